@@ -1,0 +1,3 @@
+module shardlab
+
+go 1.26.8

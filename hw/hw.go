@@ -1,0 +1,164 @@
+// Package hw describes Cloud TPU hardware: chips, the VMs (hosts) that hold
+// them, slices joined by ICI into a torus, and multislices joined by the
+// data-center network (DCN). It parses accelerator types and topologies as
+// users type them ("v5p-128", "tpu7x-8", "4x4x8") and is the single source of
+// every hardware number the rest of shardlab uses.
+package hw
+
+import (
+	"fmt"
+	"strings"
+
+	"shardlab/unit"
+)
+
+// Generation names a TPU generation as it appears in accelerator types.
+type Generation string
+
+// The generations in the catalog.
+const (
+	V2    Generation = "v2"
+	V3    Generation = "v3"
+	V4    Generation = "v4"
+	V5e   Generation = "v5e"
+	V5p   Generation = "v5p"
+	V6e   Generation = "v6e"
+	TPU7x Generation = "tpu7x"
+)
+
+// NameCount says what the number in an accelerator type counts.
+type NameCount int
+
+const (
+	// CountsTensorCores: v2, v3, v4, v5p and tpu7x names count TensorCores
+	// (v5p-128 is 64 chips).
+	CountsTensorCores NameCount = iota
+	// CountsChips: v5e (v5litepod-N) and v6e names count chips.
+	CountsChips
+)
+
+// Host is the VM that holds a group of chips. Slices are built from whole
+// hosts.
+type Host struct {
+	MachineType string
+	Chips       int
+	VCPUs       int        // 0: not published
+	RAM         unit.Bytes // 0: not published
+	NUMANodes   int        // 0: not published
+	BootDisk    string
+	DataDisks   []string
+}
+
+// Chip is one TPU chip and the facts about its generation.
+type Chip struct {
+	Generation Generation
+	Name       string
+
+	TensorCores       int
+	MXUsPerTensorCore int // 0: not published
+	MXUDim            int // the MXU is MXUDim x MXUDim multiply-accumulators
+
+	PeakBF16 unit.FLOPsPerSecond
+	PeakFP8  unit.FLOPsPerSecond // 0: not published
+	PeakInt8 unit.FLOPsPerSecond // 0: not published
+
+	HBM          unit.Bytes
+	HBMBandwidth unit.BytesPerSecond
+
+	// ICILinks is the number of ICI ports per chip; ICILinkBandwidth is one
+	// direction of one link.
+	ICILinks         int
+	ICILinkBandwidth unit.BytesPerSecond
+	TorusDims        int
+
+	// DCNPerChip is the host's data-center network bandwidth divided by its
+	// chips; 0 means the generation has no Multislice support.
+	DCNPerChip unit.BytesPerSecond
+
+	JAXDevicesPerChip int
+	MaxSliceChips     int
+	PodChips          int
+	Naming            NameCount
+	// AcceleratorPrefix is the accelerator-type prefix Cloud TPU uses
+	// ("v5litepod" for v5e).
+	AcceleratorPrefix string
+
+	Host Host
+
+	// Sources lists where the numbers above come from.
+	Sources []string
+}
+
+// DCNPerHost is the data-center network bandwidth of one host (VM).
+func (c Chip) DCNPerHost() unit.BytesPerSecond {
+	return c.DCNPerChip * unit.BytesPerSecond(c.Host.Chips)
+}
+
+// MXUs is the number of matrix units on the chip (0 when not published).
+func (c Chip) MXUs() int { return c.TensorCores * c.MXUsPerTensorCore }
+
+// Lookup returns the catalog entry for a generation. It also accepts the
+// aliases users type: "v5litepod", "v6e", "trillium", "ironwood", "tpu7x".
+func Lookup(name string) (Chip, error) {
+	g, ok := generationAliases[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return Chip{}, &ParseError{Input: name, Field: "generation", Err: ErrUnknownGeneration}
+	}
+	for _, c := range catalog {
+		if c.Generation == g {
+			return c.clone(), nil
+		}
+	}
+	panic("hw: alias table names a generation missing from the catalog: " + string(g))
+}
+
+// Chips returns the whole catalog, oldest generation first.
+func Chips() []Chip {
+	out := make([]Chip, len(catalog))
+	for i, c := range catalog {
+		out[i] = c.clone()
+	}
+	return out
+}
+
+func (c Chip) clone() Chip {
+	c.Host.DataDisks = append([]string(nil), c.Host.DataDisks...)
+	c.Sources = append([]string(nil), c.Sources...)
+	return c
+}
+
+var generationAliases = map[string]Generation{
+	"v2": V2, "tpuv2": V2,
+	"v3": V3, "tpuv3": V3,
+	"v4": V4, "tpuv4": V4,
+	"v5e": V5e, "v5litepod": V5e, "v5lite": V5e,
+	"v5p": V5p,
+	"v6e": V6e, "trillium": V6e,
+	"tpu7x": TPU7x, "ironwood": TPU7x, "v7x": TPU7x, "tpu7": TPU7x,
+}
+
+func (g Generation) String() string { return string(g) }
+
+// chipsPerName converts the number in an accelerator type into chips.
+func (c Chip) chipsPerName(n int) (int, bool) {
+	if c.Naming == CountsChips {
+		return n, true
+	}
+	if n%c.TensorCores != 0 {
+		return 0, false
+	}
+	return n / c.TensorCores, true
+}
+
+// nameCount converts chips into the number used in the accelerator type.
+func (c Chip) nameCount(chips int) int {
+	if c.Naming == CountsChips {
+		return chips
+	}
+	return chips * c.TensorCores
+}
+
+// AcceleratorType spells the accelerator type of a slice of n chips.
+func (c Chip) AcceleratorType(chips int) string {
+	return fmt.Sprintf("%s-%d", c.AcceleratorPrefix, c.nameCount(chips))
+}

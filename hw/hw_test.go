@@ -1,0 +1,270 @@
+package hw
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"shardlab/unit"
+)
+
+func TestParseAcceleratorType(t *testing.T) {
+	tests := []struct {
+		in       string
+		gen      Generation
+		chips    int
+		topology string
+		hosts    int
+	}{
+		// Cloud TPU naming: v2/v3/v4/v5p/tpu7x count TensorCores, v5e/v6e count chips.
+		{"v2-8", V2, 4, "2x2", 1},                // [gcp-v2]: v2-8 = 4 chips, one host
+		{"v3-8", V3, 4, "2x2", 1},                // [gcp-v3]
+		{"v3-128", V3, 64, "8x8", 16},            // [gcp-v3]: 128 TensorCores = 64 chips
+		{"v4-8", V4, 4, "2x2x1", 1},              // [gcp-v4]
+		{"v4-128", V4, 64, "4x4x4", 16},          // [gcp-v4]
+		{"v5p-8", V5p, 4, "2x2x1", 1},            // [gcp-v5p] topology table
+		{"v5p-128", V5p, 64, "4x4x4", 16},        // [gcp-v5p]
+		{"v5p-8960", V5p, 4480, "8x20x28", 1120}, // [mt-spec]
+		{"v5litepod-8", V5e, 8, "2x4", 2},        // [gcp-v5e]: 8 chips
+		{"v5litepod-256", V5e, 256, "16x16", 64},
+		{"v5e-16", V5e, 16, "4x4", 4},                  // MaxText/xpk spelling
+		{"v6e-8", V6e, 8, "2x4", 2},                    // [gcp-v6e]
+		{"v6e-256", V6e, 256, "16x16", 64},             // [gcp-v6e]
+		{"tpu7x-8", TPU7x, 4, "2x2x1", 1},              // [mt-spec]: 4 chips, one tpu7x-standard-4t VM
+		{"tpu7x-128", TPU7x, 64, "4x4x4", 16},          // [mt-spec]
+		{"tpu7x-18432", TPU7x, 9216, "16x24x24", 2304}, // [mt-spec]: the full 9,216-chip pod
+		{" TPU7X-8 ", TPU7x, 4, "2x2x1", 1},
+	}
+	for _, tt := range tests {
+		s, err := ParseAcceleratorType(tt.in)
+		if err != nil {
+			t.Errorf("ParseAcceleratorType(%q) error: %v", tt.in, err)
+			continue
+		}
+		if s.Chip.Generation != tt.gen || s.Chips() != tt.chips || s.Topology.String() != tt.topology || s.Hosts() != tt.hosts {
+			t.Errorf("ParseAcceleratorType(%q) = %s %d chips %s %d hosts, want %s %d chips %s %d hosts",
+				tt.in, s.Chip.Generation, s.Chips(), s.Topology, s.Hosts(), tt.gen, tt.chips, tt.topology, tt.hosts)
+		}
+	}
+}
+
+func TestParseAcceleratorTypeErrors(t *testing.T) {
+	tests := []struct {
+		in    string
+		err   error
+		field string
+		valid string // substring of the list of valid forms
+	}{
+		{"v5p-7", ErrBadCount, "count", "v5p-8, v5p-16"},
+		{"v5p-12", ErrBadCount, "count", "v5p-8"},
+		{"v5x-8", ErrUnknownGeneration, "generation", "tpu7x"},
+		{"tpu7x-2", ErrPartialHost, "count", "tpu7x-standard-4t"},
+		{"v6e-3", ErrBadCount, "count", "v6e-1, v6e-4, v6e-8"},
+		{"v5p", nil, "accelerator type", "v5p-128"},
+		{"v5p--8", ErrUnknownGeneration, "generation", "v5p"},
+		{"v5p-08", ErrBadCount, "count", "v5p-8"},
+		{"", nil, "accelerator type", "tpu7x-8"},
+	}
+	for _, tt := range tests {
+		_, err := ParseAcceleratorType(tt.in)
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			t.Errorf("ParseAcceleratorType(%q) error = %v, want a *ParseError", tt.in, err)
+			continue
+		}
+		if tt.err != nil && !errors.Is(err, tt.err) {
+			t.Errorf("ParseAcceleratorType(%q) error = %v, want %v", tt.in, err, tt.err)
+		}
+		if pe.Field != tt.field || !strings.Contains(pe.Valid, tt.valid) {
+			t.Errorf("ParseAcceleratorType(%q) = field %q valid %q, want field %q valid containing %q", tt.in, pe.Field, pe.Valid, tt.field, tt.valid)
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("error for %q spans lines: %q", tt.in, err)
+		}
+	}
+}
+
+func TestTopology(t *testing.T) {
+	v5p, _ := Lookup("v5p")
+	v5e, _ := Lookup("v5e")
+	tests := []struct {
+		chip  Chip
+		in    string
+		ok    bool
+		wraps []bool
+	}{
+		{v5p, "4x4x4", true, []bool{true, true, true}},    // [mt-spec]: wrap from 4x4x4 up
+		{v5p, "2x4x4", true, []bool{false, false, false}}, // [mt-spec]: no wrap below a cube
+		{v5p, "8x4x4", true, []bool{true, true, true}},    // same shape as 4x4x8, in another order
+		{v5p, "4x8x16", true, []bool{true, true, true}},   // custom: multiples of 4
+		{v5p, "4x4x6", false, nil},
+		{v5p, "4x4", false, nil},
+		{v5p, "16x24x24", false, nil},            // 9,216 chips exceeds v5p's 6,144-chip slice limit [gcp-v5p]
+		{v5e, "8x16", true, []bool{false, true}}, // [mt-spec]: wraps on the 16 axis only
+		{v5e, "16x16", true, []bool{true, true}},
+		{v5e, "4x4x4", false, nil},
+		{v5e, "3x5", false, nil},
+		{v5e, "0x4", false, nil},
+		{v5e, "4xx4", false, nil},
+	}
+	for _, tt := range tests {
+		s, err := ParseTopology(tt.chip, tt.in)
+		if (err == nil) != tt.ok {
+			t.Errorf("ParseTopology(%s, %q) error = %v, want ok=%v", tt.chip.Generation, tt.in, err, tt.ok)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		for i, w := range tt.wraps {
+			if got := s.Wraps(i); got != w {
+				t.Errorf("%s %s Wraps(%d) = %v, want %v", tt.chip.Generation, tt.in, i, got, w)
+			}
+		}
+	}
+}
+
+func TestTPU7xVM(t *testing.T) {
+	c, err := Lookup("ironwood")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// [gke-7x], [gcp-7x]: tpu7x-standard-4t, 4 chips, 224 vCPUs, 960 GB, 2 NUMA nodes,
+	// Hyperdisk Balanced boot disk, Hyperdisk Balanced and Hyperdisk ML for data.
+	h := c.Host
+	if h.MachineType != "tpu7x-standard-4t" || h.Chips != 4 || h.VCPUs != 224 || h.RAM != 960*unit.GB || h.NUMANodes != 2 ||
+		h.BootDisk != "Hyperdisk Balanced" || strings.Join(h.DataDisks, ",") != "Hyperdisk Balanced,Hyperdisk ML" {
+		t.Errorf("tpu7x host = %+v", h)
+	}
+	// Every TPU7x accelerator type is a whole number of these VMs.
+	for _, name := range c.AcceleratorTypes() {
+		s, err := ParseAcceleratorType(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if s.Chips()%4 != 0 {
+			t.Errorf("%s has %d chips, not whole 4-chip VMs", name, s.Chips())
+		}
+	}
+}
+
+func TestCatalogNumbers(t *testing.T) {
+	tests := []struct {
+		gen        Generation
+		bf16       float64
+		hbmGiB     float64
+		mxus, dim  int
+		dcnGbps    float64 // per chip
+		ici1wayGBs float64
+	}{
+		{V2, 46e12, 16, 2, 128, 0, 62},          // [jax-info]; [cacm20]
+		{V3, 123e12, 32, 4, 128, 0, 100},        // [gcp-v3]: 2 MXUs per TensorCore; [sb-tpus]
+		{V4, 275e12, 32, 8, 128, 12.5, 45},      // [gcp-v4]; [sb-tpus]
+		{V5e, 197e12, 16, 4, 128, 25, 45},       // [gcp-v5e]
+		{V5p, 459e12, 95, 8, 128, 50, 90},       // [gcp-v5p]
+		{V6e, 918e12, 32, 2, 256, 100, 90},      // [gcp-v6e]
+		{TPU7x, 2307e12, 192, 0, 256, 100, 100}, // [gcp-7x]
+	}
+	for _, tt := range tests {
+		c, err := Lookup(string(tt.gen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if float64(c.PeakBF16) != tt.bf16 || c.HBM.GiB() != tt.hbmGiB || c.MXUs() != tt.mxus || c.MXUDim != tt.dim ||
+			c.DCNPerChip.Bits() != tt.dcnGbps*1e9 || float64(c.ICILinkBandwidth) != tt.ici1wayGBs*1e9 {
+			t.Errorf("%s: bf16 %v hbm %v GiB mxus %d dim %d dcn %v bit/s ici %v B/s", tt.gen, float64(c.PeakBF16),
+				c.HBM.GiB(), c.MXUs(), c.MXUDim, c.DCNPerChip.Bits(), float64(c.ICILinkBandwidth))
+		}
+	}
+	// [gcp-7x]: 1.2 TB/s bidirectional ICI per chip.
+	c, _ := Lookup("tpu7x")
+	if got := float64(c.ICILinkBandwidth) * 2 * float64(c.ICILinks); got != 1.2e12 {
+		t.Errorf("tpu7x bidirectional ICI per chip = %v, want 1.2e12", got)
+	}
+	// [gcp-v5p]: 200 Gbps DCN per host.
+	c, _ = Lookup("v5p")
+	if got := c.DCNPerHost().Bits(); got != 200e9 {
+		t.Errorf("v5p DCN per host = %v bit/s, want 200e9", got)
+	}
+}
+
+func TestMultislice(t *testing.T) {
+	s, _ := ParseAcceleratorType("v5p-128")
+	m, err := NewMultislice(s, 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Chips() != 256 || m.Hosts() != 64 || m.DCNPerHost().Bits() != 200e9 {
+		t.Errorf("4 x v5p-128 = %d chips %d hosts %v bit/s per host", m.Chips(), m.Hosts(), m.DCNPerHost().Bits())
+	}
+	m, _ = NewMultislice(s, 2, unit.BitsPerSecond(400e9))
+	if m.DCNPerChip.Bits() != 100e9 {
+		t.Errorf("override 400 Gbit/s per host: per chip %v, want 100e9", m.DCNPerChip.Bits())
+	}
+	v3, _ := ParseAcceleratorType("v3-32")
+	if _, err := NewMultislice(v3, 2, 0); !errors.Is(err, ErrNoMultislice) {
+		t.Errorf("v3 multislice error = %v, want ErrNoMultislice", err)
+	}
+	if _, err := NewMultislice(s, 0, 0); err == nil {
+		t.Error("0 slices accepted")
+	}
+}
+
+func FuzzParseAcceleratorType(f *testing.F) {
+	for _, s := range []string{"v5p-128", "tpu7x-8", "v5litepod-256", "v6e-8", "v2-8", "v5p-7", "x-", "-", "v4-99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := ParseAcceleratorType(in)
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a *ParseError", err)
+			}
+			return
+		}
+		// parse(String(x)) == x
+		again, err := ParseAcceleratorType(s.AcceleratorType())
+		if err != nil || again.Topology != s.Topology || again.Chip.Generation != s.Chip.Generation {
+			t.Fatalf("round trip of %q via %q: %v %v", in, s.AcceleratorType(), again.Topology, err)
+		}
+	})
+}
+
+func FuzzParseTopology(f *testing.F) {
+	for _, s := range []string{"4x4x4", "2x2x1", "16x16", "8x20x28", "0x1", "x", "4x4x4x4"} {
+		f.Add("v5p", s)
+	}
+	f.Fuzz(func(t *testing.T, gen, in string) {
+		c, err := Lookup(gen)
+		if err != nil {
+			return
+		}
+		s, err := ParseTopology(c, in)
+		if err != nil {
+			return
+		}
+		again, err := ParseTopology(c, s.Topology.String())
+		if err != nil || again.Topology != s.Topology {
+			t.Fatalf("round trip %q: %v", in, err)
+		}
+		if s.Chips() > c.MaxSliceChips && c.TorusDims == 3 {
+			t.Fatalf("%q: %d chips exceeds %d", in, s.Chips(), c.MaxSliceChips)
+		}
+	})
+}
+
+func ExampleParseAcceleratorType() {
+	s, err := ParseAcceleratorType("v5p-128")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.Chips(), "chips,", s.Topology, "torus,", s.Hosts(), "hosts")
+	_, err = ParseAcceleratorType("v5p-7")
+	fmt.Println(err)
+	// Output:
+	// 64 chips, 4x4x4 torus, 16 hosts
+	// hw: count "v5p-7": no slice of this size (v5p names count TensorCores); valid: v5p-8, v5p-16, v5p-32, v5p-64, v5p-128, v5p-256, v5p-384, v5p-512, v5p-640, v5p-768, …, v5p-17920
+}

@@ -1,0 +1,316 @@
+package hw
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"shardlab/unit"
+)
+
+// Sentinel errors carried by ParseError, for callers that branch.
+var (
+	ErrUnknownGeneration = errors.New("unknown TPU generation")
+	ErrBadCount          = errors.New("no slice of this size")
+	ErrBadTopology       = errors.New("not a valid topology")
+	ErrPartialHost       = errors.New("slices are built from whole hosts")
+	ErrNoMultislice      = errors.New("generation does not support Multislice")
+)
+
+// ParseError reports an accelerator type, topology or generation that could
+// not be parsed. Valid says what is accepted.
+type ParseError struct {
+	Input string
+	Field string // "generation", "count", "topology", "slices"
+	Err   error
+	Valid string
+}
+
+func (e *ParseError) Error() string {
+	msg := fmt.Sprintf("hw: %s %q: %v", e.Field, e.Input, e.Err)
+	if e.Valid != "" {
+		msg += "; valid: " + e.Valid
+	}
+	return msg
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// ValidGenerations lists the accelerator-type prefixes Lookup accepts.
+const ValidGenerations = "v2, v3, v4, v5p, v5litepod (or v5e), v6e, tpu7x"
+
+// Topology is the shape of a slice's ICI mesh in chips: 2 or 3 dimensions.
+// Unused dimensions are 0.
+type Topology [3]int
+
+// Rank is the number of dimensions (2 or 3).
+func (t Topology) Rank() int {
+	if t[2] == 0 {
+		return 2
+	}
+	return 3
+}
+
+// Dims returns the dimensions in use.
+func (t Topology) Dims() []int { return append([]int(nil), t[:t.Rank()]...) }
+
+// Chips is the product of the dimensions.
+func (t Topology) Chips() int {
+	n := 1
+	for _, d := range t.Dims() {
+		n *= d
+	}
+	return n
+}
+
+func (t Topology) String() string {
+	parts := make([]string, 0, 3)
+	for _, d := range t.Dims() {
+		parts = append(parts, strconv.Itoa(d))
+	}
+	return strings.Join(parts, "x")
+}
+
+// parseDims reads "AxB" or "AxBxC" with positive integers.
+func parseDims(s string) (Topology, bool) {
+	parts := strings.Split(s, "x")
+	if len(parts) < 2 || len(parts) > 3 {
+		return Topology{}, false
+	}
+	var t Topology
+	for i, p := range parts {
+		if p == "" || strings.TrimLeft(p, "0123456789") != "" || len(p) > 6 {
+			return Topology{}, false
+		}
+		d, err := strconv.Atoi(p)
+		if err != nil || d <= 0 {
+			return Topology{}, false
+		}
+		t[i] = d
+	}
+	return t, true
+}
+
+// Slice is a set of chips of one generation joined by ICI into a mesh or
+// torus of the given topology, built from whole hosts.
+type Slice struct {
+	Chip     Chip
+	Topology Topology
+}
+
+// Chips is the number of chips in the slice.
+func (s Slice) Chips() int { return s.Topology.Chips() }
+
+// Hosts is the number of VMs in the slice.
+func (s Slice) Hosts() int {
+	return max(1, s.Chips()/s.Chip.Host.Chips)
+}
+
+// AcceleratorType spells the slice as Cloud TPU does ("v5p-128").
+func (s Slice) AcceleratorType() string { return s.Chip.AcceleratorType(s.Chips()) }
+
+// Wraps reports whether dimension i of the topology has wraparound links.
+//
+// v4, v5p and tpu7x: slices made of whole 4x4x4 cubes are tori, smaller ones
+// are meshes ([mt-spec] wrap flags; [gcp-v5p]). v5e and v6e: an axis wraps
+// when it spans the 16-chip side of the pod ([mt-spec]: 8x16 wraps on its
+// long axis only). v2 and v3 are assumed to follow the same pod-side rule.
+func (s Slice) Wraps(i int) bool {
+	dims := s.Topology.Dims()
+	if i < 0 || i >= len(dims) {
+		return false
+	}
+	if s.Chip.TorusDims == 3 {
+		for _, d := range dims {
+			if d < 4 || d%4 != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	side := map[Generation]int{V2: 16, V3: 32, V5e: 16, V6e: 16}[s.Chip.Generation]
+	return dims[i] == side
+}
+
+func (c Chip) defaultTopologies() []Topology {
+	var out []Topology
+	for _, f := range strings.Fields(defaultTopologies[c.Generation]) {
+		t, ok := parseDims(f)
+		if !ok {
+			panic("hw: bad topology in catalog: " + f)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// AcceleratorTypes lists the accelerator types of the generation, smallest
+// first.
+func (c Chip) AcceleratorTypes() []string {
+	var out []string
+	for _, t := range c.defaultTopologies() {
+		out = append(out, c.AcceleratorType(t.Chips()))
+	}
+	return out
+}
+
+func (c Chip) validCounts() string {
+	names := c.AcceleratorTypes()
+	if len(names) > 12 {
+		names = append(names[:10:10], "…", names[len(names)-1])
+	}
+	return strings.Join(names, ", ")
+}
+
+// NewSlice validates a topology for the chip: one of the generation's listed
+// shapes, or (3D generations) any AxBxC of multiples of 4 up to the largest
+// slice, as Cloud TPU accepts for custom topologies.
+func NewSlice(c Chip, t Topology) (Slice, error) {
+	bad := &ParseError{Input: t.String(), Field: "topology", Err: ErrBadTopology}
+	if t.Rank() != c.TorusDims {
+		bad.Valid = fmt.Sprintf("%d dimensions for %s, e.g. %s", c.TorusDims, c.Generation, c.defaultTopologies()[0])
+		return Slice{}, bad
+	}
+	for _, d := range t.Dims() {
+		if d <= 0 {
+			bad.Valid = "positive dimensions"
+			return Slice{}, bad
+		}
+	}
+	if t.Chips() < c.Host.Chips && c.Generation == TPU7x {
+		return Slice{}, &ParseError{Input: t.String(), Field: "topology", Err: ErrPartialHost,
+			Valid: fmt.Sprintf("TPU7x slices are whole %s VMs of %d chips, from 2x2x1", c.Host.MachineType, c.Host.Chips)}
+	}
+	for _, d := range c.defaultTopologies() {
+		if sameShape(d, t) {
+			return Slice{Chip: c, Topology: t}, nil
+		}
+	}
+	if c.TorusDims == 3 && t.Chips() <= c.MaxSliceChips {
+		ok := true
+		for _, d := range t.Dims() {
+			ok = ok && d%4 == 0
+		}
+		if ok {
+			return Slice{Chip: c, Topology: t}, nil
+		}
+	}
+	if c.TorusDims == 3 {
+		bad.Valid = fmt.Sprintf("2x2x1, 2x2x2, 2x2x4, 2x4x4 or AxBxC with each a multiple of 4 and at most %d chips", c.MaxSliceChips)
+	} else {
+		var s []string
+		for _, d := range c.defaultTopologies() {
+			s = append(s, d.String())
+		}
+		bad.Valid = strings.Join(s, ", ")
+	}
+	return Slice{}, bad
+}
+
+func sameShape(a, b Topology) bool {
+	x, y := a.Dims(), b.Dims()
+	if len(x) != len(y) {
+		return false
+	}
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
+// ParseTopology parses "AxB" or "AxBxC" for the chip.
+func ParseTopology(c Chip, s string) (Slice, error) {
+	t, ok := parseDims(strings.TrimSpace(s))
+	if !ok {
+		return Slice{}, &ParseError{Input: s, Field: "topology", Err: ErrBadTopology,
+			Valid: fmt.Sprintf("%d positive integers joined by x, e.g. %s", c.TorusDims, c.defaultTopologies()[0])}
+	}
+	return NewSlice(c, t)
+}
+
+// ParseAcceleratorType parses an accelerator type such as "v5p-128",
+// "v5litepod-256", "v6e-8" or "tpu7x-8" into a slice with the generation's
+// default topology for that size.
+func ParseAcceleratorType(s string) (Slice, error) {
+	in := strings.TrimSpace(s)
+	i := strings.LastIndexByte(in, '-')
+	if i <= 0 {
+		return Slice{}, &ParseError{Input: s, Field: "accelerator type", Err: errors.New("want GENERATION-COUNT"),
+			Valid: "e.g. v5p-128, v5litepod-256, v6e-8, tpu7x-8 (generations: " + ValidGenerations + ")"}
+	}
+	c, err := Lookup(in[:i])
+	if err != nil {
+		return Slice{}, &ParseError{Input: s, Field: "generation", Err: ErrUnknownGeneration, Valid: ValidGenerations}
+	}
+	num := in[i+1:]
+	n, err := strconv.Atoi(num)
+	if err != nil || n <= 0 || strings.TrimLeft(num, "0123456789") != "" || num[0] == '0' {
+		return Slice{}, &ParseError{Input: s, Field: "count", Err: ErrBadCount, Valid: c.validCounts()}
+	}
+	chips, ok := c.chipsPerName(n)
+	if ok && c.Generation == TPU7x && chips < c.Host.Chips {
+		return Slice{}, &ParseError{Input: s, Field: "count", Err: ErrPartialHost,
+			Valid: fmt.Sprintf("TPU7x is sold in whole %s VMs of %d chips: %s", c.Host.MachineType, c.Host.Chips, c.validCounts())}
+	}
+	if ok {
+		for _, t := range c.defaultTopologies() {
+			if t.Chips() == chips {
+				return Slice{Chip: c, Topology: t}, nil
+			}
+		}
+	}
+	what := "TensorCores"
+	if c.Naming == CountsChips {
+		what = "chips"
+	}
+	return Slice{}, &ParseError{Input: s, Field: "count", Err: fmt.Errorf("%w (%s names count %s)", ErrBadCount, c.Generation, what),
+		Valid: c.validCounts()}
+}
+
+// Multislice is several identical slices joined by the data-center network.
+type Multislice struct {
+	Slice  Slice
+	Slices int
+	// DCNPerChip is the DCN bandwidth available to each chip (the host's
+	// bandwidth shared by its chips).
+	DCNPerChip unit.BytesPerSecond
+}
+
+// NewMultislice joins n copies of s over DCN. dcnPerHost overrides the
+// catalog's per-host DCN bandwidth when positive.
+func NewMultislice(s Slice, n int, dcnPerHost unit.BytesPerSecond) (Multislice, error) {
+	if n < 1 {
+		return Multislice{}, &ParseError{Input: strconv.Itoa(n), Field: "slices", Err: errors.New("need at least one slice"), Valid: "1, 2, 3, …"}
+	}
+	if dcnPerHost < 0 {
+		return Multislice{}, &ParseError{Input: dcnPerHost.String(), Field: "dcn bandwidth", Err: errors.New("negative"), Valid: "a positive bandwidth"}
+	}
+	per := s.Chip.DCNPerChip
+	if dcnPerHost > 0 {
+		per = dcnPerHost / unit.BytesPerSecond(s.Chip.Host.Chips)
+	}
+	if n > 1 && per == 0 {
+		return Multislice{}, &ParseError{Input: string(s.Chip.Generation), Field: "slices", Err: ErrNoMultislice,
+			Valid: "Multislice runs on v4, v5e, v5p, v6e and tpu7x"}
+	}
+	return Multislice{Slice: s, Slices: n, DCNPerChip: per}, nil
+}
+
+// Chips is the total number of chips.
+func (m Multislice) Chips() int { return m.Slice.Chips() * m.Slices }
+
+// Hosts is the total number of VMs.
+func (m Multislice) Hosts() int { return m.Slice.Hosts() * m.Slices }
+
+// DCNPerHost is the DCN bandwidth of one host.
+func (m Multislice) DCNPerHost() unit.BytesPerSecond {
+	return m.DCNPerChip * unit.BytesPerSecond(m.Slice.Chip.Host.Chips)
+}
+
+func (m Multislice) String() string {
+	if m.Slices == 1 {
+		return fmt.Sprintf("%s (%s, %d chips)", m.Slice.AcceleratorType(), m.Slice.Topology, m.Chips())
+	}
+	return fmt.Sprintf("%d x %s (%s, %d chips)", m.Slices, m.Slice.AcceleratorType(), m.Slice.Topology, m.Chips())
+}

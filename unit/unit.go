@@ -1,0 +1,94 @@
+// Package unit holds the physical quantities shardlab computes with — bytes,
+// FLOPs and their rates — as distinct types, so a bandwidth cannot be added to
+// a capacity by accident. Values are formatted only when rendered.
+package unit
+
+import (
+	"fmt"
+	"math"
+)
+
+// Bytes is a size in bytes.
+type Bytes int64
+
+// Common sizes.
+const (
+	KiB Bytes = 1 << 10
+	MiB Bytes = 1 << 20
+	GiB Bytes = 1 << 30
+	TiB Bytes = 1 << 40
+	GB  Bytes = 1e9
+)
+
+// String formats b with a binary prefix: "1.50 GiB".
+func (b Bytes) String() string {
+	return binary(float64(b), "B")
+}
+
+// GiB returns b in gibibytes.
+func (b Bytes) GiB() float64 { return float64(b) / float64(GiB) }
+
+// FLOPs is a count of floating-point operations.
+type FLOPs float64
+
+// String formats f with a decimal prefix: "1.20 PFLOP".
+func (f FLOPs) String() string { return decimal(float64(f), "FLOP") }
+
+// FLOPsPerSecond is a compute rate.
+type FLOPsPerSecond float64
+
+// String formats r with a decimal prefix: "459 TFLOP/s".
+func (r FLOPsPerSecond) String() string { return decimal(float64(r), "FLOP/s") }
+
+// BytesPerSecond is a bandwidth.
+type BytesPerSecond float64
+
+// String formats r with a decimal prefix: "25.0 GB/s".
+func (r BytesPerSecond) String() string { return decimal(float64(r), "B/s") }
+
+// BitsPerSecond converts a link rate quoted in bits per second (as network
+// and DCN figures are published) into bytes per second.
+func BitsPerSecond(bits float64) BytesPerSecond { return BytesPerSecond(bits / 8) }
+
+// Bits returns r in bits per second.
+func (r BytesPerSecond) Bits() float64 { return float64(r) * 8 }
+
+func decimal(v float64, u string) string {
+	prefixes := []string{"", "k", "M", "G", "T", "P", "E", "Z"}
+	i := 0
+	a := math.Abs(v)
+	for a >= 1000 && i < len(prefixes)-1 {
+		a /= 1000
+		v /= 1000
+		i++
+	}
+	return fmt.Sprintf("%s %s%s", sig3(v), prefixes[i], u)
+}
+
+func binary(v float64, u string) string {
+	prefixes := []string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+	i := 0
+	a := math.Abs(v)
+	for a >= 1024 && i < len(prefixes)-1 {
+		a /= 1024
+		v /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%d %s", int64(v), u)
+	}
+	return fmt.Sprintf("%s %s%s", sig3(v), prefixes[i], u)
+}
+
+// sig3 prints v with three significant digits (at least), no exponent.
+func sig3(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
