@@ -1,0 +1,145 @@
+package mesh
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"shardlab/hw"
+)
+
+func multislice(t testing.TB, accel string, slices int) hw.Multislice {
+	t.Helper()
+	s, err := hw.ParseAcceleratorType(accel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := hw.NewMultislice(s, slices, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+func TestNewErrors(t *testing.T) {
+	ms := multislice(t, "v5p-128", 2) // 64 chips per slice, 2 slices
+	tests := []struct {
+		axes []Axis
+		err  error
+		msg  string
+	}{
+		{[]Axis{{Name: FSDP, ICI: 64, DCN: 1}, {Name: Tensor, ICI: 1, DCN: 2}}, ErrTensorOverDCN, "tensor = 2 over DCN"},
+		{[]Axis{{Name: FSDP, ICI: 32, DCN: 2}}, ErrInvalid, "ICI factors = 32"},
+		{[]Axis{{Name: FSDP, ICI: 64, DCN: 1}}, ErrInvalid, "DCN factors = 1"},
+		{[]Axis{{Name: "expert", ICI: 64, DCN: 2}}, ErrInvalid, `axis = "expert"`},
+		{[]Axis{{Name: Data, ICI: 0, DCN: 2}}, ErrInvalid, "factors of at least 1"},
+		{[]Axis{{Name: Data, ICI: 64, DCN: 2}, {Name: Data, ICI: 1, DCN: 1}}, ErrInvalid, "each axis named once"},
+	}
+	for _, tt := range tests {
+		_, err := New(ms, tt.axes...)
+		if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("New(%v) error = %v, want %v containing %q", tt.axes, err, tt.err, tt.msg)
+		}
+	}
+	m, err := New(ms, Axis{Name: FSDP, ICI: 64, DCN: 1}, Axis{Name: Data, ICI: 1, DCN: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.String() != "data=2(dcn),fsdp=64" || m.Size(FSDP) != 64 || m.Size(Tensor) != 1 {
+		t.Errorf("mesh = %s", m)
+	}
+}
+
+func TestPlacement(t *testing.T) {
+	// Hand derivation with the scaling book's rule (bidirectional ring with
+	// wraparound = 2 x one-way link bandwidth per dimension; k dimensions add
+	// up): v5p links are 90 GB/s one way.
+	tests := []struct {
+		accel string
+		axes  []Axis
+		axis  AxisName
+		want  Link
+	}{
+		// 4x4x4 torus: tensor takes one wrapped dimension of 4.
+		{"v5p-128", []Axis{{Name: Tensor, ICI: 4, DCN: 1}, {Name: FSDP, ICI: 16, DCN: 1}}, Tensor,
+			Link{Size: 4, Dims: 1, Wrap: true, Bandwidth: 180e9, Hops: 2}},
+		// ... and fsdp the other two.
+		{"v5p-128", []Axis{{Name: Tensor, ICI: 4, DCN: 1}, {Name: FSDP, ICI: 16, DCN: 1}}, FSDP,
+			Link{Size: 16, Dims: 2, Wrap: true, Bandwidth: 360e9, Hops: 4}},
+		// 2x2x1 (one host) has no wraparound: a line per dimension.
+		{"v5p-8", []Axis{{Name: Data, ICI: 4, DCN: 1}}, Data,
+			Link{Size: 4, Dims: 2, Wrap: false, Bandwidth: 180e9, Hops: 2}},
+		// Half of a wrapped dimension is an open line.
+		{"v5p-128", []Axis{{Name: Tensor, ICI: 2, DCN: 1}, {Name: FSDP, ICI: 32, DCN: 1}}, Tensor,
+			Link{Size: 2, Dims: 1, Wrap: false, Bandwidth: 90e9, Hops: 1}},
+		// v5e 16x16: data=256 spans both wrapped dimensions, 45 GB/s links.
+		{"v5litepod-256", []Axis{{Name: Data, ICI: 256, DCN: 1}}, Data,
+			Link{Size: 256, Dims: 2, Wrap: true, Bandwidth: 180e9, Hops: 16}},
+	}
+	for _, tt := range tests {
+		m, err := New(multislice(t, tt.accel, 1), tt.axes...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Link(tt.axis); got != tt.want {
+			t.Errorf("%s %s: Link(%s) = %+v, want %+v", tt.accel, m, tt.axis, got, tt.want)
+		}
+	}
+}
+
+func TestParseAxes(t *testing.T) {
+	axes, err := ParseAxes("data=2(dcn), fsdp=4, data=2, tensor=2(ici)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Axis{{Name: Data, ICI: 2, DCN: 2}, {Name: FSDP, ICI: 4, DCN: 1}, {Name: Tensor, ICI: 2, DCN: 1}}
+	if fmt.Sprint(axes) != fmt.Sprint(want) {
+		t.Errorf("ParseAxes = %v, want %v", axes, want)
+	}
+	for _, bad := range []string{"", "data", "data=0", "data=x", "expert=2", "data=2,data=4", "data=2(dcn),data=3(dcn)", "=2"} {
+		if _, err := ParseAxes(bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ParseAxes(%q) error = %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+func FuzzParseAxes(f *testing.F) {
+	for _, s := range []string{"data=2(dcn),fsdp=4", "tensor=8", "data=1(ici),context=2", "pipeline=4(dcn)"} {
+		f.Add(s)
+	}
+	ms := multislice(f, "v5p-16", 2)
+	f.Fuzz(func(t *testing.T, s string) {
+		axes, err := ParseAxes(s)
+		if err != nil {
+			return
+		}
+		m, err := New(ms, axes...)
+		if err != nil {
+			return
+		}
+		again, err := ParseAxes(m.String())
+		if m.String() == "single chip" {
+			return
+		}
+		if err != nil {
+			t.Fatalf("String() %q does not parse: %v", m.String(), err)
+		}
+		m2, err := New(ms, again...)
+		if err != nil || m2.String() != m.String() {
+			t.Fatalf("round trip %q -> %q: %v", m, m2, err)
+		}
+	})
+}
+
+func ExampleNew() {
+	s, _ := hw.ParseAcceleratorType("v5p-128")
+	ms, _ := hw.NewMultislice(s, 2, 0)
+	_, err := New(ms, Axis{Name: FSDP, ICI: 64, DCN: 1}, Axis{Name: Tensor, ICI: 1, DCN: 2})
+	fmt.Println(errors.Is(err, ErrTensorOverDCN))
+	m, _ := New(ms, Axis{Name: FSDP, ICI: 64, DCN: 1}, Axis{Name: Data, ICI: 1, DCN: 2})
+	fmt.Println(m, m.Link(FSDP).Bandwidth)
+	// Output:
+	// true
+	// data=2(dcn),fsdp=64 540 GB/s
+}
