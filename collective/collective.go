@@ -1,0 +1,180 @@
+// Package collective computes what collectives cost: the bytes each device
+// sends in a ring all-reduce, all-gather, reduce-scatter, all-to-all or
+// send/recv, and the time that takes on an ICI axis of the torus, over DCN,
+// or hierarchically (inside slices, then across them). It is the only place
+// shardlab computes a collective's bytes; the emulator's counters are
+// checked against it.
+package collective
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"shardlab/unit"
+)
+
+// Op is a collective operation.
+type Op int
+
+// The operations.
+const (
+	AllReduce Op = iota
+	AllGather
+	ReduceScatter
+	AllToAll
+	SendRecv
+)
+
+func (o Op) String() string {
+	switch o {
+	case AllReduce:
+		return "all-reduce"
+	case AllGather:
+		return "all-gather"
+	case ReduceScatter:
+		return "reduce-scatter"
+	case AllToAll:
+		return "all-to-all"
+	case SendRecv:
+		return "send/recv"
+	}
+	return fmt.Sprintf("Op(%d)", int(o))
+}
+
+// Bytes is what one device sends in op among n devices on a ring, where size
+// is the full buffer: the all-reduced buffer, the gathered result of an
+// all-gather, the input of a reduce-scatter, one device's buffer in an
+// all-to-all, the message of a send/recv. Ring algorithms (Hockney's α–β
+// model as in the nccl-tests PERFORMANCE.md bus-bandwidth factors):
+//
+//	all-reduce            2(n−1)/n · size   (reduce-scatter then all-gather)
+//	all-gather            (n−1)/n · size
+//	reduce-scatter        (n−1)/n · size
+//	all-to-all            (n−1)/n · size
+//	send/recv             size
+//
+// The result is exact when size is a multiple of n (each of the n chunks
+// equal); otherwise it is rounded down.
+func Bytes(op Op, n int, size unit.Bytes) unit.Bytes {
+	if n <= 1 && op != SendRecv {
+		return 0
+	}
+	k := unit.Bytes(n)
+	switch op {
+	case AllReduce:
+		return 2 * (k - 1) * size / k
+	case AllGather, ReduceScatter, AllToAll:
+		return (k - 1) * size / k
+	case SendRecv:
+		return size
+	}
+	panic(fmt.Sprintf("collective: unknown op %d", int(op)))
+}
+
+// Link is one tier a collective runs on, as seen by one device.
+type Link struct {
+	// Bandwidth is what one device can send per second in the ring (for a
+	// torus axis, both directions of every spanned dimension together).
+	Bandwidth unit.BytesPerSecond
+	// Hops is the number of sequential ring steps one phase takes, and
+	// HopLatency the fixed cost of each (the scaling book uses ~1 µs per
+	// ICI hop).
+	Hops       int
+	HopLatency time.Duration
+}
+
+// ICIHopLatency is the per-hop ICI latency the scaling book's sharding
+// chapter uses (T_min ≈ 1 µs).
+const ICIHopLatency = time.Microsecond
+
+// Time is how long op among n devices takes on link: the bytes each device
+// sends over the link bandwidth, plus the latency of every ring step
+// (all-reduce walks the ring twice).
+func Time(op Op, n int, size unit.Bytes, l Link) time.Duration {
+	if n <= 1 && op != SendRecv {
+		return 0
+	}
+	if l.Bandwidth <= 0 {
+		return time.Duration(math.MaxInt64)
+	}
+	sec := float64(Bytes(op, n, size)) / float64(l.Bandwidth)
+	hops := l.Hops
+	if op == AllReduce {
+		hops *= 2
+	}
+	if op == SendRecv {
+		hops = 1
+	}
+	return seconds(sec) + time.Duration(hops)*l.HopLatency
+}
+
+func seconds(s float64) time.Duration {
+	if s >= math.MaxInt64/1e9 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(s * 1e9)
+}
+
+// Cost is what one device pays for a collective that may span ICI and DCN.
+type Cost struct {
+	ICIBytes unit.Bytes
+	DCNBytes unit.Bytes
+	Time     time.Duration
+}
+
+// Add sums two costs run one after the other.
+func (c Cost) Add(d Cost) Cost {
+	return Cost{ICIBytes: c.ICIBytes + d.ICIBytes, DCNBytes: c.DCNBytes + d.DCNBytes, Time: c.Time + d.Time}
+}
+
+// Scale multiplies a cost by k repetitions.
+func (c Cost) Scale(k int) Cost {
+	n := unit.Bytes(k)
+	return Cost{ICIBytes: c.ICIBytes * n, DCNBytes: c.DCNBytes * n, Time: c.Time * time.Duration(k)}
+}
+
+// Hierarchical is op over a group of nICI devices inside each slice times
+// nDCN slices, done the way XLA's multislice collectives are (and the
+// scaling book's multislice all-reduce): the slow DCN tier only carries the
+// 1/nICI shard that each device is responsible for.
+//
+//	all-reduce:     reduce-scatter on ICI, all-reduce of size/nICI on DCN, all-gather on ICI
+//	all-gather:     all-gather of size/nICI on DCN, then all-gather of size on ICI
+//	reduce-scatter: reduce-scatter of size on ICI, then of size/nICI on DCN
+//
+// size is the full buffer as in Bytes.
+func Hierarchical(op Op, size unit.Bytes, nICI int, ici Link, nDCN int, dcn Link) Cost {
+	var c Cost
+	step := func(o Op, n int, s unit.Bytes, l Link, isDCN bool) {
+		if n <= 1 {
+			return
+		}
+		b := Bytes(o, n, s)
+		if isDCN {
+			c.DCNBytes += b
+		} else {
+			c.ICIBytes += b
+		}
+		c.Time += Time(o, n, s, l)
+	}
+	shard := size / unit.Bytes(max(nICI, 1))
+	switch op {
+	case AllReduce:
+		step(ReduceScatter, nICI, size, ici, false)
+		step(AllReduce, nDCN, shard, dcn, true)
+		step(AllGather, nICI, size, ici, false)
+	case AllGather:
+		step(AllGather, nDCN, shard, dcn, true)
+		step(AllGather, nICI, size, ici, false)
+	case ReduceScatter:
+		step(ReduceScatter, nICI, size, ici, false)
+		step(ReduceScatter, nDCN, shard, dcn, true)
+	default:
+		// All-to-all and send/recv have no hierarchical form here: they run
+		// on whichever tier is given a group larger than one.
+		step(op, nICI, size, ici, false)
+		step(op, nDCN, size, dcn, true)
+	}
+	return c
+}

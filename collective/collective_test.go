@@ -1,0 +1,137 @@
+package collective
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"shardlab/hw"
+	"shardlab/unit"
+)
+
+func TestBytes(t *testing.T) {
+	const S = 1200 // divisible by every n below
+	tests := []struct {
+		op   Op
+		n    int
+		want unit.Bytes
+	}{
+		{AllReduce, 2, S},       // 2(n−1)/n = 1
+		{AllReduce, 4, 1800},    // 2·3/4
+		{AllReduce, 1, 0},       // no peers, no traffic
+		{AllGather, 4, 900},     // 3/4
+		{ReduceScatter, 3, 800}, // 2/3
+		{AllToAll, 6, 1000},     // 5/6
+		{SendRecv, 2, S},        // the message
+		{AllGather, 1200, 1199}, // (n−1)/n with one-byte chunks
+	}
+	for _, tt := range tests {
+		if got := Bytes(tt.op, tt.n, S); got != tt.want {
+			t.Errorf("Bytes(%v, %d, %d) = %d, want %d", tt.op, tt.n, S, got, tt.want)
+		}
+	}
+}
+
+func TestFSDPIsOneAndAHalfDP(t *testing.T) {
+	// ZeRO (Rajbhandari et al. 2019, §7): stage 3 moves 3Ψ per step (all-gather
+	// in forward, again in backward, reduce-scatter of gradients) against 2Ψ
+	// for data parallelism's all-reduce: 1.5x.
+	for _, n := range []int{2, 4, 8, 64} {
+		s := unit.Bytes(64 * 1024)
+		dp := Bytes(AllReduce, n, s)
+		fsdp := 2*Bytes(AllGather, n, s) + Bytes(ReduceScatter, n, s)
+		if 2*fsdp != 3*dp {
+			t.Errorf("n=%d: FSDP %d bytes, DP %d bytes, want ratio 1.5", n, fsdp, dp)
+		}
+	}
+}
+
+func TestTime(t *testing.T) {
+	// Scaling book (sharding.md): an all-gather of V bytes over a bidirectional
+	// ring takes about V/W_bidi, independent of the axis size; all-reduce is
+	// twice that. v5p axis with wraparound: W = 2·90 GB/s.
+	l := Link{Bandwidth: 180e9, Hops: 2, HopLatency: ICIHopLatency}
+	v := unit.Bytes(1 << 30)
+	ag := Time(AllGather, 4, v, l)
+	want := time.Duration(float64(v)*3/4/180e9*1e9) + 2*time.Microsecond
+	if ag != want {
+		t.Errorf("all-gather = %v, want %v", ag, want)
+	}
+	ar := Time(AllReduce, 4, v, l)
+	if ar != 2*ag {
+		t.Errorf("all-reduce %v, want twice all-gather %v", ar, ag)
+	}
+	if got := Time(AllGather, 1, v, l); got != 0 {
+		t.Errorf("all-gather over 1 device = %v, want 0", got)
+	}
+}
+
+func TestHierarchicalAllReduceDCNBits(t *testing.T) {
+	// Summed over the chips of one slice, the DCN bytes of the hierarchical
+	// all-reduce of fp32 gradients are the Multislice guidance's bits per
+	// parameter: exactly 32 for two slices, approaching 64 for many.
+	const params = 1 << 20
+	const nICI = 64
+	grads := unit.Bytes(4 * params)
+	ici := Link{Bandwidth: 360e9}
+	dcn := Link{Bandwidth: unit.BitsPerSecond(50e9)}
+	c := Hierarchical(AllReduce, grads, nICI, ici, 2, dcn)
+	if bits := float64(c.DCNBytes) * nICI * 8 / params; bits != 32 {
+		t.Errorf("2 slices: %v DCN bits per parameter, want 32", bits)
+	}
+	c = Hierarchical(AllReduce, grads, nICI, ici, 64, dcn)
+	if bits := float64(c.DCNBytes) * nICI * 8 / params; math.Abs(bits-64*63/64.0) > 1e-9 {
+		t.Errorf("64 slices: %v DCN bits per parameter, want 63", bits)
+	}
+	if MultisliceBitsPerParam(2) != 32 || MultisliceBitsPerParam(3) != 64 || MultisliceBitsPerParam(16) != 64 || MultisliceBitsPerParam(1) != 0 {
+		t.Error("MultisliceBitsPerParam does not give 32 for two slices and 64 for more")
+	}
+	// ICI part: a reduce-scatter and an all-gather of the full buffer.
+	if want := 2 * Bytes(AllGather, nICI, grads); c.ICIBytes != want {
+		t.Errorf("ICI bytes = %d, want %d", c.ICIBytes, want)
+	}
+}
+
+func TestMultisliceMinimumBatch(t *testing.T) {
+	// Cloud TPU Multislice guidance: with its chips (275 TFLOP/s, TPU v4) and
+	// 12.5 Gbit/s of DCN per chip, the theoretical minimum is 176k tokens per
+	// pod for two slices and 352k for more; in practice about 350k and 700k.
+	v4, err := hw.Lookup("v4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := float64(v4.PeakBF16) / v4.DCNPerChip.Bits(); got != 22000 {
+		t.Errorf("v4 FLOP per DCN bit = %v, want 22000", got)
+	}
+	tests := []struct {
+		slices         int
+		min, practical float64
+	}{
+		{2, 176000, 350000},
+		{4, 352000, 700000},
+		{32, 352000, 700000},
+	}
+	for _, tt := range tests {
+		got := MinTokensPerSlice(v4.PeakBF16, v4.DCNPerChip, tt.slices)
+		if got != tt.min {
+			t.Errorf("MinTokensPerSlice(v4, %d slices) = %v, want %v", tt.slices, got, tt.min)
+		}
+		// the doc rounds 2x to 350k / 700k
+		if p := got * PracticalHeadroom; math.Abs(p-tt.practical)/tt.practical > 0.01 {
+			t.Errorf("practical minimum %v, want about %v", p, tt.practical)
+		}
+		// At the minimum, intensity equals the chip's FLOP per DCN bit.
+		if i := DCNIntensity(got, tt.slices); i != 22000 {
+			t.Errorf("DCNIntensity at the minimum = %v, want 22000", i)
+		}
+	}
+}
+
+func ExampleHierarchical() {
+	// 4 GiB of fp32 gradients, 64 chips per slice, 2 slices of v5p.
+	c := Hierarchical(AllReduce, 4<<30, 64, Link{Bandwidth: 360e9}, 2, Link{Bandwidth: unit.BitsPerSecond(50e9)})
+	fmt.Println(c.ICIBytes, c.DCNBytes, c.Time.Round(time.Millisecond))
+	// Output:
+	// 7.88 GiB 64.0 MiB 34ms
+}
