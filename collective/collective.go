@@ -116,22 +116,24 @@ func seconds(s float64) time.Duration {
 	return time.Duration(s * 1e9)
 }
 
-// Cost is what one device pays for a collective that may span ICI and DCN.
+// Cost is what one device pays for a collective that may span ICI and DCN:
+// bytes it sends and time spent on each tier.
 type Cost struct {
 	ICIBytes unit.Bytes
 	DCNBytes unit.Bytes
-	Time     time.Duration
+	ICITime  time.Duration
+	DCNTime  time.Duration
 }
 
-// Add sums two costs run one after the other.
-func (c Cost) Add(d Cost) Cost {
-	return Cost{ICIBytes: c.ICIBytes + d.ICIBytes, DCNBytes: c.DCNBytes + d.DCNBytes, Time: c.Time + d.Time}
-}
+// Time is the collective's duration: its ICI and DCN phases run one after
+// the other.
+func (c Cost) Time() time.Duration { return c.ICITime + c.DCNTime }
 
 // Scale multiplies a cost by k repetitions.
 func (c Cost) Scale(k int) Cost {
 	n := unit.Bytes(k)
-	return Cost{ICIBytes: c.ICIBytes * n, DCNBytes: c.DCNBytes * n, Time: c.Time * time.Duration(k)}
+	d := time.Duration(k)
+	return Cost{ICIBytes: c.ICIBytes * n, DCNBytes: c.DCNBytes * n, ICITime: c.ICITime * d, DCNTime: c.DCNTime * d}
 }
 
 // Hierarchical is op over a group of nICI devices inside each slice times
@@ -150,13 +152,14 @@ func Hierarchical(op Op, size unit.Bytes, nICI int, ici Link, nDCN int, dcn Link
 		if n <= 1 {
 			return
 		}
-		b := Bytes(o, n, s)
+		b, t := Bytes(o, n, s), Time(o, n, s, l)
 		if isDCN {
 			c.DCNBytes += b
+			c.DCNTime += t
 		} else {
 			c.ICIBytes += b
+			c.ICITime += t
 		}
-		c.Time += Time(o, n, s, l)
 	}
 	shard := size / unit.Bytes(max(nICI, 1))
 	switch op {

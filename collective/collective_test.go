@@ -131,7 +131,7 @@ func TestMultisliceMinimumBatch(t *testing.T) {
 func ExampleHierarchical() {
 	// 4 GiB of fp32 gradients, 64 chips per slice, 2 slices of v5p.
 	c := Hierarchical(AllReduce, 4<<30, 64, Link{Bandwidth: 360e9}, 2, Link{Bandwidth: unit.BitsPerSecond(50e9)})
-	fmt.Println(c.ICIBytes, c.DCNBytes, c.Time.Round(time.Millisecond))
+	fmt.Println(c.ICIBytes, c.DCNBytes, c.Time().Round(time.Millisecond))
 	// Output:
 	// 7.88 GiB 64.0 MiB 34ms
 }

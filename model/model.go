@@ -118,7 +118,8 @@ func (s Spec) Head() int {
 	return s.HeadDim
 }
 
-func (s Spec) norms() int {
+// Norms is the number of norms per layer.
+func (s Spec) Norms() int {
 	if s.NormsPerLayer == 0 {
 		return 2
 	}
@@ -174,7 +175,7 @@ func (s Spec) ParamCount() Params {
 	if s.LayerNorm {
 		norm = 2 * d
 	}
-	p.Norms = int64(s.norms()) * norm
+	p.Norms = int64(s.Norms()) * norm
 	p.FinalNorm = norm
 	return p
 }

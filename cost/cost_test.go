@@ -1,0 +1,263 @@
+package cost
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"shardlab/collective"
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/model"
+	"shardlab/schedule"
+)
+
+func layout(t testing.TB, accel string, slices int, spec string) mesh.Mesh {
+	t.Helper()
+	s, err := hw.ParseAcceleratorType(accel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := hw.NewMultislice(s, slices, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	axes, err := mesh.ParseAxes(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mesh.New(ms, axes...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func lookup(t testing.TB, name string) model.Spec {
+	s, ok := model.Lookup(name)
+	if !ok {
+		t.Fatalf("no model %s", name)
+	}
+	return s
+}
+
+// gptLike is a GPT-style layer (multi-head attention, 4h GeLU MLP, dropout),
+// the shape Korthikanti et al.'s Table 2 counts.
+var gptLike = model.Spec{Name: "gpt-like", Layers: 4, DModel: 1024, Heads: 16, DFF: 4096, Vocab: 1000, SeqLen: 2048, LayerNorm: true, Biases: true}
+
+func TestLayerActivationsKorthikanti(t *testing.T) {
+	// Korthikanti et al. 2022 (arXiv 2205.05198) Table 2, 16-bit activations:
+	//   TP + SP, no recompute:        s·b·h/t · (34 + 5·a·s/h)
+	//   TP + SP + selective:          34·s·b·h/t
+	//   full recompute:               2·s·b·h (/t when stored sequence-sharded)
+	j := NewJob(gptLike, 2048, 8)
+	j.Dropout = true
+	s, b, h, a := 2048.0, 4.0, 1024.0, 16.0
+	for _, tp := range []int{1, 2, 8} {
+		tf := float64(tp)
+		tests := []struct {
+			r    Remat
+			want float64
+		}{
+			{RematNone, s * b * h / tf * (34 + 5*a*s/h)},
+			{RematSelective, 34 * s * b * h / tf},
+			{RematFull, 2 * s * b * h / tf},
+		}
+		for _, tt := range tests {
+			if got := j.LayerActivations(4, 2048, 2048, tp, tt.r); math.Abs(got-tt.want) > 1e-6*tt.want {
+				t.Errorf("LayerActivations(t=%d, %s) = %.0f, want %.0f", tp, tt.r, got, tt.want)
+			}
+		}
+	}
+}
+
+func TestZeROMemory(t *testing.T) {
+	// Rajbhandari et al. 2019 (ZeRO) Table 1 / Figure 1: with mixed-precision
+	// Adam (K = 12) model states take 16Ψ bytes per replica for data
+	// parallelism and 16Ψ/N_d with stage 3 (FSDP), e.g. 120 GB and 1.9 GB for
+	// Ψ = 7.5B on N_d = 64.
+	spec := lookup(t, "llama2-7b")
+	j := NewJob(spec, 4096, 64)
+	j.Precision = ZeROPrecision()
+	psi := float64(spec.ParamCount().Total())
+	e := NewEstimator()
+	dp, err := e.Memory(j, layout(t, "v5p-128", 1, "data=64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := float64(dp.State()), 16*psi; math.Abs(got-want) > 16 {
+		t.Errorf("DP state = %.0f bytes, want 16Ψ = %.0f", got, want)
+	}
+	fsdp, err := e.Memory(j, layout(t, "v5p-128", 1, "fsdp=64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := float64(fsdp.State()), 16*psi/64; math.Abs(got-want) > 16 {
+		t.Errorf("FSDP state = %.0f bytes, want 16Ψ/64 = %.0f", got, want)
+	}
+	// The paper's own example, by the same formula.
+	if got := 16 * 7.5e9 / 64 / 1e9; math.Abs(got-1.9) > 0.05 {
+		t.Errorf("ZeRO-3 7.5B/64 = %.2f GB, want 1.9", got)
+	}
+}
+
+func TestSingleChipMFUIsEfficiency(t *testing.T) {
+	// One chip, no remat: nothing but compute, so MFU = the matmul efficiency.
+	spec := model.Spec{Name: "small", Layers: 4, DModel: 512, Heads: 8, DFF: 2048, Vocab: 1024, SeqLen: 512, GatedMLP: true}
+	j := NewJob(spec, 512, 8)
+	j.Remat = RematNone
+	est, err := EstimateStep(j, layout(t, "v5litepod-1", 1, "data=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(est.MFU-DefaultEfficiency) > 1e-6 || est.Time.ICI != 0 || est.Time.DCN != 0 || est.Time.Bubble != 0 {
+		t.Errorf("single chip: MFU %v ICI %v DCN %v bubble %v", est.MFU, est.Time.ICI, est.Time.DCN, est.Time.Bubble)
+	}
+	// Full remat repeats the forward: HFU/MFU = (8N + attention) / (6N + attention) ≈ 4/3.
+	j.Remat = RematFull
+	est, _ = EstimateStep(j, layout(t, "v5litepod-1", 1, "data=1"))
+	n := float64(spec.MatmulParams())
+	attn := spec.AttentionFLOPsPerToken(512)
+	if want := (8*n + 4*attn) / (6*n + 3*attn); math.Abs(est.HFU/est.MFU-want) > 1e-9 {
+		t.Errorf("HFU/MFU = %v, want %v", est.HFU/est.MFU, want)
+	}
+}
+
+func TestFSDPTrafficIsOneAndAHalfDP(t *testing.T) {
+	// ZeRO §7: stage 3 moves 1.5x the bytes of data parallelism.
+	spec := lookup(t, "llama2-7b")
+	j := NewJob(spec, 4096, 64)
+	e := NewEstimator()
+	dp, err := e.Estimate(j, layout(t, "v5p-128", 1, "data=64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsdp, err := e.Estimate(j, layout(t, "v5p-128", 1, "fsdp=64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratio := float64(fsdp.ICIBytesPerChip) / float64(dp.ICIBytesPerChip)
+	if math.Abs(ratio-1.5) > 1e-6 {
+		t.Errorf("FSDP/DP bytes per chip = %v, want 1.5", ratio)
+	}
+}
+
+func TestDCNBitsPerParam(t *testing.T) {
+	// Multislice guidance: DP across two slices moves 32 bits of DCN traffic
+	// per parameter per step from each slice; more slices approach 64.
+	spec := lookup(t, "llama3-8b")
+	psi := float64(spec.ParamCount().Total())
+	for _, c := range []struct {
+		slices int
+		want   float64
+	}{{2, 32}, {4, 48}, {8, 56}} {
+		j := NewJob(spec, 8192, 64*c.slices)
+		est, err := EstimateStep(j, layout(t, "v5p-128", c.slices, fmt.Sprintf("fsdp=64,data=%d(dcn)", c.slices)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bits := float64(est.DCNBytesPerStep) * 8 / psi / float64(c.slices)
+		if math.Abs(bits-c.want) > 0.01 {
+			t.Errorf("%d slices: %.3f DCN bits per parameter per slice, want %v (ring 2(n−1)/n·32)", c.slices, bits, c.want)
+		}
+		if c.slices == 2 && bits != float64(collective.MultisliceBitsPerParam(2)) {
+			t.Errorf("two slices: %v bits, want the guidance's %d", bits, collective.MultisliceBitsPerParam(2))
+		}
+	}
+}
+
+func TestDCNStrongScalingThreshold(t *testing.T) {
+	// The Multislice rule, as collective.MinTokensPerSlice computes it, must
+	// agree with this package's own compute and DCN times: just above the
+	// minimum tokens per slice the backward pass outlasts the DCN all-reduce,
+	// just below it does not. A model with negligible attention and
+	// embeddings keeps the FLOPs at 6 per parameter per token.
+	spec := model.Spec{Name: "wide", Layers: 64, DModel: 4096, Heads: 32, DFF: 16384, Vocab: 256, SeqLen: 128, TiedEmbeddings: true}
+	m := layout(t, "v4-8", 2, "data=4,data=2(dcn)")
+	chip := m.Multislice.Slice.Chip
+	min := collective.MinTokensPerSlice(chip.PeakBF16, chip.DCNPerChip, 2)
+	for _, c := range []struct {
+		factor  float64
+		hidden  bool
+	}{{1.05, true}, {0.95, false}} {
+		seqs := int(min*c.factor/128/4) * 4 // tokens per slice / seq, a multiple of the 4 chips
+		j := NewJob(spec, 128, 2*seqs)
+		j.Remat = RematNone
+		j.Efficiency = 1
+		est, err := EstimateStep(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		backward := est.Time.Compute.Seconds() * 2 / 3
+		var dcn float64
+		for _, cm := range est.Comms {
+			dcn += cm.DCNTime.Seconds()
+		}
+		if (backward >= dcn) != c.hidden {
+			t.Errorf("%.2f x minimum: backward %.4fs, DCN all-reduce %.4fs, want hidden=%v", c.factor, backward, dcn, c.hidden)
+		}
+	}
+}
+
+func TestBubbleFraction(t *testing.T) {
+	spec := lookup(t, "llama2-7b")
+	for _, k := range schedule.Kinds() {
+		j := NewJob(spec, 4096, 128)
+		j.MicroBatches = 8
+		j.Schedule = k
+		est, err := EstimateStep(j, layout(t, "v5p-128", 1, "pipeline=4,fsdp=16"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := est.Time.Bubble.Seconds() / (est.Time.Compute + est.Time.Bubble).Seconds()
+		if want := 3.0 / 11; math.Abs(got-want) > 1e-6 {
+			t.Errorf("%s: bubble share %v, want (p−1)/(m+p−1) = %v", k, got, want)
+		}
+	}
+}
+
+func TestInfeasible(t *testing.T) {
+	spec := lookup(t, "llama3-8b")
+	tests := []struct {
+		layout string
+		batch  int
+		micro  int
+		reason Reason
+	}{
+		{"tensor=64", 64, 1, ReasonHeads},    // 32 heads
+		{"pipeline=64", 64, 8, ReasonLayers}, // 32 layers
+		{"data=64", 65, 1, ReasonBatch},
+		{"data=64", 64, 2, ReasonMicroBatch},
+	}
+	for _, tt := range tests {
+		j := NewJob(spec, 8192, tt.batch)
+		j.MicroBatches = tt.micro
+		_, err := EstimateStep(j, layout(t, "v5p-128", 1, tt.layout))
+		var inf *Infeasible
+		if !errors.As(err, &inf) || inf.Reason != tt.reason {
+			t.Errorf("%s batch %d: error %v, want reason %q", tt.layout, tt.batch, err, tt.reason)
+		}
+	}
+	j := NewJob(spec, 8100, 64)
+	var inf *Infeasible
+	if _, err := EstimateStep(j, layout(t, "v5p-128", 1, "context=64")); !errors.As(err, &inf) || inf.Reason != ReasonSeq {
+		t.Errorf("context=64 over 8100 tokens: %v, want %q", err, ReasonSeq)
+	}
+	j = NewJob(spec, 8192, -1)
+	if _, err := EstimateStep(j, layout(t, "v5p-128", 1, "data=64")); !errors.Is(err, ErrJob) {
+		t.Errorf("negative batch: %v, want ErrJob", err)
+	}
+}
+
+func ExampleEstimator_Estimate() {
+	spec, _ := model.Lookup("llama3-70b")
+	s, _ := hw.ParseAcceleratorType("tpu7x-128")
+	ms, _ := hw.NewMultislice(s, 2, 0)
+	m, _ := mesh.New(ms, mesh.Axis{Name: mesh.FSDP, ICI: 64, DCN: 1}, mesh.Axis{Name: mesh.Data, ICI: 1, DCN: 2})
+	j := NewJob(spec, 8192, 256)
+	est, _ := NewEstimator().Estimate(j, m)
+	fmt.Printf("state %v, fits %v, MFU %.2f\n", est.Memory.State(), est.Memory.Fits(), est.MFU)
+	// Output:
+	// state 16.4 GiB, fits true, MFU 0.45
+}

@@ -1,0 +1,451 @@
+package cost
+
+import (
+	"fmt"
+	"time"
+
+	"shardlab/collective"
+	"shardlab/mesh"
+	"shardlab/schedule"
+	"shardlab/unit"
+)
+
+// Memory is HBM per chip by component, for the most loaded chip (the
+// pipeline stage that also holds an embedding or the output layer).
+type Memory struct {
+	Weights     unit.Bytes `json:"weights"` // includes any master copy
+	Gradients   unit.Bytes `json:"gradients"`
+	Optimizer   unit.Bytes `json:"optimizer"`
+	Activations unit.Bytes `json:"activations"` // held for the backward pass
+	// Transient is the largest short-lived buffer: one layer's activations
+	// recomputed under full remat, FSDP's gathered weights and gradients of
+	// the current and prefetched layer, and the output logits.
+	Transient unit.Bytes `json:"transient"`
+	HBM       unit.Bytes `json:"hbm"`
+	Usable    unit.Bytes `json:"usable"` // HBM less the headroom
+}
+
+// Total is the sum of the components.
+func (m Memory) Total() unit.Bytes {
+	return m.Weights + m.Gradients + m.Optimizer + m.Activations + m.Transient
+}
+
+// State is weights, gradients and optimizer state.
+func (m Memory) State() unit.Bytes { return m.Weights + m.Gradients + m.Optimizer }
+
+// Fits reports whether the total stays within the usable HBM.
+func (m Memory) Fits() bool { return m.Total() <= m.Usable }
+
+// Time is a step's duration split into what the chip waits on.
+type Time struct {
+	Compute time.Duration `json:"compute"`
+	ICI     time.Duration `json:"ici"` // exposed ICI communication
+	DCN     time.Duration `json:"dcn"` // exposed DCN communication
+	Bubble  time.Duration `json:"bubble"`
+	Step    time.Duration `json:"step"`
+}
+
+// Comm is one kind of collective in a step, per chip.
+type Comm struct {
+	Axis     mesh.AxisName
+	What     string
+	Op       collective.Op
+	Count    int // per step
+	ICIBytes unit.Bytes
+	DCNBytes unit.Bytes
+	ICITime  time.Duration
+	DCNTime  time.Duration
+	// Overlapped is true for collectives that can run under compute
+	// (gradient reductions, weight gathers, ring attention); tensor-parallel
+	// all-reduces and pipeline sends are on the critical path.
+	Overlapped bool
+}
+
+// Estimate is the cost of one step of a job on a layout.
+type Estimate struct {
+	Mesh   mesh.Mesh
+	Job    Job
+	Memory Memory
+	Time   Time
+	Comms  []Comm
+	// Bubble is the idle fraction of the pipeline schedule.
+	Bubble float64
+	// ModelFLOPs is the step's model FLOPs (no recompute), HardwareFLOPs
+	// with the rematerialisation.
+	ModelFLOPs    unit.FLOPs
+	HardwareFLOPs unit.FLOPs
+	MFU, HFU      float64
+	// TokensPerSecondPerChip is the training throughput per chip.
+	TokensPerSecondPerChip float64
+	// DCNBytesPerStep is what all chips together send over DCN in a step.
+	DCNBytesPerStep unit.Bytes
+	// ICIBytesPerChip is what one chip sends over ICI in a step.
+	ICIBytesPerChip unit.Bytes
+	// MicroBatchSize is sequences per chip per micro-batch.
+	MicroBatchSize int
+}
+
+// Estimator computes estimates, remembering the pipeline schedules it has
+// simulated. It is not safe for concurrent use.
+type Estimator struct {
+	pipes map[[3]int]pipe
+}
+
+type pipe struct {
+	bubble   float64
+	inFlight int // micro-batches held by the first stage
+}
+
+// NewEstimator returns an empty estimator.
+func NewEstimator() *Estimator { return &Estimator{pipes: map[[3]int]pipe{}} }
+
+// EstimateStep is NewEstimator().Estimate.
+func EstimateStep(j Job, m mesh.Mesh) (Estimate, error) { return NewEstimator().Estimate(j, m) }
+
+func (e *Estimator) pipe(k schedule.Kind, p, m int) pipe {
+	kind := 0
+	if k == schedule.GPipe {
+		kind = 1
+	}
+	key := [3]int{kind, p, m}
+	if r, ok := e.pipes[key]; ok {
+		return r
+	}
+	r := pipe{inFlight: 1}
+	if p > 1 {
+		s, err := schedule.New(k, p, m)
+		if err != nil {
+			panic(err) // validated by shapeOf
+		}
+		tl := s.Simulate(1, 2, 0)
+		r = pipe{bubble: tl.Bubble(), inFlight: tl.PeakInFlight[0]}
+	}
+	e.pipes[key] = r
+	return r
+}
+
+// shape is the per-chip view of a job on a layout.
+type shape struct {
+	d, f, t, p, c int // axis degrees
+	m             int // micro-batches
+	b             int // sequences per chip per micro-batch
+	s             int // tokens per chip per sequence (Seq / context)
+	ls            int // layers per stage
+}
+
+func shapeOf(j Job, m mesh.Mesh) (shape, error) {
+	sh := shape{
+		d: m.Size(mesh.Data), f: m.Size(mesh.FSDP), t: m.Size(mesh.Tensor),
+		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), m: j.MicroBatches,
+	}
+	spec := j.Model
+	switch {
+	case spec.Heads%sh.t != 0:
+		return sh, &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads over tensor=%d", spec.Heads, sh.t)}
+	case spec.Layers%sh.p != 0:
+		return sh, &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over pipeline=%d", spec.Layers, sh.p)}
+	case j.Seq%sh.c != 0:
+		return sh, &Infeasible{Reason: ReasonSeq, Detail: fmt.Sprintf("%d tokens over context=%d", j.Seq, sh.c)}
+	case sh.p == 1 && sh.m > 1:
+		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%d micro-batches", sh.m)}
+	}
+	shards := sh.d * sh.f * sh.m
+	if j.GlobalBatch%shards != 0 {
+		return sh, &Infeasible{Reason: ReasonBatch, Detail: fmt.Sprintf("%d sequences over data %d x fsdp %d x %d micro-batches", j.GlobalBatch, sh.d, sh.f, sh.m)}
+	}
+	sh.b = j.GlobalBatch / shards
+	sh.s = j.Seq / sh.c
+	sh.ls = spec.Layers / sh.p
+	return sh, nil
+}
+
+// paramsPerChip is the parameters one chip of the most loaded stage holds:
+// its stage's layers and the larger of the input embedding or output layer
+// (both when there is one stage), sharded over tensor and fsdp.
+func (j Job) paramsPerChip(sh shape) float64 {
+	pc := j.Model.ParamCount()
+	ends := float64(pc.Embedding + pc.Output + pc.FinalNorm)
+	if sh.p > 1 {
+		out := pc.Output
+		if j.Model.TiedEmbeddings {
+			out = pc.Embedding // the last stage keeps its own copy of the tied matrix
+		}
+		ends = float64(max(pc.Embedding, out) + pc.FinalNorm)
+	}
+	return (float64(sh.ls)*float64(pc.PerLayer()) + ends) / float64(sh.t*sh.f)
+}
+
+// LayerActivations is the bytes one transformer layer stores for the
+// backward pass, per chip, for b sequences of s local tokens attending over
+// seq keys, with tensor parallelism t and sequence parallelism (every
+// activation sharded over tensor, as MaxText shards them).
+//
+// Without remat, for multi-head attention, a 4h GeLU MLP and dropout this
+// is Korthikanti et al. 2022 (arXiv 2205.05198) Table 2's tensor+sequence
+// parallel row, s·b·h·(34 + 5·a·s/h)/t bytes: attention 11·sbh + 5·a·s²·b
+// (input, Q, K, V, output-projection input, softmax, dropout mask and
+// output), MLP 19·sbh, norms 4·sbh. The general form counts Q and K/V
+// widths separately (grouped-query attention), three d_ff-wide tensors
+// for a gated MLP, one input per norm, and dropout only when asked.
+// Selective remat drops the s²-sized terms; full remat keeps only the
+// layer's input.
+func (j Job) LayerActivations(b, s, seq, t int, r Remat) float64 {
+	spec := j.Model
+	e := float64(j.Precision.Activation)
+	sb := float64(s) * float64(b)
+	h := float64(spec.DModel)
+	if r == RematFull {
+		return e * sb * h / float64(t)
+	}
+	q := float64(spec.Heads * spec.Head())
+	kv := float64(spec.KV() * spec.Head())
+	attn := e*sb*h + e*sb*q + 2*e*sb*kv + e*sb*q
+	mlp := e * sb * h
+	if spec.GatedMLP {
+		mlp += 3 * e * sb * float64(spec.DFF)
+	} else {
+		mlp += 2 * e * sb * float64(spec.DFF)
+	}
+	norms := float64(spec.Norms()) * e * sb * h
+	if j.Dropout {
+		attn += sb * h // dropout mask after the output projection (1 byte)
+		mlp += sb * h  // and after the MLP
+	}
+	total := attn + mlp + norms
+	if r == RematNone {
+		scores := e * float64(spec.Heads) * sb * float64(seq)
+		if j.Dropout {
+			scores += (1 + e) * float64(spec.Heads) * sb * float64(seq) // mask and dropped output
+		}
+		total += scores
+	}
+	return total / float64(t)
+}
+
+// Memory estimates HBM per chip.
+func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
+	if err := j.validate(); err != nil {
+		return Memory{}, err
+	}
+	sh, err := shapeOf(j, m)
+	if err != nil {
+		return Memory{}, err
+	}
+	return e.memory(j, m, sh), nil
+}
+
+func (e *Estimator) memory(j Job, m mesh.Mesh, sh shape) Memory {
+	chip := m.Multislice.Slice.Chip
+	prec := j.Precision
+	params := j.paramsPerChip(sh)
+	mem := Memory{
+		Weights:   unit.Bytes(params * float64(prec.Weight+prec.Master)),
+		Gradients: unit.Bytes(params * float64(prec.Gradient)),
+		Optimizer: unit.Bytes(params * float64(prec.Optimizer)),
+		HBM:       chip.HBM,
+		Usable:    unit.Bytes(float64(chip.HBM) * (1 - j.HBMHeadroom)),
+	}
+	inFlight := e.pipe(j.Schedule, sh.p, sh.m).inFlight
+	held := float64(sh.ls) * float64(inFlight) * j.LayerActivations(sh.b, sh.s, j.Seq, sh.t, j.Remat)
+	mem.Activations = unit.Bytes(held)
+
+	var transient float64
+	if j.Remat == RematFull {
+		// the layer being recomputed holds everything selective remat would
+		transient += j.LayerActivations(sh.b, sh.s, j.Seq, sh.t, RematSelective)
+	}
+	if sh.f > 1 {
+		layer := float64(j.Model.ParamCount().PerLayer()) / float64(sh.t)
+		transient += layer * float64(2*prec.Weight+prec.Gradient)
+	}
+	// output logits in the activation dtype plus fp32 for the softmax and loss
+	logits := float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * float64(prec.Activation+4) / float64(sh.t)
+	mem.Transient = unit.Bytes(transient + logits)
+	return mem
+}
+
+// Estimate computes memory, time and traffic for one step of j on m. A job
+// the layout cannot run returns an *Infeasible error; a job that does not
+// fit HBM is still estimated and reports Memory.Fits() false.
+func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
+	if err := j.validate(); err != nil {
+		return Estimate{}, err
+	}
+	sh, err := shapeOf(j, m)
+	if err != nil {
+		return Estimate{}, err
+	}
+	est := Estimate{Mesh: m, Job: j, MicroBatchSize: sh.b}
+	est.Memory = e.memory(j, m, sh)
+	ms := m.Multislice
+	chip := ms.Slice.Chip
+	chips := float64(m.Chips())
+	spec := j.Model
+	prec := j.Precision
+
+	// Compute.
+	tokens := float64(j.GlobalBatch) * float64(j.Seq)
+	model := spec.FLOPsPerToken(j.Seq, j.CausalFLOPs) * tokens
+	attnFwd := spec.AttentionFLOPsPerToken(j.Seq)
+	if j.CausalFLOPs {
+		attnFwd /= 2
+	}
+	var recompute float64
+	switch j.Remat {
+	case RematFull:
+		recompute = (2*float64(spec.MatmulParams()) + attnFwd) * tokens
+	case RematSelective:
+		recompute = attnFwd * tokens
+	}
+	est.ModelFLOPs = unit.FLOPs(model)
+	est.HardwareFLOPs = unit.FLOPs(model + recompute)
+	rate := float64(chip.PeakBF16) * j.Efficiency
+	compute := (model + recompute) / chips / rate
+	forward := model / 3 / chips / rate
+	backward := compute - forward
+	est.Time.Compute = seconds(compute)
+
+	pp := e.pipe(j.Schedule, sh.p, sh.m)
+	est.Bubble = pp.bubble
+	bubble := 0.0
+	if pp.bubble > 0 {
+		bubble = compute * pp.bubble / (1 - pp.bubble)
+	}
+	est.Time.Bubble = seconds(bubble)
+
+	// Communication.
+	dcn := collective.Link{Bandwidth: ms.DCNPerChip}
+	params := j.paramsPerChip(sh)
+	grads := unit.Bytes(params * float64(prec.Gradient))
+	weights := unit.Bytes(params * float64(prec.Weight))
+	d, c, f := m.Axis(mesh.Data), m.Axis(mesh.Context), m.Axis(mesh.FSDP)
+
+	add := func(axis mesh.AxisName, what string, op collective.Op, count int, cost collective.Cost, overlapped bool) {
+		if count == 0 || cost == (collective.Cost{}) {
+			return
+		}
+		cost = cost.Scale(count)
+		est.Comms = append(est.Comms, Comm{Axis: axis, What: what, Op: op, Count: count,
+			ICIBytes: cost.ICIBytes, DCNBytes: cost.DCNBytes, ICITime: cost.ICITime, DCNTime: cost.DCNTime, Overlapped: overlapped})
+	}
+	var gradICI, gradDCN, gatherICI, gatherDCN time.Duration
+	// 1. Gradients summed over the replicas: data and context.
+	if sh.d*sh.c > 1 {
+		cost := collective.Hierarchical(collective.AllReduce, grads, d.ICI*c.ICI, iciLink(m, mesh.Data, mesh.Context), d.DCN*c.DCN, dcn)
+		add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, true)
+		gradICI += cost.ICITime
+		gradDCN += cost.DCNTime
+	}
+	// 2. FSDP: gather the weights before forward and again before backward,
+	// reduce-scatter the gradients, per micro-batch.
+	if sh.f > 1 {
+		fl := iciLink(m, mesh.FSDP)
+		ag := collective.Hierarchical(collective.AllGather, weights*unit.Bytes(sh.f), f.ICI, fl, f.DCN, dcn)
+		rs := collective.Hierarchical(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN, dcn)
+		add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
+		add(mesh.FSDP, "gradient reduce-scatter", collective.ReduceScatter, sh.m, rs, true)
+		gatherICI += ag.Scale(2 * sh.m).ICITime
+		gatherDCN += ag.Scale(2 * sh.m).DCNTime
+		gradICI += rs.Scale(sh.m).ICITime
+		gradDCN += rs.Scale(sh.m).DCNTime
+	}
+	act := unit.Bytes(float64(sh.b) * float64(sh.s) * float64(spec.DModel) * float64(prec.Activation))
+	// 3. Tensor: two all-reduces (or all-gather + reduce-scatter with
+	// sequence parallelism, the same bytes) per layer forward and two
+	// backward (Narayanan et al. 2021 §2.3); full remat repeats the forward's.
+	var tpTime time.Duration
+	if sh.t > 1 {
+		per := 4
+		if j.Remat == RematFull {
+			per = 6
+		}
+		cost := collective.Hierarchical(collective.AllReduce, act, sh.t, iciLink(m, mesh.Tensor), 1, dcn)
+		n := per * sh.ls * sh.m
+		add(mesh.Tensor, "activation all-reduce", collective.AllReduce, n, cost, false)
+		tpTime = cost.Scale(n).ICITime
+	}
+	// 4. Context: ring attention passes every chip's K and V blocks around
+	// the ring — the bytes of an all-gather of K and V — in forward, and K,
+	// V and their gradients in backward.
+	if sh.c > 1 {
+		kv := unit.Bytes(2 * float64(sh.b) * float64(sh.s) * float64(spec.KV()*spec.Head()) * float64(prec.Activation) / float64(sh.t))
+		per := 3
+		if j.Remat == RematFull {
+			per = 4
+		}
+		cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, iciLink(m, mesh.Context), c.DCN, dcn)
+		n := per * sh.ls * sh.m
+		add(mesh.Context, "ring attention K/V", collective.AllGather, n, cost, true)
+		gatherICI += cost.Scale(n).ICITime
+		gatherDCN += cost.Scale(n).DCNTime
+	}
+	// 5. Pipeline: each micro-batch's activations go forward across every
+	// stage boundary and their gradients come back. The fill and drain put
+	// 2(p−1) sends on the critical path (schedule's TestSendDelaysTheFill);
+	// the rest overlap with other micro-batches' compute.
+	var ppICI, ppDCN time.Duration
+	if sh.p > 1 {
+		pa := m.Axis(mesh.Pipeline)
+		msg := act / unit.Bytes(sh.t)
+		perChip := 2 * sh.m
+		iciSend := collective.Time(collective.SendRecv, 2, msg, collective.Link{Bandwidth: chip.ICILinkBandwidth, HopLatency: collective.ICIHopLatency})
+		dcnSend := collective.Time(collective.SendRecv, 2, msg, dcn)
+		dcnBoundaries, iciBoundaries := pa.DCN-1, sh.p-pa.DCN
+		bytes := collective.Bytes(collective.SendRecv, 2, msg) * unit.Bytes(perChip)
+		cost := collective.Cost{
+			ICIBytes: bytes * unit.Bytes(iciBoundaries) / unit.Bytes(sh.p),
+			DCNBytes: bytes * unit.Bytes(dcnBoundaries) / unit.Bytes(sh.p),
+			ICITime:  iciSend * time.Duration(perChip),
+			DCNTime:  dcnSend * time.Duration(perChip),
+		}
+		if iciBoundaries == 0 {
+			cost.ICITime = 0
+		}
+		if dcnBoundaries == 0 {
+			cost.DCNTime = 0
+		}
+		add(mesh.Pipeline, "stage activations", collective.SendRecv, 1, cost, false)
+		ppICI = 2 * time.Duration(iciBoundaries) * iciSend
+		ppDCN = 2 * time.Duration(dcnBoundaries) * dcnSend
+	}
+
+	// Overlap: collectives marked overlapped hide under the compute of all
+	// but one layer; gradient reductions can only hide under the backward
+	// pass of the last micro-batch; each tier (ICI, DCN) is its own link.
+	ls := float64(sh.ls)
+	window := seconds(compute * (ls - 1) / ls)
+	bwdWindow := seconds(backward / float64(sh.m) * (ls - 1) / ls)
+	exposed := func(grad, gather time.Duration) time.Duration {
+		total := grad + gather
+		x := max(total-window, grad-bwdWindow, time.Duration(float64(total)/ls))
+		return min(x, total)
+	}
+	est.Time.ICI = exposed(gradICI, gatherICI) + tpTime + ppICI
+	est.Time.DCN = exposed(gradDCN, gatherDCN) + ppDCN
+	est.Time.Step = est.Time.Compute + est.Time.Bubble + est.Time.ICI + est.Time.DCN
+
+	step := est.Time.Step.Seconds()
+	peak := float64(chip.PeakBF16) * chips
+	est.MFU = model / (peak * step)
+	est.HFU = (model + recompute) / (peak * step)
+	est.TokensPerSecondPerChip = tokens / step / chips
+	for _, cm := range est.Comms {
+		est.ICIBytesPerChip += cm.ICIBytes
+		est.DCNBytesPerStep += cm.DCNBytes * unit.Bytes(m.Chips())
+	}
+	return est, nil
+}
+
+// iciLink is the ring link for a collective over the ICI parts of the named
+// axes together: their torus dimensions' bandwidths add up.
+func iciLink(m mesh.Mesh, axes ...mesh.AxisName) collective.Link {
+	l := collective.Link{HopLatency: collective.ICIHopLatency}
+	for _, a := range axes {
+		ml := m.Link(a)
+		l.Bandwidth += ml.Bandwidth
+		l.Hops += ml.Hops
+	}
+	return l
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }
