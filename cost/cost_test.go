@@ -178,8 +178,8 @@ func TestDCNStrongScalingThreshold(t *testing.T) {
 	chip := m.Multislice.Slice.Chip
 	min := collective.MinTokensPerSlice(chip.PeakBF16, chip.DCNPerChip, 2)
 	for _, c := range []struct {
-		factor  float64
-		hidden  bool
+		factor float64
+		hidden bool
 	}{{1.05, true}, {0.95, false}} {
 		seqs := int(min*c.factor/128/4) * 4 // tokens per slice / seq, a multiple of the 4 chips
 		j := NewJob(spec, 128, 2*seqs)
