@@ -1,0 +1,65 @@
+// Package export writes a planned layout in the configuration language of
+// the engine that runs it for real: MaxText's ici_*/dcn_* parallelism
+// settings.
+package export
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"shardlab/cost"
+	"shardlab/mesh"
+	"shardlab/plan"
+)
+
+// maxTextRemat maps a remat policy to MaxText's remat_policy. MaxText's
+// "full" recomputes the whole layer; its lightest, "minimal", saves every
+// matmul output and recomputes only element-wise work (with flash attention
+// the scores are never stored), which is what "selective" means here and
+// the closest MaxText has to storing everything.
+var maxTextRemat = map[cost.Remat]string{
+	cost.RematFull:      "full",
+	cost.RematSelective: "minimal",
+	cost.RematNone:      "minimal",
+}
+
+// MaxText writes the plan's chosen layout as a MaxText config overlay
+// (YAML, for base.yml's keys).
+func MaxText(w io.Writer, p plan.Plan) error {
+	e := p.Best.Estimate
+	ms := p.Request.Multislice
+	chip := ms.Slice.Chip
+	var b strings.Builder
+	fmt.Fprintf(&b, "# shardlab plan: %s on %s\n", p.Request.Model.Name, ms)
+	fmt.Fprintf(&b, "# layout %s, %.1f%% MFU estimated, step %.3g s\n", e.Mesh, 100*e.MFU, e.Time.Step.Seconds())
+	if e.Job.Remat == cost.RematNone {
+		b.WriteString("# remat none: MaxText has no policy that also stores attention scores; minimal is its lightest\n")
+	}
+	names := map[mesh.AxisName]string{mesh.Data: "data", mesh.FSDP: "fsdp", mesh.Tensor: "tensor", mesh.Pipeline: "pipeline", mesh.Context: "context"}
+	for _, a := range e.Mesh.Axes() {
+		fmt.Fprintf(&b, "ici_%s_parallelism: %d\n", names[a.Name], a.ICI)
+	}
+	for _, a := range e.Mesh.Axes() {
+		fmt.Fprintf(&b, "dcn_%s_parallelism: %d\n", names[a.Name], a.DCN)
+	}
+	fmt.Fprintf(&b, "num_slices: %d\n", ms.Slices)
+	if e.Mesh.Size(mesh.Pipeline) > 1 {
+		fmt.Fprintf(&b, "num_pipeline_microbatches: %d\n", e.Job.MicroBatches)
+	}
+	// MaxText's per_device_batch_size counts sequences per JAX device; TPU7x
+	// shows each TensorCore as a device, so a chip holds two.
+	devices := ms.Chips() * chip.JAXDevicesPerChip
+	per := float64(e.Job.GlobalBatch) / float64(devices)
+	fmt.Fprintf(&b, "per_device_batch_size: %s\n", trimFloat(per))
+	fmt.Fprintf(&b, "max_target_length: %d\n", e.Job.Seq)
+	fmt.Fprintf(&b, "remat_policy: '%s'\n", maxTextRemat[e.Job.Remat])
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func trimFloat(v float64) string {
+	s := fmt.Sprintf("%.6f", v)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}

@@ -1,0 +1,547 @@
+// Package plan searches every layout of a training job on a TPU topology —
+// all factorizations of the chips over the data, fsdp, tensor, pipeline and
+// context axes, split into ICI and DCN factors, with micro-batch counts,
+// rematerialisation policies and batch sizes — drops those that cannot run,
+// ranks the rest by throughput with package cost, and picks one in the
+// order the rules give: pure data parallelism while the model fits, FSDP
+// when memory binds, pipeline across slices only when data parallelism over
+// DCN would need a global batch above the convergence limit, tensor and
+// context parallelism only inside a slice. The plan carries its reasons.
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"shardlab/collective"
+	"shardlab/cost"
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/model"
+	"shardlab/schedule"
+	"shardlab/unit"
+)
+
+// Request is a planning question.
+type Request struct {
+	Model      model.Spec
+	Multislice hw.Multislice
+	// Seq is tokens per sequence; 0 means the model's SeqLen.
+	Seq int
+	// GlobalBatch fixes the sequences per step; 0 lets the planner choose
+	// the largest batch that fits, up to MaxGlobalBatch.
+	GlobalBatch int
+	// MaxGlobalBatch is the convergence limit in sequences per step.
+	MaxGlobalBatch int
+	// Axes, when set, asks for this one layout instead of searching.
+	Axes []mesh.Axis
+	// Remat fixes the rematerialisation policy; "" searches all.
+	Remat     cost.Remat
+	Schedule  schedule.Kind
+	Precision cost.Precision
+	// Efficiency and HBMHeadroom as in cost.Job; 0 means the defaults.
+	Efficiency  float64
+	HBMHeadroom float64
+	CausalFLOPs bool
+	// Top is how many ranked layouts to keep (at least 1).
+	Top int
+}
+
+// Tier is a rung of the rule order.
+type Tier int
+
+// The tiers, in the order the rules try them.
+const (
+	TierDP          Tier = iota // data parallelism only
+	TierFSDP                    // data and fsdp
+	TierPipelineDCN             // data and fsdp inside slices, pipeline across them
+	TierModel                   // tensor, context or pipeline inside a slice
+)
+
+func (t Tier) String() string {
+	return [...]string{"pure DP", "FSDP", "pipeline across slices", "model parallel inside slices"}[t]
+}
+
+// TierOf classifies a layout.
+func TierOf(m mesh.Mesh) Tier {
+	var ici, dcn [5]int
+	for i, a := range m.Axes() {
+		ici[i], dcn[i] = a.ICI, a.DCN
+	}
+	return tierOf(ici[:], dcn[:])
+}
+
+// tierOf classifies ICI and DCN factors given in mesh.Names order.
+func tierOf(ici, dcn []int) Tier {
+	const fsdp, tensor, pipeline, context = 1, 2, 3, 4
+	switch {
+	case ici[tensor]*dcn[tensor] > 1 || ici[context]*dcn[context] > 1 || ici[pipeline] > 1:
+		return TierModel
+	case dcn[pipeline] > 1:
+		return TierPipelineDCN
+	case ici[fsdp]*dcn[fsdp] > 1:
+		return TierFSDP
+	}
+	return TierDP
+}
+
+// Candidate is one evaluated layout.
+type Candidate struct {
+	Estimate cost.Estimate
+	Tier     Tier
+}
+
+// Plan is the answer: the chosen layout, the runners-up, and why.
+type Plan struct {
+	Request Request
+	Best    Candidate
+	// Top holds the best layouts of the chosen tier, best first.
+	Top []Candidate
+	// Alternatives holds the best layout of every other tier that can run.
+	Alternatives []Candidate
+	Reasons      []string
+	Warnings     []string
+	// Rejected counts layouts that cannot run, by reason.
+	Rejected map[cost.Reason]int
+	// Evaluated counts the (layout, micro-batches, remat) combinations
+	// costed.
+	Evaluated int
+}
+
+// ErrNoPlan is returned when no layout can run the job.
+var ErrNoPlan = errors.New("no layout can run this job")
+
+// ErrRequest is wrapped by errors in the request.
+var ErrRequest = errors.New("invalid request")
+
+func (r *Request) defaults() error {
+	if r.Seq == 0 {
+		r.Seq = r.Model.SeqLen
+	}
+	if r.Schedule == "" {
+		r.Schedule = schedule.OneFOneB
+	}
+	if r.Precision == (cost.Precision{}) {
+		r.Precision = cost.MaxTextPrecision()
+	}
+	if r.Efficiency == 0 {
+		r.Efficiency = cost.DefaultEfficiency
+	}
+	if r.HBMHeadroom == 0 {
+		r.HBMHeadroom = cost.DefaultHBMHeadroom
+	}
+	if r.Top < 1 {
+		r.Top = 1
+	}
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("plan: %s = %v, want %s: %w", field, v, want, ErrRequest)
+	}
+	switch {
+	case r.Seq < 0:
+		return bad("seq", r.Seq, "a positive number of tokens")
+	case r.GlobalBatch < 0:
+		return bad("global batch", r.GlobalBatch, "a positive number of sequences (or 0 to let the planner choose)")
+	case r.MaxGlobalBatch <= 0:
+		return bad("max global batch", r.MaxGlobalBatch, "a positive number of sequences")
+	case r.GlobalBatch > r.MaxGlobalBatch:
+		return bad("global batch", r.GlobalBatch, fmt.Sprintf("at most the max global batch (%d)", r.MaxGlobalBatch))
+	case r.Multislice.Chips() == 0:
+		return bad("topology", "none", "a slice")
+	}
+	return r.Model.Validate()
+}
+
+func (r Request) job() cost.Job {
+	j := cost.NewJob(r.Model, r.Seq, 1)
+	j.Schedule = r.Schedule
+	j.Precision = r.Precision
+	j.Efficiency = r.Efficiency
+	j.HBMHeadroom = r.HBMHeadroom
+	j.CausalFLOPs = r.CausalFLOPs
+	return j
+}
+
+// search state
+type searcher struct {
+	req       Request
+	est       *cost.Estimator
+	rejected  [4]map[cost.Reason]int // per tier
+	evaluated int
+	best      [4][]Candidate // per tier, best first, at most keep
+	keep      int
+}
+
+// Search plans the request.
+func Search(r Request) (Plan, error) {
+	if err := r.defaults(); err != nil {
+		return Plan{}, err
+	}
+	s := &searcher{req: r, est: cost.NewEstimator(), keep: r.Top}
+	for i := range s.rejected {
+		s.rejected[i] = map[cost.Reason]int{}
+	}
+	if r.Axes != nil {
+		m, err := mesh.New(r.Multislice, r.Axes...)
+		if err != nil {
+			return Plan{}, err
+		}
+		s.layout(m)
+	} else {
+		s.enumerate()
+	}
+	return s.choose()
+}
+
+// enumerate walks every ordered factorization of the slice's chips over the
+// five axes (ICI) and of the slice count over the four that may cross DCN.
+func (s *searcher) enumerate() {
+	ms := s.req.Multislice
+	spec := s.req.Model
+	ici := factorizations(ms.Slice.Chips(), 5)
+	dcn := factorizations(ms.Slices, 5)
+	for _, dn := range dcn {
+		if dn[2] > 1 { // tensor over DCN
+			s.rejected[TierModel][cost.ReasonTensorDCN] += len(ici)
+			continue
+		}
+		for _, in := range ici {
+			t, p, c := in[2], in[3]*dn[3], in[4]*dn[4]
+			reason := cost.Reason("")
+			switch {
+			case spec.Heads%t != 0:
+				reason = cost.ReasonHeads
+			case spec.Layers%p != 0:
+				reason = cost.ReasonLayers
+			case s.req.Seq%c != 0:
+				reason = cost.ReasonSeq
+			}
+			if reason != "" {
+				s.rejected[tierOf(in, dn)][reason]++
+				continue
+			}
+			axes := make([]mesh.Axis, 5)
+			for i, n := range mesh.Names() {
+				axes[i] = mesh.Axis{Name: n, ICI: in[i], DCN: dn[i]}
+			}
+			m, err := mesh.New(ms, axes...)
+			if err != nil {
+				panic(fmt.Sprintf("plan: factorization %v x %v rejected: %v", in, dn, err))
+			}
+			s.layout(m)
+		}
+	}
+}
+
+// layout costs one mesh over its micro-batch counts and remat policies.
+func (s *searcher) layout(m mesh.Mesh) {
+	p := m.Size(mesh.Pipeline)
+	micro := []int{1}
+	if p > 1 {
+		micro = []int{p, 2 * p, 4 * p, 8 * p}
+	}
+	remats := cost.Remats()
+	if s.req.Remat != "" {
+		remats = []cost.Remat{s.req.Remat}
+	}
+	for _, mb := range micro {
+		for _, r := range remats {
+			s.evaluated++
+			j := s.req.job()
+			j.MicroBatches = mb
+			j.Remat = r
+			c, reason := s.fit(j, m)
+			if reason != "" {
+				s.rejected[TierOf(m)][reason]++
+				continue
+			}
+			s.offer(c)
+		}
+	}
+}
+
+// fit picks the global batch (the request's, or the largest that fits HBM
+// within the limit) and costs the step.
+func (s *searcher) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
+	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * j.MicroBatches
+	try := func(b int) (cost.Memory, cost.Reason) {
+		j.GlobalBatch = b
+		mem, err := s.est.Memory(j, m)
+		if err != nil {
+			var inf *cost.Infeasible
+			if errors.As(err, &inf) {
+				return mem, inf.Reason
+			}
+			panic(err) // the job was validated by defaults
+		}
+		if !mem.Fits() {
+			return mem, cost.ReasonHBM
+		}
+		return mem, ""
+	}
+	if s.req.GlobalBatch > 0 {
+		j.GlobalBatch = s.req.GlobalBatch
+		if _, why := try(j.GlobalBatch); why != "" {
+			return Candidate{}, why
+		}
+	} else {
+		hi := s.req.MaxGlobalBatch / shards
+		if hi < 1 {
+			return Candidate{}, cost.ReasonBatchLimit
+		}
+		if _, why := try(shards); why != "" {
+			return Candidate{}, why
+		}
+		lo := 1 // fits; find the largest per-shard batch that does
+		for lo < hi {
+			mid := lo + (hi-lo+1)/2
+			if _, why := try(mid * shards); why == "" {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		j.GlobalBatch = lo * shards
+	}
+	est, err := s.est.Estimate(j, m)
+	if err != nil {
+		panic(err) // memory passed, so the shape is valid
+	}
+	return Candidate{Estimate: est, Tier: TierOf(m)}, ""
+}
+
+// better ranks by throughput, then by smaller batch, less memory, and the
+// layout's spelling so the order is total and deterministic.
+func better(a, b Candidate) bool {
+	x, y := a.Estimate, b.Estimate
+	if x.TokensPerSecondPerChip != y.TokensPerSecondPerChip {
+		return x.TokensPerSecondPerChip > y.TokensPerSecondPerChip
+	}
+	if x.Job.GlobalBatch != y.Job.GlobalBatch {
+		return x.Job.GlobalBatch < y.Job.GlobalBatch
+	}
+	if x.Memory.Total() != y.Memory.Total() {
+		return x.Memory.Total() < y.Memory.Total()
+	}
+	if x.Job.MicroBatches != y.Job.MicroBatches {
+		return x.Job.MicroBatches < y.Job.MicroBatches
+	}
+	if x.Job.Remat != y.Job.Remat {
+		return x.Job.Remat < y.Job.Remat
+	}
+	return x.Mesh.String() < y.Mesh.String()
+}
+
+func (s *searcher) offer(c Candidate) {
+	list := s.best[c.Tier]
+	i := sort.Search(len(list), func(i int) bool { return better(c, list[i]) })
+	if i >= s.keep {
+		return
+	}
+	list = append(list, Candidate{})
+	copy(list[i+1:], list[i:])
+	list[i] = c
+	if len(list) > s.keep {
+		list = list[:s.keep]
+	}
+	s.best[c.Tier] = list
+}
+
+func (s *searcher) choose() (Plan, error) {
+	r := s.req
+	p := Plan{Request: r, Rejected: map[cost.Reason]int{}, Evaluated: s.evaluated}
+	for _, m := range s.rejected {
+		for k, v := range m {
+			p.Rejected[k] += v
+		}
+	}
+	ms := r.Multislice
+	chip := ms.Slice.Chip
+	has := func(t Tier) bool { return len(s.best[t]) > 0 }
+
+	p.Reasons = append(p.Reasons, scopeReason(ms))
+
+	var pool []Tier
+	switch {
+	case has(TierDP):
+		pool = []Tier{TierDP}
+		b := s.best[TierDP][0].Estimate
+		p.Reasons = append(p.Reasons, fmt.Sprintf("pure data parallelism: a full replica's weights, gradients and optimizer state (%v) fit in %v of usable HBM per chip with room for %s of activations",
+			b.Memory.State(), b.Memory.Usable, plural(b.MicroBatchSize, "sequence")))
+	case has(TierFSDP):
+		pool = []Tier{TierFSDP}
+		state := unit.Bytes(float64(r.Model.ParamCount().Total()) * float64(r.Precision.StateBytes()))
+		p.Reasons = append(p.Reasons, fmt.Sprintf("FSDP: pure data parallelism cannot run (%s): a full replica's state is %v against %v of usable HBM, so weights, gradients and optimizer state are sharded over fsdp",
+			s.rejectedSummary(TierDP), state, unit.Bytes(float64(chip.HBM)*(1-r.HBMHeadroom))))
+	}
+	if ms.Slices > 1 && (pool != nil || has(TierPipelineDCN)) {
+		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
+		limit := float64(r.MaxGlobalBatch) * float64(r.Seq) / float64(ms.Slices)
+		if limit < need && has(TierPipelineDCN) {
+			pool = append(pool, TierPipelineDCN)
+			p.Reasons = append(p.Reasons, fmt.Sprintf("batch limit: data parallelism across %d slices hides its gradient all-reduce only from %s tokens per slice (Multislice rule: %d bits per parameter, %.0f FLOP per DCN bit on %s), but --max-global-batch allows %s; pipeline parallelism across slices, which sends only activations over DCN, is considered",
+				ms.Slices, count(need), collective.MultisliceBitsPerParam(ms.Slices), float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(limit)))
+		}
+	}
+	if pool == nil {
+		pool = []Tier{TierModel}
+		p.Reasons = append(p.Reasons, fmt.Sprintf("no data-parallel or FSDP layout can run (%s); tensor, context or pipeline parallelism inside a slice is needed",
+			s.rejectedSummary(TierDP, TierFSDP, TierPipelineDCN)))
+	}
+	var chosen []Candidate
+	for _, t := range pool {
+		chosen = append(chosen, s.best[t]...)
+	}
+	sort.SliceStable(chosen, func(i, j int) bool { return better(chosen[i], chosen[j]) })
+	if len(chosen) == 0 {
+		return p, fmt.Errorf("plan: %w on %s: %s", ErrNoPlan, ms, s.rejectedSummary(TierDP, TierFSDP, TierPipelineDCN, TierModel))
+	}
+	if len(chosen) > r.Top {
+		chosen = chosen[:r.Top]
+	}
+	p.Top = chosen
+	p.Best = chosen[0]
+	if len(pool) > 1 {
+		p.Reasons = append(p.Reasons, fmt.Sprintf("%s wins: %.0f tokens/s per chip", p.Best.Tier, p.Best.Estimate.TokensPerSecondPerChip))
+	}
+	if ms.Slices > 1 {
+		p.Reasons = append(p.Reasons, "tensor parallelism stays inside slices: it is never placed on DCN")
+	}
+	for t := TierDP; t <= TierModel; t++ {
+		inPool := false
+		for _, u := range pool {
+			inPool = inPool || u == t
+		}
+		if !inPool && has(t) {
+			p.Alternatives = append(p.Alternatives, s.best[t][0])
+		}
+	}
+	for _, a := range p.Alternatives {
+		if gain := a.Estimate.TokensPerSecondPerChip/p.Best.Estimate.TokensPerSecondPerChip - 1; gain > 0.05 {
+			p.Reasons = append(p.Reasons, fmt.Sprintf("note: %s (%s) would be %.0f%% faster, but the rule order does not reach it", a.Estimate.Mesh, a.Tier, 100*gain))
+		}
+	}
+	p.Warnings = warnings(p)
+	return p, nil
+}
+
+// rejectedSummary says how many layouts of the tiers were rejected, by
+// reason, most common first.
+func (s *searcher) rejectedSummary(tiers ...Tier) string {
+	sum := map[cost.Reason]int{}
+	for _, t := range tiers {
+		for k, v := range s.rejected[t] {
+			sum[k] += v
+		}
+	}
+	if len(sum) == 0 {
+		return "no layout was tried"
+	}
+	keys := make([]cost.Reason, 0, len(sum))
+	for k := range sum {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if sum[keys[i]] != sum[keys[j]] {
+			return sum[keys[i]] > sum[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	out := ""
+	for i, k := range keys {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s ×%d", k, sum[k])
+	}
+	return out
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func scopeReason(ms hw.Multislice) string {
+	s := ms.Slice
+	c := s.Chip
+	switch {
+	case ms.Slices == 1 && s.Hosts() == 1:
+		return fmt.Sprintf("single host: %s is one %s VM with %d chips", s.AcceleratorType(), c.Host.MachineType, s.Chips())
+	case ms.Slices == 1:
+		return fmt.Sprintf("one slice: %d hosts (%s VMs) joined by ICI in a %s %s", s.Hosts(), c.Host.MachineType, s.Topology, torusOrMesh(s))
+	}
+	return fmt.Sprintf("multislice: %d slices of %s (%s %s) joined by DCN at %.0f Gbit/s per host",
+		ms.Slices, s.AcceleratorType(), s.Topology, torusOrMesh(s), ms.DCNPerHost().Bits()/1e9)
+}
+
+func torusOrMesh(s hw.Slice) string {
+	if s.Wraps(0) {
+		return "torus"
+	}
+	return "mesh"
+}
+
+func warnings(p Plan) []string {
+	var w []string
+	e := p.Best.Estimate
+	st := e.Time.Step.Seconds()
+	if d := e.Time.DCN.Seconds(); d > 0.1*st {
+		w = append(w, fmt.Sprintf("DCN-bound: %.0f%% of the step waits on DCN", 100*d/st))
+	}
+	if i := e.Time.ICI.Seconds(); i > 0.1*st {
+		w = append(w, fmt.Sprintf("ICI-bound: %.0f%% of the step waits on ICI", 100*i/st))
+	}
+	if float64(e.Memory.Total()) > 0.95*float64(e.Memory.Usable) {
+		w = append(w, fmt.Sprintf("HBM nearly full: %v of %v usable", e.Memory.Total(), e.Memory.Usable))
+	}
+	ms := p.Request.Multislice
+	if ms.Slices > 1 && e.Mesh.Axis(mesh.Data).DCN*e.Mesh.Axis(mesh.FSDP).DCN > 1 {
+		chip := ms.Slice.Chip
+		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
+		have := float64(e.Job.GlobalBatch) * float64(e.Job.Seq) / float64(ms.Slices)
+		if have < need {
+			w = append(w, fmt.Sprintf("%.0fk tokens per slice is below the %.0fk the Multislice rule needs to hide the DCN all-reduce", have/1e3, need/1e3))
+		}
+	}
+	w = append(w, fmt.Sprintf("compute assumes the matmuls reach %.0f%% of peak (set with --efficiency)", 100*p.Request.Efficiency))
+	return w
+}
+
+// factorizations lists every ordered k-tuple of positive integers whose
+// product is n.
+func factorizations(n, k int) [][]int {
+	var divs []int
+	for d := 1; d*d <= n; d++ {
+		if n%d == 0 {
+			divs = append(divs, d)
+			if d*d != n {
+				divs = append(divs, n/d)
+			}
+		}
+	}
+	sort.Ints(divs)
+	var out [][]int
+	cur := make([]int, k)
+	var rec func(i, left int)
+	rec = func(i, left int) {
+		if i == k-1 {
+			cur[i] = left
+			out = append(out, append([]int(nil), cur...))
+			return
+		}
+		for _, d := range divs {
+			if d > left {
+				break
+			}
+			if left%d == 0 {
+				cur[i] = d
+				rec(i+1, left/d)
+			}
+		}
+	}
+	rec(0, n)
+	return out
+}

@@ -1,0 +1,226 @@
+package plan
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"shardlab/cost"
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/model"
+	"shardlab/unit"
+)
+
+func request(t testing.TB, modelName, accel string, slices int, maxBatch int) Request {
+	t.Helper()
+	spec, ok := model.Lookup(modelName)
+	if !ok {
+		t.Fatalf("no model %s", modelName)
+	}
+	s, err := hw.ParseAcceleratorType(accel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := hw.NewMultislice(s, slices, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Request{Model: spec, Multislice: ms, MaxGlobalBatch: maxBatch, Top: 3}
+}
+
+func reasons(p Plan) string { return strings.Join(p.Reasons, "\n") }
+
+// The rule order, a case each.
+
+func TestRuleDPChosen(t *testing.T) {
+	// Llama 3 8B on one TPU7x VM: a full replica's 16 B/param state is 120 GiB,
+	// which fits in 192 GiB of HBM, so pure data parallelism is chosen.
+	p, err := Search(request(t, "llama3-8b", "tpu7x-8", 1, 512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Best.Tier != TierDP || p.Best.Estimate.Mesh.String() != "data=4" {
+		t.Errorf("chose %s (%s), want data=4 (pure DP)", p.Best.Estimate.Mesh, p.Best.Tier)
+	}
+	if !strings.Contains(reasons(p), "single host") || !strings.Contains(reasons(p), "pure data parallelism") {
+		t.Errorf("reasons do not explain the choice:\n%s", reasons(p))
+	}
+	if !p.Best.Estimate.Memory.Fits() {
+		t.Error("chosen layout does not fit")
+	}
+}
+
+func TestRuleFSDPWhenMemoryBinds(t *testing.T) {
+	// Llama 3 70B: 1.03 TiB of state per replica cannot fit a 192 GiB chip.
+	p, err := Search(request(t, "llama3-70b", "tpu7x-128", 2, 512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Best.Tier != TierFSDP {
+		t.Fatalf("chose %s (%s), want FSDP", p.Best.Estimate.Mesh, p.Best.Tier)
+	}
+	if p.Rejected[cost.ReasonHBM] == 0 || !strings.Contains(reasons(p), "FSDP: pure data parallelism cannot run (does not fit in HBM") {
+		t.Errorf("reasons do not say DP does not fit:\n%s", reasons(p))
+	}
+	// FSDP inside the slice, data parallelism across the two.
+	m := p.Best.Estimate.Mesh
+	if m.Axis(mesh.FSDP).ICI != 64 || m.Axis(mesh.Data).DCN*m.Axis(mesh.FSDP).DCN != 2 {
+		t.Errorf("chose %s, want fsdp=64 inside the slice", m)
+	}
+}
+
+func TestRulePipelineAcrossSlicesWhenBatchLimited(t *testing.T) {
+	// Two TPU7x slices with a slow DCN (25 Gbit/s per host) and a batch limit
+	// of 256 x 1024 tokens: DP across slices would need ~3M tokens per slice
+	// to hide its all-reduce, so pipeline parallelism across the slices is
+	// considered, and wins.
+	r := request(t, "llama3-70b", "tpu7x-128", 2, 256)
+	r.Seq = 1024
+	ms, err := hw.NewMultislice(r.Multislice.Slice, 2, unit.BitsPerSecond(25e9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Multislice = ms
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := p.Best.Estimate.Mesh
+	if p.Best.Tier != TierPipelineDCN || m.Axis(mesh.Pipeline).DCN != 2 || m.Axis(mesh.Tensor).Size() != 1 {
+		t.Errorf("chose %s (%s), want pipeline=2(dcn)", m, p.Best.Tier)
+	}
+	if !strings.Contains(reasons(p), "batch limit") {
+		t.Errorf("reasons do not mention the batch limit:\n%s", reasons(p))
+	}
+	// With the catalog's 400 Gbit/s per host the same limit still triggers
+	// the rule, but FSDP with data across slices stays faster.
+	r = request(t, "llama3-70b", "tpu7x-128", 2, 256)
+	r.Seq = 1024
+	p, err = Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Best.Tier != TierFSDP || !strings.Contains(reasons(p), "batch limit") {
+		t.Errorf("fast DCN: chose %s (%s), want FSDP after considering the pipeline", p.Best.Estimate.Mesh, p.Best.Tier)
+	}
+}
+
+func TestTensorOverDCNRejected(t *testing.T) {
+	r := request(t, "llama3-70b", "tpu7x-128", 2, 512)
+	r.Axes = []mesh.Axis{{Name: mesh.FSDP, ICI: 64, DCN: 1}, {Name: mesh.Tensor, ICI: 1, DCN: 2}}
+	_, err := Search(r)
+	if !errors.Is(err, mesh.ErrTensorOverDCN) {
+		t.Fatalf("error = %v, want ErrTensorOverDCN", err)
+	}
+	// And the search never proposes it.
+	r.Axes = nil
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Rejected[cost.ReasonTensorDCN] == 0 {
+		t.Error("search did not count tensor-over-DCN layouts as rejected")
+	}
+	for _, c := range append(p.Top, p.Alternatives...) {
+		if c.Estimate.Mesh.Axis(mesh.Tensor).DCN > 1 {
+			t.Errorf("search proposed %s", c.Estimate.Mesh)
+		}
+	}
+}
+
+func TestModelParallelWhenNothingElseRuns(t *testing.T) {
+	// 16 sequences cannot be split over 128 chips by data or fsdp alone.
+	p, err := Search(request(t, "llama3-70b", "tpu7x-128", 2, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Best.Tier != TierModel || p.Best.Estimate.Job.GlobalBatch > 16 {
+		t.Errorf("chose %s (%s) batch %d", p.Best.Estimate.Mesh, p.Best.Tier, p.Best.Estimate.Job.GlobalBatch)
+	}
+	if !strings.Contains(reasons(p), "needs a global batch above --max-global-batch") {
+		t.Errorf("reasons:\n%s", reasons(p))
+	}
+}
+
+func TestNoPlan(t *testing.T) {
+	// Llama 3 405B cannot train on one 4-chip v5e host.
+	_, err := Search(request(t, "llama3-405b", "v5litepod-4", 1, 512))
+	if !errors.Is(err, ErrNoPlan) || !strings.Contains(err.Error(), "does not fit in HBM") {
+		t.Errorf("error = %v, want ErrNoPlan naming HBM", err)
+	}
+}
+
+func TestFixedBatch(t *testing.T) {
+	r := request(t, "llama3-8b", "v5p-128", 1, 1024)
+	r.GlobalBatch = 256
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(p.Top, p.Alternatives...) {
+		if c.Estimate.Job.GlobalBatch != 256 {
+			t.Errorf("%s uses batch %d, want 256", c.Estimate.Mesh, c.Estimate.Job.GlobalBatch)
+		}
+	}
+	r.GlobalBatch = 2048
+	if _, err := Search(r); !errors.Is(err, ErrRequest) {
+		t.Errorf("batch above the limit: %v, want ErrRequest", err)
+	}
+}
+
+func TestFactorizations(t *testing.T) {
+	// Ordered 5-factorizations of p^a q^b number C(a+4,4)·C(b+4,4).
+	for _, c := range []struct{ n, want int }{{1, 1}, {2, 5}, {4, 15}, {12, 75}, {9216, 15015}} {
+		if got := len(factorizations(c.n, 5)); got != c.want {
+			t.Errorf("factorizations(%d, 5) = %d, want %d", c.n, got, c.want)
+		}
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	r := request(t, "llama3-70b", "v5p-256", 2, 1024)
+	var first string
+	for i := range 3 {
+		p, err := Search(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := p.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = b.String()
+		} else if b.String() != first {
+			t.Fatal("two searches of the same request differ")
+		}
+	}
+}
+
+func benchmarkSearch(b *testing.B, r Request) {
+	var n int
+	for b.Loop() {
+		p, err := Search(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += p.Evaluated
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "layouts/s")
+}
+
+// BenchmarkSearchTPU7xPod plans Llama 3 405B on a full 9,216-chip TPU7x pod.
+func BenchmarkSearchTPU7xPod(b *testing.B) {
+	benchmarkSearch(b, request(b, "llama3-405b", "tpu7x-18432", 1, 4096))
+}
+
+// BenchmarkSearchV5p4Slices plans Llama 3 405B on 4 slices of v5p-8960.
+func BenchmarkSearchV5p4Slices(b *testing.B) {
+	benchmarkSearch(b, request(b, "llama3-405b", "v5p-8960", 4, 4096))
+}
+
+// BenchmarkSearchOneHost is the baseline: one TPU7x VM.
+func BenchmarkSearchOneHost(b *testing.B) {
+	benchmarkSearch(b, request(b, "llama3-8b", "tpu7x-8", 1, 512))
+}

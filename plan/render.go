@@ -1,0 +1,302 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"shardlab/cost"
+	"shardlab/mesh"
+	"shardlab/unit"
+)
+
+// JSON is the machine-readable form of a plan (shardlab plan --json).
+type JSON struct {
+	Model        string         `json:"model"`
+	Params       int64          `json:"params"`
+	Accelerator  string         `json:"accelerator_type"`
+	Topology     string         `json:"topology"`
+	Slices       int            `json:"slices"`
+	Chips        int            `json:"chips"`
+	Tier         string         `json:"tier"`
+	Layout       LayoutJSON     `json:"layout"`
+	Seq          int            `json:"seq_tokens"`
+	GlobalBatch  int            `json:"global_batch_sequences"`
+	GlobalTokens int            `json:"global_batch_tokens"`
+	MaxBatch     int            `json:"max_global_batch_sequences"`
+	MicroBatches int            `json:"micro_batches"`
+	MicroBatch   int            `json:"sequences_per_chip_per_micro_batch"`
+	Remat        string         `json:"remat"`
+	Schedule     string         `json:"schedule"`
+	Memory       MemoryJSON     `json:"memory_bytes"`
+	HBM          int64          `json:"hbm_bytes"`
+	HBMUsable    int64          `json:"hbm_usable_bytes"`
+	Fits         bool           `json:"fits"`
+	Step         StepJSON       `json:"step_seconds"`
+	Bubble       float64        `json:"bubble_fraction"`
+	MFU          float64        `json:"mfu"`
+	HFU          float64        `json:"hfu"`
+	Efficiency   float64        `json:"assumed_matmul_efficiency"`
+	TokensChip   float64        `json:"tokens_per_second_per_chip"`
+	Tokens       float64        `json:"tokens_per_second"`
+	DCNBytes     int64          `json:"dcn_bytes_per_step"`
+	ICIBytesChip int64          `json:"ici_bytes_per_chip_per_step"`
+	Collectives  []CommJSON     `json:"collectives"`
+	Reasons      []string       `json:"reasons"`
+	Warnings     []string       `json:"warnings"`
+	Rejected     map[string]int `json:"rejected"`
+	Evaluated    int            `json:"evaluated"`
+	Top          []RankJSON     `json:"top"`
+	Alternatives []RankJSON     `json:"alternatives"`
+}
+
+// LayoutJSON is a mesh.
+type LayoutJSON struct {
+	Spec string      `json:"spec"`
+	Axes []mesh.Axis `json:"axes"`
+}
+
+// MemoryJSON is HBM per chip by component.
+type MemoryJSON struct {
+	Weights     int64 `json:"weights"`
+	Gradients   int64 `json:"gradients"`
+	Optimizer   int64 `json:"optimizer"`
+	Activations int64 `json:"activations"`
+	Transient   int64 `json:"transient"`
+	Total       int64 `json:"total"`
+}
+
+// StepJSON is the step time split, in seconds.
+type StepJSON struct {
+	Compute float64 `json:"compute"`
+	ICI     float64 `json:"ici"`
+	DCN     float64 `json:"dcn"`
+	Bubble  float64 `json:"bubble"`
+	Total   float64 `json:"total"`
+}
+
+// CommJSON is one kind of collective in a step, per chip.
+type CommJSON struct {
+	Axis       string  `json:"axis"`
+	What       string  `json:"what"`
+	Op         string  `json:"op"`
+	Count      int     `json:"count"`
+	ICIBytes   int64   `json:"ici_bytes"`
+	DCNBytes   int64   `json:"dcn_bytes"`
+	ICISeconds float64 `json:"ici_seconds"`
+	DCNSeconds float64 `json:"dcn_seconds"`
+	Overlapped bool    `json:"overlapped"`
+}
+
+// RankJSON summarises a ranked layout.
+type RankJSON struct {
+	Tier         string  `json:"tier"`
+	Layout       string  `json:"layout"`
+	Remat        string  `json:"remat"`
+	MicroBatches int     `json:"micro_batches"`
+	GlobalBatch  int     `json:"global_batch_sequences"`
+	StepSeconds  float64 `json:"step_seconds"`
+	MFU          float64 `json:"mfu"`
+	TokensChip   float64 `json:"tokens_per_second_per_chip"`
+	HBMBytes     int64   `json:"hbm_bytes"`
+}
+
+func rank(c Candidate) RankJSON {
+	e := c.Estimate
+	return RankJSON{Tier: c.Tier.String(), Layout: e.Mesh.String(), Remat: string(e.Job.Remat), MicroBatches: e.Job.MicroBatches,
+		GlobalBatch: e.Job.GlobalBatch, StepSeconds: e.Time.Step.Seconds(), MFU: e.MFU, TokensChip: e.TokensPerSecondPerChip,
+		HBMBytes: int64(e.Memory.Total())}
+}
+
+// JSON returns the plan's machine-readable form.
+func (p Plan) JSON() JSON {
+	e := p.Best.Estimate
+	ms := p.Request.Multislice
+	j := JSON{
+		Model: p.Request.Model.Name, Params: p.Request.Model.ParamCount().Total(),
+		Accelerator: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices, Chips: ms.Chips(),
+		Tier:   p.Best.Tier.String(),
+		Layout: LayoutJSON{Spec: e.Mesh.String(), Axes: e.Mesh.Axes()},
+		Seq:    e.Job.Seq, GlobalBatch: e.Job.GlobalBatch, GlobalTokens: e.Job.GlobalBatch * e.Job.Seq, MaxBatch: p.Request.MaxGlobalBatch,
+		MicroBatches: e.Job.MicroBatches, MicroBatch: e.MicroBatchSize, Remat: string(e.Job.Remat), Schedule: string(e.Job.Schedule),
+		Memory: MemoryJSON{
+			Weights: int64(e.Memory.Weights), Gradients: int64(e.Memory.Gradients), Optimizer: int64(e.Memory.Optimizer),
+			Activations: int64(e.Memory.Activations), Transient: int64(e.Memory.Transient), Total: int64(e.Memory.Total()),
+		},
+		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), Fits: e.Memory.Fits(),
+		Step: StepJSON{Compute: e.Time.Compute.Seconds(), ICI: e.Time.ICI.Seconds(), DCN: e.Time.DCN.Seconds(),
+			Bubble: e.Time.Bubble.Seconds(), Total: e.Time.Step.Seconds()},
+		Bubble: e.Bubble, MFU: e.MFU, HFU: e.HFU, Efficiency: e.Job.Efficiency,
+		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
+		DCNBytes: int64(e.DCNBytesPerStep), ICIBytesChip: int64(e.ICIBytesPerChip),
+		Reasons: p.Reasons, Warnings: p.Warnings, Rejected: map[string]int{}, Evaluated: p.Evaluated,
+		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{},
+	}
+	for _, c := range e.Comms {
+		j.Collectives = append(j.Collectives, CommJSON{Axis: string(c.Axis), What: c.What, Op: c.Op.String(), Count: c.Count,
+			ICIBytes: int64(c.ICIBytes), DCNBytes: int64(c.DCNBytes), ICISeconds: c.ICITime.Seconds(), DCNSeconds: c.DCNTime.Seconds(),
+			Overlapped: c.Overlapped})
+	}
+	for k, v := range p.Rejected {
+		j.Rejected[string(k)] = v
+	}
+	for _, c := range p.Top {
+		j.Top = append(j.Top, rank(c))
+	}
+	for _, c := range p.Alternatives {
+		j.Alternatives = append(j.Alternatives, rank(c))
+	}
+	return j
+}
+
+// WriteJSON writes the plan as one indented JSON object.
+func (p Plan) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p.JSON())
+}
+
+// WriteText writes the plan as a report for people.
+func (p Plan) WriteText(w io.Writer) error {
+	var b strings.Builder
+	e := p.Best.Estimate
+	r := p.Request
+	ms := r.Multislice
+	spec := r.Model
+	fmt.Fprintf(&b, "%s (%.1fB parameters) on %s\n", spec.Name, float64(spec.ParamCount().Total())/1e9, ms)
+	fmt.Fprintf(&b, "  batch %d sequences x %d tokens = %s tokens per step (limit %d sequences)\n\n",
+		e.Job.GlobalBatch, e.Job.Seq, count(float64(e.Job.GlobalBatch*e.Job.Seq)), r.MaxGlobalBatch)
+
+	fmt.Fprintf(&b, "Layout: %s  [%s]\n", e.Mesh, p.Best.Tier)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  axis\tICI\tDCN\ttotal\t")
+	for _, a := range e.Mesh.Axes() {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t\n", a.Name, a.ICI, a.DCN, a.Size())
+	}
+	tw.Flush()
+	micro := "no pipeline"
+	if e.Job.MicroBatches > 1 || e.Mesh.Size(mesh.Pipeline) > 1 {
+		micro = fmt.Sprintf("%d micro-batches (%s)", e.Job.MicroBatches, e.Job.Schedule)
+	}
+	fmt.Fprintf(&b, "  remat %s, %s, %s per chip per micro-batch\n\n", e.Job.Remat, micro, plural(e.MicroBatchSize, "sequence"))
+
+	fits := "fits"
+	if !e.Memory.Fits() {
+		fits = "DOES NOT FIT"
+	}
+	fmt.Fprintf(&b, "HBM per chip: %v of %v usable (%v HBM), %s\n", e.Memory.Total(), e.Memory.Usable, e.Memory.HBM, fits)
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, c := range []struct {
+		name string
+		v    unit.Bytes
+	}{{"weights", e.Memory.Weights}, {"gradients", e.Memory.Gradients}, {"optimizer", e.Memory.Optimizer},
+		{"activations", e.Memory.Activations}, {"transient", e.Memory.Transient}} {
+		fmt.Fprintf(tw, "  %s\t%v\n", c.name, c.v)
+	}
+	tw.Flush()
+
+	st := e.Time.Step
+	fmt.Fprintf(&b, "\nStep time: %s\n", dur(st))
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, c := range []struct {
+		name string
+		v    time.Duration
+	}{{"compute", e.Time.Compute}, {"ICI (exposed)", e.Time.ICI}, {"DCN (exposed)", e.Time.DCN}, {"pipeline bubble", e.Time.Bubble}} {
+		fmt.Fprintf(tw, "  %s\t%s\t%5.1f%%\n", c.name, dur(c.v), 100*c.v.Seconds()/st.Seconds())
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "  MFU %.1f%%  HFU %.1f%%  %s tokens/s per chip  %s tokens/s in all\n",
+		100*e.MFU, 100*e.HFU, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
+	fmt.Fprintf(&b, "  DCN traffic %v per step (all chips); ICI %v per chip\n", e.DCNBytesPerStep, e.ICIBytesPerChip)
+
+	if len(e.Comms) > 0 {
+		fmt.Fprintf(&b, "\nCollectives per chip per step:\n")
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  axis\twhat\tcount\tICI bytes\tDCN bytes\ttime\t")
+		for _, c := range e.Comms {
+			ov := "on the critical path"
+			if c.Overlapped {
+				ov = "overlapped"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%v\t%v\t%s\t%s\n", c.Axis, c.What, c.Count, c.ICIBytes, c.DCNBytes, dur(c.ICITime+c.DCNTime), ov)
+		}
+		tw.Flush()
+	}
+
+	fmt.Fprintf(&b, "\nWhy:\n")
+	for _, s := range p.Reasons {
+		fmt.Fprintf(&b, "  - %s\n", s)
+	}
+	if len(p.Warnings) > 0 {
+		fmt.Fprintf(&b, "\nWarnings:\n")
+		for _, s := range p.Warnings {
+			fmt.Fprintf(&b, "  - %s\n", s)
+		}
+	}
+	if len(p.Top) > 1 {
+		fmt.Fprintf(&b, "\nTop %d:\n", len(p.Top))
+		table(&b, p.Top)
+	}
+	if len(p.Alternatives) > 0 {
+		fmt.Fprintf(&b, "\nBest of the tiers the rules did not choose:\n")
+		table(&b, p.Alternatives)
+	}
+	fmt.Fprintf(&b, "\n%d layout choices costed", p.Evaluated)
+	if len(p.Rejected) > 0 {
+		keys := make([]string, 0, len(p.Rejected))
+		for k := range p.Rejected {
+			keys = append(keys, string(k))
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s ×%d", k, p.Rejected[cost.Reason(k)]))
+		}
+		fmt.Fprintf(&b, "; rejected: %s", strings.Join(parts, ", "))
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func table(b *strings.Builder, cs []Candidate) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tlayout\ttier\tremat\tmicro\tbatch\tstep\tMFU\ttokens/s/chip\tHBM\t")
+	for i, c := range cs {
+		e := c.Estimate
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d\t%d\t%s\t%.1f%%\t%s\t%v\t\n", i+1, e.Mesh, c.Tier, e.Job.Remat, e.Job.MicroBatches,
+			e.Job.GlobalBatch, dur(e.Time.Step), 100*e.MFU, count(e.TokensPerSecondPerChip), e.Memory.Total())
+	}
+	tw.Flush()
+}
+
+// dur prints a duration with three significant digits.
+func dur(d time.Duration) string {
+	s := d.Seconds()
+	switch {
+	case s == 0:
+		return "0 s"
+	case s >= 1:
+		return fmt.Sprintf("%.3g s", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.3g ms", s*1e3)
+	}
+	return fmt.Sprintf("%.3g µs", s*1e6)
+}
+
+// count prints a count with a k/M/G suffix.
+func count(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.3gG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.3gM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.3gk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
