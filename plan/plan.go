@@ -363,6 +363,13 @@ func (s *searcher) choose() (Plan, error) {
 
 	var pool []Tier
 	switch {
+	case r.Axes != nil:
+		for t := TierDP; t <= TierModel; t++ {
+			if has(t) {
+				pool = []Tier{t}
+				p.Reasons = append(p.Reasons, fmt.Sprintf("layout given with --mesh (%s): costed as asked, without the rule order", t))
+			}
+		}
 	case has(TierDP):
 		pool = []Tier{TierDP}
 		b := s.best[TierDP][0].Estimate
@@ -374,7 +381,7 @@ func (s *searcher) choose() (Plan, error) {
 		p.Reasons = append(p.Reasons, fmt.Sprintf("FSDP: pure data parallelism cannot run (%s): a full replica's state is %v against %v of usable HBM, so weights, gradients and optimizer state are sharded over fsdp",
 			s.rejectedSummary(TierDP), state, unit.Bytes(float64(chip.HBM)*(1-r.HBMHeadroom))))
 	}
-	if ms.Slices > 1 && (pool != nil || has(TierPipelineDCN)) {
+	if ms.Slices > 1 && r.Axes == nil && (pool != nil || has(TierPipelineDCN)) {
 		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
 		limit := float64(r.MaxGlobalBatch) * float64(r.Seq) / float64(ms.Slices)
 		if limit < need && has(TierPipelineDCN) {
@@ -383,7 +390,7 @@ func (s *searcher) choose() (Plan, error) {
 				ms.Slices, count(need), collective.MultisliceBitsPerParam(ms.Slices), float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(limit)))
 		}
 	}
-	if pool == nil {
+	if pool == nil && r.Axes == nil {
 		pool = []Tier{TierModel}
 		p.Reasons = append(p.Reasons, fmt.Sprintf("no data-parallel or FSDP layout can run (%s); tensor, context or pipeline parallelism inside a slice is needed",
 			s.rejectedSummary(TierDP, TierFSDP, TierPipelineDCN)))

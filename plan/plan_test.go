@@ -224,3 +224,36 @@ func BenchmarkSearchV5p4Slices(b *testing.B) {
 func BenchmarkSearchOneHost(b *testing.B) {
 	benchmarkSearch(b, request(b, "llama3-8b", "tpu7x-8", 1, 512))
 }
+
+func TestSearchScope(t *testing.T) {
+	// One host when the job fits one VM, else the smallest slice, else
+	// several of the largest slices.
+	tests := []struct {
+		model, gen   string
+		hosts, chips int
+		multislice   bool
+		reason       string
+	}{
+		{"llama3-8b", "tpu7x", 1, 4, false, "single host"},
+		{"llama3-405b", "tpu7x", 16, 64, false, "smallest footprint"},
+		{"llama3-405b", "v5e", 0, 0, true, "multislice"},
+	}
+	for _, tt := range tests {
+		c, err := hw.Lookup(tt.gen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := request(t, tt.model, "tpu7x-8", 1, 512)
+		p, err := SearchScope(r, c, 16)
+		if err != nil {
+			t.Fatalf("%s on %s: %v", tt.model, tt.gen, err)
+		}
+		ms := p.Request.Multislice
+		if tt.multislice != (ms.Slices > 1) || (!tt.multislice && (ms.Hosts() != tt.hosts || ms.Chips() != tt.chips)) {
+			t.Errorf("%s on %s: chose %s", tt.model, tt.gen, ms)
+		}
+		if !strings.Contains(reasons(p), tt.reason) {
+			t.Errorf("%s on %s: reasons lack %q:\n%s", tt.model, tt.gen, tt.reason, reasons(p))
+		}
+	}
+}

@@ -259,8 +259,17 @@ func (p Plan) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "; rejected: %s", strings.Join(parts, ", "))
 	}
 	b.WriteString("\n")
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, trimLines(b.String()))
 	return err
+}
+
+// trimLines drops the padding tabwriter leaves at the ends of lines.
+func trimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
 }
 
 func table(b *strings.Builder, cs []Candidate) {

@@ -115,7 +115,7 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 	fs.SetOutput(stderr)
 	var f planFlags
 	fs.StringVar(&f.model, "model", "", "catalog model name or a YAML/JSON spec file (default llama3-8b)")
-	fs.StringVar(&f.tpu, "tpu", "", "accelerator type of one slice, e.g. tpu7x-8, v5p-128, v6e-256 (default tpu7x-8)")
+	fs.StringVar(&f.tpu, "tpu", "", "accelerator type of one slice, e.g. tpu7x-8, v5p-128, v6e-256 (default tpu7x-8);\na generation alone (tpu7x) picks the smallest footprint: one host, a slice, or slices")
 	fs.StringVar(&f.topology, "topology", "", "slice topology AxB or AxBxC, overriding the accelerator type's default")
 	fs.IntVar(&f.slices, "slices", 1, "number of slices joined by DCN")
 	fs.Float64Var(&f.dcnGbps, "dcn-gbps", 0, "DCN bandwidth per host in Gbit/s (default: the catalog's)")
@@ -173,7 +173,14 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 	}
 	var plans []plan.Plan
 	for _, r := range reqs {
-		p, err := plan.Search(r)
+		var p plan.Plan
+		var err error
+		if r.Multislice.Chips() == 0 {
+			// --tpu named only a generation: find the smallest footprint
+			p, err = plan.SearchScope(r, r.Multislice.Slice.Chip, 64)
+		} else {
+			p, err = plan.Search(r)
+		}
 		if err != nil {
 			return err
 		}
@@ -219,6 +226,14 @@ func (f planFlags) request() (plan.Request, error) {
 		return r, err
 	}
 	r.Model = spec
+	if c, err := hw.Lookup(f.tpu); err == nil {
+		// a generation without a size: the planner picks one host, a slice or a multislice
+		if f.topology != "" || f.slices != 1 {
+			return r, bad("--tpu %s names no size; give an accelerator type (e.g. %s) to use --topology or --slices", f.tpu, c.AcceleratorTypes()[1])
+		}
+		r.Multislice.Slice.Chip = c
+		return f.finish(r, spec)
+	}
 	slice, err := hw.ParseAcceleratorType(f.tpu)
 	if err != nil {
 		return r, err
@@ -239,6 +254,12 @@ func (f planFlags) request() (plan.Request, error) {
 		return r, err
 	}
 	r.Multislice = ms
+	return f.finish(r, spec)
+}
+
+// finish reads the flags that do not depend on the topology.
+func (f planFlags) finish(r plan.Request, spec model.Spec) (plan.Request, error) {
+	var err error
 	if f.seq < 0 || f.seq > 1<<24 {
 		return r, bad("--seq %d, want a positive number of tokens", f.seq)
 	}
@@ -394,10 +415,14 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 		fmt.Fprintf(tw, "peak fp8\t%v\n", c.PeakFP8)
 	}
 	if c.PeakInt8 > 0 {
-		fmt.Fprintf(tw, "peak int8\t%v\n", unit.FLOPsPerSecond(c.PeakInt8))
+		fmt.Fprintf(tw, "peak int8\t%.0f TOP/s\n", float64(c.PeakInt8)/1e12)
 	}
 	fmt.Fprintf(tw, "HBM\t%v at %v\n", c.HBM, c.HBMBandwidth)
-	fmt.Fprintf(tw, "TensorCores\t%d, %d MXUs of %dx%d each (0: not published)\n", c.TensorCores, c.MXUsPerTensorCore, c.MXUDim, c.MXUDim)
+	mxus := "MXUs per TensorCore not published"
+	if c.MXUsPerTensorCore > 0 {
+		mxus = fmt.Sprintf("%d MXUs each", c.MXUsPerTensorCore)
+	}
+	fmt.Fprintf(tw, "TensorCores\t%d, %s, MXU %dx%d\n", c.TensorCores, mxus, c.MXUDim, c.MXUDim)
 	fmt.Fprintf(tw, "ICI\t%dD torus, %d links of %v each way\n", c.TorusDims, c.ICILinks, c.ICILinkBandwidth)
 	if c.DCNPerChip > 0 {
 		fmt.Fprintf(tw, "DCN\t%.1f Gbit/s per chip, %.0f Gbit/s per host\n", c.DCNPerChip.Bits()/1e9, c.DCNPerHost().Bits()/1e9)
