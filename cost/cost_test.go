@@ -261,3 +261,25 @@ func ExampleEstimator_Estimate() {
 	// Output:
 	// state 16.4 GiB, fits true, MFU 0.45
 }
+
+func TestKVHeadsReplicatedBeyondTheirCount(t *testing.T) {
+	// Llama 3 70B has 8 KV heads: tensor=16 splits Q, O and the MLP 16 ways
+	// but K and V only 8 ways (each KV head lives on two chips). By hand, per
+	// chip: (80·(per-layer − kv)/16 + 80·kv/8 + embeddings/16), kv = 2·8192·1024.
+	spec := lookup(t, "llama3-70b")
+	j := NewJob(spec, 8192, 4)
+	mem, err := NewEstimator().Memory(j, layout(t, "v5p-128", 1, "tensor=16,data=4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := spec.ParamCount()
+	kv := 2.0 * 8192 * 1024
+	want := 80*(float64(pc.PerLayer())-kv)/16 + 80*kv/8 + float64(pc.Embedding+pc.Output+pc.FinalNorm)/16
+	if got := float64(mem.Weights) / 4; math.Abs(got-want) > 1 {
+		t.Errorf("weights per chip = %.0f params, want %.0f", got, want)
+	}
+	// tensor=3 divides neither 64 heads nor 8 KV heads.
+	if _, err := NewEstimator().Memory(j, layout(t, "v5p-384", 1, "tensor=3,data=64")); err == nil {
+		t.Error("tensor=3 accepted for 64 heads")
+	}
+}

@@ -140,8 +140,8 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	}
 	spec := j.Model
 	switch {
-	case spec.Heads%sh.t != 0:
-		return sh, &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads over tensor=%d", spec.Heads, sh.t)}
+	case spec.Heads%sh.t != 0 || (spec.KV()%sh.t != 0 && sh.t%spec.KV() != 0):
+		return sh, &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads, %d KV heads over tensor=%d", spec.Heads, spec.KV(), sh.t)}
 	case spec.Layers%sh.p != 0:
 		return sh, &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over pipeline=%d", spec.Layers, sh.p)}
 	case j.Seq%sh.c != 0:
@@ -161,7 +161,9 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 
 // paramsPerChip is the parameters one chip of the most loaded stage holds:
 // its stage's layers and the larger of the input embedding or output layer
-// (both when there is one stage), sharded over tensor and fsdp.
+// (both when there is one stage), sharded over tensor and fsdp. With more
+// tensor shards than key/value heads, each K/V head is replicated on
+// t/KV chips (Megatron's GQA layout).
 func (j Job) paramsPerChip(sh shape) float64 {
 	pc := j.Model.ParamCount()
 	ends := float64(pc.Embedding + pc.Output + pc.FinalNorm)
@@ -172,8 +174,13 @@ func (j Job) paramsPerChip(sh shape) float64 {
 		}
 		ends = float64(max(pc.Embedding, out) + pc.FinalNorm)
 	}
-	return (float64(sh.ls)*float64(pc.PerLayer()) + ends) / float64(sh.t*sh.f)
+	kv := float64(2 * j.Model.DModel * j.Model.KV() * j.Model.Head())
+	layer := (float64(pc.PerLayer())-kv)/float64(sh.t) + kv/float64(kvShards(j.Model.KV(), sh.t))
+	return (float64(sh.ls)*layer + ends/float64(sh.t)) / float64(sh.f)
 }
+
+// kvShards is how many ways tensor parallelism t splits kv key/value heads.
+func kvShards(kv, t int) int { return min(kv, t) }
 
 // LayerActivations is the bytes one transformer layer stores for the
 // backward pass, per chip, for b sequences of s local tokens attending over
@@ -198,7 +205,9 @@ func (j Job) LayerActivations(b, s, seq, t int, r Remat) float64 {
 		return e * sb * h / float64(t)
 	}
 	q := float64(spec.Heads * spec.Head())
-	kv := float64(spec.KV() * spec.Head())
+	// K and V are split over at most KV shards; scale them so the final /t
+	// leaves them divided by kvShards.
+	kv := float64(spec.KV()*spec.Head()) * float64(t) / float64(kvShards(spec.KV(), t))
 	attn := e*sb*h + e*sb*q + 2*e*sb*kv + e*sb*q
 	mlp := e * sb * h
 	if spec.GatedMLP {
@@ -368,7 +377,7 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 	// the ring — the bytes of an all-gather of K and V — in forward, and K,
 	// V and their gradients in backward.
 	if sh.c > 1 {
-		kv := unit.Bytes(2 * float64(sh.b) * float64(sh.s) * float64(spec.KV()*spec.Head()) * float64(prec.Activation) / float64(sh.t))
+		kv := unit.Bytes(2 * float64(sh.b) * float64(sh.s) * float64(spec.KV()*spec.Head()) * float64(prec.Activation) / float64(kvShards(spec.KV(), sh.t)))
 		per := 3
 		if j.Remat == RematFull {
 			per = 4

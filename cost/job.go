@@ -124,7 +124,7 @@ type Reason string
 
 // The reasons.
 const (
-	ReasonHeads       Reason = "tensor does not divide the heads"
+	ReasonHeads       Reason = "tensor does not divide the heads (or KV heads)"
 	ReasonLayers      Reason = "pipeline does not divide the layers"
 	ReasonSeq         Reason = "context does not divide the sequence"
 	ReasonBatch       Reason = "global batch does not split evenly over data, fsdp and micro-batches"

@@ -209,7 +209,7 @@ func (s *searcher) enumerate() {
 			t, p, c := in[2], in[3]*dn[3], in[4]*dn[4]
 			reason := cost.Reason("")
 			switch {
-			case spec.Heads%t != 0:
+			case spec.Heads%t != 0 || (spec.KV()%t != 0 && t%spec.KV() != 0):
 				reason = cost.ReasonHeads
 			case spec.Layers%p != 0:
 				reason = cost.ReasonLayers
