@@ -44,25 +44,30 @@ func ClosedForm(a Array, g GEMM) (Result, error) {
 	switch {
 	case a.DoubleBuffer && a.Dataflow != OutputStationary:
 		// sr_0 + Σ_f max(stream_f, sr_{f+1}) with sr_F = 0, in fold order
-		// (for each column tile, every row tile).
-		r.Cycles = int64(srs[0])
-		for j, sc := range scs {
+		// (for each column tile, every row tile). Column tiles of the same
+		// width cost the same, so each distinct width is summed once.
+		column := func(sc, wrap int) (cycles, stalls int64) {
 			for i, sr := range srs {
 				stream := streamCycles(sr, sc, m.T)
-				next := 0
-				switch {
-				case i+1 < len(srs):
+				next := wrap
+				if i+1 < len(srs) {
 					next = srs[i+1]
-				case j+1 < len(scs):
-					next = srs[0]
 				}
 				if int64(next) > stream {
-					r.LoadStalls += int64(next) - stream
+					stalls += int64(next) - stream
 					stream = int64(next)
 				}
-				r.Cycles += stream
+				cycles += stream
 			}
+			return cycles, stalls
 		}
+		r.Cycles = int64(srs[0])
+		full, fullStalls := column(scs[0], srs[0]) // every column but the last wraps to the next
+		r.Cycles += int64(len(scs)-1) * full
+		r.LoadStalls += int64(len(scs)-1) * fullStalls
+		last, lastStalls := column(scs[len(scs)-1], 0)
+		r.Cycles += last
+		r.LoadStalls += lastStalls
 		r.StallCycles = r.LoadStalls
 	default:
 		// Σ (2·sr + sc + T − 2)

@@ -256,3 +256,34 @@ func ExampleSimulate() {
 	// Output:
 	// ws 1024x256x384 on 128x128: 6 folds, 8436 cycles (0 stalled), utilization 72.8%
 }
+
+func TestWriteTrace(t *testing.T) {
+	var b bytes.Buffer
+	r, err := WriteTrace(&b, Array{Rows: 4, Cols: 4, Dataflow: WeightStationary}, GEMM{M: 5, K: 6, N: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Cycles != 15+11 { // folds of 4 and 2 rows: 2·4+4+5−2 and 2·2+4+5−2
+		t.Errorf("cycles %d, want 26", r.Cycles)
+	}
+	golden.Compare(t, "trace_ws_5x6x4", b.Bytes())
+	if _, err := WriteTrace(&b, Array{Rows: 128, Cols: 128, Dataflow: WeightStationary}, GEMM{M: 4096, K: 4096, N: 4096}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("huge trace: %v", err)
+	}
+}
+
+func FuzzParseDataflow(f *testing.F) {
+	for _, s := range []string{"ws", "OS", "input-stationary", "rs", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDataflow(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseDataflow(string(d))
+		if err != nil || again != d {
+			t.Fatalf("round trip %q -> %q", s, d)
+		}
+	})
+}

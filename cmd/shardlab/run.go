@@ -17,6 +17,7 @@ import (
 	"shardlab/model"
 	"shardlab/plan"
 	"shardlab/schedule"
+	"shardlab/systolic"
 	"shardlab/unit"
 )
 
@@ -25,6 +26,8 @@ const usage = `shardlab: plan TPU training layouts
 usage:
   shardlab plan [flags]            plan a job (no flags: two built-in examples)
   shardlab export maxtext [flags]  the planned layout as a MaxText config
+  shardlab mxu [flags]             one GEMM on a systolic MXU, cycle by cycle
+  shardlab mxu compare [flags]     the same GEMM on CPU, GPU and TPU execution models
   shardlab hw list|show NAME       the TPU catalog (NAME: v5p or v5p-128)
   shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
 
@@ -62,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			break
 		}
 		err = runPlan(args[2:], stdout, stderr, true)
+	case "mxu":
+		err = runMXU(args[1:], stdout, stderr)
 	case "hw":
 		err = runHW(args[1:], stdout)
 	case "model":
@@ -70,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		err = bad("unknown command %q, want plan, export, hw or model", args[0])
+		err = bad("unknown command %q, want plan, export, mxu, infeed, hw or model", args[0])
 	}
 	if err == nil {
 		return exitOK
@@ -95,7 +100,7 @@ func isUsage(err error) bool {
 	var me *mesh.Error
 	return errors.As(err, &ue) || errors.As(err, &pe) || errors.As(err, &fe) || errors.As(err, &me) ||
 		errors.Is(err, model.ErrInvalid) || errors.Is(err, plan.ErrRequest) || errors.Is(err, cost.ErrJob) ||
-		errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, schedule.ErrInvalid)
+		errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, schedule.ErrInvalid) || errors.Is(err, systolic.ErrInvalid)
 }
 
 type planFlags struct {

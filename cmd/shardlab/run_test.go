@@ -29,6 +29,9 @@ func TestGolden(t *testing.T) {
 			"--max-global-batch", "256", "--dcn-gbps", "25", "--top", "3"}},
 		{"plan_mesh_v5p", []string{"plan", "--model", "llama2-13b", "--tpu", "v5p-256", "--mesh", "fsdp=32,tensor=4", "--global-batch", "1Mitok"}},
 		{"export_maxtext", []string{"export", "maxtext", "--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2"}},
+		{"mxu_ws_small", []string{"mxu", "--m", "1000", "--k", "300", "--n", "200", "--array", "128x128"}},
+		{"mxu_os_json", []string{"mxu", "--m", "64", "--k", "100", "--n", "48", "--array", "16x16", "--dataflow", "os", "--json"}},
+		{"mxu_compare", []string{"mxu", "compare"}},
 		{"hw_list", []string{"hw", "list"}},
 		{"hw_show_tpu7x", []string{"hw", "show", "tpu7x"}},
 		{"hw_show_v5p-128", []string{"hw", "show", "v5p-128"}},
@@ -119,6 +122,12 @@ func TestBadInput(t *testing.T) {
 		{[]string{"hw", "show", "v5p-7"}, []string{"v5p-8"}},
 		{[]string{"model", "show", "nope"}, []string{"not a catalog model"}},
 		{[]string{"frobnicate"}, []string{"unknown command"}},
+		{[]string{"mxu", "--array", "0x128"}, []string{`array "0x128"`, "ROWSxCOLS"}},
+		{[]string{"mxu", "--m", "-5"}, []string{"gemm m = -5", "want 1 to"}},
+		{[]string{"mxu", "--dataflow", "rs"}, []string{`dataflow "rs"`, "ws, os or is"}},
+		{[]string{"mxu", "--tpu", "v9"}, []string{"unknown TPU generation"}},
+		{[]string{"mxu", "--trace", "/tmp/x.json"}, []string{"trace of", "too long"}},
+		{[]string{"mxu", "compare", "--gpu-alus", "0"}, []string{"positive"}},
 		{[]string{"export", "vllm"}, []string{"export maxtext"}},
 	}
 	for _, tt := range tests {
@@ -190,4 +199,22 @@ func FuzzParseBatch(f *testing.F) {
 			t.Fatalf("parseBatch(%q) = %d", s, n)
 		}
 	})
+}
+
+func TestMXUTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mxu.json")
+	_, errOut, code := runCmd("mxu", "--m", "8", "--k", "8", "--n", "8", "--array", "4x4", "--trace", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []map[string]any `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || len(doc.TraceEvents) < 10 {
+		t.Errorf("trace: %v, %d events", err, len(doc.TraceEvents))
+	}
 }

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"shardlab/hw"
+	"shardlab/systolic"
+	"shardlab/unit"
+)
+
+// maxSimCycles bounds the cycle-level simulation the CLI runs; past it only
+// the closed form is shown.
+const maxSimCycles = 50_000_000
+
+func runMXU(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "compare" {
+		return runMXUCompare(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("mxu", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	m := fs.Int("m", 4096, "GEMM rows of A and C")
+	k := fs.Int("k", 4096, "GEMM inner dimension")
+	n := fs.Int("n", 4096, "GEMM columns of B and C")
+	array := fs.String("array", "", "array size ROWSxCOLS (default: the --tpu chip's MXU)")
+	dataflow := fs.String("dataflow", "ws", "ws (weight stationary), os (output stationary) or is (input stationary)")
+	double := fs.Bool("double-buffer", true, "load the next fold's stationary tile while this one streams (ws, is)")
+	tpu := fs.String("tpu", "v5p", "chip generation for the clock, MXU size and HBM bandwidth")
+	hbm := fs.Bool("hbm-limit", true, "limit HBM bandwidth to the chip's share per MXU (false: unlimited)")
+	buffer := fs.Int64("buffer-mib", 0, "on-chip operand buffer in MiB (0: unlimited)")
+	tracePath := fs.String("trace", "", "write the per-cycle activity of a small GEMM as a Chrome/Perfetto trace to FILE")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return bad("mxu: unexpected argument %q", fs.Arg(0))
+	}
+	chip, err := hw.Lookup(*tpu)
+	if err != nil {
+		return err
+	}
+	p := systolic.PresetFor(chip)
+	a := systolic.Array{Rows: p.Rows, Cols: p.Cols, ElementBytes: 2}
+	if *array != "" {
+		if a.Rows, a.Cols, err = systolic.ParseArray(*array); err != nil {
+			return usageError{err}
+		}
+	}
+	if a.Dataflow, err = systolic.ParseDataflow(*dataflow); err != nil {
+		return usageError{err}
+	}
+	a.DoubleBuffer = *double
+	if *buffer < 0 {
+		return bad("--buffer-mib %d, want 0 (unlimited) or a positive size", *buffer)
+	}
+	a.BufferBytes = *buffer << 20
+	if *hbm {
+		// the chip's HBM bandwidth shared by its MXUs, per MXU cycle
+		a.HBMBytesPerCycle = float64(chip.HBMBandwidth) / float64(p.MXUs) / p.ClockHz
+	}
+	g := systolic.GEMM{M: *m, K: *k, N: *n}
+	if err := g.Validate(); err != nil {
+		return usageError{err}
+	}
+	cf, err := systolic.ClosedForm(a, g)
+	if err != nil {
+		return usageError{err}
+	}
+	if *tracePath != "" {
+		f, err := os.Create(*tracePath)
+		if err != nil {
+			return err
+		}
+		if _, err := systolic.WriteTrace(f, a, g); err != nil {
+			f.Close()
+			os.Remove(*tracePath)
+			return usageError{err}
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	simulated := cf.Cycles <= maxSimCycles
+	r := cf
+	if simulated {
+		if r, err = systolic.Simulate(a, g); err != nil {
+			return err
+		}
+	}
+	mapping := systolic.MappingEfficiency(a.Dataflow, g, a.Rows, a.Cols)
+	if *asJSON {
+		return writeJSON(stdout, map[string]any{
+			"gemm": map[string]int{"m": g.M, "k": g.K, "n": g.N}, "array": map[string]int{"rows": a.Rows, "cols": a.Cols},
+			"dataflow": a.Dataflow, "double_buffer": a.DoubleBuffer, "simulated": simulated,
+			"cycles": r.Cycles, "closed_form_cycles": cf.Cycles, "stall_cycles": r.StallCycles, "hbm_stall_cycles": r.HBMStalls,
+			"load_stall_cycles": r.LoadStalls, "folds": r.Folds, "macs": r.MACs, "utilization": r.Utilization(),
+			"mapping_efficiency": mapping, "buffer_accesses": map[string]int64{"a_reads": r.Buffer.AReads, "b_reads": r.Buffer.BReads,
+				"c_writes": r.Buffer.CWrites, "c_reads": r.Buffer.CReads},
+			"weight_reads_while_streaming": r.WeightReadsWhileStreaming,
+			"hbm_read_bytes":               r.HBMReadBytes, "hbm_write_bytes": r.HBMWriteBytes,
+			"hbm_bytes_per_cycle": a.HBMBytesPerCycle, "clock_hz": p.ClockHz, "seconds_one_mxu": float64(r.Cycles) / p.ClockHz,
+		})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "GEMM\t%d x %d x %d (%d MACs)\n", g.M, g.K, g.N, g.MACs())
+	fmt.Fprintf(tw, "array\t%dx%d, %s, double buffer %v (%s)\n", a.Rows, a.Cols, a.Dataflow, a.DoubleBuffer, p)
+	how := "cycle-level simulation"
+	if !simulated {
+		how = fmt.Sprintf("closed form (simulation skipped above %d cycles)", maxSimCycles)
+	}
+	fmt.Fprintf(tw, "cycles\t%d by %s; closed form %d\n", r.Cycles, how, cf.Cycles)
+	fmt.Fprintf(tw, "stalls\t%d (HBM %d, stationary load %d)\n", r.StallCycles, r.HBMStalls, r.LoadStalls)
+	fmt.Fprintf(tw, "folds\t%d\n", r.Folds)
+	fmt.Fprintf(tw, "utilization\t%.2f%% of %d MACs per cycle\n", 100*r.Utilization(), a.Rows*a.Cols)
+	fmt.Fprintf(tw, "mapping efficiency\t%.2f%% (padding loss %.2f%%)\n", 100*mapping, 100*(1-mapping))
+	fmt.Fprintf(tw, "buffer reads\tA %d, B %d, partial sums %d\n", r.Buffer.AReads, r.Buffer.BReads, r.Buffer.CReads)
+	fmt.Fprintf(tw, "buffer writes\tC %d\n", r.Buffer.CWrites)
+	fmt.Fprintf(tw, "weight reads while streaming\t%d\n", r.WeightReadsWhileStreaming)
+	fmt.Fprintf(tw, "accesses per MAC\t%.4f\n", r.AccessesPerMAC())
+	fmt.Fprintf(tw, "HBM traffic\tread %v, write %v (%.1f B/cycle available)\n", unit.Bytes(r.HBMReadBytes), unit.Bytes(r.HBMWriteBytes), a.HBMBytesPerCycle)
+	fmt.Fprintf(tw, "time on one MXU\t%.4g s at %.2f GHz\n", float64(r.Cycles)/p.ClockHz, p.ClockHz/1e9)
+	return tw.Flush()
+}
+
+func runMXUCompare(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mxu compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	m := fs.Int("m", 4096, "GEMM rows of A and C")
+	k := fs.Int("k", 4096, "GEMM inner dimension")
+	n := fs.Int("n", 4096, "GEMM columns of B and C")
+	tpu := fs.String("tpu", "v5p", "TPU generation")
+	cpuGHz := fs.Float64("cpu-ghz", 3, "CPU clock in GHz (one scalar MAC per cycle)")
+	gpuALUs := fs.Int("gpu-alus", 5000, "GPU ALUs (the seed: 2,500-5,000)")
+	gpuGHz := fs.Float64("gpu-ghz", 1.5, "GPU clock in GHz")
+	tile := fs.Int("gpu-tile", 16, "GPU shared-memory tile side")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	chip, err := hw.Lookup(*tpu)
+	if err != nil {
+		return err
+	}
+	rows, err := systolic.Compare(systolic.GEMM{M: *m, K: *k, N: *n}, systolic.Machines{
+		CPUClockHz: *cpuGHz * 1e9, GPUALUs: *gpuALUs, GPUClockHz: *gpuGHz * 1e9, GPUTile: *tile, TPU: systolic.PresetFor(chip)})
+	if err != nil {
+		return usageError{err}
+	}
+	if *asJSON {
+		return writeJSON(stdout, rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "GEMM %d x %d x %d, %d MACs\n", *m, *k, *n, rows[0].MACs)
+	fmt.Fprintln(tw, "processor\tALUs\tclock\taccesses per MAC\tmemory accesses\ttime\thow")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f GHz\t%.4f\t%.3g\t%.4g s\t%s\n", r.Processor, r.ALUs, r.ClockHz/1e9, r.AccessesPerMAC, float64(r.MemoryAccesses), r.Seconds, r.How)
+	}
+	return tw.Flush()
+}
