@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"shardlab/collective"
@@ -11,6 +12,7 @@ import (
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/schedule"
+	"shardlab/unit"
 )
 
 func layout(t testing.TB, accel string, slices int, spec string) mesh.Mesh {
@@ -103,7 +105,8 @@ func TestZeROMemory(t *testing.T) {
 }
 
 func TestSingleChipMFUIsEfficiency(t *testing.T) {
-	// One chip, no remat: nothing but compute, so MFU = the matmul efficiency.
+	// One chip, no remat: nothing but compute, so MFU = the overhead
+	// efficiency times the MXU efficiency of the layer's GEMMs.
 	spec := model.Spec{Name: "small", Layers: 4, DModel: 512, Heads: 8, DFF: 2048, Vocab: 1024, SeqLen: 512, GatedMLP: true}
 	j := NewJob(spec, 512, 8)
 	j.Remat = RematNone
@@ -111,7 +114,7 @@ func TestSingleChipMFUIsEfficiency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(est.MFU-DefaultEfficiency) > 1e-6 || est.Time.ICI != 0 || est.Time.DCN != 0 || est.Time.Bubble != 0 {
+	if math.Abs(est.MFU-DefaultEfficiency*est.MXUEfficiency) > 1e-6 || est.Time.ICI != 0 || est.Time.DCN != 0 || est.Time.Bubble != 0 {
 		t.Errorf("single chip: MFU %v ICI %v DCN %v bubble %v", est.MFU, est.Time.ICI, est.Time.DCN, est.Time.Bubble)
 	}
 	// Full remat repeats the forward: HFU/MFU = (8N + attention) / (6N + attention) ≈ 4/3.
@@ -176,12 +179,9 @@ func TestDCNStrongScalingThreshold(t *testing.T) {
 	spec := model.Spec{Name: "wide", Layers: 64, DModel: 4096, Heads: 32, DFF: 16384, Vocab: 256, SeqLen: 128, TiedEmbeddings: true}
 	m := layout(t, "v4-8", 2, "data=4,data=2(dcn)")
 	chip := m.Multislice.Slice.Chip
-	min := collective.MinTokensPerSlice(chip.PeakBF16, chip.DCNPerChip, 2)
-	for _, c := range []struct {
-		factor float64
-		hidden bool
-	}{{1.05, true}, {0.95, false}} {
-		seqs := int(min*c.factor/128/4) * 4 // tokens per slice / seq, a multiple of the 4 chips
+	// The rule assumes the chip computes at a rate C; here C is the peak
+	// times the MXU efficiency of these GEMMs (Efficiency 1 removes the rest).
+	estimate := func(seqs int) Estimate {
 		j := NewJob(spec, 128, 2*seqs)
 		j.Remat = RematNone
 		j.Efficiency = 1
@@ -189,6 +189,17 @@ func TestDCNStrongScalingThreshold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		return est
+	}
+	raw := collective.MinTokensPerSlice(chip.PeakBF16, chip.DCNPerChip, 2)
+	eff := estimate(int(raw/128/4) * 4).MXUEfficiency
+	min := collective.MinTokensPerSlice(chip.PeakBF16*unit.FLOPsPerSecond(eff), chip.DCNPerChip, 2)
+	for _, c := range []struct {
+		factor float64
+		hidden bool
+	}{{1.05, true}, {0.95, false}} {
+		seqs := int(min*c.factor/128/4) * 4 // tokens per slice / seq, a multiple of the 4 chips
+		est := estimate(seqs)
 		backward := est.Time.Compute.Seconds() * 2 / 3
 		var dcn float64
 		for _, cm := range est.Comms {
@@ -259,7 +270,7 @@ func ExampleEstimator_Estimate() {
 	est, _ := NewEstimator().Estimate(j, m)
 	fmt.Printf("state %v, fits %v, MFU %.2f\n", est.Memory.State(), est.Memory.Fits(), est.MFU)
 	// Output:
-	// state 16.4 GiB, fits true, MFU 0.45
+	// state 16.4 GiB, fits true, MFU 0.46
 }
 
 func TestKVHeadsReplicatedBeyondTheirCount(t *testing.T) {
@@ -281,5 +292,43 @@ func TestKVHeadsReplicatedBeyondTheirCount(t *testing.T) {
 	// tensor=3 divides neither 64 heads nor 8 KV heads.
 	if _, err := NewEstimator().Memory(j, layout(t, "v5p-384", 1, "tensor=3,data=64")); err == nil {
 		t.Error("tensor=3 accepted for 64 heads")
+	}
+}
+
+func TestMXUPaddingLoss(t *testing.T) {
+	// Llama 3 8B's head_dim of 128 fills half the rows of a 256x256 MXU in
+	// the attention-score GEMM (K = 128), but all of a 128x128 one.
+	spec := lookup(t, "llama3-8b")
+	j := NewJob(spec, 8192, 64)
+	j.Remat = RematNone
+	e := NewEstimator()
+	big, err := e.Estimate(j, layout(t, "tpu7x-128", 1, "fsdp=64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := e.Estimate(j, layout(t, "v5p-128", 1, "fsdp=64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big.PaddingLoss <= small.PaddingLoss || strings.Join(big.RaggedGEMMs, ",") != "attention values,attention scores" || len(small.RaggedGEMMs) != 0 {
+		t.Errorf("tpu7x padding %.4f %v, v5p padding %.4f %v", big.PaddingLoss, big.RaggedGEMMs, small.PaddingLoss, small.RaggedGEMMs)
+	}
+	// A d_ff that is no multiple of 128 pads the MLP on both.
+	odd := spec
+	odd.DFF = 14000
+	j.Model = odd
+	r, err := e.Estimate(j, layout(t, "v5p-128", 1, "fsdp=64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PaddingLoss <= small.PaddingLoss || r.MXUEfficiency >= small.MXUEfficiency {
+		t.Errorf("d_ff 14000: padding %.4f efficiency %.4f; d_ff 14336: %.4f %.4f", r.PaddingLoss, r.MXUEfficiency, small.PaddingLoss, small.MXUEfficiency)
+	}
+	found := false
+	for _, g := range r.RaggedGEMMs {
+		found = found || strings.HasPrefix(g, "MLP")
+	}
+	if !found {
+		t.Errorf("d_ff 14000 ragged GEMMs %v lack the MLP", r.RaggedGEMMs)
 	}
 }

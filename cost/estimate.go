@@ -6,7 +6,9 @@ import (
 
 	"shardlab/collective"
 	"shardlab/mesh"
+	"shardlab/model"
 	"shardlab/schedule"
+	"shardlab/systolic"
 	"shardlab/unit"
 )
 
@@ -83,12 +85,22 @@ type Estimate struct {
 	ICIBytesPerChip unit.Bytes
 	// MicroBatchSize is sequences per chip per micro-batch.
 	MicroBatchSize int
+	// MXUEfficiency is the FLOP-weighted share of MXU capacity the layer's
+	// GEMMs (forward and backward, per chip) can use, from the systolic
+	// closed form; compute runs at peak × Job.Efficiency × MXUEfficiency.
+	MXUEfficiency float64
+	// PaddingLoss is the FLOP-weighted share of MXU tiles left empty
+	// because GEMM dimensions are not multiples of the array side, and
+	// RaggedGEMMs names the GEMMs that lose the most to it.
+	PaddingLoss float64
+	RaggedGEMMs []string
 }
 
 // Estimator computes estimates, remembering the pipeline schedules it has
 // simulated. It is not safe for concurrent use.
 type Estimator struct {
 	pipes map[[3]int]pipe
+	effs  map[effKey]float64
 }
 
 type pipe struct {
@@ -97,7 +109,9 @@ type pipe struct {
 }
 
 // NewEstimator returns an empty estimator.
-func NewEstimator() *Estimator { return &Estimator{pipes: map[[3]int]pipe{}} }
+func NewEstimator() *Estimator {
+	return &Estimator{pipes: map[[3]int]pipe{}, effs: map[effKey]float64{}}
+}
 
 // EstimateStep is NewEstimator().Estimate.
 func EstimateStep(j Job, m mesh.Mesh) (Estimate, error) { return NewEstimator().Estimate(j, m) }
@@ -140,8 +154,8 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	}
 	spec := j.Model
 	switch {
-	case spec.Heads%sh.t != 0 || (spec.KV()%sh.t != 0 && sh.t%spec.KV() != 0):
-		return sh, &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads, %d KV heads over tensor=%d", spec.Heads, spec.KV(), sh.t)}
+	case !TensorDivides(spec, sh.t):
+		return sh, &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads, %d KV heads, d_ff %d over tensor=%d", spec.Heads, spec.KV(), spec.DFF, sh.t)}
 	case spec.Layers%sh.p != 0:
 		return sh, &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over pipeline=%d", spec.Layers, sh.p)}
 	case j.Seq%sh.c != 0:
@@ -177,6 +191,13 @@ func (j Job) paramsPerChip(sh shape) float64 {
 	kv := float64(2 * j.Model.DModel * j.Model.KV() * j.Model.Head())
 	layer := (float64(pc.PerLayer())-kv)/float64(sh.t) + kv/float64(kvShards(j.Model.KV(), sh.t))
 	return (float64(sh.ls)*layer + ends/float64(sh.t)) / float64(sh.f)
+}
+
+// TensorDivides reports whether tensor parallelism t can split the model:
+// it must divide the query heads and d_ff, and divide or be a multiple of
+// the key/value heads (which are then replicated).
+func TensorDivides(spec model.Spec, t int) bool {
+	return spec.Heads%t == 0 && spec.DFF%t == 0 && (spec.KV()%t == 0 || t%spec.KV() == 0)
 }
 
 // kvShards is how many ways tensor parallelism t splits kv key/value heads.
@@ -308,7 +329,12 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 	}
 	est.ModelFLOPs = unit.FLOPs(model)
 	est.HardwareFLOPs = unit.FLOPs(model + recompute)
-	rate := float64(chip.PeakBF16) * j.Efficiency
+	mx, err := e.mxu(j, sh, systolic.PresetFor(chip))
+	if err != nil {
+		return Estimate{}, err
+	}
+	est.MXUEfficiency, est.PaddingLoss, est.RaggedGEMMs = mx.efficiency, mx.padding, mx.ragged
+	rate := float64(chip.PeakBF16) * j.Efficiency * mx.efficiency
 	compute := (model + recompute) / chips / rate
 	forward := model / 3 / chips / rate
 	backward := compute - forward

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"shardlab/collective"
 	"shardlab/cost"
@@ -209,7 +210,7 @@ func (s *searcher) enumerate() {
 			t, p, c := in[2], in[3]*dn[3], in[4]*dn[4]
 			reason := cost.Reason("")
 			switch {
-			case spec.Heads%t != 0 || (spec.KV()%t != 0 && t%spec.KV() != 0):
+			case !cost.TensorDivides(spec, t):
 				reason = cost.ReasonHeads
 			case spec.Layers%p != 0:
 				reason = cost.ReasonLayers
@@ -305,7 +306,11 @@ func (s *searcher) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 	}
 	est, err := s.est.Estimate(j, m)
 	if err != nil {
-		panic(err) // memory passed, so the shape is valid
+		var inf *cost.Infeasible
+		if errors.As(err, &inf) {
+			return Candidate{}, inf.Reason
+		}
+		panic(err) // memory passed, so the job and shape are valid
 	}
 	return Candidate{Estimate: est, Tier: TierOf(m)}, ""
 }
@@ -513,7 +518,11 @@ func warnings(p Plan) []string {
 			w = append(w, fmt.Sprintf("%.0fk tokens per slice is below the %.0fk the Multislice rule needs to hide the DCN all-reduce", have/1e3, need/1e3))
 		}
 	}
-	w = append(w, fmt.Sprintf("compute assumes the matmuls reach %.0f%% of peak (set with --efficiency)", 100*p.Request.Efficiency))
+	if e.PaddingLoss > 0.02 {
+		w = append(w, fmt.Sprintf("MXU padding: %.1f%% of the %dx%d arrays' work is padding, mostly in %s (dimensions per chip that are not multiples of %d)",
+			100*e.PaddingLoss, ms.Slice.Chip.MXUDim, ms.Slice.Chip.MXUDim, strings.Join(e.RaggedGEMMs, ", "), ms.Slice.Chip.MXUDim))
+	}
+	w = append(w, fmt.Sprintf("compute assumes %.0f%% of the MXU-limited rate for work outside the arrays (set with --efficiency)", 100*p.Request.Efficiency))
 	return w
 }
 

@@ -257,3 +257,29 @@ func TestSearchScope(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSearch plans random user models: whatever the spec, the planner
+// answers or errors, and never panics.
+func FuzzSearch(f *testing.F) {
+	f.Add(2, 64, 4, 2, 256, 1000, 128, 8)
+	f.Add(1, 1, 1, 1, 1, 1, 1, 1)
+	f.Add(3, 96, 3, 1, 7, 50000, 9, 3)
+	s, _ := hw.ParseAcceleratorType("v5p-16")
+	ms, _ := hw.NewMultislice(s, 2, 0)
+	f.Fuzz(func(t *testing.T, layers, d, heads, kv, dff, vocab, seq, maxBatch int) {
+		spec := model.Spec{Name: "fuzz", Layers: layers, DModel: d, Heads: heads, KVHeads: kv, DFF: dff, Vocab: vocab, SeqLen: seq}
+		if spec.Validate() != nil || layers > 64 || d > 1<<14 || dff > 1<<16 || vocab > 1<<18 || seq > 1<<14 || maxBatch < 1 || maxBatch > 1<<12 {
+			return
+		}
+		p, err := Search(Request{Model: spec, Multislice: ms, MaxGlobalBatch: maxBatch})
+		if err != nil {
+			if !errors.Is(err, ErrNoPlan) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		if !p.Best.Estimate.Memory.Fits() || p.Best.Estimate.Job.GlobalBatch > maxBatch {
+			t.Fatalf("plan breaks its constraints: %+v", p.Best.Estimate.Job)
+		}
+	})
+}

@@ -40,7 +40,9 @@ type JSON struct {
 	Bubble       float64        `json:"bubble_fraction"`
 	MFU          float64        `json:"mfu"`
 	HFU          float64        `json:"hfu"`
-	Efficiency   float64        `json:"assumed_matmul_efficiency"`
+	Efficiency   float64        `json:"assumed_efficiency"`
+	MXU          float64        `json:"mxu_efficiency"`
+	Padding      float64        `json:"mxu_padding_loss"`
 	TokensChip   float64        `json:"tokens_per_second_per_chip"`
 	Tokens       float64        `json:"tokens_per_second"`
 	DCNBytes     int64          `json:"dcn_bytes_per_step"`
@@ -130,7 +132,7 @@ func (p Plan) JSON() JSON {
 		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), Fits: e.Memory.Fits(),
 		Step: StepJSON{Compute: e.Time.Compute.Seconds(), ICI: e.Time.ICI.Seconds(), DCN: e.Time.DCN.Seconds(),
 			Bubble: e.Time.Bubble.Seconds(), Total: e.Time.Step.Seconds()},
-		Bubble: e.Bubble, MFU: e.MFU, HFU: e.HFU, Efficiency: e.Job.Efficiency,
+		Bubble: e.Bubble, MFU: e.MFU, HFU: e.HFU, Efficiency: e.Job.Efficiency, MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
 		DCNBytes: int64(e.DCNBytesPerStep), ICIBytesChip: int64(e.ICIBytesPerChip),
 		Reasons: p.Reasons, Warnings: p.Warnings, Rejected: map[string]int{}, Evaluated: p.Evaluated,
@@ -209,6 +211,8 @@ func (p Plan) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%5.1f%%\n", c.name, dur(c.v), 100*c.v.Seconds()/st.Seconds())
 	}
 	tw.Flush()
+	fmt.Fprintf(&b, "  MXU efficiency %.1f%% (padding loss %.1f%%) x %.0f%% of the MXU-limited rate (--efficiency)\n",
+		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.Efficiency)
 	fmt.Fprintf(&b, "  MFU %.1f%%  HFU %.1f%%  %s tokens/s per chip  %s tokens/s in all\n",
 		100*e.MFU, 100*e.HFU, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
 	fmt.Fprintf(&b, "  DCN traffic %v per step (all chips); ICI %v per chip\n", e.DCNBytesPerStep, e.ICIBytesPerChip)

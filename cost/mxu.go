@@ -1,0 +1,107 @@
+package cost
+
+import (
+	"fmt"
+	"sort"
+
+	"shardlab/systolic"
+)
+
+// gemm is one matrix multiply of a layer on one chip, with how many times
+// it runs per micro-batch.
+type gemm struct {
+	what  string
+	g     systolic.GEMM
+	count int
+}
+
+// layerGEMMs lists the forward matrix multiplies one chip does for one
+// layer and one micro-batch: b sequences of s local tokens, keys over seq
+// tokens, weights split over tensor t (K/V over at most KV shards), plus
+// the output projection to the vocabulary (once per micro-batch, counted
+// as a layer's share).
+func (j Job) layerGEMMs(sh shape) []gemm {
+	spec := j.Model
+	m := sh.b * sh.s
+	d, hd := spec.DModel, spec.Head()
+	q := spec.Heads * hd / sh.t
+	kv := spec.KV() * hd / kvShards(spec.KV(), sh.t)
+	f := spec.DFF / sh.t
+	heads := sh.b * spec.Heads / sh.t
+	mlpIn := 1
+	if spec.GatedMLP {
+		mlpIn = 2
+	}
+	out := []gemm{
+		{"QKV projection", systolic.GEMM{M: m, K: d, N: q + 2*kv}, 1},
+		{"attention scores", systolic.GEMM{M: sh.s, K: hd, N: j.Seq}, heads},
+		{"attention values", systolic.GEMM{M: sh.s, K: j.Seq, N: hd}, heads},
+		{"output projection", systolic.GEMM{M: m, K: q, N: d}, 1},
+		{"MLP in", systolic.GEMM{M: m, K: d, N: f}, mlpIn},
+		{"MLP out", systolic.GEMM{M: m, K: f, N: d}, 1},
+	}
+	if v := spec.Vocab / sh.t; v > 0 && f > 0 {
+		out = append(out, gemm{"logits", systolic.GEMM{M: m, K: d, N: v}, 1})
+	}
+	return out
+}
+
+// mxuStats is the FLOP-weighted MXU efficiency and padding loss of a
+// layer's GEMMs, forward and backward (for C = A·B: dA = dC·Bᵀ and
+// dB = Aᵀ·dC).
+type mxuStats struct {
+	efficiency float64
+	padding    float64
+	// ragged names the GEMMs that lose over 0.5 % of their own work to
+	// padding, the most wasted MACs first.
+	ragged []string
+}
+
+func (e *Estimator) mxu(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
+	var macs, cycles, mapped float64
+	lossBy := map[string]float64{} // padded MACs wasted, per GEMM
+	macsBy := map[string]float64{}
+	for _, x := range j.layerGEMMs(sh) {
+		g := x.g
+		for _, pass := range []systolic.GEMM{g, {M: g.M, K: g.N, N: g.K}, {M: g.K, K: g.M, N: g.N}} {
+			w := float64(pass.M) * float64(pass.K) * float64(pass.N) * float64(x.count)
+			// Past a million rows or columns a dimension's efficiency has
+			// converged (the fill and drain are a millionth of the stream), so
+			// the closed form sees at most systolic.MaxDim.
+			c := systolic.GEMM{M: min(pass.M, systolic.MaxDim), K: min(pass.K, systolic.MaxDim), N: min(pass.N, systolic.MaxDim)}
+			eff, ok := e.effs[effKey{c, p.Rows, p.Cols, p.MXUs}]
+			if !ok {
+				var err error
+				if eff, err = p.Efficiency(c); err != nil {
+					return mxuStats{}, fmt.Errorf("cost: %s GEMM %dx%dx%d: %w", x.what, pass.M, pass.K, pass.N, err)
+				}
+				e.effs[effKey{c, p.Rows, p.Cols, p.MXUs}] = eff
+			}
+			macs += w
+			cycles += w / eff
+			me := systolic.MappingEfficiency(systolic.WeightStationary, c, p.Rows, p.Cols)
+			mapped += w / me
+			lossBy[x.what] += w/me - w
+			macsBy[x.what] += w
+		}
+	}
+	st := mxuStats{efficiency: macs / cycles, padding: 1 - macs/mapped}
+	for what, loss := range lossBy {
+		if loss > 0.005*macsBy[what] { // the GEMM itself loses over 0.5 % to padding
+			st.ragged = append(st.ragged, what)
+		}
+	}
+	sort.Slice(st.ragged, func(a, b int) bool {
+		if lossBy[st.ragged[a]] != lossBy[st.ragged[b]] {
+			return lossBy[st.ragged[a]] > lossBy[st.ragged[b]]
+		}
+		return st.ragged[a] < st.ragged[b]
+	})
+	return st, nil
+}
+
+type effKey struct {
+	g          systolic.GEMM
+	rows, cols int
+	mxus       int
+}
