@@ -71,6 +71,7 @@ var catalog = [...]Chip{
 		// C/W = 22,000 FLOP/bit, i.e. 275 TFLOP/s over 12.5 Gbit/s per chip
 		// (50 Gbit/s per 4-chip host); see collective.MinTokensPerSlice.
 		DCNPerChip:        unit.BitsPerSecond(12.5e9), // [gcp-ms] (derived, see above)
+		PCIe:              16e9,                       // [sb-tpus]: 16 GB/s each way
 		JAXDevicesPerChip: 1,                          // [mt-spec]: megacore
 		MaxSliceChips:     4096, PodChips: 4096,       // [gcp-v4]
 		Host:    Host{MachineType: "ct4p-hightpu-4t", Chips: 4}, // [sb-tpus]: host 2x2x1
@@ -108,6 +109,7 @@ var catalog = [...]Chip{
 		ICILinkBandwidth:  90e9,                     // [sb-tpus]: 9e10 B/s one way
 		TorusDims:         3,                        // [gcp-v5p]
 		DCNPerChip:        unit.BitsPerSecond(50e9), // [gcp-v5p]: 200 Gbps per 4-chip host
+		PCIe:              16e9,                     // [sb-tpus]: 1.5e10–1.6e10 B/s
 		JAXDevicesPerChip: 1,                        // [mt-spec]: megacore
 		MaxSliceChips:     6144, PodChips: 8960,     // [gcp-v5p]: single slice up to 16x16x24; pod 16x20x28
 		Host:    Host{MachineType: "ct5p-hightpu-4t", Chips: 4, VCPUs: 208, RAM: 448 * unit.GB}, // [gcp-v5p]
@@ -127,6 +129,7 @@ var catalog = [...]Chip{
 		ICILinkBandwidth:  90e9,                      // [sb-tpus]: 9e10 B/s one way
 		TorusDims:         2,                         // [gcp-v6e]
 		DCNPerChip:        unit.BitsPerSecond(100e9), // [gcp-7x] table; 4x200 Gbps per 8-chip host in [gcp-v6e]
+		PCIe:              32e9,                      // [sb-tpus]: 32 GB/s on v6e
 		JAXDevicesPerChip: 1,                         // [mt-spec]
 		MaxSliceChips:     256, PodChips: 256,        // [gcp-v6e]
 		Host:    Host{MachineType: "ct6e-standard-4t", Chips: 4, VCPUs: 180, RAM: 720 * unit.GB}, // [gcp-7x], [gcp-v6e]

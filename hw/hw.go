@@ -75,6 +75,10 @@ type Chip struct {
 	// chips; 0 means the generation has no Multislice support.
 	DCNPerChip unit.BytesPerSecond
 
+	// PCIe is the host-to-chip bandwidth each chip gets for infeed and
+	// outfeed; 0 means not published.
+	PCIe unit.BytesPerSecond
+
 	JAXDevicesPerChip int
 	MaxSliceChips     int
 	PodChips          int

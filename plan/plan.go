@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"shardlab/collective"
 	"shardlab/cost"
@@ -47,6 +48,10 @@ type Request struct {
 	CausalFLOPs bool
 	// Top is how many ranked layouts to keep (at least 1).
 	Top int
+	// ExampleCost, when set, is the host CPU time to read and preprocess
+	// one sequence; the plan then checks with package infeed that the
+	// host's vCPUs keep the chips fed.
+	ExampleCost time.Duration
 }
 
 // Tier is a rung of the rule order.
@@ -149,6 +154,8 @@ func (r *Request) defaults() error {
 		return bad("global batch", r.GlobalBatch, fmt.Sprintf("at most the max global batch (%d)", r.MaxGlobalBatch))
 	case r.Multislice.Chips() == 0:
 		return bad("topology", "none", "a slice")
+	case r.ExampleCost < 0:
+		return bad("example cost", r.ExampleCost, "a non-negative duration")
 	}
 	return r.Model.Validate()
 }
@@ -434,6 +441,11 @@ func (s *searcher) choose() (Plan, error) {
 		}
 	}
 	p.Warnings = warnings(p)
+	if r.ExampleCost > 0 {
+		if err := p.checkInput(); err != nil {
+			return p, err
+		}
+	}
 	return p, nil
 }
 

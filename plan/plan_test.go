@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"shardlab/cost"
 	"shardlab/hw"
@@ -282,4 +283,32 @@ func FuzzSearch(f *testing.F) {
 			t.Fatalf("plan breaks its constraints: %+v", p.Best.Estimate.Job)
 		}
 	})
+}
+
+func TestInputBoundFlagged(t *testing.T) {
+	// A small model at a large batch takes little MXU time per sequence: at
+	// 20 ms of host CPU per sequence the four chips of one TPU7x VM need more
+	// vCPUs than its 224 (800 by the infeed simulation).
+	spec := model.Spec{Name: "small", Layers: 4, DModel: 512, Heads: 8, DFF: 2048, Vocab: 32000, SeqLen: 512, GatedMLP: true}
+	s, _ := hw.ParseAcceleratorType("tpu7x-8")
+	ms, _ := hw.NewMultislice(s, 1, 0)
+	r := Request{Model: spec, Multislice: ms, MaxGlobalBatch: 4096, GlobalBatch: 4096, ExampleCost: 20 * time.Millisecond}
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(p.Warnings, "\n")
+	if !strings.Contains(w, "input-bound: needs") || !strings.Contains(w, "has 224") {
+		t.Errorf("warnings lack the input-bound flag:\n%s", w)
+	}
+	// At 0.1 ms per sequence the VM keeps up, and the plan says how many
+	// vCPUs it uses.
+	r.ExampleCost = 100 * time.Microsecond
+	p, err = Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.Join(p.Warnings, "\n"), "input-bound") || !strings.Contains(reasons(p), "vCPUs per host") {
+		t.Errorf("fast input flagged or unexplained:\n%s\n%s", reasons(p), strings.Join(p.Warnings, "\n"))
+	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 		return runMXUCompare(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("mxu", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	m := fs.Int("m", 4096, "GEMM rows of A and C")
 	k := fs.Int("k", 4096, "GEMM inner dimension")
 	n := fs.Int("n", 4096, "GEMM columns of B and C")
@@ -34,14 +32,8 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 	buffer := fs.Int64("buffer-mib", 0, "on-chip operand buffer in MiB (0: unlimited)")
 	tracePath := fs.String("trace", "", "write the per-cycle activity of a small GEMM as a Chrome/Perfetto trace to FILE")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return bad("mxu: unexpected argument %q", fs.Arg(0))
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
 	}
 	chip, err := hw.Lookup(*tpu)
 	if err != nil {
@@ -132,7 +124,6 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 
 func runMXUCompare(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mxu compare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	m := fs.Int("m", 4096, "GEMM rows of A and C")
 	k := fs.Int("k", 4096, "GEMM inner dimension")
 	n := fs.Int("n", 4096, "GEMM columns of B and C")
@@ -142,11 +133,8 @@ func runMXUCompare(args []string, stdout, stderr io.Writer) error {
 	gpuGHz := fs.Float64("gpu-ghz", 1.5, "GPU clock in GHz")
 	tile := fs.Int("gpu-tile", 16, "GPU shared-memory tile side")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
 	}
 	chip, err := hw.Lookup(*tpu)
 	if err != nil {

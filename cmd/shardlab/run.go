@@ -9,10 +9,12 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"shardlab/cost"
 	"shardlab/export"
 	"shardlab/hw"
+	"shardlab/infeed"
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/plan"
@@ -28,6 +30,7 @@ usage:
   shardlab export maxtext [flags]  the planned layout as a MaxText config
   shardlab mxu [flags]             one GEMM on a systolic MXU, cycle by cycle
   shardlab mxu compare [flags]     the same GEMM on CPU, GPU and TPU execution models
+  shardlab infeed [flags]          a host's input pipeline, event by event
   shardlab hw list|show NAME       the TPU catalog (NAME: v5p or v5p-128)
   shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
 
@@ -67,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runPlan(args[2:], stdout, stderr, true)
 	case "mxu":
 		err = runMXU(args[1:], stdout, stderr)
+	case "infeed":
+		err = runInfeed(args[1:], stdout, stderr)
 	case "hw":
 		err = runHW(args[1:], stdout)
 	case "model":
@@ -92,6 +97,41 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// parseInterleaved parses flags that may come before or after positional
+// arguments ("hw show v5p --json") and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var names []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, bad("%s: %v", fs.Name(), err)
+		}
+		if fs.NArg() == 0 {
+			return names, nil
+		}
+		names = append(names, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// parseFlags parses a subcommand's flags: -h prints the flags to stderr,
+// anything wrong is a one-line usage error.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stderr)
+		fmt.Fprintf(stderr, "usage of shardlab %s:\n", fs.Name())
+		fs.PrintDefaults()
+		return err
+	case err != nil:
+		return bad("%s: %v (run 'shardlab %s -h' for the flags)", fs.Name(), err, fs.Name())
+	case fs.NArg() > 0:
+		return bad("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
 // isUsage reports whether err comes from bad input.
 func isUsage(err error) bool {
 	var ue usageError
@@ -100,7 +140,8 @@ func isUsage(err error) bool {
 	var me *mesh.Error
 	return errors.As(err, &ue) || errors.As(err, &pe) || errors.As(err, &fe) || errors.As(err, &me) ||
 		errors.Is(err, model.ErrInvalid) || errors.Is(err, plan.ErrRequest) || errors.Is(err, cost.ErrJob) ||
-		errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, schedule.ErrInvalid) || errors.Is(err, systolic.ErrInvalid)
+		errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, schedule.ErrInvalid) || errors.Is(err, systolic.ErrInvalid) ||
+		errors.Is(err, infeed.ErrInvalid)
 }
 
 type planFlags struct {
@@ -113,11 +154,11 @@ type planFlags struct {
 	efficiency, headroom       float64
 	causal, json               bool
 	top                        int
+	exampleCost                time.Duration
 }
 
 func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var f planFlags
 	fs.StringVar(&f.model, "model", "", "catalog model name or a YAML/JSON spec file (default llama3-8b)")
 	fs.StringVar(&f.tpu, "tpu", "", "accelerator type of one slice, e.g. tpu7x-8, v5p-128, v6e-256 (default tpu7x-8);\na generation alone (tpu7x) picks the smallest footprint: one host, a slice, or slices")
@@ -135,15 +176,10 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 	fs.Float64Var(&f.headroom, "hbm-headroom", cost.DefaultHBMHeadroom, "fraction of HBM kept free")
 	fs.BoolVar(&f.causal, "causal-flops", false, "halve attention FLOPs in MFU (MaxText's convention)")
 	fs.IntVar(&f.top, "top", 5, "how many ranked layouts to show")
+	fs.DurationVar(&f.exampleCost, "example-cost", 0, "host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed (0: skip)")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return bad("plan: unexpected argument %q", fs.Arg(0))
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
@@ -319,6 +355,10 @@ func (f planFlags) finish(r plan.Request, spec model.Spec) (plan.Request, error)
 		return r, bad("--top %d, want 1 to 100", f.top)
 	}
 	r.Top = f.top
+	if f.exampleCost < 0 || f.exampleCost > time.Hour {
+		return r, bad("--example-cost %v, want 0 (skip the input check) up to 1h", f.exampleCost)
+	}
+	r.ExampleCost = f.exampleCost
 	return r, nil
 }
 
@@ -349,8 +389,9 @@ func runHW(args []string, stdout io.Writer) error {
 		return bad("hw: want 'hw list' or 'hw show NAME'")
 	}
 	sub := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError{err}
+	names, err := parseInterleaved(fs, args[1:])
+	if err != nil {
+		return err
 	}
 	switch sub {
 	case "list":
@@ -374,10 +415,10 @@ func runHW(args []string, stdout io.Writer) error {
 		}
 		return tw.Flush()
 	case "show":
-		if fs.NArg() != 1 {
+		if len(names) != 1 {
 			return bad("hw show: want one NAME, a generation (v5p) or an accelerator type (v5p-128)")
 		}
-		return showHW(fs.Arg(0), *asJSON, stdout)
+		return showHW(names[0], *asJSON, stdout)
 	}
 	return bad("hw: unknown subcommand %q, want list or show", sub)
 }
@@ -468,8 +509,9 @@ func runModel(args []string, stdout io.Writer) error {
 		return bad("model: want 'model list' or 'model show NAME'")
 	}
 	sub := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError{err}
+	names, err := parseInterleaved(fs, args[1:])
+	if err != nil {
+		return err
 	}
 	switch sub {
 	case "list":
@@ -485,10 +527,10 @@ func runModel(args []string, stdout io.Writer) error {
 		}
 		return tw.Flush()
 	case "show":
-		if fs.NArg() != 1 {
+		if len(names) != 1 {
 			return bad("model show: want one NAME or spec file")
 		}
-		s, err := loadModel(fs.Arg(0))
+		s, err := loadModel(names[0])
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"shardlab/hw"
+	"shardlab/infeed"
+	"shardlab/unit"
+)
+
+func runInfeed(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("infeed", flag.ContinueOnError)
+	tpu := fs.String("tpu", "tpu7x", "TPU generation: its VM sets the chips, vCPUs, NUMA nodes and PCIe bandwidth")
+	vcpus := fs.Int("vcpus", 0, "vCPUs preprocessing input (default: the VM's)")
+	cost := fs.Duration("example-cost", 2*time.Millisecond, "CPU time to read and preprocess one example")
+	jitter := fs.Float64("jitter", 0, "coefficient of variation of the example cost (log-normal)")
+	batch := fs.Int("batch", 256, "examples per chip per step")
+	exBytes := fs.Int64("example-bytes", 32<<10, "bytes of one example copied into HBM")
+	compute := fs.Duration("compute", 50*time.Millisecond, "MXU time per step")
+	paramLoad := fs.Duration("param-load", 0, "time to load the step's parameters from HBM into the MXU")
+	drain := fs.Duration("drain", time.Millisecond, "host time to consume one result from the outfeed")
+	numa := fs.String("numa", "local", "worker placement: local (each chip's NUMA node), interleaved, or node0")
+	crossNUMA := fs.Float64("cross-numa", 1.3, "example cost factor when a worker feeds a chip on the other NUMA node")
+	infeedDepth := fs.Int("infeed-depth", 2, "batches the infeed queue holds per chip")
+	outfeedDepth := fs.Int("outfeed-depth", 2, "results the outfeed queue holds per chip")
+	steps := fs.Int("steps", 50, "steps to simulate")
+	seed := fs.Uint64("seed", 1, "seed for the example-cost jitter")
+	sweep := fs.Bool("sweep", true, "find the fewest vCPUs that keep the chips busy")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	chip, err := hw.Lookup(*tpu)
+	if err != nil {
+		return err
+	}
+	c := infeed.ForChip(chip)
+	if c.VCPUs == 0 {
+		c.VCPUs = 4 * c.Chips // not published for this VM
+	}
+	vmVCPUs := c.VCPUs
+	if *vcpus != 0 {
+		c.VCPUs = *vcpus
+	}
+	if c.Placement, err = infeed.ParsePlacement(*numa); err != nil {
+		return usageError{err}
+	}
+	c.ExampleCost, c.Jitter, c.Batch, c.ExampleBytes = *cost, *jitter, *batch, unit.Bytes(*exBytes)
+	c.Compute, c.ParamLoad, c.Drain, c.CrossNUMA = *compute, *paramLoad, *drain, *crossNUMA
+	c.InfeedDepth, c.OutfeedDepth, c.Steps, c.Seed = *infeedDepth, *outfeedDepth, *steps, *seed
+	r, err := infeed.Run(c)
+	if err != nil {
+		return usageError{err}
+	}
+	var need int
+	var needOK bool
+	if *sweep {
+		if need, _, needOK, err = infeed.MinVCPUs(c, 4096); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		out := map[string]any{
+			"tpu": chip.Generation, "machine_type": chip.Host.MachineType, "chips": c.Chips, "vcpus": c.VCPUs, "vm_vcpus": vmVCPUs,
+			"numa_nodes": c.NUMANodes, "placement": c.Placement, "batch": c.Batch, "example_cost_seconds": c.ExampleCost.Seconds(),
+			"step_seconds": r.StepTime.Seconds(), "makespan_seconds": r.Makespan.Seconds(), "examples_per_second": r.ExamplesPerSecond,
+			"busy": map[string]float64{"host": r.HostBusy, "hbm_copy": r.CopyBusy, "mxu": r.MXUBusy, "outfeed_drain": r.DrainBusy},
+			"mxu_stall_seconds": map[string]float64{"infeed_empty": r.Stalls.InfeedEmpty.Seconds(), "hbm_copy": r.Stalls.HBMCopy.Seconds(),
+				"outfeed_full": r.Stalls.OutfeedFull.Seconds()},
+			"input_bound": r.InputBound(), "chips_busy": r.Busy(),
+		}
+		if *sweep {
+			out["min_vcpus"] = need
+			out["min_vcpus_found"] = needOK
+		}
+		return writeJSON(stdout, out)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "host\t%s (%s): %d chips, %d of %d vCPUs, %d NUMA nodes, workers %s\n", chip.Name, chip.Host.MachineType, c.Chips, c.VCPUs, vmVCPUs, c.NUMANodes, c.Placement)
+	fmt.Fprintf(tw, "input\t%d examples per chip per step at %v each (jitter %.2f), %v per example over %v PCIe\n", c.Batch, c.ExampleCost, c.Jitter, c.ExampleBytes, c.PCIe)
+	fmt.Fprintf(tw, "MXU\t%v parameter load + %v compute per step; outfeed drained in %v\n", c.ParamLoad, c.Compute, c.Drain)
+	fmt.Fprintf(tw, "step time\t%v steady state over %d steps (%v in all)\n", r.StepTime, c.Steps, r.Makespan.Round(time.Microsecond))
+	fmt.Fprintf(tw, "throughput\t%.0f examples/s for the host\n", r.ExamplesPerSecond)
+	fmt.Fprintf(tw, "busy\thost vCPUs %.1f%%, HBM copy %.1f%%, MXU %.1f%%, outfeed drain %.1f%%\n", 100*r.HostBusy, 100*r.CopyBusy, 100*r.MXUBusy, 100*r.DrainBusy)
+	fmt.Fprintf(tw, "MXU stalls\tinfeed empty %v, HBM copy %v, outfeed full %v\n", r.Stalls.InfeedEmpty.Round(time.Microsecond),
+		r.Stalls.HBMCopy.Round(time.Microsecond), r.Stalls.OutfeedFull.Round(time.Microsecond))
+	verdict := "the MXU is the bottleneck: input keeps up"
+	switch {
+	case r.Stalls.OutfeedFull > r.Makespan/20:
+		verdict = "the outfeed fills: the host drains results too slowly and the ready MXU waits"
+	case r.InputBound():
+		verdict = "input-bound: the host does not keep the infeed full and the ready MXU waits"
+	}
+	fmt.Fprintf(tw, "verdict\t%s\n", verdict)
+	if *sweep {
+		if needOK {
+			fmt.Fprintf(tw, "vCPUs needed\t%d per host (%.1f per chip) keep the chips busy; the VM has %d\n", need, float64(need)/float64(c.Chips), vmVCPUs)
+		} else {
+			fmt.Fprintf(tw, "vCPUs needed\tmore than %d per host: the chips stay input-bound\n", need)
+		}
+	}
+	return tw.Flush()
+}
