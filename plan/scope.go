@@ -23,9 +23,25 @@ func SearchScope(r Request, c hw.Chip, maxSlices int) (Plan, error) {
 		}
 		return p
 	}
-	types := c.AcceleratorTypes()
+	// try plans on n slices of s; done is false when nothing fits there.
+	try := func(s hw.Slice, n int) (p Plan, done bool, err error) {
+		ms, err := hw.NewMultislice(s, n, 0)
+		if err != nil {
+			return Plan{}, true, err
+		}
+		r.Multislice = ms
+		p, err = Search(r)
+		switch {
+		case err == nil:
+			return note(p), true, nil
+		case errors.Is(err, ErrNoPlan):
+			tried = append(tried, fmt.Sprintf("%s: %s", ms.Slice.AcceleratorType(), shortReason(err)))
+			return Plan{}, false, nil
+		}
+		return Plan{}, true, err
+	}
 	var largest hw.Slice
-	for _, name := range types {
+	for _, name := range c.AcceleratorTypes() {
 		s, err := hw.ParseAcceleratorType(name)
 		if err != nil {
 			return Plan{}, err
@@ -34,35 +50,16 @@ func SearchScope(r Request, c hw.Chip, maxSlices int) (Plan, error) {
 			continue // partial hosts are not training slices; v5p lists names past its largest single slice
 		}
 		largest = s
-		ms, err := hw.NewMultislice(s, 1, 0)
-		if err != nil {
-			return Plan{}, err
+		if p, done, err := try(s, 1); done {
+			return p, err
 		}
-		r.Multislice = ms
-		p, err := Search(r)
-		if err == nil {
-			return note(p), nil
-		}
-		if !errors.Is(err, ErrNoPlan) {
-			return Plan{}, err
-		}
-		tried = append(tried, fmt.Sprintf("%s: %s", name, shortReason(err)))
 		if s.Chips() == c.MaxSliceChips {
 			break
 		}
 	}
 	for n := 2; n <= maxSlices && c.DCNPerChip > 0; n *= 2 {
-		ms, err := hw.NewMultislice(largest, n, 0)
-		if err != nil {
-			return Plan{}, err
-		}
-		r.Multislice = ms
-		p, err := Search(r)
-		if err == nil {
-			return note(p), nil
-		}
-		if !errors.Is(err, ErrNoPlan) {
-			return Plan{}, err
+		if p, done, err := try(largest, n); done {
+			return p, err
 		}
 	}
 	return Plan{}, fmt.Errorf("plan: %w on any %s footprint up to %d slices of %s", ErrNoPlan, c.Generation, maxSlices, largest.AcceleratorType())

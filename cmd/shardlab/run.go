@@ -97,6 +97,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// catalogArgs reads "list" or "show NAME" with an optional --json before or
+// after the name.
+func catalogArgs(cmd string, args []string) (sub string, names []string, asJSON bool, err error) {
+	if len(args) == 0 {
+		return "", nil, false, bad("%s: want '%s list' or '%s show NAME'", cmd, cmd, cmd)
+	}
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	j := fs.Bool("json", false, "print JSON")
+	names, err = parseInterleaved(fs, args[1:])
+	return args[0], names, *j, err
+}
+
 // parseInterleaved parses flags that may come before or after positional
 // arguments ("hw show v5p --json") and returns the positional ones.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
@@ -382,21 +395,14 @@ func loadModel(name string) (model.Spec, error) {
 }
 
 func runHW(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("hw", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if len(args) == 0 {
-		return bad("hw: want 'hw list' or 'hw show NAME'")
-	}
-	sub := args[0]
-	names, err := parseInterleaved(fs, args[1:])
+	sub, names, asJSON, err := catalogArgs("hw", args)
 	if err != nil {
 		return err
 	}
 	switch sub {
 	case "list":
 		chips := hw.Chips()
-		if *asJSON {
+		if asJSON {
 			return writeJSON(stdout, chips)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -418,7 +424,7 @@ func runHW(args []string, stdout io.Writer) error {
 		if len(names) != 1 {
 			return bad("hw show: want one NAME, a generation (v5p) or an accelerator type (v5p-128)")
 		}
-		return showHW(names[0], *asJSON, stdout)
+		return showHW(names[0], asJSON, stdout)
 	}
 	return bad("hw: unknown subcommand %q, want list or show", sub)
 }
@@ -502,21 +508,14 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 }
 
 func runModel(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("model", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if len(args) == 0 {
-		return bad("model: want 'model list' or 'model show NAME'")
-	}
-	sub := args[0]
-	names, err := parseInterleaved(fs, args[1:])
+	sub, names, asJSON, err := catalogArgs("model", args)
 	if err != nil {
 		return err
 	}
 	switch sub {
 	case "list":
 		specs := model.Catalog()
-		if *asJSON {
+		if asJSON {
 			return writeJSON(stdout, specs)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -534,7 +533,7 @@ func runModel(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
+		if asJSON {
 			return writeJSON(stdout, s)
 		}
 		p := s.ParamCount()
