@@ -1,0 +1,118 @@
+package emu
+
+import "math"
+
+// embed looks up token and position embeddings for the micro-batch.
+func embed[T Float](p *Params[T], mb micro) Mat[T] {
+	x := NewMat[T](mb.n(), p.Emb.C)
+	for r, tok := range mb.tokens {
+		row := x.Row(r)
+		copy(row, p.Emb.Row(tok))
+		add(row, p.Pos.Row(mb.pos(r)))
+	}
+	return x
+}
+
+func embedBack[T Float](g *Params[T], mb micro, dx Mat[T]) {
+	for r, tok := range mb.tokens {
+		add(g.Emb.Row(tok), dx.Row(r))
+		add(g.Pos.Row(mb.pos(r)), dx.Row(r))
+	}
+}
+
+// headActs is what the output layer keeps: the final norm's input and
+// output, and the logits and their softmax (cost counts both as the
+// transient output buffer).
+type headActs[T Float] struct {
+	x, h          Mat[T]
+	rstd          []T
+	logits, probs Mat[T]
+}
+
+func (a *headActs[T]) bytes(elem int) int64 {
+	return int64(len(a.x.D)+len(a.h.D)+len(a.rstd)+len(a.logits.D)+len(a.probs.D)) * int64(elem)
+}
+
+// outWeight is the output projection: Out, or Embᵀ when tied.
+func headForward[T Float](c Config, p *Params[T], x Mat[T], mb micro) (float64, *headActs[T]) {
+	a := &headActs[T]{x: x}
+	a.h, a.rstd = rmsnorm(x, p.NF)
+	a.logits = NewMat[T](x.R, c.Vocab)
+	if c.Tied {
+		MatMulTB(a.logits, a.h, p.Emb, false)
+	} else {
+		MatMul(a.logits, a.h, p.Out, false)
+	}
+	a.probs = NewMat[T](x.R, c.Vocab)
+	var loss float64
+	for r := 0; r < x.R; r++ {
+		lr, pr := a.logits.Row(r), a.probs.Row(r)
+		mx := lr[0]
+		for _, v := range lr {
+			mx = max(mx, v)
+		}
+		var sum T
+		for j, v := range lr {
+			e := exp(v - mx)
+			pr[j] = e
+			sum += e
+		}
+		for j := range pr {
+			pr[j] /= sum
+		}
+		loss -= math.Log(float64(pr[mb.targets[r]])) * mb.scale
+	}
+	return loss, a
+}
+
+func headBack[T Float](c Config, p, g *Params[T], a *headActs[T], mb micro) Mat[T] {
+	dl := NewMat[T](a.probs.R, a.probs.C)
+	s := T(mb.scale)
+	for r := 0; r < dl.R; r++ {
+		pr, dr := a.probs.Row(r), dl.Row(r)
+		for j, v := range pr {
+			dr[j] = v * s
+		}
+		dr[mb.targets[r]] -= s
+	}
+	dh := NewMat[T](a.h.R, a.h.C)
+	if c.Tied {
+		MatMulTA(g.Emb, dl, a.h, true)
+		MatMul(dh, dl, p.Emb, false)
+	} else {
+		MatMulTA(g.Out, a.h, dl, true)
+		MatMulTB(dh, dl, p.Out, false)
+	}
+	dx := NewMat[T](a.x.R, a.x.C)
+	rmsnormBack(a.x, p.NF, a.rstd, dh, dx, g.NF)
+	return dx
+}
+
+// lossAndGrad runs one micro-batch forward and backward through the whole
+// model on one device, adding the gradients to g.
+func lossAndGrad[T Float](c Config, p, g *Params[T], mb micro) float64 {
+	x := embed(p, mb)
+	var saved []*acts[T]
+	for i := range p.Layers {
+		var a *acts[T]
+		x, a = layerForward(c, &p.Layers[i], x, mb, solo[T]{})
+		saved = append(saved, a)
+	}
+	loss, ha := headForward(c, p, x, mb)
+	dx := headBack(c, p, g, ha, mb)
+	for i := len(p.Layers) - 1; i >= 0; i-- {
+		dx = layerBackward(c, &p.Layers[i], &g.Layers[i], saved[i], dx, mb, solo[T]{})
+	}
+	embedBack(g, mb, dx)
+	return loss
+}
+
+// lossOnly runs the forward pass.
+func lossOnly[T Float](c Config, p *Params[T], mb micro) float64 {
+	x := embed(p, mb)
+	for i := range p.Layers {
+		x, _ = layerForward(c, &p.Layers[i], x, mb, solo[T]{})
+	}
+	loss, _ := headForward(c, p, x, mb)
+	return loss
+}

@@ -1,0 +1,265 @@
+package emu
+
+import "errors"
+
+// ErrInvalid is wrapped by every configuration error.
+var ErrInvalid = errors.New("invalid emulator input")
+
+const normEps = 1e-5
+
+// colls are the collectives the model code needs from the device it runs
+// on. One device (solo) needs none of them.
+type colls[T Float] interface {
+	// tensorAllReduce sums x over the tensor-parallel group, in place.
+	tensorAllReduce(x []T)
+	// contextAllGather concatenates x from every context rank, by rank.
+	contextAllGather(x []T) []T
+	// contextReduceScatter sums x over the context group and returns this
+	// rank's 1/c of it.
+	contextReduceScatter(x []T) []T
+}
+
+type solo[T Float] struct{}
+
+func (solo[T]) tensorAllReduce([]T)            {}
+func (solo[T]) contextAllGather(x []T) []T     { return x }
+func (solo[T]) contextReduceScatter(x []T) []T { return x }
+
+// micro is one micro-batch as a device sees it: b sequences of s local
+// tokens, chunk ci of c along the sequence.
+type micro struct {
+	b, s, ci, c int
+	tokens      []int // n = b·s input tokens
+	targets     []int // next tokens
+	scale       float64
+}
+
+func (m micro) n() int { return m.b * m.s }
+
+// pos is the global position of local row r.
+func (m micro) pos(r int) int { return m.ci*m.s + r%m.s }
+
+// acts is what one layer keeps for its backward pass: the same tensors
+// cost.LayerActivations counts (norm inputs x and x2; attention input h1;
+// Q, K, V; the softmax P; the output-projection input; the MLP input h2;
+// g, u and a), plus each norm's per-token scale.
+type acts[T Float] struct {
+	x, h1, q, k, v, p, attn, x2, h2, g, u, a Mat[T]
+	rstd1, rstd2                             []T
+}
+
+// bytes is the memory acts hold.
+func (a *acts[T]) bytes(elem int) int64 {
+	var n int
+	for _, m := range []Mat[T]{a.x, a.h1, a.q, a.k, a.v, a.p, a.attn, a.x2, a.h2, a.g, a.u, a.a} {
+		n += len(m.D)
+	}
+	n += len(a.rstd1) + len(a.rstd2)
+	return int64(n) * int64(elem)
+}
+
+func rmsnorm[T Float](x Mat[T], w []T) (Mat[T], []T) {
+	y := NewMat[T](x.R, x.C)
+	rstd := make([]T, x.R)
+	for i := 0; i < x.R; i++ {
+		row := x.Row(i)
+		var ss T
+		for _, v := range row {
+			ss += v * v
+		}
+		r := 1 / sqrt(ss/T(x.C)+normEps)
+		rstd[i] = r
+		out := y.Row(i)
+		for j, v := range row {
+			out[j] = v * r * w[j]
+		}
+	}
+	return y, rstd
+}
+
+// rmsnormBack adds the input gradient to dx and the weight gradient to dw.
+func rmsnormBack[T Float](x Mat[T], w, rstd []T, dy Mat[T], dx Mat[T], dw []T) {
+	n := T(x.C)
+	for i := 0; i < x.R; i++ {
+		xr, dyr, dxr := x.Row(i), dy.Row(i), dx.Row(i)
+		r := rstd[i]
+		var m T
+		for j := range xr {
+			m += xr[j] * r * w[j] * dyr[j]
+		}
+		m /= n
+		for j := range xr {
+			xh := xr[j] * r
+			dw[j] += xh * dyr[j]
+			dxr[j] += r * (w[j]*dyr[j] - xh*m)
+		}
+	}
+}
+
+func silu[T Float](x T) T { return x / (1 + exp(-x)) }
+
+func siluGrad[T Float](x T) T {
+	s := 1 / (1 + exp(-x))
+	return s * (1 + x*(1-s))
+}
+
+// layerForward runs one block on x (n × d) and returns its output and what
+// the backward pass needs.
+func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T]) (Mat[T], *acts[T]) {
+	n, d := x.R, x.C
+	hd := c.HeadDim()
+	qd, kvd := l.Wq.C, l.Wk.C
+	a := &acts[T]{x: x}
+	a.h1, a.rstd1 = rmsnorm(x, l.N1)
+	a.q, a.k, a.v = NewMat[T](n, qd), NewMat[T](n, kvd), NewMat[T](n, kvd)
+	MatMul(a.q, a.h1, l.Wq, false)
+	MatMul(a.k, a.h1, l.Wk, false)
+	MatMul(a.v, a.h1, l.Wv, false)
+	kAll := Mat[T]{R: n * mb.c, C: kvd, D: co.contextAllGather(a.k.D)}
+	vAll := Mat[T]{R: n * mb.c, C: kvd, D: co.contextAllGather(a.v.D)}
+	a.attn, a.p = attention(c, a.q, kAll, vAll, mb, hd)
+	o := NewMat[T](n, d)
+	MatMul(o, a.attn, l.Wo, false)
+	co.tensorAllReduce(o.D)
+	a.x2 = x.Clone()
+	add(a.x2.D, o.D)
+	a.h2, a.rstd2 = rmsnorm(a.x2, l.N2)
+	f := l.Wg.C
+	a.g, a.u, a.a = NewMat[T](n, f), NewMat[T](n, f), NewMat[T](n, f)
+	MatMul(a.g, a.h2, l.Wg, false)
+	MatMul(a.u, a.h2, l.Wu, false)
+	for i, g := range a.g.D {
+		a.a.D[i] = silu(g) * a.u.D[i]
+	}
+	m := NewMat[T](n, d)
+	MatMul(m, a.a, l.Wd, false)
+	co.tensorAllReduce(m.D)
+	y := a.x2.Clone()
+	add(y.D, m.D)
+	return y, a
+}
+
+// keyRow is the row of the gathered K/V holding sequence bi's key at
+// global position p: context rank p/s contributed rows [rank·n, rank·n+n).
+func keyRow(mb micro, bi, p int) int { return (p/mb.s)*mb.n() + bi*mb.s + p%mb.s }
+
+// attention computes causal softmax(Q·Kᵀ/√hd)·V for every local head and
+// sequence. P holds one row per (sequence, head, query) over all seq keys.
+func attention[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, p Mat[T]) {
+	qh := q.C / hd
+	group := c.Heads / c.KVHeads
+	seq := mb.s * mb.c
+	out = NewMat[T](q.R, q.C)
+	p = NewMat[T](mb.b*qh*mb.s, seq)
+	scale := 1 / sqrt(T(hd))
+	for bi := range mb.b {
+		for h := range qh {
+			kh := h / group
+			for qi := range mb.s {
+				r := bi*mb.s + qi
+				qp := mb.pos(r)
+				qv := q.Row(r)[h*hd : (h+1)*hd]
+				prow := p.Row((bi*qh+h)*mb.s + qi)
+				mx := T(-1e30)
+				for kp := 0; kp <= qp; kp++ {
+					kv := kAll.Row(keyRow(mb, bi, kp))[kh*hd : (kh+1)*hd]
+					s := dot(qv, kv) * scale
+					prow[kp] = s
+					mx = max(mx, s)
+				}
+				var sum T
+				for kp := 0; kp <= qp; kp++ {
+					e := exp(prow[kp] - mx)
+					prow[kp] = e
+					sum += e
+				}
+				ov := out.Row(r)[h*hd : (h+1)*hd]
+				for kp := 0; kp <= qp; kp++ {
+					prow[kp] /= sum
+					axpy(ov, vAll.Row(keyRow(mb, bi, kp))[kh*hd:(kh+1)*hd], prow[kp])
+				}
+			}
+		}
+	}
+	return out, p
+}
+
+// layerBackward takes dy, adds the weight gradients to g and returns dx.
+func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat[T], mb micro, co colls[T]) Mat[T] {
+	n, d := dy.R, dy.C
+	hd := c.HeadDim()
+	// MLP: y = x2 + (silu(h2·Wg) ⊙ h2·Wu)·Wd
+	MatMulTA(g.Wd, a.a, dy, true)
+	da := NewMat[T](n, l.Wd.R)
+	MatMulTB(da, dy, l.Wd, false)
+	dg, du := NewMat[T](n, da.C), NewMat[T](n, da.C)
+	for i, gv := range a.g.D {
+		du.D[i] = da.D[i] * silu(gv)
+		dg.D[i] = da.D[i] * a.u.D[i] * siluGrad(gv)
+	}
+	MatMulTA(g.Wg, a.h2, dg, true)
+	MatMulTA(g.Wu, a.h2, du, true)
+	dh2 := NewMat[T](n, d)
+	MatMulTB(dh2, dg, l.Wg, false)
+	MatMulTB(dh2, du, l.Wu, true)
+	co.tensorAllReduce(dh2.D) // column-parallel: the input's gradient sums over tensor
+	dx2 := dy.Clone()
+	rmsnormBack(a.x2, l.N2, a.rstd2, dh2, dx2, g.N2)
+	// attention: x2 = x + attn·Wo
+	MatMulTA(g.Wo, a.attn, dx2, true)
+	dattn := NewMat[T](n, l.Wo.R)
+	MatMulTB(dattn, dx2, l.Wo, false)
+	kAll := Mat[T]{R: n * mb.c, C: a.k.C, D: co.contextAllGather(a.k.D)}
+	vAll := Mat[T]{R: n * mb.c, C: a.v.C, D: co.contextAllGather(a.v.D)}
+	dq, dkAll, dvAll := attentionBack(c, a.q, kAll, vAll, a.p, dattn, mb, hd)
+	dk := Mat[T]{R: n, C: a.k.C, D: co.contextReduceScatter(dkAll.D)}
+	dv := Mat[T]{R: n, C: a.v.C, D: co.contextReduceScatter(dvAll.D)}
+	MatMulTA(g.Wq, a.h1, dq, true)
+	MatMulTA(g.Wk, a.h1, dk, true)
+	MatMulTA(g.Wv, a.h1, dv, true)
+	dh1 := NewMat[T](n, d)
+	MatMulTB(dh1, dq, l.Wq, false)
+	MatMulTB(dh1, dk, l.Wk, true)
+	MatMulTB(dh1, dv, l.Wv, true)
+	co.tensorAllReduce(dh1.D)
+	dx := dx2.Clone()
+	rmsnormBack(a.x, l.N1, a.rstd1, dh1, dx, g.N1)
+	return dx
+}
+
+func attentionBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
+	qh := q.C / hd
+	group := c.Heads / c.KVHeads
+	dq = NewMat[T](q.R, q.C)
+	dk = NewMat[T](kAll.R, kAll.C)
+	dv = NewMat[T](vAll.R, vAll.C)
+	scale := 1 / sqrt(T(hd))
+	dp := make([]T, mb.s*mb.c)
+	for bi := range mb.b {
+		for h := range qh {
+			kh := h / group
+			for qi := range mb.s {
+				r := bi*mb.s + qi
+				qp := mb.pos(r)
+				prow := p.Row((bi*qh+h)*mb.s + qi)
+				do := dout.Row(r)[h*hd : (h+1)*hd]
+				var sum T
+				for kp := 0; kp <= qp; kp++ {
+					kr := keyRow(mb, bi, kp)
+					dp[kp] = dot(do, vAll.Row(kr)[kh*hd:(kh+1)*hd])
+					axpy(dv.Row(kr)[kh*hd:(kh+1)*hd], do, prow[kp])
+					sum += dp[kp] * prow[kp]
+				}
+				qv := q.Row(r)[h*hd : (h+1)*hd]
+				dqv := dq.Row(r)[h*hd : (h+1)*hd]
+				for kp := 0; kp <= qp; kp++ {
+					ds := prow[kp] * (dp[kp] - sum) * scale
+					kr := keyRow(mb, bi, kp)
+					axpy(dqv, kAll.Row(kr)[kh*hd:(kh+1)*hd], ds)
+					axpy(dk.Row(kr)[kh*hd:(kh+1)*hd], qv, ds)
+				}
+			}
+		}
+	}
+	return dq, dk, dv
+}

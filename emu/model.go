@@ -1,0 +1,217 @@
+package emu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Config is the emulated transformer: token and learned position
+// embeddings, pre-norm RMSNorm blocks of causal multi-head (grouped-query)
+// attention and a SwiGLU MLP, a final RMSNorm and a tied or untied output
+// projection.
+type Config struct {
+	Layers  int  `json:"layers"`
+	DModel  int  `json:"d_model"`
+	Heads   int  `json:"heads"`
+	KVHeads int  `json:"kv_heads"`
+	DFF     int  `json:"d_ff"`
+	Vocab   int  `json:"vocab"`
+	Seq     int  `json:"seq"`
+	Tied    bool `json:"tied"`
+}
+
+// Validate checks the shape.
+func (c Config) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"layers", c.Layers}, {"d_model", c.DModel}, {"heads", c.Heads}, {"kv_heads", c.KVHeads}, {"d_ff", c.DFF}, {"vocab", c.Vocab}, {"seq", c.Seq}} {
+		if f.v < 1 || f.v > 1<<16 {
+			return fmt.Errorf("emu: model %s = %d, want 1 to 65536: %w", f.name, f.v, ErrInvalid)
+		}
+	}
+	if c.DModel%c.Heads != 0 || c.Heads%c.KVHeads != 0 {
+		return fmt.Errorf("emu: model d_model %d, heads %d, kv_heads %d: want heads | d_model and kv_heads | heads: %w", c.DModel, c.Heads, c.KVHeads, ErrInvalid)
+	}
+	return nil
+}
+
+// HeadDim is d_model / heads.
+func (c Config) HeadDim() int { return c.DModel / c.Heads }
+
+// Layer holds one block's weights as one device sees them: with tensor
+// parallelism t, Wq, Wk, Wv, Wg and Wu keep 1/t of their columns
+// (column-parallel) and Wo and Wd 1/t of their rows (row-parallel).
+type Layer[T Float] struct {
+	N1, N2     []T
+	Wq, Wk, Wv Mat[T]
+	Wo         Mat[T]
+	Wg, Wu, Wd Mat[T]
+}
+
+// Params are one device's weights: the layers of its pipeline stage, and
+// the embeddings and output layer where its stage needs them.
+type Params[T Float] struct {
+	Emb, Pos Mat[T] // first stage (and the last, when tied)
+	NF       []T    // last stage
+	Out      Mat[T] // last stage, untied
+	Layers   []Layer[T]
+}
+
+// Tensors lists the parameters in a fixed order, for the optimizer,
+// FSDP sharding and checkpoints.
+func (p *Params[T]) Tensors() [][]T {
+	var out [][]T
+	for _, t := range [][]T{p.Emb.D, p.Pos.D, p.NF, p.Out.D} {
+		if len(t) > 0 {
+			out = append(out, t)
+		}
+	}
+	for i := range p.Layers {
+		l := &p.Layers[i]
+		out = append(out, l.N1, l.Wq.D, l.Wk.D, l.Wv.D, l.Wo.D, l.N2, l.Wg.D, l.Wu.D, l.Wd.D)
+	}
+	return out
+}
+
+// LayerTensors lists one layer's tensors in Tensors' order.
+func (l *Layer[T]) Tensors() [][]T {
+	return [][]T{l.N1, l.Wq.D, l.Wk.D, l.Wv.D, l.Wo.D, l.N2, l.Wg.D, l.Wu.D, l.Wd.D}
+}
+
+// zeroLike returns zeroed parameters of the same shapes.
+func (p *Params[T]) zeroLike() *Params[T] {
+	z := &Params[T]{Emb: NewMat[T](p.Emb.R, p.Emb.C), Pos: NewMat[T](p.Pos.R, p.Pos.C), NF: make([]T, len(p.NF)), Out: NewMat[T](p.Out.R, p.Out.C)}
+	for _, l := range p.Layers {
+		z.Layers = append(z.Layers, Layer[T]{
+			N1: make([]T, len(l.N1)), N2: make([]T, len(l.N2)),
+			Wq: NewMat[T](l.Wq.R, l.Wq.C), Wk: NewMat[T](l.Wk.R, l.Wk.C), Wv: NewMat[T](l.Wv.R, l.Wv.C), Wo: NewMat[T](l.Wo.R, l.Wo.C),
+			Wg: NewMat[T](l.Wg.R, l.Wg.C), Wu: NewMat[T](l.Wu.R, l.Wu.C), Wd: NewMat[T](l.Wd.R, l.Wd.C),
+		})
+	}
+	return z
+}
+
+// Init draws the full model's weights from seed: normal with std 0.02 for
+// the matrices (output projections scaled by 1/sqrt(2·layers), GPT-2's
+// convention), ones for the norms. Every layout slices these same weights,
+// so every layout starts from the same model.
+func Init[T Float](c Config, seed uint64) *Params[T] {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	normal := func(r, cols int, std float64) Mat[T] {
+		m := NewMat[T](r, cols)
+		for i := range m.D {
+			m.D[i] = T(rng.NormFloat64() * std)
+		}
+		return m
+	}
+	ones := func(n int) []T {
+		v := make([]T, n)
+		for i := range v {
+			v[i] = 1
+		}
+		return v
+	}
+	d, hd := c.DModel, c.HeadDim()
+	proj := 0.02 / math.Sqrt(2*float64(c.Layers))
+	p := &Params[T]{Emb: normal(c.Vocab, d, 0.02), Pos: normal(c.Seq, d, 0.02), NF: ones(d)}
+	if !c.Tied {
+		p.Out = normal(d, c.Vocab, 0.02)
+	}
+	for range c.Layers {
+		p.Layers = append(p.Layers, Layer[T]{
+			N1: ones(d), N2: ones(d),
+			Wq: normal(d, c.Heads*hd, 0.02), Wk: normal(d, c.KVHeads*hd, 0.02), Wv: normal(d, c.KVHeads*hd, 0.02),
+			Wo: normal(c.Heads*hd, d, proj),
+			Wg: normal(d, c.DFF, 0.02), Wu: normal(d, c.DFF, 0.02), Wd: normal(c.DFF, d, proj),
+		})
+	}
+	return p
+}
+
+// cols keeps columns [lo, hi) of m; rows keeps rows [lo, hi).
+func cols[T Float](m Mat[T], lo, hi int) Mat[T] {
+	out := NewMat[T](m.R, hi-lo)
+	for i := 0; i < m.R; i++ {
+		copy(out.Row(i), m.Row(i)[lo:hi])
+	}
+	return out
+}
+
+func rows[T Float](m Mat[T], lo, hi int) Mat[T] {
+	return Mat[T]{R: hi - lo, C: m.C, D: append([]T(nil), m.D[lo*m.C:hi*m.C]...)}
+}
+
+// Shard cuts the full model into what the device at tensor rank ti of t
+// and pipeline stage si of p holds: its stage's layers, column- and
+// row-split over tensor; the embeddings on the first stage (and the last
+// when tied), the final norm and output on the last.
+func Shard[T Float](full *Params[T], c Config, ti, t, si, p int) *Params[T] {
+	hd := c.HeadDim()
+	qh, kvh, f := c.Heads/t, c.KVHeads/t, c.DFF/t
+	per := c.Layers / p
+	out := &Params[T]{}
+	if si == 0 || (si == p-1 && c.Tied) {
+		out.Emb, out.Pos = full.Emb.Clone(), full.Pos.Clone()
+	}
+	if si == p-1 {
+		out.NF = append([]T(nil), full.NF...)
+		if !c.Tied {
+			out.Out = full.Out.Clone()
+		}
+	}
+	for _, l := range full.Layers[si*per : (si+1)*per] {
+		out.Layers = append(out.Layers, Layer[T]{
+			N1: append([]T(nil), l.N1...), N2: append([]T(nil), l.N2...),
+			Wq: cols(l.Wq, ti*qh*hd, (ti+1)*qh*hd), Wk: cols(l.Wk, ti*kvh*hd, (ti+1)*kvh*hd), Wv: cols(l.Wv, ti*kvh*hd, (ti+1)*kvh*hd),
+			Wo: rows(l.Wo, ti*qh*hd, (ti+1)*qh*hd),
+			Wg: cols(l.Wg, ti*f, (ti+1)*f), Wu: cols(l.Wu, ti*f, (ti+1)*f), Wd: rows(l.Wd, ti*f, (ti+1)*f),
+		})
+	}
+	return out
+}
+
+// Assemble is Shard's inverse: it puts the devices' pieces back into one
+// model (pieces[si][ti]).
+func Assemble[T Float](c Config, pieces [][]*Params[T]) *Params[T] {
+	p, t := len(pieces), len(pieces[0])
+	hd := c.HeadDim()
+	full := Init[T](c, 0)
+	zero := full.zeroLike()
+	full = zero
+	first, last := pieces[0][0], pieces[p-1][0]
+	full.Emb, full.Pos = first.Emb.Clone(), first.Pos.Clone()
+	full.NF = append([]T(nil), last.NF...)
+	if !c.Tied {
+		full.Out = last.Out.Clone()
+	}
+	per := c.Layers / p
+	for si := range p {
+		for li := range per {
+			dst := &full.Layers[si*per+li]
+			for ti := range t {
+				src := pieces[si][ti].Layers[li]
+				qh, kvh, f := c.Heads/t, c.KVHeads/t, c.DFF/t
+				putCols(dst.Wq, src.Wq, ti*qh*hd)
+				putCols(dst.Wk, src.Wk, ti*kvh*hd)
+				putCols(dst.Wv, src.Wv, ti*kvh*hd)
+				copy(dst.Wo.D[ti*qh*hd*dst.Wo.C:], src.Wo.D)
+				putCols(dst.Wg, src.Wg, ti*f)
+				putCols(dst.Wu, src.Wu, ti*f)
+				copy(dst.Wd.D[ti*f*dst.Wd.C:], src.Wd.D)
+				if ti == 0 {
+					copy(dst.N1, src.N1)
+					copy(dst.N2, src.N2)
+				}
+			}
+		}
+	}
+	return full
+}
+
+func putCols[T Float](dst, src Mat[T], lo int) {
+	for i := 0; i < dst.R; i++ {
+		copy(dst.Row(i)[lo:lo+src.C], src.Row(i))
+	}
+}

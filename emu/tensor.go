@@ -1,0 +1,131 @@
+// Package emu really trains a small decoder-only transformer across N
+// virtual chips laid out like a planned mesh — data, fsdp, tensor,
+// pipeline and context parallelism and their products — with every
+// collective going through a Comm that counts its bytes by link class (ICI
+// inside a slice, DCN across slices) and advances a simulated clock. Its
+// losses and parameters must match one device's, and its byte counts must
+// equal package collective's formulas: it is the independent check of the
+// planner.
+package emu
+
+import "math"
+
+// Float is the element type: float32 to train, float64 to check gradients.
+type Float interface{ ~float32 | ~float64 }
+
+// Mat is a row-major matrix.
+type Mat[T Float] struct {
+	R, C int
+	D    []T
+}
+
+// NewMat returns a zero r×c matrix.
+func NewMat[T Float](r, c int) Mat[T] { return Mat[T]{R: r, C: c, D: make([]T, r*c)} }
+
+// Row returns row i.
+func (m Mat[T]) Row(i int) []T { return m.D[i*m.C : (i+1)*m.C] }
+
+// Clone copies m.
+func (m Mat[T]) Clone() Mat[T] { return Mat[T]{R: m.R, C: m.C, D: append([]T(nil), m.D...)} }
+
+// MatMul sets out = a·b (a r×k, b k×c), or adds to out when acc is true.
+// It is the pure-Go GEMM: rows of a against rows of b (i-k-j order keeps the
+// inner loop streaming through memory).
+func MatMul[T Float](out, a, b Mat[T], acc bool) {
+	if a.C != b.R || out.R != a.R || out.C != b.C {
+		panic("emu: matmul shape mismatch") // a kernel shape bug, not user input
+	}
+	if !acc {
+		clear(out.D)
+	}
+	for i := 0; i < a.R; i++ {
+		orow := out.D[i*out.C : (i+1)*out.C]
+		arow := a.D[i*a.C : (i+1)*a.C]
+		for k, av := range arow {
+			if av == 0 {
+				continue
+			}
+			brow := b.D[k*b.C : (k+1)*b.C]
+			axpy(orow, brow, av)
+		}
+	}
+}
+
+// MatMulTA sets out = aᵀ·b (a k×r, b k×c), or adds when acc.
+func MatMulTA[T Float](out, a, b Mat[T], acc bool) {
+	if a.R != b.R || out.R != a.C || out.C != b.C {
+		panic("emu: matmulTA shape mismatch")
+	}
+	if !acc {
+		clear(out.D)
+	}
+	for k := 0; k < a.R; k++ {
+		arow := a.D[k*a.C : (k+1)*a.C]
+		brow := b.D[k*b.C : (k+1)*b.C]
+		for i, av := range arow {
+			if av == 0 {
+				continue
+			}
+			axpy(out.D[i*out.C:(i+1)*out.C], brow, av)
+		}
+	}
+}
+
+// MatMulTB sets out = a·bᵀ (a r×k, b c×k), or adds when acc.
+func MatMulTB[T Float](out, a, b Mat[T], acc bool) {
+	if a.C != b.C || out.R != a.R || out.C != b.R {
+		panic("emu: matmulTB shape mismatch")
+	}
+	for i := 0; i < a.R; i++ {
+		arow := a.D[i*a.C : (i+1)*a.C]
+		orow := out.D[i*out.C : (i+1)*out.C]
+		for j := 0; j < b.R; j++ {
+			s := dot(arow, b.D[j*b.C:(j+1)*b.C])
+			if acc {
+				orow[j] += s
+			} else {
+				orow[j] = s
+			}
+		}
+	}
+}
+
+func axpy[T Float](dst, x []T, a T) {
+	x = x[:len(dst)]
+	i := 0
+	for ; i+4 <= len(dst); i += 4 {
+		dst[i] += a * x[i]
+		dst[i+1] += a * x[i+1]
+		dst[i+2] += a * x[i+2]
+		dst[i+3] += a * x[i+3]
+	}
+	for ; i < len(dst); i++ {
+		dst[i] += a * x[i]
+	}
+}
+
+func dot[T Float](a, b []T) T {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 T
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+func add[T Float](dst, x []T) {
+	for i := range dst {
+		dst[i] += x[i]
+	}
+}
+
+func exp[T Float](x T) T  { return T(math.Exp(float64(x))) }
+func sqrt[T Float](x T) T { return T(math.Sqrt(float64(x))) }
+func log[T Float](x T) T  { return T(math.Log(float64(x))) }
