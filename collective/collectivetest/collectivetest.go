@@ -1,0 +1,186 @@
+// Package collectivetest is one conformance suite for every transport that
+// implements emu.Comm (in-process now, MPI later): each collective's
+// results, and its measured bytes per link class against package
+// collective's formulas.
+package collectivetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"shardlab/collective"
+	"shardlab/emu"
+	"shardlab/unit"
+)
+
+// Factory connects len(sliceOf) devices, device i in slice sliceOf[i].
+type Factory func(sliceOf []int) []emu.Comm
+
+// Run runs the suite against a transport.
+func Run(t *testing.T, newComms Factory) {
+	for _, shape := range []struct{ nICI, nDCN int }{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {1, 3}, {2, 2}, {4, 2}, {2, 3}} {
+		t.Run(fmt.Sprintf("ici%d_dcn%d", shape.nICI, shape.nDCN), func(t *testing.T) { runShape(t, newComms, shape.nICI, shape.nDCN) })
+	}
+}
+
+func group(nICI, nDCN int) (emu.Group, []int) {
+	n := nICI * nDCN
+	g := emu.Group{NICI: nICI, NDCN: nDCN, Axis: "test", ICILink: collective.Link{Bandwidth: 1e11}, DCNLink: collective.Link{Bandwidth: 1e10}}
+	sliceOf := make([]int, n)
+	for a := range n {
+		g.Ranks = append(g.Ranks, a)
+		sliceOf[a] = a / nICI
+	}
+	return g, sliceOf
+}
+
+// parallel runs f on every device at once.
+func parallel(comms []emu.Comm, f func(i int, c emu.Comm)) {
+	var wg sync.WaitGroup
+	for i, c := range comms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(i, c)
+		}()
+	}
+	wg.Wait()
+}
+
+func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
+	g, sliceOf := group(nICI, nDCN)
+	n := g.Size()
+	const per = 24 // elements per chunk: divisible by every group size used
+	l := per * n
+	val := func(dev, j int) float32 { return float32(dev*1000 + j) }
+
+	// all-reduce
+	comms := newComms(sliceOf)
+	out := make([][]float32, n)
+	parallel(comms, func(i int, c emu.Comm) {
+		x := make([]float32, l)
+		for j := range x {
+			x[j] = val(i, j)
+		}
+		c.AllReduce(g, x)
+		out[i] = x
+	})
+	for i := range n {
+		for j := range l {
+			var want float32
+			for d := range n {
+				want += val(d, j)
+			}
+			if out[i][j] != want {
+				t.Fatalf("all-reduce: device %d element %d = %v, want %v", i, j, out[i][j], want)
+			}
+		}
+	}
+	checkBytes(t, comms, "all-reduce", collective.AllReduce, unit.Bytes(4*l), g)
+
+	// all-gather
+	comms = newComms(sliceOf)
+	parallel(comms, func(i int, c emu.Comm) {
+		x := make([]float32, per)
+		for j := range x {
+			x[j] = val(i, j)
+		}
+		out[i] = c.AllGather(g, x)
+	})
+	for i := range n {
+		for d := range n {
+			for j := range per {
+				if got := out[i][d*per+j]; got != val(d, j) {
+					t.Fatalf("all-gather: device %d chunk %d element %d = %v, want %v", i, d, j, got, val(d, j))
+				}
+			}
+		}
+	}
+	checkBytes(t, comms, "all-gather", collective.AllGather, unit.Bytes(4*l), g)
+
+	// reduce-scatter
+	comms = newComms(sliceOf)
+	parallel(comms, func(i int, c emu.Comm) {
+		x := make([]float32, l)
+		for j := range x {
+			x[j] = val(i, j)
+		}
+		out[i] = c.ReduceScatter(g, x)
+	})
+	for i := range n {
+		for j := range per {
+			var want float32
+			for d := range n {
+				want += val(d, i*per+j)
+			}
+			if out[i][j] != want {
+				t.Fatalf("reduce-scatter: device %d element %d = %v, want %v", i, j, out[i][j], want)
+			}
+		}
+	}
+	checkBytes(t, comms, "reduce-scatter", collective.ReduceScatter, unit.Bytes(4*l), g)
+
+	// all-to-all: device i's chunk j ends up as device j's chunk i
+	comms = newComms(sliceOf)
+	parallel(comms, func(i int, c emu.Comm) {
+		x := make([]float32, l)
+		for j := range x {
+			x[j] = val(i, j)
+		}
+		out[i] = c.AllToAll(g, x)
+	})
+	for i := range n {
+		for d := range n {
+			for j := range per {
+				if got, want := out[i][d*per+j], val(d, i*per+j); got != want {
+					t.Fatalf("all-to-all: device %d chunk %d = %v, want %v", i, d, got, want)
+				}
+			}
+		}
+	}
+	if n > 1 {
+		var sent int64
+		for _, c := range comms {
+			sent += c.Sent()["all-to-all"][emu.ICI] + c.Sent()["all-to-all"][emu.DCN]
+		}
+		if want := int64(n) * int64(collective.Bytes(collective.AllToAll, n, unit.Bytes(4*l))); sent != want {
+			t.Errorf("all-to-all sent %d bytes, want %d", sent, want)
+		}
+	}
+
+	// send/recv around the group
+	comms = newComms(sliceOf)
+	if n > 1 {
+		parallel(comms, func(i int, c emu.Comm) {
+			c.Send((i+1)%n, []float32{float32(i)})
+			out[i] = c.Recv((i + n - 1) % n)
+		})
+		for i := range n {
+			if out[i][0] != float32((i+n-1)%n) {
+				t.Errorf("recv on %d = %v", i, out[i])
+			}
+		}
+	}
+}
+
+// checkBytes compares what every device sent on each link class with
+// collective.Hierarchical for the group.
+func checkBytes(t *testing.T, comms []emu.Comm, op string, cop collective.Op, size unit.Bytes, g emu.Group) {
+	t.Helper()
+	want := collective.Hierarchical(cop, size, g.NICI, g.ICILink, g.NDCN, g.DCNLink)
+	if g.NICI == 1 || g.NDCN == 1 {
+		// one flat ring on whichever tier the group spans
+		b := collective.Bytes(cop, g.Size(), size)
+		want.ICIBytes, want.DCNBytes = b, 0
+		if g.NICI == 1 && g.NDCN > 1 {
+			want.ICIBytes, want.DCNBytes = 0, b
+		}
+	}
+	for i, c := range comms {
+		got := c.Sent()[op]
+		if got[emu.ICI] != int64(want.ICIBytes) || got[emu.DCN] != int64(want.DCNBytes) {
+			t.Errorf("%s device %d sent ICI %d DCN %d bytes, collective says ICI %d DCN %d", op, i, got[emu.ICI], got[emu.DCN], want.ICIBytes, want.DCNBytes)
+		}
+	}
+}

@@ -1,0 +1,303 @@
+package emu
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"shardlab/collective"
+)
+
+// Class is the link class a message travels on.
+type Class int
+
+// The link classes.
+const (
+	ICI Class = iota // inside a slice
+	DCN              // across slices
+)
+
+func (c Class) String() string { return [...]string{"ICI", "DCN"}[c] }
+
+// Group is a set of devices that run a collective together, in ring order:
+// member a sits at coordinate a = dcn·NICI + ici, so the members of one
+// slice are contiguous. Links give the cost model's view of each tier.
+type Group struct {
+	Ranks   []int
+	NICI    int
+	NDCN    int
+	Axis    string
+	ICILink collective.Link
+	DCNLink collective.Link
+}
+
+// Size is the number of members.
+func (g Group) Size() int { return len(g.Ranks) }
+
+func (g Group) index(rank int) int {
+	for i, r := range g.Ranks {
+		if r == rank {
+			return i
+		}
+	}
+	panic(fmt.Sprintf("emu: rank %d is not in group %v", rank, g.Ranks)) // a wiring bug
+}
+
+// sub returns the members sharing this member's DCN part (its slice's
+// share of the group) or its ICI part (one per slice).
+func (g Group) sub(rank int, alongDCN bool) []int {
+	a := g.index(rank)
+	ici, dcn := a%g.NICI, a/g.NICI
+	var out []int
+	if alongDCN {
+		for j := range g.NDCN {
+			out = append(out, g.Ranks[j*g.NICI+ici])
+		}
+	} else {
+		for i := range g.NICI {
+			out = append(out, g.Ranks[dcn*g.NICI+i])
+		}
+	}
+	return out
+}
+
+// Comm is what a virtual device uses to talk to the others. Every call
+// moves real buffers between devices and counts the bytes sent per
+// operation and link class.
+type Comm interface {
+	Rank() int
+	// AllReduce sums x over g in place.
+	AllReduce(g Group, x []float32)
+	// AllGather returns every member's x concatenated in group order.
+	AllGather(g Group, x []float32) []float32
+	// ReduceScatter sums x over g and returns this member's 1/n share.
+	ReduceScatter(g Group, x []float32) []float32
+	// AllToAll sends the i-th 1/n of x to member i and returns what each
+	// member sent here, in group order.
+	AllToAll(g Group, x []float32) []float32
+	Send(to int, x []float32)
+	Recv(from int) []float32
+	Barrier(g Group)
+	// Sent is the bytes this device has sent, by operation and link class.
+	Sent() Counter
+}
+
+// Counter is bytes sent, by collective and link class.
+type Counter map[string][2]int64
+
+// Add counts bytes of op on class.
+func (c Counter) add(op string, cl Class, n int64) {
+	v := c[op]
+	v[cl] += n
+	c[op] = v
+}
+
+// Total is all bytes sent on a class.
+func (c Counter) Total(cl Class) int64 {
+	var n int64
+	for _, v := range c {
+		n += v[cl]
+	}
+	return n
+}
+
+// Fabric is the in-process transport: one unbounded FIFO per ordered pair
+// of devices, a slice id per device to class each message, and a simulated
+// clock per device that collectives advance by package collective's cost.
+type Fabric struct {
+	n       int
+	sliceOf []int
+	mu      sync.Mutex
+	queues  map[[2]int]*fifo
+	failed  map[[2]int]bool
+	clocks  []float64
+	rv      map[string]*rendezvous
+	// FreeComm makes communication take no simulated time (to measure a
+	// pipeline's bubble alone).
+	FreeComm bool
+	// pp gives the link a pipeline send between two devices uses.
+	pp func(from, to int) collective.Link
+}
+
+// SetSendLink sets the link point-to-point sends between two devices use.
+func (f *Fabric) SetSendLink(link func(from, to int) collective.Link) { f.pp = link }
+
+type fifo struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	q    [][]float32
+	t    []float64 // sender's clock when sent
+}
+
+// NewFabric connects n devices; sliceOf[i] is device i's slice.
+func NewFabric(sliceOf []int) *Fabric {
+	return &Fabric{n: len(sliceOf), sliceOf: sliceOf, queues: map[[2]int]*fifo{}, failed: map[[2]int]bool{},
+		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}}
+}
+
+// FailLink marks the link between devices a and b as broken.
+func (f *Fabric) FailLink(a, b int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failed[[2]int{a, b}] = true
+	f.failed[[2]int{b, a}] = true
+}
+
+// ErrLinkDown is returned by Discover for a broken link.
+type ErrLinkDown struct{ A, B int }
+
+func (e *ErrLinkDown) Error() string {
+	return fmt.Sprintf("emu: mesh discovery failed: link %d-%d is down", e.A, e.B)
+}
+
+// Discover checks every link the groups' rings use, as ICI mesh discovery
+// does at start-up, and names the first broken one instead of hanging.
+func (f *Fabric) Discover(groups []Group) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, g := range groups {
+		for i, a := range g.Ranks {
+			b := g.Ranks[(i+1)%len(g.Ranks)]
+			if a != b && f.failed[[2]int{a, b}] {
+				return &ErrLinkDown{A: min(a, b), B: max(a, b)}
+			}
+		}
+	}
+	return nil
+}
+
+func (f *Fabric) queue(src, dst int) *fifo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := [2]int{src, dst}
+	q, ok := f.queues[k]
+	if !ok {
+		q = &fifo{}
+		q.cond = sync.NewCond(&q.mu)
+		f.queues[k] = q
+	}
+	return q
+}
+
+// Endpoint is device rank's Comm on the fabric.
+type Endpoint struct {
+	f     *Fabric
+	rank  int
+	Bytes Counter
+}
+
+// Endpoint returns device rank's Comm.
+func (f *Fabric) Endpoint(rank int) *Endpoint { return &Endpoint{f: f, rank: rank, Bytes: Counter{}} }
+
+// Sent is the bytes this device has sent.
+func (e *Endpoint) Sent() Counter { return e.Bytes }
+
+// Rank is the device's id.
+func (e *Endpoint) Rank() int { return e.rank }
+
+// Clock is the device's simulated time in seconds.
+func (e *Endpoint) Clock() float64 { return e.f.clocks[e.rank] }
+
+// Advance moves the device's clock on by d seconds of its own work.
+func (e *Endpoint) Advance(d float64) { e.f.clocks[e.rank] += d }
+
+func (e *Endpoint) class(to int) Class {
+	if e.f.sliceOf[to] == e.f.sliceOf[e.rank] {
+		return ICI
+	}
+	return DCN
+}
+
+// put sends a copy of x to device to, counting it under op.
+func (e *Endpoint) put(op string, to int, x []float32) {
+	e.Bytes.add(op, e.class(to), int64(len(x))*4)
+	q := e.f.queue(e.rank, to)
+	q.mu.Lock()
+	q.q = append(q.q, append([]float32(nil), x...))
+	q.t = append(q.t, e.f.clocks[e.rank])
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+func (e *Endpoint) get(from int) ([]float32, float64) {
+	q := e.f.queue(from, e.rank)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.q) == 0 {
+		q.cond.Wait()
+	}
+	x, t := q.q[0], q.t[0]
+	q.q, q.t = q.q[1:], q.t[1:]
+	return x, t
+}
+
+// Send is a point-to-point send (pipeline stages). The receiver's clock
+// becomes at least the sender's plus the transfer time.
+func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", to, x) }
+
+// Recv receives from device from.
+func (e *Endpoint) Recv(from int) []float32 {
+	x, sent := e.get(from)
+	l := collective.Link{Bandwidth: 100e9, HopLatency: collective.ICIHopLatency}
+	if e.class(from) == DCN {
+		l = collective.Link{Bandwidth: 12.5e9}
+	}
+	if e.f.pp != nil {
+		l = e.f.pp(from, e.rank)
+	}
+	d := 0.0
+	if !e.f.FreeComm {
+		d = collective.Time(collective.SendRecv, 2, unitBytes(len(x)), l).Seconds()
+	}
+	e.f.clocks[e.rank] = max(e.f.clocks[e.rank], sent+d)
+	return x
+}
+
+// rendezvous synchronises a group's clocks at a collective.
+type rendezvous struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	arrived int
+	round   int
+	max     float64
+	result  float64
+}
+
+// sync waits for every member of g, then sets each clock to the latest
+// arrival plus cost.
+func (e *Endpoint) sync(g Group, cost time.Duration) {
+	if g.Size() <= 1 {
+		return
+	}
+	key := fmt.Sprint(g.Ranks)
+	e.f.mu.Lock()
+	r, ok := e.f.rv[key]
+	if !ok {
+		r = &rendezvous{}
+		r.cond = sync.NewCond(&r.mu)
+		e.f.rv[key] = r
+	}
+	e.f.mu.Unlock()
+	if e.f.FreeComm {
+		cost = 0
+	}
+	r.mu.Lock()
+	round := r.round
+	r.max = max(r.max, e.f.clocks[e.rank])
+	r.arrived++
+	if r.arrived == g.Size() {
+		r.result = r.max + cost.Seconds()
+		r.arrived, r.max = 0, 0
+		r.round++
+		r.cond.Broadcast()
+	}
+	for r.round == round {
+		r.cond.Wait()
+	}
+	t := r.result
+	r.mu.Unlock()
+	e.f.clocks[e.rank] = t
+}
+
+// Barrier waits for the group.
+func (e *Endpoint) Barrier(g Group) { e.sync(g, 0) }

@@ -1,0 +1,185 @@
+package emu
+
+import (
+	"shardlab/collective"
+	"shardlab/unit"
+)
+
+func unitBytes(elems int) unit.Bytes { return unit.Bytes(elems) * 4 }
+
+// chunk returns the bounds of chunk i of n over length l.
+func chunk(l, n, i int) (lo, hi int) { return i * l / n, (i + 1) * l / n }
+
+func mod(a, n int) int { return ((a % n) + n) % n }
+
+func indexOf(members []int, rank int) int {
+	for i, r := range members {
+		if r == rank {
+			return i
+		}
+	}
+	panic("emu: rank not in ring")
+}
+
+// ringReduceScatter sums x over members and leaves the sum of chunk i in
+// x's chunk i for member i (other chunks hold partial sums). Step k sends
+// chunk i−1−k to the next member and adds chunk i−2−k from the previous.
+func (e *Endpoint) ringReduceScatter(op string, members []int, x []float32) {
+	n := len(members)
+	if n == 1 {
+		return
+	}
+	i := indexOf(members, e.rank)
+	next, prev := members[(i+1)%n], members[mod(i-1, n)]
+	for k := 0; k < n-1; k++ {
+		slo, shi := chunk(len(x), n, mod(i-1-k, n))
+		e.put(op, next, x[slo:shi])
+		in, _ := e.get(prev)
+		rlo, _ := chunk(len(x), n, mod(i-2-k, n))
+		for j, v := range in {
+			x[rlo+j] += v
+		}
+	}
+}
+
+// ringAllGather spreads each member's chunk i of x to all: step k sends
+// chunk i−k and receives chunk i−k−1.
+func (e *Endpoint) ringAllGather(op string, members []int, x []float32) {
+	n := len(members)
+	if n == 1 {
+		return
+	}
+	i := indexOf(members, e.rank)
+	next, prev := members[(i+1)%n], members[mod(i-1, n)]
+	for k := 0; k < n-1; k++ {
+		slo, shi := chunk(len(x), n, mod(i-k, n))
+		e.put(op, next, x[slo:shi])
+		in, _ := e.get(prev)
+		rlo, _ := chunk(len(x), n, mod(i-k-1, n))
+		copy(x[rlo:], in)
+	}
+}
+
+func (e *Endpoint) cost(g Group, op collective.Op, size unit.Bytes) {
+	e.sync(g, collective.Hierarchical(op, size, g.NICI, g.ICILink, g.NDCN, g.DCNLink).Time())
+}
+
+// AllReduce sums x over g in place: a ring within the group, or, when the
+// group spans slices, reduce-scatter inside each slice, all-reduce of the
+// shard across slices, all-gather inside the slice.
+func (e *Endpoint) AllReduce(g Group, x []float32) {
+	if g.Size() <= 1 {
+		return
+	}
+	e.cost(g, collective.AllReduce, unitBytes(len(x)))
+	const op = "all-reduce"
+	if g.NICI == 1 || g.NDCN == 1 {
+		e.ringReduceScatter(op, g.Ranks, x)
+		e.ringAllGather(op, g.Ranks, x)
+		return
+	}
+	slice := g.sub(e.rank, false)
+	across := g.sub(e.rank, true)
+	e.ringReduceScatter(op, slice, x)
+	lo, hi := chunk(len(x), len(slice), indexOf(slice, e.rank))
+	shard := x[lo:hi]
+	e.ringReduceScatter(op, across, shard)
+	e.ringAllGather(op, across, shard)
+	e.ringAllGather(op, slice, x)
+}
+
+// AllGather concatenates every member's x in group order.
+func (e *Endpoint) AllGather(g Group, x []float32) []float32 {
+	n := g.Size()
+	out := make([]float32, n*len(x))
+	a := g.index(e.rank)
+	copy(out[a*len(x):], x)
+	if n == 1 {
+		return out
+	}
+	e.cost(g, collective.AllGather, unitBytes(len(out)))
+	const op = "all-gather"
+	if g.NICI == 1 || g.NDCN == 1 {
+		e.ringAllGather(op, g.Ranks, out)
+		return out
+	}
+	n1, n2, l := g.NICI, g.NDCN, len(x)
+	ici, dcn := a%n1, a/n1
+	// across slices first: y[d] = x of member (d, ici)
+	y := make([]float32, n2*l)
+	copy(y[dcn*l:], x)
+	e.ringAllGather(op, g.sub(e.rank, true), y)
+	// then inside the slice: z[i] = y of member (dcn, i)
+	z := make([]float32, n1*n2*l)
+	copy(z[ici*n2*l:], y)
+	e.ringAllGather(op, g.sub(e.rank, false), z)
+	for i := range n1 {
+		for d := range n2 {
+			copy(out[(d*n1+i)*l:(d*n1+i+1)*l], z[(i*n2+d)*l:(i*n2+d+1)*l])
+		}
+	}
+	return out
+}
+
+// ReduceScatter sums x over g and returns this member's chunk.
+func (e *Endpoint) ReduceScatter(g Group, x []float32) []float32 {
+	n := g.Size()
+	a := g.index(e.rank)
+	if n == 1 {
+		return append([]float32(nil), x...)
+	}
+	e.cost(g, collective.ReduceScatter, unitBytes(len(x)))
+	const op = "reduce-scatter"
+	buf := append([]float32(nil), x...)
+	if g.NICI == 1 || g.NDCN == 1 {
+		e.ringReduceScatter(op, g.Ranks, buf)
+		lo, hi := chunk(len(buf), n, a)
+		return buf[lo:hi]
+	}
+	n1, n2 := g.NICI, g.NDCN
+	l := len(x) / n
+	if l*n != len(x) {
+		panic("emu: hierarchical reduce-scatter needs a length divisible by the group") // callers pad
+	}
+	ici, dcn := a%n1, a/n1
+	// order the chunks by (ici, dcn) so that the slice's reduce-scatter
+	// leaves member ici the block of every slice's chunk for its ici
+	y := make([]float32, len(x))
+	for i := range n1 {
+		for d := range n2 {
+			copy(y[(i*n2+d)*l:], x[(d*n1+i)*l:(d*n1+i+1)*l])
+		}
+	}
+	e.ringReduceScatter(op, g.sub(e.rank, false), y)
+	block := y[ici*n2*l : (ici+1)*n2*l]
+	e.ringReduceScatter(op, g.sub(e.rank, true), block)
+	return append([]float32(nil), block[dcn*l:(dcn+1)*l]...)
+}
+
+// AllToAll sends chunk j of x to member j and returns the chunks received,
+// in group order.
+func (e *Endpoint) AllToAll(g Group, x []float32) []float32 {
+	n := g.Size()
+	a := g.index(e.rank)
+	out := make([]float32, len(x))
+	if n == 1 {
+		copy(out, x)
+		return out
+	}
+	e.sync(g, collective.Time(collective.AllToAll, n, unitBytes(len(x)), g.ICILink))
+	const op = "all-to-all"
+	for k := 1; k < n; k++ {
+		to := (a + k) % n
+		lo, hi := chunk(len(x), n, to)
+		e.put(op, g.Ranks[to], x[lo:hi])
+	}
+	lo, hi := chunk(len(x), n, a)
+	copy(out[lo:hi], x[lo:hi])
+	for k := 1; k < n; k++ {
+		from := mod(a-k, n)
+		in, _ := e.get(g.Ranks[from])
+		lo, _ := chunk(len(x), n, from)
+		copy(out[lo:], in)
+	}
+	return out
+}
