@@ -1,0 +1,194 @@
+package emu
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+)
+
+// Checkpoint is a run's complete state after a step: every device's
+// parameter shards and Adam moments and the simulated clocks. Resuming
+// from it continues bit for bit as if the run had not stopped.
+type Checkpoint struct {
+	Header  CheckpointHeader
+	Step    int
+	Devices []DeviceState
+}
+
+// CheckpointHeader identifies the run a checkpoint belongs to.
+type CheckpointHeader struct {
+	Model        Config  `json:"model"`
+	Layout       string  `json:"layout"`
+	Topology     string  `json:"topology"`
+	GlobalBatch  int     `json:"global_batch"`
+	MicroBatches int     `json:"micro_batches"`
+	Seed         uint64  `json:"seed"`
+	LR           float64 `json:"lr"`
+	Data         string  `json:"data"`
+	Step         int     `json:"step"`
+}
+
+// DeviceState is one device's optimizer state.
+type DeviceState struct {
+	AdamT int
+	Clock float64
+	Flat  [][]float32
+	M, V  [][]float32
+}
+
+func header(tc *TrainConfig, step int) CheckpointHeader {
+	return CheckpointHeader{Model: tc.Model, Layout: tc.Mesh.String(), Topology: tc.Mesh.Multislice.String(), GlobalBatch: tc.GlobalBatch,
+		MicroBatches: tc.MicroBatches, Seed: tc.Seed, LR: tc.LR, Data: tc.Data.Name(), Step: step}
+}
+
+func cloneAll(x [][]float32) [][]float32 {
+	out := make([][]float32, len(x))
+	for i := range x {
+		out[i] = append([]float32(nil), x[i]...)
+	}
+	return out
+}
+
+func snapshot(tc *TrainConfig, devs []*device, step int) *Checkpoint {
+	c := &Checkpoint{Header: header(tc, step), Step: step}
+	for _, d := range devs {
+		c.Devices = append(c.Devices, DeviceState{AdamT: d.adamT, Clock: d.ep.Clock(), Flat: cloneAll(d.flat), M: cloneAll(d.m), V: cloneAll(d.v)})
+	}
+	return c
+}
+
+// ErrCheckpoint is wrapped by every checkpoint that cannot be used.
+var ErrCheckpoint = errors.New("unusable checkpoint")
+
+func (c *Checkpoint) restore(tc *TrainConfig, devs []*device) error {
+	want := header(tc, c.Step)
+	if c.Header != want {
+		return fmt.Errorf("emu: checkpoint is of another run (%+v), this run is %+v: %w", c.Header, want, ErrCheckpoint)
+	}
+	if len(c.Devices) != len(devs) {
+		return fmt.Errorf("emu: checkpoint has %d devices, the layout %d: %w", len(c.Devices), len(devs), ErrCheckpoint)
+	}
+	for i, d := range devs {
+		s := c.Devices[i]
+		for _, pair := range []struct{ dst, src [][]float32 }{{d.flat, s.Flat}, {d.m, s.M}, {d.v, s.V}} {
+			if len(pair.src) != len(pair.dst) {
+				return fmt.Errorf("emu: checkpoint device %d has %d tensors, want %d: %w", i, len(pair.src), len(pair.dst), ErrCheckpoint)
+			}
+			for gi := range pair.dst {
+				if len(pair.src[gi]) != len(pair.dst[gi]) {
+					return fmt.Errorf("emu: checkpoint device %d tensor %d has %d values, want %d: %w", i, gi, len(pair.src[gi]), len(pair.dst[gi]), ErrCheckpoint)
+				}
+				copy(pair.dst[gi], pair.src[gi])
+			}
+		}
+		d.adamT = s.AdamT
+		d.ep.f.clocks[d.id] = s.Clock
+	}
+	return nil
+}
+
+const ckptMagic = "SHARDLAB-CKPT-1\n"
+
+// WriteTo encodes the checkpoint: magic, a JSON header, every device's
+// tensors as little-endian float32, and a SHA-256 of all that.
+func (c *Checkpoint) WriteTo(w io.Writer) (int64, error) {
+	var b bytes.Buffer
+	b.WriteString(ckptMagic)
+	h, err := json.Marshal(c.Header)
+	if err != nil {
+		return 0, err
+	}
+	putU64 := func(v uint64) { binary.Write(&b, binary.LittleEndian, v) }
+	putU64(uint64(len(h)))
+	b.Write(h)
+	putU64(uint64(len(c.Devices)))
+	for _, d := range c.Devices {
+		putU64(uint64(d.AdamT))
+		putU64(math.Float64bits(d.Clock))
+		for _, set := range [][][]float32{d.Flat, d.M, d.V} {
+			putU64(uint64(len(set)))
+			for _, x := range set {
+				putU64(uint64(len(x)))
+				binary.Write(&b, binary.LittleEndian, x)
+			}
+		}
+	}
+	sum := sha256.Sum256(b.Bytes())
+	b.Write(sum[:])
+	return b.WriteTo(w)
+}
+
+// ReadCheckpoint decodes and verifies a checkpoint; a truncated or
+// corrupted one is refused.
+func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 1<<34))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) < len(ckptMagic)+sha256.Size || string(data[:len(ckptMagic)]) != ckptMagic {
+		return nil, fmt.Errorf("emu: not a shardlab checkpoint (or truncated before its header): %w", ErrCheckpoint)
+	}
+	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+		return nil, fmt.Errorf("emu: checkpoint checksum mismatch (corrupted or truncated): %w", ErrCheckpoint)
+	}
+	rd := bytes.NewReader(body[len(ckptMagic):])
+	fail := fmt.Errorf("emu: checkpoint ends early: %w", ErrCheckpoint)
+	u64 := func() (uint64, bool) {
+		var v uint64
+		return v, binary.Read(rd, binary.LittleEndian, &v) == nil
+	}
+	n, ok := u64()
+	if !ok || n > uint64(rd.Len()) {
+		return nil, fail
+	}
+	h := make([]byte, n)
+	if _, err := io.ReadFull(rd, h); err != nil {
+		return nil, fail
+	}
+	c := &Checkpoint{}
+	if err := json.Unmarshal(h, &c.Header); err != nil {
+		return nil, fmt.Errorf("emu: checkpoint header: %v: %w", err, ErrCheckpoint)
+	}
+	c.Step = c.Header.Step
+	nd, ok := u64()
+	if !ok || nd > 1<<20 {
+		return nil, fail
+	}
+	for range nd {
+		var s DeviceState
+		t, ok1 := u64()
+		clk, ok2 := u64()
+		if !ok1 || !ok2 {
+			return nil, fail
+		}
+		s.AdamT, s.Clock = int(t), math.Float64frombits(clk)
+		for _, set := range []*[][]float32{&s.Flat, &s.M, &s.V} {
+			k, ok := u64()
+			if !ok || k > 1<<20 {
+				return nil, fail
+			}
+			for range k {
+				l, ok := u64()
+				if !ok || l*4 > uint64(rd.Len()) {
+					return nil, fail
+				}
+				x := make([]float32, l)
+				if err := binary.Read(rd, binary.LittleEndian, x); err != nil {
+					return nil, fail
+				}
+				*set = append(*set, x)
+			}
+		}
+		c.Devices = append(c.Devices, s)
+	}
+	if rd.Len() != 0 {
+		return nil, fmt.Errorf("emu: checkpoint has %d trailing bytes: %w", rd.Len(), ErrCheckpoint)
+	}
+	return c, nil
+}

@@ -1,0 +1,108 @@
+package emu
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/schedule"
+)
+
+func testMesh(t testing.TB, accel string, slices int, layout string) mesh.Mesh {
+	t.Helper()
+	s, err := hw.ParseAcceleratorType(accel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := hw.NewMultislice(s, slices, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var axes []mesh.Axis
+	if layout != "" {
+		if axes, err = mesh.ParseAxes(layout); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := mesh.New(ms, axes...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+var parityModel = Config{Layers: 4, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8}
+
+func parityRun(t testing.TB, m mesh.Mesh, micro int, k schedule.Kind, tied bool) *Result {
+	t.Helper()
+	c := parityModel
+	c.Tied = tied
+	r, err := Train(TrainConfig{Model: c, Mesh: m, GlobalBatch: 8, MicroBatches: micro, Schedule: k, Steps: 3, Seed: 5, LR: 1e-2,
+		Data: &Synthetic{V: c.Vocab, Seed: 11}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func close(a, b float64) bool { return math.Abs(a-b) <= 4e-5+1e-5*math.Abs(b) }
+
+func TestParityWithOneDevice(t *testing.T) {
+	one := map[bool]*Result{}
+	for _, tied := range []bool{false, true} {
+		one[tied] = parityRun(t, testMesh(t, "v5litepod-1", 1, ""), 1, schedule.OneFOneB, tied)
+	}
+	tests := []struct {
+		name         string
+		accel        string
+		slices       int
+		layout       string
+		micro        int
+		sched        schedule.Kind
+		tied         bool
+	}{
+		{"data parallel", "v5litepod-8", 1, "data=8", 1, "", false},
+		{"data parallel, tied", "v5litepod-8", 1, "data=8", 1, "", true},
+		{"FSDP", "v5litepod-8", 1, "fsdp=8", 1, "", false},
+		{"tensor parallel", "v5litepod-8", 1, "tensor=2,data=4", 1, "", false},
+		{"pipeline GPipe", "v5litepod-4", 1, "pipeline=4", 4, schedule.GPipe, false},
+		{"pipeline 1F1B", "v5litepod-4", 1, "pipeline=4", 4, schedule.OneFOneB, false},
+		{"context parallel", "v5litepod-8", 1, "context=4,data=2", 1, "", false},
+		{"DP over DCN", "v5litepod-4", 2, "data=2(dcn),data=4", 1, "", false},
+		{"mixed: data(dcn) x fsdp x tensor", "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, "", false},
+		{"mixed: fsdp x pipeline x tensor", "v5litepod-8", 1, "fsdp=2,pipeline=2,tensor=2", 2, schedule.OneFOneB, false},
+		{"mixed: pipeline(dcn) x context x data", "v5litepod-4", 2, "pipeline=2(dcn),context=2,data=2", 2, schedule.GPipe, false},
+		{"mixed: fsdp(dcn) x context x tensor", "v5litepod-4", 2, "fsdp=2(dcn),context=2,tensor=2", 1, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sched := tt.sched
+			if sched == "" {
+				sched = schedule.OneFOneB
+			}
+			r := parityRun(t, testMesh(t, tt.accel, tt.slices, tt.layout), tt.micro, sched, tt.tied)
+			ref := one[tt.tied]
+			for i := range ref.Losses {
+				if !close(r.Losses[i], ref.Losses[i]) {
+					t.Errorf("step %d loss %.8f, one device %.8f", i+1, r.Losses[i], ref.Losses[i])
+				}
+			}
+			got, want := r.Final.Tensors(), ref.Final.Tensors()
+			worst := 0.0
+			for ti := range want {
+				for i := range want[ti] {
+					a, b := float64(got[ti][i]), float64(want[ti][i])
+					if !close(a, b) {
+						t.Fatalf("tensor %d element %d = %.8g, one device %.8g", ti, i, a, b)
+					}
+					worst = max(worst, math.Abs(a-b))
+				}
+			}
+			t.Logf("%s: losses %v, worst parameter difference %.3g", tt.layout, fmtLosses(r.Losses), worst)
+		})
+	}
+}
+
+func fmtLosses(l []float64) string { return fmt.Sprintf("%.5f", l) }

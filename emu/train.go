@@ -1,0 +1,250 @@
+package emu
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"shardlab/collective"
+	"shardlab/mesh"
+	"shardlab/schedule"
+)
+
+// TrainConfig is a training run on virtual chips.
+type TrainConfig struct {
+	Model        Config
+	Mesh         mesh.Mesh
+	GlobalBatch  int // sequences per step
+	MicroBatches int // pipeline micro-batches; 1 without a pipeline
+	Schedule     schedule.Kind
+	Steps        int
+	Seed         uint64
+	LR           float64
+	Data         Source
+	// FreeComm makes communication cost no simulated time.
+	FreeComm bool
+	// BlocksOnlyClock charges only the transformer blocks to the simulated
+	// clock (balanced pipeline stages, to measure the schedule's bubble).
+	BlocksOnlyClock bool
+	// Efficiency scales the chip's peak for the simulated compute clock.
+	Efficiency float64
+	// FailLinks lists links (device pairs) that are down.
+	FailLinks [][2]int
+	// Resume continues from a checkpoint of the same run.
+	Resume *Checkpoint
+	// OnStep, when set, is called after every step.
+	OnStep func(StepReport)
+}
+
+// StepReport is one step's outcome.
+type StepReport struct {
+	Step       int
+	Loss       float64
+	SimSeconds float64 // simulated step time
+	Tokens     int
+}
+
+// Validate checks the run against its layout.
+func (tc *TrainConfig) Validate() error {
+	c := tc.Model
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	m := tc.Mesh
+	d, f, t, p, cp := m.Size(mesh.Data), m.Size(mesh.FSDP), m.Size(mesh.Tensor), m.Size(mesh.Pipeline), m.Size(mesh.Context)
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("emu: "+format+": %w", append(a, ErrInvalid)...)
+	}
+	switch {
+	case m.Axis(mesh.Tensor).DCN > 1:
+		return fmt.Errorf("emu: %w", mesh.ErrTensorOverDCN)
+	case c.Heads%t != 0 || c.KVHeads%t != 0 || c.DFF%t != 0:
+		return bad("tensor=%d must divide heads %d, kv_heads %d and d_ff %d", t, c.Heads, c.KVHeads, c.DFF)
+	case c.Layers%p != 0:
+		return bad("pipeline=%d must divide the %d layers", p, c.Layers)
+	case c.Seq%cp != 0:
+		return bad("context=%d must divide the sequence length %d", cp, c.Seq)
+	case c.Tied && p > 1:
+		return bad("tied embeddings with pipeline=%d are not supported; untie them or drop the pipeline", p)
+	case tc.MicroBatches < 1 || (p == 1 && tc.MicroBatches != 1):
+		return bad("micro-batches = %d, want 1 without a pipeline and at least 1 with one", tc.MicroBatches)
+	case tc.GlobalBatch < 1 || tc.GlobalBatch%(d*f*tc.MicroBatches) != 0:
+		return bad("global batch %d must split evenly over data %d x fsdp %d x %d micro-batches", tc.GlobalBatch, d, f, tc.MicroBatches)
+	case tc.Steps < 1:
+		return bad("steps = %d, want at least 1", tc.Steps)
+	case tc.Data == nil || tc.Data.Vocab() != c.Vocab:
+		return bad("data source must match the model's vocabulary of %d", c.Vocab)
+	case tc.LR <= 0:
+		return bad("learning rate %v, want positive", tc.LR)
+	}
+	if _, err := schedule.New(tc.Schedule, p, tc.MicroBatches); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Result is what a run measured.
+type Result struct {
+	Losses  []float64
+	Steps   []StepReport
+	Devices []DeviceStats
+	// Final is the trained model, reassembled from the devices' shards.
+	Final *Params[float32]
+	// Checkpoint is the state after the last step.
+	Checkpoint *Checkpoint
+	// Bubble is the idle share of the pipeline devices' simulated time.
+	Bubble float64
+	Trace  []Span
+}
+
+// DeviceStats is one virtual chip's counters.
+type DeviceStats struct {
+	ID     int
+	Coord  [5]int
+	Slice  int
+	Sent   Counter
+	Memory Memory
+	Busy   float64 // simulated compute seconds
+	Clock  float64 // simulated seconds at the end
+}
+
+// Train runs the configuration.
+func Train(tc TrainConfig) (*Result, error) {
+	if tc.Efficiency == 0 {
+		tc.Efficiency = 0.6
+	}
+	if tc.Schedule == "" {
+		tc.Schedule = schedule.OneFOneB
+	}
+	if tc.MicroBatches == 0 {
+		tc.MicroBatches = 1
+	}
+	if err := tc.Validate(); err != nil {
+		return nil, err
+	}
+	g := newGrid(tc.Mesh)
+	fab := NewFabric(g.slice)
+	fab.FreeComm = tc.FreeComm
+	chip := tc.Mesh.Multislice.Slice.Chip
+	fab.SetSendLink(func(from, to int) collective.Link {
+		if g.slice[from] != g.slice[to] {
+			return collective.Link{Bandwidth: tc.Mesh.Multislice.DCNPerChip}
+		}
+		return collective.Link{Bandwidth: chip.ICILinkBandwidth, HopLatency: collective.ICIHopLatency}
+	})
+	for _, l := range tc.FailLinks {
+		if l[0] < 0 || l[1] < 0 || l[0] >= g.n || l[1] >= g.n {
+			return nil, fmt.Errorf("emu: failed link %d-%d names a device outside 0..%d: %w", l[0], l[1], g.n-1, ErrInvalid)
+		}
+		fab.FailLink(l[0], l[1])
+	}
+	full := Init[float32](tc.Model, tc.Seed)
+	devs := make([]*device, g.n)
+	var groups []Group
+	for id := range g.n {
+		devs[id] = newDevice(&tc, g, id, fab.Endpoint(id), full)
+		d := devs[id]
+		groups = append(groups, d.tensorG, d.contextG, d.fsdpG, d.gradG)
+		if d.next >= 0 {
+			groups = append(groups, Group{Ranks: []int{id, d.next}, NICI: 2, NDCN: 1})
+		}
+	}
+	if err := fab.Discover(groups); err != nil {
+		return nil, err
+	}
+	start := 0
+	if tc.Resume != nil {
+		if err := tc.Resume.restore(&tc, devs); err != nil {
+			return nil, err
+		}
+		start = tc.Resume.Step
+	}
+	res := &Result{}
+	rate := float64(chip.PeakBF16) * tc.Efficiency
+	for step := start; step < tc.Steps; step++ {
+		before := 0.0
+		for _, d := range devs {
+			before = max(before, d.ep.Clock())
+		}
+		batch := tc.Data.Batch(step, tc.GlobalBatch, tc.Model.Seq)
+		var wg sync.WaitGroup
+		for _, d := range devs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d.step(step, batch, rate)
+			}()
+		}
+		wg.Wait()
+		loss := 0.0
+		after := 0.0
+		for _, d := range devs { // fixed order: deterministic sum
+			if d.coord[axTensor] == 0 && d.last {
+				loss += d.loss
+			}
+			after = max(after, d.ep.Clock())
+		}
+		rep := StepReport{Step: step + 1, Loss: loss, SimSeconds: after - before, Tokens: tc.GlobalBatch * tc.Model.Seq}
+		res.Losses = append(res.Losses, loss)
+		res.Steps = append(res.Steps, rep)
+		if tc.OnStep != nil {
+			tc.OnStep(rep)
+		}
+	}
+	var busy, span float64
+	for _, d := range devs {
+		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: g.slice[d.id], Sent: d.ep.Bytes,
+			Memory: d.mem.peak, Busy: d.busy, Clock: d.ep.Clock()})
+		res.Trace = append(res.Trace, d.trace...)
+		busy += d.busy
+		span += d.ep.Clock()
+	}
+	if tc.Mesh.Size(mesh.Pipeline) > 1 && span > 0 {
+		res.Bubble = 1 - busy/span
+	}
+	res.Final = assembleFinal(&tc, g, devs)
+	res.Checkpoint = snapshot(&tc, devs, tc.Steps)
+	return res, nil
+}
+
+// assembleFinal rebuilds the full model from the replica at data 0,
+// context 0: FSDP shards concatenated, then tensor and pipeline pieces.
+func assembleFinal(tc *TrainConfig, g *grid, devs []*device) *Params[float32] {
+	t, p, f := tc.Mesh.Size(mesh.Tensor), tc.Mesh.Size(mesh.Pipeline), tc.Mesh.Size(mesh.FSDP)
+	pieces := make([][]*Params[float32], p)
+	for si := range p {
+		pieces[si] = make([]*Params[float32], t)
+		for ti := range t {
+			var flat [][]float32
+			base := devs[g.id([5]int{0, 0, ti, si, 0})]
+			for gi := range base.flat {
+				buf := make([]float32, 0, base.fullLen[gi])
+				for fi := range f {
+					buf = append(buf, devs[g.id([5]int{0, fi, ti, si, 0})].flat[gi]...)
+				}
+				flat = append(flat, buf[:base.realLen[gi]])
+			}
+			pieces[si][ti] = base.bind(flat)
+		}
+	}
+	return Assemble(tc.Model, pieces)
+}
+
+// Adam's constants (β₂ = 0.95 as in most LLM pre-training).
+const (
+	adamB1  = 0.9
+	adamB2  = 0.95
+	adamEps = 1e-8
+)
+
+func adam(w, g, m, v []float32, lr float64, step int) {
+	c1 := 1 - math.Pow(adamB1, float64(step))
+	c2 := 1 - math.Pow(adamB2, float64(step))
+	for i := range w {
+		gi := float64(g[i])
+		mi := adamB1*float64(m[i]) + (1-adamB1)*gi
+		vi := adamB2*float64(v[i]) + (1-adamB2)*gi*gi
+		m[i], v[i] = float32(mi), float32(vi)
+		w[i] -= float32(lr * (mi / c1) / (math.Sqrt(vi/c2) + adamEps))
+	}
+}
