@@ -104,8 +104,9 @@ type Estimator struct {
 }
 
 type pipe struct {
-	bubble   float64
-	inFlight int // micro-batches held by the first stage
+	bubble       float64
+	inFlight     int // micro-batches held by the first stage
+	lastInFlight int // and by the last
 }
 
 // NewEstimator returns an empty estimator.
@@ -125,14 +126,14 @@ func (e *Estimator) pipe(k schedule.Kind, p, m int) pipe {
 	if r, ok := e.pipes[key]; ok {
 		return r
 	}
-	r := pipe{inFlight: 1}
+	r := pipe{inFlight: 1, lastInFlight: 1}
 	if p > 1 {
 		s, err := schedule.New(k, p, m)
 		if err != nil {
 			panic(err) // validated by shapeOf
 		}
 		tl := s.Simulate(1, 2, 0)
-		r = pipe{bubble: tl.Bubble(), inFlight: tl.PeakInFlight[0]}
+		r = pipe{bubble: tl.Bubble(), inFlight: tl.PeakInFlight[0], lastInFlight: tl.PeakInFlight[p-1]}
 	}
 	e.pipes[key] = r
 	return r
@@ -173,24 +174,41 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	return sh, nil
 }
 
-// paramsPerChip is the parameters one chip of the most loaded stage holds:
-// its stage's layers and the larger of the input embedding or output layer
-// (both when there is one stage), sharded over tensor and fsdp. With more
-// tensor shards than key/value heads, each K/V head is replicated on
-// t/KV chips (Megatron's GQA layout).
-func (j Job) paramsPerChip(sh shape) float64 {
+// stage picks a pipeline stage for per-stage accounting.
+type stage int
+
+const (
+	firstStage stage = iota
+	lastStage
+)
+
+// stageParams is the parameters one chip of a stage holds: the stage's
+// layers, plus the input embedding (first stage) or the final norm and
+// output layer (last stage; a tied output keeps its own copy of the
+// embedding there), all of it with one stage; sharded over tensor and fsdp.
+// With more tensor shards than key/value heads, each K/V head is
+// replicated on t/KV chips (Megatron's GQA layout).
+func (j Job) stageParams(sh shape, st stage) float64 {
 	pc := j.Model.ParamCount()
-	ends := float64(pc.Embedding + pc.Output + pc.FinalNorm)
-	if sh.p > 1 {
-		out := pc.Output
-		if j.Model.TiedEmbeddings {
-			out = pc.Embedding // the last stage keeps its own copy of the tied matrix
-		}
-		ends = float64(max(pc.Embedding, out) + pc.FinalNorm)
+	var ends int64
+	switch {
+	case sh.p == 1:
+		ends = pc.Embedding + pc.Output + pc.FinalNorm
+	case st == firstStage:
+		ends = pc.Embedding
+	case j.Model.TiedEmbeddings:
+		ends = pc.Embedding + pc.FinalNorm
+	default:
+		ends = pc.Output + pc.FinalNorm
 	}
 	kv := float64(2 * j.Model.DModel * j.Model.KV() * j.Model.Head())
 	layer := (float64(pc.PerLayer())-kv)/float64(sh.t) + kv/float64(kvShards(j.Model.KV(), sh.t))
-	return (float64(sh.ls)*layer + ends/float64(sh.t)) / float64(sh.f)
+	return (float64(sh.ls)*layer + float64(ends)/float64(sh.t)) / float64(sh.f)
+}
+
+// paramsPerChip is the parameters of the most loaded chip.
+func (j Job) paramsPerChip(sh shape) float64 {
+	return max(j.stageParams(sh, firstStage), j.stageParams(sh, lastStage))
 }
 
 // TensorDivides reports whether tensor parallelism t can split the model:
@@ -265,9 +283,23 @@ func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
 }
 
 func (e *Estimator) memory(j Job, m mesh.Mesh, sh shape) Memory {
+	first := e.stageMemory(j, m, sh, firstStage)
+	if sh.p == 1 {
+		return first
+	}
+	if last := e.stageMemory(j, m, sh, lastStage); last.Total() > first.Total() {
+		return last
+	}
+	return first
+}
+
+// stageMemory is HBM per chip on the first or last pipeline stage (the
+// same stage when there is one): the first holds the most micro-batches in
+// flight and the embedding, the last the output layer and the logits.
+func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 	chip := m.Multislice.Slice.Chip
 	prec := j.Precision
-	params := j.paramsPerChip(sh)
+	params := j.stageParams(sh, st)
 	mem := Memory{
 		Weights:   unit.Bytes(params * float64(prec.Weight+prec.Master)),
 		Gradients: unit.Bytes(params * float64(prec.Gradient)),
@@ -275,7 +307,11 @@ func (e *Estimator) memory(j Job, m mesh.Mesh, sh shape) Memory {
 		HBM:       chip.HBM,
 		Usable:    unit.Bytes(float64(chip.HBM) * (1 - j.HBMHeadroom)),
 	}
-	inFlight := e.pipe(j.Schedule, sh.p, sh.m).inFlight
+	pp := e.pipe(j.Schedule, sh.p, sh.m)
+	inFlight := pp.inFlight
+	if st == lastStage {
+		inFlight = pp.lastInFlight
+	}
 	held := float64(sh.ls) * float64(inFlight) * j.LayerActivations(sh.b, sh.s, j.Seq, sh.t, j.Remat)
 	mem.Activations = unit.Bytes(held)
 
@@ -288,9 +324,11 @@ func (e *Estimator) memory(j Job, m mesh.Mesh, sh shape) Memory {
 		layer := float64(j.Model.ParamCount().PerLayer()) / float64(sh.t)
 		transient += layer * float64(2*prec.Weight+prec.Gradient)
 	}
-	// output logits in the activation dtype plus fp32 for the softmax and loss
-	logits := float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * float64(prec.Activation+4) / float64(sh.t)
-	mem.Transient = unit.Bytes(transient + logits)
+	if sh.p == 1 || st == lastStage {
+		// output logits in the activation dtype plus fp32 for the softmax and loss
+		transient += float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * float64(prec.Activation+4) / float64(sh.t)
+	}
+	mem.Transient = unit.Bytes(transient)
 	return mem
 }
 

@@ -183,11 +183,16 @@ func (f *Fabric) queue(src, dst int) *fifo {
 type Endpoint struct {
 	f     *Fabric
 	rank  int
+	axis  string // the group of the collective under way
 	Bytes Counter
+	// ByAxis counts the same bytes under "axis op" (e.g. "tensor all-reduce").
+	ByAxis Counter
 }
 
 // Endpoint returns device rank's Comm.
-func (f *Fabric) Endpoint(rank int) *Endpoint { return &Endpoint{f: f, rank: rank, Bytes: Counter{}} }
+func (f *Fabric) Endpoint(rank int) *Endpoint {
+	return &Endpoint{f: f, rank: rank, Bytes: Counter{}, ByAxis: Counter{}}
+}
 
 // Sent is the bytes this device has sent.
 func (e *Endpoint) Sent() Counter { return e.Bytes }
@@ -208,9 +213,10 @@ func (e *Endpoint) class(to int) Class {
 	return DCN
 }
 
-// put sends a copy of x to device to, counting it under op.
-func (e *Endpoint) put(op string, to int, x []float32) {
+// put sends a copy of x to device to, counting it under op and axis.
+func (e *Endpoint) put(op, axis string, to int, x []float32) {
 	e.Bytes.add(op, e.class(to), int64(len(x))*4)
+	e.ByAxis.add(axis+" "+op, e.class(to), int64(len(x))*4)
 	q := e.f.queue(e.rank, to)
 	q.mu.Lock()
 	q.q = append(q.q, append([]float32(nil), x...))
@@ -233,7 +239,7 @@ func (e *Endpoint) get(from int) ([]float32, float64) {
 
 // Send is a point-to-point send (pipeline stages). The receiver's clock
 // becomes at least the sender's plus the transfer time.
-func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", to, x) }
+func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", "pipeline", to, x) }
 
 // Recv receives from device from.
 func (e *Endpoint) Recv(from int) []float32 {

@@ -275,11 +275,15 @@ func (d *device) step(step int, batch [][]int, rate float64) {
 		n := mb.n()
 		if op.Pass == schedule.Forward {
 			var x Mat[float32]
+			// a single stage keeps its gathered ends from the embedding to
+			// the head: one gather per pass, as FSDP does
+			var ends []float32
 			if d.first {
-				ends := d.gather(0)
-				pp := d.bindEnds(ends)
-				x = embed(pp, mb)
-				d.release(ends)
+				ends = d.gather(0)
+				x = embed(d.bindEnds(ends), mb)
+				if !d.last {
+					d.release(ends)
+				}
 			} else {
 				x = Mat[float32]{R: n, C: d.c.DModel, D: d.ep.Recv(d.prev)}
 			}
@@ -295,9 +299,10 @@ func (d *device) step(step int, batch [][]int, rate float64) {
 				d.compute(fmt.Sprintf("F%d layer %d", op.MicroBatch, li), d.layerFLOPs(&l, n), clockRate)
 			}
 			if d.last {
-				ends := d.gather(0)
-				pp := d.bindEnds(ends)
-				loss, ha := headForward(d.c, pp, x, mb)
+				if !d.first {
+					ends = d.gather(0)
+				}
+				loss, ha := headForward(d.c, d.bindEnds(ends), x, mb)
 				d.release(ends)
 				d.loss += loss
 				heads[op.MicroBatch] = ha

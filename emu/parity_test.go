@@ -55,13 +55,13 @@ func TestParityWithOneDevice(t *testing.T) {
 		one[tied] = parityRun(t, testMesh(t, "v5litepod-1", 1, ""), 1, schedule.OneFOneB, tied)
 	}
 	tests := []struct {
-		name         string
-		accel        string
-		slices       int
-		layout       string
-		micro        int
-		sched        schedule.Kind
-		tied         bool
+		name   string
+		accel  string
+		slices int
+		layout string
+		micro  int
+		sched  schedule.Kind
+		tied   bool
 	}{
 		{"data parallel", "v5litepod-8", 1, "data=8", 1, "", false},
 		{"data parallel, tied", "v5litepod-8", 1, "data=8", 1, "", true},

@@ -25,6 +25,7 @@ func indexOf(members []int, rank int) int {
 // x's chunk i for member i (other chunks hold partial sums). Step k sends
 // chunk i−1−k to the next member and adds chunk i−2−k from the previous.
 func (e *Endpoint) ringReduceScatter(op string, members []int, x []float32) {
+	ax := e.axis
 	n := len(members)
 	if n == 1 {
 		return
@@ -33,7 +34,7 @@ func (e *Endpoint) ringReduceScatter(op string, members []int, x []float32) {
 	next, prev := members[(i+1)%n], members[mod(i-1, n)]
 	for k := 0; k < n-1; k++ {
 		slo, shi := chunk(len(x), n, mod(i-1-k, n))
-		e.put(op, next, x[slo:shi])
+		e.put(op, ax, next, x[slo:shi])
 		in, _ := e.get(prev)
 		rlo, _ := chunk(len(x), n, mod(i-2-k, n))
 		for j, v := range in {
@@ -45,6 +46,7 @@ func (e *Endpoint) ringReduceScatter(op string, members []int, x []float32) {
 // ringAllGather spreads each member's chunk i of x to all: step k sends
 // chunk i−k and receives chunk i−k−1.
 func (e *Endpoint) ringAllGather(op string, members []int, x []float32) {
+	ax := e.axis
 	n := len(members)
 	if n == 1 {
 		return
@@ -53,7 +55,7 @@ func (e *Endpoint) ringAllGather(op string, members []int, x []float32) {
 	next, prev := members[(i+1)%n], members[mod(i-1, n)]
 	for k := 0; k < n-1; k++ {
 		slo, shi := chunk(len(x), n, mod(i-k, n))
-		e.put(op, next, x[slo:shi])
+		e.put(op, ax, next, x[slo:shi])
 		in, _ := e.get(prev)
 		rlo, _ := chunk(len(x), n, mod(i-k-1, n))
 		copy(x[rlo:], in)
@@ -68,6 +70,7 @@ func (e *Endpoint) cost(g Group, op collective.Op, size unit.Bytes) {
 // group spans slices, reduce-scatter inside each slice, all-reduce of the
 // shard across slices, all-gather inside the slice.
 func (e *Endpoint) AllReduce(g Group, x []float32) {
+	e.axis = g.Axis
 	if g.Size() <= 1 {
 		return
 	}
@@ -90,6 +93,7 @@ func (e *Endpoint) AllReduce(g Group, x []float32) {
 
 // AllGather concatenates every member's x in group order.
 func (e *Endpoint) AllGather(g Group, x []float32) []float32 {
+	e.axis = g.Axis
 	n := g.Size()
 	out := make([]float32, n*len(x))
 	a := g.index(e.rank)
@@ -123,6 +127,7 @@ func (e *Endpoint) AllGather(g Group, x []float32) []float32 {
 
 // ReduceScatter sums x over g and returns this member's chunk.
 func (e *Endpoint) ReduceScatter(g Group, x []float32) []float32 {
+	e.axis = g.Axis
 	n := g.Size()
 	a := g.index(e.rank)
 	if n == 1 {
@@ -171,7 +176,7 @@ func (e *Endpoint) AllToAll(g Group, x []float32) []float32 {
 	for k := 1; k < n; k++ {
 		to := (a + k) % n
 		lo, hi := chunk(len(x), n, to)
-		e.put(op, g.Ranks[to], x[lo:hi])
+		e.put(op, g.Axis, g.Ranks[to], x[lo:hi])
 	}
 	lo, hi := chunk(len(x), n, a)
 	copy(out[lo:hi], x[lo:hi])

@@ -99,13 +99,15 @@ type Result struct {
 
 // DeviceStats is one virtual chip's counters.
 type DeviceStats struct {
-	ID     int
-	Coord  [5]int
-	Slice  int
-	Sent   Counter
-	Memory Memory
-	Busy   float64 // simulated compute seconds
-	Clock  float64 // simulated seconds at the end
+	ID    int
+	Coord [5]int
+	Slice int
+	Sent  Counter
+	// SentByAxis is Sent split by the group's axes ("tensor all-reduce").
+	SentByAxis Counter
+	Memory     Memory
+	Busy       float64 // simulated compute seconds
+	Clock      float64 // simulated seconds at the end
 }
 
 // Train runs the configuration.
@@ -191,16 +193,19 @@ func Train(tc TrainConfig) (*Result, error) {
 			tc.OnStep(rep)
 		}
 	}
-	var busy, span float64
+	var busy, makespan float64
 	for _, d := range devs {
-		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: g.slice[d.id], Sent: d.ep.Bytes,
+		makespan = max(makespan, d.ep.Clock())
+	}
+	for _, d := range devs {
+		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: g.slice[d.id], Sent: d.ep.Bytes, SentByAxis: d.ep.ByAxis,
 			Memory: d.mem.peak, Busy: d.busy, Clock: d.ep.Clock()})
 		res.Trace = append(res.Trace, d.trace...)
 		busy += d.busy
-		span += d.ep.Clock()
 	}
-	if tc.Mesh.Size(mesh.Pipeline) > 1 && span > 0 {
-		res.Bubble = 1 - busy/span
+	if tc.Mesh.Size(mesh.Pipeline) > 1 && makespan > 0 {
+		// every device's idle share of the common makespan
+		res.Bubble = 1 - busy/(float64(len(devs))*makespan)
 	}
 	res.Final = assembleFinal(&tc, g, devs)
 	res.Checkpoint = snapshot(&tc, devs, tc.Steps)

@@ -12,7 +12,7 @@ import (
 // no os, net or flag (I/O lives in cmd), depend on nothing under cmd/, and
 // read no wall clock.
 func TestCorePackagesArePure(t *testing.T) {
-	core := []string{"unit", "hw", "model", "mesh", "collective", "schedule", "systolic", "infeed", "trace", "cost", "plan", "export"}
+	core := []string{"unit", "hw", "model", "mesh", "collective", "schedule", "systolic", "infeed", "trace", "cost", "plan", "export", "emu"}
 	for _, pkg := range core {
 		path := "shardlab/" + pkg
 		out, err := exec.Command("go", "list", "-f", "{{join .Imports \" \"}}", path).Output()
@@ -45,6 +45,20 @@ func TestCorePackagesArePure(t *testing.T) {
 			if strings.Contains(string(src), "time.Now(") {
 				t.Errorf("%s calls time.Now", f)
 			}
+		}
+	}
+}
+
+// TestEmulatorIsIndependentOfCost keeps the emulator an independent check
+// of the cost model: emu must not depend on cost or plan.
+func TestEmulatorIsIndependentOfCost(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "shardlab/emu").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "shardlab/cost" || dep == "shardlab/plan" {
+			t.Errorf("emu depends on %s", dep)
 		}
 	}
 }
