@@ -184,9 +184,11 @@ type Endpoint struct {
 	f     *Fabric
 	rank  int
 	axis  string // the group of the collective under way
+	op    string // and its name, for the trace
 	Bytes Counter
 	// ByAxis counts the same bytes under "axis op" (e.g. "tensor all-reduce").
 	ByAxis Counter
+	spans  []Span
 }
 
 // Endpoint returns device rank's Comm.
@@ -255,7 +257,10 @@ func (e *Endpoint) Recv(from int) []float32 {
 	if !e.f.FreeComm {
 		d = collective.Time(collective.SendRecv, 2, unitBytes(len(x)), l).Seconds()
 	}
-	e.f.clocks[e.rank] = max(e.f.clocks[e.rank], sent+d)
+	if t := max(e.f.clocks[e.rank], sent+d); t > e.f.clocks[e.rank] {
+		e.spans = append(e.spans, Span{Device: e.rank, Name: "recv from " + fmt.Sprint(from), Start: e.f.clocks[e.rank], End: t})
+		e.f.clocks[e.rank] = t
+	}
 	return x
 }
 
@@ -302,6 +307,9 @@ func (e *Endpoint) sync(g Group, cost time.Duration) {
 	}
 	t := r.result
 	r.mu.Unlock()
+	if start := e.f.clocks[e.rank]; t > start {
+		e.spans = append(e.spans, Span{Device: e.rank, Name: e.op + " (" + g.Axis + ")", Start: start, End: t})
+	}
 	e.f.clocks[e.rank] = t
 }
 

@@ -63,6 +63,7 @@ func (e *Endpoint) ringAllGather(op string, members []int, x []float32) {
 }
 
 func (e *Endpoint) cost(g Group, op collective.Op, size unit.Bytes) {
+	e.op = op.String()
 	e.sync(g, collective.Hierarchical(op, size, g.NICI, g.ICILink, g.NDCN, g.DCNLink).Time())
 }
 
@@ -171,6 +172,7 @@ func (e *Endpoint) AllToAll(g Group, x []float32) []float32 {
 		copy(out, x)
 		return out
 	}
+	e.op = "all-to-all"
 	e.sync(g, collective.Time(collective.AllToAll, n, unitBytes(len(x)), g.ICILink))
 	const op = "all-to-all"
 	for k := 1; k < n; k++ {

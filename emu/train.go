@@ -34,6 +34,10 @@ type TrainConfig struct {
 	Resume *Checkpoint
 	// OnStep, when set, is called after every step.
 	OnStep func(StepReport)
+	// CheckpointEvery, with OnCheckpoint, hands the state to the caller
+	// every that many steps (the caller writes it).
+	CheckpointEvery int
+	OnCheckpoint    func(*Checkpoint) error
 }
 
 // StepReport is one step's outcome.
@@ -192,6 +196,11 @@ func Train(tc TrainConfig) (*Result, error) {
 		if tc.OnStep != nil {
 			tc.OnStep(rep)
 		}
+		if tc.CheckpointEvery > 0 && tc.OnCheckpoint != nil && (step+1)%tc.CheckpointEvery == 0 {
+			if err := tc.OnCheckpoint(snapshot(&tc, devs, step+1)); err != nil {
+				return nil, fmt.Errorf("emu: checkpoint after step %d: %w", step+1, err)
+			}
+		}
 	}
 	var busy, makespan float64
 	for _, d := range devs {
@@ -201,6 +210,7 @@ func Train(tc TrainConfig) (*Result, error) {
 		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: g.slice[d.id], Sent: d.ep.Bytes, SentByAxis: d.ep.ByAxis,
 			Memory: d.mem.peak, Busy: d.busy, Clock: d.ep.Clock()})
 		res.Trace = append(res.Trace, d.trace...)
+		res.Trace = append(res.Trace, d.ep.spans...)
 		busy += d.busy
 	}
 	if tc.Mesh.Size(mesh.Pipeline) > 1 && makespan > 0 {
