@@ -151,10 +151,24 @@ func (e *ErrLinkDown) Error() string {
 }
 
 // Discover checks every link the groups' rings use, as ICI mesh discovery
-// does at start-up, and names the first broken one instead of hanging.
+// does at start-up, and names the first broken one instead of hanging. A
+// failed link that no ring uses is an error too: it is not a link of this
+// mesh.
 func (f *Fabric) Discover(groups []Group) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	used := map[[2]int]bool{}
+	for _, g := range groups {
+		for i, a := range g.Ranks {
+			b := g.Ranks[(i+1)%len(g.Ranks)]
+			used[[2]int{a, b}], used[[2]int{b, a}] = true, true
+		}
+	}
+	for l := range f.failed {
+		if !used[l] {
+			return fmt.Errorf("emu: devices %d and %d share no ring in this layout, so %d-%d is not one of its links: %w", l[0], l[1], l[0], l[1], ErrInvalid)
+		}
+	}
 	for _, g := range groups {
 		for i, a := range g.Ranks {
 			b := g.Ranks[(i+1)%len(g.Ranks)]
@@ -257,10 +271,16 @@ func (e *Endpoint) Recv(from int) []float32 {
 	if !e.f.FreeComm {
 		d = collective.Time(collective.SendRecv, 2, unitBytes(len(x)), l).Seconds()
 	}
-	if t := max(e.f.clocks[e.rank], sent+d); t > e.f.clocks[e.rank] {
-		e.spans = append(e.spans, Span{Device: e.rank, Name: "recv from " + fmt.Sprint(from), Start: e.f.clocks[e.rank], End: t})
-		e.f.clocks[e.rank] = t
+	now := e.f.clocks[e.rank]
+	if sent > now { // waiting for the other stage: the pipeline bubble
+		e.spans = append(e.spans, Span{Device: e.rank, Name: "bubble", Start: now, End: sent})
+		now = sent
 	}
+	if end := sent + d; end > now {
+		e.spans = append(e.spans, Span{Device: e.rank, Name: fmt.Sprintf("recv from %d", from), Start: now, End: end})
+		now = end
+	}
+	e.f.clocks[e.rank] = now
 	return x
 }
 

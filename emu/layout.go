@@ -60,9 +60,12 @@ func (g *grid) id(c [5]int) int {
 func (g *grid) group(dev int, axes ...int) Group {
 	base := g.coords[dev]
 	gr := Group{NICI: 1, NDCN: 1}
-	for _, ax := range axes {
+	for i, ax := range axes {
 		gr.NICI *= g.axes[ax].ICI
 		gr.NDCN *= g.axes[ax].DCN
+		if i > 0 {
+			gr.Axis += "×"
+		}
 		gr.Axis += string(g.axes[ax].Name)
 	}
 	// enumerate DCN parts (outer) then ICI parts, axes in order

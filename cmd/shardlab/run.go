@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"shardlab/cost"
+	"shardlab/emu"
 	"shardlab/export"
 	"shardlab/hw"
 	"shardlab/infeed"
@@ -31,6 +32,7 @@ usage:
   shardlab mxu [flags]             one GEMM on a systolic MXU, cycle by cycle
   shardlab mxu compare [flags]     the same GEMM on CPU, GPU and TPU execution models
   shardlab infeed [flags]          a host's input pipeline, event by event
+  shardlab run [flags]             train a small transformer on virtual chips with a layout
   shardlab hw list|show NAME       the TPU catalog (NAME: v5p or v5p-128)
   shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
 
@@ -72,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runMXU(args[1:], stdout, stderr)
 	case "infeed":
 		err = runInfeed(args[1:], stdout, stderr)
+	case "run":
+		err = runEmu(args[1:], stdout, stderr)
 	case "hw":
 		err = runHW(args[1:], stdout)
 	case "model":
@@ -80,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		err = bad("unknown command %q, want plan, export, mxu, infeed, hw or model", args[0])
+		err = bad("unknown command %q, want plan, export, run, mxu, infeed, hw or model", args[0])
 	}
 	if err == nil {
 		return exitOK
@@ -154,7 +158,7 @@ func isUsage(err error) bool {
 	return errors.As(err, &ue) || errors.As(err, &pe) || errors.As(err, &fe) || errors.As(err, &me) ||
 		errors.Is(err, model.ErrInvalid) || errors.Is(err, plan.ErrRequest) || errors.Is(err, cost.ErrJob) ||
 		errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, schedule.ErrInvalid) || errors.Is(err, systolic.ErrInvalid) ||
-		errors.Is(err, infeed.ErrInvalid)
+		errors.Is(err, infeed.ErrInvalid) || errors.Is(err, emu.ErrInvalid) || errors.Is(err, emu.ErrCheckpoint)
 }
 
 type planFlags struct {

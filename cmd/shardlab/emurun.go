@@ -1,0 +1,450 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"shardlab/emu"
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/schedule"
+	"shardlab/trace"
+	"shardlab/unit"
+)
+
+// the default run: 8 virtual chips in two 4-chip v5e slices
+const (
+	defaultRunTPU    = "v5litepod-4"
+	defaultRunSlices = 2
+	defaultRunMesh   = "data=2(dcn),fsdp=2,tensor=2"
+)
+
+func runEmu(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	tpu := fs.String("tpu", defaultRunTPU, "accelerator type of one slice")
+	slices := fs.Int("slices", defaultRunSlices, "slices joined by DCN")
+	meshSpec := fs.String("mesh", defaultRunMesh, "layout, e.g. data=2(dcn),fsdp=2,tensor=2")
+	planPath := fs.String("plan", "", "take the layout (and topology) from 'shardlab plan --json' output in FILE")
+	layers := fs.Int("layers", 4, "model layers")
+	dModel := fs.Int("d-model", 64, "model width")
+	heads := fs.Int("heads", 4, "attention heads")
+	kvHeads := fs.Int("kv-heads", 2, "key/value heads")
+	dff := fs.Int("d-ff", 176, "MLP width")
+	seq := fs.Int("seq", 64, "sequence length")
+	tied := fs.Bool("tied", false, "tie the output projection to the embedding")
+	batch := fs.Int("batch", 16, "global batch in sequences")
+	micro := fs.Int("micro-batches", 0, "pipeline micro-batches (default: 2 per stage with a pipeline)")
+	sched := fs.String("schedule", "1f1b", "pipeline schedule: gpipe or 1f1b")
+	steps := fs.Int("steps", 30, "training steps")
+	lr := fs.Float64("lr", 3e-3, "Adam learning rate")
+	seed := fs.Uint64("seed", 1, "seed for the weights and the batches")
+	data := fs.String("data", "", "text FILE or DIR of .go/.txt/.md files (default: the Go sources under GOROOT)")
+	synthetic := fs.Bool("synthetic", false, "train on synthetic sequences instead of text")
+	ckptDir := fs.String("checkpoint", "", "write a checkpoint to DIR every --every steps")
+	every := fs.Int("every", 10, "steps between checkpoints")
+	resume := fs.Bool("resume", false, "continue from the checkpoint in --checkpoint DIR")
+	failLink := fs.String("fail-link", "", "mark the link between devices A-B as down")
+	tracePath := fs.String("trace", "", "write a Chrome/Perfetto trace (one track per virtual chip) to FILE")
+	asJSON := fs.Bool("json", false, "print JSON")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	var m mesh.Mesh
+	var err error
+	if *planPath != "" {
+		if set["mesh"] || set["tpu"] || set["slices"] {
+			return bad("run: --plan gives the layout and topology; drop --mesh, --tpu and --slices")
+		}
+		m, err = meshFromPlan(*planPath)
+	} else {
+		m, err = buildMesh(*tpu, *slices, *meshSpec)
+	}
+	if err != nil {
+		return err
+	}
+	var src emu.Source
+	vocab := 256
+	if *synthetic {
+		src = &emu.Synthetic{V: vocab, Seed: *seed}
+	} else {
+		text, desc, err := loadCorpus(*data)
+		if err != nil {
+			return err
+		}
+		if src, err = emu.NewBytes(text, *seed, desc, *seq); err != nil {
+			return usageError{err}
+		}
+	}
+	mb := *micro
+	if mb == 0 {
+		mb = 1
+		if p := m.Size(mesh.Pipeline); p > 1 {
+			mb = 2 * p
+		}
+	}
+	k, err := schedule.ParseKind(*sched)
+	if err != nil {
+		return usageError{err}
+	}
+	tc := emu.TrainConfig{
+		Model: emu.Config{Layers: *layers, DModel: *dModel, Heads: *heads, KVHeads: *kvHeads, DFF: *dff, Vocab: vocab, Seq: *seq, Tied: *tied},
+		Mesh:  m, GlobalBatch: *batch, MicroBatches: mb, Schedule: k, Steps: *steps, Seed: *seed, LR: *lr, Data: src,
+	}
+	if *failLink != "" {
+		a, b, ok := strings.Cut(*failLink, "-")
+		x, err1 := strconv.Atoi(a)
+		y, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil {
+			return bad("--fail-link %q, want A-B with two device numbers, e.g. 3-4", *failLink)
+		}
+		tc.FailLinks = [][2]int{{x, y}}
+	}
+	ckptFile := ""
+	if *ckptDir != "" {
+		if *every < 1 {
+			return bad("--every %d, want at least 1", *every)
+		}
+		ckptFile = filepath.Join(*ckptDir, "checkpoint.bin")
+		tc.CheckpointEvery = *every
+		tc.OnCheckpoint = func(c *emu.Checkpoint) error { return writeCheckpoint(ckptFile, c) }
+	}
+	if *resume {
+		if ckptFile == "" {
+			return bad("--resume needs --checkpoint DIR")
+		}
+		f, err := os.Open(ckptFile)
+		if err != nil {
+			return fmt.Errorf("run: --resume: %w", err)
+		}
+		c, err := emu.ReadCheckpoint(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("run: %s: %w", ckptFile, err)
+		}
+		tc.Resume = c
+	}
+	start := time.Now()
+	stepStart := start
+	var wall []time.Duration
+	tc.OnStep = func(r emu.StepReport) {
+		now := time.Now()
+		wall = append(wall, now.Sub(stepStart))
+		stepStart = now
+		if !*quiet && !*asJSON {
+			progress(stderr, r, *steps, now.Sub(start))
+		}
+	}
+	res, err := emu.Train(tc)
+	if !*quiet && !*asJSON {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		// a bad layout or checkpoint is bad input; a link down is a failure
+		if errors.Is(err, emu.ErrInvalid) || errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, emu.ErrCheckpoint) {
+			return usageError{err}
+		}
+		return err
+	}
+	if *tracePath != "" {
+		if err := writeEmuTrace(*tracePath, res); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		return writeJSON(stdout, runJSON(tc, res, wall))
+	}
+	return writeRunReport(stdout, tc, res, wall, src.Name())
+}
+
+func progress(w io.Writer, r emu.StepReport, total int, elapsed time.Duration) {
+	const width = 30
+	done := r.Step * width / max(total, 1)
+	bar := strings.Repeat("=", done) + strings.Repeat(" ", width-done)
+	tps := float64(r.Step*r.Tokens) / elapsed.Seconds()
+	fmt.Fprintf(w, "\rstep %d/%d [%s] loss %.4f  %.0f tokens/s", r.Step, total, bar, r.Loss, tps)
+}
+
+func buildMesh(accel string, slices int, spec string) (mesh.Mesh, error) {
+	s, err := hw.ParseAcceleratorType(accel)
+	if err != nil {
+		return mesh.Mesh{}, err
+	}
+	ms, err := hw.NewMultislice(s, slices, 0)
+	if err != nil {
+		return mesh.Mesh{}, err
+	}
+	axes, err := mesh.ParseAxes(spec)
+	if err != nil {
+		return mesh.Mesh{}, err
+	}
+	return mesh.New(ms, axes...)
+}
+
+// meshFromPlan reads the layout and topology of a 'shardlab plan --json'
+// object.
+func meshFromPlan(path string) (mesh.Mesh, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return mesh.Mesh{}, bad("--plan %s: %v", path, err)
+	}
+	var p struct {
+		Accelerator string `json:"accelerator_type"`
+		Topology    string `json:"topology"`
+		Slices      int    `json:"slices"`
+		Layout      struct {
+			Axes []mesh.Axis `json:"axes"`
+		} `json:"layout"`
+	}
+	if err := json.Unmarshal(data, &p); err != nil || p.Accelerator == "" || len(p.Layout.Axes) == 0 {
+		return mesh.Mesh{}, bad("--plan %s: not the JSON object 'shardlab plan --json' prints (want accelerator_type, slices and layout.axes)", path)
+	}
+	s, err := hw.ParseAcceleratorType(p.Accelerator)
+	if err != nil {
+		return mesh.Mesh{}, err
+	}
+	if p.Topology != "" {
+		if s, err = hw.ParseTopology(s.Chip, p.Topology); err != nil {
+			return mesh.Mesh{}, err
+		}
+	}
+	ms, err := hw.NewMultislice(s, max(p.Slices, 1), 0)
+	if err != nil {
+		return mesh.Mesh{}, err
+	}
+	if ms.Chips() > 4096 {
+		return mesh.Mesh{}, bad("--plan %s: %d chips is more virtual chips than one process runs (at most 4096)", path, ms.Chips())
+	}
+	return mesh.New(ms, p.Layout.Axes...)
+}
+
+// loadCorpus reads a text file, the text files under a directory, or by
+// default the Go sources under GOROOT/src, in sorted order, up to 4 MiB.
+func loadCorpus(path string) ([]byte, string, error) {
+	const limit = 4 << 20
+	desc := path
+	if path == "" {
+		root := os.Getenv("GOROOT")
+		if root == "" {
+			root = runtime.GOROOT()
+		}
+		path = filepath.Join(root, "src")
+		desc = "Go sources under " + path
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, "", bad("--data %s: %v", path, err)
+	}
+	if !info.IsDir() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, "", bad("--data %s: %v", path, err)
+		}
+		return b[:min(len(b), limit)], desc, nil
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable entries are skipped
+		}
+		switch filepath.Ext(p) {
+		case ".go", ".txt", ".md":
+			if !d.IsDir() {
+				files = append(files, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	sort.Strings(files)
+	var out []byte
+	for _, f := range files {
+		if len(out) >= limit {
+			break
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		out = append(out, b...)
+	}
+	if len(out) == 0 {
+		return nil, "", bad("--data %s: no .go, .txt or .md files", path)
+	}
+	return out[:min(len(out), limit)], fmt.Sprintf("%s (%d files, %v)", desc, len(files), unit.Bytes(min(len(out), limit))), nil
+}
+
+// writeCheckpoint writes atomically: a temporary file, fsync, rename.
+func writeCheckpoint(path string, c *emu.Checkpoint) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := c.WriteTo(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func writeEmuTrace(path string, res *emu.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	tw := trace.NewWriter(f)
+	tw.Process(1, "virtual chips (simulated time)")
+	byDev := map[int][]emu.Span{}
+	for _, s := range res.Trace {
+		byDev[s.Device] = append(byDev[s.Device], s)
+	}
+	for _, d := range res.Devices {
+		tw.Track(1, d.ID, fmt.Sprintf("chip %d (slice %d, coord %v)", d.ID, d.Slice, d.Coord))
+		spans := byDev[d.ID]
+		sort.Slice(spans, func(i, j int) bool { return spans[i].Start < spans[j].Start })
+		last := 0.0
+		for _, s := range spans {
+			if s.Start > last+1e-12 {
+				tw.Span(1, d.ID, "idle", "bubble", last*1e6, (s.Start-last)*1e6, nil)
+			}
+			cat := "collective"
+			switch {
+			case s.Name == "bubble":
+				cat = "bubble"
+			case strings.HasPrefix(s.Name, "F") || strings.HasPrefix(s.Name, "B"):
+				cat = "compute"
+			}
+			tw.Span(1, d.ID, s.Name, cat, s.Start*1e6, (s.End-s.Start)*1e6, nil)
+			last = max(last, s.End)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+type runOut struct {
+	Layout     string                      `json:"layout"`
+	Topology   string                      `json:"topology"`
+	Devices    int                         `json:"devices"`
+	Model      emu.Config                  `json:"model"`
+	Params     int                         `json:"params"`
+	Losses     []float64                   `json:"losses"`
+	SimStep    float64                     `json:"simulated_step_seconds"`
+	WallStep   float64                     `json:"measured_step_seconds"`
+	Bubble     float64                     `json:"pipeline_bubble"`
+	Bytes      map[string]map[string]int64 `json:"bytes_by_collective"`
+	PeakMemory []emu.Memory                `json:"peak_memory_per_device"`
+}
+
+func totals(res *emu.Result) map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	for _, d := range res.Devices {
+		for op, b := range d.SentByAxis {
+			if out[op] == nil {
+				out[op] = map[string]int64{}
+			}
+			out[op]["ici"] += b[0]
+			out[op]["dcn"] += b[1]
+		}
+	}
+	return out
+}
+
+func meanTail(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	tail := x[len(x)/2:]
+	s := 0.0
+	for _, v := range tail {
+		s += v
+	}
+	return s / float64(len(tail))
+}
+
+func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
+	var sim, w []float64
+	for _, s := range res.Steps {
+		sim = append(sim, s.SimSeconds)
+	}
+	for _, d := range wall {
+		w = append(w, d.Seconds())
+	}
+	o := runOut{Layout: tc.Mesh.String(), Topology: tc.Mesh.Multislice.String(), Devices: tc.Mesh.Chips(), Model: tc.Model,
+		Losses: res.Losses, SimStep: meanTail(sim), WallStep: meanTail(w), Bubble: res.Bubble, Bytes: totals(res)}
+	for _, t := range res.Final.Tensors() {
+		o.Params += len(t)
+	}
+	for _, d := range res.Devices {
+		o.PeakMemory = append(o.PeakMemory, d.Memory)
+	}
+	return o
+}
+
+func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, wall []time.Duration, data string) error {
+	o := runJSON(tc, res, wall)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\t%d virtual chips, %s, layout %s\n", o.Devices, o.Topology, o.Layout)
+	fmt.Fprintf(tw, "model\t%d layers, d_model %d, %d heads (%d KV), d_ff %d, vocab %d, seq %d: %d parameters\n",
+		tc.Model.Layers, tc.Model.DModel, tc.Model.Heads, tc.Model.KVHeads, tc.Model.DFF, tc.Model.Vocab, tc.Model.Seq, o.Params)
+	fmt.Fprintf(tw, "data\t%s, %d sequences per step\n", data, tc.GlobalBatch)
+	if n := len(res.Losses); n > 0 {
+		fmt.Fprintf(tw, "loss\t%.4f at the first step, %.4f at the last\n", res.Losses[0], res.Losses[n-1])
+	}
+	fmt.Fprintf(tw, "step time\tsimulated %.4g s on %s; measured %.4g s in this process\n", o.SimStep, tc.Mesh.Multislice.Slice.Chip.Name, o.WallStep)
+	if tc.Mesh.Size(mesh.Pipeline) > 1 {
+		fmt.Fprintf(tw, "pipeline bubble\t%.1f%% (%s, %d micro-batches)\n", 100*res.Bubble, tc.Schedule, tc.MicroBatches)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nbytes sent, all chips, all steps:\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  collective\tICI\tDCN")
+	var keys []string
+	for k := range o.Bytes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(tw, "  %s\t%v\t%v\n", k, unit.Bytes(o.Bytes[k]["ici"]), unit.Bytes(o.Bytes[k]["dcn"]))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\npeak memory per chip:\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  chip\tweights\tgradients\toptimizer\tactivations\ttransient\ttotal")
+	for i, m := range o.PeakMemory {
+		fmt.Fprintf(tw, "  %d\t%v\t%v\t%v\t%v\t%v\t%v\n", i, unit.Bytes(m.Weights), unit.Bytes(m.Gradients), unit.Bytes(m.Optimizer),
+			unit.Bytes(m.Activations), unit.Bytes(m.Transient), unit.Bytes(m.Total()))
+	}
+	return tw.Flush()
+}
