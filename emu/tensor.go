@@ -29,11 +29,15 @@ func (m Mat[T]) Row(i int) []T { return m.D[i*m.C : (i+1)*m.C] }
 func (m Mat[T]) Clone() Mat[T] { return Mat[T]{R: m.R, C: m.C, D: append([]T(nil), m.D...)} }
 
 // MatMul sets out = a·b (a r×k, b k×c), or adds to out when acc is true.
-// It is the pure-Go GEMM: rows of a against rows of b (i-k-j order keeps the
-// inner loop streaming through memory).
+// float32 goes through the build's Kernel; float64 (gradient checks) runs
+// the plain i-k-j loop.
 func MatMul[T Float](out, a, b Mat[T], acc bool) {
 	if a.C != b.R || out.R != a.R || out.C != b.C {
 		panic("emu: matmul shape mismatch") // a kernel shape bug, not user input
+	}
+	if o, ok := any(out.D).([]float32); ok {
+		kernel.Sgemm(false, false, a.R, b.C, a.C, any(a.D).([]float32), a.C, any(b.D).([]float32), b.C, acc, o, out.C)
+		return
 	}
 	if !acc {
 		clear(out.D)
@@ -56,6 +60,10 @@ func MatMulTA[T Float](out, a, b Mat[T], acc bool) {
 	if a.R != b.R || out.R != a.C || out.C != b.C {
 		panic("emu: matmulTA shape mismatch")
 	}
+	if o, ok := any(out.D).([]float32); ok {
+		kernel.Sgemm(true, false, a.C, b.C, a.R, any(a.D).([]float32), a.C, any(b.D).([]float32), b.C, acc, o, out.C)
+		return
+	}
 	if !acc {
 		clear(out.D)
 	}
@@ -75,6 +83,10 @@ func MatMulTA[T Float](out, a, b Mat[T], acc bool) {
 func MatMulTB[T Float](out, a, b Mat[T], acc bool) {
 	if a.C != b.C || out.R != a.R || out.C != b.R {
 		panic("emu: matmulTB shape mismatch")
+	}
+	if o, ok := any(out.D).([]float32); ok {
+		kernel.Sgemm(false, true, a.R, b.R, a.C, any(a.D).([]float32), a.C, any(b.D).([]float32), b.C, acc, o, out.C)
+		return
 	}
 	for i := 0; i < a.R; i++ {
 		arow := a.D[i*a.C : (i+1)*a.C]
