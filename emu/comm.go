@@ -126,7 +126,8 @@ type fifo struct {
 	mu   sync.Mutex
 	cond *sync.Cond
 	q    [][]float32
-	t    []float64 // sender's clock when sent
+	t    []float64   // sender's clock when sent
+	free [][]float32 // buffers the receiver has handed back, for reuse
 }
 
 // NewFabric connects n devices; sliceOf[i] is device i's slice.
@@ -235,10 +236,27 @@ func (e *Endpoint) put(op, axis string, to int, x []float32) {
 	e.ByAxis.add(axis+" "+op, e.class(to), int64(len(x))*4)
 	q := e.f.queue(e.rank, to)
 	q.mu.Lock()
-	q.q = append(q.q, append([]float32(nil), x...))
+	var buf []float32
+	if n := len(q.free); n > 0 && cap(q.free[n-1]) >= len(x) {
+		buf, q.free = q.free[n-1][:len(x)], q.free[:n-1]
+	} else {
+		buf = make([]float32, len(x))
+	}
+	copy(buf, x)
+	q.q = append(q.q, buf)
 	q.t = append(q.t, e.f.clocks[e.rank])
 	q.mu.Unlock()
 	q.cond.Signal()
+}
+
+// recycle hands a received buffer back to its queue for the next message.
+func (e *Endpoint) recycle(from int, buf []float32) {
+	q := e.f.queue(from, e.rank)
+	q.mu.Lock()
+	if len(q.free) < 4 {
+		q.free = append(q.free, buf)
+	}
+	q.mu.Unlock()
 }
 
 func (e *Endpoint) get(from int) ([]float32, float64) {

@@ -37,9 +37,8 @@ func (e *Endpoint) ringReduceScatter(op string, members []int, x []float32) {
 		e.put(op, ax, next, x[slo:shi])
 		in, _ := e.get(prev)
 		rlo, _ := chunk(len(x), n, mod(i-2-k, n))
-		for j, v := range in {
-			x[rlo+j] += v
-		}
+		add(x[rlo:rlo+len(in)], in)
+		e.recycle(prev, in)
 	}
 }
 
@@ -59,6 +58,7 @@ func (e *Endpoint) ringAllGather(op string, members []int, x []float32) {
 		in, _ := e.get(prev)
 		rlo, _ := chunk(len(x), n, mod(i-k-1, n))
 		copy(x[rlo:], in)
+		e.recycle(prev, in)
 	}
 }
 
