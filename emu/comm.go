@@ -125,9 +125,17 @@ func (f *Fabric) SetSendLink(link func(from, to int) collective.Link) { f.pp = l
 type fifo struct {
 	mu   sync.Mutex
 	cond *sync.Cond
-	q    [][]float32
-	t    []float64   // sender's clock when sent
+	q    []message
 	free [][]float32 // buffers the receiver has handed back, for reuse
+}
+
+// message is a buffer in flight: a copy the receiver owns, or (lender
+// set) a view of the sender's own buffer that the receiver reads in place
+// and returns, as a peer read over NVLink or ICI DMA would.
+type message struct {
+	data   []float32
+	t      float64 // sender's clock when sent
+	lender *sync.WaitGroup
 }
 
 // NewFabric connects n devices; sliceOf[i] is device i's slice.
@@ -204,6 +212,7 @@ type Endpoint struct {
 	// ByAxis counts the same bytes under "axis op" (e.g. "tensor all-reduce").
 	ByAxis Counter
 	spans  []Span
+	lent   sync.WaitGroup // views of this device's buffers other devices still read
 }
 
 // Endpoint returns device rank's Comm.
@@ -243,10 +252,32 @@ func (e *Endpoint) put(op, axis string, to int, x []float32) {
 		buf = make([]float32, len(x))
 	}
 	copy(buf, x)
-	q.q = append(q.q, buf)
-	q.t = append(q.t, e.f.clocks[e.rank])
+	q.q = append(q.q, message{data: buf, t: e.f.clocks[e.rank]})
 	q.mu.Unlock()
 	q.cond.Signal()
+}
+
+// lend sends x without copying it: the receiver reads it in place and
+// hands it back; the sender must not write x until wait returns.
+func (e *Endpoint) lend(op, axis string, to int, x []float32) {
+	e.Bytes.add(op, e.class(to), int64(len(x))*4)
+	e.ByAxis.add(axis+" "+op, e.class(to), int64(len(x))*4)
+	e.lent.Add(1)
+	q := e.f.queue(e.rank, to)
+	q.mu.Lock()
+	q.q = append(q.q, message{data: x, t: e.f.clocks[e.rank], lender: &e.lent})
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+// release hands a received message back: a lent view to its sender, a
+// copy to the queue's free list.
+func (e *Endpoint) release(from int, m message) {
+	if m.lender != nil {
+		m.lender.Done()
+		return
+	}
+	e.recycle(from, m.data)
 }
 
 // recycle hands a received buffer back to its queue for the next message.
@@ -259,16 +290,16 @@ func (e *Endpoint) recycle(from int, buf []float32) {
 	q.mu.Unlock()
 }
 
-func (e *Endpoint) get(from int) ([]float32, float64) {
+func (e *Endpoint) get(from int) message {
 	q := e.f.queue(from, e.rank)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.q) == 0 {
 		q.cond.Wait()
 	}
-	x, t := q.q[0], q.t[0]
-	q.q, q.t = q.q[1:], q.t[1:]
-	return x, t
+	m := q.q[0]
+	q.q = q.q[1:]
+	return m
 }
 
 // Send is a point-to-point send (pipeline stages). The receiver's clock
@@ -277,7 +308,8 @@ func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", "pipeline", to
 
 // Recv receives from device from.
 func (e *Endpoint) Recv(from int) []float32 {
-	x, sent := e.get(from)
+	m := e.get(from)
+	x, sent := m.data, m.t
 	l := collective.Link{Bandwidth: 100e9, HopLatency: collective.ICIHopLatency}
 	if e.class(from) == DCN {
 		l = collective.Link{Bandwidth: 12.5e9}

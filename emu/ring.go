@@ -33,13 +33,16 @@ func (e *Endpoint) ringReduceScatter(op string, members []int, x []float32) {
 	i := indexOf(members, e.rank)
 	next, prev := members[(i+1)%n], members[mod(i-1, n)]
 	for k := 0; k < n-1; k++ {
+		// the chunk lent out now is never written again in this phase: a
+		// member only adds into the chunk it receives, one step behind
 		slo, shi := chunk(len(x), n, mod(i-1-k, n))
-		e.put(op, ax, next, x[slo:shi])
-		in, _ := e.get(prev)
+		e.lend(op, ax, next, x[slo:shi])
+		in := e.get(prev)
 		rlo, _ := chunk(len(x), n, mod(i-2-k, n))
-		add(x[rlo:rlo+len(in)], in)
-		e.recycle(prev, in)
+		add(x[rlo:rlo+len(in.data)], in.data)
+		e.release(prev, in)
 	}
+	e.lent.Wait()
 }
 
 // ringAllGather spreads each member's chunk i of x to all: step k sends
@@ -54,12 +57,13 @@ func (e *Endpoint) ringAllGather(op string, members []int, x []float32) {
 	next, prev := members[(i+1)%n], members[mod(i-1, n)]
 	for k := 0; k < n-1; k++ {
 		slo, shi := chunk(len(x), n, mod(i-k, n))
-		e.put(op, ax, next, x[slo:shi])
-		in, _ := e.get(prev)
+		e.lend(op, ax, next, x[slo:shi])
+		in := e.get(prev)
 		rlo, _ := chunk(len(x), n, mod(i-k-1, n))
-		copy(x[rlo:], in)
-		e.recycle(prev, in)
+		copy(x[rlo:], in.data)
+		e.release(prev, in)
 	}
+	e.lent.Wait()
 }
 
 func (e *Endpoint) cost(g Group, op collective.Op, size unit.Bytes) {
@@ -184,9 +188,10 @@ func (e *Endpoint) AllToAll(g Group, x []float32) []float32 {
 	copy(out[lo:hi], x[lo:hi])
 	for k := 1; k < n; k++ {
 		from := mod(a-k, n)
-		in, _ := e.get(g.Ranks[from])
+		in := e.get(g.Ranks[from])
 		lo, _ := chunk(len(x), n, from)
-		copy(out[lo:], in)
+		copy(out[lo:], in.data)
+		e.release(g.Ranks[from], in)
 	}
 	return out
 }
