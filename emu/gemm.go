@@ -1,5 +1,7 @@
 package emu
 
+import "shardlab/emu/avx2"
+
 // Kernel is the float32 matrix multiply the emulator trains with:
 // C (m×n, row-major, leading dimension ldc) = op(A)·op(B), added to C when
 // acc is set. op transposes when the flag is set; A is m×k after op, B is
@@ -9,11 +11,24 @@ type Kernel interface {
 	Name() string
 }
 
-// PureGo is the default kernel: packed 4×4 register blocks in plain Go.
+// PureGo is the default kernel, built with the Go toolchain alone (no
+// cgo): packed panels and a 4×16 micro-kernel, in AVX2 assembly where the
+// CPU has AVX2 and FMA (checked at run time) and in plain Go elsewhere or
+// with the purego build tag.
 type PureGo struct{}
 
 // Name says which kernel this is.
-func (PureGo) Name() string { return "pure Go (packed 4x4)" }
+func (PureGo) Name() string { return "Go toolchain (packed 4x16, " + microName + ")" }
+
+// micro4x16 is the micro-kernel: AVX2 assembly where the CPU and build
+// have it, plain Go otherwise.
+var micro4x16 = func(a, b []float32, kc int, out *[64]float32) {
+	if !avx2.Micro4x16(a, b, kc, out) {
+		micro4x16Go(a, b, kc, out)
+	}
+}
+
+var microName = map[bool]string{true: "AVX2+FMA assembly", false: "plain Go"}[avx2.Supported()]
 
 // kernel is the one float32 MatMul uses: PureGo, or OpenBLAS in a build
 // with the openblas tag.
@@ -25,7 +40,7 @@ func KernelInUse() Kernel { return kernel }
 const (
 	kcBlock = 256
 	ncBlock = 512
-	mr, nr  = 4, 4
+	mr, nr  = 4, 16
 )
 
 // Sgemm implements Kernel.
@@ -88,8 +103,8 @@ func (PureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []
 				as := ap[i0*kc : (i0+mr)*kc]
 				for jj0 := 0; jj0 < ncPad; jj0 += nr {
 					bs := bp[jj0*kc : (jj0+nr)*kc]
-					var acc [16]float32
-					micro4x4(as, bs, kc, &acc)
+					var acc [64]float32
+					micro4x16(as, bs, kc, &acc)
 					for ii := range mr {
 						i := i0 + ii
 						if i >= m {
@@ -98,7 +113,7 @@ func (PureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []
 						row := c[i*ldc:]
 						for jj := range nr {
 							if j := j0 + jj0 + jj; j < n {
-								row[j] += acc[ii*4+jj]
+								row[j] += acc[ii*nr+jj]
 							}
 						}
 					}
@@ -108,15 +123,27 @@ func (PureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []
 	}
 }
 
-// micro4x4 accumulates a 4×4 block of C over kc: 16 multiply-adds per
-// 8 loads, all in registers.
-func micro4x4(a, b []float32, kc int, out *[16]float32) {
+// micro4x16Go computes the 4×16 block of a packed A strip (kc×4) times a
+// packed B strip (kc×16) as four 4×4 register blocks.
+func micro4x16Go(a, b []float32, kc int, out *[64]float32) {
+	for q := range 4 {
+		var blk [16]float32
+		micro4x4(a, b, q*4, kc, &blk)
+		for ii := range 4 {
+			copy(out[ii*16+q*4:ii*16+q*4+4], blk[ii*4:ii*4+4])
+		}
+	}
+}
+
+// micro4x4 accumulates a 4×4 block of C over kc from columns off..off+3
+// of the 16-wide B strip: 16 multiply-adds per 8 loads, all in registers.
+func micro4x4(a, b []float32, off, kc int, out *[16]float32) {
 	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 float32
 	a = a[:kc*4]
-	b = b[:kc*4]
-	for p := 0; p < kc*4; p += 4 {
+	b = b[:kc*16]
+	for p, q := 0, off; p < kc*4; p, q = p+4, q+16 {
 		a0, a1, a2, a3 := a[p], a[p+1], a[p+2], a[p+3]
-		b0, b1, b2, b3 := b[p], b[p+1], b[p+2], b[p+3]
+		b0, b1, b2, b3 := b[q], b[q+1], b[q+2], b[q+3]
 		c00 += a0 * b0
 		c01 += a0 * b1
 		c02 += a0 * b2

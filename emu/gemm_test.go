@@ -34,7 +34,14 @@ func naive(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, 
 // triple loop, for every transpose and awkward sizes.
 func TestKernelMatchesNaive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
-	for _, kern := range []Kernel{PureGo{}, KernelInUse()} {
+	saved := micro4x16
+	defer func() { micro4x16 = saved }()
+	plain := kernelFunc{name: "plain Go micro-kernel", f: func(ta, tb bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
+		micro4x16 = micro4x16Go
+		PureGo{}.Sgemm(ta, tb, m, n, k, a, lda, b, ldb, acc, c, ldc)
+		micro4x16 = saved
+	}}
+	for _, kern := range []Kernel{plain, PureGo{}, KernelInUse()} {
 		for n := range 60 {
 			m, nn, k := 1+rng.IntN(40), 1+rng.IntN(40), 1+rng.IntN(300)
 			if n%10 == 0 {
@@ -69,6 +76,16 @@ func TestKernelMatchesNaive(t *testing.T) {
 			}
 		}
 	}
+}
+
+type kernelFunc struct {
+	name string
+	f    func(ta, tb bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int)
+}
+
+func (k kernelFunc) Name() string { return k.name }
+func (k kernelFunc) Sgemm(ta, tb bool, m, n, kk int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
+	k.f(ta, tb, m, n, kk, a, lda, b, ldb, acc, c, ldc)
 }
 
 func benchGEMM(b *testing.B, kern Kernel, n int) {
