@@ -68,3 +68,24 @@ func BenchmarkTrain(b *testing.B) {
 	}
 	b.ReportMetric(float64(tc.Steps*tc.GlobalBatch*c.Seq)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 }
+
+// BenchmarkTrain100M is one step of a ~100M-parameter model (12 layers,
+// d_model 768) on 8 FSDP chips; run it alone with -benchtime 1x.
+func BenchmarkTrain100M(b *testing.B) {
+	m := testMesh(b, "v5litepod-8", 1, "fsdp=8")
+	c := Config{Layers: 12, DModel: 768, Heads: 12, KVHeads: 12, DFF: 3072, Vocab: 256, Seq: 128}
+	tc := TrainConfig{Model: c, Mesh: m, GlobalBatch: 8, MicroBatches: 1, Steps: 1, Seed: 1, LR: 1e-4, Data: &Synthetic{V: 256, Seed: 1}}
+	var params int
+	for b.Loop() {
+		r, err := Train(tc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		params = 0
+		for _, t := range r.Final.Tensors() {
+			params += len(t)
+		}
+	}
+	b.ReportMetric(float64(params)/1e6, "Mparams")
+	b.ReportMetric(float64(tc.Steps*tc.GlobalBatch*c.Seq)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
