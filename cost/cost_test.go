@@ -25,11 +25,7 @@ func layout(t testing.TB, accel string, slices int, spec string) mesh.Mesh {
 	if err != nil {
 		t.Fatal(err)
 	}
-	axes, err := mesh.ParseAxes(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := mesh.New(ms, axes...)
+	m, err := mesh.Parse(ms, spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,11 +34,7 @@ func layout(t *testing.T, accel string, slices int, s string) mesh.Mesh {
 		t.Fatal(err)
 	}
 	ms, _ := hw.NewMultislice(sl, slices, 0)
-	axes, err := mesh.ParseAxes(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := mesh.New(ms, axes...)
+	m, err := mesh.Parse(ms, s)
 	if err != nil {
 		t.Fatal(err)
 	}

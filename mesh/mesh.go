@@ -311,3 +311,13 @@ func ParseAxes(s string) ([]Axis, error) {
 	}
 	return out, nil
 }
+
+// Parse reads a layout such as "data=2(dcn),fsdp=4" (ParseAxes) and
+// validates it on ms (New).
+func Parse(ms hw.Multislice, spec string) (Mesh, error) {
+	axes, err := ParseAxes(spec)
+	if err != nil {
+		return Mesh{}, err
+	}
+	return New(ms, axes...)
+}

@@ -143,3 +143,14 @@ func ExampleNew() {
 	// true
 	// data=2(dcn),fsdp=64 540 GB/s
 }
+
+func TestParse(t *testing.T) {
+	ms := multislice(t, "v5p-16", 2)
+	m, err := Parse(ms, "data=2(dcn),fsdp=8")
+	if err != nil || m.String() != "data=2(dcn),fsdp=8" {
+		t.Errorf("Parse = %v, %v", m, err)
+	}
+	if _, err := Parse(ms, "fsdp=8"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("DCN product 1 on 2 slices: %v", err)
+	}
+}

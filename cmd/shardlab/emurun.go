@@ -189,11 +189,7 @@ func buildMesh(accel string, slices int, spec string) (mesh.Mesh, error) {
 	if err != nil {
 		return mesh.Mesh{}, err
 	}
-	axes, err := mesh.ParseAxes(spec)
-	if err != nil {
-		return mesh.Mesh{}, err
-	}
-	return mesh.New(ms, axes...)
+	return mesh.Parse(ms, spec)
 }
 
 // meshFromPlan reads the layout and topology of a 'shardlab plan --json'
