@@ -303,23 +303,17 @@ func (e *Endpoint) get(from int) message {
 }
 
 // Send is a point-to-point send (pipeline stages). The receiver's clock
-// becomes at least the sender's plus the transfer time.
+// becomes at least the sender's plus the transfer time over the link
+// SetSendLink gives (no time without one).
 func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", "pipeline", to, x) }
 
 // Recv receives from device from.
 func (e *Endpoint) Recv(from int) []float32 {
 	m := e.get(from)
 	x, sent := m.data, m.t
-	l := collective.Link{Bandwidth: 100e9, HopLatency: collective.ICIHopLatency}
-	if e.class(from) == DCN {
-		l = collective.Link{Bandwidth: 12.5e9}
-	}
-	if e.f.pp != nil {
-		l = e.f.pp(from, e.rank)
-	}
 	d := 0.0
-	if !e.f.FreeComm {
-		d = collective.Time(collective.SendRecv, 2, unitBytes(len(x)), l).Seconds()
+	if e.f.pp != nil && !e.f.FreeComm {
+		d = collective.Time(collective.SendRecv, 2, unitBytes(len(x)), e.f.pp(from, e.rank)).Seconds()
 	}
 	now := e.f.clocks[e.rank]
 	if sent > now { // waiting for the other stage: the pipeline bubble

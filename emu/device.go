@@ -134,7 +134,8 @@ func (d *device) groupsOf(p *Params[float32]) [][][]float32 {
 }
 
 // bind builds Params whose tensors are views into full (unsharded) group
-// buffers, shaped like the template.
+// buffers, shaped like the template: the ends from groups[0] and, when
+// given, the layers from the rest.
 func (d *device) bind(groups [][]float32) *Params[float32] {
 	t := d.tmpl
 	out := &Params[float32]{}
@@ -154,8 +155,10 @@ func (d *device) bind(groups [][]float32) *Params[float32] {
 	if len(t.Out.D) > 0 {
 		out.Out = Mat[float32]{R: t.Out.R, C: t.Out.C, D: take(&ends, len(t.Out.D))}
 	}
-	for i, l := range t.Layers {
-		out.Layers = append(out.Layers, bindLayer(l, groups[1+i]))
+	if len(groups) > 1 {
+		for i, l := range t.Layers {
+			out.Layers = append(out.Layers, bindLayer(l, groups[1+i]))
+		}
 	}
 	return out
 }
@@ -376,11 +379,4 @@ func (d *device) step(step int, batch [][]int, rate float64) {
 }
 
 // bindEnds binds the ends group (embeddings, final norm, output) alone.
-func (d *device) bindEnds(ends []float32) *Params[float32] {
-	t := *d.tmpl
-	t.Layers = nil
-	saved := d.tmpl
-	d.tmpl = &t
-	defer func() { d.tmpl = saved }()
-	return d.bind([][]float32{ends})
-}
+func (d *device) bindEnds(ends []float32) *Params[float32] { return d.bind([][]float32{ends}) }

@@ -177,9 +177,7 @@ func Shard[T Float](full *Params[T], c Config, ti, t, si, p int) *Params[T] {
 func Assemble[T Float](c Config, pieces [][]*Params[T]) *Params[T] {
 	p, t := len(pieces), len(pieces[0])
 	hd := c.HeadDim()
-	full := Init[T](c, 0)
-	zero := full.zeroLike()
-	full = zero
+	full := Init[T](c, 0).zeroLike() // the shapes; every value is overwritten below
 	first, last := pieces[0][0], pieces[p-1][0]
 	full.Emb, full.Pos = first.Emb.Clone(), first.Pos.Clone()
 	full.NF = append([]T(nil), last.NF...)
