@@ -31,10 +31,15 @@ type CheckpointHeader struct {
 	LR           float64 `json:"lr"`
 	Data         string  `json:"data"`
 	Step         int     `json:"step"`
+	// Process and Processes place the checkpoint when several processes
+	// run a mesh: each writes its own devices.
+	Process   int `json:"process"`
+	Processes int `json:"processes"`
 }
 
 // DeviceState is one device's optimizer state.
 type DeviceState struct {
+	ID    int
 	AdamT int
 	Clock float64
 	Flat  [][]float32
@@ -42,8 +47,12 @@ type DeviceState struct {
 }
 
 func header(tc *TrainConfig, step int) CheckpointHeader {
-	return CheckpointHeader{Model: tc.Model, Layout: tc.Mesh.String(), Topology: tc.Mesh.Multislice.String(), GlobalBatch: tc.GlobalBatch,
-		MicroBatches: tc.MicroBatches, Seed: tc.Seed, LR: tc.LR, Data: tc.Data.Name(), Step: step}
+	h := CheckpointHeader{Model: tc.Model, Layout: tc.Mesh.String(), Topology: tc.Mesh.Multislice.String(), GlobalBatch: tc.GlobalBatch,
+		MicroBatches: tc.MicroBatches, Seed: tc.Seed, LR: tc.LR, Data: tc.Data.Name(), Step: step, Processes: 1}
+	if tc.Remote != nil {
+		h.Process, h.Processes = tc.Remote.Rank(), tc.Remote.Size()
+	}
+	return h
 }
 
 func cloneAll(x [][]float32) [][]float32 {
@@ -57,7 +66,7 @@ func cloneAll(x [][]float32) [][]float32 {
 func snapshot(tc *TrainConfig, devs []*device, step int) *Checkpoint {
 	c := &Checkpoint{Header: header(tc, step), Step: step}
 	for _, d := range devs {
-		c.Devices = append(c.Devices, DeviceState{AdamT: d.adamT, Clock: d.ep.Clock(), Flat: cloneAll(d.flat), M: cloneAll(d.m), V: cloneAll(d.v)})
+		c.Devices = append(c.Devices, DeviceState{ID: d.id, AdamT: d.adamT, Clock: d.ep.Clock(), Flat: cloneAll(d.flat), M: cloneAll(d.m), V: cloneAll(d.v)})
 	}
 	return c
 }
@@ -75,6 +84,9 @@ func (c *Checkpoint) restore(tc *TrainConfig, devs []*device) error {
 	}
 	for i, d := range devs {
 		s := c.Devices[i]
+		if s.ID != d.id {
+			return fmt.Errorf("emu: checkpoint entry %d is device %d, want %d: %w", i, s.ID, d.id, ErrCheckpoint)
+		}
 		for _, pair := range []struct{ dst, src [][]float32 }{{d.flat, s.Flat}, {d.m, s.M}, {d.v, s.V}} {
 			if len(pair.src) != len(pair.dst) {
 				return fmt.Errorf("emu: checkpoint device %d has %d tensors, want %d: %w", i, len(pair.src), len(pair.dst), ErrCheckpoint)
@@ -108,6 +120,7 @@ func (c *Checkpoint) WriteTo(w io.Writer) (int64, error) {
 	b.Write(h)
 	putU64(uint64(len(c.Devices)))
 	for _, d := range c.Devices {
+		putU64(uint64(d.ID))
 		putU64(uint64(d.AdamT))
 		putU64(math.Float64bits(d.Clock))
 		for _, set := range [][][]float32{d.Flat, d.M, d.V} {
@@ -162,12 +175,13 @@ func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
 	}
 	for range nd {
 		var s DeviceState
+		id, ok0 := u64()
 		t, ok1 := u64()
 		clk, ok2 := u64()
-		if !ok1 || !ok2 {
+		if !ok0 || !ok1 || !ok2 || id > 1<<20 {
 			return nil, fail
 		}
-		s.AdamT, s.Clock = int(t), math.Float64frombits(clk)
+		s.ID, s.AdamT, s.Clock = int(id), int(t), math.Float64frombits(clk)
 		for _, set := range []*[][]float32{&s.Flat, &s.M, &s.V} {
 			k, ok := u64()
 			if !ok || k > 1<<20 {

@@ -101,6 +101,25 @@ func (c Counter) Total(cl Class) int64 {
 	return n
 }
 
+// Remote carries messages between devices that live in different
+// processes (package emu/mpi implements it over MPI). Incoming messages are
+// handed to Fabric.Deliver.
+type Remote interface {
+	// Rank is this process, Size how many there are, RankOf the process
+	// that runs a device.
+	Rank() int
+	Size() int
+	RankOf(device int) int
+	// Send ships data from device src to device dst on another process,
+	// with the sender's simulated clock; control marks clock exchanges.
+	Send(src, dst int, data []float32, clock float64, control bool)
+	// MaxFloat64 and SumFloat64 reduce x over all processes, in place.
+	MaxFloat64(x []float64) error
+	SumFloat64(x []float64) error
+	// GatherBytes collects every process's b at process 0, by rank.
+	GatherBytes(b []byte) ([][]byte, error)
+}
+
 // Fabric is the in-process transport: one unbounded FIFO per ordered pair
 // of devices, a slice id per device to class each message, and a simulated
 // clock per device that collectives advance by package collective's cost.
@@ -117,6 +136,23 @@ type Fabric struct {
 	FreeComm bool
 	// pp gives the link a pipeline send between two devices uses.
 	pp func(from, to int) collective.Link
+	// remote carries messages to devices of other processes.
+	remote Remote
+}
+
+// SetRemote routes messages for devices of other processes through r.
+func (f *Fabric) SetRemote(r Remote) { f.remote = r }
+
+// local reports whether device d runs in this process.
+func (f *Fabric) local(d int) bool { return f.remote == nil || f.remote.RankOf(d) == f.remote.Rank() }
+
+// Deliver enqueues a message that arrived from another process.
+func (f *Fabric) Deliver(src, dst int, data []float32, clock float64, control bool) {
+	q := f.queue(src, dst)
+	q.mu.Lock()
+	q.q = append(q.q, message{data: data, t: clock, control: control})
+	q.mu.Unlock()
+	q.cond.Signal()
 }
 
 // SetSendLink sets the link point-to-point sends between two devices use.
@@ -133,9 +169,10 @@ type fifo struct {
 // set) a view of the sender's own buffer that the receiver reads in place
 // and returns, as a peer read over NVLink or ICI DMA would.
 type message struct {
-	data   []float32
-	t      float64 // sender's clock when sent
-	lender *sync.WaitGroup
+	data    []float32
+	t       float64 // sender's clock when sent
+	lender  *sync.WaitGroup
+	control bool // a clock exchange, not data
 }
 
 // NewFabric connects n devices; sliceOf[i] is device i's slice.
@@ -213,6 +250,9 @@ type Endpoint struct {
 	ByAxis Counter
 	spans  []Span
 	lent   sync.WaitGroup // views of this device's buffers other devices still read
+	// Control counts the bytes of clock exchanges between processes'
+	// devices (8 per message), apart from the collectives.
+	Control int64
 }
 
 // Endpoint returns device rank's Comm.
@@ -243,6 +283,10 @@ func (e *Endpoint) class(to int) Class {
 func (e *Endpoint) put(op, axis string, to int, x []float32) {
 	e.Bytes.add(op, e.class(to), int64(len(x))*4)
 	e.ByAxis.add(axis+" "+op, e.class(to), int64(len(x))*4)
+	if !e.f.local(to) {
+		e.f.remote.Send(e.rank, to, x, e.f.clocks[e.rank], false)
+		return
+	}
 	q := e.f.queue(e.rank, to)
 	q.mu.Lock()
 	var buf []float32
@@ -260,6 +304,10 @@ func (e *Endpoint) put(op, axis string, to int, x []float32) {
 // lend sends x without copying it: the receiver reads it in place and
 // hands it back; the sender must not write x until wait returns.
 func (e *Endpoint) lend(op, axis string, to int, x []float32) {
+	if !e.f.local(to) { // another process: the message is a copy
+		e.put(op, axis, to, x)
+		return
+	}
 	e.Bytes.add(op, e.class(to), int64(len(x))*4)
 	e.ByAxis.add(axis+" "+op, e.class(to), int64(len(x))*4)
 	e.lent.Add(1)
@@ -344,6 +392,10 @@ func (e *Endpoint) sync(g Group, cost time.Duration) {
 	if g.Size() <= 1 {
 		return
 	}
+	if e.f.remote != nil {
+		e.syncByMessages(g, cost)
+		return
+	}
 	key := fmt.Sprint(g.Ranks)
 	e.f.mu.Lock()
 	r, ok := e.f.rv[key]
@@ -375,6 +427,57 @@ func (e *Endpoint) sync(g Group, cost time.Duration) {
 		e.spans = append(e.spans, Span{Device: e.rank, Name: e.op + " (" + g.Axis + ")", Start: start, End: t})
 	}
 	e.f.clocks[e.rank] = t
+}
+
+// syncByMessages is sync across processes: every member sends its clock to
+// the group's first member, which answers with the latest plus cost.
+// These control messages are counted apart from the collectives' bytes.
+func (e *Endpoint) syncByMessages(g Group, cost time.Duration) {
+	if e.f.FreeComm {
+		cost = 0
+	}
+	leader := g.Ranks[0]
+	start := e.f.clocks[e.rank]
+	var t float64
+	if e.rank == leader {
+		t = start
+		for _, m := range g.Ranks[1:] {
+			in := e.get(m)
+			if !in.control {
+				panic("emu: data message where a clock was expected") // ordering bug
+			}
+			t = max(t, float64(in.t))
+		}
+		t += cost.Seconds()
+		for _, m := range g.Ranks[1:] {
+			e.control(m, t)
+		}
+	} else {
+		e.control(leader, start)
+		in := e.get(leader)
+		if !in.control {
+			panic("emu: data message where a clock was expected")
+		}
+		t = in.t
+	}
+	if t > start {
+		e.spans = append(e.spans, Span{Device: e.rank, Name: e.op + " (" + g.Axis + ")", Start: start, End: t})
+	}
+	e.f.clocks[e.rank] = t
+}
+
+// control sends a clock to device to.
+func (e *Endpoint) control(to int, clock float64) {
+	e.Control += 8
+	if !e.f.local(to) {
+		e.f.remote.Send(e.rank, to, nil, clock, true)
+		return
+	}
+	q := e.f.queue(e.rank, to)
+	q.mu.Lock()
+	q.q = append(q.q, message{t: clock, control: true})
+	q.mu.Unlock()
+	q.cond.Signal()
 }
 
 // Barrier waits for the group.

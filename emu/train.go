@@ -1,8 +1,11 @@
 package emu
 
 import (
+	"bytes"
+	"encoding/gob"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 
 	"shardlab/collective"
@@ -34,6 +37,9 @@ type TrainConfig struct {
 	Resume *Checkpoint
 	// OnStep, when set, is called after every step.
 	OnStep func(StepReport)
+	// Remote, when set, runs only this process's devices and reaches the
+	// others through it (package emu/mpi).
+	Remote Remote
 	// CheckpointEvery, with OnCheckpoint, hands the state to the caller
 	// every that many steps (the caller writes it).
 	CheckpointEvery int
@@ -109,9 +115,11 @@ type DeviceStats struct {
 	Sent  Counter
 	// SentByAxis is Sent split by the group's axes ("tensor all-reduce").
 	SentByAxis Counter
-	Memory     Memory
-	Busy       float64 // simulated compute seconds
-	Clock      float64 // simulated seconds at the end
+	// Control is the bytes of clock exchanges with other processes.
+	Control int64
+	Memory  Memory
+	Busy    float64 // simulated compute seconds
+	Clock   float64 // simulated seconds at the end
 }
 
 // Train runs the configuration.
@@ -131,6 +139,9 @@ func Train(tc TrainConfig) (*Result, error) {
 	g := newGrid(tc.Mesh)
 	fab := NewFabric(g.slice)
 	fab.FreeComm = tc.FreeComm
+	if tc.Remote != nil {
+		fab.SetRemote(tc.Remote)
+	}
 	chip := tc.Mesh.Multislice.Slice.Chip
 	fab.SetSendLink(func(from, to int) collective.Link {
 		if g.slice[from] != g.slice[to] {
@@ -145,11 +156,15 @@ func Train(tc TrainConfig) (*Result, error) {
 		fab.FailLink(l[0], l[1])
 	}
 	full := Init[float32](tc.Model, tc.Seed)
-	devs := make([]*device, g.n)
+	// this process runs its own devices; every process knows every group
+	var devs []*device
 	var groups []Group
 	for id := range g.n {
-		devs[id] = newDevice(&tc, g, id, fab.Endpoint(id), full)
-		d := devs[id]
+		if !fab.local(id) {
+			continue
+		}
+		d := newDevice(&tc, g, id, fab.Endpoint(id), full)
+		devs = append(devs, d)
 		groups = append(groups, d.tensorG, d.contextG, d.fsdpG, d.gradG)
 		if d.next >= 0 {
 			groups = append(groups, Group{Ranks: []int{id, d.next}, NICI: 2, NDCN: 1})
@@ -167,10 +182,22 @@ func Train(tc TrainConfig) (*Result, error) {
 	}
 	res := &Result{}
 	rate := float64(chip.PeakBF16) * tc.Efficiency
-	for step := start; step < tc.Steps; step++ {
-		before := 0.0
+	maxClock := func() (float64, error) {
+		t := []float64{0}
 		for _, d := range devs {
-			before = max(before, d.ep.Clock())
+			t[0] = max(t[0], d.ep.Clock())
+		}
+		if tc.Remote != nil {
+			if err := tc.Remote.MaxFloat64(t); err != nil {
+				return 0, err
+			}
+		}
+		return t[0], nil
+	}
+	for step := start; step < tc.Steps; step++ {
+		before, err := maxClock()
+		if err != nil {
+			return nil, err
 		}
 		batch := tc.Data.Batch(step, tc.GlobalBatch, tc.Model.Seq)
 		var wg sync.WaitGroup
@@ -182,16 +209,23 @@ func Train(tc TrainConfig) (*Result, error) {
 			}()
 		}
 		wg.Wait()
-		loss := 0.0
-		after := 0.0
+		loss := []float64{0}
 		for _, d := range devs { // fixed order: deterministic sum
 			if d.coord[axTensor] == 0 && d.last {
-				loss += d.loss
+				loss[0] += d.loss
 			}
-			after = max(after, d.ep.Clock())
 		}
-		rep := StepReport{Step: step + 1, Loss: loss, SimSeconds: after - before, Tokens: tc.GlobalBatch * tc.Model.Seq}
-		res.Losses = append(res.Losses, loss)
+		if tc.Remote != nil {
+			if err := tc.Remote.SumFloat64(loss); err != nil {
+				return nil, err
+			}
+		}
+		after, err := maxClock()
+		if err != nil {
+			return nil, err
+		}
+		rep := StepReport{Step: step + 1, Loss: loss[0], SimSeconds: after - before, Tokens: tc.GlobalBatch * tc.Model.Seq}
+		res.Losses = append(res.Losses, loss[0])
 		res.Steps = append(res.Steps, rep)
 		if tc.OnStep != nil {
 			tc.OnStep(rep)
@@ -202,30 +236,89 @@ func Train(tc TrainConfig) (*Result, error) {
 			}
 		}
 	}
-	var busy, makespan float64
-	for _, d := range devs {
-		makespan = max(makespan, d.ep.Clock())
-	}
 	for _, d := range devs {
 		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: g.slice[d.id], Sent: d.ep.Bytes, SentByAxis: d.ep.ByAxis,
-			Memory: d.mem.peak, Busy: d.busy, Clock: d.ep.Clock()})
+			Control: d.ep.Control, Memory: d.mem.peak, Busy: d.busy, Clock: d.ep.Clock()})
 		res.Trace = append(res.Trace, d.trace...)
 		res.Trace = append(res.Trace, d.ep.spans...)
-		busy += d.busy
+	}
+	res.Checkpoint = snapshot(&tc, devs, tc.Steps)
+	all := devs
+	if tc.Remote != nil {
+		// process 0 collects every device's counters, trace and shards
+		var err error
+		if all, err = gatherDevices(&tc, g, fab, full, res, devs); err != nil {
+			return nil, err
+		}
+		if all == nil {
+			return res, nil // not process 0: its part is done
+		}
+	}
+	var busy, makespan float64
+	for _, d := range res.Devices {
+		makespan = max(makespan, d.Clock)
+		busy += d.Busy
 	}
 	if tc.Mesh.Size(mesh.Pipeline) > 1 && makespan > 0 {
 		// every device's idle share of the common makespan
-		res.Bubble = 1 - busy/(float64(len(devs))*makespan)
+		res.Bubble = 1 - busy/(float64(len(res.Devices))*makespan)
 	}
-	res.Final = assembleFinal(&tc, g, devs)
-	res.Checkpoint = snapshot(&tc, devs, tc.Steps)
+	res.Final = assembleFinal(&tc, g, all)
 	return res, nil
+}
+
+// shipment is what a process sends process 0 at the end of a run.
+type shipment struct {
+	Stats []DeviceStats
+	Trace []Span
+	IDs   []int
+	Flats [][][]float32
+}
+
+// gatherDevices sends this process's counters, trace and parameter shards
+// to process 0, which returns every device (remote ones rebuilt around
+// their shards) and fills res with all of them; other processes get nil.
+func gatherDevices(tc *TrainConfig, g *grid, fab *Fabric, full *Params[float32], res *Result, devs []*device) ([]*device, error) {
+	sh := shipment{Stats: res.Devices, Trace: res.Trace}
+	for _, d := range devs {
+		sh.IDs = append(sh.IDs, d.id)
+		sh.Flats = append(sh.Flats, d.flat)
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(sh); err != nil {
+		return nil, err
+	}
+	parts, err := tc.Remote.GatherBytes(buf.Bytes())
+	if err != nil || tc.Remote.Rank() != 0 {
+		return nil, err
+	}
+	res.Devices, res.Trace = nil, nil
+	var all []*device
+	for _, part := range parts {
+		var in shipment
+		if err := gob.NewDecoder(bytes.NewReader(part)).Decode(&in); err != nil {
+			return nil, fmt.Errorf("emu: a process's results: %w", err)
+		}
+		res.Devices = append(res.Devices, in.Stats...)
+		res.Trace = append(res.Trace, in.Trace...)
+		for i, id := range in.IDs {
+			d := newDevice(tc, g, id, fab.Endpoint(id), full)
+			d.flat = in.Flats[i]
+			all = append(all, d)
+		}
+	}
+	sort.Slice(res.Devices, func(i, j int) bool { return res.Devices[i].ID < res.Devices[j].ID })
+	return all, nil
 }
 
 // assembleFinal rebuilds the full model from the replica at data 0,
 // context 0: FSDP shards concatenated, then tensor and pipeline pieces.
-func assembleFinal(tc *TrainConfig, g *grid, devs []*device) *Params[float32] {
+func assembleFinal(tc *TrainConfig, g *grid, list []*device) *Params[float32] {
 	t, p, f := tc.Mesh.Size(mesh.Tensor), tc.Mesh.Size(mesh.Pipeline), tc.Mesh.Size(mesh.FSDP)
+	devs := map[int]*device{}
+	for _, d := range list {
+		devs[d.id] = d
+	}
 	pieces := make([][]*Params[float32], p)
 	for si := range p {
 		pieces[si] = make([]*Params[float32], t)
