@@ -118,6 +118,8 @@ type Remote interface {
 	SumFloat64(x []float64) error
 	// GatherBytes collects every process's b at process 0, by rank.
 	GatherBytes(b []byte) ([][]byte, error)
+	// Attach starts delivering incoming messages to f.
+	Attach(f *Fabric)
 }
 
 // Fabric is the in-process transport: one unbounded FIFO per ordered pair
@@ -138,6 +140,19 @@ type Fabric struct {
 	pp func(from, to int) collective.Link
 	// remote carries messages to devices of other processes.
 	remote Remote
+	// waiting maps a blocked device to the device it waits on.
+	waiting sync.Map
+}
+
+// Waiting lists, for every local device blocked on a message, the device
+// it waits for (a watchdog uses it to name a dead peer).
+func (f *Fabric) Waiting() map[int]int {
+	out := map[int]int{}
+	f.waiting.Range(func(k, v any) bool {
+		out[int(k.(int64))] = v.(int)
+		return true
+	})
+	return out
 }
 
 // SetRemote routes messages for devices of other processes through r.
@@ -342,6 +357,10 @@ func (e *Endpoint) get(from int) message {
 	q := e.f.queue(from, e.rank)
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if len(q.q) == 0 {
+		e.f.waiting.Store(int64(e.rank), from)
+		defer e.f.waiting.Delete(int64(e.rank))
+	}
 	for len(q.q) == 0 {
 		q.cond.Wait()
 	}

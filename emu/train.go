@@ -141,6 +141,7 @@ func Train(tc TrainConfig) (*Result, error) {
 	fab.FreeComm = tc.FreeComm
 	if tc.Remote != nil {
 		fab.SetRemote(tc.Remote)
+		tc.Remote.Attach(fab)
 	}
 	chip := tc.Mesh.Multislice.Slice.Chip
 	fab.SetSendLink(func(from, to int) collective.Link {
@@ -209,16 +210,23 @@ func Train(tc TrainConfig) (*Result, error) {
 			}()
 		}
 		wg.Wait()
-		loss := []float64{0}
-		for _, d := range devs { // fixed order: deterministic sum
+		// each device's loss in its slot, gathered from every process (a sum
+		// with one term per slot), then added in device order: the same
+		// bits however the devices are spread over processes
+		losses := make([]float64, g.n)
+		for _, d := range devs {
 			if d.coord[axTensor] == 0 && d.last {
-				loss[0] += d.loss
+				losses[d.id] = d.loss
 			}
 		}
 		if tc.Remote != nil {
-			if err := tc.Remote.SumFloat64(loss); err != nil {
+			if err := tc.Remote.SumFloat64(losses); err != nil {
 				return nil, err
 			}
+		}
+		loss := []float64{0}
+		for _, l := range losses {
+			loss[0] += l
 		}
 		after, err := maxClock()
 		if err != nil {

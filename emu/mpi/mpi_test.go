@@ -1,0 +1,179 @@
+//go:build mpi
+
+package mpi
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"shardlab/emu"
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/schedule"
+)
+
+// These tests run under mpirun (go test -c -tags mpi, then
+// mpirun -np 2 or -np 4 on the binary); every rank runs them.
+
+var world *World
+
+func TestMain(m *testing.M) {
+	w, err := Init()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	world = w
+	code := m.Run()
+	w.Finalize()
+	os.Exit(code)
+}
+
+func TestBindings(t *testing.T) {
+	r, n := world.Rank(), world.Size()
+	x := []float32{float32(r), 1, float32(2 * r)}
+	if err := world.Allreduce(x); err != nil {
+		t.Fatal(err)
+	}
+	sum := float32(n * (n - 1) / 2)
+	if x[0] != sum || x[1] != float32(n) || x[2] != 2*sum {
+		t.Errorf("Allreduce = %v", x)
+	}
+	g, err := world.Allgather([]float32{float32(r)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range g {
+		if v != float32(i) {
+			t.Errorf("Allgather = %v", g)
+		}
+	}
+	in := make([]float32, 2*n)
+	for i := range in {
+		in[i] = float32(i)
+	}
+	rs, err := world.ReduceScatter(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0] != float32(2*r*n) || rs[1] != float32((2*r+1)*n) {
+		t.Errorf("ReduceScatter = %v", rs)
+	}
+	a2a := make([]float32, n)
+	for i := range a2a {
+		a2a[i] = float32(r*100 + i)
+	}
+	got, err := world.Alltoall(a2a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != float32(i*100+r) {
+			t.Errorf("Alltoall = %v", got)
+		}
+	}
+	if n > 1 {
+		// all MPI calls are funneled through one thread, so a blocking send
+		// and receive cannot overlap: a one-value message goes eagerly
+		next, prev := (r+1)%n, (r+n-1)%n
+		if err := world.Send(next, 3, []float32{float32(r)}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := world.Recv(prev, 3, 1)
+		if err != nil || v[0] != float32(prev) {
+			t.Errorf("Recv = %v, %v", v, err)
+		}
+	}
+	parts, err := world.GatherBytes([]byte(fmt.Sprint(r)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r == 0 {
+		for i, p := range parts {
+			if string(p) != fmt.Sprint(i) {
+				t.Errorf("GatherBytes = %q", parts)
+			}
+		}
+	}
+}
+
+// meshFor lays out n hosts of 4 v5e chips: n/… slices of v5litepod-4 (one
+// host each) or v5litepod-8 (two hosts each).
+func meshFor(t *testing.T, accel string, slices int, spec string) mesh.Mesh {
+	s, err := hw.ParseAcceleratorType(accel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := hw.NewMultislice(s, slices, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mesh.Parse(ms, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestParityWithInProcess runs the same mesh in one process and across the
+// MPI ranks (one host per rank): losses and final parameters must be the
+// same bits, and the bytes counted the same.
+func TestParityWithInProcess(t *testing.T) {
+	layouts := map[int][]struct {
+		accel  string
+		slices int
+		spec   string
+		micro  int
+	}{
+		2: {{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1}, {"v5litepod-4", 2, "pipeline=2(dcn),data=2,context=2", 2}},
+		4: {{"v5litepod-8", 2, "data=2(dcn),fsdp=4,tensor=2", 1}, {"v5litepod-8", 2, "fsdp=2(dcn),pipeline=2,data=4", 2}},
+	}[world.Size()]
+	if layouts == nil {
+		t.Skipf("parity layouts are for 2 and 4 ranks, not %d", world.Size())
+	}
+	model := emu.Config{Layers: 4, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8}
+	for _, l := range layouts {
+		m := meshFor(t, l.accel, l.slices, l.spec)
+		tc := emu.TrainConfig{Model: model, Mesh: m, GlobalBatch: 16, MicroBatches: l.micro, Schedule: schedule.OneFOneB,
+			Steps: 3, Seed: 5, LR: 1e-2, Data: &emu.Synthetic{V: model.Vocab, Seed: 11}}
+		ref, err := emu.Train(tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := world.NewTransport(m.Multislice.Slice.Chip.Host.Chips)
+		dist := tc
+		dist.Remote = tr
+		got, err := emu.Train(dist)
+		tr.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range ref.Losses {
+			if got.Losses[i] != ref.Losses[i] {
+				t.Errorf("%s: step %d loss %v over MPI, %v in one process", l.spec, i+1, got.Losses[i], ref.Losses[i])
+			}
+		}
+		if world.Rank() != 0 {
+			continue
+		}
+		a, b := got.Final.Tensors(), ref.Final.Tensors()
+		for ti := range a {
+			for i := range a[ti] {
+				if a[ti][i] != b[ti][i] {
+					t.Fatalf("%s: tensor %d element %d = %v over MPI, %v in one process", l.spec, ti, i, a[ti][i], b[ti][i])
+				}
+			}
+		}
+		if len(got.Devices) != len(ref.Devices) {
+			t.Fatalf("%s: %d devices reported, want %d", l.spec, len(got.Devices), len(ref.Devices))
+		}
+		for i := range ref.Devices {
+			for op, b := range ref.Devices[i].Sent {
+				if got.Devices[i].Sent[op] != b {
+					t.Errorf("%s: device %d %s bytes %v over MPI, %v in one process", l.spec, i, op, got.Devices[i].Sent[op], b)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,260 @@
+//go:build mpi
+
+package mpi
+
+/*
+#include <mpi.h>
+#include <stdlib.h>
+static int isend_f32b(float *buf, int n, int to, int tag, MPI_Request *req) { return MPI_Isend(buf, n, MPI_FLOAT, to, tag, MPI_COMM_WORLD, req); }
+static int testb(MPI_Request *req, int *done) { return MPI_Test(req, done, MPI_STATUS_IGNORE); }
+static int iprobeb(int *flag, int *src, int *tag, int *count) {
+	MPI_Status st;
+	int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, flag, &st);
+	if (rc == MPI_SUCCESS && *flag) { *src = st.MPI_SOURCE; *tag = st.MPI_TAG; MPI_Get_count(&st, MPI_FLOAT, count); }
+	return rc;
+}
+static int recvb(float *buf, int n, int from, int tag) { return MPI_Recv(buf, n, MPI_FLOAT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }
+static MPI_Request *new_req(void) { return (MPI_Request *)malloc(sizeof(MPI_Request)); }
+static void free_req(MPI_Request *r) { free(r); }
+*/
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"shardlab/emu"
+)
+
+// HeaderWords is the size of the header each device message carries in
+// front of its payload: source and destination device, a control flag and
+// the sender's clock (float64 as two words), 24 bytes.
+const HeaderWords = 6
+
+// tagData is the MPI tag of device messages.
+const tagData = 7
+
+// Transport carries emulator messages between processes over MPI: one MPI
+// rank per host, devices numbered slice by slice and host by host, so rank
+// r runs devices [r·perHost, (r+1)·perHost).
+type Transport struct {
+	w       *World
+	perHost int
+	fab     *emu.Fabric
+	out     chan outMsg
+	stop    chan struct{}
+	stopped chan struct{}
+	mu      sync.Mutex
+	// MessagesOut and BytesOut count what this process sent to other
+	// processes, headers included: the numbers Open MPI's pml monitoring
+	// reports.
+	MessagesOut atomic.Int64
+	BytesOut    atomic.Int64
+	perPeer     []atomic.Int64
+	// Timeout bounds how long a device waits on a silent peer: the
+	// watchdog reports which rank went quiet and exits.
+	Timeout time.Duration
+	lastIn  []atomic.Int64 // unix nanoseconds of the last message from each rank
+}
+
+type outMsg struct {
+	to  int
+	buf []float32
+}
+
+// NewTransport prepares the transport for a mesh of perHost chips per
+// process; Start connects it to a fabric.
+func (w *World) NewTransport(perHost int) *Transport {
+	t := &Transport{w: w, perHost: perHost, out: make(chan outMsg, 1024), stop: make(chan struct{}), stopped: make(chan struct{}),
+		perPeer: make([]atomic.Int64, w.size), lastIn: make([]atomic.Int64, w.size), Timeout: 60 * time.Second}
+	now := time.Now().UnixNano()
+	for i := range t.lastIn {
+		t.lastIn[i].Store(now)
+	}
+	return t
+}
+
+// Rank is this process's rank.
+func (t *Transport) Rank() int { return t.w.rank }
+
+// Size is the number of processes.
+func (t *Transport) Size() int { return t.w.size }
+
+// RankOf is the process that runs device d.
+func (t *Transport) RankOf(d int) int { return d / t.perHost }
+
+// BytesTo is what this process sent to rank r, headers included.
+func (t *Transport) BytesTo(r int) int64 { return t.perPeer[r].Load() }
+
+// Send queues a device message for another process.
+func (t *Transport) Send(src, dst int, data []float32, clock float64, control bool) {
+	buf := make([]float32, HeaderWords+len(data))
+	ctl := uint32(0)
+	if control {
+		ctl = 1
+	}
+	bits := math.Float64bits(clock)
+	buf[0], buf[1], buf[2] = math.Float32frombits(uint32(src)), math.Float32frombits(uint32(dst)), math.Float32frombits(ctl)
+	buf[3], buf[4] = math.Float32frombits(uint32(bits)), math.Float32frombits(uint32(bits>>32))
+	copy(buf[HeaderWords:], data)
+	t.out <- outMsg{to: t.RankOf(dst), buf: buf}
+}
+
+// Attach runs the progress loop on the MPI goroutine: it posts queued sends
+// (MPI_Isend), completes them (MPI_Test), receives whatever arrives
+// (MPI_Iprobe, MPI_Recv) and hands it to fab. Other MPI calls (the
+// reductions at each step) run in between.
+func (t *Transport) Attach(fab *emu.Fabric) {
+	t.fab = fab
+	go t.watchdog()
+	t.w.work <- t.loop
+}
+
+type pending struct {
+	req *C.MPI_Request
+	buf []float32
+	pin runtime.Pinner
+}
+
+func (t *Transport) loop() {
+	var inflight []*pending
+	idle := 0
+	for {
+		busy := false
+		// post sends
+		if t.post(&inflight) {
+			busy = true
+		}
+		// complete sends
+		kept := inflight[:0]
+		for _, p := range inflight {
+			var done C.int
+			C.testb(p.req, &done)
+			if done != 0 {
+				C.free_req(p.req)
+				p.pin.Unpin()
+			} else {
+				kept = append(kept, p)
+			}
+		}
+		inflight = kept
+		// receive
+		for {
+			var flag, src, tag, count C.int
+			C.iprobeb(&flag, &src, &tag, &count)
+			if flag == 0 {
+				break
+			}
+			buf := make([]float32, int(count))
+			C.recvb((*C.float)(unsafe.Pointer(unsafe.SliceData(buf))), count, src, tag)
+			t.lastIn[int(src)].Store(time.Now().UnixNano())
+			s, d := int(math.Float32bits(buf[0])), int(math.Float32bits(buf[1]))
+			ctl := math.Float32bits(buf[2]) == 1
+			clock := math.Float64frombits(uint64(math.Float32bits(buf[3])) | uint64(math.Float32bits(buf[4]))<<32)
+			t.fab.Deliver(s, d, buf[HeaderWords:], clock, ctl)
+			busy = true
+		}
+		// other MPI work (reductions, gathers)
+		select {
+		case f, ok := <-t.w.work:
+			if !ok {
+				return
+			}
+			// sends queued before this call was made go first: a peer may
+			// need them to reach the same collective
+			t.post(&inflight)
+			f()
+			busy = true
+		case <-t.stop:
+			if len(inflight) == 0 && len(t.out) == 0 {
+				close(t.stopped)
+				return
+			}
+		default:
+		}
+		if busy {
+			idle = 0
+		} else if idle++; idle > 100 {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+// post hands every queued send to MPI_Isend.
+func (t *Transport) post(inflight *[]*pending) bool {
+	posted := false
+	for {
+		select {
+		case m := <-t.out:
+			p := &pending{req: C.new_req(), buf: m.buf}
+			p.pin.Pin(&m.buf[0])
+			C.isend_f32b((*C.float)(unsafe.Pointer(&m.buf[0])), C.int(len(m.buf)), C.int(m.to), tagData, p.req)
+			t.MessagesOut.Add(1)
+			t.BytesOut.Add(int64(len(m.buf)) * 4)
+			t.perPeer[m.to].Add(int64(len(m.buf)) * 4)
+			*inflight = append(*inflight, p)
+			posted = true
+		default:
+			return posted
+		}
+	}
+}
+
+// Stop ends the progress loop once every queued send has completed.
+func (t *Transport) Stop() {
+	close(t.stop)
+	<-t.stopped
+}
+
+// watchdog: when a device has waited on a device of another rank for
+// Timeout with nothing arriving from that rank, the rank has died or hung:
+// say which and exit rather than wait forever.
+func (t *Transport) watchdog() {
+	tick := time.NewTicker(max(t.Timeout/10, 10*time.Millisecond))
+	defer tick.Stop()
+	since := map[[2]int]time.Time{}
+	for {
+		select {
+		case <-t.stop:
+			return
+		case now := <-tick.C:
+			cur := map[[2]int]time.Time{}
+			for dev, from := range t.fab.Waiting() {
+				r := t.RankOf(from)
+				if r == t.w.rank {
+					continue
+				}
+				k := [2]int{dev, from}
+				start, ok := since[k]
+				if !ok {
+					start = now
+				}
+				cur[k] = start
+				last := time.Unix(0, t.lastIn[r].Load())
+				if now.Sub(start) > t.Timeout && now.Sub(last) > t.Timeout {
+					fmt.Fprintf(os.Stderr, "shardlab: rank %d: device %d has waited %v for device %d on rank %d, which sends nothing: rank %d has stopped\n",
+						t.w.rank, dev, now.Sub(start).Round(time.Second), from, r, r)
+					os.Exit(3)
+				}
+			}
+			since = cur
+		}
+	}
+}
+
+// MaxFloat64 reduces x to its maximum over the processes.
+func (t *Transport) MaxFloat64(x []float64) error { return t.w.AllreduceMax(x) }
+
+// SumFloat64 sums x over the processes.
+func (t *Transport) SumFloat64(x []float64) error { return t.w.AllreduceSum64(x) }
+
+// GatherBytes collects b from every process at process 0.
+func (t *Transport) GatherBytes(b []byte) ([][]byte, error) { return t.w.GatherBytes(b) }
+
+var _ emu.Remote = (*Transport)(nil)
