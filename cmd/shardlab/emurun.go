@@ -1,6 +1,9 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,10 +16,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"shardlab/emu"
+	"shardlab/emu/mpi"
 	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/schedule"
@@ -59,6 +64,8 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	tracePath := fs.String("trace", "", "write a Chrome/Perfetto trace (one track per virtual chip) to FILE")
 	asJSON := fs.Bool("json", false, "print JSON")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	killRank := fs.Int("kill-rank", -1, "fault injection under mpirun: this rank kills itself (SIGKILL) after --kill-step")
+	killStep := fs.Int("kill-step", 0, "the step after which --kill-rank dies")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -115,12 +122,29 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		}
 		tc.FailLinks = [][2]int{{x, y}}
 	}
+	// under mpirun: one rank per host, the chips of other hosts reached
+	// through MPI; rank 0 reports
+	rank := 0
+	var job *mpi.Job
+	if mpi.Launched() {
+		job, err = mpi.Connect(m.Multislice.Hosts(), m.Multislice.Slice.Chip.Host.Chips)
+		if err != nil {
+			return usageError{err}
+		}
+		defer job.Close()
+		rank = job.Rank
+		tc.Remote = job.Remote
+		*quiet = *quiet || rank != 0
+	}
 	ckptFile := ""
 	if *ckptDir != "" {
 		if *every < 1 {
 			return bad("--every %d, want at least 1", *every)
 		}
 		ckptFile = filepath.Join(*ckptDir, "checkpoint.bin")
+		if job != nil {
+			ckptFile = filepath.Join(*ckptDir, fmt.Sprintf("checkpoint.rank-%d.bin", rank))
+		}
 		tc.CheckpointEvery = *every
 		tc.OnCheckpoint = func(c *emu.Checkpoint) error { return writeCheckpoint(ckptFile, c) }
 	}
@@ -149,6 +173,9 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		if !*quiet && !*asJSON {
 			progress(stderr, r, *steps, now.Sub(start))
 		}
+		if job != nil && rank == *killRank && r.Step == *killStep {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
 	}
 	res, err := emu.Train(tc)
 	if !*quiet && !*asJSON {
@@ -161,15 +188,38 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
+	var mpiBytes [][]int64
+	if job != nil {
+		// every rank's bytes to every other, for the report and the
+		// cross-check with Open MPI's own monitoring
+		b, _ := json.Marshal(job.BytesTo())
+		parts, err := job.Gather(b)
+		if err != nil {
+			return err
+		}
+		for _, p := range parts {
+			var row []int64
+			json.Unmarshal(p, &row)
+			mpiBytes = append(mpiBytes, row)
+		}
+	}
+	if rank != 0 {
+		return nil
+	}
 	if *tracePath != "" {
 		if err := writeEmuTrace(*tracePath, res); err != nil {
 			return err
 		}
 	}
-	if *asJSON {
-		return writeJSON(stdout, runJSON(tc, res, wall))
+	out := runJSON(tc, res, wall)
+	out.MPIBytes = mpiBytes
+	if job != nil {
+		out.Processes = job.Size
 	}
-	return writeRunReport(stdout, tc, res, wall, src.Name())
+	if *asJSON {
+		return writeJSON(stdout, out)
+	}
+	return writeRunReport(stdout, tc, res, out, src.Name())
 }
 
 func progress(w io.Writer, r emu.StepReport, total int, elapsed time.Duration) {
@@ -350,17 +400,20 @@ func writeEmuTrace(path string, res *emu.Result) error {
 }
 
 type runOut struct {
-	Layout     string                      `json:"layout"`
-	Topology   string                      `json:"topology"`
-	Devices    int                         `json:"devices"`
-	Model      emu.Config                  `json:"model"`
-	Params     int                         `json:"params"`
-	Losses     []float64                   `json:"losses"`
-	SimStep    float64                     `json:"simulated_step_seconds"`
-	WallStep   float64                     `json:"measured_step_seconds"`
-	Bubble     float64                     `json:"pipeline_bubble"`
-	Bytes      map[string]map[string]int64 `json:"bytes_by_collective"`
-	PeakMemory []emu.Memory                `json:"peak_memory_per_device"`
+	Layout       string                      `json:"layout"`
+	Topology     string                      `json:"topology"`
+	Devices      int                         `json:"devices"`
+	Model        emu.Config                  `json:"model"`
+	Params       int                         `json:"params"`
+	Losses       []float64                   `json:"losses"`
+	SimStep      float64                     `json:"simulated_step_seconds"`
+	WallStep     float64                     `json:"measured_step_seconds"`
+	Bubble       float64                     `json:"pipeline_bubble"`
+	Bytes        map[string]map[string]int64 `json:"bytes_by_collective"`
+	PeakMemory   []emu.Memory                `json:"peak_memory_per_device"`
+	ParamsSHA256 string                      `json:"params_sha256"`
+	Processes    int                         `json:"processes"`
+	MPIBytes     [][]int64                   `json:"mpi_bytes,omitempty"`
 }
 
 func totals(res *emu.Result) map[string]map[string]int64 {
@@ -399,19 +452,25 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 	}
 	o := runOut{Layout: tc.Mesh.String(), Topology: tc.Mesh.Multislice.String(), Devices: tc.Mesh.Chips(), Model: tc.Model,
 		Losses: res.Losses, SimStep: meanTail(sim), WallStep: meanTail(w), Bubble: res.Bubble, Bytes: totals(res)}
+	h := sha256.New()
 	for _, t := range res.Final.Tensors() {
 		o.Params += len(t)
+		binary.Write(h, binary.LittleEndian, t)
 	}
+	o.ParamsSHA256 = hex.EncodeToString(h.Sum(nil))
+	o.Processes = 1
 	for _, d := range res.Devices {
 		o.PeakMemory = append(o.PeakMemory, d.Memory)
 	}
 	return o
 }
 
-func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, wall []time.Duration, data string) error {
-	o := runJSON(tc, res, wall)
+func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, data string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%d virtual chips, %s, layout %s\n", o.Devices, o.Topology, o.Layout)
+	if o.Processes > 1 {
+		fmt.Fprintf(tw, "processes\t%d MPI ranks, one per host\n", o.Processes)
+	}
 	fmt.Fprintf(tw, "model\t%d layers, d_model %d, %d heads (%d KV), d_ff %d, vocab %d, seq %d: %d parameters\n",
 		tc.Model.Layers, tc.Model.DModel, tc.Model.Heads, tc.Model.KVHeads, tc.Model.DFF, tc.Model.Vocab, tc.Model.Seq, o.Params)
 	fmt.Fprintf(tw, "data\t%s, %d sequences per step\n", data, tc.GlobalBatch)
@@ -435,6 +494,12 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, wall []tim
 		fmt.Fprintf(tw, "  %s\t%v\t%v\n", k, unit.Bytes(o.Bytes[k]["ici"]), unit.Bytes(o.Bytes[k]["dcn"]))
 	}
 	tw.Flush()
+	if len(o.MPIBytes) > 0 {
+		fmt.Fprintf(w, "\nbytes over MPI (sender rank by receiver rank, 24-byte headers included):\n")
+		for r, row := range o.MPIBytes {
+			fmt.Fprintf(w, "  rank %d: %v\n", r, row)
+		}
+	}
 	fmt.Fprintf(w, "\npeak memory per chip:\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  chip\tweights\tgradients\toptimizer\tactivations\ttransient\ttotal")

@@ -231,3 +231,31 @@ func (w *World) GatherBytes(b []byte) ([][]byte, error) {
 	})
 	return out, err
 }
+
+// Connect joins the MPI job for a mesh of hosts × perHost chips: one rank
+// per host.
+func Connect(hosts, perHost int) (*Job, error) {
+	w, err := Init()
+	if err != nil {
+		return nil, err
+	}
+	if w.Size() != hosts {
+		w.Finalize()
+		return nil, fmt.Errorf("mpi: %d ranks for a mesh of %d hosts; run one rank per host (mpirun -np %d)", w.Size(), hosts, hosts)
+	}
+	t := w.NewTransport(perHost)
+	return &Job{Rank: w.Rank(), Size: w.Size(), Remote: t,
+		BytesTo: func() []int64 {
+			out := make([]int64, w.Size())
+			for r := range out {
+				out[r] = t.BytesTo(r)
+			}
+			return out
+		},
+		Gather: w.GatherBytes,
+		Close: func() {
+			t.Stop()
+			w.Finalize()
+		},
+	}, nil
+}

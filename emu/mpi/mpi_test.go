@@ -177,3 +177,55 @@ func TestParityWithInProcess(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAllreduce compares, in one run under mpirun, MPI_Allreduce
+// across the ranks with the emulator's in-process all-reduce over as many
+// virtual devices and a plain copy() of the same bytes. Run with a fixed
+// -test.benchtime such as 20x so every rank makes the same calls.
+func BenchmarkAllreduce(b *testing.B) {
+	n := world.Size()
+	for _, mib := range []int{1, 64} {
+		elems := mib << 20 / 4
+		x := make([]float32, elems)
+		for i := range x {
+			x[i] = 1
+		}
+		b.Run(fmt.Sprintf("mpi-%dranks/%dMiB", n, mib), func(b *testing.B) {
+			for b.Loop() {
+				if err := world.Allreduce(x); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(elems*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "algGB/s")
+		})
+		b.Run(fmt.Sprintf("in-process-%ddevices/%dMiB", n, mib), func(b *testing.B) {
+			f := emu.NewFabric(make([]int, n))
+			g := emu.Group{NICI: n, NDCN: 1}
+			bufs := make([][]float32, n)
+			for i := range n {
+				g.Ranks = append(g.Ranks, i)
+				bufs[i] = append([]float32(nil), x...)
+			}
+			for b.Loop() {
+				done := make(chan struct{}, n)
+				for i := range n {
+					go func() {
+						f.Endpoint(i).AllReduce(g, bufs[i])
+						done <- struct{}{}
+					}()
+				}
+				for range n {
+					<-done
+				}
+			}
+			b.ReportMetric(float64(elems*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "algGB/s")
+		})
+		b.Run(fmt.Sprintf("copy/%dMiB", mib), func(b *testing.B) {
+			dst := make([]float32, elems)
+			for b.Loop() {
+				copy(dst, x)
+			}
+			b.ReportMetric(float64(elems*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "algGB/s")
+		})
+	}
+}

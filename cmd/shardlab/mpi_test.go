@@ -1,0 +1,170 @@
+//go:build mpi
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests build shardlab with -tags mpi and run it under mpirun
+// (Open MPI): parity with the in-process run, Open MPI's own byte
+// monitoring, and a killed rank followed by --resume.
+
+func mpiBinary(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Fatalf("mpirun not found (apt-get install openmpi-bin libopenmpi-dev): %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "shardlab")
+	if out, err := exec.Command("go", "build", "-tags", "mpi", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags mpi: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func mpirun(t *testing.T, np int, extra []string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmdArgs := append([]string{"--oversubscribe", "-np", strconv.Itoa(np)}, extra...)
+	cmd := exec.Command("mpirun", append(cmdArgs, args...)...)
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("mpirun %v did not finish in 3 minutes", args)
+	}
+	return o.String(), e.String(), err
+}
+
+func decode(t *testing.T, s string) runOut {
+	t.Helper()
+	var o runOut
+	if err := json.Unmarshal([]byte(s), &o); err != nil {
+		t.Fatalf("not the run JSON: %v\n%s", err, s)
+	}
+	return o
+}
+
+var mpiCases = []struct {
+	np   int
+	args []string
+}{
+	{2, []string{"--tpu", "v5litepod-4", "--slices", "2", "--mesh", "data=2(dcn),fsdp=2,tensor=2"}},
+	{4, []string{"--tpu", "v5litepod-8", "--slices", "2", "--mesh", "data=2(dcn),fsdp=4,tensor=2"}},
+}
+
+func common(extra ...string) []string {
+	return append([]string{"run", "--synthetic", "--steps", "4", "--seq", "16", "--d-model", "32", "--d-ff", "64", "--json"}, extra...)
+}
+
+func TestMPIParityAndMonitoring(t *testing.T) {
+	bin := mpiBinary(t)
+	for _, c := range mpiCases {
+		want, errOut, code := runCmd(common(c.args...)...)
+		if code != 0 {
+			t.Fatalf("in process: %s", errOut)
+		}
+		ref := decode(t, want)
+		monDir := t.TempDir()
+		out, stderr, err := mpirun(t, c.np, []string{"--mca", "pml_monitoring_enable", "2", "--mca", "pml_monitoring_enable_output", "3",
+			"--mca", "pml_monitoring_filename", filepath.Join(monDir, "prof")}, append([]string{bin}, common(c.args...)...)...)
+		if err != nil {
+			t.Fatalf("mpirun -np %d: %v\n%s", c.np, err, stderr)
+		}
+		got := decode(t, out)
+		if got.Processes != c.np || got.ParamsSHA256 != ref.ParamsSHA256 || len(got.Losses) != len(ref.Losses) {
+			t.Fatalf("-np %d: %d processes, params %s (in process %s)", c.np, got.Processes, got.ParamsSHA256, ref.ParamsSHA256)
+		}
+		for i := range ref.Losses {
+			if got.Losses[i] != ref.Losses[i] {
+				t.Errorf("-np %d step %d: loss %v, in process %v", c.np, i+1, got.Losses[i], ref.Losses[i])
+			}
+		}
+		for op, b := range ref.Bytes {
+			if got.Bytes[op]["ici"] != b["ici"] || got.Bytes[op]["dcn"] != b["dcn"] {
+				t.Errorf("-np %d %s: bytes %v, in process %v", c.np, op, got.Bytes[op], b)
+			}
+		}
+		// Open MPI's pml monitoring: "E <from> <to> <n> bytes ..." lines count
+		// the point-to-point bytes each rank sent; ours must agree exactly
+		seen := 0
+		for r := range c.np {
+			f, err := os.Open(filepath.Join(monDir, "prof."+strconv.Itoa(r)+".prof"))
+			if err != nil {
+				t.Fatalf("monitoring output: %v", err)
+			}
+			sc := bufio.NewScanner(f)
+			for sc.Scan() {
+				fields := strings.Fields(sc.Text())
+				if len(fields) < 4 || fields[0] != "E" {
+					continue
+				}
+				from, _ := strconv.Atoi(fields[1])
+				to, _ := strconv.Atoi(fields[2])
+				n, _ := strconv.ParseInt(fields[3], 10, 64)
+				if got.MPIBytes[from][to] != n {
+					t.Errorf("-np %d: rank %d sent %d bytes to %d by Open MPI's count, %d by ours", c.np, from, n, to, got.MPIBytes[from][to])
+				}
+				seen++
+			}
+			f.Close()
+		}
+		if seen == 0 {
+			t.Errorf("-np %d: no point-to-point lines in the monitoring output", c.np)
+		}
+	}
+}
+
+func TestMPIKilledRankThenResume(t *testing.T) {
+	bin := mpiBinary(t)
+	c := mpiCases[0]
+	args := func(extra ...string) []string {
+		return append([]string{bin, "run", "--synthetic", "--steps", "6", "--seq", "16", "--d-model", "32", "--d-ff", "64", "--json"},
+			append(c.args, extra...)...)
+	}
+	out, stderr, err := mpirun(t, c.np, nil, args()...)
+	if err != nil {
+		t.Fatalf("uninterrupted: %v\n%s", err, stderr)
+	}
+	whole := decode(t, out)
+	dir := t.TempDir()
+	start := time.Now()
+	_, stderr, err = mpirun(t, c.np, nil, args("--checkpoint", dir, "--every", "2", "--kill-rank", "1", "--kill-step", "3")...)
+	if err == nil {
+		t.Fatal("the job with a killed rank succeeded")
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("the job took %v to stop after the rank died", took)
+	}
+	if !strings.Contains(stderr, "rank 1") {
+		t.Errorf("the failure does not name rank 1:\n%s", stderr)
+	}
+	out, stderr, err = mpirun(t, c.np, nil, args("--checkpoint", dir, "--resume")...)
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, stderr)
+	}
+	resumed := decode(t, out)
+	if resumed.ParamsSHA256 != whole.ParamsSHA256 {
+		t.Errorf("resumed run ends with params %s, uninterrupted %s", resumed.ParamsSHA256, whole.ParamsSHA256)
+	}
+	for i, l := range resumed.Losses {
+		if l != whole.Losses[2+i] {
+			t.Errorf("resumed step %d loss %v, uninterrupted %v", 3+i, l, whole.Losses[2+i])
+		}
+	}
+}
