@@ -9,7 +9,7 @@ import (
 )
 
 func TestInProcessConformance(t *testing.T) {
-	collectivetest.Run(t, func(sliceOf []int) []emu.Comm {
+	collectivetest.Run(t, func(t *testing.T, sliceOf []int) []emu.Comm {
 		f := emu.NewFabric(sliceOf)
 		out := make([]emu.Comm, len(sliceOf))
 		for i := range out {

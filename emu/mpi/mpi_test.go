@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"shardlab/collective/collectivetest"
 	"shardlab/emu"
 	"shardlab/hw"
 	"shardlab/mesh"
@@ -228,4 +229,45 @@ func BenchmarkAllreduce(b *testing.B) {
 			b.ReportMetric(float64(elems*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "algGB/s")
 		})
 	}
+}
+
+// TestConformance runs the suite every emu.Comm transport runs, with the
+// devices spread over the MPI ranks (each rank checks its own).
+func TestConformance(t *testing.T) {
+	transports := map[int]*Transport{} // one per devices-per-rank, for the whole test
+	t.Cleanup(func() {
+		for _, tr := range transports {
+			tr.Stop()
+		}
+	})
+	collectivetest.Run(t, func(t *testing.T, sliceOf []int) []emu.Comm {
+		n := len(sliceOf)
+		if n%world.Size() != 0 {
+			return nil
+		}
+		per := n / world.Size()
+		tr, ok := transports[per]
+		if !ok {
+			for _, old := range transports { // one progress loop at a time
+				old.Stop()
+			}
+			clear(transports)
+			tr = world.NewTransport(per)
+			transports[per] = tr
+		}
+		f := emu.NewFabric(sliceOf)
+		f.SetRemote(tr)
+		tr.Attach(f)
+		// every rank has its new fabric in place before anyone sends to it
+		if err := world.Barrier(); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]emu.Comm, n)
+		for i := range n {
+			if tr.RankOf(i) == world.Rank() {
+				out[i] = f.Endpoint(i)
+			}
+		}
+		return out
+	})
 }

@@ -46,7 +46,8 @@ const tagData = 7
 type Transport struct {
 	w       *World
 	perHost int
-	fab     *emu.Fabric
+	fab     atomic.Pointer[emu.Fabric]
+	running bool
 	out     chan outMsg
 	stop    chan struct{}
 	stopped chan struct{}
@@ -110,8 +111,14 @@ func (t *Transport) Send(src, dst int, data []float32, clock float64, control bo
 // (MPI_Isend), completes them (MPI_Test), receives whatever arrives
 // (MPI_Iprobe, MPI_Recv) and hands it to fab. Other MPI calls (the
 // reductions at each step) run in between.
+// Attaching another fabric later swaps it in: messages that arrive from
+// then on go to the new one (callers make sure the ranks swap together).
 func (t *Transport) Attach(fab *emu.Fabric) {
-	t.fab = fab
+	t.fab.Store(fab)
+	if t.running {
+		return
+	}
+	t.running = true
 	go t.watchdog()
 	t.w.work <- t.loop
 }
@@ -157,7 +164,7 @@ func (t *Transport) loop() {
 			s, d := int(math.Float32bits(buf[0])), int(math.Float32bits(buf[1]))
 			ctl := math.Float32bits(buf[2]) == 1
 			clock := math.Float64frombits(uint64(math.Float32bits(buf[3])) | uint64(math.Float32bits(buf[4]))<<32)
-			t.fab.Deliver(s, d, buf[HeaderWords:], clock, ctl)
+			t.fab.Load().Deliver(s, d, buf[HeaderWords:], clock, ctl)
 			busy = true
 		}
 		// other MPI work (reductions, gathers)
@@ -225,7 +232,7 @@ func (t *Transport) watchdog() {
 			return
 		case now := <-tick.C:
 			cur := map[[2]int]time.Time{}
-			for dev, from := range t.fab.Waiting() {
+			for dev, from := range t.fab.Load().Waiting() {
 				r := t.RankOf(from)
 				if r == t.w.rank {
 					continue
