@@ -81,8 +81,9 @@ func TestMPIParityAndMonitoring(t *testing.T) {
 		}
 		ref := decode(t, want)
 		monDir := t.TempDir()
+		tracePath := filepath.Join(monDir, "trace.json")
 		out, stderr, err := mpirun(t, c.np, []string{"--mca", "pml_monitoring_enable", "2", "--mca", "pml_monitoring_enable_output", "3",
-			"--mca", "pml_monitoring_filename", filepath.Join(monDir, "prof")}, append([]string{bin}, common(c.args...)...)...)
+			"--mca", "pml_monitoring_filename", filepath.Join(monDir, "prof")}, append([]string{bin}, common(append(c.args, "--trace", tracePath)...)...)...)
 		if err != nil {
 			t.Fatalf("mpirun -np %d: %v\n%s", c.np, err, stderr)
 		}
@@ -126,6 +127,26 @@ func TestMPIParityAndMonitoring(t *testing.T) {
 		}
 		if seen == 0 {
 			t.Errorf("-np %d: no point-to-point lines in the monitoring output", c.np)
+		}
+		// rank 0's trace has a track for every chip of every rank
+		data, err := os.ReadFile(tracePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			TraceEvents []map[string]any `json:"traceEvents"`
+		}
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		tracks := map[float64]bool{}
+		for _, e := range doc.TraceEvents {
+			if e["ph"] == "X" {
+				tracks[e["tid"].(float64)] = true
+			}
+		}
+		if len(tracks) != got.Devices {
+			t.Errorf("-np %d: trace has %d chip tracks, want %d", c.np, len(tracks), got.Devices)
 		}
 	}
 }
