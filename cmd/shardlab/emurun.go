@@ -66,6 +66,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	killRank := fs.Int("kill-rank", -1, "fault injection under mpirun: this rank kills itself (SIGKILL) after --kill-step")
 	killStep := fs.Int("kill-step", 0, "the step after which --kill-rank dies")
+	mpiTimeout := fs.Duration("mpi-timeout", 10*time.Minute, "under mpirun: how long a chip waits on a silent rank before the run stops, naming it")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	rank := 0
 	var job *mpi.Job
 	if mpi.Launched() {
-		job, err = mpi.Connect(m.Multislice.Hosts(), m.Multislice.Slice.Chip.Host.Chips)
+		job, err = mpi.Connect(m.Multislice.Hosts(), m.Multislice.Slice.Chip.Host.Chips, *mpiTimeout)
 		if err != nil {
 			return usageError{err}
 		}

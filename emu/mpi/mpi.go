@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -233,8 +234,9 @@ func (w *World) GatherBytes(b []byte) ([][]byte, error) {
 }
 
 // Connect joins the MPI job for a mesh of hosts × perHost chips: one rank
-// per host.
-func Connect(hosts, perHost int) (*Job, error) {
+// per host. A device that waits longer than timeout on a silent rank ends
+// the process with an error naming that rank.
+func Connect(hosts, perHost int, timeout time.Duration) (*Job, error) {
 	w, err := Init()
 	if err != nil {
 		return nil, err
@@ -244,6 +246,9 @@ func Connect(hosts, perHost int) (*Job, error) {
 		return nil, fmt.Errorf("mpi: %d ranks for a mesh of %d hosts; run one rank per host (mpirun -np %d)", w.Size(), hosts, hosts)
 	}
 	t := w.NewTransport(perHost)
+	if timeout > 0 {
+		t.Timeout = timeout
+	}
 	return &Job{Rank: w.Rank(), Size: w.Size(), Remote: t,
 		BytesTo: func() []int64 {
 			out := make([]int64, w.Size())

@@ -7,7 +7,10 @@
 // real multi-rank job (Connect) needs the mpi build.
 package mpi
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Available reports whether this build talks to a real MPI library.
 const Available = false
@@ -55,4 +58,4 @@ func (*World) Alltoall(x []float32) ([]float32, error) { return append([]float32
 func (*World) GatherBytes(b []byte) ([][]byte, error) { return [][]byte{b}, nil }
 
 // Connect fails: there is no MPI in this build.
-func Connect(hosts, perHost int) (*Job, error) { return nil, ErrNoMPI }
+func Connect(hosts, perHost int, timeout time.Duration) (*Job, error) { return nil, ErrNoMPI }

@@ -5,6 +5,7 @@ package mpi
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestOneRankStandIn(t *testing.T) {
@@ -19,7 +20,7 @@ func TestOneRankStandIn(t *testing.T) {
 	if g, _ := w.Allgather(x); len(g) != 2 {
 		t.Errorf("Allgather = %v", g)
 	}
-	if _, err := Connect(2, 4); !errors.Is(err, ErrNoMPI) {
+	if _, err := Connect(2, 4, time.Minute); !errors.Is(err, ErrNoMPI) {
 		t.Errorf("Connect = %v, want ErrNoMPI", err)
 	}
 }

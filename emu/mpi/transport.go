@@ -73,7 +73,7 @@ type outMsg struct {
 // process; Start connects it to a fabric.
 func (w *World) NewTransport(perHost int) *Transport {
 	t := &Transport{w: w, perHost: perHost, out: make(chan outMsg, 1024), stop: make(chan struct{}), stopped: make(chan struct{}),
-		perPeer: make([]atomic.Int64, w.size), lastIn: make([]atomic.Int64, w.size), Timeout: 60 * time.Second}
+		perPeer: make([]atomic.Int64, w.size), lastIn: make([]atomic.Int64, w.size), Timeout: 10 * time.Minute}
 	now := time.Now().UnixNano()
 	for i := range t.lastIn {
 		t.lastIn[i].Store(now)
