@@ -66,6 +66,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	killRank := fs.Int("kill-rank", -1, "fault injection under mpirun: this rank kills itself (SIGKILL) after --kill-step")
 	killStep := fs.Int("kill-step", 0, "the step after which --kill-rank dies")
+	hang := fs.Bool("hang", false, "with --kill-rank: the rank hangs instead of dying")
 	mpiTimeout := fs.Duration("mpi-timeout", 10*time.Minute, "under mpirun: how long a chip waits on a silent rank before the run stops, naming it")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -175,6 +176,9 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			progress(stderr, r, *steps, now.Sub(start))
 		}
 		if job != nil && rank == *killRank && r.Step == *killStep {
+			if *hang {
+				select {} // stop answering, as a wedged host does
+			}
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}

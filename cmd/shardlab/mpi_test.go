@@ -189,3 +189,22 @@ func TestMPIKilledRankThenResume(t *testing.T) {
 		}
 	}
 }
+
+func TestMPIHungRankIsNamed(t *testing.T) {
+	// a rank that stops answering (it does not die, so mpirun sees nothing
+	// wrong): the other rank's watchdog names it within the timeout
+	bin := mpiBinary(t)
+	c := mpiCases[0]
+	start := time.Now()
+	_, stderr, err := mpirun(t, c.np, nil, append([]string{bin, "run", "--synthetic", "--steps", "6", "--seq", "16", "--d-model", "32",
+		"--d-ff", "64", "--json", "--kill-rank", "1", "--kill-step", "2", "--hang", "--mpi-timeout", "3s"}, c.args...)...)
+	if err == nil {
+		t.Fatal("the job with a hung rank succeeded")
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("took %v to give up on the hung rank", took)
+	}
+	if !strings.Contains(stderr, "rank 1 has stopped") {
+		t.Errorf("the error does not name rank 1:\n%s", stderr)
+	}
+}

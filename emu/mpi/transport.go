@@ -62,7 +62,20 @@ type Transport struct {
 	// watchdog reports which rank went quiet and exits.
 	Timeout time.Duration
 	lastIn  []atomic.Int64 // unix nanoseconds of the last message from each rank
+	// the per-step reductions go through rank 0 as messages, so that a wait
+	// on a silent rank has a name
+	inbox        []chan []float64
+	waitingRank  atomic.Int64 // -1: none
+	waitingSince atomic.Int64
 }
+
+// message kinds in the header's third word
+const (
+	kindData = iota
+	kindClock
+	kindReduceUp
+	kindReduceDown
+)
 
 type outMsg struct {
 	to  int
@@ -73,7 +86,12 @@ type outMsg struct {
 // process; Start connects it to a fabric.
 func (w *World) NewTransport(perHost int) *Transport {
 	t := &Transport{w: w, perHost: perHost, out: make(chan outMsg, 1024), stop: make(chan struct{}), stopped: make(chan struct{}),
-		perPeer: make([]atomic.Int64, w.size), lastIn: make([]atomic.Int64, w.size), Timeout: 10 * time.Minute}
+		perPeer: make([]atomic.Int64, w.size), lastIn: make([]atomic.Int64, w.size), Timeout: 10 * time.Minute,
+		inbox: make([]chan []float64, w.size)}
+	for i := range t.inbox {
+		t.inbox[i] = make(chan []float64, 4)
+	}
+	t.waitingRank.Store(-1)
 	now := time.Now().UnixNano()
 	for i := range t.lastIn {
 		t.lastIn[i].Store(now)
@@ -95,16 +113,70 @@ func (t *Transport) BytesTo(r int) int64 { return t.perPeer[r].Load() }
 
 // Send queues a device message for another process.
 func (t *Transport) Send(src, dst int, data []float32, clock float64, control bool) {
-	buf := make([]float32, HeaderWords+len(data))
-	ctl := uint32(0)
+	kind := kindData
 	if control {
-		ctl = 1
+		kind = kindClock
 	}
+	t.send(t.RankOf(dst), src, dst, kind, clock, data)
+}
+
+func (t *Transport) send(rank, src, dst, kind int, clock float64, data []float32) {
+	buf := make([]float32, HeaderWords+len(data))
 	bits := math.Float64bits(clock)
-	buf[0], buf[1], buf[2] = math.Float32frombits(uint32(src)), math.Float32frombits(uint32(dst)), math.Float32frombits(ctl)
+	buf[0], buf[1], buf[2] = math.Float32frombits(uint32(src)), math.Float32frombits(uint32(dst)), math.Float32frombits(uint32(kind))
 	buf[3], buf[4] = math.Float32frombits(uint32(bits)), math.Float32frombits(uint32(bits>>32))
 	copy(buf[HeaderWords:], data)
-	t.out <- outMsg{to: t.RankOf(dst), buf: buf}
+	t.out <- outMsg{to: rank, buf: buf}
+}
+
+func packF64(x []float64) []float32 {
+	out := make([]float32, 2*len(x))
+	for i, v := range x {
+		b := math.Float64bits(v)
+		out[2*i], out[2*i+1] = math.Float32frombits(uint32(b)), math.Float32frombits(uint32(b>>32))
+	}
+	return out
+}
+
+func unpackF64(w []float32) []float64 {
+	out := make([]float64, len(w)/2)
+	for i := range out {
+		out[i] = math.Float64frombits(uint64(math.Float32bits(w[2*i])) | uint64(math.Float32bits(w[2*i+1]))<<32)
+	}
+	return out
+}
+
+// reduce combines x over the processes through rank 0, in rank order,
+// with point-to-point messages (so a wait has a rank to name).
+func (t *Transport) reduce(x []float64, combine func(a, b float64) float64) error {
+	if t.w.size == 1 {
+		return nil
+	}
+	wait := func(r int) []float64 {
+		t.waitingSince.Store(time.Now().UnixNano())
+		t.waitingRank.Store(int64(r))
+		v := <-t.inbox[r]
+		t.waitingRank.Store(-1)
+		return v
+	}
+	if t.w.rank != 0 {
+		t.send(0, -1, -1, kindReduceUp, 0, packF64(x))
+		copy(x, wait(0))
+		return nil
+	}
+	for r := 1; r < t.w.size; r++ {
+		v := wait(r)
+		if len(v) != len(x) {
+			return fmt.Errorf("mpi: rank %d reduced %d values, rank 0 %d", r, len(v), len(x))
+		}
+		for i := range x {
+			x[i] = combine(x[i], v[i])
+		}
+	}
+	for r := 1; r < t.w.size; r++ {
+		t.send(r, -1, -1, kindReduceDown, 0, packF64(x))
+	}
+	return nil
 }
 
 // Attach runs the progress loop on the MPI goroutine: it posts queued sends
@@ -161,10 +233,14 @@ func (t *Transport) loop() {
 			buf := make([]float32, int(count))
 			C.recvb((*C.float)(unsafe.Pointer(unsafe.SliceData(buf))), count, src, tag)
 			t.lastIn[int(src)].Store(time.Now().UnixNano())
-			s, d := int(math.Float32bits(buf[0])), int(math.Float32bits(buf[1]))
-			ctl := math.Float32bits(buf[2]) == 1
-			clock := math.Float64frombits(uint64(math.Float32bits(buf[3])) | uint64(math.Float32bits(buf[4]))<<32)
-			t.fab.Load().Deliver(s, d, buf[HeaderWords:], clock, ctl)
+			s, d := int(int32(math.Float32bits(buf[0]))), int(int32(math.Float32bits(buf[1])))
+			kind := int(math.Float32bits(buf[2]))
+			if kind == kindReduceUp || kind == kindReduceDown {
+				t.inbox[int(src)] <- unpackF64(buf[HeaderWords:])
+			} else {
+				clock := math.Float64frombits(uint64(math.Float32bits(buf[3])) | uint64(math.Float32bits(buf[4]))<<32)
+				t.fab.Load().Deliver(s, d, buf[HeaderWords:], clock, kind == kindClock)
+			}
 			busy = true
 		}
 		// other MPI work (reductions, gathers)
@@ -231,6 +307,15 @@ func (t *Transport) watchdog() {
 		case <-t.stop:
 			return
 		case now := <-tick.C:
+			if r := int(t.waitingRank.Load()); r >= 0 {
+				since := time.Unix(0, t.waitingSince.Load())
+				last := time.Unix(0, t.lastIn[r].Load())
+				if now.Sub(since) > t.Timeout && now.Sub(last) > t.Timeout {
+					fmt.Fprintf(os.Stderr, "shardlab: rank %d: waited %v for rank %d to finish its step, and it sends nothing: rank %d has stopped\n",
+						t.w.rank, now.Sub(since).Round(time.Second), r, r)
+					os.Exit(3)
+				}
+			}
 			cur := map[[2]int]time.Time{}
 			for dev, from := range t.fab.Load().Waiting() {
 				r := t.RankOf(from)
@@ -256,10 +341,12 @@ func (t *Transport) watchdog() {
 }
 
 // MaxFloat64 reduces x to its maximum over the processes.
-func (t *Transport) MaxFloat64(x []float64) error { return t.w.AllreduceMax(x) }
+func (t *Transport) MaxFloat64(x []float64) error { return t.reduce(x, math.Max) }
 
-// SumFloat64 sums x over the processes.
-func (t *Transport) SumFloat64(x []float64) error { return t.w.AllreduceSum64(x) }
+// SumFloat64 sums x over the processes, in rank order.
+func (t *Transport) SumFloat64(x []float64) error {
+	return t.reduce(x, func(a, b float64) float64 { return a + b })
+}
 
 // GatherBytes collects b from every process at process 0.
 func (t *Transport) GatherBytes(b []byte) ([][]byte, error) { return t.w.GatherBytes(b) }
