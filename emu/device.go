@@ -2,6 +2,7 @@ package emu
 
 import (
 	"fmt"
+	"math"
 
 	"shardlab/mesh"
 	"shardlab/schedule"
@@ -114,7 +115,11 @@ func newDevice(tc *TrainConfig, g *grid, id int, ep *Endpoint, full *Params[floa
 	for _, x := range d.flat {
 		n += int64(len(x))
 	}
-	d.mem.change(func(m *Memory) { m.Weights, m.Gradients, m.Optimizer = 4*n, 4*n, 8*n })
+	w := 4 * n
+	if tc.BF16Compute {
+		w += 2 * n // the bf16 working copy beside the fp32 master
+	}
+	d.mem.change(func(m *Memory) { m.Weights, m.Gradients, m.Optimizer = w, 4*n, 8*n })
 	return d
 }
 
@@ -183,13 +188,36 @@ func (d *device) contextReduceScatter(x []float32) []float32 {
 
 // gather returns group gi's full buffer: an FSDP all-gather, or the
 // stored buffer itself without FSDP.
+//
+// With BF16Compute the result is a working copy rounded to bfloat16: the
+// passes compute with it while Adam updates the fp32 master weights.
 func (d *device) gather(gi int) []float32 {
 	if d.fsdpG.Size() == 1 {
-		return d.flat[gi]
+		if !d.tc.BF16Compute {
+			return d.flat[gi]
+		}
+		return roundBF16(append([]float32(nil), d.flat[gi]...))
 	}
 	full := d.ep.AllGather(d.fsdpG, d.flat[gi])
 	d.mem.change(func(m *Memory) { m.Transient += 4 * int64(len(full)) })
+	if d.tc.BF16Compute {
+		roundBF16(full)
+	}
 	return full
+}
+
+// roundBF16 rounds x in place to the nearest bfloat16 (ties to even),
+// keeping float32 storage.
+func roundBF16(x []float32) []float32 {
+	for i, v := range x {
+		b := math.Float32bits(v)
+		if b&0x7f800000 == 0x7f800000 { // Inf and NaN stay as they are
+			continue
+		}
+		b += 0x7fff + (b>>16)&1
+		x[i] = math.Float32frombits(b &^ 0xffff)
+	}
+	return x
 }
 
 func (d *device) release(buf []float32) {

@@ -106,3 +106,45 @@ func TestParityWithOneDevice(t *testing.T) {
 }
 
 func fmtLosses(l []float64) string { return fmt.Sprintf("%.5f", l) }
+
+func TestBF16MasterWeights(t *testing.T) {
+	// Mixed precision: the passes see bf16-rounded weights, Adam updates fp32
+	// masters. Every layout rounds the same weights the same way, so parity
+	// with one device holds; and the model still trains.
+	run := func(accel, layout string) *Result {
+		c := parityModel
+		r, err := Train(TrainConfig{Model: c, Mesh: testMesh(t, accel, 1, layout), GlobalBatch: 8, Steps: 4, Seed: 5, LR: 1e-2,
+			Data: &Synthetic{V: c.Vocab, Seed: 11}, BF16Compute: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	one := run("v5litepod-1", "")
+	for _, layout := range []string{"fsdp=8", "tensor=2,data=4"} {
+		r := run("v5litepod-8", layout)
+		for i := range one.Losses {
+			if !close(r.Losses[i], one.Losses[i]) {
+				t.Errorf("%s step %d: loss %v, one device %v", layout, i+1, r.Losses[i], one.Losses[i])
+			}
+		}
+	}
+	if one.Losses[3] >= one.Losses[0] {
+		t.Errorf("bf16 compute does not train: losses %v", one.Losses)
+	}
+	// the masters keep more than bf16's 8 bits of mantissa
+	var fine int
+	for _, tensor := range one.Final.Tensors() {
+		for _, v := range tensor {
+			if math.Float32bits(v)&0xffff != 0 {
+				fine++
+			}
+		}
+	}
+	if fine == 0 {
+		t.Error("master weights were rounded to bf16 too")
+	}
+	if x := roundBF16([]float32{1.00390625, 1.01171875, -3.14159}); x[0] != 1 || x[1] != 1.015625 || x[2] != -3.140625 {
+		t.Errorf("roundBF16 = %v", x)
+	}
+}

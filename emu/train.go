@@ -31,6 +31,9 @@ type TrainConfig struct {
 	BlocksOnlyClock bool
 	// Efficiency scales the chip's peak for the simulated compute clock.
 	Efficiency float64
+	// BF16Compute runs the passes on bfloat16-rounded copies of the
+	// weights while Adam updates fp32 master weights (mixed precision).
+	BF16Compute bool
 	// FailLinks lists links (device pairs) that are down.
 	FailLinks [][2]int
 	// Resume continues from a checkpoint of the same run.

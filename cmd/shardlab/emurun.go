@@ -54,6 +54,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	sched := fs.String("schedule", "1f1b", "pipeline schedule: gpipe or 1f1b")
 	steps := fs.Int("steps", 30, "training steps")
 	lr := fs.Float64("lr", 3e-3, "Adam learning rate")
+	bf16 := fs.Bool("bf16", true, "compute with bfloat16 copies of the weights; Adam keeps fp32 masters")
 	seed := fs.Uint64("seed", 1, "seed for the weights and the batches")
 	data := fs.String("data", "", "text FILE or DIR of .go/.txt/.md files (default: the Go sources under GOROOT)")
 	synthetic := fs.Bool("synthetic", false, "train on synthetic sequences instead of text")
@@ -114,6 +115,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	tc := emu.TrainConfig{
 		Model: emu.Config{Layers: *layers, DModel: *dModel, Heads: *heads, KVHeads: *kvHeads, DFF: *dff, Vocab: vocab, Seq: *seq, Tied: *tied},
 		Mesh:  m, GlobalBatch: *batch, MicroBatches: mb, Schedule: k, Steps: *steps, Seed: *seed, LR: *lr, Data: src,
+		BF16Compute: *bf16,
 	}
 	if *failLink != "" {
 		a, b, ok := strings.Cut(*failLink, "-")
