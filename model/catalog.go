@@ -51,6 +51,6 @@ var catalog = [...]Spec{
 	{
 		Name: "gemma2-27b", Layers: 46, DModel: 4608, Heads: 32, KVHeads: 16, HeadDim: 128, DFF: 36864, Vocab: 256128, SeqLen: 8192,
 		GatedMLP: true, TiedEmbeddings: true, NormsPerLayer: 4,
-		Published: 27_227_718_144, Source: "Gemma 2 Table 2: 1,180,237,824 embedding + 26,047,480,320 non-embedding",
+		Published: 27_227_718_144, Source: "Gemma 2 Table 2: 26,047,480,320 non-embedding, plus the 256128 x 4608 embedding",
 	},
 }
