@@ -17,15 +17,7 @@ import (
 
 func layout(t testing.TB, accel string, slices int, spec string) mesh.Mesh {
 	t.Helper()
-	s, err := hw.ParseAcceleratorType(accel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := hw.NewMultislice(s, slices, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := mesh.Parse(ms, spec)
+	m, err := mesh.ParseOn(accel, slices, spec)
 	if err != nil {
 		t.Fatal(err)
 	}

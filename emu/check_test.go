@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"shardlab/cost"
-	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/schedule"
@@ -29,12 +28,7 @@ func spec(c emu.Config) model.Spec {
 
 func layout(t *testing.T, accel string, slices int, s string) mesh.Mesh {
 	t.Helper()
-	sl, err := hw.ParseAcceleratorType(accel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, _ := hw.NewMultislice(sl, slices, 0)
-	m, err := mesh.Parse(ms, s)
+	m, err := mesh.ParseOn(accel, slices, s)
 	if err != nil {
 		t.Fatal(err)
 	}

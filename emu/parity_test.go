@@ -5,28 +5,16 @@ import (
 	"math"
 	"testing"
 
-	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
 
 func testMesh(t testing.TB, accel string, slices int, layout string) mesh.Mesh {
 	t.Helper()
-	s, err := hw.ParseAcceleratorType(accel)
-	if err != nil {
-		t.Fatal(err)
+	if layout == "" {
+		layout = "data=1" // one chip
 	}
-	ms, err := hw.NewMultislice(s, slices, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var axes []mesh.Axis
-	if layout != "" {
-		if axes, err = mesh.ParseAxes(layout); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m, err := mesh.New(ms, axes...)
+	m, err := mesh.ParseOn(accel, slices, layout)
 	if err != nil {
 		t.Fatal(err)
 	}

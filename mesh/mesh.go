@@ -321,3 +321,17 @@ func Parse(ms hw.Multislice, spec string) (Mesh, error) {
 	}
 	return New(ms, axes...)
 }
+
+// ParseOn lays spec out on slices copies of an accelerator type:
+// ParseOn("v5p-128", 2, "data=2(dcn),fsdp=64").
+func ParseOn(accel string, slices int, spec string) (Mesh, error) {
+	s, err := hw.ParseAcceleratorType(accel)
+	if err != nil {
+		return Mesh{}, err
+	}
+	ms, err := hw.NewMultislice(s, slices, 0)
+	if err != nil {
+		return Mesh{}, err
+	}
+	return Parse(ms, spec)
+}

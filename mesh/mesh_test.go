@@ -154,3 +154,15 @@ func TestParse(t *testing.T) {
 		t.Errorf("DCN product 1 on 2 slices: %v", err)
 	}
 }
+
+func TestParseOn(t *testing.T) {
+	m, err := ParseOn("tpu7x-128", 2, "data=2(dcn),fsdp=64")
+	if err != nil || m.Chips() != 128 || m.Multislice.Slices != 2 {
+		t.Errorf("ParseOn = %v, %v", m, err)
+	}
+	for _, bad := range []struct{ accel, spec string }{{"v5p-7", "data=1"}, {"v5p-8", "data=3"}, {"v5p-8", "data"}} {
+		if _, err := ParseOn(bad.accel, 1, bad.spec); err == nil {
+			t.Errorf("ParseOn(%q, %q) accepted", bad.accel, bad.spec)
+		}
+	}
+}

@@ -83,7 +83,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		}
 		m, err = meshFromPlan(*planPath)
 	} else {
-		m, err = buildMesh(*tpu, *slices, *meshSpec)
+		m, err = mesh.ParseOn(*tpu, *slices, *meshSpec)
 	}
 	if err != nil {
 		return err
@@ -235,18 +235,6 @@ func progress(w io.Writer, r emu.StepReport, total int, elapsed time.Duration) {
 	bar := strings.Repeat("=", done) + strings.Repeat(" ", width-done)
 	tps := float64(r.Step*r.Tokens) / elapsed.Seconds()
 	fmt.Fprintf(w, "\rstep %d/%d [%s] loss %.4f  %.0f tokens/s", r.Step, total, bar, r.Loss, tps)
-}
-
-func buildMesh(accel string, slices int, spec string) (mesh.Mesh, error) {
-	s, err := hw.ParseAcceleratorType(accel)
-	if err != nil {
-		return mesh.Mesh{}, err
-	}
-	ms, err := hw.NewMultislice(s, slices, 0)
-	if err != nil {
-		return mesh.Mesh{}, err
-	}
-	return mesh.Parse(ms, spec)
 }
 
 // meshFromPlan reads the layout and topology of a 'shardlab plan --json'

@@ -9,7 +9,6 @@ import (
 
 	"shardlab/collective/collectivetest"
 	"shardlab/emu"
-	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
@@ -102,15 +101,7 @@ func TestBindings(t *testing.T) {
 // meshFor lays out n hosts of 4 v5e chips: n/… slices of v5litepod-4 (one
 // host each) or v5litepod-8 (two hosts each).
 func meshFor(t *testing.T, accel string, slices int, spec string) mesh.Mesh {
-	s, err := hw.ParseAcceleratorType(accel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := hw.NewMultislice(s, slices, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := mesh.Parse(ms, spec)
+	m, err := mesh.ParseOn(accel, slices, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
