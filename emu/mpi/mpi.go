@@ -27,24 +27,12 @@ static int allreduce_sum_f64(double *buf, int n) { return MPI_Allreduce(MPI_IN_P
 static int allgather_f32(float *in, int n, float *out) { return MPI_Allgather(in, n, MPI_FLOAT, out, n, MPI_FLOAT, MPI_COMM_WORLD); }
 static int reduce_scatter_f32(float *in, float *out, int n) { return MPI_Reduce_scatter_block(in, out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); }
 static int alltoall_f32(float *in, float *out, int n) { return MPI_Alltoall(in, n, MPI_FLOAT, out, n, MPI_FLOAT, MPI_COMM_WORLD); }
-static int gather_bytes(void *in, int n, void *out, int root) { return MPI_Gather(in, n, MPI_BYTE, out, n, MPI_BYTE, root, MPI_COMM_WORLD); }
 static int allgather_int(int *in, int *out) { return MPI_Allgather(in, 1, MPI_INT, out, 1, MPI_INT, MPI_COMM_WORLD); }
 static int gatherv_bytes(void *in, int n, void *out, int *counts, int *displs, int root) {
 	return MPI_Gatherv(in, n, MPI_BYTE, out, counts, displs, MPI_BYTE, root, MPI_COMM_WORLD);
 }
-static int isend_f32(float *buf, int n, int to, int tag, MPI_Request *req) { return MPI_Isend(buf, n, MPI_FLOAT, to, tag, MPI_COMM_WORLD, req); }
-static int test(MPI_Request *req, int *done) { return MPI_Test(req, done, MPI_STATUS_IGNORE); }
-static int iprobe(int *flag, int *src, int *tag, int *count) {
-	MPI_Status st;
-	int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, flag, &st);
-	if (rc == MPI_SUCCESS && *flag) { *src = st.MPI_SOURCE; *tag = st.MPI_TAG; MPI_Get_count(&st, MPI_FLOAT, count); }
-	return rc;
-}
 static int recv_f32(float *buf, int n, int from, int tag) { return MPI_Recv(buf, n, MPI_FLOAT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }
 static int send_f32(float *buf, int n, int to, int tag) { return MPI_Send(buf, n, MPI_FLOAT, to, tag, MPI_COMM_WORLD); }
-static MPI_Request *new_request(void) { return (MPI_Request *)malloc(sizeof(MPI_Request)); }
-static void free_request(MPI_Request *r) { free(r); }
-static double wtime(void) { return MPI_Wtime(); }
 */
 import "C"
 

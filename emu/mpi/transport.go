@@ -51,7 +51,6 @@ type Transport struct {
 	out     chan outMsg
 	stop    chan struct{}
 	stopped chan struct{}
-	mu      sync.Mutex
 	// MessagesOut and BytesOut count what this process sent to other
 	// processes, headers included: the numbers Open MPI's pml monitoring
 	// reports.
