@@ -24,7 +24,6 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
