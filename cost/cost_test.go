@@ -39,7 +39,8 @@ var gptLike = model.Spec{Name: "gpt-like", Layers: 4, DModel: 1024, Heads: 16, D
 func TestLayerActivationsKorthikanti(t *testing.T) {
 	// Korthikanti et al. 2022 (arXiv 2205.05198) Table 2, 16-bit activations:
 	//   TP + SP, no recompute:        s·b·h/t · (34 + 5·a·s/h)
-	//   TP + SP + selective:          34·s·b·h/t
+	//   TP + SP + selective:          34·s·b·h/t   (everything but the s² terms:
+	//                                 our none with flash attention)
 	//   full recompute:               2·s·b·h (/t when stored sequence-sharded)
 	j := NewJob(gptLike, 2048, 8)
 	j.Dropout = true
@@ -48,16 +49,56 @@ func TestLayerActivationsKorthikanti(t *testing.T) {
 		tf := float64(tp)
 		tests := []struct {
 			r    Remat
+			attn AttentionKind
 			want float64
 		}{
-			{RematNone, s * b * h / tf * (34 + 5*a*s/h)},
-			{RematSelective, 34 * s * b * h / tf},
-			{RematFull, 2 * s * b * h / tf},
+			{RematNone, AttentionDot, s * b * h / tf * (34 + 5*a*s/h)},
+			{RematNone, AttentionFlash, 34 * s * b * h / tf},
+			{RematFull, AttentionFlash, 2 * s * b * h / tf},
+			// minimal_with_context keeps the tagged tensors of a GPT layer:
+			// layer input, Q, K, V, context and out_proj (h each) and mlpwi (4h),
+			// 10h elements of 2 bytes.
+			{RematMinimalWithContext, AttentionFlash, 20 * s * b * h / tf},
+			// save_qkv_proj: layer input, Q, K, V.
+			{RematSaveQKVProj, AttentionFlash, 8 * s * b * h / tf},
 		}
 		for _, tt := range tests {
-			if got := j.LayerActivations(4, 2048, 2048, tp, tt.r); math.Abs(got-tt.want) > 1e-6*tt.want {
-				t.Errorf("LayerActivations(t=%d, %s) = %.0f, want %.0f", tp, tt.r, got, tt.want)
+			j.Remat, j.Attention = tt.r, tt.attn
+			if got := j.LayerActivations(4, 2048, 2048, tp); math.Abs(got-tt.want) > 1e-6*tt.want {
+				t.Errorf("LayerActivations(t=%d, %s, %s) = %.0f, want %.0f", tp, tt.r, tt.attn, got, tt.want)
 			}
+		}
+	}
+}
+
+func TestRematRecompute(t *testing.T) {
+	// What each policy redoes, per token and layer, derived by hand for a
+	// gated layer: Q and O projections 2·d·q FLOPs each, K and V 2·d·kv,
+	// each MLP input 2·d·f; mlpwo's output is never needed again.
+	spec := model.Spec{Name: "g", Layers: 2, DModel: 512, Heads: 8, KVHeads: 2, DFF: 1536, Vocab: 1000, SeqLen: 256, GatedMLP: true}
+	d, q, kv, f := 512.0, 512.0, 128.0, 1536.0
+	qkv := 2*d*q + 4*d*kv
+	tests := []struct {
+		r         Remat
+		recompute float64
+		attention bool
+		offload   bool
+	}{
+		{RematNone, 0, false, false},
+		{RematMinimalWithContext, 0, false, false},
+		{RematMinimal, 0, true, false},
+		{RematSaveDotExceptMLP, 4 * d * f, true, false},
+		{RematSaveQKVProj, 2*d*q + 4*d*f, true, false},
+		{RematSaveOutProj, qkv + 4*d*f, true, false},
+		{RematQKVProjOffloaded, 2*d*q + 4*d*f, true, true},
+		{RematFull, qkv + 2*d*q + 4*d*f, true, false},
+	}
+	for _, tt := range tests {
+		j := NewJob(spec, 256, 8)
+		j.Remat = tt.r
+		r := j.rematOf(1, 256, 256, 1)
+		if r.recompute != tt.recompute || r.attention != tt.attention || (r.offload > 0) != tt.offload {
+			t.Errorf("%s: recompute %v attention %v offload %v, want %v %v %v", tt.r, r.recompute, r.attention, r.offload, tt.recompute, tt.attention, tt.offload)
 		}
 	}
 }
@@ -92,33 +133,67 @@ func TestZeROMemory(t *testing.T) {
 	}
 }
 
-func TestSingleChipMFUIsEfficiency(t *testing.T) {
-	// One chip, no remat: nothing but compute, so MFU = the overhead
-	// efficiency times the MXU efficiency of the layer's GEMMs.
+func TestSingleChipComputeIsFLOPsOverRate(t *testing.T) {
+	// One chip, no remat, dot-product attention: nothing but compute; the
+	// matmuls and the attention core take their FLOPs at peak × residual
+	// efficiency × MXU efficiency, and the step adds the memory-bound work
+	// and the optimizer at HBM bandwidth.
 	spec := model.Spec{Name: "small", Layers: 4, DModel: 512, Heads: 8, DFF: 2048, Vocab: 1024, SeqLen: 512, GatedMLP: true}
 	j := NewJob(spec, 512, 8)
-	j.Remat = RematNone
-	est, err := EstimateStep(j, layout(t, "v5litepod-1", 1, "data=1"))
+	j.Remat, j.Attention = RematNone, AttentionDot
+	m := layout(t, "v5litepod-1", 1, "data=1")
+	chip := m.Multislice.Slice.Chip
+	est, err := EstimateStep(j, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(est.MFU-DefaultEfficiency*est.MXUEfficiency) > 1e-6 || est.Time.ICI != 0 || est.Time.DCN != 0 || est.Time.Bubble != 0 {
-		t.Errorf("single chip: MFU %v ICI %v DCN %v bubble %v", est.MFU, est.Time.ICI, est.Time.DCN, est.Time.Bubble)
+	rate := float64(chip.PeakBF16) * j.EfficiencyFor(chip) * est.MXUEfficiency
+	if got, want := (est.Time.MXU + est.Time.Attention).Seconds(), float64(est.HardwareFLOPs)/rate; math.Abs(got-want) > 1e-9+1e-6*want {
+		t.Errorf("matmul + attention time %v s, want FLOPs/rate %v s", got, want)
 	}
-	// Full remat repeats the forward: HFU/MFU = (8N + attention) / (6N + attention) ≈ 4/3.
+	if est.Time.ICI != 0 || est.Time.DCN != 0 || est.Time.Bubble != 0 || est.Time.Step != est.Time.Compute {
+		t.Errorf("single chip: ICI %v DCN %v bubble %v step %v compute %v", est.Time.ICI, est.Time.DCN, est.Time.Bubble, est.Time.Step, est.Time.Compute)
+	}
+	if est.HardwareFLOPs != est.ModelFLOPs {
+		t.Errorf("no remat, no causal skip: hardware FLOPs %v, model %v", est.HardwareFLOPs, est.ModelFLOPs)
+	}
+	// Full remat redoes every projection but mlpwo, and the attention core:
+	// HFU/MFU = (6N + 2R + 4A) / (6N + 3A).
 	j.Remat = RematFull
-	est, _ = EstimateStep(j, layout(t, "v5litepod-1", 1, "data=1"))
+	est, _ = EstimateStep(j, m)
 	n := float64(spec.MatmulParams())
+	d, q, f := 512.0, 512.0, 2048.0
+	rc := 4 * (2*d*q*4 + 2*2*d*f) // 4 layers: Q, K, V, O and both MLP inputs
 	attn := spec.AttentionFLOPsPerToken(512)
-	if want := (8*n + 4*attn) / (6*n + 3*attn); math.Abs(est.HFU/est.MFU-want) > 1e-9 {
+	if want := (6*n + rc + 4*attn) / (6*n + 3*attn); math.Abs(est.HFU/est.MFU-want) > 1e-9 {
 		t.Errorf("HFU/MFU = %v, want %v", est.HFU/est.MFU, want)
 	}
 }
 
+func TestCausalFLOPsChangeOnlyMFU(t *testing.T) {
+	// The MFU convention must not change the step time: flash attention
+	// skips the masked blocks whichever way MFU counts them.
+	spec := lookup(t, "llama3-8b")
+	j := NewJob(spec, 8192, 64)
+	m := layout(t, "v5p-128", 1, "fsdp=64")
+	a, err := EstimateStep(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.CausalFLOPs = true
+	b, _ := EstimateStep(j, m)
+	if a.Time.Step != b.Time.Step || b.MFU >= a.MFU {
+		t.Errorf("causal MFU convention: step %v vs %v, MFU %v vs %v; want the same step and a lower MFU", a.Time.Step, b.Time.Step, a.MFU, b.MFU)
+	}
+}
+
 func TestFSDPTrafficIsOneAndAHalfDP(t *testing.T) {
-	// ZeRO §7: stage 3 moves 1.5x the bytes of data parallelism.
+	// ZeRO §7: stage 3 moves 1.5x the bytes of data parallelism, when the
+	// weights gathered and the gradients reduced have one dtype (ZeRO's
+	// fp16/bf16 copies).
 	spec := lookup(t, "llama2-7b")
 	j := NewJob(spec, 4096, 64)
+	j.Precision = ZeROPrecision()
 	e := NewEstimator()
 	dp, err := e.Estimate(j, layout(t, "v5p-128", 1, "data=64"))
 	if err != nil {
@@ -171,7 +246,7 @@ func TestDCNStrongScalingThreshold(t *testing.T) {
 	// times the MXU efficiency of these GEMMs (Efficiency 1 removes the rest).
 	estimate := func(seqs int) Estimate {
 		j := NewJob(spec, 128, 2*seqs)
-		j.Remat = RematNone
+		j.Remat, j.Attention = RematNone, AttentionDot
 		j.Efficiency = 1
 		est, err := EstimateStep(j, m)
 		if err != nil {
@@ -188,7 +263,7 @@ func TestDCNStrongScalingThreshold(t *testing.T) {
 	}{{1.05, true}, {0.95, false}} {
 		seqs := int(min*c.factor/128/4) * 4 // tokens per slice / seq, a multiple of the 4 chips
 		est := estimate(seqs)
-		backward := est.Time.Compute.Seconds() * 2 / 3
+		backward := (est.Time.MXU + est.Time.Attention).Seconds() * 2 / 3 // the FLOPs at rate C
 		var dcn float64
 		for _, cm := range est.Comms {
 			dcn += cm.DCNTime.Seconds()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"shardlab/collective"
+	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/schedule"
@@ -23,7 +24,10 @@ type Memory struct {
 	// recomputed under full remat, FSDP's gathered weights and gradients of
 	// the current and prefetched layer, and the output logits.
 	Transient unit.Bytes `json:"transient"`
-	HBM       unit.Bytes `json:"hbm"`
+	// Host is what offloaded activations, parameters or optimizer state
+	// occupy in host memory, per chip.
+	Host unit.Bytes `json:"host"`
+	HBM  unit.Bytes `json:"hbm"`
 	Usable    unit.Bytes `json:"usable"` // HBM less the headroom
 }
 
@@ -40,7 +44,13 @@ func (m Memory) Fits() bool { return m.Total() <= m.Usable }
 
 // Time is a step's duration split into what the chip waits on.
 type Time struct {
-	Compute time.Duration `json:"compute"`
+	// Compute is the sum of the five parts below it.
+	Compute   time.Duration `json:"compute"`
+	MXU       time.Duration `json:"mxu"`       // the projections and the output layer, with recompute
+	Attention time.Duration `json:"attention"` // the attention core
+	Vector    time.Duration `json:"vector"`    // memory-bound work at HBM bandwidth
+	Optimizer time.Duration `json:"optimizer"` // the Adam update at HBM bandwidth
+	Offload   time.Duration `json:"offload"`   // host transfers that do not hide under the matmuls
 	ICI     time.Duration `json:"ici"` // exposed ICI communication
 	DCN     time.Duration `json:"dcn"` // exposed DCN communication
 	Bubble  time.Duration `json:"bubble"`
@@ -221,55 +231,6 @@ func TensorDivides(spec model.Spec, t int) bool {
 // kvShards is how many ways tensor parallelism t splits kv key/value heads.
 func kvShards(kv, t int) int { return min(kv, t) }
 
-// LayerActivations is the bytes one transformer layer stores for the
-// backward pass, per chip, for b sequences of s local tokens attending over
-// seq keys, with tensor parallelism t and sequence parallelism (every
-// activation sharded over tensor, as MaxText shards them).
-//
-// Without remat, for multi-head attention, a 4h GeLU MLP and dropout this
-// is Korthikanti et al. 2022 (arXiv 2205.05198) Table 2's tensor+sequence
-// parallel row, s·b·h·(34 + 5·a·s/h)/t bytes: attention 11·sbh + 5·a·s²·b
-// (input, Q, K, V, output-projection input, softmax, dropout mask and
-// output), MLP 19·sbh, norms 4·sbh. The general form counts Q and K/V
-// widths separately (grouped-query attention), three d_ff-wide tensors
-// for a gated MLP, one input per norm, and dropout only when asked.
-// Selective remat drops the s²-sized terms; full remat keeps only the
-// layer's input.
-func (j Job) LayerActivations(b, s, seq, t int, r Remat) float64 {
-	spec := j.Model
-	e := float64(j.Precision.Activation)
-	sb := float64(s) * float64(b)
-	h := float64(spec.DModel)
-	if r == RematFull {
-		return e * sb * h / float64(t)
-	}
-	q := float64(spec.Heads * spec.Head())
-	// K and V are split over at most KV shards; scale them so the final /t
-	// leaves them divided by kvShards.
-	kv := float64(spec.KV()*spec.Head()) * float64(t) / float64(kvShards(spec.KV(), t))
-	attn := e*sb*h + e*sb*q + 2*e*sb*kv + e*sb*q
-	mlp := e * sb * h
-	if spec.GatedMLP {
-		mlp += 3 * e * sb * float64(spec.DFF)
-	} else {
-		mlp += 2 * e * sb * float64(spec.DFF)
-	}
-	norms := float64(spec.Norms()) * e * sb * h
-	if j.Dropout {
-		attn += sb * h // dropout mask after the output projection (1 byte)
-		mlp += sb * h  // and after the MLP
-	}
-	total := attn + mlp + norms
-	if r == RematNone {
-		scores := e * float64(spec.Heads) * sb * float64(seq)
-		if j.Dropout {
-			scores += (1 + e) * float64(spec.Heads) * sb * float64(seq) // mask and dropped output
-		}
-		total += scores
-	}
-	return total / float64(t)
-}
-
 // Memory estimates HBM per chip.
 func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
 	if err := j.validate(); err != nil {
@@ -297,7 +258,8 @@ func (e *Estimator) memory(j Job, m mesh.Mesh, sh shape) Memory {
 // same stage when there is one): the first holds the most micro-batches in
 // flight and the embedding, the last the output layer and the logits.
 func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
-	chip := m.Multislice.Slice.Chip
+	ms := m.Multislice
+	chip := ms.Slice.Chip
 	prec := j.Precision
 	params := j.stageParams(sh, st)
 	mem := Memory{
@@ -307,29 +269,54 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 		HBM:       chip.HBM,
 		Usable:    unit.Bytes(float64(chip.HBM) * (1 - j.HBMHeadroom)),
 	}
+	if j.ParameterOffload {
+		mem.Host += mem.Weights
+		mem.Weights = 0
+	}
+	if j.OptimizerOffload {
+		mem.Host += mem.Optimizer
+		mem.Optimizer = 0
+	}
 	pp := e.pipe(j.Schedule, sh.p, sh.m)
 	inFlight := pp.inFlight
 	if st == lastStage {
 		inFlight = pp.lastInFlight
 	}
-	held := float64(sh.ls) * float64(inFlight) * j.LayerActivations(sh.b, sh.s, j.Seq, sh.t, j.Remat)
-	mem.Activations = unit.Bytes(held)
+	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
+	held := float64(sh.ls) * float64(inFlight)
+	mem.Activations = unit.Bytes(held * r.device)
+	mem.Host += unit.Bytes(held * r.offload)
+	mem.Transient = unit.Bytes(j.transient(sh, st, r))
+	return mem
+}
 
-	var transient float64
-	if j.Remat == RematFull {
-		// the layer being recomputed holds everything selective remat would
-		transient += j.LayerActivations(sh.b, sh.s, j.Seq, sh.t, RematSelective)
+// transient is the largest short-lived buffer per chip: the working set of
+// the layer whose backward pass runs (what the policy does not keep is
+// recomputed into it), the compute-dtype copies of the weights of the
+// layer in use and of the next one (FSDP gathers one layer ahead, with
+// layers scanned) and the unreduced gradients of one layer, and on the
+// stage with the output layer the logits and the loss in fp32, split over
+// the vocabulary tiles.
+func (j Job) transient(sh shape, st stage, r remat) float64 {
+	var x float64
+	if j.Remat != RematNone {
+		all := j
+		all.Remat, all.Attention = RematNone, AttentionFlash
+		x += all.rematOf(sh.b, sh.s, j.Seq, sh.t).device - r.device
 	}
-	if sh.f > 1 {
-		layer := float64(j.Model.ParamCount().PerLayer()) / float64(sh.t)
-		transient += layer * float64(2*prec.Weight+prec.Gradient)
+	layer := float64(j.Model.ParamCount().PerLayer()) / float64(sh.t)
+	e := float64(j.Precision.Activation)
+	switch {
+	case sh.f > 1:
+		x += 3 * layer * e // two layers gathered, one layer's gradients
+	case j.Precision.Weight > j.Precision.Activation || j.ParameterOffload:
+		x += layer * e // the compute-dtype copy of the layer in use
 	}
 	if sh.p == 1 || st == lastStage {
-		// output logits in the activation dtype plus fp32 for the softmax and loss
-		transient += float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * float64(prec.Activation+4) / float64(sh.t)
+		tiles := float64(max(j.VocabTiles, 1))
+		x += float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * (e + 4) / float64(sh.t) / tiles
 	}
-	mem.Transient = unit.Bytes(transient)
-	return mem
+	return x
 }
 
 // Estimate computes memory, time and traffic for one step of j on m. A job
@@ -343,54 +330,162 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 	if err != nil {
 		return Estimate{}, err
 	}
-	est := Estimate{Mesh: m, Job: j, MicroBatchSize: sh.b}
-	est.Memory = e.memory(j, m, sh)
-	ms := m.Multislice
-	chip := ms.Slice.Chip
-	chips := float64(m.Chips())
-	spec := j.Model
-	prec := j.Precision
-
-	// Compute.
-	tokens := float64(j.GlobalBatch) * float64(j.Seq)
-	model := spec.FLOPsPerToken(j.Seq, j.CausalFLOPs) * tokens
-	attnFwd := spec.AttentionFLOPsPerToken(j.Seq)
-	if j.CausalFLOPs {
-		attnFwd /= 2
-	}
-	var recompute float64
-	switch j.Remat {
-	case RematFull:
-		recompute = (2*float64(spec.MatmulParams()) + attnFwd) * tokens
-	case RematSelective:
-		recompute = attnFwd * tokens
-	}
-	est.ModelFLOPs = unit.FLOPs(model)
-	est.HardwareFLOPs = unit.FLOPs(model + recompute)
-	mx, err := e.mxu(j, sh, systolic.PresetFor(chip))
-	if err != nil {
+	chip := m.Multislice.Slice.Chip
+	if _, err := j.MatmulPeak(chip); err != nil {
 		return Estimate{}, err
 	}
-	est.MXUEfficiency, est.PaddingLoss, est.RaggedGEMMs = mx.efficiency, mx.padding, mx.ragged
-	rate := float64(chip.PeakBF16) * j.Efficiency * mx.efficiency
-	compute := (model + recompute) / chips / rate
-	forward := model / 3 / chips / rate
-	backward := compute - forward
-	est.Time.Compute = seconds(compute)
-
+	est := Estimate{Mesh: m, Job: j, MicroBatchSize: sh.b}
+	est.Memory = e.memory(j, m, sh)
+	if err := e.compute(&est, sh); err != nil {
+		return Estimate{}, err
+	}
 	pp := e.pipe(j.Schedule, sh.p, sh.m)
 	est.Bubble = pp.bubble
-	bubble := 0.0
 	if pp.bubble > 0 {
-		bubble = compute * pp.bubble / (1 - pp.bubble)
+		est.Time.Bubble = seconds(est.Time.Compute.Seconds() * pp.bubble / (1 - pp.bubble))
 	}
-	est.Time.Bubble = seconds(bubble)
+	e.communicate(&est, sh)
+	est.Time.Step = est.Time.Compute + est.Time.Bubble + est.Time.ICI + est.Time.DCN
 
-	// Communication.
+	chips := float64(m.Chips())
+	step := est.Time.Step.Seconds()
+	peak := float64(chip.PeakBF16) * chips
+	tokens := float64(j.GlobalBatch) * float64(j.Seq)
+	est.MFU = float64(est.ModelFLOPs) / (peak * step)
+	est.HFU = float64(est.HardwareFLOPs) / (peak * step)
+	est.TokensPerSecondPerChip = tokens / step / chips
+	for _, cm := range est.Comms {
+		est.ICIBytesPerChip += cm.ICIBytes
+		est.DCNBytesPerStep += cm.DCNBytes * unit.Bytes(m.Chips())
+	}
+	return est, nil
+}
+
+// MatmulPeak is the chip's peak rate for the job's matmuls, or an error
+// when the chip publishes none for the job's quantization.
+func (j Job) MatmulPeak(chip hw.Chip) (float64, error) {
+	peak := chip.PeakBF16
+	switch j.Quantization {
+	case QuantInt8:
+		peak = chip.PeakInt8
+	case QuantFP8:
+		peak = chip.PeakFP8
+	}
+	if peak <= 0 {
+		return 0, fmt.Errorf("cost: quantization %s: %s publishes no %s peak, want none (bf16): %w", j.Quantization, chip.Name, j.Quantization, ErrJob)
+	}
+	return float64(peak), nil
+}
+
+// compute fills in the FLOPs and the compute part of the step: the
+// matmuls at the quantized peak times the MXU efficiency of their shapes,
+// the attention core (flash attention skips the masked half of causal
+// attention, whatever convention MFU counts in), both divided by the
+// residual efficiency, plus the memory-bound work at HBM bandwidth, and
+// host-offload transfers that do not hide under the matmuls.
+func (e *Estimator) compute(est *Estimate, sh shape) error {
+	j, m := est.Job, est.Mesh
+	chip := m.Multislice.Slice.Chip
+	spec := j.Model
+	chips := float64(m.Chips())
+	tokens := float64(j.GlobalBatch) * float64(j.Seq)
+	layers := float64(spec.Layers)
+	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
+
+	matmul := 6 * float64(spec.MatmulParams()) * tokens
+	attnFwd := spec.AttentionFLOPsPerToken(j.Seq) * tokens
+	if j.Attention != AttentionDot {
+		attnFwd /= 2 // the kernel skips blocks above the causal diagonal
+	}
+	recompute := r.recompute * layers * tokens
+	attn := 3 * attnFwd
+	if r.attention {
+		attn += attnFwd
+	}
+	est.ModelFLOPs = unit.FLOPs(spec.FLOPsPerToken(j.Seq, j.CausalFLOPs) * tokens)
+	est.HardwareFLOPs = unit.FLOPs(matmul + recompute + attn)
+
+	mx, err := e.mxu(j, sh, systolic.PresetFor(chip))
+	if err != nil {
+		return err
+	}
+	est.MXUEfficiency, est.PaddingLoss, est.RaggedGEMMs = mx.efficiency, mx.padding, mx.ragged
+	peak, _ := j.MatmulPeak(chip)
+	eff := mx.efficiency * j.efficiency(chip)
+	t := &est.Time
+	t.MXU = seconds((matmul + recompute) / chips / (peak * eff))
+	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * eff))
+	t.Vector = seconds(j.vectorBytes(sh, r) / float64(chip.HBMBandwidth))
+	t.Optimizer = seconds(j.optimizerBytes(sh) / float64(chip.HBMBandwidth))
+	if pcie := j.offloadBytes(sh, r, est.Memory); pcie > 0 && chip.PCIe > 0 {
+		t.Offload = max(0, seconds(pcie/float64(chip.PCIe))-t.MXU-t.Attention)
+	}
+	t.Compute = t.MXU + t.Attention + t.Vector + t.Optimizer + t.Offload
+	return nil
+}
+
+// vectorBytes is the HBM traffic per chip per step of the memory-bound
+// work the MXU does not do: per layer and token, each norm reads and
+// writes the residual stream, the two residual sums read two operands and
+// write one, rotary embedding rewrites Q and K, and the MLP's activation
+// reads its inputs and writes its product; the backward pass moves about
+// twice the forward's bytes and every policy but none redoes the forward's
+// (Korthikanti et al. 2022 count the same tensors). The output layer's
+// softmax and loss read and write the logits in fp32 about four times.
+func (j Job) vectorBytes(sh shape, r remat) float64 {
+	spec := j.Model
+	e := float64(j.Precision.Activation)
+	d := float64(spec.DModel)
+	q := float64(spec.Heads * spec.Head())
+	kv := float64(spec.KV() * spec.Head())
+	act := 2 * float64(spec.DFF)
+	if spec.GatedMLP {
+		act = 3 * float64(spec.DFF)
+	}
+	perToken := e * (float64(spec.Norms())*2*d + 2*3*d + 2*(q+kv) + act) / float64(sh.t)
+	passes := 3.0
+	if j.Remat != RematNone {
+		passes++
+	}
+	tokens := float64(sh.b) * float64(sh.s) * float64(sh.m)
+	bytes := float64(sh.ls) * tokens * perToken * passes
+	bytes += tokens * float64(spec.Vocab) / float64(sh.t) * 4 * 4
+	return bytes
+}
+
+// optimizerBytes is the HBM traffic of the Adam update per chip: it reads
+// the weights, gradients and both moments and writes the weights and
+// moments back.
+func (j Job) optimizerBytes(sh shape) float64 {
+	p := j.Precision
+	return j.paramsPerChip(sh) * float64(2*(p.Weight+p.Master)+p.Gradient+2*p.Optimizer)
+}
+
+// offloadBytes is what moves over PCIe per chip per step: offloaded
+// activations out in the forward pass and back in the backward, and
+// offloaded parameters and optimizer state in and out once.
+func (j Job) offloadBytes(sh shape, r remat, mem Memory) float64 {
+	x := 2 * float64(sh.ls) * float64(sh.m) * r.offload
+	if j.ParameterOffload || j.OptimizerOffload {
+		x += 2 * float64(mem.Host)
+	}
+	return x
+}
+
+// communicate adds every collective and the exposed ICI and DCN time.
+func (e *Estimator) communicate(est *Estimate, sh shape) {
+	j, m := est.Job, est.Mesh
+	ms := m.Multislice
+	chip := ms.Slice.Chip
+	spec := j.Model
+	prec := j.Precision
+	compute := est.Time.Compute.Seconds()
+	backward := compute * 2 / 3
+
 	dcn := collective.Link{Bandwidth: ms.DCNPerChip}
 	params := j.paramsPerChip(sh)
 	grads := unit.Bytes(params * float64(prec.Gradient))
-	weights := unit.Bytes(params * float64(prec.Weight))
+	gathered := unit.Bytes(params * float64(min(prec.Weight, prec.Activation)))
 	d, c, f := m.Axis(mesh.Data), m.Axis(mesh.Context), m.Axis(mesh.FSDP)
 
 	add := func(axis mesh.AxisName, what string, op collective.Op, count int, cost collective.Cost, overlapped bool) {
@@ -409,11 +504,11 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 		gradICI += cost.ICITime
 		gradDCN += cost.DCNTime
 	}
-	// 2. FSDP: gather the weights before forward and again before backward,
-	// reduce-scatter the gradients, per micro-batch.
+	// 2. FSDP: gather the weights (in the compute dtype) before forward and
+	// again before backward, reduce-scatter the gradients, per micro-batch.
 	if sh.f > 1 {
 		fl := iciLink(m, mesh.FSDP)
-		ag := collective.Hierarchical(collective.AllGather, weights*unit.Bytes(sh.f), f.ICI, fl, f.DCN, dcn)
+		ag := collective.Hierarchical(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN, dcn)
 		rs := collective.Hierarchical(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN, dcn)
 		add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
 		add(mesh.FSDP, "gradient reduce-scatter", collective.ReduceScatter, sh.m, rs, true)
@@ -423,27 +518,14 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 		gradDCN += rs.Scale(sh.m).DCNTime
 	}
 	act := unit.Bytes(float64(sh.b) * float64(sh.s) * float64(spec.DModel) * float64(prec.Activation))
-	// 3. Tensor: two all-reduces (or all-gather + reduce-scatter with
-	// sequence parallelism, the same bytes) per layer forward and two
-	// backward (Narayanan et al. 2021 §2.3); full remat repeats the forward's.
-	var tpTime time.Duration
-	if sh.t > 1 {
-		per := 4
-		if j.Remat == RematFull {
-			per = 6
-		}
-		cost := collective.Hierarchical(collective.AllReduce, act, sh.t, iciLink(m, mesh.Tensor), 1, dcn)
-		n := per * sh.ls * sh.m
-		add(mesh.Tensor, "activation all-reduce", collective.AllReduce, n, cost, false)
-		tpTime = cost.Scale(n).ICITime
-	}
+	tpTime := e.tensorParallel(est, sh, act, add)
 	// 4. Context: ring attention passes every chip's K and V blocks around
 	// the ring — the bytes of an all-gather of K and V — in forward, and K,
 	// V and their gradients in backward.
 	if sh.c > 1 {
 		kv := unit.Bytes(2 * float64(sh.b) * float64(sh.s) * float64(spec.KV()*spec.Head()) * float64(prec.Activation) / float64(kvShards(spec.KV(), sh.t)))
 		per := 3
-		if j.Remat == RematFull {
+		if j.rematOf(sh.b, sh.s, j.Seq, sh.t).attention {
 			per = 4
 		}
 		cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, iciLink(m, mesh.Context), c.DCN, dcn)
@@ -495,18 +577,58 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 	}
 	est.Time.ICI = exposed(gradICI, gatherICI) + tpTime + ppICI
 	est.Time.DCN = exposed(gradDCN, gatherDCN) + ppDCN
-	est.Time.Step = est.Time.Compute + est.Time.Bubble + est.Time.ICI + est.Time.DCN
+}
 
-	step := est.Time.Step.Seconds()
-	peak := float64(chip.PeakBF16) * chips
-	est.MFU = model / (peak * step)
-	est.HFU = (model + recompute) / (peak * step)
-	est.TokensPerSecondPerChip = tokens / step / chips
-	for _, cm := range est.Comms {
-		est.ICIBytesPerChip += cm.ICIBytes
-		est.DCNBytesPerStep += cm.DCNBytes * unit.Bytes(m.Chips())
+// tensorParallel adds the tensor-parallel collectives and returns their
+// exposed time. Each layer all-reduces its activations twice in the
+// forward pass (after attention and after the MLP; with sequence
+// parallelism an all-gather and a reduce-scatter of the same bytes),
+// twice in the backward pass (Narayanan et al. 2021 §2.3), and again in
+// the forward it recomputes. They are not all on the critical path:
+// decomposed into t ring steps, each forward collective overlaps the
+// projection it feeds or drains (collective matmul: Wang et al., ASPLOS
+// 2023, "Overlap communication with dependent computation via
+// decomposition"), and each backward one the weight-gradient matmul that
+// does not depend on it; one ring step in t stays exposed either way.
+func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add func(mesh.AxisName, string, collective.Op, int, collective.Cost, bool)) time.Duration {
+	if sh.t <= 1 {
+		return 0
 	}
-	return est, nil
+	j, m := est.Job, est.Mesh
+	spec := j.Model
+	per := 4
+	fwd := 1.0
+	if r := j.rematOf(sh.b, sh.s, j.Seq, sh.t); r.recompute > 0 || r.attention {
+		per, fwd = 6, 2
+	}
+	cost := collective.Hierarchical(collective.AllReduce, act, sh.t, iciLink(m, mesh.Tensor), 1, collective.Link{})
+	n := per * sh.ls * sh.m
+	add(mesh.Tensor, "activation all-reduce", collective.AllReduce, n, cost, false)
+
+	// The matmuls each all-reduce can hide under, per layer and micro-batch.
+	d, q := float64(spec.DModel), float64(spec.Heads*spec.Head())
+	kv := float64(spec.KV() * spec.Head())
+	mlp := 2.0
+	if spec.GatedMLP {
+		mlp = 3
+	}
+	tokens := float64(sh.b) * float64(sh.s) // per micro-batch, shared by the tensor group
+	attnMM := 2 * d * (2*q + 2*kv) * tokens / float64(sh.t)
+	mlpMM := 2 * d * mlp * float64(spec.DFF) * tokens / float64(sh.t)
+	perFLOP := est.Time.MXU.Seconds() / mxuFLOPsPerChip(est, sh)
+	comm := cost.ICITime.Seconds()
+	hide := func(mm float64) float64 { return max(comm/float64(sh.t), comm-mm*perFLOP) }
+	layer := (fwd + 1) * (hide(attnMM) + hide(mlpMM))
+	return seconds(layer * float64(sh.ls) * float64(sh.m))
+}
+
+// mxuFLOPsPerChip is the matmul FLOPs one chip runs in a step, the ones
+// Time.MXU is the time of.
+func mxuFLOPsPerChip(est *Estimate, sh shape) float64 {
+	j := est.Job
+	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
+	tokens := float64(j.GlobalBatch) * float64(j.Seq)
+	return (6*float64(j.Model.MatmulParams()) + r.recompute*float64(j.Model.Layers)) * tokens / float64(est.Mesh.Chips())
 }
 
 // iciLink is the ring link for a collective over the ICI parts of the named

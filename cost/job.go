@@ -16,42 +16,14 @@ import (
 	"shardlab/schedule"
 )
 
-// Remat is a rematerialisation (activation checkpointing) policy.
-type Remat string
-
-// The policies.
-const (
-	// RematNone stores every activation the backward pass needs.
-	RematNone Remat = "none"
-	// RematSelective stores everything except the attention scores and
-	// recomputes the attention core (Korthikanti et al. 2022, §4).
-	RematSelective Remat = "selective"
-	// RematFull stores only each layer's input and recomputes the layer's
-	// forward pass during backward.
-	RematFull Remat = "full"
-)
-
-// Remats lists the policies, least recompute first.
-func Remats() []Remat { return []Remat{RematNone, RematSelective, RematFull} }
-
-// ParseRemat reads a policy name.
-func ParseRemat(s string) (Remat, error) {
-	for _, r := range Remats() {
-		if strings.EqualFold(strings.TrimSpace(s), string(r)) {
-			return r, nil
-		}
-	}
-	return "", fmt.Errorf("cost: remat policy %q, want none, selective or full", s)
-}
-
 // Precision gives the bytes per parameter of each piece of model state and
 // per element of activations.
 type Precision struct {
-	Weight     int `json:"weight"`     // stored weights
-	Master     int `json:"master"`     // extra master copy (0 when weights are already fp32)
-	Gradient   int `json:"gradient"`   // gradients, and what the gradient collectives carry
-	Optimizer  int `json:"optimizer"`  // optimizer state (Adam: two moments)
-	Activation int `json:"activation"` // activations and what tensor/pipeline collectives carry
+	Weight     int `json:"weight_bytes"`     // stored weights (MaxText weight_dtype)
+	Master     int `json:"master_bytes"`     // extra master copy (0 when weights are already fp32)
+	Gradient   int `json:"gradient_bytes"`   // gradients, and what the gradient collectives carry
+	Optimizer  int `json:"optimizer_bytes"`  // optimizer state (Adam: two moments)
+	Activation int `json:"activation_bytes"` // activations (MaxText dtype), gathered weights, and what tensor/pipeline collectives carry
 }
 
 // MaxTextPrecision is MaxText's default: fp32 weights (weight_dtype) and
@@ -60,6 +32,14 @@ type Precision struct {
 // parameter assume.
 func MaxTextPrecision() Precision {
 	return Precision{Weight: 4, Gradient: 4, Optimizer: 8, Activation: 2}
+}
+
+// MaxTextBF16Precision is MaxText with weight_dtype bfloat16: JAX's
+// gradients take the parameters' dtype, and optax's Adam keeps mu in
+// mu_dtype (unset: the parameters' dtype) and nu in the parameters' dtype,
+// so every piece of state is 2 bytes — 8 bytes per parameter.
+func MaxTextBF16Precision() Precision {
+	return Precision{Weight: 2, Gradient: 2, Optimizer: 4, Activation: 2}
 }
 
 // ZeROPrecision is the ZeRO paper's mixed-precision Adam (Rajbhandari et
@@ -71,6 +51,63 @@ func ZeROPrecision() Precision {
 
 // StateBytes is the bytes of model state per parameter.
 func (p Precision) StateBytes() int { return p.Weight + p.Master + p.Gradient + p.Optimizer }
+
+// Precisions names the presets: maxtext (weight_dtype float32), bf16
+// (weight_dtype bfloat16) and zero.
+func Precisions() map[string]Precision {
+	return map[string]Precision{"maxtext": MaxTextPrecision(), "bf16": MaxTextBF16Precision(), "zero": ZeROPrecision()}
+}
+
+// ParsePrecision reads a preset name, in any case.
+func ParsePrecision(s string) (Precision, error) {
+	if p, ok := Precisions()[strings.ToLower(strings.TrimSpace(s))]; ok {
+		return p, nil
+	}
+	return Precision{}, fmt.Errorf("cost: precision %q, want maxtext (fp32 weights, 16 B/param), bf16 (MaxText weight_dtype bfloat16, 8 B/param) or zero (bf16 weights, fp32 master, 16 B/param)", s)
+}
+
+// Name is the preset's name, or a byte summary.
+func (p Precision) Name() string {
+	for _, n := range []string{"maxtext", "bf16", "zero"} {
+		if Precisions()[n] == p {
+			return n
+		}
+	}
+	return fmt.Sprintf("weights %d B, master %d B, gradients %d B, optimizer %d B, activations %d B", p.Weight, p.Master, p.Gradient, p.Optimizer, p.Activation)
+}
+
+// Quantization is the number format of the matmuls (MaxText quantization).
+type Quantization string
+
+// The formats: none (bf16), int8 (AQT) and fp8.
+const (
+	QuantNone Quantization = ""
+	QuantInt8 Quantization = "int8"
+	QuantFP8  Quantization = "fp8"
+)
+
+// ParseQuantization reads "", none, int8 or fp8.
+func ParseQuantization(s string) (Quantization, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "none", "bf16", "bfloat16":
+		return QuantNone, nil
+	case "int8":
+		return QuantInt8, nil
+	case "fp8":
+		return QuantFP8, nil
+	}
+	return "", fmt.Errorf("cost: quantization %q, want none, int8 or fp8", s)
+}
+
+// AttentionKind is how the attention core runs (MaxText attention).
+type AttentionKind string
+
+// The kinds: flash (splash) attention keeps no score matrix and skips the
+// masked blocks of causal attention; dot_product materialises the scores.
+const (
+	AttentionFlash AttentionKind = "flash"
+	AttentionDot   AttentionKind = "dot_product"
+)
 
 // Job is what is trained and how, independent of the layout.
 type Job struct {
@@ -84,9 +121,25 @@ type Job struct {
 	MicroBatches int
 	Schedule     schedule.Kind
 	Remat        Remat
-	Precision    Precision
-	// Efficiency is the fraction of the MXU-limited rate the chip reaches
-	// (overheads outside the systolic array).
+	// Custom places the tagged tensors under RematCustom.
+	Custom    Places
+	Precision Precision
+	// Quantization runs the matmuls in int8 or fp8 at the chip's peak for
+	// that format.
+	Quantization Quantization
+	// Attention is the attention kernel; "" means flash.
+	Attention AttentionKind
+	// OptimizerOffload and ParameterOffload keep the optimizer state and
+	// the fp32 parameters in host memory between steps (MaxText
+	// optimizer_memory_host_offload, parameter_memory_host_offload).
+	OptimizerOffload, ParameterOffload bool
+	// VocabTiles splits the output layer's logits and loss into this many
+	// chunks over the tokens (MaxText num_vocab_tiling); 0 means 1.
+	VocabTiles int
+	// Efficiency is the fraction of the MXU-limited rate the matmuls and
+	// the attention kernel reach once their shapes' MXU efficiency is
+	// counted: the residual of what the model does not see op by op. 0
+	// means the value calibrated for the chip's generation (Calibrated).
 	Efficiency float64
 	// HBMHeadroom is the fraction of HBM kept free for the compiler's
 	// buffers and fragmentation.
@@ -99,14 +152,6 @@ type Job struct {
 	Dropout bool
 }
 
-// DefaultEfficiency is the fraction of the MXU-limited rate the chip
-// reaches once the systolic model has charged padding, fill and drain: the
-// rest (vector and transpose work, HBM-bound ops, scheduling gaps) is not
-// modelled op by op. MaxText's published large-model runs on TPU reach
-// MFUs in the 50–65 % range; 0.7 of the MXU-limited rate lands there for
-// large shapes.
-const DefaultEfficiency = 0.7
-
 // DefaultHBMHeadroom keeps 10 % of HBM free: near the limit XLA
 // rematerialises on its own and step time jumps
 // (marin-community/marin issue 8054: 18.07 s vs 16.43 s).
@@ -118,7 +163,7 @@ func NewJob(m model.Spec, seq, globalBatch int) Job {
 	return Job{
 		Model: m, Seq: seq, GlobalBatch: globalBatch, MicroBatches: 1,
 		Schedule: schedule.OneFOneB, Remat: RematFull, Precision: MaxTextPrecision(),
-		Efficiency: DefaultEfficiency, HBMHeadroom: DefaultHBMHeadroom,
+		HBMHeadroom: DefaultHBMHeadroom,
 	}
 }
 
@@ -165,15 +210,17 @@ func (j Job) validate() error {
 		return bad("global batch", j.GlobalBatch, "a positive number of sequences")
 	case j.MicroBatches <= 0:
 		return bad("micro-batches", j.MicroBatches, "at least 1")
-	case j.Efficiency <= 0 || j.Efficiency > 1:
-		return bad("efficiency", j.Efficiency, "a fraction in (0, 1]")
+	case !(j.Efficiency >= 0 && j.Efficiency <= 1):
+		return bad("efficiency", j.Efficiency, "a fraction in (0, 1], or 0 for the generation's calibrated value")
+	case j.VocabTiles < 0:
+		return bad("vocab tiles", j.VocabTiles, "a positive count (0 means 1)")
 	case j.HBMHeadroom < 0 || j.HBMHeadroom >= 1:
 		return bad("HBM headroom", j.HBMHeadroom, "a fraction in [0, 1)")
 	case j.Precision.Weight <= 0 || j.Precision.Gradient <= 0 || j.Precision.Activation <= 0 || j.Precision.Optimizer < 0 || j.Precision.Master < 0:
 		return bad("precision", j.Precision, "positive weight, gradient and activation bytes")
 	}
 	if _, err := ParseRemat(string(j.Remat)); err != nil {
-		return bad("remat", j.Remat, "none, selective or full")
+		return bad("remat", j.Remat, remats())
 	}
 	if _, err := schedule.ParseKind(string(j.Schedule)); err != nil {
 		return bad("schedule", j.Schedule, "gpipe or 1f1b")

@@ -51,7 +51,7 @@ func job(batch, micro int, k schedule.Kind) cost.Job {
 	j := cost.NewJob(spec(checkModel), checkModel.Seq, batch)
 	j.MicroBatches = micro
 	j.Schedule = k
-	j.Remat = cost.RematNone
+	j.Remat, j.Attention = cost.RematNone, cost.AttentionDot // the emulator materialises the scores
 	j.Precision = cost.Precision{Weight: 4, Gradient: 4, Optimizer: 8, Activation: 4}
 	j.HBMHeadroom = 0
 	return j

@@ -13,17 +13,6 @@ import (
 	"shardlab/plan"
 )
 
-// maxTextRemat maps a remat policy to MaxText's remat_policy. MaxText's
-// "full" recomputes the whole layer; its lightest, "minimal", saves every
-// matmul output and recomputes only element-wise work (with flash attention
-// the scores are never stored), which is what "selective" means here and
-// the closest MaxText has to storing everything.
-var maxTextRemat = map[cost.Remat]string{
-	cost.RematFull:      "full",
-	cost.RematSelective: "minimal",
-	cost.RematNone:      "minimal",
-}
-
 // MaxText writes the plan's chosen layout as a MaxText config overlay
 // (YAML, for base.yml's keys).
 func MaxText(w io.Writer, p plan.Plan) error {
@@ -33,9 +22,6 @@ func MaxText(w io.Writer, p plan.Plan) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# shardlab plan: %s on %s\n", p.Request.Model.Name, ms)
 	fmt.Fprintf(&b, "# layout %s, %.1f%% MFU estimated, step %.3g s\n", e.Mesh, 100*e.MFU, e.Time.Step.Seconds())
-	if e.Job.Remat == cost.RematNone {
-		b.WriteString("# remat none: MaxText has no policy that also stores attention scores; minimal is its lightest\n")
-	}
 	names := map[mesh.AxisName]string{mesh.Data: "data", mesh.FSDP: "fsdp", mesh.Tensor: "tensor", mesh.Pipeline: "pipeline", mesh.Context: "context"}
 	for _, a := range e.Mesh.Axes() {
 		fmt.Fprintf(&b, "ici_%s_parallelism: %d\n", names[a.Name], a.ICI)
@@ -53,7 +39,41 @@ func MaxText(w io.Writer, p plan.Plan) error {
 	per := float64(e.Job.GlobalBatch) / float64(devices)
 	fmt.Fprintf(&b, "per_device_batch_size: %s\n", trimFloat(per))
 	fmt.Fprintf(&b, "max_target_length: %d\n", e.Job.Seq)
-	fmt.Fprintf(&b, "remat_policy: '%s'\n", maxTextRemat[e.Job.Remat])
+	j := e.Job
+	remat := string(j.Remat)
+	if j.Remat == cost.RematNone {
+		// every tagged tensor kept on device
+		remat = string(cost.RematCustom)
+		j.Custom = cost.Places{}
+		for t := range j.Custom {
+			j.Custom[t] = cost.Device
+		}
+	}
+	fmt.Fprintf(&b, "remat_policy: '%s'\n", remat)
+	if remat == string(cost.RematCustom) {
+		for t, pl := range j.Custom {
+			if cost.Tensor(t) != cost.LayerInput || pl != cost.Device {
+				fmt.Fprintf(&b, "%s: '%s'\n", cost.Tensor(t), pl)
+			}
+		}
+	}
+	weight := "float32"
+	if j.Precision.Weight == 2 {
+		weight = "bfloat16"
+	}
+	fmt.Fprintf(&b, "weight_dtype: '%s'\n", weight)
+	if j.Quantization != cost.QuantNone {
+		fmt.Fprintf(&b, "quantization: '%s'\n", j.Quantization)
+	}
+	if j.OptimizerOffload {
+		b.WriteString("optimizer_memory_host_offload: true\n")
+	}
+	if j.ParameterOffload {
+		b.WriteString("parameter_memory_host_offload: true\n")
+	}
+	if j.VocabTiles > 1 {
+		fmt.Fprintf(&b, "num_vocab_tiling: %d\n", j.VocabTiles)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

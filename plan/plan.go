@@ -39,9 +39,16 @@ type Request struct {
 	// Axes, when set, asks for this one layout instead of searching.
 	Axes []mesh.Axis
 	// Remat fixes the rematerialisation policy; "" searches all.
-	Remat     cost.Remat
-	Schedule  schedule.Kind
-	Precision cost.Precision
+	Remat cost.Remat
+	// Custom places the tagged tensors when Remat is custom.
+	Custom       cost.Places
+	Schedule     schedule.Kind
+	Precision    cost.Precision
+	Quantization cost.Quantization
+	Attention    cost.AttentionKind
+	// OptimizerOffload and ParameterOffload as in cost.Job.
+	OptimizerOffload, ParameterOffload bool
+	VocabTiles                         int
 	// Efficiency and HBMHeadroom as in cost.Job; 0 means the defaults.
 	Efficiency  float64
 	HBMHeadroom float64
@@ -131,9 +138,6 @@ func (r *Request) defaults() error {
 	if r.Precision == (cost.Precision{}) {
 		r.Precision = cost.MaxTextPrecision()
 	}
-	if r.Efficiency == 0 {
-		r.Efficiency = cost.DefaultEfficiency
-	}
 	if r.HBMHeadroom == 0 {
 		r.HBMHeadroom = cost.DefaultHBMHeadroom
 	}
@@ -154,8 +158,13 @@ func (r *Request) defaults() error {
 		return bad("global batch", r.GlobalBatch, fmt.Sprintf("at most the max global batch (%d)", r.MaxGlobalBatch))
 	case r.Multislice.Chips() == 0:
 		return bad("topology", "none", "a slice")
+	case r.VocabTiles < 0:
+		return bad("vocab tiles", r.VocabTiles, "a positive count")
 	case r.ExampleCost < 0:
 		return bad("example cost", r.ExampleCost, "a non-negative duration")
+	}
+	if _, err := r.job().MatmulPeak(r.Multislice.Slice.Chip); err != nil {
+		return fmt.Errorf("plan: %w: %w", err, ErrRequest)
 	}
 	return r.Model.Validate()
 }
@@ -164,6 +173,11 @@ func (r Request) job() cost.Job {
 	j := cost.NewJob(r.Model, r.Seq, 1)
 	j.Schedule = r.Schedule
 	j.Precision = r.Precision
+	j.Custom = r.Custom
+	j.Quantization = r.Quantization
+	j.Attention = r.Attention
+	j.OptimizerOffload, j.ParameterOffload = r.OptimizerOffload, r.ParameterOffload
+	j.VocabTiles = r.VocabTiles
 	j.Efficiency = r.Efficiency
 	j.HBMHeadroom = r.HBMHeadroom
 	j.CausalFLOPs = r.CausalFLOPs
@@ -178,6 +192,25 @@ type searcher struct {
 	evaluated int
 	best      [4][]Candidate // per tier, best first, at most keep
 	keep      int
+	// unfit is the requested layout that uses the least HBM, when it does
+	// not fit at any batch (--mesh only).
+	unfit *Candidate
+}
+
+// keepUnfit costs a requested layout that does not fit, at the request's
+// batch or the smallest one, so the plan can show by how much it misses.
+func (s *searcher) keepUnfit(j cost.Job, m mesh.Mesh) {
+	j.GlobalBatch = s.req.GlobalBatch
+	if j.GlobalBatch == 0 {
+		j.GlobalBatch = m.Size(mesh.Data) * m.Size(mesh.FSDP) * j.MicroBatches
+	}
+	est, err := s.est.Estimate(j, m)
+	if err != nil {
+		return
+	}
+	if s.unfit == nil || est.Memory.Total() < s.unfit.Estimate.Memory.Total() {
+		s.unfit = &Candidate{Estimate: est, Tier: TierOf(m)}
+	}
 }
 
 // Search plans the request.
@@ -195,6 +228,10 @@ func Search(r Request) (Plan, error) {
 			return Plan{}, err
 		}
 		s.layout(m)
+		if s.unfit != nil && len(s.best[s.unfit.Tier]) == 0 {
+			// nothing fits: show the layout asked for, costed in full
+			s.best[s.unfit.Tier] = []Candidate{*s.unfit}
+		}
 	} else {
 		s.enumerate()
 	}
@@ -248,7 +285,7 @@ func (s *searcher) layout(m mesh.Mesh) {
 	if p > 1 {
 		micro = []int{p, 2 * p, 4 * p, 8 * p}
 	}
-	remats := cost.Remats()
+	remats := cost.SearchRemats()
 	if s.req.Remat != "" {
 		remats = []cost.Remat{s.req.Remat}
 	}
@@ -259,6 +296,9 @@ func (s *searcher) layout(m mesh.Mesh) {
 			j.MicroBatches = mb
 			j.Remat = r
 			c, reason := s.fit(j, m)
+			if reason == cost.ReasonHBM && s.req.Axes != nil {
+				s.keepUnfit(j, m)
+			}
 			if reason != "" {
 				s.rejected[TierOf(m)][reason]++
 				continue
@@ -534,7 +574,10 @@ func warnings(p Plan) []string {
 		w = append(w, fmt.Sprintf("MXU padding: %.1f%% of the %dx%d arrays' work is padding, mostly in %s (dimensions per chip that are not multiples of %d)",
 			100*e.PaddingLoss, ms.Slice.Chip.MXUDim, ms.Slice.Chip.MXUDim, strings.Join(e.RaggedGEMMs, ", "), ms.Slice.Chip.MXUDim))
 	}
-	w = append(w, fmt.Sprintf("compute assumes %.0f%% of the MXU-limited rate for work outside the arrays (set with --efficiency)", 100*p.Request.Efficiency))
+	if p.Request.Efficiency > 0 {
+		w = append(w, fmt.Sprintf("compute assumes %.0f%% of the MXU-limited rate for work outside the arrays (--efficiency), not the calibrated %.0f%%",
+			100*p.Request.Efficiency, 100*cost.Job{}.EfficiencyFor(ms.Slice.Chip)))
+	}
 	return w
 }
 

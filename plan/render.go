@@ -132,7 +132,7 @@ func (p Plan) JSON() JSON {
 		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), Fits: e.Memory.Fits(),
 		Step: StepJSON{Compute: e.Time.Compute.Seconds(), ICI: e.Time.ICI.Seconds(), DCN: e.Time.DCN.Seconds(),
 			Bubble: e.Time.Bubble.Seconds(), Total: e.Time.Step.Seconds()},
-		Bubble: e.Bubble, MFU: e.MFU, HFU: e.HFU, Efficiency: e.Job.Efficiency, MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
+		Bubble: e.Bubble, MFU: e.MFU, HFU: e.HFU, Efficiency: e.Job.EfficiencyFor(ms.Slice.Chip), MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
 		DCNBytes: int64(e.DCNBytesPerStep), ICIBytesChip: int64(e.ICIBytesPerChip),
 		Reasons: p.Reasons, Warnings: p.Warnings, Rejected: map[string]int{}, Evaluated: p.Evaluated,
@@ -153,6 +153,27 @@ func (p Plan) JSON() JSON {
 		j.Alternatives = append(j.Alternatives, rank(c))
 	}
 	return j
+}
+
+func quantNote(j cost.Job) string {
+	if j.Quantization == cost.QuantNone {
+		return ""
+	}
+	return ", " + string(j.Quantization) + " matmuls"
+}
+
+func attentionName(j cost.Job) string {
+	if j.Attention == cost.AttentionDot {
+		return "dot-product"
+	}
+	return "flash"
+}
+
+func efficiencySource(j cost.Job) string {
+	if j.Efficiency > 0 {
+		return "--efficiency"
+	}
+	return "calibrated for the generation; shardlab validate"
 }
 
 // WriteJSON writes the plan as one indented JSON object.
@@ -184,11 +205,16 @@ func (p Plan) WriteText(w io.Writer) error {
 	if e.Job.MicroBatches > 1 || e.Mesh.Size(mesh.Pipeline) > 1 {
 		micro = fmt.Sprintf("%d micro-batches (%s)", e.Job.MicroBatches, e.Job.Schedule)
 	}
-	fmt.Fprintf(&b, "  remat %s, %s, %s per chip per micro-batch\n\n", e.Job.Remat, micro, plural(e.MicroBatchSize, "sequence"))
+	remat := string(e.Job.Remat)
+	if e.Job.Remat == cost.RematCustom {
+		remat += " (" + e.Job.Custom.String() + ")"
+	}
+	fmt.Fprintf(&b, "  remat %s, %s, %s per chip per micro-batch\n", remat, micro, plural(e.MicroBatchSize, "sequence"))
+	fmt.Fprintf(&b, "  precision %s%s, %s attention\n\n", e.Job.Precision.Name(), quantNote(e.Job), attentionName(e.Job))
 
 	fits := "fits"
 	if !e.Memory.Fits() {
-		fits = "DOES NOT FIT"
+		fits = fmt.Sprintf("DOES NOT FIT by %v", e.Memory.Total()-e.Memory.Usable)
 	}
 	fmt.Fprintf(&b, "HBM per chip: %v of %v usable (%v HBM), %s\n", e.Memory.Total(), e.Memory.Usable, e.Memory.HBM, fits)
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -199,6 +225,9 @@ func (p Plan) WriteText(w io.Writer) error {
 		{"activations", e.Memory.Activations}, {"transient", e.Memory.Transient}} {
 		fmt.Fprintf(tw, "  %s\t%v\n", c.name, c.v)
 	}
+	if e.Memory.Host > 0 {
+		fmt.Fprintf(tw, "  host memory\t%v\t(offloaded, per chip)\n", e.Memory.Host)
+	}
 	tw.Flush()
 
 	st := e.Time.Step
@@ -207,12 +236,17 @@ func (p Plan) WriteText(w io.Writer) error {
 	for _, c := range []struct {
 		name string
 		v    time.Duration
-	}{{"compute", e.Time.Compute}, {"ICI (exposed)", e.Time.ICI}, {"DCN (exposed)", e.Time.DCN}, {"pipeline bubble", e.Time.Bubble}} {
+	}{{"compute", e.Time.Compute}, {"  matmuls", e.Time.MXU}, {"  attention", e.Time.Attention}, {"  memory-bound", e.Time.Vector},
+		{"  optimizer", e.Time.Optimizer}, {"  host offload", e.Time.Offload},
+		{"ICI (exposed)", e.Time.ICI}, {"DCN (exposed)", e.Time.DCN}, {"pipeline bubble", e.Time.Bubble}} {
+		if strings.HasPrefix(c.name, " ") && c.v == 0 {
+			continue
+		}
 		fmt.Fprintf(tw, "  %s\t%s\t%5.1f%%\n", c.name, dur(c.v), 100*c.v.Seconds()/st.Seconds())
 	}
 	tw.Flush()
-	fmt.Fprintf(&b, "  MXU efficiency %.1f%% (padding loss %.1f%%) x %.0f%% of the MXU-limited rate (--efficiency)\n",
-		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.Efficiency)
+	fmt.Fprintf(&b, "  MXU efficiency %.1f%% (padding loss %.1f%%) x %.0f%% residual efficiency (%s)\n",
+		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.EfficiencyFor(ms.Slice.Chip), efficiencySource(e.Job))
 	fmt.Fprintf(&b, "  MFU %.1f%%  HFU %.1f%%  %s tokens/s per chip  %s tokens/s in all\n",
 		100*e.MFU, 100*e.HFU, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
 	fmt.Fprintf(&b, "  DCN traffic %v per step (all chips); ICI %v per chip\n", e.DCNBytesPerStep, e.ICIBytesPerChip)

@@ -168,6 +168,9 @@ type planFlags struct {
 	seq                        int
 	batch, maxBatch            string
 	remat, sched, precision    string
+	custom, quant, attention   string
+	optOffload, paramOffload   bool
+	vocabTiles                 int
 	efficiency, headroom       float64
 	causal, json               bool
 	top                        int
@@ -186,10 +189,16 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 	fs.StringVar(&f.batch, "global-batch", "", "fix the global batch: N sequences, or Ntok tokens (k, M, Ki, Mi allowed: 4Mitok)")
 	fs.StringVar(&f.maxBatch, "max-global-batch", "4Mitok", "convergence limit on the global batch, sequences or tokens")
 	fs.StringVar(&f.mesh, "mesh", "", "cost this one layout, e.g. data=2(dcn),fsdp=64 (default: search all)")
-	fs.StringVar(&f.remat, "remat", "", "none, selective or full (default: search all)")
+	fs.StringVar(&f.remat, "remat", "", "MaxText remat_policy: none, minimal_with_context, minimal, minimal_offloaded, save_dot_except_mlpwi,\nsave_dot_except_mlp, save_qkv_proj, qkv_proj_offloaded, save_out_proj, full or custom\n(default: search none, minimal, save_dot_except_mlp, save_qkv_proj and full)")
+	fs.StringVar(&f.custom, "remat-custom", "", "with --remat custom: tensor=device|offload|remat, comma-separated (decoder_layer_input, query_proj, key_proj,\nvalue_proj, context, out_proj, mlpwi_0, mlpwi_1, mlpwo)")
+	fs.StringVar(&f.quant, "quantization", "none", "matmul format: none (bf16), int8 or fp8 (the chip's peak for that format)")
+	fs.StringVar(&f.attention, "attention", "flash", "attention kernel: flash (skips masked causal blocks, keeps no scores) or dot_product")
+	fs.BoolVar(&f.optOffload, "optimizer-offload", false, "keep the optimizer state in host memory (MaxText optimizer_memory_host_offload)")
+	fs.BoolVar(&f.paramOffload, "parameter-offload", false, "keep the parameters in host memory (MaxText parameter_memory_host_offload)")
+	fs.IntVar(&f.vocabTiles, "vocab-tiles", 1, "split the logits and loss into this many chunks (MaxText num_vocab_tiling)")
 	fs.StringVar(&f.sched, "schedule", "1f1b", "pipeline schedule: gpipe or 1f1b")
-	fs.StringVar(&f.precision, "precision", "maxtext", "maxtext (fp32 weights and grads, 16 B/param) or zero (bf16 weights and grads, fp32 master, 16 B/param)")
-	fs.Float64Var(&f.efficiency, "efficiency", cost.DefaultEfficiency, "fraction of peak FLOP/s the matmuls reach")
+	fs.StringVar(&f.precision, "precision", "maxtext", "maxtext (weight_dtype float32: fp32 weights, grads and Adam moments, 16 B/param),\nbf16 (weight_dtype bfloat16: 8 B/param) or zero (bf16 weights and grads, fp32 master and moments, 16 B/param)")
+	fs.Float64Var(&f.efficiency, "efficiency", 0, "residual efficiency of the matmuls after their MXU shapes (default: the generation's calibrated value)")
 	fs.Float64Var(&f.headroom, "hbm-headroom", cost.DefaultHBMHeadroom, "fraction of HBM kept free")
 	fs.BoolVar(&f.causal, "causal-flops", false, "halve attention FLOPs in MFU (MaxText's convention)")
 	fs.IntVar(&f.top, "top", 5, "how many ranked layouts to show")
@@ -244,6 +253,23 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 		}
 		plans = append(plans, p)
 	}
+	for _, p := range plans {
+		if mem := p.Best.Estimate.Memory; !mem.Fits() && toMaxText {
+			return fmt.Errorf("export: the layout does not fit in HBM by %v; nothing exported", mem.Total()-mem.Usable)
+		}
+	}
+	if err := writePlans(stdout, plans, f.json, toMaxText); err != nil {
+		return err
+	}
+	for _, p := range plans {
+		if mem := p.Best.Estimate.Memory; !mem.Fits() {
+			return fmt.Errorf("plan: the --mesh layout does not fit in HBM: %v of %v usable, over by %v", mem.Total(), mem.Usable, mem.Total()-mem.Usable)
+		}
+	}
+	return nil
+}
+
+func writePlans(stdout io.Writer, plans []plan.Plan, asJSON, toMaxText bool) error {
 	switch {
 	case toMaxText:
 		for i, p := range plans {
@@ -254,9 +280,9 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 				return err
 			}
 		}
-	case f.json && len(plans) == 1:
+	case asJSON && len(plans) == 1:
 		return plans[0].WriteJSON(stdout)
-	case f.json:
+	case asJSON:
 		out := make([]plan.JSON, len(plans))
 		for i, p := range plans {
 			out[i] = p.JSON()
@@ -350,16 +376,33 @@ func (f planFlags) finish(r plan.Request, spec model.Spec) (plan.Request, error)
 	if r.Schedule, err = schedule.ParseKind(f.sched); err != nil {
 		return r, usageError{err}
 	}
-	switch f.precision {
-	case "maxtext":
-		r.Precision = cost.MaxTextPrecision()
-	case "zero":
-		r.Precision = cost.ZeROPrecision()
-	default:
-		return r, bad("--precision %q, want maxtext or zero", f.precision)
+	if r.Precision, err = cost.ParsePrecision(f.precision); err != nil {
+		return r, usageError{fmt.Errorf("--precision: %w", err)}
 	}
-	if !(f.efficiency > 0 && f.efficiency <= 1) {
-		return r, bad("--efficiency %v, want a fraction in (0, 1]", f.efficiency)
+	if f.custom != "" && r.Remat != cost.RematCustom {
+		return r, bad("--remat-custom %q needs --remat custom", f.custom)
+	}
+	if r.Custom, err = cost.ParseCustom(f.custom); err != nil {
+		return r, usageError{fmt.Errorf("--remat-custom: %w", err)}
+	}
+	if r.Quantization, err = cost.ParseQuantization(f.quant); err != nil {
+		return r, usageError{fmt.Errorf("--quantization: %w", err)}
+	}
+	switch strings.ToLower(f.attention) {
+	case "flash", "splash":
+		r.Attention = cost.AttentionFlash
+	case "dot_product", "dot-product":
+		r.Attention = cost.AttentionDot
+	default:
+		return r, bad("--attention %q, want flash or dot_product", f.attention)
+	}
+	r.OptimizerOffload, r.ParameterOffload = f.optOffload, f.paramOffload
+	if f.vocabTiles < 1 || f.vocabTiles > 1<<16 {
+		return r, bad("--vocab-tiles %d, want 1 to 65536", f.vocabTiles)
+	}
+	r.VocabTiles = f.vocabTiles
+	if !(f.efficiency >= 0 && f.efficiency <= 1) {
+		return r, bad("--efficiency %v, want a fraction in (0, 1] (0: the generation's calibrated value)", f.efficiency)
 	}
 	if !(f.headroom >= 0 && f.headroom < 1) {
 		return r, bad("--hbm-headroom %v, want a fraction in [0, 1)", f.headroom)

@@ -1,0 +1,330 @@
+package cost
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Remat is a rematerialisation (activation checkpointing) policy, named as
+// MaxText's remat_policy names it (src/MaxText/configs/base.yml and
+// layers/decoders.py), plus "none", which keeps every residual the
+// backward pass needs.
+type Remat string
+
+// The policies. Each says, for the activations a decoder layer tags with
+// checkpoint_name (decoder_layer_input, query_proj, key_proj, value_proj,
+// context, out_proj, mlpwi_0, mlpwi_1, mlpwo), whether the backward pass
+// finds it in HBM, in host memory (offloaded), or recomputes it.
+const (
+	// RematNone keeps every residual: no recompute.
+	RematNone Remat = "none"
+	// RematMinimalWithContext keeps the outputs of the projections and the
+	// attention output (context): only norms and elementwise work is redone.
+	RematMinimalWithContext Remat = "minimal_with_context"
+	// RematMinimal keeps the projections' outputs (JAX's
+	// checkpoint_dots_with_no_batch_dims): the attention core is recomputed.
+	RematMinimal Remat = "minimal"
+	// RematSaveDotExceptMLPWi keeps Q, K, V, the output projection and
+	// mlpwo, and recomputes the MLP's input projections.
+	RematSaveDotExceptMLPWi Remat = "save_dot_except_mlpwi"
+	// RematSaveDotExceptMLP keeps Q, K, V and the output projection.
+	RematSaveDotExceptMLP Remat = "save_dot_except_mlp"
+	// RematSaveQKVProj keeps Q, K and V.
+	RematSaveQKVProj Remat = "save_qkv_proj"
+	// RematSaveOutProj keeps the output projection.
+	RematSaveOutProj Remat = "save_out_proj"
+	// RematQKVProjOffloaded moves Q, K and V to host memory.
+	RematQKVProjOffloaded Remat = "qkv_proj_offloaded"
+	// RematMinimalOffloaded moves every projection output to host memory.
+	RematMinimalOffloaded Remat = "minimal_offloaded"
+	// RematFull keeps only each layer's input and recomputes the layer.
+	RematFull Remat = "full"
+	// RematCustom places each tagged tensor as Job.Custom says.
+	RematCustom Remat = "custom"
+)
+
+// Remats lists the policies, least recompute first.
+func Remats() []Remat {
+	return []Remat{RematNone, RematMinimalWithContext, RematMinimal, RematMinimalOffloaded, RematSaveDotExceptMLPWi,
+		RematSaveDotExceptMLP, RematSaveQKVProj, RematQKVProjOffloaded, RematSaveOutProj, RematFull, RematCustom}
+}
+
+// SearchRemats is the policies a plan tries when none is asked for: one per
+// distinct memory/recompute trade-off on device (the offloaded ones need
+// host memory and PCIe time the user should choose knowingly).
+func SearchRemats() []Remat {
+	return []Remat{RematNone, RematMinimal, RematSaveDotExceptMLP, RematSaveQKVProj, RematFull}
+}
+
+// ParseRemat reads a policy name, in any case.
+func ParseRemat(s string) (Remat, error) {
+	for _, r := range Remats() {
+		if strings.EqualFold(strings.TrimSpace(s), string(r)) {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("cost: remat policy %q, want one of %s", s, remats())
+}
+
+func remats() string {
+	var names []string
+	for _, r := range Remats() {
+		names = append(names, string(r))
+	}
+	return strings.Join(names, ", ")
+}
+
+// Place is where the backward pass finds a tagged activation.
+type Place uint8
+
+// The places, as MaxText's custom policy names them.
+const (
+	Recompute Place = iota // recomputed from what is kept (MaxText: remat)
+	Device              // kept in HBM
+	Offload             // moved to host memory over PCIe and back
+)
+
+var placeNames = [...]string{Recompute: "remat", Device: "device", Offload: "offload"}
+
+func (p Place) String() string { return placeNames[p] }
+
+// ParsePlace reads device, offload or remat.
+func ParsePlace(s string) (Place, error) {
+	for p, n := range placeNames {
+		if strings.EqualFold(strings.TrimSpace(s), n) {
+			return Place(p), nil
+		}
+	}
+	return 0, fmt.Errorf("cost: place %q, want device, offload or remat", s)
+}
+
+// Tensor is an activation a decoder layer tags with checkpoint_name.
+type Tensor uint8
+
+// The tagged tensors. For a model without a gated MLP, MLPWi0 is MaxText's
+// mlpwi and MLPWi1 is absent.
+const (
+	LayerInput Tensor = iota // decoder_layer_input: the scan carry, always kept
+	Query                    // query_proj
+	Key                      // key_proj
+	Value                    // value_proj
+	Context                  // context: the attention output
+	OutProj                  // out_proj
+	MLPWi0                   // mlpwi_0 (mlpwi)
+	MLPWi1                   // mlpwi_1
+	MLPWo                    // mlpwo: its output feeds only the residual sum, so the backward never needs it
+	NumTensors
+)
+
+var tensorNames = [NumTensors]string{"decoder_layer_input", "query_proj", "key_proj", "value_proj", "context", "out_proj", "mlpwi_0", "mlpwi_1", "mlpwo"}
+
+func (t Tensor) String() string { return tensorNames[t] }
+
+// ParseTensor reads a checkpoint name (mlpwi is read as mlpwi_0).
+func ParseTensor(s string) (Tensor, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "mlpwi" {
+		return MLPWi0, nil
+	}
+	for t, n := range tensorNames {
+		if s == n {
+			return Tensor(t), nil
+		}
+	}
+	return 0, fmt.Errorf("cost: tensor %q, want one of %s", s, strings.Join(tensorNames[:], ", "))
+}
+
+// Places is a place for every tagged tensor.
+type Places [NumTensors]Place
+
+// ParseCustom reads a custom policy, "query_proj=offload,out_proj=device";
+// tensors not named are recomputed, except the layer input, which the scan
+// always keeps on device.
+func ParseCustom(s string) (Places, error) {
+	var p Places
+	p[LayerInput] = Device
+	if strings.TrimSpace(s) == "" {
+		return p, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return p, fmt.Errorf("cost: custom remat %q: want tensor=device|offload|remat", kv)
+		}
+		t, err := ParseTensor(k)
+		if err != nil {
+			return p, err
+		}
+		if p[t], err = ParsePlace(v); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+func (p Places) String() string {
+	var parts []string
+	for t, pl := range p {
+		if pl != Recompute && Tensor(t) != LayerInput {
+			parts = append(parts, fmt.Sprintf("%s=%s", Tensor(t), pl))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// places gives each tagged tensor's place under the policy. The sets are
+// MaxText's (layers/decoders.py, get_remat_policy): minimal is
+// checkpoint_dots_with_no_batch_dims, which keeps every projection output;
+// the save_* policies are save_only_these_names over the names listed; the
+// *_offloaded ones are save_and_offload_only_these_names.
+func (j Job) places() Places {
+	var p Places
+	set := func(pl Place, ts ...Tensor) {
+		for _, t := range ts {
+			p[t] = pl
+		}
+	}
+	set(Device, LayerInput)
+	switch j.Remat {
+	case RematNone:
+		set(Device, Query, Key, Value, Context, OutProj, MLPWi0, MLPWi1)
+	case RematMinimalWithContext:
+		set(Device, Query, Key, Value, Context, OutProj, MLPWi0, MLPWi1, MLPWo)
+	case RematMinimal:
+		set(Device, Query, Key, Value, OutProj, MLPWi0, MLPWi1, MLPWo)
+	case RematSaveDotExceptMLPWi:
+		set(Device, Query, Key, Value, OutProj, MLPWo)
+	case RematSaveDotExceptMLP:
+		set(Device, Query, Key, Value, OutProj)
+	case RematSaveQKVProj:
+		set(Device, Query, Key, Value)
+	case RematSaveOutProj:
+		set(Device, OutProj)
+	case RematQKVProjOffloaded:
+		set(Offload, Query, Key, Value)
+	case RematMinimalOffloaded:
+		set(Offload, Query, Key, Value, OutProj, MLPWi0, MLPWi1, MLPWo)
+	case RematCustom:
+		p = j.Custom
+		p[LayerInput] = max(p[LayerInput], Device) // the scan carries it
+	}
+	if !j.Model.GatedMLP {
+		p[MLPWi1] = Recompute
+	}
+	p[MLPWo] = Recompute // never a residual of the backward pass
+	return p
+}
+
+// tensorWidth is a tagged tensor's elements per local token on one chip,
+// with activations sharded over tensor t (sequence parallelism between the
+// blocks, heads or d_ff inside them; K and V over at most KV shards).
+func (j Job) tensorWidth(x Tensor, t int) float64 {
+	spec := j.Model
+	d, q := float64(spec.DModel), float64(spec.Heads*spec.Head())
+	kv := float64(spec.KV()*spec.Head()) / float64(kvShards(spec.KV(), t))
+	switch x {
+	case Query, Context:
+		return q / float64(t)
+	case Key, Value:
+		return kv
+	case MLPWi0, MLPWi1:
+		return float64(spec.DFF) / float64(t)
+	}
+	return d / float64(t) // layer input, out_proj, mlpwo
+}
+
+// tensorFLOPs is the forward FLOPs per token, on all chips together, of
+// the projection that produces a tagged tensor (0 for the layer input and
+// for context, which the attention core makes).
+func (j Job) tensorFLOPs(x Tensor) float64 {
+	spec := j.Model
+	d, q := float64(spec.DModel), float64(spec.Heads*spec.Head())
+	kv := float64(spec.KV() * spec.Head())
+	switch x {
+	case Query, OutProj:
+		return 2 * d * q
+	case Key, Value:
+		return 2 * d * kv
+	case MLPWi0, MLPWi1:
+		return 2 * d * float64(spec.DFF)
+	}
+	return 0
+}
+
+// remat is what a policy keeps and redoes per layer, per chip.
+type remat struct {
+	device, offload float64 // bytes per layer kept in HBM and in host memory
+	// recompute is the forward FLOPs per token and layer, all chips
+	// together, of projections redone in the backward pass; attention says
+	// whether the attention core is redone too.
+	recompute float64
+	attention bool
+}
+
+// rematOf is the policy's per-layer footprint for b sequences of s local
+// tokens attending over seq keys, with tensor parallelism t. Every policy
+// but none recomputes the cheap elementwise work (norms, activation
+// function, residual sums); none keeps their outputs too, and with
+// dot-product attention the softmax probabilities.
+func (j Job) rematOf(b, s, seq, t int) remat {
+	e := float64(j.Precision.Activation)
+	tokens := float64(b) * float64(s)
+	p := j.places()
+	var r remat
+	for x := LayerInput; x < NumTensors; x++ {
+		bytes := e * tokens * j.tensorWidth(x, t)
+		switch p[x] {
+		case Device:
+			r.device += bytes
+		case Offload:
+			r.offload += bytes
+		case Recompute:
+			if x != LayerInput && x != MLPWo && !(x == MLPWi1 && !j.Model.GatedMLP) {
+				r.recompute += j.tensorFLOPs(x)
+			}
+		}
+	}
+	// The attention output is needed for the output projection's weight
+	// gradient; unless it is kept, the attention core runs again.
+	r.attention = p[Context] == Recompute
+	if j.Remat == RematNone {
+		r.device += j.elementwiseResiduals(b, s, seq, t)
+	}
+	return r
+}
+
+// elementwiseResiduals is what keeping every residual adds to the tagged
+// tensors, per layer and chip: the two norms' outputs, the mid-layer
+// residual sum (or, in its place, the output projection), the MLP's
+// activation product, dropout masks when asked, and with dot-product
+// attention the softmax probabilities (b·heads·s·seq). With these, none is
+// Korthikanti et al. 2022 (arXiv 2205.05198) Table 2's tensor+sequence
+// parallel row for multi-head attention with a 4h GeLU MLP:
+// s·b·h·(34 + 5·a·s/h)/t bytes.
+func (j Job) elementwiseResiduals(b, s, seq, t int) float64 {
+	spec := j.Model
+	e := float64(j.Precision.Activation)
+	sb := float64(b) * float64(s)
+	h := float64(spec.DModel) / float64(t)
+	f := float64(spec.DFF) / float64(t)
+	extra := float64(spec.Norms()) * e * sb * h // norm outputs
+	extra += e * sb * f                         // activation product (gated), or activation output
+	if j.Dropout {
+		extra += 2 * sb * h // 1-byte masks after the attention and the MLP
+	}
+	if j.Attention == AttentionDot {
+		probs := e * float64(spec.Heads) * sb * float64(seq) / float64(t)
+		if j.Dropout {
+			probs += (1 + e) * float64(spec.Heads) * sb * float64(seq) / float64(t)
+		}
+		extra += probs
+	}
+	return extra
+}
+
+// LayerActivations is the bytes one layer keeps on device for the backward
+// pass, per chip, for b sequences of s local tokens attending over seq
+// keys, with tensor parallelism t, under j's policy.
+func (j Job) LayerActivations(b, s, seq, t int) float64 {
+	return j.rematOf(b, s, seq, t).device
+}
