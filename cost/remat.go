@@ -215,22 +215,17 @@ func (j Job) places() Places {
 	return p
 }
 
-// tensorWidth is a tagged tensor's elements per local token on one chip,
-// with activations sharded over tensor t (sequence parallelism between the
-// blocks, heads or d_ff inside them; K and V over at most KV shards).
-func (j Job) tensorWidth(x Tensor, t int) float64 {
-	spec := j.Model
-	d, q := float64(spec.DModel), float64(spec.Heads*spec.Head())
+// tensorWidths is each tagged tensor's elements per local token on one
+// chip, with activations sharded over tensor t (sequence parallelism
+// between the blocks, heads or d_ff inside them; K and V over at most KV
+// shards).
+func (j *Job) tensorWidths(t int) [NumTensors]float64 {
+	spec := &j.Model
+	tf := float64(t)
+	d, q := float64(spec.DModel)/tf, float64(spec.Heads*spec.Head())/tf
 	kv := float64(spec.KV()*spec.Head()) / float64(kvShards(spec.KV(), t))
-	switch x {
-	case Query, Context:
-		return q / float64(t)
-	case Key, Value:
-		return kv
-	case MLPWi0, MLPWi1:
-		return float64(spec.DFF) / float64(t)
-	}
-	return d / float64(t) // layer input, out_proj, mlpwo
+	f := float64(spec.DFF) / tf
+	return [NumTensors]float64{LayerInput: d, Query: q, Key: kv, Value: kv, Context: q, OutProj: d, MLPWi0: f, MLPWi1: f, MLPWo: d}
 }
 
 // tensorFLOPs is the forward FLOPs per token, on all chips together, of
@@ -270,9 +265,10 @@ func (j Job) rematOf(b, s, seq, t int) remat {
 	e := float64(j.Precision.Activation)
 	tokens := float64(b) * float64(s)
 	p := j.places()
+	w := j.tensorWidths(t)
 	var r remat
 	for x := LayerInput; x < NumTensors; x++ {
-		bytes := e * tokens * j.tensorWidth(x, t)
+		bytes := e * tokens * w[x]
 		switch p[x] {
 		case Device:
 			r.device += bytes

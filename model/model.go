@@ -267,3 +267,38 @@ func normalize(s string) string {
 	r := strings.NewReplacer("-", "", "_", "", ".", "", " ", "")
 	return strings.ToLower(r.Replace(strings.TrimSpace(s)))
 }
+
+// Summary is a spec with what shardlab computes from it: the parameter
+// count by place and the training FLOPs per token, next to the count its
+// authors publish.
+type Summary struct {
+	Spec
+	Params            int64   `json:"params"`
+	EmbeddingParams   int64   `json:"embedding_params"`
+	OutputParams      int64   `json:"output_params"`
+	ParamsPerLayer    int64   `json:"params_per_layer"`
+	AttentionPerLayer int64   `json:"attention_params_per_layer"`
+	MLPPerLayer       int64   `json:"mlp_params_per_layer"`
+	NormsPerLayerP    int64   `json:"norm_params_per_layer"`
+	MatmulParams      int64   `json:"matmul_params"`
+	FLOPsPerToken     float64 `json:"training_flops_per_token"`
+	FLOPsPerTokenCaus float64 `json:"training_flops_per_token_causal"`
+	// PublishedError is (computed − published) / published, when a count
+	// is published.
+	PublishedError *float64 `json:"published_params_error,omitempty"`
+}
+
+// Summarize computes the summary at the spec's sequence length.
+func (s Spec) Summarize() Summary {
+	p := s.ParamCount()
+	out := Summary{
+		Spec: s, Params: p.Total(), EmbeddingParams: p.Embedding, OutputParams: p.Output,
+		ParamsPerLayer: p.PerLayer(), AttentionPerLayer: p.Attention, MLPPerLayer: p.MLP, NormsPerLayerP: p.Norms,
+		MatmulParams: s.MatmulParams(), FLOPsPerToken: s.FLOPsPerToken(s.SeqLen, false), FLOPsPerTokenCaus: s.FLOPsPerToken(s.SeqLen, true),
+	}
+	if s.Published > 0 {
+		e := float64(p.Total()-s.Published) / float64(s.Published)
+		out.PublishedError = &e
+	}
+	return out
+}

@@ -151,3 +151,24 @@ func ExampleSpec_ParamCount() {
 	// Output:
 	// 70.55B parameters, 4.81e+11 training FLOPs per token at 8k
 }
+
+func TestSummarize(t *testing.T) {
+	// The summary carries the computed counts, which must add up, and the
+	// FLOPs of FLOPsPerToken in both conventions.
+	for _, s := range Catalog() {
+		sum := s.Summarize()
+		p := s.ParamCount()
+		if got := sum.EmbeddingParams + sum.OutputParams + int64(s.Layers)*sum.ParamsPerLayer + p.FinalNorm; got != sum.Params {
+			t.Errorf("%s: embedding + output + layers + final norm = %d, want %d", s.Name, got, sum.Params)
+		}
+		if sum.ParamsPerLayer != sum.AttentionPerLayer+sum.MLPPerLayer+sum.NormsPerLayerP {
+			t.Errorf("%s: per-layer parts do not add up", s.Name)
+		}
+		if sum.FLOPsPerTokenCaus >= sum.FLOPsPerToken {
+			t.Errorf("%s: causal FLOPs %g not below %g", s.Name, sum.FLOPsPerTokenCaus, sum.FLOPsPerToken)
+		}
+		if s.Published > 0 && (sum.PublishedError == nil || math.Abs(*sum.PublishedError) > 0.005) {
+			t.Errorf("%s: published error %v, want within 0.5%%", s.Name, sum.PublishedError)
+		}
+	}
+}

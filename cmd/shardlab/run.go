@@ -22,6 +22,7 @@ import (
 	"shardlab/schedule"
 	"shardlab/systolic"
 	"shardlab/unit"
+	"shardlab/validate"
 )
 
 const usage = `shardlab: plan TPU training layouts
@@ -33,6 +34,7 @@ usage:
   shardlab mxu compare [flags]     the same GEMM on CPU, GPU and TPU execution models
   shardlab infeed [flags]          a host's input pipeline, event by event
   shardlab run [flags]             train a small transformer on virtual chips with a layout
+  shardlab validate [--json]       cost published MaxText runs and compare with their MFU
   shardlab hw list|show NAME       the TPU catalog (NAME: v5p or v5p-128)
   shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
 
@@ -76,6 +78,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runInfeed(args[1:], stdout, stderr)
 	case "run":
 		err = runEmu(args[1:], stdout, stderr)
+	case "validate":
+		err = runValidate(args[1:], stdout, stderr)
 	case "hw":
 		err = runHW(args[1:], stdout)
 	case "model":
@@ -84,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		err = bad("unknown command %q, want plan, export, run, mxu, infeed, hw or model", args[0])
+		err = bad("unknown command %q, want plan, export, run, validate, mxu, infeed, hw or model", args[0])
 	}
 	if err == nil {
 		return exitOK
@@ -158,7 +162,7 @@ func isUsage(err error) bool {
 	return errors.As(err, &ue) || errors.As(err, &pe) || errors.As(err, &fe) || errors.As(err, &me) ||
 		errors.Is(err, model.ErrInvalid) || errors.Is(err, plan.ErrRequest) || errors.Is(err, cost.ErrJob) ||
 		errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, schedule.ErrInvalid) || errors.Is(err, systolic.ErrInvalid) ||
-		errors.Is(err, infeed.ErrInvalid) || errors.Is(err, emu.ErrInvalid) || errors.Is(err, emu.ErrCheckpoint)
+		errors.Is(err, infeed.ErrInvalid) || errors.Is(err, emu.ErrInvalid) || errors.Is(err, emu.ErrCheckpoint) || errors.Is(err, validate.ErrInvalid)
 }
 
 type planFlags struct {
@@ -581,7 +585,7 @@ func runModel(args []string, stdout io.Writer) error {
 			return err
 		}
 		if asJSON {
-			return writeJSON(stdout, s)
+			return writeJSON(stdout, s.Summarize())
 		}
 		p := s.ParamCount()
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)

@@ -1,0 +1,198 @@
+package validate
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"shardlab/hw"
+)
+
+// Generations lists the generations in the report, in catalog order.
+func (rep Report) Generations() []hw.Generation {
+	seen := map[hw.Generation]bool{}
+	var out []hw.Generation
+	for _, r := range rep.Results {
+		g := r.Estimate.Mesh.Multislice.Slice.Chip.Generation
+		if !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	order := map[hw.Generation]int{}
+	for i, c := range hw.Chips() {
+		order[c.Generation] = i
+	}
+	sort.Slice(out, func(a, b int) bool { return order[out[a]] < order[out[b]] })
+	return out
+}
+
+// OfGeneration keeps the held-out rows of one generation.
+func OfGeneration(g hw.Generation) func(Result) bool {
+	return func(r Result) bool { return HeldOut(r) && r.Estimate.Mesh.Multislice.Slice.Chip.Generation == g }
+}
+
+// Series is a run measured at several slice counts: the ratio of MFU at
+// the most slices to MFU at one, published and predicted.
+type Series struct {
+	Key       string  `json:"key"`
+	Slices    int     `json:"slices"`
+	Published float64 `json:"published_ratio"`
+	Predicted float64 `json:"predicted_ratio"`
+}
+
+// MultisliceSeries finds every group of rows that differ only in their
+// DCN data factor (same model, accelerator type, per-device batch and
+// remat) and that includes one slice, and gives the ratio at its largest
+// slice count.
+func (rep Report) MultisliceSeries() []Series {
+	groups := map[string][]Result{}
+	var keys []string
+	for _, r := range rep.Results {
+		run := r.Run
+		k := fmt.Sprintf("%s on %s, %g per device, %s", run.Model.Name, run.AcceleratorType, run.PerDeviceBatchSize, run.RematPolicy)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	var out []Series
+	for _, k := range keys {
+		g := groups[k]
+		var one, most *Result
+		for i := range g {
+			switch s := max(g[i].Run.Slices, 1); {
+			case s == 1:
+				one = &g[i]
+			case most == nil || s > most.Run.Slices:
+				most = &g[i]
+			}
+		}
+		if one == nil || most == nil {
+			continue
+		}
+		out = append(out, Series{Key: k, Slices: most.Run.Slices,
+			Published: most.Run.Published.MFU / one.Run.Published.MFU, Predicted: most.Predicted / one.Predicted})
+	}
+	return out
+}
+
+// JSON is the machine-readable report (shardlab validate --json).
+type JSON struct {
+	Rows         []RowJSON          `json:"rows"`
+	Overall      Stats              `json:"held_out"`
+	Calibration  Stats              `json:"calibration"`
+	ByGeneration map[string]Stats   `json:"held_out_by_generation"`
+	Efficiency   map[string]float64 `json:"residual_efficiency_by_generation"`
+	Multislice   []Series           `json:"multislice_series"`
+}
+
+// RowJSON is one costed run.
+type RowJSON struct {
+	ID           string  `json:"id"`
+	Generation   string  `json:"generation"`
+	Accelerator  string  `json:"accelerator_type"`
+	Slices       int     `json:"slices"`
+	Model        string  `json:"model"`
+	Layout       string  `json:"layout"`
+	Remat        string  `json:"remat_policy"`
+	Published    float64 `json:"published_mfu"`
+	Predicted    float64 `json:"predicted_mfu"`
+	Error        float64 `json:"relative_error"`
+	Fits         bool    `json:"fits_in_hbm"`
+	HBMUsed      int64   `json:"hbm_used_bytes"`
+	HBMUsable    int64   `json:"hbm_usable_bytes"`
+	Calibration  bool    `json:"calibration"`
+	SourceRepo   string  `json:"source_repo"`
+	SourcePath   string  `json:"source_path"`
+	SourceCommit string  `json:"source_commit"`
+}
+
+// JSON returns the report's machine-readable form.
+func (rep Report) JSON() JSON {
+	out := JSON{Rows: []RowJSON{}, Overall: rep.Summary(HeldOut), Calibration: rep.Summary(Calibration),
+		ByGeneration: map[string]Stats{}, Efficiency: map[string]float64{}, Multislice: rep.MultisliceSeries()}
+	for _, r := range rep.Results {
+		e := r.Estimate
+		out.Rows = append(out.Rows, RowJSON{ID: r.Run.ID, Generation: string(e.Mesh.Multislice.Slice.Chip.Generation),
+			Accelerator: r.Run.AcceleratorType, Slices: max(r.Run.Slices, 1), Model: r.Run.Model.Name, Layout: e.Mesh.String(),
+			Remat: string(e.Job.Remat), Published: r.Run.Published.MFU, Predicted: r.Predicted, Error: r.Error,
+			Fits: e.Memory.Fits(), HBMUsed: int64(e.Memory.Total()), HBMUsable: int64(e.Memory.Usable), Calibration: r.Run.Calibration,
+			SourceRepo: r.Run.Source.Repo, SourcePath: r.Run.Source.Path, SourceCommit: r.Run.Source.Commit})
+	}
+	for _, g := range rep.Generations() {
+		out.ByGeneration[string(g)] = rep.Summary(OfGeneration(g))
+		if len(rep.Results) > 0 {
+			out.Efficiency[string(g)] = effOf(rep, g)
+		}
+	}
+	if out.Multislice == nil {
+		out.Multislice = []Series{}
+	}
+	return out
+}
+
+func effOf(rep Report, g hw.Generation) float64 {
+	for _, r := range rep.Results {
+		if c := r.Estimate.Mesh.Multislice.Slice.Chip; c.Generation == g {
+			return r.Estimate.Job.EfficiencyFor(c)
+		}
+	}
+	return 0
+}
+
+// WriteJSON writes the report as indented JSON.
+func (rep Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep.JSON())
+}
+
+// WriteText writes the report for people: a row per run, then the error
+// over the held-out rows, overall and per generation, and the multislice
+// series.
+func (rep Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "run\tlayout\tremat\tpublished\tpredicted\terror\tHBM\t")
+	for _, r := range rep.Results {
+		e := r.Estimate
+		fits := fmt.Sprintf("%v of %v", e.Memory.Total(), e.Memory.Usable)
+		if !e.Memory.Fits() {
+			fits += " DOES NOT FIT"
+		}
+		mark := ""
+		if r.Run.Calibration {
+			mark = " (cal)"
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%.1f%%\t%.1f%%\t%+.1f%%\t%s\t\n", r.Run.ID, mark, e.Mesh, e.Job.Remat,
+			100*r.Run.Published.MFU, 100*r.Predicted, 100*r.Error, fits)
+	}
+	tw.Flush()
+	stat := func(name string, s Stats) {
+		fmt.Fprintf(&b, "  %-22s %3d runs  median |error| %5.1f%%  90th percentile %5.1f%%  max %5.1f%%  fit in HBM %d/%d\n",
+			name, s.N, 100*s.Median, 100*s.P90, 100*s.Max, s.Fit, s.N)
+	}
+	fmt.Fprintf(&b, "\nMFU error, (predicted − published) / published:\n")
+	stat("held out", rep.Summary(HeldOut))
+	stat("calibration rows", rep.Summary(Calibration))
+	for _, g := range rep.Generations() {
+		stat(string(g)+" (held out)", rep.Summary(OfGeneration(g)))
+	}
+	fmt.Fprintf(&b, "\nResidual efficiency by generation (fitted on the calibration rows):")
+	for _, g := range rep.Generations() {
+		fmt.Fprintf(&b, " %s %.3f", g, effOf(rep, g))
+	}
+	fmt.Fprintln(&b)
+	if ss := rep.MultisliceSeries(); len(ss) > 0 {
+		fmt.Fprintf(&b, "\nMultislice scaling, MFU at N slices / MFU at 1:\n")
+		for _, s := range ss {
+			fmt.Fprintf(&b, "  %-48s N=%-3d published %.3f  predicted %.3f  (%+.3f)\n", s.Key, s.Slices, s.Published, s.Predicted, s.Predicted-s.Published)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,333 @@
+// Package validate holds shardlab's cost model against training runs that
+// Google has published for MaxText on Cloud TPU: a table of runs, each with
+// its source (repository, file and commit), model dimensions, layout,
+// batch, remat policy, precision and the MFU it reached; and the error
+// report of package cost costed on exactly those settings. Some rows
+// calibrate the one residual efficiency each chip generation gets
+// (cost.Calibrated); the error is reported on the others.
+package validate
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"shardlab/cost"
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/model"
+)
+
+//go:embed runs.yaml
+var runsYAML []byte
+
+// Source says where a run was published.
+type Source struct {
+	Repo       string `yaml:"repo" json:"repo"`
+	Path       string `yaml:"path" json:"path"`
+	Commit     string `yaml:"commit" json:"commit"`
+	ConfigPath string `yaml:"config_path,omitempty" json:"config_path,omitempty"`
+}
+
+// Layout is MaxText's ici_* and dcn_* parallelism as the run set it, in
+// JAX devices (on TPU7x a chip is two devices).
+type Layout struct {
+	ICIData     int `yaml:"ici_data" json:"ici_data"`
+	ICIFSDP     int `yaml:"ici_fsdp" json:"ici_fsdp"`
+	ICITensor   int `yaml:"ici_tensor" json:"ici_tensor"`
+	ICISequence int `yaml:"ici_sequence" json:"ici_sequence"`
+	ICIPipeline int `yaml:"ici_pipeline" json:"ici_pipeline"`
+	DCNData     int `yaml:"dcn_data" json:"dcn_data"`
+	DCNFSDP     int `yaml:"dcn_fsdp" json:"dcn_fsdp"`
+	DCNPipeline int `yaml:"dcn_pipeline" json:"dcn_pipeline"`
+}
+
+// Published is what the run's source reports.
+type Published struct {
+	MFU                float64 `yaml:"mfu" json:"mfu"`
+	StepTimeS          float64 `yaml:"step_time_s" json:"step_time_s"`
+	TokensPerSPerChip  float64 `yaml:"tokens_per_s_per_chip" json:"tokens_per_s_per_chip"`
+	TFLOPsPerDevice    float64 `yaml:"tflops_per_device" json:"tflops_per_device"`
+	CausalFLOPs        bool    `yaml:"causal_flops" json:"causal_flops"`
+	MFUFromStepTime    bool    `yaml:"mfu_from_step_time" json:"mfu_from_step_time"`
+	MFUFromTFLOPs      bool    `yaml:"mfu_from_tflops" json:"mfu_from_tflops"`
+	MFUFromTokensPerS  bool    `yaml:"mfu_from_tokens_per_s" json:"mfu_from_tokens_per_s"`
+	Note               string  `yaml:"note,omitempty" json:"note,omitempty"`
+	ConventionVerified bool    `yaml:"convention_verified,omitempty" json:"convention_verified,omitempty"`
+}
+
+// Run is one published training run.
+type Run struct {
+	ID                 string         `yaml:"id" json:"id"`
+	Source             Source         `yaml:"source" json:"source"`
+	Generation         string         `yaml:"generation" json:"generation"`
+	AcceleratorType    string         `yaml:"accelerator_type" json:"accelerator_type"`
+	Slices             int            `yaml:"slices" json:"slices"`
+	Model              model.Spec     `yaml:"model" json:"model"`
+	SeqLen             int            `yaml:"seq_len" json:"seq_len"`
+	PerDeviceBatchSize float64        `yaml:"per_device_batch_size" json:"per_device_batch_size"`
+	GlobalBatch        int            `yaml:"global_batch_sequences" json:"global_batch_sequences"`
+	Devices            int            `yaml:"devices" json:"devices"`
+	Chips              int            `yaml:"chips" json:"chips"`
+	Layout             Layout         `yaml:"layout" json:"layout"`
+	RematPolicy        string         `yaml:"remat_policy" json:"remat_policy"`
+	RematCustom        string         `yaml:"remat_custom,omitempty" json:"remat_custom,omitempty"`
+	WeightDType        string         `yaml:"weight_dtype" json:"weight_dtype"`
+	Quantization       string         `yaml:"quantization" json:"quantization"`
+	OptimizerOffload   bool           `yaml:"optimizer_memory_host_offload,omitempty" json:"optimizer_memory_host_offload,omitempty"`
+	ParameterOffload   bool           `yaml:"parameter_memory_host_offload,omitempty" json:"parameter_memory_host_offload,omitempty"`
+	VocabTiles         int            `yaml:"num_vocab_tiling,omitempty" json:"num_vocab_tiling,omitempty"`
+	OtherFlags         map[string]any `yaml:"other_flags,omitempty" json:"-"`
+	Published          Published      `yaml:"published" json:"published"`
+	Calibration        bool           `yaml:"calibration" json:"calibration"`
+	Notes              string         `yaml:"notes,omitempty" json:"notes,omitempty"`
+}
+
+// Runs is the built-in table.
+func Runs() ([]Run, error) { return Parse(runsYAML) }
+
+// ErrInvalid is wrapped by errors in a table.
+var ErrInvalid = errors.New("invalid run table")
+
+// Parse reads a table of runs (YAML). Unknown fields are errors.
+func Parse(data []byte) ([]Run, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var runs []Run
+	if err := dec.Decode(&runs); err != nil {
+		return nil, fmt.Errorf("validate: %s: %w", strings.ReplaceAll(err.Error(), "\n", "; "), ErrInvalid)
+	}
+	seen := map[string]bool{}
+	for i := range runs {
+		r := &runs[i]
+		if r.ID == "" || seen[r.ID] {
+			return nil, fmt.Errorf("validate: row %d: id %q, want a unique id: %w", i+1, r.ID, ErrInvalid)
+		}
+		seen[r.ID] = true
+		if _, _, err := r.Setup(); err != nil {
+			return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
+		}
+		if !(r.Published.MFU > 0 && r.Published.MFU < 1) {
+			return nil, fmt.Errorf("validate: %s: published mfu %v, want a fraction in (0, 1): %w", r.ID, r.Published.MFU, ErrInvalid)
+		}
+	}
+	return runs, nil
+}
+
+// Setup is the run as package cost sees it: the job and the mesh, in
+// chips. MaxText's layout counts JAX devices; where a chip is several
+// devices (TPU7x: two TensorCores), the extra factor comes off the data or
+// fsdp axis it sits in, which shards the state the same way over chips.
+func (r Run) Setup() (cost.Job, mesh.Mesh, error) {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("%s = %v, want %s: %w", field, v, want, ErrInvalid)
+	}
+	s, err := hw.ParseAcceleratorType(r.AcceleratorType)
+	if err != nil {
+		return cost.Job{}, mesh.Mesh{}, err
+	}
+	ms, err := hw.NewMultislice(s, max(r.Slices, 1), 0)
+	if err != nil {
+		return cost.Job{}, mesh.Mesh{}, err
+	}
+	l := r.Layout
+	per := s.Chip.JAXDevicesPerChip
+	ici := []int{l.ICIData, l.ICIFSDP, l.ICITensor, l.ICIPipeline, l.ICISequence}
+	for i := range ici {
+		ici[i] = max(ici[i], 1)
+	}
+	if per > 1 {
+		// take the per-chip devices off the largest of data and fsdp
+		k := 1
+		if ici[0] > ici[1] {
+			k = 0
+		}
+		if ici[k]%per != 0 {
+			return cost.Job{}, mesh.Mesh{}, bad("layout", fmt.Sprintf("%+v", l), fmt.Sprintf("ici data or fsdp a multiple of the %d devices per chip", per))
+		}
+		ici[k] /= per
+	}
+	names := mesh.Names()
+	dcn := []int{max(l.DCNData, 1), max(l.DCNFSDP, 1), 1, max(l.DCNPipeline, 1), 1}
+	axes := make([]mesh.Axis, len(names))
+	for i, n := range names {
+		axes[i] = mesh.Axis{Name: n, ICI: ici[i], DCN: dcn[i]}
+	}
+	m, err := mesh.New(ms, axes...)
+	if err != nil {
+		return cost.Job{}, mesh.Mesh{}, err
+	}
+	spec := r.Model
+	if spec.SeqLen == 0 {
+		spec.SeqLen = r.SeqLen
+	}
+	if err := spec.Validate(); err != nil {
+		return cost.Job{}, mesh.Mesh{}, err
+	}
+	if r.GlobalBatch <= 0 {
+		return cost.Job{}, mesh.Mesh{}, bad("global_batch_sequences", r.GlobalBatch, "a positive number of sequences")
+	}
+	j := cost.NewJob(spec, r.SeqLen, r.GlobalBatch)
+	if j.Remat, err = cost.ParseRemat(r.RematPolicy); err != nil {
+		return cost.Job{}, mesh.Mesh{}, err
+	}
+	if j.Custom, err = cost.ParseCustom(r.RematCustom); err != nil {
+		return cost.Job{}, mesh.Mesh{}, err
+	}
+	switch strings.ToLower(r.WeightDType) {
+	case "float32", "fp32", "":
+		j.Precision = cost.MaxTextPrecision()
+	case "bfloat16", "bf16":
+		j.Precision = cost.MaxTextBF16Precision()
+	default:
+		return cost.Job{}, mesh.Mesh{}, bad("weight_dtype", r.WeightDType, "float32 or bfloat16")
+	}
+	if j.Quantization, err = cost.ParseQuantization(r.Quantization); err != nil {
+		return cost.Job{}, mesh.Mesh{}, err
+	}
+	j.OptimizerOffload, j.ParameterOffload = r.OptimizerOffload, r.ParameterOffload
+	j.VocabTiles = max(r.VocabTiles, 1)
+	j.CausalFLOPs = r.Published.CausalFLOPs
+	if m.Size(mesh.Pipeline) > 1 {
+		j.MicroBatches = m.Size(mesh.Pipeline)
+	}
+	return j, m, nil
+}
+
+// Result is one run costed.
+type Result struct {
+	Run       Run
+	Estimate  cost.Estimate
+	Predicted float64 // MFU, in the run's published convention
+	// Error is (predicted − published) / published.
+	Error float64
+}
+
+// Report is the error of cost against the table.
+type Report struct {
+	Results []Result
+}
+
+// Evaluate costs every run on its published layout with the given residual
+// efficiencies (nil: cost.Calibrated).
+func Evaluate(runs []Run, eff map[hw.Generation]float64) (Report, error) {
+	var rep Report
+	est := cost.NewEstimator()
+	for _, r := range runs {
+		j, m, err := r.Setup()
+		if err != nil {
+			return rep, fmt.Errorf("validate: %s: %w", r.ID, err)
+		}
+		if eff != nil {
+			j.Efficiency = eff[m.Multislice.Slice.Chip.Generation]
+		}
+		e, err := est.Estimate(j, m)
+		if err != nil {
+			return rep, fmt.Errorf("validate: %s: %w", r.ID, err)
+		}
+		rep.Results = append(rep.Results, Result{Run: r, Estimate: e, Predicted: e.MFU, Error: (e.MFU - r.Published.MFU) / r.Published.MFU})
+	}
+	return rep, nil
+}
+
+// Fit finds each generation's residual efficiency from the calibration
+// rows: for each row the efficiency at which the predicted MFU equals the
+// published one (by bisection; MFU rises with it), then the median over
+// the generation's rows.
+func Fit(runs []Run) (map[hw.Generation]float64, error) {
+	per := map[hw.Generation][]float64{}
+	est := cost.NewEstimator()
+	for _, r := range runs {
+		if !r.Calibration {
+			continue
+		}
+		j, m, err := r.Setup()
+		if err != nil {
+			return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
+		}
+		mfu := func(eff float64) (float64, error) {
+			j.Efficiency = eff
+			e, err := est.Estimate(j, m)
+			return e.MFU, err
+		}
+		lo, hi := 0.05, 1.0
+		for range 40 {
+			mid := (lo + hi) / 2
+			got, err := mfu(mid)
+			if err != nil {
+				return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
+			}
+			if got < r.Published.MFU {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		g := m.Multislice.Slice.Chip.Generation
+		per[g] = append(per[g], (lo+hi)/2)
+	}
+	out := map[hw.Generation]float64{}
+	for g, xs := range per {
+		out[g] = math.Round(median(xs)*1000) / 1000
+	}
+	return out, nil
+}
+
+// Stats summarises |error| over a set of results.
+type Stats struct {
+	N      int     `json:"n"`
+	Median float64 `json:"median_abs_error"`
+	P90    float64 `json:"p90_abs_error"`
+	Max    float64 `json:"max_abs_error"`
+	Fit    int     `json:"fit_in_hbm"`
+}
+
+// Summary is the error over the rows that keep the predicate.
+func (rep Report) Summary(keep func(Result) bool) Stats {
+	var errs []float64
+	var st Stats
+	for _, r := range rep.Results {
+		if !keep(r) {
+			continue
+		}
+		errs = append(errs, math.Abs(r.Error))
+		if r.Estimate.Memory.Fits() {
+			st.Fit++
+		}
+	}
+	st.N = len(errs)
+	if st.N == 0 {
+		return st
+	}
+	sort.Float64s(errs)
+	st.Median = median(errs)
+	st.P90 = percentile(errs, 0.9)
+	st.Max = errs[len(errs)-1]
+	return st
+}
+
+// Held-out and calibration rows.
+func HeldOut(r Result) bool     { return !r.Run.Calibration }
+func Calibration(r Result) bool { return r.Run.Calibration }
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// percentile is the nearest-rank percentile of sorted xs.
+func percentile(sorted []float64, q float64) float64 {
+	k := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(k, 0)]
+}
