@@ -26,9 +26,9 @@ type Memory struct {
 	Transient unit.Bytes `json:"transient"`
 	// Host is what offloaded activations, parameters or optimizer state
 	// occupy in host memory, per chip.
-	Host unit.Bytes `json:"host"`
-	HBM  unit.Bytes `json:"hbm"`
-	Usable    unit.Bytes `json:"usable"` // HBM less the headroom
+	Host   unit.Bytes `json:"host"`
+	HBM    unit.Bytes `json:"hbm"`
+	Usable unit.Bytes `json:"usable"` // HBM less the headroom
 }
 
 // Total is the sum of the components.
@@ -51,10 +51,10 @@ type Time struct {
 	Vector    time.Duration `json:"vector"`    // memory-bound work at HBM bandwidth
 	Optimizer time.Duration `json:"optimizer"` // the Adam update at HBM bandwidth
 	Offload   time.Duration `json:"offload"`   // host transfers that do not hide under the matmuls
-	ICI     time.Duration `json:"ici"` // exposed ICI communication
-	DCN     time.Duration `json:"dcn"` // exposed DCN communication
-	Bubble  time.Duration `json:"bubble"`
-	Step    time.Duration `json:"step"`
+	ICI       time.Duration `json:"ici"`       // exposed ICI communication
+	DCN       time.Duration `json:"dcn"`       // exposed DCN communication
+	Bubble    time.Duration `json:"bubble"`
+	Step      time.Duration `json:"step"`
 }
 
 // Comm is one kind of collective in a step, per chip.
@@ -109,42 +109,44 @@ type Estimate struct {
 // Estimator computes estimates, remembering the pipeline schedules it has
 // simulated. It is not safe for concurrent use.
 type Estimator struct {
-	pipes map[[3]int]pipe
+	pipes map[pipeKey]pipe
 	effs  map[effKey]float64
 }
 
 type pipe struct {
 	bubble       float64
-	inFlight     int // micro-batches held by the first stage
-	lastInFlight int // and by the last
+	inFlight     float64 // micro-batches (whole stages' worth) held by the first stage
+	lastInFlight float64 // and by the last
 }
 
 // NewEstimator returns an empty estimator.
 func NewEstimator() *Estimator {
-	return &Estimator{pipes: map[[3]int]pipe{}, effs: map[effKey]float64{}}
+	return &Estimator{pipes: map[pipeKey]pipe{}, effs: map[effKey]float64{}}
 }
 
 // EstimateStep is NewEstimator().Estimate.
 func EstimateStep(j Job, m mesh.Mesh) (Estimate, error) { return NewEstimator().Estimate(j, m) }
 
-func (e *Estimator) pipe(k schedule.Kind, p, m int) pipe {
-	kind := 0
-	if k == schedule.GPipe {
-		kind = 1
+// pipeKey names a simulated schedule: kind, stages, micro-batches, chunks.
+type pipeKey struct {
+	kind    schedule.Kind
+	p, m, v int
+}
+
+func (e *Estimator) pipe(k schedule.Kind, p, m, v int) pipe {
+	if p == 1 {
+		return pipe{inFlight: 1, lastInFlight: 1}
 	}
-	key := [3]int{kind, p, m}
+	key := pipeKey{k, p, m, v}
 	if r, ok := e.pipes[key]; ok {
 		return r
 	}
-	r := pipe{inFlight: 1, lastInFlight: 1}
-	if p > 1 {
-		s, err := schedule.New(k, p, m)
-		if err != nil {
-			panic(err) // validated by shapeOf
-		}
-		tl := s.Simulate(1, 2, 0)
-		r = pipe{bubble: tl.Bubble(), inFlight: tl.PeakInFlight[0], lastInFlight: tl.PeakInFlight[p-1]}
+	s, err := schedule.NewChunked(k, p, m, v)
+	if err != nil {
+		panic(err) // validated by shapeOf
 	}
+	tl := s.Simulate(1, 2, 0)
+	r := pipe{bubble: tl.Bubble(), inFlight: float64(tl.PeakInFlight[0]) / float64(v), lastInFlight: float64(tl.PeakInFlight[p-1]) / float64(v)}
 	e.pipes[key] = r
 	return r
 }
@@ -156,19 +158,25 @@ type shape struct {
 	b             int // sequences per chip per micro-batch
 	s             int // tokens per chip per sequence (Seq / context)
 	ls            int // layers per stage
+	v             int // chunks of layers per device (interleaved, circular)
 }
 
 func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	sh := shape{
 		d: m.Size(mesh.Data), f: m.Size(mesh.FSDP), t: m.Size(mesh.Tensor),
-		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), m: j.MicroBatches,
+		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), m: j.MicroBatches, v: 1,
+	}
+	if j.Schedule.Chunked() {
+		sh.v = max(j.Chunks, 1)
 	}
 	spec := j.Model
 	switch {
 	case !TensorDivides(spec, sh.t):
 		return sh, &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads, %d KV heads, d_ff %d over tensor=%d", spec.Heads, spec.KV(), spec.DFF, sh.t)}
-	case spec.Layers%sh.p != 0:
-		return sh, &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over pipeline=%d", spec.Layers, sh.p)}
+	case spec.Layers%(sh.p*sh.v) != 0:
+		return sh, &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over pipeline=%d x %d chunks", spec.Layers, sh.p, sh.v)}
+	case sh.p > 1 && j.Schedule.Chunked() && sh.m%sh.p != 0:
+		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%s needs micro-batches (%d) a multiple of pipeline=%d", j.Schedule, sh.m, sh.p)}
 	case j.Seq%sh.c != 0:
 		return sh, &Infeasible{Reason: ReasonSeq, Detail: fmt.Sprintf("%d tokens over context=%d", j.Seq, sh.c)}
 	case sh.p == 1 && sh.m > 1:
@@ -277,13 +285,13 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 		mem.Host += mem.Optimizer
 		mem.Optimizer = 0
 	}
-	pp := e.pipe(j.Schedule, sh.p, sh.m)
+	pp := e.pipe(j.Schedule, sh.p, sh.m, sh.v)
 	inFlight := pp.inFlight
 	if st == lastStage {
 		inFlight = pp.lastInFlight
 	}
 	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
-	held := float64(sh.ls) * float64(inFlight)
+	held := float64(sh.ls) * inFlight
 	mem.Activations = unit.Bytes(held * r.device)
 	mem.Host += unit.Bytes(held * r.offload)
 	mem.Transient = unit.Bytes(j.transient(sh, st, r))
@@ -339,7 +347,7 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 	if err := e.compute(&est, sh); err != nil {
 		return Estimate{}, err
 	}
-	pp := e.pipe(j.Schedule, sh.p, sh.m)
+	pp := e.pipe(j.Schedule, sh.p, sh.m, sh.v)
 	est.Bubble = pp.bubble
 	if pp.bubble > 0 {
 		est.Time.Bubble = seconds(est.Time.Compute.Seconds() * pp.bubble / (1 - pp.bubble))
@@ -542,7 +550,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	if sh.p > 1 {
 		pa := m.Axis(mesh.Pipeline)
 		msg := act / unit.Bytes(sh.t)
-		perChip := 2 * sh.m
+		perChip := 2 * sh.m * sh.v // every chunk boundary, forward and back
 		iciSend := collective.Time(collective.SendRecv, 2, msg, collective.Link{Bandwidth: chip.ICILinkBandwidth, HopLatency: collective.ICIHopLatency})
 		dcnSend := collective.Time(collective.SendRecv, 2, msg, dcn)
 		dcnBoundaries, iciBoundaries := pa.DCN-1, sh.p-pa.DCN

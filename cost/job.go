@@ -120,7 +120,11 @@ type Job struct {
 	// without pipeline parallelism).
 	MicroBatches int
 	Schedule     schedule.Kind
-	Remat        Remat
+	// Chunks is the chunks of layers per pipeline device for the
+	// interleaved and circular schedules (virtual stages per device; MaxText
+	// num_pipeline_repeats); 0 means 1.
+	Chunks int
+	Remat  Remat
 	// Custom places the tagged tensors under RematCustom.
 	Custom    Places
 	Precision Precision
@@ -223,7 +227,10 @@ func (j Job) validate() error {
 		return bad("remat", j.Remat, remats())
 	}
 	if _, err := schedule.ParseKind(string(j.Schedule)); err != nil {
-		return bad("schedule", j.Schedule, "gpipe or 1f1b")
+		return bad("schedule", j.Schedule, "gpipe, 1f1b, interleaved or circular")
+	}
+	if j.Chunks < 0 || j.Chunks > 64 || (j.Chunks > 1 && !j.Schedule.Chunked()) || (j.Schedule == schedule.Interleaved && j.Chunks < 2) {
+		return bad("chunks", j.Chunks, "1 for gpipe and 1f1b, 2 to 64 for interleaved, 1 to 64 for circular")
 	}
 	return j.Model.Validate()
 }

@@ -80,8 +80,8 @@ type Place uint8
 // The places, as MaxText's custom policy names them.
 const (
 	Recompute Place = iota // recomputed from what is kept (MaxText: remat)
-	Device              // kept in HBM
-	Offload             // moved to host memory over PCIe and back
+	Device                 // kept in HBM
+	Offload                // moved to host memory over PCIe and back
 )
 
 var placeNames = [...]string{Recompute: "remat", Device: "device", Offload: "offload"}

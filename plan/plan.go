@@ -42,7 +42,11 @@ type Request struct {
 	Remat cost.Remat
 	// Custom places the tagged tensors when Remat is custom.
 	Custom       cost.Places
+	// Schedule fixes the pipeline schedule, with Chunks for interleaved
+	// and circular; "" searches GPipe, 1F1B and interleaved 1F1B with 2
+	// and 4 chunks.
 	Schedule     schedule.Kind
+	Chunks       int
 	Precision    cost.Precision
 	Quantization cost.Quantization
 	Attention    cost.AttentionKind
@@ -132,9 +136,6 @@ func (r *Request) defaults() error {
 	if r.Seq == 0 {
 		r.Seq = r.Model.SeqLen
 	}
-	if r.Schedule == "" {
-		r.Schedule = schedule.OneFOneB
-	}
 	if r.Precision == (cost.Precision{}) {
 		r.Precision = cost.MaxTextPrecision()
 	}
@@ -172,6 +173,10 @@ func (r *Request) defaults() error {
 func (r Request) job() cost.Job {
 	j := cost.NewJob(r.Model, r.Seq, 1)
 	j.Schedule = r.Schedule
+	if j.Schedule == "" {
+		j.Schedule = schedule.OneFOneB
+	}
+	j.Chunks = r.Chunks
 	j.Precision = r.Precision
 	j.Custom = r.Custom
 	j.Quantization = r.Quantization
@@ -289,23 +294,46 @@ func (s *searcher) layout(m mesh.Mesh) {
 	if s.req.Remat != "" {
 		remats = []cost.Remat{s.req.Remat}
 	}
-	for _, mb := range micro {
-		for _, r := range remats {
-			s.evaluated++
-			j := s.req.job()
-			j.MicroBatches = mb
-			j.Remat = r
-			c, reason := s.fit(j, m)
-			if reason == cost.ReasonHBM && s.req.Axes != nil {
-				s.keepUnfit(j, m)
+	type sched struct {
+		k schedule.Kind
+		v int
+	}
+	scheds := []sched{{s.req.Schedule, max(s.req.Chunks, 1)}}
+	if p > 1 && s.req.Schedule == "" {
+		scheds = []sched{{schedule.GPipe, 1}, {schedule.OneFOneB, 1}}
+		for _, v := range []int{2, 4} {
+			if s.req.Model.Layers%(p*v) == 0 {
+				scheds = append(scheds, sched{schedule.Interleaved, v})
 			}
-			if reason != "" {
-				s.rejected[TierOf(m)][reason]++
-				continue
-			}
-			s.offer(c)
 		}
 	}
+	for _, sc := range scheds {
+		for _, mb := range micro {
+			for _, r := range remats {
+				s.try(m, sc.k, sc.v, mb, r)
+			}
+		}
+	}
+}
+
+// try costs one mesh with one schedule, micro-batch count and policy.
+func (s *searcher) try(m mesh.Mesh, k schedule.Kind, v, mb int, r cost.Remat) {
+	s.evaluated++
+	j := s.req.job()
+	if k != "" {
+		j.Schedule, j.Chunks = k, v
+	}
+	j.MicroBatches = mb
+	j.Remat = r
+	c, reason := s.fit(j, m)
+	if reason == cost.ReasonHBM && s.req.Axes != nil {
+		s.keepUnfit(j, m)
+	}
+	if reason != "" {
+		s.rejected[TierOf(m)][reason]++
+		return
+	}
+	s.offer(c)
 }
 
 // fit picks the global batch (the request's, or the largest that fits HBM

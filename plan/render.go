@@ -32,6 +32,7 @@ type JSON struct {
 	MicroBatch   int            `json:"sequences_per_chip_per_micro_batch"`
 	Remat        string         `json:"remat"`
 	Schedule     string         `json:"schedule"`
+	Chunks       int            `json:"chunks_per_device"`
 	Memory       MemoryJSON     `json:"memory_bytes"`
 	HBM          int64          `json:"hbm_bytes"`
 	HBMUsable    int64          `json:"hbm_usable_bytes"`
@@ -124,7 +125,7 @@ func (p Plan) JSON() JSON {
 		Tier:   p.Best.Tier.String(),
 		Layout: LayoutJSON{Spec: e.Mesh.String(), Axes: e.Mesh.Axes()},
 		Seq:    e.Job.Seq, GlobalBatch: e.Job.GlobalBatch, GlobalTokens: e.Job.GlobalBatch * e.Job.Seq, MaxBatch: p.Request.MaxGlobalBatch,
-		MicroBatches: e.Job.MicroBatches, MicroBatch: e.MicroBatchSize, Remat: string(e.Job.Remat), Schedule: string(e.Job.Schedule),
+		MicroBatches: e.Job.MicroBatches, MicroBatch: e.MicroBatchSize, Remat: string(e.Job.Remat), Schedule: string(e.Job.Schedule), Chunks: max(e.Job.Chunks, 1),
 		Memory: MemoryJSON{
 			Weights: int64(e.Memory.Weights), Gradients: int64(e.Memory.Gradients), Optimizer: int64(e.Memory.Optimizer),
 			Activations: int64(e.Memory.Activations), Transient: int64(e.Memory.Transient), Total: int64(e.Memory.Total()),
@@ -204,6 +205,9 @@ func (p Plan) WriteText(w io.Writer) error {
 	micro := "no pipeline"
 	if e.Job.MicroBatches > 1 || e.Mesh.Size(mesh.Pipeline) > 1 {
 		micro = fmt.Sprintf("%d micro-batches (%s)", e.Job.MicroBatches, e.Job.Schedule)
+		if e.Job.Schedule.Chunked() {
+			micro = fmt.Sprintf("%d micro-batches (%s, %s per device)", e.Job.MicroBatches, e.Job.Schedule, plural(max(e.Job.Chunks, 1), "chunk"))
+		}
 	}
 	remat := string(e.Job.Remat)
 	if e.Job.Remat == cost.RematCustom {

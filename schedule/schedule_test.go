@@ -3,22 +3,33 @@ package schedule
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
+
+	"shardlab/internal/golden"
 )
 
 func TestBubbleMatchesFormula(t *testing.T) {
 	// Narayanan et al. 2021 (Megatron-LM, SC'21) §2.2: GPipe and 1F1B both idle
-	// (p−1)/(m+p−1) of the step.
+	// (p−1)/(m+p−1) of the step. §2.2.2: with v chunks per device the bubble
+	// is (1/v)·(p−1)/m of the ideal time, that is (p−1)/(v·m+p−1) of the step;
+	// MaxText's circular pipeline runs m·v + p − 1 loop iterations of which
+	// p − 1 are fill and drain: the same fraction.
 	for _, k := range Kinds() {
-		for _, p := range []int{1, 2, 3, 4, 8, 16} {
-			for _, m := range []int{1, 2, 4, 7, 16, 64} {
-				got, err := Bubble(k, p, m)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := float64(p-1) / float64(m+p-1)
-				if math.Abs(got-want) > 1e-12 {
-					t.Errorf("Bubble(%s, p=%d, m=%d) = %v, want %v", k, p, m, got, want)
+		for _, p := range []int{1, 2, 3, 4, 8} {
+			for _, m := range []int{1, 2, 4, 7, 8, 16, 24} {
+				for _, v := range []int{1, 2, 3, 4} {
+					if (k.Chunked() != (v > 1)) || (k.Chunked() && m%p != 0) {
+						continue
+					}
+					got, err := BubbleChunked(k, p, m, v)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := float64(p-1) / float64(v*m+p-1)
+					if math.Abs(got-want) > 1e-12 {
+						t.Errorf("Bubble(%s, p=%d, m=%d, v=%d) = %v, want %v", k, p, m, v, got, want)
+					}
 				}
 			}
 		}
@@ -27,19 +38,94 @@ func TestBubbleMatchesFormula(t *testing.T) {
 
 func TestPeakInFlight(t *testing.T) {
 	// GPipe holds all m micro-batches on every stage; 1F1B holds at most
-	// p−s on stage s (Narayanan et al. 2021 §2.2), so the first stage holds p.
-	const p, m = 4, 8
+	// p−s on stage s (Narayanan et al. 2021 §2.2), so the first stage holds
+	// p. Interleaved device d holds its warm-up forwards plus one, in
+	// chunks: (p−d−1)·2 + (v−1)·p + 1 (Megatron's warm-up count); circular,
+	// every forward of the step: m·v chunks.
+	const p, m, v = 4, 8, 2
 	for _, k := range Kinds() {
-		s, _ := New(k, p, m)
+		c := 1
+		if k.Chunked() {
+			c = v
+		}
+		s, err := NewChunked(k, p, m, c)
+		if err != nil {
+			t.Fatal(err)
+		}
 		tl := s.Simulate(1, 2, 0)
 		for st := range p {
-			want := m
-			if k == OneFOneB {
+			var want int
+			switch k {
+			case GPipe:
+				want = m
+			case OneFOneB:
 				want = min(p-st, m)
+			case Interleaved:
+				want = min((p-st-1)*2+(v-1)*p+1, m*v)
+			case Circular:
+				want = m * v
 			}
 			if tl.PeakInFlight[st] != want {
-				t.Errorf("%s stage %d holds %d micro-batches, want %d", k, st, tl.PeakInFlight[st], want)
+				t.Errorf("%s stage %d holds %d micro-batch chunks, want %d", k, st, tl.PeakInFlight[st], want)
 			}
+		}
+	}
+}
+
+func TestTranscripts(t *testing.T) {
+	// Hand-checked op lists and timelines (fwd 1, bwd 2 time units, free
+	// sends), rewritten with -update and read before committing.
+	for _, c := range []struct {
+		k       Kind
+		p, m, v int
+	}{{GPipe, 3, 4, 1}, {OneFOneB, 3, 4, 1}, {Interleaved, 2, 4, 2}, {Interleaved, 3, 3, 2}, {Circular, 2, 4, 2}, {Circular, 3, 6, 2}} {
+		s, err := NewChunked(c.k, c.p, c.m, c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s, %d devices, %d micro-batches, %d chunks per device\n", c.k, c.p, c.m, c.v)
+		for d, ops := range s.Ops {
+			fmt.Fprintf(&b, "device %d ops %v\n", d, ops)
+		}
+		tl := s.Simulate(1, 2, 0)
+		b.WriteString(tl.Render(1 / float64(c.v)))
+		fmt.Fprintf(&b, "bubble %.4f, in flight %v\n", tl.Bubble(), tl.PeakInFlight)
+		golden.Compare(t, fmt.Sprintf("%s_p%d_m%d_v%d", c.k, c.p, c.m, c.v), []byte(b.String()))
+	}
+}
+
+func TestDepsAreAcyclicAndComplete(t *testing.T) {
+	// Every op of every kind waits only for ops that some device runs, and
+	// the simulation finishes (a deadlock panics).
+	for _, k := range Kinds() {
+		for _, v := range []int{1, 2, 4} {
+			if k.Chunked() != (v > 1) {
+				continue
+			}
+			s, err := NewChunked(k, 4, 8, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs := map[[2]int]map[Op]bool{}
+			for d, ops := range s.Ops {
+				for _, op := range ops {
+					if runs[[2]int{d}] == nil {
+						runs[[2]int{d}] = map[Op]bool{}
+					}
+					runs[[2]int{d}][op] = true
+				}
+			}
+			for d, ops := range s.Ops {
+				for _, op := range ops {
+					for _, dep := range s.Deps(d, op) {
+						if !runs[[2]int{dep.Device}][dep.Op] {
+							t.Errorf("%s v=%d: device %d's %v waits for %v on device %d, which nobody runs", k, v, d, op, dep.Op, dep.Device)
+						}
+					}
+				}
+			}
+			_ = s.Simulate(1, 2, 0.1)
 		}
 	}
 }
@@ -62,13 +148,14 @@ func TestErrors(t *testing.T) {
 	for _, c := range []struct {
 		k    Kind
 		p, m int
-	}{{GPipe, 0, 1}, {GPipe, 2, 0}, {"zb", 2, 2}} {
-		if _, err := New(c.k, c.p, c.m); err == nil {
-			t.Errorf("New(%s, %d, %d) accepted", c.k, c.p, c.m)
+		v    int
+	}{{GPipe, 0, 1, 1}, {GPipe, 2, 0, 1}, {"zb", 2, 2, 1}, {GPipe, 2, 2, 2}, {Interleaved, 2, 2, 1}, {Interleaved, 4, 6, 2}, {Circular, 2, 2, 0}, {Circular, 4, 2, 2}} {
+		if _, err := NewChunked(c.k, c.p, c.m, c.v); err == nil {
+			t.Errorf("NewChunked(%s, %d, %d, %d) accepted", c.k, c.p, c.m, c.v)
 		}
 	}
-	if _, err := ParseKind("interleaved"); err == nil {
-		t.Error("ParseKind(interleaved) accepted")
+	if _, err := ParseKind("zero-bubble"); err == nil {
+		t.Error("ParseKind(zero-bubble) accepted")
 	}
 }
 

@@ -173,6 +173,7 @@ type planFlags struct {
 	batch, maxBatch            string
 	remat, sched, precision    string
 	custom, quant, attention   string
+	chunks                     int
 	optOffload, paramOffload   bool
 	vocabTiles                 int
 	efficiency, headroom       float64
@@ -200,7 +201,8 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 	fs.BoolVar(&f.optOffload, "optimizer-offload", false, "keep the optimizer state in host memory (MaxText optimizer_memory_host_offload)")
 	fs.BoolVar(&f.paramOffload, "parameter-offload", false, "keep the parameters in host memory (MaxText parameter_memory_host_offload)")
 	fs.IntVar(&f.vocabTiles, "vocab-tiles", 1, "split the logits and loss into this many chunks (MaxText num_vocab_tiling)")
-	fs.StringVar(&f.sched, "schedule", "1f1b", "pipeline schedule: gpipe or 1f1b")
+	fs.StringVar(&f.sched, "schedule", "", "pipeline schedule: gpipe, 1f1b, interleaved or circular (default: search gpipe, 1f1b and\ninterleaved with 2 and 4 chunks)")
+	fs.IntVar(&f.chunks, "chunks", 0, "chunks of layers per pipeline device for interleaved (default 2) and circular (default 1; MaxText num_pipeline_repeats)")
 	fs.StringVar(&f.precision, "precision", "maxtext", "maxtext (weight_dtype float32: fp32 weights, grads and Adam moments, 16 B/param),\nbf16 (weight_dtype bfloat16: 8 B/param) or zero (bf16 weights and grads, fp32 master and moments, 16 B/param)")
 	fs.Float64Var(&f.efficiency, "efficiency", 0, "residual efficiency of the matmuls after their MXU shapes (default: the generation's calibrated value)")
 	fs.Float64Var(&f.headroom, "hbm-headroom", cost.DefaultHBMHeadroom, "fraction of HBM kept free")
@@ -377,9 +379,22 @@ func (f planFlags) finish(r plan.Request, spec model.Spec) (plan.Request, error)
 			return r, usageError{err}
 		}
 	}
-	if r.Schedule, err = schedule.ParseKind(f.sched); err != nil {
-		return r, usageError{err}
+	if f.sched != "" {
+		if r.Schedule, err = schedule.ParseKind(f.sched); err != nil {
+			return r, usageError{err}
+		}
 	}
+	switch {
+	case f.chunks < 0 || f.chunks > 64:
+		return r, bad("--chunks %d, want 1 to 64", f.chunks)
+	case f.chunks > 1 && !r.Schedule.Chunked():
+		return r, bad("--chunks %d needs --schedule interleaved or circular", f.chunks)
+	case f.chunks == 1 && r.Schedule == schedule.Interleaved:
+		return r, bad("--chunks 1 with --schedule interleaved, want 2 or more (1 chunk is 1f1b)")
+	case f.chunks == 0 && r.Schedule == schedule.Interleaved:
+		f.chunks = 2
+	}
+	r.Chunks = f.chunks
 	if r.Precision, err = cost.ParsePrecision(f.precision); err != nil {
 		return r, usageError{fmt.Errorf("--precision: %w", err)}
 	}

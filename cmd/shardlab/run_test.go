@@ -119,7 +119,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"plan", "--model", malformed}, []string{"malformed spec"}},
 		{[]string{"plan", "--model", misspelt}, []string{"d_modle"}},
 		{[]string{"plan", "--tpu", "v3-32", "--slices", "2"}, []string{"Multislice"}},
-		{[]string{"plan", "--remat", "some"}, []string{"none, selective or full"}},
+		{[]string{"plan", "--remat", "some"}, []string{"minimal, minimal_offloaded, save_dot_except_mlpwi"}},
 		{[]string{"plan", "--efficiency", "1.5"}, []string{"--efficiency"}},
 		{[]string{"plan", "--bogus"}, []string{"bogus"}},
 		{[]string{"plan", "--tpu", "v5p-128", "--topology", "4x4x6"}, []string{"topology", "multiple of 4"}},

@@ -1,0 +1,157 @@
+package validate
+
+import (
+	"math"
+	"regexp"
+	"testing"
+
+	"shardlab/cost"
+	"shardlab/hw"
+	"shardlab/model"
+)
+
+// The accuracy README.md states. A change to the cost model that makes the
+// held-out error worse than this fails here.
+const (
+	maxMedianError = 0.05
+	maxP90Error    = 0.12
+	maxSeriesGap   = 0.03
+)
+
+func runs(t *testing.T) []Run {
+	t.Helper()
+	rs, err := Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func TestTableIsSourced(t *testing.T) {
+	rs := runs(t)
+	commit := regexp.MustCompile(`^[0-9a-f]{40}$`)
+	gens := map[string]bool{}
+	cal := 0
+	for _, r := range rs {
+		if r.Source.Repo == "" || r.Source.Path == "" || !commit.MatchString(r.Source.Commit) {
+			t.Errorf("%s: source %+v, want a repository, a path and a 40-hex commit", r.ID, r.Source)
+		}
+		gens[r.Generation] = true
+		if r.Calibration {
+			cal++
+		}
+	}
+	if len(rs) < 30 || len(gens) < 4 {
+		t.Errorf("%d runs over %d generations, want at least 30 over 4", len(rs), len(gens))
+	}
+	if cal == 0 || cal > len(rs)/2 {
+		t.Errorf("%d calibration rows of %d, want some, and at most half", cal, len(rs))
+	}
+}
+
+func TestEveryPublishedLayoutFits(t *testing.T) {
+	// They all ran.
+	rep, err := Evaluate(runs(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if m := r.Estimate.Memory; !m.Fits() {
+			t.Errorf("%s: %v of %v usable HBM: does not fit, but it ran", r.Run.ID, m.Total(), m.Usable)
+		}
+	}
+}
+
+func TestHeldOutError(t *testing.T) {
+	rep, err := Evaluate(runs(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rep.Summary(HeldOut)
+	t.Logf("held out: %d runs, median |error| %.3f, p90 %.3f, max %.3f", st.N, st.Median, st.P90, st.Max)
+	if st.Median > maxMedianError || st.P90 > maxP90Error {
+		t.Errorf("held-out MFU error: median %.3f (limit %.3f), 90th percentile %.3f (limit %.3f)", st.Median, maxMedianError, st.P90, maxP90Error)
+	}
+}
+
+func TestCalibratedIsTheFit(t *testing.T) {
+	// cost.Calibrated must be what Fit gives on this table, so the constants
+	// in the cost model are reproducible from the named rows.
+	fit, err := Fit(runs(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g, v := range fit {
+		if got := cost.Calibrated[g]; math.Abs(got-v) > 0.0005 {
+			t.Errorf("cost.Calibrated[%s] = %.3f, Fit gives %.3f (run shardlab validate --fit)", g, got, v)
+		}
+	}
+	for g := range cost.Calibrated {
+		if _, ok := fit[g]; !ok {
+			t.Errorf("cost.Calibrated has %s, which no calibration row fits", g)
+		}
+	}
+}
+
+func TestMultisliceSeries(t *testing.T) {
+	rep, err := Evaluate(runs(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := rep.MultisliceSeries()
+	if len(ss) == 0 {
+		t.Fatal("no multislice series in the table")
+	}
+	for _, s := range ss {
+		if math.Abs(s.Predicted-s.Published) > maxSeriesGap {
+			t.Errorf("%s: MFU(%d slices)/MFU(1) predicted %.3f, published %.3f", s.Key, s.Slices, s.Predicted, s.Published)
+		}
+	}
+}
+
+func TestSetupCountsChipsNotDevices(t *testing.T) {
+	// TPU7x: MaxText's ici_fsdp 128 on tpu7x-128 (64 chips of two devices)
+	// is fsdp=64 over chips.
+	r := Run{ID: "x", AcceleratorType: "tpu7x-128", Slices: 1, SeqLen: 4096, GlobalBatch: 128,
+		Model:       testSpec,
+		Layout:      Layout{ICIFSDP: 128},
+		RematPolicy: "full", Published: Published{MFU: 0.5}}
+	_, m, err := r.Setup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.String(); got != "fsdp=64" {
+		t.Errorf("layout %s, want fsdp=64", got)
+	}
+	if m.Multislice.Slice.Chip.Generation != hw.TPU7x {
+		t.Errorf("generation %s", m.Multislice.Slice.Chip.Generation)
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	for _, in := range []string{
+		"- id: a\n  nope: 1\n",
+		"- id: a\n  accelerator_type: v9-8\n",
+		"not a list",
+	} {
+		if _, err := Parse([]byte(in)); err == nil {
+			t.Errorf("Parse(%q) accepted", in)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(runsYAML)
+	f.Add([]byte("- id: a\n  accelerator_type: v5p-8\n  global_batch_sequences: 1\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rs, err := Parse(data)
+		if err != nil {
+			return
+		}
+		if _, err := Evaluate(rs, nil); err != nil {
+			t.Errorf("a table Parse accepts fails to evaluate: %v", err)
+		}
+	})
+}
+
+var testSpec = model.Spec{Name: "t", Layers: 4, DModel: 1024, Heads: 8, DFF: 4096, Vocab: 32000, SeqLen: 4096, GatedMLP: true}
