@@ -151,6 +151,22 @@ func (rep Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(rep.JSON())
 }
 
+// WriteBreakdown writes each run's step time by part, to see where a
+// prediction goes wrong.
+func (rep Report) WriteBreakdown(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run	step s	matmul	attention	memory-bound	optimizer	offload	ICI	DCN	bubble	MXU eff	batch	")
+	for _, r := range rep.Results {
+		t := r.Estimate.Time
+		st := t.Step.Seconds()
+		pct := func(d float64) string { return fmt.Sprintf("%.1f%%", 100*d/st) }
+		fmt.Fprintf(tw, "%s\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t\n", r.Run.ID, st, pct(t.MXU.Seconds()), pct(t.Attention.Seconds()),
+			pct(t.Vector.Seconds()), pct(t.Optimizer.Seconds()), pct(t.Offload.Seconds()), pct(t.ICI.Seconds()), pct(t.DCN.Seconds()),
+			pct(t.Bubble.Seconds()), r.Estimate.MXUEfficiency, r.Estimate.Job.GlobalBatch)
+	}
+	return tw.Flush()
+}
+
 // WriteText writes the report for people: a row per run, then the error
 // over the held-out rows, overall and per generation, and the multislice
 // series.

@@ -14,6 +14,7 @@ import (
 func runValidate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
+	breakdown := fs.Bool("breakdown", false, "print each run's step time by part")
 	fit := fs.Bool("fit", false, "print the residual efficiency per generation fitted on the calibration rows (what cost.Calibrated holds)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -47,6 +48,9 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	if *asJSON {
 		return rep.WriteJSON(stdout)
+	}
+	if *breakdown {
+		return rep.WriteBreakdown(stdout)
 	}
 	return rep.WriteText(stdout)
 }
