@@ -36,44 +36,66 @@ const (
 	defaultRunMesh   = "data=2(dcn),fsdp=2,tensor=2"
 )
 
-func runEmu(args []string, stdout, stderr io.Writer) error {
+type runFlags struct {
+	tpu, meshSpec, planPath, sched, data, ckptDir, failLink, tracePath *string
+	slices, layers, dModel, heads, kvHeads, dff, seq, batch, micro     *int
+	steps, every, killRank, killStep                                   *int
+	lr                                                                 *float64
+	seed                                                               *uint64
+	tied, bf16, synthetic, resume, asJSON, quiet, hang                 *bool
+	mpiTimeout                                                         *time.Duration
+}
+
+// newRunFlags defines the run flags. The model's sizes are bounded as
+// emu.Config bounds them.
+func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	tpu := fs.String("tpu", defaultRunTPU, "accelerator type of one slice")
-	slices := fs.Int("slices", defaultRunSlices, "slices joined by DCN")
-	meshSpec := fs.String("mesh", defaultRunMesh, "layout, e.g. data=2(dcn),fsdp=2,tensor=2")
-	planPath := fs.String("plan", "", "take the layout (and topology) from 'shardlab plan --json' output in FILE")
-	layers := fs.Int("layers", 4, "model layers")
-	dModel := fs.Int("d-model", 64, "model width")
-	heads := fs.Int("heads", 4, "attention heads")
-	kvHeads := fs.Int("kv-heads", 2, "key/value heads")
-	dff := fs.Int("d-ff", 176, "MLP width")
-	seq := fs.Int("seq", 64, "sequence length")
-	tied := fs.Bool("tied", false, "tie the output projection to the embedding")
-	batch := fs.Int("batch", 16, "global batch in sequences")
-	micro := fs.Int("micro-batches", 0, "pipeline micro-batches (default: 2 per stage with a pipeline)")
-	sched := fs.String("schedule", "1f1b", "pipeline schedule: gpipe or 1f1b")
-	steps := fs.Int("steps", 30, "training steps")
-	lr := fs.Float64("lr", 3e-3, "Adam learning rate")
-	bf16 := fs.Bool("bf16", true, "compute with bfloat16 copies of the weights; Adam keeps fp32 masters")
-	seed := fs.Uint64("seed", 1, "seed for the weights and the batches")
-	data := fs.String("data", "", "text FILE or DIR of .go/.txt/.md files (default: the Go sources under GOROOT)")
-	synthetic := fs.Bool("synthetic", false, "train on synthetic sequences instead of text")
-	ckptDir := fs.String("checkpoint", "", "write a checkpoint to DIR every --every steps")
-	every := fs.Int("every", 10, "steps between checkpoints")
-	resume := fs.Bool("resume", false, "continue from the checkpoint in --checkpoint DIR")
-	failLink := fs.String("fail-link", "", "mark the link between devices A-B as down")
-	tracePath := fs.String("trace", "", "write a Chrome/Perfetto trace (one track per virtual chip) to FILE")
-	asJSON := fs.Bool("json", false, "print JSON")
-	quiet := fs.Bool("quiet", false, "no progress bar")
-	killRank := fs.Int("kill-rank", -1, "fault injection under mpirun: this rank kills itself (SIGKILL) after --kill-step")
-	killStep := fs.Int("kill-step", 0, "the step after which --kill-rank dies")
-	hang := fs.Bool("hang", false, "with --kill-rank: the rank hangs instead of dying")
-	mpiTimeout := fs.Duration("mpi-timeout", 10*time.Minute, "under mpirun: how long a chip waits on a silent rank before the run stops, naming it")
+	var f runFlags
+	f.tpu = fs.String("tpu", defaultRunTPU, "accelerator type of one slice, or a generation (v5litepod) for one host")
+	f.slices = newInt(fs, "slices", defaultRunSlices, 1, 4096, "", "slices joined by DCN")
+	f.meshSpec = fs.String("mesh", defaultRunMesh, "layout, e.g. data=2(dcn),fsdp=2,tensor=2")
+	f.planPath = fs.String("plan", "", "take the layout (and topology) from 'shardlab plan --json' output in FILE")
+	f.layers = newInt(fs, "layers", 4, 1, 1<<16, "", "model layers")
+	f.dModel = newInt(fs, "d-model", 64, 1, 1<<16, "", "model width")
+	f.heads = newInt(fs, "heads", 4, 1, 1<<16, "", "attention heads")
+	f.kvHeads = newInt(fs, "kv-heads", 2, 1, 1<<16, "", "key/value heads")
+	f.dff = newInt(fs, "d-ff", 176, 1, 1<<16, "", "MLP width")
+	f.seq = newInt(fs, "seq", 64, 1, maxRunSeq, "", "sequence length")
+	f.tied = fs.Bool("tied", false, "tie the output projection to the embedding")
+	f.batch = newInt(fs, "batch", 16, 1, 1<<20, "", "global batch in sequences")
+	f.micro = newInt(fs, "micro-batches", 0, 0, 4096, "0: 2 per stage with a pipeline, else 1", "pipeline micro-batches")
+	f.sched = newChoice(fs, "schedule", "1f1b", []string{"gpipe", "1f1b"}, parseSchedule, "pipeline schedule")
+	f.steps = fs.Int("steps", 30, "training steps")
+	f.lr = newFloat(fs, "lr", 3e-3, floatFlag{lo: 0, hi: 1, loOpen: true}, "Adam learning rate")
+	f.bf16 = fs.Bool("bf16", true, "compute with bfloat16 copies of the weights; Adam keeps fp32 masters")
+	f.seed = fs.Uint64("seed", 1, "seed for the weights and the batches")
+	f.data = fs.String("data", "", "text FILE or DIR of .go/.txt/.md files (default: the Go sources under GOROOT)")
+	f.synthetic = fs.Bool("synthetic", false, "train on synthetic sequences instead of text")
+	f.ckptDir = fs.String("checkpoint", "", "write a checkpoint to DIR every --every steps")
+	f.every = newInt(fs, "every", 10, 1, 1<<30, "", "steps between checkpoints (needs --checkpoint)")
+	f.resume = fs.Bool("resume", false, "continue from the checkpoint in --checkpoint DIR")
+	f.failLink = fs.String("fail-link", "", "mark the link between devices A-B as down")
+	f.tracePath = fs.String("trace", "", "write a Chrome/Perfetto trace (one track per virtual chip) to FILE")
+	f.asJSON = fs.Bool("json", false, "print JSON")
+	f.quiet = fs.Bool("quiet", false, "no progress bar")
+	f.killRank = newInt(fs, "kill-rank", -1, -1, 4095, "-1: none", "fault injection under mpirun: this rank kills itself (SIGKILL) after --kill-step")
+	f.killStep = newInt(fs, "kill-step", 0, 0, 1<<30, "", "the step after which --kill-rank dies")
+	f.hang = fs.Bool("hang", false, "with --kill-rank: the rank hangs instead of dying")
+	f.mpiTimeout = newDuration(fs, "mpi-timeout", 10*time.Minute, time.Second, 24*time.Hour, "", "under mpirun: how long a chip waits on a silent rank before the run stops, naming it")
+	return fs, &f
+}
+
+func runEmu(args []string, stdout, stderr io.Writer) error {
+	fs, f := newRunFlags()
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	tpu, slices, meshSpec, planPath := f.tpu, f.slices, f.meshSpec, f.planPath
+	layers, dModel, heads, kvHeads, dff, seq, tied := f.layers, f.dModel, f.heads, f.kvHeads, f.dff, f.seq, f.tied
+	batch, micro, sched, steps, lr, bf16, seed := f.batch, f.micro, f.sched, f.steps, f.lr, f.bf16, f.seed
+	data, synthetic, ckptDir, every, resume, failLink, tracePath := f.data, f.synthetic, f.ckptDir, f.every, f.resume, f.failLink, f.tracePath
+	asJSON, quiet, killRank, killStep, hang, mpiTimeout := f.asJSON, f.quiet, f.killRank, f.killStep, f.hang, f.mpiTimeout
+	set := setFlags(fs)
 
 	var m mesh.Mesh
 	var err error
@@ -83,7 +105,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		}
 		m, err = meshFromPlan(*planPath)
 	} else {
-		m, err = mesh.ParseOn(*tpu, *slices, *meshSpec)
+		m, err = meshOn(*tpu, *slices, *meshSpec)
 	}
 	if err != nil {
 		return err
@@ -237,6 +259,9 @@ func progress(w io.Writer, r emu.StepReport, total int, elapsed time.Duration) {
 	fmt.Fprintf(w, "\rstep %d/%d [%s] loss %.4f  %.0f tokens/s", r.Step, total, bar, r.Loss, tps)
 }
 
+// maxRunSeq bounds --seq as emu.Config bounds it.
+const maxRunSeq = 1 << 16
+
 // meshFromPlan reads the layout and topology of a 'shardlab plan --json'
 // object.
 func meshFromPlan(path string) (mesh.Mesh, error) {
@@ -268,10 +293,37 @@ func meshFromPlan(path string) (mesh.Mesh, error) {
 	if err != nil {
 		return mesh.Mesh{}, err
 	}
-	if ms.Chips() > 4096 {
-		return mesh.Mesh{}, bad("--plan %s: %d chips is more virtual chips than one process runs (at most 4096)", path, ms.Chips())
+	if ms.Chips() > maxRunChips {
+		return mesh.Mesh{}, bad("--plan %s: %d chips is more virtual chips than one process runs (at most %d)", path, ms.Chips(), maxRunChips)
 	}
 	return mesh.New(ms, p.Layout.Axes...)
+}
+
+// maxRunChips bounds the virtual chips of one run.
+const maxRunChips = 4096
+
+// meshOn lays spec out on slices of --tpu: an accelerator type, or a
+// generation for its smallest slice of whole hosts.
+func meshOn(tpu string, slices int, spec string) (mesh.Mesh, error) {
+	chip, slice, err := parseTPU("--tpu", tpu)
+	if err != nil {
+		return mesh.Mesh{}, err
+	}
+	if slice == nil {
+		s, err := hostSlice(chip)
+		if err != nil {
+			return mesh.Mesh{}, err
+		}
+		slice = &s
+	}
+	ms, err := hw.NewMultislice(*slice, slices, 0)
+	if err != nil {
+		return mesh.Mesh{}, err
+	}
+	if ms.Chips() > maxRunChips {
+		return mesh.Mesh{}, bad("run: %s is %d chips, more virtual chips than one process runs (at most %d)", ms, ms.Chips(), maxRunChips)
+	}
+	return mesh.Parse(ms, spec)
 }
 
 // loadCorpus reads a text file, the text files under a directory, or by

@@ -39,6 +39,19 @@ usage:
 run 'shardlab plan -h' for the plan flags
 `
 
+// commandFlags builds each command's flags exactly as the command does, so
+// that tests can walk every flag of every command.
+var commandFlags = map[string]func() *flag.FlagSet{
+	"plan":           func() *flag.FlagSet { fs, _ := newPlanFlags("plan"); return fs },
+	"export maxtext": func() *flag.FlagSet { fs, _ := newPlanFlags("export maxtext"); return fs },
+	"mxu":            func() *flag.FlagSet { fs, _ := newMXUFlags(); return fs },
+	"mxu compare":    func() *flag.FlagSet { fs, _ := newMXUCompareFlags(); return fs },
+	"infeed":         func() *flag.FlagSet { fs, _ := newInfeedFlags(); return fs },
+	"run":            func() *flag.FlagSet { fs, _ := newRunFlags(); return fs },
+	"hw":             func() *flag.FlagSet { fs, _ := newCatalogFlags("hw"); return fs },
+	"model":          func() *flag.FlagSet { fs, _ := newCatalogFlags("model"); return fs },
+}
+
 // exit statuses
 const (
 	exitOK    = 0
@@ -101,15 +114,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// newCatalogFlags defines the flags of hw and model.
+func newCatalogFlags(cmd string) (*flag.FlagSet, *bool) {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	return fs, fs.Bool("json", false, "print JSON")
+}
+
 // catalogArgs reads "list" or "show NAME" with an optional --json before or
 // after the name.
 func catalogArgs(cmd string, args []string) (sub string, names []string, asJSON bool, err error) {
 	if len(args) == 0 {
 		return "", nil, false, bad("%s: want '%s list' or '%s show NAME'", cmd, cmd, cmd)
 	}
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs, j := newCatalogFlags(cmd)
 	fs.SetOutput(io.Discard)
-	j := fs.Bool("json", false, "print JSON")
 	names, err = parseInterleaved(fs, args[1:])
 	return args[0], names, *j, err
 }
@@ -128,25 +146,6 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		names = append(names, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-}
-
-// parseFlags parses a subcommand's flags: -h prints the flags to stderr,
-// anything wrong is a one-line usage error.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stderr)
-		fmt.Fprintf(stderr, "usage of shardlab %s:\n", fs.Name())
-		fs.PrintDefaults()
-		return err
-	case err != nil:
-		return bad("%s: %v (run 'shardlab %s -h' for the flags)", fs.Name(), err, fs.Name())
-	case fs.NArg() > 0:
-		return bad("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
-	}
-	return nil
 }
 
 // isUsage reports whether err comes from bad input.
@@ -174,32 +173,45 @@ type planFlags struct {
 	exampleCost                time.Duration
 }
 
-func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+// newPlanFlags defines the flags of plan, and of export maxtext.
+func newPlanFlags(name string) (*flag.FlagSet, *planFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var f planFlags
 	fs.StringVar(&f.model, "model", "", "catalog model name or a YAML/JSON spec file (default llama3-8b)")
 	fs.StringVar(&f.tpu, "tpu", "", "accelerator type of one slice, e.g. tpu7x-8, v5p-128, v6e-256 (default tpu7x-8);\na generation alone (tpu7x) picks the smallest footprint: one host, a slice, or slices")
 	fs.StringVar(&f.topology, "topology", "", "slice topology AxB or AxBxC, overriding the accelerator type's default")
-	fs.IntVar(&f.slices, "slices", 1, "number of slices joined by DCN")
-	fs.Float64Var(&f.dcnGbps, "dcn-gbps", 0, "DCN bandwidth per host in Gbit/s (default: the catalog's)")
-	fs.IntVar(&f.seq, "seq", 0, "sequence length in tokens (default: the model's)")
+	intVar(fs, &f.slices, "slices", 1, 1, 4096, "", "number of slices joined by DCN")
+	floatVar(fs, &f.dcnGbps, "dcn-gbps", 0, floatFlag{lo: 0.1, hi: 100_000, unit: "Gbit/s", zero: "the catalog's"}, "DCN bandwidth per host in Gbit/s")
+	intVar(fs, &f.seq, "seq", 0, 0, 1<<24, "0: the model's", "sequence length in tokens")
 	fs.StringVar(&f.batch, "global-batch", "", "fix the global batch: N sequences, or Ntok tokens (k, M, Ki, Mi allowed: 4Mitok)")
 	fs.StringVar(&f.maxBatch, "max-global-batch", "4Mitok", "convergence limit on the global batch, sequences or tokens")
 	fs.StringVar(&f.mesh, "mesh", "", "cost this one layout, e.g. data=2(dcn),fsdp=64 (default: search all)")
-	fs.StringVar(&f.remat, "remat", "", "none, selective or full (default: search all)")
-	fs.StringVar(&f.sched, "schedule", "1f1b", "pipeline schedule: gpipe or 1f1b")
-	fs.StringVar(&f.precision, "precision", "maxtext", "maxtext (fp32 weights and grads, 16 B/param) or zero (bf16 weights and grads, fp32 master, 16 B/param)")
-	fs.Float64Var(&f.efficiency, "efficiency", cost.DefaultEfficiency, "fraction of peak FLOP/s the matmuls reach")
-	fs.Float64Var(&f.headroom, "hbm-headroom", cost.DefaultHBMHeadroom, "fraction of HBM kept free")
+	choiceVar(fs, &f.remat, "remat", "", []string{"none", "selective", "full"}, nil, "remat policy (default: search all)")
+	choiceVar(fs, &f.sched, "schedule", "1f1b", []string{"gpipe", "1f1b"}, parseSchedule, "pipeline schedule")
+	choiceVar(fs, &f.precision, "precision", "maxtext", []string{"maxtext", "zero"}, nil, "maxtext (fp32 weights and grads, 16 B/param) or zero (bf16 weights and grads, fp32 master, 16 B/param)")
+	floatVar(fs, &f.efficiency, "efficiency", cost.DefaultEfficiency, floatFlag{lo: 0.01, hi: 1}, "fraction of peak FLOP/s the matmuls reach")
+	floatVar(fs, &f.headroom, "hbm-headroom", cost.DefaultHBMHeadroom, floatFlag{lo: 0, hi: 1, hiOpen: true}, "fraction of HBM kept free")
 	fs.BoolVar(&f.causal, "causal-flops", false, "halve attention FLOPs in MFU (MaxText's convention)")
-	fs.IntVar(&f.top, "top", 5, "how many ranked layouts to show")
-	fs.DurationVar(&f.exampleCost, "example-cost", 0, "host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed (0: skip)")
+	intVar(fs, &f.top, "top", 5, 1, 100, "", "how many ranked layouts to show")
+	durationVar(fs, &f.exampleCost, "example-cost", 0, 0, time.Hour, "0: skip the check",
+		"host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
+	return fs, &f
+}
+
+func parseSchedule(s string) error { _, err := schedule.ParseKind(s); return err }
+
+func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
+	name := "plan"
+	if toMaxText {
+		name = "export maxtext"
+	}
+	fs, fp := newPlanFlags(name)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	f := *fp
+	set := setFlags(fs)
 
 	var reqs []plan.Request
 	if !set["model"] && !set["tpu"] && !set["mesh"] && !set["topology"] {
@@ -284,7 +296,11 @@ func (f planFlags) request() (plan.Request, error) {
 		return r, err
 	}
 	r.Model = spec
-	if c, err := hw.Lookup(f.tpu); err == nil {
+	c, sp, err := parseTPU("--tpu", f.tpu)
+	if err != nil {
+		return r, err
+	}
+	if sp == nil {
 		// a generation without a size: the planner picks one host, a slice or a multislice
 		if f.topology != "" || f.slices != 1 {
 			return r, bad("--tpu %s names no size; give an accelerator type (e.g. %s) to use --topology or --slices", f.tpu, c.AcceleratorTypes()[1])
@@ -292,20 +308,11 @@ func (f planFlags) request() (plan.Request, error) {
 		r.Multislice.Slice.Chip = c
 		return f.finish(r, spec)
 	}
-	slice, err := hw.ParseAcceleratorType(f.tpu)
-	if err != nil {
-		return r, err
-	}
+	slice := *sp
 	if f.topology != "" {
 		if slice, err = hw.ParseTopology(slice.Chip, f.topology); err != nil {
 			return r, err
 		}
-	}
-	if f.slices < 1 || f.slices > 4096 {
-		return r, bad("--slices %d, want 1 to 4096", f.slices)
-	}
-	if f.dcnGbps < 0 {
-		return r, bad("--dcn-gbps %v, want a positive bandwidth in Gbit/s per host", f.dcnGbps)
 	}
 	ms, err := hw.NewMultislice(slice, f.slices, unit.BitsPerSecond(f.dcnGbps*1e9))
 	if err != nil {
@@ -318,9 +325,6 @@ func (f planFlags) request() (plan.Request, error) {
 // finish reads the flags that do not depend on the topology.
 func (f planFlags) finish(r plan.Request, spec model.Spec) (plan.Request, error) {
 	var err error
-	if f.seq < 0 || f.seq > 1<<24 {
-		return r, bad("--seq %d, want a positive number of tokens", f.seq)
-	}
 	r.Seq = f.seq
 	seq := f.seq
 	if seq == 0 {
@@ -358,23 +362,11 @@ func (f planFlags) finish(r plan.Request, spec model.Spec) (plan.Request, error)
 	default:
 		return r, bad("--precision %q, want maxtext or zero", f.precision)
 	}
-	if !(f.efficiency > 0 && f.efficiency <= 1) {
-		return r, bad("--efficiency %v, want a fraction in (0, 1]", f.efficiency)
-	}
-	if !(f.headroom >= 0 && f.headroom < 1) {
-		return r, bad("--hbm-headroom %v, want a fraction in [0, 1)", f.headroom)
-	}
 	r.Efficiency, r.HBMHeadroom, r.CausalFLOPs = f.efficiency, f.headroom, f.causal
 	if f.headroom == 0 {
 		r.HBMHeadroom = 1e-9 // zero means the default to plan.Request
 	}
-	if f.top < 1 || f.top > 100 {
-		return r, bad("--top %d, want 1 to 100", f.top)
-	}
 	r.Top = f.top
-	if f.exampleCost < 0 || f.exampleCost > time.Hour {
-		return r, bad("--example-cost %v, want 0 (skip the input check) up to 1h", f.exampleCost)
-	}
 	r.ExampleCost = f.exampleCost
 	return r, nil
 }
@@ -396,6 +388,36 @@ func loadModel(name string) (model.Spec, error) {
 		s.Name = name
 	}
 	return s, nil
+}
+
+// parseTPU reads --tpu everywhere it appears: a generation (tpu7x) or an
+// accelerator type (tpu7x-8), through the hw package's parsers. slice is
+// nil for a generation.
+func parseTPU(what, s string) (hw.Chip, *hw.Slice, error) {
+	if c, err := hw.Lookup(s); err == nil {
+		return c, nil, nil
+	}
+	if !strings.Contains(s, "-") {
+		return hw.Chip{}, nil, fmt.Errorf("%s: %w", what, &hw.ParseError{Input: s, Field: "generation", Err: hw.ErrUnknownGeneration,
+			Valid: hw.ValidGenerations + ", or an accelerator type such as v5p-128"})
+	}
+	slice, err := hw.ParseAcceleratorType(s)
+	if err != nil {
+		return hw.Chip{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return slice.Chip, &slice, nil
+}
+
+// hostSlice is a generation's smallest slice of whole hosts (tpu7x-8,
+// v5p-8, v5litepod-4).
+func hostSlice(c hw.Chip) (hw.Slice, error) {
+	for _, name := range c.AcceleratorTypes() {
+		s, err := hw.ParseAcceleratorType(name)
+		if err == nil && s.Chips() >= c.Host.Chips {
+			return s, nil
+		}
+	}
+	return hw.Slice{}, bad("--tpu %s: no slice of whole hosts in the catalog", c.Generation)
 }
 
 func runHW(args []string, stdout io.Writer) error {
@@ -434,14 +456,9 @@ func runHW(args []string, stdout io.Writer) error {
 }
 
 func showHW(name string, asJSON bool, w io.Writer) error {
-	var slice *hw.Slice
-	c, err := hw.Lookup(name)
+	c, slice, err := parseTPU("hw show", name)
 	if err != nil {
-		s, perr := hw.ParseAcceleratorType(name)
-		if perr != nil {
-			return perr
-		}
-		c, slice = s.Chip, &s
+		return err
 	}
 	if asJSON {
 		if slice != nil {
