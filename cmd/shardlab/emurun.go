@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -54,7 +55,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.tpu = fs.String("tpu", defaultRunTPU, "accelerator type of one slice, or a generation (v5litepod) for one host")
 	f.slices = newInt(fs, "slices", defaultRunSlices, 1, 4096, "", "slices joined by DCN")
 	f.meshSpec = fs.String("mesh", defaultRunMesh, "layout, e.g. data=2(dcn),fsdp=2,tensor=2")
-	f.planPath = fs.String("plan", "", "take the layout (and topology) from 'shardlab plan --json' output in FILE")
+	f.planPath = fs.String("plan", "", "take the layout (and topology) from 'shardlab plan --json' output in FILE (at most 4 MiB)")
 	f.layers = newInt(fs, "layers", 4, 1, 1<<16, "", "model layers")
 	f.dModel = newInt(fs, "d-model", 64, 1, 1<<16, "", "model width")
 	f.heads = newInt(fs, "heads", 4, 1, 1<<16, "", "attention heads")
@@ -69,7 +70,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.lr = newFloat(fs, "lr", 3e-3, floatFlag{lo: 0, hi: 1, loOpen: true}, "Adam learning rate")
 	f.bf16 = fs.Bool("bf16", true, "compute with bfloat16 copies of the weights; Adam keeps fp32 masters")
 	f.seed = fs.Uint64("seed", 1, "seed for the weights and the batches")
-	f.data = fs.String("data", "", "text FILE or DIR of .go/.txt/.md files (default: the Go sources under GOROOT)")
+	f.data = fs.String("data", "", "text FILE (at most 256 MiB) or DIR of .go/.txt/.md files; the first 4 MiB are used (default: the Go sources under GOROOT)")
 	f.synthetic = fs.Bool("synthetic", false, "train on synthetic sequences instead of text")
 	f.ckptDir = fs.String("checkpoint", "", "write a checkpoint to DIR every --every steps")
 	f.every = newInt(fs, "every", 10, 1, 1<<30, "", "steps between checkpoints (needs --checkpoint)")
@@ -85,6 +86,22 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	return fs, &f
 }
 
+// checkRunFlags checks the output paths before any work, so that a run
+// does not fail after training, losing its report.
+func checkRunFlags(f *runFlags) error {
+	if *f.tracePath != "" {
+		if err := checkOutputFile("run: --trace", *f.tracePath); err != nil {
+			return err
+		}
+	}
+	if *f.ckptDir != "" {
+		if err := checkOutputDir("run: --checkpoint", *f.ckptDir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func runEmu(args []string, stdout, stderr io.Writer) error {
 	fs, f := newRunFlags()
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -96,6 +113,9 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	data, synthetic, ckptDir, every, resume, failLink, tracePath := f.data, f.synthetic, f.ckptDir, f.every, f.resume, f.failLink, f.tracePath
 	asJSON, quiet, killRank, killStep, hang, mpiTimeout := f.asJSON, f.quiet, f.killRank, f.killStep, f.hang, f.mpiTimeout
 	set := setFlags(fs)
+	if err := checkRunFlags(f); err != nil {
+		return err
+	}
 
 	var m mesh.Mesh
 	var err error
@@ -265,9 +285,9 @@ const maxRunSeq = 1 << 16
 // meshFromPlan reads the layout and topology of a 'shardlab plan --json'
 // object.
 func meshFromPlan(path string) (mesh.Mesh, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile("--plan", path, maxPlanBytes)
 	if err != nil {
-		return mesh.Mesh{}, bad("--plan %s: %v", path, err)
+		return mesh.Mesh{}, err
 	}
 	var p struct {
 		Accelerator string `json:"accelerator_type"`
@@ -326,10 +346,23 @@ func meshOn(tpu string, slices int, spec string) (mesh.Mesh, error) {
 	return mesh.Parse(ms, spec)
 }
 
+// The training text: at most maxCorpusFile for a --data FILE, at most
+// maxCorpusEntries visited under a --data DIR, and the first maxCorpus
+// bytes used.
+const (
+	maxCorpus        = 4 << 20
+	maxCorpusFile    = 256 << 20
+	maxCorpusEntries = 100_000
+)
+
 // loadCorpus reads a text file, the text files under a directory, or by
 // default the Go sources under GOROOT/src, in sorted order, up to 4 MiB.
-func loadCorpus(path string) ([]byte, string, error) {
-	const limit = 4 << 20
+// Under a directory, files that are not regular (FIFOs, devices, symbolic
+// links to them) are skipped.
+func loadCorpus(path string) ([]byte, string, error) { return readCorpus(path, maxCorpusEntries) }
+
+// readCorpus is loadCorpus visiting at most maxEntries under a directory.
+func readCorpus(path string, maxEntries int) ([]byte, string, error) {
 	desc := path
 	if path == "" {
 		root := os.Getenv("GOROOT")
@@ -341,17 +374,29 @@ func loadCorpus(path string) ([]byte, string, error) {
 	}
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, "", bad("--data %s: %v", path, err)
+		return nil, "", bad("--data %s: %v", path, cause(err))
 	}
 	if !info.IsDir() {
-		b, err := os.ReadFile(path)
+		f, size, err := openRegular("--data", path, maxCorpusFile)
+		if err != nil {
+			return nil, "", err
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxCorpus))
 		if err != nil {
 			return nil, "", bad("--data %s: %v", path, err)
 		}
-		return b[:min(len(b), limit)], desc, nil
+		if size > maxCorpus {
+			desc = fmt.Sprintf("%s (the first %v of %v)", desc, unit.Bytes(len(b)), unit.Bytes(size))
+		}
+		return b, desc, nil
 	}
 	var files []string
+	entries := 0
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if entries++; entries > maxEntries {
+			return bad("--data %s: more than %d entries under it, want a smaller directory or a file", path, maxEntries)
+		}
 		if err != nil {
 			return nil // unreadable entries are skipped
 		}
@@ -368,11 +413,16 @@ func loadCorpus(path string) ([]byte, string, error) {
 	}
 	sort.Strings(files)
 	var out []byte
-	for _, f := range files {
-		if len(out) >= limit {
+	for _, name := range files {
+		if len(out) >= maxCorpus {
 			break
 		}
-		b, err := os.ReadFile(f)
+		f, _, err := openRegular("--data", name, math.MaxInt64)
+		if err != nil {
+			continue // not a regular file, or unreadable
+		}
+		b, err := io.ReadAll(io.LimitReader(f, int64(maxCorpus-len(out))))
+		f.Close()
 		if err != nil {
 			continue
 		}
@@ -381,7 +431,7 @@ func loadCorpus(path string) ([]byte, string, error) {
 	if len(out) == 0 {
 		return nil, "", bad("--data %s: no .go, .txt or .md files", path)
 	}
-	return out[:min(len(out), limit)], fmt.Sprintf("%s (%d files, %v)", desc, len(files), unit.Bytes(min(len(out), limit))), nil
+	return out, fmt.Sprintf("%s (%d files, %v)", desc, len(files), unit.Bytes(len(out))), nil
 }
 
 // writeCheckpoint writes atomically: a temporary file, fsync, rename.

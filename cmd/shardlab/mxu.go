@@ -70,6 +70,11 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	m, k, n, array, dataflow, double, tpu, hbm, buffer, tracePath, asJSON := f.m, f.k, f.n, f.array, f.dataflow, f.double, f.tpu, f.hbm, f.buffer, f.tracePath, f.asJSON
+	if *tracePath != "" {
+		if err := checkOutputFile("mxu: --trace", *tracePath); err != nil {
+			return err
+		}
+	}
 	chip, _, err := parseTPU("--tpu", *tpu)
 	if err != nil {
 		return err
@@ -97,6 +102,10 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 	cf, err := systolic.ClosedForm(a, g)
 	if err != nil {
 		return usageError{err}
+	}
+	if *tracePath != "" && cf.Cycles > systolic.MaxTraceCycles {
+		// checked before the file is created, so an existing one is kept
+		return bad("mxu: --trace %s: trace of %d cycles is too long (at most %d); try a smaller GEMM", *tracePath, cf.Cycles, systolic.MaxTraceCycles)
 	}
 	if *tracePath != "" {
 		f, err := os.Create(*tracePath)

@@ -177,7 +177,7 @@ type planFlags struct {
 func newPlanFlags(name string) (*flag.FlagSet, *planFlags) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var f planFlags
-	fs.StringVar(&f.model, "model", "", "catalog model name or a YAML/JSON spec file (default llama3-8b)")
+	fs.StringVar(&f.model, "model", "", "catalog model name or a YAML/JSON spec file of at most 1 MiB (default llama3-8b)")
 	fs.StringVar(&f.tpu, "tpu", "", "accelerator type of one slice, e.g. tpu7x-8, v5p-128, v6e-256 (default tpu7x-8);\na generation alone (tpu7x) picks the smallest footprint: one host, a slice, or slices")
 	fs.StringVar(&f.topology, "topology", "", "slice topology AxB or AxBxC, overriding the accelerator type's default")
 	intVar(fs, &f.slices, "slices", 1, 1, 4096, "", "number of slices joined by DCN")
@@ -291,7 +291,7 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 
 func (f planFlags) request() (plan.Request, error) {
 	var r plan.Request
-	spec, err := loadModel(f.model)
+	spec, err := loadModel("--model", f.model)
 	if err != nil {
 		return r, err
 	}
@@ -371,18 +371,22 @@ func (f planFlags) finish(r plan.Request, spec model.Spec) (plan.Request, error)
 	return r, nil
 }
 
-// loadModel finds a catalog model or reads a spec file.
-func loadModel(name string) (model.Spec, error) {
+// loadModel finds a catalog model or reads a spec file; what names the
+// flag or command for errors ("--model").
+func loadModel(what, name string) (model.Spec, error) {
 	if s, ok := model.Lookup(name); ok {
 		return s, nil
 	}
-	data, err := os.ReadFile(name)
+	if _, err := os.Stat(name); err != nil {
+		return model.Spec{}, bad("%s %q: not a catalog model (%s) nor a readable YAML/JSON file", what, name, strings.Join(model.Names(), ", "))
+	}
+	data, err := readFile(what, name, maxSpecBytes)
 	if err != nil {
-		return model.Spec{}, bad("model %q: not a catalog model (%s) nor a readable YAML/JSON file", name, strings.Join(model.Names(), ", "))
+		return model.Spec{}, err
 	}
 	s, err := model.Parse(data)
 	if err != nil {
-		return model.Spec{}, fmt.Errorf("%s: %w", name, err)
+		return model.Spec{}, fmt.Errorf("%s %s: %w", what, name, err)
 	}
 	if s.Name == "" {
 		s.Name = name
@@ -550,7 +554,7 @@ func runModel(args []string, stdout io.Writer) error {
 		if len(names) != 1 {
 			return bad("model show: want one NAME or spec file")
 		}
-		s, err := loadModel(names[0])
+		s, err := loadModel("model show", names[0])
 		if err != nil {
 			return err
 		}
