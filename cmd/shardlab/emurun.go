@@ -25,6 +25,7 @@ import (
 	"shardlab/emu/mpi"
 	"shardlab/hw"
 	"shardlab/mesh"
+	"shardlab/plan"
 	"shardlab/schedule"
 	"shardlab/trace"
 	"shardlab/unit"
@@ -86,9 +87,32 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	return fs, &f
 }
 
-// checkRunFlags checks the output paths before any work, so that a run
-// does not fail after training, losing its report.
-func checkRunFlags(f *runFlags) error {
+// checkRunFlags refuses flags that would be ignored in the mode the others
+// set, and output paths that could not be written, before any work.
+func checkRunFlags(f *runFlags, set map[string]bool, stderr io.Writer) error {
+	needs := func(flag, other string) error {
+		return bad("run: --%s needs --%s", flag, other)
+	}
+	switch {
+	case set["every"] && *f.ckptDir == "":
+		return needs("every", "checkpoint DIR")
+	case set["data"] && *f.synthetic:
+		return bad("run: --data and --synthetic both name the training data; give one")
+	case (set["kill-step"] || set["hang"]) && *f.killRank < 0:
+		return bad("run: --kill-step and --hang need --kill-rank")
+	case *f.killRank >= 0 && !mpi.Launched():
+		return bad("run: --kill-rank %d injects a fault into one MPI rank, but this is one process; start shardlab (built with -tags mpi) under mpirun", *f.killRank)
+	case *f.killRank >= 0 && (*f.killStep < 1 || *f.killStep > *f.steps):
+		return bad("run: --kill-step %d, want a step from 1 to --steps %d for --kill-rank to die after", *f.killStep, *f.steps)
+	}
+	if set["mpi-timeout"] && !mpi.Launched() {
+		warn(stderr, "run", "--mpi-timeout has no effect outside mpirun")
+	}
+	if *f.failLink != "" {
+		if _, err := parseLink(*f.failLink); err != nil {
+			return err
+		}
+	}
 	if *f.tracePath != "" {
 		if err := checkOutputFile("run: --trace", *f.tracePath); err != nil {
 			return err
@@ -102,6 +126,20 @@ func checkRunFlags(f *runFlags) error {
 	return nil
 }
 
+// parseLink reads --fail-link A-B: two different device numbers.
+func parseLink(s string) ([2]int, error) {
+	a, b, ok := strings.Cut(s, "-")
+	x, err1 := strconv.Atoi(strings.TrimSpace(a))
+	y, err2 := strconv.Atoi(strings.TrimSpace(b))
+	switch {
+	case !ok || err1 != nil || err2 != nil || x < 0 || y < 0:
+		return [2]int{}, bad("run: --fail-link %q, want A-B with two device numbers, e.g. 3-4", s)
+	case x == y:
+		return [2]int{}, bad("run: --fail-link %q names one device twice, want A-B with two different devices, e.g. 3-4", s)
+	}
+	return [2]int{x, y}, nil
+}
+
 func runEmu(args []string, stdout, stderr io.Writer) error {
 	fs, f := newRunFlags()
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -113,7 +151,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	data, synthetic, ckptDir, every, resume, failLink, tracePath := f.data, f.synthetic, f.ckptDir, f.every, f.resume, f.failLink, f.tracePath
 	asJSON, quiet, killRank, killStep, hang, mpiTimeout := f.asJSON, f.quiet, f.killRank, f.killStep, f.hang, f.mpiTimeout
 	set := setFlags(fs)
-	if err := checkRunFlags(f); err != nil {
+	if err := checkRunFlags(f, set, stderr); err != nil {
 		return err
 	}
 
@@ -129,6 +167,9 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if set["schedule"] && m.Size(mesh.Pipeline) == 1 {
+		warn(stderr, "run", "--schedule has no effect: layout %s has no pipeline", m)
 	}
 	var src emu.Source
 	vocab := 256
@@ -160,13 +201,11 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		BF16Compute: *bf16,
 	}
 	if *failLink != "" {
-		a, b, ok := strings.Cut(*failLink, "-")
-		x, err1 := strconv.Atoi(a)
-		y, err2 := strconv.Atoi(b)
-		if !ok || err1 != nil || err2 != nil {
-			return bad("--fail-link %q, want A-B with two device numbers, e.g. 3-4", *failLink)
+		l, err := parseLink(*failLink)
+		if err != nil {
+			return err
 		}
-		tc.FailLinks = [][2]int{{x, y}}
+		tc.FailLinks = [][2]int{l}
 	}
 	// under mpirun: one rank per host, the chips of other hosts reached
 	// through MPI; rank 0 reports
@@ -178,6 +217,9 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			return usageError{err}
 		}
 		defer job.Close()
+		if *killRank >= job.Size {
+			return bad("run: --kill-rank %d, want a rank from 0 to %d", *killRank, job.Size-1)
+		}
 		rank = job.Rank
 		tc.Remote = job.Remote
 		*quiet = *quiet || rank != 0
@@ -289,34 +331,34 @@ func meshFromPlan(path string) (mesh.Mesh, error) {
 	if err != nil {
 		return mesh.Mesh{}, err
 	}
-	var p struct {
-		Accelerator string `json:"accelerator_type"`
-		Topology    string `json:"topology"`
-		Slices      int    `json:"slices"`
-		Layout      struct {
-			Axes []mesh.Axis `json:"axes"`
-		} `json:"layout"`
-	}
+	var p plan.JSON
 	if err := json.Unmarshal(data, &p); err != nil || p.Accelerator == "" || len(p.Layout.Axes) == 0 {
 		return mesh.Mesh{}, bad("--plan %s: not the JSON object 'shardlab plan --json' prints (want accelerator_type, slices and layout.axes)", path)
 	}
+	if p.Slices < 1 || p.Slices > 4096 {
+		return mesh.Mesh{}, bad("--plan %s: slices = %d, want 1 to 4096", path, p.Slices)
+	}
 	s, err := hw.ParseAcceleratorType(p.Accelerator)
 	if err != nil {
-		return mesh.Mesh{}, err
+		return mesh.Mesh{}, fmt.Errorf("--plan %s: %w", path, err)
 	}
 	if p.Topology != "" {
 		if s, err = hw.ParseTopology(s.Chip, p.Topology); err != nil {
-			return mesh.Mesh{}, err
+			return mesh.Mesh{}, fmt.Errorf("--plan %s: %w", path, err)
 		}
 	}
-	ms, err := hw.NewMultislice(s, max(p.Slices, 1), 0)
+	ms, err := hw.NewMultislice(s, p.Slices, 0)
 	if err != nil {
-		return mesh.Mesh{}, err
+		return mesh.Mesh{}, fmt.Errorf("--plan %s: %w", path, err)
 	}
 	if ms.Chips() > maxRunChips {
 		return mesh.Mesh{}, bad("--plan %s: %d chips is more virtual chips than one process runs (at most %d)", path, ms.Chips(), maxRunChips)
 	}
-	return mesh.New(ms, p.Layout.Axes...)
+	m, err := mesh.New(ms, p.Layout.Axes...)
+	if err != nil {
+		return mesh.Mesh{}, fmt.Errorf("--plan %s: %w", path, err)
+	}
+	return m, nil
 }
 
 // maxRunChips bounds the virtual chips of one run.

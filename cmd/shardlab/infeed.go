@@ -52,6 +52,7 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	tpu, vcpus, cost, jitter, batch, exBytes, compute := f.tpu, f.vcpus, f.cost, f.jitter, f.batch, f.exBytes, f.compute
 	paramLoad, drain, numa, crossNUMA, infeedDepth, outfeedDepth := f.paramLoad, f.drain, f.numa, f.crossNUMA, f.infeedDepth, f.outfeedDepth
 	steps, seed, sweep, asJSON := f.steps, f.seed, f.sweep, f.asJSON
+	set := setFlags(fs)
 	chip, slice, err := parseTPU("--tpu", *tpu)
 	if err != nil {
 		return err
@@ -71,7 +72,12 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	if c.Placement, err = infeed.ParsePlacement(*numa); err != nil {
 		return usageError{err}
 	}
-
+	if set["cross-numa"] && (c.Placement == infeed.Local || c.NUMANodes == 1) {
+		warn(stderr, "infeed", "--cross-numa has no effect: no worker feeds a chip on another NUMA node (%s placement, %d NUMA nodes)", c.Placement, c.NUMANodes)
+	}
+	if set["seed"] && *jitter == 0 {
+		warn(stderr, "infeed", "--seed has no effect without --jitter: example costs are fixed")
+	}
 	c.ExampleCost, c.Jitter, c.Batch, c.ExampleBytes = *cost, *jitter, *batch, unit.Bytes(*exBytes)
 	c.Compute, c.ParamLoad, c.Drain, c.CrossNUMA = *compute, *paramLoad, *drain, *crossNUMA
 	c.InfeedDepth, c.OutfeedDepth, c.Steps, c.Seed = *infeedDepth, *outfeedDepth, *steps, *seed

@@ -70,6 +70,7 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	m, k, n, array, dataflow, double, tpu, hbm, buffer, tracePath, asJSON := f.m, f.k, f.n, f.array, f.dataflow, f.double, f.tpu, f.hbm, f.buffer, f.tracePath, f.asJSON
+	set := setFlags(fs)
 	if *tracePath != "" {
 		if err := checkOutputFile("mxu: --trace", *tracePath); err != nil {
 			return err
@@ -90,6 +91,9 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	a.DoubleBuffer = *double
+	if set["double-buffer"] && a.Dataflow == systolic.OutputStationary {
+		warn(stderr, "mxu", "--double-buffer has no effect with --dataflow os: output stationary keeps no stationary operand to preload")
+	}
 	a.BufferBytes = *buffer << 20
 	if *hbm {
 		// the chip's HBM bandwidth shared by its MXUs, per MXU cycle

@@ -42,8 +42,8 @@ run 'shardlab plan -h' for the plan flags
 // commandFlags builds each command's flags exactly as the command does, so
 // that tests can walk every flag of every command.
 var commandFlags = map[string]func() *flag.FlagSet{
-	"plan":           func() *flag.FlagSet { fs, _ := newPlanFlags("plan"); return fs },
-	"export maxtext": func() *flag.FlagSet { fs, _ := newPlanFlags("export maxtext"); return fs },
+	"plan":           func() *flag.FlagSet { fs, _ := newPlanFlags("plan", false); return fs },
+	"export maxtext": func() *flag.FlagSet { fs, _ := newPlanFlags("export maxtext", true); return fs },
 	"mxu":            func() *flag.FlagSet { fs, _ := newMXUFlags(); return fs },
 	"mxu compare":    func() *flag.FlagSet { fs, _ := newMXUCompareFlags(); return fs },
 	"infeed":         func() *flag.FlagSet { fs, _ := newInfeedFlags(); return fs },
@@ -173,8 +173,10 @@ type planFlags struct {
 	exampleCost                time.Duration
 }
 
-// newPlanFlags defines the flags of plan, and of export maxtext.
-func newPlanFlags(name string) (*flag.FlagSet, *planFlags) {
+// newPlanFlags defines the flags of plan, or of export maxtext, which
+// writes only the chosen layout and so has no --json, --top or
+// --example-cost (whose input check only adds warnings).
+func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var f planFlags
 	fs.StringVar(&f.model, "model", "", "catalog model name or a YAML/JSON spec file of at most 1 MiB (default llama3-8b)")
@@ -192,10 +194,13 @@ func newPlanFlags(name string) (*flag.FlagSet, *planFlags) {
 	floatVar(fs, &f.efficiency, "efficiency", cost.DefaultEfficiency, floatFlag{lo: 0.01, hi: 1}, "fraction of peak FLOP/s the matmuls reach")
 	floatVar(fs, &f.headroom, "hbm-headroom", cost.DefaultHBMHeadroom, floatFlag{lo: 0, hi: 1, hiOpen: true}, "fraction of HBM kept free")
 	fs.BoolVar(&f.causal, "causal-flops", false, "halve attention FLOPs in MFU (MaxText's convention)")
-	intVar(fs, &f.top, "top", 5, 1, 100, "", "how many ranked layouts to show")
-	durationVar(fs, &f.exampleCost, "example-cost", 0, 0, time.Hour, "0: skip the check",
-		"host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed")
-	fs.BoolVar(&f.json, "json", false, "print JSON")
+	f.top = 5
+	if !export {
+		intVar(fs, &f.top, "top", 5, 1, 100, "", "how many ranked layouts to show")
+		durationVar(fs, &f.exampleCost, "example-cost", 0, 0, time.Hour, "0: skip the check",
+			"host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed")
+		fs.BoolVar(&f.json, "json", false, "print JSON")
+	}
 	return fs, &f
 }
 
@@ -206,7 +211,7 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 	if toMaxText {
 		name = "export maxtext"
 	}
-	fs, fp := newPlanFlags(name)
+	fs, fp := newPlanFlags(name, toMaxText)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -215,6 +220,9 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 
 	var reqs []plan.Request
 	if !set["model"] && !set["tpu"] && !set["mesh"] && !set["topology"] {
+		if set["slices"] {
+			return bad("%s: --slices %d needs --tpu (or --model, --mesh or --topology): without them %s shows two built-in examples with their own slice counts", name, f.slices, name)
+		}
 		// the built-in default: one VM, and two slices
 		for _, d := range []struct {
 			model, tpu string
@@ -302,8 +310,8 @@ func (f planFlags) request() (plan.Request, error) {
 	}
 	if sp == nil {
 		// a generation without a size: the planner picks one host, a slice or a multislice
-		if f.topology != "" || f.slices != 1 {
-			return r, bad("--tpu %s names no size; give an accelerator type (e.g. %s) to use --topology or --slices", f.tpu, c.AcceleratorTypes()[1])
+		if f.topology != "" || f.slices != 1 || f.dcnGbps != 0 {
+			return r, bad("--tpu %s names no size; give an accelerator type (e.g. %s) to use --topology, --slices or --dcn-gbps", f.tpu, c.AcceleratorTypes()[1])
 		}
 		r.Multislice.Slice.Chip = c
 		return f.finish(r, spec)
@@ -431,6 +439,9 @@ func runHW(args []string, stdout io.Writer) error {
 	}
 	switch sub {
 	case "list":
+		if len(names) > 0 {
+			return bad("hw list: unexpected argument %q; 'hw show NAME' shows one", names[0])
+		}
 		chips := hw.Chips()
 		if asJSON {
 			return writeJSON(stdout, chips)
@@ -539,6 +550,9 @@ func runModel(args []string, stdout io.Writer) error {
 	}
 	switch sub {
 	case "list":
+		if len(names) > 0 {
+			return bad("model list: unexpected argument %q; 'model show NAME' shows one", names[0])
+		}
 		specs := model.Catalog()
 		if asJSON {
 			return writeJSON(stdout, specs)
