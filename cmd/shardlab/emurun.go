@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -39,13 +40,13 @@ const (
 )
 
 type runFlags struct {
-	tpu, meshSpec, planPath, sched, data, ckptDir, failLink, tracePath *string
-	slices, layers, dModel, heads, kvHeads, dff, seq, batch, micro     *int
-	steps, every, killRank, killStep                                   *int
-	lr                                                                 *float64
-	seed                                                               *uint64
-	tied, bf16, synthetic, resume, asJSON, quiet, hang                 *bool
-	mpiTimeout                                                         *time.Duration
+	tpu, meshSpec, planPath, sched, data, ckptDir, failLink, tracePath        *string
+	slices, planIndex, layers, dModel, heads, kvHeads, dff, seq, batch, micro *int
+	steps, every, killRank, killStep                                          *int
+	lr                                                                        *float64
+	seed                                                                      *uint64
+	tied, bf16, synthetic, resume, asJSON, quiet, hang                        *bool
+	mpiTimeout                                                                *time.Duration
 }
 
 // newRunFlags defines the run flags. The model's sizes are bounded as
@@ -56,7 +57,8 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.tpu = fs.String("tpu", defaultRunTPU, "accelerator type of one slice, or a generation (v5litepod) for one host")
 	f.slices = newInt(fs, "slices", defaultRunSlices, 1, 4096, "", "slices joined by DCN")
 	f.meshSpec = fs.String("mesh", defaultRunMesh, "layout, e.g. data=2(dcn),fsdp=2,tensor=2")
-	f.planPath = fs.String("plan", "", "take the layout (and topology) from 'shardlab plan --json' output in FILE (at most 4 MiB)")
+	f.planPath = fs.String("plan", "", "take the layout, topology, global batch, micro-batches, schedule and (when the emulator runs it) sequence length\nfrom 'shardlab plan --json' output in FILE (at most 4 MiB)")
+	f.planIndex = newInt(fs, "plan-index", 0, 0, 1023, "", "with --plan: which plan of the array 'shardlab plan --json' prints without model or TPU flags, from 0")
 	f.layers = newInt(fs, "layers", 4, 1, 1<<16, "", "model layers")
 	f.dModel = newInt(fs, "d-model", 64, 1, 1<<16, "", "model width")
 	f.heads = newInt(fs, "heads", 4, 1, 1<<16, "", "attention heads")
@@ -96,6 +98,8 @@ func checkRunFlags(f *runFlags, set map[string]bool, stderr io.Writer) error {
 	switch {
 	case set["every"] && *f.ckptDir == "":
 		return needs("every", "checkpoint DIR")
+	case set["plan-index"] && *f.planPath == "":
+		return needs("plan-index", "plan FILE")
 	case set["data"] && *f.synthetic:
 		return bad("run: --data and --synthetic both name the training data; give one")
 	case (set["kill-step"] || set["hang"]) && *f.killRank < 0:
@@ -161,7 +165,10 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		if set["mesh"] || set["tpu"] || set["slices"] {
 			return bad("run: --plan gives the layout and topology; drop --mesh, --tpu and --slices")
 		}
-		m, err = meshFromPlan(*planPath)
+		var pj planJob
+		if m, pj, err = meshFromPlan(*planPath, *f.planIndex, set["plan-index"]); err == nil {
+			pj.apply(f, set, stderr)
+		}
 	} else {
 		m, err = meshOn(*tpu, *slices, *meshSpec)
 	}
@@ -321,48 +328,114 @@ func progress(w io.Writer, r emu.StepReport, total int, elapsed time.Duration) {
 	fmt.Fprintf(w, "\rstep %d/%d [%s] loss %.4f  %.0f tokens/s", r.Step, total, bar, r.Loss, tps)
 }
 
-// maxRunSeq bounds --seq as emu.Config bounds it.
-const maxRunSeq = 1 << 16
+// The emulator trains small models on a few cores. It takes a plan's
+// sequence length only up to these, since its attention grows with the
+// square of the sequence; past them it keeps --seq and says so.
+const (
+	maxRunSeq     = 1 << 16 // --seq, as emu.Config bounds it
+	maxPlanSeq    = 1024
+	maxPlanTokens = 1 << 16 // sequences x tokens per step
+)
 
-// meshFromPlan reads the layout and topology of a 'shardlab plan --json'
-// object.
-func meshFromPlan(path string) (mesh.Mesh, error) {
+// planJob is what run takes from a plan besides its layout.
+type planJob struct {
+	batch, micro, seq int
+	schedule          string
+}
+
+// meshFromPlan reads the layout and topology of what 'shardlab plan --json'
+// prints: one plan object, or an array of them (without model or TPU flags)
+// from which index picks one.
+func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, error) {
+	var pj planJob
 	data, err := readFile("--plan", path, maxPlanBytes)
 	if err != nil {
-		return mesh.Mesh{}, err
+		return mesh.Mesh{}, pj, err
 	}
+	notPlan := bad("--plan %s: not what 'shardlab plan --json' prints (want a plan object with accelerator_type, slices and layout.axes, or an array of them)", path)
 	var p plan.JSON
-	if err := json.Unmarshal(data, &p); err != nil || p.Accelerator == "" || len(p.Layout.Axes) == 0 {
-		return mesh.Mesh{}, bad("--plan %s: not the JSON object 'shardlab plan --json' prints (want accelerator_type, slices and layout.axes)", path)
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '[' {
+		var all []json.RawMessage
+		if err := json.Unmarshal(data, &all); err != nil || len(all) == 0 {
+			return mesh.Mesh{}, pj, notPlan
+		}
+		switch {
+		case len(all) > 1 && !indexSet:
+			return mesh.Mesh{}, pj, bad("--plan %s holds %d plans (the array 'shardlab plan --json' prints without model or TPU flags); pick one with --plan-index 0 to %d", path, len(all), len(all)-1)
+		case index >= len(all):
+			return mesh.Mesh{}, pj, bad("--plan-index %d, want 0 to %d: %s holds %d plans", index, len(all)-1, path, len(all))
+		}
+		data = all[index]
+	} else if indexSet && index != 0 {
+		return mesh.Mesh{}, pj, bad("--plan-index %d, want 0: %s holds one plan", index, path)
 	}
-	if p.Slices < 1 || p.Slices > 4096 {
-		return mesh.Mesh{}, bad("--plan %s: slices = %d, want 1 to 4096", path, p.Slices)
+	if err := json.Unmarshal(data, &p); err != nil || p.Accelerator == "" || len(p.Layout.Axes) == 0 {
+		return mesh.Mesh{}, pj, notPlan
+	}
+	field := func(name string, v int, want string) error {
+		return bad("--plan %s: %s = %d, want %s", path, name, v, want)
+	}
+	switch {
+	case p.Slices < 1 || p.Slices > 4096:
+		return mesh.Mesh{}, pj, field("slices", p.Slices, "1 to 4096")
+	case p.GlobalBatch < 1 || p.GlobalBatch > 1<<20:
+		return mesh.Mesh{}, pj, field("global_batch_sequences", p.GlobalBatch, "1 to 1048576")
+	case p.MicroBatches < 1 || p.MicroBatches > 4096:
+		return mesh.Mesh{}, pj, field("micro_batches", p.MicroBatches, "1 to 4096")
+	case p.Seq < 1:
+		return mesh.Mesh{}, pj, field("seq_tokens", p.Seq, "a positive number of tokens")
+	}
+	if _, err := schedule.ParseKind(p.Schedule); err != nil {
+		return mesh.Mesh{}, pj, bad("--plan %s: schedule %q, want gpipe or 1f1b", path, p.Schedule)
 	}
 	s, err := hw.ParseAcceleratorType(p.Accelerator)
 	if err != nil {
-		return mesh.Mesh{}, fmt.Errorf("--plan %s: %w", path, err)
+		return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
 	}
 	if p.Topology != "" {
 		if s, err = hw.ParseTopology(s.Chip, p.Topology); err != nil {
-			return mesh.Mesh{}, fmt.Errorf("--plan %s: %w", path, err)
+			return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
 		}
 	}
 	ms, err := hw.NewMultislice(s, p.Slices, 0)
 	if err != nil {
-		return mesh.Mesh{}, fmt.Errorf("--plan %s: %w", path, err)
+		return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
 	}
 	if ms.Chips() > maxRunChips {
-		return mesh.Mesh{}, bad("--plan %s: %d chips is more virtual chips than one process runs (at most %d)", path, ms.Chips(), maxRunChips)
+		return mesh.Mesh{}, pj, bad("--plan %s: %d chips is more virtual chips than one process runs (at most %d)", path, ms.Chips(), maxRunChips)
 	}
 	m, err := mesh.New(ms, p.Layout.Axes...)
 	if err != nil {
-		return mesh.Mesh{}, fmt.Errorf("--plan %s: %w", path, err)
+		return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
 	}
-	return m, nil
+	return m, planJob{batch: p.GlobalBatch, micro: p.MicroBatches, seq: p.Seq, schedule: p.Schedule}, nil
 }
 
 // maxRunChips bounds the virtual chips of one run.
 const maxRunChips = 4096
+
+// apply takes the plan's batch, micro-batches, schedule and sequence length
+// for the flags the command line did not set.
+func (pj planJob) apply(f *runFlags, set map[string]bool, stderr io.Writer) {
+	if !set["batch"] {
+		*f.batch = pj.batch
+	}
+	if !set["micro-batches"] {
+		*f.micro = pj.micro
+	}
+	if !set["schedule"] {
+		*f.sched = pj.schedule
+	}
+	if set["seq"] {
+		return
+	}
+	if pj.seq <= maxPlanSeq && *f.batch*pj.seq <= maxPlanTokens {
+		*f.seq = pj.seq
+		return
+	}
+	warn(stderr, "run", "the plan's %d sequences of %d tokens are more than the emulator trains per step (sequences of at most %d tokens, %d tokens a step); training %d sequences of %d tokens (set --seq to choose)",
+		*f.batch, pj.seq, maxPlanSeq, maxPlanTokens, *f.batch, *f.seq)
+}
 
 // meshOn lays spec out on slices of --tpu: an accelerator type, or a
 // generation for its smallest slice of whole hosts.

@@ -266,6 +266,7 @@ func TestIgnoredInput(t *testing.T) {
 		{[]string{"export", "maxtext", "--json"}, []string{"-json"}},
 		{[]string{"export", "maxtext", "--top", "3"}, []string{"-top"}},
 		{[]string{"run", "--every", "3"}, []string{"--every needs --checkpoint"}},
+		{[]string{"run", "--plan-index", "1"}, []string{"--plan-index needs --plan"}},
 		{[]string{"run", "--synthetic", "--data", "x"}, []string{"--data and --synthetic"}},
 		{[]string{"run", "--kill-rank", "1", "--kill-step", "2"}, []string{"--kill-rank 1", "mpirun"}},
 		{[]string{"run", "--kill-step", "3"}, []string{"--kill-step and --hang need --kill-rank"}},
@@ -276,6 +277,9 @@ func TestIgnoredInput(t *testing.T) {
 		{[]string{"plan", "--tpu", "v5p-8", "--mesh", "data=4(tpu)"}, []string{"data", "N(dcn)"}},
 		{[]string{"run", "--plan", planFile("neg.json", func(v map[string]any) { v["slices"] = -5 })}, []string{"--plan", "slices = -5", "1 to 4096"}},
 		{[]string{"run", "--plan", planFile("zero.json", func(v map[string]any) { v["slices"] = 0 })}, []string{"slices = 0"}},
+		{[]string{"run", "--plan", planFile("batch.json", func(v map[string]any) { v["global_batch_sequences"] = -1 })}, []string{"global_batch_sequences = -1"}},
+		{[]string{"run", "--plan", planFile("micro.json", func(v map[string]any) { v["micro_batches"] = 0 })}, []string{"micro_batches = 0"}},
+		{[]string{"run", "--plan", planFile("sched.json", func(v map[string]any) { v["schedule"] = "zigzag" })}, []string{`schedule "zigzag"`}},
 		{[]string{"hw", "list", "v5p"}, []string{`hw list: unexpected argument "v5p"`}},
 		{[]string{"model", "list", "llama3-8b"}, []string{`model list: unexpected argument "llama3-8b"`}},
 	}
