@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,6 +37,7 @@ usage:
   shardlab run [flags]             train a small transformer on virtual chips with a layout
   shardlab hw list|show NAME       the TPU catalog (NAME: v5p or v5p-128)
   shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
+  shardlab version                 the module version and VCS revision of this binary
 
 run 'shardlab plan -h' for the plan flags
 `
@@ -78,6 +81,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "plan":
 		err = runPlan(args[1:], stdout, stderr, false)
 	case "export":
+		if len(args) == 2 && isHelp(args[1]) {
+			err = runPlan(args[1:], stdout, stderr, true)
+			break
+		}
 		if len(args) < 2 || args[1] != "maxtext" {
 			err = bad("export: want 'export maxtext [plan flags]'")
 			break
@@ -90,11 +97,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "run":
 		err = runEmu(args[1:], stdout, stderr)
 	case "hw":
-		err = runHW(args[1:], stdout)
+		err = runHW(args[1:], stdout, stderr)
 	case "model":
-		err = runModel(args[1:], stdout)
-	case "help", "-h", "--help":
+		err = runModel(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "version", "-version", "--version":
+		if len(args) > 1 {
+			err = bad("version: unexpected argument %q", args[1])
+			break
+		}
+		fmt.Fprintln(stdout, version())
 		return exitOK
 	default:
 		err = bad("unknown command %q, want plan, export, run, mxu, infeed, hw or model", args[0])
@@ -114,6 +128,49 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+func isHelp(s string) bool { return s == "-h" || s == "-help" || s == "--help" || s == "help" }
+
+// version is the module version and VCS revision the binary was built
+// from, as the Go toolchain recorded them.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "shardlab: no build information (" + runtime.Version() + ")"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	out := "shardlab " + v
+	var vcs []string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			vcs = append([]string{"revision " + s.Value}, vcs...)
+		case s.Key == "vcs.time":
+			vcs = append(vcs, s.Value)
+		case s.Key == "vcs.modified" && s.Value == "true":
+			vcs = append(vcs, "modified")
+		}
+	}
+	if len(vcs) > 0 {
+		out += " (" + strings.Join(vcs, ", ") + ")"
+	}
+	return out + ", " + bi.GoVersion
+}
+
+// catalogUsage is what 'shardlab hw -h' and 'shardlab model -h' print.
+var catalogUsage = map[string]string{
+	"hw": `usage of shardlab hw:
+  shardlab hw list [--json]        the TPU catalog
+  shardlab hw show NAME [--json]   one generation (v5p) or accelerator type (v5p-128)
+`,
+	"model": `usage of shardlab model:
+  shardlab model list [--json]        the model catalog
+  shardlab model show NAME [--json]   a catalog model (llama3-8b) or a YAML/JSON spec file of at most 1 MiB
+`,
+}
+
 // newCatalogFlags defines the flags of hw and model.
 func newCatalogFlags(cmd string) (*flag.FlagSet, *bool) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -121,14 +178,21 @@ func newCatalogFlags(cmd string) (*flag.FlagSet, *bool) {
 }
 
 // catalogArgs reads "list" or "show NAME" with an optional --json before or
-// after the name.
-func catalogArgs(cmd string, args []string) (sub string, names []string, asJSON bool, err error) {
+// after the name; -h prints the usage to stderr.
+func catalogArgs(cmd string, args []string, stderr io.Writer) (sub string, names []string, asJSON bool, err error) {
+	if len(args) > 0 && isHelp(args[0]) || len(args) > 1 && isHelp(args[1]) {
+		fmt.Fprint(stderr, catalogUsage[cmd])
+		return "", nil, false, flag.ErrHelp
+	}
 	if len(args) == 0 {
 		return "", nil, false, bad("%s: want '%s list' or '%s show NAME'", cmd, cmd, cmd)
 	}
 	fs, j := newCatalogFlags(cmd)
 	fs.SetOutput(io.Discard)
 	names, err = parseInterleaved(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stderr, catalogUsage[cmd])
+	}
 	return args[0], names, *j, err
 }
 
@@ -137,7 +201,9 @@ func catalogArgs(cmd string, args []string) (sub string, names []string, asJSON 
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var names []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		} else if err != nil {
 			return nil, bad("%s: %v", fs.Name(), err)
 		}
 		if fs.NArg() == 0 {
@@ -432,8 +498,8 @@ func hostSlice(c hw.Chip) (hw.Slice, error) {
 	return hw.Slice{}, bad("--tpu %s: no slice of whole hosts in the catalog", c.Generation)
 }
 
-func runHW(args []string, stdout io.Writer) error {
-	sub, names, asJSON, err := catalogArgs("hw", args)
+func runHW(args []string, stdout, stderr io.Writer) error {
+	sub, names, asJSON, err := catalogArgs("hw", args, stderr)
 	if err != nil {
 		return err
 	}
@@ -543,8 +609,8 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 	return tw.Flush()
 }
 
-func runModel(args []string, stdout io.Writer) error {
-	sub, names, asJSON, err := catalogArgs("model", args)
+func runModel(args []string, stdout, stderr io.Writer) error {
+	sub, names, asJSON, err := catalogArgs("model", args, stderr)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -227,11 +228,48 @@ func TestMXUTrace(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, sub := range []string{"plan", "mxu", "infeed"} {
-		out, errOut, code := runCmd(sub, "-h")
-		if code != 0 || out != "" || !strings.Contains(errOut, "usage of shardlab "+sub) || strings.Count(errOut, "\n") < 5 {
-			t.Errorf("%s -h: exit %d, stderr %q", sub, code, errOut)
+	for _, tt := range []struct {
+		args  []string
+		usage string // the name after "usage of shardlab"
+		lines int
+	}{
+		{[]string{"plan", "-h"}, "plan", 5},
+		{[]string{"mxu", "-h"}, "mxu", 5},
+		{[]string{"mxu", "compare", "-h"}, "mxu compare", 5},
+		{[]string{"infeed", "--help"}, "infeed", 5},
+		{[]string{"run", "-h"}, "run", 5},
+		{[]string{"export", "-h"}, "export maxtext", 5},
+		{[]string{"export", "maxtext", "-h"}, "export maxtext", 5},
+		{[]string{"hw", "-h"}, "hw", 3},
+		{[]string{"hw", "list", "-h"}, "hw", 3},
+		{[]string{"hw", "show", "v5p", "-h"}, "hw", 3},
+		{[]string{"model", "-h"}, "model", 3},
+		{[]string{"model", "--help"}, "model", 3},
+		{[]string{"model", "show", "-h"}, "model", 3},
+	} {
+		out, errOut, code := runCmd(tt.args...)
+		if code != 0 || out != "" || !strings.HasPrefix(errOut, "usage of shardlab "+tt.usage+":") || strings.Count(errOut, "\n") < tt.lines {
+			t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 0 and the usage of %s on stderr", strings.Join(tt.args, " "), code, out, errOut, tt.usage)
 		}
+	}
+	// export maxtext writes YAML only: no --json, --top or --example-cost
+	for _, fl := range []string{"--json", "--top", "--example-cost"} {
+		_, errOut, _ := runCmd("export", "maxtext", "-h")
+		if strings.Contains(errOut, "  -"+fl[2:]+" ") || strings.Contains(errOut, "  -"+fl[2:]+"\n") {
+			t.Errorf("export maxtext -h lists %s", fl)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version", "-version"} {
+		out, errOut, code := runCmd(arg)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "shardlab ") || !strings.Contains(out, runtime.Version()) || strings.Count(out, "\n") != 1 {
+			t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want one line with the version and %s", arg, code, out, errOut, runtime.Version())
+		}
+	}
+	if _, _, code := runCmd("version", "extra"); code != 2 {
+		t.Errorf("shardlab version extra: exit %d, want 2", code)
 	}
 }
 
