@@ -3,6 +3,7 @@ package hw
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -208,6 +209,11 @@ func TestMultislice(t *testing.T) {
 	}
 	if _, err := NewMultislice(s, 0, 0); err == nil {
 		t.Error("0 slices accepted")
+	}
+	for _, bw := range []float64{-1, math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if _, err := NewMultislice(s, 2, unit.BytesPerSecond(bw)); err == nil {
+			t.Errorf("NewMultislice with DCN bandwidth %v per host: no error", bw)
+		}
 	}
 }
 

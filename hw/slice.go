@@ -3,6 +3,7 @@ package hw
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -283,8 +284,10 @@ func NewMultislice(s Slice, n int, dcnPerHost unit.BytesPerSecond) (Multislice, 
 	if n < 1 {
 		return Multislice{}, &ParseError{Input: strconv.Itoa(n), Field: "slices", Err: errors.New("need at least one slice"), Valid: "1, 2, 3, …"}
 	}
-	if dcnPerHost < 0 {
-		return Multislice{}, &ParseError{Input: dcnPerHost.String(), Field: "dcn bandwidth", Err: errors.New("negative"), Valid: "a positive bandwidth"}
+	if !(dcnPerHost >= 0) || math.IsInf(float64(dcnPerHost), 0) {
+		// NaN fails every comparison, so it would otherwise pass as "not positive" and mean the catalog's
+		return Multislice{}, &ParseError{Input: fmt.Sprint(float64(dcnPerHost)), Field: "dcn bandwidth", Err: errors.New("not a finite non-negative bandwidth"),
+			Valid: "a positive bandwidth, or 0 for the catalog's"}
 	}
 	per := s.Chip.DCNPerChip
 	if dcnPerHost > 0 {

@@ -12,6 +12,7 @@ package infeed
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"shardlab/hw"
@@ -70,6 +71,13 @@ type Config struct {
 	Seed  uint64
 }
 
+// Bounds that keep the simulated clock (int64 nanoseconds) far from
+// overflow.
+const (
+	MaxExampleBytes = 1 << 30
+	MaxSimulated    = 10 * 365 * 24 * time.Hour
+)
+
 // ErrInvalid is wrapped by configuration errors.
 var ErrInvalid = errors.New("invalid infeed config")
 
@@ -101,15 +109,15 @@ func (c Config) Validate() error {
 		return bad("vcpus", c.VCPUs, "1 to 4096")
 	case c.NUMANodes < 1 || c.NUMANodes > 8:
 		return bad("NUMA nodes", c.NUMANodes, "1 to 8")
-	case c.CrossNUMA < 1 || c.CrossNUMA > 10:
+	case !(c.CrossNUMA >= 1 && c.CrossNUMA <= 10): // refuses NaN too
 		return bad("cross-NUMA factor", c.CrossNUMA, "1 to 10")
 	case c.ExampleCost < 0 || c.ExampleCost > time.Hour:
 		return bad("example cost", c.ExampleCost, "0 to 1h")
-	case c.Jitter < 0 || c.Jitter > 10:
+	case !(c.Jitter >= 0 && c.Jitter <= 10):
 		return bad("jitter", c.Jitter, "0 to 10")
 	case c.Batch < 1 || c.Batch > 1<<20:
 		return bad("batch", c.Batch, "1 to 1048576 examples")
-	case c.ExampleBytes < 0 || c.PCIe <= 0:
+	case c.ExampleBytes < 0 || c.ExampleBytes > MaxExampleBytes || !(c.PCIe > 0) || math.IsInf(float64(c.PCIe), 0):
 		return bad("example bytes or PCIe", fmt.Sprint(c.ExampleBytes, " ", c.PCIe), "non-negative bytes and a positive bandwidth")
 	case c.InfeedDepth < 1 || c.HBMBuffers < 1 || c.OutfeedDepth < 1:
 		return bad("queue depths", fmt.Sprint(c.InfeedDepth, c.HBMBuffers, c.OutfeedDepth), "at least 1 each")
@@ -119,6 +127,19 @@ func (c Config) Validate() error {
 		return bad("steps", c.Steps, "1 to 100000")
 	case int64(c.Steps)*int64(c.Batch)*int64(c.Chips) > 50_000_000:
 		return bad("steps x batch x chips", int64(c.Steps)*int64(c.Batch)*int64(c.Chips), "at most 50 million examples")
+	}
+	// The clock is a time.Duration (int64 nanoseconds, 292 years). Bound
+	// the simulated time as if one vCPU did all the host's work, so no sum
+	// can overflow whatever MinVCPUs tries.
+	year := float64(365 * 24 * time.Hour)
+	limit := fmt.Sprintf("at most %.0f years of simulated time", float64(MaxSimulated)/year)
+	examples := float64(c.Steps) * float64(c.Batch) * float64(c.Chips)
+	if host := examples * float64(c.ExampleCost) * c.CrossNUMA; host > float64(MaxSimulated) {
+		return bad("steps x batch x chips x example cost x cross-NUMA factor", fmt.Sprintf("%.3g years", host/year), limit)
+	}
+	hbmCopy := float64(c.ExampleBytes) * float64(c.Batch) / float64(c.PCIe) * 1e9
+	if mxu := float64(c.Steps) * (float64(c.ParamLoad) + float64(c.Compute) + float64(c.Drain) + hbmCopy); mxu > float64(MaxSimulated) {
+		return bad("steps x (param load + compute + drain + HBM copy)", fmt.Sprintf("%.3g years", mxu/year), limit)
 	}
 	if _, err := ParsePlacement(string(c.Placement)); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"shardlab/hw"
+	"shardlab/unit"
 )
 
 func base() Config {
@@ -134,6 +135,17 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.PCIe = 0 },
 		func(c *Config) { c.Steps = 1e6 },
 		func(c *Config) { c.NUMANodes, c.VCPUs = 2, 1 }, // node 1 would have no workers
+		// non-finite factors fail every comparison: they must not pass as in range
+		func(c *Config) { c.CrossNUMA = math.NaN() },
+		func(c *Config) { c.Jitter = math.NaN() },
+		func(c *Config) { c.Jitter = math.Inf(1) },
+		func(c *Config) { c.PCIe = unit.BytesPerSecond(math.NaN()) },
+		// products whose simulated time would overflow the int64 clock
+		func(c *Config) { c.ExampleBytes = math.MaxInt64 },
+		func(c *Config) { c.Compute = math.MaxInt64 },
+		func(c *Config) { c.ExampleBytes, c.Batch, c.PCIe = MaxExampleBytes, 1<<20, 1e3 },
+		func(c *Config) { c.ExampleCost, c.Batch, c.Steps = time.Hour, 1<<20, 40 },
+		func(c *Config) { c.Compute, c.Steps = time.Hour, 100000 },
 	} {
 		c := base()
 		mut(&c)

@@ -346,7 +346,10 @@ func (s *Sim) exampleCost(remote bool) time.Duration {
 		sigma := math.Sqrt(math.Log(1 + s.c.Jitter*s.c.Jitter))
 		d *= math.Exp(sigma*s.rng.NormFloat64() - sigma*sigma/2)
 	}
-	return time.Duration(d)
+	// a sample this far out (over 6 standard deviations for a 1h example
+	// at the largest jitter Validate allows) is clamped, so that the clock
+	// cannot overflow
+	return time.Duration(min(d, float64(MaxSimulated)))
 }
 
 // midStep is the step from whose end the steady state is measured: the

@@ -285,6 +285,9 @@ func ParseAxes(s string) ([]Axis, error) {
 		case strings.HasSuffix(val, "(ici)"):
 			val = strings.TrimSuffix(val, "(ici)")
 		}
+		if strings.ContainsAny(val, "()") {
+			return nil, &Error{Field: string(n), Value: strconv.Quote(strings.TrimSpace(item)), Want: "N for an ICI factor or N(dcn) for a DCN factor (N(ici) is the same as N)", Err: ErrInvalid}
+		}
 		f, err := strconv.Atoi(strings.TrimSpace(val))
 		if err != nil || f < 1 || f > 1<<20 {
 			return nil, &Error{Field: string(n), Value: strconv.Quote(val), Want: "a whole number from 1 to 1048576", Err: ErrInvalid}

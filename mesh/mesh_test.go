@@ -102,6 +102,13 @@ func TestParseAxes(t *testing.T) {
 			t.Errorf("ParseAxes(%q) error = %v, want ErrInvalid", bad, err)
 		}
 	}
+	// a suffix other than (dcn) or (ici) is refused, saying which are accepted
+	for _, bad := range []string{"data=4(tpu)", "data=4(dcn)(ici)", "data=4(ici)(dcn)", "data=(dcn)4", "data=4(", "data=4 (slice)"} {
+		_, err := ParseAxes(bad)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(fmt.Sprint(err), "N(dcn)") {
+			t.Errorf("ParseAxes(%q) error = %v, want ErrInvalid naming N(dcn)", bad, err)
+		}
+	}
 }
 
 func FuzzParseAxes(f *testing.F) {

@@ -1,6 +1,7 @@
 package systolic
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -84,5 +85,18 @@ func TestCompareOrdersCPUGPUTPU(t *testing.T) {
 	}
 	if cpu.AccessesPerMAC != 4 || gpu.AccessesPerMAC != 3+2.0/16 {
 		t.Errorf("CPU %v and GPU %v accesses per MAC, want 4 and 3.125 by their loop bodies", cpu.AccessesPerMAC, gpu.AccessesPerMAC)
+	}
+}
+
+func TestCompareRefusesNonFiniteClocks(t *testing.T) {
+	for _, hz := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		ok := Machines{CPUClockHz: 3e9, GPUALUs: 5000, GPUClockHz: 1.5e9, GPUTile: 16, TPU: preset(t, "v5p")}
+		cpu, gpu := ok, ok
+		cpu.CPUClockHz, gpu.GPUClockHz = hz, hz
+		for _, m := range []Machines{cpu, gpu} {
+			if _, err := Compare(GEMM{M: 64, K: 64, N: 64}, m); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Compare with CPU clock %v Hz, GPU clock %v Hz: error %v, want ErrInvalid", m.CPUClockHz, m.GPUClockHz, err)
+			}
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package systolic
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // ExecModel is how one kind of processor runs a GEMM: its memory accesses
 // and the time at its rate.
@@ -50,8 +53,10 @@ func Compare(g GEMM, m Machines) ([]ExecModel, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	if m.CPUClockHz <= 0 || m.GPUALUs <= 0 || m.GPUClockHz <= 0 || m.GPUTile <= 0 {
-		return nil, fmt.Errorf("systolic: compare needs positive CPU clock, GPU ALUs, clock and tile: %w", ErrInvalid)
+	finite := func(hz float64) bool { return hz > 0 && !math.IsInf(hz, 0) } // false for NaN too
+	if !finite(m.CPUClockHz) || m.GPUALUs <= 0 || !finite(m.GPUClockHz) || m.GPUTile <= 0 {
+		return nil, fmt.Errorf("systolic: compare needs a finite positive CPU clock (%v Hz), GPU ALUs (%d), GPU clock (%v Hz) and tile (%d): %w",
+			m.CPUClockHz, m.GPUALUs, m.GPUClockHz, m.GPUTile, ErrInvalid)
 	}
 	macs := g.MACs()
 	cpuBody := []op{{"load A[i][k]", false}, {"load B[k][j]", false}, {"load C[i][j]", false}, {"store C[i][j]", true}}

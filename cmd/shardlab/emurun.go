@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -24,6 +26,7 @@ import (
 	"shardlab/emu/mpi"
 	"shardlab/hw"
 	"shardlab/mesh"
+	"shardlab/plan"
 	"shardlab/schedule"
 	"shardlab/trace"
 	"shardlab/unit"
@@ -36,44 +39,125 @@ const (
 	defaultRunMesh   = "data=2(dcn),fsdp=2,tensor=2"
 )
 
-func runEmu(args []string, stdout, stderr io.Writer) error {
+type runFlags struct {
+	tpu, meshSpec, planPath, sched, data, ckptDir, failLink, tracePath        *string
+	slices, planIndex, layers, dModel, heads, kvHeads, dff, seq, batch, micro *int
+	steps, every, killRank, killStep                                          *int
+	lr                                                                        *float64
+	seed                                                                      *uint64
+	tied, bf16, synthetic, resume, asJSON, quiet, hang                        *bool
+	mpiTimeout                                                                *time.Duration
+}
+
+// newRunFlags defines the run flags. The model's sizes are bounded as
+// emu.Config bounds them.
+func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	tpu := fs.String("tpu", defaultRunTPU, "accelerator type of one slice")
-	slices := fs.Int("slices", defaultRunSlices, "slices joined by DCN")
-	meshSpec := fs.String("mesh", defaultRunMesh, "layout, e.g. data=2(dcn),fsdp=2,tensor=2")
-	planPath := fs.String("plan", "", "take the layout (and topology) from 'shardlab plan --json' output in FILE")
-	layers := fs.Int("layers", 4, "model layers")
-	dModel := fs.Int("d-model", 64, "model width")
-	heads := fs.Int("heads", 4, "attention heads")
-	kvHeads := fs.Int("kv-heads", 2, "key/value heads")
-	dff := fs.Int("d-ff", 176, "MLP width")
-	seq := fs.Int("seq", 64, "sequence length")
-	tied := fs.Bool("tied", false, "tie the output projection to the embedding")
-	batch := fs.Int("batch", 16, "global batch in sequences")
-	micro := fs.Int("micro-batches", 0, "pipeline micro-batches (default: 2 per stage with a pipeline)")
-	sched := fs.String("schedule", "1f1b", "pipeline schedule: gpipe or 1f1b")
-	steps := fs.Int("steps", 30, "training steps")
-	lr := fs.Float64("lr", 3e-3, "Adam learning rate")
-	bf16 := fs.Bool("bf16", true, "compute with bfloat16 copies of the weights; Adam keeps fp32 masters")
-	seed := fs.Uint64("seed", 1, "seed for the weights and the batches")
-	data := fs.String("data", "", "text FILE or DIR of .go/.txt/.md files (default: the Go sources under GOROOT)")
-	synthetic := fs.Bool("synthetic", false, "train on synthetic sequences instead of text")
-	ckptDir := fs.String("checkpoint", "", "write a checkpoint to DIR every --every steps")
-	every := fs.Int("every", 10, "steps between checkpoints")
-	resume := fs.Bool("resume", false, "continue from the checkpoint in --checkpoint DIR")
-	failLink := fs.String("fail-link", "", "mark the link between devices A-B as down")
-	tracePath := fs.String("trace", "", "write a Chrome/Perfetto trace (one track per virtual chip) to FILE")
-	asJSON := fs.Bool("json", false, "print JSON")
-	quiet := fs.Bool("quiet", false, "no progress bar")
-	killRank := fs.Int("kill-rank", -1, "fault injection under mpirun: this rank kills itself (SIGKILL) after --kill-step")
-	killStep := fs.Int("kill-step", 0, "the step after which --kill-rank dies")
-	hang := fs.Bool("hang", false, "with --kill-rank: the rank hangs instead of dying")
-	mpiTimeout := fs.Duration("mpi-timeout", 10*time.Minute, "under mpirun: how long a chip waits on a silent rank before the run stops, naming it")
+	var f runFlags
+	f.tpu = fs.String("tpu", defaultRunTPU, "accelerator type of one slice, or a generation (v5litepod) for one host")
+	f.slices = newInt(fs, "slices", defaultRunSlices, 1, 4096, "", "slices joined by DCN")
+	f.meshSpec = fs.String("mesh", defaultRunMesh, "layout, e.g. data=2(dcn),fsdp=2,tensor=2")
+	f.planPath = fs.String("plan", "", "take the layout, topology, global batch, micro-batches, schedule and (when the emulator runs it) sequence length\nfrom 'shardlab plan --json' output in FILE (at most 4 MiB)")
+	f.planIndex = newInt(fs, "plan-index", 0, 0, 1023, "", "with --plan: which plan of the array 'shardlab plan --json' prints without model or TPU flags, from 0")
+	f.layers = newInt(fs, "layers", 4, 1, 1<<16, "", "model layers")
+	f.dModel = newInt(fs, "d-model", 64, 1, 1<<16, "", "model width")
+	f.heads = newInt(fs, "heads", 4, 1, 1<<16, "", "attention heads")
+	f.kvHeads = newInt(fs, "kv-heads", 2, 1, 1<<16, "", "key/value heads")
+	f.dff = newInt(fs, "d-ff", 176, 1, 1<<16, "", "MLP width")
+	f.seq = newInt(fs, "seq", 64, 1, maxRunSeq, "", "sequence length")
+	f.tied = fs.Bool("tied", false, "tie the output projection to the embedding")
+	f.batch = newInt(fs, "batch", 16, 1, 1<<20, "", "global batch in sequences")
+	f.micro = newInt(fs, "micro-batches", 0, 0, 4096, "0: 2 per stage with a pipeline, else 1", "pipeline micro-batches")
+	f.sched = newChoice(fs, "schedule", "1f1b", []string{"gpipe", "1f1b"}, parseSchedule, "pipeline schedule")
+	f.steps = fs.Int("steps", 30, "training steps")
+	f.lr = newFloat(fs, "lr", 3e-3, floatFlag{lo: 0, hi: 1, loOpen: true}, "Adam learning rate")
+	f.bf16 = fs.Bool("bf16", true, "compute with bfloat16 copies of the weights; Adam keeps fp32 masters")
+	f.seed = fs.Uint64("seed", 1, "seed for the weights and the batches")
+	f.data = fs.String("data", "", "text FILE (at most 256 MiB) or DIR of .go/.txt/.md files; the first 4 MiB are used (default: the Go sources under GOROOT)")
+	f.synthetic = fs.Bool("synthetic", false, "train on synthetic sequences instead of text")
+	f.ckptDir = fs.String("checkpoint", "", "write a checkpoint to DIR every --every steps")
+	f.every = newInt(fs, "every", 10, 1, 1<<30, "", "steps between checkpoints (needs --checkpoint)")
+	f.resume = fs.Bool("resume", false, "continue from the checkpoint in --checkpoint DIR")
+	f.failLink = fs.String("fail-link", "", "mark the link between devices A-B as down")
+	f.tracePath = fs.String("trace", "", "write a Chrome/Perfetto trace (one track per virtual chip) to FILE")
+	f.asJSON = fs.Bool("json", false, "print JSON")
+	f.quiet = fs.Bool("quiet", false, "no progress bar")
+	f.killRank = newInt(fs, "kill-rank", -1, -1, 4095, "-1: none", "fault injection under mpirun: this rank kills itself (SIGKILL) after --kill-step")
+	f.killStep = newInt(fs, "kill-step", 0, 0, 1<<30, "", "the step after which --kill-rank dies")
+	f.hang = fs.Bool("hang", false, "with --kill-rank: the rank hangs instead of dying")
+	f.mpiTimeout = newDuration(fs, "mpi-timeout", 10*time.Minute, time.Second, 24*time.Hour, "", "under mpirun: how long a chip waits on a silent rank before the run stops, naming it")
+	return fs, &f
+}
+
+// checkRunFlags refuses flags that would be ignored in the mode the others
+// set, and output paths that could not be written, before any work.
+func checkRunFlags(f *runFlags, set map[string]bool, stderr io.Writer) error {
+	needs := func(flag, other string) error {
+		return bad("run: --%s needs --%s", flag, other)
+	}
+	switch {
+	case set["every"] && *f.ckptDir == "":
+		return needs("every", "checkpoint DIR")
+	case set["plan-index"] && *f.planPath == "":
+		return needs("plan-index", "plan FILE")
+	case set["data"] && *f.synthetic:
+		return bad("run: --data and --synthetic both name the training data; give one")
+	case (set["kill-step"] || set["hang"]) && *f.killRank < 0:
+		return bad("run: --kill-step and --hang need --kill-rank")
+	case *f.killRank >= 0 && !mpi.Launched():
+		return bad("run: --kill-rank %d injects a fault into one MPI rank, but this is one process; start shardlab (built with -tags mpi) under mpirun", *f.killRank)
+	case *f.killRank >= 0 && (*f.killStep < 1 || *f.killStep > *f.steps):
+		return bad("run: --kill-step %d, want a step from 1 to --steps %d for --kill-rank to die after", *f.killStep, *f.steps)
+	}
+	if set["mpi-timeout"] && !mpi.Launched() {
+		warn(stderr, "run", "--mpi-timeout has no effect outside mpirun")
+	}
+	if *f.failLink != "" {
+		if _, err := parseLink(*f.failLink); err != nil {
+			return err
+		}
+	}
+	if *f.tracePath != "" {
+		if err := checkOutputFile("run: --trace", *f.tracePath); err != nil {
+			return err
+		}
+	}
+	if *f.ckptDir != "" {
+		if err := checkOutputDir("run: --checkpoint", *f.ckptDir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseLink reads --fail-link A-B: two different device numbers.
+func parseLink(s string) ([2]int, error) {
+	a, b, ok := strings.Cut(s, "-")
+	x, err1 := strconv.Atoi(strings.TrimSpace(a))
+	y, err2 := strconv.Atoi(strings.TrimSpace(b))
+	switch {
+	case !ok || err1 != nil || err2 != nil || x < 0 || y < 0:
+		return [2]int{}, bad("run: --fail-link %q, want A-B with two device numbers, e.g. 3-4", s)
+	case x == y:
+		return [2]int{}, bad("run: --fail-link %q names one device twice, want A-B with two different devices, e.g. 3-4", s)
+	}
+	return [2]int{x, y}, nil
+}
+
+func runEmu(args []string, stdout, stderr io.Writer) error {
+	fs, f := newRunFlags()
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	tpu, slices, meshSpec, planPath := f.tpu, f.slices, f.meshSpec, f.planPath
+	layers, dModel, heads, kvHeads, dff, seq, tied := f.layers, f.dModel, f.heads, f.kvHeads, f.dff, f.seq, f.tied
+	batch, micro, sched, steps, lr, bf16, seed := f.batch, f.micro, f.sched, f.steps, f.lr, f.bf16, f.seed
+	data, synthetic, ckptDir, every, resume, failLink, tracePath := f.data, f.synthetic, f.ckptDir, f.every, f.resume, f.failLink, f.tracePath
+	asJSON, quiet, killRank, killStep, hang, mpiTimeout := f.asJSON, f.quiet, f.killRank, f.killStep, f.hang, f.mpiTimeout
+	set := setFlags(fs)
+	if err := checkRunFlags(f, set, stderr); err != nil {
+		return err
+	}
 
 	var m mesh.Mesh
 	var err error
@@ -81,12 +165,18 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		if set["mesh"] || set["tpu"] || set["slices"] {
 			return bad("run: --plan gives the layout and topology; drop --mesh, --tpu and --slices")
 		}
-		m, err = meshFromPlan(*planPath)
+		var pj planJob
+		if m, pj, err = meshFromPlan(*planPath, *f.planIndex, set["plan-index"]); err == nil {
+			pj.apply(f, set, stderr)
+		}
 	} else {
-		m, err = mesh.ParseOn(*tpu, *slices, *meshSpec)
+		m, err = meshOn(*tpu, *slices, *meshSpec)
 	}
 	if err != nil {
 		return err
+	}
+	if set["schedule"] && m.Size(mesh.Pipeline) == 1 {
+		warn(stderr, "run", "--schedule has no effect: layout %s has no pipeline", m)
 	}
 	var src emu.Source
 	vocab := 256
@@ -118,13 +208,11 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		BF16Compute: *bf16,
 	}
 	if *failLink != "" {
-		a, b, ok := strings.Cut(*failLink, "-")
-		x, err1 := strconv.Atoi(a)
-		y, err2 := strconv.Atoi(b)
-		if !ok || err1 != nil || err2 != nil {
-			return bad("--fail-link %q, want A-B with two device numbers, e.g. 3-4", *failLink)
+		l, err := parseLink(*failLink)
+		if err != nil {
+			return err
 		}
-		tc.FailLinks = [][2]int{{x, y}}
+		tc.FailLinks = [][2]int{l}
 	}
 	// under mpirun: one rank per host, the chips of other hosts reached
 	// through MPI; rank 0 reports
@@ -136,6 +224,9 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			return usageError{err}
 		}
 		defer job.Close()
+		if *killRank >= job.Size {
+			return bad("run: --kill-rank %d, want a rank from 0 to %d", *killRank, job.Size-1)
+		}
 		rank = job.Rank
 		tc.Remote = job.Remote
 		*quiet = *quiet || rank != 0
@@ -237,47 +328,156 @@ func progress(w io.Writer, r emu.StepReport, total int, elapsed time.Duration) {
 	fmt.Fprintf(w, "\rstep %d/%d [%s] loss %.4f  %.0f tokens/s", r.Step, total, bar, r.Loss, tps)
 }
 
-// meshFromPlan reads the layout and topology of a 'shardlab plan --json'
-// object.
-func meshFromPlan(path string) (mesh.Mesh, error) {
-	data, err := os.ReadFile(path)
+// The emulator trains small models on a few cores. It takes a plan's
+// sequence length only up to these, since its attention grows with the
+// square of the sequence; past them it keeps --seq and says so.
+const (
+	maxRunSeq     = 1 << 16 // --seq, as emu.Config bounds it
+	maxPlanSeq    = 1024
+	maxPlanTokens = 1 << 16 // sequences x tokens per step
+)
+
+// planJob is what run takes from a plan besides its layout.
+type planJob struct {
+	batch, micro, seq int
+	schedule          string
+}
+
+// meshFromPlan reads the layout and topology of what 'shardlab plan --json'
+// prints: one plan object, or an array of them (without model or TPU flags)
+// from which index picks one.
+func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, error) {
+	var pj planJob
+	data, err := readFile("--plan", path, maxPlanBytes)
 	if err != nil {
-		return mesh.Mesh{}, bad("--plan %s: %v", path, err)
+		return mesh.Mesh{}, pj, err
 	}
-	var p struct {
-		Accelerator string `json:"accelerator_type"`
-		Topology    string `json:"topology"`
-		Slices      int    `json:"slices"`
-		Layout      struct {
-			Axes []mesh.Axis `json:"axes"`
-		} `json:"layout"`
+	notPlan := bad("--plan %s: not what 'shardlab plan --json' prints (want a plan object with accelerator_type, slices and layout.axes, or an array of them)", path)
+	var p plan.JSON
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '[' {
+		var all []json.RawMessage
+		if err := json.Unmarshal(data, &all); err != nil || len(all) == 0 {
+			return mesh.Mesh{}, pj, notPlan
+		}
+		switch {
+		case len(all) > 1 && !indexSet:
+			return mesh.Mesh{}, pj, bad("--plan %s holds %d plans (the array 'shardlab plan --json' prints without model or TPU flags); pick one with --plan-index 0 to %d", path, len(all), len(all)-1)
+		case index >= len(all):
+			return mesh.Mesh{}, pj, bad("--plan-index %d, want 0 to %d: %s holds %d plans", index, len(all)-1, path, len(all))
+		}
+		data = all[index]
+	} else if indexSet && index != 0 {
+		return mesh.Mesh{}, pj, bad("--plan-index %d, want 0: %s holds one plan", index, path)
 	}
 	if err := json.Unmarshal(data, &p); err != nil || p.Accelerator == "" || len(p.Layout.Axes) == 0 {
-		return mesh.Mesh{}, bad("--plan %s: not the JSON object 'shardlab plan --json' prints (want accelerator_type, slices and layout.axes)", path)
+		return mesh.Mesh{}, pj, notPlan
+	}
+	field := func(name string, v int, want string) error {
+		return bad("--plan %s: %s = %d, want %s", path, name, v, want)
+	}
+	switch {
+	case p.Slices < 1 || p.Slices > 4096:
+		return mesh.Mesh{}, pj, field("slices", p.Slices, "1 to 4096")
+	case p.GlobalBatch < 1 || p.GlobalBatch > 1<<20:
+		return mesh.Mesh{}, pj, field("global_batch_sequences", p.GlobalBatch, "1 to 1048576")
+	case p.MicroBatches < 1 || p.MicroBatches > 4096:
+		return mesh.Mesh{}, pj, field("micro_batches", p.MicroBatches, "1 to 4096")
+	case p.Seq < 1:
+		return mesh.Mesh{}, pj, field("seq_tokens", p.Seq, "a positive number of tokens")
+	}
+	if _, err := schedule.ParseKind(p.Schedule); err != nil {
+		return mesh.Mesh{}, pj, bad("--plan %s: schedule %q, want gpipe or 1f1b", path, p.Schedule)
 	}
 	s, err := hw.ParseAcceleratorType(p.Accelerator)
 	if err != nil {
-		return mesh.Mesh{}, err
+		return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
 	}
 	if p.Topology != "" {
 		if s, err = hw.ParseTopology(s.Chip, p.Topology); err != nil {
-			return mesh.Mesh{}, err
+			return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
 		}
 	}
-	ms, err := hw.NewMultislice(s, max(p.Slices, 1), 0)
+	ms, err := hw.NewMultislice(s, p.Slices, 0)
+	if err != nil {
+		return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
+	}
+	if ms.Chips() > maxRunChips {
+		return mesh.Mesh{}, pj, bad("--plan %s: %d chips is more virtual chips than one process runs (at most %d)", path, ms.Chips(), maxRunChips)
+	}
+	m, err := mesh.New(ms, p.Layout.Axes...)
+	if err != nil {
+		return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
+	}
+	return m, planJob{batch: p.GlobalBatch, micro: p.MicroBatches, seq: p.Seq, schedule: p.Schedule}, nil
+}
+
+// maxRunChips bounds the virtual chips of one run.
+const maxRunChips = 4096
+
+// apply takes the plan's batch, micro-batches, schedule and sequence length
+// for the flags the command line did not set.
+func (pj planJob) apply(f *runFlags, set map[string]bool, stderr io.Writer) {
+	if !set["batch"] {
+		*f.batch = pj.batch
+	}
+	if !set["micro-batches"] {
+		*f.micro = pj.micro
+	}
+	if !set["schedule"] {
+		*f.sched = pj.schedule
+	}
+	if set["seq"] {
+		return
+	}
+	if pj.seq <= maxPlanSeq && *f.batch*pj.seq <= maxPlanTokens {
+		*f.seq = pj.seq
+		return
+	}
+	warn(stderr, "run", "the plan's %d sequences of %d tokens are more than the emulator trains per step (sequences of at most %d tokens, %d tokens a step); training %d sequences of %d tokens (set --seq to choose)",
+		*f.batch, pj.seq, maxPlanSeq, maxPlanTokens, *f.batch, *f.seq)
+}
+
+// meshOn lays spec out on slices of --tpu: an accelerator type, or a
+// generation for its smallest slice of whole hosts.
+func meshOn(tpu string, slices int, spec string) (mesh.Mesh, error) {
+	chip, slice, err := parseTPU("--tpu", tpu)
 	if err != nil {
 		return mesh.Mesh{}, err
 	}
-	if ms.Chips() > 4096 {
-		return mesh.Mesh{}, bad("--plan %s: %d chips is more virtual chips than one process runs (at most 4096)", path, ms.Chips())
+	if slice == nil {
+		s, err := hostSlice(chip)
+		if err != nil {
+			return mesh.Mesh{}, err
+		}
+		slice = &s
 	}
-	return mesh.New(ms, p.Layout.Axes...)
+	ms, err := hw.NewMultislice(*slice, slices, 0)
+	if err != nil {
+		return mesh.Mesh{}, err
+	}
+	if ms.Chips() > maxRunChips {
+		return mesh.Mesh{}, bad("run: %s is %d chips, more virtual chips than one process runs (at most %d)", ms, ms.Chips(), maxRunChips)
+	}
+	return mesh.Parse(ms, spec)
 }
+
+// The training text: at most maxCorpusFile for a --data FILE, at most
+// maxCorpusEntries visited under a --data DIR, and the first maxCorpus
+// bytes used.
+const (
+	maxCorpus        = 4 << 20
+	maxCorpusFile    = 256 << 20
+	maxCorpusEntries = 100_000
+)
 
 // loadCorpus reads a text file, the text files under a directory, or by
 // default the Go sources under GOROOT/src, in sorted order, up to 4 MiB.
-func loadCorpus(path string) ([]byte, string, error) {
-	const limit = 4 << 20
+// Under a directory, files that are not regular (FIFOs, devices, symbolic
+// links to them) are skipped.
+func loadCorpus(path string) ([]byte, string, error) { return readCorpus(path, maxCorpusEntries) }
+
+// readCorpus is loadCorpus visiting at most maxEntries under a directory.
+func readCorpus(path string, maxEntries int) ([]byte, string, error) {
 	desc := path
 	if path == "" {
 		root := os.Getenv("GOROOT")
@@ -289,17 +489,29 @@ func loadCorpus(path string) ([]byte, string, error) {
 	}
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, "", bad("--data %s: %v", path, err)
+		return nil, "", bad("--data %s: %v", path, cause(err))
 	}
 	if !info.IsDir() {
-		b, err := os.ReadFile(path)
+		f, size, err := openRegular("--data", path, maxCorpusFile)
+		if err != nil {
+			return nil, "", err
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxCorpus))
 		if err != nil {
 			return nil, "", bad("--data %s: %v", path, err)
 		}
-		return b[:min(len(b), limit)], desc, nil
+		if size > maxCorpus {
+			desc = fmt.Sprintf("%s (the first %v of %v)", desc, unit.Bytes(len(b)), unit.Bytes(size))
+		}
+		return b, desc, nil
 	}
 	var files []string
+	entries := 0
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if entries++; entries > maxEntries {
+			return bad("--data %s: more than %d entries under it, want a smaller directory or a file", path, maxEntries)
+		}
 		if err != nil {
 			return nil // unreadable entries are skipped
 		}
@@ -316,11 +528,16 @@ func loadCorpus(path string) ([]byte, string, error) {
 	}
 	sort.Strings(files)
 	var out []byte
-	for _, f := range files {
-		if len(out) >= limit {
+	for _, name := range files {
+		if len(out) >= maxCorpus {
 			break
 		}
-		b, err := os.ReadFile(f)
+		f, _, err := openRegular("--data", name, math.MaxInt64)
+		if err != nil {
+			continue // not a regular file, or unreadable
+		}
+		b, err := io.ReadAll(io.LimitReader(f, int64(maxCorpus-len(out))))
+		f.Close()
 		if err != nil {
 			continue
 		}
@@ -329,7 +546,7 @@ func loadCorpus(path string) ([]byte, string, error) {
 	if len(out) == 0 {
 		return nil, "", bad("--data %s: no .go, .txt or .md files", path)
 	}
-	return out[:min(len(out), limit)], fmt.Sprintf("%s (%d files, %v)", desc, len(files), unit.Bytes(min(len(out), limit))), nil
+	return out, fmt.Sprintf("%s (%d files, %v)", desc, len(files), unit.Bytes(len(out))), nil
 }
 
 // writeCheckpoint writes atomically: a temporary file, fsync, rename.

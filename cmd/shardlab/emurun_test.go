@@ -123,3 +123,66 @@ func TestRunFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPlanFromPlanJSON: run --plan takes what 'plan --json' prints,
+// the array of the defaults too (one picked with --plan-index), and the
+// plan's global batch, micro-batches, schedule and, when the emulator can
+// train it, sequence length, unless the flags set them.
+func TestRunPlanFromPlanJSON(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	out, errOut, code := runCmd("plan", "--json")
+	if code != 0 {
+		t.Fatalf("plan --json: %s", errOut)
+	}
+	array := write("defaults.json", []byte(out))
+	fail(t, []string{"run", "--plan", array}, "--plan "+array, "holds 2 plans", "--plan-index 0 to 1")
+	fail(t, []string{"run", "--plan", array, "--plan-index", "2"}, "--plan-index 2", "want 0 to 1")
+
+	// the first default: llama3-8b on tpu7x-8, data=4, 4 sequences of 8192
+	// tokens; the emulator keeps --seq and says so
+	small := []string{"--synthetic", "--steps", "1", "--quiet"}
+	report, errOut, code := runCmd(append([]string{"run", "--plan", array, "--plan-index", "0"}, small...)...)
+	if code != 0 {
+		t.Fatalf("run --plan %s --plan-index 0: exit %d: %s", array, code, errOut)
+	}
+	for _, want := range []string{"layout data=4", "seq 64:", "4 sequences per step"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("run --plan-index 0: report lacks %q:\n%s", want, report)
+		}
+	}
+	if !strings.Contains(errOut, "the plan's 4 sequences of 8192 tokens") || !strings.Contains(errOut, "--seq") {
+		t.Errorf("run --plan-index 0: stderr %q does not say the plan's sequence length was not taken", errOut)
+	}
+
+	// one plan object, edited to a sequence length the emulator trains
+	var plans []map[string]any
+	if err := json.Unmarshal([]byte(out), &plans); err != nil {
+		t.Fatal(err)
+	}
+	p := plans[0]
+	p["seq_tokens"], p["global_batch_sequences"] = 128, 8
+	b, _ := json.Marshal(p)
+	one := write("one.json", b)
+	o := runJSONOut(t, append([]string{"run", "--plan", one}, small...)...)
+	if o.Model.Seq != 128 || o.Layout != "data=4" {
+		t.Errorf("run --plan with seq_tokens 128: seq %d, layout %s; want 128 and data=4", o.Model.Seq, o.Layout)
+	}
+	report, _, _ = runCmd(append([]string{"run", "--plan", one}, small...)...)
+	if !strings.Contains(report, "8 sequences per step") {
+		t.Errorf("run --plan with global_batch_sequences 8: report\n%s", report)
+	}
+	// flags set on the command line win
+	report, errOut, code = runCmd(append([]string{"run", "--plan", one, "--batch", "12", "--seq", "32"}, small...)...)
+	if code != 0 || !strings.Contains(report, "12 sequences per step") || !strings.Contains(report, "seq 32:") {
+		t.Errorf("run --plan --batch 12 --seq 32: exit %d %s\n%s", code, errOut, report)
+	}
+	fail(t, []string{"run", "--plan", one, "--plan-index", "1"}, "--plan-index 1", "holds one plan")
+	fail(t, []string{"run", "--plan", write("junk.json", []byte(`{"layout": 3}`))}, "--plan", "not what 'shardlab plan --json' prints")
+}

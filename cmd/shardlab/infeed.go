@@ -7,36 +7,59 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"shardlab/hw"
 	"shardlab/infeed"
 	"shardlab/unit"
 )
 
-func runInfeed(args []string, stdout, stderr io.Writer) error {
+type infeedFlags struct {
+	tpu, numa                                      *string
+	vcpus, batch, infeedDepth, outfeedDepth, steps *int
+	cost, compute, paramLoad, drain                *time.Duration
+	jitter, crossNUMA                              *float64
+	exBytes                                        *int64
+	seed                                           *uint64
+	sweep, asJSON                                  *bool
+}
+
+func newInfeedFlags() (*flag.FlagSet, *infeedFlags) {
 	fs := flag.NewFlagSet("infeed", flag.ContinueOnError)
-	tpu := fs.String("tpu", "tpu7x", "TPU generation: its VM sets the chips, vCPUs, NUMA nodes and PCIe bandwidth")
-	vcpus := fs.Int("vcpus", 0, "vCPUs preprocessing input (default: the VM's)")
-	cost := fs.Duration("example-cost", 2*time.Millisecond, "CPU time to read and preprocess one example")
-	jitter := fs.Float64("jitter", 0, "coefficient of variation of the example cost (log-normal)")
-	batch := fs.Int("batch", 256, "examples per chip per step")
-	exBytes := fs.Int64("example-bytes", 32<<10, "bytes of one example copied into HBM")
-	compute := fs.Duration("compute", 50*time.Millisecond, "MXU time per step")
-	paramLoad := fs.Duration("param-load", 0, "time to load the step's parameters from HBM into the MXU")
-	drain := fs.Duration("drain", time.Millisecond, "host time to consume one result from the outfeed")
-	numa := fs.String("numa", "local", "worker placement: local (each chip's NUMA node), interleaved, or node0")
-	crossNUMA := fs.Float64("cross-numa", 1.3, "example cost factor when a worker feeds a chip on the other NUMA node")
-	infeedDepth := fs.Int("infeed-depth", 2, "batches the infeed queue holds per chip")
-	outfeedDepth := fs.Int("outfeed-depth", 2, "results the outfeed queue holds per chip")
-	steps := fs.Int("steps", 50, "steps to simulate")
-	seed := fs.Uint64("seed", 1, "seed for the example-cost jitter")
-	sweep := fs.Bool("sweep", true, "find the fewest vCPUs that keep the chips busy")
-	asJSON := fs.Bool("json", false, "print JSON")
+	var f infeedFlags
+	f.tpu = fs.String("tpu", "tpu7x", "TPU generation or accelerator type: its host VM sets the chips, vCPUs, NUMA nodes and PCIe bandwidth")
+	f.vcpus = newInt(fs, "vcpus", 0, 0, 4096, "0: the VM's", "vCPUs preprocessing input")
+	f.cost = newDuration(fs, "example-cost", 2*time.Millisecond, 0, time.Hour, "", "CPU time to read and preprocess one example")
+	f.jitter = newFloat(fs, "jitter", 0, floatFlag{lo: 0, hi: 10}, "coefficient of variation of the example cost (log-normal)")
+	f.batch = newInt(fs, "batch", 256, 1, 1<<20, "", "examples per chip per step")
+	f.exBytes = newInt64(fs, "example-bytes", 32<<10, 0, 1<<30, "", "bytes of one example copied into HBM")
+	f.compute = newDuration(fs, "compute", 50*time.Millisecond, time.Nanosecond, time.Hour, "", "MXU time per step")
+	f.paramLoad = newDuration(fs, "param-load", 0, 0, time.Hour, "", "time to load the step's parameters from HBM into the MXU")
+	f.drain = newDuration(fs, "drain", time.Millisecond, 0, time.Hour, "", "host time to consume one result from the outfeed")
+	f.numa = newChoice(fs, "numa", "local", []string{"local", "interleaved", "node0"}, nil, "worker placement: local (each chip's NUMA node), interleaved, or node0")
+	f.crossNUMA = newFloat(fs, "cross-numa", 1.3, floatFlag{lo: 1, hi: 10}, "example cost factor when a worker feeds a chip on the other NUMA node")
+	f.infeedDepth = newInt(fs, "infeed-depth", 2, 1, 1024, "", "batches the infeed queue holds per chip")
+	f.outfeedDepth = newInt(fs, "outfeed-depth", 2, 1, 1024, "", "results the outfeed queue holds per chip")
+	f.steps = newInt(fs, "steps", 50, 1, 100_000, "", "steps to simulate")
+	f.seed = fs.Uint64("seed", 1, "seed for the example-cost jitter")
+	f.sweep = fs.Bool("sweep", true, "find the fewest vCPUs that keep the chips busy")
+	f.asJSON = fs.Bool("json", false, "print JSON")
+	return fs, &f
+}
+
+func runInfeed(args []string, stdout, stderr io.Writer) error {
+	fs, f := newInfeedFlags()
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	chip, err := hw.Lookup(*tpu)
+	tpu, vcpus, cost, jitter, batch, exBytes, compute := f.tpu, f.vcpus, f.cost, f.jitter, f.batch, f.exBytes, f.compute
+	paramLoad, drain, numa, crossNUMA, infeedDepth, outfeedDepth := f.paramLoad, f.drain, f.numa, f.crossNUMA, f.infeedDepth, f.outfeedDepth
+	steps, seed, sweep, asJSON := f.steps, f.seed, f.sweep, f.asJSON
+	set := setFlags(fs)
+	chip, slice, err := parseTPU("--tpu", *tpu)
 	if err != nil {
 		return err
+	}
+	if slice != nil && slice.Chips() < chip.Host.Chips {
+		return bad("infeed: --tpu %s has %d chips, less than the %d-chip %s host this simulates; give a generation (%s) or a type of whole hosts",
+			*tpu, slice.Chips(), chip.Host.Chips, chip.Host.MachineType, chip.Generation)
 	}
 	c := infeed.ForChip(chip)
 	if c.VCPUs == 0 {
@@ -48,6 +71,12 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	}
 	if c.Placement, err = infeed.ParsePlacement(*numa); err != nil {
 		return usageError{err}
+	}
+	if set["cross-numa"] && (c.Placement == infeed.Local || c.NUMANodes == 1) {
+		warn(stderr, "infeed", "--cross-numa has no effect: no worker feeds a chip on another NUMA node (%s placement, %d NUMA nodes)", c.Placement, c.NUMANodes)
+	}
+	if set["seed"] && *jitter == 0 {
+		warn(stderr, "infeed", "--seed has no effect without --jitter: example costs are fixed")
 	}
 	c.ExampleCost, c.Jitter, c.Batch, c.ExampleBytes = *cost, *jitter, *batch, unit.Bytes(*exBytes)
 	c.Compute, c.ParamLoad, c.Drain, c.CrossNUMA = *compute, *paramLoad, *drain, *crossNUMA

@@ -7,7 +7,6 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"shardlab/hw"
 	"shardlab/systolic"
 	"shardlab/unit"
 )
@@ -16,26 +15,68 @@ import (
 // the closed form is shown.
 const maxSimCycles = 50_000_000
 
+type mxuFlags struct {
+	m, k, n                         *int
+	array, dataflow, tpu, tracePath *string
+	double, hbm, asJSON             *bool
+	buffer                          *int64
+	cpuGHz, gpuGHz                  *float64 // compare
+	gpuALUs, tile                   *int     // compare
+}
+
+// gemmFlags defines --m, --k and --n.
+func gemmFlags(fs *flag.FlagSet, f *mxuFlags) {
+	f.m = newInt(fs, "m", 4096, 1, systolic.MaxDim, "", "GEMM rows of A and C")
+	f.k = newInt(fs, "k", 4096, 1, systolic.MaxDim, "", "GEMM inner dimension")
+	f.n = newInt(fs, "n", 4096, 1, systolic.MaxDim, "", "GEMM columns of B and C")
+}
+
+func newMXUFlags() (*flag.FlagSet, *mxuFlags) {
+	fs := flag.NewFlagSet("mxu", flag.ContinueOnError)
+	var f mxuFlags
+	gemmFlags(fs, &f)
+	f.array = fs.String("array", "", "array size ROWSxCOLS (default: the --tpu chip's MXU)")
+	f.dataflow = newChoice(fs, "dataflow", "ws", []string{"ws", "os", "is"}, parseDataflow, "ws (weight stationary), os (output stationary) or is (input stationary)")
+	f.double = fs.Bool("double-buffer", true, "load the next fold's stationary tile while this one streams (ws, is)")
+	f.tpu = fs.String("tpu", "v5p", "TPU generation or accelerator type (v5p, v5p-128): its clock, MXU size and HBM bandwidth")
+	f.hbm = fs.Bool("hbm-limit", true, "limit HBM bandwidth to the chip's share per MXU (false: unlimited)")
+	f.buffer = newInt64(fs, "buffer-mib", 0, 0, 1<<20, "0: unlimited", "on-chip operand buffer in MiB")
+	f.tracePath = fs.String("trace", "", "write the per-cycle activity of a small GEMM as a Chrome/Perfetto trace to FILE")
+	f.asJSON = fs.Bool("json", false, "print JSON")
+	return fs, &f
+}
+
+func newMXUCompareFlags() (*flag.FlagSet, *mxuFlags) {
+	fs := flag.NewFlagSet("mxu compare", flag.ContinueOnError)
+	var f mxuFlags
+	gemmFlags(fs, &f)
+	f.tpu = fs.String("tpu", "v5p", "TPU generation or accelerator type")
+	f.cpuGHz = newFloat(fs, "cpu-ghz", 3, floatFlag{lo: 0.01, hi: 100}, "CPU clock in GHz (one scalar MAC per cycle)")
+	f.gpuALUs = newInt(fs, "gpu-alus", 5000, 1, 1<<20, "", "GPU ALUs (the seed: 2,500-5,000)")
+	f.gpuGHz = newFloat(fs, "gpu-ghz", 1.5, floatFlag{lo: 0.01, hi: 100}, "GPU clock in GHz")
+	f.tile = newInt(fs, "gpu-tile", 16, 1, 4096, "", "GPU shared-memory tile side")
+	f.asJSON = fs.Bool("json", false, "print JSON")
+	return fs, &f
+}
+
+func parseDataflow(s string) error { _, err := systolic.ParseDataflow(s); return err }
+
 func runMXU(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "compare" {
 		return runMXUCompare(args[1:], stdout, stderr)
 	}
-	fs := flag.NewFlagSet("mxu", flag.ContinueOnError)
-	m := fs.Int("m", 4096, "GEMM rows of A and C")
-	k := fs.Int("k", 4096, "GEMM inner dimension")
-	n := fs.Int("n", 4096, "GEMM columns of B and C")
-	array := fs.String("array", "", "array size ROWSxCOLS (default: the --tpu chip's MXU)")
-	dataflow := fs.String("dataflow", "ws", "ws (weight stationary), os (output stationary) or is (input stationary)")
-	double := fs.Bool("double-buffer", true, "load the next fold's stationary tile while this one streams (ws, is)")
-	tpu := fs.String("tpu", "v5p", "chip generation for the clock, MXU size and HBM bandwidth")
-	hbm := fs.Bool("hbm-limit", true, "limit HBM bandwidth to the chip's share per MXU (false: unlimited)")
-	buffer := fs.Int64("buffer-mib", 0, "on-chip operand buffer in MiB (0: unlimited)")
-	tracePath := fs.String("trace", "", "write the per-cycle activity of a small GEMM as a Chrome/Perfetto trace to FILE")
-	asJSON := fs.Bool("json", false, "print JSON")
+	fs, f := newMXUFlags()
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	chip, err := hw.Lookup(*tpu)
+	m, k, n, array, dataflow, double, tpu, hbm, buffer, tracePath, asJSON := f.m, f.k, f.n, f.array, f.dataflow, f.double, f.tpu, f.hbm, f.buffer, f.tracePath, f.asJSON
+	set := setFlags(fs)
+	if *tracePath != "" {
+		if err := checkOutputFile("mxu: --trace", *tracePath); err != nil {
+			return err
+		}
+	}
+	chip, _, err := parseTPU("--tpu", *tpu)
 	if err != nil {
 		return err
 	}
@@ -50,8 +91,8 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	a.DoubleBuffer = *double
-	if *buffer < 0 {
-		return bad("--buffer-mib %d, want 0 (unlimited) or a positive size", *buffer)
+	if set["double-buffer"] && a.Dataflow == systolic.OutputStationary {
+		warn(stderr, "mxu", "--double-buffer has no effect with --dataflow os: output stationary keeps no stationary operand to preload")
 	}
 	a.BufferBytes = *buffer << 20
 	if *hbm {
@@ -65,6 +106,10 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 	cf, err := systolic.ClosedForm(a, g)
 	if err != nil {
 		return usageError{err}
+	}
+	if *tracePath != "" && cf.Cycles > systolic.MaxTraceCycles {
+		// checked before the file is created, so an existing one is kept
+		return bad("mxu: --trace %s: trace of %d cycles is too long (at most %d); try a smaller GEMM", *tracePath, cf.Cycles, systolic.MaxTraceCycles)
 	}
 	if *tracePath != "" {
 		f, err := os.Create(*tracePath)
@@ -123,20 +168,12 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 }
 
 func runMXUCompare(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("mxu compare", flag.ContinueOnError)
-	m := fs.Int("m", 4096, "GEMM rows of A and C")
-	k := fs.Int("k", 4096, "GEMM inner dimension")
-	n := fs.Int("n", 4096, "GEMM columns of B and C")
-	tpu := fs.String("tpu", "v5p", "TPU generation")
-	cpuGHz := fs.Float64("cpu-ghz", 3, "CPU clock in GHz (one scalar MAC per cycle)")
-	gpuALUs := fs.Int("gpu-alus", 5000, "GPU ALUs (the seed: 2,500-5,000)")
-	gpuGHz := fs.Float64("gpu-ghz", 1.5, "GPU clock in GHz")
-	tile := fs.Int("gpu-tile", 16, "GPU shared-memory tile side")
-	asJSON := fs.Bool("json", false, "print JSON")
+	fs, f := newMXUCompareFlags()
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	chip, err := hw.Lookup(*tpu)
+	m, k, n, tpu, cpuGHz, gpuALUs, gpuGHz, tile, asJSON := f.m, f.k, f.n, f.tpu, f.cpuGHz, f.gpuALUs, f.gpuGHz, f.tile, f.asJSON
+	chip, _, err := parseTPU("--tpu", *tpu)
 	if err != nil {
 		return err
 	}

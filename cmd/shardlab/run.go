@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -37,9 +39,24 @@ usage:
   shardlab validate [--json]       cost published MaxText runs and compare with their MFU
   shardlab hw list|show NAME       the TPU catalog (NAME: v5p or v5p-128)
   shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
+  shardlab version                 the module version and VCS revision of this binary
 
 run 'shardlab plan -h' for the plan flags
 `
+
+// commandFlags builds each command's flags exactly as the command does, so
+// that tests can walk every flag of every command.
+var commandFlags = map[string]func() *flag.FlagSet{
+	"plan":           func() *flag.FlagSet { fs, _ := newPlanFlags("plan", false); return fs },
+	"export maxtext": func() *flag.FlagSet { fs, _ := newPlanFlags("export maxtext", true); return fs },
+	"mxu":            func() *flag.FlagSet { fs, _ := newMXUFlags(); return fs },
+	"mxu compare":    func() *flag.FlagSet { fs, _ := newMXUCompareFlags(); return fs },
+	"infeed":         func() *flag.FlagSet { fs, _ := newInfeedFlags(); return fs },
+	"run":            func() *flag.FlagSet { fs, _ := newRunFlags(); return fs },
+	"validate":       func() *flag.FlagSet { fs, _ := newValidateFlags(); return fs },
+	"hw":             func() *flag.FlagSet { fs, _ := newCatalogFlags("hw"); return fs },
+	"model":          func() *flag.FlagSet { fs, _ := newCatalogFlags("model"); return fs },
+}
 
 // exit statuses
 const (
@@ -67,6 +84,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "plan":
 		err = runPlan(args[1:], stdout, stderr, false)
 	case "export":
+		if len(args) == 2 && isHelp(args[1]) {
+			err = runPlan(args[1:], stdout, stderr, true)
+			break
+		}
 		if len(args) < 2 || args[1] != "maxtext" {
 			err = bad("export: want 'export maxtext [plan flags]'")
 			break
@@ -81,11 +102,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "validate":
 		err = runValidate(args[1:], stdout, stderr)
 	case "hw":
-		err = runHW(args[1:], stdout)
+		err = runHW(args[1:], stdout, stderr)
 	case "model":
-		err = runModel(args[1:], stdout)
-	case "help", "-h", "--help":
+		err = runModel(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "version", "-version", "--version":
+		if len(args) > 1 {
+			err = bad("version: unexpected argument %q", args[1])
+			break
+		}
+		fmt.Fprintln(stdout, version())
 		return exitOK
 	default:
 		err = bad("unknown command %q, want plan, export, run, validate, mxu, infeed, hw or model", args[0])
@@ -105,16 +133,71 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+func isHelp(s string) bool { return s == "-h" || s == "-help" || s == "--help" || s == "help" }
+
+// version is the module version and VCS revision the binary was built
+// from, as the Go toolchain recorded them.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "shardlab: no build information (" + runtime.Version() + ")"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	out := "shardlab " + v
+	var vcs []string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			vcs = append([]string{"revision " + s.Value}, vcs...)
+		case s.Key == "vcs.time":
+			vcs = append(vcs, s.Value)
+		case s.Key == "vcs.modified" && s.Value == "true":
+			vcs = append(vcs, "modified")
+		}
+	}
+	if len(vcs) > 0 {
+		out += " (" + strings.Join(vcs, ", ") + ")"
+	}
+	return out + ", " + bi.GoVersion
+}
+
+// catalogUsage is what 'shardlab hw -h' and 'shardlab model -h' print.
+var catalogUsage = map[string]string{
+	"hw": `usage of shardlab hw:
+  shardlab hw list [--json]        the TPU catalog
+  shardlab hw show NAME [--json]   one generation (v5p) or accelerator type (v5p-128)
+`,
+	"model": `usage of shardlab model:
+  shardlab model list [--json]        the model catalog
+  shardlab model show NAME [--json]   a catalog model (llama3-8b) or a YAML/JSON spec file of at most 1 MiB
+`,
+}
+
+// newCatalogFlags defines the flags of hw and model.
+func newCatalogFlags(cmd string) (*flag.FlagSet, *bool) {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	return fs, fs.Bool("json", false, "print JSON")
+}
+
 // catalogArgs reads "list" or "show NAME" with an optional --json before or
-// after the name.
-func catalogArgs(cmd string, args []string) (sub string, names []string, asJSON bool, err error) {
+// after the name; -h prints the usage to stderr.
+func catalogArgs(cmd string, args []string, stderr io.Writer) (sub string, names []string, asJSON bool, err error) {
+	if len(args) > 0 && isHelp(args[0]) || len(args) > 1 && isHelp(args[1]) {
+		fmt.Fprint(stderr, catalogUsage[cmd])
+		return "", nil, false, flag.ErrHelp
+	}
 	if len(args) == 0 {
 		return "", nil, false, bad("%s: want '%s list' or '%s show NAME'", cmd, cmd, cmd)
 	}
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs, j := newCatalogFlags(cmd)
 	fs.SetOutput(io.Discard)
-	j := fs.Bool("json", false, "print JSON")
 	names, err = parseInterleaved(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stderr, catalogUsage[cmd])
+	}
 	return args[0], names, *j, err
 }
 
@@ -123,7 +206,9 @@ func catalogArgs(cmd string, args []string) (sub string, names []string, asJSON 
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var names []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		} else if err != nil {
 			return nil, bad("%s: %v", fs.Name(), err)
 		}
 		if fs.NArg() == 0 {
@@ -132,25 +217,6 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		names = append(names, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-}
-
-// parseFlags parses a subcommand's flags: -h prints the flags to stderr,
-// anything wrong is a one-line usage error.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stderr)
-		fmt.Fprintf(stderr, "usage of shardlab %s:\n", fs.Name())
-		fs.PrintDefaults()
-		return err
-	case err != nil:
-		return bad("%s: %v (run 'shardlab %s -h' for the flags)", fs.Name(), err, fs.Name())
-	case fs.NArg() > 0:
-		return bad("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
-	}
-	return nil
 }
 
 // isUsage reports whether err comes from bad input.
@@ -182,42 +248,67 @@ type planFlags struct {
 	exampleCost                time.Duration
 }
 
-func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+// newPlanFlags defines the flags of plan, or of export maxtext, which
+// writes only the chosen layout and so has no --json, --top or
+// --example-cost (whose input check only adds warnings).
+func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var f planFlags
-	fs.StringVar(&f.model, "model", "", "catalog model name or a YAML/JSON spec file (default llama3-8b)")
+	fs.StringVar(&f.model, "model", "", "catalog model name or a YAML/JSON spec file of at most 1 MiB (default llama3-8b)")
 	fs.StringVar(&f.tpu, "tpu", "", "accelerator type of one slice, e.g. tpu7x-8, v5p-128, v6e-256 (default tpu7x-8);\na generation alone (tpu7x) picks the smallest footprint: one host, a slice, or slices")
 	fs.StringVar(&f.topology, "topology", "", "slice topology AxB or AxBxC, overriding the accelerator type's default")
-	fs.IntVar(&f.slices, "slices", 1, "number of slices joined by DCN")
-	fs.Float64Var(&f.dcnGbps, "dcn-gbps", 0, "DCN bandwidth per host in Gbit/s (default: the catalog's)")
-	fs.IntVar(&f.seq, "seq", 0, "sequence length in tokens (default: the model's)")
+	intVar(fs, &f.slices, "slices", 1, 1, 4096, "", "number of slices joined by DCN")
+	floatVar(fs, &f.dcnGbps, "dcn-gbps", 0, floatFlag{lo: 0.1, hi: 100_000, unit: "Gbit/s", zero: "the catalog's"}, "DCN bandwidth per host in Gbit/s")
+	intVar(fs, &f.seq, "seq", 0, 0, 1<<24, "0: the model's", "sequence length in tokens")
 	fs.StringVar(&f.batch, "global-batch", "", "fix the global batch: N sequences, or Ntok tokens (k, M, Ki, Mi allowed: 4Mitok)")
 	fs.StringVar(&f.maxBatch, "max-global-batch", "4Mitok", "convergence limit on the global batch, sequences or tokens")
 	fs.StringVar(&f.mesh, "mesh", "", "cost this one layout, e.g. data=2(dcn),fsdp=64 (default: search all)")
-	fs.StringVar(&f.remat, "remat", "", "MaxText remat_policy: none, minimal_with_context, minimal, minimal_offloaded, save_dot_except_mlpwi,\nsave_dot_except_mlp, save_qkv_proj, qkv_proj_offloaded, save_out_proj, full or custom\n(default: search none, minimal, save_dot_except_mlp, save_qkv_proj and full)")
+	remats := []string{}
+	for _, r := range cost.Remats() {
+		remats = append(remats, string(r))
+	}
+	choiceVar(fs, &f.remat, "remat", "", remats, nil, "MaxText remat_policy (default: search none, minimal, save_dot_except_mlp, save_qkv_proj and full)")
 	fs.StringVar(&f.custom, "remat-custom", "", "with --remat custom: tensor=device|offload|remat, comma-separated (decoder_layer_input, query_proj, key_proj,\nvalue_proj, context, out_proj, mlpwi_0, mlpwi_1, mlpwo)")
-	fs.StringVar(&f.quant, "quantization", "none", "matmul format: none (bf16), int8 or fp8 (the chip's peak for that format)")
-	fs.StringVar(&f.attention, "attention", "flash", "attention kernel: flash (skips masked causal blocks, keeps no scores) or dot_product")
+	choiceVar(fs, &f.quant, "quantization", "none", []string{"none", "int8", "fp8"}, nil, "matmul format: none (bf16), int8 or fp8 (the chip's peak for that format)")
+	choiceVar(fs, &f.attention, "attention", "flash", []string{"flash", "dot_product"}, nil, "attention kernel: flash (skips masked causal blocks, keeps no scores) or dot_product")
 	fs.BoolVar(&f.optOffload, "optimizer-offload", false, "keep the optimizer state in host memory (MaxText optimizer_memory_host_offload)")
 	fs.BoolVar(&f.paramOffload, "parameter-offload", false, "keep the parameters in host memory (MaxText parameter_memory_host_offload)")
-	fs.IntVar(&f.vocabTiles, "vocab-tiles", 1, "split the logits and loss into this many chunks (MaxText num_vocab_tiling)")
-	fs.StringVar(&f.sched, "schedule", "", "pipeline schedule: gpipe, 1f1b, interleaved or circular (default: search gpipe, 1f1b and\ninterleaved with 2 and 4 chunks)")
-	fs.IntVar(&f.chunks, "chunks", 0, "chunks of layers per pipeline device for interleaved (default 2) and circular (default 1; MaxText num_pipeline_repeats)")
-	fs.StringVar(&f.precision, "precision", "maxtext", "maxtext (weight_dtype float32: fp32 weights, grads and Adam moments, 16 B/param),\nbf16 (weight_dtype bfloat16: 8 B/param) or zero (bf16 weights and grads, fp32 master and moments, 16 B/param)")
-	fs.Float64Var(&f.efficiency, "efficiency", 0, "residual efficiency of the matmuls after their MXU shapes (default: the generation's calibrated value)")
-	fs.Float64Var(&f.headroom, "hbm-headroom", cost.DefaultHBMHeadroom, "fraction of HBM kept free")
+	intVar(fs, &f.vocabTiles, "vocab-tiles", 1, 1, 1<<16, "", "split the logits and loss into this many chunks (MaxText num_vocab_tiling)")
+	choiceVar(fs, &f.sched, "schedule", "", []string{"gpipe", "1f1b", "interleaved", "circular"}, parseSchedule, "pipeline schedule (default: search gpipe, 1f1b and interleaved with 2 and 4 chunks)")
+	intVar(fs, &f.chunks, "chunks", 0, 0, 64, "0: 2 for interleaved, 1 for circular", "chunks of layers per pipeline device (interleaved; circular: MaxText num_pipeline_repeats)")
+	choiceVar(fs, &f.precision, "precision", "maxtext", []string{"maxtext", "bf16", "zero"}, nil, "maxtext (weight_dtype float32: fp32 weights, grads and Adam moments, 16 B/param), bf16 (weight_dtype bfloat16: 8 B/param) or zero (bf16 weights and grads, fp32 master and moments, 16 B/param)")
+	floatVar(fs, &f.efficiency, "efficiency", 0, floatFlag{lo: 0.01, hi: 1, zero: "the generation's calibrated value"}, "residual efficiency of the matmuls after their MXU shapes")
+	floatVar(fs, &f.headroom, "hbm-headroom", cost.DefaultHBMHeadroom, floatFlag{lo: 0, hi: 1, hiOpen: true}, "fraction of HBM kept free")
 	fs.BoolVar(&f.causal, "causal-flops", false, "halve attention FLOPs in MFU (MaxText's convention)")
-	fs.IntVar(&f.top, "top", 5, "how many ranked layouts to show")
-	fs.DurationVar(&f.exampleCost, "example-cost", 0, "host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed (0: skip)")
-	fs.BoolVar(&f.json, "json", false, "print JSON")
+	f.top = 5
+	if !export {
+		intVar(fs, &f.top, "top", 5, 1, 100, "", "how many ranked layouts to show")
+		durationVar(fs, &f.exampleCost, "example-cost", 0, 0, time.Hour, "0: skip the check",
+			"host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed")
+		fs.BoolVar(&f.json, "json", false, "print JSON")
+	}
+	return fs, &f
+}
+
+func parseSchedule(s string) error { _, err := schedule.ParseKind(s); return err }
+
+func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
+	name := "plan"
+	if toMaxText {
+		name = "export maxtext"
+	}
+	fs, fp := newPlanFlags(name, toMaxText)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	f := *fp
+	set := setFlags(fs)
 
 	var reqs []plan.Request
 	if !set["model"] && !set["tpu"] && !set["mesh"] && !set["topology"] {
+		if set["slices"] {
+			return bad("%s: --slices %d needs --tpu (or --model, --mesh or --topology): without them %s shows two built-in examples with their own slice counts", name, f.slices, name)
+		}
 		// the built-in default: one VM, and two slices
 		for _, d := range []struct {
 			model, tpu string
@@ -311,33 +402,28 @@ func writePlans(stdout io.Writer, plans []plan.Plan, asJSON, toMaxText bool) err
 
 func (f planFlags) request() (plan.Request, error) {
 	var r plan.Request
-	spec, err := loadModel(f.model)
+	spec, err := loadModel("--model", f.model)
 	if err != nil {
 		return r, err
 	}
 	r.Model = spec
-	if c, err := hw.Lookup(f.tpu); err == nil {
+	c, sp, err := parseTPU("--tpu", f.tpu)
+	if err != nil {
+		return r, err
+	}
+	if sp == nil {
 		// a generation without a size: the planner picks one host, a slice or a multislice
-		if f.topology != "" || f.slices != 1 {
-			return r, bad("--tpu %s names no size; give an accelerator type (e.g. %s) to use --topology or --slices", f.tpu, c.AcceleratorTypes()[1])
+		if f.topology != "" || f.slices != 1 || f.dcnGbps != 0 {
+			return r, bad("--tpu %s names no size; give an accelerator type (e.g. %s) to use --topology, --slices or --dcn-gbps", f.tpu, c.AcceleratorTypes()[1])
 		}
 		r.Multislice.Slice.Chip = c
 		return f.finish(r, spec)
 	}
-	slice, err := hw.ParseAcceleratorType(f.tpu)
-	if err != nil {
-		return r, err
-	}
+	slice := *sp
 	if f.topology != "" {
 		if slice, err = hw.ParseTopology(slice.Chip, f.topology); err != nil {
 			return r, err
 		}
-	}
-	if f.slices < 1 || f.slices > 4096 {
-		return r, bad("--slices %d, want 1 to 4096", f.slices)
-	}
-	if f.dcnGbps < 0 {
-		return r, bad("--dcn-gbps %v, want a positive bandwidth in Gbit/s per host", f.dcnGbps)
 	}
 	ms, err := hw.NewMultislice(slice, f.slices, unit.BitsPerSecond(f.dcnGbps*1e9))
 	if err != nil {
@@ -350,9 +436,6 @@ func (f planFlags) request() (plan.Request, error) {
 // finish reads the flags that do not depend on the topology.
 func (f planFlags) finish(r plan.Request, spec model.Spec) (plan.Request, error) {
 	var err error
-	if f.seq < 0 || f.seq > 1<<24 {
-		return r, bad("--seq %d, want a positive number of tokens", f.seq)
-	}
 	r.Seq = f.seq
 	seq := f.seq
 	if seq == 0 {
@@ -416,43 +499,32 @@ func (f planFlags) finish(r plan.Request, spec model.Spec) (plan.Request, error)
 		return r, bad("--attention %q, want flash or dot_product", f.attention)
 	}
 	r.OptimizerOffload, r.ParameterOffload = f.optOffload, f.paramOffload
-	if f.vocabTiles < 1 || f.vocabTiles > 1<<16 {
-		return r, bad("--vocab-tiles %d, want 1 to 65536", f.vocabTiles)
-	}
 	r.VocabTiles = f.vocabTiles
-	if !(f.efficiency >= 0 && f.efficiency <= 1) {
-		return r, bad("--efficiency %v, want a fraction in (0, 1] (0: the generation's calibrated value)", f.efficiency)
-	}
-	if !(f.headroom >= 0 && f.headroom < 1) {
-		return r, bad("--hbm-headroom %v, want a fraction in [0, 1)", f.headroom)
-	}
 	r.Efficiency, r.HBMHeadroom, r.CausalFLOPs = f.efficiency, f.headroom, f.causal
 	if f.headroom == 0 {
 		r.HBMHeadroom = 1e-9 // zero means the default to plan.Request
 	}
-	if f.top < 1 || f.top > 100 {
-		return r, bad("--top %d, want 1 to 100", f.top)
-	}
 	r.Top = f.top
-	if f.exampleCost < 0 || f.exampleCost > time.Hour {
-		return r, bad("--example-cost %v, want 0 (skip the input check) up to 1h", f.exampleCost)
-	}
 	r.ExampleCost = f.exampleCost
 	return r, nil
 }
 
-// loadModel finds a catalog model or reads a spec file.
-func loadModel(name string) (model.Spec, error) {
+// loadModel finds a catalog model or reads a spec file; what names the
+// flag or command for errors ("--model").
+func loadModel(what, name string) (model.Spec, error) {
 	if s, ok := model.Lookup(name); ok {
 		return s, nil
 	}
-	data, err := os.ReadFile(name)
+	if _, err := os.Stat(name); err != nil {
+		return model.Spec{}, bad("%s %q: not a catalog model (%s) nor a readable YAML/JSON file", what, name, strings.Join(model.Names(), ", "))
+	}
+	data, err := readFile(what, name, maxSpecBytes)
 	if err != nil {
-		return model.Spec{}, bad("model %q: not a catalog model (%s) nor a readable YAML/JSON file", name, strings.Join(model.Names(), ", "))
+		return model.Spec{}, err
 	}
 	s, err := model.Parse(data)
 	if err != nil {
-		return model.Spec{}, fmt.Errorf("%s: %w", name, err)
+		return model.Spec{}, fmt.Errorf("%s %s: %w", what, name, err)
 	}
 	if s.Name == "" {
 		s.Name = name
@@ -460,13 +532,46 @@ func loadModel(name string) (model.Spec, error) {
 	return s, nil
 }
 
-func runHW(args []string, stdout io.Writer) error {
-	sub, names, asJSON, err := catalogArgs("hw", args)
+// parseTPU reads --tpu everywhere it appears: a generation (tpu7x) or an
+// accelerator type (tpu7x-8), through the hw package's parsers. slice is
+// nil for a generation.
+func parseTPU(what, s string) (hw.Chip, *hw.Slice, error) {
+	if c, err := hw.Lookup(s); err == nil {
+		return c, nil, nil
+	}
+	if !strings.Contains(s, "-") {
+		return hw.Chip{}, nil, fmt.Errorf("%s: %w", what, &hw.ParseError{Input: s, Field: "generation", Err: hw.ErrUnknownGeneration,
+			Valid: hw.ValidGenerations + ", or an accelerator type such as v5p-128"})
+	}
+	slice, err := hw.ParseAcceleratorType(s)
+	if err != nil {
+		return hw.Chip{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return slice.Chip, &slice, nil
+}
+
+// hostSlice is a generation's smallest slice of whole hosts (tpu7x-8,
+// v5p-8, v5litepod-4).
+func hostSlice(c hw.Chip) (hw.Slice, error) {
+	for _, name := range c.AcceleratorTypes() {
+		s, err := hw.ParseAcceleratorType(name)
+		if err == nil && s.Chips() >= c.Host.Chips {
+			return s, nil
+		}
+	}
+	return hw.Slice{}, bad("--tpu %s: no slice of whole hosts in the catalog", c.Generation)
+}
+
+func runHW(args []string, stdout, stderr io.Writer) error {
+	sub, names, asJSON, err := catalogArgs("hw", args, stderr)
 	if err != nil {
 		return err
 	}
 	switch sub {
 	case "list":
+		if len(names) > 0 {
+			return bad("hw list: unexpected argument %q; 'hw show NAME' shows one", names[0])
+		}
 		chips := hw.Chips()
 		if asJSON {
 			return writeJSON(stdout, chips)
@@ -496,14 +601,9 @@ func runHW(args []string, stdout io.Writer) error {
 }
 
 func showHW(name string, asJSON bool, w io.Writer) error {
-	var slice *hw.Slice
-	c, err := hw.Lookup(name)
+	c, slice, err := parseTPU("hw show", name)
 	if err != nil {
-		s, perr := hw.ParseAcceleratorType(name)
-		if perr != nil {
-			return perr
-		}
-		c, slice = s.Chip, &s
+		return err
 	}
 	if asJSON {
 		if slice != nil {
@@ -573,13 +673,16 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 	return tw.Flush()
 }
 
-func runModel(args []string, stdout io.Writer) error {
-	sub, names, asJSON, err := catalogArgs("model", args)
+func runModel(args []string, stdout, stderr io.Writer) error {
+	sub, names, asJSON, err := catalogArgs("model", args, stderr)
 	if err != nil {
 		return err
 	}
 	switch sub {
 	case "list":
+		if len(names) > 0 {
+			return bad("model list: unexpected argument %q; 'model show NAME' shows one", names[0])
+		}
 		specs := model.Catalog()
 		if asJSON {
 			return writeJSON(stdout, specs)
@@ -595,7 +698,7 @@ func runModel(args []string, stdout io.Writer) error {
 		if len(names) != 1 {
 			return bad("model show: want one NAME or spec file")
 		}
-		s, err := loadModel(names[0])
+		s, err := loadModel("model show", names[0])
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -127,13 +128,13 @@ func TestBadInput(t *testing.T) {
 		{[]string{"model", "show", "nope"}, []string{"not a catalog model"}},
 		{[]string{"frobnicate"}, []string{"unknown command"}},
 		{[]string{"mxu", "--array", "0x128"}, []string{`array "0x128"`, "ROWSxCOLS"}},
-		{[]string{"mxu", "--m", "-5"}, []string{"gemm m = -5", "want 1 to"}},
+		{[]string{"mxu", "--m", "-5"}, []string{`--m "-5"`, "from 1 to"}},
 		{[]string{"mxu", "--dataflow", "rs"}, []string{`dataflow "rs"`, "ws, os or is"}},
 		{[]string{"mxu", "--tpu", "v9"}, []string{"unknown TPU generation"}},
 		{[]string{"mxu", "--trace", "/tmp/x.json"}, []string{"trace of", "too long"}},
-		{[]string{"mxu", "compare", "--gpu-alus", "0"}, []string{"positive"}},
-		{[]string{"infeed", "--numa", "far"}, []string{`placement "far"`, "local, interleaved or node0"}},
-		{[]string{"infeed", "--batch", "-3"}, []string{"batch = -3"}},
+		{[]string{"mxu", "compare", "--gpu-alus", "0"}, []string{`--gpu-alus "0"`, "from 1 to"}},
+		{[]string{"infeed", "--numa", "far"}, []string{`--numa "far"`, "local, interleaved or node0"}},
+		{[]string{"infeed", "--batch", "-3"}, []string{`--batch "-3"`}},
 		{[]string{"infeed", "--example-cost", "soon"}, []string{"example-cost"}},
 		{[]string{"infeed", "--vcpus", "1"}, []string{"at least one per NUMA node"}},
 		{[]string{"plan", "--example-cost", "-1s"}, []string{"--example-cost"}},
@@ -227,10 +228,127 @@ func TestMXUTrace(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, sub := range []string{"plan", "mxu", "infeed"} {
-		out, errOut, code := runCmd(sub, "-h")
-		if code != 0 || out != "" || !strings.Contains(errOut, "usage of shardlab "+sub) || strings.Count(errOut, "\n") < 5 {
-			t.Errorf("%s -h: exit %d, stderr %q", sub, code, errOut)
+	for _, tt := range []struct {
+		args  []string
+		usage string // the name after "usage of shardlab"
+		lines int
+	}{
+		{[]string{"plan", "-h"}, "plan", 5},
+		{[]string{"mxu", "-h"}, "mxu", 5},
+		{[]string{"mxu", "compare", "-h"}, "mxu compare", 5},
+		{[]string{"infeed", "--help"}, "infeed", 5},
+		{[]string{"run", "-h"}, "run", 5},
+		{[]string{"export", "-h"}, "export maxtext", 5},
+		{[]string{"export", "maxtext", "-h"}, "export maxtext", 5},
+		{[]string{"hw", "-h"}, "hw", 3},
+		{[]string{"hw", "list", "-h"}, "hw", 3},
+		{[]string{"hw", "show", "v5p", "-h"}, "hw", 3},
+		{[]string{"model", "-h"}, "model", 3},
+		{[]string{"model", "--help"}, "model", 3},
+		{[]string{"model", "show", "-h"}, "model", 3},
+	} {
+		out, errOut, code := runCmd(tt.args...)
+		if code != 0 || out != "" || !strings.HasPrefix(errOut, "usage of shardlab "+tt.usage+":") || strings.Count(errOut, "\n") < tt.lines {
+			t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 0 and the usage of %s on stderr", strings.Join(tt.args, " "), code, out, errOut, tt.usage)
+		}
+	}
+	// export maxtext writes YAML only: no --json, --top or --example-cost
+	for _, fl := range []string{"--json", "--top", "--example-cost"} {
+		_, errOut, _ := runCmd("export", "maxtext", "-h")
+		if strings.Contains(errOut, "  -"+fl[2:]+" ") || strings.Contains(errOut, "  -"+fl[2:]+"\n") {
+			t.Errorf("export maxtext -h lists %s", fl)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version", "-version"} {
+		out, errOut, code := runCmd(arg)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "shardlab ") || !strings.Contains(out, runtime.Version()) || strings.Count(out, "\n") != 1 {
+			t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want one line with the version and %s", arg, code, out, errOut, runtime.Version())
+		}
+	}
+	if _, _, code := runCmd("version", "extra"); code != 2 {
+		t.Errorf("shardlab version extra: exit %d, want 2", code)
+	}
+}
+
+// TestIgnoredInput: input that one mode or another would silently ignore
+// is refused, naming the flag; where it is harmless, a warning says so.
+func TestIgnoredInput(t *testing.T) {
+	dir := t.TempDir()
+	planFile := func(name string, edit func(map[string]any)) string {
+		out, errOut, code := runCmd("plan", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--json")
+		if code != 0 {
+			t.Fatalf("plan --json: %s", errOut)
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatal(err)
+		}
+		edit(v)
+		b, _ := json.Marshal(v)
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"plan", "--slices", "4"}, []string{"--slices 4 needs --tpu"}},
+		{[]string{"export", "maxtext", "--slices", "2"}, []string{"--slices 2 needs --tpu"}},
+		{[]string{"plan", "--tpu", "tpu7x", "--dcn-gbps", "25"}, []string{"--tpu tpu7x names no size", "--dcn-gbps"}},
+		{[]string{"export", "maxtext", "--json"}, []string{"-json"}},
+		{[]string{"export", "maxtext", "--top", "3"}, []string{"-top"}},
+		{[]string{"run", "--every", "3"}, []string{"--every needs --checkpoint"}},
+		{[]string{"run", "--plan-index", "1"}, []string{"--plan-index needs --plan"}},
+		{[]string{"run", "--synthetic", "--data", "x"}, []string{"--data and --synthetic"}},
+		{[]string{"run", "--kill-rank", "1", "--kill-step", "2"}, []string{"--kill-rank 1", "mpirun"}},
+		{[]string{"run", "--kill-step", "3"}, []string{"--kill-step and --hang need --kill-rank"}},
+		{[]string{"run", "--hang"}, []string{"--kill-step and --hang need --kill-rank"}},
+		{[]string{"run", "--fail-link", "0-0"}, []string{`--fail-link "0-0"`, "two different devices"}},
+		{[]string{"run", "--fail-link", "-1-2"}, []string{`--fail-link "-1-2"`, "A-B"}},
+		{[]string{"run", "--mesh", "data=2(dcn),fsdp=4(slice)"}, []string{"fsdp", "N(dcn)"}},
+		{[]string{"plan", "--tpu", "v5p-8", "--mesh", "data=4(tpu)"}, []string{"data", "N(dcn)"}},
+		{[]string{"run", "--plan", planFile("neg.json", func(v map[string]any) { v["slices"] = -5 })}, []string{"--plan", "slices = -5", "1 to 4096"}},
+		{[]string{"run", "--plan", planFile("zero.json", func(v map[string]any) { v["slices"] = 0 })}, []string{"slices = 0"}},
+		{[]string{"run", "--plan", planFile("batch.json", func(v map[string]any) { v["global_batch_sequences"] = -1 })}, []string{"global_batch_sequences = -1"}},
+		{[]string{"run", "--plan", planFile("micro.json", func(v map[string]any) { v["micro_batches"] = 0 })}, []string{"micro_batches = 0"}},
+		{[]string{"run", "--plan", planFile("sched.json", func(v map[string]any) { v["schedule"] = "zigzag" })}, []string{`schedule "zigzag"`}},
+		{[]string{"hw", "list", "v5p"}, []string{`hw list: unexpected argument "v5p"`}},
+		{[]string{"model", "list", "llama3-8b"}, []string{`model list: unexpected argument "llama3-8b"`}},
+	}
+	for _, tt := range tests {
+		fail(t, tt.args, tt.want...)
+	}
+	// harmless: a warning on stderr, and the command runs
+	small := []string{"--synthetic", "--steps", "1", "--quiet", "--seq", "16", "--d-model", "32", "--d-ff", "64", "--batch", "8"}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"run", "--mpi-timeout", "1m"}, small...), "run: warning: --mpi-timeout has no effect outside mpirun"},
+		{append([]string{"run", "--schedule", "gpipe"}, small...), "run: warning: --schedule has no effect"},
+		{[]string{"mxu", "--dataflow", "os", "--double-buffer=false", "--m", "64", "--k", "64", "--n", "64"}, "mxu: warning: --double-buffer has no effect"},
+		{[]string{"infeed", "--cross-numa", "2", "--steps", "4", "--sweep=false"}, "infeed: warning: --cross-numa has no effect"},
+		{[]string{"infeed", "--seed", "7", "--steps", "4", "--sweep=false"}, "infeed: warning: --seed has no effect"},
+	} {
+		out, errOut, code := runCmd(tt.args...)
+		if code != 0 || out == "" || !strings.Contains(errOut, "shardlab: "+tt.want) {
+			t.Errorf("shardlab %s: exit %d, stderr %q; want exit 0 and %q", strings.Join(tt.args, " "), code, errOut, tt.want)
+		}
+	}
+	// and no warning where the flag does something
+	for _, args := range [][]string{
+		{"infeed", "--cross-numa", "2", "--numa", "interleaved", "--steps", "4", "--sweep=false"},
+		{"infeed", "--seed", "7", "--jitter", "0.5", "--steps", "4", "--sweep=false"},
+		{"mxu", "--dataflow", "ws", "--double-buffer=false", "--m", "64", "--k", "64", "--n", "64"},
+	} {
+		if _, errOut, code := runCmd(args...); code != 0 || errOut != "" {
+			t.Errorf("shardlab %s: exit %d, stderr %q; want exit 0 and no warning", strings.Join(args, " "), code, errOut)
 		}
 	}
 }

@@ -11,11 +11,20 @@ import (
 
 // runValidate costs every published run of the built-in table on its
 // published layout and prints predicted against published MFU.
-func runValidate(args []string, stdout, stderr io.Writer) error {
+type validateFlags struct{ json, breakdown, fit bool }
+
+func newValidateFlags() (*flag.FlagSet, *validateFlags) {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON")
-	breakdown := fs.Bool("breakdown", false, "print each run's step time by part")
-	fit := fs.Bool("fit", false, "print the residual efficiency per generation fitted on the calibration rows (what cost.Calibrated holds)")
+	var f validateFlags
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	fs.BoolVar(&f.breakdown, "breakdown", false, "print each run's step time by part")
+	fs.BoolVar(&f.fit, "fit", false, "print the residual efficiency per generation fitted on the calibration rows (what cost.Calibrated holds)")
+	return fs, &f
+}
+
+func runValidate(args []string, stdout, stderr io.Writer) error {
+	fs, f := newValidateFlags()
+	asJSON, breakdown, fit := &f.json, &f.breakdown, &f.fit
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Numeric flags are bounded: each one accepts only finite values inside a
+// documented range, so NaN, ±Inf and values whose products overflow are
+// refused while the flags are parsed, before any work. The range is part of
+// the flag's usage text (-h) and of the error. Enumerated flags accept their
+// values in any case.
+
+// flagValueError is what a bounded flag's Set returns; parseFlags turns it
+// into a one-line usage error naming the flag.
+type flagValueError struct {
+	input, want string
+}
+
+func (e *flagValueError) Error() string { return "want " + e.want }
+
+// floatFlag is a float64 flag that accepts a finite value in [lo, hi]
+// (either end open), and 0 when zero says what 0 means.
+type floatFlag struct {
+	p              *float64
+	lo, hi         float64
+	loOpen, hiOpen bool
+	zero           string // what 0 means when it lies outside the range ("the catalog's")
+	unit           string // appended to the range ("Gbit/s per host")
+	err            *flagValueError
+}
+
+func (f *floatFlag) String() string {
+	if f == nil || f.p == nil {
+		return "0" // the zero Value, so that -h leaves out "(default 0)"
+	}
+	return strconv.FormatFloat(*f.p, 'g', -1, 64)
+}
+
+func (f *floatFlag) Get() any { return *f.p }
+
+func (f *floatFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || !f.accepts(v) {
+		f.err = &flagValueError{s, f.want()}
+		return f.err
+	}
+	*f.p = v
+	return nil
+}
+
+func (f *floatFlag) accepts(v float64) bool {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return false
+	}
+	if v == 0 && f.zero != "" {
+		return true
+	}
+	above := v > f.lo || (!f.loOpen && v == f.lo)
+	below := v < f.hi || (!f.hiOpen && v == f.hi)
+	return above && below
+}
+
+func (f *floatFlag) want() string { return strings.ReplaceAll(f.usage(), "`", "") }
+
+// usage is the accepted range for -h, with the placeholder name in back
+// quotes (flag.UnquoteUsage).
+func (f *floatFlag) usage() string {
+	l, r := "[", "]"
+	if f.loOpen {
+		l = "("
+	}
+	if f.hiOpen {
+		r = ")"
+	}
+	s := fmt.Sprintf("a finite `number` in %s%g, %g%s", l, f.lo, f.hi, r)
+	if f.unit != "" {
+		s += " " + f.unit
+	}
+	if f.zero != "" {
+		s += ", or 0 for " + f.zero
+	}
+	return s
+}
+
+// intFlag is an int or int64 flag that accepts a whole number in [lo, hi];
+// note says what special values inside the range mean ("0: the model's").
+type intFlag[T int | int64] struct {
+	p      *T
+	lo, hi T
+	note   string
+	err    *flagValueError
+}
+
+func (f *intFlag[T]) String() string {
+	if f == nil || f.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(int64(*f.p), 10)
+}
+
+func (f *intFlag[T]) Get() any { return *f.p }
+
+func (f *intFlag[T]) Set(s string) error {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 0, 64)
+	if err != nil || v < int64(f.lo) || v > int64(f.hi) {
+		f.err = &flagValueError{s, f.want()}
+		return f.err
+	}
+	*f.p = T(v)
+	return nil
+}
+
+func (f *intFlag[T]) want() string { return withNote(f.rangeText(), f.note) }
+
+func (f *intFlag[T]) rangeText() string {
+	return fmt.Sprintf("a whole `number` from %d to %d", f.lo, f.hi)
+}
+
+// durationFlag is a time.Duration flag that accepts a duration in [lo, hi].
+type durationFlag struct {
+	p      *time.Duration
+	lo, hi time.Duration
+	note   string
+	err    *flagValueError
+}
+
+func (f *durationFlag) String() string {
+	if f == nil || f.p == nil {
+		return "0s"
+	}
+	return f.p.String()
+}
+
+func (f *durationFlag) Get() any { return *f.p }
+
+func (f *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || v < f.lo || v > f.hi {
+		f.err = &flagValueError{s, f.want()}
+		return f.err
+	}
+	*f.p = v
+	return nil
+}
+
+func (f *durationFlag) want() string { return withNote(f.rangeText(), f.note) }
+
+func (f *durationFlag) rangeText() string {
+	return fmt.Sprintf("a `duration` from %v to %v", f.lo, f.hi)
+}
+
+// withNote is the range for errors, without back quotes: "a whole number
+// from 0 to 10 (0: the default)".
+func withNote(rangeText, note string) string {
+	s := strings.ReplaceAll(rangeText, "`", "")
+	if note != "" {
+		s += " (" + note + ")"
+	}
+	return s
+}
+
+// usageNote is the range for -h: "(a whole `number` from 0 to 10; 0: the
+// default)".
+func usageNote(rangeText, note string) string {
+	if note != "" {
+		rangeText += "; " + note
+	}
+	return " (" + rangeText + ")"
+}
+
+// choiceFlag is a string flag with enumerated values, matched in any case:
+// the value is lower-cased and must be one of choices (or an alias that
+// parse, the owning package's parser, accepts).
+type choiceFlag struct {
+	p       *string
+	choices []string
+	parse   func(string) error // optional: accepts aliases the owner allows
+	err     *flagValueError
+}
+
+func (f *choiceFlag) String() string {
+	if f == nil || f.p == nil {
+		return ""
+	}
+	return *f.p
+}
+
+func (f *choiceFlag) Get() any { return *f.p }
+
+func (f *choiceFlag) Set(s string) error {
+	v := strings.ToLower(strings.TrimSpace(s))
+	ok := false
+	for _, c := range f.choices {
+		ok = ok || v == c
+	}
+	if !ok && f.parse != nil {
+		ok = f.parse(v) == nil
+	}
+	if !ok {
+		f.err = &flagValueError{s, f.want()}
+		return f.err
+	}
+	*f.p = v
+	return nil
+}
+
+func (f *choiceFlag) want() string {
+	c := f.choices
+	if len(c) == 1 {
+		return c[0]
+	}
+	return strings.Join(c[:len(c)-1], ", ") + " or " + c[len(c)-1]
+}
+
+// failed is the error of the flag value that stopped parsing, if any.
+func failed(v flag.Value) *flagValueError {
+	switch f := v.(type) {
+	case *floatFlag:
+		return f.err
+	case *intFlag[int]:
+		return f.err
+	case *intFlag[int64]:
+		return f.err
+	case *durationFlag:
+		return f.err
+	case *choiceFlag:
+		return f.err
+	}
+	return nil
+}
+
+// The constructors define a bounded flag on fs; the accepted range is
+// appended to the usage text.
+
+func floatVar(fs *flag.FlagSet, p *float64, name string, value float64, f floatFlag, usage string) {
+	*p = value
+	f.p = p
+	fs.Var(&f, name, usage+" ("+f.usage()+")")
+}
+
+func intVar(fs *flag.FlagSet, p *int, name string, value, lo, hi int, note, usage string) {
+	*p = value
+	f := &intFlag[int]{p: p, lo: lo, hi: hi, note: note}
+	fs.Var(f, name, usage+usageNote(f.rangeText(), note))
+}
+
+func int64Var(fs *flag.FlagSet, p *int64, name string, value, lo, hi int64, note, usage string) {
+	*p = value
+	f := &intFlag[int64]{p: p, lo: lo, hi: hi, note: note}
+	fs.Var(f, name, usage+usageNote(f.rangeText(), note))
+}
+
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value, lo, hi time.Duration, note, usage string) {
+	*p = value
+	f := &durationFlag{p: p, lo: lo, hi: hi, note: note}
+	fs.Var(f, name, usage+usageNote(f.rangeText(), note))
+}
+
+func choiceVar(fs *flag.FlagSet, p *string, name, value string, choices []string, parse func(string) error, usage string) {
+	*p = value
+	f := &choiceFlag{p: p, choices: choices, parse: parse}
+	fs.Var(f, name, usage+" (a `string`: "+f.want()+", in any case)")
+}
+
+// pointer-returning forms, for commands that keep their flags in locals
+
+func newFloat(fs *flag.FlagSet, name string, value float64, f floatFlag, usage string) *float64 {
+	p := new(float64)
+	floatVar(fs, p, name, value, f, usage)
+	return p
+}
+
+func newInt(fs *flag.FlagSet, name string, value, lo, hi int, note, usage string) *int {
+	p := new(int)
+	intVar(fs, p, name, value, lo, hi, note, usage)
+	return p
+}
+
+func newInt64(fs *flag.FlagSet, name string, value, lo, hi int64, note, usage string) *int64 {
+	p := new(int64)
+	int64Var(fs, p, name, value, lo, hi, note, usage)
+	return p
+}
+
+func newDuration(fs *flag.FlagSet, name string, value, lo, hi time.Duration, note, usage string) *time.Duration {
+	p := new(time.Duration)
+	durationVar(fs, p, name, value, lo, hi, note, usage)
+	return p
+}
+
+func newChoice(fs *flag.FlagSet, name, value string, choices []string, parse func(string) error, usage string) *string {
+	p := new(string)
+	choiceVar(fs, p, name, value, choices, parse, usage)
+	return p
+}
+
+// parseFlags parses a subcommand's flags: -h prints the flags to stderr,
+// anything wrong is a one-line usage error naming the flag, the value and
+// what is accepted.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stderr)
+		fmt.Fprintf(stderr, "usage of shardlab %s:\n", fs.Name())
+		fs.PrintDefaults()
+		return err
+	case err != nil:
+		var msg string
+		fs.VisitAll(func(f *flag.Flag) {
+			if e := failed(f.Value); e != nil && msg == "" {
+				msg = fmt.Sprintf("%s: --%s %s, %s", fs.Name(), f.Name, strconv.Quote(e.input), e.Error())
+			}
+		})
+		if msg != "" {
+			return bad("%s", msg)
+		}
+		return bad("%s: %v (run 'shardlab %s -h' for the flags)", fs.Name(), err, fs.Name())
+	case fs.NArg() > 0:
+		return bad("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// setFlags reports which flags the command line set.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// warn notes on stderr input that has no effect but does no harm.
+func warn(stderr io.Writer, cmd, format string, a ...any) {
+	fmt.Fprintf(stderr, "shardlab: %s: warning: %s\n", cmd, fmt.Sprintf(format, a...))
+}

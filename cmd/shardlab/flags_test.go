@@ -1,0 +1,286 @@
+package main
+
+import (
+	"flag"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// unbounded lists the numeric flags allowed to keep the flag package's own
+// (unbounded) Value, and why.
+var unbounded = map[string]string{
+	"run --steps": "its cap comes with the emulator's step limits (rel-emu)",
+}
+
+// commands lists the commands the usage text documents: "plan",
+// "export maxtext", "mxu compare", "hw", ...
+func commands(t *testing.T) []string {
+	var out []string
+	for _, line := range strings.Split(usage, "\n") {
+		synopsis, _, _ := strings.Cut(strings.TrimSpace(line), "  ") // the description follows two spaces
+		f := strings.Fields(synopsis)
+		if len(f) < 2 || f[0] != "shardlab" {
+			continue
+		}
+		cmd := f[1]
+		if len(f) > 2 && f[2][0] >= 'a' && f[2][0] <= 'z' && !strings.Contains(f[2], "|") {
+			cmd += " " + f[2] // export maxtext, mxu compare
+		}
+		out = append(out, cmd)
+	}
+	if len(out) < 8 {
+		t.Fatalf("found only %v in the usage text", out)
+	}
+	return out
+}
+
+// eachFlag calls fn for every flag of every command.
+func eachFlag(t *testing.T, fn func(cmd string, fl *flag.Flag)) {
+	t.Helper()
+	for _, cmd := range commands(t) {
+		if cmd == "version" {
+			continue // takes no flags
+		}
+		build, ok := commandFlags[cmd]
+		if !ok {
+			t.Errorf("command %q is in the usage but not in commandFlags, so its flags go unchecked", cmd)
+			continue
+		}
+		build().VisitAll(func(fl *flag.Flag) { fn(cmd, fl) })
+	}
+}
+
+// fail runs shardlab with args and checks that it refuses them: exit 2,
+// nothing on stdout, one line on stderr holding every one of want.
+func fail(t *testing.T, args []string, want ...string) {
+	t.Helper()
+	out, errOut, code := runWithin(t, time.Minute, args...)
+	line := strings.TrimSuffix(errOut, "\n")
+	switch {
+	case code != 2:
+		t.Errorf("shardlab %s: exit %d, want 2 (stderr %q)", strings.Join(args, " "), code, errOut)
+	case out != "":
+		t.Errorf("shardlab %s: wrote to stdout: %q", strings.Join(args, " "), out)
+	case strings.Contains(line, "\n"):
+		t.Errorf("shardlab %s: error spans lines: %q", strings.Join(args, " "), errOut)
+	}
+	for _, w := range want {
+		if !strings.Contains(line, w) {
+			t.Errorf("shardlab %s: error %q lacks %q", strings.Join(args, " "), line, w)
+		}
+	}
+}
+
+// runWithin runs shardlab and fails the test if it takes longer than d: a
+// hang is a failure, not a stuck test binary.
+func runWithin(t *testing.T, d time.Duration, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	type result struct {
+		out, err string
+		code     int
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, e, c := runCmd(args...)
+		done <- result{o, e, c}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err, r.code
+	case <-time.After(d):
+		t.Fatalf("shardlab %s: no answer within %v", strings.Join(args, " "), d)
+		return "", "", 0
+	}
+}
+
+func cmdArgs(cmd, name, value string) []string {
+	return append(strings.Fields(cmd), "--"+name+"="+value)
+}
+
+// TestNumericFlagsAreBounded walks every flag of every command: a numeric
+// flag must be one of the bounded kinds, so that a new one cannot skip its
+// range.
+func TestNumericFlagsAreBounded(t *testing.T) {
+	n := 0
+	eachFlag(t, func(cmd string, fl *flag.Flag) {
+		switch reflect.TypeOf(fl.Value).String() {
+		case "*flag.float64Value", "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.durationValue", "*flag.textValue", "*flag.funcValue":
+			if _, ok := unbounded[cmd+" --"+fl.Name]; !ok {
+				t.Errorf("%s --%s is a %T with no range; define it with floatVar, intVar, int64Var or durationVar", cmd, fl.Name, fl.Value)
+			}
+		case "*main.floatFlag", "*main.intFlag[int]", "*main.intFlag[int64]", "*main.durationFlag":
+			n++
+			if !strings.Contains(fl.Usage, " from ") && !strings.Contains(fl.Usage, " in [") && !strings.Contains(fl.Usage, " in (") {
+				t.Errorf("%s --%s: usage %q does not give the range", cmd, fl.Name, fl.Usage)
+			}
+		}
+	})
+	if n < 40 {
+		t.Errorf("found %d bounded flags, want every numeric flag of every command (about 45)", n)
+	}
+}
+
+// TestFloatFlags feeds NaN, infinities and values just outside the range
+// to every float flag of every command: each is refused in one line that
+// names the flag, the value and the range, with exit 2, before any work.
+func TestFloatFlags(t *testing.T) {
+	seen := 0
+	eachFlag(t, func(cmd string, fl *flag.Flag) {
+		f, ok := fl.Value.(*floatFlag)
+		if !ok {
+			return
+		}
+		seen++
+		bad := []string{"NaN", "nan", "-NaN", "Inf", "+Inf", "-Inf", "infinity", "1e309", "-1e309", "", "two"}
+		if f.loOpen {
+			bad = append(bad, strconv.FormatFloat(f.lo, 'g', -1, 64))
+		} else {
+			bad = append(bad, strconv.FormatFloat(math.Nextafter(f.lo, math.Inf(-1)), 'g', -1, 64))
+		}
+		if f.hiOpen {
+			bad = append(bad, strconv.FormatFloat(f.hi, 'g', -1, 64))
+		} else {
+			bad = append(bad, strconv.FormatFloat(math.Nextafter(f.hi, math.Inf(1)), 'g', -1, 64))
+		}
+		if f.zero != "" && f.lo > 0 {
+			bad = append(bad, strconv.FormatFloat(f.lo/2, 'g', -1, 64)) // between 0 and the range
+		}
+		for _, v := range bad {
+			fail(t, cmdArgs(cmd, fl.Name, v), "--"+fl.Name, strconv.Quote(v), "want a finite number in ")
+		}
+		// and the range's ends are accepted
+		var good []float64
+		if !f.loOpen {
+			good = append(good, f.lo)
+		}
+		if !f.hiOpen {
+			good = append(good, f.hi)
+		}
+		good = append(good, (f.lo+f.hi)/2)
+		if f.zero != "" {
+			good = append(good, 0)
+		}
+		for _, v := range good {
+			s := strconv.FormatFloat(v, 'g', -1, 64)
+			if err := f.Set(s); err != nil || *f.p != v {
+				t.Errorf("%s --%s %s: %v, value %v", cmd, fl.Name, s, err, *f.p)
+			}
+		}
+	})
+	// plan: dcn-gbps, efficiency, hbm-headroom (and export's); run: lr;
+	// infeed: jitter, cross-numa; mxu compare: cpu-ghz, gpu-ghz
+	if seen < 10 {
+		t.Errorf("checked %d float flags, want at least 10", seen)
+	}
+}
+
+// TestIntAndDurationFlags feeds values just outside each range, and ones
+// that overflow int64, to every integer and duration flag.
+func TestIntAndDurationFlags(t *testing.T) {
+	eachFlag(t, func(cmd string, fl *flag.Flag) {
+		var bad []string
+		switch f := fl.Value.(type) {
+		case *intFlag[int]:
+			bad = []string{strconv.Itoa(f.lo - 1), strconv.Itoa(f.hi + 1)}
+		case *intFlag[int64]:
+			bad = []string{strconv.FormatInt(f.lo-1, 10), strconv.FormatInt(f.hi+1, 10)}
+		case *durationFlag:
+			bad = []string{(f.lo - 1).String(), (f.hi + 1).String(), "1e308h", "-9223372036854775808ns"}
+			if f.hi < math.MaxInt64 {
+				bad = append(bad, "9223372036854775807ns")
+			}
+		default:
+			return
+		}
+		bad = append(bad, "9223372036854775807", "99999999999999999999", "NaN", "Inf", "1.5e3x", "")
+		for _, v := range bad {
+			fail(t, cmdArgs(cmd, fl.Name, v), "--"+fl.Name, strconv.Quote(v), "want a ")
+		}
+	})
+}
+
+// TestEnumFlagsIgnoreCase: every enumerated flag accepts its values in
+// any case, and refuses others naming the values.
+func TestEnumFlagsIgnoreCase(t *testing.T) {
+	seen := map[string]bool{}
+	eachFlag(t, func(cmd string, fl *flag.Flag) {
+		f, ok := fl.Value.(*choiceFlag)
+		if !ok {
+			return
+		}
+		seen[fl.Name] = true
+		for _, c := range f.choices {
+			for _, v := range []string{c, strings.ToUpper(c), strings.ToUpper(c[:1]) + c[1:], " " + c + " "} {
+				if err := f.Set(v); err != nil || *f.p != c {
+					t.Errorf("%s --%s %q: %v, value %q; want %q", cmd, fl.Name, v, err, *f.p, c)
+				}
+			}
+		}
+		fail(t, cmdArgs(cmd, fl.Name, "bogus"), "--"+fl.Name, `"bogus"`, f.want())
+	})
+	for _, name := range []string{"remat", "schedule", "precision", "dataflow", "numa"} {
+		if !seen[name] {
+			t.Errorf("--%s is not an enumerated (choiceFlag) flag", name)
+		}
+	}
+	// and the commands run with them
+	for _, args := range [][]string{
+		{"plan", "--tpu", "tpu7x-8", "--precision", "MaxText", "--remat", "FULL", "--schedule", "GPipe", "--top", "1"},
+		{"mxu", "--dataflow", "OS", "--m", "64", "--k", "64", "--n", "64"},
+		{"infeed", "--numa", "Interleaved", "--steps", "4", "--sweep=false"},
+	} {
+		if _, errOut, code := runCmd(args...); code != 0 {
+			t.Errorf("shardlab %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+		}
+	}
+}
+
+// TestTPUEverywhere: --tpu takes a generation or an accelerator type, in
+// any case, in every command that has it.
+func TestTPUEverywhere(t *testing.T) {
+	runs := map[string][][]string{
+		"plan":           {{"--tpu", "TPU7x", "--top", "1"}, {"--tpu", "tpu7x-8", "--top", "1"}},
+		"export maxtext": {{"--tpu", "v5p"}, {"--tpu", "V5P-8"}},
+		"mxu":            {{"--tpu", "v6e", "--m", "64", "--k", "64", "--n", "64"}, {"--tpu", "v6e-8", "--m", "64", "--k", "64", "--n", "64"}},
+		"mxu compare":    {{"--tpu", "tpu7x", "--m", "64", "--k", "64", "--n", "64"}, {"--tpu", "tpu7x-8", "--m", "64", "--k", "64", "--n", "64"}},
+		"infeed":         {{"--tpu", "Ironwood", "--steps", "4", "--sweep=false"}, {"--tpu", "tpu7x-8", "--steps", "4", "--sweep=false"}},
+		"run": {{"--tpu", "v5litepod", "--slices", "1", "--mesh", "data=4", "--steps", "1", "--synthetic", "--quiet"},
+			{"--tpu", "V5LITEPOD-4", "--slices", "1", "--mesh", "data=4", "--steps", "1", "--synthetic", "--quiet"}},
+	}
+	eachFlag(t, func(cmd string, fl *flag.Flag) {
+		if fl.Name == "tpu" && runs[cmd] == nil {
+			t.Errorf("%s has --tpu but no case here", cmd)
+		}
+	})
+	for cmd, cases := range runs {
+		for _, c := range cases {
+			args := append(strings.Fields(cmd), c...)
+			if _, errOut, code := runCmd(args...); code != 0 {
+				t.Errorf("shardlab %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+			}
+		}
+		fail(t, append(strings.Fields(cmd), "--tpu", "v9"), "--tpu", `"v9"`, "unknown TPU generation", "v5p")
+		fail(t, append(strings.Fields(cmd), "--tpu", "v5p-7"), "--tpu", `"v5p-7"`, "v5p-8")
+	}
+	fail(t, []string{"infeed", "--tpu", "v5litepod-1"}, "--tpu v5litepod-1", "host")
+}
+
+// TestFlagValueStrings: -h must not panic on the zero values.
+func TestFlagValueStrings(t *testing.T) {
+	for _, v := range []flag.Value{&floatFlag{}, &intFlag[int]{}, &intFlag[int64]{}, &durationFlag{}, &choiceFlag{}} {
+		_ = v.String()
+	}
+	for cmd, build := range commandFlags {
+		var b strings.Builder
+		fs := build()
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		if strings.Contains(b.String(), "panic") {
+			t.Errorf("%s -h: %s", cmd, b.String())
+		}
+	}
+}
