@@ -1,19 +1,54 @@
 package cost
 
-import "shardlab/hw"
+import (
+	"math"
 
-// Calibrated is the residual efficiency per chip generation: the one
-// constant each generation gets, for what the model does not see op by op
-// (vector and transpose work XLA does not fuse away, kernel scheduling
-// gaps, the attention kernel's own losses). It is fitted by
-// `shardlab validate --fit` on the calibration rows of the published-run
-// table (package validate names them); the other rows measure the error.
-// A generation with no published MaxText run takes DefaultEfficiency.
-var Calibrated = map[hw.Generation]float64{}
+	"shardlab/hw"
+)
+
+// Calibration holds the few constants the cost model fits rather than
+// derives. Each is fitted by package validate on named rows of the
+// published-run table (validate.Fit; `shardlab validate --fit` prints
+// them), and the error is reported on the other rows.
+type Calibration struct {
+	// Efficiency is the residual efficiency per chip generation: the one
+	// constant each generation gets, for what the model does not see op by
+	// op (vector and transpose work XLA does not fuse away, kernel
+	// scheduling gaps). Fitted on the single-slice calibration rows.
+	Efficiency map[hw.Generation]float64
+	// Attention is the flash attention kernel's rate relative to the
+	// matmuls' on the same shapes: its softmax runs on the vector units
+	// between the two MXU products. One constant for every generation.
+	Attention float64
+	// DCN is the fraction of the DCN line rate (hw.Chip.DCNPerChip) a
+	// gradient all-reduce across slices achieves.
+	DCN float64
+	// SliceJitter is the coefficient of variation of one slice's step time
+	// (input pipeline, host noise, DCN congestion). A multislice step ends
+	// in a barrier across the slices, so it lasts as long as the slowest:
+	// T·(1 + SliceJitter·E[max of n standard normals]).
+	SliceJitter float64
+}
+
+// Calibrated is the calibration the planner uses: the output of
+// validate.Fit on the built-in table (a test holds the two equal).
+var Calibrated = Calibration{
+	Efficiency:  map[hw.Generation]float64{},
+	Attention:   0.5,
+	DCN:         0.5,
+	SliceJitter: 0.03,
+}
 
 // DefaultEfficiency is the residual efficiency for a generation with no
-// calibration rows: the mean of the calibrated generations.
+// calibration rows.
 const DefaultEfficiency = 0.7
+
+func (j Job) calibration() *Calibration {
+	if j.Calibration != nil {
+		return j.Calibration
+	}
+	return &Calibrated
+}
 
 // EfficiencyFor is the residual efficiency the job assumes on chip: the
 // job's own when set, else the generation's calibrated value.
@@ -21,10 +56,34 @@ func (j Job) EfficiencyFor(chip hw.Chip) float64 {
 	if j.Efficiency > 0 {
 		return j.Efficiency
 	}
-	if e, ok := Calibrated[chip.Generation]; ok {
+	if e, ok := j.calibration().Efficiency[chip.Generation]; ok {
 		return e
 	}
 	return DefaultEfficiency
 }
 
 func (j Job) efficiency(chip hw.Chip) float64 { return j.EfficiencyFor(chip) }
+
+// ExpectedMaxNormal is E[max of n independent standard normals], by
+// integrating x·n·φ(x)·Φ(x)^(n−1) with Simpson's rule; 0 for n ≤ 1.
+func ExpectedMaxNormal(n int) float64 {
+	if n <= 1 {
+		return 0
+	}
+	const lo, hi, steps = -10.0, 10.0, 4000
+	h := (hi - lo) / steps
+	f := func(x float64) float64 {
+		phi := math.Exp(-x*x/2) / math.Sqrt(2*math.Pi)
+		cdf := 0.5 * math.Erfc(-x/math.Sqrt2)
+		return x * float64(n) * phi * math.Pow(cdf, float64(n-1))
+	}
+	sum := f(lo) + f(hi)
+	for i := 1; i < steps; i++ {
+		w := 2.0
+		if i%2 == 1 {
+			w = 4
+		}
+		sum += w * f(lo+float64(i)*h)
+	}
+	return sum * h / 3
+}

@@ -54,7 +54,10 @@ type Time struct {
 	ICI       time.Duration `json:"ici"`       // exposed ICI communication
 	DCN       time.Duration `json:"dcn"`       // exposed DCN communication
 	Bubble    time.Duration `json:"bubble"`
-	Step      time.Duration `json:"step"`
+	// Sync is waiting for the slowest slice at the end of a multislice
+	// step.
+	Sync time.Duration `json:"sync"`
+	Step time.Duration `json:"step"`
 }
 
 // Comm is one kind of collective in a step, per chip.
@@ -298,33 +301,37 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 	return mem
 }
 
-// transient is the largest short-lived buffer per chip: the working set of
-// the layer whose backward pass runs (what the policy does not keep is
-// recomputed into it), the compute-dtype copies of the weights of the
-// layer in use and of the next one (FSDP gathers one layer ahead, with
-// layers scanned) and the unreduced gradients of one layer, and on the
-// stage with the output layer the logits and the loss in fp32, split over
-// the vocabulary tiles.
+// transient is the largest short-lived buffer per chip, the larger of two
+// phases that do not overlap. In a layer's backward pass: the working set
+// of that layer (what the policy does not keep is recomputed into it) and
+// two layers' worth of compute-dtype weights (with FSDP, the gathered
+// weights of the layer in use and either the next layer's, gathered
+// ahead, or the layer's unreduced gradients on their way to the
+// reduce-scatter; without FSDP but with fp32 weights, the bf16 copy of the
+// layer in use). At the output layer, on the stage that has it: the
+// logits in the compute dtype and the loss in fp32, split over the
+// vocabulary tiles.
 func (j Job) transient(sh shape, st stage, r remat) float64 {
-	var x float64
+	var layerPhase float64
 	if j.Remat != RematNone {
 		all := j
 		all.Remat, all.Attention = RematNone, AttentionFlash
-		x += all.rematOf(sh.b, sh.s, j.Seq, sh.t).device - r.device
+		layerPhase += all.rematOf(sh.b, sh.s, j.Seq, sh.t).device - r.device
 	}
 	layer := float64(j.Model.ParamCount().PerLayer()) / float64(sh.t)
 	e := float64(j.Precision.Activation)
 	switch {
 	case sh.f > 1:
-		x += 3 * layer * e // two layers gathered, one layer's gradients
+		layerPhase += 2 * layer * e
 	case j.Precision.Weight > j.Precision.Activation || j.ParameterOffload:
-		x += layer * e // the compute-dtype copy of the layer in use
+		layerPhase += layer * e
 	}
+	var outputPhase float64
 	if sh.p == 1 || st == lastStage {
 		tiles := float64(max(j.VocabTiles, 1))
-		x += float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * (e + 4) / float64(sh.t) / tiles
+		outputPhase = float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * (e + 4) / float64(sh.t) / tiles
 	}
-	return x
+	return max(layerPhase, outputPhase)
 }
 
 // Estimate computes memory, time and traffic for one step of j on m. A job
@@ -353,7 +360,7 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 		est.Time.Bubble = seconds(est.Time.Compute.Seconds() * pp.bubble / (1 - pp.bubble))
 	}
 	e.communicate(&est, sh)
-	est.Time.Step = est.Time.Compute + est.Time.Bubble + est.Time.ICI + est.Time.DCN
+	est.Time.Step = est.Time.Compute + est.Time.Bubble + est.Time.ICI + est.Time.DCN + est.Time.Sync
 
 	chips := float64(m.Chips())
 	step := est.Time.Step.Seconds()
@@ -422,7 +429,7 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	eff := mx.efficiency * j.efficiency(chip)
 	t := &est.Time
 	t.MXU = seconds((matmul + recompute) / chips / (peak * eff))
-	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * eff))
+	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * eff * j.calibration().Attention))
 	t.Vector = seconds(j.vectorBytes(sh, r) / float64(chip.HBMBandwidth))
 	t.Optimizer = seconds(j.optimizerBytes(sh) / float64(chip.HBMBandwidth))
 	if pcie := j.offloadBytes(sh, r, est.Memory); pcie > 0 && chip.PCIe > 0 {
@@ -490,7 +497,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	compute := est.Time.Compute.Seconds()
 	backward := compute * 2 / 3
 
-	dcn := collective.Link{Bandwidth: ms.DCNPerChip}
+	dcn := collective.Link{Bandwidth: ms.DCNPerChip * unit.BytesPerSecond(j.calibration().DCN)}
 	params := j.paramsPerChip(sh)
 	grads := unit.Bytes(params * float64(prec.Gradient))
 	gathered := unit.Bytes(params * float64(min(prec.Weight, prec.Activation)))
@@ -504,13 +511,15 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 		est.Comms = append(est.Comms, Comm{Axis: axis, What: what, Op: op, Count: count,
 			ICIBytes: cost.ICIBytes, DCNBytes: cost.DCNBytes, ICITime: cost.ICITime, DCNTime: cost.DCNTime, Overlapped: overlapped})
 	}
-	var gradICI, gradDCN, gatherICI, gatherDCN time.Duration
-	// 1. Gradients summed over the replicas: data and context.
+	var gradICI, gradDCN, gatherICI, gatherDCN, afterICI, afterDCN time.Duration
+	// 1. Gradients summed over the replicas: data and context. With the
+	// layers scanned, the stacked gradients leave the backward loop whole
+	// and are reduced after it: on the critical path.
 	if sh.d*sh.c > 1 {
 		cost := collective.Hierarchical(collective.AllReduce, grads, d.ICI*c.ICI, iciLink(m, mesh.Data, mesh.Context), d.DCN*c.DCN, dcn)
-		add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, true)
-		gradICI += cost.ICITime
-		gradDCN += cost.DCNTime
+		add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, false)
+		afterICI += cost.ICITime
+		afterDCN += cost.DCNTime
 	}
 	// 2. FSDP: gather the weights (in the compute dtype) before forward and
 	// again before backward, reduce-scatter the gradients, per micro-batch.
@@ -583,8 +592,11 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 		x := max(total-window, grad-bwdWindow, time.Duration(float64(total)/ls))
 		return min(x, total)
 	}
-	est.Time.ICI = exposed(gradICI, gatherICI) + tpTime + ppICI
-	est.Time.DCN = exposed(gradDCN, gatherDCN) + ppDCN
+	est.Time.ICI = exposed(gradICI, gatherICI) + tpTime + ppICI + afterICI
+	est.Time.DCN = exposed(gradDCN, gatherDCN) + ppDCN + afterDCN
+	// Every step ends in a barrier across slices: the step takes as long as
+	// the slowest slice's.
+	est.Time.Sync = seconds(compute * j.calibration().SliceJitter * ExpectedMaxNormal(ms.Slices))
 }
 
 // tensorParallel adds the tensor-parallel collectives and returns their

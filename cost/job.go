@@ -151,6 +151,8 @@ type Job struct {
 	// CausalFLOPs halves the attention FLOPs in MFU (MaxText's convention
 	// since its PR 2031); off, the PaLM convention.
 	CausalFLOPs bool
+	// Calibration, when set, replaces Calibrated (validate fits with it).
+	Calibration *Calibration
 	// Dropout stores dropout masks (GPT-3-era training); modern LLM
 	// pre-training runs without dropout.
 	Dropout bool

@@ -160,8 +160,8 @@ func (rep Report) WriteBreakdown(w io.Writer) error {
 		t := r.Estimate.Time
 		st := t.Step.Seconds()
 		pct := func(d float64) string { return fmt.Sprintf("%.1f%%", 100*d/st) }
-		fmt.Fprintf(tw, "%s\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t\n", r.Run.ID, st, pct(t.MXU.Seconds()), pct(t.Attention.Seconds()),
-			pct(t.Vector.Seconds()), pct(t.Optimizer.Seconds()), pct(t.Offload.Seconds()), pct(t.ICI.Seconds()), pct(t.DCN.Seconds()),
+		fmt.Fprintf(tw, "%s\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t\n", r.Run.ID, st, pct(t.MXU.Seconds()), pct(t.Attention.Seconds()),
+			pct(t.Vector.Seconds()), pct(t.Optimizer.Seconds()), pct(t.Offload.Seconds()), pct(t.ICI.Seconds()), pct(t.DCN.Seconds()), pct(t.Sync.Seconds()),
 			pct(t.Bubble.Seconds()), r.Estimate.MXUEfficiency, r.Estimate.Job.GlobalBatch)
 	}
 	return tw.Flush()
