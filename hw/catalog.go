@@ -36,7 +36,7 @@ var catalog = [...]Chip{
 		TorusDims:         2,                         // [sb-tpus]
 		JAXDevicesPerChip: 2,                         // [jax-info]: no megacore
 		MaxSliceChips:     256, PodChips: 256,        // [gcp-v2]: v2-512 = 256 chips
-		Host:    Host{MachineType: "v2-8 TPU VM", Chips: 4}, // [gcp-v2]: v2-8 is one host
+		Host:    Host{MachineType: "v2-8", Chips: 4}, // [gcp-v2]: v2-8 is one host (no Compute Engine machine type)
 		Sources: []string{"cloud.google.com/tpu/docs/v2", "jax tpu_info.py", "CACM 63(7) 2020"},
 	},
 	{
@@ -52,7 +52,7 @@ var catalog = [...]Chip{
 		TorusDims:         2,                    // [gcp-v3]
 		JAXDevicesPerChip: 2,                    // [jax-info]
 		MaxSliceChips:     1024, PodChips: 1024, // [gcp-v3]: 1024 chips per pod (32x32 in [sb-tpus])
-		Host:    Host{MachineType: "v3-8 TPU VM", Chips: 4}, // [sb-tpus]
+		Host:    Host{MachineType: "v3-8", Chips: 4}, // [sb-tpus]
 		Sources: []string{"cloud.google.com/tpu/docs/v3", "scaling-book tpus.md"},
 	},
 	{

@@ -40,6 +40,8 @@ const (
 // Host is the VM that holds a group of chips. Slices are built from whole
 // hosts.
 type Host struct {
+	// MachineType is the Compute Engine machine type (ct5p-hightpu-4t). v2
+	// and v3 TPU VMs have none and go by their accelerator type (v2-8).
 	MachineType string
 	Chips       int
 	VCPUs       int        // 0: not published

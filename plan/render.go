@@ -170,8 +170,8 @@ func (p Plan) WriteText(w io.Writer) error {
 	ms := r.Multislice
 	spec := r.Model
 	fmt.Fprintf(&b, "%s (%.1fB parameters) on %s\n", spec.Name, float64(spec.ParamCount().Total())/1e9, ms)
-	fmt.Fprintf(&b, "  batch %d sequences x %d tokens = %s tokens per step (limit %d sequences)\n\n",
-		e.Job.GlobalBatch, e.Job.Seq, count(float64(e.Job.GlobalBatch*e.Job.Seq)), r.MaxGlobalBatch)
+	fmt.Fprintf(&b, "  batch %s x %s = %s tokens per step (limit %s)\n\n",
+		unit.Plural(e.Job.GlobalBatch, "sequence"), unit.Plural(e.Job.Seq, "token"), count(float64(e.Job.GlobalBatch*e.Job.Seq)), unit.Plural(r.MaxGlobalBatch, "sequence"))
 
 	fmt.Fprintf(&b, "Layout: %s  [%s]\n", e.Mesh, p.Best.Tier)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -182,9 +182,9 @@ func (p Plan) WriteText(w io.Writer) error {
 	tw.Flush()
 	micro := "no pipeline"
 	if e.Job.MicroBatches > 1 || e.Mesh.Size(mesh.Pipeline) > 1 {
-		micro = fmt.Sprintf("%d micro-batches (%s)", e.Job.MicroBatches, e.Job.Schedule)
+		micro = fmt.Sprintf("%s (%s)", unit.Plural(e.Job.MicroBatches, "micro-batch"), e.Job.Schedule)
 	}
-	fmt.Fprintf(&b, "  remat %s, %s, %s per chip per micro-batch\n\n", e.Job.Remat, micro, plural(e.MicroBatchSize, "sequence"))
+	fmt.Fprintf(&b, "  remat %s, %s, %s per chip per micro-batch\n\n", e.Job.Remat, micro, unit.Plural(e.MicroBatchSize, "sequence"))
 
 	fits := "fits"
 	if !e.Memory.Fits() {
@@ -287,19 +287,8 @@ func table(b *strings.Builder, cs []Candidate) {
 	tw.Flush()
 }
 
-// dur prints a duration with three significant digits.
-func dur(d time.Duration) string {
-	s := d.Seconds()
-	switch {
-	case s == 0:
-		return "0 s"
-	case s >= 1:
-		return fmt.Sprintf("%.3g s", s)
-	case s >= 1e-3:
-		return fmt.Sprintf("%.3g ms", s*1e3)
-	}
-	return fmt.Sprintf("%.3g µs", s*1e6)
-}
+// dur prints a duration in the one text format (unit.Seconds).
+func dur(d time.Duration) string { return unit.Seconds(d.Seconds()).String() }
 
 // count prints a count with a k/M/G suffix.
 func count(v float64) string {

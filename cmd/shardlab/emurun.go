@@ -462,19 +462,19 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 
 func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, data string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "run\t%d virtual chips, %s, layout %s\n", o.Devices, o.Topology, o.Layout)
+	fmt.Fprintf(tw, "run\t%s, %s, layout %s\n", unit.Plural(o.Devices, "virtual chip"), tc.Mesh.Multislice, o.Layout)
 	if o.Processes > 1 {
 		fmt.Fprintf(tw, "processes\t%d MPI ranks, one per host\n", o.Processes)
 	}
-	fmt.Fprintf(tw, "model\t%d layers, d_model %d, %d heads (%d KV), d_ff %d, vocab %d, seq %d: %d parameters\n",
-		tc.Model.Layers, tc.Model.DModel, tc.Model.Heads, tc.Model.KVHeads, tc.Model.DFF, tc.Model.Vocab, tc.Model.Seq, o.Params)
-	fmt.Fprintf(tw, "data\t%s, %d sequences per step\n", data, tc.GlobalBatch)
+	fmt.Fprintf(tw, "model\t%s, d_model %d, %s (%d KV), d_ff %d, vocab %d, seq %d: %d parameters\n",
+		unit.Plural(tc.Model.Layers, "layer"), tc.Model.DModel, unit.Plural(tc.Model.Heads, "head"), tc.Model.KVHeads, tc.Model.DFF, tc.Model.Vocab, tc.Model.Seq, o.Params)
+	fmt.Fprintf(tw, "data\t%s, %s per step\n", data, unit.Plural(tc.GlobalBatch, "sequence"))
 	if n := len(res.Losses); n > 0 {
 		fmt.Fprintf(tw, "loss\t%.4f at the first step, %.4f at the last\n", res.Losses[0], res.Losses[n-1])
 	}
-	fmt.Fprintf(tw, "step time\tsimulated %.4g s on %s; measured %.4g s in this process\n", o.SimStep, tc.Mesh.Multislice.Slice.Chip.Name, o.WallStep)
+	fmt.Fprintf(tw, "step time\tsimulated %v on %s; measured %v in this process\n", unit.Seconds(o.SimStep), tc.Mesh.Multislice.Slice.Chip.Name, unit.Seconds(o.WallStep))
 	if tc.Mesh.Size(mesh.Pipeline) > 1 {
-		fmt.Fprintf(tw, "pipeline bubble\t%.1f%% (%s, %d micro-batches)\n", 100*res.Bubble, tc.Schedule, tc.MicroBatches)
+		fmt.Fprintf(tw, "pipeline bubble\t%.1f%% (%s, %s)\n", 100*res.Bubble, tc.Schedule, unit.Plural(tc.MicroBatches, "micro-batch"))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nbytes sent, all chips, all steps:\n")

@@ -118,7 +118,7 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(tw, "weight reads while streaming\t%d\n", r.WeightReadsWhileStreaming)
 	fmt.Fprintf(tw, "accesses per MAC\t%.4f\n", r.AccessesPerMAC())
 	fmt.Fprintf(tw, "HBM traffic\tread %v, write %v (%.1f B/cycle available)\n", unit.Bytes(r.HBMReadBytes), unit.Bytes(r.HBMWriteBytes), a.HBMBytesPerCycle)
-	fmt.Fprintf(tw, "time on one MXU\t%.4g s at %.2f GHz\n", float64(r.Cycles)/p.ClockHz, p.ClockHz/1e9)
+	fmt.Fprintf(tw, "time on one MXU\t%v at %.2f GHz\n", unit.Seconds(float64(r.Cycles)/p.ClockHz), p.ClockHz/1e9)
 	return tw.Flush()
 }
 
@@ -152,7 +152,7 @@ func runMXUCompare(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(tw, "GEMM %d x %d x %d, %d MACs\n", *m, *k, *n, rows[0].MACs)
 	fmt.Fprintln(tw, "processor\tALUs\tclock\taccesses per MAC\tmemory accesses\ttime\thow")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f GHz\t%.4f\t%.3g\t%.4g s\t%s\n", r.Processor, r.ALUs, r.ClockHz/1e9, r.AccessesPerMAC, float64(r.MemoryAccesses), r.Seconds, r.How)
+		fmt.Fprintf(tw, "%s\t%d\t%.2f GHz\t%.4f\t%.3g\t%v\t%s\n", r.Processor, r.ALUs, r.ClockHz/1e9, r.AccessesPerMAC, float64(r.MemoryAccesses), unit.Seconds(r.Seconds), r.How)
 	}
 	return tw.Flush()
 }
