@@ -1,6 +1,7 @@
 package hw
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -290,5 +291,29 @@ func TestCatalogSliceLimits(t *testing.T) {
 				t.Errorf("%s: %s is %d chips, above the largest slice of %d", c.Generation, name, s.Chips(), c.MaxSliceChips)
 			}
 		}
+	}
+}
+
+func TestNameCountJSON(t *testing.T) {
+	// [gcp-v5p]: v5p names count TensorCores; [gcp-v6e]: v6e names count chips
+	for _, tt := range []struct {
+		n    NameCount
+		want string
+	}{{CountsTensorCores, `"tensor_cores"`}, {CountsChips, `"chips"`}} {
+		b, err := json.Marshal(tt.n)
+		if err != nil || string(b) != tt.want {
+			t.Errorf("json.Marshal(%d) = %s, %v; want %s", int(tt.n), b, err, tt.want)
+		}
+		var back NameCount
+		if err := json.Unmarshal(b, &back); err != nil || back != tt.n {
+			t.Errorf("json.Unmarshal(%s) = %d, %v; want %d", b, int(back), err, int(tt.n))
+		}
+	}
+	if _, err := json.Marshal(NameCount(7)); err == nil {
+		t.Error("json.Marshal(NameCount(7)) succeeded, want an error")
+	}
+	var n NameCount
+	if err := json.Unmarshal([]byte(`"cores"`), &n); err == nil {
+		t.Error(`json.Unmarshal("cores") succeeded, want an error`)
 	}
 }
