@@ -47,16 +47,21 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	c := infeed.ForChip(chip)
 	// what the catalog's sources do not publish for this VM, and what
 	// stands in for it
+	// (assumedKeys names them as the JSON does)
 	var assumed []string
+	assumedKeys := []string{}
 	if c.VCPUs == 0 {
 		c.VCPUs = assumedVCPUsPerChip * c.Chips
 		assumed = append(assumed, fmt.Sprintf("vCPUs (%d: shardlab's stand-in of %d per chip)", c.VCPUs, assumedVCPUsPerChip))
+		assumedKeys = append(assumedKeys, "host_vcpus")
 	}
 	if chip.Host.NUMANodes == 0 {
 		assumed = append(assumed, fmt.Sprintf("NUMA nodes (%d)", c.NUMANodes))
+		assumedKeys = append(assumedKeys, "numa_nodes")
 	}
 	if chip.PCIe == 0 {
 		assumed = append(assumed, fmt.Sprintf("PCIe (%v per chip: %s)", c.PCIe, infeed.AssumedPCIeSource))
+		assumedKeys = append(assumedKeys, "pcie_bytes_per_s_per_chip")
 	}
 	vmVCPUs := c.VCPUs
 	if *vcpus != 0 {
@@ -81,17 +86,19 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	}
 	if *asJSON {
 		out := map[string]any{
-			"tpu": chip.Generation, "machine_type": chip.Host.MachineType, "chips": c.Chips, "vcpus": c.VCPUs, "vm_vcpus": vmVCPUs,
-			"numa_nodes": c.NUMANodes, "placement": c.Placement, "batch": c.Batch, "example_cost_seconds": c.ExampleCost.Seconds(),
-			"step_seconds": r.StepTime.Seconds(), "makespan_seconds": r.Makespan.Seconds(), "examples_per_second": r.ExamplesPerSecond,
-			"busy": map[string]float64{"host": r.HostBusy, "hbm_copy": r.CopyBusy, "mxu": r.MXUBusy, "outfeed_drain": r.DrainBusy},
-			"mxu_stall_seconds": map[string]float64{"infeed_empty": r.Stalls.InfeedEmpty.Seconds(), "hbm_copy": r.Stalls.HBMCopy.Seconds(),
-				"outfeed_full": r.Stalls.OutfeedFull.Seconds()},
+			"generation": chip.Generation, "machine_type": chip.Host.MachineType, "chips_per_host": c.Chips,
+			"worker_vcpus": c.VCPUs, "host_vcpus": vmVCPUs, "numa_nodes": c.NUMANodes, "pcie_bytes_per_s_per_chip": c.PCIe,
+			"assumed": assumedKeys, "placement": c.Placement, "batch_examples_per_chip": c.Batch, "example_cost_s": c.ExampleCost.Seconds(),
+			"step_time_s": r.StepTime.Seconds(), "makespan_s": r.Makespan.Seconds(), "examples_per_s": r.ExamplesPerSecond,
+			"busy": map[string]float64{"host_vcpus_fraction": r.HostBusy, "hbm_copy_fraction": r.CopyBusy, "mxu_fraction": r.MXUBusy,
+				"outfeed_drain_fraction": r.DrainBusy},
+			"mxu_stalls": map[string]float64{"infeed_empty_s": r.Stalls.InfeedEmpty.Seconds(), "hbm_copy_s": r.Stalls.HBMCopy.Seconds(),
+				"outfeed_full_s": r.Stalls.OutfeedFull.Seconds()},
 			"input_bound": r.InputBound(), "chips_busy": r.Busy(),
 		}
 		if *sweep {
-			out["min_vcpus"] = need
-			out["min_vcpus_found"] = needOK
+			out["min_worker_vcpus"] = need
+			out["min_worker_vcpus_found"] = needOK
 		}
 		return writeJSON(stdout, out)
 	}

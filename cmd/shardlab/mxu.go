@@ -93,12 +93,12 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 			"gemm": map[string]int{"m": g.M, "k": g.K, "n": g.N}, "array": map[string]int{"rows": a.Rows, "cols": a.Cols},
 			"dataflow": a.Dataflow, "double_buffer": a.DoubleBuffer, "simulated": simulated,
 			"cycles": r.Cycles, "closed_form_cycles": cf.Cycles, "stall_cycles": r.StallCycles, "hbm_stall_cycles": r.HBMStalls,
-			"load_stall_cycles": r.LoadStalls, "folds": r.Folds, "macs": r.MACs, "utilization": r.Utilization(),
-			"mapping_efficiency": mapping, "buffer_accesses": map[string]int64{"a_reads": r.Buffer.AReads, "b_reads": r.Buffer.BReads,
+			"load_stall_cycles": r.LoadStalls, "folds": r.Folds, "macs": r.MACs, "utilization_fraction": r.Utilization(),
+			"mapping_efficiency_fraction": mapping, "buffer_accesses": map[string]int64{"a_reads": r.Buffer.AReads, "b_reads": r.Buffer.BReads,
 				"c_writes": r.Buffer.CWrites, "c_reads": r.Buffer.CReads},
 			"weight_reads_while_streaming": r.WeightReadsWhileStreaming,
 			"hbm_read_bytes":               r.HBMReadBytes, "hbm_write_bytes": r.HBMWriteBytes,
-			"hbm_bytes_per_cycle": a.HBMBytesPerCycle, "clock_hz": p.ClockHz, "seconds_one_mxu": float64(r.Cycles) / p.ClockHz,
+			"hbm_bytes_per_cycle": a.HBMBytesPerCycle, "clock_hz": p.ClockHz, "time_one_mxu_s": float64(r.Cycles) / p.ClockHz,
 		})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
