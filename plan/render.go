@@ -14,7 +14,10 @@ import (
 	"shardlab/unit"
 )
 
-// JSON is the machine-readable form of a plan (shardlab plan --json).
+// JSON is the machine-readable form of a plan (shardlab plan --json). Keys
+// are snake_case and carry their units: _bytes, _s (seconds), _fraction
+// (0 to 1), _per_s. HBM per chip is split into capacity
+// (hbm_capacity_bytes, hbm_usable_capacity_bytes) and use (hbm_used_*).
 type JSON struct {
 	Model        string         `json:"model"`
 	Params       int64          `json:"params"`
@@ -24,7 +27,7 @@ type JSON struct {
 	Chips        int            `json:"chips"`
 	Tier         string         `json:"tier"`
 	Layout       LayoutJSON     `json:"layout"`
-	Seq          int            `json:"seq_tokens"`
+	Seq          int            `json:"seq_len"`
 	GlobalBatch  int            `json:"global_batch_sequences"`
 	GlobalTokens int            `json:"global_batch_tokens"`
 	MaxBatch     int            `json:"max_global_batch_sequences"`
@@ -32,25 +35,25 @@ type JSON struct {
 	MicroBatch   int            `json:"sequences_per_chip_per_micro_batch"`
 	Remat        string         `json:"remat"`
 	Schedule     string         `json:"schedule"`
-	Memory       MemoryJSON     `json:"memory_bytes"`
-	HBM          int64          `json:"hbm_bytes"`
-	HBMUsable    int64          `json:"hbm_usable_bytes"`
+	Memory       MemoryJSON     `json:"hbm_used_per_chip"`
+	HBM          int64          `json:"hbm_capacity_bytes"`
+	HBMUsable    int64          `json:"hbm_usable_capacity_bytes"`
 	Fits         bool           `json:"fits"`
-	Step         StepJSON       `json:"step_seconds"`
+	Step         StepJSON       `json:"step_time"`
 	Bubble       float64        `json:"bubble_fraction"`
-	MFU          float64        `json:"mfu"`
-	HFU          float64        `json:"hfu"`
-	Efficiency   float64        `json:"assumed_efficiency"`
-	MXU          float64        `json:"mxu_efficiency"`
-	Padding      float64        `json:"mxu_padding_loss"`
-	TokensChip   float64        `json:"tokens_per_second_per_chip"`
-	Tokens       float64        `json:"tokens_per_second"`
+	MFU          float64        `json:"mfu_fraction"`
+	HFU          float64        `json:"hfu_fraction"`
+	Efficiency   float64        `json:"assumed_efficiency_fraction"`
+	MXU          float64        `json:"mxu_efficiency_fraction"`
+	Padding      float64        `json:"mxu_padding_loss_fraction"`
+	TokensChip   float64        `json:"tokens_per_s_per_chip"`
+	Tokens       float64        `json:"tokens_per_s"`
 	DCNBytes     int64          `json:"dcn_bytes_per_step"`
 	ICIBytesChip int64          `json:"ici_bytes_per_chip_per_step"`
 	Collectives  []CommJSON     `json:"collectives"`
 	Reasons      []string       `json:"reasons"`
 	Warnings     []string       `json:"warnings"`
-	Rejected     map[string]int `json:"rejected"`
+	Rejected     []RejectedJSON `json:"rejected"`
 	Evaluated    int            `json:"evaluated"`
 	Top          []RankJSON     `json:"top"`
 	Alternatives []RankJSON     `json:"alternatives"`
@@ -62,23 +65,23 @@ type LayoutJSON struct {
 	Axes []mesh.Axis `json:"axes"`
 }
 
-// MemoryJSON is HBM per chip by component.
+// MemoryJSON is HBM used per chip by component.
 type MemoryJSON struct {
-	Weights     int64 `json:"weights"`
-	Gradients   int64 `json:"gradients"`
-	Optimizer   int64 `json:"optimizer"`
-	Activations int64 `json:"activations"`
-	Transient   int64 `json:"transient"`
-	Total       int64 `json:"total"`
+	Weights     int64 `json:"weights_bytes"`
+	Gradients   int64 `json:"gradients_bytes"`
+	Optimizer   int64 `json:"optimizer_bytes"`
+	Activations int64 `json:"activations_bytes"`
+	Transient   int64 `json:"transient_bytes"`
+	Total       int64 `json:"total_bytes"`
 }
 
 // StepJSON is the step time split, in seconds.
 type StepJSON struct {
-	Compute float64 `json:"compute"`
-	ICI     float64 `json:"ici"`
-	DCN     float64 `json:"dcn"`
-	Bubble  float64 `json:"bubble"`
-	Total   float64 `json:"total"`
+	Compute float64 `json:"compute_s"`
+	ICI     float64 `json:"ici_exposed_s"`
+	DCN     float64 `json:"dcn_exposed_s"`
+	Bubble  float64 `json:"bubble_s"`
+	Total   float64 `json:"total_s"`
 }
 
 // CommJSON is one kind of collective in a step, per chip.
@@ -89,9 +92,15 @@ type CommJSON struct {
 	Count      int     `json:"count"`
 	ICIBytes   int64   `json:"ici_bytes"`
 	DCNBytes   int64   `json:"dcn_bytes"`
-	ICISeconds float64 `json:"ici_seconds"`
-	DCNSeconds float64 `json:"dcn_seconds"`
+	ICISeconds float64 `json:"ici_time_s"`
+	DCNSeconds float64 `json:"dcn_time_s"`
 	Overlapped bool    `json:"overlapped"`
+}
+
+// RejectedJSON counts the layout choices rejected for one reason.
+type RejectedJSON struct {
+	Reason string `json:"reason"`
+	Count  int    `json:"count"`
 }
 
 // RankJSON summarises a ranked layout.
@@ -101,10 +110,10 @@ type RankJSON struct {
 	Remat        string  `json:"remat"`
 	MicroBatches int     `json:"micro_batches"`
 	GlobalBatch  int     `json:"global_batch_sequences"`
-	StepSeconds  float64 `json:"step_seconds"`
-	MFU          float64 `json:"mfu"`
-	TokensChip   float64 `json:"tokens_per_second_per_chip"`
-	HBMBytes     int64   `json:"hbm_bytes"`
+	StepSeconds  float64 `json:"step_time_s"`
+	MFU          float64 `json:"mfu_fraction"`
+	TokensChip   float64 `json:"tokens_per_s_per_chip"`
+	HBMBytes     int64   `json:"hbm_used_bytes"`
 }
 
 func rank(c Candidate) RankJSON {
@@ -135,7 +144,7 @@ func (p Plan) JSON() JSON {
 		Bubble: e.Bubble, MFU: e.MFU, HFU: e.HFU, Efficiency: e.Job.Efficiency, MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
 		DCNBytes: int64(e.DCNBytesPerStep), ICIBytesChip: int64(e.ICIBytesPerChip),
-		Reasons: p.Reasons, Warnings: p.Warnings, Rejected: map[string]int{}, Evaluated: p.Evaluated,
+		Reasons: p.Reasons, Warnings: p.Warnings, Rejected: []RejectedJSON{}, Evaluated: p.Evaluated,
 		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{},
 	}
 	for _, c := range e.Comms {
@@ -144,8 +153,9 @@ func (p Plan) JSON() JSON {
 			Overlapped: c.Overlapped})
 	}
 	for k, v := range p.Rejected {
-		j.Rejected[string(k)] = v
+		j.Rejected = append(j.Rejected, RejectedJSON{Reason: string(k), Count: v})
 	}
+	sort.Slice(j.Rejected, func(a, b int) bool { return j.Rejected[a].Reason < j.Rejected[b].Reason })
 	for _, c := range p.Top {
 		j.Top = append(j.Top, rank(c))
 	}
