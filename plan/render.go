@@ -50,7 +50,7 @@ type JSON struct {
 	Tokens       float64        `json:"tokens_per_s"`
 	DCNBytes     int64          `json:"dcn_bytes_per_step"`
 	ICIBytesChip int64          `json:"ici_bytes_per_chip_per_step"`
-	Collectives  []CommJSON     `json:"collectives"`
+	Collectives  []CommJSON     `json:"collectives_per_chip_per_step"`
 	Reasons      []string       `json:"reasons"`
 	Warnings     []string       `json:"warnings"`
 	Rejected     []RejectedJSON `json:"rejected"`
