@@ -394,34 +394,71 @@ func writeEmuTrace(path string, res *emu.Result) error {
 	return f.Close()
 }
 
+// runOut is what run --json prints. Keys use the words plan and model use
+// (chips, seq_len, tied_embeddings) and carry their units.
 type runOut struct {
-	Layout       string                      `json:"layout"`
-	Topology     string                      `json:"topology"`
-	Devices      int                         `json:"devices"`
-	Model        emu.Config                  `json:"model"`
-	Params       int                         `json:"params"`
-	Losses       []float64                   `json:"losses"`
-	SimStep      float64                     `json:"simulated_step_seconds"`
-	WallStep     float64                     `json:"measured_step_seconds"`
-	Bubble       float64                     `json:"pipeline_bubble"`
-	Bytes        map[string]map[string]int64 `json:"bytes_by_collective"`
-	PeakMemory   []emu.Memory                `json:"peak_memory_per_device"`
-	ParamsSHA256 string                      `json:"params_sha256"`
-	Processes    int                         `json:"processes"`
-	MPIBytes     [][]int64                   `json:"mpi_bytes,omitempty"`
+	Layout          string    `json:"layout"`
+	AcceleratorType string    `json:"accelerator_type"`
+	Topology        string    `json:"topology"` // of one slice, as in plan --json
+	Slices          int       `json:"slices"`
+	Devices         int       `json:"chips"` // virtual chips
+	Model           modelOut  `json:"model"`
+	Params          int       `json:"params"`
+	Losses          []float64 `json:"losses"`
+	SimStep         float64   `json:"simulated_step_time_s"`
+	WallStep        float64   `json:"measured_step_time_s"`
+	Bubble          float64   `json:"bubble_fraction"`
+	Bytes           []sentOut `json:"sent_all_chips_all_steps"`
+	PeakMemory      []memOut  `json:"peak_hbm_used_per_chip"`
+	ParamsSHA256    string    `json:"params_sha256"`
+	Processes       int       `json:"processes"`
+	MPIBytes        [][]int64 `json:"mpi_bytes,omitempty"`
 }
 
-func totals(res *emu.Result) map[string]map[string]int64 {
-	out := map[string]map[string]int64{}
+// modelOut is emu.Config with plan's and model's key names.
+type modelOut struct {
+	Layers  int  `json:"layers"`
+	DModel  int  `json:"d_model"`
+	Heads   int  `json:"heads"`
+	KVHeads int  `json:"kv_heads"`
+	DFF     int  `json:"d_ff"`
+	Vocab   int  `json:"vocab"`
+	Seq     int  `json:"seq_len"`
+	Tied    bool `json:"tied_embeddings"`
+}
+
+// memOut is emu.Memory with the unit in its keys.
+type memOut struct {
+	Weights     int64 `json:"weights_bytes"`
+	Gradients   int64 `json:"gradients_bytes"`
+	Optimizer   int64 `json:"optimizer_bytes"`
+	Activations int64 `json:"activations_bytes"`
+	Transient   int64 `json:"transient_bytes"`
+}
+
+// sentOut is the bytes one collective sent, all chips, all steps.
+type sentOut struct {
+	Collective string `json:"collective"`
+	ICIBytes   int64  `json:"ici_bytes"`
+	DCNBytes   int64  `json:"dcn_bytes"`
+}
+
+func totals(res *emu.Result) []sentOut {
+	byOp := map[string]*sentOut{}
 	for _, d := range res.Devices {
 		for op, b := range d.SentByAxis {
-			if out[op] == nil {
-				out[op] = map[string]int64{}
+			if byOp[op] == nil {
+				byOp[op] = &sentOut{Collective: op}
 			}
-			out[op]["ici"] += b[0]
-			out[op]["dcn"] += b[1]
+			byOp[op].ICIBytes += b[0]
+			byOp[op].DCNBytes += b[1]
 		}
 	}
+	out := []sentOut{}
+	for _, s := range byOp {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Collective < out[j].Collective })
 	return out
 }
 
@@ -445,8 +482,10 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 	for _, d := range wall {
 		w = append(w, d.Seconds())
 	}
-	o := runOut{Layout: tc.Mesh.String(), Topology: tc.Mesh.Multislice.String(), Devices: tc.Mesh.Chips(), Model: tc.Model,
-		Losses: res.Losses, SimStep: meanTail(sim), WallStep: meanTail(w), Bubble: res.Bubble, Bytes: totals(res)}
+	ms := tc.Mesh.Multislice
+	o := runOut{Layout: tc.Mesh.String(), AcceleratorType: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices,
+		Devices: tc.Mesh.Chips(), Model: modelOut(tc.Model), Losses: res.Losses, SimStep: meanTail(sim), WallStep: meanTail(w), Bubble: res.Bubble,
+		Bytes: totals(res)}
 	h := sha256.New()
 	for _, t := range res.Final.Tensors() {
 		o.Params += len(t)
@@ -455,7 +494,7 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 	o.ParamsSHA256 = hex.EncodeToString(h.Sum(nil))
 	o.Processes = 1
 	for _, d := range res.Devices {
-		o.PeakMemory = append(o.PeakMemory, d.Memory)
+		o.PeakMemory = append(o.PeakMemory, memOut(d.Memory))
 	}
 	return o
 }
@@ -480,13 +519,8 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 	fmt.Fprintf(w, "\nbytes sent, all chips, all steps:\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  collective\tICI\tDCN")
-	var keys []string
-	for k := range o.Bytes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(tw, "  %s\t%v\t%v\n", k, unit.Bytes(o.Bytes[k]["ici"]), unit.Bytes(o.Bytes[k]["dcn"]))
+	for _, b := range o.Bytes {
+		fmt.Fprintf(tw, "  %s\t%v\t%v\n", b.Collective, unit.Bytes(b.ICIBytes), unit.Bytes(b.DCNBytes))
 	}
 	tw.Flush()
 	if len(o.MPIBytes) > 0 {
@@ -500,7 +534,7 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 	fmt.Fprintln(tw, "  chip\tweights\tgradients\toptimizer\tactivations\ttransient\ttotal")
 	for i, m := range o.PeakMemory {
 		fmt.Fprintf(tw, "  %d\t%v\t%v\t%v\t%v\t%v\t%v\n", i, unit.Bytes(m.Weights), unit.Bytes(m.Gradients), unit.Bytes(m.Optimizer),
-			unit.Bytes(m.Activations), unit.Bytes(m.Transient), unit.Bytes(m.Total()))
+			unit.Bytes(m.Activations), unit.Bytes(m.Transient), unit.Bytes(emu.Memory(m).Total()))
 	}
 	return tw.Flush()
 }
