@@ -11,6 +11,7 @@ import (
 	"shardlab/cost"
 	"shardlab/mesh"
 	"shardlab/plan"
+	"shardlab/unit"
 )
 
 // maxTextRemat maps a remat policy to MaxText's remat_policy. MaxText's
@@ -32,7 +33,7 @@ func MaxText(w io.Writer, p plan.Plan) error {
 	chip := ms.Slice.Chip
 	var b strings.Builder
 	fmt.Fprintf(&b, "# shardlab plan: %s on %s\n", p.Request.Model.Name, ms)
-	fmt.Fprintf(&b, "# layout %s, %.1f%% MFU estimated, step %.3g s\n", e.Mesh, 100*e.MFU, e.Time.Step.Seconds())
+	fmt.Fprintf(&b, "# layout %s, %.1f%% MFU estimated, step %v\n", e.Mesh, 100*e.MFU, unit.Seconds(e.Time.Step.Seconds()))
 	if e.Job.Remat == cost.RematNone {
 		b.WriteString("# remat none: MaxText has no policy that also stores attention scores; minimal is its lightest\n")
 	}
