@@ -259,7 +259,7 @@ func (p Plan) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "\nBest of the tiers the rules did not choose:\n")
 		table(&b, p.Alternatives)
 	}
-	fmt.Fprintf(&b, "\n%d layout choices costed", p.Evaluated)
+	fmt.Fprintf(&b, "\n%s costed", unit.Plural(p.Evaluated, "layout choice"))
 	if len(p.Rejected) > 0 {
 		keys := make([]string, 0, len(p.Rejected))
 		for k := range p.Rejected {
