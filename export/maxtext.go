@@ -11,6 +11,7 @@ import (
 	"shardlab/cost"
 	"shardlab/mesh"
 	"shardlab/plan"
+	"shardlab/unit"
 )
 
 // MaxText writes the plan's chosen layout as a MaxText config overlay
@@ -21,7 +22,7 @@ func MaxText(w io.Writer, p plan.Plan) error {
 	chip := ms.Slice.Chip
 	var b strings.Builder
 	fmt.Fprintf(&b, "# shardlab plan: %s on %s\n", p.Request.Model.Name, ms)
-	fmt.Fprintf(&b, "# layout %s, %.1f%% MFU estimated, step %.3g s\n", e.Mesh, 100*e.MFU, e.Time.Step.Seconds())
+	fmt.Fprintf(&b, "# layout %s, %.1f%% MFU estimated, step %v\n", e.Mesh, 100*e.MFU, unit.Seconds(e.Time.Step.Seconds()))
 	names := map[mesh.AxisName]string{mesh.Data: "data", mesh.FSDP: "fsdp", mesh.Tensor: "tensor", mesh.Pipeline: "pipeline", mesh.Context: "context"}
 	for _, a := range e.Mesh.Axes() {
 		fmt.Fprintf(&b, "ici_%s_parallelism: %d\n", names[a.Name], a.ICI)

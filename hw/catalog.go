@@ -36,7 +36,7 @@ var catalog = [...]Chip{
 		TorusDims:         2,                         // [sb-tpus]
 		JAXDevicesPerChip: 2,                         // [jax-info]: no megacore
 		MaxSliceChips:     256, PodChips: 256,        // [gcp-v2]: v2-512 = 256 chips
-		Host:    Host{MachineType: "v2-8 TPU VM", Chips: 4}, // [gcp-v2]: v2-8 is one host
+		Host:    Host{MachineType: "v2-8", Chips: 4}, // [gcp-v2]: v2-8 is one host (no Compute Engine machine type)
 		Sources: []string{"cloud.google.com/tpu/docs/v2", "jax tpu_info.py", "CACM 63(7) 2020"},
 	},
 	{
@@ -52,7 +52,7 @@ var catalog = [...]Chip{
 		TorusDims:         2,                    // [gcp-v3]
 		JAXDevicesPerChip: 2,                    // [jax-info]
 		MaxSliceChips:     1024, PodChips: 1024, // [gcp-v3]: 1024 chips per pod (32x32 in [sb-tpus])
-		Host:    Host{MachineType: "v3-8 TPU VM", Chips: 4}, // [sb-tpus]
+		Host:    Host{MachineType: "v3-8", Chips: 4}, // [sb-tpus]
 		Sources: []string{"cloud.google.com/tpu/docs/v3", "scaling-book tpus.md"},
 	},
 	{
@@ -111,7 +111,10 @@ var catalog = [...]Chip{
 		DCNPerChip:        unit.BitsPerSecond(50e9), // [gcp-v5p]: 200 Gbps per 4-chip host
 		PCIe:              16e9,                     // [sb-tpus]: 1.5e10–1.6e10 B/s
 		JAXDevicesPerChip: 1,                        // [mt-spec]: megacore
-		MaxSliceChips:     6144, PodChips: 8960,     // [gcp-v5p]: single slice up to 16x16x24; pod 16x20x28
+		// [gcp-v5p]: "There are 8960 chips in a v5p Pod. The largest job
+		// that can be scheduled is a 96 cube (6144 chip) job"; "The maximum
+		// v5p shape is 16x16x24"; Multislice scales to 18432 chips.
+		MaxSliceChips: 6144, PodChips: 8960,
 		Host:    Host{MachineType: "ct5p-hightpu-4t", Chips: 4, VCPUs: 208, RAM: 448 * unit.GB}, // [gcp-v5p]
 		Sources: []string{"cloud.google.com/tpu/docs/v5p", "scaling-book tpus.md", "jax tpu_info.py"},
 	},
@@ -163,7 +166,10 @@ var catalog = [...]Chip{
 // defaultTopologies lists, per generation, the topology of each accelerator
 // type in chip order. v4, v5p, tpu7x, v5e and v6e: [mt-spec] (tpu7x-2, a
 // single chip, is left out: TPU7x slices are built from whole 4-chip VMs).
-// v2 and v3: the slice shapes of [gcp-v2] and [gcp-v3].
+// v2 and v3: the slice shapes of [gcp-v2] and [gcp-v3]. Every shape is at
+// most MaxSliceChips: [mt-spec] also lists v5p-13824 (12x24x24, 6912 chips)
+// and v5p-17920 (16x20x28, the whole 8960-chip pod), which are left out
+// because [gcp-v5p] caps a v5p slice at 16x16x24 (6144 chips).
 var defaultTopologies = map[Generation]string{
 	V2:  "2x2 4x4 8x8 8x16 16x16",
 	V3:  "2x2 4x4 4x8 8x8 8x16 16x16 16x32 32x32",
@@ -177,7 +183,7 @@ var defaultTopologies = map[Generation]string{
 		"4x28x28 8x20x20 4x12x68 8x8x52 4x4x212 12x12x24 4x20x44 8x16x28 4x12x76 4x8x116 4x4x236 12x16x20 " +
 		"4x4x244 4x8x124 12x12x28 16x16x16 4x20x52 8x12x44 8x8x68 4x12x92 8x20x28 12x16x24 4x8x148 " +
 		"12x20x20 8x8x76 4x28x44 8x12x52 16x16x20 12x12x36 4x8x164 12x16x28 4x20x68 4x8x172 4x12x116 " +
-		"8x16x44 12x20x24 4x28x52 8x8x92 4x12x124 4x8x188 4x20x76 16x16x24 12x24x24 16x20x28",
+		"8x16x44 12x20x24 4x28x52 8x8x92 4x12x124 4x8x188 4x20x76 16x16x24",
 	TPU7x: "2x2x1 2x2x2 2x2x4 2x4x4 4x4x4 4x4x8 4x4x12 4x8x8 4x4x20 4x8x12 4x4x28 8x8x8 4x12x12 4x8x20 " +
 		"4x4x44 8x8x12 4x4x52 4x8x28 4x12x20 8x8x16 4x4x68 8x12x12 4x4x76 8x8x20 4x12x28 4x8x44 4x4x92 " +
 		"8x12x16 4x20x20 4x8x52 12x12x12 8x8x28 4x4x116 8x12x20 4x4x124 8x16x16 4x12x44 4x8x68 4x20x28 " +

@@ -37,60 +37,93 @@ const (
 	CountsChips
 )
 
-// Host is the VM that holds a group of chips. Slices are built from whole
-// hosts.
-type Host struct {
-	MachineType string
-	Chips       int
-	VCPUs       int        // 0: not published
-	RAM         unit.Bytes // 0: not published
-	NUMANodes   int        // 0: not published
-	BootDisk    string
-	DataDisks   []string
+var nameCounts = [...]string{CountsTensorCores: "tensor_cores", CountsChips: "chips"}
+
+// String is what the number counts: "tensor_cores" or "chips".
+func (n NameCount) String() string {
+	if n < 0 || int(n) >= len(nameCounts) {
+		return fmt.Sprintf("NameCount(%d)", int(n))
+	}
+	return nameCounts[n]
 }
 
-// Chip is one TPU chip and the facts about its generation.
+// MarshalText writes the name, so JSON says "chips", not 1.
+func (n NameCount) MarshalText() ([]byte, error) {
+	if n < 0 || int(n) >= len(nameCounts) {
+		return nil, fmt.Errorf("hw: name count %d, want %s or %s", int(n), CountsTensorCores, CountsChips)
+	}
+	return []byte(nameCounts[n]), nil
+}
+
+// UnmarshalText reads what MarshalText writes.
+func (n *NameCount) UnmarshalText(b []byte) error {
+	for i, s := range nameCounts {
+		if string(b) == s {
+			*n = NameCount(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("hw: name count %q, want %s or %s", b, CountsTensorCores, CountsChips)
+}
+
+// Host is the VM that holds a group of chips. Slices are built from whole
+// hosts. In JSON, a count that is not published is left out.
+type Host struct {
+	// MachineType is the Compute Engine machine type (ct5p-hightpu-4t). v2
+	// and v3 TPU VMs have none and go by their accelerator type (v2-8).
+	MachineType string     `json:"machine_type"`
+	Chips       int        `json:"chips"`
+	VCPUs       int        `json:"vcpus,omitempty"`      // 0: not published
+	RAM         unit.Bytes `json:"ram_bytes,omitempty"`  // 0: not published
+	NUMANodes   int        `json:"numa_nodes,omitempty"` // 0: not published
+	BootDisk    string     `json:"boot_disk,omitempty"`
+	DataDisks   []string   `json:"data_disks,omitempty"`
+}
+
+// Chip is one TPU chip and the facts about its generation. Its JSON keys
+// carry their units (_bytes, _bytes_per_s, _flops_per_s); a figure that is
+// not published is left out.
 type Chip struct {
-	Generation Generation
-	Name       string
+	Generation Generation `json:"generation"`
+	Name       string     `json:"name"`
 
-	TensorCores       int
-	MXUsPerTensorCore int // 0: not published
-	MXUDim            int // the MXU is MXUDim x MXUDim multiply-accumulators
+	TensorCores       int `json:"tensor_cores"`
+	MXUsPerTensorCore int `json:"mxus_per_tensor_core,omitempty"` // 0: not published
+	MXUDim            int `json:"mxu_dim"`                        // the MXU is MXUDim x MXUDim multiply-accumulators
 
-	PeakBF16 unit.FLOPsPerSecond
-	PeakFP8  unit.FLOPsPerSecond // 0: not published
-	PeakInt8 unit.FLOPsPerSecond // 0: not published
+	PeakBF16 unit.FLOPsPerSecond `json:"peak_bf16_flops_per_s"`
+	PeakFP8  unit.FLOPsPerSecond `json:"peak_fp8_flops_per_s,omitempty"` // 0: not published
+	PeakInt8 unit.FLOPsPerSecond `json:"peak_int8_ops_per_s,omitempty"`  // 0: not published
 
-	HBM          unit.Bytes
-	HBMBandwidth unit.BytesPerSecond
+	HBM          unit.Bytes          `json:"hbm_capacity_bytes"`
+	HBMBandwidth unit.BytesPerSecond `json:"hbm_bytes_per_s"`
 
 	// ICILinks is the number of ICI ports per chip; ICILinkBandwidth is one
 	// direction of one link.
-	ICILinks         int
-	ICILinkBandwidth unit.BytesPerSecond
-	TorusDims        int
+	ICILinks         int                 `json:"ici_links"`
+	ICILinkBandwidth unit.BytesPerSecond `json:"ici_link_one_way_bytes_per_s"`
+	TorusDims        int                 `json:"torus_dims"`
 
 	// DCNPerChip is the host's data-center network bandwidth divided by its
 	// chips; 0 means the generation has no Multislice support.
-	DCNPerChip unit.BytesPerSecond
+	DCNPerChip unit.BytesPerSecond `json:"dcn_bytes_per_s_per_chip"`
 
 	// PCIe is the host-to-chip bandwidth each chip gets for infeed and
 	// outfeed; 0 means not published.
-	PCIe unit.BytesPerSecond
+	PCIe unit.BytesPerSecond `json:"pcie_bytes_per_s_per_chip,omitempty"`
 
-	JAXDevicesPerChip int
-	MaxSliceChips     int
-	PodChips          int
-	Naming            NameCount
+	JAXDevicesPerChip int       `json:"jax_devices_per_chip"`
+	MaxSliceChips     int       `json:"max_slice_chips"`
+	PodChips          int       `json:"pod_chips"`
+	Naming            NameCount `json:"accelerator_type_counts"`
 	// AcceleratorPrefix is the accelerator-type prefix Cloud TPU uses
 	// ("v5litepod" for v5e).
-	AcceleratorPrefix string
+	AcceleratorPrefix string `json:"accelerator_type_prefix"`
 
-	Host Host
+	Host Host `json:"host"`
 
 	// Sources lists where the numbers above come from.
-	Sources []string
+	Sources []string `json:"sources"`
 }
 
 // DCNPerHost is the data-center network bandwidth of one host (VM).

@@ -1,6 +1,7 @@
 package hw
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -19,15 +20,16 @@ func TestParseAcceleratorType(t *testing.T) {
 		hosts    int
 	}{
 		// Cloud TPU naming: v2/v3/v4/v5p/tpu7x count TensorCores, v5e/v6e count chips.
-		{"v2-8", V2, 4, "2x2", 1},                // [gcp-v2]: v2-8 = 4 chips, one host
-		{"v3-8", V3, 4, "2x2", 1},                // [gcp-v3]
-		{"v3-128", V3, 64, "8x8", 16},            // [gcp-v3]: 128 TensorCores = 64 chips
-		{"v4-8", V4, 4, "2x2x1", 1},              // [gcp-v4]
-		{"v4-128", V4, 64, "4x4x4", 16},          // [gcp-v4]
-		{"v5p-8", V5p, 4, "2x2x1", 1},            // [gcp-v5p] topology table
-		{"v5p-128", V5p, 64, "4x4x4", 16},        // [gcp-v5p]
-		{"v5p-8960", V5p, 4480, "8x20x28", 1120}, // [mt-spec]
-		{"v5litepod-8", V5e, 8, "2x4", 2},        // [gcp-v5e]: 8 chips
+		{"v2-8", V2, 4, "2x2", 1},                  // [gcp-v2]: v2-8 = 4 chips, one host
+		{"v3-8", V3, 4, "2x2", 1},                  // [gcp-v3]
+		{"v3-128", V3, 64, "8x8", 16},              // [gcp-v3]: 128 TensorCores = 64 chips
+		{"v4-8", V4, 4, "2x2x1", 1},                // [gcp-v4]
+		{"v4-128", V4, 64, "4x4x4", 16},            // [gcp-v4]
+		{"v5p-8", V5p, 4, "2x2x1", 1},              // [gcp-v5p] topology table
+		{"v5p-128", V5p, 64, "4x4x4", 16},          // [gcp-v5p]
+		{"v5p-8960", V5p, 4480, "8x20x28", 1120},   // [mt-spec]
+		{"v5p-12288", V5p, 6144, "16x16x24", 1536}, // [gcp-v5p]: the largest v5p slice
+		{"v5litepod-8", V5e, 8, "2x4", 2},          // [gcp-v5e]: 8 chips
 		{"v5litepod-256", V5e, 256, "16x16", 64},
 		{"v5e-16", V5e, 16, "4x4", 4},                  // MaxText/xpk spelling
 		{"v6e-8", V6e, 8, "2x4", 2},                    // [gcp-v6e]
@@ -59,6 +61,8 @@ func TestParseAcceleratorTypeErrors(t *testing.T) {
 	}{
 		{"v5p-7", ErrBadCount, "count", "v5p-8, v5p-16"},
 		{"v5p-12", ErrBadCount, "count", "v5p-8"},
+		{"v5p-13824", ErrBadCount, "count", "v5p-12288"}, // [gcp-v5p]: 6144 chips at most; [mt-spec] lists 12x24x24
+		{"v5p-17920", ErrBadCount, "count", "v5p-12288"}, // the whole 8960-chip pod is not one slice
 		{"v5x-8", ErrUnknownGeneration, "generation", "tpu7x"},
 		{"tpu7x-2", ErrPartialHost, "count", "tpu7x-standard-4t"},
 		{"v6e-3", ErrBadCount, "count", "v6e-1, v6e-4, v6e-8"},
@@ -272,5 +276,50 @@ func ExampleParseAcceleratorType() {
 	fmt.Println(err)
 	// Output:
 	// 64 chips, 4x4x4 torus, 16 hosts
-	// hw: count "v5p-7": no slice of this size (v5p names count TensorCores); valid: v5p-8, v5p-16, v5p-32, v5p-64, v5p-128, v5p-256, v5p-384, v5p-512, v5p-640, v5p-768, …, v5p-17920
+	// hw: count "v5p-7": no slice of this size (v5p names count TensorCores); valid: v5p-8, v5p-16, v5p-32, v5p-64, v5p-128, v5p-256, v5p-384, v5p-512, v5p-640, v5p-768, …, v5p-12288
+}
+
+// TestCatalogSliceLimits holds every accelerator type a generation accepts
+// to its largest slice, and the largest slice to its pod.
+func TestCatalogSliceLimits(t *testing.T) {
+	for _, c := range Chips() {
+		if c.MaxSliceChips > c.PodChips {
+			t.Errorf("%s: largest slice %d chips, pod %d", c.Generation, c.MaxSliceChips, c.PodChips)
+		}
+		types := c.AcceleratorTypes()
+		for _, name := range types {
+			s, err := ParseAcceleratorType(name)
+			if err != nil {
+				t.Errorf("%s: listed accelerator type %s does not parse: %v", c.Generation, name, err)
+				continue
+			}
+			if s.Chips() > c.MaxSliceChips {
+				t.Errorf("%s: %s is %d chips, above the largest slice of %d", c.Generation, name, s.Chips(), c.MaxSliceChips)
+			}
+		}
+	}
+}
+
+func TestNameCountJSON(t *testing.T) {
+	// [gcp-v5p]: v5p names count TensorCores; [gcp-v6e]: v6e names count chips
+	for _, tt := range []struct {
+		n    NameCount
+		want string
+	}{{CountsTensorCores, `"tensor_cores"`}, {CountsChips, `"chips"`}} {
+		b, err := json.Marshal(tt.n)
+		if err != nil || string(b) != tt.want {
+			t.Errorf("json.Marshal(%d) = %s, %v; want %s", int(tt.n), b, err, tt.want)
+		}
+		var back NameCount
+		if err := json.Unmarshal(b, &back); err != nil || back != tt.n {
+			t.Errorf("json.Unmarshal(%s) = %d, %v; want %d", b, int(back), err, int(tt.n))
+		}
+	}
+	if _, err := json.Marshal(NameCount(7)); err == nil {
+		t.Error("json.Marshal(NameCount(7)) succeeded, want an error")
+	}
+	var n NameCount
+	if err := json.Unmarshal([]byte(`"cores"`), &n); err == nil {
+		t.Error(`json.Unmarshal("cores") succeeded, want an error`)
+	}
 }

@@ -311,9 +311,14 @@ func (m Multislice) DCNPerHost() unit.BytesPerSecond {
 	return m.DCNPerChip * unit.BytesPerSecond(m.Slice.Chip.Host.Chips)
 }
 
+// String names the slices and counts chips per slice and in all, since the
+// number in an accelerator type may count TensorCores: "tpu7x-128 (4x4x4,
+// 64 chips)", "2 slices of tpu7x-128 (4x4x4, 64 chips each; 128 chips in
+// all)".
 func (m Multislice) String() string {
+	per := unit.Plural(m.Slice.Chips(), "chip")
 	if m.Slices == 1 {
-		return fmt.Sprintf("%s (%s, %d chips)", m.Slice.AcceleratorType(), m.Slice.Topology, m.Chips())
+		return fmt.Sprintf("%s (%s, %s)", m.Slice.AcceleratorType(), m.Slice.Topology, per)
 	}
-	return fmt.Sprintf("%d x %s (%s, %d chips)", m.Slices, m.Slice.AcceleratorType(), m.Slice.Topology, m.Chips())
+	return fmt.Sprintf("%d slices of %s (%s, %s each; %d chips in all)", m.Slices, m.Slice.AcceleratorType(), m.Slice.Topology, per, m.Chips())
 }

@@ -81,12 +81,21 @@ const (
 // ErrInvalid is wrapped by configuration errors.
 var ErrInvalid = errors.New("invalid infeed config")
 
+// AssumedPCIe stands in for a chip's host-to-chip bandwidth where the
+// catalog has none; AssumedPCIeSource says where the number comes from.
+const (
+	AssumedPCIe       unit.BytesPerSecond = 16e9
+	AssumedPCIeSource                     = "TPU v4's figure in the scaling book"
+)
+
 // ForChip fills a host configuration from the catalog: its chips, vCPUs,
-// NUMA nodes and PCIe bandwidth (16 GB/s assumed where unpublished).
+// NUMA nodes and PCIe bandwidth. Where the catalog has no PCIe figure it
+// assumes AssumedPCIe, and no NUMA count, one node; an unpublished vCPU
+// count is left 0 for the caller to fill.
 func ForChip(c hw.Chip) Config {
 	pcie := c.PCIe
 	if pcie == 0 {
-		pcie = 16e9
+		pcie = AssumedPCIe
 	}
 	numa := max(c.Host.NUMANodes, 1)
 	return Config{

@@ -33,16 +33,21 @@ func (p *Plan) checkInput() error {
 		return fmt.Errorf("plan: input check: %w", err)
 	}
 	vm := chip.Host.VCPUs
+	has := fmt.Sprintf("the VM has %d", vm)
+	if vm == 0 {
+		has = fmt.Sprintf("the %s VM's vCPU count is not published", chip.Host.MachineType)
+	}
 	perChip := float64(n) / float64(c.Chips)
 	switch {
 	case !ok:
-		p.Warnings = append(p.Warnings, fmt.Sprintf("input-bound: even %d vCPUs per host cannot preprocess %d sequences per chip at %v each within the %s step", n, c.Batch, c.ExampleCost, dur(e.Time.Step)))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("input-bound: even %s per host cannot preprocess %s per chip at %s each within the %s step (%s)",
+			unit.Plural(n, "vCPU"), unit.Plural(c.Batch, "sequence"), dur(c.ExampleCost), dur(e.Time.Step), has))
 	case vm > 0 && n > vm:
-		p.Warnings = append(p.Warnings, fmt.Sprintf("input-bound: needs %d vCPUs per host (%.0f per chip) to keep the chips fed at %v per sequence, and the %s VM has %d; the step would stretch to %s",
-			n, perChip, c.ExampleCost, chip.Host.MachineType, vm, dur(stepWith(c, vm))))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("input-bound: needs %s per host (%.0f per chip) to keep the chips fed at %s per sequence, and the %s VM has %d; the step would stretch to %s",
+			unit.Plural(n, "vCPU"), perChip, dur(c.ExampleCost), chip.Host.MachineType, vm, dur(stepWith(c, vm))))
 	default:
-		p.Reasons = append(p.Reasons, fmt.Sprintf("input: %d vCPUs per host (%.1f per chip) keep the chips fed at %v per sequence (infeed simulation; the VM has %d)",
-			n, perChip, c.ExampleCost, vm))
+		p.Reasons = append(p.Reasons, fmt.Sprintf("input: the chips stay fed with %s per host (%.1f per chip) at %s per sequence (infeed simulation; %s)",
+			unit.Plural(n, "vCPU"), perChip, dur(c.ExampleCost), has))
 	}
 	return nil
 }

@@ -454,7 +454,7 @@ func (s *searcher) choose() (Plan, error) {
 		pool = []Tier{TierDP}
 		b := s.best[TierDP][0].Estimate
 		p.Reasons = append(p.Reasons, fmt.Sprintf("pure data parallelism: a full replica's weights, gradients and optimizer state (%v) fit in %v of usable HBM per chip with room for %s of activations",
-			b.Memory.State(), b.Memory.Usable, plural(b.MicroBatchSize, "sequence")))
+			b.Memory.State(), b.Memory.Usable, unit.Plural(b.MicroBatchSize, "sequence")))
 	case has(TierFSDP):
 		pool = []Tier{TierFSDP}
 		state := unit.Bytes(float64(r.Model.ParamCount().Total()) * float64(r.Precision.StateBytes()))
@@ -549,24 +549,31 @@ func (s *searcher) rejectedSummary(tiers ...Tier) string {
 	return out
 }
 
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
-
 func scopeReason(ms hw.Multislice) string {
 	s := ms.Slice
 	c := s.Chip
 	switch {
 	case ms.Slices == 1 && s.Hosts() == 1:
-		return fmt.Sprintf("single host: %s is one %s VM with %d chips", s.AcceleratorType(), c.Host.MachineType, s.Chips())
+		return fmt.Sprintf("single host: %s is one %s VM with %s", s.AcceleratorType(), c.Host.MachineType, unit.Plural(s.Chips(), "chip"))
 	case ms.Slices == 1:
-		return fmt.Sprintf("one slice: %d hosts (%s VMs) joined by ICI in a %s %s", s.Hosts(), c.Host.MachineType, s.Topology, torusOrMesh(s))
+		return fmt.Sprintf("one slice: %s (%s VMs) joined by ICI in %s %s %s", unit.Plural(s.Hosts(), "host"), c.Host.MachineType,
+			article(s.Topology.String()), s.Topology, torusOrMesh(s))
 	}
 	return fmt.Sprintf("multislice: %d slices of %s (%s %s) joined by DCN at %.0f Gbit/s per host",
 		ms.Slices, s.AcceleratorType(), s.Topology, torusOrMesh(s), ms.DCNPerHost().Bits()/1e9)
+}
+
+// article is "a" or "an" for the word that follows, as it is read aloud:
+// "an 8x8x8 torus" (eight), "an 11x..." (eleven), "a 16x16 torus".
+func article(next string) string {
+	num := next[:len(next)-len(strings.TrimLeft(next, "0123456789"))]
+	switch {
+	case strings.HasPrefix(num, "8"), num == "11", num == "18":
+		return "an"
+	case num == "" && next != "" && strings.ContainsRune("aeiouAEIOU", rune(next[0])):
+		return "an"
+	}
+	return "a"
 }
 
 func torusOrMesh(s hw.Slice) string {

@@ -14,7 +14,10 @@ import (
 	"shardlab/unit"
 )
 
-// JSON is the machine-readable form of a plan (shardlab plan --json).
+// JSON is the machine-readable form of a plan (shardlab plan --json). Keys
+// are snake_case and carry their units: _bytes, _s (seconds), _fraction
+// (0 to 1), _per_s. HBM per chip is split into capacity
+// (hbm_capacity_bytes, hbm_usable_capacity_bytes) and use (hbm_used_*).
 type JSON struct {
 	Model        string         `json:"model"`
 	Params       int64          `json:"params"`
@@ -24,7 +27,7 @@ type JSON struct {
 	Chips        int            `json:"chips"`
 	Tier         string         `json:"tier"`
 	Layout       LayoutJSON     `json:"layout"`
-	Seq          int            `json:"seq_tokens"`
+	Seq          int            `json:"seq_len"`
 	GlobalBatch  int            `json:"global_batch_sequences"`
 	GlobalTokens int            `json:"global_batch_tokens"`
 	MaxBatch     int            `json:"max_global_batch_sequences"`
@@ -33,25 +36,25 @@ type JSON struct {
 	Remat        string         `json:"remat"`
 	Schedule     string         `json:"schedule"`
 	Chunks       int            `json:"chunks_per_device"`
-	Memory       MemoryJSON     `json:"memory_bytes"`
-	HBM          int64          `json:"hbm_bytes"`
-	HBMUsable    int64          `json:"hbm_usable_bytes"`
+	Memory       MemoryJSON     `json:"hbm_used_per_chip"`
+	HBM          int64          `json:"hbm_capacity_bytes"`
+	HBMUsable    int64          `json:"hbm_usable_capacity_bytes"`
 	Fits         bool           `json:"fits"`
-	Step         StepJSON       `json:"step_seconds"`
+	Step         StepJSON       `json:"step_time"`
 	Bubble       float64        `json:"bubble_fraction"`
-	MFU          float64        `json:"mfu"`
-	HFU          float64        `json:"hfu"`
-	Efficiency   float64        `json:"assumed_efficiency"`
-	MXU          float64        `json:"mxu_efficiency"`
-	Padding      float64        `json:"mxu_padding_loss"`
-	TokensChip   float64        `json:"tokens_per_second_per_chip"`
-	Tokens       float64        `json:"tokens_per_second"`
+	MFU          float64        `json:"mfu_fraction"`
+	HFU          float64        `json:"hfu_fraction"`
+	Efficiency   float64        `json:"assumed_efficiency_fraction"`
+	MXU          float64        `json:"mxu_efficiency_fraction"`
+	Padding      float64        `json:"mxu_padding_loss_fraction"`
+	TokensChip   float64        `json:"tokens_per_s_per_chip"`
+	Tokens       float64        `json:"tokens_per_s"`
 	DCNBytes     int64          `json:"dcn_bytes_per_step"`
 	ICIBytesChip int64          `json:"ici_bytes_per_chip_per_step"`
-	Collectives  []CommJSON     `json:"collectives"`
+	Collectives  []CommJSON     `json:"collectives_per_chip_per_step"`
 	Reasons      []string       `json:"reasons"`
 	Warnings     []string       `json:"warnings"`
-	Rejected     map[string]int `json:"rejected"`
+	Rejected     []RejectedJSON `json:"rejected"`
 	Evaluated    int            `json:"evaluated"`
 	Top          []RankJSON     `json:"top"`
 	Alternatives []RankJSON     `json:"alternatives"`
@@ -63,23 +66,23 @@ type LayoutJSON struct {
 	Axes []mesh.Axis `json:"axes"`
 }
 
-// MemoryJSON is HBM per chip by component.
+// MemoryJSON is HBM used per chip by component.
 type MemoryJSON struct {
-	Weights     int64 `json:"weights"`
-	Gradients   int64 `json:"gradients"`
-	Optimizer   int64 `json:"optimizer"`
-	Activations int64 `json:"activations"`
-	Transient   int64 `json:"transient"`
-	Total       int64 `json:"total"`
+	Weights     int64 `json:"weights_bytes"`
+	Gradients   int64 `json:"gradients_bytes"`
+	Optimizer   int64 `json:"optimizer_bytes"`
+	Activations int64 `json:"activations_bytes"`
+	Transient   int64 `json:"transient_bytes"`
+	Total       int64 `json:"total_bytes"`
 }
 
 // StepJSON is the step time split, in seconds.
 type StepJSON struct {
-	Compute float64 `json:"compute"`
-	ICI     float64 `json:"ici"`
-	DCN     float64 `json:"dcn"`
-	Bubble  float64 `json:"bubble"`
-	Total   float64 `json:"total"`
+	Compute float64 `json:"compute_s"`
+	ICI     float64 `json:"ici_exposed_s"`
+	DCN     float64 `json:"dcn_exposed_s"`
+	Bubble  float64 `json:"bubble_s"`
+	Total   float64 `json:"total_s"`
 }
 
 // CommJSON is one kind of collective in a step, per chip.
@@ -90,9 +93,15 @@ type CommJSON struct {
 	Count      int     `json:"count"`
 	ICIBytes   int64   `json:"ici_bytes"`
 	DCNBytes   int64   `json:"dcn_bytes"`
-	ICISeconds float64 `json:"ici_seconds"`
-	DCNSeconds float64 `json:"dcn_seconds"`
+	ICISeconds float64 `json:"ici_time_s"`
+	DCNSeconds float64 `json:"dcn_time_s"`
 	Overlapped bool    `json:"overlapped"`
+}
+
+// RejectedJSON counts the layout choices rejected for one reason.
+type RejectedJSON struct {
+	Reason string `json:"reason"`
+	Count  int    `json:"count"`
 }
 
 // RankJSON summarises a ranked layout.
@@ -102,10 +111,10 @@ type RankJSON struct {
 	Remat        string  `json:"remat"`
 	MicroBatches int     `json:"micro_batches"`
 	GlobalBatch  int     `json:"global_batch_sequences"`
-	StepSeconds  float64 `json:"step_seconds"`
-	MFU          float64 `json:"mfu"`
-	TokensChip   float64 `json:"tokens_per_second_per_chip"`
-	HBMBytes     int64   `json:"hbm_bytes"`
+	StepSeconds  float64 `json:"step_time_s"`
+	MFU          float64 `json:"mfu_fraction"`
+	TokensChip   float64 `json:"tokens_per_s_per_chip"`
+	HBMBytes     int64   `json:"hbm_used_bytes"`
 }
 
 func rank(c Candidate) RankJSON {
@@ -136,7 +145,7 @@ func (p Plan) JSON() JSON {
 		Bubble: e.Bubble, MFU: e.MFU, HFU: e.HFU, Efficiency: e.Job.EfficiencyFor(ms.Slice.Chip), MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
 		DCNBytes: int64(e.DCNBytesPerStep), ICIBytesChip: int64(e.ICIBytesPerChip),
-		Reasons: p.Reasons, Warnings: p.Warnings, Rejected: map[string]int{}, Evaluated: p.Evaluated,
+		Reasons: p.Reasons, Warnings: p.Warnings, Rejected: []RejectedJSON{}, Evaluated: p.Evaluated,
 		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{},
 	}
 	for _, c := range e.Comms {
@@ -145,8 +154,9 @@ func (p Plan) JSON() JSON {
 			Overlapped: c.Overlapped})
 	}
 	for k, v := range p.Rejected {
-		j.Rejected[string(k)] = v
+		j.Rejected = append(j.Rejected, RejectedJSON{Reason: string(k), Count: v})
 	}
+	sort.Slice(j.Rejected, func(a, b int) bool { return j.Rejected[a].Reason < j.Rejected[b].Reason })
 	for _, c := range p.Top {
 		j.Top = append(j.Top, rank(c))
 	}
@@ -192,8 +202,8 @@ func (p Plan) WriteText(w io.Writer) error {
 	ms := r.Multislice
 	spec := r.Model
 	fmt.Fprintf(&b, "%s (%.1fB parameters) on %s\n", spec.Name, float64(spec.ParamCount().Total())/1e9, ms)
-	fmt.Fprintf(&b, "  batch %d sequences x %d tokens = %s tokens per step (limit %d sequences)\n\n",
-		e.Job.GlobalBatch, e.Job.Seq, count(float64(e.Job.GlobalBatch*e.Job.Seq)), r.MaxGlobalBatch)
+	fmt.Fprintf(&b, "  batch %s x %s = %s tokens per step (limit %s)\n\n",
+		unit.Plural(e.Job.GlobalBatch, "sequence"), unit.Plural(e.Job.Seq, "token"), count(float64(e.Job.GlobalBatch*e.Job.Seq)), unit.Plural(r.MaxGlobalBatch, "sequence"))
 
 	fmt.Fprintf(&b, "Layout: %s  [%s]\n", e.Mesh, p.Best.Tier)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -204,16 +214,16 @@ func (p Plan) WriteText(w io.Writer) error {
 	tw.Flush()
 	micro := "no pipeline"
 	if e.Job.MicroBatches > 1 || e.Mesh.Size(mesh.Pipeline) > 1 {
-		micro = fmt.Sprintf("%d micro-batches (%s)", e.Job.MicroBatches, e.Job.Schedule)
+		micro = fmt.Sprintf("%s (%s)", unit.Plural(e.Job.MicroBatches, "micro-batch"), e.Job.Schedule)
 		if e.Job.Schedule.Chunked() {
-			micro = fmt.Sprintf("%d micro-batches (%s, %s per device)", e.Job.MicroBatches, e.Job.Schedule, plural(max(e.Job.Chunks, 1), "chunk"))
+			micro = fmt.Sprintf("%s (%s, %s per device)", unit.Plural(e.Job.MicroBatches, "micro-batch"), e.Job.Schedule, unit.Plural(max(e.Job.Chunks, 1), "chunk"))
 		}
 	}
 	remat := string(e.Job.Remat)
 	if e.Job.Remat == cost.RematCustom {
 		remat += " (" + e.Job.Custom.String() + ")"
 	}
-	fmt.Fprintf(&b, "  remat %s, %s, %s per chip per micro-batch\n", remat, micro, plural(e.MicroBatchSize, "sequence"))
+	fmt.Fprintf(&b, "  remat %s, %s, %s per chip per micro-batch\n", remat, micro, unit.Plural(e.MicroBatchSize, "sequence"))
 	fmt.Fprintf(&b, "  precision %s%s, %s attention\n\n", e.Job.Precision.Name(), quantNote(e.Job), attentionName(e.Job))
 
 	fits := "fits"
@@ -287,7 +297,7 @@ func (p Plan) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "\nBest of the tiers the rules did not choose:\n")
 		table(&b, p.Alternatives)
 	}
-	fmt.Fprintf(&b, "\n%d layout choices costed", p.Evaluated)
+	fmt.Fprintf(&b, "\n%s costed", unit.Plural(p.Evaluated, "layout choice"))
 	if len(p.Rejected) > 0 {
 		keys := make([]string, 0, len(p.Rejected))
 		for k := range p.Rejected {
@@ -325,19 +335,8 @@ func table(b *strings.Builder, cs []Candidate) {
 	tw.Flush()
 }
 
-// dur prints a duration with three significant digits.
-func dur(d time.Duration) string {
-	s := d.Seconds()
-	switch {
-	case s == 0:
-		return "0 s"
-	case s >= 1:
-		return fmt.Sprintf("%.3g s", s)
-	case s >= 1e-3:
-		return fmt.Sprintf("%.3g ms", s*1e3)
-	}
-	return fmt.Sprintf("%.3g µs", s*1e6)
-}
+// dur prints a duration in the one text format (unit.Seconds).
+func dur(d time.Duration) string { return unit.Seconds(d.Seconds()).String() }
 
 // count prints a count with a k/M/G suffix.
 func count(v float64) string {

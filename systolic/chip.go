@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"shardlab/hw"
+	"shardlab/unit"
 )
 
 // Preset is a chip's matrix units as the catalog describes them (package
@@ -38,11 +39,11 @@ func (p Preset) Array() Array {
 }
 
 func (p Preset) String() string {
-	n := fmt.Sprint(p.MXUs)
+	s := fmt.Sprintf("%s: %s of %dx%d at %.2f GHz", p.Chip.Name, unit.Plural(p.MXUs, "MXU"), p.Rows, p.Cols, p.ClockHz/1e9)
 	if p.Assumed {
-		n += " (assumed: count not published)"
+		s += "; the MXU count is not published: one per TensorCore is assumed, and the clock is the peak over it"
 	}
-	return fmt.Sprintf("%s: %s MXUs of %dx%d at %.2f GHz", p.Chip.Name, n, p.Rows, p.Cols, p.ClockHz/1e9)
+	return s
 }
 
 // Efficiency is the share of the chip's MXU capacity a GEMM uses: useful

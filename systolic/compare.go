@@ -8,14 +8,14 @@ import (
 // ExecModel is how one kind of processor runs a GEMM: its memory accesses
 // and the time at its rate.
 type ExecModel struct {
-	Processor      string
-	ALUs           int
-	ClockHz        float64
-	MACs           int64
-	MemoryAccesses int64
-	AccessesPerMAC float64
-	Seconds        float64
-	How            string
+	Processor      string  `json:"processor"`
+	ALUs           int     `json:"alus"`
+	ClockHz        float64 `json:"clock_hz"`
+	MACs           int64   `json:"macs"`
+	MemoryAccesses int64   `json:"memory_accesses"`
+	AccessesPerMAC float64 `json:"memory_accesses_per_mac"`
+	Seconds        float64 `json:"time_s"`
+	How            string  `json:"how"`
 }
 
 // Machines sets the processors Compare models.

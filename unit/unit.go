@@ -6,6 +6,8 @@ package unit
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 )
 
 // Bytes is a size in bytes.
@@ -91,4 +93,52 @@ func sig3(v float64) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
+}
+
+// Seconds is a duration in seconds, for reports: every duration shardlab
+// prints in text goes through its String, and JSON carries durations as
+// float seconds in keys ending in _s.
+type Seconds float64
+
+// String formats s with three significant digits and the largest of s, ms,
+// µs and ns that keeps the number at least 1: "14.8 s", "17.4 ms", "524 µs".
+// Zero is "0 s"; durations of 1000 s and more stay in seconds ("3600 s").
+func (s Seconds) String() string {
+	v := float64(s)
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Sprintf("%g s", v)
+	}
+	// round to three significant digits first, so that 0.9996 s is "1 s",
+	// not "1e+03 ms"
+	r, _ := strconv.ParseFloat(fmt.Sprintf("%.3g", math.Abs(v)), 64)
+	sign := ""
+	if v < 0 {
+		sign = "-"
+	}
+	switch {
+	case r >= 1000:
+		return fmt.Sprintf("%s%.0f s", sign, math.Abs(v))
+	case r >= 1:
+		return fmt.Sprintf("%s%.3g s", sign, r)
+	case r >= 1e-3:
+		return fmt.Sprintf("%s%.3g ms", sign, r*1e3)
+	case r >= 1e-6:
+		return fmt.Sprintf("%s%.3g µs", sign, r*1e6)
+	}
+	return fmt.Sprintf("%s%.3g ns", sign, r*1e9)
+}
+
+// Plural counts things in a report: Plural(1, "host") is "1 host",
+// Plural(16, "host") is "16 hosts". Words ending in s, x, ch or sh take
+// "es" ("2 micro-batches").
+func Plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	for _, end := range []string{"s", "x", "ch", "sh"} {
+		if strings.HasSuffix(word, end) {
+			return fmt.Sprintf("%d %ses", n, word)
+		}
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -1,6 +1,9 @@
 package unit
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestString(t *testing.T) {
 	tests := []struct {
@@ -29,4 +32,57 @@ func TestBitsPerSecond(t *testing.T) {
 	if got := BytesPerSecond(25e9).Bits(); got != 200e9 {
 		t.Errorf("Bits() = %v, want 200e9", got)
 	}
+}
+
+func TestSeconds(t *testing.T) {
+	tests := []struct {
+		s    Seconds
+		want string
+	}{
+		{0, "0 s"},
+		{14.754280581, "14.8 s"},
+		{0.017363051, "17.4 ms"},
+		{0.000524288, "524 µs"},
+		{0.9996, "1 s"},     // rounds up into seconds, not "1e+03 ms"
+		{0.0009996, "1 ms"}, // likewise
+		{3600, "3600 s"},    // no exponent above 1000 s
+		{5.389e-06, "5.39 µs"},
+		{5.71e-10, "0.571 ns"},
+		{-0.002, "-2 ms"},
+	}
+	for _, tt := range tests {
+		if got := tt.s.String(); got != tt.want {
+			t.Errorf("Seconds(%g).String() = %q, want %q", float64(tt.s), got, tt.want)
+		}
+	}
+}
+
+func TestPlural(t *testing.T) {
+	tests := []struct {
+		n    int
+		word string
+		want string
+	}{
+		{1, "host", "1 host"},
+		{16, "host", "16 hosts"},
+		{0, "chip", "0 chips"},
+		{1, "micro-batch", "1 micro-batch"},
+		{2, "micro-batch", "2 micro-batches"},
+		{4, "NUMA node", "4 NUMA nodes"},
+	}
+	for _, tt := range tests {
+		if got := Plural(tt.n, tt.word); got != tt.want {
+			t.Errorf("Plural(%d, %q) = %q, want %q", tt.n, tt.word, got, tt.want)
+		}
+	}
+}
+
+func ExampleSeconds() {
+	fmt.Println(Seconds(14.754), Seconds(0.0174), Seconds(0))
+	// Output: 14.8 s 17.4 ms 0 s
+}
+
+func ExamplePlural() {
+	fmt.Println(Plural(1, "host"), "and", Plural(16, "host"))
+	// Output: 1 host and 16 hosts
 }

@@ -383,7 +383,7 @@ func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, er
 	case p.MicroBatches < 1 || p.MicroBatches > 4096:
 		return mesh.Mesh{}, pj, field("micro_batches", p.MicroBatches, "1 to 4096")
 	case p.Seq < 1:
-		return mesh.Mesh{}, pj, field("seq_tokens", p.Seq, "a positive number of tokens")
+		return mesh.Mesh{}, pj, field("seq_len", p.Seq, "a positive number of tokens")
 	}
 	if _, err := schedule.ParseKind(p.Schedule); err != nil {
 		return mesh.Mesh{}, pj, bad("--plan %s: schedule %q, want gpipe or 1f1b", path, p.Schedule)
@@ -611,34 +611,71 @@ func writeEmuTrace(path string, res *emu.Result) error {
 	return f.Close()
 }
 
+// runOut is what run --json prints. Keys use the words plan and model use
+// (chips, seq_len, tied_embeddings) and carry their units.
 type runOut struct {
-	Layout       string                      `json:"layout"`
-	Topology     string                      `json:"topology"`
-	Devices      int                         `json:"devices"`
-	Model        emu.Config                  `json:"model"`
-	Params       int                         `json:"params"`
-	Losses       []float64                   `json:"losses"`
-	SimStep      float64                     `json:"simulated_step_seconds"`
-	WallStep     float64                     `json:"measured_step_seconds"`
-	Bubble       float64                     `json:"pipeline_bubble"`
-	Bytes        map[string]map[string]int64 `json:"bytes_by_collective"`
-	PeakMemory   []emu.Memory                `json:"peak_memory_per_device"`
-	ParamsSHA256 string                      `json:"params_sha256"`
-	Processes    int                         `json:"processes"`
-	MPIBytes     [][]int64                   `json:"mpi_bytes,omitempty"`
+	Layout          string    `json:"layout"`
+	AcceleratorType string    `json:"accelerator_type"`
+	Topology        string    `json:"topology"` // of one slice, as in plan --json
+	Slices          int       `json:"slices"`
+	Devices         int       `json:"chips"` // virtual chips
+	Model           modelOut  `json:"model"`
+	Params          int       `json:"params"`
+	Losses          []float64 `json:"losses"`
+	SimStep         float64   `json:"simulated_step_time_s"`
+	WallStep        float64   `json:"measured_step_time_s"`
+	Bubble          float64   `json:"bubble_fraction"`
+	Bytes           []sentOut `json:"sent_all_chips_all_steps"`
+	PeakMemory      []memOut  `json:"peak_hbm_used_per_chip"`
+	ParamsSHA256    string    `json:"params_sha256"`
+	Processes       int       `json:"processes"`
+	MPIBytes        [][]int64 `json:"mpi_bytes,omitempty"`
 }
 
-func totals(res *emu.Result) map[string]map[string]int64 {
-	out := map[string]map[string]int64{}
+// modelOut is emu.Config with plan's and model's key names.
+type modelOut struct {
+	Layers  int  `json:"layers"`
+	DModel  int  `json:"d_model"`
+	Heads   int  `json:"heads"`
+	KVHeads int  `json:"kv_heads"`
+	DFF     int  `json:"d_ff"`
+	Vocab   int  `json:"vocab"`
+	Seq     int  `json:"seq_len"`
+	Tied    bool `json:"tied_embeddings"`
+}
+
+// memOut is emu.Memory with the unit in its keys.
+type memOut struct {
+	Weights     int64 `json:"weights_bytes"`
+	Gradients   int64 `json:"gradients_bytes"`
+	Optimizer   int64 `json:"optimizer_bytes"`
+	Activations int64 `json:"activations_bytes"`
+	Transient   int64 `json:"transient_bytes"`
+}
+
+// sentOut is the bytes one collective sent, all chips, all steps.
+type sentOut struct {
+	Collective string `json:"collective"`
+	ICIBytes   int64  `json:"ici_bytes"`
+	DCNBytes   int64  `json:"dcn_bytes"`
+}
+
+func totals(res *emu.Result) []sentOut {
+	byOp := map[string]*sentOut{}
 	for _, d := range res.Devices {
 		for op, b := range d.SentByAxis {
-			if out[op] == nil {
-				out[op] = map[string]int64{}
+			if byOp[op] == nil {
+				byOp[op] = &sentOut{Collective: op}
 			}
-			out[op]["ici"] += b[0]
-			out[op]["dcn"] += b[1]
+			byOp[op].ICIBytes += b[0]
+			byOp[op].DCNBytes += b[1]
 		}
 	}
+	out := []sentOut{}
+	for _, s := range byOp {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Collective < out[j].Collective })
 	return out
 }
 
@@ -662,8 +699,10 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 	for _, d := range wall {
 		w = append(w, d.Seconds())
 	}
-	o := runOut{Layout: tc.Mesh.String(), Topology: tc.Mesh.Multislice.String(), Devices: tc.Mesh.Chips(), Model: tc.Model,
-		Losses: res.Losses, SimStep: meanTail(sim), WallStep: meanTail(w), Bubble: res.Bubble, Bytes: totals(res)}
+	ms := tc.Mesh.Multislice
+	o := runOut{Layout: tc.Mesh.String(), AcceleratorType: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices,
+		Devices: tc.Mesh.Chips(), Model: modelOut(tc.Model), Losses: res.Losses, SimStep: meanTail(sim), WallStep: meanTail(w), Bubble: res.Bubble,
+		Bytes: totals(res)}
 	h := sha256.New()
 	for _, t := range res.Final.Tensors() {
 		o.Params += len(t)
@@ -672,38 +711,33 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 	o.ParamsSHA256 = hex.EncodeToString(h.Sum(nil))
 	o.Processes = 1
 	for _, d := range res.Devices {
-		o.PeakMemory = append(o.PeakMemory, d.Memory)
+		o.PeakMemory = append(o.PeakMemory, memOut(d.Memory))
 	}
 	return o
 }
 
 func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, data string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "run\t%d virtual chips, %s, layout %s\n", o.Devices, o.Topology, o.Layout)
+	fmt.Fprintf(tw, "run\t%s, %s, layout %s\n", unit.Plural(o.Devices, "virtual chip"), tc.Mesh.Multislice, o.Layout)
 	if o.Processes > 1 {
 		fmt.Fprintf(tw, "processes\t%d MPI ranks, one per host\n", o.Processes)
 	}
-	fmt.Fprintf(tw, "model\t%d layers, d_model %d, %d heads (%d KV), d_ff %d, vocab %d, seq %d: %d parameters\n",
-		tc.Model.Layers, tc.Model.DModel, tc.Model.Heads, tc.Model.KVHeads, tc.Model.DFF, tc.Model.Vocab, tc.Model.Seq, o.Params)
-	fmt.Fprintf(tw, "data\t%s, %d sequences per step\n", data, tc.GlobalBatch)
+	fmt.Fprintf(tw, "model\t%s, d_model %d, %s (%d KV), d_ff %d, vocab %d, seq %d: %d parameters\n",
+		unit.Plural(tc.Model.Layers, "layer"), tc.Model.DModel, unit.Plural(tc.Model.Heads, "head"), tc.Model.KVHeads, tc.Model.DFF, tc.Model.Vocab, tc.Model.Seq, o.Params)
+	fmt.Fprintf(tw, "data\t%s, %s per step\n", data, unit.Plural(tc.GlobalBatch, "sequence"))
 	if n := len(res.Losses); n > 0 {
 		fmt.Fprintf(tw, "loss\t%.4f at the first step, %.4f at the last\n", res.Losses[0], res.Losses[n-1])
 	}
-	fmt.Fprintf(tw, "step time\tsimulated %.4g s on %s; measured %.4g s in this process\n", o.SimStep, tc.Mesh.Multislice.Slice.Chip.Name, o.WallStep)
+	fmt.Fprintf(tw, "step time\tsimulated %v on %s; measured %v in this process\n", unit.Seconds(o.SimStep), tc.Mesh.Multislice.Slice.Chip.Name, unit.Seconds(o.WallStep))
 	if tc.Mesh.Size(mesh.Pipeline) > 1 {
-		fmt.Fprintf(tw, "pipeline bubble\t%.1f%% (%s, %d micro-batches)\n", 100*res.Bubble, tc.Schedule, tc.MicroBatches)
+		fmt.Fprintf(tw, "pipeline bubble\t%.1f%% (%s, %s)\n", 100*res.Bubble, tc.Schedule, unit.Plural(tc.MicroBatches, "micro-batch"))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nbytes sent, all chips, all steps:\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  collective\tICI\tDCN")
-	var keys []string
-	for k := range o.Bytes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(tw, "  %s\t%v\t%v\n", k, unit.Bytes(o.Bytes[k]["ici"]), unit.Bytes(o.Bytes[k]["dcn"]))
+	for _, b := range o.Bytes {
+		fmt.Fprintf(tw, "  %s\t%v\t%v\n", b.Collective, unit.Bytes(b.ICIBytes), unit.Bytes(b.DCNBytes))
 	}
 	tw.Flush()
 	if len(o.MPIBytes) > 0 {
@@ -717,7 +751,7 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 	fmt.Fprintln(tw, "  chip\tweights\tgradients\toptimizer\tactivations\ttransient\ttotal")
 	for i, m := range o.PeakMemory {
 		fmt.Fprintf(tw, "  %d\t%v\t%v\t%v\t%v\t%v\t%v\n", i, unit.Bytes(m.Weights), unit.Bytes(m.Gradients), unit.Bytes(m.Optimizer),
-			unit.Bytes(m.Activations), unit.Bytes(m.Transient), unit.Bytes(m.Total()))
+			unit.Bytes(m.Activations), unit.Bytes(m.Transient), unit.Bytes(emu.Memory(m).Total()))
 	}
 	return tw.Flush()
 }

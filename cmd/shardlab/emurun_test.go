@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ func TestRunDefault(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"8 virtual chips", "2 x v5litepod-4", "data=2(dcn),fsdp=2,tensor=2", "Go sources under",
+	for _, want := range []string{"8 virtual chips", "2 slices of v5litepod-4 (2x2, 4 chips each; 8 chips in all)", "data=2(dcn),fsdp=2,tensor=2", "Go sources under",
 		"data×context all-reduce", "tensor all-reduce", "fsdp all-gather", "peak memory per chip", "simulated"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
@@ -145,34 +146,35 @@ func TestRunPlanFromPlanJSON(t *testing.T) {
 	fail(t, []string{"run", "--plan", array}, "--plan "+array, "holds 2 plans", "--plan-index 0 to 1")
 	fail(t, []string{"run", "--plan", array, "--plan-index", "2"}, "--plan-index 2", "want 0 to 1")
 
-	// the first default: llama3-8b on tpu7x-8, data=4, 4 sequences of 8192
+	// the first default: llama3-8b on tpu7x-8, data=4, sequences of 8192
 	// tokens; the emulator keeps --seq and says so
 	small := []string{"--synthetic", "--steps", "1", "--quiet"}
 	report, errOut, code := runCmd(append([]string{"run", "--plan", array, "--plan-index", "0"}, small...)...)
 	if code != 0 {
 		t.Fatalf("run --plan %s --plan-index 0: exit %d: %s", array, code, errOut)
 	}
-	for _, want := range []string{"layout data=4", "seq 64:", "4 sequences per step"} {
-		if !strings.Contains(report, want) {
-			t.Errorf("run --plan-index 0: report lacks %q:\n%s", want, report)
-		}
-	}
-	if !strings.Contains(errOut, "the plan's 4 sequences of 8192 tokens") || !strings.Contains(errOut, "--seq") {
-		t.Errorf("run --plan-index 0: stderr %q does not say the plan's sequence length was not taken", errOut)
-	}
-
-	// one plan object, edited to a sequence length the emulator trains
 	var plans []map[string]any
 	if err := json.Unmarshal([]byte(out), &plans); err != nil {
 		t.Fatal(err)
 	}
+	batch := int(plans[0]["global_batch_sequences"].(float64))
+	for _, want := range []string{"layout data=4", "seq 64:", fmt.Sprintf("%d sequences per step", batch)} {
+		if !strings.Contains(report, want) {
+			t.Errorf("run --plan-index 0: report lacks %q:\n%s", want, report)
+		}
+	}
+	if !strings.Contains(errOut, fmt.Sprintf("the plan's %d sequences of 8192 tokens", batch)) || !strings.Contains(errOut, "--seq") {
+		t.Errorf("run --plan-index 0: stderr %q does not say the plan's sequence length was not taken", errOut)
+	}
+
+	// one plan object, edited to a sequence length the emulator trains
 	p := plans[0]
-	p["seq_tokens"], p["global_batch_sequences"] = 128, 8
+	p["seq_len"], p["global_batch_sequences"] = 128, 8
 	b, _ := json.Marshal(p)
 	one := write("one.json", b)
 	o := runJSONOut(t, append([]string{"run", "--plan", one}, small...)...)
 	if o.Model.Seq != 128 || o.Layout != "data=4" {
-		t.Errorf("run --plan with seq_tokens 128: seq %d, layout %s; want 128 and data=4", o.Model.Seq, o.Layout)
+		t.Errorf("run --plan with seq_len 128: seq %d, layout %s; want 128 and data=4", o.Model.Seq, o.Layout)
 	}
 	report, _, _ = runCmd(append([]string{"run", "--plan", one}, small...)...)
 	if !strings.Contains(report, "8 sequences per step") {

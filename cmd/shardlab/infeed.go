@@ -4,12 +4,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"shardlab/infeed"
 	"shardlab/unit"
 )
+
+// assumedVCPUsPerChip stands in for the vCPU count of a VM whose count is
+// not published (v2, v3, v4): a round placeholder, not a measurement, and
+// the report says so.
+const assumedVCPUsPerChip = 4
 
 type infeedFlags struct {
 	tpu, numa                                      *string
@@ -62,8 +68,23 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 			*tpu, slice.Chips(), chip.Host.Chips, chip.Host.MachineType, chip.Generation)
 	}
 	c := infeed.ForChip(chip)
+	// what the catalog's sources do not publish for this VM, and what
+	// stands in for it
+	// (assumedKeys names them as the JSON does)
+	var assumed []string
+	assumedKeys := []string{}
 	if c.VCPUs == 0 {
-		c.VCPUs = 4 * c.Chips // not published for this VM
+		c.VCPUs = assumedVCPUsPerChip * c.Chips
+		assumed = append(assumed, fmt.Sprintf("vCPUs (%d: shardlab's stand-in of %d per chip)", c.VCPUs, assumedVCPUsPerChip))
+		assumedKeys = append(assumedKeys, "host_vcpus")
+	}
+	if chip.Host.NUMANodes == 0 {
+		assumed = append(assumed, fmt.Sprintf("NUMA nodes (%d)", c.NUMANodes))
+		assumedKeys = append(assumedKeys, "numa_nodes")
+	}
+	if chip.PCIe == 0 {
+		assumed = append(assumed, fmt.Sprintf("PCIe (%v per chip: %s)", c.PCIe, infeed.AssumedPCIeSource))
+		assumedKeys = append(assumedKeys, "pcie_bytes_per_s_per_chip")
 	}
 	vmVCPUs := c.VCPUs
 	if *vcpus != 0 {
@@ -94,29 +115,50 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	}
 	if *asJSON {
 		out := map[string]any{
-			"tpu": chip.Generation, "machine_type": chip.Host.MachineType, "chips": c.Chips, "vcpus": c.VCPUs, "vm_vcpus": vmVCPUs,
-			"numa_nodes": c.NUMANodes, "placement": c.Placement, "batch": c.Batch, "example_cost_seconds": c.ExampleCost.Seconds(),
-			"step_seconds": r.StepTime.Seconds(), "makespan_seconds": r.Makespan.Seconds(), "examples_per_second": r.ExamplesPerSecond,
-			"busy": map[string]float64{"host": r.HostBusy, "hbm_copy": r.CopyBusy, "mxu": r.MXUBusy, "outfeed_drain": r.DrainBusy},
-			"mxu_stall_seconds": map[string]float64{"infeed_empty": r.Stalls.InfeedEmpty.Seconds(), "hbm_copy": r.Stalls.HBMCopy.Seconds(),
-				"outfeed_full": r.Stalls.OutfeedFull.Seconds()},
+			"generation": chip.Generation, "machine_type": chip.Host.MachineType, "chips_per_host": c.Chips,
+			"worker_vcpus": c.VCPUs, "host_vcpus": vmVCPUs, "numa_nodes": c.NUMANodes, "pcie_bytes_per_s_per_chip": c.PCIe,
+			"assumed": assumedKeys, "placement": c.Placement, "batch_examples_per_chip": c.Batch, "example_cost_s": c.ExampleCost.Seconds(),
+			"step_time_s": r.StepTime.Seconds(), "makespan_s": r.Makespan.Seconds(), "examples_per_s": r.ExamplesPerSecond,
+			"busy": map[string]float64{"host_vcpus_fraction": r.HostBusy, "hbm_copy_fraction": r.CopyBusy, "mxu_fraction": r.MXUBusy,
+				"outfeed_drain_fraction": r.DrainBusy},
+			"mxu_stalls": map[string]float64{"infeed_empty_s": r.Stalls.InfeedEmpty.Seconds(), "hbm_copy_s": r.Stalls.HBMCopy.Seconds(),
+				"outfeed_full_s": r.Stalls.OutfeedFull.Seconds()},
 			"input_bound": r.InputBound(), "chips_busy": r.Busy(),
 		}
 		if *sweep {
-			out["min_vcpus"] = need
-			out["min_vcpus_found"] = needOK
+			out["min_worker_vcpus"] = need
+			out["min_worker_vcpus_found"] = needOK
 		}
 		return writeJSON(stdout, out)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "host\t%s (%s): %d chips, %d of %d vCPUs, %d NUMA nodes, workers %s\n", chip.Name, chip.Host.MachineType, c.Chips, c.VCPUs, vmVCPUs, c.NUMANodes, c.Placement)
-	fmt.Fprintf(tw, "input\t%d examples per chip per step at %v each (jitter %.2f), %v per example over %v PCIe\n", c.Batch, c.ExampleCost, c.Jitter, c.ExampleBytes, c.PCIe)
-	fmt.Fprintf(tw, "MXU\t%v parameter load + %v compute per step; outfeed drained in %v\n", c.ParamLoad, c.Compute, c.Drain)
-	fmt.Fprintf(tw, "step time\t%v steady state over %d steps (%v in all)\n", r.StepTime, c.Steps, r.Makespan.Round(time.Microsecond))
+	vmHas := fmt.Sprintf("the VM has %d", vmVCPUs)
+	vcpuNote, numaNote, pcieNote := "", "", ""
+	if chip.Host.VCPUs == 0 {
+		vmHas = fmt.Sprintf("the VM is assumed to have %d", vmVCPUs)
+		vcpuNote = " (assumed)"
+	}
+	if chip.Host.NUMANodes == 0 {
+		numaNote = " (assumed)"
+	}
+	if chip.PCIe == 0 {
+		pcieNote = " (assumed)"
+	}
+	fmt.Fprintf(tw, "host\t%s (%s): %s, %d of %s%s, %s%s, workers %s\n", chip.Name, chip.Host.MachineType, unit.Plural(c.Chips, "chip"),
+		c.VCPUs, unit.Plural(vmVCPUs, "vCPU"), vcpuNote, unit.Plural(c.NUMANodes, "NUMA node"), numaNote, c.Placement)
+	if len(assumed) > 0 {
+		fmt.Fprintf(tw, "assumed\tnot published for %s in the catalog's sources: %s\n", chip.Host.MachineType, strings.Join(assumed, "; "))
+	}
+	fmt.Fprintf(tw, "input\t%s per chip per step at %v each (jitter %.2f), %v per example over %v PCIe%s\n", unit.Plural(c.Batch, "example"),
+		unit.Seconds(c.ExampleCost.Seconds()), c.Jitter, c.ExampleBytes, c.PCIe, pcieNote)
+	fmt.Fprintf(tw, "MXU\t%v parameter load + %v compute per step; outfeed drained in %v\n", unit.Seconds(c.ParamLoad.Seconds()),
+		unit.Seconds(c.Compute.Seconds()), unit.Seconds(c.Drain.Seconds()))
+	fmt.Fprintf(tw, "step time\t%v steady state over %s (%v in all)\n", unit.Seconds(r.StepTime.Seconds()), unit.Plural(c.Steps, "step"),
+		unit.Seconds(r.Makespan.Seconds()))
 	fmt.Fprintf(tw, "throughput\t%.0f examples/s for the host\n", r.ExamplesPerSecond)
 	fmt.Fprintf(tw, "busy\thost vCPUs %.1f%%, HBM copy %.1f%%, MXU %.1f%%, outfeed drain %.1f%%\n", 100*r.HostBusy, 100*r.CopyBusy, 100*r.MXUBusy, 100*r.DrainBusy)
-	fmt.Fprintf(tw, "MXU stalls\tinfeed empty %v, HBM copy %v, outfeed full %v\n", r.Stalls.InfeedEmpty.Round(time.Microsecond),
-		r.Stalls.HBMCopy.Round(time.Microsecond), r.Stalls.OutfeedFull.Round(time.Microsecond))
+	fmt.Fprintf(tw, "MXU stalls\tinfeed empty %v, HBM copy %v, outfeed full %v\n", unit.Seconds(r.Stalls.InfeedEmpty.Seconds()),
+		unit.Seconds(r.Stalls.HBMCopy.Seconds()), unit.Seconds(r.Stalls.OutfeedFull.Seconds()))
 	verdict := "the MXU is the bottleneck: input keeps up"
 	switch {
 	case r.Stalls.OutfeedFull > r.Makespan/20:
@@ -127,7 +169,7 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(tw, "verdict\t%s\n", verdict)
 	if *sweep {
 		if needOK {
-			fmt.Fprintf(tw, "vCPUs needed\t%d per host (%.1f per chip) keep the chips busy; the VM has %d\n", need, float64(need)/float64(c.Chips), vmVCPUs)
+			fmt.Fprintf(tw, "vCPUs needed\t%d per host (%.1f per chip) to keep the chips busy; %s\n", need, float64(need)/float64(c.Chips), vmHas)
 		} else {
 			fmt.Fprintf(tw, "vCPUs needed\tmore than %d per host: the chips stay input-bound\n", need)
 		}

@@ -138,12 +138,12 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 			"gemm": map[string]int{"m": g.M, "k": g.K, "n": g.N}, "array": map[string]int{"rows": a.Rows, "cols": a.Cols},
 			"dataflow": a.Dataflow, "double_buffer": a.DoubleBuffer, "simulated": simulated,
 			"cycles": r.Cycles, "closed_form_cycles": cf.Cycles, "stall_cycles": r.StallCycles, "hbm_stall_cycles": r.HBMStalls,
-			"load_stall_cycles": r.LoadStalls, "folds": r.Folds, "macs": r.MACs, "utilization": r.Utilization(),
-			"mapping_efficiency": mapping, "buffer_accesses": map[string]int64{"a_reads": r.Buffer.AReads, "b_reads": r.Buffer.BReads,
+			"load_stall_cycles": r.LoadStalls, "folds": r.Folds, "macs": r.MACs, "utilization_fraction": r.Utilization(),
+			"mapping_efficiency_fraction": mapping, "buffer_accesses": map[string]int64{"a_reads": r.Buffer.AReads, "b_reads": r.Buffer.BReads,
 				"c_writes": r.Buffer.CWrites, "c_reads": r.Buffer.CReads},
 			"weight_reads_while_streaming": r.WeightReadsWhileStreaming,
 			"hbm_read_bytes":               r.HBMReadBytes, "hbm_write_bytes": r.HBMWriteBytes,
-			"hbm_bytes_per_cycle": a.HBMBytesPerCycle, "clock_hz": p.ClockHz, "seconds_one_mxu": float64(r.Cycles) / p.ClockHz,
+			"hbm_bytes_per_cycle": a.HBMBytesPerCycle, "clock_hz": p.ClockHz, "time_one_mxu_s": float64(r.Cycles) / p.ClockHz,
 		})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -163,7 +163,7 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(tw, "weight reads while streaming\t%d\n", r.WeightReadsWhileStreaming)
 	fmt.Fprintf(tw, "accesses per MAC\t%.4f\n", r.AccessesPerMAC())
 	fmt.Fprintf(tw, "HBM traffic\tread %v, write %v (%.1f B/cycle available)\n", unit.Bytes(r.HBMReadBytes), unit.Bytes(r.HBMWriteBytes), a.HBMBytesPerCycle)
-	fmt.Fprintf(tw, "time on one MXU\t%.4g s at %.2f GHz\n", float64(r.Cycles)/p.ClockHz, p.ClockHz/1e9)
+	fmt.Fprintf(tw, "time on one MXU\t%v at %.2f GHz\n", unit.Seconds(float64(r.Cycles)/p.ClockHz), p.ClockHz/1e9)
 	return tw.Flush()
 }
 
@@ -189,7 +189,7 @@ func runMXUCompare(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(tw, "GEMM %d x %d x %d, %d MACs\n", *m, *k, *n, rows[0].MACs)
 	fmt.Fprintln(tw, "processor\tALUs\tclock\taccesses per MAC\tmemory accesses\ttime\thow")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f GHz\t%.4f\t%.3g\t%.4g s\t%s\n", r.Processor, r.ALUs, r.ClockHz/1e9, r.AccessesPerMAC, float64(r.MemoryAccesses), r.Seconds, r.How)
+		fmt.Fprintf(tw, "%s\t%d\t%.2f GHz\t%.4f\t%.3g\t%v\t%s\n", r.Processor, r.ALUs, r.ClockHz/1e9, r.AccessesPerMAC, float64(r.MemoryAccesses), unit.Seconds(r.Seconds), r.How)
 	}
 	return tw.Flush()
 }

@@ -587,8 +587,9 @@ func runHW(args []string, stdout, stderr io.Writer) error {
 			if c.DCNPerChip > 0 {
 				dcn = fmt.Sprintf("%.1f Gbit/s", c.DCNPerChip.Bits()/1e9)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%d x %v\t%s\t%d x %s of %dx%d\t%s (%d chips)\t%d chips\n", c.Generation, c.Name, c.PeakBF16, c.HBM,
-				c.HBMBandwidth, c.ICILinks, c.ICILinkBandwidth, dcn, c.TensorCores, mxu, c.MXUDim, c.MXUDim, c.Host.MachineType, c.Host.Chips, c.MaxSliceChips)
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%d x %v\t%s\t%d x %s of %dx%d\t%s (%s)\t%s\n", c.Generation, c.Name, c.PeakBF16, c.HBM,
+				c.HBMBandwidth, c.ICILinks, c.ICILinkBandwidth, dcn, c.TensorCores, mxu, c.MXUDim, c.MXUDim, c.Host.MachineType, unit.Plural(c.Host.Chips, "chip"),
+				unit.Plural(c.MaxSliceChips, "chip"))
 		}
 		return tw.Flush()
 	case "show":
@@ -625,7 +626,7 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "accelerator type\t%s\n", slice.AcceleratorType())
 		fmt.Fprintf(tw, "topology\t%s (wraparound %s)\n", slice.Topology, strings.Join(wraps, ", "))
-		fmt.Fprintf(tw, "chips\t%d on %d hosts\n", slice.Chips(), slice.Hosts())
+		fmt.Fprintf(tw, "chips\t%d on %s\n", slice.Chips(), unit.Plural(slice.Hosts(), "host"))
 	}
 	fmt.Fprintf(tw, "generation\t%s (%s)\n", c.Generation, c.Name)
 	fmt.Fprintf(tw, "peak bf16\t%v\n", c.PeakBF16)
@@ -638,7 +639,7 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 	fmt.Fprintf(tw, "HBM\t%v at %v\n", c.HBM, c.HBMBandwidth)
 	mxus := "MXUs per TensorCore not published"
 	if c.MXUsPerTensorCore > 0 {
-		mxus = fmt.Sprintf("%d MXUs each", c.MXUsPerTensorCore)
+		mxus = unit.Plural(c.MXUsPerTensorCore, "MXU") + " each"
 	}
 	fmt.Fprintf(tw, "TensorCores\t%d, %s, MXU %dx%d\n", c.TensorCores, mxus, c.MXUDim, c.MXUDim)
 	fmt.Fprintf(tw, "ICI\t%dD torus, %d links of %v each way\n", c.TorusDims, c.ICILinks, c.ICILinkBandwidth)
@@ -648,22 +649,22 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 		fmt.Fprintf(tw, "DCN\tno Multislice\n")
 	}
 	h := c.Host
-	fmt.Fprintf(tw, "host VM\t%s: %d chips", h.MachineType, h.Chips)
+	fmt.Fprintf(tw, "host VM\t%s: %s", h.MachineType, unit.Plural(h.Chips, "chip"))
 	if h.VCPUs > 0 {
-		fmt.Fprintf(tw, ", %d vCPUs", h.VCPUs)
+		fmt.Fprintf(tw, ", %s", unit.Plural(h.VCPUs, "vCPU"))
 	}
 	if h.RAM > 0 {
 		fmt.Fprintf(tw, ", %.0f GB RAM", float64(h.RAM)/1e9)
 	}
 	if h.NUMANodes > 0 {
-		fmt.Fprintf(tw, ", %d NUMA nodes", h.NUMANodes)
+		fmt.Fprintf(tw, ", %s", unit.Plural(h.NUMANodes, "NUMA node"))
 	}
 	if h.BootDisk != "" {
 		fmt.Fprintf(tw, ", boot disk %s, data disks %s", h.BootDisk, strings.Join(h.DataDisks, " or "))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintf(tw, "JAX devices per chip\t%d\n", c.JAXDevicesPerChip)
-	fmt.Fprintf(tw, "largest slice\t%d chips (pod %d)\n", c.MaxSliceChips, c.PodChips)
+	fmt.Fprintf(tw, "largest slice\t%s (pod %s)\n", unit.Plural(c.MaxSliceChips, "chip"), unit.Plural(c.PodChips, "chip"))
 	types := c.AcceleratorTypes()
 	if len(types) > 8 {
 		types = append(types[:6:6], "…", types[len(types)-1])
@@ -708,8 +709,8 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 		p := s.ParamCount()
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "name\t%s\n", s.Name)
-		fmt.Fprintf(tw, "shape\t%d layers, d_model %d, %d heads (%d KV) of %d, d_ff %d, vocab %d, seq %d\n",
-			s.Layers, s.DModel, s.Heads, s.KV(), s.Head(), s.DFF, s.Vocab, s.SeqLen)
+		fmt.Fprintf(tw, "shape\t%s, d_model %d, %s (%d KV) of %d, d_ff %d, vocab %d, seq %d\n",
+			unit.Plural(s.Layers, "layer"), s.DModel, unit.Plural(s.Heads, "head"), s.KV(), s.Head(), s.DFF, s.Vocab, s.SeqLen)
 		fmt.Fprintf(tw, "parameters\t%d (%.3fB)", p.Total(), float64(p.Total())/1e9)
 		if s.Published > 0 {
 			fmt.Fprintf(tw, "; published %d (%+.2f%%)", s.Published, 100*float64(p.Total()-s.Published)/float64(s.Published))

@@ -63,16 +63,16 @@ func TestPlanJSONFields(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"layout", "memory_bytes", "hbm_bytes", "step_seconds", "mfu", "tokens_per_second_per_chip",
-		"dcn_bytes_per_step", "reasons", "rejected"} {
+	for _, k := range []string{"layout", "hbm_used_per_chip", "hbm_capacity_bytes", "hbm_usable_capacity_bytes", "step_time", "mfu_fraction",
+		"tokens_per_s_per_chip", "dcn_bytes_per_step", "reasons", "rejected"} {
 		if _, ok := v[k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}
 	}
-	step := v["step_seconds"].(map[string]any)
-	for _, k := range []string{"compute", "ici", "dcn", "bubble", "total"} {
+	step := v["step_time"].(map[string]any)
+	for _, k := range []string{"compute_s", "ici_exposed_s", "dcn_exposed_s", "bubble_s", "total_s"} {
 		if _, ok := step[k]; !ok {
-			t.Errorf("step_seconds lacks %q", k)
+			t.Errorf("step_time lacks %q", k)
 		}
 	}
 	axes := v["layout"].(map[string]any)["axes"].([]any)
@@ -88,10 +88,10 @@ func TestPlanJSONFields(t *testing.T) {
 			t.Errorf("axis %v lacks dcn", m)
 		}
 	}
-	mem := v["memory_bytes"].(map[string]any)
-	for _, k := range []string{"weights", "gradients", "optimizer", "activations"} {
+	mem := v["hbm_used_per_chip"].(map[string]any)
+	for _, k := range []string{"weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "transient_bytes", "total_bytes"} {
 		if _, ok := mem[k]; !ok {
-			t.Errorf("memory_bytes lacks %q", k)
+			t.Errorf("hbm_used_per_chip lacks %q", k)
 		}
 	}
 }
