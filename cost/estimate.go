@@ -309,8 +309,8 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 // ahead, or the layer's unreduced gradients on their way to the
 // reduce-scatter; without FSDP but with fp32 weights, the bf16 copy of the
 // layer in use). At the output layer, on the stage that has it: the
-// logits in the compute dtype and the loss in fp32, split over the
-// vocabulary tiles.
+// logits and their gradients in the compute dtype (XLA fuses the fp32
+// softmax and loss row by row), split over the vocabulary tiles.
 func (j Job) transient(sh shape, st stage, r remat) float64 {
 	var layerPhase float64
 	if j.Remat != RematNone {
@@ -329,7 +329,7 @@ func (j Job) transient(sh shape, st stage, r remat) float64 {
 	var outputPhase float64
 	if sh.p == 1 || st == lastStage {
 		tiles := float64(max(j.VocabTiles, 1))
-		outputPhase = float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * (e + 4) / float64(sh.t) / tiles
+		outputPhase = float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * 2 * e / float64(sh.t) / tiles
 	}
 	return max(layerPhase, outputPhase)
 }

@@ -151,13 +151,19 @@ func ParseCustom(s string) (Places, error) {
 		if !ok {
 			return p, fmt.Errorf("cost: custom remat %q: want tensor=device|offload|remat", kv)
 		}
+		pl, err := ParsePlace(v)
+		if err != nil {
+			return p, err
+		}
+		if strings.EqualFold(strings.TrimSpace(k), "qkv_proj") { // the fused projection's name
+			p[Query], p[Key], p[Value] = pl, pl, pl
+			continue
+		}
 		t, err := ParseTensor(k)
 		if err != nil {
 			return p, err
 		}
-		if p[t], err = ParsePlace(v); err != nil {
-			return p, err
-		}
+		p[t] = pl
 	}
 	return p, nil
 }

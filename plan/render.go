@@ -78,11 +78,17 @@ type MemoryJSON struct {
 
 // StepJSON is the step time split, in seconds.
 type StepJSON struct {
-	Compute float64 `json:"compute_s"`
-	ICI     float64 `json:"ici_exposed_s"`
-	DCN     float64 `json:"dcn_exposed_s"`
-	Bubble  float64 `json:"bubble_s"`
-	Total   float64 `json:"total_s"`
+	Compute   float64 `json:"compute_s"`
+	Matmuls   float64 `json:"matmuls_s"`
+	Attention float64 `json:"attention_s"`
+	Vector    float64 `json:"memory_bound_s"`
+	Optimizer float64 `json:"optimizer_s"`
+	Offload   float64 `json:"host_offload_exposed_s"`
+	ICI       float64 `json:"ici_exposed_s"`
+	DCN       float64 `json:"dcn_exposed_s"`
+	Sync      float64 `json:"slice_sync_s"`
+	Bubble    float64 `json:"bubble_s"`
+	Total     float64 `json:"total_s"`
 }
 
 // CommJSON is one kind of collective in a step, per chip.
@@ -140,7 +146,9 @@ func (p Plan) JSON() JSON {
 			Activations: int64(e.Memory.Activations), Transient: int64(e.Memory.Transient), Total: int64(e.Memory.Total()),
 		},
 		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), Fits: e.Memory.Fits(),
-		Step: StepJSON{Compute: e.Time.Compute.Seconds(), ICI: e.Time.ICI.Seconds(), DCN: e.Time.DCN.Seconds(),
+		Step: StepJSON{Compute: e.Time.Compute.Seconds(), Matmuls: e.Time.MXU.Seconds(), Attention: e.Time.Attention.Seconds(),
+			Vector: e.Time.Vector.Seconds(), Optimizer: e.Time.Optimizer.Seconds(), Offload: e.Time.Offload.Seconds(),
+			ICI: e.Time.ICI.Seconds(), DCN: e.Time.DCN.Seconds(), Sync: e.Time.Sync.Seconds(),
 			Bubble: e.Time.Bubble.Seconds(), Total: e.Time.Step.Seconds()},
 		Bubble: e.Bubble, MFU: e.MFU, HFU: e.HFU, Efficiency: e.Job.EfficiencyFor(ms.Slice.Chip), MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
@@ -252,7 +260,10 @@ func (p Plan) WriteText(w io.Writer) error {
 		v    time.Duration
 	}{{"compute", e.Time.Compute}, {"  matmuls", e.Time.MXU}, {"  attention", e.Time.Attention}, {"  memory-bound", e.Time.Vector},
 		{"  optimizer", e.Time.Optimizer}, {"  host offload", e.Time.Offload},
-		{"ICI (exposed)", e.Time.ICI}, {"DCN (exposed)", e.Time.DCN}, {"pipeline bubble", e.Time.Bubble}} {
+		{"ICI (exposed)", e.Time.ICI}, {"DCN (exposed)", e.Time.DCN}, {"slice sync", e.Time.Sync}, {"pipeline bubble", e.Time.Bubble}} {
+		if c.name == "slice sync" && c.v == 0 {
+			continue
+		}
 		if strings.HasPrefix(c.name, " ") && c.v == 0 {
 			continue
 		}

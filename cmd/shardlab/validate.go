@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 
+	"shardlab/hw"
 	"shardlab/validate"
 )
 
@@ -33,22 +34,19 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *fit {
-		eff, err := validate.Fit(runs)
+		cal, err := validate.Fit(runs)
 		if err != nil {
 			return err
 		}
 		var gens []string
-		for g := range eff {
+		for g := range cal.Efficiency {
 			gens = append(gens, string(g))
 		}
 		sort.Strings(gens)
 		for _, g := range gens {
-			for k, v := range eff {
-				if string(k) == g {
-					fmt.Fprintf(stdout, "%s\t%.3f\n", g, v)
-				}
-			}
+			fmt.Fprintf(stdout, "efficiency %s\t%.3f\n", g, cal.Efficiency[hw.Generation(g)])
 		}
+		fmt.Fprintf(stdout, "attention\t%.2f\ndcn\t%.2f\nslice jitter\t%.4f\n", cal.Attention, cal.DCN, cal.SliceJitter)
 		return nil
 	}
 	rep, err := validate.Evaluate(runs, nil)
