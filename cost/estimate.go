@@ -310,7 +310,8 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 // reduce-scatter; without FSDP but with fp32 weights, the bf16 copy of the
 // layer in use). At the output layer, on the stage that has it: the
 // logits and their gradients in the compute dtype (XLA fuses the fp32
-// softmax and loss row by row), split over the vocabulary tiles.
+// softmax and loss row by row), split over the vocabulary tiles, and with
+// FSDP the output layer's gathered weights and unreduced gradients.
 func (j Job) transient(sh shape, st stage, r remat) float64 {
 	var layerPhase float64
 	if j.Remat != RematNone {
@@ -330,6 +331,10 @@ func (j Job) transient(sh shape, st stage, r remat) float64 {
 	if sh.p == 1 || st == lastStage {
 		tiles := float64(max(j.VocabTiles, 1))
 		outputPhase = float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * 2 * e / float64(sh.t) / tiles
+		if sh.f > 1 {
+			// the output layer gathered, and its unreduced gradients
+			outputPhase += 2 * float64(j.Model.Vocab) * float64(j.Model.DModel) / float64(sh.t) * e
+		}
 	}
 	return max(layerPhase, outputPhase)
 }

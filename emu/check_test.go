@@ -176,10 +176,21 @@ func TestPeakMemoryWithinFivePercentOfCost(t *testing.T) {
 		for _, d := range r.Devices {
 			peak = max(peak, d.Memory.Total())
 		}
-		ratio := float64(peak) / float64(mem.Total())
-		t.Logf("%s: measured peak %v, cost %v (%.3f)", tt.name, unit.Bytes(peak), mem.Total(), ratio)
+		want := mem.Total()
+		if m.Size(mesh.FSDP) > 1 {
+			// The emulator's one deliberate difference here: it shards the
+			// embedding, output layer and final norm as one FSDP group, so the
+			// group's full fp32 gradient buffer lives from the output layer's
+			// backward to the embedding's, where cost (as XLA) reduce-scatters
+			// the output layer's gradients at once and the embedding's at the
+			// end.
+			pc := spec(checkModel).ParamCount()
+			want += unit.Bytes(4 * (pc.Embedding + pc.Output + pc.FinalNorm))
+		}
+		ratio := float64(peak) / float64(want)
+		t.Logf("%s: measured peak %v, cost %v (%.3f)", tt.name, unit.Bytes(peak), want, ratio)
 		if math.Abs(ratio-1) > 0.05 {
-			t.Errorf("%s: measured peak %d bytes, cost %d: off by %.1f%%", tt.name, peak, mem.Total(), 100*(ratio-1))
+			t.Errorf("%s: measured peak %d bytes, cost %d: off by %.1f%%", tt.name, peak, want, 100*(ratio-1))
 		}
 	}
 }

@@ -41,7 +41,7 @@ type Request struct {
 	// Remat fixes the rematerialisation policy; "" searches all.
 	Remat cost.Remat
 	// Custom places the tagged tensors when Remat is custom.
-	Custom       cost.Places
+	Custom cost.Places
 	// Schedule fixes the pipeline schedule, with Chunks for interleaved
 	// and circular; "" searches GPipe, 1F1B and interleaved 1F1B with 2
 	// and 4 chunks.

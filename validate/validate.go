@@ -29,10 +29,11 @@ var runsYAML []byte
 
 // Source says where a run was published.
 type Source struct {
-	Repo       string `yaml:"repo" json:"repo"`
-	Path       string `yaml:"path" json:"path"`
-	Commit     string `yaml:"commit" json:"commit"`
-	ConfigPath string `yaml:"config_path,omitempty" json:"config_path,omitempty"`
+	Repo         string `yaml:"repo" json:"repo"`
+	Path         string `yaml:"path" json:"path"`
+	Commit       string `yaml:"commit" json:"commit"`
+	ConfigPath   string `yaml:"config_path,omitempty" json:"config_path,omitempty"`
+	ConfigCommit string `yaml:"config_commit,omitempty" json:"config_commit,omitempty"`
 }
 
 // Layout is MaxText's ici_* and dcn_* parallelism as the run set it, in
@@ -42,6 +43,7 @@ type Layout struct {
 	ICIFSDP     int `yaml:"ici_fsdp" json:"ici_fsdp"`
 	ICITensor   int `yaml:"ici_tensor" json:"ici_tensor"`
 	ICISequence int `yaml:"ici_sequence" json:"ici_sequence"`
+	ICIContext  int `yaml:"ici_context" json:"ici_context"`
 	ICIPipeline int `yaml:"ici_pipeline" json:"ici_pipeline"`
 	DCNData     int `yaml:"dcn_data" json:"dcn_data"`
 	DCNFSDP     int `yaml:"dcn_fsdp" json:"dcn_fsdp"`
@@ -50,16 +52,31 @@ type Layout struct {
 
 // Published is what the run's source reports.
 type Published struct {
-	MFU                float64 `yaml:"mfu" json:"mfu"`
-	StepTimeS          float64 `yaml:"step_time_s" json:"step_time_s"`
-	TokensPerSPerChip  float64 `yaml:"tokens_per_s_per_chip" json:"tokens_per_s_per_chip"`
-	TFLOPsPerDevice    float64 `yaml:"tflops_per_device" json:"tflops_per_device"`
-	CausalFLOPs        bool    `yaml:"causal_flops" json:"causal_flops"`
-	MFUFromStepTime    bool    `yaml:"mfu_from_step_time" json:"mfu_from_step_time"`
-	MFUFromTFLOPs      bool    `yaml:"mfu_from_tflops" json:"mfu_from_tflops"`
-	MFUFromTokensPerS  bool    `yaml:"mfu_from_tokens_per_s" json:"mfu_from_tokens_per_s"`
-	Note               string  `yaml:"note,omitempty" json:"note,omitempty"`
-	ConventionVerified bool    `yaml:"convention_verified,omitempty" json:"convention_verified,omitempty"`
+	MFU float64 `yaml:"mfu" json:"mfu"`
+	// MFUSource is "published" (the source gives the MFU) or "tflops" (the
+	// published TFLOP/s per chip over the chip's bf16 peak).
+	MFUSource string `yaml:"mfu_source" json:"mfu_source"`
+	// FLOPsConvention is how MaxText counted attention in the MFU when the
+	// number was made: none (6N), full or causal (halved).
+	FLOPsConvention   string  `yaml:"flops_convention" json:"flops_convention"`
+	StepTimeS         float64 `yaml:"step_time_s,omitempty" json:"step_time_s,omitempty"`
+	TokensPerSPerChip float64 `yaml:"tokens_per_s_per_chip,omitempty" json:"tokens_per_s_per_chip,omitempty"`
+	TFLOPsPerDevice   float64 `yaml:"tflops_per_device,omitempty" json:"tflops_per_device,omitempty"`
+	TFLOPsPerChip     float64 `yaml:"tflops_per_chip,omitempty" json:"tflops_per_chip,omitempty"`
+}
+
+// attentionShare is the share of the full attention FLOPs a convention
+// counts.
+func (p Published) attentionShare() (float64, error) {
+	switch p.FLOPsConvention {
+	case "none":
+		return 0, nil
+	case "full":
+		return 1, nil
+	case "causal":
+		return 0.5, nil
+	}
+	return 0, fmt.Errorf("flops_convention = %q, want none, full or causal: %w", p.FLOPsConvention, ErrInvalid)
 }
 
 // Run is one published training run.
@@ -84,6 +101,8 @@ type Run struct {
 	OptimizerOffload   bool           `yaml:"optimizer_memory_host_offload,omitempty" json:"optimizer_memory_host_offload,omitempty"`
 	ParameterOffload   bool           `yaml:"parameter_memory_host_offload,omitempty" json:"parameter_memory_host_offload,omitempty"`
 	VocabTiles         int            `yaml:"num_vocab_tiling,omitempty" json:"num_vocab_tiling,omitempty"`
+	Attention          string         `yaml:"attention,omitempty" json:"attention,omitempty"`
+	Doubtful           string         `yaml:"doubtful,omitempty" json:"doubtful,omitempty"`
 	OtherFlags         map[string]any `yaml:"other_flags,omitempty" json:"-"`
 	Published          Published      `yaml:"published" json:"published"`
 	Calibration        bool           `yaml:"calibration" json:"calibration"`
@@ -139,7 +158,7 @@ func (r Run) Setup() (cost.Job, mesh.Mesh, error) {
 	}
 	l := r.Layout
 	per := s.Chip.JAXDevicesPerChip
-	ici := []int{l.ICIData, l.ICIFSDP, l.ICITensor, l.ICIPipeline, l.ICISequence}
+	ici := []int{l.ICIData, l.ICIFSDP, l.ICITensor, l.ICIPipeline, max(l.ICISequence, 1) * max(l.ICIContext, 1)}
 	for i := range ici {
 		ici[i] = max(ici[i], 1)
 	}
@@ -200,7 +219,16 @@ func (r Run) Setup() (cost.Job, mesh.Mesh, error) {
 	}
 	j.OptimizerOffload, j.ParameterOffload = r.OptimizerOffload, r.ParameterOffload
 	j.VocabTiles = max(r.VocabTiles, 1)
-	j.CausalFLOPs = r.Published.CausalFLOPs
+	if _, err := r.Published.attentionShare(); err != nil {
+		return cost.Job{}, mesh.Mesh{}, err
+	}
+	switch r.Attention {
+	case "", "flash":
+	case "dot_product":
+		j.Attention = cost.AttentionDot
+	default:
+		return cost.Job{}, mesh.Mesh{}, bad("attention", r.Attention, "flash or dot_product")
+	}
 	if m.Size(mesh.Pipeline) > 1 {
 		j.MicroBatches = m.Size(mesh.Pipeline)
 	}
@@ -218,6 +246,17 @@ func dtypeBytes(field, s string, def int) (int, error) {
 		return 2, nil
 	}
 	return 0, fmt.Errorf("%s = %q, want float32 or bfloat16: %w", field, s, ErrInvalid)
+}
+
+// predictedMFU is the estimate's MFU in the FLOP convention the run's
+// number was made in.
+func (r Run) predictedMFU(e cost.Estimate) float64 {
+	share, _ := r.Published.attentionShare() // Setup checked it
+	spec := e.Job.Model
+	tokens := float64(e.Job.GlobalBatch) * float64(e.Job.Seq)
+	flops := (6*float64(spec.MatmulParams()) + 3*share*spec.AttentionFLOPsPerToken(e.Job.Seq)) * tokens
+	chip := e.Mesh.Multislice.Slice.Chip
+	return flops / (float64(chip.PeakBF16) * float64(e.Mesh.Chips()) * e.Time.Step.Seconds())
 }
 
 // Result is one run costed.
@@ -249,7 +288,8 @@ func Evaluate(runs []Run, cal *cost.Calibration) (Report, error) {
 		if err != nil {
 			return rep, fmt.Errorf("validate: %s: %w", r.ID, err)
 		}
-		rep.Results = append(rep.Results, Result{Run: r, Estimate: e, Predicted: e.MFU, Error: (e.MFU - r.Published.MFU) / r.Published.MFU})
+		mfu := r.predictedMFU(e)
+		rep.Results = append(rep.Results, Result{Run: r, Estimate: e, Predicted: mfu, Error: (mfu - r.Published.MFU) / r.Published.MFU})
 	}
 	return rep, nil
 }
@@ -367,7 +407,7 @@ func fitEfficiency(single []Run, cal *cost.Calibration) (map[hw.Generation]float
 			if err != nil {
 				return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
 			}
-			if e.MFU < r.Published.MFU {
+			if r.predictedMFU(e) < r.Published.MFU {
 				lo = mid
 			} else {
 				hi = mid
