@@ -19,5 +19,5 @@ func ExampleSearch() {
 	}
 	fmt.Println(p.Best.Estimate.Mesh, p.Best.Tier, p.Best.Estimate.Job.GlobalBatch)
 	// Output:
-	// data=2(dcn),fsdp=64 FSDP 512
+	// fsdp=2(dcn),fsdp=64 FSDP 128
 }
