@@ -81,17 +81,14 @@ const (
 // ErrInvalid is wrapped by configuration errors.
 var ErrInvalid = errors.New("invalid infeed config")
 
-// ForChip fills a host configuration from the catalog: its chips, vCPUs,
-// NUMA nodes and PCIe bandwidth (16 GB/s assumed where unpublished).
+// ForChip fills a host configuration from the catalog: its chips, vCPUs
+// and PCIe bandwidth (package hw's assumptions where they are not
+// published), and NUMA nodes (1 where not published).
 func ForChip(c hw.Chip) Config {
-	pcie := c.PCIe
-	if pcie == 0 {
-		pcie = 16e9
-	}
 	numa := max(c.Host.NUMANodes, 1)
 	return Config{
-		Chips: c.Host.Chips, VCPUs: c.Host.VCPUs, NUMANodes: numa, Placement: Local, CrossNUMA: 1.3,
-		Batch: 256, ExampleCost: 2 * time.Millisecond, ExampleBytes: 32 * unit.KiB, PCIe: pcie,
+		Chips: c.Host.Chips, VCPUs: c.Host.VCPUsOrAssumed(), NUMANodes: numa, Placement: Local, CrossNUMA: 1.3,
+		Batch: 256, ExampleCost: 2 * time.Millisecond, ExampleBytes: 32 * unit.KiB, PCIe: c.PCIeOrAssumed(),
 		InfeedDepth: 2, HBMBuffers: 2, OutfeedDepth: 2,
 		ParamLoad: 0, Compute: 50 * time.Millisecond, Drain: time.Millisecond, Steps: 50, Seed: 1,
 	}

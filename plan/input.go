@@ -23,16 +23,17 @@ func (p *Plan) checkInput() error {
 	c.Compute = e.Time.Step
 	c.Drain = 0
 	c.Steps = 12
-	limit := max(c.VCPUs, 1) * 16
-	if c.VCPUs == 0 {
-		c.VCPUs = c.Chips
-		limit = 4096
+	// search up to 16 times the VM's vCPUs, or 4096 where its count is not
+	// published
+	vm := chip.Host.VCPUs
+	limit := 4096
+	if vm > 0 {
+		limit = 16 * vm
 	}
 	n, _, ok, err := infeed.MinVCPUs(c, limit)
 	if err != nil {
 		return fmt.Errorf("plan: input check: %w", err)
 	}
-	vm := chip.Host.VCPUs
 	perChip := float64(n) / float64(c.Chips)
 	switch {
 	case !ok:

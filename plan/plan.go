@@ -459,7 +459,7 @@ func (s *searcher) choose() (Plan, error) {
 		pool = []Tier{TierFSDP}
 		state := unit.Bytes(float64(r.Model.ParamCount().Total()) * float64(r.Precision.StateBytes()))
 		p.Reasons = append(p.Reasons, fmt.Sprintf("FSDP: pure data parallelism cannot run (%s): a full replica's state is %v against %v of usable HBM, so weights, gradients and optimizer state are sharded over fsdp",
-			s.rejectedSummary(TierDP), state, unit.Bytes(float64(chip.HBM)*(1-r.HBMHeadroom))))
+			s.rejectedSummary(TierDP), state, chip.UsableHBM(r.HBMHeadroom)))
 	}
 	if ms.Slices > 1 && r.Axes == nil && (pool != nil || has(TierPipelineDCN)) {
 		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)

@@ -62,9 +62,6 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 			*tpu, slice.Chips(), chip.Host.Chips, chip.Host.MachineType, chip.Generation)
 	}
 	c := infeed.ForChip(chip)
-	if c.VCPUs == 0 {
-		c.VCPUs = 4 * c.Chips // not published for this VM
-	}
 	vmVCPUs := c.VCPUs
 	if *vcpus != 0 {
 		c.VCPUs = *vcpus
