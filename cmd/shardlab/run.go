@@ -536,16 +536,12 @@ func loadModel(what, name string) (model.Spec, error) {
 // accelerator type (tpu7x-8), through the hw package's parsers. slice is
 // nil for a generation.
 func parseTPU(what, s string) (hw.Chip, *hw.Slice, error) {
-	if c, err := hw.Lookup(s); err == nil {
-		return c, nil, nil
-	}
-	if !strings.Contains(s, "-") {
-		return hw.Chip{}, nil, fmt.Errorf("%s: %w", what, &hw.ParseError{Input: s, Field: "generation", Err: hw.ErrUnknownGeneration,
-			Valid: hw.ValidGenerations + ", or an accelerator type such as v5p-128"})
-	}
-	slice, err := hw.ParseAcceleratorType(s)
-	if err != nil {
+	slice, err := hw.ParseTPU(s)
+	switch {
+	case err != nil:
 		return hw.Chip{}, nil, fmt.Errorf("%s: %w", what, err)
+	case slice.Chips() == 0:
+		return slice.Chip, nil, nil
 	}
 	return slice.Chip, &slice, nil
 }
