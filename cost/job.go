@@ -182,7 +182,6 @@ const (
 	ReasonBatch       Reason = "global batch does not split evenly over data, fsdp and micro-batches"
 	ReasonMicroBatch  Reason = "micro-batches given without pipeline stages"
 	ReasonHBM         Reason = "does not fit in HBM"
-	ReasonBatchLimit  Reason = "needs a global batch above --max-global-batch"
 	ReasonTensorDCN   Reason = "tensor parallelism over DCN"
 	ReasonInvalidMesh Reason = "axes do not multiply to the chips"
 )

@@ -37,12 +37,12 @@ func (p *Plan) checkInput() error {
 	perChip := float64(n) / float64(c.Chips)
 	switch {
 	case !ok:
-		p.Warnings = append(p.Warnings, fmt.Sprintf("input-bound: even %d vCPUs per host cannot preprocess %d sequences per chip at %v each within the %s step", n, c.Batch, c.ExampleCost, dur(e.Time.Step)))
+		p.Warnings = append(p.Warnings, note(OptionExampleCost, "input-bound: even %d vCPUs per host cannot preprocess %d sequences per chip at %v each within the %s step", n, c.Batch, c.ExampleCost, dur(e.Time.Step)))
 	case vm > 0 && n > vm:
-		p.Warnings = append(p.Warnings, fmt.Sprintf("input-bound: needs %d vCPUs per host (%.0f per chip) to keep the chips fed at %v per sequence, and the %s VM has %d; the step would stretch to %s",
+		p.Warnings = append(p.Warnings, note(OptionExampleCost, "input-bound: needs %d vCPUs per host (%.0f per chip) to keep the chips fed at %v per sequence, and the %s VM has %d; the step would stretch to %s",
 			n, perChip, c.ExampleCost, chip.Host.MachineType, vm, dur(stepWith(c, vm))))
 	default:
-		p.Reasons = append(p.Reasons, fmt.Sprintf("input: %d vCPUs per host (%.1f per chip) keep the chips fed at %v per sequence (infeed simulation; the VM has %d)",
+		p.Reasons = append(p.Reasons, note(OptionExampleCost, "input: %d vCPUs per host (%.1f per chip) keep the chips fed at %v per sequence (infeed simulation; the VM has %d)",
 			n, perChip, c.ExampleCost, vm))
 	}
 	return nil

@@ -30,7 +30,9 @@ func request(t testing.TB, modelName, accel string, slices int, maxBatch int) Re
 	return Request{Model: spec, Multislice: ms, MaxGlobalBatch: maxBatch, Top: 3}
 }
 
-func reasons(p Plan) string { return strings.Join(p.Reasons, "\n") }
+// reasons and warns are the plan's notes in plan's own words.
+func reasons(p Plan) string { return strings.Join(phrases(p.Reasons, nil), "\n") }
+func warns(p Plan) string   { return strings.Join(phrases(p.Warnings, nil), "\n") }
 
 // The rule order, a case each.
 
@@ -139,7 +141,7 @@ func TestModelParallelWhenNothingElseRuns(t *testing.T) {
 	if p.Best.Tier != TierModel || p.Best.Estimate.Job.GlobalBatch > 16 {
 		t.Errorf("chose %s (%s) batch %d", p.Best.Estimate.Mesh, p.Best.Tier, p.Best.Estimate.Job.GlobalBatch)
 	}
-	if !strings.Contains(reasons(p), "needs a global batch above --max-global-batch") {
+	if !strings.Contains(reasons(p), "needs a global batch above max global batch") {
 		t.Errorf("reasons:\n%s", reasons(p))
 	}
 }
@@ -188,7 +190,7 @@ func TestDeterministic(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b strings.Builder
-		if err := p.WriteText(&b); err != nil {
+		if err := p.WriteText(&b, nil); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
@@ -297,7 +299,7 @@ func TestInputBoundFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := strings.Join(p.Warnings, "\n")
+	w := warns(p)
 	if !strings.Contains(w, "input-bound: needs") || !strings.Contains(w, "has 224") {
 		t.Errorf("warnings lack the input-bound flag:\n%s", w)
 	}
@@ -308,7 +310,7 @@ func TestInputBoundFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(strings.Join(p.Warnings, "\n"), "input-bound") || !strings.Contains(reasons(p), "vCPUs per host") {
-		t.Errorf("fast input flagged or unexplained:\n%s\n%s", reasons(p), strings.Join(p.Warnings, "\n"))
+	if strings.Contains(warns(p), "input-bound") || !strings.Contains(reasons(p), "vCPUs per host") {
+		t.Errorf("fast input flagged or unexplained:\n%s\n%s", reasons(p), warns(p))
 	}
 }

@@ -346,7 +346,7 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 			p, err = plan.Search(r)
 		}
 		if err != nil {
-			return err
+			return planError(err)
 		}
 		plans = append(plans, p)
 	}
@@ -366,6 +366,29 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 	return nil
 }
 
+// flagName spells a plan option as the flag that sets it:
+// --max-global-batch.
+func flagName(o plan.Option) string { return "--" + strings.ReplaceAll(string(o), "_", "-") }
+
+// phrasedError is an error of package plan with the options it names
+// spelt as flags.
+type phrasedError struct {
+	text string
+	err  error
+}
+
+func (e phrasedError) Error() string { return e.text }
+func (e phrasedError) Unwrap() error { return e.err }
+
+// planError spells the options an error of package plan names as flags.
+func planError(err error) error {
+	var none *plan.NoPlanError
+	if errors.As(err, &none) {
+		return phrasedError{"plan: " + none.Phrase(flagName), err}
+	}
+	return err
+}
+
 func writePlans(stdout io.Writer, plans []plan.Plan, asJSON, toMaxText bool) error {
 	switch {
 	case toMaxText:
@@ -378,11 +401,11 @@ func writePlans(stdout io.Writer, plans []plan.Plan, asJSON, toMaxText bool) err
 			}
 		}
 	case asJSON && len(plans) == 1:
-		return plans[0].WriteJSON(stdout)
+		return plans[0].WriteJSON(stdout, flagName)
 	case asJSON:
 		out := make([]plan.JSON, len(plans))
 		for i, p := range plans {
-			out[i] = p.JSON()
+			out[i] = p.JSON(flagName)
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -392,7 +415,7 @@ func writePlans(stdout io.Writer, plans []plan.Plan, asJSON, toMaxText bool) err
 			if i > 0 {
 				fmt.Fprintln(stdout, "\n"+strings.Repeat("=", 72)+"\n")
 			}
-			if err := p.WriteText(stdout); err != nil {
+			if err := p.WriteText(stdout, flagName); err != nil {
 				return err
 			}
 		}
