@@ -25,9 +25,13 @@ import (
 	"shardlab/unit"
 )
 
-// Request is a planning question.
+// Request is a planning question, as ParseRequest makes it from Options.
 type Request struct {
-	Model      model.Spec
+	Model model.Spec
+	// Multislice is where to plan. A multislice of no slices that holds
+	// only a chip (what ParseRequest makes of a bare generation, tpu7x)
+	// asks for the smallest footprint of the chip's generation that runs
+	// the job: see SearchScope.
 	Multislice hw.Multislice
 	// Seq is tokens per sequence; 0 means the model's SeqLen.
 	Seq int
@@ -45,16 +49,21 @@ type Request struct {
 	// Schedule fixes the pipeline schedule, with Chunks for interleaved
 	// and circular; "" searches GPipe, 1F1B and interleaved 1F1B with 2
 	// and 4 chunks.
-	Schedule     schedule.Kind
-	Chunks       int
+	Schedule schedule.Kind
+	Chunks   int
+	// Precision is the bytes of each piece of state; the zero Precision,
+	// which no job can have, means cost.MaxTextPrecision.
 	Precision    cost.Precision
 	Quantization cost.Quantization
 	Attention    cost.AttentionKind
 	// OptimizerOffload and ParameterOffload as in cost.Job.
 	OptimizerOffload, ParameterOffload bool
 	VocabTiles                         int
-	// Efficiency and HBMHeadroom as in cost.Job; 0 means the defaults.
-	Efficiency  float64
+	// Efficiency as in cost.Job: 0 means the generation's calibrated
+	// value.
+	Efficiency float64
+	// HBMHeadroom is the fraction of HBM kept free, as in cost.Job: 0
+	// keeps none (cost.DefaultHBMHeadroom is the usual value).
 	HBMHeadroom float64
 	CausalFLOPs bool
 	// Top is how many ranked layouts to keep (at least 1).
@@ -141,9 +150,6 @@ func (r *Request) defaults() error {
 	if r.Precision == (cost.Precision{}) {
 		r.Precision = cost.MaxTextPrecision()
 	}
-	if r.HBMHeadroom == 0 {
-		r.HBMHeadroom = cost.DefaultHBMHeadroom
-	}
 	if r.Top < 1 {
 		r.Top = 1
 	}
@@ -220,8 +226,13 @@ func (s *searcher) keepUnfit(j cost.Job, m mesh.Mesh) {
 	}
 }
 
-// Search plans the request.
+// Search plans the request: on its multislice, or, when the request holds
+// only a chip, on the smallest footprint of its generation that runs the
+// job (SearchScope, up to MaxScopeSlices slices).
 func Search(r Request) (Plan, error) {
+	if ms := r.Multislice; ms.Slices == 0 && ms.Slice.Chips() == 0 && ms.Slice.Chip.Generation != "" {
+		return SearchScope(r, ms.Slice.Chip, MaxScopeSlices)
+	}
 	if err := r.defaults(); err != nil {
 		return Plan{}, err
 	}
