@@ -327,3 +327,17 @@ func ExampleParseAcceleratorType() {
 	// 64 chips, 4x4x4 torus, 16 hosts
 	// hw: count "v5p-7": no slice of this size (v5p names count TensorCores); valid: v5p-8, v5p-16, v5p-32, v5p-64, v5p-128, v5p-256, v5p-384, v5p-512, v5p-640, v5p-768, …, v5p-17920
 }
+
+func ExampleParseTPU() {
+	for _, in := range []string{"tpu7x", "tpu7x-8"} {
+		s, err := ParseTPU(in)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(in, "→", s.Chip.Generation, s.Chips(), "chips")
+	}
+	// Output:
+	// tpu7x → tpu7x 0 chips
+	// tpu7x-8 → tpu7x 4 chips
+}

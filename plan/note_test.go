@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -41,13 +40,4 @@ func FuzzPhrase(f *testing.F) {
 		}
 		_ = phrase(s, nil) // and any text phrases without panicking
 	})
-}
-
-func ExampleNote_Phrase() {
-	n := Note{Option: OptionEfficiency, Text: "compute assumes 60% of the MXU-limited rate ({efficiency})"}
-	fmt.Println(n)
-	fmt.Println(n.Phrase(func(o Option) string { return "--" + strings.ReplaceAll(string(o), "_", "-") }))
-	// Output:
-	// compute assumes 60% of the MXU-limited rate (efficiency)
-	// compute assumes 60% of the MXU-limited rate (--efficiency)
 }

@@ -218,30 +218,3 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
-
-func ExampleParseRequest() {
-	o := DefaultOptions()
-	o.Model, o.TPU, o.Slices = "llama3-70b", "v5p-128", 2
-	o.MaxGlobalBatch = "2Mitok"
-	o.HBMHeadroom = 0 // keep no HBM free
-	r, err := ParseRequest(o)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(r.Model.Name, "on", r.Multislice)
-	fmt.Println(r.MaxGlobalBatch, "sequences of", r.Seq, "tokens at most, headroom", r.HBMHeadroom)
-
-	o.GlobalBatch = "3Mtok"
-	_, err = ParseRequest(o)
-	fmt.Println(err)
-	var oe *OptionError
-	if errors.As(err, &oe) {
-		fmt.Println(oe.Phrase(func(o Option) string { return "--" + strings.ReplaceAll(string(o), "_", "-") }))
-	}
-	// Output:
-	// llama3-70b on 2 x v5p-128 (4x4x4, 128 chips)
-	// 256 sequences of 8192 tokens at most, headroom 0
-	// plan: global batch "3Mtok": 3000000 tokens is not a whole number of 8192-token sequences
-	// --global-batch "3Mtok": 3000000 tokens is not a whole number of 8192-token sequences
-}
