@@ -278,7 +278,7 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 		Gradients: unit.Bytes(params * float64(prec.Gradient)),
 		Optimizer: unit.Bytes(params * float64(prec.Optimizer)),
 		HBM:       chip.HBM,
-		Usable:    unit.Bytes(float64(chip.HBM) * (1 - j.HBMHeadroom)),
+		Usable:    chip.UsableHBM(j.HBMHeadroom),
 	}
 	if j.ParameterOffload {
 		mem.Host += mem.Weights

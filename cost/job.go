@@ -158,6 +158,10 @@ type Job struct {
 	Dropout bool
 }
 
+// MaxChunks is the most chunks of layers per pipeline device a job may
+// have.
+const MaxChunks = 64
+
 // DefaultHBMHeadroom keeps 10 % of HBM free: near the limit XLA
 // rematerialises on its own and step time jumps
 // (marin-community/marin issue 8054: 18.07 s vs 16.43 s).
@@ -184,7 +188,6 @@ const (
 	ReasonBatch       Reason = "global batch does not split evenly over data, fsdp and micro-batches"
 	ReasonMicroBatch  Reason = "micro-batches given without pipeline stages"
 	ReasonHBM         Reason = "does not fit in HBM"
-	ReasonBatchLimit  Reason = "needs a global batch above --max-global-batch"
 	ReasonTensorDCN   Reason = "tensor parallelism over DCN"
 	ReasonInvalidMesh Reason = "axes do not multiply to the chips"
 )
@@ -231,7 +234,7 @@ func (j Job) validate() error {
 	if _, err := schedule.ParseKind(string(j.Schedule)); err != nil {
 		return bad("schedule", j.Schedule, "gpipe, 1f1b, interleaved or circular")
 	}
-	if j.Chunks < 0 || j.Chunks > 64 || (j.Chunks > 1 && !j.Schedule.Chunked()) || (j.Schedule == schedule.Interleaved && j.Chunks < 2) {
+	if j.Chunks < 0 || j.Chunks > MaxChunks || (j.Chunks > 1 && !j.Schedule.Chunked()) || (j.Schedule == schedule.Interleaved && j.Chunks < 2) {
 		return bad("chunks", j.Chunks, "1 for gpipe and 1f1b, 2 to 64 for interleaved, 1 to 64 for circular")
 	}
 	return j.Model.Validate()

@@ -3,6 +3,7 @@ package export_test
 import (
 	"os"
 
+	"shardlab/cost"
 	"shardlab/export"
 	"shardlab/hw"
 	"shardlab/mesh"
@@ -15,7 +16,7 @@ func ExampleMaxText() {
 	s, _ := hw.ParseAcceleratorType("v5p-128")
 	ms, _ := hw.NewMultislice(s, 1, 0)
 	axes, _ := mesh.ParseAxes("fsdp=64")
-	p, _ := plan.Search(plan.Request{Model: spec, Multislice: ms, Axes: axes, GlobalBatch: 128, MaxGlobalBatch: 128, Remat: "full"})
+	p, _ := plan.Search(plan.Request{Model: spec, Multislice: ms, Axes: axes, GlobalBatch: 128, MaxGlobalBatch: 128, Remat: "full", HBMHeadroom: cost.DefaultHBMHeadroom})
 	export.MaxText(os.Stdout, p)
 	// Output:
 	// # shardlab plan: llama3-8b on v5p-128 (4x4x4, 64 chips)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/model"
@@ -25,7 +26,8 @@ func planFor(t *testing.T, accel string, slices int, layout string, batch int) p
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.Search(plan.Request{Model: spec, Multislice: ms, Axes: axes, GlobalBatch: batch, MaxGlobalBatch: batch, Remat: "full"})
+	p, err := plan.Search(plan.Request{Model: spec, Multislice: ms, Axes: axes, GlobalBatch: batch, MaxGlobalBatch: batch, Remat: "full",
+		HBMHeadroom: cost.DefaultHBMHeadroom})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,6 +134,43 @@ func (c Chip) DCNPerHost() unit.BytesPerSecond {
 // MXUs is the number of matrix units on the chip (0 when not published).
 func (c Chip) MXUs() int { return c.TensorCores * c.MXUsPerTensorCore }
 
+// UsableHBM is the HBM a job may fill when it keeps the fraction headroom
+// of it free (for the compiler's buffers and fragmentation).
+func (c Chip) UsableHBM(headroom float64) unit.Bytes {
+	return unit.Bytes(float64(c.HBM) * (1 - headroom))
+}
+
+// Assumptions for the numbers the catalog does not publish for every
+// generation. Nothing else in shardlab may fill these gaps.
+const (
+	// AssumedPCIe is the host-to-chip bandwidth of a chip whose PCIe is not
+	// published: 16 GB/s each way, what the scaling book gives for v4 and
+	// v5p [sb-tpus].
+	AssumedPCIe unit.BytesPerSecond = 16e9
+	// AssumedVCPUsPerChip is the vCPUs per chip of a host whose vCPU count
+	// is not published (the v2, v3 and v4 VMs); an assumption, not a
+	// published number.
+	AssumedVCPUsPerChip = 4
+)
+
+// PCIeOrAssumed is the chip's PCIe bandwidth, or AssumedPCIe when the
+// catalog does not publish it.
+func (c Chip) PCIeOrAssumed() unit.BytesPerSecond {
+	if c.PCIe == 0 {
+		return AssumedPCIe
+	}
+	return c.PCIe
+}
+
+// VCPUsOrAssumed is the host's vCPUs, or AssumedVCPUsPerChip for each of
+// its chips when the count is not published.
+func (h Host) VCPUsOrAssumed() int {
+	if h.VCPUs == 0 {
+		return AssumedVCPUsPerChip * h.Chips
+	}
+	return h.VCPUs
+}
+
 // Lookup returns the catalog entry for a generation. It also accepts the
 // aliases users type: "v5litepod", "v6e", "trillium", "ironwood", "tpu7x".
 func Lookup(name string) (Chip, error) {

@@ -221,11 +221,64 @@ func TestMultislice(t *testing.T) {
 	}
 }
 
+func TestParseTPU(t *testing.T) {
+	tests := []struct {
+		in    string
+		gen   Generation
+		chips int // 0: a generation alone
+	}{
+		{"tpu7x", TPU7x, 0},
+		{"ironwood", TPU7x, 0},
+		{"v5e", V5e, 0},
+		{"tpu7x-8", TPU7x, 4},     // [gcp-7x]: tpu7x names count TensorCores, two per chip
+		{"v5litepod-16", V5e, 16}, // [gcp-v5e]: v5e names count chips
+	}
+	for _, tt := range tests {
+		s, err := ParseTPU(tt.in)
+		if err != nil || s.Chip.Generation != tt.gen || s.Chips() != tt.chips {
+			t.Errorf("ParseTPU(%q) = %s with %d chips, %v; want %s with %d", tt.in, s.Chip.Generation, s.Chips(), err, tt.gen, tt.chips)
+		}
+	}
+	for _, in := range []string{"v9", "v9-8", "v5p-7", ""} {
+		var pe *ParseError
+		if _, err := ParseTPU(in); !errors.As(err, &pe) {
+			t.Errorf("ParseTPU(%q) error = %v, want a *ParseError", in, err)
+		}
+	}
+}
+
+func TestAssumed(t *testing.T) {
+	v3, _ := Lookup("v3")
+	c7, _ := Lookup("tpu7x")
+	v6, _ := Lookup("v6e")
+	for _, tt := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"v3 VM vCPUs (not published)", float64(v3.Host.VCPUsOrAssumed()), 4 * AssumedVCPUsPerChip},
+		{"tpu7x VM vCPUs", float64(c7.Host.VCPUsOrAssumed()), 224},              // [gcp-7x]
+		{"tpu7x PCIe (not published)", float64(c7.PCIeOrAssumed()), 16e9},       // AssumedPCIe
+		{"v6e PCIe", float64(v6.PCIeOrAssumed()), 32e9},                         // [sb-tpus]
+		{"tpu7x HBM with half kept free", float64(c7.UsableHBM(0.5)), 96 << 30}, // [gcp-7x]: 192 GiB
+		{"tpu7x HBM with no headroom", float64(c7.UsableHBM(0)), 192 << 30},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s = %g, want %g", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
 func FuzzParseAcceleratorType(f *testing.F) {
 	for _, s := range []string{"v5p-128", "tpu7x-8", "v5litepod-256", "v6e-8", "v2-8", "v5p-7", "x-", "-", "v4-99999999999999999999"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
+		if _, err := ParseTPU(in); err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("ParseTPU error %v is not a *ParseError", err)
+			}
+		}
 		s, err := ParseAcceleratorType(in)
 		if err != nil {
 			var pe *ParseError
@@ -322,4 +375,18 @@ func TestNameCountJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`"cores"`), &n); err == nil {
 		t.Error(`json.Unmarshal("cores") succeeded, want an error`)
 	}
+}
+
+func ExampleParseTPU() {
+	for _, in := range []string{"tpu7x", "tpu7x-8"} {
+		s, err := ParseTPU(in)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(in, "→", s.Chip.Generation, s.Chips(), "chips")
+	}
+	// Output:
+	// tpu7x → tpu7x 0 chips
+	// tpu7x-8 → tpu7x 4 chips
 }

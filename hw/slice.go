@@ -278,6 +278,20 @@ type Multislice struct {
 	DCNPerChip unit.BytesPerSecond
 }
 
+// ParseTPU reads a TPU as users name it: an accelerator type (tpu7x-8,
+// v5p-128) or a generation alone (tpu7x, v5e, ironwood). For a generation
+// the slice has the chip and no topology: its Chips() is 0.
+func ParseTPU(s string) (Slice, error) {
+	if c, err := Lookup(s); err == nil {
+		return Slice{Chip: c}, nil
+	}
+	if !strings.Contains(s, "-") {
+		return Slice{}, &ParseError{Input: s, Field: "generation", Err: ErrUnknownGeneration,
+			Valid: ValidGenerations + ", or an accelerator type such as v5p-128"}
+	}
+	return ParseAcceleratorType(s)
+}
+
 // NewMultislice joins n copies of s over DCN. dcnPerHost overrides the
 // catalog's per-host DCN bandwidth when positive.
 func NewMultislice(s Slice, n int, dcnPerHost unit.BytesPerSecond) (Multislice, error) {

@@ -81,26 +81,14 @@ const (
 // ErrInvalid is wrapped by configuration errors.
 var ErrInvalid = errors.New("invalid infeed config")
 
-// AssumedPCIe stands in for a chip's host-to-chip bandwidth where the
-// catalog has none; AssumedPCIeSource says where the number comes from.
-const (
-	AssumedPCIe       unit.BytesPerSecond = 16e9
-	AssumedPCIeSource                     = "TPU v4's figure in the scaling book"
-)
-
-// ForChip fills a host configuration from the catalog: its chips, vCPUs,
-// NUMA nodes and PCIe bandwidth. Where the catalog has no PCIe figure it
-// assumes AssumedPCIe, and no NUMA count, one node; an unpublished vCPU
-// count is left 0 for the caller to fill.
+// ForChip fills a host configuration from the catalog: its chips, vCPUs
+// and PCIe bandwidth (package hw's assumptions where they are not
+// published), and NUMA nodes (1 where not published).
 func ForChip(c hw.Chip) Config {
-	pcie := c.PCIe
-	if pcie == 0 {
-		pcie = AssumedPCIe
-	}
 	numa := max(c.Host.NUMANodes, 1)
 	return Config{
-		Chips: c.Host.Chips, VCPUs: c.Host.VCPUs, NUMANodes: numa, Placement: Local, CrossNUMA: 1.3,
-		Batch: 256, ExampleCost: 2 * time.Millisecond, ExampleBytes: 32 * unit.KiB, PCIe: pcie,
+		Chips: c.Host.Chips, VCPUs: c.Host.VCPUsOrAssumed(), NUMANodes: numa, Placement: Local, CrossNUMA: 1.3,
+		Batch: 256, ExampleCost: 2 * time.Millisecond, ExampleBytes: 32 * unit.KiB, PCIe: c.PCIeOrAssumed(),
 		InfeedDepth: 2, HBMBuffers: 2, OutfeedDepth: 2,
 		ParamLoad: 0, Compute: 50 * time.Millisecond, Drain: time.Millisecond, Steps: 50, Seed: 1,
 	}

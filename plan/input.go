@@ -23,16 +23,17 @@ func (p *Plan) checkInput() error {
 	c.Compute = e.Time.Step
 	c.Drain = 0
 	c.Steps = 12
-	limit := max(c.VCPUs, 1) * 16
-	if c.VCPUs == 0 {
-		c.VCPUs = c.Chips
-		limit = 4096
+	// search up to 16 times the VM's vCPUs, or 4096 where its count is not
+	// published
+	vm := chip.Host.VCPUs
+	limit := 4096
+	if vm > 0 {
+		limit = 16 * vm
 	}
 	n, _, ok, err := infeed.MinVCPUs(c, limit)
 	if err != nil {
 		return fmt.Errorf("plan: input check: %w", err)
 	}
-	vm := chip.Host.VCPUs
 	has := fmt.Sprintf("the VM has %d", vm)
 	if vm == 0 {
 		has = fmt.Sprintf("the %s VM's vCPU count is not published", chip.Host.MachineType)
@@ -40,13 +41,13 @@ func (p *Plan) checkInput() error {
 	perChip := float64(n) / float64(c.Chips)
 	switch {
 	case !ok:
-		p.Warnings = append(p.Warnings, fmt.Sprintf("input-bound: even %s per host cannot preprocess %s per chip at %s each within the %s step (%s)",
+		p.Warnings = append(p.Warnings, note(OptionExampleCost, "input-bound: even %s per host cannot preprocess %s per chip at %s each within the %s step (%s)",
 			unit.Plural(n, "vCPU"), unit.Plural(c.Batch, "sequence"), dur(c.ExampleCost), dur(e.Time.Step), has))
 	case vm > 0 && n > vm:
-		p.Warnings = append(p.Warnings, fmt.Sprintf("input-bound: needs %s per host (%.0f per chip) to keep the chips fed at %s per sequence, and the %s VM has %d; the step would stretch to %s",
+		p.Warnings = append(p.Warnings, note(OptionExampleCost, "input-bound: needs %s per host (%.0f per chip) to keep the chips fed at %s per sequence, and the %s VM has %d; the step would stretch to %s",
 			unit.Plural(n, "vCPU"), perChip, dur(c.ExampleCost), chip.Host.MachineType, vm, dur(stepWith(c, vm))))
 	default:
-		p.Reasons = append(p.Reasons, fmt.Sprintf("input: the chips stay fed with %s per host (%.1f per chip) at %s per sequence (infeed simulation; %s)",
+		p.Reasons = append(p.Reasons, note(OptionExampleCost, "input: the chips stay fed with %s per host (%.1f per chip) at %s per sequence (infeed simulation; %s)",
 			unit.Plural(n, "vCPU"), perChip, dur(c.ExampleCost), has))
 	}
 	return nil

@@ -25,9 +25,13 @@ import (
 	"shardlab/unit"
 )
 
-// Request is a planning question.
+// Request is a planning question, as ParseRequest makes it from Options.
 type Request struct {
-	Model      model.Spec
+	Model model.Spec
+	// Multislice is where to plan. A multislice of no slices that holds
+	// only a chip (what ParseRequest makes of a bare generation, tpu7x)
+	// asks for the smallest footprint of the chip's generation that runs
+	// the job: see SearchScope.
 	Multislice hw.Multislice
 	// Seq is tokens per sequence; 0 means the model's SeqLen.
 	Seq int
@@ -45,16 +49,21 @@ type Request struct {
 	// Schedule fixes the pipeline schedule, with Chunks for interleaved
 	// and circular; "" searches GPipe, 1F1B and interleaved 1F1B with 2
 	// and 4 chunks.
-	Schedule     schedule.Kind
-	Chunks       int
+	Schedule schedule.Kind
+	Chunks   int
+	// Precision is the bytes of each piece of state; the zero Precision,
+	// which no job can have, means cost.MaxTextPrecision.
 	Precision    cost.Precision
 	Quantization cost.Quantization
 	Attention    cost.AttentionKind
 	// OptimizerOffload and ParameterOffload as in cost.Job.
 	OptimizerOffload, ParameterOffload bool
 	VocabTiles                         int
-	// Efficiency and HBMHeadroom as in cost.Job; 0 means the defaults.
-	Efficiency  float64
+	// Efficiency as in cost.Job: 0 means the generation's calibrated
+	// value.
+	Efficiency float64
+	// HBMHeadroom is the fraction of HBM kept free, as in cost.Job: 0
+	// keeps none (cost.DefaultHBMHeadroom is the usual value).
 	HBMHeadroom float64
 	CausalFLOPs bool
 	// Top is how many ranked layouts to keep (at least 1).
@@ -117,8 +126,10 @@ type Plan struct {
 	Top []Candidate
 	// Alternatives holds the best layout of every other tier that can run.
 	Alternatives []Candidate
-	Reasons      []string
-	Warnings     []string
+	// Reasons and Warnings name the options they concern; Note.Phrase
+	// spells them as the front end does.
+	Reasons  []Note
+	Warnings []Note
 	// Rejected counts layouts that cannot run, by reason.
 	Rejected map[cost.Reason]int
 	// Evaluated counts the (layout, micro-batches, remat) combinations
@@ -138,9 +149,6 @@ func (r *Request) defaults() error {
 	}
 	if r.Precision == (cost.Precision{}) {
 		r.Precision = cost.MaxTextPrecision()
-	}
-	if r.HBMHeadroom == 0 {
-		r.HBMHeadroom = cost.DefaultHBMHeadroom
 	}
 	if r.Top < 1 {
 		r.Top = 1
@@ -218,8 +226,13 @@ func (s *searcher) keepUnfit(j cost.Job, m mesh.Mesh) {
 	}
 }
 
-// Search plans the request.
+// Search plans the request: on its multislice, or, when the request holds
+// only a chip, on the smallest footprint of its generation that runs the
+// job (SearchScope, up to MaxScopeSlices slices).
 func Search(r Request) (Plan, error) {
+	if ms := r.Multislice; ms.Slices == 0 && ms.Slice.Chips() == 0 && ms.Slice.Chip.Generation != "" {
+		return SearchScope(r, ms.Slice.Chip, MaxScopeSlices)
+	}
 	if err := r.defaults(); err != nil {
 		return Plan{}, err
 	}
@@ -363,7 +376,7 @@ func (s *searcher) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 	} else {
 		hi := s.req.MaxGlobalBatch / shards
 		if hi < 1 {
-			return Candidate{}, cost.ReasonBatchLimit
+			return Candidate{}, ReasonBatchLimit
 		}
 		if _, why := try(shards); why != "" {
 			return Candidate{}, why
@@ -439,7 +452,7 @@ func (s *searcher) choose() (Plan, error) {
 	chip := ms.Slice.Chip
 	has := func(t Tier) bool { return len(s.best[t]) > 0 }
 
-	p.Reasons = append(p.Reasons, scopeReason(ms))
+	p.Reasons = append(p.Reasons, note("", "%s", scopeReason(ms)))
 
 	var pool []Tier
 	switch {
@@ -447,32 +460,32 @@ func (s *searcher) choose() (Plan, error) {
 		for t := TierDP; t <= TierModel; t++ {
 			if has(t) {
 				pool = []Tier{t}
-				p.Reasons = append(p.Reasons, fmt.Sprintf("layout given with --mesh (%s): costed as asked, without the rule order", t))
+				p.Reasons = append(p.Reasons, note(OptionMesh, "layout given with {mesh} (%s): costed as asked, without the rule order", t))
 			}
 		}
 	case has(TierDP):
 		pool = []Tier{TierDP}
 		b := s.best[TierDP][0].Estimate
-		p.Reasons = append(p.Reasons, fmt.Sprintf("pure data parallelism: a full replica's weights, gradients and optimizer state (%v) fit in %v of usable HBM per chip with room for %s of activations",
+		p.Reasons = append(p.Reasons, note("", "pure data parallelism: a full replica's weights, gradients and optimizer state (%v) fit in %v of usable HBM per chip with room for %s of activations",
 			b.Memory.State(), b.Memory.Usable, unit.Plural(b.MicroBatchSize, "sequence")))
 	case has(TierFSDP):
 		pool = []Tier{TierFSDP}
 		state := unit.Bytes(float64(r.Model.ParamCount().Total()) * float64(r.Precision.StateBytes()))
-		p.Reasons = append(p.Reasons, fmt.Sprintf("FSDP: pure data parallelism cannot run (%s): a full replica's state is %v against %v of usable HBM, so weights, gradients and optimizer state are sharded over fsdp",
-			s.rejectedSummary(TierDP), state, unit.Bytes(float64(chip.HBM)*(1-r.HBMHeadroom))))
+		p.Reasons = append(p.Reasons, note("", "FSDP: pure data parallelism cannot run (%s): a full replica's state is %v against %v of usable HBM, so weights, gradients and optimizer state are sharded over fsdp",
+			s.rejectedSummary(TierDP), state, chip.UsableHBM(r.HBMHeadroom)))
 	}
 	if ms.Slices > 1 && r.Axes == nil && (pool != nil || has(TierPipelineDCN)) {
 		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
 		limit := float64(r.MaxGlobalBatch) * float64(r.Seq) / float64(ms.Slices)
 		if limit < need && has(TierPipelineDCN) {
 			pool = append(pool, TierPipelineDCN)
-			p.Reasons = append(p.Reasons, fmt.Sprintf("batch limit: data parallelism across %d slices hides its gradient all-reduce only from %s tokens per slice (Multislice rule: %d bits per parameter, %.0f FLOP per DCN bit on %s), but --max-global-batch allows %s; pipeline parallelism across slices, which sends only activations over DCN, is considered",
+			p.Reasons = append(p.Reasons, note(OptionMaxGlobalBatch, "batch limit: data parallelism across %d slices hides its gradient all-reduce only from %s tokens per slice (Multislice rule: %d bits per parameter, %.0f FLOP per DCN bit on %s), but {max_global_batch} allows %s; pipeline parallelism across slices, which sends only activations over DCN, is considered",
 				ms.Slices, count(need), collective.MultisliceBitsPerParam(ms.Slices), float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(limit)))
 		}
 	}
 	if pool == nil && r.Axes == nil {
 		pool = []Tier{TierModel}
-		p.Reasons = append(p.Reasons, fmt.Sprintf("no data-parallel or FSDP layout can run (%s); tensor, context or pipeline parallelism inside a slice is needed",
+		p.Reasons = append(p.Reasons, note("", "no data-parallel or FSDP layout can run (%s); tensor, context or pipeline parallelism inside a slice is needed",
 			s.rejectedSummary(TierDP, TierFSDP, TierPipelineDCN)))
 	}
 	var chosen []Candidate
@@ -481,7 +494,7 @@ func (s *searcher) choose() (Plan, error) {
 	}
 	sort.SliceStable(chosen, func(i, j int) bool { return better(chosen[i], chosen[j]) })
 	if len(chosen) == 0 {
-		return p, fmt.Errorf("plan: %w on %s: %s", ErrNoPlan, ms, s.rejectedSummary(TierDP, TierFSDP, TierPipelineDCN, TierModel))
+		return p, &NoPlanError{On: ms.String(), Rejected: s.rejectedBy(TierDP, TierFSDP, TierPipelineDCN, TierModel)}
 	}
 	if len(chosen) > r.Top {
 		chosen = chosen[:r.Top]
@@ -489,10 +502,10 @@ func (s *searcher) choose() (Plan, error) {
 	p.Top = chosen
 	p.Best = chosen[0]
 	if len(pool) > 1 {
-		p.Reasons = append(p.Reasons, fmt.Sprintf("%s wins: %.0f tokens/s per chip", p.Best.Tier, p.Best.Estimate.TokensPerSecondPerChip))
+		p.Reasons = append(p.Reasons, note("", "%s wins: %.0f tokens/s per chip", p.Best.Tier, p.Best.Estimate.TokensPerSecondPerChip))
 	}
 	if ms.Slices > 1 {
-		p.Reasons = append(p.Reasons, "tensor parallelism stays inside slices: it is never placed on DCN")
+		p.Reasons = append(p.Reasons, note("", "tensor parallelism stays inside slices: it is never placed on DCN"))
 	}
 	for t := TierDP; t <= TierModel; t++ {
 		inPool := false
@@ -505,7 +518,7 @@ func (s *searcher) choose() (Plan, error) {
 	}
 	for _, a := range p.Alternatives {
 		if gain := a.Estimate.TokensPerSecondPerChip/p.Best.Estimate.TokensPerSecondPerChip - 1; gain > 0.05 {
-			p.Reasons = append(p.Reasons, fmt.Sprintf("note: %s (%s) would be %.0f%% faster, but the rule order does not reach it", a.Estimate.Mesh, a.Tier, 100*gain))
+			p.Reasons = append(p.Reasons, note("", "note: %s (%s) would be %.0f%% faster, but the rule order does not reach it", a.Estimate.Mesh, a.Tier, 100*gain))
 		}
 	}
 	p.Warnings = warnings(p)
@@ -517,36 +530,21 @@ func (s *searcher) choose() (Plan, error) {
 	return p, nil
 }
 
-// rejectedSummary says how many layouts of the tiers were rejected, by
-// reason, most common first.
-func (s *searcher) rejectedSummary(tiers ...Tier) string {
+// rejectedBy counts the layouts of the tiers that were rejected, by reason.
+func (s *searcher) rejectedBy(tiers ...Tier) map[cost.Reason]int {
 	sum := map[cost.Reason]int{}
 	for _, t := range tiers {
 		for k, v := range s.rejected[t] {
 			sum[k] += v
 		}
 	}
-	if len(sum) == 0 {
-		return "no layout was tried"
-	}
-	keys := make([]cost.Reason, 0, len(sum))
-	for k := range sum {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if sum[keys[i]] != sum[keys[j]] {
-			return sum[keys[i]] > sum[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	out := ""
-	for i, k := range keys {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%s ×%d", k, sum[k])
-	}
-	return out
+	return sum
+}
+
+// rejectedSummary says how many layouts of the tiers were rejected, by
+// reason, most common first.
+func (s *searcher) rejectedSummary(tiers ...Tier) text {
+	return rejectedSummary(s.rejectedBy(tiers...))
 }
 
 func scopeReason(ms hw.Multislice) string {
@@ -583,18 +581,18 @@ func torusOrMesh(s hw.Slice) string {
 	return "mesh"
 }
 
-func warnings(p Plan) []string {
-	var w []string
+func warnings(p Plan) []Note {
+	var w []Note
 	e := p.Best.Estimate
 	st := e.Time.Step.Seconds()
 	if d := e.Time.DCN.Seconds(); d > 0.1*st {
-		w = append(w, fmt.Sprintf("DCN-bound: %.0f%% of the step waits on DCN", 100*d/st))
+		w = append(w, note("", "DCN-bound: %.0f%% of the step waits on DCN", 100*d/st))
 	}
 	if i := e.Time.ICI.Seconds(); i > 0.1*st {
-		w = append(w, fmt.Sprintf("ICI-bound: %.0f%% of the step waits on ICI", 100*i/st))
+		w = append(w, note("", "ICI-bound: %.0f%% of the step waits on ICI", 100*i/st))
 	}
 	if float64(e.Memory.Total()) > 0.95*float64(e.Memory.Usable) {
-		w = append(w, fmt.Sprintf("HBM nearly full: %v of %v usable", e.Memory.Total(), e.Memory.Usable))
+		w = append(w, note("", "HBM nearly full: %v of %v usable", e.Memory.Total(), e.Memory.Usable))
 	}
 	ms := p.Request.Multislice
 	if ms.Slices > 1 && e.Mesh.Axis(mesh.Data).DCN*e.Mesh.Axis(mesh.FSDP).DCN > 1 {
@@ -602,15 +600,15 @@ func warnings(p Plan) []string {
 		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
 		have := float64(e.Job.GlobalBatch) * float64(e.Job.Seq) / float64(ms.Slices)
 		if have < need {
-			w = append(w, fmt.Sprintf("%.0fk tokens per slice is below the %.0fk the Multislice rule needs to hide the DCN all-reduce", have/1e3, need/1e3))
+			w = append(w, note("", "%.0fk tokens per slice is below the %.0fk the Multislice rule needs to hide the DCN all-reduce", have/1e3, need/1e3))
 		}
 	}
 	if e.PaddingLoss > 0.02 {
-		w = append(w, fmt.Sprintf("MXU padding: %.1f%% of the %dx%d arrays' work is padding, mostly in %s (dimensions per chip that are not multiples of %d)",
+		w = append(w, note("", "MXU padding: %.1f%% of the %dx%d arrays' work is padding, mostly in %s (dimensions per chip that are not multiples of %d)",
 			100*e.PaddingLoss, ms.Slice.Chip.MXUDim, ms.Slice.Chip.MXUDim, strings.Join(e.RaggedGEMMs, ", "), ms.Slice.Chip.MXUDim))
 	}
 	if p.Request.Efficiency > 0 {
-		w = append(w, fmt.Sprintf("compute assumes %.0f%% of the MXU-limited rate for work outside the arrays (--efficiency), not the calibrated %.0f%%",
+		w = append(w, note(OptionEfficiency, "compute assumes %.0f%% of the MXU-limited rate for work outside the arrays ({efficiency}), not the calibrated %.0f%%",
 			100*p.Request.Efficiency, 100*cost.Job{}.EfficiencyFor(ms.Slice.Chip)))
 	}
 	return w

@@ -27,10 +27,12 @@ func request(t testing.TB, modelName, accel string, slices int, maxBatch int) Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Request{Model: spec, Multislice: ms, MaxGlobalBatch: maxBatch, Top: 3}
+	return Request{Model: spec, Multislice: ms, MaxGlobalBatch: maxBatch, Top: 3, HBMHeadroom: cost.DefaultHBMHeadroom}
 }
 
-func reasons(p Plan) string { return strings.Join(p.Reasons, "\n") }
+// reasons and warns are the plan's notes in plan's own words.
+func reasons(p Plan) string { return strings.Join(phrases(p.Reasons, nil), "\n") }
+func warns(p Plan) string   { return strings.Join(phrases(p.Warnings, nil), "\n") }
 
 // The rule order, a case each.
 
@@ -139,7 +141,7 @@ func TestModelParallelWhenNothingElseRuns(t *testing.T) {
 	if p.Best.Tier != TierModel || p.Best.Estimate.Job.GlobalBatch > 16 {
 		t.Errorf("chose %s (%s) batch %d", p.Best.Estimate.Mesh, p.Best.Tier, p.Best.Estimate.Job.GlobalBatch)
 	}
-	if !strings.Contains(reasons(p), "needs a global batch above --max-global-batch") {
+	if !strings.Contains(reasons(p), "needs a global batch above max global batch") {
 		t.Errorf("reasons:\n%s", reasons(p))
 	}
 }
@@ -188,7 +190,7 @@ func TestDeterministic(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b strings.Builder
-		if err := p.WriteText(&b); err != nil {
+		if err := p.WriteText(&b, nil); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
@@ -272,7 +274,7 @@ func FuzzSearch(f *testing.F) {
 		if spec.Validate() != nil || layers > 64 || d > 1<<14 || dff > 1<<16 || vocab > 1<<18 || seq > 1<<14 || maxBatch < 1 || maxBatch > 1<<12 {
 			return
 		}
-		p, err := Search(Request{Model: spec, Multislice: ms, MaxGlobalBatch: maxBatch})
+		p, err := Search(Request{Model: spec, Multislice: ms, MaxGlobalBatch: maxBatch, HBMHeadroom: cost.DefaultHBMHeadroom})
 		if err != nil {
 			if !errors.Is(err, ErrNoPlan) {
 				t.Fatalf("unexpected error %v", err)
@@ -292,12 +294,12 @@ func TestInputBoundFlagged(t *testing.T) {
 	spec := model.Spec{Name: "small", Layers: 4, DModel: 512, Heads: 8, DFF: 2048, Vocab: 32000, SeqLen: 512, GatedMLP: true}
 	s, _ := hw.ParseAcceleratorType("tpu7x-8")
 	ms, _ := hw.NewMultislice(s, 1, 0)
-	r := Request{Model: spec, Multislice: ms, MaxGlobalBatch: 4096, GlobalBatch: 4096, ExampleCost: 20 * time.Millisecond}
+	r := Request{Model: spec, Multislice: ms, MaxGlobalBatch: 4096, GlobalBatch: 4096, ExampleCost: 20 * time.Millisecond, HBMHeadroom: cost.DefaultHBMHeadroom}
 	p, err := Search(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := strings.Join(p.Warnings, "\n")
+	w := warns(p)
 	if !strings.Contains(w, "input-bound: needs") || !strings.Contains(w, "has 224") {
 		t.Errorf("warnings lack the input-bound flag:\n%s", w)
 	}
@@ -308,7 +310,7 @@ func TestInputBoundFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(strings.Join(p.Warnings, "\n"), "input-bound") || !strings.Contains(reasons(p), "vCPUs per host") {
-		t.Errorf("fast input flagged or unexplained:\n%s\n%s", reasons(p), strings.Join(p.Warnings, "\n"))
+	if strings.Contains(warns(p), "input-bound") || !strings.Contains(reasons(p), "vCPUs per host") {
+		t.Errorf("fast input flagged or unexplained:\n%s\n%s", reasons(p), warns(p))
 	}
 }

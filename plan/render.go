@@ -130,8 +130,10 @@ func rank(c Candidate) RankJSON {
 		HBMBytes: int64(e.Memory.Total())}
 }
 
-// JSON returns the plan's machine-readable form.
-func (p Plan) JSON() JSON {
+// JSON returns the plan's machine-readable form, with the options its
+// reasons, warnings and rejections name spelt by name (Option.String when
+// nil).
+func (p Plan) JSON(name func(Option) string) JSON {
 	e := p.Best.Estimate
 	ms := p.Request.Multislice
 	j := JSON{
@@ -153,7 +155,7 @@ func (p Plan) JSON() JSON {
 		Bubble: e.Bubble, MFU: e.MFU, HFU: e.HFU, Efficiency: e.Job.EfficiencyFor(ms.Slice.Chip), MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
 		DCNBytes: int64(e.DCNBytesPerStep), ICIBytesChip: int64(e.ICIBytesPerChip),
-		Reasons: p.Reasons, Warnings: p.Warnings, Rejected: []RejectedJSON{}, Evaluated: p.Evaluated,
+		Reasons: phrases(p.Reasons, name), Warnings: phrases(p.Warnings, name), Rejected: []RejectedJSON{}, Evaluated: p.Evaluated,
 		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{},
 	}
 	for _, c := range e.Comms {
@@ -162,7 +164,7 @@ func (p Plan) JSON() JSON {
 			Overlapped: c.Overlapped})
 	}
 	for k, v := range p.Rejected {
-		j.Rejected = append(j.Rejected, RejectedJSON{Reason: string(k), Count: v})
+		j.Rejected = append(j.Rejected, RejectedJSON{Reason: phrase(string(k), name), Count: v})
 	}
 	sort.Slice(j.Rejected, func(a, b int) bool { return j.Rejected[a].Reason < j.Rejected[b].Reason })
 	for _, c := range p.Top {
@@ -188,22 +190,34 @@ func attentionName(j cost.Job) string {
 	return "flash"
 }
 
+// phrases spells notes with name.
+func phrases(notes []Note, name func(Option) string) []string {
+	out := make([]string, len(notes))
+	for i, n := range notes {
+		out[i] = n.Phrase(name)
+	}
+	return out
+}
+
+// efficiencySource is a text that names options.
 func efficiencySource(j cost.Job) string {
 	if j.Efficiency > 0 {
-		return "--efficiency"
+		return "{efficiency}"
 	}
 	return "calibrated for the generation; shardlab validate"
 }
 
-// WriteJSON writes the plan as one indented JSON object.
-func (p Plan) WriteJSON(w io.Writer) error {
+// WriteJSON writes the plan as one indented JSON object, with the options
+// spelt by name (Option.String when nil).
+func (p Plan) WriteJSON(w io.Writer, name func(Option) string) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(p.JSON())
+	return enc.Encode(p.JSON(name))
 }
 
-// WriteText writes the plan as a report for people.
-func (p Plan) WriteText(w io.Writer) error {
+// WriteText writes the plan as a report for people, with the options its
+// reasons and warnings name spelt by name (Option.String when nil).
+func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 	var b strings.Builder
 	e := p.Best.Estimate
 	r := p.Request
@@ -271,7 +285,7 @@ func (p Plan) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "  MXU efficiency %.1f%% (padding loss %.1f%%) x %.0f%% residual efficiency (%s)\n",
-		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.EfficiencyFor(ms.Slice.Chip), efficiencySource(e.Job))
+		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.EfficiencyFor(ms.Slice.Chip), phrase(efficiencySource(e.Job), name))
 	fmt.Fprintf(&b, "  MFU %.1f%%  HFU %.1f%%  %s tokens/s per chip  %s tokens/s in all\n",
 		100*e.MFU, 100*e.HFU, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
 	fmt.Fprintf(&b, "  DCN traffic %v per step (all chips); ICI %v per chip\n", e.DCNBytesPerStep, e.ICIBytesPerChip)
@@ -291,13 +305,13 @@ func (p Plan) WriteText(w io.Writer) error {
 	}
 
 	fmt.Fprintf(&b, "\nWhy:\n")
-	for _, s := range p.Reasons {
-		fmt.Fprintf(&b, "  - %s\n", s)
+	for _, n := range p.Reasons {
+		fmt.Fprintf(&b, "  - %s\n", n.Phrase(name))
 	}
 	if len(p.Warnings) > 0 {
 		fmt.Fprintf(&b, "\nWarnings:\n")
-		for _, s := range p.Warnings {
-			fmt.Fprintf(&b, "  - %s\n", s)
+		for _, n := range p.Warnings {
+			fmt.Fprintf(&b, "  - %s\n", n.Phrase(name))
 		}
 	}
 	if len(p.Top) > 1 {
@@ -310,14 +324,16 @@ func (p Plan) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\n%s costed", unit.Plural(p.Evaluated, "layout choice"))
 	if len(p.Rejected) > 0 {
+		counts := map[string]int{}
 		keys := make([]string, 0, len(p.Rejected))
-		for k := range p.Rejected {
-			keys = append(keys, string(k))
+		for k, v := range p.Rejected {
+			keys = append(keys, phrase(string(k), name))
+			counts[keys[len(keys)-1]] = v
 		}
 		sort.Strings(keys)
 		var parts []string
 		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("%s ×%d", k, p.Rejected[cost.Reason(k)]))
+			parts = append(parts, fmt.Sprintf("%s ×%d", k, counts[k]))
 		}
 		fmt.Fprintf(&b, "; rejected: %s", strings.Join(parts, ", "))
 	}

@@ -13,13 +13,14 @@ import (
 // the smallest slice, else several of the largest slices joined by DCN (up
 // to maxSlices). r.Multislice is ignored.
 func SearchScope(r Request, c hw.Chip, maxSlices int) (Plan, error) {
-	var tried []string
-	note := func(p Plan) Plan {
+	var tried []string // texts that name options
+	explain := func(p Plan) Plan {
 		if n := len(tried); n > 3 {
 			tried = append(tried[:2:2], fmt.Sprintf("… %d more", n-3), tried[n-1])
 		}
 		if len(tried) > 0 {
-			p.Reasons = append([]string{fmt.Sprintf("smallest footprint that runs the job; smaller ones cannot: %s", strings.Join(tried, "; "))}, p.Reasons...)
+			n := note(OptionTPU, "smallest footprint that runs the job; smaller ones cannot: %s", text(strings.Join(tried, "; ")))
+			p.Reasons = append([]Note{n}, p.Reasons...)
 		}
 		return p
 	}
@@ -31,11 +32,12 @@ func SearchScope(r Request, c hw.Chip, maxSlices int) (Plan, error) {
 		}
 		r.Multislice = ms
 		p, err = Search(r)
+		var none *NoPlanError
 		switch {
 		case err == nil:
-			return note(p), true, nil
-		case errors.Is(err, ErrNoPlan):
-			tried = append(tried, fmt.Sprintf("%s: %s", ms.Slice.AcceleratorType(), shortReason(err)))
+			return explain(p), true, nil
+		case errors.As(err, &none):
+			tried = append(tried, textf("%s: ", ms.Slice.AcceleratorType())+string(firstReason(none)))
 			return Plan{}, false, nil
 		}
 		return Plan{}, true, err
@@ -62,16 +64,5 @@ func SearchScope(r Request, c hw.Chip, maxSlices int) (Plan, error) {
 			return p, err
 		}
 	}
-	return Plan{}, fmt.Errorf("plan: %w on any %s footprint up to %d slices of %s", ErrNoPlan, c.Generation, maxSlices, largest.AcceleratorType())
-}
-
-func shortReason(err error) string {
-	s := err.Error()
-	if i := strings.LastIndex(s, ": "); i >= 0 {
-		s = s[i+2:]
-	}
-	if i := strings.Index(s, ","); i >= 0 {
-		s = s[:i]
-	}
-	return s
+	return Plan{}, &NoPlanError{On: fmt.Sprintf("any %s footprint up to %d slices of %s", c.Generation, maxSlices, largest.AcceleratorType())}
 }

@@ -32,6 +32,12 @@ func PresetFor(c hw.Chip) Preset {
 	return p
 }
 
+// HBMBytesPerCycle is the chip's HBM bandwidth shared by its MXUs, in
+// bytes per MXU cycle: what one Array may read and write.
+func (p Preset) HBMBytesPerCycle() float64 {
+	return float64(p.Chip.HBMBandwidth) / float64(p.MXUs) / p.ClockHz
+}
+
 // Array is one of the preset's MXUs: weight stationary with double-buffered
 // weights, bf16 operands.
 func (p Preset) Array() Array {

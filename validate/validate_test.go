@@ -170,7 +170,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("- id: a\n  accelerator_type: v5p-8\n  global_batch_sequences: 1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rs, err := Parse(data)
-		if err != nil {
+		if err != nil || len(rs) > 4 { // costing a whole table is the other tests' job
 			return
 		}
 		if _, err := Evaluate(rs, nil); err != nil {

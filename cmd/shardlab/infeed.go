@@ -8,14 +8,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"shardlab/hw"
 	"shardlab/infeed"
 	"shardlab/unit"
 )
-
-// assumedVCPUsPerChip stands in for the vCPU count of a VM whose count is
-// not published (v2, v3, v4): a round placeholder, not a measurement, and
-// the report says so.
-const assumedVCPUsPerChip = 4
 
 type infeedFlags struct {
 	tpu, numa                                      *string
@@ -73,9 +69,8 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	// (assumedKeys names them as the JSON does)
 	var assumed []string
 	assumedKeys := []string{}
-	if c.VCPUs == 0 {
-		c.VCPUs = assumedVCPUsPerChip * c.Chips
-		assumed = append(assumed, fmt.Sprintf("vCPUs (%d: shardlab's stand-in of %d per chip)", c.VCPUs, assumedVCPUsPerChip))
+	if chip.Host.VCPUs == 0 {
+		assumed = append(assumed, fmt.Sprintf("vCPUs (%d: shardlab's stand-in of %d per chip)", c.VCPUs, hw.AssumedVCPUsPerChip))
 		assumedKeys = append(assumedKeys, "host_vcpus")
 	}
 	if chip.Host.NUMANodes == 0 {
@@ -83,7 +78,7 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 		assumedKeys = append(assumedKeys, "numa_nodes")
 	}
 	if chip.PCIe == 0 {
-		assumed = append(assumed, fmt.Sprintf("PCIe (%v per chip: %s)", c.PCIe, infeed.AssumedPCIeSource))
+		assumed = append(assumed, fmt.Sprintf("PCIe (%v per chip: %s)", c.PCIe, "the scaling book's v4 and v5p figure"))
 		assumedKeys = append(assumedKeys, "pcie_bytes_per_s_per_chip")
 	}
 	vmVCPUs := c.VCPUs

@@ -96,8 +96,7 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 	}
 	a.BufferBytes = *buffer << 20
 	if *hbm {
-		// the chip's HBM bandwidth shared by its MXUs, per MXU cycle
-		a.HBMBytesPerCycle = float64(chip.HBMBandwidth) / float64(p.MXUs) / p.ClockHz
+		a.HBMBytesPerCycle = p.HBMBytesPerCycle()
 	}
 	g := systolic.GEMM{M: *m, K: *k, N: *n}
 	if err := g.Validate(); err != nil {

@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"shardlab/cost"
 	"shardlab/emu"
@@ -231,59 +230,53 @@ func isUsage(err error) bool {
 		errors.Is(err, infeed.ErrInvalid) || errors.Is(err, emu.ErrInvalid) || errors.Is(err, emu.ErrCheckpoint) || errors.Is(err, validate.ErrInvalid)
 }
 
+// planFlags are the options of plan and export maxtext: plan's options,
+// filled by the flags over plan.DefaultOptions, and the CLI's own.
 type planFlags struct {
-	model, tpu, topology, mesh string
-	slices                     int
-	dcnGbps                    float64
-	seq                        int
-	batch, maxBatch            string
-	remat, sched, precision    string
-	custom, quant, attention   string
-	chunks                     int
-	optOffload, paramOffload   bool
-	vocabTiles                 int
-	efficiency, headroom       float64
-	causal, json               bool
-	top                        int
-	exampleCost                time.Duration
+	plan.Options
+	// model and tpu are "" when not given: without them, nor --mesh or
+	// --topology, the command shows plan's built-in examples.
+	model, tpu string
+	json       bool
 }
 
 // newPlanFlags defines the flags of plan, or of export maxtext, which
 // writes only the chosen layout and so has no --json, --top or
-// --example-cost (whose input check only adds warnings).
+// --example-cost (whose input check only adds warnings). Defaults and
+// bounds are plan's.
 func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	var f planFlags
-	fs.StringVar(&f.model, "model", "", "catalog model name or a YAML/JSON spec file of at most 1 MiB (default llama3-8b)")
-	fs.StringVar(&f.tpu, "tpu", "", "accelerator type of one slice, e.g. tpu7x-8, v5p-128, v6e-256 (default tpu7x-8);\na generation alone (tpu7x) picks the smallest footprint: one host, a slice, or slices")
-	fs.StringVar(&f.topology, "topology", "", "slice topology AxB or AxBxC, overriding the accelerator type's default")
-	intVar(fs, &f.slices, "slices", 1, 1, 4096, "", "number of slices joined by DCN")
-	floatVar(fs, &f.dcnGbps, "dcn-gbps", 0, floatFlag{lo: 0.1, hi: 100_000, unit: "Gbit/s", zero: "the catalog's"}, "DCN bandwidth per host in Gbit/s")
-	intVar(fs, &f.seq, "seq", 0, 0, 1<<24, "0: the model's", "sequence length in tokens")
-	fs.StringVar(&f.batch, "global-batch", "", "fix the global batch: N sequences, or Ntok tokens (k, M, Ki, Mi allowed: 4Mitok)")
-	fs.StringVar(&f.maxBatch, "max-global-batch", "4Mitok", "convergence limit on the global batch, sequences or tokens")
-	fs.StringVar(&f.mesh, "mesh", "", "cost this one layout, e.g. data=2(dcn),fsdp=64 (default: search all)")
+	f := planFlags{Options: plan.DefaultOptions()}
+	o, d := &f.Options, plan.DefaultOptions()
+	fs.StringVar(&f.model, "model", "", "catalog model name or a YAML/JSON spec file of at most 1 MiB (default "+plan.DefaultModel+")")
+	fs.StringVar(&f.tpu, "tpu", "", "accelerator type of one slice, e.g. tpu7x-8, v5p-128, v6e-256 (default "+plan.DefaultTPU+");\na generation alone (tpu7x) picks the smallest footprint: one host, a slice, or slices")
+	fs.StringVar(&o.Topology, "topology", d.Topology, "slice topology AxB or AxBxC, overriding the accelerator type's default")
+	intVar(fs, &o.Slices, "slices", d.Slices, 1, plan.MaxSlices, "", "number of slices joined by DCN")
+	floatVar(fs, &o.DCNGbps, "dcn-gbps", d.DCNGbps, floatFlag{lo: plan.MinDCNGbps, hi: plan.MaxDCNGbps, unit: "Gbit/s", zero: "the catalog's"}, "DCN bandwidth per host in Gbit/s")
+	intVar(fs, &o.Seq, "seq", d.Seq, 0, plan.MaxSeq, "0: the model's", "sequence length in tokens")
+	fs.StringVar(&o.GlobalBatch, "global-batch", d.GlobalBatch, "fix the global batch: N sequences, or Ntok tokens (k, M, Ki, Mi allowed: 4Mitok)")
+	fs.StringVar(&o.MaxGlobalBatch, "max-global-batch", d.MaxGlobalBatch, "convergence limit on the global batch, sequences or tokens")
+	fs.StringVar(&o.Mesh, "mesh", d.Mesh, "cost this one layout, e.g. data=2(dcn),fsdp=64 (default: search all)")
 	remats := []string{}
 	for _, r := range cost.Remats() {
 		remats = append(remats, string(r))
 	}
-	choiceVar(fs, &f.remat, "remat", "", remats, nil, "MaxText remat_policy (default: search none, minimal, save_dot_except_mlp, save_qkv_proj and full)")
-	fs.StringVar(&f.custom, "remat-custom", "", "with --remat custom: tensor=device|offload|remat, comma-separated (decoder_layer_input, query_proj, key_proj,\nvalue_proj, context, out_proj, mlpwi_0, mlpwi_1, mlpwo)")
-	choiceVar(fs, &f.quant, "quantization", "none", []string{"none", "int8", "fp8"}, nil, "matmul format: none (bf16), int8 or fp8 (the chip's peak for that format)")
-	choiceVar(fs, &f.attention, "attention", "flash", []string{"flash", "dot_product"}, nil, "attention kernel: flash (skips masked causal blocks, keeps no scores) or dot_product")
-	fs.BoolVar(&f.optOffload, "optimizer-offload", false, "keep the optimizer state in host memory (MaxText optimizer_memory_host_offload)")
-	fs.BoolVar(&f.paramOffload, "parameter-offload", false, "keep the parameters in host memory (MaxText parameter_memory_host_offload)")
-	intVar(fs, &f.vocabTiles, "vocab-tiles", 1, 1, 1<<16, "", "split the logits and loss into this many chunks (MaxText num_vocab_tiling)")
-	choiceVar(fs, &f.sched, "schedule", "", []string{"gpipe", "1f1b", "interleaved", "circular"}, parseSchedule, "pipeline schedule (default: search gpipe, 1f1b and interleaved with 2 and 4 chunks)")
-	intVar(fs, &f.chunks, "chunks", 0, 0, 64, "0: 2 for interleaved, 1 for circular", "chunks of layers per pipeline device (interleaved; circular: MaxText num_pipeline_repeats)")
-	choiceVar(fs, &f.precision, "precision", "maxtext", []string{"maxtext", "bf16", "zero"}, nil, "maxtext (weight_dtype float32: fp32 weights, grads and Adam moments, 16 B/param), bf16 (weight_dtype bfloat16: 8 B/param) or zero (bf16 weights and grads, fp32 master and moments, 16 B/param)")
-	floatVar(fs, &f.efficiency, "efficiency", 0, floatFlag{lo: 0.01, hi: 1, zero: "the generation's calibrated value"}, "residual efficiency of the matmuls after their MXU shapes")
-	floatVar(fs, &f.headroom, "hbm-headroom", cost.DefaultHBMHeadroom, floatFlag{lo: 0, hi: 1, hiOpen: true}, "fraction of HBM kept free")
-	fs.BoolVar(&f.causal, "causal-flops", false, "halve attention FLOPs in MFU (MaxText's convention)")
-	f.top = 5
+	choiceVar(fs, &o.Remat, "remat", d.Remat, remats, nil, "MaxText remat_policy (default: search none, minimal, save_dot_except_mlp, save_qkv_proj and full)")
+	fs.StringVar(&o.RematCustom, "remat-custom", d.RematCustom, "with --remat custom: tensor=device|offload|remat, comma-separated (decoder_layer_input, query_proj, key_proj,\nvalue_proj, context, out_proj, mlpwi_0, mlpwi_1, mlpwo)")
+	choiceVar(fs, &o.Quantization, "quantization", d.Quantization, []string{"none", "int8", "fp8"}, nil, "matmul format: none (bf16), int8 or fp8 (the chip's peak for that format)")
+	choiceVar(fs, &o.Attention, "attention", d.Attention, []string{"flash", "dot_product"}, nil, "attention kernel: flash (skips masked causal blocks, keeps no scores) or dot_product")
+	fs.BoolVar(&o.OptimizerOffload, "optimizer-offload", d.OptimizerOffload, "keep the optimizer state in host memory (MaxText optimizer_memory_host_offload)")
+	fs.BoolVar(&o.ParameterOffload, "parameter-offload", d.ParameterOffload, "keep the parameters in host memory (MaxText parameter_memory_host_offload)")
+	intVar(fs, &o.VocabTiles, "vocab-tiles", d.VocabTiles, 1, plan.MaxVocabTiles, "", "split the logits and loss into this many chunks (MaxText num_vocab_tiling)")
+	choiceVar(fs, &o.Schedule, "schedule", d.Schedule, []string{"gpipe", "1f1b", "interleaved", "circular"}, parseSchedule, "pipeline schedule (default: search gpipe, 1f1b and interleaved with 2 and 4 chunks)")
+	intVar(fs, &o.Chunks, "chunks", d.Chunks, 0, plan.MaxChunks, "0: 2 for interleaved, 1 for circular", "chunks of layers per pipeline device (interleaved; circular: MaxText num_pipeline_repeats)")
+	choiceVar(fs, &o.Precision, "precision", d.Precision, []string{"maxtext", "bf16", "zero"}, nil, "maxtext (weight_dtype float32: fp32 weights, grads and Adam moments, 16 B/param), bf16 (weight_dtype bfloat16: 8 B/param) or zero (bf16 weights and grads, fp32 master and moments, 16 B/param)")
+	floatVar(fs, &o.Efficiency, "efficiency", d.Efficiency, floatFlag{lo: plan.MinEfficiency, hi: 1, zero: "the generation's calibrated value"}, "residual efficiency of the matmuls after their MXU shapes")
+	floatVar(fs, &o.HBMHeadroom, "hbm-headroom", d.HBMHeadroom, floatFlag{lo: 0, hi: 1, hiOpen: true}, "fraction of HBM kept free")
+	fs.BoolVar(&o.CausalFLOPs, "causal-flops", d.CausalFLOPs, "halve attention FLOPs in MFU (MaxText's convention)")
 	if !export {
-		intVar(fs, &f.top, "top", 5, 1, 100, "", "how many ranked layouts to show")
-		durationVar(fs, &f.exampleCost, "example-cost", 0, 0, time.Hour, "0: skip the check",
+		intVar(fs, &o.Top, "top", d.Top, 1, plan.MaxTop, "", "how many ranked layouts to show")
+		durationVar(fs, &o.ExampleCost, "example-cost", d.ExampleCost, 0, plan.MaxExampleCost, "0: skip the check",
 			"host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed")
 		fs.BoolVar(&f.json, "json", false, "print JSON")
 	}
@@ -292,61 +285,54 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 
 func parseSchedule(s string) error { _, err := schedule.ParseKind(s); return err }
 
+// options are the questions the flags ask plan: the built-in examples
+// when no --model, --tpu, --mesh or --topology is given, else one.
+func (f *planFlags) options(name string, set map[string]bool) ([]plan.Options, error) {
+	if !set["model"] && !set["tpu"] && !set["mesh"] && !set["topology"] {
+		if set["slices"] {
+			return nil, bad("%s: --slices %d needs --tpu (or --model, --mesh or --topology): without them %s shows two built-in examples with their own slice counts", name, f.Slices, name)
+		}
+		return f.Options.Examples(), nil
+	}
+	o := f.Options
+	if f.model != "" {
+		o.Model = f.model
+		spec, err := specFile("--model", f.model)
+		if err != nil {
+			return nil, err
+		}
+		o.ModelSpec = spec
+	}
+	if f.tpu != "" {
+		o.TPU = f.tpu
+	}
+	return []plan.Options{o}, nil
+}
+
 func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 	name := "plan"
 	if toMaxText {
 		name = "export maxtext"
 	}
-	fs, fp := newPlanFlags(name, toMaxText)
+	fs, f := newPlanFlags(name, toMaxText)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	f := *fp
-	set := setFlags(fs)
-
-	var reqs []plan.Request
-	if !set["model"] && !set["tpu"] && !set["mesh"] && !set["topology"] {
-		if set["slices"] {
-			return bad("%s: --slices %d needs --tpu (or --model, --mesh or --topology): without them %s shows two built-in examples with their own slice counts", name, f.slices, name)
+	opts, err := f.options(name, setFlags(fs))
+	if err != nil {
+		return err
+	}
+	reqs := make([]plan.Request, len(opts))
+	for i, o := range opts {
+		if reqs[i], err = plan.ParseRequest(o); err != nil {
+			return planError(err)
 		}
-		// the built-in default: one VM, and two slices
-		for _, d := range []struct {
-			model, tpu string
-			slices     int
-		}{{"llama3-8b", "tpu7x-8", 1}, {"llama3-70b", "tpu7x-128", 2}} {
-			g := f
-			g.model, g.tpu, g.slices = d.model, d.tpu, d.slices
-			r, err := g.request()
-			if err != nil {
-				return err
-			}
-			reqs = append(reqs, r)
-		}
-	} else {
-		if f.model == "" {
-			f.model = "llama3-8b"
-		}
-		if f.tpu == "" {
-			f.tpu = "tpu7x-8"
-		}
-		r, err := f.request()
-		if err != nil {
-			return err
-		}
-		reqs = append(reqs, r)
 	}
 	var plans []plan.Plan
 	for _, r := range reqs {
-		var p plan.Plan
-		var err error
-		if r.Multislice.Chips() == 0 {
-			// --tpu named only a generation: find the smallest footprint
-			p, err = plan.SearchScope(r, r.Multislice.Slice.Chip, 64)
-		} else {
-			p, err = plan.Search(r)
-		}
+		p, err := plan.Search(r)
 		if err != nil {
-			return err
+			return planError(err)
 		}
 		plans = append(plans, p)
 	}
@@ -366,6 +352,33 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 	return nil
 }
 
+// flagName spells a plan option as the flag that sets it:
+// --max-global-batch.
+func flagName(o plan.Option) string { return "--" + strings.ReplaceAll(string(o), "_", "-") }
+
+// phrasedError is an error of package plan with the options it names
+// spelt as flags.
+type phrasedError struct {
+	text string
+	err  error
+}
+
+func (e phrasedError) Error() string { return e.text }
+func (e phrasedError) Unwrap() error { return e.err }
+
+// planError spells the options an error of package plan names as flags.
+func planError(err error) error {
+	var oe *plan.OptionError
+	var none *plan.NoPlanError
+	switch {
+	case errors.As(err, &oe):
+		return phrasedError{oe.Phrase(flagName), err}
+	case errors.As(err, &none):
+		return phrasedError{"plan: " + none.Phrase(flagName), err}
+	}
+	return err
+}
+
 func writePlans(stdout io.Writer, plans []plan.Plan, asJSON, toMaxText bool) error {
 	switch {
 	case toMaxText:
@@ -378,11 +391,11 @@ func writePlans(stdout io.Writer, plans []plan.Plan, asJSON, toMaxText bool) err
 			}
 		}
 	case asJSON && len(plans) == 1:
-		return plans[0].WriteJSON(stdout)
+		return plans[0].WriteJSON(stdout, flagName)
 	case asJSON:
 		out := make([]plan.JSON, len(plans))
 		for i, p := range plans {
-			out[i] = p.JSON()
+			out[i] = p.JSON(flagName)
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -392,7 +405,7 @@ func writePlans(stdout io.Writer, plans []plan.Plan, asJSON, toMaxText bool) err
 			if i > 0 {
 				fmt.Fprintln(stdout, "\n"+strings.Repeat("=", 72)+"\n")
 			}
-			if err := p.WriteText(stdout); err != nil {
+			if err := p.WriteText(stdout, flagName); err != nil {
 				return err
 			}
 		}
@@ -400,127 +413,16 @@ func writePlans(stdout io.Writer, plans []plan.Plan, asJSON, toMaxText bool) err
 	return nil
 }
 
-func (f planFlags) request() (plan.Request, error) {
-	var r plan.Request
-	spec, err := loadModel("--model", f.model)
-	if err != nil {
-		return r, err
-	}
-	r.Model = spec
-	c, sp, err := parseTPU("--tpu", f.tpu)
-	if err != nil {
-		return r, err
-	}
-	if sp == nil {
-		// a generation without a size: the planner picks one host, a slice or a multislice
-		if f.topology != "" || f.slices != 1 || f.dcnGbps != 0 {
-			return r, bad("--tpu %s names no size; give an accelerator type (e.g. %s) to use --topology, --slices or --dcn-gbps", f.tpu, c.AcceleratorTypes()[1])
-		}
-		r.Multislice.Slice.Chip = c
-		return f.finish(r, spec)
-	}
-	slice := *sp
-	if f.topology != "" {
-		if slice, err = hw.ParseTopology(slice.Chip, f.topology); err != nil {
-			return r, err
-		}
-	}
-	ms, err := hw.NewMultislice(slice, f.slices, unit.BitsPerSecond(f.dcnGbps*1e9))
-	if err != nil {
-		return r, err
-	}
-	r.Multislice = ms
-	return f.finish(r, spec)
-}
-
-// finish reads the flags that do not depend on the topology.
-func (f planFlags) finish(r plan.Request, spec model.Spec) (plan.Request, error) {
-	var err error
-	r.Seq = f.seq
-	seq := f.seq
-	if seq == 0 {
-		seq = spec.SeqLen
-	}
-	if r.MaxGlobalBatch, err = parseBatch("--max-global-batch", f.maxBatch, seq, false); err != nil {
-		return r, err
-	}
-	if f.batch != "" {
-		if r.GlobalBatch, err = parseBatch("--global-batch", f.batch, seq, true); err != nil {
-			return r, err
-		}
-		if r.GlobalBatch > r.MaxGlobalBatch {
-			r.MaxGlobalBatch = r.GlobalBatch
-		}
-	}
-	if f.mesh != "" {
-		if r.Axes, err = mesh.ParseAxes(f.mesh); err != nil {
-			return r, err
-		}
-	}
-	if f.remat != "" {
-		if r.Remat, err = cost.ParseRemat(f.remat); err != nil {
-			return r, usageError{err}
-		}
-	}
-	if f.sched != "" {
-		if r.Schedule, err = schedule.ParseKind(f.sched); err != nil {
-			return r, usageError{err}
-		}
-	}
-	switch {
-	case f.chunks < 0 || f.chunks > 64:
-		return r, bad("--chunks %d, want 1 to 64", f.chunks)
-	case f.chunks > 1 && !r.Schedule.Chunked():
-		return r, bad("--chunks %d needs --schedule interleaved or circular", f.chunks)
-	case f.chunks == 1 && r.Schedule == schedule.Interleaved:
-		return r, bad("--chunks 1 with --schedule interleaved, want 2 or more (1 chunk is 1f1b)")
-	case f.chunks == 0 && r.Schedule == schedule.Interleaved:
-		f.chunks = 2
-	}
-	r.Chunks = f.chunks
-	if r.Precision, err = cost.ParsePrecision(f.precision); err != nil {
-		return r, usageError{fmt.Errorf("--precision: %w", err)}
-	}
-	if f.custom != "" && r.Remat != cost.RematCustom {
-		return r, bad("--remat-custom %q needs --remat custom", f.custom)
-	}
-	if r.Custom, err = cost.ParseCustom(f.custom); err != nil {
-		return r, usageError{fmt.Errorf("--remat-custom: %w", err)}
-	}
-	if r.Quantization, err = cost.ParseQuantization(f.quant); err != nil {
-		return r, usageError{fmt.Errorf("--quantization: %w", err)}
-	}
-	switch strings.ToLower(f.attention) {
-	case "flash", "splash":
-		r.Attention = cost.AttentionFlash
-	case "dot_product", "dot-product":
-		r.Attention = cost.AttentionDot
-	default:
-		return r, bad("--attention %q, want flash or dot_product", f.attention)
-	}
-	r.OptimizerOffload, r.ParameterOffload = f.optOffload, f.paramOffload
-	r.VocabTiles = f.vocabTiles
-	r.Efficiency, r.HBMHeadroom, r.CausalFLOPs = f.efficiency, f.headroom, f.causal
-	if f.headroom == 0 {
-		r.HBMHeadroom = 1e-9 // zero means the default to plan.Request
-	}
-	r.Top = f.top
-	r.ExampleCost = f.exampleCost
-	return r, nil
-}
-
 // loadModel finds a catalog model or reads a spec file; what names the
 // flag or command for errors ("--model").
 func loadModel(what, name string) (model.Spec, error) {
-	if s, ok := model.Lookup(name); ok {
-		return s, nil
-	}
-	if _, err := os.Stat(name); err != nil {
-		return model.Spec{}, bad("%s %q: not a catalog model (%s) nor a readable YAML/JSON file", what, name, strings.Join(model.Names(), ", "))
-	}
-	data, err := readFile(what, name, maxSpecBytes)
+	data, err := specFile(what, name)
 	if err != nil {
 		return model.Spec{}, err
+	}
+	if data == nil {
+		s, _ := model.Lookup(name)
+		return s, nil
 	}
 	s, err := model.Parse(data)
 	if err != nil {
@@ -532,20 +434,32 @@ func loadModel(what, name string) (model.Spec, error) {
 	return s, nil
 }
 
+// specFile reads the spec file name names, unless it names a catalog
+// model (nil, nil); what names the flag or command for errors ("--model").
+func specFile(what, name string) ([]byte, error) {
+	if _, ok := model.Lookup(name); ok {
+		return nil, nil
+	}
+	if _, err := os.Stat(name); err != nil {
+		return nil, bad("%s %q: not a catalog model (%s) nor a readable YAML/JSON file", what, name, strings.Join(model.Names(), ", "))
+	}
+	data, err := readFile(what, name, maxSpecBytes)
+	if err == nil && data == nil {
+		data = []byte{} // an empty file is an empty spec, not a catalog name
+	}
+	return data, err
+}
+
 // parseTPU reads --tpu everywhere it appears: a generation (tpu7x) or an
 // accelerator type (tpu7x-8), through the hw package's parsers. slice is
 // nil for a generation.
 func parseTPU(what, s string) (hw.Chip, *hw.Slice, error) {
-	if c, err := hw.Lookup(s); err == nil {
-		return c, nil, nil
-	}
-	if !strings.Contains(s, "-") {
-		return hw.Chip{}, nil, fmt.Errorf("%s: %w", what, &hw.ParseError{Input: s, Field: "generation", Err: hw.ErrUnknownGeneration,
-			Valid: hw.ValidGenerations + ", or an accelerator type such as v5p-128"})
-	}
-	slice, err := hw.ParseAcceleratorType(s)
-	if err != nil {
+	slice, err := hw.ParseTPU(s)
+	switch {
+	case err != nil:
 		return hw.Chip{}, nil, fmt.Errorf("%s: %w", what, err)
+	case slice.Chips() == 0:
+		return slice.Chip, nil, nil
 	}
 	return slice.Chip, &slice, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"shardlab/internal/golden"
+	"shardlab/plan"
 )
 
 func runCmd(args ...string) (stdout, stderr string, code int) {
@@ -168,45 +169,31 @@ func TestNoPlanExitsOne(t *testing.T) {
 	}
 }
 
-func TestParseBatch(t *testing.T) {
-	tests := []struct {
-		in    string
-		exact bool
-		want  int
-	}{
-		{"512", true, 512},
-		{"512seq", true, 512},
-		{"4Mitok", true, 512},
-		{"4194304tok", true, 512},
-		{"4Mtok", false, 488},
-		{"1Ki", true, 1024},
-	}
-	for _, tt := range tests {
-		got, err := parseBatch("--b", tt.in, 8192, tt.exact)
-		if err != nil || got != tt.want {
-			t.Errorf("parseBatch(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
-		}
-	}
-	for _, in := range []string{"", "0", "-1", "1.5", "4Mtok", "100tok", "NaN", "Inf", "1e3", "tok", "2x"} {
-		if _, err := parseBatch("--b", in, 8192, true); err == nil {
-			t.Errorf("parseBatch(%q) accepted", in)
+// TestPlanOptionsAreFlags: every option of a plan request is a flag of
+// plan, spelt as flagName spells it in plan's reasons, warnings and
+// errors.
+func TestPlanOptionsAreFlags(t *testing.T) {
+	fs := commandFlags["plan"]()
+	for _, o := range plan.AllOptions() {
+		if fs.Lookup(strings.TrimPrefix(flagName(o), "--")) == nil {
+			t.Errorf("plan option %q has no flag %s", string(o), flagName(o))
 		}
 	}
 }
 
-func FuzzParseBatch(f *testing.F) {
-	for _, s := range []string{"512", "4Mitok", "1Kiseq", "-3", "0.5Mtok", "9e99"} {
-		f.Add(s, 8192, true)
+// TestHBMHeadroomZero: --hbm-headroom 0 keeps no HBM free.
+func TestHBMHeadroomZero(t *testing.T) {
+	out, errOut, code := runCmd("plan", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--hbm-headroom", "0", "--top", "1", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	f.Fuzz(func(t *testing.T, s string, seq int, exact bool) {
-		if seq < 1 || seq > 1<<20 {
-			return
-		}
-		n, err := parseBatch("--b", s, seq, exact)
-		if err == nil && (n < 1 || n > 1<<30) {
-			t.Fatalf("parseBatch(%q) = %d", s, n)
-		}
-	})
+	var v struct {
+		HBM    int64 `json:"hbm_bytes"`
+		Usable int64 `json:"hbm_usable_bytes"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.HBM == 0 || v.Usable != v.HBM {
+		t.Errorf("--hbm-headroom 0: %d of %d bytes usable (%v), want all", v.Usable, v.HBM, err)
+	}
 }
 
 func TestMXUTrace(t *testing.T) {

@@ -1,0 +1,412 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"shardlab/cost"
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/model"
+	"shardlab/schedule"
+	"shardlab/unit"
+)
+
+// Options are a planning question as a user states it, in the words and
+// units a front end takes (the CLI's flags, a web form). ParseRequest
+// checks them once and turns them into a Request. Start from
+// DefaultOptions: a zero value is not a question, and a zero number means
+// zero except where a field says otherwise.
+type Options struct {
+	// Model is a catalog model name (llama3-8b), or, with ModelSpec, the
+	// name of the spec (its file), used when the spec names no model.
+	Model string `json:"model"`
+	// ModelSpec is a YAML or JSON model spec, as model.Parse reads it; the
+	// front end reads it (plan reads no files). When set, Model is not
+	// looked up in the catalog.
+	ModelSpec []byte `json:"-"`
+	// TPU is an accelerator type (tpu7x-8, v5p-128), or a generation alone
+	// (tpu7x), which plans on the smallest footprint that runs the job.
+	TPU string `json:"tpu"`
+	// Topology overrides the accelerator type's topology (AxB or AxBxC);
+	// "" keeps it.
+	Topology string `json:"topology"`
+	// Slices is the number of slices joined by DCN.
+	Slices int `json:"slices"`
+	// DCNGbps is the DCN bandwidth per host in Gbit/s; 0 takes the
+	// catalog's.
+	DCNGbps float64 `json:"dcn_gbps"`
+	// Seq is the sequence length in tokens; 0 takes the model's.
+	Seq int `json:"seq"`
+	// GlobalBatch fixes the global batch, in sequences (512, 512seq) or
+	// tokens (4Mitok); "" lets the planner choose it. See ParseBatch.
+	GlobalBatch string `json:"global_batch"`
+	// MaxGlobalBatch is the convergence limit on the global batch, in
+	// sequences or tokens.
+	MaxGlobalBatch string `json:"max_global_batch"`
+	// Mesh asks for one layout (data=2(dcn),fsdp=64) instead of a search;
+	// "" searches all.
+	Mesh string `json:"mesh"`
+	// Remat is a MaxText remat_policy; "" searches cost.SearchRemats.
+	Remat string `json:"remat"`
+	// RematCustom places the tagged tensors under Remat custom
+	// (query_proj=offload,...).
+	RematCustom string `json:"remat_custom"`
+	// Schedule is the pipeline schedule (gpipe, 1f1b, interleaved,
+	// circular); "" searches gpipe, 1f1b and interleaved with 2 and 4
+	// chunks.
+	Schedule string `json:"schedule"`
+	// Chunks is the chunks of layers per pipeline device of the
+	// interleaved and circular schedules; 0 takes 2 for interleaved and 1
+	// for circular.
+	Chunks int `json:"chunks"`
+	// Precision is maxtext, bf16 or zero (cost.ParsePrecision).
+	Precision string `json:"precision"`
+	// Quantization is the matmuls' format: none, int8 or fp8.
+	Quantization string `json:"quantization"`
+	// Attention is the attention kernel: flash or dot_product.
+	Attention string `json:"attention"`
+	// OptimizerOffload and ParameterOffload keep the optimizer state and
+	// the parameters in host memory.
+	OptimizerOffload bool `json:"optimizer_offload"`
+	ParameterOffload bool `json:"parameter_offload"`
+	// VocabTiles splits the logits and loss into this many chunks.
+	VocabTiles int `json:"vocab_tiles"`
+	// Efficiency is the residual efficiency of the matmuls after their MXU
+	// shapes; 0 takes the generation's calibrated value.
+	Efficiency float64 `json:"efficiency"`
+	// HBMHeadroom is the fraction of HBM kept free; 0 keeps none.
+	HBMHeadroom float64 `json:"hbm_headroom"`
+	// CausalFLOPs halves the attention FLOPs in MFU (MaxText's convention).
+	CausalFLOPs bool `json:"causal_flops"`
+	// Top is how many ranked layouts to keep.
+	Top int `json:"top"`
+	// ExampleCost is the host CPU time to read and preprocess one
+	// sequence; the plan then checks that the host's vCPUs keep the chips
+	// fed. 0 skips the check.
+	ExampleCost time.Duration `json:"example_cost"`
+}
+
+// What a request plans when it names no model or TPU: Llama 3 8B on one
+// TPU7x VM.
+const (
+	DefaultModel = "llama3-8b"
+	DefaultTPU   = "tpu7x-8"
+)
+
+// The bounds of the numeric options, which ParseRequest enforces (and the
+// CLI's flags show).
+const (
+	MaxSlices      = 4096
+	MinDCNGbps     = 0.1     // Gbit/s per host
+	MaxDCNGbps     = 100_000 // Gbit/s per host
+	MaxSeq         = 1 << 24 // tokens
+	MaxChunks      = cost.MaxChunks
+	MaxVocabTiles  = 1 << 16
+	MinEfficiency  = 0.01
+	MaxTop         = 100
+	MaxExampleCost = time.Hour
+	// MaxBatch is the largest global batch ParseBatch accepts, in
+	// sequences.
+	MaxBatch = 1 << 30
+	// MaxScopeSlices is the most slices of its largest slice a request for
+	// a bare generation plans on (SearchScope).
+	MaxScopeSlices = 64
+)
+
+// DefaultOptions are the options of a question that sets nothing but its
+// model and TPU: every field is the value ParseRequest then uses.
+func DefaultOptions() Options {
+	return Options{
+		Model: DefaultModel, TPU: DefaultTPU, Slices: 1,
+		MaxGlobalBatch: "4Mitok",
+		Precision:      "maxtext", Quantization: "none", Attention: "flash",
+		VocabTiles: 1, HBMHeadroom: cost.DefaultHBMHeadroom, Top: 5,
+	}
+}
+
+// Examples are the built-in examples a front end shows when the user names
+// no model, TPU, mesh or topology: o's other options with llama3-8b on one
+// tpu7x-8 VM, and with llama3-70b on two tpu7x-128 slices.
+func (o Options) Examples() []Options {
+	out := []Options{o, o}
+	out[0].Model, out[0].ModelSpec, out[0].TPU, out[0].Slices = "llama3-8b", nil, "tpu7x-8", 1
+	out[1].Model, out[1].ModelSpec, out[1].TPU, out[1].Slices = "llama3-70b", nil, "tpu7x-128", 2
+	return out
+}
+
+// OptionError is an option ParseRequest refuses: which one, its value as
+// given, and a text that says what is wrong and what is accepted. It wraps
+// ErrRequest and, when the owning package refused the value, that
+// package's error.
+type OptionError struct {
+	Option Option
+	Value  string
+	// Text names options as {key}, like a Note's; Phrase spells them.
+	Text string
+	Err  error
+}
+
+// Phrase is the error's text, without the package name, with the options
+// spelt by name (Option.String when nil).
+func (e *OptionError) Phrase(name func(Option) string) string { return phrase(e.Text, name) }
+
+func (e *OptionError) Error() string { return "plan: " + e.Phrase(nil) }
+
+func (e *OptionError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrRequest}
+	}
+	return []error{ErrRequest, e.Err}
+}
+
+// refuse is an OptionError whose text starts with the option's name;
+// format and a follow it (see textf).
+func refuse(o Option, value string, err error, format string, a ...any) *OptionError {
+	return &OptionError{Option: o, Value: value, Text: "{" + string(o) + "}" + textf(format, a...), Err: err}
+}
+
+// refuseErr is an OptionError for a value the owning package refused with
+// err: "{option}: err".
+func refuseErr(o Option, value string, err error) *OptionError {
+	return refuse(o, value, err, ": %s", err)
+}
+
+// ParseRequest checks the options once, naming the option at fault, its
+// value and what is accepted (an *OptionError), and returns the request
+// they ask: its model, multislice (or, for a bare generation, the chip
+// alone: Search then picks the footprint), batch limits in sequences,
+// layout, policies and bounds, with every default resolved.
+func ParseRequest(o Options) (Request, error) {
+	var r Request
+	var err error
+	if r.Model, err = parseModel(o); err != nil {
+		return r, err
+	}
+	if r.Multislice, err = parseMultislice(o); err != nil {
+		return r, err
+	}
+	chip := r.Multislice.Slice.Chip
+	switch {
+	case o.Seq < 0 || o.Seq > MaxSeq:
+		return r, refuse(OptionSeq, strconv.Itoa(o.Seq), nil, " %d, want 0 to %d tokens (0: the model's)", o.Seq, MaxSeq)
+	case o.Seq == 0:
+		r.Seq = r.Model.SeqLen
+	default:
+		r.Seq = o.Seq
+	}
+	if r.MaxGlobalBatch, err = ParseBatch(o.MaxGlobalBatch, r.Seq, false); err != nil {
+		return r, refuseBatch(OptionMaxGlobalBatch, o.MaxGlobalBatch, err)
+	}
+	if o.GlobalBatch != "" {
+		if r.GlobalBatch, err = ParseBatch(o.GlobalBatch, r.Seq, true); err != nil {
+			return r, refuseBatch(OptionGlobalBatch, o.GlobalBatch, err)
+		}
+		r.MaxGlobalBatch = max(r.MaxGlobalBatch, r.GlobalBatch)
+	}
+	if o.Mesh != "" {
+		if r.Axes, err = mesh.ParseAxes(o.Mesh); err != nil {
+			return r, refuseErr(OptionMesh, o.Mesh, err)
+		}
+	}
+	if o.Remat != "" {
+		if r.Remat, err = cost.ParseRemat(o.Remat); err != nil {
+			return r, refuseErr(OptionRemat, o.Remat, err)
+		}
+	}
+	if o.Schedule != "" {
+		if r.Schedule, err = schedule.ParseKind(o.Schedule); err != nil {
+			return r, refuseErr(OptionSchedule, o.Schedule, err)
+		}
+	}
+	chunks := strconv.Itoa(o.Chunks)
+	switch {
+	case o.Chunks < 0 || o.Chunks > MaxChunks:
+		return r, refuse(OptionChunks, chunks, nil, " %d, want 0 to %d (0: 2 for interleaved, 1 for circular)", o.Chunks, MaxChunks)
+	case o.Chunks > 1 && !r.Schedule.Chunked():
+		return r, refuse(OptionChunks, chunks, nil, " %d needs {schedule} interleaved or circular", o.Chunks)
+	case o.Chunks == 1 && r.Schedule == schedule.Interleaved:
+		return r, refuse(OptionChunks, chunks, nil, " 1 with {schedule} interleaved, want 2 or more (1 chunk is 1f1b)")
+	case o.Chunks == 0 && r.Schedule == schedule.Interleaved:
+		r.Chunks = 2
+	default:
+		r.Chunks = o.Chunks
+	}
+	if r.Precision, err = cost.ParsePrecision(o.Precision); err != nil {
+		return r, refuseErr(OptionPrecision, o.Precision, err)
+	}
+	if o.RematCustom != "" && r.Remat != cost.RematCustom {
+		return r, refuse(OptionRematCustom, o.RematCustom, nil, " %q needs {remat} custom", o.RematCustom)
+	}
+	if r.Custom, err = cost.ParseCustom(o.RematCustom); err != nil {
+		return r, refuseErr(OptionRematCustom, o.RematCustom, err)
+	}
+	if r.Quantization, err = cost.ParseQuantization(o.Quantization); err != nil {
+		return r, refuseErr(OptionQuantization, o.Quantization, err)
+	}
+	switch strings.ToLower(strings.TrimSpace(o.Attention)) {
+	case "flash", "splash":
+		r.Attention = cost.AttentionFlash
+	case "dot_product", "dot-product":
+		r.Attention = cost.AttentionDot
+	default:
+		return r, refuse(OptionAttention, o.Attention, nil, " %q, want flash or dot_product", o.Attention)
+	}
+	r.OptimizerOffload, r.ParameterOffload, r.CausalFLOPs = o.OptimizerOffload, o.ParameterOffload, o.CausalFLOPs
+	fl := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	switch {
+	case o.VocabTiles < 1 || o.VocabTiles > MaxVocabTiles:
+		return r, refuse(OptionVocabTiles, strconv.Itoa(o.VocabTiles), nil, " %d, want 1 to %d", o.VocabTiles, MaxVocabTiles)
+	case o.Efficiency != 0 && !(o.Efficiency >= MinEfficiency && o.Efficiency <= 1):
+		return r, refuse(OptionEfficiency, fl(o.Efficiency), nil, " %s, want a number in [%g, 1], or 0 for the generation's calibrated value", fl(o.Efficiency), MinEfficiency)
+	case !(o.HBMHeadroom >= 0 && o.HBMHeadroom < 1):
+		return r, refuse(OptionHBMHeadroom, fl(o.HBMHeadroom), nil, " %s, want a fraction in [0, 1)", fl(o.HBMHeadroom))
+	case o.Top < 1 || o.Top > MaxTop:
+		return r, refuse(OptionTop, strconv.Itoa(o.Top), nil, " %d, want 1 to %d", o.Top, MaxTop)
+	case o.ExampleCost < 0 || o.ExampleCost > MaxExampleCost:
+		return r, refuse(OptionExampleCost, o.ExampleCost.String(), nil, " %v, want 0s to %v (0: skip the check)", o.ExampleCost, MaxExampleCost)
+	}
+	r.VocabTiles, r.Efficiency, r.HBMHeadroom, r.Top, r.ExampleCost = o.VocabTiles, o.Efficiency, o.HBMHeadroom, o.Top, o.ExampleCost
+	if _, err := r.job().MatmulPeak(chip); err != nil {
+		return r, refuseErr(OptionQuantization, o.Quantization, err)
+	}
+	return r, nil
+}
+
+// parseModel finds the catalog model, or parses the spec.
+func parseModel(o Options) (model.Spec, error) {
+	if o.ModelSpec != nil {
+		s, err := model.Parse(o.ModelSpec)
+		if err != nil {
+			return s, refuse(OptionModel, o.Model, err, " %s: %s", o.Model, err)
+		}
+		if s.Name == "" {
+			s.Name = o.Model
+		}
+		return s, nil
+	}
+	s, ok := model.Lookup(o.Model)
+	if !ok {
+		return s, refuse(OptionModel, o.Model, nil, " %q: want a catalog model (%s) or a YAML/JSON spec", o.Model, strings.Join(model.Names(), ", "))
+	}
+	return s, nil
+}
+
+// parseMultislice reads the TPU, topology, slices and DCN bandwidth. A
+// bare generation gives a multislice of no slices that holds the chip.
+func parseMultislice(o Options) (hw.Multislice, error) {
+	slice, err := hw.ParseTPU(o.TPU)
+	if err != nil {
+		return hw.Multislice{}, refuseErr(OptionTPU, o.TPU, err)
+	}
+	if slice.Chips() == 0 {
+		if o.Topology != "" || o.Slices != 1 || o.DCNGbps != 0 {
+			return hw.Multislice{}, refuse(OptionTPU, o.TPU, nil, " %s names no size; give an accelerator type (e.g. %s) to use {topology}, {slices} or {dcn_gbps}",
+				o.TPU, slice.Chip.AcceleratorTypes()[1])
+		}
+		return hw.Multislice{Slice: slice}, nil
+	}
+	if o.Topology != "" {
+		if slice, err = hw.ParseTopology(slice.Chip, o.Topology); err != nil {
+			return hw.Multislice{}, refuseErr(OptionTopology, o.Topology, err)
+		}
+	}
+	switch {
+	case o.Slices < 1 || o.Slices > MaxSlices:
+		return hw.Multislice{}, refuse(OptionSlices, strconv.Itoa(o.Slices), nil, " %d, want 1 to %d", o.Slices, MaxSlices)
+	case o.DCNGbps != 0 && !(o.DCNGbps >= MinDCNGbps && o.DCNGbps <= MaxDCNGbps):
+		v := strconv.FormatFloat(o.DCNGbps, 'g', -1, 64)
+		return hw.Multislice{}, refuse(OptionDCNGbps, v, nil, " %s, want %g to %g Gbit/s per host, or 0 for the catalog's", v, float64(MinDCNGbps), float64(MaxDCNGbps))
+	}
+	ms, err := hw.NewMultislice(slice, o.Slices, unit.BitsPerSecond(o.DCNGbps*1e9))
+	if err != nil {
+		var pe *hw.ParseError
+		if errors.As(err, &pe) && pe.Field == "dcn bandwidth" {
+			return ms, refuseErr(OptionDCNGbps, fmt.Sprint(o.DCNGbps), err)
+		}
+		return ms, refuseErr(OptionSlices, strconv.Itoa(o.Slices), err)
+	}
+	return ms, nil
+}
+
+// BatchError is a global batch ParseBatch refuses: the input, and what is
+// wrong with it and accepted. It wraps ErrRequest.
+type BatchError struct {
+	Input  string
+	Reason string
+}
+
+func (e *BatchError) Error() string { return fmt.Sprintf("plan: batch %q: %s", e.Input, e.Reason) }
+
+func (e *BatchError) Unwrap() error { return ErrRequest }
+
+// refuseBatch names the option a BatchError concerns.
+func refuseBatch(o Option, value string, err error) error {
+	var be *BatchError
+	if errors.As(err, &be) {
+		return refuse(o, value, err, " %q: %s", value, be.Reason)
+	}
+	return refuseErr(o, value, err)
+}
+
+// ParseBatch reads a global batch: "512" or "512seq" sequences, or
+// "4Mitok" / "4194304tok" tokens (k = 1e3, M = 1e6, G = 1e9, Ki = 1024,
+// Mi = 1024², Gi = 1024³), and returns it in sequences of seq tokens,
+// at most MaxBatch. Tokens are rounded down to whole sequences; exact
+// refuses a remainder instead. Errors are *BatchError.
+func ParseBatch(s string, seq int, exact bool) (int, error) {
+	in := strings.TrimSpace(s)
+	want := "N sequences (512 or 512seq) or N tokens (4Mitok, 2Mtok, 1048576tok)"
+	fail := func(format string, a ...any) (int, error) {
+		return 0, &BatchError{Input: s, Reason: fmt.Sprintf(format, a...)}
+	}
+	if seq < 1 {
+		return fail("sequences of %d tokens, want a positive sequence length", seq)
+	}
+	tokens := false
+	switch {
+	case strings.HasSuffix(in, "tok"):
+		tokens, in = true, strings.TrimSuffix(in, "tok")
+	case strings.HasSuffix(in, "seq"):
+		in = strings.TrimSuffix(in, "seq")
+	}
+	mult := 1.0
+	for _, m := range []struct {
+		suffix string
+		v      float64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}} {
+		if strings.HasSuffix(in, m.suffix) {
+			in, mult = strings.TrimSuffix(in, m.suffix), m.v
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(in, 64)
+	if err != nil || in == "" || strings.ContainsAny(in, "eEnNiI") {
+		return fail("want %s", want)
+	}
+	v *= mult
+	if !(v > 0) || v > 1e15 {
+		return fail("want a positive batch: %s", want)
+	}
+	if v != math.Trunc(v) {
+		return fail("want a whole number of %s", map[bool]string{true: "tokens", false: "sequences"}[tokens])
+	}
+	n := int(v)
+	if tokens {
+		if n < seq {
+			return fail("%d tokens is less than one sequence of %d", n, seq)
+		}
+		if exact && n%seq != 0 {
+			return fail("%d tokens is not a whole number of %d-token sequences", n, seq)
+		}
+		n /= seq
+	}
+	if n > MaxBatch {
+		return fail("want at most %d sequences", MaxBatch)
+	}
+	return n, nil
+}

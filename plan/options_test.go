@@ -1,0 +1,220 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"shardlab/cost"
+	"shardlab/hw"
+	"shardlab/schedule"
+)
+
+// TestOptionsMatchFields: every option is a field of Options, by its JSON
+// key, in the same order, and every field is an option.
+func TestOptionsMatchFields(t *testing.T) {
+	var keys []Option
+	typ := reflect.TypeFor[Options]()
+	for i := range typ.NumField() {
+		if k, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ","); k != "-" {
+			keys = append(keys, Option(k))
+		}
+	}
+	if !reflect.DeepEqual(keys, AllOptions()) {
+		t.Errorf("Options' JSON keys are\n%v\nAllOptions() is\n%v", keys, AllOptions())
+	}
+	for _, o := range AllOptions() {
+		if o.String() == "" || strings.Contains(o.String(), "_") {
+			t.Errorf("Option(%q).String() = %q, want words", string(o), o.String())
+		}
+	}
+}
+
+func TestParseRequestDefaults(t *testing.T) {
+	r, err := ParseRequest(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// llama3-8b: 8192-token sequences, so 4Mitok is 512 of them
+	// (Llama 3 Herd, Table 3).
+	if r.Model.Name != "llama3-8b" || r.Multislice.Slice.AcceleratorType() != "tpu7x-8" || r.Multislice.Slices != 1 ||
+		r.Seq != 8192 || r.MaxGlobalBatch != 512 || r.GlobalBatch != 0 || r.Axes != nil || r.Remat != "" || r.Schedule != "" ||
+		r.Precision != cost.MaxTextPrecision() || r.Quantization != cost.QuantNone || r.Attention != cost.AttentionFlash ||
+		r.VocabTiles != 1 || r.Efficiency != 0 || r.HBMHeadroom != cost.DefaultHBMHeadroom || r.Top != 5 || r.ExampleCost != 0 {
+		t.Errorf("ParseRequest(DefaultOptions()) = %+v", r)
+	}
+}
+
+func TestParseRequest(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*Options)
+		check func(Request) bool
+	}{
+		{"explicit zero headroom keeps none", func(o *Options) { o.HBMHeadroom = 0 }, func(r Request) bool { return r.HBMHeadroom == 0 }},
+		{"seq", func(o *Options) { o.Seq = 1024 }, func(r Request) bool { return r.Seq == 1024 && r.MaxGlobalBatch == 4096 }},
+		{"a fixed batch above the limit raises it", func(o *Options) { o.GlobalBatch = "1024"; o.MaxGlobalBatch = "512" },
+			func(r Request) bool { return r.GlobalBatch == 1024 && r.MaxGlobalBatch == 1024 }},
+		{"interleaved takes 2 chunks", func(o *Options) { o.Schedule = "Interleaved" },
+			func(r Request) bool { return r.Schedule == schedule.Interleaved && r.Chunks == 2 }},
+		{"circular keeps 0 chunks (cost: 1)", func(o *Options) { o.Schedule = "circular" },
+			func(r Request) bool { return r.Schedule == schedule.Circular && r.Chunks == 0 }},
+		{"dot-product attention", func(o *Options) { o.Attention = "dot-product" }, func(r Request) bool { return r.Attention == cost.AttentionDot }},
+		{"a bare generation holds only the chip", func(o *Options) { o.TPU = "ironwood" },
+			func(r Request) bool {
+				return r.Multislice.Slices == 0 && r.Multislice.Slice.Chip.Generation == hw.TPU7x
+			}},
+		{"slices and DCN", func(o *Options) { o.TPU, o.Slices, o.DCNGbps = "v5p-128", 2, 100 },
+			func(r Request) bool { return r.Multislice.Slices == 2 && r.Multislice.DCNPerHost().Bits() == 100e9 }},
+		{"a spec without a name takes the option's", func(o *Options) {
+			o.Model, o.ModelSpec = "tiny.yaml", []byte("layers: 2\nd_model: 64\nheads: 4\nd_ff: 128\nvocab: 100\nseq_len: 32\n")
+		}, func(r Request) bool { return r.Model.Name == "tiny.yaml" && r.Seq == 32 }},
+	}
+	for _, tt := range tests {
+		o := DefaultOptions()
+		tt.edit(&o)
+		r, err := ParseRequest(o)
+		if err != nil || !tt.check(r) {
+			t.Errorf("%s: ParseRequest = %+v, %v", tt.name, r, err)
+		}
+	}
+}
+
+func TestParseRequestErrors(t *testing.T) {
+	tests := []struct {
+		edit func(*Options)
+		opt  Option
+		want string // in the error phrased with flag names
+	}{
+		{func(o *Options) { o.Model = "llama4" }, OptionModel, `--model "llama4": want a catalog model (`},
+		{func(o *Options) { o.Model, o.ModelSpec = "bad.yaml", []byte("layers: [1") }, OptionModel, "--model bad.yaml: model: malformed spec"},
+		{func(o *Options) { o.TPU = "v9" }, OptionTPU, `--tpu: hw: generation "v9"`},
+		{func(o *Options) { o.TPU = "" }, OptionTPU, `--tpu: hw: generation ""`},
+		{func(o *Options) { o.TPU, o.Slices = "tpu7x", 2 }, OptionTPU, "--tpu tpu7x names no size; give an accelerator type (e.g. tpu7x-16) to use --topology, --slices or --dcn-gbps"},
+		{func(o *Options) { o.TPU, o.Topology = "v5p-128", "4x4x6" }, OptionTopology, `--topology: hw: topology "4x4x6"`},
+		{func(o *Options) { o.TPU, o.Slices = "v3-32", 2 }, OptionSlices, "Multislice"},
+		{func(o *Options) { o.Slices = 0 }, OptionSlices, "--slices 0, want 1 to 4096"},
+		{func(o *Options) { o.DCNGbps = 0.01 }, OptionDCNGbps, "--dcn-gbps 0.01, want 0.1 to 100000 Gbit/s per host"},
+		{func(o *Options) { o.Seq = -1 }, OptionSeq, "--seq -1, want 0 to"},
+		{func(o *Options) { o.MaxGlobalBatch = "lots" }, OptionMaxGlobalBatch, `--max-global-batch "lots": want N sequences`},
+		{func(o *Options) { o.GlobalBatch = "4Mtok" }, OptionGlobalBatch, `--global-batch "4Mtok": 4000000 tokens is not a whole number of 8192-token sequences`},
+		{func(o *Options) { o.Mesh = "data=4(tpu)" }, OptionMesh, "--mesh: mesh: data"},
+		{func(o *Options) { o.Remat = "some" }, OptionRemat, `--remat: cost: remat policy "some"`},
+		{func(o *Options) { o.Schedule = "zigzag" }, OptionSchedule, `--schedule: schedule: unknown schedule "zigzag"`},
+		{func(o *Options) { o.Chunks = 3 }, OptionChunks, "--chunks 3 needs --schedule interleaved or circular"},
+		{func(o *Options) { o.Chunks, o.Schedule = 1, "interleaved" }, OptionChunks, "--chunks 1 with --schedule interleaved, want 2 or more"},
+		{func(o *Options) { o.Chunks, o.Schedule = 65, "circular" }, OptionChunks, "--chunks 65, want 0 to 64"},
+		{func(o *Options) { o.Precision = "fp64" }, OptionPrecision, `--precision: cost: precision "fp64"`},
+		{func(o *Options) { o.Precision = "" }, OptionPrecision, `--precision: cost: precision ""`},
+		{func(o *Options) { o.RematCustom = "query_proj=offload" }, OptionRematCustom, `--remat-custom "query_proj=offload" needs --remat custom`},
+		{func(o *Options) { o.Remat, o.RematCustom = "custom", "bogus=device" }, OptionRematCustom, `--remat-custom: cost: tensor "bogus"`},
+		{func(o *Options) { o.Quantization = "fp4" }, OptionQuantization, `--quantization: cost: quantization "fp4"`},
+		{func(o *Options) { o.TPU, o.Quantization = "v5litepod-4", "fp8" }, OptionQuantization, "--quantization: cost: quantization fp8: TPU v5e publishes no fp8 peak"},
+		{func(o *Options) { o.Attention = "" }, OptionAttention, `--attention "", want flash or dot_product`},
+		{func(o *Options) { o.VocabTiles = 0 }, OptionVocabTiles, "--vocab-tiles 0, want 1 to 65536"},
+		{func(o *Options) { o.Efficiency = 1.5 }, OptionEfficiency, "--efficiency 1.5, want a number in [0.01, 1], or 0"},
+		{func(o *Options) { o.HBMHeadroom = 1 }, OptionHBMHeadroom, "--hbm-headroom 1, want a fraction in [0, 1)"},
+		{func(o *Options) { o.Top = 0 }, OptionTop, "--top 0, want 1 to 100"},
+		{func(o *Options) { o.ExampleCost = -time.Second }, OptionExampleCost, "--example-cost -1s, want 0s to 1h0m0s"},
+	}
+	for _, tt := range tests {
+		o := DefaultOptions()
+		tt.edit(&o)
+		_, err := ParseRequest(o)
+		var oe *OptionError
+		if !errors.As(err, &oe) || !errors.Is(err, ErrRequest) {
+			t.Errorf("ParseRequest(%+v) error = %v, want an *OptionError wrapping ErrRequest", o, err)
+			continue
+		}
+		if got := oe.Phrase(flagName); oe.Option != tt.opt || !strings.Contains(got, tt.want) {
+			t.Errorf("ParseRequest error names %q: %q; want %q and %q", oe.Option, got, tt.opt, tt.want)
+		}
+		if !strings.HasPrefix(err.Error(), "plan: ") || strings.Contains(err.Error(), "{") {
+			t.Errorf("error %q does not read as plan's own", err)
+		}
+	}
+}
+
+func TestExamples(t *testing.T) {
+	o := DefaultOptions()
+	o.Seq = 4096
+	var got []string
+	for _, e := range o.Examples() {
+		r, err := ParseRequest(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s on %s, seq %d", r.Model.Name, r.Multislice, r.Seq))
+	}
+	want := []string{"llama3-8b on tpu7x-8 (2x2x1, 4 chips), seq 4096", "llama3-70b on 2 x tpu7x-128 (4x4x4, 128 chips), seq 4096"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Examples() = %q, want %q", got, want)
+	}
+}
+
+func TestParseBatch(t *testing.T) {
+	tests := []struct {
+		in    string
+		exact bool
+		want  int
+	}{
+		{"512", true, 512},
+		{"512seq", true, 512},
+		{"4Mitok", true, 512}, // 4 × 1024² tokens of 8192
+		{"4194304tok", true, 512},
+		{"4Mtok", false, 488}, // 4e6 / 8192, rounded down
+		{"1Ki", true, 1024},
+		{" 2k ", true, 2000},
+	}
+	for _, tt := range tests {
+		got, err := ParseBatch(tt.in, 8192, tt.exact)
+		if err != nil || got != tt.want {
+			t.Errorf("ParseBatch(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+	for _, in := range []string{"", "0", "-1", "1.5", "4Mtok", "100tok", "NaN", "Inf", "1e3", "tok", "2x", "2Gi"} {
+		var be *BatchError
+		if _, err := ParseBatch(in, 8192, true); !errors.As(err, &be) || be.Input != in || !errors.Is(err, ErrRequest) {
+			t.Errorf("ParseBatch(%q) error = %v, want a *BatchError", in, err)
+		}
+	}
+}
+
+func FuzzParseBatch(f *testing.F) {
+	for _, s := range []string{"512", "4Mitok", "1Kiseq", "-3", "0.5Mtok", "9e99"} {
+		f.Add(s, 8192, true)
+	}
+	f.Fuzz(func(t *testing.T, s string, seq int, exact bool) {
+		if seq < 1 || seq > 1<<20 {
+			return
+		}
+		n, err := ParseBatch(s, seq, exact)
+		if err == nil && (n < 1 || n > MaxBatch) {
+			t.Fatalf("ParseBatch(%q) = %d", s, n)
+		}
+	})
+}
+
+// FuzzParseRequest: whatever the text options, ParseRequest accepts them
+// or refuses one with an *OptionError, and never panics.
+func FuzzParseRequest(f *testing.F) {
+	d := DefaultOptions()
+	f.Add(d.Model, d.TPU, "", "", d.MaxGlobalBatch, "", "", "", "", d.Precision, d.Quantization, d.Attention, 1, 0)
+	f.Add("llama3-70b", "v5p-128", "4x4x8", "1Mitok", "2Mitok", "fsdp=64,data=2", "custom", "query_proj=offload", "circular", "bf16", "int8", "flash", 2, 4)
+	f.Add("gemma2-9b", "tpu7x", "", "", "512", "", "", "", "interleaved", "zero", "fp8", "dot_product", 1, 2)
+	f.Fuzz(func(t *testing.T, modelName, tpu, topology, batch, maxBatch, meshSpec, remat, custom, sched, precision, quant, attention string, slices, chunks int) {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.Topology, o.GlobalBatch, o.MaxGlobalBatch, o.Mesh = modelName, tpu, topology, batch, maxBatch, meshSpec
+		o.Remat, o.RematCustom, o.Schedule, o.Precision, o.Quantization, o.Attention = remat, custom, sched, precision, quant, attention
+		o.Slices, o.Chunks = slices, chunks
+		if _, err := ParseRequest(o); err != nil {
+			var oe *OptionError
+			if !errors.As(err, &oe) || !errors.Is(err, ErrRequest) {
+				t.Fatalf("ParseRequest error %v is not an *OptionError", err)
+			}
+		}
+	})
+}
