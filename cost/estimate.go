@@ -114,6 +114,18 @@ type Estimate struct {
 type Estimator struct {
 	pipes map[pipeKey]pipe
 	effs  map[effKey]float64
+	maxes map[int]float64 // ExpectedMaxNormal by n
+	mxus  map[mxuKey]mxuStats
+}
+
+// maxNormal is ExpectedMaxNormal(n), integrated once per n.
+func (e *Estimator) maxNormal(n int) float64 {
+	if v, ok := e.maxes[n]; ok {
+		return v
+	}
+	v := ExpectedMaxNormal(n)
+	e.maxes[n] = v
+	return v
 }
 
 type pipe struct {
@@ -124,7 +136,7 @@ type pipe struct {
 
 // NewEstimator returns an empty estimator.
 func NewEstimator() *Estimator {
-	return &Estimator{pipes: map[pipeKey]pipe{}, effs: map[effKey]float64{}}
+	return &Estimator{pipes: map[pipeKey]pipe{}, effs: map[effKey]float64{}, maxes: map[int]float64{}, mxus: map[mxuKey]mxuStats{}}
 }
 
 // EstimateStep is NewEstimator().Estimate.
@@ -601,7 +613,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	est.Time.DCN = exposed(gradDCN, gatherDCN) + ppDCN + afterDCN
 	// Every step ends in a barrier across slices: the step takes as long as
 	// the slowest slice's.
-	est.Time.Sync = seconds(compute * j.calibration().SliceJitter * ExpectedMaxNormal(ms.Slices))
+	est.Time.Sync = seconds(compute * j.calibration().SliceJitter * e.maxNormal(ms.Slices))
 }
 
 // tensorParallel adds the tensor-parallel collectives and returns their

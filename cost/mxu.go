@@ -57,7 +57,28 @@ type mxuStats struct {
 	ragged []string
 }
 
+// mxuKey is what a layer's GEMM shapes on one chip depend on.
+type mxuKey struct {
+	d, heads, kv, hd, dff, vocab int
+	gated                        bool
+	b, s, t, seq                 int
+	rows, cols, mxus             int
+}
+
 func (e *Estimator) mxu(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
+	spec := j.Model
+	k := mxuKey{spec.DModel, spec.Heads, spec.KV(), spec.Head(), spec.DFF, spec.Vocab, spec.GatedMLP, sh.b, sh.s, sh.t, j.Seq, p.Rows, p.Cols, p.MXUs}
+	if st, ok := e.mxus[k]; ok {
+		return st, nil
+	}
+	st, err := e.mxuStats(j, sh, p)
+	if err == nil {
+		e.mxus[k] = st
+	}
+	return st, err
+}
+
+func (e *Estimator) mxuStats(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
 	var macs, cycles, mapped float64
 	lossBy := map[string]float64{} // padded MACs wasted, per GEMM
 	macsBy := map[string]float64{}

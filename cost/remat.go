@@ -49,11 +49,12 @@ func Remats() []Remat {
 		RematSaveDotExceptMLP, RematSaveQKVProj, RematQKVProjOffloaded, RematSaveOutProj, RematFull, RematCustom}
 }
 
-// SearchRemats is the policies a plan tries when none is asked for: one per
-// distinct memory/recompute trade-off on device (the offloaded ones need
-// host memory and PCIe time the user should choose knowingly).
+// SearchRemats is the policies a plan tries when none is asked for:
+// MaxText's, one per distinct memory/recompute trade-off on device (the
+// offloaded ones need host memory and PCIe time the user should choose
+// knowingly; none is not a MaxText policy).
 func SearchRemats() []Remat {
-	return []Remat{RematNone, RematMinimal, RematSaveDotExceptMLP, RematSaveQKVProj, RematFull}
+	return []Remat{RematMinimal, RematSaveDotExceptMLP, RematSaveQKVProj, RematFull}
 }
 
 // ParseRemat reads a policy name, in any case.

@@ -32,7 +32,7 @@ func ExampleParseRequest() {
 		fmt.Println(oe.Option, "|", oe.Phrase(flag))
 	}
 	// Output:
-	// llama3-70b on 2 x v5p-128 (4x4x4, 128 chips)
+	// llama3-70b on 2 slices of v5p-128 (4x4x4, 64 chips each; 128 chips in all)
 	// 256 sequences of 8192 tokens at most, headroom 0
 	// plan: global batch "3Mtok": 3000000 tokens is not a whole number of 8192-token sequences
 	// global batch | --global-batch "3Mtok": 3000000 tokens is not a whole number of 8192-token sequences
@@ -63,7 +63,7 @@ func ExampleOptions_Examples() {
 	}
 	// Output:
 	// llama3-8b on tpu7x-8 (2x2x1, 4 chips)
-	// llama3-70b on 2 x tpu7x-128 (4x4x4, 128 chips)
+	// llama3-70b on 2 slices of tpu7x-128 (4x4x4, 64 chips each; 128 chips in all)
 }
 
 func ExampleNote_Phrase() {

@@ -149,7 +149,7 @@ func TestExamples(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("%s on %s, seq %d", r.Model.Name, r.Multislice, r.Seq))
 	}
-	want := []string{"llama3-8b on tpu7x-8 (2x2x1, 4 chips), seq 4096", "llama3-70b on 2 x tpu7x-128 (4x4x4, 128 chips), seq 4096"}
+	want := []string{"llama3-8b on tpu7x-8 (2x2x1, 4 chips), seq 4096", "llama3-70b on 2 slices of tpu7x-128 (4x4x4, 64 chips each; 128 chips in all), seq 4096"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Examples() = %q, want %q", got, want)
 	}
