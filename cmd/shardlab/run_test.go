@@ -188,8 +188,8 @@ func TestHBMHeadroomZero(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var v struct {
-		HBM    int64 `json:"hbm_bytes"`
-		Usable int64 `json:"hbm_usable_bytes"`
+		HBM    int64 `json:"hbm_capacity_bytes"`
+		Usable int64 `json:"hbm_usable_capacity_bytes"`
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil || v.HBM == 0 || v.Usable != v.HBM {
 		t.Errorf("--hbm-headroom 0: %d of %d bytes usable (%v), want all", v.Usable, v.HBM, err)
