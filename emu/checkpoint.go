@@ -136,12 +136,18 @@ func (c *Checkpoint) WriteTo(w io.Writer) (int64, error) {
 	return b.WriteTo(w)
 }
 
+// maxCheckpointBytes bounds what ReadCheckpoint reads (16 GiB).
+const maxCheckpointBytes = 1 << 34
+
 // ReadCheckpoint decodes and verifies a checkpoint; a truncated or
 // corrupted one is refused.
 func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
-	data, err := io.ReadAll(io.LimitReader(r, 1<<34))
+	data, err := io.ReadAll(io.LimitReader(r, maxCheckpointBytes+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > maxCheckpointBytes {
+		return nil, fmt.Errorf("emu: checkpoint is over %d bytes, the most this reads: %w", maxCheckpointBytes, ErrCheckpoint)
 	}
 	if len(data) < len(ckptMagic)+sha256.Size || string(data[:len(ckptMagic)]) != ckptMagic {
 		return nil, fmt.Errorf("emu: not a shardlab checkpoint (or truncated before its header): %w", ErrCheckpoint)
@@ -150,15 +156,29 @@ func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
 		return nil, fmt.Errorf("emu: checkpoint checksum mismatch (corrupted or truncated): %w", ErrCheckpoint)
 	}
-	rd := bytes.NewReader(body[len(ckptMagic):])
+	return decodeCheckpoint(body[len(ckptMagic):])
+}
+
+// decodeCheckpoint decodes what follows the magic, checksum already
+// verified. Every count and length is bounded by the bytes left before
+// anything is allocated, so a crafted file with a valid checksum is
+// refused, not a panic or a huge allocation.
+func decodeCheckpoint(body []byte) (*Checkpoint, error) {
+	rd := bytes.NewReader(body)
+	short := func(what string, n, left uint64) error {
+		return fmt.Errorf("emu: checkpoint %s is %d, more than the %d bytes left allow: %w", what, n, left, ErrCheckpoint)
+	}
 	fail := fmt.Errorf("emu: checkpoint ends early: %w", ErrCheckpoint)
 	u64 := func() (uint64, bool) {
 		var v uint64
 		return v, binary.Read(rd, binary.LittleEndian, &v) == nil
 	}
 	n, ok := u64()
-	if !ok || n > uint64(rd.Len()) {
+	if !ok {
 		return nil, fail
+	}
+	if left := uint64(rd.Len()); n > left {
+		return nil, short("header length", n, left)
 	}
 	h := make([]byte, n)
 	if _, err := io.ReadFull(rd, h); err != nil {
@@ -169,28 +189,51 @@ func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
 		return nil, fmt.Errorf("emu: checkpoint header: %v: %w", err, ErrCheckpoint)
 	}
 	c.Step = c.Header.Step
+	if c.Step < 0 {
+		return nil, fmt.Errorf("emu: checkpoint step %d, want at least 0: %w", c.Step, ErrCheckpoint)
+	}
+	// a device is at least six words (id, Adam step, clock, three counts),
+	// a tensor at least its length word, a value four bytes
+	const deviceMin, tensorMin = 6 * 8, 8
 	nd, ok := u64()
-	if !ok || nd > 1<<20 {
+	if !ok {
 		return nil, fail
 	}
+	if left := uint64(rd.Len()); nd > left/deviceMin {
+		return nil, short("device count", nd, left)
+	}
+	c.Devices = make([]DeviceState, 0, nd)
 	for range nd {
 		var s DeviceState
 		id, ok0 := u64()
 		t, ok1 := u64()
 		clk, ok2 := u64()
-		if !ok0 || !ok1 || !ok2 || id > 1<<20 {
+		if !ok0 || !ok1 || !ok2 {
 			return nil, fail
 		}
+		if id > 1<<20 || t > 1<<40 {
+			return nil, fmt.Errorf("emu: checkpoint device %d at Adam step %d, want at most %d and %d: %w", id, t, 1<<20, 1<<40, ErrCheckpoint)
+		}
 		s.ID, s.AdamT, s.Clock = int(id), int(t), math.Float64frombits(clk)
+		if !(s.Clock >= 0) || math.IsInf(s.Clock, 0) {
+			return nil, fmt.Errorf("emu: checkpoint device %d has clock %v, want a finite time: %w", id, s.Clock, ErrCheckpoint)
+		}
 		for _, set := range []*[][]float32{&s.Flat, &s.M, &s.V} {
 			k, ok := u64()
-			if !ok || k > 1<<20 {
+			if !ok {
 				return nil, fail
 			}
+			if left := uint64(rd.Len()); k > left/tensorMin {
+				return nil, short("tensor count", k, left)
+			}
+			*set = make([][]float32, 0, k)
 			for range k {
 				l, ok := u64()
-				if !ok || l*4 > uint64(rd.Len()) {
+				if !ok {
 					return nil, fail
+				}
+				if left := uint64(rd.Len()); l > left/4 {
+					return nil, short("tensor length", l, left)
 				}
 				x := make([]float32, l)
 				if err := binary.Read(rd, binary.LittleEndian, x); err != nil {

@@ -2,7 +2,11 @@ package emu
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
+	"math"
+	"strings"
 	"testing"
 )
 
@@ -98,13 +102,89 @@ func TestFailedLinkStopsStartup(t *testing.T) {
 	}
 }
 
+// seal frames a checkpoint body as WriteTo does: the magic before it and
+// a valid SHA-256 after, so the decoder below the checksum is reached.
+func seal(body []byte) []byte {
+	out := append([]byte(ckptMagic), body...)
+	sum := sha256.Sum256(out)
+	return append(out, sum[:]...)
+}
+
+func u64s(v ...uint64) []byte {
+	var b []byte
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint64(b, x)
+	}
+	return b
+}
+
+// TestCraftedCheckpointRefused: files whose checksum is valid but whose
+// counts and lengths are absurd are refused without a panic or a huge
+// allocation.
+func TestCraftedCheckpointRefused(t *testing.T) {
+	hdr := []byte(`{"step":1}`)
+	head := append(u64s(uint64(len(hdr))), hdr...)
+	device := func(rest ...uint64) []byte { // one device: id 0, Adam step 1, clock 0, then rest
+		b := append(append([]byte(nil), head...), u64s(1, 0, 1, 0)...)
+		return append(b, u64s(rest...)...)
+	}
+	for _, tt := range []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"tensor length 2^62", append(device(1, 1<<62), make([]byte, 64)...), "tensor length"},
+		{"tensor length 2^64-1", append(device(1, math.MaxUint64), make([]byte, 64)...), "tensor length"},
+		{"tensor length a value too long", append(device(1, 3), make([]byte, 8)...), "tensor length"},
+		{"tensor count 2^61", append(device(1<<61), make([]byte, 64)...), "tensor count"},
+		{"device count 2^63", append(append(append([]byte(nil), head...), u64s(1<<63)...), make([]byte, 64)...), "device count"},
+		{"header length 2^63", u64s(1 << 63), "header length"},
+		{"negative step", append(u64s(11), []byte(`{"step":-1}`)...), "step -1"},
+		{"NaN clock", append(append(append([]byte(nil), head...), u64s(1, 0, 1, math.Float64bits(math.NaN()))...), u64s(0, 0, 0)...), "clock NaN"},
+	} {
+		c, err := ReadCheckpoint(bytes.NewReader(seal(tt.body)))
+		if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: ReadCheckpoint = %v, %v; want ErrCheckpoint naming %q", tt.name, c, err, tt.want)
+		}
+	}
+}
+
+// FuzzReadCheckpoint feeds the decoder both raw files and bodies sealed
+// with a valid checksum (so the fuzzer explores the decoder, not SHA-256).
 func FuzzReadCheckpoint(f *testing.F) {
 	f.Add([]byte(ckptMagic))
 	f.Add([]byte("garbage"))
+	m := testMesh(f, "v5litepod-4", 1, "fsdp=4")
+	small := Config{Layers: 1, DModel: 4, Heads: 2, KVHeads: 1, DFF: 4, Vocab: 8, Seq: 2}
+	r, err := Train(TrainConfig{Model: small, Mesh: m, GlobalBatch: 4, Steps: 1, Seed: 1, LR: 1e-3, Data: &Synthetic{V: small.Vocab, Seed: 1}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := r.Checkpoint.WriteTo(&b); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b.Bytes())
+	f.Add(b.Bytes()[len(ckptMagic) : b.Len()-sha256.Size]) // the body alone, sealed below
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ReadCheckpoint(bytes.NewReader(data))
-		if err == nil && c == nil {
-			t.Fatal("nil checkpoint without error")
+		for _, in := range [][]byte{data, seal(data)} {
+			c, err := ReadCheckpoint(bytes.NewReader(in))
+			if err == nil && c == nil {
+				t.Fatal("nil checkpoint without error")
+			}
+			if err != nil && !errors.Is(err, ErrCheckpoint) {
+				t.Fatalf("error %v does not wrap ErrCheckpoint", err)
+			}
+			if err == nil {
+				// what decodes re-encodes to the same bytes
+				var again bytes.Buffer
+				if _, err := c.WriteTo(&again); err != nil {
+					t.Fatal(err)
+				}
+				if d, err := ReadCheckpoint(&again); err != nil || len(d.Devices) != len(c.Devices) {
+					t.Fatalf("re-read of a decoded checkpoint: %v", err)
+				}
+			}
 		}
 	})
 }
