@@ -9,6 +9,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
+	"strings"
+
+	"shardlab/mesh"
 )
 
 // Checkpoint is a run's complete state after a step: every device's
@@ -20,21 +24,78 @@ type Checkpoint struct {
 	Devices []DeviceState
 }
 
-// CheckpointHeader identifies the run a checkpoint belongs to.
+// CheckpointHeader identifies the run a checkpoint belongs to: every
+// setting that changes the run's losses, parameters or simulated times.
+// Resuming under any other value would silently give a run that matches
+// neither, so restore refuses it.
 type CheckpointHeader struct {
-	Model        Config  `json:"model"`
-	Layout       string  `json:"layout"`
-	Topology     string  `json:"topology"`
-	GlobalBatch  int     `json:"global_batch"`
-	MicroBatches int     `json:"micro_batches"`
-	Seed         uint64  `json:"seed"`
-	LR           float64 `json:"lr"`
-	Data         string  `json:"data"`
-	Step         int     `json:"step"`
+	Model        Config `json:"model"`
+	Layout       string `json:"layout"`
+	Topology     string `json:"topology"`
+	GlobalBatch  int    `json:"global_batch"`
+	MicroBatches int    `json:"micro_batches"`
+	// Schedule is recorded with a pipeline only: without one it changes
+	// nothing.
+	Schedule        string  `json:"schedule"`
+	Seed            uint64  `json:"seed"`
+	LR              float64 `json:"lr"`
+	BF16Compute     bool    `json:"bf16_compute"`
+	Efficiency      float64 `json:"efficiency"`
+	FreeComm        bool    `json:"free_comm"`
+	BlocksOnlyClock bool    `json:"blocks_only_clock"`
+	// Data is the data source's Identity (its content, not its path).
+	Data string `json:"data"`
+	Step int    `json:"step"`
 	// Process and Processes place the checkpoint when several processes
 	// run a mesh: each writes its own devices.
 	Process   int `json:"process"`
 	Processes int `json:"processes"`
+}
+
+// MismatchError is a checkpoint of another run: the header fields (by
+// their JSON names, "model.d_model") whose values differ.
+type MismatchError struct {
+	Fields []FieldMismatch
+}
+
+// FieldMismatch is one differing header field.
+type FieldMismatch struct {
+	Field      string
+	Checkpoint string // the checkpoint's value
+	Run        string // this run's
+}
+
+func (e *MismatchError) Error() string {
+	var parts []string
+	for _, f := range e.Fields {
+		parts = append(parts, fmt.Sprintf("%s %s, this run %s", f.Field, f.Checkpoint, f.Run))
+	}
+	return "emu: the checkpoint is of another run: " + strings.Join(parts, "; ")
+}
+
+// Unwrap makes a mismatch an ErrCheckpoint.
+func (e *MismatchError) Unwrap() error { return ErrCheckpoint }
+
+// diffHeaders lists the fields of two headers that differ, by JSON name,
+// descending into nested structs (the model).
+func diffHeaders(ck, run CheckpointHeader) []FieldMismatch {
+	var out []FieldMismatch
+	var walk func(prefix string, a, b reflect.Value)
+	walk = func(prefix string, a, b reflect.Value) {
+		for i := range a.NumField() {
+			name, _, _ := strings.Cut(a.Type().Field(i).Tag.Get("json"), ",")
+			fa, fb := a.Field(i), b.Field(i)
+			if fa.Kind() == reflect.Struct {
+				walk(prefix+name+".", fa, fb)
+				continue
+			}
+			if !fa.Equal(fb) {
+				out = append(out, FieldMismatch{Field: prefix + name, Checkpoint: fmt.Sprintf("%#v", fa.Interface()), Run: fmt.Sprintf("%#v", fb.Interface())})
+			}
+		}
+	}
+	walk("", reflect.ValueOf(ck), reflect.ValueOf(run))
+	return out
 }
 
 // DeviceState is one device's optimizer state.
@@ -48,7 +109,11 @@ type DeviceState struct {
 
 func header(tc *TrainConfig, step int) CheckpointHeader {
 	h := CheckpointHeader{Model: tc.Model, Layout: tc.Mesh.String(), Topology: tc.Mesh.Multislice.String(), GlobalBatch: tc.GlobalBatch,
-		MicroBatches: tc.MicroBatches, Seed: tc.Seed, LR: tc.LR, Data: tc.Data.Name(), Step: step, Processes: 1}
+		MicroBatches: tc.MicroBatches, Seed: tc.Seed, LR: tc.LR, BF16Compute: tc.BF16Compute, Efficiency: tc.Efficiency,
+		FreeComm: tc.FreeComm, BlocksOnlyClock: tc.BlocksOnlyClock, Data: tc.dataID, Step: step, Processes: 1}
+	if tc.Mesh.Size(mesh.Pipeline) > 1 {
+		h.Schedule = string(tc.Schedule)
+	}
 	if tc.Remote != nil {
 		h.Process, h.Processes = tc.Remote.Rank(), tc.Remote.Size()
 	}
@@ -75,9 +140,8 @@ func snapshot(tc *TrainConfig, devs []*device, step int) *Checkpoint {
 var ErrCheckpoint = errors.New("unusable checkpoint")
 
 func (c *Checkpoint) restore(tc *TrainConfig, devs []*device) error {
-	want := header(tc, c.Step)
-	if c.Header != want {
-		return fmt.Errorf("emu: checkpoint is of another run (%+v), this run is %+v: %w", c.Header, want, ErrCheckpoint)
+	if diff := diffHeaders(c.Header, header(tc, c.Step)); len(diff) > 0 {
+		return &MismatchError{Fields: diff}
 	}
 	if len(c.Devices) != len(devs) {
 		return fmt.Errorf("emu: checkpoint has %d devices, the layout %d: %w", len(c.Devices), len(devs), ErrCheckpoint)
@@ -86,6 +150,9 @@ func (c *Checkpoint) restore(tc *TrainConfig, devs []*device) error {
 		s := c.Devices[i]
 		if s.ID != d.id {
 			return fmt.Errorf("emu: checkpoint entry %d is device %d, want %d: %w", i, s.ID, d.id, ErrCheckpoint)
+		}
+		if s.AdamT != c.Step {
+			return fmt.Errorf("emu: checkpoint device %d has taken %d Adam steps, want the checkpoint's step %d: %w", s.ID, s.AdamT, c.Step, ErrCheckpoint)
 		}
 		for _, pair := range []struct{ dst, src [][]float32 }{{d.flat, s.Flat}, {d.m, s.M}, {d.v, s.V}} {
 			if len(pair.src) != len(pair.dst) {
@@ -104,7 +171,12 @@ func (c *Checkpoint) restore(tc *TrainConfig, devs []*device) error {
 	return nil
 }
 
-const ckptMagic = "SHARDLAB-CKPT-1\n"
+// ckptMagic starts every checkpoint; the number is the format version
+// (2: the header records every setting that changes the result).
+const (
+	ckptMagic       = "SHARDLAB-CKPT-2\n"
+	ckptMagicPrefix = "SHARDLAB-CKPT-"
+)
 
 // WriteTo encodes the checkpoint: magic, a JSON header, every device's
 // tensors as little-endian float32, and a SHA-256 of all that.
@@ -148,6 +220,10 @@ func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
 	}
 	if len(data) > maxCheckpointBytes {
 		return nil, fmt.Errorf("emu: checkpoint is over %d bytes, the most this reads: %w", maxCheckpointBytes, ErrCheckpoint)
+	}
+	if len(data) >= len(ckptMagic) && string(data[:len(ckptMagicPrefix)]) == ckptMagicPrefix && string(data[:len(ckptMagic)]) != ckptMagic {
+		return nil, fmt.Errorf("emu: checkpoint format %q, this shardlab reads %q only: %w", strings.TrimSpace(string(data[len(ckptMagicPrefix):len(ckptMagic)])),
+			strings.TrimSpace(ckptMagic[len(ckptMagicPrefix):]), ErrCheckpoint)
 	}
 	if len(data) < len(ckptMagic)+sha256.Size || string(data[:len(ckptMagic)]) != ckptMagic {
 		return nil, fmt.Errorf("emu: not a shardlab checkpoint (or truncated before its header): %w", ErrCheckpoint)

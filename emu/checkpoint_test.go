@@ -8,12 +8,14 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"shardlab/schedule"
 )
 
 func TestResumeIsBitIdentical(t *testing.T) {
 	m := testMesh(t, "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2")
 	base := TrainConfig{Model: parityModel, Mesh: m, GlobalBatch: 8, MicroBatches: 1, Steps: 4, Seed: 5, LR: 1e-2,
-		Data: &Synthetic{V: parityModel.Vocab, Seed: 11}}
+		BF16Compute: true, Data: &Synthetic{V: parityModel.Vocab, Seed: 11}}
 	straight, err := Train(base)
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +65,57 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	other.Resume = ck
 	if _, err := Train(other); !errors.Is(err, ErrCheckpoint) {
 		t.Errorf("other layout: %v, want ErrCheckpoint", err)
+	}
+}
+
+// TestResumeRefusesOtherSettings: a checkpoint resumes only under the
+// settings it was written with; a mismatch names the field and both values.
+func TestResumeRefusesOtherSettings(t *testing.T) {
+	base := TrainConfig{Model: parityModel, Mesh: testMesh(t, "v5litepod-4", 1, "pipeline=2,data=2"), GlobalBatch: 8, MicroBatches: 2,
+		Schedule: schedule.OneFOneB, Steps: 2, Seed: 5, LR: 1e-2, BF16Compute: true, Data: &Synthetic{V: parityModel.Vocab, Seed: 11}}
+	first := base
+	first.Steps = 1
+	r, err := Train(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := r.Checkpoint.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := ReadCheckpoint(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := base
+	same.Resume = ck
+	if _, err := Train(same); err != nil {
+		t.Fatalf("same settings: %v", err)
+	}
+	for _, tt := range []struct {
+		field, values string
+		change        func(*TrainConfig)
+	}{
+		{"bf16_compute", "true, this run false", func(tc *TrainConfig) { tc.BF16Compute = false }},
+		{"lr", "0.01, this run 0.02", func(tc *TrainConfig) { tc.LR = 0.02 }},
+		{"seed", "0x5, this run 0x6", func(tc *TrainConfig) { tc.Seed = 6 }},
+		{"model.d_ff", "32, this run 64", func(tc *TrainConfig) { tc.Model.DFF = 64 }},
+		{"global_batch", "8, this run 16", func(tc *TrainConfig) { tc.GlobalBatch = 16 }},
+		{"micro_batches", "2, this run 4", func(tc *TrainConfig) { tc.MicroBatches = 4 }},
+		{"schedule", `"1f1b", this run "gpipe"`, func(tc *TrainConfig) { tc.Schedule = schedule.GPipe }},
+		{"data", `"synthetic, vocab 32, seed 11", this run "synthetic, vocab 32, seed 12"`, func(tc *TrainConfig) { tc.Data = &Synthetic{V: parityModel.Vocab, Seed: 12} }},
+		{"efficiency", "0.6, this run 0.5", func(tc *TrainConfig) { tc.Efficiency = 0.5 }},
+		{"free_comm", "false, this run true", func(tc *TrainConfig) { tc.FreeComm = true }},
+		{"layout", `"data=2,pipeline=2", this run "fsdp=2,pipeline=2"`, func(tc *TrainConfig) { tc.Mesh = testMesh(t, "v5litepod-4", 1, "pipeline=2,fsdp=2") }},
+	} {
+		tc := base
+		tt.change(&tc)
+		tc.Resume = ck
+		_, err := Train(tc)
+		var mm *MismatchError
+		if !errors.As(err, &mm) || !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tt.field+" "+tt.values) {
+			t.Errorf("%s changed: %v; want a MismatchError with %q", tt.field, err, tt.field+" "+tt.values)
+		}
 	}
 }
 

@@ -47,6 +47,8 @@ type TrainConfig struct {
 	// every that many steps (the caller writes it).
 	CheckpointEvery int
 	OnCheckpoint    func(*Checkpoint) error
+
+	dataID string // Data.Identity(), once per run
 }
 
 // StepReport is one step's outcome.
@@ -87,8 +89,8 @@ func (tc *TrainConfig) Validate() error {
 		return bad("steps = %d, want at least 1", tc.Steps)
 	case tc.Data == nil || tc.Data.Vocab() != c.Vocab:
 		return bad("data source must match the model's vocabulary of %d", c.Vocab)
-	case tc.LR <= 0:
-		return bad("learning rate %v, want positive", tc.LR)
+	case !(tc.LR > 0) || math.IsInf(tc.LR, 1):
+		return bad("learning rate %v, want a positive finite number", tc.LR)
 	}
 	if _, err := schedule.New(tc.Schedule, p, tc.MicroBatches); err != nil {
 		return err
@@ -139,6 +141,7 @@ func Train(tc TrainConfig) (*Result, error) {
 	if err := tc.Validate(); err != nil {
 		return nil, err
 	}
+	tc.dataID = tc.Data.Identity()
 	g := newGrid(tc.Mesh)
 	fab := NewFabric(g.slice)
 	fab.FreeComm = tc.FreeComm
