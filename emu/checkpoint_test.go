@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -240,4 +241,109 @@ func FuzzReadCheckpoint(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestNewestCommon(t *testing.T) {
+	for _, tt := range []struct {
+		held [][]int
+		want int
+		ok   bool
+		desc string
+	}{
+		// the crash: rank 0 wrote step 7, rank 1 died before it
+		{[][]int{{6, 7}, {6}}, 6, true, "rank 0 holds steps 6, 7; rank 1 holds step 6"},
+		{[][]int{{7}, {6, 7}}, 7, true, "rank 0 holds step 7; rank 1 holds steps 6, 7"},
+		{[][]int{{4}}, 4, true, "rank 0 holds step 4"},
+		{[][]int{{6}, {7}}, 0, false, "rank 0 holds step 6; rank 1 holds step 7"},
+		{[][]int{{6}, nil}, 0, false, "rank 0 holds step 6; rank 1 holds none"},
+		{nil, 0, false, ""},
+	} {
+		got, ok := newestCommon(tt.held)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("newestCommon(%v) = %d, %v; want %d, %v", tt.held, got, ok, tt.want, tt.ok)
+		}
+		if d := describeHeld(tt.held); d != tt.desc {
+			t.Errorf("describeHeld(%v) = %q, want %q", tt.held, d, tt.desc)
+		}
+	}
+}
+
+// TestResumeFromStoredCheckpoints: with LoadCheckpoint, a run resumes from
+// the newest step it holds and ends with the uninterrupted run's bits;
+// a checkpoint at or past the last step is refused, as is a file that
+// holds another step.
+func TestResumeFromStoredCheckpoints(t *testing.T) {
+	base := TrainConfig{Model: parityModel, Mesh: testMesh(t, "v5litepod-4", 1, "fsdp=2,tensor=2"), GlobalBatch: 8, Steps: 5, Seed: 3, LR: 1e-2,
+		BF16Compute: true, Data: &Synthetic{V: parityModel.Vocab, Seed: 3}}
+	straight, err := Train(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[int][]byte{}
+	first := base
+	first.Steps = 3
+	first.CheckpointEvery = 1
+	first.OnCheckpoint = func(c *Checkpoint) error {
+		var b bytes.Buffer
+		_, err := c.WriteTo(&b)
+		stored[c.Step] = b.Bytes()
+		return err
+	}
+	var committed []int
+	first.OnCheckpointCommitted = func(step int) error {
+		committed = append(committed, step)
+		return nil
+	}
+	if _, err := Train(first); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(committed) != "[1 2 3]" {
+		t.Errorf("committed %v, want [1 2 3]", committed)
+	}
+	load := func(step int) (*Checkpoint, error) { return ReadCheckpoint(bytes.NewReader(stored[step])) }
+	resumed := base
+	resumed.ResumeSteps, resumed.LoadCheckpoint = []int{3, 1, 2}, load
+	var heard []int
+	resumed.OnResume = func(step int, held [][]int) { heard = append(heard, step) }
+	r, err := Train(resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ResumedFrom != 3 || fmt.Sprint(heard) != "[3]" || len(r.Losses) != 2 {
+		t.Fatalf("resumed from %d (heard %v) with %d losses, want step 3 and 2 losses", r.ResumedFrom, heard, len(r.Losses))
+	}
+	if r.Losses[0] != straight.Losses[3] || r.Losses[1] != straight.Losses[4] {
+		t.Errorf("resumed losses %v, uninterrupted %v", r.Losses, straight.Losses[3:])
+	}
+	a, b := r.Final.Tensors(), straight.Final.Tensors()
+	for ti := range a {
+		for i := range a[ti] {
+			if a[ti][i] != b[ti][i] {
+				t.Fatalf("tensor %d element %d: resumed %v, uninterrupted %v", ti, i, a[ti][i], b[ti][i])
+			}
+		}
+	}
+	done := resumed
+	done.Steps = 3
+	var sd *StepsDoneError
+	if _, err := Train(done); !errors.As(err, &sd) || sd.Step != 3 || sd.Steps != 3 || !errors.Is(err, ErrInvalid) {
+		t.Errorf("resume at the last step: %v, want a StepsDoneError", err)
+	}
+	one := base
+	one.Steps = 2
+	one.Resume, _ = load(3)
+	if _, err := Train(one); !errors.As(err, &sd) || sd.Step != 3 || sd.Steps != 2 {
+		t.Errorf("resume of step 3 with 2 steps: %v, want a StepsDoneError", err)
+	}
+	wrong := resumed
+	wrong.LoadCheckpoint = func(int) (*Checkpoint, error) { return load(2) }
+	if _, err := Train(wrong); !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), "step 3 holds step 2") {
+		t.Errorf("file of another step: %v", err)
+	}
+	none := resumed
+	none.ResumeSteps = nil
+	var re *ResumeError
+	if _, err := Train(none); !errors.As(err, &re) || !strings.Contains(err.Error(), "rank 0 holds none") {
+		t.Errorf("no checkpoints: %v, want a ResumeError", err)
+	}
 }

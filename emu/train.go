@@ -38,6 +38,15 @@ type TrainConfig struct {
 	FailLinks [][2]int
 	// Resume continues from a checkpoint of the same run.
 	Resume *Checkpoint
+	// ResumeSteps and LoadCheckpoint resume from stored checkpoints
+	// instead: the steps this process holds and how to read one. The
+	// processes agree on the newest step that every one of them holds
+	// (one may have died between two writes), each loads its own, and all
+	// of them fail if any cannot (a *ResumeError when no step is common).
+	// OnResume, when set, hears the step chosen and every process's steps.
+	ResumeSteps    []int
+	LoadCheckpoint func(step int) (*Checkpoint, error)
+	OnResume       func(step int, held [][]int)
 	// OnStep, when set, is called after every step.
 	OnStep func(StepReport)
 	// Remote, when set, runs only this process's devices and reaches the
@@ -47,6 +56,11 @@ type TrainConfig struct {
 	// every that many steps (the caller writes it).
 	CheckpointEvery int
 	OnCheckpoint    func(*Checkpoint) error
+	// OnCheckpointCommitted is called after OnCheckpoint once every
+	// process has written that step's checkpoint: older ones may go. Until
+	// then a process keeps its previous one, so that some step stays
+	// complete on every process whenever one dies.
+	OnCheckpointCommitted func(step int) error
 
 	dataID string // Data.Identity(), once per run
 }
@@ -95,14 +109,20 @@ func (tc *TrainConfig) Validate() error {
 	if _, err := schedule.New(tc.Schedule, p, tc.MicroBatches); err != nil {
 		return err
 	}
+	if tc.Resume != nil && tc.LoadCheckpoint != nil {
+		return bad("Resume and LoadCheckpoint both set, want one")
+	}
 	return nil
 }
 
 // Result is what a run measured.
 type Result struct {
-	Losses  []float64
-	Steps   []StepReport
-	Devices []DeviceStats
+	Losses []float64
+	Steps  []StepReport
+	// ResumedFrom is the step the run resumed from (0: from the start);
+	// Losses and Steps cover the steps after it.
+	ResumedFrom int
+	Devices     []DeviceStats
 	// Final is the trained model, reassembled from the devices' shards.
 	Final *Params[float32]
 	// Checkpoint is the state after the last step.
@@ -181,13 +201,22 @@ func Train(tc TrainConfig) (*Result, error) {
 		return nil, err
 	}
 	start := 0
-	if tc.Resume != nil {
+	switch {
+	case tc.Resume != nil:
+		if tc.Resume.Step >= tc.Steps {
+			return nil, &StepsDoneError{Step: tc.Resume.Step, Steps: tc.Steps}
+		}
 		if err := tc.Resume.restore(&tc, devs); err != nil {
 			return nil, err
 		}
 		start = tc.Resume.Step
+	case tc.LoadCheckpoint != nil:
+		var err error
+		if start, err = resume(&tc, devs); err != nil {
+			return nil, err
+		}
 	}
-	res := &Result{}
+	res := &Result{ResumedFrom: start}
 	rate := float64(chip.PeakBF16) * tc.Efficiency
 	maxClock := func() (float64, error) {
 		t := []float64{0}
@@ -247,6 +276,18 @@ func Train(tc TrainConfig) (*Result, error) {
 		if tc.CheckpointEvery > 0 && tc.OnCheckpoint != nil && (step+1)%tc.CheckpointEvery == 0 {
 			if err := tc.OnCheckpoint(snapshot(&tc, devs, step+1)); err != nil {
 				return nil, fmt.Errorf("emu: checkpoint after step %d: %w", step+1, err)
+			}
+			if tc.OnCheckpointCommitted != nil {
+				if tc.Remote != nil {
+					// every process has written its checkpoint once this
+					// reduction returns
+					if err := tc.Remote.SumFloat64([]float64{0}); err != nil {
+						return nil, err
+					}
+				}
+				if err := tc.OnCheckpointCommitted(step + 1); err != nil {
+					return nil, fmt.Errorf("emu: checkpoint after step %d: %w", step+1, err)
+				}
 			}
 		}
 	}
