@@ -68,6 +68,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	killRank := fs.Int("kill-rank", -1, "fault injection under mpirun: this rank kills itself (SIGKILL) after --kill-step")
 	killStep := fs.Int("kill-step", 0, "the step after which --kill-rank dies")
 	hang := fs.Bool("hang", false, "with --kill-rank: the rank hangs instead of dying")
+	killPoint := fs.String("kill-point", "step", "where --kill-rank dies: step (after --kill-step), write (halfway through writing the first checkpoint at or after --kill-step), written (once that checkpoint is in place, before every rank has confirmed its own)")
 	mpiTimeout := fs.Duration("mpi-timeout", 10*time.Minute, "under mpirun: how long a chip waits on a silent rank before the run stops, naming it")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -140,32 +141,68 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		tc.Remote = job.Remote
 		*quiet = *quiet || rank != 0
 	}
-	ckptFile := ""
+	switch *killPoint {
+	case "step", "write", "written":
+	default:
+		return bad("run: --kill-point %q, want step, write or written", *killPoint)
+	}
+	// fault injection: this rank dies here
+	dies := func(point string, step int) bool {
+		return job != nil && rank == *killRank && *killPoint == point && (step == *killStep || point != "step" && step > *killStep)
+	}
+	die := func() {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	var store *ckptStore
 	if *ckptDir != "" {
 		if *every < 1 {
 			return bad("--every %d, want at least 1", *every)
 		}
-		ckptFile = filepath.Join(*ckptDir, "checkpoint.bin")
+		store = &ckptStore{dir: *ckptDir, rank: -1}
 		if job != nil {
-			ckptFile = filepath.Join(*ckptDir, fmt.Sprintf("checkpoint.rank-%d.bin", rank))
+			store.rank = rank
+		}
+		if n, err := store.cleanTemp(); err != nil {
+			return fmt.Errorf("run: --checkpoint %s: %w", *ckptDir, err)
+		} else if n > 0 {
+			fmt.Fprintf(stderr, "shardlab: removed %d temporary checkpoint file(s) that interrupted writes left in %s\n", n, *ckptDir)
 		}
 		tc.CheckpointEvery = *every
-		tc.OnCheckpoint = func(c *emu.Checkpoint) error { return writeCheckpoint(ckptFile, c) }
+		tc.OnCheckpoint = func(c *emu.Checkpoint) error {
+			var midway func()
+			if dies("write", c.Step) {
+				midway = die
+			}
+			if err := store.write(c, midway); err != nil {
+				return err
+			}
+			if dies("written", c.Step) {
+				die()
+			}
+			return nil
+		}
+		tc.OnCheckpointCommitted = store.keep
 	}
 	if *resume {
-		if ckptFile == "" {
+		if store == nil {
 			return bad("--resume needs --checkpoint DIR")
 		}
-		f, err := os.Open(ckptFile)
+		steps, err := store.steps()
 		if err != nil {
-			return fmt.Errorf("run: --resume: %w", err)
+			return err
 		}
-		c, err := emu.ReadCheckpoint(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("run: %s: %w", ckptFile, err)
+		if job == nil && len(steps) == 0 {
+			return bad("run: --resume: no checkpoint in %s (want files named %s)", *ckptDir, filepath.Base(store.path(0)))
 		}
-		tc.Resume = c
+		tc.ResumeSteps, tc.LoadCheckpoint = steps, store.load
+		tc.OnResume = func(step int, held [][]int) {
+			if job == nil {
+				fmt.Fprintf(stderr, "shardlab: resuming from the checkpoint of step %d in %s\n", step, *ckptDir)
+				return
+			}
+			fmt.Fprintf(stderr, "shardlab: rank %d: resuming from step %d, the newest that every rank holds (steps by rank: %v)\n", rank, step, held)
+		}
 	}
 	start := time.Now()
 	stepStart := start
@@ -177,11 +214,11 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		if !*quiet && !*asJSON {
 			progress(stderr, r, *steps, now.Sub(start))
 		}
-		if job != nil && rank == *killRank && r.Step == *killStep {
+		if dies("step", r.Step) {
 			if *hang {
 				select {} // stop answering, as a wedged host does
 			}
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			die()
 		}
 	}
 	res, err := emu.Train(tc)
@@ -189,6 +226,9 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
+		if rerr := resumeError(err, *ckptDir); rerr != nil {
+			return rerr
+		}
 		// a bad layout or checkpoint is bad input; a link down is a failure
 		if errors.Is(err, emu.ErrInvalid) || errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, emu.ErrCheckpoint) {
 			return usageError{err}
@@ -332,30 +372,6 @@ func loadCorpus(path string) ([]byte, string, error) {
 	return out[:min(len(out), limit)], fmt.Sprintf("%s (%d files, %v)", desc, len(files), unit.Bytes(min(len(out), limit))), nil
 }
 
-// writeCheckpoint writes atomically: a temporary file, fsync, rename.
-func writeCheckpoint(path string, c *emu.Checkpoint) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := c.WriteTo(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
 func writeEmuTrace(path string, res *emu.Result) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -408,6 +424,7 @@ type runOut struct {
 	PeakMemory   []emu.Memory                `json:"peak_memory_per_device"`
 	ParamsSHA256 string                      `json:"params_sha256"`
 	Processes    int                         `json:"processes"`
+	ResumedFrom  int                         `json:"resumed_from_step"`
 	MPIBytes     [][]int64                   `json:"mpi_bytes,omitempty"`
 }
 
@@ -446,7 +463,7 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 		w = append(w, d.Seconds())
 	}
 	o := runOut{Layout: tc.Mesh.String(), Topology: tc.Mesh.Multislice.String(), Devices: tc.Mesh.Chips(), Model: tc.Model,
-		Losses: res.Losses, SimStep: meanTail(sim), WallStep: meanTail(w), Bubble: res.Bubble, Bytes: totals(res)}
+		Losses: res.Losses, SimStep: meanTail(sim), WallStep: meanTail(w), Bubble: res.Bubble, Bytes: totals(res), ResumedFrom: res.ResumedFrom}
 	h := sha256.New()
 	for _, t := range res.Final.Tensors() {
 		o.Params += len(t)
@@ -469,6 +486,9 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 	fmt.Fprintf(tw, "model\t%d layers, d_model %d, %d heads (%d KV), d_ff %d, vocab %d, seq %d: %d parameters\n",
 		tc.Model.Layers, tc.Model.DModel, tc.Model.Heads, tc.Model.KVHeads, tc.Model.DFF, tc.Model.Vocab, tc.Model.Seq, o.Params)
 	fmt.Fprintf(tw, "data\t%s, %d sequences per step\n", data, tc.GlobalBatch)
+	if res.ResumedFrom > 0 {
+		fmt.Fprintf(tw, "resumed\tfrom the checkpoint of step %d\n", res.ResumedFrom)
+	}
 	if n := len(res.Losses); n > 0 {
 		fmt.Fprintf(tw, "loss\t%.4f at the first step, %.4f at the last\n", res.Losses[0], res.Losses[n-1])
 	}

@@ -41,13 +41,51 @@ func TestRunCheckpointResume(t *testing.T) {
 	dir := t.TempDir()
 	common := []string{"run", "--synthetic", "--seq", "16", "--d-model", "32", "--d-ff", "64", "--batch", "8", "--mesh", "data=2(dcn),fsdp=4"}
 	straight := runJSONOut(t, append(common, "--steps", "6")...)
-	runJSONOut(t, append(common, "--steps", "4", "--checkpoint", dir, "--every", "2")...)
+	// a killed write's temporary file is removed at the next start
+	stale := filepath.Join(dir, ".checkpoint-123456")
+	if err := os.WriteFile(stale, make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCmd(append(common, "--steps", "4", "--checkpoint", dir, "--every", "2", "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(stale); err == nil || !strings.Contains(errOut, "removed 1 temporary checkpoint file") {
+		t.Errorf("the temporary file of a killed write is still there (stderr %q)", errOut)
+	}
+	// once step 4 is written, step 2's file goes
+	if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 1 || filepath.Base(names[0]) != "checkpoint.step-4.bin" {
+		t.Errorf("checkpoint directory holds %v, want checkpoint.step-4.bin alone", names)
+	}
 	resumed := runJSONOut(t, append(common, "--steps", "6", "--checkpoint", dir, "--resume")...)
-	if len(resumed.Losses) != 2 || resumed.Losses[0] != straight.Losses[4] || resumed.Losses[1] != straight.Losses[5] {
-		t.Errorf("resumed losses %v, uninterrupted %v", resumed.Losses, straight.Losses)
+	if resumed.ResumedFrom != 4 || len(resumed.Losses) != 2 || resumed.Losses[0] != straight.Losses[4] || resumed.Losses[1] != straight.Losses[5] {
+		t.Errorf("resumed from step %d with losses %v, uninterrupted %v", resumed.ResumedFrom, resumed.Losses, straight.Losses)
+	}
+	if resumed.ParamsSHA256 != straight.ParamsSHA256 {
+		t.Errorf("resumed run ends with params %s, uninterrupted %s", resumed.ParamsSHA256, straight.ParamsSHA256)
+	}
+	// the resumed run wrote no checkpoint (--every is 10), so step 4 is
+	// still the newest: resuming it needs more steps and the same settings
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--steps", "4"}, "--steps 4 is not past the checkpoint's step 4"},
+		{[]string{"--steps", "3"}, "--steps 3 is not past the checkpoint's step 4"},
+		{[]string{"--steps", "6", "--bf16=false"}, "bf16_compute (--bf16) is true in the checkpoint, false in this run"},
+		{[]string{"--steps", "6", "--lr", "0.01", "--seed", "2"}, "seed (--seed) is 0x1 in the checkpoint, 0x2 in this run; lr (--lr) is 0.003 in the checkpoint, 0.01 in this run"},
+		{[]string{"--steps", "6", "--d-ff", "128"}, "model.d_ff (--d-ff) is 64 in the checkpoint, 128 in this run"},
+	} {
+		_, errOut, code := runCmd(append(append(common, "--checkpoint", dir, "--resume", "--quiet"), tt.args...)...)
+		if code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("resume with %v: exit %d, %q; want exit 2 with %q", tt.args, code, errOut, tt.want)
+		}
+	}
+	if _, errOut, code := runCmd(append(common, "--steps", "6", "--checkpoint", t.TempDir(), "--resume")...); code != 2 || !strings.Contains(errOut, "no checkpoint in") {
+		t.Errorf("resume from an empty directory: exit %d, %q", code, errOut)
 	}
 	// corrupt it: refused with a clear error
-	path := filepath.Join(dir, "checkpoint.bin")
+	path := filepath.Join(dir, "checkpoint.step-4.bin")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +94,7 @@ func TestRunCheckpointResume(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, errOut, code := runCmd(append(common, "--steps", "6", "--checkpoint", dir, "--resume")...)
+	_, errOut, code = runCmd(append(common, "--steps", "6", "--checkpoint", dir, "--resume")...)
 	if code != 2 || !strings.Contains(errOut, "checksum") {
 		t.Errorf("corrupt checkpoint: exit %d, %q", code, errOut)
 	}
