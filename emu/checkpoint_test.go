@@ -347,3 +347,38 @@ func TestResumeFromStoredCheckpoints(t *testing.T) {
 		t.Errorf("no checkpoints: %v, want a ResumeError", err)
 	}
 }
+
+// TestDivergenceStops: a learning rate far too high makes the loss explode;
+// the run stops at that step with the reason, checkpoints nothing past it,
+// and still returns its results.
+func TestDivergenceStops(t *testing.T) {
+	tc := TrainConfig{Model: parityModel, Mesh: testMesh(t, "v5litepod-4", 1, "fsdp=2,tensor=2"), GlobalBatch: 8, Steps: 20, Seed: 1, LR: 3,
+		BF16Compute: true, Data: &Synthetic{V: parityModel.Vocab, Seed: 1}, CheckpointEvery: 1}
+	var saved []int
+	tc.OnCheckpoint = func(c *Checkpoint) error { saved = append(saved, c.Step); return nil }
+	r, err := Train(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := r.Diverged
+	if d == nil {
+		t.Fatalf("losses %v: no divergence reported", r.Losses)
+	}
+	if d.Step >= tc.Steps || len(r.Losses) != d.Step || r.Losses[d.Step-1] != d.Loss || d.Loss <= d.Limit && !math.IsNaN(d.Loss) {
+		t.Errorf("diverged at step %d with loss %v (limit %v), losses %v", d.Step, d.Loss, d.Limit, r.Losses)
+	}
+	for i, l := range r.Losses[:d.Step-1] {
+		if !(l <= d.Limit) {
+			t.Errorf("step %d loss %v is past the limit %v but the run went on", i+1, l, d.Limit)
+		}
+	}
+	if len(saved) != d.Step-1 || r.Checkpoint.Step != d.Step || r.Final == nil {
+		t.Errorf("checkpoints %v, final checkpoint at step %d; want steps 1 to %d only", saved, r.Checkpoint.Step, d.Step-1)
+	}
+	if got := divergenceLimit(256); math.Abs(got-3*math.Log(256)) > 1e-12 {
+		t.Errorf("divergenceLimit(256) = %v, want 3 ln 256", got)
+	}
+	if got := divergenceLimit(2); math.Abs(got-(math.Log(2)+5)) > 1e-12 {
+		t.Errorf("divergenceLimit(2) = %v, want ln 2 + 5", got)
+	}
+}

@@ -127,9 +127,35 @@ type Result struct {
 	Final *Params[float32]
 	// Checkpoint is the state after the last step.
 	Checkpoint *Checkpoint
+	// Diverged, when set, is why the run stopped before its last step.
+	Diverged *Divergence
 	// Bubble is the idle share of the pipeline devices' simulated time.
 	Bubble float64
 	Trace  []Span
+}
+
+// Divergence is a run stopped because its loss was not finite or had
+// exploded past Limit.
+type Divergence struct {
+	Step  int
+	Loss  float64
+	Limit float64
+}
+
+func (d *Divergence) String() string {
+	if math.IsNaN(d.Loss) || math.IsInf(d.Loss, 0) {
+		return fmt.Sprintf("the loss at step %d is %v", d.Step, d.Loss)
+	}
+	return fmt.Sprintf("the loss at step %d is %.4g, above %.4g (far worse than a uniform guess over the vocabulary)", d.Step, d.Loss, d.Limit)
+}
+
+// divergenceLimit is the loss past which a run has diverged: three times
+// a uniform guess's ln(vocab), and at least 5 nats above it. A loss that
+// high means the model puts on average less than 1/vocab³ on the right
+// token; training does not come back from it, it overflows soon after.
+func divergenceLimit(vocab int) float64 {
+	u := math.Log(float64(vocab))
+	return max(3*u, u+5)
 }
 
 // DeviceStats is one virtual chip's counters.
@@ -230,6 +256,7 @@ func Train(tc TrainConfig) (*Result, error) {
 		}
 		return t[0], nil
 	}
+	last := start
 	for step := start; step < tc.Steps; step++ {
 		before, err := maxClock()
 		if err != nil {
@@ -273,6 +300,12 @@ func Train(tc TrainConfig) (*Result, error) {
 		if tc.OnStep != nil {
 			tc.OnStep(rep)
 		}
+		last = step + 1
+		// every process has the same loss, so all of them stop here
+		if limit := divergenceLimit(tc.Model.Vocab); !(loss[0] <= limit) {
+			res.Diverged = &Divergence{Step: step + 1, Loss: loss[0], Limit: limit}
+			break // and no checkpoint of the diverged state
+		}
 		if tc.CheckpointEvery > 0 && tc.OnCheckpoint != nil && (step+1)%tc.CheckpointEvery == 0 {
 			if err := tc.OnCheckpoint(snapshot(&tc, devs, step+1)); err != nil {
 				return nil, fmt.Errorf("emu: checkpoint after step %d: %w", step+1, err)
@@ -297,7 +330,7 @@ func Train(tc TrainConfig) (*Result, error) {
 		res.Trace = append(res.Trace, d.trace...)
 		res.Trace = append(res.Trace, d.ep.spans...)
 	}
-	res.Checkpoint = snapshot(&tc, devs, tc.Steps)
+	res.Checkpoint = snapshot(&tc, devs, last)
 	all := devs
 	if tc.Remote != nil {
 		// process 0 collects every device's counters, trace and shards

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -264,9 +265,15 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		out.Processes = job.Size
 	}
 	if *asJSON {
-		return writeJSON(stdout, out)
+		err = writeJSON(stdout, out)
+	} else {
+		err = writeRunReport(stdout, tc, res, out, src.Name())
 	}
-	return writeRunReport(stdout, tc, res, out, src.Name())
+	if err == nil && res.Diverged != nil {
+		// reported above; the run itself failed
+		return fmt.Errorf("run: training diverged: %s, so it stopped after step %d of %d; lower --lr (now %g)", res.Diverged, res.Diverged.Step, tc.Steps, tc.LR)
+	}
+	return err
 }
 
 func progress(w io.Writer, r emu.StepReport, total int, elapsed time.Duration) {
@@ -416,16 +423,45 @@ type runOut struct {
 	Devices      int                         `json:"devices"`
 	Model        emu.Config                  `json:"model"`
 	Params       int                         `json:"params"`
-	Losses       []float64                   `json:"losses"`
-	SimStep      float64                     `json:"simulated_step_seconds"`
-	WallStep     float64                     `json:"measured_step_seconds"`
-	Bubble       float64                     `json:"pipeline_bubble"`
+	Losses       []number                    `json:"losses"`
+	SimStep      number                      `json:"simulated_step_seconds"`
+	WallStep     number                      `json:"measured_step_seconds"`
+	Bubble       number                      `json:"pipeline_bubble"`
 	Bytes        map[string]map[string]int64 `json:"bytes_by_collective"`
 	PeakMemory   []emu.Memory                `json:"peak_memory_per_device"`
 	ParamsSHA256 string                      `json:"params_sha256"`
 	Processes    int                         `json:"processes"`
 	ResumedFrom  int                         `json:"resumed_from_step"`
 	MPIBytes     [][]int64                   `json:"mpi_bytes,omitempty"`
+	Diverged     *divergedOut                `json:"diverged,omitempty"`
+}
+
+// divergedOut is why a run stopped early.
+type divergedOut struct {
+	Step      int    `json:"step"`
+	Loss      number `json:"loss_nats"`
+	LossLimit number `json:"loss_limit_nats"`
+	Reason    string `json:"reason"`
+}
+
+// number is a float64 that encodes NaN and ±Inf, which JSON has no
+// numbers for, as null (a diverged run's last loss); fields next to it
+// say why.
+type number float64
+
+func (n number) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(n)) || math.IsInf(float64(n), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(n))
+}
+
+func numbers(x []float64) []number {
+	out := make([]number, len(x))
+	for i, v := range x {
+		out[i] = number(v)
+	}
+	return out
 }
 
 func totals(res *emu.Result) map[string]map[string]int64 {
@@ -463,7 +499,11 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 		w = append(w, d.Seconds())
 	}
 	o := runOut{Layout: tc.Mesh.String(), Topology: tc.Mesh.Multislice.String(), Devices: tc.Mesh.Chips(), Model: tc.Model,
-		Losses: res.Losses, SimStep: meanTail(sim), WallStep: meanTail(w), Bubble: res.Bubble, Bytes: totals(res), ResumedFrom: res.ResumedFrom}
+		Losses: numbers(res.Losses), SimStep: number(meanTail(sim)), WallStep: number(meanTail(w)), Bubble: number(res.Bubble), Bytes: totals(res),
+		ResumedFrom: res.ResumedFrom}
+	if d := res.Diverged; d != nil {
+		o.Diverged = &divergedOut{Step: d.Step, Loss: number(d.Loss), LossLimit: number(d.Limit), Reason: d.String()}
+	}
 	h := sha256.New()
 	for _, t := range res.Final.Tensors() {
 		o.Params += len(t)
@@ -491,6 +531,9 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 	}
 	if n := len(res.Losses); n > 0 {
 		fmt.Fprintf(tw, "loss\t%.4f at the first step, %.4f at the last\n", res.Losses[0], res.Losses[n-1])
+	}
+	if d := res.Diverged; d != nil {
+		fmt.Fprintf(tw, "diverged\t%s: stopped after step %d of %d\n", d, d.Step, tc.Steps)
 	}
 	fmt.Fprintf(tw, "step time\tsimulated %.4g s on %s; measured %.4g s in this process\n", o.SimStep, tc.Mesh.Multislice.Slice.Chip.Name, o.WallStep)
 	if tc.Mesh.Size(mesh.Pipeline) > 1 {

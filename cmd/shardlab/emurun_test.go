@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,5 +160,48 @@ func TestRunFailures(t *testing.T) {
 		if code != tt.code || !strings.Contains(errOut, tt.want) {
 			t.Errorf("shardlab %s: exit %d %q; want exit %d with %q", strings.Join(tt.args, " "), code, errOut, tt.code, tt.want)
 		}
+	}
+}
+
+// TestRunDiverges: a learning rate far too high makes the loss explode;
+// the run stops there, still reports (text and JSON), and exits 1.
+func TestRunDiverges(t *testing.T) {
+	args := []string{"run", "--synthetic", "--lr", "1", "--steps", "10", "--quiet"}
+	out, errOut, code := runCmd(append(args, "--json")...)
+	if code != 1 || !strings.Contains(errOut, "training diverged: the loss at step 2") || !strings.Contains(errOut, "lower --lr") {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming the step and --lr", code, errOut)
+	}
+	var o runOut
+	if err := json.Unmarshal([]byte(out), &o); err != nil {
+		t.Fatalf("no JSON report: %v\n%s", err, out)
+	}
+	if o.Diverged == nil || o.Diverged.Step != 2 || len(o.Losses) != 2 || o.Diverged.Reason == "" || !(o.Diverged.Loss > o.Diverged.LossLimit) {
+		t.Errorf("diverged %+v with losses %v; want step 2 with a reason", o.Diverged, o.Losses)
+	}
+	out, _, code = runCmd(args...)
+	if code != 1 || !strings.Contains(out, "diverged") || !strings.Contains(out, "stopped after step 2 of 10") || !strings.Contains(out, "peak memory per chip") {
+		t.Errorf("text report (exit %d):\n%s", code, out)
+	}
+}
+
+// TestRunJSONNonFinite: NaN and ±Inf, which JSON cannot hold, encode as
+// null instead of failing the whole report.
+func TestRunJSONNonFinite(t *testing.T) {
+	o := runOut{Losses: numbers([]float64{5.5, math.Inf(1), math.NaN()}), SimStep: number(math.Inf(-1)),
+		Diverged: &divergedOut{Step: 2, Loss: number(math.Inf(1)), LossLimit: 16.6, Reason: "the loss at step 2 is +Inf"}}
+	var b strings.Builder
+	if err := writeJSON(&b, o); err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &back); err != nil {
+		t.Fatal(err)
+	}
+	losses := back["losses"].([]any)
+	if losses[0] != 5.5 || losses[1] != nil || losses[2] != nil || back["simulated_step_seconds"] != nil {
+		t.Errorf("losses %v, simulated step %v; want 5.5, null, null and null", losses, back["simulated_step_seconds"])
+	}
+	if d := back["diverged"].(map[string]any); d["loss_nats"] != nil || d["loss_limit_nats"] != 16.6 || d["reason"] == "" {
+		t.Errorf("diverged = %v", d)
 	}
 }
