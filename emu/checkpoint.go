@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -179,17 +180,25 @@ const (
 )
 
 // WriteTo encodes the checkpoint: magic, a JSON header, every device's
-// tensors as little-endian float32, and a SHA-256 of all that.
+// tensors as little-endian float32, and a SHA-256 of all that. It streams
+// (one tensor's bytes at a time), so writing costs no copy of the state.
 func (c *Checkpoint) WriteTo(w io.Writer) (int64, error) {
-	var b bytes.Buffer
-	b.WriteString(ckptMagic)
 	h, err := json.Marshal(c.Header)
 	if err != nil {
 		return 0, err
 	}
-	putU64 := func(v uint64) { binary.Write(&b, binary.LittleEndian, v) }
+	sum := sha256.New()
+	cw := &countingWriter{w: io.MultiWriter(w, sum)}
+	bw := bufio.NewWriterSize(cw, 1<<16)
+	var word [8]byte
+	putU64 := func(v uint64) {
+		binary.LittleEndian.PutUint64(word[:], v)
+		bw.Write(word[:])
+	}
+	var buf []byte
+	bw.WriteString(ckptMagic)
 	putU64(uint64(len(h)))
-	b.Write(h)
+	bw.Write(h)
 	putU64(uint64(len(c.Devices)))
 	for _, d := range c.Devices {
 		putU64(uint64(d.ID))
@@ -199,13 +208,31 @@ func (c *Checkpoint) WriteTo(w io.Writer) (int64, error) {
 			putU64(uint64(len(set)))
 			for _, x := range set {
 				putU64(uint64(len(x)))
-				binary.Write(&b, binary.LittleEndian, x)
+				buf = buf[:0]
+				for _, f := range x {
+					buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
+				}
+				bw.Write(buf)
 			}
 		}
 	}
-	sum := sha256.Sum256(b.Bytes())
-	b.Write(sum[:])
-	return b.WriteTo(w)
+	if err := bw.Flush(); err != nil { // bufio keeps the first error
+		return cw.n, err
+	}
+	// the checksum goes to w alone
+	n, err := w.Write(sum.Sum(nil))
+	return cw.n + int64(n), err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // maxCheckpointBytes bounds what ReadCheckpoint reads (16 GiB).

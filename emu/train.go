@@ -24,6 +24,9 @@ type TrainConfig struct {
 	Seed         uint64
 	LR           float64
 	Data         Source
+	// Trace records every device's compute and communication spans in
+	// Result.Trace (memory grows with the steps).
+	Trace bool
 	// FreeComm makes communication cost no simulated time.
 	FreeComm bool
 	// BlocksOnlyClock charges only the transformer blocks to the simulated
@@ -173,8 +176,8 @@ type DeviceStats struct {
 	Clock   float64 // simulated seconds at the end
 }
 
-// Train runs the configuration.
-func Train(tc TrainConfig) (*Result, error) {
+// setDefaults fills in the zero values that have defaults.
+func (tc *TrainConfig) setDefaults() {
 	if tc.Efficiency == 0 {
 		tc.Efficiency = 0.6
 	}
@@ -184,6 +187,11 @@ func Train(tc TrainConfig) (*Result, error) {
 	if tc.MicroBatches == 0 {
 		tc.MicroBatches = 1
 	}
+}
+
+// Train runs the configuration.
+func Train(tc TrainConfig) (*Result, error) {
+	tc.setDefaults()
 	if err := tc.Validate(); err != nil {
 		return nil, err
 	}
@@ -191,6 +199,7 @@ func Train(tc TrainConfig) (*Result, error) {
 	g := newGrid(tc.Mesh)
 	fab := NewFabric(g.slice)
 	fab.FreeComm = tc.FreeComm
+	fab.trace = tc.Trace
 	if tc.Remote != nil {
 		fab.SetRemote(tc.Remote)
 		tc.Remote.Attach(fab)
