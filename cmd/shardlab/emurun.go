@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,9 +70,12 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	killRank := fs.Int("kill-rank", -1, "fault injection under mpirun: this rank kills itself (SIGKILL) after --kill-step")
 	killStep := fs.Int("kill-step", 0, "the step after which --kill-rank dies")
 	hang := fs.Bool("hang", false, "with --kill-rank: the rank hangs instead of dying")
-	killPoint := fs.String("kill-point", "step", "where --kill-rank dies: step (after --kill-step), write (halfway through writing the first checkpoint at or after --kill-step), written (once that checkpoint is in place, before every rank has confirmed its own)")
+	killPoint := fs.String("kill-point", "step", "where --kill-rank dies: step (after --kill-step), write (partway through writing the first checkpoint at or after --kill-step), written (once that checkpoint is in place, before every rank has confirmed its own)")
 	mpiTimeout := fs.Duration("mpi-timeout", 10*time.Minute, "under mpirun: how long a chip waits on a silent rank before the run stops, naming it")
 	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := checkRunCounts(fs); err != nil {
 		return err
 	}
 	set := map[string]bool{}
@@ -89,6 +93,9 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if m.Chips() > maxRunChips {
+		return bad("run: the layout %s on %s has %d chips, more virtual chips than one run emulates (at most %d)", m, m.Multislice, m.Chips(), maxRunChips)
 	}
 	var src emu.Source
 	vocab := 256
@@ -117,7 +124,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	tc := emu.TrainConfig{
 		Model: emu.Config{Layers: *layers, DModel: *dModel, Heads: *heads, KVHeads: *kvHeads, DFF: *dff, Vocab: vocab, Seq: *seq, Tied: *tied},
 		Mesh:  m, GlobalBatch: *batch, MicroBatches: mb, Schedule: k, Steps: *steps, Seed: *seed, LR: *lr, Data: src,
-		BF16Compute: *bf16,
+		BF16Compute: *bf16, Trace: *tracePath != "",
 	}
 	if *failLink != "" {
 		a, b, ok := strings.Cut(*failLink, "-")
@@ -204,6 +211,15 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			}
 			fmt.Fprintf(stderr, "shardlab: rank %d: resuming from step %d, the newest that every rank holds (steps by rank: %v)\n", rank, step, held)
 		}
+	}
+	// refuse a run that will not fit before allocating it, and keep the
+	// collector's heap under what is available
+	avail, err := checkRunMemory(tc)
+	if err != nil {
+		return err
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); avail > 0 && !set {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(avail))
 	}
 	start := time.Now()
 	stepStart := start

@@ -205,3 +205,66 @@ func TestRunJSONNonFinite(t *testing.T) {
 		t.Errorf("diverged = %v", d)
 	}
 }
+
+// TestRunMemoryCheck: a run that will not fit in the available memory is
+// refused before it starts, naming the estimate and what is available.
+func TestRunMemoryCheck(t *testing.T) {
+	defer func(f func() (int64, bool)) { memAvailable = f }(memAvailable)
+	memAvailable = func() (int64, bool) { return 8 << 30, true }
+	for _, args := range [][]string{{"--d-model", "4096", "--layers", "64"}, {"--seq", "65536"}} {
+		_, errOut, code := runCmd(append([]string{"run", "--synthetic", "--quiet"}, args...)...)
+		if code != 2 || !strings.Contains(errOut, "the emulator would need about") || !strings.Contains(errOut, "8.00 GiB available") {
+			t.Errorf("run %v with 8 GiB available: exit %d, %q", args, code, errOut)
+		}
+	}
+	// the default run needs tens of MiB: refused with 1 MiB, run with 8 GiB
+	memAvailable = func() (int64, bool) { return 1 << 20, true }
+	if _, errOut, code := runCmd("run", "--synthetic", "--quiet", "--steps", "1"); code != 2 || !strings.Contains(errOut, "1.00 MiB available") {
+		t.Errorf("default run with 1 MiB available: exit %d, %q", code, errOut)
+	}
+	memAvailable = func() (int64, bool) { return 8 << 30, true }
+	if _, errOut, code := runCmd("run", "--synthetic", "--quiet", "--steps", "1"); code != 0 {
+		t.Errorf("default run with 8 GiB available: exit %d, %q", code, errOut)
+	}
+}
+
+func TestParseMemAvailable(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"MemTotal:       24576000 kB\nMemFree:        23000000 kB\nMemAvailable:   23500000 kB\n", 23500000 * 1024, true},
+		{"MemTotal: 1 kB\n", 0, false},
+		{"MemAvailable: 99999999999999999999 kB\n", 0, false},
+		{"MemAvailable: -5 kB\n", 0, false},
+		{"", 0, false},
+	} {
+		if got, ok := parseMemAvailable([]byte(tt.in)); got != tt.want || ok != tt.ok {
+			t.Errorf("parseMemAvailable(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestRunCountLimits: counts past what one emulator run can do are
+// refused up front, naming the flag, the value and the range.
+func TestRunCountLimits(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--steps", "2000000"}, "--steps 2000000 is out of range, want 1 to 1000000"},
+		{[]string{"--steps", "0"}, "--steps 0 is out of range, want 1 to 1000000"},
+		{[]string{"--layers", "5000"}, "--layers 5000 is out of range, want 1 to 1024"},
+		{[]string{"--seq", "100000"}, "--seq 100000 is out of range, want 1 to 65536"},
+		{[]string{"--batch", "0"}, "--batch 0 is out of range, want 1 to 1048576"},
+		{[]string{"--micro-batches", "5000"}, "--micro-batches 5000 is out of range, want 0 to 4096"},
+		{[]string{"--heads", "-1"}, "--heads -1 is out of range, want 1 to 4096"},
+		{[]string{"--slices", "4096", "--mesh", "data=4096(dcn),fsdp=2,tensor=2"}, "16384 chips, more virtual chips than one run emulates (at most 4096)"},
+	} {
+		_, errOut, code := runCmd(append([]string{"run", "--synthetic", "--quiet"}, tt.args...)...)
+		if code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("run %v: exit %d, %q; want exit 2 with %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}

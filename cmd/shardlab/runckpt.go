@@ -80,7 +80,7 @@ func (d ckptStore) load(step int) (*emu.Checkpoint, error) {
 	return c, nil
 }
 
-// write stores c atomically. die, when set, is called halfway through the
+// write stores c atomically. die, when set, is called partway through the
 // temporary file (fault injection: a write killed midway).
 func (d ckptStore) write(c *emu.Checkpoint, die func()) error {
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
@@ -109,7 +109,8 @@ func (d ckptStore) write(c *emu.Checkpoint, die func()) error {
 	return os.Rename(tmp.Name(), d.path(c.Step))
 }
 
-// dyingWriter writes half of what it is given, syncs it, and dies.
+// dyingWriter writes half of the first chunk it is given, syncs it, and
+// dies.
 type dyingWriter struct {
 	f   *os.File
 	die func()

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"shardlab/emu"
+	"shardlab/unit"
+)
+
+// runCounts bounds the integer flags of 'shardlab run': an emulator run
+// in one process, on a couple of cores. Past these, a run takes days or
+// holds more than a step's worth of results, and the model dimensions
+// match the emulator's own limits.
+var runCounts = []struct {
+	flag     string
+	min, max int64
+}{
+	{"steps", 1, 1_000_000},
+	{"every", 1, 1_000_000},
+	{"layers", 1, 1024},
+	{"d-model", 1, 65536},
+	{"heads", 1, 4096},
+	{"kv-heads", 1, 4096},
+	{"d-ff", 1, 65536},
+	{"seq", 1, 65536},
+	{"batch", 1, 1 << 20},
+	{"micro-batches", 0, 4096}, // 0: the default
+	{"slices", 1, 4096},
+}
+
+// maxRunChips is the most virtual chips one run emulates (as with --plan).
+const maxRunChips = 4096
+
+// checkRunCounts checks every count flag of fs against runCounts.
+func checkRunCounts(fs *flag.FlagSet) error {
+	for _, c := range runCounts {
+		f := fs.Lookup(c.flag)
+		if f == nil {
+			continue
+		}
+		v, err := strconv.ParseInt(f.Value.String(), 10, 64)
+		if err != nil {
+			continue // not an integer flag: its own parser says so
+		}
+		if v < c.min || v > c.max {
+			return bad("run: --%s %d is out of range, want %d to %d", c.flag, v, c.min, c.max)
+		}
+	}
+	return nil
+}
+
+// memAvailable is the memory this process may still use: the kernel's
+// MemAvailable, or less when a cgroup (v2) limit leaves less. ok is false
+// when neither can be read (not Linux). A variable so tests can fix it.
+var memAvailable = func() (avail int64, ok bool) {
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		avail, ok = parseMemAvailable(b)
+	}
+	limit, err1 := os.ReadFile("/sys/fs/cgroup/memory.max")
+	used, err2 := os.ReadFile("/sys/fs/cgroup/memory.current")
+	if err1 == nil && err2 == nil {
+		l, errL := strconv.ParseInt(strings.TrimSpace(string(limit)), 10, 64) // "max": no limit
+		u, errU := strconv.ParseInt(strings.TrimSpace(string(used)), 10, 64)
+		if errL == nil && errU == nil && (!ok || l-u < avail) {
+			avail, ok = max(l-u, 0), true
+		}
+	}
+	return avail, ok
+}
+
+// parseMemAvailable reads "MemAvailable: 123 kB" from /proc/meminfo.
+func parseMemAvailable(meminfo []byte) (int64, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(meminfo))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[0] == "MemAvailable:" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err == nil && kb >= 0 && kb < math.MaxInt64/1024 {
+				return kb * 1024, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// checkRunMemory refuses a run whose estimated memory in this process is
+// more than the machine has available, before any of it is allocated. It
+// returns the bytes available (0 when unknown).
+func checkRunMemory(tc emu.TrainConfig) (int64, error) {
+	avail, ok := memAvailable()
+	if !ok {
+		return 0, nil
+	}
+	fp, err := emu.EstimateMemory(tc)
+	if err != nil {
+		return 0, usageError{err}
+	}
+	if fp.Process > avail {
+		where := "this process"
+		if tc.Remote != nil {
+			where = fmt.Sprintf("MPI rank %d", tc.Remote.Rank())
+		}
+		return 0, bad("run: the emulator would need about %v in %s (%v of weights, optimizer state and shard templates, up to %v more at a step's peak), "+
+			"but this machine has %v available: want a smaller --d-model, --layers, --seq or --batch, or more MPI ranks",
+			bytesOf(fp.Process), where, bytesOf(fp.Static), bytesOf(fp.Process-fp.Static), unit.Bytes(avail))
+	}
+	return avail, nil
+}
+
+// bytesOf renders a saturated estimate.
+func bytesOf(n int64) string {
+	if n == math.MaxInt64 {
+		return "more than 8 EiB"
+	}
+	return unit.Bytes(n).String()
+}
