@@ -136,7 +136,9 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 		// packing, float32 working copies of the bf16 weights, the
 		// gradients concatenated for the all-reduce and the collectives'
 		// message copies
-		temps := 4 * (8*ntok*d + 3*ntok*ft + 3*ntok*qd + 8*cp*ntok*kvd + 2*ntok*v + s*cp + (ntok+4)*256 + 512*256)
+		kc := min(max(d, ft, qd, ntok, v), 256) // GEMM packing: 4-row strips of A, 512-column panels of B
+		pack := (max(ntok, d, ft)+4)*kc + min(max(d, ft, qd, v), 512)*kc
+		temps := 4 * (8*ntok*d + 3*ntok*ft + 3*ntok*qd + 8*cp*ntok*kvd + 2*ntok*v + s*cp + pack)
 		if tc.BF16Compute {
 			temps += 4 * (fullEnds + fullLayer)
 		}
