@@ -166,20 +166,20 @@ func TestRunFailures(t *testing.T) {
 // TestRunDiverges: a learning rate far too high makes the loss explode;
 // the run stops there, still reports (text and JSON), and exits 1.
 func TestRunDiverges(t *testing.T) {
-	args := []string{"run", "--synthetic", "--lr", "1", "--steps", "10", "--quiet"}
+	args := []string{"run", "--synthetic", "--lr", "1", "--steps", "10", "--quiet", "--seq", "16", "--d-model", "32", "--d-ff", "64"}
 	out, errOut, code := runCmd(append(args, "--json")...)
-	if code != 1 || !strings.Contains(errOut, "training diverged: the loss at step 2") || !strings.Contains(errOut, "lower --lr") {
+	if code != 1 || !strings.Contains(errOut, "training diverged: the loss at step 3") || !strings.Contains(errOut, "lower --lr") {
 		t.Errorf("exit %d, stderr %q; want exit 1 naming the step and --lr", code, errOut)
 	}
 	var o runOut
 	if err := json.Unmarshal([]byte(out), &o); err != nil {
 		t.Fatalf("no JSON report: %v\n%s", err, out)
 	}
-	if o.Diverged == nil || o.Diverged.Step != 2 || len(o.Losses) != 2 || o.Diverged.Reason == "" || !(o.Diverged.Loss > o.Diverged.LossLimit) {
-		t.Errorf("diverged %+v with losses %v; want step 2 with a reason", o.Diverged, o.Losses)
+	if o.Diverged == nil || o.Diverged.Step != 3 || len(o.Losses) != 3 || o.Diverged.Reason == "" || !(o.Diverged.Loss > o.Diverged.LossLimit) {
+		t.Errorf("diverged %+v with losses %v; want step 3 with a reason", o.Diverged, o.Losses)
 	}
 	out, _, code = runCmd(args...)
-	if code != 1 || !strings.Contains(out, "diverged") || !strings.Contains(out, "stopped after step 2 of 10") || !strings.Contains(out, "peak memory per chip") {
+	if code != 1 || !strings.Contains(out, "diverged") || !strings.Contains(out, "stopped after step 3 of 10") || !strings.Contains(out, "peak memory per chip") {
 		t.Errorf("text report (exit %d):\n%s", code, out)
 	}
 }
