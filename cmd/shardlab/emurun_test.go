@@ -246,6 +246,24 @@ func TestParseMemAvailable(t *testing.T) {
 	}
 }
 
+func TestCgroupAvailable(t *testing.T) {
+	stat := "anon 1073741824\nfile 3221225472\nkernel 1000\n"
+	for _, tt := range []struct {
+		limit, stat string
+		want        int64
+		ok          bool
+	}{
+		{"4294967296\n", stat, 3 << 30, true}, // 4 GiB limit, 1 GiB anonymous: the 3 GiB of page cache does not count
+		{"max\n", stat, 0, false},
+		{"536870912\n", stat, 0, true},
+		{"4294967296\n", "file 5\n", 0, false},
+	} {
+		if got, ok := cgroupAvailable([]byte(tt.limit), []byte(tt.stat)); got != tt.want || ok != tt.ok {
+			t.Errorf("cgroupAvailable(%q, %q) = %d, %v; want %d, %v", tt.limit, tt.stat, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
 // TestRunCountLimits: counts past what one emulator run can do are
 // refused up front, naming the flag, the value and the range.
 func TestRunCountLimits(t *testing.T) {

@@ -64,15 +64,33 @@ var memAvailable = func() (avail int64, ok bool) {
 		avail, ok = parseMemAvailable(b)
 	}
 	limit, err1 := os.ReadFile("/sys/fs/cgroup/memory.max")
-	used, err2 := os.ReadFile("/sys/fs/cgroup/memory.current")
+	stat, err2 := os.ReadFile("/sys/fs/cgroup/memory.stat")
 	if err1 == nil && err2 == nil {
-		l, errL := strconv.ParseInt(strings.TrimSpace(string(limit)), 10, 64) // "max": no limit
-		u, errU := strconv.ParseInt(strings.TrimSpace(string(used)), 10, 64)
-		if errL == nil && errU == nil && (!ok || l-u < avail) {
-			avail, ok = max(l-u, 0), true
+		if c, cok := cgroupAvailable(limit, stat); cok && (!ok || c < avail) {
+			avail, ok = c, true
 		}
 	}
 	return avail, ok
+}
+
+// cgroupAvailable is a cgroup v2 limit (memory.max) less the anonymous
+// memory its processes hold (memory.stat's anon): the page cache that
+// memory.current also counts is reclaimed before anything is killed.
+// ok is false without a limit ("max").
+func cgroupAvailable(limit, stat []byte) (int64, bool) {
+	l, err := strconv.ParseInt(strings.TrimSpace(string(limit)), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(stat))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "anon" {
+			if anon, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				return max(l-anon, 0), true
+			}
+		}
+	}
+	return 0, false
 }
 
 // parseMemAvailable reads "MemAvailable: 123 kB" from /proc/meminfo.
