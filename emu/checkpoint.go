@@ -91,7 +91,11 @@ func diffHeaders(ck, run CheckpointHeader) []FieldMismatch {
 				continue
 			}
 			if !fa.Equal(fb) {
-				out = append(out, FieldMismatch{Field: prefix + name, Checkpoint: fmt.Sprintf("%#v", fa.Interface()), Run: fmt.Sprintf("%#v", fb.Interface())})
+				format := "%v"
+				if fa.Kind() == reflect.String {
+					format = "%q"
+				}
+				out = append(out, FieldMismatch{Field: prefix + name, Checkpoint: fmt.Sprintf(format, fa.Interface()), Run: fmt.Sprintf(format, fb.Interface())})
 			}
 		}
 	}

@@ -99,7 +99,7 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 	}{
 		{"bf16_compute", "true, this run false", func(tc *TrainConfig) { tc.BF16Compute = false }},
 		{"lr", "0.01, this run 0.02", func(tc *TrainConfig) { tc.LR = 0.02 }},
-		{"seed", "0x5, this run 0x6", func(tc *TrainConfig) { tc.Seed = 6 }},
+		{"seed", "5, this run 6", func(tc *TrainConfig) { tc.Seed = 6 }},
 		{"model.d_ff", "32, this run 64", func(tc *TrainConfig) { tc.Model.DFF = 64 }},
 		{"global_batch", "8, this run 16", func(tc *TrainConfig) { tc.GlobalBatch = 16 }},
 		{"micro_batches", "2, this run 4", func(tc *TrainConfig) { tc.MicroBatches = 4 }},

@@ -74,7 +74,7 @@ func TestRunCheckpointResume(t *testing.T) {
 		{[]string{"--steps", "4"}, "--steps 4 is not past the checkpoint's step 4"},
 		{[]string{"--steps", "3"}, "--steps 3 is not past the checkpoint's step 4"},
 		{[]string{"--steps", "6", "--bf16=false"}, "bf16_compute (--bf16) is true in the checkpoint, false in this run"},
-		{[]string{"--steps", "6", "--lr", "0.01", "--seed", "2"}, "seed (--seed) is 0x1 in the checkpoint, 0x2 in this run; lr (--lr) is 0.003 in the checkpoint, 0.01 in this run"},
+		{[]string{"--steps", "6", "--lr", "0.01", "--seed", "2"}, "seed (--seed) is 1 in the checkpoint, 2 in this run; lr (--lr) is 0.003 in the checkpoint, 0.01 in this run"},
 		{[]string{"--steps", "6", "--d-ff", "128"}, "model.d_ff (--d-ff) is 64 in the checkpoint, 128 in this run"},
 	} {
 		_, errOut, code := runCmd(append(append(common, "--checkpoint", dir, "--resume", "--quiet"), tt.args...)...)
