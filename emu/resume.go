@@ -138,9 +138,6 @@ func resume(tc *TrainConfig, devs []*device) (int, error) {
 	if step >= tc.Steps {
 		return 0, &StepsDoneError{Step: step, Steps: tc.Steps}
 	}
-	if tc.OnResume != nil {
-		tc.OnResume(step, held)
-	}
 	c, err := tc.LoadCheckpoint(step)
 	if err == nil && c.Step != step {
 		err = fmt.Errorf("emu: the checkpoint of step %d holds step %d: %w", step, c.Step, ErrCheckpoint)
@@ -150,7 +147,13 @@ func resume(tc *TrainConfig, devs []*device) (int, error) {
 	}
 	// every process learns whether all of them could use their checkpoint
 	if tc.Remote == nil {
-		return step, err
+		if err != nil {
+			return 0, err
+		}
+		if tc.OnResume != nil {
+			tc.OnResume(step, held)
+		}
+		return step, nil
 	}
 	failed := make([]float64, tc.Remote.Size())
 	if err != nil {
@@ -170,6 +173,9 @@ func resume(tc *TrainConfig, devs []*device) (int, error) {
 	}
 	if len(bad) > 0 {
 		return 0, fmt.Errorf("emu: rank %s could not resume from its checkpoint of step %d (its own error says why): %w", strings.Join(bad, ", "), step, ErrCheckpoint)
+	}
+	if tc.OnResume != nil {
+		tc.OnResume(step, held)
 	}
 	return step, nil
 }

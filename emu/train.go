@@ -46,7 +46,8 @@ type TrainConfig struct {
 	// processes agree on the newest step that every one of them holds
 	// (one may have died between two writes), each loads its own, and all
 	// of them fail if any cannot (a *ResumeError when no step is common).
-	// OnResume, when set, hears the step chosen and every process's steps.
+	// OnResume, when set, hears the step resumed from (once every process
+	// has loaded it) and every process's steps.
 	ResumeSteps    []int
 	LoadCheckpoint func(step int) (*Checkpoint, error)
 	OnResume       func(step int, held [][]int)
