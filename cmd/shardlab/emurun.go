@@ -201,7 +201,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if job == nil && len(steps) == 0 {
-			return bad("run: --resume: no checkpoint in %s (want files named %s)", *ckptDir, filepath.Base(store.path(0)))
+			return bad("run: --resume: no checkpoint in %s (want files named %sN.bin)", *ckptDir, store.prefix())
 		}
 		tc.ResumeSteps, tc.LoadCheckpoint = steps, store.load
 		tc.OnResume = func(step int, held [][]int) {
