@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -9,6 +10,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
+	"strings"
+
+	"shardlab/mesh"
 )
 
 // Checkpoint is a run's complete state after a step: every device's
@@ -20,21 +25,82 @@ type Checkpoint struct {
 	Devices []DeviceState
 }
 
-// CheckpointHeader identifies the run a checkpoint belongs to.
+// CheckpointHeader identifies the run a checkpoint belongs to: every
+// setting that changes the run's losses, parameters or simulated times.
+// Resuming under any other value would silently give a run that matches
+// neither, so restore refuses it.
 type CheckpointHeader struct {
-	Model        Config  `json:"model"`
-	Layout       string  `json:"layout"`
-	Topology     string  `json:"topology"`
-	GlobalBatch  int     `json:"global_batch"`
-	MicroBatches int     `json:"micro_batches"`
-	Seed         uint64  `json:"seed"`
-	LR           float64 `json:"lr"`
-	Data         string  `json:"data"`
-	Step         int     `json:"step"`
+	Model        Config `json:"model"`
+	Layout       string `json:"layout"`
+	Topology     string `json:"topology"`
+	GlobalBatch  int    `json:"global_batch"`
+	MicroBatches int    `json:"micro_batches"`
+	// Schedule is recorded with a pipeline only: without one it changes
+	// nothing.
+	Schedule        string  `json:"schedule"`
+	Seed            uint64  `json:"seed"`
+	LR              float64 `json:"lr"`
+	BF16Compute     bool    `json:"bf16_compute"`
+	Efficiency      float64 `json:"efficiency"`
+	FreeComm        bool    `json:"free_comm"`
+	BlocksOnlyClock bool    `json:"blocks_only_clock"`
+	// Data is the data source's Identity (its content, not its path).
+	Data string `json:"data"`
+	Step int    `json:"step"`
 	// Process and Processes place the checkpoint when several processes
 	// run a mesh: each writes its own devices.
 	Process   int `json:"process"`
 	Processes int `json:"processes"`
+}
+
+// MismatchError is a checkpoint of another run: the header fields (by
+// their JSON names, "model.d_model") whose values differ.
+type MismatchError struct {
+	Fields []FieldMismatch
+}
+
+// FieldMismatch is one differing header field.
+type FieldMismatch struct {
+	Field      string
+	Checkpoint string // the checkpoint's value
+	Run        string // this run's
+}
+
+func (e *MismatchError) Error() string {
+	var parts []string
+	for _, f := range e.Fields {
+		parts = append(parts, fmt.Sprintf("%s %s, this run %s", f.Field, f.Checkpoint, f.Run))
+	}
+	return "emu: the checkpoint is of another run: " + strings.Join(parts, "; ")
+}
+
+// Unwrap makes a mismatch an ErrCheckpoint.
+func (e *MismatchError) Unwrap() error { return ErrCheckpoint }
+
+// diffHeaders lists the fields of two headers that differ, by JSON name,
+// descending into nested structs (the model).
+func diffHeaders(ck, run CheckpointHeader) []FieldMismatch {
+	var out []FieldMismatch
+	var walk func(prefix string, a, b reflect.Value)
+	walk = func(prefix string, a, b reflect.Value) {
+		for i := range a.NumField() {
+			name, _, _ := strings.Cut(a.Type().Field(i).Tag.Get("json"), ",")
+			fa, fb := a.Field(i), b.Field(i)
+			if fa.Kind() == reflect.Struct {
+				walk(prefix+name+".", fa, fb)
+				continue
+			}
+			if !fa.Equal(fb) {
+				format := "%v"
+				if fa.Kind() == reflect.String {
+					format = "%q"
+				}
+				out = append(out, FieldMismatch{Field: prefix + name, Checkpoint: fmt.Sprintf(format, fa.Interface()), Run: fmt.Sprintf(format, fb.Interface())})
+			}
+		}
+	}
+	walk("", reflect.ValueOf(ck), reflect.ValueOf(run))
+	return out
 }
 
 // DeviceState is one device's optimizer state.
@@ -48,7 +114,11 @@ type DeviceState struct {
 
 func header(tc *TrainConfig, step int) CheckpointHeader {
 	h := CheckpointHeader{Model: tc.Model, Layout: tc.Mesh.String(), Topology: tc.Mesh.Multislice.String(), GlobalBatch: tc.GlobalBatch,
-		MicroBatches: tc.MicroBatches, Seed: tc.Seed, LR: tc.LR, Data: tc.Data.Name(), Step: step, Processes: 1}
+		MicroBatches: tc.MicroBatches, Seed: tc.Seed, LR: tc.LR, BF16Compute: tc.BF16Compute, Efficiency: tc.Efficiency,
+		FreeComm: tc.FreeComm, BlocksOnlyClock: tc.BlocksOnlyClock, Data: tc.dataID, Step: step, Processes: 1}
+	if tc.Mesh.Size(mesh.Pipeline) > 1 {
+		h.Schedule = string(tc.Schedule)
+	}
 	if tc.Remote != nil {
 		h.Process, h.Processes = tc.Remote.Rank(), tc.Remote.Size()
 	}
@@ -75,9 +145,8 @@ func snapshot(tc *TrainConfig, devs []*device, step int) *Checkpoint {
 var ErrCheckpoint = errors.New("unusable checkpoint")
 
 func (c *Checkpoint) restore(tc *TrainConfig, devs []*device) error {
-	want := header(tc, c.Step)
-	if c.Header != want {
-		return fmt.Errorf("emu: checkpoint is of another run (%+v), this run is %+v: %w", c.Header, want, ErrCheckpoint)
+	if diff := diffHeaders(c.Header, header(tc, c.Step)); len(diff) > 0 {
+		return &MismatchError{Fields: diff}
 	}
 	if len(c.Devices) != len(devs) {
 		return fmt.Errorf("emu: checkpoint has %d devices, the layout %d: %w", len(c.Devices), len(devs), ErrCheckpoint)
@@ -86,6 +155,9 @@ func (c *Checkpoint) restore(tc *TrainConfig, devs []*device) error {
 		s := c.Devices[i]
 		if s.ID != d.id {
 			return fmt.Errorf("emu: checkpoint entry %d is device %d, want %d: %w", i, s.ID, d.id, ErrCheckpoint)
+		}
+		if s.AdamT != c.Step {
+			return fmt.Errorf("emu: checkpoint device %d has taken %d Adam steps, want the checkpoint's step %d: %w", s.ID, s.AdamT, c.Step, ErrCheckpoint)
 		}
 		for _, pair := range []struct{ dst, src [][]float32 }{{d.flat, s.Flat}, {d.m, s.M}, {d.v, s.V}} {
 			if len(pair.src) != len(pair.dst) {
@@ -104,20 +176,33 @@ func (c *Checkpoint) restore(tc *TrainConfig, devs []*device) error {
 	return nil
 }
 
-const ckptMagic = "SHARDLAB-CKPT-1\n"
+// ckptMagic starts every checkpoint; the number is the format version
+// (2: the header records every setting that changes the result).
+const (
+	ckptMagic       = "SHARDLAB-CKPT-2\n"
+	ckptMagicPrefix = "SHARDLAB-CKPT-"
+)
 
 // WriteTo encodes the checkpoint: magic, a JSON header, every device's
-// tensors as little-endian float32, and a SHA-256 of all that.
+// tensors as little-endian float32, and a SHA-256 of all that. It streams
+// (one tensor's bytes at a time), so writing costs no copy of the state.
 func (c *Checkpoint) WriteTo(w io.Writer) (int64, error) {
-	var b bytes.Buffer
-	b.WriteString(ckptMagic)
 	h, err := json.Marshal(c.Header)
 	if err != nil {
 		return 0, err
 	}
-	putU64 := func(v uint64) { binary.Write(&b, binary.LittleEndian, v) }
+	sum := sha256.New()
+	cw := &countingWriter{w: io.MultiWriter(w, sum)}
+	bw := bufio.NewWriterSize(cw, 1<<16)
+	var word [8]byte
+	putU64 := func(v uint64) {
+		binary.LittleEndian.PutUint64(word[:], v)
+		bw.Write(word[:])
+	}
+	var buf []byte
+	bw.WriteString(ckptMagic)
 	putU64(uint64(len(h)))
-	b.Write(h)
+	bw.Write(h)
 	putU64(uint64(len(c.Devices)))
 	for _, d := range c.Devices {
 		putU64(uint64(d.ID))
@@ -127,21 +212,49 @@ func (c *Checkpoint) WriteTo(w io.Writer) (int64, error) {
 			putU64(uint64(len(set)))
 			for _, x := range set {
 				putU64(uint64(len(x)))
-				binary.Write(&b, binary.LittleEndian, x)
+				buf = buf[:0]
+				for _, f := range x {
+					buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
+				}
+				bw.Write(buf)
 			}
 		}
 	}
-	sum := sha256.Sum256(b.Bytes())
-	b.Write(sum[:])
-	return b.WriteTo(w)
+	if err := bw.Flush(); err != nil { // bufio keeps the first error
+		return cw.n, err
+	}
+	// the checksum goes to w alone
+	n, err := w.Write(sum.Sum(nil))
+	return cw.n + int64(n), err
 }
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// maxCheckpointBytes bounds what ReadCheckpoint reads (16 GiB).
+const maxCheckpointBytes = 1 << 34
 
 // ReadCheckpoint decodes and verifies a checkpoint; a truncated or
 // corrupted one is refused.
 func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
-	data, err := io.ReadAll(io.LimitReader(r, 1<<34))
+	data, err := io.ReadAll(io.LimitReader(r, maxCheckpointBytes+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > maxCheckpointBytes {
+		return nil, fmt.Errorf("emu: checkpoint is over %d bytes, the most this reads: %w", maxCheckpointBytes, ErrCheckpoint)
+	}
+	if len(data) >= len(ckptMagic) && string(data[:len(ckptMagicPrefix)]) == ckptMagicPrefix && string(data[:len(ckptMagic)]) != ckptMagic {
+		return nil, fmt.Errorf("emu: checkpoint format %q, this shardlab reads %q only: %w", strings.TrimSpace(string(data[len(ckptMagicPrefix):len(ckptMagic)])),
+			strings.TrimSpace(ckptMagic[len(ckptMagicPrefix):]), ErrCheckpoint)
 	}
 	if len(data) < len(ckptMagic)+sha256.Size || string(data[:len(ckptMagic)]) != ckptMagic {
 		return nil, fmt.Errorf("emu: not a shardlab checkpoint (or truncated before its header): %w", ErrCheckpoint)
@@ -150,15 +263,29 @@ func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
 		return nil, fmt.Errorf("emu: checkpoint checksum mismatch (corrupted or truncated): %w", ErrCheckpoint)
 	}
-	rd := bytes.NewReader(body[len(ckptMagic):])
+	return decodeCheckpoint(body[len(ckptMagic):])
+}
+
+// decodeCheckpoint decodes what follows the magic, checksum already
+// verified. Every count and length is bounded by the bytes left before
+// anything is allocated, so a crafted file with a valid checksum is
+// refused, not a panic or a huge allocation.
+func decodeCheckpoint(body []byte) (*Checkpoint, error) {
+	rd := bytes.NewReader(body)
+	short := func(what string, n, left uint64) error {
+		return fmt.Errorf("emu: checkpoint %s is %d, more than the %d bytes left allow: %w", what, n, left, ErrCheckpoint)
+	}
 	fail := fmt.Errorf("emu: checkpoint ends early: %w", ErrCheckpoint)
 	u64 := func() (uint64, bool) {
 		var v uint64
 		return v, binary.Read(rd, binary.LittleEndian, &v) == nil
 	}
 	n, ok := u64()
-	if !ok || n > uint64(rd.Len()) {
+	if !ok {
 		return nil, fail
+	}
+	if left := uint64(rd.Len()); n > left {
+		return nil, short("header length", n, left)
 	}
 	h := make([]byte, n)
 	if _, err := io.ReadFull(rd, h); err != nil {
@@ -169,28 +296,51 @@ func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
 		return nil, fmt.Errorf("emu: checkpoint header: %v: %w", err, ErrCheckpoint)
 	}
 	c.Step = c.Header.Step
+	if c.Step < 0 {
+		return nil, fmt.Errorf("emu: checkpoint step %d, want at least 0: %w", c.Step, ErrCheckpoint)
+	}
+	// a device is at least six words (id, Adam step, clock, three counts),
+	// a tensor at least its length word, a value four bytes
+	const deviceMin, tensorMin = 6 * 8, 8
 	nd, ok := u64()
-	if !ok || nd > 1<<20 {
+	if !ok {
 		return nil, fail
 	}
+	if left := uint64(rd.Len()); nd > left/deviceMin {
+		return nil, short("device count", nd, left)
+	}
+	c.Devices = make([]DeviceState, 0, nd)
 	for range nd {
 		var s DeviceState
 		id, ok0 := u64()
 		t, ok1 := u64()
 		clk, ok2 := u64()
-		if !ok0 || !ok1 || !ok2 || id > 1<<20 {
+		if !ok0 || !ok1 || !ok2 {
 			return nil, fail
 		}
+		if id > 1<<20 || t > 1<<40 {
+			return nil, fmt.Errorf("emu: checkpoint device %d at Adam step %d, want at most %d and %d: %w", id, t, 1<<20, 1<<40, ErrCheckpoint)
+		}
 		s.ID, s.AdamT, s.Clock = int(id), int(t), math.Float64frombits(clk)
+		if !(s.Clock >= 0) || math.IsInf(s.Clock, 0) {
+			return nil, fmt.Errorf("emu: checkpoint device %d has clock %v, want a finite time: %w", id, s.Clock, ErrCheckpoint)
+		}
 		for _, set := range []*[][]float32{&s.Flat, &s.M, &s.V} {
 			k, ok := u64()
-			if !ok || k > 1<<20 {
+			if !ok {
 				return nil, fail
 			}
+			if left := uint64(rd.Len()); k > left/tensorMin {
+				return nil, short("tensor count", k, left)
+			}
+			*set = make([][]float32, 0, k)
 			for range k {
 				l, ok := u64()
-				if !ok || l*4 > uint64(rd.Len()) {
+				if !ok {
 					return nil, fail
+				}
+				if left := uint64(rd.Len()); l > left/4 {
+					return nil, short("tensor length", l, left)
 				}
 				x := make([]float32, l)
 				if err := binary.Read(rd, binary.LittleEndian, x); err != nil {

@@ -140,6 +140,8 @@ type Fabric struct {
 	pp func(from, to int) collective.Link
 	// remote carries messages to devices of other processes.
 	remote Remote
+	// trace records spans (Train's TrainConfig.Trace)
+	trace bool
 	// waiting maps a blocked device to the device it waits on.
 	waiting sync.Map
 }
@@ -275,6 +277,13 @@ func (f *Fabric) Endpoint(rank int) *Endpoint {
 	return &Endpoint{f: f, rank: rank, Bytes: Counter{}, ByAxis: Counter{}}
 }
 
+// span records a stretch of the device's track when the fabric traces.
+func (e *Endpoint) span(name string, start, end float64) {
+	if e.f.trace {
+		e.spans = append(e.spans, Span{Device: e.rank, Name: name, Start: start, End: end})
+	}
+}
+
 // Sent is the bytes this device has sent.
 func (e *Endpoint) Sent() Counter { return e.Bytes }
 
@@ -384,11 +393,13 @@ func (e *Endpoint) Recv(from int) []float32 {
 	}
 	now := e.f.clocks[e.rank]
 	if sent > now { // waiting for the other stage: the pipeline bubble
-		e.spans = append(e.spans, Span{Device: e.rank, Name: "bubble", Start: now, End: sent})
+		e.span("bubble", now, sent)
 		now = sent
 	}
 	if end := sent + d; end > now {
-		e.spans = append(e.spans, Span{Device: e.rank, Name: fmt.Sprintf("recv from %d", from), Start: now, End: end})
+		if e.f.trace {
+			e.span(fmt.Sprintf("recv from %d", from), now, end)
+		}
 		now = end
 	}
 	e.f.clocks[e.rank] = now
@@ -443,7 +454,9 @@ func (e *Endpoint) sync(g Group, cost time.Duration) {
 	t := r.result
 	r.mu.Unlock()
 	if start := e.f.clocks[e.rank]; t > start {
-		e.spans = append(e.spans, Span{Device: e.rank, Name: e.op + " (" + g.Axis + ")", Start: start, End: t})
+		if e.f.trace {
+			e.span(e.op+" ("+g.Axis+")", start, t)
+		}
 	}
 	e.f.clocks[e.rank] = t
 }
@@ -480,7 +493,9 @@ func (e *Endpoint) syncByMessages(g Group, cost time.Duration) {
 		t = in.t
 	}
 	if t > start {
-		e.spans = append(e.spans, Span{Device: e.rank, Name: e.op + " (" + g.Axis + ")", Start: start, End: t})
+		if e.f.trace {
+			e.span(e.op+" ("+g.Axis+")", start, t)
+		}
 	}
 	e.f.clocks[e.rank] = t
 }

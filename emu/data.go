@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 )
@@ -10,7 +11,10 @@ import (
 type Source interface {
 	Batch(step, seqs, seqLen int) [][]int
 	Vocab() int
+	// Name describes the source for people; Identity names its content
+	// and seed (what checkpoints compare), not where it was read from.
 	Name() string
+	Identity() string
 }
 
 // Bytes is a byte-level tokenizer over a text corpus (vocabulary 256):
@@ -27,6 +31,12 @@ func (b *Bytes) Vocab() int { return 256 }
 
 // Name describes the corpus.
 func (b *Bytes) Name() string { return b.Desc }
+
+// Identity is the text's length and SHA-256, and the seed.
+func (b *Bytes) Identity() string {
+	sum := sha256.Sum256(b.Text)
+	return fmt.Sprintf("text of %d bytes, sha256 %x, seed %d", len(b.Text), sum[:12], b.Seed)
+}
 
 // Batch samples seqs windows of seqLen+1 bytes.
 func (b *Bytes) Batch(step, seqs, seqLen int) [][]int {
@@ -63,6 +73,11 @@ func (s *Synthetic) Vocab() int { return s.V }
 
 // Name describes the source.
 func (s *Synthetic) Name() string { return fmt.Sprintf("synthetic (vocab %d)", s.V) }
+
+// Identity is the vocabulary and the seed.
+func (s *Synthetic) Identity() string {
+	return fmt.Sprintf("synthetic, vocab %d, seed %d", s.V, s.Seed)
+}
 
 // Batch draws the sequences.
 func (s *Synthetic) Batch(step, seqs, seqLen int) [][]int {

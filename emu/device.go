@@ -255,7 +255,9 @@ func (d *device) compute(name string, flops, rate float64) {
 	start := d.ep.Clock()
 	d.ep.Advance(s)
 	d.busy += s
-	d.trace = append(d.trace, Span{Device: d.id, Name: name, Start: start, End: start + s})
+	if d.tc.Trace {
+		d.trace = append(d.trace, Span{Device: d.id, Name: name, Start: start, End: start + s})
+	}
 }
 
 // layerFLOPs is one block's forward matmul FLOPs for n local tokens
@@ -391,7 +393,11 @@ func (d *device) step(step int, batch [][]int, rate float64) {
 		}
 	}
 	// gradients summed over the replicas (data and context), then Adam
-	var all []float32
+	n := 0
+	for _, g := range d.grad {
+		n += len(g)
+	}
+	all := make([]float32, 0, n)
 	for _, g := range d.grad {
 		all = append(all, g...)
 	}

@@ -22,3 +22,22 @@ func ExampleTrain() {
 	// Output:
 	// 8 chips; loss fell: true ; DCN bytes of chip 0: 35360
 }
+
+func ExampleEstimateMemory() {
+	m, _ := mesh.ParseOn("v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2")
+	fp, err := emu.EstimateMemory(emu.TrainConfig{
+		Model: emu.Config{Layers: 2, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8},
+		Mesh:  m, GlobalBatch: 8, Steps: 5, Seed: 1, LR: 1e-2, Data: &emu.Synthetic{V: 32, Seed: 1},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// chip 0's weights, gradients and Adam moments: fp32 shards of its quarter
+	d := fp.Devices[0]
+	fmt.Println(len(fp.Devices), "chips; chip 0 holds", d.Weights, "B of weights,", d.Optimizer, "B of Adam moments")
+	fmt.Println("the process:", fp.Static, "B throughout,", fp.Process, "B at its peak")
+	// Output:
+	// 8 chips; chip 0 holds 7072 B of weights, 14144 B of Adam moments
+	// the process: 552048 B throughout, 1303408 B at its peak
+}

@@ -24,6 +24,9 @@ type TrainConfig struct {
 	Seed         uint64
 	LR           float64
 	Data         Source
+	// Trace records every device's compute and communication spans in
+	// Result.Trace (memory grows with the steps).
+	Trace bool
 	// FreeComm makes communication cost no simulated time.
 	FreeComm bool
 	// BlocksOnlyClock charges only the transformer blocks to the simulated
@@ -38,6 +41,16 @@ type TrainConfig struct {
 	FailLinks [][2]int
 	// Resume continues from a checkpoint of the same run.
 	Resume *Checkpoint
+	// ResumeSteps and LoadCheckpoint resume from stored checkpoints
+	// instead: the steps this process holds and how to read one. The
+	// processes agree on the newest step that every one of them holds
+	// (one may have died between two writes), each loads its own, and all
+	// of them fail if any cannot (a *ResumeError when no step is common).
+	// OnResume, when set, hears the step resumed from (once every process
+	// has loaded it) and every process's steps.
+	ResumeSteps    []int
+	LoadCheckpoint func(step int) (*Checkpoint, error)
+	OnResume       func(step int, held [][]int)
 	// OnStep, when set, is called after every step.
 	OnStep func(StepReport)
 	// Remote, when set, runs only this process's devices and reaches the
@@ -47,6 +60,13 @@ type TrainConfig struct {
 	// every that many steps (the caller writes it).
 	CheckpointEvery int
 	OnCheckpoint    func(*Checkpoint) error
+	// OnCheckpointCommitted is called after OnCheckpoint once every
+	// process has written that step's checkpoint: older ones may go. Until
+	// then a process keeps its previous one, so that some step stays
+	// complete on every process whenever one dies.
+	OnCheckpointCommitted func(step int) error
+
+	dataID string // Data.Identity(), once per run
 }
 
 // StepReport is one step's outcome.
@@ -87,27 +107,59 @@ func (tc *TrainConfig) Validate() error {
 		return bad("steps = %d, want at least 1", tc.Steps)
 	case tc.Data == nil || tc.Data.Vocab() != c.Vocab:
 		return bad("data source must match the model's vocabulary of %d", c.Vocab)
-	case tc.LR <= 0:
-		return bad("learning rate %v, want positive", tc.LR)
+	case !(tc.LR > 0) || math.IsInf(tc.LR, 1):
+		return bad("learning rate %v, want a positive finite number", tc.LR)
 	}
 	if _, err := schedule.New(tc.Schedule, p, tc.MicroBatches); err != nil {
 		return err
+	}
+	if tc.Resume != nil && tc.LoadCheckpoint != nil {
+		return bad("Resume and LoadCheckpoint both set, want one")
 	}
 	return nil
 }
 
 // Result is what a run measured.
 type Result struct {
-	Losses  []float64
-	Steps   []StepReport
-	Devices []DeviceStats
+	Losses []float64
+	Steps  []StepReport
+	// ResumedFrom is the step the run resumed from (0: from the start);
+	// Losses and Steps cover the steps after it.
+	ResumedFrom int
+	Devices     []DeviceStats
 	// Final is the trained model, reassembled from the devices' shards.
 	Final *Params[float32]
 	// Checkpoint is the state after the last step.
 	Checkpoint *Checkpoint
+	// Diverged, when set, is why the run stopped before its last step.
+	Diverged *Divergence
 	// Bubble is the idle share of the pipeline devices' simulated time.
 	Bubble float64
 	Trace  []Span
+}
+
+// Divergence is a run stopped because its loss was not finite or had
+// exploded past Limit.
+type Divergence struct {
+	Step  int
+	Loss  float64
+	Limit float64
+}
+
+func (d *Divergence) String() string {
+	if math.IsNaN(d.Loss) || math.IsInf(d.Loss, 0) {
+		return fmt.Sprintf("the loss at step %d is %v", d.Step, d.Loss)
+	}
+	return fmt.Sprintf("the loss at step %d is %.4g, above %.4g (far worse than a uniform guess over the vocabulary)", d.Step, d.Loss, d.Limit)
+}
+
+// divergenceLimit is the loss past which a run has diverged: three times
+// a uniform guess's ln(vocab), and at least 5 nats above it. A loss that
+// high means the model puts on average less than 1/vocab³ on the right
+// token; training does not come back from it, it overflows soon after.
+func divergenceLimit(vocab int) float64 {
+	u := math.Log(float64(vocab))
+	return max(3*u, u+5)
 }
 
 // DeviceStats is one virtual chip's counters.
@@ -125,8 +177,8 @@ type DeviceStats struct {
 	Clock   float64 // simulated seconds at the end
 }
 
-// Train runs the configuration.
-func Train(tc TrainConfig) (*Result, error) {
+// setDefaults fills in the zero values that have defaults.
+func (tc *TrainConfig) setDefaults() {
 	if tc.Efficiency == 0 {
 		tc.Efficiency = 0.6
 	}
@@ -136,12 +188,19 @@ func Train(tc TrainConfig) (*Result, error) {
 	if tc.MicroBatches == 0 {
 		tc.MicroBatches = 1
 	}
+}
+
+// Train runs the configuration.
+func Train(tc TrainConfig) (*Result, error) {
+	tc.setDefaults()
 	if err := tc.Validate(); err != nil {
 		return nil, err
 	}
+	tc.dataID = tc.Data.Identity()
 	g := newGrid(tc.Mesh)
 	fab := NewFabric(g.slice)
 	fab.FreeComm = tc.FreeComm
+	fab.trace = tc.Trace
 	if tc.Remote != nil {
 		fab.SetRemote(tc.Remote)
 		tc.Remote.Attach(fab)
@@ -178,13 +237,22 @@ func Train(tc TrainConfig) (*Result, error) {
 		return nil, err
 	}
 	start := 0
-	if tc.Resume != nil {
+	switch {
+	case tc.Resume != nil:
+		if tc.Resume.Step >= tc.Steps {
+			return nil, &StepsDoneError{Step: tc.Resume.Step, Steps: tc.Steps}
+		}
 		if err := tc.Resume.restore(&tc, devs); err != nil {
 			return nil, err
 		}
 		start = tc.Resume.Step
+	case tc.LoadCheckpoint != nil:
+		var err error
+		if start, err = resume(&tc, devs); err != nil {
+			return nil, err
+		}
 	}
-	res := &Result{}
+	res := &Result{ResumedFrom: start}
 	rate := float64(chip.PeakBF16) * tc.Efficiency
 	maxClock := func() (float64, error) {
 		t := []float64{0}
@@ -198,6 +266,7 @@ func Train(tc TrainConfig) (*Result, error) {
 		}
 		return t[0], nil
 	}
+	last := start
 	for step := start; step < tc.Steps; step++ {
 		before, err := maxClock()
 		if err != nil {
@@ -241,9 +310,27 @@ func Train(tc TrainConfig) (*Result, error) {
 		if tc.OnStep != nil {
 			tc.OnStep(rep)
 		}
+		last = step + 1
+		// every process has the same loss, so all of them stop here
+		if limit := divergenceLimit(tc.Model.Vocab); !(loss[0] <= limit) {
+			res.Diverged = &Divergence{Step: step + 1, Loss: loss[0], Limit: limit}
+			break // and no checkpoint of the diverged state
+		}
 		if tc.CheckpointEvery > 0 && tc.OnCheckpoint != nil && (step+1)%tc.CheckpointEvery == 0 {
 			if err := tc.OnCheckpoint(snapshot(&tc, devs, step+1)); err != nil {
 				return nil, fmt.Errorf("emu: checkpoint after step %d: %w", step+1, err)
+			}
+			if tc.OnCheckpointCommitted != nil {
+				if tc.Remote != nil {
+					// every process has written its checkpoint once this
+					// reduction returns
+					if err := tc.Remote.SumFloat64([]float64{0}); err != nil {
+						return nil, err
+					}
+				}
+				if err := tc.OnCheckpointCommitted(step + 1); err != nil {
+					return nil, fmt.Errorf("emu: checkpoint after step %d: %w", step+1, err)
+				}
 			}
 		}
 	}
@@ -253,7 +340,7 @@ func Train(tc TrainConfig) (*Result, error) {
 		res.Trace = append(res.Trace, d.trace...)
 		res.Trace = append(res.Trace, d.ep.spans...)
 	}
-	res.Checkpoint = snapshot(&tc, devs, tc.Steps)
+	res.Checkpoint = snapshot(&tc, devs, last)
 	all := devs
 	if tc.Remote != nil {
 		// process 0 collects every device's counters, trace and shards

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,13 +41,13 @@ const (
 )
 
 type runFlags struct {
-	tpu, meshSpec, planPath, sched, data, ckptDir, failLink, tracePath        *string
-	slices, planIndex, layers, dModel, heads, kvHeads, dff, seq, batch, micro *int
-	steps, every, killRank, killStep                                          *int
-	lr                                                                        *float64
-	seed                                                                      *uint64
-	tied, bf16, synthetic, resume, asJSON, quiet, hang                        *bool
-	mpiTimeout                                                                *time.Duration
+	tpu, meshSpec, planPath, sched, data, ckptDir, failLink, tracePath, killPoint *string
+	slices, planIndex, layers, dModel, heads, kvHeads, dff, seq, batch, micro     *int
+	steps, every, killRank, killStep                                              *int
+	lr                                                                            *float64
+	seed                                                                          *uint64
+	tied, bf16, synthetic, resume, asJSON, quiet, hang                            *bool
+	mpiTimeout                                                                    *time.Duration
 }
 
 // newRunFlags defines the run flags. The model's sizes are bounded as
@@ -59,24 +60,24 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.meshSpec = fs.String("mesh", defaultRunMesh, "layout, e.g. data=2(dcn),fsdp=2,tensor=2")
 	f.planPath = fs.String("plan", "", "take the layout, topology, global batch, micro-batches, schedule and (when the emulator runs it) sequence length\nfrom 'shardlab plan --json' output in FILE (at most 4 MiB)")
 	f.planIndex = newInt(fs, "plan-index", 0, 0, 1023, "", "with --plan: which plan of the array 'shardlab plan --json' prints without model or TPU flags, from 0")
-	f.layers = newInt(fs, "layers", 4, 1, 1<<16, "", "model layers")
+	f.layers = newInt(fs, "layers", 4, 1, 1024, "", "model layers")
 	f.dModel = newInt(fs, "d-model", 64, 1, 1<<16, "", "model width")
-	f.heads = newInt(fs, "heads", 4, 1, 1<<16, "", "attention heads")
-	f.kvHeads = newInt(fs, "kv-heads", 2, 1, 1<<16, "", "key/value heads")
+	f.heads = newInt(fs, "heads", 4, 1, 4096, "", "attention heads")
+	f.kvHeads = newInt(fs, "kv-heads", 2, 1, 4096, "", "key/value heads")
 	f.dff = newInt(fs, "d-ff", 176, 1, 1<<16, "", "MLP width")
 	f.seq = newInt(fs, "seq", 64, 1, maxRunSeq, "", "sequence length")
 	f.tied = fs.Bool("tied", false, "tie the output projection to the embedding")
 	f.batch = newInt(fs, "batch", 16, 1, 1<<20, "", "global batch in sequences")
 	f.micro = newInt(fs, "micro-batches", 0, 0, 4096, "0: 2 per stage with a pipeline, else 1", "pipeline micro-batches")
 	f.sched = newChoice(fs, "schedule", "1f1b", []string{"gpipe", "1f1b"}, parseSchedule, "pipeline schedule")
-	f.steps = fs.Int("steps", 30, "training steps")
+	f.steps = newInt(fs, "steps", 30, 1, 1_000_000, "", "training steps")
 	f.lr = newFloat(fs, "lr", 3e-3, floatFlag{lo: 0, hi: 1, loOpen: true}, "Adam learning rate")
 	f.bf16 = fs.Bool("bf16", true, "compute with bfloat16 copies of the weights; Adam keeps fp32 masters")
 	f.seed = fs.Uint64("seed", 1, "seed for the weights and the batches")
 	f.data = fs.String("data", "", "text FILE (at most 256 MiB) or DIR of .go/.txt/.md files; the first 4 MiB are used (default: the Go sources under GOROOT)")
 	f.synthetic = fs.Bool("synthetic", false, "train on synthetic sequences instead of text")
 	f.ckptDir = fs.String("checkpoint", "", "write a checkpoint to DIR every --every steps")
-	f.every = newInt(fs, "every", 10, 1, 1<<30, "", "steps between checkpoints (needs --checkpoint)")
+	f.every = newInt(fs, "every", 10, 1, 1_000_000, "", "steps between checkpoints (needs --checkpoint)")
 	f.resume = fs.Bool("resume", false, "continue from the checkpoint in --checkpoint DIR")
 	f.failLink = fs.String("fail-link", "", "mark the link between devices A-B as down")
 	f.tracePath = fs.String("trace", "", "write a Chrome/Perfetto trace (one track per virtual chip) to FILE")
@@ -85,6 +86,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.killRank = newInt(fs, "kill-rank", -1, -1, 4095, "-1: none", "fault injection under mpirun: this rank kills itself (SIGKILL) after --kill-step")
 	f.killStep = newInt(fs, "kill-step", 0, 0, 1<<30, "", "the step after which --kill-rank dies")
 	f.hang = fs.Bool("hang", false, "with --kill-rank: the rank hangs instead of dying")
+	f.killPoint = newChoice(fs, "kill-point", "step", []string{"step", "write", "written"}, nil, "where --kill-rank dies: step (after --kill-step), write (partway through writing the first checkpoint at or after --kill-step), written (once that checkpoint is in place, before every rank has confirmed its own)")
 	f.mpiTimeout = newDuration(fs, "mpi-timeout", 10*time.Minute, time.Second, 24*time.Hour, "", "under mpirun: how long a chip waits on a silent rank before the run stops, naming it")
 	return fs, &f
 }
@@ -153,7 +155,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	layers, dModel, heads, kvHeads, dff, seq, tied := f.layers, f.dModel, f.heads, f.kvHeads, f.dff, f.seq, f.tied
 	batch, micro, sched, steps, lr, bf16, seed := f.batch, f.micro, f.sched, f.steps, f.lr, f.bf16, f.seed
 	data, synthetic, ckptDir, every, resume, failLink, tracePath := f.data, f.synthetic, f.ckptDir, f.every, f.resume, f.failLink, f.tracePath
-	asJSON, quiet, killRank, killStep, hang, mpiTimeout := f.asJSON, f.quiet, f.killRank, f.killStep, f.hang, f.mpiTimeout
+	asJSON, quiet, killRank, killStep, hang, killPoint, mpiTimeout := f.asJSON, f.quiet, f.killRank, f.killStep, f.hang, f.killPoint, f.mpiTimeout
 	set := setFlags(fs)
 	if err := checkRunFlags(f, set, stderr); err != nil {
 		return err
@@ -177,6 +179,9 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	}
 	if set["schedule"] && m.Size(mesh.Pipeline) == 1 {
 		warn(stderr, "run", "--schedule has no effect: layout %s has no pipeline", m)
+	}
+	if m.Chips() > maxRunChips {
+		return bad("run: the layout %s on %s has %d chips, more virtual chips than one run emulates (at most %d)", m, m.Multislice, m.Chips(), maxRunChips)
 	}
 	var src emu.Source
 	vocab := 256
@@ -205,7 +210,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	tc := emu.TrainConfig{
 		Model: emu.Config{Layers: *layers, DModel: *dModel, Heads: *heads, KVHeads: *kvHeads, DFF: *dff, Vocab: vocab, Seq: *seq, Tied: *tied},
 		Mesh:  m, GlobalBatch: *batch, MicroBatches: mb, Schedule: k, Steps: *steps, Seed: *seed, LR: *lr, Data: src,
-		BF16Compute: *bf16,
+		BF16Compute: *bf16, Trace: *tracePath != "",
 	}
 	if *failLink != "" {
 		l, err := parseLink(*failLink)
@@ -231,32 +236,77 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		tc.Remote = job.Remote
 		*quiet = *quiet || rank != 0
 	}
-	ckptFile := ""
+	switch *killPoint {
+	case "step", "write", "written":
+	default:
+		return bad("run: --kill-point %q, want step, write or written", *killPoint)
+	}
+	// fault injection: this rank dies here
+	dies := func(point string, step int) bool {
+		return job != nil && rank == *killRank && *killPoint == point && (step == *killStep || point != "step" && step > *killStep)
+	}
+	die := func() {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	var store *ckptStore
 	if *ckptDir != "" {
 		if *every < 1 {
 			return bad("--every %d, want at least 1", *every)
 		}
-		ckptFile = filepath.Join(*ckptDir, "checkpoint.bin")
+		store = &ckptStore{dir: *ckptDir, rank: -1}
 		if job != nil {
-			ckptFile = filepath.Join(*ckptDir, fmt.Sprintf("checkpoint.rank-%d.bin", rank))
+			store.rank = rank
+		}
+		if n, err := store.cleanTemp(); err != nil {
+			return fmt.Errorf("run: --checkpoint %s: %w", *ckptDir, err)
+		} else if n > 0 {
+			fmt.Fprintf(stderr, "shardlab: removed %d temporary checkpoint file(s) that interrupted writes left in %s\n", n, *ckptDir)
 		}
 		tc.CheckpointEvery = *every
-		tc.OnCheckpoint = func(c *emu.Checkpoint) error { return writeCheckpoint(ckptFile, c) }
+		tc.OnCheckpoint = func(c *emu.Checkpoint) error {
+			var midway func()
+			if dies("write", c.Step) {
+				midway = die
+			}
+			if err := store.write(c, midway); err != nil {
+				return err
+			}
+			if dies("written", c.Step) {
+				die()
+			}
+			return nil
+		}
+		tc.OnCheckpointCommitted = store.keep
 	}
 	if *resume {
-		if ckptFile == "" {
+		if store == nil {
 			return bad("--resume needs --checkpoint DIR")
 		}
-		f, err := os.Open(ckptFile)
+		steps, err := store.steps()
 		if err != nil {
-			return fmt.Errorf("run: --resume: %w", err)
+			return err
 		}
-		c, err := emu.ReadCheckpoint(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("run: %s: %w", ckptFile, err)
+		if job == nil && len(steps) == 0 {
+			return bad("run: --resume: no checkpoint in %s (want files named %sN.bin)", *ckptDir, store.prefix())
 		}
-		tc.Resume = c
+		tc.ResumeSteps, tc.LoadCheckpoint = steps, store.load
+		tc.OnResume = func(step int, held [][]int) {
+			if job == nil {
+				fmt.Fprintf(stderr, "shardlab: resuming from the checkpoint of step %d in %s\n", step, *ckptDir)
+				return
+			}
+			fmt.Fprintf(stderr, "shardlab: rank %d: resuming from step %d, the newest that every rank holds (steps by rank: %v)\n", rank, step, held)
+		}
+	}
+	// refuse a run that will not fit before allocating it, and keep the
+	// collector's heap under what is available
+	avail, err := checkRunMemory(tc)
+	if err != nil {
+		return err
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); avail > 0 && !set {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(avail))
 	}
 	start := time.Now()
 	stepStart := start
@@ -268,11 +318,11 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		if !*quiet && !*asJSON {
 			progress(stderr, r, *steps, now.Sub(start))
 		}
-		if job != nil && rank == *killRank && r.Step == *killStep {
+		if dies("step", r.Step) {
 			if *hang {
 				select {} // stop answering, as a wedged host does
 			}
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			die()
 		}
 	}
 	res, err := emu.Train(tc)
@@ -280,6 +330,9 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
+		if rerr := resumeError(err, *ckptDir); rerr != nil {
+			return rerr
+		}
 		// a bad layout or checkpoint is bad input; a link down is a failure
 		if errors.Is(err, emu.ErrInvalid) || errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, emu.ErrCheckpoint) {
 			return usageError{err}
@@ -315,9 +368,15 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		out.Processes = job.Size
 	}
 	if *asJSON {
-		return writeJSON(stdout, out)
+		err = writeJSON(stdout, out)
+	} else {
+		err = writeRunReport(stdout, tc, res, out, src.Name())
 	}
-	return writeRunReport(stdout, tc, res, out, src.Name())
+	if err == nil && res.Diverged != nil {
+		// reported above; the run itself failed
+		return fmt.Errorf("run: training diverged: %s, so it stopped after step %d of %d; lower --lr (now %g)", res.Diverged, res.Diverged.Step, tc.Steps, tc.LR)
+	}
+	return err
 }
 
 func progress(w io.Writer, r emu.StepReport, total int, elapsed time.Duration) {
@@ -549,30 +608,6 @@ func readCorpus(path string, maxEntries int) ([]byte, string, error) {
 	return out, fmt.Sprintf("%s (%d files, %v)", desc, len(files), unit.Bytes(len(out))), nil
 }
 
-// writeCheckpoint writes atomically: a temporary file, fsync, rename.
-func writeCheckpoint(path string, c *emu.Checkpoint) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := c.WriteTo(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
 func writeEmuTrace(path string, res *emu.Result) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -614,22 +649,52 @@ func writeEmuTrace(path string, res *emu.Result) error {
 // runOut is what run --json prints. Keys use the words plan and model use
 // (chips, seq_len, tied_embeddings) and carry their units.
 type runOut struct {
-	Layout          string    `json:"layout"`
-	AcceleratorType string    `json:"accelerator_type"`
-	Topology        string    `json:"topology"` // of one slice, as in plan --json
-	Slices          int       `json:"slices"`
-	Devices         int       `json:"chips"` // virtual chips
-	Model           modelOut  `json:"model"`
-	Params          int       `json:"params"`
-	Losses          []float64 `json:"losses"`
-	SimStep         float64   `json:"simulated_step_time_s"`
-	WallStep        float64   `json:"measured_step_time_s"`
-	Bubble          float64   `json:"bubble_fraction"`
-	Bytes           []sentOut `json:"sent_all_chips_all_steps"`
-	PeakMemory      []memOut  `json:"peak_hbm_used_per_chip"`
-	ParamsSHA256    string    `json:"params_sha256"`
-	Processes       int       `json:"processes"`
-	MPIBytes        [][]int64 `json:"mpi_bytes,omitempty"`
+	Layout          string       `json:"layout"`
+	AcceleratorType string       `json:"accelerator_type"`
+	Topology        string       `json:"topology"` // of one slice, as in plan --json
+	Slices          int          `json:"slices"`
+	Devices         int          `json:"chips"` // virtual chips
+	Model           modelOut     `json:"model"`
+	Params          int          `json:"params"`
+	Losses          []number     `json:"losses"`
+	SimStep         number       `json:"simulated_step_time_s"`
+	WallStep        number       `json:"measured_step_time_s"`
+	Bubble          number       `json:"bubble_fraction"`
+	Bytes           []sentOut    `json:"sent_all_chips_all_steps"`
+	PeakMemory      []memOut     `json:"peak_hbm_used_per_chip"`
+	ParamsSHA256    string       `json:"params_sha256"`
+	Processes       int          `json:"processes"`
+	ResumedFrom     int          `json:"resumed_from_step"`
+	MPIBytes        [][]int64    `json:"mpi_bytes,omitempty"`
+	Diverged        *divergedOut `json:"diverged,omitempty"`
+}
+
+// divergedOut is why a run stopped early.
+type divergedOut struct {
+	Step      int    `json:"step"`
+	Loss      number `json:"loss_nats"`
+	LossLimit number `json:"loss_limit_nats"`
+	Reason    string `json:"reason"`
+}
+
+// number is a float64 that encodes NaN and ±Inf, which JSON has no
+// numbers for, as null (a diverged run's last loss); fields next to it
+// say why.
+type number float64
+
+func (n number) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(n)) || math.IsInf(float64(n), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(n))
+}
+
+func numbers(x []float64) []number {
+	out := make([]number, len(x))
+	for i, v := range x {
+		out[i] = number(v)
+	}
+	return out
 }
 
 // modelOut is emu.Config with plan's and model's key names.
@@ -701,8 +766,11 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 	}
 	ms := tc.Mesh.Multislice
 	o := runOut{Layout: tc.Mesh.String(), AcceleratorType: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices,
-		Devices: tc.Mesh.Chips(), Model: modelOut(tc.Model), Losses: res.Losses, SimStep: meanTail(sim), WallStep: meanTail(w), Bubble: res.Bubble,
-		Bytes: totals(res)}
+		Devices: tc.Mesh.Chips(), Model: modelOut(tc.Model), Losses: numbers(res.Losses), SimStep: number(meanTail(sim)), WallStep: number(meanTail(w)),
+		Bubble: number(res.Bubble), Bytes: totals(res), ResumedFrom: res.ResumedFrom}
+	if d := res.Diverged; d != nil {
+		o.Diverged = &divergedOut{Step: d.Step, Loss: number(d.Loss), LossLimit: number(d.Limit), Reason: d.String()}
+	}
 	h := sha256.New()
 	for _, t := range res.Final.Tensors() {
 		o.Params += len(t)
@@ -725,10 +793,16 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 	fmt.Fprintf(tw, "model\t%s, d_model %d, %s (%d KV), d_ff %d, vocab %d, seq %d: %d parameters\n",
 		unit.Plural(tc.Model.Layers, "layer"), tc.Model.DModel, unit.Plural(tc.Model.Heads, "head"), tc.Model.KVHeads, tc.Model.DFF, tc.Model.Vocab, tc.Model.Seq, o.Params)
 	fmt.Fprintf(tw, "data\t%s, %s per step\n", data, unit.Plural(tc.GlobalBatch, "sequence"))
+	if res.ResumedFrom > 0 {
+		fmt.Fprintf(tw, "resumed\tfrom the checkpoint of step %d\n", res.ResumedFrom)
+	}
 	if n := len(res.Losses); n > 0 {
 		fmt.Fprintf(tw, "loss\t%.4f at the first step, %.4f at the last\n", res.Losses[0], res.Losses[n-1])
 	}
-	fmt.Fprintf(tw, "step time\tsimulated %v on %s; measured %v in this process\n", unit.Seconds(o.SimStep), tc.Mesh.Multislice.Slice.Chip.Name, unit.Seconds(o.WallStep))
+	if d := res.Diverged; d != nil {
+		fmt.Fprintf(tw, "diverged\t%s: stopped after step %d of %d\n", d, d.Step, tc.Steps)
+	}
+	fmt.Fprintf(tw, "step time\tsimulated %v on %s; measured %v in this process\n", unit.Seconds(float64(o.SimStep)), tc.Mesh.Multislice.Slice.Chip.Name, unit.Seconds(float64(o.WallStep)))
 	if tc.Mesh.Size(mesh.Pipeline) > 1 {
 		fmt.Fprintf(tw, "pipeline bubble\t%.1f%% (%s, %s)\n", 100*res.Bubble, tc.Schedule, unit.Plural(tc.MicroBatches, "micro-batch"))
 	}

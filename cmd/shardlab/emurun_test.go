@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,13 +43,51 @@ func TestRunCheckpointResume(t *testing.T) {
 	dir := t.TempDir()
 	common := []string{"run", "--synthetic", "--seq", "16", "--d-model", "32", "--d-ff", "64", "--batch", "8", "--mesh", "data=2(dcn),fsdp=4"}
 	straight := runJSONOut(t, append(common, "--steps", "6")...)
-	runJSONOut(t, append(common, "--steps", "4", "--checkpoint", dir, "--every", "2")...)
+	// a killed write's temporary file is removed at the next start
+	stale := filepath.Join(dir, ".checkpoint-123456")
+	if err := os.WriteFile(stale, make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCmd(append(common, "--steps", "4", "--checkpoint", dir, "--every", "2", "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(stale); err == nil || !strings.Contains(errOut, "removed 1 temporary checkpoint file") {
+		t.Errorf("the temporary file of a killed write is still there (stderr %q)", errOut)
+	}
+	// once step 4 is written, step 2's file goes
+	if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 1 || filepath.Base(names[0]) != "checkpoint.step-4.bin" {
+		t.Errorf("checkpoint directory holds %v, want checkpoint.step-4.bin alone", names)
+	}
 	resumed := runJSONOut(t, append(common, "--steps", "6", "--checkpoint", dir, "--resume")...)
-	if len(resumed.Losses) != 2 || resumed.Losses[0] != straight.Losses[4] || resumed.Losses[1] != straight.Losses[5] {
-		t.Errorf("resumed losses %v, uninterrupted %v", resumed.Losses, straight.Losses)
+	if resumed.ResumedFrom != 4 || len(resumed.Losses) != 2 || resumed.Losses[0] != straight.Losses[4] || resumed.Losses[1] != straight.Losses[5] {
+		t.Errorf("resumed from step %d with losses %v, uninterrupted %v", resumed.ResumedFrom, resumed.Losses, straight.Losses)
+	}
+	if resumed.ParamsSHA256 != straight.ParamsSHA256 {
+		t.Errorf("resumed run ends with params %s, uninterrupted %s", resumed.ParamsSHA256, straight.ParamsSHA256)
+	}
+	// the resumed run wrote no checkpoint (--every is 10), so step 4 is
+	// still the newest: resuming it needs more steps and the same settings
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--steps", "4"}, "--steps 4 is not past the checkpoint's step 4"},
+		{[]string{"--steps", "3"}, "--steps 3 is not past the checkpoint's step 4"},
+		{[]string{"--steps", "6", "--bf16=false"}, "bf16_compute (--bf16) is true in the checkpoint, false in this run"},
+		{[]string{"--steps", "6", "--lr", "0.01", "--seed", "2"}, "seed (--seed) is 1 in the checkpoint, 2 in this run; lr (--lr) is 0.003 in the checkpoint, 0.01 in this run"},
+		{[]string{"--steps", "6", "--d-ff", "128"}, "model.d_ff (--d-ff) is 64 in the checkpoint, 128 in this run"},
+	} {
+		_, errOut, code := runCmd(append(append(common, "--checkpoint", dir, "--resume", "--quiet"), tt.args...)...)
+		if code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("resume with %v: exit %d, %q; want exit 2 with %q", tt.args, code, errOut, tt.want)
+		}
+	}
+	if _, errOut, code := runCmd(append(common, "--steps", "6", "--checkpoint", t.TempDir(), "--resume")...); code != 2 || !strings.Contains(errOut, "no checkpoint in") {
+		t.Errorf("resume from an empty directory: exit %d, %q", code, errOut)
 	}
 	// corrupt it: refused with a clear error
-	path := filepath.Join(dir, "checkpoint.bin")
+	path := filepath.Join(dir, "checkpoint.step-4.bin")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +96,7 @@ func TestRunCheckpointResume(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, errOut, code := runCmd(append(common, "--steps", "6", "--checkpoint", dir, "--resume")...)
+	_, errOut, code = runCmd(append(common, "--steps", "6", "--checkpoint", dir, "--resume")...)
 	if code != 2 || !strings.Contains(errOut, "checksum") {
 		t.Errorf("corrupt checkpoint: exit %d, %q", code, errOut)
 	}
@@ -187,4 +226,128 @@ func TestRunPlanFromPlanJSON(t *testing.T) {
 	}
 	fail(t, []string{"run", "--plan", one, "--plan-index", "1"}, "--plan-index 1", "holds one plan")
 	fail(t, []string{"run", "--plan", write("junk.json", []byte(`{"layout": 3}`))}, "--plan", "not what 'shardlab plan --json' prints")
+}
+
+// TestRunDiverges: a learning rate far too high makes the loss explode;
+// the run stops there, still reports (text and JSON), and exits 1.
+func TestRunDiverges(t *testing.T) {
+	args := []string{"run", "--synthetic", "--lr", "1", "--steps", "10", "--quiet", "--seq", "16", "--d-model", "32", "--d-ff", "64"}
+	out, errOut, code := runCmd(append(args, "--json")...)
+	if code != 1 || !strings.Contains(errOut, "training diverged: the loss at step 3") || !strings.Contains(errOut, "lower --lr") {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming the step and --lr", code, errOut)
+	}
+	var o runOut
+	if err := json.Unmarshal([]byte(out), &o); err != nil {
+		t.Fatalf("no JSON report: %v\n%s", err, out)
+	}
+	if o.Diverged == nil || o.Diverged.Step != 3 || len(o.Losses) != 3 || o.Diverged.Reason == "" || !(o.Diverged.Loss > o.Diverged.LossLimit) {
+		t.Errorf("diverged %+v with losses %v; want step 3 with a reason", o.Diverged, o.Losses)
+	}
+	out, _, code = runCmd(args...)
+	if code != 1 || !strings.Contains(out, "diverged") || !strings.Contains(out, "stopped after step 3 of 10") || !strings.Contains(out, "peak memory per chip") {
+		t.Errorf("text report (exit %d):\n%s", code, out)
+	}
+}
+
+// TestRunJSONNonFinite: NaN and ±Inf, which JSON cannot hold, encode as
+// null instead of failing the whole report.
+func TestRunJSONNonFinite(t *testing.T) {
+	o := runOut{Losses: numbers([]float64{5.5, math.Inf(1), math.NaN()}), SimStep: number(math.Inf(-1)),
+		Diverged: &divergedOut{Step: 2, Loss: number(math.Inf(1)), LossLimit: 16.6, Reason: "the loss at step 2 is +Inf"}}
+	var b strings.Builder
+	if err := writeJSON(&b, o); err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &back); err != nil {
+		t.Fatal(err)
+	}
+	losses := back["losses"].([]any)
+	if losses[0] != 5.5 || losses[1] != nil || losses[2] != nil || back["simulated_step_seconds"] != nil {
+		t.Errorf("losses %v, simulated step %v; want 5.5, null, null and null", losses, back["simulated_step_seconds"])
+	}
+	if d := back["diverged"].(map[string]any); d["loss_nats"] != nil || d["loss_limit_nats"] != 16.6 || d["reason"] == "" {
+		t.Errorf("diverged = %v", d)
+	}
+}
+
+// TestRunMemoryCheck: a run that will not fit in the available memory is
+// refused before it starts, naming the estimate and what is available.
+func TestRunMemoryCheck(t *testing.T) {
+	defer func(f func() (int64, bool)) { memAvailable = f }(memAvailable)
+	memAvailable = func() (int64, bool) { return 8 << 30, true }
+	for _, args := range [][]string{{"--d-model", "4096", "--layers", "64"}, {"--seq", "65536"}} {
+		_, errOut, code := runCmd(append([]string{"run", "--synthetic", "--quiet"}, args...)...)
+		if code != 2 || !strings.Contains(errOut, "the emulator would need about") || !strings.Contains(errOut, "8.00 GiB available") {
+			t.Errorf("run %v with 8 GiB available: exit %d, %q", args, code, errOut)
+		}
+	}
+	// the default run needs tens of MiB: refused with 1 MiB, run with 8 GiB
+	memAvailable = func() (int64, bool) { return 1 << 20, true }
+	if _, errOut, code := runCmd("run", "--synthetic", "--quiet", "--steps", "1"); code != 2 || !strings.Contains(errOut, "1.00 MiB available") {
+		t.Errorf("default run with 1 MiB available: exit %d, %q", code, errOut)
+	}
+	memAvailable = func() (int64, bool) { return 8 << 30, true }
+	if _, errOut, code := runCmd("run", "--synthetic", "--quiet", "--steps", "1"); code != 0 {
+		t.Errorf("default run with 8 GiB available: exit %d, %q", code, errOut)
+	}
+}
+
+func TestParseMemAvailable(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"MemTotal:       24576000 kB\nMemFree:        23000000 kB\nMemAvailable:   23500000 kB\n", 23500000 * 1024, true},
+		{"MemTotal: 1 kB\n", 0, false},
+		{"MemAvailable: 99999999999999999999 kB\n", 0, false},
+		{"MemAvailable: -5 kB\n", 0, false},
+		{"", 0, false},
+	} {
+		if got, ok := parseMemAvailable([]byte(tt.in)); got != tt.want || ok != tt.ok {
+			t.Errorf("parseMemAvailable(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestCgroupAvailable(t *testing.T) {
+	stat := "anon 1073741824\nfile 3221225472\nkernel 1000\n"
+	for _, tt := range []struct {
+		limit, stat string
+		want        int64
+		ok          bool
+	}{
+		{"4294967296\n", stat, 3 << 30, true}, // 4 GiB limit, 1 GiB anonymous: the 3 GiB of page cache does not count
+		{"max\n", stat, 0, false},
+		{"536870912\n", stat, 0, true},
+		{"4294967296\n", "file 5\n", 0, false},
+	} {
+		if got, ok := cgroupAvailable([]byte(tt.limit), []byte(tt.stat)); got != tt.want || ok != tt.ok {
+			t.Errorf("cgroupAvailable(%q, %q) = %d, %v; want %d, %v", tt.limit, tt.stat, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestRunCountLimits: counts past what one emulator run can do are
+// refused up front, naming the flag, the value and the range.
+func TestRunCountLimits(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--steps", "2000000"}, `--steps "2000000", want a whole number from 1 to 1000000`},
+		{[]string{"--steps", "0"}, `--steps "0", want a whole number from 1 to 1000000`},
+		{[]string{"--layers", "5000"}, `--layers "5000", want a whole number from 1 to 1024`},
+		{[]string{"--seq", "100000"}, `--seq "100000", want a whole number from 1 to 65536`},
+		{[]string{"--batch", "0"}, `--batch "0", want a whole number from 1 to 1048576`},
+		{[]string{"--micro-batches", "5000"}, `--micro-batches "5000", want a whole number from 0 to 4096`},
+		{[]string{"--heads", "-1"}, `--heads "-1", want a whole number from 1 to 4096`},
+		{[]string{"--slices", "4096", "--mesh", "data=4096(dcn),fsdp=2,tensor=2"}, "16384 chips, more virtual chips than one process runs (at most 4096)"},
+	} {
+		_, errOut, code := runCmd(append([]string{"run", "--synthetic", "--quiet"}, tt.args...)...)
+		if code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("run %v: exit %d, %q; want exit 2 with %q", tt.args, code, errOut, tt.want)
+		}
+	}
 }

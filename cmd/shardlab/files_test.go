@@ -163,7 +163,7 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 		"--seq", "16", "--d-model", "32", "--d-ff", "64", "--batch", "8"); code != 0 {
 		t.Fatalf("run --checkpoint %s: exit %d: %s", ckpt, code, errOut)
 	}
-	if _, err := os.Stat(filepath.Join(ckpt, "checkpoint.bin")); err != nil {
-		t.Error(err)
+	if m, _ := filepath.Glob(filepath.Join(ckpt, "checkpoint.step-*.bin")); len(m) == 0 {
+		t.Errorf("run --checkpoint %s wrote no checkpoint.step-N.bin", ckpt)
 	}
 }

@@ -12,9 +12,7 @@ import (
 
 // unbounded lists the numeric flags allowed to keep the flag package's own
 // (unbounded) Value, and why.
-var unbounded = map[string]string{
-	"run --steps": "its cap comes with the emulator's step limits (rel-emu)",
-}
+var unbounded = map[string]string{}
 
 // commands lists the commands the usage text documents: "plan",
 // "export maxtext", "mxu compare", "hw", ...

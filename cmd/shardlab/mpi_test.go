@@ -5,10 +5,13 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -150,42 +153,140 @@ func TestMPIParityAndMonitoring(t *testing.T) {
 	}
 }
 
-func TestMPIKilledRankThenResume(t *testing.T) {
+// heldSteps lists, by rank, the checkpoint steps in dir.
+func heldSteps(t *testing.T, dir string, ranks int) [][]int {
+	t.Helper()
+	held := make([][]int, ranks)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		var r, step int
+		if n, _ := fmt.Sscanf(e.Name(), "checkpoint.rank-%d.step-%d.bin", &r, &step); n == 2 && r < ranks {
+			held[r] = append(held[r], step)
+		}
+	}
+	for _, h := range held {
+		sort.Ints(h)
+	}
+	return held
+}
+
+// newestCommon is the newest step every rank holds, or -1.
+func newestCommon(held [][]int) int {
+	for i := len(held[0]) - 1; i >= 0; i-- {
+		s, all := held[0][i], true
+		for _, h := range held[1:] {
+			all = all && slices.Contains(h, s)
+		}
+		if all {
+			return s
+		}
+	}
+	return -1
+}
+
+// checkResumed: every rank says it resumes from want.
+func checkResumed(t *testing.T, what, stderr string, ranks, want int) {
+	t.Helper()
+	for r := range ranks {
+		line := fmt.Sprintf("rank %d: resuming from step %d, the newest that every rank holds", r, want)
+		if !strings.Contains(stderr, line) {
+			t.Errorf("%s: no %q in\n%s", what, line, stderr)
+		}
+	}
+}
+
+// TestMPIKillsAndResumes kills a rank at seeded random points (after a
+// step, halfway through writing its checkpoint, or once its checkpoint is
+// in place but before the other rank's is) and resumes, over and over:
+// each time the ranks must resume from the newest step both hold, which
+// must exist, and the run must end with the uninterrupted run's bits.
+func TestMPIKillsAndResumes(t *testing.T) {
 	bin := mpiBinary(t)
 	c := mpiCases[0]
+	const steps, ranks = 60, 2
 	args := func(extra ...string) []string {
-		return append([]string{bin, "run", "--synthetic", "--steps", "6", "--seq", "16", "--d-model", "32", "--d-ff", "64", "--json"},
-			append(c.args, extra...)...)
+		return append([]string{bin, "run", "--synthetic", "--steps", strconv.Itoa(steps), "--seq", "16", "--d-model", "32", "--d-ff", "64",
+			"--layers", "2", "--json", "--quiet"}, append(c.args, extra...)...)
 	}
-	out, stderr, err := mpirun(t, c.np, nil, args()...)
+	out, stderr, err := mpirun(t, ranks, nil, args()...)
 	if err != nil {
 		t.Fatalf("uninterrupted: %v\n%s", err, stderr)
 	}
 	whole := decode(t, out)
 	dir := t.TempDir()
-	start := time.Now()
-	_, stderr, err = mpirun(t, c.np, nil, args("--checkpoint", dir, "--every", "2", "--kill-rank", "1", "--kill-step", "3")...)
-	if err == nil {
-		t.Fatal("the job with a killed rank succeeded")
+	rng := rand.New(rand.NewPCG(7, 11)) // the same kill points every run
+	points := []string{"step", "write", "written"}
+	resumeAt := 0
+	for cycle := range 12 {
+		// the first cycle is the issue's: rank 1 dies after step 7, having
+		// written step 6 while rank 0 wrote step 7
+		rank, point, every, kill := 1, "step", 1, 7
+		if cycle > 0 {
+			rank, point, every = rng.IntN(ranks), points[rng.IntN(len(points))], 1+rng.IntN(3)
+			kill = resumeAt + 1 + rng.IntN(3)
+		}
+		what := fmt.Sprintf("cycle %d (rank %d killed at %s %d, --every %d)", cycle, rank, point, kill, every)
+		extra := []string{"--checkpoint", dir, "--every", strconv.Itoa(every), "--kill-rank", strconv.Itoa(rank),
+			"--kill-step", strconv.Itoa(kill), "--kill-point", point}
+		if cycle > 0 {
+			extra = append(extra, "--resume")
+		}
+		_, stderr, err := mpirun(t, ranks, nil, args(extra...)...)
+		if err == nil {
+			t.Fatalf("%s: the job succeeded", what)
+		}
+		if !strings.Contains(stderr, fmt.Sprintf("rank %d", rank)) {
+			t.Errorf("%s: the failure does not name rank %d:\n%s", what, rank, stderr)
+		}
+		if cycle > 0 {
+			checkResumed(t, what, stderr, ranks, resumeAt)
+		}
+		if point == "write" {
+			if tmp, _ := filepath.Glob(filepath.Join(dir, ".checkpoint-rank-*")); len(tmp) == 0 {
+				t.Errorf("%s: a write killed midway left no temporary file", what)
+			}
+		}
+		held := heldSteps(t, dir, ranks)
+		next := newestCommon(held)
+		if next < resumeAt {
+			t.Fatalf("%s: the ranks hold %v: no step both hold at or after %d", what, held, resumeAt)
+		}
+		t.Logf("%s: the ranks hold %v, resume from %d", what, held, next)
+		resumeAt = next
 	}
-	if took := time.Since(start); took > time.Minute {
-		t.Errorf("the job took %v to stop after the rank died", took)
-	}
-	if !strings.Contains(stderr, "rank 1") {
-		t.Errorf("the failure does not name rank 1:\n%s", stderr)
-	}
-	out, stderr, err = mpirun(t, c.np, nil, args("--checkpoint", dir, "--resume")...)
+	out, stderr, err = mpirun(t, ranks, nil, args("--checkpoint", dir, "--every", "5", "--resume")...)
 	if err != nil {
-		t.Fatalf("resume: %v\n%s", err, stderr)
+		t.Fatalf("last resume: %v\n%s", err, stderr)
 	}
+	checkResumed(t, "last resume", stderr, ranks, resumeAt)
 	resumed := decode(t, out)
-	if resumed.ParamsSHA256 != whole.ParamsSHA256 {
-		t.Errorf("resumed run ends with params %s, uninterrupted %s", resumed.ParamsSHA256, whole.ParamsSHA256)
+	if resumed.ResumedFrom != resumeAt || resumed.ParamsSHA256 != whole.ParamsSHA256 || len(resumed.Losses) != steps-resumeAt {
+		t.Fatalf("resumed from step %d with %d losses and params %s; want step %d, %d losses and the uninterrupted params %s",
+			resumed.ResumedFrom, len(resumed.Losses), resumed.ParamsSHA256, resumeAt, steps-resumeAt, whole.ParamsSHA256)
 	}
 	for i, l := range resumed.Losses {
-		if l != whole.Losses[2+i] {
-			t.Errorf("resumed step %d loss %v, uninterrupted %v", 3+i, l, whole.Losses[2+i])
+		if l != whole.Losses[resumeAt+i] {
+			t.Errorf("resumed step %d loss %v, uninterrupted %v", resumeAt+1+i, l, whole.Losses[resumeAt+i])
 		}
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".checkpoint-*")); len(tmp) > 0 {
+		t.Errorf("temporary files left after the last run: %v", tmp)
+	}
+	if held := heldSteps(t, dir, ranks); fmt.Sprint(held) != fmt.Sprintf("[[%d] [%d]]", steps, steps) {
+		t.Errorf("after the run the ranks hold %v, want step %d alone", held, steps)
+	}
+	// no step in common (rank 1's files gone): every rank refuses and says
+	// which rank holds what
+	if err := os.Remove(filepath.Join(dir, fmt.Sprintf("checkpoint.rank-1.step-%d.bin", steps))); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err = mpirun(t, ranks, nil, args("--checkpoint", dir, "--steps", strconv.Itoa(steps+2), "--resume")...)
+	want := fmt.Sprintf("no checkpoint step is held by every process, so none can resume: rank 0 holds step %d; rank 1 holds none", steps)
+	if err == nil || strings.Count(stderr, want) != ranks {
+		t.Errorf("resume without a common step: %v, want every rank to say %q:\n%s", err, want, stderr)
 	}
 }
 

@@ -3,8 +3,10 @@
 package mpi
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"shardlab/collective/collectivetest"
@@ -167,6 +169,123 @@ func TestParityWithInProcess(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// train runs tc over MPI on a fresh transport, and leaves no message of
+// this run in flight for the next one.
+func train(t *testing.T, tc emu.TrainConfig) (*emu.Result, error) {
+	t.Helper()
+	tr := world.NewTransport(tc.Mesh.Multislice.Slice.Chip.Host.Chips)
+	tc.Remote = tr
+	res, err := emu.Train(tc)
+	tr.Stop()
+	if berr := world.Barrier(); berr != nil {
+		t.Fatal(berr)
+	}
+	return res, err
+}
+
+// TestResumeAgreement: the ranks resume from the newest checkpoint step
+// that every one of them holds, whatever each holds beyond it, and end
+// with the uninterrupted run's bits; with no common step, or one rank
+// unable to read its file, every rank refuses and names the ranks.
+func TestResumeAgreement(t *testing.T) {
+	var m mesh.Mesh
+	switch world.Size() {
+	case 2:
+		m = meshFor(t, "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2")
+	case 4:
+		m = meshFor(t, "v5litepod-8", 2, "data=2(dcn),fsdp=4,tensor=2")
+	default:
+		t.Skipf("layouts are for 2 and 4 ranks, not %d", world.Size())
+	}
+	model := emu.Config{Layers: 2, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8}
+	base := emu.TrainConfig{Model: model, Mesh: m, GlobalBatch: 16, Steps: 4, Seed: 5, LR: 1e-2, BF16Compute: true,
+		Data: &emu.Synthetic{V: model.Vocab, Seed: 11}}
+	ref, err := emu.Train(base) // in this process alone
+	if err != nil {
+		t.Fatal(err)
+	}
+	rank, last := world.Rank(), world.Size()-1
+	stored := map[int]*emu.Checkpoint{}
+	first := base
+	first.Steps = 3
+	first.CheckpointEvery = 1
+	first.OnCheckpoint = func(c *emu.Checkpoint) error { stored[c.Step] = c; return nil }
+	var committed []int
+	first.OnCheckpointCommitted = func(step int) error { committed = append(committed, step); return nil }
+	if _, err := train(t, first); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(committed) != "[1 2 3]" {
+		t.Errorf("rank %d: committed %v, want [1 2 3]", rank, committed)
+	}
+	load := func(step int) (*emu.Checkpoint, error) {
+		c, ok := stored[step]
+		if !ok {
+			return nil, fmt.Errorf("no step %d", step)
+		}
+		return c, nil
+	}
+	// the last rank died before writing step 3; rank 0 also holds step 1
+	resumed := base
+	resumed.LoadCheckpoint = load
+	resumed.ResumeSteps = []int{2, 3}
+	switch rank {
+	case last:
+		resumed.ResumeSteps = []int{2}
+	case 0:
+		resumed.ResumeSteps = []int{1, 2, 3}
+	}
+	heard := -1
+	resumed.OnResume = func(step int, held [][]int) { heard = step }
+	got, err := train(t, resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if heard != 2 || got.ResumedFrom != 2 || len(got.Losses) != 2 {
+		t.Fatalf("rank %d: resumed from %d (heard %d) with losses %v, want step 2 and two losses", rank, got.ResumedFrom, heard, got.Losses)
+	}
+	for i, l := range got.Losses {
+		if l != ref.Losses[2+i] {
+			t.Errorf("rank %d: resumed step %d loss %v, uninterrupted %v", rank, 3+i, l, ref.Losses[2+i])
+		}
+	}
+	if rank == 0 {
+		a, b := got.Final.Tensors(), ref.Final.Tensors()
+		for ti := range a {
+			for i := range a[ti] {
+				if a[ti][i] != b[ti][i] {
+					t.Fatalf("tensor %d element %d: resumed over MPI %v, uninterrupted %v", ti, i, a[ti][i], b[ti][i])
+				}
+			}
+		}
+	}
+	// no step in common: every rank refuses, naming each rank's steps
+	disjoint := resumed
+	disjoint.ResumeSteps = []int{2}
+	if rank == 0 {
+		disjoint.ResumeSteps = []int{3}
+	}
+	_, err = train(t, disjoint)
+	var re *emu.ResumeError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "rank 0 holds step 3; rank 1 holds step 2") {
+		t.Errorf("rank %d: disjoint steps: %v, want a ResumeError naming the ranks' steps", rank, err)
+	}
+	// the last rank cannot read its file: it says why, the others name it
+	unreadable := resumed
+	unreadable.ResumeSteps = []int{3}
+	if rank == last {
+		unreadable.LoadCheckpoint = func(int) (*emu.Checkpoint, error) { return nil, fmt.Errorf("disk on fire: %w", emu.ErrCheckpoint) }
+	}
+	_, err = train(t, unreadable)
+	want := fmt.Sprintf("rank %d could not resume from its checkpoint of step 3", last)
+	if rank == last {
+		want = "disk on fire"
+	}
+	if !errors.Is(err, emu.ErrCheckpoint) || !strings.Contains(err.Error(), want) {
+		t.Errorf("rank %d: one rank cannot read its checkpoint: %v, want %q", rank, err, want)
 	}
 }
 

@@ -1,0 +1,94 @@
+package emu
+
+import (
+	"runtime"
+	"testing"
+
+	"shardlab/schedule"
+)
+
+// TestEstimateMemoryMatchesMeter holds the estimate from tensor shapes
+// against what the devices' meters measure while training (a second
+// implementation, rule 12): state exactly, the peak from above and within
+// 30%.
+func TestEstimateMemoryMatchesMeter(t *testing.T) {
+	model := Config{Layers: 4, DModel: 32, Heads: 4, KVHeads: 2, DFF: 64, Vocab: 64, Seq: 16}
+	for _, tt := range []struct {
+		accel  string
+		slices int
+		layout string
+		micro  int
+		sched  schedule.Kind
+		bf16   bool
+	}{
+		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, true},
+		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, false},
+		{"v5litepod-8", 1, "fsdp=8", 1, schedule.OneFOneB, false},
+		{"v5litepod-4", 1, "tensor=2,data=2", 1, schedule.OneFOneB, true},
+		{"v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.GPipe, false},
+		{"v5litepod-4", 1, "pipeline=4", 8, schedule.OneFOneB, true},
+		{"v5litepod-4", 1, "pipeline=2,context=2", 2, schedule.OneFOneB, false},
+		{"v5litepod-4", 1, "context=2,fsdp=2", 1, schedule.OneFOneB, true},
+	} {
+		tc := TrainConfig{Model: model, Mesh: testMesh(t, tt.accel, tt.slices, tt.layout), GlobalBatch: 16, MicroBatches: tt.micro,
+			Schedule: tt.sched, Steps: 1, Seed: 1, LR: 1e-3, BF16Compute: tt.bf16, Data: &Synthetic{V: model.Vocab, Seed: 1}}
+		est, err := EstimateMemory(tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Train(tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(est.Devices) != len(res.Devices) {
+			t.Fatalf("%s: %d devices estimated, %d ran", tt.layout, len(est.Devices), len(res.Devices))
+		}
+		for i, d := range res.Devices {
+			got, e := d.Memory, est.Devices[i]
+			if e.Weights != got.Weights || e.Gradients != got.Gradients || e.Optimizer != got.Optimizer {
+				t.Errorf("%s bf16=%v device %d: state estimated %d/%d/%d bytes, measured %d/%d/%d", tt.layout, tt.bf16, i,
+					e.Weights, e.Gradients, e.Optimizer, got.Weights, got.Gradients, got.Optimizer)
+			}
+			if e.Total() < got.Total() || float64(e.Total()) > 1.3*float64(got.Total()) {
+				t.Errorf("%s bf16=%v device %d: peak estimated %d bytes, measured %d (want 1 to 1.3 times)", tt.layout, tt.bf16, i, e.Total(), got.Total())
+			}
+		}
+	}
+}
+
+// TestEstimateMemoryStatic holds the estimate of what stays allocated
+// against the Go heap measured between steps, after a collection.
+func TestEstimateMemoryStatic(t *testing.T) {
+	model := Config{Layers: 4, DModel: 128, Heads: 4, KVHeads: 2, DFF: 352, Vocab: 256, Seq: 32}
+	for _, layout := range []string{"data=2(dcn),fsdp=2,tensor=2", "pipeline=2(dcn),tensor=2,data=2"} {
+		tc := TrainConfig{Model: model, Mesh: testMesh(t, "v5litepod-4", 2, layout), GlobalBatch: 16, MicroBatches: 1,
+			Steps: 3, Seed: 1, LR: 1e-3, BF16Compute: true, Data: &Synthetic{V: model.Vocab, Seed: 1}}
+		if layout[0] == 'p' {
+			tc.MicroBatches = 2
+		}
+		est, err := EstimateMemory(tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		base := ms.HeapAlloc
+		var live uint64
+		tc.OnStep = func(StepReport) {
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			live = max(live, ms.HeapAlloc-min(base, ms.HeapAlloc))
+		}
+		if _, err := Train(tc); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: static %d, live %d, ratio %.3f; step %d end %d process %d", layout, est.Static, live, float64(est.Static)/float64(live), est.Step, est.End, est.Process)
+		if float64(est.Static) < float64(live) || float64(est.Static) > 1.5*float64(live) {
+			t.Errorf("%s: static memory estimated %d bytes, measured %d live between steps (want 1 to 1.5 times)", layout, est.Static, live)
+		}
+		if est.Process < est.Static+est.Step || est.Process < est.Static+est.End {
+			t.Errorf("%s: peak %d is below static %d plus step %d or end %d", layout, est.Process, est.Static, est.Step, est.End)
+		}
+	}
+}
