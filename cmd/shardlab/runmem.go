@@ -13,7 +13,6 @@ import (
 	"shardlab/unit"
 )
 
-
 // memAvailable is the memory this process may still use: the kernel's
 // MemAvailable, or less when a cgroup (v2) limit leaves less. ok is false
 // when neither can be read (not Linux). A variable so tests can fix it.
