@@ -81,7 +81,8 @@ type Options struct {
 	Efficiency float64 `json:"efficiency"`
 	// HBMHeadroom is the fraction of HBM kept free; 0 keeps none.
 	HBMHeadroom float64 `json:"hbm_headroom"`
-	// CausalFLOPs halves the attention FLOPs in MFU (MaxText's convention).
+	// CausalFLOPs halves the attention FLOPs in MFU, MaxText's convention
+	// since its PR 1988 and the default; false counts them in full (PaLM).
 	CausalFLOPs bool `json:"causal_flops"`
 	// Top is how many ranked layouts to keep.
 	Top int `json:"top"`
@@ -126,6 +127,9 @@ func DefaultOptions() Options {
 		MaxGlobalBatch: "4Mitok",
 		Precision:      "maxtext", Quantization: "none", Attention: "flash",
 		VocabTiles: 1, HBMHeadroom: cost.DefaultHBMHeadroom, Top: 5,
+		// MaxText's current MFU convention (PR 1988, 2025-07-22: maxtext_utils
+		// calculate_tflops_training_per_device halves causal attention)
+		CausalFLOPs: true,
 	}
 }
 
