@@ -23,6 +23,11 @@ type Calibration struct {
 	// because the published runs do not separate it from the residual
 	// efficiency (validate.Fit says why).
 	Attention float64
+	// Quantized is the fraction of the int8 or fp8 peak's advantage the
+	// quantized matmuls keep, relative to bf16 ones on the same shapes:
+	// scaling, casting and amax bookkeeping around every quantized matmul.
+	// One constant for both formats and every generation.
+	Quantized float64
 	// DCN is the fraction of the DCN line rate (hw.Chip.DCNPerChip) a
 	// gradient all-reduce across slices achieves.
 	DCN float64
@@ -38,6 +43,7 @@ type Calibration struct {
 var Calibrated = Calibration{
 	Efficiency:  map[hw.Generation]float64{hw.TPU7x: 0.738, hw.V4: 0.770, hw.V5e: 0.792, hw.V5p: 0.799, hw.V6e: 0.638},
 	Attention:   1,
+	Quantized:   0.819,
 	DCN:         1,
 	SliceJitter: 0.0375,
 }

@@ -445,7 +445,11 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	peak, _ := j.MatmulPeak(chip)
 	eff := mx.efficiency * j.efficiency(chip)
 	t := &est.Time
-	t.MXU = seconds((matmul + recompute) / chips / (peak * eff))
+	mmEff := eff
+	if j.Quantization != QuantNone {
+		mmEff *= j.calibration().Quantized
+	}
+	t.MXU = seconds((matmul + recompute) / chips / (peak * mmEff))
 	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * eff * j.calibration().Attention))
 	t.Vector = seconds(j.vectorBytes(sh, r) / float64(chip.HBMBandwidth))
 	t.Optimizer = seconds(j.optimizerBytes(sh) / float64(chip.HBMBandwidth))

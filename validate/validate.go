@@ -298,7 +298,8 @@ func Evaluate(runs []Run, cal *cost.Calibration) (Report, error) {
 // three steps. Each generation's residual efficiency: for each of its
 // single-slice calibration rows the efficiency at which the predicted MFU
 // equals the published one (by bisection; MFU rises with it), then the
-// median. The attention kernel's efficiency is not fitted: the
+// median. The quantized matmuls' efficiency: likewise, on the calibration
+// rows that quantize. The attention kernel's efficiency is not fitted: the
 // single-slice rows, nearly all at 2k to 8k tokens, barely tell it apart
 // from the residual efficiency (a fit on them picked 0.35 and missed the
 // one 128k-token run by 46 %); it stays at cost.Calibrated's
@@ -307,11 +308,13 @@ func Evaluate(runs []Run, cal *cost.Calibration) (Report, error) {
 // ratio to their series' one-slice row. Efficiencies are rounded to
 // 0.001, the grid values are exact.
 func Fit(runs []Run) (cost.Calibration, error) {
-	cal := cost.Calibration{Attention: cost.Calibrated.Attention, DCN: cost.Calibrated.DCN, SliceJitter: cost.Calibrated.SliceJitter}
-	var single, multi []Run
+	cal := cost.Calibration{Attention: cost.Calibrated.Attention, Quantized: 1, DCN: cost.Calibrated.DCN, SliceJitter: cost.Calibrated.SliceJitter}
+	var single, multi, quant []Run
 	for _, r := range runs {
 		switch {
 		case !r.Calibration:
+		case r.Quantization != "":
+			quant = append(quant, r)
 		case max(r.Slices, 1) == 1:
 			single = append(single, r)
 		default:
@@ -323,6 +326,9 @@ func Fit(runs []Run) (cost.Calibration, error) {
 		return cal, err
 	}
 	cal.Efficiency = eff
+	if cal.Quantized, err = fitQuantized(quant, &cal); err != nil {
+		return cal, err
+	}
 	ones, err := seriesBases(runs, multi, &cal)
 	if err != nil {
 		return cal, err
@@ -388,6 +394,42 @@ func ones0(all []Run, r Run) float64 {
 		}
 	}
 	return r.Published.MFU
+}
+
+// fitQuantized is the quantized-matmul efficiency at which the quantized
+// calibration rows' median error is zero (by bisection on each row, then
+// the median), with the generations' efficiencies already fitted; 1 with
+// no such rows.
+func fitQuantized(rows []Run, cal *cost.Calibration) (float64, error) {
+	if len(rows) == 0 {
+		return 1, nil
+	}
+	var xs []float64
+	est := cost.NewEstimator()
+	for _, r := range rows {
+		j, m, err := r.Setup()
+		if err != nil {
+			return 0, fmt.Errorf("validate: %s: %w", r.ID, err)
+		}
+		lo, hi := 0.05, 1.0
+		for range 40 {
+			mid := (lo + hi) / 2
+			c := *cal
+			c.Quantized = mid
+			j.Calibration = &c
+			e, err := est.Estimate(j, m)
+			if err != nil {
+				return 0, fmt.Errorf("validate: %s: %w", r.ID, err)
+			}
+			if r.predictedMFU(e) < r.Published.MFU {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		xs = append(xs, (lo+hi)/2)
+	}
+	return math.Round(median(xs)*1000) / 1000, nil
 }
 
 func fitEfficiency(single []Run, cal *cost.Calibration) (map[hw.Generation]float64, error) {

@@ -14,8 +14,8 @@ import (
 // held-out error worse than this fails here. (The fidelity issue's targets
 // are 0.05, 0.12 and 0.03; README.md says where the model stands.)
 const (
-	maxMedianError = 0.08
-	maxP90Error    = 0.19
+	maxMedianError = 0.07
+	maxP90Error    = 0.15
 	maxSeriesGap   = 0.055 // v5e, MFU(32 slices)/MFU(1)
 )
 
@@ -97,7 +97,7 @@ func TestCalibratedIsTheFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := cost.Calibrated
-	if fit.Attention != got.Attention || fit.DCN != got.DCN || fit.SliceJitter != got.SliceJitter {
+	if fit.Attention != got.Attention || math.Abs(fit.Quantized-got.Quantized) > 0.0005 || fit.DCN != got.DCN || fit.SliceJitter != got.SliceJitter {
 		t.Errorf("cost.Calibrated: attention %v, DCN %v, jitter %v; Fit gives %v, %v, %v (run shardlab validate --fit)",
 			got.Attention, got.DCN, got.SliceJitter, fit.Attention, fit.DCN, fit.SliceJitter)
 	}
