@@ -2,6 +2,7 @@ package cost
 
 import (
 	"math"
+	"time"
 
 	"shardlab/hw"
 )
@@ -28,9 +29,13 @@ type Calibration struct {
 	// scaling, casting and amax bookkeeping around every quantized matmul.
 	// One constant for both formats and every generation.
 	Quantized float64
-	// DCN is the fraction of the DCN line rate (hw.Chip.DCNPerChip) a
-	// gradient all-reduce across slices achieves.
-	DCN float64
+	// DCNLatency is the fixed cost of one ring step across slices: a
+	// transfer from a TPU to its host, over the data-center network, and
+	// into the other slice's TPU ("TPU chips in different slices communicate
+	// by transferring data to CPUs (hosts) which in turn transmit the data
+	// over the data-center network", Cloud TPU Multislice overview). The
+	// bandwidth is the line rate, hw.Chip.DCNPerChip.
+	DCNLatency time.Duration
 	// SliceJitter is the coefficient of variation of one slice's step time
 	// (input pipeline, host noise, DCN congestion). A multislice step ends
 	// in a barrier across the slices, so it lasts as long as the slowest:
@@ -44,8 +49,8 @@ var Calibrated = Calibration{
 	Efficiency:  map[hw.Generation]float64{hw.TPU7x: 0.738, hw.V4: 0.770, hw.V5e: 0.792, hw.V5p: 0.799, hw.V6e: 0.638},
 	Attention:   1,
 	Quantized:   0.819,
-	DCN:         1,
-	SliceJitter: 0.0375,
+	DCNLatency:  425 * time.Microsecond,
+	SliceJitter: 0.0125,
 }
 
 // DefaultEfficiency is the residual efficiency for a generation with no

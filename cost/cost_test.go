@@ -333,7 +333,7 @@ func ExampleEstimator_Estimate() {
 	est, _ := NewEstimator().Estimate(j, m)
 	fmt.Printf("state %v, fits %v, MFU %.2f\n", est.Memory.State(), est.Memory.Fits(), est.MFU)
 	// Output:
-	// state 16.4 GiB, fits true, MFU 0.49
+	// state 16.4 GiB, fits true, MFU 0.50
 }
 
 func TestKVHeadsReplicatedBeyondTheirCount(t *testing.T) {

@@ -518,7 +518,17 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	compute := est.Time.Compute.Seconds()
 	backward := compute * 2 / 3
 
-	dcn := collective.Link{Bandwidth: ms.DCNPerChip * unit.BytesPerSecond(j.calibration().DCN)}
+	// A ring across n slices takes n−1 steps per phase at the line rate;
+	// each step pays the DCN latency.
+	dcn := func(n int) collective.Link {
+		return collective.Link{Bandwidth: ms.DCNPerChip, Hops: max(n-1, 0), HopLatency: j.calibration().DCNLatency}
+	}
+	// perLayer is op on size split into one collective per scanned layer,
+	// as XLA issues the weight gathers, gradient reductions and (with its
+	// data-parallel all-reduce optimisation) the cross-slice all-reduces.
+	perLayer := func(op collective.Op, size unit.Bytes, nICI int, ici collective.Link, nDCN int) collective.Cost {
+		return collective.Hierarchical(op, size/unit.Bytes(sh.ls), nICI, ici, nDCN, dcn(nDCN)).Scale(sh.ls)
+	}
 	params := j.paramsPerChip(sh)
 	grads := unit.Bytes(params * float64(prec.Gradient))
 	gathered := unit.Bytes(params * float64(min(prec.Weight, prec.Activation)))
@@ -533,11 +543,15 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 			ICIBytes: cost.ICIBytes, DCNBytes: cost.DCNBytes, ICITime: cost.ICITime, DCNTime: cost.DCNTime, Overlapped: overlapped})
 	}
 	var gradICI, gradDCN, gatherICI, gatherDCN, afterICI, afterDCN time.Duration
-	// 1. Gradients summed over the replicas: data and context. With the
-	// layers scanned, the stacked gradients leave the backward loop whole
-	// and are reduced after it: on the critical path.
+	// 1. Gradients summed over the replicas: data and context, one
+	// all-reduce per scanned layer (MaxText's multislice scripts set
+	// xla_tpu_enable_data_parallel_all_reduce_opt, which pipelines them
+	// across the loop's iterations), each paying the ring's DCN latency.
+	// They are on the critical path: in MaxText's v5e series (README.md @
+	// e47fa1b5d) the multislice loss grows as the per-device batch shrinks,
+	// as it does when the all-reduce's time is not hidden.
 	if sh.d*sh.c > 1 {
-		cost := collective.Hierarchical(collective.AllReduce, grads, d.ICI*c.ICI, iciLink(m, mesh.Data, mesh.Context), d.DCN*c.DCN, dcn)
+		cost := perLayer(collective.AllReduce, grads, d.ICI*c.ICI, iciLink(m, mesh.Data, mesh.Context), d.DCN*c.DCN)
 		add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, false)
 		afterICI += cost.ICITime
 		afterDCN += cost.DCNTime
@@ -546,8 +560,8 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	// again before backward, reduce-scatter the gradients, per micro-batch.
 	if sh.f > 1 {
 		fl := iciLink(m, mesh.FSDP)
-		ag := collective.Hierarchical(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN, dcn)
-		rs := collective.Hierarchical(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN, dcn)
+		ag := perLayer(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+		rs := perLayer(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
 		add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
 		add(mesh.FSDP, "gradient reduce-scatter", collective.ReduceScatter, sh.m, rs, true)
 		gatherICI += ag.Scale(2 * sh.m).ICITime
@@ -566,7 +580,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 		if j.rematOf(sh.b, sh.s, j.Seq, sh.t).attention {
 			per = 4
 		}
-		cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, iciLink(m, mesh.Context), c.DCN, dcn)
+		cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, iciLink(m, mesh.Context), c.DCN, dcn(c.DCN))
 		n := per * sh.ls * sh.m
 		add(mesh.Context, "ring attention K/V", collective.AllGather, n, cost, true)
 		gatherICI += cost.Scale(n).ICITime
@@ -582,7 +596,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 		msg := act / unit.Bytes(sh.t)
 		perChip := 2 * sh.m * sh.v // every chunk boundary, forward and back
 		iciSend := collective.Time(collective.SendRecv, 2, msg, collective.Link{Bandwidth: chip.ICILinkBandwidth, HopLatency: collective.ICIHopLatency})
-		dcnSend := collective.Time(collective.SendRecv, 2, msg, dcn)
+		dcnSend := collective.Time(collective.SendRecv, 2, msg, dcn(2))
 		dcnBoundaries, iciBoundaries := pa.DCN-1, sh.p-pa.DCN
 		bytes := collective.Bytes(collective.SendRecv, 2, msg) * unit.Bytes(perChip)
 		cost := collective.Cost{

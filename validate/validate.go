@@ -15,6 +15,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -303,12 +304,12 @@ func Evaluate(runs []Run, cal *cost.Calibration) (Report, error) {
 // single-slice rows, nearly all at 2k to 8k tokens, barely tell it apart
 // from the residual efficiency (a fit on them picked 0.35 and missed the
 // one 128k-token run by 46 %); it stays at cost.Calibrated's
-// value. The DCN efficiency and the slice jitter: the grid point that
+// value. The DCN latency (0 to 1 ms by 25 µs) and the slice jitter: the grid point that
 // minimises the mean |error| of the multislice calibration rows' MFU
 // ratio to their series' one-slice row. Efficiencies are rounded to
 // 0.001, the grid values are exact.
 func Fit(runs []Run) (cost.Calibration, error) {
-	cal := cost.Calibration{Attention: cost.Calibrated.Attention, Quantized: 1, DCN: cost.Calibrated.DCN, SliceJitter: cost.Calibrated.SliceJitter}
+	cal := cost.Calibration{Attention: cost.Calibrated.Attention, Quantized: 1, DCNLatency: cost.Calibrated.DCNLatency, SliceJitter: cost.Calibrated.SliceJitter}
 	var single, multi, quant []Run
 	for _, r := range runs {
 		switch {
@@ -334,11 +335,11 @@ func Fit(runs []Run) (cost.Calibration, error) {
 		return cal, err
 	}
 	best := math.Inf(1)
-	bestDCN, bestJitter := cal.DCN, cal.SliceJitter
-	for d := 0.2; d <= 1.0001; d += 0.05 {
+	bestLatency, bestJitter := cal.DCNLatency, cal.SliceJitter
+	for lat := time.Duration(0); lat <= time.Millisecond; lat += 25 * time.Microsecond {
 		for jt := 0.0; jt <= 0.0801; jt += 0.0025 {
 			c := cal
-			c.DCN, c.SliceJitter = math.Round(d*100)/100, math.Round(jt*10000)/10000
+			c.DCNLatency, c.SliceJitter = lat, math.Round(jt*10000)/10000
 			rep, err := Evaluate(multi, &c)
 			if err != nil {
 				return cal, err
@@ -348,11 +349,11 @@ func Fit(runs []Run) (cost.Calibration, error) {
 				sum += math.Abs(r.Predicted/ones[seriesKey(r.Run)] - r.Run.Published.MFU/ones0(runs, r.Run))
 			}
 			if sum < best-1e-12 {
-				best, bestDCN, bestJitter = sum, c.DCN, c.SliceJitter
+				best, bestLatency, bestJitter = sum, c.DCNLatency, c.SliceJitter
 			}
 		}
 	}
-	cal.DCN, cal.SliceJitter = bestDCN, bestJitter
+	cal.DCNLatency, cal.SliceJitter = bestLatency, bestJitter
 	return cal, nil
 }
 

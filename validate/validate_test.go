@@ -14,9 +14,9 @@ import (
 // held-out error worse than this fails here. (The fidelity issue's targets
 // are 0.05, 0.12 and 0.03; README.md says where the model stands.)
 const (
-	maxMedianError = 0.07
-	maxP90Error    = 0.15
-	maxSeriesGap   = 0.055 // v5e, MFU(32 slices)/MFU(1)
+	maxMedianError = 0.065
+	maxP90Error    = 0.14
+	maxSeriesGap   = 0.03 // v5e, MFU(32 slices)/MFU(1): the target, met
 )
 
 func runs(t *testing.T) []Run {
@@ -97,9 +97,9 @@ func TestCalibratedIsTheFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := cost.Calibrated
-	if fit.Attention != got.Attention || math.Abs(fit.Quantized-got.Quantized) > 0.0005 || fit.DCN != got.DCN || fit.SliceJitter != got.SliceJitter {
+	if fit.Attention != got.Attention || math.Abs(fit.Quantized-got.Quantized) > 0.0005 || fit.DCNLatency != got.DCNLatency || fit.SliceJitter != got.SliceJitter {
 		t.Errorf("cost.Calibrated: attention %v, DCN %v, jitter %v; Fit gives %v, %v, %v (run shardlab validate --fit)",
-			got.Attention, got.DCN, got.SliceJitter, fit.Attention, fit.DCN, fit.SliceJitter)
+			got.Attention, got.DCNLatency, got.SliceJitter, fit.Attention, fit.DCNLatency, fit.SliceJitter)
 	}
 	for g, v := range fit.Efficiency {
 		if math.Abs(got.Efficiency[g]-v) > 0.0005 {
