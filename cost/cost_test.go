@@ -395,3 +395,33 @@ func TestMXUPaddingLoss(t *testing.T) {
 		t.Errorf("d_ff 14000 ragged GEMMs %v lack the MLP", r.RaggedGEMMs)
 	}
 }
+
+func TestFSDPGathersThreeMatricesAtATime(t *testing.T) {
+	// GPT-3 175B with bf16 weights on v6e-256, as the tpu-recipes run it
+	// (fsdp=256, full remat): with FSDP the layer phase holds three of the
+	// layer's largest matrices in bf16 (the MLP's 12288×49152, in use, its
+	// unreduced gradient and the next one gathered ahead): 3·12288·49152·2
+	// bytes = 3.62e9 more than the same job without FSDP, whose weights
+	// need no bf16 copy. Two whole layers (the previous model) would be
+	// 2·1.81e9·2 = 7.25e9, and the run, which fits in 32 GiB, would not.
+	spec := lookup(t, "gpt3-175b")
+	j := NewJob(spec, 2048, 256)
+	j.Precision = MaxTextBF16Precision()
+	j.Remat = RematFull
+	e := NewEstimator()
+	fsdp, err := e.Memory(j, layout(t, "v6e-256", 1, "fsdp=256"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp, err := e.Memory(j, layout(t, "v6e-256", 1, "data=256"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 3 * 12288.0 * 49152 * 2
+	if got := float64(fsdp.Transient - dp.Transient); math.Abs(got-want) > 1 {
+		t.Errorf("FSDP transient − DP transient = %.4g bytes, want %.4g", got, want)
+	}
+	if !fsdp.Fits() {
+		t.Errorf("GPT-3 175B on v6e-256 fsdp=256: %v of %v, does not fit (the published run did)", fsdp.Total(), fsdp.Usable)
+	}
+}

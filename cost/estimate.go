@@ -316,11 +316,13 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 // transient is the largest short-lived buffer per chip, the larger of two
 // phases that do not overlap. In a layer's backward pass: the working set
 // of that layer (what the policy does not keep is recomputed into it) and
-// two layers' worth of compute-dtype weights (with FSDP, the gathered
-// weights of the layer in use and either the next layer's, gathered
-// ahead, or the layer's unreduced gradients on their way to the
-// reduce-scatter; without FSDP but with fp32 weights, the bf16 copy of the
-// layer in use). At the output layer, on the stage that has it: the
+// compute-dtype weights. With FSDP, XLA gathers each weight matrix
+// separately and its latency-hiding scheduler starts a gather only as far
+// ahead as memory allows, so what must be resident is three of the
+// layer's largest matrices: the one in use, its unreduced gradient on the
+// way to the reduce-scatter, and the next one gathered ahead (never more
+// than two layers). Without FSDP but with fp32 weights: the bf16 copy of
+// the layer in use. At the output layer, on the stage that has it: the
 // logits and their gradients in the compute dtype (XLA fuses the fp32
 // softmax and loss row by row), split over the vocabulary tiles, and with
 // FSDP the output layer's gathered weights and unreduced gradients.
@@ -335,7 +337,7 @@ func (j Job) transient(sh shape, st stage, r remat) float64 {
 	e := float64(j.Precision.Activation)
 	switch {
 	case sh.f > 1:
-		layerPhase += 2 * layer * e
+		layerPhase += min(3*float64(j.Model.LargestMatrix())/float64(sh.t), 2*layer) * e
 	case j.Precision.Weight > j.Precision.Activation || j.ParameterOffload:
 		layerPhase += layer * e
 	}

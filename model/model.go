@@ -180,6 +180,15 @@ func (s Spec) ParamCount() Params {
 	return p
 }
 
+// LargestMatrix is the parameter count of a block's largest weight matrix
+// (Q, K, V, O or one MLP projection; MaxText keeps them separate unless
+// fused_qkv or fused_mlp is set): the granularity at which XLA gathers
+// FSDP-sharded weights and reduce-scatters their gradients.
+func (s Spec) LargestMatrix() int64 {
+	d := int64(s.DModel)
+	return d * max(int64(s.Heads*s.Head()), int64(s.KV()*s.Head()), int64(s.DFF))
+}
+
 // MatmulParams counts the weights that take part in a matrix multiply per
 // token: every block's projection matrices and the output (unembedding)
 // projection, tied or not. Embedding lookups, norms and biases are not

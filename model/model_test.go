@@ -172,3 +172,22 @@ func TestSummarize(t *testing.T) {
 		}
 	}
 }
+
+func TestLargestMatrix(t *testing.T) {
+	// By hand from the published shapes: GPT-3's MLP is 12288×49152
+	// (Brown et al. 2020, Table 2.1: d_ff = 4·d_model); Llama 3 70B's is
+	// 8192×28672 (Meta's params.json: ffn 28672); a block whose attention
+	// is wider than its MLP has Q or O as its largest.
+	for _, tt := range []struct {
+		spec Spec
+		want int64
+	}{
+		{Spec{DModel: 12288, Heads: 96, DFF: 49152}, 12288 * 49152},
+		{Spec{DModel: 8192, Heads: 64, KVHeads: 8, DFF: 28672, GatedMLP: true}, 8192 * 28672},
+		{Spec{DModel: 1024, Heads: 32, HeadDim: 128, DFF: 2048}, 1024 * 32 * 128},
+	} {
+		if got := tt.spec.LargestMatrix(); got != tt.want {
+			t.Errorf("%+v: LargestMatrix = %d, want %d", tt.spec, got, tt.want)
+		}
+	}
+}

@@ -50,15 +50,6 @@ func TestTableIsSourced(t *testing.T) {
 	}
 }
 
-// knownMisfits are the published runs the memory model still says do not
-// fit, with why; README.md lists them. A run not listed that stops fitting,
-// or a listed one that fits again, fails the test.
-var knownMisfits = map[string]string{
-	// 1.8B parameters a layer: two layers of gathered bf16 weights (7.2 GB)
-	// on 32 GiB is more than XLA holds at once.
-	"v6e-gpt3-175b-bf16-256": "FSDP's two gathered layers of a 175B model",
-}
-
 func TestEveryPublishedLayoutFits(t *testing.T) {
 	// They all ran.
 	rep, err := Evaluate(runs(t), nil)
@@ -66,13 +57,8 @@ func TestEveryPublishedLayoutFits(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range rep.Results {
-		m := r.Estimate.Memory
-		_, known := knownMisfits[r.Run.ID]
-		switch {
-		case !m.Fits() && !known:
+		if m := r.Estimate.Memory; !m.Fits() {
 			t.Errorf("%s: %v of %v usable HBM: does not fit, but it ran", r.Run.ID, m.Total(), m.Usable)
-		case m.Fits() && known:
-			t.Errorf("%s fits now (%v of %v): take it off knownMisfits and README.md", r.Run.ID, m.Total(), m.Usable)
 		}
 	}
 }
