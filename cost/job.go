@@ -189,6 +189,7 @@ const (
 	ReasonMicroBatch  Reason = "micro-batches given without pipeline stages"
 	ReasonHBM         Reason = "does not fit in HBM"
 	ReasonTensorDCN   Reason = "tensor parallelism over DCN"
+	ReasonContextDCN  Reason = "context parallelism over DCN"
 	ReasonInvalidMesh Reason = "axes do not multiply to the chips"
 )
 

@@ -54,6 +54,11 @@ var ErrTensorOverDCN = errors.New("tensor parallelism over DCN is not supported:
 	"it all-reduces activations inside every layer, on the critical path, and DCN has about " +
 	"1/20 of ICI's bandwidth per chip; keep tensor inside a slice and use data or pipeline across slices")
 
+// ErrContextOverDCN rejects context parallelism across slices.
+var ErrContextOverDCN = errors.New("context parallelism over DCN is not supported: " +
+	"ring attention passes every layer's keys and values around the ring, the same fine-grained traffic as tensor " +
+	"parallelism; keep context inside a slice and use data, fsdp or pipeline across slices")
+
 // ErrInvalid is wrapped by every other layout error.
 var ErrInvalid = errors.New("invalid mesh")
 
@@ -125,6 +130,9 @@ func New(ms hw.Multislice, axes ...Axis) (Mesh, error) {
 	}
 	if t := m.axes[index(Tensor)]; t.DCN > 1 {
 		return Mesh{}, &Error{Field: "tensor", Value: fmt.Sprintf("%d over DCN", t.DCN), Err: ErrTensorOverDCN}
+	}
+	if c := m.axes[index(Context)]; c.DCN > 1 {
+		return Mesh{}, &Error{Field: "context", Value: fmt.Sprintf("%d over DCN", c.DCN), Err: ErrContextOverDCN}
 	}
 	ici, dcn := 1, 1
 	for _, a := range m.axes {

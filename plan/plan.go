@@ -12,6 +12,8 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -74,42 +76,102 @@ type Request struct {
 	ExampleCost time.Duration
 }
 
-// Tier is a rung of the rule order.
-type Tier int
+// Inside is how a layout shards the job inside each slice.
+type Inside int
 
-// The tiers, in the order the rules try them.
+// The in-slice strategies, in the order the rules try them.
 const (
-	TierDP          Tier = iota // data parallelism only
-	TierFSDP                    // data and fsdp
-	TierPipelineDCN             // data and fsdp inside slices, pipeline across them
-	TierModel                   // tensor, context or pipeline inside a slice
+	InDP    Inside = iota // data parallelism only
+	InFSDP                // data and fsdp
+	InModel               // tensor, context or pipeline too
+)
+
+func (in Inside) String() string {
+	return [...]string{"DP", "FSDP", "model parallel"}[in]
+}
+
+// Across is what a layout places across slices, on DCN: data parallelism,
+// FSDP or pipeline parallelism, the three choices the Cloud TPU Multislice
+// guidance gives ("data parallelism, FSDP or pipeline parallelism across
+// slices"; tensor and context exchange activations inside every layer and
+// never go on DCN).
+type Across int
+
+// The cross-slice strategies, in the order the rules try them.
+const (
+	AcrossNone     Across = iota // one slice
+	AcrossDP                     // data across slices
+	AcrossFSDP                   // fsdp across slices (and maybe data)
+	AcrossPipeline               // pipeline across slices (and maybe data or fsdp)
+)
+
+func (a Across) String() string {
+	return [...]string{"", "DP", "FSDP", "pipeline"}[a]
+}
+
+// Tier is a rung of the rule order: the pair of the in-slice strategy and
+// the cross-slice one, chosen as two steps.
+type Tier struct {
+	In     Inside
+	Across Across
+}
+
+// The single-slice tiers.
+var (
+	TierDP    = Tier{InDP, AcrossNone}
+	TierFSDP  = Tier{InFSDP, AcrossNone}
+	TierModel = Tier{InModel, AcrossNone}
 )
 
 func (t Tier) String() string {
-	return [...]string{"pure DP", "FSDP", "pipeline across slices", "model parallel inside slices"}[t]
+	if t.Across == AcrossNone {
+		return [...]string{"pure DP", "FSDP", "model parallel inside slices"}[t.In]
+	}
+	return fmt.Sprintf("%s inside, %s across slices", t.In, t.Across)
 }
 
-// TierOf classifies a layout.
+// tiers lists the tiers of a multislice of n slices in rule order: the
+// in-slice strategy first, then the cross-slice one.
+func tiers(n int) []Tier {
+	across := []Across{AcrossNone}
+	if n > 1 {
+		across = []Across{AcrossDP, AcrossFSDP, AcrossPipeline}
+	}
+	var out []Tier
+	for in := InDP; in <= InModel; in++ {
+		for _, a := range across {
+			out = append(out, Tier{in, a})
+		}
+	}
+	return out
+}
+
+// TierOf classifies a layout. A layout with tensor or context on DCN has no
+// tier: mesh and the search refuse it.
 func TierOf(m mesh.Mesh) Tier {
-	var ici, dcn [5]int
-	for i, a := range m.Axes() {
-		ici[i], dcn[i] = a.ICI, a.DCN
-	}
-	return tierOf(ici[:], dcn[:])
+	return tierOf(func(a mesh.AxisName) (int, int) { x := m.Axis(a); return x.ICI, x.DCN })
 }
 
-// tierOf classifies ICI and DCN factors given in mesh.Names order.
-func tierOf(ici, dcn []int) Tier {
-	const fsdp, tensor, pipeline, context = 1, 2, 3, 4
+// tierOf classifies a layout from each axis's ICI and DCN factors.
+func tierOf(f func(mesh.AxisName) (ici, dcn int)) Tier {
+	var t Tier
+	ici := func(a mesh.AxisName) int { n, _ := f(a); return n }
+	dcn := func(a mesh.AxisName) int { _, n := f(a); return n }
 	switch {
-	case ici[tensor]*dcn[tensor] > 1 || ici[context]*dcn[context] > 1 || ici[pipeline] > 1:
-		return TierModel
-	case dcn[pipeline] > 1:
-		return TierPipelineDCN
-	case ici[fsdp]*dcn[fsdp] > 1:
-		return TierFSDP
+	case ici(mesh.Tensor) > 1 || ici(mesh.Context) > 1 || ici(mesh.Pipeline) > 1:
+		t.In = InModel
+	case ici(mesh.FSDP) > 1:
+		t.In = InFSDP
 	}
-	return TierDP
+	switch {
+	case dcn(mesh.Pipeline) > 1:
+		t.Across = AcrossPipeline
+	case dcn(mesh.FSDP) > 1:
+		t.Across = AcrossFSDP
+	case dcn(mesh.Data) > 1:
+		t.Across = AcrossDP
+	}
+	return t
 }
 
 // Candidate is one evaluated layout.
@@ -201,9 +263,12 @@ func (r Request) job() cost.Job {
 type searcher struct {
 	req       Request
 	est       *cost.Estimator
-	rejected  [4]map[cost.Reason]int // per tier
-	evaluated int
-	best      [4][]Candidate // per tier, best first, at most keep
+	rejected  map[Tier]map[cost.Reason]int
+	// refusedDCN counts the factorizations that put tensor or context on
+	// DCN, by reason: they belong to no tier.
+	refusedDCN map[cost.Reason]int
+	evaluated  int
+	best       map[Tier][]Candidate // best first, at most keep
 	keep      int
 	// unfit is the requested layout that uses the least HBM, when it does
 	// not fit at any batch (--mesh only).
@@ -236,9 +301,10 @@ func Search(r Request) (Plan, error) {
 	if err := r.defaults(); err != nil {
 		return Plan{}, err
 	}
-	s := &searcher{req: r, est: cost.NewEstimator(), keep: r.Top}
-	for i := range s.rejected {
-		s.rejected[i] = map[cost.Reason]int{}
+	s := &searcher{req: r, est: cost.NewEstimator(), keep: r.Top,
+		rejected: map[Tier]map[cost.Reason]int{}, refusedDCN: map[cost.Reason]int{}, best: map[Tier][]Candidate{}}
+	for _, t := range tiers(r.Multislice.Slices) {
+		s.rejected[t] = map[cost.Reason]int{}
 	}
 	if r.Axes != nil {
 		m, err := mesh.New(r.Multislice, r.Axes...)
@@ -264,8 +330,12 @@ func (s *searcher) enumerate() {
 	ici := factorizations(ms.Slice.Chips(), 5)
 	dcn := factorizations(ms.Slices, 5)
 	for _, dn := range dcn {
-		if dn[2] > 1 { // tensor over DCN
-			s.rejected[TierModel][cost.ReasonTensorDCN] += len(ici)
+		switch {
+		case dn[2] > 1:
+			s.refusedDCN[cost.ReasonTensorDCN] += len(ici)
+			continue
+		case dn[4] > 1:
+			s.refusedDCN[cost.ReasonContextDCN] += len(ici)
 			continue
 		}
 		for _, in := range ici {
@@ -280,7 +350,10 @@ func (s *searcher) enumerate() {
 				reason = cost.ReasonSeq
 			}
 			if reason != "" {
-				s.rejected[tierOf(in, dn)][reason]++
+				s.rejected[tierOf(func(a mesh.AxisName) (int, int) {
+					k := slices.Index(mesh.Names(), a)
+					return in[k], dn[k]
+				})][reason]++
 				continue
 			}
 			axes := make([]mesh.Axis, 5)
@@ -448,45 +521,25 @@ func (s *searcher) choose() (Plan, error) {
 			p.Rejected[k] += v
 		}
 	}
+	for k, v := range s.refusedDCN {
+		p.Rejected[k] += v
+	}
 	ms := r.Multislice
-	chip := ms.Slice.Chip
+	all := tiers(ms.Slices)
 	has := func(t Tier) bool { return len(s.best[t]) > 0 }
 
 	p.Reasons = append(p.Reasons, note("", "%s", scopeReason(ms)))
 
 	var pool []Tier
-	switch {
-	case r.Axes != nil:
-		for t := TierDP; t <= TierModel; t++ {
+	if r.Axes != nil {
+		for _, t := range all {
 			if has(t) {
 				pool = []Tier{t}
 				p.Reasons = append(p.Reasons, note(OptionMesh, "layout given with {mesh} (%s): costed as asked, without the rule order", t))
 			}
 		}
-	case has(TierDP):
-		pool = []Tier{TierDP}
-		b := s.best[TierDP][0].Estimate
-		p.Reasons = append(p.Reasons, note("", "pure data parallelism: a full replica's weights, gradients and optimizer state (%v) fit in %v of usable HBM per chip with room for %s of activations",
-			b.Memory.State(), b.Memory.Usable, unit.Plural(b.MicroBatchSize, "sequence")))
-	case has(TierFSDP):
-		pool = []Tier{TierFSDP}
-		state := unit.Bytes(float64(r.Model.ParamCount().Total()) * float64(r.Precision.StateBytes()))
-		p.Reasons = append(p.Reasons, note("", "FSDP: pure data parallelism cannot run (%s): a full replica's state is %v against %v of usable HBM, so weights, gradients and optimizer state are sharded over fsdp",
-			s.rejectedSummary(TierDP), state, chip.UsableHBM(r.HBMHeadroom)))
-	}
-	if ms.Slices > 1 && r.Axes == nil && (pool != nil || has(TierPipelineDCN)) {
-		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
-		limit := float64(r.MaxGlobalBatch) * float64(r.Seq) / float64(ms.Slices)
-		if limit < need && has(TierPipelineDCN) {
-			pool = append(pool, TierPipelineDCN)
-			p.Reasons = append(p.Reasons, note(OptionMaxGlobalBatch, "batch limit: data parallelism across %d slices hides its gradient all-reduce only from %s tokens per slice (Multislice rule: %d bits per parameter, %.0f FLOP per DCN bit on %s), but {max_global_batch} allows %s; pipeline parallelism across slices, which sends only activations over DCN, is considered",
-				ms.Slices, count(need), collective.MultisliceBitsPerParam(ms.Slices), float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(limit)))
-		}
-	}
-	if pool == nil && r.Axes == nil {
-		pool = []Tier{TierModel}
-		p.Reasons = append(p.Reasons, note("", "no data-parallel or FSDP layout can run (%s); tensor, context or pipeline parallelism inside a slice is needed",
-			s.rejectedSummary(TierDP, TierFSDP, TierPipelineDCN)))
+	} else {
+		pool = s.chooseTiers(&p)
 	}
 	var chosen []Candidate
 	for _, t := range pool {
@@ -494,7 +547,7 @@ func (s *searcher) choose() (Plan, error) {
 	}
 	sort.SliceStable(chosen, func(i, j int) bool { return better(chosen[i], chosen[j]) })
 	if len(chosen) == 0 {
-		return p, &NoPlanError{On: ms.String(), Rejected: s.rejectedBy(TierDP, TierFSDP, TierPipelineDCN, TierModel)}
+		return p, &NoPlanError{On: ms.String(), Rejected: p.Rejected}
 	}
 	if len(chosen) > r.Top {
 		chosen = chosen[:r.Top]
@@ -502,17 +555,14 @@ func (s *searcher) choose() (Plan, error) {
 	p.Top = chosen
 	p.Best = chosen[0]
 	if len(pool) > 1 {
-		p.Reasons = append(p.Reasons, note("", "%s wins: %.0f tokens/s per chip", p.Best.Tier, p.Best.Estimate.TokensPerSecondPerChip))
+		p.Reasons = append(p.Reasons, s.poolVerdict(p.Best, pool))
 	}
 	if ms.Slices > 1 {
-		p.Reasons = append(p.Reasons, note("", "tensor parallelism stays inside slices: it is never placed on DCN"))
+		p.Reasons = append(p.Reasons, note("", "tensor and context parallelism stay inside slices: they exchange activations inside every layer and are never placed on DCN%s",
+			refusedCount(s.refusedDCN)))
 	}
-	for t := TierDP; t <= TierModel; t++ {
-		inPool := false
-		for _, u := range pool {
-			inPool = inPool || u == t
-		}
-		if !inPool && has(t) {
+	for _, t := range all {
+		if !slices.Contains(pool, t) && has(t) {
 			p.Alternatives = append(p.Alternatives, s.best[t][0])
 		}
 	}
@@ -530,10 +580,164 @@ func (s *searcher) choose() (Plan, error) {
 	return p, nil
 }
 
+// chooseTiers applies the rule order and returns the tiers whose layouts
+// compete on speed, adding the reasons. Inside a slice: data parallelism,
+// then FSDP when a replica does not fit, then tensor, context or pipeline.
+// Across slices, with that in-slice strategy kept ("the same sharding
+// strategy that worked within a single slice can be kept within each
+// slice"): data parallelism, then FSDP when memory needs it; pipeline only
+// when DP or FSDP across slices would need a global batch above the limit
+// to hide its all-reduce, or when neither can run.
+func (s *searcher) chooseTiers(p *Plan) []Tier {
+	r := s.req
+	ms := r.Multislice
+	chip := ms.Slice.Chip
+	has := func(t Tier) bool { return len(s.best[t]) > 0 }
+	across := []Across{AcrossNone}
+	if ms.Slices > 1 {
+		across = []Across{AcrossDP, AcrossFSDP}
+	}
+	var chosen *Tier
+	var pipe *Tier
+	for in := InDP; in <= InModel && chosen == nil; in++ {
+		for _, a := range across {
+			if t := (Tier{in, a}); has(t) {
+				chosen = &t
+				break
+			}
+		}
+	}
+	if ms.Slices > 1 {
+		for in := InDP; in <= InModel; in++ {
+			if t := (Tier{in, AcrossPipeline}); has(t) {
+				pipe = &t
+				break
+			}
+		}
+	}
+	in := InModel
+	if chosen != nil {
+		in = chosen.In
+	} else if pipe != nil {
+		in = pipe.In
+	}
+	inside := func(in Inside) []Tier {
+		var out []Tier
+		for _, a := range append(across, AcrossPipeline) {
+			out = append(out, Tier{in, a})
+		}
+		return out
+	}
+	switch in {
+	case InDP:
+		b := s.best[firstOf(chosen, pipe)][0].Estimate
+		p.Reasons = append(p.Reasons, note("", "inside %s: pure data parallelism: a full replica's weights, gradients and optimizer state (%v) fit in %v of usable HBM per chip with room for %s of activations",
+			sliceWord(ms), b.Memory.State(), b.Memory.Usable, unit.Plural(b.MicroBatchSize, "sequence")))
+	case InFSDP:
+		state := unit.Bytes(float64(r.Model.ParamCount().Total()) * float64(r.Precision.StateBytes()))
+		p.Reasons = append(p.Reasons, note("", "inside %s: FSDP: pure data parallelism cannot run (%s): a full replica's state is %v against %v of usable HBM, so weights, gradients and optimizer state are sharded over fsdp",
+			sliceWord(ms), s.rejectedSummary(inside(InDP)...), state, chip.UsableHBM(r.HBMHeadroom)))
+	default:
+		p.Reasons = append(p.Reasons, note("", "inside %s: no data-parallel or FSDP layout can run (%s); tensor, context or pipeline parallelism inside a slice is needed",
+			sliceWord(ms), s.rejectedSummary(append(inside(InDP), inside(InFSDP)...)...)))
+	}
+	if ms.Slices == 1 {
+		if chosen == nil {
+			return nil
+		}
+		return []Tier{*chosen}
+	}
+	var pool []Tier
+	if chosen != nil {
+		pool = []Tier{*chosen}
+		switch chosen.Across {
+		case AcrossDP:
+			p.Reasons = append(p.Reasons, note("", "across slices: data parallelism, the Multislice default: only the gradients cross DCN, once per step"))
+		case AcrossFSDP:
+			p.Reasons = append(p.Reasons, note("", "across slices: FSDP, because data parallelism across slices does not fit (%s): sharding the state over the slices too makes room",
+				s.rejectedSummary(Tier{in, AcrossDP})))
+		}
+	}
+	// The rule's threshold is the practical figure the guidance gives
+	// (twice the break-even batch), not the bare break-even.
+	min := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
+	need := min * collective.PracticalHeadroom
+	limit := float64(r.MaxGlobalBatch) * float64(r.Seq) / float64(ms.Slices)
+	verdict := "enough: DP or FSDP across slices can hide its all-reduce"
+	if limit < need {
+		verdict = "too small: pipeline parallelism across slices, which sends only activations over DCN, is considered"
+		if pipe == nil {
+			verdict = fmt.Sprintf("too small, but no layout with pipeline parallelism across slices can run (%s)", s.rejectedSummary(Tier{in, AcrossPipeline}))
+		}
+	}
+	p.Reasons = append(p.Reasons, note(OptionMaxGlobalBatch, "Multislice batch rule: %d bits of DCN per parameter for %d slices, backward intensity 4·B/%d FLOP per bit against %.0f FLOP per DCN bit on %s, so %s tokens per slice break even and %s in practice hide the all-reduce; {max_global_batch} allows %s: %s",
+		collective.MultisliceBitsPerParam(ms.Slices), ms.Slices, collective.MultisliceBitsPerParam(ms.Slices),
+		float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(min), count(need), count(limit), verdict))
+	switch {
+	case chosen == nil && pipe != nil:
+		pool = []Tier{*pipe}
+		p.Reasons = append(p.Reasons, note("", "across slices: pipeline parallelism, because neither data parallelism nor FSDP across slices can run (%s)",
+			s.rejectedSummary(Tier{in, AcrossDP}, Tier{in, AcrossFSDP})))
+	case limit < need && pipe != nil:
+		pool = append(pool, *pipe)
+	}
+	return pool
+}
+
+// poolVerdict says which of the competing tiers won, and, when pipeline
+// across slices won, the batch DP or FSDP across slices would have needed.
+func (s *searcher) poolVerdict(best Candidate, pool []Tier) Note {
+	ms := s.req.Multislice
+	chip := ms.Slice.Chip
+	if best.Tier.Across == AcrossPipeline {
+		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices) * collective.PracticalHeadroom
+		batch := math.Ceil(need * float64(ms.Slices) / float64(s.req.Seq))
+		return note(OptionMaxGlobalBatch, "%s wins: %.0f tokens/s per chip; DP or FSDP across slices would have needed a global batch of at least %.0f sequences (%s tokens per slice) to hide its all-reduce, above {max_global_batch} (%d)",
+			best.Tier, best.Estimate.TokensPerSecondPerChip, batch, count(need), s.req.MaxGlobalBatch)
+	}
+	var other Candidate
+	for _, t := range pool {
+		if t != best.Tier && len(s.best[t]) > 0 {
+			other = s.best[t][0]
+		}
+	}
+	return note("", "%s wins: %.0f tokens/s per chip; the best with %s (%s) reaches %.0f: its pipeline bubble costs more than the exposed all-reduce",
+		best.Tier, best.Estimate.TokensPerSecondPerChip, other.Tier, other.Estimate.Mesh, other.Estimate.TokensPerSecondPerChip)
+}
+
+func firstOf(ts ...*Tier) Tier {
+	for _, t := range ts {
+		if t != nil {
+			return *t
+		}
+	}
+	return Tier{}
+}
+
+func sliceWord(ms hw.Multislice) string {
+	if ms.Slices > 1 {
+		return "each slice"
+	}
+	return "the slice"
+}
+
+// refusedCount is ", N layouts refused" for the tensor and context
+// factorizations on DCN, or "".
+func refusedCount(m map[cost.Reason]int) string {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s refused)", unit.Plural(n, "layout"))
+}
+
 // rejectedBy counts the layouts of the tiers that were rejected, by reason.
-func (s *searcher) rejectedBy(tiers ...Tier) map[cost.Reason]int {
+func (s *searcher) rejectedBy(ts ...Tier) map[cost.Reason]int {
 	sum := map[cost.Reason]int{}
-	for _, t := range tiers {
+	for _, t := range ts {
 		for k, v := range s.rejected[t] {
 			sum[k] += v
 		}
@@ -543,8 +747,8 @@ func (s *searcher) rejectedBy(tiers ...Tier) map[cost.Reason]int {
 
 // rejectedSummary says how many layouts of the tiers were rejected, by
 // reason, most common first.
-func (s *searcher) rejectedSummary(tiers ...Tier) text {
-	return rejectedSummary(s.rejectedBy(tiers...))
+func (s *searcher) rejectedSummary(ts ...Tier) text {
+	return rejectedSummary(s.rejectedBy(ts...))
 }
 
 func scopeReason(ms hw.Multislice) string {

@@ -334,7 +334,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			return rerr
 		}
 		// a bad layout or checkpoint is bad input; a link down is a failure
-		if errors.Is(err, emu.ErrInvalid) || errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, emu.ErrCheckpoint) {
+		if errors.Is(err, emu.ErrInvalid) || errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, mesh.ErrContextOverDCN) || errors.Is(err, emu.ErrCheckpoint) {
 			return usageError{err}
 		}
 		return err

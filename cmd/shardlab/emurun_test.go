@@ -151,6 +151,7 @@ func TestRunFailures(t *testing.T) {
 		{[]string{"run", "--mesh", "expert=8"}, 2, `axis = "expert"`},
 		{[]string{"run", "--tpu", "v5litepod-4", "--slices", "1", "--mesh", "context=4", "--seq", "10"}, 2, "context=4 must divide the sequence length 10"},
 		{[]string{"run", "--mesh", "tensor=2(dcn),fsdp=4"}, 2, "tensor parallelism over DCN"},
+		{[]string{"run", "--mesh", "context=2(dcn),fsdp=4"}, 2, "context parallelism over DCN"},
 		{[]string{"run", "--heads", "3"}, 2, "heads"},
 		{[]string{"run", "--fail-link", "x"}, 2, "want A-B"},
 		{[]string{"run", "--resume"}, 2, "--resume needs --checkpoint"},

@@ -226,7 +226,7 @@ func isUsage(err error) bool {
 	var me *mesh.Error
 	return errors.As(err, &ue) || errors.As(err, &pe) || errors.As(err, &fe) || errors.As(err, &me) ||
 		errors.Is(err, model.ErrInvalid) || errors.Is(err, plan.ErrRequest) || errors.Is(err, cost.ErrJob) ||
-		errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, schedule.ErrInvalid) || errors.Is(err, systolic.ErrInvalid) ||
+		errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, mesh.ErrContextOverDCN) || errors.Is(err, schedule.ErrInvalid) || errors.Is(err, systolic.ErrInvalid) ||
 		errors.Is(err, infeed.ErrInvalid) || errors.Is(err, emu.ErrInvalid) || errors.Is(err, emu.ErrCheckpoint) || errors.Is(err, validate.ErrInvalid)
 }
 

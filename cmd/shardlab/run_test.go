@@ -116,6 +116,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"plan", "--tpu", "v9-8"}, []string{"unknown TPU generation", "tpu7x"}},
 		{[]string{"plan", "--tpu", "tpu7x-8", "--mesh", "data=3"}, []string{"ICI factors = 3", "a product of 4"}},
 		{[]string{"plan", "--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2", "--mesh", "fsdp=64,tensor=2(dcn)"}, []string{"tensor parallelism over DCN"}},
+		{[]string{"plan", "--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2", "--mesh", "fsdp=64,context=2(dcn)"}, []string{"context parallelism over DCN"}},
 		{[]string{"plan", "--global-batch", "-4"}, []string{"--global-batch", "positive"}},
 		{[]string{"plan", "--max-global-batch", "lots"}, []string{"--max-global-batch", "sequences"}},
 		{[]string{"plan", "--model", malformed}, []string{"malformed spec"}},
