@@ -261,15 +261,15 @@ func (r Request) job() cost.Job {
 
 // search state
 type searcher struct {
-	req       Request
-	est       *cost.Estimator
-	rejected  map[Tier]map[cost.Reason]int
+	req      Request
+	est      *cost.Estimator
+	rejected map[Tier]map[cost.Reason]int
 	// refusedDCN counts the factorizations that put tensor or context on
 	// DCN, by reason: they belong to no tier.
 	refusedDCN map[cost.Reason]int
 	evaluated  int
 	best       map[Tier][]Candidate // best first, at most keep
-	keep      int
+	keep       int
 	// unfit is the requested layout that uses the least HBM, when it does
 	// not fit at any batch (--mesh only).
 	unfit *Candidate
