@@ -26,6 +26,8 @@ type JSON struct {
 	Slices       int            `json:"slices"`
 	Chips        int            `json:"chips"`
 	Tier         string         `json:"tier"`
+	InSlice      string         `json:"in_slice"`                // DP, FSDP or model parallel
+	AcrossSlices string         `json:"across_slices,omitempty"` // DP, FSDP or pipeline; absent for one slice
 	Layout       LayoutJSON     `json:"layout"`
 	Seq          int            `json:"seq_len"`
 	GlobalBatch  int            `json:"global_batch_sequences"`
@@ -139,7 +141,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 	j := JSON{
 		Model: p.Request.Model.Name, Params: p.Request.Model.ParamCount().Total(),
 		Accelerator: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices, Chips: ms.Chips(),
-		Tier:   p.Best.Tier.String(),
+		Tier: p.Best.Tier.String(), InSlice: p.Best.Tier.In.String(), AcrossSlices: p.Best.Tier.Across.String(),
 		Layout: LayoutJSON{Spec: e.Mesh.String(), Axes: e.Mesh.Axes()},
 		Seq:    e.Job.Seq, GlobalBatch: e.Job.GlobalBatch, GlobalTokens: e.Job.GlobalBatch * e.Job.Seq, MaxBatch: p.Request.MaxGlobalBatch,
 		MicroBatches: e.Job.MicroBatches, MicroBatch: e.MicroBatchSize, Remat: string(e.Job.Remat), Schedule: string(e.Job.Schedule), Chunks: max(e.Job.Chunks, 1),
