@@ -571,6 +571,7 @@ func (s *searcher) choose() (Plan, error) {
 			p.Reasons = append(p.Reasons, note("", "note: %s (%s) would be %.0f%% faster, but the rule order does not reach it", a.Estimate.Mesh, a.Tier, 100*gain))
 		}
 	}
+	p.Reasons = append(p.Reasons, frameworkNotes(p, s.est)...)
 	p.Warnings = warnings(p)
 	if r.ExampleCost > 0 {
 		if err := p.checkInput(); err != nil {

@@ -1,0 +1,64 @@
+package plan
+
+import (
+	"fmt"
+
+	"shardlab/cost"
+	"shardlab/mesh"
+	"shardlab/schedule"
+	"shardlab/unit"
+)
+
+// The Cloud TPU guidance draws one line between frameworks: JAX with
+// MaxText for large-scale training with explicit sharding, PyTorch/XLA for
+// portable PyTorch training, vLLM with tpu-inference for serving. A plan is
+// a training plan, so it is advised for MaxText, and says which of its
+// choices MaxText cannot run.
+
+// maxTextSchedule is the schedule MaxText runs for a pipeline that asks
+// for k, and whether it is k itself. MaxText's pipeline is one scan over
+// iterations whose backward pass is autodiff of the forward scan
+// (AI-Hypercomputer/maxtext src/maxtext/layers/pipeline.py @ e591f30c,
+// and maxtext issue #752): every forward before every backward, GPipe
+// order, with layers assigned circularly when num_pipeline_repeats > 1.
+// 1F1B runs as GPipe, interleaved 1F1B as the circular pipeline.
+func maxTextSchedule(k schedule.Kind) (schedule.Kind, bool) {
+	switch k {
+	case schedule.OneFOneB:
+		return schedule.GPipe, false
+	case schedule.Interleaved:
+		return schedule.Circular, false
+	}
+	return k, true
+}
+
+// frameworkNotes advises MaxText for the plan and, when the chosen layout
+// pipelines with a schedule MaxText does not run, costs the same layout
+// under the schedule it does run.
+func frameworkNotes(p Plan, est *cost.Estimator) []Note {
+	e := p.Best.Estimate
+	notes := []Note{note("", "framework: MaxText (JAX), which the Cloud TPU guidance points to for training at scale with explicit sharding; PyTorch/XLA SPMD for portable PyTorch code; vLLM with tpu-inference for serving")}
+	if e.Mesh.Size(mesh.Pipeline) <= 1 {
+		return notes
+	}
+	k, ok := maxTextSchedule(e.Job.Schedule)
+	if ok {
+		return append(notes, note("", "MaxText runs this plan's %s pipeline as costed", e.Job.Schedule))
+	}
+	j := e.Job
+	j.Schedule = k
+	alt, err := est.Estimate(j, e.Mesh)
+	switch {
+	case err != nil:
+		return append(notes, note(OptionSchedule, "MaxText cannot run the %s schedule (its backward pass is autodiff of a forward scan: all forwards, then all backwards), and %s on the same layout cannot be costed: %v", e.Job.Schedule, k, err))
+	case !alt.Memory.Fits():
+		return append(notes, note(OptionSchedule, "MaxText cannot run the %s schedule (its backward pass is autodiff of a forward scan: all forwards, then all backwards); its closest, %s, does not fit on this layout (%v of %v usable HBM: every micro-batch's activations are held until the backward pass); plan with {schedule} %s to see what does",
+			e.Job.Schedule, k, alt.Memory.Total(), alt.Memory.Usable, k))
+	}
+	cmp := "takes about as long"
+	if slower := alt.Time.Step.Seconds()/e.Time.Step.Seconds() - 1; slower >= 0.005 {
+		cmp = fmt.Sprintf("takes %.1f%% longer per step", 100*slower)
+	}
+	return append(notes, note(OptionSchedule, "MaxText cannot run the %s schedule (its backward pass is autodiff of a forward scan: all forwards, then all backwards); its closest, %s on the same layout, %s (%v of HBM, step %v); plan with {schedule} %s to choose among what MaxText runs",
+		e.Job.Schedule, k, cmp, alt.Memory.Total(), unit.Seconds(alt.Time.Step.Seconds()), k))
+}
