@@ -84,10 +84,6 @@ type Link struct {
 	HopLatency time.Duration
 }
 
-// ICIHopLatency is the per-hop ICI latency the scaling book's sharding
-// chapter uses (T_min ≈ 1 µs).
-const ICIHopLatency = time.Microsecond
-
 // Time is how long op among n devices takes on link: the bytes each device
 // sends over the link bandwidth, plus the latency of every ring step
 // (all-reduce walks the ring twice).

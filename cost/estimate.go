@@ -62,7 +62,7 @@ type Time struct {
 
 // Comm is one kind of collective in a step, per chip.
 type Comm struct {
-	Axis     mesh.AxisName
+	Axis     mesh.Axis
 	What     string
 	Op       collective.Op
 	Count    int // per step
@@ -512,19 +512,19 @@ func (j Job) offloadBytes(sh shape, r remat, mem Memory) float64 {
 func (e *Estimator) communicate(est *Estimate, sh shape) {
 	j, m := est.Job, est.Mesh
 	ms := m.Multislice
-	chip := ms.Slice.Chip
 	spec := j.Model
 	prec := j.Precision
 	compute := est.Time.Compute.Seconds()
 	backward := compute * 2 / 3
 
-	dcn := collective.Link{Bandwidth: ms.DCNPerChip * unit.BytesPerSecond(j.calibration().DCN)}
+	dcn := link(m.TierLink(mesh.DCN))
+	dcn.Bandwidth *= unit.BytesPerSecond(j.calibration().DCN)
 	params := j.paramsPerChip(sh)
 	grads := unit.Bytes(params * float64(prec.Gradient))
 	gathered := unit.Bytes(params * float64(min(prec.Weight, prec.Activation)))
-	d, c, f := m.Axis(mesh.Data), m.Axis(mesh.Context), m.Axis(mesh.FSDP)
+	d, c, f := m.Degree(mesh.Data), m.Degree(mesh.Context), m.Degree(mesh.FSDP)
 
-	add := func(axis mesh.AxisName, what string, op collective.Op, count int, cost collective.Cost, overlapped bool) {
+	add := func(axis mesh.Axis, what string, op collective.Op, count int, cost collective.Cost, overlapped bool) {
 		if count == 0 || cost == (collective.Cost{}) {
 			return
 		}
@@ -537,7 +537,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	// layers scanned, the stacked gradients leave the backward loop whole
 	// and are reduced after it: on the critical path.
 	if sh.d*sh.c > 1 {
-		cost := collective.Hierarchical(collective.AllReduce, grads, d.ICI*c.ICI, iciLink(m, mesh.Data, mesh.Context), d.DCN*c.DCN, dcn)
+		cost := collective.Hierarchical(collective.AllReduce, grads, d.ICI*c.ICI, link(m.Link(mesh.Data, mesh.Context)), d.DCN*c.DCN, dcn)
 		add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, false)
 		afterICI += cost.ICITime
 		afterDCN += cost.DCNTime
@@ -545,7 +545,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	// 2. FSDP: gather the weights (in the compute dtype) before forward and
 	// again before backward, reduce-scatter the gradients, per micro-batch.
 	if sh.f > 1 {
-		fl := iciLink(m, mesh.FSDP)
+		fl := link(m.Link(mesh.FSDP))
 		ag := collective.Hierarchical(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN, dcn)
 		rs := collective.Hierarchical(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN, dcn)
 		add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
@@ -566,7 +566,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 		if j.rematOf(sh.b, sh.s, j.Seq, sh.t).attention {
 			per = 4
 		}
-		cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, iciLink(m, mesh.Context), c.DCN, dcn)
+		cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, link(m.Link(mesh.Context)), c.DCN, dcn)
 		n := per * sh.ls * sh.m
 		add(mesh.Context, "ring attention K/V", collective.AllGather, n, cost, true)
 		gatherICI += cost.Scale(n).ICITime
@@ -578,10 +578,10 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	// the rest overlap with other micro-batches' compute.
 	var ppICI, ppDCN time.Duration
 	if sh.p > 1 {
-		pa := m.Axis(mesh.Pipeline)
+		pa := m.Degree(mesh.Pipeline)
 		msg := act / unit.Bytes(sh.t)
 		perChip := 2 * sh.m * sh.v // every chunk boundary, forward and back
-		iciSend := collective.Time(collective.SendRecv, 2, msg, collective.Link{Bandwidth: chip.ICILinkBandwidth, HopLatency: collective.ICIHopLatency})
+		iciSend := collective.Time(collective.SendRecv, 2, msg, link(m.TierLink(mesh.ICI)))
 		dcnSend := collective.Time(collective.SendRecv, 2, msg, dcn)
 		dcnBoundaries, iciBoundaries := pa.DCN-1, sh.p-pa.DCN
 		bytes := collective.Bytes(collective.SendRecv, 2, msg) * unit.Bytes(perChip)
@@ -631,7 +631,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 // 2023, "Overlap communication with dependent computation via
 // decomposition"), and each backward one the weight-gradient matmul that
 // does not depend on it; one ring step in t stays exposed either way.
-func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add func(mesh.AxisName, string, collective.Op, int, collective.Cost, bool)) time.Duration {
+func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool)) time.Duration {
 	if sh.t <= 1 {
 		return 0
 	}
@@ -642,7 +642,7 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 	if r := j.rematOf(sh.b, sh.s, j.Seq, sh.t); r.recompute > 0 || r.attention {
 		per, fwd = 6, 2
 	}
-	cost := collective.Hierarchical(collective.AllReduce, act, sh.t, iciLink(m, mesh.Tensor), 1, collective.Link{})
+	cost := collective.Hierarchical(collective.AllReduce, act, sh.t, link(m.Link(mesh.Tensor)), 1, collective.Link{})
 	n := per * sh.ls * sh.m
 	add(mesh.Tensor, "activation all-reduce", collective.AllReduce, n, cost, false)
 
@@ -672,16 +672,9 @@ func mxuFLOPsPerChip(est *Estimate, sh shape) float64 {
 	return (6*float64(j.Model.MatmulParams()) + r.recompute*float64(j.Model.Layers)) * tokens / float64(est.Mesh.Chips())
 }
 
-// iciLink is the ring link for a collective over the ICI parts of the named
-// axes together: their torus dimensions' bandwidths add up.
-func iciLink(m mesh.Mesh, axes ...mesh.AxisName) collective.Link {
-	l := collective.Link{HopLatency: collective.ICIHopLatency}
-	for _, a := range axes {
-		ml := m.Link(a)
-		l.Bandwidth += ml.Bandwidth
-		l.Hops += ml.Hops
-	}
-	return l
+// link is mesh's link as package collective times it.
+func link(l mesh.Link) collective.Link {
+	return collective.Link{Bandwidth: l.Bandwidth, Hops: l.Hops, HopLatency: l.HopLatency}
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }

@@ -8,6 +8,7 @@ package hw
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"shardlab/unit"
 )
@@ -236,3 +237,8 @@ func (c Chip) nameCount(chips int) int {
 func (c Chip) AcceleratorType(chips int) string {
 	return fmt.Sprintf("%s-%d", c.AcceleratorPrefix, c.nameCount(chips))
 }
+
+// ICIHopLatency is the fixed cost of one ICI hop, the T_min ≈ 1 µs per hop
+// the scaling book's sharding chapter uses for every generation
+// (https://jax-ml.github.io/scaling-book/sharding/).
+const ICIHopLatency = time.Microsecond

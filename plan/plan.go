@@ -40,8 +40,9 @@ type Request struct {
 	GlobalBatch int
 	// MaxGlobalBatch is the convergence limit in sequences per step.
 	MaxGlobalBatch int
-	// Axes, when set, asks for this one layout instead of searching.
-	Axes []mesh.Axis
+	// Axes, when set, asks for this one layout (each named axis's degree)
+	// instead of searching.
+	Axes []mesh.Degree
 	// Remat fixes the rematerialisation policy; "" searches all.
 	Remat cost.Remat
 	// Custom places the tagged tensors when Remat is custom.
@@ -91,22 +92,23 @@ func (t Tier) String() string {
 
 // TierOf classifies a layout.
 func TierOf(m mesh.Mesh) Tier {
-	var ici, dcn [5]int
-	for i, a := range m.Axes() {
-		ici[i], dcn[i] = a.ICI, a.DCN
+	ici := make([]int, mesh.NumAxes)
+	dcn := make([]int, mesh.NumAxes)
+	for _, d := range m.Degrees() {
+		ici[d.Axis], dcn[d.Axis] = d.ICI, d.DCN
 	}
-	return tierOf(ici[:], dcn[:])
+	return tierOf(ici, dcn)
 }
 
-// tierOf classifies ICI and DCN factors given in mesh.Names order.
+// tierOf classifies ICI and DCN factors indexed by mesh.Axis.
 func tierOf(ici, dcn []int) Tier {
-	const fsdp, tensor, pipeline, context = 1, 2, 3, 4
+	size := func(a mesh.Axis) int { return ici[a] * dcn[a] }
 	switch {
-	case ici[tensor]*dcn[tensor] > 1 || ici[context]*dcn[context] > 1 || ici[pipeline] > 1:
+	case size(mesh.Tensor) > 1 || size(mesh.Context) > 1 || ici[mesh.Pipeline] > 1:
 		return TierModel
-	case dcn[pipeline] > 1:
+	case dcn[mesh.Pipeline] > 1:
 		return TierPipelineDCN
-	case ici[fsdp]*dcn[fsdp] > 1:
+	case size(mesh.FSDP) > 1:
 		return TierFSDP
 	}
 	return TierDP
@@ -257,19 +259,19 @@ func Search(r Request) (Plan, error) {
 }
 
 // enumerate walks every ordered factorization of the slice's chips over the
-// five axes (ICI) and of the slice count over the four that may cross DCN.
+// axes (ICI) and of the slice count over the axes that may cross DCN.
 func (s *searcher) enumerate() {
 	ms := s.req.Multislice
 	spec := s.req.Model
-	ici := factorizations(ms.Slice.Chips(), 5)
-	dcn := factorizations(ms.Slices, 5)
+	ici := factorizations(ms.Slice.Chips(), mesh.NumAxes)
+	dcn := factorizations(ms.Slices, mesh.NumAxes)
 	for _, dn := range dcn {
-		if dn[2] > 1 { // tensor over DCN
+		if dn[mesh.Tensor] > 1 { // tensor over DCN
 			s.rejected[TierModel][cost.ReasonTensorDCN] += len(ici)
 			continue
 		}
 		for _, in := range ici {
-			t, p, c := in[2], in[3]*dn[3], in[4]*dn[4]
+			t, p, c := in[mesh.Tensor], in[mesh.Pipeline]*dn[mesh.Pipeline], in[mesh.Context]*dn[mesh.Context]
 			reason := cost.Reason("")
 			switch {
 			case !cost.TensorDivides(spec, t):
@@ -283,11 +285,11 @@ func (s *searcher) enumerate() {
 				s.rejected[tierOf(in, dn)][reason]++
 				continue
 			}
-			axes := make([]mesh.Axis, 5)
-			for i, n := range mesh.Names() {
-				axes[i] = mesh.Axis{Name: n, ICI: in[i], DCN: dn[i]}
+			degrees := make([]mesh.Degree, mesh.NumAxes)
+			for _, a := range mesh.All() {
+				degrees[a] = mesh.Degree{Axis: a, ICI: in[a], DCN: dn[a]}
 			}
-			m, err := mesh.New(ms, axes...)
+			m, err := mesh.New(ms, degrees...)
 			if err != nil {
 				panic(fmt.Sprintf("plan: factorization %v x %v rejected: %v", in, dn, err))
 			}
@@ -595,7 +597,7 @@ func warnings(p Plan) []Note {
 		w = append(w, note("", "HBM nearly full: %v of %v usable", e.Memory.Total(), e.Memory.Usable))
 	}
 	ms := p.Request.Multislice
-	if ms.Slices > 1 && e.Mesh.Axis(mesh.Data).DCN*e.Mesh.Axis(mesh.FSDP).DCN > 1 {
+	if ms.Slices > 1 && e.Mesh.Degree(mesh.Data).DCN*e.Mesh.Degree(mesh.FSDP).DCN > 1 {
 		chip := ms.Slice.Chip
 		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
 		have := float64(e.Job.GlobalBatch) * float64(e.Job.Seq) / float64(ms.Slices)

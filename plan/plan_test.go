@@ -68,7 +68,7 @@ func TestRuleFSDPWhenMemoryBinds(t *testing.T) {
 	}
 	// FSDP inside the slice, data parallelism across the two.
 	m := p.Best.Estimate.Mesh
-	if m.Axis(mesh.FSDP).ICI != 64 || m.Axis(mesh.Data).DCN*m.Axis(mesh.FSDP).DCN != 2 {
+	if m.Degree(mesh.FSDP).ICI != 64 || m.Degree(mesh.Data).DCN*m.Degree(mesh.FSDP).DCN != 2 {
 		t.Errorf("chose %s, want fsdp=64 inside the slice", m)
 	}
 }
@@ -90,7 +90,7 @@ func TestRulePipelineAcrossSlicesWhenBatchLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := p.Best.Estimate.Mesh
-	if p.Best.Tier != TierPipelineDCN || m.Axis(mesh.Pipeline).DCN != 2 || m.Axis(mesh.Tensor).Size() != 1 {
+	if p.Best.Tier != TierPipelineDCN || m.Degree(mesh.Pipeline).DCN != 2 || m.Degree(mesh.Tensor).Size() != 1 {
 		t.Errorf("chose %s (%s), want pipeline=2(dcn)", m, p.Best.Tier)
 	}
 	if !strings.Contains(reasons(p), "batch limit") {
@@ -111,7 +111,7 @@ func TestRulePipelineAcrossSlicesWhenBatchLimited(t *testing.T) {
 
 func TestTensorOverDCNRejected(t *testing.T) {
 	r := request(t, "llama3-70b", "tpu7x-128", 2, 512)
-	r.Axes = []mesh.Axis{{Name: mesh.FSDP, ICI: 64, DCN: 1}, {Name: mesh.Tensor, ICI: 1, DCN: 2}}
+	r.Axes = []mesh.Degree{{Axis: mesh.FSDP, ICI: 64, DCN: 1}, {Axis: mesh.Tensor, ICI: 1, DCN: 2}}
 	_, err := Search(r)
 	if !errors.Is(err, mesh.ErrTensorOverDCN) {
 		t.Fatalf("error = %v, want ErrTensorOverDCN", err)
@@ -126,7 +126,7 @@ func TestTensorOverDCNRejected(t *testing.T) {
 		t.Error("search did not count tensor-over-DCN layouts as rejected")
 	}
 	for _, c := range append(p.Top, p.Alternatives...) {
-		if c.Estimate.Mesh.Axis(mesh.Tensor).DCN > 1 {
+		if c.Estimate.Mesh.Degree(mesh.Tensor).DCN > 1 {
 			t.Errorf("search proposed %s", c.Estimate.Mesh)
 		}
 	}

@@ -429,6 +429,9 @@ func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, er
 		return mesh.Mesh{}, pj, bad("--plan-index %d, want 0: %s holds one plan", index, path)
 	}
 	if err := json.Unmarshal(data, &p); err != nil || p.Accelerator == "" || len(p.Layout.Axes) == 0 {
+		if me := (*mesh.Error)(nil); errors.As(err, &me) {
+			return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err) // an axis name it does not know
+		}
 		return mesh.Mesh{}, pj, notPlan
 	}
 	field := func(name string, v int, want string) error {
