@@ -325,7 +325,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			die()
 		}
 	}
-	res, err := emu.Train(tc)
+	res, err := train(tc, job)
 	if !*quiet && !*asJSON {
 		fmt.Fprintln(stderr)
 	}
@@ -400,6 +400,30 @@ const (
 type planJob struct {
 	batch, micro, seq int
 	schedule          string
+}
+
+// train runs tc. Under MPI it returns the transport's error as soon as a
+// peer rank goes silent; the devices waiting on that rank stay blocked
+// until the process ends (run returns exitStopped, main exits).
+func train(tc emu.TrainConfig, job *mpi.Job) (*emu.Result, error) {
+	if job == nil {
+		return emu.Train(tc)
+	}
+	type result struct {
+		res *emu.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := emu.Train(tc)
+		done <- result{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case err := <-job.Stopped:
+		return nil, err
+	}
 }
 
 // meshFromPlan reads the layout and topology of what 'shardlab plan --json'
