@@ -3,7 +3,9 @@
 // send/recv, and the time that takes on an ICI axis of the torus, over DCN,
 // or hierarchically (inside slices, then across them). It is the only place
 // shardlab computes a collective's bytes; the emulator's counters are
-// checked against it.
+// checked against it. It also defines Comm, the interface every transport
+// that runs collectives on real buffers implements, with the Group and
+// Counter it speaks in; package collectivetest is their conformance suite.
 package collective
 
 import (

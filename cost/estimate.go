@@ -517,7 +517,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	compute := est.Time.Compute.Seconds()
 	backward := compute * 2 / 3
 
-	dcn := link(m.TierLink(mesh.DCN))
+	dcn := link(m.TierLink(hw.DCN))
 	dcn.Bandwidth *= unit.BytesPerSecond(j.calibration().DCN)
 	params := j.paramsPerChip(sh)
 	grads := unit.Bytes(params * float64(prec.Gradient))
@@ -581,7 +581,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 		pa := m.Degree(mesh.Pipeline)
 		msg := act / unit.Bytes(sh.t)
 		perChip := 2 * sh.m * sh.v // every chunk boundary, forward and back
-		iciSend := collective.Time(collective.SendRecv, 2, msg, link(m.TierLink(mesh.ICI)))
+		iciSend := collective.Time(collective.SendRecv, 2, msg, link(m.TierLink(hw.ICI)))
 		dcnSend := collective.Time(collective.SendRecv, 2, msg, dcn)
 		dcnBoundaries, iciBoundaries := pa.DCN-1, sh.p-pa.DCN
 		bytes := collective.Bytes(collective.SendRecv, 2, msg) * unit.Bytes(perChip)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"shardlab/collective"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
@@ -54,7 +55,7 @@ type device struct {
 	prev  int
 	next  int
 
-	tensorG, contextG, fsdpG, gradG Group
+	tensorG, contextG, fsdpG, gradG collective.Group
 
 	tmpl    *Params[float32] // shapes of this stage's tensor-parallel params
 	flat    [][]float32      // param groups (0: ends, 1+: layers): full, or this device's FSDP shard

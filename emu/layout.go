@@ -2,6 +2,7 @@ package emu
 
 import (
 	"shardlab/collective"
+	"shardlab/hw"
 	"shardlab/mesh"
 )
 
@@ -19,10 +20,10 @@ func sliceOf(m mesh.Mesh) []int {
 
 // group is dev's collective group along the given axes, with the links
 // each tier gives it.
-func group(m mesh.Mesh, dev int, along ...mesh.Axis) Group {
+func group(m mesh.Mesh, dev int, along ...mesh.Axis) collective.Group {
 	mg := m.Group(dev, along...)
-	return Group{Ranks: mg.Devices, NICI: mg.ICI, NDCN: mg.DCN, Axis: mg.String(),
-		ICILink: link(m.Link(along...)), DCNLink: link(m.TierLink(mesh.DCN))}
+	return collective.Group{Ranks: mg.Devices, NICI: mg.ICI, NDCN: mg.DCN, Axis: mg.String(),
+		ICILink: link(m.Link(along...)), DCNLink: link(m.TierLink(hw.DCN))}
 }
 
 // neighbour is the device one step along an axis from dev, or -1 at the

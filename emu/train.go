@@ -168,9 +168,9 @@ type DeviceStats struct {
 	ID    int
 	Coord mesh.Coord
 	Slice int
-	Sent  Counter
+	Sent  collective.Counter
 	// SentByAxis is Sent split by the group's axes ("tensor all-reduce").
-	SentByAxis Counter
+	SentByAxis collective.Counter
 	// Control is the bytes of clock exchanges with other processes.
 	Control int64
 	Memory  Memory
@@ -223,7 +223,7 @@ func Train(tc TrainConfig) (*Result, error) {
 	full := Init[float32](tc.Model, tc.Seed)
 	// this process runs its own devices; every process knows every group
 	var devs []*device
-	var groups []Group
+	var groups []collective.Group
 	for id := range m.Chips() {
 		if !fab.local(id) {
 			continue
@@ -232,7 +232,7 @@ func Train(tc TrainConfig) (*Result, error) {
 		devs = append(devs, d)
 		groups = append(groups, d.tensorG, d.contextG, d.fsdpG, d.gradG)
 		if d.next >= 0 {
-			groups = append(groups, Group{Ranks: []int{id, d.next}, NICI: 2, NDCN: 1})
+			groups = append(groups, collective.Group{Ranks: []int{id, d.next}, NICI: 2, NDCN: 1})
 		}
 	}
 	if err := fab.Discover(groups); err != nil {

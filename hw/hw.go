@@ -242,3 +242,22 @@ func (c Chip) AcceleratorType(chips int) string {
 // the scaling book's sharding chapter uses for every generation
 // (https://jax-ml.github.io/scaling-book/sharding/).
 const ICIHopLatency = time.Microsecond
+
+// Tier is one of the two networks chips talk over.
+type Tier int
+
+// The tiers.
+const (
+	ICI Tier = iota // the inter-chip interconnect: the torus inside a slice
+	DCN             // the data-center network, across slices
+)
+
+func (t Tier) String() string {
+	switch t {
+	case ICI:
+		return "ICI"
+	case DCN:
+		return "DCN"
+	}
+	return fmt.Sprintf("Tier(%d)", int(t))
+}

@@ -129,7 +129,7 @@ func (m *Mesh) place() {
 	c := m.Multislice.Slice.Chip
 	for _, a := range placeOrder() {
 		n := m.degrees[a].ICI
-		l := Link{Tier: ICI, Size: n, HopLatency: hw.ICIHopLatency}
+		l := Link{Tier: hw.ICI, Size: n, HopLatency: hw.ICIHopLatency}
 		for d := range dims {
 			if n == 1 {
 				break

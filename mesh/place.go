@@ -95,28 +95,9 @@ func (m Mesh) Group(dev int, along ...Axis) Group {
 	return g
 }
 
-// Tier is the network a link is on.
-type Tier int
-
-// The tiers.
-const (
-	ICI Tier = iota // inside a slice: the torus
-	DCN             // across slices: the data-center network
-)
-
-func (t Tier) String() string {
-	switch t {
-	case ICI:
-		return "ICI"
-	case DCN:
-		return "DCN"
-	}
-	return fmt.Sprintf("Tier(%d)", int(t))
-}
-
 // Link describes what one chip's traffic on some devices travels over.
 type Link struct {
-	Tier Tier
+	Tier hw.Tier
 	Size int // chips on the link: along the axes inside a slice, or slices
 	// Dims is the number of torus dimensions the axis spans; Wrap is true
 	// when every one of them is a full ring with wraparound links.
@@ -141,7 +122,7 @@ func (m Mesh) Link(along ...Axis) Link {
 	if len(along) == 1 {
 		return m.links[along[0]]
 	}
-	l := Link{Tier: ICI, Size: 1, HopLatency: hw.ICIHopLatency}
+	l := Link{Tier: hw.ICI, Size: 1, HopLatency: hw.ICIHopLatency}
 	for _, a := range along {
 		al := m.links[a]
 		if l.Dims == 0 {
@@ -160,20 +141,20 @@ func (m Mesh) Link(along ...Axis) Link {
 // TierLink returns the link a point-to-point send uses on a tier: one ICI
 // link (one way) between neighbouring chips, or the chip's share of its
 // host's DCN bandwidth.
-func (m Mesh) TierLink(t Tier) Link {
-	if t == DCN {
-		return Link{Tier: DCN, Size: m.Multislice.Slices, Bandwidth: m.Multislice.DCNPerChip}
+func (m Mesh) TierLink(t hw.Tier) Link {
+	if t == hw.DCN {
+		return Link{Tier: hw.DCN, Size: m.Multislice.Slices, Bandwidth: m.Multislice.DCNPerChip}
 	}
-	return Link{Tier: ICI, Size: 2, Dims: 1, Bandwidth: m.Multislice.Slice.Chip.ICILinkBandwidth, Hops: 1, HopLatency: hw.ICIHopLatency}
+	return Link{Tier: hw.ICI, Size: 2, Dims: 1, Bandwidth: m.Multislice.Slice.Chip.ICILinkBandwidth, Hops: 1, HopLatency: hw.ICIHopLatency}
 }
 
 // Between returns the tier that connects two devices: ICI inside a slice,
 // DCN across slices.
-func (m Mesh) Between(a, b int) Tier {
+func (m Mesh) Between(a, b int) hw.Tier {
 	if m.Slice(a) != m.Slice(b) {
-		return DCN
+		return hw.DCN
 	}
-	return ICI
+	return hw.ICI
 }
 
 // PeerLink returns the link a send from device a to device b uses.

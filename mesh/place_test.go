@@ -53,7 +53,7 @@ func TestEveryAxis(t *testing.T) {
 			t.Errorf("%v: Size = %d, want %d", a, m.Size(a), 64*m.Degree(a).DCN)
 		}
 		// v5p: 3 wrapped dimensions of 4, 90 GB/s one way per link.
-		want := Link{Tier: ICI, Size: 64, Dims: 3, Wrap: true, Bandwidth: 3 * 180e9, Hops: 6, HopLatency: hw.ICIHopLatency}
+		want := Link{Tier: hw.ICI, Size: 64, Dims: 3, Wrap: true, Bandwidth: 3 * 180e9, Hops: 6, HopLatency: hw.ICIHopLatency}
 		if got := m.Link(a); got != want {
 			t.Errorf("Link(%v) = %+v, want %+v", a, got, want)
 		}
@@ -162,7 +162,7 @@ func TestLinks(t *testing.T) {
 	}
 	// tensor takes one wrapped dimension of 4 (180 GB/s, 2 hops), fsdp the
 	// other two (360 GB/s, 4 hops); together they span the torus.
-	want := Link{Tier: ICI, Size: 64, Dims: 3, Wrap: true, Bandwidth: 540e9, Hops: 6, HopLatency: hw.ICIHopLatency}
+	want := Link{Tier: hw.ICI, Size: 64, Dims: 3, Wrap: true, Bandwidth: 540e9, Hops: 6, HopLatency: hw.ICIHopLatency}
 	if got := m.Link(Tensor, FSDP); got != want {
 		t.Errorf("Link(tensor, fsdp) = %+v, want %+v", got, want)
 	}
@@ -174,9 +174,9 @@ func TestLinks(t *testing.T) {
 		a, b int
 		want Link
 	}{
-		{0, 1, Link{Tier: ICI, Size: 2, Dims: 1, Bandwidth: 90e9, Hops: 1, HopLatency: hw.ICIHopLatency}},
-		{63, 64, Link{Tier: DCN, Size: 2, Bandwidth: 50e9 / 8}},
-		{64, 127, Link{Tier: ICI, Size: 2, Dims: 1, Bandwidth: 90e9, Hops: 1, HopLatency: hw.ICIHopLatency}},
+		{0, 1, Link{Tier: hw.ICI, Size: 2, Dims: 1, Bandwidth: 90e9, Hops: 1, HopLatency: hw.ICIHopLatency}},
+		{63, 64, Link{Tier: hw.DCN, Size: 2, Bandwidth: 50e9 / 8}},
+		{64, 127, Link{Tier: hw.ICI, Size: 2, Dims: 1, Bandwidth: 90e9, Hops: 1, HopLatency: hw.ICIHopLatency}},
 	}
 	for _, tt := range tests {
 		if got := m.PeerLink(tt.a, tt.b); got != tt.want {
