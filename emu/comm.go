@@ -7,6 +7,7 @@ import (
 
 	"shardlab/collective"
 	"shardlab/hw"
+	"shardlab/mesh"
 )
 
 // Remote carries messages between devices that live in different
@@ -289,7 +290,7 @@ func (e *Endpoint) get(from int) message {
 // Send is a point-to-point send (pipeline stages). The receiver's clock
 // becomes at least the sender's plus the transfer time over the link
 // SetSendLink gives (no time without one).
-func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", "pipeline", to, x) }
+func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", mesh.Pipeline.String(), to, x) }
 
 // Recv receives from device from.
 func (e *Endpoint) Recv(from int) []float32 {
