@@ -3,7 +3,9 @@
 // send/recv, and the time that takes on an ICI axis of the torus, over DCN,
 // or hierarchically (inside slices, then across them). It is the only place
 // shardlab computes a collective's bytes; the emulator's counters are
-// checked against it.
+// checked against it. It also defines Comm, the interface every transport
+// that runs collectives on real buffers implements, with the Group and
+// Counter it speaks in; package collectivetest is their conformance suite.
 package collective
 
 import (
@@ -83,10 +85,6 @@ type Link struct {
 	Hops       int
 	HopLatency time.Duration
 }
-
-// ICIHopLatency is the per-hop ICI latency the scaling book's sharding
-// chapter uses (T_min ≈ 1 µs).
-const ICIHopLatency = time.Microsecond
 
 // Time is how long op among n devices takes on link: the bytes each device
 // sends over the link bandwidth, plus the latency of every ring step

@@ -51,7 +51,7 @@ func TestTime(t *testing.T) {
 	// Scaling book (sharding.md): an all-gather of V bytes over a bidirectional
 	// ring takes about V/W_bidi, independent of the axis size; all-reduce is
 	// twice that. v5p axis with wraparound: W = 2·90 GB/s.
-	l := Link{Bandwidth: 180e9, Hops: 2, HopLatency: ICIHopLatency}
+	l := Link{Bandwidth: 180e9, Hops: 2, HopLatency: hw.ICIHopLatency}
 	v := unit.Bytes(1 << 30)
 	ag := Time(AllGather, 4, v, l)
 	want := time.Duration(float64(v)*3/4/180e9*1e9) + 2*time.Microsecond

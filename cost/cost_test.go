@@ -328,7 +328,7 @@ func ExampleEstimator_Estimate() {
 	spec, _ := model.Lookup("llama3-70b")
 	s, _ := hw.ParseAcceleratorType("tpu7x-128")
 	ms, _ := hw.NewMultislice(s, 2, 0)
-	m, _ := mesh.New(ms, mesh.Axis{Name: mesh.FSDP, ICI: 64, DCN: 1}, mesh.Axis{Name: mesh.Data, ICI: 1, DCN: 2})
+	m, _ := mesh.New(ms, mesh.Degree{Axis: mesh.FSDP, ICI: 64, DCN: 1}, mesh.Degree{Axis: mesh.Data, ICI: 1, DCN: 2})
 	j := NewJob(spec, 8192, 256)
 	est, _ := NewEstimator().Estimate(j, m)
 	fmt.Printf("state %v, fits %v, MFU %.2f\n", est.Memory.State(), est.Memory.Fits(), est.MFU)

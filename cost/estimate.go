@@ -62,7 +62,7 @@ type Time struct {
 
 // Comm is one kind of collective in a step, per chip.
 type Comm struct {
-	Axis     mesh.AxisName
+	Axis     mesh.Axis
 	What     string
 	Op       collective.Op
 	Count    int // per step
@@ -514,16 +514,18 @@ func (j Job) offloadBytes(sh shape, r remat, mem Memory) float64 {
 func (e *Estimator) communicate(est *Estimate, sh shape) {
 	j, m := est.Job, est.Mesh
 	ms := m.Multislice
-	chip := ms.Slice.Chip
 	spec := j.Model
 	prec := j.Precision
 	compute := est.Time.Compute.Seconds()
 	backward := compute * 2 / 3
 
-	// A ring across n slices takes n−1 steps per phase at the line rate;
-	// each step pays the DCN latency.
+	// A ring across n slices takes n−1 steps per phase at the line rate
+	// (mesh's DCN link); each step pays the DCN latency.
+	dcnLine := link(m.TierLink(hw.DCN))
 	dcn := func(n int) collective.Link {
-		return collective.Link{Bandwidth: ms.DCNPerChip, Hops: max(n-1, 0), HopLatency: j.calibration().DCNLatency}
+		l := dcnLine
+		l.Hops, l.HopLatency = max(n-1, 0), j.calibration().DCNLatency
+		return l
 	}
 	// perLayer is op on size split into one collective per scanned layer,
 	// as XLA issues the weight gathers, gradient reductions and (with its
@@ -534,9 +536,9 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	params := j.paramsPerChip(sh)
 	grads := unit.Bytes(params * float64(prec.Gradient))
 	gathered := unit.Bytes(params * float64(min(prec.Weight, prec.Activation)))
-	d, c, f := m.Axis(mesh.Data), m.Axis(mesh.Context), m.Axis(mesh.FSDP)
+	d, c, f := m.Degree(mesh.Data), m.Degree(mesh.Context), m.Degree(mesh.FSDP)
 
-	add := func(axis mesh.AxisName, what string, op collective.Op, count int, cost collective.Cost, overlapped bool) {
+	add := func(axis mesh.Axis, what string, op collective.Op, count int, cost collective.Cost, overlapped bool) {
 		if count == 0 || cost == (collective.Cost{}) {
 			return
 		}
@@ -553,7 +555,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	// e47fa1b5d) the multislice loss grows as the per-device batch shrinks,
 	// as it does when the all-reduce's time is not hidden.
 	if sh.d*sh.c > 1 {
-		cost := perLayer(collective.AllReduce, grads, d.ICI*c.ICI, iciLink(m, mesh.Data, mesh.Context), d.DCN*c.DCN)
+		cost := perLayer(collective.AllReduce, grads, d.ICI*c.ICI, link(m.Link(mesh.Data, mesh.Context)), d.DCN*c.DCN)
 		add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, false)
 		afterICI += cost.ICITime
 		afterDCN += cost.DCNTime
@@ -561,7 +563,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	// 2. FSDP: gather the weights (in the compute dtype) before forward and
 	// again before backward, reduce-scatter the gradients, per micro-batch.
 	if sh.f > 1 {
-		fl := iciLink(m, mesh.FSDP)
+		fl := link(m.Link(mesh.FSDP))
 		ag := perLayer(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
 		rs := perLayer(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
 		add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
@@ -582,7 +584,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 		if j.rematOf(sh.b, sh.s, j.Seq, sh.t).attention {
 			per = 4
 		}
-		cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, iciLink(m, mesh.Context), c.DCN, dcn(c.DCN))
+		cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, link(m.Link(mesh.Context)), c.DCN, dcn(c.DCN))
 		n := per * sh.ls * sh.m
 		add(mesh.Context, "ring attention K/V", collective.AllGather, n, cost, true)
 		gatherICI += cost.Scale(n).ICITime
@@ -594,10 +596,10 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	// the rest overlap with other micro-batches' compute.
 	var ppICI, ppDCN time.Duration
 	if sh.p > 1 {
-		pa := m.Axis(mesh.Pipeline)
+		pa := m.Degree(mesh.Pipeline)
 		msg := act / unit.Bytes(sh.t)
 		perChip := 2 * sh.m * sh.v // every chunk boundary, forward and back
-		iciSend := collective.Time(collective.SendRecv, 2, msg, collective.Link{Bandwidth: chip.ICILinkBandwidth, HopLatency: collective.ICIHopLatency})
+		iciSend := collective.Time(collective.SendRecv, 2, msg, link(m.TierLink(hw.ICI)))
 		dcnSend := collective.Time(collective.SendRecv, 2, msg, dcn(2))
 		dcnBoundaries, iciBoundaries := pa.DCN-1, sh.p-pa.DCN
 		bytes := collective.Bytes(collective.SendRecv, 2, msg) * unit.Bytes(perChip)
@@ -647,7 +649,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 // 2023, "Overlap communication with dependent computation via
 // decomposition"), and each backward one the weight-gradient matmul that
 // does not depend on it; one ring step in t stays exposed either way.
-func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add func(mesh.AxisName, string, collective.Op, int, collective.Cost, bool)) time.Duration {
+func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool)) time.Duration {
 	if sh.t <= 1 {
 		return 0
 	}
@@ -658,7 +660,7 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 	if r := j.rematOf(sh.b, sh.s, j.Seq, sh.t); r.recompute > 0 || r.attention {
 		per, fwd = 6, 2
 	}
-	cost := collective.Hierarchical(collective.AllReduce, act, sh.t, iciLink(m, mesh.Tensor), 1, collective.Link{})
+	cost := collective.Hierarchical(collective.AllReduce, act, sh.t, link(m.Link(mesh.Tensor)), 1, collective.Link{})
 	n := per * sh.ls * sh.m
 	add(mesh.Tensor, "activation all-reduce", collective.AllReduce, n, cost, false)
 
@@ -688,16 +690,9 @@ func mxuFLOPsPerChip(est *Estimate, sh shape) float64 {
 	return (6*float64(j.Model.MatmulParams()) + r.recompute*float64(j.Model.Layers)) * tokens / float64(est.Mesh.Chips())
 }
 
-// iciLink is the ring link for a collective over the ICI parts of the named
-// axes together: their torus dimensions' bandwidths add up.
-func iciLink(m mesh.Mesh, axes ...mesh.AxisName) collective.Link {
-	l := collective.Link{HopLatency: collective.ICIHopLatency}
-	for _, a := range axes {
-		ml := m.Link(a)
-		l.Bandwidth += ml.Bandwidth
-		l.Hops += ml.Hops
-	}
-	return l
+// link is mesh's link as package collective times it.
+func link(l mesh.Link) collective.Link {
+	return collective.Link{Bandwidth: l.Bandwidth, Hops: l.Hops, HopLatency: l.HopLatency}
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }

@@ -16,7 +16,7 @@ func BenchmarkAllReduce(b *testing.B) {
 			elems := mib << 20 / 4
 			b.Run(itoa(n)+"-devices/"+itoa(mib)+"MiB", func(b *testing.B) {
 				f := NewFabric(make([]int, n))
-				g := Group{NICI: n, NDCN: 1, ICILink: collective.Link{Bandwidth: 1e11}}
+				g := collective.Group{NICI: n, NDCN: 1, ICILink: collective.Link{Bandwidth: 1e11}}
 				for i := range n {
 					g.Ranks = append(g.Ranks, i)
 				}

@@ -6,100 +6,9 @@ import (
 	"time"
 
 	"shardlab/collective"
+	"shardlab/hw"
+	"shardlab/mesh"
 )
-
-// Class is the link class a message travels on.
-type Class int
-
-// The link classes.
-const (
-	ICI Class = iota // inside a slice
-	DCN              // across slices
-)
-
-func (c Class) String() string { return [...]string{"ICI", "DCN"}[c] }
-
-// Group is a set of devices that run a collective together, in ring order:
-// member a sits at coordinate a = dcn·NICI + ici, so the members of one
-// slice are contiguous. Links give the cost model's view of each tier.
-type Group struct {
-	Ranks   []int
-	NICI    int
-	NDCN    int
-	Axis    string
-	ICILink collective.Link
-	DCNLink collective.Link
-}
-
-// Size is the number of members.
-func (g Group) Size() int { return len(g.Ranks) }
-
-func (g Group) index(rank int) int {
-	for i, r := range g.Ranks {
-		if r == rank {
-			return i
-		}
-	}
-	panic(fmt.Sprintf("emu: rank %d is not in group %v", rank, g.Ranks)) // a wiring bug
-}
-
-// sub returns the members sharing this member's DCN part (its slice's
-// share of the group) or its ICI part (one per slice).
-func (g Group) sub(rank int, alongDCN bool) []int {
-	a := g.index(rank)
-	ici, dcn := a%g.NICI, a/g.NICI
-	var out []int
-	if alongDCN {
-		for j := range g.NDCN {
-			out = append(out, g.Ranks[j*g.NICI+ici])
-		}
-	} else {
-		for i := range g.NICI {
-			out = append(out, g.Ranks[dcn*g.NICI+i])
-		}
-	}
-	return out
-}
-
-// Comm is what a virtual device uses to talk to the others. Every call
-// moves real buffers between devices and counts the bytes sent per
-// operation and link class.
-type Comm interface {
-	Rank() int
-	// AllReduce sums x over g in place.
-	AllReduce(g Group, x []float32)
-	// AllGather returns every member's x concatenated in group order.
-	AllGather(g Group, x []float32) []float32
-	// ReduceScatter sums x over g and returns this member's 1/n share.
-	ReduceScatter(g Group, x []float32) []float32
-	// AllToAll sends the i-th 1/n of x to member i and returns what each
-	// member sent here, in group order.
-	AllToAll(g Group, x []float32) []float32
-	Send(to int, x []float32)
-	Recv(from int) []float32
-	Barrier(g Group)
-	// Sent is the bytes this device has sent, by operation and link class.
-	Sent() Counter
-}
-
-// Counter is bytes sent, by collective and link class.
-type Counter map[string][2]int64
-
-// Add counts bytes of op on class.
-func (c Counter) add(op string, cl Class, n int64) {
-	v := c[op]
-	v[cl] += n
-	c[op] = v
-}
-
-// Total is all bytes sent on a class.
-func (c Counter) Total(cl Class) int64 {
-	var n int64
-	for _, v := range c {
-		n += v[cl]
-	}
-	return n
-}
 
 // Remote carries messages between devices that live in different
 // processes (package emu/mpi implements it over MPI). Incoming messages are
@@ -217,7 +126,7 @@ func (e *ErrLinkDown) Error() string {
 // does at start-up, and names the first broken one instead of hanging. A
 // failed link that no ring uses is an error too: it is not a link of this
 // mesh.
-func (f *Fabric) Discover(groups []Group) error {
+func (f *Fabric) Discover(groups []collective.Group) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	used := map[[2]int]bool{}
@@ -256,15 +165,15 @@ func (f *Fabric) queue(src, dst int) *fifo {
 	return q
 }
 
-// Endpoint is device rank's Comm on the fabric.
+// Endpoint is device rank's collective.Comm on the fabric.
 type Endpoint struct {
 	f     *Fabric
 	rank  int
 	axis  string // the group of the collective under way
 	op    string // and its name, for the trace
-	Bytes Counter
+	Bytes collective.Counter
 	// ByAxis counts the same bytes under "axis op" (e.g. "tensor all-reduce").
-	ByAxis Counter
+	ByAxis collective.Counter
 	spans  []Span
 	lent   sync.WaitGroup // views of this device's buffers other devices still read
 	// Control counts the bytes of clock exchanges between processes'
@@ -274,7 +183,7 @@ type Endpoint struct {
 
 // Endpoint returns device rank's Comm.
 func (f *Fabric) Endpoint(rank int) *Endpoint {
-	return &Endpoint{f: f, rank: rank, Bytes: Counter{}, ByAxis: Counter{}}
+	return &Endpoint{f: f, rank: rank, Bytes: collective.Counter{}, ByAxis: collective.Counter{}}
 }
 
 // span records a stretch of the device's track when the fabric traces.
@@ -285,7 +194,7 @@ func (e *Endpoint) span(name string, start, end float64) {
 }
 
 // Sent is the bytes this device has sent.
-func (e *Endpoint) Sent() Counter { return e.Bytes }
+func (e *Endpoint) Sent() collective.Counter { return e.Bytes }
 
 // Rank is the device's id.
 func (e *Endpoint) Rank() int { return e.rank }
@@ -296,17 +205,17 @@ func (e *Endpoint) Clock() float64 { return e.f.clocks[e.rank] }
 // Advance moves the device's clock on by d seconds of its own work.
 func (e *Endpoint) Advance(d float64) { e.f.clocks[e.rank] += d }
 
-func (e *Endpoint) class(to int) Class {
+func (e *Endpoint) tier(to int) hw.Tier {
 	if e.f.sliceOf[to] == e.f.sliceOf[e.rank] {
-		return ICI
+		return hw.ICI
 	}
-	return DCN
+	return hw.DCN
 }
 
 // put sends a copy of x to device to, counting it under op and axis.
 func (e *Endpoint) put(op, axis string, to int, x []float32) {
-	e.Bytes.add(op, e.class(to), int64(len(x))*4)
-	e.ByAxis.add(axis+" "+op, e.class(to), int64(len(x))*4)
+	e.Bytes.Add(op, e.tier(to), int64(len(x))*4)
+	e.ByAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
 	if !e.f.local(to) {
 		e.f.remote.Send(e.rank, to, x, e.f.clocks[e.rank], false)
 		return
@@ -332,8 +241,8 @@ func (e *Endpoint) lend(op, axis string, to int, x []float32) {
 		e.put(op, axis, to, x)
 		return
 	}
-	e.Bytes.add(op, e.class(to), int64(len(x))*4)
-	e.ByAxis.add(axis+" "+op, e.class(to), int64(len(x))*4)
+	e.Bytes.Add(op, e.tier(to), int64(len(x))*4)
+	e.ByAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
 	e.lent.Add(1)
 	q := e.f.queue(e.rank, to)
 	q.mu.Lock()
@@ -381,7 +290,7 @@ func (e *Endpoint) get(from int) message {
 // Send is a point-to-point send (pipeline stages). The receiver's clock
 // becomes at least the sender's plus the transfer time over the link
 // SetSendLink gives (no time without one).
-func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", "pipeline", to, x) }
+func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", mesh.Pipeline.String(), to, x) }
 
 // Recv receives from device from.
 func (e *Endpoint) Recv(from int) []float32 {
@@ -418,7 +327,7 @@ type rendezvous struct {
 
 // sync waits for every member of g, then sets each clock to the latest
 // arrival plus cost.
-func (e *Endpoint) sync(g Group, cost time.Duration) {
+func (e *Endpoint) sync(g collective.Group, cost time.Duration) {
 	if g.Size() <= 1 {
 		return
 	}
@@ -464,7 +373,7 @@ func (e *Endpoint) sync(g Group, cost time.Duration) {
 // syncByMessages is sync across processes: every member sends its clock to
 // the group's first member, which answers with the latest plus cost.
 // These control messages are counted apart from the collectives' bytes.
-func (e *Endpoint) syncByMessages(g Group, cost time.Duration) {
+func (e *Endpoint) syncByMessages(g collective.Group, cost time.Duration) {
 	if e.f.FreeComm {
 		cost = 0
 	}
@@ -515,4 +424,4 @@ func (e *Endpoint) control(to int, clock float64) {
 }
 
 // Barrier waits for the group.
-func (e *Endpoint) Barrier(g Group) { e.sync(g, 0) }
+func (e *Endpoint) Barrier(g collective.Group) { e.sync(g, 0) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"shardlab/collective"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
@@ -47,14 +48,14 @@ type device struct {
 	tc    *TrainConfig
 	c     Config
 	id    int
-	coord [5]int
+	coord mesh.Coord
 	ep    *Endpoint
 	first bool
 	last  bool
 	prev  int
 	next  int
 
-	tensorG, contextG, fsdpG, gradG Group
+	tensorG, contextG, fsdpG, gradG collective.Group
 
 	tmpl    *Params[float32] // shapes of this stage's tensor-parallel params
 	flat    [][]float32      // param groups (0: ends, 1+: layers): full, or this device's FSDP shard
@@ -70,29 +71,20 @@ type device struct {
 	trace []Span
 }
 
-func newDevice(tc *TrainConfig, g *grid, id int, ep *Endpoint, full *Params[float32]) *device {
+func newDevice(tc *TrainConfig, id int, ep *Endpoint, full *Params[float32]) *device {
 	m := tc.Mesh
-	d := &device{tc: tc, c: tc.Model, id: id, coord: g.coords[id], ep: ep, prev: -1, next: -1}
+	d := &device{tc: tc, c: tc.Model, id: id, coord: m.Coord(id), ep: ep}
 	p, t, f := m.Size(mesh.Pipeline), m.Size(mesh.Tensor), m.Size(mesh.FSDP)
-	si := d.coord[axPipeline]
-	d.first, d.last = si == 0, si == p-1
-	if !d.first {
-		c := d.coord
-		c[axPipeline]--
-		d.prev = g.id(c)
-	}
-	if !d.last {
-		c := d.coord
-		c[axPipeline]++
-		d.next = g.id(c)
-	}
-	d.tensorG = g.group(id, axTensor)
-	d.contextG = g.group(id, axContext)
-	d.fsdpG = g.group(id, axFSDP)
-	d.gradG = g.group(id, axData, axContext)
-	sh := Shard(full, tc.Model, d.coord[axTensor], t, si, p)
+	si := d.coord[mesh.Pipeline]
+	d.prev, d.next = neighbour(m, id, mesh.Pipeline, -1), neighbour(m, id, mesh.Pipeline, +1)
+	d.first, d.last = d.prev < 0, d.next < 0
+	d.tensorG = group(m, id, mesh.Tensor)
+	d.contextG = group(m, id, mesh.Context)
+	d.fsdpG = group(m, id, mesh.FSDP)
+	d.gradG = group(m, id, mesh.Data, mesh.Context)
+	sh := Shard(full, tc.Model, d.coord[mesh.Tensor], t, si, p)
 	d.tmpl = sh
-	fi := d.coord[axFSDP]
+	fi := d.coord[mesh.FSDP]
 	for _, tensors := range d.groupsOf(sh) {
 		var buf []float32
 		for _, x := range tensors {
@@ -279,9 +271,9 @@ func (d *device) step(step int, batch [][]int, rate float64) {
 	if err != nil {
 		panic(err) // validated
 	}
-	ops := sched.Ops[d.coord[axPipeline]]
+	ops := sched.Ops[d.coord[mesh.Pipeline]]
 	df := m.Size(mesh.Data) * m.Size(mesh.FSDP)
-	shardIdx := d.coord[axData]*m.Size(mesh.FSDP) + d.coord[axFSDP]
+	shardIdx := d.coord[mesh.Data]*m.Size(mesh.FSDP) + d.coord[mesh.FSDP]
 	per := tc.GlobalBatch / df
 	b := per / mbs
 	cpn := m.Size(mesh.Context)
@@ -289,7 +281,7 @@ func (d *device) step(step int, batch [][]int, rate float64) {
 	scale := 1 / float64(tc.GlobalBatch*d.c.Seq)
 	micros := make([]micro, mbs)
 	for k := range mbs {
-		mb := micro{b: b, s: s, ci: d.coord[axContext], c: cpn, scale: scale}
+		mb := micro{b: b, s: s, ci: d.coord[mesh.Context], c: cpn, scale: scale}
 		for i := range b {
 			row := batch[shardIdx*per+k*b+i]
 			lo := mb.ci * s

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"shardlab/emu"
+	"shardlab/hw"
 	"shardlab/mesh"
 )
 
@@ -17,7 +18,7 @@ func ExampleTrain() {
 		fmt.Println(err)
 		return
 	}
-	dcn := r.Devices[0].Sent["all-reduce"][emu.DCN]
+	dcn := r.Devices[0].Sent["all-reduce"][hw.DCN]
 	fmt.Println(len(r.Devices), "chips; loss fell:", r.Losses[4] < r.Losses[0], "; DCN bytes of chip 0:", dcn)
 	// Output:
 	// 8 chips; loss fell: true ; DCN bytes of chip 0: 35360

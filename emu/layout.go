@@ -1,110 +1,44 @@
 package emu
 
 import (
-	"fmt"
-
 	"shardlab/collective"
+	"shardlab/hw"
 	"shardlab/mesh"
 )
 
-// axis indices in mesh.Names order
-const (
-	axData = iota
-	axFSDP
-	axTensor
-	axPipeline
-	axContext
-)
+// Package mesh places the devices and picks their links; this file only
+// turns its answers into the emulator's types.
 
-// grid places a mesh's devices: device ids run slice by slice; a device's
-// coordinate on an axis is dcn·ICI + ici.
-type grid struct {
-	m      mesh.Mesh
-	axes   []mesh.Axis
-	n      int
-	coords [][5]int
-	slice  []int
+// sliceOf returns each device's slice, the fabric's view of the mesh.
+func sliceOf(m mesh.Mesh) []int {
+	out := make([]int, m.Chips())
+	for id := range out {
+		out[id] = m.Slice(id)
+	}
+	return out
 }
 
-func newGrid(m mesh.Mesh) *grid {
-	g := &grid{m: m, axes: m.Axes(), n: m.Chips()}
-	per := m.Multislice.Slice.Chips()
-	g.coords = make([][5]int, g.n)
-	g.slice = make([]int, g.n)
-	for id := range g.n {
-		s, local := id/per, id%per
-		g.slice[id] = s
-		var c [5]int
-		for i, a := range g.axes {
-			c[i] = (s%a.DCN)*a.ICI + local%a.ICI
-			s /= a.DCN
-			local /= a.ICI
-		}
-		g.coords[id] = c
-	}
-	return g
+// group is dev's collective group along the given axes, with the links
+// each tier gives it.
+func group(m mesh.Mesh, dev int, along ...mesh.Axis) collective.Group {
+	mg := m.Group(dev, along...)
+	return collective.Group{Ranks: mg.Devices, NICI: mg.ICI, NDCN: mg.DCN, Axis: mg.String(),
+		ICILink: link(m.Link(along...)), DCNLink: link(m.TierLink(hw.DCN))}
 }
 
-// id finds the device at a coordinate.
-func (g *grid) id(c [5]int) int {
-	for id, cc := range g.coords {
-		if cc == c {
-			return id
-		}
+// neighbour is the device one step along an axis from dev, or -1 at the
+// axis's end.
+func neighbour(m mesh.Mesh, dev int, a mesh.Axis, step int) int {
+	c := m.Coord(dev)
+	c[a] += step
+	id, ok := m.Device(c)
+	if !ok {
+		return -1
 	}
-	panic(fmt.Sprintf("emu: no device at %v", c))
+	return id
 }
 
-// group is the devices that differ from dev only on the given axes, in
-// the Group order: slices' members contiguous.
-func (g *grid) group(dev int, axes ...int) Group {
-	base := g.coords[dev]
-	gr := Group{NICI: 1, NDCN: 1}
-	for i, ax := range axes {
-		gr.NICI *= g.axes[ax].ICI
-		gr.NDCN *= g.axes[ax].DCN
-		if i > 0 {
-			gr.Axis += "×"
-		}
-		gr.Axis += string(g.axes[ax].Name)
-	}
-	// enumerate DCN parts (outer) then ICI parts, axes in order
-	var dcnParts, iciParts [][]int
-	var walk func(i int, cur []int, dcn bool, out *[][]int)
-	walk = func(i int, cur []int, dcn bool, out *[][]int) {
-		if i == len(axes) {
-			*out = append(*out, append([]int(nil), cur...))
-			return
-		}
-		n := g.axes[axes[i]].ICI
-		if dcn {
-			n = g.axes[axes[i]].DCN
-		}
-		for v := range n {
-			walk(i+1, append(cur, v), dcn, out)
-		}
-	}
-	walk(0, nil, true, &dcnParts)
-	walk(0, nil, false, &iciParts)
-	for _, dp := range dcnParts {
-		for _, ip := range iciParts {
-			c := base
-			for k, ax := range axes {
-				c[ax] = dp[k]*g.axes[ax].ICI + ip[k]
-			}
-			gr.Ranks = append(gr.Ranks, g.id(c))
-		}
-	}
-	var names []mesh.AxisName
-	for _, ax := range axes {
-		names = append(names, g.axes[ax].Name)
-	}
-	gr.ICILink = collective.Link{HopLatency: collective.ICIHopLatency}
-	for _, nm := range names {
-		l := g.m.Link(nm)
-		gr.ICILink.Bandwidth += l.Bandwidth
-		gr.ICILink.Hops += l.Hops
-	}
-	gr.DCNLink = collective.Link{Bandwidth: g.m.Multislice.DCNPerChip}
-	return gr
+// link is mesh's link as package collective times it.
+func link(l mesh.Link) collective.Link {
+	return collective.Link{Bandwidth: l.Bandwidth, Hops: l.Hops, HopLatency: l.HopLatency}
 }

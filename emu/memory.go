@@ -72,12 +72,11 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 		return Footprint{}, err
 	}
 
-	g := newGrid(m)
 	var fp Footprint
 	var static, step, snap, remote float64
-	for id := range g.n {
+	for id := range m.Chips() {
 		local := tc.Remote == nil || tc.Remote.RankOf(id) == tc.Remote.Rank()
-		si := g.coords[id][axPipeline]
+		si := m.Coord(id)[mesh.Pipeline]
 		first, last := si == 0, si == p-1
 		ends := 0.0
 		if first || last && c.Tied {

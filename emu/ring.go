@@ -66,7 +66,7 @@ func (e *Endpoint) ringAllGather(op string, members []int, x []float32) {
 	e.lent.Wait()
 }
 
-func (e *Endpoint) cost(g Group, op collective.Op, size unit.Bytes) {
+func (e *Endpoint) cost(g collective.Group, op collective.Op, size unit.Bytes) {
 	e.op = op.String()
 	e.sync(g, collective.Hierarchical(op, size, g.NICI, g.ICILink, g.NDCN, g.DCNLink).Time())
 }
@@ -74,7 +74,7 @@ func (e *Endpoint) cost(g Group, op collective.Op, size unit.Bytes) {
 // AllReduce sums x over g in place: a ring within the group, or, when the
 // group spans slices, reduce-scatter inside each slice, all-reduce of the
 // shard across slices, all-gather inside the slice.
-func (e *Endpoint) AllReduce(g Group, x []float32) {
+func (e *Endpoint) AllReduce(g collective.Group, x []float32) {
 	e.axis = g.Axis
 	if g.Size() <= 1 {
 		return
@@ -86,8 +86,8 @@ func (e *Endpoint) AllReduce(g Group, x []float32) {
 		e.ringAllGather(op, g.Ranks, x)
 		return
 	}
-	slice := g.sub(e.rank, false)
-	across := g.sub(e.rank, true)
+	slice := g.Members(e.rank, false)
+	across := g.Members(e.rank, true)
 	e.ringReduceScatter(op, slice, x)
 	lo, hi := chunk(len(x), len(slice), indexOf(slice, e.rank))
 	shard := x[lo:hi]
@@ -97,11 +97,11 @@ func (e *Endpoint) AllReduce(g Group, x []float32) {
 }
 
 // AllGather concatenates every member's x in group order.
-func (e *Endpoint) AllGather(g Group, x []float32) []float32 {
+func (e *Endpoint) AllGather(g collective.Group, x []float32) []float32 {
 	e.axis = g.Axis
 	n := g.Size()
 	out := make([]float32, n*len(x))
-	a := g.index(e.rank)
+	a := g.Index(e.rank)
 	copy(out[a*len(x):], x)
 	if n == 1 {
 		return out
@@ -117,11 +117,11 @@ func (e *Endpoint) AllGather(g Group, x []float32) []float32 {
 	// across slices first: y[d] = x of member (d, ici)
 	y := make([]float32, n2*l)
 	copy(y[dcn*l:], x)
-	e.ringAllGather(op, g.sub(e.rank, true), y)
+	e.ringAllGather(op, g.Members(e.rank, true), y)
 	// then inside the slice: z[i] = y of member (dcn, i)
 	z := make([]float32, n1*n2*l)
 	copy(z[ici*n2*l:], y)
-	e.ringAllGather(op, g.sub(e.rank, false), z)
+	e.ringAllGather(op, g.Members(e.rank, false), z)
 	for i := range n1 {
 		for d := range n2 {
 			copy(out[(d*n1+i)*l:(d*n1+i+1)*l], z[(i*n2+d)*l:(i*n2+d+1)*l])
@@ -131,10 +131,10 @@ func (e *Endpoint) AllGather(g Group, x []float32) []float32 {
 }
 
 // ReduceScatter sums x over g and returns this member's chunk.
-func (e *Endpoint) ReduceScatter(g Group, x []float32) []float32 {
+func (e *Endpoint) ReduceScatter(g collective.Group, x []float32) []float32 {
 	e.axis = g.Axis
 	n := g.Size()
-	a := g.index(e.rank)
+	a := g.Index(e.rank)
 	if n == 1 {
 		return append([]float32(nil), x...)
 	}
@@ -160,17 +160,17 @@ func (e *Endpoint) ReduceScatter(g Group, x []float32) []float32 {
 			copy(y[(i*n2+d)*l:], x[(d*n1+i)*l:(d*n1+i+1)*l])
 		}
 	}
-	e.ringReduceScatter(op, g.sub(e.rank, false), y)
+	e.ringReduceScatter(op, g.Members(e.rank, false), y)
 	block := y[ici*n2*l : (ici+1)*n2*l]
-	e.ringReduceScatter(op, g.sub(e.rank, true), block)
+	e.ringReduceScatter(op, g.Members(e.rank, true), block)
 	return append([]float32(nil), block[dcn*l:(dcn+1)*l]...)
 }
 
 // AllToAll sends chunk j of x to member j and returns the chunks received,
 // in group order.
-func (e *Endpoint) AllToAll(g Group, x []float32) []float32 {
+func (e *Endpoint) AllToAll(g collective.Group, x []float32) []float32 {
 	n := g.Size()
-	a := g.index(e.rank)
+	a := g.Index(e.rank)
 	out := make([]float32, len(x))
 	if n == 1 {
 		copy(out, x)

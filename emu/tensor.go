@@ -1,8 +1,9 @@
 // Package emu really trains a small decoder-only transformer across N
 // virtual chips laid out like a planned mesh — data, fsdp, tensor,
 // pipeline and context parallelism and their products — with every
-// collective going through a Comm that counts its bytes by link class (ICI
-// inside a slice, DCN across slices) and advances a simulated clock. Its
+// collective going through a collective.Comm that counts its bytes by tier
+// (ICI inside a slice, DCN across slices) and advances a simulated clock,
+// on devices that package mesh places. Its
 // losses and parameters must match one device's, and its byte counts must
 // equal package collective's formulas: it is the independent check of the
 // planner.

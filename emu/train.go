@@ -32,7 +32,8 @@ type TrainConfig struct {
 	// BlocksOnlyClock charges only the transformer blocks to the simulated
 	// clock (balanced pipeline stages, to measure the schedule's bubble).
 	BlocksOnlyClock bool
-	// Efficiency scales the chip's peak for the simulated compute clock.
+	// Efficiency scales the chip's peak for the simulated compute clock;
+	// 0 means defaultEfficiency.
 	Efficiency float64
 	// BF16Compute runs the passes on bfloat16-rounded copies of the
 	// weights while Adam updates fp32 master weights (mixed precision).
@@ -89,7 +90,7 @@ func (tc *TrainConfig) Validate() error {
 		return fmt.Errorf("emu: "+format+": %w", append(a, ErrInvalid)...)
 	}
 	switch {
-	case m.Axis(mesh.Tensor).DCN > 1:
+	case m.Degree(mesh.Tensor).DCN > 1:
 		return fmt.Errorf("emu: %w", mesh.ErrTensorOverDCN)
 	case c.Heads%t != 0 || c.KVHeads%t != 0 || c.DFF%t != 0:
 		return bad("tensor=%d must divide heads %d, kv_heads %d and d_ff %d", t, c.Heads, c.KVHeads, c.DFF)
@@ -165,11 +166,11 @@ func divergenceLimit(vocab int) float64 {
 // DeviceStats is one virtual chip's counters.
 type DeviceStats struct {
 	ID    int
-	Coord [5]int
+	Coord mesh.Coord
 	Slice int
-	Sent  Counter
+	Sent  collective.Counter
 	// SentByAxis is Sent split by the group's axes ("tensor all-reduce").
-	SentByAxis Counter
+	SentByAxis collective.Counter
 	// Control is the bytes of clock exchanges with other processes.
 	Control int64
 	Memory  Memory
@@ -177,10 +178,17 @@ type DeviceStats struct {
 	Clock   float64 // simulated seconds at the end
 }
 
+// defaultEfficiency is the emulator's own share of peak for its simulated
+// clock. It is not cost's calibrated residual efficiency on purpose: emu
+// never imports cost (it is the independent check of cost), and changing
+// it would change every simulated time 'shardlab run' prints and refuse to
+// resume checkpoints whose headers record 0.6.
+const defaultEfficiency = 0.6
+
 // setDefaults fills in the zero values that have defaults.
 func (tc *TrainConfig) setDefaults() {
 	if tc.Efficiency == 0 {
-		tc.Efficiency = 0.6
+		tc.Efficiency = defaultEfficiency
 	}
 	if tc.Schedule == "" {
 		tc.Schedule = schedule.OneFOneB
@@ -197,40 +205,34 @@ func Train(tc TrainConfig) (*Result, error) {
 		return nil, err
 	}
 	tc.dataID = tc.Data.Identity()
-	g := newGrid(tc.Mesh)
-	fab := NewFabric(g.slice)
+	m := tc.Mesh
+	fab := NewFabric(sliceOf(m))
 	fab.FreeComm = tc.FreeComm
 	fab.trace = tc.Trace
 	if tc.Remote != nil {
 		fab.SetRemote(tc.Remote)
 		tc.Remote.Attach(fab)
 	}
-	chip := tc.Mesh.Multislice.Slice.Chip
-	fab.SetSendLink(func(from, to int) collective.Link {
-		if g.slice[from] != g.slice[to] {
-			return collective.Link{Bandwidth: tc.Mesh.Multislice.DCNPerChip}
-		}
-		return collective.Link{Bandwidth: chip.ICILinkBandwidth, HopLatency: collective.ICIHopLatency}
-	})
+	fab.SetSendLink(func(from, to int) collective.Link { return link(m.PeerLink(from, to)) })
 	for _, l := range tc.FailLinks {
-		if l[0] < 0 || l[1] < 0 || l[0] >= g.n || l[1] >= g.n {
-			return nil, fmt.Errorf("emu: failed link %d-%d names a device outside 0..%d: %w", l[0], l[1], g.n-1, ErrInvalid)
+		if l[0] < 0 || l[1] < 0 || l[0] >= m.Chips() || l[1] >= m.Chips() {
+			return nil, fmt.Errorf("emu: failed link %d-%d names a device outside 0..%d: %w", l[0], l[1], m.Chips()-1, ErrInvalid)
 		}
 		fab.FailLink(l[0], l[1])
 	}
 	full := Init[float32](tc.Model, tc.Seed)
 	// this process runs its own devices; every process knows every group
 	var devs []*device
-	var groups []Group
-	for id := range g.n {
+	var groups []collective.Group
+	for id := range m.Chips() {
 		if !fab.local(id) {
 			continue
 		}
-		d := newDevice(&tc, g, id, fab.Endpoint(id), full)
+		d := newDevice(&tc, id, fab.Endpoint(id), full)
 		devs = append(devs, d)
 		groups = append(groups, d.tensorG, d.contextG, d.fsdpG, d.gradG)
 		if d.next >= 0 {
-			groups = append(groups, Group{Ranks: []int{id, d.next}, NICI: 2, NDCN: 1})
+			groups = append(groups, collective.Group{Ranks: []int{id, d.next}, NICI: 2, NDCN: 1})
 		}
 	}
 	if err := fab.Discover(groups); err != nil {
@@ -253,7 +255,7 @@ func Train(tc TrainConfig) (*Result, error) {
 		}
 	}
 	res := &Result{ResumedFrom: start}
-	rate := float64(chip.PeakBF16) * tc.Efficiency
+	rate := float64(m.Multislice.Slice.Chip.PeakBF16) * tc.Efficiency
 	maxClock := func() (float64, error) {
 		t := []float64{0}
 		for _, d := range devs {
@@ -285,9 +287,9 @@ func Train(tc TrainConfig) (*Result, error) {
 		// each device's loss in its slot, gathered from every process (a sum
 		// with one term per slot), then added in device order: the same
 		// bits however the devices are spread over processes
-		losses := make([]float64, g.n)
+		losses := make([]float64, m.Chips())
 		for _, d := range devs {
-			if d.coord[axTensor] == 0 && d.last {
+			if d.coord[mesh.Tensor] == 0 && d.last {
 				losses[d.id] = d.loss
 			}
 		}
@@ -335,7 +337,7 @@ func Train(tc TrainConfig) (*Result, error) {
 		}
 	}
 	for _, d := range devs {
-		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: g.slice[d.id], Sent: d.ep.Bytes, SentByAxis: d.ep.ByAxis,
+		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: tc.Mesh.Slice(d.id), Sent: d.ep.Bytes, SentByAxis: d.ep.ByAxis,
 			Control: d.ep.Control, Memory: d.mem.peak, Busy: d.busy, Clock: d.ep.Clock()})
 		res.Trace = append(res.Trace, d.trace...)
 		res.Trace = append(res.Trace, d.ep.spans...)
@@ -345,7 +347,7 @@ func Train(tc TrainConfig) (*Result, error) {
 	if tc.Remote != nil {
 		// process 0 collects every device's counters, trace and shards
 		var err error
-		if all, err = gatherDevices(&tc, g, fab, full, res, devs); err != nil {
+		if all, err = gatherDevices(&tc, fab, full, res, devs); err != nil {
 			return nil, err
 		}
 		if all == nil {
@@ -361,7 +363,7 @@ func Train(tc TrainConfig) (*Result, error) {
 		// every device's idle share of the common makespan
 		res.Bubble = 1 - busy/(float64(len(res.Devices))*makespan)
 	}
-	res.Final = assembleFinal(&tc, g, all)
+	res.Final = assembleFinal(&tc, all)
 	return res, nil
 }
 
@@ -376,7 +378,7 @@ type shipment struct {
 // gatherDevices sends this process's counters, trace and parameter shards
 // to process 0, which returns every device (remote ones rebuilt around
 // their shards) and fills res with all of them; other processes get nil.
-func gatherDevices(tc *TrainConfig, g *grid, fab *Fabric, full *Params[float32], res *Result, devs []*device) ([]*device, error) {
+func gatherDevices(tc *TrainConfig, fab *Fabric, full *Params[float32], res *Result, devs []*device) ([]*device, error) {
 	sh := shipment{Stats: res.Devices, Trace: res.Trace}
 	for _, d := range devs {
 		sh.IDs = append(sh.IDs, d.id)
@@ -400,7 +402,7 @@ func gatherDevices(tc *TrainConfig, g *grid, fab *Fabric, full *Params[float32],
 		res.Devices = append(res.Devices, in.Stats...)
 		res.Trace = append(res.Trace, in.Trace...)
 		for i, id := range in.IDs {
-			d := newDevice(tc, g, id, fab.Endpoint(id), full)
+			d := newDevice(tc, id, fab.Endpoint(id), full)
 			d.flat = in.Flats[i]
 			all = append(all, d)
 		}
@@ -411,7 +413,7 @@ func gatherDevices(tc *TrainConfig, g *grid, fab *Fabric, full *Params[float32],
 
 // assembleFinal rebuilds the full model from the replica at data 0,
 // context 0: FSDP shards concatenated, then tensor and pipeline pieces.
-func assembleFinal(tc *TrainConfig, g *grid, list []*device) *Params[float32] {
+func assembleFinal(tc *TrainConfig, list []*device) *Params[float32] {
 	t, p, f := tc.Mesh.Size(mesh.Tensor), tc.Mesh.Size(mesh.Pipeline), tc.Mesh.Size(mesh.FSDP)
 	devs := map[int]*device{}
 	for _, d := range list {
@@ -422,11 +424,17 @@ func assembleFinal(tc *TrainConfig, g *grid, list []*device) *Params[float32] {
 		pieces[si] = make([]*Params[float32], t)
 		for ti := range t {
 			var flat [][]float32
-			base := devs[g.id([5]int{0, 0, ti, si, 0})]
+			at := func(fi int) *device {
+				var c mesh.Coord
+				c[mesh.FSDP], c[mesh.Tensor], c[mesh.Pipeline] = fi, ti, si
+				id, _ := tc.Mesh.Device(c)
+				return devs[id]
+			}
+			base := at(0)
 			for gi := range base.flat {
 				buf := make([]float32, 0, base.fullLen[gi])
 				for fi := range f {
-					buf = append(buf, devs[g.id([5]int{0, fi, ti, si, 0})].flat[gi]...)
+					buf = append(buf, at(fi).flat[gi]...)
 				}
 				flat = append(flat, buf[:base.realLen[gi]])
 			}

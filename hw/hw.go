@@ -8,6 +8,7 @@ package hw
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"shardlab/unit"
 )
@@ -235,4 +236,28 @@ func (c Chip) nameCount(chips int) int {
 // AcceleratorType spells the accelerator type of a slice of n chips.
 func (c Chip) AcceleratorType(chips int) string {
 	return fmt.Sprintf("%s-%d", c.AcceleratorPrefix, c.nameCount(chips))
+}
+
+// ICIHopLatency is the fixed cost of one ICI hop, the T_min ≈ 1 µs per hop
+// the scaling book's sharding chapter uses for every generation
+// (https://jax-ml.github.io/scaling-book/sharding/).
+const ICIHopLatency = time.Microsecond
+
+// Tier is one of the two networks chips talk over.
+type Tier int
+
+// The tiers.
+const (
+	ICI Tier = iota // the inter-chip interconnect: the torus inside a slice
+	DCN             // the data-center network, across slices
+)
+
+func (t Tier) String() string {
+	switch t {
+	case ICI:
+		return "ICI"
+	case DCN:
+		return "DCN"
+	}
+	return fmt.Sprintf("Tier(%d)", int(t))
 }

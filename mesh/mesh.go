@@ -1,53 +1,33 @@
-// Package mesh lays a training job's parallelism out on TPU hardware: a mesh
-// of named axes (data, fsdp, tensor, pipeline, context), each split into an
-// ICI factor inside a slice and a DCN factor across slices, and the placement
-// of each ICI axis on the slice's torus, which sets the bandwidth its
-// collectives get.
+// Package mesh lays a training job's parallelism out on TPU hardware. It
+// owns the axis table (Axis: data, fsdp, tensor, pipeline, context), a
+// mesh of those axes each split into an ICI factor inside a slice and a DCN
+// factor across slices, the placement of devices on it (device ↔
+// coordinate, the group of devices along some axes), and the links they
+// talk over: the ICI ring an axis gets on the slice's torus, which sets the
+// bandwidth its collectives get, and the link between two devices (ICI, or
+// DCN across slices).
 package mesh
 
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
 	"shardlab/hw"
-	"shardlab/unit"
 )
 
-// AxisName names a parallelism axis.
-type AxisName string
-
-// The axes, in the order shardlab prints them.
-const (
-	Data     AxisName = "data"
-	FSDP     AxisName = "fsdp"
-	Tensor   AxisName = "tensor"
-	Pipeline AxisName = "pipeline"
-	Context  AxisName = "context"
-)
-
-// Names returns the axis names in canonical order.
-func Names() []AxisName { return []AxisName{Data, FSDP, Tensor, Pipeline, Context} }
-
-func index(n AxisName) int {
-	for i, a := range Names() {
-		if a == n {
-			return i
-		}
-	}
-	return -1
-}
-
-// Axis is one parallelism axis: ICI chips inside each slice times DCN slices.
-type Axis struct {
-	Name AxisName `json:"name"`
-	ICI  int      `json:"ici"`
-	DCN  int      `json:"dcn"`
+// Degree is one axis's parallelism: ICI chips inside each slice times DCN
+// slices.
+type Degree struct {
+	Axis Axis `json:"name"`
+	ICI  int  `json:"ici"`
+	DCN  int  `json:"dcn"`
 }
 
 // Size is the axis's total degree.
-func (a Axis) Size() int { return a.ICI * a.DCN }
+func (d Degree) Size() int { return d.ICI * d.DCN }
 
 // ErrTensorOverDCN rejects tensor parallelism across slices.
 var ErrTensorOverDCN = errors.New("tensor parallelism over DCN is not supported: " +
@@ -79,65 +59,47 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Link describes how one axis's collectives travel inside a slice.
-type Link struct {
-	Size int // chips along the axis inside a slice
-	// Dims is the number of torus dimensions the axis spans; Wrap is true
-	// when every one of them is a full ring with wraparound links.
-	Dims int
-	Wrap bool
-	// Bandwidth is what one chip can send along the axis in a ring
-	// collective: one-way link bandwidth times 2 for each spanned dimension
-	// that wraps (a bidirectional ring), times 1 for one that does not (the
-	// scaling book's sharding chapter: a line costs about twice a ring, and
-	// k axes at once divide the time by k).
-	Bandwidth unit.BytesPerSecond
-	// Hops is the longest path a ring collective walks: n/2 per wrapped
-	// dimension, n−1 per open one.
-	Hops int
-}
-
 // Mesh is a validated layout on a multislice.
 type Mesh struct {
 	Multislice hw.Multislice
-	axes       [5]Axis
-	links      [5]Link
+	degrees    [NumAxes]Degree
+	links      [NumAxes]Link
 }
 
-// New validates axes for ms. Axes not named have degree 1; an axis may be
-// named once. The ICI factors must multiply to the chips of one slice, the
-// DCN factors to the number of slices, and tensor must have DCN factor 1.
-func New(ms hw.Multislice, axes ...Axis) (Mesh, error) {
+// New validates the degrees for ms. Axes not named have degree 1; an axis
+// may be named once. The ICI factors must multiply to the chips of one
+// slice, the DCN factors to the number of slices, and an axis that may not
+// cross slices (tensor) must have DCN factor 1.
+func New(ms hw.Multislice, degrees ...Degree) (Mesh, error) {
 	var m Mesh
 	m.Multislice = ms
-	seen := [5]bool{}
-	for i, n := range Names() {
-		m.axes[i] = Axis{Name: n, ICI: 1, DCN: 1}
+	var seen [NumAxes]bool
+	for _, a := range All() {
+		m.degrees[a] = Degree{Axis: a, ICI: 1, DCN: 1}
 	}
-	for _, a := range axes {
-		i := index(a.Name)
-		if i < 0 {
-			return Mesh{}, &Error{Field: "axis", Value: strconv.Quote(string(a.Name)), Want: "one of data, fsdp, tensor, pipeline, context", Err: ErrInvalid}
+	for _, d := range degrees {
+		a := d.Axis
+		if !a.Valid() {
+			return Mesh{}, &Error{Field: "axis", Value: a.String(), Want: "one of " + axisList(), Err: ErrInvalid}
 		}
-		if seen[i] {
-			return Mesh{}, &Error{Field: "axis", Value: string(a.Name), Want: "each axis named once", Err: ErrInvalid}
+		if seen[a] {
+			return Mesh{}, &Error{Field: "axis", Value: a.String(), Want: "each axis named once", Err: ErrInvalid}
 		}
-		seen[i] = true
-		if a.ICI < 1 || a.DCN < 1 {
-			return Mesh{}, &Error{Field: string(a.Name), Value: fmt.Sprintf("ici %d dcn %d", a.ICI, a.DCN), Want: "factors of at least 1", Err: ErrInvalid}
+		seen[a] = true
+		if d.ICI < 1 || d.DCN < 1 {
+			return Mesh{}, &Error{Field: a.String(), Value: fmt.Sprintf("ici %d dcn %d", d.ICI, d.DCN), Want: "factors of at least 1", Err: ErrInvalid}
 		}
-		m.axes[i] = a
+		m.degrees[a] = d
 	}
-	if t := m.axes[index(Tensor)]; t.DCN > 1 {
-		return Mesh{}, &Error{Field: "tensor", Value: fmt.Sprintf("%d over DCN", t.DCN), Err: ErrTensorOverDCN}
-	}
-	if c := m.axes[index(Context)]; c.DCN > 1 {
-		return Mesh{}, &Error{Field: "context", Value: fmt.Sprintf("%d over DCN", c.DCN), Err: ErrContextOverDCN}
+	for _, a := range All() {
+		if d := m.degrees[a]; d.DCN > 1 && !a.CrossesDCN() {
+			return Mesh{}, &Error{Field: a.String(), Value: fmt.Sprintf("%d over DCN", d.DCN), Err: axes[a].overDCN}
+		}
 	}
 	ici, dcn := 1, 1
-	for _, a := range m.axes {
-		ici *= a.ICI
-		dcn *= a.DCN
+	for _, d := range m.degrees {
+		ici *= d.ICI
+		dcn *= d.DCN
 		if ici > ms.Slice.Chips() || dcn > ms.Slices {
 			break
 		}
@@ -154,19 +116,25 @@ func New(ms hw.Multislice, axes ...Axis) (Mesh, error) {
 	return m, nil
 }
 
+// placeOrder is the axes in the order they claim torus dimensions.
+func placeOrder() []Axis {
+	order := All()
+	sort.SliceStable(order, func(i, j int) bool { return axes[order[i]].place < axes[order[j]].place })
+	return order
+}
+
 // place assigns each ICI axis a share of the torus dimensions. Axes that
 // communicate on the critical path go first (tensor, context, then fsdp,
-// data, pipeline), each taking from the dimensions in order the largest
-// share that divides what is left: the greedy gcd always completes because
-// the factors multiply to the slice.
+// data, pipeline: the table's place column), each taking from the
+// dimensions in order the largest share that divides what is left: the
+// greedy gcd always completes because the factors multiply to the slice.
 func (m *Mesh) place() {
 	dims := m.Multislice.Slice.Topology.Dims()
 	left := append([]int(nil), dims...)
 	c := m.Multislice.Slice.Chip
-	for _, name := range []AxisName{Tensor, Context, FSDP, Data, Pipeline} {
-		i := index(name)
-		n := m.axes[i].ICI
-		l := Link{Size: n}
+	for _, a := range placeOrder() {
+		n := m.degrees[a].ICI
+		l := Link{Tier: hw.ICI, Size: n, HopLatency: hw.ICIHopLatency}
 		for d := range dims {
 			if n == 1 {
 				break
@@ -193,9 +161,9 @@ func (m *Mesh) place() {
 			left[d] /= g
 		}
 		if n != 1 {
-			panic(fmt.Sprintf("mesh: cannot place %s=%d on %v", name, m.axes[i].ICI, dims))
+			panic(fmt.Sprintf("mesh: cannot place %s=%d on %v", a, m.degrees[a].ICI, dims))
 		}
-		m.links[i] = l
+		m.links[a] = l
 	}
 }
 
@@ -206,29 +174,14 @@ func gcd(a, b int) int {
 	return a
 }
 
-// Axis returns the named axis.
-func (m Mesh) Axis(n AxisName) Axis {
-	i := index(n)
-	if i < 0 {
-		return Axis{Name: n, ICI: 1, DCN: 1}
-	}
-	return m.axes[i]
-}
+// Degree returns an axis's degree.
+func (m Mesh) Degree(a Axis) Degree { return m.degrees[a] }
 
-// Size returns the named axis's total degree.
-func (m Mesh) Size(n AxisName) int { return m.Axis(n).Size() }
+// Size returns an axis's total degree.
+func (m Mesh) Size(a Axis) int { return m.degrees[a].Size() }
 
-// Axes returns all five axes in canonical order.
-func (m Mesh) Axes() []Axis { return append([]Axis(nil), m.axes[:]...) }
-
-// Link returns how the named axis's ICI part is placed on the torus.
-func (m Mesh) Link(n AxisName) Link {
-	i := index(n)
-	if i < 0 {
-		return Link{Size: 1}
-	}
-	return m.links[i]
-}
+// Degrees returns every axis's degree in canonical order.
+func (m Mesh) Degrees() []Degree { return append([]Degree(nil), m.degrees[:]...) }
 
 // Chips is the total number of chips.
 func (m Mesh) Chips() int { return m.Multislice.Chips() }
@@ -237,12 +190,12 @@ func (m Mesh) Chips() int { return m.Multislice.Chips() }
 // "data=2(dcn),fsdp=64"; degree-1 axes are left out.
 func (m Mesh) String() string {
 	var parts []string
-	for _, a := range m.axes {
-		if a.DCN > 1 {
-			parts = append(parts, fmt.Sprintf("%s=%d(dcn)", a.Name, a.DCN))
+	for _, d := range m.degrees {
+		if d.DCN > 1 {
+			parts = append(parts, fmt.Sprintf("%s=%d(dcn)", d.Axis, d.DCN))
 		}
-		if a.ICI > 1 {
-			parts = append(parts, fmt.Sprintf("%s=%d", a.Name, a.ICI))
+		if d.ICI > 1 {
+			parts = append(parts, fmt.Sprintf("%s=%d", d.Axis, d.ICI))
 		}
 	}
 	if len(parts) == 0 {
@@ -253,12 +206,12 @@ func (m Mesh) String() string {
 
 func (m Mesh) spell(dcn bool) string {
 	var parts []string
-	for _, a := range m.axes {
-		f := a.ICI
+	for _, d := range m.degrees {
+		f := d.ICI
 		if dcn {
-			f = a.DCN
+			f = d.DCN
 		}
-		parts = append(parts, fmt.Sprintf("%s %d", a.Name, f))
+		parts = append(parts, fmt.Sprintf("%s %d", d.Axis, f))
 	}
 	return strings.Join(parts, " x ")
 }
@@ -266,14 +219,14 @@ func (m Mesh) spell(dcn bool) string {
 // ParseAxes reads a layout such as "data=2(dcn),fsdp=4,tensor=2": each item
 // is NAME=N for an ICI factor or NAME=N(dcn) for a DCN factor ("(ici)" may be
 // written too). An axis may appear once for ICI and once for DCN.
-func ParseAxes(s string) ([]Axis, error) {
+func ParseAxes(s string) ([]Degree, error) {
 	type key struct {
-		name AxisName
+		axis Axis
 		dcn  bool
 	}
 	seen := map[key]bool{}
-	byName := map[AxisName]*Axis{}
-	var order []AxisName
+	byAxis := map[Axis]*Degree{}
+	var order []Axis
 	items := strings.Split(s, ",")
 	for _, item := range items {
 		item = strings.TrimSpace(item)
@@ -281,9 +234,9 @@ func ParseAxes(s string) ([]Axis, error) {
 		if !ok || name == "" {
 			return nil, &Error{Field: "mesh item", Value: strconv.Quote(item), Want: "NAME=N or NAME=N(dcn), e.g. data=2(dcn),fsdp=4", Err: ErrInvalid}
 		}
-		n := AxisName(strings.ToLower(strings.TrimSpace(name)))
-		if index(n) < 0 {
-			return nil, &Error{Field: "axis", Value: strconv.Quote(name), Want: "one of data, fsdp, tensor, pipeline, context", Err: ErrInvalid}
+		n, err := ParseAxis(name)
+		if err != nil {
+			return nil, err
 		}
 		val = strings.ToLower(strings.TrimSpace(val))
 		dcn := false
@@ -294,20 +247,20 @@ func ParseAxes(s string) ([]Axis, error) {
 			val = strings.TrimSuffix(val, "(ici)")
 		}
 		if strings.ContainsAny(val, "()") {
-			return nil, &Error{Field: string(n), Value: strconv.Quote(strings.TrimSpace(item)), Want: "N for an ICI factor or N(dcn) for a DCN factor (N(ici) is the same as N)", Err: ErrInvalid}
+			return nil, &Error{Field: n.String(), Value: strconv.Quote(strings.TrimSpace(item)), Want: "N for an ICI factor or N(dcn) for a DCN factor (N(ici) is the same as N)", Err: ErrInvalid}
 		}
 		f, err := strconv.Atoi(strings.TrimSpace(val))
 		if err != nil || f < 1 || f > 1<<20 {
-			return nil, &Error{Field: string(n), Value: strconv.Quote(val), Want: "a whole number from 1 to 1048576", Err: ErrInvalid}
+			return nil, &Error{Field: n.String(), Value: strconv.Quote(val), Want: "a whole number from 1 to 1048576", Err: ErrInvalid}
 		}
 		if seen[key{n, dcn}] {
-			return nil, &Error{Field: string(n), Value: "given twice", Want: "one ICI and at most one DCN factor per axis", Err: ErrInvalid}
+			return nil, &Error{Field: n.String(), Value: "given twice", Want: "one ICI and at most one DCN factor per axis", Err: ErrInvalid}
 		}
 		seen[key{n, dcn}] = true
-		a, ok := byName[n]
+		a, ok := byAxis[n]
 		if !ok {
-			a = &Axis{Name: n, ICI: 1, DCN: 1}
-			byName[n] = a
+			a = &Degree{Axis: n, ICI: 1, DCN: 1}
+			byAxis[n] = a
 			order = append(order, n)
 		}
 		if dcn {
@@ -316,9 +269,9 @@ func ParseAxes(s string) ([]Axis, error) {
 			a.ICI = f
 		}
 	}
-	out := make([]Axis, 0, len(order))
+	out := make([]Degree, 0, len(order))
 	for _, n := range order {
-		out = append(out, *byName[n])
+		out = append(out, *byAxis[n])
 	}
 	return out, nil
 }
@@ -326,11 +279,11 @@ func ParseAxes(s string) ([]Axis, error) {
 // Parse reads a layout such as "data=2(dcn),fsdp=4" (ParseAxes) and
 // validates it on ms (New).
 func Parse(ms hw.Multislice, spec string) (Mesh, error) {
-	axes, err := ParseAxes(spec)
+	degrees, err := ParseAxes(spec)
 	if err != nil {
 		return Mesh{}, err
 	}
-	return New(ms, axes...)
+	return New(ms, degrees...)
 }
 
 // ParseOn lays spec out on slices copies of an accelerator type:

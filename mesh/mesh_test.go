@@ -25,16 +25,16 @@ func multislice(t testing.TB, accel string, slices int) hw.Multislice {
 func TestNewErrors(t *testing.T) {
 	ms := multislice(t, "v5p-128", 2) // 64 chips per slice, 2 slices
 	tests := []struct {
-		axes []Axis
+		axes []Degree
 		err  error
 		msg  string
 	}{
-		{[]Axis{{Name: FSDP, ICI: 64, DCN: 1}, {Name: Tensor, ICI: 1, DCN: 2}}, ErrTensorOverDCN, "tensor = 2 over DCN"},
-		{[]Axis{{Name: FSDP, ICI: 32, DCN: 2}}, ErrInvalid, "ICI factors = 32"},
-		{[]Axis{{Name: FSDP, ICI: 64, DCN: 1}}, ErrInvalid, "DCN factors = 1"},
-		{[]Axis{{Name: "expert", ICI: 64, DCN: 2}}, ErrInvalid, `axis = "expert"`},
-		{[]Axis{{Name: Data, ICI: 0, DCN: 2}}, ErrInvalid, "factors of at least 1"},
-		{[]Axis{{Name: Data, ICI: 64, DCN: 2}, {Name: Data, ICI: 1, DCN: 1}}, ErrInvalid, "each axis named once"},
+		{[]Degree{{Axis: FSDP, ICI: 64, DCN: 1}, {Axis: Tensor, ICI: 1, DCN: 2}}, ErrTensorOverDCN, "tensor = 2 over DCN"},
+		{[]Degree{{Axis: FSDP, ICI: 32, DCN: 2}}, ErrInvalid, "ICI factors = 32"},
+		{[]Degree{{Axis: FSDP, ICI: 64, DCN: 1}}, ErrInvalid, "DCN factors = 1"},
+		{[]Degree{{Axis: Axis(NumAxes), ICI: 64, DCN: 2}}, ErrInvalid, "axis = Axis("},
+		{[]Degree{{Axis: Data, ICI: 0, DCN: 2}}, ErrInvalid, "factors of at least 1"},
+		{[]Degree{{Axis: Data, ICI: 64, DCN: 2}, {Axis: Data, ICI: 1, DCN: 1}}, ErrInvalid, "each axis named once"},
 	}
 	for _, tt := range tests {
 		_, err := New(ms, tt.axes...)
@@ -42,7 +42,7 @@ func TestNewErrors(t *testing.T) {
 			t.Errorf("New(%v) error = %v, want %v containing %q", tt.axes, err, tt.err, tt.msg)
 		}
 	}
-	m, err := New(ms, Axis{Name: FSDP, ICI: 64, DCN: 1}, Axis{Name: Data, ICI: 1, DCN: 2})
+	m, err := New(ms, Degree{Axis: FSDP, ICI: 64, DCN: 1}, Degree{Axis: Data, ICI: 1, DCN: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,25 +57,25 @@ func TestPlacement(t *testing.T) {
 	// up): v5p links are 90 GB/s one way.
 	tests := []struct {
 		accel string
-		axes  []Axis
-		axis  AxisName
+		axes  []Degree
+		axis  Axis
 		want  Link
 	}{
 		// 4x4x4 torus: tensor takes one wrapped dimension of 4.
-		{"v5p-128", []Axis{{Name: Tensor, ICI: 4, DCN: 1}, {Name: FSDP, ICI: 16, DCN: 1}}, Tensor,
-			Link{Size: 4, Dims: 1, Wrap: true, Bandwidth: 180e9, Hops: 2}},
+		{"v5p-128", []Degree{{Axis: Tensor, ICI: 4, DCN: 1}, {Axis: FSDP, ICI: 16, DCN: 1}}, Tensor,
+			Link{Size: 4, Dims: 1, Wrap: true, Bandwidth: 180e9, Hops: 2, HopLatency: hw.ICIHopLatency}},
 		// ... and fsdp the other two.
-		{"v5p-128", []Axis{{Name: Tensor, ICI: 4, DCN: 1}, {Name: FSDP, ICI: 16, DCN: 1}}, FSDP,
-			Link{Size: 16, Dims: 2, Wrap: true, Bandwidth: 360e9, Hops: 4}},
+		{"v5p-128", []Degree{{Axis: Tensor, ICI: 4, DCN: 1}, {Axis: FSDP, ICI: 16, DCN: 1}}, FSDP,
+			Link{Size: 16, Dims: 2, Wrap: true, Bandwidth: 360e9, Hops: 4, HopLatency: hw.ICIHopLatency}},
 		// 2x2x1 (one host) has no wraparound: a line per dimension.
-		{"v5p-8", []Axis{{Name: Data, ICI: 4, DCN: 1}}, Data,
-			Link{Size: 4, Dims: 2, Wrap: false, Bandwidth: 180e9, Hops: 2}},
+		{"v5p-8", []Degree{{Axis: Data, ICI: 4, DCN: 1}}, Data,
+			Link{Size: 4, Dims: 2, Wrap: false, Bandwidth: 180e9, Hops: 2, HopLatency: hw.ICIHopLatency}},
 		// Half of a wrapped dimension is an open line.
-		{"v5p-128", []Axis{{Name: Tensor, ICI: 2, DCN: 1}, {Name: FSDP, ICI: 32, DCN: 1}}, Tensor,
-			Link{Size: 2, Dims: 1, Wrap: false, Bandwidth: 90e9, Hops: 1}},
+		{"v5p-128", []Degree{{Axis: Tensor, ICI: 2, DCN: 1}, {Axis: FSDP, ICI: 32, DCN: 1}}, Tensor,
+			Link{Size: 2, Dims: 1, Wrap: false, Bandwidth: 90e9, Hops: 1, HopLatency: hw.ICIHopLatency}},
 		// v5e 16x16: data=256 spans both wrapped dimensions, 45 GB/s links.
-		{"v5litepod-256", []Axis{{Name: Data, ICI: 256, DCN: 1}}, Data,
-			Link{Size: 256, Dims: 2, Wrap: true, Bandwidth: 180e9, Hops: 16}},
+		{"v5litepod-256", []Degree{{Axis: Data, ICI: 256, DCN: 1}}, Data,
+			Link{Size: 256, Dims: 2, Wrap: true, Bandwidth: 180e9, Hops: 16, HopLatency: hw.ICIHopLatency}},
 	}
 	for _, tt := range tests {
 		m, err := New(multislice(t, tt.accel, 1), tt.axes...)
@@ -93,7 +93,7 @@ func TestParseAxes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Axis{{Name: Data, ICI: 2, DCN: 2}, {Name: FSDP, ICI: 4, DCN: 1}, {Name: Tensor, ICI: 2, DCN: 1}}
+	want := []Degree{{Axis: Data, ICI: 2, DCN: 2}, {Axis: FSDP, ICI: 4, DCN: 1}, {Axis: Tensor, ICI: 2, DCN: 1}}
 	if fmt.Sprint(axes) != fmt.Sprint(want) {
 		t.Errorf("ParseAxes = %v, want %v", axes, want)
 	}
@@ -142,9 +142,9 @@ func FuzzParseAxes(f *testing.F) {
 func ExampleNew() {
 	s, _ := hw.ParseAcceleratorType("v5p-128")
 	ms, _ := hw.NewMultislice(s, 2, 0)
-	_, err := New(ms, Axis{Name: FSDP, ICI: 64, DCN: 1}, Axis{Name: Tensor, ICI: 1, DCN: 2})
+	_, err := New(ms, Degree{Axis: FSDP, ICI: 64, DCN: 1}, Degree{Axis: Tensor, ICI: 1, DCN: 2})
 	fmt.Println(errors.Is(err, ErrTensorOverDCN))
-	m, _ := New(ms, Axis{Name: FSDP, ICI: 64, DCN: 1}, Axis{Name: Data, ICI: 1, DCN: 2})
+	m, _ := New(ms, Degree{Axis: FSDP, ICI: 64, DCN: 1}, Degree{Axis: Data, ICI: 1, DCN: 2})
 	fmt.Println(m, m.Link(FSDP).Bandwidth)
 	// Output:
 	// true

@@ -18,7 +18,7 @@ func TestFrameworkNotesNameWhatMaxTextCannotRun(t *testing.T) {
 		{schedule.Circular, "MaxText runs this plan's circular pipeline as costed"},
 	} {
 		r := request(t, "llama3-8b", "v5p-64", 1, 256)
-		r.Axes = []mesh.Axis{{Name: mesh.FSDP, ICI: 8, DCN: 1}, {Name: mesh.Pipeline, ICI: 4, DCN: 1}}
+		r.Axes = []mesh.Degree{{Axis: mesh.FSDP, ICI: 8, DCN: 1}, {Axis: mesh.Pipeline, ICI: 4, DCN: 1}}
 		r.Schedule = tt.sched
 		if tt.sched == schedule.Circular {
 			r.Chunks = 2

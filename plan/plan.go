@@ -42,8 +42,9 @@ type Request struct {
 	GlobalBatch int
 	// MaxGlobalBatch is the convergence limit in sequences per step.
 	MaxGlobalBatch int
-	// Axes, when set, asks for this one layout instead of searching.
-	Axes []mesh.Axis
+	// Axes, when set, asks for this one layout (each named axis's degree)
+	// instead of searching.
+	Axes []mesh.Degree
 	// Remat fixes the rematerialisation policy; "" searches all.
 	Remat cost.Remat
 	// Custom places the tagged tensors when Remat is custom.
@@ -149,29 +150,44 @@ func tiers(n int) []Tier {
 // TierOf classifies a layout. A layout with tensor or context on DCN has no
 // tier: mesh and the search refuse it.
 func TierOf(m mesh.Mesh) Tier {
-	return tierOf(func(a mesh.AxisName) (int, int) { x := m.Axis(a); return x.ICI, x.DCN })
+	ici := make([]int, mesh.NumAxes)
+	dcn := make([]int, mesh.NumAxes)
+	for _, d := range m.Degrees() {
+		ici[d.Axis], dcn[d.Axis] = d.ICI, d.DCN
+	}
+	return tierOf(ici, dcn)
 }
 
-// tierOf classifies a layout from each axis's ICI and DCN factors.
-func tierOf(f func(mesh.AxisName) (ici, dcn int)) Tier {
+// tierOf classifies ICI and DCN factors indexed by mesh.Axis.
+func tierOf(ici, dcn []int) Tier {
 	var t Tier
-	ici := func(a mesh.AxisName) int { n, _ := f(a); return n }
-	dcn := func(a mesh.AxisName) int { _, n := f(a); return n }
 	switch {
-	case ici(mesh.Tensor) > 1 || ici(mesh.Context) > 1 || ici(mesh.Pipeline) > 1:
+	case ici[mesh.Tensor] > 1 || ici[mesh.Context] > 1 || ici[mesh.Pipeline] > 1:
 		t.In = InModel
-	case ici(mesh.FSDP) > 1:
+	case ici[mesh.FSDP] > 1:
 		t.In = InFSDP
 	}
 	switch {
-	case dcn(mesh.Pipeline) > 1:
+	case dcn[mesh.Pipeline] > 1:
 		t.Across = AcrossPipeline
-	case dcn(mesh.FSDP) > 1:
+	case dcn[mesh.FSDP] > 1:
 		t.Across = AcrossFSDP
-	case dcn(mesh.Data) > 1:
+	case dcn[mesh.Data] > 1:
 		t.Across = AcrossDP
 	}
 	return t
+}
+
+// overDCN is the rejection reason for an axis the mesh table keeps off
+// DCN.
+func overDCN(a mesh.Axis) cost.Reason {
+	switch a {
+	case mesh.Tensor:
+		return cost.ReasonTensorDCN
+	case mesh.Context:
+		return cost.ReasonContextDCN
+	}
+	return cost.Reason(a.String() + " over DCN")
 }
 
 // Candidate is one evaluated layout.
@@ -323,23 +339,26 @@ func Search(r Request) (Plan, error) {
 }
 
 // enumerate walks every ordered factorization of the slice's chips over the
-// five axes (ICI) and of the slice count over the four that may cross DCN.
+// axes (ICI) and of the slice count over the axes that may cross DCN.
 func (s *searcher) enumerate() {
 	ms := s.req.Multislice
 	spec := s.req.Model
-	ici := factorizations(ms.Slice.Chips(), 5)
-	dcn := factorizations(ms.Slices, 5)
+	ici := factorizations(ms.Slice.Chips(), mesh.NumAxes)
+	dcn := factorizations(ms.Slices, mesh.NumAxes)
 	for _, dn := range dcn {
-		switch {
-		case dn[2] > 1:
-			s.refusedDCN[cost.ReasonTensorDCN] += len(ici)
-			continue
-		case dn[4] > 1:
-			s.refusedDCN[cost.ReasonContextDCN] += len(ici)
+		refused := false
+		for _, a := range mesh.All() {
+			if dn[a] > 1 && !a.CrossesDCN() {
+				s.refusedDCN[overDCN(a)] += len(ici)
+				refused = true
+				break
+			}
+		}
+		if refused {
 			continue
 		}
 		for _, in := range ici {
-			t, p, c := in[2], in[3]*dn[3], in[4]*dn[4]
+			t, p, c := in[mesh.Tensor], in[mesh.Pipeline]*dn[mesh.Pipeline], in[mesh.Context]*dn[mesh.Context]
 			reason := cost.Reason("")
 			switch {
 			case !cost.TensorDivides(spec, t):
@@ -350,17 +369,14 @@ func (s *searcher) enumerate() {
 				reason = cost.ReasonSeq
 			}
 			if reason != "" {
-				s.rejected[tierOf(func(a mesh.AxisName) (int, int) {
-					k := slices.Index(mesh.Names(), a)
-					return in[k], dn[k]
-				})][reason]++
+				s.rejected[tierOf(in, dn)][reason]++
 				continue
 			}
-			axes := make([]mesh.Axis, 5)
-			for i, n := range mesh.Names() {
-				axes[i] = mesh.Axis{Name: n, ICI: in[i], DCN: dn[i]}
+			degrees := make([]mesh.Degree, mesh.NumAxes)
+			for _, a := range mesh.All() {
+				degrees[a] = mesh.Degree{Axis: a, ICI: in[a], DCN: dn[a]}
 			}
-			m, err := mesh.New(ms, axes...)
+			m, err := mesh.New(ms, degrees...)
 			if err != nil {
 				panic(fmt.Sprintf("plan: factorization %v x %v rejected: %v", in, dn, err))
 			}
@@ -800,7 +816,7 @@ func warnings(p Plan) []Note {
 		w = append(w, note("", "HBM nearly full: %v of %v usable", e.Memory.Total(), e.Memory.Usable))
 	}
 	ms := p.Request.Multislice
-	if ms.Slices > 1 && e.Mesh.Axis(mesh.Data).DCN*e.Mesh.Axis(mesh.FSDP).DCN > 1 {
+	if ms.Slices > 1 && e.Mesh.Degree(mesh.Data).DCN*e.Mesh.Degree(mesh.FSDP).DCN > 1 {
 		chip := ms.Slice.Chip
 		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
 		have := float64(e.Job.GlobalBatch) * float64(e.Job.Seq) / float64(ms.Slices)

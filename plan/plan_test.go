@@ -70,7 +70,7 @@ func TestRuleFSDPWhenMemoryBinds(t *testing.T) {
 	// does not need FSDP across slices, so the rules do not take it, even
 	// where the model says it is faster (the reasons note it).
 	m := p.Best.Estimate.Mesh
-	if m.Axis(mesh.FSDP).ICI != 64 || m.Axis(mesh.Data).DCN != 2 {
+	if m.Degree(mesh.FSDP).ICI != 64 || m.Degree(mesh.Data).DCN != 2 {
 		t.Errorf("chose %s, want fsdp=64 inside the slice and data=2(dcn)", m)
 	}
 	if !strings.Contains(reasons(p), "across slices: data parallelism, the Multislice default") {
@@ -95,7 +95,7 @@ func TestRulePipelineAcrossSlicesWhenBatchLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := p.Best.Estimate.Mesh
-	if p.Best.Tier.Across != AcrossPipeline || m.Axis(mesh.Pipeline).DCN != 2 || m.Axis(mesh.Tensor).Size() != 1 {
+	if p.Best.Tier.Across != AcrossPipeline || m.Degree(mesh.Pipeline).DCN != 2 || m.Degree(mesh.Tensor).Size() != 1 {
 		t.Errorf("chose %s (%s), want pipeline=2(dcn)", m, p.Best.Tier)
 	}
 	if !strings.Contains(reasons(p), "too small: pipeline") || !strings.Contains(reasons(p), "would have needed a global batch of at least") {
@@ -159,7 +159,7 @@ func TestPipelineAcrossSlicesAtTheBatchLimit(t *testing.T) {
 	}
 	for _, c := range append(p.Top, p.Alternatives...) {
 		m := c.Estimate.Mesh
-		if m.Axis(mesh.Pipeline).DCN > 1 && c.Tier.Across != AcrossPipeline {
+		if m.Degree(mesh.Pipeline).DCN > 1 && c.Tier.Across != AcrossPipeline {
 			t.Errorf("%s filed under %s", m, c.Tier)
 		}
 	}
@@ -170,7 +170,7 @@ func TestTierOfFilesPipelineAcrossWithTensorInside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := mesh.New(ms, mesh.Axis{Name: mesh.FSDP, ICI: 16, DCN: 1}, mesh.Axis{Name: mesh.Tensor, ICI: 4, DCN: 1}, mesh.Axis{Name: mesh.Pipeline, ICI: 1, DCN: 2})
+	m, err := mesh.New(ms, mesh.Degree{Axis: mesh.FSDP, ICI: 16, DCN: 1}, mesh.Degree{Axis: mesh.Tensor, ICI: 4, DCN: 1}, mesh.Degree{Axis: mesh.Pipeline, ICI: 1, DCN: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func mustSlice(t *testing.T, s string) hw.Slice {
 
 func TestContextOverDCNRejected(t *testing.T) {
 	r := request(t, "llama3-70b", "tpu7x-128", 2, 512)
-	r.Axes = []mesh.Axis{{Name: mesh.FSDP, ICI: 64, DCN: 1}, {Name: mesh.Context, ICI: 1, DCN: 2}}
+	r.Axes = []mesh.Degree{{Axis: mesh.FSDP, ICI: 64, DCN: 1}, {Axis: mesh.Context, ICI: 1, DCN: 2}}
 	if _, err := Search(r); !errors.Is(err, mesh.ErrContextOverDCN) {
 		t.Fatalf("error = %v, want ErrContextOverDCN", err)
 	}
@@ -223,7 +223,7 @@ func TestNoPlanPutsTensorOrContextOnDCN(t *testing.T) {
 		}
 		for _, c := range append(p.Top, p.Alternatives...) {
 			m := c.Estimate.Mesh
-			if m.Axis(mesh.Tensor).DCN > 1 || m.Axis(mesh.Context).DCN > 1 {
+			if m.Degree(mesh.Tensor).DCN > 1 || m.Degree(mesh.Context).DCN > 1 {
 				t.Errorf("%s on %d x %s: plan proposes %s", tt.model, tt.slices, tt.tpu, m)
 			}
 		}
@@ -232,7 +232,7 @@ func TestNoPlanPutsTensorOrContextOnDCN(t *testing.T) {
 
 func TestTensorOverDCNRejected(t *testing.T) {
 	r := request(t, "llama3-70b", "tpu7x-128", 2, 512)
-	r.Axes = []mesh.Axis{{Name: mesh.FSDP, ICI: 64, DCN: 1}, {Name: mesh.Tensor, ICI: 1, DCN: 2}}
+	r.Axes = []mesh.Degree{{Axis: mesh.FSDP, ICI: 64, DCN: 1}, {Axis: mesh.Tensor, ICI: 1, DCN: 2}}
 	_, err := Search(r)
 	if !errors.Is(err, mesh.ErrTensorOverDCN) {
 		t.Fatalf("error = %v, want ErrTensorOverDCN", err)
@@ -247,7 +247,7 @@ func TestTensorOverDCNRejected(t *testing.T) {
 		t.Error("search did not count tensor-over-DCN layouts as rejected")
 	}
 	for _, c := range append(p.Top, p.Alternatives...) {
-		if c.Estimate.Mesh.Axis(mesh.Tensor).DCN > 1 {
+		if c.Estimate.Mesh.Degree(mesh.Tensor).DCN > 1 {
 			t.Errorf("search proposed %s", c.Estimate.Mesh)
 		}
 	}

@@ -64,8 +64,8 @@ type JSON struct {
 
 // LayoutJSON is a mesh.
 type LayoutJSON struct {
-	Spec string      `json:"spec"`
-	Axes []mesh.Axis `json:"axes"`
+	Spec string        `json:"spec"`
+	Axes []mesh.Degree `json:"axes"`
 }
 
 // MemoryJSON is HBM used per chip by component.
@@ -142,7 +142,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		Model: p.Request.Model.Name, Params: p.Request.Model.ParamCount().Total(),
 		Accelerator: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices, Chips: ms.Chips(),
 		Tier: p.Best.Tier.String(), InSlice: p.Best.Tier.In.String(), AcrossSlices: p.Best.Tier.Across.String(),
-		Layout: LayoutJSON{Spec: e.Mesh.String(), Axes: e.Mesh.Axes()},
+		Layout: LayoutJSON{Spec: e.Mesh.String(), Axes: e.Mesh.Degrees()},
 		Seq:    e.Job.Seq, GlobalBatch: e.Job.GlobalBatch, GlobalTokens: e.Job.GlobalBatch * e.Job.Seq, MaxBatch: p.Request.MaxGlobalBatch,
 		MicroBatches: e.Job.MicroBatches, MicroBatch: e.MicroBatchSize, Remat: string(e.Job.Remat), Schedule: string(e.Job.Schedule), Chunks: max(e.Job.Chunks, 1),
 		Memory: MemoryJSON{
@@ -161,7 +161,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{},
 	}
 	for _, c := range e.Comms {
-		j.Collectives = append(j.Collectives, CommJSON{Axis: string(c.Axis), What: c.What, Op: c.Op.String(), Count: c.Count,
+		j.Collectives = append(j.Collectives, CommJSON{Axis: c.Axis.String(), What: c.What, Op: c.Op.String(), Count: c.Count,
 			ICIBytes: int64(c.ICIBytes), DCNBytes: int64(c.DCNBytes), ICISeconds: c.ICITime.Seconds(), DCNSeconds: c.DCNTime.Seconds(),
 			Overlapped: c.Overlapped})
 	}
@@ -232,8 +232,8 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 	fmt.Fprintf(&b, "Layout: %s  [%s]\n", e.Mesh, p.Best.Tier)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  axis\tICI\tDCN\ttotal\t")
-	for _, a := range e.Mesh.Axes() {
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t\n", a.Name, a.ICI, a.DCN, a.Size())
+	for _, d := range e.Mesh.Degrees() {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t\n", d.Axis, d.ICI, d.DCN, d.Size())
 	}
 	tw.Flush()
 	micro := "no pipeline"

@@ -159,26 +159,28 @@ func (r Run) Setup() (cost.Job, mesh.Mesh, error) {
 	}
 	l := r.Layout
 	per := s.Chip.JAXDevicesPerChip
-	ici := []int{l.ICIData, l.ICIFSDP, l.ICITensor, l.ICIPipeline, max(l.ICISequence, 1) * max(l.ICIContext, 1)}
+	ici := make([]int, mesh.NumAxes)
+	ici[mesh.Data], ici[mesh.FSDP], ici[mesh.Tensor], ici[mesh.Pipeline] = l.ICIData, l.ICIFSDP, l.ICITensor, l.ICIPipeline
+	ici[mesh.Context] = max(l.ICISequence, 1) * max(l.ICIContext, 1)
 	for i := range ici {
 		ici[i] = max(ici[i], 1)
 	}
 	if per > 1 {
 		// take the per-chip devices off the largest of data and fsdp
-		k := 1
-		if ici[0] > ici[1] {
-			k = 0
+		k := mesh.FSDP
+		if ici[mesh.Data] > ici[mesh.FSDP] {
+			k = mesh.Data
 		}
 		if ici[k]%per != 0 {
 			return cost.Job{}, mesh.Mesh{}, bad("layout", fmt.Sprintf("%+v", l), fmt.Sprintf("ici data or fsdp a multiple of the %d devices per chip", per))
 		}
 		ici[k] /= per
 	}
-	names := mesh.Names()
-	dcn := []int{max(l.DCNData, 1), max(l.DCNFSDP, 1), 1, max(l.DCNPipeline, 1), 1}
-	axes := make([]mesh.Axis, len(names))
-	for i, n := range names {
-		axes[i] = mesh.Axis{Name: n, ICI: ici[i], DCN: dcn[i]}
+	dcn := make([]int, mesh.NumAxes)
+	dcn[mesh.Data], dcn[mesh.FSDP], dcn[mesh.Pipeline] = l.DCNData, l.DCNFSDP, l.DCNPipeline
+	axes := make([]mesh.Degree, mesh.NumAxes)
+	for _, a := range mesh.All() {
+		axes[a] = mesh.Degree{Axis: a, ICI: ici[a], DCN: max(dcn[a], 1)}
 	}
 	m, err := mesh.New(ms, axes...)
 	if err != nil {

@@ -325,7 +325,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			die()
 		}
 	}
-	res, err := emu.Train(tc)
+	res, err := train(tc, job)
 	if !*quiet && !*asJSON {
 		fmt.Fprintln(stderr)
 	}
@@ -402,6 +402,30 @@ type planJob struct {
 	schedule          string
 }
 
+// train runs tc. Under MPI it returns the transport's error as soon as a
+// peer rank goes silent; the devices waiting on that rank stay blocked
+// until the process ends (run returns exitStopped, main exits).
+func train(tc emu.TrainConfig, job *mpi.Job) (*emu.Result, error) {
+	if job == nil {
+		return emu.Train(tc)
+	}
+	type result struct {
+		res *emu.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := emu.Train(tc)
+		done <- result{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case err := <-job.Stopped:
+		return nil, err
+	}
+}
+
 // meshFromPlan reads the layout and topology of what 'shardlab plan --json'
 // prints: one plan object, or an array of them (without model or TPU flags)
 // from which index picks one.
@@ -429,6 +453,9 @@ func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, er
 		return mesh.Mesh{}, pj, bad("--plan-index %d, want 0: %s holds one plan", index, path)
 	}
 	if err := json.Unmarshal(data, &p); err != nil || p.Accelerator == "" || len(p.Layout.Axes) == 0 {
+		if me := (*mesh.Error)(nil); errors.As(err, &me) {
+			return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err) // an axis name it does not know
+		}
 		return mesh.Mesh{}, pj, notPlan
 	}
 	field := func(name string, v int, want string) error {

@@ -227,6 +227,8 @@ func TestRunPlanFromPlanJSON(t *testing.T) {
 	}
 	fail(t, []string{"run", "--plan", one, "--plan-index", "1"}, "--plan-index 1", "holds one plan")
 	fail(t, []string{"run", "--plan", write("junk.json", []byte(`{"layout": 3}`))}, "--plan", "not what 'shardlab plan --json' prints")
+	fail(t, []string{"run", "--plan", write("expert.json", []byte(`{"accelerator_type": "v5litepod-4", "slices": 1, "layout": {"axes": [{"name": "expert", "ici": 4, "dcn": 1}]}}`))},
+		"--plan", `axis = "expert"`, "want one of data, fsdp, tensor, pipeline, context")
 }
 
 // TestRunDiverges: a learning rate far too high makes the loss explode;

@@ -14,6 +14,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/emu"
+	"shardlab/emu/mpi"
 	"shardlab/export"
 	"shardlab/hw"
 	"shardlab/infeed"
@@ -62,6 +63,9 @@ const (
 	exitOK    = 0
 	exitError = 1 // the question has no answer (no layout fits)
 	exitUsage = 2 // bad input
+	// exitStopped: under mpirun, a peer rank stopped answering (the status
+	// the MPI watchdog used to exit with itself)
+	exitStopped = 3
 )
 
 // usageError marks bad input: exit status 2.
@@ -124,8 +128,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "shardlab: %s\n", oneLine(err.Error()))
-	if isUsage(err) {
+	var stopped *mpi.StoppedError
+	switch {
+	case isUsage(err):
 		return exitUsage
+	case errors.As(err, &stopped):
+		return exitStopped
 	}
 	return exitError
 }

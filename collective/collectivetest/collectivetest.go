@@ -1,5 +1,5 @@
 // Package collectivetest is one conformance suite for every transport that
-// implements emu.Comm (in-process, and MPI across processes): each
+// implements collective.Comm (in-process, and MPI across processes): each
 // collective's results, and its measured bytes per link class against
 // package collective's formulas.
 package collectivetest
@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"shardlab/collective"
-	"shardlab/emu"
+	"shardlab/hw"
 	"shardlab/unit"
 )
 
@@ -18,7 +18,7 @@ import (
 // transport spread over processes returns nil for the devices other
 // processes run (each process checks its own), and a nil slice for a
 // group it cannot spread evenly (the shape is then skipped).
-type Factory func(t *testing.T, sliceOf []int) []emu.Comm
+type Factory func(t *testing.T, sliceOf []int) []collective.Comm
 
 // Run runs the suite against a transport.
 func Run(t *testing.T, newComms Factory) {
@@ -27,9 +27,9 @@ func Run(t *testing.T, newComms Factory) {
 	}
 }
 
-func group(nICI, nDCN int) (emu.Group, []int) {
+func group(nICI, nDCN int) (collective.Group, []int) {
 	n := nICI * nDCN
-	g := emu.Group{NICI: nICI, NDCN: nDCN, Axis: "test", ICILink: collective.Link{Bandwidth: 1e11}, DCNLink: collective.Link{Bandwidth: 1e10}}
+	g := collective.Group{NICI: nICI, NDCN: nDCN, Axis: "test", ICILink: collective.Link{Bandwidth: 1e11}, DCNLink: collective.Link{Bandwidth: 1e10}}
 	sliceOf := make([]int, n)
 	for a := range n {
 		g.Ranks = append(g.Ranks, a)
@@ -39,7 +39,7 @@ func group(nICI, nDCN int) (emu.Group, []int) {
 }
 
 // parallel runs f on every local device at once.
-func parallel(comms []emu.Comm, f func(i int, c emu.Comm)) {
+func parallel(comms []collective.Comm, f func(i int, c collective.Comm)) {
 	var wg sync.WaitGroup
 	for i, c := range comms {
 		if c == nil {
@@ -67,7 +67,7 @@ func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
 		t.Skipf("the transport cannot spread %d devices evenly", n)
 	}
 	out := make([][]float32, n)
-	parallel(comms, func(i int, c emu.Comm) {
+	parallel(comms, func(i int, c collective.Comm) {
 		x := make([]float32, l)
 		for j := range x {
 			x[j] = val(i, j)
@@ -93,7 +93,7 @@ func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
 
 	// all-gather
 	comms = newComms(t, sliceOf)
-	parallel(comms, func(i int, c emu.Comm) {
+	parallel(comms, func(i int, c collective.Comm) {
 		x := make([]float32, per)
 		for j := range x {
 			x[j] = val(i, j)
@@ -116,7 +116,7 @@ func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
 
 	// reduce-scatter
 	comms = newComms(t, sliceOf)
-	parallel(comms, func(i int, c emu.Comm) {
+	parallel(comms, func(i int, c collective.Comm) {
 		x := make([]float32, l)
 		for j := range x {
 			x[j] = val(i, j)
@@ -141,7 +141,7 @@ func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
 
 	// all-to-all: device i's chunk j ends up as device j's chunk i
 	comms = newComms(t, sliceOf)
-	parallel(comms, func(i int, c emu.Comm) {
+	parallel(comms, func(i int, c collective.Comm) {
 		x := make([]float32, l)
 		for j := range x {
 			x[j] = val(i, j)
@@ -166,7 +166,7 @@ func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
 			if c == nil {
 				continue
 			}
-			if sent := c.Sent()["all-to-all"][emu.ICI] + c.Sent()["all-to-all"][emu.DCN]; sent != want {
+			if sent := c.Sent()["all-to-all"][hw.ICI] + c.Sent()["all-to-all"][hw.DCN]; sent != want {
 				t.Errorf("all-to-all: device %d sent %d bytes, want %d", i, sent, want)
 			}
 		}
@@ -175,7 +175,7 @@ func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
 	// send/recv around the group
 	comms = newComms(t, sliceOf)
 	if n > 1 {
-		parallel(comms, func(i int, c emu.Comm) {
+		parallel(comms, func(i int, c collective.Comm) {
 			c.Send((i+1)%n, []float32{float32(i)})
 			out[i] = c.Recv((i + n - 1) % n)
 		})
@@ -189,7 +189,7 @@ func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
 
 // checkBytes compares what every device sent on each link class with
 // collective.Hierarchical for the group.
-func checkBytes(t *testing.T, comms []emu.Comm, op string, cop collective.Op, size unit.Bytes, g emu.Group) {
+func checkBytes(t *testing.T, comms []collective.Comm, op string, cop collective.Op, size unit.Bytes, g collective.Group) {
 	t.Helper()
 	want := collective.Hierarchical(cop, size, g.NICI, g.ICILink, g.NDCN, g.DCNLink)
 	if g.NICI == 1 || g.NDCN == 1 {
@@ -205,8 +205,8 @@ func checkBytes(t *testing.T, comms []emu.Comm, op string, cop collective.Op, si
 			continue
 		}
 		got := c.Sent()[op]
-		if got[emu.ICI] != int64(want.ICIBytes) || got[emu.DCN] != int64(want.DCNBytes) {
-			t.Errorf("%s device %d sent ICI %d DCN %d bytes, collective says ICI %d DCN %d", op, i, got[emu.ICI], got[emu.DCN], want.ICIBytes, want.DCNBytes)
+		if got[hw.ICI] != int64(want.ICIBytes) || got[hw.DCN] != int64(want.DCNBytes) {
+			t.Errorf("%s device %d sent ICI %d DCN %d bytes, collective says ICI %d DCN %d", op, i, got[hw.ICI], got[hw.DCN], want.ICIBytes, want.DCNBytes)
 		}
 	}
 }

@@ -245,8 +245,12 @@ func Connect(hosts, perHost int, timeout time.Duration) (*Job, error) {
 			}
 			return out
 		},
-		Gather: w.GatherBytes,
+		Gather:  w.GatherBytes,
+		Stopped: t.Stopped(),
 		Close: func() {
+			if t.Failed() {
+				return // a silent rank would keep Stop and MPI_Finalize waiting
+			}
 			t.Stop()
 			w.Finalize()
 		},

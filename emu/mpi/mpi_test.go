@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"shardlab/collective"
 	"shardlab/collective/collectivetest"
 	"shardlab/emu"
 	"shardlab/mesh"
@@ -311,7 +312,7 @@ func BenchmarkAllreduce(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("in-process-%ddevices/%dMiB", n, mib), func(b *testing.B) {
 			f := emu.NewFabric(make([]int, n))
-			g := emu.Group{NICI: n, NDCN: 1}
+			g := collective.Group{NICI: n, NDCN: 1}
 			bufs := make([][]float32, n)
 			for i := range n {
 				g.Ranks = append(g.Ranks, i)
@@ -341,7 +342,7 @@ func BenchmarkAllreduce(b *testing.B) {
 	}
 }
 
-// TestConformance runs the suite every emu.Comm transport runs, with the
+// TestConformance runs the suite every collective.Comm transport runs, with the
 // devices spread over the MPI ranks (each rank checks its own).
 func TestConformance(t *testing.T) {
 	transports := map[int]*Transport{} // one per devices-per-rank, for the whole test
@@ -350,7 +351,7 @@ func TestConformance(t *testing.T) {
 			tr.Stop()
 		}
 	})
-	collectivetest.Run(t, func(t *testing.T, sliceOf []int) []emu.Comm {
+	collectivetest.Run(t, func(t *testing.T, sliceOf []int) []collective.Comm {
 		n := len(sliceOf)
 		if n%world.Size() != 0 {
 			return nil
@@ -372,7 +373,7 @@ func TestConformance(t *testing.T) {
 		if err := world.Barrier(); err != nil {
 			t.Fatal(err)
 		}
-		out := make([]emu.Comm, n)
+		out := make([]collective.Comm, n)
 		for i := range n {
 			if tr.RankOf(i) == world.Rank() {
 				out[i] = f.Endpoint(i)

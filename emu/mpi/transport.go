@@ -22,7 +22,6 @@ import "C"
 import (
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -57,8 +56,10 @@ type Transport struct {
 	BytesOut    atomic.Int64
 	perPeer     []atomic.Int64
 	// Timeout bounds how long a device waits on a silent peer: the
-	// watchdog reports which rank went quiet and exits.
+	// watchdog then sends a *StoppedError naming the rank on Stopped.
 	Timeout time.Duration
+	dead    chan error // the watchdog's *StoppedError
+	isDead  atomic.Bool
 	lastIn  []atomic.Int64 // unix nanoseconds of the last message from each rank
 	// the per-step reductions go through rank 0 as messages, so that a wait
 	// on a silent rank has a name
@@ -85,7 +86,7 @@ type outMsg struct {
 func (w *World) NewTransport(perHost int) *Transport {
 	t := &Transport{w: w, perHost: perHost, out: make(chan outMsg, 1024), stop: make(chan struct{}), stopped: make(chan struct{}),
 		perPeer: make([]atomic.Int64, w.size), lastIn: make([]atomic.Int64, w.size), Timeout: 10 * time.Minute,
-		inbox: make([]chan []float64, w.size)}
+		inbox: make([]chan []float64, w.size), dead: make(chan error, 1)}
 	for i := range t.inbox {
 		t.inbox[i] = make(chan []float64, 4)
 	}
@@ -293,9 +294,18 @@ func (t *Transport) Stop() {
 	<-t.stopped
 }
 
+// Stopped delivers the watchdog's *StoppedError once a peer rank has gone
+// silent. The devices waiting on it stay blocked: the caller decides what
+// to do (shardlab run reports it and exits without MPI_Finalize, which
+// would wait for the silent rank).
+func (t *Transport) Stopped() <-chan error { return t.dead }
+
+// Failed reports whether the watchdog has given up on a peer.
+func (t *Transport) Failed() bool { return t.isDead.Load() }
+
 // watchdog: when a device has waited on a device of another rank for
 // Timeout with nothing arriving from that rank, the rank has died or hung:
-// say which and exit rather than wait forever.
+// send an error naming it on Stopped rather than wait forever.
 func (t *Transport) watchdog() {
 	tick := time.NewTicker(max(t.Timeout/10, 10*time.Millisecond))
 	defer tick.Stop()
@@ -305,37 +315,49 @@ func (t *Transport) watchdog() {
 		case <-t.stop:
 			return
 		case now := <-tick.C:
-			if r := int(t.waitingRank.Load()); r >= 0 {
-				since := time.Unix(0, t.waitingSince.Load())
-				last := time.Unix(0, t.lastIn[r].Load())
-				if now.Sub(since) > t.Timeout && now.Sub(last) > t.Timeout {
-					fmt.Fprintf(os.Stderr, "shardlab: rank %d: waited %v for rank %d to finish its step, and it sends nothing: rank %d has stopped\n",
-						t.w.rank, now.Sub(since).Round(time.Second), r, r)
-					os.Exit(3)
-				}
+			if err := t.check(now, since); err != nil {
+				t.isDead.Store(true)
+				t.dead <- err // buffered: the watchdog sends once and ends
+				return
 			}
-			cur := map[[2]int]time.Time{}
-			for dev, from := range t.fab.Load().Waiting() {
-				r := t.RankOf(from)
-				if r == t.w.rank {
-					continue
-				}
-				k := [2]int{dev, from}
-				start, ok := since[k]
-				if !ok {
-					start = now
-				}
-				cur[k] = start
-				last := time.Unix(0, t.lastIn[r].Load())
-				if now.Sub(start) > t.Timeout && now.Sub(last) > t.Timeout {
-					fmt.Fprintf(os.Stderr, "shardlab: rank %d: device %d has waited %v for device %d on rank %d, which sends nothing: rank %d has stopped\n",
-						t.w.rank, dev, now.Sub(start).Round(time.Second), from, r, r)
-					os.Exit(3)
-				}
-			}
-			since = cur
 		}
 	}
+}
+
+// check looks for a wait on a silent rank at time now; since holds when
+// each (device, peer device) wait began and is updated.
+func (t *Transport) check(now time.Time, since map[[2]int]time.Time) error {
+	if r := int(t.waitingRank.Load()); r >= 0 {
+		began := time.Unix(0, t.waitingSince.Load())
+		last := time.Unix(0, t.lastIn[r].Load())
+		if now.Sub(began) > t.Timeout && now.Sub(last) > t.Timeout {
+			return &StoppedError{Rank: t.w.rank, Peer: r, Device: -1, From: -1, Waited: now.Sub(began).Round(time.Second)}
+		}
+	}
+	cur := map[[2]int]bool{}
+	for dev, from := range t.fab.Load().Waiting() {
+		r := t.RankOf(from)
+		if r == t.w.rank {
+			continue
+		}
+		k := [2]int{dev, from}
+		cur[k] = true
+		start, ok := since[k]
+		if !ok {
+			start = now
+			since[k] = now
+		}
+		last := time.Unix(0, t.lastIn[r].Load())
+		if now.Sub(start) > t.Timeout && now.Sub(last) > t.Timeout {
+			return &StoppedError{Rank: t.w.rank, Peer: r, Device: dev, From: from, Waited: now.Sub(start).Round(time.Second)}
+		}
+	}
+	for k := range since {
+		if !cur[k] {
+			delete(since, k)
+		}
+	}
+	return nil
 }
 
 // MaxFloat64 reduces x to its maximum over the processes.
