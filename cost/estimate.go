@@ -513,116 +513,22 @@ func (j Job) offloadBytes(sh shape, r remat, mem Memory) float64 {
 // communicate adds every collective and the exposed ICI and DCN time.
 func (e *Estimator) communicate(est *Estimate, sh shape) {
 	j, m := est.Job, est.Mesh
-	ms := m.Multislice
-	spec := j.Model
+	t := &tally{est: est, sh: sh, dcnLine: link(m.TierLink(hw.DCN)), latency: j.calibration().DCNLatency}
 	prec := j.Precision
-	compute := est.Time.Compute.Seconds()
-	backward := compute * 2 / 3
-
-	// A ring across n slices takes n−1 steps per phase at the line rate
-	// (mesh's DCN link); each step pays the DCN latency.
-	dcnLine := link(m.TierLink(hw.DCN))
-	dcn := func(n int) collective.Link {
-		l := dcnLine
-		l.Hops, l.HopLatency = max(n-1, 0), j.calibration().DCNLatency
-		return l
-	}
-	// perLayer is op on size split into one collective per scanned layer,
-	// as XLA issues the weight gathers, gradient reductions and (with its
-	// data-parallel all-reduce optimisation) the cross-slice all-reduces.
-	perLayer := func(op collective.Op, size unit.Bytes, nICI int, ici collective.Link, nDCN int) collective.Cost {
-		return collective.Hierarchical(op, size/unit.Bytes(sh.ls), nICI, ici, nDCN, dcn(nDCN)).Scale(sh.ls)
-	}
 	params := j.paramsPerChip(sh)
 	grads := unit.Bytes(params * float64(prec.Gradient))
-	gathered := unit.Bytes(params * float64(min(prec.Weight, prec.Activation)))
-	d, c, f := m.Degree(mesh.Data), m.Degree(mesh.Context), m.Degree(mesh.FSDP)
-
-	add := func(axis mesh.Axis, what string, op collective.Op, count int, cost collective.Cost, overlapped bool) {
-		if count == 0 || cost == (collective.Cost{}) {
-			return
-		}
-		cost = cost.Scale(count)
-		est.Comms = append(est.Comms, Comm{Axis: axis, What: what, Op: op, Count: count,
-			ICIBytes: cost.ICIBytes, DCNBytes: cost.DCNBytes, ICITime: cost.ICITime, DCNTime: cost.DCNTime, Overlapped: overlapped})
-	}
-	var gradICI, gradDCN, gatherICI, gatherDCN, afterICI, afterDCN time.Duration
-	// 1. Gradients summed over the replicas: data and context, one
-	// all-reduce per scanned layer (MaxText's multislice scripts set
-	// xla_tpu_enable_data_parallel_all_reduce_opt, which pipelines them
-	// across the loop's iterations), each paying the ring's DCN latency.
-	// They are on the critical path: in MaxText's v5e series (README.md @
-	// e47fa1b5d) the multislice loss grows as the per-device batch shrinks,
-	// as it does when the all-reduce's time is not hidden.
-	if sh.d*sh.c > 1 {
-		cost := perLayer(collective.AllReduce, grads, d.ICI*c.ICI, link(m.Link(mesh.Data, mesh.Context)), d.DCN*c.DCN)
-		add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, false)
-		afterICI += cost.ICITime
-		afterDCN += cost.DCNTime
-	}
-	// 2. FSDP: gather the weights (in the compute dtype) before forward and
-	// again before backward, reduce-scatter the gradients, per micro-batch.
-	if sh.f > 1 {
-		fl := link(m.Link(mesh.FSDP))
-		ag := perLayer(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
-		rs := perLayer(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
-		add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
-		add(mesh.FSDP, "gradient reduce-scatter", collective.ReduceScatter, sh.m, rs, true)
-		gatherICI += ag.Scale(2 * sh.m).ICITime
-		gatherDCN += ag.Scale(2 * sh.m).DCNTime
-		gradICI += rs.Scale(sh.m).ICITime
-		gradDCN += rs.Scale(sh.m).DCNTime
-	}
-	act := unit.Bytes(float64(sh.b) * float64(sh.s) * float64(spec.DModel) * float64(prec.Activation))
-	tpTime := e.tensorParallel(est, sh, act, add)
-	// 4. Context: ring attention passes every chip's K and V blocks around
-	// the ring — the bytes of an all-gather of K and V — in forward, and K,
-	// V and their gradients in backward.
-	if sh.c > 1 {
-		kv := unit.Bytes(2 * float64(sh.b) * float64(sh.s) * float64(spec.KV()*spec.Head()) * float64(prec.Activation) / float64(kvShards(spec.KV(), sh.t)))
-		per := 3
-		if j.rematOf(sh.b, sh.s, j.Seq, sh.t).attention {
-			per = 4
-		}
-		cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, link(m.Link(mesh.Context)), c.DCN, dcn(c.DCN))
-		n := per * sh.ls * sh.m
-		add(mesh.Context, "ring attention K/V", collective.AllGather, n, cost, true)
-		gatherICI += cost.Scale(n).ICITime
-		gatherDCN += cost.Scale(n).DCNTime
-	}
-	// 5. Pipeline: each micro-batch's activations go forward across every
-	// stage boundary and their gradients come back. The fill and drain put
-	// 2(p−1) sends on the critical path (schedule's TestSendDelaysTheFill);
-	// the rest overlap with other micro-batches' compute.
-	var ppICI, ppDCN time.Duration
-	if sh.p > 1 {
-		pa := m.Degree(mesh.Pipeline)
-		msg := act / unit.Bytes(sh.t)
-		perChip := 2 * sh.m * sh.v // every chunk boundary, forward and back
-		iciSend := collective.Time(collective.SendRecv, 2, msg, link(m.TierLink(hw.ICI)))
-		dcnSend := collective.Time(collective.SendRecv, 2, msg, dcn(2))
-		dcnBoundaries, iciBoundaries := pa.DCN-1, sh.p-pa.DCN
-		bytes := collective.Bytes(collective.SendRecv, 2, msg) * unit.Bytes(perChip)
-		cost := collective.Cost{
-			ICIBytes: bytes * unit.Bytes(iciBoundaries) / unit.Bytes(sh.p),
-			DCNBytes: bytes * unit.Bytes(dcnBoundaries) / unit.Bytes(sh.p),
-			ICITime:  iciSend * time.Duration(perChip),
-			DCNTime:  dcnSend * time.Duration(perChip),
-		}
-		if iciBoundaries == 0 {
-			cost.ICITime = 0
-		}
-		if dcnBoundaries == 0 {
-			cost.DCNTime = 0
-		}
-		add(mesh.Pipeline, "stage activations", collective.SendRecv, 1, cost, false)
-		ppICI = 2 * time.Duration(iciBoundaries) * iciSend
-		ppDCN = 2 * time.Duration(dcnBoundaries) * dcnSend
-	}
+	t.dataParallel(grads)
+	t.fsdp(grads, unit.Bytes(params*float64(min(prec.Weight, prec.Activation))))
+	act := unit.Bytes(float64(sh.b) * float64(sh.s) * float64(j.Model.DModel) * float64(prec.Activation))
+	tpTime := e.tensorParallel(est, sh, act, t.add)
+	t.context()
+	t.pipeline(act)
 
 	// Overlap: collectives marked overlapped hide under the compute of all
 	// but one layer; gradient reductions can only hide under the backward
 	// pass of the last micro-batch; each tier (ICI, DCN) is its own link.
+	compute := est.Time.Compute.Seconds()
+	backward := compute * 2 / 3
 	ls := float64(sh.ls)
 	window := seconds(compute * (ls - 1) / ls)
 	bwdWindow := seconds(backward / float64(sh.m) * (ls - 1) / ls)
@@ -631,11 +537,143 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 		x := max(total-window, grad-bwdWindow, time.Duration(float64(total)/ls))
 		return min(x, total)
 	}
-	est.Time.ICI = exposed(gradICI, gatherICI) + tpTime + ppICI + afterICI
-	est.Time.DCN = exposed(gradDCN, gatherDCN) + ppDCN + afterDCN
+	est.Time.ICI = exposed(t.gradICI, t.gatherICI) + tpTime + t.ppICI + t.afterICI
+	est.Time.DCN = exposed(t.gradDCN, t.gatherDCN) + t.ppDCN + t.afterDCN
 	// Every step ends in a barrier across slices: the step takes as long as
 	// the slowest slice's.
-	est.Time.Sync = seconds(compute * j.calibration().SliceJitter * e.maxNormal(ms.Slices))
+	est.Time.Sync = seconds(compute * j.calibration().SliceJitter * e.maxNormal(m.Multislice.Slices))
+}
+
+// tally collects a step's collectives into est.Comms and their times by
+// how they can overlap: gradient reductions (under the backward pass),
+// gathers (under any compute), after the loop and pipeline sends (on the
+// critical path), per tier.
+type tally struct {
+	est                  *Estimate
+	sh                   shape
+	dcnLine              collective.Link
+	latency              time.Duration
+	gradICI, gradDCN     time.Duration
+	gatherICI, gatherDCN time.Duration
+	afterICI, afterDCN   time.Duration
+	ppICI, ppDCN         time.Duration
+}
+
+// dcn is the link of a ring across n slices: n−1 steps per phase at the
+// line rate (mesh's DCN link), each paying the DCN latency.
+func (t *tally) dcn(n int) collective.Link {
+	l := t.dcnLine
+	l.Hops, l.HopLatency = max(n-1, 0), t.latency
+	return l
+}
+
+// perLayer is op on size split into one collective per scanned layer, as
+// XLA issues the weight gathers, gradient reductions and (with its
+// data-parallel all-reduce optimisation) the cross-slice all-reduces.
+func (t *tally) perLayer(op collective.Op, size unit.Bytes, nICI int, ici collective.Link, nDCN int) collective.Cost {
+	return collective.Hierarchical(op, size/unit.Bytes(t.sh.ls), nICI, ici, nDCN, t.dcn(nDCN)).Scale(t.sh.ls)
+}
+
+func (t *tally) add(axis mesh.Axis, what string, op collective.Op, count int, cost collective.Cost, overlapped bool) {
+	if count == 0 || cost == (collective.Cost{}) {
+		return
+	}
+	cost = cost.Scale(count)
+	t.est.Comms = append(t.est.Comms, Comm{Axis: axis, What: what, Op: op, Count: count,
+		ICIBytes: cost.ICIBytes, DCNBytes: cost.DCNBytes, ICITime: cost.ICITime, DCNTime: cost.DCNTime, Overlapped: overlapped})
+}
+
+// dataParallel: gradients summed over the replicas (data and context), one
+// all-reduce per scanned layer (MaxText's multislice scripts set
+// xla_tpu_enable_data_parallel_all_reduce_opt, which pipelines them across
+// the loop's iterations), each paying the ring's DCN latency. They are on
+// the critical path: in MaxText's v5e series (README.md @ e47fa1b5d) the
+// multislice loss grows as the per-device batch shrinks, as it does when
+// the all-reduce's time is not hidden.
+func (t *tally) dataParallel(grads unit.Bytes) {
+	m, sh := t.est.Mesh, t.sh
+	if sh.d*sh.c <= 1 {
+		return
+	}
+	d, c := m.Degree(mesh.Data), m.Degree(mesh.Context)
+	cost := t.perLayer(collective.AllReduce, grads, d.ICI*c.ICI, link(m.Link(mesh.Data, mesh.Context)), d.DCN*c.DCN)
+	t.add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, false)
+	t.afterICI += cost.ICITime
+	t.afterDCN += cost.DCNTime
+}
+
+// fsdp: gather the weights (in the compute dtype) before forward and again
+// before backward, reduce-scatter the gradients, per micro-batch.
+func (t *tally) fsdp(grads, gathered unit.Bytes) {
+	m, sh := t.est.Mesh, t.sh
+	if sh.f <= 1 {
+		return
+	}
+	f := m.Degree(mesh.FSDP)
+	fl := link(m.Link(mesh.FSDP))
+	ag := t.perLayer(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+	rs := t.perLayer(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+	t.add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
+	t.add(mesh.FSDP, "gradient reduce-scatter", collective.ReduceScatter, sh.m, rs, true)
+	t.gatherICI += ag.Scale(2 * sh.m).ICITime
+	t.gatherDCN += ag.Scale(2 * sh.m).DCNTime
+	t.gradICI += rs.Scale(sh.m).ICITime
+	t.gradDCN += rs.Scale(sh.m).DCNTime
+}
+
+// context: ring attention passes every chip's K and V blocks around the
+// ring — the bytes of an all-gather of K and V — in forward, and K, V and
+// their gradients in backward.
+func (t *tally) context() {
+	j, m, sh := t.est.Job, t.est.Mesh, t.sh
+	if sh.c <= 1 {
+		return
+	}
+	spec := j.Model
+	c := m.Degree(mesh.Context)
+	kv := unit.Bytes(2 * float64(sh.b) * float64(sh.s) * float64(spec.KV()*spec.Head()) * float64(j.Precision.Activation) / float64(kvShards(spec.KV(), sh.t)))
+	per := 3
+	if j.rematOf(sh.b, sh.s, j.Seq, sh.t).attention {
+		per = 4
+	}
+	cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, link(m.Link(mesh.Context)), c.DCN, t.dcn(c.DCN))
+	n := per * sh.ls * sh.m
+	t.add(mesh.Context, "ring attention K/V", collective.AllGather, n, cost, true)
+	t.gatherICI += cost.Scale(n).ICITime
+	t.gatherDCN += cost.Scale(n).DCNTime
+}
+
+// pipeline: each micro-batch's activations go forward across every stage
+// boundary and their gradients come back. The fill and drain put 2(p−1)
+// sends on the critical path (schedule's TestSendDelaysTheFill); the rest
+// overlap with other micro-batches' compute.
+func (t *tally) pipeline(act unit.Bytes) {
+	m, sh := t.est.Mesh, t.sh
+	if sh.p <= 1 {
+		return
+	}
+	pa := m.Degree(mesh.Pipeline)
+	msg := act / unit.Bytes(sh.t)
+	perChip := 2 * sh.m * sh.v // every chunk boundary, forward and back
+	iciSend := collective.Time(collective.SendRecv, 2, msg, link(m.TierLink(hw.ICI)))
+	dcnSend := collective.Time(collective.SendRecv, 2, msg, t.dcn(2))
+	dcnBoundaries, iciBoundaries := pa.DCN-1, sh.p-pa.DCN
+	bytes := collective.Bytes(collective.SendRecv, 2, msg) * unit.Bytes(perChip)
+	cost := collective.Cost{
+		ICIBytes: bytes * unit.Bytes(iciBoundaries) / unit.Bytes(sh.p),
+		DCNBytes: bytes * unit.Bytes(dcnBoundaries) / unit.Bytes(sh.p),
+		ICITime:  iciSend * time.Duration(perChip),
+		DCNTime:  dcnSend * time.Duration(perChip),
+	}
+	if iciBoundaries == 0 {
+		cost.ICITime = 0
+	}
+	if dcnBoundaries == 0 {
+		cost.DCNTime = 0
+	}
+	t.add(mesh.Pipeline, "stage activations", collective.SendRecv, 1, cost, false)
+	t.ppICI = 2 * time.Duration(iciBoundaries) * iciSend
+	t.ppDCN = 2 * time.Duration(dcnBoundaries) * dcnSend
 }
 
 // tensorParallel adds the tensor-parallel collectives and returns their
