@@ -606,58 +606,15 @@ func (s *searcher) choose() (Plan, error) {
 // when DP or FSDP across slices would need a global batch above the limit
 // to hide its all-reduce, or when neither can run.
 func (s *searcher) chooseTiers(p *Plan) []Tier {
-	r := s.req
-	ms := r.Multislice
-	chip := ms.Slice.Chip
-	has := func(t Tier) bool { return len(s.best[t]) > 0 }
-	across := []Across{AcrossNone}
-	if ms.Slices > 1 {
-		across = []Across{AcrossDP, AcrossFSDP}
-	}
-	var chosen *Tier
-	var pipe *Tier
-	for in := InDP; in <= InModel && chosen == nil; in++ {
-		for _, a := range across {
-			if t := (Tier{in, a}); has(t) {
-				chosen = &t
-				break
-			}
-		}
-	}
-	if ms.Slices > 1 {
-		for in := InDP; in <= InModel; in++ {
-			if t := (Tier{in, AcrossPipeline}); has(t) {
-				pipe = &t
-				break
-			}
-		}
-	}
+	ms := s.req.Multislice
+	chosen, pipe := s.firstTiers()
 	in := InModel
 	if chosen != nil {
 		in = chosen.In
 	} else if pipe != nil {
 		in = pipe.In
 	}
-	inside := func(in Inside) []Tier {
-		var out []Tier
-		for _, a := range append(across, AcrossPipeline) {
-			out = append(out, Tier{in, a})
-		}
-		return out
-	}
-	switch in {
-	case InDP:
-		b := s.best[firstOf(chosen, pipe)][0].Estimate
-		p.Reasons = append(p.Reasons, note("", "inside %s: pure data parallelism: a full replica's weights, gradients and optimizer state (%v) fit in %v of usable HBM per chip with room for %s of activations",
-			sliceWord(ms), b.Memory.State(), b.Memory.Usable, unit.Plural(b.MicroBatchSize, "sequence")))
-	case InFSDP:
-		state := unit.Bytes(float64(r.Model.ParamCount().Total()) * float64(r.Precision.StateBytes()))
-		p.Reasons = append(p.Reasons, note("", "inside %s: FSDP: pure data parallelism cannot run (%s): a full replica's state is %v against %v of usable HBM, so weights, gradients and optimizer state are sharded over fsdp",
-			sliceWord(ms), s.rejectedSummary(inside(InDP)...), state, chip.UsableHBM(r.HBMHeadroom)))
-	default:
-		p.Reasons = append(p.Reasons, note("", "inside %s: no data-parallel or FSDP layout can run (%s); tensor, context or pipeline parallelism inside a slice is needed",
-			sliceWord(ms), s.rejectedSummary(append(inside(InDP), inside(InFSDP)...)...)))
-	}
+	p.Reasons = append(p.Reasons, s.insideNote(in, firstOf(chosen, pipe)))
 	if ms.Slices == 1 {
 		if chosen == nil {
 			return nil
@@ -675,30 +632,94 @@ func (s *searcher) chooseTiers(p *Plan) []Tier {
 				s.rejectedSummary(Tier{in, AcrossDP})))
 		}
 	}
-	// The rule's threshold is the practical figure the guidance gives
-	// (twice the break-even batch), not the bare break-even.
-	min := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
-	need := min * collective.PracticalHeadroom
-	limit := float64(r.MaxGlobalBatch) * float64(r.Seq) / float64(ms.Slices)
-	verdict := "enough: DP or FSDP across slices can hide its all-reduce"
-	if limit < need {
-		verdict = "too small: pipeline parallelism across slices, which sends only activations over DCN, is considered"
-		if pipe == nil {
-			verdict = fmt.Sprintf("too small, but no layout with pipeline parallelism across slices can run (%s)", s.rejectedSummary(Tier{in, AcrossPipeline}))
-		}
-	}
-	p.Reasons = append(p.Reasons, note(OptionMaxGlobalBatch, "Multislice batch rule: %d bits of DCN per parameter for %d slices, backward intensity 4·B/%d FLOP per bit against %.0f FLOP per DCN bit on %s, so %s tokens per slice break even and %s in practice hide the all-reduce; {max_global_batch} allows %s: %s",
-		collective.MultisliceBitsPerParam(ms.Slices), ms.Slices, collective.MultisliceBitsPerParam(ms.Slices),
-		float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(min), count(need), count(limit), verdict))
+	tooSmall, rule := s.batchRule(in, pipe != nil)
+	p.Reasons = append(p.Reasons, rule)
 	switch {
 	case chosen == nil && pipe != nil:
 		pool = []Tier{*pipe}
 		p.Reasons = append(p.Reasons, note("", "across slices: pipeline parallelism, because neither data parallelism nor FSDP across slices can run (%s)",
 			s.rejectedSummary(Tier{in, AcrossDP}, Tier{in, AcrossFSDP})))
-	case limit < need && pipe != nil:
+	case tooSmall && pipe != nil:
 		pool = append(pool, *pipe)
 	}
 	return pool
+}
+
+// firstTiers returns the first tier in rule order, in-slice strategy first,
+// with DP or FSDP across slices (or one slice) that has a layout that
+// runs, and the first with pipeline across slices; nil where none runs.
+func (s *searcher) firstTiers() (chosen, pipe *Tier) {
+	ms := s.req.Multislice
+	has := func(t Tier) bool { return len(s.best[t]) > 0 }
+	across := []Across{AcrossNone}
+	if ms.Slices > 1 {
+		across = []Across{AcrossDP, AcrossFSDP}
+	}
+	for in := InDP; in <= InModel && chosen == nil; in++ {
+		for _, a := range across {
+			if t := (Tier{in, a}); has(t) {
+				chosen = &t
+				break
+			}
+		}
+	}
+	for in := InDP; in <= InModel && ms.Slices > 1; in++ {
+		if t := (Tier{in, AcrossPipeline}); has(t) {
+			return chosen, &t
+		}
+	}
+	return chosen, nil
+}
+
+// insideNote says why the in-slice strategy is in; best is a tier with
+// that strategy that runs.
+func (s *searcher) insideNote(in Inside, best Tier) Note {
+	r := s.req
+	ms := r.Multislice
+	inside := func(in Inside) []Tier {
+		var out []Tier
+		for _, t := range tiers(ms.Slices) {
+			if t.In == in {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	switch in {
+	case InDP:
+		b := s.best[best][0].Estimate
+		return note("", "inside %s: pure data parallelism: a full replica's weights, gradients and optimizer state (%v) fit in %v of usable HBM per chip with room for %s of activations",
+			sliceWord(ms), b.Memory.State(), b.Memory.Usable, unit.Plural(b.MicroBatchSize, "sequence"))
+	case InFSDP:
+		state := unit.Bytes(float64(r.Model.ParamCount().Total()) * float64(r.Precision.StateBytes()))
+		return note("", "inside %s: FSDP: pure data parallelism cannot run (%s): a full replica's state is %v against %v of usable HBM, so weights, gradients and optimizer state are sharded over fsdp",
+			sliceWord(ms), s.rejectedSummary(inside(InDP)...), state, ms.Slice.Chip.UsableHBM(r.HBMHeadroom))
+	}
+	return note("", "inside %s: no data-parallel or FSDP layout can run (%s); tensor, context or pipeline parallelism inside a slice is needed",
+		sliceWord(ms), s.rejectedSummary(append(inside(InDP), inside(InFSDP)...)...))
+}
+
+// batchRule applies the Multislice batch rule: whether the batch limit
+// lets DP or FSDP across slices hide the gradient all-reduce. Its
+// threshold is the practical figure the guidance gives (twice the
+// break-even batch), not the bare break-even.
+func (s *searcher) batchRule(in Inside, canPipe bool) (tooSmall bool, n Note) {
+	r := s.req
+	ms := r.Multislice
+	chip := ms.Slice.Chip
+	min := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
+	need := min * collective.PracticalHeadroom
+	limit := float64(r.MaxGlobalBatch) * float64(r.Seq) / float64(ms.Slices)
+	verdict := "enough: DP or FSDP across slices can hide its all-reduce"
+	switch {
+	case limit < need && canPipe:
+		verdict = "too small: pipeline parallelism across slices, which sends only activations over DCN, is considered"
+	case limit < need:
+		verdict = fmt.Sprintf("too small, but no layout with pipeline parallelism across slices can run (%s)", s.rejectedSummary(Tier{in, AcrossPipeline}))
+	}
+	bits := collective.MultisliceBitsPerParam(ms.Slices)
+	return limit < need, note(OptionMaxGlobalBatch, "Multislice batch rule: %d bits of DCN per parameter for %d slices, backward intensity 4·B/%d FLOP per bit against %.0f FLOP per DCN bit on %s, so %s tokens per slice break even and %s in practice hide the all-reduce; {max_global_batch} allows %s: %s",
+		bits, ms.Slices, bits, float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(min), count(need), count(limit), verdict)
 }
 
 // poolVerdict says which of the competing tiers won, and, when pipeline
