@@ -194,63 +194,90 @@ func ParseRequest(o Options) (Request, error) {
 	if r.Multislice, err = parseMultislice(o); err != nil {
 		return r, err
 	}
-	chip := r.Multislice.Slice.Chip
+	for _, step := range []func(*Request, Options) error{parseBatches, parseSchedule, parseNumerics, parseLimits} {
+		if err := step(&r, o); err != nil {
+			return r, err
+		}
+	}
+	if _, err := r.job().MatmulPeak(r.Multislice.Slice.Chip); err != nil {
+		return r, refuseErr(OptionQuantization, o.Quantization, err)
+	}
+	return r, nil
+}
+
+// parseBatches reads the sequence length, the batches and the mesh.
+func parseBatches(r *Request, o Options) error {
+	var err error
 	switch {
 	case o.Seq < 0 || o.Seq > MaxSeq:
-		return r, refuse(OptionSeq, strconv.Itoa(o.Seq), nil, " %d, want 0 to %d tokens (0: the model's)", o.Seq, MaxSeq)
+		return refuse(OptionSeq, strconv.Itoa(o.Seq), nil, " %d, want 0 to %d tokens (0: the model's)", o.Seq, MaxSeq)
 	case o.Seq == 0:
 		r.Seq = r.Model.SeqLen
 	default:
 		r.Seq = o.Seq
 	}
 	if r.MaxGlobalBatch, err = ParseBatch(o.MaxGlobalBatch, r.Seq, false); err != nil {
-		return r, refuseBatch(OptionMaxGlobalBatch, o.MaxGlobalBatch, err)
+		return refuseBatch(OptionMaxGlobalBatch, o.MaxGlobalBatch, err)
 	}
 	if o.GlobalBatch != "" {
 		if r.GlobalBatch, err = ParseBatch(o.GlobalBatch, r.Seq, true); err != nil {
-			return r, refuseBatch(OptionGlobalBatch, o.GlobalBatch, err)
+			return refuseBatch(OptionGlobalBatch, o.GlobalBatch, err)
 		}
 		r.MaxGlobalBatch = max(r.MaxGlobalBatch, r.GlobalBatch)
 	}
 	if o.Mesh != "" {
 		if r.Axes, err = mesh.ParseAxes(o.Mesh); err != nil {
-			return r, refuseErr(OptionMesh, o.Mesh, err)
+			return refuseErr(OptionMesh, o.Mesh, err)
 		}
 	}
+	return nil
+}
+
+// parseSchedule reads the remat policy, the pipeline schedule and its
+// chunks.
+func parseSchedule(r *Request, o Options) error {
+	var err error
 	if o.Remat != "" {
 		if r.Remat, err = cost.ParseRemat(o.Remat); err != nil {
-			return r, refuseErr(OptionRemat, o.Remat, err)
+			return refuseErr(OptionRemat, o.Remat, err)
 		}
 	}
 	if o.Schedule != "" {
 		if r.Schedule, err = schedule.ParseKind(o.Schedule); err != nil {
-			return r, refuseErr(OptionSchedule, o.Schedule, err)
+			return refuseErr(OptionSchedule, o.Schedule, err)
 		}
 	}
 	chunks := strconv.Itoa(o.Chunks)
 	switch {
 	case o.Chunks < 0 || o.Chunks > MaxChunks:
-		return r, refuse(OptionChunks, chunks, nil, " %d, want 0 to %d (0: 2 for interleaved, 1 for circular)", o.Chunks, MaxChunks)
+		return refuse(OptionChunks, chunks, nil, " %d, want 0 to %d (0: 2 for interleaved, 1 for circular)", o.Chunks, MaxChunks)
 	case o.Chunks > 1 && !r.Schedule.Chunked():
-		return r, refuse(OptionChunks, chunks, nil, " %d needs {schedule} interleaved or circular", o.Chunks)
+		return refuse(OptionChunks, chunks, nil, " %d needs {schedule} interleaved or circular", o.Chunks)
 	case o.Chunks == 1 && r.Schedule == schedule.Interleaved:
-		return r, refuse(OptionChunks, chunks, nil, " 1 with {schedule} interleaved, want 2 or more (1 chunk is 1f1b)")
+		return refuse(OptionChunks, chunks, nil, " 1 with {schedule} interleaved, want 2 or more (1 chunk is 1f1b)")
 	case o.Chunks == 0 && r.Schedule == schedule.Interleaved:
 		r.Chunks = 2
 	default:
 		r.Chunks = o.Chunks
 	}
+	return nil
+}
+
+// parseNumerics reads the precision, the custom remat tensors,
+// quantization and the attention kernel.
+func parseNumerics(r *Request, o Options) error {
+	var err error
 	if r.Precision, err = cost.ParsePrecision(o.Precision); err != nil {
-		return r, refuseErr(OptionPrecision, o.Precision, err)
+		return refuseErr(OptionPrecision, o.Precision, err)
 	}
 	if o.RematCustom != "" && r.Remat != cost.RematCustom {
-		return r, refuse(OptionRematCustom, o.RematCustom, nil, " %q needs {remat} custom", o.RematCustom)
+		return refuse(OptionRematCustom, o.RematCustom, nil, " %q needs {remat} custom", o.RematCustom)
 	}
 	if r.Custom, err = cost.ParseCustom(o.RematCustom); err != nil {
-		return r, refuseErr(OptionRematCustom, o.RematCustom, err)
+		return refuseErr(OptionRematCustom, o.RematCustom, err)
 	}
 	if r.Quantization, err = cost.ParseQuantization(o.Quantization); err != nil {
-		return r, refuseErr(OptionQuantization, o.Quantization, err)
+		return refuseErr(OptionQuantization, o.Quantization, err)
 	}
 	switch strings.ToLower(strings.TrimSpace(o.Attention)) {
 	case "flash", "splash":
@@ -258,27 +285,29 @@ func ParseRequest(o Options) (Request, error) {
 	case "dot_product", "dot-product":
 		r.Attention = cost.AttentionDot
 	default:
-		return r, refuse(OptionAttention, o.Attention, nil, " %q, want flash or dot_product", o.Attention)
+		return refuse(OptionAttention, o.Attention, nil, " %q, want flash or dot_product", o.Attention)
 	}
 	r.OptimizerOffload, r.ParameterOffload, r.CausalFLOPs = o.OptimizerOffload, o.ParameterOffload, o.CausalFLOPs
+	return nil
+}
+
+// parseLimits checks the numeric options against their ranges.
+func parseLimits(r *Request, o Options) error {
 	fl := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	switch {
 	case o.VocabTiles < 1 || o.VocabTiles > MaxVocabTiles:
-		return r, refuse(OptionVocabTiles, strconv.Itoa(o.VocabTiles), nil, " %d, want 1 to %d", o.VocabTiles, MaxVocabTiles)
+		return refuse(OptionVocabTiles, strconv.Itoa(o.VocabTiles), nil, " %d, want 1 to %d", o.VocabTiles, MaxVocabTiles)
 	case o.Efficiency != 0 && !(o.Efficiency >= MinEfficiency && o.Efficiency <= 1):
-		return r, refuse(OptionEfficiency, fl(o.Efficiency), nil, " %s, want a number in [%g, 1], or 0 for the generation's calibrated value", fl(o.Efficiency), MinEfficiency)
+		return refuse(OptionEfficiency, fl(o.Efficiency), nil, " %s, want a number in [%g, 1], or 0 for the generation's calibrated value", fl(o.Efficiency), MinEfficiency)
 	case !(o.HBMHeadroom >= 0 && o.HBMHeadroom < 1):
-		return r, refuse(OptionHBMHeadroom, fl(o.HBMHeadroom), nil, " %s, want a fraction in [0, 1)", fl(o.HBMHeadroom))
+		return refuse(OptionHBMHeadroom, fl(o.HBMHeadroom), nil, " %s, want a fraction in [0, 1)", fl(o.HBMHeadroom))
 	case o.Top < 1 || o.Top > MaxTop:
-		return r, refuse(OptionTop, strconv.Itoa(o.Top), nil, " %d, want 1 to %d", o.Top, MaxTop)
+		return refuse(OptionTop, strconv.Itoa(o.Top), nil, " %d, want 1 to %d", o.Top, MaxTop)
 	case o.ExampleCost < 0 || o.ExampleCost > MaxExampleCost:
-		return r, refuse(OptionExampleCost, o.ExampleCost.String(), nil, " %v, want 0s to %v (0: skip the check)", o.ExampleCost, MaxExampleCost)
+		return refuse(OptionExampleCost, o.ExampleCost.String(), nil, " %v, want 0s to %v (0: skip the check)", o.ExampleCost, MaxExampleCost)
 	}
 	r.VocabTiles, r.Efficiency, r.HBMHeadroom, r.Top, r.ExampleCost = o.VocabTiles, o.Efficiency, o.HBMHeadroom, o.Top, o.ExampleCost
-	if _, err := r.job().MatmulPeak(chip); err != nil {
-		return r, refuseErr(OptionQuantization, o.Quantization, err)
-	}
-	return r, nil
+	return nil
 }
 
 // parseModel finds the catalog model, or parses the spec.
