@@ -31,6 +31,9 @@ type Placement struct {
 	Used     int `json:"used_sub_blocks"`
 	HeldBack int `json:"held_back_sub_blocks"`
 	Spare    int `json:"spare_sub_blocks"`
+	// Reserved is the spare sub-blocks the user set aside for the job in
+	// All Capacity mode (part of Spare); the simulation swaps them in.
+	Reserved int `json:"reserved_spare_sub_blocks"`
 	// BlocksSpanned is how many blocks the job's slices lie in.
 	BlocksSpanned int `json:"blocks_spanned"`
 }
@@ -90,6 +93,7 @@ func Place(r Reservation, s hw.Slice, n, spares int) (Placement, error) {
 		return Placement{}, refuse("spares", fmt.Sprint(spares),
 			"at most %d: %d slices x %d sub-blocks leave %d of %d free", p.Spare, n, per, p.Spare, r.SubBlocks())
 	}
+	p.Reserved = spares
 	b, next := 0, 0
 	for i := range n {
 		if next+per > h.SubBlocksPerBlock {
@@ -120,7 +124,7 @@ func (p Placement) WriteText(w io.Writer) error {
 	if p.HeldBack > 0 {
 		fmt.Fprintf(&b, "held back by Compute Engine: %d sub-blocks (%.1f %%, an assumption: the docs publish no holdback)\n", p.HeldBack, 100*r.Holdback)
 	}
-	fmt.Fprintf(&b, "spare: %d sub-blocks\n", p.Spare)
+	fmt.Fprintf(&b, "spare: %d sub-blocks, %d of them set aside for this job\n", p.Spare, p.Reserved)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
