@@ -194,3 +194,19 @@ func (r Reservation) HeldBack() int {
 	}
 	return int(math.Ceil(r.Holdback*float64(r.SubBlocks()) - 1e-9))
 }
+
+// ParseMode reads a mode name, in any case: managed or all-capacity
+// (all_capacity and allcapacity are accepted too).
+func ParseMode(s string) (Mode, error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	v = strings.NewReplacer("_", "-", " ", "-").Replace(v)
+	if v == "allcapacity" {
+		v = "all-capacity"
+	}
+	for i, n := range modeNames {
+		if v == n {
+			return Mode(i), nil
+		}
+	}
+	return 0, refuse("mode", fmt.Sprintf("%q", s), "managed or all-capacity")
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"shardlab/unit"
@@ -457,4 +458,20 @@ func (s *Sim) interruptForMaintenance() {
 		return
 	}
 	s.enter(recovering)
+}
+
+// ParseGranularity reads a maintenance granularity, in any case; vm and
+// host mean sub-block (a VM takes its sub-block's slice down).
+func ParseGranularity(s string) (Granularity, error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	switch v {
+	case "vm", "host":
+		return BySubBlock, nil
+	}
+	for i, n := range granularityNames {
+		if v == n {
+			return Granularity(i), nil
+		}
+	}
+	return 0, refuse("granularity", fmt.Sprintf("%q", s), "sub-block (or vm, host), block or reservation")
 }
