@@ -164,10 +164,10 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	if lambda > 0 {
 		mtbf = time.Duration(math.Min(float64(capacity.MaxHorizon), float64(time.Hour)/lambda))
 	}
-	young, daly := capacity.Young(max(save, time.Second), mtbf), capacity.Daly(max(save, time.Second), mtbf)
+	young, daly := capacity.Young(save, mtbf), capacity.Daly(save, mtbf)
 	cfg.Interval = f.interval
 	if cfg.Interval == 0 {
-		cfg.Interval = max(daly, time.Minute)
+		cfg.Interval = max(daly, time.Second)
 	}
 	r, err := capacity.Run(pl, cfg)
 	if err != nil {
@@ -260,6 +260,8 @@ func secs(s float64) time.Duration {
 		return d.Round(time.Hour)
 	case d >= time.Hour:
 		return d.Round(time.Minute)
+	case d >= time.Minute:
+		return d.Round(time.Second)
 	}
-	return d.Round(time.Second)
+	return d.Round(10 * time.Millisecond)
 }
