@@ -86,7 +86,42 @@ type capacityReport struct {
 	TimeToTrainS       float64            `json:"expected_time_to_train_s"`
 	SubBlockAvailable  float64            `json:"sub_block_availability_fraction"`
 	SparesFor95        int                `json:"spares_for_95_percent"`
+	SideBySide         modeComparison     `json:"side_by_side"`
 	Assumptions        []string           `json:"assumptions"`
+}
+
+// modeComparison is the same job, seed and rates in the other capacity
+// mode: managed with --holdback, or All Capacity with --spares.
+type modeComparison struct {
+	Mode    capacity.Mode `json:"mode"`
+	Setting string        `json:"setting"`
+	Goodput float64       `json:"goodput_fraction"`
+	Refused string        `json:"refused,omitempty"`
+}
+
+// otherMode simulates the job in the mode it was not asked about.
+func otherMode(f *capacityFlags, slice hw.Slice, mode capacity.Mode, cfg capacity.Config) modeComparison {
+	c := modeComparison{Mode: capacity.Managed, Setting: fmt.Sprintf("%.3g holdback", f.holdback)}
+	holdback, spares := f.holdback, 0
+	if mode == capacity.Managed {
+		c = modeComparison{Mode: capacity.AllCapacity, Setting: fmt.Sprintf("%d spare sub-blocks", f.spares)}
+		holdback, spares = 0, f.spares
+	}
+	r, err := capacity.New(slice.Chip, c.Mode, f.blocks, holdback)
+	var pl capacity.Placement
+	if err == nil {
+		pl, err = capacity.Place(r, slice, f.slices, spares)
+	}
+	var res capacity.Result
+	if err == nil {
+		res, err = capacity.Run(pl, cfg)
+	}
+	if err != nil {
+		c.Refused = err.Error()
+		return c
+	}
+	c.Goodput = res.Goodput()
+	return c
 }
 
 func parseMode(s string) error        { _, err := capacity.ParseMode(s); return err }
@@ -191,6 +226,7 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 			best, bestAt = g, iv
 		}
 	}
+	side := otherMode(f, slice, mode, cfg)
 	sbRate := f.chipRate * float64(res.Hierarchy.SubBlockChips())
 	avail := capacity.Availability(sbRate, f.repair)
 	rep := capacityReport{
@@ -206,6 +242,7 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 			"checkpoint_restore": r.Badput.CheckpointRestore.Seconds(), "wasted_progress": r.Badput.WastedProgress.Seconds(),
 			"infrastructure_recovery": r.Badput.InfrastructureRecovery.Seconds(), "waiting_for_capacity": r.Badput.WaitingForCapacity.Seconds(),
 		},
+		SideBySide:   side,
 		HostFailures: r.HostFailures, Interruptions: r.Interruptions, MaintenanceEvents: r.MaintenanceEvents,
 		Tokens: f.tokens, TimeToTrainS: f.tokens / (tps * math.Max(r.Goodput(), 1e-9)),
 		SubBlockAvailable: avail, SparesFor95: capacity.SparesFor(pl.Used, avail, 0.95, res.SubBlocks()),
@@ -240,6 +277,11 @@ func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) err
 		secs(r.HorizonS), r.Seed, r.Goodput, r.HostFailures, r.Interruptions, r.MaintenanceEvents)
 	for _, k := range []string{"program_startup", "checkpoint_save", "checkpoint_restore", "wasted_progress", "infrastructure_recovery", "waiting_for_capacity"} {
 		fmt.Fprintf(&b, "  badput %-24s %10v  %6.3f %%\n", k, secs(r.Badput[k]), 100*r.Badput[k]/r.HorizonS)
+	}
+	if o := r.SideBySide; o.Refused != "" {
+		fmt.Fprintf(&b, "side by side, %s mode (%s): %s\n", o.Mode, o.Setting, o.Refused)
+	} else {
+		fmt.Fprintf(&b, "side by side, %s mode (%s), same seed: goodput %.4f\n", o.Mode, o.Setting, o.Goodput)
 	}
 	fmt.Fprintf(&b, "expected time to train %.3g tokens: %v\n", r.Tokens, secs(r.TimeToTrainS))
 	if r.SparesFor95 >= 0 {
