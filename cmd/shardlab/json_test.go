@@ -27,6 +27,8 @@ var jsonCommands = [][]string{
 	{"run", "--synthetic", "--steps", "2", "--seq", "16", "--d-model", "32", "--d-ff", "64", "--batch", "8", "--json"},
 	{"run", "--synthetic", "--steps", "1", "--seq", "16", "--d-model", "32", "--d-ff", "64", "--batch", "8",
 		"--tpu", "v5litepod-4", "--slices", "1", "--mesh", "pipeline=2,data=2", "--json"},
+	{"capacity", "--model", "llama3-8b", "--tpu", "tpu7x-256", "--slices", "8", "--days", "30", "--json"},
+	{"capacity", "--mode", "managed", "--days", "100", "--json"},
 	{"hw", "list", "--json"},
 	{"hw", "show", "v5p", "--json"},
 	{"hw", "show", "v5p-128", "--json"},

@@ -90,3 +90,32 @@ func TestREADMEExampleIsTheCommand(t *testing.T) {
 		t.Errorf("README.md's plan example is not the start of the command's output\n--- command\n%s--- README\n%s", out, example)
 	}
 }
+
+// TestREADMECapacityExampleIsTheCommand holds README.md's capacity example
+// to what the command it names prints.
+func TestREADMECapacityExampleIsTheCommand(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- capacity example: go run ./cmd/shardlab ", " -->\n```\n"
+	s := string(readme)
+	i := strings.Index(s, begin)
+	if i < 0 {
+		t.Fatal("README.md has no capacity example")
+	}
+	j := strings.Index(s[i:], end)
+	args := strings.Fields(s[i+len(begin) : i+j])
+	rest := s[i+j+len(end):]
+	k := strings.Index(rest, "```\n<!-- end capacity example -->")
+	if k < 0 {
+		t.Fatal("README.md's capacity example has no end")
+	}
+	out, errOut, code := runCmd(args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errOut)
+	}
+	if got := rest[:k]; got != out {
+		t.Errorf("README.md's capacity example differs from 'shardlab %s'\n--- command\n%s\n--- README\n%s", strings.Join(args, " "), out, got)
+	}
+}

@@ -36,6 +36,7 @@ usage:
   shardlab mxu compare [flags]     the same GEMM on CPU, GPU and TPU execution models
   shardlab infeed [flags]          a host's input pipeline, event by event
   shardlab run [flags]             train a small transformer on virtual chips with a layout
+  shardlab capacity [flags]        place slices on a TPU reservation and simulate its goodput
   shardlab validate [--json]       cost published MaxText runs and compare with their MFU
   shardlab hw list|show NAME       the TPU catalog (NAME: v5p or v5p-128)
   shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
@@ -54,6 +55,7 @@ var commandFlags = map[string]func() *flag.FlagSet{
 	"infeed":         func() *flag.FlagSet { fs, _ := newInfeedFlags(); return fs },
 	"run":            func() *flag.FlagSet { fs, _ := newRunFlags(); return fs },
 	"validate":       func() *flag.FlagSet { fs, _ := newValidateFlags(); return fs },
+	"capacity":       func() *flag.FlagSet { fs, _ := newCapacityFlags(); return fs },
 	"hw":             func() *flag.FlagSet { fs, _ := newCatalogFlags("hw"); return fs },
 	"model":          func() *flag.FlagSet { fs, _ := newCatalogFlags("model"); return fs },
 }
@@ -104,6 +106,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runEmu(args[1:], stdout, stderr)
 	case "validate":
 		err = runValidate(args[1:], stdout, stderr)
+	case "capacity":
+		err = runCapacity(args[1:], stdout, stderr)
 	case "hw":
 		err = runHW(args[1:], stdout, stderr)
 	case "model":
@@ -119,7 +123,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, version())
 		return exitOK
 	default:
-		err = bad("unknown command %q, want plan, export, run, validate, mxu, infeed, hw or model", args[0])
+		err = bad("unknown command %q, want plan, export, run, capacity, validate, mxu, infeed, hw or model", args[0])
 	}
 	if err == nil {
 		return exitOK

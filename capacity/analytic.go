@@ -1,0 +1,104 @@
+package capacity
+
+import (
+	"math"
+	"time"
+)
+
+// JobFailureRate is how often the job is interrupted by failures, per hour:
+// every sub-block it uses fails at the chip rate times its chips.
+func JobFailureRate(p Placement, chipFailuresPerHour float64) float64 {
+	return chipFailuresPerHour * float64(p.Used*p.Reservation.Hierarchy.SubBlockChips())
+}
+
+// Young is the checkpoint interval that maximises goodput to first order:
+// √(2·C·M) for a checkpoint cost C and a mean time between failures M
+// (J. W. Young, "A first order approximation to the optimum checkpoint
+// interval", CACM 17(9), 1974).
+func Young(save, mtbf time.Duration) time.Duration {
+	return time.Duration(math.Sqrt(2 * float64(save) * float64(mtbf)))
+}
+
+// Daly is Young's interval with Daly's higher-order terms: for C < 2M,
+// √(2CM)·(1 + √(C/2M)/3 + (C/2M)/9) − C, else M (J. T. Daly, "A higher
+// order estimate of the optimum checkpoint interval for restart dumps",
+// FGCS 22(3), 2006, eq. 37).
+func Daly(save, mtbf time.Duration) time.Duration {
+	c, m := float64(save), float64(mtbf)
+	if c >= 2*m {
+		return mtbf
+	}
+	x := c / (2 * m)
+	return time.Duration(math.Sqrt(2*c*m)*(1+math.Sqrt(x)/3+x/9) - c)
+}
+
+// ExpectedGoodput is the renewal-reward goodput of a job that checkpoints
+// every interval of work at cost save, fails at rate perHour (during work,
+// saves and restarts alike), and after each failure spends restart (not
+// lost to a further failure only if none strikes in it) before working
+// again from the last checkpoint, with spares always at hand. A segment of
+// W = T + C takes e^{λR}(e^{λW} − 1)/λ on average, of which T is kept.
+func ExpectedGoodput(interval, save, restart time.Duration, perHour float64) float64 {
+	l := perHour / float64(time.Hour)
+	if l == 0 {
+		return float64(interval) / float64(interval+save)
+	}
+	w := float64(interval + save)
+	e := math.Exp(l*float64(restart)) * math.Expm1(l*w) / l
+	return float64(interval) / e
+}
+
+// Availability is the steady-state fraction of time a sub-block is healthy
+// when it fails at rate perHour and takes repair on average to return:
+// 1 / (1 + λ·MTTR).
+func Availability(perHour float64, repair time.Duration) float64 {
+	return 1 / (1 + perHour*repair.Hours())
+}
+
+// binomialAtLeast is P(X >= k) for X ~ Binomial(n, p).
+func binomialAtLeast(n, k int, p float64) float64 {
+	if k <= 0 {
+		return 1
+	}
+	if k > n {
+		return 0
+	}
+	if p >= 1 {
+		return 1
+	}
+	if p <= 0 {
+		return 0
+	}
+	lgn, _ := math.Lgamma(float64(n + 1))
+	sum := 0.0
+	for i := k; i <= n; i++ {
+		a, _ := math.Lgamma(float64(i + 1))
+		b, _ := math.Lgamma(float64(n - i + 1))
+		sum += math.Exp(lgn - a - b + float64(i)*math.Log(p) + float64(n-i)*math.Log1p(-p))
+	}
+	return min(sum, 1)
+}
+
+// HealthyAt is the most sub-blocks (cubes) of n that are healthy at once
+// with probability at least conf, each healthy independently with
+// probability p.
+func HealthyAt(n int, p, conf float64) int {
+	for k := n; k > 0; k-- {
+		if binomialAtLeast(n, k, p) >= conf {
+			return k
+		}
+	}
+	return 0
+}
+
+// SparesFor is the fewest spare sub-blocks that keep need sub-blocks
+// healthy with probability at least conf; -1 if no number up to limit
+// does.
+func SparesFor(need int, p, conf float64, limit int) int {
+	for s := 0; s <= limit; s++ {
+		if binomialAtLeast(need+s, need, p) >= conf {
+			return s
+		}
+	}
+	return -1
+}

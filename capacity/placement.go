@@ -1,0 +1,137 @@
+package capacity
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"shardlab/hw"
+)
+
+// SlicePlace is where one slice of a multislice runs: a block and the
+// sub-blocks (numbered within the block) it occupies.
+type SlicePlace struct {
+	Slice     int   `json:"slice"`
+	Block     int   `json:"block"`
+	SubBlocks []int `json:"sub_blocks"`
+}
+
+// Placement is a multislice laid on a reservation. A slice is whole
+// sub-blocks (cubes) of one block, joined by ICI; the slices are joined by
+// DCN, within a block or across blocks.
+type Placement struct {
+	Reservation Reservation  `json:"-"`
+	Slice       hw.Slice     `json:"-"`
+	Slices      []SlicePlace `json:"slices"`
+	// SubBlocksPerSlice is the cubes one slice takes.
+	SubBlocksPerSlice int `json:"sub_blocks_per_slice"`
+	// Used is the sub-blocks the job occupies; HeldBack those managed mode
+	// keeps back; Spare the rest, which All Capacity mode leaves to the user
+	// to replace failed sub-blocks with.
+	Used     int `json:"used_sub_blocks"`
+	HeldBack int `json:"held_back_sub_blocks"`
+	Spare    int `json:"spare_sub_blocks"`
+	// Reserved is the spare sub-blocks the user set aside for the job in
+	// All Capacity mode (part of Spare); the simulation swaps them in.
+	Reserved int `json:"reserved_spare_sub_blocks"`
+	// BlocksSpanned is how many blocks the job's slices lie in.
+	BlocksSpanned int `json:"blocks_spanned"`
+}
+
+// Place lays n slices of s onto r, filling block after block; a slice never
+// straddles two blocks. spares is the sub-blocks the user sets aside in All
+// Capacity mode (0 in managed mode, where the holdback plays that part).
+func Place(r Reservation, s hw.Slice, n, spares int) (Placement, error) {
+	h := r.Hierarchy
+	if s.Chip.Generation != h.Chip.Generation {
+		return Placement{}, refuse("slice", s.AcceleratorType(), "a %s slice for a %s reservation", h.Chip.Generation, h.Chip.Generation)
+	}
+	cube := h.SubBlock
+	dims := s.Topology.Dims()
+	if len(dims) != 3 {
+		return Placement{}, refuse("slice", s.Topology.String(), "a 3-D topology of whole %s sub-blocks", cube)
+	}
+	for i, d := range dims {
+		if d%cube[i] != 0 {
+			return Placement{}, refuse("slice", s.Topology.String(),
+				"whole %s sub-blocks (each dimension a multiple of %d); %s is %d chips, a sub-block %d", cube, cube[i], s.AcceleratorType(), s.Chips(), cube.Chips())
+		}
+	}
+	per := s.Chips() / cube.Chips()
+	if per > h.SubBlocksPerBlock {
+		return Placement{}, refuse("slice", s.AcceleratorType(), "at most one block: %d sub-blocks (%d chips), not %d", h.SubBlocksPerBlock, h.BlockChips(), per)
+	}
+	if n < 1 {
+		return Placement{}, refuse("slices", fmt.Sprint(n), "at least 1")
+	}
+	if spares < 0 {
+		return Placement{}, refuse("spares", fmt.Sprint(spares), "0 or more sub-blocks")
+	}
+	if r.Mode == Managed && spares != 0 {
+		return Placement{}, refuse("spares", fmt.Sprint(spares), "0 in managed mode, where Compute Engine's holdback replaces failed hosts")
+	}
+	held := r.HeldBack()
+	// in managed mode the holdback comes off the last blocks' capacity
+	usable := r.SubBlocks() - held
+	perBlock := h.SubBlocksPerBlock / per // slices one block holds
+	maxSlices := 0
+	for b, left := 0, usable; b < r.Blocks && left > 0; b++ {
+		inBlock := min(left, h.SubBlocksPerBlock)
+		maxSlices += inBlock / per
+		left -= inBlock
+	}
+	if n > maxSlices {
+		why := fmt.Sprintf("at most %d slices of %s (%d sub-blocks each, %d to a block) on %d block(s)", maxSlices, s.AcceleratorType(), per, perBlock, r.Blocks)
+		if held > 0 {
+			why += fmt.Sprintf(" less %d held-back sub-blocks", held)
+		}
+		return Placement{}, refuse("slices", fmt.Sprint(n), "%s", why)
+	}
+	p := Placement{Reservation: r, Slice: s, SubBlocksPerSlice: per, Used: n * per, HeldBack: held}
+	p.Spare = r.SubBlocks() - held - p.Used
+	if spares > p.Spare {
+		return Placement{}, refuse("spares", fmt.Sprint(spares),
+			"at most %d: %d slices x %d sub-blocks leave %d of %d free", p.Spare, n, per, p.Spare, r.SubBlocks())
+	}
+	p.Reserved = spares
+	b, next := 0, 0
+	for i := range n {
+		if next+per > h.SubBlocksPerBlock {
+			b, next = b+1, 0
+		}
+		sp := SlicePlace{Slice: i, Block: b}
+		for j := range per {
+			sp.SubBlocks = append(sp.SubBlocks, next+j)
+		}
+		next += per
+		p.Slices = append(p.Slices, sp)
+	}
+	p.BlocksSpanned = b + 1
+	return p, nil
+}
+
+// WriteText prints the map: block -> sub-blocks -> slice, and the spares.
+func (p Placement) WriteText(w io.Writer) error {
+	var b strings.Builder
+	r := p.Reservation
+	fmt.Fprintf(&b, "reservation: %d block(s) of %d sub-blocks (%s, %d chips, %d hosts each), %d chips, %s mode\n",
+		r.Blocks, r.Hierarchy.SubBlocksPerBlock, r.Hierarchy.SubBlock, r.Hierarchy.SubBlockChips(), r.Hierarchy.SubBlockHosts(), r.Chips(), r.Mode)
+	fmt.Fprintf(&b, "job: %d x %s (%s, %d sub-blocks each), %d slices over %d block(s), DCN between slices\n",
+		len(p.Slices), p.Slice.AcceleratorType(), p.Slice.Topology, p.SubBlocksPerSlice, len(p.Slices), p.BlocksSpanned)
+	for _, sp := range p.Slices {
+		fmt.Fprintf(&b, "  block %d sub-blocks %s: slice %d\n", sp.Block, span(sp.SubBlocks), sp.Slice)
+	}
+	if p.HeldBack > 0 {
+		fmt.Fprintf(&b, "held back by Compute Engine: %d sub-blocks (%.1f %%, an assumption: the docs publish no holdback)\n", p.HeldBack, 100*r.Holdback)
+	}
+	fmt.Fprintf(&b, "spare: %d sub-blocks, %d of them set aside for this job\n", p.Spare, p.Reserved)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func span(s []int) string {
+	if len(s) == 1 {
+		return fmt.Sprint(s[0])
+	}
+	return fmt.Sprintf("%d-%d", s[0], s[len(s)-1])
+}

@@ -1,0 +1,212 @@
+// Package capacity places a training plan's slices on a Cloud TPU
+// reservation (managed capacity or All Capacity mode), simulates host
+// failures, repairs, planned maintenance and checkpoints over a horizon with
+// a seeded discrete-event simulation, and reports goodput and badput in the
+// ML Goodput library's categories.
+//
+// Sources:
+//
+//	[ac-overview] https://docs.cloud.google.com/tpu/docs/all-capacity-overview
+//	[ac-modes]    https://docs.cloud.google.com/tpu/docs/capacity-modes
+//	[ac-maint]    https://docs.cloud.google.com/tpu/docs/all-capacity-maintenance-events
+//	[gke-ac]      https://docs.cloud.google.com/kubernetes-engine/docs/how-to/tpu-all-capacity-mode
+package capacity
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"shardlab/hw"
+)
+
+// Mode is a reservation's capacity mode [ac-modes].
+type Mode int
+
+const (
+	// Managed: Compute Engine holds back part of the reservation, replaces
+	// faulty hosts and restarts slices itself, and schedules maintenance.
+	Managed Mode = iota
+	// AllCapacity: the whole reservation, no holdback; the user keeps spares
+	// and chooses when and at what granularity maintenance runs.
+	AllCapacity
+)
+
+var modeNames = [...]string{Managed: "managed", AllCapacity: "all-capacity"}
+
+func (m Mode) String() string {
+	if m < 0 || int(m) >= len(modeNames) {
+		return fmt.Sprintf("Mode(%d)", int(m))
+	}
+	return modeNames[m]
+}
+
+// MarshalText writes the name, so JSON says "all-capacity".
+func (m Mode) MarshalText() ([]byte, error) {
+	if m < 0 || int(m) >= len(modeNames) {
+		return nil, fmt.Errorf("capacity: mode %d, want managed or all-capacity", int(m))
+	}
+	return []byte(modeNames[m]), nil
+}
+
+// Modes lists the accepted mode names.
+func Modes() []string { return append([]string(nil), modeNames[:]...) }
+
+// ErrUnsupported is wrapped by errors for a generation or mode the
+// reservation model does not cover.
+var ErrUnsupported = errors.New("not supported")
+
+// Error is bad input to the package: the field, the value and what is
+// accepted.
+type Error struct {
+	Field, Value, Want string
+	Err                error // ErrUnsupported, or nil
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("capacity: %s %s: want %s", e.Field, e.Value, e.Want)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func refuse(field, value, format string, a ...any) *Error {
+	return &Error{Field: field, Value: value, Want: fmt.Sprintf(format, a...)}
+}
+
+// allCapacityGenerations are the generations All Capacity mode exists on
+// [ac-overview]: "available on TPU v6e (Trillium) and TPU7x (Ironwood) ...
+// not supported for older TPU versions".
+var allCapacityGenerations = []hw.Generation{hw.V6e, hw.TPU7x}
+
+// Hierarchy is the physical topology of one generation's capacity below a
+// cluster: hosts form a sub-block, sub-blocks form a block [ac-overview].
+// A reservation in All Capacity mode lies within one cluster.
+type Hierarchy struct {
+	Chip hw.Chip
+	// SubBlock is the ICI shape of one sub-block: a TPU7x cube.
+	SubBlock hw.Topology
+	// SubBlocksPerBlock is the sub-blocks one block holds.
+	SubBlocksPerBlock int
+	Sources           []string
+}
+
+// hierarchies holds the generations whose sub-block and block sizes are
+// published here. TPU7x: [gke-ac] "a cube is a 4x4x4 topology of
+// interconnected TPU chips"; 1 host = 4 chips, 1 sub-block = 64 chips = 16
+// hosts = 1 cube, 1 block = 144 sub-blocks = 9,216 chips = 2,304 hosts;
+// [ac-overview] gives the same four levels. v6e is not here yet: its rows
+// of [ac-overview]'s table were not transcribed (its physical host holds 8
+// chips there, where hw's ct6e-standard-4t VM holds 4).
+var hierarchies = map[hw.Generation]struct {
+	subBlock hw.Topology
+	perBlock int
+}{
+	hw.TPU7x: {hw.Topology{4, 4, 4}, 144},
+}
+
+const srcTPU7x = "gke-ac: TPU7x sub-block = one 4x4x4 cube (64 chips, 16 hosts); block = 144 sub-blocks (9,216 chips)"
+
+// HierarchyOf returns the hierarchy of chip's generation.
+func HierarchyOf(chip hw.Chip) (Hierarchy, error) {
+	h, ok := hierarchies[chip.Generation]
+	if !ok {
+		return Hierarchy{}, &Error{Field: "generation", Value: string(chip.Generation),
+			Want: "tpu7x (the only generation whose block and sub-block sizes are transcribed; v6e's are not yet)", Err: ErrUnsupported}
+	}
+	return Hierarchy{Chip: chip, SubBlock: h.subBlock, SubBlocksPerBlock: h.perBlock, Sources: []string{srcTPU7x}}, nil
+}
+
+// SubBlockChips is the chips in one sub-block.
+func (h Hierarchy) SubBlockChips() int { return h.SubBlock.Chips() }
+
+// SubBlockHosts is the hosts in one sub-block; the host size is hw's.
+func (h Hierarchy) SubBlockHosts() int { return h.SubBlockChips() / h.Chip.Host.Chips }
+
+// BlockChips is the chips in one block.
+func (h Hierarchy) BlockChips() int { return h.SubBlockChips() * h.SubBlocksPerBlock }
+
+// MaxBlocks bounds a reservation: 64 blocks (589,824 TPU7x chips) is far
+// above any published cluster and keeps every count an int.
+const MaxBlocks = 64
+
+// Reservation is a number of whole blocks of one generation in one
+// cluster, in one capacity mode.
+type Reservation struct {
+	Hierarchy Hierarchy
+	Mode      Mode
+	Blocks    int
+	// Holdback is the fraction of sub-blocks Compute Engine keeps back in
+	// managed mode to replace faulty ones. The docs publish no figure
+	// [ac-modes]; it is the caller's assumption. 0 in All Capacity mode.
+	Holdback float64
+}
+
+// New checks a reservation: the mode must exist on the generation, there
+// must be 1 to MaxBlocks blocks, and a managed holdback lies in [0, 0.5].
+func New(chip hw.Chip, mode Mode, blocks int, holdback float64) (Reservation, error) {
+	if mode == AllCapacity && !hasAllCapacity(chip.Generation) {
+		names := make([]string, len(allCapacityGenerations))
+		for i, g := range allCapacityGenerations {
+			names[i] = string(g)
+		}
+		return Reservation{}, &Error{Field: "mode", Value: "all-capacity on " + string(chip.Generation),
+			Want: "a generation that has All Capacity mode: " + strings.Join(names, " or "), Err: ErrUnsupported}
+	}
+	if mode != Managed && mode != AllCapacity {
+		return Reservation{}, refuse("mode", fmt.Sprint(int(mode)), "managed or all-capacity")
+	}
+	h, err := HierarchyOf(chip)
+	if err != nil {
+		return Reservation{}, err
+	}
+	if blocks < 1 || blocks > MaxBlocks {
+		return Reservation{}, refuse("blocks", fmt.Sprint(blocks), "1 to %d", MaxBlocks)
+	}
+	if math.IsNaN(holdback) || holdback < 0 || holdback > 0.5 {
+		return Reservation{}, refuse("holdback", fmt.Sprint(holdback), "a fraction in [0, 0.5]")
+	}
+	if mode == AllCapacity && holdback != 0 {
+		return Reservation{}, refuse("holdback", fmt.Sprint(holdback), "0 in all-capacity mode, which has no holdback")
+	}
+	return Reservation{Hierarchy: h, Mode: mode, Blocks: blocks, Holdback: holdback}, nil
+}
+
+func hasAllCapacity(g hw.Generation) bool {
+	for _, a := range allCapacityGenerations {
+		if a == g {
+			return true
+		}
+	}
+	return false
+}
+
+// SubBlocks is the sub-blocks in the reservation.
+func (r Reservation) SubBlocks() int { return r.Blocks * r.Hierarchy.SubBlocksPerBlock }
+
+// Chips is the chips in the reservation.
+func (r Reservation) Chips() int { return r.SubBlocks() * r.Hierarchy.SubBlockChips() }
+
+// HeldBack is the sub-blocks managed mode keeps back (rounded up).
+func (r Reservation) HeldBack() int {
+	if r.Mode != Managed {
+		return 0
+	}
+	return int(math.Ceil(r.Holdback*float64(r.SubBlocks()) - 1e-9))
+}
+
+// ParseMode reads a mode name, in any case: managed or all-capacity
+// (all_capacity and allcapacity are accepted too).
+func ParseMode(s string) (Mode, error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	v = strings.NewReplacer("_", "-", " ", "-").Replace(v)
+	if v == "allcapacity" {
+		v = "all-capacity"
+	}
+	for i, n := range modeNames {
+		if v == n {
+			return Mode(i), nil
+		}
+	}
+	return 0, refuse("mode", fmt.Sprintf("%q", s), "managed or all-capacity")
+}

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"shardlab/capacity"
+	"shardlab/hw"
+	"shardlab/plan"
+	"shardlab/unit"
+)
+
+// capacityFlags are the options of 'shardlab capacity'.
+type capacityFlags struct {
+	model, tpu, mode, granularity  string
+	slices, blocks, spares, days   int
+	seed                           int64
+	holdback, chipRate, storage    float64
+	tokens                         float64
+	interval, repair, recovery     time.Duration
+	startup, maintEvery, maintDown time.Duration
+	json                           bool
+}
+
+// DefaultHoldback is the command's assumed managed-mode holdback: the docs
+// publish none.
+const defaultHoldback = 0.05
+
+func newCapacityFlags() (*flag.FlagSet, *capacityFlags) {
+	fs := flag.NewFlagSet("capacity", flag.ContinueOnError)
+	f := &capacityFlags{}
+	fs.StringVar(&f.model, "model", plan.DefaultModel, "catalog model name or a YAML/JSON spec file of at most 1 MiB")
+	fs.StringVar(&f.tpu, "tpu", "tpu7x-256", "accelerator type of one slice, in whole 4x4x4 sub-blocks (tpu7x-128, tpu7x-256, ...)")
+	intVar(fs, &f.slices, "slices", 8, 1, plan.MaxSlices, "", "number of slices joined by DCN")
+	choiceVar(fs, &f.mode, "mode", "all-capacity", capacity.Modes(), parseMode, "capacity mode")
+	choiceVar(fs, &f.granularity, "maintenance-by", "sub-block", capacity.Granularities(), parseGranularity, "All Capacity maintenance granularity (a VM takes its sub-block's slice down)")
+	intVar(fs, &f.blocks, "blocks", 1, 1, capacity.MaxBlocks, "", "blocks in the reservation (144 TPU7x sub-blocks each)")
+	intVar(fs, &f.spares, "spares", 2, 0, capacity.MaxBlocks*144, "", "spare sub-blocks set aside for the job (All Capacity mode; 0 in managed mode)")
+	floatVar(fs, &f.holdback, "holdback", defaultHoldback, floatFlag{lo: 0, hi: 0.5}, "managed mode: fraction of sub-blocks Compute Engine holds back (an assumption: the docs publish none)")
+	intVar(fs, &f.days, "days", 30, 1, 3650, "", "simulated days")
+	durationVar(fs, &f.interval, "checkpoint-every", 0, 0, 7*24*time.Hour, "0: Daly's interval", "productive time between checkpoints")
+	int64Var(fs, &f.seed, "seed", 1, 0, math.MaxInt32, "", "random seed")
+	floatVar(fs, &f.chipRate, "chip-failure-rate", capacity.DefaultChipFailuresPerHour, floatFlag{lo: 0, hi: 1, unit: "per chip per hour"},
+		"unexpected failures (default from Llama 3's 419 interruptions in 54 days on 16,384 GPUs)")
+	floatVar(fs, &f.storage, "storage-gbps", float64(capacity.DefaultStoragePerHost)*8/1e9, floatFlag{lo: 0.01, hi: 10_000, unit: "Gbit/s per host"}, "checkpoint write and read bandwidth of each host (an assumption)")
+	durationVar(fs, &f.repair, "repair", capacity.DefaultRepair, 0, 90*24*time.Hour, "", "mean time to repair a failed host (an assumption)")
+	durationVar(fs, &f.recovery, "recovery", capacity.DefaultRecovery, 0, 24*time.Hour, "", "time to detect a failure and reschedule the slice (an assumption)")
+	durationVar(fs, &f.startup, "startup", capacity.DefaultStartup, 0, 24*time.Hour, "", "TPU init, program startup and compile after a restart (an assumption)")
+	durationVar(fs, &f.maintEvery, "maintenance-every", capacity.DefaultMaintenanceEvery, 0, 3650*24*time.Hour, "0: none; else at least 24h",
+		"planned maintenance interval (All Capacity docs: not more often than every 90 days)")
+	durationVar(fs, &f.maintDown, "maintenance-down", capacity.DefaultMaintenanceDown, 0, 30*24*time.Hour, "", "how long maintained capacity is unavailable (an assumption)")
+	floatVar(fs, &f.tokens, "tokens", 1e12, floatFlag{lo: 1, hi: 1e16}, "tokens to train, for the expected time to train")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	return fs, f
+}
+
+// capacityReport is what the command prints; JSON keys carry their units.
+type capacityReport struct {
+	Model              string             `json:"model"`
+	Reservation        string             `json:"reservation"`
+	Mode               capacity.Mode      `json:"mode"`
+	Placement          capacity.Placement `json:"placement"`
+	TokensPerS         float64            `json:"tokens_per_s"`
+	StateBytes         unit.Bytes         `json:"checkpoint_state_bytes"`
+	SaveS              float64            `json:"checkpoint_save_s"`
+	RestoreS           float64            `json:"checkpoint_restore_s"`
+	JobFailuresPerHour float64            `json:"job_failures_per_hour"`
+	IntervalS          float64            `json:"checkpoint_interval_s"`
+	YoungS             float64            `json:"young_interval_s"`
+	DalyS              float64            `json:"daly_interval_s"`
+	SimulatedOptimumS  float64            `json:"simulated_optimum_interval_s"`
+	SimulatedOptimumFr float64            `json:"simulated_optimum_goodput_fraction"`
+	HorizonS           float64            `json:"horizon_s"`
+	Seed               int64              `json:"seed"`
+	Goodput            float64            `json:"goodput_fraction"`
+	Badput             map[string]float64 `json:"badput_s"`
+	HostFailures       int                `json:"host_failures"`
+	Interruptions      int                `json:"interruptions"`
+	MaintenanceEvents  int                `json:"maintenance_events"`
+	Tokens             float64            `json:"tokens"`
+	TimeToTrainS       float64            `json:"expected_time_to_train_s"`
+	SubBlockAvailable  float64            `json:"sub_block_availability_fraction"`
+	SparesFor95        int                `json:"spares_for_95_percent"`
+	SideBySide         modeComparison     `json:"side_by_side"`
+	Assumptions        []string           `json:"assumptions"`
+}
+
+// modeComparison is the same job, seed and rates in the other capacity
+// mode: managed with --holdback, or All Capacity with --spares.
+type modeComparison struct {
+	Mode    capacity.Mode `json:"mode"`
+	Setting string        `json:"setting"`
+	Goodput float64       `json:"goodput_fraction"`
+	Refused string        `json:"refused,omitempty"`
+}
+
+// otherMode simulates the job in the mode it was not asked about.
+func otherMode(f *capacityFlags, slice hw.Slice, mode capacity.Mode, cfg capacity.Config) modeComparison {
+	c := modeComparison{Mode: capacity.Managed, Setting: fmt.Sprintf("%.3g holdback", f.holdback)}
+	holdback, spares := f.holdback, 0
+	if mode == capacity.Managed {
+		c = modeComparison{Mode: capacity.AllCapacity, Setting: fmt.Sprintf("%d spare sub-blocks", f.spares)}
+		holdback, spares = 0, f.spares
+	}
+	r, err := capacity.New(slice.Chip, c.Mode, f.blocks, holdback)
+	var pl capacity.Placement
+	if err == nil {
+		pl, err = capacity.Place(r, slice, f.slices, spares)
+	}
+	var res capacity.Result
+	if err == nil {
+		res, err = capacity.Run(pl, cfg)
+	}
+	if err != nil {
+		c.Refused = err.Error()
+		return c
+	}
+	c.Goodput = res.Goodput()
+	return c
+}
+
+func parseMode(s string) error        { _, err := capacity.ParseMode(s); return err }
+func parseGranularity(s string) error { _, err := capacity.ParseGranularity(s); return err }
+
+func runCapacity(args []string, stdout, stderr io.Writer) error {
+	fs, f := newCapacityFlags()
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	set := setFlags(fs)
+	mode, err := capacity.ParseMode(f.mode)
+	if err != nil {
+		return usageError{err}
+	}
+	gran, err := capacity.ParseGranularity(f.granularity)
+	if err != nil {
+		return usageError{err}
+	}
+	o := plan.DefaultOptions()
+	o.Model, o.TPU, o.Slices, o.Top = f.model, f.tpu, f.slices, 1
+	spec, err := specFile("--model", f.model)
+	if err != nil {
+		return err
+	}
+	o.ModelSpec = spec
+	req, err := plan.ParseRequest(o)
+	if err != nil {
+		return planError(err)
+	}
+	slice, err := hw.ParseTPU(f.tpu)
+	if err != nil {
+		return planError(err)
+	}
+	if slice.Chips() == 0 {
+		return bad("capacity: --tpu %q names no slice size; give an accelerator type such as tpu7x-256", f.tpu)
+	}
+	holdback := f.holdback
+	if mode == capacity.AllCapacity {
+		if set["holdback"] && holdback != 0 {
+			return bad("capacity: --holdback %g: want it only with --mode managed (All Capacity mode has no holdback)", holdback)
+		}
+		holdback = 0
+	} else if set["spares"] && f.spares != 0 {
+		return bad("capacity: --spares %d: want 0 with --mode managed, where Compute Engine's holdback (--holdback) replaces failed hosts", f.spares)
+	}
+	spares := f.spares
+	if mode == capacity.Managed {
+		spares = 0
+	}
+	res, err := capacity.New(slice.Chip, mode, f.blocks, holdback)
+	if err != nil {
+		return usageError{err}
+	}
+	pl, err := capacity.Place(res, slice, f.slices, spares)
+	if err != nil {
+		return usageError{err}
+	}
+	p, err := plan.Search(req)
+	if err != nil {
+		return planError(err)
+	}
+	job := capacity.JobOf(p)
+	tps, state := job.TokensPerSecond, job.Checkpoint
+	hosts := f.slices * slice.Hosts()
+	perHost := unit.BytesPerSecond(f.storage * 1e9 / 8)
+	save := capacity.CheckpointTime(state, hosts, perHost)
+	cfg := capacity.Config{
+		ChipFailuresPerHour: f.chipRate, Repair: f.repair, Recovery: f.recovery, Startup: f.startup,
+		Save: save, Restore: save, MaintenanceEvery: f.maintEvery, MaintenanceDown: f.maintDown,
+		Granularity: gran, Horizon: time.Duration(f.days) * 24 * time.Hour, Seed: uint64(f.seed),
+	}
+	lambda := capacity.JobFailureRate(pl, f.chipRate)
+	mtbf := capacity.MaxHorizon
+	if lambda > 0 {
+		mtbf = time.Duration(math.Min(float64(capacity.MaxHorizon), float64(time.Hour)/lambda))
+	}
+	young, daly := capacity.Young(save, mtbf), capacity.Daly(save, mtbf)
+	cfg.Interval = f.interval
+	if cfg.Interval == 0 {
+		cfg.Interval = max(daly, time.Second)
+	}
+	r, err := capacity.Run(pl, cfg)
+	if err != nil {
+		return usageError{err}
+	}
+	// the simulated optimum: a sweep of intervals over 8 seeds each
+	bestAt, best := cfg.Interval, -1.0
+	sweep := cfg
+	for iv := 5 * time.Minute; iv <= 24*time.Hour; iv = iv * 5 / 4 {
+		sweep.Interval = iv
+		sum := 0.0
+		for s := range uint64(8) {
+			sweep.Seed = uint64(f.seed) + s
+			rr, err := capacity.Run(pl, sweep)
+			if err != nil {
+				return usageError{err}
+			}
+			sum += rr.Goodput()
+		}
+		if g := sum / 8; g > best {
+			best, bestAt = g, iv
+		}
+	}
+	side := otherMode(f, slice, mode, cfg)
+	sbRate := f.chipRate * float64(res.Hierarchy.SubBlockChips())
+	avail := capacity.Availability(sbRate, f.repair)
+	rep := capacityReport{
+		Model:       p.Request.Model.Name,
+		Reservation: fmt.Sprintf("%d x %d sub-blocks of %s", res.Blocks, res.Hierarchy.SubBlocksPerBlock, res.Hierarchy.SubBlock),
+		Mode:        mode, Placement: pl, TokensPerS: tps, StateBytes: state,
+		SaveS: save.Seconds(), RestoreS: save.Seconds(), JobFailuresPerHour: lambda,
+		IntervalS: cfg.Interval.Seconds(), YoungS: young.Seconds(), DalyS: daly.Seconds(),
+		SimulatedOptimumS: bestAt.Seconds(), SimulatedOptimumFr: best,
+		HorizonS: cfg.Horizon.Seconds(), Seed: f.seed, Goodput: r.Goodput(),
+		Badput: map[string]float64{
+			"program_startup": r.Badput.ProgramStartup.Seconds(), "checkpoint_save": r.Badput.CheckpointSave.Seconds(),
+			"checkpoint_restore": r.Badput.CheckpointRestore.Seconds(), "wasted_progress": r.Badput.WastedProgress.Seconds(),
+			"infrastructure_recovery": r.Badput.InfrastructureRecovery.Seconds(), "waiting_for_capacity": r.Badput.WaitingForCapacity.Seconds(),
+		},
+		SideBySide:   side,
+		HostFailures: r.HostFailures, Interruptions: r.Interruptions, MaintenanceEvents: r.MaintenanceEvents,
+		Tokens: f.tokens, TimeToTrainS: f.tokens / (tps * math.Max(r.Goodput(), 1e-9)),
+		SubBlockAvailable: avail, SparesFor95: capacity.SparesFor(pl.Used, avail, 0.95, res.SubBlocks()),
+		Assumptions: []string{
+			"a TPU chip fails as often as an H100 in Llama 3's run",
+			"repair, recovery, startup, maintenance downtime and storage bandwidth are assumptions (flags)",
+		},
+	}
+	if mode == capacity.Managed {
+		rep.Assumptions = append(rep.Assumptions, fmt.Sprintf("managed holdback %.3g of the sub-blocks: the docs publish none", holdback))
+	}
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return writeCapacityText(stdout, rep, pl)
+}
+
+func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) error {
+	var b strings.Builder
+	if err := pl.WriteText(&b); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "\n%s: %.0f tokens/s; checkpoint state %v, save %v, restore %v\n", r.Model, r.TokensPerS, r.StateBytes,
+		secs(r.SaveS), secs(r.RestoreS))
+	fmt.Fprintf(&b, "failures: %.4f per hour on the job's chips (MTBF %v); sub-block availability %.5f\n",
+		r.JobFailuresPerHour, secs(3600/math.Max(r.JobFailuresPerHour, 1e-12)), r.SubBlockAvailable)
+	fmt.Fprintf(&b, "checkpoint interval %v; Young %v, Daly %v, simulated optimum %v (goodput %.4f, 8 seeds)\n",
+		secs(r.IntervalS), secs(r.YoungS), secs(r.DalyS), secs(r.SimulatedOptimumS), r.SimulatedOptimumFr)
+	fmt.Fprintf(&b, "\nsimulated %v, seed %d: goodput %.4f; %d host failures, %d interruptions, %d maintenance waves\n",
+		secs(r.HorizonS), r.Seed, r.Goodput, r.HostFailures, r.Interruptions, r.MaintenanceEvents)
+	for _, k := range []string{"program_startup", "checkpoint_save", "checkpoint_restore", "wasted_progress", "infrastructure_recovery", "waiting_for_capacity"} {
+		fmt.Fprintf(&b, "  badput %-24s %10v  %6.3f %%\n", k, secs(r.Badput[k]), 100*r.Badput[k]/r.HorizonS)
+	}
+	if o := r.SideBySide; o.Refused != "" {
+		fmt.Fprintf(&b, "side by side, %s mode (%s): %s\n", o.Mode, o.Setting, o.Refused)
+	} else {
+		fmt.Fprintf(&b, "side by side, %s mode (%s), same seed: goodput %.4f\n", o.Mode, o.Setting, o.Goodput)
+	}
+	fmt.Fprintf(&b, "expected time to train %.3g tokens: %v\n", r.Tokens, secs(r.TimeToTrainS))
+	if r.SparesFor95 >= 0 {
+		fmt.Fprintf(&b, "spare sub-blocks for 95 %% confidence that %d are healthy: %d\n", pl.Used, r.SparesFor95)
+	}
+	for _, a := range r.Assumptions {
+		fmt.Fprintf(&b, "assumption: %s\n", a)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// secs renders seconds as a duration rounded for reading.
+func secs(s float64) time.Duration {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case d >= 24*time.Hour:
+		return d.Round(time.Hour)
+	case d >= time.Hour:
+		return d.Round(time.Minute)
+	case d >= time.Minute:
+		return d.Round(time.Second)
+	}
+	return d.Round(10 * time.Millisecond)
+}

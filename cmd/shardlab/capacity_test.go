@@ -1,0 +1,67 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCapacityDeterministic: the same seed prints the same bytes; another
+// seed other ones.
+func TestCapacityDeterministic(t *testing.T) {
+	args := []string{"capacity", "--tpu", "tpu7x-256", "--slices", "8", "--days", "60", "--seed", "3", "--json"}
+	a, errOut, code := runCmd(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	b, _, _ := runCmd(args...)
+	if a != b {
+		t.Errorf("seed 3 twice printed different output")
+	}
+	c, _, _ := runCmd(append(args[:len(args)-2], "--seed", "4", "--json")...)
+	if a == c {
+		t.Errorf("seeds 3 and 4 printed the same output")
+	}
+}
+
+// TestCapacityRefuses: bad input is one line on stderr naming the field,
+// the value and what is accepted, with exit 2.
+func TestCapacityRefuses(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--tpu", "v5p-128", "--mode", "all-capacity"}, []string{"all-capacity on v5p", "v6e or tpu7x"}},
+		{[]string{"--tpu", "v5litepod-256", "--mode", "all-capacity"}, []string{"all-capacity on v5e", "v6e or tpu7x"}},
+		{[]string{"--blocks", "0"}, []string{"--blocks", `"0"`, "from 1 to 64"}},
+		{[]string{"--chip-failure-rate", "-1"}, []string{"--chip-failure-rate", `"-1"`, "want a finite number in [0, 1]"}},
+		{[]string{"--chip-failure-rate", "NaN"}, []string{"--chip-failure-rate", `"NaN"`}},
+		{[]string{"--storage-gbps", "Inf"}, []string{"--storage-gbps", `"Inf"`}},
+		{[]string{"--tpu", "tpu7x-8"}, []string{"slice 2x2x1", "whole 4x4x4 sub-blocks"}},
+		// a slice larger than a block: hw has no such accelerator type (the
+		// capacity package's own refusal is tested there)
+		{[]string{"--tpu", "tpu7x-36864", "--slices", "1"}, []string{"--tpu", "tpu7x-36864", "no slice of this size"}},
+		{[]string{"--tpu", "tpu7x-18432", "--slices", "2", "--spares", "0"}, []string{"slices 2", "at most 1 slices"}},
+		{[]string{"--slices", "73"}, []string{"slices 73", "at most 72 slices"}},
+		{[]string{"--spares", "200"}, []string{"spares 200", "at most 128"}},
+		{[]string{"--mode", "managed", "--spares", "2"}, []string{"--spares 2", "holdback"}},
+		{[]string{"--holdback", "0.1"}, []string{"--holdback 0.1", "managed"}},
+		{[]string{"--maintenance-every", "1h"}, []string{"maintenance interval 1h0m0s", "at least 24h"}},
+	} {
+		fail(t, append([]string{"capacity"}, c.args...), c.want...)
+	}
+}
+
+// TestCapacityText: the text names the ML Goodput library's categories
+// and Young's, Daly's and the simulated interval.
+func TestCapacityText(t *testing.T) {
+	out, errOut, code := runCmd("capacity", "--days", "10")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, w := range []string{"program_startup", "checkpoint_save", "checkpoint_restore", "wasted_progress",
+		"infrastructure_recovery", "waiting_for_capacity", "Young", "Daly", "simulated optimum", "expected time to train", "95 %"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("capacity output lacks %q", w)
+		}
+	}
+}
