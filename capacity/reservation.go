@@ -74,11 +74,6 @@ func refuse(field, value, format string, a ...any) *Error {
 	return &Error{Field: field, Value: value, Want: fmt.Sprintf(format, a...)}
 }
 
-// allCapacityGenerations are the generations All Capacity mode exists on
-// [ac-overview]: "available on TPU v6e (Trillium) and TPU7x (Ironwood) ...
-// not supported for older TPU versions".
-var allCapacityGenerations = []hw.Generation{hw.V6e, hw.TPU7x}
-
 // Hierarchy is the physical topology of one generation's capacity below a
 // cluster: hosts form a sub-block, sub-blocks form a block [ac-overview].
 // A reservation in All Capacity mode lies within one cluster.
@@ -91,30 +86,14 @@ type Hierarchy struct {
 	Sources           []string
 }
 
-// hierarchies holds the generations whose sub-block and block sizes are
-// published here. TPU7x: [gke-ac] "a cube is a 4x4x4 topology of
-// interconnected TPU chips"; 1 host = 4 chips, 1 sub-block = 64 chips = 16
-// hosts = 1 cube, 1 block = 144 sub-blocks = 9,216 chips = 2,304 hosts;
-// [ac-overview] gives the same four levels. v6e is not here yet: its rows
-// of [ac-overview]'s table were not transcribed (its physical host holds 8
-// chips there, where hw's ct6e-standard-4t VM holds 4).
-var hierarchies = map[hw.Generation]struct {
-	subBlock hw.Topology
-	perBlock int
-}{
-	hw.TPU7x: {hw.Topology{4, 4, 4}, 144},
-}
-
-const srcTPU7x = "gke-ac: TPU7x sub-block = one 4x4x4 cube (64 chips, 16 hosts); block = 144 sub-blocks (9,216 chips)"
-
 // HierarchyOf returns the hierarchy of chip's generation.
 func HierarchyOf(chip hw.Chip) (Hierarchy, error) {
-	h, ok := hierarchies[chip.Generation]
+	h, ok := hw.CapacityTopologyOf(chip.Generation)
 	if !ok {
 		return Hierarchy{}, &Error{Field: "generation", Value: string(chip.Generation),
 			Want: "tpu7x (the only generation whose block and sub-block sizes are transcribed; v6e's are not yet)", Err: ErrUnsupported}
 	}
-	return Hierarchy{Chip: chip, SubBlock: h.subBlock, SubBlocksPerBlock: h.perBlock, Sources: []string{srcTPU7x}}, nil
+	return Hierarchy{Chip: chip, SubBlock: h.SubBlock, SubBlocksPerBlock: h.SubBlocksPerBlock, Sources: []string{h.Source}}, nil
 }
 
 // SubBlockChips is the chips in one sub-block.
@@ -146,8 +125,8 @@ type Reservation struct {
 // must be 1 to MaxBlocks blocks, and a managed holdback lies in [0, 0.5].
 func New(chip hw.Chip, mode Mode, blocks int, holdback float64) (Reservation, error) {
 	if mode == AllCapacity && !hasAllCapacity(chip.Generation) {
-		names := make([]string, len(allCapacityGenerations))
-		for i, g := range allCapacityGenerations {
+		names := make([]string, len(hw.AllCapacityGenerations()))
+		for i, g := range hw.AllCapacityGenerations() {
 			names[i] = string(g)
 		}
 		return Reservation{}, &Error{Field: "mode", Value: "all-capacity on " + string(chip.Generation),
@@ -173,7 +152,7 @@ func New(chip hw.Chip, mode Mode, blocks int, holdback float64) (Reservation, er
 }
 
 func hasAllCapacity(g hw.Generation) bool {
-	for _, a := range allCapacityGenerations {
+	for _, a := range hw.AllCapacityGenerations() {
 		if a == g {
 			return true
 		}

@@ -390,3 +390,22 @@ func ExampleParseTPU() {
 	// tpu7x → tpu7x 0 chips
 	// tpu7x-8 → tpu7x 4 chips
 }
+
+func TestCapacityTopology(t *testing.T) {
+	// [gke-ac]: a TPU7x block is 144 cubes of 4x4x4, 9,216 chips, which is
+	// the TPU7x pod size in the catalog.
+	c, ok := CapacityTopologyOf(TPU7x)
+	if !ok {
+		t.Fatal("no TPU7x capacity topology")
+	}
+	chip, err := Lookup(string(TPU7x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.SubBlock.Chips() * c.SubBlocksPerBlock; got != 9216 || got != chip.PodChips {
+		t.Errorf("TPU7x block = %d chips, want 9216 (pod %d)", got, chip.PodChips)
+	}
+	if _, ok := CapacityTopologyOf(V5p); ok {
+		t.Error("v5p has a capacity topology, but All Capacity mode does not exist on it")
+	}
+}
