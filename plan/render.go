@@ -223,14 +223,25 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 	var b strings.Builder
 	e := p.Best.Estimate
 	r := p.Request
-	ms := r.Multislice
 	spec := r.Model
-	fmt.Fprintf(&b, "%s (%.1fB parameters) on %s\n", spec.Name, float64(spec.ParamCount().Total())/1e9, ms)
+	fmt.Fprintf(&b, "%s (%.1fB parameters) on %s\n", spec.Name, float64(spec.ParamCount().Total())/1e9, r.Multislice)
 	fmt.Fprintf(&b, "  batch %s x %s = %s tokens per step (limit %s)\n\n",
 		unit.Plural(e.Job.GlobalBatch, "sequence"), unit.Plural(e.Job.Seq, "token"), count(float64(e.Job.GlobalBatch*e.Job.Seq)), unit.Plural(r.MaxGlobalBatch, "sequence"))
+	p.writeLayout(&b)
+	writeMemory(&b, e.Memory)
+	p.writeTime(&b, name)
+	writeComms(&b, e.Comms)
+	p.writeNotes(&b, name)
+	_, err := io.WriteString(w, trimLines(b.String()))
+	return err
+}
 
-	fmt.Fprintf(&b, "Layout: %s  [%s]\n", e.Mesh, p.Best.Tier)
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+// writeLayout writes the axes, the remat policy, the pipeline and the
+// precision.
+func (p Plan) writeLayout(b *strings.Builder) {
+	e := p.Best.Estimate
+	fmt.Fprintf(b, "Layout: %s  [%s]\n", e.Mesh, p.Best.Tier)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  axis\tICI\tDCN\ttotal\t")
 	for _, d := range e.Mesh.Degrees() {
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t\n", d.Axis, d.ICI, d.DCN, d.Size())
@@ -247,30 +258,39 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 	if e.Job.Remat == cost.RematCustom {
 		remat += " (" + e.Job.Custom.String() + ")"
 	}
-	fmt.Fprintf(&b, "  remat %s, %s, %s per chip per micro-batch\n", remat, micro, unit.Plural(e.MicroBatchSize, "sequence"))
-	fmt.Fprintf(&b, "  precision %s%s, %s attention\n\n", e.Job.Precision.Name(), quantNote(e.Job), attentionName(e.Job))
+	fmt.Fprintf(b, "  remat %s, %s, %s per chip per micro-batch\n", remat, micro, unit.Plural(e.MicroBatchSize, "sequence"))
+	fmt.Fprintf(b, "  precision %s%s, %s attention\n\n", e.Job.Precision.Name(), quantNote(e.Job), attentionName(e.Job))
+}
 
+// writeMemory writes HBM per chip by component.
+func writeMemory(b *strings.Builder, m cost.Memory) {
 	fits := "fits"
-	if !e.Memory.Fits() {
-		fits = fmt.Sprintf("DOES NOT FIT by %v", e.Memory.Total()-e.Memory.Usable)
+	if !m.Fits() {
+		fits = fmt.Sprintf("DOES NOT FIT by %v", m.Total()-m.Usable)
 	}
-	fmt.Fprintf(&b, "HBM per chip: %v of %v usable (%v HBM), %s\n", e.Memory.Total(), e.Memory.Usable, e.Memory.HBM, fits)
-	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(b, "HBM per chip: %v of %v usable (%v HBM), %s\n", m.Total(), m.Usable, m.HBM, fits)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	for _, c := range []struct {
 		name string
 		v    unit.Bytes
-	}{{"weights", e.Memory.Weights}, {"gradients", e.Memory.Gradients}, {"optimizer", e.Memory.Optimizer},
-		{"activations", e.Memory.Activations}, {"transient", e.Memory.Transient}} {
+	}{{"weights", m.Weights}, {"gradients", m.Gradients}, {"optimizer", m.Optimizer},
+		{"activations", m.Activations}, {"transient", m.Transient}} {
 		fmt.Fprintf(tw, "  %s\t%v\n", c.name, c.v)
 	}
-	if e.Memory.Host > 0 {
-		fmt.Fprintf(tw, "  host memory\t%v\t(offloaded, per chip)\n", e.Memory.Host)
+	if m.Host > 0 {
+		fmt.Fprintf(tw, "  host memory\t%v\t(offloaded, per chip)\n", m.Host)
 	}
 	tw.Flush()
+}
 
+// writeTime writes the step time by part, the efficiencies, MFU and
+// traffic.
+func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
+	e := p.Best.Estimate
+	ms := p.Request.Multislice
 	st := e.Time.Step
-	fmt.Fprintf(&b, "\nStep time: %s\n", dur(st))
-	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(b, "\nStep time: %s\n", dur(st))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	for _, c := range []struct {
 		name string
 		v    time.Duration
@@ -286,45 +306,52 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%5.1f%%\n", c.name, dur(c.v), 100*c.v.Seconds()/st.Seconds())
 	}
 	tw.Flush()
-	fmt.Fprintf(&b, "  MXU efficiency %.1f%% (padding loss %.1f%%) x %.0f%% residual efficiency (%s)\n",
+	fmt.Fprintf(b, "  MXU efficiency %.1f%% (padding loss %.1f%%) x %.0f%% residual efficiency (%s)\n",
 		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.EfficiencyFor(ms.Slice.Chip), phrase(efficiencySource(e.Job), name))
-	fmt.Fprintf(&b, "  MFU %.1f%%  HFU %.1f%%  %s tokens/s per chip  %s tokens/s in all\n",
+	fmt.Fprintf(b, "  MFU %.1f%%  HFU %.1f%%  %s tokens/s per chip  %s tokens/s in all\n",
 		100*e.MFU, 100*e.HFU, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
-	fmt.Fprintf(&b, "  DCN traffic %v per step (all chips); ICI %v per chip\n", e.DCNBytesPerStep, e.ICIBytesPerChip)
+	fmt.Fprintf(b, "  DCN traffic %v per step (all chips); ICI %v per chip\n", e.DCNBytesPerStep, e.ICIBytesPerChip)
+}
 
-	if len(e.Comms) > 0 {
-		fmt.Fprintf(&b, "\nCollectives per chip per step:\n")
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  axis\twhat\tcount\tICI bytes\tDCN bytes\ttime\t")
-		for _, c := range e.Comms {
-			ov := "on the critical path"
-			if c.Overlapped {
-				ov = "overlapped"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%v\t%v\t%s\t%s\n", c.Axis, c.What, c.Count, c.ICIBytes, c.DCNBytes, dur(c.ICITime+c.DCNTime), ov)
-		}
-		tw.Flush()
+// writeComms writes the collectives per chip per step.
+func writeComms(b *strings.Builder, comms []cost.Comm) {
+	if len(comms) == 0 {
+		return
 	}
+	fmt.Fprintf(b, "\nCollectives per chip per step:\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  axis\twhat\tcount\tICI bytes\tDCN bytes\ttime\t")
+	for _, c := range comms {
+		ov := "on the critical path"
+		if c.Overlapped {
+			ov = "overlapped"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%v\t%v\t%s\t%s\n", c.Axis, c.What, c.Count, c.ICIBytes, c.DCNBytes, dur(c.ICITime+c.DCNTime), ov)
+	}
+	tw.Flush()
+}
 
-	fmt.Fprintf(&b, "\nWhy:\n")
+// writeNotes writes the reasons, warnings, ranked layouts and rejections.
+func (p Plan) writeNotes(b *strings.Builder, name func(Option) string) {
+	fmt.Fprintf(b, "\nWhy:\n")
 	for _, n := range p.Reasons {
-		fmt.Fprintf(&b, "  - %s\n", n.Phrase(name))
+		fmt.Fprintf(b, "  - %s\n", n.Phrase(name))
 	}
 	if len(p.Warnings) > 0 {
-		fmt.Fprintf(&b, "\nWarnings:\n")
+		fmt.Fprintf(b, "\nWarnings:\n")
 		for _, n := range p.Warnings {
-			fmt.Fprintf(&b, "  - %s\n", n.Phrase(name))
+			fmt.Fprintf(b, "  - %s\n", n.Phrase(name))
 		}
 	}
 	if len(p.Top) > 1 {
-		fmt.Fprintf(&b, "\nTop %d:\n", len(p.Top))
-		table(&b, p.Top)
+		fmt.Fprintf(b, "\nTop %d:\n", len(p.Top))
+		table(b, p.Top)
 	}
 	if len(p.Alternatives) > 0 {
-		fmt.Fprintf(&b, "\nBest of the tiers the rules did not choose:\n")
-		table(&b, p.Alternatives)
+		fmt.Fprintf(b, "\nBest of the tiers the rules did not choose:\n")
+		table(b, p.Alternatives)
 	}
-	fmt.Fprintf(&b, "\n%s costed", unit.Plural(p.Evaluated, "layout choice"))
+	fmt.Fprintf(b, "\n%s costed", unit.Plural(p.Evaluated, "layout choice"))
 	if len(p.Rejected) > 0 {
 		counts := map[string]int{}
 		keys := make([]string, 0, len(p.Rejected))
@@ -337,11 +364,9 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 		for _, k := range keys {
 			parts = append(parts, fmt.Sprintf("%s ×%d", k, counts[k]))
 		}
-		fmt.Fprintf(&b, "; rejected: %s", strings.Join(parts, ", "))
+		fmt.Fprintf(b, "; rejected: %s", strings.Join(parts, ", "))
 	}
 	b.WriteString("\n")
-	_, err := io.WriteString(w, trimLines(b.String()))
-	return err
 }
 
 // trimLines drops the padding tabwriter leaves at the ends of lines.
