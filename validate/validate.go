@@ -146,16 +146,35 @@ func Parse(data []byte) ([]Run, error) {
 // devices (TPU7x: two TensorCores), the extra factor comes off the data or
 // fsdp axis it sits in, which shards the state the same way over chips.
 func (r Run) Setup() (cost.Job, mesh.Mesh, error) {
-	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("%s = %v, want %s: %w", field, v, want, ErrInvalid)
-	}
-	s, err := hw.ParseAcceleratorType(r.AcceleratorType)
+	m, err := r.mesh()
 	if err != nil {
 		return cost.Job{}, mesh.Mesh{}, err
+	}
+	j, err := r.job()
+	if err != nil {
+		return cost.Job{}, mesh.Mesh{}, err
+	}
+	if m.Size(mesh.Pipeline) > 1 {
+		j.MicroBatches = m.Size(mesh.Pipeline)
+	}
+	return j, m, nil
+}
+
+func bad(field string, v any, want string) error {
+	return fmt.Errorf("%s = %v, want %s: %w", field, v, want, ErrInvalid)
+}
+
+// mesh lays the run's MaxText layout out on its slices. MaxText counts JAX
+// devices; where a chip is several devices, the per-chip factor comes off
+// the larger of the data and fsdp factors.
+func (r Run) mesh() (mesh.Mesh, error) {
+	s, err := hw.ParseAcceleratorType(r.AcceleratorType)
+	if err != nil {
+		return mesh.Mesh{}, err
 	}
 	ms, err := hw.NewMultislice(s, max(r.Slices, 1), 0)
 	if err != nil {
-		return cost.Job{}, mesh.Mesh{}, err
+		return mesh.Mesh{}, err
 	}
 	l := r.Layout
 	per := s.Chip.JAXDevicesPerChip
@@ -166,13 +185,12 @@ func (r Run) Setup() (cost.Job, mesh.Mesh, error) {
 		ici[i] = max(ici[i], 1)
 	}
 	if per > 1 {
-		// take the per-chip devices off the largest of data and fsdp
 		k := mesh.FSDP
 		if ici[mesh.Data] > ici[mesh.FSDP] {
 			k = mesh.Data
 		}
 		if ici[k]%per != 0 {
-			return cost.Job{}, mesh.Mesh{}, bad("layout", fmt.Sprintf("%+v", l), fmt.Sprintf("ici data or fsdp a multiple of the %d devices per chip", per))
+			return mesh.Mesh{}, bad("layout", fmt.Sprintf("%+v", l), fmt.Sprintf("ici data or fsdp a multiple of the %d devices per chip", per))
 		}
 		ici[k] /= per
 	}
@@ -182,60 +200,60 @@ func (r Run) Setup() (cost.Job, mesh.Mesh, error) {
 	for _, a := range mesh.All() {
 		axes[a] = mesh.Degree{Axis: a, ICI: ici[a], DCN: max(dcn[a], 1)}
 	}
-	m, err := mesh.New(ms, axes...)
-	if err != nil {
-		return cost.Job{}, mesh.Mesh{}, err
-	}
+	return mesh.New(ms, axes...)
+}
+
+// job is the run's model, batch, remat, precision and kernels as a cost
+// job.
+func (r Run) job() (cost.Job, error) {
 	spec := r.Model
 	if spec.SeqLen == 0 {
 		spec.SeqLen = r.SeqLen
 	}
 	if err := spec.Validate(); err != nil {
-		return cost.Job{}, mesh.Mesh{}, err
+		return cost.Job{}, err
 	}
 	if r.GlobalBatch <= 0 {
-		return cost.Job{}, mesh.Mesh{}, bad("global_batch_sequences", r.GlobalBatch, "a positive number of sequences")
+		return cost.Job{}, bad("global_batch_sequences", r.GlobalBatch, "a positive number of sequences")
 	}
 	j := cost.NewJob(spec, r.SeqLen, r.GlobalBatch)
 	// They ran: what they needed fits in the whole HBM. The planner's
 	// headroom is a margin for planning, not part of the check.
 	j.HBMHeadroom = 0
+	var err error
 	if j.Remat, err = cost.ParseRemat(r.RematPolicy); err != nil {
-		return cost.Job{}, mesh.Mesh{}, err
+		return cost.Job{}, err
 	}
 	if j.Custom, err = cost.ParseCustom(r.RematCustom); err != nil {
-		return cost.Job{}, mesh.Mesh{}, err
+		return cost.Job{}, err
 	}
 	w, err := dtypeBytes("weight_dtype", r.WeightDType, 4)
 	if err != nil {
-		return cost.Job{}, mesh.Mesh{}, err
+		return cost.Job{}, err
 	}
 	mu, err := dtypeBytes("mu_dtype", r.MuDType, w)
 	if err != nil {
-		return cost.Job{}, mesh.Mesh{}, err
+		return cost.Job{}, err
 	}
 	// Gradients take the parameters' dtype; Adam's nu too, and mu its own
 	// (MaxText base.yml: mu_dtype "inherits from weight_dtype if unset").
 	j.Precision = cost.Precision{Weight: w, Gradient: w, Optimizer: mu + w, Activation: 2}
 	if j.Quantization, err = cost.ParseQuantization(r.Quantization); err != nil {
-		return cost.Job{}, mesh.Mesh{}, err
+		return cost.Job{}, err
 	}
 	j.OptimizerOffload, j.ParameterOffload = r.OptimizerOffload, r.ParameterOffload
 	j.VocabTiles = max(r.VocabTiles, 1)
 	if _, err := r.Published.attentionShare(); err != nil {
-		return cost.Job{}, mesh.Mesh{}, err
+		return cost.Job{}, err
 	}
 	switch r.Attention {
 	case "", "flash":
 	case "dot_product":
 		j.Attention = cost.AttentionDot
 	default:
-		return cost.Job{}, mesh.Mesh{}, bad("attention", r.Attention, "flash or dot_product")
+		return cost.Job{}, bad("attention", r.Attention, "flash or dot_product")
 	}
-	if m.Size(mesh.Pipeline) > 1 {
-		j.MicroBatches = m.Size(mesh.Pipeline)
-	}
-	return j, m, nil
+	return j, nil
 }
 
 // dtypeBytes reads a MaxText dtype name; "" is def.
