@@ -51,82 +51,105 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	tpu, vcpus, cost, jitter, batch, exBytes, compute := f.tpu, f.vcpus, f.cost, f.jitter, f.batch, f.exBytes, f.compute
-	paramLoad, drain, numa, crossNUMA, infeedDepth, outfeedDepth := f.paramLoad, f.drain, f.numa, f.crossNUMA, f.infeedDepth, f.outfeedDepth
-	steps, seed, sweep, asJSON := f.steps, f.seed, f.sweep, f.asJSON
-	set := setFlags(fs)
-	chip, slice, err := parseTPU("--tpu", *tpu)
+	chip, slice, err := parseTPU("--tpu", *f.tpu)
 	if err != nil {
 		return err
 	}
 	if slice != nil && slice.Chips() < chip.Host.Chips {
 		return bad("infeed: --tpu %s has %d chips, less than the %d-chip %s host this simulates; give a generation (%s) or a type of whole hosts",
-			*tpu, slice.Chips(), chip.Host.Chips, chip.Host.MachineType, chip.Generation)
+			*f.tpu, slice.Chips(), chip.Host.Chips, chip.Host.MachineType, chip.Generation)
 	}
 	c := infeed.ForChip(chip)
-	// what the catalog's sources do not publish for this VM, and what
-	// stands in for it
-	// (assumedKeys names them as the JSON does)
-	var assumed []string
-	assumedKeys := []string{}
-	if chip.Host.VCPUs == 0 {
-		assumed = append(assumed, fmt.Sprintf("vCPUs (%d: shardlab's stand-in of %d per chip)", c.VCPUs, hw.AssumedVCPUsPerChip))
-		assumedKeys = append(assumedKeys, "host_vcpus")
-	}
-	if chip.Host.NUMANodes == 0 {
-		assumed = append(assumed, fmt.Sprintf("NUMA nodes (%d)", c.NUMANodes))
-		assumedKeys = append(assumedKeys, "numa_nodes")
-	}
-	if chip.PCIe == 0 {
-		assumed = append(assumed, fmt.Sprintf("PCIe (%v per chip: %s)", c.PCIe, "the scaling book's v4 and v5p figure"))
-		assumedKeys = append(assumedKeys, "pcie_bytes_per_s_per_chip")
-	}
 	vmVCPUs := c.VCPUs
-	if *vcpus != 0 {
-		c.VCPUs = *vcpus
+	if err := f.configure(&c, setFlags(fs), stderr); err != nil {
+		return err
 	}
-	if c.Placement, err = infeed.ParsePlacement(*numa); err != nil {
+	r, err := infeed.Run(c)
+	if err != nil {
+		return usageError{err}
+	}
+	sw := infeedSweep{on: *f.sweep}
+	if sw.on {
+		if sw.need, _, sw.ok, err = infeed.MinVCPUs(c, 4096); err != nil {
+			return err
+		}
+	}
+	if *f.asJSON {
+		return writeJSON(stdout, infeedJSON(chip, c, r, vmVCPUs, sw))
+	}
+	return writeInfeed(stdout, chip, c, r, vmVCPUs, sw)
+}
+
+// infeedSweep is the result of --sweep: the fewest worker vCPUs that keep
+// the chips busy, and whether any count up to the search's limit does.
+type infeedSweep struct {
+	on, ok bool
+	need   int
+}
+
+// configure applies the flags to the host model c.
+func (f *infeedFlags) configure(c *infeed.Config, set map[string]bool, stderr io.Writer) error {
+	var err error
+	if *f.vcpus != 0 {
+		c.VCPUs = *f.vcpus
+	}
+	if c.Placement, err = infeed.ParsePlacement(*f.numa); err != nil {
 		return usageError{err}
 	}
 	if set["cross-numa"] && (c.Placement == infeed.Local || c.NUMANodes == 1) {
 		warn(stderr, "infeed", "--cross-numa has no effect: no worker feeds a chip on another NUMA node (%s placement, %d NUMA nodes)", c.Placement, c.NUMANodes)
 	}
-	if set["seed"] && *jitter == 0 {
+	if set["seed"] && *f.jitter == 0 {
 		warn(stderr, "infeed", "--seed has no effect without --jitter: example costs are fixed")
 	}
-	c.ExampleCost, c.Jitter, c.Batch, c.ExampleBytes = *cost, *jitter, *batch, unit.Bytes(*exBytes)
-	c.Compute, c.ParamLoad, c.Drain, c.CrossNUMA = *compute, *paramLoad, *drain, *crossNUMA
-	c.InfeedDepth, c.OutfeedDepth, c.Steps, c.Seed = *infeedDepth, *outfeedDepth, *steps, *seed
-	r, err := infeed.Run(c)
-	if err != nil {
-		return usageError{err}
+	c.ExampleCost, c.Jitter, c.Batch, c.ExampleBytes = *f.cost, *f.jitter, *f.batch, unit.Bytes(*f.exBytes)
+	c.Compute, c.ParamLoad, c.Drain, c.CrossNUMA = *f.compute, *f.paramLoad, *f.drain, *f.crossNUMA
+	c.InfeedDepth, c.OutfeedDepth, c.Steps, c.Seed = *f.infeedDepth, *f.outfeedDepth, *f.steps, *f.seed
+	return nil
+}
+
+// infeedAssumed lists what the catalog's sources do not publish for the
+// chip's VM and what stands in for it, in words and as the JSON keys.
+func infeedAssumed(chip hw.Chip, c infeed.Config, vmVCPUs int) (words, keys []string) {
+	keys = []string{}
+	if chip.Host.VCPUs == 0 {
+		words = append(words, fmt.Sprintf("vCPUs (%d: shardlab's stand-in of %d per chip)", vmVCPUs, hw.AssumedVCPUsPerChip))
+		keys = append(keys, "host_vcpus")
 	}
-	var need int
-	var needOK bool
-	if *sweep {
-		if need, _, needOK, err = infeed.MinVCPUs(c, 4096); err != nil {
-			return err
-		}
+	if chip.Host.NUMANodes == 0 {
+		words = append(words, fmt.Sprintf("NUMA nodes (%d)", c.NUMANodes))
+		keys = append(keys, "numa_nodes")
 	}
-	if *asJSON {
-		out := map[string]any{
-			"generation": chip.Generation, "machine_type": chip.Host.MachineType, "chips_per_host": c.Chips,
-			"worker_vcpus": c.VCPUs, "host_vcpus": vmVCPUs, "numa_nodes": c.NUMANodes, "pcie_bytes_per_s_per_chip": c.PCIe,
-			"assumed": assumedKeys, "placement": c.Placement, "batch_examples_per_chip": c.Batch, "example_cost_s": c.ExampleCost.Seconds(),
-			"step_time_s": r.StepTime.Seconds(), "makespan_s": r.Makespan.Seconds(), "examples_per_s": r.ExamplesPerSecond,
-			"busy": map[string]float64{"host_vcpus_fraction": r.HostBusy, "hbm_copy_fraction": r.CopyBusy, "mxu_fraction": r.MXUBusy,
-				"outfeed_drain_fraction": r.DrainBusy},
-			"mxu_stalls": map[string]float64{"infeed_empty_s": r.Stalls.InfeedEmpty.Seconds(), "hbm_copy_s": r.Stalls.HBMCopy.Seconds(),
-				"outfeed_full_s": r.Stalls.OutfeedFull.Seconds()},
-			"input_bound": r.InputBound(), "chips_busy": r.Busy(),
-		}
-		if *sweep {
-			out["min_worker_vcpus"] = need
-			out["min_worker_vcpus_found"] = needOK
-		}
-		return writeJSON(stdout, out)
+	if chip.PCIe == 0 {
+		words = append(words, fmt.Sprintf("PCIe (%v per chip: %s)", c.PCIe, "the scaling book's v4 and v5p figure"))
+		keys = append(keys, "pcie_bytes_per_s_per_chip")
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	return words, keys
+}
+
+func infeedJSON(chip hw.Chip, c infeed.Config, r infeed.Result, vmVCPUs int, sw infeedSweep) map[string]any {
+	_, assumedKeys := infeedAssumed(chip, c, vmVCPUs)
+	out := map[string]any{
+		"generation": chip.Generation, "machine_type": chip.Host.MachineType, "chips_per_host": c.Chips,
+		"worker_vcpus": c.VCPUs, "host_vcpus": vmVCPUs, "numa_nodes": c.NUMANodes, "pcie_bytes_per_s_per_chip": c.PCIe,
+		"assumed": assumedKeys, "placement": c.Placement, "batch_examples_per_chip": c.Batch, "example_cost_s": c.ExampleCost.Seconds(),
+		"step_time_s": r.StepTime.Seconds(), "makespan_s": r.Makespan.Seconds(), "examples_per_s": r.ExamplesPerSecond,
+		"busy": map[string]float64{"host_vcpus_fraction": r.HostBusy, "hbm_copy_fraction": r.CopyBusy, "mxu_fraction": r.MXUBusy,
+			"outfeed_drain_fraction": r.DrainBusy},
+		"mxu_stalls": map[string]float64{"infeed_empty_s": r.Stalls.InfeedEmpty.Seconds(), "hbm_copy_s": r.Stalls.HBMCopy.Seconds(),
+			"outfeed_full_s": r.Stalls.OutfeedFull.Seconds()},
+		"input_bound": r.InputBound(), "chips_busy": r.Busy(),
+	}
+	if sw.on {
+		out["min_worker_vcpus"] = sw.need
+		out["min_worker_vcpus_found"] = sw.ok
+	}
+	return out
+}
+
+func writeInfeed(w io.Writer, chip hw.Chip, c infeed.Config, r infeed.Result, vmVCPUs int, sw infeedSweep) error {
+	assumed, _ := infeedAssumed(chip, c, vmVCPUs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	vmHas := fmt.Sprintf("the VM has %d", vmVCPUs)
 	vcpuNote, numaNote, pcieNote := "", "", ""
 	if chip.Host.VCPUs == 0 {
@@ -162,11 +185,11 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 		verdict = "input-bound: the host does not keep the infeed full and the ready MXU waits"
 	}
 	fmt.Fprintf(tw, "verdict\t%s\n", verdict)
-	if *sweep {
-		if needOK {
-			fmt.Fprintf(tw, "vCPUs needed\t%d per host (%.1f per chip) to keep the chips busy; %s\n", need, float64(need)/float64(c.Chips), vmHas)
+	if sw.on {
+		if sw.ok {
+			fmt.Fprintf(tw, "vCPUs needed\t%d per host (%.1f per chip) to keep the chips busy; %s\n", sw.need, float64(sw.need)/float64(c.Chips), vmHas)
 		} else {
-			fmt.Fprintf(tw, "vCPUs needed\tmore than %d per host: the chips stay input-bound\n", need)
+			fmt.Fprintf(tw, "vCPUs needed\tmore than %d per host: the chips stay input-bound\n", sw.need)
 		}
 	}
 	return tw.Flush()
