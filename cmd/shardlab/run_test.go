@@ -31,6 +31,8 @@ func TestGolden(t *testing.T) {
 			"--max-global-batch", "256", "--dcn-gbps", "25", "--top", "3"}},
 		{"plan_mesh_v5p", []string{"plan", "--model", "llama2-13b", "--tpu", "v5p-256", "--mesh", "fsdp=32,tensor=4", "--global-batch", "1Mitok"}},
 		{"export_maxtext", []string{"export", "maxtext", "--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2"}},
+		{"export_maxtext_flags_pipeline", []string{"export", "maxtext", "--model", "llama3-70b", "--tpu", "v5p-128", "--slices", "2",
+			"--mesh", "fsdp=32,tensor=2,pipeline=2(dcn)", "--schedule", "gpipe", "--format", "flags"}},
 		{"mxu_ws_small", []string{"mxu", "--m", "1000", "--k", "300", "--n", "200", "--array", "128x128"}},
 		{"mxu_os_json", []string{"mxu", "--m", "64", "--k", "100", "--n", "48", "--array", "16x16", "--dataflow", "os", "--json"}},
 		{"mxu_compare", []string{"mxu", "compare"}},
@@ -140,6 +142,10 @@ func TestBadInput(t *testing.T) {
 		{[]string{"infeed", "--vcpus", "1"}, []string{"at least one per NUMA node"}},
 		{[]string{"plan", "--example-cost", "-1s"}, []string{"--example-cost"}},
 		{[]string{"export", "vllm"}, []string{"export maxtext"}},
+		{[]string{"export", "maxtext", "--format", "json"}, []string{`--format "json"`, "yaml or flags"}},
+		{[]string{"export", "maxtext", "--model", "llama3-70b", "--tpu", "v5p-128", "--slices", "2", "--mesh", "fsdp=32,tensor=2,pipeline=2(dcn)", "--schedule", "1f1b"},
+			[]string{"1f1b", "--schedule gpipe", "circular"}},
+		{[]string{"export", "maxtext", "--tpu", "v5p-64", "--precision", "zero"}, []string{"precision zero", "--precision maxtext"}},
 	}
 	for _, tt := range tests {
 		out, errOut, code := runCmd(tt.args...)
@@ -225,7 +231,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"mxu", "compare", "-h"}, "mxu compare", 5},
 		{[]string{"infeed", "--help"}, "infeed", 5},
 		{[]string{"run", "-h"}, "run", 5},
-		{[]string{"export", "-h"}, "export maxtext", 5},
+		{[]string{"export", "-h"}, "export", 3},
 		{[]string{"export", "maxtext", "-h"}, "export maxtext", 5},
 		{[]string{"hw", "-h"}, "hw", 3},
 		{[]string{"hw", "list", "-h"}, "hw", 3},
@@ -239,11 +245,13 @@ func TestHelp(t *testing.T) {
 			t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 0 and the usage of %s on stderr", strings.Join(tt.args, " "), code, out, errOut, tt.usage)
 		}
 	}
-	// export maxtext writes YAML only: no --json, --top or --example-cost
-	for _, fl := range []string{"--json", "--top", "--example-cost"} {
-		_, errOut, _ := runCmd("export", "maxtext", "-h")
-		if strings.Contains(errOut, "  -"+fl[2:]+" ") || strings.Contains(errOut, "  -"+fl[2:]+"\n") {
-			t.Errorf("export maxtext -h lists %s", fl)
+	// an export writes one layout, not a ranking: no --json, --top or --example-cost
+	for _, target := range []string{"maxtext"} {
+		for _, fl := range []string{"--json", "--top", "--example-cost"} {
+			_, errOut, _ := runCmd("export", target, "-h")
+			if strings.Contains(errOut, "  -"+fl[2:]+" ") || strings.Contains(errOut, "  -"+fl[2:]+"\n") {
+				t.Errorf("export %s -h lists %s", target, fl)
+			}
 		}
 	}
 }
