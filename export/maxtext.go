@@ -1,6 +1,6 @@
 // Package export writes a planned layout in the language of the tools that
 // run it for real: a MaxText config (YAML, or the key=value arguments of
-// its trainer). What is written
+// its trainer) and the xpk command that launches it on GKE. What is written
 // is what was costed; a plan the target cannot run as costed is refused
 // with an error that says what to change.
 //
@@ -10,6 +10,8 @@
 //	[types.py]  AI-Hypercomputer/maxtext:src/maxtext/configs/types.py @e591f30c
 //	[maxtext_utils.py] AI-Hypercomputer/maxtext:src/maxtext/utils/maxtext_utils.py @e591f30c (create_device_mesh)
 //	[max_utils.py] AI-Hypercomputer/maxtext:src/maxtext/utils/max_utils.py @e591f30c (fill_unspecified_mesh_axes)
+//	[xpk]       AI-Hypercomputer/xpk:src/xpk/parser/workload.py @367c838253bea41e7d7716145ad6513f44c1a21e
+//	[xpk-sc]    AI-Hypercomputer/xpk:src/xpk/core/system_characteristics.py @367c8382
 package export
 
 import (
@@ -34,7 +36,7 @@ var ErrUnsupported = errors.New("the target cannot run the plan as costed")
 // Error is a plan, or an option, the target cannot take: which setting,
 // its value and what is accepted.
 type Error struct {
-	Target string // "maxtext"
+	Target string // "maxtext" or "xpk"
 	Field  string
 	Value  string
 	Want   string

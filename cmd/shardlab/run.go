@@ -31,6 +31,7 @@ const usage = `shardlab: plan TPU training layouts
 usage:
   shardlab plan [flags]            plan a job (no flags: two built-in examples)
   shardlab export maxtext [flags]  the planned layout as a MaxText config (YAML or trainer flags)
+  shardlab export xpk [flags]      the xpk workload create command that launches the plan
   shardlab mxu [flags]             one GEMM on a systolic MXU, cycle by cycle
   shardlab mxu compare [flags]     the same GEMM on CPU, GPU and TPU execution models
   shardlab infeed [flags]          a host's input pipeline, event by event
@@ -48,6 +49,7 @@ run 'shardlab plan -h' for the plan flags
 var commandFlags = map[string]func() *flag.FlagSet{
 	"plan":           func() *flag.FlagSet { fs, _ := newPlanFlags("plan", false); return fs },
 	"export maxtext": func() *flag.FlagSet { fs, _, _ := newExportFlags("maxtext"); return fs },
+	"export xpk":     func() *flag.FlagSet { fs, _, _ := newExportFlags("xpk"); return fs },
 	"mxu":            func() *flag.FlagSet { fs, _ := newMXUFlags(); return fs },
 	"mxu compare":    func() *flag.FlagSet { fs, _ := newMXUCompareFlags(); return fs },
 	"infeed":         func() *flag.FlagSet { fs, _ := newInfeedFlags(); return fs },
@@ -220,7 +222,7 @@ func isUsage(err error) bool {
 		errors.Is(err, model.ErrInvalid) || errors.Is(err, plan.ErrRequest) || errors.Is(err, cost.ErrJob) ||
 		errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, schedule.ErrInvalid) || errors.Is(err, systolic.ErrInvalid) ||
 		errors.Is(err, infeed.ErrInvalid) || errors.Is(err, emu.ErrInvalid) || errors.Is(err, emu.ErrCheckpoint) || errors.Is(err, validate.ErrInvalid) ||
-		errors.Is(err, export.ErrUnsupported)
+		errors.Is(err, export.ErrUnsupported) || errors.Is(err, export.ErrInvalid)
 }
 
 // planFlags are the options of plan and export: plan's options,
