@@ -24,6 +24,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/mesh"
+	"shardlab/model"
 	"shardlab/plan"
 	"shardlab/schedule"
 	"shardlab/unit"
@@ -107,6 +108,10 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 		fmt.Sprintf("shardlab plan: %s on %s", j.Model.Name, ms),
 		fmt.Sprintf("layout %s, %.1f%% MFU estimated, step %v", e.Mesh, 100*e.MFU, unit.Seconds(e.Time.Step.Seconds())))
 
+	mt, err := maxTextModel(set, j.Model)
+	if err != nil {
+		return c, err
+	}
 	ici, dcn := map[string]int{}, map[string]int{}
 	for _, a := range planAxes {
 		ax := e.Mesh.Axis(a.axis)
@@ -164,10 +169,10 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	set("per_device_batch_size", pdbs)
 	set("max_target_length", j.Seq)
 
-	if err := pipeline(set, e); err != nil {
+	if err := pipeline(set, e, mt); err != nil {
 		return c, err
 	}
-	if err := remat(set, j); err != nil {
+	if err := remat(set, j, mt); err != nil {
 		return c, err
 	}
 	if err := precision(set, j); err != nil {
@@ -232,7 +237,7 @@ func perDeviceBatch(batch, devices int) (float64, error) {
 // maxtext issue 752 asks for 1F1B). A plan costed under 1F1B or
 // interleaved 1F1B has a different bubble and activation memory, so it is
 // refused.
-func pipeline(set func(string, any), e cost.Estimate) error {
+func pipeline(set func(string, any), e cost.Estimate, mt maxTextArch) error {
 	j := e.Job
 	stages := e.Mesh.Size(mesh.Pipeline)
 	if stages <= 1 {
@@ -247,10 +252,12 @@ func pipeline(set func(string, any), e cost.Estimate) error {
 		return unsupported("maxtext", "pipeline schedule", string(j.Schedule),
 			fmt.Sprintf("MaxText runs only GPipe-order pipelines, plain or circular (maxtext issue 752: no 1F1B), and the plan was costed under %s; pass --schedule gpipe, or --schedule circular with --chunks for num_pipeline_repeats, to cost it as MaxText runs it", j.Schedule))
 	}
-	layers := j.Model.Layers
+	// MaxText's decoder layers: Gemma 2's pair a local and a global
+	// attention layer (configs/models/gemma2-9b.yml)
+	layers := j.Model.Layers / mt.pairs
 	if layers%(stages*repeats) != 0 {
 		return unsupported("maxtext", "pipeline", fmt.Sprintf("%d stages x %d repeats", stages, repeats),
-			fmt.Sprintf("MaxText needs stages x num_pipeline_repeats x num_layers_per_pipeline_stage = the %d layers ([types.py])", layers))
+			fmt.Sprintf("MaxText needs stages x num_pipeline_repeats x num_layers_per_pipeline_stage = its %d decoder layers ([types.py]%s)", layers, mt.pairsNote()))
 	}
 	// [types.py]: num_pipeline_microbatches must be a multiple of the
 	// stages, and must divide the batch.
@@ -270,7 +277,7 @@ func pipeline(set func(string, any), e cost.Estimate) error {
 // every tagged tensor, is MaxText's custom policy with each of them on
 // device. Custom writes the place of every tagged tensor ([base.yml] lines
 // 359-383), so none keeps a default.
-func remat(set func(string, any), j cost.Job) error {
+func remat(set func(string, any), j cost.Job, mt maxTextArch) error {
 	r, places := j.Remat, j.Custom
 	if r == cost.RematNone {
 		// cost keeps every tagged tensor the backward pass reads; mlpwo
@@ -302,6 +309,14 @@ func remat(set func(string, any), j cost.Job) error {
 			}
 		}
 		set(name, places[t].String())
+	}
+	if mt.fusedQKV {
+		// one projection, tagged qkv_proj (attentions.py), holds Q, K and V
+		if places[cost.Query] != places[cost.Key] || places[cost.Query] != places[cost.Value] {
+			return unsupported("maxtext", "remat of query_proj, key_proj, value_proj", fmt.Sprintf("%s, %s, %s", places[cost.Query], places[cost.Key], places[cost.Value]),
+				fmt.Sprintf("MaxText's %s fuses them into qkv_proj, one place for the three; pass qkv_proj=PLACE in --remat-custom", j.Model.Name))
+		}
+		set("qkv_proj", places[cost.Query].String())
 	}
 	return nil
 }
@@ -392,3 +407,64 @@ func formatValue(v any) string {
 }
 
 func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// maxTextArch is what the export needs of MaxText's model config.
+type maxTextArch struct {
+	pairs    int  // shardlab layers in one MaxText decoder layer
+	fusedQKV bool // fused_qkv: Q, K and V come from one projection
+}
+
+func (a maxTextArch) pairsNote() string {
+	if a.pairs == 1 {
+		return ""
+	}
+	return fmt.Sprintf(": each pairs %d of the model's layers", a.pairs)
+}
+
+// maxTextModels are the catalog models MaxText has a config of the same
+// name for (src/maxtext/configs/models/NAME.yml @e591f30c), with what
+// differs in how MaxText builds them. The test holds their dimensions to
+// the configs'.
+var maxTextModels = map[string]maxTextArch{
+	"gpt3-175b": {1, true}, "llama2-7b": {1, false}, "llama2-13b": {1, false}, "llama2-70b": {1, false},
+	"llama3-8b": {1, false}, "llama3-70b": {1, false}, "llama3-405b": {1, false},
+	"gemma2-9b": {2, false}, "gemma2-27b": {2, false},
+}
+
+// maxTextModel writes the model. A catalog model MaxText has a config for
+// is named (model_name), with override_model_config so that the settings
+// written here win over the config's (pyconfig.py refuses a key set by
+// both otherwise; gpt3-175b.yml sets opt_type adam_pax, for one). A spec
+// of MaxText's llama2 decoder block (gated MLP, RMSNorm, rotary positions,
+// no biases) is written by its dimensions; any other is refused.
+func maxTextModel(set func(string, any), m model.Spec) (maxTextArch, error) {
+	if a, ok := maxTextModels[m.Name]; ok {
+		if cat, ok := model.Lookup(m.Name); ok && cat == m {
+			set("model_name", m.Name)
+			set("override_model_config", true)
+			return a, nil
+		}
+	}
+	if !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 {
+		return maxTextArch{}, unsupported("maxtext", "model", m.Name,
+			"it is no MaxText model config, and only a gated-MLP model without biases, LayerNorm, learned positions or extra norms is MaxText's llama2 decoder block; set model_name in MaxText yourself")
+	}
+	kv := m.KVHeads
+	if kv == 0 {
+		kv = m.Heads
+	}
+	hd := m.HeadDim
+	if hd == 0 {
+		hd = m.DModel / m.Heads
+	}
+	set("decoder_block", "llama2")
+	set("base_emb_dim", m.DModel)
+	set("base_num_query_heads", m.Heads)
+	set("base_num_kv_heads", kv)
+	set("base_num_decoder_layers", m.Layers)
+	set("base_mlp_dim", m.DFF)
+	set("head_dim", hd)
+	set("vocab_size", m.Vocab)
+	set("logits_via_embedding", m.TiedEmbeddings)
+	return maxTextArch{pairs: 1}, nil
+}

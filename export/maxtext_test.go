@@ -12,12 +12,18 @@ import (
 
 	"shardlab/hw"
 	"shardlab/mesh"
+	"shardlab/model"
 	"shardlab/plan"
 )
 
 // readList reads a testdata list: a header line naming its source and
 // commit, then one name a line.
 func readList(t *testing.T, name string) map[string]bool {
+	return readListOf(t, name, 10)
+}
+
+// readListOf reads a list of at least min names.
+func readListOf(t *testing.T, name string, min int) map[string]bool {
 	t.Helper()
 	f, err := os.Open(name)
 	if err != nil {
@@ -34,7 +40,7 @@ func readList(t *testing.T, name string) map[string]bool {
 			out[l] = true
 		}
 	}
-	if len(out) < 10 {
+	if len(out) < min {
 		t.Fatalf("%s: only %d names", name, len(out))
 	}
 	return out
@@ -54,7 +60,7 @@ var (
 	allowedAttn  = []string{"autoselected", "dot_product", "flash", "cudnn_flash_te"} // base.yml line 392
 	allowedPlace = []string{"remat", "device", "offload"}                             // types.py RematLocation
 	// base.yml lines 361-383: the tensors remat_policy custom places.
-	customTags = []string{"decoder_layer_input", "query_proj", "key_proj", "value_proj", "context", "out_proj", "mlpwi", "mlpwi_0", "mlpwi_1", "mlpwo"}
+	customTags = []string{"decoder_layer_input", "qkv_proj", "query_proj", "key_proj", "value_proj", "context", "out_proj", "mlpwi", "mlpwi_0", "mlpwi_1", "mlpwo"}
 )
 
 // devicesPerSlice is what JAX reports on a slice, read from MaxText's own
@@ -197,6 +203,15 @@ func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 	} else if _, ok := vals["num_pipeline_microbatches"]; ok {
 		t.Errorf("%s: num_pipeline_microbatches without a pipeline", name)
 	}
+	// the model: MaxText's config of the same architecture, or its
+	// dimensions
+	if name, ok := vals["model_name"].(string); ok {
+		if _, known := maxTextModels[name]; !known || name != e.Job.Model.Name || vals["override_model_config"] != true {
+			t.Errorf("%s: model_name %q (override_model_config %v) for model %s", name, name, vals["override_model_config"], e.Job.Model.Name)
+		}
+	} else if num("base_emb_dim") != e.Job.Model.DModel || num("base_num_decoder_layers") != e.Job.Model.Layers || vals["decoder_block"] != "llama2" {
+		t.Errorf("%s: neither model_name nor the model's dimensions written", name)
+	}
 	oneOf("remat_policy", allowedRemat)
 	if vals["remat_policy"] == "custom" {
 		for _, tag := range customTags {
@@ -298,7 +313,11 @@ var exportCases = []struct {
 	}, map[string]any{"remat_policy": "custom", "query_proj": "device", "key_proj": "offload", "value_proj": "remat", "quantization": "fp8_full", "attention": "dot_product"}},
 	{"gpt3 ungated custom", func(o *plan.Options) {
 		o.Model, o.TPU, o.Mesh, o.Remat, o.RematCustom, o.GlobalBatch = "gpt3-175b", "v5p-1024", "fsdp=64,tensor=8", "custom", "mlpwi=device", "512"
-	}, map[string]any{"mlpwi": "device", "ici_tensor_parallelism": 8}},
+	}, map[string]any{"mlpwi": "device", "qkv_proj": "remat", "ici_tensor_parallelism": 8, "model_name": "gpt3-175b"}},
+	{"gemma2 on v6e", func(o *plan.Options) { o.Model, o.TPU = "gemma2-9b", "v6e-64" }, map[string]any{"model_name": "gemma2-9b"}},
+	{"custom spec by its dimensions", func(o *plan.Options) {
+		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small.yaml", []byte(smallSpec), "v5p-16", "fsdp=8", "16"
+	}, map[string]any{"decoder_block": "llama2", "base_emb_dim": 2048, "base_num_kv_heads": 4, "head_dim": 128, "vocab_size": 32000, "logits_via_embedding": true}},
 }
 
 func TestMaxTextRules(t *testing.T) {
@@ -343,6 +362,12 @@ func TestMaxTextRefuses(t *testing.T) {
 		{"interleaved", func(o *plan.Options) {
 			o.Model, o.TPU, o.Slices, o.Mesh, o.Schedule = "llama3-70b", "v5p-128", 2, "fsdp=32,tensor=2,pipeline=2(dcn)", "interleaved"
 		}, []string{"interleaved", "--schedule gpipe"}},
+		{"gemma2 pipeline over unpaired layers", func(o *plan.Options) {
+			o.Model, o.TPU, o.Mesh, o.Schedule, o.GlobalBatch = "gemma2-9b", "v5p-128", "fsdp=32,pipeline=2", "gpipe", "64"
+		}, []string{"21 decoder layers", "pairs 2"}},
+		{"fused qkv placed apart", func(o *plan.Options) {
+			o.Model, o.TPU, o.Mesh, o.Remat, o.RematCustom, o.GlobalBatch = "gpt3-175b", "v5p-1024", "fsdp=64,tensor=8", "custom", "query_proj=device", "512"
+		}, []string{"qkv_proj", "--remat-custom"}},
 		{"zero precision", func(o *plan.Options) { o.Model, o.TPU, o.Mesh, o.Precision = "llama3-8b", "v5p-64", "fsdp=32", "zero" }, []string{"precision zero", "--precision maxtext"}},
 	} {
 		_, err := MaxText(search(t, tt.edit))
@@ -383,6 +408,70 @@ func TestPerDeviceBatch(t *testing.T) {
 					t.Errorf("perDeviceBatch(%d, %d) = %s: MaxText would train on %d", batch, d, formatFloat(v), int(float64(d)*w))
 				}
 			}
+		}
+	}
+}
+
+// smallSpec is a model MaxText has no config for, of its llama2 block.
+const smallSpec = `name: small
+layers: 8
+d_model: 2048
+heads: 16
+kv_heads: 4
+d_ff: 5632
+vocab: 32000
+seq_len: 2048
+gated_mlp: true
+tied_embeddings: true
+`
+
+// TestMaxTextModels holds maxTextModels to MaxText's model configs: the
+// same dimensions as the catalog's model, layers counted as MaxText
+// counts them, and the fused projection where MaxText fuses it.
+func TestMaxTextModels(t *testing.T) {
+	rows := readListOf(t, "testdata/maxtext-models.txt", len(maxTextModels))
+	seen := map[string]bool{}
+	for row := range rows {
+		f := strings.Fields(row)
+		if len(f) != 12 {
+			t.Fatalf("maxtext-models.txt: row %q has %d columns, want 12", row, len(f))
+		}
+		name := f[0]
+		seen[name] = true
+		a, ok := maxTextModels[name]
+		m, okCat := model.Lookup(name)
+		if !ok || !okCat {
+			t.Errorf("%s: in MaxText's configs but not in maxTextModels (%v) or the catalog (%v)", name, ok, okCat)
+			continue
+		}
+		kv, hd := m.KVHeads, m.HeadDim
+		if kv == 0 {
+			kv = m.Heads
+		}
+		if hd == 0 {
+			hd = m.DModel / m.Heads
+		}
+		acts := 1
+		if m.GatedMLP {
+			acts = 2
+		}
+		want := []string{strconv.Itoa(m.DModel), strconv.Itoa(m.Heads), strconv.Itoa(kv), strconv.Itoa(m.Layers / a.pairs),
+			strconv.Itoa(m.DFF), strconv.Itoa(hd), f[7], strconv.FormatBool(m.TiedEmbeddings), f[9], strconv.FormatBool(a.fusedQKV), f[11]}
+		if got := f[1:]; !slices.Equal(got, want) || strings.Count(f[9], ",")+1 != acts {
+			t.Errorf("%s: MaxText's config %q, the catalog and maxTextModels say %q with %d MLP activations", name, got, want, acts)
+		}
+		// MaxText pads GPT-3's vocabulary (50257) to a multiple of 128 for
+		// sharding; the 47 extra rows are 0.0003 % of its parameters
+		if v, _ := strconv.Atoi(f[7]); v != m.Vocab && (v%128 != 0 || v-m.Vocab >= 128) {
+			t.Errorf("%s: MaxText's vocab_size %d, the catalog's %d", name, v, m.Vocab)
+		}
+		if a.pairs*(m.Layers/a.pairs) != m.Layers {
+			t.Errorf("%s: %d layers do not pair into MaxText's", name, m.Layers)
+		}
+	}
+	for name := range maxTextModels {
+		if !seen[name] {
+			t.Errorf("maxTextModels has %s, which testdata/maxtext-models.txt does not", name)
 		}
 	}
 }
