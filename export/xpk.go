@@ -164,6 +164,7 @@ func XPK(w io.Writer, p plan.Plan, o XPKOptions) error {
 	for _, l := range cfg.Comments {
 		fmt.Fprintf(&b, "# %s\n", l)
 	}
+	b.WriteString("# --command has the costed job only: add where it writes (base_output_directory) and what it reads (dataset_type, dataset_path)\n")
 	b.WriteString("xpk workload create")
 	for i := 0; i < len(args); i++ {
 		b.WriteString(" \\\n  " + args[i])

@@ -15,6 +15,7 @@ import (
 // MaxText trainer with the plan's settings.
 func TestXPKFlagsAreXPKs(t *testing.T) {
 	flags := readList(t, "testdata/xpk-workload-create-flags.txt")
+	keys := readList(t, "testdata/maxtext-base-keys.txt")
 	types := readList(t, "xpk-tpu-types.txt")
 	opts := []XPKOptions{
 		{Cluster: "c", Workload: "w"},
@@ -79,6 +80,11 @@ func TestXPKFlagsAreXPKs(t *testing.T) {
 		}
 		if want := TrainModule + " run_name=" + o.Workload + " " + strings.Join(cfg.Args(), " "); got["--command"] != want {
 			t.Errorf("%s: --command %q,\nwant %q", tt.name, got["--command"], want)
+		}
+		for _, a := range strings.Fields(strings.TrimPrefix(got["--command"], TrainModule)) {
+			if k, _, _ := strings.Cut(a, "="); !keys[k] {
+				t.Errorf("%s: --command sets %q, which is not in MaxText's base.yml", tt.name, k)
+			}
 		}
 		var b strings.Builder
 		if err := XPK(&b, p, o); err != nil {

@@ -92,7 +92,12 @@ run 'shardlab export maxtext -h' or 'shardlab export xpk -h' for the flags
 	var b strings.Builder
 	for i, p := range plans {
 		if i > 0 {
-			fmt.Fprintln(&b, "---")
+			// YAML's document separator; a blank line between shell commands
+			if target == "maxtext" && e.format == "yaml" {
+				fmt.Fprintln(&b, "---")
+			} else {
+				fmt.Fprintln(&b)
+			}
 		}
 		switch {
 		case target == "xpk":
