@@ -123,7 +123,7 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	// chips. The chip's own factor goes on an axis that splits the chip's
 	// costed work in two without changing its HBM: fsdp when the chip's
 	// micro-batch splits over its devices — what the Ironwood recipes do
-	// (tpu-recipes training/ironwood/llama3.1-70b: ici_fsdp 128 on 64
+	// (AI-Hypercomputer/tpu-recipes training/ironwood/llama3.1-70b @c8cfe2f6: ici_fsdp 128 on 64
 	// chips) — so each device holds half the chip's batch and half its
 	// shard of the state; otherwise context, which halves each sequence.
 	// Data would not do: it would hold a replica of the chip's state on
@@ -181,7 +181,7 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	// quantization: [base.yml] lines 115-122 and QuantizationType in
 	// [types.py]: 'fp8' is the GPU recipe; on TPU fp8 matmuls are
 	// 'fp8_full', run through Qwix, as the Ironwood fp8 recipes do
-	// (tpu-recipes training/ironwood/llama3.1-70b/8k-fp8-tpu7x-4x4x4). AQT,
+	// (AI-Hypercomputer/tpu-recipes training/ironwood/llama3.1-70b/8k-fp8-tpu7x-4x4x4 @c8cfe2f6). AQT,
 	// the default path, is deprecated ([types.py] warns), so Qwix is asked
 	// for with int8 too.
 	switch j.Quantization {
@@ -233,7 +233,7 @@ func perDeviceBatch(batch, devices int) (float64, error) {
 // pipeline writes MaxText's pipeline settings. MaxText's pipeline is a
 // scan over iterations, differentiated by JAX: every micro-batch runs
 // forward before any runs backward, GPipe's order, with layers assigned
-// to stages circularly when num_pipeline_repeats > 1 (layers/pipeline.py;
+// to stages circularly when num_pipeline_repeats > 1 (maxtext src/maxtext/layers/pipeline.py @e591f30c;
 // maxtext issue 752 asks for 1F1B). A plan costed under 1F1B or
 // interleaved 1F1B has a different bubble and activation memory, so it is
 // refused.
