@@ -1,39 +1,45 @@
 package export_test
 
 import (
-	"os"
+	"fmt"
 
-	"shardlab/cost"
 	"shardlab/export"
-	"shardlab/hw"
-	"shardlab/mesh"
-	"shardlab/model"
 	"shardlab/plan"
 )
 
+// On TPU7x each chip is two JAX devices: 64 chips of fsdp are 128 devices
+// in MaxText's mesh, and 256 sequences are 2 per device.
 func ExampleMaxText() {
-	spec, _ := model.Lookup("llama3-8b")
-	s, _ := hw.ParseAcceleratorType("v5p-128")
-	ms, _ := hw.NewMultislice(s, 1, 0)
-	axes, _ := mesh.ParseAxes("fsdp=64")
-	p, _ := plan.Search(plan.Request{Model: spec, Multislice: ms, Axes: axes, GlobalBatch: 128, MaxGlobalBatch: 128, Remat: "full", HBMHeadroom: cost.DefaultHBMHeadroom})
-	export.MaxText(os.Stdout, p)
+	o := plan.DefaultOptions()
+	o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.Remat = "llama3-8b", "tpu7x-128", "fsdp=64", "256", "full"
+	r, _ := plan.ParseRequest(o)
+	p, _ := plan.Search(r)
+	cfg, err := export.MaxText(p)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, k := range []string{"ici_fsdp_parallelism", "per_device_batch_size", "remat_policy"} {
+		v, _ := cfg.Get(k)
+		fmt.Printf("%s: %v\n", k, v)
+	}
 	// Output:
-	// # shardlab plan: llama3-8b on v5p-128 (4x4x4, 64 chips)
-	// # layout fsdp=64, 65.1% MFU estimated, step 3.17 s
-	// ici_data_parallelism: 1
-	// ici_fsdp_parallelism: 64
-	// ici_tensor_parallelism: 1
-	// ici_pipeline_parallelism: 1
-	// ici_context_parallelism: 1
-	// dcn_data_parallelism: 1
-	// dcn_fsdp_parallelism: 1
-	// dcn_tensor_parallelism: 1
-	// dcn_pipeline_parallelism: 1
-	// dcn_context_parallelism: 1
-	// num_slices: 1
+	// ici_fsdp_parallelism: 128
 	// per_device_batch_size: 2
-	// max_target_length: 8192
-	// remat_policy: 'full'
-	// weight_dtype: 'float32'
+	// remat_policy: full
+}
+
+func ExampleXPK() {
+	o := plan.DefaultOptions()
+	o.Model, o.TPU, o.Slices, o.Mesh, o.GlobalBatch = "llama3-70b", "tpu7x-256", 2, "data=2(dcn),fsdp=128", "512"
+	r, _ := plan.ParseRequest(o)
+	p, _ := plan.Search(r)
+	args, err := export.XPKArgs(p, export.XPKOptions{Cluster: "ironwood", Workload: "llama-70b", Capacity: export.CapacitySpot, MaxRestarts: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(args[:11])
+	// Output:
+	// [--cluster ironwood --workload llama-70b --tpu-type tpu7x-4x4x8 --num-slices 2 --spot --max-restarts 2]
 }

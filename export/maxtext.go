@@ -1,86 +1,470 @@
-// Package export writes a planned layout in the configuration language of
-// the engine that runs it for real: MaxText's ici_*/dcn_* parallelism
-// settings.
+// Package export writes a planned layout in the language of the tools that
+// run it for real: a MaxText config (YAML, or the key=value arguments of
+// its trainer) and the xpk command that launches it on GKE. What is written
+// is what was costed; a plan the target cannot run as costed is refused
+// with an error that says what to change.
+//
+// Sources, cited below by these names:
+//
+//	[base.yml]  AI-Hypercomputer/maxtext:src/maxtext/configs/base.yml @e591f30cbbf217ed67ef71263ec0538239f9c3b8
+//	[types.py]  AI-Hypercomputer/maxtext:src/maxtext/configs/types.py @e591f30c
+//	[maxtext_utils.py] AI-Hypercomputer/maxtext:src/maxtext/utils/maxtext_utils.py @e591f30c (create_device_mesh)
+//	[max_utils.py] AI-Hypercomputer/maxtext:src/maxtext/utils/max_utils.py @e591f30c (fill_unspecified_mesh_axes)
+//	[xpk]       AI-Hypercomputer/xpk:src/xpk/parser/workload.py @367c838253bea41e7d7716145ad6513f44c1a21e
+//	[xpk-sc]    AI-Hypercomputer/xpk:src/xpk/core/system_characteristics.py @367c8382
 package export
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 
 	"shardlab/cost"
 	"shardlab/mesh"
+	"shardlab/model"
 	"shardlab/plan"
+	"shardlab/schedule"
 	"shardlab/unit"
 )
 
-// MaxText writes the plan's chosen layout as a MaxText config overlay
-// (YAML, for base.yml's keys).
-func MaxText(w io.Writer, p plan.Plan) error {
+// ErrUnsupported is wrapped by the errors of a plan the target cannot run
+// as it was costed; the error says what to pass instead.
+var ErrUnsupported = errors.New("the target cannot run the plan as costed")
+
+// Error is a plan, or an option, the target cannot take: which setting,
+// its value and what is accepted.
+type Error struct {
+	Target string // "maxtext" or "xpk"
+	Field  string
+	Value  string
+	Want   string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("export: %s: %s %s; %s", e.Target, e.Field, e.Value, e.Want)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func unsupported(target, field, value, want string) error {
+	return &Error{Target: target, Field: field, Value: value, Want: want, Err: ErrUnsupported}
+}
+
+// Setting is one MaxText config key and its value: an int, a float64, a
+// bool or a string.
+type Setting struct {
+	Key   string
+	Value any
+}
+
+// MaxTextConfig is a plan as MaxText settings, to overlay on base.yml.
+type MaxTextConfig struct {
+	// Comments say what was planned, one line each, without the '#'.
+	Comments []string
+	Settings []Setting
+}
+
+// Get returns the value of key.
+func (c MaxTextConfig) Get(key string) (any, bool) {
+	for _, s := range c.Settings {
+		if s.Key == key {
+			return s.Value, true
+		}
+	}
+	return nil, false
+}
+
+// maxTextAxes is every parallelism axis MaxText has a key for
+// (ici_<axis>_parallelism and dcn_<axis>_parallelism, [base.yml] lines
+// 659-684), in base.yml's order. All are written, so that none keeps
+// base.yml's placeholder (-1 on ici_fsdp and dcn_data, which MaxText fills
+// with what is left, [max_utils.py]) or a value a model config sets.
+// shardlab plans no fsdp_transpose, tensor_sequence, sequence, expert or
+// the rest, so those are written as 1.
+var maxTextAxes = []string{"diloco", "data", "fsdp", "fsdp_transpose", "sequence", "context", "context_usp_ulysses",
+	"context_autoregressive", "tensor", "tensor_sequence", "autoregressive", "pipeline", "expert"}
+
+// planAxes maps shardlab's mesh axes to MaxText's axis names.
+var planAxes = []struct {
+	axis mesh.Axis
+	name string
+}{{mesh.Data, "data"}, {mesh.FSDP, "fsdp"}, {mesh.Tensor, "tensor"}, {mesh.Pipeline, "pipeline"}, {mesh.Context, "context"}}
+
+// MaxText turns the plan's chosen layout and job into MaxText settings. It
+// refuses, with an error wrapping ErrUnsupported, a plan MaxText would run
+// differently from how it was costed.
+func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	e := p.Best.Estimate
+	j := e.Job
 	ms := p.Request.Multislice
 	chip := ms.Slice.Chip
-	var b strings.Builder
-	fmt.Fprintf(&b, "# shardlab plan: %s on %s\n", p.Request.Model.Name, ms)
-	fmt.Fprintf(&b, "# layout %s, %.1f%% MFU estimated, step %v\n", e.Mesh, 100*e.MFU, unit.Seconds(e.Time.Step.Seconds()))
-	names := map[mesh.AxisName]string{mesh.Data: "data", mesh.FSDP: "fsdp", mesh.Tensor: "tensor", mesh.Pipeline: "pipeline", mesh.Context: "context"}
-	for _, a := range e.Mesh.Axes() {
-		fmt.Fprintf(&b, "ici_%s_parallelism: %d\n", names[a.Name], a.ICI)
+	var c MaxTextConfig
+	set := func(k string, v any) { c.Settings = append(c.Settings, Setting{k, v}) }
+	c.Comments = append(c.Comments,
+		fmt.Sprintf("shardlab plan: %s on %s", j.Model.Name, ms),
+		fmt.Sprintf("layout %s, %.1f%% MFU estimated, step %v", e.Mesh, 100*e.MFU, unit.Seconds(e.Time.Step.Seconds())))
+
+	mt, err := maxTextModel(set, j.Model)
+	if err != nil {
+		return c, err
 	}
-	for _, a := range e.Mesh.Axes() {
-		fmt.Fprintf(&b, "dcn_%s_parallelism: %d\n", names[a.Name], a.DCN)
+	ici, dcn := map[string]int{}, map[string]int{}
+	for _, a := range planAxes {
+		ax := e.Mesh.Degree(a.axis)
+		ici[a.name], dcn[a.name] = ax.ICI, ax.DCN
 	}
-	fmt.Fprintf(&b, "num_slices: %d\n", ms.Slices)
-	if e.Mesh.Size(mesh.Pipeline) > 1 {
-		fmt.Fprintf(&b, "num_pipeline_microbatches: %d\n", e.Job.MicroBatches)
-	}
-	// MaxText's per_device_batch_size counts sequences per JAX device; TPU7x
-	// shows each TensorCore as a device, so a chip holds two.
-	devices := ms.Chips() * chip.JAXDevicesPerChip
-	per := float64(e.Job.GlobalBatch) / float64(devices)
-	fmt.Fprintf(&b, "per_device_batch_size: %s\n", trimFloat(per))
-	fmt.Fprintf(&b, "max_target_length: %d\n", e.Job.Seq)
-	j := e.Job
-	remat := string(j.Remat)
-	if j.Remat == cost.RematNone {
-		// every tagged tensor kept on device
-		remat = string(cost.RematCustom)
-		j.Custom = cost.Places{}
-		for t := range j.Custom {
-			j.Custom[t] = cost.Device
+	// MaxText's mesh is of JAX devices ([maxtext_utils.py]: the ici_*
+	// factors must multiply to the devices of a slice), and on v2, v3 and
+	// TPU7x each TensorCore of a chip is a device; shardlab plans and costs
+	// chips. The chip's own factor goes on an axis that splits the chip's
+	// costed work in two without changing its HBM: fsdp when the chip's
+	// micro-batch splits over its devices — what the Ironwood recipes do
+	// (AI-Hypercomputer/tpu-recipes training/ironwood/llama3.1-70b @c8cfe2f6: ici_fsdp 128 on 64
+	// chips) — so each device holds half the chip's batch and half its
+	// shard of the state; otherwise context, which halves each sequence.
+	// Data would not do: it would hold a replica of the chip's state on
+	// each device, twice what was costed. Traffic between the two devices
+	// of one chip stays on the chip and is not costed either way.
+	perChip := chip.JAXDevicesPerChip
+	if perChip > 1 {
+		cp := e.Mesh.Size(mesh.Context)
+		switch {
+		case e.MicroBatchSize%perChip == 0:
+			ici["fsdp"] *= perChip
+			c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): ici_fsdp_parallelism carries the in-chip factor %d, splitting each chip's %d sequences per micro-batch",
+				chip.Generation, perChip, perChip, e.MicroBatchSize))
+		case j.Seq%(2*cp*perChip) == 0: // context_parallel_load_balance ([base.yml] line 1200) cuts the sequence into 2 x context chunks
+			ici["context"] *= perChip
+			c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): ici_context_parallelism carries the in-chip factor %d, since the chip's %d sequence(s) per micro-batch do not split over them",
+				chip.Generation, perChip, perChip, e.MicroBatchSize))
+		default:
+			return c, unsupported("maxtext", "micro-batch per chip", strconv.Itoa(e.MicroBatchSize),
+				fmt.Sprintf("each %s chip is %d JAX devices in MaxText, and neither the chip's sequences per micro-batch nor the %d-token sequence (over context %d) split over them; pass a --global-batch that gives each chip a multiple of %d sequences per micro-batch",
+					chip.Generation, perChip, j.Seq, cp, perChip))
 		}
 	}
-	fmt.Fprintf(&b, "remat_policy: '%s'\n", remat)
-	if remat == string(cost.RematCustom) {
-		for t, pl := range j.Custom {
-			if cost.Tensor(t) != cost.LayerInput || pl != cost.Device {
-				fmt.Fprintf(&b, "%s: '%s'\n", cost.Tensor(t), pl)
+	for _, tier := range []struct {
+		prefix string
+		f      map[string]int
+	}{{"ici", ici}, {"dcn", dcn}} {
+		for _, a := range maxTextAxes {
+			n := tier.f[a]
+			if n == 0 {
+				n = 1
+			}
+			set(tier.prefix+"_"+a+"_parallelism", n)
+		}
+	}
+	set("num_slices", ms.Slices)
+
+	devices := ms.Chips() * perChip
+	pdbs, err := perDeviceBatch(j.GlobalBatch, devices)
+	if err != nil {
+		return c, err
+	}
+	set("per_device_batch_size", pdbs)
+	set("max_target_length", j.Seq)
+
+	if err := pipeline(set, e, mt); err != nil {
+		return c, err
+	}
+	if err := remat(set, j, mt); err != nil {
+		return c, err
+	}
+	if err := precision(set, j); err != nil {
+		return c, err
+	}
+	// quantization: [base.yml] lines 115-122 and QuantizationType in
+	// [types.py]: 'fp8' is the GPU recipe; on TPU fp8 matmuls are
+	// 'fp8_full', run through Qwix, as the Ironwood fp8 recipes do
+	// (AI-Hypercomputer/tpu-recipes training/ironwood/llama3.1-70b/8k-fp8-tpu7x-4x4x4 @c8cfe2f6). AQT,
+	// the default path, is deprecated ([types.py] warns), so Qwix is asked
+	// for with int8 too.
+	switch j.Quantization {
+	case cost.QuantNone: // base.yml's "" is bf16 matmuls
+	case cost.QuantInt8:
+		set("quantization", "int8")
+		set("use_qwix_quantization", true)
+	case cost.QuantFP8:
+		set("quantization", "fp8_full")
+		set("use_qwix_quantization", true)
+	default:
+		return c, unsupported("maxtext", "quantization", string(j.Quantization), "want none, int8 or fp8")
+	}
+	att := j.Attention
+	if att == "" {
+		att = cost.AttentionFlash
+	}
+	set("attention", string(att)) // [base.yml] line 392: flash or dot_product, both costed
+	set("optimizer_memory_host_offload", j.OptimizerOffload)
+	set("parameter_memory_host_offload", j.ParameterOffload)
+	tiles := max(j.VocabTiles, 1)
+	// [types.py]: per_device_batch_size x max_target_length must divide
+	// into num_vocab_tiling chunks.
+	if math.Mod(pdbs*float64(j.Seq), float64(tiles)) != 0 {
+		return c, unsupported("maxtext", "num_vocab_tiling", strconv.Itoa(tiles),
+			fmt.Sprintf("MaxText needs per_device_batch_size x max_target_length (%s x %d) to be a multiple of it; pass a --vocab-tiles that divides %s",
+				formatFloat(pdbs), j.Seq, formatFloat(pdbs*float64(j.Seq))))
+	}
+	set("num_vocab_tiling", tiles)
+	return c, nil
+}
+
+// perDeviceBatch is the per_device_batch_size that makes MaxText train on
+// exactly batch sequences: [types.py] takes int(devices x
+// per_device_batch_size), so the written decimal must not round below.
+func perDeviceBatch(batch, devices int) (float64, error) {
+	v := float64(batch) / float64(devices)
+	for range 4 {
+		w, _ := strconv.ParseFloat(formatFloat(v), 64)
+		if int(float64(devices)*w) == batch {
+			return w, nil
+		}
+		v = math.Nextafter(v, math.Inf(1))
+	}
+	return 0, unsupported("maxtext", "per_device_batch_size", formatFloat(float64(batch)/float64(devices)),
+		fmt.Sprintf("no decimal gives exactly %d sequences over %d devices", batch, devices))
+}
+
+// pipeline writes MaxText's pipeline settings. MaxText's pipeline is a
+// scan over iterations, differentiated by JAX: every micro-batch runs
+// forward before any runs backward, GPipe's order, with layers assigned
+// to stages circularly when num_pipeline_repeats > 1 (maxtext src/maxtext/layers/pipeline.py @e591f30c;
+// maxtext issue 752 asks for 1F1B). A plan costed under 1F1B or
+// interleaved 1F1B has a different bubble and activation memory, so it is
+// refused.
+func pipeline(set func(string, any), e cost.Estimate, mt maxTextArch) error {
+	j := e.Job
+	stages := e.Mesh.Size(mesh.Pipeline)
+	if stages <= 1 {
+		return nil
+	}
+	repeats := 1
+	switch j.Schedule {
+	case schedule.GPipe:
+	case schedule.Circular:
+		repeats = max(j.Chunks, 1)
+	default:
+		return unsupported("maxtext", "pipeline schedule", string(j.Schedule),
+			fmt.Sprintf("MaxText runs only GPipe-order pipelines, plain or circular (maxtext issue 752: no 1F1B), and the plan was costed under %s; pass --schedule gpipe, or --schedule circular with --chunks for num_pipeline_repeats, to cost it as MaxText runs it", j.Schedule))
+	}
+	// MaxText's decoder layers: Gemma 2's pair a local and a global
+	// attention layer (configs/models/gemma2-9b.yml)
+	layers := j.Model.Layers / mt.pairs
+	if layers%(stages*repeats) != 0 {
+		return unsupported("maxtext", "pipeline", fmt.Sprintf("%d stages x %d repeats", stages, repeats),
+			fmt.Sprintf("MaxText needs stages x num_pipeline_repeats x num_layers_per_pipeline_stage = its %d decoder layers ([types.py]%s)", layers, mt.pairsNote()))
+	}
+	// [types.py]: num_pipeline_microbatches must be a multiple of the
+	// stages, and must divide the batch.
+	if j.MicroBatches%stages != 0 || j.GlobalBatch%j.MicroBatches != 0 {
+		return unsupported("maxtext", "micro-batches", strconv.Itoa(j.MicroBatches),
+			fmt.Sprintf("MaxText needs num_pipeline_microbatches to be a multiple of the %d stages that divides the global batch (%d)", stages, j.GlobalBatch))
+	}
+	set("num_pipeline_microbatches", j.MicroBatches)
+	set("num_pipeline_repeats", repeats)
+	set("num_layers_per_pipeline_stage", layers/(stages*repeats))
+	set("pipeline_parallel_layers", layers)
+	return nil
+}
+
+// remat writes remat_policy. Every policy shardlab costs but none is one
+// of MaxText's by name ([base.yml] lines 355-358); none, which keeps
+// every tagged tensor, is MaxText's custom policy with each of them on
+// device. Custom writes the place of every tagged tensor ([base.yml] lines
+// 359-383), so none keeps a default.
+func remat(set func(string, any), j cost.Job, mt maxTextArch) error {
+	r, places := j.Remat, j.Custom
+	if r == cost.RematNone {
+		// cost keeps every tagged tensor the backward pass reads; mlpwo
+		// feeds only the residual sum, so the backward never reads it and
+		// saving it would hold HBM cost did not count
+		r = cost.RematCustom
+		for t := range places {
+			places[t] = cost.Device
+		}
+		places[cost.MLPWo] = cost.Recompute
+	}
+	set("remat_policy", string(r))
+	if r != cost.RematCustom {
+		return nil
+	}
+	if places[cost.LayerInput] == cost.Recompute {
+		// [base.yml] line 361: "this tensor cannot be rematerialized"
+		return unsupported("maxtext", "decoder_layer_input", "remat", "MaxText keeps each layer's input on device or offloads it; pass decoder_layer_input=device or offload in --remat-custom")
+	}
+	for t := range cost.NumTensors {
+		name := t.String()
+		if !j.Model.GatedMLP {
+			// one input projection, tagged mlpwi (layers/linears.py)
+			if t == cost.MLPWi1 {
+				continue
+			}
+			if t == cost.MLPWi0 {
+				name = "mlpwi"
 			}
 		}
+		set(name, places[t].String())
 	}
-	weight := "float32"
-	if j.Precision.Weight == 2 {
-		weight = "bfloat16"
+	if mt.fusedQKV {
+		// one projection, tagged qkv_proj (attentions.py), holds Q, K and V
+		if places[cost.Query] != places[cost.Key] || places[cost.Query] != places[cost.Value] {
+			return unsupported("maxtext", "remat of query_proj, key_proj, value_proj", fmt.Sprintf("%s, %s, %s", places[cost.Query], places[cost.Key], places[cost.Value]),
+				fmt.Sprintf("MaxText's %s fuses them into qkv_proj, one place for the three; pass qkv_proj=PLACE in --remat-custom", j.Model.Name))
+		}
+		set("qkv_proj", places[cost.Query].String())
 	}
-	fmt.Fprintf(&b, "weight_dtype: '%s'\n", weight)
-	if j.Quantization != cost.QuantNone {
-		fmt.Fprintf(&b, "quantization: '%s'\n", j.Quantization)
+	return nil
+}
+
+// precision writes the dtypes of the state. MaxText's optimizer keeps mu
+// in mu_dtype and nu in the weights' dtype ([base.yml] lines 993-995), its
+// gradients take the weights' dtype, and there is no separate master copy:
+// shardlab's maxtext preset (fp32 weights) and bf16 preset (bf16 weights)
+// are MaxText's two, and zero (bf16 weights over an fp32 master copy) has
+// no MaxText setting.
+func precision(set func(string, any), j cost.Job) error {
+	p := j.Precision
+	if p.Activation != 2 {
+		return unsupported("maxtext", "activation bytes", strconv.Itoa(p.Activation), "MaxText's dtype is bfloat16 (2 bytes); pass --precision maxtext or bf16")
 	}
-	if j.OptimizerOffload {
-		b.WriteString("optimizer_memory_host_offload: true\n")
+	var w string
+	switch p {
+	case cost.MaxTextPrecision():
+		w = "float32"
+	case cost.MaxTextBF16Precision():
+		w = "bfloat16"
+	default:
+		return unsupported("maxtext", "precision", p.Name(), "MaxText keeps no master copy of the weights: pass --precision maxtext (weight_dtype float32) or bf16 (weight_dtype bfloat16)")
 	}
-	if j.ParameterOffload {
-		b.WriteString("parameter_memory_host_offload: true\n")
+	set("dtype", "bfloat16")
+	set("weight_dtype", w)
+	set("opt_type", "adamw") // the two moments cost counts
+	set("mu_dtype", w)
+	return nil
+}
+
+// WriteYAML writes the config as YAML for base.yml's keys.
+func (c MaxTextConfig) WriteYAML(w io.Writer) error {
+	var b strings.Builder
+	for _, l := range c.Comments {
+		fmt.Fprintf(&b, "# %s\n", l)
 	}
-	if j.VocabTiles > 1 {
-		fmt.Fprintf(&b, "num_vocab_tiling: %d\n", j.VocabTiles)
+	for _, s := range c.Settings {
+		v := formatValue(s.Value)
+		if _, ok := s.Value.(string); ok {
+			v = "'" + v + "'"
+		}
+		fmt.Fprintf(&b, "%s: %s\n", s.Key, v)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func trimFloat(v float64) string {
-	s := fmt.Sprintf("%.6f", v)
-	s = strings.TrimRight(s, "0")
-	return strings.TrimSuffix(s, ".")
+// TrainModule is how MaxText's trainer is started, with the config file
+// the arguments overlay (docs/guides/data_input_pipeline/data_input_grain.md
+// and multi_tier_checkpointing.md at e591f30c; it was MaxText.train before
+// the package moved to src/maxtext).
+const TrainModule = "python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml"
+
+// Args are the settings as the trainer's key=value arguments.
+func (c MaxTextConfig) Args() []string {
+	out := make([]string, len(c.Settings))
+	for i, s := range c.Settings {
+		out[i] = s.Key + "=" + formatValue(s.Value)
+	}
+	return out
+}
+
+// WriteFlags writes the trainer's command line, one argument a line.
+func (c MaxTextConfig) WriteFlags(w io.Writer) error {
+	var b strings.Builder
+	for _, l := range c.Comments {
+		fmt.Fprintf(&b, "# %s\n", l)
+	}
+	b.WriteString(TrainModule)
+	for _, a := range c.Args() {
+		b.WriteString(" \\\n  " + a)
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func formatValue(v any) string {
+	switch v := v.(type) {
+	case float64:
+		return formatFloat(v)
+	case bool:
+		return strconv.FormatBool(v)
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// maxTextArch is what the export needs of MaxText's model config.
+type maxTextArch struct {
+	pairs    int  // shardlab layers in one MaxText decoder layer
+	fusedQKV bool // fused_qkv: Q, K and V come from one projection
+}
+
+func (a maxTextArch) pairsNote() string {
+	if a.pairs == 1 {
+		return ""
+	}
+	return fmt.Sprintf(": each pairs %d of the model's layers", a.pairs)
+}
+
+// maxTextModels are the catalog models MaxText has a config of the same
+// name for (src/maxtext/configs/models/NAME.yml @e591f30c), with what
+// differs in how MaxText builds them. The test holds their dimensions to
+// the configs'.
+var maxTextModels = map[string]maxTextArch{
+	"gpt3-175b": {1, true}, "llama2-7b": {1, false}, "llama2-13b": {1, false}, "llama2-70b": {1, false},
+	"llama3-8b": {1, false}, "llama3-70b": {1, false}, "llama3-405b": {1, false},
+	"gemma2-9b": {2, false}, "gemma2-27b": {2, false},
+}
+
+// maxTextModel writes the model. A catalog model MaxText has a config for
+// is named (model_name), with override_model_config so that the settings
+// written here win over the config's (pyconfig.py refuses a key set by
+// both otherwise; gpt3-175b.yml sets opt_type adam_pax, for one). A spec
+// of MaxText's llama2 decoder block (gated MLP, RMSNorm, rotary positions,
+// no biases) is written by its dimensions; any other is refused.
+func maxTextModel(set func(string, any), m model.Spec) (maxTextArch, error) {
+	if a, ok := maxTextModels[m.Name]; ok {
+		if cat, ok := model.Lookup(m.Name); ok && cat == m {
+			set("model_name", m.Name)
+			set("override_model_config", true)
+			return a, nil
+		}
+	}
+	if !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 {
+		return maxTextArch{}, unsupported("maxtext", "model", m.Name,
+			"it is no MaxText model config, and only a gated-MLP model without biases, LayerNorm, learned positions or extra norms is MaxText's llama2 decoder block; set model_name in MaxText yourself")
+	}
+	kv := m.KVHeads
+	if kv == 0 {
+		kv = m.Heads
+	}
+	hd := m.HeadDim
+	if hd == 0 {
+		hd = m.DModel / m.Heads
+	}
+	set("decoder_block", "llama2")
+	set("base_emb_dim", m.DModel)
+	set("base_num_query_heads", m.Heads)
+	set("base_num_kv_heads", kv)
+	set("base_num_decoder_layers", m.Layers)
+	set("base_mlp_dim", m.DFF)
+	set("head_dim", hd)
+	set("vocab_size", m.Vocab)
+	set("logits_via_embedding", m.TiedEmbeddings)
+	return maxTextArch{pairs: 1}, nil
 }

@@ -1,69 +1,477 @@
 package export
 
 import (
+	"bufio"
+	"errors"
+	"math"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
-	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/plan"
 )
 
-func planFor(t *testing.T, accel string, slices int, layout string, batch int) plan.Plan {
+// readList reads a testdata list: a header line naming its source and
+// commit, then one name a line.
+func readList(t *testing.T, name string) map[string]bool {
+	return readListOf(t, name, 10)
+}
+
+// readListOf reads a list of at least min names.
+func readListOf(t *testing.T, name string, min int) map[string]bool {
 	t.Helper()
-	spec, _ := model.Lookup("llama3-70b")
-	s, err := hw.ParseAcceleratorType(accel)
+	f, err := os.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := hw.NewMultislice(s, slices, 0)
-	if err != nil {
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "# AI-Hypercomputer/") || !strings.Contains(sc.Text(), "@") {
+		t.Fatalf("%s: first line %q names no source and commit", name, sc.Text())
+	}
+	out := map[string]bool{}
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out[l] = true
+		}
+	}
+	if len(out) < min {
+		t.Fatalf("%s: only %d names", name, len(out))
+	}
+	return out
+}
+
+// MaxText's allowed values, read in the MaxText mirror at e591f30c.
+var (
+	// base.yml lines 355-356 (the policies decoders.py's get_remat_policy
+	// knows; remat_policy is a free string in types.py).
+	allowedRemat = []string{"minimal_with_context", "minimal", "save_dot_with_context_except_mlp", "save_dot_except_mlpwi",
+		"save_dot_except_mlp", "save_qkv_proj", "qkv_proj_offloaded", "custom", "minimal_offloaded", "save_out_proj", "full"}
+	// types.py QuantizationType
+	allowedQuant = []string{"", "fp4", "int4", "int8", "intmp", "fp8_e5m2", "fp8_e4m3", "fp8", "nanoo_fp8", "fp8_nanoo", "fp8_gpu",
+		"fp8_full", "te_fp8_delayedscaling", "te_fp8_currentscaling", "te_mxfp8", "te_nvfp4", "te_nvfp4_no_rht"}
+	allowedDType = []string{"bfloat16", "float32", "float16"}                         // types.py DType
+	allowedOpt   = []string{"adamw", "adam_pax", "sgd", "muon"}                       // types.py OptimizerType
+	allowedAttn  = []string{"autoselected", "dot_product", "flash", "cudnn_flash_te"} // base.yml line 392
+	allowedPlace = []string{"remat", "device", "offload"}                             // types.py RematLocation
+	// base.yml lines 361-383: the tensors remat_policy custom places.
+	customTags = []string{"decoder_layer_input", "qkv_proj", "query_proj", "key_proj", "value_proj", "context", "out_proj", "mlpwi", "mlpwi_0", "mlpwi_1", "mlpwo"}
+)
+
+// devicesPerSlice is what JAX reports on a slice, read from MaxText's own
+// table (src/maxtext/utils/accelerator_to_spec_map.py @e591f30c,
+// devices_per_slice) and, for v2 and v3, which MaxText's table leaves
+// out, from JAX's TPU info (each TensorCore is a device: v3-32 is 32): a
+// second source for hw's JAXDevicesPerChip.
+var devicesPerSlice = map[string]int{
+	"v2-32": 32, "v3-32": 32,
+	"v4-16": 8, "v4-32": 16, "v5p-16": 8, "v5p-32": 16, "v5p-128": 64, // megacore: one device per chip
+	"v5litepod-16": 16, "v6e-16": 16, "v6e-256": 256,
+	"tpu7x-16": 16, "tpu7x-32": 32, "tpu7x-128": 128, "tpu7x-8": 8, // "tpu7x-128": tpu7x:4x4x4, 128 devices
+}
+
+func TestDevicesPerSliceIsMaxText(t *testing.T) {
+	for accel, want := range devicesPerSlice {
+		s, err := hw.ParseAcceleratorType(accel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Chips() * s.Chip.JAXDevicesPerChip; got != want {
+			t.Errorf("%s: %d chips x %d JAX devices per chip = %d, MaxText's table says %d", accel, s.Chips(), s.Chip.JAXDevicesPerChip, got, want)
+		}
+	}
+}
+
+// checkMaxText holds a config to the rules MaxText applies when it loads
+// one (types.py, maxtext_utils.create_device_mesh at e591f30c) and to what
+// the plan costed.
+func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
+	t.Helper()
+	keys := readList(t, "testdata/maxtext-base-keys.txt")
+	ms := p.Request.Multislice
+	e := p.Best.Estimate
+	if !e.Memory.Fits() {
+		t.Errorf("%s: the case does not fit in HBM; nothing would be exported", name)
+	}
+	perChip := ms.Slice.Chip.JAXDevicesPerChip
+	devices := ms.Slice.Chips() * perChip
+	vals := map[string]any{}
+	for _, s := range c.Settings {
+		if !keys[s.Key] {
+			t.Errorf("%s: key %q is not in MaxText's base.yml", name, s.Key)
+		}
+		if _, dup := vals[s.Key]; dup {
+			t.Errorf("%s: key %q written twice", name, s.Key)
+		}
+		vals[s.Key] = s.Value
+	}
+	num := func(k string) int {
+		t.Helper()
+		v, ok := vals[k].(int)
+		if !ok {
+			t.Errorf("%s: %s = %#v, want an int", name, k, vals[k])
+		}
+		return v
+	}
+	oneOf := func(k string, allowed []string) {
+		t.Helper()
+		if v, ok := vals[k].(string); !ok || !slices.Contains(allowed, v) {
+			t.Errorf("%s: %s = %#v, want one of %q", name, k, vals[k], allowed)
+		}
+	}
+	// mesh: every parallelism key of base.yml is written (none left at
+	// its -1 placeholder); ici multiplies to the devices of a slice, dcn to
+	// the slices (max_utils.fill_unspecified_mesh_axes)
+	ici, dcn := 1, 1
+	for k := range keys {
+		if !strings.HasSuffix(k, "_parallelism") || !strings.HasPrefix(k, "ici_") && !strings.HasPrefix(k, "dcn_") {
+			continue
+		}
+		if _, ok := vals[k]; !ok {
+			t.Errorf("%s: %s not written: base.yml's value would stand", name, k)
+			continue
+		}
+		v := num(k)
+		if v < 1 {
+			t.Errorf("%s: %s = %d, want at least 1", name, k, v)
+		}
+		if strings.HasPrefix(k, "ici_") {
+			ici *= v
+		} else {
+			dcn *= v
+		}
+	}
+	if ici != devices {
+		t.Errorf("%s: ici_* multiply to %d, want the %d JAX devices of a slice", name, ici, devices)
+	}
+	if dcn != ms.Slices || num("num_slices") != ms.Slices {
+		t.Errorf("%s: dcn_* multiply to %d and num_slices = %d, want %d slices", name, dcn, num("num_slices"), ms.Slices)
+	}
+	// what is written is what was costed: each axis as planned, one of
+	// fsdp or context times the devices of a chip
+	inChip := 0
+	for _, a := range []struct {
+		axis mesh.Axis
+		key  string
+	}{{mesh.Data, "data"}, {mesh.FSDP, "fsdp"}, {mesh.Tensor, "tensor"}, {mesh.Pipeline, "pipeline"}, {mesh.Context, "context"}} {
+		ax := e.Mesh.Degree(a.axis)
+		gi, gd := num("ici_"+a.key+"_parallelism"), num("dcn_"+a.key+"_parallelism")
+		if gd != ax.DCN {
+			t.Errorf("%s: dcn_%s_parallelism = %d, the plan has %d", name, a.key, gd, ax.DCN)
+		}
+		switch {
+		case gi == ax.ICI:
+		case gi == ax.ICI*perChip && (a.key == "fsdp" || a.key == "context"):
+			inChip++
+		default:
+			t.Errorf("%s: ici_%s_parallelism = %d, the plan has %d", name, a.key, gi, ax.ICI)
+		}
+	}
+	if want := min(perChip-1, 1); inChip != want {
+		t.Errorf("%s: %d axes carry the in-chip factor, want %d", name, inChip, want)
+	}
+	if inChip == 1 && num("ici_fsdp_parallelism") != e.Mesh.Degree(mesh.FSDP).ICI*perChip && e.MicroBatchSize%perChip == 0 {
+		t.Errorf("%s: the in-chip factor is not on fsdp though each chip's %d sequences split over its devices", name, e.MicroBatchSize)
+	}
+	// batch: types.py trains on int(devices x per_device_batch_size)
+	pdbs, ok := vals["per_device_batch_size"].(float64)
+	if !ok || int(float64(devices*ms.Slices)*pdbs) != e.Job.GlobalBatch {
+		t.Errorf("%s: per_device_batch_size %v x %d devices is not the costed %d sequences", name, vals["per_device_batch_size"], devices*ms.Slices, e.Job.GlobalBatch)
+	}
+	if num("max_target_length") != e.Job.Seq {
+		t.Errorf("%s: max_target_length %d, costed %d", name, num("max_target_length"), e.Job.Seq)
+	}
+	if tiles := num("num_vocab_tiling"); tiles < 1 || math.Mod(pdbs*float64(e.Job.Seq), float64(tiles)) != 0 {
+		t.Errorf("%s: per_device_batch_size x max_target_length does not split into num_vocab_tiling %d", name, tiles)
+	}
+	// pipeline (types.py): stages x repeats x layers per stage = layers;
+	// micro-batches a multiple of the stages that divides the batch
+	stages := num("ici_pipeline_parallelism") * num("dcn_pipeline_parallelism")
+	if stages > 1 {
+		m, r, l := num("num_pipeline_microbatches"), num("num_pipeline_repeats"), num("num_layers_per_pipeline_stage")
+		if stages*r*l != num("pipeline_parallel_layers") || num("pipeline_parallel_layers") != e.Job.Model.Layers {
+			t.Errorf("%s: %d stages x %d repeats x %d layers per stage, pipeline_parallel_layers %d, model %d layers", name, stages, r, l, num("pipeline_parallel_layers"), e.Job.Model.Layers)
+		}
+		if m%stages != 0 || e.Job.GlobalBatch%m != 0 || m != e.Job.MicroBatches {
+			t.Errorf("%s: num_pipeline_microbatches %d for %d stages, batch %d, costed %d", name, m, stages, e.Job.GlobalBatch, e.Job.MicroBatches)
+		}
+	} else if _, ok := vals["num_pipeline_microbatches"]; ok {
+		t.Errorf("%s: num_pipeline_microbatches without a pipeline", name)
+	}
+	// the model: MaxText's config of the same architecture, or its
+	// dimensions
+	if name, ok := vals["model_name"].(string); ok {
+		if _, known := maxTextModels[name]; !known || name != e.Job.Model.Name || vals["override_model_config"] != true {
+			t.Errorf("%s: model_name %q (override_model_config %v) for model %s", name, name, vals["override_model_config"], e.Job.Model.Name)
+		}
+	} else if num("base_emb_dim") != e.Job.Model.DModel || num("base_num_decoder_layers") != e.Job.Model.Layers || vals["decoder_block"] != "llama2" {
+		t.Errorf("%s: neither model_name nor the model's dimensions written", name)
+	}
+	oneOf("remat_policy", allowedRemat)
+	if vals["remat_policy"] == "custom" {
+		for _, tag := range customTags {
+			if v, ok := vals[tag]; ok {
+				oneOf(tag, allowedPlace)
+				_ = v
+			}
+		}
+		if vals["decoder_layer_input"] == "remat" {
+			t.Errorf("%s: decoder_layer_input cannot be rematerialised (base.yml line 361)", name)
+		}
+	}
+	for _, k := range []string{"dtype", "weight_dtype", "mu_dtype"} {
+		oneOf(k, allowedDType)
+	}
+	oneOf("opt_type", allowedOpt)
+	oneOf("attention", allowedAttn)
+	if _, ok := vals["quantization"]; ok {
+		oneOf("quantization", allowedQuant)
+	}
+	for _, k := range []string{"optimizer_memory_host_offload", "parameter_memory_host_offload"} {
+		if _, ok := vals[k].(bool); !ok {
+			t.Errorf("%s: %s = %#v, want a bool", name, k, vals[k])
+		}
+	}
+	// the flags form says the same as the YAML
+	var y, f strings.Builder
+	if err := c.WriteYAML(&y); err != nil {
 		t.Fatal(err)
 	}
-	axes, err := mesh.ParseAxes(layout)
-	if err != nil {
+	if err := c.WriteFlags(&f); err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.Search(plan.Request{Model: spec, Multislice: ms, Axes: axes, GlobalBatch: batch, MaxGlobalBatch: batch, Remat: "full",
-		HBMHeadroom: cost.DefaultHBMHeadroom})
+	if !strings.Contains(f.String(), TrainModule+" \\\n") {
+		t.Errorf("%s: flags do not start the trainer:\n%s", name, f.String())
+	}
+	for _, a := range c.Args() {
+		k, v, _ := strings.Cut(a, "=")
+		if !strings.Contains(y.String(), "\n"+k+": "+v+"\n") && !strings.Contains(y.String(), "\n"+k+": '"+v+"'\n") {
+			t.Errorf("%s: flag %s is not in the YAML:\n%s", name, a, y.String())
+		}
+		if !strings.Contains(f.String(), "  "+a+" \\\n") && !strings.HasSuffix(f.String(), "  "+a+"\n") {
+			t.Errorf("%s: flag %s is not on its own line:\n%s", name, a, f.String())
+		}
+	}
+}
+
+// search plans a job as the CLI does.
+func search(t *testing.T, edit func(*plan.Options)) plan.Plan {
+	t.Helper()
+	o := plan.DefaultOptions()
+	edit(&o)
+	r, err := plan.ParseRequest(o)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%+v: %v", o, err)
+	}
+	p, err := plan.Search(r)
+	if err != nil {
+		t.Fatalf("%+v: %v", o, err)
 	}
 	return p
 }
 
-func TestMaxText(t *testing.T) {
-	tests := []struct {
-		accel  string
-		slices int
-		layout string
-		batch  int
-		want   []string
-	}{
-		// TPU7x: MaxText sees each TensorCore as a device, two per chip
-		// (accelerator_to_spec_map.py), so 256 sequences over 128 chips is 1
-		// per device.
-		{"tpu7x-128", 2, "fsdp=64,data=2(dcn)", 256, []string{"ici_fsdp_parallelism: 64\n", "dcn_data_parallelism: 2\n",
-			"dcn_fsdp_parallelism: 1\n", "num_slices: 2\n", "per_device_batch_size: 1\n", "remat_policy: 'full'\n"}},
-		// v5p is megacore: one device per chip.
-		{"v5p-128", 2, "fsdp=32,tensor=2,pipeline=2(dcn)", 256, []string{"ici_tensor_parallelism: 2\n",
-			"dcn_pipeline_parallelism: 2\n", "num_pipeline_microbatches: ", "per_device_batch_size: 2\n"}},
-		{"tpu7x-128", 1, "fsdp=64", 64, []string{"per_device_batch_size: 0.5\n", "max_target_length: 8192\n"}},
+// exportCases are plans of every generation, single slice, multislice
+// and pipelined, with the settings that change what is written.
+var exportCases = []struct {
+	name string
+	edit func(*plan.Options)
+	want map[string]any // settings the case is there for
+}{
+	{"v2 searched", func(o *plan.Options) { o.Model, o.TPU = "llama2-7b", "v2-32" }, nil},
+	{"v3 searched", func(o *plan.Options) { o.Model, o.TPU = "llama3-8b", "v3-32" }, nil},
+	{"v4 searched", func(o *plan.Options) { o.Model, o.TPU = "llama3-8b", "v4-32" }, nil},
+	{"v5e searched", func(o *plan.Options) { o.Model, o.TPU = "llama3-8b", "v5litepod-16" }, nil},
+	{"v5p searched", func(o *plan.Options) { o.Model, o.TPU = "llama3-8b", "v5p-32" }, nil},
+	{"v6e searched", func(o *plan.Options) { o.Model, o.TPU = "llama3-8b", "v6e-16" }, nil},
+	{"tpu7x searched", func(o *plan.Options) { o.Model, o.TPU = "llama3-8b", "tpu7x-128" }, nil},
+	{"tpu7x 1 sequence per chip", func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.Remat = "llama3-8b", "tpu7x-32", "fsdp=16", "16", "full"
+	}, map[string]any{"ici_fsdp_parallelism": 16, "ici_context_parallelism": 2, "per_device_batch_size": 0.5}},
+	{"tpu7x multislice", func(o *plan.Options) {
+		o.Model, o.TPU, o.Slices, o.Mesh, o.GlobalBatch = "llama3-70b", "tpu7x-128", 2, "data=2(dcn),fsdp=64", "256"
+	}, map[string]any{"ici_fsdp_parallelism": 128, "dcn_data_parallelism": 2, "per_device_batch_size": 1.0}},
+	{"v5e multislice", func(o *plan.Options) { o.Model, o.TPU, o.Slices = "llama2-7b", "v5litepod-256", 4 }, nil},
+	{"v6e multislice searched", func(o *plan.Options) { o.Model, o.TPU, o.Slices = "llama3-70b", "v6e-256", 2 }, nil},
+	{"v5p gpipe across slices", func(o *plan.Options) {
+		o.Model, o.TPU, o.Slices, o.Mesh, o.Schedule, o.GlobalBatch = "llama3-70b", "v5p-128", 2, "fsdp=32,tensor=2,pipeline=2(dcn)", "gpipe", "256"
+	}, map[string]any{"dcn_pipeline_parallelism": 2, "num_pipeline_repeats": 1, "num_layers_per_pipeline_stage": 40}},
+	{"tpu7x circular inside a slice", func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.Schedule, o.Chunks, o.GlobalBatch = "llama3-70b", "tpu7x-128", "fsdp=16,pipeline=4", "circular", 5, "128"
+	}, map[string]any{"ici_pipeline_parallelism": 4, "num_pipeline_repeats": 5, "num_layers_per_pipeline_stage": 4}},
+	{"v4 remat none, bf16, int8, offload, vocab tiles", func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.Remat, o.Precision, o.Quantization = "llama2-7b", "v4-64", "fsdp=32", "none", "bf16", "int8"
+		o.OptimizerOffload, o.VocabTiles, o.GlobalBatch = true, 4, "32"
+	}, map[string]any{"remat_policy": "custom", "query_proj": "device", "mlpwo": "remat", "weight_dtype": "bfloat16", "mu_dtype": "bfloat16", "quantization": "int8", "use_qwix_quantization": true, "optimizer_memory_host_offload": true, "num_vocab_tiling": 4}},
+	{"tpu7x custom remat, fp8, dot_product", func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.Remat, o.RematCustom = "llama3-70b", "tpu7x-128", "fsdp=64", "custom", "query_proj=device,key_proj=offload,mlpwo=device"
+		o.Quantization, o.Attention, o.GlobalBatch = "fp8", "dot_product", "128"
+	}, map[string]any{"remat_policy": "custom", "query_proj": "device", "key_proj": "offload", "value_proj": "remat", "quantization": "fp8_full", "attention": "dot_product"}},
+	{"gpt3 ungated custom", func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.Remat, o.RematCustom, o.GlobalBatch = "gpt3-175b", "v5p-1024", "fsdp=64,tensor=8", "custom", "mlpwi=device", "512"
+	}, map[string]any{"mlpwi": "device", "qkv_proj": "remat", "ici_tensor_parallelism": 8, "model_name": "gpt3-175b"}},
+	{"gemma2 on v6e", func(o *plan.Options) { o.Model, o.TPU = "gemma2-9b", "v6e-64" }, map[string]any{"model_name": "gemma2-9b"}},
+	{"custom spec by its dimensions", func(o *plan.Options) {
+		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small.yaml", []byte(smallSpec), "v5p-16", "fsdp=8", "16"
+	}, map[string]any{"decoder_block": "llama2", "base_emb_dim": 2048, "base_num_kv_heads": 4, "head_dim": 128, "vocab_size": 32000, "logits_via_embedding": true}},
+}
+
+func TestMaxTextRules(t *testing.T) {
+	gens := map[hw.Generation]bool{}
+	for _, tt := range exportCases {
+		t.Run(tt.name, func(t *testing.T) {
+			p := search(t, tt.edit)
+			c, err := MaxText(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkMaxText(t, tt.name, p, c)
+			for k, w := range tt.want {
+				if got, ok := c.Get(k); !ok || got != w {
+					t.Errorf("%s = %#v, want %#v", k, got, w)
+				}
+			}
+			if _, ok := c.Get("mlpwi_0"); ok && !p.Best.Estimate.Job.Model.GatedMLP {
+				t.Errorf("mlpwi_0 written for a model without a gated MLP (MaxText tags its one input projection mlpwi)")
+			}
+			gens[p.Request.Multislice.Slice.Chip.Generation] = true
+		})
 	}
-	for _, tt := range tests {
-		var b strings.Builder
-		if err := MaxText(&b, planFor(t, tt.accel, tt.slices, tt.layout, tt.batch)); err != nil {
-			t.Fatal(err)
+	for _, c := range hw.Chips() {
+		if !gens[c.Generation] {
+			t.Errorf("no export case for %s", c.Generation)
+		}
+	}
+}
+
+// TestMaxTextRefuses: a plan MaxText would run differently is refused,
+// naming the mismatch and what to pass.
+func TestMaxTextRefuses(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(*plan.Options)
+		want []string
+	}{
+		{"1f1b", func(o *plan.Options) {
+			o.Model, o.TPU, o.Slices, o.Mesh, o.Schedule = "llama3-70b", "v5p-128", 2, "fsdp=32,tensor=2,pipeline=2(dcn)", "1f1b"
+		}, []string{"1f1b", "--schedule gpipe", "circular", "752"}},
+		{"interleaved", func(o *plan.Options) {
+			o.Model, o.TPU, o.Slices, o.Mesh, o.Schedule = "llama3-70b", "v5p-128", 2, "fsdp=32,tensor=2,pipeline=2(dcn)", "interleaved"
+		}, []string{"interleaved", "--schedule gpipe"}},
+		{"gemma2 pipeline over unpaired layers", func(o *plan.Options) {
+			o.Model, o.TPU, o.Mesh, o.Schedule, o.GlobalBatch = "gemma2-9b", "v5p-128", "fsdp=32,pipeline=2", "gpipe", "64"
+		}, []string{"21 decoder layers", "pairs 2"}},
+		{"fused qkv placed apart", func(o *plan.Options) {
+			o.Model, o.TPU, o.Mesh, o.Remat, o.RematCustom, o.GlobalBatch = "gpt3-175b", "v5p-1024", "fsdp=64,tensor=8", "custom", "query_proj=device", "512"
+		}, []string{"qkv_proj", "--remat-custom"}},
+		{"zero precision", func(o *plan.Options) { o.Model, o.TPU, o.Mesh, o.Precision = "llama3-8b", "v5p-64", "fsdp=32", "zero" }, []string{"precision zero", "--precision maxtext"}},
+	} {
+		_, err := MaxText(search(t, tt.edit))
+		if !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s: MaxText error %v, want ErrUnsupported", tt.name, err)
+			continue
 		}
 		for _, w := range tt.want {
-			if !strings.Contains(b.String(), w) {
-				t.Errorf("%s %s: MaxText config lacks %q:\n%s", tt.accel, tt.layout, w, b.String())
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", tt.name, err, w)
 			}
 		}
-		if tt.slices == 1 && strings.Contains(b.String(), "num_pipeline_microbatches") {
-			t.Errorf("num_pipeline_microbatches without a pipeline:\n%s", b.String())
+	}
+}
+
+// TestMaxTextOddBatchOnTPU7x: a chip with one sequence and a sequence that
+// does not split has nothing to give its second device; the error says so.
+func TestMaxTextOddBatchOnTPU7x(t *testing.T) {
+	p := search(t, func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.Seq, o.Remat = "llama3-8b", "tpu7x-32", "fsdp=16", "16", 1002, "full"
+	})
+	_, err := MaxText(p)
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "--global-batch") || !strings.Contains(err.Error(), "2 JAX devices") {
+		t.Errorf("MaxText = %v, want ErrUnsupported asking for another --global-batch", err)
+	}
+}
+
+func TestPerDeviceBatch(t *testing.T) {
+	for devices := 1; devices <= 1024; devices *= 2 {
+		for _, d := range []int{devices, devices * 3, devices * 7} {
+			for batch := 1; batch <= 300; batch += 7 {
+				v, err := perDeviceBatch(batch, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, _ := strconv.ParseFloat(formatFloat(v), 64)
+				if int(float64(d)*w) != batch {
+					t.Errorf("perDeviceBatch(%d, %d) = %s: MaxText would train on %d", batch, d, formatFloat(v), int(float64(d)*w))
+				}
+			}
+		}
+	}
+}
+
+// smallSpec is a model MaxText has no config for, of its llama2 block.
+const smallSpec = `name: small
+layers: 8
+d_model: 2048
+heads: 16
+kv_heads: 4
+d_ff: 5632
+vocab: 32000
+seq_len: 2048
+gated_mlp: true
+tied_embeddings: true
+`
+
+// TestMaxTextModels holds maxTextModels to MaxText's model configs: the
+// same dimensions as the catalog's model, layers counted as MaxText
+// counts them, and the fused projection where MaxText fuses it.
+func TestMaxTextModels(t *testing.T) {
+	rows := readListOf(t, "testdata/maxtext-models.txt", len(maxTextModels))
+	seen := map[string]bool{}
+	for row := range rows {
+		f := strings.Fields(row)
+		if len(f) != 12 {
+			t.Fatalf("maxtext-models.txt: row %q has %d columns, want 12", row, len(f))
+		}
+		name := f[0]
+		seen[name] = true
+		a, ok := maxTextModels[name]
+		m, okCat := model.Lookup(name)
+		if !ok || !okCat {
+			t.Errorf("%s: in MaxText's configs but not in maxTextModels (%v) or the catalog (%v)", name, ok, okCat)
+			continue
+		}
+		kv, hd := m.KVHeads, m.HeadDim
+		if kv == 0 {
+			kv = m.Heads
+		}
+		if hd == 0 {
+			hd = m.DModel / m.Heads
+		}
+		acts := 1
+		if m.GatedMLP {
+			acts = 2
+		}
+		want := []string{strconv.Itoa(m.DModel), strconv.Itoa(m.Heads), strconv.Itoa(kv), strconv.Itoa(m.Layers / a.pairs),
+			strconv.Itoa(m.DFF), strconv.Itoa(hd), f[7], strconv.FormatBool(m.TiedEmbeddings), f[9], strconv.FormatBool(a.fusedQKV), f[11]}
+		if got := f[1:]; !slices.Equal(got, want) || strings.Count(f[9], ",")+1 != acts {
+			t.Errorf("%s: MaxText's config %q, the catalog and maxTextModels say %q with %d MLP activations", name, got, want, acts)
+		}
+		// MaxText pads GPT-3's vocabulary (50257) to a multiple of 128 for
+		// sharding; the 47 extra rows are 0.0003 % of its parameters
+		if v, _ := strconv.Atoi(f[7]); v != m.Vocab && (v%128 != 0 || v-m.Vocab >= 128) {
+			t.Errorf("%s: MaxText's vocab_size %d, the catalog's %d", name, v, m.Vocab)
+		}
+		if a.pairs*(m.Layers/a.pairs) != m.Layers {
+			t.Errorf("%s: %d layers do not pair into MaxText's", name, m.Layers)
+		}
+	}
+	for name := range maxTextModels {
+		if !seen[name] {
+			t.Errorf("maxTextModels has %s, which testdata/maxtext-models.txt does not", name)
 		}
 	}
 }

@@ -119,3 +119,29 @@ func TestREADMECapacityExampleIsTheCommand(t *testing.T) {
 		t.Errorf("README.md's capacity example differs from 'shardlab %s'\n--- command\n%s\n--- README\n%s", strings.Join(args, " "), out, got)
 	}
 }
+
+// TestREADMEExportIsTheCommand holds README.md's export example to what the
+// command in its marker prints.
+func TestREADMEExportIsTheCommand(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- export example: go run ./cmd/shardlab ", "```\n<!-- end export example -->"
+	s := string(readme)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatal("README.md has no export example block")
+	}
+	cmd, block, ok := strings.Cut(s[i+len(begin):j], " -->\n```\n")
+	if !ok {
+		t.Fatal("README.md's export example has no code block after its marker")
+	}
+	out, errOut, code := runCmd(strings.Fields(cmd)...)
+	if code != 0 {
+		t.Fatalf("shardlab %s: exit %d: %s", cmd, code, errOut)
+	}
+	if out != block {
+		t.Errorf("README.md's export example differs from shardlab %s\n--- command\n%s\n--- README\n%s", cmd, out, block)
+	}
+}

@@ -31,7 +31,8 @@ const usage = `shardlab: plan TPU training layouts
 
 usage:
   shardlab plan [flags]            plan a job (no flags: two built-in examples)
-  shardlab export maxtext [flags]  the planned layout as a MaxText config
+  shardlab export maxtext [flags]  the planned layout as a MaxText config (YAML or trainer flags)
+  shardlab export xpk [flags]      the xpk workload create command that launches the plan
   shardlab mxu [flags]             one GEMM on a systolic MXU, cycle by cycle
   shardlab mxu compare [flags]     the same GEMM on CPU, GPU and TPU execution models
   shardlab infeed [flags]          a host's input pipeline, event by event
@@ -49,7 +50,8 @@ run 'shardlab plan -h' for the plan flags
 // that tests can walk every flag of every command.
 var commandFlags = map[string]func() *flag.FlagSet{
 	"plan":           func() *flag.FlagSet { fs, _ := newPlanFlags("plan", false); return fs },
-	"export maxtext": func() *flag.FlagSet { fs, _ := newPlanFlags("export maxtext", true); return fs },
+	"export maxtext": func() *flag.FlagSet { fs, _, _ := newExportFlags("maxtext"); return fs },
+	"export xpk":     func() *flag.FlagSet { fs, _, _ := newExportFlags("xpk"); return fs },
 	"mxu":            func() *flag.FlagSet { fs, _ := newMXUFlags(); return fs },
 	"mxu compare":    func() *flag.FlagSet { fs, _ := newMXUCompareFlags(); return fs },
 	"infeed":         func() *flag.FlagSet { fs, _ := newInfeedFlags(); return fs },
@@ -87,17 +89,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "plan":
-		err = runPlan(args[1:], stdout, stderr, false)
+		err = runPlan(args[1:], stdout, stderr)
 	case "export":
-		if len(args) == 2 && isHelp(args[1]) {
-			err = runPlan(args[1:], stdout, stderr, true)
-			break
-		}
-		if len(args) < 2 || args[1] != "maxtext" {
-			err = bad("export: want 'export maxtext [plan flags]'")
-			break
-		}
-		err = runPlan(args[2:], stdout, stderr, true)
+		err = runExport(args[1:], stdout, stderr)
 	case "mxu":
 		err = runMXU(args[1:], stdout, stderr)
 	case "infeed":
@@ -239,10 +233,11 @@ func isUsage(err error) bool {
 	return errors.As(err, &ue) || errors.As(err, &pe) || errors.As(err, &fe) || errors.As(err, &me) ||
 		errors.Is(err, model.ErrInvalid) || errors.Is(err, plan.ErrRequest) || errors.Is(err, cost.ErrJob) ||
 		errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, mesh.ErrContextOverDCN) || errors.Is(err, schedule.ErrInvalid) || errors.Is(err, systolic.ErrInvalid) ||
-		errors.Is(err, infeed.ErrInvalid) || errors.Is(err, emu.ErrInvalid) || errors.Is(err, emu.ErrCheckpoint) || errors.Is(err, validate.ErrInvalid)
+		errors.Is(err, infeed.ErrInvalid) || errors.Is(err, emu.ErrInvalid) || errors.Is(err, emu.ErrCheckpoint) || errors.Is(err, validate.ErrInvalid) ||
+		errors.Is(err, export.ErrUnsupported) || errors.Is(err, export.ErrInvalid)
 }
 
-// planFlags are the options of plan and export maxtext: plan's options,
+// planFlags are the options of plan and export: plan's options,
 // filled by the flags over plan.DefaultOptions, and the CLI's own.
 type planFlags struct {
 	plan.Options
@@ -252,7 +247,7 @@ type planFlags struct {
 	json       bool
 }
 
-// newPlanFlags defines the flags of plan, or of export maxtext, which
+// newPlanFlags defines the flags of plan, or of an export, which
 // writes only the chosen layout and so has no --json, --top or
 // --example-cost (whose input check only adds warnings). Defaults and
 // bounds are plan's.
@@ -321,39 +316,16 @@ func (f *planFlags) options(name string, set map[string]bool) ([]plan.Options, e
 	return []plan.Options{o}, nil
 }
 
-func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
-	name := "plan"
-	if toMaxText {
-		name = "export maxtext"
-	}
-	fs, f := newPlanFlags(name, toMaxText)
+func runPlan(args []string, stdout, stderr io.Writer) error {
+	fs, f := newPlanFlags("plan", false)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	opts, err := f.options(name, setFlags(fs))
+	plans, err := f.plans("plan", setFlags(fs))
 	if err != nil {
 		return err
 	}
-	reqs := make([]plan.Request, len(opts))
-	for i, o := range opts {
-		if reqs[i], err = plan.ParseRequest(o); err != nil {
-			return planError(err)
-		}
-	}
-	var plans []plan.Plan
-	for _, r := range reqs {
-		p, err := plan.Search(r)
-		if err != nil {
-			return planError(err)
-		}
-		plans = append(plans, p)
-	}
-	for _, p := range plans {
-		if mem := p.Best.Estimate.Memory; !mem.Fits() && toMaxText {
-			return fmt.Errorf("export: the layout does not fit in HBM by %v; nothing exported", mem.Total()-mem.Usable)
-		}
-	}
-	if err := writePlans(stdout, plans, f.json, toMaxText); err != nil {
+	if err := writePlans(stdout, plans, f.json); err != nil {
 		return err
 	}
 	for _, p := range plans {
@@ -362,6 +334,29 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 		}
 	}
 	return nil
+}
+
+// plans asks plan the questions the flags ask.
+func (f *planFlags) plans(name string, set map[string]bool) ([]plan.Plan, error) {
+	opts, err := f.options(name, set)
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]plan.Request, len(opts))
+	for i, o := range opts {
+		if reqs[i], err = plan.ParseRequest(o); err != nil {
+			return nil, planError(err)
+		}
+	}
+	var plans []plan.Plan
+	for _, r := range reqs {
+		p, err := plan.Search(r)
+		if err != nil {
+			return nil, planError(err)
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
 }
 
 // flagName spells a plan option as the flag that sets it:
@@ -391,17 +386,8 @@ func planError(err error) error {
 	return err
 }
 
-func writePlans(stdout io.Writer, plans []plan.Plan, asJSON, toMaxText bool) error {
+func writePlans(stdout io.Writer, plans []plan.Plan, asJSON bool) error {
 	switch {
-	case toMaxText:
-		for i, p := range plans {
-			if i > 0 {
-				fmt.Fprintln(stdout, "---")
-			}
-			if err := export.MaxText(stdout, p); err != nil {
-				return err
-			}
-		}
 	case asJSON && len(plans) == 1:
 		return plans[0].WriteJSON(stdout, flagName)
 	case asJSON:

@@ -31,6 +31,10 @@ func TestGolden(t *testing.T) {
 			"--max-global-batch", "256", "--dcn-gbps", "25", "--top", "3"}},
 		{"plan_mesh_v5p", []string{"plan", "--model", "llama2-13b", "--tpu", "v5p-256", "--mesh", "fsdp=32,tensor=4", "--global-batch", "1Mitok"}},
 		{"export_maxtext", []string{"export", "maxtext", "--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2"}},
+		{"export_maxtext_flags_pipeline", []string{"export", "maxtext", "--model", "llama3-70b", "--tpu", "v5p-128", "--slices", "2",
+			"--mesh", "fsdp=32,tensor=2,pipeline=2(dcn)", "--schedule", "gpipe", "--format", "flags"}},
+		{"export_xpk", []string{"export", "xpk", "--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2", "--global-batch", "256",
+			"--cluster", "ironwood", "--docker-image", "gcr.io/my-project/maxtext", "--reservation", "my-reservation", "--max-restarts", "3"}},
 		{"mxu_ws_small", []string{"mxu", "--m", "1000", "--k", "300", "--n", "200", "--array", "128x128"}},
 		{"mxu_os_json", []string{"mxu", "--m", "64", "--k", "100", "--n", "48", "--array", "16x16", "--dataflow", "os", "--json"}},
 		{"mxu_compare", []string{"mxu", "compare"}},
@@ -142,7 +146,18 @@ func TestBadInput(t *testing.T) {
 		{[]string{"infeed", "--example-cost", "soon"}, []string{"example-cost"}},
 		{[]string{"infeed", "--vcpus", "1"}, []string{"at least one per NUMA node"}},
 		{[]string{"plan", "--example-cost", "-1s"}, []string{"--example-cost"}},
-		{[]string{"export", "vllm"}, []string{"export maxtext"}},
+		{[]string{"export", "vllm"}, []string{"export maxtext", "export xpk"}},
+		{[]string{"export", "maxtext", "--format", "json"}, []string{`--format "json"`, "yaml or flags"}},
+		{[]string{"export", "xpk", "--cluster", "c", "--capacity", "preemptible"}, []string{`--capacity "preemptible"`, "reservation, spot, on-demand or flex"}},
+		{[]string{"export", "xpk", "--capacity", "spot"}, []string{"--cluster is required"}},
+		{[]string{"export", "xpk", "--cluster", "c", "--capacity", "spot", "--reservation", "r"}, []string{"--reservation", "spot"}},
+		{[]string{"export", "xpk", "--cluster", "c", "--capacity", "reservation"}, []string{"--reservation NAME"}},
+		{[]string{"export", "xpk", "--cluster", "Bad_Name"}, []string{"--cluster", `"Bad_Name"`}},
+		{[]string{"export", "xpk", "--cluster", "c", "--tpu", "v3-32"}, []string{"v3-4x4", "GKE does not offer"}},
+		{[]string{"export", "xpk", "--cluster", "c", "--max-restarts", "-1"}, []string{`--max-restarts "-1"`}},
+		{[]string{"export", "maxtext", "--model", "llama3-70b", "--tpu", "v5p-128", "--slices", "2", "--mesh", "fsdp=32,tensor=2,pipeline=2(dcn)", "--schedule", "1f1b"},
+			[]string{"1f1b", "--schedule gpipe", "circular"}},
+		{[]string{"export", "maxtext", "--tpu", "v5p-64", "--precision", "zero"}, []string{"precision zero", "--precision maxtext"}},
 	}
 	for _, tt := range tests {
 		out, errOut, code := runCmd(tt.args...)
@@ -228,8 +243,9 @@ func TestHelp(t *testing.T) {
 		{[]string{"mxu", "compare", "-h"}, "mxu compare", 5},
 		{[]string{"infeed", "--help"}, "infeed", 5},
 		{[]string{"run", "-h"}, "run", 5},
-		{[]string{"export", "-h"}, "export maxtext", 5},
+		{[]string{"export", "-h"}, "export", 3},
 		{[]string{"export", "maxtext", "-h"}, "export maxtext", 5},
+		{[]string{"export", "xpk", "-h"}, "export xpk", 5},
 		{[]string{"hw", "-h"}, "hw", 3},
 		{[]string{"hw", "list", "-h"}, "hw", 3},
 		{[]string{"hw", "show", "v5p", "-h"}, "hw", 3},
@@ -242,11 +258,13 @@ func TestHelp(t *testing.T) {
 			t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 0 and the usage of %s on stderr", strings.Join(tt.args, " "), code, out, errOut, tt.usage)
 		}
 	}
-	// export maxtext writes YAML only: no --json, --top or --example-cost
-	for _, fl := range []string{"--json", "--top", "--example-cost"} {
-		_, errOut, _ := runCmd("export", "maxtext", "-h")
-		if strings.Contains(errOut, "  -"+fl[2:]+" ") || strings.Contains(errOut, "  -"+fl[2:]+"\n") {
-			t.Errorf("export maxtext -h lists %s", fl)
+	// an export writes one layout, not a ranking: no --json, --top or --example-cost
+	for _, target := range []string{"maxtext", "xpk"} {
+		for _, fl := range []string{"--json", "--top", "--example-cost"} {
+			_, errOut, _ := runCmd("export", target, "-h")
+			if strings.Contains(errOut, "  -"+fl[2:]+" ") || strings.Contains(errOut, "  -"+fl[2:]+"\n") {
+				t.Errorf("export %s -h lists %s", target, fl)
+			}
 		}
 	}
 }

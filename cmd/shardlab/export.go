@@ -1,0 +1,146 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"shardlab/export"
+)
+
+// exportFlags are the options of an export besides plan's.
+type exportFlags struct {
+	format string // maxtext: yaml or flags
+	xpk    export.XPKOptions
+	// capacity is --capacity as typed; ParseCapacity reads it.
+	capacity string
+}
+
+// maxRestarts bounds --max-restarts: xpk takes any count, but a JobSet
+// restarted more than this is failing, not recovering.
+const maxRestarts = 1000
+
+// newExportFlags defines the flags of export maxtext or export xpk:
+// plan's (without --json, --top and --example-cost) and the target's own.
+func newExportFlags(target string) (*flag.FlagSet, *planFlags, *exportFlags) {
+	fs, f := newPlanFlags("export "+target, true)
+	var e exportFlags
+	switch target {
+	case "maxtext":
+		choiceVar(fs, &e.format, "format", "yaml", []string{"yaml", "flags"}, nil,
+			"yaml (a config overlay for MaxText's base.yml) or flags (the trainer's command line with key=value arguments)")
+	case "xpk":
+		fs.StringVar(&e.xpk.Cluster, "cluster", "", "GKE cluster to run on (required)")
+		fs.StringVar(&e.xpk.Workload, "workload", "", "workload name, also MaxText's run_name (default shardlab-MODEL)")
+		fs.StringVar(&e.xpk.DockerImage, "docker-image", "", "container image with MaxText (default: xpk's base image)")
+		var modes []string
+		for _, c := range export.Capacities() {
+			modes = append(modes, string(c))
+		}
+		choiceVar(fs, &e.capacity, "capacity", "", modes, nil,
+			"how GKE finds the TPUs (default: the cluster's)")
+		fs.StringVar(&e.xpk.Reservation, "reservation", "", "reservation name, with --capacity reservation")
+		intVar(fs, &e.xpk.MaxRestarts, "max-restarts", 0, 0, maxRestarts, "", "times the JobSet is restarted after a failure (xpk --max-restarts)")
+	}
+	return fs, f, &e
+}
+
+func runExport(args []string, stdout, stderr io.Writer) error {
+	const want = "export: want 'export maxtext [flags]' or 'export xpk [flags]'"
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprint(stderr, `usage of shardlab export:
+  shardlab export maxtext [flags]  the planned layout as a MaxText config (--format yaml or flags)
+  shardlab export xpk [flags]      the xpk workload create command that launches it
+run 'shardlab export maxtext -h' or 'shardlab export xpk -h' for the flags
+`)
+		return flag.ErrHelp
+	}
+	if len(args) == 0 || args[0] != "maxtext" && args[0] != "xpk" {
+		return bad("%s", want)
+	}
+	target := args[0]
+	name := "export " + target
+	fs, f, e := newExportFlags(target)
+	if err := parseFlags(fs, args[1:], stderr); err != nil {
+		return err
+	}
+	plans, err := f.plans(name, setFlags(fs))
+	if err != nil {
+		return err
+	}
+	if target == "xpk" {
+		if e.xpk.Cluster == "" {
+			return bad("%s: --cluster is required: xpk workload create needs the cluster to run on", name)
+		}
+		c, err := export.ParseCapacity(e.capacity)
+		if err != nil {
+			return err
+		}
+		e.xpk.Capacity = c
+		if e.xpk.Reservation != "" && c == export.CapacityDefault {
+			e.xpk.Capacity = export.CapacityReservation
+		}
+	}
+	for _, p := range plans {
+		if mem := p.Best.Estimate.Memory; !mem.Fits() {
+			return fmt.Errorf("export: the layout does not fit in HBM by %v; nothing exported", mem.Total()-mem.Usable)
+		}
+	}
+	// Everything is made before anything is written: a refused plan
+	// leaves stdout empty.
+	var b strings.Builder
+	for i, p := range plans {
+		if i > 0 {
+			// YAML's document separator; a blank line between shell commands
+			if target == "maxtext" && e.format == "yaml" {
+				fmt.Fprintln(&b, "---")
+			} else {
+				fmt.Fprintln(&b)
+			}
+		}
+		switch {
+		case target == "xpk":
+			o := e.xpk
+			if o.Workload == "" {
+				o.Workload = workloadName(p.Request.Model.Name)
+			}
+			if err := export.XPK(&b, p, o); err != nil {
+				return err
+			}
+		default:
+			cfg, err := export.MaxText(p)
+			if err != nil {
+				return err
+			}
+			write := cfg.WriteYAML
+			if e.format == "flags" {
+				write = cfg.WriteFlags
+			}
+			if err := write(&b); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = io.WriteString(stdout, b.String())
+	return err
+}
+
+// workloadName makes a default xpk workload name from a model name:
+// shardlab-llama3-70b.
+func workloadName(model string) string {
+	var b strings.Builder
+	b.WriteString("shardlab-")
+	for _, r := range strings.ToLower(model) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	s := b.String()
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return strings.TrimRight(s, "-")
+}

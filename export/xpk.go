@@ -1,0 +1,236 @@
+package export
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"shardlab/plan"
+)
+
+// Capacity is how xpk asks GKE for the TPUs ([xpk]
+// add_shared_workload_create_autoprovisioning_arguments).
+type Capacity string
+
+// The capacity modes, each an xpk flag of the same name; CapacityDefault
+// writes none and leaves the choice to the cluster.
+const (
+	CapacityDefault     Capacity = ""
+	CapacityReservation Capacity = "reservation"
+	CapacitySpot        Capacity = "spot"
+	CapacityOnDemand    Capacity = "on-demand"
+	CapacityFlex        Capacity = "flex"
+)
+
+// Capacities lists the modes a user may name.
+func Capacities() []Capacity {
+	return []Capacity{CapacityReservation, CapacitySpot, CapacityOnDemand, CapacityFlex}
+}
+
+// ParseCapacity reads a capacity mode, in any case; "" is CapacityDefault.
+func ParseCapacity(s string) (Capacity, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	if t == "" {
+		return CapacityDefault, nil
+	}
+	for _, c := range Capacities() {
+		if t == string(c) {
+			return c, nil
+		}
+	}
+	var names []string
+	for _, c := range Capacities() {
+		names = append(names, string(c))
+	}
+	return "", &Error{Target: "xpk", Field: "capacity", Value: strconv.Quote(s), Want: "want " + strings.Join(names, ", "), Err: ErrInvalid}
+}
+
+// ErrInvalid is wrapped by errors in the export's own options.
+var ErrInvalid = errors.New("invalid export option")
+
+// namePattern is xpk's name_type ([xpk] ../parser/validators.py): a
+// lower-case letter, then letters, digits and dashes, not ending in a
+// dash, under 40 characters in all.
+var namePattern = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+
+// ValidName checks a cluster or workload name as xpk will.
+func ValidName(field, s string) error {
+	if !namePattern.MatchString(s) || len(s) > 40 {
+		return &Error{Target: "xpk", Field: field, Value: strconv.Quote(s), Want: "want at most 40 lower-case letters, digits and dashes, starting with a letter and not ending with a dash", Err: ErrInvalid}
+	}
+	return nil
+}
+
+// XPKOptions are what the launch needs besides the plan.
+type XPKOptions struct {
+	Cluster, Workload string
+	// DockerImage is the image with MaxText; "" leaves xpk's default.
+	DockerImage string
+	Capacity    Capacity
+	// Reservation names the reservation under CapacityReservation.
+	Reservation string
+	MaxRestarts int
+}
+
+//go:embed xpk-tpu-types.txt
+var xpkTPUTypesFile string
+
+// xpkTPUTypes is the set of --tpu-type values xpk accepts.
+var xpkTPUTypes = func() map[string]bool {
+	m := map[string]bool{}
+	for _, l := range strings.Split(xpkTPUTypesFile, "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			m[l] = true
+		}
+	}
+	return m
+}()
+
+// XPKTPUType is the --tpu-type of a slice of the plan, in xpk's topology
+// form (tpu7x-4x4x8, v6e-8x16): the accelerator-type prefix and the
+// slice's topology ([xpk-sc] get_tpu_system_characteristics_map names
+// each system prefix-topology). It fails when xpk has no such type: v2
+// and v3, which GKE does not offer, and shapes xpk does not list.
+func XPKTPUType(p plan.Plan) (string, error) {
+	s := p.Request.Multislice.Slice
+	t := s.Chip.AcceleratorPrefix + "-" + s.Topology.String()
+	if !xpkTPUTypes[t] {
+		// xpk's shapes of the same number of chips, to plan with instead
+		var same []string
+		for k := range xpkTPUTypes {
+			shape, ok := strings.CutPrefix(k, s.Chip.AcceleratorPrefix+"-")
+			if ok && strings.Contains(shape, "x") && chips(shape) == s.Chips() {
+				same = append(same, shape)
+			}
+		}
+		slices.Sort(same)
+		want := "xpk (" + xpkCommit + ") has no TPU type of that name"
+		switch {
+		case !hasPrefix(s.Chip.AcceleratorPrefix):
+			want += fmt.Sprintf(" and none for %s: GKE does not offer it", s.Chip.Generation)
+		case len(same) > 0:
+			want += "; plan with --topology " + strings.Join(same, " or ")
+		default:
+			want += fmt.Sprintf(" of %d chips", s.Chips())
+		}
+		return "", unsupported("xpk", "--tpu-type", t, want)
+	}
+	return t, nil
+}
+
+const xpkCommit = "AI-Hypercomputer/xpk@367c8382"
+
+// chips multiplies out a shape, "4x4x8"; 0 if it is not one.
+func chips(shape string) int {
+	n := 1
+	for _, d := range strings.Split(shape, "x") {
+		v, err := strconv.Atoi(d)
+		if err != nil || v < 1 {
+			return 0
+		}
+		n *= v
+	}
+	return n
+}
+
+// hasPrefix reports whether xpk has any TPU type of the prefix.
+func hasPrefix(prefix string) bool {
+	for k := range xpkTPUTypes {
+		if strings.HasPrefix(k, prefix+"-") {
+			return true
+		}
+	}
+	return false
+}
+
+// XPK writes the `xpk workload create` command that launches the plan:
+// its TPU type and slices, the capacity and restarts asked for, and the
+// MaxText trainer with the plan's settings as --command.
+func XPK(w io.Writer, p plan.Plan, o XPKOptions) error {
+	args, err := XPKArgs(p, o)
+	if err != nil {
+		return err
+	}
+	cfg, err := MaxText(p)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, l := range cfg.Comments {
+		fmt.Fprintf(&b, "# %s\n", l)
+	}
+	b.WriteString("# --command has the costed job only: add where it writes (base_output_directory) and what it reads (dataset_type, dataset_path)\n")
+	b.WriteString("xpk workload create")
+	for i := 0; i < len(args); i++ {
+		b.WriteString(" \\\n  " + args[i])
+		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
+			b.WriteString(" " + shellQuote(args[i+1]))
+			i++
+		}
+	}
+	b.WriteString("\n")
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+// XPKArgs are the arguments after `xpk workload create`: each flag
+// followed by its value, if it takes one.
+func XPKArgs(p plan.Plan, o XPKOptions) ([]string, error) {
+	if err := ValidName("--cluster", o.Cluster); err != nil {
+		return nil, err
+	}
+	if err := ValidName("--workload", o.Workload); err != nil {
+		return nil, err
+	}
+	if _, err := ParseCapacity(string(o.Capacity)); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.Capacity == CapacityReservation && o.Reservation == "":
+		return nil, &Error{Target: "xpk", Field: "--capacity", Value: "reservation", Want: "want --reservation NAME too", Err: ErrInvalid}
+	case o.Capacity != CapacityReservation && o.Reservation != "":
+		return nil, &Error{Target: "xpk", Field: "--reservation", Value: strconv.Quote(o.Reservation), Want: fmt.Sprintf("only with --capacity reservation, not %q", o.Capacity), Err: ErrInvalid}
+	case strings.ContainsAny(o.Reservation, " '\"\\\n\t$`") || strings.ContainsAny(o.DockerImage, " '\"\\\n\t$`"):
+		return nil, &Error{Target: "xpk", Field: "--reservation or --docker-image", Value: strconv.Quote(o.Reservation + o.DockerImage), Want: "want a name without spaces, quotes or shell characters", Err: ErrInvalid}
+	case o.MaxRestarts < 0:
+		return nil, &Error{Target: "xpk", Field: "--max-restarts", Value: strconv.Itoa(o.MaxRestarts), Want: "want 0 or more", Err: ErrInvalid}
+	}
+	tpu, err := XPKTPUType(p)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := MaxText(p)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--cluster", o.Cluster, "--workload", o.Workload}
+	if o.DockerImage != "" {
+		args = append(args, "--docker-image", o.DockerImage)
+	}
+	args = append(args, "--tpu-type", tpu, "--num-slices", strconv.Itoa(p.Request.Multislice.Slices))
+	switch o.Capacity {
+	case CapacityReservation:
+		args = append(args, "--reservation", o.Reservation)
+	case CapacityDefault:
+	default:
+		args = append(args, "--"+string(o.Capacity))
+	}
+	args = append(args, "--max-restarts", strconv.Itoa(o.MaxRestarts))
+	cmd := TrainModule + " run_name=" + o.Workload + " " + strings.Join(cfg.Args(), " ")
+	return append(args, "--command", cmd), nil
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,176 @@
+package export
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"shardlab/hw"
+	"shardlab/plan"
+)
+
+// TestXPKFlagsAreXPKs: every flag the export writes is one `xpk workload
+// create` defines, its --tpu-type one xpk accepts, and its --command the
+// MaxText trainer with the plan's settings.
+func TestXPKFlagsAreXPKs(t *testing.T) {
+	flags := readList(t, "testdata/xpk-workload-create-flags.txt")
+	keys := readList(t, "testdata/maxtext-base-keys.txt")
+	types := readList(t, "xpk-tpu-types.txt")
+	opts := []XPKOptions{
+		{Cluster: "c", Workload: "w"},
+		{Cluster: "my-cluster", Workload: "llama-70b", DockerImage: "gcr.io/p/maxtext:latest", Capacity: CapacityReservation, Reservation: "res-1", MaxRestarts: 5},
+		{Cluster: "c", Workload: "w", Capacity: CapacitySpot},
+		{Cluster: "c", Workload: "w", Capacity: CapacityOnDemand},
+		{Cluster: "c", Workload: "w", Capacity: CapacityFlex},
+	}
+	for i, tt := range exportCases {
+		p := search(t, tt.edit)
+		o := opts[i%len(opts)]
+		args, err := XPKArgs(p, o)
+		if g := p.Request.Multislice.Slice.Chip.Generation; g == hw.V2 || g == hw.V3 {
+			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "GKE does not offer") {
+				t.Errorf("%s: XPKArgs error %v, want ErrUnsupported: xpk has no %s", tt.name, err, g)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		got := map[string]string{}
+		for j := 0; j < len(args); j++ {
+			f := args[j]
+			if !strings.HasPrefix(f, "--") || !flags[f] {
+				t.Errorf("%s: %q is not a flag of xpk workload create", tt.name, f)
+				continue
+			}
+			if j+1 < len(args) && !strings.HasPrefix(args[j+1], "--") {
+				got[f] = args[j+1]
+				j++
+			} else {
+				got[f] = ""
+			}
+		}
+		if !types[got["--tpu-type"]] {
+			t.Errorf("%s: --tpu-type %q is not one xpk accepts", tt.name, got["--tpu-type"])
+		}
+		if want := p.Request.Multislice.Slice.Chip.AcceleratorPrefix + "-" + p.Request.Multislice.Slice.Topology.String(); got["--tpu-type"] != want {
+			t.Errorf("%s: --tpu-type %q, want the topology form %q", tt.name, got["--tpu-type"], want)
+		}
+		if got["--num-slices"] != strconv.Itoa(p.Request.Multislice.Slices) || got["--cluster"] != o.Cluster || got["--workload"] != o.Workload ||
+			got["--max-restarts"] != strconv.Itoa(o.MaxRestarts) {
+			t.Errorf("%s: args %q do not carry the slices and options %+v", tt.name, args, o)
+		}
+		capacity := 0
+		for _, c := range Capacities() {
+			if _, ok := got["--"+string(c)]; ok {
+				capacity++
+				if c != o.Capacity || c == CapacityReservation && got["--reservation"] != o.Reservation {
+					t.Errorf("%s: --%s written for capacity %q", tt.name, c, o.Capacity)
+				}
+			}
+		}
+		if want := min(len(o.Capacity), 1); capacity != want {
+			t.Errorf("%s: %d capacity flags for capacity %q, want %d", tt.name, capacity, o.Capacity, want)
+		}
+		cfg, err := MaxText(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := TrainModule + " run_name=" + o.Workload + " " + strings.Join(cfg.Args(), " "); got["--command"] != want {
+			t.Errorf("%s: --command %q,\nwant %q", tt.name, got["--command"], want)
+		}
+		for _, a := range strings.Fields(strings.TrimPrefix(got["--command"], TrainModule)) {
+			if k, _, _ := strings.Cut(a, "="); !keys[k] {
+				t.Errorf("%s: --command sets %q, which is not in MaxText's base.yml", tt.name, k)
+			}
+		}
+		var b strings.Builder
+		if err := XPK(&b, p, o); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "xpk workload create \\\n") || !strings.Contains(b.String(), "--command '"+got["--command"]+"'\n") {
+			t.Errorf("%s: the shell command does not quote --command:\n%s", tt.name, b.String())
+		}
+	}
+}
+
+func TestXPKRefuses(t *testing.T) {
+	p := search(t, exportCases[4].edit) // v5p
+	ok := XPKOptions{Cluster: "c", Workload: "w"}
+	for _, tt := range []struct {
+		name string
+		edit func(*XPKOptions)
+		want []string
+	}{
+		{"no cluster", func(o *XPKOptions) { o.Cluster = "" }, []string{"--cluster", `""`}},
+		{"bad workload", func(o *XPKOptions) { o.Workload = "Llama_70B" }, []string{"--workload", `"Llama_70B"`, "lower-case"}},
+		{"long workload", func(o *XPKOptions) { o.Workload = strings.Repeat("a", 41) }, []string{"--workload", "40"}},
+		{"bad capacity", func(o *XPKOptions) { o.Capacity = "preemptible" }, []string{"capacity", `"preemptible"`, "reservation, spot, on-demand, flex"}},
+		{"reservation unnamed", func(o *XPKOptions) { o.Capacity = CapacityReservation }, []string{"--capacity reservation", "--reservation NAME"}},
+		{"reservation with spot", func(o *XPKOptions) { o.Capacity, o.Reservation = CapacitySpot, "r" }, []string{"--reservation", `"spot"`}},
+		{"shell in image", func(o *XPKOptions) { o.DockerImage = "img; rm -rf /" }, []string{"--docker-image", "shell"}},
+		{"negative restarts", func(o *XPKOptions) { o.MaxRestarts = -1 }, []string{"--max-restarts", "-1"}},
+	} {
+		o := ok
+		tt.edit(&o)
+		_, err := XPKArgs(p, o)
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: error %v, want ErrInvalid", tt.name, err)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", tt.name, err, w)
+			}
+		}
+	}
+	if _, err := XPKArgs(p, ok); err != nil {
+		t.Errorf("XPKArgs(%+v) = %v", ok, err)
+	}
+	// xpk lists TPU7x shapes with dimensions in increasing order
+	// (generate_tpu_topologies); the error names the one to plan with
+	turned := search(t, func(o *plan.Options) { o.Model, o.TPU, o.Topology = "llama3-8b", "tpu7x-128", "8x4x4" })
+	if _, err := XPKArgs(turned, ok); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "tpu7x-8x4x4") || !strings.Contains(err.Error(), "--topology 4x4x8") {
+		t.Errorf("XPKArgs on tpu7x 8x4x4 = %v, want ErrUnsupported naming --topology 4x4x8", err)
+	}
+}
+
+func FuzzParseCapacity(f *testing.F) {
+	for _, s := range []string{"", "spot", "ON-DEMAND", " flex ", "reservation", "preemptible", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseCapacity(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), strconv.Quote(s)) {
+				t.Errorf("ParseCapacity(%q) error %q does not name the value", s, err)
+			}
+			return
+		}
+		if again, err := ParseCapacity(string(c)); err != nil || again != c {
+			t.Errorf("ParseCapacity(%q) = %q, which reads back as %q, %v", s, c, again, err)
+		}
+	})
+}
+
+func FuzzValidName(f *testing.F) {
+	for _, s := range []string{"a", "my-cluster", "a-", "-a", "A", strings.Repeat("a", 40), strings.Repeat("a", 41), "a'b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := ValidName("--cluster", s)
+		// xpk's name_type, spelt out a second way
+		valid := len(s) >= 1 && len(s) <= 40 && s[0] >= 'a' && s[0] <= 'z' && s[len(s)-1] != '-'
+		for _, r := range s {
+			valid = valid && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-')
+		}
+		if valid != (err == nil) {
+			t.Errorf("ValidName(%q) = %v, want valid %v", s, err, valid)
+		}
+		if err == nil && shellQuote(s) != s {
+			t.Errorf("valid name %q needs shell quoting", s)
+		}
+	})
+}
