@@ -15,6 +15,12 @@ import (
 // a training plan, so it is advised for MaxText, and says which of its
 // choices MaxText cannot run.
 
+// Framework is a training framework a plan can be limited to.
+type Framework string
+
+// FrameworkMaxText limits the search to what MaxText runs.
+const FrameworkMaxText Framework = "maxtext"
+
 // maxTextSchedule is the schedule MaxText runs for a pipeline that asks
 // for k, and whether it is k itself. MaxText's pipeline is one scan over
 // iterations whose backward pass is autodiff of the forward scan

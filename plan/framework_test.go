@@ -4,8 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/schedule"
+	"shardlab/unit"
 )
 
 func TestFrameworkNotesNameWhatMaxTextCannotRun(t *testing.T) {
@@ -42,5 +44,54 @@ func TestFrameworkNotesNameWhatMaxTextCannotRun(t *testing.T) {
 	}
 	if got := reasons(p); !strings.Contains(got, "framework: MaxText") || strings.Contains(got, "MaxText cannot run") {
 		t.Errorf("no pipeline: reasons\n%s", got)
+	}
+}
+
+func TestFrameworkMaxTextSearchesOnlyItsSchedules(t *testing.T) {
+	// The slow-DCN case pipelines across slices; limited to MaxText, the
+	// search keeps to GPipe and circular, and names no schedule MaxText
+	// cannot run.
+	r := request(t, "llama3-70b", "tpu7x-128", 2, 256)
+	r.Seq = 1024
+	ms, err := hw.NewMultislice(r.Multislice.Slice, 2, unit.BitsPerSecond(25e9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Multislice = ms
+	r.Framework = FrameworkMaxText
+	r.Top = 10
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipelined := 0
+	for _, c := range append(p.Top, p.Alternatives...) {
+		e := c.Estimate
+		if e.Mesh.Size(mesh.Pipeline) <= 1 {
+			continue
+		}
+		pipelined++
+		if k := e.Job.Schedule; k != schedule.GPipe && k != schedule.Circular {
+			t.Errorf("%s: schedule %s, which MaxText does not run", e.Mesh, k)
+		}
+	}
+	if pipelined == 0 {
+		t.Fatal("no pipelined layout to check")
+	}
+	if strings.Contains(reasons(p), "MaxText cannot run") {
+		t.Errorf("reasons:\n%s", reasons(p))
+	}
+}
+
+func TestFrameworkOption(t *testing.T) {
+	o := DefaultOptions()
+	o.Framework = "megatron"
+	if _, err := ParseRequest(o); err == nil || !strings.Contains(err.Error(), `"megatron", want maxtext`) {
+		t.Errorf("framework megatron: %v", err)
+	}
+	o = DefaultOptions()
+	o.Framework, o.Schedule = "maxtext", "1f1b"
+	if _, err := ParseRequest(o); err == nil || !strings.Contains(err.Error(), "gpipe") {
+		t.Errorf("maxtext with 1f1b: %v", err)
 	}
 }

@@ -31,6 +31,7 @@ const (
 	OptionRematCustom      Option = "remat_custom"
 	OptionSchedule         Option = "schedule"
 	OptionChunks           Option = "chunks"
+	OptionFramework        Option = "framework"
 	OptionPrecision        Option = "precision"
 	OptionQuantization     Option = "quantization"
 	OptionAttention        Option = "attention"
@@ -53,7 +54,7 @@ var optionWords = [...]struct {
 	{OptionModel, "model"}, {OptionTPU, "TPU"}, {OptionTopology, "topology"}, {OptionSlices, "slices"},
 	{OptionDCNGbps, "DCN Gbit/s"}, {OptionSeq, "sequence length"}, {OptionGlobalBatch, "global batch"},
 	{OptionMaxGlobalBatch, "max global batch"}, {OptionMesh, "mesh"}, {OptionRemat, "remat policy"},
-	{OptionRematCustom, "custom remat"}, {OptionSchedule, "pipeline schedule"}, {OptionChunks, "chunks"},
+	{OptionRematCustom, "custom remat"}, {OptionSchedule, "pipeline schedule"}, {OptionFramework, "framework"}, {OptionChunks, "chunks"},
 	{OptionPrecision, "precision"}, {OptionQuantization, "quantization"}, {OptionAttention, "attention"},
 	{OptionOptimizerOffload, "optimizer offload"}, {OptionParameterOffload, "parameter offload"},
 	{OptionVocabTiles, "vocab tiles"}, {OptionEfficiency, "efficiency"}, {OptionHBMHeadroom, "HBM headroom"},

@@ -60,6 +60,11 @@ type Options struct {
 	// circular); "" searches gpipe, 1f1b and interleaved with 2 and 4
 	// chunks.
 	Schedule string `json:"schedule"`
+	// Framework limits the search to what a framework runs: "" (any) or
+	// "maxtext", whose pipelines are GPipe and circular only (its backward
+	// pass is autodiff of a forward scan; maxtext issue #752), so the
+	// search tries gpipe and circular with 2 and 4 chunks.
+	Framework string `json:"framework"`
 	// Chunks is the chunks of layers per pipeline device of the
 	// interleaved and circular schedules; 0 takes 2 for interleaved and 1
 	// for circular.
@@ -246,6 +251,16 @@ func parseSchedule(r *Request, o Options) error {
 		if r.Schedule, err = schedule.ParseKind(o.Schedule); err != nil {
 			return refuseErr(OptionSchedule, o.Schedule, err)
 		}
+	}
+	switch strings.ToLower(strings.TrimSpace(o.Framework)) {
+	case "", "any":
+	case "maxtext":
+		r.Framework = FrameworkMaxText
+		if _, ok := maxTextSchedule(r.Schedule); r.Schedule != "" && !ok {
+			return refuse(OptionSchedule, string(r.Schedule), nil, " %s: MaxText runs its pipelines GPipe-style or circularly (maxtext issue #752), want {schedule} gpipe or {schedule} circular", r.Schedule)
+		}
+	default:
+		return refuse(OptionFramework, o.Framework, nil, " %q, want maxtext or empty (any schedule)", o.Framework)
 	}
 	chunks := strconv.Itoa(o.Chunks)
 	switch {

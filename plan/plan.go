@@ -54,6 +54,9 @@ type Request struct {
 	// and 4 chunks.
 	Schedule schedule.Kind
 	Chunks   int
+	// Framework, when FrameworkMaxText, searches only the schedules
+	// MaxText runs.
+	Framework Framework
 	// Precision is the bytes of each piece of state; the zero Precision,
 	// which no job can have, means cost.MaxTextPrecision.
 	Precision    cost.Precision
@@ -402,10 +405,17 @@ func (s *searcher) layout(m mesh.Mesh) {
 	}
 	scheds := []sched{{s.req.Schedule, max(s.req.Chunks, 1)}}
 	if p > 1 && s.req.Schedule == "" {
-		scheds = []sched{{schedule.GPipe, 1}, {schedule.OneFOneB, 1}}
+		one, chunked := schedule.OneFOneB, schedule.Interleaved
+		if s.req.Framework == FrameworkMaxText {
+			one, chunked = "", schedule.Circular
+		}
+		scheds = []sched{{schedule.GPipe, 1}}
+		if one != "" {
+			scheds = append(scheds, sched{one, 1})
+		}
 		for _, v := range []int{2, 4} {
 			if s.req.Model.Layers%(p*v) == 0 {
-				scheds = append(scheds, sched{schedule.Interleaved, v})
+				scheds = append(scheds, sched{chunked, v})
 			}
 		}
 	}

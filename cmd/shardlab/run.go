@@ -276,6 +276,12 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 	fs.BoolVar(&o.ParameterOffload, "parameter-offload", d.ParameterOffload, "keep the parameters in host memory (MaxText parameter_memory_host_offload)")
 	intVar(fs, &o.VocabTiles, "vocab-tiles", d.VocabTiles, 1, plan.MaxVocabTiles, "", "split the logits and loss into this many chunks (MaxText num_vocab_tiling)")
 	choiceVar(fs, &o.Schedule, "schedule", d.Schedule, []string{"gpipe", "1f1b", "interleaved", "circular"}, parseSchedule, "pipeline schedule (default: search gpipe, 1f1b and interleaved with 2 and 4 chunks)")
+	if export {
+		// An export runs on MaxText: search only what it runs.
+		o.Framework = string(plan.FrameworkMaxText)
+	} else {
+		choiceVar(fs, &o.Framework, "framework", d.Framework, []string{"maxtext"}, nil, "search only what this framework runs: maxtext (gpipe and circular pipelines; default: every schedule)")
+	}
 	intVar(fs, &o.Chunks, "chunks", d.Chunks, 0, plan.MaxChunks, "0: 2 for interleaved, 1 for circular", "chunks of layers per pipeline device (interleaved; circular: MaxText num_pipeline_repeats)")
 	choiceVar(fs, &o.Precision, "precision", d.Precision, []string{"maxtext", "bf16", "zero"}, nil, "maxtext (weight_dtype float32: fp32 weights, grads and Adam moments, 16 B/param), bf16 (weight_dtype bfloat16: 8 B/param) or zero (bf16 weights and grads, fp32 master and moments, 16 B/param)")
 	floatVar(fs, &o.Efficiency, "efficiency", d.Efficiency, floatFlag{lo: plan.MinEfficiency, hi: 1, zero: "the generation's calibrated value"}, "residual efficiency of the matmuls after their MXU shapes")
