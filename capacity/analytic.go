@@ -102,3 +102,37 @@ func SparesFor(need int, p, conf float64, limit int) int {
 	}
 	return -1
 }
+
+// Expectation is the analytic goodput of a job on its chips, before any
+// reservation is chosen: failures at the default chip rate over all its
+// chips, spares always at hand (managed capacity replaces a failed
+// machine), checkpoints written and read by every host in parallel at the
+// default storage bandwidth, each restart paying recovery, startup and a
+// restore, and Daly's checkpoint interval.
+type Expectation struct {
+	FailuresPerHour float64       `json:"job_failures_per_hour"`
+	Save            time.Duration `json:"-"`
+	Restart         time.Duration `json:"-"`
+	Interval        time.Duration `json:"-"`
+	Goodput         float64       `json:"goodput_fraction"`
+	// TimeToTrain is the wall-clock time to train Tokens tokens at the
+	// job's throughput times the goodput.
+	Tokens      float64       `json:"tokens"`
+	TimeToTrain time.Duration `json:"-"`
+}
+
+// Expect computes the expectation for job on chips chips and hosts hosts,
+// to train tokens tokens.
+func Expect(job Job, chips, hosts int, tokens float64) Expectation {
+	rate := DefaultChipFailuresPerHour * float64(chips)
+	save := CheckpointTime(job.Checkpoint, hosts, DefaultStoragePerHost)
+	restart := DefaultRecovery + DefaultStartup + save
+	mtbf := time.Duration(float64(time.Hour) / rate)
+	interval := Daly(save, mtbf)
+	g := ExpectedGoodput(interval, save, restart, rate)
+	e := Expectation{FailuresPerHour: rate, Save: save, Restart: restart, Interval: interval, Goodput: g, Tokens: tokens}
+	if job.TokensPerSecond > 0 && g > 0 {
+		e.TimeToTrain = time.Duration(tokens / (job.TokensPerSecond * g) * float64(time.Second))
+	}
+	return e
+}

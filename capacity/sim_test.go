@@ -299,3 +299,35 @@ func BenchmarkYear(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*365/b.Elapsed().Seconds(), "sim-days/s")
 }
+
+func TestExpectByHand(t *testing.T) {
+	// 9,216 chips at 419/(54·24·16384) failures per chip-hour: 4.37 job
+	// failures an hour, an MTBF of 823 s. A 1 TB checkpoint over 2,304
+	// hosts at the default storage bandwidth, Daly's interval and the
+	// renewal-reward goodput, each from its own formula.
+	job := Job{TokensPerSecond: 1e7, Checkpoint: 1e12}
+	e := Expect(job, 9216, 2304, 1e12)
+	rate := 419.0 / (54 * 24 * 16384) * 9216
+	if math.Abs(e.FailuresPerHour-rate)/rate > 1e-12 {
+		t.Errorf("failures per hour %v, want %v", e.FailuresPerHour, rate)
+	}
+	secs := 1e12 / (float64(DefaultStoragePerHost) * 2304)
+	save := time.Duration(secs * 1e9)
+	if d := e.Save - save; d < -time.Microsecond || d > time.Microsecond {
+		t.Errorf("save %v, want %v", e.Save, save)
+	}
+	if e.Restart != DefaultRecovery+DefaultStartup+e.Save {
+		t.Errorf("restart %v", e.Restart)
+	}
+	mtbf := time.Duration(float64(time.Hour) / rate)
+	if e.Interval != Daly(e.Save, mtbf) {
+		t.Errorf("interval %v, want Daly's %v", e.Interval, Daly(e.Save, mtbf))
+	}
+	if g := ExpectedGoodput(e.Interval, e.Save, e.Restart, rate); g != e.Goodput || g <= 0 || g >= 1 {
+		t.Errorf("goodput %v, want %v in (0, 1)", e.Goodput, g)
+	}
+	want := 1e12 / (1e7 * e.Goodput)
+	if got := e.TimeToTrain.Seconds(); math.Abs(got-want)/want > 1e-9 {
+		t.Errorf("time to train %v s, want %v s", got, want)
+	}
+}

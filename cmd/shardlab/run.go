@@ -245,6 +245,10 @@ type planFlags struct {
 	// --topology, the command shows plan's built-in examples.
 	model, tpu string
 	json       bool
+	// goodput adds the expected goodput (package capacity) for tokens
+	// tokens to each plan.
+	goodput bool
+	tokens  float64
 }
 
 // newPlanFlags defines the flags of plan, or of an export, which
@@ -292,6 +296,8 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 		durationVar(fs, &o.ExampleCost, "example-cost", d.ExampleCost, 0, plan.MaxExampleCost, "0: skip the check",
 			"host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed")
 		fs.BoolVar(&f.json, "json", false, "print JSON")
+		fs.BoolVar(&f.goodput, "goodput", false, "add the expected goodput: failures at the default chip rate, Daly's checkpoint interval, time to train --tokens")
+		floatVar(fs, &f.tokens, "tokens", 1e12, floatFlag{lo: 1, hi: 1e16}, "tokens to train, for --goodput's time to train")
 	}
 	return fs, &f
 }
@@ -331,7 +337,15 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := writePlans(stdout, plans, f.json); err != nil {
+	if set := setFlags(fs); set["tokens"] && !f.goodput {
+		return bad("plan: --tokens %g needs --goodput", f.tokens)
+	}
+	if f.goodput {
+		err = writeGoodputPlans(stdout, plans, f.json, f.tokens)
+	} else {
+		err = writePlans(stdout, plans, f.json)
+	}
+	if err != nil {
 		return err
 	}
 	for _, p := range plans {

@@ -360,3 +360,18 @@ func TestIgnoredInput(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanGoodput(t *testing.T) {
+	out, errOut, code := runCmd("plan", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--goodput", "--tokens", "1e9")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"Goodput (expected", "checkpoint every", "(Daly)", "goodput 9", "1e+09 tokens in"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan --goodput lacks %q:\n%s", want, out)
+		}
+	}
+	if _, errOut, code := runCmd("plan", "--tokens", "1e9"); code != 2 || !strings.Contains(errOut, "--tokens 1e+09 needs --goodput") {
+		t.Errorf("--tokens without --goodput: exit %d, %q", code, errOut)
+	}
+}

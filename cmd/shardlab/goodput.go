@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"shardlab/capacity"
+	"shardlab/plan"
+	"shardlab/unit"
+)
+
+// goodputJSON is plan --goodput's addition to a plan's JSON.
+type goodputJSON struct {
+	capacity.Expectation
+	SaveS        float64 `json:"checkpoint_save_s"`
+	RestartS     float64 `json:"restart_s"`
+	IntervalS    float64 `json:"checkpoint_interval_s"`
+	TimeToTrainS float64 `json:"time_to_train_s"`
+}
+
+// planWithGoodput is a plan's JSON with its expected goodput.
+type planWithGoodput struct {
+	plan.JSON
+	Goodput goodputJSON `json:"goodput"`
+}
+
+// expectOf is the analytic goodput of a plan's chosen layout.
+func expectOf(p plan.Plan, tokens float64) capacity.Expectation {
+	m := p.Best.Estimate.Mesh
+	chips := m.Chips()
+	return capacity.Expect(capacity.JobOf(p), chips, chips/m.Multislice.Slice.Chip.Host.Chips, tokens)
+}
+
+func writeGoodputPlans(w io.Writer, plans []plan.Plan, asJSON bool, tokens float64) error {
+	if asJSON {
+		out := make([]planWithGoodput, len(plans))
+		for i, p := range plans {
+			e := expectOf(p, tokens)
+			out[i] = planWithGoodput{JSON: p.JSON(flagName), Goodput: goodputJSON{Expectation: e, SaveS: e.Save.Seconds(),
+				RestartS: e.Restart.Seconds(), IntervalS: e.Interval.Seconds(), TimeToTrainS: e.TimeToTrain.Seconds()}}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if len(out) == 1 {
+			return enc.Encode(out[0])
+		}
+		return enc.Encode(out)
+	}
+	for i, p := range plans {
+		if i > 0 {
+			fmt.Fprintln(w, "\n"+strings.Repeat("=", 72)+"\n")
+		}
+		if err := p.WriteText(w, flagName); err != nil {
+			return err
+		}
+		e := expectOf(p, tokens)
+		fmt.Fprintf(w, "\nGoodput (expected; shardlab capacity simulates a reservation):\n")
+		fmt.Fprintf(w, "  %.2f job failures a day over %s (Llama 3's rate per chip, an assumption), spares at hand\n",
+			24*e.FailuresPerHour, unit.Plural(p.Best.Estimate.Mesh.Chips(), "chip"))
+		fmt.Fprintf(w, "  checkpoint save %v, restart %v; checkpoint every %v of work (Daly)\n",
+			unit.Seconds(e.Save.Seconds()), unit.Seconds(e.Restart.Seconds()), unit.Seconds(e.Interval.Seconds()))
+		fmt.Fprintf(w, "  goodput %.1f%%: %.3g tokens in %s\n", 100*e.Goodput, e.Tokens, days(e.TimeToTrain.Seconds()))
+	}
+	return nil
+}
+
+// days spells a duration in days, or hours below two days.
+func days(s float64) string {
+	if s < 2*86400 {
+		return fmt.Sprintf("%.1f hours", s/3600)
+	}
+	return fmt.Sprintf("%.1f days", s/86400)
+}
