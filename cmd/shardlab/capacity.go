@@ -211,7 +211,13 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	// the simulated optimum: a sweep of intervals over 8 seeds each
 	bestAt, best := cfg.Interval, -1.0
 	sweep := cfg
+	var intervals []time.Duration
 	for iv := 5 * time.Minute; iv <= 24*time.Hour; iv = iv * 5 / 4 {
+		intervals = append(intervals, iv)
+	}
+	bar := newBar(stderr, len(intervals))
+	for _, iv := range intervals {
+		bar.tick("interval sweep")
 		sweep.Interval = iv
 		sum := 0.0
 		for s := range uint64(8) {
@@ -226,6 +232,7 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 			best, bestAt = g, iv
 		}
 	}
+	bar.done()
 	side := otherMode(f, slice, mode, cfg)
 	sbRate := f.chipRate * float64(res.Hierarchy.SubBlockChips())
 	avail := capacity.Availability(sbRate, f.repair)
