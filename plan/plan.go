@@ -14,7 +14,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"strings"
 	"time"
 
@@ -57,6 +60,9 @@ type Request struct {
 	// Framework, when FrameworkMaxText, searches only the schedules
 	// MaxText runs.
 	Framework Framework
+	// Workers is how many goroutines cost layouts (0: one per CPU). The
+	// plan is the same for every count.
+	Workers int
 	// Precision is the bytes of each piece of state; the zero Precision,
 	// which no job can have, means cost.MaxTextPrecision.
 	Precision    cost.Precision
@@ -294,20 +300,94 @@ type searcher struct {
 	unfit *Candidate
 }
 
-// keepUnfit costs a requested layout that does not fit, at the request's
-// batch or the smallest one, so the plan can show by how much it misses.
-func (s *searcher) keepUnfit(j cost.Job, m mesh.Mesh) {
-	j.GlobalBatch = s.req.GlobalBatch
+// worker costs meshes with its own estimator (whose caches are not safe to
+// share).
+type worker struct {
+	req  Request
+	est  *cost.Estimator
+	keep int
+}
+
+// outcome is what costing one mesh found: it is merged into the searcher
+// in the order the meshes were enumerated, so the plan does not depend on
+// how many workers ran or how they were scheduled.
+type outcome struct {
+	tier      Tier
+	evaluated int
+	rejected  []cost.Reason
+	offers    []Candidate // the mesh's best keep, best first
+	unfit     *Candidate
+}
+
+// meshBatch is how many meshes are costed before their outcomes are
+// merged, which bounds the memory the outcomes hold.
+const meshBatch = 256
+
+// run costs the meshes on Request.Workers goroutines (0: one per CPU) and
+// merges their outcomes in order.
+func (s *searcher) run(meshes []mesh.Mesh) {
+	n := s.req.Workers
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	n = max(1, min(n, len(meshes)))
+	workers := make([]*worker, n)
+	for i := range workers {
+		workers[i] = &worker{req: s.req, est: cost.NewEstimator(), keep: s.keep}
+	}
+	outs := make([]outcome, min(meshBatch, len(meshes)))
+	for lo := 0; lo < len(meshes); lo += meshBatch {
+		batch := meshes[lo:min(lo+meshBatch, len(meshes))]
+		if n == 1 {
+			for i, m := range batch {
+				outs[i] = workers[0].layout(m)
+			}
+		} else {
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for _, w := range workers {
+				wg.Go(func() {
+					for i := int(next.Add(1) - 1); i < len(batch); i = int(next.Add(1) - 1) {
+						outs[i] = w.layout(batch[i])
+					}
+				})
+			}
+			wg.Wait()
+		}
+		for i := range batch {
+			s.merge(outs[i])
+			outs[i] = outcome{}
+		}
+	}
+}
+
+// merge adds one mesh's outcome, as costing it in place would have.
+func (s *searcher) merge(o outcome) {
+	s.evaluated += o.evaluated
+	for _, r := range o.rejected {
+		s.rejected[o.tier][r]++
+	}
+	for _, c := range o.offers {
+		s.offer(c)
+	}
+	if o.unfit != nil && (s.unfit == nil || o.unfit.Estimate.Memory.Total() < s.unfit.Estimate.Memory.Total()) {
+		s.unfit = o.unfit
+	}
+}
+
+// unfitCandidate costs a requested layout that does not fit, at the
+// request's batch or the smallest one, so the plan can show by how much it
+// misses.
+func (w *worker) unfitCandidate(j cost.Job, m mesh.Mesh) *Candidate {
+	j.GlobalBatch = w.req.GlobalBatch
 	if j.GlobalBatch == 0 {
 		j.GlobalBatch = m.Size(mesh.Data) * m.Size(mesh.FSDP) * j.MicroBatches
 	}
-	est, err := s.est.Estimate(j, m)
+	est, err := w.est.Estimate(j, m)
 	if err != nil {
-		return
+		return nil
 	}
-	if s.unfit == nil || est.Memory.Total() < s.unfit.Estimate.Memory.Total() {
-		s.unfit = &Candidate{Estimate: est, Tier: TierOf(m)}
-	}
+	return &Candidate{Estimate: est, Tier: TierOf(m)}
 }
 
 // Search plans the request: on its multislice, or, when the request holds
@@ -320,7 +400,7 @@ func Search(r Request) (Plan, error) {
 	if err := r.defaults(); err != nil {
 		return Plan{}, err
 	}
-	s := &searcher{req: r, est: cost.NewEstimator(), keep: r.Top,
+	s := &searcher{req: r, keep: r.Top,
 		rejected: map[Tier]map[cost.Reason]int{}, refusedDCN: map[cost.Reason]int{}, best: map[Tier][]Candidate{}}
 	for _, t := range tiers(r.Multislice.Slices) {
 		s.rejected[t] = map[cost.Reason]int{}
@@ -330,7 +410,7 @@ func Search(r Request) (Plan, error) {
 		if err != nil {
 			return Plan{}, err
 		}
-		s.layout(m)
+		s.run([]mesh.Mesh{m})
 		if s.unfit != nil && len(s.best[s.unfit.Tier]) == 0 {
 			// nothing fits: show the layout asked for, costed in full
 			s.best[s.unfit.Tier] = []Candidate{*s.unfit}
@@ -348,6 +428,7 @@ func (s *searcher) enumerate() {
 	spec := s.req.Model
 	ici := factorizations(ms.Slice.Chips(), mesh.NumAxes)
 	dcn := factorizations(ms.Slices, mesh.NumAxes)
+	var meshes []mesh.Mesh
 	for _, dn := range dcn {
 		refused := false
 		for _, a := range mesh.All() {
@@ -383,30 +464,32 @@ func (s *searcher) enumerate() {
 			if err != nil {
 				panic(fmt.Sprintf("plan: factorization %v x %v rejected: %v", in, dn, err))
 			}
-			s.layout(m)
+			meshes = append(meshes, m)
 		}
 	}
+	s.run(meshes)
 }
 
 // layout costs one mesh over its micro-batch counts and remat policies.
-func (s *searcher) layout(m mesh.Mesh) {
+func (w *worker) layout(m mesh.Mesh) outcome {
+	out := outcome{tier: TierOf(m)}
 	p := m.Size(mesh.Pipeline)
 	micro := []int{1}
 	if p > 1 {
 		micro = []int{p, 2 * p, 4 * p, 8 * p}
 	}
 	remats := cost.SearchRemats()
-	if s.req.Remat != "" {
-		remats = []cost.Remat{s.req.Remat}
+	if w.req.Remat != "" {
+		remats = []cost.Remat{w.req.Remat}
 	}
 	type sched struct {
 		k schedule.Kind
 		v int
 	}
-	scheds := []sched{{s.req.Schedule, max(s.req.Chunks, 1)}}
-	if p > 1 && s.req.Schedule == "" {
+	scheds := []sched{{w.req.Schedule, max(w.req.Chunks, 1)}}
+	if p > 1 && w.req.Schedule == "" {
 		one, chunked := schedule.OneFOneB, schedule.Interleaved
-		if s.req.Framework == FrameworkMaxText {
+		if w.req.Framework == FrameworkMaxText {
 			one, chunked = "", schedule.Circular
 		}
 		scheds = []sched{{schedule.GPipe, 1}}
@@ -414,7 +497,7 @@ func (s *searcher) layout(m mesh.Mesh) {
 			scheds = append(scheds, sched{one, 1})
 		}
 		for _, v := range []int{2, 4} {
-			if s.req.Model.Layers%(p*v) == 0 {
+			if w.req.Model.Layers%(p*v) == 0 {
 				scheds = append(scheds, sched{chunked, v})
 			}
 		}
@@ -422,39 +505,42 @@ func (s *searcher) layout(m mesh.Mesh) {
 	for _, sc := range scheds {
 		for _, mb := range micro {
 			for _, r := range remats {
-				s.try(m, sc.k, sc.v, mb, r)
+				w.try(&out, m, sc.k, sc.v, mb, r)
 			}
 		}
 	}
+	return out
 }
 
 // try costs one mesh with one schedule, micro-batch count and policy.
-func (s *searcher) try(m mesh.Mesh, k schedule.Kind, v, mb int, r cost.Remat) {
-	s.evaluated++
-	j := s.req.job()
+func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r cost.Remat) {
+	out.evaluated++
+	j := w.req.job()
 	if k != "" {
 		j.Schedule, j.Chunks = k, v
 	}
 	j.MicroBatches = mb
 	j.Remat = r
-	c, reason := s.fit(j, m)
-	if reason == cost.ReasonHBM && s.req.Axes != nil {
-		s.keepUnfit(j, m)
+	c, reason := w.fit(j, m)
+	if reason == cost.ReasonHBM && w.req.Axes != nil {
+		if u := w.unfitCandidate(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
+			out.unfit = u
+		}
 	}
 	if reason != "" {
-		s.rejected[TierOf(m)][reason]++
+		out.rejected = append(out.rejected, reason)
 		return
 	}
-	s.offer(c)
+	out.offers = offer(out.offers, c, w.keep)
 }
 
 // fit picks the global batch (the request's, or the largest that fits HBM
 // within the limit) and costs the step.
-func (s *searcher) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
+func (w *worker) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * j.MicroBatches
 	try := func(b int) (cost.Memory, cost.Reason) {
 		j.GlobalBatch = b
-		mem, err := s.est.Memory(j, m)
+		mem, err := w.est.Memory(j, m)
 		if err != nil {
 			var inf *cost.Infeasible
 			if errors.As(err, &inf) {
@@ -467,13 +553,13 @@ func (s *searcher) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 		}
 		return mem, ""
 	}
-	if s.req.GlobalBatch > 0 {
-		j.GlobalBatch = s.req.GlobalBatch
+	if w.req.GlobalBatch > 0 {
+		j.GlobalBatch = w.req.GlobalBatch
 		if _, why := try(j.GlobalBatch); why != "" {
 			return Candidate{}, why
 		}
 	} else {
-		hi := s.req.MaxGlobalBatch / shards
+		hi := w.req.MaxGlobalBatch / shards
 		if hi < 1 {
 			return Candidate{}, ReasonBatchLimit
 		}
@@ -491,7 +577,7 @@ func (s *searcher) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 		}
 		j.GlobalBatch = lo * shards
 	}
-	est, err := s.est.Estimate(j, m)
+	est, err := w.est.Estimate(j, m)
 	if err != nil {
 		var inf *cost.Infeasible
 		if errors.As(err, &inf) {
@@ -525,18 +611,22 @@ func better(a, b Candidate) bool {
 }
 
 func (s *searcher) offer(c Candidate) {
-	list := s.best[c.Tier]
+	s.best[c.Tier] = offer(s.best[c.Tier], c, s.keep)
+}
+
+// offer inserts c into list, best first, keeping at most keep.
+func offer(list []Candidate, c Candidate, keep int) []Candidate {
 	i := sort.Search(len(list), func(i int) bool { return better(c, list[i]) })
-	if i >= s.keep {
-		return
+	if i >= keep {
+		return list
 	}
 	list = append(list, Candidate{})
 	copy(list[i+1:], list[i:])
 	list[i] = c
-	if len(list) > s.keep {
-		list = list[:s.keep]
+	if len(list) > keep {
+		list = list[:keep]
 	}
-	s.best[c.Tier] = list
+	return list
 }
 
 func (s *searcher) choose() (Plan, error) {
@@ -597,7 +687,7 @@ func (s *searcher) choose() (Plan, error) {
 			p.Reasons = append(p.Reasons, note("", "note: %s (%s) would be %.0f%% faster, but the rule order does not reach it", a.Estimate.Mesh, a.Tier, 100*gain))
 		}
 	}
-	p.Reasons = append(p.Reasons, frameworkNotes(p, s.est)...)
+	p.Reasons = append(p.Reasons, frameworkNotes(p, cost.NewEstimator())...)
 	p.Warnings = warnings(p)
 	if r.ExampleCost > 0 {
 		if err := p.checkInput(); err != nil {

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -322,16 +324,58 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
+// benchmarkSearch times the search on every CPU against the one-worker
+// search of the same request in the same run, and reports both rates and
+// the speed-up.
 func benchmarkSearch(b *testing.B, r Request) {
+	seq := r
+	seq.Workers = 1
 	var n int
+	var tSeq, tPar time.Duration
 	for b.Loop() {
+		t0 := time.Now()
+		if _, err := Search(seq); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
 		p, err := Search(r)
 		if err != nil {
 			b.Fatal(err)
 		}
+		tPar += time.Since(t1)
+		tSeq += t1.Sub(t0)
 		n += p.Evaluated
 	}
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "layouts/s")
+	b.ReportMetric(float64(n)/tPar.Seconds(), "layouts/s")
+	b.ReportMetric(float64(n)/tSeq.Seconds(), "layouts/s-1-worker")
+	b.ReportMetric(tSeq.Seconds()/tPar.Seconds(), "speedup")
+}
+
+func TestSearchIsTheSameOnAnyNumberOfWorkers(t *testing.T) {
+	for _, r := range []Request{
+		request(t, "llama3-70b", "tpu7x-128", 2, 512),
+		request(t, "llama3-8b", "v5p-64", 1, 256),
+		request(t, "llama3-70b", "v5p-1024", 4, 128),
+	} {
+		r.Top = 5
+		var want []byte
+		for _, n := range []int{1, 2, 3, 8} {
+			r.Workers = n
+			p, err := Search(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.Marshal(p.JSON(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want == nil {
+				want = got
+			} else if !bytes.Equal(got, want) {
+				t.Errorf("%s on %v: %d workers plan differently from 1", r.Model.Name, r.Multislice, n)
+			}
+		}
+	}
 }
 
 // BenchmarkSearchTPU7xPod plans Llama 3 405B on a full 9,216-chip TPU7x pod.
