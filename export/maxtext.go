@@ -94,6 +94,23 @@ var planAxes = []struct {
 	name string
 }{{mesh.Data, "data"}, {mesh.FSDP, "fsdp"}, {mesh.Tensor, "tensor"}, {mesh.Pipeline, "pipeline"}, {mesh.Context, "context"}}
 
+// inChipAxis is the axis that carries the factor of a chip's several
+// devices (TensorCores on v2, v3 and TPU7x) in a framework that counts
+// devices: fsdp when the chip's micro-batch splits over them, else context
+// when the sequence does (MaxText's context_parallel_load_balance, base.yml
+// line 1200, cuts it into 2 x context chunks), else none (-1). Never data:
+// that would hold a replica of the chip's state on each device, twice what
+// was costed.
+func inChipAxis(e cost.Estimate, perChip int) mesh.Axis {
+	switch {
+	case e.MicroBatchSize%perChip == 0:
+		return mesh.FSDP
+	case e.Job.Seq%(2*e.Mesh.Size(mesh.Context)*perChip) == 0:
+		return mesh.Context
+	}
+	return -1
+}
+
 // MaxText turns the plan's chosen layout and job into MaxText settings. It
 // refuses, with an error wrapping ErrUnsupported, a plan MaxText would run
 // differently from how it was costed.
@@ -132,12 +149,12 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	perChip := chip.JAXDevicesPerChip
 	if perChip > 1 {
 		cp := e.Mesh.Size(mesh.Context)
-		switch {
-		case e.MicroBatchSize%perChip == 0:
+		switch inChipAxis(e, perChip) {
+		case mesh.FSDP:
 			ici["fsdp"] *= perChip
 			c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): ici_fsdp_parallelism carries the in-chip factor %d, splitting each chip's %d sequences per micro-batch",
 				chip.Generation, perChip, perChip, e.MicroBatchSize))
-		case j.Seq%(2*cp*perChip) == 0: // context_parallel_load_balance ([base.yml] line 1200) cuts the sequence into 2 x context chunks
+		case mesh.Context:
 			ici["context"] *= perChip
 			c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): ici_context_parallelism carries the in-chip factor %d, since the chip's %d sequence(s) per micro-batch do not split over them",
 				chip.Generation, perChip, perChip, e.MicroBatchSize))

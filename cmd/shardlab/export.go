@@ -25,6 +25,11 @@ const maxRestarts = 1000
 // plan's (without --json, --top and --example-cost) and the target's own.
 func newExportFlags(target string) (*flag.FlagSet, *planFlags, *exportFlags) {
 	fs, f := newPlanFlags("export "+target, true)
+	if target == "pytorch" {
+		// PyTorch/XLA runs no pipeline here: the MaxText limit on
+		// schedules does not apply.
+		f.Framework = ""
+	}
 	var e exportFlags
 	switch target {
 	case "maxtext":
@@ -47,16 +52,17 @@ func newExportFlags(target string) (*flag.FlagSet, *planFlags, *exportFlags) {
 }
 
 func runExport(args []string, stdout, stderr io.Writer) error {
-	const want = "export: want 'export maxtext [flags]' or 'export xpk [flags]'"
+	const want = "export: want 'export maxtext [flags]', 'export xpk [flags]' or 'export pytorch [flags]'"
 	if len(args) == 1 && isHelp(args[0]) {
 		fmt.Fprint(stderr, `usage of shardlab export:
   shardlab export maxtext [flags]  the planned layout as a MaxText config (--format yaml or flags)
   shardlab export xpk [flags]      the xpk workload create command that launches it
-run 'shardlab export maxtext -h' or 'shardlab export xpk -h' for the flags
+  shardlab export pytorch [flags]  the layout as a PyTorch/XLA SPMD mesh and shardings (Python)
+run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export pytorch -h' for the flags
 `)
 		return flag.ErrHelp
 	}
-	if len(args) == 0 || args[0] != "maxtext" && args[0] != "xpk" {
+	if len(args) == 0 || args[0] != "maxtext" && args[0] != "xpk" && args[0] != "pytorch" {
 		return bad("%s", want)
 	}
 	target := args[0]
@@ -100,6 +106,14 @@ run 'shardlab export maxtext -h' or 'shardlab export xpk -h' for the flags
 			}
 		}
 		switch {
+		case target == "pytorch":
+			m, err := export.PyTorch(p)
+			if err != nil {
+				return err
+			}
+			if err := m.WritePython(&b); err != nil {
+				return err
+			}
 		case target == "xpk":
 			o := e.xpk
 			if o.Workload == "" {

@@ -33,6 +33,7 @@ usage:
   shardlab plan [flags]            plan a job (no flags: two built-in examples)
   shardlab export maxtext [flags]  the planned layout as a MaxText config (YAML or trainer flags)
   shardlab export xpk [flags]      the xpk workload create command that launches the plan
+  shardlab export pytorch [flags]  the layout as a PyTorch/XLA SPMD mesh and shardings (Python)
   shardlab mxu [flags]             one GEMM on a systolic MXU, cycle by cycle
   shardlab mxu compare [flags]     the same GEMM on CPU, GPU and TPU execution models
   shardlab infeed [flags]          a host's input pipeline, event by event
@@ -52,6 +53,7 @@ var commandFlags = map[string]func() *flag.FlagSet{
 	"plan":           func() *flag.FlagSet { fs, _ := newPlanFlags("plan", false); return fs },
 	"export maxtext": func() *flag.FlagSet { fs, _, _ := newExportFlags("maxtext"); return fs },
 	"export xpk":     func() *flag.FlagSet { fs, _, _ := newExportFlags("xpk"); return fs },
+	"export pytorch": func() *flag.FlagSet { fs, _, _ := newExportFlags("pytorch"); return fs },
 	"mxu":            func() *flag.FlagSet { fs, _ := newMXUFlags(); return fs },
 	"mxu compare":    func() *flag.FlagSet { fs, _ := newMXUCompareFlags(); return fs },
 	"infeed":         func() *flag.FlagSet { fs, _ := newInfeedFlags(); return fs },

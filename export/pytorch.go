@@ -1,0 +1,162 @@
+package export
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"shardlab/mesh"
+	"shardlab/plan"
+	"shardlab/unit"
+)
+
+// The PyTorch/XLA SPMD API the export writes against, from pytorch/xla @
+// 41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf:
+//   - torch_xla/distributed/spmd/__init__.py exports Mesh, HybridMesh,
+//     mark_sharding and set_global_mesh;
+//   - xla_sharding.py: HybridMesh(*, ici_mesh_shape, dcn_mesh_shape,
+//     axis_names), whose mesh shape is the element-wise product, ordered
+//     "by increasing network-intensity"; Mesh(device_ids, mesh_shape,
+//     axis_names) for one slice;
+//   - experimental/spmd_fully_sharded_data_parallel.py: FSDPv2 needs a mesh
+//     axis named 'fsdp' and shards each parameter's dimension 0 over it;
+//   - docs/source/perf/spmd_basic.md: SPMD is enabled with xr.use_spmd(),
+//     and the devices are xr.global_runtime_device_count().
+//
+// PyTorch/XLA runs on PJRT, the runtime JAX uses, so a chip is as many
+// devices as JAX counts (hw.Chip.JAXDevicesPerChip).
+
+// PyTorchAxes are the mesh axes the export writes, in HybridMesh's order
+// (increasing network intensity): data, fsdp, then tensor as 'model'.
+var PyTorchAxes = []struct {
+	Axis mesh.Axis
+	Name string
+}{{mesh.Data, "data"}, {mesh.FSDP, "fsdp"}, {mesh.Tensor, "model"}}
+
+// PyTorchMesh is a plan's layout as a PyTorch/XLA SPMD device mesh.
+type PyTorchMesh struct {
+	Names []string
+	// ICI and DCN are HybridMesh's ici_mesh_shape and dcn_mesh_shape, in
+	// device counts; their element-wise product is the mesh shape.
+	ICI, DCN []int
+	// Devices is the devices of the whole multislice: the mesh's size.
+	Devices  int
+	Comments []string
+}
+
+// PyTorch lays the plan's layout out as a PyTorch/XLA SPMD mesh. Pipeline
+// and context parallelism have no SPMD form in PyTorch/XLA here and are
+// refused, naming the axis.
+func PyTorch(p plan.Plan) (PyTorchMesh, error) {
+	e := p.Best.Estimate
+	ms := p.Request.Multislice
+	chip := ms.Slice.Chip
+	for _, a := range []mesh.Axis{mesh.Pipeline, mesh.Context} {
+		if n := e.Mesh.Size(a); n > 1 {
+			return PyTorchMesh{}, unsupported("pytorch", a.String(), strconv.Itoa(n),
+				"a layout of data, fsdp and tensor only: the PyTorch/XLA SPMD export writes no pipeline or context parallelism; plan with --mesh without it")
+		}
+	}
+	out := PyTorchMesh{Comments: []string{
+		fmt.Sprintf("shardlab plan: %s on %s", e.Job.Model.Name, ms),
+		fmt.Sprintf("layout %s, %.1f%% MFU estimated, step %v", e.Mesh, 100*e.MFU, unit.Seconds(e.Time.Step.Seconds())),
+	}}
+	for _, a := range PyTorchAxes {
+		d := e.Mesh.Degree(a.Axis)
+		out.Names = append(out.Names, a.Name)
+		out.ICI = append(out.ICI, d.ICI)
+		out.DCN = append(out.DCN, d.DCN)
+	}
+	perChip := chip.JAXDevicesPerChip
+	if perChip > 1 {
+		if inChipAxis(e, perChip) != mesh.FSDP {
+			return PyTorchMesh{}, unsupported("pytorch", "micro-batch per chip", strconv.Itoa(e.MicroBatchSize),
+				fmt.Sprintf("a multiple of %d: each %s chip is %d PJRT devices, and the chip's sequences per micro-batch must split over them; pass a --global-batch that gives each chip a multiple of %d", perChip, chip.Generation, perChip, perChip))
+		}
+		out.ICI[1] *= perChip
+		out.Comments = append(out.Comments, fmt.Sprintf("each %s chip is %d PJRT devices (TensorCores): fsdp carries the in-chip factor %d", chip.Generation, perChip, perChip))
+	}
+	out.Devices = ms.Chips() * perChip
+	return out, nil
+}
+
+// Shape is the mesh shape: ICI times DCN, axis by axis.
+func (m PyTorchMesh) Shape() []int {
+	s := make([]int, len(m.ICI))
+	for i := range s {
+		s[i] = m.ICI[i] * m.DCN[i]
+	}
+	return s
+}
+
+func tuple(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+func names(xs []string) string { return "('" + strings.Join(xs, "', '") + "')" }
+
+// WritePython writes the mesh, the input sharding, the partition specs of a
+// Llama-style decoder layer (torch nn.Linear weights are [out, in]) and
+// FSDPv2, as Python for a PyTorch/XLA SPMD training script.
+func (m PyTorchMesh) WritePython(w io.Writer) error {
+	var b strings.Builder
+	for _, c := range m.Comments {
+		fmt.Fprintf(&b, "# %s\n", c)
+	}
+	multi := false
+	for _, d := range m.DCN {
+		multi = multi || d > 1
+	}
+	fmt.Fprintf(&b, `# Environment: PJRT_DEVICE=TPU on every host.
+import numpy as np
+import torch_xla.runtime as xr
+import torch_xla.distributed.spmd as xs
+from torch_xla.experimental.spmd_fully_sharded_data_parallel import SpmdFullyShardedDataParallel as FSDPv2
+
+xr.use_spmd()
+assert xr.global_runtime_device_count() == %d, "the plan is for %d devices"
+`, m.Devices, m.Devices)
+	if multi {
+		fmt.Fprintf(&b, "mesh = xs.HybridMesh(ici_mesh_shape=%s, dcn_mesh_shape=%s, axis_names=%s)\n", tuple(m.ICI), tuple(m.DCN), names(m.Names))
+	} else {
+		fmt.Fprintf(&b, "mesh = xs.Mesh(np.arange(%d), %s, %s)\n", m.Devices, tuple(m.Shape()), names(m.Names))
+	}
+	b.WriteString(`xs.set_global_mesh(mesh)
+
+# The batch over the data-parallel axes, tokens [batch, seq].
+def shard_input(input_ids):
+    xs.mark_sharding(input_ids, mesh, (('data', 'fsdp'), None))
+`)
+	shape := m.Shape()
+	switch {
+	case shape[2] > 1:
+		b.WriteString(`
+# Tensor parallelism with FSDP (2D sharding; nn.Linear weights are [out, in]):
+# column-parallel projections split their outputs over 'model', row-parallel
+# ones their inputs, and the other dimension goes over 'fsdp'. FSDPv2 is not
+# used: it would put 'fsdp' on dimension 0 of every weight.
+def shard_decoder_layer(layer):
+    for w in (layer.self_attn.q_proj.weight, layer.self_attn.k_proj.weight, layer.self_attn.v_proj.weight,
+              layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight):
+        xs.mark_sharding(w, mesh, ('model', 'fsdp'))
+    for w in (layer.self_attn.o_proj.weight, layer.mlp.down_proj.weight):
+        xs.mark_sharding(w, mesh, ('fsdp', 'model'))
+`)
+	case shape[1] > 1:
+		b.WriteString(`
+# FSDP: FSDPv2 shards dimension 0 of every parameter over 'fsdp'.
+# model = FSDPv2(model, mesh)
+`)
+	default:
+		b.WriteString(`
+# Data parallelism only: the parameters are replicated; only the input is sharded.
+`)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
