@@ -37,7 +37,10 @@ type CheckpointHeader struct {
 	MicroBatches int    `json:"micro_batches"`
 	// Schedule is recorded with a pipeline only: without one it changes
 	// nothing.
-	Schedule        string  `json:"schedule"`
+	Schedule string `json:"schedule"`
+	// Chunks is recorded with interleaved and circular schedules only
+	// (it changes which layers each device holds).
+	Chunks          int     `json:"chunks,omitempty"`
 	Seed            uint64  `json:"seed"`
 	LR              float64 `json:"lr"`
 	BF16Compute     bool    `json:"bf16_compute"`
@@ -118,6 +121,9 @@ func header(tc *TrainConfig, step int) CheckpointHeader {
 		FreeComm: tc.FreeComm, BlocksOnlyClock: tc.BlocksOnlyClock, Data: tc.dataID, Step: step, Processes: 1}
 	if tc.Mesh.Size(mesh.Pipeline) > 1 {
 		h.Schedule = string(tc.Schedule)
+	}
+	if tc.Schedule.Chunked() {
+		h.Chunks = tc.Chunks
 	}
 	if tc.Remote != nil {
 		h.Process, h.Processes = tc.Remote.Rank(), tc.Remote.Size()

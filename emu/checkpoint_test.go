@@ -69,6 +69,51 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	}
 }
 
+// TestResumeChunkedSchedule: a run whose devices hold several chunks of
+// layers resumes bit for bit, and only under its own schedule.
+func TestResumeChunkedSchedule(t *testing.T) {
+	base := TrainConfig{Model: parityModel, Mesh: testMesh(t, "v5litepod-4", 1, "pipeline=2,data=2"), GlobalBatch: 8, MicroBatches: 2,
+		Schedule: schedule.Interleaved, Chunks: 2, Steps: 3, Seed: 5, LR: 1e-2, Data: &Synthetic{V: parityModel.Vocab, Seed: 11}}
+	straight, err := Train(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := base
+	first.Steps = 1
+	r, err := Train(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := r.Checkpoint.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := ReadCheckpoint(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Header.Schedule != "interleaved" || ck.Header.Chunks != 2 {
+		t.Errorf("header schedule %q, chunks %d; want interleaved, 2", ck.Header.Schedule, ck.Header.Chunks)
+	}
+	resumed := base
+	resumed.Resume = ck
+	rr, err := Train(resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range rr.Losses {
+		if l != straight.Losses[1+i] {
+			t.Errorf("resumed step %d loss %v, uninterrupted %v", 2+i, l, straight.Losses[1+i])
+		}
+	}
+	circular := resumed
+	circular.Schedule = schedule.Circular
+	want := `schedule "interleaved", this run "circular"`
+	if _, err := Train(circular); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("resumed as circular: %v, want a mismatch naming %s", err, want)
+	}
+}
+
 // TestResumeRefusesOtherSettings: a checkpoint resumes only under the
 // settings it was written with; a mismatch names the field and both values.
 func TestResumeRefusesOtherSettings(t *testing.T) {
@@ -104,6 +149,8 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 		{"global_batch", "8, this run 16", func(tc *TrainConfig) { tc.GlobalBatch = 16 }},
 		{"micro_batches", "2, this run 4", func(tc *TrainConfig) { tc.MicroBatches = 4 }},
 		{"schedule", `"1f1b", this run "gpipe"`, func(tc *TrainConfig) { tc.Schedule = schedule.GPipe }},
+		{"schedule", `"1f1b", this run "interleaved"`, func(tc *TrainConfig) { tc.Schedule, tc.Chunks = schedule.Interleaved, 2 }},
+		{"chunks", "0, this run 2", func(tc *TrainConfig) { tc.Schedule, tc.Chunks = schedule.Circular, 2 }},
 		{"data", `"synthetic, vocab 32, seed 11", this run "synthetic, vocab 32, seed 12"`, func(tc *TrainConfig) { tc.Data = &Synthetic{V: parityModel.Vocab, Seed: 12} }},
 		{"efficiency", "0.6, this run 0.5", func(tc *TrainConfig) { tc.Efficiency = 0.5 }},
 		{"free_comm", "false, this run true", func(tc *TrainConfig) { tc.FreeComm = true }},

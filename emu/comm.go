@@ -293,8 +293,11 @@ func (e *Endpoint) get(from int) message {
 func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", mesh.Pipeline.String(), to, x) }
 
 // Recv receives from device from.
-func (e *Endpoint) Recv(from int) []float32 {
-	m := e.get(from)
+func (e *Endpoint) Recv(from int) []float32 { return e.arrive(from, e.get(from)) }
+
+// arrive takes delivery of message m from device from: the receiver's
+// clock becomes at least the sender's plus the transfer time.
+func (e *Endpoint) arrive(from int, m message) []float32 {
 	x, sent := m.data, m.t
 	d := 0.0
 	if e.f.pp != nil && !e.f.FreeComm {

@@ -67,7 +67,7 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 	ntok := b * s
 	acts := 4 * (2*ntok*d + ntok*qd + 2*ntok*kvd + b*qh*s*seq + ntok*qd + 2*ntok*d + 3*ntok*ft + 2*ntok)
 	headActs := 4 * (2*ntok*d + ntok + 2*ntok*v)
-	sched, err := schedule.New(tc.Schedule, p, tc.MicroBatches)
+	sched, err := schedule.NewChunked(tc.Schedule, p, tc.MicroBatches, tc.Chunks)
 	if err != nil {
 		return Footprint{}, err
 	}
@@ -102,15 +102,21 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 			}
 			continue
 		}
-		// in-flight micro-batches: forwards run whose backward has not
+		// in-flight micro-batch chunks: forwards run whose backward has
+		// not, and of them those through the head
 		inFlight, most := 0, 0
+		heads, mostHeads := 0, 0
 		for _, op := range sched.Ops[si] {
-			if op.Pass == schedule.Forward {
-				inFlight++
-			} else {
-				inFlight--
+			step := 1
+			if op.Pass == schedule.Backward {
+				step = -1
 			}
+			inFlight += step
 			most = max(most, inFlight)
+			if op.Chunk == tc.Chunks-1 {
+				heads += step
+				mostHeads = max(mostHeads, heads)
+			}
 		}
 		// the meter's components, each at its largest
 		var mem Memory
@@ -119,14 +125,14 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 			w += 2 * n
 		}
 		mem.Weights, mem.Gradients, mem.Optimizer = sat(w), sat(4*n), sat(8*n)
-		activations := f64(most) * perStage * acts
+		activations := f64(most) * perStage / f64(tc.Chunks) * acts
 		mem.Activations = sat(activations)
 		trans := 0.0
 		if fs > 1 {
 			trans = 4 * (2*fullEnds + 2*fullLayer) // gathered weights and full-size gradient buffers
 		}
 		if last {
-			trans += f64(most) * headActs
+			trans += f64(mostHeads) * headActs
 		}
 		mem.Transient = sat(trans)
 		fp.Devices = append(fp.Devices, mem)
@@ -155,7 +161,7 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 	if tc.Trace {
 		// spans per device and step: compute and collectives for each
 		// layer and micro-batch, the head, pipeline sends, the reduction
-		static += 80 * steps * f64(len(fp.Devices)) * (f64(tc.MicroBatches)*(15*perStage+8) + 4)
+		static += 80 * steps * f64(len(fp.Devices)) * (f64(tc.MicroBatches)*(15*perStage+8*f64(tc.Chunks)) + 4)
 	}
 	ckpt := 0.0
 	if tc.CheckpointEvery > 0 && tc.OnCheckpoint != nil {

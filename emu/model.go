@@ -143,14 +143,31 @@ func rows[T Float](m Mat[T], lo, hi int) Mat[T] {
 	return Mat[T]{R: hi - lo, C: m.C, D: append([]T(nil), m.D[lo*m.C:hi*m.C]...)}
 }
 
-// Shard cuts the full model into what the device at tensor rank ti of t
-// and pipeline stage si of p holds: its stage's layers, column- and
-// row-split over tensor; the embeddings on the first stage (and the last
-// when tied), the final norm and output on the last.
-func Shard[T Float](full *Params[T], c Config, ti, t, si, p int) *Params[T] {
+// stageLayers lists the layers pipeline device si of p holds with v
+// chunks per device: chunk k is virtual stage k·p + si, the model's layers
+// cut into p·v equal pieces dealt round the devices (Megatron's
+// interleaved stages, MaxText's circular repeats). With v = 1 it is the
+// stage's contiguous share.
+func stageLayers(layers, si, p, v int) []int {
+	per := layers / (p * v)
+	var out []int
+	for k := range v {
+		lo := (k*p + si) * per
+		for li := lo; li < lo+per; li++ {
+			out = append(out, li)
+		}
+	}
+	return out
+}
+
+// shard cuts the full model into what the device at tensor rank ti of t
+// and pipeline stage si of p, with v chunks of layers, holds: its chunks'
+// layers (stageLayers), column- and row-split over tensor; the embeddings
+// on the first stage (and the last when tied), the final norm and output
+// on the last.
+func shard[T Float](full *Params[T], c Config, ti, t, si, p, v int) *Params[T] {
 	hd := c.HeadDim()
 	qh, kvh, f := c.Heads/t, c.KVHeads/t, c.DFF/t
-	per := c.Layers / p
 	out := &Params[T]{}
 	if si == 0 || (si == p-1 && c.Tied) {
 		out.Emb, out.Pos = full.Emb.Clone(), full.Pos.Clone()
@@ -161,7 +178,8 @@ func Shard[T Float](full *Params[T], c Config, ti, t, si, p int) *Params[T] {
 			out.Out = full.Out.Clone()
 		}
 	}
-	for _, l := range full.Layers[si*per : (si+1)*per] {
+	for _, li := range stageLayers(c.Layers, si, p, v) {
+		l := full.Layers[li]
 		out.Layers = append(out.Layers, Layer[T]{
 			N1: append([]T(nil), l.N1...), N2: append([]T(nil), l.N2...),
 			Wq: cols(l.Wq, ti*qh*hd, (ti+1)*qh*hd), Wk: cols(l.Wk, ti*kvh*hd, (ti+1)*kvh*hd), Wv: cols(l.Wv, ti*kvh*hd, (ti+1)*kvh*hd),
@@ -172,9 +190,9 @@ func Shard[T Float](full *Params[T], c Config, ti, t, si, p int) *Params[T] {
 	return out
 }
 
-// Assemble is Shard's inverse: it puts the devices' pieces back into one
-// model (pieces[si][ti]).
-func Assemble[T Float](c Config, pieces [][]*Params[T]) *Params[T] {
+// assemble is shard's inverse: it puts the devices' pieces back into one
+// model (pieces[si][ti], v chunks per device).
+func assemble[T Float](c Config, pieces [][]*Params[T], v int) *Params[T] {
 	p, t := len(pieces), len(pieces[0])
 	hd := c.HeadDim()
 	full := Init[T](c, 0).zeroLike() // the shapes; every value is overwritten below
@@ -184,13 +202,12 @@ func Assemble[T Float](c Config, pieces [][]*Params[T]) *Params[T] {
 	if !c.Tied {
 		full.Out = last.Out.Clone()
 	}
-	per := c.Layers / p
+	qh, kvh, f := c.Heads/t, c.KVHeads/t, c.DFF/t
 	for si := range p {
-		for li := range per {
-			dst := &full.Layers[si*per+li]
+		for i, li := range stageLayers(c.Layers, si, p, v) {
+			dst := &full.Layers[li]
 			for ti := range t {
-				src := pieces[si][ti].Layers[li]
-				qh, kvh, f := c.Heads/t, c.KVHeads/t, c.DFF/t
+				src := pieces[si][ti].Layers[i]
 				putCols(dst.Wq, src.Wq, ti*qh*hd)
 				putCols(dst.Wk, src.Wk, ti*kvh*hd)
 				putCols(dst.Wv, src.Wv, ti*kvh*hd)

@@ -20,10 +20,14 @@ type TrainConfig struct {
 	GlobalBatch  int // sequences per step
 	MicroBatches int // pipeline micro-batches; 1 without a pipeline
 	Schedule     schedule.Kind
-	Steps        int
-	Seed         uint64
-	LR           float64
-	Data         Source
+	// Chunks is the chunks of layers each pipeline device holds for the
+	// interleaved and circular schedules (device d holds chunks d, d+p, …
+	// of the p·Chunks pieces of the model); 0 means 1.
+	Chunks int
+	Steps  int
+	Seed   uint64
+	LR     float64
+	Data   Source
 	// Trace records every device's compute and communication spans in
 	// Result.Trace (memory grows with the steps).
 	Trace bool
@@ -67,7 +71,8 @@ type TrainConfig struct {
 	// complete on every process whenever one dies.
 	OnCheckpointCommitted func(step int) error
 
-	dataID string // Data.Identity(), once per run
+	dataID string            // Data.Identity(), once per run
+	sched  schedule.Schedule // the pipeline's op lists, once per run
 }
 
 // StepReport is one step's outcome.
@@ -94,8 +99,12 @@ func (tc *TrainConfig) Validate() error {
 		return fmt.Errorf("emu: %w", mesh.ErrTensorOverDCN)
 	case c.Heads%t != 0 || c.KVHeads%t != 0 || c.DFF%t != 0:
 		return bad("tensor=%d must divide heads %d, kv_heads %d and d_ff %d", t, c.Heads, c.KVHeads, c.DFF)
-	case c.Layers%p != 0:
-		return bad("pipeline=%d must divide the %d layers", p, c.Layers)
+	case tc.Chunks < 0 || (tc.Chunks > 1 && !tc.Schedule.Chunked()):
+		return bad("chunks = %d with schedule %s, want 1 (only interleaved and circular split a device's layers into chunks)", tc.Chunks, tc.Schedule)
+	case tc.Schedule.Chunked() && p == 1:
+		return bad("schedule %s with pipeline=1, want a pipeline of 2 or more stages (or schedule gpipe or 1f1b)", tc.Schedule)
+	case c.Layers%(p*max(tc.Chunks, 1)) != 0:
+		return bad("pipeline=%d x %d chunks must divide the %d layers", p, max(tc.Chunks, 1), c.Layers)
 	case c.Seq%cp != 0:
 		return bad("context=%d must divide the sequence length %d", cp, c.Seq)
 	case c.Tied && p > 1:
@@ -111,7 +120,7 @@ func (tc *TrainConfig) Validate() error {
 	case !(tc.LR > 0) || math.IsInf(tc.LR, 1):
 		return bad("learning rate %v, want a positive finite number", tc.LR)
 	}
-	if _, err := schedule.New(tc.Schedule, p, tc.MicroBatches); err != nil {
+	if _, err := schedule.NewChunked(tc.Schedule, p, tc.MicroBatches, max(tc.Chunks, 1)); err != nil {
 		return err
 	}
 	if tc.Resume != nil && tc.LoadCheckpoint != nil {
@@ -196,6 +205,9 @@ func (tc *TrainConfig) setDefaults() {
 	if tc.MicroBatches == 0 {
 		tc.MicroBatches = 1
 	}
+	if tc.Chunks == 0 {
+		tc.Chunks = 1
+	}
 }
 
 // Train runs the configuration.
@@ -206,6 +218,7 @@ func Train(tc TrainConfig) (*Result, error) {
 	}
 	tc.dataID = tc.Data.Identity()
 	m := tc.Mesh
+	tc.sched, _ = schedule.NewChunked(tc.Schedule, m.Size(mesh.Pipeline), tc.MicroBatches, tc.Chunks) // validated
 	fab := NewFabric(sliceOf(m))
 	fab.FreeComm = tc.FreeComm
 	fab.trace = tc.Trace
@@ -231,8 +244,8 @@ func Train(tc TrainConfig) (*Result, error) {
 		d := newDevice(&tc, id, fab.Endpoint(id), full)
 		devs = append(devs, d)
 		groups = append(groups, d.tensorG, d.contextG, d.fsdpG, d.gradG)
-		if d.next >= 0 {
-			groups = append(groups, collective.Group{Ranks: []int{id, d.next}, NICI: 2, NDCN: 1})
+		if next := d.pipeNext(); next >= 0 {
+			groups = append(groups, collective.Group{Ranks: []int{id, next}, NICI: 2, NDCN: 1})
 		}
 	}
 	if err := fab.Discover(groups); err != nil {
@@ -280,7 +293,7 @@ func Train(tc TrainConfig) (*Result, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d.step(step, batch, rate)
+				d.step(batch, rate)
 			}()
 		}
 		wg.Wait()
@@ -441,7 +454,7 @@ func assembleFinal(tc *TrainConfig, list []*device) *Params[float32] {
 			pieces[si][ti] = base.bind(flat)
 		}
 	}
-	return Assemble(tc.Model, pieces)
+	return assemble(tc.Model, pieces, tc.Chunks)
 }
 
 // Adam's constants (β₂ = 0.95 as in most LLM pre-training).
