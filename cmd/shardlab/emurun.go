@@ -43,6 +43,7 @@ const (
 type runFlags struct {
 	tpu, meshSpec, planPath, sched, data, ckptDir, failLink, tracePath, killPoint *string
 	slices, planIndex, layers, dModel, heads, kvHeads, dff, seq, batch, micro     *int
+	chunks                                                                        *int
 	steps, every, killRank, killStep                                              *int
 	lr                                                                            *float64
 	seed                                                                          *uint64
@@ -58,7 +59,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.tpu = fs.String("tpu", defaultRunTPU, "accelerator type of one slice, or a generation (v5litepod) for one host")
 	f.slices = newInt(fs, "slices", defaultRunSlices, 1, 4096, "", "slices joined by DCN")
 	f.meshSpec = fs.String("mesh", defaultRunMesh, "layout, e.g. data=2(dcn),fsdp=2,tensor=2")
-	f.planPath = fs.String("plan", "", "take the layout, topology, global batch, micro-batches, schedule and (when the emulator runs it) sequence length\nfrom 'shardlab plan --json' output in FILE (at most 4 MiB)")
+	f.planPath = fs.String("plan", "", "take the layout, topology, global batch, micro-batches, schedule, chunks and (when the emulator runs it) sequence length\nfrom 'shardlab plan --json' output in FILE (at most 4 MiB)")
 	f.planIndex = newInt(fs, "plan-index", 0, 0, 1023, "", "with --plan: which plan of the array 'shardlab plan --json' prints without model or TPU flags, from 0")
 	f.layers = newInt(fs, "layers", 4, 1, 1024, "", "model layers")
 	f.dModel = newInt(fs, "d-model", 64, 1, 1<<16, "", "model width")
@@ -69,7 +70,8 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.tied = fs.Bool("tied", false, "tie the output projection to the embedding")
 	f.batch = newInt(fs, "batch", 16, 1, 1<<20, "", "global batch in sequences")
 	f.micro = newInt(fs, "micro-batches", 0, 0, 4096, "0: 2 per stage with a pipeline, else 1", "pipeline micro-batches")
-	f.sched = newChoice(fs, "schedule", "1f1b", []string{"gpipe", "1f1b"}, parseSchedule, "pipeline schedule")
+	f.sched = newChoice(fs, "schedule", "1f1b", []string{"gpipe", "1f1b", "interleaved", "circular"}, parseSchedule, "pipeline schedule")
+	f.chunks = newInt(fs, "chunks", 0, 0, plan.MaxChunks, "0: 2 for interleaved, else 1", "chunks of layers per pipeline device (interleaved; circular: MaxText num_pipeline_repeats)")
 	f.steps = newInt(fs, "steps", 30, 1, 1_000_000, "", "training steps")
 	f.lr = newFloat(fs, "lr", 3e-3, floatFlag{lo: 0, hi: 1, loOpen: true}, "Adam learning rate")
 	f.bf16 = fs.Bool("bf16", true, "compute with bfloat16 copies of the weights; Adam keeps fp32 masters")
@@ -132,6 +134,36 @@ func checkRunFlags(f *runFlags, set map[string]bool, stderr io.Writer) error {
 	return nil
 }
 
+// pipelineSchedule reads --schedule and --chunks against the layout, the
+// layers and the micro-batches: chunks only for interleaved (2 or more,
+// default 2) and circular (default 1), a pipeline to run them on, layers
+// that split into pipeline x chunks pieces and, for both, micro-batches
+// in whole rounds of the stages.
+func pipelineSchedule(name string, chunks int, m mesh.Mesh, layers, micro int) (schedule.Kind, int, error) {
+	k, err := schedule.ParseKind(name)
+	if err != nil {
+		return "", 0, usageError{err}
+	}
+	p := m.Size(mesh.Pipeline)
+	v := max(chunks, 1)
+	if chunks == 0 && k == schedule.Interleaved {
+		v = 2
+	}
+	switch {
+	case v > 1 && !k.Chunked():
+		return "", 0, bad("run: --chunks %d with --schedule %s, want 1 (interleaved and circular split a device's layers into chunks)", chunks, k)
+	case k == schedule.Interleaved && v < 2:
+		return "", 0, bad("run: --chunks %d with --schedule interleaved, want 2 to %d (1 chunk is 1f1b)", chunks, plan.MaxChunks)
+	case k.Chunked() && p == 1:
+		return "", 0, bad("run: --schedule %s needs a pipeline, and layout %s has none; want gpipe or 1f1b, or a --mesh with pipeline=2 or more", k, m)
+	case layers%(p*v) != 0:
+		return "", 0, bad("run: --layers %d over pipeline=%d x %s, want a multiple of %d layers", layers, p, unit.Plural(v, "chunk"), p*v)
+	case k.Chunked() && micro%p != 0:
+		return "", 0, bad("run: --micro-batches %d with --schedule %s over pipeline=%d, want a multiple of %d", micro, k, p, p)
+	}
+	return k, v, nil
+}
+
 // parseLink reads --fail-link A-B: two different device numbers.
 func parseLink(s string) ([2]int, error) {
 	a, b, ok := strings.Cut(s, "-")
@@ -177,7 +209,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if set["schedule"] && m.Size(mesh.Pipeline) == 1 {
+	if k, _ := schedule.ParseKind(*sched); set["schedule"] && !k.Chunked() && m.Size(mesh.Pipeline) == 1 {
 		warn(stderr, "run", "--schedule has no effect: layout %s has no pipeline", m)
 	}
 	if m.Chips() > maxRunChips {
@@ -203,13 +235,13 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			mb = 2 * p
 		}
 	}
-	k, err := schedule.ParseKind(*sched)
+	k, v, err := pipelineSchedule(*sched, *f.chunks, m, *layers, mb)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	tc := emu.TrainConfig{
 		Model: emu.Config{Layers: *layers, DModel: *dModel, Heads: *heads, KVHeads: *kvHeads, DFF: *dff, Vocab: vocab, Seq: *seq, Tied: *tied},
-		Mesh:  m, GlobalBatch: *batch, MicroBatches: mb, Schedule: k, Steps: *steps, Seed: *seed, LR: *lr, Data: src,
+		Mesh:  m, GlobalBatch: *batch, MicroBatches: mb, Schedule: k, Chunks: v, Steps: *steps, Seed: *seed, LR: *lr, Data: src,
 		BF16Compute: *bf16, Trace: *tracePath != "",
 	}
 	if *failLink != "" {
@@ -398,8 +430,8 @@ const (
 
 // planJob is what run takes from a plan besides its layout.
 type planJob struct {
-	batch, micro, seq int
-	schedule          string
+	batch, micro, seq, chunks int
+	schedule                  string
 }
 
 // train runs tc. Under MPI it returns the transport's error as soon as a
@@ -472,7 +504,10 @@ func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, er
 		return mesh.Mesh{}, pj, field("seq_len", p.Seq, "a positive number of tokens")
 	}
 	if _, err := schedule.ParseKind(p.Schedule); err != nil {
-		return mesh.Mesh{}, pj, bad("--plan %s: schedule %q, want gpipe or 1f1b", path, p.Schedule)
+		return mesh.Mesh{}, pj, bad("--plan %s: schedule %q, want gpipe, 1f1b, interleaved or circular", path, p.Schedule)
+	}
+	if p.Chunks < 0 || p.Chunks > plan.MaxChunks {
+		return mesh.Mesh{}, pj, field("chunks_per_device", p.Chunks, fmt.Sprintf("0 to %d", plan.MaxChunks))
 	}
 	s, err := hw.ParseAcceleratorType(p.Accelerator)
 	if err != nil {
@@ -494,13 +529,14 @@ func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, er
 	if err != nil {
 		return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
 	}
-	return m, planJob{batch: p.GlobalBatch, micro: p.MicroBatches, seq: p.Seq, schedule: p.Schedule}, nil
+	return m, planJob{batch: p.GlobalBatch, micro: p.MicroBatches, seq: p.Seq, schedule: p.Schedule, chunks: p.Chunks}, nil
 }
 
 // maxRunChips bounds the virtual chips of one run.
 const maxRunChips = 4096
 
-// apply takes the plan's batch, micro-batches, schedule and sequence length
+// apply takes the plan's batch, micro-batches, schedule (with its chunks)
+// and sequence length
 // for the flags the command line did not set.
 func (pj planJob) apply(f *runFlags, set map[string]bool, stderr io.Writer) {
 	if !set["batch"] {
@@ -511,6 +547,9 @@ func (pj planJob) apply(f *runFlags, set map[string]bool, stderr io.Writer) {
 	}
 	if !set["schedule"] {
 		*f.sched = pj.schedule
+		if !set["chunks"] {
+			*f.chunks = pj.chunks
+		}
 	}
 	if set["seq"] {
 		return
@@ -676,24 +715,27 @@ func writeEmuTrace(path string, res *emu.Result) error {
 // runOut is what run --json prints. Keys use the words plan and model use
 // (chips, seq_len, tied_embeddings) and carry their units.
 type runOut struct {
-	Layout          string       `json:"layout"`
-	AcceleratorType string       `json:"accelerator_type"`
-	Topology        string       `json:"topology"` // of one slice, as in plan --json
-	Slices          int          `json:"slices"`
-	Devices         int          `json:"chips"` // virtual chips
-	Model           modelOut     `json:"model"`
-	Params          int          `json:"params"`
-	Losses          []number     `json:"losses"`
-	SimStep         number       `json:"simulated_step_time_s"`
-	WallStep        number       `json:"measured_step_time_s"`
-	Bubble          number       `json:"bubble_fraction"`
-	Bytes           []sentOut    `json:"sent_all_chips_all_steps"`
-	PeakMemory      []memOut     `json:"peak_hbm_used_per_chip"`
-	ParamsSHA256    string       `json:"params_sha256"`
-	Processes       int          `json:"processes"`
-	ResumedFrom     int          `json:"resumed_from_step"`
-	MPIBytes        [][]int64    `json:"mpi_bytes,omitempty"`
-	Diverged        *divergedOut `json:"diverged,omitempty"`
+	Layout          string    `json:"layout"`
+	AcceleratorType string    `json:"accelerator_type"`
+	Topology        string    `json:"topology"` // of one slice, as in plan --json
+	Slices          int       `json:"slices"`
+	Devices         int       `json:"chips"` // virtual chips
+	Model           modelOut  `json:"model"`
+	Params          int       `json:"params"`
+	Losses          []number  `json:"losses"`
+	SimStep         number    `json:"simulated_step_time_s"`
+	WallStep        number    `json:"measured_step_time_s"`
+	Bubble          number    `json:"bubble_fraction"`
+	Bytes           []sentOut `json:"sent_all_chips_all_steps"`
+	PeakMemory      []memOut  `json:"peak_hbm_used_per_chip"`
+	ParamsSHA256    string    `json:"params_sha256"`
+	Processes       int       `json:"processes"`
+	ResumedFrom     int       `json:"resumed_from_step"`
+	// Schedule and Chunks are given with a pipeline only.
+	Schedule string       `json:"schedule,omitempty"`
+	Chunks   int          `json:"chunks_per_device,omitempty"`
+	MPIBytes [][]int64    `json:"mpi_bytes,omitempty"`
+	Diverged *divergedOut `json:"diverged,omitempty"`
 }
 
 // divergedOut is why a run stopped early.
@@ -795,6 +837,9 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 	o := runOut{Layout: tc.Mesh.String(), AcceleratorType: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices,
 		Devices: tc.Mesh.Chips(), Model: modelOut(tc.Model), Losses: numbers(res.Losses), SimStep: number(meanTail(sim)), WallStep: number(meanTail(w)),
 		Bubble: number(res.Bubble), Bytes: totals(res), ResumedFrom: res.ResumedFrom}
+	if tc.Mesh.Size(mesh.Pipeline) > 1 {
+		o.Schedule, o.Chunks = string(tc.Schedule), max(tc.Chunks, 1)
+	}
 	if d := res.Diverged; d != nil {
 		o.Diverged = &divergedOut{Step: d.Step, Loss: number(d.Loss), LossLimit: number(d.Limit), Reason: d.String()}
 	}
@@ -831,7 +876,11 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 	}
 	fmt.Fprintf(tw, "step time\tsimulated %v on %s; measured %v in this process\n", unit.Seconds(float64(o.SimStep)), tc.Mesh.Multislice.Slice.Chip.Name, unit.Seconds(float64(o.WallStep)))
 	if tc.Mesh.Size(mesh.Pipeline) > 1 {
-		fmt.Fprintf(tw, "pipeline bubble\t%.1f%% (%s, %s)\n", 100*res.Bubble, tc.Schedule, unit.Plural(tc.MicroBatches, "micro-batch"))
+		sched := string(tc.Schedule)
+		if tc.Schedule.Chunked() {
+			sched += ", " + unit.Plural(tc.Chunks, "chunk") + " per device"
+		}
+		fmt.Fprintf(tw, "pipeline bubble\t%.1f%% (%s, %s)\n", 100*res.Bubble, sched, unit.Plural(tc.MicroBatches, "micro-batch"))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nbytes sent, all chips, all steps:\n")
