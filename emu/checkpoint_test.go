@@ -25,7 +25,7 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	var saved bytes.Buffer
 	first := base
 	first.CheckpointEvery = 2
-	first.OnCheckpoint = func(c *Checkpoint) error {
+	first.Hooks.Checkpoint = func(c *Checkpoint) error {
 		if c.Step == 2 {
 			saved.Reset()
 			_, err := c.WriteTo(&saved)
@@ -330,14 +330,14 @@ func TestResumeFromStoredCheckpoints(t *testing.T) {
 	first := base
 	first.Steps = 3
 	first.CheckpointEvery = 1
-	first.OnCheckpoint = func(c *Checkpoint) error {
+	first.Hooks.Checkpoint = func(c *Checkpoint) error {
 		var b bytes.Buffer
 		_, err := c.WriteTo(&b)
 		stored[c.Step] = b.Bytes()
 		return err
 	}
 	var committed []int
-	first.OnCheckpointCommitted = func(step int) error {
+	first.Hooks.Committed = func(step int) error {
 		committed = append(committed, step)
 		return nil
 	}
@@ -351,7 +351,7 @@ func TestResumeFromStoredCheckpoints(t *testing.T) {
 	resumed := base
 	resumed.ResumeSteps, resumed.LoadCheckpoint = []int{3, 1, 2}, load
 	var heard []int
-	resumed.OnResume = func(step int, held [][]int) { heard = append(heard, step) }
+	resumed.Hooks.Resumed = func(step int, held [][]int) error { heard = append(heard, step); return nil }
 	r, err := Train(resumed)
 	if err != nil {
 		t.Fatal(err)
@@ -402,7 +402,7 @@ func TestDivergenceStops(t *testing.T) {
 	tc := TrainConfig{Model: parityModel, Mesh: testMesh(t, "v5litepod-4", 1, "fsdp=2,tensor=2"), GlobalBatch: 8, Steps: 20, Seed: 1, LR: 3,
 		BF16Compute: true, Data: &Synthetic{V: parityModel.Vocab, Seed: 1}, CheckpointEvery: 1}
 	var saved []int
-	tc.OnCheckpoint = func(c *Checkpoint) error { saved = append(saved, c.Step); return nil }
+	tc.Hooks.Checkpoint = func(c *Checkpoint) error { saved = append(saved, c.Step); return nil }
 	r, err := Train(tc)
 	if err != nil {
 		t.Fatal(err)

@@ -42,9 +42,9 @@ type Fabric struct {
 	failed  map[[2]int]bool
 	clocks  []float64
 	rv      map[string]*rendezvous
-	// FreeComm makes communication take no simulated time (to measure a
+	// freeComm makes communication take no simulated time (to measure a
 	// pipeline's bubble alone).
-	FreeComm bool
+	freeComm bool
 	// pp gives the link a pipeline send between two devices uses.
 	pp func(from, to int) collective.Link
 	// remote carries messages to devices of other processes.
@@ -81,9 +81,6 @@ func (f *Fabric) Deliver(src, dst int, data []float32, clock float64, control bo
 	q.cond.Signal()
 }
 
-// SetSendLink sets the link point-to-point sends between two devices use.
-func (f *Fabric) SetSendLink(link func(from, to int) collective.Link) { f.pp = link }
-
 type fifo struct {
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -107,8 +104,8 @@ func NewFabric(sliceOf []int) *Fabric {
 		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}}
 }
 
-// FailLink marks the link between devices a and b as broken.
-func (f *Fabric) FailLink(a, b int) {
+// failLink marks the link between devices a and b as broken.
+func (f *Fabric) failLink(a, b int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failed[[2]int{a, b}] = true
@@ -289,7 +286,7 @@ func (e *Endpoint) get(from int) message {
 
 // Send is a point-to-point send (pipeline stages). The receiver's clock
 // becomes at least the sender's plus the transfer time over the link
-// SetSendLink gives (no time without one).
+// the fabric's pp gives (no time without one).
 func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", mesh.Pipeline.String(), to, x) }
 
 // Recv receives from device from.
@@ -300,7 +297,7 @@ func (e *Endpoint) Recv(from int) []float32 { return e.arrive(from, e.get(from))
 func (e *Endpoint) arrive(from int, m message) []float32 {
 	x, sent := m.data, m.t
 	d := 0.0
-	if e.f.pp != nil && !e.f.FreeComm {
+	if e.f.pp != nil && !e.f.freeComm {
 		d = collective.Time(collective.SendRecv, 2, unitBytes(len(x)), e.f.pp(from, e.rank)).Seconds()
 	}
 	now := e.f.clocks[e.rank]
@@ -347,7 +344,7 @@ func (e *Endpoint) sync(g collective.Group, cost time.Duration) {
 		e.f.rv[key] = r
 	}
 	e.f.mu.Unlock()
-	if e.f.FreeComm {
+	if e.f.freeComm {
 		cost = 0
 	}
 	r.mu.Lock()
@@ -377,7 +374,7 @@ func (e *Endpoint) sync(g collective.Group, cost time.Duration) {
 // the group's first member, which answers with the latest plus cost.
 // These control messages are counted apart from the collectives' bytes.
 func (e *Endpoint) syncByMessages(g collective.Group, cost time.Duration) {
-	if e.f.FreeComm {
+	if e.f.freeComm {
 		cost = 0
 	}
 	leader := g.Ranks[0]

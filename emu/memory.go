@@ -164,7 +164,7 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 		static += 80 * steps * f64(len(fp.Devices)) * (f64(tc.MicroBatches)*(15*perStage+8*f64(tc.Chunks)) + 4)
 	}
 	ckpt := 0.0
-	if tc.CheckpointEvery > 0 && tc.OnCheckpoint != nil {
+	if tc.CheckpointEvery > 0 && tc.Hooks.Checkpoint != nil {
 		ckpt = snap // a snapshot, streamed out tensor by tensor
 	}
 	if tc.Resume != nil || tc.LoadCheckpoint != nil {

@@ -75,10 +75,11 @@ func TestEstimateMemoryStatic(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		base := ms.HeapAlloc
 		var live uint64
-		tc.OnStep = func(StepReport) {
+		tc.Hooks.Step = func(StepReport) error {
 			runtime.GC()
 			runtime.ReadMemStats(&ms)
 			live = max(live, ms.HeapAlloc-min(base, ms.HeapAlloc))
+			return nil
 		}
 		if _, err := Train(tc); err != nil {
 			t.Fatal(err)

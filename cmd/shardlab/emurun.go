@@ -296,7 +296,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "shardlab: removed %d temporary checkpoint file(s) that interrupted writes left in %s\n", n, *ckptDir)
 		}
 		tc.CheckpointEvery = *every
-		tc.OnCheckpoint = func(c *emu.Checkpoint) error {
+		tc.Hooks.Checkpoint = func(c *emu.Checkpoint) error {
 			var midway func()
 			if dies("write", c.Step) {
 				midway = die
@@ -309,7 +309,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			}
 			return nil
 		}
-		tc.OnCheckpointCommitted = store.keep
+		tc.Hooks.Committed = store.keep
 	}
 	if *resume {
 		if store == nil {
@@ -323,12 +323,13 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			return bad("run: --resume: no checkpoint in %s (want files named %sN.bin)", *ckptDir, store.prefix())
 		}
 		tc.ResumeSteps, tc.LoadCheckpoint = steps, store.load
-		tc.OnResume = func(step int, held [][]int) {
+		tc.Hooks.Resumed = func(step int, held [][]int) error {
 			if job == nil {
-				fmt.Fprintf(stderr, "shardlab: resuming from the checkpoint of step %d in %s\n", step, *ckptDir)
-				return
+				_, err := fmt.Fprintf(stderr, "shardlab: resuming from the checkpoint of step %d in %s\n", step, *ckptDir)
+				return err
 			}
-			fmt.Fprintf(stderr, "shardlab: rank %d: resuming from step %d, the newest that every rank holds (steps by rank: %v)\n", rank, step, held)
+			_, err := fmt.Fprintf(stderr, "shardlab: rank %d: resuming from step %d, the newest that every rank holds (steps by rank: %v)\n", rank, step, held)
+			return err
 		}
 	}
 	// refuse a run that will not fit before allocating it, and keep the
@@ -343,7 +344,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	stepStart := start
 	var wall []time.Duration
-	tc.OnStep = func(r emu.StepReport) {
+	tc.Hooks.Step = func(r emu.StepReport) error {
 		now := time.Now()
 		wall = append(wall, now.Sub(stepStart))
 		stepStart = now
@@ -356,6 +357,7 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			}
 			die()
 		}
+		return nil
 	}
 	res, err := train(tc, job)
 	if !*quiet && !*asJSON {

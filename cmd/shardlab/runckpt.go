@@ -18,7 +18,7 @@ import (
 // checkpoint.step-N.bin, or checkpoint.rank-R.step-N.bin for MPI rank R.
 // Each is written atomically (a temporary file, fsync, rename). The
 // previous step's file stays until every rank has written the next
-// (emu.TrainConfig.OnCheckpointCommitted), so a resume always finds a step
+// (emu.Hooks.Committed), so a resume always finds a step
 // that all ranks hold.
 type ckptStore struct {
 	dir  string

@@ -213,9 +213,9 @@ func TestResumeAgreement(t *testing.T) {
 	first := base
 	first.Steps = 3
 	first.CheckpointEvery = 1
-	first.OnCheckpoint = func(c *emu.Checkpoint) error { stored[c.Step] = c; return nil }
+	first.Hooks.Checkpoint = func(c *emu.Checkpoint) error { stored[c.Step] = c; return nil }
 	var committed []int
-	first.OnCheckpointCommitted = func(step int) error { committed = append(committed, step); return nil }
+	first.Hooks.Committed = func(step int) error { committed = append(committed, step); return nil }
 	if _, err := train(t, first); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestResumeAgreement(t *testing.T) {
 		resumed.ResumeSteps = []int{1, 2, 3}
 	}
 	heard := -1
-	resumed.OnResume = func(step int, held [][]int) { heard = step }
+	resumed.Hooks.Resumed = func(step int, held [][]int) error { heard = step; return nil }
 	got, err := train(t, resumed)
 	if err != nil {
 		t.Fatal(err)
