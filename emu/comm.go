@@ -119,11 +119,11 @@ func (e *ErrLinkDown) Error() string {
 	return fmt.Sprintf("emu: mesh discovery failed: link %d-%d is down", e.A, e.B)
 }
 
-// Discover checks every link the groups' rings use, as ICI mesh discovery
+// discover checks every link the groups' rings use, as ICI mesh discovery
 // does at start-up, and names the first broken one instead of hanging. A
 // failed link that no ring uses is an error too: it is not a link of this
 // mesh.
-func (f *Fabric) Discover(groups []collective.Group) error {
+func (f *Fabric) discover(groups []collective.Group) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	used := map[[2]int]bool{}
@@ -164,23 +164,24 @@ func (f *Fabric) queue(src, dst int) *fifo {
 
 // Endpoint is device rank's collective.Comm on the fabric.
 type Endpoint struct {
-	f     *Fabric
-	rank  int
-	axis  string // the group of the collective under way
-	op    string // and its name, for the trace
-	Bytes collective.Counter
-	// ByAxis counts the same bytes under "axis op" (e.g. "tensor all-reduce").
-	ByAxis collective.Counter
-	spans  []Span
-	lent   sync.WaitGroup // views of this device's buffers other devices still read
-	// Control counts the bytes of clock exchanges between processes'
-	// devices (8 per message), apart from the collectives.
-	Control int64
+	f    *Fabric
+	rank int
+	axis string // the group of the collective under way
+	op   string // and its name, for the trace
+	// counted is the bytes sent, by collective and tier; byAxis counts
+	// the same bytes under "axis op" (e.g. "tensor all-reduce").
+	counted collective.Counter
+	byAxis  collective.Counter
+	spans   []Span
+	lent    sync.WaitGroup // views of this device's buffers other devices still read
+	// controlBytes counts the bytes of clock exchanges between
+	// processes' devices (8 per message), apart from the collectives.
+	controlBytes int64
 }
 
 // Endpoint returns device rank's Comm.
 func (f *Fabric) Endpoint(rank int) *Endpoint {
-	return &Endpoint{f: f, rank: rank, Bytes: collective.Counter{}, ByAxis: collective.Counter{}}
+	return &Endpoint{f: f, rank: rank, counted: collective.Counter{}, byAxis: collective.Counter{}}
 }
 
 // span records a stretch of the device's track when the fabric traces.
@@ -191,16 +192,16 @@ func (e *Endpoint) span(name string, start, end float64) {
 }
 
 // Sent is the bytes this device has sent.
-func (e *Endpoint) Sent() collective.Counter { return e.Bytes }
+func (e *Endpoint) Sent() collective.Counter { return e.counted }
 
 // Rank is the device's id.
 func (e *Endpoint) Rank() int { return e.rank }
 
-// Clock is the device's simulated time in seconds.
-func (e *Endpoint) Clock() float64 { return e.f.clocks[e.rank] }
+// clock is the device's simulated time in seconds.
+func (e *Endpoint) clock() float64 { return e.f.clocks[e.rank] }
 
-// Advance moves the device's clock on by d seconds of its own work.
-func (e *Endpoint) Advance(d float64) { e.f.clocks[e.rank] += d }
+// advance moves the device's clock on by d seconds of its own work.
+func (e *Endpoint) advance(d float64) { e.f.clocks[e.rank] += d }
 
 func (e *Endpoint) tier(to int) hw.Tier {
 	if e.f.sliceOf[to] == e.f.sliceOf[e.rank] {
@@ -211,8 +212,8 @@ func (e *Endpoint) tier(to int) hw.Tier {
 
 // put sends a copy of x to device to, counting it under op and axis.
 func (e *Endpoint) put(op, axis string, to int, x []float32) {
-	e.Bytes.Add(op, e.tier(to), int64(len(x))*4)
-	e.ByAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
+	e.counted.Add(op, e.tier(to), int64(len(x))*4)
+	e.byAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
 	if !e.f.local(to) {
 		e.f.remote.Send(e.rank, to, x, e.f.clocks[e.rank], false)
 		return
@@ -238,8 +239,8 @@ func (e *Endpoint) lend(op, axis string, to int, x []float32) {
 		e.put(op, axis, to, x)
 		return
 	}
-	e.Bytes.Add(op, e.tier(to), int64(len(x))*4)
-	e.ByAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
+	e.counted.Add(op, e.tier(to), int64(len(x))*4)
+	e.byAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
 	e.lent.Add(1)
 	q := e.f.queue(e.rank, to)
 	q.mu.Lock()
@@ -411,7 +412,7 @@ func (e *Endpoint) syncByMessages(g collective.Group, cost time.Duration) {
 
 // control sends a clock to device to.
 func (e *Endpoint) control(to int, clock float64) {
-	e.Control += 8
+	e.controlBytes += 8
 	if !e.f.local(to) {
 		e.f.remote.Send(e.rank, to, nil, clock, true)
 		return

@@ -132,7 +132,7 @@ func (d *device) groupsOf(p *Params[float32]) [][][]float32 {
 	}
 	out := [][][]float32{ends}
 	for i := range p.Layers {
-		out = append(out, p.Layers[i].Tensors())
+		out = append(out, p.Layers[i].tensors())
 	}
 	return out
 }
@@ -251,8 +251,8 @@ func (d *device) compute(name string, flops, rate float64) {
 		return
 	}
 	s := flops / rate
-	start := d.ep.Clock()
-	d.ep.Advance(s)
+	start := d.ep.clock()
+	d.ep.advance(s)
 	d.busy += s
 	if d.tc.Trace {
 		d.trace = append(d.trace, Span{Device: d.id, Name: name, Start: start, End: start + s})

@@ -49,13 +49,13 @@ func sat(x float64) int64 {
 // so absurd shapes give huge numbers, not overflows.
 func EstimateMemory(tc TrainConfig) (Footprint, error) {
 	tc.setDefaults()
-	if err := tc.Validate(); err != nil {
+	if err := tc.validate(); err != nil {
 		return Footprint{}, err
 	}
 	c, m := tc.Model, tc.Mesh
 	f64 := func(x int) float64 { return float64(x) }
 	dp, fs, t, p, cp := f64(m.Size(mesh.Data)), m.Size(mesh.FSDP), f64(m.Size(mesh.Tensor)), m.Size(mesh.Pipeline), f64(m.Size(mesh.Context))
-	d, v, seq, hd := f64(c.DModel), f64(c.Vocab), f64(c.Seq), f64(c.HeadDim())
+	d, v, seq, hd := f64(c.DModel), f64(c.Vocab), f64(c.Seq), f64(c.headDim())
 	qd, kvd, ft := f64(c.Heads/int(t))*hd, f64(c.KVHeads/int(t))*hd, f64(c.DFF/int(t))
 	qh := f64(c.Heads / int(t))
 	layer := 2*d + d*qd + 2*d*kvd + qd*d + 2*d*ft + ft*d // one block on one tensor rank

@@ -102,10 +102,10 @@ type StepReport struct {
 	Tokens     int
 }
 
-// Validate checks the run against its layout.
-func (tc *TrainConfig) Validate() error {
+// validate checks the run against its layout.
+func (tc *TrainConfig) validate() error {
 	c := tc.Model
-	if err := c.Validate(); err != nil {
+	if err := c.validate(); err != nil {
 		return err
 	}
 	m := tc.Mesh
@@ -232,7 +232,7 @@ func (tc *TrainConfig) setDefaults() {
 // Train runs the configuration.
 func Train(tc TrainConfig) (*Result, error) {
 	tc.setDefaults()
-	if err := tc.Validate(); err != nil {
+	if err := tc.validate(); err != nil {
 		return nil, err
 	}
 	r, err := newRun(&tc)
@@ -274,7 +274,7 @@ func newRun(tc *TrainConfig) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{tc: tc, fab: fab, full: Init[float32](tc.Model, tc.Seed), rate: float64(m.Multislice.Slice.Chip.PeakBF16) * tc.Efficiency}
+	r := &run{tc: tc, fab: fab, full: newParams[float32](tc.Model, tc.Seed), rate: float64(m.Multislice.Slice.Chip.PeakBF16) * tc.Efficiency}
 	// this process runs its own devices; every process knows every group
 	var groups []collective.Group
 	for id := range m.Chips() {
@@ -288,7 +288,7 @@ func newRun(tc *TrainConfig) (*run, error) {
 			groups = append(groups, collective.Group{Ranks: []int{id, next}, NICI: 2, NDCN: 1})
 		}
 	}
-	if err := fab.Discover(groups); err != nil {
+	if err := fab.discover(groups); err != nil {
 		return nil, err
 	}
 	start := 0
@@ -335,7 +335,7 @@ func newRunFabric(tc *TrainConfig) (*Fabric, error) {
 func (r *run) maxClock() (float64, error) {
 	t := []float64{0}
 	for _, d := range r.devs {
-		t[0] = max(t[0], d.ep.Clock())
+		t[0] = max(t[0], d.ep.clock())
 	}
 	if r.tc.Remote != nil {
 		if err := r.tc.Remote.MaxFloat64(t); err != nil {
@@ -436,8 +436,8 @@ func (r *run) checkpoint(step int) error {
 func (r *run) finish() (*Result, error) {
 	tc, res := r.tc, r.res
 	for _, d := range r.devs {
-		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: tc.Mesh.Slice(d.id), Sent: d.ep.Bytes, SentByAxis: d.ep.ByAxis,
-			Control: d.ep.Control, Memory: d.mem.peak, Busy: d.busy, Clock: d.ep.Clock()})
+		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: tc.Mesh.Slice(d.id), Sent: d.ep.counted, SentByAxis: d.ep.byAxis,
+			Control: d.ep.controlBytes, Memory: d.mem.peak, Busy: d.busy, Clock: d.ep.clock()})
 		res.Trace = append(res.Trace, d.trace...)
 		res.Trace = append(res.Trace, d.ep.spans...)
 	}
