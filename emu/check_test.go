@@ -232,16 +232,28 @@ func TestPeakMemoryWithinFivePercentOfCost(t *testing.T) {
 	tests := []struct {
 		name, accel, layout string
 		micro               int
+		sched               schedule.Kind
+		chunks              int
 	}{
-		{"data parallel", "v5litepod-8", "data=8", 1},
-		{"FSDP", "v5litepod-8", "fsdp=8", 1},
-		{"context parallel", "v5litepod-8", "context=4,data=2", 1},
-		{"pipeline", "v5litepod-4", "pipeline=4", 4},
+		{"data parallel", "v5litepod-8", "data=8", 1, schedule.OneFOneB, 1},
+		{"FSDP", "v5litepod-8", "fsdp=8", 1, schedule.OneFOneB, 1},
+		{"context parallel", "v5litepod-8", "context=4,data=2", 1, schedule.OneFOneB, 1},
+		{"pipeline", "v5litepod-4", "pipeline=4", 4, schedule.OneFOneB, 1},
+		{"pipeline, interleaved", "v5litepod-4", "pipeline=2,data=2", 4, schedule.Interleaved, 2},
+		// Not GPipe or circular: their last stage runs every micro-batch's
+		// forward before the first backward, and the emulator keeps each
+		// one's head activations (logits, softmax) until its backward,
+		// where cost counts the logits of one micro-batch as transient (XLA
+		// fusing the loss). The peaks differ by 15% (circular) and 30%
+		// (GPipe, pipeline=4) here; which model is right for MaxText's
+		// circular pipeline is an open question for cost.
 	}
 	for _, tt := range tests {
 		m := layout(t, tt.accel, 1, tt.layout)
-		r := run(t, m, 64, tt.micro, schedule.OneFOneB, false)
-		mem, err := cost.NewEstimator().Memory(job(64, tt.micro, schedule.OneFOneB), m)
+		r := runChunked(t, m, 64, tt.micro, tt.sched, tt.chunks, false)
+		j := job(64, tt.micro, tt.sched)
+		j.Chunks = tt.chunks
+		mem, err := cost.NewEstimator().Memory(j, m)
 		if err != nil {
 			t.Fatal(err)
 		}
