@@ -59,6 +59,7 @@ type device struct {
 	tensorG, contextG, fsdpG, gradG collective.Group
 
 	tmpl    *Params[float32] // shapes of this stage's tensor-parallel params
+	layers  []int            // the model's index of each of tmpl's layers
 	flat    [][]float32      // param groups (0: ends, 1+: layers): full, or this device's FSDP shard
 	realLen []int
 	fullLen []int // padded to a multiple of fsdp
@@ -91,6 +92,7 @@ func newDevice(tc *TrainConfig, id int, ep *Endpoint, full *Params[float32]) *de
 	d.gradG = group(m, id, mesh.Data, mesh.Context)
 	sh := shard(full, tc.Model, d.coord[mesh.Tensor], t, si, p, tc.Chunks)
 	d.tmpl = sh
+	d.layers = stageLayers(tc.Model.Layers, si, p, tc.Chunks)
 	fi := d.coord[mesh.FSDP]
 	for _, tensors := range d.groupsOf(sh) {
 		var buf []float32

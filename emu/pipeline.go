@@ -205,7 +205,7 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 		d.release(buf)
 		saved[li-lo] = a
 		d.mem.change(func(m *Memory) { m.Activations += a.bytes(4) })
-		d.compute(fmt.Sprintf("F%d layer %d", op.MicroBatch, li), d.layerFLOPs(&l, n), st.rate)
+		d.compute(fmt.Sprintf("F%d layer %d", op.MicroBatch, d.layers[li]), d.layerFLOPs(&l, n), st.rate)
 	}
 	st.saved[op.MicroBatch][op.Chunk] = saved
 	if !last {
@@ -264,7 +264,7 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 		d.scatterGrad(1+li, gbuf)
 		d.mem.change(func(m *Memory) { m.Activations -= a.bytes(4) })
 		saved[li-lo] = nil
-		d.compute(fmt.Sprintf("B%d layer %d", op.MicroBatch, li), 2*d.layerFLOPs(&l, n), st.rate)
+		d.compute(fmt.Sprintf("B%d layer %d", op.MicroBatch, d.layers[li]), 2*d.layerFLOPs(&l, n), st.rate)
 	}
 	if first {
 		embedBack(d.bindEnds(endsGrad), mb, dx)
