@@ -37,7 +37,12 @@ func layout(t *testing.T, accel string, slices int, s string) mesh.Mesh {
 
 func run(t *testing.T, m mesh.Mesh, batch, micro int, k schedule.Kind, free bool) *emu.Result {
 	t.Helper()
-	r, err := emu.Train(emu.TrainConfig{Model: checkModel, Mesh: m, GlobalBatch: batch, MicroBatches: micro, Schedule: k,
+	return runChunked(t, m, batch, micro, k, 1, free)
+}
+
+func runChunked(t *testing.T, m mesh.Mesh, batch, micro int, k schedule.Kind, chunks int, free bool) *emu.Result {
+	t.Helper()
+	r, err := emu.Train(emu.TrainConfig{Model: checkModel, Mesh: m, GlobalBatch: batch, MicroBatches: micro, Schedule: k, Chunks: chunks,
 		Steps: 1, Seed: 1, LR: 1e-3, Data: &emu.Synthetic{V: checkModel.Vocab, Seed: 2}, FreeComm: free, BlocksOnlyClock: free})
 	if err != nil {
 		t.Fatal(err)
@@ -143,14 +148,82 @@ func TestBytesEqualCost(t *testing.T) {
 }
 
 func TestPipelineBubbleEqualsSchedule(t *testing.T) {
-	// GPipe and 1F1B with balanced stages and free communication idle
-	// (p−1)/(m+p−1) of the time (schedule.Bubble).
-	for _, k := range []schedule.Kind{schedule.GPipe, schedule.OneFOneB} { // the schedules the emulator runs
-		m := layout(t, "v5litepod-4", 1, "pipeline=4")
-		r := run(t, m, 8, 4, k, true)
-		want, _ := schedule.Bubble(k, 4, 4)
+	// With balanced stages and free communication every schedule idles
+	// what package schedule derives from the same op lists: (p−1)/(m+p−1)
+	// for GPipe and 1F1B, (p−1)/v of a micro-batch against m for
+	// interleaved 1F1B, p−1 of m·v+p−1 loop iterations for circular.
+	tests := []struct {
+		k             schedule.Kind
+		layout        string
+		micro, chunks int
+	}{
+		{schedule.GPipe, "pipeline=4", 4, 1},
+		{schedule.OneFOneB, "pipeline=4", 4, 1},
+		{schedule.Interleaved, "pipeline=2,data=2", 2, 2},
+		{schedule.Circular, "pipeline=2,data=2", 4, 2},
+		{schedule.Interleaved, "pipeline=2,data=2", 4, 2},
+		{schedule.Circular, "pipeline=2,data=2", 2, 2},
+		{schedule.Circular, "pipeline=4", 4, 1},
+	}
+	for _, tt := range tests {
+		m := layout(t, "v5litepod-4", 1, tt.layout)
+		r := runChunked(t, m, 8, tt.micro, tt.k, tt.chunks, true)
+		want, err := schedule.BubbleChunked(tt.k, m.Size(mesh.Pipeline), tt.micro, tt.chunks)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if math.Abs(r.Bubble-want) > 1e-9 {
-			t.Errorf("%s: measured bubble %.6f, schedule %.6f", k, r.Bubble, want)
+			t.Errorf("%s on %s, %d micro-batches, %d chunks: measured bubble %.6f, schedule %.6f", tt.k, tt.layout, tt.micro, tt.chunks, r.Bubble, want)
+		}
+	}
+}
+
+func TestChunkedPipelineBytesEqualCost(t *testing.T) {
+	// Each pipeline boundary carries every micro-batch's activations
+	// forward and their gradients back. Interleaved and circular schedules
+	// have p·v−1 boundaries, v−1 of them from the last stage round to the
+	// first; package cost counts v·(p−1) (it leaves those wrap-around sends
+	// out), so the two are held equal per boundary, and in total only where
+	// they agree on the count (v = 1).
+	tests := []struct {
+		k                    schedule.Kind
+		layout               string
+		slices, micro, chunk int
+	}{
+		{schedule.OneFOneB, "pipeline=4", 1, 4, 1},
+		{schedule.Interleaved, "pipeline=2,data=2", 1, 4, 2},
+		{schedule.Circular, "pipeline=2,data=2", 1, 2, 2},
+		{schedule.Circular, "pipeline=4", 1, 4, 1},
+		{schedule.Interleaved, "pipeline=2(dcn),data=4", 2, 2, 2},
+	}
+	for _, tt := range tests {
+		m := layout(t, "v5litepod-4", tt.slices, tt.layout)
+		r := runChunked(t, m, 8, tt.micro, tt.k, tt.chunk, false)
+		j := job(8, tt.micro, tt.k)
+		j.Chunks = tt.chunk
+		est, err := cost.EstimateStep(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want int64
+		for _, d := range r.Devices {
+			b := d.SentByAxis["pipeline send/recv"]
+			got += b[0] + b[1]
+		}
+		for _, c := range est.Comms {
+			if c.Axis == mesh.Pipeline {
+				want += int64(c.ICIBytes+c.DCNBytes) * int64(m.Chips())
+			}
+		}
+		p, replicas := m.Size(mesh.Pipeline), int64(m.Chips()/m.Size(mesh.Pipeline))
+		emuBoundaries, costBoundaries := int64(p*tt.chunk-1), int64(tt.chunk*(p-1))
+		if got%(emuBoundaries*replicas) != 0 || want%(costBoundaries*replicas) != 0 || want == 0 ||
+			got/(emuBoundaries*replicas) != want/(costBoundaries*replicas) {
+			t.Errorf("%s on %s, %d chunks: measured %d bytes over %d boundaries, cost %d over %d: not the same per boundary",
+				tt.k, tt.layout, tt.chunk, got, emuBoundaries, want, costBoundaries)
+		}
+		if tt.chunk == 1 && got != want {
+			t.Errorf("%s on %s: measured %d pipeline bytes, cost %d", tt.k, tt.layout, got, want)
 		}
 	}
 }
@@ -159,16 +232,28 @@ func TestPeakMemoryWithinFivePercentOfCost(t *testing.T) {
 	tests := []struct {
 		name, accel, layout string
 		micro               int
+		sched               schedule.Kind
+		chunks              int
 	}{
-		{"data parallel", "v5litepod-8", "data=8", 1},
-		{"FSDP", "v5litepod-8", "fsdp=8", 1},
-		{"context parallel", "v5litepod-8", "context=4,data=2", 1},
-		{"pipeline", "v5litepod-4", "pipeline=4", 4},
+		{"data parallel", "v5litepod-8", "data=8", 1, schedule.OneFOneB, 1},
+		{"FSDP", "v5litepod-8", "fsdp=8", 1, schedule.OneFOneB, 1},
+		{"context parallel", "v5litepod-8", "context=4,data=2", 1, schedule.OneFOneB, 1},
+		{"pipeline", "v5litepod-4", "pipeline=4", 4, schedule.OneFOneB, 1},
+		{"pipeline, interleaved", "v5litepod-4", "pipeline=2,data=2", 4, schedule.Interleaved, 2},
+		// Not GPipe or circular: their last stage runs every micro-batch's
+		// forward before the first backward, and the emulator keeps each
+		// one's head activations (logits, softmax) until its backward,
+		// where cost counts the logits of one micro-batch as transient (XLA
+		// fusing the loss). The peaks differ by 15% (circular) and 30%
+		// (GPipe, pipeline=4) here; which model is right for MaxText's
+		// circular pipeline is an open question for cost.
 	}
 	for _, tt := range tests {
 		m := layout(t, tt.accel, 1, tt.layout)
-		r := run(t, m, 64, tt.micro, schedule.OneFOneB, false)
-		mem, err := cost.NewEstimator().Memory(job(64, tt.micro, schedule.OneFOneB), m)
+		r := runChunked(t, m, 64, tt.micro, tt.sched, tt.chunks, false)
+		j := job(64, tt.micro, tt.sched)
+		j.Chunks = tt.chunks
+		mem, err := cost.NewEstimator().Memory(j, m)
 		if err != nil {
 			t.Fatal(err)
 		}

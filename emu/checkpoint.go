@@ -37,7 +37,10 @@ type CheckpointHeader struct {
 	MicroBatches int    `json:"micro_batches"`
 	// Schedule is recorded with a pipeline only: without one it changes
 	// nothing.
-	Schedule        string  `json:"schedule"`
+	Schedule string `json:"schedule"`
+	// Chunks is recorded with interleaved and circular schedules only
+	// (it changes which layers each device holds).
+	Chunks          int     `json:"chunks,omitempty"`
 	Seed            uint64  `json:"seed"`
 	LR              float64 `json:"lr"`
 	BF16Compute     bool    `json:"bf16_compute"`
@@ -119,6 +122,9 @@ func header(tc *TrainConfig, step int) CheckpointHeader {
 	if tc.Mesh.Size(mesh.Pipeline) > 1 {
 		h.Schedule = string(tc.Schedule)
 	}
+	if tc.Schedule.Chunked() {
+		h.Chunks = tc.Chunks
+	}
 	if tc.Remote != nil {
 		h.Process, h.Processes = tc.Remote.Rank(), tc.Remote.Size()
 	}
@@ -136,7 +142,7 @@ func cloneAll(x [][]float32) [][]float32 {
 func snapshot(tc *TrainConfig, devs []*device, step int) *Checkpoint {
 	c := &Checkpoint{Header: header(tc, step), Step: step}
 	for _, d := range devs {
-		c.Devices = append(c.Devices, DeviceState{ID: d.id, AdamT: d.adamT, Clock: d.ep.Clock(), Flat: cloneAll(d.flat), M: cloneAll(d.m), V: cloneAll(d.v)})
+		c.Devices = append(c.Devices, DeviceState{ID: d.id, AdamT: d.adamT, Clock: d.ep.clock(), Flat: cloneAll(d.flat), M: cloneAll(d.m), V: cloneAll(d.v)})
 	}
 	return c
 }
@@ -271,83 +277,25 @@ func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
 // anything is allocated, so a crafted file with a valid checksum is
 // refused, not a panic or a huge allocation.
 func decodeCheckpoint(body []byte) (*Checkpoint, error) {
-	rd := bytes.NewReader(body)
-	short := func(what string, n, left uint64) error {
-		return fmt.Errorf("emu: checkpoint %s is %d, more than the %d bytes left allow: %w", what, n, left, ErrCheckpoint)
-	}
-	fail := fmt.Errorf("emu: checkpoint ends early: %w", ErrCheckpoint)
-	u64 := func() (uint64, bool) {
-		var v uint64
-		return v, binary.Read(rd, binary.LittleEndian, &v) == nil
-	}
-	n, ok := u64()
-	if !ok {
-		return nil, fail
-	}
-	if left := uint64(rd.Len()); n > left {
-		return nil, short("header length", n, left)
-	}
-	h := make([]byte, n)
-	if _, err := io.ReadFull(rd, h); err != nil {
-		return nil, fail
-	}
+	rd := ckptReader{bytes.NewReader(body)}
 	c := &Checkpoint{}
-	if err := json.Unmarshal(h, &c.Header); err != nil {
-		return nil, fmt.Errorf("emu: checkpoint header: %v: %w", err, ErrCheckpoint)
+	if err := rd.header(&c.Header); err != nil {
+		return nil, err
 	}
 	c.Step = c.Header.Step
 	if c.Step < 0 {
 		return nil, fmt.Errorf("emu: checkpoint step %d, want at least 0: %w", c.Step, ErrCheckpoint)
 	}
-	// a device is at least six words (id, Adam step, clock, three counts),
-	// a tensor at least its length word, a value four bytes
-	const deviceMin, tensorMin = 6 * 8, 8
-	nd, ok := u64()
-	if !ok {
-		return nil, fail
-	}
-	if left := uint64(rd.Len()); nd > left/deviceMin {
-		return nil, short("device count", nd, left)
+	// a device is at least six words (id, Adam step, clock, three counts)
+	nd, err := rd.count("device count", 6*8)
+	if err != nil {
+		return nil, err
 	}
 	c.Devices = make([]DeviceState, 0, nd)
 	for range nd {
-		var s DeviceState
-		id, ok0 := u64()
-		t, ok1 := u64()
-		clk, ok2 := u64()
-		if !ok0 || !ok1 || !ok2 {
-			return nil, fail
-		}
-		if id > 1<<20 || t > 1<<40 {
-			return nil, fmt.Errorf("emu: checkpoint device %d at Adam step %d, want at most %d and %d: %w", id, t, 1<<20, 1<<40, ErrCheckpoint)
-		}
-		s.ID, s.AdamT, s.Clock = int(id), int(t), math.Float64frombits(clk)
-		if !(s.Clock >= 0) || math.IsInf(s.Clock, 0) {
-			return nil, fmt.Errorf("emu: checkpoint device %d has clock %v, want a finite time: %w", id, s.Clock, ErrCheckpoint)
-		}
-		for _, set := range []*[][]float32{&s.Flat, &s.M, &s.V} {
-			k, ok := u64()
-			if !ok {
-				return nil, fail
-			}
-			if left := uint64(rd.Len()); k > left/tensorMin {
-				return nil, short("tensor count", k, left)
-			}
-			*set = make([][]float32, 0, k)
-			for range k {
-				l, ok := u64()
-				if !ok {
-					return nil, fail
-				}
-				if left := uint64(rd.Len()); l > left/4 {
-					return nil, short("tensor length", l, left)
-				}
-				x := make([]float32, l)
-				if err := binary.Read(rd, binary.LittleEndian, x); err != nil {
-					return nil, fail
-				}
-				*set = append(*set, x)
-			}
+		s, err := rd.device()
+		if err != nil {
+			return nil, err
 		}
 		c.Devices = append(c.Devices, s)
 	}
@@ -355,4 +303,96 @@ func decodeCheckpoint(body []byte) (*Checkpoint, error) {
 		return nil, fmt.Errorf("emu: checkpoint has %d trailing bytes: %w", rd.Len(), ErrCheckpoint)
 	}
 	return c, nil
+}
+
+// ckptReader reads a checkpoint's body, every count bounded by the bytes
+// left.
+type ckptReader struct{ *bytes.Reader }
+
+var errCkptShort = fmt.Errorf("emu: checkpoint ends early: %w", ErrCheckpoint)
+
+func (rd ckptReader) u64() (uint64, error) {
+	var v uint64
+	if binary.Read(rd, binary.LittleEndian, &v) != nil {
+		return 0, errCkptShort
+	}
+	return v, nil
+}
+
+// count reads a count of things at least least bytes each, refusing one
+// that the bytes left cannot hold.
+func (rd ckptReader) count(what string, least uint64) (uint64, error) {
+	n, err := rd.u64()
+	if err != nil {
+		return 0, err
+	}
+	if left := uint64(rd.Len()); n > left/least {
+		return 0, fmt.Errorf("emu: checkpoint %s is %d, more than the %d bytes left allow: %w", what, n, left, ErrCheckpoint)
+	}
+	return n, nil
+}
+
+// header reads the JSON header and its length.
+func (rd ckptReader) header(h *CheckpointHeader) error {
+	n, err := rd.count("header length", 1)
+	if err != nil {
+		return err
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(rd, b); err != nil {
+		return errCkptShort
+	}
+	if err := json.Unmarshal(b, h); err != nil {
+		return fmt.Errorf("emu: checkpoint header: %v: %w", err, ErrCheckpoint)
+	}
+	return nil
+}
+
+// device reads one device's id, Adam step, clock and tensors.
+func (rd ckptReader) device() (DeviceState, error) {
+	var s DeviceState
+	var w [3]uint64
+	for i := range w {
+		var err error
+		if w[i], err = rd.u64(); err != nil {
+			return s, err
+		}
+	}
+	id, t := w[0], w[1]
+	if id > 1<<20 || t > 1<<40 {
+		return s, fmt.Errorf("emu: checkpoint device %d at Adam step %d, want at most %d and %d: %w", id, t, 1<<20, 1<<40, ErrCheckpoint)
+	}
+	s.ID, s.AdamT, s.Clock = int(id), int(t), math.Float64frombits(w[2])
+	if !(s.Clock >= 0) || math.IsInf(s.Clock, 0) {
+		return s, fmt.Errorf("emu: checkpoint device %d has clock %v, want a finite time: %w", id, s.Clock, ErrCheckpoint)
+	}
+	for _, set := range []*[][]float32{&s.Flat, &s.M, &s.V} {
+		var err error
+		if *set, err = rd.tensors(); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// tensors reads a count of tensors (each at least its length word), then
+// each one's length and little-endian float32 values.
+func (rd ckptReader) tensors() ([][]float32, error) {
+	k, err := rd.count("tensor count", 8)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float32, 0, k)
+	for range k {
+		l, err := rd.count("tensor length", 4)
+		if err != nil {
+			return nil, err
+		}
+		x := make([]float32, l)
+		if err := binary.Read(rd, binary.LittleEndian, x); err != nil {
+			return nil, errCkptShort
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }

@@ -25,7 +25,7 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	var saved bytes.Buffer
 	first := base
 	first.CheckpointEvery = 2
-	first.OnCheckpoint = func(c *Checkpoint) error {
+	first.Hooks.Checkpoint = func(c *Checkpoint) error {
 		if c.Step == 2 {
 			saved.Reset()
 			_, err := c.WriteTo(&saved)
@@ -69,6 +69,51 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	}
 }
 
+// TestResumeChunkedSchedule: a run whose devices hold several chunks of
+// layers resumes bit for bit, and only under its own schedule.
+func TestResumeChunkedSchedule(t *testing.T) {
+	base := TrainConfig{Model: parityModel, Mesh: testMesh(t, "v5litepod-4", 1, "pipeline=2,data=2"), GlobalBatch: 8, MicroBatches: 2,
+		Schedule: schedule.Interleaved, Chunks: 2, Steps: 3, Seed: 5, LR: 1e-2, Data: &Synthetic{V: parityModel.Vocab, Seed: 11}}
+	straight, err := Train(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := base
+	first.Steps = 1
+	r, err := Train(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := r.Checkpoint.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := ReadCheckpoint(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Header.Schedule != "interleaved" || ck.Header.Chunks != 2 {
+		t.Errorf("header schedule %q, chunks %d; want interleaved, 2", ck.Header.Schedule, ck.Header.Chunks)
+	}
+	resumed := base
+	resumed.Resume = ck
+	rr, err := Train(resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range rr.Losses {
+		if l != straight.Losses[1+i] {
+			t.Errorf("resumed step %d loss %v, uninterrupted %v", 2+i, l, straight.Losses[1+i])
+		}
+	}
+	circular := resumed
+	circular.Schedule = schedule.Circular
+	want := `schedule "interleaved", this run "circular"`
+	if _, err := Train(circular); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("resumed as circular: %v, want a mismatch naming %s", err, want)
+	}
+}
+
 // TestResumeRefusesOtherSettings: a checkpoint resumes only under the
 // settings it was written with; a mismatch names the field and both values.
 func TestResumeRefusesOtherSettings(t *testing.T) {
@@ -104,6 +149,8 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 		{"global_batch", "8, this run 16", func(tc *TrainConfig) { tc.GlobalBatch = 16 }},
 		{"micro_batches", "2, this run 4", func(tc *TrainConfig) { tc.MicroBatches = 4 }},
 		{"schedule", `"1f1b", this run "gpipe"`, func(tc *TrainConfig) { tc.Schedule = schedule.GPipe }},
+		{"schedule", `"1f1b", this run "interleaved"`, func(tc *TrainConfig) { tc.Schedule, tc.Chunks = schedule.Interleaved, 2 }},
+		{"chunks", "0, this run 2", func(tc *TrainConfig) { tc.Schedule, tc.Chunks = schedule.Circular, 2 }},
 		{"data", `"synthetic, vocab 32, seed 11", this run "synthetic, vocab 32, seed 12"`, func(tc *TrainConfig) { tc.Data = &Synthetic{V: parityModel.Vocab, Seed: 12} }},
 		{"efficiency", "0.6, this run 0.5", func(tc *TrainConfig) { tc.Efficiency = 0.5 }},
 		{"free_comm", "false, this run true", func(tc *TrainConfig) { tc.FreeComm = true }},
@@ -283,14 +330,14 @@ func TestResumeFromStoredCheckpoints(t *testing.T) {
 	first := base
 	first.Steps = 3
 	first.CheckpointEvery = 1
-	first.OnCheckpoint = func(c *Checkpoint) error {
+	first.Hooks.Checkpoint = func(c *Checkpoint) error {
 		var b bytes.Buffer
 		_, err := c.WriteTo(&b)
 		stored[c.Step] = b.Bytes()
 		return err
 	}
 	var committed []int
-	first.OnCheckpointCommitted = func(step int) error {
+	first.Hooks.Committed = func(step int) error {
 		committed = append(committed, step)
 		return nil
 	}
@@ -304,7 +351,7 @@ func TestResumeFromStoredCheckpoints(t *testing.T) {
 	resumed := base
 	resumed.ResumeSteps, resumed.LoadCheckpoint = []int{3, 1, 2}, load
 	var heard []int
-	resumed.OnResume = func(step int, held [][]int) { heard = append(heard, step) }
+	resumed.Hooks.Resumed = func(step int, held [][]int) error { heard = append(heard, step); return nil }
 	r, err := Train(resumed)
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +402,7 @@ func TestDivergenceStops(t *testing.T) {
 	tc := TrainConfig{Model: parityModel, Mesh: testMesh(t, "v5litepod-4", 1, "fsdp=2,tensor=2"), GlobalBatch: 8, Steps: 20, Seed: 1, LR: 3,
 		BF16Compute: true, Data: &Synthetic{V: parityModel.Vocab, Seed: 1}, CheckpointEvery: 1}
 	var saved []int
-	tc.OnCheckpoint = func(c *Checkpoint) error { saved = append(saved, c.Step); return nil }
+	tc.Hooks.Checkpoint = func(c *Checkpoint) error { saved = append(saved, c.Step); return nil }
 	r, err := Train(tc)
 	if err != nil {
 		t.Fatal(err)

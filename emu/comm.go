@@ -42,9 +42,9 @@ type Fabric struct {
 	failed  map[[2]int]bool
 	clocks  []float64
 	rv      map[string]*rendezvous
-	// FreeComm makes communication take no simulated time (to measure a
+	// freeComm makes communication take no simulated time (to measure a
 	// pipeline's bubble alone).
-	FreeComm bool
+	freeComm bool
 	// pp gives the link a pipeline send between two devices uses.
 	pp func(from, to int) collective.Link
 	// remote carries messages to devices of other processes.
@@ -81,9 +81,6 @@ func (f *Fabric) Deliver(src, dst int, data []float32, clock float64, control bo
 	q.cond.Signal()
 }
 
-// SetSendLink sets the link point-to-point sends between two devices use.
-func (f *Fabric) SetSendLink(link func(from, to int) collective.Link) { f.pp = link }
-
 type fifo struct {
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -107,8 +104,8 @@ func NewFabric(sliceOf []int) *Fabric {
 		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}}
 }
 
-// FailLink marks the link between devices a and b as broken.
-func (f *Fabric) FailLink(a, b int) {
+// failLink marks the link between devices a and b as broken.
+func (f *Fabric) failLink(a, b int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failed[[2]int{a, b}] = true
@@ -122,11 +119,11 @@ func (e *ErrLinkDown) Error() string {
 	return fmt.Sprintf("emu: mesh discovery failed: link %d-%d is down", e.A, e.B)
 }
 
-// Discover checks every link the groups' rings use, as ICI mesh discovery
+// discover checks every link the groups' rings use, as ICI mesh discovery
 // does at start-up, and names the first broken one instead of hanging. A
 // failed link that no ring uses is an error too: it is not a link of this
 // mesh.
-func (f *Fabric) Discover(groups []collective.Group) error {
+func (f *Fabric) discover(groups []collective.Group) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	used := map[[2]int]bool{}
@@ -167,23 +164,24 @@ func (f *Fabric) queue(src, dst int) *fifo {
 
 // Endpoint is device rank's collective.Comm on the fabric.
 type Endpoint struct {
-	f     *Fabric
-	rank  int
-	axis  string // the group of the collective under way
-	op    string // and its name, for the trace
-	Bytes collective.Counter
-	// ByAxis counts the same bytes under "axis op" (e.g. "tensor all-reduce").
-	ByAxis collective.Counter
-	spans  []Span
-	lent   sync.WaitGroup // views of this device's buffers other devices still read
-	// Control counts the bytes of clock exchanges between processes'
-	// devices (8 per message), apart from the collectives.
-	Control int64
+	f    *Fabric
+	rank int
+	axis string // the group of the collective under way
+	op   string // and its name, for the trace
+	// counted is the bytes sent, by collective and tier; byAxis counts
+	// the same bytes under "axis op" (e.g. "tensor all-reduce").
+	counted collective.Counter
+	byAxis  collective.Counter
+	spans   []Span
+	lent    sync.WaitGroup // views of this device's buffers other devices still read
+	// controlBytes counts the bytes of clock exchanges between
+	// processes' devices (8 per message), apart from the collectives.
+	controlBytes int64
 }
 
 // Endpoint returns device rank's Comm.
 func (f *Fabric) Endpoint(rank int) *Endpoint {
-	return &Endpoint{f: f, rank: rank, Bytes: collective.Counter{}, ByAxis: collective.Counter{}}
+	return &Endpoint{f: f, rank: rank, counted: collective.Counter{}, byAxis: collective.Counter{}}
 }
 
 // span records a stretch of the device's track when the fabric traces.
@@ -194,16 +192,16 @@ func (e *Endpoint) span(name string, start, end float64) {
 }
 
 // Sent is the bytes this device has sent.
-func (e *Endpoint) Sent() collective.Counter { return e.Bytes }
+func (e *Endpoint) Sent() collective.Counter { return e.counted }
 
 // Rank is the device's id.
 func (e *Endpoint) Rank() int { return e.rank }
 
-// Clock is the device's simulated time in seconds.
-func (e *Endpoint) Clock() float64 { return e.f.clocks[e.rank] }
+// clock is the device's simulated time in seconds.
+func (e *Endpoint) clock() float64 { return e.f.clocks[e.rank] }
 
-// Advance moves the device's clock on by d seconds of its own work.
-func (e *Endpoint) Advance(d float64) { e.f.clocks[e.rank] += d }
+// advance moves the device's clock on by d seconds of its own work.
+func (e *Endpoint) advance(d float64) { e.f.clocks[e.rank] += d }
 
 func (e *Endpoint) tier(to int) hw.Tier {
 	if e.f.sliceOf[to] == e.f.sliceOf[e.rank] {
@@ -214,8 +212,8 @@ func (e *Endpoint) tier(to int) hw.Tier {
 
 // put sends a copy of x to device to, counting it under op and axis.
 func (e *Endpoint) put(op, axis string, to int, x []float32) {
-	e.Bytes.Add(op, e.tier(to), int64(len(x))*4)
-	e.ByAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
+	e.counted.Add(op, e.tier(to), int64(len(x))*4)
+	e.byAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
 	if !e.f.local(to) {
 		e.f.remote.Send(e.rank, to, x, e.f.clocks[e.rank], false)
 		return
@@ -241,8 +239,8 @@ func (e *Endpoint) lend(op, axis string, to int, x []float32) {
 		e.put(op, axis, to, x)
 		return
 	}
-	e.Bytes.Add(op, e.tier(to), int64(len(x))*4)
-	e.ByAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
+	e.counted.Add(op, e.tier(to), int64(len(x))*4)
+	e.byAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
 	e.lent.Add(1)
 	q := e.f.queue(e.rank, to)
 	q.mu.Lock()
@@ -289,15 +287,18 @@ func (e *Endpoint) get(from int) message {
 
 // Send is a point-to-point send (pipeline stages). The receiver's clock
 // becomes at least the sender's plus the transfer time over the link
-// SetSendLink gives (no time without one).
+// the fabric's pp gives (no time without one).
 func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", mesh.Pipeline.String(), to, x) }
 
 // Recv receives from device from.
-func (e *Endpoint) Recv(from int) []float32 {
-	m := e.get(from)
+func (e *Endpoint) Recv(from int) []float32 { return e.arrive(from, e.get(from)) }
+
+// arrive takes delivery of message m from device from: the receiver's
+// clock becomes at least the sender's plus the transfer time.
+func (e *Endpoint) arrive(from int, m message) []float32 {
 	x, sent := m.data, m.t
 	d := 0.0
-	if e.f.pp != nil && !e.f.FreeComm {
+	if e.f.pp != nil && !e.f.freeComm {
 		d = collective.Time(collective.SendRecv, 2, unitBytes(len(x)), e.f.pp(from, e.rank)).Seconds()
 	}
 	now := e.f.clocks[e.rank]
@@ -344,7 +345,7 @@ func (e *Endpoint) sync(g collective.Group, cost time.Duration) {
 		e.f.rv[key] = r
 	}
 	e.f.mu.Unlock()
-	if e.f.FreeComm {
+	if e.f.freeComm {
 		cost = 0
 	}
 	r.mu.Lock()
@@ -374,7 +375,7 @@ func (e *Endpoint) sync(g collective.Group, cost time.Duration) {
 // the group's first member, which answers with the latest plus cost.
 // These control messages are counted apart from the collectives' bytes.
 func (e *Endpoint) syncByMessages(g collective.Group, cost time.Duration) {
-	if e.f.FreeComm {
+	if e.f.freeComm {
 		cost = 0
 	}
 	leader := g.Ranks[0]
@@ -411,7 +412,7 @@ func (e *Endpoint) syncByMessages(g collective.Group, cost time.Duration) {
 
 // control sends a clock to device to.
 func (e *Endpoint) control(to int, clock float64) {
-	e.Control += 8
+	e.controlBytes += 8
 	if !e.f.local(to) {
 		e.f.remote.Send(e.rank, to, nil, clock, true)
 		return

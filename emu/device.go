@@ -1,12 +1,10 @@
 package emu
 
 import (
-	"fmt"
 	"math"
 
 	"shardlab/collective"
 	"shardlab/mesh"
-	"shardlab/schedule"
 )
 
 // Memory is a device's bytes by component at its peak.
@@ -50,14 +48,18 @@ type device struct {
 	id    int
 	coord mesh.Coord
 	ep    *Endpoint
-	first bool
-	last  bool
-	prev  int
-	next  int
+	first bool // holds the embedding: pipeline stage 0
+	last  bool // holds the head: the last pipeline stage
+	// pipe lists the devices of this one's pipeline, by stage; inbox
+	// holds, per pipeline peer, the messages that came ahead of the one
+	// an op waits for.
+	pipe  []int
+	inbox map[int]*inbox
 
 	tensorG, contextG, fsdpG, gradG collective.Group
 
 	tmpl    *Params[float32] // shapes of this stage's tensor-parallel params
+	layers  []int            // the model's index of each of tmpl's layers
 	flat    [][]float32      // param groups (0: ends, 1+: layers): full, or this device's FSDP shard
 	realLen []int
 	fullLen []int // padded to a multiple of fsdp
@@ -76,14 +78,21 @@ func newDevice(tc *TrainConfig, id int, ep *Endpoint, full *Params[float32]) *de
 	d := &device{tc: tc, c: tc.Model, id: id, coord: m.Coord(id), ep: ep}
 	p, t, f := m.Size(mesh.Pipeline), m.Size(mesh.Tensor), m.Size(mesh.FSDP)
 	si := d.coord[mesh.Pipeline]
-	d.prev, d.next = neighbour(m, id, mesh.Pipeline, -1), neighbour(m, id, mesh.Pipeline, +1)
-	d.first, d.last = d.prev < 0, d.next < 0
+	d.first, d.last = si == 0, si == p-1
+	for s := range p {
+		c := d.coord
+		c[mesh.Pipeline] = s
+		peer, _ := m.Device(c)
+		d.pipe = append(d.pipe, peer)
+	}
+	d.inbox = inboxes(tc.sched, si, d.pipe)
 	d.tensorG = group(m, id, mesh.Tensor)
 	d.contextG = group(m, id, mesh.Context)
 	d.fsdpG = group(m, id, mesh.FSDP)
 	d.gradG = group(m, id, mesh.Data, mesh.Context)
-	sh := Shard(full, tc.Model, d.coord[mesh.Tensor], t, si, p)
+	sh := shard(full, tc.Model, d.coord[mesh.Tensor], t, si, p, tc.Chunks)
 	d.tmpl = sh
+	d.layers = stageLayers(tc.Model.Layers, si, p, tc.Chunks)
 	fi := d.coord[mesh.FSDP]
 	for _, tensors := range d.groupsOf(sh) {
 		var buf []float32
@@ -125,7 +134,7 @@ func (d *device) groupsOf(p *Params[float32]) [][][]float32 {
 	}
 	out := [][][]float32{ends}
 	for i := range p.Layers {
-		out = append(out, p.Layers[i].Tensors())
+		out = append(out, p.Layers[i].tensors())
 	}
 	return out
 }
@@ -244,8 +253,8 @@ func (d *device) compute(name string, flops, rate float64) {
 		return
 	}
 	s := flops / rate
-	start := d.ep.Clock()
-	d.ep.Advance(s)
+	start := d.ep.clock()
+	d.ep.advance(s)
 	d.busy += s
 	if d.tc.Trace {
 		d.trace = append(d.trace, Span{Device: d.id, Name: name, Start: start, End: start + s})
@@ -257,151 +266,6 @@ func (d *device) compute(name string, flops, rate float64) {
 func (d *device) layerFLOPs(l *Layer[float32], n int) float64 {
 	w := l.Wq.R*l.Wq.C + l.Wk.R*l.Wk.C + l.Wv.R*l.Wv.C + l.Wo.R*l.Wo.C + l.Wg.R*l.Wg.C + l.Wu.R*l.Wu.C + l.Wd.R*l.Wd.C
 	return 2*float64(n)*float64(w) + 4*float64(n)*float64(l.Wq.C)*float64(d.c.Seq)
-}
-
-// step runs one training step on this device: the schedule's forward and
-// backward passes over its micro-batches, the gradient all-reduce over
-// data and context, and Adam on its shard.
-func (d *device) step(step int, batch [][]int, rate float64) {
-	tc := d.tc
-	m := tc.Mesh
-	p := m.Size(mesh.Pipeline)
-	mbs := tc.MicroBatches
-	sched, err := schedule.New(tc.Schedule, p, mbs)
-	if err != nil {
-		panic(err) // validated
-	}
-	ops := sched.Ops[d.coord[mesh.Pipeline]]
-	df := m.Size(mesh.Data) * m.Size(mesh.FSDP)
-	shardIdx := d.coord[mesh.Data]*m.Size(mesh.FSDP) + d.coord[mesh.FSDP]
-	per := tc.GlobalBatch / df
-	b := per / mbs
-	cpn := m.Size(mesh.Context)
-	s := d.c.Seq / cpn
-	scale := 1 / float64(tc.GlobalBatch*d.c.Seq)
-	micros := make([]micro, mbs)
-	for k := range mbs {
-		mb := micro{b: b, s: s, ci: d.coord[mesh.Context], c: cpn, scale: scale}
-		for i := range b {
-			row := batch[shardIdx*per+k*b+i]
-			lo := mb.ci * s
-			mb.tokens = append(mb.tokens, row[lo:lo+s]...)
-			mb.targets = append(mb.targets, row[lo+1:lo+s+1]...)
-		}
-		micros[k] = mb
-	}
-	layers := len(d.tmpl.Layers)
-	saved := make([][]*acts[float32], mbs)
-	heads := make([]*headActs[float32], mbs)
-	d.loss = 0
-	clockRate := rate
-	for _, op := range ops {
-		mb := micros[op.MicroBatch]
-		n := mb.n()
-		if op.Pass == schedule.Forward {
-			var x Mat[float32]
-			// a single stage keeps its gathered ends from the embedding to
-			// the head: one gather per pass, as FSDP does
-			var ends []float32
-			if d.first {
-				ends = d.gather(0)
-				x = embed(d.bindEnds(ends), mb)
-				if !d.last {
-					d.release(ends)
-				}
-			} else {
-				x = Mat[float32]{R: n, C: d.c.DModel, D: d.ep.Recv(d.prev)}
-			}
-			saved[op.MicroBatch] = make([]*acts[float32], layers)
-			for li := range layers {
-				buf := d.gather(1 + li)
-				l := bindLayer(d.tmpl.Layers[li], buf)
-				var a *acts[float32]
-				x, a = layerForward(d.c, &l, x, mb, colls[float32](d))
-				d.release(buf)
-				saved[op.MicroBatch][li] = a
-				d.mem.change(func(m *Memory) { m.Activations += a.bytes(4) })
-				d.compute(fmt.Sprintf("F%d layer %d", op.MicroBatch, li), d.layerFLOPs(&l, n), clockRate)
-			}
-			if d.last {
-				if !d.first {
-					ends = d.gather(0)
-				}
-				loss, ha := headForward(d.c, d.bindEnds(ends), x, mb)
-				d.release(ends)
-				d.loss += loss
-				heads[op.MicroBatch] = ha
-				d.mem.change(func(m *Memory) { m.Transient += ha.bytes(4) })
-				if !tc.BlocksOnlyClock {
-					d.compute(fmt.Sprintf("F%d head", op.MicroBatch), 2*float64(n)*float64(d.c.DModel*d.c.Vocab), clockRate)
-				}
-			} else {
-				d.ep.Send(d.next, x.D)
-			}
-			continue
-		}
-		// backward
-		var dx Mat[float32]
-		var endsGrad []float32
-		if d.first || d.last {
-			endsGrad = d.gradBuf(0)
-		}
-		if d.last {
-			ends := d.gather(0)
-			pp := d.bindEnds(ends)
-			gp := d.bindEnds(endsGrad)
-			ha := heads[op.MicroBatch]
-			dx = headBack(d.c, pp, gp, ha, mb)
-			d.release(ends)
-			d.mem.change(func(m *Memory) { m.Transient -= ha.bytes(4) })
-			heads[op.MicroBatch] = nil
-			if !tc.BlocksOnlyClock {
-				d.compute(fmt.Sprintf("B%d head", op.MicroBatch), 4*float64(n)*float64(d.c.DModel*d.c.Vocab), clockRate)
-			}
-		} else {
-			dx = Mat[float32]{R: n, C: d.c.DModel, D: d.ep.Recv(d.next)}
-		}
-		for li := layers - 1; li >= 0; li-- {
-			buf := d.gather(1 + li)
-			l := bindLayer(d.tmpl.Layers[li], buf)
-			gbuf := d.gradBuf(1 + li)
-			gl := bindLayer(d.tmpl.Layers[li], gbuf)
-			a := saved[op.MicroBatch][li]
-			dx = layerBackward(d.c, &l, &gl, a, dx, mb, colls[float32](d))
-			d.release(buf)
-			d.scatterGrad(1+li, gbuf)
-			d.mem.change(func(m *Memory) { m.Activations -= a.bytes(4) })
-			saved[op.MicroBatch][li] = nil
-			d.compute(fmt.Sprintf("B%d layer %d", op.MicroBatch, li), 2*d.layerFLOPs(&l, n), clockRate)
-		}
-		if d.first {
-			gp := d.bindEnds(endsGrad)
-			embedBack(gp, mb, dx)
-		} else {
-			d.ep.Send(d.prev, dx.D)
-		}
-		if d.first || d.last {
-			d.scatterGrad(0, endsGrad)
-		}
-	}
-	// gradients summed over the replicas (data and context), then Adam
-	n := 0
-	for _, g := range d.grad {
-		n += len(g)
-	}
-	all := make([]float32, 0, n)
-	for _, g := range d.grad {
-		all = append(all, g...)
-	}
-	d.ep.AllReduce(d.gradG, all)
-	d.adamT++
-	off := 0
-	for gi := range d.flat {
-		n := len(d.flat[gi])
-		adam(d.flat[gi], all[off:off+n], d.m[gi], d.v[gi], d.tc.LR, d.adamT)
-		clear(d.grad[gi])
-		off += n
-	}
 }
 
 // bindEnds binds the ends group (embeddings, final norm, output) alone.

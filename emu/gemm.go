@@ -2,23 +2,23 @@ package emu
 
 import "shardlab/emu/avx2"
 
-// Kernel is the float32 matrix multiply the emulator trains with:
+// gemmKernel is the float32 matrix multiply the emulator trains with:
 // C (m×n, row-major, leading dimension ldc) = op(A)·op(B), added to C when
 // acc is set. op transposes when the flag is set; A is m×k after op, B is
 // k×n after op.
-type Kernel interface {
+type gemmKernel interface {
 	Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int)
 	Name() string
 }
 
-// PureGo is the default kernel, built with the Go toolchain alone (no
+// pureGo is the default kernel, built with the Go toolchain alone (no
 // cgo): packed panels and a 4×16 micro-kernel, in AVX2 assembly where the
 // CPU has AVX2 and FMA (checked at run time) and in plain Go elsewhere or
 // with the purego build tag.
-type PureGo struct{}
+type pureGo struct{}
 
 // Name says which kernel this is.
-func (PureGo) Name() string { return "Go toolchain (packed 4x16, " + microName + ")" }
+func (pureGo) Name() string { return "Go toolchain (packed 4x16, " + microName + ")" }
 
 // micro4x16 is the micro-kernel: AVX2 assembly where the CPU and build
 // have it, plain Go otherwise.
@@ -30,12 +30,12 @@ var micro4x16 = func(a, b []float32, kc int, out *[64]float32) {
 
 var microName = map[bool]string{true: "AVX2+FMA assembly", false: "plain Go"}[avx2.Supported()]
 
-// kernel is the one float32 MatMul uses: PureGo, or OpenBLAS in a build
+// kernel is the one float32 matMul uses: pureGo, or OpenBLAS in a build
 // with the openblas tag.
-var kernel Kernel = PureGo{}
+var kernel gemmKernel = pureGo{}
 
-// KernelInUse names the GEMM the build trains with.
-func KernelInUse() Kernel { return kernel }
+// kernelInUse names the GEMM the build trains with.
+func kernelInUse() gemmKernel { return kernel }
 
 const (
 	kcBlock = 256
@@ -43,8 +43,8 @@ const (
 	mr, nr  = 4, 16
 )
 
-// Sgemm implements Kernel.
-func (PureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
+// Sgemm implements gemmKernel.
+func (pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
 	if !acc {
 		for i := range m {
 			clear(c[i*ldc : i*ldc+n])

@@ -38,10 +38,10 @@ func TestKernelMatchesNaive(t *testing.T) {
 	defer func() { micro4x16 = saved }()
 	plain := kernelFunc{name: "plain Go micro-kernel", f: func(ta, tb bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
 		micro4x16 = micro4x16Go
-		PureGo{}.Sgemm(ta, tb, m, n, k, a, lda, b, ldb, acc, c, ldc)
+		pureGo{}.Sgemm(ta, tb, m, n, k, a, lda, b, ldb, acc, c, ldc)
 		micro4x16 = saved
 	}}
-	for _, kern := range []Kernel{plain, PureGo{}, KernelInUse()} {
+	for _, kern := range []gemmKernel{plain, pureGo{}, kernelInUse()} {
 		for n := range 60 {
 			m, nn, k := 1+rng.IntN(40), 1+rng.IntN(40), 1+rng.IntN(300)
 			if n%10 == 0 {
@@ -88,7 +88,7 @@ func (k kernelFunc) Sgemm(ta, tb bool, m, n, kk int, a []float32, lda int, b []f
 	k.f(ta, tb, m, n, kk, a, lda, b, ldb, acc, c, ldc)
 }
 
-func benchGEMM(b *testing.B, kern Kernel, n int) {
+func benchGEMM(b *testing.B, kern gemmKernel, n int) {
 	x := make([]float32, n*n)
 	y := make([]float32, n*n)
 	z := make([]float32, n*n)
@@ -106,9 +106,9 @@ func benchGEMM(b *testing.B, kern Kernel, n int) {
 // OPENBLAS_CORETYPE set for this CPU and OPENBLAS_NUM_THREADS=1).
 func BenchmarkGEMM(b *testing.B) {
 	for _, n := range []int{256, 512} {
-		b.Run("pure-go/"+itoa(n), func(b *testing.B) { benchGEMM(b, PureGo{}, n) })
-		if _, pure := KernelInUse().(PureGo); !pure {
-			b.Run("openblas/"+itoa(n), func(b *testing.B) { benchGEMM(b, KernelInUse(), n) })
+		b.Run("pure-go/"+itoa(n), func(b *testing.B) { benchGEMM(b, pureGo{}, n) })
+		if _, pure := kernelInUse().(pureGo); !pure {
+			b.Run("openblas/"+itoa(n), func(b *testing.B) { benchGEMM(b, kernelInUse(), n) })
 		}
 	}
 }

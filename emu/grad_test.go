@@ -26,7 +26,7 @@ func randomMicro(rng *rand.Rand, c Config, b int) micro {
 func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	for _, tied := range []bool{false, true} {
 		c := tinyConfig(tied)
-		p := Init[float64](c, 3)
+		p := newParams[float64](c, 3)
 		// perturb the norms so their gradients are not trivially symmetric
 		rng := rand.New(rand.NewPCG(9, 9))
 		for _, l := range p.Layers {

@@ -4,7 +4,7 @@ import "math"
 
 // embed looks up token and position embeddings for the micro-batch.
 func embed[T Float](p *Params[T], mb micro) Mat[T] {
-	x := NewMat[T](mb.n(), p.Emb.C)
+	x := newMat[T](mb.n(), p.Emb.C)
 	for r, tok := range mb.tokens {
 		row := x.Row(r)
 		copy(row, p.Emb.Row(tok))
@@ -37,13 +37,13 @@ func (a *headActs[T]) bytes(elem int) int64 {
 func headForward[T Float](c Config, p *Params[T], x Mat[T], mb micro) (float64, *headActs[T]) {
 	a := &headActs[T]{x: x}
 	a.h, a.rstd = rmsnorm(x, p.NF)
-	a.logits = NewMat[T](x.R, c.Vocab)
+	a.logits = newMat[T](x.R, c.Vocab)
 	if c.Tied {
-		MatMulTB(a.logits, a.h, p.Emb, false)
+		matMulTB(a.logits, a.h, p.Emb, false)
 	} else {
-		MatMul(a.logits, a.h, p.Out, false)
+		matMul(a.logits, a.h, p.Out, false)
 	}
-	a.probs = NewMat[T](x.R, c.Vocab)
+	a.probs = newMat[T](x.R, c.Vocab)
 	var loss float64
 	for r := 0; r < x.R; r++ {
 		lr, pr := a.logits.Row(r), a.probs.Row(r)
@@ -66,7 +66,7 @@ func headForward[T Float](c Config, p *Params[T], x Mat[T], mb micro) (float64, 
 }
 
 func headBack[T Float](c Config, p, g *Params[T], a *headActs[T], mb micro) Mat[T] {
-	dl := NewMat[T](a.probs.R, a.probs.C)
+	dl := newMat[T](a.probs.R, a.probs.C)
 	s := T(mb.scale)
 	for r := 0; r < dl.R; r++ {
 		pr, dr := a.probs.Row(r), dl.Row(r)
@@ -75,15 +75,15 @@ func headBack[T Float](c Config, p, g *Params[T], a *headActs[T], mb micro) Mat[
 		}
 		dr[mb.targets[r]] -= s
 	}
-	dh := NewMat[T](a.h.R, a.h.C)
+	dh := newMat[T](a.h.R, a.h.C)
 	if c.Tied {
-		MatMulTA(g.Emb, dl, a.h, true)
-		MatMul(dh, dl, p.Emb, false)
+		matMulTA(g.Emb, dl, a.h, true)
+		matMul(dh, dl, p.Emb, false)
 	} else {
-		MatMulTA(g.Out, a.h, dl, true)
-		MatMulTB(dh, dl, p.Out, false)
+		matMulTA(g.Out, a.h, dl, true)
+		matMulTB(dh, dl, p.Out, false)
 	}
-	dx := NewMat[T](a.x.R, a.x.C)
+	dx := newMat[T](a.x.R, a.x.C)
 	rmsnormBack(a.x, p.NF, a.rstd, dh, dx, g.NF)
 	return dx
 }

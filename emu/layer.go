@@ -59,7 +59,7 @@ func (a *acts[T]) bytes(elem int) int64 {
 }
 
 func rmsnorm[T Float](x Mat[T], w []T) (Mat[T], []T) {
-	y := NewMat[T](x.R, x.C)
+	y := newMat[T](x.R, x.C)
 	rstd := make([]T, x.R)
 	for i := 0; i < x.R; i++ {
 		row := x.Row(i)
@@ -107,32 +107,32 @@ func siluGrad[T Float](x T) T {
 // the backward pass needs.
 func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T]) (Mat[T], *acts[T]) {
 	n, d := x.R, x.C
-	hd := c.HeadDim()
+	hd := c.headDim()
 	qd, kvd := l.Wq.C, l.Wk.C
 	a := &acts[T]{x: x}
 	a.h1, a.rstd1 = rmsnorm(x, l.N1)
-	a.q, a.k, a.v = NewMat[T](n, qd), NewMat[T](n, kvd), NewMat[T](n, kvd)
-	MatMul(a.q, a.h1, l.Wq, false)
-	MatMul(a.k, a.h1, l.Wk, false)
-	MatMul(a.v, a.h1, l.Wv, false)
+	a.q, a.k, a.v = newMat[T](n, qd), newMat[T](n, kvd), newMat[T](n, kvd)
+	matMul(a.q, a.h1, l.Wq, false)
+	matMul(a.k, a.h1, l.Wk, false)
+	matMul(a.v, a.h1, l.Wv, false)
 	kAll := Mat[T]{R: n * mb.c, C: kvd, D: co.contextAllGather(a.k.D)}
 	vAll := Mat[T]{R: n * mb.c, C: kvd, D: co.contextAllGather(a.v.D)}
 	a.attn, a.p = attention(c, a.q, kAll, vAll, mb, hd)
-	o := NewMat[T](n, d)
-	MatMul(o, a.attn, l.Wo, false)
+	o := newMat[T](n, d)
+	matMul(o, a.attn, l.Wo, false)
 	co.tensorAllReduce(o.D)
 	a.x2 = x.Clone()
 	add(a.x2.D, o.D)
 	a.h2, a.rstd2 = rmsnorm(a.x2, l.N2)
 	f := l.Wg.C
-	a.g, a.u, a.a = NewMat[T](n, f), NewMat[T](n, f), NewMat[T](n, f)
-	MatMul(a.g, a.h2, l.Wg, false)
-	MatMul(a.u, a.h2, l.Wu, false)
+	a.g, a.u, a.a = newMat[T](n, f), newMat[T](n, f), newMat[T](n, f)
+	matMul(a.g, a.h2, l.Wg, false)
+	matMul(a.u, a.h2, l.Wu, false)
 	for i, g := range a.g.D {
 		a.a.D[i] = silu(g) * a.u.D[i]
 	}
-	m := NewMat[T](n, d)
-	MatMul(m, a.a, l.Wd, false)
+	m := newMat[T](n, d)
+	matMul(m, a.a, l.Wd, false)
 	co.tensorAllReduce(m.D)
 	y := a.x2.Clone()
 	add(y.D, m.D)
@@ -149,8 +149,8 @@ func attention[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, 
 	qh := q.C / hd
 	group := c.Heads / c.KVHeads
 	seq := mb.s * mb.c
-	out = NewMat[T](q.R, q.C)
-	p = NewMat[T](mb.b*qh*mb.s, seq)
+	out = newMat[T](q.R, q.C)
+	p = newMat[T](mb.b*qh*mb.s, seq)
 	scale := 1 / sqrt(T(hd))
 	for bi := range mb.b {
 		for h := range qh {
@@ -187,40 +187,40 @@ func attention[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, 
 // layerBackward takes dy, adds the weight gradients to g and returns dx.
 func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat[T], mb micro, co colls[T]) Mat[T] {
 	n, d := dy.R, dy.C
-	hd := c.HeadDim()
+	hd := c.headDim()
 	// MLP: y = x2 + (silu(h2·Wg) ⊙ h2·Wu)·Wd
-	MatMulTA(g.Wd, a.a, dy, true)
-	da := NewMat[T](n, l.Wd.R)
-	MatMulTB(da, dy, l.Wd, false)
-	dg, du := NewMat[T](n, da.C), NewMat[T](n, da.C)
+	matMulTA(g.Wd, a.a, dy, true)
+	da := newMat[T](n, l.Wd.R)
+	matMulTB(da, dy, l.Wd, false)
+	dg, du := newMat[T](n, da.C), newMat[T](n, da.C)
 	for i, gv := range a.g.D {
 		du.D[i] = da.D[i] * silu(gv)
 		dg.D[i] = da.D[i] * a.u.D[i] * siluGrad(gv)
 	}
-	MatMulTA(g.Wg, a.h2, dg, true)
-	MatMulTA(g.Wu, a.h2, du, true)
-	dh2 := NewMat[T](n, d)
-	MatMulTB(dh2, dg, l.Wg, false)
-	MatMulTB(dh2, du, l.Wu, true)
+	matMulTA(g.Wg, a.h2, dg, true)
+	matMulTA(g.Wu, a.h2, du, true)
+	dh2 := newMat[T](n, d)
+	matMulTB(dh2, dg, l.Wg, false)
+	matMulTB(dh2, du, l.Wu, true)
 	co.tensorAllReduce(dh2.D) // column-parallel: the input's gradient sums over tensor
 	dx2 := dy.Clone()
 	rmsnormBack(a.x2, l.N2, a.rstd2, dh2, dx2, g.N2)
 	// attention: x2 = x + attn·Wo
-	MatMulTA(g.Wo, a.attn, dx2, true)
-	dattn := NewMat[T](n, l.Wo.R)
-	MatMulTB(dattn, dx2, l.Wo, false)
+	matMulTA(g.Wo, a.attn, dx2, true)
+	dattn := newMat[T](n, l.Wo.R)
+	matMulTB(dattn, dx2, l.Wo, false)
 	kAll := Mat[T]{R: n * mb.c, C: a.k.C, D: co.contextAllGather(a.k.D)}
 	vAll := Mat[T]{R: n * mb.c, C: a.v.C, D: co.contextAllGather(a.v.D)}
 	dq, dkAll, dvAll := attentionBack(c, a.q, kAll, vAll, a.p, dattn, mb, hd)
 	dk := Mat[T]{R: n, C: a.k.C, D: co.contextReduceScatter(dkAll.D)}
 	dv := Mat[T]{R: n, C: a.v.C, D: co.contextReduceScatter(dvAll.D)}
-	MatMulTA(g.Wq, a.h1, dq, true)
-	MatMulTA(g.Wk, a.h1, dk, true)
-	MatMulTA(g.Wv, a.h1, dv, true)
-	dh1 := NewMat[T](n, d)
-	MatMulTB(dh1, dq, l.Wq, false)
-	MatMulTB(dh1, dk, l.Wk, true)
-	MatMulTB(dh1, dv, l.Wv, true)
+	matMulTA(g.Wq, a.h1, dq, true)
+	matMulTA(g.Wk, a.h1, dk, true)
+	matMulTA(g.Wv, a.h1, dv, true)
+	dh1 := newMat[T](n, d)
+	matMulTB(dh1, dq, l.Wq, false)
+	matMulTB(dh1, dk, l.Wk, true)
+	matMulTB(dh1, dv, l.Wv, true)
 	co.tensorAllReduce(dh1.D)
 	dx := dx2.Clone()
 	rmsnormBack(a.x, l.N1, a.rstd1, dh1, dx, g.N1)
@@ -230,9 +230,9 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 func attentionBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
 	qh := q.C / hd
 	group := c.Heads / c.KVHeads
-	dq = NewMat[T](q.R, q.C)
-	dk = NewMat[T](kAll.R, kAll.C)
-	dv = NewMat[T](vAll.R, vAll.C)
+	dq = newMat[T](q.R, q.C)
+	dk = newMat[T](kAll.R, kAll.C)
+	dv = newMat[T](vAll.R, vAll.C)
 	scale := 1 / sqrt(T(hd))
 	dp := make([]T, mb.s*mb.c)
 	for bi := range mb.b {

@@ -26,18 +26,6 @@ func group(m mesh.Mesh, dev int, along ...mesh.Axis) collective.Group {
 		ICILink: link(m.Link(along...)), DCNLink: link(m.TierLink(hw.DCN))}
 }
 
-// neighbour is the device one step along an axis from dev, or -1 at the
-// axis's end.
-func neighbour(m mesh.Mesh, dev int, a mesh.Axis, step int) int {
-	c := m.Coord(dev)
-	c[a] += step
-	id, ok := m.Device(c)
-	if !ok {
-		return -1
-	}
-	return id
-}
-
 // link is mesh's link as package collective times it.
 func link(l mesh.Link) collective.Link {
 	return collective.Link{Bandwidth: l.Bandwidth, Hops: l.Hops, HopLatency: l.HopLatency}

@@ -49,116 +49,35 @@ func sat(x float64) int64 {
 // so absurd shapes give huge numbers, not overflows.
 func EstimateMemory(tc TrainConfig) (Footprint, error) {
 	tc.setDefaults()
-	if err := tc.Validate(); err != nil {
+	if err := tc.validate(); err != nil {
 		return Footprint{}, err
 	}
-	c, m := tc.Model, tc.Mesh
-	f64 := func(x int) float64 { return float64(x) }
-	dp, fs, t, p, cp := f64(m.Size(mesh.Data)), m.Size(mesh.FSDP), f64(m.Size(mesh.Tensor)), m.Size(mesh.Pipeline), f64(m.Size(mesh.Context))
-	d, v, seq, hd := f64(c.DModel), f64(c.Vocab), f64(c.Seq), f64(c.HeadDim())
-	qd, kvd, ft := f64(c.Heads/int(t))*hd, f64(c.KVHeads/int(t))*hd, f64(c.DFF/int(t))
-	qh := f64(c.Heads / int(t))
-	layer := 2*d + d*qd + 2*d*kvd + qd*d + 2*d*ft + ft*d // one block on one tensor rank
-	perStage := f64(c.Layers / p)
-	padded := func(n float64) float64 { return math.Ceil(n/f64(fs)) * f64(fs) }
-	// tokens of one micro-batch on one device
-	b := f64(tc.GlobalBatch) / (dp * f64(fs)) / f64(tc.MicroBatches)
-	s := seq / cp
-	ntok := b * s
-	acts := 4 * (2*ntok*d + ntok*qd + 2*ntok*kvd + b*qh*s*seq + ntok*qd + 2*ntok*d + 3*ntok*ft + 2*ntok)
-	headActs := 4 * (2*ntok*d + ntok + 2*ntok*v)
-	sched, err := schedule.New(tc.Schedule, p, tc.MicroBatches)
+	sched, err := schedule.NewChunked(tc.Schedule, tc.Mesh.Size(mesh.Pipeline), tc.MicroBatches, tc.Chunks)
 	if err != nil {
 		return Footprint{}, err
 	}
-
+	sh := shapesOf(&tc)
 	var fp Footprint
 	var static, step, snap, remote float64
-	for id := range m.Chips() {
-		local := tc.Remote == nil || tc.Remote.RankOf(id) == tc.Remote.Rank()
-		si := m.Coord(id)[mesh.Pipeline]
-		first, last := si == 0, si == p-1
-		ends := 0.0
-		if first || last && c.Tied {
-			ends += v*d + seq*d
-		}
-		if last {
-			ends += d
-			if !c.Tied {
-				ends += d * v
-			}
-		}
-		fullEnds, fullLayer := padded(ends), padded(layer)
-		n := (fullEnds + perStage*fullLayer) / f64(fs) // this device's shard of its stage
-		tmpl := ends + perStage*layer
-		// the device's own state: template, parameters, gradients, moments,
-		// and the message buffers its queues keep for reuse (the gradient
-		// all-reduce's, a layer's and the ends' gathers and reductions)
-		state := 4*tmpl + 16*n + 4*(2*n+fullLayer+fullEnds)
-		if !local {
+	for id := range tc.Mesh.Chips() {
+		si := tc.Mesh.Coord(id)[mesh.Pipeline]
+		dm := sh.device(&tc, si)
+		if local := tc.Remote == nil || tc.Remote.RankOf(id) == tc.Remote.Rank(); !local {
 			if tc.Remote != nil && tc.Remote.Rank() == 0 {
 				// process 0 rebuilds it at the end around its shipped shards
-				remote += state + 2*4*n
+				remote += dm.state + 2*4*dm.n
 			}
 			continue
 		}
-		// in-flight micro-batches: forwards run whose backward has not
-		inFlight, most := 0, 0
-		for _, op := range sched.Ops[si] {
-			if op.Pass == schedule.Forward {
-				inFlight++
-			} else {
-				inFlight--
-			}
-			most = max(most, inFlight)
-		}
-		// the meter's components, each at its largest
-		var mem Memory
-		w := 4 * n
-		if tc.BF16Compute {
-			w += 2 * n
-		}
-		mem.Weights, mem.Gradients, mem.Optimizer = sat(w), sat(4*n), sat(8*n)
-		activations := f64(most) * perStage * acts
-		mem.Activations = sat(activations)
-		trans := 0.0
-		if fs > 1 {
-			trans = 4 * (2*fullEnds + 2*fullLayer) // gathered weights and full-size gradient buffers
-		}
-		if last {
-			trans += f64(most) * headActs
-		}
-		mem.Transient = sat(trans)
+		mem, activations, trans := sh.meter(&tc, dm, sched.Ops[si])
 		fp.Devices = append(fp.Devices, mem)
-		// beyond the meter: a layer's pass temporaries, the attention and
-		// head backward buffers, context-gathered K and V, the GEMM
-		// packing, float32 working copies of the bf16 weights, the
-		// gradients concatenated for the all-reduce and the collectives'
-		// message copies
-		kc := min(max(d, ft, qd, ntok, v), 256) // GEMM packing: 4-row strips of A, 512-column panels of B
-		pack := (max(ntok, d, ft)+4)*kc + min(max(d, ft, qd, v), 512)*kc
-		temps := 4 * (8*ntok*d + 3*ntok*ft + 3*ntok*qd + 8*cp*ntok*kvd + 2*ntok*v + s*cp + pack)
-		if tc.BF16Compute {
-			temps += 4 * (fullEnds + fullLayer)
-		}
-		temps += 4 * (2*n + fullEnds + fullLayer)
-		static += state
-		step += activations + trans + temps
-		snap += 12 * n
+		static += dm.state
+		step += activations + trans + sh.temps(&tc, dm)
+		snap += 12 * dm.n
 	}
-	full := v*d + seq*d + d + f64(c.Layers)*(2*d+d*f64(c.Heads)*hd+2*d*f64(c.KVHeads)*hd+f64(c.Heads)*hd*d+3*d*f64(c.DFF))
-	if !c.Tied {
-		full += d * v
-	}
-	steps := f64(tc.Steps)
-	static += 4*full + 8*f64(tc.GlobalBatch)*(seq+1) + 48*steps
-	if tc.Trace {
-		// spans per device and step: compute and collectives for each
-		// layer and micro-batch, the head, pipeline sends, the reduction
-		static += 80 * steps * f64(len(fp.Devices)) * (f64(tc.MicroBatches)*(15*perStage+8) + 4)
-	}
+	static = sh.runStatic(&tc, static, len(fp.Devices))
 	ckpt := 0.0
-	if tc.CheckpointEvery > 0 && tc.OnCheckpoint != nil {
+	if tc.CheckpointEvery > 0 && tc.Hooks.Checkpoint != nil {
 		ckpt = snap // a snapshot, streamed out tensor by tensor
 	}
 	if tc.Resume != nil || tc.LoadCheckpoint != nil {
@@ -166,9 +85,149 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 	}
 	end := snap
 	if tc.Remote == nil || tc.Remote.Rank() == 0 {
-		end += 2*4*full + remote // the reassembled model and its pieces
+		end += 2*4*sh.full + remote // the reassembled model and its pieces
 	}
 	fp.Static, fp.Step, fp.Checkpoint, fp.End = sat(static), sat(step), sat(ckpt), sat(end)
 	fp.Process = sat(static + max(step, ckpt, end))
 	return fp, nil
+}
+
+// shapes are a run's sizes, as float64 element counts: the model's
+// widths on one tensor rank, a device's share of the layers, the tokens
+// of one micro-batch on one device and what a layer's and the head's
+// forward keep for the backward.
+type shapes struct {
+	d, v, seq, hd, qd, kvd, ft, qh float64
+	fs, cp                         float64
+	layer                          float64 // one block on one tensor rank
+	perStage                       float64 // layers per pipeline device
+	b, s, ntok                     float64
+	acts, headActs                 float64 // bytes
+	full                           float64 // the whole model
+}
+
+func shapesOf(tc *TrainConfig) shapes {
+	c, m := tc.Model, tc.Mesh
+	f64 := func(x int) float64 { return float64(x) }
+	t := m.Size(mesh.Tensor)
+	sh := shapes{d: f64(c.DModel), v: f64(c.Vocab), seq: f64(c.Seq), hd: f64(c.headDim()), fs: f64(m.Size(mesh.FSDP)), cp: f64(m.Size(mesh.Context))}
+	d, v, hd := sh.d, sh.v, sh.hd
+	sh.qd, sh.kvd, sh.ft = f64(c.Heads/t)*hd, f64(c.KVHeads/t)*hd, f64(c.DFF/t)
+	sh.qh = f64(c.Heads / t)
+	sh.layer = 2*d + d*sh.qd + 2*d*sh.kvd + sh.qd*d + 2*d*sh.ft + sh.ft*d
+	sh.perStage = f64(c.Layers / m.Size(mesh.Pipeline))
+	sh.b = f64(tc.GlobalBatch) / (f64(m.Size(mesh.Data)) * sh.fs) / f64(tc.MicroBatches)
+	sh.s = sh.seq / sh.cp
+	ntok := sh.b * sh.s
+	sh.ntok = ntok
+	sh.acts = 4 * (2*ntok*d + ntok*sh.qd + 2*ntok*sh.kvd + sh.b*sh.qh*sh.s*sh.seq + ntok*sh.qd + 2*ntok*d + 3*ntok*sh.ft + 2*ntok)
+	sh.headActs = 4 * (2*ntok*d + ntok + 2*ntok*v)
+	sh.full = v*d + sh.seq*d + d + f64(c.Layers)*(2*d+d*f64(c.Heads)*hd+2*d*f64(c.KVHeads)*hd+f64(c.Heads)*hd*d+3*d*f64(c.DFF))
+	if !c.Tied {
+		sh.full += d * v
+	}
+	return sh
+}
+
+// deviceMemory is one pipeline stage's device: what it holds of the ends
+// and a layer padded for FSDP, its shard n, its own state's bytes.
+type deviceMemory struct {
+	last                bool
+	fullEnds, fullLayer float64
+	n, state            float64
+}
+
+func (sh shapes) device(tc *TrainConfig, si int) deviceMemory {
+	c := tc.Model
+	d, v := sh.d, sh.v
+	padded := func(n float64) float64 { return math.Ceil(n/sh.fs) * sh.fs }
+	first, last := si == 0, si == tc.Mesh.Size(mesh.Pipeline)-1
+	ends := 0.0
+	if first || last && c.Tied {
+		ends += v*d + sh.seq*d
+	}
+	if last {
+		ends += d
+		if !c.Tied {
+			ends += d * v
+		}
+	}
+	dm := deviceMemory{last: last, fullEnds: padded(ends), fullLayer: padded(sh.layer)}
+	dm.n = (dm.fullEnds + sh.perStage*dm.fullLayer) / sh.fs // this device's shard of its stage
+	tmpl := ends + sh.perStage*sh.layer
+	// the device's own state: template, parameters, gradients, moments,
+	// and the message buffers its queues keep for reuse (the gradient
+	// all-reduce's, a layer's and the ends' gathers and reductions)
+	dm.state = 4*tmpl + 16*dm.n + 4*(2*dm.n+dm.fullLayer+dm.fullEnds)
+	return dm
+}
+
+// meter is the device's peak in the run's meter's components, each at its
+// largest, with the activations' and transients' bytes.
+func (sh shapes) meter(tc *TrainConfig, dm deviceMemory, ops []schedule.Op) (mem Memory, activations, trans float64) {
+	most, mostHeads := inFlight(ops, tc.Chunks)
+	w := 4 * dm.n
+	if tc.BF16Compute {
+		w += 2 * dm.n
+	}
+	mem.Weights, mem.Gradients, mem.Optimizer = sat(w), sat(4*dm.n), sat(8*dm.n)
+	activations = float64(most) * sh.perStage / float64(tc.Chunks) * sh.acts
+	mem.Activations = sat(activations)
+	if sh.fs > 1 {
+		trans = 4 * (2*dm.fullEnds + 2*dm.fullLayer) // gathered weights and full-size gradient buffers
+	}
+	if dm.last {
+		trans += float64(mostHeads) * sh.headActs
+	}
+	mem.Transient = sat(trans)
+	return mem, activations, trans
+}
+
+// inFlight is the most micro-batch chunks whose forward a device's ops
+// have run and whose backward they have not, and the most of those
+// through the head (the last chunk).
+func inFlight(ops []schedule.Op, chunks int) (most, mostHeads int) {
+	n, heads := 0, 0
+	for _, op := range ops {
+		step := 1
+		if op.Pass == schedule.Backward {
+			step = -1
+		}
+		n += step
+		most = max(most, n)
+		if op.Chunk == chunks-1 {
+			heads += step
+			mostHeads = max(mostHeads, heads)
+		}
+	}
+	return most, mostHeads
+}
+
+// temps is beyond the meter: a layer's pass temporaries, the attention
+// and head backward buffers, context-gathered K and V, the GEMM packing,
+// float32 working copies of the bf16 weights, the gradients concatenated
+// for the all-reduce and the collectives' message copies.
+func (sh shapes) temps(tc *TrainConfig, dm deviceMemory) float64 {
+	d, v, ntok, ft, qd := sh.d, sh.v, sh.ntok, sh.ft, sh.qd
+	kc := min(max(d, ft, qd, ntok, v), 256) // GEMM packing: 4-row strips of A, 512-column panels of B
+	pack := (max(ntok, d, ft)+4)*kc + min(max(d, ft, qd, v), 512)*kc
+	temps := 4 * (8*ntok*d + 3*ntok*ft + 3*ntok*qd + 8*sh.cp*ntok*sh.kvd + 2*ntok*v + sh.s*sh.cp + pack)
+	if tc.BF16Compute {
+		temps += 4 * (dm.fullEnds + dm.fullLayer)
+	}
+	return temps + 4*(2*dm.n+dm.fullEnds+dm.fullLayer)
+}
+
+// runStatic adds to the devices' static memory what the run holds besides
+// them from start to end: the full initial model, a step's batch, the
+// per-step results and, when tracing, the spans of its local devices.
+func (sh shapes) runStatic(tc *TrainConfig, static float64, devices int) float64 {
+	steps := float64(tc.Steps)
+	static += 4*sh.full + 8*float64(tc.GlobalBatch)*(sh.seq+1) + 48*steps
+	if tc.Trace {
+		// spans per device and step: compute and collectives for each
+		// layer and micro-batch, the head, pipeline sends, the reduction
+		static += 80 * steps * float64(devices) * (float64(tc.MicroBatches)*(15*sh.perStage+8*float64(tc.Chunks)) + 4)
+	}
+	return static
 }

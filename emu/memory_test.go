@@ -20,18 +20,21 @@ func TestEstimateMemoryMatchesMeter(t *testing.T) {
 		micro  int
 		sched  schedule.Kind
 		bf16   bool
+		chunks int
 	}{
-		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, true},
-		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, false},
-		{"v5litepod-8", 1, "fsdp=8", 1, schedule.OneFOneB, false},
-		{"v5litepod-4", 1, "tensor=2,data=2", 1, schedule.OneFOneB, true},
-		{"v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.GPipe, false},
-		{"v5litepod-4", 1, "pipeline=4", 8, schedule.OneFOneB, true},
-		{"v5litepod-4", 1, "pipeline=2,context=2", 2, schedule.OneFOneB, false},
-		{"v5litepod-4", 1, "context=2,fsdp=2", 1, schedule.OneFOneB, true},
+		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, true, 0},
+		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, false, 0},
+		{"v5litepod-8", 1, "fsdp=8", 1, schedule.OneFOneB, false, 0},
+		{"v5litepod-4", 1, "tensor=2,data=2", 1, schedule.OneFOneB, true, 0},
+		{"v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.GPipe, false, 0},
+		{"v5litepod-4", 1, "pipeline=4", 8, schedule.OneFOneB, true, 0},
+		{"v5litepod-4", 1, "pipeline=2,context=2", 2, schedule.OneFOneB, false, 0},
+		{"v5litepod-4", 1, "context=2,fsdp=2", 1, schedule.OneFOneB, true, 0},
+		{"v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.Interleaved, false, 2},
+		{"v5litepod-4", 1, "pipeline=2,fsdp=2", 2, schedule.Circular, true, 2},
 	} {
 		tc := TrainConfig{Model: model, Mesh: testMesh(t, tt.accel, tt.slices, tt.layout), GlobalBatch: 16, MicroBatches: tt.micro,
-			Schedule: tt.sched, Steps: 1, Seed: 1, LR: 1e-3, BF16Compute: tt.bf16, Data: &Synthetic{V: model.Vocab, Seed: 1}}
+			Schedule: tt.sched, Chunks: tt.chunks, Steps: 1, Seed: 1, LR: 1e-3, BF16Compute: tt.bf16, Data: &Synthetic{V: model.Vocab, Seed: 1}}
 		est, err := EstimateMemory(tc)
 		if err != nil {
 			t.Fatal(err)
@@ -75,10 +78,11 @@ func TestEstimateMemoryStatic(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		base := ms.HeapAlloc
 		var live uint64
-		tc.OnStep = func(StepReport) {
+		tc.Hooks.Step = func(StepReport) error {
 			runtime.GC()
 			runtime.ReadMemStats(&ms)
 			live = max(live, ms.HeapAlloc-min(base, ms.HeapAlloc))
+			return nil
 		}
 		if _, err := Train(tc); err != nil {
 			t.Fatal(err)

@@ -21,8 +21,8 @@ type Config struct {
 	Tied    bool `json:"tied"`
 }
 
-// Validate checks the shape.
-func (c Config) Validate() error {
+// validate checks the shape.
+func (c Config) validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
@@ -37,8 +37,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// HeadDim is d_model / heads.
-func (c Config) HeadDim() int { return c.DModel / c.Heads }
+// headDim is d_model / heads.
+func (c Config) headDim() int { return c.DModel / c.Heads }
 
 // Layer holds one block's weights as one device sees them: with tensor
 // parallelism t, Wq, Wk, Wv, Wg and Wu keep 1/t of their columns
@@ -75,32 +75,32 @@ func (p *Params[T]) Tensors() [][]T {
 	return out
 }
 
-// LayerTensors lists one layer's tensors in Tensors' order.
-func (l *Layer[T]) Tensors() [][]T {
+// tensors lists one layer's tensors in Tensors' order.
+func (l *Layer[T]) tensors() [][]T {
 	return [][]T{l.N1, l.Wq.D, l.Wk.D, l.Wv.D, l.Wo.D, l.N2, l.Wg.D, l.Wu.D, l.Wd.D}
 }
 
 // zeroLike returns zeroed parameters of the same shapes.
 func (p *Params[T]) zeroLike() *Params[T] {
-	z := &Params[T]{Emb: NewMat[T](p.Emb.R, p.Emb.C), Pos: NewMat[T](p.Pos.R, p.Pos.C), NF: make([]T, len(p.NF)), Out: NewMat[T](p.Out.R, p.Out.C)}
+	z := &Params[T]{Emb: newMat[T](p.Emb.R, p.Emb.C), Pos: newMat[T](p.Pos.R, p.Pos.C), NF: make([]T, len(p.NF)), Out: newMat[T](p.Out.R, p.Out.C)}
 	for _, l := range p.Layers {
 		z.Layers = append(z.Layers, Layer[T]{
 			N1: make([]T, len(l.N1)), N2: make([]T, len(l.N2)),
-			Wq: NewMat[T](l.Wq.R, l.Wq.C), Wk: NewMat[T](l.Wk.R, l.Wk.C), Wv: NewMat[T](l.Wv.R, l.Wv.C), Wo: NewMat[T](l.Wo.R, l.Wo.C),
-			Wg: NewMat[T](l.Wg.R, l.Wg.C), Wu: NewMat[T](l.Wu.R, l.Wu.C), Wd: NewMat[T](l.Wd.R, l.Wd.C),
+			Wq: newMat[T](l.Wq.R, l.Wq.C), Wk: newMat[T](l.Wk.R, l.Wk.C), Wv: newMat[T](l.Wv.R, l.Wv.C), Wo: newMat[T](l.Wo.R, l.Wo.C),
+			Wg: newMat[T](l.Wg.R, l.Wg.C), Wu: newMat[T](l.Wu.R, l.Wu.C), Wd: newMat[T](l.Wd.R, l.Wd.C),
 		})
 	}
 	return z
 }
 
-// Init draws the full model's weights from seed: normal with std 0.02 for
+// newParams draws the full model's weights from seed: normal with std 0.02 for
 // the matrices (output projections scaled by 1/sqrt(2·layers), GPT-2's
 // convention), ones for the norms. Every layout slices these same weights,
 // so every layout starts from the same model.
-func Init[T Float](c Config, seed uint64) *Params[T] {
+func newParams[T Float](c Config, seed uint64) *Params[T] {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	normal := func(r, cols int, std float64) Mat[T] {
-		m := NewMat[T](r, cols)
+		m := newMat[T](r, cols)
 		for i := range m.D {
 			m.D[i] = T(rng.NormFloat64() * std)
 		}
@@ -113,7 +113,7 @@ func Init[T Float](c Config, seed uint64) *Params[T] {
 		}
 		return v
 	}
-	d, hd := c.DModel, c.HeadDim()
+	d, hd := c.DModel, c.headDim()
 	proj := 0.02 / math.Sqrt(2*float64(c.Layers))
 	p := &Params[T]{Emb: normal(c.Vocab, d, 0.02), Pos: normal(c.Seq, d, 0.02), NF: ones(d)}
 	if !c.Tied {
@@ -132,7 +132,7 @@ func Init[T Float](c Config, seed uint64) *Params[T] {
 
 // cols keeps columns [lo, hi) of m; rows keeps rows [lo, hi).
 func cols[T Float](m Mat[T], lo, hi int) Mat[T] {
-	out := NewMat[T](m.R, hi-lo)
+	out := newMat[T](m.R, hi-lo)
 	for i := 0; i < m.R; i++ {
 		copy(out.Row(i), m.Row(i)[lo:hi])
 	}
@@ -143,14 +143,31 @@ func rows[T Float](m Mat[T], lo, hi int) Mat[T] {
 	return Mat[T]{R: hi - lo, C: m.C, D: append([]T(nil), m.D[lo*m.C:hi*m.C]...)}
 }
 
-// Shard cuts the full model into what the device at tensor rank ti of t
-// and pipeline stage si of p holds: its stage's layers, column- and
-// row-split over tensor; the embeddings on the first stage (and the last
-// when tied), the final norm and output on the last.
-func Shard[T Float](full *Params[T], c Config, ti, t, si, p int) *Params[T] {
-	hd := c.HeadDim()
+// stageLayers lists the layers pipeline device si of p holds with v
+// chunks per device: chunk k is virtual stage k·p + si, the model's layers
+// cut into p·v equal pieces dealt round the devices (Megatron's
+// interleaved stages, MaxText's circular repeats). With v = 1 it is the
+// stage's contiguous share.
+func stageLayers(layers, si, p, v int) []int {
+	per := layers / (p * v)
+	var out []int
+	for k := range v {
+		lo := (k*p + si) * per
+		for li := lo; li < lo+per; li++ {
+			out = append(out, li)
+		}
+	}
+	return out
+}
+
+// shard cuts the full model into what the device at tensor rank ti of t
+// and pipeline stage si of p, with v chunks of layers, holds: its chunks'
+// layers (stageLayers), column- and row-split over tensor; the embeddings
+// on the first stage (and the last when tied), the final norm and output
+// on the last.
+func shard[T Float](full *Params[T], c Config, ti, t, si, p, v int) *Params[T] {
+	hd := c.headDim()
 	qh, kvh, f := c.Heads/t, c.KVHeads/t, c.DFF/t
-	per := c.Layers / p
 	out := &Params[T]{}
 	if si == 0 || (si == p-1 && c.Tied) {
 		out.Emb, out.Pos = full.Emb.Clone(), full.Pos.Clone()
@@ -161,7 +178,8 @@ func Shard[T Float](full *Params[T], c Config, ti, t, si, p int) *Params[T] {
 			out.Out = full.Out.Clone()
 		}
 	}
-	for _, l := range full.Layers[si*per : (si+1)*per] {
+	for _, li := range stageLayers(c.Layers, si, p, v) {
+		l := full.Layers[li]
 		out.Layers = append(out.Layers, Layer[T]{
 			N1: append([]T(nil), l.N1...), N2: append([]T(nil), l.N2...),
 			Wq: cols(l.Wq, ti*qh*hd, (ti+1)*qh*hd), Wk: cols(l.Wk, ti*kvh*hd, (ti+1)*kvh*hd), Wv: cols(l.Wv, ti*kvh*hd, (ti+1)*kvh*hd),
@@ -172,25 +190,24 @@ func Shard[T Float](full *Params[T], c Config, ti, t, si, p int) *Params[T] {
 	return out
 }
 
-// Assemble is Shard's inverse: it puts the devices' pieces back into one
-// model (pieces[si][ti]).
-func Assemble[T Float](c Config, pieces [][]*Params[T]) *Params[T] {
+// assemble is shard's inverse: it puts the devices' pieces back into one
+// model (pieces[si][ti], v chunks per device).
+func assemble[T Float](c Config, pieces [][]*Params[T], v int) *Params[T] {
 	p, t := len(pieces), len(pieces[0])
-	hd := c.HeadDim()
-	full := Init[T](c, 0).zeroLike() // the shapes; every value is overwritten below
+	hd := c.headDim()
+	full := newParams[T](c, 0).zeroLike() // the shapes; every value is overwritten below
 	first, last := pieces[0][0], pieces[p-1][0]
 	full.Emb, full.Pos = first.Emb.Clone(), first.Pos.Clone()
 	full.NF = append([]T(nil), last.NF...)
 	if !c.Tied {
 		full.Out = last.Out.Clone()
 	}
-	per := c.Layers / p
+	qh, kvh, f := c.Heads/t, c.KVHeads/t, c.DFF/t
 	for si := range p {
-		for li := range per {
-			dst := &full.Layers[si*per+li]
+		for i, li := range stageLayers(c.Layers, si, p, v) {
+			dst := &full.Layers[li]
 			for ti := range t {
-				src := pieces[si][ti].Layers[li]
-				qh, kvh, f := c.Heads/t, c.KVHeads/t, c.DFF/t
+				src := pieces[si][ti].Layers[i]
 				putCols(dst.Wq, src.Wq, ti*qh*hd)
 				putCols(dst.Wk, src.Wk, ti*kvh*hd)
 				putCols(dst.Wv, src.Wv, ti*kvh*hd)

@@ -11,24 +11,24 @@ import "C"
 
 import "unsafe"
 
-// OpenBLAS is cblas_sgemm from the system's OpenBLAS (Debian's
+// openBLAS is cblas_sgemm from the system's OpenBLAS (Debian's
 // libopenblas-dev), used in builds with the openblas tag. Debian's build
 // misdetects some CPUs: export OPENBLAS_CORETYPE (SkylakeX with AVX-512,
 // Haswell with AVX2) before the process starts, since the library reads it
 // when it loads.
-type OpenBLAS struct{}
+type openBLAS struct{}
 
 // Name says which kernel this is.
-func (OpenBLAS) Name() string { return "OpenBLAS cblas_sgemm" }
+func (openBLAS) Name() string { return "OpenBLAS cblas_sgemm" }
 
 func init() {
 	// virtual devices call it from many goroutines: one thread each
 	C.openblas_set_num_threads(1)
-	kernel = OpenBLAS{}
+	kernel = openBLAS{}
 }
 
-// Sgemm implements Kernel.
-func (OpenBLAS) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
+// Sgemm implements gemmKernel.
+func (openBLAS) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}

@@ -24,10 +24,14 @@ func testMesh(t testing.TB, accel string, slices int, layout string) mesh.Mesh {
 var parityModel = Config{Layers: 4, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8}
 
 func parityRun(t testing.TB, m mesh.Mesh, micro int, k schedule.Kind, tied bool) *Result {
+	return parityRunChunked(t, m, micro, k, 1, tied)
+}
+
+func parityRunChunked(t testing.TB, m mesh.Mesh, micro int, k schedule.Kind, chunks int, tied bool) *Result {
 	t.Helper()
 	c := parityModel
 	c.Tied = tied
-	r, err := Train(TrainConfig{Model: c, Mesh: m, GlobalBatch: 8, MicroBatches: micro, Schedule: k, Steps: 3, Seed: 5, LR: 1e-2,
+	r, err := Train(TrainConfig{Model: c, Mesh: m, GlobalBatch: 8, MicroBatches: micro, Schedule: k, Chunks: chunks, Steps: 3, Seed: 5, LR: 1e-2,
 		Data: &Synthetic{V: c.Vocab, Seed: 11}})
 	if err != nil {
 		t.Fatal(err)
@@ -50,19 +54,27 @@ func TestParityWithOneDevice(t *testing.T) {
 		micro  int
 		sched  schedule.Kind
 		tied   bool
+		chunks int
 	}{
-		{"data parallel", "v5litepod-8", 1, "data=8", 1, "", false},
-		{"data parallel, tied", "v5litepod-8", 1, "data=8", 1, "", true},
-		{"FSDP", "v5litepod-8", 1, "fsdp=8", 1, "", false},
-		{"tensor parallel", "v5litepod-8", 1, "tensor=2,data=4", 1, "", false},
-		{"pipeline GPipe", "v5litepod-4", 1, "pipeline=4", 4, schedule.GPipe, false},
-		{"pipeline 1F1B", "v5litepod-4", 1, "pipeline=4", 4, schedule.OneFOneB, false},
-		{"context parallel", "v5litepod-8", 1, "context=4,data=2", 1, "", false},
-		{"DP over DCN", "v5litepod-4", 2, "data=2(dcn),data=4", 1, "", false},
-		{"mixed: data(dcn) x fsdp x tensor", "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, "", false},
-		{"mixed: fsdp x pipeline x tensor", "v5litepod-8", 1, "fsdp=2,pipeline=2,tensor=2", 2, schedule.OneFOneB, false},
-		{"mixed: pipeline(dcn) x context x data", "v5litepod-4", 2, "pipeline=2(dcn),context=2,data=2", 2, schedule.GPipe, false},
-		{"mixed: fsdp(dcn) x context x tensor", "v5litepod-4", 2, "fsdp=2(dcn),context=2,tensor=2", 1, "", false},
+		{"data parallel", "v5litepod-8", 1, "data=8", 1, "", false, 0},
+		{"data parallel, tied", "v5litepod-8", 1, "data=8", 1, "", true, 0},
+		{"FSDP", "v5litepod-8", 1, "fsdp=8", 1, "", false, 0},
+		{"tensor parallel", "v5litepod-8", 1, "tensor=2,data=4", 1, "", false, 0},
+		{"pipeline GPipe", "v5litepod-4", 1, "pipeline=4", 4, schedule.GPipe, false, 0},
+		{"pipeline 1F1B", "v5litepod-4", 1, "pipeline=4", 4, schedule.OneFOneB, false, 0},
+		{"context parallel", "v5litepod-8", 1, "context=4,data=2", 1, "", false, 0},
+		{"DP over DCN", "v5litepod-4", 2, "data=2(dcn),data=4", 1, "", false, 0},
+		{"mixed: data(dcn) x fsdp x tensor", "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, "", false, 0},
+		{"mixed: fsdp x pipeline x tensor", "v5litepod-8", 1, "fsdp=2,pipeline=2,tensor=2", 2, schedule.OneFOneB, false, 0},
+		{"mixed: pipeline(dcn) x context x data", "v5litepod-4", 2, "pipeline=2(dcn),context=2,data=2", 2, schedule.GPipe, false, 0},
+		{"mixed: fsdp(dcn) x context x tensor", "v5litepod-4", 2, "fsdp=2(dcn),context=2,tensor=2", 1, "", false, 0},
+		// several non-contiguous chunks of layers per device: device d holds
+		// chunks d and d+p of the p·v pieces
+		{"pipeline interleaved 1F1B, 2 chunks", "v5litepod-4", 1, "pipeline=2,data=2", 2, schedule.Interleaved, false, 2},
+		{"pipeline interleaved 1F1B, 4 micro-batches", "v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.Interleaved, false, 2},
+		{"pipeline circular, 2 repeats", "v5litepod-4", 1, "pipeline=2,data=2", 2, schedule.Circular, false, 2},
+		{"pipeline circular, 4 stages", "v5litepod-4", 1, "pipeline=4", 4, schedule.Circular, false, 1},
+		{"pipeline(dcn) interleaved x tensor", "v5litepod-4", 2, "pipeline=2(dcn),tensor=2,fsdp=2", 2, schedule.Interleaved, false, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,7 +82,7 @@ func TestParityWithOneDevice(t *testing.T) {
 			if sched == "" {
 				sched = schedule.OneFOneB
 			}
-			r := parityRun(t, testMesh(t, tt.accel, tt.slices, tt.layout), tt.micro, sched, tt.tied)
+			r := parityRunChunked(t, testMesh(t, tt.accel, tt.slices, tt.layout), tt.micro, sched, tt.chunks, tt.tied)
 			ref := one[tt.tied]
 			for i := range ref.Losses {
 				if !close(r.Losses[i], ref.Losses[i]) {

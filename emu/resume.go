@@ -10,7 +10,7 @@ import (
 // own devices' checkpoint, and a process can die between its write and
 // another's. So every process keeps its previous checkpoint until all of
 // them have written the next one (Train confirms that with a reduction
-// after each write, then calls OnCheckpointCommitted), and at a resume the
+// after each write, then calls Hooks.Committed), and at a resume the
 // processes exchange the steps they hold and take the newest one that all
 // of them hold. Under that rule such a step always exists after a crash.
 
@@ -150,10 +150,7 @@ func resume(tc *TrainConfig, devs []*device) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if tc.OnResume != nil {
-			tc.OnResume(step, held)
-		}
-		return step, nil
+		return step, tc.Hooks.resumed(step, held)
 	}
 	failed := make([]float64, tc.Remote.Size())
 	if err != nil {
@@ -174,8 +171,5 @@ func resume(tc *TrainConfig, devs []*device) (int, error) {
 	if len(bad) > 0 {
 		return 0, fmt.Errorf("emu: rank %s could not resume from its checkpoint of step %d (its own error says why): %w", strings.Join(bad, ", "), step, ErrCheckpoint)
 	}
-	if tc.OnResume != nil {
-		tc.OnResume(step, held)
-	}
-	return step, nil
+	return step, tc.Hooks.resumed(step, held)
 }

@@ -20,8 +20,8 @@ type Mat[T Float] struct {
 	D    []T
 }
 
-// NewMat returns a zero r×c matrix.
-func NewMat[T Float](r, c int) Mat[T] { return Mat[T]{R: r, C: c, D: make([]T, r*c)} }
+// newMat returns a zero r×c matrix.
+func newMat[T Float](r, c int) Mat[T] { return Mat[T]{R: r, C: c, D: make([]T, r*c)} }
 
 // Row returns row i.
 func (m Mat[T]) Row(i int) []T { return m.D[i*m.C : (i+1)*m.C] }
@@ -29,10 +29,10 @@ func (m Mat[T]) Row(i int) []T { return m.D[i*m.C : (i+1)*m.C] }
 // Clone copies m.
 func (m Mat[T]) Clone() Mat[T] { return Mat[T]{R: m.R, C: m.C, D: append([]T(nil), m.D...)} }
 
-// MatMul sets out = a·b (a r×k, b k×c), or adds to out when acc is true.
-// float32 goes through the build's Kernel; float64 (gradient checks) runs
+// matMul sets out = a·b (a r×k, b k×c), or adds to out when acc is true.
+// float32 goes through the build's gemmKernel; float64 (gradient checks) runs
 // the plain i-k-j loop.
-func MatMul[T Float](out, a, b Mat[T], acc bool) {
+func matMul[T Float](out, a, b Mat[T], acc bool) {
 	if a.C != b.R || out.R != a.R || out.C != b.C {
 		panic("emu: matmul shape mismatch") // a kernel shape bug, not user input
 	}
@@ -56,8 +56,8 @@ func MatMul[T Float](out, a, b Mat[T], acc bool) {
 	}
 }
 
-// MatMulTA sets out = aᵀ·b (a k×r, b k×c), or adds when acc.
-func MatMulTA[T Float](out, a, b Mat[T], acc bool) {
+// matMulTA sets out = aᵀ·b (a k×r, b k×c), or adds when acc.
+func matMulTA[T Float](out, a, b Mat[T], acc bool) {
 	if a.R != b.R || out.R != a.C || out.C != b.C {
 		panic("emu: matmulTA shape mismatch")
 	}
@@ -80,8 +80,8 @@ func MatMulTA[T Float](out, a, b Mat[T], acc bool) {
 	}
 }
 
-// MatMulTB sets out = a·bᵀ (a r×k, b c×k), or adds when acc.
-func MatMulTB[T Float](out, a, b Mat[T], acc bool) {
+// matMulTB sets out = a·bᵀ (a r×k, b c×k), or adds when acc.
+func matMulTB[T Float](out, a, b Mat[T], acc bool) {
 	if a.C != b.C || out.R != a.R || out.C != b.R {
 		panic("emu: matmulTB shape mismatch")
 	}

@@ -20,10 +20,14 @@ type TrainConfig struct {
 	GlobalBatch  int // sequences per step
 	MicroBatches int // pipeline micro-batches; 1 without a pipeline
 	Schedule     schedule.Kind
-	Steps        int
-	Seed         uint64
-	LR           float64
-	Data         Source
+	// Chunks is the chunks of layers each pipeline device holds for the
+	// interleaved and circular schedules (device d holds chunks d, d+p, …
+	// of the p·Chunks pieces of the model); 0 means 1.
+	Chunks int
+	Steps  int
+	Seed   uint64
+	LR     float64
+	Data   Source
 	// Trace records every device's compute and communication spans in
 	// Result.Trace (memory grows with the steps).
 	Trace bool
@@ -47,27 +51,47 @@ type TrainConfig struct {
 	// processes agree on the newest step that every one of them holds
 	// (one may have died between two writes), each loads its own, and all
 	// of them fail if any cannot (a *ResumeError when no step is common).
-	// OnResume, when set, hears the step resumed from (once every process
-	// has loaded it) and every process's steps.
 	ResumeSteps    []int
 	LoadCheckpoint func(step int) (*Checkpoint, error)
-	OnResume       func(step int, held [][]int)
-	// OnStep, when set, is called after every step.
-	OnStep func(StepReport)
 	// Remote, when set, runs only this process's devices and reaches the
 	// others through it (package emu/mpi).
 	Remote Remote
-	// CheckpointEvery, with OnCheckpoint, hands the state to the caller
-	// every that many steps (the caller writes it).
+	// CheckpointEvery hands the state to Hooks.Checkpoint every that many
+	// steps.
 	CheckpointEvery int
-	OnCheckpoint    func(*Checkpoint) error
-	// OnCheckpointCommitted is called after OnCheckpoint once every
-	// process has written that step's checkpoint: older ones may go. Until
-	// then a process keeps its previous one, so that some step stays
-	// complete on every process whenever one dies.
-	OnCheckpointCommitted func(step int) error
+	Hooks           Hooks
 
-	dataID string // Data.Identity(), once per run
+	dataID string            // Data.Identity(), once per run
+	sched  schedule.Schedule // the pipeline's op lists, once per run
+}
+
+// Hooks let the caller act at points of a run: report progress, write
+// checkpoints, inject faults. Each may be nil; an error from one stops the
+// run and Train returns it.
+type Hooks struct {
+	// Step is called after every step.
+	Step func(StepReport) error
+	// Checkpoint is handed the state every TrainConfig.CheckpointEvery
+	// steps; the caller writes it.
+	Checkpoint func(*Checkpoint) error
+	// Committed is called after Checkpoint once every process has written
+	// that step's checkpoint: older ones may go. Until then a process keeps
+	// its previous one, so that some step stays complete on every process
+	// whenever one dies.
+	Committed func(step int) error
+	// Resumed hears the step a resume of stored checkpoints starts from
+	// (once every process has loaded it) and every process's steps.
+	Resumed func(step int, held [][]int) error
+}
+
+func (h Hooks) resumed(step int, held [][]int) error {
+	if h.Resumed == nil {
+		return nil
+	}
+	if err := h.Resumed(step, held); err != nil {
+		return fmt.Errorf("emu: resumed from step %d: %w", step, err)
+	}
+	return nil
 }
 
 // StepReport is one step's outcome.
@@ -78,10 +102,10 @@ type StepReport struct {
 	Tokens     int
 }
 
-// Validate checks the run against its layout.
-func (tc *TrainConfig) Validate() error {
+// validate checks the run against its layout.
+func (tc *TrainConfig) validate() error {
 	c := tc.Model
-	if err := c.Validate(); err != nil {
+	if err := c.validate(); err != nil {
 		return err
 	}
 	m := tc.Mesh
@@ -94,8 +118,12 @@ func (tc *TrainConfig) Validate() error {
 		return fmt.Errorf("emu: %w", mesh.ErrTensorOverDCN)
 	case c.Heads%t != 0 || c.KVHeads%t != 0 || c.DFF%t != 0:
 		return bad("tensor=%d must divide heads %d, kv_heads %d and d_ff %d", t, c.Heads, c.KVHeads, c.DFF)
-	case c.Layers%p != 0:
-		return bad("pipeline=%d must divide the %d layers", p, c.Layers)
+	case tc.Chunks < 0 || (tc.Chunks > 1 && !tc.Schedule.Chunked()):
+		return bad("chunks = %d with schedule %s, want 1 (only interleaved and circular split a device's layers into chunks)", tc.Chunks, tc.Schedule)
+	case tc.Schedule.Chunked() && p == 1:
+		return bad("schedule %s with pipeline=1, want a pipeline of 2 or more stages (or schedule gpipe or 1f1b)", tc.Schedule)
+	case c.Layers%(p*max(tc.Chunks, 1)) != 0:
+		return bad("pipeline=%d x %d chunks must divide the %d layers", p, max(tc.Chunks, 1), c.Layers)
 	case c.Seq%cp != 0:
 		return bad("context=%d must divide the sequence length %d", cp, c.Seq)
 	case c.Tied && p > 1:
@@ -111,7 +139,7 @@ func (tc *TrainConfig) Validate() error {
 	case !(tc.LR > 0) || math.IsInf(tc.LR, 1):
 		return bad("learning rate %v, want a positive finite number", tc.LR)
 	}
-	if _, err := schedule.New(tc.Schedule, p, tc.MicroBatches); err != nil {
+	if _, err := schedule.NewChunked(tc.Schedule, p, tc.MicroBatches, max(tc.Chunks, 1)); err != nil {
 		return err
 	}
 	if tc.Resume != nil && tc.LoadCheckpoint != nil {
@@ -196,46 +224,71 @@ func (tc *TrainConfig) setDefaults() {
 	if tc.MicroBatches == 0 {
 		tc.MicroBatches = 1
 	}
+	if tc.Chunks == 0 {
+		tc.Chunks = 1
+	}
 }
 
 // Train runs the configuration.
 func Train(tc TrainConfig) (*Result, error) {
 	tc.setDefaults()
-	if err := tc.Validate(); err != nil {
+	if err := tc.validate(); err != nil {
 		return nil, err
 	}
+	r, err := newRun(&tc)
+	if err != nil {
+		return nil, err
+	}
+	for step := r.res.ResumedFrom; step < tc.Steps; step++ {
+		if err := r.step(step); err != nil {
+			return nil, err
+		}
+		if r.res.Diverged != nil {
+			break // and no checkpoint of the diverged state
+		}
+		if err := r.checkpoint(step + 1); err != nil {
+			return nil, err
+		}
+	}
+	return r.finish()
+}
+
+// run is a training run under way in this process.
+type run struct {
+	tc   *TrainConfig
+	fab  *Fabric
+	full *Params[float32] // the initial model every device shards
+	devs []*device        // this process's
+	res  *Result
+	rate float64 // simulated FLOP/s of one chip
+	last int     // the last step done
+}
+
+// newRun connects this process's devices, checks their links and restores
+// a checkpoint when the run resumes.
+func newRun(tc *TrainConfig) (*run, error) {
 	tc.dataID = tc.Data.Identity()
 	m := tc.Mesh
-	fab := NewFabric(sliceOf(m))
-	fab.FreeComm = tc.FreeComm
-	fab.trace = tc.Trace
-	if tc.Remote != nil {
-		fab.SetRemote(tc.Remote)
-		tc.Remote.Attach(fab)
+	tc.sched, _ = schedule.NewChunked(tc.Schedule, m.Size(mesh.Pipeline), tc.MicroBatches, tc.Chunks) // validated
+	fab, err := newRunFabric(tc)
+	if err != nil {
+		return nil, err
 	}
-	fab.SetSendLink(func(from, to int) collective.Link { return link(m.PeerLink(from, to)) })
-	for _, l := range tc.FailLinks {
-		if l[0] < 0 || l[1] < 0 || l[0] >= m.Chips() || l[1] >= m.Chips() {
-			return nil, fmt.Errorf("emu: failed link %d-%d names a device outside 0..%d: %w", l[0], l[1], m.Chips()-1, ErrInvalid)
-		}
-		fab.FailLink(l[0], l[1])
-	}
-	full := Init[float32](tc.Model, tc.Seed)
+	r := &run{tc: tc, fab: fab, full: newParams[float32](tc.Model, tc.Seed), rate: float64(m.Multislice.Slice.Chip.PeakBF16) * tc.Efficiency}
 	// this process runs its own devices; every process knows every group
-	var devs []*device
 	var groups []collective.Group
 	for id := range m.Chips() {
 		if !fab.local(id) {
 			continue
 		}
-		d := newDevice(&tc, id, fab.Endpoint(id), full)
-		devs = append(devs, d)
+		d := newDevice(tc, id, fab.Endpoint(id), r.full)
+		r.devs = append(r.devs, d)
 		groups = append(groups, d.tensorG, d.contextG, d.fsdpG, d.gradG)
-		if d.next >= 0 {
-			groups = append(groups, collective.Group{Ranks: []int{id, d.next}, NICI: 2, NDCN: 1})
+		if next := d.pipeNext(); next >= 0 {
+			groups = append(groups, collective.Group{Ranks: []int{id, next}, NICI: 2, NDCN: 1})
 		}
 	}
-	if err := fab.Discover(groups); err != nil {
+	if err := fab.discover(groups); err != nil {
 		return nil, err
 	}
 	start := 0
@@ -244,110 +297,156 @@ func Train(tc TrainConfig) (*Result, error) {
 		if tc.Resume.Step >= tc.Steps {
 			return nil, &StepsDoneError{Step: tc.Resume.Step, Steps: tc.Steps}
 		}
-		if err := tc.Resume.restore(&tc, devs); err != nil {
+		if err := tc.Resume.restore(tc, r.devs); err != nil {
 			return nil, err
 		}
 		start = tc.Resume.Step
 	case tc.LoadCheckpoint != nil:
-		var err error
-		if start, err = resume(&tc, devs); err != nil {
+		if start, err = resume(tc, r.devs); err != nil {
 			return nil, err
 		}
 	}
-	res := &Result{ResumedFrom: start}
-	rate := float64(m.Multislice.Slice.Chip.PeakBF16) * tc.Efficiency
-	maxClock := func() (float64, error) {
-		t := []float64{0}
-		for _, d := range devs {
-			t[0] = max(t[0], d.ep.Clock())
-		}
-		if tc.Remote != nil {
-			if err := tc.Remote.MaxFloat64(t); err != nil {
-				return 0, err
-			}
-		}
-		return t[0], nil
+	r.res, r.last = &Result{ResumedFrom: start}, start
+	return r, nil
+}
+
+// newRunFabric is the fabric of tc's mesh: its sends over mesh's links,
+// other processes' devices through tc.Remote, the failed links down.
+func newRunFabric(tc *TrainConfig) (*Fabric, error) {
+	m := tc.Mesh
+	fab := NewFabric(sliceOf(m))
+	fab.freeComm = tc.FreeComm
+	fab.trace = tc.Trace
+	if tc.Remote != nil {
+		fab.SetRemote(tc.Remote)
+		tc.Remote.Attach(fab)
 	}
-	last := start
-	for step := start; step < tc.Steps; step++ {
-		before, err := maxClock()
-		if err != nil {
-			return nil, err
+	fab.pp = func(from, to int) collective.Link { return link(m.PeerLink(from, to)) }
+	for _, l := range tc.FailLinks {
+		if l[0] < 0 || l[1] < 0 || l[0] >= m.Chips() || l[1] >= m.Chips() {
+			return nil, fmt.Errorf("emu: failed link %d-%d names a device outside 0..%d: %w", l[0], l[1], m.Chips()-1, ErrInvalid)
 		}
-		batch := tc.Data.Batch(step, tc.GlobalBatch, tc.Model.Seq)
-		var wg sync.WaitGroup
-		for _, d := range devs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				d.step(step, batch, rate)
-			}()
-		}
-		wg.Wait()
-		// each device's loss in its slot, gathered from every process (a sum
-		// with one term per slot), then added in device order: the same
-		// bits however the devices are spread over processes
-		losses := make([]float64, m.Chips())
-		for _, d := range devs {
-			if d.coord[mesh.Tensor] == 0 && d.last {
-				losses[d.id] = d.loss
-			}
-		}
-		if tc.Remote != nil {
-			if err := tc.Remote.SumFloat64(losses); err != nil {
-				return nil, err
-			}
-		}
-		loss := []float64{0}
-		for _, l := range losses {
-			loss[0] += l
-		}
-		after, err := maxClock()
-		if err != nil {
-			return nil, err
-		}
-		rep := StepReport{Step: step + 1, Loss: loss[0], SimSeconds: after - before, Tokens: tc.GlobalBatch * tc.Model.Seq}
-		res.Losses = append(res.Losses, loss[0])
-		res.Steps = append(res.Steps, rep)
-		if tc.OnStep != nil {
-			tc.OnStep(rep)
-		}
-		last = step + 1
-		// every process has the same loss, so all of them stop here
-		if limit := divergenceLimit(tc.Model.Vocab); !(loss[0] <= limit) {
-			res.Diverged = &Divergence{Step: step + 1, Loss: loss[0], Limit: limit}
-			break // and no checkpoint of the diverged state
-		}
-		if tc.CheckpointEvery > 0 && tc.OnCheckpoint != nil && (step+1)%tc.CheckpointEvery == 0 {
-			if err := tc.OnCheckpoint(snapshot(&tc, devs, step+1)); err != nil {
-				return nil, fmt.Errorf("emu: checkpoint after step %d: %w", step+1, err)
-			}
-			if tc.OnCheckpointCommitted != nil {
-				if tc.Remote != nil {
-					// every process has written its checkpoint once this
-					// reduction returns
-					if err := tc.Remote.SumFloat64([]float64{0}); err != nil {
-						return nil, err
-					}
-				}
-				if err := tc.OnCheckpointCommitted(step + 1); err != nil {
-					return nil, fmt.Errorf("emu: checkpoint after step %d: %w", step+1, err)
-				}
-			}
+		fab.failLink(l[0], l[1])
+	}
+	return fab, nil
+}
+
+// maxClock is the latest simulated clock of every device of every process.
+func (r *run) maxClock() (float64, error) {
+	t := []float64{0}
+	for _, d := range r.devs {
+		t[0] = max(t[0], d.ep.clock())
+	}
+	if r.tc.Remote != nil {
+		if err := r.tc.Remote.MaxFloat64(t); err != nil {
+			return 0, err
 		}
 	}
-	for _, d := range devs {
-		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: tc.Mesh.Slice(d.id), Sent: d.ep.Bytes, SentByAxis: d.ep.ByAxis,
-			Control: d.ep.Control, Memory: d.mem.peak, Busy: d.busy, Clock: d.ep.Clock()})
+	return t[0], nil
+}
+
+// step trains one step on every local device, gathers the loss from every
+// process, reports it and stops the run (Result.Diverged) if it diverged.
+func (r *run) step(step int) error {
+	tc := r.tc
+	before, err := r.maxClock()
+	if err != nil {
+		return err
+	}
+	batch := tc.Data.Batch(step, tc.GlobalBatch, tc.Model.Seq)
+	var wg sync.WaitGroup
+	for _, d := range r.devs {
+		wg.Go(func() { d.step(batch, r.rate) })
+	}
+	wg.Wait()
+	loss, err := r.loss()
+	if err != nil {
+		return err
+	}
+	after, err := r.maxClock()
+	if err != nil {
+		return err
+	}
+	rep := StepReport{Step: step + 1, Loss: loss, SimSeconds: after - before, Tokens: tc.GlobalBatch * tc.Model.Seq}
+	r.res.Losses = append(r.res.Losses, loss)
+	r.res.Steps = append(r.res.Steps, rep)
+	r.last = step + 1
+	if tc.Hooks.Step != nil {
+		if err := tc.Hooks.Step(rep); err != nil {
+			return fmt.Errorf("emu: after step %d: %w", step+1, err)
+		}
+	}
+	// every process has the same loss, so all of them stop here
+	if limit := divergenceLimit(tc.Model.Vocab); !(loss <= limit) {
+		r.res.Diverged = &Divergence{Step: step + 1, Loss: loss, Limit: limit}
+	}
+	return nil
+}
+
+// loss is the step's loss: each last-stage device's in its slot, gathered
+// from every process (a sum with one term per slot), then added in device
+// order, so the same bits however the devices are spread over processes.
+func (r *run) loss() (float64, error) {
+	losses := make([]float64, r.tc.Mesh.Chips())
+	for _, d := range r.devs {
+		if d.coord[mesh.Tensor] == 0 && d.last {
+			losses[d.id] = d.loss
+		}
+	}
+	if r.tc.Remote != nil {
+		if err := r.tc.Remote.SumFloat64(losses); err != nil {
+			return 0, err
+		}
+	}
+	loss := 0.0
+	for _, l := range losses {
+		loss += l
+	}
+	return loss, nil
+}
+
+// checkpoint hands the state after step to Hooks.Checkpoint when one is
+// due, then, once every process has written its own, to Hooks.Committed.
+func (r *run) checkpoint(step int) error {
+	tc, h := r.tc, r.tc.Hooks
+	if tc.CheckpointEvery <= 0 || h.Checkpoint == nil || step%tc.CheckpointEvery != 0 {
+		return nil
+	}
+	if err := h.Checkpoint(snapshot(tc, r.devs, step)); err != nil {
+		return fmt.Errorf("emu: checkpoint after step %d: %w", step, err)
+	}
+	if h.Committed == nil {
+		return nil
+	}
+	if tc.Remote != nil {
+		// every process has written its checkpoint once this reduction
+		// returns
+		if err := tc.Remote.SumFloat64([]float64{0}); err != nil {
+			return err
+		}
+	}
+	if err := h.Committed(step); err != nil {
+		return fmt.Errorf("emu: checkpoint after step %d: %w", step, err)
+	}
+	return nil
+}
+
+// finish collects the devices' counters, traces and final state; under
+// MPI at process 0, which alone returns the bubble and the final model.
+func (r *run) finish() (*Result, error) {
+	tc, res := r.tc, r.res
+	for _, d := range r.devs {
+		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: tc.Mesh.Slice(d.id), Sent: d.ep.counted, SentByAxis: d.ep.byAxis,
+			Control: d.ep.controlBytes, Memory: d.mem.peak, Busy: d.busy, Clock: d.ep.clock()})
 		res.Trace = append(res.Trace, d.trace...)
 		res.Trace = append(res.Trace, d.ep.spans...)
 	}
-	res.Checkpoint = snapshot(&tc, devs, last)
-	all := devs
+	res.Checkpoint = snapshot(tc, r.devs, r.last)
+	all := r.devs
 	if tc.Remote != nil {
 		// process 0 collects every device's counters, trace and shards
 		var err error
-		if all, err = gatherDevices(&tc, fab, full, res, devs); err != nil {
+		if all, err = gatherDevices(tc, r.fab, r.full, res, r.devs); err != nil {
 			return nil, err
 		}
 		if all == nil {
@@ -363,7 +462,7 @@ func Train(tc TrainConfig) (*Result, error) {
 		// every device's idle share of the common makespan
 		res.Bubble = 1 - busy/(float64(len(res.Devices))*makespan)
 	}
-	res.Final = assembleFinal(&tc, all)
+	res.Final = assembleFinal(tc, all)
 	return res, nil
 }
 
@@ -441,7 +540,7 @@ func assembleFinal(tc *TrainConfig, list []*device) *Params[float32] {
 			pieces[si][ti] = base.bind(flat)
 		}
 	}
-	return Assemble(tc.Model, pieces)
+	return assemble(tc.Model, pieces, tc.Chunks)
 }
 
 // Adam's constants (β₂ = 0.95 as in most LLM pre-training).

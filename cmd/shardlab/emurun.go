@@ -43,6 +43,7 @@ const (
 type runFlags struct {
 	tpu, meshSpec, planPath, sched, data, ckptDir, failLink, tracePath, killPoint *string
 	slices, planIndex, layers, dModel, heads, kvHeads, dff, seq, batch, micro     *int
+	chunks                                                                        *int
 	steps, every, killRank, killStep                                              *int
 	lr                                                                            *float64
 	seed                                                                          *uint64
@@ -58,7 +59,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.tpu = fs.String("tpu", defaultRunTPU, "accelerator type of one slice, or a generation (v5litepod) for one host")
 	f.slices = newInt(fs, "slices", defaultRunSlices, 1, 4096, "", "slices joined by DCN")
 	f.meshSpec = fs.String("mesh", defaultRunMesh, "layout, e.g. data=2(dcn),fsdp=2,tensor=2")
-	f.planPath = fs.String("plan", "", "take the layout, topology, global batch, micro-batches, schedule and (when the emulator runs it) sequence length\nfrom 'shardlab plan --json' output in FILE (at most 4 MiB)")
+	f.planPath = fs.String("plan", "", "take the layout, topology, global batch, micro-batches, schedule, chunks and (when the emulator runs it) sequence length\nfrom 'shardlab plan --json' output in FILE (at most 4 MiB)")
 	f.planIndex = newInt(fs, "plan-index", 0, 0, 1023, "", "with --plan: which plan of the array 'shardlab plan --json' prints without model or TPU flags, from 0")
 	f.layers = newInt(fs, "layers", 4, 1, 1024, "", "model layers")
 	f.dModel = newInt(fs, "d-model", 64, 1, 1<<16, "", "model width")
@@ -69,7 +70,8 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.tied = fs.Bool("tied", false, "tie the output projection to the embedding")
 	f.batch = newInt(fs, "batch", 16, 1, 1<<20, "", "global batch in sequences")
 	f.micro = newInt(fs, "micro-batches", 0, 0, 4096, "0: 2 per stage with a pipeline, else 1", "pipeline micro-batches")
-	f.sched = newChoice(fs, "schedule", "1f1b", []string{"gpipe", "1f1b"}, parseSchedule, "pipeline schedule")
+	f.sched = newChoice(fs, "schedule", "1f1b", []string{"gpipe", "1f1b", "interleaved", "circular"}, parseSchedule, "pipeline schedule")
+	f.chunks = newInt(fs, "chunks", 0, 0, plan.MaxChunks, "0: 2 for interleaved, else 1", "chunks of layers per pipeline device (interleaved; circular: MaxText num_pipeline_repeats)")
 	f.steps = newInt(fs, "steps", 30, 1, 1_000_000, "", "training steps")
 	f.lr = newFloat(fs, "lr", 3e-3, floatFlag{lo: 0, hi: 1, loOpen: true}, "Adam learning rate")
 	f.bf16 = fs.Bool("bf16", true, "compute with bfloat16 copies of the weights; Adam keeps fp32 masters")
@@ -132,6 +134,36 @@ func checkRunFlags(f *runFlags, set map[string]bool, stderr io.Writer) error {
 	return nil
 }
 
+// pipelineSchedule reads --schedule and --chunks against the layout, the
+// layers and the micro-batches: chunks only for interleaved (2 or more,
+// default 2) and circular (default 1), a pipeline to run them on, layers
+// that split into pipeline x chunks pieces and, for both, micro-batches
+// in whole rounds of the stages.
+func pipelineSchedule(name string, chunks int, m mesh.Mesh, layers, micro int) (schedule.Kind, int, error) {
+	k, err := schedule.ParseKind(name)
+	if err != nil {
+		return "", 0, usageError{err}
+	}
+	p := m.Size(mesh.Pipeline)
+	v := max(chunks, 1)
+	if chunks == 0 && k == schedule.Interleaved {
+		v = 2
+	}
+	switch {
+	case v > 1 && !k.Chunked():
+		return "", 0, bad("run: --chunks %d with --schedule %s, want 1 (interleaved and circular split a device's layers into chunks)", chunks, k)
+	case k == schedule.Interleaved && v < 2:
+		return "", 0, bad("run: --chunks %d with --schedule interleaved, want 2 to %d (1 chunk is 1f1b)", chunks, plan.MaxChunks)
+	case k.Chunked() && p == 1:
+		return "", 0, bad("run: --schedule %s needs a pipeline, and layout %s has none; want gpipe or 1f1b, or a --mesh with pipeline=2 or more", k, m)
+	case layers%(p*v) != 0:
+		return "", 0, bad("run: --layers %d over pipeline=%d x %s, want a multiple of %d layers", layers, p, unit.Plural(v, "chunk"), p*v)
+	case k.Chunked() && micro%p != 0:
+		return "", 0, bad("run: --micro-batches %d with --schedule %s over pipeline=%d, want a multiple of %d", micro, k, p, p)
+	}
+	return k, v, nil
+}
+
 // parseLink reads --fail-link A-B: two different device numbers.
 func parseLink(s string) ([2]int, error) {
 	a, b, ok := strings.Cut(s, "-")
@@ -151,153 +183,32 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	tpu, slices, meshSpec, planPath := f.tpu, f.slices, f.meshSpec, f.planPath
-	layers, dModel, heads, kvHeads, dff, seq, tied := f.layers, f.dModel, f.heads, f.kvHeads, f.dff, f.seq, f.tied
-	batch, micro, sched, steps, lr, bf16, seed := f.batch, f.micro, f.sched, f.steps, f.lr, f.bf16, f.seed
-	data, synthetic, ckptDir, every, resume, failLink, tracePath := f.data, f.synthetic, f.ckptDir, f.every, f.resume, f.failLink, f.tracePath
-	asJSON, quiet, killRank, killStep, hang, killPoint, mpiTimeout := f.asJSON, f.quiet, f.killRank, f.killStep, f.hang, f.killPoint, f.mpiTimeout
 	set := setFlags(fs)
 	if err := checkRunFlags(f, set, stderr); err != nil {
 		return err
 	}
-
-	var m mesh.Mesh
-	var err error
-	if *planPath != "" {
-		if set["mesh"] || set["tpu"] || set["slices"] {
-			return bad("run: --plan gives the layout and topology; drop --mesh, --tpu and --slices")
-		}
-		var pj planJob
-		if m, pj, err = meshFromPlan(*planPath, *f.planIndex, set["plan-index"]); err == nil {
-			pj.apply(f, set, stderr)
-		}
-	} else {
-		m, err = meshOn(*tpu, *slices, *meshSpec)
-	}
+	m, err := f.layout(set, stderr)
 	if err != nil {
 		return err
 	}
-	if set["schedule"] && m.Size(mesh.Pipeline) == 1 {
-		warn(stderr, "run", "--schedule has no effect: layout %s has no pipeline", m)
-	}
-	if m.Chips() > maxRunChips {
-		return bad("run: the layout %s on %s has %d chips, more virtual chips than one run emulates (at most %d)", m, m.Multislice, m.Chips(), maxRunChips)
-	}
-	var src emu.Source
-	vocab := 256
-	if *synthetic {
-		src = &emu.Synthetic{V: vocab, Seed: *seed}
-	} else {
-		text, desc, err := loadCorpus(*data)
-		if err != nil {
-			return err
-		}
-		if src, err = emu.NewBytes(text, *seed, desc, *seq); err != nil {
-			return usageError{err}
-		}
-	}
-	mb := *micro
-	if mb == 0 {
-		mb = 1
-		if p := m.Size(mesh.Pipeline); p > 1 {
-			mb = 2 * p
-		}
-	}
-	k, err := schedule.ParseKind(*sched)
+	tc, err := f.trainConfig(m)
 	if err != nil {
-		return usageError{err}
-	}
-	tc := emu.TrainConfig{
-		Model: emu.Config{Layers: *layers, DModel: *dModel, Heads: *heads, KVHeads: *kvHeads, DFF: *dff, Vocab: vocab, Seq: *seq, Tied: *tied},
-		Mesh:  m, GlobalBatch: *batch, MicroBatches: mb, Schedule: k, Steps: *steps, Seed: *seed, LR: *lr, Data: src,
-		BF16Compute: *bf16, Trace: *tracePath != "",
-	}
-	if *failLink != "" {
-		l, err := parseLink(*failLink)
-		if err != nil {
-			return err
-		}
-		tc.FailLinks = [][2]int{l}
+		return err
 	}
 	// under mpirun: one rank per host, the chips of other hosts reached
 	// through MPI; rank 0 reports
-	rank := 0
-	var job *mpi.Job
-	if mpi.Launched() {
-		job, err = mpi.Connect(m.Multislice.Hosts(), m.Multislice.Slice.Chip.Host.Chips, *mpiTimeout)
-		if err != nil {
-			return usageError{err}
-		}
+	job, err := f.connect(m)
+	if err != nil {
+		return err
+	}
+	if job != nil {
 		defer job.Close()
-		if *killRank >= job.Size {
-			return bad("run: --kill-rank %d, want a rank from 0 to %d", *killRank, job.Size-1)
-		}
-		rank = job.Rank
 		tc.Remote = job.Remote
-		*quiet = *quiet || rank != 0
+		*f.quiet = *f.quiet || job.Rank != 0
 	}
-	switch *killPoint {
-	case "step", "write", "written":
-	default:
-		return bad("run: --kill-point %q, want step, write or written", *killPoint)
-	}
-	// fault injection: this rank dies here
-	dies := func(point string, step int) bool {
-		return job != nil && rank == *killRank && *killPoint == point && (step == *killStep || point != "step" && step > *killStep)
-	}
-	die := func() {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {}
-	}
-	var store *ckptStore
-	if *ckptDir != "" {
-		if *every < 1 {
-			return bad("--every %d, want at least 1", *every)
-		}
-		store = &ckptStore{dir: *ckptDir, rank: -1}
-		if job != nil {
-			store.rank = rank
-		}
-		if n, err := store.cleanTemp(); err != nil {
-			return fmt.Errorf("run: --checkpoint %s: %w", *ckptDir, err)
-		} else if n > 0 {
-			fmt.Fprintf(stderr, "shardlab: removed %d temporary checkpoint file(s) that interrupted writes left in %s\n", n, *ckptDir)
-		}
-		tc.CheckpointEvery = *every
-		tc.OnCheckpoint = func(c *emu.Checkpoint) error {
-			var midway func()
-			if dies("write", c.Step) {
-				midway = die
-			}
-			if err := store.write(c, midway); err != nil {
-				return err
-			}
-			if dies("written", c.Step) {
-				die()
-			}
-			return nil
-		}
-		tc.OnCheckpointCommitted = store.keep
-	}
-	if *resume {
-		if store == nil {
-			return bad("--resume needs --checkpoint DIR")
-		}
-		steps, err := store.steps()
-		if err != nil {
-			return err
-		}
-		if job == nil && len(steps) == 0 {
-			return bad("run: --resume: no checkpoint in %s (want files named %sN.bin)", *ckptDir, store.prefix())
-		}
-		tc.ResumeSteps, tc.LoadCheckpoint = steps, store.load
-		tc.OnResume = func(step int, held [][]int) {
-			if job == nil {
-				fmt.Fprintf(stderr, "shardlab: resuming from the checkpoint of step %d in %s\n", step, *ckptDir)
-				return
-			}
-			fmt.Fprintf(stderr, "shardlab: rank %d: resuming from step %d, the newest that every rank holds (steps by rank: %v)\n", rank, step, held)
-		}
+	flt := f.fault(job)
+	if err := f.checkpointHooks(&tc, job, flt, stderr); err != nil {
+		return err
 	}
 	// refuse a run that will not fit before allocating it, and keep the
 	// collector's heap under what is available
@@ -308,37 +219,227 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); avail > 0 && !set {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(avail))
 	}
-	start := time.Now()
-	stepStart := start
-	var wall []time.Duration
-	tc.OnStep = func(r emu.StepReport) {
-		now := time.Now()
-		wall = append(wall, now.Sub(stepStart))
-		stepStart = now
-		if !*quiet && !*asJSON {
-			progress(stderr, r, *steps, now.Sub(start))
-		}
-		if dies("step", r.Step) {
-			if *hang {
-				select {} // stop answering, as a wedged host does
-			}
-			die()
-		}
-	}
+	wall := f.progressHook(&tc, flt, stderr)
 	res, err := train(tc, job)
-	if !*quiet && !*asJSON {
+	if !*f.quiet && !*f.asJSON {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
-		if rerr := resumeError(err, *ckptDir); rerr != nil {
-			return rerr
+		return trainError(err, *f.ckptDir)
+	}
+	return f.report(tc, res, *wall, job, stdout)
+}
+
+// layout is the mesh to run: a plan's (whose batch, micro-batches,
+// schedule and sequence length become the defaults of those flags), or
+// --mesh on --tpu and --slices.
+func (f *runFlags) layout(set map[string]bool, stderr io.Writer) (mesh.Mesh, error) {
+	var m mesh.Mesh
+	var err error
+	if *f.planPath != "" {
+		if set["mesh"] || set["tpu"] || set["slices"] {
+			return m, bad("run: --plan gives the layout and topology; drop --mesh, --tpu and --slices")
 		}
-		// a bad layout or checkpoint is bad input; a link down is a failure
-		if errors.Is(err, emu.ErrInvalid) || errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, mesh.ErrContextOverDCN) || errors.Is(err, emu.ErrCheckpoint) {
-			return usageError{err}
+		var pj planJob
+		if m, pj, err = meshFromPlan(*f.planPath, *f.planIndex, set["plan-index"]); err == nil {
+			pj.apply(f, set, stderr)
 		}
+	} else {
+		m, err = meshOn(*f.tpu, *f.slices, *f.meshSpec)
+	}
+	if err != nil {
+		return m, err
+	}
+	if k, _ := schedule.ParseKind(*f.sched); set["schedule"] && !k.Chunked() && m.Size(mesh.Pipeline) == 1 {
+		warn(stderr, "run", "--schedule has no effect: layout %s has no pipeline", m)
+	}
+	if m.Chips() > maxRunChips {
+		return m, bad("run: the layout %s on %s has %d chips, more virtual chips than one run emulates (at most %d)", m, m.Multislice, m.Chips(), maxRunChips)
+	}
+	return m, nil
+}
+
+// trainConfig is the run the flags describe on m: the model, the data, the
+// batch, its micro-batches and schedule, the failed link.
+func (f *runFlags) trainConfig(m mesh.Mesh) (emu.TrainConfig, error) {
+	var src emu.Source
+	vocab := 256
+	if *f.synthetic {
+		src = &emu.Synthetic{V: vocab, Seed: *f.seed}
+	} else {
+		text, desc, err := loadCorpus(*f.data)
+		if err != nil {
+			return emu.TrainConfig{}, err
+		}
+		if src, err = emu.NewBytes(text, *f.seed, desc, *f.seq); err != nil {
+			return emu.TrainConfig{}, usageError{err}
+		}
+	}
+	mb := *f.micro
+	if mb == 0 {
+		mb = 1
+		if p := m.Size(mesh.Pipeline); p > 1 {
+			mb = 2 * p
+		}
+	}
+	k, v, err := pipelineSchedule(*f.sched, *f.chunks, m, *f.layers, mb)
+	if err != nil {
+		return emu.TrainConfig{}, err
+	}
+	tc := emu.TrainConfig{
+		Model: emu.Config{Layers: *f.layers, DModel: *f.dModel, Heads: *f.heads, KVHeads: *f.kvHeads, DFF: *f.dff, Vocab: vocab, Seq: *f.seq, Tied: *f.tied},
+		Mesh:  m, GlobalBatch: *f.batch, MicroBatches: mb, Schedule: k, Chunks: v, Steps: *f.steps, Seed: *f.seed, LR: *f.lr, Data: src,
+		BF16Compute: *f.bf16, Trace: *f.tracePath != "",
+	}
+	if *f.failLink != "" {
+		l, err := parseLink(*f.failLink)
+		if err != nil {
+			return emu.TrainConfig{}, err
+		}
+		tc.FailLinks = [][2]int{l}
+	}
+	return tc, nil
+}
+
+// connect joins the MPI job when shardlab runs under mpirun (nil outside).
+func (f *runFlags) connect(m mesh.Mesh) (*mpi.Job, error) {
+	if !mpi.Launched() {
+		return nil, nil
+	}
+	job, err := mpi.Connect(m.Multislice.Hosts(), m.Multislice.Slice.Chip.Host.Chips, *f.mpiTimeout)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if *f.killRank >= job.Size {
+		job.Close()
+		return nil, bad("run: --kill-rank %d, want a rank from 0 to %d", *f.killRank, job.Size-1)
+	}
+	return job, nil
+}
+
+// fault is the fault --kill-rank injects into one rank of an MPI job.
+type fault struct {
+	on    bool // this is the rank that fails
+	point string
+	step  int
+	hang  bool
+}
+
+func (f *runFlags) fault(job *mpi.Job) fault {
+	return fault{on: job != nil && job.Rank == *f.killRank, point: *f.killPoint, step: *f.killStep, hang: *f.hang}
+}
+
+// at reports whether the rank dies at point after step: at --kill-step
+// itself for "step", at the first checkpoint from it on for the others.
+func (ft fault) at(point string, step int) bool {
+	return ft.on && ft.point == point && (step == ft.step || point != "step" && step > ft.step)
+}
+
+// die kills the process as a host failure would, with no chance to clean
+// up.
+func (fault) die() {
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+// checkpointHooks writes a checkpoint to --checkpoint every --every steps
+// (dying partway or after one where the fault says so) and sets up
+// --resume from the steps stored there.
+func (f *runFlags) checkpointHooks(tc *emu.TrainConfig, job *mpi.Job, flt fault, stderr io.Writer) error {
+	dir := *f.ckptDir
+	if dir == "" {
+		if *f.resume {
+			return bad("--resume needs --checkpoint DIR")
+		}
+		return nil
+	}
+	store := &ckptStore{dir: dir, rank: -1}
+	if job != nil {
+		store.rank = job.Rank
+	}
+	if n, err := store.cleanTemp(); err != nil {
+		return fmt.Errorf("run: --checkpoint %s: %w", dir, err)
+	} else if n > 0 {
+		fmt.Fprintf(stderr, "shardlab: removed %d temporary checkpoint file(s) that interrupted writes left in %s\n", n, dir)
+	}
+	tc.CheckpointEvery = *f.every
+	tc.Hooks.Checkpoint = func(c *emu.Checkpoint) error {
+		var midway func()
+		if flt.at("write", c.Step) {
+			midway = flt.die
+		}
+		if err := store.write(c, midway); err != nil {
+			return err
+		}
+		if flt.at("written", c.Step) {
+			flt.die()
+		}
+		return nil
+	}
+	tc.Hooks.Committed = store.keep
+	if !*f.resume {
+		return nil
+	}
+	steps, err := store.steps()
+	if err != nil {
 		return err
 	}
+	if job == nil && len(steps) == 0 {
+		return bad("run: --resume: no checkpoint in %s (want files named %sN.bin)", dir, store.prefix())
+	}
+	tc.ResumeSteps, tc.LoadCheckpoint = steps, store.load
+	tc.Hooks.Resumed = func(step int, held [][]int) error {
+		if job == nil {
+			_, err := fmt.Fprintf(stderr, "shardlab: resuming from the checkpoint of step %d in %s\n", step, dir)
+			return err
+		}
+		_, err := fmt.Fprintf(stderr, "shardlab: rank %d: resuming from step %d, the newest that every rank holds (steps by rank: %v)\n", job.Rank, step, held)
+		return err
+	}
+	return nil
+}
+
+// progressHook draws the progress bar after every step, dies or hangs
+// there where the fault says so, and records each step's wall time.
+func (f *runFlags) progressHook(tc *emu.TrainConfig, flt fault, stderr io.Writer) *[]time.Duration {
+	start := time.Now()
+	stepStart := start
+	wall := new([]time.Duration)
+	tc.Hooks.Step = func(r emu.StepReport) error {
+		now := time.Now()
+		*wall = append(*wall, now.Sub(stepStart))
+		stepStart = now
+		if !*f.quiet && !*f.asJSON {
+			progress(stderr, r, tc.Steps, now.Sub(start))
+		}
+		if flt.at("step", r.Step) {
+			if flt.hang {
+				select {} // stop answering, as a wedged host does
+			}
+			flt.die()
+		}
+		return nil
+	}
+	return wall
+}
+
+// trainError restates what Train returned: a resume that cannot go on in
+// terms of flags; a bad layout or checkpoint as bad input; a link down as
+// a failure.
+func trainError(err error, ckptDir string) error {
+	if rerr := resumeError(err, ckptDir); rerr != nil {
+		return rerr
+	}
+	if errors.Is(err, emu.ErrInvalid) || errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, mesh.ErrContextOverDCN) || errors.Is(err, emu.ErrCheckpoint) {
+		return usageError{err}
+	}
+	return err
+}
+
+// report writes, at rank 0, the trace and the report (text or JSON) with,
+// under MPI, every rank's bytes to every other; a diverged run is an error
+// after its report.
+func (f *runFlags) report(tc emu.TrainConfig, res *emu.Result, wall []time.Duration, job *mpi.Job, stdout io.Writer) error {
 	var mpiBytes [][]int64
 	if job != nil {
 		// every rank's bytes to every other, for the report and the
@@ -353,12 +454,12 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 			json.Unmarshal(p, &row)
 			mpiBytes = append(mpiBytes, row)
 		}
+		if job.Rank != 0 {
+			return nil
+		}
 	}
-	if rank != 0 {
-		return nil
-	}
-	if *tracePath != "" {
-		if err := writeEmuTrace(*tracePath, res); err != nil {
+	if *f.tracePath != "" {
+		if err := writeEmuTrace(*f.tracePath, res); err != nil {
 			return err
 		}
 	}
@@ -367,10 +468,11 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	if job != nil {
 		out.Processes = job.Size
 	}
-	if *asJSON {
+	var err error
+	if *f.asJSON {
 		err = writeJSON(stdout, out)
 	} else {
-		err = writeRunReport(stdout, tc, res, out, src.Name())
+		err = writeRunReport(stdout, tc, res, out, tc.Data.Name())
 	}
 	if err == nil && res.Diverged != nil {
 		// reported above; the run itself failed
@@ -398,8 +500,8 @@ const (
 
 // planJob is what run takes from a plan besides its layout.
 type planJob struct {
-	batch, micro, seq int
-	schedule          string
+	batch, micro, seq, chunks int
+	schedule                  string
 }
 
 // train runs tc. Under MPI it returns the transport's error as soon as a
@@ -472,7 +574,10 @@ func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, er
 		return mesh.Mesh{}, pj, field("seq_len", p.Seq, "a positive number of tokens")
 	}
 	if _, err := schedule.ParseKind(p.Schedule); err != nil {
-		return mesh.Mesh{}, pj, bad("--plan %s: schedule %q, want gpipe or 1f1b", path, p.Schedule)
+		return mesh.Mesh{}, pj, bad("--plan %s: schedule %q, want gpipe, 1f1b, interleaved or circular", path, p.Schedule)
+	}
+	if p.Chunks < 0 || p.Chunks > plan.MaxChunks {
+		return mesh.Mesh{}, pj, field("chunks_per_device", p.Chunks, fmt.Sprintf("0 to %d", plan.MaxChunks))
 	}
 	s, err := hw.ParseAcceleratorType(p.Accelerator)
 	if err != nil {
@@ -494,13 +599,14 @@ func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, er
 	if err != nil {
 		return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
 	}
-	return m, planJob{batch: p.GlobalBatch, micro: p.MicroBatches, seq: p.Seq, schedule: p.Schedule}, nil
+	return m, planJob{batch: p.GlobalBatch, micro: p.MicroBatches, seq: p.Seq, schedule: p.Schedule, chunks: p.Chunks}, nil
 }
 
 // maxRunChips bounds the virtual chips of one run.
 const maxRunChips = 4096
 
-// apply takes the plan's batch, micro-batches, schedule and sequence length
+// apply takes the plan's batch, micro-batches, schedule (with its chunks)
+// and sequence length
 // for the flags the command line did not set.
 func (pj planJob) apply(f *runFlags, set map[string]bool, stderr io.Writer) {
 	if !set["batch"] {
@@ -511,6 +617,9 @@ func (pj planJob) apply(f *runFlags, set map[string]bool, stderr io.Writer) {
 	}
 	if !set["schedule"] {
 		*f.sched = pj.schedule
+		if !set["chunks"] {
+			*f.chunks = pj.chunks
+		}
 	}
 	if set["seq"] {
 		return
@@ -676,24 +785,27 @@ func writeEmuTrace(path string, res *emu.Result) error {
 // runOut is what run --json prints. Keys use the words plan and model use
 // (chips, seq_len, tied_embeddings) and carry their units.
 type runOut struct {
-	Layout          string       `json:"layout"`
-	AcceleratorType string       `json:"accelerator_type"`
-	Topology        string       `json:"topology"` // of one slice, as in plan --json
-	Slices          int          `json:"slices"`
-	Devices         int          `json:"chips"` // virtual chips
-	Model           modelOut     `json:"model"`
-	Params          int          `json:"params"`
-	Losses          []number     `json:"losses"`
-	SimStep         number       `json:"simulated_step_time_s"`
-	WallStep        number       `json:"measured_step_time_s"`
-	Bubble          number       `json:"bubble_fraction"`
-	Bytes           []sentOut    `json:"sent_all_chips_all_steps"`
-	PeakMemory      []memOut     `json:"peak_hbm_used_per_chip"`
-	ParamsSHA256    string       `json:"params_sha256"`
-	Processes       int          `json:"processes"`
-	ResumedFrom     int          `json:"resumed_from_step"`
-	MPIBytes        [][]int64    `json:"mpi_bytes,omitempty"`
-	Diverged        *divergedOut `json:"diverged,omitempty"`
+	Layout          string    `json:"layout"`
+	AcceleratorType string    `json:"accelerator_type"`
+	Topology        string    `json:"topology"` // of one slice, as in plan --json
+	Slices          int       `json:"slices"`
+	Devices         int       `json:"chips"` // virtual chips
+	Model           modelOut  `json:"model"`
+	Params          int       `json:"params"`
+	Losses          []number  `json:"losses"`
+	SimStep         number    `json:"simulated_step_time_s"`
+	WallStep        number    `json:"measured_step_time_s"`
+	Bubble          number    `json:"bubble_fraction"`
+	Bytes           []sentOut `json:"sent_all_chips_all_steps"`
+	PeakMemory      []memOut  `json:"peak_hbm_used_per_chip"`
+	ParamsSHA256    string    `json:"params_sha256"`
+	Processes       int       `json:"processes"`
+	ResumedFrom     int       `json:"resumed_from_step"`
+	// Schedule and Chunks are given with a pipeline only.
+	Schedule string       `json:"schedule,omitempty"`
+	Chunks   int          `json:"chunks_per_device,omitempty"`
+	MPIBytes [][]int64    `json:"mpi_bytes,omitempty"`
+	Diverged *divergedOut `json:"diverged,omitempty"`
 }
 
 // divergedOut is why a run stopped early.
@@ -795,6 +907,9 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 	o := runOut{Layout: tc.Mesh.String(), AcceleratorType: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices,
 		Devices: tc.Mesh.Chips(), Model: modelOut(tc.Model), Losses: numbers(res.Losses), SimStep: number(meanTail(sim)), WallStep: number(meanTail(w)),
 		Bubble: number(res.Bubble), Bytes: totals(res), ResumedFrom: res.ResumedFrom}
+	if tc.Mesh.Size(mesh.Pipeline) > 1 {
+		o.Schedule, o.Chunks = string(tc.Schedule), max(tc.Chunks, 1)
+	}
 	if d := res.Diverged; d != nil {
 		o.Diverged = &divergedOut{Step: d.Step, Loss: number(d.Loss), LossLimit: number(d.Limit), Reason: d.String()}
 	}
@@ -831,7 +946,11 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 	}
 	fmt.Fprintf(tw, "step time\tsimulated %v on %s; measured %v in this process\n", unit.Seconds(float64(o.SimStep)), tc.Mesh.Multislice.Slice.Chip.Name, unit.Seconds(float64(o.WallStep)))
 	if tc.Mesh.Size(mesh.Pipeline) > 1 {
-		fmt.Fprintf(tw, "pipeline bubble\t%.1f%% (%s, %s)\n", 100*res.Bubble, tc.Schedule, unit.Plural(tc.MicroBatches, "micro-batch"))
+		sched := string(tc.Schedule)
+		if tc.Schedule.Chunked() {
+			sched += ", " + unit.Plural(tc.Chunks, "chunk") + " per device"
+		}
+		fmt.Fprintf(tw, "pipeline bubble\t%.1f%% (%s, %s)\n", 100*res.Bubble, sched, unit.Plural(tc.MicroBatches, "micro-batch"))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nbytes sent, all chips, all steps:\n")

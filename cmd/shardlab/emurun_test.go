@@ -354,3 +354,57 @@ func TestRunCountLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestRunChunkedSchedules: run trains interleaved 1F1B and circular
+// pipelines, the same bytes for the same seed; --plan carries a plan's
+// schedule and chunks; bad combinations are refused in one line naming the
+// flag, the value and what is accepted; and a checkpoint resumes only under
+// its own schedule.
+func TestRunChunkedSchedules(t *testing.T) {
+	common := []string{"run", "--tpu", "v5litepod-4", "--slices", "1", "--mesh", "pipeline=2,data=2", "--synthetic", "--steps", "2", "--quiet"}
+	inter := runJSONOut(t, append(common, "--schedule", "interleaved", "--chunks", "2")...)
+	if inter.Schedule != "interleaved" || inter.Chunks != 2 {
+		t.Errorf("--schedule interleaved --chunks 2: JSON schedule %q, chunks %d", inter.Schedule, inter.Chunks)
+	}
+	if again := runJSONOut(t, append(common, "--schedule", "interleaved", "--chunks", "2")...); again.ParamsSHA256 != inter.ParamsSHA256 {
+		t.Errorf("the same interleaved run twice: parameters %s, then %s", inter.ParamsSHA256, again.ParamsSHA256)
+	}
+	circ := runJSONOut(t, append(common, "--schedule", "circular", "--chunks", "2")...)
+	if circ.Schedule != "circular" || circ.Chunks != 2 || len(circ.Losses) != 2 {
+		t.Errorf("--schedule circular --chunks 2: JSON schedule %q, chunks %d, losses %v", circ.Schedule, circ.Chunks, circ.Losses)
+	}
+	if def := runJSONOut(t, append(common, "--schedule", "interleaved")...); def.Chunks != 2 {
+		t.Errorf("--schedule interleaved without --chunks: %d chunks, want the default 2", def.Chunks)
+	}
+
+	fail(t, append(common, "--schedule", "interleaved", "--chunks", "4"), "--layers 4", "pipeline=2 x 4 chunks", "want a multiple of 8 layers")
+	fail(t, append(common, "--schedule", "interleaved", "--micro-batches", "3"), "--micro-batches 3", "interleaved", "want a multiple of 2")
+	fail(t, append(common, "--schedule", "circular", "--micro-batches", "5"), "--micro-batches 5", "circular", "want a multiple of 2")
+	fail(t, append(common, "--schedule", "interleaved", "--chunks", "1"), "--chunks 1", "want 2 to 64")
+	fail(t, append(common, "--schedule", "gpipe", "--chunks", "2"), "--chunks 2", "--schedule gpipe", "want 1")
+	fail(t, []string{"run", "--tpu", "v5litepod-4", "--slices", "1", "--mesh", "data=4", "--synthetic", "--schedule", "circular"},
+		"--schedule circular", "layout data=4 has none", "want gpipe or 1f1b")
+
+	// a plan's schedule and chunks
+	plan := `{"accelerator_type": "v5litepod-4", "slices": 1, "global_batch_sequences": 8, "micro_batches": 4, "seq_len": 32,
+		"schedule": "interleaved", "chunks_per_device": 2,
+		"layout": {"axes": [{"name": "data", "ici": 2, "dcn": 1}, {"name": "pipeline", "ici": 2, "dcn": 1}]}}`
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(path, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := runJSONOut(t, "run", "--plan", path, "--synthetic", "--steps", "1", "--quiet")
+	if o.Schedule != "interleaved" || o.Chunks != 2 || o.Layout != "data=2,pipeline=2" {
+		t.Errorf("run --plan with an interleaved plan: schedule %q, chunks %d, layout %s", o.Schedule, o.Chunks, o.Layout)
+	}
+
+	// checkpoints record the schedule and its chunks
+	dir := t.TempDir()
+	if _, errOut, code := runCmd(append(common, "--schedule", "interleaved", "--checkpoint", dir, "--every", "1")...); code != 0 {
+		t.Fatalf("interleaved run with checkpoints: exit %d: %s", code, errOut)
+	}
+	fail(t, append(common, "--steps", "3", "--schedule", "circular", "--chunks", "2", "--checkpoint", dir, "--resume"),
+		`schedule (--schedule) is "interleaved" in the checkpoint, "circular" in this run`)
+	fail(t, append(common, "--steps", "3", "--schedule", "circular", "--chunks", "1", "--checkpoint", dir, "--resume"),
+		"chunks (--chunks) is 2 in the checkpoint, 1 in this run")
+}

@@ -18,7 +18,7 @@ import (
 // checkpoint.step-N.bin, or checkpoint.rank-R.step-N.bin for MPI rank R.
 // Each is written atomically (a temporary file, fsync, rename). The
 // previous step's file stays until every rank has written the next
-// (emu.TrainConfig.OnCheckpointCommitted), so a resume always finds a step
+// (emu.Hooks.Committed), so a resume always finds a step
 // that all ranks hold.
 type ckptStore struct {
 	dir  string
@@ -165,7 +165,7 @@ var headerFlags = map[string]string{
 	"model.layers": "--layers", "model.d_model": "--d-model", "model.heads": "--heads", "model.kv_heads": "--kv-heads",
 	"model.d_ff": "--d-ff", "model.seq": "--seq", "model.tied": "--tied", "layout": "--mesh or --plan",
 	"topology": "--tpu and --slices, or --plan", "global_batch": "--batch", "micro_batches": "--micro-batches",
-	"schedule": "--schedule", "seed": "--seed", "lr": "--lr", "bf16_compute": "--bf16", "data": "--data or --synthetic",
+	"schedule": "--schedule", "chunks": "--chunks", "seed": "--seed", "lr": "--lr", "bf16_compute": "--bf16", "data": "--data or --synthetic",
 	"processes": "the number of MPI ranks", "process": "the MPI rank",
 }
 

@@ -54,34 +54,67 @@ func parallel(comms []collective.Comm, f func(i int, c collective.Comm)) {
 	wg.Wait()
 }
 
+// shape is one group shape under test: nICI devices in each of nDCN
+// slices, each device's input per elements a chunk, one chunk per member.
+type shape struct {
+	newComms Factory
+	g        collective.Group
+	sliceOf  []int
+	n, l     int
+}
+
+// per is the elements per chunk: divisible by every group size used.
+const per = 24
+
+// val is device dev's input element j.
+func val(dev, j int) float32 { return float32(dev*1000 + j) }
+
+// input is device dev's first n input elements.
+func input(dev, n int) []float32 {
+	x := make([]float32, n)
+	for j := range x {
+		x[j] = val(dev, j)
+	}
+	return x
+}
+
+// runShape runs every collective on a fresh set of devices of the shape,
+// checking each device's result and the bytes it sent.
 func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
 	g, sliceOf := group(nICI, nDCN)
-	n := g.Size()
-	const per = 24 // elements per chunk: divisible by every group size used
-	l := per * n
-	val := func(dev, j int) float32 { return float32(dev*1000 + j) }
-
-	// all-reduce
+	sh := shape{newComms: newComms, g: g, sliceOf: sliceOf, n: g.Size(), l: per * g.Size()}
 	comms := newComms(t, sliceOf)
 	if comms == nil {
-		t.Skipf("the transport cannot spread %d devices evenly", n)
+		t.Skipf("the transport cannot spread %d devices evenly", sh.n)
 	}
-	out := make([][]float32, n)
-	parallel(comms, func(i int, c collective.Comm) {
-		x := make([]float32, l)
-		for j := range x {
-			x[j] = val(i, j)
-		}
-		c.AllReduce(g, x)
-		out[i] = x
+	sh.allReduce(t, comms)
+	sh.allGather(t, sh.newComms(t, sliceOf))
+	sh.reduceScatter(t, sh.newComms(t, sliceOf))
+	sh.allToAll(t, sh.newComms(t, sliceOf))
+	sh.sendRecv(t, sh.newComms(t, sliceOf))
+}
+
+// run runs f on every local device at once and returns each one's result.
+func (sh shape) run(comms []collective.Comm, f func(i int, c collective.Comm) []float32) [][]float32 {
+	out := make([][]float32, sh.n)
+	parallel(comms, func(i int, c collective.Comm) { out[i] = f(i, c) })
+	return out
+}
+
+// allReduce: every device ends with the sum of every input.
+func (sh shape) allReduce(t *testing.T, comms []collective.Comm) {
+	out := sh.run(comms, func(i int, c collective.Comm) []float32 {
+		x := input(i, sh.l)
+		c.AllReduce(sh.g, x)
+		return x
 	})
-	for i := range n {
+	for i := range sh.n {
 		if comms[i] == nil {
 			continue
 		}
-		for j := range l {
+		for j := range sh.l {
 			var want float32
-			for d := range n {
+			for d := range sh.n {
 				want += val(d, j)
 			}
 			if out[i][j] != want {
@@ -89,22 +122,17 @@ func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
 			}
 		}
 	}
-	checkBytes(t, comms, "all-reduce", collective.AllReduce, unit.Bytes(4*l), g)
+	checkBytes(t, comms, "all-reduce", collective.AllReduce, unit.Bytes(4*sh.l), sh.g)
+}
 
-	// all-gather
-	comms = newComms(t, sliceOf)
-	parallel(comms, func(i int, c collective.Comm) {
-		x := make([]float32, per)
-		for j := range x {
-			x[j] = val(i, j)
-		}
-		out[i] = c.AllGather(g, x)
-	})
-	for i := range n {
+// allGather: every device ends with every device's chunk, in group order.
+func (sh shape) allGather(t *testing.T, comms []collective.Comm) {
+	out := sh.run(comms, func(i int, c collective.Comm) []float32 { return c.AllGather(sh.g, input(i, per)) })
+	for i := range sh.n {
 		if comms[i] == nil {
 			continue
 		}
-		for d := range n {
+		for d := range sh.n {
 			for j := range per {
 				if got := out[i][d*per+j]; got != val(d, j) {
 					t.Fatalf("all-gather: device %d chunk %d element %d = %v, want %v", i, d, j, got, val(d, j))
@@ -112,24 +140,19 @@ func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
 			}
 		}
 	}
-	checkBytes(t, comms, "all-gather", collective.AllGather, unit.Bytes(4*l), g)
+	checkBytes(t, comms, "all-gather", collective.AllGather, unit.Bytes(4*sh.l), sh.g)
+}
 
-	// reduce-scatter
-	comms = newComms(t, sliceOf)
-	parallel(comms, func(i int, c collective.Comm) {
-		x := make([]float32, l)
-		for j := range x {
-			x[j] = val(i, j)
-		}
-		out[i] = c.ReduceScatter(g, x)
-	})
-	for i := range n {
+// reduceScatter: device i ends with the sum of every input's chunk i.
+func (sh shape) reduceScatter(t *testing.T, comms []collective.Comm) {
+	out := sh.run(comms, func(i int, c collective.Comm) []float32 { return c.ReduceScatter(sh.g, input(i, sh.l)) })
+	for i := range sh.n {
 		if comms[i] == nil {
 			continue
 		}
 		for j := range per {
 			var want float32
-			for d := range n {
+			for d := range sh.n {
 				want += val(d, i*per+j)
 			}
 			if out[i][j] != want {
@@ -137,22 +160,17 @@ func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
 			}
 		}
 	}
-	checkBytes(t, comms, "reduce-scatter", collective.ReduceScatter, unit.Bytes(4*l), g)
+	checkBytes(t, comms, "reduce-scatter", collective.ReduceScatter, unit.Bytes(4*sh.l), sh.g)
+}
 
-	// all-to-all: device i's chunk j ends up as device j's chunk i
-	comms = newComms(t, sliceOf)
-	parallel(comms, func(i int, c collective.Comm) {
-		x := make([]float32, l)
-		for j := range x {
-			x[j] = val(i, j)
-		}
-		out[i] = c.AllToAll(g, x)
-	})
-	for i := range n {
+// allToAll: device i's chunk j ends up as device j's chunk i.
+func (sh shape) allToAll(t *testing.T, comms []collective.Comm) {
+	out := sh.run(comms, func(i int, c collective.Comm) []float32 { return c.AllToAll(sh.g, input(i, sh.l)) })
+	for i := range sh.n {
 		if comms[i] == nil {
 			continue
 		}
-		for d := range n {
+		for d := range sh.n {
 			for j := range per {
 				if got, want := out[i][d*per+j], val(d, i*per+j); got != want {
 					t.Fatalf("all-to-all: device %d chunk %d = %v, want %v", i, d, got, want)
@@ -160,29 +178,33 @@ func runShape(t *testing.T, newComms Factory, nICI, nDCN int) {
 			}
 		}
 	}
-	if n > 1 {
-		want := int64(collective.Bytes(collective.AllToAll, n, unit.Bytes(4*l)))
-		for i, c := range comms {
-			if c == nil {
-				continue
-			}
-			if sent := c.Sent()["all-to-all"][hw.ICI] + c.Sent()["all-to-all"][hw.DCN]; sent != want {
-				t.Errorf("all-to-all: device %d sent %d bytes, want %d", i, sent, want)
-			}
+	if sh.n == 1 {
+		return
+	}
+	want := int64(collective.Bytes(collective.AllToAll, sh.n, unit.Bytes(4*sh.l)))
+	for i, c := range comms {
+		if c == nil {
+			continue
+		}
+		if sent := c.Sent()["all-to-all"][hw.ICI] + c.Sent()["all-to-all"][hw.DCN]; sent != want {
+			t.Errorf("all-to-all: device %d sent %d bytes, want %d", i, sent, want)
 		}
 	}
+}
 
-	// send/recv around the group
-	comms = newComms(t, sliceOf)
-	if n > 1 {
-		parallel(comms, func(i int, c collective.Comm) {
-			c.Send((i+1)%n, []float32{float32(i)})
-			out[i] = c.Recv((i + n - 1) % n)
-		})
-		for i := range n {
-			if comms[i] != nil && out[i][0] != float32((i+n-1)%n) {
-				t.Errorf("recv on %d = %v", i, out[i])
-			}
+// sendRecv: each device sends the next one its number round the group.
+func (sh shape) sendRecv(t *testing.T, comms []collective.Comm) {
+	n := sh.n
+	if n == 1 {
+		return
+	}
+	out := sh.run(comms, func(i int, c collective.Comm) []float32 {
+		c.Send((i+1)%n, []float32{float32(i)})
+		return c.Recv((i + n - 1) % n)
+	})
+	for i := range n {
+		if comms[i] != nil && out[i][0] != float32((i+n-1)%n) {
+			t.Errorf("recv on %d = %v", i, out[i])
 		}
 	}
 }

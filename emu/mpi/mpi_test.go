@@ -120,9 +120,14 @@ func TestParityWithInProcess(t *testing.T) {
 		slices int
 		spec   string
 		micro  int
+		sched  schedule.Kind
+		chunks int
 	}{
-		2: {{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1}, {"v5litepod-4", 2, "pipeline=2(dcn),data=2,context=2", 2}},
-		4: {{"v5litepod-8", 2, "data=2(dcn),fsdp=4,tensor=2", 1}, {"v5litepod-8", 2, "fsdp=2(dcn),pipeline=2,data=4", 2}},
+		2: {{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, 1}, {"v5litepod-4", 2, "pipeline=2(dcn),data=2,context=2", 2, schedule.OneFOneB, 1},
+			// activations and gradients round the ring of two ranks
+			{"v5litepod-4", 2, "pipeline=2(dcn),data=4", 2, schedule.Interleaved, 2}},
+		4: {{"v5litepod-8", 2, "data=2(dcn),fsdp=4,tensor=2", 1, schedule.OneFOneB, 1}, {"v5litepod-8", 2, "fsdp=2(dcn),pipeline=2,data=4", 2, schedule.OneFOneB, 1},
+			{"v5litepod-8", 2, "pipeline=2(dcn),data=8", 2, schedule.Circular, 2}},
 	}[world.Size()]
 	if layouts == nil {
 		t.Skipf("parity layouts are for 2 and 4 ranks, not %d", world.Size())
@@ -130,7 +135,7 @@ func TestParityWithInProcess(t *testing.T) {
 	model := emu.Config{Layers: 4, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8}
 	for _, l := range layouts {
 		m := meshFor(t, l.accel, l.slices, l.spec)
-		tc := emu.TrainConfig{Model: model, Mesh: m, GlobalBatch: 16, MicroBatches: l.micro, Schedule: schedule.OneFOneB,
+		tc := emu.TrainConfig{Model: model, Mesh: m, GlobalBatch: 16, MicroBatches: l.micro, Schedule: l.sched, Chunks: l.chunks,
 			Steps: 3, Seed: 5, LR: 1e-2, Data: &emu.Synthetic{V: model.Vocab, Seed: 11}}
 		ref, err := emu.Train(tc)
 		if err != nil {
@@ -213,9 +218,9 @@ func TestResumeAgreement(t *testing.T) {
 	first := base
 	first.Steps = 3
 	first.CheckpointEvery = 1
-	first.OnCheckpoint = func(c *emu.Checkpoint) error { stored[c.Step] = c; return nil }
+	first.Hooks.Checkpoint = func(c *emu.Checkpoint) error { stored[c.Step] = c; return nil }
 	var committed []int
-	first.OnCheckpointCommitted = func(step int) error { committed = append(committed, step); return nil }
+	first.Hooks.Committed = func(step int) error { committed = append(committed, step); return nil }
 	if _, err := train(t, first); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +245,7 @@ func TestResumeAgreement(t *testing.T) {
 		resumed.ResumeSteps = []int{1, 2, 3}
 	}
 	heard := -1
-	resumed.OnResume = func(step int, held [][]int) { heard = step }
+	resumed.Hooks.Resumed = func(step int, held [][]int) error { heard = step; return nil }
 	got, err := train(t, resumed)
 	if err != nil {
 		t.Fatal(err)

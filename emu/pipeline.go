@@ -1,0 +1,299 @@
+package emu
+
+import (
+	"fmt"
+
+	"shardlab/mesh"
+	"shardlab/schedule"
+)
+
+// A device runs its op list from package schedule: each op is a forward or
+// backward pass of one micro-batch through one of its chunks of layers.
+// Chunk k of pipeline stage s is virtual stage k·p + s; a pass through
+// virtual stage vs takes its input from vs−1 (forward) or vs+1 (backward),
+// which live on the neighbouring stages, round the ring when the device
+// holds several chunks.
+
+// inbox is the pipeline messages from one peer. The fabric keeps one FIFO
+// per pair of devices, and with two stages and several chunks a pair
+// carries activations one way and gradients the other way interleaved, so
+// the order a device needs them in need not be the order they were sent:
+// pos numbers the peer's sends to this device in its op order, and stash
+// keeps those that arrived before the one an op waits for.
+type inbox struct {
+	pos   map[schedule.Op]int
+	got   int
+	stash map[int]message
+}
+
+// inboxes numbers, for the device at pipeline stage si, every peer's sends
+// to it in the peer's op order, keyed by the sending op.
+func inboxes(s schedule.Schedule, si int, pipe []int) map[int]*inbox {
+	out := map[int]*inbox{}
+	for from, ops := range s.Ops {
+		if from == si {
+			continue
+		}
+		in := &inbox{pos: map[schedule.Op]int{}, stash: map[int]message{}}
+		for _, op := range ops {
+			if to, ok := sendTo(s, from, op); ok && to == si {
+				in.pos[op] = len(in.pos)
+			}
+		}
+		if len(in.pos) > 0 {
+			out[pipe[from]] = in
+		}
+	}
+	return out
+}
+
+// sendTo is the pipeline stage that op, run by stage si, sends its output
+// to, if any: the next virtual stage's after a forward, the previous one's
+// after a backward.
+func sendTo(s schedule.Schedule, si int, op schedule.Op) (int, bool) {
+	vs, last := op.Chunk*s.Stages+si, s.Stages*s.Chunks-1
+	switch {
+	case op.Pass == schedule.Forward && vs < last:
+		return (vs + 1) % s.Stages, true
+	case op.Pass == schedule.Backward && vs > 0:
+		return (vs - 1) % s.Stages, true
+	}
+	return 0, false
+}
+
+// virtualStage is the virtual stage op runs on this device.
+func (d *device) virtualStage(op schedule.Op) int {
+	return op.Chunk*len(d.pipe) + d.coord[mesh.Pipeline]
+}
+
+// pipeNext is the device of the next pipeline stage, round the ring when
+// the devices hold several chunks each, or -1.
+func (d *device) pipeNext() int {
+	p, si := len(d.pipe), d.coord[mesh.Pipeline]
+	switch {
+	case p == 1:
+		return -1
+	case si < p-1:
+		return d.pipe[si+1]
+	case d.tc.Chunks > 1:
+		return d.pipe[0]
+	}
+	return -1
+}
+
+// send hands op's output to the virtual stage that takes it.
+func (d *device) send(op schedule.Op, x []float32) {
+	to, _ := sendTo(d.tc.sched, d.coord[mesh.Pipeline], op)
+	d.ep.Send(d.pipe[to], x)
+}
+
+// recv waits for op's input: the output of the same micro-batch's pass
+// through the previous virtual stage (forward) or the next one (backward).
+func (d *device) recv(op schedule.Op) []float32 {
+	p := len(d.pipe)
+	from := d.virtualStage(op) - 1
+	if op.Pass == schedule.Backward {
+		from += 2
+	}
+	peer := d.pipe[from%p]
+	in := d.inbox[peer]
+	i, ok := in.pos[schedule.Op{Pass: op.Pass, MicroBatch: op.MicroBatch, Chunk: from / p}]
+	if !ok {
+		panic(fmt.Sprintf("emu: device %d waits for %v from device %d, which never sends it", d.id, op, peer)) // schedule bug
+	}
+	for in.got <= i {
+		in.stash[in.got] = d.ep.get(peer)
+		in.got++
+	}
+	m := in.stash[i]
+	delete(in.stash, i)
+	return d.ep.arrive(peer, m)
+}
+
+// stepState is what a device keeps between the passes of one step.
+type stepState struct {
+	micros []micro
+	saved  [][][]*acts[float32] // per micro-batch, chunk and layer of the chunk
+	heads  []*headActs[float32]
+	rate   float64
+}
+
+// step runs one training step on this device: its op list's forward and
+// backward passes over the micro-batches, the gradient all-reduce over
+// data and context, and Adam on its shard.
+func (d *device) step(batch [][]int, rate float64) {
+	mbs := d.tc.MicroBatches
+	st := &stepState{micros: d.micros(batch), saved: make([][][]*acts[float32], mbs), heads: make([]*headActs[float32], mbs), rate: rate}
+	for i := range st.saved {
+		st.saved[i] = make([][]*acts[float32], d.tc.Chunks)
+	}
+	for _, in := range d.inbox {
+		in.got = 0
+	}
+	d.loss = 0
+	for _, op := range d.tc.sched.Ops[d.coord[mesh.Pipeline]] {
+		if op.Pass == schedule.Forward {
+			d.forward(st, op)
+		} else {
+			d.backward(st, op)
+		}
+	}
+	d.update()
+}
+
+// micros cuts this device's share of the global batch into its
+// micro-batches: its data × fsdp row block, its context slice of the
+// sequence.
+func (d *device) micros(batch [][]int) []micro {
+	m, c := d.tc.Mesh, d.c
+	mbs := d.tc.MicroBatches
+	shardIdx := d.coord[mesh.Data]*m.Size(mesh.FSDP) + d.coord[mesh.FSDP]
+	per := d.tc.GlobalBatch / (m.Size(mesh.Data) * m.Size(mesh.FSDP))
+	b := per / mbs
+	cpn := m.Size(mesh.Context)
+	s := c.Seq / cpn
+	scale := 1 / float64(d.tc.GlobalBatch*c.Seq)
+	out := make([]micro, mbs)
+	for k := range mbs {
+		mb := micro{b: b, s: s, ci: d.coord[mesh.Context], c: cpn, scale: scale}
+		for i := range b {
+			row := batch[shardIdx*per+k*b+i]
+			lo := mb.ci * s
+			mb.tokens = append(mb.tokens, row[lo:lo+s]...)
+			mb.targets = append(mb.targets, row[lo+1:lo+s+1]...)
+		}
+		out[k] = mb
+	}
+	return out
+}
+
+// chunkLayers is the range of this device's layers (indices into its
+// template) that chunk k holds.
+func (d *device) chunkLayers(k int) (lo, hi int) {
+	per := len(d.tmpl.Layers) / d.tc.Chunks
+	return k * per, (k + 1) * per
+}
+
+// forward runs op's forward pass: the embedding on virtual stage 0, else
+// the previous stage's activations; the chunk's layers; then the head on
+// the last virtual stage, else a send to the next.
+func (d *device) forward(st *stepState, op schedule.Op) {
+	mb := st.micros[op.MicroBatch]
+	n := mb.n()
+	vs := d.virtualStage(op)
+	first, last := vs == 0, vs == d.tc.sched.Stages*d.tc.Chunks-1
+	var x Mat[float32]
+	// a single stage keeps its gathered ends from the embedding to the
+	// head: one gather per pass, as FSDP does
+	var ends []float32
+	if first {
+		ends = d.gather(0)
+		x = embed(d.bindEnds(ends), mb)
+		if !last {
+			d.release(ends)
+		}
+	} else {
+		x = Mat[float32]{R: n, C: d.c.DModel, D: d.recv(op)}
+	}
+	lo, hi := d.chunkLayers(op.Chunk)
+	saved := make([]*acts[float32], hi-lo)
+	for li := lo; li < hi; li++ {
+		buf := d.gather(1 + li)
+		l := bindLayer(d.tmpl.Layers[li], buf)
+		var a *acts[float32]
+		x, a = layerForward(d.c, &l, x, mb, colls[float32](d))
+		d.release(buf)
+		saved[li-lo] = a
+		d.mem.change(func(m *Memory) { m.Activations += a.bytes(4) })
+		d.compute(fmt.Sprintf("F%d layer %d", op.MicroBatch, d.layers[li]), d.layerFLOPs(&l, n), st.rate)
+	}
+	st.saved[op.MicroBatch][op.Chunk] = saved
+	if !last {
+		d.send(op, x.D)
+		return
+	}
+	if !first {
+		ends = d.gather(0)
+	}
+	loss, ha := headForward(d.c, d.bindEnds(ends), x, mb)
+	d.release(ends)
+	d.loss += loss
+	st.heads[op.MicroBatch] = ha
+	d.mem.change(func(m *Memory) { m.Transient += ha.bytes(4) })
+	if !d.tc.BlocksOnlyClock {
+		d.compute(fmt.Sprintf("F%d head", op.MicroBatch), 2*float64(n)*float64(d.c.DModel*d.c.Vocab), st.rate)
+	}
+}
+
+// backward runs op's backward pass: the head's on the last virtual stage,
+// else the next stage's gradients; the chunk's layers in reverse; then the
+// embedding's on virtual stage 0, else a send to the previous.
+func (d *device) backward(st *stepState, op schedule.Op) {
+	mb := st.micros[op.MicroBatch]
+	n := mb.n()
+	vs := d.virtualStage(op)
+	first, last := vs == 0, vs == d.tc.sched.Stages*d.tc.Chunks-1
+	var dx Mat[float32]
+	var endsGrad []float32
+	if first || last {
+		endsGrad = d.gradBuf(0)
+	}
+	if last {
+		ends := d.gather(0)
+		ha := st.heads[op.MicroBatch]
+		dx = headBack(d.c, d.bindEnds(ends), d.bindEnds(endsGrad), ha, mb)
+		d.release(ends)
+		d.mem.change(func(m *Memory) { m.Transient -= ha.bytes(4) })
+		st.heads[op.MicroBatch] = nil
+		if !d.tc.BlocksOnlyClock {
+			d.compute(fmt.Sprintf("B%d head", op.MicroBatch), 4*float64(n)*float64(d.c.DModel*d.c.Vocab), st.rate)
+		}
+	} else {
+		dx = Mat[float32]{R: n, C: d.c.DModel, D: d.recv(op)}
+	}
+	lo, hi := d.chunkLayers(op.Chunk)
+	saved := st.saved[op.MicroBatch][op.Chunk]
+	for li := hi - 1; li >= lo; li-- {
+		buf := d.gather(1 + li)
+		l := bindLayer(d.tmpl.Layers[li], buf)
+		gbuf := d.gradBuf(1 + li)
+		gl := bindLayer(d.tmpl.Layers[li], gbuf)
+		a := saved[li-lo]
+		dx = layerBackward(d.c, &l, &gl, a, dx, mb, colls[float32](d))
+		d.release(buf)
+		d.scatterGrad(1+li, gbuf)
+		d.mem.change(func(m *Memory) { m.Activations -= a.bytes(4) })
+		saved[li-lo] = nil
+		d.compute(fmt.Sprintf("B%d layer %d", op.MicroBatch, d.layers[li]), 2*d.layerFLOPs(&l, n), st.rate)
+	}
+	if first {
+		embedBack(d.bindEnds(endsGrad), mb, dx)
+	} else {
+		d.send(op, dx.D)
+	}
+	if first || last {
+		d.scatterGrad(0, endsGrad)
+	}
+}
+
+// update sums the gradients over the replicas (data and context), then
+// takes an Adam step on this device's shard.
+func (d *device) update() {
+	n := 0
+	for _, g := range d.grad {
+		n += len(g)
+	}
+	all := make([]float32, 0, n)
+	for _, g := range d.grad {
+		all = append(all, g...)
+	}
+	d.ep.AllReduce(d.gradG, all)
+	d.adamT++
+	off := 0
+	for gi := range d.flat {
+		n := len(d.flat[gi])
+		adam(d.flat[gi], all[off:off+n], d.m[gi], d.v[gi], d.tc.LR, d.adamT)
+		clear(d.grad[gi])
+		off += n
+	}
+}
