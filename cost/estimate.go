@@ -309,7 +309,14 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 	held := float64(sh.ls) * inFlight
 	mem.Activations = unit.Bytes(held * r.device)
 	mem.Host += unit.Bytes(held * r.offload)
-	mem.Transient = unit.Bytes(j.transient(sh, st, r))
+	// Where every forward runs before the first backward (GPipe, and
+	// MaxText's circular pipeline), the last stage holds each of its
+	// micro-batches' logits until that micro-batch's backward.
+	logits := 1.0
+	if sh.p > 1 && (j.Schedule == schedule.GPipe || j.Schedule == schedule.Circular) {
+		logits = pp.lastInFlight
+	}
+	mem.Transient = unit.Bytes(j.transient(sh, st, r, logits))
 	return mem
 }
 
@@ -323,10 +330,12 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 // way to the reduce-scatter, and the next one gathered ahead (never more
 // than two layers). Without FSDP but with fp32 weights: the bf16 copy of
 // the layer in use. At the output layer, on the stage that has it: the
-// logits and their gradients in the compute dtype (XLA fuses the fp32
-// softmax and loss row by row), split over the vocabulary tiles, and with
+// logits of the micro-batches held (one, or all of the last stage's where
+// every forward precedes the backward) and one's gradients in the compute
+// dtype (XLA fuses the fp32 softmax and loss row by row), split over the
+// vocabulary tiles, and with
 // FSDP the output layer's gathered weights and unreduced gradients.
-func (j Job) transient(sh shape, st stage, r remat) float64 {
+func (j Job) transient(sh shape, st stage, r remat, logits float64) float64 {
 	var layerPhase float64
 	if j.Remat != RematNone {
 		all := j
@@ -344,7 +353,7 @@ func (j Job) transient(sh shape, st stage, r remat) float64 {
 	var outputPhase float64
 	if sh.p == 1 || st == lastStage {
 		tiles := float64(max(j.VocabTiles, 1))
-		outputPhase = float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * 2 * e / float64(sh.t) / tiles
+		outputPhase = float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * (logits + 1) * e / float64(sh.t) / tiles
 		if sh.f > 1 {
 			// the output layer gathered, and its unreduced gradients
 			outputPhase += 2 * float64(j.Model.Vocab) * float64(j.Model.DModel) / float64(sh.t) * e
@@ -658,10 +667,19 @@ func (t *tally) pipeline(act unit.Bytes) {
 	iciSend := collective.Time(collective.SendRecv, 2, msg, link(m.TierLink(hw.ICI)))
 	dcnSend := collective.Time(collective.SendRecv, 2, msg, t.dcn(2))
 	dcnBoundaries, iciBoundaries := pa.DCN-1, sh.p-pa.DCN
-	bytes := collective.Bytes(collective.SendRecv, 2, msg) * unit.Bytes(perChip)
+	// With v chunks a micro-batch crosses p·v−1 boundaries: v passes of
+	// the p−1 between stages, and v−1 sends from the last stage round to
+	// the first, over DCN when the stages span slices.
+	iciAll, dcnAll := sh.v*iciBoundaries, sh.v*dcnBoundaries
+	if pa.DCN > 1 {
+		dcnAll += sh.v - 1
+	} else {
+		iciAll += sh.v - 1
+	}
+	bytes := collective.Bytes(collective.SendRecv, 2, msg) * unit.Bytes(2*sh.m)
 	cost := collective.Cost{
-		ICIBytes: bytes * unit.Bytes(iciBoundaries) / unit.Bytes(sh.p),
-		DCNBytes: bytes * unit.Bytes(dcnBoundaries) / unit.Bytes(sh.p),
+		ICIBytes: bytes * unit.Bytes(iciAll) / unit.Bytes(sh.p),
+		DCNBytes: bytes * unit.Bytes(dcnAll) / unit.Bytes(sh.p),
 		ICITime:  iciSend * time.Duration(perChip),
 		DCNTime:  dcnSend * time.Duration(perChip),
 	}

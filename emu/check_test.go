@@ -182,9 +182,7 @@ func TestChunkedPipelineBytesEqualCost(t *testing.T) {
 	// Each pipeline boundary carries every micro-batch's activations
 	// forward and their gradients back. Interleaved and circular schedules
 	// have p·v−1 boundaries, v−1 of them from the last stage round to the
-	// first; package cost counts v·(p−1) (it leaves those wrap-around sends
-	// out), so the two are held equal per boundary, and in total only where
-	// they agree on the count (v = 1).
+	// first; package cost counts the same.
 	tests := []struct {
 		k                    schedule.Kind
 		layout               string
@@ -215,15 +213,8 @@ func TestChunkedPipelineBytesEqualCost(t *testing.T) {
 				want += int64(c.ICIBytes+c.DCNBytes) * int64(m.Chips())
 			}
 		}
-		p, replicas := m.Size(mesh.Pipeline), int64(m.Chips()/m.Size(mesh.Pipeline))
-		emuBoundaries, costBoundaries := int64(p*tt.chunk-1), int64(tt.chunk*(p-1))
-		if got%(emuBoundaries*replicas) != 0 || want%(costBoundaries*replicas) != 0 || want == 0 ||
-			got/(emuBoundaries*replicas) != want/(costBoundaries*replicas) {
-			t.Errorf("%s on %s, %d chunks: measured %d bytes over %d boundaries, cost %d over %d: not the same per boundary",
-				tt.k, tt.layout, tt.chunk, got, emuBoundaries, want, costBoundaries)
-		}
-		if tt.chunk == 1 && got != want {
-			t.Errorf("%s on %s: measured %d pipeline bytes, cost %d", tt.k, tt.layout, got, want)
+		if got != want || want == 0 {
+			t.Errorf("%s on %s, %d chunks: measured %d pipeline bytes, cost %d", tt.k, tt.layout, tt.chunk, got, want)
 		}
 	}
 }
@@ -240,13 +231,6 @@ func TestPeakMemoryWithinFivePercentOfCost(t *testing.T) {
 		{"context parallel", "v5litepod-8", "context=4,data=2", 1, schedule.OneFOneB, 1},
 		{"pipeline", "v5litepod-4", "pipeline=4", 4, schedule.OneFOneB, 1},
 		{"pipeline, interleaved", "v5litepod-4", "pipeline=2,data=2", 4, schedule.Interleaved, 2},
-		// Not GPipe or circular: their last stage runs every micro-batch's
-		// forward before the first backward, and the emulator keeps each
-		// one's head activations (logits, softmax) until its backward,
-		// where cost counts the logits of one micro-batch as transient (XLA
-		// fusing the loss). The peaks differ by 15% (circular) and 30%
-		// (GPipe, pipeline=4) here; which model is right for MaxText's
-		// circular pipeline is an open question for cost.
 	}
 	for _, tt := range tests {
 		m := layout(t, tt.accel, 1, tt.layout)
@@ -276,6 +260,42 @@ func TestPeakMemoryWithinFivePercentOfCost(t *testing.T) {
 		t.Logf("%s: measured peak %v, cost %v (%.3f)", tt.name, unit.Bytes(peak), want, ratio)
 		if math.Abs(ratio-1) > 0.05 {
 			t.Errorf("%s: measured peak %d bytes, cost %d: off by %.1f%%", tt.name, peak, want, 100*(ratio-1))
+		}
+	}
+}
+
+func TestPeakMemoryOfAllForwardSchedules(t *testing.T) {
+	// GPipe and circular run every micro-batch's forward before the first
+	// backward, so the last stage holds each held micro-batch's head: cost
+	// counts its logits (XLA fuses the softmax into the loss); the
+	// emulator also keeps the softmax and the final norm's input and
+	// output, so it measures more. Cost must not be above what the
+	// emulator measures, nor far below: within 25 % (it is 10 to 20 %).
+	for _, tt := range []struct {
+		layout string
+		micro  int
+		sched  schedule.Kind
+		chunks int
+	}{
+		{"pipeline=4", 4, schedule.GPipe, 1},
+		{"pipeline=2,data=2", 4, schedule.Circular, 2},
+	} {
+		m := layout(t, "v5litepod-4", 1, tt.layout)
+		r := runChunked(t, m, 64, tt.micro, tt.sched, tt.chunks, false)
+		j := job(64, tt.micro, tt.sched)
+		j.Chunks = tt.chunks
+		mem, err := cost.NewEstimator().Memory(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var peak int64
+		for _, d := range r.Devices {
+			peak = max(peak, d.Memory.Total())
+		}
+		ratio := float64(peak) / float64(mem.Total())
+		t.Logf("%s %s: measured peak %v, cost %v (%.3f)", tt.sched, tt.layout, unit.Bytes(peak), mem.Total(), ratio)
+		if ratio < 1 || ratio > 1.25 {
+			t.Errorf("%s on %s: measured peak %d bytes, cost %d (%.3f), want cost at or up to 25 %% below", tt.sched, tt.layout, peak, mem.Total(), ratio)
 		}
 	}
 }
