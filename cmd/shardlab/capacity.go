@@ -132,7 +132,6 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	set := setFlags(fs)
 	mode, err := capacity.ParseMode(f.mode)
 	if err != nil {
 		return usageError{err}
@@ -141,36 +140,13 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	o := plan.DefaultOptions()
-	o.Model, o.TPU, o.Slices, o.Top = f.model, f.tpu, f.slices, 1
-	spec, err := specFile("--model", f.model)
+	req, slice, err := f.request()
 	if err != nil {
 		return err
 	}
-	o.ModelSpec = spec
-	req, err := plan.ParseRequest(o)
+	holdback, spares, err := f.modeSettings(mode, setFlags(fs))
 	if err != nil {
-		return planError(err)
-	}
-	slice, err := hw.ParseTPU(f.tpu)
-	if err != nil {
-		return planError(err)
-	}
-	if slice.Chips() == 0 {
-		return bad("capacity: --tpu %q names no slice size; give an accelerator type such as tpu7x-256", f.tpu)
-	}
-	holdback := f.holdback
-	if mode == capacity.AllCapacity {
-		if set["holdback"] && holdback != 0 {
-			return bad("capacity: --holdback %g: want it only with --mode managed (All Capacity mode has no holdback)", holdback)
-		}
-		holdback = 0
-	} else if set["spares"] && f.spares != 0 {
-		return bad("capacity: --spares %d: want 0 with --mode managed, where Compute Engine's holdback (--holdback) replaces failed hosts", f.spares)
-	}
-	spares := f.spares
-	if mode == capacity.Managed {
-		spares = 0
+		return err
 	}
 	res, err := capacity.New(slice.Chip, mode, f.blocks, holdback)
 	if err != nil {
@@ -185,10 +161,7 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 		return planError(err)
 	}
 	job := capacity.JobOf(p)
-	tps, state := job.TokensPerSecond, job.Checkpoint
-	hosts := f.slices * slice.Hosts()
-	perHost := unit.BytesPerSecond(f.storage * 1e9 / 8)
-	save := capacity.CheckpointTime(state, hosts, perHost)
+	save := capacity.CheckpointTime(job.Checkpoint, f.slices*slice.Hosts(), unit.BytesPerSecond(f.storage*1e9/8))
 	cfg := capacity.Config{
 		ChipFailuresPerHour: f.chipRate, Repair: f.repair, Recovery: f.recovery, Startup: f.startup,
 		Save: save, Restore: save, MaintenanceEvery: f.maintEvery, MaintenanceDown: f.maintDown,
@@ -208,7 +181,63 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	// the simulated optimum: a sweep of intervals over 8 seeds each
+	bestAt, best, err := simulatedOptimum(pl, cfg, f.seed, stderr)
+	if err != nil {
+		return err
+	}
+	rep := f.report(p, res, pl, mode, holdback, job, cfg, r)
+	rep.JobFailuresPerHour, rep.YoungS, rep.DalyS = lambda, young.Seconds(), daly.Seconds()
+	rep.SimulatedOptimumS, rep.SimulatedOptimumFr = bestAt.Seconds(), best
+	rep.SideBySide = otherMode(f, slice, mode, cfg)
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return writeCapacityText(stdout, rep, pl)
+}
+
+// request is the plan request the flags ask, and the slice.
+func (f *capacityFlags) request() (plan.Request, hw.Slice, error) {
+	o := plan.DefaultOptions()
+	o.Model, o.TPU, o.Slices, o.Top = f.model, f.tpu, f.slices, 1
+	spec, err := specFile("--model", f.model)
+	if err != nil {
+		return plan.Request{}, hw.Slice{}, err
+	}
+	o.ModelSpec = spec
+	req, err := plan.ParseRequest(o)
+	if err != nil {
+		return plan.Request{}, hw.Slice{}, planError(err)
+	}
+	slice, err := hw.ParseTPU(f.tpu)
+	if err != nil {
+		return plan.Request{}, hw.Slice{}, planError(err)
+	}
+	if slice.Chips() == 0 {
+		return plan.Request{}, hw.Slice{}, bad("capacity: --tpu %q names no slice size; give an accelerator type such as tpu7x-256", f.tpu)
+	}
+	return req, slice, nil
+}
+
+// modeSettings checks --holdback and --spares against the mode and returns
+// the ones that apply.
+func (f *capacityFlags) modeSettings(mode capacity.Mode, set map[string]bool) (holdback float64, spares int, err error) {
+	if mode == capacity.AllCapacity {
+		if set["holdback"] && f.holdback != 0 {
+			return 0, 0, bad("capacity: --holdback %g: want it only with --mode managed (All Capacity mode has no holdback)", f.holdback)
+		}
+		return 0, f.spares, nil
+	}
+	if set["spares"] && f.spares != 0 {
+		return 0, 0, bad("capacity: --spares %d: want 0 with --mode managed, where Compute Engine's holdback (--holdback) replaces failed hosts", f.spares)
+	}
+	return f.holdback, 0, nil
+}
+
+// simulatedOptimum sweeps checkpoint intervals from 5 minutes to a day,
+// 8 seeds each, and returns the one with the best mean goodput.
+func simulatedOptimum(pl capacity.Placement, cfg capacity.Config, seed int64, stderr io.Writer) (time.Duration, float64, error) {
 	bestAt, best := cfg.Interval, -1.0
 	sweep := cfg
 	var intervals []time.Duration
@@ -216,15 +245,16 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 		intervals = append(intervals, iv)
 	}
 	bar := newBar(stderr, len(intervals))
+	defer bar.done()
 	for _, iv := range intervals {
 		bar.tick("interval sweep")
 		sweep.Interval = iv
 		sum := 0.0
 		for s := range uint64(8) {
-			sweep.Seed = uint64(f.seed) + s
+			sweep.Seed = uint64(seed) + s
 			rr, err := capacity.Run(pl, sweep)
 			if err != nil {
-				return usageError{err}
+				return 0, 0, usageError{err}
 			}
 			sum += rr.Goodput()
 		}
@@ -232,26 +262,26 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 			best, bestAt = g, iv
 		}
 	}
-	bar.done()
-	side := otherMode(f, slice, mode, cfg)
-	sbRate := f.chipRate * float64(res.Hierarchy.SubBlockChips())
-	avail := capacity.Availability(sbRate, f.repair)
+	return bestAt, best, nil
+}
+
+// report is the simulation's result in the command's words.
+func (f *capacityFlags) report(p plan.Plan, res capacity.Reservation, pl capacity.Placement, mode capacity.Mode, holdback float64,
+	job capacity.Job, cfg capacity.Config, r capacity.Result) capacityReport {
+	avail := capacity.Availability(f.chipRate*float64(res.Hierarchy.SubBlockChips()), f.repair)
 	rep := capacityReport{
 		Model:       p.Request.Model.Name,
 		Reservation: fmt.Sprintf("%d x %d sub-blocks of %s", res.Blocks, res.Hierarchy.SubBlocksPerBlock, res.Hierarchy.SubBlock),
-		Mode:        mode, Placement: pl, TokensPerS: tps, StateBytes: state,
-		SaveS: save.Seconds(), RestoreS: save.Seconds(), JobFailuresPerHour: lambda,
-		IntervalS: cfg.Interval.Seconds(), YoungS: young.Seconds(), DalyS: daly.Seconds(),
-		SimulatedOptimumS: bestAt.Seconds(), SimulatedOptimumFr: best,
-		HorizonS: cfg.Horizon.Seconds(), Seed: f.seed, Goodput: r.Goodput(),
+		Mode:        mode, Placement: pl, TokensPerS: job.TokensPerSecond, StateBytes: job.Checkpoint,
+		SaveS: cfg.Save.Seconds(), RestoreS: cfg.Restore.Seconds(),
+		IntervalS: cfg.Interval.Seconds(), HorizonS: cfg.Horizon.Seconds(), Seed: f.seed, Goodput: r.Goodput(),
 		Badput: map[string]float64{
 			"program_startup": r.Badput.ProgramStartup.Seconds(), "checkpoint_save": r.Badput.CheckpointSave.Seconds(),
 			"checkpoint_restore": r.Badput.CheckpointRestore.Seconds(), "wasted_progress": r.Badput.WastedProgress.Seconds(),
 			"infrastructure_recovery": r.Badput.InfrastructureRecovery.Seconds(), "waiting_for_capacity": r.Badput.WaitingForCapacity.Seconds(),
 		},
-		SideBySide:   side,
 		HostFailures: r.HostFailures, Interruptions: r.Interruptions, MaintenanceEvents: r.MaintenanceEvents,
-		Tokens: f.tokens, TimeToTrainS: f.tokens / (tps * math.Max(r.Goodput(), 1e-9)),
+		Tokens: f.tokens, TimeToTrainS: f.tokens / (job.TokensPerSecond * math.Max(r.Goodput(), 1e-9)),
 		SubBlockAvailable: avail, SparesFor95: capacity.SparesFor(pl.Used, avail, 0.95, res.SubBlocks()),
 		Assumptions: []string{
 			"a TPU chip fails as often as an H100 in Llama 3's run",
@@ -261,12 +291,7 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	if mode == capacity.Managed {
 		rep.Assumptions = append(rep.Assumptions, fmt.Sprintf("managed holdback %.3g of the sub-blocks: the docs publish none", holdback))
 	}
-	if f.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return writeCapacityText(stdout, rep, pl)
+	return rep
 }
 
 func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) error {
