@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"shardlab/export"
+	"shardlab/plan"
 )
 
 // exportFlags are the options of an export besides plan's.
@@ -105,39 +106,47 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 				fmt.Fprintln(&b)
 			}
 		}
-		switch {
-		case target == "pytorch":
-			m, err := export.PyTorch(p)
-			if err != nil {
-				return err
-			}
-			if err := m.WritePython(&b); err != nil {
-				return err
-			}
-		case target == "xpk":
-			o := e.xpk
-			if o.Workload == "" {
-				o.Workload = workloadName(p.Request.Model.Name)
-			}
-			if err := export.XPK(&b, p, o); err != nil {
-				return err
-			}
-		default:
-			cfg, err := export.MaxText(p)
-			if err != nil {
-				return err
-			}
-			write := cfg.WriteYAML
-			if e.format == "flags" {
-				write = cfg.WriteFlags
-			}
-			if err := write(&b); err != nil {
-				return err
-			}
+		if err := writeExport(&b, target, p, e); err != nil {
+			return err
 		}
 	}
 	_, err = io.WriteString(stdout, b.String())
 	return err
+}
+
+// writeExport writes one plan for target.
+func writeExport(b *strings.Builder, target string, p plan.Plan, e *exportFlags) error {
+	switch {
+	case target == "pytorch":
+		m, err := export.PyTorch(p)
+		if err != nil {
+			return err
+		}
+		if err := m.WritePython(b); err != nil {
+			return err
+		}
+	case target == "xpk":
+		o := e.xpk
+		if o.Workload == "" {
+			o.Workload = workloadName(p.Request.Model.Name)
+		}
+		if err := export.XPK(b, p, o); err != nil {
+			return err
+		}
+	default:
+		cfg, err := export.MaxText(p)
+		if err != nil {
+			return err
+		}
+		write := cfg.WriteYAML
+		if e.format == "flags" {
+			write = cfg.WriteFlags
+		}
+		if err := write(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // workloadName makes a default xpk workload name from a model name:
