@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"shardlab/cost"
+	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/plan"
@@ -118,7 +119,6 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	e := p.Best.Estimate
 	j := e.Job
 	ms := p.Request.Multislice
-	chip := ms.Slice.Chip
 	var c MaxTextConfig
 	set := func(k string, v any) { c.Settings = append(c.Settings, Setting{k, v}) }
 	c.Comments = append(c.Comments,
@@ -129,6 +129,40 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	if err != nil {
 		return c, err
 	}
+	perChip, err := meshSettings(set, &c, e, ms)
+	if err != nil {
+		return c, err
+	}
+	set("num_slices", ms.Slices)
+
+	devices := ms.Chips() * perChip
+	pdbs, err := perDeviceBatch(j.GlobalBatch, devices)
+	if err != nil {
+		return c, err
+	}
+	set("per_device_batch_size", pdbs)
+	set("max_target_length", j.Seq)
+
+	if err := pipeline(set, e, mt); err != nil {
+		return c, err
+	}
+	if err := remat(set, j, mt); err != nil {
+		return c, err
+	}
+	if err := precision(set, j); err != nil {
+		return c, err
+	}
+	if err := kernels(set, j, pdbs); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// meshSettings writes the ici_* and dcn_* factors, in JAX devices, and
+// returns the devices per chip.
+func meshSettings(set func(string, any), c *MaxTextConfig, e cost.Estimate, ms hw.Multislice) (int, error) {
+	j := e.Job
+	chip := ms.Slice.Chip
 	ici, dcn := map[string]int{}, map[string]int{}
 	for _, a := range planAxes {
 		ax := e.Mesh.Degree(a.axis)
@@ -159,7 +193,7 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 			c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): ici_context_parallelism carries the in-chip factor %d, since the chip's %d sequence(s) per micro-batch do not split over them",
 				chip.Generation, perChip, perChip, e.MicroBatchSize))
 		default:
-			return c, unsupported("maxtext", "micro-batch per chip", strconv.Itoa(e.MicroBatchSize),
+			return 0, unsupported("maxtext", "micro-batch per chip", strconv.Itoa(e.MicroBatchSize),
 				fmt.Sprintf("each %s chip is %d JAX devices in MaxText, and neither the chip's sequences per micro-batch nor the %d-token sequence (over context %d) split over them; pass a --global-batch that gives each chip a multiple of %d sequences per micro-batch",
 					chip.Generation, perChip, j.Seq, cp, perChip))
 		}
@@ -176,25 +210,12 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 			set(tier.prefix+"_"+a+"_parallelism", n)
 		}
 	}
-	set("num_slices", ms.Slices)
+	return perChip, nil
+}
 
-	devices := ms.Chips() * perChip
-	pdbs, err := perDeviceBatch(j.GlobalBatch, devices)
-	if err != nil {
-		return c, err
-	}
-	set("per_device_batch_size", pdbs)
-	set("max_target_length", j.Seq)
-
-	if err := pipeline(set, e, mt); err != nil {
-		return c, err
-	}
-	if err := remat(set, j, mt); err != nil {
-		return c, err
-	}
-	if err := precision(set, j); err != nil {
-		return c, err
-	}
+// kernels writes the matmul format, the attention kernel, the offloads and
+// the vocabulary tiling.
+func kernels(set func(string, any), j cost.Job, pdbs float64) error {
 	// quantization: [base.yml] lines 115-122 and QuantizationType in
 	// [types.py]: 'fp8' is the GPU recipe; on TPU fp8 matmuls are
 	// 'fp8_full', run through Qwix, as the Ironwood fp8 recipes do
@@ -210,7 +231,7 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 		set("quantization", "fp8_full")
 		set("use_qwix_quantization", true)
 	default:
-		return c, unsupported("maxtext", "quantization", string(j.Quantization), "want none, int8 or fp8")
+		return unsupported("maxtext", "quantization", string(j.Quantization), "want none, int8 or fp8")
 	}
 	att := j.Attention
 	if att == "" {
@@ -223,12 +244,12 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	// [types.py]: per_device_batch_size x max_target_length must divide
 	// into num_vocab_tiling chunks.
 	if math.Mod(pdbs*float64(j.Seq), float64(tiles)) != 0 {
-		return c, unsupported("maxtext", "num_vocab_tiling", strconv.Itoa(tiles),
+		return unsupported("maxtext", "num_vocab_tiling", strconv.Itoa(tiles),
 			fmt.Sprintf("MaxText needs per_device_batch_size x max_target_length (%s x %d) to be a multiple of it; pass a --vocab-tiles that divides %s",
 				formatFloat(pdbs), j.Seq, formatFloat(pdbs*float64(j.Seq))))
 	}
 	set("num_vocab_tiling", tiles)
-	return c, nil
+	return nil
 }
 
 // perDeviceBatch is the per_device_batch_size that makes MaxText train on
