@@ -62,6 +62,9 @@ func job(batch, micro int, k schedule.Kind) cost.Job {
 	return j
 }
 
+// TestBytesEqualCost holds the bytes the emulator measures per collective
+// to cost's for the same layouts. It is over 80 lines because of its
+// table of layouts, one per line.
 func TestBytesEqualCost(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -89,7 +89,8 @@ func TestDevicesPerSliceIsMaxText(t *testing.T) {
 
 // checkMaxText holds a config to the rules MaxText applies when it loads
 // one (types.py, maxtext_utils.create_device_mesh at e591f30c) and to what
-// the plan costed.
+// the plan costed. It is over 80 lines because it is one list of those
+// rules, each a few lines, checked in the order MaxText checks them.
 func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 	t.Helper()
 	keys := readList(t, "testdata/maxtext-base-keys.txt")

@@ -12,7 +12,8 @@ import (
 
 // TestXPKFlagsAreXPKs: every flag the export writes is one `xpk workload
 // create` defines, its --tpu-type one xpk accepts, and its --command the
-// MaxText trainer with the plan's settings.
+// MaxText trainer with the plan's settings. It is over 80 lines because
+// it checks the three against three lists, one after the other.
 func TestXPKFlagsAreXPKs(t *testing.T) {
 	flags := readList(t, "testdata/xpk-workload-create-flags.txt")
 	keys := readList(t, "testdata/maxtext-base-keys.txt")

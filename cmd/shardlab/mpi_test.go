@@ -202,7 +202,9 @@ func checkResumed(t *testing.T, what, stderr string, ranks, want int) {
 // step, halfway through writing its checkpoint, or once its checkpoint is
 // in place but before the other rank's is) and resumes, over and over:
 // each time the ranks must resume from the newest step both hold, which
-// must exist, and the run must end with the uninterrupted run's bits.
+// must exist, and the run must end with the uninterrupted run's bits. It
+// is over 80 lines because one kill-and-resume cycle (start, kill, check
+// the files, resume, compare) reads best as one sequence.
 func TestMPIKillsAndResumes(t *testing.T) {
 	bin := mpiBinary(t)
 	c := mpiCases[0]
