@@ -237,18 +237,7 @@ func TestPeakMemoryWithinFivePercentOfCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		m := layout(t, tt.accel, 1, tt.layout)
-		r := runChunked(t, m, 64, tt.micro, tt.sched, tt.chunks, false)
-		j := job(64, tt.micro, tt.sched)
-		j.Chunks = tt.chunks
-		mem, err := cost.NewEstimator().Memory(j, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var peak int64
-		for _, d := range r.Devices {
-			peak = max(peak, d.Memory.Total())
-		}
-		want := mem.Total()
+		peak, want := peaks(t, m, tt.micro, tt.sched, tt.chunks)
 		if m.Size(mesh.FSDP) > 1 {
 			// The emulator's one deliberate difference here: it shards the
 			// embedding, output layer and final norm as one FSDP group, so the
@@ -267,6 +256,24 @@ func TestPeakMemoryWithinFivePercentOfCost(t *testing.T) {
 	}
 }
 
+// peaks trains the check model on m with 64 sequences and returns the
+// largest peak memory any device measured, and cost's.
+func peaks(t *testing.T, m mesh.Mesh, micro int, k schedule.Kind, chunks int) (int64, unit.Bytes) {
+	t.Helper()
+	r := runChunked(t, m, 64, micro, k, chunks, false)
+	j := job(64, micro, k)
+	j.Chunks = chunks
+	mem, err := cost.NewEstimator().Memory(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peak int64
+	for _, d := range r.Devices {
+		peak = max(peak, d.Memory.Total())
+	}
+	return peak, mem.Total()
+}
+
 func TestPeakMemoryOfAllForwardSchedules(t *testing.T) {
 	// GPipe and circular run every micro-batch's forward before the first
 	// backward, so the last stage holds each held micro-batch's head: cost
@@ -283,22 +290,11 @@ func TestPeakMemoryOfAllForwardSchedules(t *testing.T) {
 		{"pipeline=4", 4, schedule.GPipe, 1},
 		{"pipeline=2,data=2", 4, schedule.Circular, 2},
 	} {
-		m := layout(t, "v5litepod-4", 1, tt.layout)
-		r := runChunked(t, m, 64, tt.micro, tt.sched, tt.chunks, false)
-		j := job(64, tt.micro, tt.sched)
-		j.Chunks = tt.chunks
-		mem, err := cost.NewEstimator().Memory(j, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var peak int64
-		for _, d := range r.Devices {
-			peak = max(peak, d.Memory.Total())
-		}
-		ratio := float64(peak) / float64(mem.Total())
-		t.Logf("%s %s: measured peak %v, cost %v (%.3f)", tt.sched, tt.layout, unit.Bytes(peak), mem.Total(), ratio)
+		peak, want := peaks(t, layout(t, "v5litepod-4", 1, tt.layout), tt.micro, tt.sched, tt.chunks)
+		ratio := float64(peak) / float64(want)
+		t.Logf("%s %s: measured peak %v, cost %v (%.3f)", tt.sched, tt.layout, unit.Bytes(peak), want, ratio)
 		if ratio < 1 || ratio > 1.25 {
-			t.Errorf("%s on %s: measured peak %d bytes, cost %d (%.3f), want cost at or up to 25 %% below", tt.sched, tt.layout, peak, mem.Total(), ratio)
+			t.Errorf("%s on %s: measured peak %d bytes, cost %d (%.3f), want cost at or up to 25 %% below", tt.sched, tt.layout, peak, want, ratio)
 		}
 	}
 }

@@ -4,10 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/schedule"
-	"shardlab/unit"
 )
 
 func TestFrameworkNotesNameWhatMaxTextCannotRun(t *testing.T) {
@@ -51,13 +49,7 @@ func TestFrameworkMaxTextSearchesOnlyItsSchedules(t *testing.T) {
 	// The slow-DCN case pipelines across slices; limited to MaxText, the
 	// search keeps to GPipe and circular, and names no schedule MaxText
 	// cannot run.
-	r := request(t, "llama3-70b", "tpu7x-128", 2, 256)
-	r.Seq = 1024
-	ms, err := hw.NewMultislice(r.Multislice.Slice, 2, unit.BitsPerSecond(25e9))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Multislice = ms
+	r := slowDCNRequest(t)
 	r.Framework = FrameworkMaxText
 	r.Top = 10
 	p, err := Search(r)

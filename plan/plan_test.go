@@ -80,11 +80,10 @@ func TestRuleFSDPWhenMemoryBinds(t *testing.T) {
 	}
 }
 
-func TestRulePipelineAcrossSlicesWhenBatchLimited(t *testing.T) {
-	// Two TPU7x slices with a slow DCN (25 Gbit/s per host) and a batch limit
-	// of 256 x 1024 tokens: DP across slices would need ~3M tokens per slice
-	// to hide its all-reduce, so pipeline parallelism across the slices is
-	// considered, and wins.
+// slowDCNRequest is Llama 3 70B on two TPU7x slices at 25 Gbit/s of DCN
+// per host, with a batch limit of 256 x 1024 tokens.
+func slowDCNRequest(t *testing.T) Request {
+	t.Helper()
 	r := request(t, "llama3-70b", "tpu7x-128", 2, 256)
 	r.Seq = 1024
 	ms, err := hw.NewMultislice(r.Multislice.Slice, 2, unit.BitsPerSecond(25e9))
@@ -92,7 +91,15 @@ func TestRulePipelineAcrossSlicesWhenBatchLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Multislice = ms
-	p, err := Search(r)
+	return r
+}
+
+func TestRulePipelineAcrossSlicesWhenBatchLimited(t *testing.T) {
+	// Two TPU7x slices with a slow DCN (25 Gbit/s per host) and a batch limit
+	// of 256 x 1024 tokens: DP across slices would need ~3M tokens per slice
+	// to hide its all-reduce, so pipeline parallelism across the slices is
+	// considered, and wins.
+	p, err := Search(slowDCNRequest(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +113,7 @@ func TestRulePipelineAcrossSlicesWhenBatchLimited(t *testing.T) {
 	// With the catalog's 400 Gbit/s per host the same limit still triggers
 	// the rule; DP across slices and pipeline across slices compete, and
 	// the plan says which won and why.
-	r = request(t, "llama3-70b", "tpu7x-128", 2, 256)
+	r := request(t, "llama3-70b", "tpu7x-128", 2, 256)
 	r.Seq = 1024
 	p, err = Search(r)
 	if err != nil {

@@ -6,20 +6,26 @@ import (
 	"testing"
 )
 
-// TestREADMEAccuracyIsTheCommand holds README.md's accuracy figures to what
-// `shardlab validate` prints: a figure in the README comes from a command.
-func TestREADMEAccuracyIsTheCommand(t *testing.T) {
+// readmeBlock is the text of README.md between begin and end.
+func readmeBlock(t *testing.T, begin, end string) string {
+	t.Helper()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const begin, end = "<!-- validate summary: go run ./cmd/shardlab validate -->\n```\n", "```\n<!-- end validate summary -->"
 	s := string(readme)
-	i, j := strings.Index(s, begin), strings.Index(s, end)
-	if i < 0 || j < i {
-		t.Fatal("README.md has no validate summary block")
+	i := strings.Index(s, begin)
+	j := strings.Index(s[max(i, 0):], end)
+	if i < 0 || j < 0 {
+		t.Fatalf("README.md has no block between %q and %q", begin, end)
 	}
-	block := s[i+len(begin) : j]
+	return s[i+len(begin) : i+j]
+}
+
+// TestREADMEAccuracyIsTheCommand holds README.md's accuracy figures to what
+// `shardlab validate` prints: a figure in the README comes from a command.
+func TestREADMEAccuracyIsTheCommand(t *testing.T) {
+	block := readmeBlock(t, "<!-- validate summary: go run ./cmd/shardlab validate -->\n```\n", "```\n<!-- end validate summary -->")
 	out, errOut, code := runCmd("validate")
 	if code != 0 {
 		t.Fatalf("validate: exit %d: %s", code, errOut)
@@ -34,16 +40,7 @@ func TestREADMEAccuracyIsTheCommand(t *testing.T) {
 }
 
 func TestREADMEMultisliceRuleIsTheCommand(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const begin, end = "<!-- multislice rule: go run ./cmd/shardlab plan --model llama3-8b --tpu v4-128 --slices 2, then --slices 4 -->\n```\n", "```\n<!-- end multislice rule -->"
-	s := string(readme)
-	i, j := strings.Index(s, begin), strings.Index(s, end)
-	if i < 0 || j < i {
-		t.Fatal("README.md has no multislice rule block")
-	}
+	block := readmeBlock(t, "<!-- multislice rule: go run ./cmd/shardlab plan --model llama3-8b --tpu v4-128 --slices 2, then --slices 4 -->\n```\n", "```\n<!-- end multislice rule -->")
 	var want strings.Builder
 	for _, n := range []string{"2", "4"} {
 		out, errOut, code := runCmd("plan", "--model", "llama3-8b", "--tpu", "v4-128", "--slices", n)
@@ -56,7 +53,7 @@ func TestREADMEMultisliceRuleIsTheCommand(t *testing.T) {
 			}
 		}
 	}
-	if got := s[i+len(begin) : j]; got != want.String() {
+	if got := block; got != want.String() {
 		t.Errorf("README.md's multislice rule lines differ from the command's\n--- command\n%s--- README\n%s", want.String(), got)
 	}
 	for _, fig := range []string{"176k tokens per slice break even and 352k in practice", "352k tokens per slice break even and 704k in practice"} {
@@ -67,21 +64,7 @@ func TestREADMEMultisliceRuleIsTheCommand(t *testing.T) {
 }
 
 func TestREADMEExampleIsTheCommand(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const begin = "$ go run ./cmd/shardlab plan --model llama3-70b --tpu tpu7x-128 --slices 2\n"
-	s := string(readme)
-	i := strings.Index(s, begin)
-	if i < 0 {
-		t.Fatal("README.md has no plan example")
-	}
-	j := strings.Index(s[i:], "...\n```")
-	if j < 0 {
-		t.Fatal("README.md's plan example has no end")
-	}
-	example := s[i+len(begin) : i+j]
+	example := readmeBlock(t, "$ go run ./cmd/shardlab plan --model llama3-70b --tpu tpu7x-128 --slices 2\n", "...\n```")
 	out, errOut, code := runCmd("plan", "--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
