@@ -366,7 +366,7 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 
 // flagName spells a plan option as the flag that sets it:
 // --max-global-batch.
-func flagName(o plan.Option) string { return "--" + strings.ReplaceAll(string(o), "_", "-") }
+func flagName(o plan.Option) string { return o.Flag() }
 
 // phrasedError is an error of package plan with the options it names
 // spelt as flags.
