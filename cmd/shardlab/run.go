@@ -37,6 +37,7 @@ usage:
   shardlab infeed [flags]          a host's input pipeline, event by event
   shardlab run [flags]             train a small transformer on virtual chips with a layout
   shardlab capacity [flags]        place slices on a TPU reservation and simulate its goodput
+  shardlab web [--addr HOST:PORT]  the planner in a browser, with charts (default 127.0.0.1:8080)
   shardlab validate [--json]       cost published MaxText runs and compare with their MFU
   shardlab hw list|show NAME       the TPU catalog (NAME: v5p or v5p-128)
   shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
@@ -56,6 +57,7 @@ var commandFlags = map[string]func() *flag.FlagSet{
 	"run":            func() *flag.FlagSet { fs, _ := newRunFlags(); return fs },
 	"validate":       func() *flag.FlagSet { fs, _ := newValidateFlags(); return fs },
 	"capacity":       func() *flag.FlagSet { fs, _ := newCapacityFlags(); return fs },
+	"web":            func() *flag.FlagSet { fs, _ := newWebFlags(); return fs },
 	"hw":             func() *flag.FlagSet { fs, _ := newCatalogFlags("hw"); return fs },
 	"model":          func() *flag.FlagSet { fs, _ := newCatalogFlags("model"); return fs },
 }
@@ -108,6 +110,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runValidate(args[1:], stdout, stderr)
 	case "capacity":
 		err = runCapacity(args[1:], stdout, stderr)
+	case "web":
+		err = runWeb(args[1:], stdout, stderr)
 	case "hw":
 		err = runHW(args[1:], stdout, stderr)
 	case "model":
@@ -123,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, version())
 		return exitOK
 	default:
-		err = bad("unknown command %q, want plan, export, run, capacity, validate, mxu, infeed, hw or model", args[0])
+		err = bad("unknown command %q, want plan, export, run, capacity, web, validate, mxu, infeed, hw or model", args[0])
 	}
 	if err == nil {
 		return exitOK
@@ -250,6 +254,7 @@ type planFlags struct {
 	// --topology, the command shows plan's built-in examples.
 	model, tpu string
 	json       bool
+	charts     chartFiles
 }
 
 // newPlanFlags defines the flags of plan, or of export maxtext, which
@@ -291,6 +296,9 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 		durationVar(fs, &o.ExampleCost, "example-cost", d.ExampleCost, 0, plan.MaxExampleCost, "0: skip the check",
 			"host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed")
 		fs.BoolVar(&f.json, "json", false, "print JSON")
+		fs.StringVar(&f.charts.html, "html", "", "also write the plan with its charts as one self-contained HTML `file`")
+		fs.StringVar(&f.charts.svg, "svg", "", "also write the plan's charts as one SVG `file`")
+		fs.StringVar(&f.charts.png, "png", "", "also write the plan's charts as one PNG `file`")
 	}
 	return fs, &f
 }
@@ -334,6 +342,9 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 	if err != nil {
 		return err
 	}
+	if err := f.charts.check(); err != nil {
+		return err
+	}
 	reqs := make([]plan.Request, len(opts))
 	for i, o := range opts {
 		if reqs[i], err = plan.ParseRequest(o); err != nil {
@@ -355,6 +366,11 @@ func runPlan(args []string, stdout, stderr io.Writer, toMaxText bool) error {
 	}
 	if err := writePlans(stdout, plans, f.json, toMaxText); err != nil {
 		return err
+	}
+	if f.charts.any() {
+		if err := f.charts.write(plans); err != nil {
+			return err
+		}
 	}
 	for _, p := range plans {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
