@@ -76,7 +76,7 @@ func TestAllDefault(t *testing.T) {
 	if got, want := strings.Join(names, " "), "memory step slices batch"; got != want {
 		t.Errorf("charts of the default plan = %q, want %q (skipped %q)", got, want, skipped)
 	}
-	if len(skipped) != 1 || !strings.Contains(skipped[0], "no pipeline") {
+	if len(skipped) != 1 || skipped[0] != "pipeline: the layout has no pipeline" {
 		t.Errorf("skipped = %q, want the pipeline only", skipped)
 	}
 	var b bytes.Buffer

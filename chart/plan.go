@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -465,13 +466,15 @@ func (s *swatch) Thumbnail(c *draw.Canvas) {
 }
 
 // All draws every chart that applies to the plan, in the order memory,
-// step, slices, batch, pipeline; skipped says why the others do not apply.
+// step, slices, batch, pipeline; skipped says why the others do not apply
+// ("pipeline: the layout has no pipeline").
 func All(p plan.Plan) (charts []Chart, skipped []string, err error) {
 	for _, f := range []func(plan.Plan) (Chart, error){Memory, Step, Slices, Batch, Pipeline} {
 		c, err := f(p)
 		switch {
 		case errors.Is(err, ErrNotApplicable):
-			skipped = append(skipped, err.Error())
+			why := strings.TrimPrefix(err.Error(), "chart: ")
+			skipped = append(skipped, strings.TrimSuffix(why, ": "+ErrNotApplicable.Error()))
 		case err != nil:
 			return nil, nil, err
 		default:

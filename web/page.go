@@ -27,6 +27,7 @@ func templates() *pageTemplates {
 		"secs":  func(s float64) string { return unit.Seconds(s).String() },
 		"num":   func(f float64) string { return fmt.Sprintf("%.0f", f) },
 		"fixed": func(f float64) string { return fmt.Sprintf("%g", f) },
+		"inc":   func(i int) int { return i + 1 },
 	}
 	return &pageTemplates{template.Must(template.New("").Funcs(funcs).ParseFS(static, "static/*.html"))}
 }
