@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"shardlab/chart"
@@ -83,6 +84,25 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
+// readmeShot saves the top of the page (the form, the layout and the
+// first charts), scaled down, as testdata/artifacts/readme.png: README.md's
+// screenshot (docs/web.png) is a copy of it.
+func readmeShot(t *testing.T, ctx context.Context) {
+	t.Helper()
+	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		r, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{
+			Format: page.CaptureScreenshotFormatPng, CaptureBeyondViewport: ptr(true),
+			Clip: &page.Viewport{X: 0, Y: 0, Width: 1280, Height: 1580, Scale: 0.6}})
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join("testdata", "artifacts", "readme.png"), r.Data, 0o644)
+	}))
+	if err != nil {
+		t.Errorf("README screenshot: %v", err)
+	}
+}
+
 // drawnCharts counts the charts drawn on the page: an SVG laid out at a
 // visible size with its paths.
 const drawnCharts = `Array.from(document.querySelectorAll("figure.chart svg")).filter(function (s) {
@@ -129,6 +149,10 @@ func TestBrowser(t *testing.T) {
 		if ext, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](foreign)); err != nil || len(ext) > 0 {
 			t.Errorf("the page loaded %v from elsewhere (%v); want nothing", ext, err)
 		}
+		spec, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("in-model_spec").offsetParent === null`))
+		if err != nil || !spec {
+			t.Errorf("with a catalog model the spec box shows (hidden %v, %v)", spec, err)
+		}
 		if shared, err = chromedp.Run(ctx, chromedp.Location()); err != nil {
 			t.Fatal(err)
 		}
@@ -136,6 +160,7 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the URL %q does not hold the form's state", shared)
 		}
 		screenshot(t, ctx, "default-job")
+		readmeShot(t, ctx)
 	})
 
 	t.Run("sort", func(t *testing.T) {
