@@ -2,6 +2,9 @@ package web
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -181,6 +184,33 @@ func TestBrowser(t *testing.T) {
 		}
 		if len(vs) < 2 {
 			t.Errorf("top table has %d rows, want several to sort", len(vs))
+		}
+	})
+
+	// hover: the tip reads a bar's value off the chart's axis
+	t.Run("hover", func(t *testing.T) {
+		const hover = `(function () {
+			var bar = document.querySelector('figure[data-chart="memory"] svg path[style="fill:#0072B2"]');
+			var b = bar.getBoundingClientRect();
+			bar.dispatchEvent(new MouseEvent("mousemove", {bubbles: true, clientX: b.left + b.width / 2, clientY: b.top + b.height / 2}));
+			var tip = document.getElementById("tip");
+			return tip.hidden ? "" : tip.textContent;
+		})()`
+		text, err := chromedp.Run(ctx, chromedp.Evaluate[string](hover))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// the chosen layout's weights, in GiB, as the API gives them
+		_, body := post(t, h, `{}`)
+		var j plan.JSON
+		if err := json.Unmarshal([]byte(body), &j); err != nil {
+			t.Fatal(err)
+		}
+		want := float64(j.Memory.Weights) / (1 << 30)
+		t.Logf("hover tip %q; weights %.4g GiB", text, want)
+		var got float64
+		if _, err := fmt.Sscanf(text, "%g", &got); err != nil || math.Abs(got-want) > 0.03*want {
+			t.Errorf("hover on the chosen layout's weights shows %q, want about %.3g (GiB)", text, want)
 		}
 	})
 

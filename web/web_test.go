@@ -309,3 +309,24 @@ func TestReport(t *testing.T) {
 		t.Error("report: want inline style and script and no form")
 	}
 }
+
+// TestPageNoPlan: a job no layout can run is an error above the results,
+// in the page's words, with the form kept.
+func TestPageNoPlan(t *testing.T) {
+	code, body := get(t, New(Config{}), "/?model=llama3-405b&tpu=v5e-1")
+	if code != http.StatusUnprocessableEntity {
+		t.Errorf("GET a job that cannot run = %d, want 422", code)
+	}
+	i := strings.Index(body, `id="error"`)
+	if i < 0 {
+		t.Fatalf("no general error on the page: %.1000s", body)
+	}
+	line, _, _ := strings.Cut(body[i:], "</p>")
+	if !strings.Contains(line, "no layout can run this job on v5litepod-1") {
+		t.Errorf("error %q, want no layout can run this job", line)
+	}
+	if !strings.Contains(body, `value="v5e-1"`) {
+		t.Error("the form lost the TPU type asked for")
+	}
+	noTrace(t, "no plan", body)
+}

@@ -66,8 +66,9 @@
     svg.addEventListener("mouseleave", function () { tip.hidden = true; });
   });
 
-  // chartValue reads a bar's or mark's value off the nearest y axis to
-  // its left: two of that axis's tick labels give the scale.
+  // chartValue reads a bar segment's size, or a mark's value, off the
+  // nearest y axis to its left: two of that axis's tick labels give the
+  // scale.
   function chartValue(svg, path) {
     var box = path.getBoundingClientRect();
     var ticks = [];
@@ -85,6 +86,6 @@
     var at = function (y) { return a.v + (y - a.y) * (b.v - a.v) / (b.y - a.y); };
     var lo = at(box.bottom), hi = at(box.top);
     var fmt = function (v) { return Math.abs(v) >= 100 ? v.toFixed(0) : v.toPrecision(3); };
-    return box.height > 2 ? fmt(hi - lo) + " (" + fmt(lo) + " to " + fmt(hi) + ")" : fmt(hi);
+    return box.height > 2 ? fmt(hi - lo) : fmt(hi); // a bar segment's size, or a point's value
   }
 }());
