@@ -215,9 +215,22 @@ func scalingPlots(pts []point, title, xLabel string) (*plot.Plot, *plot.Plot, er
 			top = max(top, xy.Y)
 		}
 		pair.p.Y.Max = niceMax(top * 1.3)
+		pair.p.Y.Tick.Marker = shortTicks
 	}
 	return mfu, tok, nil
 }
+
+// shortTicks are gonum's default ticks labelled without trailing zeros
+// (2500, not 2500.00).
+var shortTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
+})
 
 // log2Ticks marks the powers of two of a log-scaled axis.
 var log2Ticks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
@@ -407,7 +420,11 @@ func Pipeline(p plan.Plan) (Chart, error) {
 		return Chart{}, fmt.Errorf("chart: pipeline: %w", err)
 	}
 	tl := s.Simulate(1, 2, 0)
-	pl := newPlot(fmt.Sprintf("Pipeline: %s, %d stages, %s, bubble %.1f%%", kind, stages,
+	chunks := ""
+	if kind.Chunked() {
+		chunks = ", " + unit.Plural(v, "chunk") + " per stage"
+	}
+	pl := newPlot(fmt.Sprintf("Pipeline: %s, %d stages%s, %s, bubble %.1f%%", kind, stages, chunks,
 		unit.Plural(e.Job.MicroBatches, "micro-batch"), 100*tl.Bubble()), "time (forward passes of a stage)", "stage")
 	pl.Add(&timeline{tl: tl, stages: stages})
 	pl.Legend.Add("forward", &swatch{colour(0)})
