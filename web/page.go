@@ -7,7 +7,6 @@ import (
 	"html/template"
 	"io"
 	"net/http"
-	"net/url"
 
 	"shardlab/chart"
 	"shardlab/plan"
@@ -178,13 +177,4 @@ func WriteReport(w io.Writer, reports ...Report) error {
 		d.Results = append(d.Results, v)
 	}
 	return templates().t.ExecuteTemplate(w, "page.html", d)
-}
-
-// queryOf is the page's URL query for options: what the form submits.
-func queryOf(o plan.Options) string {
-	q := url.Values{}
-	for opt, v := range valuesOf(o) {
-		q.Set(string(opt), v)
-	}
-	return q.Encode()
 }

@@ -193,7 +193,8 @@ func (h *Handler) status(err error) (int, *fieldError) {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // apiRequest is the body of POST /api/plan: plan's options by their JSON
-// keys, over plan.DefaultOptions, and a pasted spec.
+// keys, over plan.DefaultOptions, and a pasted spec (named by "model", or
+// "custom" when neither names it).
 type apiRequest struct {
 	plan.Options
 	ModelSpec *string `json:"model_spec"`
@@ -239,6 +240,7 @@ func (h *Handler) serveAPIPlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := apiRequest{Options: plan.DefaultOptions()}
+	req.Model = "" // set below: the catalog default, or the name of a pasted spec
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -250,6 +252,12 @@ func (h *Handler) serveAPIPlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := req.Options
+	switch {
+	case o.Model == "" && req.ModelSpec != nil:
+		o.Model = "custom"
+	case o.Model == "":
+		o.Model = plan.DefaultModel
+	}
 	if req.ModelSpec != nil {
 		if err := checkSpec(*req.ModelSpec, h.cfg); err != nil {
 			writeAPIError(w, http.StatusBadRequest, err.(*fieldError))

@@ -330,3 +330,34 @@ func TestPageNoPlan(t *testing.T) {
 	}
 	noTrace(t, "no plan", body)
 }
+
+// queryOf is the page's URL query for options: what the form submits.
+func queryOf(o plan.Options) string {
+	q := url.Values{}
+	for opt, v := range valuesOf(o) {
+		q.Set(string(opt), v)
+	}
+	return q.Encode()
+}
+
+// TestAPISpecName: a pasted spec is named by its own name, else by
+// "model", else "custom" — never by the catalog default.
+func TestAPISpecName(t *testing.T) {
+	const spec = `layers: 16\nd_model: 2048\nheads: 16\nd_ff: 8192\nvocab: 32000\nseq_len: 2048`
+	for _, tc := range []struct{ body, want string }{
+		{`{"model_spec": "` + spec + `"}`, "custom"},
+		{`{"model": "tiny", "model_spec": "` + spec + `"}`, "tiny"},
+		{`{"model": "tiny", "model_spec": "name: mine\n` + spec + `"}`, "mine"},
+		{`{}`, plan.DefaultModel},
+	} {
+		code, body := post(t, New(Config{}), tc.body)
+		var j plan.JSON
+		if err := json.Unmarshal([]byte(body), &j); code != http.StatusOK || err != nil {
+			t.Errorf("POST %s = %d %v: %.300s", tc.body, code, err, body)
+			continue
+		}
+		if j.Model != tc.want {
+			t.Errorf("POST %s: model %q, want %q", tc.body, j.Model, tc.want)
+		}
+	}
+}
