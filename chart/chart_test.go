@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"shardlab/internal/golden"
 	"shardlab/plan"
 )
 
@@ -236,5 +237,23 @@ func TestMinBatch(t *testing.T) {
 	want *= map[string]float64{"": 1, "k": 1e3, "M": 1e6, "G": 1e9}[m[2]]
 	if math.Abs(tokens-want) > 0.005*want { // the note rounds to 3 digits
 		t.Errorf("MinBatch = %g sequences, %g tokens per slice; the rule says %s%s (%q)", got, tokens, m[1], m[2], rule)
+	}
+}
+
+// TestGolden keeps a drawing of each kind of chart that needs no search
+// (gonum/plot measures text with its own fonts, so the SVG is the same on
+// every machine): go test ./chart -update rewrites them.
+func TestGolden(t *testing.T) {
+	p := search(t, func(o *plan.Options) { o.Mesh = "pipeline=4"; o.Schedule = "1f1b"; o.GlobalBatch = "8" })
+	for _, f := range []func(plan.Plan) (Chart, error){Memory, Step, Pipeline} {
+		c, err := f(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.SVG()
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden.Compare(t, "mesh_pipeline4_"+c.Name+".svg", b)
 	}
 }
