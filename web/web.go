@@ -136,21 +136,19 @@ func (h *Handler) run(ctx context.Context, o plan.Options, withCharts bool) (out
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	done := make(chan struct {
+	type searched struct {
 		out outcome
 		err error
-	}, 1)
+	}
+	done := make(chan searched, 1)
 	go func() {
-		defer func() { <-h.sem }()
-		var res struct {
-			out outcome
-			err error
-		}
+		var res searched
 		defer func() {
 			if v := recover(); v != nil {
 				h.cfg.Log.Printf("web: search %+v panicked: %v", o, v)
 				res.err = fmt.Errorf("internal error while searching")
 			}
+			<-h.sem // free the slot before answering, so the next request finds it
 			done <- res
 		}()
 		res.out.plan, res.err = plan.Search(req)
