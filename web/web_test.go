@@ -361,14 +361,3 @@ func TestAPISpecName(t *testing.T) {
 		}
 	}
 }
-
-// TestSequentialNeverBusy: one search at a time never finds the server
-// busy, even with a single slot: a search frees its slot before its answer.
-func TestSequentialNeverBusy(t *testing.T) {
-	h := New(Config{MaxSearches: 1})
-	for i := range 20 {
-		if code, body := post(t, h, `{"model": "llama3-8b", "tpu": "tpu7x-8", "top": 1}`); code != http.StatusOK {
-			t.Fatalf("request %d: %d %s", i, code, body)
-		}
-	}
-}
