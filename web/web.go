@@ -97,6 +97,10 @@ func New(c Config) *Handler {
 	return h
 }
 
+// ServeHTTP serves GET / (the page, and with a query its plan), GET
+// /static/app.js and /static/style.css, GET /download/maxtext.yaml and
+// /download/plan.json (for the page's query), POST /api/plan and GET
+// /api/catalog.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'")

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -39,7 +40,8 @@ func runWeb(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("web: --addr %s: %w", *addr, cause(err))
 	}
 	fmt.Fprintf(stdout, "shardlab web: serving on http://%s/ (stop with Ctrl-C)\n", ln.Addr())
-	srv := &http.Server{Handler: web.New(web.Config{}), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	logs := log.New(stderr, "shardlab web: ", log.LstdFlags)
+	srv := &http.Server{Handler: web.New(web.Config{Log: logs}), ErrorLog: logs, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("web: %w", err)
