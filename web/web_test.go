@@ -308,6 +308,14 @@ func TestReport(t *testing.T) {
 	if !strings.Contains(s, "<style>") || !strings.Contains(s, "<script>") || strings.Contains(s, "<form") {
 		t.Error("report: want inline style and script and no form")
 	}
+	// two plans (plan --html with no flags): two results, ids once
+	b.Reset()
+	if err := WriteReport(&b, Report{Plan: p}, Report{Plan: p}); err != nil {
+		t.Fatal(err)
+	}
+	if n, ids := strings.Count(b.String(), `class="layout"`), strings.Count(b.String(), `id="layout"`); n != 2 || ids != 1 {
+		t.Errorf("report of two plans: %d layouts and %d id=layout, want 2 and 1", n, ids)
+	}
 }
 
 // TestPageNoPlan: a job no layout can run is an error above the results,
