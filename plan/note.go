@@ -80,6 +80,11 @@ func (o Option) String() string {
 	return strings.ReplaceAll(string(o), "_", " ")
 }
 
+// Flag is the option as the command line spells it: --max-global-batch.
+// The CLI's flags and the web API's JSON (which prints what plan --json
+// prints) both spell options this way.
+func (o Option) Flag() string { return "--" + strings.ReplaceAll(string(o), "_", "-") }
+
 // Note is a reason or a warning of a plan. Text names options as {key}
 // (the efficiency option as {efficiency}); braces of its own are doubled.
 // Phrase spells the options.

@@ -41,3 +41,14 @@ func FuzzPhrase(f *testing.F) {
 		_ = phrase(s, nil) // and any text phrases without panicking
 	})
 }
+
+func TestOptionFlag(t *testing.T) {
+	for _, tc := range []struct {
+		o    Option
+		want string
+	}{{OptionMaxGlobalBatch, "--max-global-batch"}, {OptionTPU, "--tpu"}, {OptionDCNGbps, "--dcn-gbps"}} {
+		if got := tc.o.Flag(); got != tc.want {
+			t.Errorf("%q.Flag() = %q, want %q", tc.o, got, tc.want)
+		}
+	}
+}

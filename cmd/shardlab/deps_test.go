@@ -37,7 +37,8 @@ var layers = map[string][]string{
 	"capacity":                  {"hw", "plan"},
 	"inference":                 {"hw", "model", "collective"},
 	"export":                    {"plan", "inference"},
-	"web":                       {"plan", "capacity", "inference", "export"},
+	"chart":                     {"plan"}, // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI
+	"web":                       {"plan", "capacity", "inference", "export", "chart"},
 	"emu":                       {"mesh", "collective", "schedule"},
 	"emu/mpi":                   {"emu"},
 	"emu/avx2":                  nil, // not in ARCHITECTURE.md: emu's AVX2 GEMM kernel (see layerExceptions)
@@ -63,6 +64,10 @@ var thirdParty = map[string][]string{
 	"model":    {"go.yaml.in/yaml/v3"},
 	"validate": {"go.yaml.in/yaml/v3"},
 	"emu/avx2": {"golang.org/x/sys/cpu"},
+	// gonum/plot draws the charts (issue 14): a pure-Go module, so the
+	// binary stays self-contained and nothing third-party is copied in.
+	"chart": {"gonum.org/v1/plot", "gonum.org/v1/plot/plotter", "gonum.org/v1/plot/text", "gonum.org/v1/plot/vg",
+		"gonum.org/v1/plot/vg/draw", "gonum.org/v1/plot/vg/vgimg", "gonum.org/v1/plot/vg/vgsvg"},
 }
 
 // edge packages do I/O: files, flags, sockets, processes, the wall clock.

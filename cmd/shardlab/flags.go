@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -219,6 +220,42 @@ func (f *choiceFlag) want() string {
 	return strings.Join(c[:len(c)-1], ", ") + " or " + c[len(c)-1]
 }
 
+// addrFlag is a listen address, host:port, with a numeric port.
+type addrFlag struct {
+	p   *string
+	err *flagValueError
+}
+
+func (f *addrFlag) String() string {
+	if f == nil || f.p == nil {
+		return ""
+	}
+	return *f.p
+}
+
+func (f *addrFlag) Get() any { return *f.p }
+
+func (f *addrFlag) Set(s string) error {
+	host, port, err := net.SplitHostPort(strings.TrimSpace(s))
+	n, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || n < 0 || n > 65535 || strings.ContainsAny(host, " /") {
+		f.err = &flagValueError{s, f.want()}
+		return f.err
+	}
+	*f.p = net.JoinHostPort(host, port)
+	return nil
+}
+
+func (f *addrFlag) want() string {
+	return "host:port with a port from 0 to 65535 (127.0.0.1:8080, localhost:0)"
+}
+
+func addrVar(fs *flag.FlagSet, p *string, name, value, usage string) {
+	*p = value
+	f := &addrFlag{p: p}
+	fs.Var(f, name, usage+" (an `address`: "+f.want()+")")
+}
+
 // failed is the error of the flag value that stopped parsing, if any.
 func failed(v flag.Value) *flagValueError {
 	switch f := v.(type) {
@@ -231,6 +268,8 @@ func failed(v flag.Value) *flagValueError {
 	case *durationFlag:
 		return f.err
 	case *choiceFlag:
+		return f.err
+	case *addrFlag:
 		return f.err
 	}
 	return nil

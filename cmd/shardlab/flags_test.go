@@ -272,7 +272,7 @@ func TestTPUEverywhere(t *testing.T) {
 
 // TestFlagValueStrings: -h must not panic on the zero values.
 func TestFlagValueStrings(t *testing.T) {
-	for _, v := range []flag.Value{&floatFlag{}, &intFlag[int]{}, &intFlag[int64]{}, &durationFlag{}, &choiceFlag{}} {
+	for _, v := range []flag.Value{&floatFlag{}, &intFlag[int]{}, &intFlag[int64]{}, &durationFlag{}, &choiceFlag{}, &addrFlag{}} {
 		_ = v.String()
 	}
 	for cmd, build := range commandFlags {

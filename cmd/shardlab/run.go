@@ -39,6 +39,7 @@ usage:
   shardlab infeed [flags]          a host's input pipeline, event by event
   shardlab run [flags]             train a small transformer on virtual chips with a layout
   shardlab capacity [flags]        place slices on a TPU reservation and simulate its goodput
+  shardlab web [--addr HOST:PORT]  the planner in a browser, with charts (default 127.0.0.1:8080)
   shardlab validate [--json]       cost published MaxText runs and compare with their MFU
   shardlab hw list|show NAME       the TPU catalog (NAME: v5p or v5p-128)
   shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
@@ -60,6 +61,7 @@ var commandFlags = map[string]func() *flag.FlagSet{
 	"run":            func() *flag.FlagSet { fs, _ := newRunFlags(); return fs },
 	"validate":       func() *flag.FlagSet { fs, _ := newValidateFlags(); return fs },
 	"capacity":       func() *flag.FlagSet { fs, _ := newCapacityFlags(); return fs },
+	"web":            func() *flag.FlagSet { fs, _ := newWebFlags(); return fs },
 	"hw":             func() *flag.FlagSet { fs, _ := newCatalogFlags("hw"); return fs },
 	"model":          func() *flag.FlagSet { fs, _ := newCatalogFlags("model"); return fs },
 }
@@ -104,6 +106,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runValidate(args[1:], stdout, stderr)
 	case "capacity":
 		err = runCapacity(args[1:], stdout, stderr)
+	case "web":
+		err = runWeb(args[1:], stdout, stderr)
 	case "hw":
 		err = runHW(args[1:], stdout, stderr)
 	case "model":
@@ -119,7 +123,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, version())
 		return exitOK
 	default:
-		err = bad("unknown command %q, want plan, export, run, capacity, validate, mxu, infeed, hw or model", args[0])
+		err = bad("unknown command %q, want plan, export, run, capacity, web, validate, mxu, infeed, hw or model", args[0])
 	}
 	if err == nil {
 		return exitOK
@@ -251,6 +255,7 @@ type planFlags struct {
 	// tokens to each plan.
 	goodput bool
 	tokens  float64
+	charts  chartFiles
 }
 
 // newPlanFlags defines the flags of plan, or of an export, which
@@ -300,6 +305,9 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 		fs.BoolVar(&f.json, "json", false, "print JSON")
 		fs.BoolVar(&f.goodput, "goodput", false, "add the expected goodput: failures at the default chip rate, Daly's checkpoint interval, time to train --tokens")
 		floatVar(fs, &f.tokens, "tokens", 1e12, floatFlag{lo: 1, hi: 1e16}, "tokens to train, for --goodput's time to train")
+		fs.StringVar(&f.charts.html, "html", "", "also write the plan with its charts as one self-contained HTML `file`")
+		fs.StringVar(&f.charts.svg, "svg", "", "also write the plan's charts as one SVG `file`")
+		fs.StringVar(&f.charts.png, "png", "", "also write the plan's charts as one PNG `file`")
 	}
 	return fs, &f
 }
@@ -335,6 +343,9 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	if err := f.charts.check(); err != nil {
+		return err
+	}
 	plans, err := f.plans("plan", setFlags(fs))
 	if err != nil {
 		return err
@@ -349,6 +360,11 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if f.charts.any() {
+		if err := f.charts.write(plans); err != nil {
+			return err
+		}
 	}
 	for _, p := range plans {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
@@ -383,7 +399,7 @@ func (f *planFlags) plans(name string, set map[string]bool) ([]plan.Plan, error)
 
 // flagName spells a plan option as the flag that sets it:
 // --max-global-batch.
-func flagName(o plan.Option) string { return "--" + strings.ReplaceAll(string(o), "_", "-") }
+func flagName(o plan.Option) string { return o.Flag() }
 
 // phrasedError is an error of package plan with the options it names
 // spelt as flags.

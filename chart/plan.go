@@ -1,0 +1,502 @@
+package chart
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"shardlab/collective"
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/plan"
+	"shardlab/schedule"
+	"shardlab/unit"
+)
+
+// MaxLayouts is the most layouts the memory and step charts compare: the
+// chosen one, then the runners-up of its tier, then the best of each other
+// tier.
+const MaxLayouts = 6
+
+// Layouts are the layouts the memory and step charts compare, chosen
+// first, with their labels: "1 data=8" and so on, the rank the
+// plan's top table gives, and "alt" for another tier's best.
+func Layouts(p plan.Plan) ([]plan.Candidate, []string) {
+	name := func(c plan.Candidate) string {
+		return short(c.Estimate.Mesh.String(), 24) + " " + short(string(c.Estimate.Job.Remat), 12)
+	}
+	cs := []plan.Candidate{p.Best}
+	labels := []string{"chosen " + name(p.Best)}
+	same := func(a, b plan.Candidate) bool {
+		return a.Estimate.Mesh.String() == b.Estimate.Mesh.String() && a.Estimate.Job.Remat == b.Estimate.Job.Remat &&
+			a.Estimate.Job.MicroBatches == b.Estimate.Job.MicroBatches && a.Estimate.Job.GlobalBatch == b.Estimate.Job.GlobalBatch
+	}
+	for i, c := range p.Top {
+		if len(cs) < MaxLayouts && !same(c, p.Best) {
+			cs, labels = append(cs, c), append(labels, fmt.Sprintf("#%d %s", i+1, name(c)))
+		}
+	}
+	for _, c := range p.Alternatives {
+		if len(cs) < MaxLayouts {
+			cs, labels = append(cs, c), append(labels, "alt "+name(c))
+		}
+	}
+	return cs, labels
+}
+
+// stacked adds a stacked bar chart to p: one bar per label, one segment
+// per series, in order from the bottom.
+func stacked(p *plot.Plot, labels, series []string, values [][]float64) error {
+	var below *plotter.BarChart
+	for i, name := range series {
+		vs := make(plotter.Values, len(labels))
+		for j := range labels {
+			vs[j] = values[j][i]
+		}
+		bc, err := plotter.NewBarChart(vs, vg.Points(min(40, 260/float64(len(labels)))))
+		if err != nil {
+			return fmt.Errorf("chart: %s: %w", name, err)
+		}
+		bc.Color = colour(i)
+		bc.LineStyle.Width = 0
+		if below != nil {
+			bc.StackOn(below)
+		}
+		p.Add(bc)
+		p.Legend.Add(name, bc)
+		below = bc
+	}
+	p.NominalX(labels...)
+	p.X.Tick.Label.Rotation = 0.35
+	p.X.Tick.Label.XAlign = text.XRight
+	p.X.Tick.Label.YAlign = text.YCenter
+	p.X.Tick.Label.Font.Size = 7
+	return nil
+}
+
+// hline is a dashed horizontal line at y across the plot, in the legend
+// as name.
+func hline(p *plot.Plot, y float64, name string, i int) {
+	f := plotter.NewFunction(func(float64) float64 { return y })
+	f.Color = colour(i)
+	f.Width = vg.Points(1.2)
+	f.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(f)
+	p.Legend.Add(name, f)
+}
+
+// vline is a dashed vertical line at x across the plot's y range, in the
+// legend as name.
+type vline struct {
+	x    float64
+	name string
+	draw.LineStyle
+}
+
+func newVLine(p *plot.Plot, x float64, name string, i int) {
+	l := &vline{x: x, name: name, LineStyle: draw.LineStyle{Color: colour(i), Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(4), vg.Points(3)}}}
+	p.Add(l)
+	p.Legend.Add(name, l)
+}
+
+func (l *vline) Plot(c draw.Canvas, p *plot.Plot) {
+	tx, _ := p.Transforms(&c)
+	x := tx(l.x)
+	c.StrokeLine2(l.LineStyle, x, c.Min.Y, x, c.Max.Y)
+}
+
+func (l *vline) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return l.x, l.x, math.Inf(1), math.Inf(-1)
+}
+
+func (l *vline) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(l.LineStyle, c.Min.X, y, c.Max.X, y)
+}
+
+const gib = 1 << 30
+
+// Memory is HBM per chip by component (weights, gradients, optimizer
+// state, activations, transient buffers) for each of Layouts, against the
+// usable HBM.
+func Memory(p plan.Plan) (Chart, error) {
+	cs, labels := Layouts(p)
+	values := make([][]float64, len(cs))
+	for i, c := range cs {
+		m := c.Estimate.Memory
+		values[i] = []float64{float64(m.Weights) / gib, float64(m.Gradients) / gib, float64(m.Optimizer) / gib,
+			float64(m.Activations) / gib, float64(m.Transient) / gib}
+	}
+	usable := p.Best.Estimate.Memory.Usable
+	pl := newPlot(fmt.Sprintf("HBM per chip (usable %v of %v)", usable, p.Best.Estimate.Memory.HBM), "", "GiB")
+	if err := stacked(pl, labels, []string{"weights", "gradients", "optimizer", "activations", "transient"}, values); err != nil {
+		return Chart{}, err
+	}
+	hline(pl, float64(usable)/gib, "usable HBM", 7)
+	top := float64(usable) / gib
+	for _, v := range values {
+		top = max(top, v[0]+v[1]+v[2]+v[3]+v[4])
+	}
+	pl.Y.Min, pl.Y.Max = 0, niceMax(top*1.45) // room for the legend
+	return newChart("memory", "HBM per chip by component", pl), nil
+}
+
+// Step is the step time split into compute, exposed ICI, exposed DCN,
+// slice sync and pipeline bubble, for each of Layouts.
+func Step(p plan.Plan) (Chart, error) {
+	cs, labels := Layouts(p)
+	scale, unitName := 1.0, "s"
+	if p.Best.Estimate.Time.Step < time.Second {
+		scale, unitName = 1e3, "ms"
+	}
+	values := make([][]float64, len(cs))
+	top := 0.0
+	for i, c := range cs {
+		t := c.Estimate.Time
+		values[i] = []float64{t.Compute.Seconds() * scale, t.ICI.Seconds() * scale, t.DCN.Seconds() * scale,
+			t.Sync.Seconds() * scale, t.Bubble.Seconds() * scale}
+		top = max(top, t.Step.Seconds()*scale)
+	}
+	step := p.Best.Estimate.Time.Step
+	pl := newPlot(fmt.Sprintf("Step time (chosen: %v)", step.Round(max(time.Microsecond, step/1000).Truncate(time.Microsecond))), "", unitName)
+	if err := stacked(pl, labels, []string{"compute", "exposed ICI", "exposed DCN", "slice sync", "bubble"}, values); err != nil {
+		return Chart{}, err
+	}
+	pl.Y.Min, pl.Y.Max = 0, niceMax(top*1.45)
+	return newChart("step", "Step time by what the chip waits on", pl), nil
+}
+
+// MaxScalingPoints bounds the searches of a scaling chart.
+const MaxScalingPoints = 9
+
+// ErrNotApplicable is wrapped by the errors of a chart that does not apply
+// to a plan (scaling for a fixed mesh, the pipeline of a plan without
+// one).
+var ErrNotApplicable = errors.New("chart does not apply")
+
+// point is one search of a scaling chart.
+type point struct {
+	x, mfu, tokens float64
+}
+
+// scalingPlots is MFU and tokens/s per chip against x.
+func scalingPlots(pts []point, title, xLabel string) (*plot.Plot, *plot.Plot, error) {
+	mfu := newPlot("MFU "+title, xLabel, "MFU %")
+	tok := newPlot("Tokens/s per chip "+title, xLabel, "tokens/s per chip")
+	m, t := make(plotter.XYs, len(pts)), make(plotter.XYs, len(pts))
+	for i, p := range pts {
+		m[i] = plotter.XY{X: p.x, Y: 100 * p.mfu}
+		t[i] = plotter.XY{X: p.x, Y: p.tokens}
+	}
+	for i, pair := range []struct {
+		p   *plot.Plot
+		xys plotter.XYs
+	}{{mfu, m}, {tok, t}} {
+		l, s, err := plotter.NewLinePoints(pair.xys)
+		if err != nil {
+			return nil, nil, fmt.Errorf("chart: %w", err)
+		}
+		l.Color, s.Color = colour(i), colour(i)
+		s.Shape = draw.CircleGlyph{}
+		pair.p.Add(l, s)
+		pair.p.Y.Min = 0
+		top := 0.0
+		for _, xy := range pair.xys {
+			top = max(top, xy.Y)
+		}
+		pair.p.Y.Max = niceMax(top * 1.3)
+		pair.p.Y.Tick.Marker = shortTicks
+	}
+	return mfu, tok, nil
+}
+
+// shortTicks are gonum's default ticks labelled without trailing zeros
+// (2500, not 2500.00).
+var shortTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
+})
+
+// log2Ticks marks the powers of two of a log-scaled axis.
+var log2Ticks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for v := math.Exp2(math.Floor(math.Log2(lo))); v <= hi*1.0001; v *= 2 {
+		if v >= lo*0.9999 {
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		}
+	}
+	return ts
+})
+
+// research searches the plan's request changed by edit; ok is false when
+// no layout can run it.
+func research(p plan.Plan, edit func(*plan.Request) error) (plan.Plan, bool, error) {
+	r := p.Request
+	if err := edit(&r); err != nil {
+		return plan.Plan{}, false, err
+	}
+	q, err := plan.Search(r)
+	if errors.Is(err, plan.ErrNoPlan) {
+		return q, false, nil
+	}
+	return q, err == nil, err
+}
+
+// SliceCounts are the slice counts the slices chart searches for a plan
+// on n slices of a chip: 1, 2, 4, … up to n (at least 4 where the chip
+// runs Multislice, only 1 where it does not), and n itself, at most
+// MaxScalingPoints of them.
+func SliceCounts(c hw.Chip, n int) []int {
+	if c.DCNPerChip == 0 {
+		return []int{1}
+	}
+	top := max(n, 4)
+	var out []int
+	for k := 1; k < top && len(out) < MaxScalingPoints-1; k *= 2 {
+		out = append(out, k)
+	}
+	return append(out, top)
+}
+
+// Slices is MFU and tokens/s per chip against the slice count (see
+// SliceCounts), each point a full plan.Search of the plan's request on
+// that many slices. A plan asked for one mesh does not scale: the error
+// wraps ErrNotApplicable.
+func Slices(p plan.Plan) (Chart, error) {
+	r := p.Request
+	if r.Axes != nil {
+		return Chart{}, fmt.Errorf("chart: slices: the plan costs one mesh: %w", ErrNotApplicable)
+	}
+	ms := r.Multislice
+	var pts []point
+	for _, n := range SliceCounts(ms.Slice.Chip, ms.Slices) {
+		q, ok, err := research(p, func(r *plan.Request) error {
+			var err error
+			r.Multislice, err = hw.NewMultislice(ms.Slice, n, ms.DCNPerHost())
+			return err
+		})
+		if err != nil {
+			return Chart{}, fmt.Errorf("chart: slices: %d slices: %w", n, err)
+		}
+		if ok {
+			e := q.Best.Estimate
+			pts = append(pts, point{float64(n), e.MFU, e.TokensPerSecondPerChip})
+		}
+	}
+	if len(pts) == 0 {
+		return Chart{}, fmt.Errorf("chart: slices: no slice count runs the job: %w", ErrNotApplicable)
+	}
+	what := "slices of " + ms.Slice.AcceleratorType()
+	mfu, tok, err := scalingPlots(pts, "against slices", what)
+	if err != nil {
+		return Chart{}, err
+	}
+	if len(pts) > 1 {
+		for _, pl := range []*plot.Plot{mfu, tok} {
+			pl.X.Scale, pl.X.Tick.Marker = plot.LogScale{}, log2Ticks
+		}
+	}
+	return newChart("slices", "Scaling with the slice count", mfu, tok), nil
+}
+
+// MinBatch is the smallest global batch, in sequences of seq tokens, at
+// which the backward pass of a multislice hides the DCN gradient
+// all-reduce (collective.MinTokensPerSlice on every slice), or 0 for one
+// slice.
+func MinBatch(ms hw.Multislice, seq int) float64 {
+	if seq < 1 {
+		return 0
+	}
+	return collective.MinTokensPerSlice(ms.Slice.Chip.PeakBF16, ms.DCNPerChip, ms.Slices) * float64(ms.Slices) / float64(seq)
+}
+
+// Batches are the global batches, in sequences, the batch chart
+// searches: powers of two up to the plan's max global batch, the Multislice
+// minimum batch inside the range, at most MaxScalingPoints of them.
+func Batches(maxBatch int, minBatch float64) []int {
+	hi := 1
+	for hi*2 <= maxBatch {
+		hi *= 2
+	}
+	budget := MaxScalingPoints // powers of two from lo to hi, then maxBatch
+	if hi != maxBatch {
+		budget--
+	}
+	lo := max(1, hi>>(budget-1))
+	if minBatch >= 1 && minBatch < float64(lo) {
+		lo = max(1, int(math.Exp2(math.Floor(math.Log2(minBatch)))))
+		for bits.Len(uint(hi/lo)) > budget {
+			lo *= 2
+		}
+	}
+	var out []int
+	for b := lo; b <= hi; b *= 2 {
+		out = append(out, b)
+	}
+	if hi != maxBatch {
+		out = append(out, maxBatch)
+	}
+	return out
+}
+
+// Batch is MFU and tokens/s per chip against the global batch (see
+// Batches), each point a full plan.Search with the batch fixed, with the
+// Multislice minimum batch (MinBatch) and the max global batch marked.
+func Batch(p plan.Plan) (Chart, error) {
+	r := p.Request
+	if r.Axes != nil {
+		return Chart{}, fmt.Errorf("chart: batch: the plan costs one mesh: %w", ErrNotApplicable)
+	}
+	minBatch := MinBatch(r.Multislice, r.Seq)
+	var pts []point
+	for _, b := range Batches(r.MaxGlobalBatch, minBatch) {
+		q, ok, err := research(p, func(r *plan.Request) error { r.GlobalBatch = b; return nil })
+		if err != nil {
+			return Chart{}, fmt.Errorf("chart: batch: %d sequences: %w", b, err)
+		}
+		if ok {
+			e := q.Best.Estimate
+			pts = append(pts, point{float64(b), e.MFU, e.TokensPerSecondPerChip})
+		}
+	}
+	if len(pts) == 0 {
+		return Chart{}, fmt.Errorf("chart: batch: no global batch runs the job: %w", ErrNotApplicable)
+	}
+	mfu, tok, err := scalingPlots(pts, "against global batch", "global batch (sequences of "+unit.Plural(r.Seq, "token")+")")
+	if err != nil {
+		return Chart{}, err
+	}
+	for _, pl := range []*plot.Plot{mfu, tok} {
+		if len(pts) > 1 {
+			pl.X.Scale, pl.X.Tick.Marker = plot.LogScale{}, log2Ticks
+		}
+		if minBatch > 0 {
+			newVLine(pl, minBatch, fmt.Sprintf("Multislice minimum %.0f", minBatch), 4)
+		}
+		newVLine(pl, float64(r.MaxGlobalBatch), fmt.Sprintf("max global batch %d", r.MaxGlobalBatch), 7)
+	}
+	return newChart("batch", "Scaling with the global batch", mfu, tok), nil
+}
+
+// MaxPipelineOps bounds the ops the pipeline chart draws.
+const MaxPipelineOps = 4096
+
+// Pipeline is the chosen layout's pipeline schedule as a timeline: each
+// stage's forward and backward passes of each micro-batch, simulated by
+// package schedule with a backward twice as long as a forward. A plan
+// without a pipeline, or with more than MaxPipelineOps passes, has none:
+// the error wraps ErrNotApplicable.
+func Pipeline(p plan.Plan) (Chart, error) {
+	e := p.Best.Estimate
+	stages := e.Mesh.Size(mesh.Pipeline)
+	if stages < 2 {
+		return Chart{}, fmt.Errorf("chart: pipeline: the layout has no pipeline: %w", ErrNotApplicable)
+	}
+	v := max(e.Job.Chunks, 1)
+	if ops := 2 * stages * e.Job.MicroBatches * v; ops > MaxPipelineOps {
+		return Chart{}, fmt.Errorf("chart: pipeline: %d passes, more than the %d drawn: %w", ops, MaxPipelineOps, ErrNotApplicable)
+	}
+	kind := e.Job.Schedule
+	if kind == "" {
+		kind = schedule.OneFOneB
+	}
+	s, err := schedule.NewChunked(kind, stages, e.Job.MicroBatches, v)
+	if err != nil {
+		return Chart{}, fmt.Errorf("chart: pipeline: %w", err)
+	}
+	tl := s.Simulate(1, 2, 0)
+	chunks := ""
+	if kind.Chunked() {
+		chunks = ", " + unit.Plural(v, "chunk") + " per stage"
+	}
+	pl := newPlot(fmt.Sprintf("Pipeline: %s, %d stages%s, %s, bubble %.1f%%", kind, stages, chunks,
+		unit.Plural(e.Job.MicroBatches, "micro-batch"), 100*tl.Bubble()), "time (forward passes of a stage)", "stage")
+	pl.Add(&timeline{tl: tl, stages: stages})
+	pl.Legend.Add("forward", &swatch{colour(0)})
+	pl.Legend.Add("backward", &swatch{colour(1)})
+	var ticks plot.ConstantTicks
+	for d := range stages {
+		if stages <= 16 || d%(stages/8) == 0 {
+			ticks = append(ticks, plot.Tick{Value: float64(stages-1-d) + 0.5, Label: strconv.Itoa(d)})
+		}
+	}
+	pl.Y.Tick.Marker = ticks
+	pl.Y.Min, pl.Y.Max = 0, float64(stages)*1.25 // room for the legend
+	pl.X.Min, pl.X.Max = 0, tl.Makespan
+	c := newChart("pipeline", "Pipeline schedule", pl)
+	c.Width = 2 * plotWidth
+	return c, nil
+}
+
+// timeline draws a simulated schedule: stage d is the row stages-1-d.
+type timeline struct {
+	tl     schedule.Timeline
+	stages int
+}
+
+func (t *timeline) Plot(c draw.Canvas, p *plot.Plot) {
+	tx, ty := p.Transforms(&c)
+	for d, spans := range t.tl.Spans {
+		y := float64(t.stages - 1 - d)
+		for _, s := range spans {
+			col := colour(0)
+			if s.Op.Pass == schedule.Backward {
+				col = colour(1)
+			}
+			r := vg.Rectangle{Min: vg.Point{X: tx(s.Start), Y: ty(y + 0.1)}, Max: vg.Point{X: tx(s.End), Y: ty(y + 0.9)}}
+			c.SetColor(col)
+			c.Fill(r.Path())
+			c.SetColor(colour(7))
+			c.SetLineWidth(vg.Points(0.3))
+			c.Stroke(r.Path())
+		}
+	}
+}
+
+func (t *timeline) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return 0, t.tl.Makespan, 0, float64(t.stages)
+}
+
+// swatch is a legend entry of one colour.
+type swatch struct {
+	c interface{ RGBA() (r, g, b, a uint32) }
+}
+
+func (s *swatch) Thumbnail(c *draw.Canvas) {
+	c.SetColor(s.c)
+	c.Fill(c.Rectangle.Path())
+}
+
+// All draws every chart that applies to the plan, in the order memory,
+// step, slices, batch, pipeline; skipped says why the others do not apply
+// ("pipeline: the layout has no pipeline").
+func All(p plan.Plan) (charts []Chart, skipped []string, err error) {
+	for _, f := range []func(plan.Plan) (Chart, error){Memory, Step, Slices, Batch, Pipeline} {
+		c, err := f(p)
+		switch {
+		case errors.Is(err, ErrNotApplicable):
+			why := strings.TrimPrefix(err.Error(), "chart: ")
+			skipped = append(skipped, strings.TrimSuffix(why, ": "+ErrNotApplicable.Error()))
+		case err != nil:
+			return nil, nil, err
+		default:
+			charts = append(charts, c)
+		}
+	}
+	return charts, skipped, nil
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"shardlab/chart"
+	"shardlab/plan"
+	"shardlab/web"
+)
+
+// newWebFlags defines the flags of web.
+func newWebFlags() (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("web", flag.ContinueOnError)
+	addr := new(string)
+	addrVar(fs, addr, "addr", "127.0.0.1:8080", "address to serve on; keep it on loopback unless the network is trusted")
+	return fs, addr
+}
+
+// runWeb serves the web page and API until the process is stopped.
+func runWeb(args []string, stdout, stderr io.Writer) error {
+	fs, addr := newWebFlags()
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	host, _, _ := net.SplitHostPort(*addr)
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		warn(stderr, "web", "--addr %s is not a loopback address: anyone who can reach it can run searches", *addr)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("web: --addr %s: %w", *addr, cause(err))
+	}
+	fmt.Fprintf(stdout, "shardlab web: serving on http://%s/ (stop with Ctrl-C)\n", ln.Addr())
+	logs := log.New(stderr, "shardlab web: ", log.LstdFlags)
+	srv := &http.Server{Handler: web.New(web.Config{Log: logs}), ErrorLog: logs, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("web: %w", err)
+	}
+	return nil
+}
+
+// chartFiles are plan's --html, --svg and --png outputs.
+type chartFiles struct{ html, svg, png string }
+
+func (c chartFiles) any() bool { return c.html != "" || c.svg != "" || c.png != "" }
+
+// check checks before any work that every output can be written.
+func (c chartFiles) check() error {
+	for _, f := range []struct{ flag, path string }{{"--html", c.html}, {"--svg", c.svg}, {"--png", c.png}} {
+		if f.path != "" {
+			if err := checkOutputFile("plan: "+f.flag, f.path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// write draws the plans' charts into the files asked for.
+func (c chartFiles) write(plans []plan.Plan) error {
+	var reports []web.Report
+	var all []chart.Chart
+	for _, p := range plans {
+		charts, skipped, err := chart.All(p)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, web.Report{Plan: p, Charts: charts, Skipped: skipped})
+		all = append(all, charts...)
+	}
+	for _, f := range []struct {
+		path  string
+		write func(io.Writer) error
+	}{
+		{c.html, func(w io.Writer) error { return web.WriteReport(w, reports...) }},
+		{c.svg, func(w io.Writer) error { return chart.WriteSVG(w, all...) }},
+		{c.png, func(w io.Writer) error { return chart.WritePNG(w, all...) }},
+	} {
+		if f.path == "" {
+			continue
+		}
+		var b bytes.Buffer
+		if err := f.write(&b); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.path, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+	}
+	return nil
+}

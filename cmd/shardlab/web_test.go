@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"shardlab/web"
+)
+
+// TestAPIEqualsPlanJSON: POST /api/plan prints what plan --json prints for
+// the same request.
+func TestAPIEqualsPlanJSON(t *testing.T) {
+	h := web.New(web.Config{})
+	for _, tc := range []struct {
+		body string
+		args []string
+	}{
+		{`{"model": "llama3-8b", "tpu": "tpu7x-8"}`, []string{"--model", "llama3-8b", "--tpu", "tpu7x-8"}},
+		{`{"model": "llama3-70b", "tpu": "tpu7x-128", "slices": 2, "top": 3}`, []string{"--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2", "--top", "3"}},
+		{`{"model": "llama3-70b", "tpu": "tpu7x-128", "slices": 2, "seq": 1024, "max_global_batch": "256", "dcn_gbps": 25, "top": 3}`,
+			[]string{"--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2", "--seq", "1024", "--max-global-batch", "256", "--dcn-gbps", "25", "--top", "3"}},
+	} {
+		want, errOut, code := runCmd(append([]string{"plan", "--json"}, tc.args...)...)
+		if code != 0 {
+			t.Fatalf("plan --json %s: exit %d: %s", strings.Join(tc.args, " "), code, errOut)
+		}
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/api/plan", strings.NewReader(tc.body))
+		r.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(rec, r)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("POST /api/plan %s = %d: %s", tc.body, rec.Code, rec.Body)
+		}
+		if got := rec.Body.String(); got != want {
+			t.Errorf("POST /api/plan %s differs from plan --json %s:\n%s\nwant\n%s", tc.body, strings.Join(tc.args, " "), got, want)
+		}
+	}
+}
+
+func TestPlanChartFiles(t *testing.T) {
+	dir := t.TempDir()
+	html, svg, pngPath := filepath.Join(dir, "out.html"), filepath.Join(dir, "out.svg"), filepath.Join(dir, "out.png")
+	// two slices: the Multislice batch rule's reason names --max-global-batch
+	stdout, errOut, code := runCmd("plan", "--tpu", "tpu7x-8", "--slices", "2", "--html", html, "--svg", svg, "--png", pngPath)
+	if code != 0 {
+		t.Fatalf("plan --html --svg --png: exit %d: %s", code, errOut)
+	}
+	if want, _, _ := runCmd("plan", "--tpu", "tpu7x-8", "--slices", "2"); stdout != want {
+		t.Error("plan --html changed what plan prints")
+	}
+	h, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(h), "<svg"); got != 4 {
+		t.Errorf("plan --html: %d charts, want 4", got)
+	}
+	if !strings.Contains(string(h), "--max-global-batch") {
+		t.Error("plan --html: reasons should spell options as flags, as the CLI does")
+	}
+	s, err := os.ReadFile(svg)
+	if err != nil || !bytes.Contains(s, []byte("<svg")) {
+		t.Errorf("plan --svg: %v, %.100s", err, s)
+	}
+	p, err := os.ReadFile(pngPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(bytes.NewReader(p)); err != nil {
+		t.Errorf("plan --png: %v", err)
+	}
+}
+
+func TestPlanChartFilesRefused(t *testing.T) {
+	dir := t.TempDir()
+	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--html", filepath.Join(dir, "no", "out.html")}, "--html", "does not exist")
+	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--svg", dir}, "--svg", "is a directory")
+	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--png", "/dev/null"}, "--png", "is a character device")
+	fail(t, []string{"export", "maxtext", "--html", filepath.Join(dir, "x.html")}, "-html", "not defined")
+	if _, err := os.Stat(filepath.Join(dir, "no")); err == nil {
+		t.Error("a refused plan --html created a directory")
+	}
+}
+
+func TestWebFlags(t *testing.T) {
+	fail(t, []string{"web", "--addr", "nope"}, "--addr", `"nope"`, "want host:port")
+	fail(t, []string{"web", "--addr", "127.0.0.1:70000"}, "--addr", "want host:port")
+	fail(t, []string{"web", "extra"}, "unexpected argument")
+	// an address in use is not bad input: exit 1
+	ln := httptest.NewServer(http.NotFoundHandler())
+	defer ln.Close()
+	addr := strings.TrimPrefix(ln.URL, "http://")
+	if _, errOut, code := runCmd("web", "--addr", addr); code != 1 || !strings.Contains(errOut, "--addr "+addr) {
+		t.Errorf("web --addr %s (in use): exit %d, %q; want 1 naming the address", addr, code, errOut)
+	}
+}

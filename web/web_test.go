@@ -1,0 +1,371 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"shardlab/plan"
+)
+
+// get serves a GET and returns its status and body.
+func get(t *testing.T, h http.Handler, target string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+	return rec.Code, rec.Body.String()
+}
+
+// post serves a POST of body to /api/plan.
+func post(t *testing.T, h http.Handler, body string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/api/plan", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, r)
+	return rec.Code, rec.Body.String()
+}
+
+// noTrace fails if a body shows Go internals.
+func noTrace(t *testing.T, what, body string) {
+	t.Helper()
+	for _, s := range []string{"goroutine ", ".go:", "panic", "runtime."} {
+		if strings.Contains(body, s) {
+			t.Errorf("%s: body shows %q: %.300s", what, s, body)
+		}
+	}
+}
+
+func TestPageEmpty(t *testing.T) {
+	code, body := get(t, New(Config{}), "/")
+	if code != http.StatusOK {
+		t.Fatalf("GET / = %d, want 200", code)
+	}
+	for _, want := range []string{`<form id="job"`, `name="model"`, `name="tpu"`, `name="slices"`, `name="max_global_batch"`, `value="tpu7x-8"`, `/static/app.js`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("GET / lacks %q", want)
+		}
+	}
+	if strings.Contains(body, `<svg`) {
+		t.Error("GET / without a question draws charts")
+	}
+}
+
+func TestPageDefaultJob(t *testing.T) {
+	q := queryOf(plan.DefaultOptions())
+	code, body := get(t, New(Config{}), "/?"+q)
+	if code != http.StatusOK {
+		t.Fatalf("GET /?%s = %d, want 200: %.500s", q, code, body)
+	}
+	if got := strings.Count(body, "<svg"); got != 4 {
+		t.Errorf("default job: %d charts, want 4 (memory, step, slices, batch)", got)
+	}
+	for _, want := range []string{`id="layout"`, "data=4", "Reasons", `id="dl-maxtext"`, "Batch limit"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("default job's page lacks %q", want)
+		}
+	}
+	// the page spells options by the form's labels, never as flags
+	if strings.Contains(body, "--max-global-batch") {
+		t.Error("the page spells an option as a flag")
+	}
+	// the same URL gives the same page: a link shares the plan
+	if _, again := get(t, New(Config{}), "/?"+q); again != body {
+		t.Error("the same URL gave two different pages")
+	}
+}
+
+func TestPageBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		query  string
+		code   int
+		option string
+		want   string
+	}{
+		{"model=nope&tpu=tpu7x-8", 400, "model", "Model &#34;nope&#34;: want a catalog model"},
+		{"model=llama3-8b&tpu=v9z-8", 400, "tpu", "TPU type"},
+		{"model=llama3-8b&slices=many", 400, "slices", "Slices: &#34;many&#34;, want a whole number"},
+		{"model=llama3-8b&tpu=v6e-256&slices=4096", 400, "slices", "more than this server searches"},
+		{"model=spec&model_spec=", 400, "model_spec", "Model spec: empty"},
+		{"model=spec&model_spec=layers%3A+-1", 400, "model", ""},
+		{"model=llama3-8b&max_global_batch=lots", 400, "max_global_batch", "Batch limit"},
+	} {
+		code, body := get(t, New(Config{}), "/?"+tc.query)
+		if code != tc.code {
+			t.Errorf("GET /?%s = %d, want %d", tc.query, code, tc.code)
+		}
+		noTrace(t, tc.query, body)
+		i := strings.Index(body, `id="error-`+tc.option+`"`)
+		if i < 0 {
+			t.Errorf("GET /?%s: no error next to the %s field: %.2000s", tc.query, tc.option, body)
+			continue
+		}
+		line, _, _ := strings.Cut(body[i:], "</p>")
+		if !strings.Contains(line, tc.want) {
+			t.Errorf("GET /?%s: error %q lacks %q", tc.query, line, tc.want)
+		}
+	}
+}
+
+func TestAPIPlan(t *testing.T) {
+	code, body := post(t, New(Config{}), `{"model": "llama3-8b", "tpu": "tpu7x-8"}`)
+	if code != http.StatusOK {
+		t.Fatalf("POST /api/plan = %d: %s", code, body)
+	}
+	var j plan.JSON
+	if err := json.Unmarshal([]byte(body), &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Model != "llama3-8b" || j.Accelerator != "tpu7x-8" || j.Layout.Spec == "" {
+		t.Errorf("POST /api/plan: model %q on %q, layout %q", j.Model, j.Accelerator, j.Layout.Spec)
+	}
+}
+
+func TestAPIRefuses(t *testing.T) {
+	h := New(Config{MaxBodyBytes: 1 << 10, MaxSpecBytes: 256})
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"oversized body", `{"model": "` + strings.Repeat("x", 2000) + `"}`, 413, "body larger than 1024 bytes"},
+		{"malformed", `{"model": `, 400, "malformed request"},
+		{"not an object", `[1, 2]`, 400, "malformed request"},
+		{"two values", `{} {}`, 400, "more than one JSON value"},
+		{"unknown field", `{"modle": "llama3-8b"}`, 400, `unknown field \"modle\"`},
+		{"wrong type", `{"slices": "two"}`, 400, `field \"slices\": want a whole number`},
+		{"bad option", `{"slices": 0}`, 400, "slices 0, want 1 to 4096"},
+		{"huge search", `{"tpu": "v6e-256", "slices": 4096}`, 400, "more than this server searches"},
+		{"oversized spec", `{"model_spec": "` + strings.Repeat("#", 300) + `"}`, 400, "model_spec: 300 bytes, want at most 256"},
+		{"bad spec", `{"model_spec": "layers: [1"}`, 400, "model"},
+		{"no layout", `{"model": "llama3-405b", "tpu": "v5e-1"}`, 422, "no layout can run this job"},
+	} {
+		code, body := post(t, h, tc.body)
+		if code != tc.code {
+			t.Errorf("%s: POST /api/plan = %d, want %d: %s", tc.name, code, tc.code, body)
+		}
+		if !strings.Contains(body, tc.want) {
+			t.Errorf("%s: body %s lacks %q", tc.name, body, tc.want)
+		}
+		noTrace(t, tc.name, body)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/plan", strings.NewReader("model=x")))
+	if rec.Code != http.StatusUnsupportedMediaType {
+		t.Errorf("POST /api/plan as a form = %d, want 415", rec.Code)
+	}
+	if code, _ := get(t, h, "/api/plan"); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /api/plan = %d, want 405", code)
+	}
+	if code, _ := get(t, h, "/static/../web.go"); code == http.StatusOK {
+		t.Errorf("GET /static/../web.go = %d, want no file", code)
+	}
+	if code, _ := get(t, h, "/static/page.html"); code != http.StatusNotFound {
+		t.Errorf("GET /static/page.html = %d, want 404 (only the script and style are served)", code)
+	}
+}
+
+func TestCatalog(t *testing.T) {
+	code, body := get(t, New(Config{}), "/api/catalog")
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/catalog = %d", code)
+	}
+	var c catalog
+	if err := json.Unmarshal([]byte(body), &c); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, m := range c.Models {
+		names[m.Name] = true
+	}
+	if !names["llama3-8b"] || len(c.TPUs) == 0 {
+		t.Errorf("catalog: models %v, %d TPUs", names, len(c.TPUs))
+	}
+}
+
+// TestBusy fills the search slots and wants 503 at once, then a search
+// again once a slot is free.
+func TestBusy(t *testing.T) {
+	h := New(Config{MaxSearches: 1})
+	h.sem <- struct{}{}
+	start := time.Now()
+	code, body := post(t, h, `{}`)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "busy") {
+		t.Errorf("POST /api/plan with no free slot = %d %s, want 503 busy", code, body)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("503 took %v", d)
+	}
+	if code, _ := get(t, h, "/?model=llama3-8b"); code != http.StatusServiceUnavailable {
+		t.Errorf("GET /?model=llama3-8b with no free slot = %d, want 503", code)
+	}
+	<-h.sem
+	if code, body := post(t, h, `{}`); code != http.StatusOK {
+		t.Errorf("POST /api/plan after the slot freed = %d: %.200s", code, body)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	h := New(Config{Timeout: time.Nanosecond})
+	code, body := post(t, h, `{"model": "llama3-70b", "tpu": "tpu7x-128", "slices": 2}`)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "took longer than 1ns") {
+		t.Errorf("POST /api/plan past its deadline = %d %s, want 503", code, body)
+	}
+}
+
+// TestFlood sends many requests at once: each gets 200 or 503, and the
+// server answers afterwards.
+func TestFlood(t *testing.T) {
+	srv := httptest.NewServer(New(Config{MaxSearches: 2}))
+	defer srv.Close()
+	var wg sync.WaitGroup
+	codes := make([]int, 24)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := `{"model": "llama3-70b", "tpu": "tpu7x-128", "slices": 2}`
+			if i%3 == 0 {
+				body = `{"modle": 1}`
+			}
+			resp, err := http.Post(srv.URL+"/api/plan", "application/json", bytes.NewReader([]byte(body)))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	busy := 0
+	for i, c := range codes {
+		switch {
+		case i%3 == 0 && c != http.StatusBadRequest:
+			t.Errorf("flood: malformed request %d got %d, want 400", i, c)
+		case i%3 != 0 && c != http.StatusOK && c != http.StatusServiceUnavailable:
+			t.Errorf("flood: request %d got %d, want 200 or 503", i, c)
+		case c == http.StatusServiceUnavailable:
+			busy++
+		}
+	}
+	if busy == 0 {
+		t.Logf("flood: no request was refused (the searches ended before the next came)")
+	}
+	resp, err := http.Get(srv.URL + "/?" + url.Values{"model": {"llama3-8b"}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("after the flood: GET = %d, want 200", resp.StatusCode)
+	}
+}
+
+func TestDownloads(t *testing.T) {
+	h := New(Config{})
+	q := queryOf(plan.DefaultOptions())
+	code, body := get(t, h, "/download/maxtext.yaml?"+q)
+	if code != http.StatusOK || !strings.Contains(body, "ici_data_parallelism:") {
+		t.Errorf("GET /download/maxtext.yaml = %d %.200s", code, body)
+	}
+	code, body = get(t, h, "/download/plan.json?"+q)
+	if code != http.StatusOK || !strings.Contains(body, `"layout"`) {
+		t.Errorf("GET /download/plan.json = %d %.200s", code, body)
+	}
+	if code, body := get(t, h, "/download/maxtext.yaml?model=nope"); code != http.StatusBadRequest {
+		t.Errorf("GET /download/maxtext.yaml?model=nope = %d %s, want 400", code, body)
+	}
+}
+
+func TestReport(t *testing.T) {
+	r, err := plan.ParseRequest(plan.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteReport(&b, Report{Plan: p}); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	for _, bad := range []string{`src="/`, `href="/`, "http://", "https://"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("report refers to %q: not self-contained", bad)
+		}
+	}
+	if !strings.Contains(s, "<style>") || !strings.Contains(s, "<script>") || strings.Contains(s, "<form") {
+		t.Error("report: want inline style and script and no form")
+	}
+	// two plans (plan --html with no flags): two results, ids once
+	b.Reset()
+	if err := WriteReport(&b, Report{Plan: p}, Report{Plan: p}); err != nil {
+		t.Fatal(err)
+	}
+	if n, ids := strings.Count(b.String(), `class="layout"`), strings.Count(b.String(), `id="layout"`); n != 2 || ids != 1 {
+		t.Errorf("report of two plans: %d layouts and %d id=layout, want 2 and 1", n, ids)
+	}
+}
+
+// TestPageNoPlan: a job no layout can run is an error above the results,
+// in the page's words, with the form kept.
+func TestPageNoPlan(t *testing.T) {
+	code, body := get(t, New(Config{}), "/?model=llama3-405b&tpu=v5e-1")
+	if code != http.StatusUnprocessableEntity {
+		t.Errorf("GET a job that cannot run = %d, want 422", code)
+	}
+	i := strings.Index(body, `id="error"`)
+	if i < 0 {
+		t.Fatalf("no general error on the page: %.1000s", body)
+	}
+	line, _, _ := strings.Cut(body[i:], "</p>")
+	if !strings.Contains(line, "no layout can run this job on v5litepod-1") {
+		t.Errorf("error %q, want no layout can run this job", line)
+	}
+	if !strings.Contains(body, `value="v5e-1"`) {
+		t.Error("the form lost the TPU type asked for")
+	}
+	noTrace(t, "no plan", body)
+}
+
+// queryOf is the page's URL query for options: what the form submits.
+func queryOf(o plan.Options) string {
+	q := url.Values{}
+	for opt, v := range valuesOf(o) {
+		q.Set(string(opt), v)
+	}
+	return q.Encode()
+}
+
+// TestAPISpecName: a pasted spec is named by its own name, else by
+// "model", else "custom" — never by the catalog default.
+func TestAPISpecName(t *testing.T) {
+	const spec = `layers: 16\nd_model: 2048\nheads: 16\nd_ff: 8192\nvocab: 32000\nseq_len: 2048`
+	for _, tc := range []struct{ body, want string }{
+		{`{"model_spec": "` + spec + `"}`, "custom"},
+		{`{"model": "tiny", "model_spec": "` + spec + `"}`, "tiny"},
+		{`{"model": "tiny", "model_spec": "name: mine\n` + spec + `"}`, "mine"},
+		{`{}`, plan.DefaultModel},
+	} {
+		code, body := post(t, New(Config{}), tc.body)
+		var j plan.JSON
+		if err := json.Unmarshal([]byte(body), &j); code != http.StatusOK || err != nil {
+			t.Errorf("POST %s = %d %v: %.300s", tc.body, code, err, body)
+			continue
+		}
+		if j.Model != tc.want {
+			t.Errorf("POST %s: model %q, want %q", tc.body, j.Model, tc.want)
+		}
+	}
+}
