@@ -45,6 +45,10 @@ type Sim struct {
 	// registers starting when this fold starts streaming.
 	shadowStart int64
 	shadowBusy  bool
+	// reference counts each streaming cycle by walking the fold's rows and
+	// columns (waveLoops) and never skips: the original simulator, kept for
+	// tests and the benchmark.
+	reference bool
 
 	// Observe, when set, is called after every cycle with the fold, the
 	// phase and the number of MACs done in that cycle (for traces).
@@ -260,47 +264,37 @@ func (s *Sim) endFold() {
 // streamed element t = τ−i−j when 0 ≤ t < T. Row i reads element τ−i at the
 // left edge; column j's sum for element τ−(Sr−1)−j leaves at the bottom
 // (WS, IS). In OS, column j also reads element τ−j of the weights at the
-// top edge. The stationary operand is not read at all.
+// top edge. The stationary operand is not read at all. The counts come in
+// closed form (waveAt), or from the reference loops when s.reference is set.
 func (s *Sim) streamCycle(fd fold) int {
-	tau := s.local
-	T := s.m.T
-	macs := 0
-	edgeRows := 0
-	for i := 0; i < fd.sr; i++ {
-		lo := max(0, tau-i-T+1)
-		hi := min(fd.sc-1, tau-i)
-		if hi >= lo {
-			macs += hi - lo + 1
-		}
-		if t := tau - i; t >= 0 && t < T {
-			edgeRows++
-		}
+	var w wave
+	if s.reference {
+		w = waveLoops(s.local, fd.sr, fd.sc, s.m.T)
+	} else {
+		w = waveAt(int64(s.local), int64(fd.sr), int64(fd.sc), int64(s.m.T))
 	}
-	edgeCols, outs := 0, 0
-	for j := 0; j < fd.sc; j++ {
-		if t := tau - j; t >= 0 && t < T {
-			edgeCols++
-		}
-		if t := tau - (fd.sr - 1) - j; t >= 0 && t < T {
-			outs++
-		}
-	}
+	s.count(fd, w)
+	return int(w.macs)
+}
+
+// count adds the edge traffic of w, one streaming cycle or a run of them,
+// to the result (its MACs are the caller's).
+func (s *Sim) count(fd fold, w wave) {
 	switch s.a.Dataflow {
 	case WeightStationary:
-		s.res.Buffer.AReads += int64(edgeRows)
+		s.res.Buffer.AReads += w.edgeRows
 	case InputStationary:
-		s.res.Buffer.BReads += int64(edgeRows)
-		s.res.WeightReadsWhileStreaming += int64(edgeRows)
+		s.res.Buffer.BReads += w.edgeRows
+		s.res.WeightReadsWhileStreaming += w.edgeRows
 	case OutputStationary:
-		s.res.Buffer.AReads += int64(edgeRows)
-		s.res.Buffer.BReads += int64(edgeCols)
-		s.res.WeightReadsWhileStreaming += int64(edgeCols)
+		s.res.Buffer.AReads += w.edgeRows
+		s.res.Buffer.BReads += w.edgeCols
+		s.res.WeightReadsWhileStreaming += w.edgeCols
 	}
 	if s.a.Dataflow != OutputStationary {
-		s.res.Buffer.CWrites += int64(outs)
+		s.res.Buffer.CWrites += w.outs
 		if fd.row > 0 {
-			s.res.Buffer.CReads += int64(outs)
+			s.res.Buffer.CReads += w.outs
 		}
 	}
-	return macs
 }
