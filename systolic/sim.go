@@ -21,7 +21,11 @@ func (p phase) String() string {
 // cycle counter. Each Step advances one cycle: it moves the current fold
 // through load, stream and drain, counts which PEs multiply this cycle (the
 // skewed wavefront: PE (i, j) works on streamed element τ−i−j), which edge
-// buffers are read or written, and what the HBM engine delivers.
+// buffers are read or written, and what the HBM engine delivers. The counts
+// of a cycle are interval lengths in closed form, so a Step costs O(1)
+// whatever the array's size; Simulate also skips, in closed form, the runs
+// of cycles within a phase that only add to counters, so its cost grows
+// with the folds, not the cycles.
 type Sim struct {
 	a                   Array
 	g                   GEMM
@@ -78,15 +82,83 @@ func NewSim(a Array, g GEMM) (*Sim, error) {
 	return s, nil
 }
 
-// Simulate runs g on a to the end.
+// Simulate runs g on a to the end. Its Result equals stepping NewSim one
+// cycle at a time.
 func Simulate(a Array, g GEMM) (Result, error) {
 	s, err := NewSim(a, g)
 	if err != nil {
 		return Result{}, err
 	}
-	for s.Step() {
-	}
+	s.finish()
 	return s.Result(), nil
+}
+
+// finish runs to the end, skipping in closed form the cycles that only add
+// to counters (see skip) unless Observe needs every cycle.
+func (s *Sim) finish() {
+	for {
+		if s.Observe == nil && !s.reference {
+			s.skip()
+		}
+		if !s.Step() {
+			return
+		}
+	}
+}
+
+// skip jumps over the cycles ahead in the current phase that change
+// nothing but counters, leaving to Step every cycle that does more: the
+// first streaming cycle (it starts the shadow load), the last cycle of a
+// load, stream or drain (it moves to the next phase or fold), and the cycle
+// a waiting fold becomes ready. The counters it adds are the sums of what
+// Step would have added cycle by cycle, so Results are identical.
+func (s *Sim) skip() {
+	if s.ph == phaseDone {
+		return
+	}
+	fd := s.folds[s.f]
+	var n int64
+	switch s.ph {
+	case phaseWait:
+		// HBM stalls until the fold's reads are in (the first cycle c with
+		// float64(c) ≥ ready), then load stalls until the shadow load ends.
+		hbm := max(s.cycle, int64(math.Ceil(s.ready[s.f])))
+		load := hbm
+		if s.shadowBusy {
+			load = max(load, s.shadowStart+int64(fd.sr))
+		}
+		s.res.HBMStalls += hbm - s.cycle
+		s.res.LoadStalls += load - hbm
+		s.res.StallCycles += load - s.cycle
+		n = load - s.cycle
+	case phaseLoad, phaseDrain:
+		n = int64(fd.sr - 1 - s.local)
+		if n <= 0 {
+			return
+		}
+		switch {
+		case s.ph == phaseDrain:
+			s.res.Buffer.CWrites += n * int64(fd.sc)
+		case s.a.Dataflow == WeightStationary:
+			s.res.Buffer.BReads += n * int64(fd.sc)
+		default:
+			s.res.Buffer.AReads += n * int64(fd.sc)
+		}
+	case phaseStream:
+		end := streamCycles(fd.sr, fd.sc, s.m.T) - 1
+		if s.local == 0 || int64(s.local) >= end {
+			return
+		}
+		n = end - int64(s.local)
+		w := waveOver(int64(s.local), end, int64(fd.sr), int64(fd.sc), int64(s.m.T))
+		s.count(fd, w)
+		s.res.MACs += w.macs
+	}
+	if s.ph != phaseWait {
+		s.local += int(n)
+	}
+	s.cycle += n
+	s.res.Cycles = s.cycle
 }
 
 // Result is what the simulation has counted so far.

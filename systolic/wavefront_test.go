@@ -147,6 +147,13 @@ func BenchmarkSimulate128(b *testing.B) {
 	}{
 		{"reference", func() Result { return stepped(true) }},
 		{"step", func() Result { return stepped(false) }},
+		{"simulate", func() Result {
+			r, err := Simulate(a, g)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r
+		}},
 	}
 	var refNsPerOp float64
 	for _, w := range ways {
@@ -164,5 +171,30 @@ func BenchmarkSimulate128(b *testing.B) {
 				b.ReportMetric(refNsPerOp/ns, "x-reference")
 			}
 		})
+	}
+}
+
+func TestSimulateSkipsLikeTheReference128(t *testing.T) {
+	// A few GEMMs on the TPU's 128x128 array with partial folds, a tight
+	// buffer and HBM stalls: Simulate, skipping, equals the reference.
+	for _, c := range []struct {
+		a Array
+		g GEMM
+	}{
+		{Array{Rows: 128, Cols: 128, Dataflow: WeightStationary, DoubleBuffer: true, ElementBytes: 2, HBMBytesPerCycle: 197.4}, GEMM{M: 1000, K: 300, N: 200}},
+		{Array{Rows: 128, Cols: 128, Dataflow: InputStationary, DoubleBuffer: true, ElementBytes: 2, HBMBytesPerCycle: 40, BufferBytes: 1 << 16}, GEMM{M: 333, K: 257, N: 129}},
+		{Array{Rows: 128, Cols: 128, Dataflow: OutputStationary, ElementBytes: 2, HBMBytesPerCycle: 64}, GEMM{M: 300, K: 500, N: 140}},
+		{Array{Rows: 128, Cols: 96, Dataflow: WeightStationary, ElementBytes: 1}, GEMM{M: 17, K: 1000, N: 97}},
+	} {
+		ref, err := NewSim(c.a, c.g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref.reference = true
+		ref.finish()
+		got, _ := Simulate(c.a, c.g)
+		if got != ref.Result() {
+			t.Errorf("%+v %+v:\nSimulate  %+v\nreference %+v", c.a, c.g, got, ref.Result())
+		}
 	}
 }
