@@ -31,7 +31,7 @@ func TestSCALESimHandDerived(t *testing.T) {
 		{"is 256³ full", InputStationary, 128, 128, GEMM{256, 256, 256}, 4*(256+128+256-2) - 1},
 		// K = 100 on 32 rows: 4 folds; M = 300 on 16 columns: 19; T = N = 20
 		{"is 300x100x20 on 32x16", InputStationary, 32, 16, GEMM{300, 100, 20}, 76*(64+16+20-2) - 1}, // 7447
-		// OS: Sr = M, Sc = N, T = K; no load, the drain overlaps
+		// OS: Sr = M, Sc = N, T = K; no load and no drain phase
 		{"os 64³ partial", OutputStationary, 128, 128, GEMM{64, 64, 64}, 1*(128+128+64-2) - 1},   // 317
 		{"os 256³ full", OutputStationary, 128, 128, GEMM{256, 256, 256}, 4*(128+128+256-2) - 1}, // 2039
 		// M = 300 on 32 rows: 10 folds; N = 20 on 16 columns: 2; T = K = 100

@@ -9,8 +9,8 @@
 // moves real numbers through the array for small GEMMs and checks the
 // product and the cycle count. SCALESim reproduces the cycle counts of the
 // SCALE-Sim v2 tool itself, which differ (it charges the whole array for
-// every fold, counts one cycle less, and overlaps the output-stationary
-// drain).
+// every fold, counts one cycle less, and gives output stationary no drain
+// phase).
 // Efficiency turns the closed form into the MXU efficiency of a GEMM shape
 // on a chip, which package cost uses.
 package systolic
