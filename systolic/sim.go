@@ -53,6 +53,9 @@ type Sim struct {
 	// columns (waveLoops) and never skips: the original simulator, kept for
 	// tests and the benchmark.
 	reference bool
+	// ws, os: the dataflow as flags, tested every cycle (a Dataflow is a
+	// string).
+	ws, os bool
 
 	// Observe, when set, is called after every cycle with the fold, the
 	// phase and the number of MACs done in that cycle (for traces).
@@ -74,6 +77,7 @@ func NewSim(a Array, g GEMM) (*Sim, error) {
 	s.fitsA = fits(int64(g.M) * int64(g.K))
 	s.fitsB = fits(int64(g.K) * int64(g.N))
 	s.fitsC = fits(int64(g.M) * int64(g.N))
+	s.ws, s.os = a.Dataflow == WeightStationary, a.Dataflow == OutputStationary
 	s.ready = make([]float64, len(s.folds))
 	s.issued = make([]bool, len(s.folds))
 	s.res = Result{GEMM: g, Dataflow: a.Dataflow, Rows: a.Rows, Cols: a.Cols, Folds: len(s.folds)}
@@ -277,7 +281,7 @@ func (s *Sim) Step() bool {
 		return s.Step()
 	case phaseLoad:
 		// one row of the stationary tile shifts in per cycle
-		if s.a.Dataflow == WeightStationary {
+		if s.ws {
 			s.res.Buffer.BReads += int64(fd.sc)
 		} else {
 			s.res.Buffer.AReads += int64(fd.sc)
@@ -352,18 +356,18 @@ func (s *Sim) streamCycle(fd fold) int {
 // count adds the edge traffic of w, one streaming cycle or a run of them,
 // to the result (its MACs are the caller's).
 func (s *Sim) count(fd fold, w wave) {
-	switch s.a.Dataflow {
-	case WeightStationary:
+	switch {
+	case s.ws:
 		s.res.Buffer.AReads += w.edgeRows
-	case InputStationary:
-		s.res.Buffer.BReads += w.edgeRows
-		s.res.WeightReadsWhileStreaming += w.edgeRows
-	case OutputStationary:
+	case s.os:
 		s.res.Buffer.AReads += w.edgeRows
 		s.res.Buffer.BReads += w.edgeCols
 		s.res.WeightReadsWhileStreaming += w.edgeCols
+	default: // input stationary
+		s.res.Buffer.BReads += w.edgeRows
+		s.res.WeightReadsWhileStreaming += w.edgeRows
 	}
-	if s.a.Dataflow != OutputStationary {
+	if !s.os {
 		s.res.Buffer.CWrites += w.outs
 		if fd.row > 0 {
 			s.res.Buffer.CReads += w.outs

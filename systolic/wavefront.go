@@ -5,17 +5,14 @@ package systolic
 // element τ−i−j, row i reads element τ−i at the left edge, column j reads
 // element τ−j at the top edge (OS), and column j's sum for element
 // τ−(sr−1)−j leaves at the bottom (WS, IS). Each count is the length of an
-// interval of indices (or the size of a band of a rectangle), so it is a
-// difference of ramps — lin, tri — and the sum of a count over a run of
-// cycles is the same difference one order up (tri, tet). Both cost O(1)
-// whatever the array's size; streamCycleLoops is the loop over rows and
+// interval of indices (span) or the size of a band of a rectangle (band, a
+// difference of triangular numbers), and the sum of a count over a run of
+// cycles is a difference one order up (tri, tet). Both cost O(1)
+// whatever the array's size; waveLoops is the loop over rows and
 // columns they replace, kept as the reference the tests and the benchmark
 // hold them to.
 
-// lin is max(k, 0).
-func lin(k int64) int64 { return max(k, 0) }
-
-// tri is Σ_{j ≤ k} lin(j) = k(k+1)/2 for k > 0, else 0.
+// tri is Σ_{j ≤ k} max(j, 0) = k(k+1)/2 for k > 0, else 0.
 func tri(k int64) int64 {
 	if k <= 0 {
 		return 0
@@ -32,10 +29,8 @@ func tet(k int64) int64 {
 	return k * (k + 1) * (k + 2) / 6
 }
 
-// upTo is #{i ∈ [0, n) : i ≤ x}.
-func upTo(x, n int64) int64 { return lin(x+1) - lin(x+1-n) }
-
-// upToSum is Σ_{y ≤ x} upTo(y, n).
+// upToSum is Σ_{y ≤ x} #{i ∈ [0, n) : i ≤ y}, where the count is
+// max(y+1, 0) − max(y+1−n, 0).
 func upToSum(x, n int64) int64 { return tri(x+1) - tri(x+1-n) }
 
 // band is #{(i, j) ∈ [0, a)×[0, b) : i + j ≤ s}, by inclusion–exclusion
@@ -58,13 +53,16 @@ type wave struct {
 	outs     int64 // columns whose sum leaves at the bottom (used by WS, IS)
 }
 
+// span is #{i ∈ [0, n) : x − t < i ≤ x}, the length of an interval.
+func span(x, n, t int64) int64 { return max(0, min(n-1, x)-max(0, x-t+1)+1) }
+
 // waveAt is cycle τ of the stream of a fold of sr×sc with T elements.
 func waveAt(tau, sr, sc, t int64) wave {
 	return wave{
 		macs:     band(tau, sr, sc) - band(tau-t, sr, sc),
-		edgeRows: upTo(tau, sr) - upTo(tau-t, sr),
-		edgeCols: upTo(tau, sc) - upTo(tau-t, sc),
-		outs:     upTo(tau-sr+1, sc) - upTo(tau-sr+1-t, sc),
+		edgeRows: span(tau, sr, t),
+		edgeCols: span(tau, sc, t),
+		outs:     span(tau-sr+1, sc, t),
 	}
 }
 
