@@ -126,6 +126,9 @@ func (s *Sim) skip() {
 	case phaseWait:
 		// HBM stalls until the fold's reads are in (the first cycle c with
 		// float64(c) ≥ ready), then load stalls until the shadow load ends.
+		if !(s.ready[s.f] < 1<<62) {
+			return // past any run's end (or NaN): let Step count, as the reference does
+		}
 		hbm := max(s.cycle, int64(math.Ceil(s.ready[s.f])))
 		load := hbm
 		if s.shadowBusy {

@@ -18,6 +18,7 @@ package systolic
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -110,6 +111,9 @@ func (a Array) Validate() error {
 	}
 	if a.HBMBytesPerCycle < 0 || a.BufferBytes < 0 {
 		return fmt.Errorf("systolic: negative HBM bandwidth or buffer: %w", ErrInvalid)
+	}
+	if math.IsNaN(a.HBMBytesPerCycle) || math.IsInf(a.HBMBytesPerCycle, 0) {
+		return fmt.Errorf("systolic: HBM bandwidth %v bytes per cycle: %w; want a finite number, 0 for unlimited", a.HBMBytesPerCycle, ErrInvalid)
 	}
 	return nil
 }
