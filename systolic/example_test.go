@@ -26,3 +26,13 @@ func ExampleCompare() {
 	// GPU (SIMT ALUs): 3.125 accesses per MAC
 	// TPU MXU (TPU v5p): 0.023 accesses per MAC
 }
+
+func ExampleSCALESim() {
+	a := systolic.Array{Rows: 128, Cols: 128, Dataflow: systolic.WeightStationary}
+	g := systolic.GEMM{M: 64, K: 64, N: 64}
+	scaleSim, _ := systolic.SCALESim(a, g)
+	own, _ := systolic.ClosedForm(a, g)
+	fmt.Printf("SCALE-Sim v2: %d cycles; shardlab: %d cycles\n", scaleSim.Cycles, own.Cycles)
+	// Output:
+	// SCALE-Sim v2: 445 cycles; shardlab: 254 cycles
+}

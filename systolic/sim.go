@@ -21,7 +21,11 @@ func (p phase) String() string {
 // cycle counter. Each Step advances one cycle: it moves the current fold
 // through load, stream and drain, counts which PEs multiply this cycle (the
 // skewed wavefront: PE (i, j) works on streamed element τ−i−j), which edge
-// buffers are read or written, and what the HBM engine delivers.
+// buffers are read or written, and what the HBM engine delivers. The counts
+// of a cycle are interval lengths in closed form, so a Step costs O(1)
+// whatever the array's size; Simulate also skips, in closed form, the runs
+// of cycles within a phase that only add to counters, so its cost grows
+// with the folds, not the cycles.
 type Sim struct {
 	a                   Array
 	g                   GEMM
@@ -45,6 +49,13 @@ type Sim struct {
 	// registers starting when this fold starts streaming.
 	shadowStart int64
 	shadowBusy  bool
+	// reference counts each streaming cycle by walking the fold's rows and
+	// columns (waveLoops) and never skips: the original simulator, kept for
+	// tests and the benchmark.
+	reference bool
+	// ws, os: the dataflow as flags, tested every cycle (a Dataflow is a
+	// string).
+	ws, os bool
 
 	// Observe, when set, is called after every cycle with the fold, the
 	// phase and the number of MACs done in that cycle (for traces).
@@ -66,6 +77,7 @@ func NewSim(a Array, g GEMM) (*Sim, error) {
 	s.fitsA = fits(int64(g.M) * int64(g.K))
 	s.fitsB = fits(int64(g.K) * int64(g.N))
 	s.fitsC = fits(int64(g.M) * int64(g.N))
+	s.ws, s.os = a.Dataflow == WeightStationary, a.Dataflow == OutputStationary
 	s.ready = make([]float64, len(s.folds))
 	s.issued = make([]bool, len(s.folds))
 	s.res = Result{GEMM: g, Dataflow: a.Dataflow, Rows: a.Rows, Cols: a.Cols, Folds: len(s.folds)}
@@ -74,15 +86,86 @@ func NewSim(a Array, g GEMM) (*Sim, error) {
 	return s, nil
 }
 
-// Simulate runs g on a to the end.
+// Simulate runs g on a to the end. Its Result equals stepping NewSim one
+// cycle at a time.
 func Simulate(a Array, g GEMM) (Result, error) {
 	s, err := NewSim(a, g)
 	if err != nil {
 		return Result{}, err
 	}
-	for s.Step() {
-	}
+	s.finish()
 	return s.Result(), nil
+}
+
+// finish runs to the end, skipping in closed form the cycles that only add
+// to counters (see skip) unless Observe needs every cycle.
+func (s *Sim) finish() {
+	for {
+		if s.Observe == nil && !s.reference {
+			s.skip()
+		}
+		if !s.Step() {
+			return
+		}
+	}
+}
+
+// skip jumps over the cycles ahead in the current phase that change
+// nothing but counters, leaving to Step every cycle that does more: the
+// first streaming cycle (it starts the shadow load), the last cycle of a
+// load, stream or drain (it moves to the next phase or fold), and the cycle
+// a waiting fold becomes ready. The counters it adds are the sums of what
+// Step would have added cycle by cycle, so Results are identical.
+func (s *Sim) skip() {
+	if s.ph == phaseDone {
+		return
+	}
+	fd := s.folds[s.f]
+	var n int64
+	switch s.ph {
+	case phaseWait:
+		// HBM stalls until the fold's reads are in (the first cycle c with
+		// float64(c) ≥ ready), then load stalls until the shadow load ends.
+		if !(s.ready[s.f] < 1<<62) {
+			return // past any run's end (or NaN): let Step count, as the reference does
+		}
+		hbm := max(s.cycle, int64(math.Ceil(s.ready[s.f])))
+		load := hbm
+		if s.shadowBusy {
+			load = max(load, s.shadowStart+int64(fd.sr))
+		}
+		s.res.HBMStalls += hbm - s.cycle
+		s.res.LoadStalls += load - hbm
+		s.res.StallCycles += load - s.cycle
+		n = load - s.cycle
+	case phaseLoad, phaseDrain:
+		n = int64(fd.sr - 1 - s.local)
+		if n <= 0 {
+			return
+		}
+		switch {
+		case s.ph == phaseDrain:
+			s.res.Buffer.CWrites += n * int64(fd.sc)
+		case s.a.Dataflow == WeightStationary:
+			s.res.Buffer.BReads += n * int64(fd.sc)
+		default:
+			s.res.Buffer.AReads += n * int64(fd.sc)
+		}
+	case phaseStream:
+		end := streamCycles(fd.sr, fd.sc, s.m.T) - 1
+		if s.local == 0 || int64(s.local) >= end {
+			return
+		}
+		n = end - int64(s.local)
+		w := waveOver(int64(s.local), end, int64(fd.sr), int64(fd.sc), int64(s.m.T))
+		s.count(fd, w)
+		s.res.MACs += w.macs
+	}
+	if s.ph != phaseWait {
+		s.local += int(n)
+	}
+	s.cycle += n
+	s.res.Cycles = s.cycle
 }
 
 // Result is what the simulation has counted so far.
@@ -201,7 +284,7 @@ func (s *Sim) Step() bool {
 		return s.Step()
 	case phaseLoad:
 		// one row of the stationary tile shifts in per cycle
-		if s.a.Dataflow == WeightStationary {
+		if s.ws {
 			s.res.Buffer.BReads += int64(fd.sc)
 		} else {
 			s.res.Buffer.AReads += int64(fd.sc)
@@ -260,47 +343,37 @@ func (s *Sim) endFold() {
 // streamed element t = τ−i−j when 0 ≤ t < T. Row i reads element τ−i at the
 // left edge; column j's sum for element τ−(Sr−1)−j leaves at the bottom
 // (WS, IS). In OS, column j also reads element τ−j of the weights at the
-// top edge. The stationary operand is not read at all.
+// top edge. The stationary operand is not read at all. The counts come in
+// closed form (waveAt), or from the reference loops when s.reference is set.
 func (s *Sim) streamCycle(fd fold) int {
-	tau := s.local
-	T := s.m.T
-	macs := 0
-	edgeRows := 0
-	for i := 0; i < fd.sr; i++ {
-		lo := max(0, tau-i-T+1)
-		hi := min(fd.sc-1, tau-i)
-		if hi >= lo {
-			macs += hi - lo + 1
-		}
-		if t := tau - i; t >= 0 && t < T {
-			edgeRows++
-		}
+	var w wave
+	if s.reference {
+		w = waveLoops(s.local, fd.sr, fd.sc, s.m.T)
+	} else {
+		w = waveAt(int64(s.local), int64(fd.sr), int64(fd.sc), int64(s.m.T))
 	}
-	edgeCols, outs := 0, 0
-	for j := 0; j < fd.sc; j++ {
-		if t := tau - j; t >= 0 && t < T {
-			edgeCols++
-		}
-		if t := tau - (fd.sr - 1) - j; t >= 0 && t < T {
-			outs++
-		}
+	s.count(fd, w)
+	return int(w.macs)
+}
+
+// count adds the edge traffic of w, one streaming cycle or a run of them,
+// to the result (its MACs are the caller's).
+func (s *Sim) count(fd fold, w wave) {
+	switch {
+	case s.ws:
+		s.res.Buffer.AReads += w.edgeRows
+	case s.os:
+		s.res.Buffer.AReads += w.edgeRows
+		s.res.Buffer.BReads += w.edgeCols
+		s.res.WeightReadsWhileStreaming += w.edgeCols
+	default: // input stationary
+		s.res.Buffer.BReads += w.edgeRows
+		s.res.WeightReadsWhileStreaming += w.edgeRows
 	}
-	switch s.a.Dataflow {
-	case WeightStationary:
-		s.res.Buffer.AReads += int64(edgeRows)
-	case InputStationary:
-		s.res.Buffer.BReads += int64(edgeRows)
-		s.res.WeightReadsWhileStreaming += int64(edgeRows)
-	case OutputStationary:
-		s.res.Buffer.AReads += int64(edgeRows)
-		s.res.Buffer.BReads += int64(edgeCols)
-		s.res.WeightReadsWhileStreaming += int64(edgeCols)
-	}
-	if s.a.Dataflow != OutputStationary {
-		s.res.Buffer.CWrites += int64(outs)
+	if !s.os {
+		s.res.Buffer.CWrites += w.outs
 		if fd.row > 0 {
-			s.res.Buffer.CReads += int64(outs)
+			s.res.Buffer.CReads += w.outs
 		}
 	}
-	return macs
 }

@@ -4,9 +4,13 @@
 // stationary and input stationary. It has two independent implementations
 // that tests hold equal: a cycle-level simulator (Sim, a state machine
 // stepped one clock at a time, which counts MACs, buffer and HBM traffic and
-// stalls) and the closed-form fold formulas SCALE-Sim uses (ClosedForm).
-// A third, register-level implementation (Run) moves real numbers through
-// the array for small GEMMs and checks the product and the cycle count.
+// stalls, each cycle in O(1)) and the closed-form fold formulas of the
+// SCALE-Sim paper (ClosedForm). A third, register-level implementation (Run)
+// moves real numbers through the array for small GEMMs and checks the
+// product and the cycle count. SCALESim reproduces the cycle counts of the
+// SCALE-Sim v2 tool itself, which differ (it charges the whole array for
+// every fold, counts one cycle less, and gives output stationary no drain
+// phase).
 // Efficiency turns the closed form into the MXU efficiency of a GEMM shape
 // on a chip, which package cost uses.
 package systolic
@@ -14,6 +18,7 @@ package systolic
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -106,6 +111,9 @@ func (a Array) Validate() error {
 	}
 	if a.HBMBytesPerCycle < 0 || a.BufferBytes < 0 {
 		return fmt.Errorf("systolic: negative HBM bandwidth or buffer: %w", ErrInvalid)
+	}
+	if math.IsNaN(a.HBMBytesPerCycle) || math.IsInf(a.HBMBytesPerCycle, 0) {
+		return fmt.Errorf("systolic: HBM bandwidth %v bytes per cycle: %w; want a finite number, 0 for unlimited", a.HBMBytesPerCycle, ErrInvalid)
 	}
 	return nil
 }

@@ -206,6 +206,11 @@ func TestErrors(t *testing.T) {
 	if _, err := Simulate(Array{Rows: 4, Cols: 4, Dataflow: WeightStationary}, GEMM{-1, 1, 1}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("negative M: %v", err)
 	}
+	for _, bw := range []float64{math.NaN(), math.Inf(1)} {
+		if _, err := Simulate(Array{Rows: 4, Cols: 4, Dataflow: WeightStationary, HBMBytesPerCycle: bw}, GEMM{1, 1, 1}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("HBM bandwidth %v: %v", bw, err)
+		}
+	}
 	if _, err := ParseDataflow("rs"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("row stationary: %v", err)
 	}

@@ -220,7 +220,7 @@ func TestEnumFlagsIgnoreCase(t *testing.T) {
 		}
 		fail(t, cmdArgs(cmd, fl.Name, "bogus"), "--"+fl.Name, `"bogus"`, f.want())
 	})
-	for _, name := range []string{"remat", "schedule", "precision", "dataflow", "numa"} {
+	for _, name := range []string{"remat", "schedule", "precision", "dataflow", "numa", "compat"} {
 		if !seen[name] {
 			t.Errorf("--%s is not an enumerated (choiceFlag) flag", name)
 		}
@@ -229,6 +229,7 @@ func TestEnumFlagsIgnoreCase(t *testing.T) {
 	for _, args := range [][]string{
 		{"plan", "--tpu", "tpu7x-8", "--precision", "MaxText", "--remat", "FULL", "--schedule", "GPipe", "--top", "1"},
 		{"mxu", "--dataflow", "OS", "--m", "64", "--k", "64", "--n", "64"},
+		{"mxu", "--compat", "SCALESim", "--dataflow", "is", "--m", "64", "--k", "64", "--n", "64"},
 		{"infeed", "--numa", "Interleaved", "--steps", "4", "--sweep=false"},
 	} {
 		if _, errOut, code := runCmd(args...); code != 0 {

@@ -11,13 +11,17 @@ import (
 	"shardlab/unit"
 )
 
-// maxSimCycles bounds the cycle-level simulation the CLI runs; past it only
-// the closed form is shown.
-const maxSimCycles = 50_000_000
+// maxSimFolds bounds the cycle-level simulation the CLI runs; past it only
+// the closed form is shown. Simulate skips the steady state of each fold,
+// so its cost grows with the folds (about 120 ns and 41 bytes each on the
+// development machine: 1M folds in 0.12 s), not with the cycles; the bound
+// used to be 50M cycles when every cycle cost O(rows + columns).
+const maxSimFolds = 1 << 20
 
 type mxuFlags struct {
 	m, k, n                         *int
 	array, dataflow, tpu, tracePath *string
+	compat                          *string
 	double, hbm, asJSON             *bool
 	buffer                          *int64
 	cpuGHz, gpuGHz                  *float64 // compare
@@ -41,6 +45,8 @@ func newMXUFlags() (*flag.FlagSet, *mxuFlags) {
 	f.tpu = fs.String("tpu", "v5p", "TPU generation or accelerator type (v5p, v5p-128): its clock, MXU size and HBM bandwidth")
 	f.hbm = fs.Bool("hbm-limit", true, "limit HBM bandwidth to the chip's share per MXU (false: unlimited)")
 	f.buffer = newInt64(fs, "buffer-mib", 0, 0, 1<<20, "0: unlimited", "on-chip operand buffer in MiB")
+	f.compat = newChoice(fs, "compat", "shardlab", []string{"shardlab", "scalesim"}, parseCompat,
+		"whose cycle count: shardlab (this simulator) or scalesim (SCALE-Sim v2's, quirks included: the whole array's fill and skew for every fold, one cycle less, no double buffering or HBM stalls)")
 	f.tracePath = fs.String("trace", "", "write the per-cycle activity of a small GEMM as a Chrome/Perfetto trace to FILE")
 	f.asJSON = fs.Bool("json", false, "print JSON")
 	return fs, &f
@@ -61,6 +67,8 @@ func newMXUCompareFlags() (*flag.FlagSet, *mxuFlags) {
 
 func parseDataflow(s string) error { _, err := systolic.ParseDataflow(s); return err }
 
+func parseCompat(s string) error { _, err := systolic.ParseCompat(s); return err }
+
 func runMXU(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "compare" {
 		return runMXUCompare(args[1:], stdout, stderr)
@@ -71,6 +79,13 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 	}
 	m, k, n, array, dataflow, double, tpu, hbm, buffer, tracePath, asJSON := f.m, f.k, f.n, f.array, f.dataflow, f.double, f.tpu, f.hbm, f.buffer, f.tracePath, f.asJSON
 	set := setFlags(fs)
+	compat, err := systolic.ParseCompat(*f.compat)
+	if err != nil {
+		return usageError{err}
+	}
+	if compat == systolic.CompatSCALESim && *tracePath != "" {
+		return bad("mxu: --trace %s traces shardlab's simulator; it cannot be combined with --compat scalesim", *tracePath)
+	}
 	if *tracePath != "" {
 		if err := checkOutputFile("mxu: --trace", *tracePath); err != nil {
 			return err
@@ -124,9 +139,14 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	simulated := cf.Cycles <= maxSimCycles
+	simulated := cf.Folds <= maxSimFolds && compat == systolic.CompatShardlab
 	r := cf
-	if simulated {
+	switch {
+	case compat == systolic.CompatSCALESim:
+		if r, err = systolic.SCALESim(a, g); err != nil {
+			return err
+		}
+	case simulated:
 		if r, err = systolic.Simulate(a, g); err != nil {
 			return err
 		}
@@ -135,7 +155,7 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		return writeJSON(stdout, map[string]any{
 			"gemm": map[string]int{"m": g.M, "k": g.K, "n": g.N}, "array": map[string]int{"rows": a.Rows, "cols": a.Cols},
-			"dataflow": a.Dataflow, "double_buffer": a.DoubleBuffer, "simulated": simulated,
+			"dataflow": a.Dataflow, "double_buffer": a.DoubleBuffer, "simulated": simulated, "compat": compat,
 			"cycles": r.Cycles, "closed_form_cycles": cf.Cycles, "stall_cycles": r.StallCycles, "hbm_stall_cycles": r.HBMStalls,
 			"load_stall_cycles": r.LoadStalls, "folds": r.Folds, "macs": r.MACs, "utilization_fraction": r.Utilization(),
 			"mapping_efficiency_fraction": mapping, "buffer_accesses": map[string]int64{"a_reads": r.Buffer.AReads, "b_reads": r.Buffer.BReads,
@@ -148,11 +168,15 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "GEMM\t%d x %d x %d (%d MACs)\n", g.M, g.K, g.N, g.MACs())
 	fmt.Fprintf(tw, "array\t%dx%d, %s, double buffer %v (%s)\n", a.Rows, a.Cols, a.Dataflow, a.DoubleBuffer, p)
-	how := "cycle-level simulation"
-	if !simulated {
-		how = fmt.Sprintf("closed form (simulation skipped above %d cycles)", maxSimCycles)
+	how, cfName := "cycle-level simulation", "closed form"
+	switch {
+	case compat == systolic.CompatSCALESim:
+		how = "SCALE-Sim v2's count (--compat scalesim: every fold pays the whole array's fill and skew, no double buffering or stalls, one cycle less)"
+		cfName = "shardlab's closed form"
+	case !simulated:
+		how = fmt.Sprintf("closed form (simulation skipped above %d folds)", maxSimFolds)
 	}
-	fmt.Fprintf(tw, "cycles\t%d by %s; closed form %d\n", r.Cycles, how, cf.Cycles)
+	fmt.Fprintf(tw, "cycles\t%d by %s; %s %d\n", r.Cycles, how, cfName, cf.Cycles)
 	fmt.Fprintf(tw, "stalls\t%d (HBM %d, stationary load %d)\n", r.StallCycles, r.HBMStalls, r.LoadStalls)
 	fmt.Fprintf(tw, "folds\t%d\n", r.Folds)
 	fmt.Fprintf(tw, "utilization\t%.2f%% of %d MACs per cycle\n", 100*r.Utilization(), a.Rows*a.Cols)
