@@ -77,43 +77,24 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	m, k, n, array, dataflow, double, tpu, hbm, buffer, tracePath, asJSON := f.m, f.k, f.n, f.array, f.dataflow, f.double, f.tpu, f.hbm, f.buffer, f.tracePath, f.asJSON
-	set := setFlags(fs)
+	tracePath := *f.tracePath
 	compat, err := systolic.ParseCompat(*f.compat)
 	if err != nil {
 		return usageError{err}
 	}
-	if compat == systolic.CompatSCALESim && *tracePath != "" {
-		return bad("mxu: --trace %s traces shardlab's simulator; it cannot be combined with --compat scalesim", *tracePath)
+	if compat == systolic.CompatSCALESim && tracePath != "" {
+		return bad("mxu: --trace %s traces shardlab's simulator; it cannot be combined with --compat scalesim", tracePath)
 	}
-	if *tracePath != "" {
-		if err := checkOutputFile("mxu: --trace", *tracePath); err != nil {
+	if tracePath != "" {
+		if err := checkOutputFile("mxu: --trace", tracePath); err != nil {
 			return err
 		}
 	}
-	chip, _, err := parseTPU("--tpu", *tpu)
+	a, p, err := f.systolicArray(setFlags(fs), stderr)
 	if err != nil {
 		return err
 	}
-	p := systolic.PresetFor(chip)
-	a := systolic.Array{Rows: p.Rows, Cols: p.Cols, ElementBytes: 2}
-	if *array != "" {
-		if a.Rows, a.Cols, err = systolic.ParseArray(*array); err != nil {
-			return usageError{err}
-		}
-	}
-	if a.Dataflow, err = systolic.ParseDataflow(*dataflow); err != nil {
-		return usageError{err}
-	}
-	a.DoubleBuffer = *double
-	if set["double-buffer"] && a.Dataflow == systolic.OutputStationary {
-		warn(stderr, "mxu", "--double-buffer has no effect with --dataflow os: output stationary keeps no stationary operand to preload")
-	}
-	a.BufferBytes = *buffer << 20
-	if *hbm {
-		a.HBMBytesPerCycle = p.HBMBytesPerCycle()
-	}
-	g := systolic.GEMM{M: *m, K: *k, N: *n}
+	g := systolic.GEMM{M: *f.m, K: *f.k, N: *f.n}
 	if err := g.Validate(); err != nil {
 		return usageError{err}
 	}
@@ -121,21 +102,8 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if *tracePath != "" && cf.Cycles > systolic.MaxTraceCycles {
-		// checked before the file is created, so an existing one is kept
-		return bad("mxu: --trace %s: trace of %d cycles is too long (at most %d); try a smaller GEMM", *tracePath, cf.Cycles, systolic.MaxTraceCycles)
-	}
-	if *tracePath != "" {
-		f, err := os.Create(*tracePath)
-		if err != nil {
-			return err
-		}
-		if _, err := systolic.WriteTrace(f, a, g); err != nil {
-			f.Close()
-			os.Remove(*tracePath)
-			return usageError{err}
-		}
-		if err := f.Close(); err != nil {
+	if tracePath != "" {
+		if err := writeMXUTrace(tracePath, a, g, cf.Cycles); err != nil {
 			return err
 		}
 	}
@@ -151,21 +119,75 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	mapping := systolic.MappingEfficiency(a.Dataflow, g, a.Rows, a.Cols)
-	if *asJSON {
-		return writeJSON(stdout, map[string]any{
-			"gemm": map[string]int{"m": g.M, "k": g.K, "n": g.N}, "array": map[string]int{"rows": a.Rows, "cols": a.Cols},
-			"dataflow": a.Dataflow, "double_buffer": a.DoubleBuffer, "simulated": simulated, "compat": compat,
-			"cycles": r.Cycles, "closed_form_cycles": cf.Cycles, "stall_cycles": r.StallCycles, "hbm_stall_cycles": r.HBMStalls,
-			"load_stall_cycles": r.LoadStalls, "folds": r.Folds, "macs": r.MACs, "utilization_fraction": r.Utilization(),
-			"mapping_efficiency_fraction": mapping, "buffer_accesses": map[string]int64{"a_reads": r.Buffer.AReads, "b_reads": r.Buffer.BReads,
-				"c_writes": r.Buffer.CWrites, "c_reads": r.Buffer.CReads},
-			"weight_reads_while_streaming": r.WeightReadsWhileStreaming,
-			"hbm_read_bytes":               r.HBMReadBytes, "hbm_write_bytes": r.HBMWriteBytes,
-			"hbm_bytes_per_cycle": a.HBMBytesPerCycle, "clock_hz": p.ClockHz, "time_one_mxu_s": float64(r.Cycles) / p.ClockHz,
-		})
+	if *f.asJSON {
+		return writeJSON(stdout, mxuJSON(a, g, p, compat, simulated, r, cf))
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	return writeMXUText(stdout, a, g, p, compat, simulated, r, cf)
+}
+
+// systolicArray is the systolic array the flags describe, and the chip's preset.
+func (f *mxuFlags) systolicArray(set map[string]bool, stderr io.Writer) (systolic.Array, systolic.Preset, error) {
+	chip, _, err := parseTPU("--tpu", *f.tpu)
+	if err != nil {
+		return systolic.Array{}, systolic.Preset{}, err
+	}
+	p := systolic.PresetFor(chip)
+	a := systolic.Array{Rows: p.Rows, Cols: p.Cols, ElementBytes: 2}
+	if *f.array != "" {
+		if a.Rows, a.Cols, err = systolic.ParseArray(*f.array); err != nil {
+			return a, p, usageError{err}
+		}
+	}
+	if a.Dataflow, err = systolic.ParseDataflow(*f.dataflow); err != nil {
+		return a, p, usageError{err}
+	}
+	a.DoubleBuffer = *f.double
+	if set["double-buffer"] && a.Dataflow == systolic.OutputStationary {
+		warn(stderr, "mxu", "--double-buffer has no effect with --dataflow os: output stationary keeps no stationary operand to preload")
+	}
+	a.BufferBytes = *f.buffer << 20
+	if *f.hbm {
+		a.HBMBytesPerCycle = p.HBMBytesPerCycle()
+	}
+	return a, p, nil
+}
+
+// writeMXUTrace writes a Perfetto trace of g on a to path.
+func writeMXUTrace(path string, a systolic.Array, g systolic.GEMM, cycles int64) error {
+	if cycles > systolic.MaxTraceCycles {
+		// checked before the file is created, so an existing one is kept
+		return bad("mxu: --trace %s: trace of %d cycles is too long (at most %d); try a smaller GEMM", path, cycles, systolic.MaxTraceCycles)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := systolic.WriteTrace(f, a, g); err != nil {
+		f.Close()
+		os.Remove(path)
+		return usageError{err}
+	}
+	return f.Close()
+}
+
+func mxuJSON(a systolic.Array, g systolic.GEMM, p systolic.Preset, compat systolic.Compat, simulated bool, r, cf systolic.Result) map[string]any {
+	return map[string]any{
+		"gemm": map[string]int{"m": g.M, "k": g.K, "n": g.N}, "array": map[string]int{"rows": a.Rows, "cols": a.Cols},
+		"dataflow": a.Dataflow, "double_buffer": a.DoubleBuffer, "simulated": simulated, "compat": compat,
+		"cycles": r.Cycles, "closed_form_cycles": cf.Cycles, "stall_cycles": r.StallCycles, "hbm_stall_cycles": r.HBMStalls,
+		"load_stall_cycles": r.LoadStalls, "folds": r.Folds, "macs": r.MACs, "utilization_fraction": r.Utilization(),
+		"mapping_efficiency_fraction": systolic.MappingEfficiency(a.Dataflow, g, a.Rows, a.Cols),
+		"buffer_accesses": map[string]int64{"a_reads": r.Buffer.AReads, "b_reads": r.Buffer.BReads,
+			"c_writes": r.Buffer.CWrites, "c_reads": r.Buffer.CReads},
+		"weight_reads_while_streaming": r.WeightReadsWhileStreaming,
+		"hbm_read_bytes":               r.HBMReadBytes, "hbm_write_bytes": r.HBMWriteBytes,
+		"hbm_bytes_per_cycle": a.HBMBytesPerCycle, "clock_hz": p.ClockHz, "time_one_mxu_s": float64(r.Cycles) / p.ClockHz,
+	}
+}
+
+func writeMXUText(w io.Writer, a systolic.Array, g systolic.GEMM, p systolic.Preset, compat systolic.Compat, simulated bool, r, cf systolic.Result) error {
+	mapping := systolic.MappingEfficiency(a.Dataflow, g, a.Rows, a.Cols)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "GEMM\t%d x %d x %d (%d MACs)\n", g.M, g.K, g.N, g.MACs())
 	fmt.Fprintf(tw, "array\t%dx%d, %s, double buffer %v (%s)\n", a.Rows, a.Cols, a.Dataflow, a.DoubleBuffer, p)
 	how, cfName := "cycle-level simulation", "closed form"
