@@ -253,35 +253,10 @@ func (s *Sim) Step() bool {
 	ph := s.ph
 	switch s.ph {
 	case phaseWait:
-		ready := float64(s.cycle) >= s.ready[s.f]
-		if s.shadowBusy {
-			ready = ready && s.cycle >= s.shadowStart+int64(fd.sr)
-		}
-		if !ready {
-			s.res.StallCycles++
-			if float64(s.cycle) < s.ready[s.f] {
-				s.res.HBMStalls++
-			} else {
-				s.res.LoadStalls++
-			}
+		if !s.wait(fd) {
 			break
 		}
-		// ready: start this fold without spending the cycle here
-		switch {
-		case s.a.Dataflow == OutputStationary:
-			s.enter(phaseStream)
-		case s.shadowBusy: // double-buffered tile already in the shadow registers
-			s.shadowBusy = false
-			if s.a.Dataflow == WeightStationary {
-				s.res.Buffer.BReads += int64(fd.sr) * int64(fd.sc)
-			} else {
-				s.res.Buffer.AReads += int64(fd.sr) * int64(fd.sc)
-			}
-			s.enter(phaseStream)
-		default:
-			s.enter(phaseLoad)
-		}
-		return s.Step()
+		return s.Step() // the fold starts without spending the cycle here
 	case phaseLoad:
 		// one row of the stationary tile shifts in per cycle
 		if s.ws {
@@ -322,6 +297,39 @@ func (s *Sim) Step() bool {
 	s.res.Cycles = s.cycle
 	if s.Observe != nil {
 		s.Observe(s.cycle-1, s.f, ph.String(), macs)
+	}
+	return true
+}
+
+// wait spends a waiting cycle, counting the stall, or, when the fold's
+// data and stationary tile are ready, starts the fold and reports true.
+func (s *Sim) wait(fd fold) bool {
+	ready := float64(s.cycle) >= s.ready[s.f]
+	if s.shadowBusy {
+		ready = ready && s.cycle >= s.shadowStart+int64(fd.sr)
+	}
+	if !ready {
+		s.res.StallCycles++
+		if float64(s.cycle) < s.ready[s.f] {
+			s.res.HBMStalls++
+		} else {
+			s.res.LoadStalls++
+		}
+		return false
+	}
+	switch {
+	case s.a.Dataflow == OutputStationary:
+		s.enter(phaseStream)
+	case s.shadowBusy: // double-buffered tile already in the shadow registers
+		s.shadowBusy = false
+		if s.a.Dataflow == WeightStationary {
+			s.res.Buffer.BReads += int64(fd.sr) * int64(fd.sc)
+		} else {
+			s.res.Buffer.AReads += int64(fd.sr) * int64(fd.sc)
+		}
+		s.enter(phaseStream)
+	default:
+		s.enter(phaseLoad)
 	}
 	return true
 }

@@ -118,6 +118,10 @@ const foreign = `performance.getEntriesByType("resource").map(function (e) { ret
 	return n.indexOf(location.origin + "/") !== 0;
 })`
 
+// TestBrowser drives the page in headless Chromium: the default job and its
+// charts, sorting, hover, the MaxText download, a shared URL, a bad spec,
+// and the offline report. It is over 80 lines because it is one browser
+// session whose steps each start from the page the previous one left.
 func TestBrowser(t *testing.T) {
 	ctx := newBrowser(t, 50*time.Second)
 	h := New(Config{})
