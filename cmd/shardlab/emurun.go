@@ -225,7 +225,20 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
-		return trainError(err, *f.ckptDir)
+		var re *emu.ResumeError
+		refused := errors.As(err, &re)
+		err = trainError(err, *f.ckptDir)
+		if job != nil && refused {
+			// Every rank reaches this refusal together. Each says it, and
+			// none exits before all have: mpirun ends the job when the first
+			// rank exits non-zero, and a rank still writing would be cut off.
+			fmt.Fprintf(stderr, "shardlab: %s\n", oneLine(err.Error()))
+			if berr := job.Barrier(); berr != nil {
+				return berr
+			}
+			return reportedError{err: err, code: exitUsage}
+		}
+		return err
 	}
 	return f.report(tc, res, *wall, job, stdout)
 }

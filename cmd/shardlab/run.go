@@ -131,6 +131,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
+	var reported reportedError
+	if errors.As(err, &reported) {
+		return reported.code
+	}
 	fmt.Fprintf(stderr, "shardlab: %s\n", oneLine(err.Error()))
 	var stopped *mpi.StoppedError
 	switch {
@@ -141,6 +145,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return exitError
 }
+
+// reportedError is an error the command has already written to stderr; it
+// only sets the exit status.
+type reportedError struct {
+	err  error
+	code int
+}
+
+func (e reportedError) Error() string { return e.err.Error() }
+func (e reportedError) Unwrap() error { return e.err }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 

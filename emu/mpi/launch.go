@@ -25,6 +25,8 @@ type Job struct {
 	BytesTo func() []int64
 	// Gather collects b from every rank at rank 0.
 	Gather func(b []byte) ([][]byte, error)
+	// Barrier waits for every rank.
+	Barrier func() error
 	// Stopped delivers a *StoppedError when a peer rank goes silent; the
 	// devices waiting on it stay blocked, and Close then returns at once
 	// (MPI_Finalize would wait for the silent rank): end the process.

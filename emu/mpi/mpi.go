@@ -246,6 +246,7 @@ func Connect(hosts, perHost int, timeout time.Duration) (*Job, error) {
 			return out
 		},
 		Gather:  w.GatherBytes,
+		Barrier: w.Barrier,
 		Stopped: t.Stopped(),
 		Close: func() {
 			if t.Failed() {
