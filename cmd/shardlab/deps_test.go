@@ -12,7 +12,7 @@ import (
 // no os, net or flag (I/O lives in cmd), depend on nothing under cmd/, and
 // read no wall clock.
 func TestCorePackagesArePure(t *testing.T) {
-	core := []string{"unit", "hw", "model", "mesh", "collective", "schedule", "systolic", "infeed", "trace", "cost", "plan", "export", "emu"}
+	core := []string{"unit", "hw", "model", "mesh", "collective", "schedule", "systolic", "infeed", "trace", "cost", "plan", "inference", "export", "emu"}
 	for _, pkg := range core {
 		path := "shardlab/" + pkg
 		out, err := exec.Command("go", "list", "-f", "{{join .Imports \" \"}}", path).Output()
