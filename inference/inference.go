@@ -83,13 +83,14 @@ func (e *FieldError) Error() string {
 func (e *FieldError) Unwrap() error { return ErrBadValue }
 
 // ParseDtype reads a format for field ("weights" or "kv_cache"), in any
-// case; weights accept bf16, fp8 and int8, the KV cache bf16 and fp8.
+// case; weights accept bf16, fp8 and int8, the KV cache (field
+// "kv_cache_dtype") bf16 and fp8.
 func ParseDtype(field, s string) (Dtype, error) {
 	v := Dtype(strings.ToLower(strings.TrimSpace(s)))
-	ok := v == BF16 || v == FP8 || (v == Int8 && field != "kv_cache")
+	ok := v == BF16 || v == FP8 || (v == Int8 && field != "kv_cache_dtype")
 	if !ok {
 		want := "bf16, fp8 or int8"
-		if field == "kv_cache" {
+		if field == "kv_cache_dtype" {
 			want = "bf16 or fp8"
 		}
 		return "", &FieldError{Field: field, Value: strconv.Quote(s), Want: want}
@@ -153,20 +154,23 @@ func NewRequest(r Request) (Request, error) {
 	bad := func(field string, v int, want string) error {
 		return &FieldError{Field: field, Value: strconv.Itoa(v), Want: want}
 	}
-	if r.MaxModelLen < 1 || r.MaxModelLen > r.Model.SeqLen {
-		return Request{}, bad("max_model_len", r.MaxModelLen, fmt.Sprintf("1 to %d (%s's context)", r.Model.SeqLen, r.Model.Name))
+	if r.MaxModelLen < 2 || r.MaxModelLen > r.Model.SeqLen {
+		return Request{}, bad("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (%s's context)", r.Model.SeqLen, r.Model.Name))
 	}
 	if r.Concurrency < 1 || r.Concurrency > MaxConcurrency {
 		return Request{}, bad("concurrency", r.Concurrency, fmt.Sprintf("1 to %d sequences", MaxConcurrency))
 	}
-	if r.PromptLen < 1 || r.OutputLen < 1 || r.PromptLen+r.OutputLen > r.MaxModelLen {
-		return Request{}, bad("prompt_len+output_len", r.PromptLen+r.OutputLen, fmt.Sprintf("each at least 1 and together at most max_model_len (%d)", r.MaxModelLen))
+	if r.PromptLen < 1 || r.PromptLen >= r.MaxModelLen {
+		return Request{}, bad("prompt_len", r.PromptLen, fmt.Sprintf("1 to %d (max_model_len less one output token)", r.MaxModelLen-1))
+	}
+	if r.OutputLen < 1 || r.PromptLen+r.OutputLen > r.MaxModelLen {
+		return Request{}, bad("output_len", r.OutputLen, fmt.Sprintf("1 to %d (max_model_len %d less prompt_len %d)", r.MaxModelLen-r.PromptLen, r.MaxModelLen, r.PromptLen))
 	}
 	for _, d := range []struct {
 		field string
 		v     *Dtype
 		def   Dtype
-	}{{"weights", &r.Weights, BF16}, {"kv_cache", &r.KVCache, BF16}} {
+	}{{"weights", &r.Weights, BF16}, {"kv_cache_dtype", &r.KVCache, BF16}} {
 		if *d.v == "" {
 			*d.v = d.def
 		}

@@ -207,13 +207,13 @@ func TestNewRequestErrors(t *testing.T) {
 	}{
 		{"tp above kv heads", func(r *Request) { r.TP = 16; r.Slice = slice(t, "tpu7x-16") }, []string{"tensor_parallel_size 16", "1, 2, 4, 8"}},
 		{"tp not dividing", func(r *Request) { r.TP = 3 }, []string{"tensor_parallel_size 3"}},
-		{"max model len", func(r *Request) { r.MaxModelLen = 8193 }, []string{"max_model_len 8193", "1 to 8192"}},
+		{"max model len", func(r *Request) { r.MaxModelLen = 8193 }, []string{"max_model_len 8193", "2 to 8192"}},
 		{"zero concurrency", func(r *Request) { r.Concurrency = 0 }, []string{"concurrency 0"}},
 		{"nan utilization", func(r *Request) { r.MemoryUtilization = math.NaN() }, []string{"gpu_memory_utilization NaN", "(0, 1]"}},
 		{"inf utilization", func(r *Request) { r.MemoryUtilization = math.Inf(1) }, []string{"gpu_memory_utilization +Inf"}},
-		{"int8 kv", func(r *Request) { r.KVCache = Int8 }, []string{"kv_cache \"int8\"", "bf16 or fp8"}},
+		{"int8 kv", func(r *Request) { r.KVCache = Int8 }, []string{"kv_cache_dtype \"int8\"", "bf16 or fp8"}},
 		{"v5p", func(r *Request) { r.Slice = slice(t, "v5p-8") }, []string{"tpu v5p", "tpu7x"}},
-		{"too long", func(r *Request) { r.PromptLen = 8000; r.OutputLen = 500 }, []string{"prompt_len+output_len 8500"}},
+		{"too long", func(r *Request) { r.PromptLen = 8000; r.OutputLen = 500 }, []string{"output_len 500", "1 to 192"}},
 	} {
 		r := base
 		c.edit(&r)
@@ -236,7 +236,7 @@ func TestNewRequestErrors(t *testing.T) {
 func FuzzParseDtype(f *testing.F) {
 	for _, s := range []string{"bf16", "FP8", " int8 ", "fp16", ""} {
 		f.Add("weights", s)
-		f.Add("kv_cache", s)
+		f.Add("kv_cache_dtype", s)
 	}
 	f.Fuzz(func(t *testing.T, field, s string) {
 		d, err := ParseDtype(field, s)

@@ -27,6 +27,7 @@ var jsonCommands = [][]string{
 	{"run", "--synthetic", "--steps", "2", "--seq", "16", "--d-model", "32", "--d-ff", "64", "--batch", "8", "--json"},
 	{"run", "--synthetic", "--steps", "1", "--seq", "16", "--d-model", "32", "--d-ff", "64", "--batch", "8",
 		"--tpu", "v5litepod-4", "--slices", "1", "--mesh", "pipeline=2,data=2", "--json"},
+	{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--json"},
 	{"hw", "list", "--json"},
 	{"hw", "show", "v5p", "--json"},
 	{"hw", "show", "v5p-128", "--json"},
@@ -91,7 +92,7 @@ func TestJSONKeys(t *testing.T) {
 		})
 	}
 	var missing []string
-	for _, c := range []string{"plan", "mxu", "mxu compare", "infeed", "run", "hw list", "hw show", "model list", "model show"} {
+	for _, c := range []string{"plan", "mxu", "mxu compare", "infeed", "inference", "run", "hw list", "hw show", "model list", "model show"} {
 		if !covered[c] {
 			missing = append(missing, c)
 		}

@@ -37,6 +37,8 @@ func TestGolden(t *testing.T) {
 		{"infeed_default", []string{"infeed", "--tpu", "tpu7x", "--vcpus", "224", "--example-cost", "2ms", "--batch", "256"}},
 		{"infeed_node0_json", []string{"infeed", "--vcpus", "16", "--numa", "node0", "--steps", "20", "--json"}},
 		{"plan_input_check", []string{"plan", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--example-cost", "2ms", "--top", "1"}},
+		{"inference_70b_tpu7x-8", []string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192"}},
+		{"inference_70b_tpu7x-8_json", []string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--json"}},
 		{"hw_list", []string{"hw", "list"}},
 		{"hw_show_tpu7x", []string{"hw", "show", "tpu7x"}},
 		{"hw_show_v5p-128", []string{"hw", "show", "v5p-128"}},
