@@ -52,3 +52,21 @@ func TestInferenceBadInput(t *testing.T) {
 		t.Errorf("60000 sequences: exit %d, %q; want 1 and no layout fits", code, errOut)
 	}
 }
+
+// TestInferenceLatencyTarget: README says --max-itl 9ms moves the 70B
+// plan on tpu7x-8 from TP 4 on two chips to TP 8 on all four.
+func TestInferenceLatencyTarget(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		tp, chips float64
+	}{
+		{nil, 4, 2},
+		{[]string{"--max-itl", "9ms"}, 8, 4},
+	} {
+		args := append([]string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--json"}, c.args...)
+		l := decodeJSON(t, args...).(map[string]any)["layout"].(map[string]any)
+		if l["tensor_parallel_size"] != c.tp || l["chips"] != c.chips {
+			t.Errorf("shardlab %s: TP %v on %v chips, want TP %v on %v", strings.Join(args, " "), l["tensor_parallel_size"], l["chips"], c.tp, c.chips)
+		}
+	}
+}

@@ -90,3 +90,25 @@ func TestREADMEExampleIsTheCommand(t *testing.T) {
 		t.Errorf("README.md's plan example is not the start of the command's output\n--- command\n%s--- README\n%s", out, example)
 	}
 }
+
+// TestREADMEInferenceIsTheCommand holds README.md's serving example to
+// what `shardlab inference` prints.
+func TestREADMEInferenceIsTheCommand(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- inference example: go run ./cmd/shardlab inference --model llama3-70b --tpu tpu7x-8 --max-model-len 8192 -->\n```\n", "```\n<!-- end inference example -->"
+	s := string(readme)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatal("README.md has no inference example block")
+	}
+	out, errOut, code := runCmd("inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192")
+	if code != 0 {
+		t.Fatalf("inference: exit %d: %s", code, errOut)
+	}
+	if got := s[i+len(begin) : j]; got != out {
+		t.Errorf("README.md's inference example differs from the command's\n--- command\n%s\n--- README\n%s", out, got)
+	}
+}
