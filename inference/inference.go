@@ -109,6 +109,11 @@ type Request struct {
 	MaxModelLen int // tokens; 0: the model's
 	// Concurrency is the number of sequences decoding together.
 	Concurrency int
+	// RequestRate, when positive, replaces Concurrency: requests arrive at
+	// this rate per second and the concurrency is what Little's law gives,
+	// the rate times a request's time in the server (TTFT plus its output
+	// tokens at the inter-token latency), found per layout.
+	RequestRate float64
 	PromptLen   int // tokens per request
 	OutputLen   int // tokens per request
 	Weights     Dtype
@@ -130,6 +135,7 @@ type Request struct {
 const (
 	MaxTokens      = 1 << 21 // 2Mi tokens: longer than any catalog model's context
 	MaxConcurrency = 1 << 16
+	MaxRequestRate = 1 << 20
 )
 
 // NewRequest checks r and fills its defaults.
@@ -156,6 +162,12 @@ func NewRequest(r Request) (Request, error) {
 	}
 	if r.MaxModelLen < 2 || r.MaxModelLen > r.Model.SeqLen {
 		return Request{}, bad("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (%s's context)", r.Model.SeqLen, r.Model.Name))
+	}
+	if rr := r.RequestRate; math.IsNaN(rr) || math.IsInf(rr, 0) || rr < 0 || rr > MaxRequestRate {
+		return Request{}, &FieldError{Field: "request_rate", Value: strconv.FormatFloat(rr, 'g', -1, 64), Want: fmt.Sprintf("0 (use concurrency) or a finite rate up to %d requests/s", MaxRequestRate)}
+	}
+	if r.RequestRate > 0 {
+		r.Concurrency = 1 // a start; Search finds each layout's
 	}
 	if r.Concurrency < 1 || r.Concurrency > MaxConcurrency {
 		return Request{}, bad("concurrency", r.Concurrency, fmt.Sprintf("1 to %d sequences", MaxConcurrency))
@@ -312,11 +324,14 @@ type Memory struct {
 
 // Layout is one way to serve the model.
 type Layout struct {
-	TP       int    `json:"tensor_parallel_size"`
-	DP       int    `json:"data_parallel_size"`
-	Chips    int    `json:"chips"`
-	SeqsEach int    `json:"sequences_per_replica"`
-	Memory   Memory `json:"memory"`
+	TP       int `json:"tensor_parallel_size"`
+	DP       int `json:"data_parallel_size"`
+	Chips    int `json:"chips"`
+	SeqsEach int `json:"sequences_per_replica"`
+	// Concurrency is the sequences in the server across replicas: the
+	// request's, or what its request rate comes to on this layout.
+	Concurrency int    `json:"concurrency_sequences"`
+	Memory      Memory `json:"memory"`
 	// Fits: the requested concurrency fits in every replica's pages.
 	Fits bool `json:"fits"`
 	// The rooflines of one replica at its share of the concurrency.
@@ -352,6 +367,7 @@ func Estimate(r Request, tp, dp int) Layout {
 	per := c.JAXDevicesPerChip
 	l := Layout{TP: tp, DP: dp, Chips: ceilDiv(tp*dp, per)}
 	l.SeqsEach = ceilDiv(r.Concurrency, dp)
+	l.Concurrency = r.Concurrency
 	m := &l.Memory
 	m.Capacity = c.HBM / unit.Bytes(per)
 	m.Budget = unit.Bytes(float64(m.Capacity) * r.MemoryUtilization)
@@ -395,6 +411,30 @@ func Estimate(r Request, tp, dp int) Layout {
 	return l
 }
 
+// AtRate costs a layout at the concurrency Little's law gives for
+// r.RequestRate: N = rate × (TTFT + OutputLen × ITL(N)). The ITL grows
+// with N, so N is raised from 1 until it holds (at most MaxConcurrency;
+// beyond that the layout does not fit). The layout's Concurrency field
+// says what N came to.
+func AtRate(r Request, tp, dp int) Layout {
+	n := 1
+	for {
+		r.Concurrency = n
+		l := Estimate(r, tp, dp)
+		l.Concurrency = n
+		inServer := l.TTFT.Seconds() + float64(r.OutputLen)*l.ITL.Seconds()
+		need := int(math.Ceil(r.RequestRate * inServer))
+		if need <= n {
+			return l
+		}
+		if need > MaxConcurrency || !l.Fits {
+			l.Fits = false
+			return l
+		}
+		n = need
+	}
+}
+
 func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }
 
 // Search costs every layout on the request's TPU and chooses one: with a
@@ -412,6 +452,9 @@ func Search(r Request) (Plan, error) {
 	for _, tp := range tps {
 		for dp := 1; tp*dp <= devices; dp++ {
 			l := Estimate(r, tp, dp)
+			if r.RequestRate > 0 {
+				l = AtRate(r, tp, dp)
+			}
 			if l.Chips*c.JAXDevicesPerChip != l.Devices() && dp > 1 {
 				continue // replicas that would share a chip unevenly
 			}
@@ -438,6 +481,9 @@ func Search(r Request) (Plan, error) {
 			most = max(most, l.DP*l.Memory.MaxSeqs)
 		}
 		why := fmt.Sprintf("%d concurrent sequences of %d tokens do not fit on %s (at most %d do)", r.Concurrency, r.MaxModelLen, r.Slice.AcceleratorType(), most)
+		if r.RequestRate > 0 {
+			why = fmt.Sprintf("%g requests/s of %d+%d tokens need more sequences at once than fit on %s (at most %d do)", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
+		}
 		if r.MaxITL > 0 {
 			why += fmt.Sprintf(", or none meets the inter-token latency target %v", r.MaxITL)
 		}
@@ -448,7 +494,7 @@ func Search(r Request) (Plan, error) {
 	if r.MaxITL > 0 {
 		p.Reasons = append(p.Reasons, fmt.Sprintf("fewest chips (%d) whose inter-token latency %v meets the target %v", b.Chips, b.ITL.Round(time.Microsecond), r.MaxITL))
 	} else {
-		p.Reasons = append(p.Reasons, fmt.Sprintf("most output tokens/s per chip (%.0f) at %d concurrent sequences", b.PerChip, r.Concurrency))
+		p.Reasons = append(p.Reasons, fmt.Sprintf("most output tokens/s per chip (%.0f) at %d concurrent sequences", b.PerChip, b.Concurrency))
 	}
 	p.Reasons = append(p.Reasons, fmt.Sprintf("TP %d: %d of %d KV heads per device; each device holds %v of weights and pages for %d sequences of %d tokens",
 		b.TP, max(r.Model.KV()/b.TP, 1), r.Model.KV(), b.Memory.Weights, b.Memory.MaxSeqs, r.MaxModelLen))

@@ -251,3 +251,34 @@ func FuzzParseDtype(f *testing.F) {
 		}
 	})
 }
+
+// TestAtRate: the concurrency Little's law gives is the smallest N with
+// N ≥ rate × (TTFT + output × ITL(N)), checked against Estimate at N and
+// N−1.
+func TestAtRate(t *testing.T) {
+	r := request(t)
+	r.RequestRate = 2
+	r, err := NewRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inServer := func(n int) float64 {
+		q := r
+		q.Concurrency = n
+		l := Estimate(q, 8, 1)
+		return r.RequestRate * (l.TTFT.Seconds() + float64(r.OutputLen)*l.ITL.Seconds())
+	}
+	l := AtRate(r, 8, 1)
+	n := l.Concurrency
+	if !l.Fits || float64(n) < inServer(n) || (n > 1 && float64(n-1) >= inServer(n-1)) {
+		t.Errorf("AtRate(2/s) = %d sequences (fits %v): rate × time in server is %.2f at N and %.2f at N−1", n, l.Fits, inServer(n), inServer(n-1))
+	}
+	// 2 requests/s of 1024 output tokens at ~6 ms each stay ~12 s: ~25 in the server
+	if n < 10 || n > 40 {
+		t.Errorf("AtRate(2/s) = %d sequences, want about 25", n)
+	}
+	r.RequestRate = 1e5
+	if l := AtRate(r, 8, 1); l.Fits {
+		t.Errorf("100000 requests/s fit on one tpu7x-8 VM at %d sequences", l.Concurrency)
+	}
+}

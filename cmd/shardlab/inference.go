@@ -12,6 +12,7 @@ import (
 
 	"shardlab/export"
 	"shardlab/inference"
+	"shardlab/unit"
 )
 
 // inferenceFlags are the options of shardlab inference.
@@ -35,6 +36,8 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	fs.StringVar(&f.modelID, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: --model)")
 	intVar(fs, &r.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the model's", "longest sequence, prompt and output, in tokens")
 	intVar(fs, &r.Concurrency, "concurrency", 64, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
+	floatVar(fs, &r.RequestRate, "request-rate", 0, floatFlag{lo: 0.001, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
+		"arrival rate of requests; the concurrency is then what Little's law gives on each layout")
 	intVar(fs, &r.PromptLen, "prompt-len", 1024, 1, inference.MaxTokens, "", "prompt tokens per request")
 	intVar(fs, &r.OutputLen, "output-len", 1024, 1, inference.MaxTokens, "", "output tokens per request")
 	choiceVar(fs, &f.weights, "weights", "bf16", []string{"bf16", "fp8", "int8"}, nil, "weight precision")
@@ -67,6 +70,9 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		slice = &s
+	}
+	if set := setFlags(fs); set["request-rate"] && set["concurrency"] && f.req.RequestRate > 0 {
+		return bad("inference: --concurrency and --request-rate both set; give one (the rate sets the concurrency)")
 	}
 	r := f.req
 	r.Model, r.Slice = spec, *slice
@@ -107,6 +113,7 @@ type servingJSON struct {
 	TPU         string       `json:"tpu"`
 	MaxModelLen int          `json:"max_model_len_tokens"`
 	Concurrency int          `json:"concurrency_sequences"`
+	RequestRate float64      `json:"request_rate_per_s,omitempty"`
 	PromptLen   int          `json:"prompt_len_tokens"`
 	OutputLen   int          `json:"output_len_tokens"`
 	Weights     string       `json:"weights_dtype"`
@@ -126,6 +133,7 @@ type layoutJSON struct {
 	Chips               int              `json:"chips"`
 	DevicesPerChip      int              `json:"jax_devices_per_chip"`
 	SeqsPerReplica      int              `json:"sequences_per_replica"`
+	Concurrency         int              `json:"concurrency_sequences"`
 	Fits                bool             `json:"fits"`
 	Memory              inference.Memory `json:"memory_per_device"`
 	TTFT                float64          `json:"ttft_s"`
@@ -142,7 +150,7 @@ type layoutJSON struct {
 func toLayoutJSON(p inference.Plan, l inference.Layout) layoutJSON {
 	return layoutJSON{
 		TP: l.TP, DP: l.DP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
-		SeqsPerReplica: l.SeqsEach, Fits: l.Fits, Memory: l.Memory,
+		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, Memory: l.Memory,
 		TTFT: l.TTFT.Seconds(), ITL: l.ITL.Seconds(),
 		PrefillCompute: l.PrefillCompute.Seconds(), PrefillAllReduce: l.PrefillAllReduce.Seconds(),
 		DecodeMemory: l.DecodeMemory.Seconds(), DecodeCompute: l.DecodeCompute.Seconds(), DecodeAllReduce: l.DecodeAllReduce.Seconds(),
@@ -153,7 +161,7 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) layoutJSON {
 func inferenceJSON(p inference.Plan, cmd []string) servingJSON {
 	r := p.Request
 	out := servingJSON{
-		Model: r.Model.Name, TPU: r.Slice.AcceleratorType(), MaxModelLen: r.MaxModelLen, Concurrency: r.Concurrency,
+		Model: r.Model.Name, TPU: r.Slice.AcceleratorType(), MaxModelLen: r.MaxModelLen, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate,
 		PromptLen: r.PromptLen, OutputLen: r.OutputLen, Weights: string(r.Weights), KVCache: string(r.KVCache),
 		Utilization: r.MemoryUtilization, Layout: toLayoutJSON(p, p.Best),
 		Reasons: append([]string{}, p.Reasons...), Warnings: append([]string{}, p.Warnings...),
@@ -168,9 +176,13 @@ func inferenceJSON(p inference.Plan, cmd []string) servingJSON {
 func writeInference(w io.Writer, p inference.Plan, cmd []string) error {
 	r, b := p.Request, p.Best
 	m := b.Memory
-	fmt.Fprintf(w, "serving %s on %s (%d chips, %d JAX devices a chip): max model len %d, %d concurrent sequences of %d+%d tokens, weights %s, KV cache %s\n\n",
-		r.Model.Name, r.Slice.AcceleratorType(), r.Slice.Chips(), r.Slice.Chip.JAXDevicesPerChip, r.MaxModelLen, r.Concurrency, r.PromptLen, r.OutputLen, r.Weights, r.KVCache)
-	fmt.Fprintf(w, "layout: tensor parallel %d × data parallel %d on %d chips, %d sequences per replica\n", b.TP, b.DP, b.Chips, b.SeqsEach)
+	load := fmt.Sprintf("%d concurrent sequences", b.Concurrency)
+	if r.RequestRate > 0 {
+		load = fmt.Sprintf("%g requests/s (%d sequences in the server on this layout)", r.RequestRate, b.Concurrency)
+	}
+	fmt.Fprintf(w, "serving %s on %s (%s, %s a chip): max model len %d, %s of %d+%d tokens, weights %s, KV cache %s\n\n",
+		r.Model.Name, r.Slice.AcceleratorType(), unit.Plural(r.Slice.Chips(), "chip"), unit.Plural(r.Slice.Chip.JAXDevicesPerChip, "JAX device"), r.MaxModelLen, load, r.PromptLen, r.OutputLen, r.Weights, r.KVCache)
+	fmt.Fprintf(w, "layout: tensor parallel %d × data parallel %d on %s, %d sequences per replica\n", b.TP, b.DP, unit.Plural(b.Chips, "chip"), b.SeqsEach)
 	for _, s := range p.Reasons {
 		fmt.Fprintf(w, "  - %s\n", s)
 	}

@@ -39,6 +39,9 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--tensor-parallel-size", "3"}, []string{"--tensor-parallel-size 3"}},
 		{[]string{"--max-model-len", "16384"}, []string{"--max-model-len 16384", "2 to 8192"}},
 		{[]string{"--concurrency", "0"}, []string{"--concurrency", `"0"`, "from 1 to"}},
+		{[]string{"--request-rate", "NaN"}, []string{"--request-rate", `"NaN"`, "requests/s"}},
+		{[]string{"--request-rate", "-1"}, []string{"--request-rate", `"-1"`}},
+		{[]string{"--request-rate", "2", "--concurrency", "8"}, []string{"--concurrency and --request-rate"}},
 		{[]string{"--gpu-memory-utilization", "NaN"}, []string{"--gpu-memory-utilization", `"NaN"`, "(0, 1]"}},
 		{[]string{"--gpu-memory-utilization", "Inf"}, []string{"--gpu-memory-utilization", `"Inf"`}},
 		{[]string{"--kv-cache-dtype", "int8"}, []string{"--kv-cache-dtype", `"int8"`, "bf16 or fp8"}},
@@ -62,6 +65,7 @@ func TestInferenceLatencyTarget(t *testing.T) {
 	}{
 		{nil, 4, 2},
 		{[]string{"--max-itl", "9ms"}, 8, 4},
+		{[]string{"--request-rate", "2", "--max-itl", "9ms"}, 8, 4},
 	} {
 		args := append([]string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--json"}, c.args...)
 		l := decodeJSON(t, args...).(map[string]any)["layout"].(map[string]any)

@@ -28,6 +28,7 @@ var jsonCommands = [][]string{
 	{"run", "--synthetic", "--steps", "1", "--seq", "16", "--d-model", "32", "--d-ff", "64", "--batch", "8",
 		"--tpu", "v5litepod-4", "--slices", "1", "--mesh", "pipeline=2,data=2", "--json"},
 	{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--json"},
+	{"inference", "--model", "llama3-8b", "--tpu", "v6e-8", "--request-rate", "5", "--weights", "int8", "--kv-cache-dtype", "fp8", "--json"},
 	{"hw", "list", "--json"},
 	{"hw", "show", "v5p", "--json"},
 	{"hw", "show", "v5p-128", "--json"},
