@@ -24,8 +24,9 @@
 //	[ti-bench] vllm-project/tpu-inference:.buildkite/benchmark/cases/daily/Llama-3.3-70B-dataset_mmlu-inlen_1800-outlen_128.json
 //	           (tensor-parallel-size 8 on v7x-8) and daily_qwen_llama_tpu7x_2.json (2 on v7x-2) @b8692ff0
 //
-// Hardware numbers come from package hw and collective times from package
-// collective; nothing here declares either.
+// Hardware numbers come from package hw. The ICI ring of a TP group comes
+// from package mesh, and collective times come from package collective.
+// Nothing here declares any of them.
 package inference
 
 import (
@@ -39,6 +40,7 @@ import (
 
 	"shardlab/collective"
 	"shardlab/hw"
+	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/unit"
 )
@@ -202,13 +204,13 @@ func NewRequest(r Request) (Request, error) {
 		return Request{}, &FieldError{Field: "max_itl", Value: r.MaxITL.String(), Want: "0 (no target) or a positive duration"}
 	}
 	if r.TP != 0 {
-		sizes := TPSizes(r.Model, r.Slice.Chips()*c.JAXDevicesPerChip)
+		sizes := TPSizes(r.Model, r.Slice)
 		found := false
 		for _, t := range sizes {
 			found = found || t == r.TP
 		}
 		if !found {
-			return Request{}, bad("tensor_parallel_size", r.TP, fmt.Sprintf("one of %s: it must divide the %d attention heads and, as tpu-inference shards the KV cache by head, divide the %d KV heads, fit the %d devices of %s",
+			return Request{}, bad("tensor_parallel_size", r.TP, fmt.Sprintf("one of %s: it must divide the %d attention heads and, as tpu-inference shards the KV cache by head, divide the %d KV heads, and fit the %d devices of %s in part of a chip or whole chips",
 				joinInts(sizes), r.Model.Heads, r.Model.KV(), r.Slice.Chips()*c.JAXDevicesPerChip, r.Slice.AcceleratorType()))
 		}
 	}
@@ -223,15 +225,19 @@ func joinInts(v []int) string {
 	return strings.Join(s, ", ")
 }
 
-// TPSizes are the tensor-parallel sizes, up to devices, whose shards each
-// hold whole KV heads: divisors of the KV heads (which also divide the
-// attention heads). tpu-inference would also replicate KV heads for a TP
-// that is a multiple of them [ti-shard], but then every further shard
-// holds a copy of the same KV cache, so the split stops at the KV heads.
-func TPSizes(m model.Spec, devices int) []int {
+// TPSizes are the tensor-parallel sizes, in JAX devices, that s can run
+// with shards holding whole KV heads: divisors of the KV heads (which also
+// divide the attention heads) that fit in s's devices and take either part
+// of one chip or whole chips that divide s's chips. tpu-inference would
+// also replicate KV heads for a TP that is a multiple of them [ti-shard].
+// Then every further shard holds a copy of the same KV cache, so the split
+// stops at the KV heads.
+func TPSizes(m model.Spec, s hw.Slice) []int {
+	per := s.Chip.JAXDevicesPerChip
 	var out []int
-	for t := 1; t <= min(m.KV(), devices); t++ {
-		if m.KV()%t == 0 && m.Heads%t == 0 {
+	for t := 1; t <= min(m.KV(), s.Chips()*per); t++ {
+		whole := t <= per || (t%per == 0 && s.Chips()%(t/per) == 0)
+		if m.KV()%t == 0 && m.Heads%t == 0 && whole {
 			out = append(out, t)
 		}
 	}
@@ -361,7 +367,10 @@ type Plan struct {
 // ErrNoFit is returned when no layout holds the requested concurrency.
 var ErrNoFit = errors.New("no layout fits")
 
-// Estimate costs one layout.
+// Estimate costs one layout of tp devices a replica and dp replicas. tp
+// must be one of TPSizes(r.Model, r.Slice) and tp·dp at most the slice's
+// devices (NewRequest and Search see to it); anything else is a bug and
+// panics.
 func Estimate(r Request, tp, dp int) Layout {
 	c := r.Slice.Chip
 	per := c.JAXDevicesPerChip
@@ -383,7 +392,21 @@ func Estimate(r Request, tp, dp int) Layout {
 	peak := float64(c.PeakBF16) / float64(per)
 	bw := float64(c.HBMBandwidth) / float64(per)
 	chips := ceilDiv(tp, per)
-	link := collective.Link{Bandwidth: 2 * c.ICILinkBandwidth, Hops: chips - 1, HopLatency: collective.ICIHopLatency}
+	link := collective.Link{HopLatency: collective.ICIHopLatency}
+	if chips > 1 {
+		// the ICI ring of a TP group is where package mesh places a
+		// tensor axis of that many chips on the slice
+		ms, err := hw.NewMultislice(r.Slice, 1, 0)
+		if err == nil {
+			var m mesh.Mesh
+			m, err = mesh.Parse(ms, fmt.Sprintf("tensor=%d,data=%d", chips, r.Slice.Chips()/chips))
+			ring := m.Link(mesh.Tensor)
+			link.Bandwidth, link.Hops = ring.Bandwidth, ring.Hops
+		}
+		if err != nil {
+			panic(fmt.Sprintf("inference: TP %d is not one of TPSizes on %s: %v", tp, r.Slice.AcceleratorType(), err))
+		}
+	}
 	allReduce := func(tokens int) time.Duration {
 		// two per layer: after the attention output and the MLP down
 		// projection; the devices of one chip share its HBM, so only
@@ -445,7 +468,7 @@ func Search(r Request) (Plan, error) {
 	c := r.Slice.Chip
 	devices := r.Slice.Chips() * c.JAXDevicesPerChip
 	p := Plan{Request: r}
-	tps := TPSizes(r.Model, devices)
+	tps := TPSizes(r.Model, r.Slice)
 	if r.TP != 0 {
 		tps = []int{r.TP}
 	}

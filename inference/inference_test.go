@@ -157,6 +157,13 @@ func TestDecodeRoofline(t *testing.T) {
 	if got := l.PerChip * float64(l.Chips); math.Abs(got-l.TokensPerSecond) > 1e-6 {
 		t.Errorf("per chip × chips = %g, want %g", got, l.TokensPerSecond)
 	}
+	// TP 8 is 4 chips, a 2x2 of tpu7x-8 (mesh: 200 GB/s, 2 hops, no
+	// wraparound). Two all-reduces a layer of 64 tokens × 8192 × 2 B =
+	// 1 MiB: each chip sends 2·3/4 MiB = 1,572,864 B in 7.864 µs, plus
+	// 2·2 hops of 1 µs, so 11.864 µs, and 160 of them take 1.898 ms.
+	if got, want := l.DecodeAllReduce, 160*11864*time.Nanosecond; got < want-160*time.Nanosecond || got > want+160*time.Nanosecond {
+		t.Errorf("TP 8 decode all-reduce = %v, want %v", got, want)
+	}
 	// one chip (TP 2) passes nothing over ICI
 	if l2 := Estimate(r, 2, 1); l2.DecodeAllReduce != 0 {
 		t.Errorf("TP 2 on one TPU7x chip: all-reduce %v over ICI, want 0", l2.DecodeAllReduce)
