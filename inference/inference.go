@@ -523,13 +523,20 @@ func Search(r Request) (Plan, error) {
 		b.TP, max(r.Model.KV()/b.TP, 1), r.Model.KV(), b.Memory.Weights, b.Memory.MaxSeqs, r.MaxModelLen))
 	hostDevices := c.Host.Chips * c.JAXDevicesPerChip
 	if b.Devices() <= hostDevices {
-		p.Reasons = append(p.Reasons, "single-host tensor and data parallelism: tested by tpu-inference (docs/includes/parallelism.md)")
+		tested := "single-host tensor and data parallelism: tested by tpu-inference (docs/includes/parallelism.md)"
+		if c.Generation == hw.TPU7x {
+			tested += "; its daily benchmarks run TP 2 on one TPU7x chip and TP 8 on a 4-chip VM (.buildkite/benchmark/cases/daily)" // [ti-bench]
+		}
+		p.Reasons = append(p.Reasons, tested)
 	} else {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%d devices span %d hosts: tpu-inference lists multi-host TP and DP as untested, only multi-host PP as passing (docs/includes/parallelism.md)", b.Devices(), ceilDiv(b.Devices(), hostDevices)))
 	}
 	if b.TP > KVUsefulSplit(r.Model, r.KVCache) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("TP %d is beyond the KV cache's useful split (%d = 2·%d KV heads / %d %s elements per 32-bit word): each device's page rows are padded to whole words, so a token's %s KV takes %v per device, as much as at TP %d",
 			b.TP, KVUsefulSplit(r.Model, r.KVCache), r.Model.KV(), r.KVCache.packing(), r.KVCache, r.KVCache, b.Memory.KVPerToken, KVUsefulSplit(r.Model, r.KVCache)))
+	}
+	if r.Weights != BF16 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s weights: vllm serve needs a %s checkpoint or tpu-inference's qwix quantization rules in --additional-config; the command below sets neither", r.Weights, r.Weights))
 	}
 	if b.DecodeCompute > b.DecodeMemory {
 		p.Warnings = append(p.Warnings, "decode is compute-bound at this concurrency: the ITL is the MXU roofline")
