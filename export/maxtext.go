@@ -1,6 +1,8 @@
 // Package export writes a planned layout in the language of the tools that
 // run it for real: a MaxText config (YAML, or the key=value arguments of
-// its trainer) and the xpk command that launches it on GKE. What is written
+// its trainer), the xpk command that launches it on GKE, the PyTorch/XLA
+// SPMD mesh and shardings, and a serving plan's `vllm serve` command line,
+// each checked against the target's own key, flag or API list. What is written
 // is what was costed; a plan the target cannot run as costed is refused
 // with an error that says what to change.
 //

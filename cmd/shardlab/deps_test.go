@@ -35,7 +35,7 @@ var layers = map[string][]string{
 	"plan":                      {"cost", "infeed"},
 	"validate":                  {"plan"},
 	"capacity":                  {"hw", "plan"},
-	"inference":                 {"hw", "model", "collective"},
+	"inference":                 {"hw", "model", "collective", "mesh"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus
 	"export":                    {"plan", "inference"},
 	"chart":                     {"plan"}, // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI
 	"web":                       {"plan", "capacity", "inference", "export", "chart"},

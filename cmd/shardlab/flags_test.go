@@ -248,6 +248,7 @@ func TestTPUEverywhere(t *testing.T) {
 		"export pytorch": {{"--tpu", "v5p"}, {"--tpu", "V5P-8"}},
 		"mxu":            {{"--tpu", "v6e", "--m", "64", "--k", "64", "--n", "64"}, {"--tpu", "v6e-8", "--m", "64", "--k", "64", "--n", "64"}},
 		"mxu compare":    {{"--tpu", "tpu7x", "--m", "64", "--k", "64", "--n", "64"}, {"--tpu", "tpu7x-8", "--m", "64", "--k", "64", "--n", "64"}},
+		"inference":      {{"--tpu", "TPU7x"}, {"--tpu", "tpu7x-8"}},
 		"infeed":         {{"--tpu", "Ironwood", "--steps", "4", "--sweep=false"}, {"--tpu", "tpu7x-8", "--steps", "4", "--sweep=false"}},
 		"capacity":       {{"--tpu", "TPU7X-256", "--days", "1"}, {"--tpu", "tpu7x-128", "--days", "1"}},
 		"run": {{"--tpu", "v5litepod", "--slices", "1", "--mesh", "data=4", "--steps", "1", "--synthetic", "--quiet"},

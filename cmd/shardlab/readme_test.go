@@ -128,3 +128,16 @@ func TestREADMEExportIsTheCommand(t *testing.T) {
 		t.Errorf("README.md's export example differs from shardlab %s\n--- command\n%s\n--- README\n%s", cmd, out, block)
 	}
 }
+
+// TestREADMEInferenceIsTheCommand holds README.md's serving example to
+// what `shardlab inference` prints.
+func TestREADMEInferenceIsTheCommand(t *testing.T) {
+	block := readmeBlock(t, "<!-- inference example: go run ./cmd/shardlab inference --model llama3-70b --tpu tpu7x-8 --max-model-len 8192 -->\n```\n", "```\n<!-- end inference example -->")
+	out, errOut, code := runCmd("inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192")
+	if code != 0 {
+		t.Fatalf("inference: exit %d: %s", code, errOut)
+	}
+	if block != out {
+		t.Errorf("README.md's inference example differs from the command's\n--- command\n%s\n--- README\n%s", out, block)
+	}
+}

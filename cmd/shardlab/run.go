@@ -37,6 +37,7 @@ usage:
   shardlab mxu [flags]             one GEMM on a systolic MXU, cycle by cycle
   shardlab mxu compare [flags]     the same GEMM on CPU, GPU and TPU execution models
   shardlab infeed [flags]          a host's input pipeline, event by event
+  shardlab inference [flags]       serve a model with vLLM tpu-inference: layout, HBM, latency, vllm serve
   shardlab run [flags]             train a small transformer on virtual chips with a layout
   shardlab capacity [flags]        place slices on a TPU reservation and simulate its goodput
   shardlab web [--addr HOST:PORT]  the planner in a browser, with charts (default 127.0.0.1:8080)
@@ -58,6 +59,7 @@ var commandFlags = map[string]func() *flag.FlagSet{
 	"mxu":            func() *flag.FlagSet { fs, _ := newMXUFlags(); return fs },
 	"mxu compare":    func() *flag.FlagSet { fs, _ := newMXUCompareFlags(); return fs },
 	"infeed":         func() *flag.FlagSet { fs, _ := newInfeedFlags(); return fs },
+	"inference":      func() *flag.FlagSet { fs, _ := newInferenceFlags(); return fs },
 	"run":            func() *flag.FlagSet { fs, _ := newRunFlags(); return fs },
 	"validate":       func() *flag.FlagSet { fs, _ := newValidateFlags(); return fs },
 	"capacity":       func() *flag.FlagSet { fs, _ := newCapacityFlags(); return fs },
@@ -100,6 +102,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runMXU(args[1:], stdout, stderr)
 	case "infeed":
 		err = runInfeed(args[1:], stdout, stderr)
+	case "inference":
+		err = runInference(args[1:], stdout, stderr)
 	case "run":
 		err = runEmu(args[1:], stdout, stderr)
 	case "validate":
@@ -123,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, version())
 		return exitOK
 	default:
-		err = bad("unknown command %q, want plan, export, run, capacity, web, validate, mxu, infeed, hw or model", args[0])
+		err = bad("unknown command %q, want plan, export, run, capacity, inference, web, validate, mxu, infeed, hw or model", args[0])
 	}
 	if err == nil {
 		return exitOK

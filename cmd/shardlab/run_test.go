@@ -45,6 +45,8 @@ func TestGolden(t *testing.T) {
 		{"plan_input_check", []string{"plan", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--example-cost", "2ms", "--top", "1"}},
 		{"capacity_8x256", []string{"capacity", "--model", "llama3-8b", "--tpu", "tpu7x-256", "--slices", "8", "--mode", "all-capacity", "--blocks", "1", "--spares", "2", "--days", "30"}},
 		{"capacity_managed_json", []string{"capacity", "--model", "llama3-8b", "--tpu", "tpu7x-256", "--slices", "8", "--mode", "managed", "--days", "180", "--checkpoint-every", "20m", "--json"}},
+		{"inference_70b_tpu7x-8", []string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192"}},
+		{"inference_70b_tpu7x-8_json", []string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--json"}},
 		{"hw_list", []string{"hw", "list"}},
 		{"hw_show_tpu7x", []string{"hw", "show", "tpu7x"}},
 		{"hw_show_v5p-128", []string{"hw", "show", "v5p-128"}},

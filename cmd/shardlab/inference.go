@@ -1,0 +1,211 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"shardlab/export"
+	"shardlab/inference"
+	"shardlab/unit"
+)
+
+// inferenceFlags are the options of shardlab inference.
+type inferenceFlags struct {
+	model, tpu, modelID string
+	req                 inference.Request
+	weights, kv         string
+	json                bool
+}
+
+// newInferenceFlags defines the flags of inference. The defaults are
+// vLLM's where it has one: gpu_memory_utilization 0.92 (vllm/config/cache.py
+// @002f10e0); the token budget 4096 is what tpu-inference's daily
+// benchmarks pass (.buildkite/benchmark/cases/daily/daily_qwen_llama_tpu7x_2.json @b8692ff0).
+func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
+	fs := flag.NewFlagSet("inference", flag.ContinueOnError)
+	f := &inferenceFlags{}
+	r := &f.req
+	fs.StringVar(&f.model, "model", "llama3-70b", "catalog model name or a YAML/JSON spec file of at most 1 MiB")
+	fs.StringVar(&f.tpu, "tpu", "tpu7x-8", "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16; a generation alone (tpu7x) is one VM")
+	fs.StringVar(&f.modelID, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: --model)")
+	intVar(fs, &r.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the model's", "longest sequence, prompt and output, in tokens")
+	intVar(fs, &r.Concurrency, "concurrency", 64, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
+	floatVar(fs, &r.RequestRate, "request-rate", 0, floatFlag{lo: 0.001, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
+		"arrival rate of requests; the concurrency is then what Little's law gives on each layout")
+	intVar(fs, &r.PromptLen, "prompt-len", 1024, 1, inference.MaxTokens, "", "prompt tokens per request")
+	intVar(fs, &r.OutputLen, "output-len", 1024, 1, inference.MaxTokens, "", "output tokens per request")
+	choiceVar(fs, &f.weights, "weights", "bf16", []string{"bf16", "fp8", "int8"}, nil, "weight precision")
+	choiceVar(fs, &f.kv, "kv-cache-dtype", "bf16", []string{"bf16", "fp8"}, nil, "KV cache precision (vllm --kv-cache-dtype auto or fp8)")
+	floatVar(fs, &r.MemoryUtilization, "gpu-memory-utilization", 0.92, floatFlag{lo: 0, hi: 1, loOpen: true}, "share of a device's HBM vLLM may fill (vllm's default 0.92)")
+	intVar(fs, &r.MaxNumBatchedTokens, "max-num-batched-tokens", 4096, 1, inference.MaxTokens, "", "the scheduler's tokens per step: the prefill chunk and activation buffers")
+	intVar(fs, &r.TP, "tensor-parallel-size", 0, 0, 1024, "0: search", "fix the tensor-parallel size, in JAX devices (TPU7x: 2 a chip)")
+	durationVar(fs, &r.MaxITL, "max-itl", 0, 0, time.Hour, "0: no target, the most tokens/s per chip",
+		"inter-token latency target: the fewest chips that meet it")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	return fs, f
+}
+
+func runInference(args []string, stdout, stderr io.Writer) error {
+	fs, f := newInferenceFlags()
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	spec, err := loadModel("--model", f.model)
+	if err != nil {
+		return err
+	}
+	chip, slice, err := parseTPU("--tpu", f.tpu)
+	if err != nil {
+		return err
+	}
+	if slice == nil {
+		s, err := hostSlice(chip)
+		if err != nil {
+			return err
+		}
+		slice = &s
+	}
+	if set := setFlags(fs); set["request-rate"] && set["concurrency"] && f.req.RequestRate > 0 {
+		return bad("inference: --concurrency and --request-rate both set; give one (the rate sets the concurrency)")
+	}
+	r := f.req
+	r.Model, r.Slice = spec, *slice
+	r.Weights, r.KVCache = inference.Dtype(f.weights), inference.Dtype(f.kv)
+	if r, err = inference.NewRequest(r); err != nil {
+		return inferenceError(err)
+	}
+	p, err := inference.Search(r)
+	if err != nil {
+		return err
+	}
+	id := f.modelID
+	if id == "" {
+		id = f.model
+	}
+	cmd := export.VLLMServe(p, id)
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(inferenceJSON(p, cmd))
+	}
+	return writeInference(stdout, p, cmd)
+}
+
+// inferenceError spells the request field an error of package inference
+// names as its flag: tensor_parallel_size → --tensor-parallel-size.
+func inferenceError(err error) error {
+	var fe *inference.FieldError
+	if errors.As(err, &fe) {
+		return usageError{fmt.Errorf("inference: --%s %s, want %s", strings.ReplaceAll(fe.Field, "_", "-"), fe.Value, fe.Want)}
+	}
+	return err
+}
+
+// servingJSON is inference --json. Keys carry their units.
+type servingJSON struct {
+	Model       string       `json:"model"`
+	TPU         string       `json:"tpu"`
+	MaxModelLen int          `json:"max_model_len_tokens"`
+	Concurrency int          `json:"concurrency_sequences"`
+	RequestRate float64      `json:"request_rate_per_s,omitempty"`
+	PromptLen   int          `json:"prompt_len_tokens"`
+	OutputLen   int          `json:"output_len_tokens"`
+	Weights     string       `json:"weights_dtype"`
+	KVCache     string       `json:"kv_cache_dtype"`
+	Utilization float64      `json:"gpu_memory_utilization_fraction"`
+	Layout      layoutJSON   `json:"layout"`
+	Layouts     []layoutJSON `json:"layouts"`
+	Reasons     []string     `json:"reasons"`
+	Warnings    []string     `json:"warnings"`
+	Command     []string     `json:"vllm_serve_args"`
+	CommandLine string       `json:"vllm_serve_command"`
+}
+
+type layoutJSON struct {
+	TP                  int              `json:"tensor_parallel_size"`
+	DP                  int              `json:"data_parallel_size"`
+	Chips               int              `json:"chips"`
+	DevicesPerChip      int              `json:"jax_devices_per_chip"`
+	SeqsPerReplica      int              `json:"sequences_per_replica"`
+	Concurrency         int              `json:"concurrency_sequences"`
+	Fits                bool             `json:"fits"`
+	Memory              inference.Memory `json:"memory_per_device"`
+	TTFT                float64          `json:"ttft_s"`
+	ITL                 float64          `json:"inter_token_latency_s"`
+	PrefillCompute      float64          `json:"prefill_compute_s"`
+	PrefillAllReduce    float64          `json:"prefill_all_reduce_s"`
+	DecodeMemory        float64          `json:"decode_hbm_s"`
+	DecodeCompute       float64          `json:"decode_compute_s"`
+	DecodeAllReduce     float64          `json:"decode_all_reduce_s"`
+	TokensPerSecond     float64          `json:"output_tokens_per_s"`
+	TokensPerSecondChip float64          `json:"output_tokens_per_s_per_chip"`
+}
+
+func toLayoutJSON(p inference.Plan, l inference.Layout) layoutJSON {
+	return layoutJSON{
+		TP: l.TP, DP: l.DP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
+		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, Memory: l.Memory,
+		TTFT: l.TTFT.Seconds(), ITL: l.ITL.Seconds(),
+		PrefillCompute: l.PrefillCompute.Seconds(), PrefillAllReduce: l.PrefillAllReduce.Seconds(),
+		DecodeMemory: l.DecodeMemory.Seconds(), DecodeCompute: l.DecodeCompute.Seconds(), DecodeAllReduce: l.DecodeAllReduce.Seconds(),
+		TokensPerSecond: l.TokensPerSecond, TokensPerSecondChip: l.PerChip,
+	}
+}
+
+func inferenceJSON(p inference.Plan, cmd []string) servingJSON {
+	r := p.Request
+	out := servingJSON{
+		Model: r.Model.Name, TPU: r.Slice.AcceleratorType(), MaxModelLen: r.MaxModelLen, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate,
+		PromptLen: r.PromptLen, OutputLen: r.OutputLen, Weights: string(r.Weights), KVCache: string(r.KVCache),
+		Utilization: r.MemoryUtilization, Layout: toLayoutJSON(p, p.Best),
+		Reasons: append([]string{}, p.Reasons...), Warnings: append([]string{}, p.Warnings...),
+		Command: cmd, CommandLine: export.ShellQuote(cmd),
+	}
+	for _, l := range p.Layouts {
+		out.Layouts = append(out.Layouts, toLayoutJSON(p, l))
+	}
+	return out
+}
+
+func writeInference(w io.Writer, p inference.Plan, cmd []string) error {
+	r, b := p.Request, p.Best
+	m := b.Memory
+	load := fmt.Sprintf("%d concurrent sequences", b.Concurrency)
+	if r.RequestRate > 0 {
+		load = fmt.Sprintf("%g requests/s (%d sequences in the server on this layout)", r.RequestRate, b.Concurrency)
+	}
+	fmt.Fprintf(w, "serving %s on %s (%s, %s a chip): max model len %d, %s of %d+%d tokens, weights %s, KV cache %s\n\n",
+		r.Model.Name, r.Slice.AcceleratorType(), unit.Plural(r.Slice.Chips(), "chip"), unit.Plural(r.Slice.Chip.JAXDevicesPerChip, "JAX device"), r.MaxModelLen, load, r.PromptLen, r.OutputLen, r.Weights, r.KVCache)
+	fmt.Fprintf(w, "layout: tensor parallel %d × data parallel %d on %s, %d sequences per replica\n", b.TP, b.DP, unit.Plural(b.Chips, "chip"), b.SeqsEach)
+	for _, s := range p.Reasons {
+		fmt.Fprintf(w, "  - %s\n", s)
+	}
+	for _, s := range p.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", s)
+	}
+	fmt.Fprintf(w, "\nHBM per device: %v × %g = %v: weights %v, activations %v, KV cache %v\n",
+		m.Capacity, r.MemoryUtilization, m.Budget, m.Weights, m.Activations, m.KVCache)
+	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all)\n",
+		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP)
+	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (prefill %v, all-reduce %v); inter-token %v (HBM %v, MXU %v, all-reduce %v)\n",
+		ms(b.TTFT), ms(b.PrefillCompute), ms(b.PrefillAllReduce), ms(b.ITL), ms(b.DecodeMemory), ms(b.DecodeCompute), ms(b.DecodeAllReduce))
+	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n\n", b.TokensPerSecond, b.PerChip)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "TP\tDP\tchips\tfits\tmax seqs\tTTFT\tITL\ttok/s/chip\t")
+	for _, l := range p.Layouts {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%v\t%d\t%v\t%v\t%.0f\t\n", l.TP, l.DP, l.Chips, l.Fits, l.DP*l.Memory.MaxSeqs, ms(l.TTFT), ms(l.ITL), l.PerChip)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", export.ShellQuote(cmd))
+	return err
+}
+
+func ms(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }

@@ -1,0 +1,48 @@
+package export
+
+import (
+	"strconv"
+	"strings"
+
+	"shardlab/inference"
+)
+
+// VLLMServe is the `vllm serve` command line that runs a serving plan with
+// the tpu-inference backend, one argument a string: the model (modelID,
+// a Hugging Face repository or a local path), the tensor- and
+// data-parallel sizes, the maximum model length, the scheduler's sequence
+// and token budgets, the KV cache's dtype and page size, and the HBM
+// share. The option names are vLLM's (testdata/vllm_serve_options.txt).
+func VLLMServe(p inference.Plan, modelID string) []string {
+	r, b := p.Request, p.Best
+	kv := "auto" // the model's dtype: bf16
+	if r.KVCache == inference.FP8 {
+		kv = "fp8"
+	}
+	itoa := strconv.Itoa
+	args := []string{"vllm", "serve", modelID,
+		"--tensor-parallel-size", itoa(b.TP),
+		"--data-parallel-size", itoa(b.DP),
+		"--max-model-len", itoa(r.MaxModelLen),
+		"--max-num-seqs", itoa(b.SeqsEach),
+		"--max-num-batched-tokens", itoa(r.MaxNumBatchedTokens),
+		"--kv-cache-dtype", kv,
+		"--block-size", itoa(b.Memory.BlockSize),
+		"--gpu-memory-utilization", strconv.FormatFloat(r.MemoryUtilization, 'g', -1, 64),
+	}
+	return args
+}
+
+// ShellQuote joins a command line for a POSIX shell, quoting the
+// arguments that need it.
+func ShellQuote(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@+,") == "" {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
+}

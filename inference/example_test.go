@@ -1,0 +1,41 @@
+package inference_test
+
+import (
+	"fmt"
+
+	"shardlab/hw"
+	"shardlab/inference"
+	"shardlab/model"
+)
+
+func ExampleKVBytesPerToken() {
+	m, _ := model.Lookup("llama3-70b")
+	for _, kv := range []inference.Dtype{inference.BF16, inference.FP8} {
+		fmt.Printf("%s: %v per device at TP 8, %v at TP 4\n", kv,
+			inference.KVBytesPerToken(m, 8, kv), inference.KVBytesPerToken(m, 4, kv))
+	}
+	// Output:
+	// bf16: 40.0 KiB per device at TP 8, 80.0 KiB at TP 4
+	// fp8: 40.0 KiB per device at TP 8, 40.0 KiB at TP 4
+}
+
+func ExampleSearch() {
+	m, _ := model.Lookup("llama3-70b")
+	s, _ := hw.ParseAcceleratorType("tpu7x-8")
+	r, err := inference.NewRequest(inference.Request{
+		Model: m, Slice: s, MaxModelLen: 8192, Concurrency: 64, PromptLen: 1024, OutputLen: 1024,
+		MemoryUtilization: 0.9, MaxNumBatchedTokens: 4096,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, err := inference.Search(r)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("TP %d × DP %d on %d chips, up to %d sequences per replica\n", p.Best.TP, p.Best.DP, p.Best.Chips, p.Best.Memory.MaxSeqs)
+	// Output:
+	// TP 4 × DP 1 on 2 chips, up to 85 sequences per replica
+}

@@ -1,0 +1,545 @@
+// Package inference plans how to serve a decoder-only transformer with vLLM
+// and its TPU backend, tpu-inference: the layouts it can run (tensor
+// parallelism counted in JAX devices as tpu-inference counts them, data
+// parallelism of replicas), the HBM of one device (weights, the paged KV
+// cache in the attention kernel's layout, activations, the share
+// --gpu-memory-utilization leaves), the largest number of concurrent
+// sequences at the maximum model length, and the prefill (compute-bound)
+// and decode (HBM-bound) rooflines with the all-reduces of tensor
+// parallelism.
+//
+// Sources, cited as [tag] below:
+//
+//	[ti-kv]    vllm-project/tpu-inference:tpu_inference/kernels/ragged_paged_attention/v3/kernel.py
+//	           get_kv_cache_shape, get_dtype_packing @b8692ff0
+//	[ti-shard] vllm-project/tpu-inference:tpu_inference/runner/kv_cache.py get_kv_cache_shape_with_mesh;
+//	           tpu_inference/layers/vllm/custom_ops/linear.py (KV heads replicated when TP > KV heads);
+//	           tpu_inference/layers/common/sharding.py (the KV cache's useful split, 2·KV heads/packing) @b8692ff0
+//	[ti-info]  vllm-project/tpu-inference:tpu_inference/tpu_info.py get_num_cores_per_chip
+//	           (1 on v5litepod and v6e, else 2) @b8692ff0
+//	[ti-page]  vllm-project/tpu-inference:tpu_inference/layers/vllm/backends/flash_attn.py
+//	           get_page_size, get_min_page_size @b8692ff0
+//	[ti-par]   vllm-project/tpu-inference:docs/includes/parallelism.md @b8692ff0
+//	           (single-host TP, DP: passing; multi-host TP, DP: untested; PP: passing on both)
+//	[ti-bench] vllm-project/tpu-inference:.buildkite/benchmark/cases/daily/Llama-3.3-70B-dataset_mmlu-inlen_1800-outlen_128.json
+//	           (tensor-parallel-size 8 on v7x-8) and daily_qwen_llama_tpu7x_2.json (2 on v7x-2) @b8692ff0
+//
+// Hardware numbers come from package hw. The ICI ring of a TP group comes
+// from package mesh, and collective times come from package collective.
+// Nothing here declares any of them.
+package inference
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"shardlab/collective"
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/model"
+	"shardlab/unit"
+)
+
+// Dtype is the storage format of the weights or of the KV cache.
+type Dtype string
+
+// The formats.
+const (
+	BF16 Dtype = "bf16"
+	FP8  Dtype = "fp8"
+	Int8 Dtype = "int8"
+)
+
+// Bytes is the size of one element.
+func (d Dtype) Bytes() int {
+	if d == BF16 {
+		return 2
+	}
+	return 1
+}
+
+// packing is how many elements the attention kernel packs in one 32-bit
+// word: 32 / bits [ti-kv].
+func (d Dtype) packing() int { return 4 / d.Bytes() }
+
+// ErrBadValue is wrapped by every error about a request's value.
+var ErrBadValue = errors.New("bad value")
+
+// FieldError names the request field that is wrong, its value and what is
+// accepted.
+type FieldError struct {
+	Field string
+	Value string
+	Want  string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("inference: %s %s, want %s", e.Field, e.Value, e.Want)
+}
+
+func (e *FieldError) Unwrap() error { return ErrBadValue }
+
+// ParseDtype reads a format for field ("weights" or "kv_cache"), in any
+// case; weights accept bf16, fp8 and int8, the KV cache (field
+// "kv_cache_dtype") bf16 and fp8.
+func ParseDtype(field, s string) (Dtype, error) {
+	v := Dtype(strings.ToLower(strings.TrimSpace(s)))
+	ok := v == BF16 || v == FP8 || (v == Int8 && field != "kv_cache_dtype")
+	if !ok {
+		want := "bf16, fp8 or int8"
+		if field == "kv_cache_dtype" {
+			want = "bf16 or fp8"
+		}
+		return "", &FieldError{Field: field, Value: strconv.Quote(s), Want: want}
+	}
+	return v, nil
+}
+
+// Generations tpu-inference runs on and shardlab plans for.
+var Generations = []hw.Generation{hw.V5e, hw.V6e, hw.TPU7x}
+
+// Request is one serving question. NewRequest validates it.
+type Request struct {
+	Model model.Spec
+	// Slice is the TPU: its chips are the most a plan may use.
+	Slice       hw.Slice
+	MaxModelLen int // tokens; 0: the model's
+	// Concurrency is the number of sequences decoding together.
+	Concurrency int
+	// RequestRate, when positive, replaces Concurrency: requests arrive at
+	// this rate per second and the concurrency is what Little's law gives,
+	// the rate times a request's time in the server (TTFT plus its output
+	// tokens at the inter-token latency), found per layout.
+	RequestRate float64
+	PromptLen   int // tokens per request
+	OutputLen   int // tokens per request
+	Weights     Dtype
+	KVCache     Dtype
+	// MemoryUtilization is vLLM's gpu_memory_utilization: the share of a
+	// device's HBM vLLM may fill (weights, activations, KV cache).
+	MemoryUtilization float64
+	// MaxNumBatchedTokens is the scheduler's token budget per step: the
+	// longest prefill chunk and the size of the activation buffers.
+	MaxNumBatchedTokens int
+	// TP fixes the tensor-parallel size (0: search).
+	TP int
+	// MaxITL is the inter-token latency target (0: none; the plan then
+	// picks the most throughput per chip).
+	MaxITL time.Duration
+}
+
+// Limits on a request's counts.
+const (
+	MaxTokens      = 1 << 21 // 2Mi tokens: longer than any catalog model's context
+	MaxConcurrency = 1 << 16
+	MaxRequestRate = 1 << 20
+)
+
+// NewRequest checks r and fills its defaults.
+func NewRequest(r Request) (Request, error) {
+	if err := r.Model.Validate(); err != nil {
+		return Request{}, err
+	}
+	c := r.Slice.Chip
+	ok := false
+	for _, g := range Generations {
+		ok = ok || c.Generation == g
+	}
+	if !ok {
+		return Request{}, &FieldError{Field: "tpu", Value: string(c.Generation), Want: "v5e, v6e or tpu7x (the generations tpu-inference runs on)"}
+	}
+	if r.Slice.Chips() < 1 {
+		return Request{}, &FieldError{Field: "tpu", Value: string(c.Generation), Want: "an accelerator type with chips, e.g. tpu7x-8"}
+	}
+	if r.MaxModelLen == 0 {
+		r.MaxModelLen = r.Model.SeqLen
+	}
+	bad := func(field string, v int, want string) error {
+		return &FieldError{Field: field, Value: strconv.Itoa(v), Want: want}
+	}
+	if r.MaxModelLen < 2 || r.MaxModelLen > r.Model.SeqLen {
+		return Request{}, bad("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (%s's context)", r.Model.SeqLen, r.Model.Name))
+	}
+	if rr := r.RequestRate; math.IsNaN(rr) || math.IsInf(rr, 0) || rr < 0 || rr > MaxRequestRate {
+		return Request{}, &FieldError{Field: "request_rate", Value: strconv.FormatFloat(rr, 'g', -1, 64), Want: fmt.Sprintf("0 (use concurrency) or a finite rate up to %d requests/s", MaxRequestRate)}
+	}
+	if r.RequestRate > 0 {
+		r.Concurrency = 1 // a start; Search finds each layout's
+	}
+	if r.Concurrency < 1 || r.Concurrency > MaxConcurrency {
+		return Request{}, bad("concurrency", r.Concurrency, fmt.Sprintf("1 to %d sequences", MaxConcurrency))
+	}
+	if r.PromptLen < 1 || r.PromptLen >= r.MaxModelLen {
+		return Request{}, bad("prompt_len", r.PromptLen, fmt.Sprintf("1 to %d (max_model_len less one output token)", r.MaxModelLen-1))
+	}
+	if r.OutputLen < 1 || r.PromptLen+r.OutputLen > r.MaxModelLen {
+		return Request{}, bad("output_len", r.OutputLen, fmt.Sprintf("1 to %d (max_model_len %d less prompt_len %d)", r.MaxModelLen-r.PromptLen, r.MaxModelLen, r.PromptLen))
+	}
+	for _, d := range []struct {
+		field string
+		v     *Dtype
+		def   Dtype
+	}{{"weights", &r.Weights, BF16}, {"kv_cache_dtype", &r.KVCache, BF16}} {
+		if *d.v == "" {
+			*d.v = d.def
+		}
+		v, err := ParseDtype(d.field, string(*d.v))
+		if err != nil {
+			return Request{}, err
+		}
+		*d.v = v
+	}
+	if u := r.MemoryUtilization; math.IsNaN(u) || u <= 0 || u > 1 {
+		return Request{}, &FieldError{Field: "gpu_memory_utilization", Value: strconv.FormatFloat(u, 'g', -1, 64), Want: "a number in (0, 1]"}
+	}
+	if r.MaxNumBatchedTokens < 1 || r.MaxNumBatchedTokens > MaxTokens {
+		return Request{}, bad("max_num_batched_tokens", r.MaxNumBatchedTokens, fmt.Sprintf("1 to %d", MaxTokens))
+	}
+	if r.MaxITL < 0 {
+		return Request{}, &FieldError{Field: "max_itl", Value: r.MaxITL.String(), Want: "0 (no target) or a positive duration"}
+	}
+	if r.TP != 0 {
+		sizes := TPSizes(r.Model, r.Slice)
+		found := false
+		for _, t := range sizes {
+			found = found || t == r.TP
+		}
+		if !found {
+			return Request{}, bad("tensor_parallel_size", r.TP, fmt.Sprintf("one of %s: it must divide the %d attention heads and, as tpu-inference shards the KV cache by head, divide the %d KV heads, and fit the %d devices of %s in part of a chip or whole chips",
+				joinInts(sizes), r.Model.Heads, r.Model.KV(), r.Slice.Chips()*c.JAXDevicesPerChip, r.Slice.AcceleratorType()))
+		}
+	}
+	return r, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// TPSizes are the tensor-parallel sizes, in JAX devices, that s can run
+// with shards holding whole KV heads: divisors of the KV heads (which also
+// divide the attention heads) that fit in s's devices and take either part
+// of one chip or whole chips that divide s's chips. tpu-inference would
+// also replicate KV heads for a TP that is a multiple of them [ti-shard].
+// Then every further shard holds a copy of the same KV cache, so the split
+// stops at the KV heads.
+func TPSizes(m model.Spec, s hw.Slice) []int {
+	per := s.Chip.JAXDevicesPerChip
+	var out []int
+	for t := 1; t <= min(m.KV(), s.Chips()*per); t++ {
+		whole := t <= per || (t%per == 0 && s.Chips()%(t/per) == 0)
+		if m.KV()%t == 0 && m.Heads%t == 0 && whole {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// BlockSize is the page size tpu-inference picks when --block-size is not
+// given [ti-page]: 16 above 8192 tokens, else max-model-len rounded up to a
+// power of two over 16, held in [16, 256]; raised to the smallest page that
+// keeps maxNumSeqs sequences' page tables in SMEM.
+func BlockSize(maxModelLen, maxNumSeqs int) int {
+	page := 16
+	if maxModelLen <= 8192 {
+		page = min(max(nextPow2(maxModelLen)/16, 16), 256)
+	}
+	perReq := (1 << 20) / 2 / max(maxNumSeqs, 1) / 4
+	minPage := nextPow2(ceilDiv(maxModelLen, max(perReq, 1)))
+	return max(page, minPage)
+}
+
+func nextPow2(x int) int {
+	p := 1
+	for p < x {
+		p <<= 1
+	}
+	return p
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// KVBytesPerToken is what one token's keys and values take in one device's
+// KV cache with tensor parallelism tp, across all layers, in the kernel's
+// layout [ti-kv]: per layer a page row of align(2·h, p)/p words of p
+// packed elements, each align(head_dim, 128) wide, where h is the KV heads
+// of the shard (KV/tp, at least one) and p the dtype's packing.
+func KVBytesPerToken(m model.Spec, tp int, kv Dtype) unit.Bytes {
+	h := max(m.KV()/tp, 1)
+	p := kv.packing()
+	words := ceilDiv(2*h, p)
+	head := ceilDiv(m.Head(), 128) * 128
+	return unit.Bytes(m.Layers * words * p * head * kv.Bytes())
+}
+
+// KVUsefulSplit is the tensor-parallel size beyond which the KV cache of
+// one device stops shrinking: 2·KV heads / packing [ti-shard].
+func KVUsefulSplit(m model.Spec, kv Dtype) int {
+	return max(1, 2*m.KV()/kv.packing())
+}
+
+// WeightBytes is the weights one device of a tp-way replica holds: the
+// attention and MLP matrices and the vocabulary split tp ways, the key and
+// value projections of the shard's KV heads, norms replicated.
+func WeightBytes(m model.Spec, tp int, w Dtype) unit.Bytes {
+	p := m.ParamCount()
+	d, hd := int64(m.DModel), int64(m.Head())
+	kvProj := 2 * d * int64(max(m.KV()/tp, 1)) * hd
+	perLayer := (p.Attention-2*d*int64(m.KV())*hd)/int64(tp) + kvProj + p.MLP/int64(tp) + p.Norms
+	n := int64(p.Layers)*perLayer + (p.Embedding+p.Output)/int64(tp) + p.FinalNorm
+	return unit.Bytes(n * int64(w.Bytes()))
+}
+
+// ActivationBytes estimates the activation buffers of one device for a
+// step of tokens tokens and seqs sequences: the bf16 residual stream,
+// attention input and output and the MLP's intermediate (split tp ways),
+// and fp32 logits for each sequence's last token. An estimate, not
+// vLLM's profile.
+func ActivationBytes(m model.Spec, tp, tokens, seqs int) unit.Bytes {
+	ff := m.DFF
+	if m.GatedMLP {
+		ff *= 2
+	}
+	perTok := 2 * (3*m.DModel + ff/tp + (m.Heads+2*m.KV())*m.Head()/tp)
+	return unit.Bytes(tokens*perTok + seqs*4*ceilDiv(m.Vocab, tp))
+}
+
+// Memory is one device's HBM.
+type Memory struct {
+	Capacity    unit.Bytes `json:"capacity_bytes"`
+	Budget      unit.Bytes `json:"budget_bytes"` // capacity × gpu_memory_utilization
+	Weights     unit.Bytes `json:"weights_bytes"`
+	Activations unit.Bytes `json:"activations_bytes"`
+	KVCache     unit.Bytes `json:"kv_cache_bytes"` // what is left for pages
+	// KVPerToken is one token's KV on this device.
+	KVPerToken unit.Bytes `json:"kv_per_token_bytes"`
+	BlockSize  int        `json:"block_size_tokens"`
+	Pages      int        `json:"pages"`
+	// MaxSeqs is the most sequences of max-model-len tokens whose pages fit.
+	MaxSeqs int `json:"max_seqs_at_max_model_len"`
+}
+
+// Layout is one way to serve the model.
+type Layout struct {
+	TP       int `json:"tensor_parallel_size"`
+	DP       int `json:"data_parallel_size"`
+	Chips    int `json:"chips"`
+	SeqsEach int `json:"sequences_per_replica"`
+	// Concurrency is the sequences in the server across replicas: the
+	// request's, or what its request rate comes to on this layout.
+	Concurrency int    `json:"concurrency_sequences"`
+	Memory      Memory `json:"memory"`
+	// Fits: the requested concurrency fits in every replica's pages.
+	Fits bool `json:"fits"`
+	// The rooflines of one replica at its share of the concurrency.
+	TTFT             time.Duration `json:"-"`
+	ITL              time.Duration `json:"-"`
+	PrefillCompute   time.Duration `json:"-"`
+	DecodeMemory     time.Duration `json:"-"`
+	DecodeCompute    time.Duration `json:"-"`
+	DecodeAllReduce  time.Duration `json:"-"`
+	PrefillAllReduce time.Duration `json:"-"`
+	TokensPerSecond  float64       `json:"output_tokens_per_s"`
+	PerChip          float64       `json:"output_tokens_per_s_per_chip"`
+}
+
+// Devices is the JAX devices the layout uses.
+func (l Layout) Devices() int { return l.TP * l.DP }
+
+// Plan is the chosen layout, the others considered, and why.
+type Plan struct {
+	Request  Request
+	Best     Layout
+	Layouts  []Layout
+	Reasons  []string
+	Warnings []string
+}
+
+// ErrNoFit is returned when no layout holds the requested concurrency.
+var ErrNoFit = errors.New("no layout fits")
+
+// Estimate costs one layout of tp devices a replica and dp replicas. tp
+// must be one of TPSizes(r.Model, r.Slice) and tp·dp at most the slice's
+// devices (NewRequest and Search see to it); anything else is a bug and
+// panics.
+func Estimate(r Request, tp, dp int) Layout {
+	c := r.Slice.Chip
+	per := c.JAXDevicesPerChip
+	l := Layout{TP: tp, DP: dp, Chips: ceilDiv(tp*dp, per)}
+	l.SeqsEach = ceilDiv(r.Concurrency, dp)
+	l.Concurrency = r.Concurrency
+	m := &l.Memory
+	m.Capacity = c.HBM / unit.Bytes(per)
+	m.Budget = unit.Bytes(float64(m.Capacity) * r.MemoryUtilization)
+	m.Weights = WeightBytes(r.Model, tp, r.Weights)
+	m.Activations = ActivationBytes(r.Model, tp, r.MaxNumBatchedTokens, l.SeqsEach)
+	m.KVCache = max(m.Budget-m.Weights-m.Activations, 0)
+	m.KVPerToken = KVBytesPerToken(r.Model, tp, r.KVCache)
+	m.BlockSize = BlockSize(r.MaxModelLen, l.SeqsEach)
+	m.Pages = int(m.KVCache / (m.KVPerToken * unit.Bytes(m.BlockSize)))
+	m.MaxSeqs = m.Pages / ceilDiv(r.MaxModelLen, m.BlockSize)
+	l.Fits = m.MaxSeqs >= l.SeqsEach
+
+	peak := float64(c.PeakBF16) / float64(per)
+	bw := float64(c.HBMBandwidth) / float64(per)
+	chips := ceilDiv(tp, per)
+	link := collective.Link{HopLatency: hw.ICIHopLatency}
+	if chips > 1 {
+		// the ICI ring of a TP group is where package mesh places a
+		// tensor axis of that many chips on the slice
+		ms, err := hw.NewMultislice(r.Slice, 1, 0)
+		if err == nil {
+			var m mesh.Mesh
+			m, err = mesh.Parse(ms, fmt.Sprintf("tensor=%d,data=%d", chips, r.Slice.Chips()/chips))
+			ring := m.Link(mesh.Tensor)
+			link.Bandwidth, link.Hops = ring.Bandwidth, ring.Hops
+		}
+		if err != nil {
+			panic(fmt.Sprintf("inference: TP %d is not one of TPSizes on %s: %v", tp, r.Slice.AcceleratorType(), err))
+		}
+	}
+	allReduce := func(tokens int) time.Duration {
+		// two per layer: after the attention output and the MLP down
+		// projection; the devices of one chip share its HBM, so only
+		// the chips of the replica pass over ICI.
+		size := unit.Bytes(tokens * r.Model.DModel * 2)
+		return time.Duration(2*r.Model.Layers) * collective.Time(collective.AllReduce, chips, size, link)
+	}
+	matmul := 2 * float64(r.Model.MatmulParams()) / float64(tp)
+	// prefill of one prompt: compute-bound
+	P := r.PromptLen
+	attn := float64(r.Model.AttentionFLOPsPerToken(P)) / 2 / float64(tp) // causal: half the scores
+	l.PrefillCompute = seconds(float64(P) * (matmul + attn) / peak)
+	prefillMem := seconds(float64(m.Weights) / bw)
+	l.PrefillAllReduce = allReduce(P)
+	l.TTFT = max(l.PrefillCompute, prefillMem) + l.PrefillAllReduce
+	// decode step of SeqsEach sequences at their mean context
+	ctx := r.PromptLen + r.OutputLen/2
+	B := l.SeqsEach
+	l.DecodeMemory = seconds((float64(m.Weights) + float64(B*ctx)*float64(m.KVPerToken)) / bw)
+	l.DecodeCompute = seconds(float64(B) * (matmul + float64(r.Model.AttentionFLOPsPerToken(ctx))/float64(tp)) / peak)
+	l.DecodeAllReduce = allReduce(B)
+	l.ITL = max(l.DecodeMemory, l.DecodeCompute) + l.DecodeAllReduce
+	l.TokensPerSecond = float64(dp*B) / l.ITL.Seconds()
+	l.PerChip = l.TokensPerSecond / float64(l.Chips)
+	return l
+}
+
+// AtRate costs a layout at the concurrency Little's law gives for
+// r.RequestRate: N = rate × (TTFT + OutputLen × ITL(N)). The ITL grows
+// with N, so N is raised from 1 until it holds (at most MaxConcurrency;
+// beyond that the layout does not fit). The layout's Concurrency field
+// says what N came to.
+func AtRate(r Request, tp, dp int) Layout {
+	n := 1
+	for {
+		r.Concurrency = n
+		l := Estimate(r, tp, dp)
+		l.Concurrency = n
+		inServer := l.TTFT.Seconds() + float64(r.OutputLen)*l.ITL.Seconds()
+		need := int(math.Ceil(r.RequestRate * inServer))
+		if need <= n {
+			return l
+		}
+		if need > MaxConcurrency || !l.Fits {
+			l.Fits = false
+			return l
+		}
+		n = need
+	}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }
+
+// Search costs every layout on the request's TPU and chooses one: with a
+// latency target, the fewest chips that meet it (then the most tokens/s
+// per chip); without one, the most tokens/s per chip (then the fewest
+// chips).
+func Search(r Request) (Plan, error) {
+	c := r.Slice.Chip
+	devices := r.Slice.Chips() * c.JAXDevicesPerChip
+	p := Plan{Request: r}
+	tps := TPSizes(r.Model, r.Slice)
+	if r.TP != 0 {
+		tps = []int{r.TP}
+	}
+	for _, tp := range tps {
+		for dp := 1; tp*dp <= devices; dp++ {
+			l := Estimate(r, tp, dp)
+			if r.RequestRate > 0 {
+				l = AtRate(r, tp, dp)
+			}
+			if l.Chips*c.JAXDevicesPerChip != l.Devices() && dp > 1 {
+				continue // replicas that would share a chip unevenly
+			}
+			p.Layouts = append(p.Layouts, l)
+		}
+	}
+	ok := func(l Layout) bool { return l.Fits && (r.MaxITL == 0 || l.ITL <= r.MaxITL) }
+	sort.SliceStable(p.Layouts, func(i, j int) bool {
+		a, b := p.Layouts[i], p.Layouts[j]
+		if ok(a) != ok(b) {
+			return ok(a)
+		}
+		if r.MaxITL > 0 && a.Chips != b.Chips {
+			return a.Chips < b.Chips
+		}
+		if a.PerChip != b.PerChip {
+			return a.PerChip > b.PerChip
+		}
+		return a.Chips < b.Chips
+	})
+	if len(p.Layouts) == 0 || !ok(p.Layouts[0]) {
+		most := 0
+		for _, l := range p.Layouts {
+			most = max(most, l.DP*l.Memory.MaxSeqs)
+		}
+		why := fmt.Sprintf("%d concurrent sequences of %d tokens do not fit on %s (at most %d do)", r.Concurrency, r.MaxModelLen, r.Slice.AcceleratorType(), most)
+		if r.RequestRate > 0 {
+			why = fmt.Sprintf("%g requests/s of %d+%d tokens need more sequences at once than fit on %s (at most %d do)", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
+		}
+		if r.MaxITL > 0 {
+			why += fmt.Sprintf(", or none meets the inter-token latency target %v", r.MaxITL)
+		}
+		return p, fmt.Errorf("inference: %w: %s", ErrNoFit, why)
+	}
+	b := p.Layouts[0]
+	p.Best = b
+	if r.MaxITL > 0 {
+		p.Reasons = append(p.Reasons, fmt.Sprintf("fewest chips (%d) whose inter-token latency %v meets the target %v", b.Chips, b.ITL.Round(time.Microsecond), r.MaxITL))
+	} else {
+		p.Reasons = append(p.Reasons, fmt.Sprintf("most output tokens/s per chip (%.0f) at %d concurrent sequences", b.PerChip, b.Concurrency))
+	}
+	p.Reasons = append(p.Reasons, fmt.Sprintf("TP %d: %d of %d KV heads per device; each device holds %v of weights and pages for %d sequences of %d tokens",
+		b.TP, max(r.Model.KV()/b.TP, 1), r.Model.KV(), b.Memory.Weights, b.Memory.MaxSeqs, r.MaxModelLen))
+	hostDevices := c.Host.Chips * c.JAXDevicesPerChip
+	if b.Devices() <= hostDevices {
+		tested := "single-host tensor and data parallelism: tested by tpu-inference (docs/includes/parallelism.md)"
+		if c.Generation == hw.TPU7x {
+			tested += "; its daily benchmarks run TP 2 on one TPU7x chip and TP 8 on a 4-chip VM (.buildkite/benchmark/cases/daily)" // [ti-bench]
+		}
+		p.Reasons = append(p.Reasons, tested)
+	} else {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%d devices span %d hosts: tpu-inference lists multi-host TP and DP as untested, only multi-host PP as passing (docs/includes/parallelism.md)", b.Devices(), ceilDiv(b.Devices(), hostDevices)))
+	}
+	if b.TP > KVUsefulSplit(r.Model, r.KVCache) {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("TP %d is beyond the KV cache's useful split (%d = 2·%d KV heads / %d %s elements per 32-bit word): each device's page rows are padded to whole words, so a token's %s KV takes %v per device, as much as at TP %d",
+			b.TP, KVUsefulSplit(r.Model, r.KVCache), r.Model.KV(), r.KVCache.packing(), r.KVCache, r.KVCache, b.Memory.KVPerToken, KVUsefulSplit(r.Model, r.KVCache)))
+	}
+	if r.Weights != BF16 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s weights: vllm serve needs a %s checkpoint or tpu-inference's qwix quantization rules in --additional-config; the command below sets neither", r.Weights, r.Weights))
+	}
+	if b.DecodeCompute > b.DecodeMemory {
+		p.Warnings = append(p.Warnings, "decode is compute-bound at this concurrency: the ITL is the MXU roofline")
+	}
+	return p, nil
+}

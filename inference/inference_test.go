@@ -1,0 +1,291 @@
+package inference
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"shardlab/hw"
+	"shardlab/model"
+	"shardlab/unit"
+)
+
+func llama70B(t testing.TB) model.Spec {
+	m, ok := model.Lookup("llama3-70b")
+	if !ok {
+		t.Fatal("llama3-70b missing from the catalog")
+	}
+	return m
+}
+
+func slice(t testing.TB, name string) hw.Slice {
+	s, err := hw.ParseAcceleratorType(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func request(t testing.TB) Request {
+	r, err := NewRequest(Request{
+		Model: llama70B(t), Slice: slice(t, "tpu7x-8"), MaxModelLen: 8192,
+		Concurrency: 64, PromptLen: 1024, OutputLen: 1024,
+		MemoryUtilization: 0.9, MaxNumBatchedTokens: 4096,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestKVBytesPerToken: Llama 3 70B has 80 layers, 8 KV heads of width 128.
+// Unsharded, K and V take 2·8·128·80·2 B = 327,680 B (320 KiB) a token in
+// bf16. With TP 8 each device holds one KV head: one 32-bit word row of two
+// bf16 (K and V) × 128 lanes × 2 B = 512 B a layer, 40 KiB a token, and
+// the eight devices together hold the 320 KiB. In fp8 the kernel packs four
+// elements per word, but K and V of one head fill only two of them, so the
+// row is padded to four: 4 × 128 × 1 B = 512 B, no saving over bf16. With
+// TP 4 (two heads, four elements) fp8 fills its words: 512 B a layer, half
+// of bf16's 1024 B.
+func TestKVBytesPerToken(t *testing.T) {
+	m := llama70B(t)
+	for _, c := range []struct {
+		tp   int
+		kv   Dtype
+		want unit.Bytes
+	}{
+		{1, BF16, 2 * 8 * 128 * 80 * 2},
+		{8, BF16, 40 * unit.KiB},
+		{8, FP8, 40 * unit.KiB},
+		{4, BF16, 80 * unit.KiB},
+		{4, FP8, 40 * unit.KiB},
+		{1, FP8, 2 * 8 * 128 * 80},
+	} {
+		if got := KVBytesPerToken(m, c.tp, c.kv); got != c.want {
+			t.Errorf("KVBytesPerToken(llama3-70b, TP %d, %s) = %d, want %d", c.tp, c.kv, got, c.want)
+		}
+	}
+	// head_dim below 128 is padded to 128 lanes [ti-kv]
+	small := model.Spec{Name: "hd64", Layers: 1, DModel: 512, Heads: 8, KVHeads: 8, HeadDim: 64, DFF: 1024, Vocab: 100, SeqLen: 128}
+	if got, want := KVBytesPerToken(small, 1, BF16), unit.Bytes(8*2*128*2); got != want {
+		t.Errorf("KVBytesPerToken(head_dim 64) = %d, want %d (padded to 128)", got, want)
+	}
+	if got := KVUsefulSplit(m, FP8); got != 4 {
+		t.Errorf("KVUsefulSplit(llama3-70b, fp8) = %d, want 4 (2·8/4)", got)
+	}
+}
+
+// TestWeightBytes: with TP 8 each device of Llama 3 70B holds an eighth of
+// every matrix (its one KV head is an eighth too) and the norms whole:
+// 70,553,706,496 params; the replicated norms are 80·2·8192 + 8192; so a
+// device holds (70,553,706,496 − 1,318,912)/8 + 1,318,912 params, 2 B each.
+func TestWeightBytes(t *testing.T) {
+	m := llama70B(t)
+	total := m.ParamCount().Total()
+	if total != 70_553_706_496 {
+		t.Fatalf("llama3-70b has %d params, want 70,553,706,496", total)
+	}
+	norms := int64(80*2*8192 + 8192)
+	want := unit.Bytes(((total-norms)/8 + norms) * 2)
+	if got := WeightBytes(m, 8, BF16); got != want {
+		t.Errorf("WeightBytes(llama3-70b, TP 8, bf16) = %d, want %d", got, want)
+	}
+	if got := WeightBytes(m, 1, FP8); got != unit.Bytes(total) {
+		t.Errorf("WeightBytes(llama3-70b, TP 1, fp8) = %d, want %d", got, total)
+	}
+}
+
+// TestMaxConcurrencyTPU7xVM: one tpu7x-8 VM is 4 chips, 8 devices of 96 GiB
+// [ti-info: 2 cores per TPU7x chip]. At TP 8 and
+// gpu_memory_utilization 0.9, a device has 0.9·96 GiB less the weights
+// (about 16.4 GiB) and activations for pages; a sequence of 8192 tokens
+// needs 32 pages of 256 tokens × 40 KiB = 320 MiB. Worked by hand:
+// 92,771,293,593 − 17,640,734,720 − (4096·66,048 + 64·4·16,032 =
+// 274,636,800) = 74,855,922,073 B → 7138 pages → 223 sequences.
+func TestMaxConcurrencyTPU7xVM(t *testing.T) {
+	r := request(t)
+	l := Estimate(r, 8, 1)
+	m := l.Memory
+	if m.Capacity != 96*unit.GiB {
+		t.Errorf("device HBM = %v, want 96 GiB", m.Capacity)
+	}
+	if m.BlockSize != 256 {
+		t.Errorf("block size = %d, want 256 (8192 → 8192/16 = 512, capped at 256)", m.BlockSize)
+	}
+	if m.Weights != 17_640_734_720 {
+		t.Errorf("weights = %d, want 17,640,734,720", m.Weights)
+	}
+	if m.Pages != 7138 || m.MaxSeqs != 223 {
+		t.Errorf("pages %d, max sequences %d; want 7138 and 223", m.Pages, m.MaxSeqs)
+	}
+	// second computation: the KV bytes of the sequences fit and one more does not
+	seq := unit.Bytes(8192) * KVBytesPerToken(r.Model, 8, BF16)
+	if used := m.Weights + m.Activations + unit.Bytes(m.MaxSeqs)*seq; used > m.Budget || used+seq <= m.Budget {
+		t.Errorf("%d sequences use %v of %v: not the largest that fits", m.MaxSeqs, used, m.Budget)
+	}
+}
+
+// TestBlockSize follows get_page_size and get_min_page_size [ti-page].
+func TestBlockSize(t *testing.T) {
+	for _, c := range []struct{ mml, seqs, want int }{
+		{8192, 64, 256}, {2048, 64, 128}, {100, 1, 16}, {16384, 64, 16},
+		{131072, 256, 256}, // 131072 / (131072/256) = 256 tokens per page at least
+	} {
+		if got := BlockSize(c.mml, c.seqs); got != c.want {
+			t.Errorf("BlockSize(%d, %d) = %d, want %d", c.mml, c.seqs, got, c.want)
+		}
+	}
+}
+
+// TestDecodeRoofline derives the decode step of TP 8 on tpu7x-8 by hand:
+// each device streams its weights and its sequences' KV from HBM at
+// 7.38 TB/s / 2 per device.
+func TestDecodeRoofline(t *testing.T) {
+	r := request(t)
+	l := Estimate(r, 8, 1)
+	ctx := 1024 + 512
+	bytes := float64(l.Memory.Weights) + float64(64*ctx)*float64(40*unit.KiB)
+	want := bytes / (7380e9 / 2)
+	if got := l.DecodeMemory.Seconds(); math.Abs(got-want) > 1e-9 {
+		t.Errorf("decode memory time = %g s, want %g", got, want)
+	}
+	if l.ITL < l.DecodeMemory || l.DecodeAllReduce <= 0 {
+		t.Errorf("ITL %v, memory %v, all-reduce %v: the ITL must add the TP all-reduces", l.ITL, l.DecodeMemory, l.DecodeAllReduce)
+	}
+	if got := l.PerChip * float64(l.Chips); math.Abs(got-l.TokensPerSecond) > 1e-6 {
+		t.Errorf("per chip × chips = %g, want %g", got, l.TokensPerSecond)
+	}
+	// TP 8 is 4 chips, a 2x2 of tpu7x-8 (mesh: 200 GB/s, 2 hops, no
+	// wraparound). Two all-reduces a layer of 64 tokens × 8192 × 2 B =
+	// 1 MiB: each chip sends 2·3/4 MiB = 1,572,864 B in 7.864 µs, plus
+	// 2·2 hops of 1 µs, so 11.864 µs, and 160 of them take 1.898 ms.
+	if got, want := l.DecodeAllReduce, 160*11864*time.Nanosecond; got < want-160*time.Nanosecond || got > want+160*time.Nanosecond {
+		t.Errorf("TP 8 decode all-reduce = %v, want %v", got, want)
+	}
+	// one chip (TP 2) passes nothing over ICI
+	if l2 := Estimate(r, 2, 1); l2.DecodeAllReduce != 0 {
+		t.Errorf("TP 2 on one TPU7x chip: all-reduce %v over ICI, want 0", l2.DecodeAllReduce)
+	}
+}
+
+func TestSearch(t *testing.T) {
+	r := request(t)
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// every replica holds all 141 GB of bf16 weights across its TP devices
+	if unit.Bytes(p.Best.TP)*p.Best.Memory.Weights < 140e9 {
+		t.Errorf("best TP %d cannot hold the weights", p.Best.TP)
+	}
+	if !p.Best.Fits || len(p.Reasons) == 0 {
+		t.Errorf("best %+v, reasons %v", p.Best, p.Reasons)
+	}
+	for _, l := range p.Layouts {
+		if l.Fits && l.PerChip > p.Best.PerChip {
+			t.Errorf("layout TP %d DP %d has %g tok/s/chip, more than the best's %g", l.TP, l.DP, l.PerChip, p.Best.PerChip)
+		}
+	}
+	// a latency target picks the fewest chips that meet it
+	r.MaxITL = time.Second
+	p, err = Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range p.Layouts {
+		if l.Fits && l.ITL <= r.MaxITL && l.Chips < p.Best.Chips {
+			t.Errorf("layout TP %d DP %d meets the target on %d chips, best uses %d", l.TP, l.DP, l.Chips, p.Best.Chips)
+		}
+	}
+	r.Concurrency = 100000 / 2
+	if _, err := Search(r); !errors.Is(err, ErrNoFit) {
+		t.Errorf("50000 sequences of 8192 tokens on tpu7x-8: %v, want ErrNoFit", err)
+	}
+}
+
+func TestNewRequestErrors(t *testing.T) {
+	base := request(t)
+	for _, c := range []struct {
+		name string
+		edit func(*Request)
+		want []string
+	}{
+		{"tp above kv heads", func(r *Request) { r.TP = 16; r.Slice = slice(t, "tpu7x-16") }, []string{"tensor_parallel_size 16", "1, 2, 4, 8"}},
+		{"tp not dividing", func(r *Request) { r.TP = 3 }, []string{"tensor_parallel_size 3"}},
+		{"max model len", func(r *Request) { r.MaxModelLen = 8193 }, []string{"max_model_len 8193", "2 to 8192"}},
+		{"zero concurrency", func(r *Request) { r.Concurrency = 0 }, []string{"concurrency 0"}},
+		{"nan utilization", func(r *Request) { r.MemoryUtilization = math.NaN() }, []string{"gpu_memory_utilization NaN", "(0, 1]"}},
+		{"inf utilization", func(r *Request) { r.MemoryUtilization = math.Inf(1) }, []string{"gpu_memory_utilization +Inf"}},
+		{"int8 kv", func(r *Request) { r.KVCache = Int8 }, []string{"kv_cache_dtype \"int8\"", "bf16 or fp8"}},
+		{"v5p", func(r *Request) { r.Slice = slice(t, "v5p-8") }, []string{"tpu v5p", "tpu7x"}},
+		{"too long", func(r *Request) { r.PromptLen = 8000; r.OutputLen = 500 }, []string{"output_len 500", "1 to 192"}},
+	} {
+		r := base
+		c.edit(&r)
+		_, err := NewRequest(r)
+		if err == nil {
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", c.name, err, w)
+			}
+		}
+		if !strings.HasPrefix(err.Error(), "inference: ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %q is not one line naming the package", c.name, err)
+		}
+	}
+}
+
+func FuzzParseDtype(f *testing.F) {
+	for _, s := range []string{"bf16", "FP8", " int8 ", "fp16", ""} {
+		f.Add("weights", s)
+		f.Add("kv_cache_dtype", s)
+	}
+	f.Fuzz(func(t *testing.T, field, s string) {
+		d, err := ParseDtype(field, s)
+		if err != nil {
+			return
+		}
+		if d2, err := ParseDtype(field, string(d)); err != nil || d2 != d {
+			t.Errorf("ParseDtype(%q) = %q, reparsed %q, %v", s, d, d2, err)
+		}
+		if d.Bytes() != 1 && d.Bytes() != 2 {
+			t.Errorf("%s: %d bytes", d, d.Bytes())
+		}
+	})
+}
+
+// TestAtRate: the concurrency Little's law gives is the smallest N with
+// N ≥ rate × (TTFT + output × ITL(N)), checked against Estimate at N and
+// N−1.
+func TestAtRate(t *testing.T) {
+	r := request(t)
+	r.RequestRate = 2
+	r, err := NewRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inServer := func(n int) float64 {
+		q := r
+		q.Concurrency = n
+		l := Estimate(q, 8, 1)
+		return r.RequestRate * (l.TTFT.Seconds() + float64(r.OutputLen)*l.ITL.Seconds())
+	}
+	l := AtRate(r, 8, 1)
+	n := l.Concurrency
+	if !l.Fits || float64(n) < inServer(n) || (n > 1 && float64(n-1) >= inServer(n-1)) {
+		t.Errorf("AtRate(2/s) = %d sequences (fits %v): rate × time in server is %.2f at N and %.2f at N−1", n, l.Fits, inServer(n), inServer(n-1))
+	}
+	// 2 requests/s of 1024 output tokens at ~6 ms each stay ~12 s: ~25 in the server
+	if n < 10 || n > 40 {
+		t.Errorf("AtRate(2/s) = %d sequences, want about 25", n)
+	}
+	r.RequestRate = 1e5
+	if l := AtRate(r, 8, 1); l.Fits {
+		t.Errorf("100000 requests/s fit on one tpu7x-8 VM at %d sequences", l.Concurrency)
+	}
+}
