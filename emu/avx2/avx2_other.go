@@ -2,6 +2,13 @@
 
 package avx2
 
-const supported = false
+const (
+	supported    = false
+	supported512 = false
+)
 
-func micro4x16(a, b *float32, kc int, c *float32) { panic("avx2: not built for this platform") }
+func micro4x16(a, b *float32, kc int, c *float32)        { panic("avx2: not built for this platform") }
+func add4x16(a, b *float32, kc int, c *float32, ldc int) { panic("avx2: not built for this platform") }
+func add8x32(a, b *float32, kc int, c *float32, ldc int) { panic("avx2: not built for this platform") }
+func peakAVX2(n int)                                     { panic("avx2: not built for this platform") }
+func peakAVX512(n int)                                   { panic("avx2: not built for this platform") }

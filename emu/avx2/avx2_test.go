@@ -37,3 +37,70 @@ func TestMicro4x16(t *testing.T) {
 		}
 	}
 }
+
+// TestAddKernels checks Add4x16 and Add8x32 against a float64 sum, and
+// that the AVX-512 kernel gives the AVX2 kernel's bits (one FMA chain per
+// element, k in order, in both).
+func TestAddKernels(t *testing.T) {
+	if !Supported() {
+		t.Skip("no AVX2+FMA on this CPU or build; package emu's tests cover the plain-Go kernel")
+	}
+	rng := rand.New(rand.NewPCG(2, 2))
+	for _, kc := range []int{1, 3, 64, 256} {
+		a := make([]float32, kc*8)
+		b := make([]float32, kc*32)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+		}
+		for i := range b {
+			b[i] = float32(rng.NormFloat64())
+		}
+		const ldc = 40
+		c4 := make([]float32, 8*ldc)
+		for i := range c4 {
+			c4[i] = 1
+		}
+		c8 := append([]float32(nil), c4...)
+		// the 8×32 block as four 4×16 blocks, from repacked strips
+		for i0 := 0; i0 < 8; i0 += 4 {
+			for j0 := 0; j0 < 32; j0 += 16 {
+				as := make([]float32, kc*4)
+				bs := make([]float32, kc*16)
+				for p := range kc {
+					copy(as[p*4:p*4+4], a[p*8+i0:p*8+i0+4])
+					copy(bs[p*16:p*16+16], b[p*32+j0:p*32+j0+16])
+				}
+				if !Add4x16(as, bs, kc, c4[i0*ldc+j0:], ldc) {
+					t.Fatal("Add4x16 refused though Supported")
+				}
+			}
+		}
+		for i := range 8 {
+			for j := range 32 {
+				var want float64
+				for p := range kc {
+					want += float64(a[p*8+i]) * float64(b[p*32+j])
+				}
+				if d := math.Abs(float64(c4[i*ldc+j]) - 1 - want); d > 1e-4*math.Sqrt(float64(kc)) {
+					t.Fatalf("Add4x16 kc=%d c[%d][%d] = %v, want %v", kc, i, j, c4[i*ldc+j]-1, want)
+				}
+			}
+			for j := 32; j < ldc; j++ {
+				if c4[i*ldc+j] != 1 {
+					t.Fatalf("Add4x16 kc=%d wrote c[%d][%d] outside the block", kc, i, j)
+				}
+			}
+		}
+		if !Supported512() {
+			continue
+		}
+		if !Add8x32(a, b, kc, c8, ldc) {
+			t.Fatal("Add8x32 refused though Supported512")
+		}
+		for i := range c8 {
+			if math.Float32bits(c8[i]) != math.Float32bits(c4[i]) {
+				t.Fatalf("kc=%d element %d: Add8x32 = %v, Add4x16 = %v, want the same bits", kc, i, c8[i], c4[i])
+			}
+		}
+	}
+}
