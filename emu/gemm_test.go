@@ -176,7 +176,8 @@ var gemmShapes = []gemmShape{
 // BenchmarkGEMM times, in each iteration and so under the same load, the
 // kernel in use, the v1 baseline and an FMA loop (the core's fp32 peak
 // with the widest vectors it has) doing the same FLOPs. It reports the
-// kernel's GFLOP/s and its ratios to both; allocs/op is the kernel's
+// kernel's GFLOP/s and its ratios to both (and, when the kernel is the
+// AVX-512 one, to the AVX2 micro-kernel in the same driver); allocs/op is the kernel's
 // allocations (the baseline's are not counted: it runs outside the
 // count). The OpenBLAS kernel is the one in use under -tags openblas (run
 // it with OPENBLAS_CORETYPE set for this CPU and OPENBLAS_NUM_THREADS=1).
@@ -201,7 +202,12 @@ func BenchmarkGEMM(b *testing.B) {
 			}
 			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
 			kern, base := kernelInUse(), gemmKernel(packedV1{})
-			var tKern, tBase, tPeak time.Duration
+			// with AVX-512 in use, the AVX2 micro-kernel in the same driver too
+			var narrow gemmKernel
+			if k, ok := kern.(pureGo); ok && k.mk.nr == microAVX512.nr {
+				narrow = pureGo{microAVX2}
+			}
+			var tKern, tBase, tNarrow, tPeak time.Duration
 			var peakFLOPs float64
 			kern.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n) // warm the packing pool
 			b.ReportAllocs()
@@ -213,6 +219,11 @@ func BenchmarkGEMM(b *testing.B) {
 				t0 = time.Now()
 				base.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n)
 				tBase += time.Since(t0)
+				if narrow != nil {
+					t0 = time.Now()
+					narrow.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n)
+					tNarrow += time.Since(t0)
+				}
 				t0 = time.Now()
 				peakFLOPs += fmaPeak(flops)
 				tPeak += time.Since(t0)
@@ -222,6 +233,9 @@ func BenchmarkGEMM(b *testing.B) {
 			gf := flops * n / tKern.Seconds() / 1e9
 			b.ReportMetric(gf, "GFLOP/s")
 			b.ReportMetric(tBase.Seconds()/tKern.Seconds(), "x-v1")
+			if narrow != nil {
+				b.ReportMetric(tNarrow.Seconds()/tKern.Seconds(), "x-avx2")
+			}
 			if peakFLOPs > 0 {
 				peak := peakFLOPs / tPeak.Seconds() / 1e9
 				b.ReportMetric(peak, "peak-GFLOP/s")
