@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"shardlab/collective"
+	"shardlab/emu/avx2"
 	"shardlab/hw"
 	"shardlab/mesh"
 )
@@ -53,6 +54,9 @@ type Fabric struct {
 	trace bool
 	// waiting maps a blocked device to the device it waits on.
 	waiting sync.Map
+	// add sums a received chunk into a device's own (avx2.Add; the
+	// benchmarks set the scalar loop of v1 to measure against it).
+	add func(dst, x []float32)
 }
 
 // Waiting lists, for every local device blocked on a message, the device
@@ -101,7 +105,7 @@ type message struct {
 // NewFabric connects n devices; sliceOf[i] is device i's slice.
 func NewFabric(sliceOf []int) *Fabric {
 	return &Fabric{n: len(sliceOf), sliceOf: sliceOf, queues: map[[2]int]*fifo{}, failed: map[[2]int]bool{},
-		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}}
+		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}, add: avx2.Add}
 }
 
 // failLink marks the link between devices a and b as broken.

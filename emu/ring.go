@@ -39,7 +39,7 @@ func (e *Endpoint) ringReduceScatter(op string, members []int, x []float32) {
 		e.lend(op, ax, next, x[slo:shi])
 		in := e.get(prev)
 		rlo, _ := chunk(len(x), n, mod(i-2-k, n))
-		add(x[rlo:rlo+len(in.data)], in.data)
+		e.f.add(x[rlo:rlo+len(in.data)], in.data)
 		e.release(prev, in)
 	}
 	e.lent.Wait()

@@ -73,3 +73,22 @@ func PeakAVX512(n int) float64 {
 	peakAVX512(n)
 	return float64(n) * 16 * 16 * 2
 }
+
+// Add sets dst[i] += x[i] for every i of dst (x is at least as long),
+// with the widest vectors the CPU has: each element is one float32
+// addition, so the result is the plain loop's, bit for bit.
+func Add(dst, x []float32) {
+	x = x[:len(dst)]
+	i := 0
+	switch n := len(dst); {
+	case supported512 && n >= 64:
+		i = n &^ 63
+		add64(&dst[0], &x[0], i)
+	case supported && n >= 32:
+		i = n &^ 31
+		add32(&dst[0], &x[0], i)
+	}
+	for ; i < len(dst); i++ {
+		dst[i] += x[i]
+	}
+}

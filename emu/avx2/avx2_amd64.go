@@ -23,3 +23,9 @@ func add8x32(a, b *float32, kc int, c *float32, ldc int)
 func peakAVX2(n int)
 
 func peakAVX512(n int)
+
+//go:noescape
+func add32(dst, x *float32, n int)
+
+//go:noescape
+func add64(dst, x *float32, n int)

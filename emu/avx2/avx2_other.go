@@ -12,3 +12,6 @@ func add4x16(a, b *float32, kc int, c *float32, ldc int) { panic("avx2: not buil
 func add8x32(a, b *float32, kc int, c *float32, ldc int) { panic("avx2: not built for this platform") }
 func peakAVX2(n int)                                     { panic("avx2: not built for this platform") }
 func peakAVX512(n int)                                   { panic("avx2: not built for this platform") }
+
+func add32(dst, x *float32, n int) { panic("avx2: not built for this platform") }
+func add64(dst, x *float32, n int) { panic("avx2: not built for this platform") }

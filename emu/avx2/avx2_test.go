@@ -104,3 +104,29 @@ func TestAddKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestAdd checks Add against the plain loop, bit for bit, at lengths
+// around the vector widths.
+func TestAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 127, 1000, 4099} {
+		dst := make([]float32, n)
+		x := make([]float32, n+3)
+		for i := range dst {
+			dst[i] = float32(rng.NormFloat64())
+		}
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		want := append([]float32(nil), dst...)
+		for i := range want {
+			want[i] += x[i]
+		}
+		Add(dst, x)
+		for i := range dst {
+			if math.Float32bits(dst[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d: element %d = %v, want %v", n, i, dst[i], want[i])
+			}
+		}
+	}
+}
