@@ -76,6 +76,22 @@ func (f *Fabric) SetRemote(r Remote) { f.remote = r }
 // local reports whether device d runs in this process.
 func (f *Fabric) local(d int) bool { return f.remote == nil || f.remote.RankOf(d) == f.remote.Rank() }
 
+// Buffer returns a buffer of n floats for a message from device src to
+// device dst that arrived from another process: one dst has handed back
+// after reading an earlier message, so that a transport can copy each
+// arrival into reused memory, or a new one.
+func (f *Fabric) Buffer(src, dst, n int) []float32 {
+	q := f.queue(src, dst)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if k := len(q.free); k > 0 && cap(q.free[k-1]) >= n {
+		buf := q.free[k-1][:n]
+		q.free = q.free[:k-1]
+		return buf
+	}
+	return make([]float32, n)
+}
+
 // Deliver enqueues a message that arrived from another process.
 func (f *Fabric) Deliver(src, dst int, data []float32, clock float64, control bool) {
 	q := f.queue(src, dst)
