@@ -76,18 +76,37 @@ func (r *allReduceRun) run() time.Duration {
 	return time.Since(t0)
 }
 
-// BenchmarkTrain reports training tokens/s for a fixed model on 8 virtual
-// chips (data=2(dcn), fsdp=2, tensor=2).
+// BenchmarkTrain reports training tokens/s for the default `shardlab run`
+// (4 layers, d_model 64, on 8 virtual chips: data=2(dcn), fsdp=2,
+// tensor=2) and, in each iteration and so under the same load, the ratios
+// to the same training with the v1 GEMM kernel and the same training with
+// FlashAttention (above 1: flash is slower).
 func BenchmarkTrain(b *testing.B) {
 	m := testMesh(b, "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2")
 	c := Config{Layers: 4, DModel: 64, Heads: 4, KVHeads: 2, DFF: 176, Vocab: 256, Seq: 64}
 	tc := TrainConfig{Model: c, Mesh: m, GlobalBatch: 16, MicroBatches: 1, Steps: 2, Seed: 1, LR: 1e-3, Data: &Synthetic{V: 256, Seed: 1}}
+	flash := tc
+	flash.Model.FlashAttention = true
+	now := kernel
+	defer func() { kernel = now }()
+	var tNow, tV1, tFlash time.Duration
 	for b.Loop() {
-		if _, err := Train(tc); err != nil {
-			b.Fatal(err)
+		for _, run := range []struct {
+			kern gemmKernel
+			tc   TrainConfig
+			d    *time.Duration
+		}{{now, tc, &tNow}, {packedV1{}, tc, &tV1}, {now, flash, &tFlash}} {
+			kernel = run.kern
+			t0 := time.Now()
+			if _, err := Train(run.tc); err != nil {
+				b.Fatal(err)
+			}
+			*run.d += time.Since(t0)
 		}
 	}
-	b.ReportMetric(float64(tc.Steps*tc.GlobalBatch*c.Seq)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric(float64(tc.Steps*tc.GlobalBatch*c.Seq)*float64(b.N)/tNow.Seconds(), "tokens/s")
+	b.ReportMetric(tV1.Seconds()/tNow.Seconds(), "x-v1-gemm")
+	b.ReportMetric(tFlash.Seconds()/tNow.Seconds(), "flash-time-ratio")
 }
 
 // BenchmarkTrain100M is one step of a ~100M-parameter model (12 layers,

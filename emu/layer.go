@@ -46,6 +46,7 @@ func (m micro) pos(r int) int { return m.ci*m.s + r%m.s }
 type acts[T Float] struct {
 	x, h1, q, k, v, p, attn, x2, h2, g, u, a Mat[T]
 	rstd1, rstd2                             []T
+	lse                                      []T // with FlashAttention, instead of p
 }
 
 // bytes is the memory acts hold.
@@ -54,7 +55,7 @@ func (a *acts[T]) bytes(elem int) int64 {
 	for _, m := range []Mat[T]{a.x, a.h1, a.q, a.k, a.v, a.p, a.attn, a.x2, a.h2, a.g, a.u, a.a} {
 		n += len(m.D)
 	}
-	n += len(a.rstd1) + len(a.rstd2)
+	n += len(a.rstd1) + len(a.rstd2) + len(a.lse)
 	return int64(n) * int64(elem)
 }
 
@@ -117,7 +118,11 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 	matMul(a.v, a.h1, l.Wv, false)
 	kAll := Mat[T]{R: n * mb.c, C: kvd, D: co.contextAllGather(a.k.D)}
 	vAll := Mat[T]{R: n * mb.c, C: kvd, D: co.contextAllGather(a.v.D)}
-	a.attn, a.p = attention(c, a.q, kAll, vAll, mb, hd)
+	if c.FlashAttention {
+		a.attn, a.lse = attentionFlash(c, a.q, kAll, vAll, mb, hd)
+	} else {
+		a.attn, a.p = attention(c, a.q, kAll, vAll, mb, hd)
+	}
 	o := newMat[T](n, d)
 	matMul(o, a.attn, l.Wo, false)
 	co.tensorAllReduce(o.D)
@@ -211,7 +216,12 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 	matMulTB(dattn, dx2, l.Wo, false)
 	kAll := Mat[T]{R: n * mb.c, C: a.k.C, D: co.contextAllGather(a.k.D)}
 	vAll := Mat[T]{R: n * mb.c, C: a.v.C, D: co.contextAllGather(a.v.D)}
-	dq, dkAll, dvAll := attentionBack(c, a.q, kAll, vAll, a.p, dattn, mb, hd)
+	var dq, dkAll, dvAll Mat[T]
+	if c.FlashAttention {
+		dq, dkAll, dvAll = attentionFlashBack(c, a.q, kAll, vAll, a.attn, a.lse, dattn, mb, hd)
+	} else {
+		dq, dkAll, dvAll = attentionBack(c, a.q, kAll, vAll, a.p, dattn, mb, hd)
+	}
 	dk := Mat[T]{R: n, C: a.k.C, D: co.contextReduceScatter(dkAll.D)}
 	dv := Mat[T]{R: n, C: a.v.C, D: co.contextReduceScatter(dvAll.D)}
 	matMulTA(g.Wq, a.h1, dq, true)
@@ -256,6 +266,101 @@ func attentionBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, h
 					ds := prow[kp] * (dp[kp] - sum) * scale
 					kr := keyRow(mb, bi, kp)
 					axpy(dqv, kAll.Row(kr)[kh*hd:(kh+1)*hd], ds)
+					axpy(dk.Row(kr)[kh*hd:(kh+1)*hd], qv, ds)
+				}
+			}
+		}
+	}
+	return dq, dk, dv
+}
+
+// flashBlock is the keys attentionFlash scores at a time.
+const flashBlock = 64
+
+// attentionFlash computes attention's output block by block of keys with an
+// online softmax (FlashAttention, Dao et al. 2022, section 3.1): per query
+// it keeps a running maximum and sum, rescales the output when the maximum
+// grows, and holds one block of scores at a time. Instead of P it returns
+// each query's log-sum-exp, one per (sequence, head, query), in P's row
+// order.
+func attentionFlash[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out Mat[T], lse []T) {
+	qh := q.C / hd
+	group := c.Heads / c.KVHeads
+	out = newMat[T](q.R, q.C)
+	lse = make([]T, mb.b*qh*mb.s)
+	scale := 1 / sqrt(T(hd))
+	var blk [flashBlock]T
+	for bi := range mb.b {
+		for h := range qh {
+			kh := h / group
+			for qi := range mb.s {
+				r := bi*mb.s + qi
+				qp := mb.pos(r)
+				qv := q.Row(r)[h*hd : (h+1)*hd]
+				ov := out.Row(r)[h*hd : (h+1)*hd]
+				mx, sum := T(-1e30), T(0)
+				for k0 := 0; k0 <= qp; k0 += flashBlock {
+					k1 := min(k0+flashBlock, qp+1)
+					bm := mx
+					for kp := k0; kp < k1; kp++ {
+						s := dot(qv, kAll.Row(keyRow(mb, bi, kp))[kh*hd:(kh+1)*hd]) * scale
+						blk[kp-k0] = s
+						bm = max(bm, s)
+					}
+					if bm > mx { // a larger maximum: rescale what is summed so far
+						f := exp(mx - bm)
+						sum *= f
+						for i := range ov {
+							ov[i] *= f
+						}
+						mx = bm
+					}
+					for kp := k0; kp < k1; kp++ {
+						e := exp(blk[kp-k0] - mx)
+						sum += e
+						axpy(ov, vAll.Row(keyRow(mb, bi, kp))[kh*hd:(kh+1)*hd], e)
+					}
+				}
+				inv := 1 / sum
+				for i := range ov {
+					ov[i] *= inv
+				}
+				lse[(bi*qh+h)*mb.s+qi] = mx + log(sum)
+			}
+		}
+	}
+	return out, lse
+}
+
+// attentionFlashBack is attentionBack from the output and the log-sum-exp:
+// it recomputes each score's probability, and uses dO·O for Σ P·dP
+// (FlashAttention's D, Dao et al. 2022, appendix B.2).
+func attentionFlashBack[T Float](c Config, q, kAll, vAll, out Mat[T], lse []T, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
+	qh := q.C / hd
+	group := c.Heads / c.KVHeads
+	dq = newMat[T](q.R, q.C)
+	dk = newMat[T](kAll.R, kAll.C)
+	dv = newMat[T](vAll.R, vAll.C)
+	scale := 1 / sqrt(T(hd))
+	for bi := range mb.b {
+		for h := range qh {
+			kh := h / group
+			for qi := range mb.s {
+				r := bi*mb.s + qi
+				qp := mb.pos(r)
+				l := lse[(bi*qh+h)*mb.s+qi]
+				do := dout.Row(r)[h*hd : (h+1)*hd]
+				qv := q.Row(r)[h*hd : (h+1)*hd]
+				dqv := dq.Row(r)[h*hd : (h+1)*hd]
+				d := dot(do, out.Row(r)[h*hd:(h+1)*hd])
+				for kp := 0; kp <= qp; kp++ {
+					kr := keyRow(mb, bi, kp)
+					kv := kAll.Row(kr)[kh*hd : (kh+1)*hd]
+					p := exp(dot(qv, kv)*scale - l)
+					dp := dot(do, vAll.Row(kr)[kh*hd:(kh+1)*hd])
+					axpy(dv.Row(kr)[kh*hd:(kh+1)*hd], do, p)
+					ds := p * (dp - d) * scale
+					axpy(dqv, kv, ds)
 					axpy(dk.Row(kr)[kh*hd:(kh+1)*hd], qv, ds)
 				}
 			}

@@ -846,6 +846,8 @@ type modelOut struct {
 	Vocab   int  `json:"vocab"`
 	Seq     int  `json:"seq_len"`
 	Tied    bool `json:"tied_embeddings"`
+	// FlashAttention is emu.Config's; the run command does not set it yet
+	FlashAttention bool `json:"flash_attention,omitempty"`
 }
 
 // memOut is emu.Memory with the unit in its keys.
