@@ -8,9 +8,10 @@ import (
 	"shardlab/schedule"
 )
 
-// TestFlashAttentionMatchesDot holds the blocked attention to the one that
-// keeps P, in float64: outputs and the gradients of Q, K and V, for queries
-// whose keys span several blocks and context chunks.
+// TestFlashAttentionMatchesDot holds the flash attention and the
+// GEMM-blocked one to v1's row-by-row attention, in float64: outputs (and
+// P where kept) and the gradients of Q, K and V, for queries whose keys
+// span several blocks and context chunks.
 func TestFlashAttentionMatchesDot(t *testing.T) {
 	c := Config{Heads: 4, KVHeads: 2}
 	const hd, s, b = 3, 2*flashBlock + 7, 2
@@ -44,6 +45,14 @@ func TestFlashAttentionMatchesDot(t *testing.T) {
 		near("dQ", fq.D, dq.D)
 		near("dK", fk.D, dk.D)
 		near("dV", fv.D, dv.D)
+		// the GEMM-blocked attention, which keeps P too
+		bo, bp := attentionBlocks(c, q, kAll, vAll, mb, hd)
+		near("blocked output", bo.D, want.D)
+		near("blocked P", bp.D, p.D)
+		bq, bk, bv := attentionBlocksBack(c, q, kAll, vAll, bp, dout, mb, hd)
+		near("blocked dQ", bq.D, dq.D)
+		near("blocked dK", bk.D, dk.D)
+		near("blocked dV", bv.D, dv.D)
 	}
 }
 

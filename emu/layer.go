@@ -121,7 +121,7 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 	if c.FlashAttention {
 		a.attn, a.lse = attentionFlash(c, a.q, kAll, vAll, mb, hd)
 	} else {
-		a.attn, a.p = attention(c, a.q, kAll, vAll, mb, hd)
+		a.attn, a.p = attentionKeepP(c, a.q, kAll, vAll, mb, hd)
 	}
 	o := newMat[T](n, d)
 	matMul(o, a.attn, l.Wo, false)
@@ -220,7 +220,7 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 	if c.FlashAttention {
 		dq, dkAll, dvAll = attentionFlashBack(c, a.q, kAll, vAll, a.attn, a.lse, dattn, mb, hd)
 	} else {
-		dq, dkAll, dvAll = attentionBack(c, a.q, kAll, vAll, a.p, dattn, mb, hd)
+		dq, dkAll, dvAll = attentionKeepPBack(c, a.q, kAll, vAll, a.p, dattn, mb, hd)
 	}
 	dk := Mat[T]{R: n, C: a.k.C, D: co.contextReduceScatter(dkAll.D)}
 	dv := Mat[T]{R: n, C: a.v.C, D: co.contextReduceScatter(dvAll.D)}
@@ -363,6 +363,149 @@ func attentionFlashBack[T Float](c Config, q, kAll, vAll, out Mat[T], lse []T, d
 					axpy(dqv, kv, ds)
 					axpy(dk.Row(kr)[kh*hd:(kh+1)*hd], qv, ds)
 				}
+			}
+		}
+	}
+	return dq, dk, dv
+}
+
+// v1Attention makes the layers use the row-by-row attention of v1 (dot
+// products and axpys per query and key) instead of attentionBlocks; the
+// benchmarks set it to time the v1 path beside the current one.
+var v1Attention = false
+
+func attentionKeepP[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, p Mat[T]) {
+	if v1Attention {
+		return attention(c, q, kAll, vAll, mb, hd)
+	}
+	return attentionBlocks(c, q, kAll, vAll, mb, hd)
+}
+
+func attentionKeepPBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
+	if v1Attention {
+		return attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
+	}
+	return attentionBlocksBack(c, q, kAll, vAll, p, dout, mb, hd)
+}
+
+// gemmAt sets c = op(a)·op(b), or adds it when acc, on strided views (m×n
+// into c with leading dimension ldc; op(a) m×k, op(b) k×n): float32
+// through the GEMM kernel, float64 (gradient checks) by plain loops.
+func gemmAt[T Float](ta, tb bool, m, n, k int, a []T, lda int, b []T, ldb int, acc bool, c []T, ldc int) {
+	if c32, ok := any(c).([]float32); ok {
+		kernel.Sgemm(ta, tb, m, n, k, any(a).([]float32), lda, any(b).([]float32), ldb, acc, c32, ldc)
+		return
+	}
+	for i := range m {
+		for j := range n {
+			var s T
+			for p := range k {
+				av, bv := a[i*lda+p], b[p*ldb+j]
+				if ta {
+					av = a[p*lda+i]
+				}
+				if tb {
+					bv = b[j*ldb+p]
+				}
+				s += av * bv
+			}
+			if acc {
+				c[i*ldc+j] += s
+			} else {
+				c[i*ldc+j] = s
+			}
+		}
+	}
+}
+
+// attentionBlocks is attention with its products as GEMMs: per sequence
+// and head, the scores of each context chunk of keys are one Q·Kᵀ, and the
+// output sums P·V over the chunks. It keeps P as attention does (rows in
+// the same order, zero above the diagonal); the sums run in the GEMM's
+// order, so the results differ from attention's in the last bits.
+func attentionBlocks[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, p Mat[T]) {
+	qh := q.C / hd
+	group := c.Heads / c.KVHeads
+	s, n, seq := mb.s, mb.n(), mb.s*mb.c
+	out = newMat[T](q.R, q.C)
+	p = newMat[T](mb.b*qh*s, seq)
+	scale := 1 / sqrt(T(hd))
+	for bi := range mb.b {
+		for h := range qh {
+			kh := h / group
+			qb := q.D[bi*s*q.C+h*hd:]
+			pb := p.D[(bi*qh+h)*s*seq:]
+			// keys of chunk j (positions j·s…) are rows j·n+bi·s… of K and V;
+			// chunks after this device's own hold only later positions
+			for j := 0; j <= mb.ci; j++ {
+				gemmAt(false, true, s, s, hd, qb, q.C, kAll.D[(j*n+bi*s)*kAll.C+kh*hd:], kAll.C, false, pb[j*s:], seq)
+			}
+			for qi := range s {
+				qp := mb.ci*s + qi
+				prow := pb[qi*seq : (qi+1)*seq]
+				mx := T(-1e30)
+				for kp := 0; kp <= qp; kp++ {
+					prow[kp] *= scale
+					mx = max(mx, prow[kp])
+				}
+				var sum T
+				for kp := 0; kp <= qp; kp++ {
+					e := exp(prow[kp] - mx)
+					prow[kp] = e
+					sum += e
+				}
+				inv := 1 / sum
+				for kp := 0; kp <= qp; kp++ {
+					prow[kp] *= inv
+				}
+				clear(prow[qp+1:])
+			}
+			for j := 0; j <= mb.ci; j++ {
+				gemmAt(false, false, s, hd, s, pb[j*s:], seq, vAll.D[(j*n+bi*s)*vAll.C+kh*hd:], vAll.C, j > 0, out.D[bi*s*out.C+h*hd:], out.C)
+			}
+		}
+	}
+	return out, p
+}
+
+// attentionBlocksBack is attentionBack with its products as GEMMs, per
+// sequence, head and context chunk of keys: dP = dO·Vᵀ, dS = P⊙(dP − ΣP·dP)
+// scaled, then dV += Pᵀ·dO, dK += dSᵀ·Q and dQ += dS·K. It holds one
+// sequence and head's dS (local queries × keys) at a time.
+func attentionBlocksBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
+	qh := q.C / hd
+	group := c.Heads / c.KVHeads
+	s, n, seq := mb.s, mb.n(), mb.s*mb.c
+	dq = newMat[T](q.R, q.C)
+	dk = newMat[T](kAll.R, kAll.C)
+	dv = newMat[T](vAll.R, vAll.C)
+	scale := 1 / sqrt(T(hd))
+	ds := make([]T, s*seq)
+	for bi := range mb.b {
+		for h := range qh {
+			kh := h / group
+			qb, dob := q.D[bi*s*q.C+h*hd:], dout.D[bi*s*dout.C+h*hd:]
+			pb := p.D[(bi*qh+h)*s*seq:]
+			for j := 0; j <= mb.ci; j++ {
+				gemmAt(false, true, s, s, hd, dob, dout.C, vAll.D[(j*n+bi*s)*vAll.C+kh*hd:], vAll.C, false, ds[j*s:], seq)
+			}
+			for qi := range s {
+				qp := mb.ci*s + qi
+				prow, drow := pb[qi*seq:(qi+1)*seq], ds[qi*seq:(qi+1)*seq]
+				var sum T
+				for kp := 0; kp <= qp; kp++ {
+					sum += drow[kp] * prow[kp]
+				}
+				for kp := 0; kp <= qp; kp++ {
+					drow[kp] = prow[kp] * (drow[kp] - sum) * scale
+				}
+				clear(drow[qp+1:])
+			}
+			for j := 0; j <= mb.ci; j++ {
+				kr := (j*n + bi*s)
+				gemmAt(true, false, s, hd, s, pb[j*s:], seq, dob, dout.C, true, dv.D[kr*dv.C+kh*hd:], dv.C)
+				gemmAt(true, false, s, hd, s, ds[j*s:], seq, qb, q.C, true, dk.D[kr*dk.C+kh*hd:], dk.C)
+				gemmAt(false, false, s, hd, s, ds[j*s:], seq, kAll.D[kr*kAll.C+kh*hd:], kAll.C, true, dq.D[bi*s*dq.C+h*hd:], dq.C)
 			}
 		}
 	}
