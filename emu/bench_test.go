@@ -88,7 +88,7 @@ func BenchmarkTrain(b *testing.B) {
 	flash := tc
 	flash.Model.FlashAttention = true
 	now := kernel
-	defer func() { kernel, v1Attention = now, false }()
+	defer func() { kernel, v1Path = now, false }()
 	var tNow, tV1, tFlash time.Duration
 	for b.Loop() {
 		for _, run := range []struct {
@@ -97,7 +97,7 @@ func BenchmarkTrain(b *testing.B) {
 			tc   TrainConfig
 			d    *time.Duration
 		}{{now, false, tc, &tNow}, {packedV1{}, true, tc, &tV1}, {now, false, flash, &tFlash}} {
-			kernel, v1Attention = run.kern, run.v1
+			kernel, v1Path = run.kern, run.v1
 			t0 := time.Now()
 			if _, err := Train(run.tc); err != nil {
 				b.Fatal(err)

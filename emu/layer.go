@@ -97,13 +97,6 @@ func rmsnormBack[T Float](x Mat[T], w, rstd []T, dy Mat[T], dx Mat[T], dw []T) {
 	}
 }
 
-func silu[T Float](x T) T { return x / (1 + exp(-x)) }
-
-func siluGrad[T Float](x T) T {
-	s := 1 / (1 + exp(-x))
-	return s * (1 + x*(1-s))
-}
-
 // layerForward runs one block on x (n × d) and returns its output and what
 // the backward pass needs.
 func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T]) (Mat[T], *acts[T]) {
@@ -133,8 +126,13 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 	a.g, a.u, a.a = newMat[T](n, f), newMat[T](n, f), newMat[T](n, f)
 	matMul(a.g, a.h2, l.Wg, false)
 	matMul(a.u, a.h2, l.Wu, false)
+	// silu(g)·u, with exp(−g) computed a vector at a time
 	for i, g := range a.g.D {
-		a.a.D[i] = silu(g) * a.u.D[i]
+		a.a.D[i] = -g
+	}
+	expSub(a.a.D, a.a.D, 0)
+	for i, g := range a.g.D {
+		a.a.D[i] = g / (1 + a.a.D[i]) * a.u.D[i]
 	}
 	m := newMat[T](n, d)
 	matMul(m, a.a, l.Wd, false)
@@ -198,9 +196,16 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 	da := newMat[T](n, l.Wd.R)
 	matMulTB(da, dy, l.Wd, false)
 	dg, du := newMat[T](n, da.C), newMat[T](n, da.C)
+	// silu and siluGrad, with exp(−g) computed a vector at a time into dg
 	for i, gv := range a.g.D {
-		du.D[i] = da.D[i] * silu(gv)
-		dg.D[i] = da.D[i] * a.u.D[i] * siluGrad(gv)
+		dg.D[i] = -gv
+	}
+	expSub(dg.D, dg.D, 0)
+	for i, gv := range a.g.D {
+		e := dg.D[i]
+		s := 1 / (1 + e)
+		du.D[i] = da.D[i] * (gv / (1 + e))
+		dg.D[i] = da.D[i] * a.u.D[i] * (s * (1 + gv*(1-s)))
 	}
 	matMulTA(g.Wg, a.h2, dg, true)
 	matMulTA(g.Wu, a.h2, du, true)
@@ -369,20 +374,21 @@ func attentionFlashBack[T Float](c Config, q, kAll, vAll, out Mat[T], lse []T, d
 	return dq, dk, dv
 }
 
-// v1Attention makes the layers use the row-by-row attention of v1 (dot
-// products and axpys per query and key) instead of attentionBlocks; the
-// benchmarks set it to time the v1 path beside the current one.
-var v1Attention = false
+// v1Path makes the layers compute as v1 did: the row-by-row attention (dot
+// products and axpys per query and key) instead of attentionBlocks, and
+// exp one element at a time; the benchmarks set it to time the v1 path
+// beside the current one.
+var v1Path = false
 
 func attentionKeepP[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, p Mat[T]) {
-	if v1Attention {
+	if v1Path {
 		return attention(c, q, kAll, vAll, mb, hd)
 	}
 	return attentionBlocks(c, q, kAll, vAll, mb, hd)
 }
 
 func attentionKeepPBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
-	if v1Attention {
+	if v1Path {
 		return attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
 	}
 	return attentionBlocksBack(c, q, kAll, vAll, p, dout, mb, hd)
@@ -448,10 +454,9 @@ func attentionBlocks[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) 
 					prow[kp] *= scale
 					mx = max(mx, prow[kp])
 				}
+				expSub(prow[:qp+1], prow[:qp+1], mx)
 				var sum T
-				for kp := 0; kp <= qp; kp++ {
-					e := exp(prow[kp] - mx)
-					prow[kp] = e
+				for _, e := range prow[:qp+1] {
 					sum += e
 				}
 				inv := 1 / sum

@@ -41,7 +41,7 @@ function f(x) { return sprintf(x >= 100 ? "%.0f" : (x >= 10 ? "%.1f" : "%.2f"), 
 		split(name, p, "/"); sub(/-devices/, "", p[2])
 		printf "| all-reduce in process, %s chips, %s | %s GB/s | %s %% of copy(); ×%s v1 |\n", p[2], p[3], f(m["algGB/s"]), f(m["%-copy"]), f(m["x-v1"])
 	} else if (name == "Train") {
-		printf "| training, default `shardlab run` (8 chips) | %s tokens/s | ×%s v1's path (its GEMM kernel, row-by-row attention); FlashAttention takes ×%s the time |\n", f(m["tokens/s"]), f(m["x-v1"]), f(m["flash-time-ratio"])
+		printf "| training, default `shardlab run` (8 chips) | %s tokens/s | ×%s v1'"'"'s path (its GEMM kernel, row-by-row attention); FlashAttention takes ×%s the time |\n", f(m["tokens/s"]), f(m["x-v1"]), f(m["flash-time-ratio"])
 	} else if (name ~ /^Allreduce\// && ("mpi-%-in-process" in m)) {
 		split(name, p, "/"); sub(/ranks/, "", p[2])
 		printf "| MPI_Allreduce, %s ranks, %s | %s GB/s | %s %% of in process (%s GB/s); ×%s glibc'"'"'s default heap; the emulator'"'"'s ring over MPI: %s %% of in process |\n", p[2], p[3], f(m["mpi-algGB/s"]), f(m["mpi-%-in-process"]), f(m["in-process-algGB/s"]), f(m["x-glibc-defaults"]), f(m["emu-over-mpi-%-in-process"])

@@ -29,3 +29,6 @@ func add32(dst, x *float32, n int)
 
 //go:noescape
 func add64(dst, x *float32, n int)
+
+//go:noescape
+func expSub16(dst, src *float32, n int, shift float32)

@@ -355,3 +355,67 @@ addloop5:
 	JNZ addloop5
 	VZEROUPPER
 	RET
+
+// func expSub16(dst, src *float32, n int, shift float32)
+//
+// dst[i] = exp(src[i] − shift) for n floats, n a positive multiple of 16
+// (AVX-512): n = round(x·log2 e), r = x − n·ln 2 in two parts, a degree-7
+// Taylor polynomial for e^r (|r| ≤ ln2/2: relative error below 1e-8), then
+// VSCALEFPS by 2^n. x is clamped to [−105, 88.72] first (beyond them the
+// result is 0 or +Inf anyway); NaN stays NaN.
+TEXT ·expSub16(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	VBROADCASTSS shift+24(FP), Z15
+	MOVL $0x3fb8aa3b, AX
+	VPBROADCASTD AX, Z14
+	MOVL $0x3f317200, AX
+	VPBROADCASTD AX, Z13
+	MOVL $0x35bfbe8e, AX
+	VPBROADCASTD AX, Z12
+	MOVL $0x42b17218, AX
+	VPBROADCASTD AX, Z11
+	MOVL $0xc2d20000, AX
+	VPBROADCASTD AX, Z10
+	MOVL $0x39500d01, AX
+	VPBROADCASTD AX, Z9
+	MOVL $0x3ab60b61, AX
+	VPBROADCASTD AX, Z8
+	MOVL $0x3c088889, AX
+	VPBROADCASTD AX, Z7
+	MOVL $0x3d2aaaab, AX
+	VPBROADCASTD AX, Z6
+	MOVL $0x3e2aaaab, AX
+	VPBROADCASTD AX, Z5
+	MOVL $0x3f000000, AX
+	VPBROADCASTD AX, Z4
+	MOVL $0x3f800000, AX
+	VPBROADCASTD AX, Z3
+
+exploop:
+	VMOVUPS (SI), Z0
+	VSUBPS Z15, Z0, Z0
+	VMINPS Z0, Z11, Z0
+	VMAXPS Z0, Z10, Z0
+	VMULPS Z14, Z0, Z1
+	VRNDSCALEPS $0, Z1, Z1
+	VFNMADD231PS Z13, Z1, Z0
+	VFNMADD231PS Z12, Z1, Z0
+	VMOVAPS Z9, Z2
+	VFMADD213PS Z8, Z0, Z2
+	VFMADD213PS Z7, Z0, Z2
+	VFMADD213PS Z6, Z0, Z2
+	VFMADD213PS Z5, Z0, Z2
+	VFMADD213PS Z4, Z0, Z2
+	VFMADD213PS Z3, Z0, Z2
+	VFMADD213PS Z3, Z0, Z2
+	VSCALEFPS Z1, Z2, Z2
+	VMOVUPS Z2, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ exploop
+	VZEROUPPER
+	RET

@@ -15,3 +15,5 @@ func peakAVX512(n int)                                   { panic("avx2: not buil
 
 func add32(dst, x *float32, n int) { panic("avx2: not built for this platform") }
 func add64(dst, x *float32, n int) { panic("avx2: not built for this platform") }
+
+func expSub16(dst, src *float32, n int, shift float32) { panic("avx2: not built for this platform") }

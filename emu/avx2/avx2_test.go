@@ -130,3 +130,36 @@ func TestAdd(t *testing.T) {
 		}
 	}
 }
+
+// TestExpSub holds ExpSub to math.Exp within 3 float32 ulps over the range
+// softmax and SiLU use, and checks the edges: overflow to +Inf, underflow
+// to 0, NaN.
+func TestExpSub(t *testing.T) {
+	if !Supported512() {
+		t.Skip("no AVX-512 on this CPU or build")
+	}
+	var src []float32
+	for x := -87.0; x <= 88.5; x += 0.0137 {
+		src = append(src, float32(x))
+	}
+	src = append(src, 0, -0.0, 1e-30, -1e-30)
+	const shift = 0.25
+	dst := make([]float32, len(src))
+	if !ExpSub(dst, src, shift) {
+		t.Fatal("ExpSub refused though Supported512")
+	}
+	for i, x := range src {
+		want := math.Exp(float64(x - shift)) // the subtraction rounds to float32, as the callers' does
+		ulp := float64(math.Nextafter32(float32(want), float32(math.Inf(1)))) - float64(float32(want))
+		if d := math.Abs(float64(dst[i]) - want); d > 3*ulp {
+			t.Fatalf("exp(%v − %v) = %v, want %v (%.1f ulps off)", x, shift, dst[i], want, d/ulp)
+		}
+	}
+	edge := []float32{100, 1e30, -200, -1e30, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	out := make([]float32, len(edge))
+	ExpSub(out, edge, 0)
+	if !math.IsInf(float64(out[0]), 1) || !math.IsInf(float64(out[1]), 1) || out[2] != 0 || out[3] != 0 ||
+		!math.IsNaN(float64(out[4])) || !math.IsInf(float64(out[5]), 1) || out[6] != 0 {
+		t.Errorf("exp of %v = %v, want +Inf +Inf 0 0 NaN +Inf 0", edge, out)
+	}
+}
