@@ -148,6 +148,15 @@ func packA(strip []float32, trans bool, a []float32, lda, i0, rows, mr, p0, kc i
 		}
 		return
 	}
+	if rows == 8 && mr == 8 { // a full strip: written in order, eight rows at a time
+		at := func(ii int) []float32 { return a[(i0+ii)*lda+p0 : (i0+ii)*lda+p0+kc] }
+		r0, r1, r2, r3, r4, r5, r6, r7 := at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)
+		for p := range kc {
+			s := strip[p*8 : p*8+8 : p*8+8]
+			s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]
+		}
+		return
+	}
 	for ii := range rows {
 		row := a[(i0+ii)*lda+p0 : (i0+ii)*lda+p0+kc]
 		for p, v := range row {
