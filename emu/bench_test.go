@@ -18,7 +18,7 @@ func BenchmarkAllReduce(b *testing.B) {
 			elems := mib << 20 / 4
 			b.Run(itoa(n)+"-devices/"+itoa(mib)+"MiB", func(b *testing.B) {
 				now, v1 := newAllReduce(n, elems), newAllReduce(n, elems)
-				v1.f.add = add[float32]
+				v1.f.add, v1.f.v1 = add[float32], true
 				src := make([]float32, elems)
 				dst := make([]float32, elems)
 				for i := range src { // pages of their own: never written, they would all map the kernel's zero page

@@ -55,8 +55,10 @@ type Fabric struct {
 	// waiting maps a blocked device to the device it waits on.
 	waiting sync.Map
 	// add sums a received chunk into a device's own (avx2.Add; the
-	// benchmarks set the scalar loop of v1 to measure against it).
+	// benchmarks set the scalar loop of v1 to measure against it), and v1
+	// makes two devices' all-reduce the plain ring of v1 too.
 	add func(dst, x []float32)
+	v1  bool
 }
 
 // Waiting lists, for every local device blocked on a message, the device
@@ -230,10 +232,15 @@ func (e *Endpoint) tier(to int) hw.Tier {
 	return hw.DCN
 }
 
+// count records n floats sent to device to under op and axis.
+func (e *Endpoint) count(op, axis string, to, n int) {
+	e.counted.Add(op, e.tier(to), int64(n)*4)
+	e.byAxis.Add(axis+" "+op, e.tier(to), int64(n)*4)
+}
+
 // put sends a copy of x to device to, counting it under op and axis.
 func (e *Endpoint) put(op, axis string, to int, x []float32) {
-	e.counted.Add(op, e.tier(to), int64(len(x))*4)
-	e.byAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
+	e.count(op, axis, to, len(x))
 	if !e.f.local(to) {
 		e.f.remote.Send(e.rank, to, x, e.f.clocks[e.rank], false)
 		return
@@ -259,8 +266,7 @@ func (e *Endpoint) lend(op, axis string, to int, x []float32) {
 		e.put(op, axis, to, x)
 		return
 	}
-	e.counted.Add(op, e.tier(to), int64(len(x))*4)
-	e.byAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
+	e.count(op, axis, to, len(x))
 	e.lent.Add(1)
 	q := e.f.queue(e.rank, to)
 	q.mu.Lock()

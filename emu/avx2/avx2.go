@@ -115,3 +115,23 @@ func ExpSub(dst, src []float32, shift float32) bool {
 	}
 	return true
 }
+
+// SumBoth sets a[i] and b[i] to a[i] + b[i] for every i of a (b is at
+// least as long): Add that also writes the sums back into b, reading each
+// input once. The sums are the plain loop's, bit for bit.
+func SumBoth(a, b []float32) {
+	b = b[:len(a)]
+	i := 0
+	switch n := len(a); {
+	case supported512 && n >= 64:
+		i = n &^ 63
+		sumBoth64(&a[0], &b[0], i)
+	case supported && n >= 32:
+		i = n &^ 31
+		sumBoth32(&a[0], &b[0], i)
+	}
+	for ; i < len(a); i++ {
+		s := a[i] + b[i]
+		a[i], b[i] = s, s
+	}
+}

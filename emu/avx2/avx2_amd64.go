@@ -32,3 +32,9 @@ func add64(dst, x *float32, n int)
 
 //go:noescape
 func expSub16(dst, src *float32, n int, shift float32)
+
+//go:noescape
+func sumBoth64(a, b *float32, n int)
+
+//go:noescape
+func sumBoth32(a, b *float32, n int)

@@ -419,3 +419,69 @@ exploop:
 	JNZ exploop
 	VZEROUPPER
 	RET
+
+// func sumBoth64(a, b *float32, n int)
+//
+// a[i] = b[i] = a[i] + b[i] for n floats, n a positive multiple of 64 (AVX-512).
+TEXT ·sumBoth64(SB), NOSPLIT, $0-24
+	MOVQ a+0(FP), DI
+	MOVQ b+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $6, CX
+
+sumloop5:
+	VMOVUPS 0(DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS 128(DI), Z2
+	VMOVUPS 192(DI), Z3
+	VADDPS 0(SI), Z0, Z0
+	VADDPS 64(SI), Z1, Z1
+	VADDPS 128(SI), Z2, Z2
+	VADDPS 192(SI), Z3, Z3
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z0, 0(SI)
+	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z2, 128(SI)
+	VMOVUPS Z3, 192(SI)
+	ADDQ $256, DI
+	ADDQ $256, SI
+	DECQ CX
+	JNZ sumloop5
+	VZEROUPPER
+	RET
+
+// func sumBoth32(a, b *float32, n int)
+//
+// sumBoth64 with AVX2, n a positive multiple of 32.
+TEXT ·sumBoth32(SB), NOSPLIT, $0-24
+	MOVQ a+0(FP), DI
+	MOVQ b+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $5, CX
+
+sumloop2:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VADDPS 0(SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	ADDQ $128, DI
+	ADDQ $128, SI
+	DECQ CX
+	JNZ sumloop2
+	VZEROUPPER
+	RET

@@ -17,3 +17,6 @@ func add32(dst, x *float32, n int) { panic("avx2: not built for this platform") 
 func add64(dst, x *float32, n int) { panic("avx2: not built for this platform") }
 
 func expSub16(dst, src *float32, n int, shift float32) { panic("avx2: not built for this platform") }
+
+func sumBoth64(a, b *float32, n int) { panic("avx2: not built for this platform") }
+func sumBoth32(a, b *float32, n int) { panic("avx2: not built for this platform") }

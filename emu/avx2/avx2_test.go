@@ -105,7 +105,7 @@ func TestAddKernels(t *testing.T) {
 	}
 }
 
-// TestAdd checks Add against the plain loop, bit for bit, at lengths
+// TestAdd checks Add and SumBoth against the plain loop, bit for bit, at lengths
 // around the vector widths.
 func TestAdd(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
@@ -122,11 +122,20 @@ func TestAdd(t *testing.T) {
 		for i := range want {
 			want[i] += x[i]
 		}
+		other := append([]float32(nil), dst...)
+		y := append([]float32(nil), x...)
 		Add(dst, x)
+		SumBoth(other, y)
 		for i := range dst {
 			if math.Float32bits(dst[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("n=%d: element %d = %v, want %v", n, i, dst[i], want[i])
 			}
+			if math.Float32bits(other[i]) != math.Float32bits(want[i]) || math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d: SumBoth element %d = %v and %v, want %v in both", n, i, other[i], y[i], want[i])
+			}
+		}
+		if len(y) > n && y[n] != x[n] {
+			t.Fatalf("n=%d: SumBoth wrote past a's length", n)
 		}
 	}
 }
