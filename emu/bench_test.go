@@ -3,70 +3,111 @@ package emu
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"shardlab/collective"
 )
 
 // BenchmarkAllReduce measures in-process all-reduce algorithm bandwidth
-// (bytes reduced per second) next to a plain copy() of the same bytes, in
-// the same run.
+// (bytes reduced per second) and, in each iteration and so under the same
+// load, the v1 all-reduce (the scalar add) and a plain copy() of the same
+// bytes; it reports the ratios to both.
 func BenchmarkAllReduce(b *testing.B) {
 	for _, n := range []int{2, 8} {
 		for _, mib := range []int{1, 64} {
 			elems := mib << 20 / 4
 			b.Run(itoa(n)+"-devices/"+itoa(mib)+"MiB", func(b *testing.B) {
-				f := NewFabric(make([]int, n))
-				g := collective.Group{NICI: n, NDCN: 1, ICILink: collective.Link{Bandwidth: 1e11}}
-				for i := range n {
-					g.Ranks = append(g.Ranks, i)
+				now, v1 := newAllReduce(n, elems), newAllReduce(n, elems)
+				v1.f.add, v1.f.v1 = add[float32], true
+				src := make([]float32, elems)
+				dst := make([]float32, elems)
+				for i := range src { // pages of their own: never written, they would all map the kernel's zero page
+					src[i] = 1
 				}
-				bufs := make([][]float32, n)
-				for i := range bufs {
-					bufs[i] = make([]float32, elems)
-					for j := range bufs[i] { // touch the pages before timing
-						bufs[i][j] = 1
-					}
-				}
+				copy(dst, src) // touch the pages before timing
+				var tNow, tV1, tCopy time.Duration
 				for b.Loop() {
-					var wg sync.WaitGroup
-					for i := range n {
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							f.Endpoint(i).AllReduce(g, bufs[i])
-						}()
-					}
-					wg.Wait()
+					tNow += now.run()
+					b.StopTimer()
+					tV1 += v1.run()
+					t0 := time.Now()
+					copy(dst, src)
+					tCopy += time.Since(t0)
+					b.StartTimer()
 				}
-				b.ReportMetric(float64(elems*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "algGB/s")
+				gbps := float64(elems*4) * float64(b.N) / tNow.Seconds() / 1e9
+				b.ReportMetric(gbps, "algGB/s")
+				b.ReportMetric(tV1.Seconds()/tNow.Seconds(), "x-v1")
+				b.ReportMetric(100*tCopy.Seconds()/tNow.Seconds(), "%-copy")
 			})
 		}
 	}
-	for _, mib := range []int{1, 64} {
-		b.Run("copy/"+itoa(mib)+"MiB", func(b *testing.B) {
-			src := make([]float32, mib<<20/4)
-			dst := make([]float32, len(src))
-			copy(dst, src) // touch the pages before timing
-			for b.Loop() {
-				copy(dst, src)
-			}
-			b.ReportMetric(float64(len(src)*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "algGB/s")
-		})
-	}
 }
 
-// BenchmarkTrain reports training tokens/s for a fixed model on 8 virtual
-// chips (data=2(dcn), fsdp=2, tensor=2).
+// allReduceRun is an all-reduce of n devices' buffers on a fabric.
+type allReduceRun struct {
+	f    *Fabric
+	g    collective.Group
+	bufs [][]float32
+}
+
+func newAllReduce(n, elems int) *allReduceRun {
+	r := &allReduceRun{f: NewFabric(make([]int, n)), g: collective.Group{NICI: n, NDCN: 1, ICILink: collective.Link{Bandwidth: 1e11}}}
+	for i := range n {
+		r.g.Ranks = append(r.g.Ranks, i)
+		buf := make([]float32, elems)
+		for j := range buf { // touch the pages before timing
+			buf[j] = 1
+		}
+		r.bufs = append(r.bufs, buf)
+	}
+	return r
+}
+
+// run all-reduces the buffers, one goroutine a device, and returns the
+// wall time.
+func (r *allReduceRun) run() time.Duration {
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for i := range r.bufs {
+		wg.Go(func() { r.f.Endpoint(i).AllReduce(r.g, r.bufs[i]) })
+	}
+	wg.Wait()
+	return time.Since(t0)
+}
+
+// BenchmarkTrain reports training tokens/s for the default `shardlab run`
+// (4 layers, d_model 64, on 8 virtual chips: data=2(dcn), fsdp=2,
+// tensor=2) and, in each iteration and so under the same load, the ratios
+// to the same training on v1's path (its GEMM kernel and row-by-row
+// attention) and with FlashAttention (above 1: flash is slower).
 func BenchmarkTrain(b *testing.B) {
 	m := testMesh(b, "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2")
 	c := Config{Layers: 4, DModel: 64, Heads: 4, KVHeads: 2, DFF: 176, Vocab: 256, Seq: 64}
 	tc := TrainConfig{Model: c, Mesh: m, GlobalBatch: 16, MicroBatches: 1, Steps: 2, Seed: 1, LR: 1e-3, Data: &Synthetic{V: 256, Seed: 1}}
+	flash := tc
+	flash.Model.FlashAttention = true
+	now := kernel
+	defer func() { kernel, v1Path = now, false }()
+	var tNow, tV1, tFlash time.Duration
 	for b.Loop() {
-		if _, err := Train(tc); err != nil {
-			b.Fatal(err)
+		for _, run := range []struct {
+			kern gemmKernel
+			v1   bool
+			tc   TrainConfig
+			d    *time.Duration
+		}{{now, false, tc, &tNow}, {packedV1{}, true, tc, &tV1}, {now, false, flash, &tFlash}} {
+			kernel, v1Path = run.kern, run.v1
+			t0 := time.Now()
+			if _, err := Train(run.tc); err != nil {
+				b.Fatal(err)
+			}
+			*run.d += time.Since(t0)
 		}
 	}
-	b.ReportMetric(float64(tc.Steps*tc.GlobalBatch*c.Seq)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric(float64(tc.Steps*tc.GlobalBatch*c.Seq)*float64(b.N)/tNow.Seconds(), "tokens/s")
+	b.ReportMetric(tV1.Seconds()/tNow.Seconds(), "x-v1")
+	b.ReportMetric(tFlash.Seconds()/tNow.Seconds(), "flash-time-ratio")
 }
 
 // BenchmarkTrain100M is one step of a ~100M-parameter model (12 layers,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"shardlab/collective"
+	"shardlab/emu/avx2"
 	"shardlab/hw"
 	"shardlab/mesh"
 )
@@ -53,6 +54,11 @@ type Fabric struct {
 	trace bool
 	// waiting maps a blocked device to the device it waits on.
 	waiting sync.Map
+	// add sums a received chunk into a device's own (avx2.Add; the
+	// benchmarks set the scalar loop of v1 to measure against it), and v1
+	// makes two devices' all-reduce the plain ring of v1 too.
+	add func(dst, x []float32)
+	v1  bool
 }
 
 // Waiting lists, for every local device blocked on a message, the device
@@ -71,6 +77,22 @@ func (f *Fabric) SetRemote(r Remote) { f.remote = r }
 
 // local reports whether device d runs in this process.
 func (f *Fabric) local(d int) bool { return f.remote == nil || f.remote.RankOf(d) == f.remote.Rank() }
+
+// Buffer returns a buffer of n floats for a message from device src to
+// device dst that arrived from another process: one dst has handed back
+// after reading an earlier message, so that a transport can copy each
+// arrival into reused memory, or a new one.
+func (f *Fabric) Buffer(src, dst, n int) []float32 {
+	q := f.queue(src, dst)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if k := len(q.free); k > 0 && cap(q.free[k-1]) >= n {
+		buf := q.free[k-1][:n]
+		q.free = q.free[:k-1]
+		return buf
+	}
+	return make([]float32, n)
+}
 
 // Deliver enqueues a message that arrived from another process.
 func (f *Fabric) Deliver(src, dst int, data []float32, clock float64, control bool) {
@@ -101,7 +123,7 @@ type message struct {
 // NewFabric connects n devices; sliceOf[i] is device i's slice.
 func NewFabric(sliceOf []int) *Fabric {
 	return &Fabric{n: len(sliceOf), sliceOf: sliceOf, queues: map[[2]int]*fifo{}, failed: map[[2]int]bool{},
-		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}}
+		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}, add: avx2.Add}
 }
 
 // failLink marks the link between devices a and b as broken.
@@ -210,10 +232,15 @@ func (e *Endpoint) tier(to int) hw.Tier {
 	return hw.DCN
 }
 
+// count records n floats sent to device to under op and axis.
+func (e *Endpoint) count(op, axis string, to, n int) {
+	e.counted.Add(op, e.tier(to), int64(n)*4)
+	e.byAxis.Add(axis+" "+op, e.tier(to), int64(n)*4)
+}
+
 // put sends a copy of x to device to, counting it under op and axis.
 func (e *Endpoint) put(op, axis string, to int, x []float32) {
-	e.counted.Add(op, e.tier(to), int64(len(x))*4)
-	e.byAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
+	e.count(op, axis, to, len(x))
 	if !e.f.local(to) {
 		e.f.remote.Send(e.rank, to, x, e.f.clocks[e.rank], false)
 		return
@@ -239,8 +266,7 @@ func (e *Endpoint) lend(op, axis string, to int, x []float32) {
 		e.put(op, axis, to, x)
 		return
 	}
-	e.counted.Add(op, e.tier(to), int64(len(x))*4)
-	e.byAxis.Add(axis+" "+op, e.tier(to), int64(len(x))*4)
+	e.count(op, axis, to, len(x))
 	e.lent.Add(1)
 	q := e.f.queue(e.rank, to)
 	q.mu.Lock()

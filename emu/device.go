@@ -243,7 +243,7 @@ func (d *device) scatterGrad(gi int, buf []float32) {
 		return
 	}
 	shard := d.ep.ReduceScatter(d.fsdpG, buf)
-	add(d.grad[gi], shard)
+	d.ep.f.add(d.grad[gi], shard)
 	d.mem.change(func(m *Memory) { m.Transient -= 4 * int64(len(buf)) })
 }
 

@@ -1,6 +1,10 @@
 package emu
 
-import "shardlab/emu/avx2"
+import (
+	"sync"
+
+	"shardlab/emu/avx2"
+)
 
 // gemmKernel is the float32 matrix multiply the emulator trains with:
 // C (m×n, row-major, leading dimension ldc) = op(A)·op(B), added to C when
@@ -12,39 +16,74 @@ type gemmKernel interface {
 }
 
 // pureGo is the default kernel, built with the Go toolchain alone (no
-// cgo): packed panels and a 4×16 micro-kernel, in AVX2 assembly where the
-// CPU has AVX2 and FMA (checked at run time) and in plain Go elsewhere or
-// with the purego build tag.
-type pureGo struct{}
+// cgo): packed panels and an mr×nr micro-kernel chosen at run time — 8×32
+// AVX-512 assembly, 4×16 AVX2 assembly, or 4×16 plain Go (elsewhere or
+// with the purego build tag). The assembly kernels give the same bits, so
+// a run's results do not depend on which of them the CPU has.
+type pureGo struct{ mk microKernel }
 
-// Name says which kernel this is.
-func (pureGo) Name() string { return "Go toolchain (packed 4x16, " + microName + ")" }
-
-// micro4x16 is the micro-kernel: AVX2 assembly where the CPU and build
-// have it, plain Go otherwise.
-var micro4x16 = func(a, b []float32, kc int, out *[64]float32) {
-	if !avx2.Micro4x16(a, b, kc, out) {
-		micro4x16Go(a, b, kc, out)
-	}
+// microKernel adds the mr×nr block of a packed A strip (kc×mr, k-major)
+// times a packed B strip (kc×nr) into c's rows, ldc floats apart.
+type microKernel struct {
+	name   string
+	mr, nr int
+	add    func(a, b []float32, kc int, c []float32, ldc int)
 }
 
-var microName = map[bool]string{true: "AVX2+FMA assembly", false: "plain Go"}[avx2.Supported()]
+var (
+	microAVX512 = microKernel{"AVX-512 8x32 assembly", 8, 32, func(a, b []float32, kc int, c []float32, ldc int) { avx2.Add8x32(a, b, kc, c, ldc) }}
+	microAVX2   = microKernel{"AVX2+FMA 4x16 assembly", 4, 16, func(a, b []float32, kc int, c []float32, ldc int) { avx2.Add4x16(a, b, kc, c, ldc) }}
+	microGo     = microKernel{"plain Go 4x16", 4, 16, add4x16Go}
+)
+
+// bestMicro is the fastest micro-kernel this CPU and build run.
+func bestMicro() microKernel {
+	switch {
+	case avx2.Supported512():
+		return microAVX512
+	case avx2.Supported():
+		return microAVX2
+	}
+	return microGo
+}
+
+// Name says which kernel this is.
+func (g pureGo) Name() string { return "Go toolchain (packed, " + g.mk.name + ")" }
 
 // kernel is the one float32 matMul uses: pureGo, or OpenBLAS in a build
 // with the openblas tag.
-var kernel gemmKernel = pureGo{}
+var kernel gemmKernel = pureGo{bestMicro()}
 
 // kernelInUse names the GEMM the build trains with.
 func kernelInUse() gemmKernel { return kernel }
 
 const (
+	// kcBlock fixes the order of the sums (each k block is summed from zero
+	// and then added to C): every kernel uses it, so results stay the same.
 	kcBlock = 256
 	ncBlock = 512
-	mr, nr  = 4, 16
 )
 
+// packing is a GEMM's scratch: the packed A and B panels and a tile for
+// the edges. Devices take one from packings and give it back, so after
+// the first calls a multiply allocates nothing.
+type packing struct {
+	a, b []float32
+	tile []float32
+}
+
+var packings = sync.Pool{New: func() any { return new(packing) }}
+
+// grow returns buf with length n, reusing its storage when it is big enough.
+func grow(buf []float32, n int) []float32 {
+	if cap(buf) < n {
+		return make([]float32, n)
+	}
+	return buf[:n]
+}
+
 // Sgemm implements gemmKernel.
-func (pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
+func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
 	if !acc {
 		for i := range m {
 			clear(c[i*ldc : i*ldc+n])
@@ -53,73 +92,107 @@ func (pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []
 	if m == 0 || n == 0 || k == 0 {
 		return
 	}
-	at := func(i, p int) float32 {
-		if transA {
-			return a[p*lda+i]
-		}
-		return a[i*lda+p]
-	}
-	bt := func(p, j int) float32 {
-		if transB {
-			return b[j*ldb+p]
-		}
-		return b[p*ldb+j]
-	}
+	mr, nr := g.mk.mr, g.mk.nr
+	ws := packings.Get().(*packing)
+	defer packings.Put(ws)
 	mPad := (m + mr - 1) / mr * mr
-	ap := make([]float32, mPad*min(k, kcBlock))
-	bp := make([]float32, ((min(n, ncBlock)+nr-1)/nr*nr)*min(k, kcBlock))
+	ws.a = grow(ws.a, mPad*min(k, kcBlock))
+	ws.b = grow(ws.b, (min(n, ncBlock)+nr-1)/nr*nr*min(k, kcBlock))
+	ws.tile = grow(ws.tile, mr*nr)
+	ap, bp, tile := ws.a, ws.b, ws.tile
 	for p0 := 0; p0 < k; p0 += kcBlock {
 		kc := min(kcBlock, k-p0)
-		// pack A[:, p0:p0+kc] into 4-row strips, k-major inside a strip
 		for i0 := 0; i0 < mPad; i0 += mr {
-			strip := ap[i0*kc : (i0+mr)*kc]
-			for p := range kc {
-				for ii := range mr {
-					if i := i0 + ii; i < m {
-						strip[p*mr+ii] = at(i, p0+p)
-					} else {
-						strip[p*mr+ii] = 0
-					}
-				}
-			}
+			packA(ap[i0*kc:(i0+mr)*kc], transA, a, lda, i0, min(mr, m-i0), mr, p0, kc)
 		}
 		for j0 := 0; j0 < n; j0 += ncBlock {
 			nc := min(ncBlock, n-j0)
 			ncPad := (nc + nr - 1) / nr * nr
-			// pack B[p0:p0+kc, j0:j0+nc] into 4-column strips
 			for jj0 := 0; jj0 < ncPad; jj0 += nr {
-				strip := bp[jj0*kc : (jj0+nr)*kc]
-				for p := range kc {
-					for jj := range nr {
-						if j := j0 + jj0 + jj; j < n {
-							strip[p*nr+jj] = bt(p0+p, j)
-						} else {
-							strip[p*nr+jj] = 0
-						}
-					}
-				}
+				packB(bp[jj0*kc:(jj0+nr)*kc], transB, b, ldb, j0+jj0, min(nr, nc-jj0), nr, p0, kc)
 			}
 			for i0 := 0; i0 < mPad; i0 += mr {
 				as := ap[i0*kc : (i0+mr)*kc]
+				rows := min(mr, m-i0)
 				for jj0 := 0; jj0 < ncPad; jj0 += nr {
 					bs := bp[jj0*kc : (jj0+nr)*kc]
-					var acc [64]float32
-					micro4x16(as, bs, kc, &acc)
-					for ii := range mr {
-						i := i0 + ii
-						if i >= m {
-							break
-						}
-						row := c[i*ldc:]
-						for jj := range nr {
-							if j := j0 + jj0 + jj; j < n {
-								row[j] += acc[ii*nr+jj]
-							}
-						}
+					j := j0 + jj0
+					cols := min(nr, n-j)
+					if rows == mr && cols == nr { // a full tile: straight into C
+						g.mk.add(as, bs, kc, c[i0*ldc+j:], ldc)
+						continue
+					}
+					// an edge: sum into a zeroed tile (0+s is s exactly), then
+					// add the part that is inside C
+					clear(tile)
+					g.mk.add(as, bs, kc, tile, nr)
+					for ii := range rows {
+						add(c[(i0+ii)*ldc+j:(i0+ii)*ldc+j+cols], tile[ii*nr:ii*nr+cols])
 					}
 				}
 			}
 		}
+	}
+}
+
+// packA packs rows i0..i0+rows of op(A), columns p0..p0+kc, into strip
+// (kc×mr, k-major), padding missing rows with zeros.
+func packA(strip []float32, trans bool, a []float32, lda, i0, rows, mr, p0, kc int) {
+	strip = strip[:kc*mr]
+	if rows < mr {
+		clear(strip)
+	}
+	if trans { // op(A)[i][p] = a[p][i]: each k is rows contiguous floats
+		for p := range kc {
+			copy(strip[p*mr:p*mr+rows], a[(p0+p)*lda+i0:])
+		}
+		return
+	}
+	if rows == 8 && mr == 8 { // a full strip: written in order, eight rows at a time
+		at := func(ii int) []float32 { return a[(i0+ii)*lda+p0 : (i0+ii)*lda+p0+kc] }
+		r0, r1, r2, r3, r4, r5, r6, r7 := at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)
+		for p := range kc {
+			s := strip[p*8 : p*8+8 : p*8+8]
+			s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]
+		}
+		return
+	}
+	for ii := range rows {
+		row := a[(i0+ii)*lda+p0 : (i0+ii)*lda+p0+kc]
+		for p, v := range row {
+			strip[p*mr+ii] = v
+		}
+	}
+}
+
+// packB packs columns j0..j0+cols of op(B), rows p0..p0+kc, into strip
+// (kc×nr), padding missing columns with zeros.
+func packB(strip []float32, trans bool, b []float32, ldb, j0, cols, nr, p0, kc int) {
+	strip = strip[:kc*nr]
+	if cols < nr {
+		clear(strip)
+	}
+	if !trans { // each k is cols contiguous floats of B's row
+		for p := range kc {
+			copy(strip[p*nr:p*nr+cols], b[(p0+p)*ldb+j0:])
+		}
+		return
+	}
+	for jj := range cols {
+		col := b[(j0+jj)*ldb+p0 : (j0+jj)*ldb+p0+kc]
+		for p, v := range col {
+			strip[p*nr+jj] = v
+		}
+	}
+}
+
+// add4x16Go is the plain-Go micro-kernel: the 4×16 block as four 4×4
+// register blocks, each summed from zero and then added into c.
+func add4x16Go(a, b []float32, kc int, c []float32, ldc int) {
+	var out [64]float32
+	micro4x16Go(a, b, kc, &out)
+	for ii := range 4 {
+		add(c[ii*ldc:ii*ldc+16], out[ii*16:ii*16+16])
 	}
 }
 

@@ -4,6 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"shardlab/emu/avx2"
 )
 
 func naive(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int) []float64 {
@@ -29,23 +32,32 @@ func naive(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, 
 	return c
 }
 
-// TestKernelMatchesNaive checks the GEMM kernel in use (pure Go, or
-// OpenBLAS under the openblas tag) and the pure-Go one against a float64
-// triple loop, for every transpose and awkward sizes.
+// kernels lists every GEMM to check: each micro-kernel this CPU runs
+// inside the packed driver, the v1 baseline, and the one in use (pure Go,
+// or OpenBLAS under the openblas tag).
+func kernels() []gemmKernel {
+	ks := []gemmKernel{pureGo{microGo}, packedV1{}}
+	if avx2.Supported() {
+		ks = append(ks, pureGo{microAVX2})
+	}
+	if avx2.Supported512() {
+		ks = append(ks, pureGo{microAVX512})
+	}
+	return append(ks, kernelInUse())
+}
+
+// TestKernelMatchesNaive checks every kernel against a float64 triple loop,
+// for every transpose and awkward sizes.
 func TestKernelMatchesNaive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
-	saved := micro4x16
-	defer func() { micro4x16 = saved }()
-	plain := kernelFunc{name: "plain Go micro-kernel", f: func(ta, tb bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
-		micro4x16 = micro4x16Go
-		pureGo{}.Sgemm(ta, tb, m, n, k, a, lda, b, ldb, acc, c, ldc)
-		micro4x16 = saved
-	}}
-	for _, kern := range []gemmKernel{plain, pureGo{}, kernelInUse()} {
+	for _, kern := range kernels() {
 		for n := range 60 {
 			m, nn, k := 1+rng.IntN(40), 1+rng.IntN(40), 1+rng.IntN(300)
 			if n%10 == 0 {
 				m, nn, k = 1+rng.IntN(3), 600, 700 // crosses the k and n blocks
+			}
+			if n%10 == 5 {
+				m, nn, k = 64, 96, 300 // full tiles for every micro-kernel
 			}
 			ta, tb := rng.IntN(2) == 0, rng.IntN(2) == 0
 			lda, ldb := k, nn
@@ -78,6 +90,55 @@ func TestKernelMatchesNaive(t *testing.T) {
 	}
 }
 
+// TestAssemblyKernelsAgree holds the assembly kernels to the v1 baseline's
+// bits: the same k blocks, each summed as one FMA chain from zero, so that
+// speed changes no result and a run gives the same bytes on AVX2 and
+// AVX-512 machines.
+func TestAssemblyKernelsAgree(t *testing.T) {
+	if !avx2.Supported() {
+		t.Skip("no AVX2+FMA on this CPU or build: only the plain-Go kernel runs")
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	ks := []gemmKernel{pureGo{microAVX2}}
+	if avx2.Supported512() {
+		ks = append(ks, pureGo{microAVX512})
+	}
+	for range 40 {
+		m, n, k := 1+rng.IntN(70), 1+rng.IntN(600), 1+rng.IntN(600)
+		ta, tb := rng.IntN(2) == 0, rng.IntN(2) == 0
+		a := make([]float32, m*k)
+		b := make([]float32, k*n)
+		c0 := make([]float32, m*n)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+		}
+		for i := range b {
+			b[i] = float32(rng.NormFloat64())
+		}
+		for i := range c0 {
+			c0[i] = float32(rng.NormFloat64())
+		}
+		lda, ldb := k, n
+		if ta {
+			lda = m
+		}
+		if tb {
+			ldb = k
+		}
+		want := append([]float32(nil), c0...)
+		packedV1{}.Sgemm(ta, tb, m, n, k, a, lda, b, ldb, true, want, n)
+		for _, kern := range ks {
+			got := append([]float32(nil), c0...)
+			kern.Sgemm(ta, tb, m, n, k, a, lda, b, ldb, true, got, n)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s %dx%dx%d ta=%v tb=%v: element %d = %v, v1 gives %v; want the same bits", kern.Name(), m, n, k, ta, tb, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 type kernelFunc struct {
 	name string
 	f    func(ta, tb bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int)
@@ -88,29 +149,109 @@ func (k kernelFunc) Sgemm(ta, tb bool, m, n, kk int, a []float32, lda int, b []f
 	k.f(ta, tb, m, n, kk, a, lda, b, ldb, acc, c, ldc)
 }
 
-func benchGEMM(b *testing.B, kern gemmKernel, n int) {
-	x := make([]float32, n*n)
-	y := make([]float32, n*n)
-	z := make([]float32, n*n)
-	for i := range x {
-		x[i], y[i] = float32(i%7), float32(i%5)
-	}
-	for b.Loop() {
-		kern.Sgemm(false, false, n, n, n, x, n, y, n, false, z, n)
-	}
-	b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+// gemmShape is one multiply the benchmarks time.
+type gemmShape struct {
+	name           string
+	transA, transB bool
+	m, n, k        int
 }
 
-// BenchmarkGEMM reports each kernel's GFLOP/s side by side (the OpenBLAS
-// rows appear in a build with -tags openblas; run it with
-// OPENBLAS_CORETYPE set for this CPU and OPENBLAS_NUM_THREADS=1).
+// gemmShapes are 512³ and the shapes the emulator runs: the default
+// `shardlab run` (256 tokens a device, d_model 64 split over tensor=2) and
+// BenchmarkTrain100M's FSDP layer (128 tokens, d_model 768, d_ff 3072),
+// forward (NN) and backward (TA: weight gradients, TB: input gradients).
+var gemmShapes = []gemmShape{
+	{"512x512x512", false, false, 512, 512, 512},
+	{"run-qkv", false, false, 256, 32, 64},
+	{"run-mlp-up", false, false, 256, 88, 64},
+	{"run-mlp-down", false, false, 256, 64, 88},
+	{"run-dW", true, false, 64, 88, 256},
+	{"run-dX", false, true, 256, 64, 88},
+	{"100M-mlp-up", false, false, 128, 3072, 768},
+	{"100M-mlp-down", false, false, 128, 768, 3072},
+	{"100M-dW", true, false, 768, 3072, 128},
+	{"100M-dX", false, true, 128, 768, 3072},
+}
+
+// BenchmarkGEMM times, in each iteration and so under the same load, the
+// kernel in use, the v1 baseline and an FMA loop (the core's fp32 peak
+// with the widest vectors it has) doing the same FLOPs. It reports the
+// kernel's GFLOP/s and its ratios to both (and, when the kernel is the
+// AVX-512 one, to the AVX2 micro-kernel in the same driver); allocs/op is the kernel's
+// allocations (the baseline's are not counted: it runs outside the
+// count). The OpenBLAS kernel is the one in use under -tags openblas (run
+// it with OPENBLAS_CORETYPE set for this CPU and OPENBLAS_NUM_THREADS=1).
 func BenchmarkGEMM(b *testing.B) {
-	for _, n := range []int{256, 512} {
-		b.Run("pure-go/"+itoa(n), func(b *testing.B) { benchGEMM(b, pureGo{}, n) })
-		if _, pure := kernelInUse().(pureGo); !pure {
-			b.Run("openblas/"+itoa(n), func(b *testing.B) { benchGEMM(b, kernelInUse(), n) })
-		}
+	for _, s := range gemmShapes {
+		b.Run(s.name, func(b *testing.B) {
+			a := make([]float32, s.m*s.k)
+			x := make([]float32, s.k*s.n)
+			c := make([]float32, s.m*s.n)
+			for i := range a {
+				a[i] = float32(i%7) - 3
+			}
+			for i := range x {
+				x[i] = float32(i%5) - 2
+			}
+			lda, ldb := s.k, s.n
+			if s.transA {
+				lda = s.m
+			}
+			if s.transB {
+				ldb = s.k
+			}
+			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+			kern, base := kernelInUse(), gemmKernel(packedV1{})
+			// with AVX-512 in use, the AVX2 micro-kernel in the same driver too
+			var narrow gemmKernel
+			if k, ok := kern.(pureGo); ok && k.mk.nr == microAVX512.nr {
+				narrow = pureGo{microAVX2}
+			}
+			var tKern, tBase, tNarrow, tPeak time.Duration
+			var peakFLOPs float64
+			kern.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n) // warm the packing pool
+			b.ReportAllocs()
+			for b.Loop() {
+				t0 := time.Now()
+				kern.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n)
+				tKern += time.Since(t0)
+				b.StopTimer()
+				t0 = time.Now()
+				base.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n)
+				tBase += time.Since(t0)
+				if narrow != nil {
+					t0 = time.Now()
+					narrow.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n)
+					tNarrow += time.Since(t0)
+				}
+				t0 = time.Now()
+				peakFLOPs += fmaPeak(flops)
+				tPeak += time.Since(t0)
+				b.StartTimer()
+			}
+			n := float64(b.N)
+			gf := flops * n / tKern.Seconds() / 1e9
+			b.ReportMetric(gf, "GFLOP/s")
+			b.ReportMetric(tBase.Seconds()/tKern.Seconds(), "x-v1")
+			if narrow != nil {
+				b.ReportMetric(tNarrow.Seconds()/tKern.Seconds(), "x-avx2")
+			}
+			if peakFLOPs > 0 {
+				peak := peakFLOPs / tPeak.Seconds() / 1e9
+				b.ReportMetric(peak, "peak-GFLOP/s")
+				b.ReportMetric(100*gf/peak, "%-peak")
+			}
+		})
 	}
+}
+
+// fmaPeak runs an FMA loop of about flops FLOPs with the widest vectors the
+// CPU has and returns the FLOPs done (0 without AVX2 and FMA).
+func fmaPeak(flops float64) float64 {
+	if avx2.Supported512() {
+		return avx2.PeakAVX512(int(flops/512) + 1)
+	}
+	return avx2.PeakAVX2(int(flops/192) + 1)
 }
 
 func itoa(n int) string {

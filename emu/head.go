@@ -51,10 +51,9 @@ func headForward[T Float](c Config, p *Params[T], x Mat[T], mb micro) (float64, 
 		for _, v := range lr {
 			mx = max(mx, v)
 		}
+		expSub(pr, lr, mx)
 		var sum T
-		for j, v := range lr {
-			e := exp(v - mx)
-			pr[j] = e
+		for _, e := range pr {
 			sum += e
 		}
 		for j := range pr {

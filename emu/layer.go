@@ -46,6 +46,7 @@ func (m micro) pos(r int) int { return m.ci*m.s + r%m.s }
 type acts[T Float] struct {
 	x, h1, q, k, v, p, attn, x2, h2, g, u, a Mat[T]
 	rstd1, rstd2                             []T
+	lse                                      []T // with FlashAttention, instead of p
 }
 
 // bytes is the memory acts hold.
@@ -54,7 +55,7 @@ func (a *acts[T]) bytes(elem int) int64 {
 	for _, m := range []Mat[T]{a.x, a.h1, a.q, a.k, a.v, a.p, a.attn, a.x2, a.h2, a.g, a.u, a.a} {
 		n += len(m.D)
 	}
-	n += len(a.rstd1) + len(a.rstd2)
+	n += len(a.rstd1) + len(a.rstd2) + len(a.lse)
 	return int64(n) * int64(elem)
 }
 
@@ -96,13 +97,6 @@ func rmsnormBack[T Float](x Mat[T], w, rstd []T, dy Mat[T], dx Mat[T], dw []T) {
 	}
 }
 
-func silu[T Float](x T) T { return x / (1 + exp(-x)) }
-
-func siluGrad[T Float](x T) T {
-	s := 1 / (1 + exp(-x))
-	return s * (1 + x*(1-s))
-}
-
 // layerForward runs one block on x (n × d) and returns its output and what
 // the backward pass needs.
 func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T]) (Mat[T], *acts[T]) {
@@ -117,7 +111,11 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 	matMul(a.v, a.h1, l.Wv, false)
 	kAll := Mat[T]{R: n * mb.c, C: kvd, D: co.contextAllGather(a.k.D)}
 	vAll := Mat[T]{R: n * mb.c, C: kvd, D: co.contextAllGather(a.v.D)}
-	a.attn, a.p = attention(c, a.q, kAll, vAll, mb, hd)
+	if c.FlashAttention {
+		a.attn, a.lse = attentionFlash(c, a.q, kAll, vAll, mb, hd)
+	} else {
+		a.attn, a.p = attentionKeepP(c, a.q, kAll, vAll, mb, hd)
+	}
 	o := newMat[T](n, d)
 	matMul(o, a.attn, l.Wo, false)
 	co.tensorAllReduce(o.D)
@@ -128,8 +126,13 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 	a.g, a.u, a.a = newMat[T](n, f), newMat[T](n, f), newMat[T](n, f)
 	matMul(a.g, a.h2, l.Wg, false)
 	matMul(a.u, a.h2, l.Wu, false)
+	// silu(g)·u, with exp(−g) computed a vector at a time
 	for i, g := range a.g.D {
-		a.a.D[i] = silu(g) * a.u.D[i]
+		a.a.D[i] = -g
+	}
+	expSub(a.a.D, a.a.D, 0)
+	for i, g := range a.g.D {
+		a.a.D[i] = g / (1 + a.a.D[i]) * a.u.D[i]
 	}
 	m := newMat[T](n, d)
 	matMul(m, a.a, l.Wd, false)
@@ -193,9 +196,16 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 	da := newMat[T](n, l.Wd.R)
 	matMulTB(da, dy, l.Wd, false)
 	dg, du := newMat[T](n, da.C), newMat[T](n, da.C)
+	// silu and siluGrad, with exp(−g) computed a vector at a time into dg
 	for i, gv := range a.g.D {
-		du.D[i] = da.D[i] * silu(gv)
-		dg.D[i] = da.D[i] * a.u.D[i] * siluGrad(gv)
+		dg.D[i] = -gv
+	}
+	expSub(dg.D, dg.D, 0)
+	for i, gv := range a.g.D {
+		e := dg.D[i]
+		s := 1 / (1 + e)
+		du.D[i] = da.D[i] * (gv / (1 + e))
+		dg.D[i] = da.D[i] * a.u.D[i] * (s * (1 + gv*(1-s)))
 	}
 	matMulTA(g.Wg, a.h2, dg, true)
 	matMulTA(g.Wu, a.h2, du, true)
@@ -211,7 +221,12 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 	matMulTB(dattn, dx2, l.Wo, false)
 	kAll := Mat[T]{R: n * mb.c, C: a.k.C, D: co.contextAllGather(a.k.D)}
 	vAll := Mat[T]{R: n * mb.c, C: a.v.C, D: co.contextAllGather(a.v.D)}
-	dq, dkAll, dvAll := attentionBack(c, a.q, kAll, vAll, a.p, dattn, mb, hd)
+	var dq, dkAll, dvAll Mat[T]
+	if c.FlashAttention {
+		dq, dkAll, dvAll = attentionFlashBack(c, a.q, kAll, vAll, a.attn, a.lse, dattn, mb, hd)
+	} else {
+		dq, dkAll, dvAll = attentionKeepPBack(c, a.q, kAll, vAll, a.p, dattn, mb, hd)
+	}
 	dk := Mat[T]{R: n, C: a.k.C, D: co.contextReduceScatter(dkAll.D)}
 	dv := Mat[T]{R: n, C: a.v.C, D: co.contextReduceScatter(dvAll.D)}
 	matMulTA(g.Wq, a.h1, dq, true)
@@ -258,6 +273,244 @@ func attentionBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, h
 					axpy(dqv, kAll.Row(kr)[kh*hd:(kh+1)*hd], ds)
 					axpy(dk.Row(kr)[kh*hd:(kh+1)*hd], qv, ds)
 				}
+			}
+		}
+	}
+	return dq, dk, dv
+}
+
+// flashBlock is the keys attentionFlash scores at a time.
+const flashBlock = 64
+
+// attentionFlash computes attention's output block by block of keys with an
+// online softmax (FlashAttention, Dao et al. 2022, section 3.1): per query
+// it keeps a running maximum and sum, rescales the output when the maximum
+// grows, and holds one block of scores at a time. Instead of P it returns
+// each query's log-sum-exp, one per (sequence, head, query), in P's row
+// order.
+func attentionFlash[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out Mat[T], lse []T) {
+	qh := q.C / hd
+	group := c.Heads / c.KVHeads
+	out = newMat[T](q.R, q.C)
+	lse = make([]T, mb.b*qh*mb.s)
+	scale := 1 / sqrt(T(hd))
+	var blk [flashBlock]T
+	for bi := range mb.b {
+		for h := range qh {
+			kh := h / group
+			for qi := range mb.s {
+				r := bi*mb.s + qi
+				qp := mb.pos(r)
+				qv := q.Row(r)[h*hd : (h+1)*hd]
+				ov := out.Row(r)[h*hd : (h+1)*hd]
+				mx, sum := T(-1e30), T(0)
+				for k0 := 0; k0 <= qp; k0 += flashBlock {
+					k1 := min(k0+flashBlock, qp+1)
+					bm := mx
+					for kp := k0; kp < k1; kp++ {
+						s := dot(qv, kAll.Row(keyRow(mb, bi, kp))[kh*hd:(kh+1)*hd]) * scale
+						blk[kp-k0] = s
+						bm = max(bm, s)
+					}
+					if bm > mx { // a larger maximum: rescale what is summed so far
+						f := exp(mx - bm)
+						sum *= f
+						for i := range ov {
+							ov[i] *= f
+						}
+						mx = bm
+					}
+					for kp := k0; kp < k1; kp++ {
+						e := exp(blk[kp-k0] - mx)
+						sum += e
+						axpy(ov, vAll.Row(keyRow(mb, bi, kp))[kh*hd:(kh+1)*hd], e)
+					}
+				}
+				inv := 1 / sum
+				for i := range ov {
+					ov[i] *= inv
+				}
+				lse[(bi*qh+h)*mb.s+qi] = mx + log(sum)
+			}
+		}
+	}
+	return out, lse
+}
+
+// attentionFlashBack is attentionBack from the output and the log-sum-exp:
+// it recomputes each score's probability, and uses dO·O for Σ P·dP
+// (FlashAttention's D, Dao et al. 2022, appendix B.2).
+func attentionFlashBack[T Float](c Config, q, kAll, vAll, out Mat[T], lse []T, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
+	qh := q.C / hd
+	group := c.Heads / c.KVHeads
+	dq = newMat[T](q.R, q.C)
+	dk = newMat[T](kAll.R, kAll.C)
+	dv = newMat[T](vAll.R, vAll.C)
+	scale := 1 / sqrt(T(hd))
+	for bi := range mb.b {
+		for h := range qh {
+			kh := h / group
+			for qi := range mb.s {
+				r := bi*mb.s + qi
+				qp := mb.pos(r)
+				l := lse[(bi*qh+h)*mb.s+qi]
+				do := dout.Row(r)[h*hd : (h+1)*hd]
+				qv := q.Row(r)[h*hd : (h+1)*hd]
+				dqv := dq.Row(r)[h*hd : (h+1)*hd]
+				d := dot(do, out.Row(r)[h*hd:(h+1)*hd])
+				for kp := 0; kp <= qp; kp++ {
+					kr := keyRow(mb, bi, kp)
+					kv := kAll.Row(kr)[kh*hd : (kh+1)*hd]
+					p := exp(dot(qv, kv)*scale - l)
+					dp := dot(do, vAll.Row(kr)[kh*hd:(kh+1)*hd])
+					axpy(dv.Row(kr)[kh*hd:(kh+1)*hd], do, p)
+					ds := p * (dp - d) * scale
+					axpy(dqv, kv, ds)
+					axpy(dk.Row(kr)[kh*hd:(kh+1)*hd], qv, ds)
+				}
+			}
+		}
+	}
+	return dq, dk, dv
+}
+
+// v1Path makes the layers compute as v1 did: the row-by-row attention (dot
+// products and axpys per query and key) instead of attentionBlocks, and
+// exp one element at a time; the benchmarks set it to time the v1 path
+// beside the current one.
+var v1Path = false
+
+func attentionKeepP[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, p Mat[T]) {
+	if v1Path {
+		return attention(c, q, kAll, vAll, mb, hd)
+	}
+	return attentionBlocks(c, q, kAll, vAll, mb, hd)
+}
+
+func attentionKeepPBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
+	if v1Path {
+		return attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
+	}
+	return attentionBlocksBack(c, q, kAll, vAll, p, dout, mb, hd)
+}
+
+// gemmAt sets c = op(a)·op(b), or adds it when acc, on strided views (m×n
+// into c with leading dimension ldc; op(a) m×k, op(b) k×n): float32
+// through the GEMM kernel, float64 (gradient checks) by plain loops.
+func gemmAt[T Float](ta, tb bool, m, n, k int, a []T, lda int, b []T, ldb int, acc bool, c []T, ldc int) {
+	if c32, ok := any(c).([]float32); ok {
+		kernel.Sgemm(ta, tb, m, n, k, any(a).([]float32), lda, any(b).([]float32), ldb, acc, c32, ldc)
+		return
+	}
+	for i := range m {
+		for j := range n {
+			var s T
+			for p := range k {
+				av, bv := a[i*lda+p], b[p*ldb+j]
+				if ta {
+					av = a[p*lda+i]
+				}
+				if tb {
+					bv = b[j*ldb+p]
+				}
+				s += av * bv
+			}
+			if acc {
+				c[i*ldc+j] += s
+			} else {
+				c[i*ldc+j] = s
+			}
+		}
+	}
+}
+
+// attentionBlocks is attention with its products as GEMMs: per sequence
+// and head, the scores of each context chunk of keys are one Q·Kᵀ, and the
+// output sums P·V over the chunks. It keeps P as attention does (rows in
+// the same order, zero above the diagonal); the sums run in the GEMM's
+// order, so the results differ from attention's in the last bits.
+func attentionBlocks[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, p Mat[T]) {
+	qh := q.C / hd
+	group := c.Heads / c.KVHeads
+	s, n, seq := mb.s, mb.n(), mb.s*mb.c
+	out = newMat[T](q.R, q.C)
+	p = newMat[T](mb.b*qh*s, seq)
+	scale := 1 / sqrt(T(hd))
+	for bi := range mb.b {
+		for h := range qh {
+			kh := h / group
+			qb := q.D[bi*s*q.C+h*hd:]
+			pb := p.D[(bi*qh+h)*s*seq:]
+			// keys of chunk j (positions j·s…) are rows j·n+bi·s… of K and V;
+			// chunks after this device's own hold only later positions
+			for j := 0; j <= mb.ci; j++ {
+				gemmAt(false, true, s, s, hd, qb, q.C, kAll.D[(j*n+bi*s)*kAll.C+kh*hd:], kAll.C, false, pb[j*s:], seq)
+			}
+			for qi := range s {
+				qp := mb.ci*s + qi
+				prow := pb[qi*seq : (qi+1)*seq]
+				mx := T(-1e30)
+				for kp := 0; kp <= qp; kp++ {
+					prow[kp] *= scale
+					mx = max(mx, prow[kp])
+				}
+				expSub(prow[:qp+1], prow[:qp+1], mx)
+				var sum T
+				for _, e := range prow[:qp+1] {
+					sum += e
+				}
+				inv := 1 / sum
+				for kp := 0; kp <= qp; kp++ {
+					prow[kp] *= inv
+				}
+				clear(prow[qp+1:])
+			}
+			for j := 0; j <= mb.ci; j++ {
+				gemmAt(false, false, s, hd, s, pb[j*s:], seq, vAll.D[(j*n+bi*s)*vAll.C+kh*hd:], vAll.C, j > 0, out.D[bi*s*out.C+h*hd:], out.C)
+			}
+		}
+	}
+	return out, p
+}
+
+// attentionBlocksBack is attentionBack with its products as GEMMs, per
+// sequence, head and context chunk of keys: dP = dO·Vᵀ, dS = P⊙(dP − ΣP·dP)
+// scaled, then dV += Pᵀ·dO, dK += dSᵀ·Q and dQ += dS·K. It holds one
+// sequence and head's dS (local queries × keys) at a time.
+func attentionBlocksBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
+	qh := q.C / hd
+	group := c.Heads / c.KVHeads
+	s, n, seq := mb.s, mb.n(), mb.s*mb.c
+	dq = newMat[T](q.R, q.C)
+	dk = newMat[T](kAll.R, kAll.C)
+	dv = newMat[T](vAll.R, vAll.C)
+	scale := 1 / sqrt(T(hd))
+	ds := make([]T, s*seq)
+	for bi := range mb.b {
+		for h := range qh {
+			kh := h / group
+			qb, dob := q.D[bi*s*q.C+h*hd:], dout.D[bi*s*dout.C+h*hd:]
+			pb := p.D[(bi*qh+h)*s*seq:]
+			for j := 0; j <= mb.ci; j++ {
+				gemmAt(false, true, s, s, hd, dob, dout.C, vAll.D[(j*n+bi*s)*vAll.C+kh*hd:], vAll.C, false, ds[j*s:], seq)
+			}
+			for qi := range s {
+				qp := mb.ci*s + qi
+				prow, drow := pb[qi*seq:(qi+1)*seq], ds[qi*seq:(qi+1)*seq]
+				var sum T
+				for kp := 0; kp <= qp; kp++ {
+					sum += drow[kp] * prow[kp]
+				}
+				for kp := 0; kp <= qp; kp++ {
+					drow[kp] = prow[kp] * (drow[kp] - sum) * scale
+				}
+				clear(drow[qp+1:])
+			}
+			for j := 0; j <= mb.ci; j++ {
+				kr := (j*n + bi*s)
+				gemmAt(true, false, s, hd, s, pb[j*s:], seq, dob, dout.C, true, dv.D[kr*dv.C+kh*hd:], dv.C)
+				gemmAt(true, false, s, hd, s, ds[j*s:], seq, qb, q.C, true, dk.D[kr*dk.C+kh*hd:], dk.C)
+				gemmAt(false, false, s, hd, s, ds[j*s:], seq, kAll.D[kr*kAll.C+kh*hd:], kAll.C, true, dq.D[bi*s*dq.C+h*hd:], dq.C)
 			}
 		}
 	}

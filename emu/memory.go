@@ -120,7 +120,11 @@ func shapesOf(tc *TrainConfig) shapes {
 	sh.s = sh.seq / sh.cp
 	ntok := sh.b * sh.s
 	sh.ntok = ntok
-	sh.acts = 4 * (2*ntok*d + ntok*sh.qd + 2*ntok*sh.kvd + sh.b*sh.qh*sh.s*sh.seq + ntok*sh.qd + 2*ntok*d + 3*ntok*sh.ft + 2*ntok)
+	scores := sh.b * sh.qh * sh.s * sh.seq // P
+	if c.FlashAttention {
+		scores = sh.b * sh.qh * sh.s // the log-sum-exp
+	}
+	sh.acts = 4 * (2*ntok*d + ntok*sh.qd + 2*ntok*sh.kvd + scores + ntok*sh.qd + 2*ntok*d + 3*ntok*sh.ft + 2*ntok)
 	sh.headActs = 4 * (2*ntok*d + ntok + 2*ntok*v)
 	sh.full = v*d + sh.seq*d + d + f64(c.Layers)*(2*d+d*f64(c.Heads)*hd+2*d*f64(c.KVHeads)*hd+f64(c.Heads)*hd*d+3*d*f64(c.DFF))
 	if !c.Tied {
@@ -209,7 +213,9 @@ func inFlight(ops []schedule.Op, chunks int) (most, mostHeads int) {
 // for the all-reduce and the collectives' message copies.
 func (sh shapes) temps(tc *TrainConfig, dm deviceMemory) float64 {
 	d, v, ntok, ft, qd := sh.d, sh.v, sh.ntok, sh.ft, sh.qd
-	kc := min(max(d, ft, qd, ntok, v), 256) // GEMM packing: 4-row strips of A, 512-column panels of B
+	// GEMM packing as the 4×16 kernel packs (4-row strips of A, 512-column
+	// panels of B); the 8×32 AVX-512 one pads up to 4 rows and 16 columns more
+	kc := min(max(d, ft, qd, ntok, v), 256)
 	pack := (max(ntok, d, ft)+4)*kc + min(max(d, ft, qd, v), 512)*kc
 	temps := 4 * (8*ntok*d + 3*ntok*ft + 3*ntok*qd + 8*sh.cp*ntok*sh.kvd + 2*ntok*v + sh.s*sh.cp + pack)
 	if tc.BF16Compute {

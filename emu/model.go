@@ -19,6 +19,11 @@ type Config struct {
 	Vocab   int  `json:"vocab"`
 	Seq     int  `json:"seq"`
 	Tied    bool `json:"tied"`
+	// FlashAttention computes attention block by block with an online
+	// softmax and keeps each query's log-sum-exp instead of the scores P,
+	// recomputing P in the backward pass (the memory of cost's
+	// AttentionFlash); without it the layers keep P (cost's AttentionDot).
+	FlashAttention bool `json:"flash_attention,omitempty"`
 }
 
 // validate checks the shape.

@@ -9,7 +9,11 @@
 // planner.
 package emu
 
-import "math"
+import (
+	"math"
+
+	"shardlab/emu/avx2"
+)
 
 // Float is the element type: float32 to train, float64 to check gradients.
 type Float interface{ ~float32 | ~float64 }
@@ -139,6 +143,21 @@ func add[T Float](dst, x []T) {
 	}
 }
 
-func exp[T Float](x T) T  { return T(math.Exp(float64(x))) }
+func exp[T Float](x T) T { return T(math.Exp(float64(x))) }
+
+// expSub sets dst[i] = exp(src[i] − shift) (dst may be src): float32 a
+// vector at a time with AVX-512 where the CPU has it (avx2.ExpSub, within
+// about 2 ulps of math.Exp; the bits then differ from a machine without
+// AVX-512, as the plain-Go GEMM's do from the assembly's), else one element
+// at a time.
+func expSub[T Float](dst, src []T, shift T) {
+	if d, ok := any(dst).([]float32); ok && !v1Path && avx2.ExpSub(d, any(src).([]float32), float32(shift)) {
+		return
+	}
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] = exp(src[i] - shift)
+	}
+}
 func sqrt[T Float](x T) T { return T(math.Sqrt(float64(x))) }
 func log[T Float](x T) T  { return T(math.Log(float64(x))) }

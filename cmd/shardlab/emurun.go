@@ -47,7 +47,7 @@ type runFlags struct {
 	steps, every, killRank, killStep                                              *int
 	lr                                                                            *float64
 	seed                                                                          *uint64
-	tied, bf16, synthetic, resume, asJSON, quiet, hang                            *bool
+	tied, flash, bf16, synthetic, resume, asJSON, quiet, hang                     *bool
 	mpiTimeout                                                                    *time.Duration
 }
 
@@ -68,6 +68,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.dff = newInt(fs, "d-ff", 176, 1, 1<<16, "", "MLP width")
 	f.seq = newInt(fs, "seq", 64, 1, maxRunSeq, "", "sequence length")
 	f.tied = fs.Bool("tied", false, "tie the output projection to the embedding")
+	f.flash = fs.Bool("flash-attention", false, "compute attention block by block with an online softmax, keeping each query's log-sum-exp\ninstead of the scores (cost's flash attention memory; slower: the backward pass recomputes the scores)")
 	f.batch = newInt(fs, "batch", 16, 1, 1<<20, "", "global batch in sequences")
 	f.micro = newInt(fs, "micro-batches", 0, 0, 4096, "0: 2 per stage with a pipeline, else 1", "pipeline micro-batches")
 	f.sched = newChoice(fs, "schedule", "1f1b", []string{"gpipe", "1f1b", "interleaved", "circular"}, parseSchedule, "pipeline schedule")
@@ -300,7 +301,7 @@ func (f *runFlags) trainConfig(m mesh.Mesh) (emu.TrainConfig, error) {
 		return emu.TrainConfig{}, err
 	}
 	tc := emu.TrainConfig{
-		Model: emu.Config{Layers: *f.layers, DModel: *f.dModel, Heads: *f.heads, KVHeads: *f.kvHeads, DFF: *f.dff, Vocab: vocab, Seq: *f.seq, Tied: *f.tied},
+		Model: emu.Config{Layers: *f.layers, DModel: *f.dModel, Heads: *f.heads, KVHeads: *f.kvHeads, DFF: *f.dff, Vocab: vocab, Seq: *f.seq, Tied: *f.tied, FlashAttention: *f.flash},
 		Mesh:  m, GlobalBatch: *f.batch, MicroBatches: mb, Schedule: k, Chunks: v, Steps: *f.steps, Seed: *f.seed, LR: *f.lr, Data: src,
 		BF16Compute: *f.bf16, Trace: *f.tracePath != "",
 	}
@@ -851,14 +852,15 @@ func numbers(x []float64) []number {
 
 // modelOut is emu.Config with plan's and model's key names.
 type modelOut struct {
-	Layers  int  `json:"layers"`
-	DModel  int  `json:"d_model"`
-	Heads   int  `json:"heads"`
-	KVHeads int  `json:"kv_heads"`
-	DFF     int  `json:"d_ff"`
-	Vocab   int  `json:"vocab"`
-	Seq     int  `json:"seq_len"`
-	Tied    bool `json:"tied_embeddings"`
+	Layers         int  `json:"layers"`
+	DModel         int  `json:"d_model"`
+	Heads          int  `json:"heads"`
+	KVHeads        int  `json:"kv_heads"`
+	DFF            int  `json:"d_ff"`
+	Vocab          int  `json:"vocab"`
+	Seq            int  `json:"seq_len"`
+	Tied           bool `json:"tied_embeddings"`
+	FlashAttention bool `json:"flash_attention,omitempty"`
 }
 
 // memOut is emu.Memory with the unit in its keys.
@@ -947,6 +949,9 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 	}
 	fmt.Fprintf(tw, "model\t%s, d_model %d, %s (%d KV), d_ff %d, vocab %d, seq %d: %d parameters\n",
 		unit.Plural(tc.Model.Layers, "layer"), tc.Model.DModel, unit.Plural(tc.Model.Heads, "head"), tc.Model.KVHeads, tc.Model.DFF, tc.Model.Vocab, tc.Model.Seq, o.Params)
+	if tc.Model.FlashAttention {
+		fmt.Fprintf(tw, "attention\tflash: block by block, one log-sum-exp per query kept for the backward pass\n")
+	}
 	fmt.Fprintf(tw, "data\t%s, %s per step\n", data, unit.Plural(tc.GlobalBatch, "sequence"))
 	if res.ResumedFrom > 0 {
 		fmt.Fprintf(tw, "resumed\tfrom the checkpoint of step %d\n", res.ResumedFrom)

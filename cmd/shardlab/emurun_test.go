@@ -408,3 +408,27 @@ func TestRunChunkedSchedules(t *testing.T) {
 	fail(t, append(common, "--steps", "3", "--schedule", "circular", "--chunks", "1", "--checkpoint", dir, "--resume"),
 		"chunks (--chunks) is 2 in the checkpoint, 1 in this run")
 }
+
+// TestRunFlashAttention runs --flash-attention: the report and the JSON say
+// so, the model trains, and a checkpoint of it refuses a resume without the
+// flag, naming it.
+func TestRunFlashAttention(t *testing.T) {
+	out, errOut, code := runCmd("run", "--flash-attention", "--synthetic", "--steps", "2", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "attention  flash") {
+		t.Errorf("report lacks the attention line:\n%s", out)
+	}
+	if o := runJSONOut(t, "run", "--flash-attention", "--synthetic", "--steps", "2", "--quiet"); !o.Model.FlashAttention {
+		t.Errorf("JSON model = %+v, want flash_attention true", o.Model)
+	}
+	dir := t.TempDir()
+	if _, errOut, code := runCmd("run", "--flash-attention", "--synthetic", "--steps", "2", "--quiet", "--checkpoint", dir, "--every", "2"); code != 0 {
+		t.Fatalf("checkpointed run: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = runCmd("run", "--synthetic", "--steps", "3", "--quiet", "--checkpoint", dir, "--resume")
+	if code == 0 || !strings.Contains(errOut, "--flash-attention") {
+		t.Errorf("resume without --flash-attention: exit %d, stderr %q; want a refusal naming the flag", code, errOut)
+	}
+}

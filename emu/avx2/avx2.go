@@ -1,6 +1,9 @@
-// Package avx2 is the emulator's GEMM micro-kernel in Go assembly (AVX2
-// with fused multiply-add), kept apart from package emu because a package
-// cannot mix Go assembly with the cgo of emu's optional OpenBLAS path.
+// Package avx2 holds the emulator's GEMM micro-kernels in Go assembly
+// (AVX2 with fused multiply-add, and AVX-512 where the CPU has it), kept
+// apart from package emu because a package cannot mix Go assembly with the
+// cgo of emu's optional OpenBLAS path. Every kernel sums each element of
+// C as one FMA chain from zero with k in order, so the AVX2 and AVX-512
+// kernels give the same bits.
 package avx2
 
 // Micro4x16 computes the 4×16 block a·b over kc into c (64 floats,
@@ -17,5 +20,118 @@ func Micro4x16(a, b []float32, kc int, c *[64]float32) bool {
 	return true
 }
 
-// Supported reports whether Micro4x16 runs on this CPU and build.
+// Add4x16 adds the 4×16 block a·b over kc (a a packed kc×4 strip, b a
+// packed kc×16 strip) into c's first 4 rows of 16, ldc floats apart. It
+// reports false, doing nothing, where the CPU or build lacks AVX2 and FMA.
+func Add4x16(a, b []float32, kc int, c []float32, ldc int) bool {
+	if !supported || kc == 0 {
+		return false
+	}
+	_ = a[kc*4-1]
+	_ = b[kc*16-1]
+	_ = c[3*ldc+15]
+	add4x16(&a[0], &b[0], kc, &c[0], ldc)
+	return true
+}
+
+// Add8x32 is Add4x16 for an 8×32 block (a packed kc×8, b packed kc×32)
+// with AVX-512; it reports false where the CPU or build lacks AVX-512F.
+func Add8x32(a, b []float32, kc int, c []float32, ldc int) bool {
+	if !supported512 || kc == 0 {
+		return false
+	}
+	_ = a[kc*8-1]
+	_ = b[kc*32-1]
+	_ = c[7*ldc+31]
+	add8x32(&a[0], &b[0], kc, &c[0], ldc)
+	return true
+}
+
+// Supported reports whether the AVX2 kernels run on this CPU and build.
 func Supported() bool { return supported }
+
+// Supported512 reports whether Add8x32 runs on this CPU and build.
+func Supported512() bool { return supported512 }
+
+// PeakAVX2 runs n rounds of 12 independent 8-wide FMAs and returns the
+// FLOPs done (0 without AVX2 and FMA): an FMA loop that measures one
+// core's fp32 peak with 256-bit vectors.
+func PeakAVX2(n int) float64 {
+	if !supported || n <= 0 {
+		return 0
+	}
+	peakAVX2(n)
+	return float64(n) * 12 * 8 * 2
+}
+
+// PeakAVX512 is PeakAVX2 with 16 independent 16-wide FMAs a round (0
+// without AVX-512F).
+func PeakAVX512(n int) float64 {
+	if !supported512 || n <= 0 {
+		return 0
+	}
+	peakAVX512(n)
+	return float64(n) * 16 * 16 * 2
+}
+
+// Add sets dst[i] += x[i] for every i of dst (x is at least as long),
+// with the widest vectors the CPU has: each element is one float32
+// addition, so the result is the plain loop's, bit for bit.
+func Add(dst, x []float32) {
+	x = x[:len(dst)]
+	i := 0
+	switch n := len(dst); {
+	case supported512 && n >= 64:
+		i = n &^ 63
+		add64(&dst[0], &x[0], i)
+	case supported && n >= 32:
+		i = n &^ 31
+		add32(&dst[0], &x[0], i)
+	}
+	for ; i < len(dst); i++ {
+		dst[i] += x[i]
+	}
+}
+
+// ExpSub sets dst[i] = exp(src[i] − shift) for every i of dst (src is at
+// least as long; dst may be src) with AVX-512, 16 at a time, the last
+// partial group through a padded copy so that every element goes through
+// the same instructions; the relative error is about 2 float32 ulps. It
+// reports false, doing nothing, where the CPU or build lacks AVX-512F.
+func ExpSub(dst, src []float32, shift float32) bool {
+	if !supported512 {
+		return false
+	}
+	src = src[:len(dst)]
+	n := len(dst) &^ 15
+	if n > 0 {
+		expSub16(&dst[0], &src[0], n, shift)
+	}
+	if n < len(dst) {
+		var tail [16]float32
+		copy(tail[:], src[n:])
+		expSub16(&tail[0], &tail[0], 16, shift)
+		copy(dst[n:], tail[:])
+	}
+	return true
+}
+
+// SumBoth sets a[i] and b[i] to a[i] + b[i] for every i of a (b is at
+// least as long): Add that also writes the sums back into b, reading each
+// input once. The sums are the plain loop's, bit for bit.
+func SumBoth(a, b []float32) {
+	b = b[:len(a)]
+	i := 0
+	switch n := len(a); {
+	case supported512 && n >= 64:
+		i = n &^ 63
+		sumBoth64(&a[0], &b[0], i)
+	case supported && n >= 32:
+		i = n &^ 31
+		sumBoth32(&a[0], &b[0], i)
+	}
+	for ; i < len(a); i++ {
+		s := a[i] + b[i]
+		a[i], b[i] = s, s
+	}
+}

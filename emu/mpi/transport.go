@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -66,6 +67,33 @@ type Transport struct {
 	inbox        []chan []float64
 	waitingRank  atomic.Int64 // -1: none
 	waitingSince atomic.Int64
+	// sendFree holds send buffers whose MPI_Isend has completed, for reuse
+	// (persistent buffers: a large message would otherwise cost fresh
+	// pages, and their faults, on every send).
+	sendMu   sync.Mutex
+	sendFree [][]float32
+}
+
+// sendBuffer returns a buffer of n floats, reused when one is free.
+func (t *Transport) sendBuffer(n int) []float32 {
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
+	for i := len(t.sendFree) - 1; i >= 0; i-- {
+		if b := t.sendFree[i]; cap(b) >= n {
+			t.sendFree = append(t.sendFree[:i], t.sendFree[i+1:]...)
+			return b[:n]
+		}
+	}
+	return make([]float32, n)
+}
+
+// sendDone hands a send buffer back once MPI is done with it.
+func (t *Transport) sendDone(b []float32) {
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
+	if len(t.sendFree) < 8 {
+		t.sendFree = append(t.sendFree, b)
+	}
 }
 
 // message kinds in the header's third word
@@ -120,7 +148,7 @@ func (t *Transport) Send(src, dst int, data []float32, clock float64, control bo
 }
 
 func (t *Transport) send(rank, src, dst, kind int, clock float64, data []float32) {
-	buf := make([]float32, HeaderWords+len(data))
+	buf := t.sendBuffer(HeaderWords + len(data))
 	bits := math.Float64bits(clock)
 	buf[0], buf[1], buf[2] = math.Float32frombits(uint32(src)), math.Float32frombits(uint32(dst)), math.Float32frombits(uint32(kind))
 	buf[3], buf[4] = math.Float32frombits(uint32(bits)), math.Float32frombits(uint32(bits>>32))
@@ -202,6 +230,7 @@ type pending struct {
 
 func (t *Transport) loop() {
 	var inflight []*pending
+	var in []float32 // the receive buffer, reused
 	idle := 0
 	for {
 		busy := false
@@ -217,6 +246,7 @@ func (t *Transport) loop() {
 			if done != 0 {
 				C.free_req(p.req)
 				p.pin.Unpin()
+				t.sendDone(p.buf)
 			} else {
 				kept = append(kept, p)
 			}
@@ -229,7 +259,10 @@ func (t *Transport) loop() {
 			if flag == 0 {
 				break
 			}
-			buf := make([]float32, int(count))
+			if cap(in) < int(count) {
+				in = make([]float32, int(count))
+			}
+			buf := in[:count]
 			C.recvb((*C.float)(unsafe.Pointer(unsafe.SliceData(buf))), count, src, tag)
 			t.lastIn[int(src)].Store(time.Now().UnixNano())
 			s, d := int(int32(math.Float32bits(buf[0]))), int(int32(math.Float32bits(buf[1])))
@@ -238,7 +271,13 @@ func (t *Transport) loop() {
 				t.inbox[int(src)] <- unpackF64(buf[HeaderWords:])
 			} else {
 				clock := math.Float64frombits(uint64(math.Float32bits(buf[3])) | uint64(math.Float32bits(buf[4]))<<32)
-				t.fab.Load().Deliver(s, d, buf[HeaderWords:], clock, kind == kindClock)
+				fab := t.fab.Load()
+				var data []float32
+				if n := len(buf) - HeaderWords; n > 0 { // into a buffer the device has handed back
+					data = fab.Buffer(s, d, n)
+					copy(data, buf[HeaderWords:])
+				}
+				fab.Deliver(s, d, data, clock, kind == kindClock)
 			}
 			busy = true
 		}

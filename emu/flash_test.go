@@ -1,0 +1,175 @@
+package emu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"shardlab/schedule"
+)
+
+// TestFlashAttentionMatchesDot holds the flash attention and the
+// GEMM-blocked one to v1's row-by-row attention, in float64: outputs (and
+// P where kept) and the gradients of Q, K and V, for queries whose keys
+// span several blocks and context chunks.
+func TestFlashAttentionMatchesDot(t *testing.T) {
+	c := Config{Heads: 4, KVHeads: 2}
+	const hd, s, b = 3, 2*flashBlock + 7, 2
+	rng := rand.New(rand.NewPCG(6, 6))
+	rnd := func(r, cols int) Mat[float64] {
+		m := newMat[float64](r, cols)
+		for i := range m.D {
+			m.D[i] = 2 * rng.NormFloat64()
+		}
+		return m
+	}
+	for _, ctx := range []struct{ ci, c int }{{0, 1}, {1, 2}} {
+		mb := micro{b: b, s: s, ci: ctx.ci, c: ctx.c}
+		n := b * s
+		q := rnd(n, 2*hd) // 2 local query heads, 1 key/value head
+		kAll, vAll := rnd(n*ctx.c, hd), rnd(n*ctx.c, hd)
+		dout := rnd(n, 2*hd)
+		want, p := attention(c, q, kAll, vAll, mb, hd)
+		got, lse := attentionFlash(c, q, kAll, vAll, mb, hd)
+		near := func(what string, got, want []float64) {
+			t.Helper()
+			for i := range want {
+				if math.Abs(got[i]-want[i]) > 1e-12*(1+math.Abs(want[i])) {
+					t.Fatalf("context chunk %d of %d: %s[%d] = %.15g, with P kept %.15g", ctx.ci, ctx.c, what, i, got[i], want[i])
+				}
+			}
+		}
+		near("output", got.D, want.D)
+		dq, dk, dv := attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
+		fq, fk, fv := attentionFlashBack(c, q, kAll, vAll, got, lse, dout, mb, hd)
+		near("dQ", fq.D, dq.D)
+		near("dK", fk.D, dk.D)
+		near("dV", fv.D, dv.D)
+		// the GEMM-blocked attention, which keeps P too
+		bo, bp := attentionBlocks(c, q, kAll, vAll, mb, hd)
+		near("blocked output", bo.D, want.D)
+		near("blocked P", bp.D, p.D)
+		bq, bk, bv := attentionBlocksBack(c, q, kAll, vAll, bp, dout, mb, hd)
+		near("blocked dQ", bq.D, dq.D)
+		near("blocked dK", bk.D, dk.D)
+		near("blocked dV", bv.D, dv.D)
+	}
+}
+
+// TestFlashGradientsMatchFiniteDifferences is TestGradientsMatchFiniteDifferences
+// with FlashAttention.
+func TestFlashGradientsMatchFiniteDifferences(t *testing.T) {
+	c := tinyConfig(false)
+	c.FlashAttention = true
+	p := newParams[float64](c, 3)
+	rng := rand.New(rand.NewPCG(9, 9))
+	mb := randomMicro(rng, c, 2)
+	g := p.zeroLike()
+	lossAndGrad(c, p, g, mb)
+	params, grads := p.Tensors(), g.Tensors()
+	const h = 1e-5
+	for ti := range params {
+		for i := range params[ti] {
+			old := params[ti][i]
+			params[ti][i] = old + h
+			up := lossOnly(c, p, mb)
+			params[ti][i] = old - h
+			down := lossOnly(c, p, mb)
+			params[ti][i] = old
+			fd := (up - down) / (2 * h)
+			if diff := math.Abs(fd - grads[ti][i]); diff > 1e-7+1e-5*math.Abs(fd) {
+				t.Fatalf("tensor %d index %d: backward %.10g, finite difference %.10g", ti, i, grads[ti][i], fd)
+			}
+		}
+	}
+}
+
+// TestFlashAttentionParity trains with FlashAttention on layouts that split
+// attention (heads over tensor, keys over context) and holds them to one
+// device as TestParityWithOneDevice does; a second run gives the same bits,
+// and the losses stay near those of the attention that keeps P.
+func TestFlashAttentionParity(t *testing.T) {
+	run := func(accel, layout string, micro int, sched schedule.Kind, flash bool) *Result {
+		c := parityModel
+		c.FlashAttention = flash
+		r, err := Train(TrainConfig{Model: c, Mesh: testMesh(t, accel, 1, layout), GlobalBatch: 8, MicroBatches: micro, Schedule: sched,
+			Steps: 3, Seed: 5, LR: 1e-2, Data: &Synthetic{V: c.Vocab, Seed: 11}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	one := run("v5litepod-1", "", 1, schedule.OneFOneB, true)
+	dot := run("v5litepod-1", "", 1, schedule.OneFOneB, false)
+	for i := range one.Losses {
+		if !close(one.Losses[i], dot.Losses[i]) {
+			t.Errorf("step %d: loss %.8f, keeping P %.8f", i+1, one.Losses[i], dot.Losses[i])
+		}
+	}
+	again := run("v5litepod-1", "", 1, schedule.OneFOneB, true)
+	for ti, x := range one.Final.Tensors() {
+		for i, v := range x {
+			if math.Float32bits(v) != math.Float32bits(again.Final.Tensors()[ti][i]) {
+				t.Fatalf("tensor %d element %d differs between two runs of the same seed", ti, i)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		layout string
+		micro  int
+		sched  schedule.Kind
+	}{
+		{"tensor=2,data=4", 1, schedule.OneFOneB},
+		{"context=4,data=2", 1, schedule.OneFOneB},
+		{"fsdp=2,context=2,tensor=2", 1, schedule.OneFOneB},
+		{"pipeline=2,context=2,data=2", 2, schedule.GPipe},
+	} {
+		r := run("v5litepod-8", tt.layout, tt.micro, tt.sched, true)
+		for i := range one.Losses {
+			if !close(r.Losses[i], one.Losses[i]) {
+				t.Errorf("%s step %d: loss %.8f, one device %.8f", tt.layout, i+1, r.Losses[i], one.Losses[i])
+			}
+		}
+		got, want := r.Final.Tensors(), one.Final.Tensors()
+		for ti := range want {
+			for i := range want[ti] {
+				if a, b := float64(got[ti][i]), float64(want[ti][i]); !close(a, b) {
+					t.Fatalf("%s: tensor %d element %d = %.8g, one device %.8g", tt.layout, ti, i, a, b)
+				}
+			}
+		}
+	}
+}
+
+// TestFlashAttentionMemory holds EstimateMemory to the meter with
+// FlashAttention, as TestEstimateMemoryMatchesMeter does without, and
+// checks that the layers' activations shrink by the scores.
+func TestFlashAttentionMemory(t *testing.T) {
+	model := Config{Layers: 4, DModel: 32, Heads: 4, KVHeads: 2, DFF: 64, Vocab: 64, Seq: 64}
+	for _, layout := range []string{"context=2,fsdp=2", "tensor=2,data=2"} {
+		acts := map[bool]int64{}
+		for _, flash := range []bool{false, true} {
+			model.FlashAttention = flash
+			tc := TrainConfig{Model: model, Mesh: testMesh(t, "v5litepod-4", 1, layout), GlobalBatch: 16, Steps: 1, Seed: 1, LR: 1e-3,
+				Data: &Synthetic{V: model.Vocab, Seed: 1}}
+			est, err := EstimateMemory(tc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Train(tc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, d := range res.Devices {
+				got, e := d.Memory, est.Devices[i]
+				if e.Total() < got.Total() || float64(e.Total()) > 1.3*float64(got.Total()) {
+					t.Errorf("%s flash=%v device %d: peak estimated %d bytes, measured %d (want 1 to 1.3 times)", layout, flash, i, e.Total(), got.Total())
+				}
+			}
+			acts[flash] = res.Devices[0].Memory.Activations
+		}
+		if acts[true] >= acts[false] {
+			t.Errorf("%s: activations %d bytes with FlashAttention, %d keeping P; want fewer", layout, acts[true], acts[false])
+		}
+	}
+}
