@@ -152,7 +152,7 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 		{"schedule", `"1f1b", this run "interleaved"`, func(tc *TrainConfig) { tc.Schedule, tc.Chunks = schedule.Interleaved, 2 }},
 		{"chunks", "0, this run 2", func(tc *TrainConfig) { tc.Schedule, tc.Chunks = schedule.Circular, 2 }},
 		{"data", `"synthetic, vocab 32, seed 11", this run "synthetic, vocab 32, seed 12"`, func(tc *TrainConfig) { tc.Data = &Synthetic{V: parityModel.Vocab, Seed: 12} }},
-		{"efficiency", "0.6, this run 0.5", func(tc *TrainConfig) { tc.Efficiency = 0.5 }},
+		{"efficiency", "1, this run 0.5", func(tc *TrainConfig) { tc.Efficiency = 0.5 }},
 		{"free_comm", "false, this run true", func(tc *TrainConfig) { tc.FreeComm = true }},
 		{"layout", `"data=2,pipeline=2", this run "fsdp=2,pipeline=2"`, func(tc *TrainConfig) { tc.Mesh = testMesh(t, "v5litepod-4", 1, "pipeline=2,fsdp=2") }},
 	} {

@@ -37,7 +37,9 @@ type TrainConfig struct {
 	// clock (balanced pipeline stages, to measure the schedule's bubble).
 	BlocksOnlyClock bool
 	// Efficiency scales the chip's peak for the simulated compute clock;
-	// 0 means defaultEfficiency.
+	// 0 means 1, the peak. emu never imports cost (it is cost's independent
+	// check): shardlab run passes cost's calibrated residual efficiency for
+	// the chip's generation, the one value of it.
 	Efficiency float64
 	// BF16Compute runs the passes on bfloat16-rounded copies of the
 	// weights while Adam updates fp32 master weights (mixed precision).
@@ -206,17 +208,10 @@ type DeviceStats struct {
 	Clock   float64 // simulated seconds at the end
 }
 
-// defaultEfficiency is the emulator's own share of peak for its simulated
-// clock. It is not cost's calibrated residual efficiency on purpose: emu
-// never imports cost (it is the independent check of cost), and changing
-// it would change every simulated time 'shardlab run' prints and refuse to
-// resume checkpoints whose headers record 0.6.
-const defaultEfficiency = 0.6
-
 // setDefaults fills in the zero values that have defaults.
 func (tc *TrainConfig) setDefaults() {
 	if tc.Efficiency == 0 {
-		tc.Efficiency = defaultEfficiency
+		tc.Efficiency = 1
 	}
 	if tc.Schedule == "" {
 		tc.Schedule = schedule.OneFOneB
