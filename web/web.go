@@ -92,6 +92,7 @@ func New(c Config) *Handler {
 	h.mux.HandleFunc("GET /static/{name}", serveStatic)
 	h.mux.HandleFunc("GET /download/maxtext.yaml", h.serveMaxText)
 	h.mux.HandleFunc("GET /download/plan.json", h.servePlanJSON)
+	h.mux.HandleFunc("GET /download/xpk.sh", h.serveXPK)
 	h.mux.HandleFunc("POST /api/plan", h.serveAPIPlan)
 	h.mux.HandleFunc("GET /api/catalog", serveCatalog)
 	return h
@@ -327,6 +328,21 @@ func (h *Handler) serveMaxText(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		return cfg.WriteYAML(w)
+	})
+}
+
+// serveXPK plans the query and downloads the xpk command that launches
+// it, for the cluster the query's cluster names (my-cluster when none).
+func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
+	cluster := r.URL.Query().Get("cluster")
+	if cluster == "" {
+		cluster = "my-cluster"
+	}
+	h.download(w, r, "xpk.sh", "text/x-shellscript", func(w io.Writer, p plan.Plan) error {
+		if mem := p.Best.Estimate.Memory; !mem.Fits() {
+			return errUnfit{mem.Total() - mem.Usable}
+		}
+		return export.XPK(w, p, export.XPKOptions{Cluster: cluster, Workload: "shardlab"})
 	})
 }
 

@@ -281,6 +281,10 @@ func TestDownloads(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `"layout"`) {
 		t.Errorf("GET /download/plan.json = %d %.200s", code, body)
 	}
+	code, body = get(t, h, "/download/xpk.sh?"+q+"&cluster=tpu-east")
+	if code != http.StatusOK || !strings.Contains(body, "xpk workload create") || !strings.Contains(body, "--cluster tpu-east") {
+		t.Errorf("GET /download/xpk.sh = %d %.300s", code, body)
+	}
 	if code, body := get(t, h, "/download/maxtext.yaml?model=nope"); code != http.StatusBadRequest {
 		t.Errorf("GET /download/maxtext.yaml?model=nope = %d %s, want 400", code, body)
 	}
