@@ -140,6 +140,16 @@ const (
 	MaxRequestRate = 1 << 20
 )
 
+// DefaultRequest is a request with shardlab inference's defaults: 64
+// sequences decoding together, 1024-token prompts and outputs, bf16
+// weights and KV cache, vLLM's default gpu_memory_utilization (0.92) and
+// tpu-inference's daily benchmarks' 4096 batched tokens. Model and Slice
+// are the caller's.
+func DefaultRequest() Request {
+	return Request{Concurrency: 64, PromptLen: 1024, OutputLen: 1024, Weights: "bf16", KVCache: "bf16",
+		MemoryUtilization: 0.92, MaxNumBatchedTokens: 4096}
+}
+
 // NewRequest checks r and fills its defaults.
 func NewRequest(r Request) (Request, error) {
 	if err := r.Model.Validate(); err != nil {

@@ -52,6 +52,8 @@ type resultView struct {
 	Skipped []string
 	// Tiers are the chosen layout and the best of each other tier.
 	Tiers []plan.RankJSON
+	// Goodput is the chosen layout's expected goodput.
+	Goodput goodputView
 }
 
 // pageData is what the page and the report templates take.
@@ -68,7 +70,7 @@ type pageData struct {
 
 // result is the view of an outcome, with options spelt by name.
 func result(out outcome, name func(plan.Option) string) (resultView, error) {
-	v := resultView{J: out.plan.JSON(name), Skipped: out.skipped}
+	v := resultView{J: out.plan.JSON(name), Skipped: out.skipped, Goodput: goodputOf(out.plan)}
 	if len(v.J.Top) > 0 {
 		v.Tiers = append(v.Tiers, v.J.Top[0])
 	}

@@ -373,3 +373,25 @@ func TestAPISpecName(t *testing.T) {
 		}
 	}
 }
+
+func TestServingPage(t *testing.T) {
+	h := New(Config{})
+	code, body := get(t, h, "/serving?model=llama3-70b&tpu=tpu7x-8&max_model_len=8192")
+	if code != http.StatusOK || !strings.Contains(body, "vllm serve") || !strings.Contains(body, "tensor parallel") {
+		t.Errorf("GET /serving = %d %.300s", code, body)
+	}
+	for _, q := range []string{"model=nope&tpu=tpu7x-8&max_model_len=8192", "model=llama3-70b&tpu=v5p-8&max_model_len=8192",
+		"model=llama3-70b&tpu=tpu7x-8&max_model_len=999999", "model=llama3-70b&tpu=tpu7x-8&max_model_len=x"} {
+		if code, body := get(t, h, "/serving?"+q); code != http.StatusBadRequest || !strings.Contains(body, `id="error"`) {
+			t.Errorf("GET /serving?%s = %d, want 400 with the error shown:\n%.300s", q, code, body)
+		}
+	}
+}
+
+func TestPageShowsGoodput(t *testing.T) {
+	h := New(Config{})
+	code, body := get(t, h, "/?"+queryOf(plan.DefaultOptions()))
+	if code != http.StatusOK || !strings.Contains(body, `id="goodput"`) || !strings.Contains(body, "(Daly)") {
+		t.Errorf("GET / = %d; no goodput section", code)
+	}
+}

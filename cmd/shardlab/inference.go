@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"shardlab/export"
 	"shardlab/inference"
-	"shardlab/unit"
 )
 
 // inferenceFlags are the options of shardlab inference.
@@ -31,19 +29,20 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	fs := flag.NewFlagSet("inference", flag.ContinueOnError)
 	f := &inferenceFlags{}
 	r := &f.req
+	d := inference.DefaultRequest()
 	fs.StringVar(&f.model, "model", "llama3-70b", "catalog model name or a YAML/JSON spec file of at most 1 MiB")
 	fs.StringVar(&f.tpu, "tpu", "tpu7x-8", "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16; a generation alone (tpu7x) is one VM")
 	fs.StringVar(&f.modelID, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: --model)")
 	intVar(fs, &r.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the model's", "longest sequence, prompt and output, in tokens")
-	intVar(fs, &r.Concurrency, "concurrency", 64, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
+	intVar(fs, &r.Concurrency, "concurrency", d.Concurrency, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
 	floatVar(fs, &r.RequestRate, "request-rate", 0, floatFlag{lo: 0.001, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
 		"arrival rate of requests; the concurrency is then what Little's law gives on each layout")
-	intVar(fs, &r.PromptLen, "prompt-len", 1024, 1, inference.MaxTokens, "", "prompt tokens per request")
-	intVar(fs, &r.OutputLen, "output-len", 1024, 1, inference.MaxTokens, "", "output tokens per request")
-	choiceVar(fs, &f.weights, "weights", "bf16", []string{"bf16", "fp8", "int8"}, nil, "weight precision")
-	choiceVar(fs, &f.kv, "kv-cache-dtype", "bf16", []string{"bf16", "fp8"}, nil, "KV cache precision (vllm --kv-cache-dtype auto or fp8)")
-	floatVar(fs, &r.MemoryUtilization, "gpu-memory-utilization", 0.92, floatFlag{lo: 0, hi: 1, loOpen: true}, "share of a device's HBM vLLM may fill (vllm's default 0.92)")
-	intVar(fs, &r.MaxNumBatchedTokens, "max-num-batched-tokens", 4096, 1, inference.MaxTokens, "", "the scheduler's tokens per step: the prefill chunk and activation buffers")
+	intVar(fs, &r.PromptLen, "prompt-len", d.PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request")
+	intVar(fs, &r.OutputLen, "output-len", d.OutputLen, 1, inference.MaxTokens, "", "output tokens per request")
+	choiceVar(fs, &f.weights, "weights", string(d.Weights), []string{"bf16", "fp8", "int8"}, nil, "weight precision")
+	choiceVar(fs, &f.kv, "kv-cache-dtype", string(d.KVCache), []string{"bf16", "fp8"}, nil, "KV cache precision (vllm --kv-cache-dtype auto or fp8)")
+	floatVar(fs, &r.MemoryUtilization, "gpu-memory-utilization", d.MemoryUtilization, floatFlag{lo: 0, hi: 1, loOpen: true}, "share of a device's HBM vLLM may fill (vllm's default 0.92)")
+	intVar(fs, &r.MaxNumBatchedTokens, "max-num-batched-tokens", d.MaxNumBatchedTokens, 1, inference.MaxTokens, "", "the scheduler's tokens per step: the prefill chunk and activation buffers")
 	intVar(fs, &r.TP, "tensor-parallel-size", 0, 0, 1024, "0: search", "fix the tensor-parallel size, in JAX devices (TPU7x: 2 a chip)")
 	durationVar(fs, &r.MaxITL, "max-itl", 0, 0, time.Hour, "0: no target, the most tokens/s per chip",
 		"inter-token latency target: the fewest chips that meet it")
@@ -174,38 +173,5 @@ func inferenceJSON(p inference.Plan, cmd []string) servingJSON {
 }
 
 func writeInference(w io.Writer, p inference.Plan, cmd []string) error {
-	r, b := p.Request, p.Best
-	m := b.Memory
-	load := fmt.Sprintf("%d concurrent sequences", b.Concurrency)
-	if r.RequestRate > 0 {
-		load = fmt.Sprintf("%g requests/s (%d sequences in the server on this layout)", r.RequestRate, b.Concurrency)
-	}
-	fmt.Fprintf(w, "serving %s on %s (%s, %s a chip): max model len %d, %s of %d+%d tokens, weights %s, KV cache %s\n\n",
-		r.Model.Name, r.Slice.AcceleratorType(), unit.Plural(r.Slice.Chips(), "chip"), unit.Plural(r.Slice.Chip.JAXDevicesPerChip, "JAX device"), r.MaxModelLen, load, r.PromptLen, r.OutputLen, r.Weights, r.KVCache)
-	fmt.Fprintf(w, "layout: tensor parallel %d × data parallel %d on %s, %d sequences per replica\n", b.TP, b.DP, unit.Plural(b.Chips, "chip"), b.SeqsEach)
-	for _, s := range p.Reasons {
-		fmt.Fprintf(w, "  - %s\n", s)
-	}
-	for _, s := range p.Warnings {
-		fmt.Fprintf(w, "  warning: %s\n", s)
-	}
-	fmt.Fprintf(w, "\nHBM per device: %v × %g = %v: weights %v, activations %v, KV cache %v\n",
-		m.Capacity, r.MemoryUtilization, m.Budget, m.Weights, m.Activations, m.KVCache)
-	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all)\n",
-		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP)
-	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (prefill %v, all-reduce %v); inter-token %v (HBM %v, MXU %v, all-reduce %v)\n",
-		ms(b.TTFT), ms(b.PrefillCompute), ms(b.PrefillAllReduce), ms(b.ITL), ms(b.DecodeMemory), ms(b.DecodeCompute), ms(b.DecodeAllReduce))
-	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n\n", b.TokensPerSecond, b.PerChip)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "TP\tDP\tchips\tfits\tmax seqs\tTTFT\tITL\ttok/s/chip\t")
-	for _, l := range p.Layouts {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%v\t%d\t%v\t%v\t%.0f\t\n", l.TP, l.DP, l.Chips, l.Fits, l.DP*l.Memory.MaxSeqs, ms(l.TTFT), ms(l.ITL), l.PerChip)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "\n%s\n", export.ShellQuote(cmd))
-	return err
+	return p.WriteText(w, export.ShellQuote(cmd))
 }
-
-func ms(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }

@@ -1,0 +1,50 @@
+package inference
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"shardlab/unit"
+)
+
+// WriteText writes the plan as shardlab inference prints it: the request,
+// the chosen layout with its reasons and warnings, memory, latency and
+// throughput, every layout, and command, the serving command line.
+func (p Plan) WriteText(w io.Writer, command string) error {
+	r, b := p.Request, p.Best
+	m := b.Memory
+	load := fmt.Sprintf("%d concurrent sequences", b.Concurrency)
+	if r.RequestRate > 0 {
+		load = fmt.Sprintf("%g requests/s (%d sequences in the server on this layout)", r.RequestRate, b.Concurrency)
+	}
+	fmt.Fprintf(w, "serving %s on %s (%s, %s a chip): max model len %d, %s of %d+%d tokens, weights %s, KV cache %s\n\n",
+		r.Model.Name, r.Slice.AcceleratorType(), unit.Plural(r.Slice.Chips(), "chip"), unit.Plural(r.Slice.Chip.JAXDevicesPerChip, "JAX device"), r.MaxModelLen, load, r.PromptLen, r.OutputLen, r.Weights, r.KVCache)
+	fmt.Fprintf(w, "layout: tensor parallel %d × data parallel %d on %s, %d sequences per replica\n", b.TP, b.DP, unit.Plural(b.Chips, "chip"), b.SeqsEach)
+	for _, s := range p.Reasons {
+		fmt.Fprintf(w, "  - %s\n", s)
+	}
+	for _, s := range p.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", s)
+	}
+	fmt.Fprintf(w, "\nHBM per device: %v × %g = %v: weights %v, activations %v, KV cache %v\n",
+		m.Capacity, r.MemoryUtilization, m.Budget, m.Weights, m.Activations, m.KVCache)
+	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all)\n",
+		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP)
+	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (prefill %v, all-reduce %v); inter-token %v (HBM %v, MXU %v, all-reduce %v)\n",
+		ms(b.TTFT), ms(b.PrefillCompute), ms(b.PrefillAllReduce), ms(b.ITL), ms(b.DecodeMemory), ms(b.DecodeCompute), ms(b.DecodeAllReduce))
+	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n\n", b.TokensPerSecond, b.PerChip)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "TP\tDP\tchips\tfits\tmax seqs\tTTFT\tITL\ttok/s/chip\t")
+	for _, l := range p.Layouts {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%v\t%d\t%v\t%v\t%.0f\t\n", l.TP, l.DP, l.Chips, l.Fits, l.DP*l.Memory.MaxSeqs, ms(l.TTFT), ms(l.ITL), l.PerChip)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", command)
+	return err
+}
+
+func ms(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
