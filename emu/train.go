@@ -118,6 +118,8 @@ func (tc *TrainConfig) validate() error {
 	switch {
 	case m.Degree(mesh.Tensor).DCN > 1:
 		return fmt.Errorf("emu: %w", mesh.ErrTensorOverDCN)
+	case m.Size(mesh.Expert) > 1:
+		return bad("expert=%d: the emulator's model is dense, with no experts to split; want expert=1", m.Size(mesh.Expert))
 	case c.Heads%t != 0 || c.KVHeads%t != 0 || c.DFF%t != 0:
 		return bad("tensor=%d must divide heads %d, kv_heads %d and d_ff %d", t, c.Heads, c.KVHeads, c.DFF)
 	case tc.Chunks < 0 || (tc.Chunks > 1 && !tc.Schedule.Chunked()):

@@ -86,7 +86,7 @@ func (c MaxTextConfig) Get(key string) (any, bool) {
 // 659-684), in base.yml's order. All are written, so that none keeps
 // base.yml's placeholder (-1 on ici_fsdp and dcn_data, which MaxText fills
 // with what is left, [max_utils.py]) or a value a model config sets.
-// shardlab plans no fsdp_transpose, tensor_sequence, sequence, expert or
+// shardlab plans no fsdp_transpose, tensor_sequence, sequence or
 // the rest, so those are written as 1.
 var maxTextAxes = []string{"diloco", "data", "fsdp", "fsdp_transpose", "sequence", "context", "context_usp_ulysses",
 	"context_autoregressive", "tensor", "tensor_sequence", "autoregressive", "pipeline", "expert"}
@@ -95,7 +95,7 @@ var maxTextAxes = []string{"diloco", "data", "fsdp", "fsdp_transpose", "sequence
 var planAxes = []struct {
 	axis mesh.Axis
 	name string
-}{{mesh.Data, "data"}, {mesh.FSDP, "fsdp"}, {mesh.Tensor, "tensor"}, {mesh.Pipeline, "pipeline"}, {mesh.Context, "context"}}
+}{{mesh.Data, "data"}, {mesh.FSDP, "fsdp"}, {mesh.Tensor, "tensor"}, {mesh.Pipeline, "pipeline"}, {mesh.Context, "context"}, {mesh.Expert, "expert"}}
 
 // inChipAxis is the axis that carries the factor of a chip's several
 // devices (TensorCores on v2, v3 and TPU7x) in a framework that counts

@@ -19,6 +19,7 @@ const (
 	Tensor
 	Pipeline
 	Context
+	Expert
 
 	NumAxes = iota // the number of axes
 )
@@ -36,11 +37,17 @@ type axisInfo struct {
 
 // axes is the axis table: the one place an axis's name and properties live.
 var axes = [NumAxes]axisInfo{
-	Data:     {name: "data", place: 3},
-	FSDP:     {name: "fsdp", place: 2},
+	Data:     {name: "data", place: 4},
+	FSDP:     {name: "fsdp", place: 3},
 	Tensor:   {name: "tensor", place: 0, overDCN: ErrTensorOverDCN},
-	Pipeline: {name: "pipeline", place: 4},
+	Pipeline: {name: "pipeline", place: 5},
 	Context:  {name: "context", place: 1, overDCN: ErrContextOverDCN},
+	// Expert parallelism splits a mixture-of-experts layer's experts over
+	// chips; its dispatch and combine all-to-alls are fine-grained, so it
+	// claims torus dimensions right after tensor and context. It may cross
+	// slices (MaxText's dcn_expert_parallelism), which the planner does
+	// only with a reason.
+	Expert: {name: "expert", place: 2},
 }
 
 // All returns every axis in canonical order.

@@ -1,5 +1,5 @@
 // Package mesh lays a training job's parallelism out on TPU hardware. It
-// owns the axis table (Axis: data, fsdp, tensor, pipeline, context), a
+// owns the axis table (Axis: data, fsdp, tensor, pipeline, context, expert), a
 // mesh of those axes each split into an ICI factor inside a slice and a DCN
 // factor across slices, the placement of devices on it (device ↔
 // coordinate, the group of devices along some axes), and the links they

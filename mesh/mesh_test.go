@@ -97,7 +97,7 @@ func TestParseAxes(t *testing.T) {
 	if fmt.Sprint(axes) != fmt.Sprint(want) {
 		t.Errorf("ParseAxes = %v, want %v", axes, want)
 	}
-	for _, bad := range []string{"", "data", "data=0", "data=x", "expert=2", "data=2,data=4", "data=2(dcn),data=3(dcn)", "=2"} {
+	for _, bad := range []string{"", "data", "data=0", "data=x", "experts=2", "data=2,data=4", "data=2(dcn),data=3(dcn)", "=2"} {
 		if _, err := ParseAxes(bad); !errors.Is(err, ErrInvalid) {
 			t.Errorf("ParseAxes(%q) error = %v, want ErrInvalid", bad, err)
 		}

@@ -426,8 +426,9 @@ func Search(r Request) (Plan, error) {
 func (s *searcher) enumerate() {
 	ms := s.req.Multislice
 	spec := s.req.Model
-	ici := factorizations(ms.Slice.Chips(), mesh.NumAxes)
-	dcn := factorizations(ms.Slices, mesh.NumAxes)
+	free := searchAxes(spec)
+	ici := factorizationsOver(ms.Slice.Chips(), free)
+	dcn := factorizationsOver(ms.Slices, free)
 	var meshes []mesh.Mesh
 	for _, dn := range dcn {
 		refused := false
@@ -468,6 +469,16 @@ func (s *searcher) enumerate() {
 		}
 	}
 	s.run(meshes)
+}
+
+// searchAxes marks, indexed by mesh.Axis, the axes the search splits:
+// every axis but expert, which has nothing to split in a dense model.
+func searchAxes(spec model.Spec) []bool {
+	free := make([]bool, mesh.NumAxes)
+	for _, a := range mesh.All() {
+		free[a] = a != mesh.Expert
+	}
+	return free
 }
 
 // layout costs one mesh over its micro-batch counts and remat policies.
@@ -959,6 +970,17 @@ func warnings(p Plan) []Note {
 // factorizations lists every ordered k-tuple of positive integers whose
 // product is n.
 func factorizations(n, k int) [][]int {
+	free := make([]bool, k)
+	for i := range free {
+		free[i] = true
+	}
+	return factorizationsOver(n, free)
+}
+
+// factorizationsOver lists every ordered tuple of positive integers, one per
+// entry of free, whose product is n, with the entries not free held at 1.
+func factorizationsOver(n int, free []bool) [][]int {
+	k := len(free)
 	var divs []int
 	for d := 1; d*d <= n; d++ {
 		if n%d == 0 {
@@ -974,8 +996,16 @@ func factorizations(n, k int) [][]int {
 	var rec func(i, left int)
 	rec = func(i, left int) {
 		if i == k-1 {
+			if !free[i] && left != 1 {
+				return
+			}
 			cur[i] = left
 			out = append(out, append([]int(nil), cur...))
+			return
+		}
+		if !free[i] {
+			cur[i] = 1
+			rec(i+1, left)
 			return
 		}
 		for _, d := range divs {

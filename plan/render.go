@@ -244,6 +244,9 @@ func (p Plan) writeLayout(b *strings.Builder) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  axis\tICI\tDCN\ttotal\t")
 	for _, d := range e.Mesh.Degrees() {
+		if d.Axis == mesh.Expert && d.Size() == 1 {
+			continue // a dense layout has no experts to split
+		}
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t\n", d.Axis, d.ICI, d.DCN, d.Size())
 	}
 	tw.Flush()

@@ -148,7 +148,8 @@ func TestRunFailures(t *testing.T) {
 		{[]string{"run", "--fail-link", "0-1"}, 1, "link 0-1 is down"},
 		{[]string{"run", "--fail-link", "3-4"}, 2, "share no ring"},
 		{[]string{"run", "--mesh", "data=2(dcn),fsdp=2"}, 2, "ICI factors = 2"},
-		{[]string{"run", "--mesh", "expert=8"}, 2, `axis = "expert"`},
+		{[]string{"run", "--mesh", "pod=8"}, 2, `axis = "pod"`},
+		{[]string{"run", "--tpu", "v5litepod-4", "--slices", "1", "--mesh", "expert=4"}, 2, "expert=4: the emulator's model is dense"},
 		{[]string{"run", "--tpu", "v5litepod-4", "--slices", "1", "--mesh", "context=4", "--seq", "10"}, 2, "context=4 must divide the sequence length 10"},
 		{[]string{"run", "--mesh", "tensor=2(dcn),fsdp=4"}, 2, "tensor parallelism over DCN"},
 		{[]string{"run", "--mesh", "context=2(dcn),fsdp=4"}, 2, "context parallelism over DCN"},
@@ -227,8 +228,8 @@ func TestRunPlanFromPlanJSON(t *testing.T) {
 	}
 	fail(t, []string{"run", "--plan", one, "--plan-index", "1"}, "--plan-index 1", "holds one plan")
 	fail(t, []string{"run", "--plan", write("junk.json", []byte(`{"layout": 3}`))}, "--plan", "not what 'shardlab plan --json' prints")
-	fail(t, []string{"run", "--plan", write("expert.json", []byte(`{"accelerator_type": "v5litepod-4", "slices": 1, "layout": {"axes": [{"name": "expert", "ici": 4, "dcn": 1}]}}`))},
-		"--plan", `axis = "expert"`, "want one of data, fsdp, tensor, pipeline, context")
+	fail(t, []string{"run", "--plan", write("pod.json", []byte(`{"accelerator_type": "v5litepod-4", "slices": 1, "layout": {"axes": [{"name": "pod", "ici": 4, "dcn": 1}]}}`))},
+		"--plan", `axis = "pod"`, "want one of data, fsdp, tensor, pipeline, context, expert")
 }
 
 // TestRunDiverges: a learning rate far too high makes the loss explode;

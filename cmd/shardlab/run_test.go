@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"shardlab/internal/golden"
+	"shardlab/mesh"
 	"shardlab/plan"
 )
 
@@ -87,8 +88,8 @@ func TestPlanJSONFields(t *testing.T) {
 		}
 	}
 	axes := v["layout"].(map[string]any)["axes"].([]any)
-	if len(axes) != 5 {
-		t.Errorf("layout has %d axes, want 5", len(axes))
+	if len(axes) != mesh.NumAxes {
+		t.Errorf("layout has %d axes, want %d", len(axes), mesh.NumAxes)
 	}
 	for _, a := range axes {
 		m := a.(map[string]any)
