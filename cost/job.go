@@ -238,5 +238,10 @@ func (j Job) validate() error {
 	if j.Chunks < 0 || j.Chunks > MaxChunks || (j.Chunks > 1 && !j.Schedule.Chunked()) || (j.Schedule == schedule.Interleaved && j.Chunks < 2) {
 		return bad("chunks", j.Chunks, "1 for gpipe and 1f1b, 2 to 64 for interleaved, 1 to 64 for circular")
 	}
+	if j.Model.MoE() || j.Model.MLA() {
+		// the step-time and memory formulas below are those of a dense
+		// transformer with multi-head attention
+		return bad("model", j.Model.Name, "a dense model with multi-head attention: costing mixture-of-experts layers and latent attention is not built yet")
+	}
 	return j.Model.Validate()
 }

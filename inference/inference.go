@@ -155,6 +155,10 @@ func NewRequest(r Request) (Request, error) {
 	if err := r.Model.Validate(); err != nil {
 		return Request{}, err
 	}
+	if r.Model.MoE() || r.Model.MLA() {
+		// the memory and roofline formulas are a dense model's
+		return Request{}, &FieldError{Field: "model", Value: r.Model.Name, Want: "a dense model with multi-head attention (serving plans for mixture-of-experts and latent attention are not built yet)"}
+	}
 	c := r.Slice.Chip
 	ok := false
 	for _, g := range Generations {

@@ -53,4 +53,14 @@ var catalog = [...]Spec{
 		GatedMLP: true, TiedEmbeddings: true, NormsPerLayer: 4,
 		Published: 27_227_718_144, Source: "Gemma 2 Table 2: 26,047,480,320 non-embedding, plus the 256128 x 4608 embedding",
 	},
+	{
+		// Jiang et al. 2024, "Mixtral of Experts" (arXiv 2401.04088), Table 1:
+		// dim 4096, n_layers 32, head_dim 128, hidden_dim 14336, n_heads 32,
+		// n_kv_heads 8, vocab_size 32000, num_experts 8, top_k_experts 2;
+		// §2: "47B total parameters ... 13B active" (the model card: 46.7B
+		// and 12.9B). Every layer is MoE; embeddings untied.
+		Name: "mixtral-8x7b", Layers: 32, DModel: 4096, Heads: 32, KVHeads: 8, DFF: 14336, Vocab: 32000, SeqLen: 4096, GatedMLP: true,
+		Experts: 8, ExpertsPerToken: 2,
+		Published: 46_700_000_000, PublishedActive: 12_900_000_000, Source: "Mixtral of Experts, Table 1 and §2 (46.7B total, 12.9B active)",
+	},
 }

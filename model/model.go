@@ -42,10 +42,38 @@ type Spec struct {
 	// post-norms (Gemma 2 has 4); 0 means 2.
 	NormsPerLayer int `yaml:"norms_per_layer,omitempty" json:"norms_per_layer,omitempty"`
 
+	// Mixture of experts. Experts > 0 makes the MLP of the MoE layers a
+	// routed mixture: a router (a d_model x Experts matmul), Experts routed
+	// experts of width ExpertDFF (0 means DFF), of which ExpertsPerToken run
+	// for each token, and SharedExperts experts of the same width that every
+	// token runs. The first FirstDenseLayers layers keep a dense MLP of width
+	// DFF; after them every MoEEvery-th layer is MoE (0 or 1: every layer;
+	// 2: every second, as Llama 4 Maverick) and the others dense.
+	Experts          int `yaml:"experts,omitempty" json:"experts,omitempty"`
+	ExpertsPerToken  int `yaml:"experts_per_token,omitempty" json:"experts_per_token,omitempty"`
+	SharedExperts    int `yaml:"shared_experts,omitempty" json:"shared_experts,omitempty"`
+	ExpertDFF        int `yaml:"expert_d_ff,omitempty" json:"expert_d_ff,omitempty"`
+	FirstDenseLayers int `yaml:"first_dense_layers,omitempty" json:"first_dense_layers,omitempty"`
+	MoEEvery         int `yaml:"moe_every,omitempty" json:"moe_every,omitempty"`
+
+	// Multi-head latent attention (DeepSeek-V2 and V3: DeepSeek-AI 2024,
+	// arXiv 2405.04434 §2.1) when KVLoRARank > 0: keys and values are
+	// projected down to a KVLoRARank latent (plus a QKRopeHeadDim rotary
+	// key shared by the heads), normed, and up to Heads keys of HeadDim +
+	// QKRopeHeadDim and values of VHeadDim; queries likewise through a
+	// QLoRARank latent (0: a direct d_model projection). HeadDim is then
+	// the no-rope part of a query/key head (MaxText's qk_nope_head_dim).
+	QLoRARank     int `yaml:"q_lora_rank,omitempty" json:"q_lora_rank,omitempty"`
+	KVLoRARank    int `yaml:"kv_lora_rank,omitempty" json:"kv_lora_rank,omitempty"`
+	QKRopeHeadDim int `yaml:"qk_rope_head_dim,omitempty" json:"qk_rope_head_dim,omitempty"`
+	VHeadDim      int `yaml:"v_head_dim,omitempty" json:"v_head_dim,omitempty"`
+
 	// Published is the parameter count its authors give (0 if none), and
-	// Source where it is given.
-	Published int64  `yaml:"published_params,omitempty" json:"published_params,omitempty"`
-	Source    string `yaml:"source,omitempty" json:"source,omitempty"`
+	// Source where it is given; PublishedActive the parameters a token
+	// uses, for a mixture of experts.
+	Published       int64  `yaml:"published_params,omitempty" json:"published_params,omitempty"`
+	PublishedActive int64  `yaml:"published_active_params,omitempty" json:"published_active_params,omitempty"`
+	Source          string `yaml:"source,omitempty" json:"source,omitempty"`
 }
 
 // ErrInvalid is wrapped by every validation error.
@@ -96,10 +124,130 @@ func (s Spec) Validate() error {
 	if s.NormsPerLayer < 0 || s.NormsPerLayer > 8 {
 		return bad("norms_per_layer", s.NormsPerLayer, "0 (= 2) up to 8")
 	}
-	if s.Published < 0 {
-		return &FieldError{Model: name, Field: "published_params", Value: fmt.Sprint(s.Published), Want: "0 or a positive count"}
+	if err := s.validateMoE(bad); err != nil {
+		return err
+	}
+	if err := s.validateMLA(bad); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"published_params", s.Published}, {"published_active_params", s.PublishedActive}} {
+		if f.v < 0 {
+			return &FieldError{Model: name, Field: f.name, Value: fmt.Sprint(f.v), Want: "0 or a positive count"}
+		}
 	}
 	return nil
+}
+
+// validateMoE checks the mixture-of-experts fields: all zero for a dense
+// model.
+func (s Spec) validateMoE(bad func(string, int, string) error) error {
+	const limit = 1 << 16
+	if s.Experts == 0 {
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"experts_per_token", s.ExpertsPerToken}, {"shared_experts", s.SharedExperts}, {"expert_d_ff", s.ExpertDFF},
+			{"first_dense_layers", s.FirstDenseLayers}, {"moe_every", s.MoEEvery}} {
+			if f.v != 0 {
+				return bad(f.name, f.v, "0 in a dense model (set experts for a mixture of experts)")
+			}
+		}
+		return nil
+	}
+	switch {
+	case s.Experts < 0 || s.Experts > limit:
+		return bad("experts", s.Experts, fmt.Sprintf("0 (dense) or 1 to %d routed experts", limit))
+	case s.ExpertsPerToken < 1 || s.ExpertsPerToken > s.Experts:
+		return bad("experts_per_token", s.ExpertsPerToken, fmt.Sprintf("1 to experts (%d)", s.Experts))
+	case s.SharedExperts < 0 || s.SharedExperts > limit:
+		return bad("shared_experts", s.SharedExperts, fmt.Sprintf("0 to %d", limit))
+	case s.ExpertDFF < 0 || s.ExpertDFF > 1<<24:
+		return bad("expert_d_ff", s.ExpertDFF, "0 (= d_ff) or a positive integer")
+	case s.FirstDenseLayers < 0 || s.FirstDenseLayers >= s.Layers:
+		return bad("first_dense_layers", s.FirstDenseLayers, fmt.Sprintf("0 to layers - 1 (%d), leaving an MoE layer", s.Layers-1))
+	case s.MoEEvery < 0 || s.MoEEvery > s.Layers-s.FirstDenseLayers:
+		return bad("moe_every", s.MoEEvery, fmt.Sprintf("0 or 1 (every layer) up to the layers after the dense ones (%d)", s.Layers-s.FirstDenseLayers))
+	}
+	return nil
+}
+
+// validateMLA checks the latent-attention fields: all zero without it.
+func (s Spec) validateMLA(bad func(string, int, string) error) error {
+	if s.KVLoRARank == 0 {
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"q_lora_rank", s.QLoRARank}, {"qk_rope_head_dim", s.QKRopeHeadDim}, {"v_head_dim", s.VHeadDim}} {
+			if f.v != 0 {
+				return bad(f.name, f.v, "0 without latent attention (set kv_lora_rank for it)")
+			}
+		}
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"kv_lora_rank", s.KVLoRARank}, {"q_lora_rank", s.QLoRARank}, {"qk_rope_head_dim", s.QKRopeHeadDim}, {"v_head_dim", s.VHeadDim}} {
+		if f.v < 0 || f.v > 1<<16 {
+			return bad(f.name, f.v, "0 to 65536")
+		}
+	}
+	if s.KVHeads != 0 && s.KVHeads != s.Heads {
+		return bad("kv_heads", s.KVHeads, "0 (= heads) with latent attention, whose keys and values are per head")
+	}
+	return nil
+}
+
+// MoE reports whether the model has mixture-of-experts layers.
+func (s Spec) MoE() bool { return s.Experts > 0 }
+
+// MLA reports whether attention is multi-head latent attention.
+func (s Spec) MLA() bool { return s.KVLoRARank > 0 }
+
+// ExpertFF is the width of one expert's MLP.
+func (s Spec) ExpertFF() int {
+	if s.ExpertDFF == 0 {
+		return s.DFF
+	}
+	return s.ExpertDFF
+}
+
+func (s Spec) moeEvery() int { return max(s.MoEEvery, 1) }
+
+// IsMoELayer reports whether layer i (from 0) is a mixture of experts:
+// after the first dense layers, every MoEEvery-th one, counting so that
+// with MoEEvery 2 the second, fourth, … are (Hugging Face's Llama 4
+// moe_layers: range(step-1, layers, step)).
+func (s Spec) IsMoELayer(i int) bool {
+	if !s.MoE() || i < s.FirstDenseLayers || i >= s.Layers {
+		return false
+	}
+	k := s.moeEvery()
+	return (i-s.FirstDenseLayers)%k == k-1
+}
+
+// MoELayers counts the mixture-of-experts layers.
+func (s Spec) MoELayers() int {
+	if !s.MoE() {
+		return 0
+	}
+	return (s.Layers - s.FirstDenseLayers) / s.moeEvery()
+}
+
+// QKHead is the width of one query/key head: Head, plus the rotary part
+// under latent attention.
+func (s Spec) QKHead() int { return s.Head() + s.QKRopeHeadDim }
+
+// VHead is the width of one value head: Head unless latent attention sets
+// its own.
+func (s Spec) VHead() int {
+	if s.VHeadDim > 0 {
+		return s.VHeadDim
+	}
+	return s.Head()
 }
 
 // KV is the number of key/value heads.
@@ -130,26 +278,95 @@ func (s Spec) Norms() int {
 type Params struct {
 	Embedding int64 // input token embedding (and learned positions)
 	Output    int64 // untied output projection; 0 when tied
-	Attention int64 // per layer: Q, K, V, O (and their biases)
-	MLP       int64 // per layer
+	Attention int64 // per layer: Q, K, V, O (and their biases; MLA's latent norms)
+	MLP       int64 // per dense layer
 	Norms     int64 // per layer
 	FinalNorm int64
 	Layers    int
+
+	// A mixture of experts, per MoE layer: the router, one routed expert,
+	// how many there are and how many a token runs, and the shared experts
+	// (all of them).
+	MoELayers     int
+	Router        int64
+	Expert        int64
+	Experts       int
+	ActiveExperts int
+	Shared        int64
 }
 
-// PerLayer is the parameter count of one transformer block.
+// DenseLayers counts the layers with a dense MLP.
+func (p Params) DenseLayers() int { return p.Layers - p.MoELayers }
+
+// PerLayer is the parameter count of one dense transformer block.
 func (p Params) PerLayer() int64 { return p.Attention + p.MLP + p.Norms }
+
+// PerMoELayer is the parameter count of one MoE block, every expert in.
+func (p Params) PerMoELayer() int64 {
+	return p.Attention + p.Norms + p.Router + int64(p.Experts)*p.Expert + p.Shared
+}
+
+// ActivePerMoELayer is the parameters of one MoE block that a token uses.
+func (p Params) ActivePerMoELayer() int64 {
+	return p.Attention + p.Norms + p.Router + int64(p.ActiveExperts)*p.Expert + p.Shared
+}
+
+// Blocks is the parameter count of all transformer blocks.
+func (p Params) Blocks() int64 {
+	return int64(p.DenseLayers())*p.PerLayer() + int64(p.MoELayers)*p.PerMoELayer()
+}
 
 // Total is the model's parameter count.
 func (p Params) Total() int64 {
-	return p.Embedding + p.Output + p.FinalNorm + int64(p.Layers)*p.PerLayer()
+	return p.Embedding + p.Output + p.FinalNorm + p.Blocks()
+}
+
+// Active is the parameters one token uses: Total with only the routed
+// experts it runs (the count MoE papers publish as "activated").
+func (p Params) Active() int64 {
+	return p.Embedding + p.Output + p.FinalNorm + int64(p.DenseLayers())*p.PerLayer() + int64(p.MoELayers)*p.ActivePerMoELayer()
+}
+
+// attentionMatmul is one block's attention projection parameters (all
+// matmuls).
+func (s Spec) attentionMatmul() int64 {
+	d, h := int64(s.DModel), int64(s.Heads)
+	if !s.MLA() {
+		q, kv := h*int64(s.Head()), int64(s.KV()*s.Head())
+		return 2*d*q + 2*d*kv
+	}
+	qk, v := h*int64(s.QKHead()), h*int64(s.VHead())
+	query := d * qk
+	if s.QLoRARank > 0 {
+		query = d*int64(s.QLoRARank) + int64(s.QLoRARank)*qk
+	}
+	kvl := int64(s.KVLoRARank)
+	keyValue := d*(kvl+int64(s.QKRopeHeadDim)) + kvl*h*int64(s.Head()+s.VHead())
+	return query + keyValue + v*d
+}
+
+// mlpMatmul is the matmul parameters of one MLP (or expert) of width f.
+func (s Spec) mlpMatmul(f int) int64 {
+	if s.GatedMLP {
+		return 3 * int64(s.DModel) * int64(f)
+	}
+	return 2 * int64(s.DModel) * int64(f)
+}
+
+// mlpBiases is the bias parameters of one MLP (or expert) of width f.
+func (s Spec) mlpBiases(f int) int64 {
+	if !s.Biases {
+		return 0
+	}
+	if s.GatedMLP {
+		return 2*int64(f) + int64(s.DModel)
+	}
+	return int64(f) + int64(s.DModel)
 }
 
 // ParamCount counts the parameters of the spec.
 func (s Spec) ParamCount() Params {
-	d, f, v := int64(s.DModel), int64(s.DFF), int64(s.Vocab)
-	q := int64(s.Heads * s.Head())
-	kv := int64(s.KV() * s.Head())
+	d, v := int64(s.DModel), int64(s.Vocab)
 	p := Params{Layers: s.Layers}
 	p.Embedding = v * d
 	if s.LearnedPositions {
@@ -158,59 +375,89 @@ func (s Spec) ParamCount() Params {
 	if !s.TiedEmbeddings {
 		p.Output = v * d
 	}
-	p.Attention = d*q + 2*d*kv + q*d
-	if s.GatedMLP {
-		p.MLP = 3 * d * f
-	} else {
-		p.MLP = 2 * d * f
+	p.Attention = s.attentionMatmul()
+	if s.MLA() {
+		p.Attention += int64(s.QLoRARank + s.KVLoRARank) // the latents' RMSNorm scales
 	}
 	if s.Biases {
-		p.Attention += q + 2*kv + d
-		p.MLP += f + d
-		if s.GatedMLP {
-			p.MLP += f
-		}
+		p.Attention += int64(s.Heads*s.QKHead()+2*s.KV()*s.Head()) + d
 	}
+	p.MLP = s.mlpMatmul(s.DFF) + s.mlpBiases(s.DFF)
 	norm := d
 	if s.LayerNorm {
 		norm = 2 * d
 	}
 	p.Norms = int64(s.Norms()) * norm
 	p.FinalNorm = norm
+	if s.MoE() {
+		f := s.ExpertFF()
+		p.MoELayers = s.MoELayers()
+		p.Router = d * int64(s.Experts)
+		if s.Biases {
+			p.Router += int64(s.Experts)
+		}
+		p.Expert = s.mlpMatmul(f) + s.mlpBiases(f)
+		p.Experts, p.ActiveExperts = s.Experts, s.ExpertsPerToken
+		p.Shared = int64(s.SharedExperts) * p.Expert
+	}
 	return p
 }
 
 // LargestMatrix is the parameter count of a block's largest weight matrix
-// (Q, K, V, O or one MLP projection; MaxText keeps them separate unless
-// fused_qkv or fused_mlp is set): the granularity at which XLA gathers
-// FSDP-sharded weights and reduce-scatters their gradients.
+// (Q, K, V, O or one MLP or expert projection; MaxText keeps them separate
+// unless fused_qkv or fused_mlp is set): the granularity at which XLA
+// gathers FSDP-sharded weights and reduce-scatters their gradients. An MoE
+// layer's experts are stacked into one tensor per projection; this counts
+// one expert's matrix, and the cost model scales it by the experts a chip
+// holds.
 func (s Spec) LargestMatrix() int64 {
 	d := int64(s.DModel)
-	return d * max(int64(s.Heads*s.Head()), int64(s.KV()*s.Head()), int64(s.DFF))
+	h := int64(s.Heads)
+	m := d * max(h*int64(s.QKHead()), int64(s.KV()*s.Head()), h*int64(s.VHead()))
+	if !s.MoE() || s.MoELayers() < s.Layers {
+		m = max(m, d*int64(s.DFF))
+	}
+	if s.MoE() {
+		m = max(m, d*int64(s.ExpertFF()))
+	}
+	if s.MLA() {
+		m = max(m, int64(max(s.QLoRARank, s.KVLoRARank))*h*int64(max(s.QKHead(), s.Head()+s.VHead())))
+	}
+	return m
 }
 
 // MatmulParams counts the weights that take part in a matrix multiply per
-// token: every block's projection matrices and the output (unembedding)
-// projection, tied or not. Embedding lookups, norms and biases are not
-// matmuls.
+// token: every block's projection matrices (for an MoE layer the router,
+// the routed experts a token runs and the shared experts) and the output
+// (unembedding) projection, tied or not. Embedding lookups, norms and
+// biases are not matmuls.
 func (s Spec) MatmulParams() int64 {
-	d, f, v := int64(s.DModel), int64(s.DFF), int64(s.Vocab)
-	q := int64(s.Heads * s.Head())
-	kv := int64(s.KV() * s.Head())
-	mlp := 2 * d * f
-	if s.GatedMLP {
-		mlp = 3 * d * f
+	d, v := int64(s.DModel), int64(s.Vocab)
+	moe := int64(s.MoELayers())
+	dense := int64(s.Layers) - moe
+	n := int64(s.Layers)*s.attentionMatmul() + dense*s.mlpMatmul(s.DFF) + v*d
+	if s.MoE() {
+		n += moe * (d*int64(s.Experts) + int64(s.ExpertsPerToken+s.SharedExperts)*s.mlpMatmul(s.ExpertFF()))
 	}
-	return int64(s.Layers)*(2*d*q+2*d*kv+mlp) + v*d
+	return n
+}
+
+// attentionWidth is H·(Q_k + Q_v)/2 summed over the heads: the PaLM
+// formula's H·Q when keys and values are as wide as each other.
+func (s Spec) attentionWidth() float64 {
+	return float64(s.Heads) * float64(s.QKHead()+s.VHead()) / 2
 }
 
 // FLOPsPerToken is the model FLOPs of one training token (forward and
 // backward, no rematerialisation) at sequence length seq: 6 per matmul
-// parameter plus the attention scores and weighted sum, 12·L·H·Q·T
-// (PaLM, Chowdhery et al. 2022, App. B). With causal set the attention term
-// is halved, as MaxText counts it since its PR 2031.
+// parameter a token uses (for a mixture of experts, the active ones, as
+// MaxText counts MFU) plus the attention scores and weighted sum,
+// 12·L·H·Q·T (PaLM, Chowdhery et al. 2022, App. B; with latent attention
+// Q is the mean of the key and value head widths, 6·L·H·(Q_k+Q_v)·T).
+// With causal set the attention term is halved, as MaxText counts it since
+// its PR 2031.
 func (s Spec) FLOPsPerToken(seq int, causal bool) float64 {
-	attn := 12 * float64(s.Layers) * float64(s.Heads*s.Head()) * float64(seq)
+	attn := 12 * float64(s.Layers) * s.attentionWidth() * float64(seq)
 	if causal {
 		attn /= 2
 	}
@@ -221,7 +468,7 @@ func (s Spec) FLOPsPerToken(seq int, causal bool) float64 {
 // (scores and weighted sum, 4·H·Q·T per layer) per token, the work that
 // selective rematerialisation repeats.
 func (s Spec) AttentionFLOPsPerToken(seq int) float64 {
-	return 4 * float64(s.Layers) * float64(s.Heads*s.Head()) * float64(seq)
+	return 4 * float64(s.Layers) * s.attentionWidth() * float64(seq)
 }
 
 // Parse reads a spec written in YAML or JSON (JSON is YAML). Unknown fields
@@ -283,6 +530,11 @@ func normalize(s string) string {
 type Summary struct {
 	Spec
 	Params            int64   `json:"params"`
+	ActiveParams      int64   `json:"active_params"`
+	MoELayers         int     `json:"moe_layers,omitempty"`
+	ParamsPerMoELayer int64   `json:"params_per_moe_layer,omitempty"`
+	RouterPerLayer    int64   `json:"router_params_per_moe_layer,omitempty"`
+	ExpertParams      int64   `json:"params_per_expert,omitempty"`
 	EmbeddingParams   int64   `json:"embedding_params"`
 	OutputParams      int64   `json:"output_params"`
 	ParamsPerLayer    int64   `json:"params_per_layer"`
@@ -293,21 +545,30 @@ type Summary struct {
 	FLOPsPerToken     float64 `json:"training_flops_per_token"`
 	FLOPsPerTokenCaus float64 `json:"training_flops_per_token_causal"`
 	// PublishedError is (computed − published) / published, when a count
-	// is published.
-	PublishedError *float64 `json:"published_params_error,omitempty"`
+	// is published; PublishedActiveError likewise for the active count.
+	PublishedError       *float64 `json:"published_params_error,omitempty"`
+	PublishedActiveError *float64 `json:"published_active_params_error,omitempty"`
 }
 
 // Summarize computes the summary at the spec's sequence length.
 func (s Spec) Summarize() Summary {
 	p := s.ParamCount()
 	out := Summary{
-		Spec: s, Params: p.Total(), EmbeddingParams: p.Embedding, OutputParams: p.Output,
+		Spec: s, Params: p.Total(), ActiveParams: p.Active(), EmbeddingParams: p.Embedding,
+		MoELayers: p.MoELayers, RouterPerLayer: p.Router, ExpertParams: p.Expert, OutputParams: p.Output,
 		ParamsPerLayer: p.PerLayer(), AttentionPerLayer: p.Attention, MLPPerLayer: p.MLP, NormsPerLayerP: p.Norms,
 		MatmulParams: s.MatmulParams(), FLOPsPerToken: s.FLOPsPerToken(s.SeqLen, false), FLOPsPerTokenCaus: s.FLOPsPerToken(s.SeqLen, true),
+	}
+	if p.MoELayers > 0 {
+		out.ParamsPerMoELayer = p.PerMoELayer()
 	}
 	if s.Published > 0 {
 		e := float64(p.Total()-s.Published) / float64(s.Published)
 		out.PublishedError = &e
+	}
+	if s.PublishedActive > 0 {
+		e := float64(p.Active()-s.PublishedActive) / float64(s.PublishedActive)
+		out.PublishedActiveError = &e
 	}
 	return out
 }

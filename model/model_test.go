@@ -14,6 +14,7 @@ func TestPublishedParamCounts(t *testing.T) {
 	want := map[string]bool{
 		"gpt3-175b": true, "llama2-7b": true, "llama2-13b": true, "llama2-70b": true,
 		"llama3-8b": true, "llama3-70b": true, "llama3-405b": true, "gemma2-9b": true, "gemma2-27b": true,
+		"mixtral-8x7b": true,
 	}
 	for _, s := range Catalog() {
 		delete(want, s.Name)
@@ -24,6 +25,15 @@ func TestPublishedParamCounts(t *testing.T) {
 		rel := math.Abs(float64(got-s.Published)) / float64(s.Published)
 		if rel > 0.005 {
 			t.Errorf("%s: ParamCount = %d, published %d (%s): off by %.2f%%", s.Name, got, s.Published, s.Source, 100*rel)
+		}
+		if s.MoE() != (s.PublishedActive > 0) {
+			t.Errorf("%s: MoE %v but published active count %d", s.Name, s.MoE(), s.PublishedActive)
+		}
+		if s.PublishedActive > 0 {
+			got := s.ParamCount().Active()
+			if rel := math.Abs(float64(got-s.PublishedActive)) / float64(s.PublishedActive); rel > 0.005 {
+				t.Errorf("%s: active params = %d, published %d (%s): off by %.2f%%", s.Name, got, s.PublishedActive, s.Source, 100*rel)
+			}
 		}
 	}
 	for name := range want {
@@ -158,7 +168,7 @@ func TestSummarize(t *testing.T) {
 	for _, s := range Catalog() {
 		sum := s.Summarize()
 		p := s.ParamCount()
-		if got := sum.EmbeddingParams + sum.OutputParams + int64(s.Layers)*sum.ParamsPerLayer + p.FinalNorm; got != sum.Params {
+		if got := sum.EmbeddingParams + sum.OutputParams + int64(p.DenseLayers())*sum.ParamsPerLayer + int64(p.MoELayers)*sum.ParamsPerMoELayer + p.FinalNorm; got != sum.Params {
 			t.Errorf("%s: embedding + output + layers + final norm = %d, want %d", s.Name, got, sum.Params)
 		}
 		if sum.ParamsPerLayer != sum.AttentionPerLayer+sum.MLPPerLayer+sum.NormsPerLayerP {
@@ -189,5 +199,103 @@ func TestLargestMatrix(t *testing.T) {
 		if got := tt.spec.LargestMatrix(); got != tt.want {
 			t.Errorf("%+v: LargestMatrix = %d, want %d", tt.spec, got, tt.want)
 		}
+	}
+}
+
+func TestMixtralByHand(t *testing.T) {
+	// Mixtral 8x7B (Jiang et al. 2024, Table 1) by hand: per layer attention
+	// 2·4096² + 2·4096·1024, router 4096·8, 8 SwiGLU experts of 3·4096·14336,
+	// two RMSNorms; untied 32000 x 4096 embeddings and a final norm.
+	s, ok := Lookup("mixtral-8x7b")
+	if !ok {
+		t.Fatal("no mixtral-8x7b")
+	}
+	attn, expert := int64(2*4096*4096+2*4096*1024), int64(3*4096*14336)
+	layer := attn + 4096*8 + 2*4096
+	emb := int64(2*32000*4096 + 4096)
+	p := s.ParamCount()
+	if total := emb + 32*(layer+8*expert); p.Total() != total {
+		t.Errorf("Total = %d, want %d", p.Total(), total)
+	}
+	if active := emb + 32*(layer+2*expert); p.Active() != active {
+		t.Errorf("Active = %d, want %d", p.Active(), active)
+	}
+	// FLOPs per token count the active matmuls: 6·(32·(attention + router +
+	// 2 experts) + the output projection) + 12·L·H·Q·T.
+	n := 32*float64(attn+4096*8+2*expert) + 32000*4096
+	if got, want := s.FLOPsPerToken(4096, false), 6*n+12*32*32*128*4096; got != want {
+		t.Errorf("FLOPsPerToken = %g, want %g", got, want)
+	}
+	if got := s.LargestMatrix(); got != 4096*14336 {
+		t.Errorf("LargestMatrix = %d, want one expert's 4096 x 14336", got)
+	}
+}
+
+func TestMoELayerPattern(t *testing.T) {
+	// Hugging Face's Llama 4 config: moe_layers = range(step-1, layers, step);
+	// DeepSeek-V3: the first three layers dense, the rest MoE.
+	for _, tt := range []struct {
+		first, every, layers int
+		want                 string
+	}{
+		{0, 0, 4, "MMMM"}, {0, 1, 4, "MMMM"}, {0, 2, 6, "DMDMDM"}, {3, 0, 6, "DDDMMM"}, {1, 2, 6, "DDMDMD"}, {0, 3, 7, "DDMDDMD"},
+	} {
+		s := Spec{Layers: tt.layers, Experts: 4, ExpertsPerToken: 1, FirstDenseLayers: tt.first, MoEEvery: tt.every}
+		got, n := "", 0
+		for i := range tt.layers {
+			if s.IsMoELayer(i) {
+				got += "M"
+				n++
+			} else {
+				got += "D"
+			}
+		}
+		if got != tt.want || s.MoELayers() != n {
+			t.Errorf("first %d every %d: layers %s (MoELayers %d), want %s", tt.first, tt.every, got, s.MoELayers(), tt.want)
+		}
+	}
+}
+
+func TestLatentAttentionByHand(t *testing.T) {
+	// DeepSeek-V3 (DeepSeek-AI 2024, arXiv 2412.19437, §4.2) attention by
+	// hand: W_DQ 7168·1536, W_UQ 1536·128·(128+64), W_DKV 7168·(512+64),
+	// W_UKV 512·128·(128+128), W_O 128·128·7168, plus the two latent norms.
+	s := Spec{Name: "mla", Layers: 1, DModel: 7168, Heads: 128, HeadDim: 128, DFF: 18432, Vocab: 1, SeqLen: 1, GatedMLP: true,
+		QLoRARank: 1536, KVLoRARank: 512, QKRopeHeadDim: 64, VHeadDim: 128}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(7168*1536+1536*128*192+7168*576+512*128*256+128*128*7168) + 1536 + 512
+	if got := s.ParamCount().Attention; got != want {
+		t.Errorf("MLA attention = %d, want %d", got, want)
+	}
+	// attention FLOPs: scores over 192-wide keys, values 128 wide:
+	// 2·H·(192+128)·T forward per layer.
+	if got, want := s.AttentionFLOPsPerToken(100), 2*128.0*320*100; got != want {
+		t.Errorf("AttentionFLOPsPerToken = %g, want %g", got, want)
+	}
+}
+
+func TestMoEParseErrors(t *testing.T) {
+	base := "name: x\nlayers: 4\nd_model: 64\nheads: 4\nd_ff: 128\nvocab: 100\nseq_len: 16\n"
+	for _, tt := range []struct{ add, want string }{
+		{"experts_per_token: 2\n", "field experts_per_token = 2, want 0 in a dense model"},
+		{"experts: 8\n", "field experts_per_token = 0, want 1 to experts (8)"},
+		{"experts: 8\nexperts_per_token: 9\n", "field experts_per_token = 9"},
+		{"experts: -1\n", "field experts = -1"},
+		{"experts: 8\nexperts_per_token: 2\nfirst_dense_layers: 4\n", "field first_dense_layers = 4, want 0 to layers - 1 (3)"},
+		{"experts: 8\nexperts_per_token: 2\nmoe_every: 5\n", "field moe_every = 5"},
+		{"q_lora_rank: 8\n", "field q_lora_rank = 8, want 0 without latent attention"},
+		{"kv_lora_rank: 8\nkv_heads: 2\n", "field kv_heads = 2"},
+		{"published_active_params: -5\n", "field published_active_params = -5"},
+	} {
+		_, err := Parse([]byte(base + tt.add))
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("Parse(+%q) error = %v, want %q", tt.add, err, tt.want)
+		}
+	}
+	s, err := Parse([]byte(base + "experts: 8\nexperts_per_token: 2\nshared_experts: 1\nexpert_d_ff: 32\nfirst_dense_layers: 1\n"))
+	if err != nil || s.MoELayers() != 3 || s.ExpertFF() != 32 {
+		t.Errorf("MoE spec: %+v, %v", s, err)
 	}
 }

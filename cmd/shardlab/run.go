@@ -684,9 +684,22 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(tw, "; published %d (%+.2f%%)", s.Published, 100*float64(p.Total()-s.Published)/float64(s.Published))
 		}
 		fmt.Fprintln(tw)
-		fmt.Fprintf(tw, "  per layer\tattention %d, MLP %d, norms %d\n", p.Attention, p.MLP, p.Norms)
+		if s.MoE() {
+			fmt.Fprintf(tw, "active parameters\t%d (%.3fB)", p.Active(), float64(p.Active())/1e9)
+			if s.PublishedActive > 0 {
+				fmt.Fprintf(tw, "; published %d (%+.2f%%)", s.PublishedActive, 100*float64(p.Active()-s.PublishedActive)/float64(s.PublishedActive))
+			}
+			fmt.Fprintln(tw)
+			fmt.Fprintf(tw, "experts\t%d routed (%d per token) and %d shared of d_ff %d in %d of %d layers\n",
+				s.Experts, s.ExpertsPerToken, s.SharedExperts, s.ExpertFF(), p.MoELayers, s.Layers)
+			fmt.Fprintf(tw, "  per MoE layer\tattention %d, router %d, experts %d x %d, shared %d, norms %d\n",
+				p.Attention, p.Router, p.Experts, p.Expert, p.Shared, p.Norms)
+		}
+		if p.DenseLayers() > 0 {
+			fmt.Fprintf(tw, "  per dense layer\tattention %d, MLP %d, norms %d\n", p.Attention, p.MLP, p.Norms)
+		}
 		fmt.Fprintf(tw, "  embeddings\tinput %d, output %d\n", p.Embedding, p.Output)
-		fmt.Fprintf(tw, "training FLOPs/token\t%.4g at seq %d (6N + 12·L·H·Q·T)\n", s.FLOPsPerToken(s.SeqLen, false), s.SeqLen)
+		fmt.Fprintf(tw, "training FLOPs/token\t%.4g at seq %d (6N + 12·L·H·Q·T; N the matmul parameters a token uses)\n", s.FLOPsPerToken(s.SeqLen, false), s.SeqLen)
 		if s.Source != "" {
 			fmt.Fprintf(tw, "source\t%s\n", s.Source)
 		}
