@@ -107,6 +107,9 @@ type Estimate struct {
 	// RaggedGEMMs names the GEMMs that lose the most to it.
 	PaddingLoss float64
 	RaggedGEMMs []string
+	// TokensPerExpert is the rows each expert's grouped GEMM takes on a
+	// chip per micro-batch (0 for a dense model).
+	TokensPerExpert float64
 }
 
 // Estimator computes estimates, remembering the pipeline schedules it has
@@ -169,6 +172,7 @@ func (e *Estimator) pipe(k schedule.Kind, p, m, v int) pipe {
 // shape is the per-chip view of a job on a layout.
 type shape struct {
 	d, f, t, p, c int // axis degrees
+	e             int // expert degree
 	m             int // micro-batches
 	b             int // sequences per chip per micro-batch
 	s             int // tokens per chip per sequence (Seq / context)
@@ -179,7 +183,7 @@ type shape struct {
 func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	sh := shape{
 		d: m.Size(mesh.Data), f: m.Size(mesh.FSDP), t: m.Size(mesh.Tensor),
-		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), m: j.MicroBatches, v: 1,
+		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), e: m.Size(mesh.Expert), m: j.MicroBatches, v: 1,
 	}
 	if j.Schedule.Chunked() {
 		sh.v = max(j.Chunks, 1)
@@ -192,14 +196,22 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 		return sh, &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over pipeline=%d x %d chunks", spec.Layers, sh.p, sh.v)}
 	case sh.p > 1 && j.Schedule.Chunked() && sh.m%sh.p != 0:
 		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%s needs micro-batches (%d) a multiple of pipeline=%d", j.Schedule, sh.m, sh.p)}
+	case !ExpertDivides(spec.Experts, sh.e):
+		return sh, &Infeasible{Reason: ReasonExperts, Detail: expertDetail(spec.Experts, sh.e)}
 	case j.Seq%sh.c != 0:
 		return sh, &Infeasible{Reason: ReasonSeq, Detail: fmt.Sprintf("%d tokens over context=%d", j.Seq, sh.c)}
 	case sh.p == 1 && sh.m > 1:
 		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%d micro-batches", sh.m)}
 	}
-	shards := sh.d * sh.f * sh.m
+	// the expert axis shards the batch too (MaxText's activation_batch
+	// rule lists data, fsdp and expert)
+	shards := sh.d * sh.f * sh.e * sh.m
 	if j.GlobalBatch%shards != 0 {
-		return sh, &Infeasible{Reason: ReasonBatch, Detail: fmt.Sprintf("%d sequences over data %d x fsdp %d x %d micro-batches", j.GlobalBatch, sh.d, sh.f, sh.m)}
+		detail := fmt.Sprintf("%d sequences over data %d x fsdp %d x %d micro-batches", j.GlobalBatch, sh.d, sh.f, sh.m)
+		if sh.e > 1 {
+			detail = fmt.Sprintf("%d sequences over data %d x fsdp %d x expert %d x %d micro-batches", j.GlobalBatch, sh.d, sh.f, sh.e, sh.m)
+		}
+		return sh, &Infeasible{Reason: ReasonBatch, Detail: detail}
 	}
 	sh.b = j.GlobalBatch / shards
 	sh.s = j.Seq / sh.c
@@ -236,7 +248,12 @@ func (j Job) stageParams(sh shape, st stage) float64 {
 	}
 	kv := float64(2 * j.Model.DModel * j.Model.KV() * j.Model.Head())
 	layer := (float64(pc.PerLayer())-kv)/float64(sh.t) + kv/float64(kvShards(j.Model.KV(), sh.t))
-	return (float64(sh.ls)*layer + float64(ends)/float64(sh.t)) / float64(sh.f)
+	layers := float64(sh.ls) * layer
+	if j.Model.MoE() {
+		moe := j.moeLayersPerStage(sh)
+		layers = (float64(sh.ls)-moe)*layer + moe*j.moeLayerParams(sh)
+	}
+	return (layers + float64(ends)/float64(sh.t)) / float64(sh.f)
 }
 
 // paramsPerChip is the parameters of the most loaded chip.
@@ -248,6 +265,9 @@ func (j Job) paramsPerChip(sh shape) float64 {
 // it must divide the query heads and d_ff, and divide or be a multiple of
 // the key/value heads (which are then replicated).
 func TensorDivides(spec model.Spec, t int) bool {
+	if spec.MoE() && spec.ExpertFF()%t != 0 {
+		return false
+	}
 	return spec.Heads%t == 0 && spec.DFF%t == 0 && (spec.KV()%t == 0 || t%spec.KV() == 0)
 }
 
@@ -378,6 +398,9 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 		return Estimate{}, err
 	}
 	est := Estimate{Mesh: m, Job: j, MicroBatchSize: sh.b}
+	if j.Model.MoE() {
+		est.TokensPerExpert = j.TokensPerExpert(sh.b*sh.s, sh.e)
+	}
 	est.Memory = e.memory(j, m, sh)
 	if err := e.compute(&est, sh); err != nil {
 		return Estimate{}, err
@@ -532,6 +555,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	tpTime := e.tensorParallel(est, sh, act, t.add)
 	t.context()
 	t.pipeline(act)
+	t.experts()
 
 	// Overlap: collectives marked overlapped hide under the compute of all
 	// but one layer; gradient reductions can only hide under the backward

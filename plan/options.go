@@ -325,15 +325,8 @@ func parseLimits(r *Request, o Options) error {
 	return nil
 }
 
-// parseModel finds the catalog model, or parses the spec, and refuses
-// what the cost model cannot cost yet.
-func parseModel(o Options) (model.Spec, error) {
-	s, err := findModel(o)
-	if err == nil && (s.MoE() || s.MLA()) {
-		return s, refuse(OptionModel, o.Model, nil, " %s: want a dense model with multi-head attention (costing mixture-of-experts layers and latent attention is not built yet)", o.Model)
-	}
-	return s, err
-}
+// parseModel finds the catalog model, or parses the spec.
+func parseModel(o Options) (model.Spec, error) { return findModel(o) }
 
 // findModel finds the catalog model, or parses the spec.
 func findModel(o Options) (model.Spec, error) {

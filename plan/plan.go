@@ -472,11 +472,12 @@ func (s *searcher) enumerate() {
 }
 
 // searchAxes marks, indexed by mesh.Axis, the axes the search splits:
-// every axis but expert, which has nothing to split in a dense model.
+// every axis, but expert only for a mixture of experts (a dense model has
+// nothing to split over it).
 func searchAxes(spec model.Spec) []bool {
 	free := make([]bool, mesh.NumAxes)
 	for _, a := range mesh.All() {
-		free[a] = a != mesh.Expert
+		free[a] = a != mesh.Expert || spec.MoE()
 	}
 	return free
 }

@@ -1,0 +1,139 @@
+package cost
+
+import (
+	"math"
+	"testing"
+
+	"shardlab/unit"
+)
+
+// Mixtral 8x7B (Jiang et al. 2024, Table 1): d_model 4096, 8 experts,
+// top-2, expert d_ff 14336, 32 layers, all of them MoE.
+func TestExpertCapacityAndAllToAllBytes(t *testing.T) {
+	// one 4096-token sequence per device, capacity factor 1.25:
+	// ceil(1.25 · 4096 · 2 / 8) = 1280 rows per expert
+	if got := ExpertCapacity(1.25, 4096, 2, 8); got != 1280 {
+		t.Errorf("ExpertCapacity(1.25, 4096, 2, 8) = %d, want 1280", got)
+	}
+	if got := ExpertCapacity(1, 7, 2, 8); got != 2 { // ceil(14/8)
+		t.Errorf("ExpertCapacity(1, 7, 2, 8) = %d, want 2", got)
+	}
+	if got := ExpertCapacity(0, 4096, 2, 8); got != 0 {
+		t.Errorf("ExpertCapacity(0 = dropless) = %d, want 0", got)
+	}
+	for _, c := range []struct {
+		name string
+		n    int
+		cf   float64
+		want unit.Bytes
+	}{
+		// 8 experts × 1280 rows × 4096 × 2 B = 83,886,080 B; 7/8 leave
+		{"capacity 1.25 over 8", 8, 1.25, 73_400_320},
+		// dropless: 4096 × 2 × 4096 × 2 B = 67,108,864 B; 7/8 leave
+		{"dropless over 8", 8, 0, 58_720_256},
+		// over 2 devices half leaves
+		{"capacity 1.25 over 2", 2, 1.25, 41_943_040},
+		{"one device", 1, 1.25, 0},
+	} {
+		if got := ExpertAllToAllBytes(c.n, c.cf, 4096, 2, 8, 4096, 2); got != c.want {
+			t.Errorf("%s: ExpertAllToAllBytes = %d, want %d", c.name, got, c.want)
+		}
+	}
+	if ExpertAllToAllsPerLayer(false) != 4 || ExpertAllToAllsPerLayer(true) != 6 {
+		t.Errorf("all-to-alls per layer = %d, %d, want 4 and 6", ExpertAllToAllsPerLayer(false), ExpertAllToAllsPerLayer(true))
+	}
+}
+
+// The scaling book: an all-to-all on a bidirectional ring of n is a
+// quarter of an all-gather of the whole array, n/4 times the switched
+// cost.
+func TestRingAllToAllFactor(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want float64
+	}{{2, 1}, {4, 1}, {8, 2}, {16, 4}} {
+		if got := RingAllToAllFactor(c.n); got != c.want {
+			t.Errorf("RingAllToAllFactor(%d) = %g, want %g", c.n, got, c.want)
+		}
+	}
+}
+
+func TestTokensPerExpert(t *testing.T) {
+	j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 64)
+	j.CapacityFactor = 1.25
+	// 8 devices each send 1280 rows to every expert
+	if got := j.TokensPerExpert(4096, 8); got != 8*1280 {
+		t.Errorf("TokensPerExpert(capacity 1.25) = %g, want %d", got, 8*1280)
+	}
+	j.CapacityFactor, j.LoadImbalance = 0, 1.5
+	// dropless: 8 × 4096 × 2 / 8 = 8192, × 1.5 for the busiest expert
+	if got := j.TokensPerExpert(4096, 8); got != 12288 {
+		t.Errorf("TokensPerExpert(dropless, 1.5) = %g, want 12288", got)
+	}
+}
+
+// Expert memory per chip, by hand: one Mixtral expert is 3 × 4096 × 14336
+// = 176,160,768 parameters; 8 of them in each of 32 layers over expert=8
+// leaves one expert per layer per chip, 32 × 176,160,768 = 5,637,144,576
+// parameters of routed experts.
+func TestExpertParamsPerChip(t *testing.T) {
+	spec := lookup(t, "mixtral-8x7b")
+	j := NewJob(spec, 4096, 64)
+	one, err := shapeOf(j, layout(t, "v5p-128", 1, "fsdp=8,expert=8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eight, err := shapeOf(j, layout(t, "v5p-128", 1, "fsdp=64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same fsdp=8 with and without expert=8: the difference is 7/8
+	// of the routed experts, over fsdp.
+	noExpert := j.stageParams(shape{d: 1, f: 8, t: 1, p: 1, c: 1, e: 1, m: 1, b: 1, s: 4096, ls: 32, v: 1}, firstStage)
+	withExpert := j.stageParams(one, firstStage)
+	routed := 32.0 * 8 * 176_160_768
+	if got, want := noExpert-withExpert, routed*7/8/8; math.Abs(got-want) > 1 {
+		t.Errorf("routed experts saved by expert=8 = %.0f params per chip, want %.0f", got, want)
+	}
+	if one.b != 1 || eight.b != 1 {
+		t.Errorf("sequences per chip = %d, %d, want 1 (the expert axis shards the batch)", one.b, eight.b)
+	}
+}
+
+// MFU counts the active parameters, as MaxText does: Mixtral's model
+// FLOPs per token are 6 × 12.88B active, not 6 × 46.7B.
+func TestMoEMFUUsesActiveParams(t *testing.T) {
+	spec := lookup(t, "mixtral-8x7b")
+	j := NewJob(spec, 4096, 64)
+	j.CapacityFactor = 1.25
+	est, err := EstimateStep(j, layout(t, "v5p-128", 1, "fsdp=8,expert=8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := 64.0 * 4096
+	perToken := float64(est.ModelFLOPs) / tokens
+	active, total := float64(spec.MatmulParams()), float64(spec.ParamCount().Total())
+	if perToken < 6*active || perToken > 6*active*1.2 || perToken > 6*total/2 {
+		t.Errorf("model FLOPs per token = %.3g, want about 6 × %.3g active (not 6 × %.3g total)", perToken, active, total)
+	}
+	var a2a bool
+	for _, c := range est.Comms {
+		if c.What == "expert dispatch/combine all-to-all" {
+			a2a = true
+			// 32 layers × 6 all-to-alls (full remat recomputes), one
+			// micro-batch; 1 sequence of 4096 tokens per chip
+			if c.Count != 192 {
+				t.Errorf("all-to-alls per step = %d, want 192", c.Count)
+			}
+			if want := ExpertAllToAllBytes(8, 1.25, 4096, 2, 8, 4096, 2) * 192; c.ICIBytes != want {
+				t.Errorf("all-to-all ICI bytes = %d, want %d", c.ICIBytes, want)
+			}
+		}
+	}
+	if !a2a {
+		t.Errorf("no expert all-to-all in %v", est.Comms)
+	}
+	if est.TokensPerExpert != 8*1280 {
+		t.Errorf("TokensPerExpert = %g, want %d", est.TokensPerExpert, 8*1280)
+	}
+}
