@@ -78,6 +78,8 @@ type Request struct {
 	// keeps none (cost.DefaultHBMHeadroom is the usual value).
 	HBMHeadroom float64
 	CausalFLOPs bool
+	// CapacityFactor and LoadImbalance as in cost.Job.
+	CapacityFactor, LoadImbalance float64
 	// Top is how many ranked layouts to keep (at least 1).
 	Top int
 	// ExampleCost, when set, is the host CPU time to read and preprocess
@@ -157,7 +159,8 @@ func tiers(n int) []Tier {
 }
 
 // TierOf classifies a layout. A layout with tensor or context on DCN has no
-// tier: mesh and the search refuse it.
+// tier: mesh and the search refuse it. The expert axis counts as fsdp
+// does.
 func TierOf(m mesh.Mesh) Tier {
 	ici := make([]int, mesh.NumAxes)
 	dcn := make([]int, mesh.NumAxes)
@@ -173,19 +176,29 @@ func tierOf(ici, dcn []int) Tier {
 	switch {
 	case ici[mesh.Tensor] > 1 || ici[mesh.Context] > 1 || ici[mesh.Pipeline] > 1:
 		t.In = InModel
-	case ici[mesh.FSDP] > 1:
+	case ici[mesh.FSDP] > 1 || ici[mesh.Expert] > 1:
+		// expert parallelism shards the experts' weights and the batch, as
+		// fsdp shards every weight and the batch
 		t.In = InFSDP
 	}
 	switch {
 	case dcn[mesh.Pipeline] > 1:
 		t.Across = AcrossPipeline
-	case dcn[mesh.FSDP] > 1:
+	case dcn[mesh.FSDP] > 1 || dcn[mesh.Expert] > 1:
 		t.Across = AcrossFSDP
 	case dcn[mesh.Data] > 1:
 		t.Across = AcrossDP
 	}
 	return t
 }
+
+// ReasonExpertDCNFirst rejects expert parallelism across slices while a
+// slice could hold a larger expert group: its dispatch and combine
+// all-to-alls are fine-grained (every device sends a slice of its tokens
+// to every other, four to six times per MoE layer), which ICI carries and
+// DCN's per-message latency and lower bandwidth do not, so the expert
+// axis goes over DCN only once it spans a whole slice or every expert.
+const ReasonExpertDCNFirst cost.Reason = "expert parallelism over DCN before it fills a slice"
 
 // overDCN is the rejection reason for an axis the mesh table keeps off
 // DCN.
@@ -281,6 +294,7 @@ func (r Request) job() cost.Job {
 	j.Efficiency = r.Efficiency
 	j.HBMHeadroom = r.HBMHeadroom
 	j.CausalFLOPs = r.CausalFLOPs
+	j.CapacityFactor, j.LoadImbalance = r.CapacityFactor, r.LoadImbalance
 	return j
 }
 
@@ -452,6 +466,10 @@ func (s *searcher) enumerate() {
 				reason = cost.ReasonLayers
 			case s.req.Seq%c != 0:
 				reason = cost.ReasonSeq
+			case !cost.ExpertDivides(spec.Experts, in[mesh.Expert]*dn[mesh.Expert]):
+				reason = cost.ReasonExperts
+			case dn[mesh.Expert] > 1 && in[mesh.Expert] < min(spec.Experts, ms.Slice.Chips()):
+				reason = ReasonExpertDCNFirst
 			}
 			if reason != "" {
 				s.rejected[tierOf(in, dn)][reason]++
