@@ -3,8 +3,16 @@ package cost
 import (
 	"math"
 	"testing"
+	"time"
 
+	"shardlab/hw"
+	"shardlab/mesh"
 	"shardlab/unit"
+)
+
+const (
+	expertAxis = mesh.Expert
+	hwDCN      = hw.DCN
 )
 
 // Mixtral 8x7B (Jiang et al. 2024, Table 1): d_model 4096, 8 experts,
@@ -135,5 +143,60 @@ func TestMoEMFUUsesActiveParams(t *testing.T) {
 	}
 	if est.TokensPerExpert != 8*1280 {
 		t.Errorf("TokensPerExpert = %g, want %d", est.TokensPerExpert, 8*1280)
+	}
+}
+
+// All-to-all time by hand: over expert=8 inside a v5p slice, each device
+// sends 7/8 of its E × capacity × d_model buffer at the expert axis's ICI
+// bandwidth, times the ring factor 8/4 = 2 (a V-byte all-to-all takes
+// V/(4W) on a bidirectional ring: the scaling book), plus the ring's hop
+// latencies; over expert=2(dcn) on top, the share for the other slice's
+// 4 devices (4/7 of what leaves) crosses DCN at its line rate.
+func TestExpertAllToAllTime(t *testing.T) {
+	j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 128)
+	j.CapacityFactor = 1.25
+	for _, c := range []struct {
+		name, mesh string
+		slices     int
+	}{{"ICI", "fsdp=8,expert=8", 1}, {"ICI and DCN", "fsdp=16,expert=4,expert=2(dcn)", 2}} {
+		m := layout(t, "v5p-128", c.slices, c.mesh)
+		est, err := EstimateStep(j, m)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got Comm
+		for _, cm := range est.Comms {
+			if cm.Axis.String() == "expert" {
+				got = cm
+			}
+		}
+		ed := m.Degree(expertAxis)
+		e := ed.Size()
+		tokens := est.MicroBatchSize * 4096
+		buffer := float64(8*ExpertCapacity(1.25, tokens, 2, 8)) * 4096 * 2
+		leaves := buffer * float64(e-1) / float64(e)
+		ici := leaves * float64(ed.ICI-1) / float64(e-1)
+		l := m.Link(expertAxis)
+		wantICI := ici/float64(l.Bandwidth)*float64(ed.ICI)/4 + float64(l.Hops)*l.HopLatency.Seconds()
+		if d := got.ICITime.Seconds()/float64(got.Count) - wantICI; math.Abs(d) > 1e-6 {
+			t.Errorf("%s: ICI time per all-to-all = %v, want %.6f s", c.name, got.ICITime/time.Duration(got.Count), wantICI)
+		}
+		if d := float64(got.ICIBytes)/float64(got.Count) - ici; math.Abs(d) > 1 {
+			t.Errorf("%s: ICI bytes per all-to-all = %d, want %.0f", c.name, int64(got.ICIBytes)/int64(got.Count), ici)
+		}
+		if ed.DCN > 1 {
+			dcn := leaves - ici
+			line := m.TierLink(hwDCN)
+			want := dcn / float64(line.Bandwidth) // plus one hop's latency
+			perOp := got.DCNTime.Seconds() / float64(got.Count)
+			if perOp < want || perOp > want+0.01 {
+				t.Errorf("%s: DCN time per all-to-all = %.6f s, want %.6f s plus a hop's latency", c.name, perOp, want)
+			}
+			if d := float64(got.DCNBytes)/float64(got.Count) - dcn; math.Abs(d) > 1 {
+				t.Errorf("%s: DCN bytes per all-to-all = %d, want %.0f", c.name, int64(got.DCNBytes)/int64(got.Count), dcn)
+			}
+		} else if got.DCNBytes != 0 || got.DCNTime != 0 {
+			t.Errorf("%s: DCN %v / %v, want none", c.name, got.DCNBytes, got.DCNTime)
+		}
 	}
 }
