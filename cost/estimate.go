@@ -253,7 +253,9 @@ func (j Job) stageParams(sh shape, st stage) float64 {
 		moe := j.moeLayersPerStage(sh)
 		layers = (float64(sh.ls)-moe)*layer + moe*j.moeLayerParams(sh)
 	}
-	return (layers + float64(ends)/float64(sh.t)) / float64(sh.f)
+	// MaxText shards the embed dimension of every weight but the routed
+	// experts' over fsdp and expert (base.yml's embed rule lists both)
+	return (layers+float64(ends)/float64(sh.t))/float64(sh.f*sh.e) + j.routedPerChip(sh)
 }
 
 // paramsPerChip is the parameters of the most loaded chip.
@@ -365,7 +367,7 @@ func (j Job) transient(sh shape, st stage, r remat, logits float64) float64 {
 	layer := float64(j.Model.ParamCount().PerLayer()) / float64(sh.t)
 	e := float64(j.Precision.Activation)
 	switch {
-	case sh.f > 1:
+	case sh.f*sh.e > 1:
 		layerPhase += min(3*float64(j.Model.LargestMatrix())/float64(sh.t), 2*layer) * e
 	case j.Precision.Weight > j.Precision.Activation || j.ParameterOffload:
 		layerPhase += layer * e
@@ -639,13 +641,30 @@ func (t *tally) dataParallel(grads unit.Bytes) {
 // before backward, reduce-scatter the gradients, per micro-batch.
 func (t *tally) fsdp(grads, gathered unit.Bytes) {
 	m, sh := t.est.Mesh, t.sh
-	if sh.f <= 1 {
+	if sh.f*sh.e <= 1 {
 		return
 	}
 	f := m.Degree(mesh.FSDP)
 	fl := link(m.Link(mesh.FSDP))
-	ag := t.perLayer(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
-	rs := t.perLayer(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+	var ag, rs collective.Cost
+	if routed := t.est.Job.routedPerChip(sh); sh.e > 1 || routed > 0 {
+		// the routed experts over fsdp, the rest over fsdp and expert
+		e := m.Degree(mesh.Expert)
+		share := unit.Bytes(0)
+		if params := t.est.Job.paramsPerChip(sh); params > 0 {
+			share = unit.Bytes(float64(gathered) * routed / params)
+		}
+		gshare := unit.Bytes(float64(grads) * float64(share) / max(float64(gathered), 1))
+		ag = t.perLayer(collective.AllGather, share*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+		rs = t.perLayer(collective.ReduceScatter, gshare*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+		fe := link(m.Link(mesh.FSDP, mesh.Expert))
+		n := unit.Bytes(sh.f * sh.e)
+		ag = addCost(ag, t.perLayer(collective.AllGather, (gathered-share)*n, f.ICI*e.ICI, fe, f.DCN*e.DCN))
+		rs = addCost(rs, t.perLayer(collective.ReduceScatter, (grads-gshare)*n, f.ICI*e.ICI, fe, f.DCN*e.DCN))
+	} else {
+		ag = t.perLayer(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+		rs = t.perLayer(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+	}
 	t.add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
 	t.add(mesh.FSDP, "gradient reduce-scatter", collective.ReduceScatter, sh.m, rs, true)
 	t.gatherICI += ag.Scale(2 * sh.m).ICITime

@@ -49,16 +49,26 @@ func ExpertAllToAllsPerLayer(recompute bool) int {
 	return 4
 }
 
-// RingAllToAllFactor is how much longer an all-to-all of n devices takes
-// on an ICI ring than collective.Time's fully connected (n−1)/n · size /
-// bandwidth: ICI is not a switch, and a shard travels n/4 hops on average
-// on a bidirectional ring, so the all-to-all of a V-byte array takes
-// V / (4 W) — a quarter of an all-gather of V, which is (n−1)/n · V / W
-// (Austin et al., "How to Scale Your Model", Part 3 Sharded Matrices,
-// "AllToAll ... 1/4 the cost of an AllGather on a bidirectional ring").
-// With V = n × size that is n/4 times the fully connected time; neighbours
-// (n ≤ 4) pay no more than it. DCN is switched: factor 1 there.
-func RingAllToAllFactor(n int) float64 { return max(1, float64(n)/4) }
+// TorusAllToAllFactor is how much longer an all-to-all of n devices
+// spanning dims torus dimensions takes on ICI than collective.Time's
+// fully connected (n−1)/n · size / bandwidth, where bandwidth is the
+// axis's ring bandwidth summed over its dimensions (mesh.Link). ICI is
+// not a switch: on a bidirectional ring a shard travels n/4 hops on
+// average, so the all-to-all of a V-byte array takes V / (4 W) — a
+// quarter of an all-gather of V (Austin et al., "How to Scale Your
+// Model", Part 3 Sharded Matrices: "AllToAll ... 1/4 the cost of an
+// AllGather on a bidirectional ring"). With V = n × size that is n/4
+// times the fully connected time. On a torus the dimensions' links carry
+// their traffic at once and the largest dimension A sets the time,
+// V·A / (4 n W) (the same per-link-load argument per dimension), which
+// against the dims-fold bandwidth is dims · A / 4 with A = n^(1/dims)
+// for an axis placed evenly. Neighbours pay no more than the fully
+// connected time. DCN is switched: factor 1 there.
+func TorusAllToAllFactor(n, dims int) float64 {
+	dims = max(dims, 1)
+	a := math.Pow(float64(n), 1/float64(dims))
+	return max(1, float64(dims)*a/4)
+}
 
 // TokensPerExpert is the rows one expert's grouped GEMM gets on a chip
 // per micro-batch: each of the e devices of the expert group sends it
@@ -105,8 +115,9 @@ func (t *tally) experts() {
 	ici := unit.Bytes(float64(all) * float64(ed.ICI-1) / float64(sh.e-1))
 	cost := collective.Cost{ICIBytes: ici, DCNBytes: all - ici}
 	if ed.ICI > 1 {
-		l := link(m.Link(mesh.Expert))
-		cost.ICITime = seconds(float64(ici)/float64(l.Bandwidth)*RingAllToAllFactor(ed.ICI)) + time.Duration(l.Hops)*l.HopLatency
+		ml := m.Link(mesh.Expert)
+		l := link(ml)
+		cost.ICITime = seconds(float64(ici)/float64(l.Bandwidth)*TorusAllToAllFactor(ed.ICI, ml.Dims)) + time.Duration(l.Hops)*l.HopLatency
 	}
 	if ed.DCN > 1 {
 		cost.DCNTime = collective.Time(collective.SendRecv, 2, cost.DCNBytes, t.dcn(2))
@@ -121,13 +132,10 @@ func expertDetail(experts, e int) string {
 	return fmt.Sprintf("%d experts over expert=%d", experts, e)
 }
 
-// moeLayerParams is the parameters one chip holds of an MoE layer, before
-// fsdp: attention, norms, router and shared experts split over tensor
-// (K/V over at most KV shards) as a dense layer's are, and the routed
-// experts split over expert (their exp dimension) and tensor (their mlp
-// dimension). MaxText's expert weights are (exp, embed_no_exp, mlp):
-// embed_no_exp is sharded over fsdp, or with shard_exp_on_fsdp the exp
-// dimension is — the bytes per chip are the same either way.
+// moeLayerParams is the parameters one chip holds of an MoE layer but
+// its routed experts, before fsdp and expert: attention, norms, router
+// and shared experts split over tensor (K/V over at most KV shards) as a
+// dense layer's are.
 func (j Job) moeLayerParams(sh shape) float64 {
 	pc := j.Model.ParamCount()
 	kv := float64(2 * j.Model.DModel * j.Model.KV() * j.Model.Head())
@@ -135,6 +143,23 @@ func (j Job) moeLayerParams(sh shape) float64 {
 		kv = 0 // latent attention's K/V projections split over heads like Q's
 	}
 	dense := float64(pc.Attention+pc.Norms+pc.Router+pc.Shared) - kv
-	routed := float64(pc.Experts) * float64(pc.Expert)
-	return dense/float64(sh.t) + kv/float64(kvShards(j.Model.KV(), sh.t)) + routed/float64(sh.e*sh.t)
+	return dense/float64(sh.t) + kv/float64(kvShards(j.Model.KV(), sh.t))
+}
+
+// routedPerChip is the routed experts' parameters one chip of a stage
+// holds: MaxText's expert weights are (exp, embed_no_exp, mlp), exp on
+// the expert axis, embed_no_exp on fsdp and mlp on tensor; with
+// shard_exp_on_fsdp the exp dimension takes fsdp instead — the same bytes
+// per chip either way.
+func (j Job) routedPerChip(sh shape) float64 {
+	if !j.Model.MoE() {
+		return 0
+	}
+	pc := j.Model.ParamCount()
+	return j.moeLayersPerStage(sh) * float64(pc.Experts) * float64(pc.Expert) / float64(sh.e*sh.t*sh.f)
+}
+
+// addCost is two collectives one after the other.
+func addCost(a, b collective.Cost) collective.Cost {
+	return collective.Cost{ICIBytes: a.ICIBytes + b.ICIBytes, DCNBytes: a.DCNBytes + b.DCNBytes, ICITime: a.ICITime + b.ICITime, DCNTime: a.DCNTime + b.DCNTime}
 }
