@@ -312,6 +312,9 @@ type searcher struct {
 	// unfit is the requested layout that uses the least HBM, when it does
 	// not fit at any batch (--mesh only).
 	unfit *Candidate
+	// expert is the best layout with expert parallelism, for a mixture of
+	// experts.
+	expert *Candidate
 }
 
 // worker costs meshes with its own estimator (whose caches are not safe to
@@ -383,6 +386,9 @@ func (s *searcher) merge(o outcome) {
 	}
 	for _, c := range o.offers {
 		s.offer(c)
+		if c.Estimate.Mesh.Size(mesh.Expert) > 1 && (s.expert == nil || better(c, *s.expert)) {
+			s.expert = &c
+		}
 	}
 	if o.unfit != nil && (s.unfit == nil || o.unfit.Estimate.Memory.Total() < s.unfit.Estimate.Memory.Total()) {
 		s.unfit = o.unfit
@@ -567,7 +573,8 @@ func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r co
 // fit picks the global batch (the request's, or the largest that fits HBM
 // within the limit) and costs the step.
 func (w *worker) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
-	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * j.MicroBatches
+	// the expert axis shards the batch as data and fsdp do
+	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	try := func(b int) (cost.Memory, cost.Reason) {
 		j.GlobalBatch = b
 		mem, err := w.est.Memory(j, m)
@@ -716,6 +723,9 @@ func (s *searcher) choose() (Plan, error) {
 		if gain := a.Estimate.TokensPerSecondPerChip/p.Best.Estimate.TokensPerSecondPerChip - 1; gain > 0.05 {
 			p.Reasons = append(p.Reasons, note("", "note: %s (%s) would be %.0f%% faster, but the rule order does not reach it", a.Estimate.Mesh, a.Tier, 100*gain))
 		}
+	}
+	if r.Model.MoE() {
+		p.Reasons = append(p.Reasons, s.expertNote(p))
 	}
 	p.Reasons = append(p.Reasons, frameworkNotes(p, cost.NewEstimator())...)
 	p.Warnings = warnings(p)
@@ -1039,4 +1049,35 @@ func factorizationsOver(n int, free []bool) [][]int {
 	}
 	rec(0, n)
 	return out
+}
+
+// expertNote explains the expert axis of a mixture of experts' plan: what
+// the chosen expert parallelism costs, or why none was chosen and what
+// the best layout with it would have cost.
+func (s *searcher) expertNote(p Plan) Note {
+	e := p.Best.Estimate
+	spec := s.req.Model
+	a2a := func(est cost.Estimate) string {
+		var ici, dcn time.Duration
+		for _, c := range est.Comms {
+			if c.Axis == mesh.Expert {
+				ici, dcn = ici+c.ICITime, dcn+c.DCNTime
+			}
+		}
+		return fmt.Sprintf("dispatch and combine all-to-alls %s on ICI, %s on DCN per step, %s tokens per expert per chip per micro-batch",
+			dur(ici), dur(dcn), count(est.TokensPerExpert))
+	}
+	dcn := ""
+	if n := p.Rejected[ReasonExpertDCNFirst]; n > 0 {
+		dcn = fmt.Sprintf("; expert over DCN refused before it fills a slice (×%d)", n)
+	}
+	if x := e.Mesh.Size(mesh.Expert); x > 1 {
+		return note("", "experts: expert=%d splits the %d experts (%d per chip) and the batch; %s%s", x, spec.Experts, spec.Experts/x, a2a(e), dcn)
+	}
+	if s.expert == nil {
+		return note("", "experts: no layout with expert parallelism ran (the experts, batch or HBM allow none)%s", dcn)
+	}
+	x := s.expert.Estimate
+	return note("", "experts: the best layout with expert parallelism, %s, is %.0f%% slower: its %s; the expert axis's all-to-alls do not overlap the expert GEMMs that wait for them, where fsdp's weight gathers do%s",
+		x.Mesh, 100*(1-x.TokensPerSecondPerChip/e.TokensPerSecondPerChip), a2a(x), dcn)
 }
