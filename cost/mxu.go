@@ -17,7 +17,8 @@ type gemm struct {
 }
 
 // layerGEMMs lists the forward matrix multiplies one chip does for one
-// layer and one micro-batch: b sequences of s local tokens, keys over seq
+// layer and one micro-batch (under latent attention the scores contract
+// over QKHead and the values come out VHead wide): b sequences of s local tokens, keys over seq
 // tokens, weights split over tensor t (K/V over at most KV shards), plus
 // the output projection to the vocabulary (once per micro-batch, counted
 // as a layer's share).
@@ -35,8 +36,8 @@ func (j Job) layerGEMMs(sh shape) []gemm {
 	}
 	out := []gemm{
 		{"QKV projection", systolic.GEMM{M: m, K: d, N: q + 2*kv}, 1},
-		{"attention scores", systolic.GEMM{M: sh.s, K: hd, N: j.Seq}, heads},
-		{"attention values", systolic.GEMM{M: sh.s, K: j.Seq, N: hd}, heads},
+		{"attention scores", systolic.GEMM{M: sh.s, K: spec.QKHead(), N: j.Seq}, heads},
+		{"attention values", systolic.GEMM{M: sh.s, K: j.Seq, N: spec.VHead()}, heads},
 		{"output projection", systolic.GEMM{M: m, K: q, N: d}, 1},
 		{"MLP in", systolic.GEMM{M: m, K: d, N: f}, mlpIn},
 		{"MLP out", systolic.GEMM{M: m, K: f, N: d}, 1},
@@ -70,12 +71,13 @@ type mxuKey struct {
 	// mixture of experts: the grouped GEMMs' shapes
 	experts, k, shared, eff, e, moe, dense int
 	capacity, imbalance                    float64
+	qkHead, vHead                          int // latent attention's head widths
 }
 
 func (e *Estimator) mxu(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
 	spec := j.Model
 	k := mxuKey{spec.DModel, spec.Heads, spec.KV(), spec.Head(), spec.DFF, spec.Vocab, spec.GatedMLP, sh.b, sh.s, sh.t, j.Seq, p.Rows, p.Cols, p.MXUs,
-		spec.Experts, spec.ExpertsPerToken, spec.SharedExperts, spec.ExpertFF(), sh.e, spec.MoELayers(), spec.Layers - spec.MoELayers(), j.CapacityFactor, j.LoadImbalance}
+		spec.Experts, spec.ExpertsPerToken, spec.SharedExperts, spec.ExpertFF(), sh.e, spec.MoELayers(), spec.Layers - spec.MoELayers(), j.CapacityFactor, j.LoadImbalance, spec.QKHead(), spec.VHead()}
 	if st, ok := e.mxus[k]; ok {
 		return st, nil
 	}
