@@ -461,6 +461,7 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
 
 	matmul := 6 * float64(spec.MatmulParams()) * tokens
+	matmul += j.expertPadding(tokens)
 	attnFwd := spec.AttentionFLOPsPerToken(j.Seq) * tokens
 	if j.Attention != AttentionDot {
 		attnFwd /= 2 // the kernel skips blocks above the causal diagonal

@@ -163,3 +163,28 @@ func (j Job) routedPerChip(sh shape) float64 {
 func addCost(a, b collective.Cost) collective.Cost {
 	return collective.Cost{ICIBytes: a.ICIBytes + b.ICIBytes, DCNBytes: a.DCNBytes + b.DCNBytes, ICITime: a.ICITime + b.ICITime, DCNTime: a.DCNTime + b.DCNTime}
 }
+
+// expertPadding is the matmul FLOPs a step's routed experts spend beyond
+// the active count: with a capacity factor every expert computes its
+// full capacity, factor × the balanced rows (GShard §2.2: the buffers
+// are padded to capacity); dropless, the busiest expert's load imbalance
+// sets the pace of the grouped GEMM. A factor at or below 1 adds nothing
+// (dropped tokens are not credited back).
+func (j Job) expertPadding(tokens float64) float64 {
+	spec := j.Model
+	if !spec.MoE() {
+		return 0
+	}
+	factor := j.imbalance()
+	if j.CapacityFactor > 0 {
+		factor = j.CapacityFactor
+	}
+	if factor <= 1 {
+		return 0
+	}
+	pc := spec.ParamCount()
+	// one expert's parameters (its biases, if any, are a rounding error
+	// against its matrices)
+	routed := 6 * float64(pc.MoELayers) * float64(spec.ExpertsPerToken) * float64(pc.Expert) * tokens
+	return (factor - 1) * routed
+}

@@ -208,3 +208,33 @@ func TestExpertAllToAllTime(t *testing.T) {
 		}
 	}
 }
+
+// Capacity padding by hand: at capacity factor 1.25 Mixtral's routed
+// experts compute a quarter more rows than the active count, 0.25 × 6 ×
+// 32 layers × 2 experts × 176,160,768 params × tokens extra FLOPs; 1.0
+// adds none, and dropless at load imbalance 1.5 adds half.
+func TestExpertPaddingFLOPs(t *testing.T) {
+	spec := lookup(t, "mixtral-8x7b")
+	m := layout(t, "v5p-128", 1, "fsdp=8,expert=8")
+	hwFLOPs := func(cf, imb float64) float64 {
+		j := NewJob(spec, 4096, 64)
+		j.CapacityFactor, j.LoadImbalance = cf, imb
+		est, err := EstimateStep(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(est.HardwareFLOPs)
+	}
+	tokens := 64.0 * 4096
+	routed := 6 * 32 * 2 * 176_160_768.0 * tokens
+	base := hwFLOPs(1, 0)
+	if got := hwFLOPs(0, 0); got != base {
+		t.Errorf("dropless balanced = %g FLOPs, want capacity 1's %g", got, base)
+	}
+	if got, want := hwFLOPs(1.25, 0)-base, 0.25*routed; math.Abs(got-want) > 1e-6*want {
+		t.Errorf("capacity 1.25 adds %g FLOPs, want %g", got, want)
+	}
+	if got, want := hwFLOPs(0, 1.5)-base, 0.5*routed; math.Abs(got-want) > 1e-6*want {
+		t.Errorf("load imbalance 1.5 adds %g FLOPs, want %g", got, want)
+	}
+}
