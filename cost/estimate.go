@@ -107,6 +107,9 @@ type Estimate struct {
 	// RaggedGEMMs names the GEMMs that lose the most to it.
 	PaddingLoss float64
 	RaggedGEMMs []string
+	// TokensPerExpert is the rows each expert's grouped GEMM takes on a
+	// chip per micro-batch (0 for a dense model).
+	TokensPerExpert float64
 }
 
 // Estimator computes estimates, remembering the pipeline schedules it has
@@ -169,6 +172,7 @@ func (e *Estimator) pipe(k schedule.Kind, p, m, v int) pipe {
 // shape is the per-chip view of a job on a layout.
 type shape struct {
 	d, f, t, p, c int // axis degrees
+	e             int // expert degree
 	m             int // micro-batches
 	b             int // sequences per chip per micro-batch
 	s             int // tokens per chip per sequence (Seq / context)
@@ -179,7 +183,7 @@ type shape struct {
 func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	sh := shape{
 		d: m.Size(mesh.Data), f: m.Size(mesh.FSDP), t: m.Size(mesh.Tensor),
-		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), m: j.MicroBatches, v: 1,
+		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), e: m.Size(mesh.Expert), m: j.MicroBatches, v: 1,
 	}
 	if j.Schedule.Chunked() {
 		sh.v = max(j.Chunks, 1)
@@ -192,14 +196,22 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 		return sh, &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over pipeline=%d x %d chunks", spec.Layers, sh.p, sh.v)}
 	case sh.p > 1 && j.Schedule.Chunked() && sh.m%sh.p != 0:
 		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%s needs micro-batches (%d) a multiple of pipeline=%d", j.Schedule, sh.m, sh.p)}
+	case !ExpertDivides(spec.Experts, sh.e):
+		return sh, &Infeasible{Reason: ReasonExperts, Detail: expertDetail(spec.Experts, sh.e)}
 	case j.Seq%sh.c != 0:
 		return sh, &Infeasible{Reason: ReasonSeq, Detail: fmt.Sprintf("%d tokens over context=%d", j.Seq, sh.c)}
 	case sh.p == 1 && sh.m > 1:
 		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%d micro-batches", sh.m)}
 	}
-	shards := sh.d * sh.f * sh.m
+	// the expert axis shards the batch too (MaxText's activation_batch
+	// rule lists data, fsdp and expert)
+	shards := sh.d * sh.f * sh.e * sh.m
 	if j.GlobalBatch%shards != 0 {
-		return sh, &Infeasible{Reason: ReasonBatch, Detail: fmt.Sprintf("%d sequences over data %d x fsdp %d x %d micro-batches", j.GlobalBatch, sh.d, sh.f, sh.m)}
+		detail := fmt.Sprintf("%d sequences over data %d x fsdp %d x %d micro-batches", j.GlobalBatch, sh.d, sh.f, sh.m)
+		if sh.e > 1 {
+			detail = fmt.Sprintf("%d sequences over data %d x fsdp %d x expert %d x %d micro-batches", j.GlobalBatch, sh.d, sh.f, sh.e, sh.m)
+		}
+		return sh, &Infeasible{Reason: ReasonBatch, Detail: detail}
 	}
 	sh.b = j.GlobalBatch / shards
 	sh.s = j.Seq / sh.c
@@ -236,7 +248,14 @@ func (j Job) stageParams(sh shape, st stage) float64 {
 	}
 	kv := float64(2 * j.Model.DModel * j.Model.KV() * j.Model.Head())
 	layer := (float64(pc.PerLayer())-kv)/float64(sh.t) + kv/float64(kvShards(j.Model.KV(), sh.t))
-	return (float64(sh.ls)*layer + float64(ends)/float64(sh.t)) / float64(sh.f)
+	layers := float64(sh.ls) * layer
+	if j.Model.MoE() {
+		moe := j.moeLayersPerStage(sh)
+		layers = (float64(sh.ls)-moe)*layer + moe*j.moeLayerParams(sh)
+	}
+	// MaxText shards the embed dimension of every weight but the routed
+	// experts' over fsdp and expert (base.yml's embed rule lists both)
+	return (layers+float64(ends)/float64(sh.t))/float64(sh.f*sh.e) + j.routedPerChip(sh)
 }
 
 // paramsPerChip is the parameters of the most loaded chip.
@@ -248,6 +267,9 @@ func (j Job) paramsPerChip(sh shape) float64 {
 // it must divide the query heads and d_ff, and divide or be a multiple of
 // the key/value heads (which are then replicated).
 func TensorDivides(spec model.Spec, t int) bool {
+	if spec.MoE() && spec.ExpertFF()%t != 0 {
+		return false
+	}
 	return spec.Heads%t == 0 && spec.DFF%t == 0 && (spec.KV()%t == 0 || t%spec.KV() == 0)
 }
 
@@ -345,7 +367,7 @@ func (j Job) transient(sh shape, st stage, r remat, logits float64) float64 {
 	layer := float64(j.Model.ParamCount().PerLayer()) / float64(sh.t)
 	e := float64(j.Precision.Activation)
 	switch {
-	case sh.f > 1:
+	case sh.f*sh.e > 1:
 		layerPhase += min(3*float64(j.Model.LargestMatrix())/float64(sh.t), 2*layer) * e
 	case j.Precision.Weight > j.Precision.Activation || j.ParameterOffload:
 		layerPhase += layer * e
@@ -378,6 +400,9 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 		return Estimate{}, err
 	}
 	est := Estimate{Mesh: m, Job: j, MicroBatchSize: sh.b}
+	if j.Model.MoE() {
+		est.TokensPerExpert = j.TokensPerExpert(sh.b*sh.s, sh.e)
+	}
 	est.Memory = e.memory(j, m, sh)
 	if err := e.compute(&est, sh); err != nil {
 		return Estimate{}, err
@@ -436,6 +461,7 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
 
 	matmul := 6 * float64(spec.MatmulParams()) * tokens
+	matmul += j.expertPadding(tokens)
 	attnFwd := spec.AttentionFLOPsPerToken(j.Seq) * tokens
 	if j.Attention != AttentionDot {
 		attnFwd /= 2 // the kernel skips blocks above the causal diagonal
@@ -532,6 +558,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	tpTime := e.tensorParallel(est, sh, act, t.add)
 	t.context()
 	t.pipeline(act)
+	t.experts()
 
 	// Overlap: collectives marked overlapped hide under the compute of all
 	// but one layer; gradient reductions can only hide under the backward
@@ -615,13 +642,30 @@ func (t *tally) dataParallel(grads unit.Bytes) {
 // before backward, reduce-scatter the gradients, per micro-batch.
 func (t *tally) fsdp(grads, gathered unit.Bytes) {
 	m, sh := t.est.Mesh, t.sh
-	if sh.f <= 1 {
+	if sh.f*sh.e <= 1 {
 		return
 	}
 	f := m.Degree(mesh.FSDP)
 	fl := link(m.Link(mesh.FSDP))
-	ag := t.perLayer(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
-	rs := t.perLayer(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+	var ag, rs collective.Cost
+	if routed := t.est.Job.routedPerChip(sh); sh.e > 1 || routed > 0 {
+		// the routed experts over fsdp, the rest over fsdp and expert
+		e := m.Degree(mesh.Expert)
+		share := unit.Bytes(0)
+		if params := t.est.Job.paramsPerChip(sh); params > 0 {
+			share = unit.Bytes(float64(gathered) * routed / params)
+		}
+		gshare := unit.Bytes(float64(grads) * float64(share) / max(float64(gathered), 1))
+		ag = t.perLayer(collective.AllGather, share*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+		rs = t.perLayer(collective.ReduceScatter, gshare*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+		fe := link(m.Link(mesh.FSDP, mesh.Expert))
+		n := unit.Bytes(sh.f * sh.e)
+		ag = addCost(ag, t.perLayer(collective.AllGather, (gathered-share)*n, f.ICI*e.ICI, fe, f.DCN*e.DCN))
+		rs = addCost(rs, t.perLayer(collective.ReduceScatter, (grads-gshare)*n, f.ICI*e.ICI, fe, f.DCN*e.DCN))
+	} else {
+		ag = t.perLayer(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+		rs = t.perLayer(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+	}
 	t.add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
 	t.add(mesh.FSDP, "gradient reduce-scatter", collective.ReduceScatter, sh.m, rs, true)
 	t.gatherICI += ag.Scale(2 * sh.m).ICITime

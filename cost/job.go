@@ -153,6 +153,14 @@ type Job struct {
 	CausalFLOPs bool
 	// Calibration, when set, replaces Calibrated (validate fits with it).
 	Calibration *Calibration
+	// CapacityFactor caps the rows each expert takes from a device at
+	// ceil(factor · tokens · k / experts) (MaxText capacity_factor; tokens
+	// past it are dropped, short experts padded); 0 means dropless
+	// (MaxText sparse_matmul with megablox: ragged grouped GEMMs).
+	CapacityFactor float64
+	// LoadImbalance is the most loaded expert's tokens over the mean,
+	// dropless (1 or 0: perfectly balanced).
+	LoadImbalance float64
 	// Dropout stores dropout masks (GPT-3-era training); modern LLM
 	// pre-training runs without dropout.
 	Dropout bool
@@ -191,6 +199,7 @@ const (
 	ReasonTensorDCN   Reason = "tensor parallelism over DCN"
 	ReasonContextDCN  Reason = "context parallelism over DCN"
 	ReasonInvalidMesh Reason = "axes do not multiply to the chips"
+	ReasonExperts     Reason = "expert does not divide the experts"
 )
 
 // Infeasible says why a layout cannot run a job.
@@ -238,10 +247,11 @@ func (j Job) validate() error {
 	if j.Chunks < 0 || j.Chunks > MaxChunks || (j.Chunks > 1 && !j.Schedule.Chunked()) || (j.Schedule == schedule.Interleaved && j.Chunks < 2) {
 		return bad("chunks", j.Chunks, "1 for gpipe and 1f1b, 2 to 64 for interleaved, 1 to 64 for circular")
 	}
-	if j.Model.MoE() || j.Model.MLA() {
-		// the step-time and memory formulas below are those of a dense
-		// transformer with multi-head attention
-		return bad("model", j.Model.Name, "a dense model with multi-head attention: costing mixture-of-experts layers and latent attention is not built yet")
+	if !(j.CapacityFactor >= 0 && j.CapacityFactor <= 64) {
+		return bad("capacity factor", j.CapacityFactor, "0 (dropless) or a factor in (0, 64]")
+	}
+	if !(j.LoadImbalance == 0 || (j.LoadImbalance >= 1 && j.LoadImbalance <= 64)) {
+		return bad("load imbalance", j.LoadImbalance, "0 (balanced) or a ratio in [1, 64]")
 	}
 	return j.Model.Validate()
 }

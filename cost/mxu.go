@@ -2,6 +2,7 @@ package cost
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"shardlab/systolic"
@@ -16,7 +17,8 @@ type gemm struct {
 }
 
 // layerGEMMs lists the forward matrix multiplies one chip does for one
-// layer and one micro-batch: b sequences of s local tokens, keys over seq
+// layer and one micro-batch (under latent attention the scores contract
+// over QKHead and the values come out VHead wide): b sequences of s local tokens, keys over seq
 // tokens, weights split over tensor t (K/V over at most KV shards), plus
 // the output projection to the vocabulary (once per micro-batch, counted
 // as a layer's share).
@@ -34,11 +36,14 @@ func (j Job) layerGEMMs(sh shape) []gemm {
 	}
 	out := []gemm{
 		{"QKV projection", systolic.GEMM{M: m, K: d, N: q + 2*kv}, 1},
-		{"attention scores", systolic.GEMM{M: sh.s, K: hd, N: j.Seq}, heads},
-		{"attention values", systolic.GEMM{M: sh.s, K: j.Seq, N: hd}, heads},
+		{"attention scores", systolic.GEMM{M: sh.s, K: spec.QKHead(), N: j.Seq}, heads},
+		{"attention values", systolic.GEMM{M: sh.s, K: j.Seq, N: spec.VHead()}, heads},
 		{"output projection", systolic.GEMM{M: m, K: q, N: d}, 1},
 		{"MLP in", systolic.GEMM{M: m, K: d, N: f}, mlpIn},
 		{"MLP out", systolic.GEMM{M: m, K: f, N: d}, 1},
+	}
+	if spec.MoE() {
+		out = j.expertGEMMs(sh, out, mlpIn)
 	}
 	if v := spec.Vocab / sh.t; v > 0 && f > 0 {
 		out = append(out, gemm{"logits", systolic.GEMM{M: m, K: d, N: v}, 1})
@@ -63,11 +68,16 @@ type mxuKey struct {
 	gated                        bool
 	b, s, t, seq                 int
 	rows, cols, mxus             int
+	// mixture of experts: the grouped GEMMs' shapes
+	experts, k, shared, eff, e, moe, dense int
+	capacity, imbalance                    float64
+	qkHead, vHead                          int // latent attention's head widths
 }
 
 func (e *Estimator) mxu(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
 	spec := j.Model
-	k := mxuKey{spec.DModel, spec.Heads, spec.KV(), spec.Head(), spec.DFF, spec.Vocab, spec.GatedMLP, sh.b, sh.s, sh.t, j.Seq, p.Rows, p.Cols, p.MXUs}
+	k := mxuKey{spec.DModel, spec.Heads, spec.KV(), spec.Head(), spec.DFF, spec.Vocab, spec.GatedMLP, sh.b, sh.s, sh.t, j.Seq, p.Rows, p.Cols, p.MXUs,
+		spec.Experts, spec.ExpertsPerToken, spec.SharedExperts, spec.ExpertFF(), sh.e, spec.MoELayers(), spec.Layers - spec.MoELayers(), j.CapacityFactor, j.LoadImbalance, spec.QKHead(), spec.VHead()}
 	if st, ok := e.mxus[k]; ok {
 		return st, nil
 	}
@@ -125,4 +135,30 @@ type effKey struct {
 	g          systolic.GEMM
 	rows, cols int
 	mxus       int
+}
+
+// expertGEMMs replaces the MLP of an all-MoE model (or adds to the dense
+// layers' MLP) the grouped GEMMs of its experts: each of the E/e experts a
+// chip holds multiplies its tokens per expert (TokensPerExpert; with
+// megablox each group is padded to the array, which the systolic closed
+// form counts) by its d_model × ExpertFF/t weights; the shared experts run
+// every token, as a dense MLP of their combined width.
+func (j Job) expertGEMMs(sh shape, out []gemm, mlpIn int) []gemm {
+	spec := j.Model
+	if spec.MoELayers() == spec.Layers {
+		out = out[:len(out)-2] // no dense MLP
+	}
+	m := int(math.Ceil(j.TokensPerExpert(sh.b*sh.s, sh.e)))
+	f := spec.ExpertFF() / sh.t
+	local := spec.Experts / sh.e
+	out = append(out,
+		gemm{"expert MLP in", systolic.GEMM{M: m, K: spec.DModel, N: f}, mlpIn * local},
+		gemm{"expert MLP out", systolic.GEMM{M: m, K: f, N: spec.DModel}, local})
+	if spec.SharedExperts > 0 {
+		sf := spec.SharedExperts * f
+		out = append(out,
+			gemm{"shared expert in", systolic.GEMM{M: sh.b * sh.s, K: spec.DModel, N: sf}, mlpIn},
+			gemm{"shared expert out", systolic.GEMM{M: sh.b * sh.s, K: sf, N: spec.DModel}, 1})
+	}
+	return out
 }

@@ -131,6 +131,7 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	if err != nil {
 		return c, err
 	}
+	maxTextMoE(set, j)
 	perChip, err := meshSettings(set, &c, e, ms)
 	if err != nil {
 		return c, err
@@ -485,6 +486,9 @@ func maxTextModel(set func(string, any), m model.Spec) (maxTextArch, error) {
 			return a, nil
 		}
 	}
+	if m.MoE() || m.MLA() {
+		return maxTextMoEModel(set, m)
+	}
 	if !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 {
 		return maxTextArch{}, unsupported("maxtext", "model", m.Name,
 			"it is no MaxText model config, and only a gated-MLP model without biases, LayerNorm, learned positions or extra norms is MaxText's llama2 decoder block; set model_name in MaxText yourself")
@@ -507,4 +511,76 @@ func maxTextModel(set func(string, any), m model.Spec) (maxTextArch, error) {
 	set("vocab_size", m.Vocab)
 	set("logits_via_embedding", m.TiedEmbeddings)
 	return maxTextArch{pairs: 1}, nil
+}
+
+// maxTextMoEModel writes a mixture of experts or a latent-attention model
+// by its dimensions on MaxText's decoder blocks for them: deepseek (MLA,
+// shared experts, first dense layers; models/deepseek3-671b.yml) or
+// mixtral (models/mixtral-8x7b.yml) — [base.yml] lines 213-226 and
+// 284-290 for the MoE keys, 393 and 448-452 for MLA's. MaxText's deepseek
+// block runs latent attention and its mixtral block grouped-query
+// attention, so MLA without experts, an MoE model with MLA on the mixtral
+// block, or a spec with interleaved dense layers is refused.
+func maxTextMoEModel(set func(string, any), m model.Spec) (maxTextArch, error) {
+	refuse := func(why string) (maxTextArch, error) {
+		return maxTextArch{}, unsupported("maxtext", "model", m.Name, why+"; set model_name in MaxText yourself")
+	}
+	switch {
+	case !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 || m.TiedEmbeddings:
+		return refuse("MaxText's MoE decoder blocks (mixtral, deepseek) are gated-MLP models without biases, LayerNorm, learned positions, extra norms or tied embeddings")
+	case !m.MoE():
+		return refuse("latent attention without experts is no MaxText decoder block shardlab writes")
+	case m.MoEEvery > 1:
+		return refuse("interleaved MoE layers (moe_every > 1) are Llama 4's decoder block, which shardlab does not write")
+	case !m.MLA() && (m.SharedExperts > 0 || m.FirstDenseLayers > 0):
+		return refuse("shared experts and first dense layers are MaxText's deepseek decoder block, which runs latent attention")
+	}
+	set("base_emb_dim", m.DModel)
+	set("base_num_query_heads", m.Heads)
+	set("base_num_kv_heads", m.KV())
+	set("base_num_decoder_layers", m.Layers)
+	set("base_mlp_dim", m.DFF)
+	set("base_moe_mlp_dim", m.ExpertFF())
+	set("vocab_size", m.Vocab)
+	set("logits_via_embedding", false)
+	set("num_experts", m.Experts)
+	set("num_experts_per_tok", m.ExpertsPerToken)
+	if m.MLA() {
+		set("decoder_block", "deepseek")
+		set("first_num_dense_layers", m.FirstDenseLayers)
+		set("shared_experts", m.SharedExperts)
+		set("attention_type", "mla")
+		set("q_lora_rank", m.QLoRARank)
+		set("kv_lora_rank", m.KVLoRARank)
+		set("qk_nope_head_dim", m.Head())
+		set("qk_rope_head_dim", m.QKRopeHeadDim)
+		set("v_head_dim", m.VHead())
+	} else {
+		set("decoder_block", "mixtral")
+		set("head_dim", m.Head())
+	}
+	return maxTextArch{pairs: 1}, nil
+}
+
+// maxTextMoE writes how the experts run, as costed: dropless with
+// MaxText's defaults (sparse_matmul and megablox: ragged grouped GEMMs,
+// capacity_factor -1) or with the capacity factor's token dropping
+// (capacity_factor, dense dispatch masks: sparse_matmul false); the
+// expert weights' exp dimension on the expert axis (shard_exp_on_fsdp
+// false, MaxText's default) and all-to-all dispatch (use_ring_of_experts
+// false). [base.yml] lines 213-230 and 284.
+func maxTextMoE(set func(string, any), j cost.Job) {
+	if !j.Model.MoE() {
+		return
+	}
+	dropless := j.CapacityFactor <= 0
+	set("sparse_matmul", dropless)
+	set("megablox", dropless)
+	if dropless {
+		set("capacity_factor", -1.0)
+	} else {
+		set("capacity_factor", j.CapacityFactor)
+	}
+	set("shard_exp_on_fsdp", false)
+	set("use_ring_of_experts", false)
 }

@@ -210,7 +210,8 @@ func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 		if _, known := maxTextModels[name]; !known || name != e.Job.Model.Name || vals["override_model_config"] != true {
 			t.Errorf("%s: model_name %q (override_model_config %v) for model %s", name, name, vals["override_model_config"], e.Job.Model.Name)
 		}
-	} else if num("base_emb_dim") != e.Job.Model.DModel || num("base_num_decoder_layers") != e.Job.Model.Layers || vals["decoder_block"] != "llama2" {
+	} else if block := vals["decoder_block"]; num("base_emb_dim") != e.Job.Model.DModel || num("base_num_decoder_layers") != e.Job.Model.Layers ||
+		!(block == "llama2" || (e.Job.Model.MoE() && (block == "mixtral" || block == "deepseek"))) {
 		t.Errorf("%s: neither model_name nor the model's dimensions written", name)
 	}
 	oneOf("remat_policy", allowedRemat)
@@ -319,7 +320,45 @@ var exportCases = []struct {
 	{"custom spec by its dimensions", func(o *plan.Options) {
 		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small.yaml", []byte(smallSpec), "v5p-16", "fsdp=8", "16"
 	}, map[string]any{"decoder_block": "llama2", "base_emb_dim": 2048, "base_num_kv_heads": 4, "head_dim": 128, "vocab_size": 32000, "logits_via_embedding": true}},
+	// MaxText's models/mixtral-8x7b.yml @e591f30c: decoder_block mixtral,
+	// base_moe_mlp_dim 14336, num_experts 8, num_experts_per_tok 2.
+	{"mixtral expert parallel, capacity factor", func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.CapacityFactor = "mixtral-8x7b", "v5p-128", "fsdp=8,expert=8", "256", 1.25
+	}, map[string]any{"decoder_block": "mixtral", "num_experts": 8, "num_experts_per_tok": 2, "base_moe_mlp_dim": 14336, "head_dim": 128,
+		"ici_expert_parallelism": 8, "ici_fsdp_parallelism": 8, "capacity_factor": 1.25, "sparse_matmul": false, "megablox": false,
+		"shard_exp_on_fsdp": false, "use_ring_of_experts": false}},
+	{"mixtral searched, dropless", func(o *plan.Options) { o.Model, o.TPU = "mixtral-8x7b", "v5p-128" },
+		map[string]any{"sparse_matmul": true, "megablox": true, "capacity_factor": -1.0}},
+	// MaxText's models/deepseek3-671b.yml @e591f30c: decoder_block
+	// deepseek, attention_type mla, the same MoE and MLA dimensions.
+	{"deepseek-v3-like expert parallel", func(o *plan.Options) {
+		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "deepseek-v3-like.yaml", []byte(deepSeekSpec), "tpu7x-512", "fsdp=16,expert=16", "1024"
+	}, map[string]any{"decoder_block": "deepseek", "attention_type": "mla", "num_experts": 256, "num_experts_per_tok": 8, "shared_experts": 1,
+		"first_num_dense_layers": 3, "base_moe_mlp_dim": 2048, "base_mlp_dim": 18432, "q_lora_rank": 1536, "kv_lora_rank": 512,
+		"qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "ici_expert_parallelism": 16}},
 }
+
+// deepSeekSpec is DeepSeek-V3's shape (arXiv 2412.19437 and its
+// config.json), as cmd/shardlab/testdata/deepseek-v3-like.yaml.
+const deepSeekSpec = `name: deepseek-v3-like
+layers: 61
+d_model: 7168
+heads: 128
+head_dim: 128
+d_ff: 18432
+vocab: 129280
+seq_len: 4096
+gated_mlp: true
+experts: 256
+experts_per_token: 8
+shared_experts: 1
+expert_d_ff: 2048
+first_dense_layers: 3
+q_lora_rank: 1536
+kv_lora_rank: 512
+qk_rope_head_dim: 64
+v_head_dim: 128
+`
 
 func TestMaxTextRules(t *testing.T) {
 	gens := map[hw.Generation]bool{}

@@ -41,6 +41,8 @@ const (
 	OptionEfficiency       Option = "efficiency"
 	OptionHBMHeadroom      Option = "hbm_headroom"
 	OptionCausalFLOPs      Option = "causal_flops"
+	OptionCapacityFactor   Option = "capacity_factor"
+	OptionLoadImbalance    Option = "load_imbalance"
 	OptionTop              Option = "top"
 	OptionExampleCost      Option = "example_cost"
 )
@@ -58,7 +60,7 @@ var optionWords = [...]struct {
 	{OptionPrecision, "precision"}, {OptionQuantization, "quantization"}, {OptionAttention, "attention"},
 	{OptionOptimizerOffload, "optimizer offload"}, {OptionParameterOffload, "parameter offload"},
 	{OptionVocabTiles, "vocab tiles"}, {OptionEfficiency, "efficiency"}, {OptionHBMHeadroom, "HBM headroom"},
-	{OptionCausalFLOPs, "causal FLOPs"}, {OptionTop, "top"}, {OptionExampleCost, "example cost"},
+	{OptionCausalFLOPs, "causal FLOPs"}, {OptionCapacityFactor, "capacity factor"}, {OptionLoadImbalance, "load imbalance"}, {OptionTop, "top"}, {OptionExampleCost, "example cost"},
 }
 
 // AllOptions lists every option, in the order of Options' fields.

@@ -89,6 +89,13 @@ type Options struct {
 	// CausalFLOPs halves the attention FLOPs in MFU, MaxText's convention
 	// since its PR 1988 and the default; false counts them in full (PaLM).
 	CausalFLOPs bool `json:"causal_flops"`
+	// CapacityFactor caps each expert's rows per device at ceil(factor ·
+	// tokens · k / experts), dropping the rest (MaxText capacity_factor);
+	// 0 is dropless (MaxText's default: sparse_matmul with megablox).
+	CapacityFactor float64 `json:"capacity_factor"`
+	// LoadImbalance is the busiest expert's tokens over the mean, dropless
+	// (0 or 1: balanced).
+	LoadImbalance float64 `json:"load_imbalance"`
 	// Top is how many ranked layouts to keep.
 	Top int `json:"top"`
 	// ExampleCost is the host CPU time to read and preprocess one
@@ -116,6 +123,10 @@ const (
 	MinEfficiency  = 0.01
 	MaxTop         = 100
 	MaxExampleCost = time.Hour
+	// MaxCapacityFactor and MaxLoadImbalance bound the MoE options.
+	MinCapacityFactor = 0.01
+	MaxCapacityFactor = 64
+	MaxLoadImbalance  = 64
 	// MaxBatch is the largest global batch ParseBatch accepts, in
 	// sequences.
 	MaxBatch = 1 << 30
@@ -316,24 +327,22 @@ func parseLimits(r *Request, o Options) error {
 		return refuse(OptionEfficiency, fl(o.Efficiency), nil, " %s, want a number in [%g, 1], or 0 for the generation's calibrated value", fl(o.Efficiency), MinEfficiency)
 	case !(o.HBMHeadroom >= 0 && o.HBMHeadroom < 1):
 		return refuse(OptionHBMHeadroom, fl(o.HBMHeadroom), nil, " %s, want a fraction in [0, 1)", fl(o.HBMHeadroom))
+	case o.CapacityFactor != 0 && !(o.CapacityFactor >= MinCapacityFactor && o.CapacityFactor <= MaxCapacityFactor):
+		return refuse(OptionCapacityFactor, fl(o.CapacityFactor), nil, " %s, want 0 (dropless) or a factor in [%g, %d]", fl(o.CapacityFactor), MinCapacityFactor, MaxCapacityFactor)
+	case !(o.LoadImbalance == 0 || (o.LoadImbalance >= 1 && o.LoadImbalance <= MaxLoadImbalance)):
+		return refuse(OptionLoadImbalance, fl(o.LoadImbalance), nil, " %s, want 0 (balanced) or a ratio in [1, %d]", fl(o.LoadImbalance), MaxLoadImbalance)
 	case o.Top < 1 || o.Top > MaxTop:
 		return refuse(OptionTop, strconv.Itoa(o.Top), nil, " %d, want 1 to %d", o.Top, MaxTop)
 	case o.ExampleCost < 0 || o.ExampleCost > MaxExampleCost:
 		return refuse(OptionExampleCost, o.ExampleCost.String(), nil, " %v, want 0s to %v (0: skip the check)", o.ExampleCost, MaxExampleCost)
 	}
 	r.VocabTiles, r.Efficiency, r.HBMHeadroom, r.Top, r.ExampleCost = o.VocabTiles, o.Efficiency, o.HBMHeadroom, o.Top, o.ExampleCost
+	r.CapacityFactor, r.LoadImbalance = o.CapacityFactor, o.LoadImbalance
 	return nil
 }
 
-// parseModel finds the catalog model, or parses the spec, and refuses
-// what the cost model cannot cost yet.
-func parseModel(o Options) (model.Spec, error) {
-	s, err := findModel(o)
-	if err == nil && (s.MoE() || s.MLA()) {
-		return s, refuse(OptionModel, o.Model, nil, " %s: want a dense model with multi-head attention (costing mixture-of-experts layers and latent attention is not built yet)", o.Model)
-	}
-	return s, err
-}
+// parseModel finds the catalog model, or parses the spec.
+func parseModel(o Options) (model.Spec, error) { return findModel(o) }
 
 // findModel finds the catalog model, or parses the spec.
 func findModel(o Options) (model.Spec, error) {

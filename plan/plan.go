@@ -78,6 +78,8 @@ type Request struct {
 	// keeps none (cost.DefaultHBMHeadroom is the usual value).
 	HBMHeadroom float64
 	CausalFLOPs bool
+	// CapacityFactor and LoadImbalance as in cost.Job.
+	CapacityFactor, LoadImbalance float64
 	// Top is how many ranked layouts to keep (at least 1).
 	Top int
 	// ExampleCost, when set, is the host CPU time to read and preprocess
@@ -157,7 +159,8 @@ func tiers(n int) []Tier {
 }
 
 // TierOf classifies a layout. A layout with tensor or context on DCN has no
-// tier: mesh and the search refuse it.
+// tier: mesh and the search refuse it. The expert axis counts as fsdp
+// does.
 func TierOf(m mesh.Mesh) Tier {
 	ici := make([]int, mesh.NumAxes)
 	dcn := make([]int, mesh.NumAxes)
@@ -173,19 +176,29 @@ func tierOf(ici, dcn []int) Tier {
 	switch {
 	case ici[mesh.Tensor] > 1 || ici[mesh.Context] > 1 || ici[mesh.Pipeline] > 1:
 		t.In = InModel
-	case ici[mesh.FSDP] > 1:
+	case ici[mesh.FSDP] > 1 || ici[mesh.Expert] > 1:
+		// expert parallelism shards the experts' weights and the batch, as
+		// fsdp shards every weight and the batch
 		t.In = InFSDP
 	}
 	switch {
 	case dcn[mesh.Pipeline] > 1:
 		t.Across = AcrossPipeline
-	case dcn[mesh.FSDP] > 1:
+	case dcn[mesh.FSDP] > 1 || dcn[mesh.Expert] > 1:
 		t.Across = AcrossFSDP
 	case dcn[mesh.Data] > 1:
 		t.Across = AcrossDP
 	}
 	return t
 }
+
+// ReasonExpertDCNFirst rejects expert parallelism across slices while a
+// slice could hold a larger expert group: its dispatch and combine
+// all-to-alls are fine-grained (every device sends a slice of its tokens
+// to every other, four to six times per MoE layer), which ICI carries and
+// DCN's per-message latency and lower bandwidth do not, so the expert
+// axis goes over DCN only once it spans a whole slice or every expert.
+const ReasonExpertDCNFirst cost.Reason = "expert parallelism over DCN before it fills a slice"
 
 // overDCN is the rejection reason for an axis the mesh table keeps off
 // DCN.
@@ -281,6 +294,7 @@ func (r Request) job() cost.Job {
 	j.Efficiency = r.Efficiency
 	j.HBMHeadroom = r.HBMHeadroom
 	j.CausalFLOPs = r.CausalFLOPs
+	j.CapacityFactor, j.LoadImbalance = r.CapacityFactor, r.LoadImbalance
 	return j
 }
 
@@ -298,6 +312,9 @@ type searcher struct {
 	// unfit is the requested layout that uses the least HBM, when it does
 	// not fit at any batch (--mesh only).
 	unfit *Candidate
+	// expert is the best layout with expert parallelism, for a mixture of
+	// experts.
+	expert *Candidate
 }
 
 // worker costs meshes with its own estimator (whose caches are not safe to
@@ -369,6 +386,9 @@ func (s *searcher) merge(o outcome) {
 	}
 	for _, c := range o.offers {
 		s.offer(c)
+		if c.Estimate.Mesh.Size(mesh.Expert) > 1 && (s.expert == nil || better(c, *s.expert)) {
+			s.expert = &c
+		}
 	}
 	if o.unfit != nil && (s.unfit == nil || o.unfit.Estimate.Memory.Total() < s.unfit.Estimate.Memory.Total()) {
 		s.unfit = o.unfit
@@ -452,6 +472,10 @@ func (s *searcher) enumerate() {
 				reason = cost.ReasonLayers
 			case s.req.Seq%c != 0:
 				reason = cost.ReasonSeq
+			case !cost.ExpertDivides(spec.Experts, in[mesh.Expert]*dn[mesh.Expert]):
+				reason = cost.ReasonExperts
+			case dn[mesh.Expert] > 1 && in[mesh.Expert] < min(spec.Experts, ms.Slice.Chips()):
+				reason = ReasonExpertDCNFirst
 			}
 			if reason != "" {
 				s.rejected[tierOf(in, dn)][reason]++
@@ -472,11 +496,12 @@ func (s *searcher) enumerate() {
 }
 
 // searchAxes marks, indexed by mesh.Axis, the axes the search splits:
-// every axis but expert, which has nothing to split in a dense model.
+// every axis, but expert only for a mixture of experts (a dense model has
+// nothing to split over it).
 func searchAxes(spec model.Spec) []bool {
 	free := make([]bool, mesh.NumAxes)
 	for _, a := range mesh.All() {
-		free[a] = a != mesh.Expert
+		free[a] = a != mesh.Expert || spec.MoE()
 	}
 	return free
 }
@@ -548,7 +573,8 @@ func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r co
 // fit picks the global batch (the request's, or the largest that fits HBM
 // within the limit) and costs the step.
 func (w *worker) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
-	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * j.MicroBatches
+	// the expert axis shards the batch as data and fsdp do
+	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	try := func(b int) (cost.Memory, cost.Reason) {
 		j.GlobalBatch = b
 		mem, err := w.est.Memory(j, m)
@@ -697,6 +723,9 @@ func (s *searcher) choose() (Plan, error) {
 		if gain := a.Estimate.TokensPerSecondPerChip/p.Best.Estimate.TokensPerSecondPerChip - 1; gain > 0.05 {
 			p.Reasons = append(p.Reasons, note("", "note: %s (%s) would be %.0f%% faster, but the rule order does not reach it", a.Estimate.Mesh, a.Tier, 100*gain))
 		}
+	}
+	if r.Model.MoE() {
+		p.Reasons = append(p.Reasons, s.expertNote(p))
 	}
 	p.Reasons = append(p.Reasons, frameworkNotes(p, cost.NewEstimator())...)
 	p.Warnings = warnings(p)
@@ -1020,4 +1049,35 @@ func factorizationsOver(n int, free []bool) [][]int {
 	}
 	rec(0, n)
 	return out
+}
+
+// expertNote explains the expert axis of a mixture of experts' plan: what
+// the chosen expert parallelism costs, or why none was chosen and what
+// the best layout with it would have cost.
+func (s *searcher) expertNote(p Plan) Note {
+	e := p.Best.Estimate
+	spec := s.req.Model
+	a2a := func(est cost.Estimate) string {
+		var ici, dcn time.Duration
+		for _, c := range est.Comms {
+			if c.Axis == mesh.Expert {
+				ici, dcn = ici+c.ICITime, dcn+c.DCNTime
+			}
+		}
+		return fmt.Sprintf("dispatch and combine all-to-alls %s on ICI, %s on DCN per step, %s tokens per expert per chip per micro-batch",
+			dur(ici), dur(dcn), count(est.TokensPerExpert))
+	}
+	dcn := ""
+	if n := p.Rejected[ReasonExpertDCNFirst]; n > 0 {
+		dcn = fmt.Sprintf("; expert over DCN refused before it fills a slice (×%d)", n)
+	}
+	if x := e.Mesh.Size(mesh.Expert); x > 1 {
+		return note("", "experts: expert=%d splits the %d experts (%d per chip) and the batch; %s%s", x, spec.Experts, spec.Experts/x, a2a(e), dcn)
+	}
+	if s.expert == nil {
+		return note("", "experts: no layout with expert parallelism ran (the experts, batch or HBM allow none)%s", dcn)
+	}
+	x := s.expert.Estimate
+	return note("", "experts: the best layout with expert parallelism, %s, is %.0f%% slower: its %s; the expert axis's all-to-alls do not overlap the expert GEMMs that wait for them, where fsdp's weight gathers do%s",
+		x.Mesh, 100*(1-x.TokensPerSecondPerChip/e.TokensPerSecondPerChip), a2a(x), dcn)
 }

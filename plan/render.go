@@ -60,6 +60,39 @@ type JSON struct {
 	Evaluated    int            `json:"evaluated"`
 	Top          []RankJSON     `json:"top"`
 	Alternatives []RankJSON     `json:"alternatives"`
+	// Experts is the mixture of experts' routing; absent for a dense model.
+	Experts *ExpertsJSON `json:"experts,omitempty"`
+}
+
+// ExpertsJSON is how a mixture of experts routes its tokens on the layout.
+type ExpertsJSON struct {
+	Experts         int     `json:"experts"`
+	PerToken        int     `json:"experts_per_token"`
+	Degree          int     `json:"expert_parallelism"`
+	CapacityFactor  float64 `json:"capacity_factor"` // 0: dropless
+	LoadImbalance   float64 `json:"load_imbalance"`
+	TokensPerExpert float64 `json:"tokens_per_expert_per_chip_per_micro_batch"`
+	AllToAllICI     float64 `json:"all_to_all_ici_s"`
+	AllToAllDCN     float64 `json:"all_to_all_dcn_s"`
+	AllToAllBytes   int64   `json:"all_to_all_bytes_per_chip"`
+}
+
+// expertsOf summarises the routing of an MoE estimate (nil when dense).
+func expertsOf(e cost.Estimate) *ExpertsJSON {
+	spec := e.Job.Model
+	if !spec.MoE() {
+		return nil
+	}
+	x := &ExpertsJSON{Experts: spec.Experts, PerToken: spec.ExpertsPerToken, Degree: e.Mesh.Size(mesh.Expert),
+		CapacityFactor: e.Job.CapacityFactor, LoadImbalance: max(e.Job.LoadImbalance, 1), TokensPerExpert: e.TokensPerExpert}
+	for _, c := range e.Comms {
+		if c.Axis == mesh.Expert {
+			x.AllToAllICI += c.ICITime.Seconds()
+			x.AllToAllDCN += c.DCNTime.Seconds()
+			x.AllToAllBytes += int64(c.ICIBytes + c.DCNBytes)
+		}
+	}
+	return x
 }
 
 // LayoutJSON is a mesh.
@@ -158,7 +191,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
 		DCNBytes: int64(e.DCNBytesPerStep), ICIBytesChip: int64(e.ICIBytesPerChip),
 		Reasons: phrases(p.Reasons, name), Warnings: phrases(p.Warnings, name), Rejected: []RejectedJSON{}, Evaluated: p.Evaluated,
-		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{},
+		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{}, Experts: expertsOf(e),
 	}
 	for _, c := range e.Comms {
 		j.Collectives = append(j.Collectives, CommJSON{Axis: c.Axis.String(), What: c.What, Op: c.Op.String(), Count: c.Count,
@@ -244,7 +277,7 @@ func (p Plan) writeLayout(b *strings.Builder) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  axis\tICI\tDCN\ttotal\t")
 	for _, d := range e.Mesh.Degrees() {
-		if d.Axis == mesh.Expert && d.Size() == 1 {
+		if d.Axis == mesh.Expert && d.Size() == 1 && !e.Job.Model.MoE() {
 			continue // a dense layout has no experts to split
 		}
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t\n", d.Axis, d.ICI, d.DCN, d.Size())
@@ -314,7 +347,18 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 	fmt.Fprintf(b, "  MFU %.1f%%  HFU %.1f%%  %s tokens/s per chip  %s tokens/s in all\n",
 		100*e.MFU, 100*e.HFU, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
 	fmt.Fprintf(b, "  DCN traffic %v per step (all chips); ICI %v per chip\n", e.DCNBytesPerStep, e.ICIBytesPerChip)
+	if x := expertsOf(e); x != nil {
+		routing := "dropless (sparse_matmul, megablox)"
+		if x.CapacityFactor > 0 {
+			routing = fmt.Sprintf("capacity factor %g", x.CapacityFactor)
+		}
+		fmt.Fprintf(b, "  experts: %d, %d per token, over expert=%d, %s, load imbalance %g: %s tokens per expert per chip per micro-batch; all-to-all %s ICI + %s DCN (%v per chip per step, on the critical path)\n",
+			x.Experts, x.PerToken, x.Degree, routing, x.LoadImbalance, count(x.TokensPerExpert),
+			dur(secondsOf(x.AllToAllICI)), dur(secondsOf(x.AllToAllDCN)), unit.Bytes(x.AllToAllBytes))
+	}
 }
+
+func secondsOf(s float64) time.Duration { return time.Duration(s * 1e9) }
 
 // writeComms writes the collectives per chip per step.
 func writeComms(b *strings.Builder, comms []cost.Comm) {

@@ -315,6 +315,8 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 	choiceVar(fs, &o.Precision, "precision", d.Precision, []string{"maxtext", "bf16", "zero"}, nil, "maxtext (weight_dtype float32: fp32 weights, grads and Adam moments, 16 B/param), bf16 (weight_dtype bfloat16: 8 B/param) or zero (bf16 weights and grads, fp32 master and moments, 16 B/param)")
 	floatVar(fs, &o.Efficiency, "efficiency", d.Efficiency, floatFlag{lo: plan.MinEfficiency, hi: 1, zero: "the generation's calibrated value"}, "residual efficiency of the matmuls after their MXU shapes")
 	floatVar(fs, &o.HBMHeadroom, "hbm-headroom", d.HBMHeadroom, floatFlag{lo: 0, hi: 1, hiOpen: true}, "fraction of HBM kept free")
+	floatVar(fs, &o.CapacityFactor, "capacity-factor", d.CapacityFactor, floatFlag{lo: plan.MinCapacityFactor, hi: plan.MaxCapacityFactor, zero: "dropless (MaxText sparse_matmul, megablox)"}, "mixture of experts: each expert takes at most ceil(factor x tokens x k / experts) rows per device, the rest dropped (MaxText capacity_factor)")
+	floatVar(fs, &o.LoadImbalance, "load-imbalance", d.LoadImbalance, floatFlag{lo: 1, hi: plan.MaxLoadImbalance, zero: "balanced"}, "mixture of experts, dropless: the busiest expert's tokens over the mean")
 	fs.BoolVar(&o.CausalFLOPs, "causal-flops", d.CausalFLOPs, "MFU counts causal attention as half its FLOPs, MaxText's convention since its PR 1988 (false: in full, PaLM's); the step time does not change")
 	if !export {
 		intVar(fs, &o.Top, "top", d.Top, 1, plan.MaxTop, "", "how many ranked layouts to show")

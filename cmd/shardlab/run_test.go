@@ -53,6 +53,12 @@ func TestGolden(t *testing.T) {
 		{"hw_show_v5p-128", []string{"hw", "show", "v5p-128"}},
 		{"hw_show_v6e_json", []string{"hw", "show", "v6e", "--json"}},
 		{"model_list", []string{"model", "list"}},
+		{"export_maxtext_deepseek-v3-like", []string{"export", "maxtext", "--model", "testdata/deepseek-v3-like.yaml", "--tpu", "tpu7x-512", "--mesh", "fsdp=16,expert=16", "--global-batch", "1024"}},
+		{"export_maxtext_mixtral", []string{"export", "maxtext", "--model", "mixtral-8x7b", "--tpu", "v5p-128", "--mesh", "fsdp=8,expert=8", "--global-batch", "256", "--capacity-factor", "1.25"}},
+		{"plan_mixtral_v5p-128", []string{"plan", "--model", "mixtral-8x7b", "--tpu", "v5p-128", "--top", "3"}},
+		{"plan_mixtral_expert_mesh", []string{"plan", "--model", "mixtral-8x7b", "--tpu", "v5p-128", "--mesh", "fsdp=8,expert=8", "--global-batch", "256", "--capacity-factor", "1.25", "--top", "1"}},
+		{"plan_deepseek-v3-like_tpu7x-512", []string{"plan", "--model", "testdata/deepseek-v3-like.yaml", "--tpu", "tpu7x-512", "--top", "3"}},
+		{"plan_deepseek-v3-like_expert_json", []string{"plan", "--model", "testdata/deepseek-v3-like.yaml", "--tpu", "tpu7x-512", "--mesh", "fsdp=16,expert=16", "--global-batch", "1024", "--json", "--top", "1"}},
 		{"model_show_llama3-8b", []string{"model", "show", "llama3-8b"}},
 	}
 	for _, tt := range tests {

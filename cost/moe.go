@@ -1,0 +1,190 @@
+package cost
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"shardlab/collective"
+	"shardlab/mesh"
+	"shardlab/unit"
+)
+
+// ExpertCapacity is the rows each expert takes from one device's tokens
+// under a capacity factor: ceil(capacityFactor · tokens · k / experts)
+// (GShard, Lepikhin et al. 2020 §2.2; MaxText's capacity_factor, whose
+// dispatch drops the tokens past it). A capacity factor of 0 or less means
+// dropless and returns 0.
+func ExpertCapacity(capacityFactor float64, tokens, k, experts int) int {
+	if capacityFactor <= 0 || experts <= 0 {
+		return 0
+	}
+	return int(math.Ceil(capacityFactor * float64(tokens) * float64(k) / float64(experts)))
+}
+
+// ExpertAllToAllBytes is what one device of an expert group of n devices
+// sends in one dispatch or combine all-to-all of an MoE layer, for the
+// tokens it holds (micro-batch sequences per device × seq / context), k
+// experts per token out of experts, d_model wide, elemBytes per element.
+// With a capacity factor the buffer is experts × capacity × d_model
+// (ExpertCapacity), padded or dropped to it; dropless (capacityFactor 0)
+// it is the routed rows tokens × k × d_model. Either way a device keeps
+// its own 1/n: collective.Bytes(AllToAll, n, buffer). The emulator's
+// measured all-to-all bytes are held to this.
+func ExpertAllToAllBytes(n int, capacityFactor float64, tokens, k, experts, dModel, elemBytes int) unit.Bytes {
+	rows := tokens * k
+	if c := ExpertCapacity(capacityFactor, tokens, k, experts); c > 0 {
+		rows = experts * c
+	}
+	return collective.Bytes(collective.AllToAll, n, unit.Bytes(rows)*unit.Bytes(dModel)*unit.Bytes(elemBytes))
+}
+
+// ExpertAllToAllsPerLayer is the all-to-alls an MoE layer runs per
+// micro-batch: dispatch and combine forward, their transposes backward,
+// and the forward's two again when remat recomputes the layer.
+func ExpertAllToAllsPerLayer(recompute bool) int {
+	if recompute {
+		return 6
+	}
+	return 4
+}
+
+// TorusAllToAllFactor is how much longer an all-to-all of n devices
+// spanning dims torus dimensions takes on ICI than collective.Time's
+// fully connected (n−1)/n · size / bandwidth, where bandwidth is the
+// axis's ring bandwidth summed over its dimensions (mesh.Link). ICI is
+// not a switch: on a bidirectional ring a shard travels n/4 hops on
+// average, so the all-to-all of a V-byte array takes V / (4 W) — a
+// quarter of an all-gather of V (Austin et al., "How to Scale Your
+// Model", Part 3 Sharded Matrices: "AllToAll ... 1/4 the cost of an
+// AllGather on a bidirectional ring"). With V = n × size that is n/4
+// times the fully connected time. On a torus the dimensions' links carry
+// their traffic at once and the largest dimension A sets the time,
+// V·A / (4 n W) (the same per-link-load argument per dimension), which
+// against the dims-fold bandwidth is dims · A / 4 with A = n^(1/dims)
+// for an axis placed evenly. Neighbours pay no more than the fully
+// connected time. DCN is switched: factor 1 there.
+func TorusAllToAllFactor(n, dims int) float64 {
+	dims = max(dims, 1)
+	a := math.Pow(float64(n), 1/float64(dims))
+	return max(1, float64(dims)*a/4)
+}
+
+// TokensPerExpert is the rows one expert's grouped GEMM gets on a chip
+// per micro-batch: each of the e devices of the expert group sends it
+// capacity rows, or dropless its share T·k/E of the routed tokens times
+// the load imbalance (the most loaded expert sets the pace).
+func (j Job) TokensPerExpert(tokens, e int) float64 {
+	spec := j.Model
+	if c := ExpertCapacity(j.CapacityFactor, tokens, spec.ExpertsPerToken, spec.Experts); c > 0 {
+		return float64(e * c)
+	}
+	return float64(e) * float64(tokens) * float64(spec.ExpertsPerToken) / float64(spec.Experts) * j.imbalance()
+}
+
+func (j Job) imbalance() float64 { return max(j.LoadImbalance, 1) }
+
+// ExpertDivides reports whether expert parallelism e splits the experts
+// evenly.
+func ExpertDivides(experts, e int) bool { return e == 1 || (experts > 0 && experts%e == 0) }
+
+// moeLayersPerStage is the MoE layers on one pipeline stage, on average.
+func (j Job) moeLayersPerStage(sh shape) float64 {
+	return float64(j.Model.MoELayers()) * float64(sh.ls) / float64(j.Model.Layers)
+}
+
+// experts adds the dispatch and combine all-to-alls of expert parallelism
+// over the expert group: in a slice at the ring factor, across slices over
+// DCN. They are on the critical path (the expert GEMMs wait for them).
+func (t *tally) experts() {
+	j, m, sh := t.est.Job, t.est.Mesh, t.sh
+	if sh.e <= 1 || !j.Model.MoE() {
+		return
+	}
+	spec := j.Model
+	ed := m.Degree(mesh.Expert)
+	tokens := sh.b * sh.s
+	elem := j.Precision.Activation
+	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
+	per := ExpertAllToAllsPerLayer(r.recompute > 0 || r.attention)
+	count := int(math.Round(float64(per) * j.moeLayersPerStage(sh) * float64(sh.m)))
+	// One all-to-all over the whole group of e = eICI × eDCN devices: of
+	// what a device sends, the share for the eICI−1 peers in its slice
+	// crosses ICI (at the ring factor), the rest DCN (switched).
+	all := ExpertAllToAllBytes(sh.e, j.CapacityFactor, tokens, spec.ExpertsPerToken, spec.Experts, spec.DModel, elem)
+	ici := unit.Bytes(float64(all) * float64(ed.ICI-1) / float64(sh.e-1))
+	cost := collective.Cost{ICIBytes: ici, DCNBytes: all - ici}
+	if ed.ICI > 1 {
+		ml := m.Link(mesh.Expert)
+		l := link(ml)
+		cost.ICITime = seconds(float64(ici)/float64(l.Bandwidth)*TorusAllToAllFactor(ed.ICI, ml.Dims)) + time.Duration(l.Hops)*l.HopLatency
+	}
+	if ed.DCN > 1 {
+		cost.DCNTime = collective.Time(collective.SendRecv, 2, cost.DCNBytes, t.dcn(2))
+	}
+	t.add(mesh.Expert, "expert dispatch/combine all-to-all", collective.AllToAll, count, cost, false)
+	t.afterICI += cost.Scale(count).ICITime
+	t.afterDCN += cost.Scale(count).DCNTime
+}
+
+// expertDetail explains an expert split that does not divide the experts.
+func expertDetail(experts, e int) string {
+	return fmt.Sprintf("%d experts over expert=%d", experts, e)
+}
+
+// moeLayerParams is the parameters one chip holds of an MoE layer but
+// its routed experts, before fsdp and expert: attention, norms, router
+// and shared experts split over tensor (K/V over at most KV shards) as a
+// dense layer's are.
+func (j Job) moeLayerParams(sh shape) float64 {
+	pc := j.Model.ParamCount()
+	kv := float64(2 * j.Model.DModel * j.Model.KV() * j.Model.Head())
+	if j.Model.MLA() {
+		kv = 0 // latent attention's K/V projections split over heads like Q's
+	}
+	dense := float64(pc.Attention+pc.Norms+pc.Router+pc.Shared) - kv
+	return dense/float64(sh.t) + kv/float64(kvShards(j.Model.KV(), sh.t))
+}
+
+// routedPerChip is the routed experts' parameters one chip of a stage
+// holds: MaxText's expert weights are (exp, embed_no_exp, mlp), exp on
+// the expert axis, embed_no_exp on fsdp and mlp on tensor; with
+// shard_exp_on_fsdp the exp dimension takes fsdp instead — the same bytes
+// per chip either way.
+func (j Job) routedPerChip(sh shape) float64 {
+	if !j.Model.MoE() {
+		return 0
+	}
+	pc := j.Model.ParamCount()
+	return j.moeLayersPerStage(sh) * float64(pc.Experts) * float64(pc.Expert) / float64(sh.e*sh.t*sh.f)
+}
+
+// addCost is two collectives one after the other.
+func addCost(a, b collective.Cost) collective.Cost {
+	return collective.Cost{ICIBytes: a.ICIBytes + b.ICIBytes, DCNBytes: a.DCNBytes + b.DCNBytes, ICITime: a.ICITime + b.ICITime, DCNTime: a.DCNTime + b.DCNTime}
+}
+
+// expertPadding is the matmul FLOPs a step's routed experts spend beyond
+// the active count: with a capacity factor every expert computes its
+// full capacity, factor × the balanced rows (GShard §2.2: the buffers
+// are padded to capacity); dropless, the busiest expert's load imbalance
+// sets the pace of the grouped GEMM. A factor at or below 1 adds nothing
+// (dropped tokens are not credited back).
+func (j Job) expertPadding(tokens float64) float64 {
+	spec := j.Model
+	if !spec.MoE() {
+		return 0
+	}
+	factor := j.imbalance()
+	if j.CapacityFactor > 0 {
+		factor = j.CapacityFactor
+	}
+	if factor <= 1 {
+		return 0
+	}
+	pc := spec.ParamCount()
+	// one expert's parameters (its biases, if any, are a rounding error
+	// against its matrices)
+	routed := 6 * float64(pc.MoELayers) * float64(spec.ExpertsPerToken) * float64(pc.Expert) * tokens
+	return (factor - 1) * routed
+}

@@ -1,0 +1,240 @@
+package cost
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/unit"
+)
+
+const (
+	expertAxis = mesh.Expert
+	hwDCN      = hw.DCN
+)
+
+// Mixtral 8x7B (Jiang et al. 2024, Table 1): d_model 4096, 8 experts,
+// top-2, expert d_ff 14336, 32 layers, all of them MoE.
+func TestExpertCapacityAndAllToAllBytes(t *testing.T) {
+	// one 4096-token sequence per device, capacity factor 1.25:
+	// ceil(1.25 · 4096 · 2 / 8) = 1280 rows per expert
+	if got := ExpertCapacity(1.25, 4096, 2, 8); got != 1280 {
+		t.Errorf("ExpertCapacity(1.25, 4096, 2, 8) = %d, want 1280", got)
+	}
+	if got := ExpertCapacity(1, 7, 2, 8); got != 2 { // ceil(14/8)
+		t.Errorf("ExpertCapacity(1, 7, 2, 8) = %d, want 2", got)
+	}
+	if got := ExpertCapacity(0, 4096, 2, 8); got != 0 {
+		t.Errorf("ExpertCapacity(0 = dropless) = %d, want 0", got)
+	}
+	for _, c := range []struct {
+		name string
+		n    int
+		cf   float64
+		want unit.Bytes
+	}{
+		// 8 experts × 1280 rows × 4096 × 2 B = 83,886,080 B; 7/8 leave
+		{"capacity 1.25 over 8", 8, 1.25, 73_400_320},
+		// dropless: 4096 × 2 × 4096 × 2 B = 67,108,864 B; 7/8 leave
+		{"dropless over 8", 8, 0, 58_720_256},
+		// over 2 devices half leaves
+		{"capacity 1.25 over 2", 2, 1.25, 41_943_040},
+		{"one device", 1, 1.25, 0},
+	} {
+		if got := ExpertAllToAllBytes(c.n, c.cf, 4096, 2, 8, 4096, 2); got != c.want {
+			t.Errorf("%s: ExpertAllToAllBytes = %d, want %d", c.name, got, c.want)
+		}
+	}
+	if ExpertAllToAllsPerLayer(false) != 4 || ExpertAllToAllsPerLayer(true) != 6 {
+		t.Errorf("all-to-alls per layer = %d, %d, want 4 and 6", ExpertAllToAllsPerLayer(false), ExpertAllToAllsPerLayer(true))
+	}
+}
+
+// The scaling book: an all-to-all on a bidirectional ring of n is a
+// quarter of an all-gather of the whole array, n/4 times the switched
+// cost.
+// On a 4x4 torus the 4-long dimensions set the time: 2 × 4 / 4 = 2
+// against the two rings' summed bandwidth; 4x4x4: 3 × 4 / 4 = 3.
+func TestTorusAllToAllFactor(t *testing.T) {
+	for _, c := range []struct {
+		n, dims int
+		want    float64
+	}{{2, 1, 1}, {4, 1, 1}, {8, 1, 2}, {16, 1, 4}, {16, 2, 2}, {64, 3, 3}, {4, 2, 1}} {
+		if got := TorusAllToAllFactor(c.n, c.dims); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("TorusAllToAllFactor(%d, %d) = %g, want %g", c.n, c.dims, got, c.want)
+		}
+	}
+}
+
+func TestTokensPerExpert(t *testing.T) {
+	j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 64)
+	j.CapacityFactor = 1.25
+	// 8 devices each send 1280 rows to every expert
+	if got := j.TokensPerExpert(4096, 8); got != 8*1280 {
+		t.Errorf("TokensPerExpert(capacity 1.25) = %g, want %d", got, 8*1280)
+	}
+	j.CapacityFactor, j.LoadImbalance = 0, 1.5
+	// dropless: 8 × 4096 × 2 / 8 = 8192, × 1.5 for the busiest expert
+	if got := j.TokensPerExpert(4096, 8); got != 12288 {
+		t.Errorf("TokensPerExpert(dropless, 1.5) = %g, want 12288", got)
+	}
+}
+
+// Expert memory per chip, by hand: one Mixtral expert is 3 × 4096 × 14336
+// = 176,160,768 parameters; 8 of them in each of 32 layers, over expert=8
+// and fsdp=8, leave 32 × 8 × 176,160,768 / 64 = 704,643,072 routed
+// parameters per chip. MaxText shards every other weight's embed
+// dimension over fsdp and expert (base.yml @e591f30c line 605), so
+// fsdp=8,expert=8 holds what fsdp=64 does.
+func TestExpertParamsPerChip(t *testing.T) {
+	spec := lookup(t, "mixtral-8x7b")
+	j := NewJob(spec, 4096, 64)
+	ep, err := shapeOf(j, layout(t, "v5p-128", 1, "fsdp=8,expert=8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsdp, err := shapeOf(j, layout(t, "v5p-128", 1, "fsdp=64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := j.routedPerChip(ep), 704_643_072.0; got != want {
+		t.Errorf("routed experts per chip = %.0f, want %.0f", got, want)
+	}
+	if got, want := j.stageParams(ep, firstStage), j.stageParams(fsdp, firstStage); math.Abs(got-want) > 1 {
+		t.Errorf("params per chip on fsdp=8,expert=8 = %.0f, want fsdp=64's %.0f", got, want)
+	}
+	if got, want := j.stageParams(fsdp, firstStage), float64(spec.ParamCount().Total())/64; math.Abs(got-want) > 1 {
+		t.Errorf("params per chip on fsdp=64 = %.0f, want total/64 = %.0f", got, want)
+	}
+	if ep.b != 1 || fsdp.b != 1 {
+		t.Errorf("sequences per chip = %d, %d, want 1 (the expert axis shards the batch)", ep.b, fsdp.b)
+	}
+}
+
+// MFU counts the active parameters, as MaxText does: Mixtral's model
+// FLOPs per token are 6 × 12.88B active, not 6 × 46.7B.
+func TestMoEMFUUsesActiveParams(t *testing.T) {
+	spec := lookup(t, "mixtral-8x7b")
+	j := NewJob(spec, 4096, 64)
+	j.CapacityFactor = 1.25
+	est, err := EstimateStep(j, layout(t, "v5p-128", 1, "fsdp=8,expert=8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := 64.0 * 4096
+	perToken := float64(est.ModelFLOPs) / tokens
+	active, total := float64(spec.MatmulParams()), float64(spec.ParamCount().Total())
+	if perToken < 6*active || perToken > 6*active*1.2 || perToken > 6*total/2 {
+		t.Errorf("model FLOPs per token = %.3g, want about 6 × %.3g active (not 6 × %.3g total)", perToken, active, total)
+	}
+	var a2a bool
+	for _, c := range est.Comms {
+		if c.What == "expert dispatch/combine all-to-all" {
+			a2a = true
+			// 32 layers × 6 all-to-alls (full remat recomputes), one
+			// micro-batch; 1 sequence of 4096 tokens per chip
+			if c.Count != 192 {
+				t.Errorf("all-to-alls per step = %d, want 192", c.Count)
+			}
+			if want := ExpertAllToAllBytes(8, 1.25, 4096, 2, 8, 4096, 2) * 192; c.ICIBytes != want {
+				t.Errorf("all-to-all ICI bytes = %d, want %d", c.ICIBytes, want)
+			}
+		}
+	}
+	if !a2a {
+		t.Errorf("no expert all-to-all in %v", est.Comms)
+	}
+	if est.TokensPerExpert != 8*1280 {
+		t.Errorf("TokensPerExpert = %g, want %d", est.TokensPerExpert, 8*1280)
+	}
+}
+
+// All-to-all time by hand: over expert=8 inside a v5p slice, each device
+// sends 7/8 of its E × capacity × d_model buffer at the expert axis's ICI
+// bandwidth, times the ring factor 8/4 = 2 (a V-byte all-to-all takes
+// V/(4W) on a bidirectional ring: the scaling book), plus the ring's hop
+// latencies; over expert=2(dcn) on top, the share for the other slice's
+// 4 devices (4/7 of what leaves) crosses DCN at its line rate.
+func TestExpertAllToAllTime(t *testing.T) {
+	j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 128)
+	j.CapacityFactor = 1.25
+	for _, c := range []struct {
+		name, mesh string
+		slices     int
+	}{{"ICI", "fsdp=8,expert=8", 1}, {"ICI and DCN", "fsdp=16,expert=4,expert=2(dcn)", 2}} {
+		m := layout(t, "v5p-128", c.slices, c.mesh)
+		est, err := EstimateStep(j, m)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got Comm
+		for _, cm := range est.Comms {
+			if cm.Axis.String() == "expert" {
+				got = cm
+			}
+		}
+		ed := m.Degree(expertAxis)
+		e := ed.Size()
+		tokens := est.MicroBatchSize * 4096
+		buffer := float64(8*ExpertCapacity(1.25, tokens, 2, 8)) * 4096 * 2
+		leaves := buffer * float64(e-1) / float64(e)
+		ici := leaves * float64(ed.ICI-1) / float64(e-1)
+		l := m.Link(expertAxis)
+		wantICI := ici/float64(l.Bandwidth)*TorusAllToAllFactor(ed.ICI, l.Dims) + float64(l.Hops)*l.HopLatency.Seconds()
+		if c.name == "ICI" && l.Dims == 1 && TorusAllToAllFactor(ed.ICI, l.Dims) != 2 {
+			t.Errorf("expert=8 on one ring: factor %g, want 8/4 = 2", TorusAllToAllFactor(ed.ICI, l.Dims))
+		}
+		if d := got.ICITime.Seconds()/float64(got.Count) - wantICI; math.Abs(d) > 1e-6 {
+			t.Errorf("%s: ICI time per all-to-all = %v, want %.6f s", c.name, got.ICITime/time.Duration(got.Count), wantICI)
+		}
+		if d := float64(got.ICIBytes)/float64(got.Count) - ici; math.Abs(d) > 1 {
+			t.Errorf("%s: ICI bytes per all-to-all = %d, want %.0f", c.name, int64(got.ICIBytes)/int64(got.Count), ici)
+		}
+		if ed.DCN > 1 {
+			dcn := leaves - ici
+			line := m.TierLink(hwDCN)
+			want := dcn / float64(line.Bandwidth) // plus one hop's latency
+			perOp := got.DCNTime.Seconds() / float64(got.Count)
+			if perOp < want || perOp > want+0.01 {
+				t.Errorf("%s: DCN time per all-to-all = %.6f s, want %.6f s plus a hop's latency", c.name, perOp, want)
+			}
+			if d := float64(got.DCNBytes)/float64(got.Count) - dcn; math.Abs(d) > 1 {
+				t.Errorf("%s: DCN bytes per all-to-all = %d, want %.0f", c.name, int64(got.DCNBytes)/int64(got.Count), dcn)
+			}
+		} else if got.DCNBytes != 0 || got.DCNTime != 0 {
+			t.Errorf("%s: DCN %v / %v, want none", c.name, got.DCNBytes, got.DCNTime)
+		}
+	}
+}
+
+// Capacity padding by hand: at capacity factor 1.25 Mixtral's routed
+// experts compute a quarter more rows than the active count, 0.25 × 6 ×
+// 32 layers × 2 experts × 176,160,768 params × tokens extra FLOPs; 1.0
+// adds none, and dropless at load imbalance 1.5 adds half.
+func TestExpertPaddingFLOPs(t *testing.T) {
+	spec := lookup(t, "mixtral-8x7b")
+	m := layout(t, "v5p-128", 1, "fsdp=8,expert=8")
+	hwFLOPs := func(cf, imb float64) float64 {
+		j := NewJob(spec, 4096, 64)
+		j.CapacityFactor, j.LoadImbalance = cf, imb
+		est, err := EstimateStep(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(est.HardwareFLOPs)
+	}
+	tokens := 64.0 * 4096
+	routed := 6 * 32 * 2 * 176_160_768.0 * tokens
+	base := hwFLOPs(1, 0)
+	if got := hwFLOPs(0, 0); got != base {
+		t.Errorf("dropless balanced = %g FLOPs, want capacity 1's %g", got, base)
+	}
+	if got, want := hwFLOPs(1.25, 0)-base, 0.25*routed; math.Abs(got-want) > 1e-6*want {
+		t.Errorf("capacity 1.25 adds %g FLOPs, want %g", got, want)
+	}
+	if got, want := hwFLOPs(0, 1.5)-base, 0.5*routed; math.Abs(got-want) > 1e-6*want {
+		t.Errorf("load imbalance 1.5 adds %g FLOPs, want %g", got, want)
+	}
+}
