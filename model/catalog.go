@@ -63,4 +63,44 @@ var catalog = [...]Spec{
 		Experts: 8, ExpertsPerToken: 2,
 		Published: 46_700_000_000, PublishedActive: 12_900_000_000, Source: "Mixtral of Experts, Table 1 and §2 (46.7B total, 12.9B active)",
 	},
+	{
+		// DeepSeek-AI 2024, "DeepSeek-V3 Technical Report" (arXiv 2412.19437) §4.2 and
+		// the released config.json, as MaxText's configs/models/deepseek3-671b.yml @e591f30c:
+		// 61 layers, hidden 7168, 128 heads with multi-head latent attention
+		// (q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, qk_rope 64, v 128),
+		// vocab 129280 untied; the first 3 layers dense (d_ff 18432), then 256
+		// routed experts of width 2048, 8 per token, and 1 shared expert.
+		// The 671B excludes the 14B multi-token-prediction module of the checkpoint.
+		Name: "deepseek3-671b", Layers: 61, DModel: 7168, Heads: 128, HeadDim: 128, DFF: 18432, Vocab: 129280, SeqLen: 4096, GatedMLP: true,
+		Experts: 256, ExpertsPerToken: 8, SharedExperts: 1, ExpertDFF: 2048, FirstDenseLayers: 3,
+		QLoRARank: 1536, KVLoRARank: 512, QKRopeHeadDim: 64, VHeadDim: 128,
+		Published: 671e9, PublishedActive: 37e9, Source: "DeepSeek-V3 Technical Report, abstract (671B total, 37B activated per token)",
+	},
+	{
+		// Qwen Team 2025, "Qwen3 Technical Report" (arXiv 2505.09388) Table 2 and the released
+		// config.json, as MaxText's configs/models/qwen3-235b-a22b.yml @e591f30c: 94 layers,
+		// hidden 4096, 64 query and 4 KV heads of 128, vocab 151936 untied, every layer
+		// MoE with 128 experts of width 1536, 8 per token, no shared expert.
+		Name: "qwen3-235b-a22b", Layers: 94, DModel: 4096, Heads: 64, KVHeads: 4, HeadDim: 128, DFF: 1536, Vocab: 151936, SeqLen: 4096, GatedMLP: true,
+		Experts: 128, ExpertsPerToken: 8,
+		Published: 235e9, PublishedActive: 22e9, Source: "Qwen/Qwen3-235B-A22B model card (235B total, 22B activated)",
+	},
+	{
+		// Mistral AI 2024, Mixtral 8x22B release and config.json, as MaxText's
+		// configs/models/mixtral-8x22b.yml @e591f30c: 56 layers, hidden 6144,
+		// 48 query and 8 KV heads of 128, vocab 32768 untied, 8 experts of
+		// width 16384, 2 per token.
+		Name: "mixtral-8x22b", Layers: 56, DModel: 6144, Heads: 48, KVHeads: 8, DFF: 16384, Vocab: 32768, SeqLen: 4096, GatedMLP: true,
+		Experts: 8, ExpertsPerToken: 2,
+		Published: 141e9, PublishedActive: 39e9, Source: "mistral.ai/news/mixtral-8x22b (39B active of 141B)",
+	},
+	{
+		// Meta 2025, Llama 4 Maverick config.json, as MaxText's configs/models/llama4-17b-128e.yml
+		// @e591f30c: 48 layers, hidden 5120, 40 query and 8 KV heads of 128, vocab 202048
+		// untied; layers alternate dense (d_ff 16384) and MoE (dense first): 128 routed
+		// experts of width 8192, 1 per token, and 1 shared expert. Text model only.
+		Name: "llama4-maverick", Layers: 48, DModel: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, DFF: 16384, Vocab: 202048, SeqLen: 8192, GatedMLP: true,
+		Experts: 128, ExpertsPerToken: 1, SharedExperts: 1, ExpertDFF: 8192, MoEEvery: 2,
+		Published: 400e9, PublishedActive: 17e9, Source: "meta-llama/Llama-4-Maverick-17B-128E model card (17B active, 400B total)",
+	},
 }

@@ -659,10 +659,15 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 			return writeJSON(stdout, specs)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "name\tparams\tpublished\tlayers\td_model\theads\tkv\td_ff\tvocab\tseq\t")
+		fmt.Fprintln(tw, "name\tparams\tpublished\tactive\tlayers\td_model\theads\tkv\td_ff\texperts\tvocab\tseq\t")
 		for _, s := range specs {
-			fmt.Fprintf(tw, "%s\t%.2fB\t%.2fB\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", s.Name, float64(s.ParamCount().Total())/1e9,
-				float64(s.Published)/1e9, s.Layers, s.DModel, s.Heads, s.KV(), s.DFF, s.Vocab, s.SeqLen)
+			active, experts := "-", "-"
+			if s.MoE() {
+				active = fmt.Sprintf("%.2fB", float64(s.ParamCount().Active())/1e9)
+				experts = fmt.Sprintf("%d/%d", s.ExpertsPerToken, s.Experts)
+			}
+			fmt.Fprintf(tw, "%s\t%.2fB\t%.2fB\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t\n", s.Name, float64(s.ParamCount().Total())/1e9,
+				float64(s.Published)/1e9, active, s.Layers, s.DModel, s.Heads, s.KV(), s.DFF, experts, s.Vocab, s.SeqLen)
 		}
 		return tw.Flush()
 	case "show":
