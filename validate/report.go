@@ -85,6 +85,7 @@ type JSON struct {
 	Rows         []RowJSON          `json:"rows"`
 	Overall      Stats              `json:"held_out"`
 	Calibration  Stats              `json:"calibration"`
+	MoE          Stats              `json:"mixture_of_experts"`
 	ByGeneration map[string]Stats   `json:"held_out_by_generation"`
 	Efficiency   map[string]float64 `json:"residual_efficiency_by_generation"`
 	Multislice   []Series           `json:"multislice_series"`
@@ -114,7 +115,7 @@ type RowJSON struct {
 // JSON returns the report's machine-readable form.
 func (rep Report) JSON() JSON {
 	out := JSON{Rows: []RowJSON{}, Overall: rep.Summary(HeldOut), Calibration: rep.Summary(Calibration),
-		ByGeneration: map[string]Stats{}, Efficiency: map[string]float64{}, Multislice: rep.MultisliceSeries()}
+		MoE: rep.Summary(MoE), ByGeneration: map[string]Stats{}, Efficiency: map[string]float64{}, Multislice: rep.MultisliceSeries()}
 	for _, r := range rep.Results {
 		e := r.Estimate
 		out.Rows = append(out.Rows, RowJSON{ID: r.Run.ID, Generation: string(e.Mesh.Multislice.Slice.Chip.Generation),
@@ -193,8 +194,11 @@ func (rep Report) WriteText(w io.Writer) error {
 			name, s.N, 100*s.Median, 100*s.P90, 100*s.Max, s.Fit, s.N)
 	}
 	fmt.Fprintf(&b, "\nMFU error, (predicted − published) / published:\n")
-	stat("held out", rep.Summary(HeldOut))
+	stat("held out (dense)", rep.Summary(HeldOut))
 	stat("calibration rows", rep.Summary(Calibration))
+	if st := rep.Summary(MoE); st.N > 0 {
+		stat("mixture of experts", st)
+	}
 	for _, g := range rep.Generations() {
 		stat(string(g)+" (held out)", rep.Summary(OfGeneration(g)))
 	}

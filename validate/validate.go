@@ -49,6 +49,8 @@ type Layout struct {
 	DCNData     int `yaml:"dcn_data" json:"dcn_data"`
 	DCNFSDP     int `yaml:"dcn_fsdp" json:"dcn_fsdp"`
 	DCNPipeline int `yaml:"dcn_pipeline" json:"dcn_pipeline"`
+	ICIExpert   int `yaml:"ici_expert,omitempty" json:"ici_expert,omitempty"`
+	DCNExpert   int `yaml:"dcn_expert,omitempty" json:"dcn_expert,omitempty"`
 }
 
 // Published is what the run's source reports.
@@ -82,32 +84,35 @@ func (p Published) attentionShare() (float64, error) {
 
 // Run is one published training run.
 type Run struct {
-	ID                 string         `yaml:"id" json:"id"`
-	Source             Source         `yaml:"source" json:"source"`
-	Generation         string         `yaml:"generation" json:"generation"`
-	AcceleratorType    string         `yaml:"accelerator_type" json:"accelerator_type"`
-	Slices             int            `yaml:"slices" json:"slices"`
-	Model              model.Spec     `yaml:"model" json:"model"`
-	SeqLen             int            `yaml:"seq_len" json:"seq_len"`
-	PerDeviceBatchSize float64        `yaml:"per_device_batch_size" json:"per_device_batch_size"`
-	GlobalBatch        int            `yaml:"global_batch_sequences" json:"global_batch_sequences"`
-	Devices            int            `yaml:"devices" json:"devices"`
-	Chips              int            `yaml:"chips" json:"chips"`
-	Layout             Layout         `yaml:"layout" json:"layout"`
-	RematPolicy        string         `yaml:"remat_policy" json:"remat_policy"`
-	RematCustom        string         `yaml:"remat_custom,omitempty" json:"remat_custom,omitempty"`
-	WeightDType        string         `yaml:"weight_dtype" json:"weight_dtype"`
-	MuDType            string         `yaml:"mu_dtype,omitempty" json:"mu_dtype,omitempty"`
-	Quantization       string         `yaml:"quantization" json:"quantization"`
-	OptimizerOffload   bool           `yaml:"optimizer_memory_host_offload,omitempty" json:"optimizer_memory_host_offload,omitempty"`
-	ParameterOffload   bool           `yaml:"parameter_memory_host_offload,omitempty" json:"parameter_memory_host_offload,omitempty"`
-	VocabTiles         int            `yaml:"num_vocab_tiling,omitempty" json:"num_vocab_tiling,omitempty"`
-	Attention          string         `yaml:"attention,omitempty" json:"attention,omitempty"`
-	Doubtful           string         `yaml:"doubtful,omitempty" json:"doubtful,omitempty"`
-	OtherFlags         map[string]any `yaml:"other_flags,omitempty" json:"-"`
-	Published          Published      `yaml:"published" json:"published"`
-	Calibration        bool           `yaml:"calibration" json:"calibration"`
-	Notes              string         `yaml:"notes,omitempty" json:"notes,omitempty"`
+	ID                 string     `yaml:"id" json:"id"`
+	Source             Source     `yaml:"source" json:"source"`
+	Generation         string     `yaml:"generation" json:"generation"`
+	AcceleratorType    string     `yaml:"accelerator_type" json:"accelerator_type"`
+	Slices             int        `yaml:"slices" json:"slices"`
+	Model              model.Spec `yaml:"model" json:"model"`
+	SeqLen             int        `yaml:"seq_len" json:"seq_len"`
+	PerDeviceBatchSize float64    `yaml:"per_device_batch_size" json:"per_device_batch_size"`
+	GlobalBatch        int        `yaml:"global_batch_sequences" json:"global_batch_sequences"`
+	Devices            int        `yaml:"devices" json:"devices"`
+	Chips              int        `yaml:"chips" json:"chips"`
+	Layout             Layout     `yaml:"layout" json:"layout"`
+	RematPolicy        string     `yaml:"remat_policy" json:"remat_policy"`
+	RematCustom        string     `yaml:"remat_custom,omitempty" json:"remat_custom,omitempty"`
+	WeightDType        string     `yaml:"weight_dtype" json:"weight_dtype"`
+	MuDType            string     `yaml:"mu_dtype,omitempty" json:"mu_dtype,omitempty"`
+	Quantization       string     `yaml:"quantization" json:"quantization"`
+	OptimizerOffload   bool       `yaml:"optimizer_memory_host_offload,omitempty" json:"optimizer_memory_host_offload,omitempty"`
+	ParameterOffload   bool       `yaml:"parameter_memory_host_offload,omitempty" json:"parameter_memory_host_offload,omitempty"`
+	VocabTiles         int        `yaml:"num_vocab_tiling,omitempty" json:"num_vocab_tiling,omitempty"`
+	Attention          string     `yaml:"attention,omitempty" json:"attention,omitempty"`
+	// CapacityFactor is MaxText's capacity_factor for a mixture of experts:
+	// -1 (or 0) dropless, else the factor its dropping dispatch pads to.
+	CapacityFactor float64        `yaml:"capacity_factor,omitempty" json:"capacity_factor,omitempty"`
+	Doubtful       string         `yaml:"doubtful,omitempty" json:"doubtful,omitempty"`
+	OtherFlags     map[string]any `yaml:"other_flags,omitempty" json:"-"`
+	Published      Published      `yaml:"published" json:"published"`
+	Calibration    bool           `yaml:"calibration" json:"calibration"`
+	Notes          string         `yaml:"notes,omitempty" json:"notes,omitempty"`
 }
 
 // Runs is the built-in table.
@@ -181,6 +186,7 @@ func (r Run) mesh() (mesh.Mesh, error) {
 	ici := make([]int, mesh.NumAxes)
 	ici[mesh.Data], ici[mesh.FSDP], ici[mesh.Tensor], ici[mesh.Pipeline] = l.ICIData, l.ICIFSDP, l.ICITensor, l.ICIPipeline
 	ici[mesh.Context] = max(l.ICISequence, 1) * max(l.ICIContext, 1)
+	ici[mesh.Expert] = l.ICIExpert
 	for i := range ici {
 		ici[i] = max(ici[i], 1)
 	}
@@ -195,7 +201,7 @@ func (r Run) mesh() (mesh.Mesh, error) {
 		ici[k] /= per
 	}
 	dcn := make([]int, mesh.NumAxes)
-	dcn[mesh.Data], dcn[mesh.FSDP], dcn[mesh.Pipeline] = l.DCNData, l.DCNFSDP, l.DCNPipeline
+	dcn[mesh.Data], dcn[mesh.FSDP], dcn[mesh.Pipeline], dcn[mesh.Expert] = l.DCNData, l.DCNFSDP, l.DCNPipeline, l.DCNExpert
 	axes := make([]mesh.Degree, mesh.NumAxes)
 	for _, a := range mesh.All() {
 		axes[a] = mesh.Degree{Axis: a, ICI: ici[a], DCN: max(dcn[a], 1)}
@@ -245,6 +251,14 @@ func (r Run) job() (cost.Job, error) {
 	j.VocabTiles = max(r.VocabTiles, 1)
 	if _, err := r.Published.attentionShare(); err != nil {
 		return cost.Job{}, err
+	}
+	switch cf := r.CapacityFactor; {
+	case math.IsNaN(cf) || math.IsInf(cf, 0) || cf > 64 || (cf < 0 && cf != -1):
+		return cost.Job{}, bad("capacity_factor", cf, "-1 or 0 (dropless) or a factor in (0, 64]")
+	case cf > 0 && !spec.MoE():
+		return cost.Job{}, bad("capacity_factor", cf, "unset for a dense model")
+	case cf > 0:
+		j.CapacityFactor = cf
 	}
 	switch r.Attention {
 	case "", "flash":
@@ -519,9 +533,12 @@ func (rep Report) Summary(keep func(Result) bool) Stats {
 	return st
 }
 
-// Held-out and calibration rows.
-func HeldOut(r Result) bool     { return !r.Run.Calibration }
+// Held-out dense rows, calibration rows and mixture-of-experts rows. The
+// MoE rows are all held out (nothing is fitted on them) and reported on
+// their own, so they show how far the dense calibration carries.
+func HeldOut(r Result) bool     { return !r.Run.Calibration && !r.Run.Model.MoE() }
 func Calibration(r Result) bool { return r.Run.Calibration }
+func MoE(r Result) bool         { return r.Run.Model.MoE() }
 
 func median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
