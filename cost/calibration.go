@@ -41,6 +41,13 @@ type Calibration struct {
 	// in a barrier across the slices, so it lasts as long as the slowest:
 	// T·(1 + SliceJitter·E[max of n standard normals]).
 	SliceJitter float64
+	// Dropless is the rate of a dropless mixture of experts' routed
+	// expert GEMMs (MaxText's sparse_matmul with megablox or tokamax's
+	// ragged grouped GEMM) relative to dense matmuls of the same shapes,
+	// with the token sort and permutation around them that the op-by-op
+	// model does not see. One constant for every generation, fitted on the
+	// dropless MoE calibration rows; 0 means 1.
+	Dropless float64
 }
 
 // Calibrated is the calibration the planner uses: the output of
@@ -51,6 +58,7 @@ var Calibrated = Calibration{
 	Quantized:   0.819,
 	DCNLatency:  425 * time.Microsecond,
 	SliceJitter: 0.0125,
+	Dropless:    0.345,
 }
 
 // DefaultEfficiency is the residual efficiency for a generation with no

@@ -486,7 +486,7 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	if j.Quantization != QuantNone {
 		mmEff *= j.calibration().Quantized
 	}
-	t.MXU = seconds((matmul + recompute) / chips / (peak * mmEff))
+	t.MXU = seconds((matmul + recompute + j.droplessExtra(tokens)) / chips / (peak * mmEff))
 	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * eff * j.calibration().Attention))
 	t.Vector = seconds(j.vectorBytes(sh, r) / float64(chip.HBMBandwidth))
 	t.Optimizer = seconds(j.optimizerBytes(sh) / float64(chip.HBMBandwidth))

@@ -188,3 +188,19 @@ func (j Job) expertPadding(tokens float64) float64 {
 	routed := 6 * float64(pc.MoELayers) * float64(spec.ExpertsPerToken) * float64(pc.Expert) * tokens
 	return (factor - 1) * routed
 }
+
+// droplessExtra is the matmul-equivalent FLOPs a dropless mixture of
+// experts loses to its ragged grouped GEMMs and the token sort and
+// permutation around them: the routed experts' FLOPs (with their load
+// imbalance) times 1/Dropless − 1. Zero with a capacity factor (dense
+// dispatch, padded GEMMs counted by expertPadding) or a dense model.
+func (j Job) droplessExtra(tokens float64) float64 {
+	spec := j.Model
+	d := j.calibration().Dropless
+	if !spec.MoE() || j.CapacityFactor > 0 || d <= 0 || d >= 1 {
+		return 0
+	}
+	pc := spec.ParamCount()
+	routed := 6 * float64(pc.MoELayers) * float64(spec.ExpertsPerToken) * float64(pc.Expert) * tokens * j.imbalance()
+	return routed * (1/d - 1)
+}

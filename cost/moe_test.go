@@ -238,3 +238,29 @@ func TestExpertPaddingFLOPs(t *testing.T) {
 		t.Errorf("load imbalance 1.5 adds %g FLOPs, want %g", got, want)
 	}
 }
+
+func TestDroplessExtraByHand(t *testing.T) {
+	// Mixtral 8x7B by hand: 32 MoE layers, 2 of 8 experts per token, one
+	// expert 3·4096·14336 matmul parameters; at a dropless rate d the
+	// routed GEMMs' 6·32·2·176160768 FLOPs per token cost 1/d − 1 more.
+	spec := lookup(t, "mixtral-8x7b")
+	j := NewJob(spec, 4096, 64)
+	j.Calibration = &Calibration{Dropless: 0.4}
+	tokens := 1000.0
+	want := 6 * 32 * 2 * 3 * 4096 * 14336 * tokens * (1/0.4 - 1)
+	if got := j.droplessExtra(tokens); math.Abs(got-want) > 1e-6*want {
+		t.Errorf("droplessExtra = %g, want %g", got, want)
+	}
+	j.LoadImbalance = 1.5
+	if got := j.droplessExtra(tokens); math.Abs(got-1.5*want) > 1e-6*want {
+		t.Errorf("droplessExtra at imbalance 1.5 = %g, want %g", got, 1.5*want)
+	}
+	j.CapacityFactor = 1.25 // dense dispatch: padding, not ragged GEMMs
+	if got := j.droplessExtra(tokens); got != 0 {
+		t.Errorf("droplessExtra with a capacity factor = %g, want 0", got)
+	}
+	dense := NewJob(lookup(t, "llama3-8b"), 4096, 64)
+	if got := dense.droplessExtra(tokens); got != 0 {
+		t.Errorf("droplessExtra of a dense model = %g, want 0", got)
+	}
+}

@@ -344,10 +344,14 @@ func Evaluate(runs []Run, cal *cost.Calibration) (Report, error) {
 // 0.001, the grid values are exact.
 func Fit(runs []Run) (cost.Calibration, error) {
 	cal := cost.Calibration{Attention: cost.Calibrated.Attention, Quantized: 1, DCNLatency: cost.Calibrated.DCNLatency, SliceJitter: cost.Calibrated.SliceJitter}
-	var single, multi, quant []Run
+	var single, multi, quant, dropless []Run
 	for _, r := range runs {
 		switch {
 		case !r.Calibration:
+		case r.Model.MoE():
+			if r.CapacityFactor <= 0 {
+				dropless = append(dropless, r)
+			}
 		case r.Quantization != "":
 			quant = append(quant, r)
 		case max(r.Slices, 1) == 1:
@@ -362,6 +366,9 @@ func Fit(runs []Run) (cost.Calibration, error) {
 	}
 	cal.Efficiency = eff
 	if cal.Quantized, err = fitQuantized(quant, &cal); err != nil {
+		return cal, err
+	}
+	if cal.Dropless, err = fitDropless(dropless, &cal); err != nil {
 		return cal, err
 	}
 	ones, err := seriesBases(runs, multi, &cal)
@@ -467,6 +474,42 @@ func fitQuantized(rows []Run, cal *cost.Calibration) (float64, error) {
 	return math.Round(median(xs)*1000) / 1000, nil
 }
 
+// fitDropless is the dropless grouped-GEMM rate (cost.Calibration.Dropless)
+// at which the dropless MoE calibration rows' median error is zero (by
+// bisection on each row, then the median), with the generations'
+// efficiencies already fitted; 1 with no such rows.
+func fitDropless(rows []Run, cal *cost.Calibration) (float64, error) {
+	if len(rows) == 0 {
+		return 1, nil
+	}
+	var xs []float64
+	est := cost.NewEstimator()
+	for _, r := range rows {
+		j, m, err := r.Setup()
+		if err != nil {
+			return 0, fmt.Errorf("validate: %s: %w", r.ID, err)
+		}
+		lo, hi := 0.05, 1.0
+		for range 40 {
+			mid := (lo + hi) / 2
+			c := *cal
+			c.Dropless = mid
+			j.Calibration = &c
+			e, err := est.Estimate(j, m)
+			if err != nil {
+				return 0, fmt.Errorf("validate: %s: %w", r.ID, err)
+			}
+			if r.predictedMFU(e) < r.Published.MFU {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		xs = append(xs, (lo+hi)/2)
+	}
+	return math.Round(median(xs)*1000) / 1000, nil
+}
+
 func fitEfficiency(single []Run, cal *cost.Calibration) (map[hw.Generation]float64, error) {
 	per := map[hw.Generation][]float64{}
 	est := cost.NewEstimator()
@@ -533,12 +576,12 @@ func (rep Report) Summary(keep func(Result) bool) Stats {
 	return st
 }
 
-// Held-out dense rows, calibration rows and mixture-of-experts rows. The
-// MoE rows are all held out (nothing is fitted on them) and reported on
-// their own, so they show how far the dense calibration carries.
+// Held-out dense rows, calibration rows and held-out mixture-of-experts
+// rows. The MoE rows are reported on their own; the few that calibrate fit
+// only cost.Calibration.Dropless.
 func HeldOut(r Result) bool     { return !r.Run.Calibration && !r.Run.Model.MoE() }
 func Calibration(r Result) bool { return r.Run.Calibration }
-func MoE(r Result) bool         { return r.Run.Model.MoE() }
+func MoE(r Result) bool         { return r.Run.Model.MoE() && !r.Run.Calibration }
 
 func median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
