@@ -762,7 +762,11 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 	}
 	cost := collective.Hierarchical(collective.AllReduce, act, sh.t, link(m.Link(mesh.Tensor)), 1, collective.Link{})
 	n := per * sh.ls * sh.m
-	add(mesh.Tensor, "activation all-reduce", collective.AllReduce, n, cost, false)
+	moeN, moeCost := j.expertOutputAllReduce(est, sh, fwd)
+	add(mesh.Tensor, "activation all-reduce", collective.AllReduce, n-moeN, cost, false)
+	if moeN > 0 {
+		add(mesh.Tensor, "expert output all-reduce", collective.AllReduce, moeN, moeCost, false)
+	}
 
 	// The matmuls each all-reduce can hide under, per layer and micro-batch.
 	d, q := float64(spec.DModel), float64(spec.Heads*spec.Head())
@@ -778,7 +782,15 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 	comm := cost.ICITime.Seconds()
 	hide := func(mm float64) float64 { return max(comm/float64(sh.t), comm-mm*perFLOP) }
 	layer := (fwd + 1) * (hide(attnMM) + hide(mlpMM))
-	return seconds(layer * float64(sh.ls) * float64(sh.m))
+	exposed := layer * float64(sh.ls) * float64(sh.m)
+	if moeN > 0 {
+		// the expert output's all-reduce is larger than the activation's
+		// it stands in for: what it adds is exposed as well, overlapped
+		// no more than the one it replaces
+		more := moeCost.ICITime.Seconds() - comm
+		exposed += float64(moeN) * max(more/float64(sh.t), more-mlpMM*perFLOP)
+	}
+	return seconds(exposed)
 }
 
 // mxuFLOPsPerChip is the matmul FLOPs one chip runs in a step, the ones

@@ -127,23 +127,48 @@ func (t *tally) experts() {
 	t.afterDCN += cost.Scale(count).DCNTime
 }
 
+// expertOutputAllReduce is the tensor-parallel all-reduce an MoE layer
+// runs on its experts' output instead of the MLP's activation all-reduce:
+// with the experts split over tensor their down projection leaves partial
+// sums, and XLA reduces them on the expert side, before the combine
+// (the gates' gradient needs the whole output), so the buffer is the
+// dispatched rows' — experts × capacity with a capacity factor, tokens ×
+// k dropless — not the tokens'. It returns how many of a step's
+// activation all-reduces are these (one per MoE layer and forward pass)
+// and one's cost. The emulator's measured tensor bytes are held to it.
+func (j Job) expertOutputAllReduce(est *Estimate, sh shape, forwards float64) (int, collective.Cost) {
+	spec := j.Model
+	if sh.t <= 1 || !spec.MoE() {
+		return 0, collective.Cost{}
+	}
+	tokens := sh.b * sh.s
+	rows := tokens * spec.ExpertsPerToken
+	if c := ExpertCapacity(j.CapacityFactor, tokens, spec.ExpertsPerToken, spec.Experts); c > 0 {
+		rows = spec.Experts * c
+	}
+	size := unit.Bytes(rows) * unit.Bytes(spec.DModel) * unit.Bytes(j.Precision.Activation)
+	n := int(math.Round(forwards * j.moeLayersPerStage(sh) * float64(sh.m)))
+	return n, collective.Hierarchical(collective.AllReduce, size, sh.t, link(est.Mesh.Link(mesh.Tensor)), 1, collective.Link{})
+}
+
 // expertDetail explains an expert split that does not divide the experts.
 func expertDetail(experts, e int) string {
 	return fmt.Sprintf("%d experts over expert=%d", experts, e)
 }
 
 // moeLayerParams is the parameters one chip holds of an MoE layer but
-// its routed experts, before fsdp and expert: attention, norms, router
-// and shared experts split over tensor (K/V over at most KV shards) as a
-// dense layer's are.
+// its routed experts, before fsdp and expert: attention, norms and shared
+// experts split over tensor (K/V over at most KV shards) as a dense
+// layer's are; the router whole (MaxText's gate kernel is ("embed",
+// None): nothing on tensor).
 func (j Job) moeLayerParams(sh shape) float64 {
 	pc := j.Model.ParamCount()
 	kv := float64(2 * j.Model.DModel * j.Model.KV() * j.Model.Head())
 	if j.Model.MLA() {
 		kv = 0 // latent attention's K/V projections split over heads like Q's
 	}
-	dense := float64(pc.Attention+pc.Norms+pc.Router+pc.Shared) - kv
-	return dense/float64(sh.t) + kv/float64(kvShards(j.Model.KV(), sh.t))
+	dense := float64(pc.Attention+pc.Norms+pc.Shared) - kv
+	return dense/float64(sh.t) + kv/float64(kvShards(j.Model.KV(), sh.t)) + float64(pc.Router)
 }
 
 // routedPerChip is the routed experts' parameters one chip of a stage
