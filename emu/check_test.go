@@ -298,3 +298,116 @@ func TestPeakMemoryOfAllForwardSchedules(t *testing.T) {
 		}
 	}
 }
+
+// moeCheckModel is a mixture of experts for the byte checks: 8 experts,
+// 2 per token, the first layer dense.
+var moeCheckModel = emu.Config{Layers: 4, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8,
+	Experts: 8, ExpertsPerToken: 2, ExpertDFF: 8, FirstDenseLayers: 1, CapacityFactor: 1.5}
+
+// moeSpec is moeCheckModel for package cost.
+func moeSpec() model.Spec {
+	s := spec(moeCheckModel)
+	c := moeCheckModel
+	s.Experts, s.ExpertsPerToken, s.ExpertDFF, s.FirstDenseLayers = c.Experts, c.ExpertsPerToken, c.ExpertDFF, c.FirstDenseLayers
+	return s
+}
+
+// TestMoEBytesEqualCost holds the bytes of every collective an
+// expert-parallel run measures to cost's prediction for the same layout:
+// the dispatch and combine all-to-alls (and their transposes), by link
+// class, equal to cost.ExpertAllToAllBytes x cost.ExpertAllToAllsPerLayer
+// per MoE layer; and with them the FSDP gathers over fsdp x expert, the
+// gradient all-reduce and the tensor all-reduces.
+// It is over 80 lines because of its table of layouts and its two
+// comparisons, by kind and by the formula.
+func TestMoEBytesEqualCost(t *testing.T) {
+	tests := []struct {
+		name   string
+		accel  string
+		slices int
+		layout string
+	}{
+		{"expert", "v5litepod-8", 1, "expert=8"},
+		{"expert x data", "v5litepod-8", 1, "data=2,expert=4"},
+		{"expert x fsdp", "v5litepod-8", 1, "fsdp=2,expert=4"},
+		{"expert x tensor", "v5litepod-8", 1, "expert=4,tensor=2"},
+		{"expert over DCN", "v5litepod-4", 2, "expert=2(dcn),expert=4"},
+	}
+	c := moeCheckModel
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := layout(t, tt.accel, tt.slices, tt.layout)
+			const batch = 16
+			r, err := emu.Train(emu.TrainConfig{Model: c, Mesh: m, GlobalBatch: batch, Steps: 1, Seed: 1, LR: 1e-3,
+				Data: &emu.Synthetic{V: c.Vocab, Seed: 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := job(batch, 1, schedule.OneFOneB)
+			j.Model, j.CapacityFactor = moeSpec(), c.CapacityFactor
+			est, err := cost.EstimateStep(j, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			measured := map[string][2]int64{}
+			for _, d := range r.Devices {
+				for key, b := range d.SentByAxis {
+					op := key[strings.Index(key, " ")+1:]
+					v := measured[op]
+					v[0] += b[0]
+					v[1] += b[1]
+					measured[op] = v
+				}
+			}
+			chips := int64(m.Chips())
+			predicted := map[string][2]int64{}
+			for _, cm := range est.Comms {
+				op := cm.Op.String()
+				v := predicted[op]
+				v[0] += int64(cm.ICIBytes) * chips
+				v[1] += int64(cm.DCNBytes) * chips
+				predicted[op] = v
+			}
+			if m.Size(mesh.Tensor) > 1 {
+				// the emulator keeps the embeddings whole on every tensor rank
+				// where cost splits them: compare the tensor all-reduces (the
+				// experts' output among them) and the all-to-alls alone
+				var got, want int64
+				for _, d := range r.Devices {
+					b := d.SentByAxis["tensor all-reduce"]
+					got += b[0] + b[1]
+				}
+				for _, cm := range est.Comms {
+					if cm.Axis == mesh.Tensor {
+						want += int64(cm.ICIBytes) * chips
+					}
+				}
+				if got != want || want == 0 {
+					t.Errorf("tensor all-reduce: measured %d bytes, cost %d", got, want)
+				}
+				predicted = map[string][2]int64{"all-to-all": predicted["all-to-all"]}
+			}
+			for op, want := range predicted {
+				if got := measured[op]; got != want {
+					t.Errorf("%s: measured ICI %d DCN %d bytes, cost predicts ICI %d DCN %d", op, got[0], got[1], want[0], want[1])
+				}
+			}
+			for op, got := range measured {
+				if _, ok := predicted[op]; !ok && m.Size(mesh.Tensor) == 1 {
+					t.Errorf("%s: measured %v bytes that cost does not predict", op, got)
+				}
+			}
+			// the all-to-alls by the formula: each chip holds batch / (data x
+			// fsdp x expert) sequences
+			e := m.Size(mesh.Expert)
+			tokens := batch / (m.Size(mesh.Data) * m.Size(mesh.FSDP) * e) * c.Seq
+			per := cost.ExpertAllToAllBytes(e, c.CapacityFactor, tokens, c.ExpertsPerToken, c.Experts, c.DModel, 4)
+			want := int64(per) * int64(cost.ExpertAllToAllsPerLayer(false)) * int64(c.Layers-c.FirstDenseLayers) * chips
+			got := measured["all-to-all"]
+			if got[0]+got[1] != want || want == 0 {
+				t.Errorf("all-to-all: measured %d bytes, ExpertAllToAllBytes x %d per layer gives %d", got[0]+got[1], cost.ExpertAllToAllsPerLayer(false), want)
+			}
+			t.Logf("%s: all-to-all ICI %d DCN %d bytes", tt.layout, got[0], got[1])
+		})
+	}
+}

@@ -10,13 +10,22 @@ import (
 	"strings"
 	"testing"
 
+	"shardlab/mesh"
 	"shardlab/schedule"
 )
 
 func TestResumeIsBitIdentical(t *testing.T) {
-	m := testMesh(t, "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2")
-	base := TrainConfig{Model: parityModel, Mesh: m, GlobalBatch: 8, MicroBatches: 1, Steps: 4, Seed: 5, LR: 1e-2,
-		BF16Compute: true, Data: &Synthetic{V: parityModel.Vocab, Seed: 11}}
+	resumeBitIdentical(t, parityModel, testMesh(t, "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2"))
+	// and a mixture of experts, its routed experts sharded over expert
+	resumeBitIdentical(t, moeParityModel, testMesh(t, "v5litepod-4", 2, "data=2(dcn),expert=2,fsdp=2"))
+}
+
+// resumeBitIdentical holds a run resumed at step 2 from its encoded
+// checkpoint to the same run uninterrupted, bit for bit.
+func resumeBitIdentical(t *testing.T, model Config, m mesh.Mesh) {
+	t.Helper()
+	base := TrainConfig{Model: model, Mesh: m, GlobalBatch: 8, MicroBatches: 1, Steps: 4, Seed: 5, LR: 1e-2,
+		BF16Compute: true, Data: &Synthetic{V: model.Vocab, Seed: 11}}
 	straight, err := Train(base)
 	if err != nil {
 		t.Fatal(err)

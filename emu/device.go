@@ -57,12 +57,19 @@ type device struct {
 	inbox map[int]*inbox
 
 	tensorG, contextG, fsdpG, gradG collective.Group
+	// expertG is the expert-parallel group; denseG shards everything but
+	// the routed experts (fsdp × expert, MaxText's embed rule), fsdpG the
+	// routed experts.
+	expertG, denseG collective.Group
+	// moeGroup is, per layer of tmpl, the param group of its routed
+	// experts, or -1 for a dense layer.
+	moeGroup []int
 
 	tmpl    *Params[float32] // shapes of this stage's tensor-parallel params
 	layers  []int            // the model's index of each of tmpl's layers
-	flat    [][]float32      // param groups (0: ends, 1+: layers): full, or this device's FSDP shard
+	flat    [][]float32      // param groups (0: ends, 1…L: layers, then the MoE layers' experts): full, or this device's FSDP shard
 	realLen []int
-	fullLen []int // padded to a multiple of fsdp
+	fullLen []int // padded to a multiple of the group's shards
 	grad    [][]float32
 	m, v    [][]float32
 	adamT   int
@@ -76,7 +83,7 @@ type device struct {
 func newDevice(tc *TrainConfig, id int, ep *Endpoint, full *Params[float32]) *device {
 	m := tc.Mesh
 	d := &device{tc: tc, c: tc.Model, id: id, coord: m.Coord(id), ep: ep}
-	p, t, f := m.Size(mesh.Pipeline), m.Size(mesh.Tensor), m.Size(mesh.FSDP)
+	p, t := m.Size(mesh.Pipeline), m.Size(mesh.Tensor)
 	si := d.coord[mesh.Pipeline]
 	d.first, d.last = si == 0, si == p-1
 	for s := range p {
@@ -90,15 +97,21 @@ func newDevice(tc *TrainConfig, id int, ep *Endpoint, full *Params[float32]) *de
 	d.contextG = group(m, id, mesh.Context)
 	d.fsdpG = group(m, id, mesh.FSDP)
 	d.gradG = group(m, id, mesh.Data, mesh.Context)
-	sh := shard(full, tc.Model, d.coord[mesh.Tensor], t, si, p, tc.Chunks)
+	d.expertG = group(m, id, mesh.Expert)
+	d.denseG = d.fsdpG
+	if d.expertG.Size() > 1 {
+		d.denseG = group(m, id, mesh.FSDP, mesh.Expert)
+	}
+	sh := shard(full, tc.Model, d.coord[mesh.Tensor], t, d.coord[mesh.Expert], m.Size(mesh.Expert), si, p, tc.Chunks)
 	d.tmpl = sh
 	d.layers = stageLayers(tc.Model.Layers, si, p, tc.Chunks)
-	fi := d.coord[mesh.FSDP]
-	for _, tensors := range d.groupsOf(sh) {
+	for gi, tensors := range d.groupsOf(sh) {
 		var buf []float32
 		for _, x := range tensors {
 			buf = append(buf, x...)
 		}
+		g := d.shardOf(gi)
+		f, fi := g.Size(), g.Index(id)
 		n := len(buf)
 		padded := (n + f - 1) / f * f
 		buf = append(buf, make([]float32, padded-n)...)
@@ -124,7 +137,9 @@ func newDevice(tc *TrainConfig, id int, ep *Endpoint, full *Params[float32]) *de
 	return d
 }
 
-// groupsOf splits params into the FSDP groups: the ends, then each layer.
+// groupsOf splits params into the FSDP groups: the ends, then each layer
+// but its routed experts, then each MoE layer's routed experts; it sets
+// moeGroup.
 func (d *device) groupsOf(p *Params[float32]) [][][]float32 {
 	var ends [][]float32
 	for _, t := range [][]float32{p.Emb.D, p.Pos.D, p.NF, p.Out.D} {
@@ -136,7 +151,24 @@ func (d *device) groupsOf(p *Params[float32]) [][][]float32 {
 	for i := range p.Layers {
 		out = append(out, p.Layers[i].tensors())
 	}
+	d.moeGroup = make([]int, len(p.Layers))
+	for i := range p.Layers {
+		d.moeGroup[i] = -1
+		if p.Layers[i].moe() {
+			d.moeGroup[i] = len(out)
+			out = append(out, p.Layers[i].expertTensors())
+		}
+	}
 	return out
+}
+
+// shardOf is the group param group gi is sharded over: fsdp for routed
+// experts, fsdp × expert for the rest.
+func (d *device) shardOf(gi int) collective.Group {
+	if gi > len(d.moeGroup) {
+		return d.fsdpG
+	}
+	return d.denseG
 }
 
 // bind builds Params whose tensors are views into full (unsharded) group
@@ -163,25 +195,43 @@ func (d *device) bind(groups [][]float32) *Params[float32] {
 	}
 	if len(groups) > 1 {
 		for i, l := range t.Layers {
-			out.Layers = append(out.Layers, bindLayer(l, groups[1+i]))
+			var experts []float32
+			if gi := d.moeGroup[i]; gi >= 0 {
+				experts = groups[gi]
+			}
+			out.Layers = append(out.Layers, bindLayer(l, groups[1+i], experts))
 		}
 	}
 	return out
 }
 
-func bindLayer(l Layer[float32], buf []float32) Layer[float32] {
-	take := func(n int) []float32 {
-		x := buf[:n:n]
-		buf = buf[n:]
+// bindLayer builds a layer shaped like l whose tensors are views into buf
+// (its group) and, for an MoE layer, experts (its routed experts' group).
+func bindLayer(l Layer[float32], buf, experts []float32) Layer[float32] {
+	take := func(b *[]float32, n int) []float32 {
+		x := (*b)[:n:n]
+		*b = (*b)[n:]
 		return x
 	}
-	mat := func(m Mat[float32]) Mat[float32] { return Mat[float32]{R: m.R, C: m.C, D: take(len(m.D))} }
-	return Layer[float32]{N1: take(len(l.N1)), Wq: mat(l.Wq), Wk: mat(l.Wk), Wv: mat(l.Wv), Wo: mat(l.Wo),
-		N2: take(len(l.N2)), Wg: mat(l.Wg), Wu: mat(l.Wu), Wd: mat(l.Wd)}
+	mat := func(b *[]float32, m Mat[float32]) Mat[float32] {
+		return Mat[float32]{R: m.R, C: m.C, D: take(b, len(m.D))}
+	}
+	out := Layer[float32]{N1: take(&buf, len(l.N1)), Wq: mat(&buf, l.Wq), Wk: mat(&buf, l.Wk), Wv: mat(&buf, l.Wv), Wo: mat(&buf, l.Wo),
+		N2: take(&buf, len(l.N2))}
+	if !l.moe() {
+		out.Wg, out.Wu, out.Wd = mat(&buf, l.Wg), mat(&buf, l.Wu), mat(&buf, l.Wd)
+		return out
+	}
+	out.Wr = mat(&buf, l.Wr)
+	for _, e := range l.Experts {
+		out.Experts = append(out.Experts, Expert[float32]{Wg: mat(&experts, e.Wg), Wu: mat(&experts, e.Wu), Wd: mat(&experts, e.Wd)})
+	}
+	return out
 }
 
 // colls for the model code
 func (d *device) tensorAllReduce(x []float32)            { d.ep.AllReduce(d.tensorG, x) }
+func (d *device) expertAllToAll(x []float32) []float32   { return d.ep.AllToAll(d.expertG, x) }
 func (d *device) contextAllGather(x []float32) []float32 { return d.ep.AllGather(d.contextG, x) }
 func (d *device) contextReduceScatter(x []float32) []float32 {
 	return d.ep.ReduceScatter(d.contextG, x)
@@ -193,13 +243,14 @@ func (d *device) contextReduceScatter(x []float32) []float32 {
 // With BF16Compute the result is a working copy rounded to bfloat16: the
 // passes compute with it while Adam updates the fp32 master weights.
 func (d *device) gather(gi int) []float32 {
-	if d.fsdpG.Size() == 1 {
+	g := d.shardOf(gi)
+	if g.Size() == 1 {
 		if !d.tc.BF16Compute {
 			return d.flat[gi]
 		}
 		return roundBF16(append([]float32(nil), d.flat[gi]...))
 	}
-	full := d.ep.AllGather(d.fsdpG, d.flat[gi])
+	full := d.ep.AllGather(g, d.flat[gi])
 	d.mem.change(func(m *Memory) { m.Transient += 4 * int64(len(full)) })
 	if d.tc.BF16Compute {
 		roundBF16(full)
@@ -221,8 +272,8 @@ func roundBF16(x []float32) []float32 {
 	return x
 }
 
-func (d *device) release(buf []float32) {
-	if d.fsdpG.Size() > 1 {
+func (d *device) release(gi int, buf []float32) {
+	if d.shardOf(gi).Size() > 1 {
 		d.mem.change(func(m *Memory) { m.Transient -= 4 * int64(len(buf)) })
 	}
 }
@@ -231,7 +282,7 @@ func (d *device) release(buf []float32) {
 // the accumulator itself without FSDP, else a full-size scratch buffer
 // that is reduce-scattered afterwards.
 func (d *device) gradBuf(gi int) []float32 {
-	if d.fsdpG.Size() == 1 {
+	if d.shardOf(gi).Size() == 1 {
 		return d.grad[gi]
 	}
 	d.mem.change(func(m *Memory) { m.Transient += 4 * int64(d.fullLen[gi]) })
@@ -239,10 +290,11 @@ func (d *device) gradBuf(gi int) []float32 {
 }
 
 func (d *device) scatterGrad(gi int, buf []float32) {
-	if d.fsdpG.Size() == 1 {
+	g := d.shardOf(gi)
+	if g.Size() == 1 {
 		return
 	}
-	shard := d.ep.ReduceScatter(d.fsdpG, buf)
+	shard := d.ep.ReduceScatter(g, buf)
 	d.ep.f.add(d.grad[gi], shard)
 	d.mem.change(func(m *Memory) { m.Transient -= 4 * int64(len(buf)) })
 }
@@ -265,7 +317,11 @@ func (d *device) compute(name string, flops, rate float64) {
 // attending over seq keys (backward is twice this).
 func (d *device) layerFLOPs(l *Layer[float32], n int) float64 {
 	w := l.Wq.R*l.Wq.C + l.Wk.R*l.Wk.C + l.Wv.R*l.Wv.C + l.Wo.R*l.Wo.C + l.Wg.R*l.Wg.C + l.Wu.R*l.Wu.C + l.Wd.R*l.Wd.C
-	return 2*float64(n)*float64(w) + 4*float64(n)*float64(l.Wq.C)*float64(d.c.Seq)
+	f := 2*float64(n)*float64(w) + 4*float64(n)*float64(l.Wq.C)*float64(d.c.Seq)
+	if l.moe() {
+		f += d.c.moeFLOPs(l, n, d.expertG.Size())
+	}
+	return f
 }
 
 // bindEnds binds the ends group (embeddings, final norm, output) alone.

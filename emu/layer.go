@@ -12,6 +12,10 @@ const normEps = 1e-5
 type colls[T Float] interface {
 	// tensorAllReduce sums x over the tensor-parallel group, in place.
 	tensorAllReduce(x []T)
+	// expertAllToAll sends block j of x (one of equal blocks, one per
+	// expert rank) to expert rank j and returns the blocks received, by
+	// rank.
+	expertAllToAll(x []T) []T
 	// contextAllGather concatenates x from every context rank, by rank.
 	contextAllGather(x []T) []T
 	// contextReduceScatter sums x over the context group and returns this
@@ -22,6 +26,7 @@ type colls[T Float] interface {
 type solo[T Float] struct{}
 
 func (solo[T]) tensorAllReduce([]T)            {}
+func (solo[T]) expertAllToAll(x []T) []T       { return x }
 func (solo[T]) contextAllGather(x []T) []T     { return x }
 func (solo[T]) contextReduceScatter(x []T) []T { return x }
 
@@ -47,6 +52,7 @@ type acts[T Float] struct {
 	x, h1, q, k, v, p, attn, x2, h2, g, u, a Mat[T]
 	rstd1, rstd2                             []T
 	lse                                      []T // with FlashAttention, instead of p
+	moe                                      *moeActs[T]
 }
 
 // bytes is the memory acts hold.
@@ -56,6 +62,9 @@ func (a *acts[T]) bytes(elem int) int64 {
 		n += len(m.D)
 	}
 	n += len(a.rstd1) + len(a.rstd2) + len(a.lse)
+	if a.moe != nil {
+		n += a.moe.elems()
+	}
 	return int64(n) * int64(elem)
 }
 
@@ -122,21 +131,19 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 	a.x2 = x.Clone()
 	add(a.x2.D, o.D)
 	a.h2, a.rstd2 = rmsnorm(a.x2, l.N2)
-	f := l.Wg.C
-	a.g, a.u, a.a = newMat[T](n, f), newMat[T](n, f), newMat[T](n, f)
-	matMul(a.g, a.h2, l.Wg, false)
-	matMul(a.u, a.h2, l.Wu, false)
-	// silu(g)·u, with exp(−g) computed a vector at a time
-	for i, g := range a.g.D {
-		a.a.D[i] = -g
+	var m Mat[T]
+	if l.moe() {
+		m, a.moe = moeForward(c, l, a.h2, co)
+	} else {
+		f := l.Wg.C
+		a.g, a.u, a.a = newMat[T](n, f), newMat[T](n, f), newMat[T](n, f)
+		matMul(a.g, a.h2, l.Wg, false)
+		matMul(a.u, a.h2, l.Wu, false)
+		swiglu(a.a.D, a.g.D, a.u.D)
+		m = newMat[T](n, d)
+		matMul(m, a.a, l.Wd, false)
+		co.tensorAllReduce(m.D)
 	}
-	expSub(a.a.D, a.a.D, 0)
-	for i, g := range a.g.D {
-		a.a.D[i] = g / (1 + a.a.D[i]) * a.u.D[i]
-	}
-	m := newMat[T](n, d)
-	matMul(m, a.a, l.Wd, false)
-	co.tensorAllReduce(m.D)
 	y := a.x2.Clone()
 	add(y.D, m.D)
 	return y, a
@@ -191,28 +198,7 @@ func attention[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, 
 func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat[T], mb micro, co colls[T]) Mat[T] {
 	n, d := dy.R, dy.C
 	hd := c.headDim()
-	// MLP: y = x2 + (silu(h2·Wg) ⊙ h2·Wu)·Wd
-	matMulTA(g.Wd, a.a, dy, true)
-	da := newMat[T](n, l.Wd.R)
-	matMulTB(da, dy, l.Wd, false)
-	dg, du := newMat[T](n, da.C), newMat[T](n, da.C)
-	// silu and siluGrad, with exp(−g) computed a vector at a time into dg
-	for i, gv := range a.g.D {
-		dg.D[i] = -gv
-	}
-	expSub(dg.D, dg.D, 0)
-	for i, gv := range a.g.D {
-		e := dg.D[i]
-		s := 1 / (1 + e)
-		du.D[i] = da.D[i] * (gv / (1 + e))
-		dg.D[i] = da.D[i] * a.u.D[i] * (s * (1 + gv*(1-s)))
-	}
-	matMulTA(g.Wg, a.h2, dg, true)
-	matMulTA(g.Wu, a.h2, du, true)
-	dh2 := newMat[T](n, d)
-	matMulTB(dh2, dg, l.Wg, false)
-	matMulTB(dh2, du, l.Wu, true)
-	co.tensorAllReduce(dh2.D) // column-parallel: the input's gradient sums over tensor
+	dh2 := mlpBackward(c, l, g, a, dy, co)
 	dx2 := dy.Clone()
 	rmsnormBack(a.x2, l.N2, a.rstd2, dh2, dx2, g.N2)
 	// attention: x2 = x + attn·Wo
@@ -240,6 +226,31 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 	dx := dx2.Clone()
 	rmsnormBack(a.x, l.N1, a.rstd1, dh1, dx, g.N1)
 	return dx
+}
+
+// mlpBackward adds the MLP's weight gradients to g and returns the
+// gradient of its input h2, summed over tensor.
+func mlpBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat[T], co colls[T]) Mat[T] {
+	if a.moe != nil {
+		dh2, dRouter := moeBackward(c, l, g, a.moe, a.h2, dy, co)
+		co.tensorAllReduce(dh2.D)
+		add(dh2.D, dRouter.D) // the router is whole on every tensor rank
+		return dh2
+	}
+	// y = x2 + (silu(h2·Wg) ⊙ h2·Wu)·Wd
+	n, d := dy.R, dy.C
+	matMulTA(g.Wd, a.a, dy, true)
+	da := newMat[T](n, l.Wd.R)
+	matMulTB(da, dy, l.Wd, false)
+	dg, du := newMat[T](n, da.C), newMat[T](n, da.C)
+	swigluBack(dg.D, du.D, da.D, a.g.D, a.u.D)
+	matMulTA(g.Wg, a.h2, dg, true)
+	matMulTA(g.Wu, a.h2, du, true)
+	dh2 := newMat[T](n, d)
+	matMulTB(dh2, dg, l.Wg, false)
+	matMulTB(dh2, du, l.Wu, true)
+	co.tensorAllReduce(dh2.D) // column-parallel: the input's gradient sums over tensor
+	return dh2
 }
 
 func attentionBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {

@@ -99,24 +99,31 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 type shapes struct {
 	d, v, seq, hd, qd, kvd, ft, qh float64
 	fs, cp                         float64
-	layer                          float64 // one block on one tensor rank
+	fd                             float64 // shards of everything but the routed experts: fsdp × expert
+	layer                          float64 // one dense block on one tensor rank
 	perStage                       float64 // layers per pipeline device
 	b, s, ntok                     float64
 	acts, headActs                 float64 // bytes
 	full                           float64 // the whole model
+	// a mixture-of-experts block: its group but the routed experts (with
+	// the router), its routed experts' group (this rank's experts), the
+	// bytes its forward keeps, and the elements of one dispatch buffer
+	moeLayer, experts, moeActs, buf, ecf float64
 }
 
 func shapesOf(tc *TrainConfig) shapes {
 	c, m := tc.Model, tc.Mesh
 	f64 := func(x int) float64 { return float64(x) }
-	t := m.Size(mesh.Tensor)
+	t, ep := m.Size(mesh.Tensor), m.Size(mesh.Expert)
 	sh := shapes{d: f64(c.DModel), v: f64(c.Vocab), seq: f64(c.Seq), hd: f64(c.headDim()), fs: f64(m.Size(mesh.FSDP)), cp: f64(m.Size(mesh.Context))}
+	sh.fd = sh.fs * f64(ep)
 	d, v, hd := sh.d, sh.v, sh.hd
 	sh.qd, sh.kvd, sh.ft = f64(c.Heads/t)*hd, f64(c.KVHeads/t)*hd, f64(c.DFF/t)
 	sh.qh = f64(c.Heads / t)
-	sh.layer = 2*d + d*sh.qd + 2*d*sh.kvd + sh.qd*d + 2*d*sh.ft + sh.ft*d
+	attn := 2*d + d*sh.qd + 2*d*sh.kvd + sh.qd*d
+	sh.layer = attn + 2*d*sh.ft + sh.ft*d
 	sh.perStage = f64(c.Layers / m.Size(mesh.Pipeline))
-	sh.b = f64(tc.GlobalBatch) / (f64(m.Size(mesh.Data)) * sh.fs) / f64(tc.MicroBatches)
+	sh.b = f64(tc.GlobalBatch) / (f64(m.Size(mesh.Data)) * sh.fd) / f64(tc.MicroBatches)
 	sh.s = sh.seq / sh.cp
 	ntok := sh.b * sh.s
 	sh.ntok = ntok
@@ -124,9 +131,29 @@ func shapesOf(tc *TrainConfig) shapes {
 	if c.FlashAttention {
 		scores = sh.b * sh.qh * sh.s // the log-sum-exp
 	}
-	sh.acts = 4 * (2*ntok*d + ntok*sh.qd + 2*ntok*sh.kvd + scores + ntok*sh.qd + 2*ntok*d + 3*ntok*sh.ft + 2*ntok)
+	common := 2*ntok*d + ntok*sh.qd + 2*ntok*sh.kvd + scores + ntok*sh.qd + 2*ntok*d + 2*ntok
+	sh.acts = 4 * (common + 3*ntok*sh.ft)
 	sh.headActs = 4 * (2*ntok*d + ntok + 2*ntok*v)
-	sh.full = v*d + sh.seq*d + d + f64(c.Layers)*(2*d+d*f64(c.Heads)*hd+2*d*f64(c.KVHeads)*hd+f64(c.Heads)*hd*d+3*d*f64(c.DFF))
+	mlp := 3 * d * f64(c.DFF)
+	if c.Experts > 0 {
+		e, k, fe := f64(c.Experts), f64(c.ExpertsPerToken), f64(c.expertFF())
+		rows := e * f64(c.capacity(int(ntok)))
+		sh.ecf = rows * fe / f64(t)
+		sh.buf = rows * d
+		sh.moeLayer = attn + d*e
+		sh.experts = e / f64(ep) * 3 * d * fe / f64(t)
+		// router scores, gates, indices and slots; the dispatched rows, the
+		// SwiGLU's g, u and a; the returned outputs
+		sh.moeActs = 4 * (common + ntok*e + 3*ntok*k + 2*sh.buf + 3*sh.ecf)
+		mlp = d*e + e*3*d*fe
+	}
+	sh.full = v*d + sh.seq*d + d
+	for li := range c.Layers {
+		sh.full += attn*f64(t) - 2*d*(f64(t)-1) + 3*d*f64(c.DFF) // the whole block, unsplit
+		if c.moeLayer(li) {
+			sh.full += mlp - 3*d*f64(c.DFF)
+		}
+	}
 	if !c.Tied {
 		sh.full += d * v
 	}
@@ -134,17 +161,20 @@ func shapesOf(tc *TrainConfig) shapes {
 }
 
 // deviceMemory is one pipeline stage's device: what it holds of the ends
-// and a layer padded for FSDP, its shard n, its own state's bytes.
+// and the largest layer's groups padded for their shards (as gathered:
+// counted only where the group is sharded), its shard n, its own state's
+// bytes, and the activations of its largest chunk of layers.
 type deviceMemory struct {
-	last                bool
-	fullEnds, fullLayer float64
-	n, state            float64
+	last                       bool
+	fullEnds, fullLayer        float64
+	gathered                   float64
+	n, state, actsChunk, moeOn float64
 }
 
 func (sh shapes) device(tc *TrainConfig, si int) deviceMemory {
 	c := tc.Model
 	d, v := sh.d, sh.v
-	padded := func(n float64) float64 { return math.Ceil(n/sh.fs) * sh.fs }
+	padded := func(n, f float64) float64 { return math.Ceil(n/f) * f }
 	first, last := si == 0, si == tc.Mesh.Size(mesh.Pipeline)-1
 	ends := 0.0
 	if first || last && c.Tied {
@@ -156,13 +186,43 @@ func (sh shapes) device(tc *TrainConfig, si int) deviceMemory {
 			ends += d * v
 		}
 	}
-	dm := deviceMemory{last: last, fullEnds: padded(ends), fullLayer: padded(sh.layer)}
-	dm.n = (dm.fullEnds + sh.perStage*dm.fullLayer) / sh.fs // this device's shard of its stage
-	tmpl := ends + sh.perStage*sh.layer
+	dm := deviceMemory{last: last, fullEnds: padded(ends, sh.fd)}
+	shards := dm.fullEnds / sh.fd
+	tmpl := ends
+	p := tc.Mesh.Size(mesh.Pipeline)
+	layers := stageLayers(c.Layers, si, p, tc.Chunks)
+	per := len(layers) / tc.Chunks
+	chunk := 0.0
+	for i, li := range layers {
+		group, experts, acts := sh.layer, 0.0, sh.acts
+		if c.moeLayer(li) {
+			group, experts, acts = sh.moeLayer, sh.experts, sh.moeActs
+			dm.moeOn = 1
+		}
+		full, fullExperts := padded(group, sh.fd), padded(experts, sh.fs)
+		shards += full/sh.fd + fullExperts/sh.fs
+		tmpl += group + experts
+		dm.fullLayer = max(dm.fullLayer, full+fullExperts)
+		g := 0.0
+		if sh.fd > 1 {
+			g += full
+		}
+		if sh.fs > 1 {
+			g += fullExperts
+		}
+		dm.gathered = max(dm.gathered, g)
+		chunk += acts
+		if (i+1)%per == 0 {
+			dm.actsChunk = max(dm.actsChunk, chunk)
+			chunk = 0
+		}
+	}
+	dm.n = shards // this device's shard of its stage
 	// the device's own state: template, parameters, gradients, moments,
 	// and the message buffers its queues keep for reuse (the gradient
-	// all-reduce's, a layer's and the ends' gathers and reductions)
-	dm.state = 4*tmpl + 16*dm.n + 4*(2*dm.n+dm.fullLayer+dm.fullEnds)
+	// all-reduce's, a layer's and the ends' gathers and reductions, the
+	// experts' all-to-alls)
+	dm.state = 4*tmpl + 16*dm.n + 4*(2*dm.n+dm.fullLayer+dm.fullEnds+dm.moeOn*sh.buf)
 	return dm
 }
 
@@ -175,11 +235,12 @@ func (sh shapes) meter(tc *TrainConfig, dm deviceMemory, ops []schedule.Op) (mem
 		w += 2 * dm.n
 	}
 	mem.Weights, mem.Gradients, mem.Optimizer = sat(w), sat(4*dm.n), sat(8*dm.n)
-	activations = float64(most) * sh.perStage / float64(tc.Chunks) * sh.acts
+	activations = float64(most) * dm.actsChunk
 	mem.Activations = sat(activations)
-	if sh.fs > 1 {
-		trans = 4 * (2*dm.fullEnds + 2*dm.fullLayer) // gathered weights and full-size gradient buffers
+	if sh.fd > 1 {
+		trans = 4 * 2 * dm.fullEnds
 	}
+	trans += 4 * 2 * dm.gathered // gathered weights and full-size gradient buffers
 	if dm.last {
 		trans += float64(mostHeads) * sh.headActs
 	}
@@ -218,6 +279,9 @@ func (sh shapes) temps(tc *TrainConfig, dm deviceMemory) float64 {
 	kc := min(max(d, ft, qd, ntok, v), 256)
 	pack := (max(ntok, d, ft)+4)*kc + min(max(d, ft, qd, v), 512)*kc
 	temps := 4 * (8*ntok*d + 3*ntok*ft + 3*ntok*qd + 8*sh.cp*ntok*sh.kvd + 2*ntok*v + sh.s*sh.cp + pack)
+	// an MoE layer's dispatch and return buffers and their gradients, the
+	// reordered copies, the experts' SwiGLU gradients, the router's
+	temps += 4 * dm.moeOn * (8*sh.buf + 3*sh.ecf + 2*ntok*float64(tc.Model.Experts))
 	if tc.BF16Compute {
 		temps += 4 * (dm.fullEnds + dm.fullLayer)
 	}

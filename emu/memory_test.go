@@ -12,7 +12,9 @@ import (
 // implementation, rule 12): state exactly, the peak from above and within
 // 30%.
 func TestEstimateMemoryMatchesMeter(t *testing.T) {
-	model := Config{Layers: 4, DModel: 32, Heads: 4, KVHeads: 2, DFF: 64, Vocab: 64, Seq: 16}
+	dense := Config{Layers: 4, DModel: 32, Heads: 4, KVHeads: 2, DFF: 64, Vocab: 64, Seq: 16}
+	moe := dense
+	moe.Experts, moe.ExpertsPerToken, moe.ExpertDFF, moe.FirstDenseLayers, moe.CapacityFactor = 8, 2, 16, 1, 1.5
 	for _, tt := range []struct {
 		accel  string
 		slices int
@@ -21,18 +23,27 @@ func TestEstimateMemoryMatchesMeter(t *testing.T) {
 		sched  schedule.Kind
 		bf16   bool
 		chunks int
+		moe    bool
 	}{
-		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, true, 0},
-		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, false, 0},
-		{"v5litepod-8", 1, "fsdp=8", 1, schedule.OneFOneB, false, 0},
-		{"v5litepod-4", 1, "tensor=2,data=2", 1, schedule.OneFOneB, true, 0},
-		{"v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.GPipe, false, 0},
-		{"v5litepod-4", 1, "pipeline=4", 8, schedule.OneFOneB, true, 0},
-		{"v5litepod-4", 1, "pipeline=2,context=2", 2, schedule.OneFOneB, false, 0},
-		{"v5litepod-4", 1, "context=2,fsdp=2", 1, schedule.OneFOneB, true, 0},
-		{"v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.Interleaved, false, 2},
-		{"v5litepod-4", 1, "pipeline=2,fsdp=2", 2, schedule.Circular, true, 2},
+		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, true, 0, false},
+		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, false, 0, false},
+		{"v5litepod-8", 1, "fsdp=8", 1, schedule.OneFOneB, false, 0, false},
+		{"v5litepod-4", 1, "tensor=2,data=2", 1, schedule.OneFOneB, true, 0, false},
+		{"v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.GPipe, false, 0, false},
+		{"v5litepod-4", 1, "pipeline=4", 8, schedule.OneFOneB, true, 0, false},
+		{"v5litepod-4", 1, "pipeline=2,context=2", 2, schedule.OneFOneB, false, 0, false},
+		{"v5litepod-4", 1, "context=2,fsdp=2", 1, schedule.OneFOneB, true, 0, false},
+		{"v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.Interleaved, false, 2, false},
+		{"v5litepod-4", 1, "pipeline=2,fsdp=2", 2, schedule.Circular, true, 2, false},
+		{"v5litepod-8", 1, "expert=8", 1, schedule.OneFOneB, false, 0, true},
+		{"v5litepod-8", 1, "fsdp=2,expert=4", 1, schedule.OneFOneB, true, 0, true},
+		{"v5litepod-8", 1, "data=2,expert=2,tensor=2", 1, schedule.OneFOneB, false, 0, true},
+		{"v5litepod-4", 1, "pipeline=2,expert=2", 2, schedule.OneFOneB, true, 0, true},
 	} {
+		model := dense
+		if tt.moe {
+			model = moe
+		}
 		tc := TrainConfig{Model: model, Mesh: testMesh(t, tt.accel, tt.slices, tt.layout), GlobalBatch: 16, MicroBatches: tt.micro,
 			Schedule: tt.sched, Chunks: tt.chunks, Steps: 1, Seed: 1, LR: 1e-3, BF16Compute: tt.bf16, Data: &Synthetic{V: model.Vocab, Seed: 1}}
 		est, err := EstimateMemory(tc)
@@ -62,8 +73,14 @@ func TestEstimateMemoryMatchesMeter(t *testing.T) {
 // TestEstimateMemoryStatic holds the estimate of what stays allocated
 // against the Go heap measured between steps, after a collection.
 func TestEstimateMemoryStatic(t *testing.T) {
-	model := Config{Layers: 4, DModel: 128, Heads: 4, KVHeads: 2, DFF: 352, Vocab: 256, Seq: 32}
-	for _, layout := range []string{"data=2(dcn),fsdp=2,tensor=2", "pipeline=2(dcn),tensor=2,data=2"} {
+	dense := Config{Layers: 4, DModel: 128, Heads: 4, KVHeads: 2, DFF: 352, Vocab: 256, Seq: 32}
+	moe := dense
+	moe.Experts, moe.ExpertsPerToken, moe.ExpertDFF, moe.CapacityFactor = 8, 2, 96, 1.25
+	for _, layout := range []string{"data=2(dcn),fsdp=2,tensor=2", "pipeline=2(dcn),tensor=2,data=2", "expert=2(dcn),fsdp=2,expert=2"} {
+		model := dense
+		if layout[0] == 'e' {
+			model = moe
+		}
 		tc := TrainConfig{Model: model, Mesh: testMesh(t, "v5litepod-4", 2, layout), GlobalBatch: 16, MicroBatches: 1,
 			Steps: 3, Seed: 1, LR: 1e-3, BF16Compute: true, Data: &Synthetic{V: model.Vocab, Seed: 1}}
 		if layout[0] == 'p' {

@@ -147,8 +147,10 @@ func (d *device) step(batch [][]int, rate float64) {
 func (d *device) micros(batch [][]int) []micro {
 	m, c := d.tc.Mesh, d.c
 	mbs := d.tc.MicroBatches
-	shardIdx := d.coord[mesh.Data]*m.Size(mesh.FSDP) + d.coord[mesh.FSDP]
-	per := d.tc.GlobalBatch / (m.Size(mesh.Data) * m.Size(mesh.FSDP))
+	// the batch splits over data, fsdp and expert (MaxText's activation
+	// batch rule lists all three)
+	shardIdx := (d.coord[mesh.Data]*m.Size(mesh.FSDP)+d.coord[mesh.FSDP])*m.Size(mesh.Expert) + d.coord[mesh.Expert]
+	per := d.tc.GlobalBatch / (m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert))
 	b := per / mbs
 	cpn := m.Size(mesh.Context)
 	s := c.Seq / cpn
@@ -190,7 +192,7 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 		ends = d.gather(0)
 		x = embed(d.bindEnds(ends), mb)
 		if !last {
-			d.release(ends)
+			d.release(0, ends)
 		}
 	} else {
 		x = Mat[float32]{R: n, C: d.c.DModel, D: d.recv(op)}
@@ -198,11 +200,11 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 	lo, hi := d.chunkLayers(op.Chunk)
 	saved := make([]*acts[float32], hi-lo)
 	for li := lo; li < hi; li++ {
-		buf := d.gather(1 + li)
-		l := bindLayer(d.tmpl.Layers[li], buf)
+		buf, experts := d.gatherLayer(li)
+		l := bindLayer(d.tmpl.Layers[li], buf, experts)
 		var a *acts[float32]
 		x, a = layerForward(d.c, &l, x, mb, colls[float32](d))
-		d.release(buf)
+		d.releaseLayer(li, buf, experts)
 		saved[li-lo] = a
 		d.mem.change(func(m *Memory) { m.Activations += a.bytes(4) })
 		d.compute(fmt.Sprintf("F%d layer %d", op.MicroBatch, d.layers[li]), d.layerFLOPs(&l, n), st.rate)
@@ -216,7 +218,7 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 		ends = d.gather(0)
 	}
 	loss, ha := headForward(d.c, d.bindEnds(ends), x, mb)
-	d.release(ends)
+	d.release(0, ends)
 	d.loss += loss
 	st.heads[op.MicroBatch] = ha
 	d.mem.change(func(m *Memory) { m.Transient += ha.bytes(4) })
@@ -242,7 +244,7 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 		ends := d.gather(0)
 		ha := st.heads[op.MicroBatch]
 		dx = headBack(d.c, d.bindEnds(ends), d.bindEnds(endsGrad), ha, mb)
-		d.release(ends)
+		d.release(0, ends)
 		d.mem.change(func(m *Memory) { m.Transient -= ha.bytes(4) })
 		st.heads[op.MicroBatch] = nil
 		if !d.tc.BlocksOnlyClock {
@@ -254,14 +256,21 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 	lo, hi := d.chunkLayers(op.Chunk)
 	saved := st.saved[op.MicroBatch][op.Chunk]
 	for li := hi - 1; li >= lo; li-- {
-		buf := d.gather(1 + li)
-		l := bindLayer(d.tmpl.Layers[li], buf)
+		buf, experts := d.gatherLayer(li)
+		l := bindLayer(d.tmpl.Layers[li], buf, experts)
 		gbuf := d.gradBuf(1 + li)
-		gl := bindLayer(d.tmpl.Layers[li], gbuf)
+		var gexperts []float32
+		if eg := d.moeGroup[li]; eg >= 0 {
+			gexperts = d.gradBuf(eg)
+		}
+		gl := bindLayer(d.tmpl.Layers[li], gbuf, gexperts)
 		a := saved[li-lo]
 		dx = layerBackward(d.c, &l, &gl, a, dx, mb, colls[float32](d))
-		d.release(buf)
+		d.releaseLayer(li, buf, experts)
 		d.scatterGrad(1+li, gbuf)
+		if eg := d.moeGroup[li]; eg >= 0 {
+			d.scatterGrad(eg, gexperts)
+		}
 		d.mem.change(func(m *Memory) { m.Activations -= a.bytes(4) })
 		saved[li-lo] = nil
 		d.compute(fmt.Sprintf("B%d layer %d", op.MicroBatch, d.layers[li]), 2*d.layerFLOPs(&l, n), st.rate)
@@ -273,6 +282,23 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 	}
 	if first || last {
 		d.scatterGrad(0, endsGrad)
+	}
+}
+
+// gatherLayer gathers layer li's groups: the layer's, and an MoE layer's
+// routed experts' (nil for a dense layer).
+func (d *device) gatherLayer(li int) (buf, experts []float32) {
+	buf = d.gather(1 + li)
+	if eg := d.moeGroup[li]; eg >= 0 {
+		experts = d.gather(eg)
+	}
+	return buf, experts
+}
+
+func (d *device) releaseLayer(li int, buf, experts []float32) {
+	d.release(1+li, buf)
+	if eg := d.moeGroup[li]; eg >= 0 {
+		d.release(eg, experts)
 	}
 }
 

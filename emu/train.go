@@ -111,17 +111,19 @@ func (tc *TrainConfig) validate() error {
 		return err
 	}
 	m := tc.Mesh
-	d, f, t, p, cp := m.Size(mesh.Data), m.Size(mesh.FSDP), m.Size(mesh.Tensor), m.Size(mesh.Pipeline), m.Size(mesh.Context)
+	d, f, t, p, cp, e := m.Size(mesh.Data), m.Size(mesh.FSDP), m.Size(mesh.Tensor), m.Size(mesh.Pipeline), m.Size(mesh.Context), m.Size(mesh.Expert)
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("emu: "+format+": %w", append(a, ErrInvalid)...)
 	}
 	switch {
 	case m.Degree(mesh.Tensor).DCN > 1:
 		return fmt.Errorf("emu: %w", mesh.ErrTensorOverDCN)
-	case m.Size(mesh.Expert) > 1:
-		return bad("expert=%d: the emulator's model is dense, with no experts to split; want expert=1", m.Size(mesh.Expert))
-	case c.Heads%t != 0 || c.KVHeads%t != 0 || c.DFF%t != 0:
-		return bad("tensor=%d must divide heads %d, kv_heads %d and d_ff %d", t, c.Heads, c.KVHeads, c.DFF)
+	case e > 1 && c.Experts == 0:
+		return bad("expert=%d: the model is dense, with no experts to split; want expert=1 or a model with experts", e)
+	case c.Experts%e != 0:
+		return bad("expert=%d must divide the %d experts", e, c.Experts)
+	case c.Heads%t != 0 || c.KVHeads%t != 0 || c.DFF%t != 0 || c.expertFF()%t != 0:
+		return bad("tensor=%d must divide heads %d, kv_heads %d, d_ff %d and expert_d_ff %d", t, c.Heads, c.KVHeads, c.DFF, c.expertFF())
 	case tc.Chunks < 0 || (tc.Chunks > 1 && !tc.Schedule.Chunked()):
 		return bad("chunks = %d with schedule %s, want 1 (only interleaved and circular split a device's layers into chunks)", tc.Chunks, tc.Schedule)
 	case tc.Schedule.Chunked() && p == 1:
@@ -134,8 +136,8 @@ func (tc *TrainConfig) validate() error {
 		return bad("tied embeddings with pipeline=%d are not supported; untie them or drop the pipeline", p)
 	case tc.MicroBatches < 1 || (p == 1 && tc.MicroBatches != 1):
 		return bad("micro-batches = %d, want 1 without a pipeline and at least 1 with one", tc.MicroBatches)
-	case tc.GlobalBatch < 1 || tc.GlobalBatch%(d*f*tc.MicroBatches) != 0:
-		return bad("global batch %d must split evenly over data %d x fsdp %d x %d micro-batches", tc.GlobalBatch, d, f, tc.MicroBatches)
+	case tc.GlobalBatch < 1 || tc.GlobalBatch%(d*f*e*tc.MicroBatches) != 0:
+		return bad("global batch %d must split evenly over data %d x fsdp %d x expert %d x %d micro-batches", tc.GlobalBatch, d, f, e, tc.MicroBatches)
 	case tc.Steps < 1:
 		return bad("steps = %d, want at least 1", tc.Steps)
 	case tc.Data == nil || tc.Data.Vocab() != c.Vocab:
@@ -280,7 +282,7 @@ func newRun(tc *TrainConfig) (*run, error) {
 		}
 		d := newDevice(tc, id, fab.Endpoint(id), r.full)
 		r.devs = append(r.devs, d)
-		groups = append(groups, d.tensorG, d.contextG, d.fsdpG, d.gradG)
+		groups = append(groups, d.tensorG, d.contextG, d.fsdpG, d.gradG, d.expertG, d.denseG)
 		if next := d.pipeNext(); next >= 0 {
 			groups = append(groups, collective.Group{Ranks: []int{id, next}, NICI: 2, NDCN: 1})
 		}
@@ -508,36 +510,36 @@ func gatherDevices(tc *TrainConfig, fab *Fabric, full *Params[float32], res *Res
 }
 
 // assembleFinal rebuilds the full model from the replica at data 0,
-// context 0: FSDP shards concatenated, then tensor and pipeline pieces.
+// context 0: each group's shards concatenated over the group it is
+// sharded over, then tensor, expert and pipeline pieces.
 func assembleFinal(tc *TrainConfig, list []*device) *Params[float32] {
-	t, p, f := tc.Mesh.Size(mesh.Tensor), tc.Mesh.Size(mesh.Pipeline), tc.Mesh.Size(mesh.FSDP)
+	m := tc.Mesh
 	devs := map[int]*device{}
 	for _, d := range list {
 		devs[d.id] = d
 	}
-	pieces := make([][]*Params[float32], p)
-	for si := range p {
-		pieces[si] = make([]*Params[float32], t)
-		for ti := range t {
-			var flat [][]float32
-			at := func(fi int) *device {
-				var c mesh.Coord
-				c[mesh.FSDP], c[mesh.Tensor], c[mesh.Pipeline] = fi, ti, si
-				id, _ := tc.Mesh.Device(c)
-				return devs[id]
-			}
-			base := at(0)
-			for gi := range base.flat {
-				buf := make([]float32, 0, base.fullLen[gi])
-				for fi := range f {
-					buf = append(buf, at(fi).flat[gi]...)
-				}
-				flat = append(flat, buf[:base.realLen[gi]])
-			}
-			pieces[si][ti] = base.bind(flat)
+	pieces := map[[3]int]*Params[float32]{}
+	piece := func(si, ti, ei int) *Params[float32] {
+		if p, ok := pieces[[3]int{si, ti, ei}]; ok {
+			return p
 		}
+		var c mesh.Coord
+		c[mesh.Tensor], c[mesh.Pipeline], c[mesh.Expert] = ti, si, ei
+		id, _ := m.Device(c)
+		base := devs[id]
+		var flat [][]float32
+		for gi := range base.flat {
+			buf := make([]float32, 0, base.fullLen[gi])
+			for _, member := range base.shardOf(gi).Ranks {
+				buf = append(buf, devs[member].flat[gi]...)
+			}
+			flat = append(flat, buf[:base.realLen[gi]])
+		}
+		p := base.bind(flat)
+		pieces[[3]int{si, ti, ei}] = p
+		return p
 	}
-	return assemble(tc.Model, pieces, tc.Chunks)
+	return assemble(tc.Model, piece, m.Size(mesh.Pipeline), m.Size(mesh.Tensor), m.Size(mesh.Expert), tc.Chunks)
 }
 
 // Adam's constants (β₂ = 0.95 as in most LLM pre-training).

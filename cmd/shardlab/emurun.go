@@ -44,7 +44,8 @@ const (
 type runFlags struct {
 	tpu, meshSpec, planPath, sched, data, ckptDir, failLink, tracePath, killPoint *string
 	slices, planIndex, layers, dModel, heads, kvHeads, dff, seq, batch, micro     *int
-	chunks                                                                        *int
+	chunks, experts, expertsPerToken, expertDFF, firstDense                       *int
+	capacity                                                                      *float64
 	steps, every, killRank, killStep                                              *int
 	lr                                                                            *float64
 	seed                                                                          *uint64
@@ -68,6 +69,11 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.kvHeads = newInt(fs, "kv-heads", 2, 1, 4096, "", "key/value heads")
 	f.dff = newInt(fs, "d-ff", 176, 1, 1<<16, "", "MLP width")
 	f.seq = newInt(fs, "seq", 64, 1, maxRunSeq, "", "sequence length")
+	f.experts = newInt(fs, "experts", 0, 0, 1024, "0: a dense model", "routed experts of each mixture-of-experts layer (expert parallelism: --mesh expert=N)")
+	f.expertsPerToken = newInt(fs, "experts-per-token", 2, 1, 1024, "", "with --experts: experts each token is routed to (top-k)")
+	f.expertDFF = newInt(fs, "expert-d-ff", 0, 0, 1<<16, "0: --d-ff", "with --experts: each expert's MLP width")
+	f.firstDense = newInt(fs, "first-dense-layers", 0, 0, 1023, "", "with --experts: layers at the start that keep a dense MLP")
+	f.capacity = newFloat(fs, "capacity-factor", 0, floatFlag{lo: 0, hi: 64}, "with --experts: each expert takes at most this x tokens x k / experts of a chip's tokens, the rest dropped\n(MaxText's capacity_factor; 0: experts / k, which drops none)")
 	f.tied = fs.Bool("tied", false, "tie the output projection to the embedding")
 	f.flash = fs.Bool("flash-attention", false, "compute attention block by block with an online softmax, keeping each query's log-sum-exp\ninstead of the scores (cost's flash attention memory; slower: the backward pass recomputes the scores)")
 	f.batch = newInt(fs, "batch", 16, 1, 1<<20, "", "global batch in sequences")
@@ -114,6 +120,11 @@ func checkRunFlags(f *runFlags, set map[string]bool, stderr io.Writer) error {
 		return bad("run: --kill-rank %d injects a fault into one MPI rank, but this is one process; start shardlab (built with -tags mpi) under mpirun", *f.killRank)
 	case *f.killRank >= 0 && (*f.killStep < 1 || *f.killStep > *f.steps):
 		return bad("run: --kill-step %d, want a step from 1 to --steps %d for --kill-rank to die after", *f.killStep, *f.steps)
+	}
+	for _, name := range []string{"experts-per-token", "expert-d-ff", "first-dense-layers", "capacity-factor"} {
+		if set[name] && !set["experts"] {
+			return needs(name, "experts N")
+		}
 	}
 	if set["mpi-timeout"] && !mpi.Launched() {
 		warn(stderr, "run", "--mpi-timeout has no effect outside mpirun")
@@ -302,11 +313,19 @@ func (f *runFlags) trainConfig(m mesh.Mesh) (emu.TrainConfig, error) {
 		return emu.TrainConfig{}, err
 	}
 	tc := emu.TrainConfig{
-		Model: emu.Config{Layers: *f.layers, DModel: *f.dModel, Heads: *f.heads, KVHeads: *f.kvHeads, DFF: *f.dff, Vocab: vocab, Seq: *f.seq, Tied: *f.tied, FlashAttention: *f.flash},
-		Mesh:  m, GlobalBatch: *f.batch, MicroBatches: mb, Schedule: k, Chunks: v, Steps: *f.steps, Seed: *f.seed, LR: *f.lr, Data: src,
+		Model: emu.Config{Layers: *f.layers, DModel: *f.dModel, Heads: *f.heads, KVHeads: *f.kvHeads, DFF: *f.dff, Vocab: vocab, Seq: *f.seq, Tied: *f.tied, FlashAttention: *f.flash,
+			Experts: *f.experts},
+		Mesh: m, GlobalBatch: *f.batch, MicroBatches: mb, Schedule: k, Chunks: v, Steps: *f.steps, Seed: *f.seed, LR: *f.lr, Data: src,
 		BF16Compute: *f.bf16, Trace: *f.tracePath != "",
 		// the simulated clock runs at cost's calibrated share of peak
 		Efficiency: cost.Job{}.EfficiencyFor(m.Multislice.Slice.Chip),
+	}
+	if e := *f.experts; e > 0 {
+		k := *f.expertsPerToken
+		tc.Model.ExpertsPerToken, tc.Model.ExpertDFF, tc.Model.FirstDenseLayers = k, *f.expertDFF, *f.firstDense
+		if tc.Model.CapacityFactor = *f.capacity; tc.Model.CapacityFactor == 0 {
+			tc.Model.CapacityFactor = float64(e) / float64(k)
+		}
 	}
 	if *f.failLink != "" {
 		l, err := parseLink(*f.failLink)
@@ -864,6 +883,12 @@ type modelOut struct {
 	Seq            int  `json:"seq_len"`
 	Tied           bool `json:"tied_embeddings"`
 	FlashAttention bool `json:"flash_attention,omitempty"`
+	// the mixture of experts, as model's spec names it
+	Experts          int     `json:"experts,omitempty"`
+	ExpertsPerToken  int     `json:"experts_per_token,omitempty"`
+	ExpertDFF        int     `json:"expert_d_ff,omitempty"`
+	FirstDenseLayers int     `json:"first_dense_layers,omitempty"`
+	CapacityFactor   float64 `json:"capacity_factor,omitempty"`
 }
 
 // memOut is emu.Memory with the unit in its keys.
@@ -952,6 +977,14 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 	}
 	fmt.Fprintf(tw, "model\t%s, d_model %d, %s (%d KV), d_ff %d, vocab %d, seq %d: %d parameters\n",
 		unit.Plural(tc.Model.Layers, "layer"), tc.Model.DModel, unit.Plural(tc.Model.Heads, "head"), tc.Model.KVHeads, tc.Model.DFF, tc.Model.Vocab, tc.Model.Seq, o.Params)
+	if c := tc.Model; c.Experts > 0 {
+		fe := c.ExpertDFF
+		if fe == 0 {
+			fe = c.DFF
+		}
+		fmt.Fprintf(tw, "experts\t%d per MoE layer (layers %d to %d), %d per token, d_ff %d each, capacity factor %.4g; expert=%d\n",
+			c.Experts, c.FirstDenseLayers+1, c.Layers, c.ExpertsPerToken, fe, c.CapacityFactor, tc.Mesh.Size(mesh.Expert))
+	}
 	if tc.Model.FlashAttention {
 		fmt.Fprintf(tw, "attention\tflash: block by block, one log-sum-exp per query kept for the backward pass\n")
 	}

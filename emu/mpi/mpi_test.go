@@ -127,16 +127,25 @@ func TestParityWithInProcess(t *testing.T) {
 	}{
 		2: {{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, 1}, {"v5litepod-4", 2, "pipeline=2(dcn),data=2,context=2", 2, schedule.OneFOneB, 1},
 			// activations and gradients round the ring of two ranks
-			{"v5litepod-4", 2, "pipeline=2(dcn),data=4", 2, schedule.Interleaved, 2}},
+			{"v5litepod-4", 2, "pipeline=2(dcn),data=4", 2, schedule.Interleaved, 2},
+			// the experts' all-to-alls across the ranks (the mixture-of-experts model)
+			{"v5litepod-4", 2, "expert=2(dcn),expert=2,tensor=2", 1, schedule.OneFOneB, 1}},
 		4: {{"v5litepod-8", 2, "data=2(dcn),fsdp=4,tensor=2", 1, schedule.OneFOneB, 1}, {"v5litepod-8", 2, "fsdp=2(dcn),pipeline=2,data=4", 2, schedule.OneFOneB, 1},
-			{"v5litepod-8", 2, "pipeline=2(dcn),data=8", 2, schedule.Circular, 2}},
+			{"v5litepod-8", 2, "pipeline=2(dcn),data=8", 2, schedule.Circular, 2},
+			{"v5litepod-8", 2, "data=2(dcn),expert=4,fsdp=2", 1, schedule.OneFOneB, 1}},
 	}[world.Size()]
 	if layouts == nil {
 		t.Skipf("parity layouts are for 2 and 4 ranks, not %d", world.Size())
 	}
-	model := emu.Config{Layers: 4, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8}
+	dense := emu.Config{Layers: 4, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8}
+	moe := dense
+	moe.Experts, moe.ExpertsPerToken, moe.ExpertDFF, moe.FirstDenseLayers, moe.CapacityFactor = 8, 2, 8, 1, 1.5
 	for _, l := range layouts {
 		m := meshFor(t, l.accel, l.slices, l.spec)
+		model := dense
+		if strings.Contains(l.spec, "expert") {
+			model = moe
+		}
 		tc := emu.TrainConfig{Model: model, Mesh: m, GlobalBatch: 16, MicroBatches: l.micro, Schedule: l.sched, Chunks: l.chunks,
 			Steps: 3, Seed: 5, LR: 1e-2, Data: &emu.Synthetic{V: model.Vocab, Seed: 11}}
 		ref, err := emu.Train(tc)
