@@ -345,7 +345,8 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 // transient is the largest short-lived buffer per chip, the larger of two
 // phases that do not overlap. In a layer's backward pass: the working set
 // of that layer (what the policy does not keep is recomputed into it) and
-// compute-dtype weights. With FSDP, XLA gathers each weight matrix
+// compute-dtype weights (and an MoE layer's dispatch buffers,
+// expertBuffers). With FSDP, XLA gathers each weight matrix
 // separately and its latency-hiding scheduler starts a gather only as far
 // ahead as memory allows, so what must be resident is three of the
 // layer's largest matrices: the one in use, its unreduced gradient on the
@@ -366,6 +367,7 @@ func (j Job) transient(sh shape, st stage, r remat, logits float64) float64 {
 	}
 	layer := float64(j.Model.ParamCount().PerLayer()) / float64(sh.t)
 	e := float64(j.Precision.Activation)
+	layerPhase += j.expertBuffers(sh.b * sh.s)
 	switch {
 	case sh.f*sh.e > 1:
 		layerPhase += min(3*float64(j.Model.LargestMatrix())/float64(sh.t), 2*layer) * e

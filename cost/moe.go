@@ -151,6 +151,43 @@ func (j Job) expertOutputAllReduce(est *Estimate, sh shape, forwards float64) (i
 	return n, collective.Hierarchical(collective.AllReduce, size, sh.t, link(est.Mesh.Link(mesh.Tensor)), 1, collective.Link{})
 }
 
+// mlpWidth is the MLP's hidden elements per token, averaged over the
+// layers: d_ff in a dense layer; in an MoE layer each token's k routed
+// experts, padded to the capacity factor where one is set (GShard §2.2:
+// the buffers are computed whole; dropless, the ragged rows are the
+// tokens' own), plus its shared experts.
+func (j Job) mlpWidth() float64 {
+	spec := j.Model
+	if !spec.MoE() {
+		return float64(spec.DFF)
+	}
+	pad := 1.0
+	if j.CapacityFactor > 0 {
+		pad = j.CapacityFactor
+	}
+	fe := float64(spec.ExpertFF())
+	moe := (float64(spec.ExpertsPerToken)*pad + float64(spec.SharedExperts)) * fe
+	m, l := float64(spec.MoELayers()), float64(spec.Layers)
+	return ((l-m)*float64(spec.DFF) + m*moe) / l
+}
+
+// expertBuffers is the bytes an MoE layer's dispatch needs on a chip
+// while it runs, for tokens local tokens: the dispatched rows sent and
+// received (experts × capacity, or tokens × k dropless, d_model wide, in
+// the activation dtype), which the combine then reuses. Zero for a
+// dense model.
+func (j Job) expertBuffers(tokens int) float64 {
+	spec := j.Model
+	if !spec.MoE() {
+		return 0
+	}
+	rows := tokens * spec.ExpertsPerToken
+	if c := ExpertCapacity(j.CapacityFactor, tokens, spec.ExpertsPerToken, spec.Experts); c > 0 {
+		rows = spec.Experts * c
+	}
+	return 2 * float64(rows) * float64(spec.DModel) * float64(j.Precision.Activation)
+}
+
 // expertDetail explains an expert split that does not divide the experts.
 func expertDetail(experts, e int) string {
 	return fmt.Sprintf("%d experts over expert=%d", experts, e)

@@ -226,13 +226,20 @@ func (j Job) places() Places {
 // chip, with activations sharded over tensor t (sequence parallelism
 // between the blocks, heads or d_ff inside them; K and V over at most KV
 // shards).
+//
+// Query and key heads are QKHead wide, value and context heads VHead
+// (both Head but under latent attention, whose attention core runs on
+// full per-head keys and values); the MLP's hidden tensors are the
+// layers' average mlpWidth.
 func (j *Job) tensorWidths(t int) [NumTensors]float64 {
 	spec := &j.Model
 	tf := float64(t)
-	d, q := float64(spec.DModel)/tf, float64(spec.Heads*spec.Head())/tf
-	kv := float64(spec.KV()*spec.Head()) / float64(kvShards(spec.KV(), t))
-	f := float64(spec.DFF) / tf
-	return [NumTensors]float64{LayerInput: d, Query: q, Key: kv, Value: kv, Context: q, OutProj: d, MLPWi0: f, MLPWi1: f, MLPWo: d}
+	d := float64(spec.DModel) / tf
+	q, ctx := float64(spec.Heads*spec.QKHead())/tf, float64(spec.Heads*spec.VHead())/tf
+	kvs := float64(kvShards(spec.KV(), t))
+	k, v := float64(spec.KV()*spec.QKHead())/kvs, float64(spec.KV()*spec.VHead())/kvs
+	f := j.mlpWidth() / tf
+	return [NumTensors]float64{LayerInput: d, Query: q, Key: k, Value: v, Context: ctx, OutProj: d, MLPWi0: f, MLPWi1: f, MLPWo: d}
 }
 
 // tensorFLOPs is the forward FLOPs per token, on all chips together, of
@@ -240,15 +247,18 @@ func (j *Job) tensorWidths(t int) [NumTensors]float64 {
 // for context, which the attention core makes).
 func (j Job) tensorFLOPs(x Tensor) float64 {
 	spec := j.Model
-	d, q := float64(spec.DModel), float64(spec.Heads*spec.Head())
-	kv := float64(spec.KV() * spec.Head())
+	d := float64(spec.DModel)
 	switch x {
-	case Query, OutProj:
-		return 2 * d * q
-	case Key, Value:
-		return 2 * d * kv
+	case Query:
+		return 2 * d * float64(spec.Heads*spec.QKHead())
+	case OutProj:
+		return 2 * d * float64(spec.Heads*spec.VHead())
+	case Key:
+		return 2 * d * float64(spec.KV()*spec.QKHead())
+	case Value:
+		return 2 * d * float64(spec.KV()*spec.VHead())
 	case MLPWi0, MLPWi1:
-		return 2 * d * float64(spec.DFF)
+		return 2 * d * j.mlpWidth()
 	}
 	return 0
 }
@@ -309,7 +319,7 @@ func (j Job) elementwiseResiduals(b, s, seq, t int) float64 {
 	e := float64(j.Precision.Activation)
 	sb := float64(b) * float64(s)
 	h := float64(spec.DModel) / float64(t)
-	f := float64(spec.DFF) / float64(t)
+	f := j.mlpWidth() / float64(t)
 	extra := float64(spec.Norms()) * e * sb * h // norm outputs
 	extra += e * sb * f                         // activation product (gated), or activation output
 	if j.Dropout {
