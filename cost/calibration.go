@@ -58,7 +58,7 @@ var Calibrated = Calibration{
 	Quantized:   0.819,
 	DCNLatency:  425 * time.Microsecond,
 	SliceJitter: 0.0125,
-	Dropless: 0.365,
+	Dropless:    0.365,
 }
 
 // DefaultEfficiency is the residual efficiency for a generation with no
