@@ -267,3 +267,43 @@ func TestDroplessExtraByHand(t *testing.T) {
 		t.Errorf("droplessExtra of a dense model = %g, want 0", got)
 	}
 }
+
+// TestMoEAndMLAWidthsByHand: the activation widths of an MoE layer's MLP
+// and of latent attention, derived by hand from the published configs.
+func TestMoEAndMLAWidthsByHand(t *testing.T) {
+	// DeepSeek-V3 (arXiv 2412.19437 §4.2): 61 layers, the first 3 dense
+	// with d_ff 18,432, 58 MoE layers of 8 routed + 1 shared experts of
+	// 2,048: (3·18432 + 58·9·2048) / 61 = 18,432 per token, dropless.
+	ds := NewJob(lookup(t, "deepseek3-671b"), 4096, 64)
+	if got := ds.mlpWidth(); got != 18432 {
+		t.Errorf("deepseek3-671b MLP width %v, want 18432", got)
+	}
+	// Mixtral 8x7B at capacity factor 1.25: every layer MoE, 2 experts of
+	// 14,336 each padded by 1.25: 35,840.
+	mx := NewJob(lookup(t, "mixtral-8x7b"), 4096, 64)
+	mx.CapacityFactor = 1.25
+	if got := mx.mlpWidth(); got != 35840 {
+		t.Errorf("mixtral-8x7b MLP width %v at capacity 1.25, want 35840", got)
+	}
+	// MLA: 128 heads with 128 + 64 query/key dims and 128 value dims; at
+	// tensor 4 a chip holds 32 heads.
+	w := ds.tensorWidths(4)
+	want := map[Tensor]float64{Query: 32 * 192, Key: 32 * 192, Value: 32 * 128, Context: 32 * 128, MLPWi0: 18432 / 4}
+	for x, v := range want {
+		if w[x] != v {
+			t.Errorf("deepseek3-671b %s width %v at tensor 4, want %v", x, w[x], v)
+		}
+	}
+	// a dense model is unchanged: Llama 3 8B's d_ff and GQA heads
+	ll := NewJob(lookup(t, "llama3-8b"), 8192, 64)
+	w = ll.tensorWidths(2)
+	if w[MLPWi0] != 14336/2 || w[Query] != 4096/2 || w[Key] != 1024/2 {
+		t.Errorf("llama3-8b widths at tensor 2: %v", w)
+	}
+	// the dispatch buffers: 2 × experts × capacity × d_model × 2 bytes
+	mx.Precision.Activation = 2
+	c := ExpertCapacity(1.25, 4096, 2, 8)
+	if got, want := mx.expertBuffers(4096), float64(2*8*c*4096*2); got != want {
+		t.Errorf("mixtral dispatch buffers %v bytes, want %v", got, want)
+	}
+}
