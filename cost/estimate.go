@@ -367,7 +367,7 @@ func (j Job) transient(sh shape, st stage, r remat, logits float64) float64 {
 	}
 	layer := float64(j.Model.ParamCount().PerLayer()) / float64(sh.t)
 	e := float64(j.Precision.Activation)
-	layerPhase += j.expertBuffers(sh.b * sh.s)
+	layerPhase += j.expertBuffers(sh.b*sh.s) + j.ringBuffers(sh.e, sh.b*sh.s)
 	switch {
 	case sh.f*sh.e > 1:
 		layerPhase += min(3*float64(j.Model.LargestMatrix())/float64(sh.t), 2*layer) * e

@@ -161,6 +161,12 @@ type Job struct {
 	// LoadImbalance is the most loaded expert's tokens over the mean,
 	// dropless (1 or 0: perfectly balanced).
 	LoadImbalance float64
+	// RingOfExperts runs expert parallelism as MaxText's ring of experts
+	// (use_ring_of_experts, a dropless sparse_matmul path): every expert
+	// rank all-gathers the tokens and router scores, runs its own experts
+	// on the ones routed to them and reduce-scatters the outputs, in place
+	// of the dispatch and combine all-to-alls.
+	RingOfExperts bool
 	// Dropout stores dropout masks (GPT-3-era training); modern LLM
 	// pre-training runs without dropout.
 	Dropout bool
@@ -252,6 +258,9 @@ func (j Job) validate() error {
 	}
 	if !(j.LoadImbalance == 0 || (j.LoadImbalance >= 1 && j.LoadImbalance <= 64)) {
 		return bad("load imbalance", j.LoadImbalance, "0 (balanced) or a ratio in [1, 64]")
+	}
+	if j.RingOfExperts && (!j.Model.MoE() || j.CapacityFactor > 0) {
+		return bad("ring of experts", j.RingOfExperts, "false, or true only for a mixture of experts run dropless (capacity factor 0: MaxText's ring of experts is a sparse_matmul path)")
 	}
 	return j.Model.Validate()
 }

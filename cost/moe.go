@@ -108,6 +108,10 @@ func (t *tally) experts() {
 	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
 	per := ExpertAllToAllsPerLayer(r.recompute > 0 || r.attention)
 	count := int(math.Round(float64(per) * j.moeLayersPerStage(sh) * float64(sh.m)))
+	if j.RingOfExperts {
+		t.ringOfExperts(count, tokens)
+		return
+	}
 	// One all-to-all over the whole group of e = eICI × eDCN devices: of
 	// what a device sends, the share for the eICI−1 peers in its slice
 	// crosses ICI (at the ring factor), the rest DCN (switched).
@@ -186,6 +190,55 @@ func (j Job) expertBuffers(tokens int) float64 {
 		rows = spec.Experts * c
 	}
 	return 2 * float64(rows) * float64(spec.DModel) * float64(j.Precision.Activation)
+}
+
+// ringBuffers is what the ring of experts adds to an MoE layer's working
+// set on a chip: the expert group's gathered tokens and their outputs
+// before the reduce-scatter, n × tokens × d_model each.
+func (j Job) ringBuffers(n, tokens int) float64 {
+	if !j.RingOfExperts || n <= 1 {
+		return 0
+	}
+	return 2 * float64(n) * float64(tokens) * float64(j.Model.DModel) * float64(j.Precision.Activation)
+}
+
+// RingOfExpertsBytes is the buffer one device of an expert group of n
+// gathers and reduce-scatters per collective of a ring-of-experts MoE
+// layer, on average, for the tokens it holds. Forward, MaxText
+// all-gathers the tokens (d_model wide) with the router's scores and
+// pre-bias scores (experts wide each; MaxText @e591f30c,
+// src/maxtext/layers/moe.py roe_ag_and_route) and reduce-scatters the
+// outputs (psum_scatter, d_model wide); backward, the transposes: a
+// reduce-scatter of the tokens' and scores' gradients and an all-gather
+// of the outputs' gradient. Each direction moves one of each, so the two
+// all-gathers and the two reduce-scatters of a layer average n × tokens ×
+// (d_model + experts) elements.
+func RingOfExpertsBytes(n, tokens, dModel, experts, elemBytes int) unit.Bytes {
+	return unit.Bytes(n) * unit.Bytes(tokens) * unit.Bytes(dModel+experts) * unit.Bytes(elemBytes)
+}
+
+// ringOfExperts adds the all-gathers and reduce-scatters of the ring of
+// experts over the expert group (count of them, half of each kind): rings
+// on ICI, hierarchical across slices. They are on the critical path as
+// the all-to-alls are (MaxText's num_moe_token_chunks, which would
+// overlap them with the grouped GEMMs, is off by default).
+func (t *tally) ringOfExperts(count, tokens int) {
+	j, m, sh := t.est.Job, t.est.Mesh, t.sh
+	spec := j.Model
+	ed := m.Degree(mesh.Expert)
+	size := RingOfExpertsBytes(sh.e, tokens, spec.DModel, spec.Experts, j.Precision.Activation)
+	l := link(m.Link(mesh.Expert))
+	n := count / 2
+	for _, op := range []collective.Op{collective.AllGather, collective.ReduceScatter} {
+		cost := collective.Hierarchical(op, size, ed.ICI, l, ed.DCN, t.dcn(ed.DCN))
+		what := "ring-of-experts token all-gather"
+		if op == collective.ReduceScatter {
+			what = "ring-of-experts output reduce-scatter"
+		}
+		t.add(mesh.Expert, what, op, n, cost, false)
+		t.afterICI += cost.Scale(n).ICITime
+		t.afterDCN += cost.Scale(n).DCNTime
+	}
 }
 
 // expertDetail explains an expert split that does not divide the experts.

@@ -2,9 +2,11 @@ package cost
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
+	"shardlab/collective"
 	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/unit"
@@ -305,5 +307,50 @@ func TestMoEAndMLAWidthsByHand(t *testing.T) {
 	c := ExpertCapacity(1.25, 4096, 2, 8)
 	if got, want := mx.expertBuffers(4096), float64(2*8*c*4096*2); got != want {
 		t.Errorf("mixtral dispatch buffers %v bytes, want %v", got, want)
+	}
+}
+
+// TestRingOfExpertsByHand: Mixtral 8x7B on fsdp=8, expert=8 with one
+// 4,096-token sequence per chip and full remat: each of the 32 MoE
+// layers runs three all-gathers and three reduce-scatters (forward,
+// recomputed forward, backward), each of 8 × 4,096 × (4,096 + 8) bf16
+// elements of which a chip sends 7/8, and no all-to-all. The ring needs
+// a dropless mixture of experts.
+func TestRingOfExpertsByHand(t *testing.T) {
+	spec := lookup(t, "mixtral-8x7b")
+	m := layout(t, "v5p-128", 1, "fsdp=8,expert=8")
+	j := NewJob(spec, 4096, 64)
+	j.RingOfExperts = true
+	est, err := EstimateStep(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 8.0 * 4096 * (4096 + 8) * 2
+	want := 32 * 3 * size * 7 / 8
+	got := map[collective.Op]float64{}
+	for _, c := range est.Comms {
+		if c.Axis == mesh.Expert {
+			got[c.Op] += float64(c.ICIBytes + c.DCNBytes)
+		}
+	}
+	for _, op := range []collective.Op{collective.AllGather, collective.ReduceScatter} {
+		if math.Abs(got[op]-want) > 1e-9*want {
+			t.Errorf("%s: %g bytes per chip, want %g", op, got[op], want)
+		}
+	}
+	if got[collective.AllToAll] != 0 {
+		t.Errorf("ring of experts still runs %g bytes of all-to-all", got[collective.AllToAll])
+	}
+	if b := RingOfExpertsBytes(8, 4096, 4096, 8, 2); float64(b) != size {
+		t.Errorf("RingOfExpertsBytes = %d, want %g", b, size)
+	}
+	j.CapacityFactor = 1.25
+	if _, err := EstimateStep(j, m); err == nil || !strings.Contains(err.Error(), "ring of experts") {
+		t.Errorf("ring of experts with a capacity factor: %v, want refused by name", err)
+	}
+	dense := NewJob(lookup(t, "llama3-8b"), 4096, 64)
+	dense.RingOfExperts = true
+	if _, err := EstimateStep(dense, layout(t, "v5p-128", 1, "fsdp=64")); err == nil {
+		t.Error("ring of experts accepted for a dense model")
 	}
 }

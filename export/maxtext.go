@@ -567,8 +567,9 @@ func maxTextMoEModel(set func(string, any), m model.Spec) (maxTextArch, error) {
 // capacity_factor -1) or with the capacity factor's token dropping
 // (capacity_factor, dense dispatch masks: sparse_matmul false); the
 // expert weights' exp dimension on the expert axis (shard_exp_on_fsdp
-// false, MaxText's default) and all-to-all dispatch (use_ring_of_experts
-// false). [base.yml] lines 213-230 and 284.
+// false, MaxText's default) and the dispatch the plan costed: all-to-all,
+// or the ring of experts (use_ring_of_experts, a sparse_matmul path).
+// [base.yml] lines 213-230 and 284.
 func maxTextMoE(set func(string, any), j cost.Job) {
 	if !j.Model.MoE() {
 		return
@@ -582,5 +583,5 @@ func maxTextMoE(set func(string, any), j cost.Job) {
 		set("capacity_factor", j.CapacityFactor)
 	}
 	set("shard_exp_on_fsdp", false)
-	set("use_ring_of_experts", false)
+	set("use_ring_of_experts", j.RingOfExperts)
 }

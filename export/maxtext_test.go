@@ -336,6 +336,13 @@ var exportCases = []struct {
 	}, map[string]any{"decoder_block": "deepseek", "attention_type": "mla", "num_experts": 256, "num_experts_per_tok": 8, "shared_experts": 1,
 		"first_num_dense_layers": 3, "base_moe_mlp_dim": 2048, "base_mlp_dim": 18432, "q_lora_rank": 1536, "kv_lora_rank": 512,
 		"qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "ici_expert_parallelism": 16}},
+	// searched, the plan runs expert=4 as a ring of experts, as MaxText's
+	// own DeepSeek-V3 example on tpu7x-512 does (docs/guides/optimization/
+	// benchmark_and_performance.md @e591f30c: ici_expert_parallelism=4,
+	// use_ring_of_experts=true, sparse_matmul=true)
+	{"deepseek-v3-like searched: ring of experts", func(o *plan.Options) {
+		o.Model, o.ModelSpec, o.TPU = "deepseek-v3-like.yaml", []byte(deepSeekSpec), "tpu7x-512"
+	}, map[string]any{"ici_expert_parallelism": 4, "use_ring_of_experts": true, "sparse_matmul": true, "capacity_factor": -1.0}},
 }
 
 // deepSeekSpec is DeepSeek-V3's shape (arXiv 2412.19437 and its

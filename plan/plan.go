@@ -538,18 +538,27 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 			}
 		}
 	}
+	// a dropless mixture of experts over an expert axis: the dispatch and
+	// combine all-to-alls, or MaxText's ring of experts
+	rings := []bool{false}
+	if w.req.Model.MoE() && m.Size(mesh.Expert) > 1 && w.req.CapacityFactor <= 0 {
+		rings = append(rings, true)
+	}
 	for _, sc := range scheds {
 		for _, mb := range micro {
 			for _, r := range remats {
-				w.try(&out, m, sc.k, sc.v, mb, r)
+				for _, ring := range rings {
+					w.try(&out, m, sc.k, sc.v, mb, r, ring)
+				}
 			}
 		}
 	}
 	return out
 }
 
-// try costs one mesh with one schedule, micro-batch count and policy.
-func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r cost.Remat) {
+// try costs one mesh with one schedule, micro-batch count, policy and
+// expert dispatch.
+func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r cost.Remat, ring bool) {
 	out.evaluated++
 	j := w.req.job()
 	if k != "" {
@@ -557,6 +566,7 @@ func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r co
 	}
 	j.MicroBatches = mb
 	j.Remat = r
+	j.RingOfExperts = ring
 	c, reason := w.fit(j, m)
 	if reason == cost.ReasonHBM && w.req.Axes != nil {
 		if u := w.unfitCandidate(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
@@ -1051,6 +1061,22 @@ func factorizationsOver(n int, free []bool) [][]int {
 	return out
 }
 
+// expertTime is the time of an estimate's expert-axis collectives.
+func expertTime(est cost.Estimate) (ici, dcn time.Duration) {
+	for _, c := range est.Comms {
+		if c.Axis == mesh.Expert {
+			ici, dcn = ici+c.ICITime, dcn+c.DCNTime
+		}
+	}
+	return ici, dcn
+}
+
+// withRing is j with the ring of experts on or off.
+func withRing(j cost.Job, ring bool) cost.Job {
+	j.RingOfExperts = ring
+	return j
+}
+
 // expertNote explains the expert axis of a mixture of experts' plan: what
 // the chosen expert parallelism costs, or why none was chosen and what
 // the best layout with it would have cost.
@@ -1058,14 +1084,17 @@ func (s *searcher) expertNote(p Plan) Note {
 	e := p.Best.Estimate
 	spec := s.req.Model
 	a2a := func(est cost.Estimate) string {
-		var ici, dcn time.Duration
-		for _, c := range est.Comms {
-			if c.Axis == mesh.Expert {
-				ici, dcn = ici+c.ICITime, dcn+c.DCNTime
+		ici, dcn := expertTime(est)
+		what := "dispatch and combine all-to-alls"
+		if est.Job.RingOfExperts {
+			what = "ring of experts (tokens all-gathered, outputs reduce-scattered; MaxText use_ring_of_experts)"
+			if alt, err := cost.EstimateStep(withRing(est.Job, false), est.Mesh); err == nil {
+				ai, ad := expertTime(alt)
+				what = fmt.Sprintf("%s, where the all-to-alls would take %s on ICI and %s on DCN;", what, dur(ai), dur(ad))
 			}
 		}
-		return fmt.Sprintf("dispatch and combine all-to-alls %s on ICI, %s on DCN per step, %s tokens per expert per chip per micro-batch",
-			dur(ici), dur(dcn), count(est.TokensPerExpert))
+		return fmt.Sprintf("%s %s on ICI, %s on DCN per step, %s tokens per expert per chip per micro-batch",
+			what, dur(ici), dur(dcn), count(est.TokensPerExpert))
 	}
 	dcn := ""
 	if n := p.Rejected[ReasonExpertDCNFirst]; n > 0 {

@@ -72,9 +72,13 @@ type ExpertsJSON struct {
 	CapacityFactor  float64 `json:"capacity_factor"` // 0: dropless
 	LoadImbalance   float64 `json:"load_imbalance"`
 	TokensPerExpert float64 `json:"tokens_per_expert_per_chip_per_micro_batch"`
-	AllToAllICI     float64 `json:"all_to_all_ici_s"`
-	AllToAllDCN     float64 `json:"all_to_all_dcn_s"`
-	AllToAllBytes   int64   `json:"all_to_all_bytes_per_chip"`
+	// Dispatch is "all-to-all", or "ring of experts" (MaxText's
+	// use_ring_of_experts); the AllToAll fields are the expert axis's
+	// collectives either way.
+	Dispatch      string  `json:"dispatch"`
+	AllToAllICI   float64 `json:"all_to_all_ici_s"`
+	AllToAllDCN   float64 `json:"all_to_all_dcn_s"`
+	AllToAllBytes int64   `json:"all_to_all_bytes_per_chip"`
 }
 
 // expertsOf summarises the routing of an MoE estimate (nil when dense).
@@ -84,7 +88,10 @@ func expertsOf(e cost.Estimate) *ExpertsJSON {
 		return nil
 	}
 	x := &ExpertsJSON{Experts: spec.Experts, PerToken: spec.ExpertsPerToken, Degree: e.Mesh.Size(mesh.Expert),
-		CapacityFactor: e.Job.CapacityFactor, LoadImbalance: max(e.Job.LoadImbalance, 1), TokensPerExpert: e.TokensPerExpert}
+		CapacityFactor: e.Job.CapacityFactor, LoadImbalance: max(e.Job.LoadImbalance, 1), TokensPerExpert: e.TokensPerExpert, Dispatch: "all-to-all"}
+	if e.Job.RingOfExperts {
+		x.Dispatch = "ring of experts"
+	}
 	for _, c := range e.Comms {
 		if c.Axis == mesh.Expert {
 			x.AllToAllICI += c.ICITime.Seconds()
@@ -352,8 +359,8 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 		if x.CapacityFactor > 0 {
 			routing = fmt.Sprintf("capacity factor %g", x.CapacityFactor)
 		}
-		fmt.Fprintf(b, "  experts: %d, %d per token, over expert=%d, %s, load imbalance %g: %s tokens per expert per chip per micro-batch; all-to-all %s ICI + %s DCN (%v per chip per step, on the critical path)\n",
-			x.Experts, x.PerToken, x.Degree, routing, x.LoadImbalance, count(x.TokensPerExpert),
+		fmt.Fprintf(b, "  experts: %d, %d per token, over expert=%d, %s, load imbalance %g: %s tokens per expert per chip per micro-batch; %s %s ICI + %s DCN (%v per chip per step, on the critical path)\n",
+			x.Experts, x.PerToken, x.Degree, routing, x.LoadImbalance, count(x.TokensPerExpert), x.Dispatch,
 			dur(secondsOf(x.AllToAllICI)), dur(secondsOf(x.AllToAllDCN)), unit.Bytes(x.AllToAllBytes))
 	}
 }
