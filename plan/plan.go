@@ -1107,6 +1107,6 @@ func (s *searcher) expertNote(p Plan) Note {
 		return note("", "experts: no layout with expert parallelism ran (the experts, batch or HBM allow none)%s", dcn)
 	}
 	x := s.expert.Estimate
-	return note("", "experts: the best layout with expert parallelism, %s, is %.0f%% slower: its %s; the expert axis's all-to-alls do not overlap the expert GEMMs that wait for them, where fsdp's weight gathers do%s",
+	return note("", "experts: the best layout with expert parallelism, %s, is %.0f%% slower: its %s; the expert axis's collectives do not overlap the expert GEMMs that wait for them, where fsdp's weight gathers do%s",
 		x.Mesh, 100*(1-x.TokensPerSecondPerChip/e.TokensPerSecondPerChip), a2a(x), dcn)
 }
