@@ -1107,6 +1107,10 @@ func (s *searcher) expertNote(p Plan) Note {
 		return note("", "experts: no layout with expert parallelism ran (the experts, batch or HBM allow none)%s", dcn)
 	}
 	x := s.expert.Estimate
-	return note("", "experts: the best layout with expert parallelism, %s, is %.0f%% slower: its %s; the expert axis's collectives do not overlap the expert GEMMs that wait for them, where fsdp's weight gathers do%s",
-		x.Mesh, 100*(1-x.TokensPerSecondPerChip/e.TokensPerSecondPerChip), a2a(x), dcn)
+	slower := fmt.Sprintf("is %.0f%% slower", 100*(1-x.TokensPerSecondPerChip/e.TokensPerSecondPerChip))
+	if x.TokensPerSecondPerChip >= 0.995*e.TokensPerSecondPerChip {
+		slower = "runs within 0.5% of its speed"
+	}
+	return note("", "experts: the best layout with expert parallelism, %s, %s: its %s; the expert axis's collectives do not overlap the expert GEMMs that wait for them, where fsdp's weight gathers do%s",
+		x.Mesh, slower, a2a(x), dcn)
 }
