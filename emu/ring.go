@@ -105,6 +105,10 @@ func (e *Endpoint) AllReduce(g collective.Group, x []float32) {
 		e.pairAllReduce(op, g.Ranks, x)
 		return
 	}
+	if e.direct(g) {
+		e.directAllReduce(op, g.Ranks, x)
+		return
+	}
 	if g.NICI == 1 || g.NDCN == 1 {
 		e.ringReduceScatter(op, g.Ranks, x)
 		e.ringAllGather(op, g.Ranks, x)
@@ -132,6 +136,10 @@ func (e *Endpoint) AllGather(g collective.Group, x []float32) []float32 {
 	}
 	e.cost(g, collective.AllGather, unitBytes(len(out)))
 	const op = "all-gather"
+	if e.direct(g) {
+		e.directAllGather(op, g.Ranks, out)
+		return out
+	}
 	if g.NICI == 1 || g.NDCN == 1 {
 		e.ringAllGather(op, g.Ranks, out)
 		return out
@@ -164,6 +172,9 @@ func (e *Endpoint) ReduceScatter(g collective.Group, x []float32) []float32 {
 	}
 	e.cost(g, collective.ReduceScatter, unitBytes(len(x)))
 	const op = "reduce-scatter"
+	if e.direct(g) {
+		return e.directReduceScatter(op, g.Ranks, x)
+	}
 	buf := append([]float32(nil), x...)
 	if g.NICI == 1 || g.NDCN == 1 {
 		e.ringReduceScatter(op, g.Ranks, buf)

@@ -1,0 +1,153 @@
+package emu
+
+import "shardlab/collective"
+
+// Direct collectives: when every member of a flat group lives in this
+// process, each member reads and writes its peers' buffers in place
+// instead of passing chunks round a ring. Member i owns chunk i of every
+// buffer (chunk as the ring cuts them): it alone reads and writes it, so
+// the members need no step-by-step hand-over, only to see each other's
+// buffers at the start and to wait, at the end, until no peer still
+// writes into theirs. An all-reduce then moves each byte of each buffer
+// about twice (read once, written once), the least an in-place
+// all-reduce of n buffers can; the ring moves every chunk through a
+// message copy at each of its 2(n−1) steps.
+//
+// The sums are the ring's, bit for bit: chunk c is accumulated in the
+// order the ring's reduce-scatter adds it (member c+1's, then c+2's, …,
+// member c's last), float addition being commutative; so a run gives the
+// same bits in one process as across MPI ranks, where the ring runs.
+// Bytes are counted as the ring counts them: what is measured is the
+// algorithm the cost model prices, not the shortcut memory allows.
+
+// directBlock is the floats reduced at a time, so that the running sum
+// stays in cache while the peers' blocks stream past.
+const directBlock = 16 << 10
+
+// direct reports whether g's collectives can run directly: a flat group
+// (one slice, or one member per slice) of more than two members, all in
+// this process.
+func (e *Endpoint) direct(g collective.Group) bool {
+	return (g.NICI == 1 || g.NDCN == 1) && len(g.Ranks) > 2 && e.f.remote == nil && !e.f.v1
+}
+
+// borrow shows x to every other member without copying it and returns
+// every member's buffer, by index; done hands the peers' back.
+func (e *Endpoint) borrow(op, axis string, members []int, x []float32) (views [][]float32, done func()) {
+	n := len(members)
+	i := indexOf(members, e.rank)
+	for k := 1; k < n; k++ {
+		e.share(members[(i+k)%n], x)
+	}
+	views = make([][]float32, n)
+	views[i] = x
+	msgs := make([]message, n)
+	for k := 1; k < n; k++ {
+		j := (i + k) % n
+		msgs[j] = e.get(members[j])
+		views[j] = msgs[j].data
+	}
+	return views, func() {
+		for k := 1; k < n; k++ {
+			j := (i + k) % n
+			e.release(members[j], msgs[j])
+		}
+		e.lent.Wait()
+	}
+}
+
+// share lends x to device to without counting it: a view for the direct
+// collectives, which count their bytes as the ring would.
+func (e *Endpoint) share(to int, x []float32) {
+	e.lent.Add(1)
+	q := e.f.queue(e.rank, to)
+	q.mu.Lock()
+	q.q = append(q.q, message{data: x, t: e.f.clocks[e.rank], lender: &e.lent})
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+// reduceChunk sums chunk i of the n views into out[lo:hi] in the ring's
+// order, a block at a time; out may be views[i] itself.
+func (e *Endpoint) reduceChunk(views [][]float32, i, lo, hi int, out []float32, each func(b, be int)) {
+	n := len(views)
+	if e.scratch == nil {
+		e.scratch = make([]float32, directBlock)
+	}
+	acc := e.scratch
+	for b := lo; b < hi; b += directBlock {
+		be := min(b+directBlock, hi)
+		a := acc[:be-b]
+		copy(a, views[(i+1)%n][b:be])
+		for s := 2; s < n; s++ {
+			e.f.add(a, views[(i+s)%n][b:be])
+		}
+		copy(out[b-lo:be-lo], views[i][b:be])
+		e.f.add(out[b-lo:be-lo], a)
+		if each != nil {
+			each(b, be)
+		}
+	}
+}
+
+// countRing counts what the ring's reduce-scatter (rs) and all-gather
+// (ag) would send from member i of members for a buffer of l floats.
+func (e *Endpoint) countRing(op string, members []int, l int, rs, ag bool) {
+	n := len(members)
+	i := indexOf(members, e.rank)
+	next := members[(i+1)%n]
+	for k := 0; k < n-1; k++ {
+		if rs {
+			lo, hi := chunk(l, n, mod(i-1-k, n))
+			e.count(op, e.axis, next, hi-lo)
+		}
+		if ag {
+			lo, hi := chunk(l, n, mod(i-k, n))
+			e.count(op, e.axis, next, hi-lo)
+		}
+	}
+}
+
+// directAllReduce is AllReduce's direct form: member i sums chunk i of
+// every buffer into its own and writes the sum into every peer's.
+func (e *Endpoint) directAllReduce(op string, members []int, x []float32) {
+	views, done := e.borrow(op, e.axis, members, x)
+	n := len(members)
+	i := indexOf(members, e.rank)
+	lo, hi := chunk(len(x), n, i)
+	e.reduceChunk(views, i, lo, hi, x[lo:hi], func(b, be int) {
+		for s := 1; s < n; s++ {
+			copy(views[(i+s)%n][b:be], x[b:be])
+		}
+	})
+	e.countRing(op, members, len(x), true, true)
+	done()
+}
+
+// directReduceScatter is ReduceScatter's direct form: member i sums chunk
+// i of every buffer into a new slice.
+func (e *Endpoint) directReduceScatter(op string, members []int, x []float32) []float32 {
+	views, done := e.borrow(op, e.axis, members, x)
+	n := len(members)
+	i := indexOf(members, e.rank)
+	lo, hi := chunk(len(x), n, i)
+	out := make([]float32, hi-lo)
+	e.reduceChunk(views, i, lo, hi, out, nil)
+	e.countRing(op, members, len(x), true, false)
+	done()
+	return out
+}
+
+// directAllGather is AllGather's direct form on out, which holds this
+// member's chunk in place: member i copies it into every peer's out.
+func (e *Endpoint) directAllGather(op string, members []int, out []float32) {
+	views, done := e.borrow(op, e.axis, members, out)
+	n := len(members)
+	i := indexOf(members, e.rank)
+	lo, hi := chunk(len(out), n, i)
+	for s := 1; s < n; s++ {
+		copy(views[(i+s)%n][lo:hi], out[lo:hi])
+	}
+	e.countRing(op, members, len(out), false, true)
+	done()
+}
