@@ -89,48 +89,10 @@ func TestBytesEqualCost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// measured, summed over devices, by collective kind and link class;
-			// ring attention's backward reduce-scatter of dK, dV is part of
-			// what cost counts as the context axis's K/V all-gathers
-			measured := map[string][2]int64{}
-			for _, d := range r.Devices {
-				for key, b := range d.SentByAxis {
-					op := key[strings.Index(key, " ")+1:]
-					if strings.HasPrefix(key, "context ") {
-						op = "all-gather"
-					}
-					v := measured[op]
-					v[0] += b[0]
-					v[1] += b[1]
-					measured[op] = v
-				}
-			}
-			// predicted by cost, per chip, times the chips
-			chips := int64(m.Chips())
-			predicted := map[string][2]int64{}
-			for _, c := range est.Comms {
-				op := c.Op.String()
-				v := predicted[op]
-				v[0] += int64(c.ICIBytes) * chips
-				v[1] += int64(c.DCNBytes) * chips
-				predicted[op] = v
-			}
+			measured, predicted := byOp(r), predictedByOp(est, m)
 			if tt.layout == "tensor=2,data=4" {
 				// compare the tensor-parallel activation all-reduces alone
-				var got int64
-				for _, d := range r.Devices {
-					b := d.SentByAxis["tensor all-reduce"]
-					got += b[0] + b[1]
-				}
-				var want int64
-				for _, c := range est.Comms {
-					if c.Axis == mesh.Tensor {
-						want += int64(c.ICIBytes) * chips
-					}
-				}
-				if got != want || want == 0 {
-					t.Errorf("tensor all-reduce: measured %d bytes, cost %d", got, want)
-				}
+				tensorBytesEqual(t, r, est, m)
 				return
 			}
 			for op, want := range predicted {
@@ -147,6 +109,60 @@ func TestBytesEqualCost(t *testing.T) {
 				t.Errorf("DCN bytes per step: measured %d, cost %d", got, est.DCNBytesPerStep)
 			}
 		})
+	}
+}
+
+// byOp is what a run measured, summed over devices, by collective kind
+// and link class; ring attention's backward reduce-scatter of dK, dV is
+// part of what cost counts as the context axis's K/V all-gathers.
+func byOp(r *emu.Result) map[string][2]int64 {
+	measured := map[string][2]int64{}
+	for _, d := range r.Devices {
+		for key, b := range d.SentByAxis {
+			op := key[strings.Index(key, " ")+1:]
+			if strings.HasPrefix(key, "context ") {
+				op = "all-gather"
+			}
+			v := measured[op]
+			v[0] += b[0]
+			v[1] += b[1]
+			measured[op] = v
+		}
+	}
+	return measured
+}
+
+// predictedByOp is cost's prediction in byOp's form: per chip, times the
+// chips.
+func predictedByOp(est cost.Estimate, m mesh.Mesh) map[string][2]int64 {
+	chips := int64(m.Chips())
+	predicted := map[string][2]int64{}
+	for _, c := range est.Comms {
+		op := c.Op.String()
+		v := predicted[op]
+		v[0] += int64(c.ICIBytes) * chips
+		v[1] += int64(c.DCNBytes) * chips
+		predicted[op] = v
+	}
+	return predicted
+}
+
+// tensorBytesEqual holds the tensor-parallel all-reduces measured to
+// cost's.
+func tensorBytesEqual(t *testing.T, r *emu.Result, est cost.Estimate, m mesh.Mesh) {
+	t.Helper()
+	var got, want int64
+	for _, d := range r.Devices {
+		b := d.SentByAxis["tensor all-reduce"]
+		got += b[0] + b[1]
+	}
+	for _, c := range est.Comms {
+		if c.Axis == mesh.Tensor {
+			want += int64(c.ICIBytes) * int64(m.Chips())
+		}
+	}
+	if got != want || want == 0 {
+		t.Errorf("tensor all-reduce: measured %d bytes, cost %d", got, want)
 	}
 }
 
@@ -349,42 +365,13 @@ func TestMoEBytesEqualCost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			measured := map[string][2]int64{}
-			for _, d := range r.Devices {
-				for key, b := range d.SentByAxis {
-					op := key[strings.Index(key, " ")+1:]
-					v := measured[op]
-					v[0] += b[0]
-					v[1] += b[1]
-					measured[op] = v
-				}
-			}
+			measured, predicted := byOp(r), predictedByOp(est, m)
 			chips := int64(m.Chips())
-			predicted := map[string][2]int64{}
-			for _, cm := range est.Comms {
-				op := cm.Op.String()
-				v := predicted[op]
-				v[0] += int64(cm.ICIBytes) * chips
-				v[1] += int64(cm.DCNBytes) * chips
-				predicted[op] = v
-			}
 			if m.Size(mesh.Tensor) > 1 {
 				// the emulator keeps the embeddings whole on every tensor rank
 				// where cost splits them: compare the tensor all-reduces (the
 				// experts' output among them) and the all-to-alls alone
-				var got, want int64
-				for _, d := range r.Devices {
-					b := d.SentByAxis["tensor all-reduce"]
-					got += b[0] + b[1]
-				}
-				for _, cm := range est.Comms {
-					if cm.Axis == mesh.Tensor {
-						want += int64(cm.ICIBytes) * chips
-					}
-				}
-				if got != want || want == 0 {
-					t.Errorf("tensor all-reduce: measured %d bytes, cost %d", got, want)
-				}
+				tensorBytesEqual(t, r, est, m)
 				predicted = map[string][2]int64{"all-to-all": predicted["all-to-all"]}
 			}
 			for op, want := range predicted {

@@ -268,12 +268,7 @@ func (e *Endpoint) lend(op, axis string, to int, x []float32) {
 		return
 	}
 	e.count(op, axis, to, len(x))
-	e.lent.Add(1)
-	q := e.f.queue(e.rank, to)
-	q.mu.Lock()
-	q.q = append(q.q, message{data: x, t: e.f.clocks[e.rank], lender: &e.lent})
-	q.mu.Unlock()
-	q.cond.Signal()
+	e.share(to, x)
 }
 
 // release hands a received message back: a lent view to its sender, a

@@ -56,8 +56,8 @@ func (e *Endpoint) borrow(op, axis string, members []int, x []float32) (views []
 	}
 }
 
-// share lends x to device to without counting it: a view for the direct
-// collectives, which count their bytes as the ring would.
+// share lends x to device to without counting it (lend counts; the
+// direct collectives count their bytes as the ring would).
 func (e *Endpoint) share(to int, x []float32) {
 	e.lent.Add(1)
 	q := e.f.queue(e.rank, to)

@@ -64,24 +64,7 @@ func TestFlashGradientsMatchFiniteDifferences(t *testing.T) {
 	p := newParams[float64](c, 3)
 	rng := rand.New(rand.NewPCG(9, 9))
 	mb := randomMicro(rng, c, 2)
-	g := p.zeroLike()
-	lossAndGrad(c, p, g, mb)
-	params, grads := p.Tensors(), g.Tensors()
-	const h = 1e-5
-	for ti := range params {
-		for i := range params[ti] {
-			old := params[ti][i]
-			params[ti][i] = old + h
-			up := lossOnly(c, p, mb)
-			params[ti][i] = old - h
-			down := lossOnly(c, p, mb)
-			params[ti][i] = old
-			fd := (up - down) / (2 * h)
-			if diff := math.Abs(fd - grads[ti][i]); diff > 1e-7+1e-5*math.Abs(fd) {
-				t.Fatalf("tensor %d index %d: backward %.10g, finite difference %.10g", ti, i, grads[ti][i], fd)
-			}
-		}
-	}
+	checkGradients(t, c, p, mb, 1e-5)
 }
 
 // TestFlashAttentionParity trains with FlashAttention on layouts that split

@@ -149,23 +149,25 @@ func route[T Float](logits Mat[T], k, cp int) (idx, pos []int, gate []T) {
 // holds its slots of this rank's local experts, local × cp rows — into
 // expert-major order: expert le's ep·cp rows together, member by member.
 // fromExperts is its inverse.
-func toExperts[T Float](in Mat[T], local, ep, cp int) Mat[T] {
-	out := newMat[T](in.R, in.C)
-	w := cp * in.C
-	for j := range ep {
-		for le := range local {
-			copy(out.D[(le*ep+j)*w:(le*ep+j+1)*w], in.D[(j*local+le)*w:(j*local+le+1)*w])
-		}
-	}
-	return out
-}
+func toExperts[T Float](in Mat[T], local, ep, cp int) Mat[T] { return regroup(in, local, ep, cp, true) }
 
 func fromExperts[T Float](in Mat[T], local, ep, cp int) Mat[T] {
+	return regroup(in, local, ep, cp, false)
+}
+
+// regroup moves each (member j, expert le) run of cp rows between
+// member-major and expert-major order.
+func regroup[T Float](in Mat[T], local, ep, cp int, toExpert bool) Mat[T] {
 	out := newMat[T](in.R, in.C)
 	w := cp * in.C
 	for j := range ep {
 		for le := range local {
-			copy(out.D[(j*local+le)*w:(j*local+le+1)*w], in.D[(le*ep+j)*w:(le*ep+j+1)*w])
+			byExpert, byMember := (le*ep+j)*w, (j*local+le)*w
+			if toExpert {
+				copy(out.D[byExpert:byExpert+w], in.D[byMember:byMember+w])
+			} else {
+				copy(out.D[byMember:byMember+w], in.D[byExpert:byExpert+w])
+			}
 		}
 	}
 	return out

@@ -1,7 +1,6 @@
 package emu
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -32,31 +31,11 @@ func TestMoEGradientsMatchFiniteDifferences(t *testing.T) {
 			}
 		}
 		mb := randomMicro(rng, c, 2)
-		g := p.zeroLike()
-		lossAndGrad(c, p, g, mb)
 		dropped := droppedRows(c, p, mb)
 		if capacity >= 2 && dropped != 0 || capacity < 1 && dropped == 0 {
 			t.Fatalf("capacity factor %v: %d rows dropped", capacity, dropped)
 		}
-		params, grads := p.Tensors(), g.Tensors()
-		const h = 1e-6
-		worst := 0.0
-		for ti := range params {
-			for i := range params[ti] {
-				old := params[ti][i]
-				params[ti][i] = old + h
-				up := lossOnly(c, p, mb)
-				params[ti][i] = old - h
-				down := lossOnly(c, p, mb)
-				params[ti][i] = old
-				fd := (up - down) / (2 * h)
-				diff := math.Abs(fd - grads[ti][i])
-				if diff > 1e-7+1e-5*math.Abs(fd) {
-					t.Fatalf("capacity %v tensor %d index %d: backward %.10g, finite difference %.10g", capacity, ti, i, grads[ti][i], fd)
-				}
-				worst = max(worst, diff)
-			}
-		}
+		worst := checkGradients(t, c, p, mb, 1e-6)
 		t.Logf("capacity factor %v, %d of %d routed rows dropped: worst |backward − finite difference| = %.3g", capacity, dropped, 2*c.Seq*c.ExpertsPerToken*(c.Layers-1), worst)
 	}
 }
@@ -121,25 +100,7 @@ func TestMoEParityWithOneDevice(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := moeRun(t, tt.accel, tt.slices, tt.layout, tt.micro)
-			for i := range one.Losses {
-				if !close(r.Losses[i], one.Losses[i]) {
-					t.Errorf("step %d loss %.8f, one device %.8f", i+1, r.Losses[i], one.Losses[i])
-				}
-			}
-			got, want := r.Final.Tensors(), one.Final.Tensors()
-			if len(got) != len(want) {
-				t.Fatalf("%d tensors, one device %d", len(got), len(want))
-			}
-			worst := 0.0
-			for ti := range want {
-				for i := range want[ti] {
-					a, b := float64(got[ti][i]), float64(want[ti][i])
-					if !close(a, b) {
-						t.Fatalf("tensor %d element %d = %.8g, one device %.8g", ti, i, a, b)
-					}
-					worst = max(worst, math.Abs(a-b))
-				}
-			}
+			worst := sameAsOne(t, r, one)
 			t.Logf("%s: losses %v, worst parameter difference %.3g", tt.layout, fmtLosses(r.Losses), worst)
 		})
 	}

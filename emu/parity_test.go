@@ -83,26 +83,36 @@ func TestParityWithOneDevice(t *testing.T) {
 				sched = schedule.OneFOneB
 			}
 			r := parityRunChunked(t, testMesh(t, tt.accel, tt.slices, tt.layout), tt.micro, sched, tt.chunks, tt.tied)
-			ref := one[tt.tied]
-			for i := range ref.Losses {
-				if !close(r.Losses[i], ref.Losses[i]) {
-					t.Errorf("step %d loss %.8f, one device %.8f", i+1, r.Losses[i], ref.Losses[i])
-				}
-			}
-			got, want := r.Final.Tensors(), ref.Final.Tensors()
-			worst := 0.0
-			for ti := range want {
-				for i := range want[ti] {
-					a, b := float64(got[ti][i]), float64(want[ti][i])
-					if !close(a, b) {
-						t.Fatalf("tensor %d element %d = %.8g, one device %.8g", ti, i, a, b)
-					}
-					worst = max(worst, math.Abs(a-b))
-				}
-			}
+			worst := sameAsOne(t, r, one[tt.tied])
 			t.Logf("%s: losses %v, worst parameter difference %.3g", tt.layout, fmtLosses(r.Losses), worst)
 		})
 	}
+}
+
+// sameAsOne holds a run's losses and final weights to the one-device
+// run's (close) and returns the worst parameter difference.
+func sameAsOne(t *testing.T, r, ref *Result) float64 {
+	t.Helper()
+	for i := range ref.Losses {
+		if !close(r.Losses[i], ref.Losses[i]) {
+			t.Errorf("step %d loss %.8f, one device %.8f", i+1, r.Losses[i], ref.Losses[i])
+		}
+	}
+	got, want := r.Final.Tensors(), ref.Final.Tensors()
+	if len(got) != len(want) {
+		t.Fatalf("%d tensors, one device %d", len(got), len(want))
+	}
+	worst := 0.0
+	for ti := range want {
+		for i := range want[ti] {
+			a, b := float64(got[ti][i]), float64(want[ti][i])
+			if !close(a, b) {
+				t.Fatalf("tensor %d element %d = %.8g, one device %.8g", ti, i, a, b)
+			}
+			worst = max(worst, math.Abs(a-b))
+		}
+	}
+	return worst
 }
 
 func fmtLosses(l []float64) string { return fmt.Sprintf("%.5f", l) }
