@@ -425,3 +425,79 @@ func TestFSDPGathersThreeMatricesAtATime(t *testing.T) {
 		t.Errorf("GPT-3 175B on v6e-256 fsdp=256: %v of %v, does not fit (the published run did)", fsdp.Total(), fsdp.Usable)
 	}
 }
+
+func TestParallelBlock(t *testing.T) {
+	// MaxText's 2023 decoder layer (MaxText/layers/models.py @76bd53b0:
+	// attention and MLP both read lnx and "next_layer_addition = mlp_lnx +
+	// attention_lnx"): only the residual sum reads the attention's output,
+	// so full remat redoes Q, K, V and the MLP input, not the output
+	// projection (by hand: 2·d·(q + 2·kv) + 2·d·f for a ReLU MLP).
+	seq := model.Spec{Name: "p", Layers: 4, DModel: 1024, Heads: 8, HeadDim: 256, DFF: 4096, Vocab: 32768, SeqLen: 2048, NormsPerLayer: 1}
+	par := seq
+	par.ParallelBlock = true
+	d, q, f := 1024.0, 2048.0, 4096.0
+	for _, tt := range []struct {
+		spec model.Spec
+		want float64
+	}{{seq, 2*d*3*q + 2*d*q + 2*d*f}, {par, 2*d*3*q + 2*d*f}} {
+		j := NewJob(tt.spec, 2048, 64)
+		if got := j.rematOf(1, 2048, 2048, 1).recompute; got != tt.want {
+			t.Errorf("parallel %v: full remat recomputes %v FLOPs per token, want %v", tt.spec.ParallelBlock, got, tt.want)
+		}
+		// minimal keeps the projections' outputs: out_proj is no residual of
+		// a parallel block, so it costs no HBM there
+		j.Remat = RematMinimal
+		kept := 2 * 2048 * (d + 3*q + f) // layer input, Q, K, V, mlpwi
+		if !tt.spec.ParallelBlock {
+			kept += 2 * 2048 * d // out_proj
+		}
+		if got := j.LayerActivations(1, 2048, 2048, 1); got != kept {
+			t.Errorf("parallel %v: minimal keeps %v bytes, want %v", tt.spec.ParallelBlock, got, kept)
+		}
+	}
+
+	// Tensor parallelism: a sequential layer all-reduces its activations
+	// twice forward and twice backward; a parallel one all-gathers once and
+	// reduce-scatters twice forward, and backward (the transpose, its two
+	// all-gathers of one gradient done once) once each: 5 half-all-reduces
+	// for 8. Full remat adds 2 all-reduces (sequential) or 1 all-gather.
+	m := layout(t, "v5p-64", 1, "fsdp=8,tensor=4")
+	e := NewEstimator()
+	act := unit.Bytes(64 / 8 * 2048 * 1024 * 2) // b·s·d bf16 per tensor group
+	ar, ag := collective.Bytes(collective.AllReduce, 4, act), collective.Bytes(collective.AllGather, 4, act)
+	for _, tt := range []struct {
+		spec  model.Spec
+		remat Remat
+		want  unit.Bytes
+	}{
+		{seq, RematNone, 4 * ar}, {par, RematNone, 5 * ag},
+		{seq, RematFull, 6 * ar}, {par, RematFull, 6 * ag},
+		{par, RematMinimal, 5 * ag}, // the attention core alone needs no collective
+	} {
+		j := NewJob(tt.spec, 2048, 64)
+		j.Remat = tt.remat
+		est, err := e.Estimate(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got unit.Bytes
+		for _, c := range est.Comms {
+			if c.Axis == mesh.Tensor {
+				got += c.ICIBytes
+			}
+		}
+		if want := tt.want * 4; got != want { // per layer, 4 layers
+			t.Errorf("parallel %v, %s: tensor ICI bytes %v, want %v", tt.spec.ParallelBlock, tt.remat, got, want)
+		}
+	}
+
+	// One residual sum of three operands instead of two of two: 2·d
+	// elements of traffic less per token, layer and pass.
+	j := NewJob(seq, 2048, 64)
+	sh := shape{d: 1, f: 64, t: 1, p: 1, c: 1, e: 1, m: 1, b: 1, s: 2048, ls: 4, v: 1}
+	r := j.rematOf(1, 2048, 2048, 1)
+	jp := NewJob(par, 2048, 64)
+	if got, want := j.vectorBytes(sh, r)-jp.vectorBytes(sh, r), 4*2048*2*(2*d)*4.0; got != want {
+		t.Errorf("vector bytes, sequential − parallel = %v, want %v (4 layers, 2048 tokens, bf16, 2·d, 4 passes)", got, want)
+	}
+}
