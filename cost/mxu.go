@@ -100,13 +100,9 @@ func (e *Estimator) mxuStats(j Job, sh shape, p systolic.Preset) (mxuStats, erro
 			// converged (the fill and drain are a millionth of the stream), so
 			// the closed form sees at most systolic.MaxDim.
 			c := systolic.GEMM{M: min(pass.M, systolic.MaxDim), K: min(pass.K, systolic.MaxDim), N: min(pass.N, systolic.MaxDim)}
-			eff, ok := e.effs[effKey{c, p.Rows, p.Cols, p.MXUs}]
-			if !ok {
-				var err error
-				if eff, err = p.Efficiency(c); err != nil {
-					return mxuStats{}, fmt.Errorf("cost: %s GEMM %dx%dx%d: %w", x.what, pass.M, pass.K, pass.N, err)
-				}
-				e.effs[effKey{c, p.Rows, p.Cols, p.MXUs}] = eff
+			eff, c, err := e.passEfficiency(c, p)
+			if err != nil {
+				return mxuStats{}, fmt.Errorf("cost: %s GEMM %dx%dx%d: %w", x.what, pass.M, pass.K, pass.N, err)
 			}
 			macs += w
 			cycles += w / eff
@@ -129,6 +125,31 @@ func (e *Estimator) mxuStats(j Job, sh shape, p systolic.Preset) (mxuStats, erro
 		return st.ragged[a] < st.ragged[b]
 	})
 	return st, nil
+}
+
+// passEfficiency is the MXU efficiency of one GEMM pass, C = A·B, in the
+// better of its two orientations: B's tiles held in the array and A's M
+// rows streamed through, or Cᵀ = Bᵀ·Aᵀ with A's tiles held and B's N
+// columns streamed. The compiler picks which operand the MXU latches, as
+// flash attention's backward pass computes dK = dSᵀ·Q, streaming the
+// sequence, rather than dKᵀ = Qᵀ·dS, streaming the 128 rows of a head. It
+// returns the orientation it costed.
+func (e *Estimator) passEfficiency(c systolic.GEMM, p systolic.Preset) (float64, systolic.GEMM, error) {
+	best, bestG := 0.0, c
+	for _, g := range []systolic.GEMM{c, {M: c.N, K: c.K, N: c.M}} {
+		eff, ok := e.effs[effKey{g, p.Rows, p.Cols, p.MXUs}]
+		if !ok {
+			var err error
+			if eff, err = p.Efficiency(g); err != nil {
+				return 0, c, err
+			}
+			e.effs[effKey{g, p.Rows, p.Cols, p.MXUs}] = eff
+		}
+		if eff > best {
+			best, bestG = eff, g
+		}
+	}
+	return best, bestG, nil
 }
 
 type effKey struct {
