@@ -138,8 +138,8 @@ func TestZeROMemory(t *testing.T) {
 func TestSingleChipComputeIsFLOPsOverRate(t *testing.T) {
 	// One chip, no remat, dot-product attention: nothing but compute; the
 	// matmuls and the attention core take their FLOPs at peak × residual
-	// efficiency × MXU efficiency, and the step adds the memory-bound work
-	// and the optimizer at HBM bandwidth.
+	// efficiency × the MXU efficiency of their own GEMMs, and the step adds
+	// the memory-bound work and the optimizer at HBM bandwidth.
 	spec := model.Spec{Name: "small", Layers: 4, DModel: 512, Heads: 8, DFF: 2048, Vocab: 1024, SeqLen: 512, GatedMLP: true}
 	j := NewJob(spec, 512, 8)
 	j.Remat, j.Attention = RematNone, AttentionDot
@@ -149,9 +149,22 @@ func TestSingleChipComputeIsFLOPsOverRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rate := float64(chip.PeakBF16) * j.EfficiencyFor(chip) * est.MXUEfficiency
-	if got, want := (est.Time.MXU + est.Time.Attention).Seconds(), float64(est.HardwareFLOPs)/rate; math.Abs(got-want) > 1e-9+1e-6*want {
-		t.Errorf("matmul + attention time %v s, want FLOPs/rate %v s", got, want)
+	tokens := 8 * 512.0
+	rate := float64(chip.PeakBF16) * j.EfficiencyFor(chip)
+	mm, attn := 6*float64(spec.MatmulParams())*tokens, 3*spec.AttentionFLOPsPerToken(512)*tokens
+	if got, want := est.Time.MXU.Seconds(), mm/(rate*est.MatmulEfficiency); math.Abs(got-want) > 1e-9+1e-6*want {
+		t.Errorf("matmul time %v s, want FLOPs/rate %v s", got, want)
+	}
+	if got, want := est.Time.Attention.Seconds(), attn/(rate*est.AttentionEfficiency); math.Abs(got-want) > 1e-9+1e-6*want {
+		t.Errorf("attention time %v s, want FLOPs/rate %v s", got, want)
+	}
+	if mm+attn != float64(est.HardwareFLOPs) {
+		t.Errorf("hardware FLOPs %v, want matmuls %v + attention %v", est.HardwareFLOPs, mm, attn)
+	}
+	// the blend is the FLOP-weighted harmonic mean of the two, over the
+	// layer's GEMMs: between them
+	if lo, hi := min(est.MatmulEfficiency, est.AttentionEfficiency), max(est.MatmulEfficiency, est.AttentionEfficiency); est.MXUEfficiency < lo || est.MXUEfficiency > hi {
+		t.Errorf("MXU efficiency %v outside matmuls %v and attention %v", est.MXUEfficiency, est.MatmulEfficiency, est.AttentionEfficiency)
 	}
 	if est.Time.ICI != 0 || est.Time.DCN != 0 || est.Time.Bubble != 0 || est.Time.Step != est.Time.Compute {
 		t.Errorf("single chip: ICI %v DCN %v bubble %v step %v compute %v", est.Time.ICI, est.Time.DCN, est.Time.Bubble, est.Time.Step, est.Time.Compute)
@@ -166,7 +179,7 @@ func TestSingleChipComputeIsFLOPsOverRate(t *testing.T) {
 	n := float64(spec.MatmulParams())
 	d, q, f := 512.0, 512.0, 2048.0
 	rc := 4 * (2*d*q*4 + 2*2*d*f) // 4 layers: Q, K, V, O and both MLP inputs
-	attn := spec.AttentionFLOPsPerToken(512)
+	attn = spec.AttentionFLOPsPerToken(512)
 	if want := (6*n + rc + 4*attn) / (6*n + 3*attn); math.Abs(est.HFU/est.MFU-want) > 1e-9 {
 		t.Errorf("HFU/MFU = %v, want %v", est.HFU/est.MFU, want)
 	}
@@ -335,7 +348,7 @@ func ExampleEstimator_Estimate() {
 	est, _ := NewEstimator().Estimate(j, m)
 	fmt.Printf("state %v, fits %v, MFU %.2f\n", est.Memory.State(), est.Memory.Fits(), est.MFU)
 	// Output:
-	// state 16.4 GiB, fits true, MFU 0.50
+	// state 16.4 GiB, fits true, MFU 0.49
 }
 
 func TestKVHeadsReplicatedBeyondTheirCount(t *testing.T) {

@@ -100,8 +100,12 @@ type Estimate struct {
 	MicroBatchSize int
 	// MXUEfficiency is the FLOP-weighted share of MXU capacity the layer's
 	// GEMMs (forward and backward, per chip) can use, from the systolic
-	// closed form; compute runs at peak × Job.Efficiency × MXUEfficiency.
-	MXUEfficiency float64
+	// closed form. MatmulEfficiency is the same over the projections' (and
+	// experts' and output layer's) GEMMs, AttentionEfficiency over the
+	// attention core's: the matmuls run at peak × Job.Efficiency ×
+	// MatmulEfficiency, the attention core at peak × Job.Efficiency ×
+	// AttentionEfficiency.
+	MXUEfficiency, MatmulEfficiency, AttentionEfficiency float64
 	// PaddingLoss is the FLOP-weighted share of MXU tiles left empty
 	// because GEMM dimensions are not multiples of the array side, and
 	// RaggedGEMMs names the GEMMs that lose the most to it.
@@ -448,8 +452,9 @@ func (j Job) MatmulPeak(chip hw.Chip) (float64, error) {
 // compute fills in the FLOPs and the compute part of the step: the
 // matmuls at the quantized peak times the MXU efficiency of their shapes,
 // the attention core (flash attention skips the masked half of causal
-// attention, whatever convention MFU counts in), both divided by the
-// residual efficiency, plus the memory-bound work at HBM bandwidth, and
+// attention, whatever convention MFU counts in) at the bf16 peak times
+// the MXU efficiency of its own GEMMs' shapes (a head of 128 fills half a
+// 256-wide array), both times the residual efficiency, plus the memory-bound work at HBM bandwidth, and
 // host-offload transfers that do not hide under the matmuls.
 func (e *Estimator) compute(est *Estimate, sh shape) error {
 	j, m := est.Job, est.Mesh
@@ -479,15 +484,15 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 		return err
 	}
 	est.MXUEfficiency, est.PaddingLoss, est.RaggedGEMMs = mx.efficiency, mx.padding, mx.ragged
+	est.MatmulEfficiency, est.AttentionEfficiency = mx.matmul, mx.attention
 	peak, _ := j.MatmulPeak(chip)
-	eff := mx.efficiency * j.efficiency(chip)
 	t := &est.Time
-	mmEff := eff
+	mmEff := mx.matmul * j.efficiency(chip)
 	if j.Quantization != QuantNone {
 		mmEff *= j.calibration().Quantized
 	}
 	t.MXU = seconds((matmul + recompute + j.droplessExtra(tokens)) / chips / (peak * mmEff))
-	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * eff * j.calibration().Attention))
+	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * mx.attention * j.efficiency(chip) * j.calibration().Attention))
 	t.Vector = seconds(j.vectorBytes(sh, r) / float64(chip.HBMBandwidth))
 	t.Optimizer = seconds(j.optimizerBytes(sh) / float64(chip.HBMBandwidth))
 	if pcie := j.offloadBytes(sh, r, est.Memory); pcie > 0 && chip.PCIe > 0 {

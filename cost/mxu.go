@@ -14,6 +14,9 @@ type gemm struct {
 	what  string
 	g     systolic.GEMM
 	count int
+	// attention marks the attention core's GEMMs (scores and values),
+	// which run in the attention kernel rather than as projections.
+	attention bool
 }
 
 // layerGEMMs lists the forward matrix multiplies one chip does for one
@@ -35,18 +38,18 @@ func (j Job) layerGEMMs(sh shape) []gemm {
 		mlpIn = 2
 	}
 	out := []gemm{
-		{"QKV projection", systolic.GEMM{M: m, K: d, N: q + 2*kv}, 1},
-		{"attention scores", systolic.GEMM{M: sh.s, K: spec.QKHead(), N: j.Seq}, heads},
-		{"attention values", systolic.GEMM{M: sh.s, K: j.Seq, N: spec.VHead()}, heads},
-		{"output projection", systolic.GEMM{M: m, K: q, N: d}, 1},
-		{"MLP in", systolic.GEMM{M: m, K: d, N: f}, mlpIn},
-		{"MLP out", systolic.GEMM{M: m, K: f, N: d}, 1},
+		{"QKV projection", systolic.GEMM{M: m, K: d, N: q + 2*kv}, 1, false},
+		{"attention scores", systolic.GEMM{M: sh.s, K: spec.QKHead(), N: j.Seq}, heads, true},
+		{"attention values", systolic.GEMM{M: sh.s, K: j.Seq, N: spec.VHead()}, heads, true},
+		{"output projection", systolic.GEMM{M: m, K: q, N: d}, 1, false},
+		{"MLP in", systolic.GEMM{M: m, K: d, N: f}, mlpIn, false},
+		{"MLP out", systolic.GEMM{M: m, K: f, N: d}, 1, false},
 	}
 	if spec.MoE() {
 		out = j.expertGEMMs(sh, out, mlpIn)
 	}
 	if v := spec.Vocab / sh.t; v > 0 && f > 0 {
-		out = append(out, gemm{"logits", systolic.GEMM{M: m, K: d, N: v}, 1})
+		out = append(out, gemm{"logits", systolic.GEMM{M: m, K: d, N: v}, 1, false})
 	}
 	return out
 }
@@ -56,7 +59,10 @@ func (j Job) layerGEMMs(sh shape) []gemm {
 // dB = Aᵀ·dC).
 type mxuStats struct {
 	efficiency float64
-	padding    float64
+	// matmul and attention are the same over the projections' GEMMs and
+	// over the attention core's.
+	matmul, attention float64
+	padding           float64
 	// ragged names the GEMMs that lose over 0.5 % of their own work to
 	// padding, the most wasted MACs first.
 	ragged []string
@@ -90,6 +96,7 @@ func (e *Estimator) mxu(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
 
 func (e *Estimator) mxuStats(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
 	var macs, cycles, mapped float64
+	var attnMACs, attnCycles float64
 	lossBy := map[string]float64{} // padded MACs wasted, per GEMM
 	macsBy := map[string]float64{}
 	for _, x := range j.layerGEMMs(sh) {
@@ -106,13 +113,18 @@ func (e *Estimator) mxuStats(j Job, sh shape, p systolic.Preset) (mxuStats, erro
 			}
 			macs += w
 			cycles += w / eff
+			if x.attention {
+				attnMACs += w
+				attnCycles += w / eff
+			}
 			me := systolic.MappingEfficiency(systolic.WeightStationary, c, p.Rows, p.Cols)
 			mapped += w / me
 			lossBy[x.what] += w/me - w
 			macsBy[x.what] += w
 		}
 	}
-	st := mxuStats{efficiency: macs / cycles, padding: 1 - macs/mapped}
+	st := mxuStats{efficiency: macs / cycles, padding: 1 - macs/mapped,
+		matmul: (macs - attnMACs) / (cycles - attnCycles), attention: attnMACs / attnCycles}
 	for what, loss := range lossBy {
 		if loss > 0.005*macsBy[what] { // the GEMM itself loses over 0.5 % to padding
 			st.ragged = append(st.ragged, what)
@@ -173,13 +185,13 @@ func (j Job) expertGEMMs(sh shape, out []gemm, mlpIn int) []gemm {
 	f := spec.ExpertFF() / sh.t
 	local := spec.Experts / sh.e
 	out = append(out,
-		gemm{"expert MLP in", systolic.GEMM{M: m, K: spec.DModel, N: f}, mlpIn * local},
-		gemm{"expert MLP out", systolic.GEMM{M: m, K: f, N: spec.DModel}, local})
+		gemm{"expert MLP in", systolic.GEMM{M: m, K: spec.DModel, N: f}, mlpIn * local, false},
+		gemm{"expert MLP out", systolic.GEMM{M: m, K: f, N: spec.DModel}, local, false})
 	if spec.SharedExperts > 0 {
 		sf := spec.SharedExperts * f
 		out = append(out,
-			gemm{"shared expert in", systolic.GEMM{M: sh.b * sh.s, K: spec.DModel, N: sf}, mlpIn},
-			gemm{"shared expert out", systolic.GEMM{M: sh.b * sh.s, K: sf, N: spec.DModel}, 1})
+			gemm{"shared expert in", systolic.GEMM{M: sh.b * sh.s, K: spec.DModel, N: sf}, mlpIn, false},
+			gemm{"shared expert out", systolic.GEMM{M: sh.b * sh.s, K: sf, N: spec.DModel}, 1, false})
 	}
 	return out
 }
