@@ -550,3 +550,66 @@ func TestPassTakesTheBetterOrientation(t *testing.T) {
 		t.Errorf("closed form M=128: %.4f, want %.4f by hand", direct, macs/(65536*(256+1024*638)))
 	}
 }
+
+func TestLayerGEMMsAreTheModelsMatmuls(t *testing.T) {
+	// A second count of a dense model's matmul work: the GEMMs of one layer,
+	// each weighted by how often it runs per layer, times the layers, are
+	// model.MatmulParams MACs per token (the output layer, once per
+	// micro-batch, a 1/L share of each layer), split over tensor t.
+	for _, tt := range []struct {
+		name string
+		t    int
+	}{{"llama3-8b", 1}, {"llama3-8b", 4}, {"gpt3-175b", 8}} {
+		spec := lookup(t, tt.name)
+		j := NewJob(spec, 2048, 8)
+		sh := shape{d: 1, f: 1, t: tt.t, p: 1, c: 1, e: 1, m: 1, b: 1, s: 2048, ls: spec.Layers, v: 1}
+		var macs float64
+		for _, g := range j.layerGEMMs(sh) {
+			if !g.attention {
+				macs += g.count * float64(g.g.M) * float64(g.g.K) * float64(g.g.N)
+			}
+		}
+		got := macs * float64(spec.Layers) / 2048
+		if want := float64(spec.MatmulParams()) / float64(tt.t); math.Abs(got-want) > 1e-6*want { // vocab/t rounds down
+			t.Errorf("%s, tensor=%d: layer GEMMs × layers = %.0f MACs per token, want MatmulParams/t = %.0f", tt.name, tt.t, got, want)
+		}
+	}
+	// Llama 4 Maverick alternates dense and MoE layers: each MLP counts
+	// for half the layers.
+	spec := lookup(t, "llama4-maverick")
+	j := NewJob(spec, 2048, 8)
+	sh := shape{d: 1, f: 1, t: 1, p: 1, c: 1, e: 1, m: 1, b: 1, s: 2048, ls: spec.Layers, v: 1}
+	counts := map[string]float64{}
+	for _, g := range j.layerGEMMs(sh) {
+		counts[g.what] = g.count
+	}
+	if counts["MLP in"] != 1 || counts["MLP out"] != 0.5 || counts["expert MLP out"] != 0.5*float64(spec.Experts) || counts["shared expert out"] != 0.5 {
+		t.Errorf("maverick GEMM counts %v: want the dense MLP and the experts at half weight each", counts)
+	}
+}
+
+func TestEstimatorCacheIsKeyedOnTheStage(t *testing.T) {
+	// The output layer's share of a layer's GEMMs depends on the layers per
+	// stage: an estimate must not depend on what the estimator costed
+	// before.
+	j := NewJob(lookup(t, "llama3-8b"), 8192, 64)
+	j.MicroBatches = 4
+	staged := layout(t, "v5p-128", 1, "fsdp=16,pipeline=4")
+	fresh, err := NewEstimator().Estimate(j, staged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEstimator()
+	one := j
+	one.MicroBatches = 1
+	if _, err := e.Estimate(one, layout(t, "v5p-128", 1, "fsdp=64")); err != nil {
+		t.Fatal(err)
+	}
+	after, err := e.Estimate(j, staged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.MXUEfficiency != fresh.MXUEfficiency || after.Time.Step != fresh.Time.Step {
+		t.Errorf("after another layout: MXU efficiency %v step %v; fresh: %v %v", after.MXUEfficiency, after.Time.Step, fresh.MXUEfficiency, fresh.Time.Step)
+	}
+}
