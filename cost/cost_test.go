@@ -202,6 +202,32 @@ func TestCausalFLOPsChangeOnlyMFU(t *testing.T) {
 	}
 }
 
+func TestNonCausalFlashComputesEveryBlock(t *testing.T) {
+	// Flash attention without its causal flag does the attention core's
+	// full 12·L·H·Q·T FLOPs per token (PaLM's count), the causal kernel half
+	// of them; the matmuls and MFU do not change.
+	spec := lookup(t, "llama3-8b")
+	j := NewJob(spec, 8192, 64)
+	j.Remat = RematNone
+	m := layout(t, "v5p-128", 1, "fsdp=64")
+	causal, err := EstimateStep(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Attention = AttentionFlashNonCausal
+	full, err := EstimateStep(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attn := 3 * spec.AttentionFLOPsPerToken(8192) * 64 * 8192
+	if got := float64(full.HardwareFLOPs - causal.HardwareFLOPs); math.Abs(got-attn/2) > 1e-6*attn {
+		t.Errorf("non-causal flash adds %v FLOPs, want half the attention core's %v", got, attn)
+	}
+	if d := full.Time.Attention - 2*causal.Time.Attention; d < -2 || d > 2 || full.Time.MXU != causal.Time.MXU || full.ModelFLOPs != causal.ModelFLOPs {
+		t.Errorf("attention %v vs %v, matmuls %v vs %v: want twice the attention and the same matmuls", full.Time.Attention, causal.Time.Attention, full.Time.MXU, causal.Time.MXU)
+	}
+}
+
 func TestFSDPTrafficIsOneAndAHalfDP(t *testing.T) {
 	// ZeRO §7: stage 3 moves 1.5x the bytes of data parallelism, when the
 	// weights gathered and the gradients reduced have one dtype (ZeRO's

@@ -468,7 +468,7 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	matmul := 6 * float64(spec.MatmulParams()) * tokens
 	matmul += j.expertPadding(tokens)
 	attnFwd := spec.AttentionFLOPsPerToken(j.Seq) * tokens
-	if j.Attention != AttentionDot {
+	if j.Attention.SkipsMasked() {
 		attnFwd /= 2 // the kernel skips blocks above the causal diagonal
 	}
 	recompute := r.recompute * layers * tokens

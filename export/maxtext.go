@@ -237,8 +237,11 @@ func kernels(set func(string, any), j cost.Job, pdbs float64) error {
 		return unsupported("maxtext", "quantization", string(j.Quantization), "want none, int8 or fp8")
 	}
 	att := j.Attention
-	if att == "" {
+	switch att {
+	case "":
 		att = cost.AttentionFlash
+	case cost.AttentionFlashNonCausal:
+		return unsupported("maxtext", "attention", string(att), "want flash or dot_product: MaxText's flash attention skips the masked blocks")
 	}
 	set("attention", string(att)) // [base.yml] line 392: flash or dot_product, both costed
 	set("optimizer_memory_host_offload", j.OptimizerOffload)
