@@ -15,7 +15,7 @@ import (
 // held-out error worse than this fails here. (The fidelity issue's targets
 // are 0.05, 0.12 and 0.03; README.md says where the model stands.)
 const (
-	maxMedianError = 0.065
+	maxMedianError = 0.06
 	maxP90Error    = 0.14
 	maxSeriesGap   = 0.03 // v5e, MFU(32 slices)/MFU(1): the target, met
 )
