@@ -53,12 +53,12 @@ type Calibration struct {
 // Calibrated is the calibration the planner uses: the output of
 // validate.Fit on the built-in table (a test holds the two equal).
 var Calibrated = Calibration{
-	Efficiency:  map[hw.Generation]float64{hw.TPU7x: 0.738, hw.V4: 0.770, hw.V5e: 0.792, hw.V5p: 0.799, hw.V6e: 0.638},
+	Efficiency:  map[hw.Generation]float64{hw.TPU7x: 0.707, hw.V4: 0.744, hw.V5e: 0.773, hw.V5p: 0.765, hw.V6e: 0.638},
 	Attention:   1,
-	Quantized:   0.819,
-	DCNLatency:  425 * time.Microsecond,
-	SliceJitter: 0.0125,
-	Dropless:    0.365,
+	Quantized:   0.853,
+	DCNLatency:  400 * time.Microsecond,
+	SliceJitter: 0.015,
+	Dropless:    0.377,
 }
 
 // DefaultEfficiency is the residual efficiency for a generation with no

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/schedule"
+	"shardlab/systolic"
 	"shardlab/unit"
 )
 
@@ -136,8 +138,8 @@ func TestZeROMemory(t *testing.T) {
 func TestSingleChipComputeIsFLOPsOverRate(t *testing.T) {
 	// One chip, no remat, dot-product attention: nothing but compute; the
 	// matmuls and the attention core take their FLOPs at peak × residual
-	// efficiency × MXU efficiency, and the step adds the memory-bound work
-	// and the optimizer at HBM bandwidth.
+	// efficiency × the MXU efficiency of their own GEMMs, and the step adds
+	// the memory-bound work and the optimizer at HBM bandwidth.
 	spec := model.Spec{Name: "small", Layers: 4, DModel: 512, Heads: 8, DFF: 2048, Vocab: 1024, SeqLen: 512, GatedMLP: true}
 	j := NewJob(spec, 512, 8)
 	j.Remat, j.Attention = RematNone, AttentionDot
@@ -147,9 +149,22 @@ func TestSingleChipComputeIsFLOPsOverRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rate := float64(chip.PeakBF16) * j.EfficiencyFor(chip) * est.MXUEfficiency
-	if got, want := (est.Time.MXU + est.Time.Attention).Seconds(), float64(est.HardwareFLOPs)/rate; math.Abs(got-want) > 1e-9+1e-6*want {
-		t.Errorf("matmul + attention time %v s, want FLOPs/rate %v s", got, want)
+	tokens := 8 * 512.0
+	rate := float64(chip.PeakBF16) * j.EfficiencyFor(chip)
+	mm, attn := 6*float64(spec.MatmulParams())*tokens, 3*spec.AttentionFLOPsPerToken(512)*tokens
+	if got, want := est.Time.MXU.Seconds(), mm/(rate*est.MatmulEfficiency); math.Abs(got-want) > 1e-9+1e-6*want {
+		t.Errorf("matmul time %v s, want FLOPs/rate %v s", got, want)
+	}
+	if got, want := est.Time.Attention.Seconds(), attn/(rate*est.AttentionEfficiency); math.Abs(got-want) > 1e-9+1e-6*want {
+		t.Errorf("attention time %v s, want FLOPs/rate %v s", got, want)
+	}
+	if mm+attn != float64(est.HardwareFLOPs) {
+		t.Errorf("hardware FLOPs %v, want matmuls %v + attention %v", est.HardwareFLOPs, mm, attn)
+	}
+	// the blend is the FLOP-weighted harmonic mean of the two, over the
+	// layer's GEMMs: between them
+	if lo, hi := min(est.MatmulEfficiency, est.AttentionEfficiency), max(est.MatmulEfficiency, est.AttentionEfficiency); est.MXUEfficiency < lo || est.MXUEfficiency > hi {
+		t.Errorf("MXU efficiency %v outside matmuls %v and attention %v", est.MXUEfficiency, est.MatmulEfficiency, est.AttentionEfficiency)
 	}
 	if est.Time.ICI != 0 || est.Time.DCN != 0 || est.Time.Bubble != 0 || est.Time.Step != est.Time.Compute {
 		t.Errorf("single chip: ICI %v DCN %v bubble %v step %v compute %v", est.Time.ICI, est.Time.DCN, est.Time.Bubble, est.Time.Step, est.Time.Compute)
@@ -164,7 +179,7 @@ func TestSingleChipComputeIsFLOPsOverRate(t *testing.T) {
 	n := float64(spec.MatmulParams())
 	d, q, f := 512.0, 512.0, 2048.0
 	rc := 4 * (2*d*q*4 + 2*2*d*f) // 4 layers: Q, K, V, O and both MLP inputs
-	attn := spec.AttentionFLOPsPerToken(512)
+	attn = spec.AttentionFLOPsPerToken(512)
 	if want := (6*n + rc + 4*attn) / (6*n + 3*attn); math.Abs(est.HFU/est.MFU-want) > 1e-9 {
 		t.Errorf("HFU/MFU = %v, want %v", est.HFU/est.MFU, want)
 	}
@@ -184,6 +199,32 @@ func TestCausalFLOPsChangeOnlyMFU(t *testing.T) {
 	b, _ := EstimateStep(j, m)
 	if a.Time.Step != b.Time.Step || b.MFU >= a.MFU {
 		t.Errorf("causal MFU convention: step %v vs %v, MFU %v vs %v; want the same step and a lower MFU", a.Time.Step, b.Time.Step, a.MFU, b.MFU)
+	}
+}
+
+func TestNonCausalFlashComputesEveryBlock(t *testing.T) {
+	// Flash attention without its causal flag does the attention core's
+	// full 12·L·H·Q·T FLOPs per token (PaLM's count), the causal kernel half
+	// of them; the matmuls and MFU do not change.
+	spec := lookup(t, "llama3-8b")
+	j := NewJob(spec, 8192, 64)
+	j.Remat = RematNone
+	m := layout(t, "v5p-128", 1, "fsdp=64")
+	causal, err := EstimateStep(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Attention = AttentionFlashNonCausal
+	full, err := EstimateStep(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attn := 3 * spec.AttentionFLOPsPerToken(8192) * 64 * 8192
+	if got := float64(full.HardwareFLOPs - causal.HardwareFLOPs); math.Abs(got-attn/2) > 1e-6*attn {
+		t.Errorf("non-causal flash adds %v FLOPs, want half the attention core's %v", got, attn)
+	}
+	if d := full.Time.Attention - 2*causal.Time.Attention; d < -2 || d > 2 || full.Time.MXU != causal.Time.MXU || full.ModelFLOPs != causal.ModelFLOPs {
+		t.Errorf("attention %v vs %v, matmuls %v vs %v: want twice the attention and the same matmuls", full.Time.Attention, causal.Time.Attention, full.Time.MXU, causal.Time.MXU)
 	}
 }
 
@@ -333,7 +374,7 @@ func ExampleEstimator_Estimate() {
 	est, _ := NewEstimator().Estimate(j, m)
 	fmt.Printf("state %v, fits %v, MFU %.2f\n", est.Memory.State(), est.Memory.Fits(), est.MFU)
 	// Output:
-	// state 16.4 GiB, fits true, MFU 0.50
+	// state 16.4 GiB, fits true, MFU 0.49
 }
 
 func TestKVHeadsReplicatedBeyondTheirCount(t *testing.T) {
@@ -373,26 +414,30 @@ func TestMXUPaddingLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if big.PaddingLoss <= small.PaddingLoss || strings.Join(big.RaggedGEMMs, ",") != "attention values,attention scores" || len(small.RaggedGEMMs) != 0 {
+	ragged := append([]string(nil), big.RaggedGEMMs...)
+	sort.Strings(ragged)
+	if big.PaddingLoss <= small.PaddingLoss || strings.Join(ragged, ",") != "attention scores,attention values" || len(small.RaggedGEMMs) != 0 {
 		t.Errorf("tpu7x padding %.4f %v, v5p padding %.4f %v", big.PaddingLoss, big.RaggedGEMMs, small.PaddingLoss, small.RaggedGEMMs)
 	}
-	// A d_ff that is no multiple of 128 pads the MLP on both.
+	// A d_ff that is no multiple of 128 pads the MLP on both: in the pass
+	// that contracts over it (the other two can stream it, unpadded), by
+	// 124 of 4224 rows.
 	odd := spec
-	odd.DFF = 14000
+	odd.DFF = 4100
 	j.Model = odd
 	r, err := e.Estimate(j, layout(t, "v5p-128", 1, "fsdp=64"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.PaddingLoss <= small.PaddingLoss || r.MXUEfficiency >= small.MXUEfficiency {
-		t.Errorf("d_ff 14000: padding %.4f efficiency %.4f; d_ff 14336: %.4f %.4f", r.PaddingLoss, r.MXUEfficiency, small.PaddingLoss, small.MXUEfficiency)
+		t.Errorf("d_ff 4100: padding %.4f efficiency %.4f; d_ff 14336: %.4f %.4f", r.PaddingLoss, r.MXUEfficiency, small.PaddingLoss, small.MXUEfficiency)
 	}
 	found := false
 	for _, g := range r.RaggedGEMMs {
 		found = found || strings.HasPrefix(g, "MLP")
 	}
 	if !found {
-		t.Errorf("d_ff 14000 ragged GEMMs %v lack the MLP", r.RaggedGEMMs)
+		t.Errorf("d_ff 4100 ragged GEMMs %v lack the MLP", r.RaggedGEMMs)
 	}
 }
 
@@ -423,5 +468,174 @@ func TestFSDPGathersThreeMatricesAtATime(t *testing.T) {
 	}
 	if !fsdp.Fits() {
 		t.Errorf("GPT-3 175B on v6e-256 fsdp=256: %v of %v, does not fit (the published run did)", fsdp.Total(), fsdp.Usable)
+	}
+}
+
+func TestParallelBlock(t *testing.T) {
+	// MaxText's 2023 decoder layer (MaxText/layers/models.py @76bd53b0:
+	// attention and MLP both read lnx and "next_layer_addition = mlp_lnx +
+	// attention_lnx"): only the residual sum reads the attention's output,
+	// so full remat redoes Q, K, V and the MLP input, not the output
+	// projection (by hand: 2·d·(q + 2·kv) + 2·d·f for a ReLU MLP).
+	seq := model.Spec{Name: "p", Layers: 4, DModel: 1024, Heads: 8, HeadDim: 256, DFF: 4096, Vocab: 32768, SeqLen: 2048, NormsPerLayer: 1}
+	par := seq
+	par.ParallelBlock = true
+	d, q, f := 1024.0, 2048.0, 4096.0
+	for _, tt := range []struct {
+		spec model.Spec
+		want float64
+	}{{seq, 2*d*3*q + 2*d*q + 2*d*f}, {par, 2*d*3*q + 2*d*f}} {
+		j := NewJob(tt.spec, 2048, 64)
+		if got := j.rematOf(1, 2048, 2048, 1).recompute; got != tt.want {
+			t.Errorf("parallel %v: full remat recomputes %v FLOPs per token, want %v", tt.spec.ParallelBlock, got, tt.want)
+		}
+		// minimal keeps the projections' outputs: out_proj is no residual of
+		// a parallel block, so it costs no HBM there
+		j.Remat = RematMinimal
+		kept := 2 * 2048 * (d + 3*q + f) // layer input, Q, K, V, mlpwi
+		if !tt.spec.ParallelBlock {
+			kept += 2 * 2048 * d // out_proj
+		}
+		if got := j.LayerActivations(1, 2048, 2048, 1); got != kept {
+			t.Errorf("parallel %v: minimal keeps %v bytes, want %v", tt.spec.ParallelBlock, got, kept)
+		}
+	}
+
+	// Tensor parallelism: a sequential layer all-reduces its activations
+	// twice forward and twice backward; a parallel one all-gathers once and
+	// reduce-scatters twice forward, and backward (the transpose, its two
+	// all-gathers of one gradient done once) once each: 5 half-all-reduces
+	// for 8. Full remat adds 2 all-reduces (sequential) or 1 all-gather.
+	m := layout(t, "v5p-64", 1, "fsdp=8,tensor=4")
+	e := NewEstimator()
+	act := unit.Bytes(64 / 8 * 2048 * 1024 * 2) // b·s·d bf16 per tensor group
+	ar, ag := collective.Bytes(collective.AllReduce, 4, act), collective.Bytes(collective.AllGather, 4, act)
+	for _, tt := range []struct {
+		spec  model.Spec
+		remat Remat
+		want  unit.Bytes
+	}{
+		{seq, RematNone, 4 * ar}, {par, RematNone, 5 * ag},
+		{seq, RematFull, 6 * ar}, {par, RematFull, 6 * ag},
+		{par, RematMinimal, 5 * ag}, // the attention core alone needs no collective
+	} {
+		j := NewJob(tt.spec, 2048, 64)
+		j.Remat = tt.remat
+		est, err := e.Estimate(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got unit.Bytes
+		for _, c := range est.Comms {
+			if c.Axis == mesh.Tensor {
+				got += c.ICIBytes
+			}
+		}
+		if want := tt.want * 4; got != want { // per layer, 4 layers
+			t.Errorf("parallel %v, %s: tensor ICI bytes %v, want %v", tt.spec.ParallelBlock, tt.remat, got, want)
+		}
+	}
+
+	// One residual sum of three operands instead of two of two: 2·d
+	// elements of traffic less per token, layer and pass.
+	j := NewJob(seq, 2048, 64)
+	sh := shape{d: 1, f: 64, t: 1, p: 1, c: 1, e: 1, m: 1, b: 1, s: 2048, ls: 4, v: 1}
+	r := j.rematOf(1, 2048, 2048, 1)
+	jp := NewJob(par, 2048, 64)
+	if got, want := j.vectorBytes(sh, r)-jp.vectorBytes(sh, r), 4*2048*2*(2*d)*4.0; got != want {
+		t.Errorf("vector bytes, sequential − parallel = %v, want %v (4 layers, 2048 tokens, bf16, 2·d, 4 passes)", got, want)
+	}
+}
+
+func TestPassTakesTheBetterOrientation(t *testing.T) {
+	// Flash attention's dK for one head of 128 over 8192 tokens: as
+	// dKᵀ = Qᵀ·dS (M=128 streamed) on a 256x256 array each of 32x32 folds
+	// streams 128 rows behind a 256+256−2 cycle skew; as dK = dSᵀ·Q
+	// (M=8192 streamed, N=128) each of 32 folds streams 8192 rows through
+	// half the columns. By the closed form (first fill 256, then per fold
+	// Sr+Sc+T−2 cycles):
+	//   M=128:  8192·8192·128 / (65536 · (256 + 1024·638))  = 0.2005
+	//   M=8192: 8192·8192·128 / (65536 · (256 + 32·8574))   = 0.4773
+	chip, err := hw.ParseAcceleratorType("v6e-8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := systolic.PresetFor(chip.Chip)
+	macs := 8192.0 * 8192 * 128
+	want := macs / (65536 * (256 + 32*8574))
+	for _, g := range []systolic.GEMM{{M: 128, K: 8192, N: 8192}, {M: 8192, K: 8192, N: 128}} {
+		eff, used, err := NewEstimator().passEfficiency(g, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(eff-want) > 1e-4 || used.M != 8192 {
+			t.Errorf("passEfficiency(%v) = %.4f as %v, want %.4f as M=8192", g, eff, used, want)
+		}
+	}
+	if direct, _ := p.Efficiency(systolic.GEMM{M: 128, K: 8192, N: 8192}); math.Abs(direct-macs/(65536*(256+1024*638))) > 1e-4 {
+		t.Errorf("closed form M=128: %.4f, want %.4f by hand", direct, macs/(65536*(256+1024*638)))
+	}
+}
+
+func TestLayerGEMMsAreTheModelsMatmuls(t *testing.T) {
+	// A second count of a dense model's matmul work: the GEMMs of one layer,
+	// each weighted by how often it runs per layer, times the layers, are
+	// model.MatmulParams MACs per token (the output layer, once per
+	// micro-batch, a 1/L share of each layer), split over tensor t.
+	for _, tt := range []struct {
+		name string
+		t    int
+	}{{"llama3-8b", 1}, {"llama3-8b", 4}, {"gpt3-175b", 8}} {
+		spec := lookup(t, tt.name)
+		j := NewJob(spec, 2048, 8)
+		sh := shape{d: 1, f: 1, t: tt.t, p: 1, c: 1, e: 1, m: 1, b: 1, s: 2048, ls: spec.Layers, v: 1}
+		var macs float64
+		for _, g := range j.layerGEMMs(sh) {
+			if !g.attention {
+				macs += g.count * float64(g.g.M) * float64(g.g.K) * float64(g.g.N)
+			}
+		}
+		got := macs * float64(spec.Layers) / 2048
+		if want := float64(spec.MatmulParams()) / float64(tt.t); math.Abs(got-want) > 1e-6*want { // vocab/t rounds down
+			t.Errorf("%s, tensor=%d: layer GEMMs × layers = %.0f MACs per token, want MatmulParams/t = %.0f", tt.name, tt.t, got, want)
+		}
+	}
+	// Llama 4 Maverick alternates dense and MoE layers: each MLP counts
+	// for half the layers.
+	spec := lookup(t, "llama4-maverick")
+	j := NewJob(spec, 2048, 8)
+	sh := shape{d: 1, f: 1, t: 1, p: 1, c: 1, e: 1, m: 1, b: 1, s: 2048, ls: spec.Layers, v: 1}
+	counts := map[string]float64{}
+	for _, g := range j.layerGEMMs(sh) {
+		counts[g.what] = g.count
+	}
+	if counts["MLP in"] != 1 || counts["MLP out"] != 0.5 || counts["expert MLP out"] != 0.5*float64(spec.Experts) || counts["shared expert out"] != 0.5 {
+		t.Errorf("maverick GEMM counts %v: want the dense MLP and the experts at half weight each", counts)
+	}
+}
+
+func TestEstimatorCacheIsKeyedOnTheStage(t *testing.T) {
+	// The output layer's share of a layer's GEMMs depends on the layers per
+	// stage: an estimate must not depend on what the estimator costed
+	// before.
+	j := NewJob(lookup(t, "llama3-8b"), 8192, 64)
+	j.MicroBatches = 4
+	staged := layout(t, "v5p-128", 1, "fsdp=16,pipeline=4")
+	fresh, err := NewEstimator().Estimate(j, staged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEstimator()
+	one := j
+	one.MicroBatches = 1
+	if _, err := e.Estimate(one, layout(t, "v5p-128", 1, "fsdp=64")); err != nil {
+		t.Fatal(err)
+	}
+	after, err := e.Estimate(j, staged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.MXUEfficiency != fresh.MXUEfficiency || after.Time.Step != fresh.Time.Step {
+		t.Errorf("after another layout: MXU efficiency %v step %v; fresh: %v %v", after.MXUEfficiency, after.Time.Step, fresh.MXUEfficiency, fresh.Time.Step)
 	}
 }

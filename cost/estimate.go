@@ -100,8 +100,12 @@ type Estimate struct {
 	MicroBatchSize int
 	// MXUEfficiency is the FLOP-weighted share of MXU capacity the layer's
 	// GEMMs (forward and backward, per chip) can use, from the systolic
-	// closed form; compute runs at peak × Job.Efficiency × MXUEfficiency.
-	MXUEfficiency float64
+	// closed form. MatmulEfficiency is the same over the projections' (and
+	// experts' and output layer's) GEMMs, AttentionEfficiency over the
+	// attention core's: the matmuls run at peak × Job.Efficiency ×
+	// MatmulEfficiency, the attention core at peak × Job.Efficiency ×
+	// AttentionEfficiency.
+	MXUEfficiency, MatmulEfficiency, AttentionEfficiency float64
 	// PaddingLoss is the FLOP-weighted share of MXU tiles left empty
 	// because GEMM dimensions are not multiples of the array side, and
 	// RaggedGEMMs names the GEMMs that lose the most to it.
@@ -450,8 +454,9 @@ func (j Job) MatmulPeak(chip hw.Chip) (float64, error) {
 // compute fills in the FLOPs and the compute part of the step: the
 // matmuls at the quantized peak times the MXU efficiency of their shapes,
 // the attention core (flash attention skips the masked half of causal
-// attention, whatever convention MFU counts in), both divided by the
-// residual efficiency, plus the memory-bound work at HBM bandwidth, and
+// attention, whatever convention MFU counts in) at the bf16 peak times
+// the MXU efficiency of its own GEMMs' shapes (a head of 128 fills half a
+// 256-wide array), both times the residual efficiency, plus the memory-bound work at HBM bandwidth, and
 // host-offload transfers that do not hide under the matmuls.
 func (e *Estimator) compute(est *Estimate, sh shape) error {
 	j, m := est.Job, est.Mesh
@@ -465,7 +470,7 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	matmul := 6 * float64(spec.MatmulParams()) * tokens
 	matmul += j.expertPadding(tokens)
 	attnFwd := spec.AttentionFLOPsPerToken(j.Seq) * tokens
-	if j.Attention != AttentionDot {
+	if j.Attention.SkipsMasked() {
 		attnFwd /= 2 // the kernel skips blocks above the causal diagonal
 	}
 	recompute := r.recompute * layers * tokens
@@ -481,15 +486,15 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 		return err
 	}
 	est.MXUEfficiency, est.PaddingLoss, est.RaggedGEMMs = mx.efficiency, mx.padding, mx.ragged
+	est.MatmulEfficiency, est.AttentionEfficiency = mx.matmul, mx.attention
 	peak, _ := j.MatmulPeak(chip)
-	eff := mx.efficiency * j.efficiency(chip)
 	t := &est.Time
-	mmEff := eff
+	mmEff := mx.matmul * j.efficiency(chip)
 	if j.Quantization != QuantNone {
 		mmEff *= j.calibration().Quantized
 	}
 	t.MXU = seconds((matmul + recompute + j.droplessExtra(tokens)) / chips / (peak * mmEff))
-	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * eff * j.calibration().Attention))
+	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * mx.attention * j.efficiency(chip) * j.calibration().Attention))
 	t.Vector = seconds(j.vectorBytes(sh, r) / float64(chip.HBMBandwidth))
 	t.Optimizer = seconds(j.optimizerBytes(sh) / float64(chip.HBMBandwidth))
 	if pcie := j.offloadBytes(sh, r, est.Memory); pcie > 0 && chip.PCIe > 0 {
@@ -502,7 +507,7 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 // vectorBytes is the HBM traffic per chip per step of the memory-bound
 // work the MXU does not do: per layer and token, each norm reads and
 // writes the residual stream, the two residual sums read two operands and
-// write one, rotary embedding rewrites Q and K, and the MLP's activation
+// write one (a parallel block's one sum reads three), rotary embedding rewrites Q and K, and the MLP's activation
 // reads its inputs and writes its product; the backward pass moves about
 // twice the forward's bytes and every policy but none redoes the forward's
 // (Korthikanti et al. 2022 count the same tensors). The output layer's
@@ -517,7 +522,11 @@ func (j Job) vectorBytes(sh shape, r remat) float64 {
 	if spec.GatedMLP {
 		act = 3 * float64(spec.DFF)
 	}
-	perToken := e * (float64(spec.Norms())*2*d + 2*3*d + 2*(q+kv) + act) / float64(sh.t)
+	sums := 2 * 3 * d // two residual sums, each reading two operands and writing one
+	if spec.ParallelBlock {
+		sums = 4 * d // one, reading three and writing one
+	}
+	perToken := e * (float64(spec.Norms())*2*d + sums + 2*(q+kv) + act) / float64(sh.t)
 	passes := 3.0
 	if j.Remat != RematNone {
 		passes++
@@ -755,6 +764,9 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 	if sh.t <= 1 {
 		return 0
 	}
+	if est.Job.Model.ParallelBlock {
+		return e.parallelTensor(est, sh, act, add)
+	}
 	j, m := est.Job, est.Mesh
 	spec := j.Model
 	per := 4
@@ -793,6 +805,57 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 		exposed += float64(moeN) * max(more/float64(sh.t), more-mlpMM*perFLOP)
 	}
 	return seconds(exposed)
+}
+
+// parallelTensor is tensorParallel for a parallel block. Between layers
+// the activations are sharded over tensor (MaxText's activation_embed
+// rule), so a layer all-gathers its one normed input for both blocks and
+// reduce-scatters each block's output: one all-gather and two
+// reduce-scatters in the forward pass, where a sequential layer does two
+// of each (its two all-reduces). The backward pass is the forward's
+// transpose: the two blocks' output gradients are one tensor, all-gathered
+// once, and the input's gradient, summed over both blocks, is
+// reduce-scattered once. Recomputing any projection that reads the input
+// repeats its all-gather; the blocks' outputs, which only the residual sum
+// reads, are never recomputed. Each collective hides as in tensorParallel
+// under the projections it feeds or drains, but for one ring step in t.
+func (e *Estimator) parallelTensor(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool)) time.Duration {
+	j, m := est.Job, est.Mesh
+	spec := j.Model
+	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
+	re := 0
+	if r.recompute > 0 {
+		re = 1
+	}
+	l := link(m.Link(mesh.Tensor))
+	ag := collective.Hierarchical(collective.AllGather, act, sh.t, l, 1, collective.Link{})
+	rs := collective.Hierarchical(collective.ReduceScatter, act, sh.t, l, 1, collective.Link{})
+	n := sh.ls * sh.m
+	add(mesh.Tensor, "activation all-gather", collective.AllGather, (2+re)*n, ag, false)
+	add(mesh.Tensor, "activation reduce-scatter", collective.ReduceScatter, 3*n, rs, false)
+
+	// The matmuls each collective can hide under, per layer and
+	// micro-batch, in seconds.
+	d, q := float64(spec.DModel), float64(spec.Heads*spec.Head())
+	kv := float64(spec.KV() * spec.Head())
+	mlp := 1.0
+	if spec.GatedMLP {
+		mlp = 2
+	}
+	perFLOP := est.Time.MXU.Seconds() / mxuFLOPsPerChip(est, sh)
+	mm := func(flopsPerToken float64) float64 {
+		return flopsPerToken * float64(sh.b) * float64(sh.s) / float64(sh.t) * perFLOP
+	}
+	in := mm(2*d*(q+2*kv) + 2*d*mlp*float64(spec.DFF)) // QKV and the MLP's input
+	attnOut, mlpOut := mm(2*d*q), mm(2*d*float64(spec.DFF))
+	tf := float64(sh.t)
+	hide := func(c time.Duration, mm float64) float64 { return max(c.Seconds()/tf, c.Seconds()-mm) }
+	layer := hide(ag.ICITime, in) + hide(rs.ICITime, attnOut) + hide(rs.ICITime, mlpOut) // forward
+	layer += hide(ag.ICITime, attnOut+mlpOut) + hide(rs.ICITime, in)                     // backward
+	if re > 0 {
+		layer += hide(ag.ICITime, mm(r.recompute))
+	}
+	return seconds(layer * float64(n))
 }
 
 // mxuFLOPsPerChip is the matmul FLOPs one chip runs in a step, the ones

@@ -103,11 +103,21 @@ func ParseQuantization(s string) (Quantization, error) {
 type AttentionKind string
 
 // The kinds: flash (splash) attention keeps no score matrix and skips the
-// masked blocks of causal attention; dot_product materialises the scores.
+// masked blocks of causal attention; dot_product materialises the scores;
+// flash_noncausal is the flash kernel called without its causal flag,
+// which computes every block, as MaxText's flash path did until it passed
+// causal=True (MaxText/layers.py @e47fa1b5d: flash_attention(query, key,
+// value, causal = False, ...); MaxText/layers/attentions.py @76bd53b0:
+// causal=True).
 const (
-	AttentionFlash AttentionKind = "flash"
-	AttentionDot   AttentionKind = "dot_product"
+	AttentionFlash          AttentionKind = "flash"
+	AttentionDot            AttentionKind = "dot_product"
+	AttentionFlashNonCausal AttentionKind = "flash_noncausal"
 )
+
+// SkipsMasked reports whether the kernel skips the blocks above the causal
+// diagonal: flash attention with its causal flag ("" is flash).
+func (k AttentionKind) SkipsMasked() bool { return k == "" || k == AttentionFlash }
 
 // Job is what is trained and how, independent of the layout.
 type Job struct {

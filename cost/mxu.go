@@ -9,19 +9,22 @@ import (
 )
 
 // gemm is one matrix multiply of a layer on one chip, with how many times
-// it runs per micro-batch.
+// it runs per layer and micro-batch, on average over a stage's layers.
 type gemm struct {
 	what  string
 	g     systolic.GEMM
-	count int
+	count float64
+	// attention marks the attention core's GEMMs (scores and values),
+	// which run in the attention kernel rather than as projections.
+	attention bool
 }
 
 // layerGEMMs lists the forward matrix multiplies one chip does for one
 // layer and one micro-batch (under latent attention the scores contract
 // over QKHead and the values come out VHead wide): b sequences of s local tokens, keys over seq
 // tokens, weights split over tensor t (K/V over at most KV shards), plus
-// the output projection to the vocabulary (once per micro-batch, counted
-// as a layer's share).
+// the output projection to the vocabulary, which runs once per
+// micro-batch for a stage's ls layers: 1/ls per layer.
 func (j Job) layerGEMMs(sh shape) []gemm {
 	spec := j.Model
 	m := sh.b * sh.s
@@ -30,23 +33,23 @@ func (j Job) layerGEMMs(sh shape) []gemm {
 	kv := spec.KV() * hd / kvShards(spec.KV(), sh.t)
 	f := spec.DFF / sh.t
 	heads := sh.b * spec.Heads / sh.t
-	mlpIn := 1
+	mlpIn := 1.0
 	if spec.GatedMLP {
 		mlpIn = 2
 	}
 	out := []gemm{
-		{"QKV projection", systolic.GEMM{M: m, K: d, N: q + 2*kv}, 1},
-		{"attention scores", systolic.GEMM{M: sh.s, K: spec.QKHead(), N: j.Seq}, heads},
-		{"attention values", systolic.GEMM{M: sh.s, K: j.Seq, N: spec.VHead()}, heads},
-		{"output projection", systolic.GEMM{M: m, K: q, N: d}, 1},
-		{"MLP in", systolic.GEMM{M: m, K: d, N: f}, mlpIn},
-		{"MLP out", systolic.GEMM{M: m, K: f, N: d}, 1},
+		{"QKV projection", systolic.GEMM{M: m, K: d, N: q + 2*kv}, 1, false},
+		{"attention scores", systolic.GEMM{M: sh.s, K: spec.QKHead(), N: j.Seq}, float64(heads), true},
+		{"attention values", systolic.GEMM{M: sh.s, K: j.Seq, N: spec.VHead()}, float64(heads), true},
+		{"output projection", systolic.GEMM{M: m, K: q, N: d}, 1, false},
+		{"MLP in", systolic.GEMM{M: m, K: d, N: f}, mlpIn, false},
+		{"MLP out", systolic.GEMM{M: m, K: f, N: d}, 1, false},
 	}
 	if spec.MoE() {
 		out = j.expertGEMMs(sh, out, mlpIn)
 	}
 	if v := spec.Vocab / sh.t; v > 0 && f > 0 {
-		out = append(out, gemm{"logits", systolic.GEMM{M: m, K: d, N: v}, 1})
+		out = append(out, gemm{"logits", systolic.GEMM{M: m, K: d, N: v}, 1 / float64(sh.ls), false})
 	}
 	return out
 }
@@ -56,7 +59,10 @@ func (j Job) layerGEMMs(sh shape) []gemm {
 // dB = Aᵀ·dC).
 type mxuStats struct {
 	efficiency float64
-	padding    float64
+	// matmul and attention are the same over the projections' GEMMs and
+	// over the attention core's.
+	matmul, attention float64
+	padding           float64
 	// ragged names the GEMMs that lose over 0.5 % of their own work to
 	// padding, the most wasted MACs first.
 	ragged []string
@@ -66,7 +72,7 @@ type mxuStats struct {
 type mxuKey struct {
 	d, heads, kv, hd, dff, vocab int
 	gated                        bool
-	b, s, t, seq                 int
+	b, s, t, seq, ls             int // ls: the output layer's share is 1/ls
 	rows, cols, mxus             int
 	// mixture of experts: the grouped GEMMs' shapes
 	experts, k, shared, eff, e, moe, dense int
@@ -76,7 +82,7 @@ type mxuKey struct {
 
 func (e *Estimator) mxu(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
 	spec := j.Model
-	k := mxuKey{spec.DModel, spec.Heads, spec.KV(), spec.Head(), spec.DFF, spec.Vocab, spec.GatedMLP, sh.b, sh.s, sh.t, j.Seq, p.Rows, p.Cols, p.MXUs,
+	k := mxuKey{spec.DModel, spec.Heads, spec.KV(), spec.Head(), spec.DFF, spec.Vocab, spec.GatedMLP, sh.b, sh.s, sh.t, j.Seq, sh.ls, p.Rows, p.Cols, p.MXUs,
 		spec.Experts, spec.ExpertsPerToken, spec.SharedExperts, spec.ExpertFF(), sh.e, spec.MoELayers(), spec.Layers - spec.MoELayers(), j.CapacityFactor, j.LoadImbalance, spec.QKHead(), spec.VHead()}
 	if st, ok := e.mxus[k]; ok {
 		return st, nil
@@ -90,33 +96,35 @@ func (e *Estimator) mxu(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
 
 func (e *Estimator) mxuStats(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
 	var macs, cycles, mapped float64
+	var attnMACs, attnCycles float64
 	lossBy := map[string]float64{} // padded MACs wasted, per GEMM
 	macsBy := map[string]float64{}
 	for _, x := range j.layerGEMMs(sh) {
 		g := x.g
 		for _, pass := range []systolic.GEMM{g, {M: g.M, K: g.N, N: g.K}, {M: g.K, K: g.M, N: g.N}} {
-			w := float64(pass.M) * float64(pass.K) * float64(pass.N) * float64(x.count)
+			w := float64(pass.M) * float64(pass.K) * float64(pass.N) * x.count
 			// Past a million rows or columns a dimension's efficiency has
 			// converged (the fill and drain are a millionth of the stream), so
 			// the closed form sees at most systolic.MaxDim.
 			c := systolic.GEMM{M: min(pass.M, systolic.MaxDim), K: min(pass.K, systolic.MaxDim), N: min(pass.N, systolic.MaxDim)}
-			eff, ok := e.effs[effKey{c, p.Rows, p.Cols, p.MXUs}]
-			if !ok {
-				var err error
-				if eff, err = p.Efficiency(c); err != nil {
-					return mxuStats{}, fmt.Errorf("cost: %s GEMM %dx%dx%d: %w", x.what, pass.M, pass.K, pass.N, err)
-				}
-				e.effs[effKey{c, p.Rows, p.Cols, p.MXUs}] = eff
+			eff, c, err := e.passEfficiency(c, p)
+			if err != nil {
+				return mxuStats{}, fmt.Errorf("cost: %s GEMM %dx%dx%d: %w", x.what, pass.M, pass.K, pass.N, err)
 			}
 			macs += w
 			cycles += w / eff
+			if x.attention {
+				attnMACs += w
+				attnCycles += w / eff
+			}
 			me := systolic.MappingEfficiency(systolic.WeightStationary, c, p.Rows, p.Cols)
 			mapped += w / me
 			lossBy[x.what] += w/me - w
 			macsBy[x.what] += w
 		}
 	}
-	st := mxuStats{efficiency: macs / cycles, padding: 1 - macs/mapped}
+	st := mxuStats{efficiency: macs / cycles, padding: 1 - macs/mapped,
+		matmul: (macs - attnMACs) / (cycles - attnCycles), attention: attnMACs / attnCycles}
 	for what, loss := range lossBy {
 		if loss > 0.005*macsBy[what] { // the GEMM itself loses over 0.5 % to padding
 			st.ragged = append(st.ragged, what)
@@ -131,6 +139,31 @@ func (e *Estimator) mxuStats(j Job, sh shape, p systolic.Preset) (mxuStats, erro
 	return st, nil
 }
 
+// passEfficiency is the MXU efficiency of one GEMM pass, C = A·B, in the
+// better of its two orientations: B's tiles held in the array and A's M
+// rows streamed through, or Cᵀ = Bᵀ·Aᵀ with A's tiles held and B's N
+// columns streamed. The compiler picks which operand the MXU latches, as
+// flash attention's backward pass computes dK = dSᵀ·Q, streaming the
+// sequence, rather than dKᵀ = Qᵀ·dS, streaming the 128 rows of a head. It
+// returns the orientation it costed.
+func (e *Estimator) passEfficiency(c systolic.GEMM, p systolic.Preset) (float64, systolic.GEMM, error) {
+	best, bestG := 0.0, c
+	for _, g := range []systolic.GEMM{c, {M: c.N, K: c.K, N: c.M}} {
+		eff, ok := e.effs[effKey{g, p.Rows, p.Cols, p.MXUs}]
+		if !ok {
+			var err error
+			if eff, err = p.Efficiency(g); err != nil {
+				return 0, c, err
+			}
+			e.effs[effKey{g, p.Rows, p.Cols, p.MXUs}] = eff
+		}
+		if eff > best {
+			best, bestG = eff, g
+		}
+	}
+	return best, bestG, nil
+}
+
 type effKey struct {
 	g          systolic.GEMM
 	rows, cols int
@@ -142,23 +175,29 @@ type effKey struct {
 // chip holds multiplies its tokens per expert (TokensPerExpert; with
 // megablox each group is padded to the array, which the systolic closed
 // form counts) by its d_model × ExpertFF/t weights; the shared experts run
-// every token, as a dense MLP of their combined width.
-func (j Job) expertGEMMs(sh shape, out []gemm, mlpIn int) []gemm {
+// every token, as a dense MLP of their combined width. With dense and MoE
+// layers mixed, each MLP counts for its share of the layers.
+func (j Job) expertGEMMs(sh shape, out []gemm, mlpIn float64) []gemm {
 	spec := j.Model
+	moe := float64(spec.MoELayers()) / float64(spec.Layers) // the share of layers that are MoE
 	if spec.MoELayers() == spec.Layers {
 		out = out[:len(out)-2] // no dense MLP
+	} else {
+		for i := len(out) - 2; i < len(out); i++ {
+			out[i].count *= 1 - moe
+		}
 	}
 	m := int(math.Ceil(j.TokensPerExpert(sh.b*sh.s, sh.e)))
 	f := spec.ExpertFF() / sh.t
-	local := spec.Experts / sh.e
+	local := float64(spec.Experts / sh.e)
 	out = append(out,
-		gemm{"expert MLP in", systolic.GEMM{M: m, K: spec.DModel, N: f}, mlpIn * local},
-		gemm{"expert MLP out", systolic.GEMM{M: m, K: f, N: spec.DModel}, local})
+		gemm{"expert MLP in", systolic.GEMM{M: m, K: spec.DModel, N: f}, moe * mlpIn * local, false},
+		gemm{"expert MLP out", systolic.GEMM{M: m, K: f, N: spec.DModel}, moe * local, false})
 	if spec.SharedExperts > 0 {
 		sf := spec.SharedExperts * f
 		out = append(out,
-			gemm{"shared expert in", systolic.GEMM{M: sh.b * sh.s, K: spec.DModel, N: sf}, mlpIn},
-			gemm{"shared expert out", systolic.GEMM{M: sh.b * sh.s, K: sf, N: spec.DModel}, 1})
+			gemm{"shared expert in", systolic.GEMM{M: sh.b * sh.s, K: spec.DModel, N: sf}, moe * mlpIn, false},
+			gemm{"shared expert out", systolic.GEMM{M: sh.b * sh.s, K: sf, N: spec.DModel}, moe, false})
 	}
 	return out
 }

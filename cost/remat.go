@@ -215,10 +215,11 @@ func (j Job) places() Places {
 		p = j.Custom
 		p[LayerInput] = max(p[LayerInput], Device) // the scan carries it
 	}
-	if !j.Model.GatedMLP {
-		p[MLPWi1] = Recompute
+	for t := range p {
+		if !j.needed(Tensor(t)) && Tensor(t) != LayerInput {
+			p[t] = Recompute // never a residual of the backward pass
+		}
 	}
-	p[MLPWo] = Recompute // never a residual of the backward pass
 	return p
 }
 
@@ -263,6 +264,23 @@ func (j Job) tensorFLOPs(x Tensor) float64 {
 	return 0
 }
 
+// needed reports whether the backward pass needs a tagged tensor other
+// than the layer input (which the scan always keeps): mlpwo feeds only
+// the residual sum, whose gradient needs neither operand, and so does
+// out_proj in a parallel block, where no norm reads the attention's
+// output; a model without a gated MLP has no mlpwi_1.
+func (j Job) needed(x Tensor) bool {
+	switch x {
+	case LayerInput, MLPWo:
+		return false
+	case OutProj:
+		return !j.Model.ParallelBlock
+	case MLPWi1:
+		return j.Model.GatedMLP
+	}
+	return true
+}
+
 // remat is what a policy keeps and redoes per layer, per chip.
 type remat struct {
 	device, offload float64 // bytes per layer kept in HBM and in host memory
@@ -292,7 +310,7 @@ func (j Job) rematOf(b, s, seq, t int) remat {
 		case Offload:
 			r.offload += bytes
 		case Recompute:
-			if x != LayerInput && x != MLPWo && !(x == MLPWi1 && !j.Model.GatedMLP) {
+			if j.needed(x) {
 				r.recompute += j.tensorFLOPs(x)
 			}
 		}

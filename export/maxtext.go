@@ -237,8 +237,11 @@ func kernels(set func(string, any), j cost.Job, pdbs float64) error {
 		return unsupported("maxtext", "quantization", string(j.Quantization), "want none, int8 or fp8")
 	}
 	att := j.Attention
-	if att == "" {
+	switch att {
+	case "":
 		att = cost.AttentionFlash
+	case cost.AttentionFlashNonCausal:
+		return unsupported("maxtext", "attention", string(att), "want flash or dot_product: MaxText's flash attention skips the masked blocks")
 	}
 	set("attention", string(att)) // [base.yml] line 392: flash or dot_product, both costed
 	set("optimizer_memory_host_offload", j.OptimizerOffload)
@@ -489,9 +492,9 @@ func maxTextModel(set func(string, any), m model.Spec) (maxTextArch, error) {
 	if m.MoE() || m.MLA() {
 		return maxTextMoEModel(set, m)
 	}
-	if !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 {
+	if !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 || m.ParallelBlock {
 		return maxTextArch{}, unsupported("maxtext", "model", m.Name,
-			"it is no MaxText model config, and only a gated-MLP model without biases, LayerNorm, learned positions or extra norms is MaxText's llama2 decoder block; set model_name in MaxText yourself")
+			"it is no MaxText model config, and only a sequential gated-MLP model without biases, LayerNorm, learned positions or extra norms is MaxText's llama2 decoder block; set model_name in MaxText yourself")
 	}
 	kv := m.KVHeads
 	if kv == 0 {
@@ -526,8 +529,8 @@ func maxTextMoEModel(set func(string, any), m model.Spec) (maxTextArch, error) {
 		return maxTextArch{}, unsupported("maxtext", "model", m.Name, why+"; set model_name in MaxText yourself")
 	}
 	switch {
-	case !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 || m.TiedEmbeddings:
-		return refuse("MaxText's MoE decoder blocks (mixtral, deepseek) are gated-MLP models without biases, LayerNorm, learned positions, extra norms or tied embeddings")
+	case !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 || m.TiedEmbeddings || m.ParallelBlock:
+		return refuse("MaxText's MoE decoder blocks (mixtral, deepseek) are sequential gated-MLP models without biases, LayerNorm, learned positions, extra norms or tied embeddings")
 	case !m.MoE():
 		return refuse("latent attention without experts is no MaxText decoder block shardlab writes")
 	case m.MoEEvery > 1:

@@ -416,6 +416,9 @@ func TestMaxTextRefuses(t *testing.T) {
 			o.Model, o.TPU, o.Mesh, o.Remat, o.RematCustom, o.GlobalBatch = "gpt3-175b", "v5p-1024", "fsdp=64,tensor=8", "custom", "query_proj=device", "512"
 		}, []string{"qkv_proj", "--remat-custom"}},
 		{"zero precision", func(o *plan.Options) { o.Model, o.TPU, o.Mesh, o.Precision = "llama3-8b", "v5p-64", "fsdp=32", "zero" }, []string{"precision zero", "--precision maxtext"}},
+		{"parallel block", func(o *plan.Options) {
+			o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small.yaml", []byte(smallSpec+"parallel_block: true\nnorms_per_layer: 1\n"), "v5p-16", "fsdp=8", "16"
+		}, []string{"sequential", "model_name"}},
 	} {
 		_, err := MaxText(search(t, tt.edit))
 		if !errors.Is(err, ErrUnsupported) {

@@ -41,6 +41,13 @@ type Spec struct {
 	// NormsPerLayer is 2 (pre-attention, pre-MLP) unless a model adds
 	// post-norms (Gemma 2 has 4); 0 means 2.
 	NormsPerLayer int `yaml:"norms_per_layer,omitempty" json:"norms_per_layer,omitempty"`
+	// ParallelBlock: attention and the MLP read the same normed input and
+	// both outputs are added to the residual stream at once, x + Attn(n(x))
+	// + MLP(n(x)) (GPT-J; PaLM, Chowdhery et al. 2022 §2, "Parallel
+	// Layers"; MaxText's default decoder layer in 2023, MaxText/layers.py),
+	// instead of the MLP reading the attention's output. Such a layer has
+	// one norm (NormsPerLayer 1).
+	ParallelBlock bool `yaml:"parallel_block,omitempty" json:"parallel_block,omitempty"`
 
 	// Mixture of experts. Experts > 0 makes the MLP of the MoE layers a
 	// routed mixture: a router (a d_model x Experts matmul), Experts routed

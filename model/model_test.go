@@ -184,6 +184,16 @@ func TestParse(t *testing.T) {
 	if s != s2 || s.KV() != 2 || s.Head() != 16 {
 		t.Errorf("YAML %+v, JSON %+v", s, s2)
 	}
+	// MaxText's 2023 decoder layer, as the validate table writes it
+	p, err := Parse([]byte(yml + "norms_per_layer: 1\nparallel_block: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := s
+	seq.NormsPerLayer = 1
+	if !p.ParallelBlock || p.Norms() != 1 || p.ParamCount() != seq.ParamCount() {
+		t.Errorf("parallel_block: %+v, want ParallelBlock with one norm and the sequential layer's other parameters", p)
+	}
 }
 
 func TestParseErrors(t *testing.T) {

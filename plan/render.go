@@ -226,8 +226,11 @@ func quantNote(j cost.Job) string {
 }
 
 func attentionName(j cost.Job) string {
-	if j.Attention == cost.AttentionDot {
+	switch j.Attention {
+	case cost.AttentionDot:
 		return "dot-product"
+	case cost.AttentionFlashNonCausal:
+		return "flash (every block, no causal skip)"
 	}
 	return "flash"
 }

@@ -264,8 +264,10 @@ func (r Run) job() (cost.Job, error) {
 	case "", "flash":
 	case "dot_product":
 		j.Attention = cost.AttentionDot
+	case "flash_noncausal":
+		j.Attention = cost.AttentionFlashNonCausal
 	default:
-		return cost.Job{}, bad("attention", r.Attention, "flash or dot_product")
+		return cost.Job{}, bad("attention", r.Attention, "flash, flash_noncausal or dot_product")
 	}
 	return j, nil
 }

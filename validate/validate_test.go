@@ -15,7 +15,7 @@ import (
 // held-out error worse than this fails here. (The fidelity issue's targets
 // are 0.05, 0.12 and 0.03; README.md says where the model stands.)
 const (
-	maxMedianError = 0.065
+	maxMedianError = 0.06
 	maxP90Error    = 0.14
 	maxSeriesGap   = 0.03 // v5e, MFU(32 slices)/MFU(1): the target, met
 )
@@ -206,6 +206,32 @@ func TestCapacityFactorRefused(t *testing.T) {
 			Layout: Layout{ICIFSDP: 4}, CapacityFactor: cf, Published: Published{MFU: 0.5, MFUSource: "published", FLOPsConvention: "full"}}
 		if _, _, err := r.Setup(); err == nil || !strings.Contains(err.Error(), "capacity_factor") {
 			t.Errorf("capacity_factor %v: %v, want an error naming capacity_factor", cf, err)
+		}
+	}
+}
+
+func TestAttentionKinds(t *testing.T) {
+	// MaxText/layers.py @e47fa1b5d called the flash kernel with causal =
+	// False: the v5e rows say flash_noncausal, and cost computes every block.
+	for _, tt := range []struct {
+		in   string
+		want cost.AttentionKind
+	}{{"", ""}, {"flash", ""}, {"dot_product", cost.AttentionDot}, {"flash_noncausal", cost.AttentionFlashNonCausal}} {
+		r := Run{ID: "x", AcceleratorType: "v5litepod-16", Slices: 1, SeqLen: 4096, GlobalBatch: 16, Model: testSpec,
+			Layout: Layout{ICIFSDP: 16}, RematPolicy: "full", Attention: tt.in, Published: Published{MFU: 0.5, FLOPsConvention: "full"}}
+		j, _, err := r.Setup()
+		if err != nil || j.Attention != tt.want {
+			t.Errorf("attention %q: %q, %v; want %q", tt.in, j.Attention, err, tt.want)
+		}
+	}
+	r := Run{ID: "x", AcceleratorType: "v5litepod-16", Slices: 1, SeqLen: 4096, GlobalBatch: 16, Model: testSpec,
+		Layout: Layout{ICIFSDP: 16}, RematPolicy: "full", Attention: "splash2", Published: Published{MFU: 0.5, FLOPsConvention: "full"}}
+	if _, _, err := r.Setup(); err == nil || !strings.Contains(err.Error(), "flash_noncausal") {
+		t.Errorf("attention splash2: %v, want an error naming the accepted kinds", err)
+	}
+	for _, r := range runs(t) {
+		if want := r.Generation == "v5e"; (r.Attention == "flash_noncausal") != want {
+			t.Errorf("%s: attention %q; the v5e rows (and only they) ran MaxText's non-causal flash call", r.ID, r.Attention)
 		}
 	}
 }
