@@ -125,9 +125,14 @@ func placeOrder() []Axis {
 
 // place assigns each ICI axis a share of the torus dimensions. Axes that
 // communicate on the critical path go first (tensor, context, then fsdp,
-// data, pipeline: the table's place column), each taking from the
-// dimensions in order the largest share that divides what is left: the
-// greedy gcd always completes because the factors multiply to the slice.
+// data, pipeline: the table's place column). As JAX's create_device_mesh
+// does without splitting physical axes (jax/_src/mesh_utils.py
+// _create_device_mesh_for_nd_torus @01a64421, which MaxText calls with
+// allow_split_physical_axes false), an axis takes whole untouched
+// dimensions whose sizes multiply to its degree, three if it can, else
+// two, else one (wholeDims). When none do, it takes from the dimensions
+// in order the largest share that divides what is left: the greedy gcd
+// always completes because the factors multiply to the slice.
 func (m *Mesh) place() {
 	dims := m.Multislice.Slice.Topology.Dims()
 	left := append([]int(nil), dims...)
@@ -135,9 +140,13 @@ func (m *Mesh) place() {
 	for _, a := range placeOrder() {
 		n := m.degrees[a].ICI
 		l := Link{Tier: hw.ICI, Size: n, HopLatency: hw.ICIHopLatency}
+		whole := wholeDims(dims, left, n)
 		for d := range dims {
 			if n == 1 {
 				break
+			}
+			if whole != nil && !whole[d] {
+				continue
 			}
 			g := gcd(n, left[d])
 			if g == 1 {
@@ -165,6 +174,55 @@ func (m *Mesh) place() {
 		}
 		m.links[a] = l
 	}
+}
+
+// wholeDims picks untouched dimensions (left equal to dims, larger than
+// 1) whose sizes multiply to n: the first such set of three in
+// combination order, else of two, else one; nil when there is none.
+func wholeDims(dims, left []int, n int) []bool {
+	if n <= 1 {
+		return nil
+	}
+	var free []int
+	for d := range dims {
+		if left[d] == dims[d] && dims[d] > 1 {
+			free = append(free, d)
+		}
+	}
+	for k := min(3, len(free)); k >= 1; k-- {
+		if set := subsetWithProduct(free, dims, k, n); set != nil {
+			out := make([]bool, len(dims))
+			for _, d := range set {
+				out[d] = true
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// subsetWithProduct is the first k of free, in combination order, whose
+// dims multiply to n, or nil.
+func subsetWithProduct(free, dims []int, k, n int) []int {
+	var pick []int
+	var rec func(start, prod int) bool
+	rec = func(start, prod int) bool {
+		if len(pick) == k {
+			return prod == n
+		}
+		for i := start; i < len(free); i++ {
+			pick = append(pick, free[i])
+			if rec(i+1, prod*dims[free[i]]) {
+				return true
+			}
+			pick = pick[:len(pick)-1]
+		}
+		return false
+	}
+	if rec(0, 1) {
+		return pick
+	}
+	return nil
 }
 
 func gcd(a, b int) int {

@@ -73,6 +73,19 @@ func TestPlacement(t *testing.T) {
 		// Half of a wrapped dimension is an open line.
 		{"v5p-128", []Degree{{Axis: Tensor, ICI: 2, DCN: 1}, {Axis: FSDP, ICI: 32, DCN: 1}}, Tensor,
 			Link{Size: 2, Dims: 1, Wrap: false, Bandwidth: 90e9, Hops: 1, HopLatency: hw.ICIHopLatency}},
+		// 4x8x8 (v5p-512): tensor=8 takes one whole wrapped dimension of 8,
+		// as JAX's create_device_mesh assigns it (a subset of whole physical
+		// axes whose sizes multiply to 8: the first single 8), not the 4
+		// ring plus half of an 8 that the greedy split would take.
+		{"v5p-512", []Degree{{Axis: Tensor, ICI: 8, DCN: 1}, {Axis: FSDP, ICI: 32, DCN: 1}}, Tensor,
+			Link{Size: 8, Dims: 1, Wrap: true, Bandwidth: 180e9, Hops: 4, HopLatency: hw.ICIHopLatency}},
+		// ... and fsdp=32 the 4 and the other 8, both whole.
+		{"v5p-512", []Degree{{Axis: Tensor, ICI: 8, DCN: 1}, {Axis: FSDP, ICI: 32, DCN: 1}}, FSDP,
+			Link{Size: 32, Dims: 2, Wrap: true, Bandwidth: 360e9, Hops: 6, HopLatency: hw.ICIHopLatency}},
+		// JAX prefers more whole axes: tensor=16 on 4x4x4... is 4x4, two
+		// whole dimensions, with fsdp=4 on the third
+		{"v5p-128", []Degree{{Axis: Tensor, ICI: 16, DCN: 1}, {Axis: FSDP, ICI: 4, DCN: 1}}, Tensor,
+			Link{Size: 16, Dims: 2, Wrap: true, Bandwidth: 360e9, Hops: 4, HopLatency: hw.ICIHopLatency}},
 		// v5e 16x16: data=256 spans both wrapped dimensions, 45 GB/s links.
 		{"v5litepod-256", []Degree{{Axis: Data, ICI: 256, DCN: 1}}, Data,
 			Link{Size: 256, Dims: 2, Wrap: true, Bandwidth: 180e9, Hops: 16, HopLatency: hw.ICIHopLatency}},
