@@ -371,7 +371,7 @@ func (j Job) transient(sh shape, st stage, r remat, logits float64) float64 {
 	}
 	layer := float64(j.Model.ParamCount().PerLayer()) / float64(sh.t)
 	e := float64(j.Precision.Activation)
-	layerPhase += j.expertBuffers(sh.b*sh.s) + j.ringBuffers(sh.e, sh.b*sh.s)
+	layerPhase += j.expertBuffers(sh.b, sh.s) + j.ringBuffers(sh.e, sh.b*sh.s)
 	switch {
 	case sh.f*sh.e > 1:
 		layerPhase += min(3*float64(j.Model.LargestMatrix())/float64(sh.t), 2*layer) * e
@@ -407,7 +407,7 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 	}
 	est := Estimate{Mesh: m, Job: j, MicroBatchSize: sh.b}
 	if j.Model.MoE() {
-		est.TokensPerExpert = j.TokensPerExpert(sh.b*sh.s, sh.e)
+		est.TokensPerExpert = j.TokensPerExpert(sh.b, sh.s, sh.e)
 	}
 	est.Memory = e.memory(j, m, sh)
 	if err := e.compute(&est, sh); err != nil {

@@ -10,32 +10,41 @@ import (
 	"shardlab/unit"
 )
 
-// ExpertCapacity is the rows each expert takes from one device's tokens
-// under a capacity factor: ceil(capacityFactor · tokens · k / experts)
-// (GShard, Lepikhin et al. 2020 §2.2; MaxText's capacity_factor, whose
-// dispatch drops the tokens past it). A capacity factor of 0 or less means
-// dropless and returns 0.
-func ExpertCapacity(capacityFactor float64, tokens, k, experts int) int {
+// ExpertCapacity is the rows each expert takes from one sequence's
+// tokens under a capacity factor, as MaxText's dense dispatch computes it
+// (src/maxtext/layers/moe.py generate_masks @e591f30c): int(max(⌈seqTokens
+// · k / experts⌉ · capacityFactor, capacityFactor)) — GShard's capacity
+// (Lepikhin et al. 2020 §2.2) with a sequence as the group. The tokens
+// past it are dropped. At least 1 (where MaxText's int() gives 0, for a
+// factor below 1 on a tiny group, it drops every token). A capacity
+// factor of 0 or less means dropless and returns 0.
+func ExpertCapacity(capacityFactor float64, seqTokens, k, experts int) int {
 	if capacityFactor <= 0 || experts <= 0 {
 		return 0
 	}
-	return int(math.Ceil(capacityFactor * float64(tokens) * float64(k) / float64(experts)))
+	per := math.Ceil(float64(seqTokens) * float64(k) / float64(experts))
+	return max(1, int(max(per*capacityFactor, capacityFactor)))
+}
+
+// ExpertRows is the rows of an MoE layer's dispatch buffer on one device
+// holding seqs sequences of seqTokens tokens each: experts × capacity per
+// sequence with a capacity factor (ExpertCapacity, padded or dropped to
+// it), or dropless the routed rows seqs × seqTokens × k.
+func ExpertRows(capacityFactor float64, seqs, seqTokens, k, experts int) int {
+	if c := ExpertCapacity(capacityFactor, seqTokens, k, experts); c > 0 {
+		return seqs * experts * c
+	}
+	return seqs * seqTokens * k
 }
 
 // ExpertAllToAllBytes is what one device of an expert group of n devices
-// sends in one dispatch or combine all-to-all of an MoE layer, for the
-// tokens it holds (micro-batch sequences per device × seq / context), k
-// experts per token out of experts, d_model wide, elemBytes per element.
-// With a capacity factor the buffer is experts × capacity × d_model
-// (ExpertCapacity), padded or dropped to it; dropless (capacityFactor 0)
-// it is the routed rows tokens × k × d_model. Either way a device keeps
-// its own 1/n: collective.Bytes(AllToAll, n, buffer). The emulator's
-// measured all-to-all bytes are held to this.
-func ExpertAllToAllBytes(n int, capacityFactor float64, tokens, k, experts, dModel, elemBytes int) unit.Bytes {
-	rows := tokens * k
-	if c := ExpertCapacity(capacityFactor, tokens, k, experts); c > 0 {
-		rows = experts * c
-	}
+// sends in one dispatch or combine all-to-all of an MoE layer: its
+// dispatch buffer (ExpertRows for the seqs sequences of seqTokens tokens
+// it holds in a micro-batch, d_model wide, elemBytes per element), of
+// which it keeps its own 1/n: collective.Bytes(AllToAll, n, buffer). The
+// emulator's measured all-to-all bytes are held to this.
+func ExpertAllToAllBytes(n int, capacityFactor float64, seqs, seqTokens, k, experts, dModel, elemBytes int) unit.Bytes {
+	rows := ExpertRows(capacityFactor, seqs, seqTokens, k, experts)
 	return collective.Bytes(collective.AllToAll, n, unit.Bytes(rows)*unit.Bytes(dModel)*unit.Bytes(elemBytes))
 }
 
@@ -71,15 +80,16 @@ func TorusAllToAllFactor(n, dims int) float64 {
 }
 
 // TokensPerExpert is the rows one expert's grouped GEMM gets on a chip
-// per micro-batch: each of the e devices of the expert group sends it
-// capacity rows, or dropless its share T·k/E of the routed tokens times
-// the load imbalance (the most loaded expert sets the pace).
-func (j Job) TokensPerExpert(tokens, e int) float64 {
+// per micro-batch, for seqs sequences of seqTokens tokens per device:
+// each of the e devices of the expert group sends it capacity rows per
+// sequence, or dropless its share T·k/E of the routed tokens times the
+// load imbalance (the most loaded expert sets the pace).
+func (j Job) TokensPerExpert(seqs, seqTokens, e int) float64 {
 	spec := j.Model
-	if c := ExpertCapacity(j.CapacityFactor, tokens, spec.ExpertsPerToken, spec.Experts); c > 0 {
-		return float64(e * c)
+	if c := ExpertCapacity(j.CapacityFactor, seqTokens, spec.ExpertsPerToken, spec.Experts); c > 0 {
+		return float64(e * seqs * c)
 	}
-	return float64(e) * float64(tokens) * float64(spec.ExpertsPerToken) / float64(spec.Experts) * j.imbalance()
+	return float64(e) * float64(seqs*seqTokens) * float64(spec.ExpertsPerToken) / float64(spec.Experts) * j.imbalance()
 }
 
 func (j Job) imbalance() float64 { return max(j.LoadImbalance, 1) }
@@ -115,7 +125,7 @@ func (t *tally) experts() {
 	// One all-to-all over the whole group of e = eICI × eDCN devices: of
 	// what a device sends, the share for the eICI−1 peers in its slice
 	// crosses ICI (at the ring factor), the rest DCN (switched).
-	all := ExpertAllToAllBytes(sh.e, j.CapacityFactor, tokens, spec.ExpertsPerToken, spec.Experts, spec.DModel, elem)
+	all := ExpertAllToAllBytes(sh.e, j.CapacityFactor, sh.b, sh.s, spec.ExpertsPerToken, spec.Experts, spec.DModel, elem)
 	ici := unit.Bytes(float64(all) * float64(ed.ICI-1) / float64(sh.e-1))
 	cost := collective.Cost{ICIBytes: ici, DCNBytes: all - ici}
 	if ed.ICI > 1 {
@@ -145,11 +155,7 @@ func (j Job) expertOutputAllReduce(est *Estimate, sh shape, forwards float64) (i
 	if sh.t <= 1 || !spec.MoE() {
 		return 0, collective.Cost{}
 	}
-	tokens := sh.b * sh.s
-	rows := tokens * spec.ExpertsPerToken
-	if c := ExpertCapacity(j.CapacityFactor, tokens, spec.ExpertsPerToken, spec.Experts); c > 0 {
-		rows = spec.Experts * c
-	}
+	rows := ExpertRows(j.CapacityFactor, sh.b, sh.s, spec.ExpertsPerToken, spec.Experts)
 	size := unit.Bytes(rows) * unit.Bytes(spec.DModel) * unit.Bytes(j.Precision.Activation)
 	n := int(math.Round(forwards * j.moeLayersPerStage(sh) * float64(sh.m)))
 	return n, collective.Hierarchical(collective.AllReduce, size, sh.t, link(est.Mesh.Link(mesh.Tensor)), 1, collective.Link{})
@@ -176,19 +182,16 @@ func (j Job) mlpWidth() float64 {
 }
 
 // expertBuffers is the bytes an MoE layer's dispatch needs on a chip
-// while it runs, for tokens local tokens: the dispatched rows sent and
+// while it runs, for seqs local sequences of seqTokens tokens: the dispatched rows sent and
 // received (experts × capacity, or tokens × k dropless, d_model wide, in
 // the activation dtype), which the combine then reuses. Zero for a
 // dense model.
-func (j Job) expertBuffers(tokens int) float64 {
+func (j Job) expertBuffers(seqs, seqTokens int) float64 {
 	spec := j.Model
 	if !spec.MoE() {
 		return 0
 	}
-	rows := tokens * spec.ExpertsPerToken
-	if c := ExpertCapacity(j.CapacityFactor, tokens, spec.ExpertsPerToken, spec.Experts); c > 0 {
-		rows = spec.Experts * c
-	}
+	rows := ExpertRows(j.CapacityFactor, seqs, seqTokens, spec.ExpertsPerToken, spec.Experts)
 	return 2 * float64(rows) * float64(spec.DModel) * float64(j.Precision.Activation)
 }
 

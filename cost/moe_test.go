@@ -28,6 +28,21 @@ func TestExpertCapacityAndAllToAllBytes(t *testing.T) {
 	if got := ExpertCapacity(1, 7, 2, 8); got != 2 { // ceil(14/8)
 		t.Errorf("ExpertCapacity(1, 7, 2, 8) = %d, want 2", got)
 	}
+	// MaxText's rounding: ⌈s·k/E⌉ first, then the factor, truncated:
+	// ⌈100·2/64⌉ = 4, × 1.3 = 5.2 -> 5; and at least one row, where
+	// MaxText's int(max(1 × 0.5, 0.5)) = 0 would drop every token
+	if got := ExpertCapacity(1.3, 100, 2, 64); got != 5 {
+		t.Errorf("ExpertCapacity(1.3, 100, 2, 64) = %d, want 5", got)
+	}
+	if got := ExpertCapacity(0.5, 1, 1, 64); got != 1 {
+		t.Errorf("ExpertCapacity(0.5, 1, 1, 64) = %d, want 1", got)
+	}
+	if got := ExpertRows(1.25, 3, 4096, 2, 8); got != 3*8*1280 {
+		t.Errorf("ExpertRows(3 sequences) = %d, want %d", got, 3*8*1280)
+	}
+	if got := ExpertRows(0, 3, 4096, 2, 8); got != 3*4096*2 {
+		t.Errorf("ExpertRows(dropless) = %d, want %d", got, 3*4096*2)
+	}
 	if got := ExpertCapacity(0, 4096, 2, 8); got != 0 {
 		t.Errorf("ExpertCapacity(0 = dropless) = %d, want 0", got)
 	}
@@ -45,7 +60,7 @@ func TestExpertCapacityAndAllToAllBytes(t *testing.T) {
 		{"capacity 1.25 over 2", 2, 1.25, 41_943_040},
 		{"one device", 1, 1.25, 0},
 	} {
-		if got := ExpertAllToAllBytes(c.n, c.cf, 4096, 2, 8, 4096, 2); got != c.want {
+		if got := ExpertAllToAllBytes(c.n, c.cf, 1, 4096, 2, 8, 4096, 2); got != c.want {
 			t.Errorf("%s: ExpertAllToAllBytes = %d, want %d", c.name, got, c.want)
 		}
 	}
@@ -74,12 +89,12 @@ func TestTokensPerExpert(t *testing.T) {
 	j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 64)
 	j.CapacityFactor = 1.25
 	// 8 devices each send 1280 rows to every expert
-	if got := j.TokensPerExpert(4096, 8); got != 8*1280 {
+	if got := j.TokensPerExpert(1, 4096, 8); got != 8*1280 {
 		t.Errorf("TokensPerExpert(capacity 1.25) = %g, want %d", got, 8*1280)
 	}
 	j.CapacityFactor, j.LoadImbalance = 0, 1.5
 	// dropless: 8 × 4096 × 2 / 8 = 8192, × 1.5 for the busiest expert
-	if got := j.TokensPerExpert(4096, 8); got != 12288 {
+	if got := j.TokensPerExpert(1, 4096, 8); got != 12288 {
 		t.Errorf("TokensPerExpert(dropless, 1.5) = %g, want 12288", got)
 	}
 }
@@ -140,7 +155,7 @@ func TestMoEMFUUsesActiveParams(t *testing.T) {
 			if c.Count != 192 {
 				t.Errorf("all-to-alls per step = %d, want 192", c.Count)
 			}
-			if want := ExpertAllToAllBytes(8, 1.25, 4096, 2, 8, 4096, 2) * 192; c.ICIBytes != want {
+			if want := ExpertAllToAllBytes(8, 1.25, 1, 4096, 2, 8, 4096, 2) * 192; c.ICIBytes != want {
 				t.Errorf("all-to-all ICI bytes = %d, want %d", c.ICIBytes, want)
 			}
 		}
@@ -179,8 +194,7 @@ func TestExpertAllToAllTime(t *testing.T) {
 		}
 		ed := m.Degree(expertAxis)
 		e := ed.Size()
-		tokens := est.MicroBatchSize * 4096
-		buffer := float64(8*ExpertCapacity(1.25, tokens, 2, 8)) * 4096 * 2
+		buffer := float64(est.MicroBatchSize*8*ExpertCapacity(1.25, 4096, 2, 8)) * 4096 * 2
 		leaves := buffer * float64(e-1) / float64(e)
 		ici := leaves * float64(ed.ICI-1) / float64(e-1)
 		l := m.Link(expertAxis)
@@ -305,7 +319,7 @@ func TestMoEAndMLAWidthsByHand(t *testing.T) {
 	// the dispatch buffers: 2 × experts × capacity × d_model × 2 bytes
 	mx.Precision.Activation = 2
 	c := ExpertCapacity(1.25, 4096, 2, 8)
-	if got, want := mx.expertBuffers(4096), float64(2*8*c*4096*2); got != want {
+	if got, want := mx.expertBuffers(1, 4096), float64(2*8*c*4096*2); got != want {
 		t.Errorf("mixtral dispatch buffers %v bytes, want %v", got, want)
 	}
 }

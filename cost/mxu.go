@@ -187,7 +187,7 @@ func (j Job) expertGEMMs(sh shape, out []gemm, mlpIn float64) []gemm {
 			out[i].count *= 1 - moe
 		}
 	}
-	m := int(math.Ceil(j.TokensPerExpert(sh.b*sh.s, sh.e)))
+	m := int(math.Ceil(j.TokensPerExpert(sh.b, sh.s, sh.e)))
 	f := spec.ExpertFF() / sh.t
 	local := float64(spec.Experts / sh.e)
 	out = append(out,

@@ -387,8 +387,8 @@ func TestMoEBytesEqualCost(t *testing.T) {
 			// the all-to-alls by the formula: each chip holds batch / (data x
 			// fsdp x expert) sequences
 			e := m.Size(mesh.Expert)
-			tokens := batch / (m.Size(mesh.Data) * m.Size(mesh.FSDP) * e) * c.Seq
-			per := cost.ExpertAllToAllBytes(e, c.CapacityFactor, tokens, c.ExpertsPerToken, c.Experts, c.DModel, 4)
+			seqs := batch / (m.Size(mesh.Data) * m.Size(mesh.FSDP) * e)
+			per := cost.ExpertAllToAllBytes(e, c.CapacityFactor, seqs, c.Seq, c.ExpertsPerToken, c.Experts, c.DModel, 4)
 			want := int64(per) * int64(cost.ExpertAllToAllsPerLayer(false)) * int64(c.Layers-c.FirstDenseLayers) * chips
 			got := measured["all-to-all"]
 			if got[0]+got[1] != want || want == 0 {

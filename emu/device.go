@@ -313,13 +313,14 @@ func (d *device) compute(name string, flops, rate float64) {
 	}
 }
 
-// layerFLOPs is one block's forward matmul FLOPs for n local tokens
+// layerFLOPs is one block's forward matmul FLOPs for mb's n local tokens
 // attending over seq keys (backward is twice this).
-func (d *device) layerFLOPs(l *Layer[float32], n int) float64 {
+func (d *device) layerFLOPs(l *Layer[float32], mb micro) float64 {
+	n := mb.n()
 	w := l.Wq.R*l.Wq.C + l.Wk.R*l.Wk.C + l.Wv.R*l.Wv.C + l.Wo.R*l.Wo.C + l.Wg.R*l.Wg.C + l.Wu.R*l.Wu.C + l.Wd.R*l.Wd.C
 	f := 2*float64(n)*float64(w) + 4*float64(n)*float64(l.Wq.C)*float64(d.c.Seq)
 	if l.moe() {
-		f += d.c.moeFLOPs(l, n, d.expertG.Size())
+		f += d.c.moeFLOPs(l, n, mb.s, d.expertG.Size())
 	}
 	return f
 }

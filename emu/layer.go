@@ -133,7 +133,7 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 	a.h2, a.rstd2 = rmsnorm(a.x2, l.N2)
 	var m Mat[T]
 	if l.moe() {
-		m, a.moe = moeForward(c, l, a.h2, co)
+		m, a.moe = moeForward(c, l, a.h2, mb.s, co)
 	} else {
 		f := l.Wg.C
 		a.g, a.u, a.a = newMat[T](n, f), newMat[T](n, f), newMat[T](n, f)

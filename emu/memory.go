@@ -137,7 +137,7 @@ func shapesOf(tc *TrainConfig) shapes {
 	mlp := 3 * d * f64(c.DFF)
 	if c.Experts > 0 {
 		e, k, fe := f64(c.Experts), f64(c.ExpertsPerToken), f64(c.expertFF())
-		rows := e * f64(c.capacity(int(ntok)))
+		rows := e * sh.b * f64(c.capacity(int(sh.s)))
 		sh.ecf = rows * fe / f64(t)
 		sh.buf = rows * d
 		sh.moeLayer = attn + d*e

@@ -13,19 +13,20 @@ import (
 //   - a router scores every token against every expert, h·Wr; the token
 //     goes to its k best experts, weighted by the softmax of those k
 //     scores (Mixtral's gating: Jiang et al. 2024, §2.1);
-//   - each expert takes at most C = ⌈capacity_factor · n · k / E⌉ of the
-//     device's n tokens, first choices before second ones, earlier tokens
-//     first; the rest are dropped (they pass the layer on the residual
-//     alone);
-//   - the device writes its tokens into an E × C × d_model dispatch
-//     buffer, zero where an expert's slots are not used, and one
+//   - each expert takes at most C = int(max(⌈s·k/E⌉ · capacity_factor,
+//     capacity_factor)) of each sequence's s tokens (MaxText's
+//     generate_masks, src/maxtext/layers/moe.py @e591f30c), in token
+//     order, a token's choices best first; the rest are dropped (they pass
+//     the layer on the residual alone);
+//   - the device writes its b sequences' tokens into an E × b·C × d_model
+//     dispatch buffer, zero where an expert's slots are not used, and one
 //     all-to-all over the expert axis hands each expert rank the slots of
 //     its E/ep experts from every member; the experts run their SwiGLU on
-//     those ep·C rows; a second all-to-all brings the outputs back, and
+//     those ep·b·C rows; a second all-to-all brings the outputs back, and
 //     each token sums its experts' outputs times their gates.
 //
 // The backward pass runs the two all-to-alls transposed, so a layer
-// moves four buffers of E·C·d_model per micro-batch, the bytes
+// moves four buffers of E·b·C·d_model per micro-batch, the bytes
 // cost.ExpertAllToAllBytes counts. With tensor parallelism each expert is
 // split over tensor as the dense MLP is, and the experts' output is
 // all-reduced over tensor before it goes back (the gates' gradient needs
@@ -76,26 +77,26 @@ func (c Config) expertFF() int {
 	return c.DFF
 }
 
-// capacity is the rows each expert takes from n tokens of one device:
-// ⌈capacity_factor · n · k / E⌉ (GShard §2.2), at most n (a token sends
-// an expert one row at most). Computed here, not asked of package cost:
+// capacity is the rows each expert takes from one sequence of s tokens:
+// int(max(⌈s·k/E⌉ · capacity_factor, capacity_factor)), as MaxText
+// rounds it, and at least 1. Computed here, not asked of package cost:
 // the emulator is cost's independent check.
-func (c Config) capacity(n int) int {
-	x := math.Ceil(c.CapacityFactor * float64(n) * float64(c.ExpertsPerToken) / float64(c.Experts))
-	return int(max(1, min(x, float64(n))))
+func (c Config) capacity(s int) int {
+	per := math.Ceil(float64(s) * float64(c.ExpertsPerToken) / float64(c.Experts))
+	return max(1, int(max(per*c.CapacityFactor, c.CapacityFactor)))
 }
 
 // moeActs is what an MoE MLP keeps for its backward pass.
 type moeActs[T Float] struct {
 	logits Mat[T] // n × E router scores
 	idx    []int  // n × k chosen experts, best first
-	pos    []int  // n × k slot in the expert's buffer, −1 if dropped
+	pos    []int  // n × k row in the expert's b·C rows, −1 if dropped
 	gate   []T    // n × k weights
 	// the experts' side, ep·C rows per local expert, expert by expert: the
 	// dispatched inputs x, the SwiGLU's g, u and a
 	x, g, u, a Mat[T]
-	back       Mat[T] // E·C × d: the experts' outputs, returned
-	c          int    // capacity
+	back       Mat[T] // E·b·C × d: the experts' outputs, returned
+	run        int    // rows per expert on this device: b sequences × capacity
 }
 
 func (m *moeActs[T]) elems() int {
@@ -105,8 +106,9 @@ func (m *moeActs[T]) elems() int {
 }
 
 // route picks each token's k experts and their gates from the router's
-// scores, and each choice's slot under capacity cp.
-func route[T Float](logits Mat[T], k, cp int) (idx, pos []int, gate []T) {
+// scores, and each choice's row among the expert's rows: sequence by
+// sequence (s rows each), at most cp per expert, in token order.
+func route[T Float](logits Mat[T], k, cp, s int) (idx, pos []int, gate []T) {
 	n, e := logits.R, logits.C
 	idx, pos, gate = make([]int, n*k), make([]int, n*k), make([]T, n*k)
 	order := make([]int, e)
@@ -128,38 +130,41 @@ func route[T Float](logits Mat[T], k, cp int) (idx, pos []int, gate []T) {
 			gate[i*k+j] /= sum
 		}
 	}
-	// first choices claim slots before second ones (GShard's priority),
-	// earlier tokens first
+	// MaxText's priority: a cumulative count over the sequence's tokens,
+	// each token's choices in order
 	used := make([]int, e)
-	for j := range k {
-		for i := range n {
-			ex := idx[i*k+j]
-			if used[ex] < cp {
-				pos[i*k+j] = used[ex]
-				used[ex]++
-			} else {
-				pos[i*k+j] = -1
-			}
+	for r := range n * k {
+		if r%(s*k) == 0 {
+			clear(used) // a new sequence
+		}
+		ex := idx[r]
+		if used[ex] < cp {
+			pos[r] = r/(s*k)*cp + used[ex]
+			used[ex]++
+		} else {
+			pos[r] = -1
 		}
 	}
 	return idx, pos, gate
 }
 
 // toExperts reorders the rows an all-to-all delivered — member j's block
-// holds its slots of this rank's local experts, local × cp rows — into
-// expert-major order: expert le's ep·cp rows together, member by member.
+// holds its rows of this rank's local experts, local × run rows — into
+// expert-major order: expert le's ep·run rows together, member by member.
 // fromExperts is its inverse.
-func toExperts[T Float](in Mat[T], local, ep, cp int) Mat[T] { return regroup(in, local, ep, cp, true) }
-
-func fromExperts[T Float](in Mat[T], local, ep, cp int) Mat[T] {
-	return regroup(in, local, ep, cp, false)
+func toExperts[T Float](in Mat[T], local, ep, run int) Mat[T] {
+	return regroup(in, local, ep, run, true)
 }
 
-// regroup moves each (member j, expert le) run of cp rows between
+func fromExperts[T Float](in Mat[T], local, ep, run int) Mat[T] {
+	return regroup(in, local, ep, run, false)
+}
+
+// regroup moves each (member j, expert le) run of rows between
 // member-major and expert-major order.
-func regroup[T Float](in Mat[T], local, ep, cp int, toExpert bool) Mat[T] {
+func regroup[T Float](in Mat[T], local, ep, run int, toExpert bool) Mat[T] {
 	out := newMat[T](in.R, in.C)
-	w := cp * in.C
+	w := run * in.C
 	for j := range ep {
 		for le := range local {
 			byExpert, byMember := (le*ep+j)*w, (j*local+le)*w
@@ -178,16 +183,18 @@ func rowsOf[T Float](m Mat[T], lo, hi int) Mat[T] {
 	return Mat[T]{R: hi - lo, C: m.C, D: m.D[lo*m.C : hi*m.C]}
 }
 
-// moeForward runs the MoE MLP on h (n × d) and returns its output, to be
-// added to the residual, and what the backward pass needs.
-func moeForward[T Float](c Config, l *Layer[T], h Mat[T], co colls[T]) (Mat[T], *moeActs[T]) {
+// moeForward runs the MoE MLP on h (n × d, sequences of s rows) and
+// returns its output, to be added to the residual, and what the backward
+// pass needs.
+func moeForward[T Float](c Config, l *Layer[T], h Mat[T], s int, co colls[T]) (Mat[T], *moeActs[T]) {
 	n, d, k, e := h.R, h.C, c.ExpertsPerToken, c.Experts
 	local := len(l.Experts)
 	ep := e / local
-	m := &moeActs[T]{c: c.capacity(n), logits: newMat[T](n, e)}
-	cp := m.c
+	capacity := c.capacity(s)
+	m := &moeActs[T]{run: n / s * capacity, logits: newMat[T](n, e)}
+	cp := m.run
 	matMul(m.logits, h, l.Wr, false)
-	m.idx, m.pos, m.gate = route(m.logits, k, cp)
+	m.idx, m.pos, m.gate = route(m.logits, k, capacity, s)
 	disp := newMat[T](e*cp, d)
 	for r, p := range m.pos {
 		if p >= 0 {
@@ -234,7 +241,7 @@ func swiglu[T Float](a, g, u []T) {
 // the experts' (a partial sum over tensor, like a column-parallel
 // layer's, to be all-reduced) and the router's (whole on every rank).
 func moeBackward[T Float](c Config, l, gl *Layer[T], m *moeActs[T], h, dout Mat[T], co colls[T]) (dExperts, dRouter Mat[T]) {
-	n, d, k, e, cp := h.R, h.C, c.ExpertsPerToken, c.Experts, m.c
+	n, d, k, e, cp := h.R, h.C, c.ExpertsPerToken, c.Experts, m.run
 	local := len(l.Experts)
 	ep := e / local
 	// combine: out_i = Σ_j gate_ij · back[slot_ij]
@@ -306,10 +313,10 @@ func swigluBack[T Float](dg, du, da, g, u []T) {
 }
 
 // moeFLOPs is one MoE MLP's forward matmul FLOPs on a device for n local
-// tokens: the router's, and the local experts' over every slot they get,
-// used or not (a capacity buffer is computed whole).
-func (c Config) moeFLOPs(l *Layer[float32], n, ep int) float64 {
-	rows := float64(len(l.Experts) * ep * c.capacity(n))
+// tokens in sequences of s: the router's, and the local experts' over
+// every slot they get, used or not (a capacity buffer is computed whole).
+func (c Config) moeFLOPs(l *Layer[float32], n, s, ep int) float64 {
+	rows := float64(len(l.Experts) * ep * n / s * c.capacity(s))
 	ex := l.Experts[0]
 	return 2*float64(n)*float64(l.Wr.R*l.Wr.C) + 2*rows*float64(ex.Wg.R*ex.Wg.C+ex.Wu.R*ex.Wu.C+ex.Wd.R*ex.Wd.C)
 }

@@ -207,7 +207,7 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 		d.releaseLayer(li, buf, experts)
 		saved[li-lo] = a
 		d.mem.change(func(m *Memory) { m.Activations += a.bytes(4) })
-		d.compute(fmt.Sprintf("F%d layer %d", op.MicroBatch, d.layers[li]), d.layerFLOPs(&l, n), st.rate)
+		d.compute(fmt.Sprintf("F%d layer %d", op.MicroBatch, d.layers[li]), d.layerFLOPs(&l, mb), st.rate)
 	}
 	st.saved[op.MicroBatch][op.Chunk] = saved
 	if !last {
@@ -273,7 +273,7 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 		}
 		d.mem.change(func(m *Memory) { m.Activations -= a.bytes(4) })
 		saved[li-lo] = nil
-		d.compute(fmt.Sprintf("B%d layer %d", op.MicroBatch, d.layers[li]), 2*d.layerFLOPs(&l, n), st.rate)
+		d.compute(fmt.Sprintf("B%d layer %d", op.MicroBatch, d.layers[li]), 2*d.layerFLOPs(&l, mb), st.rate)
 	}
 	if first {
 		embedBack(d.bindEnds(endsGrad), mb, dx)
