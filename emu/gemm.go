@@ -23,17 +23,24 @@ type gemmKernel interface {
 type pureGo struct{ mk microKernel }
 
 // microKernel adds the mr×nr block of a packed A strip (kc×mr, k-major)
-// times a packed B strip (kc×nr) into c's rows, ldc floats apart.
+// times a packed B strip (kc×nr) into c's rows, ldc floats apart. A
+// kernel with strided also reads strips in place, step p at a[p·lda:]
+// and b[p·ldb:], so a transposed A or an untransposed B need no packing
+// for a full tile.
 type microKernel struct {
-	name   string
-	mr, nr int
-	add    func(a, b []float32, kc int, c []float32, ldc int)
+	name    string
+	mr, nr  int
+	add     func(a, b []float32, kc int, c []float32, ldc int)
+	strided func(a []float32, lda int, b []float32, ldb, kc int, c []float32, ldc int)
 }
 
 var (
-	microAVX512 = microKernel{"AVX-512 8x32 assembly", 8, 32, func(a, b []float32, kc int, c []float32, ldc int) { avx2.Add8x32(a, b, kc, c, ldc) }}
-	microAVX2   = microKernel{"AVX2+FMA 4x16 assembly", 4, 16, func(a, b []float32, kc int, c []float32, ldc int) { avx2.Add4x16(a, b, kc, c, ldc) }}
-	microGo     = microKernel{"plain Go 4x16", 4, 16, add4x16Go}
+	microAVX512 = microKernel{"AVX-512 8x32 assembly", 8, 32, func(a, b []float32, kc int, c []float32, ldc int) { avx2.Add8x32(a, b, kc, c, ldc) },
+		func(a []float32, lda int, b []float32, ldb, kc int, c []float32, ldc int) {
+			avx2.Add8x32Strided(a, lda, b, ldb, kc, c, ldc)
+		}}
+	microAVX2 = microKernel{"AVX2+FMA 4x16 assembly", 4, 16, func(a, b []float32, kc int, c []float32, ldc int) { avx2.Add4x16(a, b, kc, c, ldc) }, nil}
+	microGo   = microKernel{"plain Go 4x16", 4, 16, add4x16Go, nil}
 )
 
 // bestMicro is the fastest micro-kernel this CPU and build run.
@@ -100,32 +107,46 @@ func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 	ws.b = grow(ws.b, (min(n, ncBlock)+nr-1)/nr*nr*min(k, kcBlock))
 	ws.tile = grow(ws.tile, mr*nr)
 	ap, bp, tile := ws.a, ws.b, ws.tile
+	// full strips a strided kernel reads in place: op(A)'s rows i0… of a
+	// transposed A are k-major already (stride lda), as are op(B)'s
+	// columns j… of an untransposed B (stride ldb)
+	inA, inB := g.mk.strided != nil && transA, g.mk.strided != nil && !transB
 	for p0 := 0; p0 < k; p0 += kcBlock {
 		kc := min(kcBlock, k-p0)
 		for i0 := 0; i0 < mPad; i0 += mr {
-			packA(ap[i0*kc:(i0+mr)*kc], transA, a, lda, i0, min(mr, m-i0), mr, p0, kc)
+			if !inA || i0+mr > m {
+				packA(ap[i0*kc:(i0+mr)*kc], transA, a, lda, i0, min(mr, m-i0), mr, p0, kc)
+			}
 		}
 		for j0 := 0; j0 < n; j0 += ncBlock {
 			nc := min(ncBlock, n-j0)
 			ncPad := (nc + nr - 1) / nr * nr
 			for jj0 := 0; jj0 < ncPad; jj0 += nr {
-				packB(bp[jj0*kc:(jj0+nr)*kc], transB, b, ldb, j0+jj0, min(nr, nc-jj0), nr, p0, kc)
+				if !inB || j0+jj0+nr > n {
+					packB(bp[jj0*kc:(jj0+nr)*kc], transB, b, ldb, j0+jj0, min(nr, nc-jj0), nr, p0, kc)
+				}
 			}
 			for i0 := 0; i0 < mPad; i0 += mr {
-				as := ap[i0*kc : (i0+mr)*kc]
 				rows := min(mr, m-i0)
+				as, sa := ap[i0*kc:(i0+mr)*kc], mr
+				if inA && rows == mr {
+					as, sa = a[p0*lda+i0:], lda
+				}
 				for jj0 := 0; jj0 < ncPad; jj0 += nr {
-					bs := bp[jj0*kc : (jj0+nr)*kc]
 					j := j0 + jj0
 					cols := min(nr, n-j)
+					bs, sb := bp[jj0*kc:(jj0+nr)*kc], nr
+					if inB && cols == nr {
+						bs, sb = b[p0*ldb+j:], ldb
+					}
 					if rows == mr && cols == nr { // a full tile: straight into C
-						g.mk.add(as, bs, kc, c[i0*ldc+j:], ldc)
+						g.kernel(as, sa, bs, sb, kc, c[i0*ldc+j:], ldc)
 						continue
 					}
 					// an edge: sum into a zeroed tile (0+s is s exactly), then
 					// add the part that is inside C
 					clear(tile)
-					g.mk.add(as, bs, kc, tile, nr)
+					g.kernel(as, sa, bs, sb, kc, tile, nr)
 					for ii := range rows {
 						add(c[(i0+ii)*ldc+j:(i0+ii)*ldc+j+cols], tile[ii*nr:ii*nr+cols])
 					}
@@ -133,6 +154,16 @@ func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 			}
 		}
 	}
+}
+
+// kernel runs the micro-kernel on strips with strides sa and sb: packed
+// (mr and nr) through add, else in place through strided.
+func (g pureGo) kernel(a []float32, sa int, b []float32, sb, kc int, c []float32, ldc int) {
+	if sa == g.mk.mr && sb == g.mk.nr {
+		g.mk.add(a, b, kc, c, ldc)
+		return
+	}
+	g.mk.strided(a, sa, b, sb, kc, c, ldc)
 }
 
 // packA packs rows i0..i0+rows of op(A), columns p0..p0+kc, into strip

@@ -37,13 +37,20 @@ func Add4x16(a, b []float32, kc int, c []float32, ldc int) bool {
 // Add8x32 is Add4x16 for an 8×32 block (a packed kc×8, b packed kc×32)
 // with AVX-512; it reports false where the CPU or build lacks AVX-512F.
 func Add8x32(a, b []float32, kc int, c []float32, ldc int) bool {
+	return Add8x32Strided(a, 8, b, 32, kc, c, ldc)
+}
+
+// Add8x32Strided is Add8x32 on strips read in place: step p takes a's
+// eight floats at a[p·lda:] and b's thirty-two at b[p·ldb:] (a packed
+// strip has lda 8 and ldb 32), summed in the same order.
+func Add8x32Strided(a []float32, lda int, b []float32, ldb, kc int, c []float32, ldc int) bool {
 	if !supported512 || kc == 0 {
 		return false
 	}
-	_ = a[kc*8-1]
-	_ = b[kc*32-1]
+	_ = a[(kc-1)*lda+7]
+	_ = b[(kc-1)*ldb+31]
 	_ = c[7*ldc+31]
-	add8x32(&a[0], &b[0], kc, &c[0], ldc)
+	add8x32(&a[0], &b[0], kc, lda, ldb, &c[0], ldc)
 	return true
 }
 

@@ -18,7 +18,7 @@ func micro4x16(a, b *float32, kc int, c *float32)
 func add4x16(a, b *float32, kc int, c *float32, ldc int)
 
 //go:noescape
-func add8x32(a, b *float32, kc int, c *float32, ldc int)
+func add8x32(a, b *float32, kc, lda, ldb int, c *float32, ldc int)
 
 func peakAVX2(n int)
 

@@ -110,17 +110,23 @@ loop4:
 	VZEROUPPER
 	RET
 
-// func add8x32(a, b *float32, kc int, c *float32, ldc int)
+// func add8x32(a, b *float32, kc, lda, ldb int, c *float32, ldc int)
 //
 // AVX-512: an 8×32 block in sixteen ZMM accumulators, each element one
 // FMA chain from zero with p in order (the same sums as add4x16), then
-// added into C's rows.
-TEXT ·add8x32(SB), NOSPLIT, $0-40
+// added into C's rows. Step p reads a's eight floats at a+p·lda and b's
+// thirty-two at b+p·ldb: a packed strip (lda 8, ldb 32) or the matrices
+// in place.
+TEXT ·add8x32(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), DI
 	MOVQ kc+16(FP), CX
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ lda+24(FP), R9
+	SHLQ $2, R9
+	MOVQ ldb+32(FP), R10
+	SHLQ $2, R10
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -166,8 +172,8 @@ loop8:
 	VBROADCASTSS 28(SI), Z21
 	VFMADD231PS Z16, Z21, Z14
 	VFMADD231PS Z17, Z21, Z15
-	ADDQ $32, SI
-	ADDQ $128, DI
+	ADDQ R9, SI
+	ADDQ R10, DI
 	DECQ CX
 	JNZ loop8
 

@@ -9,9 +9,11 @@ const (
 
 func micro4x16(a, b *float32, kc int, c *float32)        { panic("avx2: not built for this platform") }
 func add4x16(a, b *float32, kc int, c *float32, ldc int) { panic("avx2: not built for this platform") }
-func add8x32(a, b *float32, kc int, c *float32, ldc int) { panic("avx2: not built for this platform") }
-func peakAVX2(n int)                                     { panic("avx2: not built for this platform") }
-func peakAVX512(n int)                                   { panic("avx2: not built for this platform") }
+func add8x32(a, b *float32, kc, lda, ldb int, c *float32, ldc int) {
+	panic("avx2: not built for this platform")
+}
+func peakAVX2(n int)   { panic("avx2: not built for this platform") }
+func peakAVX512(n int) { panic("avx2: not built for this platform") }
 
 func add32(dst, x *float32, n int) { panic("avx2: not built for this platform") }
 func add64(dst, x *float32, n int) { panic("avx2: not built for this platform") }
