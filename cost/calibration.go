@@ -41,12 +41,16 @@ type Calibration struct {
 	// in a barrier across the slices, so it lasts as long as the slowest:
 	// T·(1 + SliceJitter·E[max of n standard normals]).
 	SliceJitter float64
-	// Dropless is the rate of a dropless mixture of experts' routed
-	// expert GEMMs (MaxText's sparse_matmul with megablox or tokamax's
-	// ragged grouped GEMM) relative to dense matmuls of the same shapes,
-	// with the token sort and permutation around them that the op-by-op
-	// model does not see. One constant for every generation, fitted on the
-	// dropless MoE calibration rows; 0 means 1.
+	// Dropless is the work a dropless mixture of experts (MaxText's
+	// sparse_matmul with megablox, or tokamax's ragged grouped GEMM) does
+	// per routed row beyond its experts' GEMMs — the token sort, the
+	// permutation into expert order and back, the combine — that the
+	// op-by-op model does not see, as a width: each routed row costs the
+	// GEMMs of an expert Dropless wide, so relative to the row's expert
+	// GEMMs (d_model × expert d_ff) it is Dropless / expert d_ff: the work
+	// is per row and d_model wide, and wider experts hide it. One
+	// constant for every generation, fitted on the dropless MoE
+	// calibration rows; 0 means none.
 	Dropless float64
 }
 
@@ -58,7 +62,7 @@ var Calibrated = Calibration{
 	Quantized:   0.853,
 	DCNLatency:  400 * time.Microsecond,
 	SliceJitter: 0.015,
-	Dropless:    0.377,
+	Dropless:    2981,
 }
 
 // DefaultEfficiency is the residual efficiency for a generation with no

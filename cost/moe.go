@@ -308,17 +308,22 @@ func (j Job) expertPadding(tokens float64) float64 {
 }
 
 // droplessExtra is the matmul-equivalent FLOPs a dropless mixture of
-// experts loses to its ragged grouped GEMMs and the token sort and
-// permutation around them: the routed experts' FLOPs (with their load
-// imbalance) times 1/Dropless − 1. Zero with a capacity factor (dense
-// dispatch, padded GEMMs counted by expertPadding) or a dense model.
+// experts spends beyond its ragged grouped GEMMs, on the token sort,
+// permutation and combine around them: per routed row the GEMMs of an
+// expert Calibration.Dropless wide, so the routed experts' FLOPs (with
+// their load imbalance) times Dropless / expert d_ff. The work is per
+// row and d_model wide, where the row's expert GEMMs are d_model ×
+// expert d_ff: MaxText's eight 14,336-wide Mixtral experts hide it, the
+// 2,048-wide experts of DeepSeek-V3 do not. Zero with a capacity factor
+// (dense dispatch, padded GEMMs counted by expertPadding) or a dense
+// model.
 func (j Job) droplessExtra(tokens float64) float64 {
 	spec := j.Model
 	d := j.calibration().Dropless
-	if !spec.MoE() || j.CapacityFactor > 0 || d <= 0 || d >= 1 {
+	if !spec.MoE() || j.CapacityFactor > 0 || d <= 0 {
 		return 0
 	}
 	pc := spec.ParamCount()
 	routed := 6 * float64(pc.MoELayers) * float64(spec.ExpertsPerToken) * float64(pc.Expert) * tokens * j.imbalance()
-	return routed * (1/d - 1)
+	return routed * d / float64(spec.ExpertFF())
 }

@@ -260,13 +260,14 @@ func TestExpertPaddingFLOPs(t *testing.T) {
 
 func TestDroplessExtraByHand(t *testing.T) {
 	// Mixtral 8x7B by hand: 32 MoE layers, 2 of 8 experts per token, one
-	// expert 3·4096·14336 matmul parameters; at a dropless rate d the
-	// routed GEMMs' 6·32·2·176160768 FLOPs per token cost 1/d − 1 more.
+	// expert 3·4096·14336 matmul parameters; at a dropless width of 3,000
+	// each routed row costs the GEMMs of a 3,000-wide expert more:
+	// 6·32·2·3·4096·3000 FLOPs per token, the routed FLOPs × 3000/14336.
 	spec := lookup(t, "mixtral-8x7b")
 	j := NewJob(spec, 4096, 64)
-	j.Calibration = &Calibration{Dropless: 0.4}
+	j.Calibration = &Calibration{Dropless: 3000}
 	tokens := 1000.0
-	want := 6 * 32 * 2 * 3 * 4096 * 14336 * tokens * (1/0.4 - 1)
+	want := 6 * 32 * 2 * 3 * 4096 * 3000 * tokens
 	if got := j.droplessExtra(tokens); math.Abs(got-want) > 1e-6*want {
 		t.Errorf("droplessExtra = %g, want %g", got, want)
 	}

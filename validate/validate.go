@@ -476,13 +476,13 @@ func fitQuantized(rows []Run, cal *cost.Calibration) (float64, error) {
 	return math.Round(median(xs)*1000) / 1000, nil
 }
 
-// fitDropless is the dropless grouped-GEMM rate (cost.Calibration.Dropless)
+// fitDropless is the dropless per-row width (cost.Calibration.Dropless)
 // at which the dropless MoE calibration rows' median error is zero (by
-// bisection on each row, then the median), with the generations'
-// efficiencies already fitted; 1 with no such rows.
+// bisection on each row, then the median, rounded to a whole width), with
+// the generations' efficiencies already fitted; 0 with no such rows.
 func fitDropless(rows []Run, cal *cost.Calibration) (float64, error) {
 	if len(rows) == 0 {
-		return 1, nil
+		return 0, nil
 	}
 	var xs []float64
 	est := cost.NewEstimator()
@@ -491,8 +491,8 @@ func fitDropless(rows []Run, cal *cost.Calibration) (float64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("validate: %s: %w", r.ID, err)
 		}
-		lo, hi := 0.05, 1.0
-		for range 40 {
+		lo, hi := 0.0, 1e6
+		for range 60 {
 			mid := (lo + hi) / 2
 			c := *cal
 			c.Dropless = mid
@@ -502,14 +502,14 @@ func fitDropless(rows []Run, cal *cost.Calibration) (float64, error) {
 				return 0, fmt.Errorf("validate: %s: %w", r.ID, err)
 			}
 			if r.predictedMFU(e) < r.Published.MFU {
-				lo = mid
-			} else {
 				hi = mid
+			} else {
+				lo = mid
 			}
 		}
 		xs = append(xs, (lo+hi)/2)
 	}
-	return math.Round(median(xs)*1000) / 1000, nil
+	return math.Round(median(xs)), nil
 }
 
 func fitEfficiency(single []Run, cal *cost.Calibration) (map[hw.Generation]float64, error) {
