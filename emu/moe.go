@@ -107,8 +107,8 @@ func (m *moeActs[T]) elems() int {
 
 // route picks each token's k experts and their gates from the router's
 // scores, and each choice's row among the expert's rows: sequence by
-// sequence (s rows each), at most cp per expert, in token order.
-func route[T Float](logits Mat[T], k, cp, s int) (idx, pos []int, gate []T) {
+// sequence (s rows each), at most capacity per expert, in token order.
+func route[T Float](logits Mat[T], k, capacity, s int) (idx, pos []int, gate []T) {
 	n, e := logits.R, logits.C
 	idx, pos, gate = make([]int, n*k), make([]int, n*k), make([]T, n*k)
 	order := make([]int, e)
@@ -138,8 +138,8 @@ func route[T Float](logits Mat[T], k, cp, s int) (idx, pos []int, gate []T) {
 			clear(used) // a new sequence
 		}
 		ex := idx[r]
-		if used[ex] < cp {
-			pos[r] = r/(s*k)*cp + used[ex]
+		if used[ex] < capacity {
+			pos[r] = r/(s*k)*capacity + used[ex]
 			used[ex]++
 		} else {
 			pos[r] = -1
@@ -192,17 +192,17 @@ func moeForward[T Float](c Config, l *Layer[T], h Mat[T], s int, co colls[T]) (M
 	ep := e / local
 	capacity := c.capacity(s)
 	m := &moeActs[T]{run: n / s * capacity, logits: newMat[T](n, e)}
-	cp := m.run
+	slots := m.run
 	matMul(m.logits, h, l.Wr, false)
 	m.idx, m.pos, m.gate = route(m.logits, k, capacity, s)
-	disp := newMat[T](e*cp, d)
+	disp := newMat[T](e*slots, d)
 	for r, p := range m.pos {
 		if p >= 0 {
-			copy(disp.Row(m.idx[r]*cp+p), h.Row(r/k))
+			copy(disp.Row(m.idx[r]*slots+p), h.Row(r/k))
 		}
 	}
-	m.x = toExperts(Mat[T]{R: e * cp, C: d, D: co.expertAllToAll(disp.D)}, local, ep, cp)
-	rows := ep * cp
+	m.x = toExperts(Mat[T]{R: e * slots, C: d, D: co.expertAllToAll(disp.D)}, local, ep, slots)
+	rows := ep * slots
 	f := l.Experts[0].Wg.C
 	m.g, m.u, m.a = newMat[T](local*rows, f), newMat[T](local*rows, f), newMat[T](local*rows, f)
 	y := newMat[T](local*rows, d)
@@ -215,11 +215,11 @@ func moeForward[T Float](c Config, l *Layer[T], h Mat[T], s int, co colls[T]) (M
 		matMul(rowsOf(y, lo, hi), a, ex.Wd, false)
 	}
 	co.tensorAllReduce(y.D) // row-parallel Wd: the outputs are partial sums over tensor
-	m.back = Mat[T]{R: e * cp, C: d, D: co.expertAllToAll(fromExperts(y, local, ep, cp).D)}
+	m.back = Mat[T]{R: e * slots, C: d, D: co.expertAllToAll(fromExperts(y, local, ep, slots).D)}
 	out := newMat[T](n, d)
 	for r, p := range m.pos {
 		if p >= 0 {
-			axpy(out.Row(r/k), m.back.Row(m.idx[r]*cp+p), m.gate[r])
+			axpy(out.Row(r/k), m.back.Row(m.idx[r]*slots+p), m.gate[r])
 		}
 	}
 	return out, m
@@ -241,21 +241,21 @@ func swiglu[T Float](a, g, u []T) {
 // the experts' (a partial sum over tensor, like a column-parallel
 // layer's, to be all-reduced) and the router's (whole on every rank).
 func moeBackward[T Float](c Config, l, gl *Layer[T], m *moeActs[T], h, dout Mat[T], co colls[T]) (dExperts, dRouter Mat[T]) {
-	n, d, k, e, cp := h.R, h.C, c.ExpertsPerToken, c.Experts, m.run
+	n, d, k, e, slots := h.R, h.C, c.ExpertsPerToken, c.Experts, m.run
 	local := len(l.Experts)
 	ep := e / local
 	// combine: out_i = Σ_j gate_ij · back[slot_ij]
 	dgate := make([]T, n*k)
-	dback := newMat[T](e*cp, d)
+	dback := newMat[T](e*slots, d)
 	for r, p := range m.pos {
 		if p >= 0 {
-			slot := m.idx[r]*cp + p
+			slot := m.idx[r]*slots + p
 			dgate[r] = dot(dout.Row(r/k), m.back.Row(slot))
 			axpy(dback.Row(slot), dout.Row(r/k), m.gate[r])
 		}
 	}
-	dy := toExperts(Mat[T]{R: e * cp, C: d, D: co.expertAllToAll(dback.D)}, local, ep, cp)
-	rows := ep * cp
+	dy := toExperts(Mat[T]{R: e * slots, C: d, D: co.expertAllToAll(dback.D)}, local, ep, slots)
+	rows := ep * slots
 	f := l.Experts[0].Wg.C
 	dx := newMat[T](local*rows, d)
 	dg, du := newMat[T](rows, f), newMat[T](rows, f)
@@ -273,11 +273,11 @@ func moeBackward[T Float](c Config, l, gl *Layer[T], m *moeActs[T], h, dout Mat[
 		matMulTB(dxl, dg, ex.Wg, false)
 		matMulTB(dxl, du, ex.Wu, true)
 	}
-	ddisp := Mat[T]{R: e * cp, C: d, D: co.expertAllToAll(fromExperts(dx, local, ep, cp).D)}
+	ddisp := Mat[T]{R: e * slots, C: d, D: co.expertAllToAll(fromExperts(dx, local, ep, slots).D)}
 	dExperts = newMat[T](n, d)
 	for r, p := range m.pos {
 		if p >= 0 {
-			add(dExperts.Row(r/k), ddisp.Row(m.idx[r]*cp+p))
+			add(dExperts.Row(r/k), ddisp.Row(m.idx[r]*slots+p))
 		}
 	}
 	// gates = softmax of the chosen scores: dscore_j = gate_j·(dgate_j − Σ gate·dgate)
