@@ -448,30 +448,10 @@ func fitQuantized(rows []Run, cal *cost.Calibration) (float64, error) {
 	if len(rows) == 0 {
 		return 1, nil
 	}
-	var xs []float64
-	est := cost.NewEstimator()
-	for _, r := range rows {
-		j, m, err := r.Setup()
-		if err != nil {
-			return 0, fmt.Errorf("validate: %s: %w", r.ID, err)
-		}
-		lo, hi := 0.05, 1.0
-		for range 40 {
-			mid := (lo + hi) / 2
-			c := *cal
-			c.Quantized = mid
-			j.Calibration = &c
-			e, err := est.Estimate(j, m)
-			if err != nil {
-				return 0, fmt.Errorf("validate: %s: %w", r.ID, err)
-			}
-			if r.predictedMFU(e) < r.Published.MFU {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
-		xs = append(xs, (lo+hi)/2)
+	// a higher efficiency predicts a higher MFU
+	xs, err := fitEach(rows, cal, func(c *cost.Calibration, x float64) { c.Quantized = x }, 0.05, 1, 40, true)
+	if err != nil {
+		return 0, err
 	}
 	return math.Round(median(xs)*1000) / 1000, nil
 }
@@ -484,32 +464,45 @@ func fitDropless(rows []Run, cal *cost.Calibration) (float64, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
+	// a wider per-row overhead predicts a lower MFU
+	xs, err := fitEach(rows, cal, func(c *cost.Calibration, x float64) { c.Dropless = x }, 0, 1e6, 60, false)
+	if err != nil {
+		return 0, err
+	}
+	return math.Round(median(xs)), nil
+}
+
+// fitEach bisects, for each row, the value in [lo, hi] that set puts into
+// the calibration at which the row's predicted MFU equals its published
+// one (iters halvings; rising says whether the prediction rises with the
+// value), and returns the values in row order.
+func fitEach(rows []Run, cal *cost.Calibration, set func(*cost.Calibration, float64), lo, hi float64, iters int, rising bool) ([]float64, error) {
 	var xs []float64
 	est := cost.NewEstimator()
 	for _, r := range rows {
 		j, m, err := r.Setup()
 		if err != nil {
-			return 0, fmt.Errorf("validate: %s: %w", r.ID, err)
+			return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
 		}
-		lo, hi := 0.0, 1e6
-		for range 60 {
-			mid := (lo + hi) / 2
+		a, b := lo, hi
+		for range iters {
+			mid := (a + b) / 2
 			c := *cal
-			c.Dropless = mid
+			set(&c, mid)
 			j.Calibration = &c
 			e, err := est.Estimate(j, m)
 			if err != nil {
-				return 0, fmt.Errorf("validate: %s: %w", r.ID, err)
+				return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
 			}
-			if r.predictedMFU(e) < r.Published.MFU {
-				hi = mid
+			if (r.predictedMFU(e) < r.Published.MFU) == rising {
+				a = mid
 			} else {
-				lo = mid
+				b = mid
 			}
 		}
-		xs = append(xs, (lo+hi)/2)
+		xs = append(xs, (a+b)/2)
 	}
-	return math.Round(median(xs)), nil
+	return xs, nil
 }
 
 func fitEfficiency(single []Run, cal *cost.Calibration) (map[hw.Generation]float64, error) {
