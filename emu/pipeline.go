@@ -258,19 +258,12 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 	for li := hi - 1; li >= lo; li-- {
 		buf, experts := d.gatherLayer(li)
 		l := bindLayer(d.tmpl.Layers[li], buf, experts)
-		gbuf := d.gradBuf(1 + li)
-		var gexperts []float32
-		if eg := d.moeGroup[li]; eg >= 0 {
-			gexperts = d.gradBuf(eg)
-		}
+		gbuf, gexperts := d.gradLayer(li)
 		gl := bindLayer(d.tmpl.Layers[li], gbuf, gexperts)
 		a := saved[li-lo]
 		dx = layerBackward(d.c, &l, &gl, a, dx, mb, colls[float32](d))
 		d.releaseLayer(li, buf, experts)
-		d.scatterGrad(1+li, gbuf)
-		if eg := d.moeGroup[li]; eg >= 0 {
-			d.scatterGrad(eg, gexperts)
-		}
+		d.scatterLayer(li, gbuf, gexperts)
 		d.mem.change(func(m *Memory) { m.Activations -= a.bytes(4) })
 		saved[li-lo] = nil
 		d.compute(fmt.Sprintf("B%d layer %d", op.MicroBatch, d.layers[li]), 2*d.layerFLOPs(&l, mb), st.rate)
@@ -299,6 +292,23 @@ func (d *device) releaseLayer(li int, buf, experts []float32) {
 	d.release(1+li, buf)
 	if eg := d.moeGroup[li]; eg >= 0 {
 		d.release(eg, experts)
+	}
+}
+
+// gradLayer is gatherLayer for the gradients: the buffers layer li's
+// gradients (and an MoE layer's routed experts') accumulate in.
+func (d *device) gradLayer(li int) (buf, experts []float32) {
+	buf = d.gradBuf(1 + li)
+	if eg := d.moeGroup[li]; eg >= 0 {
+		experts = d.gradBuf(eg)
+	}
+	return buf, experts
+}
+
+func (d *device) scatterLayer(li int, buf, experts []float32) {
+	d.scatterGrad(1+li, buf)
+	if eg := d.moeGroup[li]; eg >= 0 {
+		d.scatterGrad(eg, experts)
 	}
 }
 
