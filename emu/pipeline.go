@@ -200,11 +200,11 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 	lo, hi := d.chunkLayers(op.Chunk)
 	saved := make([]*acts[float32], hi-lo)
 	for li := lo; li < hi; li++ {
-		buf, experts := d.gatherLayer(li)
+		buf, experts := d.layerGroups(li, d.gather)
 		l := bindLayer(d.tmpl.Layers[li], buf, experts)
 		var a *acts[float32]
 		x, a = layerForward(d.c, &l, x, mb, colls[float32](d))
-		d.releaseLayer(li, buf, experts)
+		d.doneGroups(li, buf, experts, d.release)
 		saved[li-lo] = a
 		d.mem.change(func(m *Memory) { m.Activations += a.bytes(4) })
 		d.compute(fmt.Sprintf("F%d layer %d", op.MicroBatch, d.layers[li]), d.layerFLOPs(&l, mb), st.rate)
@@ -256,14 +256,14 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 	lo, hi := d.chunkLayers(op.Chunk)
 	saved := st.saved[op.MicroBatch][op.Chunk]
 	for li := hi - 1; li >= lo; li-- {
-		buf, experts := d.gatherLayer(li)
+		buf, experts := d.layerGroups(li, d.gather)
 		l := bindLayer(d.tmpl.Layers[li], buf, experts)
-		gbuf, gexperts := d.gradLayer(li)
+		gbuf, gexperts := d.layerGroups(li, d.gradBuf)
 		gl := bindLayer(d.tmpl.Layers[li], gbuf, gexperts)
 		a := saved[li-lo]
 		dx = layerBackward(d.c, &l, &gl, a, dx, mb, colls[float32](d))
-		d.releaseLayer(li, buf, experts)
-		d.scatterLayer(li, gbuf, gexperts)
+		d.doneGroups(li, buf, experts, d.release)
+		d.doneGroups(li, gbuf, gexperts, d.scatterGrad)
 		d.mem.change(func(m *Memory) { m.Activations -= a.bytes(4) })
 		saved[li-lo] = nil
 		d.compute(fmt.Sprintf("B%d layer %d", op.MicroBatch, d.layers[li]), 2*d.layerFLOPs(&l, mb), st.rate)
@@ -278,37 +278,23 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 	}
 }
 
-// gatherLayer gathers layer li's groups: the layer's, and an MoE layer's
-// routed experts' (nil for a dense layer).
-func (d *device) gatherLayer(li int) (buf, experts []float32) {
-	buf = d.gather(1 + li)
+// layerGroups applies take to layer li's param groups: the layer's, and
+// an MoE layer's routed experts' (nil for a dense layer). With gather it
+// gathers the weights; with gradBuf it gives the gradient buffers.
+func (d *device) layerGroups(li int, take func(gi int) []float32) (buf, experts []float32) {
+	buf = take(1 + li)
 	if eg := d.moeGroup[li]; eg >= 0 {
-		experts = d.gather(eg)
+		experts = take(eg)
 	}
 	return buf, experts
 }
 
-func (d *device) releaseLayer(li int, buf, experts []float32) {
-	d.release(1+li, buf)
+// doneGroups hands layerGroups' buffers back to done: release for the
+// weights, scatterGrad for the gradients.
+func (d *device) doneGroups(li int, buf, experts []float32, done func(gi int, buf []float32)) {
+	done(1+li, buf)
 	if eg := d.moeGroup[li]; eg >= 0 {
-		d.release(eg, experts)
-	}
-}
-
-// gradLayer is gatherLayer for the gradients: the buffers layer li's
-// gradients (and an MoE layer's routed experts') accumulate in.
-func (d *device) gradLayer(li int) (buf, experts []float32) {
-	buf = d.gradBuf(1 + li)
-	if eg := d.moeGroup[li]; eg >= 0 {
-		experts = d.gradBuf(eg)
-	}
-	return buf, experts
-}
-
-func (d *device) scatterLayer(li int, buf, experts []float32) {
-	d.scatterGrad(1+li, buf)
-	if eg := d.moeGroup[li]; eg >= 0 {
-		d.scatterGrad(eg, experts)
+		done(eg, experts)
 	}
 }
 
