@@ -52,17 +52,33 @@ type Calibration struct {
 	// constant for every generation, fitted on the dropless MoE
 	// calibration rows; 0 means none.
 	Dropless float64
+	// Contention is the share of the chip an ICI collective takes while it
+	// hides under compute: the compute it overlaps runs that much slower
+	// for as long as the collective lasts, so a hidden collective of time
+	// c adds Contention·c to the step. On TPU the overlapped collectives
+	// are async collective fusions that run on the TensorCore beside the
+	// compute (MaxText's scripts set LIBTPU_INIT_ARGS
+	// --xla_tpu_enable_async_collective_fusion=true and
+	// --xla_tpu_overlap_compute_collective_tc=true); their DMAs share HBM
+	// with it and a reduce-scatter's sums run on its vector units. The
+	// form is Calculon's processor_usage, "overlap slows compute by the
+	// share of the processor used by communication" (Isaev et al., SC'23;
+	// ../shared/reference/perf-models-and-formulas.md §1). One constant
+	// for every generation, fitted on the single-slice calibration rows
+	// with their efficiencies (validate.Fit).
+	Contention float64
 }
 
 // Calibrated is the calibration the planner uses: the output of
 // validate.Fit on the built-in table (a test holds the two equal).
 var Calibrated = Calibration{
-	Efficiency:  map[hw.Generation]float64{hw.TPU7x: 0.707, hw.V4: 0.744, hw.V5e: 0.773, hw.V5p: 0.765, hw.V6e: 0.638},
+	Efficiency:  map[hw.Generation]float64{hw.TPU7x: 0.723, hw.V4: 0.754, hw.V5e: 0.804, hw.V5p: 0.785, hw.V6e: 0.656},
 	Attention:   1,
-	Quantized:   0.853,
-	DCNLatency:  400 * time.Microsecond,
-	SliceJitter: 0.015,
-	Dropless:    2981,
+	Quantized:   0.867,
+	DCNLatency:  425 * time.Microsecond,
+	SliceJitter: 0.0125,
+	Dropless:    2931,
+	Contention:  0.28,
 }
 
 // DefaultEfficiency is the residual efficiency for a generation with no

@@ -374,7 +374,7 @@ func ExampleEstimator_Estimate() {
 	est, _ := NewEstimator().Estimate(j, m)
 	fmt.Printf("state %v, fits %v, MFU %.2f\n", est.Memory.State(), est.Memory.Fits(), est.MFU)
 	// Output:
-	// state 16.4 GiB, fits true, MFU 0.49
+	// state 16.4 GiB, fits true, MFU 0.48
 }
 
 func TestKVHeadsReplicatedBeyondTheirCount(t *testing.T) {
@@ -637,5 +637,48 @@ func TestEstimatorCacheIsKeyedOnTheStage(t *testing.T) {
 	}
 	if after.MXUEfficiency != fresh.MXUEfficiency || after.Time.Step != fresh.Time.Step {
 		t.Errorf("after another layout: MXU efficiency %v step %v; fresh: %v %v", after.MXUEfficiency, after.Time.Step, fresh.MXUEfficiency, fresh.Time.Step)
+	}
+}
+
+func TestContentionSlowsByTheHiddenShare(t *testing.T) {
+	// Calculon's processor_usage (Isaev et al., SC'23): a collective that
+	// hides under compute still takes a share of the chip, so the step
+	// grows by that share of the hidden time. By hand: with no pipeline
+	// and the data-parallel all-reduce over DCN only, every ICI collective
+	// is an FSDP gather or reduction or a tensor-parallel one, so the
+	// hidden ICI time is all ICI collective time less the exposed; DCN
+	// transfers, through the host, are not slowed.
+	spec := lookup(t, "llama3-8b")
+	for _, c := range []struct {
+		slices int
+		layout string
+	}{{1, "fsdp=16,tensor=4"}, {2, "data=2(dcn),fsdp=16,tensor=4"}} {
+		m := layout(t, "v5p-128", c.slices, c.layout)
+		at := func(contention float64) Estimate {
+			j := NewJob(spec, 8192, 64*c.slices)
+			j.Efficiency = 0.8
+			j.Calibration = &Calibration{Attention: 1, DCNLatency: Calibrated.DCNLatency, Contention: contention}
+			est, err := EstimateStep(j, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return est
+		}
+		free, slowed := at(0), at(0.5)
+		var all float64
+		for _, cm := range free.Comms {
+			all += cm.ICITime.Seconds()
+		}
+		hidden := all - free.Time.ICI.Seconds()
+		if hidden <= 0 {
+			t.Fatalf("%s: nothing hidden (%v of %vs exposed)", c.layout, free.Time.ICI, all)
+		}
+		got := slowed.Time.ICI.Seconds() - free.Time.ICI.Seconds()
+		if math.Abs(got-0.5*hidden) > 1e-6 {
+			t.Errorf("%s: contention 0.5 added %.6fs, want half the hidden %.6fs", c.layout, got, hidden)
+		}
+		if slowed.Time.DCN != free.Time.DCN || slowed.Time.Compute != free.Time.Compute {
+			t.Errorf("%s: contention changed DCN %v→%v or compute %v→%v", c.layout, free.Time.DCN, slowed.Time.DCN, free.Time.Compute, slowed.Time.Compute)
+		}
 	}
 }

@@ -51,9 +51,11 @@ type Time struct {
 	Vector    time.Duration `json:"vector"`    // memory-bound work at HBM bandwidth
 	Optimizer time.Duration `json:"optimizer"` // the Adam update at HBM bandwidth
 	Offload   time.Duration `json:"offload"`   // host transfers that do not hide under the matmuls
-	ICI       time.Duration `json:"ici"`       // exposed ICI communication
-	DCN       time.Duration `json:"dcn"`       // exposed DCN communication
-	Bubble    time.Duration `json:"bubble"`
+	// ICI is the exposed ICI communication, with the compute time the
+	// hidden ICI collectives take from the chip (Calibration.Contention).
+	ICI    time.Duration `json:"ici"`
+	DCN    time.Duration `json:"dcn"` // exposed DCN communication
+	Bubble time.Duration `json:"bubble"`
 	// Sync is waiting for the slowest slice at the end of a multislice
 	// step.
 	Sync time.Duration `json:"sync"`
@@ -566,7 +568,12 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	t.dataParallel(grads)
 	t.fsdp(grads, unit.Bytes(params*float64(min(prec.Weight, prec.Activation))))
 	act := unit.Bytes(float64(sh.b) * float64(sh.s) * float64(j.Model.DModel) * float64(prec.Activation))
+	first := len(est.Comms)
 	tpTime := e.tensorParallel(est, sh, act, t.add)
+	var tpAll time.Duration
+	for _, c := range est.Comms[first:] {
+		tpAll += c.ICITime
+	}
 	t.context()
 	t.pipeline(act)
 	t.experts()
@@ -584,7 +591,13 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 		x := max(total-window, grad-bwdWindow, time.Duration(float64(total)/ls))
 		return min(x, total)
 	}
-	est.Time.ICI = exposed(t.gradICI, t.gatherICI) + tpTime + t.ppICI + t.afterICI
+	ici := exposed(t.gradICI, t.gatherICI)
+	// What hides still takes its share of the chip (Calibration.Contention):
+	// the FSDP gathers and reductions, ring attention's K/V and the tensor-
+	// parallel collectives under their matmuls. DCN transfers go through
+	// the host and take none.
+	hidden := t.gradICI + t.gatherICI - ici + max(tpAll-tpTime, 0)
+	est.Time.ICI = ici + seconds(hidden.Seconds()*j.calibration().Contention) + tpTime + t.ppICI + t.afterICI
 	est.Time.DCN = exposed(t.gradDCN, t.gatherDCN) + t.ppDCN + t.afterDCN
 	// Every step ends in a barrier across slices: the step takes as long as
 	// the slowest slice's.

@@ -20,5 +20,5 @@ func ExampleSearch() {
 	}
 	fmt.Println(p.Best.Estimate.Mesh, p.Best.Tier, p.Best.Estimate.Job.GlobalBatch)
 	// Output:
-	// data=2(dcn),fsdp=64 FSDP inside, DP across slices 128
+	// data=2(dcn),fsdp=64 FSDP inside, DP across slices 512
 }

@@ -332,18 +332,21 @@ func Evaluate(runs []Run, cal *cost.Calibration) (Report, error) {
 }
 
 // Fit finds the cost model's calibration from the calibration rows, in
-// three steps. Each generation's residual efficiency: for each of its
+// these steps. Each generation's residual efficiency: for each of its
 // single-slice calibration rows the efficiency at which the predicted MFU
 // equals the published one (by bisection; MFU rises with it), then the
-// median. The quantized matmuls' efficiency: likewise, on the calibration
-// rows that quantize. The attention kernel's efficiency is not fitted: the
-// single-slice rows, nearly all at 2k to 8k tokens, barely tell it apart
-// from the residual efficiency (a fit on them picked 0.35 and missed the
-// one 128k-token run by 46 %); it stays at cost.Calibrated's
-// value. The DCN latency (0 to 1 ms by 25 µs) and the slice jitter: the grid point that
-// minimises the mean |error| of the multislice calibration rows' MFU
-// ratio to their series' one-slice row. Efficiencies are rounded to
-// 0.001, the grid values are exact.
+// median; and with it the contention of hidden collectives, the grid value
+// whose fitted efficiencies leave the least mean |error| on those rows
+// (fitContention). The quantized matmuls' efficiency: likewise, on the
+// calibration rows that quantize. The dropless MoE width: likewise, on the
+// dropless MoE calibration rows. The attention kernel's efficiency is not
+// fitted: the single-slice rows, nearly all at 2k to 8k tokens, barely
+// tell it apart from the residual efficiency (a fit on them picked 0.35
+// and missed the one 128k-token run by 46 %); it stays at
+// cost.Calibrated's value. The DCN latency (0 to 1 ms by 25 µs) and the
+// slice jitter: the grid point that minimises the mean |error| of the
+// multislice calibration rows' MFU ratio to their series' one-slice row.
+// Efficiencies are rounded to 0.001, the grid values are exact.
 func Fit(runs []Run) (cost.Calibration, error) {
 	cal := cost.Calibration{Attention: cost.Calibrated.Attention, Quantized: 1, DCNLatency: cost.Calibrated.DCNLatency, SliceJitter: cost.Calibrated.SliceJitter}
 	var single, multi, quant, dropless []Run
@@ -362,11 +365,10 @@ func Fit(runs []Run) (cost.Calibration, error) {
 			multi = append(multi, r)
 		}
 	}
-	eff, err := fitEfficiency(single, &cal)
+	err := fitContention(single, &cal)
 	if err != nil {
 		return cal, err
 	}
-	cal.Efficiency = eff
 	if cal.Quantized, err = fitQuantized(quant, &cal); err != nil {
 		return cal, err
 	}
@@ -503,6 +505,56 @@ func fitEach(rows []Run, cal *cost.Calibration, set func(*cost.Calibration, floa
 		xs = append(xs, (a+b)/2)
 	}
 	return xs, nil
+}
+
+// fitContention sets the contention and, with it, each generation's
+// residual efficiency: for each contention on a grid (0 to 1 by 0.05, then
+// by 0.01 around the best) the efficiencies are fitted on the single-slice
+// rows, and the pair kept is the one whose mean |error| on those rows is
+// least. The two are fitted together because each trades against the
+// other: a row's collectives slow it only as much as its compute lets
+// them hide, and the single-slice rows span 2 % to 26 % of their compute
+// in hidden collectives.
+func fitContention(single []Run, cal *cost.Calibration) error {
+	best := math.Inf(1)
+	var bestEff map[hw.Generation]float64
+	var bestC float64
+	try := func(c float64) error {
+		k := *cal
+		k.Contention = c
+		eff, err := fitEfficiency(single, &k)
+		if err != nil {
+			return err
+		}
+		k.Efficiency = eff
+		rep, err := Evaluate(single, &k)
+		if err != nil {
+			return err
+		}
+		var sum float64
+		for _, r := range rep.Results {
+			sum += math.Abs(r.Error)
+		}
+		if sum < best-1e-12 {
+			best, bestEff, bestC = sum, eff, c
+		}
+		return nil
+	}
+	for i := 0; i <= 20; i++ {
+		if err := try(float64(i) / 20); err != nil {
+			return err
+		}
+	}
+	mid := bestC
+	for i := -4; i <= 4; i++ {
+		if c := math.Round(mid*100+float64(i)) / 100; i != 0 && c >= 0 && c <= 1 {
+			if err := try(c); err != nil {
+				return err
+			}
+		}
+	}
+	cal.Contention, cal.Efficiency = bestC, bestEff
+	return nil
 }
 
 func fitEfficiency(single []Run, cal *cost.Calibration) (map[hw.Generation]float64, error) {

@@ -46,7 +46,7 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 		for _, g := range gens {
 			fmt.Fprintf(stdout, "efficiency %s\t%.3f\n", g, cal.Efficiency[hw.Generation(g)])
 		}
-		fmt.Fprintf(stdout, "attention\t%.2f\nquantized\t%.3f\ndcn latency\t%v\nslice jitter\t%.4f\ndropless moe\t%.0f (per-row width)\n", cal.Attention, cal.Quantized, cal.DCNLatency, cal.SliceJitter, cal.Dropless)
+		fmt.Fprintf(stdout, "contention\t%.2f\nattention\t%.2f\nquantized\t%.3f\ndcn latency\t%v\nslice jitter\t%.4f\ndropless moe\t%.0f (per-row width)\n", cal.Contention, cal.Attention, cal.Quantized, cal.DCNLatency, cal.SliceJitter, cal.Dropless)
 		return nil
 	}
 	rep, err := validate.Evaluate(runs, nil)
