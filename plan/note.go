@@ -205,6 +205,9 @@ type NoPlanError struct {
 	// Rejected counts the layouts that cannot run, by reason; nil when the
 	// error sums up several searches.
 	Rejected map[cost.Reason]int
+	// Fixes are changes to the options under which the job would run,
+	// each with the layout it would get, as texts that name options.
+	Fixes []string
 }
 
 // Phrase is the error's text, without the package name, with the options
@@ -213,6 +216,13 @@ func (e *NoPlanError) Phrase(name func(Option) string) string {
 	s := ErrNoPlan.Error() + " on " + e.On
 	if e.Rejected != nil {
 		s += ": " + phrase(string(rejectedSummary(e.Rejected)), name)
+	}
+	if len(e.Fixes) > 0 {
+		fixes := make([]string, len(e.Fixes))
+		for i, f := range e.Fixes {
+			fixes[i] = phrase(f, name)
+		}
+		s += "; it would run with " + strings.Join(fixes, "; or ")
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -281,6 +282,48 @@ func TestNoPlan(t *testing.T) {
 	_, err := Search(request(t, "llama3-405b", "v5litepod-4", 1, 512))
 	if !errors.Is(err, ErrNoPlan) || !strings.Contains(err.Error(), "does not fit in HBM") {
 		t.Errorf("error = %v, want ErrNoPlan naming HBM", err)
+	}
+}
+
+func TestNoPlanSaysWhatWouldFit(t *testing.T) {
+	// The fidelity issue's example: Llama 3.1 70B on v6e-32 at 64 x 8192
+	// tokens. At MaxText's default precision (fp32 weights and Adam, 16
+	// bytes per parameter) the state alone, 70.6B x 16 B / 32 chips =
+	// 32.9 GiB per chip, is above the 28.8 GiB usable, so nothing runs; the
+	// published recipe (tpu-recipes trillium/Llama3.1-70B-MaxText/v6e-32)
+	// ran with weight_dtype bfloat16 and host-offloaded remat. The error
+	// must say so, and each fix it names must plan as it says.
+	r := request(t, "llama3-70b", "v6e-32", 1, 64)
+	r.Seq = 8192
+	_, err := Search(r)
+	var none *NoPlanError
+	if !errors.As(err, &none) {
+		t.Fatalf("error = %v, want a NoPlanError", err)
+	}
+	if len(none.Fixes) < 2 || !strings.HasPrefix(none.Fixes[0], "{precision} bf16: ") {
+		t.Fatalf("fixes %q, want bf16 weights first", none.Fixes)
+	}
+	q := r
+	q.Precision = cost.MaxTextBF16Precision()
+	p, err := Search(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.Best.Estimate
+	if want := fmt.Sprintf("{precision} bf16: %s, remat %s, %d sequences, MFU %.1f%%", e.Mesh, e.Job.Remat, e.Job.GlobalBatch, 100*e.MFU); none.Fixes[0] != want {
+		t.Errorf("fix %q, but that search gives %q", none.Fixes[0], want)
+	}
+	last := none.Fixes[len(none.Fixes)-1]
+	if !strings.Contains(last, "{precision} bf16 {remat} minimal_offloaded") {
+		t.Errorf("best combination %q, want bf16 weights with minimal_offloaded remat", last)
+	}
+	if !strings.Contains(none.Phrase(Option.Flag), "it would run with --precision bf16: ") {
+		t.Errorf("error text %q does not give the fix as flags", none.Phrase(Option.Flag))
+	}
+	// Nothing a user can set runs Llama 3 405B on one v5e host.
+	_, err = Search(request(t, "llama3-405b", "v5litepod-4", 1, 512))
+	if errors.As(err, &none); len(none.Fixes) != 0 {
+		t.Errorf("405B on one v5e host: fixes %q, want none", none.Fixes)
 	}
 }
 

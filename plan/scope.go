@@ -31,7 +31,7 @@ func SearchScope(r Request, c hw.Chip, maxSlices int) (Plan, error) {
 			return Plan{}, true, err
 		}
 		r.Multislice = ms
-		p, err = Search(r)
+		p, err = search(r)
 		var none *NoPlanError
 		switch {
 		case err == nil:
