@@ -200,6 +200,10 @@ func TestCausalFLOPsChangeOnlyMFU(t *testing.T) {
 	if a.Time.Step != b.Time.Step || b.MFU >= a.MFU {
 		t.Errorf("causal MFU convention: step %v vs %v, MFU %v vs %v; want the same step and a lower MFU", a.Time.Step, b.Time.Step, a.MFU, b.MFU)
 	}
+	// Each estimate also gives the other convention's MFU: the other's own.
+	if math.Abs(a.MFUOther-b.MFU) > 1e-12 || math.Abs(b.MFUOther-a.MFU) > 1e-12 {
+		t.Errorf("other convention: full %v says causal %v (is %v); causal %v says full %v (is %v)", a.MFU, a.MFUOther, b.MFU, b.MFU, b.MFUOther, a.MFU)
+	}
 }
 
 func TestNonCausalFlashComputesEveryBlock(t *testing.T) {

@@ -92,6 +92,10 @@ type Estimate struct {
 	ModelFLOPs    unit.FLOPs
 	HardwareFLOPs unit.FLOPs
 	MFU, HFU      float64
+	// MFUOther is the MFU in the other attention convention than the
+	// job's CausalFLOPs picks: counted in full when MFU halves causal
+	// attention, halved when MFU counts it in full. The step is the same.
+	MFUOther float64
 	// TokensPerSecondPerChip is the training throughput per chip.
 	TokensPerSecondPerChip float64
 	// DCNBytesPerStep is what all chips together send over DCN in a step.
@@ -428,6 +432,7 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 	peak := float64(chip.PeakBF16) * chips
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
 	est.MFU = float64(est.ModelFLOPs) / (peak * step)
+	est.MFUOther = j.Model.FLOPsPerToken(j.Seq, !j.CausalFLOPs) * tokens / (peak * step)
 	est.HFU = float64(est.HardwareFLOPs) / (peak * step)
 	est.TokensPerSecondPerChip = tokens / step / chips
 	for _, cm := range est.Comms {

@@ -45,6 +45,8 @@ type JSON struct {
 	Step         StepJSON       `json:"step_time"`
 	Bubble       float64        `json:"bubble_fraction"`
 	MFU          float64        `json:"mfu_fraction"`
+	MFUCausal    bool           `json:"mfu_attention_causal_halved"`
+	MFUOther     float64        `json:"mfu_other_convention_fraction"`
 	HFU          float64        `json:"hfu_fraction"`
 	Efficiency   float64        `json:"assumed_efficiency_fraction"`
 	MXU          float64        `json:"mxu_efficiency_fraction"`
@@ -194,7 +196,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 			Vector: e.Time.Vector.Seconds(), Optimizer: e.Time.Optimizer.Seconds(), Offload: e.Time.Offload.Seconds(),
 			ICI: e.Time.ICI.Seconds(), DCN: e.Time.DCN.Seconds(), Sync: e.Time.Sync.Seconds(),
 			Bubble: e.Time.Bubble.Seconds(), Total: e.Time.Step.Seconds()},
-		Bubble: e.Bubble, MFU: e.MFU, HFU: e.HFU, Efficiency: e.Job.EfficiencyFor(ms.Slice.Chip), MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
+		Bubble: e.Bubble, MFU: e.MFU, MFUCausal: e.Job.CausalFLOPs, MFUOther: e.MFUOther, HFU: e.HFU, Efficiency: e.Job.EfficiencyFor(ms.Slice.Chip), MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
 		DCNBytes: int64(e.DCNBytesPerStep), ICIBytesChip: int64(e.ICIBytesPerChip),
 		Reasons: phrases(p.Reasons, name), Warnings: phrases(p.Warnings, name), Rejected: []RejectedJSON{}, Evaluated: p.Evaluated,
@@ -356,6 +358,7 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.EfficiencyFor(ms.Slice.Chip), phrase(efficiencySource(e.Job), name))
 	fmt.Fprintf(b, "  MFU %.1f%%  HFU %.1f%%  %s tokens/s per chip  %s tokens/s in all\n",
 		100*e.MFU, 100*e.HFU, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
+	fmt.Fprintf(b, "  %s\n", phrase(mfuConvention(e), name))
 	fmt.Fprintf(b, "  DCN traffic %v per step (all chips); ICI %v per chip\n", e.DCNBytesPerStep, e.ICIBytesPerChip)
 	if x := expertsOf(e); x != nil {
 		routing := "dropless (sparse_matmul, megablox)"
@@ -460,4 +463,13 @@ func count(v float64) string {
 		return fmt.Sprintf("%.3gk", v/1e3)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// mfuConvention says how MFU counts attention and what the other
+// convention gives, as a text that names options.
+func mfuConvention(e cost.Estimate) string {
+	if e.Job.CausalFLOPs {
+		return textf("MFU counts causal attention as half its FLOPs, MaxText's convention; in full (PaLM's, {causal_flops}=false) it is %.1f%%", 100*e.MFUOther)
+	}
+	return textf("MFU counts attention in full (PaLM's convention); halved for the causal mask (MaxText's, {causal_flops}) it is %.1f%%", 100*e.MFUOther)
 }
