@@ -681,6 +681,9 @@ func TestContentionSlowsByTheHiddenShare(t *testing.T) {
 		if math.Abs(got-0.5*hidden) > 1e-6 {
 			t.Errorf("%s: contention 0.5 added %.6fs, want half the hidden %.6fs", c.layout, got, hidden)
 		}
+		if math.Abs(slowed.Time.Contention.Seconds()-0.5*hidden) > 1e-6 || free.Time.Contention != 0 {
+			t.Errorf("%s: Time.Contention %v at 0.5 and %v at 0, want %.6fs and 0", c.layout, slowed.Time.Contention, free.Time.Contention, 0.5*hidden)
+		}
 		if slowed.Time.DCN != free.Time.DCN || slowed.Time.Compute != free.Time.Compute {
 			t.Errorf("%s: contention changed DCN %v→%v or compute %v→%v", c.layout, free.Time.DCN, slowed.Time.DCN, free.Time.Compute, slowed.Time.Compute)
 		}

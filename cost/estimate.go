@@ -52,10 +52,12 @@ type Time struct {
 	Optimizer time.Duration `json:"optimizer"` // the Adam update at HBM bandwidth
 	Offload   time.Duration `json:"offload"`   // host transfers that do not hide under the matmuls
 	// ICI is the exposed ICI communication, with the compute time the
-	// hidden ICI collectives take from the chip (Calibration.Contention).
-	ICI    time.Duration `json:"ici"`
-	DCN    time.Duration `json:"dcn"` // exposed DCN communication
-	Bubble time.Duration `json:"bubble"`
+	// hidden ICI collectives take from the chip: Contention, a part of
+	// ICI (Calibration.Contention).
+	ICI        time.Duration `json:"ici"`
+	Contention time.Duration `json:"ici_contention"`
+	DCN        time.Duration `json:"dcn"` // exposed DCN communication
+	Bubble     time.Duration `json:"bubble"`
 	// Sync is waiting for the slowest slice at the end of a multislice
 	// step.
 	Sync time.Duration `json:"sync"`
@@ -602,7 +604,8 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	// parallel collectives under their matmuls. DCN transfers go through
 	// the host and take none.
 	hidden := t.gradICI + t.gatherICI - ici + max(tpAll-tpTime, 0)
-	est.Time.ICI = ici + seconds(hidden.Seconds()*j.calibration().Contention) + tpTime + t.ppICI + t.afterICI
+	est.Time.Contention = seconds(hidden.Seconds() * j.calibration().Contention)
+	est.Time.ICI = ici + est.Time.Contention + tpTime + t.ppICI + t.afterICI
 	est.Time.DCN = exposed(t.gradDCN, t.gatherDCN) + t.ppDCN + t.afterDCN
 	// Every step ends in a barrier across slices: the step takes as long as
 	// the slowest slice's.

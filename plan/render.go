@@ -129,10 +129,13 @@ type StepJSON struct {
 	Optimizer float64 `json:"optimizer_s"`
 	Offload   float64 `json:"host_offload_exposed_s"`
 	ICI       float64 `json:"ici_exposed_s"`
-	DCN       float64 `json:"dcn_exposed_s"`
-	Sync      float64 `json:"slice_sync_s"`
-	Bubble    float64 `json:"bubble_s"`
-	Total     float64 `json:"total_s"`
+	// Contention is the part of ICI that the hidden collectives take
+	// from the compute they hide under.
+	Contention float64 `json:"ici_contention_s"`
+	DCN        float64 `json:"dcn_exposed_s"`
+	Sync       float64 `json:"slice_sync_s"`
+	Bubble     float64 `json:"bubble_s"`
+	Total      float64 `json:"total_s"`
 }
 
 // CommJSON is one kind of collective in a step, per chip.
@@ -194,7 +197,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), Fits: e.Memory.Fits(),
 		Step: StepJSON{Compute: e.Time.Compute.Seconds(), Matmuls: e.Time.MXU.Seconds(), Attention: e.Time.Attention.Seconds(),
 			Vector: e.Time.Vector.Seconds(), Optimizer: e.Time.Optimizer.Seconds(), Offload: e.Time.Offload.Seconds(),
-			ICI: e.Time.ICI.Seconds(), DCN: e.Time.DCN.Seconds(), Sync: e.Time.Sync.Seconds(),
+			ICI: e.Time.ICI.Seconds(), Contention: e.Time.Contention.Seconds(), DCN: e.Time.DCN.Seconds(), Sync: e.Time.Sync.Seconds(),
 			Bubble: e.Time.Bubble.Seconds(), Total: e.Time.Step.Seconds()},
 		Bubble: e.Bubble, MFU: e.MFU, MFUCausal: e.Job.CausalFLOPs, MFUOther: e.MFUOther, HFU: e.HFU, Efficiency: e.Job.EfficiencyFor(ms.Slice.Chip), MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
@@ -344,7 +347,7 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 		v    time.Duration
 	}{{"compute", e.Time.Compute}, {"  matmuls", e.Time.MXU}, {"  attention", e.Time.Attention}, {"  memory-bound", e.Time.Vector},
 		{"  optimizer", e.Time.Optimizer}, {"  host offload", e.Time.Offload},
-		{"ICI (exposed)", e.Time.ICI}, {"DCN (exposed)", e.Time.DCN}, {"slice sync", e.Time.Sync}, {"pipeline bubble", e.Time.Bubble}} {
+		{"ICI (exposed)", e.Time.ICI}, {"  contention", e.Time.Contention}, {"DCN (exposed)", e.Time.DCN}, {"slice sync", e.Time.Sync}, {"pipeline bubble", e.Time.Bubble}} {
 		if c.name == "slice sync" && c.v == 0 {
 			continue
 		}
