@@ -479,7 +479,6 @@ func fixes(r Request) []string {
 	}
 	type found struct {
 		text string
-		n    int
 		mfu  float64
 	}
 	var singles, combos []found
@@ -505,8 +504,8 @@ func fixes(r Request) []string {
 			continue
 		}
 		e := p.Best.Estimate
-		f := found{textf("%s: %s, remat %s, %d sequences, MFU %.1f%%", text(strings.Join(what, " ")), e.Mesh, e.Job.Remat, e.Job.GlobalBatch, 100*e.MFU), len(what), e.MFU}
-		if f.n == 1 {
+		f := found{textf("%s: %s, remat %s, %d sequences, MFU %.1f%%", text(strings.Join(what, " ")), e.Mesh, e.Job.Remat, e.Job.GlobalBatch, 100*e.MFU), e.MFU}
+		if len(what) == 1 {
 			singles = append(singles, f)
 		} else {
 			combos = append(combos, f)
