@@ -32,6 +32,28 @@ type Remote interface {
 	Attach(f *Fabric)
 }
 
+// Sharer is a Remote whose processes map each other's memory (ranks on one
+// machine). A device then shows a device of another process a buffer in
+// place, as a chip reads a peer's HBM by DMA over ICI, instead of sending
+// it a copy: the peer reads the buffer (and, in a two-member all-reduce,
+// writes the sum into it) and hands it back.
+type Sharer interface {
+	// Shares reports whether this process and process rank map each
+	// other's shared memory; the answer is the same on both sides.
+	Shares(rank int) bool
+	// Alloc returns n floats of this process's shared memory, zeroed, or
+	// nil when there is none left.
+	Alloc(n int) []float32
+	// Lend shows data to device dst of another process in place: the
+	// transport delivers it there with DeliverView and, once dst hands it
+	// back, calls Returned(src) here. It reports false, sending nothing,
+	// when data does not lie in memory Alloc returned.
+	Lend(src, dst int, data []float32, clock float64) bool
+}
+
+// Lender owns a buffer a device reads in place: Done hands it back.
+type Lender interface{ Done() }
+
 // Fabric is the in-process transport: one unbounded FIFO per ordered pair
 // of devices, a slice id per device to class each message, and a simulated
 // clock per device that collectives advance by package collective's cost.
@@ -50,6 +72,8 @@ type Fabric struct {
 	pp func(from, to int) collective.Link
 	// remote carries messages to devices of other processes.
 	remote Remote
+	// eps is each local device's endpoint, for Returned
+	eps map[int]*Endpoint
 	// trace records spans (Train's TrainConfig.Trace)
 	trace bool
 	// waiting maps a blocked device to the device it waits on.
@@ -103,6 +127,65 @@ func (f *Fabric) Deliver(src, dst int, data []float32, clock float64, control bo
 	q.cond.Signal()
 }
 
+// DeliverView enqueues a message from another process whose data stays
+// the sender's (Sharer.Lend): device dst reads it in place and then calls
+// l.Done.
+func (f *Fabric) DeliverView(src, dst int, data []float32, clock float64, l Lender) {
+	q := f.queue(src, dst)
+	q.mu.Lock()
+	q.q = append(q.q, message{data: data, t: clock, lender: l})
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+// Returned tells device src that a device of another process has handed
+// back a buffer src lent it (Sharer.Lend).
+func (f *Fabric) Returned(src int) {
+	f.mu.Lock()
+	e := f.eps[src]
+	f.mu.Unlock()
+	if e == nil {
+		panic(fmt.Sprintf("emu: a buffer lent by device %d came back, but the device has no endpoint here", src))
+	}
+	e.lent.Done()
+}
+
+// Alloc returns a buffer of n floats that devices of other processes can
+// read in place when the transport shares memory (Sharer), else an
+// ordinary one. Buffers a device sends again and again (its gradients)
+// are worth taking from here.
+func (f *Fabric) Alloc(n int) []float32 {
+	if s, ok := f.remote.(Sharer); ok {
+		if b := s.Alloc(n); b != nil {
+			return b
+		}
+	}
+	return make([]float32, n)
+}
+
+// sharer is the transport through which this process lends device to its
+// buffers in place, or nil: to runs here, or in a process that does not
+// map this one's memory.
+func (f *Fabric) sharer(to int) Sharer {
+	if f.local(to) {
+		return nil
+	}
+	if s, ok := f.remote.(Sharer); ok && s.Shares(f.remote.RankOf(to)) {
+		return s
+	}
+	return nil
+}
+
+// allLocal reports whether every one of devices runs in this process.
+func (f *Fabric) allLocal(devices []int) bool {
+	for _, d := range devices {
+		if !f.local(d) {
+			return false
+		}
+	}
+	return true
+}
+
 type fifo struct {
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -116,14 +199,14 @@ type fifo struct {
 type message struct {
 	data    []float32
 	t       float64 // sender's clock when sent
-	lender  *sync.WaitGroup
-	control bool // a clock exchange, not data
+	lender  Lender  // the sender's *sync.WaitGroup, or a transport's
+	control bool    // a clock exchange, not data
 }
 
 // NewFabric connects n devices; sliceOf[i] is device i's slice.
 func NewFabric(sliceOf []int) *Fabric {
 	return &Fabric{n: len(sliceOf), sliceOf: sliceOf, queues: map[[2]int]*fifo{}, failed: map[[2]int]bool{},
-		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}, add: avx2.Add}
+		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}, add: avx2.Add, eps: map[int]*Endpoint{}}
 }
 
 // failLink marks the link between devices a and b as broken.
@@ -204,7 +287,11 @@ type Endpoint struct {
 
 // Endpoint returns device rank's Comm.
 func (f *Fabric) Endpoint(rank int) *Endpoint {
-	return &Endpoint{f: f, rank: rank, counted: collective.Counter{}, byAxis: collective.Counter{}}
+	e := &Endpoint{f: f, rank: rank, counted: collective.Counter{}, byAxis: collective.Counter{}}
+	f.mu.Lock()
+	f.eps[rank] = e
+	f.mu.Unlock()
+	return e
 }
 
 // span records a stretch of the device's track when the fabric traces.
@@ -261,14 +348,36 @@ func (e *Endpoint) put(op, axis string, to int, x []float32) {
 }
 
 // lend sends x without copying it: the receiver reads it in place and
-// hands it back; the sender must not write x until wait returns.
-func (e *Endpoint) lend(op, axis string, to int, x []float32) {
-	if !e.f.local(to) { // another process: the message is a copy
+// hands it back; the sender must not write x until waitLent returns. To
+// another process that is a view of shared memory (Sharer) when x lies
+// in it, else a copy; lend reports whether it was a view.
+func (e *Endpoint) lend(op, axis string, to int, x []float32) bool {
+	if !e.f.local(to) {
+		if s := e.f.sharer(to); s != nil {
+			e.lent.Add(1)
+			if s.Lend(e.rank, to, x, e.f.clocks[e.rank]) {
+				e.count(op, axis, to, len(x))
+				return true
+			}
+			e.lent.Done()
+		}
 		e.put(op, axis, to, x)
-		return
+		return false
 	}
 	e.count(op, axis, to, len(x))
 	e.share(to, x)
+	return true
+}
+
+// waitLent waits until every device x was lent to has handed it back;
+// peer names the device to blame when it is of another process and never
+// does (the transport's watchdog reads Waiting).
+func (e *Endpoint) waitLent(peer int) {
+	if !e.f.local(peer) {
+		e.f.waiting.Store(int64(e.rank), peer)
+		defer e.f.waiting.Delete(int64(e.rank))
+	}
+	e.lent.Wait()
 }
 
 // release hands a received message back: a lent view to its sender, a

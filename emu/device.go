@@ -71,6 +71,7 @@ type device struct {
 	realLen []int
 	fullLen []int // padded to a multiple of the group's shards
 	grad    [][]float32
+	gradAll []float32 // every group's gradients end to end, for the all-reduce over the replicas
 	m, v    [][]float32
 	adamT   int
 

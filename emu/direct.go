@@ -28,7 +28,7 @@ const directBlock = 16 << 10
 // (one slice, or one member per slice) of more than two members, all in
 // this process.
 func (e *Endpoint) direct(g collective.Group) bool {
-	return (g.NICI == 1 || g.NDCN == 1) && len(g.Ranks) > 2 && e.f.remote == nil && !e.f.v1
+	return (g.NICI == 1 || g.NDCN == 1) && len(g.Ranks) > 2 && e.f.allLocal(g.Ranks) && !e.f.v1
 }
 
 // borrow shows x to every other member without copying it and returns

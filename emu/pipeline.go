@@ -305,13 +305,16 @@ func (d *device) update() {
 	for _, g := range d.grad {
 		n += len(g)
 	}
-	all := make([]float32, 0, n)
+	if len(d.gradAll) != n { // kept from step to step, in shared memory when the transport has it
+		d.gradAll = d.ep.f.Alloc(n)
+	}
+	all, off := d.gradAll, 0
 	for _, g := range d.grad {
-		all = append(all, g...)
+		off += copy(all[off:], g)
 	}
 	d.ep.AllReduce(d.gradG, all)
 	d.adamT++
-	off := 0
+	off = 0
 	for gi := range d.flat {
 		n := len(d.flat[gi])
 		adam(d.flat[gi], all[off:off+n], d.m[gi], d.v[gi], d.tc.LR, d.adamT)

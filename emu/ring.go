@@ -43,7 +43,7 @@ func (e *Endpoint) ringReduceScatter(op string, members []int, x []float32) {
 		e.f.add(x[rlo:rlo+len(in.data)], in.data)
 		e.release(prev, in)
 	}
-	e.lent.Wait()
+	e.waitLent(next)
 }
 
 // ringAllGather spreads each member's chunk i of x to all: step k sends
@@ -64,26 +64,38 @@ func (e *Endpoint) ringAllGather(op string, members []int, x []float32) {
 		copy(x[rlo:], in.data)
 		e.release(prev, in)
 	}
-	e.lent.Wait()
+	e.waitLent(next)
 }
 
-// pairAllReduce is the ring all-reduce of two devices in one process with
-// its two steps fused: each device adds the half its peer lends it into its
-// own and writes the sum back into the peer's buffer as well, which is
-// the all-gather's message (counted as the ring counts it). Each half is
-// read and written once, where the ring's separate all-gather would read
-// the sum again; the sums are the ring's, bit for bit.
+// pairAllReduce is the ring all-reduce of two devices with its two steps
+// fused: each device adds the half its peer lends it into its own and
+// writes the sum back into the peer's buffer as well, which is the
+// all-gather's message (counted as the ring counts it). Each half is read
+// and written once, where the ring's separate all-gather would read the
+// sum again; the sums are the ring's, bit for bit. The peer's half is read
+// in place in this process, or in another that shares memory with this one
+// (Sharer) when the peer's buffer lies in it; otherwise it comes as a copy,
+// and the sum goes back as a message, the ring's all-gather step.
 func (e *Endpoint) pairAllReduce(op string, members []int, x []float32) {
 	i := indexOf(members, e.rank)
 	peer := members[1-i]
 	slo, shi := chunk(len(x), 2, 1-i)
-	e.lend(op, e.axis, peer, x[slo:shi])
-	in := e.get(peer) // the peer's half i, lent
+	viewed := e.lend(op, e.axis, peer, x[slo:shi])
+	in := e.get(peer) // the peer's half i, lent or copied
 	lo, _ := chunk(len(x), 2, i)
 	avx2.SumBoth(x[lo:lo+len(in.data)], in.data)
-	e.count(op, e.axis, peer, len(in.data))
+	if in.lender == nil { // a copy: the peer's half of the sum goes back
+		e.put(op, e.axis, peer, in.data)
+	} else {
+		e.count(op, e.axis, peer, len(in.data))
+	}
 	e.release(peer, in)
-	e.lent.Wait()
+	if !viewed { // and ours comes back the same way
+		back := e.get(peer)
+		copy(x[slo:shi], back.data)
+		e.release(peer, back)
+	}
+	e.waitLent(peer)
 }
 
 func (e *Endpoint) cost(g collective.Group, op collective.Op, size unit.Bytes) {
@@ -101,7 +113,7 @@ func (e *Endpoint) AllReduce(g collective.Group, x []float32) {
 	}
 	e.cost(g, collective.AllReduce, unitBytes(len(x)))
 	const op = "all-reduce"
-	if (g.NICI == 1 || g.NDCN == 1) && len(g.Ranks) == 2 && e.f.remote == nil && !e.f.v1 {
+	if (g.NICI == 1 || g.NDCN == 1) && len(g.Ranks) == 2 && !e.f.v1 {
 		e.pairAllReduce(op, g.Ranks, x)
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -476,19 +477,21 @@ func trainError(err error, ckptDir string) error {
 // under MPI, every rank's bytes to every other; a diverged run is an error
 // after its report.
 func (f *runFlags) report(tc emu.TrainConfig, res *emu.Result, wall []time.Duration, job *mpi.Job, stdout io.Writer) error {
-	var mpiBytes [][]int64
+	var mpiBytes, sharedBytes [][]int64
 	if job != nil {
 		// every rank's bytes to every other, for the report and the
 		// cross-check with Open MPI's own monitoring
-		b, _ := json.Marshal(job.BytesTo())
+		b, _ := json.Marshal([][]int64{job.BytesTo(), job.SharedTo()})
 		parts, err := job.Gather(b)
 		if err != nil {
 			return err
 		}
 		for _, p := range parts {
-			var row []int64
-			json.Unmarshal(p, &row)
-			mpiBytes = append(mpiBytes, row)
+			var rows [][]int64
+			json.Unmarshal(p, &rows)
+			if len(rows) == 2 {
+				mpiBytes, sharedBytes = append(mpiBytes, rows[0]), append(sharedBytes, rows[1])
+			}
 		}
 		if job.Rank != 0 {
 			return nil
@@ -501,6 +504,11 @@ func (f *runFlags) report(tc emu.TrainConfig, res *emu.Result, wall []time.Durat
 	}
 	out := runJSON(tc, res, wall)
 	out.MPIBytes = mpiBytes
+	for _, row := range sharedBytes {
+		if slices.ContainsFunc(row, func(n int64) bool { return n > 0 }) {
+			out.SharedBytes = sharedBytes
+		}
+	}
 	if job != nil {
 		out.Processes = job.Size
 	}
@@ -838,10 +846,12 @@ type runOut struct {
 	Processes       int       `json:"processes"`
 	ResumedFrom     int       `json:"resumed_from_step"`
 	// Schedule and Chunks are given with a pipeline only.
-	Schedule string       `json:"schedule,omitempty"`
-	Chunks   int          `json:"chunks_per_device,omitempty"`
-	MPIBytes [][]int64    `json:"mpi_bytes,omitempty"`
-	Diverged *divergedOut `json:"diverged,omitempty"`
+	Schedule string    `json:"schedule,omitempty"`
+	Chunks   int       `json:"chunks_per_device,omitempty"`
+	MPIBytes [][]int64 `json:"mpi_bytes,omitempty"`
+	// SharedBytes is what each rank lent each other in shared memory.
+	SharedBytes [][]int64    `json:"mpi_shared_memory_bytes,omitempty"`
+	Diverged    *divergedOut `json:"diverged,omitempty"`
 }
 
 // divergedOut is why a run stopped early.
@@ -1017,6 +1027,12 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 	if len(o.MPIBytes) > 0 {
 		fmt.Fprintf(w, "\nbytes over MPI (sender rank by receiver rank, 24-byte headers included):\n")
 		for r, row := range o.MPIBytes {
+			fmt.Fprintf(w, "  rank %d: %v\n", r, row)
+		}
+	}
+	if len(o.SharedBytes) > 0 {
+		fmt.Fprintf(w, "bytes lent in shared memory, read in place (ranks on one machine; sender by receiver):\n")
+		for r, row := range o.SharedBytes {
 			fmt.Fprintf(w, "  rank %d: %v\n", r, row)
 		}
 	}

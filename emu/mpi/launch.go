@@ -23,6 +23,10 @@ type Job struct {
 	// BytesTo is what this process sent each rank (headers included), as
 	// Open MPI's pml monitoring counts it; nil without MPI.
 	BytesTo func() []int64
+	// SharedTo is what this process lent each rank in shared memory
+	// (ranks on one machine), bytes that did not go over MPI; nil without
+	// MPI.
+	SharedTo func() []int64
 	// Gather collects b from every rank at rank 0.
 	Gather func(b []byte) ([][]byte, error)
 	// Barrier waits for every rank.

@@ -91,6 +91,7 @@ func check(rc C.int, what string) error {
 // Init initialises MPI on a dedicated, OS-locked goroutine.
 func Init() (*World, error) {
 	w := &World{work: make(chan func()), done: make(chan struct{})}
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1) // for the progress loop's naps (nap)
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -268,6 +269,13 @@ func Connect(hosts, perHost int, timeout time.Duration) (*Job, error) {
 			out := make([]int64, w.Size())
 			for r := range out {
 				out[r] = t.BytesTo(r)
+			}
+			return out
+		},
+		SharedTo: func() []int64 {
+			out := make([]int64, w.Size())
+			for r := range out {
+				out[r] = t.SharedBytesTo(r)
 			}
 			return out
 		},

@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -72,6 +73,13 @@ type Transport struct {
 	// pages, and their faults, on every send).
 	sendMu   sync.Mutex
 	sendFree [][]float32
+	// shm is the shared memory of the ranks when they all run on one
+	// machine (nil otherwise, or with SHARDLAB_MPI_SHM=off): a device lends
+	// a buffer that lies in it to a device of another rank in place, and
+	// only a 36-byte view message (and a 24-byte one back) goes over MPI.
+	// sharedTo counts the bytes so lent to each rank.
+	shm      *arena
+	sharedTo []atomic.Int64
 }
 
 // sendBuffer returns a buffer of n floats, reused when one is free.
@@ -102,6 +110,8 @@ const (
 	kindClock
 	kindReduceUp
 	kindReduceDown
+	kindView     // data lent in shared memory: offset (two words) and length
+	kindViewDone // the receiver has handed a view back
 )
 
 type outMsg struct {
@@ -114,7 +124,10 @@ type outMsg struct {
 func (w *World) NewTransport(perHost int) *Transport {
 	t := &Transport{w: w, perHost: perHost, out: make(chan outMsg, 1024), stop: make(chan struct{}), stopped: make(chan struct{}),
 		perPeer: make([]atomic.Int64, w.size), lastIn: make([]atomic.Int64, w.size), Timeout: 10 * time.Minute,
-		inbox: make([]chan []float64, w.size), dead: make(chan error, 1)}
+		inbox: make([]chan []float64, w.size), dead: make(chan error, 1), sharedTo: make([]atomic.Int64, w.size)}
+	if w.size > 1 {
+		w.do(func() error { t.shm = newArena(w.rank, w.size); return nil })
+	}
 	for i := range t.inbox {
 		t.inbox[i] = make(chan []float64, 4)
 	}
@@ -137,6 +150,46 @@ func (t *Transport) RankOf(d int) int { return d / t.perHost }
 
 // BytesTo is what this process sent to rank r, headers included.
 func (t *Transport) BytesTo(r int) int64 { return t.perPeer[r].Load() }
+
+// SharedBytesTo is what this process lent rank r in shared memory.
+func (t *Transport) SharedBytesTo(r int) int64 { return t.sharedTo[r].Load() }
+
+// Shares reports whether this rank and rank r map each other's memory:
+// with more than one rank, all run on one machine (the same on every rank).
+func (t *Transport) Shares(r int) bool { return t.shm != nil && r != t.w.rank }
+
+// Alloc returns n floats of this rank's shared memory, or nil without any.
+func (t *Transport) Alloc(n int) []float32 {
+	if t.shm == nil {
+		return nil
+	}
+	return t.shm.alloc(n)
+}
+
+// Lend shows data, when it lies in this rank's shared memory, to device
+// dst of another rank in place: a view message carries where it lies.
+func (t *Transport) Lend(src, dst int, data []float32, clock float64) bool {
+	if t.shm == nil {
+		return false
+	}
+	off, ok := t.shm.offset(data)
+	if !ok {
+		return false
+	}
+	r := t.RankOf(dst)
+	t.send(r, src, dst, kindView, clock, []float32{math.Float32frombits(uint32(off)), math.Float32frombits(uint32(off >> 32)),
+		math.Float32frombits(uint32(len(data)))})
+	t.sharedTo[r].Add(int64(len(data)) * 4)
+	return true
+}
+
+// viewLender hands a view back to its device on another rank.
+type viewLender struct {
+	t        *Transport
+	src, dst int
+}
+
+func (l *viewLender) Done() { l.t.send(l.t.RankOf(l.src), l.src, l.dst, kindViewDone, 0, nil) }
 
 // Send queues a device message for another process.
 func (t *Transport) Send(src, dst int, data []float32, clock float64, control bool) {
@@ -253,32 +306,7 @@ func (t *Transport) loop() {
 		}
 		inflight = kept
 		// receive
-		for {
-			var flag, src, tag, count C.int
-			C.iprobeb(&flag, &src, &tag, &count)
-			if flag == 0 {
-				break
-			}
-			if cap(in) < int(count) {
-				in = make([]float32, int(count))
-			}
-			buf := in[:count]
-			C.recvb((*C.float)(unsafe.Pointer(unsafe.SliceData(buf))), count, src, tag)
-			t.lastIn[int(src)].Store(time.Now().UnixNano())
-			s, d := int(int32(math.Float32bits(buf[0]))), int(int32(math.Float32bits(buf[1])))
-			kind := int(math.Float32bits(buf[2]))
-			if kind == kindReduceUp || kind == kindReduceDown {
-				t.inbox[int(src)] <- unpackF64(buf[HeaderWords:])
-			} else {
-				clock := math.Float64frombits(uint64(math.Float32bits(buf[3])) | uint64(math.Float32bits(buf[4]))<<32)
-				fab := t.fab.Load()
-				var data []float32
-				if n := len(buf) - HeaderWords; n > 0 { // into a buffer the device has handed back
-					data = fab.Buffer(s, d, n)
-					copy(data, buf[HeaderWords:])
-				}
-				fab.Deliver(s, d, data, clock, kind == kindClock)
-			}
+		if t.receive(&in) {
 			busy = true
 		}
 		// other MPI work (reductions, gathers)
@@ -302,10 +330,64 @@ func (t *Transport) loop() {
 		if busy {
 			idle = 0
 		} else if idle++; idle > 100 {
-			time.Sleep(20 * time.Microsecond)
+			nap()
 		}
 	}
 }
+
+// receive takes every message that has arrived (MPI_Iprobe, MPI_Recv into
+// *in, grown as needed) and hands it on: reductions to their inbox, views
+// and data to the fabric. It reports whether there was any.
+func (t *Transport) receive(in *[]float32) bool {
+	got := false
+	for {
+		var flag, src, tag, count C.int
+		C.iprobeb(&flag, &src, &tag, &count)
+		if flag == 0 {
+			return got
+		}
+		got = true
+		if cap(*in) < int(count) {
+			*in = make([]float32, int(count))
+		}
+		buf := (*in)[:count]
+		C.recvb((*C.float)(unsafe.Pointer(unsafe.SliceData(buf))), count, src, tag)
+		t.lastIn[int(src)].Store(time.Now().UnixNano())
+		s, d := int(int32(math.Float32bits(buf[0]))), int(int32(math.Float32bits(buf[1])))
+		kind := int(math.Float32bits(buf[2]))
+		switch kind {
+		case kindReduceUp, kindReduceDown:
+			t.inbox[int(src)] <- unpackF64(buf[HeaderWords:])
+		case kindViewDone:
+			t.fab.Load().Returned(s)
+		case kindView:
+			t.deliverView(int(src), s, d, buf)
+		default:
+			fab := t.fab.Load()
+			var data []float32
+			if n := len(buf) - HeaderWords; n > 0 { // into a buffer the device has handed back
+				data = fab.Buffer(s, d, n)
+				copy(data, buf[HeaderWords:])
+			}
+			fab.Deliver(s, d, data, headerClock(buf), kind == kindClock)
+		}
+	}
+}
+
+// napTime is how long the progress loop sleeps when nothing has happened
+// for a while.
+var napTime = syscall.Timespec{Nsec: 20_000}
+
+// nap sleeps the progress loop's thread for napTime in the kernel.
+// time.Sleep would not do: on an idle Go runtime it waits in epoll, whose
+// timeout counts whole milliseconds, so each hop of a message took a
+// millisecond (a 4 KiB MPI_Allreduce handed to the loop measured 1.2 ms,
+// 3 µs in C). A thread in a system call keeps its P (the Go scheduler's
+// right to run Go code) until sysmon takes it back, so Init gives the
+// process a P more than it had: under mpirun, which binds each rank to one
+// core, a rank had one P, and the devices stalled while the loop slept
+// (the default run over 2 ranks took 70 ms a step instead of 50).
+func nap() { syscall.Nanosleep(&napTime, nil) }
 
 // post hands every queued send to MPI_Isend.
 func (t *Transport) post(inflight *[]*pending) bool {
@@ -327,10 +409,34 @@ func (t *Transport) post(inflight *[]*pending) bool {
 	}
 }
 
+// headerClock is the sender's clock a message's header carries.
+func headerClock(buf []float32) float64 {
+	return math.Float64frombits(uint64(math.Float32bits(buf[3])) | uint64(math.Float32bits(buf[4]))<<32)
+}
+
+// deliverView hands device d the view of rank's shared memory that
+// device s lent it (buf is the message, header first).
+func (t *Transport) deliverView(rank, s, d int, buf []float32) {
+	w := buf[HeaderWords:]
+	var view []float32
+	if len(w) == 3 && t.shm != nil {
+		off := int64(math.Float32bits(w[0])) | int64(math.Float32bits(w[1]))<<32
+		view = t.shm.view(rank, off, int64(math.Float32bits(w[2])))
+	}
+	if view == nil {
+		panic(fmt.Sprintf("mpi: rank %d lent device %d a view outside its shared memory", rank, d))
+	}
+	t.fab.Load().DeliverView(s, d, view, headerClock(buf), &viewLender{t: t, src: s, dst: d})
+}
+
 // Stop ends the progress loop once every queued send has completed.
 func (t *Transport) Stop() {
 	close(t.stop)
 	<-t.stopped
+	if t.shm != nil {
+		t.shm.close(t.w.rank)
+		t.shm = nil
+	}
 }
 
 // Stopped delivers the watchdog's *StoppedError once a peer rank has gone
@@ -410,4 +516,7 @@ func (t *Transport) SumFloat64(x []float64) error {
 // GatherBytes collects b from every process at process 0.
 func (t *Transport) GatherBytes(b []byte) ([][]byte, error) { return t.w.GatherBytes(b) }
 
-var _ emu.Remote = (*Transport)(nil)
+var (
+	_ emu.Remote = (*Transport)(nil)
+	_ emu.Sharer = (*Transport)(nil)
+)
