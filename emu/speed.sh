@@ -20,7 +20,10 @@ trap 'rm -rf "$tmp"' EXIT
 go test -run '^$' -bench 'GEMM|AllReduce|Train$' -benchtime ${n}x ./emu >"$tmp/emu.txt"
 if [ "${1:-}" = -mpi ]; then
 	go test -c -tags mpi -o "$tmp/mpi.test" ./emu/mpi
-	mpirun --oversubscribe --bind-to none -np 2 "$tmp/mpi.test" -test.run '^$' -test.bench Allreduce -test.benchtime ${n}x >"$tmp/mpi.txt"
+	# each rank's output to its own file (on one stream, two ranks' lines
+	# can interleave); rank 0 reports the ratios
+	mpirun --oversubscribe --bind-to none -np 2 --output-filename "$tmp/ranks" "$tmp/mpi.test" -test.run '^$' -test.bench Allreduce -test.benchtime ${n}x >/dev/null
+	cat "$tmp"/ranks/*/rank.0/stdout >"$tmp/mpi.txt"
 fi
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
