@@ -3,8 +3,10 @@
 // Package mpi is a thin cgo layer over Open MPI (build tag mpi) and the
 // emulator's transport across processes on top of it: each MPI rank is one
 // host (VM) running its chips as goroutines, and messages between chips on
-// different ranks travel as MPI messages. Without the tag the package
-// builds as a one-rank stand-in, so go test ./... needs no MPI library.
+// different ranks travel as MPI messages, or, between ranks on one
+// machine, as views of shared memory the peer reads in place (shm.go).
+// Without the tag the package builds as a one-rank stand-in, so
+// go test ./... needs no MPI library.
 //
 // Open MPI's handles (MPI_COMM_WORLD, MPI_FLOAT, …) are macros over global
 // structs, so each is wrapped in a one-line C function. MPI is initialised
