@@ -42,7 +42,8 @@ type Sharer interface {
 	// other's shared memory; the answer is the same on both sides.
 	Shares(rank int) bool
 	// Alloc returns n floats of this process's shared memory, zeroed, or
-	// nil when there is none left.
+	// nil when there is none left. They belong to the attached fabric: the
+	// transport may hand them out again once another fabric attaches.
 	Alloc(n int) []float32
 	// Lend shows data to device dst of another process in place: the
 	// transport delivers it there with DeliverView and, once dst hands it

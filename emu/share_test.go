@@ -85,10 +85,11 @@ func (p *fakeProc) Lend(src, dst int, data []float32, clock float64) bool {
 }
 
 // allReduceAcross all-reduces one buffer per device over a flat group of
-// n devices, per to a process, each fakeProc with its own fabric; inArena
-// takes the buffers from the shared memory (Fabric.Alloc). It returns the
-// buffers, what each device counted, and the floats lent in place.
-func allReduceAcross(t *testing.T, in [][]float32, per int, share, inArena bool) ([][]float32, []collective.Counter, int64) {
+// n devices, per to a process, each fakeProc with its own fabric; device i
+// takes its buffer from the shared memory (Fabric.Alloc) when inArena(i).
+// It returns the buffers, what each device counted, and the floats lent in
+// place.
+func allReduceAcross(t *testing.T, in [][]float32, per int, share bool, inArena func(int) bool) ([][]float32, []collective.Counter, int64) {
 	t.Helper()
 	n := len(in)
 	procs := make([]*fakeProc, n/per)
@@ -104,7 +105,7 @@ func allReduceAcross(t *testing.T, in [][]float32, per int, share, inArena bool)
 	}
 	bufs := make([][]float32, n)
 	for i := range n {
-		if inArena {
+		if inArena(i) {
 			bufs[i] = procs[i/per].fab.Alloc(len(in[i]))
 		} else {
 			bufs[i] = make([]float32, len(in[i]))
@@ -131,7 +132,8 @@ func allReduceAcross(t *testing.T, in [][]float32, per int, share, inArena bool)
 // TestSharedAcrossProcesses: devices of different processes that share
 // memory (Sharer) all-reduce with the same bits and byte counts as in one
 // process, whether their buffers lie in the shared memory (lent in place)
-// or not (copies), and without a Sharer; lent in place, a two-member
+// or not (copies), one device's only (a pair where one side lends in place
+// and the other a copy), and without a Sharer; lent in place, a two-member
 // all-reduce lends each device's half, and a ring every chunk it sends.
 func TestSharedAcrossProcesses(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -143,23 +145,29 @@ func TestSharedAcrossProcesses(t *testing.T) {
 				in[i][j] = float32(rng.NormFloat64())
 			}
 		}
-		want, wantSent, _ := allReduceAcross(t, in, c.n, false, false) // one process
-		for _, v := range []struct{ share, inArena bool }{{true, true}, {true, false}, {false, false}} {
+		none := func(int) bool { return false }
+		want, wantSent, _ := allReduceAcross(t, in, c.n, false, none) // one process
+		for _, v := range []struct {
+			name    string
+			share   bool
+			inArena func(int) bool
+		}{{"all lent in place", true, func(int) bool { return true }}, {"all copied", true, none},
+			{"device 0's lent in place", true, func(i int) bool { return i == 0 }}, {"no sharing", false, none}} {
 			got, sent, lent := allReduceAcross(t, in, c.per, v.share, v.inArena)
 			for i := range got {
 				if !slices.Equal(got[i], want[i]) {
-					t.Fatalf("n %d per %d %+v: device %d's sum differs from one process's", c.n, c.per, v, i)
+					t.Fatalf("n %d per %d %s: device %d's sum differs from one process's", c.n, c.per, v.name, i)
 				}
 				if s := sent[i]["all-reduce"]; s != wantSent[i]["all-reduce"] {
-					t.Errorf("n %d per %d %+v: device %d counted %v, in one process %v", c.n, c.per, v, i, s, wantSent[i]["all-reduce"])
+					t.Errorf("n %d per %d %s: device %d counted %v, in one process %v", c.n, c.per, v.name, i, s, wantSent[i]["all-reduce"])
 				}
 			}
 			// a ring's member lends n−1 chunks in each of its two phases,
 			// a pair's its peer's half; only those to another process are
 			// lent through the Sharer
 			var wantLent int64
-			if v.inArena {
-				for i := range c.n {
+			for i := range c.n {
+				if v.share && v.inArena(i) {
 					if c.n == 2 {
 						lo, hi := chunk(c.l, 2, 1-i)
 						wantLent += int64(hi - lo)
@@ -171,7 +179,7 @@ func TestSharedAcrossProcesses(t *testing.T) {
 				}
 			}
 			if d := lent - wantLent; d < -int64(2*c.n) || d > int64(2*c.n) {
-				t.Errorf("n %d per %d %+v: %d floats lent in place, want %d", c.n, c.per, v, lent, wantLent)
+				t.Errorf("n %d per %d %s: %d floats lent in place, want %d", c.n, c.per, v.name, lent, wantLent)
 			}
 		}
 	}

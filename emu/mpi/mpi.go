@@ -90,10 +90,15 @@ func check(rc C.int, what string) error {
 	return nil
 }
 
-// Init initialises MPI on a dedicated, OS-locked goroutine.
+// Init initialises MPI on a dedicated, OS-locked goroutine. It also sets
+// GOMAXPROCS to one more than the runtime chose (from the CPUs the process
+// may use, or the GOMAXPROCS variable), for the thread that makes the MPI
+// calls: it holds a P while it naps between polls (nap), which under
+// mpirun's binding of a rank to one core left the chips none. The
+// runtime then no longer follows changes of the CPU quota.
 func Init() (*World, error) {
 	w := &World{work: make(chan func()), done: make(chan struct{})}
-	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1) // for the progress loop's naps (nap)
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()

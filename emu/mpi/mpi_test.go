@@ -266,6 +266,46 @@ func TestSharedMemory(t *testing.T) {
 	}
 }
 
+// TestArena: a rank maps only another process's arena, never another
+// file its pid and descriptor could name (on another machine they could
+// name anything); views stay inside an arena; a buffer handed out again
+// after a fabric's turn starts zeroed.
+func TestArena(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "not-an-arena")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if p := openArena(int64(os.Getpid()), int64(f.Fd())); p != nil {
+		t.Errorf("mapped an ordinary file as an arena")
+	}
+	tr := world.NewTransport(1)
+	defer tr.Stop()
+	a := tr.shm
+	if a == nil {
+		t.Skip("the ranks share no memory here")
+	}
+	b := a.alloc(1000)
+	for i := range b {
+		b[i] = 7
+	}
+	if off, ok := a.offset(b[10:20]); !ok || a.view(world.Rank(), off, 10)[0] != 7 {
+		t.Errorf("offset %d, %v: not a view of the buffer", off, ok)
+	}
+	if _, ok := a.offset(make([]float32, 10)); ok {
+		t.Errorf("a Go slice has an offset in the arena")
+	}
+	for _, c := range [][2]int64{{0, 10}, {ArenaBytes/4 - 1, 2}, {1 << 62, 1 << 62}, {arenaHeader / 4, 0}} {
+		if v := a.view(world.Rank(), c[0], c[1]); v != nil {
+			t.Errorf("view(%d, %d) is not refused", c[0], c[1])
+		}
+	}
+	a.reset()
+	if c := a.alloc(1000); &c[0] != &b[0] || slices.ContainsFunc(c, func(x float32) bool { return x != 0 }) {
+		t.Errorf("after a reset the arena hands out other memory, or memory not zeroed")
+	}
+}
+
 // train runs tc over MPI on a fresh transport, and leaves no message of
 // this run in flight for the next one.
 func train(t *testing.T, tc emu.TrainConfig) (*emu.Result, error) {

@@ -7,7 +7,9 @@ package mpi
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <mpi.h>
 
@@ -27,11 +29,20 @@ static void *arena_new(size_t size, int *fd) {
 
 // arena_open maps process pid's arena, its file descriptor fd, through
 // /proc (same user, same machine).
+// It maps nothing unless the descriptor names a memfd of ours of the
+// arena's size: on another machine the same pid and descriptor could name
+// any file, and mapping past a shorter file's end faults (SIGBUS) when read.
 static void *arena_open(long long pid, long long fd, size_t size) {
-	char path[64];
+	char path[64], target[64];
 	snprintf(path, sizeof path, "/proc/%lld/fd/%lld", pid, fd);
+	ssize_t n = readlink(path, target, sizeof target - 1);
+	if (n < 0) return NULL;
+	target[n] = 0;
+	if (strncmp(target, "/memfd:shardlab-arena", 21) != 0) return NULL;
 	int f = open(path, O_RDWR | O_CLOEXEC);
 	if (f < 0) return NULL;
+	struct stat st;
+	if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != size) { close(f); return NULL; }
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, f, 0);
 	close(f);
 	return p == MAP_FAILED ? NULL : p;
@@ -50,6 +61,7 @@ import "C"
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"math"
 	"os"
 	"sync"
 	"unsafe"
@@ -74,6 +86,7 @@ type arena struct {
 	peers []unsafe.Pointer // every rank's, as mapped here (base for this one)
 	mu    sync.Mutex
 	next  uintptr // the first free byte
+	high  uintptr // the end of what was ever handed out
 }
 
 // shmOff is SHARDLAB_MPI_SHM=off: messages between the ranks of one
@@ -85,7 +98,7 @@ func shmOff() bool { return os.Getenv("SHARDLAB_MPI_SHM") == "off" }
 // rank, unless every rank could map every other's (one machine, memfd and
 // /proc, SHARDLAB_MPI_SHM not off).
 func newArena(rank, size int) *arena {
-	a := &arena{fd: -1, peers: make([]unsafe.Pointer, size), next: arenaHeader}
+	a := &arena{fd: -1, peers: make([]unsafe.Pointer, size), next: arenaHeader, high: arenaHeader}
 	var token [8]byte
 	rand.Read(token[:])
 	mine := [3]C.longlong{C.longlong(os.Getpid()), -1, C.longlong(binary.LittleEndian.Uint64(token[:]))}
@@ -109,7 +122,7 @@ func newArena(rank, size int) *arena {
 		case r == rank:
 			a.peers[r] = a.base
 		default:
-			p := C.arena_open(pid, fd, ArenaBytes)
+			p := openArena(int64(pid), int64(fd))
 			if p == nil {
 				ok = 0
 				break
@@ -125,6 +138,12 @@ func newArena(rank, size int) *arena {
 		return nil
 	}
 	return a
+}
+
+// openArena maps the arena of process pid, descriptor fd, or returns nil
+// when that is not a shardlab arena of the right size.
+func openArena(pid, fd int64) unsafe.Pointer {
+	return C.arena_open(C.longlong(pid), C.longlong(fd), ArenaBytes)
 }
 
 // close unmaps every arena and closes this rank's file.
@@ -146,7 +165,8 @@ func (a *arena) close(rank int) {
 
 // alloc returns n floats of the arena (aligned to a page, so that two
 // buffers never share a cache line), or nil when it is full. Buffers are
-// not freed: a device takes the ones it reuses for the whole run.
+// not freed one by one: a device takes the ones it reuses for a whole
+// training, and reset hands them all back when the next one attaches.
 func (a *arena) alloc(n int) []float32 {
 	if n <= 0 {
 		return nil
@@ -158,20 +178,32 @@ func (a *arena) alloc(n int) []float32 {
 		return nil
 	}
 	p := unsafe.Add(a.base, a.next)
+	b := unsafe.Slice((*float32)(p), n)
+	if a.next < a.high { // handed out before a reset: zero it, as fresh pages are
+		clear(b[:min(uintptr(n), (a.high-a.next)/4)])
+	}
 	a.next += bytes
-	return unsafe.Slice((*float32)(p), n)
+	a.high = max(a.high, a.next)
+	return b
+}
+
+// reset makes the whole arena free again (its pages stay mapped).
+func (a *arena) reset() {
+	a.mu.Lock()
+	a.next = arenaHeader
+	a.mu.Unlock()
 }
 
 // offset is where data starts in this rank's arena, in floats, if it lies
-// there.
+// there (and is short enough for a view message's 32-bit length).
 func (a *arena) offset(data []float32) (int64, bool) {
 	if len(data) == 0 {
 		return 0, false
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
 	lo := uintptr(a.base)
-	if p < lo+arenaHeader || p+uintptr(len(data))*4 > lo+ArenaBytes || (p-lo)%4 != 0 {
-		return 0, false
+	if p < lo+arenaHeader || p+uintptr(len(data))*4 > lo+ArenaBytes || (p-lo)%4 != 0 || len(data) > math.MaxUint32 {
+		return 0, false // not in the arena, or longer than a view message says
 	}
 	return int64(p-lo) / 4, true
 }
@@ -179,7 +211,7 @@ func (a *arena) offset(data []float32) (int64, bool) {
 // view is n floats at offset off (in floats) of rank r's arena, or nil
 // when that is not inside it.
 func (a *arena) view(r int, off, n int64) []float32 {
-	if r < 0 || r >= len(a.peers) || a.peers[r] == nil || off < arenaHeader/4 || n <= 0 || off+n > ArenaBytes/4 {
+	if r < 0 || r >= len(a.peers) || a.peers[r] == nil || off < arenaHeader/4 || n <= 0 || off > ArenaBytes/4-n {
 		return nil
 	}
 	return unsafe.Slice((*float32)(unsafe.Add(a.peers[r], off*4)), n)

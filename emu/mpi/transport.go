@@ -120,7 +120,9 @@ type outMsg struct {
 }
 
 // NewTransport prepares the transport for a mesh of perHost chips per
-// process; Start connects it to a fabric.
+// process; Attach connects it to a fabric. It is a collective call (the
+// ranks set up their shared memory together): every rank makes it, in the
+// same order, with no other transport's progress loop running.
 func (w *World) NewTransport(perHost int) *Transport {
 	t := &Transport{w: w, perHost: perHost, out: make(chan outMsg, 1024), stop: make(chan struct{}), stopped: make(chan struct{}),
 		perPeer: make([]atomic.Int64, w.size), lastIn: make([]atomic.Int64, w.size), Timeout: 10 * time.Minute,
@@ -159,6 +161,7 @@ func (t *Transport) SharedBytesTo(r int) int64 { return t.sharedTo[r].Load() }
 func (t *Transport) Shares(r int) bool { return t.shm != nil && r != t.w.rank }
 
 // Alloc returns n floats of this rank's shared memory, or nil without any.
+// They are the attached fabric's: the next Attach takes them back.
 func (t *Transport) Alloc(n int) []float32 {
 	if t.shm == nil {
 		return nil
@@ -266,6 +269,9 @@ func (t *Transport) reduce(x []float64, combine func(a, b float64) float64) erro
 // Attaching another fabric later swaps it in: messages that arrive from
 // then on go to the new one (callers make sure the ranks swap together).
 func (t *Transport) Attach(fab *emu.Fabric) {
+	if t.shm != nil {
+		t.shm.reset() // the last fabric's buffers are done with
+	}
 	t.fab.Store(fab)
 	if t.running {
 		return
@@ -432,7 +438,9 @@ func (t *Transport) deliverView(rank, s, d int, buf []float32) {
 // Stop ends the progress loop once every queued send has completed.
 func (t *Transport) Stop() {
 	close(t.stop)
-	<-t.stopped
+	if t.running { // else there is no loop: Attach was never called
+		<-t.stopped
+	}
 	if t.shm != nil {
 		t.shm.close(t.w.rank)
 		t.shm = nil
