@@ -280,7 +280,6 @@ type Endpoint struct {
 	byAxis  collective.Counter
 	spans   []Span
 	lent    sync.WaitGroup // views of this device's buffers other devices still read
-	scratch []float32      // the direct collectives' running sum (direct.go)
 	// controlBytes counts the bytes of clock exchanges between
 	// processes' devices (8 per message), apart from the collectives.
 	controlBytes int64

@@ -1,6 +1,9 @@
 package emu
 
-import "shardlab/collective"
+import (
+	"shardlab/collective"
+	"shardlab/emu/avx2"
+)
 
 // Direct collectives: when every member of a flat group lives in this
 // process, each member reads and writes its peers' buffers in place
@@ -19,10 +22,6 @@ import "shardlab/collective"
 // same bits in one process as across MPI ranks, where the ring runs.
 // Bytes are counted as the ring counts them: what is measured is the
 // algorithm the cost model prices, not the shortcut memory allows.
-
-// directBlock is the floats reduced at a time, so that the running sum
-// stays in cache while the peers' blocks stream past.
-const directBlock = 16 << 10
 
 // direct reports whether g's collectives can run directly: a flat group
 // (one slice, or one member per slice) of more than two members, all in
@@ -67,27 +66,18 @@ func (e *Endpoint) share(to int, x []float32) {
 	q.cond.Signal()
 }
 
-// reduceChunk sums chunk i of the n views into out[lo:hi] in the ring's
-// order, a block at a time; out may be views[i] itself.
-func (e *Endpoint) reduceChunk(views [][]float32, i, lo, hi int, out []float32, each func(b, be int)) {
+// reduceChunk sums chunk [lo, hi) of the n views in the ring's order
+// (member i+1's, then i+2's, …, member i's last) and writes the sum into
+// each of outs, in one pass over memory (avx2.ReduceFan): each view's
+// chunk is read once and each output written once. An output may be a
+// view's chunk itself.
+func (e *Endpoint) reduceChunk(views [][]float32, i, lo, hi int, outs [][]float32) {
 	n := len(views)
-	if e.scratch == nil {
-		e.scratch = make([]float32, directBlock)
+	ins := make([][]float32, n)
+	for s := 1; s <= n; s++ {
+		ins[s-1] = views[(i+s)%n][lo:hi]
 	}
-	acc := e.scratch
-	for b := lo; b < hi; b += directBlock {
-		be := min(b+directBlock, hi)
-		a := acc[:be-b]
-		copy(a, views[(i+1)%n][b:be])
-		for s := 2; s < n; s++ {
-			e.f.add(a, views[(i+s)%n][b:be])
-		}
-		copy(out[b-lo:be-lo], views[i][b:be])
-		e.f.add(out[b-lo:be-lo], a)
-		if each != nil {
-			each(b, be)
-		}
-	}
+	avx2.ReduceFan(outs, ins)
 }
 
 // countRing counts what the ring's reduce-scatter (rs) and all-gather
@@ -115,11 +105,11 @@ func (e *Endpoint) directAllReduce(op string, members []int, x []float32) {
 	n := len(members)
 	i := indexOf(members, e.rank)
 	lo, hi := chunk(len(x), n, i)
-	e.reduceChunk(views, i, lo, hi, x[lo:hi], func(b, be int) {
-		for s := 1; s < n; s++ {
-			copy(views[(i+s)%n][b:be], x[b:be])
-		}
-	})
+	outs := make([][]float32, n)
+	for k := range outs {
+		outs[k] = views[k][lo:hi]
+	}
+	e.reduceChunk(views, i, lo, hi, outs)
 	e.countRing(op, members, len(x), true, true)
 	done()
 }
@@ -132,7 +122,7 @@ func (e *Endpoint) directReduceScatter(op string, members []int, x []float32) []
 	i := indexOf(members, e.rank)
 	lo, hi := chunk(len(x), n, i)
 	out := make([]float32, hi-lo)
-	e.reduceChunk(views, i, lo, hi, out, nil)
+	e.reduceChunk(views, i, lo, hi, [][]float32{out})
 	e.countRing(op, members, len(x), true, false)
 	done()
 	return out

@@ -11,12 +11,17 @@ import (
 
 // TestDirectCollectivesAreTheRing holds the direct in-process all-reduce,
 // reduce-scatter and all-gather to the ring's, bit for bit and byte
-// count for byte count, for groups of 3 to 8 and lengths that do and do
-// not divide evenly or span several blocks.
+// count for byte count, for groups of 3 to 8 (and one of 70, past
+// avx2.ReduceFan's table of 64) and lengths that do and do not divide
+// evenly or fill whole vectors.
 func TestDirectCollectivesAreTheRing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for n := 3; n <= 8; n++ {
-		for _, l := range []int{n, 7 * n, 1001, 3*directBlock + 5} {
+	for _, n := range []int{3, 4, 5, 6, 7, 8, 70} {
+		lengths := []int{n, 7 * n, 1001, 49157}
+		if n > 8 {
+			lengths = lengths[:2]
+		}
+		for _, l := range lengths {
 			inputs := make([][]float32, n)
 			for i := range inputs {
 				inputs[i] = make([]float32, l)

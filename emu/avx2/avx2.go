@@ -6,6 +6,8 @@
 // kernels give the same bits.
 package avx2
 
+import "unsafe"
+
 // Micro4x16 computes the 4×16 block a·b over kc into c (64 floats,
 // overwritten): a is a packed kc×4 strip (k-major), b a packed kc×16
 // strip. It reports false, doing nothing, where the CPU or build lacks
@@ -122,6 +124,72 @@ func ExpSub(dst, src []float32, shift float32) bool {
 	}
 	return true
 }
+
+// ReduceFan sums ins element by element, left to right (((ins[0] +
+// ins[1]) + ins[2]) + …, each a float32 addition, so the bits are the
+// plain loop's), and writes the sum into every one of outs: a reduction
+// and its fan-out in one pass over memory. Every slice has the length of
+// outs[0]; an output may be one of the inputs (each element's inputs are
+// read before it is written) but must not overlap one otherwise.
+func ReduceFan(outs, ins [][]float32) {
+	if len(outs) == 0 || len(ins) == 0 {
+		return
+	}
+	n := len(outs[0])
+	if len(ins) > maxFan { // fold maxFan at a time into a partial sum
+		part := make([]float32, n)
+		ReduceFan([][]float32{part}, ins[:maxFan])
+		rest := ins[maxFan:]
+		for len(rest) > maxFan-1 {
+			ReduceFan([][]float32{part}, append([][]float32{part}, rest[:maxFan-1]...))
+			rest = rest[maxFan-1:]
+		}
+		ReduceFan(outs, append([][]float32{part}, rest...))
+		return
+	}
+	if len(outs) > maxFan {
+		ReduceFan(outs[:1], ins)
+		for _, y := range outs[1:] {
+			copy(y[:n], outs[0])
+		}
+		return
+	}
+	var ip, op [maxFan]unsafe.Pointer
+	for k, x := range ins {
+		x = x[:n]
+		if n > 0 {
+			ip[k] = unsafe.Pointer(&x[0])
+		}
+	}
+	for k, x := range outs {
+		x = x[:n]
+		if n > 0 {
+			op[k] = unsafe.Pointer(&x[0])
+		}
+	}
+	i := 0
+	switch {
+	case supported512 && n >= 64:
+		i = n &^ 63
+		reduceFan64(&ip[0], len(ins), &op[0], len(outs), i)
+	case supported && n >= 32:
+		i = n &^ 31
+		reduceFan32(&ip[0], len(ins), &op[0], len(outs), i)
+	}
+	for ; i < n; i++ {
+		s := ins[0][i]
+		for _, x := range ins[1:] {
+			s += x[i]
+		}
+		for _, y := range outs {
+			y[i] = s
+		}
+	}
+}
+
+// maxFan bounds ReduceFan's inputs and outputs (its pointer tables live
+// on the stack).
+const maxFan = 64
 
 // SumBoth sets a[i] and b[i] to a[i] + b[i] for every i of a (b is at
 // least as long): Add that also writes the sums back into b, reading each

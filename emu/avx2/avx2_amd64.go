@@ -2,7 +2,11 @@
 
 package avx2
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // the CPU can differ from one machine to the next: checked at run time
 // (x/sys/cpu also checks that the OS saves the wider registers)
@@ -38,3 +42,9 @@ func sumBoth64(a, b *float32, n int)
 
 //go:noescape
 func sumBoth32(a, b *float32, n int)
+
+//go:noescape
+func reduceFan64(ins *unsafe.Pointer, nin int, outs *unsafe.Pointer, nout int, n int)
+
+//go:noescape
+func reduceFan32(ins *unsafe.Pointer, nin int, outs *unsafe.Pointer, nout int, n int)

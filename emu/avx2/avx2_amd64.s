@@ -491,3 +491,110 @@ sumloop2:
 	JNZ sumloop2
 	VZEROUPPER
 	RET
+
+// func reduceFan64(ins *unsafe.Pointer, nin int, outs *unsafe.Pointer, nout int, n int)
+//
+// For every element e < n (n a positive multiple of 64): s = ins[0][e] +
+// ins[1][e] + … + ins[nin−1][e], added left to right, written to
+// outs[k][e] for every k (AVX-512, 64 floats a round: every input of a
+// round is read before any output of it is written).
+TEXT ·reduceFan64(SB), NOSPLIT, $0-40
+	MOVQ ins+0(FP), R8
+	MOVQ nin+8(FP), R9
+	MOVQ outs+16(FP), R10
+	MOVQ nout+24(FP), R11
+	MOVQ n+32(FP), CX
+	SHRQ $6, CX
+	XORQ DX, DX
+
+fanloop5:
+	MOVQ (R8), SI
+	VMOVUPS 0(SI)(DX*1), Z0
+	VMOVUPS 64(SI)(DX*1), Z1
+	VMOVUPS 128(SI)(DX*1), Z2
+	VMOVUPS 192(SI)(DX*1), Z3
+	MOVQ $1, BX
+
+fanin5:
+	CMPQ BX, R9
+	JGE fanout5
+	MOVQ (R8)(BX*8), SI
+	VADDPS 0(SI)(DX*1), Z0, Z0
+	VADDPS 64(SI)(DX*1), Z1, Z1
+	VADDPS 128(SI)(DX*1), Z2, Z2
+	VADDPS 192(SI)(DX*1), Z3, Z3
+	INCQ BX
+	JMP fanin5
+
+fanout5:
+	XORQ BX, BX
+
+fanst5:
+	CMPQ BX, R11
+	JGE fannext5
+	MOVQ (R10)(BX*8), DI
+	VMOVUPS Z0, 0(DI)(DX*1)
+	VMOVUPS Z1, 64(DI)(DX*1)
+	VMOVUPS Z2, 128(DI)(DX*1)
+	VMOVUPS Z3, 192(DI)(DX*1)
+	INCQ BX
+	JMP fanst5
+
+fannext5:
+	ADDQ $256, DX
+	DECQ CX
+	JNZ fanloop5
+	VZEROUPPER
+	RET
+
+// func reduceFan32(ins *unsafe.Pointer, nin int, outs *unsafe.Pointer, nout int, n int)
+//
+// reduceFan64 with AVX2, n a positive multiple of 32.
+TEXT ·reduceFan32(SB), NOSPLIT, $0-40
+	MOVQ ins+0(FP), R8
+	MOVQ nin+8(FP), R9
+	MOVQ outs+16(FP), R10
+	MOVQ nout+24(FP), R11
+	MOVQ n+32(FP), CX
+	SHRQ $5, CX
+	XORQ DX, DX
+
+fanloop2:
+	MOVQ (R8), SI
+	VMOVUPS 0(SI)(DX*1), Y0
+	VMOVUPS 32(SI)(DX*1), Y1
+	VMOVUPS 64(SI)(DX*1), Y2
+	VMOVUPS 96(SI)(DX*1), Y3
+	MOVQ $1, BX
+
+fanin2:
+	CMPQ BX, R9
+	JGE fanout2
+	MOVQ (R8)(BX*8), SI
+	VADDPS 0(SI)(DX*1), Y0, Y0
+	VADDPS 32(SI)(DX*1), Y1, Y1
+	VADDPS 64(SI)(DX*1), Y2, Y2
+	VADDPS 96(SI)(DX*1), Y3, Y3
+	INCQ BX
+	JMP fanin2
+
+fanout2:
+	XORQ BX, BX
+
+fanst2:
+	CMPQ BX, R11
+	JGE fannext2
+	MOVQ (R10)(BX*8), DI
+	VMOVUPS Y0, 0(DI)(DX*1)
+	VMOVUPS Y1, 32(DI)(DX*1)
+	VMOVUPS Y2, 64(DI)(DX*1)
+	VMOVUPS Y3, 96(DI)(DX*1)
+	INCQ BX
+	JMP fanst2
+
+fannext2:
+	ADDQ $128, DX
+	DECQ CX
+	JNZ fanloop2
+	VZEROUPPER
+	RET

@@ -2,6 +2,8 @@
 
 package avx2
 
+import "unsafe"
+
 const (
 	supported    = false
 	supported512 = false
@@ -22,3 +24,10 @@ func expSub16(dst, src *float32, n int, shift float32) { panic("avx2: not built 
 
 func sumBoth64(a, b *float32, n int) { panic("avx2: not built for this platform") }
 func sumBoth32(a, b *float32, n int) { panic("avx2: not built for this platform") }
+
+func reduceFan64(ins *unsafe.Pointer, nin int, outs *unsafe.Pointer, nout int, n int) {
+	panic("avx2: not built for this platform")
+}
+func reduceFan32(ins *unsafe.Pointer, nin int, outs *unsafe.Pointer, nout int, n int) {
+	panic("avx2: not built for this platform")
+}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 func TestMicro4x16(t *testing.T) {
@@ -170,5 +171,64 @@ func TestExpSub(t *testing.T) {
 	if !math.IsInf(float64(out[0]), 1) || !math.IsInf(float64(out[1]), 1) || out[2] != 0 || out[3] != 0 ||
 		!math.IsNaN(float64(out[4])) || !math.IsInf(float64(out[5]), 1) || out[6] != 0 {
 		t.Errorf("exp of %v = %v, want +Inf +Inf 0 0 NaN +Inf 0", edge, out)
+	}
+}
+
+// TestReduceFan holds ReduceFan to the plain loop, bit for bit: sums left
+// to right over every input, written to every output, with outputs that
+// are inputs themselves (the direct all-reduce's case) and apart, at
+// lengths around the vector widths.
+func TestReduceFan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 31, 32, 63, 64, 65, 1000, 4099} {
+		for _, nin := range []int{1, 2, 3, 8, maxFan + 1, 3 * maxFan} {
+			for _, aliased := range []bool{false, true} {
+				ins := make([][]float32, nin)
+				for k := range ins {
+					ins[k] = make([]float32, n)
+					for i := range ins[k] {
+						ins[k][i] = float32(rng.NormFloat64())
+					}
+				}
+				want := make([]float32, n)
+				for i := range want {
+					s := ins[0][i]
+					for _, x := range ins[1:] {
+						s += x[i]
+					}
+					want[i] = s
+				}
+				outs := [][]float32{make([]float32, n), make([]float32, n)}
+				if aliased {
+					outs = ins // every input is an output too
+				}
+				if m := n &^ 31; Supported() && m > 0 && !aliased && nin <= maxFan {
+					// the AVX2 kernel too, which ReduceFan passes over for
+					// AVX-512 where the CPU has it
+					var ip, op [maxFan]unsafe.Pointer
+					for k := range ins {
+						ip[k] = unsafe.Pointer(&ins[k][0])
+					}
+					for k := range outs {
+						op[k] = unsafe.Pointer(&outs[k][0])
+					}
+					reduceFan32(&ip[0], len(ins), &op[0], len(outs), m)
+					for i := range m {
+						if math.Float32bits(outs[1][i]) != math.Float32bits(want[i]) {
+							t.Fatalf("AVX2, n %d, %d inputs: element %d = %v, want %v", n, nin, i, outs[1][i], want[i])
+						}
+					}
+					clear(outs[1])
+				}
+				ReduceFan(outs, ins)
+				for k, y := range outs {
+					for i := range y {
+						if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("n %d, %d inputs, aliased %v: output %d element %d = %v, want %v", n, nin, aliased, k, i, y[i], want[i])
+						}
+					}
+				}
+			}
+		}
 	}
 }
