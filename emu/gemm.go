@@ -26,21 +26,26 @@ type pureGo struct{ mk microKernel }
 // times a packed B strip (kc×nr) into c's rows, ldc floats apart. A
 // kernel with strided also reads strips in place, step p at a[p·lda:]
 // and b[p·ldb:], so a transposed A or an untransposed B need no packing
-// for a full tile.
+// for a full tile; one with rows reads an untransposed A's rows in place
+// (step p at a[ii·lda+p]).
 type microKernel struct {
 	name    string
 	mr, nr  int
 	add     func(a, b []float32, kc int, c []float32, ldc int)
 	strided func(a []float32, lda int, b []float32, ldb, kc int, c []float32, ldc int)
+	rows    func(a []float32, lda int, b []float32, ldb, kc int, c []float32, ldc int)
 }
 
 var (
 	microAVX512 = microKernel{"AVX-512 8x32 assembly", 8, 32, func(a, b []float32, kc int, c []float32, ldc int) { avx2.Add8x32(a, b, kc, c, ldc) },
 		func(a []float32, lda int, b []float32, ldb, kc int, c []float32, ldc int) {
 			avx2.Add8x32Strided(a, lda, b, ldb, kc, c, ldc)
+		},
+		func(a []float32, lda int, b []float32, ldb, kc int, c []float32, ldc int) {
+			avx2.Add8x32Rows(a, lda, b, ldb, kc, c, ldc)
 		}}
-	microAVX2 = microKernel{"AVX2+FMA 4x16 assembly", 4, 16, func(a, b []float32, kc int, c []float32, ldc int) { avx2.Add4x16(a, b, kc, c, ldc) }, nil}
-	microGo   = microKernel{"plain Go 4x16", 4, 16, add4x16Go, nil}
+	microAVX2 = microKernel{"AVX2+FMA 4x16 assembly", 4, 16, func(a, b []float32, kc int, c []float32, ldc int) { avx2.Add4x16(a, b, kc, c, ldc) }, nil, nil}
+	microGo   = microKernel{"plain Go 4x16", 4, 16, add4x16Go, nil, nil}
 )
 
 // bestMicro is the fastest micro-kernel this CPU and build run.
@@ -109,8 +114,11 @@ func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 	ap, bp, tile := ws.a, ws.b, ws.tile
 	// full strips a strided kernel reads in place: op(A)'s rows i0… of a
 	// transposed A are k-major already (stride lda), as are op(B)'s
-	// columns j… of an untransposed B (stride ldb)
+	// columns j… of an untransposed B (stride ldb); a rows kernel reads an
+	// untransposed A's rows in place
 	inA, inB := g.mk.strided != nil && transA, g.mk.strided != nil && !transB
+	rowsA := g.mk.rows != nil && !transA
+	inA = inA || rowsA
 	for p0 := 0; p0 < k; p0 += kcBlock {
 		kc := min(kcBlock, k-p0)
 		for i0 := 0; i0 < mPad; i0 += mr {
@@ -128,8 +136,11 @@ func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 			}
 			for i0 := 0; i0 < mPad; i0 += mr {
 				rows := min(mr, m-i0)
-				as, sa := ap[i0*kc:(i0+mr)*kc], mr
-				if inA && rows == mr {
+				as, sa, byRows := ap[i0*kc:(i0+mr)*kc], mr, false
+				switch {
+				case inA && rows == mr && rowsA:
+					as, sa, byRows = a[i0*lda+p0:], lda, true
+				case inA && rows == mr:
 					as, sa = a[p0*lda+i0:], lda
 				}
 				for jj0 := 0; jj0 < ncPad; jj0 += nr {
@@ -140,13 +151,13 @@ func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 						bs, sb = b[p0*ldb+j:], ldb
 					}
 					if rows == mr && cols == nr { // a full tile: straight into C
-						g.kernel(as, sa, bs, sb, kc, c[i0*ldc+j:], ldc)
+						g.kernel(as, sa, byRows, bs, sb, kc, c[i0*ldc+j:], ldc)
 						continue
 					}
 					// an edge: sum into a zeroed tile (0+s is s exactly), then
 					// add the part that is inside C
 					clear(tile)
-					g.kernel(as, sa, bs, sb, kc, tile, nr)
+					g.kernel(as, sa, byRows, bs, sb, kc, tile, nr)
 					for ii := range rows {
 						add(c[(i0+ii)*ldc+j:(i0+ii)*ldc+j+cols], tile[ii*nr:ii*nr+cols])
 					}
@@ -156,9 +167,14 @@ func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 	}
 }
 
-// kernel runs the micro-kernel on strips with strides sa and sb: packed
-// (mr and nr) through add, else in place through strided.
-func (g pureGo) kernel(a []float32, sa int, b []float32, sb, kc int, c []float32, ldc int) {
+// kernel runs the micro-kernel on strips with strides sa and sb: A's
+// rows in place through rows (byRows), packed (mr and nr) through add,
+// else in place through strided.
+func (g pureGo) kernel(a []float32, sa int, byRows bool, b []float32, sb, kc int, c []float32, ldc int) {
+	if byRows {
+		g.mk.rows(a, sa, b, sb, kc, c, ldc)
+		return
+	}
 	if sa == g.mk.mr && sb == g.mk.nr {
 		g.mk.add(a, b, kc, c, ldc)
 		return
@@ -209,7 +225,16 @@ func packB(strip []float32, trans bool, b []float32, ldb, j0, cols, nr, p0, kc i
 		}
 		return
 	}
-	for jj := range cols {
+	jj := 0
+	for ; jj+8 <= cols; jj += 8 { // eight columns at a time, each k's eight written in order
+		at := func(q int) []float32 { return b[(j0+jj+q)*ldb+p0 : (j0+jj+q)*ldb+p0+kc] }
+		c0, c1, c2, c3, c4, c5, c6, c7 := at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)
+		for p := range kc {
+			s := strip[p*nr+jj : p*nr+jj+8 : p*nr+jj+8]
+			s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7] = c0[p], c1[p], c2[p], c3[p], c4[p], c5[p], c6[p], c7[p]
+		}
+	}
+	for ; jj < cols; jj++ {
 		col := b[(j0+jj)*ldb+p0 : (j0+jj)*ldb+p0+kc]
 		for p, v := range col {
 			strip[p*nr+jj] = v

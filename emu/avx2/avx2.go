@@ -56,6 +56,20 @@ func Add8x32Strided(a []float32, lda int, b []float32, ldb, kc int, c []float32,
 	return true
 }
 
+// Add8x32Rows is Add8x32Strided with A read in place by rows: step p
+// takes the eight floats a[ii·lda+p], ii < 8 (an untransposed A), and b's
+// thirty-two at b[p·ldb:], summed in the same order.
+func Add8x32Rows(a []float32, lda int, b []float32, ldb, kc int, c []float32, ldc int) bool {
+	if !supported512 || kc == 0 {
+		return false
+	}
+	_ = a[7*lda+kc-1]
+	_ = b[(kc-1)*ldb+31]
+	_ = c[7*ldc+31]
+	add8x32rows(&a[0], &b[0], kc, lda, ldb, &c[0], ldc)
+	return true
+}
+
 // Supported reports whether the AVX2 kernels run on this CPU and build.
 func Supported() bool { return supported }
 

@@ -24,6 +24,9 @@ func add4x16(a, b *float32, kc int, c *float32, ldc int)
 //go:noescape
 func add8x32(a, b *float32, kc, lda, ldb int, c *float32, ldc int)
 
+//go:noescape
+func add8x32rows(a, b *float32, kc, lda, ldb int, c *float32, ldc int)
+
 func peakAVX2(n int)
 
 func peakAVX512(n int)

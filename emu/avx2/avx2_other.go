@@ -14,6 +14,9 @@ func add4x16(a, b *float32, kc int, c *float32, ldc int) { panic("avx2: not buil
 func add8x32(a, b *float32, kc, lda, ldb int, c *float32, ldc int) {
 	panic("avx2: not built for this platform")
 }
+func add8x32rows(a, b *float32, kc, lda, ldb int, c *float32, ldc int) {
+	panic("avx2: not built for this platform")
+}
 func peakAVX2(n int)   { panic("avx2: not built for this platform") }
 func peakAVX512(n int) { panic("avx2: not built for this platform") }
 

@@ -232,3 +232,42 @@ func TestReduceFan(t *testing.T) {
 		}
 	}
 }
+
+// TestAdd8x32Rows: reading an untransposed A in place by rows gives the
+// packed kernel's bits.
+func TestAdd8x32Rows(t *testing.T) {
+	if !Supported512() {
+		t.Skip("no AVX-512 on this CPU or build")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, kc := range []int{1, 3, 64, 256} {
+		const lda, ldb, ldc = 300, 40, 36
+		a := make([]float32, 8*lda)
+		b := make([]float32, kc*ldb)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+		}
+		for i := range b {
+			b[i] = float32(rng.NormFloat64())
+		}
+		packed := make([]float32, kc*8)
+		for p := range kc {
+			for ii := range 8 {
+				packed[p*8+ii] = a[ii*lda+p]
+			}
+		}
+		want := make([]float32, 8*ldc)
+		got := make([]float32, 8*ldc)
+		for i := range want {
+			want[i] = float32(i)
+			got[i] = float32(i)
+		}
+		Add8x32Strided(packed, 8, b, ldb, kc, want, ldc)
+		Add8x32Rows(a, lda, b, ldb, kc, got, ldc)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("kc %d: element %d = %v, packed %v", kc, i, got[i], want[i])
+			}
+		}
+	}
+}
