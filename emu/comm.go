@@ -121,20 +121,21 @@ func (f *Fabric) Buffer(src, dst, n int) []float32 {
 
 // Deliver enqueues a message that arrived from another process.
 func (f *Fabric) Deliver(src, dst int, data []float32, clock float64, control bool) {
-	q := f.queue(src, dst)
-	q.mu.Lock()
-	q.q = append(q.q, message{data: data, t: clock, control: control})
-	q.mu.Unlock()
-	q.cond.Signal()
+	f.enqueue(src, dst, message{data: data, t: clock, control: control})
 }
 
 // DeliverView enqueues a message from another process whose data stays
 // the sender's (Sharer.Lend): device dst reads it in place and then calls
 // l.Done.
 func (f *Fabric) DeliverView(src, dst int, data []float32, clock float64, l Lender) {
+	f.enqueue(src, dst, message{data: data, t: clock, lender: l})
+}
+
+// enqueue appends m to the queue from src to dst and wakes dst.
+func (f *Fabric) enqueue(src, dst int, m message) {
 	q := f.queue(src, dst)
 	q.mu.Lock()
-	q.q = append(q.q, message{data: data, t: clock, lender: l})
+	q.q = append(q.q, m)
 	q.mu.Unlock()
 	q.cond.Signal()
 }
@@ -548,11 +549,7 @@ func (e *Endpoint) control(to int, clock float64) {
 		e.f.remote.Send(e.rank, to, nil, clock, true)
 		return
 	}
-	q := e.f.queue(e.rank, to)
-	q.mu.Lock()
-	q.q = append(q.q, message{t: clock, control: true})
-	q.mu.Unlock()
-	q.cond.Signal()
+	e.f.enqueue(e.rank, to, message{t: clock, control: true})
 }
 
 // Barrier waits for the group.

@@ -59,11 +59,7 @@ func (e *Endpoint) borrow(op, axis string, members []int, x []float32) (views []
 // direct collectives count their bytes as the ring would).
 func (e *Endpoint) share(to int, x []float32) {
 	e.lent.Add(1)
-	q := e.f.queue(e.rank, to)
-	q.mu.Lock()
-	q.q = append(q.q, message{data: x, t: e.f.clocks[e.rank], lender: &e.lent})
-	q.mu.Unlock()
-	q.cond.Signal()
+	e.f.enqueue(e.rank, to, message{data: x, t: e.f.clocks[e.rank], lender: &e.lent})
 }
 
 // reduceChunk sums chunk [lo, hi) of the n views in the ring's order

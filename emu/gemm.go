@@ -118,11 +118,10 @@ func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 	// untransposed A's rows in place
 	inA, inB := g.mk.strided != nil && transA, g.mk.strided != nil && !transB
 	rowsA := g.mk.rows != nil && !transA
-	inA = inA || rowsA
 	for p0 := 0; p0 < k; p0 += kcBlock {
 		kc := min(kcBlock, k-p0)
 		for i0 := 0; i0 < mPad; i0 += mr {
-			if !inA || i0+mr > m {
+			if !(inA || rowsA) || i0+mr > m {
 				packA(ap[i0*kc:(i0+mr)*kc], transA, a, lda, i0, min(mr, m-i0), mr, p0, kc)
 			}
 		}
@@ -138,7 +137,7 @@ func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 				rows := min(mr, m-i0)
 				as, sa, byRows := ap[i0*kc:(i0+mr)*kc], mr, false
 				switch {
-				case inA && rows == mr && rowsA:
+				case rowsA && rows == mr:
 					as, sa, byRows = a[i0*lda+p0:], lda, true
 				case inA && rows == mr:
 					as, sa = a[p0*lda+i0:], lda

@@ -191,21 +191,28 @@ func TestParityWithInProcess(t *testing.T) {
 	}
 }
 
+// twoSliceMesh is a mesh of two slices for the number of ranks, one host
+// a rank, whose data axis crosses DCN and whose FSDP axis spans the hosts
+// of a slice with 4 ranks; it skips other rank counts.
+func twoSliceMesh(t *testing.T) mesh.Mesh {
+	t.Helper()
+	switch world.Size() {
+	case 2:
+		return meshFor(t, "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2")
+	case 4:
+		return meshFor(t, "v5litepod-8", 2, "data=2(dcn),fsdp=4,tensor=2")
+	}
+	t.Skipf("layouts are for 2 and 4 ranks, not %d", world.Size())
+	return mesh.Mesh{}
+}
+
 // TestSharedMemory: ranks on one machine lend each other the gradient
 // buffers in place (Transport.Lend), half of every data-parallel
 // all-reduce's bytes, the other half being the sum written back into
 // them; with SHARDLAB_MPI_SHM=off the same run sends copies through MPI.
 // Both end with the bits of one process.
 func TestSharedMemory(t *testing.T) {
-	var m mesh.Mesh
-	switch world.Size() {
-	case 2:
-		m = meshFor(t, "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2")
-	case 4:
-		m = meshFor(t, "v5litepod-8", 2, "data=2(dcn),fsdp=4,tensor=2")
-	default:
-		t.Skipf("layouts are for 2 and 4 ranks, not %d", world.Size())
-	}
+	m := twoSliceMesh(t)
 	model := emu.Config{Layers: 2, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8}
 	tc := emu.TrainConfig{Model: model, Mesh: m, GlobalBatch: 16, Steps: 3, Seed: 5, LR: 1e-2,
 		Data: &emu.Synthetic{V: model.Vocab, Seed: 11}}
@@ -327,15 +334,7 @@ func train(t *testing.T, tc emu.TrainConfig) (*emu.Result, error) {
 // over 80 lines because each rank runs the same script of cases under
 // mpirun, in one function so that the ranks stay in step.
 func TestResumeAgreement(t *testing.T) {
-	var m mesh.Mesh
-	switch world.Size() {
-	case 2:
-		m = meshFor(t, "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2")
-	case 4:
-		m = meshFor(t, "v5litepod-8", 2, "data=2(dcn),fsdp=4,tensor=2")
-	default:
-		t.Skipf("layouts are for 2 and 4 ranks, not %d", world.Size())
-	}
+	m := twoSliceMesh(t)
 	model := emu.Config{Layers: 2, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8}
 	base := emu.TrainConfig{Model: model, Mesh: m, GlobalBatch: 16, Steps: 4, Seed: 5, LR: 1e-2, BF16Compute: true,
 		Data: &emu.Synthetic{V: model.Vocab, Seed: 11}}
