@@ -504,10 +504,8 @@ func (f *runFlags) report(tc emu.TrainConfig, res *emu.Result, wall []time.Durat
 	}
 	out := runJSON(tc, res, wall)
 	out.MPIBytes = mpiBytes
-	for _, row := range sharedBytes {
-		if slices.ContainsFunc(row, func(n int64) bool { return n > 0 }) {
-			out.SharedBytes = sharedBytes
-		}
+	if slices.ContainsFunc(sharedBytes, func(row []int64) bool { return slices.ContainsFunc(row, func(n int64) bool { return n > 0 }) }) {
+		out.SharedBytes = sharedBytes
 	}
 	if job != nil {
 		out.Processes = job.Size

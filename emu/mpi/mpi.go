@@ -255,6 +255,17 @@ func (w *World) GatherBytes(b []byte) ([][]byte, error) {
 	return out, err
 }
 
+// byRank returns a function listing f(r) for every rank r < n.
+func byRank(n int, f func(r int) int64) func() []int64 {
+	return func() []int64 {
+		out := make([]int64, n)
+		for r := range out {
+			out[r] = f(r)
+		}
+		return out
+	}
+}
+
 // Connect joins the MPI job for a mesh of hosts × perHost chips: one rank
 // per host. A device that waits longer than timeout on a silent rank ends
 // the process with an error naming that rank.
@@ -272,23 +283,11 @@ func Connect(hosts, perHost int, timeout time.Duration) (*Job, error) {
 		t.Timeout = timeout
 	}
 	return &Job{Rank: w.Rank(), Size: w.Size(), Remote: t,
-		BytesTo: func() []int64 {
-			out := make([]int64, w.Size())
-			for r := range out {
-				out[r] = t.BytesTo(r)
-			}
-			return out
-		},
-		SharedTo: func() []int64 {
-			out := make([]int64, w.Size())
-			for r := range out {
-				out[r] = t.SharedBytesTo(r)
-			}
-			return out
-		},
-		Gather:  w.GatherBytes,
-		Barrier: w.Barrier,
-		Stopped: t.Stopped(),
+		BytesTo:  byRank(w.Size(), t.BytesTo),
+		SharedTo: byRank(w.Size(), t.SharedBytesTo),
+		Gather:   w.GatherBytes,
+		Barrier:  w.Barrier,
+		Stopped:  t.Stopped(),
 		Close: func() {
 			if t.Failed() {
 				return // a silent rank would keep Stop and MPI_Finalize waiting
