@@ -178,12 +178,16 @@ var gemmShapes = []gemmShape{
 
 // BenchmarkGEMM times, in each iteration and so under the same load, the
 // kernel in use, the v1 baseline and an FMA loop (the core's fp32 peak
-// with the widest vectors it has) doing the same FLOPs. It reports the
-// kernel's GFLOP/s and its ratios to both (and, when the kernel is the
-// AVX-512 one, to the AVX2 micro-kernel in the same driver); allocs/op is the kernel's
-// allocations (the baseline's are not counted: it runs outside the
-// count). The OpenBLAS kernel is the one in use under -tags openblas (run
-// it with OPENBLAS_CORETYPE set for this CPU and OPENBLAS_NUM_THREADS=1).
+// with the widest vectors it has) doing the same FLOPs. An iteration
+// repeats a small shape's GEMM until it does about 10⁸ FLOPs (0.5 ms
+// here), so that a timer tick or a stolen slice of a few microseconds is a
+// small part of what it times, not most of a 5 µs run-qkv call. It
+// reports the kernel's GFLOP/s and its ratios to both (and, when the
+// kernel is the AVX-512 one, to the AVX2 micro-kernel in the same
+// driver); allocs/op is the kernel's allocations over an iteration's calls
+// (the baseline's are not counted: it runs outside the count). The
+// OpenBLAS kernel is the one in use under -tags openblas (run it with
+// OPENBLAS_CORETYPE set for this CPU and OPENBLAS_NUM_THREADS=1).
 func BenchmarkGEMM(b *testing.B) {
 	for _, s := range gemmShapes {
 		b.Run(s.name, func(b *testing.B) {
@@ -204,6 +208,14 @@ func BenchmarkGEMM(b *testing.B) {
 				ldb = s.k
 			}
 			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+			reps := max(1, int(1e8/flops))
+			gemm := func(k gemmKernel) time.Duration {
+				t0 := time.Now()
+				for range reps {
+					k.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n)
+				}
+				return time.Since(t0)
+			}
 			kern, base := kernelInUse(), gemmKernel(packedV1{})
 			// with AVX-512 in use, the AVX2 micro-kernel in the same driver too
 			var narrow gemmKernel
@@ -215,24 +227,18 @@ func BenchmarkGEMM(b *testing.B) {
 			kern.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n) // warm the packing pool
 			b.ReportAllocs()
 			for b.Loop() {
-				t0 := time.Now()
-				kern.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n)
-				tKern += time.Since(t0)
+				tKern += gemm(kern)
 				b.StopTimer()
-				t0 = time.Now()
-				base.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n)
-				tBase += time.Since(t0)
+				tBase += gemm(base)
 				if narrow != nil {
-					t0 = time.Now()
-					narrow.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n)
-					tNarrow += time.Since(t0)
+					tNarrow += gemm(narrow)
 				}
-				t0 = time.Now()
-				peakFLOPs += fmaPeak(flops)
+				t0 := time.Now()
+				peakFLOPs += fmaPeak(flops * float64(reps))
 				tPeak += time.Since(t0)
 				b.StartTimer()
 			}
-			n := float64(b.N)
+			n := float64(b.N * reps)
 			gf := flops * n / tKern.Seconds() / 1e9
 			b.ReportMetric(gf, "GFLOP/s")
 			b.ReportMetric(tBase.Seconds()/tKern.Seconds(), "x-v1")
