@@ -325,6 +325,19 @@ type worker struct {
 	keep int
 }
 
+// uncached makes workers cost every job with a fresh estimator, as the
+// search did before the estimator kept its caches (b0cb13d): the baseline
+// the search benchmarks report against. Tests set it.
+var uncached bool
+
+// estimator is w's estimator, or a fresh one when uncached.
+func (w *worker) estimator() *cost.Estimator {
+	if uncached {
+		return cost.NewEstimator()
+	}
+	return w.est
+}
+
 // outcome is what costing one mesh found: it is merged into the searcher
 // in the order the meshes were enumerated, so the plan does not depend on
 // how many workers ran or how they were scheduled.
@@ -403,7 +416,7 @@ func (w *worker) unfitCandidate(j cost.Job, m mesh.Mesh) *Candidate {
 	if j.GlobalBatch == 0 {
 		j.GlobalBatch = m.Size(mesh.Data) * m.Size(mesh.FSDP) * j.MicroBatches
 	}
-	est, err := w.est.Estimate(j, m)
+	est, err := w.estimator().Estimate(j, m)
 	if err != nil {
 		return nil
 	}
@@ -675,7 +688,7 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	try := func(b int) (cost.Memory, cost.Reason) {
 		j.GlobalBatch = b
-		mem, err := w.est.Memory(j, m)
+		mem, err := w.estimator().Memory(j, m)
 		if err != nil {
 			var inf *cost.Infeasible
 			if errors.As(err, &inf) {
@@ -712,7 +725,7 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 		}
 		j.GlobalBatch = lo * shards
 	}
-	est, err := w.est.Estimate(j, m)
+	est, err := w.estimator().Estimate(j, m)
 	if err != nil {
 		var inf *cost.Infeasible
 		if errors.As(err, &inf) {
