@@ -77,14 +77,40 @@ const (
 )
 
 // packing is a GEMM's scratch: the packed A and B panels and a tile for
-// the edges. Devices take one from packings and give it back, so after
-// the first calls a multiply allocates nothing.
+// the edges. A multiply takes one from packings and gives it back, so
+// after the first calls a multiply allocates nothing.
 type packing struct {
 	a, b []float32
 	tile []float32
 }
 
-var packings = sync.Pool{New: func() any { return new(packing) }}
+// packings holds the scratch of the multiplies not running: as many as
+// ever ran at once, one per device that multiplies concurrently. Unlike a
+// sync.Pool, which the garbage collector empties, it keeps them, so a
+// training step allocates no scratch however often the collector runs.
+var packings struct {
+	mu   sync.Mutex
+	free []*packing
+}
+
+// getPacking takes a free scratch, or a new one when every one is in use.
+func getPacking() *packing {
+	packings.mu.Lock()
+	defer packings.mu.Unlock()
+	if n := len(packings.free); n > 0 {
+		ws := packings.free[n-1]
+		packings.free = packings.free[:n-1]
+		return ws
+	}
+	return new(packing)
+}
+
+// putPacking gives ws back.
+func putPacking(ws *packing) {
+	packings.mu.Lock()
+	packings.free = append(packings.free, ws)
+	packings.mu.Unlock()
+}
 
 // grow returns buf with length n, reusing its storage when it is big enough.
 func grow(buf []float32, n int) []float32 {
@@ -105,8 +131,8 @@ func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 		return
 	}
 	mr, nr := g.mk.mr, g.mk.nr
-	ws := packings.Get().(*packing)
-	defer packings.Put(ws)
+	ws := getPacking()
+	defer putPacking(ws)
 	mPad := (m + mr - 1) / mr * mr
 	ws.a = grow(ws.a, mPad*min(k, kcBlock))
 	ws.b = grow(ws.b, (min(n, ncBlock)+nr-1)/nr*nr*min(k, kcBlock))

@@ -3,6 +3,7 @@ package emu
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -270,4 +271,25 @@ func itoa(n int) string {
 		n /= 10
 	}
 	return s
+}
+
+// TestGEMMAllocatesNothing: once a shape has run, a multiply allocates
+// nothing, even after the garbage collector has run (a sync.Pool would
+// have been emptied by it).
+func TestGEMMAllocatesNothing(t *testing.T) {
+	k := kernelInUse()
+	if _, ok := k.(pureGo); !ok {
+		t.Skipf("kernel %s is not the Go toolchain's", k.Name())
+	}
+	a, b, c := make([]float32, 256*64), make([]float32, 64*88), make([]float32, 256*88)
+	mul := func() { k.Sgemm(false, false, 256, 88, 64, a, 64, b, 88, false, c, 88) }
+	mul()
+	afterGC := func() {
+		runtime.GC()
+		runtime.GC()
+		mul()
+	}
+	if n := testing.AllocsPerRun(5, afterGC); n != 0 {
+		t.Errorf("a multiply after the collector ran allocated %v times, want 0", n)
+	}
 }
