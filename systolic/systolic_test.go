@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"shardlab/internal/golden"
 )
@@ -233,26 +234,42 @@ func FuzzParseArray(f *testing.F) {
 	})
 }
 
+// BenchmarkSimulate4096 runs a 4096³ GEMM on a 128x128 weight-stationary
+// array (about 4.5M cycles) and, in each iteration and so under the same
+// load, the same GEMM one cycle per Step (closed-form counts, as traces
+// use it) and by the closed form. It reports Simulate's simulated MACs/s,
+// how many times faster than stepping it is (x-step), and how many times
+// the closed form's time it takes (closed-form-time-ratio).
 func BenchmarkSimulate4096(b *testing.B) {
 	a := Array{Rows: 128, Cols: 128, Dataflow: WeightStationary}
 	g := GEMM{M: 4096, K: 4096, N: 4096}
+	var tSim, tStep, tClosed time.Duration
 	for b.Loop() {
-		if _, err := Simulate(a, g); err != nil {
+		t0 := time.Now()
+		r, err := Simulate(a, g)
+		if err != nil {
 			b.Fatal(err)
 		}
-	}
-	b.ReportMetric(float64(g.MACs())*float64(b.N)/b.Elapsed().Seconds(), "simulated-MACs/s")
-}
-
-func BenchmarkClosedForm4096(b *testing.B) {
-	a := Array{Rows: 128, Cols: 128, Dataflow: WeightStationary}
-	g := GEMM{M: 4096, K: 4096, N: 4096}
-	for b.Loop() {
-		if _, err := ClosedForm(a, g); err != nil {
+		t1 := time.Now()
+		s, err := NewSim(a, g)
+		if err != nil {
 			b.Fatal(err)
 		}
+		for s.Step() {
+		}
+		t2 := time.Now()
+		c, err := ClosedForm(a, g)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tSim, tStep, tClosed = tSim+t1.Sub(t0), tStep+t2.Sub(t1), tClosed+time.Since(t2)
+		if s.Result().Cycles != r.Cycles || c.Cycles != r.Cycles {
+			b.Fatalf("cycles: simulate %d, step %d, closed form %d", r.Cycles, s.Result().Cycles, c.Cycles)
+		}
 	}
-	b.ReportMetric(float64(g.MACs())*float64(b.N)/b.Elapsed().Seconds(), "simulated-MACs/s")
+	b.ReportMetric(float64(g.MACs())*float64(b.N)/tSim.Seconds(), "simulated-MACs/s")
+	b.ReportMetric(tStep.Seconds()/tSim.Seconds(), "x-step")
+	b.ReportMetric(tSim.Seconds()/tClosed.Seconds(), "closed-form-time-ratio")
 }
 
 func ExampleSimulate() {
