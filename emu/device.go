@@ -74,6 +74,11 @@ type device struct {
 	gradAll []float32 // every group's gradients end to end, for the all-reduce over the replicas
 	m, v    [][]float32
 	adamT   int
+	// spare holds, by length, the full-size buffers not in use during a
+	// step: gathered weights between release and the next gather, FSDP
+	// gradient buffers between scatterGrad and the next gradBuf. A layer
+	// reuses the previous layer's instead of faulting in fresh pages.
+	spare map[int][][]float32
 
 	mem   meter
 	busy  float64
@@ -107,19 +112,26 @@ func newDevice(tc *TrainConfig, id int, ep *Endpoint, full *Params[float32]) *de
 	d.tmpl = sh
 	d.layers = stageLayers(tc.Model.Layers, si, p, tc.Chunks)
 	for gi, tensors := range d.groupsOf(sh) {
-		var buf []float32
+		// the group's tensors end to end, zero-padded to a multiple of
+		// the shard count: this device keeps [lo, hi) of it
+		n := 0
 		for _, x := range tensors {
-			buf = append(buf, x...)
+			n += len(x)
 		}
 		g := d.shardOf(gi)
 		f, fi := g.Size(), g.Index(id)
-		n := len(buf)
 		padded := (n + f - 1) / f * f
-		buf = append(buf, make([]float32, padded-n)...)
 		d.realLen = append(d.realLen, n)
 		d.fullLen = append(d.fullLen, padded)
 		lo, hi := fi*padded/f, (fi+1)*padded/f
-		d.flat = append(d.flat, append([]float32(nil), buf[lo:hi]...))
+		mine, off := make([]float32, hi-lo), 0
+		for _, x := range tensors {
+			if a, b := max(lo, off), min(hi, off+len(x)); a < b {
+				copy(mine[a-lo:], x[a-off:b-off])
+			}
+			off += len(x)
+		}
+		d.flat = append(d.flat, mine)
 	}
 	for _, x := range d.flat {
 		d.grad = append(d.grad, make([]float32, len(x)))
@@ -249,9 +261,11 @@ func (d *device) gather(gi int) []float32 {
 		if !d.tc.BF16Compute {
 			return d.flat[gi]
 		}
-		return roundBF16(append([]float32(nil), d.flat[gi]...))
+		buf := d.take(len(d.flat[gi]))
+		copy(buf, d.flat[gi])
+		return roundBF16(buf)
 	}
-	full := d.ep.AllGather(g, d.flat[gi])
+	full := d.ep.allGatherInto(g, d.flat[gi], d.take(d.fullLen[gi]))
 	d.mem.change(func(m *Memory) { m.Transient += 4 * int64(len(full)) })
 	if d.tc.BF16Compute {
 		roundBF16(full)
@@ -273,10 +287,34 @@ func roundBF16(x []float32) []float32 {
 	return x
 }
 
+// release is done with gather's buffer.
 func (d *device) release(gi int, buf []float32) {
-	if d.shardOf(gi).Size() > 1 {
+	switch {
+	case d.shardOf(gi).Size() > 1:
 		d.mem.change(func(m *Memory) { m.Transient -= 4 * int64(len(buf)) })
+	case !d.tc.BF16Compute:
+		return // the shard itself
 	}
+	d.give(buf)
+}
+
+// take returns a spare buffer of n floats, or a new one; its contents
+// are whatever its last use left.
+func (d *device) take(n int) []float32 {
+	if free := d.spare[n]; len(free) > 0 {
+		buf := free[len(free)-1]
+		d.spare[n] = free[:len(free)-1]
+		return buf
+	}
+	return make([]float32, n)
+}
+
+// give keeps buf, which nothing reads or writes any more, for take.
+func (d *device) give(buf []float32) {
+	if d.spare == nil {
+		d.spare = map[int][][]float32{}
+	}
+	d.spare[len(buf)] = append(d.spare[len(buf)], buf)
 }
 
 // gradBuf is where group gi's gradients accumulate during a micro-batch:
@@ -287,7 +325,9 @@ func (d *device) gradBuf(gi int) []float32 {
 		return d.grad[gi]
 	}
 	d.mem.change(func(m *Memory) { m.Transient += 4 * int64(d.fullLen[gi]) })
-	return make([]float32, d.fullLen[gi])
+	buf := d.take(d.fullLen[gi])
+	clear(buf)
+	return buf
 }
 
 func (d *device) scatterGrad(gi int, buf []float32) {
@@ -298,6 +338,7 @@ func (d *device) scatterGrad(gi int, buf []float32) {
 	shard := d.ep.ReduceScatter(g, buf)
 	d.ep.f.add(d.grad[gi], shard)
 	d.mem.change(func(m *Memory) { m.Transient -= 4 * int64(len(buf)) })
+	d.give(buf)
 }
 
 // compute advances the simulated clock by flops of work.

@@ -301,6 +301,9 @@ func (d *device) doneGroups(li int, buf, experts []float32, done func(gi int, bu
 // update sums the gradients over the replicas (data and context), then
 // takes an Adam step on this device's shard.
 func (d *device) update() {
+	// the step's spare buffers go with it, so what stays allocated
+	// between steps is what EstimateMemory's Static counts
+	d.spare = nil
 	n := 0
 	for _, g := range d.grad {
 		n += len(g)

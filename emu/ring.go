@@ -138,9 +138,14 @@ func (e *Endpoint) AllReduce(g collective.Group, x []float32) {
 
 // AllGather concatenates every member's x in group order.
 func (e *Endpoint) AllGather(g collective.Group, x []float32) []float32 {
+	return e.allGatherInto(g, x, make([]float32, g.Size()*len(x)))
+}
+
+// allGatherInto is AllGather into out (g.Size()·len(x) floats, every one
+// overwritten).
+func (e *Endpoint) allGatherInto(g collective.Group, x, out []float32) []float32 {
 	e.axis = g.Axis
 	n := g.Size()
-	out := make([]float32, n*len(x))
 	a := g.Index(e.rank)
 	copy(out[a*len(x):], x)
 	if n == 1 {
