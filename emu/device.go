@@ -86,10 +86,35 @@ type device struct {
 	trace []Span
 }
 
-func newDevice(tc *TrainConfig, id int, ep *Endpoint, full *Params[float32]) *device {
+// templates holds the tensor-parallel pieces of the model the devices
+// start from, one per pipeline stage, tensor rank and expert rank: the
+// devices that differ only in their data, fsdp or context coordinates
+// (the replicas and the FSDP shards of one piece) share it.
+type templates struct {
+	full   *Params[float32]
+	pieces map[[3]int]*Params[float32]
+}
+
+func newTemplates(full *Params[float32]) *templates {
+	return &templates{full: full, pieces: map[[3]int]*Params[float32]{}}
+}
+
+// of returns the piece a device at coord starts from, read only.
+func (ts *templates) of(tc *TrainConfig, coord mesh.Coord) *Params[float32] {
+	m := tc.Mesh
+	key := [3]int{coord[mesh.Pipeline], coord[mesh.Tensor], coord[mesh.Expert]}
+	if p, ok := ts.pieces[key]; ok {
+		return p
+	}
+	p := shard(ts.full, tc.Model, key[1], m.Size(mesh.Tensor), key[2], m.Size(mesh.Expert), key[0], m.Size(mesh.Pipeline), tc.Chunks)
+	ts.pieces[key] = p
+	return p
+}
+
+func newDevice(tc *TrainConfig, id int, ep *Endpoint, ts *templates) *device {
 	m := tc.Mesh
 	d := &device{tc: tc, c: tc.Model, id: id, coord: m.Coord(id), ep: ep}
-	p, t := m.Size(mesh.Pipeline), m.Size(mesh.Tensor)
+	p := m.Size(mesh.Pipeline)
 	si := d.coord[mesh.Pipeline]
 	d.first, d.last = si == 0, si == p-1
 	for s := range p {
@@ -108,7 +133,7 @@ func newDevice(tc *TrainConfig, id int, ep *Endpoint, full *Params[float32]) *de
 	if d.expertG.Size() > 1 {
 		d.denseG = group(m, id, mesh.FSDP, mesh.Expert)
 	}
-	sh := shard(full, tc.Model, d.coord[mesh.Tensor], t, d.coord[mesh.Expert], m.Size(mesh.Expert), si, p, tc.Chunks)
+	sh := ts.of(tc, d.coord)
 	d.tmpl = sh
 	d.layers = stageLayers(tc.Model.Layers, si, p, tc.Chunks)
 	for gi, tensors := range d.groupsOf(sh) {

@@ -59,19 +59,32 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 	sh := shapesOf(&tc)
 	var fp Footprint
 	var static, step, snap, remote float64
+	// the devices of one pipeline stage, tensor rank and expert rank
+	// share their template (templates), here and when process 0 rebuilds
+	// every device at the end
+	localPieces, remotePieces := map[[3]int]bool{}, map[[3]int]bool{}
+	piece := func(seen map[[3]int]bool, c mesh.Coord, dm deviceMemory) float64 {
+		key := [3]int{c[mesh.Pipeline], c[mesh.Tensor], c[mesh.Expert]}
+		if seen[key] {
+			return 0
+		}
+		seen[key] = true
+		return 4 * dm.tmpl
+	}
 	for id := range tc.Mesh.Chips() {
-		si := tc.Mesh.Coord(id)[mesh.Pipeline]
+		coord := tc.Mesh.Coord(id)
+		si := coord[mesh.Pipeline]
 		dm := sh.device(&tc, si)
 		if local := tc.Remote == nil || tc.Remote.RankOf(id) == tc.Remote.Rank(); !local {
 			if tc.Remote != nil && tc.Remote.Rank() == 0 {
 				// process 0 rebuilds it at the end around its shipped shards
-				remote += dm.state + 2*4*dm.n
+				remote += dm.state + piece(remotePieces, coord, dm) + 2*4*dm.n
 			}
 			continue
 		}
 		mem, activations, trans := sh.meter(&tc, dm, sched.Ops[si])
 		fp.Devices = append(fp.Devices, mem)
-		static += dm.state
+		static += dm.state + piece(localPieces, coord, dm)
 		step += activations + trans + sh.temps(&tc, dm)
 		snap += 12 * dm.n
 	}
@@ -169,6 +182,7 @@ type deviceMemory struct {
 	fullEnds, fullLayer        float64
 	gathered                   float64
 	n, state, actsChunk, moeOn float64
+	tmpl                       float64 // elements of its template, which devices share
 }
 
 func (sh shapes) device(tc *TrainConfig, si int) deviceMemory {
@@ -218,11 +232,12 @@ func (sh shapes) device(tc *TrainConfig, si int) deviceMemory {
 		}
 	}
 	dm.n = shards // this device's shard of its stage
-	// the device's own state: template, parameters, gradients, moments,
-	// and the message buffers its queues keep for reuse (the gradient
+	dm.tmpl = tmpl
+	// the device's own state: parameters, gradients, moments, and the
+	// message buffers its queues keep for reuse (the gradient
 	// all-reduce's, a layer's and the ends' gathers and reductions, the
 	// experts' all-to-alls)
-	dm.state = 4*tmpl + 16*dm.n + 4*(2*dm.n+dm.fullLayer+dm.fullEnds+dm.moeOn*sh.buf)
+	dm.state = 16*dm.n + 4*(2*dm.n+dm.fullLayer+dm.fullEnds+dm.moeOn*sh.buf)
 	return dm
 }
 

@@ -276,11 +276,12 @@ func newRun(tc *TrainConfig) (*run, error) {
 	r := &run{tc: tc, fab: fab, full: newParams[float32](tc.Model, tc.Seed), rate: float64(m.Multislice.Slice.Chip.PeakBF16) * tc.Efficiency}
 	// this process runs its own devices; every process knows every group
 	var groups []collective.Group
+	ts := newTemplates(r.full)
 	for id := range m.Chips() {
 		if !fab.local(id) {
 			continue
 		}
-		d := newDevice(tc, id, fab.Endpoint(id), r.full)
+		d := newDevice(tc, id, fab.Endpoint(id), ts)
 		r.devs = append(r.devs, d)
 		groups = append(groups, d.tensorG, d.contextG, d.fsdpG, d.gradG, d.expertG, d.denseG)
 		if next := d.pipeNext(); next >= 0 {
@@ -492,6 +493,7 @@ func gatherDevices(tc *TrainConfig, fab *Fabric, full *Params[float32], res *Res
 	}
 	res.Devices, res.Trace = nil, nil
 	var all []*device
+	ts := newTemplates(full)
 	for _, part := range parts {
 		var in shipment
 		if err := gob.NewDecoder(bytes.NewReader(part)).Decode(&in); err != nil {
@@ -500,7 +502,7 @@ func gatherDevices(tc *TrainConfig, fab *Fabric, full *Params[float32], res *Res
 		res.Devices = append(res.Devices, in.Stats...)
 		res.Trace = append(res.Trace, in.Trace...)
 		for i, id := range in.IDs {
-			d := newDevice(tc, id, fab.Endpoint(id), full)
+			d := newDevice(tc, id, fab.Endpoint(id), ts)
 			d.flat = in.Flats[i]
 			all = append(all, d)
 		}
