@@ -1,11 +1,13 @@
 package emu
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"shardlab/collective"
+	"shardlab/emu/avx2"
 )
 
 // BenchmarkAllReduce measures in-process all-reduce algorithm bandwidth
@@ -18,7 +20,8 @@ import (
 // comparison. traffic-%-copy is the memory the all-reduce reads and
 // writes a second (every buffer read and written once, n times a copy()'s
 // bytes, the least an in-place all-reduce can move) as a percentage of
-// copy()'s.
+// copy()'s. %-bound compares it with the same sums done by the bare
+// kernel (bound): what the memory system allows, without the fabric.
 func BenchmarkAllReduce(b *testing.B) {
 	for _, n := range []int{2, 8} {
 		for _, mib := range []int{1, 64} {
@@ -37,7 +40,7 @@ func BenchmarkAllReduce(b *testing.B) {
 					copy(dst, src)
 					return time.Since(t0)
 				}
-				var tNow, tV1, tCopy time.Duration
+				var tNow, tV1, tCopy, tBound time.Duration
 				for b.Loop() {
 					b.StopTimer()
 					before := copyTime()
@@ -46,6 +49,7 @@ func BenchmarkAllReduce(b *testing.B) {
 					b.StopTimer()
 					tV1 += v1.run()
 					tCopy += min(before, copyTime(), copyTime())
+					tBound += now.bound()
 					b.StartTimer()
 				}
 				gbps := float64(elems*4) * float64(b.N) / tNow.Seconds() / 1e9
@@ -53,6 +57,8 @@ func BenchmarkAllReduce(b *testing.B) {
 				b.ReportMetric(tV1.Seconds()/tNow.Seconds(), "x-v1")
 				b.ReportMetric(100*tCopy.Seconds()/tNow.Seconds(), "%-copy")
 				b.ReportMetric(float64(n)*100*tCopy.Seconds()/tNow.Seconds(), "traffic-%-copy")
+				b.ReportMetric(100*tBound.Seconds()/tNow.Seconds(), "%-bound")
+				b.ReportMetric(100*tCopy.Seconds()/tBound.Seconds(), "bound-%-copy")
 			})
 		}
 	}
@@ -76,6 +82,29 @@ func newAllReduce(n, elems int) *allReduceRun {
 		r.bufs = append(r.bufs, buf)
 	}
 	return r
+}
+
+// bound sums the buffers in place with the bare kernel, each of
+// GOMAXPROCS goroutines taking an equal range of every buffer in one
+// avx2.ReduceFan (the one-pass sum the direct all-reduce runs, without
+// its fabric: no messages, no waiting), and returns the wall time.
+func (r *allReduceRun) bound() time.Duration {
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Go(func() {
+			l := len(r.bufs[0])
+			lo, hi := w*l/workers, (w+1)*l/workers
+			part := make([][]float32, len(r.bufs))
+			for k, buf := range r.bufs {
+				part[k] = buf[lo:hi]
+			}
+			avx2.ReduceFan(part, part)
+		})
+	}
+	wg.Wait()
+	return time.Since(t0)
 }
 
 // run all-reduces the buffers, one goroutine a device, and returns the
