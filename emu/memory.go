@@ -58,11 +58,11 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 	}
 	sh := shapesOf(&tc)
 	var fp Footprint
-	var static, step, snap, remote float64
+	var static, step, snap, rebuilt float64
 	// the devices of one pipeline stage, tensor rank and expert rank
 	// share their template (templates), here and when process 0 rebuilds
 	// every device at the end
-	localPieces, remotePieces := map[[3]int]bool{}, map[[3]int]bool{}
+	localPieces, rebuiltPieces := map[[3]int]bool{}, map[[3]int]bool{}
 	piece := func(seen map[[3]int]bool, c mesh.Coord, dm deviceMemory) float64 {
 		key := [3]int{c[mesh.Pipeline], c[mesh.Tensor], c[mesh.Expert]}
 		if seen[key] {
@@ -75,11 +75,12 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 		coord := tc.Mesh.Coord(id)
 		si := coord[mesh.Pipeline]
 		dm := sh.device(&tc, si)
+		if tc.Remote != nil && tc.Remote.Rank() == 0 {
+			// process 0 rebuilds every device at the end, its own too,
+			// around the shards the processes ship it (gatherDevices)
+			rebuilt += dm.state + piece(rebuiltPieces, coord, dm) + 2*4*dm.n
+		}
 		if local := tc.Remote == nil || tc.Remote.RankOf(id) == tc.Remote.Rank(); !local {
-			if tc.Remote != nil && tc.Remote.Rank() == 0 {
-				// process 0 rebuilds it at the end around its shipped shards
-				remote += dm.state + piece(remotePieces, coord, dm) + 2*4*dm.n
-			}
 			continue
 		}
 		mem, activations, trans := sh.meter(&tc, dm, sched.Ops[si])
@@ -98,7 +99,7 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 	}
 	end := snap
 	if tc.Remote == nil || tc.Remote.Rank() == 0 {
-		end += 2*4*sh.full + remote // the reassembled model and its pieces
+		end += 2*4*sh.full + rebuilt // the reassembled model and its pieces
 	}
 	fp.Static, fp.Step, fp.Checkpoint, fp.End = sat(static), sat(step), sat(ckpt), sat(end)
 	fp.Process = sat(static + max(step, ckpt, end))
