@@ -290,96 +290,148 @@ func attentionBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, h
 	return dq, dk, dv
 }
 
-// flashBlock is the keys attentionFlash scores at a time.
+// flashBlock is the queries and the keys attentionFlash takes at a time:
+// it holds one flashBlock × flashBlock tile of scores.
 const flashBlock = 64
 
-// attentionFlash computes attention's output block by block of keys with an
-// online softmax (FlashAttention, Dao et al. 2022, section 3.1): per query
-// it keeps a running maximum and sum, rescales the output when the maximum
-// grows, and holds one block of scores at a time. Instead of P it returns
-// each query's log-sum-exp, one per (sequence, head, query), in P's row
-// order.
+// flashTiles walks the score tiles of sequence bi for FlashAttention: the
+// local queries in blocks of up to flashBlock (q0, bq), and for each the
+// keys up to the block's last query position in blocks of up to
+// flashBlock that stay inside one context chunk (k0, bk, the position of
+// the first key and its row in the gathered K and V).
+func flashTiles(mb micro, bi int, tile func(q0, bq, k0, bk, kr int)) {
+	s := mb.s
+	for q0 := 0; q0 < s; q0 += flashBlock {
+		bq := min(flashBlock, s-q0)
+		last := mb.ci*s + q0 + bq - 1
+		for k0 := 0; k0 <= last; {
+			bk := min(flashBlock, last+1-k0, s-k0%s)
+			tile(q0, bq, k0, bk, keyRow(mb, bi, k0))
+			k0 += bk
+		}
+	}
+}
+
+// flashRow is row i of a bq × bk tile whose first key is at position k0,
+// and how many of its keys the query at qp sees (causal: key ≤ query).
+func flashRow[T Float](tile []T, i, bk, k0, qp int) (row []T, seen int) {
+	return tile[i*bk : (i+1)*bk], max(0, min(bk, qp-k0+1))
+}
+
+// attentionFlash computes attention's output tile by tile with an online
+// softmax (FlashAttention-2, Dao 2023, algorithm 1): per sequence and
+// head, for each block of queries and each block of the keys they see,
+// the scores are one Q·Kᵀ GEMM into a tile; each row's running maximum
+// and sum are updated, the running output rescaled when the maximum
+// grows, and O += P·V is one GEMM. It holds one tile of scores at a time
+// and returns, instead of P, each query's log-sum-exp, one per (sequence,
+// head, query), in P's row order.
 func attentionFlash[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out Mat[T], lse []T) {
 	qh := q.C / hd
 	group := c.Heads / c.KVHeads
+	s := mb.s
 	out = newMat[T](q.R, q.C)
-	lse = make([]T, mb.b*qh*mb.s)
+	lse = make([]T, mb.b*qh*s)
 	scale := 1 / sqrt(T(hd))
-	var blk [flashBlock]T
+	tile := make([]T, flashBlock*flashBlock)
+	mx, sum := make([]T, flashBlock), make([]T, flashBlock)
 	for bi := range mb.b {
 		for h := range qh {
 			kh := h / group
-			for qi := range mb.s {
-				r := bi*mb.s + qi
-				qp := mb.pos(r)
-				qv := q.Row(r)[h*hd : (h+1)*hd]
-				ov := out.Row(r)[h*hd : (h+1)*hd]
-				mx, sum := T(-1e30), T(0)
-				for k0 := 0; k0 <= qp; k0 += flashBlock {
-					k1 := min(k0+flashBlock, qp+1)
-					bm := mx
-					for kp := k0; kp < k1; kp++ {
-						s := dot(qv, kAll.Row(keyRow(mb, bi, kp))[kh*hd:(kh+1)*hd]) * scale
-						blk[kp-k0] = s
-						bm = max(bm, s)
+			flashTiles(mb, bi, func(q0, bq, k0, bk, kr int) {
+				qb, ob := q.D[(bi*s+q0)*q.C+h*hd:], out.D[(bi*s+q0)*out.C+h*hd:]
+				if k0 == 0 {
+					for i := range bq {
+						mx[i], sum[i] = -1e30, 0
 					}
-					if bm > mx { // a larger maximum: rescale what is summed so far
-						f := exp(mx - bm)
-						sum *= f
-						for i := range ov {
-							ov[i] *= f
+				}
+				gemmAt(false, true, bq, bk, hd, qb, q.C, kAll.D[kr*kAll.C+kh*hd:], kAll.C, false, tile, bk)
+				for i := range bq {
+					row, seen := flashRow(tile, i, bk, k0, mb.ci*s+q0+i)
+					if seen > 0 {
+						bm := mx[i]
+						for k := range seen {
+							row[k] *= scale
+							bm = max(bm, row[k])
 						}
-						mx = bm
+						if bm > mx[i] { // a larger maximum: rescale what is summed so far
+							f := exp(mx[i] - bm)
+							sum[i] *= f
+							scaleRow(ob[i*out.C:i*out.C+hd], f)
+							mx[i] = bm
+						}
+						expSub(row[:seen], row[:seen], mx[i])
+						for _, e := range row[:seen] {
+							sum[i] += e
+						}
 					}
-					for kp := k0; kp < k1; kp++ {
-						e := exp(blk[kp-k0] - mx)
-						sum += e
-						axpy(ov, vAll.Row(keyRow(mb, bi, kp))[kh*hd:(kh+1)*hd], e)
+					clear(row[seen:])
+				}
+				gemmAt(false, false, bq, hd, bk, tile, bk, vAll.D[kr*vAll.C+kh*hd:], vAll.C, true, ob, out.C)
+				if k0+bk == mb.ci*s+q0+bq { // the block's last tile
+					for i := range bq {
+						scaleRow(ob[i*out.C:i*out.C+hd], 1/sum[i])
+						lse[(bi*qh+h)*s+q0+i] = mx[i] + log(sum[i])
 					}
 				}
-				inv := 1 / sum
-				for i := range ov {
-					ov[i] *= inv
-				}
-				lse[(bi*qh+h)*mb.s+qi] = mx + log(sum)
-			}
+			})
 		}
 	}
 	return out, lse
 }
 
-// attentionFlashBack is attentionBack from the output and the log-sum-exp:
-// it recomputes each score's probability, and uses dO·O for Σ P·dP
-// (FlashAttention's D, Dao et al. 2022, appendix B.2).
+// scaleRow multiplies x by f.
+func scaleRow[T Float](x []T, f T) {
+	for i := range x {
+		x[i] *= f
+	}
+}
+
+// attentionFlashBack is attentionBack from the output and the log-sum-exp
+// (FlashAttention-2, Dao 2023, algorithm 2), tile by tile as
+// attentionFlash: it recomputes each tile's probabilities P = exp(S − lse),
+// takes dO·O for Σ P·dP (FlashAttention's D), and makes every product a
+// GEMM: dV += Pᵀ·dO, dP = dO·Vᵀ, dS = P⊙(dP − D) scaled, dQ += dS·K and
+// dK += dSᵀ·Q.
 func attentionFlashBack[T Float](c Config, q, kAll, vAll, out Mat[T], lse []T, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
 	qh := q.C / hd
 	group := c.Heads / c.KVHeads
+	s := mb.s
 	dq = newMat[T](q.R, q.C)
 	dk = newMat[T](kAll.R, kAll.C)
 	dv = newMat[T](vAll.R, vAll.C)
 	scale := 1 / sqrt(T(hd))
+	p, ds := make([]T, flashBlock*flashBlock), make([]T, flashBlock*flashBlock)
+	d := make([]T, flashBlock)
 	for bi := range mb.b {
 		for h := range qh {
 			kh := h / group
-			for qi := range mb.s {
-				r := bi*mb.s + qi
-				qp := mb.pos(r)
-				l := lse[(bi*qh+h)*mb.s+qi]
-				do := dout.Row(r)[h*hd : (h+1)*hd]
-				qv := q.Row(r)[h*hd : (h+1)*hd]
-				dqv := dq.Row(r)[h*hd : (h+1)*hd]
-				d := dot(do, out.Row(r)[h*hd:(h+1)*hd])
-				for kp := 0; kp <= qp; kp++ {
-					kr := keyRow(mb, bi, kp)
-					kv := kAll.Row(kr)[kh*hd : (kh+1)*hd]
-					p := exp(dot(qv, kv)*scale - l)
-					dp := dot(do, vAll.Row(kr)[kh*hd:(kh+1)*hd])
-					axpy(dv.Row(kr)[kh*hd:(kh+1)*hd], do, p)
-					ds := p * (dp - d) * scale
-					axpy(dqv, kv, ds)
-					axpy(dk.Row(kr)[kh*hd:(kh+1)*hd], qv, ds)
+			flashTiles(mb, bi, func(q0, bq, k0, bk, kr int) {
+				r0 := bi*s + q0
+				qb, dob := q.D[r0*q.C+h*hd:], dout.D[r0*dout.C+h*hd:]
+				if k0 == 0 {
+					for i := range bq {
+						d[i] = dot(dout.Row(r0 + i)[h*hd:(h+1)*hd], out.Row(r0 + i)[h*hd:(h+1)*hd])
+					}
 				}
-			}
+				gemmAt(false, true, bq, bk, hd, qb, q.C, kAll.D[kr*kAll.C+kh*hd:], kAll.C, false, p, bk)
+				gemmAt(false, true, bq, bk, hd, dob, dout.C, vAll.D[kr*vAll.C+kh*hd:], vAll.C, false, ds, bk)
+				for i := range bq {
+					qp := mb.ci*s + q0 + i
+					prow, seen := flashRow(p, i, bk, k0, qp)
+					drow, _ := flashRow(ds, i, bk, k0, qp)
+					scaleRow(prow[:seen], scale)
+					expSub(prow[:seen], prow[:seen], lse[(bi*qh+h)*s+q0+i])
+					for k := range seen {
+						drow[k] = prow[k] * (drow[k] - d[i]) * scale
+					}
+					clear(prow[seen:])
+					clear(drow[seen:])
+				}
+				gemmAt(true, false, bk, hd, bq, p, bk, dob, dout.C, true, dv.D[kr*dv.C+kh*hd:], dv.C)
+				gemmAt(false, false, bq, hd, bk, ds, bk, kAll.D[kr*kAll.C+kh*hd:], kAll.C, true, dq.D[r0*dq.C+h*hd:], dq.C)
+				gemmAt(true, false, bk, hd, bq, ds, bk, qb, q.C, true, dk.D[kr*dk.C+kh*hd:], dk.C)
+			})
 		}
 	}
 	return dq, dk, dv

@@ -76,7 +76,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.firstDense = newInt(fs, "first-dense-layers", 0, 0, 1023, "", "with --experts: layers at the start that keep a dense MLP")
 	f.capacity = newFloat(fs, "capacity-factor", 0, floatFlag{lo: 0, hi: 64}, "with --experts: each expert takes at most this x tokens x k / experts of a chip's tokens, the rest dropped\n(MaxText's capacity_factor; 0: experts / k, which drops none)")
 	f.tied = fs.Bool("tied", false, "tie the output projection to the embedding")
-	f.flash = fs.Bool("flash-attention", false, "compute attention block by block with an online softmax, keeping each query's log-sum-exp\ninstead of the scores (cost's flash attention memory; slower: the backward pass recomputes the scores)")
+	f.flash = fs.Bool("flash-attention", false, "compute attention block by block with an online softmax, keeping each query's log-sum-exp\ninstead of the scores (cost's flash attention memory; the backward pass recomputes them, tile by tile)")
 	f.batch = newInt(fs, "batch", 16, 1, 1<<20, "", "global batch in sequences")
 	f.micro = newInt(fs, "micro-batches", 0, 0, 4096, "0: 2 per stage with a pipeline, else 1", "pipeline micro-batches")
 	f.sched = newChoice(fs, "schedule", "1f1b", []string{"gpipe", "1f1b", "interleaved", "circular"}, parseSchedule, "pipeline schedule")
