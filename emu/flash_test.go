@@ -56,6 +56,42 @@ func TestFlashAttentionMatchesDot(t *testing.T) {
 	}
 }
 
+// TestFlashAttentionFloat32 holds the flash attention in float32, whose
+// tiles go through the GEMM kernel in use (strided, partial tiles), to the
+// GEMM-blocked attention that keeps P, for queries and keys spanning
+// several tiles and context chunks.
+func TestFlashAttentionFloat32(t *testing.T) {
+	c := Config{Heads: 4, KVHeads: 2}
+	const hd, s, b = 16, 2*flashBlock + 7, 2
+	rng := rand.New(rand.NewPCG(7, 7))
+	rnd := func(r, cols int) Mat[float32] {
+		m := newMat[float32](r, cols)
+		for i := range m.D {
+			m.D[i] = float32(rng.NormFloat64())
+		}
+		return m
+	}
+	for _, ctx := range []struct{ ci, c int }{{0, 1}, {1, 2}} {
+		mb := micro{b: b, s: s, ci: ctx.ci, c: ctx.c}
+		n := b * s
+		q, kAll, vAll, dout := rnd(n, 2*hd), rnd(n*ctx.c, hd), rnd(n*ctx.c, hd), rnd(n, 2*hd)
+		want, p := attentionBlocks(c, q, kAll, vAll, mb, hd)
+		got, lse := attentionFlash(c, q, kAll, vAll, mb, hd)
+		dq, dk, dv := attentionBlocksBack(c, q, kAll, vAll, p, dout, mb, hd)
+		fq, fk, fv := attentionFlashBack(c, q, kAll, vAll, got, lse, dout, mb, hd)
+		for _, m := range []struct {
+			what      string
+			got, want []float32
+		}{{"output", got.D, want.D}, {"dQ", fq.D, dq.D}, {"dK", fk.D, dk.D}, {"dV", fv.D, dv.D}} {
+			for i := range m.want {
+				if d := math.Abs(float64(m.got[i] - m.want[i])); d > 1e-4*(1+math.Abs(float64(m.want[i]))) {
+					t.Fatalf("context chunk %d of %d: %s[%d] = %g, with P kept %g", ctx.ci, ctx.c, m.what, i, m.got[i], m.want[i])
+				}
+			}
+		}
+	}
+}
+
 // TestFlashGradientsMatchFiniteDifferences is TestGradientsMatchFiniteDifferences
 // with FlashAttention.
 func TestFlashGradientsMatchFiniteDifferences(t *testing.T) {
