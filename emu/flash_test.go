@@ -8,27 +8,34 @@ import (
 	"shardlab/schedule"
 )
 
+// attentionCase is random attention inputs for context chunk ci of c: 2
+// sequences of 2·flashBlock+7 local queries (so queries and keys span
+// several blocks), 2 query heads and 1 key/value head of width hd, keys
+// and values for all c chunks, and an output gradient; entries normal
+// with standard deviation sd, drawn in the order q, K, V, dO.
+func attentionCase[T Float](rng *rand.Rand, hd, ci, c int, sd float64) (mb micro, q, kAll, vAll, dout Mat[T]) {
+	const s, b = 2*flashBlock + 7, 2
+	rnd := func(r, cols int) Mat[T] {
+		m := newMat[T](r, cols)
+		for i := range m.D {
+			m.D[i] = T(sd * rng.NormFloat64())
+		}
+		return m
+	}
+	n := b * s
+	return micro{b: b, s: s, ci: ci, c: c}, rnd(n, 2*hd), rnd(n*c, hd), rnd(n*c, hd), rnd(n, 2*hd)
+}
+
 // TestFlashAttentionMatchesDot holds the flash attention and the
 // GEMM-blocked one to v1's row-by-row attention, in float64: outputs (and
 // P where kept) and the gradients of Q, K and V, for queries whose keys
 // span several blocks and context chunks.
 func TestFlashAttentionMatchesDot(t *testing.T) {
 	c := Config{Heads: 4, KVHeads: 2}
-	const hd, s, b = 3, 2*flashBlock + 7, 2
+	const hd = 3
 	rng := rand.New(rand.NewPCG(6, 6))
-	rnd := func(r, cols int) Mat[float64] {
-		m := newMat[float64](r, cols)
-		for i := range m.D {
-			m.D[i] = 2 * rng.NormFloat64()
-		}
-		return m
-	}
 	for _, ctx := range []struct{ ci, c int }{{0, 1}, {1, 2}} {
-		mb := micro{b: b, s: s, ci: ctx.ci, c: ctx.c}
-		n := b * s
-		q := rnd(n, 2*hd) // 2 local query heads, 1 key/value head
-		kAll, vAll := rnd(n*ctx.c, hd), rnd(n*ctx.c, hd)
-		dout := rnd(n, 2*hd)
+		mb, q, kAll, vAll, dout := attentionCase[float64](rng, hd, ctx.ci, ctx.c, 2)
 		want, p := attention(c, q, kAll, vAll, mb, hd)
 		got, lse := attentionFlash(c, q, kAll, vAll, mb, hd)
 		near := func(what string, got, want []float64) {
@@ -62,19 +69,10 @@ func TestFlashAttentionMatchesDot(t *testing.T) {
 // several tiles and context chunks.
 func TestFlashAttentionFloat32(t *testing.T) {
 	c := Config{Heads: 4, KVHeads: 2}
-	const hd, s, b = 16, 2*flashBlock + 7, 2
+	const hd = 16
 	rng := rand.New(rand.NewPCG(7, 7))
-	rnd := func(r, cols int) Mat[float32] {
-		m := newMat[float32](r, cols)
-		for i := range m.D {
-			m.D[i] = float32(rng.NormFloat64())
-		}
-		return m
-	}
 	for _, ctx := range []struct{ ci, c int }{{0, 1}, {1, 2}} {
-		mb := micro{b: b, s: s, ci: ctx.ci, c: ctx.c}
-		n := b * s
-		q, kAll, vAll, dout := rnd(n, 2*hd), rnd(n*ctx.c, hd), rnd(n*ctx.c, hd), rnd(n, 2*hd)
+		mb, q, kAll, vAll, dout := attentionCase[float32](rng, hd, ctx.ci, ctx.c, 1)
 		want, p := attentionBlocks(c, q, kAll, vAll, mb, hd)
 		got, lse := attentionFlash(c, q, kAll, vAll, mb, hd)
 		dq, dk, dv := attentionBlocksBack(c, q, kAll, vAll, p, dout, mb, hd)
