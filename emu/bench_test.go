@@ -14,14 +14,15 @@ import (
 // (bytes reduced per second) and, in each iteration and so under the same
 // load, the v1 all-reduce (the scalar add) and a plain copy() of the same
 // bytes on one core. It reports the ratios to both. A single copy() of
-// 64 MiB here runs anywhere from 12 to 27 GB/s from one call to the next,
-// so the baseline is the best of three (one before the all-reduce, two
+// 64 MiB here varies up to twofold from one call to the next, so the
+// baseline is the best of three (one before the all-reduce, two
 // after v1's): the fastest copy() of the iteration, the strictest
 // comparison. traffic-%-copy is the memory the all-reduce reads and
 // writes a second (every buffer read and written once, n times a copy()'s
 // bytes, the least an in-place all-reduce can move) as a percentage of
-// copy()'s. %-bound compares it with the same sums done by the bare
-// kernel (bound): what the memory system allows, without the fabric.
+// copy()'s. %-bare-kernel compares it with the same sums done by the
+// bare kernel (bareKernel): what the memory system gives those sums
+// without the fabric.
 func BenchmarkAllReduce(b *testing.B) {
 	for _, n := range []int{2, 8} {
 		for _, mib := range []int{1, 64} {
@@ -40,7 +41,7 @@ func BenchmarkAllReduce(b *testing.B) {
 					copy(dst, src)
 					return time.Since(t0)
 				}
-				var tNow, tV1, tCopy, tBound time.Duration
+				var tNow, tV1, tCopy, tKernel time.Duration
 				for b.Loop() {
 					b.StopTimer()
 					before := copyTime()
@@ -49,7 +50,7 @@ func BenchmarkAllReduce(b *testing.B) {
 					b.StopTimer()
 					tV1 += v1.run()
 					tCopy += min(before, copyTime(), copyTime())
-					tBound += now.bound()
+					tKernel += now.bareKernel()
 					b.StartTimer()
 				}
 				gbps := float64(elems*4) * float64(b.N) / tNow.Seconds() / 1e9
@@ -57,8 +58,8 @@ func BenchmarkAllReduce(b *testing.B) {
 				b.ReportMetric(tV1.Seconds()/tNow.Seconds(), "x-v1")
 				b.ReportMetric(100*tCopy.Seconds()/tNow.Seconds(), "%-copy")
 				b.ReportMetric(float64(n)*100*tCopy.Seconds()/tNow.Seconds(), "traffic-%-copy")
-				b.ReportMetric(100*tBound.Seconds()/tNow.Seconds(), "%-bound")
-				b.ReportMetric(100*tCopy.Seconds()/tBound.Seconds(), "bound-%-copy")
+				b.ReportMetric(100*tKernel.Seconds()/tNow.Seconds(), "%-bare-kernel")
+				b.ReportMetric(100*tCopy.Seconds()/tKernel.Seconds(), "bare-kernel-%-copy")
 			})
 		}
 	}
@@ -84,11 +85,11 @@ func newAllReduce(n, elems int) *allReduceRun {
 	return r
 }
 
-// bound sums the buffers in place with the bare kernel, each of
+// bareKernel sums the buffers in place with the bare kernel, each of
 // GOMAXPROCS goroutines taking an equal range of every buffer in one
 // avx2.ReduceFan (the one-pass sum the direct all-reduce runs, without
 // its fabric: no messages, no waiting), and returns the wall time.
-func (r *allReduceRun) bound() time.Duration {
+func (r *allReduceRun) bareKernel() time.Duration {
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	workers := runtime.GOMAXPROCS(0)

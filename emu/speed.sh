@@ -49,7 +49,7 @@ function f(x) { return sprintf(x >= 100 ? "%.0f" : (x >= 10 ? "%.1f" : "%.2f"), 
 		printf "| GEMM %s | %s GFLOP/s, %s allocs/op | %s |\n", name, f(m["GFLOP/s"]), m["allocs/op"], base
 	} else if (name ~ /^AllReduce\//) {
 		split(name, p, "/"); sub(/-devices/, "", p[2])
-		printf "| all-reduce in process, %s chips, %s | %s GB/s | %s %% of copy() (the best of three in each iteration); ×%s v1; reads and writes memory at %s %% of copy()'"'"'s rate; %s %% of the bare kernel'"'"'s speed on every core (itself %s %% of copy()) |\n", p[2], p[3], f(m["algGB/s"]), f(m["%-copy"]), f(m["x-v1"]), f(m["traffic-%-copy"]), f(m["%-bound"]), f(m["bound-%-copy"])
+		printf "| all-reduce in process, %s chips, %s | %s GB/s | %s %% of copy() (the best of three in each iteration); ×%s v1; reads and writes memory at %s %% of copy()'"'"'s rate; %s %% of the bare kernel'"'"'s speed on every core (itself %s %% of copy()) |\n", p[2], p[3], f(m["algGB/s"]), f(m["%-copy"]), f(m["x-v1"]), f(m["traffic-%-copy"]), f(m["%-bare-kernel"]), f(m["bare-kernel-%-copy"])
 	} else if (name == "Train") {
 		printf "| training, default `shardlab run` (8 chips, 30 steps) | %s tokens/s | ×%s v1'"'"'s path (its GEMM kernel, row-by-row attention); FlashAttention takes ×%s the time |\n", f(m["tokens/s"]), f(m["x-v1"]), f(m["flash-time-ratio"])
 	} else if (name ~ /^Allreduce\// && ("mpi-%-in-process" in m)) {
