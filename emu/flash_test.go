@@ -63,6 +63,39 @@ func TestFlashAttentionMatchesDot(t *testing.T) {
 	}
 }
 
+// TestFlashAttentionShortKeys: with fewer key rows after a tile's first
+// than a head's width, the float64 GEMM must read only the transposed
+// operand's own layout (it read the untransposed index first and ran off
+// the slice).
+func TestFlashAttentionShortKeys(t *testing.T) {
+	c := Config{Heads: 2, KVHeads: 1}
+	const hd, s = 8, 4
+	rng := rand.New(rand.NewPCG(8, 8))
+	mb := micro{b: 1, s: s, c: 1}
+	m := func(r, cols int) Mat[float64] {
+		x := newMat[float64](r, cols)
+		for i := range x.D {
+			x.D[i] = rng.NormFloat64()
+		}
+		return x
+	}
+	q, kAll, vAll, dout := m(s, 2*hd), m(s, hd), m(s, hd), m(s, 2*hd)
+	want, p := attention(c, q, kAll, vAll, mb, hd)
+	got, lse := attentionFlash(c, q, kAll, vAll, mb, hd)
+	dq, dk, dv := attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
+	fq, fk, fv := attentionFlashBack(c, q, kAll, vAll, got, lse, dout, mb, hd)
+	for _, x := range []struct {
+		what      string
+		got, want []float64
+	}{{"output", got.D, want.D}, {"dQ", fq.D, dq.D}, {"dK", fk.D, dk.D}, {"dV", fv.D, dv.D}} {
+		for i := range x.want {
+			if math.Abs(x.got[i]-x.want[i]) > 1e-12*(1+math.Abs(x.want[i])) {
+				t.Fatalf("%s[%d] = %.15g, with P kept %.15g", x.what, i, x.got[i], x.want[i])
+			}
+		}
+	}
+}
+
 // TestFlashAttentionFloat32 holds the flash attention in float32, whose
 // tiles go through the GEMM kernel in use (strided, partial tiles), to the
 // GEMM-blocked attention that keeps P, for queries and keys spanning

@@ -469,14 +469,14 @@ func gemmAt[T Float](ta, tb bool, m, n, k int, a []T, lda int, b []T, ldb int, a
 		for j := range n {
 			var s T
 			for p := range k {
-				av, bv := a[i*lda+p], b[p*ldb+j]
+				ai, bi := i*lda+p, p*ldb+j
 				if ta {
-					av = a[p*lda+i]
+					ai = p*lda + i
 				}
 				if tb {
-					bv = b[j*ldb+p]
+					bi = j*ldb + p
 				}
-				s += av * bv
+				s += a[ai] * b[bi]
 			}
 			if acc {
 				c[i*ldc+j] += s
