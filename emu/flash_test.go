@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -8,13 +9,12 @@ import (
 	"shardlab/schedule"
 )
 
-// attentionCase is random attention inputs for context chunk ci of c: 2
-// sequences of 2·flashBlock+7 local queries (so queries and keys span
-// several blocks), 2 query heads and 1 key/value head of width hd, keys
-// and values for all c chunks, and an output gradient; entries normal
-// with standard deviation sd, drawn in the order q, K, V, dO.
-func attentionCase[T Float](rng *rand.Rand, hd, ci, c int, sd float64) (mb micro, q, kAll, vAll, dout Mat[T]) {
-	const s, b = 2*flashBlock + 7, 2
+// attentionCase is random attention inputs for context chunk ci of c: b
+// sequences of s local queries, 2 query heads and 1 key/value head of
+// width hd, keys and values for all c chunks, and an output gradient;
+// entries normal with standard deviation sd, drawn in the order q, K, V,
+// dO.
+func attentionCase[T Float](rng *rand.Rand, b, s, hd, ci, c int, sd float64) (mb micro, q, kAll, vAll, dout Mat[T]) {
 	rnd := func(r, cols int) Mat[T] {
 		m := newMat[T](r, cols)
 		for i := range m.D {
@@ -26,6 +26,22 @@ func attentionCase[T Float](rng *rand.Rand, hd, ci, c int, sd float64) (mb micro
 	return micro{b: b, s: s, ci: ci, c: c}, rnd(n, 2*hd), rnd(n*c, hd), rnd(n*c, hd), rnd(n, 2*hd)
 }
 
+// near fails t at the first element of got that is off want by more than
+// tol·(1+|want|).
+func near[T Float](t *testing.T, tol float64, what string, got, want []T) {
+	t.Helper()
+	for i := range want {
+		g, w := float64(got[i]), float64(want[i])
+		if math.Abs(g-w) > tol*(1+math.Abs(w)) {
+			t.Fatalf("%s[%d] = %.15g, with P kept %.15g", what, i, g, w)
+		}
+	}
+}
+
+// manyBlocks is the local sequence length the attention tests use so that
+// queries and keys span several flash blocks (and a partial one).
+const manyBlocks = 2*flashBlock + 7
+
 // TestFlashAttentionMatchesDot holds the flash attention and the
 // GEMM-blocked one to v1's row-by-row attention, in float64: outputs (and
 // P where kept) and the gradients of Q, K and V, for queries whose keys
@@ -35,31 +51,24 @@ func TestFlashAttentionMatchesDot(t *testing.T) {
 	const hd = 3
 	rng := rand.New(rand.NewPCG(6, 6))
 	for _, ctx := range []struct{ ci, c int }{{0, 1}, {1, 2}} {
-		mb, q, kAll, vAll, dout := attentionCase[float64](rng, hd, ctx.ci, ctx.c, 2)
+		mb, q, kAll, vAll, dout := attentionCase[float64](rng, 2, manyBlocks, hd, ctx.ci, ctx.c, 2)
+		at := fmt.Sprintf("context chunk %d of %d: ", ctx.ci, ctx.c)
 		want, p := attention(c, q, kAll, vAll, mb, hd)
 		got, lse := attentionFlash(c, q, kAll, vAll, mb, hd)
-		near := func(what string, got, want []float64) {
-			t.Helper()
-			for i := range want {
-				if math.Abs(got[i]-want[i]) > 1e-12*(1+math.Abs(want[i])) {
-					t.Fatalf("context chunk %d of %d: %s[%d] = %.15g, with P kept %.15g", ctx.ci, ctx.c, what, i, got[i], want[i])
-				}
-			}
-		}
-		near("output", got.D, want.D)
+		near(t, 1e-12, at+"output", got.D, want.D)
 		dq, dk, dv := attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
 		fq, fk, fv := attentionFlashBack(c, q, kAll, vAll, got, lse, dout, mb, hd)
-		near("dQ", fq.D, dq.D)
-		near("dK", fk.D, dk.D)
-		near("dV", fv.D, dv.D)
+		near(t, 1e-12, at+"dQ", fq.D, dq.D)
+		near(t, 1e-12, at+"dK", fk.D, dk.D)
+		near(t, 1e-12, at+"dV", fv.D, dv.D)
 		// the GEMM-blocked attention, which keeps P too
 		bo, bp := attentionBlocks(c, q, kAll, vAll, mb, hd)
-		near("blocked output", bo.D, want.D)
-		near("blocked P", bp.D, p.D)
+		near(t, 1e-12, at+"blocked output", bo.D, want.D)
+		near(t, 1e-12, at+"blocked P", bp.D, p.D)
 		bq, bk, bv := attentionBlocksBack(c, q, kAll, vAll, bp, dout, mb, hd)
-		near("blocked dQ", bq.D, dq.D)
-		near("blocked dK", bk.D, dk.D)
-		near("blocked dV", bv.D, dv.D)
+		near(t, 1e-12, at+"blocked dQ", bq.D, dq.D)
+		near(t, 1e-12, at+"blocked dK", bk.D, dk.D)
+		near(t, 1e-12, at+"blocked dV", bv.D, dv.D)
 	}
 }
 
@@ -69,31 +78,16 @@ func TestFlashAttentionMatchesDot(t *testing.T) {
 // the slice).
 func TestFlashAttentionShortKeys(t *testing.T) {
 	c := Config{Heads: 2, KVHeads: 1}
-	const hd, s = 8, 4
-	rng := rand.New(rand.NewPCG(8, 8))
-	mb := micro{b: 1, s: s, c: 1}
-	m := func(r, cols int) Mat[float64] {
-		x := newMat[float64](r, cols)
-		for i := range x.D {
-			x.D[i] = rng.NormFloat64()
-		}
-		return x
-	}
-	q, kAll, vAll, dout := m(s, 2*hd), m(s, hd), m(s, hd), m(s, 2*hd)
+	const hd = 8
+	mb, q, kAll, vAll, dout := attentionCase[float64](rand.New(rand.NewPCG(8, 8)), 1, 4, hd, 0, 1, 1)
 	want, p := attention(c, q, kAll, vAll, mb, hd)
 	got, lse := attentionFlash(c, q, kAll, vAll, mb, hd)
 	dq, dk, dv := attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
 	fq, fk, fv := attentionFlashBack(c, q, kAll, vAll, got, lse, dout, mb, hd)
-	for _, x := range []struct {
-		what      string
-		got, want []float64
-	}{{"output", got.D, want.D}, {"dQ", fq.D, dq.D}, {"dK", fk.D, dk.D}, {"dV", fv.D, dv.D}} {
-		for i := range x.want {
-			if math.Abs(x.got[i]-x.want[i]) > 1e-12*(1+math.Abs(x.want[i])) {
-				t.Fatalf("%s[%d] = %.15g, with P kept %.15g", x.what, i, x.got[i], x.want[i])
-			}
-		}
-	}
+	near(t, 1e-12, "output", got.D, want.D)
+	near(t, 1e-12, "dQ", fq.D, dq.D)
+	near(t, 1e-12, "dK", fk.D, dk.D)
+	near(t, 1e-12, "dV", fv.D, dv.D)
 }
 
 // TestFlashAttentionFloat32 holds the flash attention in float32, whose
@@ -105,21 +99,16 @@ func TestFlashAttentionFloat32(t *testing.T) {
 	const hd = 16
 	rng := rand.New(rand.NewPCG(7, 7))
 	for _, ctx := range []struct{ ci, c int }{{0, 1}, {1, 2}} {
-		mb, q, kAll, vAll, dout := attentionCase[float32](rng, hd, ctx.ci, ctx.c, 1)
+		mb, q, kAll, vAll, dout := attentionCase[float32](rng, 2, manyBlocks, hd, ctx.ci, ctx.c, 1)
+		at := fmt.Sprintf("context chunk %d of %d: ", ctx.ci, ctx.c)
 		want, p := attentionBlocks(c, q, kAll, vAll, mb, hd)
 		got, lse := attentionFlash(c, q, kAll, vAll, mb, hd)
 		dq, dk, dv := attentionBlocksBack(c, q, kAll, vAll, p, dout, mb, hd)
 		fq, fk, fv := attentionFlashBack(c, q, kAll, vAll, got, lse, dout, mb, hd)
-		for _, m := range []struct {
-			what      string
-			got, want []float32
-		}{{"output", got.D, want.D}, {"dQ", fq.D, dq.D}, {"dK", fk.D, dk.D}, {"dV", fv.D, dv.D}} {
-			for i := range m.want {
-				if d := math.Abs(float64(m.got[i] - m.want[i])); d > 1e-4*(1+math.Abs(float64(m.want[i]))) {
-					t.Fatalf("context chunk %d of %d: %s[%d] = %g, with P kept %g", ctx.ci, ctx.c, m.what, i, m.got[i], m.want[i])
-				}
-			}
-		}
+		near(t, 1e-4, at+"output", got.D, want.D)
+		near(t, 1e-4, at+"dQ", fq.D, dq.D)
+		near(t, 1e-4, at+"dK", fk.D, dk.D)
+		near(t, 1e-4, at+"dV", fv.D, dv.D)
 	}
 }
 
