@@ -111,6 +111,52 @@ func TestMinVCPUs(t *testing.T) {
 	}
 }
 
+// TestMinVCPUsScan holds the doubling-then-bisecting search to a plain
+// scan (a second implementation): the first count from 1 up whose run keeps
+// the chips busy, across placements, NUMA nodes, jitter and limits.
+func TestMinVCPUsScan(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mut   func(*Config)
+		limit int
+	}{
+		{"one chip", func(c *Config) {}, 64},
+		{"two chips two nodes local", func(c *Config) { c.Chips, c.NUMANodes = 2, 2 }, 64},
+		{"two chips node0", func(c *Config) { c.Chips, c.NUMANodes, c.Placement = 2, 2, Node0 }, 64},
+		{"four chips interleaved jitter", func(c *Config) { c.Chips, c.NUMANodes, c.Placement, c.Jitter = 4, 2, Interleaved, 0.3 }, 96},
+		{"limit too small", func(c *Config) { c.Chips = 4 }, 5},
+		{"limit not a power of two", func(c *Config) { c.Batch = 40 }, 23},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base()
+			c.Steps = 40
+			tc.mut(&c)
+			want, wantOK := tc.limit, false
+			for v := 1; v <= tc.limit; v++ {
+				if c.Placement == Local && v < c.NUMANodes {
+					continue
+				}
+				c.VCPUs = v
+				r, err := Run(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Busy() {
+					want, wantOK = v, true
+					break
+				}
+			}
+			n, r, ok, err := MinVCPUs(c, tc.limit)
+			if err != nil || n != want || ok != wantOK {
+				t.Errorf("MinVCPUs = %d (ok %v, err %v), scan finds %d (ok %v)", n, ok, err, want, wantOK)
+			}
+			if r.Config.VCPUs != n {
+				t.Errorf("MinVCPUs returned the result at %d vCPUs, want the one at %d", r.Config.VCPUs, n)
+			}
+		})
+	}
+}
+
 func TestDeterministic(t *testing.T) {
 	c := base()
 	c.Jitter = 0.5

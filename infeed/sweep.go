@@ -13,10 +13,14 @@ func (r Result) Busy() bool {
 	return r.StepTime <= floor+floor/100
 }
 
-// MinVCPUs finds the fewest vCPUs, up to limit, that keep the chips busy,
-// by bisection (more workers never slow production). It returns the result
-// at that count; ok is false when even limit vCPUs leave the chips waiting
-// on input, and the result is then the one at limit.
+// MinVCPUs finds the fewest vCPUs, up to limit, that keep the chips busy
+// (more workers never slow production). It doubles the count from the
+// least a placement can run with until the chips are busy, then bisects
+// between the last two counts, so it never simulates many more workers
+// than the answer needs: a run's cost grows with its workers, and the
+// answer is usually far below limit. It returns the result at that count;
+// ok is false when even limit vCPUs leave the chips waiting on input, and
+// the result is then the one at limit.
 func MinVCPUs(c Config, limit int) (n int, r Result, ok bool, err error) {
 	if limit < 1 {
 		return 0, Result{}, false, fmt.Errorf("infeed: vCPU limit %d: %w; want at least 1", limit, ErrInvalid)
@@ -25,18 +29,28 @@ func MinVCPUs(c Config, limit int) (n int, r Result, ok bool, err error) {
 		c.VCPUs = v
 		return Run(c)
 	}
-	top, err := try(limit)
-	if err != nil {
-		return 0, Result{}, false, err
-	}
-	if !top.Busy() {
-		return limit, top, false, nil
-	}
-	lo, hi := 1, limit // hi keeps the chips busy
+	lo := 1
 	if c.Placement == Local {
 		lo = min(c.NUMANodes, limit) // local placement needs a worker on every node
 	}
-	best := top
+	// Invariant: counts below lo leave the chips waiting; hi keeps them
+	// busy once found.
+	hi := lo
+	var best Result
+	for {
+		res, err := try(hi)
+		if err != nil {
+			return 0, Result{}, false, err
+		}
+		if res.Busy() {
+			best = res
+			break
+		}
+		if hi == limit {
+			return limit, res, false, nil
+		}
+		lo, hi = hi+1, min(2*hi, limit)
+	}
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		res, err := try(mid)
