@@ -141,3 +141,34 @@ func TestREADMEInferenceIsTheCommand(t *testing.T) {
 		t.Errorf("README.md's inference example differs from the command's\n--- command\n%s\n--- README\n%s", out, block)
 	}
 }
+
+// TestREADMETestCommandIsCI holds the test command README.md gives to the
+// one .ci/run runs, and requires it to carry an explicit -timeout: go test's
+// default stops a package at 10 minutes, which a busy 2-core machine
+// reached under -race.
+func TestREADMETestCommandIsCI(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmd string
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, "go test ") {
+			cmd = strings.TrimSpace(strings.SplitN(line, "#", 2)[0])
+			break
+		}
+	}
+	if cmd == "" {
+		t.Fatal("README.md gives no line starting with the test command go test")
+	}
+	if !strings.Contains(cmd, " -timeout ") || !strings.Contains(cmd, " -race ") {
+		t.Errorf("README.md's test command %q lacks -race or an explicit -timeout", cmd)
+	}
+	if !strings.Contains(string(ci), cmd) {
+		t.Errorf(".ci/run does not run README.md's test command %q", cmd)
+	}
+}
