@@ -689,3 +689,46 @@ func TestContentionSlowsByTheHiddenShare(t *testing.T) {
 		}
 	}
 }
+
+// TestDotProductScoresRecomputedUnderRemat holds the layer backward phase
+// to a hand derivation: under full remat jax.checkpoint reruns the layer's
+// forward, and dot_product attention's exponentiated scores, a [b, heads,
+// s, seq] array of the activation dtype (MaxText attention_op.py
+// compute_local_attention @e591f30c), are recomputed with it. Llama 3 8B,
+// 2 sequences of 1024 tokens per chip on v5p-8 (fsdp=4): the phase holds
+// 2·32·1024·1024·2 bytes more than with flash attention, which keeps no
+// scores. The output layer's phase does not change.
+func TestDotProductScoresRecomputedUnderRemat(t *testing.T) {
+	j := NewJob(lookup(t, "llama3-8b"), 1024, 8)
+	j.Remat = RematFull
+	m := layout(t, "v5p-8", 1, "fsdp=4")
+	e := NewEstimator()
+	flash, err := e.Memory(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Attention = AttentionDot
+	dot, err := e.Memory(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	phase := func(mem Memory, name string) unit.Bytes {
+		for _, p := range mem.Phases {
+			if p.Name == name {
+				return p.Bytes()
+			}
+		}
+		t.Fatalf("no phase %q in %+v", name, mem.Phases)
+		return 0
+	}
+	want := unit.Bytes(2 * 32 * 1024 * 1024 * 2)
+	if got := phase(dot, PhaseLayerBackward) - phase(flash, PhaseLayerBackward); got != want {
+		t.Errorf("layer backward, dot_product − flash = %d bytes, want %d", got, want)
+	}
+	if d, f := phase(dot, PhaseOutput), phase(flash, PhaseOutput); d != f {
+		t.Errorf("output phase: dot_product %d, flash %d bytes, want equal", d, f)
+	}
+	if dot.Activations != flash.Activations {
+		t.Errorf("held activations: dot_product %d, flash %d bytes; full remat keeps only the layer inputs", dot.Activations, flash.Activations)
+	}
+}

@@ -20,10 +20,12 @@ type Memory struct {
 	Gradients   unit.Bytes `json:"gradients"`
 	Optimizer   unit.Bytes `json:"optimizer"`
 	Activations unit.Bytes `json:"activations"` // held for the backward pass
-	// Transient is the largest short-lived buffer: one layer's activations
-	// recomputed under full remat, FSDP's gathered weights and gradients of
-	// the current and prefetched layer, and the output logits.
+	// Transient is the short-lived buffers of the step's largest phase
+	// (Peak), on top of the state and the held activations; Phases lists
+	// each phase's buffers.
 	Transient unit.Bytes `json:"transient"`
+	Peak      string     `json:"peak_phase"`
+	Phases    []Phase    `json:"phases"`
 	// Host is what offloaded activations, parameters or optimizer state
 	// occupy in host memory, per chip.
 	Host   unit.Bytes `json:"host"`
@@ -350,52 +352,13 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 	if sh.p > 1 && (j.Schedule == schedule.GPipe || j.Schedule == schedule.Circular) {
 		logits = pp.lastInFlight
 	}
-	mem.Transient = unit.Bytes(j.transient(sh, st, r, logits))
-	return mem
-}
-
-// transient is the largest short-lived buffer per chip, the larger of two
-// phases that do not overlap. In a layer's backward pass: the working set
-// of that layer (what the policy does not keep is recomputed into it) and
-// compute-dtype weights (and an MoE layer's dispatch buffers,
-// expertBuffers). With FSDP, XLA gathers each weight matrix
-// separately and its latency-hiding scheduler starts a gather only as far
-// ahead as memory allows, so what must be resident is three of the
-// layer's largest matrices: the one in use, its unreduced gradient on the
-// way to the reduce-scatter, and the next one gathered ahead (never more
-// than two layers). Without FSDP but with fp32 weights: the bf16 copy of
-// the layer in use. At the output layer, on the stage that has it: the
-// logits of the micro-batches held (one, or all of the last stage's where
-// every forward precedes the backward) and one's gradients in the compute
-// dtype (XLA fuses the fp32 softmax and loss row by row), split over the
-// vocabulary tiles, and with
-// FSDP the output layer's gathered weights and unreduced gradients.
-func (j Job) transient(sh shape, st stage, r remat, logits float64) float64 {
-	var layerPhase float64
-	if j.Remat != RematNone {
-		all := j
-		all.Remat, all.Attention = RematNone, AttentionFlash
-		layerPhase += all.rematOf(sh.b, sh.s, j.Seq, sh.t).device - r.device
-	}
-	layer := float64(j.Model.ParamCount().PerLayer()) / float64(sh.t)
-	e := float64(j.Precision.Activation)
-	layerPhase += j.expertBuffers(sh.b, sh.s) + j.ringBuffers(sh.e, sh.b*sh.s)
-	switch {
-	case sh.f*sh.e > 1:
-		layerPhase += min(3*float64(j.Model.LargestMatrix())/float64(sh.t), 2*layer) * e
-	case j.Precision.Weight > j.Precision.Activation || j.ParameterOffload:
-		layerPhase += layer * e
-	}
-	var outputPhase float64
-	if sh.p == 1 || st == lastStage {
-		tiles := float64(max(j.VocabTiles, 1))
-		outputPhase = float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * (logits + 1) * e / float64(sh.t) / tiles
-		if sh.f > 1 {
-			// the output layer gathered, and its unreduced gradients
-			outputPhase += 2 * float64(j.Model.Vocab) * float64(j.Model.DModel) / float64(sh.t) * e
+	mem.Phases = j.phases(sh, st, r, logits)
+	for _, ph := range mem.Phases {
+		if b := ph.Bytes(); b > mem.Transient || mem.Peak == "" {
+			mem.Transient, mem.Peak = b, ph.Name
 		}
 	}
-	return max(layerPhase, outputPhase)
+	return mem
 }
 
 // Estimate computes memory, time and traffic for one step of j on m. A job
