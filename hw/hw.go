@@ -135,15 +135,39 @@ func (c Chip) DCNPerHost() unit.BytesPerSecond {
 // MXUs is the number of matrix units on the chip (0 when not published).
 func (c Chip) MXUs() int { return c.TensorCores * c.MXUsPerTensorCore }
 
-// UsableHBM is the HBM a job may fill when it keeps the fraction headroom
-// of it free (for the compiler's buffers and fragmentation).
+// CompilerHBM is the HBM per chip that XLA's TPU compiler checks a program
+// against: the capacity its out-of-memory message prints per JAX device
+// (xla_hbm.csv, with sources), times the chip's devices, and never more
+// than the published HBM (v5p's 95.74 GiB limit is above the 95 GiB the
+// Cloud page rounds to). ok is false where no such message was found.
+func (c Chip) CompilerHBM() (b unit.Bytes, ok bool) {
+	per, ok := xlaHBM[c.Generation]
+	if !ok {
+		return 0, false
+	}
+	return min(per*unit.Bytes(c.JAXDevicesPerChip), c.HBM), true
+}
+
+// UsableHBM is the HBM a job may fill: what the compiler allows
+// (CompilerHBM, or where that is unknown the HBM less AssumedReserve),
+// less the fraction headroom of it kept free as a planning margin. Every
+// caller (plan, validate, web, exports) asks this one rule.
 func (c Chip) UsableHBM(headroom float64) unit.Bytes {
-	return unit.Bytes(float64(c.HBM) * (1 - headroom))
+	b, ok := c.CompilerHBM()
+	if !ok {
+		b = unit.Bytes(float64(c.HBM) * (1 - AssumedReserve))
+	}
+	return unit.Bytes(float64(b) * (1 - headroom))
 }
 
 // Assumptions for the numbers the catalog does not publish for every
 // generation. Nothing else in shardlab may fill these gaps.
 const (
+	// AssumedReserve is the share of HBM taken for the runtime's
+	// reservation and not offered to the compiler on a generation whose
+	// compiler capacity is unknown (xla_hbm.csv): v4's 1.25 of 32 GiB, the
+	// largest share among the generations with a published message.
+	AssumedReserve = 0.04
 	// AssumedPCIe is the host-to-chip bandwidth of a chip whose PCIe is not
 	// published: 16 GB/s each way, what the scaling book gives for v4 and
 	// v5p [sb-tpus].

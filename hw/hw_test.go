@@ -256,11 +256,11 @@ func TestAssumed(t *testing.T) {
 		got, want float64
 	}{
 		{"v3 VM vCPUs (not published)", float64(v3.Host.VCPUsOrAssumed()), 4 * AssumedVCPUsPerChip},
-		{"tpu7x VM vCPUs", float64(c7.Host.VCPUsOrAssumed()), 224},              // [gcp-7x]
-		{"tpu7x PCIe (not published)", float64(c7.PCIeOrAssumed()), 16e9},       // AssumedPCIe
-		{"v6e PCIe", float64(v6.PCIeOrAssumed()), 32e9},                         // [sb-tpus]
-		{"tpu7x HBM with half kept free", float64(c7.UsableHBM(0.5)), 96 << 30}, // [gcp-7x]: 192 GiB
-		{"tpu7x HBM with no headroom", float64(c7.UsableHBM(0)), 192 << 30},
+		{"tpu7x VM vCPUs", float64(c7.Host.VCPUsOrAssumed()), 224},                  // [gcp-7x]
+		{"tpu7x PCIe (not published)", float64(c7.PCIeOrAssumed()), 16e9},           // AssumedPCIe
+		{"v6e PCIe", float64(v6.PCIeOrAssumed()), 32e9},                             // [sb-tpus]
+		{"tpu7x HBM with half kept free", float64(c7.UsableHBM(0.5)), 101726300406}, // xla_hbm.csv: 94.74 GiB per device, 2 devices
+		{"tpu7x HBM with no headroom", float64(c7.UsableHBM(0)), 203452600812},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %g, want %g", tt.name, tt.got, tt.want)
@@ -407,5 +407,55 @@ func TestCapacityTopology(t *testing.T) {
 	}
 	if _, ok := CapacityTopologyOf(V5p); ok {
 		t.Error("v5p has a capacity topology, but All Capacity mode does not exist on it")
+	}
+}
+
+// TestUsableHBMIsTheCompilersCapacity holds UsableHBM to the capacities
+// XLA's out-of-memory messages print per JAX device (xla_hbm.csv): v4
+// "of 30.75G hbm" (MaxText PR 4117) for its one device per chip, TPU7x
+// "of 94.74G hbm" for each of its two, v5p capped at the 95 GiB the
+// catalog gives, and v5e, with no traceable message, its 16 GiB less
+// AssumedReserve.
+func TestUsableHBMIsTheCompilersCapacity(t *testing.T) {
+	for _, tt := range []struct {
+		gen  string
+		head float64
+		want float64
+	}{
+		{"v4", 0, 30.75 * (1 << 30)},
+		{"tpu7x", 0, 2 * 94.74 * (1 << 30)},
+		{"tpu7x", 0.5, 94.74 * (1 << 30)},
+		{"v6e", 0, 31.25 * (1 << 30)},
+		{"v5p", 0, 95 * (1 << 30)},
+		{"v5e", 0, 16 * (1 - AssumedReserve) * (1 << 30)},
+	} {
+		c, err := Lookup(tt.gen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := float64(c.UsableHBM(tt.head)); math.Abs(got-tt.want) > 1 {
+			t.Errorf("%s UsableHBM(%v) = %.0f, want %.0f", tt.gen, tt.head, got, tt.want)
+		}
+	}
+}
+
+func TestParseXLAHBMRefuses(t *testing.T) {
+	head := "generation,capacity_gib,reserved,quote,source,date\n"
+	for _, bad := range []string{
+		"",
+		"gen,cap,r,q,s,d\n",
+		head + "v9,1,,q,s,d\n",
+		head + "v4,NaN,,q,s,d\n",
+		head + "v4,-1,,q,s,d\n",
+		head + "v4,1,,q,,d\n",
+		head + "v4,1,,q,s,d\nv4,2,,q,s,d\n",
+		head + "v4,1,,q,s\n",
+	} {
+		if _, err := parseXLAHBM(bad); err == nil {
+			t.Errorf("parseXLAHBM(%q) accepted", bad)
+		}
+	}
+	if _, err := parseXLAHBM(xlaHBMCSV); err != nil {
+		t.Errorf("the embedded file: %v", err)
 	}
 }

@@ -130,11 +130,13 @@ func TestRulePipelineAcrossSlicesWhenBatchLimited(t *testing.T) {
 
 func TestRuleFSDPAcrossSlicesWhenMemoryNeedsIt(t *testing.T) {
 	// Llama 3 70B (fp32 weights, gradients and Adam moments: 1.13 TB) on
-	// two v5e-64 slices (16 GiB chips): over one slice's 64 chips the state
-	// is 17.6 GB a chip, more than a chip holds, so FSDP inside each slice
-	// with data parallelism across them cannot fit; sharded over both
-	// slices' 128 chips (8.8 GB) it does.
-	r := request(t, "llama3-70b", "v5litepod-64", 2, 128)
+	// four v5e-64 slices (16 GiB chips): over one slice's 64 chips the
+	// state is 17.6 GB a chip, more than a chip holds, so FSDP inside each
+	// slice with data parallelism across them cannot fit; sharded over all
+	// 256 chips (4.4 GB) it does, with room to spare. (Over two slices'
+	// 128 chips, 8.8 GB, the layout sits within 0.1 GiB of the usable HBM,
+	// too close to the edge to test the rule.)
+	r := request(t, "llama3-70b", "v5litepod-64", 4, 256)
 	r.Seq = 1024
 	p, err := Search(r)
 	if err != nil {
