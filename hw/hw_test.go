@@ -459,3 +459,21 @@ func TestParseXLAHBMRefuses(t *testing.T) {
 		t.Errorf("the embedded file: %v", err)
 	}
 }
+
+// FuzzParseXLAHBM: the capacity table's parser never panics, and what it
+// accepts has a positive capacity for a known generation.
+func FuzzParseXLAHBM(f *testing.F) {
+	f.Add(xlaHBMCSV)
+	f.Add("generation,capacity_gib,reserved,quote,source,date\nv4,1e308,,q,s,d\n")
+	f.Fuzz(func(t *testing.T, data string) {
+		m, err := parseXLAHBM(data)
+		if err != nil {
+			return
+		}
+		for g, b := range m {
+			if _, err := Lookup(string(g)); err != nil || b <= 0 {
+				t.Errorf("accepted %s with %d bytes", g, b)
+			}
+		}
+	})
+}
