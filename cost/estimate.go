@@ -352,7 +352,7 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 	if sh.p > 1 && (j.Schedule == schedule.GPipe || j.Schedule == schedule.Circular) {
 		logits = pp.lastInFlight
 	}
-	mem.Phases = j.phases(sh, st, r, logits)
+	mem.Phases = j.phases(sh, st, logits)
 	for _, ph := range mem.Phases {
 		if b := ph.Bytes(); b > mem.Transient || mem.Peak == "" {
 			mem.Transient, mem.Peak = b, ph.Name

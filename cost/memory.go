@@ -26,7 +26,12 @@ func (p Phase) Bytes() unit.Bytes {
 	return n
 }
 
-// The phases.
+// BufferActivationGradients names the layer backward's activation
+// gradients (the emulator's meter does not count them yet).
+const BufferActivationGradients = "activation gradients"
+
+// The phases. A layer backward's name carries, in parentheses, the step
+// of it at which its buffers peak.
 const (
 	PhaseLayerBackward = "layer backward"
 	PhaseOutput        = "output layer and loss"
@@ -35,15 +40,9 @@ const (
 // phases lists the short-lived buffers of the two phases of a step that
 // do not overlap, per chip.
 //
-// The backward pass of a layer. jax.checkpoint (MaxText wraps each decoder
-// layer in it, layers/decoders.py get_remat_policy) reruns the layer's
-// forward before its backward, so what the policy does not keep is
-// recomputed into HBM at once, the attention core's probabilities too when
-// dot_product attention materialises them (layers/attention_op.py
-// apply_attention_dot and compute_local_attention @e591f30c: the scores
-// and their exponentials are [b, heads, q, kv] arrays of the activation
-// dtype; the exponentials are what the backward pass reads). Then the
-// weights: with FSDP, XLA
+// The backward pass of a layer: the recomputed activations and the
+// activation gradients at the step of it where they peak (layerBackward).
+// Then the weights: with FSDP, XLA
 // gathers each weight matrix separately and its latency-hiding scheduler
 // starts a gather only as far ahead as memory allows, so what must be
 // resident is three of the layer's largest matrices in the compute dtype:
@@ -59,7 +58,7 @@ const (
 // fuses the fp32 softmax and loss row by row), split over the vocabulary
 // tiles (MaxText num_vocab_tiling), and with FSDP the output layer's
 // gathered weights and unreduced gradients.
-func (j Job) phases(sh shape, st stage, r remat, logits float64) []Phase {
+func (j Job) phases(sh shape, st stage, logits float64) []Phase {
 	e := float64(j.Precision.Activation)
 	var back Phase
 	add := func(ph *Phase, name string, bytes float64) {
@@ -67,11 +66,9 @@ func (j Job) phases(sh shape, st stage, r remat, logits float64) []Phase {
 			ph.Buffers = append(ph.Buffers, Buffer{Name: name, Bytes: unit.Bytes(bytes)})
 		}
 	}
-	if j.Remat != RematNone {
-		all := j
-		all.Remat = RematNone
-		add(&back, "recomputed activations", all.rematOf(sh.b, sh.s, j.Seq, sh.t).device-r.device)
-	}
+	walk := j.layerBackward(sh.b, sh.s, j.Seq, sh.t)
+	add(&back, "recomputed activations still live", walk.residuals)
+	add(&back, BufferActivationGradients, walk.gradients)
 	add(&back, "MoE dispatch", j.expertBuffers(sh.b, sh.s))
 	add(&back, "ring of experts", j.ringBuffers(sh.e, sh.b*sh.s))
 	layer := float64(j.Model.ParamCount().PerLayer()) / float64(sh.t)
@@ -93,6 +90,120 @@ func (j Job) phases(sh shape, st stage, r remat, logits float64) []Phase {
 		}
 		phases = append(phases, out)
 	}
-	phases[0].Name = PhaseLayerBackward
+	phases[0].Name = PhaseLayerBackward + " (" + walk.step + ")"
 	return phases
+}
+
+// backwardWalk is where a layer's backward pass peaks: the step, and the
+// recomputed activations and the activation gradients live there, per
+// chip.
+type backwardWalk struct {
+	step                 string
+	residuals, gradients float64
+}
+
+// layerBackward walks the backward pass of one decoder layer, for b
+// sequences of s local tokens attending over seq keys with tensor
+// parallelism t, op by op, and returns the step at which its short-lived
+// activations peak.
+//
+// jax.checkpoint (MaxText wraps each decoder layer in it, layers/decoders.py
+// get_remat_policy) reruns the layer's forward before its backward, so
+// what the policy does not keep is recomputed into HBM at once: the tagged
+// tensors it places on neither device nor host, and the untagged ones the
+// backward reads (the norms' outputs and the MLP's activation product, and
+// with dot_product attention the exponentiated scores, a [b, heads, s, seq]
+// array of the activation dtype: layers/attention_op.py
+// compute_local_attention @e591f30c). The backward then consumes them in
+// reverse order, each step holding the gradients it reads and writes:
+//
+//	MLP down-projection   d(out), d(act)              frees act
+//	MLP activation        d(out), d(wi_0), d(wi_1)    frees wi_0, wi_1
+//	MLP up-projections    d(out), d(wi_0), d(wi_1), d(normed)
+//	mid-layer norm        d(out), d(normed), d(h)     frees h (out_proj)
+//	attention out-proj    d(h), d(context)            frees context
+//	attention core        d(h), d(context), dQ, dK, dV frees Q, K, V, probabilities
+//	                      (dot_product: and one [b, heads, s, seq] gradient)
+//	QKV projections       d(h), dQ, dK, dV, d(normed)
+//
+// An elementwise op writes its output into the buffer of an operand of
+// the same shape that dies at it (XLA buffer assignment,
+// HloDataflowAnalysis::CanShareOperandBufferWithUser, for elementwise
+// loop fusions): the exponentials take the scores' buffer in the forward,
+// d(wi_0) takes d(act)'s at the gated activation's backward, and the
+// scores' gradient the probabilities' gradient's. A parallel block (attention and MLP read one norm)
+// has no mid-layer norm, and its MLP's d(normed) stays live through the
+// attention's steps, where it is summed. What the policy keeps stays in the
+// held activations and is not counted here; without remat nothing is
+// recomputed, and the gradients alone make the phase.
+func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
+	spec := j.Model
+	e := float64(j.Precision.Activation)
+	tok := float64(b) * float64(s)
+	w := j.tensorWidths(t)
+	p := j.places()
+	d, f := w[LayerInput], w[MLPWi0]
+	heads := 0.0
+	if j.Attention == AttentionDot {
+		heads = float64(spec.Heads) * float64(seq) / float64(t) // per token: one [heads, seq] row
+	}
+	// rec is the recomputed residuals, in elements per token, by name.
+	rec := map[string]float64{}
+	if j.Remat != RematNone {
+		for x := Query; x < NumTensors; x++ {
+			if p[x] == Recompute && j.needed(x) {
+				rec[x.String()] = w[x]
+			}
+		}
+		rec["norms"] = float64(spec.Norms()) * d
+		rec["act"] = f
+		rec["probabilities"] = heads
+	}
+	dwi := f // d(wi_0), and d(wi_1) when gated
+	if spec.GatedMLP {
+		dwi = 2 * f
+	}
+	dqkv := w[Query] + w[Key] + w[Value]
+	attnCore := dqkv + heads
+	type step struct {
+		name  string
+		grads float64
+		frees []string
+	}
+	var steps []step
+	steps = append(steps,
+		step{"forward recompute", 0, nil},
+		step{"MLP down-projection", d + f, []string{"act"}},
+		step{"MLP activation", d + dwi, []string{MLPWi0.String(), MLPWi1.String()}},
+		step{"MLP up-projections", d + dwi + d, nil},
+	)
+	if spec.ParallelBlock {
+		// d(out) and the MLP's d(normed) stay live through the attention.
+		steps = append(steps,
+			step{"attention out-projection", 2*d + w[Context], []string{Context.String()}},
+			step{"attention core", 2*d + w[Context] + attnCore, []string{Query.String(), Key.String(), Value.String(), "probabilities"}},
+			step{"QKV projections", 2*d + dqkv + d, nil},
+		)
+	} else {
+		steps = append(steps,
+			step{"mid-layer norm", 3 * d, []string{OutProj.String()}},
+			step{"attention out-projection", d + w[Context], []string{Context.String()}},
+			step{"attention core", d + w[Context] + attnCore, []string{Query.String(), Key.String(), Value.String(), "probabilities"}},
+			step{"QKV projections", d + dqkv + d, nil},
+		)
+	}
+	var best backwardWalk
+	for i, st := range steps {
+		var live float64
+		for _, v := range rec {
+			live += v
+		}
+		if i == 0 || (live+st.grads)*e*tok > best.residuals+best.gradients {
+			best = backwardWalk{step: st.name, residuals: live * e * tok, gradients: st.grads * e * tok}
+		}
+		for _, n := range st.frees {
+			delete(rec, n)
+		}
+	}
+	return best
 }
