@@ -245,8 +245,38 @@ func parseBatches(r *Request, o Options) error {
 		if r.Axes, err = mesh.ParseAxes(o.Mesh); err != nil {
 			return refuseErr(OptionMesh, o.Mesh, err)
 		}
+		if r.Multislice.Chips() > 0 { // a bare generation's footprint is Search's to pick
+			if _, err := askedMesh(r.Multislice, r.Axes, o.Mesh); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// askedMesh is the layout the {mesh} option asks for on ms; value is the
+// option as given. A layout that does not fit ms is the user's: its error
+// is an *OptionError for {mesh}.
+func askedMesh(ms hw.Multislice, axes []mesh.Degree, value string) (mesh.Mesh, error) {
+	m, err := mesh.New(ms, axes...)
+	if err != nil {
+		return m, refuseErr(OptionMesh, value, err)
+	}
+	return m, nil
+}
+
+// spellAxes is degrees as the {mesh} option spells them (data=2(dcn),fsdp=4).
+func spellAxes(degrees []mesh.Degree) string {
+	var items []string
+	for _, d := range degrees {
+		if d.ICI != 1 || d.DCN == 1 {
+			items = append(items, fmt.Sprintf("%s=%d", d.Axis, d.ICI))
+		}
+		if d.DCN != 1 {
+			items = append(items, fmt.Sprintf("%s=%d(dcn)", d.Axis, d.DCN))
+		}
+	}
+	return strings.Join(items, ",")
 }
 
 // parseSchedule reads the remat policy, the pipeline schedule and its

@@ -102,6 +102,10 @@ func TestParseRequestErrors(t *testing.T) {
 		{func(o *Options) { o.MaxGlobalBatch = "lots" }, OptionMaxGlobalBatch, `--max-global-batch "lots": want N sequences`},
 		{func(o *Options) { o.GlobalBatch = "4Mtok" }, OptionGlobalBatch, `--global-batch "4Mtok": 4000000 tokens is not a whole number of 8192-token sequences`},
 		{func(o *Options) { o.Mesh = "data=4(tpu)" }, OptionMesh, "--mesh: mesh: data"},
+		// a layout that does not fit the slices asked for is the user's mistake, named at parse time
+		{func(o *Options) { o.Mesh = "data=3" }, OptionMesh, "--mesh: mesh: ICI factors = 3"},
+		{func(o *Options) { o.Mesh, o.TPU, o.Slices = "fsdp=4,tensor=2(dcn)", "v5p-8", 2 }, OptionMesh, "--mesh: mesh: tensor = 2 over DCN: tensor parallelism over DCN"},
+		{func(o *Options) { o.Mesh, o.TPU, o.Slices = "fsdp=4,context=2(dcn)", "v5p-8", 2 }, OptionMesh, "--mesh: mesh: context = 2 over DCN: context parallelism over DCN"},
 		{func(o *Options) { o.Remat = "some" }, OptionRemat, `--remat: cost: remat policy "some"`},
 		{func(o *Options) { o.Schedule = "zigzag" }, OptionSchedule, `--schedule: schedule: unknown schedule "zigzag"`},
 		{func(o *Options) { o.Chunks = 3 }, OptionChunks, "--chunks 3 needs --schedule interleaved or circular"},

@@ -450,7 +450,7 @@ func search(r Request) (Plan, error) {
 		s.rejected[t] = map[cost.Reason]int{}
 	}
 	if r.Axes != nil {
-		m, err := mesh.New(r.Multislice, r.Axes...)
+		m, err := askedMesh(r.Multislice, r.Axes, spellAxes(r.Axes))
 		if err != nil {
 			return Plan{}, err
 		}

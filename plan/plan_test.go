@@ -249,6 +249,11 @@ func TestTensorOverDCNRejected(t *testing.T) {
 	if !errors.Is(err, mesh.ErrTensorOverDCN) {
 		t.Fatalf("error = %v, want ErrTensorOverDCN", err)
 	}
+	// the layout asked for is the user's mistake: an *OptionError for {mesh}
+	var oe *OptionError
+	if !errors.As(err, &oe) || !errors.Is(err, ErrRequest) || oe.Option != OptionMesh || oe.Value != "fsdp=64,tensor=2(dcn)" {
+		t.Errorf("error = %#v, want an *OptionError for mesh fsdp=64,tensor=2(dcn) wrapping ErrRequest", err)
+	}
 	// And the search never proposes it.
 	r.Axes = nil
 	p, err := Search(r)
@@ -486,6 +491,18 @@ func TestSearchScope(t *testing.T) {
 		if !strings.Contains(reasons(p), tt.reason) {
 			t.Errorf("%s on %s: reasons lack %q:\n%s", tt.model, tt.gen, tt.reason, reasons(p))
 		}
+	}
+	// a layout that fits no footprint tried is the user's mistake, named
+	c, err := hw.Lookup("tpu7x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := request(t, "llama3-8b", "tpu7x-8", 1, 512)
+	r.Axes = []mesh.Degree{{Axis: mesh.Data, ICI: 3, DCN: 1}}
+	_, err = SearchScope(r, c, 16)
+	var oe *OptionError
+	if !errors.As(err, &oe) || !errors.Is(err, ErrRequest) || oe.Option != OptionMesh || oe.Value != "data=3" {
+		t.Errorf("SearchScope with mesh data=3: error = %v, want an *OptionError for mesh data=3 wrapping ErrRequest", err)
 	}
 }
 

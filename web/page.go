@@ -107,9 +107,7 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	var fe *fieldError
 	if err != nil {
 		code, fe = h.status(err)
-		if code == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "1")
-		}
+		h.setRetry(w, code)
 	}
 	for _, f := range fields() {
 		fv := fieldView{field: f, Key: string(f.Option), Value: vals[f.Option]}

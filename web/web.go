@@ -9,24 +9,32 @@
 //
 // The handler is safe to expose to a browser on a workstation: bodies,
 // pasted specs and the searched chips are bounded, each request has a
-// deadline, at most a few searches run at once (503 when full), nothing in
-// a request reaches the file system, and errors are one line of text
-// (next to the form field they concern), never a stack trace. The page and
+// deadline, at most a few searches run at once and a bounded queue of
+// requests waits a few seconds for them (then 503 with Retry-After),
+// nothing in a request reaches the file system, and errors are one line
+// of text (next to the form field they concern), never a stack trace. A
+// mistake in a request is a 4xx that names the field at fault; only the
+// server's own failures are 500s, and only they are logged. The page and
 // its script and style are embedded: the page needs no network.
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"maps"
+	"math"
+	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"shardlab/chart"
 	"shardlab/export"
@@ -47,23 +55,43 @@ type Config struct {
 	MaxChips int
 	// Timeout bounds one request's work: its search and its charts.
 	Timeout time.Duration
-	// MaxSearches is how many requests may search at once; more get 503.
+	// MaxSearches is how many requests may search at once; more wait in
+	// the queue.
 	MaxSearches int
-	// Log receives one line per failed search; nil discards.
+	// MaxQueue is how many requests may wait for a search at once; more
+	// get 503 at once. It bounds the memory that waiting requests hold
+	// (each at most MaxBodyBytes, parsed).
+	MaxQueue int
+	// QueueWait is how long a request waits in the queue for a search
+	// before it gets 503, with a Retry-After of as many seconds.
+	QueueWait time.Duration
+	// Log receives one line per server error (never for a mistake in a
+	// request); nil discards.
 	Log *log.Logger
 }
 
-// DefaultConfig is what a zero Config means.
+// DefaultConfig is what a zero Config means: two searches at once (the
+// search is CPU-bound; a workstation has few cores to spare) and 256
+// requests waiting up to DefaultQueueWait for them.
 func DefaultConfig() Config {
-	return Config{MaxBodyBytes: 64 << 10, MaxSpecBytes: 16 << 10, MaxChips: 1 << 16, Timeout: 30 * time.Second, MaxSearches: 2}
+	return Config{MaxBodyBytes: 64 << 10, MaxSpecBytes: 16 << 10, MaxChips: 1 << 16, Timeout: 30 * time.Second,
+		MaxSearches: 2, MaxQueue: 256, QueueWait: DefaultQueueWait}
 }
+
+// DefaultQueueWait is how long a request waits for a search by default:
+// long enough for a burst of small searches (a few milliseconds each) to
+// drain, short enough that a client of a saturated server hears so soon.
+const DefaultQueueWait = 5 * time.Second
 
 // Handler serves the page, its downloads and the JSON API.
 type Handler struct {
-	cfg  Config
-	sem  chan struct{}
-	mux  *http.ServeMux
-	page *pageTemplates
+	cfg Config
+	// slots holds a token per running search; queue a token per request
+	// waiting for a slot.
+	slots, queue chan struct{}
+	retryAfter   string // the Retry-After of a 503, in seconds
+	mux          *http.ServeMux
+	page         *pageTemplates
 }
 
 // New returns the handler with c's bounds (defaults for zero fields).
@@ -84,10 +112,17 @@ func New(c Config) *Handler {
 	if c.MaxSearches <= 0 {
 		c.MaxSearches = d.MaxSearches
 	}
+	if c.MaxQueue <= 0 {
+		c.MaxQueue = d.MaxQueue
+	}
+	if c.QueueWait <= 0 {
+		c.QueueWait = d.QueueWait
+	}
 	if c.Log == nil {
 		c.Log = log.New(io.Discard, "", 0)
 	}
-	h := &Handler{cfg: c, sem: make(chan struct{}, c.MaxSearches), mux: http.NewServeMux(), page: templates()}
+	h := &Handler{cfg: c, slots: make(chan struct{}, c.MaxSearches), queue: make(chan struct{}, c.MaxQueue),
+		retryAfter: strconv.Itoa(max(1, int(math.Ceil(c.QueueWait.Seconds())))), mux: http.NewServeMux(), page: templates()}
 	h.mux.HandleFunc("GET /{$}", h.servePage)
 	h.mux.HandleFunc("GET /static/{name}", serveStatic)
 	h.mux.HandleFunc("GET /download/maxtext.yaml", h.serveMaxText)
@@ -109,10 +144,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// Errors of the work a request asks for, by HTTP status.
+// Errors of the work a request asks for that are no mistake in it.
 var (
-	errBusy    = errors.New("busy")
-	errTimeout = errors.New("timeout")
+	errQueueFull = errors.New("queue full")
+	errWaited    = errors.New("no search slot came free")
+	errTimeout   = errors.New("timeout")
+	errGone      = errors.New("the client went away")
 )
 
 // outcome is a search with its charts.
@@ -122,8 +159,38 @@ type outcome struct {
 	skipped []string
 }
 
+// acquire takes a search slot: at once when one is free, else after
+// waiting in the queue for at most QueueWait (errWaited), unless the
+// queue is full (errQueueFull) or ctx ends first (errGone: the client
+// went away). A slot freed goes to the longest waiter: blocked senders on
+// a channel are woken in order.
+func (h *Handler) acquire(ctx context.Context) error {
+	select {
+	case h.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case h.queue <- struct{}{}:
+	default:
+		return errQueueFull
+	}
+	defer func() { <-h.queue }()
+	wait := time.NewTimer(h.cfg.QueueWait)
+	defer wait.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		return nil
+	case <-wait.C:
+		return errWaited
+	case <-ctx.Done():
+		return errGone
+	}
+}
+
 // run searches the options, with the charts when withCharts, under the
-// handler's bounds: a free search slot (errBusy when there is none) and
+// handler's bounds: options that plan refuses or the server does not
+// search are refused before the queue; then a search slot (acquire) and
 // the request's deadline (errTimeout). A search the deadline abandons
 // keeps its slot until it ends, so abandoned work still counts against
 // MaxSearches.
@@ -135,11 +202,10 @@ func (h *Handler) run(ctx context.Context, o plan.Options, withCharts bool) (out
 	if err := checkSize(req, h.cfg); err != nil {
 		return outcome{}, err
 	}
-	select {
-	case h.sem <- struct{}{}:
-	default:
-		return outcome{}, errBusy
+	if err := h.acquire(ctx); err != nil {
+		return outcome{}, err
 	}
+	client := ctx
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	type searched struct {
@@ -154,7 +220,7 @@ func (h *Handler) run(ctx context.Context, o plan.Options, withCharts bool) (out
 				h.cfg.Log.Printf("web: search %+v panicked: %v", o, v)
 				res.err = fmt.Errorf("internal error while searching")
 			}
-			<-h.sem // free the slot before answering, so the next request finds it
+			<-h.slots // free the slot before answering, so the next request finds it
 			done <- res
 		}()
 		res.out.plan, res.err = plan.Search(req)
@@ -166,16 +232,28 @@ func (h *Handler) run(ctx context.Context, o plan.Options, withCharts bool) (out
 	case res := <-done:
 		return res.out, res.err
 	case <-ctx.Done():
+		if client.Err() != nil {
+			return outcome{}, errGone
+		}
 		return outcome{}, errTimeout
 	}
 }
 
-// status is the HTTP status of an error of run, and the error as a
-// fieldError.
+// status is the HTTP status of an error of a request, and the error as a
+// fieldError. It is the one place that tells the user's mistakes from the
+// server's failures, by the errors' types and the sentinels they wrap, as
+// the packages that refuse a value define them: a mistake in the request
+// (a *fieldError of this package's own checks, a *plan.OptionError, an
+// error wrapping plan.ErrRequest, model.ErrInvalid or export.ErrInvalid)
+// is 400, naming its option when it has one; a job that cannot run, or
+// not as its target runs it (*plan.NoPlanError, errUnfit,
+// export.ErrUnsupported), is 422; a busy server is 503. Anything else is
+// the server's: 500, logged.
 func (h *Handler) status(err error) (int, *fieldError) {
 	var fe *fieldError
 	var oe *plan.OptionError
 	var none *plan.NoPlanError
+	var unfit errUnfit
 	switch {
 	case errors.As(err, &fe):
 		return http.StatusBadRequest, fe
@@ -183,15 +261,30 @@ func (h *Handler) status(err error) (int, *fieldError) {
 		return http.StatusBadRequest, &fieldError{oe.Option, oe.Phrase}
 	case errors.As(err, &none):
 		return http.StatusUnprocessableEntity, &fieldError{"", none.Phrase}
-	case errors.Is(err, errBusy):
-		return http.StatusServiceUnavailable, plain("busy: %d searches are running, the most this server runs at once; try again in a moment", h.cfg.MaxSearches)
+	case errors.As(err, &unfit):
+		return http.StatusUnprocessableEntity, plain("%s", unfit.Error())
+	case errors.Is(err, export.ErrUnsupported):
+		return http.StatusUnprocessableEntity, plain("%s", oneLine(err.Error()))
+	case errors.Is(err, errQueueFull):
+		return http.StatusServiceUnavailable, plain("busy: %d searches are running and %d more are waiting, the most this server holds; try again in a moment", h.cfg.MaxSearches, h.cfg.MaxQueue)
+	case errors.Is(err, errWaited):
+		return http.StatusServiceUnavailable, plain("busy: no search came free within %v (%d run at once); try again in a moment", h.cfg.QueueWait, h.cfg.MaxSearches)
 	case errors.Is(err, errTimeout):
 		return http.StatusServiceUnavailable, plain("the search took longer than %v and was abandoned; ask for fewer chips or a fixed batch, or use shardlab plan on the command line", h.cfg.Timeout)
-	case errors.Is(err, plan.ErrRequest), errors.Is(err, model.ErrInvalid):
+	case errors.Is(err, errGone):
+		return http.StatusServiceUnavailable, plain("%s", errGone) // no one reads it
+	case errors.Is(err, plan.ErrRequest), errors.Is(err, model.ErrInvalid), errors.Is(err, export.ErrInvalid):
 		return http.StatusBadRequest, plain("%s", oneLine(err.Error()))
 	}
 	h.cfg.Log.Printf("web: %v", err)
 	return http.StatusInternalServerError, plain("internal error: %s", oneLine(err.Error()))
+}
+
+// setRetry tells a client answered 503 when to try again.
+func (h *Handler) setRetry(w http.ResponseWriter, code int) {
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", h.retryAfter)
+	}
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -211,11 +304,9 @@ type apiError struct {
 }
 
 // writeAPIError writes an error with options spelt as JSON keys.
-func writeAPIError(w http.ResponseWriter, code int, fe *fieldError) {
+func (h *Handler) writeAPIError(w http.ResponseWriter, code int, fe *fieldError) {
 	w.Header().Set("Content-Type", "application/json")
-	if code == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
+	h.setRetry(w, code)
 	w.WriteHeader(code)
 	writeJSON(w, apiError{Error: fe.Phrase(func(o plan.Option) string { return string(o) }), Option: string(fe.Option)})
 }
@@ -229,30 +320,24 @@ func writeJSON(w io.Writer, v any) error {
 // serveAPIPlan plans a JSON request and writes what shardlab plan --json
 // prints for it.
 func (h *Handler) serveAPIPlan(w http.ResponseWriter, r *http.Request) {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		writeAPIError(w, http.StatusUnsupportedMediaType, plain("content type %q, want application/json", ct))
+	if fe := checkMediaType(r.Header); fe != nil {
+		h.writeAPIError(w, http.StatusUnsupportedMediaType, fe)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		writeAPIError(w, http.StatusRequestEntityTooLarge, plain("body larger than %d bytes", h.cfg.MaxBodyBytes))
+		h.writeAPIError(w, http.StatusRequestEntityTooLarge, plain("body larger than %d bytes", h.cfg.MaxBodyBytes))
 		return
 	case err != nil:
-		writeAPIError(w, http.StatusBadRequest, plain("reading the body: %v", err))
+		h.writeAPIError(w, http.StatusBadRequest, plain("reading the body: %v", err))
 		return
 	}
 	req := apiRequest{Options: plan.DefaultOptions()}
 	req.Model = "" // set below: the catalog default, or the name of a pasted spec
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeAPIError(w, http.StatusBadRequest, plain("malformed request: %s", jsonError(err)))
-		return
-	}
-	if dec.More() {
-		writeAPIError(w, http.StatusBadRequest, plain("malformed request: more than one JSON value"))
+	if fe := decodeAPI(body, &req); fe != nil {
+		h.writeAPIError(w, http.StatusBadRequest, fe)
 		return
 	}
 	o := req.Options
@@ -264,7 +349,7 @@ func (h *Handler) serveAPIPlan(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.ModelSpec != nil {
 		if err := checkSpec(*req.ModelSpec, h.cfg); err != nil {
-			writeAPIError(w, http.StatusBadRequest, err.(*fieldError))
+			h.writeAPIError(w, http.StatusBadRequest, err.(*fieldError))
 			return
 		}
 		o.ModelSpec = []byte(*req.ModelSpec)
@@ -272,15 +357,145 @@ func (h *Handler) serveAPIPlan(w http.ResponseWriter, r *http.Request) {
 	out, err := h.run(r.Context(), o, false)
 	if err != nil {
 		code, fe := h.status(err)
-		writeAPIError(w, code, fe)
+		h.writeAPIError(w, code, fe)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	out.plan.WriteJSON(w, plan.Option.Flag)
 }
 
-// jsonError is a decoding error in a line, without Go's type names.
-func jsonError(err error) string {
+// checkMediaType accepts one Content-Type, application/json, whose type,
+// subtype and parameter names match in any case (RFC 9110 section 8.3.1)
+// and whose only parameter, if any, is charset=utf-8 in any case: JSON
+// exchanged between systems is UTF-8 (RFC 8259 section 8.1), so a body
+// in another charset is refused rather than read as UTF-8.
+func checkMediaType(hd http.Header) *fieldError {
+	cts := hd.Values("Content-Type")
+	if len(cts) != 1 {
+		return plain("%d Content-Type headers, want one: application/json", len(cts))
+	}
+	ct := cts[0]
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return plain("content type %q, want application/json", ct)
+	}
+	for k, v := range params {
+		if k != "charset" {
+			return plain("content type %q: parameter %q, want none but charset=utf-8", ct, k)
+		}
+		if !strings.EqualFold(v, "utf-8") {
+			return plain("content type %q: charset %q, want utf-8 (JSON is UTF-8, RFC 8259)", ct, v)
+		}
+	}
+	return nil
+}
+
+// apiKeys are the JSON keys of apiRequest, which a body must spell
+// exactly: encoding/json alone matches keys in any case, so "Model" would
+// set model past DisallowUnknownFields.
+var apiKeys = jsonKeys(reflect.TypeFor[apiRequest]())
+
+// jsonKeys are the keys encoding/json decodes into struct type t,
+// with those of its embedded structs.
+func jsonKeys(t reflect.Type) map[string]bool {
+	keys := map[string]bool{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported() && !f.Anonymous:
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			maps.Copy(keys, jsonKeys(f.Type))
+		case name == "":
+			keys[f.Name] = true
+		default:
+			keys[name] = true
+		}
+	}
+	return keys
+}
+
+// decodeAPI reads body into req: one UTF-8 JSON object, nothing after it,
+// whose keys are apiKeys spelt exactly, each at most once. Errors name the
+// key at fault.
+func decodeAPI(body []byte, req *apiRequest) *fieldError {
+	malformed := func(format string, a ...any) *fieldError {
+		return plain("malformed request: "+format, a...)
+	}
+	if !utf8.Valid(body) {
+		return malformed("the body is not UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	switch tok, err := dec.Token(); {
+	case err == io.EOF:
+		return malformed("empty body, want a JSON object")
+	case err != nil:
+		return jsonError(err)
+	case tok != json.Delim('{'):
+		return malformed("%s, want a JSON object", jsonKind(tok))
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return jsonError(err)
+		}
+		key := tok.(string) // an object's keys are strings, or Token fails
+		if !apiKeys[key] {
+			for k := range apiKeys {
+				if strings.EqualFold(k, key) {
+					return &fieldError{plan.Option(k), func(func(plan.Option) string) string {
+						return fmt.Sprintf("malformed request: unknown field %q; keys are case-sensitive, want %q", key, k)
+					}}
+				}
+			}
+			return malformed("unknown field %q", key)
+		}
+		if seen[key] {
+			return &fieldError{plan.Option(key), func(func(plan.Option) string) string {
+				return fmt.Sprintf("malformed request: field %q given twice, want it once", key)
+			}}
+		}
+		seen[key] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return jsonError(err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return malformed("data after the JSON object, want one object")
+	}
+	// the keys are checked: decode the values into their fields
+	dec = json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(req); err != nil {
+		return jsonError(err)
+	}
+	return nil
+}
+
+// jsonKind names the JSON value that tok starts.
+func jsonKind(tok json.Token) string {
+	switch tok.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64, json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case json.Delim:
+		return "an array"
+	}
+	return fmt.Sprintf("%v", tok)
+}
+
+// jsonError is a decoding error in a line, without Go's type names, naming
+// the field it concerns.
+func jsonError(err error) *fieldError {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		want := map[reflect.Kind]string{reflect.Int: "a whole number", reflect.Int64: "a whole number (nanoseconds)", reflect.Float64: "a number",
@@ -288,9 +503,15 @@ func jsonError(err error) string {
 		if want == "" {
 			want = "a " + te.Type.Kind().String()
 		}
-		return fmt.Sprintf("field %q: want %s", strings.TrimPrefix(te.Field, "Options."), want)
+		field := strings.TrimPrefix(te.Field, "Options.")
+		return &fieldError{plan.Option(field), func(func(plan.Option) string) string {
+			return fmt.Sprintf("malformed request: field %q: want %s", field, want)
+		}}
 	}
-	return err.Error()
+	if err == io.ErrUnexpectedEOF {
+		return plain("malformed request: the body ends inside the JSON object")
+	}
+	return plain("malformed request: %s", strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // catalog is the body of GET /api/catalog.
@@ -332,12 +553,22 @@ func (h *Handler) serveMaxText(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// optionCluster is the query parameter of the xpk download's cluster.
+const optionCluster plan.Option = "cluster"
+
 // serveXPK plans the query and downloads the xpk command that launches
 // it, for the cluster the query's cluster names (my-cluster when none).
 func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
-	cluster := r.URL.Query().Get("cluster")
+	cluster := r.URL.Query().Get(string(optionCluster))
 	if cluster == "" {
 		cluster = "my-cluster"
+	}
+	var ee *export.Error
+	if err := export.ValidName(string(optionCluster), cluster); errors.As(err, &ee) {
+		// checked before the search, which a bad name would waste
+		fe := textOf(optionCluster, "%s, %s", ee.Value, ee.Want)
+		http.Error(w, fe.Phrase(label), http.StatusBadRequest)
+		return
 	}
 	h.download(w, r, "xpk.sh", "text/x-shellscript", func(w io.Writer, p plan.Plan) error {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
@@ -371,13 +602,9 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request, name, ctype s
 	if err == nil {
 		err = write(&b, out.plan)
 	}
-	var unfit errUnfit
-	switch {
-	case errors.As(err, &unfit):
-		http.Error(w, unfit.Error(), http.StatusUnprocessableEntity)
-		return
-	case err != nil:
+	if err != nil {
 		code, fe := h.status(err)
+		h.setRetry(w, code)
 		http.Error(w, fe.Phrase(label), code)
 		return
 	}

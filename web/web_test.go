@@ -3,12 +3,11 @@ package web
 import (
 	"bytes"
 	"encoding/json"
-	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -138,7 +137,7 @@ func TestAPIRefuses(t *testing.T) {
 		{"oversized body", `{"model": "` + strings.Repeat("x", 2000) + `"}`, 413, "body larger than 1024 bytes"},
 		{"malformed", `{"model": `, 400, "malformed request"},
 		{"not an object", `[1, 2]`, 400, "malformed request"},
-		{"two values", `{} {}`, 400, "more than one JSON value"},
+		{"two values", `{} {}`, 400, "data after the JSON object"},
 		{"unknown field", `{"modle": "llama3-8b"}`, 400, `unknown field \"modle\"`},
 		{"wrong type", `{"slices": "two"}`, 400, `field \"slices\": want a whole number`},
 		{"bad option", `{"slices": 0}`, 400, "slices 0, want 1 to 4096"},
@@ -190,83 +189,11 @@ func TestCatalog(t *testing.T) {
 	}
 }
 
-// TestBusy fills the search slots and wants 503 at once, then a search
-// again once a slot is free.
-func TestBusy(t *testing.T) {
-	h := New(Config{MaxSearches: 1})
-	h.sem <- struct{}{}
-	start := time.Now()
-	code, body := post(t, h, `{}`)
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "busy") {
-		t.Errorf("POST /api/plan with no free slot = %d %s, want 503 busy", code, body)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("503 took %v", d)
-	}
-	if code, _ := get(t, h, "/?model=llama3-8b"); code != http.StatusServiceUnavailable {
-		t.Errorf("GET /?model=llama3-8b with no free slot = %d, want 503", code)
-	}
-	<-h.sem
-	if code, body := post(t, h, `{}`); code != http.StatusOK {
-		t.Errorf("POST /api/plan after the slot freed = %d: %.200s", code, body)
-	}
-}
-
 func TestTimeout(t *testing.T) {
 	h := New(Config{Timeout: time.Nanosecond})
 	code, body := post(t, h, `{"model": "llama3-70b", "tpu": "tpu7x-128", "slices": 2}`)
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "took longer than 1ns") {
 		t.Errorf("POST /api/plan past its deadline = %d %s, want 503", code, body)
-	}
-}
-
-// TestFlood sends many requests at once: each gets 200 or 503, and the
-// server answers afterwards.
-func TestFlood(t *testing.T) {
-	srv := httptest.NewServer(New(Config{MaxSearches: 2}))
-	defer srv.Close()
-	var wg sync.WaitGroup
-	codes := make([]int, 24)
-	for i := range codes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			body := `{"model": "llama3-70b", "tpu": "tpu7x-128", "slices": 2}`
-			if i%3 == 0 {
-				body = `{"modle": 1}`
-			}
-			resp, err := http.Post(srv.URL+"/api/plan", "application/json", bytes.NewReader([]byte(body)))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			codes[i] = resp.StatusCode
-		}()
-	}
-	wg.Wait()
-	busy := 0
-	for i, c := range codes {
-		switch {
-		case i%3 == 0 && c != http.StatusBadRequest:
-			t.Errorf("flood: malformed request %d got %d, want 400", i, c)
-		case i%3 != 0 && c != http.StatusOK && c != http.StatusServiceUnavailable:
-			t.Errorf("flood: request %d got %d, want 200 or 503", i, c)
-		case c == http.StatusServiceUnavailable:
-			busy++
-		}
-	}
-	if busy == 0 {
-		t.Logf("flood: no request was refused (the searches ended before the next came)")
-	}
-	resp, err := http.Get(srv.URL + "/?" + url.Values{"model": {"llama3-8b"}}.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("after the flood: GET = %d, want 200", resp.StatusCode)
 	}
 }
 
@@ -393,5 +320,144 @@ func TestPageShowsGoodput(t *testing.T) {
 	code, body := get(t, h, "/?"+queryOf(plan.DefaultOptions()))
 	if code != http.StatusOK || !strings.Contains(body, `id="goodput"`) || !strings.Contains(body, "(Daly)") {
 		t.Errorf("GET / = %d; no goodput section", code)
+	}
+}
+
+// TestUserMistakes: every mistake in a request is a 4xx that names the
+// field at fault, in the body and in the API's "option", and none is
+// logged as a server error (issue 26: a layout over DCN and a bad xpk
+// cluster were 500 "internal error", logged).
+func TestUserMistakes(t *testing.T) {
+	var logged bytes.Buffer
+	h := New(Config{Log: log.New(&logged, "", 0)})
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		option     string // the API's "option"
+		want       string
+	}{
+		{"tensor over DCN", `{"mesh": "tensor=2(dcn)"}`, 400, "mesh", "mesh: mesh: tensor = 2 over DCN: tensor parallelism over DCN is not supported"},
+		{"context over DCN", `{"mesh": "context=2(dcn)"}`, 400, "mesh", "mesh: mesh: context = 2 over DCN: context parallelism over DCN is not supported"},
+		{"mesh of the wrong size", `{"mesh": "data=3"}`, 400, "mesh", "mesh: mesh: ICI factors = 3"},
+		{"mesh on a bare generation", `{"tpu": "tpu7x", "mesh": "data=3"}`, 400, "mesh", "mesh: mesh: ICI factors = 3"},
+		{"mesh over DCN on one slice", `{"tpu": "v5p-8", "mesh": "data=2(dcn),fsdp=4"}`, 400, "mesh", "mesh: mesh: "},
+	} {
+		code, body := post(t, h, tc.body)
+		var e apiError
+		if err := json.Unmarshal([]byte(body), &e); err != nil || code != tc.code || e.Option != tc.option || !strings.Contains(e.Error, tc.want) {
+			t.Errorf("%s: POST %s = %d %s, want %d naming option %q with %q", tc.name, tc.body, code, body, tc.code, tc.option, tc.want)
+		}
+	}
+	q := queryOf(plan.DefaultOptions())
+	o := plan.DefaultOptions()
+	o.Seq = 1
+	seq1 := queryOf(o)
+	for _, tc := range []struct {
+		name, target string
+		code         int
+		want         string
+	}{
+		{"bad xpk cluster", "/download/xpk.sh?" + q + "&cluster=Bad_Name", 400, `cluster: "Bad_Name", want at most 40 lower-case letters`},
+		{"xpk cluster too long", "/download/xpk.sh?" + q + "&cluster=" + strings.Repeat("a", 41), 400, "cluster: "},
+		// MaxText runs no 1-token sequence split over the chip's 2 devices
+		{"a plan MaxText cannot run", "/download/maxtext.yaml?" + seq1, 422, "export: maxtext: micro-batch per chip"},
+		{"a plan xpk cannot run", "/download/xpk.sh?" + seq1, 422, "export: maxtext: micro-batch per chip"},
+	} {
+		code, body := get(t, h, tc.target)
+		if code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: GET %s = %d %s, want %d with %q", tc.name, tc.target, code, body, tc.code, tc.want)
+		}
+	}
+	if logged.Len() > 0 {
+		t.Errorf("mistakes in requests were logged as server errors:\n%s", logged.String())
+	}
+}
+
+// TestAPIMediaType: POST /api/plan takes application/json in any case
+// (RFC 9110 section 8.3.1), with at most charset=utf-8, and refuses other
+// types and charsets with 415 rather than reading them as UTF-8 JSON.
+func TestAPIMediaType(t *testing.T) {
+	h := New(Config{})
+	for _, tc := range []struct {
+		contentType []string
+		code        int
+		want        string
+	}{
+		{[]string{"application/json"}, 200, ""},
+		{[]string{"APPLICATION/JSON"}, 200, ""},
+		{[]string{"Application/Json; Charset=UTF-8"}, 200, ""},
+		{[]string{"application/json;charset=utf-8"}, 200, ""},
+		{[]string{`application/json; charset="utf-8"`}, 200, ""},
+		{[]string{"application/jsonx"}, 415, `content type \"application/jsonx\", want application/json`},
+		{[]string{"application/json-patch+json"}, 415, "want application/json"},
+		{[]string{"text/json"}, 415, "want application/json"},
+		{[]string{"application/json; charset=utf-16"}, 415, `charset \"utf-16\", want utf-8`},
+		{[]string{"application/json; charset=latin1"}, 415, `charset \"latin1\", want utf-8`},
+		{[]string{"application/json; boundary=x"}, 415, `parameter \"boundary\", want none but charset=utf-8`},
+		{[]string{"application/json; charset"}, 415, "want application/json"},
+		{[]string{""}, 415, "want application/json"},
+		{nil, 415, "0 Content-Type headers"},
+		{[]string{"application/json", "text/plain"}, 415, "2 Content-Type headers"},
+	} {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/api/plan", strings.NewReader(`{"model": "llama3-8b", "tpu": "v5p-8", "global_batch": "8"}`))
+		r.Header["Content-Type"] = tc.contentType
+		h.ServeHTTP(rec, r)
+		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("Content-Type %q: %d %.300s, want %d with %q", tc.contentType, rec.Code, rec.Body.String(), tc.code, tc.want)
+		}
+	}
+}
+
+// TestAPIExactJSON: the body is one JSON object whose keys are spelt
+// exactly as documented, each once: encoding/json alone matches keys in
+// any case (so "Model" set model past the unknown-field rule), takes the
+// last of a repeated key and decodes null as an empty request.
+func TestAPIExactJSON(t *testing.T) {
+	h := New(Config{})
+	for _, tc := range []struct {
+		name, body string
+		option     string
+		want       string
+	}{
+		{"key in the wrong case", `{"Model": "llama3-70b"}`, "model", `unknown field \"Model\"; keys are case-sensitive, want \"model\"`},
+		{"spec key in capitals", `{"MODEL_SPEC": "layers: 2"}`, "model_spec", `unknown field \"MODEL_SPEC\"; keys are case-sensitive, want \"model_spec\"`},
+		{"key twice", `{"model": "llama3-8b", "model": "llama3-70b"}`, "model", `field \"model\" given twice, want it once`},
+		{"null", `null`, "", "malformed request: null, want a JSON object"},
+		{"empty", ``, "", "malformed request: empty body, want a JSON object"},
+		{"a string", `"llama3-8b"`, "", "malformed request: a string, want a JSON object"},
+		{"an array", `[{}]`, "", "malformed request: an array, want a JSON object"},
+		{"a bracket after", `{"model": "llama3-8b"} ]`, "", "data after the JSON object"},
+		{"a brace after", `{"model": "llama3-8b"}}`, "", "data after the JSON object"},
+		{"a second object", `{"model": "llama3-8b"}{"model": "llama3-70b"}`, "", "data after the JSON object"},
+		{"unterminated", `{"model": "llama3-8b"`, "", "malformed request"},
+		{"a fraction for a whole number", `{"slices": 1.5}`, "slices", `field \"slices\": want a whole number`},
+		{"not UTF-8", "{\"model\": \"llama\xff\"}", "", "the body is not UTF-8"},
+	} {
+		code, body := post(t, h, tc.body)
+		var e apiError
+		if err := json.Unmarshal([]byte(body), &e); err != nil || code != http.StatusBadRequest || e.Option != tc.option || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: POST %q = %d %s, want 400 naming option %q with %q", tc.name, tc.body, code, body, tc.option, tc.want)
+		}
+	}
+	// exact keys with spaces around them and a newline after the object are one object
+	if code, body := post(t, h, " {\"model\" : \"llama3-8b\", \"tpu\": \"v5p-8\", \"global_batch\": \"8\"}\n"); code != http.StatusOK {
+		t.Errorf("POST a valid object with white space = %d %.300s, want 200", code, body)
+	}
+}
+
+// TestAPIKeysAreTheOptions: the keys the API takes are plan's options by
+// their JSON keys and the pasted spec, which is what jsonKeys reads off
+// the request type.
+func TestAPIKeysAreTheOptions(t *testing.T) {
+	for _, k := range []string{"model", "tpu", "slices", "mesh", "global_batch", "example_cost", "model_spec"} {
+		if !apiKeys[k] {
+			t.Errorf("API keys lack %q: %v", k, apiKeys)
+		}
+	}
+	for _, k := range []string{"Model", "ModelSpec", "Options", ""} {
+		if apiKeys[k] {
+			t.Errorf("API keys hold %q", k)
+		}
 	}
 }
