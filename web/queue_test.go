@@ -195,6 +195,9 @@ func heapInUse() uint64 {
 // its deadline, QueueWait and Timeout, every bad one gets 4xx and none is
 // logged as a server error, and the heap stays bounded while they run and
 // returns to where it was once they are answered.
+// It is over 80 lines because it is one scenario: the load, its three
+// checks and the cleanup share the server, the clients and the heap
+// samples.
 func TestAPILoad(t *testing.T) {
 	const valid, bad = 200, 500
 	var logged bytes.Buffer
