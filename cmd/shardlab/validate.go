@@ -12,7 +12,7 @@ import (
 
 // runValidate costs every published run of the built-in table on its
 // published layout and prints predicted against published MFU.
-type validateFlags struct{ json, breakdown, fit bool }
+type validateFlags struct{ json, breakdown, fit, memory bool }
 
 func newValidateFlags() (*flag.FlagSet, *validateFlags) {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
@@ -20,6 +20,7 @@ func newValidateFlags() (*flag.FlagSet, *validateFlags) {
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	fs.BoolVar(&f.breakdown, "breakdown", false, "print each run's step time by part")
 	fs.BoolVar(&f.fit, "fit", false, "print the residual efficiency per generation fitted on the calibration rows (what cost.Calibrated holds)")
+	fs.BoolVar(&f.memory, "memory", false, "print the memory table: cost's HBM estimate against what XLA reported (with --json: as JSON)")
 	return fs, &f
 }
 
@@ -28,6 +29,9 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	asJSON, breakdown, fit := &f.json, &f.breakdown, &f.fit
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if f.memory {
+		return runValidateMemory(f, stdout)
 	}
 	runs, err := validate.Runs()
 	if err != nil {
@@ -58,6 +62,25 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	if *breakdown {
 		return rep.WriteBreakdown(stdout)
+	}
+	return rep.WriteText(stdout)
+}
+
+// runValidateMemory costs the memory table and prints it.
+func runValidateMemory(f *validateFlags, stdout io.Writer) error {
+	if f.breakdown || f.fit {
+		return bad("validate: --memory goes with --json only, not --breakdown or --fit")
+	}
+	cases, err := validate.MemoryCases()
+	if err != nil {
+		return err
+	}
+	rep, err := validate.EvaluateMemory(cases)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return rep.WriteJSON(stdout)
 	}
 	return rep.WriteText(stdout)
 }

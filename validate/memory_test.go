@@ -1,0 +1,372 @@
+package validate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"shardlab/cost"
+	"shardlab/internal/golden"
+	"shardlab/mesh"
+	"shardlab/unit"
+)
+
+// TestMemoryCasesBuild: every case of the built-in table parses and its
+// configuration builds a job and a mesh that cost can size.
+func TestMemoryCasesBuild(t *testing.T) {
+	cases, err := MemoryCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) == 0 {
+		t.Fatal("MemoryCases() = no cases")
+	}
+	est := cost.NewEstimator()
+	for _, c := range cases {
+		j, m, err := c.Run(c.ID).Setup()
+		if err != nil {
+			t.Errorf("%s: Setup() error %v", c.ID, err)
+			continue
+		}
+		if _, err := est.Memory(j, m); err != nil {
+			t.Errorf("%s: cost Memory error %v", c.ID, err)
+		}
+		if got := m.Chips(); got != c.Chips {
+			t.Errorf("%s: mesh chips = %d, want the table's %d", c.ID, got, c.Chips)
+		}
+		if c.Source.Repo == "" || c.Date == "" || (c.Source.Path == "" && c.Source.Issue == "") {
+			t.Errorf("%s: source %+v, date %q: want a source and a date on every row", c.ID, c.Source, c.Date)
+		}
+	}
+}
+
+// TestMemoryCaseBroken: a row whose configuration does not build is
+// refused when the table is read, naming the case.
+func TestMemoryCaseBroken(t *testing.T) {
+	// ici_fsdp 3 cannot fill a tpu7x-128's 128 devices.
+	data := bytes.Replace(memoryYAML, []byte("    ici_fsdp: 128\n"), []byte("    ici_fsdp: 3\n"), 1)
+	if bytes.Equal(data, memoryYAML) {
+		t.Fatal("memory.yaml has no ici_fsdp: 128 line to break")
+	}
+	_, err := ParseMemory(data)
+	if err == nil || !strings.Contains(err.Error(), "memory case hy3-v7-64c-pdb12-aot") {
+		t.Errorf("ParseMemory(ici_fsdp 3 on tpu7x-128) error = %v, want one naming hy3-v7-64c-pdb12-aot", err)
+	}
+}
+
+// TestMemoryReportedBytes: each reported number is the source's printed
+// figure in bytes; XLA's and MaxText's "G" are GiB (see memory.yaml).
+func TestMemoryReportedBytes(t *testing.T) {
+	tests := []struct {
+		id      string
+		printed string // as the quote prints it
+		gib     float64
+		exact   int64 // when the source printed bytes
+	}{
+		{"mt-52b-v4-384", "33.27G", 33.27, 0},                        // MaxText PR #4117: Used 33.27G of 30.75G
+		{"mt-doc-ds2-16b-pdb24", "100.4 GB", 100.4, 0},               // MaxText understand_logs_and_metrics.md @36d0e5aa4
+		{"tpurecipes-dsv3-v5p256-pdb6", "112.37G", 112.37, 0},        // yangwhale/tpu-recipes DeepSeek3 v5p README
+		{"tpurecipes-dsv3-v5p256-pdb5", "68.03G", 68.03, 0},          // same README, runtime reservation
+		{"hy3-v7-64c-pdb12-aot", "80477396448", 0, 80477396448},      // gpu-tpu-pedia AOT-COMPILE.md, CompiledMemoryStats
+		{"hy3-v7-64c-pdb13-aot", "78,503,516,064", 0, 78503516064},   // gpu-tpu-pedia AOT-COMPILE.md
+		{"hy3-v7-64c-pdb8-run", "74.20 G", 74.2, 0},                  // gpu-tpu-pedia QUICKSTART-v7.md
+		{"hy3-v7-64c-pdb12-run", "91.94 G", 91.94, 0},                // gpu-tpu-pedia QUICKSTART-v7.md
+		{"hy3-v7-256c-fsdp256-pdb8-run", "61.36", 61.36, 0},          // gpu-tpu-pedia QUICKSTART-v7.md
+		{"hy3-v7-256c-fsdp256-pdb16-run", "92.33 G", 92.33, 0},       // gpu-tpu-pedia QUICKSTART-v7.md
+		{"hy3-v5p-256c-pdb8", "92.68G", 92.68, 0},                    // gpu-tpu-pedia TUNING-v5p.md 7.1
+		{"hy3-v5p-256c-pdb9", "93.17", 93.17, 0},                     // gpu-tpu-pedia TUNING-v5p.md 7.1
+		{"hy3-v5p-256c-pdb10", "102.77", 102.77, 0},                  // gpu-tpu-pedia TUNING-v5p.md 7.1
+		{"hy3-v5p-256c-pdb12", "113.79", 113.79, 0},                  // gpu-tpu-pedia TUNING-v5p.md 7.1
+		{"hy3-v5p-256c-pdb8-rematfull", "123.33 G", 123.33, 0},       // gpu-tpu-pedia TUNING-v5p.md 3.1
+		{"wiki-qwen3-8b-v6e8-s8k-pdb3-ref", "25.83/31.25", 25.83, 0}, // autoresearch wiki, xprof peak
+	}
+	cases, err := MemoryCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]MemoryCase{}
+	for _, c := range cases {
+		byID[c.ID] = c
+	}
+	if len(tests) != len(cases) {
+		t.Errorf("the test covers %d cases, the table has %d", len(tests), len(cases))
+	}
+	for _, tt := range tests {
+		c, ok := byID[tt.id]
+		if !ok {
+			t.Errorf("%s: not in the table", tt.id)
+			continue
+		}
+		want := tt.exact
+		if want == 0 {
+			want = int64(math.Round(tt.gib * (1 << 30)))
+		}
+		if c.ReportedBytes != want {
+			t.Errorf("%s: reported_bytes = %d, want %d (%s)", tt.id, c.ReportedBytes, want, tt.printed)
+		}
+		if !strings.Contains(c.Quote, tt.printed) {
+			t.Errorf("%s: quote %q does not print %q", tt.id, c.Quote, tt.printed)
+		}
+	}
+}
+
+// TestMemoryCaseMeshes: MaxText's layout in JAX devices becomes the mesh
+// in chips the table means.
+func TestMemoryCaseMeshes(t *testing.T) {
+	tests := []struct {
+		id              string
+		fsdp, data, dcn int
+	}{
+		{"mt-52b-v4-384", 192, 1, 2},                 // 52b.sh: ici_fsdp 192 on each of 2 v4-384 slices (PR #4117)
+		{"mt-doc-ds2-16b-pdb24", 4, 1, 1},            // ici_fsdp -1 on v5p-8 = 4 chips
+		{"hy3-v7-64c-pdb12-aot", 64, 1, 1},           // ici_fsdp 128 devices = 64 TPU7x chips
+		{"hy3-v7-256c-fsdp256-pdb16-run", 128, 2, 1}, // QUICKSTART-v7.md: DP2 x FSDP256 devices on 256 chips
+		{"hy3-v5p-256c-pdb8", 256, 1, 1},             // v5p-512 = 256 chips, ici_fsdp -1
+	}
+	cases, err := MemoryCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		for _, c := range cases {
+			if c.ID != tt.id {
+				continue
+			}
+			_, m, err := c.Run(c.ID).Setup()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f, d, n := m.Size(mesh.FSDP), m.Degree(mesh.Data).ICI, m.Degree(mesh.Data).DCN; f != tt.fsdp || d != tt.data || n != tt.dcn {
+				t.Errorf("%s: fsdp %d, ici data %d, dcn data %d, want %d, %d, %d", tt.id, f, d, n, tt.fsdp, tt.data, tt.dcn)
+			}
+		}
+	}
+}
+
+// TestMemoryLeftOut: the header lists each candidate left out, none of
+// them is in the table, and with the table they make the research's 33
+// candidate rows.
+func TestMemoryLeftOut(t *testing.T) {
+	cases, err := MemoryCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]bool{}
+	for _, c := range cases {
+		in[c.ID] = true
+	}
+	header, _, _ := strings.Cut(string(memoryYAML), "\n- id:")
+	_, list, ok := strings.Cut(header, "# Cases left out, and why:\n")
+	if !ok {
+		t.Fatal("memory.yaml's header has no list of cases left out")
+	}
+	var out []string
+	for _, m := range regexp.MustCompile(`(?m)^#   ([a-z0-9.-]+)(, (-[a-z0-9]+))?(, (-[a-z0-9]+))?:`).FindAllStringSubmatch(list, -1) {
+		out = append(out, m[1])
+		base := m[1][:strings.LastIndex(m[1], "-")]
+		for _, suf := range []string{m[3], m[5]} {
+			if suf != "" {
+				out = append(out, base+suf)
+			}
+		}
+	}
+	for _, id := range out {
+		if in[id] {
+			t.Errorf("%s is listed as left out and is in the table", id)
+		}
+	}
+	if got := len(out) + len(cases); got != 33 {
+		t.Errorf("left out %d + in the table %d = %d, want the research notes' 33 candidates", len(out), len(cases), got)
+	}
+	if !strings.Contains(header, "How the cases were chosen") {
+		t.Error("memory.yaml's header does not publish how the cases were chosen")
+	}
+}
+
+// TestParseMemoryErrors: bad tables are refused with an error that names
+// the field.
+func TestParseMemoryErrors(t *testing.T) {
+	good := string(memoryYAML[bytes.Index(memoryYAML, []byte("- id: mt-52b-v4-384")):bytes.Index(memoryYAML, []byte("- id: mt-doc-ds2-16b-pdb24"))])
+	if _, err := ParseMemory([]byte(good)); err != nil {
+		t.Fatalf("ParseMemory(the 52b case alone) error %v", err)
+	}
+	sub := func(old, new string) string {
+		if !strings.Contains(good, old) {
+			t.Fatalf("the 52b case has no %q", old)
+		}
+		return strings.Replace(good, old, new, 1)
+	}
+	tests := []struct {
+		name, data, want string
+	}{
+		{"unknown key", sub("  set: A\n", "  set: A\n  colour: red\n"), "colour"},
+		{"fractional bytes", sub("reported_bytes: 35723390484", "reported_bytes: 35723390484.5"), "reported_bytes"},
+		{"float bytes", sub("reported_bytes: 35723390484", "reported_bytes: 3.3e10"), "whole number"},
+		{"nested fractional", sub("    ici_fsdp: 192\n", "    ici_fsdp: 1.5\n"), "layout.ici_fsdp"},
+		{"NaN batch", sub("per_device_batch_size: 7", "per_device_batch_size: .nan"), "per_device_batch_size"},
+		{"Inf batch", sub("per_device_batch_size: 7", "per_device_batch_size: .inf"), "per_device_batch_size"},
+		{"NaN capacity factor", sub("  attention: flash\n", "  attention: flash\n  capacity_factor: .nan\n"), "capacity_factor"},
+		{"kind", sub("kind: oom", "kind: crash"), "kind"},
+		{"scope", sub("scope: total", "scope: all"), "scope"},
+		{"set", sub("set: A", "set: C"), "set"},
+		{"date", sub("date: 2026-06-09", "date: June 2026"), "date"},
+		{"repo", sub("repo: AI-Hypercomputer/maxtext", "repo: maxtext"), "source.repo"},
+		{"commit", sub("commit: 2b78bfa0dcb8c6c9f3e8f98f06792b6e57e4d484", "commit: main"), "source.commit"},
+		{"no path or issue", sub("    issue: 'PR #4117'\n", ""), "source"},
+		{"no quote", sub("  quote: fails with an HBM OOM during compilation (Used 33.27G of 30.75G)\n", ""), "quote"},
+		{"negative bytes", sub("reported_bytes: 35723390484", "reported_bytes: -1"), "reported_bytes"},
+		{"oom without capacity", sub("  capacity_bytes: 33017561088\n", ""), "capacity_bytes"},
+		{"oom under capacity", sub("reported_bytes: 35723390484", "reported_bytes: 1000"), "reported_bytes"},
+		{"chips", sub("chips: 384", "chips: 192"), "chips"},
+		{"devices", sub("devices: 384", "devices: 768"), "devices"},
+		{"global batch", sub("global_batch_sequences: 2688", "global_batch_sequences: 2689"), "global_batch_sequences"},
+		{"generation", sub("generation: v4", "generation: v5p"), "generation"},
+		{"remat", sub("remat_policy: full", "remat_policy: most"), "remat"},
+		{"duplicate id", good + good, "unique id"},
+		{"breakdown temp", sub("  quote:", "  breakdown:\n    temp: -5\n  quote:"), "breakdown.temp"},
+		{"empty", "", "no cases"},
+		{"not a list", "id: x\n", "case"},
+	}
+	for _, tt := range tests {
+		_, err := ParseMemory([]byte(tt.data))
+		if err == nil {
+			t.Errorf("%s: ParseMemory succeeded, want an error naming %q", tt.name, tt.want)
+			continue
+		}
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: error %v does not wrap ErrInvalid", tt.name, err)
+		}
+		if !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %q, want it to name %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestMemoryResult: the report's arithmetic on a hand-made estimate: per
+// JAX device, arguments = weights + optimizer state, temp = the rest.
+func TestMemoryResult(t *testing.T) {
+	gib := int64(unit.GiB)
+	mem := cost.Memory{Weights: 8 * unit.GiB, Gradients: 8 * unit.GiB, Optimizer: 16 * unit.GiB, Activations: 20 * unit.GiB, Transient: 8 * unit.GiB}
+	tests := []struct {
+		name                    string
+		c                       MemoryCase
+		per                     int
+		total, args, temp, pred int64
+		err                     float64
+		refused                 bool
+		argErr, tempErr         float64 // NaN: not compared
+	}{
+		// A TPU7x chip is two devices: 60 GiB per chip is 30 per device.
+		{"tpu7x total", MemoryCase{Kind: KindCompiledUsage, Scope: ScopeTotal, ReportedBytes: 40 * gib}, 2,
+			30 * gib, 12 * gib, 18 * gib, 30 * gib, -0.25, false, math.NaN(), math.NaN()},
+		{"temp scope oom refused", MemoryCase{Kind: KindOOM, Scope: ScopeTemp, ReportedBytes: 40 * gib, CapacityBytes: 30 * gib}, 1,
+			60 * gib, 24 * gib, 36 * gib, 36 * gib, -0.1, true, math.NaN(), math.NaN()},
+		{"oom missed", MemoryCase{Kind: KindOOM, Scope: ScopeTotal, ReportedBytes: 80 * gib, CapacityBytes: 70 * gib}, 1,
+			60 * gib, 24 * gib, 36 * gib, 60 * gib, -0.25, false, math.NaN(), math.NaN()},
+		{"breakdown", MemoryCase{Kind: KindMemoryAnalysis, Scope: ScopeTotal, ReportedBytes: 60 * gib, Breakdown: Breakdown{Argument: 20 * gib, Temp: 40 * gib}}, 1,
+			60 * gib, 24 * gib, 36 * gib, 60 * gib, 0, false, 0.2, -0.1},
+	}
+	near := func(a, b float64) bool { return math.IsNaN(a) && math.IsNaN(b) || math.Abs(a-b) < 1e-12 }
+	for _, tt := range tests {
+		r := memoryResult(tt.c, mem, tt.per)
+		if r.Total != tt.total || r.Arguments != tt.args || r.Temp != tt.temp || r.Predicted != tt.pred {
+			t.Errorf("%s: total, arguments, temp, predicted = %d, %d, %d, %d GiB, want %d, %d, %d, %d", tt.name,
+				r.Total/gib, r.Arguments/gib, r.Temp/gib, r.Predicted/gib, tt.total/gib, tt.args/gib, tt.temp/gib, tt.pred/gib)
+		}
+		if !near(r.Error, tt.err) || r.Refused != tt.refused || !near(r.ArgumentError, tt.argErr) || !near(r.TempError, tt.tempErr) {
+			t.Errorf("%s: error %v, refused %v, argument error %v, temp error %v, want %v, %v, %v, %v", tt.name,
+				r.Error, r.Refused, r.ArgumentError, r.TempError, tt.err, tt.refused, tt.argErr, tt.tempErr)
+		}
+	}
+}
+
+// TestMemorySummary: the median |error| is over the cases that ran, the
+// refusals over the OOM cases, and each set on its own.
+func TestMemorySummary(t *testing.T) {
+	res := func(set, kind string, e float64, refused bool) MemoryResult {
+		return MemoryResult{Case: MemoryCase{Set: set, Kind: kind}, Error: e, Refused: refused}
+	}
+	rep := MemoryReport{Results: []MemoryResult{
+		res(SetA, KindCompiledUsage, -0.3, false), res(SetA, KindMemoryAnalysis, 0.05, false), res(SetA, KindProfilePeak, 0.2, false),
+		res(SetA, KindOOM, -0.9, true), res(SetA, KindOOM, -0.5, false), res(SetB, KindCompiledUsage, 0.01, false),
+	}}
+	got := rep.Summary(SetA)
+	want := MemoryStats{Set: SetA, N: 5, Measured: 3, Median: 0.2, Max: 0.3, OOM: 2, OOMRefused: 1, WithinTenth: 1}
+	if got != want {
+		t.Errorf("Summary(A) = %+v, want %+v", got, want)
+	}
+	if got := rep.Summary(SetB); got.N != 1 || got.Measured != 1 || math.Abs(got.Median-0.01) > 1e-12 {
+		t.Errorf("Summary(B) = %+v, want 1 case, median 0.01", got)
+	}
+}
+
+// TestMemoryReportGolden: the rendered report, text and JSON
+// (go test ./validate -run TestMemoryReportGolden -update rewrites them).
+func TestMemoryReportGolden(t *testing.T) {
+	cases, err := MemoryCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := EvaluateMemory(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, js bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	golden.Compare(t, "memory_report", text.Bytes())
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back MemoryJSON
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Rows) != len(cases) {
+		t.Fatalf("WriteJSON: %v, %d rows, want %d", err, len(back.Rows), len(cases))
+	}
+	golden.Compare(t, "memory_report_json", js.Bytes())
+}
+
+// FuzzParseMemory: no input panics; a table that parses is valid, costs
+// without error and reads back the same after writing.
+func FuzzParseMemory(f *testing.F) {
+	f.Add(memoryYAML)
+	f.Add(memoryYAML[bytes.Index(memoryYAML, []byte("- id: mt-52b-v4-384")):bytes.Index(memoryYAML, []byte("- id: mt-doc-ds2-16b-pdb24"))])
+	f.Add([]byte("- id: x\n  reported_bytes: .nan\n"))
+	f.Add([]byte("- {id: a, layout: {ici_fsdp: 1.5}}\n"))
+	f.Add([]byte("[]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cases, err := ParseMemory(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("ParseMemory error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		if _, err := EvaluateMemory(cases); err != nil {
+			t.Fatalf("EvaluateMemory of a parsed table: %v", err)
+		}
+		out, err := yaml.Marshal(cases)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseMemory(out)
+		if err != nil {
+			t.Fatalf("ParseMemory(yaml.Marshal(cases)): %v\n%s", err, out)
+		}
+		if len(again) != len(cases) {
+			t.Fatalf("read back %d cases, want %d", len(again), len(cases))
+		}
+		for i := range cases {
+			a, b := cases[i], again[i]
+			if a.ID != b.ID || a.ReportedBytes != b.ReportedBytes || a.Config.Model != b.Config.Model || a.Breakdown != b.Breakdown || a.Source != b.Source {
+				t.Fatalf("case %d read back as %+v, want %+v", i, b, a)
+			}
+		}
+	})
+}
