@@ -172,3 +172,16 @@ func TestREADMETestCommandIsCI(t *testing.T) {
 		t.Errorf(".ci/run does not run README.md's test command %q", cmd)
 	}
 }
+
+// TestREADMEMemoryTableIsTheCommand holds README.md's memory table to what
+// `shardlab validate --memory` prints.
+func TestREADMEMemoryTableIsTheCommand(t *testing.T) {
+	block := readmeBlock(t, "<!-- memory table: go run ./cmd/shardlab validate --memory -->\n```\n", "```\n<!-- end memory table -->")
+	out, errOut, code := runCmd("validate", "--memory")
+	if code != 0 {
+		t.Fatalf("validate --memory: exit %d: %s", code, errOut)
+	}
+	if out != block {
+		t.Errorf("README.md's memory table differs from the command's; update it from go run ./cmd/shardlab validate --memory\n--- command\n%s\n--- README\n%s", out, block)
+	}
+}
