@@ -1,0 +1,248 @@
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"shardlab/cost"
+)
+
+// CompileLog is what a compile of one training step said of its HBM, per
+// JAX device, read from the text of a log by ParseCompileLog. Kind and
+// Scope say what the reported bytes are, as in the memory table:
+// KindOOM with the bytes the program needed ("Used X of Y hbm"), or
+// KindCompiledUsage for a program that fit ("Total hbm usage >= X"), or
+// KindMemoryAnalysis for jax's memory_analysis (total = argument + output
+// + temp − alias); ScopeTemp where only XLA's temporaries are known.
+type CompileLog struct {
+	Kind, Scope string
+	// Reported is the program's bytes in that scope; Capacity the HBM
+	// XLA had for it (0: not printed).
+	Reported, Capacity int64
+	// Breakdown is what the log splits the bytes into, where it does:
+	// memory_analysis's argument, output, alias and temp, or the "Total
+	// hbm usage" block's arguments and program (as Argument and Temp).
+	Breakdown Breakdown
+	// Lines are the log lines the numbers were read from.
+	Lines []string
+}
+
+// ErrNoMemoryReport is returned for a log with no memory report in it.
+var ErrNoMemoryReport = errors.New("no memory report")
+
+var (
+	// XLA's TPU out-of-memory message: "Ran out of memory in memory space
+	// hbm. Used 33.27G of 30.75G hbm. Exceeded hbm capacity by 2.52G."
+	reUsed = regexp.MustCompile(`Used ([0-9.]+[KMGT]?B?) of ([0-9.]+[KMGT]?B?) hbm`)
+	// "total memory required for HLO temporaries (105.73G) exceeds
+	// available HBM (94.74G)".
+	reTemporaries = regexp.MustCompile(`HLO temporaries \(([0-9.]+[KMGT]?B?)\) exceeds available HBM \(([0-9.]+[KMGT]?B?)\)`)
+	// "Total hbm usage >= 46.85G:" then "reserved 260.00M", "program
+	// 46.60G", "arguments 0B" on lines of their own.
+	reTotalUsage = regexp.MustCompile(`Total hbm usage >= ([0-9.]+[KMGT]?B?)`)
+	reUsageLine  = regexp.MustCompile(`^\s*(reserved|program|arguments)\s+([0-9.]+[KMGT]?B?)\s*$`)
+	// jax's CompiledMemoryStats repr: "argument_size_in_bytes=23352871936".
+	reStats = regexp.MustCompile(`\b(argument|output|alias|temp|generated_code)_size_in_bytes=([0-9]+)`)
+	// MaxText's print of it (max_utils.print_compiled_memory_stats, GB =
+	// 1024³ bytes): "Total estimated memory size: 100.4 GB, estimated
+	// output size: 44.5 GB, estimated temp size: 55.9 GB, estimated
+	// argument size: 44.5 GB", and its older wording "Total memory size:
+	// 70.0 GB, Output size: 44.5 GB, Temp size: 25.5 GB, Argument size:
+	// 44.5 GB".
+	reMaxText      = regexp.MustCompile(`(?i)\b(host )?(output|temp|argument) size: ([0-9.]+) GB`)
+	reMaxTextTotal = regexp.MustCompile(`(?i)\btotal (?:estimated )?memory size: ([0-9.]+) GB`)
+)
+
+// maxLogLine is the longest line ParseCompileLog reads; longer ones (an
+// HLO dump) are skipped.
+const maxLogLine = 1 << 16
+
+// ParseCompileLog reads a compile log: XLA's out-of-memory message, its
+// "Total hbm usage" block, jax's memory_analysis repr (what MaxText's
+// train_compile prints as "Memory analysis: ...") or MaxText's formatted
+// print of it. XLA's K, M, G and T are binary (its 30.75G on v4 is the
+// 32 GiB less the 1.25G it reserves), and so is MaxText's GB. Where a log
+// holds several reports the first out-of-memory message wins, then the
+// last usage block, then the last memory analysis.
+func ParseCompileLog(text string) (CompileLog, error) {
+	var oom, usage, analysis *CompileLog
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		if len(line) > maxLogLine {
+			continue
+		}
+		if m := reUsed.FindStringSubmatch(line); m != nil && oom == nil {
+			used, err1 := logBytes(m[1])
+			capa, err2 := logBytes(m[2])
+			if err := errors.Join(err1, err2); err != nil {
+				return CompileLog{}, err
+			}
+			oom = &CompileLog{Kind: KindOOM, Scope: ScopeTotal, Reported: used, Capacity: capa, Lines: []string{strings.TrimSpace(line)}}
+		}
+		if m := reTemporaries.FindStringSubmatch(line); m != nil && oom == nil {
+			temp, err1 := logBytes(m[1])
+			capa, err2 := logBytes(m[2])
+			if err := errors.Join(err1, err2); err != nil {
+				return CompileLog{}, err
+			}
+			oom = &CompileLog{Kind: KindOOM, Scope: ScopeTemp, Reported: temp, Capacity: capa, Lines: []string{strings.TrimSpace(line)}}
+		}
+		if m := reTotalUsage.FindStringSubmatch(line); m != nil {
+			total, err := logBytes(m[1])
+			if err != nil {
+				return CompileLog{}, err
+			}
+			u := CompileLog{Kind: KindCompiledUsage, Scope: ScopeTotal, Reported: total, Lines: []string{strings.TrimSpace(line)}}
+			for _, next := range lines[i+1 : min(i+8, len(lines))] {
+				f := reUsageLine.FindStringSubmatch(next)
+				if f == nil {
+					continue
+				}
+				b, err := logBytes(f[2])
+				if err != nil {
+					return CompileLog{}, err
+				}
+				switch f[1] {
+				case "arguments":
+					u.Breakdown.Argument = b
+				case "program":
+					u.Breakdown.Temp = b
+				}
+				u.Lines = append(u.Lines, strings.TrimSpace(next))
+			}
+			usage = &u
+		}
+		if a, ok, err := parseAnalysis(line); err != nil {
+			return CompileLog{}, err
+		} else if ok {
+			analysis = &a
+		}
+	}
+	var got *CompileLog
+	switch {
+	case oom != nil:
+		if usage != nil && usage.Reported >= oom.Reported {
+			oom.Breakdown = usage.Breakdown
+			oom.Lines = append(oom.Lines, usage.Lines...)
+		}
+		got = oom
+	case usage != nil:
+		got = usage
+	case analysis != nil:
+		got = analysis
+	}
+	if got != nil {
+		if got.Reported <= 0 || got.Kind == KindOOM && got.Capacity <= 0 {
+			return CompileLog{}, fmt.Errorf("validate: compile log: %q reports %d bytes of %d, want a positive number of bytes (and of capacity, for an out-of-memory message): %w", got.Lines[0], got.Reported, got.Capacity, ErrInvalid)
+		}
+		return *got, nil
+	}
+	return CompileLog{}, fmt.Errorf("validate: compile log: %w: want XLA's out-of-memory message (\"Used X of Y hbm\"), its \"Total hbm usage >= X\" block, jax's memory_analysis (argument_size_in_bytes=…, temp_size_in_bytes=…) or MaxText's \"estimated temp size: X GB\" line", ErrNoMemoryReport)
+}
+
+// parseAnalysis reads one line of jax's memory_analysis repr or of
+// MaxText's print of it; ok is false when the line is neither.
+func parseAnalysis(line string) (CompileLog, bool, error) {
+	var b Breakdown
+	var seen int
+	set := func(field string, v int64) {
+		switch strings.ToLower(field) {
+		case "argument":
+			b.Argument = v
+		case "output":
+			b.Output = v
+		case "alias":
+			b.Alias = v
+		case "temp":
+			b.Temp = v
+		case "generated_code":
+			b.GeneratedCode = v
+		}
+		seen++
+	}
+	for _, m := range reStats.FindAllStringSubmatch(line, -1) {
+		v, err := strconv.ParseInt(m[2], 10, 64)
+		if err != nil {
+			return CompileLog{}, false, fmt.Errorf("validate: compile log: %s_size_in_bytes=%s: %w; want a whole number of bytes below 2^63", m[1], m[2], ErrInvalid)
+		}
+		set(m[1], v)
+	}
+	for _, m := range reMaxText.FindAllStringSubmatch(line, -1) {
+		if m[1] != "" {
+			continue // host temp: not HBM
+		}
+		v, err := logBytes(m[3] + "G")
+		if err != nil {
+			return CompileLog{}, false, err
+		}
+		set(m[2], v)
+	}
+	if seen == 0 || b.Temp == 0 && b.Argument == 0 {
+		return CompileLog{}, false, nil
+	}
+	// MaxText prints the total (argument + output + temp − alias) but not
+	// the alias: it is what the total leaves.
+	if m := reMaxTextTotal.FindStringSubmatch(line); m != nil {
+		total, err := logBytes(m[1] + "G")
+		if err != nil {
+			return CompileLog{}, false, err
+		}
+		b.Alias = max(b.Argument+b.Output+b.Temp-total, 0)
+	}
+	total := b.Argument + b.Output + b.Temp - b.Alias
+	scope := ScopeTotal
+	if b.Argument == 0 && b.Output == 0 {
+		scope, total = ScopeTemp, b.Temp
+	}
+	if total <= 0 {
+		return CompileLog{}, false, fmt.Errorf("validate: compile log: memory analysis totals %d bytes (argument + output + temp − alias), want a positive number: %w", total, ErrInvalid)
+	}
+	return CompileLog{Kind: KindMemoryAnalysis, Scope: scope, Reported: total, Breakdown: b, Lines: []string{strings.TrimSpace(line)}}, true, nil
+}
+
+// logBytes reads a size as XLA prints it: a decimal number and an optional
+// binary K, M, G or T, with or without a trailing B ("33.27G", "260.00M",
+// "0B").
+func logBytes(s string) (int64, error) {
+	num := strings.TrimSuffix(s, "B")
+	scale := 1.0
+	if n := len(num); n > 0 {
+		switch num[n-1] {
+		case 'K':
+			scale, num = 1<<10, num[:n-1]
+		case 'M':
+			scale, num = 1<<20, num[:n-1]
+		case 'G':
+			scale, num = 1<<30, num[:n-1]
+		case 'T':
+			scale, num = 1<<40, num[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	b := v * scale
+	if err != nil || math.IsNaN(b) || math.IsInf(b, 0) || b < 0 || b >= 1<<62 || strings.Count(num, ".") > 1 {
+		return 0, fmt.Errorf("validate: compile log: size %q, want a number of bytes with an optional K, M, G or T (binary, as XLA prints them): %w", s, ErrInvalid)
+	}
+	return int64(math.Round(b)), nil
+}
+
+// CompareLog holds a compile log against cost's estimate of the same job
+// and layout: mem is cost's per-chip memory and devicesPerChip the chip's
+// JAX devices, the unit XLA reports in.
+func CompareLog(log CompileLog, mem cost.Memory, devicesPerChip int) MemoryResult {
+	c := MemoryCase{Kind: log.Kind, Scope: log.Scope, ReportedBytes: log.Reported, CapacityBytes: log.Capacity, Breakdown: log.Breakdown}
+	r := memoryResult(c, mem, devicesPerChip)
+	if log.Kind != KindMemoryAnalysis {
+		if b := log.Breakdown; b.Argument > 0 {
+			r.ArgumentError = relErr(r.Arguments, b.Argument)
+		}
+		if b := log.Breakdown; b.Temp > 0 {
+			r.TempError = relErr(r.Temp, b.Temp)
+		}
+	}
+	return r
+}
