@@ -128,7 +128,7 @@ func writeExport(b *strings.Builder, target string, p plan.Plan, e *exportFlags)
 	case target == "xpk":
 		o := e.xpk
 		if o.Workload == "" {
-			o.Workload = workloadName(p.Request.Model.Name)
+			o.Workload = export.RunName(p.Request.Model.Name)
 		}
 		if err := export.XPK(b, p, o); err != nil {
 			return err
@@ -147,23 +147,4 @@ func writeExport(b *strings.Builder, target string, p plan.Plan, e *exportFlags)
 		}
 	}
 	return nil
-}
-
-// workloadName makes a default xpk workload name from a model name:
-// shardlab-llama3-70b.
-func workloadName(model string) string {
-	var b strings.Builder
-	b.WriteString("shardlab-")
-	for _, r := range strings.ToLower(model) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	s := b.String()
-	if len(s) > 40 {
-		s = s[:40]
-	}
-	return strings.TrimRight(s, "-")
 }
