@@ -39,7 +39,8 @@ func newExportFlags(target string) (*flag.FlagSet, *planFlags, *exportFlags) {
 	case "xpk":
 		fs.StringVar(&e.xpk.Cluster, "cluster", "", "GKE cluster to run on (required)")
 		fs.StringVar(&e.xpk.Workload, "workload", "", "workload name, also MaxText's run_name (default shardlab-MODEL)")
-		fs.StringVar(&e.xpk.DockerImage, "docker-image", "", "container image with MaxText (default: xpk's base image)")
+		fs.StringVar(&e.xpk.DockerImage, "docker-image", "", "container image with MaxText, run as it is (this or --base-docker-image is required: xpk's default image has no MaxText)")
+		fs.StringVar(&e.xpk.BaseDockerImage, "base-docker-image", "", "image with MaxText's dependencies to which xpk adds the working directory, e.g. maxtext_base_image")
 		var modes []string
 		for _, c := range export.Capacities() {
 			modes = append(modes, string(c))
