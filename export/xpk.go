@@ -188,8 +188,12 @@ func XPK(w io.Writer, p plan.Plan, o XPKOptions) error {
 
 // noImage says what to pass when no image is given, as MaxText documents
 // its xpk flow (docs/run_maxtext/run_maxtext_via_xpk.md lines 171-180 and
-// 236-245, docs/tutorials/build_maxtext.md @e591f30c).
-const noImage = "xpk's default image is python:3.10, which has no MaxText: pass --docker-image with an image that has MaxText " +
+// 236-245, docs/tutorials/build_maxtext.md @e591f30c). The pre-built
+// image that build_maxtext.md lists, tpu_pre_training:0.2.3, is not a
+// default: MaxText 0.2.3 (3190805a, 2026-06-12) has no
+// ici_context_usp_ulysses_parallelism, which the export writes, and its
+// config refuses unknown keys.
+const noImage = "xpk's default image is python:3.10, which has no MaxText: pass --docker-image with an image that has MaxText at e591f30c or later " +
 	"(one uploaded with MaxText's src/dependencies/scripts/docker_upload_runner.sh, gcr.io/PROJECT/NAME), " +
 	"or --base-docker-image maxtext_base_image, the local image MaxText's build_maxtext_docker_image makes, " +
 	"to which xpk adds the working directory (run xpk in the MaxText checkout)"
