@@ -34,12 +34,12 @@ func ExampleXPK() {
 	o.Model, o.TPU, o.Slices, o.Mesh, o.GlobalBatch = "llama3-70b", "tpu7x-256", 2, "data=2(dcn),fsdp=128", "512"
 	r, _ := plan.ParseRequest(o)
 	p, _ := plan.Search(r)
-	args, err := export.XPKArgs(p, export.XPKOptions{Cluster: "ironwood", Workload: "llama-70b", Capacity: export.CapacitySpot, MaxRestarts: 2})
+	args, err := export.XPKArgs(p, export.XPKOptions{Cluster: "ironwood", Workload: "llama-70b", BaseDockerImage: "maxtext_base_image", Capacity: export.CapacitySpot, MaxRestarts: 2})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(args[:11])
+	fmt.Println(args[:13])
 	// Output:
-	// [--cluster ironwood --workload llama-70b --tpu-type tpu7x-4x4x8 --num-slices 2 --spot --max-restarts 2]
+	// [--cluster ironwood --workload llama-70b --base-docker-image maxtext_base_image --tpu-type tpu7x-4x4x8 --num-slices 2 --spot --max-restarts 2]
 }

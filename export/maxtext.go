@@ -66,6 +66,9 @@ type Setting struct {
 
 // MaxTextConfig is a plan as MaxText settings, to overlay on base.yml.
 type MaxTextConfig struct {
+	// RunName names the run (MaxText's run_name, xpk's workload) and the
+	// YAML file: RunName + ".yml".
+	RunName string
 	// Comments say what was planned, one line each, without the '#'.
 	Comments []string
 	Settings []Setting
@@ -121,13 +124,13 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	e := p.Best.Estimate
 	j := e.Job
 	ms := p.Request.Multislice
-	var c MaxTextConfig
+	c := MaxTextConfig{RunName: RunName(j.Model.Name)}
 	set := func(k string, v any) { c.Settings = append(c.Settings, Setting{k, v}) }
 	c.Comments = append(c.Comments,
 		fmt.Sprintf("shardlab plan: %s on %s", j.Model.Name, ms),
 		fmt.Sprintf("layout %s, %.1f%% MFU estimated, step %v", e.Mesh, 100*e.MFU, unit.Seconds(e.Time.Step.Seconds())))
 
-	mt, err := maxTextModel(set, j.Model)
+	mt, err := maxTextModel(set, &c, j.Model)
 	if err != nil {
 		return c, err
 	}
@@ -296,6 +299,15 @@ func pipeline(set func(string, any), e cost.Estimate, mt maxTextArch) error {
 		return unsupported("maxtext", "pipeline schedule", string(j.Schedule),
 			fmt.Sprintf("MaxText runs only GPipe-order pipelines, plain or circular (maxtext issue 752: no 1F1B), and the plan was costed under %s; pass --schedule gpipe, or --schedule circular with --chunks for num_pipeline_repeats, to cost it as MaxText runs it", j.Schedule))
 	}
+	// MaxText pipelines only the MoE layers of its deepseek block
+	// (pipeline_parallel_layers defaults to them, [types.py]) and a stage of
+	// its llama4 block is a scanned block of layers (layers/decoders.py
+	// @e591f30c, _build_nnx_pipeline_stage); shardlab costs a pipeline of
+	// all the layers, one at a time
+	if mt.block == "deepseek" || mt.block == "llama4" {
+		return unsupported("maxtext", "pipeline", fmt.Sprintf("%d stages", stages),
+			fmt.Sprintf("MaxText's %s decoder block does not pipeline the model's layers as shardlab costs them; plan %s with --mesh without pipeline", mt.block, j.Model.Name))
+	}
 	// MaxText's decoder layers: Gemma 2's pair a local and a global
 	// attention layer (configs/models/gemma2-9b.yml)
 	layers := j.Model.Layers / mt.pairs
@@ -385,19 +397,30 @@ func precision(set func(string, any), j cost.Job) error {
 	default:
 		return unsupported("maxtext", "precision", p.Name(), "MaxText keeps no master copy of the weights: pass --precision maxtext (weight_dtype float32) or bf16 (weight_dtype bfloat16)")
 	}
+	// opt_type is not written: the plan does not choose the optimizer, and
+	// both of MaxText's Adams keep the two moments cost counts: base.yml's
+	// adamw (mu in mu_dtype, nu in the weights' dtype) and adam_pax, which
+	// gpt3-175b.yml sets (mu and nu like the weights, optimizers.py
+	// adam_pax @e591f30c) — the same bytes with mu_dtype = weight_dtype.
 	set("dtype", "bfloat16")
 	set("weight_dtype", w)
-	set("opt_type", "adamw") // the two moments cost counts
 	set("mu_dtype", w)
 	return nil
 }
 
-// WriteYAML writes the config as YAML for base.yml's keys.
+// WriteYAML writes the config as a MaxText config file: its first line
+// the command that runs it, saved as RunName.yml, then base_config, so
+// that MaxText reads base.yml first and the settings over it
+// (pyconfig.py _load_config @e591f30c looks for base.yml beside the file,
+// then in MaxText's configs directory).
 func (c MaxTextConfig) WriteYAML(w io.Writer) error {
 	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n", c.RunCommand())
+	fmt.Fprintf(&b, "# (saved as %s: the trainer takes a first argument ending in .yml as its config, pyconfig.py @e591f30c; add key=value arguments for where it writes, base_output_directory, and what it reads, dataset_type and dataset_path)\n", c.File())
 	for _, l := range c.Comments {
 		fmt.Fprintf(&b, "# %s\n", l)
 	}
+	b.WriteString("base_config: 'base.yml'\n")
 	for _, s := range c.Settings {
 		v := formatValue(s.Value)
 		if _, ok := s.Value.(string); ok {
@@ -409,11 +432,47 @@ func (c MaxTextConfig) WriteYAML(w io.Writer) error {
 	return err
 }
 
-// TrainModule is how MaxText's trainer is started, with the config file
-// the arguments overlay (docs/guides/data_input_pipeline/data_input_grain.md
-// and multi_tier_checkpointing.md at e591f30c; it was MaxText.train before
-// the package moved to src/maxtext).
-const TrainModule = "python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml"
+// File is the name WriteYAML's command runs the config under.
+func (c MaxTextConfig) File() string { return c.RunName + ".yml" }
+
+// RunCommand runs the YAML config: MaxText's trainer module with the
+// config file as its first argument (docs/guides/checkpointing_solutions/
+// multi_tier_checkpointing.md line 232 @e591f30c: "python3 -m
+// maxtext.trainers.pre_train.train ${MAXTEXT_CONFIG}"), and the run's name.
+func (c MaxTextConfig) RunCommand() string {
+	return trainModule + " " + c.File() + " run_name=" + c.RunName
+}
+
+// trainModule starts MaxText's trainer (docs/run_maxtext/
+// run_maxtext_localhost.md @e591f30c; it was MaxText.train before the
+// package moved to src/maxtext).
+const trainModule = "python3 -m maxtext.trainers.pre_train.train"
+
+// TrainModule is how MaxText's trainer is started with base.yml, the
+// config the key=value arguments overlay (pyconfig.py @e591f30c takes a
+// first argument ending in .yml as the config file, and finds
+// src/maxtext/configs/ in a checkout or an installed package;
+// docs/run_maxtext/run_maxtext_elastic_training.md lines 93-94).
+const TrainModule = trainModule + " src/maxtext/configs/base.yml"
+
+// RunName makes a run name from a model name, as xpk's workload names
+// must be ([xpk] validators.py name_type): shardlab-llama3-70b.
+func RunName(model string) string {
+	var b strings.Builder
+	b.WriteString("shardlab-")
+	for _, r := range strings.ToLower(model) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	s := b.String()
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return strings.TrimRight(s, "-")
+}
 
 // Args are the settings as the trainer's key=value arguments.
 func (c MaxTextConfig) Args() []string {
@@ -454,8 +513,10 @@ func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) 
 
 // maxTextArch is what the export needs of MaxText's model config.
 type maxTextArch struct {
-	pairs    int  // shardlab layers in one MaxText decoder layer
-	fusedQKV bool // fused_qkv: Q, K and V come from one projection
+	name     string // model_name: one of [types.py]'s ModelName
+	block    string // the config's decoder_block
+	pairs    int    // shardlab layers in one MaxText decoder layer
+	fusedQKV bool   // fused_qkv: Q, K and V come from one projection
 }
 
 func (a maxTextArch) pairsNote() string {
@@ -465,55 +526,111 @@ func (a maxTextArch) pairsNote() string {
 	return fmt.Sprintf(": each pairs %d of the model's layers", a.pairs)
 }
 
-// maxTextModels are the catalog models MaxText has a config of the same
-// name for (src/maxtext/configs/models/NAME.yml @e591f30c), with what
-// differs in how MaxText builds them. The test holds their dimensions to
-// the configs'.
+// maxTextModels are the catalog models MaxText ships a config of
+// (src/maxtext/configs/models/NAME.yml @e591f30c), under the model_name
+// MaxText accepts ([types.py] ModelName, lines 216-297), with what differs
+// in how MaxText builds them. The tests hold each to the name list and to
+// its config's dimensions, read from MaxText at that commit.
 var maxTextModels = map[string]maxTextArch{
-	"gpt3-175b": {1, true}, "llama2-7b": {1, false}, "llama2-13b": {1, false}, "llama2-70b": {1, false},
-	"llama3-8b": {1, false}, "llama3-70b": {1, false}, "llama3-405b": {1, false},
-	"gemma2-9b": {2, false}, "gemma2-27b": {2, false},
+	"gpt3-175b":  {"gpt3-175b", "gpt3", 1, true},
+	"llama2-7b":  {"llama2-7b", "llama2", 1, false},
+	"llama2-13b": {"llama2-13b", "llama2", 1, false},
+	"llama2-70b": {"llama2-70b", "llama2", 1, false},
+	"llama3-8b":  {"llama3-8b", "llama2", 1, false},
+	"llama3-70b": {"llama3-70b", "llama2", 1, false},
+	// models/llama3-405b.yml exists, but ModelName lists only
+	// llama3.1-405b, whose config is the same
+	"llama3-405b":     {"llama3.1-405b", "llama2", 1, false},
+	"gemma2-9b":       {"gemma2-9b", "gemma2", 2, false},
+	"gemma2-27b":      {"gemma2-27b", "gemma2", 2, false},
+	"mixtral-8x7b":    {"mixtral-8x7b", "mixtral", 1, false},
+	"mixtral-8x22b":   {"mixtral-8x22b", "mixtral", 1, false},
+	"deepseek3-671b":  {"deepseek3-671b", "deepseek", 1, false},
+	"qwen3-235b-a22b": {"qwen3-235b-a22b", "qwen3_moe", 1, false},
+	"llama4-maverick": {"llama4-17b-128e", "llama4", 1, false},
 }
 
-// maxTextModel writes the model. A catalog model MaxText has a config for
-// is named (model_name), with override_model_config so that the settings
-// written here win over the config's (pyconfig.py refuses a key set by
-// both otherwise; gpt3-175b.yml sets opt_type adam_pax, for one). A spec
-// of MaxText's llama2 decoder block (gated MLP, RMSNorm, rotary positions,
-// no biases) is written by its dimensions; any other is refused.
-func maxTextModel(set func(string, any), m model.Spec) (maxTextArch, error) {
+// maxTextModel writes the model. A catalog model MaxText ships is named
+// (model_name) and nothing else: its config sets the architecture (RoPE
+// base, norms, routing, QK-norm, ...), and none of the keys the export
+// writes, so nothing overrides it (the tests hold the written keys to
+// the configs' keys). A spec of one of MaxText's decoder blocks is
+// written by its dimensions; any other is refused.
+func maxTextModel(set func(string, any), c *MaxTextConfig, m model.Spec) (maxTextArch, error) {
 	if a, ok := maxTextModels[m.Name]; ok {
 		if cat, ok := model.Lookup(m.Name); ok && cat == m {
-			set("model_name", m.Name)
-			set("override_model_config", true)
+			set("model_name", a.name)
+			if a.name != m.Name {
+				c.Comments = append(c.Comments, fmt.Sprintf("MaxText names %s %s", m.Name, a.name))
+			}
 			return a, nil
 		}
 	}
+	var a maxTextArch
+	var err error
 	if m.MoE() || m.MLA() {
-		return maxTextMoEModel(set, m)
+		a, err = maxTextMoEModel(set, m)
+	} else {
+		a, err = maxTextDenseModel(set, m)
 	}
+	if err != nil {
+		return a, err
+	}
+	// shardlab costs no dropout; base.yml's enable_dropout is true, and
+	// every MaxText config of these blocks sets it false
+	set("enable_dropout", false)
+	unset := blockUnset[a.block]
+	parts := make([]string, len(unset))
+	for i, s := range unset {
+		parts[i] = s.Key + " " + s.Value.(string)
+	}
+	c.Comments = append(c.Comments,
+		fmt.Sprintf("%s is no MaxText model: written by its dimensions on MaxText's %s decoder block. The spec does not give these keys of the block's configs, so base.yml's values stand; set them to the model's (MaxText's models/%s.yml @e591f30c has that model's):",
+			m.Name, a.block, blockExample[a.block]),
+		"  "+strings.Join(parts, ", "))
+	return a, nil
+}
+
+// blockUnset are, for each decoder block a spec is written on, the keys
+// MaxText's own configs of that block set (configs/models/*.yml
+// @e591f30c: the llama2 block's llama2-*, llama3-*, llama3.1-* and
+// llama3.3-70b; mixtral-8x7b and 8x22b; the deepseek block's
+// deepseek2-16b, deepseek2-236b, deepseek3-671b and kimi-k2-1t) that a
+// spec does not give, with base.yml's values, which stand unless the user
+// sets them. The tests hold the lists to the configs and the values to
+// base.yml. (llama2-7b, 13b and 70b also set logical_axis_rules: a
+// sharding rule for the norms' weights, not the architecture.)
+var blockUnset = map[string][]Setting{
+	"llama2":  {{"mlp_activations", `["silu","linear"]`}, {"normalization_layer_epsilon", "1e-05"}, {"rope_max_timescale", "10000"}},
+	"mixtral": {{"mlp_activations", `["silu","linear"]`}, {"normalization_layer_epsilon", "1e-05"}, {"rope_max_timescale", "10000"}},
+	"deepseek": {{"mlp_activations", `["silu","linear"]`}, {"normalization_layer_epsilon", "1e-05"},
+		{"routed_scaling_factor", "1.0"}, {"routed_score_func", `""`}, {"routed_bias", "false"},
+		{"rope_type", `"default"`}, {"rope_max_timescale", "10000"}, {"max_position_embeddings", "163840"},
+		{"original_max_position_embeddings", "4096"}, {"rope_factor", "40"}, {"beta_fast", "32"}, {"beta_slow", "1"},
+		{"mscale", "1.0"}, {"rope_interleave", "true"}, {"rope_truncate", "true"}, {"rope_attention_scaling", "false"}},
+}
+
+// blockExample is a MaxText config of each block, named in the comment.
+var blockExample = map[string]string{"llama2": "llama3-8b", "mixtral": "mixtral-8x7b", "deepseek": "deepseek3-671b"}
+
+// maxTextDenseModel writes a dense spec by its dimensions on MaxText's
+// llama2 decoder block (gated MLP, RMSNorm, rotary positions, no
+// biases; models/llama2-7b.yml), refusing any other.
+func maxTextDenseModel(set func(string, any), m model.Spec) (maxTextArch, error) {
 	if !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 || m.ParallelBlock {
 		return maxTextArch{}, unsupported("maxtext", "model", m.Name,
 			"it is no MaxText model config, and only a sequential gated-MLP model without biases, LayerNorm, learned positions or extra norms is MaxText's llama2 decoder block; set model_name in MaxText yourself")
 	}
-	kv := m.KVHeads
-	if kv == 0 {
-		kv = m.Heads
-	}
-	hd := m.HeadDim
-	if hd == 0 {
-		hd = m.DModel / m.Heads
-	}
 	set("decoder_block", "llama2")
 	set("base_emb_dim", m.DModel)
 	set("base_num_query_heads", m.Heads)
-	set("base_num_kv_heads", kv)
+	set("base_num_kv_heads", m.KV())
 	set("base_num_decoder_layers", m.Layers)
 	set("base_mlp_dim", m.DFF)
-	set("head_dim", hd)
+	set("head_dim", m.Head())
 	set("vocab_size", m.Vocab)
 	set("logits_via_embedding", m.TiedEmbeddings)
-	return maxTextArch{pairs: 1}, nil
+	return maxTextArch{block: "llama2", pairs: 1}, nil
 }
 
 // maxTextMoEModel writes a mixture of experts or a latent-attention model
@@ -538,6 +655,11 @@ func maxTextMoEModel(set func(string, any), m model.Spec) (maxTextArch, error) {
 	case !m.MLA() && (m.SharedExperts > 0 || m.FirstDenseLayers > 0):
 		return refuse("shared experts and first dense layers are MaxText's deepseek decoder block, which runs latent attention")
 	}
+	block := "mixtral"
+	if m.MLA() {
+		block = "deepseek"
+	}
+	set("decoder_block", block)
 	set("base_emb_dim", m.DModel)
 	set("base_num_query_heads", m.Heads)
 	set("base_num_kv_heads", m.KV())
@@ -549,7 +671,6 @@ func maxTextMoEModel(set func(string, any), m model.Spec) (maxTextArch, error) {
 	set("num_experts", m.Experts)
 	set("num_experts_per_tok", m.ExpertsPerToken)
 	if m.MLA() {
-		set("decoder_block", "deepseek")
 		set("first_num_dense_layers", m.FirstDenseLayers)
 		set("shared_experts", m.SharedExperts)
 		set("attention_type", "mla")
@@ -559,10 +680,9 @@ func maxTextMoEModel(set func(string, any), m model.Spec) (maxTextArch, error) {
 		set("qk_rope_head_dim", m.QKRopeHeadDim)
 		set("v_head_dim", m.VHead())
 	} else {
-		set("decoder_block", "mixtral")
 		set("head_dim", m.Head())
 	}
-	return maxTextArch{pairs: 1}, nil
+	return maxTextArch{block: block, pairs: 1}, nil
 }
 
 // maxTextMoE writes how the experts run, as costed: dropless with

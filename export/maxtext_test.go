@@ -2,7 +2,9 @@ package export
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/model"
@@ -46,6 +49,49 @@ func readListOf(t *testing.T, name string, min int) map[string]bool {
 	return out
 }
 
+// readConfigs reads testdata/maxtext-model-configs.txt: each MaxText
+// model config's keys and values (JSON), and base.yml's under "base.yml".
+func readConfigs(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for row := range readListOf(t, "testdata/maxtext-model-configs.txt", 50) {
+		name, rest, _ := strings.Cut(row, " ")
+		kv := map[string]any{}
+		for _, f := range strings.Fields(rest) {
+			k, v, _ := strings.Cut(f, "=")
+			var x any
+			if err := json.Unmarshal([]byte(v), &x); err != nil {
+				t.Fatalf("maxtext-model-configs.txt: %s: %s=%s: %v", name, k, v, err)
+			}
+			kv[k] = x
+		}
+		out[name] = kv
+	}
+	return out
+}
+
+// configValue is key's value in MaxText's config of model, base.yml's if
+// the config does not set it.
+func configValue(cfgs map[string]map[string]any, model, key string) any {
+	if v, ok := cfgs[model][key]; ok {
+		return v
+	}
+	return cfgs["base.yml"][key]
+}
+
+// blockConfigs are, for each decoder block the export writes a spec on,
+// MaxText's configs of that block whose keys a spec written on it must
+// cover (configs/models/*.yml @e591f30c): all of the llama2 and mixtral
+// blocks'; of the deepseek block's, those without the sparse-attention
+// indexer (deepseek3.2-671b) or Engram and mHC (deepseek-custom), which
+// are other architectures, and without the test configs.
+var blockConfigs = map[string][]string{
+	"llama2": {"llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "llama3.1-8b", "llama3.1-70b",
+		"llama3.1-405b", "llama3.3-70b"},
+	"mixtral":  {"mixtral-8x7b", "mixtral-8x22b"},
+	"deepseek": {"deepseek2-16b", "deepseek2-236b", "deepseek3-671b", "kimi-k2-1t"},
+}
+
 // MaxText's allowed values, read in the MaxText mirror at e591f30c.
 var (
 	// base.yml lines 355-356 (the policies decoders.py's get_remat_policy
@@ -56,7 +102,6 @@ var (
 	allowedQuant = []string{"", "fp4", "int4", "int8", "intmp", "fp8_e5m2", "fp8_e4m3", "fp8", "nanoo_fp8", "fp8_nanoo", "fp8_gpu",
 		"fp8_full", "te_fp8_delayedscaling", "te_fp8_currentscaling", "te_mxfp8", "te_nvfp4", "te_nvfp4_no_rht"}
 	allowedDType = []string{"bfloat16", "float32", "float16"}                         // types.py DType
-	allowedOpt   = []string{"adamw", "adam_pax", "sgd", "muon"}                       // types.py OptimizerType
 	allowedAttn  = []string{"autoselected", "dot_product", "flash", "cudnn_flash_te"} // base.yml line 392
 	allowedPlace = []string{"remat", "device", "offload"}                             // types.py RematLocation
 	// base.yml lines 361-383: the tensors remat_policy custom places.
@@ -94,6 +139,7 @@ func TestDevicesPerSliceIsMaxText(t *testing.T) {
 func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 	t.Helper()
 	keys := readList(t, "testdata/maxtext-base-keys.txt")
+	schema := readList(t, "testdata/maxtext-schema-keys.txt")
 	ms := p.Request.Multislice
 	e := p.Best.Estimate
 	if !e.Memory.Fits() {
@@ -103,8 +149,8 @@ func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 	devices := ms.Slice.Chips() * perChip
 	vals := map[string]any{}
 	for _, s := range c.Settings {
-		if !keys[s.Key] {
-			t.Errorf("%s: key %q is not in MaxText's base.yml", name, s.Key)
+		if !schema[s.Key] {
+			t.Errorf("%s: key %q is not a field of MaxText's config (types.py MaxTextConfig, extra=forbid)", name, s.Key)
 		}
 		if _, dup := vals[s.Key]; dup {
 			t.Errorf("%s: key %q written twice", name, s.Key)
@@ -204,16 +250,7 @@ func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 	} else if _, ok := vals["num_pipeline_microbatches"]; ok {
 		t.Errorf("%s: num_pipeline_microbatches without a pipeline", name)
 	}
-	// the model: MaxText's config of the same architecture, or its
-	// dimensions
-	if name, ok := vals["model_name"].(string); ok {
-		if _, known := maxTextModels[name]; !known || name != e.Job.Model.Name || vals["override_model_config"] != true {
-			t.Errorf("%s: model_name %q (override_model_config %v) for model %s", name, name, vals["override_model_config"], e.Job.Model.Name)
-		}
-	} else if block := vals["decoder_block"]; num("base_emb_dim") != e.Job.Model.DModel || num("base_num_decoder_layers") != e.Job.Model.Layers ||
-		!(block == "llama2" || (e.Job.Model.MoE() && (block == "mixtral" || block == "deepseek"))) {
-		t.Errorf("%s: neither model_name nor the model's dimensions written", name)
-	}
+	checkModel(t, name, e.Job.Model, c)
 	oneOf("remat_policy", allowedRemat)
 	if vals["remat_policy"] == "custom" {
 		for _, tag := range customTags {
@@ -229,7 +266,9 @@ func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 	for _, k := range []string{"dtype", "weight_dtype", "mu_dtype"} {
 		oneOf(k, allowedDType)
 	}
-	oneOf("opt_type", allowedOpt)
+	if _, ok := vals["opt_type"]; ok {
+		t.Errorf("%s: opt_type written: the plan does not choose the optimizer", name)
+	}
 	oneOf("attention", allowedAttn)
 	if _, ok := vals["quantization"]; ok {
 		oneOf("quantization", allowedQuant)
@@ -239,10 +278,26 @@ func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 			t.Errorf("%s: %s = %#v, want a bool", name, k, vals[k])
 		}
 	}
-	// the flags form says the same as the YAML
+	// the YAML is a drop-in config: its first line runs it, and it reads
+	// base.yml first (pyconfig.py _load_config); the flags form says the
+	// same
 	var y, f strings.Builder
 	if err := c.WriteYAML(&y); err != nil {
 		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(y.String(), "\n")
+	if want := "# python3 -m maxtext.trainers.pre_train.train " + c.RunName + ".yml run_name=" + c.RunName; first != want || !strings.HasSuffix(c.File(), ".yml") {
+		t.Errorf("%s: first line %q, want %q", name, first, want)
+	}
+	var firstKey string
+	for _, l := range strings.Split(y.String(), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			firstKey = l
+			break
+		}
+	}
+	if firstKey != "base_config: 'base.yml'" {
+		t.Errorf("%s: the YAML's first key is %q, want base_config: 'base.yml'", name, firstKey)
 	}
 	if err := c.WriteFlags(&f); err != nil {
 		t.Fatal(err)
@@ -257,6 +312,66 @@ func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 		}
 		if !strings.Contains(f.String(), "  "+a+" \\\n") && !strings.HasSuffix(f.String(), "  "+a+"\n") {
 			t.Errorf("%s: flag %s is not on its own line:\n%s", name, a, f.String())
+		}
+	}
+}
+
+// checkModel holds the model a config writes to MaxText: a catalog model
+// MaxText ships by its model_name, one MaxText accepts, with no key its
+// config sets written over it; any other by its dimensions on a decoder
+// block, with each key MaxText's configs of that block set written or
+// named in a comment.
+func checkModel(t *testing.T, name string, m model.Spec, c MaxTextConfig) {
+	t.Helper()
+	names := readListOf(t, "testdata/maxtext-model-names.txt", 50)
+	cfgs := readConfigs(t)
+	written := map[string]any{}
+	for _, s := range c.Settings {
+		written[s.Key] = s.Value
+	}
+	if _, ok := written["override_model_config"]; ok {
+		t.Errorf("%s: override_model_config written: nothing should override a MaxText model config", name)
+	}
+	// every catalog model is one MaxText ships (TestMaxTextNamesEveryCatalogModel)
+	if cat, ok := model.Lookup(m.Name); ok && cat == m {
+		mt := maxTextModels[m.Name]
+		if written["model_name"] != mt.name || !names[mt.name] {
+			t.Errorf("%s: model_name %v, want %q, the name MaxText ships it under", name, written["model_name"], mt.name)
+		}
+		for k := range written {
+			if _, set := cfgs[mt.name][k]; set {
+				t.Errorf("%s: %s written over MaxText's models/%s.yml, which sets it", name, k, mt.name)
+			}
+		}
+		return
+	}
+	if _, ok := written["model_name"]; ok {
+		t.Errorf("%s: model_name written for %s, which is no MaxText model", name, m.Name)
+	}
+	block, _ := written["decoder_block"].(string)
+	refs, ok := blockConfigs[block]
+	if !ok {
+		t.Errorf("%s: decoder_block %q, want one of the blocks shardlab writes", name, block)
+		return
+	}
+	comments := strings.Join(c.Comments, "\n")
+	for _, ref := range refs {
+		for k := range cfgs[ref] {
+			if _, ok := written[k]; ok || k == "logical_axis_rules" { // a sharding rule, not the architecture
+				continue
+			}
+			if !strings.Contains(comments, k+" ") {
+				t.Errorf("%s: MaxText's %s.yml (decoder block %s) sets %s, which is neither written nor named in a comment", name, ref, block, k)
+			}
+		}
+	}
+	if written["enable_dropout"] != false {
+		t.Errorf("%s: enable_dropout %v, want false: base.yml's is true, and shardlab costs no dropout", name, written["enable_dropout"])
+	}
+	for k, want := range map[string]int{"base_emb_dim": m.DModel, "base_num_query_heads": m.Heads, "base_num_kv_heads": m.KV(),
+		"base_num_decoder_layers": m.Layers, "base_mlp_dim": m.DFF, "vocab_size": m.Vocab} {
+		if written[k] != want {
+			t.Errorf("%s: %s = %v, want the spec's %d", name, k, written[k], want)
 		}
 	}
 }
@@ -279,11 +394,7 @@ func search(t *testing.T, edit func(*plan.Options)) plan.Plan {
 
 // exportCases are plans of every generation, single slice, multislice
 // and pipelined, with the settings that change what is written.
-var exportCases = []struct {
-	name string
-	edit func(*plan.Options)
-	want map[string]any // settings the case is there for
-}{
+var exportCases = append([]exportCase{
 	{"v2 searched", func(o *plan.Options) { o.Model, o.TPU = "llama2-7b", "v2-32" }, nil},
 	{"v3 searched", func(o *plan.Options) { o.Model, o.TPU = "llama3-8b", "v3-32" }, nil},
 	{"v4 searched", func(o *plan.Options) { o.Model, o.TPU = "llama3-8b", "v4-32" }, nil},
@@ -320,12 +431,11 @@ var exportCases = []struct {
 	{"custom spec by its dimensions", func(o *plan.Options) {
 		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small.yaml", []byte(smallSpec), "v5p-16", "fsdp=8", "16"
 	}, map[string]any{"decoder_block": "llama2", "base_emb_dim": 2048, "base_num_kv_heads": 4, "head_dim": 128, "vocab_size": 32000, "logits_via_embedding": true}},
-	// MaxText's models/mixtral-8x7b.yml @e591f30c: decoder_block mixtral,
-	// base_moe_mlp_dim 14336, num_experts 8, num_experts_per_tok 2.
+	// MaxText ships mixtral-8x7b (models/mixtral-8x7b.yml @e591f30c): named,
+	// its dimensions, RoPE base and routing are the config's
 	{"mixtral expert parallel, capacity factor", func(o *plan.Options) {
 		o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.CapacityFactor = "mixtral-8x7b", "v5p-128", "fsdp=8,expert=8", "256", 1.25
-	}, map[string]any{"decoder_block": "mixtral", "num_experts": 8, "num_experts_per_tok": 2, "base_moe_mlp_dim": 14336, "head_dim": 128,
-		"ici_expert_parallelism": 8, "ici_fsdp_parallelism": 8, "capacity_factor": 1.25, "sparse_matmul": false, "megablox": false,
+	}, map[string]any{"model_name": "mixtral-8x7b", "ici_expert_parallelism": 8, "ici_fsdp_parallelism": 8, "capacity_factor": 1.25, "sparse_matmul": false, "megablox": false,
 		"shard_exp_on_fsdp": false, "use_ring_of_experts": false}},
 	{"mixtral searched, dropless", func(o *plan.Options) { o.Model, o.TPU = "mixtral-8x7b", "v5p-128" },
 		map[string]any{"sparse_matmul": true, "megablox": true, "capacity_factor": -1.0}},
@@ -343,6 +453,39 @@ var exportCases = []struct {
 	{"deepseek-v3-like searched: ring of experts", func(o *plan.Options) {
 		o.Model, o.ModelSpec, o.TPU = "deepseek-v3-like.yaml", []byte(deepSeekSpec), "tpu7x-512"
 	}, map[string]any{"ici_expert_parallelism": 4, "use_ring_of_experts": true, "sparse_matmul": true, "capacity_factor": -1.0}},
+	{"v5p context parallel", func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.GlobalBatch = "llama3-8b", "v5p-64", "fsdp=16,context=2", "32"
+	}, map[string]any{"ici_context_parallelism": 2, "model_name": "llama3-8b"}},
+	{"llama3-405b is MaxText's llama3.1-405b", func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.GlobalBatch = "llama3-405b", "v5p-1024", "fsdp=64,tensor=8", "512"
+	}, map[string]any{"model_name": "llama3.1-405b"}},
+	{"deepseek3-671b by name", func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.GlobalBatch = "deepseek3-671b", "tpu7x-512", "fsdp=16,expert=16", "1024"
+	}, map[string]any{"model_name": "deepseek3-671b", "ici_expert_parallelism": 16}},
+	{"qwen3-235b by name", func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.GlobalBatch = "qwen3-235b-a22b", "tpu7x-256", "fsdp=16,expert=8", "512"
+	}, map[string]any{"model_name": "qwen3-235b-a22b"}},
+	{"custom MoE spec on the mixtral block", func(o *plan.Options) {
+		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small-moe.yaml", []byte(strings.Replace(smallSpec, "tied_embeddings: true", "experts: 8\nexperts_per_token: 2", 1)), "v5p-16", "fsdp=2,expert=4", "16"
+	}, map[string]any{"decoder_block": "mixtral", "num_experts": 8, "base_moe_mlp_dim": 5632, "enable_dropout": false}},
+}, caseEachRemat()...)
+
+type exportCase struct {
+	name string
+	edit func(*plan.Options)
+	want map[string]any // settings the case is there for
+}
+
+// caseEachRemat is an export of each remat policy shardlab costs.
+func caseEachRemat() []exportCase {
+	var out []exportCase
+	for _, r := range cost.Remats() {
+		out = append(out, exportCase{"remat " + string(r), func(o *plan.Options) {
+			o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.Remat = "llama3-8b", "v5p-64", "fsdp=32", "64", string(r)
+			o.OptimizerOffload = r == cost.RematMinimalOffloaded || r == cost.RematQKVProjOffloaded
+		}, map[string]any{"remat_policy": map[cost.Remat]string{cost.RematNone: "custom"}[r] + map[bool]string{true: string(r)}[r != cost.RematNone]}})
+	}
+	return out
 }
 
 // deepSeekSpec is DeepSeek-V3's shape (arXiv 2412.19437 and its
@@ -475,53 +618,121 @@ gated_mlp: true
 tied_embeddings: true
 `
 
-// TestMaxTextModels holds maxTextModels to MaxText's model configs: the
-// same dimensions as the catalog's model, layers counted as MaxText
-// counts them, and the fused projection where MaxText fuses it.
+// TestMaxTextModels holds maxTextModels to MaxText at e591f30c: each
+// name one its ModelName accepts, and its config's architecture the
+// catalog model's (layers counted as MaxText counts them), so that naming
+// it trains what was costed.
 func TestMaxTextModels(t *testing.T) {
-	rows := readListOf(t, "testdata/maxtext-models.txt", len(maxTextModels))
-	seen := map[string]bool{}
-	for row := range rows {
-		f := strings.Fields(row)
-		if len(f) != 12 {
-			t.Fatalf("maxtext-models.txt: row %q has %d columns, want 12", row, len(f))
-		}
-		name := f[0]
-		seen[name] = true
-		a, ok := maxTextModels[name]
-		m, okCat := model.Lookup(name)
-		if !ok || !okCat {
-			t.Errorf("%s: in MaxText's configs but not in maxTextModels (%v) or the catalog (%v)", name, ok, okCat)
+	names := readListOf(t, "testdata/maxtext-model-names.txt", 50)
+	cfgs := readConfigs(t)
+	for catName, a := range maxTextModels {
+		m, ok := model.Lookup(catName)
+		if !ok {
+			t.Errorf("maxTextModels has %s, which the catalog does not", catName)
 			continue
 		}
-		kv, hd := m.KVHeads, m.HeadDim
-		if kv == 0 {
-			kv = m.Heads
+		if !names[a.name] {
+			t.Errorf("%s: model_name %q is not in MaxText's ModelName", catName, a.name)
 		}
-		if hd == 0 {
-			hd = m.DModel / m.Heads
+		if _, ok := cfgs[a.name]; !ok {
+			t.Errorf("%s: MaxText has no models/%s.yml", catName, a.name)
+			continue
 		}
-		acts := 1
-		if m.GatedMLP {
-			acts = 2
+		num := func(k string) int {
+			f, _ := configValue(cfgs, a.name, k).(float64)
+			return int(f)
 		}
-		want := []string{strconv.Itoa(m.DModel), strconv.Itoa(m.Heads), strconv.Itoa(kv), strconv.Itoa(m.Layers / a.pairs),
-			strconv.Itoa(m.DFF), strconv.Itoa(hd), f[7], strconv.FormatBool(m.TiedEmbeddings), f[9], strconv.FormatBool(a.fusedQKV), f[11]}
-		if got := f[1:]; !slices.Equal(got, want) || strings.Count(f[9], ",")+1 != acts {
-			t.Errorf("%s: MaxText's config %q, the catalog and maxTextModels say %q with %d MLP activations", name, got, want, acts)
+		acts, _ := configValue(cfgs, a.name, "mlp_activations").([]any)
+		experts := max(m.Experts, 1) // base.yml's num_experts 1 is a dense MLP
+		got := map[string]any{"decoder_block": configValue(cfgs, a.name, "decoder_block"), "fused_qkv": configValue(cfgs, a.name, "fused_qkv"),
+			"base_emb_dim": num("base_emb_dim"), "base_num_query_heads": num("base_num_query_heads"), "base_num_kv_heads": num("base_num_kv_heads"),
+			"base_num_decoder_layers": num("base_num_decoder_layers"), "base_mlp_dim": num("base_mlp_dim"),
+			"logits_via_embedding": configValue(cfgs, a.name, "logits_via_embedding"), "mlp_activations": len(acts),
+			"num_experts": num("num_experts"), "num_experts_per_tok": num("num_experts_per_tok"), "shared_experts": num("shared_experts"),
+			"first_num_dense_layers": num("first_num_dense_layers"), "interleave_moe_layer_step": num("interleave_moe_layer_step"),
+			"mla": configValue(cfgs, a.name, "attention_type") == "mla"}
+		want := map[string]any{"decoder_block": a.block, "fused_qkv": a.fusedQKV,
+			"base_emb_dim": m.DModel, "base_num_query_heads": m.Heads, "base_num_kv_heads": m.KV(),
+			"base_num_decoder_layers": m.Layers / a.pairs, "base_mlp_dim": m.DFF,
+			"logits_via_embedding": m.TiedEmbeddings, "mlp_activations": map[bool]int{true: 2, false: 1}[m.GatedMLP],
+			"num_experts": experts, "num_experts_per_tok": max(m.ExpertsPerToken, 1), "shared_experts": m.SharedExperts,
+			"first_num_dense_layers": m.FirstDenseLayers, "interleave_moe_layer_step": max(m.MoEEvery, 1), "mla": m.MLA()}
+		if m.MoE() {
+			got["base_moe_mlp_dim"], want["base_moe_mlp_dim"] = num("base_moe_mlp_dim"), m.ExpertFF()
+		}
+		if m.MLA() {
+			for k, w := range map[string]int{"q_lora_rank": m.QLoRARank, "kv_lora_rank": m.KVLoRARank, "qk_nope_head_dim": m.Head(),
+				"qk_rope_head_dim": m.QKRopeHeadDim, "v_head_dim": m.VHead()} {
+				got[k], want[k] = num(k), w
+			}
+		} else {
+			got["head_dim"], want["head_dim"] = num("head_dim"), m.Head()
+		}
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("%s: MaxText's models/%s.yml has %s %v, the catalog and maxTextModels %v", catName, a.name, k, got[k], w)
+			}
 		}
 		// MaxText pads GPT-3's vocabulary (50257) to a multiple of 128 for
 		// sharding; the 47 extra rows are 0.0003 % of its parameters
-		if v, _ := strconv.Atoi(f[7]); v != m.Vocab && (v%128 != 0 || v-m.Vocab >= 128) {
-			t.Errorf("%s: MaxText's vocab_size %d, the catalog's %d", name, v, m.Vocab)
+		if v := num("vocab_size"); v != m.Vocab && (v%128 != 0 || v-m.Vocab >= 128) {
+			t.Errorf("%s: MaxText's vocab_size %d, the catalog's %d", catName, v, m.Vocab)
 		}
 		if a.pairs*(m.Layers/a.pairs) != m.Layers {
-			t.Errorf("%s: %d layers do not pair into MaxText's", name, m.Layers)
+			t.Errorf("%s: %d layers do not pair into MaxText's", catName, m.Layers)
 		}
 	}
-	for name := range maxTextModels {
-		if !seen[name] {
-			t.Errorf("maxTextModels has %s, which testdata/maxtext-models.txt does not", name)
+}
+
+// TestMaxTextNamesEveryCatalogModel: each catalog model is exported by a
+// model_name MaxText accepts (types.py ModelName @e591f30c), and nothing
+// else; llama3-405b is llama3.1-405b there.
+func TestMaxTextNamesEveryCatalogModel(t *testing.T) {
+	names := readListOf(t, "testdata/maxtext-model-names.txt", 50)
+	for _, m := range model.Catalog() {
+		var c MaxTextConfig
+		var got []Setting
+		if _, err := maxTextModel(func(k string, v any) { got = append(got, Setting{k, v}) }, &c, m); err != nil {
+			t.Errorf("%s: %v", m.Name, err)
+			continue
+		}
+		if len(got) != 1 || got[0].Key != "model_name" {
+			t.Errorf("%s: writes %v, want model_name alone", m.Name, got)
+			continue
+		}
+		if name, _ := got[0].Value.(string); !names[name] {
+			t.Errorf("%s: model_name %q, which MaxText's ModelName does not accept", m.Name, name)
+		}
+	}
+}
+
+// TestBlockUnsetIsBaseYML: the values the comment names for the keys a
+// spec leaves out are base.yml's, and the keys each block's configs set.
+func TestBlockUnsetIsBaseYML(t *testing.T) {
+	cfgs := readConfigs(t)
+	for block, unset := range blockUnset {
+		if _, ok := blockConfigs[block]; !ok {
+			t.Errorf("blockUnset has %s, blockConfigs does not", block)
+		}
+		if _, ok := blockExample[block]; !ok {
+			t.Errorf("blockExample lacks %s", block)
+		}
+		for _, s := range unset {
+			var want any
+			if err := json.Unmarshal([]byte(s.Value.(string)), &want); err != nil {
+				t.Fatalf("%s: %s %s: %v", block, s.Key, s.Value, err)
+			}
+			if got := cfgs["base.yml"][s.Key]; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s: %s: the comment says base.yml has %v, it has %v", block, s.Key, want, got)
+			}
+			used := false
+			for _, ref := range blockConfigs[block] {
+				_, set := cfgs[ref][s.Key]
+				used = used || set
+			}
+			if !used {
+				t.Errorf("%s: %s is set by none of the block's configs", block, s.Key)
+			}
 		}
 	}
 }

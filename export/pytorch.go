@@ -19,8 +19,14 @@ import (
 //     axis_names), whose mesh shape is the element-wise product, ordered
 //     "by increasing network-intensity"; Mesh(device_ids, mesh_shape,
 //     axis_names) for one slice;
-//   - experimental/spmd_fully_sharded_data_parallel.py: FSDPv2 needs a mesh
-//     axis named 'fsdp' and shards each parameter's dimension 0 over it;
+//   - experimental/spmd_fully_sharded_data_parallel.py:
+//     SpmdFullyShardedDataParallel(module, *, mesh=None, shard_output=None,
+//     auto_wrap_policy=None, auto_wrapper_callable=None,
+//     extra_data_axis=None): mesh and the rest are keyword-only. It needs a
+//     mesh axis named 'fsdp', shards each parameter not sharded yet over it
+//     on the parameter's largest dimension (shard_maximal=True), and the
+//     forward's output on dimension 0, over (extra_data_axis, 'fsdp') when
+//     extra_data_axis is given;
 //   - docs/source/perf/spmd_basic.md: SPMD is enabled with xr.use_spmd(),
 //     and the devices are xr.global_runtime_device_count().
 //
@@ -139,7 +145,7 @@ def shard_input(input_ids):
 # Tensor parallelism with FSDP (2D sharding; nn.Linear weights are [out, in]):
 # column-parallel projections split their outputs over 'model', row-parallel
 # ones their inputs, and the other dimension goes over 'fsdp'. FSDPv2 is not
-# used: it would put 'fsdp' on dimension 0 of every weight.
+# used: it shards over 'fsdp' alone, on each parameter's largest dimension.
 def shard_decoder_layer(layer):
     for w in (layer.self_attn.q_proj.weight, layer.self_attn.k_proj.weight, layer.self_attn.v_proj.weight,
               layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight):
@@ -148,10 +154,18 @@ def shard_decoder_layer(layer):
         xs.mark_sharding(w, mesh, ('fsdp', 'model'))
 `)
 	case shape[1] > 1:
-		b.WriteString(`
-# FSDP: FSDPv2 shards dimension 0 of every parameter over 'fsdp'.
-# model = FSDPv2(model, mesh)
-`)
+		// the input's batch is over ('data', 'fsdp'); FSDPv2 shards the
+		// output's over 'fsdp' only unless told the data axis
+		extra := ""
+		if shape[0] > 1 {
+			extra = ", extra_data_axis='data'"
+		}
+		fmt.Fprintf(&b, `
+# FSDP: FSDPv2 shards each parameter over 'fsdp' on its largest dimension,
+# and the output's batch dimension as the input's. mesh is keyword-only.
+def wrap_model(model):
+    return FSDPv2(model, mesh=mesh%s)
+`, extra)
 	default:
 		b.WriteString(`
 # Data parallelism only: the parameters are replicated; only the input is sharded.

@@ -2,8 +2,10 @@ package export
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,20 +84,143 @@ func TestPyTorchRefusesPipelineAndContext(t *testing.T) {
 	}
 }
 
-func TestPyTorchPythonCallsOnlyTorchXLAsAPI(t *testing.T) {
+// signature is a Python function's parameters: the positional ones
+// (which may also be passed by keyword), the keyword-only ones, and which
+// of either have no default.
+type signature struct {
+	positional, keywordOnly []string
+	required                map[string]bool
+}
+
+// readSignatures reads testdata/torch-xla-api.txt: name(params) a line.
+func readSignatures(t *testing.T) map[string]signature {
+	t.Helper()
 	data, err := os.ReadFile("testdata/torch-xla-api.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := map[string]bool{}
+	out := map[string]signature{}
 	for _, l := range strings.Split(string(data), "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			api[l] = true
+		if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		name, params, ok := strings.Cut(strings.TrimSuffix(l, ")"), "(")
+		if !ok {
+			t.Fatalf("torch-xla-api.txt: %q is not name(params)", l)
+		}
+		sig := signature{required: map[string]bool{}}
+		kwOnly := false
+		for _, p := range strings.Split(params, ",") {
+			p = strings.TrimSpace(p)
+			switch {
+			case p == "":
+				continue
+			case p == "*":
+				kwOnly = true
+				continue
+			}
+			n, hasDefault := strings.CutSuffix(p, "=")
+			if !hasDefault {
+				sig.required[n] = true
+			}
+			if kwOnly {
+				sig.keywordOnly = append(sig.keywordOnly, n)
+			} else {
+				sig.positional = append(sig.positional, n)
+			}
+		}
+		out[name] = sig
+	}
+	return out
+}
+
+// callArgs splits the arguments of the call that starts at text[open]
+// ('(') at its top-level commas.
+func callArgs(text string, open int) []string {
+	var args []string
+	depth, start := 0, open+1
+	for i := open; i < len(text); i++ {
+		switch text[i] {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+			if depth == 0 {
+				if a := strings.TrimSpace(text[start:i]); a != "" {
+					args = append(args, a)
+				}
+				return args
+			}
+		case ',':
+			if depth == 1 {
+				args = append(args, strings.TrimSpace(text[start:i]))
+				start = i + 1
+			}
 		}
 	}
-	call := regexp.MustCompile(`\b(xs|xr)\.([A-Za-z_]+)`)
-	for _, layout := range []string{"fsdp=32", "data=32", "fsdp=8,tensor=4"} {
-		m, err := PyTorch(pytorchPlan(t, "llama3-8b", "v5p-64", 1, layout, ""))
+	return args
+}
+
+// callProblems holds every call of torch_xla's API in the Python,
+// comments included, to the signatures: only names the API has, no more
+// positional arguments than positional parameters, keywords the function
+// takes, keyword-only parameters passed by keyword, every required one
+// given. It returns what is wrong.
+func callProblems(py string, sigs map[string]signature) []string {
+	var out []string
+	errorf := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
+	call := regexp.MustCompile(`\b(?:(?:xs|xr)\.[A-Za-z_]+|FSDPv2)\(`)
+	for _, m := range call.FindAllStringIndex(py, -1) {
+		name := py[m[0] : m[1]-1]
+		sig, ok := sigs[name]
+		if !ok {
+			errorf("the export calls %s, which is not in torch_xla's API list", name)
+			continue
+		}
+		given := map[string]bool{}
+		npos := 0
+		for _, a := range callArgs(py, m[1]-1) {
+			k, _, isKw := strings.Cut(a, "=")
+			if isKw && regexp.MustCompile(`^\s*[A-Za-z_]+\s*$`).MatchString(k) {
+				k = strings.TrimSpace(k)
+				if !slices.Contains(sig.positional, k) && !slices.Contains(sig.keywordOnly, k) {
+					errorf("%s(..., %s=...): %s takes no such parameter", name, k, name)
+				}
+				given[k] = true
+				continue
+			}
+			if npos >= len(sig.positional) {
+				errorf("%s is called with %d or more positional arguments, but takes %d (%v keyword-only): %q", name, npos+1, len(sig.positional), sig.keywordOnly, a)
+				continue
+			}
+			given[sig.positional[npos]] = true
+			npos++
+		}
+		for p := range sig.required {
+			if !given[p] {
+				errorf("%s is called without its required parameter %s", name, p)
+			}
+		}
+	}
+	return out
+}
+
+// TestPyTorchPythonCallsMatchTorchXLA: every layout's Python calls
+// torch_xla as its signatures at the cited commit allow (FSDPv2's mesh is
+// keyword-only), FSDPv2 only for FSDP without tensor parallelism, and told
+// the data axis when there is one.
+func TestPyTorchPythonCallsMatchTorchXLA(t *testing.T) {
+	sigs := readSignatures(t)
+	for _, tt := range []struct {
+		tpu    string
+		slices int
+		layout string
+	}{
+		{"v5p-64", 1, "fsdp=32"}, {"v5p-64", 1, "data=32"}, {"v5p-64", 1, "fsdp=8,tensor=4"}, {"v5p-64", 1, "data=2,fsdp=16"},
+		{"v5p-64", 2, "data=2(dcn),fsdp=32"}, {"v6e-16", 2, "fsdp=2(dcn),fsdp=8,tensor=2"},
+	} {
+		what := fmt.Sprintf("%s on %d x %s", tt.layout, tt.slices, tt.tpu)
+		m, err := PyTorch(pytorchPlan(t, "llama3-8b", tt.tpu, tt.slices, tt.layout, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,16 +229,42 @@ func TestPyTorchPythonCallsOnlyTorchXLAsAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		py := b.String()
-		for _, c := range call.FindAllString(py, -1) {
-			if !api[c] {
-				t.Errorf("%s: the export calls %s, which is not in torch_xla's API list", layout, c)
-			}
+		for _, p := range callProblems(py, sigs) {
+			t.Errorf("%s: %s", what, p)
 		}
-		if !api["SpmdFullyShardedDataParallel"] || !strings.Contains(py, "import SpmdFullyShardedDataParallel as FSDPv2") {
-			t.Errorf("%s: FSDPv2's import is not the API's class", layout)
+		if !strings.Contains(py, "import SpmdFullyShardedDataParallel as FSDPv2") {
+			t.Errorf("%s: FSDPv2 is not the API's class", what)
 		}
-		if strings.Contains(py, "FSDPv2(") != (layout == "fsdp=32") {
-			t.Errorf("%s: FSDPv2 used %v, want only for FSDP without tensor parallelism:\n%s", layout, strings.Contains(py, "FSDPv2("), py)
+		shape := m.Shape()
+		if want := shape[1] > 1 && shape[2] == 1; strings.Contains(py, "FSDPv2(") != want {
+			t.Errorf("%s: FSDPv2 called %v, want %v (FSDP without tensor parallelism):\n%s", what, !want, want, py)
 		}
+		if want := shape[0] > 1 && shape[1] > 1 && shape[2] == 1; strings.Contains(py, "extra_data_axis='data'") != want {
+			t.Errorf("%s: extra_data_axis='data' written %v, want %v: the output's batch is over ('data', 'fsdp') as the input's:\n%s", what, !want, want, py)
+		}
+		if strings.Contains(py, "dimension 0 of every") {
+			t.Errorf("%s: says FSDPv2 shards dimension 0; it shards each parameter's largest dimension (shard_maximal=True):\n%s", what, py)
+		}
+	}
+}
+
+// TestCallProblemsCatches: the signature check refuses the calls it is there
+// to refuse, FSDPv2's mesh passed by position first.
+func TestCallProblemsCatches(t *testing.T) {
+	sigs := readSignatures(t)
+	for _, py := range []string{
+		"model = FSDPv2(model, mesh)",
+		"xs.HybridMesh((4, 2), (2, 1), ('data', 'fsdp'))",
+		"xs.Mesh(np.arange(8))",
+		"xs.mark_sharding(w, mesh, ('fsdp', None), extra=1)",
+		"xs.shard(w)",
+	} {
+		if len(callProblems(py, sigs)) == 0 {
+			t.Errorf("callProblems(%q) found nothing wrong", py)
+		}
+	}
+	good := "m = FSDPv2(model, mesh=mesh, extra_data_axis='data'); xs.Mesh(np.arange(8), (2, 4), ('data', 'fsdp'))"
+	if p := callProblems(good, sigs); len(p) > 0 {
+		t.Errorf("callProblems(%q) = %q, want none", good, p)
 	}
 }

@@ -69,9 +69,13 @@ func ValidName(field, s string) error {
 // XPKOptions are what the launch needs besides the plan.
 type XPKOptions struct {
 	Cluster, Workload string
-	// DockerImage is the image with MaxText; "" leaves xpk's default.
-	DockerImage string
-	Capacity    Capacity
+	// DockerImage is an image with MaxText installed, run as it is (xpk's
+	// --docker-image); BaseDockerImage one xpk adds the working directory
+	// to before it runs it (--base-docker-image). One of the two is needed:
+	// xpk's own default base image is python:3.10 ([xpk]
+	// ../core/docker_image.py DEFAULT_DOCKER_IMAGE), which has no MaxText.
+	DockerImage, BaseDockerImage string
+	Capacity                     Capacity
 	// Reservation names the reservation under CapacityReservation.
 	Reservation string
 	MaxRestarts int
@@ -165,6 +169,10 @@ func XPK(w io.Writer, p plan.Plan, o XPKOptions) error {
 		fmt.Fprintf(&b, "# %s\n", l)
 	}
 	b.WriteString("# --command has the costed job only: add where it writes (base_output_directory) and what it reads (dataset_type, dataset_path)\n")
+	b.WriteString("# the MaxText settings it carries, over base.yml:\n")
+	for _, a := range cfg.Args() {
+		fmt.Fprintf(&b, "#   %s\n", a)
+	}
 	b.WriteString("xpk workload create")
 	for i := 0; i < len(args); i++ {
 		b.WriteString(" \\\n  " + args[i])
@@ -177,6 +185,18 @@ func XPK(w io.Writer, p plan.Plan, o XPKOptions) error {
 	_, err = io.WriteString(w, b.String())
 	return err
 }
+
+// noImage says what to pass when no image is given, as MaxText documents
+// its xpk flow (docs/run_maxtext/run_maxtext_via_xpk.md lines 171-180 and
+// 236-245, docs/tutorials/build_maxtext.md @e591f30c). The pre-built
+// image that build_maxtext.md lists, tpu_pre_training:0.2.3, is not a
+// default: MaxText 0.2.3 (3190805a, 2026-06-12) has no
+// ici_context_usp_ulysses_parallelism, which the export writes, and its
+// config refuses unknown keys.
+const noImage = "xpk's default image is python:3.10, which has no MaxText: pass --docker-image with an image that has MaxText at e591f30c or later " +
+	"(one uploaded with MaxText's src/dependencies/scripts/docker_upload_runner.sh, gcr.io/PROJECT/NAME), " +
+	"or --base-docker-image maxtext_base_image, the local image MaxText's build_maxtext_docker_image makes, " +
+	"to which xpk adds the working directory (run xpk in the MaxText checkout)"
 
 // XPKArgs are the arguments after `xpk workload create`: each flag
 // followed by its value, if it takes one.
@@ -195,8 +215,11 @@ func XPKArgs(p plan.Plan, o XPKOptions) ([]string, error) {
 		return nil, &Error{Target: "xpk", Field: "--capacity", Value: "reservation", Want: "want --reservation NAME too", Err: ErrInvalid}
 	case o.Capacity != CapacityReservation && o.Reservation != "":
 		return nil, &Error{Target: "xpk", Field: "--reservation", Value: strconv.Quote(o.Reservation), Want: fmt.Sprintf("only with --capacity reservation, not %q", o.Capacity), Err: ErrInvalid}
-	case strings.ContainsAny(o.Reservation, " '\"\\\n\t$`") || strings.ContainsAny(o.DockerImage, " '\"\\\n\t$`"):
-		return nil, &Error{Target: "xpk", Field: "--reservation or --docker-image", Value: strconv.Quote(o.Reservation + o.DockerImage), Want: "want a name without spaces, quotes or shell characters", Err: ErrInvalid}
+	case o.DockerImage != "" && o.BaseDockerImage != "":
+		// [xpk] ../core/docker_image.py use_base_docker_image_or_docker_image
+		return nil, &Error{Target: "xpk", Field: "--docker-image and --base-docker-image", Value: strconv.Quote(o.DockerImage) + " and " + strconv.Quote(o.BaseDockerImage), Want: "want one of them: xpk refuses the two together", Err: ErrInvalid}
+	case strings.ContainsAny(o.Reservation+o.DockerImage+o.BaseDockerImage, " '\"\\\n\t$`"):
+		return nil, &Error{Target: "xpk", Field: "--reservation, --docker-image or --base-docker-image", Value: strconv.Quote(o.Reservation + o.DockerImage + o.BaseDockerImage), Want: "want a name without spaces, quotes or shell characters", Err: ErrInvalid}
 	case o.MaxRestarts < 0:
 		return nil, &Error{Target: "xpk", Field: "--max-restarts", Value: strconv.Itoa(o.MaxRestarts), Want: "want 0 or more", Err: ErrInvalid}
 	}
@@ -209,8 +232,13 @@ func XPKArgs(p plan.Plan, o XPKOptions) ([]string, error) {
 		return nil, err
 	}
 	args := []string{"--cluster", o.Cluster, "--workload", o.Workload}
-	if o.DockerImage != "" {
+	switch {
+	case o.DockerImage != "":
 		args = append(args, "--docker-image", o.DockerImage)
+	case o.BaseDockerImage != "":
+		args = append(args, "--base-docker-image", o.BaseDockerImage)
+	default:
+		return nil, &Error{Target: "xpk", Field: "docker image", Value: `""`, Want: noImage, Err: ErrInvalid}
 	}
 	args = append(args, "--tpu-type", tpu, "--num-slices", strconv.Itoa(p.Request.Multislice.Slices))
 	switch o.Capacity {

@@ -19,11 +19,11 @@ func TestXPKFlagsAreXPKs(t *testing.T) {
 	keys := readList(t, "testdata/maxtext-base-keys.txt")
 	types := readList(t, "xpk-tpu-types.txt")
 	opts := []XPKOptions{
-		{Cluster: "c", Workload: "w"},
+		{Cluster: "c", Workload: "w", BaseDockerImage: "maxtext_base_image"},
 		{Cluster: "my-cluster", Workload: "llama-70b", DockerImage: "gcr.io/p/maxtext:latest", Capacity: CapacityReservation, Reservation: "res-1", MaxRestarts: 5},
-		{Cluster: "c", Workload: "w", Capacity: CapacitySpot},
-		{Cluster: "c", Workload: "w", Capacity: CapacityOnDemand},
-		{Cluster: "c", Workload: "w", Capacity: CapacityFlex},
+		{Cluster: "c", Workload: "w", DockerImage: "gcr.io/p/maxtext", Capacity: CapacitySpot},
+		{Cluster: "c", Workload: "w", BaseDockerImage: "maxtext_base_image", Capacity: CapacityOnDemand},
+		{Cluster: "c", Workload: "w", DockerImage: "us-docker.pkg.dev/p/r/maxtext:1", Capacity: CapacityFlex},
 	}
 	for i, tt := range exportCases {
 		p := search(t, tt.edit)
@@ -58,6 +58,11 @@ func TestXPKFlagsAreXPKs(t *testing.T) {
 		}
 		if want := p.Request.Multislice.Slice.Chip.AcceleratorPrefix + "-" + p.Request.Multislice.Slice.Topology.String(); got["--tpu-type"] != want {
 			t.Errorf("%s: --tpu-type %q, want the topology form %q", tt.name, got["--tpu-type"], want)
+		}
+		// the image that has MaxText: one of xpk's two image flags, never
+		// both (xpk exits on the two together), never neither (python:3.10)
+		if got["--docker-image"] != o.DockerImage || got["--base-docker-image"] != o.BaseDockerImage || (got["--docker-image"] == "") == (got["--base-docker-image"] == "") {
+			t.Errorf("%s: --docker-image %q and --base-docker-image %q for options %+v, want exactly one", tt.name, got["--docker-image"], got["--base-docker-image"], o)
 		}
 		if got["--num-slices"] != strconv.Itoa(p.Request.Multislice.Slices) || got["--cluster"] != o.Cluster || got["--workload"] != o.Workload ||
 			got["--max-restarts"] != strconv.Itoa(o.MaxRestarts) {
@@ -94,12 +99,18 @@ func TestXPKFlagsAreXPKs(t *testing.T) {
 		if !strings.Contains(b.String(), "xpk workload create \\\n") || !strings.Contains(b.String(), "--command '"+got["--command"]+"'\n") {
 			t.Errorf("%s: the shell command does not quote --command:\n%s", tt.name, b.String())
 		}
+		// it prints the MaxText settings it carries, one a line
+		for _, a := range cfg.Args() {
+			if !strings.Contains(b.String(), "\n#   "+a+"\n") {
+				t.Errorf("%s: the MaxText setting %s is not printed", tt.name, a)
+			}
+		}
 	}
 }
 
 func TestXPKRefuses(t *testing.T) {
 	p := search(t, exportCases[4].edit) // v5p
-	ok := XPKOptions{Cluster: "c", Workload: "w"}
+	ok := XPKOptions{Cluster: "c", Workload: "w", DockerImage: "gcr.io/p/maxtext"}
 	for _, tt := range []struct {
 		name string
 		edit func(*XPKOptions)
@@ -112,6 +123,10 @@ func TestXPKRefuses(t *testing.T) {
 		{"reservation unnamed", func(o *XPKOptions) { o.Capacity = CapacityReservation }, []string{"--capacity reservation", "--reservation NAME"}},
 		{"reservation with spot", func(o *XPKOptions) { o.Capacity, o.Reservation = CapacitySpot, "r" }, []string{"--reservation", `"spot"`}},
 		{"shell in image", func(o *XPKOptions) { o.DockerImage = "img; rm -rf /" }, []string{"--docker-image", "shell"}},
+		{"shell in base image", func(o *XPKOptions) { o.DockerImage, o.BaseDockerImage = "", "img`x`" }, []string{"--base-docker-image", "shell"}},
+		// xpk's default image, python:3.10, has no MaxText
+		{"no image", func(o *XPKOptions) { o.DockerImage = "" }, []string{"python:3.10", "--docker-image", "--base-docker-image maxtext_base_image", "docker_upload_runner.sh"}},
+		{"both images", func(o *XPKOptions) { o.BaseDockerImage = "maxtext_base_image" }, []string{"--docker-image and --base-docker-image", "one of them"}},
 		{"negative restarts", func(o *XPKOptions) { o.MaxRestarts = -1 }, []string{"--max-restarts", "-1"}},
 	} {
 		o := ok

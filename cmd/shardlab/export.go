@@ -39,7 +39,8 @@ func newExportFlags(target string) (*flag.FlagSet, *planFlags, *exportFlags) {
 	case "xpk":
 		fs.StringVar(&e.xpk.Cluster, "cluster", "", "GKE cluster to run on (required)")
 		fs.StringVar(&e.xpk.Workload, "workload", "", "workload name, also MaxText's run_name (default shardlab-MODEL)")
-		fs.StringVar(&e.xpk.DockerImage, "docker-image", "", "container image with MaxText (default: xpk's base image)")
+		fs.StringVar(&e.xpk.DockerImage, "docker-image", "", "container image with MaxText, run as it is (this or --base-docker-image is required: xpk's default image has no MaxText)")
+		fs.StringVar(&e.xpk.BaseDockerImage, "base-docker-image", "", "image with MaxText's dependencies to which xpk adds the working directory, e.g. maxtext_base_image")
 		var modes []string
 		for _, c := range export.Capacities() {
 			modes = append(modes, string(c))
@@ -128,7 +129,7 @@ func writeExport(b *strings.Builder, target string, p plan.Plan, e *exportFlags)
 	case target == "xpk":
 		o := e.xpk
 		if o.Workload == "" {
-			o.Workload = workloadName(p.Request.Model.Name)
+			o.Workload = export.RunName(p.Request.Model.Name)
 		}
 		if err := export.XPK(b, p, o); err != nil {
 			return err
@@ -147,23 +148,4 @@ func writeExport(b *strings.Builder, target string, p plan.Plan, e *exportFlags)
 		}
 	}
 	return nil
-}
-
-// workloadName makes a default xpk workload name from a model name:
-// shardlab-llama3-70b.
-func workloadName(model string) string {
-	var b strings.Builder
-	b.WriteString("shardlab-")
-	for _, r := range strings.ToLower(model) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	s := b.String()
-	if len(s) > 40 {
-		s = s[:40]
-	}
-	return strings.TrimRight(s, "-")
 }
