@@ -209,8 +209,23 @@ func TestDownloads(t *testing.T) {
 		t.Errorf("GET /download/plan.json = %d %.200s", code, body)
 	}
 	code, body = get(t, h, "/download/xpk.sh?"+q+"&cluster=tpu-east")
-	if code != http.StatusOK || !strings.Contains(body, "xpk workload create") || !strings.Contains(body, "--cluster tpu-east") {
-		t.Errorf("GET /download/xpk.sh = %d %.300s", code, body)
+	if code != http.StatusOK || !strings.Contains(body, "xpk workload create") || !strings.Contains(body, "--cluster tpu-east") ||
+		!strings.Contains(body, "--base-docker-image maxtext_base_image") {
+		t.Errorf("GET /download/xpk.sh = %d %.300s, want MaxText's base image by default (xpk's own has no MaxText)", code, body)
+	}
+	code, body = get(t, h, "/download/xpk.sh?"+q+"&docker_image=gcr.io/p/maxtext")
+	if code != http.StatusOK || !strings.Contains(body, "--docker-image gcr.io/p/maxtext") || strings.Contains(body, "--base-docker-image") {
+		t.Errorf("GET /download/xpk.sh?docker_image= = %d %.300s", code, body)
+	}
+	code, body = get(t, h, "/download/xpk.sh?"+q+"&docker_image=a&base_docker_image=b")
+	if code != http.StatusBadRequest {
+		t.Errorf("GET /download/xpk.sh with both images = %d %.300s, want 400 (xpk refuses the two together)", code, body)
+	}
+	// MaxText reads a config file only by a name ending in .yml.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/download/maxtext.yaml?"+q, nil))
+	if cd := rec.Header().Get("Content-Disposition"); !strings.HasSuffix(cd, `.yml"`) {
+		t.Errorf("the MaxText download is named by %q, want a .yml file", cd)
 	}
 	if code, body := get(t, h, "/download/maxtext.yaml?model=nope"); code != http.StatusBadRequest {
 		t.Errorf("GET /download/maxtext.yaml?model=nope = %d %s, want 400", code, body)
@@ -350,7 +365,7 @@ func TestUserMistakes(t *testing.T) {
 	}
 	q := queryOf(plan.DefaultOptions())
 	o := plan.DefaultOptions()
-	o.Seq = 1
+	o.Seq, o.GlobalBatch = 1, "12" // 3 one-token sequences per chip: MaxText cannot split them over a TPU7x chip's 2 devices
 	seq1 := queryOf(o)
 	for _, tc := range []struct {
 		name, target string
