@@ -394,6 +394,9 @@ func (f *runFlags) checkpointHooks(tc *emu.TrainConfig, job *mpi.Job, flt fault,
 	if job != nil {
 		store.rank = job.Rank
 	}
+	if err := store.probe(); err != nil {
+		return err
+	}
 	if n, err := store.cleanTemp(); err != nil {
 		return fmt.Errorf("run: --checkpoint %s: %w", dir, err)
 	} else if n > 0 {

@@ -80,6 +80,31 @@ func (d ckptStore) load(step int) (*emu.Checkpoint, error) {
 	return c, nil
 }
 
+// probe checks, before any work, that this process can write checkpoints
+// in the directory: it creates the directory (and any missing above it),
+// as the first write would, then creates and removes a temporary file
+// there. Without it a directory that cannot be written (/proc/foo, a
+// read-only mount) fails only at the first checkpoint, --every steps in,
+// or never when the run is shorter.
+func (d ckptStore) probe() error {
+	if err := os.MkdirAll(d.dir, 0o755); err != nil {
+		return bad("run: --checkpoint %s: cannot create the directory: %v", d.dir, cause(err))
+	}
+	f, err := os.CreateTemp(d.dir, d.tempPattern())
+	if err != nil {
+		return bad("run: --checkpoint %s: cannot write a file in it: %v", d.dir, cause(err))
+	}
+	name := f.Name()
+	err = f.Close()
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return bad("run: --checkpoint %s: cannot write a file in it: %v", d.dir, cause(err))
+	}
+	return nil
+}
+
 // write stores c atomically. die, when set, is called partway through the
 // temporary file (fault injection: a write killed midway).
 func (d ckptStore) write(c *emu.Checkpoint, die func()) error {
