@@ -95,7 +95,7 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 		ckpt = snap // a snapshot, streamed out tensor by tensor
 	}
 	if tc.Resume != nil || tc.LoadCheckpoint != nil {
-		ckpt = max(ckpt, 3*snap) // the file read whole, as it grows, and decoded
+		ckpt = max(ckpt, snap) // decoded as it is read, tensor by tensor (ReadCheckpointOf)
 	}
 	end := snap
 	if tc.Remote == nil || tc.Remote.Rank() == 0 {
