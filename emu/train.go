@@ -275,7 +275,7 @@ func Train(tc TrainConfig) (*Result, error) {
 type run struct {
 	tc   *TrainConfig
 	fab  *Fabric
-	full *Params[float32] // the initial model every device shards
+	full *Params[float32] // the shapes of the model every device shards (hollow)
 	devs []*device        // this process's
 	res  *Result
 	rate float64 // simulated FLOP/s of one chip
@@ -307,6 +307,12 @@ func newRun(tc *TrainConfig) (*run, error) {
 			groups = append(groups, collective.Group{Ranks: []int{id, next}, NICI: 2, NDCN: 1})
 		}
 	}
+	// the devices hold their shards: the full model and the templates are
+	// read only for their shapes from here on
+	for _, p := range ts.pieces {
+		hollow(p)
+	}
+	hollow(r.full)
 	if err := fab.discover(groups); err != nil {
 		return nil, err
 	}
