@@ -224,14 +224,14 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	if err := f.checkpointHooks(&tc, job, flt, stderr); err != nil {
 		return err
 	}
-	// refuse a run that will not fit before allocating it, and keep the
-	// collector's heap under what is available
-	avail, err := checkRunMemory(tc)
+	// refuse a run that will not fit before allocating it, and hold the
+	// collector to the estimate
+	limit, err := checkRunMemory(tc)
 	if err != nil {
 		return err
 	}
-	if _, set := os.LookupEnv("GOMEMLIMIT"); avail > 0 && !set {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(avail))
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
 	}
 	wall := f.progressHook(&tc, flt, stderr)
 	res, err := train(tc, job)
