@@ -248,8 +248,13 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // maxCheckpointBytes bounds what ReadCheckpoint reads (16 GiB).
 const maxCheckpointBytes = 1 << 34
 
+// maxHeaderBytes bounds a checkpoint's JSON header (a few hundred bytes
+// in practice).
+const maxHeaderBytes = 1 << 20
+
 // ReadCheckpoint decodes and verifies a checkpoint; a truncated or
-// corrupted one is refused.
+// corrupted one is refused. It reads the whole file before decoding it;
+// ReadCheckpointOf reads a file of known size against the run it is for.
 func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxCheckpointBytes+1))
 	if err != nil {
@@ -258,98 +263,258 @@ func ReadCheckpoint(r io.Reader) (*Checkpoint, error) {
 	if len(data) > maxCheckpointBytes {
 		return nil, fmt.Errorf("emu: checkpoint is over %d bytes, the most this reads: %w", maxCheckpointBytes, ErrCheckpoint)
 	}
-	if len(data) >= len(ckptMagic) && string(data[:len(ckptMagicPrefix)]) == ckptMagicPrefix && string(data[:len(ckptMagic)]) != ckptMagic {
-		return nil, fmt.Errorf("emu: checkpoint format %q, this shardlab reads %q only: %w", strings.TrimSpace(string(data[len(ckptMagicPrefix):len(ckptMagic)])),
-			strings.TrimSpace(ckptMagic[len(ckptMagicPrefix):]), ErrCheckpoint)
+	if err := checkMagic(data); err != nil {
+		return nil, err
 	}
-	if len(data) < len(ckptMagic)+sha256.Size || string(data[:len(ckptMagic)]) != ckptMagic {
-		return nil, fmt.Errorf("emu: not a shardlab checkpoint (or truncated before its header): %w", ErrCheckpoint)
+	if len(data) < len(ckptMagic)+sha256.Size {
+		return nil, errNotCheckpoint
 	}
 	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
-		return nil, fmt.Errorf("emu: checkpoint checksum mismatch (corrupted or truncated): %w", ErrCheckpoint)
+		return nil, errChecksum
 	}
-	return decodeCheckpoint(body[len(ckptMagic):])
-}
-
-// decodeCheckpoint decodes what follows the magic, checksum already
-// verified. Every count and length is bounded by the bytes left before
-// anything is allocated, so a crafted file with a valid checksum is
-// refused, not a panic or a huge allocation.
-func decodeCheckpoint(body []byte) (*Checkpoint, error) {
-	rd := ckptReader{bytes.NewReader(body)}
-	c := &Checkpoint{}
-	if err := rd.header(&c.Header); err != nil {
-		return nil, err
-	}
-	c.Step = c.Header.Step
-	if c.Step < 0 {
-		return nil, fmt.Errorf("emu: checkpoint step %d, want at least 0: %w", c.Step, ErrCheckpoint)
-	}
-	// a device is at least six words (id, Adam step, clock, three counts)
-	nd, err := rd.count("device count", 6*8)
+	body = body[len(ckptMagic):]
+	rd := &ckptReader{r: bytes.NewReader(body), left: int64(len(body))}
+	c, _, err := rd.head()
 	if err != nil {
 		return nil, err
 	}
-	c.Devices = make([]DeviceState, 0, nd)
-	for range nd {
-		s, err := rd.device()
-		if err != nil {
-			return nil, err
-		}
-		c.Devices = append(c.Devices, s)
+	if err := rd.devices(c, nil); err != nil {
+		return nil, err
 	}
-	if rd.Len() != 0 {
-		return nil, fmt.Errorf("emu: checkpoint has %d trailing bytes: %w", rd.Len(), ErrCheckpoint)
+	return c, nil
+}
+
+var (
+	errNotCheckpoint = fmt.Errorf("emu: not a shardlab checkpoint (or truncated before its header): %w", ErrCheckpoint)
+	errChecksum      = fmt.Errorf("emu: checkpoint checksum mismatch (corrupted or truncated): %w", ErrCheckpoint)
+)
+
+// checkMagic refuses data that does not start with this format's magic,
+// naming another version's.
+func checkMagic(data []byte) error {
+	if len(data) >= len(ckptMagic) && string(data[:len(ckptMagicPrefix)]) == ckptMagicPrefix && string(data[:len(ckptMagic)]) != ckptMagic {
+		return fmt.Errorf("emu: checkpoint format %q, this shardlab reads %q only: %w", strings.TrimSpace(string(data[len(ckptMagicPrefix):len(ckptMagic)])),
+			strings.TrimSpace(ckptMagic[len(ckptMagicPrefix):]), ErrCheckpoint)
+	}
+	if len(data) < len(ckptMagic) || string(data[:len(ckptMagic)]) != ckptMagic {
+		return errNotCheckpoint
+	}
+	return nil
+}
+
+// CheckpointShape is what a run's checkpoints hold, known before one is
+// read: the run's header (its Step is the checkpoint's, whatever it says
+// here) and, for each of this process's devices in order, its id and the
+// length of each of its tensors (its parameters', and the same again for
+// each Adam moment). ReadCheckpointOf holds a file to it.
+type CheckpointShape struct {
+	Header  CheckpointHeader
+	Devices []DeviceShape
+}
+
+// DeviceShape is one device's part of a CheckpointShape.
+type DeviceShape struct {
+	ID   int
+	Lens []int
+}
+
+// Size is the bytes WriteTo writes for a checkpoint of this shape whose
+// JSON header is headerLen bytes: the magic, the header and its length,
+// the device count, each device's id, Adam step and clock, its three sets
+// of tensors (a count, then each one's length and values) and the SHA-256.
+func (s *CheckpointShape) Size(headerLen int) int64 {
+	n := int64(len(ckptMagic)) + 8 + int64(headerLen) + 8 + sha256.Size
+	for _, d := range s.Devices {
+		set := int64(8)
+		for _, l := range d.Lens {
+			set += 8 + 4*int64(l)
+		}
+		n += 3*8 + 3*set
+	}
+	return n
+}
+
+// shapeOf is the shape of the checkpoints devs write under tc.
+func shapeOf(tc *TrainConfig, devs []*device) *CheckpointShape {
+	s := &CheckpointShape{Header: header(tc, 0)}
+	for _, d := range devs {
+		ds := DeviceShape{ID: d.id}
+		for _, x := range d.flat {
+			ds.Lens = append(ds.Lens, len(x))
+		}
+		s.Devices = append(s.Devices, ds)
+	}
+	return s
+}
+
+// SizeError is a checkpoint whose header is this run's but whose size is
+// not what this run's devices write: truncated, extended or corrupted.
+type SizeError struct {
+	Step       int   // what its header says
+	Size, Want int64 // bytes
+}
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("emu: checkpoint of step %d is %d bytes, want %d for this run's devices (truncated, extended or corrupted)", e.Step, e.Size, e.Want)
+}
+
+// Unwrap makes it an ErrCheckpoint.
+func (e *SizeError) Unwrap() error { return ErrCheckpoint }
+
+// ReadCheckpointOf decodes and verifies a checkpoint of size bytes for the
+// run whose checkpoints have shape want. It reads the header first and
+// refuses, before reading anything more, one of another run (a
+// *MismatchError) or of a size the shape does not give (a *SizeError);
+// then it decodes the body as it reads it (no copy of the file is held)
+// and checks the checksum at the end. With a nil want it holds the file
+// to nothing but its own counts and at most 16 GiB.
+func ReadCheckpointOf(r io.Reader, size int64, want *CheckpointShape) (*Checkpoint, error) {
+	if want == nil && size > maxCheckpointBytes {
+		return nil, fmt.Errorf("emu: checkpoint is %d bytes, over %d, the most this reads: %w", size, int64(maxCheckpointBytes), ErrCheckpoint)
+	}
+	br := bufio.NewReaderSize(r, 1<<16)
+	sum := sha256.New()
+	hashed := io.TeeReader(br, sum) // what the checksum covers: all but itself
+	magic := make([]byte, len(ckptMagic))
+	if _, err := io.ReadFull(hashed, magic); err != nil {
+		return nil, errNotCheckpoint
+	}
+	if err := checkMagic(magic); err != nil {
+		return nil, err
+	}
+	if size < int64(len(ckptMagic)+sha256.Size) {
+		return nil, errNotCheckpoint
+	}
+	rd := &ckptReader{r: hashed, left: size - int64(len(ckptMagic)) - sha256.Size}
+	c, headerLen, err := rd.head()
+	if err != nil {
+		return nil, err
+	}
+	if want != nil {
+		run := want.Header
+		run.Step = c.Step
+		if diff := diffHeaders(c.Header, run); len(diff) > 0 {
+			return nil, &MismatchError{Fields: diff}
+		}
+		if n := want.Size(headerLen); size != n {
+			return nil, &SizeError{Step: c.Step, Size: size, Want: n}
+		}
+	}
+	if err := rd.devices(c, want); err != nil {
+		return nil, err
+	}
+	var got [sha256.Size]byte
+	if _, err := io.ReadFull(br, got[:]); err != nil {
+		return nil, errCkptShort
+	}
+	if !bytes.Equal(got[:], sum.Sum(nil)) {
+		return nil, errChecksum
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		return nil, fmt.Errorf("emu: checkpoint is longer than its %d bytes (it grew while read): %w", size, ErrCheckpoint)
 	}
 	return c, nil
 }
 
 // ckptReader reads a checkpoint's body, every count bounded by the bytes
-// left.
-type ckptReader struct{ *bytes.Reader }
+// left before the checksum.
+type ckptReader struct {
+	r    io.Reader
+	left int64
+	buf  []byte // scratch for tensor values
+}
 
 var errCkptShort = fmt.Errorf("emu: checkpoint ends early: %w", ErrCheckpoint)
 
-func (rd ckptReader) u64() (uint64, error) {
-	var v uint64
-	if binary.Read(rd, binary.LittleEndian, &v) != nil {
-		return 0, errCkptShort
+func (rd *ckptReader) read(p []byte) error {
+	if int64(len(p)) > rd.left {
+		return errCkptShort
 	}
-	return v, nil
+	if _, err := io.ReadFull(rd.r, p); err != nil {
+		return errCkptShort
+	}
+	rd.left -= int64(len(p))
+	return nil
+}
+
+func (rd *ckptReader) u64() (uint64, error) {
+	var w [8]byte
+	if err := rd.read(w[:]); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(w[:]), nil
 }
 
 // count reads a count of things at least least bytes each, refusing one
 // that the bytes left cannot hold.
-func (rd ckptReader) count(what string, least uint64) (uint64, error) {
+func (rd *ckptReader) count(what string, least uint64) (uint64, error) {
 	n, err := rd.u64()
 	if err != nil {
 		return 0, err
 	}
-	if left := uint64(rd.Len()); n > left/least {
+	if left := uint64(rd.left); n > left/least {
 		return 0, fmt.Errorf("emu: checkpoint %s is %d, more than the %d bytes left allow: %w", what, n, left, ErrCheckpoint)
 	}
 	return n, nil
 }
 
-// header reads the JSON header and its length.
-func (rd ckptReader) header(h *CheckpointHeader) error {
+// head reads the JSON header and its length, and returns the checkpoint
+// it starts and the header's length.
+func (rd *ckptReader) head() (*Checkpoint, int, error) {
 	n, err := rd.count("header length", 1)
+	if err != nil {
+		return nil, 0, err
+	}
+	if n > maxHeaderBytes {
+		return nil, 0, fmt.Errorf("emu: checkpoint header length is %d, want at most %d: %w", n, maxHeaderBytes, ErrCheckpoint)
+	}
+	b := make([]byte, n)
+	if err := rd.read(b); err != nil {
+		return nil, 0, err
+	}
+	c := &Checkpoint{}
+	if err := json.Unmarshal(b, &c.Header); err != nil {
+		return nil, 0, fmt.Errorf("emu: checkpoint header: %v: %w", err, ErrCheckpoint)
+	}
+	c.Step = c.Header.Step
+	if c.Step < 0 {
+		return nil, 0, fmt.Errorf("emu: checkpoint step %d, want at least 0: %w", c.Step, ErrCheckpoint)
+	}
+	return c, int(n), nil
+}
+
+// devices reads the device count and every device into c, each tensor's
+// length held to want's when it is given, and refuses bytes left over.
+func (rd *ckptReader) devices(c *Checkpoint, want *CheckpointShape) error {
+	// a device is at least six words (id, Adam step, clock, three counts)
+	nd, err := rd.count("device count", 6*8)
 	if err != nil {
 		return err
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(rd, b); err != nil {
-		return errCkptShort
+	if want != nil && nd != uint64(len(want.Devices)) {
+		return fmt.Errorf("emu: checkpoint has %d devices, want %d: %w", nd, len(want.Devices), ErrCheckpoint)
 	}
-	if err := json.Unmarshal(b, h); err != nil {
-		return fmt.Errorf("emu: checkpoint header: %v: %w", err, ErrCheckpoint)
+	c.Devices = make([]DeviceState, 0, nd)
+	for i := range nd {
+		var lens []int
+		if want != nil {
+			lens = want.Devices[i].Lens
+		}
+		s, err := rd.device(lens)
+		if err != nil {
+			return err
+		}
+		c.Devices = append(c.Devices, s)
+	}
+	if rd.left != 0 {
+		return fmt.Errorf("emu: checkpoint has %d trailing bytes: %w", rd.left, ErrCheckpoint)
 	}
 	return nil
 }
 
 // device reads one device's id, Adam step, clock and tensors.
-func (rd ckptReader) device() (DeviceState, error) {
+func (rd *ckptReader) device(lens []int) (DeviceState, error) {
 	var s DeviceState
 	var w [3]uint64
 	for i := range w {
@@ -368,7 +533,7 @@ func (rd ckptReader) device() (DeviceState, error) {
 	}
 	for _, set := range []*[][]float32{&s.Flat, &s.M, &s.V} {
 		var err error
-		if *set, err = rd.tensors(); err != nil {
+		if *set, err = rd.tensors(s.ID, lens); err != nil {
 			return s, err
 		}
 	}
@@ -376,21 +541,39 @@ func (rd ckptReader) device() (DeviceState, error) {
 }
 
 // tensors reads a count of tensors (each at least its length word), then
-// each one's length and little-endian float32 values.
-func (rd ckptReader) tensors() ([][]float32, error) {
+// each one's length and little-endian float32 values; with lens, the
+// count and lengths must be those.
+func (rd *ckptReader) tensors(id int, lens []int) ([][]float32, error) {
 	k, err := rd.count("tensor count", 8)
 	if err != nil {
 		return nil, err
 	}
+	if lens != nil && k != uint64(len(lens)) {
+		return nil, fmt.Errorf("emu: checkpoint device %d has %d tensors, want %d: %w", id, k, len(lens), ErrCheckpoint)
+	}
 	out := make([][]float32, 0, k)
-	for range k {
+	for i := range k {
 		l, err := rd.count("tensor length", 4)
 		if err != nil {
 			return nil, err
 		}
+		if lens != nil && l != uint64(lens[i]) {
+			return nil, fmt.Errorf("emu: checkpoint device %d tensor %d has %d values, want %d: %w", id, i, l, lens[i], ErrCheckpoint)
+		}
 		x := make([]float32, l)
-		if err := binary.Read(rd, binary.LittleEndian, x); err != nil {
-			return nil, errCkptShort
+		for off := 0; off < len(x); {
+			n := min(len(x)-off, 1<<14)
+			if cap(rd.buf) < 4*n {
+				rd.buf = make([]byte, 4<<14)
+			}
+			b := rd.buf[:4*n]
+			if err := rd.read(b); err != nil {
+				return nil, err
+			}
+			for j := range n {
+				x[off+j] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*j:]))
+			}
+			off += n
 		}
 		out = append(out, x)
 	}

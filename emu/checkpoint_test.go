@@ -356,7 +356,9 @@ func TestResumeFromStoredCheckpoints(t *testing.T) {
 	if fmt.Sprint(committed) != "[1 2 3]" {
 		t.Errorf("committed %v, want [1 2 3]", committed)
 	}
-	load := func(step int) (*Checkpoint, error) { return ReadCheckpoint(bytes.NewReader(stored[step])) }
+	load := func(step int, _ *CheckpointShape) (*Checkpoint, error) {
+		return ReadCheckpoint(bytes.NewReader(stored[step]))
+	}
 	resumed := base
 	resumed.ResumeSteps, resumed.LoadCheckpoint = []int{3, 1, 2}, load
 	var heard []int
@@ -387,12 +389,13 @@ func TestResumeFromStoredCheckpoints(t *testing.T) {
 	}
 	one := base
 	one.Steps = 2
-	one.Resume, _ = load(3)
+	one.Resume, _ = load(3, nil)
 	if _, err := Train(one); !errors.As(err, &sd) || sd.Step != 3 || sd.Steps != 2 {
 		t.Errorf("resume of step 3 with 2 steps: %v, want a StepsDoneError", err)
 	}
 	wrong := resumed
-	wrong.LoadCheckpoint = func(int) (*Checkpoint, error) { return load(2) }
+	wrong.ResumeSteps = []int{3} // nothing older to fall back on
+	wrong.LoadCheckpoint = func(int, *CheckpointShape) (*Checkpoint, error) { return load(2, nil) }
 	if _, err := Train(wrong); !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), "step 3 holds step 2") {
 		t.Errorf("file of another step: %v", err)
 	}

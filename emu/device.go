@@ -76,8 +76,10 @@ type device struct {
 	adamT   int
 	// spare holds, by length, the full-size buffers not in use during a
 	// step: gathered weights between release and the next gather, FSDP
-	// gradient buffers between scatterGrad and the next gradBuf. A layer
-	// reuses the previous layer's instead of faulting in fresh pages.
+	// gradient buffers between scatterGrad and the next gradBuf, the
+	// model code's temporaries and the activations the backward pass is
+	// done with (mat, recycle). A layer reuses the previous layer's
+	// instead of faulting in fresh pages.
 	spare map[int][][]float32
 
 	mem   meter
@@ -109,6 +111,34 @@ func (ts *templates) of(tc *TrainConfig, coord mesh.Coord) *Params[float32] {
 	p := shard(ts.full, tc.Model, key[1], m.Size(mesh.Tensor), key[2], m.Size(mesh.Expert), key[0], m.Size(mesh.Pipeline), tc.Chunks)
 	ts.pieces[key] = p
 	return p
+}
+
+// hollow drops a template's values, keeping its shapes: every tensor
+// becomes a view of one zeroed buffer as long as the longest. Once the
+// devices hold their shards, the shapes are all that is read of the full
+// model and of the templates (bind, and shard for the devices process 0
+// rebuilds at the end); each is as large as the model, and they stayed
+// allocated for the whole run. Nothing writes a template.
+func hollow(p *Params[float32]) {
+	n := 0
+	for _, t := range p.Tensors() {
+		n = max(n, len(t))
+	}
+	zero := make([]float32, n)
+	view := func(xs ...*[]float32) {
+		for _, x := range xs {
+			*x = zero[:len(*x):len(*x)]
+		}
+	}
+	view(&p.Emb.D, &p.Pos.D, &p.NF, &p.Out.D)
+	for i := range p.Layers {
+		l := &p.Layers[i]
+		view(&l.N1, &l.N2, &l.Wq.D, &l.Wk.D, &l.Wv.D, &l.Wo.D, &l.Wg.D, &l.Wu.D, &l.Wd.D, &l.Wr.D)
+		for j := range l.Experts {
+			e := &l.Experts[j]
+			view(&e.Wg.D, &e.Wu.D, &e.Wd.D)
+		}
+	}
 }
 
 func newDevice(tc *TrainConfig, id int, ep *Endpoint, ts *templates) *device {
@@ -273,6 +303,23 @@ func (d *device) expertAllToAll(x []float32) []float32   { return d.ep.AllToAll(
 func (d *device) contextAllGather(x []float32) []float32 { return d.ep.AllGather(d.contextG, x) }
 func (d *device) contextReduceScatter(x []float32) []float32 {
 	return d.ep.ReduceScatter(d.contextG, x)
+}
+
+// mat lends the model code a zeroed r×c matrix from the step's spare
+// buffers (colls).
+func (d *device) mat(r, c int) Mat[float32] {
+	buf := d.take(r * c)
+	clear(buf)
+	return Mat[float32]{R: r, C: c, D: buf}
+}
+
+// recycle keeps matrices the model code is done with for mat (colls).
+func (d *device) recycle(ms ...Mat[float32]) {
+	for _, m := range ms {
+		if len(m.D) > 0 {
+			d.give(m.D)
+		}
+	}
 }
 
 // gather returns group gi's full buffer: an FSDP all-gather, or the

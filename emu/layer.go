@@ -21,6 +21,14 @@ type colls[T Float] interface {
 	// contextReduceScatter sums x over the context group and returns this
 	// rank's 1/c of it.
 	contextReduceScatter(x []T) []T
+	// mat returns a zeroed r×c matrix, reusing one given to recycle when
+	// one of its size is free; recycle takes matrices nothing reads or
+	// writes any more. A layer's temporaries and, in the backward pass, the
+	// activations it is done with go back this way, so the next layer's
+	// reuse them instead of new memory (the run's memory then stays at
+	// what its live tensors hold, which is what EstimateMemory counts).
+	mat(r, c int) Mat[T]
+	recycle(ms ...Mat[T])
 }
 
 type solo[T Float] struct{}
@@ -29,6 +37,8 @@ func (solo[T]) tensorAllReduce([]T)            {}
 func (solo[T]) expertAllToAll(x []T) []T       { return x }
 func (solo[T]) contextAllGather(x []T) []T     { return x }
 func (solo[T]) contextReduceScatter(x []T) []T { return x }
+func (solo[T]) mat(r, c int) Mat[T]            { return newMat[T](r, c) }
+func (solo[T]) recycle(...Mat[T])              {}
 
 // micro is one micro-batch as a device sees it: b sequences of s local
 // tokens, chunk ci of c along the sequence.
@@ -70,6 +80,12 @@ func (a *acts[T]) bytes(elem int) int64 {
 
 func rmsnorm[T Float](x Mat[T], w []T) (Mat[T], []T) {
 	y := newMat[T](x.R, x.C)
+	return y, rmsnormTo(y, x, w)
+}
+
+// rmsnormTo is rmsnorm into y (x's shape, every value overwritten); it
+// returns the per-row scales.
+func rmsnormTo[T Float](y, x Mat[T], w []T) []T {
 	rstd := make([]T, x.R)
 	for i := 0; i < x.R; i++ {
 		row := x.Row(i)
@@ -84,7 +100,7 @@ func rmsnorm[T Float](x Mat[T], w []T) (Mat[T], []T) {
 			out[j] = v * r * w[j]
 		}
 	}
-	return y, rstd
+	return rstd
 }
 
 // rmsnormBack adds the input gradient to dx and the weight gradient to dw.
@@ -112,9 +128,9 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 	n, d := x.R, x.C
 	hd := c.headDim()
 	qd, kvd := l.Wq.C, l.Wk.C
-	a := &acts[T]{x: x}
-	a.h1, a.rstd1 = rmsnorm(x, l.N1)
-	a.q, a.k, a.v = newMat[T](n, qd), newMat[T](n, kvd), newMat[T](n, kvd)
+	a := &acts[T]{x: x, h1: co.mat(n, d)}
+	a.rstd1 = rmsnormTo(a.h1, x, l.N1)
+	a.q, a.k, a.v = co.mat(n, qd), co.mat(n, kvd), co.mat(n, kvd)
 	matMul(a.q, a.h1, l.Wq, false)
 	matMul(a.k, a.h1, l.Wk, false)
 	matMul(a.v, a.h1, l.Wv, false)
@@ -125,28 +141,39 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 	} else {
 		a.attn, a.p = attentionKeepP(c, a.q, kAll, vAll, mb, hd)
 	}
-	o := newMat[T](n, d)
+	o := co.mat(n, d)
 	matMul(o, a.attn, l.Wo, false)
 	co.tensorAllReduce(o.D)
-	a.x2 = x.Clone()
+	a.x2 = co.mat(n, d)
+	copy(a.x2.D, x.D)
 	add(a.x2.D, o.D)
-	a.h2, a.rstd2 = rmsnorm(a.x2, l.N2)
+	co.recycle(o)
+	a.h2 = co.mat(n, d)
+	a.rstd2 = rmsnormTo(a.h2, a.x2, l.N2)
 	var m Mat[T]
 	if l.moe() {
 		m, a.moe = moeForward(c, l, a.h2, mb.s, co)
 	} else {
 		f := l.Wg.C
-		a.g, a.u, a.a = newMat[T](n, f), newMat[T](n, f), newMat[T](n, f)
+		a.g, a.u, a.a = co.mat(n, f), co.mat(n, f), co.mat(n, f)
 		matMul(a.g, a.h2, l.Wg, false)
 		matMul(a.u, a.h2, l.Wu, false)
 		swiglu(a.a.D, a.g.D, a.u.D)
-		m = newMat[T](n, d)
+		m = co.mat(n, d)
 		matMul(m, a.a, l.Wd, false)
 		co.tensorAllReduce(m.D)
 	}
-	y := a.x2.Clone()
+	y := co.mat(n, d)
+	copy(y.D, a.x2.D)
 	add(y.D, m.D)
+	co.recycle(m)
 	return y, a
+}
+
+// recycleActs gives back what a layer kept for its backward pass once
+// that has run: every tensor but its input x, which the caller owns.
+func recycleActs[T Float](a *acts[T], co colls[T]) {
+	co.recycle(a.h1, a.q, a.k, a.v, a.p, a.attn, a.x2, a.h2, a.g, a.u, a.a)
 }
 
 // keyRow is the row of the gathered K/V holding sequence bi's key at
@@ -199,11 +226,15 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 	n, d := dy.R, dy.C
 	hd := c.headDim()
 	dh2 := mlpBackward(c, l, g, a, dy, co)
-	dx2 := dy.Clone()
+	dx2 := co.mat(n, d)
+	copy(dx2.D, dy.D)
 	rmsnormBack(a.x2, l.N2, a.rstd2, dh2, dx2, g.N2)
+	if a.moe == nil {
+		co.recycle(dh2)
+	}
 	// attention: x2 = x + attn·Wo
 	matMulTA(g.Wo, a.attn, dx2, true)
-	dattn := newMat[T](n, l.Wo.R)
+	dattn := co.mat(n, l.Wo.R)
 	matMulTB(dattn, dx2, l.Wo, false)
 	kAll := Mat[T]{R: n * mb.c, C: a.k.C, D: co.contextAllGather(a.k.D)}
 	vAll := Mat[T]{R: n * mb.c, C: a.v.C, D: co.contextAllGather(a.v.D)}
@@ -213,19 +244,22 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 	} else {
 		dq, dkAll, dvAll = attentionKeepPBack(c, a.q, kAll, vAll, a.p, dattn, mb, hd)
 	}
+	co.recycle(dattn)
 	dk := Mat[T]{R: n, C: a.k.C, D: co.contextReduceScatter(dkAll.D)}
 	dv := Mat[T]{R: n, C: a.v.C, D: co.contextReduceScatter(dvAll.D)}
 	matMulTA(g.Wq, a.h1, dq, true)
 	matMulTA(g.Wk, a.h1, dk, true)
 	matMulTA(g.Wv, a.h1, dv, true)
-	dh1 := newMat[T](n, d)
+	dh1 := co.mat(n, d)
 	matMulTB(dh1, dq, l.Wq, false)
 	matMulTB(dh1, dk, l.Wk, true)
 	matMulTB(dh1, dv, l.Wv, true)
+	co.recycle(dq)
 	co.tensorAllReduce(dh1.D)
-	dx := dx2.Clone()
-	rmsnormBack(a.x, l.N1, a.rstd1, dh1, dx, g.N1)
-	return dx
+	// dx is dx2 plus the first norm's input gradient
+	rmsnormBack(a.x, l.N1, a.rstd1, dh1, dx2, g.N1)
+	co.recycle(dh1)
+	return dx2
 }
 
 // mlpBackward adds the MLP's weight gradients to g and returns the
@@ -240,15 +274,17 @@ func mlpBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat
 	// y = x2 + (silu(h2·Wg) ⊙ h2·Wu)·Wd
 	n, d := dy.R, dy.C
 	matMulTA(g.Wd, a.a, dy, true)
-	da := newMat[T](n, l.Wd.R)
+	da := co.mat(n, l.Wd.R)
 	matMulTB(da, dy, l.Wd, false)
-	dg, du := newMat[T](n, da.C), newMat[T](n, da.C)
+	dg, du := co.mat(n, da.C), co.mat(n, da.C)
 	swigluBack(dg.D, du.D, da.D, a.g.D, a.u.D)
+	co.recycle(da)
 	matMulTA(g.Wg, a.h2, dg, true)
 	matMulTA(g.Wu, a.h2, du, true)
-	dh2 := newMat[T](n, d)
+	dh2 := co.mat(n, d)
 	matMulTB(dh2, dg, l.Wg, false)
 	matMulTB(dh2, du, l.Wu, true)
+	co.recycle(dg, du)
 	co.tensorAllReduce(dh2.D) // column-parallel: the input's gradient sums over tensor
 	return dh2
 }

@@ -10,18 +10,21 @@ import (
 // Footprint is a run's memory in this process, estimated from its tensor
 // shapes before anything is allocated (EstimateMemory). It is the
 // emulator's own count, kept apart from package cost's model of a TPU:
-// the emulator holds things a TPU does not (the full initial model, the
-// shard templates, float32 copies where a TPU would hold bfloat16).
-// Byte counts saturate at math.MaxInt64.
+// the emulator holds things a TPU does not (the full initial model and
+// the shard templates while it builds the devices, float32 copies where a
+// TPU would hold bfloat16). Byte counts saturate at math.MaxInt64.
 type Footprint struct {
 	// Devices is each local device's peak, in the components the run's own
 	// meter counts (DeviceStats.Memory), so the two can be compared.
 	Devices []Memory
-	// Static is what stays allocated from the start to the end: the full
-	// initial model, every local device's shard template, parameters,
-	// gradients and Adam moments, a step's batch, the per-step results and
-	// the trace.
+	// Static is what stays allocated from the start to the end: every
+	// local device's parameters, gradients and Adam moments, a step's
+	// batch, the per-step results and the trace.
 	Static int64
+	// Start is what building the devices adds: the full initial model and
+	// the shard templates the devices copy their shards from (afterwards
+	// only their shapes are kept).
+	Start int64
 	// Step is what a training step adds at its peak, every local device
 	// at once: activations, gathered weights, gradient buffers, the
 	// temporaries the passes and collectives allocate.
@@ -58,7 +61,7 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 	}
 	sh := shapesOf(&tc)
 	var fp Footprint
-	var static, step, snap, rebuilt float64
+	var static, start, step, snap, rebuilt float64
 	// the devices of one pipeline stage, tensor rank and expert rank
 	// share their template (templates), here and when process 0 rebuilds
 	// every device at the end
@@ -85,7 +88,8 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 		}
 		mem, activations, trans := sh.meter(&tc, dm, sched.Ops[si])
 		fp.Devices = append(fp.Devices, mem)
-		static += dm.state + piece(localPieces, coord, dm)
+		static += dm.state
+		start += piece(localPieces, coord, dm)
 		step += activations + trans + sh.temps(&tc, dm)
 		snap += 12 * dm.n
 	}
@@ -95,14 +99,15 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 		ckpt = snap // a snapshot, streamed out tensor by tensor
 	}
 	if tc.Resume != nil || tc.LoadCheckpoint != nil {
-		ckpt = max(ckpt, 3*snap) // the file read whole, as it grows, and decoded
+		ckpt = max(ckpt, snap) // decoded as it is read, tensor by tensor (ReadCheckpointOf)
 	}
 	end := snap
 	if tc.Remote == nil || tc.Remote.Rank() == 0 {
 		end += 2*4*sh.full + rebuilt // the reassembled model and its pieces
 	}
-	fp.Static, fp.Step, fp.Checkpoint, fp.End = sat(static), sat(step), sat(ckpt), sat(end)
-	fp.Process = sat(static + max(step, ckpt, end))
+	start += 4 * sh.full
+	fp.Static, fp.Start, fp.Step, fp.Checkpoint, fp.End = sat(static), sat(start), sat(step), sat(ckpt), sat(end)
+	fp.Process = sat(static + max(start, step, ckpt, end))
 	return fp, nil
 }
 
@@ -305,11 +310,11 @@ func (sh shapes) temps(tc *TrainConfig, dm deviceMemory) float64 {
 }
 
 // runStatic adds to the devices' static memory what the run holds besides
-// them from start to end: the full initial model, a step's batch, the
-// per-step results and, when tracing, the spans of its local devices.
+// them from start to end: a step's batch, the per-step results and, when
+// tracing, the spans of its local devices.
 func (sh shapes) runStatic(tc *TrainConfig, static float64, devices int) float64 {
 	steps := float64(tc.Steps)
-	static += 4*sh.full + 8*float64(tc.GlobalBatch)*(sh.seq+1) + 48*steps
+	static += 8*float64(tc.GlobalBatch)*(sh.seq+1) + 48*steps
 	if tc.Trace {
 		// spans per device and step: compute and collectives for each
 		// layer and micro-batch, the head, pipeline sends, the reduction

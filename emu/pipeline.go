@@ -261,7 +261,19 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 		gbuf, gexperts := d.layerGroups(li, d.gradBuf)
 		gl := bindLayer(d.tmpl.Layers[li], gbuf, gexperts)
 		a := saved[li-lo]
-		dx = layerBackward(d.c, &l, &gl, a, dx, mb, colls[float32](d))
+		dy := dx
+		dx = layerBackward(d.c, &l, &gl, a, dy, mb, colls[float32](d))
+		// the layer's activations and the gradient it took are done with;
+		// its input x is the previous layer's output but for the chunk's
+		// first layer (the embedding's, or what the previous stage sent),
+		// and its dy the next layer's dx but for the chunk's last
+		recycleActs(a, colls[float32](d))
+		if li > lo {
+			d.recycle(a.x)
+		}
+		if li < hi-1 {
+			d.recycle(dy)
+		}
 		d.doneGroups(li, buf, experts, d.release)
 		d.doneGroups(li, gbuf, gexperts, d.scatterGrad)
 		d.mem.change(func(m *Memory) { m.Activations -= a.bytes(4) })

@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -117,7 +118,12 @@ func exchangeSteps(r Remote, mine []int) ([][]int, error) {
 
 // resume agrees with the other processes on a step, loads this process's
 // checkpoint of it into devs, and checks that every process could. It
-// returns the step.
+// returns the step. A checkpoint that is unusable (corrupted, truncated,
+// of the wrong size) but of this run is skipped: the processes agree on
+// the newest step that every one of them still holds, and so on until one
+// loads everywhere; Hooks.Skipped hears what was skipped and why. A
+// checkpoint of another run (a *MismatchError) stops the resume: the
+// older ones are of that run too.
 func resume(tc *TrainConfig, devs []*device) (int, error) {
 	var mine []int
 	for _, s := range tc.ResumeSteps {
@@ -127,49 +133,116 @@ func resume(tc *TrainConfig, devs []*device) (int, error) {
 	}
 	slices.Sort(mine)
 	mine = slices.Compact(mine)
-	held, err := exchangeSteps(tc.Remote, mine)
-	if err != nil {
-		return 0, err
+	shape := shapeOf(tc, devs)
+	var skipped []skippedCheckpoint // this process's, newest first
+	var othersFailed string         // which ranks' checkpoints failed last, when not this one's
+	for {
+		held, err := exchangeSteps(tc.Remote, mine)
+		if err != nil {
+			return 0, err
+		}
+		step, ok := newestCommon(held)
+		switch {
+		case !ok && len(skipped) > 0:
+			return 0, unusable(skipped)
+		case !ok && othersFailed != "":
+			return 0, fmt.Errorf("emu: %s (its own error says why), and no older step is held by every rank: %w", othersFailed, ErrCheckpoint)
+		case !ok:
+			return 0, &ResumeError{Held: held}
+		case step >= tc.Steps:
+			return 0, &StepsDoneError{Step: step, Steps: tc.Steps}
+		}
+		err = load(tc, devs, step, shape)
+		status := loadStatus(err)
+		// every process learns whether all of them could use their
+		// checkpoint, and whether one that could not can skip it
+		statuses := []float64{status}
+		if tc.Remote != nil {
+			statuses = make([]float64, tc.Remote.Size())
+			statuses[tc.Remote.Rank()] = status
+			if serr := tc.Remote.SumFloat64(statuses); serr != nil {
+				return 0, serr
+			}
+		}
+		worst, failed := 0.0, []string{}
+		for r, st := range statuses {
+			worst = max(worst, st)
+			if st != loadOK {
+				failed = append(failed, fmt.Sprint(r))
+			}
+		}
+		switch {
+		case worst == loadOK:
+			for _, sk := range skipped {
+				if err := tc.Hooks.skipped(sk.step, sk.err); err != nil {
+					return 0, err
+				}
+			}
+			return step, tc.Hooks.resumed(step, held)
+		case status != loadOK && worst == loadFatal:
+			return 0, err
+		case worst == loadFatal:
+			return 0, fmt.Errorf("emu: rank %s could not resume from its checkpoint of step %d (its own error says why): %w", strings.Join(failed, ", "), step, ErrCheckpoint)
+		case status == loadSkip:
+			skipped = append(skipped, skippedCheckpoint{step, err})
+			mine = slices.DeleteFunc(mine, func(s int) bool { return s == step })
+		default:
+			othersFailed = fmt.Sprintf("rank %s could not resume from its checkpoint of step %d", strings.Join(failed, ", "), step)
+		}
 	}
-	step, ok := newestCommon(held)
-	if !ok {
-		return 0, &ResumeError{Held: held}
+}
+
+// load reads this process's checkpoint of step and restores it into devs.
+func load(tc *TrainConfig, devs []*device, step int, shape *CheckpointShape) error {
+	c, err := tc.LoadCheckpoint(step, shape)
+	if err == nil && c == nil {
+		err = fmt.Errorf("emu: no checkpoint of step %d: %w", step, ErrCheckpoint)
 	}
-	if step >= tc.Steps {
-		return 0, &StepsDoneError{Step: step, Steps: tc.Steps}
-	}
-	c, err := tc.LoadCheckpoint(step)
 	if err == nil && c.Step != step {
 		err = fmt.Errorf("emu: the checkpoint of step %d holds step %d: %w", step, c.Step, ErrCheckpoint)
 	}
 	if err == nil {
 		err = c.restore(tc, devs)
 	}
-	// every process learns whether all of them could use their checkpoint
-	if tc.Remote == nil {
-		if err != nil {
-			return 0, err
-		}
-		return step, tc.Hooks.resumed(step, held)
+	return err
+}
+
+// A checkpoint loaded, could not be used but can be skipped for an older
+// one, or stops the resume.
+const (
+	loadOK    = 0
+	loadSkip  = 1
+	loadFatal = 2
+)
+
+// loadStatus sorts load's error: an unusable checkpoint of this run is
+// skipped; one of another run, or any other error, is fatal.
+func loadStatus(err error) float64 {
+	var mm *MismatchError
+	switch {
+	case err == nil:
+		return loadOK
+	case errors.Is(err, ErrCheckpoint) && !errors.As(err, &mm):
+		return loadSkip
 	}
-	failed := make([]float64, tc.Remote.Size())
-	if err != nil {
-		failed[tc.Remote.Rank()] = 1
+	return loadFatal
+}
+
+// skippedCheckpoint is a step whose checkpoint this process could not use.
+type skippedCheckpoint struct {
+	step int
+	err  error
+}
+
+// unusable is the error of a resume that skipped every checkpoint: the
+// newest one's error, with the others'.
+func unusable(skipped []skippedCheckpoint) error {
+	if len(skipped) == 1 {
+		return skipped[0].err
 	}
-	if serr := tc.Remote.SumFloat64(failed); serr != nil {
-		return 0, serr
+	var older []string
+	for _, sk := range skipped[1:] {
+		older = append(older, fmt.Sprintf("step %d: %v", sk.step, sk.err))
 	}
-	if err != nil {
-		return 0, err
-	}
-	var bad []string
-	for r, f := range failed {
-		if f != 0 {
-			bad = append(bad, fmt.Sprint(r))
-		}
-	}
-	if len(bad) > 0 {
-		return 0, fmt.Errorf("emu: rank %s could not resume from its checkpoint of step %d (its own error says why): %w", strings.Join(bad, ", "), step, ErrCheckpoint)
-	}
-	return step, tc.Hooks.resumed(step, held)
+	return fmt.Errorf("%w; no older checkpoint is usable either (%s)", skipped[0].err, strings.Join(older, "; "))
 }

@@ -53,8 +53,13 @@ type TrainConfig struct {
 	// processes agree on the newest step that every one of them holds
 	// (one may have died between two writes), each loads its own, and all
 	// of them fail if any cannot (a *ResumeError when no step is common).
+	// A checkpoint that is unusable but of this run is skipped for the
+	// newest older step every process holds (Hooks.Skipped hears it).
+	// LoadCheckpoint is given the shape this run's checkpoints have, to
+	// pass to ReadCheckpointOf: a file of another size is refused from its
+	// header, before its body is read.
 	ResumeSteps    []int
-	LoadCheckpoint func(step int) (*Checkpoint, error)
+	LoadCheckpoint func(step int, want *CheckpointShape) (*Checkpoint, error)
 	// Remote, when set, runs only this process's devices and reaches the
 	// others through it (package emu/mpi).
 	Remote Remote
@@ -84,6 +89,20 @@ type Hooks struct {
 	// Resumed hears the step a resume of stored checkpoints starts from
 	// (once every process has loaded it) and every process's steps.
 	Resumed func(step int, held [][]int) error
+	// Skipped hears, before Resumed, each newer checkpoint of this
+	// process that the resume skipped and why (an error wrapping
+	// ErrCheckpoint): a run resumed from an older step than the newest.
+	Skipped func(step int, why error) error
+}
+
+func (h Hooks) skipped(step int, why error) error {
+	if h.Skipped == nil {
+		return nil
+	}
+	if err := h.Skipped(step, why); err != nil {
+		return fmt.Errorf("emu: skipped the checkpoint of step %d: %w", step, err)
+	}
+	return nil
 }
 
 func (h Hooks) resumed(step int, held [][]int) error {
@@ -256,7 +275,7 @@ func Train(tc TrainConfig) (*Result, error) {
 type run struct {
 	tc   *TrainConfig
 	fab  *Fabric
-	full *Params[float32] // the initial model every device shards
+	full *Params[float32] // the shapes of the model every device shards (hollow)
 	devs []*device        // this process's
 	res  *Result
 	rate float64 // simulated FLOP/s of one chip
@@ -288,6 +307,12 @@ func newRun(tc *TrainConfig) (*run, error) {
 			groups = append(groups, collective.Group{Ranks: []int{id, next}, NICI: 2, NDCN: 1})
 		}
 	}
+	// the devices hold their shards: the full model and the templates are
+	// read only for their shapes from here on
+	for _, p := range ts.pieces {
+		hollow(p)
+	}
+	hollow(r.full)
 	if err := fab.discover(groups); err != nil {
 		return nil, err
 	}

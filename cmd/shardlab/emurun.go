@@ -224,14 +224,14 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	if err := f.checkpointHooks(&tc, job, flt, stderr); err != nil {
 		return err
 	}
-	// refuse a run that will not fit before allocating it, and keep the
-	// collector's heap under what is available
-	avail, err := checkRunMemory(tc)
+	// refuse a run that will not fit before allocating it, and hold the
+	// collector to the estimate
+	limit, err := checkRunMemory(tc)
 	if err != nil {
 		return err
 	}
-	if _, set := os.LookupEnv("GOMEMLIMIT"); avail > 0 && !set {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(avail))
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
 	}
 	wall := f.progressHook(&tc, flt, stderr)
 	res, err := train(tc, job)
@@ -241,7 +241,11 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		var re *emu.ResumeError
 		refused := errors.As(err, &re)
-		err = trainError(err, *f.ckptDir)
+		processes := 1
+		if job != nil {
+			processes = job.Size
+		}
+		err = trainError(err, *f.ckptDir, processes)
 		if job != nil && refused {
 			// Every rank reaches this refusal together. Each says it, and
 			// none exits before all have: mpirun ends the job when the first
@@ -394,6 +398,9 @@ func (f *runFlags) checkpointHooks(tc *emu.TrainConfig, job *mpi.Job, flt fault,
 	if job != nil {
 		store.rank = job.Rank
 	}
+	if err := store.probe(); err != nil {
+		return err
+	}
 	if n, err := store.cleanTemp(); err != nil {
 		return fmt.Errorf("run: --checkpoint %s: %w", dir, err)
 	} else if n > 0 {
@@ -422,9 +429,20 @@ func (f *runFlags) checkpointHooks(tc *emu.TrainConfig, job *mpi.Job, flt fault,
 		return err
 	}
 	if job == nil && len(steps) == 0 {
+		if note := store.processesNote(1); note != "" {
+			return bad("run: --resume: %s", note)
+		}
 		return bad("run: --resume: no checkpoint in %s (want files named %sN.bin)", dir, store.prefix())
 	}
 	tc.ResumeSteps, tc.LoadCheckpoint = steps, store.load
+	tc.Hooks.Skipped = func(step int, why error) error {
+		who := ""
+		if job != nil {
+			who = fmt.Sprintf("rank %d: ", job.Rank)
+		}
+		warn(stderr, "run", "%sskipped the checkpoint of step %d, which cannot be used (%s), and resumed from an older one", who, step, oneLine(why.Error()))
+		return nil
+	}
 	tc.Hooks.Resumed = func(step int, held [][]int) error {
 		if job == nil {
 			_, err := fmt.Fprintf(stderr, "shardlab: resuming from the checkpoint of step %d in %s\n", step, dir)
@@ -463,8 +481,8 @@ func (f *runFlags) progressHook(tc *emu.TrainConfig, flt fault, stderr io.Writer
 // trainError restates what Train returned: a resume that cannot go on in
 // terms of flags; a bad layout or checkpoint as bad input; a link down as
 // a failure.
-func trainError(err error, ckptDir string) error {
-	if rerr := resumeError(err, ckptDir); rerr != nil {
+func trainError(err error, ckptDir string, processes int) error {
+	if rerr := resumeError(err, ckptDir, processes); rerr != nil {
 		return rerr
 	}
 	if errors.Is(err, emu.ErrInvalid) || errors.Is(err, mesh.ErrTensorOverDCN) || errors.Is(err, mesh.ErrContextOverDCN) || errors.Is(err, emu.ErrCheckpoint) {

@@ -67,17 +67,52 @@ func (d ckptStore) steps() ([]int, error) {
 	return out, nil
 }
 
-func (d ckptStore) load(step int) (*emu.Checkpoint, error) {
+// load reads the checkpoint of step, held to the shape this run's
+// checkpoints have: its header and its size (from Stat) are checked
+// before its body is read.
+func (d ckptStore) load(step int, want *emu.CheckpointShape) (*emu.Checkpoint, error) {
 	f, err := os.Open(d.path(step))
 	if err != nil {
 		return nil, fmt.Errorf("run: --resume: %w: %w", err, emu.ErrCheckpoint)
 	}
 	defer f.Close()
-	c, err := emu.ReadCheckpoint(f)
+	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = fmt.Errorf("is %s, want a regular file", kind(info.Mode()))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run: %s: %w: %w", d.path(step), err, emu.ErrCheckpoint)
+	}
+	c, err := emu.ReadCheckpointOf(f, info.Size(), want)
 	if err != nil {
 		return nil, fmt.Errorf("run: %s: %w", d.path(step), err)
 	}
 	return c, nil
+}
+
+// probe checks, before any work, that this process can write checkpoints
+// in the directory: it creates the directory (and any missing above it),
+// as the first write would, then creates and removes a temporary file
+// there. Without it a directory that cannot be written (/proc/foo, a
+// read-only mount) fails only at the first checkpoint, --every steps in,
+// or never when the run is shorter.
+func (d ckptStore) probe() error {
+	if err := os.MkdirAll(d.dir, 0o755); err != nil {
+		return bad("run: --checkpoint %s: cannot create the directory: %v", d.dir, cause(err))
+	}
+	f, err := os.CreateTemp(d.dir, d.tempPattern())
+	if err != nil {
+		return bad("run: --checkpoint %s: cannot write a file in it: %v", d.dir, cause(err))
+	}
+	name := f.Name()
+	err = f.Close()
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return bad("run: --checkpoint %s: cannot write a file in it: %v", d.dir, cause(err))
+	}
+	return nil
 }
 
 // write stores c atomically. die, when set, is called partway through the
@@ -169,8 +204,64 @@ var headerFlags = map[string]string{
 	"processes": "the number of MPI ranks", "process": "the MPI rank",
 }
 
-// resumeError restates the emulator's resume errors in terms of flags.
-func resumeError(err error, dir string) error {
+// rankFiles lists the ranks whose checkpoints (checkpoint.rank-R.step-N.bin)
+// are in the directory, and whether a one-process run's
+// (checkpoint.step-N.bin) are.
+func (d ckptStore) rankFiles() (ranks []int, single bool) {
+	entries, _ := os.ReadDir(d.dir)
+	seen := map[int]bool{}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".bin")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if _, ok := strings.CutPrefix(name, "checkpoint.step-"); ok {
+			single = true
+			continue
+		}
+		rest, ok := strings.CutPrefix(name, "checkpoint.rank-")
+		r, step, ok2 := strings.Cut(rest, ".step-")
+		n, err := strconv.Atoi(r)
+		if _, err2 := strconv.Atoi(step); ok && ok2 && err == nil && err2 == nil && n >= 0 && strconv.Itoa(n) == r && !seen[n] {
+			seen[n] = true
+			ranks = append(ranks, n)
+		}
+	}
+	sort.Ints(ranks)
+	return ranks, single
+}
+
+// processesNote says, when the checkpoints in the directory are of another
+// number of processes than this run's, what was found and what this run
+// is; else "".
+func (d ckptStore) processesNote(processes int) string {
+	ranks, single := d.rankFiles()
+	want := "this run is one process"
+	if processes > 1 {
+		want = fmt.Sprintf("this run has %d MPI ranks", processes)
+	}
+	if len(ranks) == 0 {
+		if processes > 1 && single {
+			return fmt.Sprintf("%s holds the checkpoints of a run in one process (checkpoint.step-N.bin), and %s: resume it without mpirun", d.dir, want)
+		}
+		return ""
+	}
+	list := fmt.Sprint(ranks)
+	list = strings.ReplaceAll(list[1:len(list)-1], " ", ", ")
+	n := ranks[len(ranks)-1] + 1
+	switch {
+	case processes == 1 || n > processes:
+		return fmt.Sprintf("%s holds the checkpoints of MPI ranks %s (checkpoint.rank-R.step-N.bin: a run of %d ranks), and %s: resume it under mpirun with %d ranks (-np %d)",
+			d.dir, list, n, want, n, n)
+	case len(ranks) < processes:
+		return fmt.Sprintf("%s holds the checkpoints of MPI ranks %s only, and %s", d.dir, list, want)
+	}
+	return ""
+}
+
+// resumeError restates the emulator's resume errors in terms of flags;
+// processes is this run's number of processes (1 outside mpirun).
+func resumeError(err error, dir string, processes int) error {
 	var done *emu.StepsDoneError
 	if errors.As(err, &done) {
 		return bad("run: --steps %d is not past the checkpoint's step %d in %s: nothing left to train; want --steps above %d",
@@ -190,6 +281,9 @@ func resumeError(err error, dir string) error {
 	}
 	var re *emu.ResumeError
 	if errors.As(err, &re) {
+		if note := (ckptStore{dir: dir}).processesNote(processes); note != "" {
+			return bad("run: --resume: %v; %s", err, note)
+		}
 		return bad("run: --resume: %v (in %s)", err, dir)
 	}
 	return nil

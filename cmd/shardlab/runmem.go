@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 
@@ -67,26 +68,42 @@ func parseMemAvailable(meminfo []byte) (int64, bool) {
 
 // checkRunMemory refuses a run whose estimated memory in this process is
 // more than the machine has available, before any of it is allocated. It
-// returns the bytes available (0 when unknown).
+// returns the memory limit to hold the Go runtime to while the run trains:
+// what the process holds now plus the estimate (at most what is
+// available). Without it the collector lets the heap grow to twice what
+// was live at its last cycle: run --layers 1024 estimated 9.7 GB and took
+// 14.0 GB of RSS.
 func checkRunMemory(tc emu.TrainConfig) (int64, error) {
-	avail, ok := memAvailable()
-	if !ok {
-		return 0, nil
-	}
 	fp, err := emu.EstimateMemory(tc)
 	if err != nil {
 		return 0, usageError{err}
+	}
+	limit := math.MaxInt64 - fp.Process // saturated: no limit
+	if limit > runtimeMemory() {
+		limit = runtimeMemory() + fp.Process
+	}
+	avail, ok := memAvailable()
+	if !ok {
+		return limit, nil
 	}
 	if fp.Process > avail {
 		where := "this process"
 		if tc.Remote != nil {
 			where = fmt.Sprintf("MPI rank %d", tc.Remote.Rank())
 		}
-		return 0, bad("run: the emulator would need about %v in %s (%v of weights, optimizer state and shard templates, up to %v more at a step's peak), "+
+		return 0, bad("run: the emulator would need about %v in %s (%v of weights and optimizer state, up to %v more at its peak), "+
 			"but this machine has %v available: want a smaller --d-model, --layers, --seq or --batch, or more MPI ranks",
 			bytesOf(fp.Process), where, bytesOf(fp.Static), bytesOf(fp.Process-fp.Static), unit.Bytes(avail))
 	}
-	return avail, nil
+	return min(limit, avail), nil
+}
+
+// runtimeMemory is the memory the Go runtime holds from the system now
+// (what its memory limit counts).
+func runtimeMemory() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
 }
 
 // bytesOf renders a saturated estimate.

@@ -356,7 +356,7 @@ func TestResumeAgreement(t *testing.T) {
 	if fmt.Sprint(committed) != "[1 2 3]" {
 		t.Errorf("rank %d: committed %v, want [1 2 3]", rank, committed)
 	}
-	load := func(step int) (*emu.Checkpoint, error) {
+	load := func(step int, _ *emu.CheckpointShape) (*emu.Checkpoint, error) {
 		c, ok := stored[step]
 		if !ok {
 			return nil, fmt.Errorf("no step %d", step)
@@ -412,7 +412,9 @@ func TestResumeAgreement(t *testing.T) {
 	unreadable := resumed
 	unreadable.ResumeSteps = []int{3}
 	if rank == last {
-		unreadable.LoadCheckpoint = func(int) (*emu.Checkpoint, error) { return nil, fmt.Errorf("disk on fire: %w", emu.ErrCheckpoint) }
+		unreadable.LoadCheckpoint = func(int, *emu.CheckpointShape) (*emu.Checkpoint, error) {
+			return nil, fmt.Errorf("disk on fire: %w", emu.ErrCheckpoint)
+		}
 	}
 	_, err = train(t, unreadable)
 	want := fmt.Sprintf("rank %d could not resume from its checkpoint of step 3", last)
