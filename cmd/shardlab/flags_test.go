@@ -244,7 +244,7 @@ func TestTPUEverywhere(t *testing.T) {
 	runs := map[string][][]string{
 		"plan":           {{"--tpu", "TPU7x", "--top", "1"}, {"--tpu", "tpu7x-8", "--top", "1"}},
 		"export maxtext": {{"--tpu", "v5p"}, {"--tpu", "V5P-8"}},
-		"export xpk":     {{"--tpu", "v5p", "--cluster", "c"}, {"--tpu", "V5P-8", "--cluster", "c"}},
+		"export xpk":     {{"--tpu", "v5p", "--cluster", "c", "--docker-image", "img"}, {"--tpu", "V5P-8", "--cluster", "c", "--docker-image", "img"}},
 		"export pytorch": {{"--tpu", "v5p"}, {"--tpu", "V5P-8"}},
 		"mxu":            {{"--tpu", "v6e", "--m", "64", "--k", "64", "--n", "64"}, {"--tpu", "v6e-8", "--m", "64", "--k", "64", "--n", "64"}},
 		"mxu compare":    {{"--tpu", "tpu7x", "--m", "64", "--k", "64", "--n", "64"}, {"--tpu", "tpu7x-8", "--m", "64", "--k", "64", "--n", "64"}},
