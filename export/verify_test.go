@@ -1,0 +1,69 @@
+package export
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"shardlab/hw"
+	"shardlab/plan"
+)
+
+// TestCompileTopologyIsMaxTexts holds CompileTopology to MaxText's own list
+// of compile_topology names (testdata/maxtext-compile-topologies.txt, from
+// accelerator_to_spec_map.py @e591f30c): every name of a generation
+// shardlab plans, read as an accelerator type (v5e's as v5litepod), comes
+// back as itself, and every slice shardlab accepts for those names maps to
+// a name in the list.
+func TestCompileTopologyIsMaxTexts(t *testing.T) {
+	data, err := os.ReadFile("testdata/maxtext-compile-topologies.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	var checked int
+	for _, l := range strings.Split(string(data), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		known[l] = true
+		accel, ok := strings.CutPrefix(l, "v5e-")
+		if ok {
+			accel = "v5litepod-" + accel
+		} else {
+			accel = l
+		}
+		s, err := hw.ParseAcceleratorType(accel)
+		if err != nil {
+			continue // a type shardlab does not plan (a3, tpu7x-2, ...)
+		}
+		checked++
+		if got := CompileTopology(s); got != l {
+			t.Errorf("CompileTopology(%s) = %q, want MaxText's %q", accel, got, l)
+		}
+	}
+	if checked < 100 {
+		t.Errorf("only %d of MaxText's names read as accelerator types; the list or the parser changed", checked)
+	}
+	for _, accel := range []string{"v4-8", "v5litepod-256", "v5p-128", "v6e-8", "tpu7x-8", "tpu7x-128"} {
+		s, err := hw.ParseAcceleratorType(accel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := CompileTopology(s); !known[got] {
+			t.Errorf("CompileTopology(%s) = %q, not a name MaxText accepts", accel, got)
+		}
+	}
+}
+
+func TestCompileCommand(t *testing.T) {
+	p := search(t, func(o *plan.Options) { o.Model, o.TPU, o.Slices = "llama3-70b", "tpu7x-128", 2 })
+	c, err := MaxText(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "python3 -m maxtext.trainers.pre_train.train_compile shardlab-llama3-70b.yml run_name=shardlab-llama3-70b compile_topology=tpu7x-128 compile_topology_num_slices=2"
+	if got := CompileCommand(p, c); got != want {
+		t.Errorf("CompileCommand = %q, want %q", got, want)
+	}
+}
