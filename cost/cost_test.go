@@ -747,3 +747,50 @@ func TestLayerBackwardWalk(t *testing.T) {
 		t.Errorf("held activations: dot_product %d, flash %d bytes; full remat keeps only the layer inputs", dot.Activations, flash.Activations)
 	}
 }
+
+// TestMaxMicroBatchIsTheLargestThatFits holds MaxMicroBatch to a scan (a
+// second implementation): the batch it returns fits, one more sequence per
+// chip does not, on layouts with data, fsdp, expert and pipeline axes.
+func TestMaxMicroBatchIsTheLargestThatFits(t *testing.T) {
+	e := NewEstimator()
+	for _, tt := range []struct {
+		model, accel, layout string
+		micro                int
+		remat                Remat
+	}{
+		{"llama3-8b", "v5p-8", "fsdp=4", 1, RematFull},
+		{"llama3-8b", "v6e-8", "fsdp=8", 1, RematSaveQKVProj},
+		{"llama3-70b", "v5p-128", "fsdp=16,tensor=4", 1, RematFull},
+		{"llama3-70b", "v5p-128", "fsdp=32,pipeline=2", 4, RematFull},
+		{"mixtral-8x7b", "v5p-128", "fsdp=8,expert=8", 1, RematFull},
+	} {
+		j := NewJob(lookup(t, tt.model), 8192, 1)
+		j.Remat, j.MicroBatches = tt.remat, tt.micro
+		m := layout(t, tt.accel, 1, tt.layout)
+		shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * tt.micro
+		got, err := e.MaxMicroBatch(j, m, 4096)
+		if err != nil {
+			t.Fatalf("%s on %s %s: %v", tt.model, tt.accel, tt.layout, err)
+		}
+		want := 0
+		for b := 1; b <= 4096; b++ {
+			j.GlobalBatch = b * shards
+			mem, err := e.Memory(j, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !mem.Fits() {
+				break
+			}
+			want = b
+		}
+		if got != want || got == 0 {
+			t.Errorf("%s on %s %s: MaxMicroBatch = %d, the scan finds %d (want at least 1: each layout fits one)", tt.model, tt.accel, tt.layout, got, want)
+		}
+		t.Logf("%s on %s %s: %d sequences per chip per micro-batch", tt.model, tt.accel, tt.layout, got)
+	}
+	j := NewJob(lookup(t, "llama3-405b"), 8192, 1)
+	if got, err := e.MaxMicroBatch(j, layout(t, "v5p-8", 1, "fsdp=4"), 64); got != 0 || err != nil {
+		t.Errorf("405B on v5p-8: MaxMicroBatch = %d, %v; want 0: its state alone does not fit", got, err)
+	}
+}

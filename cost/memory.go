@@ -1,6 +1,9 @@
 package cost
 
-import "shardlab/unit"
+import (
+	"shardlab/mesh"
+	"shardlab/unit"
+)
 
 // Buffer is one short-lived buffer of a phase of a step, per chip.
 type Buffer struct {
@@ -206,4 +209,53 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 		}
 	}
 	return best
+}
+
+// MaxMicroBatch is the most sequences per chip per micro-batch with which
+// j still fits in HBM on m, its layout, micro-batches and settings
+// unchanged (the global batch the only thing that grows); 0 when even one
+// does not fit. HBM per chip grows with the batch, so it doubles, then
+// bisects; it looks no further than limit sequences.
+func (e *Estimator) MaxMicroBatch(j Job, m mesh.Mesh, limit int) (int, error) {
+	if err := j.validate(); err != nil {
+		return 0, err
+	}
+	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * max(j.MicroBatches, 1)
+	fits := func(b int) (bool, error) {
+		k := j
+		k.GlobalBatch = b * shards
+		sh, err := shapeOf(k, m)
+		if err != nil {
+			return false, err
+		}
+		return e.memory(k, m, sh).Fits(), nil
+	}
+	if ok, err := fits(1); err != nil || !ok {
+		return 0, err
+	}
+	lo, hi := 1, 2 // lo fits; hi is to be tried
+	for hi <= limit {
+		ok, err := fits(hi)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		lo, hi = hi, 2*hi
+	}
+	hi = min(hi, limit+1) // hi does not fit, or is past the limit
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := fits(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
 }

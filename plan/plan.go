@@ -235,6 +235,10 @@ type Plan struct {
 	// Evaluated counts the (layout, micro-batches, remat) combinations
 	// costed.
 	Evaluated int
+	// MaxMicroBatch is the most sequences per chip per micro-batch the
+	// chosen layout fits with (cost.Estimator.MaxMicroBatch), up to
+	// MaxBatch sequences in all; 0 when it does not fit one.
+	MaxMicroBatch int
 }
 
 // ErrNoPlan is returned when no layout can run the job.
@@ -462,7 +466,14 @@ func search(r Request) (Plan, error) {
 	} else {
 		s.enumerate()
 	}
-	return s.choose()
+	p, err := s.choose()
+	if err != nil {
+		return p, err
+	}
+	e := p.Best.Estimate
+	shards := max(e.Job.GlobalBatch/max(e.MicroBatchSize, 1), 1)
+	p.MaxMicroBatch, err = cost.NewEstimator().MaxMicroBatch(e.Job, e.Mesh, max(MaxBatch/shards, 1))
+	return p, err
 }
 
 // fixes are the changes the user left open under which a job that does

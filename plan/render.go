@@ -19,49 +19,52 @@ import (
 // (0 to 1), _per_s. HBM per chip is split into capacity
 // (hbm_capacity_bytes, hbm_usable_capacity_bytes) and use (hbm_used_*).
 type JSON struct {
-	Model        string         `json:"model"`
-	Params       int64          `json:"params"`
-	Accelerator  string         `json:"accelerator_type"`
-	Topology     string         `json:"topology"`
-	Slices       int            `json:"slices"`
-	Chips        int            `json:"chips"`
-	Tier         string         `json:"tier"`
-	InSlice      string         `json:"in_slice"`                // DP, FSDP or model parallel
-	AcrossSlices string         `json:"across_slices,omitempty"` // DP, FSDP or pipeline; absent for one slice
-	Layout       LayoutJSON     `json:"layout"`
-	Seq          int            `json:"seq_len"`
-	GlobalBatch  int            `json:"global_batch_sequences"`
-	GlobalTokens int            `json:"global_batch_tokens"`
-	MaxBatch     int            `json:"max_global_batch_sequences"`
-	MicroBatches int            `json:"micro_batches"`
-	MicroBatch   int            `json:"sequences_per_chip_per_micro_batch"`
-	Remat        string         `json:"remat"`
-	Schedule     string         `json:"schedule"`
-	Chunks       int            `json:"chunks_per_device"`
-	Memory       MemoryJSON     `json:"hbm_used_per_chip"`
-	HBM          int64          `json:"hbm_capacity_bytes"`
-	HBMUsable    int64          `json:"hbm_usable_capacity_bytes"`
-	Fits         bool           `json:"fits"`
-	Step         StepJSON       `json:"step_time"`
-	Bubble       float64        `json:"bubble_fraction"`
-	MFU          float64        `json:"mfu_fraction"`
-	MFUCausal    bool           `json:"mfu_attention_causal_halved"`
-	MFUOther     float64        `json:"mfu_other_convention_fraction"`
-	HFU          float64        `json:"hfu_fraction"`
-	Efficiency   float64        `json:"assumed_efficiency_fraction"`
-	MXU          float64        `json:"mxu_efficiency_fraction"`
-	Padding      float64        `json:"mxu_padding_loss_fraction"`
-	TokensChip   float64        `json:"tokens_per_s_per_chip"`
-	Tokens       float64        `json:"tokens_per_s"`
-	DCNBytes     int64          `json:"dcn_bytes_per_step"`
-	ICIBytesChip int64          `json:"ici_bytes_per_chip_per_step"`
-	Collectives  []CommJSON     `json:"collectives_per_chip_per_step"`
-	Reasons      []string       `json:"reasons"`
-	Warnings     []string       `json:"warnings"`
-	Rejected     []RejectedJSON `json:"rejected"`
-	Evaluated    int            `json:"evaluated"`
-	Top          []RankJSON     `json:"top"`
-	Alternatives []RankJSON     `json:"alternatives"`
+	Model        string     `json:"model"`
+	Params       int64      `json:"params"`
+	Accelerator  string     `json:"accelerator_type"`
+	Topology     string     `json:"topology"`
+	Slices       int        `json:"slices"`
+	Chips        int        `json:"chips"`
+	Tier         string     `json:"tier"`
+	InSlice      string     `json:"in_slice"`                // DP, FSDP or model parallel
+	AcrossSlices string     `json:"across_slices,omitempty"` // DP, FSDP or pipeline; absent for one slice
+	Layout       LayoutJSON `json:"layout"`
+	Seq          int        `json:"seq_len"`
+	GlobalBatch  int        `json:"global_batch_sequences"`
+	GlobalTokens int        `json:"global_batch_tokens"`
+	MaxBatch     int        `json:"max_global_batch_sequences"`
+	MicroBatches int        `json:"micro_batches"`
+	MicroBatch   int        `json:"sequences_per_chip_per_micro_batch"`
+	Remat        string     `json:"remat"`
+	Schedule     string     `json:"schedule"`
+	Chunks       int        `json:"chunks_per_device"`
+	Memory       MemoryJSON `json:"hbm_used_per_chip"`
+	HBM          int64      `json:"hbm_capacity_bytes"`
+	HBMUsable    int64      `json:"hbm_usable_capacity_bytes"`
+	Fits         bool       `json:"fits"`
+	// MaxMicroBatch is the most sequences per chip per micro-batch the
+	// layout fits with.
+	MaxMicroBatch int            `json:"max_fitting_sequences_per_chip_per_micro_batch"`
+	Step          StepJSON       `json:"step_time"`
+	Bubble        float64        `json:"bubble_fraction"`
+	MFU           float64        `json:"mfu_fraction"`
+	MFUCausal     bool           `json:"mfu_attention_causal_halved"`
+	MFUOther      float64        `json:"mfu_other_convention_fraction"`
+	HFU           float64        `json:"hfu_fraction"`
+	Efficiency    float64        `json:"assumed_efficiency_fraction"`
+	MXU           float64        `json:"mxu_efficiency_fraction"`
+	Padding       float64        `json:"mxu_padding_loss_fraction"`
+	TokensChip    float64        `json:"tokens_per_s_per_chip"`
+	Tokens        float64        `json:"tokens_per_s"`
+	DCNBytes      int64          `json:"dcn_bytes_per_step"`
+	ICIBytesChip  int64          `json:"ici_bytes_per_chip_per_step"`
+	Collectives   []CommJSON     `json:"collectives_per_chip_per_step"`
+	Reasons       []string       `json:"reasons"`
+	Warnings      []string       `json:"warnings"`
+	Rejected      []RejectedJSON `json:"rejected"`
+	Evaluated     int            `json:"evaluated"`
+	Top           []RankJSON     `json:"top"`
+	Alternatives  []RankJSON     `json:"alternatives"`
 	// Experts is the mixture of experts' routing; absent for a dense model.
 	Experts *ExpertsJSON `json:"experts,omitempty"`
 }
@@ -118,6 +121,10 @@ type MemoryJSON struct {
 	Activations int64 `json:"activations_bytes"`
 	Transient   int64 `json:"transient_bytes"`
 	Total       int64 `json:"total_bytes"`
+	// Peak names the largest phase, whose buffers Transient is; Phases
+	// lists every phase's buffers.
+	Peak   string       `json:"peak_phase"`
+	Phases []cost.Phase `json:"phases"`
 }
 
 // StepJSON is the step time split, in seconds.
@@ -193,8 +200,9 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		Memory: MemoryJSON{
 			Weights: int64(e.Memory.Weights), Gradients: int64(e.Memory.Gradients), Optimizer: int64(e.Memory.Optimizer),
 			Activations: int64(e.Memory.Activations), Transient: int64(e.Memory.Transient), Total: int64(e.Memory.Total()),
+			Peak: e.Memory.Peak, Phases: e.Memory.Phases,
 		},
-		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), Fits: e.Memory.Fits(),
+		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), Fits: e.Memory.Fits(), MaxMicroBatch: p.MaxMicroBatch,
 		Step: StepJSON{Compute: e.Time.Compute.Seconds(), Matmuls: e.Time.MXU.Seconds(), Attention: e.Time.Attention.Seconds(),
 			Vector: e.Time.Vector.Seconds(), Optimizer: e.Time.Optimizer.Seconds(), Offload: e.Time.Offload.Seconds(),
 			ICI: e.Time.ICI.Seconds(), Contention: e.Time.Contention.Seconds(), DCN: e.Time.DCN.Seconds(), Sync: e.Time.Sync.Seconds(),
@@ -276,7 +284,7 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 	fmt.Fprintf(&b, "  batch %s x %s = %s tokens per step (limit %s)\n\n",
 		unit.Plural(e.Job.GlobalBatch, "sequence"), unit.Plural(e.Job.Seq, "token"), count(float64(e.Job.GlobalBatch*e.Job.Seq)), unit.Plural(r.MaxGlobalBatch, "sequence"))
 	p.writeLayout(&b)
-	writeMemory(&b, e.Memory)
+	writeMemory(&b, e.Memory, p.MaxMicroBatch)
 	p.writeTime(&b, name)
 	writeComms(&b, e.Comms)
 	p.writeNotes(&b, name)
@@ -313,13 +321,17 @@ func (p Plan) writeLayout(b *strings.Builder) {
 	fmt.Fprintf(b, "  precision %s%s, %s attention\n\n", e.Job.Precision.Name(), quantNote(e.Job), attentionName(e.Job))
 }
 
-// writeMemory writes HBM per chip by component.
-func writeMemory(b *strings.Builder, m cost.Memory) {
-	fits := "fits"
+// writeMemory writes HBM per chip by component, what is left, and the
+// most sequences per chip per micro-batch that fit.
+func writeMemory(b *strings.Builder, m cost.Memory, most int) {
+	fits := fmt.Sprintf("fits, %v left", m.Usable-m.Total())
 	if !m.Fits() {
 		fits = fmt.Sprintf("DOES NOT FIT by %v", m.Total()-m.Usable)
 	}
 	fmt.Fprintf(b, "HBM per chip: %v of %v usable (%v HBM), %s\n", m.Total(), m.Usable, m.HBM, fits)
+	if most > 0 {
+		fmt.Fprintf(b, "  at most %s per chip per micro-batch fit this layout; the largest phase is the %s\n", unit.Plural(most, "sequence"), m.Peak)
+	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	for _, c := range []struct {
 		name string
