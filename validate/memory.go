@@ -521,6 +521,9 @@ type MemoryResult struct {
 // MemoryReport is cost's memory estimate against the memory table.
 type MemoryReport struct {
 	Results []MemoryResult
+	// Batches, when set, holds the published runs' batches against the
+	// most their layouts fit (EvaluateBatches).
+	Batches *BatchReport
 }
 
 // EvaluateMemory costs every case on its configuration.
@@ -685,6 +688,12 @@ func (rep MemoryReport) WriteText(w io.Writer) error {
 			st.Measured, 100*st.Median, 100*st.Max, st.WithinTenth, st.Measured)
 		fmt.Fprintf(&b, "  OOM cases refused %d/%d (predicted > the HBM XLA had)\n", st.OOMRefused, st.OOM)
 	}
+	if rep.Batches != nil {
+		b.WriteString("\n")
+		if err := rep.Batches.WriteText(&b); err != nil {
+			return err
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -723,6 +732,7 @@ func (rep MemoryReport) writeBreakdown(b *strings.Builder) {
 type MemoryJSON struct {
 	Rows    []MemoryRowJSON `json:"rows"`
 	Summary []MemoryStats   `json:"summary"`
+	Batches *BatchReport    `json:"published_batches,omitempty"`
 }
 
 // MemoryRowJSON is one costed memory case; bytes are per JAX device
@@ -758,7 +768,7 @@ type MemoryRowJSON struct {
 
 // JSON returns the memory report's machine-readable form.
 func (rep MemoryReport) JSON() MemoryJSON {
-	out := MemoryJSON{Rows: []MemoryRowJSON{}, Summary: []MemoryStats{}}
+	out := MemoryJSON{Rows: []MemoryRowJSON{}, Summary: []MemoryStats{}, Batches: rep.Batches}
 	finite := func(x float64) *float64 {
 		if math.IsNaN(x) {
 			return nil

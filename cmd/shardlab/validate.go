@@ -71,11 +71,7 @@ func runValidateMemory(f *validateFlags, stdout io.Writer) error {
 	if f.breakdown || f.fit {
 		return bad("validate: --memory goes with --json only, not --breakdown or --fit")
 	}
-	cases, err := validate.MemoryCases()
-	if err != nil {
-		return err
-	}
-	rep, err := validate.EvaluateMemory(cases)
+	rep, err := validate.BuiltInMemoryReport()
 	if err != nil {
 		return err
 	}

@@ -13,11 +13,7 @@ import (
 // match.
 func memoryReport(t *testing.T) validate.MemoryReport {
 	t.Helper()
-	cases, err := validate.MemoryCases()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := validate.EvaluateMemory(cases)
+	rep, err := validate.BuiltInMemoryReport()
 	if err != nil {
 		t.Fatal(err)
 	}

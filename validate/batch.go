@@ -1,0 +1,109 @@
+package validate
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"shardlab/cost"
+	"shardlab/mesh"
+)
+
+// BatchFit is one published run's batch against the most its layout fits
+// by cost's count: sequences per chip per micro-batch (what
+// per_device_batch_size sets, times the chip's micro-batches and devices).
+// Recipes push their batch to near what fits, so a sound memory model says
+// a little more than the published batch fits, and never less.
+type BatchFit struct {
+	ID           string  `json:"id"`
+	Published    int     `json:"published_per_chip"`
+	MostThatFits int     `json:"most_that_fits_per_chip"`
+	Ratio        float64 `json:"ratio"`
+}
+
+// BatchReport is the published runs' batches against what cost says fits.
+type BatchReport struct {
+	Fits []BatchFit `json:"runs"`
+}
+
+// EvaluateBatches costs, for every run, the most sequences per chip per
+// micro-batch its layout fits (cost.Estimator.MaxMicroBatch, at the usable
+// HBM validate checks fit at), up to limit times the published batch.
+func EvaluateBatches(runs []Run, limit int) (BatchReport, error) {
+	var rep BatchReport
+	est := cost.NewEstimator()
+	for _, r := range runs {
+		j, m, err := r.Setup()
+		if err != nil {
+			return rep, fmt.Errorf("validate: run %s: %w", r.ID, err)
+		}
+		shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * max(j.MicroBatches, 1)
+		pub := j.GlobalBatch / shards
+		most, err := est.MaxMicroBatch(j, m, limit*pub)
+		if err != nil {
+			return rep, fmt.Errorf("validate: run %s: %w", r.ID, err)
+		}
+		rep.Fits = append(rep.Fits, BatchFit{ID: r.ID, Published: pub, MostThatFits: most, Ratio: float64(most) / float64(pub)})
+	}
+	return rep, nil
+}
+
+// Within counts the runs whose ratio is in [lo, hi].
+func (rep BatchReport) Within(lo, hi float64) int {
+	n := 0
+	for _, f := range rep.Fits {
+		if f.Ratio >= lo && f.Ratio <= hi {
+			n++
+		}
+	}
+	return n
+}
+
+// WriteText writes the runs by ratio, and how many are refused (below 1),
+// within 1 to 1.5, and above.
+func (rep BatchReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintln(&b, "Published batches against the most their layout fits by cost's count (sequences per chip per micro-batch):")
+	fits := append([]BatchFit(nil), rep.Fits...)
+	sort.SliceStable(fits, func(i, k int) bool { return fits[i].Ratio < fits[k].Ratio })
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "run\tpublished\tmost that fits\tratio")
+	for _, f := range fits {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\n", f.ID, f.Published, f.MostThatFits, f.Ratio)
+	}
+	tw.Flush()
+	n := len(rep.Fits)
+	fmt.Fprintf(&b, "refused at their published batch (ratio below 1): %d/%d; within 1.0-1.5x: %d/%d; above 1.5x: %d/%d\n",
+		n-rep.Within(1, 1e18), n, rep.Within(1, 1.5), n, n-rep.Within(0, 1.5), n)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// BatchLimit is how far past the published batch EvaluateBatches looks in
+// the built-in report: 8 times.
+const BatchLimit = 8
+
+// BuiltInMemoryReport costs the built-in memory table and the published
+// runs' batches: what `shardlab validate --memory` prints.
+func BuiltInMemoryReport() (MemoryReport, error) {
+	cases, err := MemoryCases()
+	if err != nil {
+		return MemoryReport{}, err
+	}
+	rep, err := EvaluateMemory(cases)
+	if err != nil {
+		return rep, err
+	}
+	runs, err := Runs()
+	if err != nil {
+		return rep, err
+	}
+	batches, err := EvaluateBatches(runs, BatchLimit)
+	if err != nil {
+		return rep, err
+	}
+	rep.Batches = &batches
+	return rep, nil
+}
