@@ -728,6 +728,9 @@ func readCorpus(path string, maxEntries int) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", bad("--data %s: %v", path, cause(err))
 	}
+	if fs := pseudoFS(path); fs != "" {
+		return nil, "", onPseudoFS("--data", path, fs, "a text file or a directory of them")
+	}
 	if !info.IsDir() {
 		f, size, err := openRegular("--data", path, maxCorpusFile)
 		if err != nil {
