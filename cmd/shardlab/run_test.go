@@ -132,6 +132,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"plan", "--tpu", "v5p-7"}, []string{`"v5p-7"`, "v5p-8, v5p-16"}},
 		{[]string{"plan", "--tpu", "v9-8"}, []string{"unknown TPU generation", "tpu7x"}},
 		{[]string{"plan", "--tpu", "tpu7x-8", "--mesh", "data=3"}, []string{"ICI factors = 3", "a product of 4"}},
+		// issue 26: a DCN factor on one slice was reported as "ICI factors = 1 (data 1 x fsdp 4 ...), want a product of 4"
+		{[]string{"plan", "--tpu", "v5p-8", "--mesh", "data=2(dcn),fsdp=4"}, []string{"data DCN factor = 2", "there is 1 slice"}},
+		{[]string{"run", "--tpu", "v5litepod-4", "--slices", "1", "--mesh", "data=2(dcn),fsdp=4"}, []string{"data DCN factor = 2", "there is 1 slice"}},
 		{[]string{"plan", "--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2", "--mesh", "fsdp=64,tensor=2(dcn)"}, []string{"tensor parallelism over DCN"}},
 		{[]string{"plan", "--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2", "--mesh", "fsdp=64,context=2(dcn)"}, []string{"context parallelism over DCN"}},
 		{[]string{"export", "pytorch", "--model", "llama3-8b", "--tpu", "v5p-64", "--mesh", "fsdp=16,pipeline=2"}, []string{"pipeline 2", "data, fsdp and tensor only"}},
