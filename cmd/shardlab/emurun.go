@@ -84,7 +84,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.steps = newInt(fs, "steps", 30, 1, 1_000_000, "", "training steps")
 	f.lr = newFloat(fs, "lr", 3e-3, floatFlag{lo: 0, hi: 1, loOpen: true}, "Adam learning rate")
 	f.bf16 = fs.Bool("bf16", true, "compute with bfloat16 copies of the weights; Adam keeps fp32 masters")
-	f.seed = fs.Uint64("seed", 1, "seed for the weights and the batches")
+	f.seed = newUint64(fs, "seed", 1, 0, math.MaxUint64, "", "seed for the weights and the batches")
 	f.data = fs.String("data", "", "text FILE (at most 256 MiB) or DIR of .go/.txt/.md files; the first 4 MiB are used (default: the Go sources under GOROOT)")
 	f.synthetic = fs.Bool("synthetic", false, "train on synthetic sequences instead of text")
 	f.ckptDir = fs.String("checkpoint", "", "write a checkpoint to DIR every --every steps")

@@ -47,8 +47,9 @@ func (f *floatFlag) String() string {
 func (f *floatFlag) Get() any { return *f.p }
 
 func (f *floatFlag) Set(s string) error {
+	// decimal only: ParseFloat also reads Go's hexadecimal floats (0x1p-2)
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || !f.accepts(v) {
+	if err != nil || strings.ContainsAny(s, "xX") || !f.accepts(v) {
 		f.err = &flagValueError{s, f.want()}
 		return f.err
 	}
@@ -90,9 +91,10 @@ func (f *floatFlag) usage() string {
 	return s
 }
 
-// intFlag is an int or int64 flag that accepts a whole number in [lo, hi];
-// note says what special values inside the range mean ("0: the model's").
-type intFlag[T int | int64] struct {
+// intFlag is an int, int64 or uint64 flag that accepts a whole decimal
+// number in [lo, hi]; note says what special values inside the range mean
+// ("0: the model's").
+type intFlag[T int | int64 | uint64] struct {
 	p      *T
 	lo, hi T
 	note   string
@@ -103,20 +105,48 @@ func (f *intFlag[T]) String() string {
 	if f == nil || f.p == nil {
 		return "0"
 	}
-	return strconv.FormatInt(int64(*f.p), 10)
+	return fmt.Sprint(*f.p)
 }
 
 func (f *intFlag[T]) Get() any { return *f.p }
 
 func (f *intFlag[T]) Set(s string) error {
-	v, err := strconv.ParseInt(strings.TrimSpace(s), 0, 64)
-	if err != nil || v < int64(f.lo) || v > int64(f.hi) {
+	v, ok := parseWhole[T](strings.TrimSpace(s))
+	if !ok || v < f.lo || v > f.hi {
 		f.err = &flagValueError{s, f.want()}
 		return f.err
 	}
-	*f.p = T(v)
+	*f.p = v
 	return nil
 }
+
+// parseWhole reads a whole number written in decimal, with an optional
+// sign: no base prefix (0x10, 0o7, 0b1), no underscores (1_000), no
+// fraction or exponent, as the flag package's own integers (strconv's base
+// 0) would accept. ok is false too when the value does not fit in T.
+func parseWhole[T int | int64 | uint64](s string) (v T, ok bool) {
+	digits, neg := s, false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		digits, neg = s[1:], s[0] == '-'
+	}
+	u, err := strconv.ParseUint(digits, 10, 64) // base 10: digits alone
+	switch {
+	case err != nil:
+		return 0, false
+	case neg:
+		if u > 1<<63 {
+			return 0, false
+		}
+		n := -int64(u)
+		v = T(n)
+		return v, int64(v) == n && (v < 0 || u == 0) // v < 0: T is signed
+	}
+	v = T(u)
+	return v, uint64(v) == u && v >= 0
+}
+
+// lowest is the range's low end, for tests.
+func (f *intFlag[T]) lowest() int64 { return int64(f.lo) }
 
 func (f *intFlag[T]) want() string { return withNote(f.rangeText(), f.note) }
 
@@ -265,6 +295,8 @@ func failed(v flag.Value) *flagValueError {
 		return f.err
 	case *intFlag[int64]:
 		return f.err
+	case *intFlag[uint64]:
+		return f.err
 	case *durationFlag:
 		return f.err
 	case *choiceFlag:
@@ -293,6 +325,12 @@ func intVar(fs *flag.FlagSet, p *int, name string, value, lo, hi int, note, usag
 func int64Var(fs *flag.FlagSet, p *int64, name string, value, lo, hi int64, note, usage string) {
 	*p = value
 	f := &intFlag[int64]{p: p, lo: lo, hi: hi, note: note}
+	fs.Var(f, name, usage+usageNote(f.rangeText(), note))
+}
+
+func uint64Var(fs *flag.FlagSet, p *uint64, name string, value, lo, hi uint64, note, usage string) {
+	*p = value
+	f := &intFlag[uint64]{p: p, lo: lo, hi: hi, note: note}
 	fs.Var(f, name, usage+usageNote(f.rangeText(), note))
 }
 
@@ -325,6 +363,12 @@ func newInt(fs *flag.FlagSet, name string, value, lo, hi int, note, usage string
 func newInt64(fs *flag.FlagSet, name string, value, lo, hi int64, note, usage string) *int64 {
 	p := new(int64)
 	int64Var(fs, p, name, value, lo, hi, note, usage)
+	return p
+}
+
+func newUint64(fs *flag.FlagSet, name string, value, lo, hi uint64, note, usage string) *uint64 {
+	p := new(uint64)
+	uint64Var(fs, p, name, value, lo, hi, note, usage)
 	return p
 }
 

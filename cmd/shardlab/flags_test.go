@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -106,11 +107,11 @@ func TestNumericFlagsAreBounded(t *testing.T) {
 	n := 0
 	eachFlag(t, func(cmd string, fl *flag.Flag) {
 		switch reflect.TypeOf(fl.Value).String() {
-		case "*flag.float64Value", "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.durationValue", "*flag.textValue", "*flag.funcValue":
+		case "*flag.float64Value", "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.uint64Value", "*flag.durationValue", "*flag.textValue", "*flag.funcValue":
 			if _, ok := unbounded[cmd+" --"+fl.Name]; !ok {
 				t.Errorf("%s --%s is a %T with no range; define it with floatVar, intVar, int64Var or durationVar", cmd, fl.Name, fl.Value)
 			}
-		case "*main.floatFlag", "*main.intFlag[int]", "*main.intFlag[int64]", "*main.durationFlag":
+		case "*main.floatFlag", "*main.intFlag[int]", "*main.intFlag[int64]", "*main.intFlag[uint64]", "*main.durationFlag":
 			n++
 			if !strings.Contains(fl.Usage, " from ") && !strings.Contains(fl.Usage, " in [") && !strings.Contains(fl.Usage, " in (") {
 				t.Errorf("%s --%s: usage %q does not give the range", cmd, fl.Name, fl.Usage)
@@ -147,6 +148,8 @@ func TestFloatFlags(t *testing.T) {
 		if f.zero != "" && f.lo > 0 {
 			bad = append(bad, strconv.FormatFloat(f.lo/2, 'g', -1, 64)) // between 0 and the range
 		}
+		// issue 26: decimal only; ParseFloat reads Go's hexadecimal floats
+		bad = append(bad, strconv.FormatFloat((f.lo+f.hi)/2, 'x', -1, 64), strings.ToUpper(strconv.FormatFloat((f.lo+f.hi)/2, 'x', -1, 64)))
 		for _, v := range bad {
 			fail(t, cmdArgs(cmd, fl.Name, v), "--"+fl.Name, strconv.Quote(v), "want a finite number in ")
 		}
@@ -186,6 +189,14 @@ func TestIntAndDurationFlags(t *testing.T) {
 			bad = []string{strconv.Itoa(f.lo - 1), strconv.Itoa(f.hi + 1)}
 		case *intFlag[int64]:
 			bad = []string{strconv.FormatInt(f.lo-1, 10), strconv.FormatInt(f.hi+1, 10)}
+		case *intFlag[uint64]:
+			bad = []string{"-1", "18446744073709551616"}
+			if f.lo > 0 {
+				bad = append(bad, strconv.FormatUint(f.lo-1, 10))
+			}
+			if f.hi < math.MaxUint64 {
+				bad = append(bad, strconv.FormatUint(f.hi+1, 10))
+			}
 		case *durationFlag:
 			bad = []string{(f.lo - 1).String(), (f.hi + 1).String(), "1e308h", "-9223372036854775808ns"}
 			if f.hi < math.MaxInt64 {
@@ -194,7 +205,23 @@ func TestIntAndDurationFlags(t *testing.T) {
 		default:
 			return
 		}
-		bad = append(bad, "9223372036854775807", "99999999999999999999", "NaN", "Inf", "1.5e3x", "")
+		if _, ok := fl.Value.(*intFlag[uint64]); !ok {
+			bad = append(bad, "9223372036854775807")
+		}
+		bad = append(bad, "99999999999999999999", "NaN", "Inf", "1.5e3x", "")
+		if _, ok := fl.Value.(*durationFlag); !ok {
+			// issue 26: decimal only, though strconv's base 0 reads each
+			// of these; the lowest value of the range in other bases,
+			// and whole numbers written as floats
+			lo := fl.Value.(interface{ lowest() int64 }).lowest()
+			sign, abs := "", lo
+			if lo < 0 {
+				sign, abs = "-", -lo
+			}
+			bad = append(bad, fmt.Sprintf("%s0x%x", sign, abs), fmt.Sprintf("%s0X%X", sign, abs), fmt.Sprintf("%s0o%o", sign, abs),
+				fmt.Sprintf("%s0b%b", sign, abs), fmt.Sprintf("%s0_%o", sign, abs), fmt.Sprintf("%s%d_0", sign, abs), fmt.Sprintf("%d.0", lo),
+				fmt.Sprintf("%de0", lo), "0x10", "1_000")
+		}
 		for _, v := range bad {
 			fail(t, cmdArgs(cmd, fl.Name, v), "--"+fl.Name, strconv.Quote(v), "want a ")
 		}
@@ -274,7 +301,7 @@ func TestTPUEverywhere(t *testing.T) {
 
 // TestFlagValueStrings: -h must not panic on the zero values.
 func TestFlagValueStrings(t *testing.T) {
-	for _, v := range []flag.Value{&floatFlag{}, &intFlag[int]{}, &intFlag[int64]{}, &durationFlag{}, &choiceFlag{}, &addrFlag{}} {
+	for _, v := range []flag.Value{&floatFlag{}, &intFlag[int]{}, &intFlag[int64]{}, &intFlag[uint64]{}, &durationFlag{}, &choiceFlag{}, &addrFlag{}} {
 		_ = v.String()
 	}
 	for cmd, build := range commandFlags {
@@ -284,6 +311,47 @@ func TestFlagValueStrings(t *testing.T) {
 		fs.PrintDefaults()
 		if strings.Contains(b.String(), "panic") {
 			t.Errorf("%s -h: %s", cmd, b.String())
+		}
+	}
+}
+
+// TestParseWhole: decimal digits with an optional sign, inside the type.
+func TestParseWhole(t *testing.T) {
+	for _, tt := range []struct {
+		in    string
+		i64   int64
+		i64OK bool
+		u64   uint64
+		u64OK bool
+	}{
+		{"0", 0, true, 0, true},
+		{"-0", 0, true, 0, true},
+		{"+7", 7, true, 7, true},
+		{"-7", -7, true, 0, false},
+		{"010", 10, true, 10, true}, // decimal, not octal
+		{"9223372036854775807", math.MaxInt64, true, math.MaxInt64, true},
+		{"9223372036854775808", 0, false, 1 << 63, true},
+		{"-9223372036854775808", math.MinInt64, true, 0, false},
+		{"-9223372036854775809", 0, false, 0, false},
+		{"18446744073709551615", 0, false, math.MaxUint64, true},
+		{"18446744073709551616", 0, false, 0, false},
+		{"0x10", 0, false, 0, false},
+		{"0o7", 0, false, 0, false},
+		{"0b1", 0, false, 0, false},
+		{"1_000", 0, false, 0, false},
+		{"1e3", 0, false, 0, false},
+		{"1.0", 0, false, 0, false},
+		{"", 0, false, 0, false},
+		{"-", 0, false, 0, false},
+		{"+-1", 0, false, 0, false},
+		{"--1", 0, false, 0, false},
+		{" 1", 0, false, 0, false},
+	} {
+		if v, ok := parseWhole[int64](tt.in); v != tt.i64 && ok || ok != tt.i64OK {
+			t.Errorf("parseWhole[int64](%q) = %d, %v; want %d, %v", tt.in, v, ok, tt.i64, tt.i64OK)
+		}
+		if v, ok := parseWhole[uint64](tt.in); v != tt.u64 && ok || ok != tt.u64OK {
+			t.Errorf("parseWhole[uint64](%q) = %d, %v; want %d, %v", tt.in, v, ok, tt.u64, tt.u64OK)
 		}
 	}
 }
