@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Numeric flags are bounded: each one accepts only finite values inside a
@@ -384,13 +386,100 @@ func newChoice(fs *flag.FlagSet, name, value string, choices []string, parse fun
 	return p
 }
 
+// guarded holds a FlagSet's flags wrapped while its command line is
+// parsed: a flag given twice is refused rather than silently taking the
+// last value, and so is a value that is not printable text (a NUL, an
+// escape sequence, U+202E), which errors and output would print raw.
+type guarded struct {
+	fs   *flag.FlagSet
+	orig map[string]flag.Value
+	err  error // the first refusal, naming the flag
+}
+
+func guard(fs *flag.FlagSet) *guarded {
+	g := &guarded{fs: fs, orig: map[string]flag.Value{}}
+	fs.VisitAll(func(f *flag.Flag) {
+		g.orig[f.Name] = f.Value
+		o := &onceValue{Value: f.Value, g: g, name: f.Name}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			o.isBool = true
+			f.Value = onceBool{o}
+		} else {
+			f.Value = o
+		}
+	})
+	return g
+}
+
+// restore puts the flags' own values back, for -h and for failed.
+func (g *guarded) restore() { g.fs.VisitAll(func(f *flag.Flag) { f.Value = g.orig[f.Name] }) }
+
+// onceValue is a flag's Value that takes one printable value.
+type onceValue struct {
+	flag.Value
+	g      *guarded
+	name   string
+	isBool bool
+	first  *string
+}
+
+func (o *onceValue) Set(s string) error {
+	var err error
+	if o.first != nil && o.isBool {
+		err = bad("%s: --%s given twice, want it once", o.g.fs.Name(), o.name)
+	} else if o.first != nil {
+		err = bad("%s: --%s given twice (%s, then %s), want it once", o.g.fs.Name(), o.name, strconv.Quote(*o.first), strconv.Quote(s))
+	} else if why := notText(s); why != "" {
+		err = bad("%s: --%s %s, want printable text: %s", o.g.fs.Name(), o.name, strconv.Quote(s), why)
+	}
+	if err != nil {
+		if o.g.err == nil {
+			o.g.err = err
+		}
+		return err
+	}
+	o.first = &s
+	return o.Value.Set(s)
+}
+
+// onceBool is onceValue for a boolean flag, which takes no value.
+type onceBool struct{ *onceValue }
+
+func (onceBool) IsBoolFlag() bool { return true }
+
+// notText says why s is not printable text ("U+202E at byte 3 is a format
+// character"), or is "": control characters, format characters (U+202E,
+// the right-to-left override; zero-width ones), line or paragraph
+// separators, and bytes that are not UTF-8 are refused in every flag
+// value and argument. (Package model holds its spec names to the same
+// rule.)
+func notText(s string) string {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):
+			return fmt.Sprintf("byte %d (%#02x) is not UTF-8", i, s[i])
+		case unicode.IsControl(r):
+			return fmt.Sprintf("%U at byte %d is a control character", r, i)
+		case unicode.Is(unicode.Cf, r):
+			return fmt.Sprintf("%U at byte %d is a format character", r, i)
+		case unicode.In(r, unicode.Zl, unicode.Zp):
+			return fmt.Sprintf("%U at byte %d is a line or paragraph separator", r, i)
+		}
+	}
+	return ""
+}
+
 // parseFlags parses a subcommand's flags: -h prints the flags to stderr,
 // anything wrong is a one-line usage error naming the flag, the value and
 // what is accepted.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	fs.SetOutput(io.Discard)
+	g := guard(fs)
 	err := fs.Parse(args)
+	g.restore()
 	switch {
+	case err != nil && g.err != nil:
+		return g.err
 	case errors.Is(err, flag.ErrHelp):
 		fs.SetOutput(stderr)
 		fmt.Fprintf(stderr, "usage of shardlab %s:\n", fs.Name())
@@ -408,7 +497,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 		}
 		return bad("%s: %v (run 'shardlab %s -h' for the flags)", fs.Name(), err, fs.Name())
 	case fs.NArg() > 0:
-		return bad("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		return bad("%s: unexpected argument %s", fs.Name(), strconv.QuoteToASCII(fs.Arg(0)))
 	}
 	return nil
 }

@@ -66,6 +66,8 @@ func fail(t *testing.T, args []string, want ...string) {
 		t.Errorf("shardlab %s: wrote to stdout: %q", strings.Join(args, " "), out)
 	case strings.Contains(line, "\n"):
 		t.Errorf("shardlab %s: error spans lines: %q", strings.Join(args, " "), errOut)
+	case notText(line) != "":
+		t.Errorf("shardlab %s: error is not printable text (%s): %q", strings.Join(args, " "), notText(line), errOut)
 	}
 	for _, w := range want {
 		if !strings.Contains(line, w) {
@@ -353,5 +355,65 @@ func TestParseWhole(t *testing.T) {
 		if v, ok := parseWhole[uint64](tt.in); v != tt.u64 && ok || ok != tt.u64OK {
 			t.Errorf("parseWhole[uint64](%q) = %d, %v; want %d, %v", tt.in, v, ok, tt.u64, tt.u64OK)
 		}
+	}
+}
+
+// TestRepeatedFlags: a flag given twice is refused, naming it, rather
+// than silently taking the last value (issue 26: --model a --model b
+// planned b), in every kind of flag and in the catalog commands.
+func TestRepeatedFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--model", "llama3-8b", "--model", "llama3-70b", "--tpu", "v5p-8"}, `plan: --model given twice ("llama3-8b", then "llama3-70b"), want it once`},
+		{[]string{"plan", "--model=llama3-8b", "--tpu", "v5p-8", "--model=llama3-8b"}, `--model given twice ("llama3-8b", then "llama3-8b")`},
+		{[]string{"plan", "--json", "--tpu", "v5p-8", "-json"}, "plan: --json given twice, want it once"},
+		{[]string{"plan", "--top", "1", "--top", "2"}, `--top given twice ("1", then "2")`},
+		{[]string{"plan", "--efficiency", "0.5", "--efficiency", "0.6"}, `--efficiency given twice`},
+		{[]string{"plan", "--remat", "full", "--remat", "FULL"}, `--remat given twice`},
+		{[]string{"plan", "--example-cost", "1ms", "--example-cost", "2ms"}, `--example-cost given twice`},
+		{[]string{"export", "xpk", "--cluster", "a", "--cluster", "b"}, `export xpk: --cluster given twice ("a", then "b")`},
+		{[]string{"run", "--seed", "1", "--seed", "2"}, `run: --seed given twice`},
+		{[]string{"web", "--addr", "127.0.0.1:0", "--addr", "127.0.0.1:1"}, `web: --addr given twice`},
+		{[]string{"hw", "show", "v5p", "--json", "--json"}, "hw: --json given twice"},
+		{[]string{"model", "list", "--json", "--json"}, "model: --json given twice"},
+	} {
+		fail(t, tt.args, tt.want)
+	}
+}
+
+// TestFlagValuesAreText: every flag of every command refuses a value with
+// a control or format character (issue 26: a NUL or U+202E went through
+// to the output), naming the flag and the character, before its own
+// parser sees it; so do the catalog commands' arguments.
+func TestFlagValuesAreText(t *testing.T) {
+	n := 0
+	eachFlag(t, func(cmd string, fl *flag.Flag) {
+		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			return
+		}
+		n++
+		fail(t, cmdArgs(cmd, fl.Name, "a\u202eb"), "--"+fl.Name+` "a\u202eb", want printable text: U+202E at byte 1 is a format character`)
+	})
+	if n < 60 {
+		t.Errorf("checked %d flags, want every flag with a value (about 100)", n)
+	}
+	for _, v := range []struct{ in, why string }{
+		{"a\x00b", "U+0000 at byte 1 is a control character"},
+		{"\x1b[2J", "U+001B at byte 0 is a control character"},
+		{"a\u200bb", "U+200B at byte 1 is a format character"},
+		{"a\u2029b", "U+2029 at byte 1 is a line or paragraph separator"},
+		{"a\xffb", "byte 1 (0xff) is not UTF-8"},
+	} {
+		fail(t, []string{"export", "xpk", "--cluster", "c", "--docker-image", v.in}, "export xpk: --docker-image", v.why)
+		fail(t, []string{"export", "xpk", "--cluster", "c", "--capacity", "reservation", "--reservation", v.in}, "--reservation", v.why)
+		fail(t, []string{"inference", "--hf-model", v.in}, "--hf-model", v.why)
+		fail(t, []string{"model", "show", v.in}, "model: argument", v.why)
+		fail(t, []string{"hw", "show", v.in}, "hw: argument", v.why)
+	}
+	// printable text of any script is taken
+	if _, errOut, code := runCmd("export", "xpk", "--cluster", "c", "--docker-image", "registry/画像:v1", "--tpu", "v5p-8"); code != 0 {
+		t.Errorf("export xpk --docker-image registry/画像:v1: exit %d: %s", code, errOut)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -233,15 +234,22 @@ func catalogArgs(cmd string, args []string, stderr io.Writer) (sub string, names
 // parseInterleaved parses flags that may come before or after positional
 // arguments ("hw show v5p --json") and returns the positional ones.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	g := guard(fs)
+	defer g.restore()
 	var names []string
 	for {
 		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 			return nil, err
+		} else if err != nil && g.err != nil {
+			return nil, g.err
 		} else if err != nil {
 			return nil, bad("%s: %v", fs.Name(), err)
 		}
 		if fs.NArg() == 0 {
 			return names, nil
+		}
+		if why := notText(fs.Arg(0)); why != "" {
+			return nil, bad("%s: argument %s, want printable text: %s", fs.Name(), strconv.QuoteToASCII(fs.Arg(0)), why)
 		}
 		names = append(names, fs.Arg(0))
 		args = fs.Args()[1:]

@@ -124,10 +124,24 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(misspelt, []byte("name: m\nlayers: 2\nd_modle: 64\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// issue 26: JSON "layers": 1.5 was truncated to 1, and a name's NUL and
+	// U+202E printed raw
+	fraction := filepath.Join(dir, "fraction.json")
+	if err := os.WriteFile(fraction, []byte(`{"name":"f","layers":1.5,"d_model":64,"heads":4,"d_ff":256,"vocab":1000,"seq_len":128}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rtl := filepath.Join(dir, "rtl.json")
+	if err := os.WriteFile(rtl, []byte(`{"name":"evil\u0000\u202etxt.exe","layers":2,"d_model":64,"heads":4,"d_ff":256,"vocab":1000,"seq_len":128}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		want []string // substrings of the one-line error
 	}{
+		{[]string{"model", "show", fraction}, []string{"model show " + fraction, `field layers = "1.5", want a whole number in decimal digits`}},
+		{[]string{"plan", "--model", fraction, "--tpu", "v5p-8"}, []string{"--model", `field layers = "1.5", want a whole number`}},
+		{[]string{"model", "show", rtl}, []string{"model show " + rtl, `field name = "evil\x00\u202etxt.exe", want printable text: U+0000 at byte 4 is a control character`}},
+		{[]string{"export", "maxtext", "--model", rtl, "--tpu", "v5p-8"}, []string{"--model", `field name = "evil\x00\u202etxt.exe"`}},
 		{[]string{"plan", "--model", "llama4"}, []string{`model "llama4"`, "llama3-8b"}},
 		{[]string{"plan", "--tpu", "v5p-7"}, []string{`"v5p-7"`, "v5p-8, v5p-16"}},
 		{[]string{"plan", "--tpu", "v9-8"}, []string{"unknown TPU generation", "tpu7x"}},
