@@ -194,7 +194,7 @@ func parseLink(s string) ([2]int, error) {
 
 func runEmu(args []string, stdout, stderr io.Writer) error {
 	fs, f := newRunFlags()
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	set := setFlags(fs)

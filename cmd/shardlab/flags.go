@@ -269,8 +269,8 @@ func (f *addrFlag) Get() any { return *f.p }
 
 func (f *addrFlag) Set(s string) error {
 	host, port, err := net.SplitHostPort(strings.TrimSpace(s))
-	n, perr := strconv.Atoi(port)
-	if err != nil || perr != nil || n < 0 || n > 65535 || strings.ContainsAny(host, " /") {
+	n, ok := parseWhole[int](port)
+	if err != nil || !ok || strings.Trim(port, "0123456789") != "" || n > 65535 || !listenHost(host) {
 		f.err = &flagValueError{s, f.want()}
 		return f.err
 	}
@@ -279,7 +279,38 @@ func (f *addrFlag) Set(s string) error {
 }
 
 func (f *addrFlag) want() string {
-	return "host:port with a port from 0 to 65535 (127.0.0.1:8080, localhost:0)"
+	return "host:port with an IP address or a host name (none: every interface) and a port from 0 to 65535 (127.0.0.1:8080, localhost:0)"
+}
+
+// listenHost reports whether host can name a local address: empty (every
+// interface), an IP address (an IPv6 one may carry a %zone), or a host
+// name of letters, digits and dashes (RFC 1123) whose last label is not
+// all digits (RFC 3696 section 2), so that 999.999.999.999 is refused
+// here rather than looked up in DNS.
+func listenHost(host string) bool {
+	if host == "" || net.ParseIP(host) != nil {
+		return true
+	}
+	if ip, zone, ok := strings.Cut(host, "%"); ok && zone != "" && net.ParseIP(ip) != nil && strings.Contains(ip, ":") {
+		return true
+	}
+	host = strings.TrimSuffix(host, ".")
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	labels := strings.Split(host, ".")
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	_, allDigits := parseWhole[uint64](labels[len(labels)-1])
+	return !allDigits
 }
 
 func addrVar(fs *flag.FlagSet, p *string, name, value, usage string) {
@@ -469,10 +500,17 @@ func notText(s string) string {
 	return ""
 }
 
-// parseFlags parses a subcommand's flags: -h prints the flags to stderr,
+// helpText is a command's usage, asked for with -h, --help or 'shardlab
+// help CMD': run prints it on stdout and exits 0. It is flag.ErrHelp.
+type helpText string
+
+func (h helpText) Error() string        { return string(h) }
+func (h helpText) Is(target error) bool { return target == flag.ErrHelp }
+
+// parseFlags parses a subcommand's flags: -h gives the flags as helpText,
 // anything wrong is a one-line usage error naming the flag, the value and
 // what is accepted.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+func parseFlags(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
 	g := guard(fs)
 	err := fs.Parse(args)
@@ -481,10 +519,12 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	case err != nil && g.err != nil:
 		return g.err
 	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stderr)
-		fmt.Fprintf(stderr, "usage of shardlab %s:\n", fs.Name())
+		var b strings.Builder
+		fmt.Fprintf(&b, "usage of shardlab %s:\n", fs.Name())
+		fs.SetOutput(&b)
 		fs.PrintDefaults()
-		return err
+		fs.SetOutput(io.Discard)
+		return helpText(b.String())
 	case err != nil:
 		var msg string
 		fs.VisitAll(func(f *flag.Flag) {

@@ -49,7 +49,7 @@ func newInfeedFlags() (*flag.FlagSet, *infeedFlags) {
 
 func runInfeed(args []string, stdout, stderr io.Writer) error {
 	fs, f := newInfeedFlags()
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	chip, slice, err := parseTPU("--tpu", *f.tpu)

@@ -271,6 +271,10 @@ func TestMXUTrace(t *testing.T) {
 	}
 }
 
+// TestHelp: help is on stdout with exit 0 (issue 26: it went to stderr, so
+// 'shardlab plan -h | less' showed nothing, and 'version --help' was an
+// error), for every command the usage lists, with -h, -help, --help and
+// 'shardlab help CMD'.
 func TestHelp(t *testing.T) {
 	for _, tt := range []struct {
 		args  []string
@@ -283,6 +287,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"infeed", "--help"}, "infeed", 5},
 		{[]string{"run", "-h"}, "run", 5},
 		{[]string{"export", "-h"}, "export", 3},
+		{[]string{"export", "--help", "maxtext"}, "export", 3},
 		{[]string{"export", "maxtext", "-h"}, "export maxtext", 5},
 		{[]string{"export", "xpk", "-h"}, "export xpk", 5},
 		{[]string{"hw", "-h"}, "hw", 3},
@@ -291,17 +296,43 @@ func TestHelp(t *testing.T) {
 		{[]string{"model", "-h"}, "model", 3},
 		{[]string{"model", "--help"}, "model", 3},
 		{[]string{"model", "show", "-h"}, "model", 3},
+		{[]string{"version", "--help"}, "version", 2},
+		{[]string{"version", "-h"}, "version", 2},
+		{[]string{"--version", "help"}, "version", 2},
+		{[]string{"web", "--help"}, "web", 2},
+		{[]string{"help", "plan"}, "plan", 5},
+		{[]string{"help", "export", "xpk"}, "export xpk", 5},
+		{[]string{"help", "mxu", "compare"}, "mxu compare", 5},
+		{[]string{"help", "version"}, "version", 2},
 	} {
 		out, errOut, code := runCmd(tt.args...)
-		if code != 0 || out != "" || !strings.HasPrefix(errOut, "usage of shardlab "+tt.usage+":") || strings.Count(errOut, "\n") < tt.lines {
-			t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 0 and the usage of %s on stderr", strings.Join(tt.args, " "), code, out, errOut, tt.usage)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage of shardlab "+tt.usage+":") || strings.Count(out, "\n") < tt.lines {
+			t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 0 and the usage of %s on stdout", strings.Join(tt.args, " "), code, out, errOut, tt.usage)
 		}
 	}
+	// every command the usage lists, and the usage itself
+	for _, cmd := range commands(t) {
+		for _, h := range []string{"-h", "-help", "--help"} {
+			args := append(strings.Fields(cmd), h)
+			out, errOut, code := runCmd(args...)
+			if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage of shardlab "+strings.Fields(cmd)[0]) {
+				t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 0 and its usage on stdout", strings.Join(args, " "), code, out, errOut)
+			}
+		}
+	}
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"help", "-h"}, {"help", "help"}} {
+		if out, errOut, code := runCmd(args...); code != 0 || errOut != "" || out != usage {
+			t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 0 and the usage on stdout", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	// no command, or an unknown one, is bad input: one line
+	fail(t, nil, "no command, want plan, export", "run 'shardlab help'")
+	fail(t, []string{"help", "frobnicate"}, `unknown command "frobnicate"`)
 	// an export writes one layout, not a ranking: no --json, --top or --example-cost
 	for _, target := range []string{"maxtext", "xpk"} {
 		for _, fl := range []string{"--json", "--top", "--example-cost"} {
-			_, errOut, _ := runCmd("export", target, "-h")
-			if strings.Contains(errOut, "  -"+fl[2:]+" ") || strings.Contains(errOut, "  -"+fl[2:]+"\n") {
+			out, _, _ := runCmd("export", target, "-h")
+			if strings.Contains(out, "  -"+fl[2:]+" ") || strings.Contains(out, "  -"+fl[2:]+"\n") {
 				t.Errorf("export %s -h lists %s", target, fl)
 			}
 		}
