@@ -417,3 +417,53 @@ func TestFlagValuesAreText(t *testing.T) {
 		t.Errorf("export xpk --docker-image registry/画像:v1: exit %d: %s", code, errOut)
 	}
 }
+
+// withFlags is args with each flag of extra set, replacing any value args
+// gives it: a flag given twice is refused, so a test varies a flag of a
+// common command line this way. Flags are written --name value or
+// --name=value (a boolean: --name alone).
+func withFlags(args []string, extra ...string) []string {
+	out := append([]string{}, args...)
+	for i := 0; i < len(extra); {
+		n := flagTokens(extra, i)
+		name, _, _ := strings.Cut(extra[i], "=")
+		for j := 0; j < len(out); {
+			if k, _, _ := strings.Cut(out[j], "="); k == name {
+				out = append(out[:j], out[j+flagTokens(out, j):]...)
+				continue
+			}
+			j++
+		}
+		out = append(out, extra[i:i+n]...)
+		i += n
+	}
+	return out
+}
+
+// flagTokens is how many tokens the flag at args[i] takes: 2 for --name
+// value, 1 for --name=value or a boolean --name followed by another flag
+// or nothing.
+func flagTokens(args []string, i int) int {
+	if strings.Contains(args[i], "=") || i+1 == len(args) || strings.HasPrefix(args[i+1], "--") {
+		return 1
+	}
+	return 2
+}
+
+func TestWithFlags(t *testing.T) {
+	base := []string{"run", "--synthetic", "--steps", "2", "--seq=16", "--quiet"}
+	for _, tt := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "run --synthetic --steps 2 --seq=16 --quiet"},
+		{[]string{"--steps", "3"}, "run --synthetic --seq=16 --quiet --steps 3"},
+		{[]string{"--seq", "32", "--resume"}, "run --synthetic --steps 2 --quiet --seq 32 --resume"},
+		{[]string{"--steps=4", "--kill-rank", "-1"}, "run --synthetic --seq=16 --quiet --steps=4 --kill-rank -1"},
+		{[]string{"--quiet", "--bf16=false"}, "run --synthetic --steps 2 --seq=16 --quiet --bf16=false"},
+	} {
+		if got := strings.Join(withFlags(base, tt.extra...), " "); got != tt.want {
+			t.Errorf("withFlags(%v, %v) = %q, want %q", base, tt.extra, got, tt.want)
+		}
+	}
+}

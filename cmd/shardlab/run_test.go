@@ -114,6 +114,44 @@ func TestPlanJSONFields(t *testing.T) {
 	}
 }
 
+// TestNonsenseRefused: inputs issue 26 found accepted or misreported,
+// each refused in one line naming the field at fault.
+func TestNonsenseRefused(t *testing.T) {
+	dir := t.TempDir()
+	// JSON "layers": 1.5 was truncated to 1, and a name's NUL and U+202E
+	// printed raw
+	fraction := filepath.Join(dir, "fraction.json")
+	if err := os.WriteFile(fraction, []byte(`{"name":"f","layers":1.5,"d_model":64,"heads":4,"d_ff":256,"vocab":1000,"seq_len":128}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rtl := filepath.Join(dir, "rtl.json")
+	if err := os.WriteFile(rtl, []byte(`{"name":"evil\u0000\u202etxt.exe","layers":2,"d_model":64,"heads":4,"d_ff":256,"vocab":1000,"seq_len":128}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want []string // substrings of the one-line error
+	}{
+		{[]string{"model", "show", fraction}, []string{"model show " + fraction, `field layers = "1.5", want a whole number in decimal digits`}},
+		{[]string{"plan", "--model", fraction, "--tpu", "v5p-8"}, []string{"--model", `field layers = "1.5", want a whole number`}},
+		{[]string{"model", "show", rtl}, []string{"model show " + rtl, `field name = "evil\x00\u202etxt.exe", want printable text: U+0000 at byte 4 is a control character`}},
+		{[]string{"export", "maxtext", "--model", rtl, "--tpu", "v5p-8"}, []string{"--model", `field name = "evil\x00\u202etxt.exe"`}},
+		// a DCN factor on one slice was reported as "ICI factors = 1 (data 1 x fsdp 4 ...), want a product of 4"
+		{[]string{"plan", "--tpu", "v5p-8", "--mesh", "data=2(dcn),fsdp=4"}, []string{"data DCN factor = 2", "there is 1 slice"}},
+		{[]string{"run", "--tpu", "v5litepod-4", "--slices", "1", "--mesh", "data=2(dcn),fsdp=4"}, []string{"data DCN factor = 2", "there is 1 slice"}},
+		// decimal only (strconv's base 0 read 0x10 as 16 and 1_000 as 1000)
+		{[]string{"plan", "--seq", "0x10"}, []string{`--seq "0x10"`, "want a whole number"}},
+		{[]string{"plan", "--seq", "1_000"}, []string{`--seq "1_000"`, "want a whole number"}},
+		{[]string{"plan", "--tpu", "v5p-8", "--top", "0b1"}, []string{`--top "0b1"`, "want a whole number"}},
+		{[]string{"run", "--seed", "0x1"}, []string{`--seed "0x1"`, "want a whole number"}},
+		{[]string{"infeed", "--seed", "1_0"}, []string{`--seed "1_0"`, "want a whole number"}},
+		{[]string{"plan", "--efficiency", "0x1p-1"}, []string{`--efficiency "0x1p-1"`, "want a finite number"}},
+		{[]string{"plan", "--global-batch", "0x1p9"}, []string{"--global-batch", "0x1p9"}},
+	} {
+		fail(t, tt.args, tt.want...)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	malformed := filepath.Join(dir, "bad.yaml")
@@ -124,43 +162,18 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(misspelt, []byte("name: m\nlayers: 2\nd_modle: 64\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// issue 26: JSON "layers": 1.5 was truncated to 1, and a name's NUL and
-	// U+202E printed raw
-	fraction := filepath.Join(dir, "fraction.json")
-	if err := os.WriteFile(fraction, []byte(`{"name":"f","layers":1.5,"d_model":64,"heads":4,"d_ff":256,"vocab":1000,"seq_len":128}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rtl := filepath.Join(dir, "rtl.json")
-	if err := os.WriteFile(rtl, []byte(`{"name":"evil\u0000\u202etxt.exe","layers":2,"d_model":64,"heads":4,"d_ff":256,"vocab":1000,"seq_len":128}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		args []string
 		want []string // substrings of the one-line error
 	}{
-		{[]string{"model", "show", fraction}, []string{"model show " + fraction, `field layers = "1.5", want a whole number in decimal digits`}},
-		{[]string{"plan", "--model", fraction, "--tpu", "v5p-8"}, []string{"--model", `field layers = "1.5", want a whole number`}},
-		{[]string{"model", "show", rtl}, []string{"model show " + rtl, `field name = "evil\x00\u202etxt.exe", want printable text: U+0000 at byte 4 is a control character`}},
-		{[]string{"export", "maxtext", "--model", rtl, "--tpu", "v5p-8"}, []string{"--model", `field name = "evil\x00\u202etxt.exe"`}},
 		{[]string{"plan", "--model", "llama4"}, []string{`model "llama4"`, "llama3-8b"}},
 		{[]string{"plan", "--tpu", "v5p-7"}, []string{`"v5p-7"`, "v5p-8, v5p-16"}},
 		{[]string{"plan", "--tpu", "v9-8"}, []string{"unknown TPU generation", "tpu7x"}},
 		{[]string{"plan", "--tpu", "tpu7x-8", "--mesh", "data=3"}, []string{"ICI factors = 3", "a product of 4"}},
-		// issue 26: a DCN factor on one slice was reported as "ICI factors = 1 (data 1 x fsdp 4 ...), want a product of 4"
-		{[]string{"plan", "--tpu", "v5p-8", "--mesh", "data=2(dcn),fsdp=4"}, []string{"data DCN factor = 2", "there is 1 slice"}},
-		{[]string{"run", "--tpu", "v5litepod-4", "--slices", "1", "--mesh", "data=2(dcn),fsdp=4"}, []string{"data DCN factor = 2", "there is 1 slice"}},
 		{[]string{"plan", "--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2", "--mesh", "fsdp=64,tensor=2(dcn)"}, []string{"tensor parallelism over DCN"}},
 		{[]string{"plan", "--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2", "--mesh", "fsdp=64,context=2(dcn)"}, []string{"context parallelism over DCN"}},
 		{[]string{"export", "pytorch", "--model", "llama3-8b", "--tpu", "v5p-64", "--mesh", "fsdp=16,pipeline=2"}, []string{"pipeline 2", "data, fsdp and tensor only"}},
 		{[]string{"plan", "--global-batch", "-4"}, []string{"--global-batch", "positive"}},
-		// issue 26: decimal only (strconv's base 0 read 0x10 as 16 and 1_000 as 1000)
-		{[]string{"plan", "--seq", "0x10"}, []string{`--seq "0x10"`, "want a whole number"}},
-		{[]string{"plan", "--seq", "1_000"}, []string{`--seq "1_000"`, "want a whole number"}},
-		{[]string{"plan", "--tpu", "v5p-8", "--top", "0b1"}, []string{`--top "0b1"`, "want a whole number"}},
-		{[]string{"run", "--seed", "0x1"}, []string{`--seed "0x1"`, "want a whole number"}},
-		{[]string{"infeed", "--seed", "1_0"}, []string{`--seed "1_0"`, "want a whole number"}},
-		{[]string{"plan", "--efficiency", "0x1p-1"}, []string{`--efficiency "0x1p-1"`, "want a finite number"}},
-		{[]string{"plan", "--global-batch", "0x1p9"}, []string{"--global-batch", "0x1p9"}},
 		{[]string{"plan", "--max-global-batch", "lots"}, []string{"--max-global-batch", "sequences"}},
 		{[]string{"plan", "--model", malformed}, []string{"malformed spec"}},
 		{[]string{"plan", "--model", misspelt}, []string{"d_modle"}},
