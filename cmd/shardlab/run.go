@@ -47,7 +47,7 @@ usage:
   shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
   shardlab version                 the module version and VCS revision of this binary
 
-run 'shardlab plan -h' for the plan flags
+run 'shardlab help COMMAND' or 'shardlab COMMAND -h' for a command's flags
 `
 
 // commandFlags builds each command's flags exactly as the command does, so
