@@ -96,14 +96,17 @@ func New(ms hw.Multislice, degrees ...Degree) (Mesh, error) {
 			return Mesh{}, &Error{Field: a.String(), Value: fmt.Sprintf("%d over DCN", d.DCN), Err: axes[a].overDCN}
 		}
 	}
-	ici, dcn := 1, 1
-	for _, d := range m.degrees {
-		ici *= d.ICI
-		dcn *= d.DCN
-		if ici > ms.Slice.Chips() || dcn > ms.Slices {
-			break
+	if ms.Slices == 1 {
+		// Said before the products: the ICI factors of a multislice
+		// layout may well be right for one slice.
+		for _, d := range m.degrees {
+			if d.DCN > 1 {
+				return Mesh{}, &Error{Field: d.Axis.String() + " DCN factor", Value: strconv.Itoa(d.DCN),
+					Want: "1: a DCN factor splits an axis across slices, and there is 1 slice", Err: ErrInvalid}
+			}
 		}
 	}
+	ici, dcn := m.product(false, ms.Slice.Chips()), m.product(true, ms.Slices)
 	if ici != ms.Slice.Chips() {
 		return Mesh{}, &Error{Field: "ICI factors", Value: fmt.Sprintf("%d (%s)", ici, m.spell(false)),
 			Want: fmt.Sprintf("a product of %d, the chips in one %s slice", ms.Slice.Chips(), ms.Slice.AcceleratorType()), Err: ErrInvalid}
@@ -114,6 +117,23 @@ func New(ms hw.Multislice, degrees ...Degree) (Mesh, error) {
 	}
 	m.place()
 	return m, nil
+}
+
+// product multiplies the ICI (or DCN) factors, stopping once past limit
+// so that it cannot overflow.
+func (m *Mesh) product(dcn bool, limit int) int {
+	p := 1
+	for _, d := range m.degrees {
+		if dcn {
+			p *= d.DCN
+		} else {
+			p *= d.ICI
+		}
+		if p > limit {
+			break
+		}
+	}
+	return p
 }
 
 // placeOrder is the axes in the order they claim torus dimensions.

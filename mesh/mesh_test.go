@@ -42,6 +42,35 @@ func TestNewErrors(t *testing.T) {
 			t.Errorf("New(%v) error = %v, want %v containing %q", tt.axes, err, tt.err, tt.msg)
 		}
 	}
+	// Issue 26: a DCN factor on one slice was reported as wrong ICI factors
+	// ("ICI factors = 1 (data 1 x fsdp 4 ...), want a product of 4"): the
+	// products stopped at the first factor past either limit.
+	one := multislice(t, "v5p-8", 1) // 4 chips
+	for _, tt := range []struct {
+		axes []Degree
+		msg  string
+	}{
+		{[]Degree{{Axis: Data, ICI: 1, DCN: 2}, {Axis: FSDP, ICI: 4, DCN: 1}}, "mesh: data DCN factor = 2, want 1: a DCN factor splits an axis across slices, and there is 1 slice"},
+		{[]Degree{{Axis: FSDP, ICI: 4, DCN: 1}, {Axis: Pipeline, ICI: 1, DCN: 8}}, "mesh: pipeline DCN factor = 8, want 1"},
+		{[]Degree{{Axis: Data, ICI: 2, DCN: 2}}, "mesh: data DCN factor = 2, want 1"},
+	} {
+		if _, err := New(one, tt.axes...); !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), tt.msg) {
+			t.Errorf("New(v5p-8, %v) error = %v, want %v starting %q", tt.axes, err, ErrInvalid, tt.msg)
+		}
+	}
+	// on two slices, each product is its own: the DCN factors do not
+	// stop the ICI product
+	for _, tt := range []struct {
+		axes []Degree
+		msg  string
+	}{
+		{[]Degree{{Axis: Data, ICI: 1, DCN: 4}, {Axis: FSDP, ICI: 64, DCN: 1}}, "mesh: DCN factors = 4 (data 4 x fsdp 1"},
+		{[]Degree{{Axis: Data, ICI: 1, DCN: 4}, {Axis: FSDP, ICI: 32, DCN: 1}}, "mesh: ICI factors = 32 (data 1 x fsdp 32"},
+	} {
+		if _, err := New(ms, tt.axes...); !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), tt.msg) {
+			t.Errorf("New(2 x v5p-128, %v) error = %v, want %v starting %q", tt.axes, err, ErrInvalid, tt.msg)
+		}
+	}
 	m, err := New(ms, Degree{Axis: FSDP, ICI: 64, DCN: 1}, Degree{Axis: Data, ICI: 1, DCN: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -8,8 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -101,8 +106,12 @@ func (e *FieldError) Error() string {
 
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
-// Validate checks that the spec describes a buildable transformer.
+// Validate checks that the spec describes a buildable transformer, named
+// in printable text.
 func (s Spec) Validate() error {
+	if err := s.validateText(); err != nil {
+		return err
+	}
 	name := s.Name
 	if name == "" {
 		name = "(unnamed)"
@@ -146,6 +155,43 @@ func (s Spec) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validateText checks the text fields, name and source: what a terminal
+// or a page prints must be text, not control characters (NUL, escape
+// sequences), format characters (U+202E, the right-to-left override, which
+// turns what follows around; zero-width ones), line or paragraph
+// separators, or bytes that are not UTF-8.
+func (s Spec) validateText() error {
+	model := s.Name
+	for _, f := range []struct{ name, v string }{{"name", s.Name}, {"source", s.Source}} {
+		if f.name == "name" {
+			model = strconv.QuoteToASCII(s.Name) // not printed raw while refused
+		}
+		if why := notText(f.v); why != "" {
+			return &FieldError{Model: model, Field: f.name, Value: strconv.QuoteToASCII(f.v), Want: "printable text: " + why}
+		}
+		model = s.Name
+	}
+	return nil
+}
+
+// notText says why s is not printable text ("U+202E at byte 3 is a format
+// character"), or is "".
+func notText(s string) string {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):
+			return fmt.Sprintf("byte %d (%#02x) is not UTF-8", i, s[i])
+		case unicode.IsControl(r):
+			return fmt.Sprintf("%U at byte %d is a control character", r, i)
+		case unicode.Is(unicode.Cf, r):
+			return fmt.Sprintf("%U at byte %d is a format character", r, i)
+		case unicode.In(r, unicode.Zl, unicode.Zp):
+			return fmt.Sprintf("%U at byte %d is a line or paragraph separator", r, i)
+		}
+	}
+	return ""
 }
 
 // validateMoE checks the mixture-of-experts fields: all zero for a dense
@@ -495,10 +541,77 @@ func Parse(data []byte) (Spec, error) {
 	if err := dec.Decode(&extra); err != io.EOF {
 		return Spec{}, fmt.Errorf("model: spec holds more than one document: %w; want one", ErrInvalid)
 	}
+	if err := s.validateText(); err != nil {
+		return Spec{}, err
+	}
+	// The decoder truncates 1.5 to 1 and reads 0x10, 0o10, 010 (as 8) and
+	// 1_000 into an int: the counts are checked as written.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Spec{}, fmt.Errorf("model: malformed spec: %s: %w", strings.TrimPrefix(err.Error(), "yaml: "), ErrInvalid)
+	}
+	if err := wholeNumbers(s.Name, &doc, intFields()); err != nil {
+		return Spec{}, err
+	}
 	if err := s.Validate(); err != nil {
 		return Spec{}, err
 	}
 	return s, nil
+}
+
+// decimal is a whole number as a count is written: decimal digits, an
+// optional sign, no leading zero (YAML reads 010 as octal).
+var decimal = regexp.MustCompile(`^[-+]?(0|[1-9][0-9]*)$`)
+
+// intFields are the spec's integer fields by their YAML names.
+func intFields() map[string]bool {
+	ints := map[string]bool{}
+	t := reflect.TypeFor[Spec]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		switch f.Type.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			ints[name] = true
+		}
+	}
+	return ints
+}
+
+// wholeNumbers checks that every integer field of the document n is
+// written as a whole decimal number (or left null), through aliases and
+// merge keys.
+func wholeNumbers(model string, n *yaml.Node, ints map[string]bool) error {
+	if model == "" {
+		model = "(unnamed)"
+	}
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			if err := wholeNumbers(model, c, ints); err != nil {
+				return err
+			}
+		}
+	case yaml.AliasNode:
+		return wholeNumbers(model, n.Alias, ints)
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			for v.Kind == yaml.AliasNode && v.Alias != nil {
+				v = v.Alias
+			}
+			switch {
+			case k.Tag == "!!merge":
+				if err := wholeNumbers(model, v, ints); err != nil {
+					return err
+				}
+			case ints[k.Value] && v.Kind == yaml.ScalarNode && v.Tag != "!!null" && !decimal.MatchString(v.Value):
+				return &FieldError{Model: model, Field: k.Value, Value: strconv.QuoteToASCII(v.Value), Want: "a whole number in decimal digits"}
+			}
+		}
+	}
+	return nil
 }
 
 // Lookup finds a catalog model by name, ignoring case, dashes, dots and

@@ -208,6 +208,23 @@ func TestParseErrors(t *testing.T) {
 		{"name: x\nlayers: 1\nd_model: 65\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", "field head_dim = 0"},
 		{"name: x\nlayers: two\n", "malformed spec"},
 		{"a: 1\n---\nb: 2\n", "field a not found"},
+		// issue 26: counts as written, not truncated or read in another base
+		{`{"name":"x","layers":1.5,"d_model":64,"heads":4,"d_ff":1,"vocab":1,"seq_len":1}`, `model: x: field layers = "1.5", want a whole number in decimal digits`},
+		{"name: x\nlayers: 2\nd_model: 64.0\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", `field d_model = "64.0", want a whole number`},
+		{"name: x\nlayers: 2\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1e3\nseq_len: 1\n", `field vocab = "1e3", want a whole number`},
+		{"name: x\nlayers: 0x10\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", `field layers = "0x10"`},
+		{"name: x\nlayers: 010\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", `field layers = "010"`},
+		{"name: x\nlayers: 2\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1_024\n", `field seq_len = "1_024"`},
+		{"name: x\nlayers: 2\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\npublished_params: 7.5e9\n", `field published_params = "7.5e9"`},
+		{"base: &b {layers: 1.5}\n", "field base not found"},
+		{"<<: &b {layers: 2.5}\nname: x\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", `field layers = "2.5"`},
+		// and names are text (issue 26: NUL and U+202E printed raw)
+		{`{"name":"x\u0000y","layers":2,"d_model":64,"heads":4,"d_ff":1,"vocab":1,"seq_len":1}`, `model: "x\x00y": field name = "x\x00y", want printable text: U+0000 at byte 1 is a control character`},
+		{`{"name":"gpt\u202e4","layers":2,"d_model":64,"heads":4,"d_ff":1,"vocab":1,"seq_len":1}`, `field name = "gpt\u202e4", want printable text: U+202E at byte 3 is a format character`},
+		{"name: \"a\\x1b[31mred\"\nlayers: 2\n", `field name = "a\x1b[31mred", want printable text: U+001B at byte 1 is a control character`},
+		{"name: \"a\\u200bb\"\n", "U+200B at byte 1 is a format character"},
+		{"name: \"a\\u2028b\"\n", "U+2028 at byte 1 is a line or paragraph separator"},
+		{"name: ok\nsource: \"x\\ty\"\n", `model: ok: field source = "x\ty", want printable text: U+0009 at byte 1 is a control character`},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.in))
@@ -221,10 +238,36 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// TestValidateText: a spec built in code is held to the same text rule
+// as a parsed one; catalog names pass it.
+func TestValidateText(t *testing.T) {
+	s, _ := Lookup("llama3-8b")
+	for _, tt := range []struct{ name, source, want string }{
+		{"a\xffb", "", `field name = "a\xffb", want printable text: byte 1 (0xff) is not UTF-8`},
+		{"a\u202eb", "", "U+202E at byte 1 is a format character"},
+		{"llama3-8b", "see\x00", `model: llama3-8b: field source = "see\x00"`},
+		{"Llama 3 \u2014 8B \ufffd", "", ""}, // printable, if odd
+	} {
+		c := s
+		c.Name, c.Source = tt.name, tt.source
+		err := c.Validate()
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrInvalid)) {
+			t.Errorf("Spec{Name: %q, Source: %q}.Validate() = %v, want %q", tt.name, tt.source, err, tt.want)
+		}
+	}
+	for _, c := range Catalog() {
+		if err := c.Validate(); err != nil {
+			t.Errorf("catalog %s: %v", c.Name, err)
+		}
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: tiny\nlayers: 2\nd_model: 64\nheads: 4\nd_ff: 256\nvocab: 256\nseq_len: 128\n"))
 	f.Add([]byte(`{"layers": 1e9}`))
 	f.Add([]byte("&a [*a]"))
+	f.Add([]byte("<<: &a {<<: *a}\n"))
+	f.Add([]byte("{\"name\":\"a\\u202e\",\"layers\":1.5}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data)
 		if err != nil {

@@ -481,8 +481,10 @@ func ParseBatch(s string, seq int, exact bool) (int, error) {
 			break
 		}
 	}
+	// decimal only: no exponent, NaN or Inf, nor Go's hexadecimal floats
+	// (0x1p9) and their underscores, which ParseFloat reads
 	v, err := strconv.ParseFloat(in, 64)
-	if err != nil || in == "" || strings.ContainsAny(in, "eEnNiI") {
+	if err != nil || in == "" || strings.ContainsAny(in, "eEnNiIxX_") {
 		return fail("want %s", want)
 	}
 	v *= mult

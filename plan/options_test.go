@@ -179,7 +179,8 @@ func TestParseBatch(t *testing.T) {
 			t.Errorf("ParseBatch(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
 		}
 	}
-	for _, in := range []string{"", "0", "-1", "1.5", "4Mtok", "100tok", "NaN", "Inf", "1e3", "tok", "2x", "2Gi"} {
+	for _, in := range []string{"", "0", "-1", "1.5", "4Mtok", "100tok", "NaN", "Inf", "1e3", "tok", "2x", "2Gi",
+		"0x200", "0x1p9", "0X1P9", "0x1p9tok", "0x1p3k", "1_024", "0_1"} { // issue 26: decimal only
 		var be *BatchError
 		if _, err := ParseBatch(in, 8192, true); !errors.As(err, &be) || be.Input != in || !errors.Is(err, ErrRequest) {
 			t.Errorf("ParseBatch(%q) error = %v, want a *BatchError", in, err)

@@ -129,7 +129,7 @@ func parseGranularity(s string) error { _, err := capacity.ParseGranularity(s); 
 
 func runCapacity(args []string, stdout, stderr io.Writer) error {
 	fs, f := newCapacityFlags()
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	mode, err := capacity.ParseMode(f.mode)

@@ -84,7 +84,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.steps = newInt(fs, "steps", 30, 1, 1_000_000, "", "training steps")
 	f.lr = newFloat(fs, "lr", 3e-3, floatFlag{lo: 0, hi: 1, loOpen: true}, "Adam learning rate")
 	f.bf16 = fs.Bool("bf16", true, "compute with bfloat16 copies of the weights; Adam keeps fp32 masters")
-	f.seed = fs.Uint64("seed", 1, "seed for the weights and the batches")
+	f.seed = newUint64(fs, "seed", 1, 0, math.MaxUint64, "", "seed for the weights and the batches")
 	f.data = fs.String("data", "", "text FILE (at most 256 MiB) or DIR of .go/.txt/.md files; the first 4 MiB are used (default: the Go sources under GOROOT)")
 	f.synthetic = fs.Bool("synthetic", false, "train on synthetic sequences instead of text")
 	f.ckptDir = fs.String("checkpoint", "", "write a checkpoint to DIR every --every steps")
@@ -194,7 +194,7 @@ func parseLink(s string) ([2]int, error) {
 
 func runEmu(args []string, stdout, stderr io.Writer) error {
 	fs, f := newRunFlags()
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	set := setFlags(fs)
@@ -745,6 +745,9 @@ func readCorpus(path string, maxEntries int) ([]byte, string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, "", bad("--data %s: %v", path, cause(err))
+	}
+	if fs := pseudoFS(path); fs != "" {
+		return nil, "", onPseudoFS("--data", path, fs, "a text file or a directory of them")
 	}
 	if !info.IsDir() {
 		f, size, err := openRegular("--data", path, maxCorpusFile)

@@ -78,7 +78,7 @@ func TestRunCheckpointResume(t *testing.T) {
 		{[]string{"--steps", "6", "--lr", "0.01", "--seed", "2"}, "seed (--seed) is 1 in the checkpoint, 2 in this run; lr (--lr) is 0.003 in the checkpoint, 0.01 in this run"},
 		{[]string{"--steps", "6", "--d-ff", "128"}, "model.d_ff (--d-ff) is 64 in the checkpoint, 128 in this run"},
 	} {
-		_, errOut, code := runCmd(append(append(common, "--checkpoint", dir, "--resume", "--quiet"), tt.args...)...)
+		_, errOut, code := runCmd(withFlags(append(common, "--checkpoint", dir, "--resume", "--quiet"), tt.args...)...)
 		if code != 2 || !strings.Contains(errOut, tt.want) {
 			t.Errorf("resume with %v: exit %d, %q; want exit 2 with %q", tt.args, code, errOut, tt.want)
 		}
@@ -408,9 +408,9 @@ func TestRunChunkedSchedules(t *testing.T) {
 	if _, errOut, code := runCmd(append(common, "--schedule", "interleaved", "--checkpoint", dir, "--every", "1")...); code != 0 {
 		t.Fatalf("interleaved run with checkpoints: exit %d: %s", code, errOut)
 	}
-	fail(t, append(common, "--steps", "3", "--schedule", "circular", "--chunks", "2", "--checkpoint", dir, "--resume"),
+	fail(t, withFlags(common, "--steps", "3", "--schedule", "circular", "--chunks", "2", "--checkpoint", dir, "--resume"),
 		`schedule (--schedule) is "interleaved" in the checkpoint, "circular" in this run`)
-	fail(t, append(common, "--steps", "3", "--schedule", "circular", "--chunks", "1", "--checkpoint", dir, "--resume"),
+	fail(t, withFlags(common, "--steps", "3", "--schedule", "circular", "--chunks", "1", "--checkpoint", dir, "--resume"),
 		"chunks (--chunks) is 2 in the checkpoint, 1 in this run")
 }
 

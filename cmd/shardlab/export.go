@@ -55,14 +55,13 @@ func newExportFlags(target string) (*flag.FlagSet, *planFlags, *exportFlags) {
 
 func runExport(args []string, stdout, stderr io.Writer) error {
 	const want = "export: want 'export maxtext [flags]', 'export xpk [flags]' or 'export pytorch [flags]'"
-	if len(args) == 1 && isHelp(args[0]) {
-		fmt.Fprint(stderr, `usage of shardlab export:
+	if len(args) > 0 && isHelp(args[0]) {
+		return helpText(`usage of shardlab export:
   shardlab export maxtext [flags]  the planned layout as a MaxText config (--format yaml or flags)
   shardlab export xpk [flags]      the xpk workload create command that launches it
   shardlab export pytorch [flags]  the layout as a PyTorch/XLA SPMD mesh and shardings (Python)
 run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export pytorch -h' for the flags
 `)
-		return flag.ErrHelp
 	}
 	if len(args) == 0 || args[0] != "maxtext" && args[0] != "xpk" && args[0] != "pytorch" {
 		return bad("%s", want)
@@ -70,7 +69,7 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 	target := args[0]
 	name := "export " + target
 	fs, f, e := newExportFlags(target)
-	if err := parseFlags(fs, args[1:], stderr); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	plans, err := f.plans(name, setFlags(fs))

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"shardlab/unit"
@@ -40,9 +41,37 @@ func kind(m fs.FileMode) string {
 	return "not a regular file"
 }
 
+// onPseudoFS refuses a path on a kernel pseudo-filesystem (procfs,
+// sysfs): its files look regular, but they are the kernel's interface, not
+// data. A procfs file reports size 0 and may block a reader forever
+// (/proc/kmsg), and writing one changes a kernel setting.
+func onPseudoFS(what, path, fs, want string) error {
+	return bad("%s %s: is on %s, a kernel pseudo-filesystem whose files are not data, want %s", what, path, fs, want)
+}
+
+// pseudoFSByPath is the portable stand-in for statfs(2): the kernel
+// pseudo-filesystem path resolves into, by its usual mount point (/proc,
+// procfs on the BSDs and Solaris too; /sys), or "".
+func pseudoFSByPath(path string) string {
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		p = path
+	}
+	if p, err = filepath.Abs(p); err != nil {
+		return ""
+	}
+	for _, m := range []struct{ dir, fs string }{{"/proc", "procfs"}, {"/sys", "sysfs"}} {
+		if p == m.dir || strings.HasPrefix(p, m.dir+"/") {
+			return m.fs
+		}
+	}
+	return ""
+}
+
 // openRegular opens path for reading only if it is a regular file of at
-// most limit bytes. It stats first and opens without blocking, then checks
-// the opened file again, so a FIFO swapped in meanwhile cannot hang it.
+// most limit bytes, not on a kernel pseudo-filesystem. It stats first and
+// opens without blocking, then checks the opened file again, so a FIFO or
+// a procfs file swapped in meanwhile cannot hang it.
 func openRegular(what, path string, limit int64) (*os.File, int64, error) {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -50,6 +79,9 @@ func openRegular(what, path string, limit int64) (*os.File, int64, error) {
 	}
 	if !info.Mode().IsRegular() {
 		return nil, 0, bad("%s %s: is %s, want a regular file", what, path, kind(info.Mode()))
+	}
+	if fs := pseudoFS(path); fs != "" {
+		return nil, 0, onPseudoFS(what, path, fs, "a regular file")
 	}
 	if info.Size() > limit {
 		return nil, 0, bad("%s %s: %v, want a regular file of at most %v", what, path, unit.Bytes(info.Size()), unit.Bytes(limit))
@@ -59,8 +91,12 @@ func openRegular(what, path string, limit int64) (*os.File, int64, error) {
 		return nil, 0, bad("%s %s: %v", what, path, cause(err))
 	}
 	info, err = f.Stat()
-	if err == nil && !info.Mode().IsRegular() {
+	switch {
+	case err != nil:
+	case !info.Mode().IsRegular():
 		err = bad("%s %s: is %s, want a regular file", what, path, kind(info.Mode()))
+	case pseudoFSOf(f) != "":
+		err = onPseudoFS(what, path, pseudoFSOf(f), "a regular file")
 	}
 	if err != nil {
 		f.Close()
@@ -87,33 +123,55 @@ func readFile(what, path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// checkOutputFile checks before any work that path can be written: it is
-// not a directory or a device, and its directory exists and is writable.
+// checkOutputFile checks before any work that path can be written, by
+// writing there: an existing regular file is opened for writing (and left
+// as it is), a new one is created and removed. A directory, a device, a
+// FIFO, a missing directory or a kernel pseudo-filesystem is refused. It
+// is the one check of every output file flag.
 func checkOutputFile(what, path string) error {
 	info, err := os.Stat(path)
 	switch {
 	case err == nil && !info.Mode().IsRegular():
 		return bad("%s %s: is %s, want a file to write", what, path, kind(info.Mode()))
-	case err == nil:
-		if err := syscall.Access(path, 2 /* W_OK */); err != nil {
-			return bad("%s %s: not writable: %v", what, path, err)
-		}
-		return nil
-	case !missing(err):
+	case err != nil && !missing(err):
 		return bad("%s %s: %v", what, path, cause(err))
 	}
+	exists := err == nil
 	dir := filepath.Dir(path)
-	info, err = os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return bad("%s %s: directory %s does not exist", what, path, dir)
-	case err != nil:
-		return bad("%s %s: %v", what, path, cause(err))
-	case !info.IsDir():
-		return bad("%s %s: %s is %s, want a directory", what, path, dir, kind(info.Mode()))
+	if !exists {
+		info, err := os.Stat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return bad("%s %s: directory %s does not exist", what, path, dir)
+		case err != nil:
+			return bad("%s %s: %v", what, path, cause(err))
+		case !info.IsDir():
+			return bad("%s %s: %s is %s, want a directory", what, path, dir, kind(info.Mode()))
+		}
 	}
-	if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
-		return bad("%s %s: directory %s is not writable: %v", what, path, dir, err)
+	on := dir
+	if exists {
+		on = path // which may be a link to a pseudo-filesystem
+	}
+	if fs := pseudoFS(on); fs != "" {
+		return onPseudoFS(what, path, fs, "a file to write")
+	}
+	if exists {
+		// O_NONBLOCK: a FIFO swapped in since the stat cannot hang the
+		// open; no O_TRUNC: the file is written only after the work.
+		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return bad("%s %s: cannot be written: %v", what, path, cause(err))
+		}
+		return f.Close()
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return bad("%s %s: cannot be created: %v", what, path, cause(err))
+	}
+	f.Close()
+	if err := os.Remove(path); err != nil {
+		return bad("%s %s: created, but cannot be removed again: %v", what, path, cause(err))
 	}
 	return nil
 }

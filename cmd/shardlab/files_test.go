@@ -167,3 +167,43 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 		t.Errorf("run --checkpoint %s wrote no checkpoint.step-N.bin", ckpt)
 	}
 }
+
+// TestPseudoFSByPath: the portable fallback of the pseudo-filesystem check
+// goes by where a path resolves.
+func TestPseudoFSByPath(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "status")
+	if err := os.Symlink("/proc/self/status", link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ path, want string }{
+		{"/proc", "procfs"}, {"/proc/kmsg", "procfs"}, {"/proc/x.html", "procfs"}, {link, "procfs"},
+		{"/sys/devices/system/cpu/online", "sysfs"}, {"/sysx/a", ""}, {"/processes", ""}, {t.TempDir(), ""},
+	} {
+		if got := pseudoFSByPath(tt.path); got != tt.want {
+			t.Errorf("pseudoFSByPath(%q) = %q, want %q", tt.path, got, tt.want)
+		}
+	}
+}
+
+// TestCheckOutputFileLeavesNoTrace: the check writes where the output
+// will go, and leaves a new path absent and an existing file as it was.
+func TestCheckOutputFileLeavesNoTrace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "new.html")
+	if err := checkOutputFile("plan: --html", path); err != nil {
+		t.Fatalf("checkOutputFile(%s) = %v, want nil", path, err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("checkOutputFile(%s) left the file behind (%v)", path, err)
+	}
+	old := filepath.Join(dir, "old.html")
+	if err := os.WriteFile(old, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkOutputFile("plan: --html", old); err != nil {
+		t.Fatalf("checkOutputFile(%s) = %v, want nil", old, err)
+	}
+	if b, err := os.ReadFile(old); string(b) != "keep" {
+		t.Errorf("checkOutputFile(%s) changed it to %q (%v), want it left as it was", old, b, err)
+	}
+}

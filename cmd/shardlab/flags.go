@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Numeric flags are bounded: each one accepts only finite values inside a
@@ -47,8 +49,9 @@ func (f *floatFlag) String() string {
 func (f *floatFlag) Get() any { return *f.p }
 
 func (f *floatFlag) Set(s string) error {
+	// decimal only: ParseFloat also reads Go's hexadecimal floats (0x1p-2)
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || !f.accepts(v) {
+	if err != nil || strings.ContainsAny(s, "xX") || !f.accepts(v) {
 		f.err = &flagValueError{s, f.want()}
 		return f.err
 	}
@@ -90,9 +93,10 @@ func (f *floatFlag) usage() string {
 	return s
 }
 
-// intFlag is an int or int64 flag that accepts a whole number in [lo, hi];
-// note says what special values inside the range mean ("0: the model's").
-type intFlag[T int | int64] struct {
+// intFlag is an int, int64 or uint64 flag that accepts a whole decimal
+// number in [lo, hi]; note says what special values inside the range mean
+// ("0: the model's").
+type intFlag[T int | int64 | uint64] struct {
 	p      *T
 	lo, hi T
 	note   string
@@ -103,20 +107,48 @@ func (f *intFlag[T]) String() string {
 	if f == nil || f.p == nil {
 		return "0"
 	}
-	return strconv.FormatInt(int64(*f.p), 10)
+	return fmt.Sprint(*f.p)
 }
 
 func (f *intFlag[T]) Get() any { return *f.p }
 
 func (f *intFlag[T]) Set(s string) error {
-	v, err := strconv.ParseInt(strings.TrimSpace(s), 0, 64)
-	if err != nil || v < int64(f.lo) || v > int64(f.hi) {
+	v, ok := parseWhole[T](strings.TrimSpace(s))
+	if !ok || v < f.lo || v > f.hi {
 		f.err = &flagValueError{s, f.want()}
 		return f.err
 	}
-	*f.p = T(v)
+	*f.p = v
 	return nil
 }
+
+// parseWhole reads a whole number written in decimal, with an optional
+// sign: no base prefix (0x10, 0o7, 0b1), no underscores (1_000), no
+// fraction or exponent, as the flag package's own integers (strconv's base
+// 0) would accept. ok is false too when the value does not fit in T.
+func parseWhole[T int | int64 | uint64](s string) (v T, ok bool) {
+	digits, neg := s, false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		digits, neg = s[1:], s[0] == '-'
+	}
+	u, err := strconv.ParseUint(digits, 10, 64) // base 10: digits alone
+	switch {
+	case err != nil:
+		return 0, false
+	case neg:
+		if u > 1<<63 {
+			return 0, false
+		}
+		n := -int64(u)
+		v = T(n)
+		return v, int64(v) == n && (v < 0 || u == 0) // v < 0: T is signed
+	}
+	v = T(u)
+	return v, uint64(v) == u && v >= 0
+}
+
+// lowest is the range's low end, for tests.
+func (f *intFlag[T]) lowest() int64 { return int64(f.lo) }
 
 func (f *intFlag[T]) want() string { return withNote(f.rangeText(), f.note) }
 
@@ -237,8 +269,8 @@ func (f *addrFlag) Get() any { return *f.p }
 
 func (f *addrFlag) Set(s string) error {
 	host, port, err := net.SplitHostPort(strings.TrimSpace(s))
-	n, perr := strconv.Atoi(port)
-	if err != nil || perr != nil || n < 0 || n > 65535 || strings.ContainsAny(host, " /") {
+	n, ok := parseWhole[int](port)
+	if err != nil || !ok || strings.Trim(port, "0123456789") != "" || n > 65535 || !listenHost(host) {
 		f.err = &flagValueError{s, f.want()}
 		return f.err
 	}
@@ -247,7 +279,38 @@ func (f *addrFlag) Set(s string) error {
 }
 
 func (f *addrFlag) want() string {
-	return "host:port with a port from 0 to 65535 (127.0.0.1:8080, localhost:0)"
+	return "host:port with an IP address or a host name (none: every interface) and a port from 0 to 65535 (127.0.0.1:8080, localhost:0)"
+}
+
+// listenHost reports whether host can name a local address: empty (every
+// interface), an IP address (an IPv6 one may carry a %zone), or a host
+// name of letters, digits and dashes (RFC 1123) whose last label is not
+// all digits (RFC 3696 section 2), so that 999.999.999.999 is refused
+// here rather than looked up in DNS.
+func listenHost(host string) bool {
+	if host == "" || net.ParseIP(host) != nil {
+		return true
+	}
+	if ip, zone, ok := strings.Cut(host, "%"); ok && zone != "" && net.ParseIP(ip) != nil && strings.Contains(ip, ":") {
+		return true
+	}
+	host = strings.TrimSuffix(host, ".")
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	labels := strings.Split(host, ".")
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	_, allDigits := parseWhole[uint64](labels[len(labels)-1])
+	return !allDigits
 }
 
 func addrVar(fs *flag.FlagSet, p *string, name, value, usage string) {
@@ -264,6 +327,8 @@ func failed(v flag.Value) *flagValueError {
 	case *intFlag[int]:
 		return f.err
 	case *intFlag[int64]:
+		return f.err
+	case *intFlag[uint64]:
 		return f.err
 	case *durationFlag:
 		return f.err
@@ -293,6 +358,12 @@ func intVar(fs *flag.FlagSet, p *int, name string, value, lo, hi int, note, usag
 func int64Var(fs *flag.FlagSet, p *int64, name string, value, lo, hi int64, note, usage string) {
 	*p = value
 	f := &intFlag[int64]{p: p, lo: lo, hi: hi, note: note}
+	fs.Var(f, name, usage+usageNote(f.rangeText(), note))
+}
+
+func uint64Var(fs *flag.FlagSet, p *uint64, name string, value, lo, hi uint64, note, usage string) {
+	*p = value
+	f := &intFlag[uint64]{p: p, lo: lo, hi: hi, note: note}
 	fs.Var(f, name, usage+usageNote(f.rangeText(), note))
 }
 
@@ -328,6 +399,12 @@ func newInt64(fs *flag.FlagSet, name string, value, lo, hi int64, note, usage st
 	return p
 }
 
+func newUint64(fs *flag.FlagSet, name string, value, lo, hi uint64, note, usage string) *uint64 {
+	p := new(uint64)
+	uint64Var(fs, p, name, value, lo, hi, note, usage)
+	return p
+}
+
 func newDuration(fs *flag.FlagSet, name string, value, lo, hi time.Duration, note, usage string) *time.Duration {
 	p := new(time.Duration)
 	durationVar(fs, p, name, value, lo, hi, note, usage)
@@ -340,18 +417,114 @@ func newChoice(fs *flag.FlagSet, name, value string, choices []string, parse fun
 	return p
 }
 
-// parseFlags parses a subcommand's flags: -h prints the flags to stderr,
+// guarded holds a FlagSet's flags wrapped while its command line is
+// parsed: a flag given twice is refused rather than silently taking the
+// last value, and so is a value that is not printable text (a NUL, an
+// escape sequence, U+202E), which errors and output would print raw.
+type guarded struct {
+	fs   *flag.FlagSet
+	orig map[string]flag.Value
+	err  error // the first refusal, naming the flag
+}
+
+func guard(fs *flag.FlagSet) *guarded {
+	g := &guarded{fs: fs, orig: map[string]flag.Value{}}
+	fs.VisitAll(func(f *flag.Flag) {
+		g.orig[f.Name] = f.Value
+		o := &onceValue{Value: f.Value, g: g, name: f.Name}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			o.isBool = true
+			f.Value = onceBool{o}
+		} else {
+			f.Value = o
+		}
+	})
+	return g
+}
+
+// restore puts the flags' own values back, for -h and for failed.
+func (g *guarded) restore() { g.fs.VisitAll(func(f *flag.Flag) { f.Value = g.orig[f.Name] }) }
+
+// onceValue is a flag's Value that takes one printable value.
+type onceValue struct {
+	flag.Value
+	g      *guarded
+	name   string
+	isBool bool
+	first  *string
+}
+
+func (o *onceValue) Set(s string) error {
+	var err error
+	if o.first != nil && o.isBool {
+		err = bad("%s: --%s given twice, want it once", o.g.fs.Name(), o.name)
+	} else if o.first != nil {
+		err = bad("%s: --%s given twice (%s, then %s), want it once", o.g.fs.Name(), o.name, strconv.Quote(*o.first), strconv.Quote(s))
+	} else if why := notText(s); why != "" {
+		err = bad("%s: --%s %s, want printable text: %s", o.g.fs.Name(), o.name, strconv.Quote(s), why)
+	}
+	if err != nil {
+		if o.g.err == nil {
+			o.g.err = err
+		}
+		return err
+	}
+	o.first = &s
+	return o.Value.Set(s)
+}
+
+// onceBool is onceValue for a boolean flag, which takes no value.
+type onceBool struct{ *onceValue }
+
+func (onceBool) IsBoolFlag() bool { return true }
+
+// notText says why s is not printable text ("U+202E at byte 3 is a format
+// character"), or is "": control characters, format characters (U+202E,
+// the right-to-left override; zero-width ones), line or paragraph
+// separators, and bytes that are not UTF-8 are refused in every flag
+// value and argument. (Package model holds its spec names to the same
+// rule.)
+func notText(s string) string {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):
+			return fmt.Sprintf("byte %d (%#02x) is not UTF-8", i, s[i])
+		case unicode.IsControl(r):
+			return fmt.Sprintf("%U at byte %d is a control character", r, i)
+		case unicode.Is(unicode.Cf, r):
+			return fmt.Sprintf("%U at byte %d is a format character", r, i)
+		case unicode.In(r, unicode.Zl, unicode.Zp):
+			return fmt.Sprintf("%U at byte %d is a line or paragraph separator", r, i)
+		}
+	}
+	return ""
+}
+
+// helpText is a command's usage, asked for with -h, --help or 'shardlab
+// help CMD': run prints it on stdout and exits 0. It is flag.ErrHelp.
+type helpText string
+
+func (h helpText) Error() string        { return string(h) }
+func (h helpText) Is(target error) bool { return target == flag.ErrHelp }
+
+// parseFlags parses a subcommand's flags: -h gives the flags as helpText,
 // anything wrong is a one-line usage error naming the flag, the value and
 // what is accepted.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+func parseFlags(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
+	g := guard(fs)
 	err := fs.Parse(args)
+	g.restore()
 	switch {
+	case err != nil && g.err != nil:
+		return g.err
 	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stderr)
-		fmt.Fprintf(stderr, "usage of shardlab %s:\n", fs.Name())
+		var b strings.Builder
+		fmt.Fprintf(&b, "usage of shardlab %s:\n", fs.Name())
+		fs.SetOutput(&b)
 		fs.PrintDefaults()
-		return err
+		fs.SetOutput(io.Discard)
+		return helpText(b.String())
 	case err != nil:
 		var msg string
 		fs.VisitAll(func(f *flag.Flag) {
@@ -364,7 +537,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 		}
 		return bad("%s: %v (run 'shardlab %s -h' for the flags)", fs.Name(), err, fs.Name())
 	case fs.NArg() > 0:
-		return bad("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		return bad("%s: unexpected argument %s", fs.Name(), strconv.QuoteToASCII(fs.Arg(0)))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -65,6 +66,8 @@ func fail(t *testing.T, args []string, want ...string) {
 		t.Errorf("shardlab %s: wrote to stdout: %q", strings.Join(args, " "), out)
 	case strings.Contains(line, "\n"):
 		t.Errorf("shardlab %s: error spans lines: %q", strings.Join(args, " "), errOut)
+	case notText(line) != "":
+		t.Errorf("shardlab %s: error is not printable text (%s): %q", strings.Join(args, " "), notText(line), errOut)
 	}
 	for _, w := range want {
 		if !strings.Contains(line, w) {
@@ -106,11 +109,11 @@ func TestNumericFlagsAreBounded(t *testing.T) {
 	n := 0
 	eachFlag(t, func(cmd string, fl *flag.Flag) {
 		switch reflect.TypeOf(fl.Value).String() {
-		case "*flag.float64Value", "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.durationValue", "*flag.textValue", "*flag.funcValue":
+		case "*flag.float64Value", "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.uint64Value", "*flag.durationValue", "*flag.textValue", "*flag.funcValue":
 			if _, ok := unbounded[cmd+" --"+fl.Name]; !ok {
 				t.Errorf("%s --%s is a %T with no range; define it with floatVar, intVar, int64Var or durationVar", cmd, fl.Name, fl.Value)
 			}
-		case "*main.floatFlag", "*main.intFlag[int]", "*main.intFlag[int64]", "*main.durationFlag":
+		case "*main.floatFlag", "*main.intFlag[int]", "*main.intFlag[int64]", "*main.intFlag[uint64]", "*main.durationFlag":
 			n++
 			if !strings.Contains(fl.Usage, " from ") && !strings.Contains(fl.Usage, " in [") && !strings.Contains(fl.Usage, " in (") {
 				t.Errorf("%s --%s: usage %q does not give the range", cmd, fl.Name, fl.Usage)
@@ -147,6 +150,8 @@ func TestFloatFlags(t *testing.T) {
 		if f.zero != "" && f.lo > 0 {
 			bad = append(bad, strconv.FormatFloat(f.lo/2, 'g', -1, 64)) // between 0 and the range
 		}
+		// issue 26: decimal only; ParseFloat reads Go's hexadecimal floats
+		bad = append(bad, strconv.FormatFloat((f.lo+f.hi)/2, 'x', -1, 64), strings.ToUpper(strconv.FormatFloat((f.lo+f.hi)/2, 'x', -1, 64)))
 		for _, v := range bad {
 			fail(t, cmdArgs(cmd, fl.Name, v), "--"+fl.Name, strconv.Quote(v), "want a finite number in ")
 		}
@@ -186,6 +191,14 @@ func TestIntAndDurationFlags(t *testing.T) {
 			bad = []string{strconv.Itoa(f.lo - 1), strconv.Itoa(f.hi + 1)}
 		case *intFlag[int64]:
 			bad = []string{strconv.FormatInt(f.lo-1, 10), strconv.FormatInt(f.hi+1, 10)}
+		case *intFlag[uint64]:
+			bad = []string{"-1", "18446744073709551616"}
+			if f.lo > 0 {
+				bad = append(bad, strconv.FormatUint(f.lo-1, 10))
+			}
+			if f.hi < math.MaxUint64 {
+				bad = append(bad, strconv.FormatUint(f.hi+1, 10))
+			}
 		case *durationFlag:
 			bad = []string{(f.lo - 1).String(), (f.hi + 1).String(), "1e308h", "-9223372036854775808ns"}
 			if f.hi < math.MaxInt64 {
@@ -194,7 +207,23 @@ func TestIntAndDurationFlags(t *testing.T) {
 		default:
 			return
 		}
-		bad = append(bad, "9223372036854775807", "99999999999999999999", "NaN", "Inf", "1.5e3x", "")
+		if _, ok := fl.Value.(*intFlag[uint64]); !ok {
+			bad = append(bad, "9223372036854775807")
+		}
+		bad = append(bad, "99999999999999999999", "NaN", "Inf", "1.5e3x", "")
+		if _, ok := fl.Value.(*durationFlag); !ok {
+			// issue 26: decimal only, though strconv's base 0 reads each
+			// of these; the lowest value of the range in other bases,
+			// and whole numbers written as floats
+			lo := fl.Value.(interface{ lowest() int64 }).lowest()
+			sign, abs := "", lo
+			if lo < 0 {
+				sign, abs = "-", -lo
+			}
+			bad = append(bad, fmt.Sprintf("%s0x%x", sign, abs), fmt.Sprintf("%s0X%X", sign, abs), fmt.Sprintf("%s0o%o", sign, abs),
+				fmt.Sprintf("%s0b%b", sign, abs), fmt.Sprintf("%s0_%o", sign, abs), fmt.Sprintf("%s%d_0", sign, abs), fmt.Sprintf("%d.0", lo),
+				fmt.Sprintf("%de0", lo), "0x10", "1_000")
+		}
 		for _, v := range bad {
 			fail(t, cmdArgs(cmd, fl.Name, v), "--"+fl.Name, strconv.Quote(v), "want a ")
 		}
@@ -274,7 +303,7 @@ func TestTPUEverywhere(t *testing.T) {
 
 // TestFlagValueStrings: -h must not panic on the zero values.
 func TestFlagValueStrings(t *testing.T) {
-	for _, v := range []flag.Value{&floatFlag{}, &intFlag[int]{}, &intFlag[int64]{}, &durationFlag{}, &choiceFlag{}, &addrFlag{}} {
+	for _, v := range []flag.Value{&floatFlag{}, &intFlag[int]{}, &intFlag[int64]{}, &intFlag[uint64]{}, &durationFlag{}, &choiceFlag{}, &addrFlag{}} {
 		_ = v.String()
 	}
 	for cmd, build := range commandFlags {
@@ -284,6 +313,157 @@ func TestFlagValueStrings(t *testing.T) {
 		fs.PrintDefaults()
 		if strings.Contains(b.String(), "panic") {
 			t.Errorf("%s -h: %s", cmd, b.String())
+		}
+	}
+}
+
+// TestParseWhole: decimal digits with an optional sign, inside the type.
+func TestParseWhole(t *testing.T) {
+	for _, tt := range []struct {
+		in    string
+		i64   int64
+		i64OK bool
+		u64   uint64
+		u64OK bool
+	}{
+		{"0", 0, true, 0, true},
+		{"-0", 0, true, 0, true},
+		{"+7", 7, true, 7, true},
+		{"-7", -7, true, 0, false},
+		{"010", 10, true, 10, true}, // decimal, not octal
+		{"9223372036854775807", math.MaxInt64, true, math.MaxInt64, true},
+		{"9223372036854775808", 0, false, 1 << 63, true},
+		{"-9223372036854775808", math.MinInt64, true, 0, false},
+		{"-9223372036854775809", 0, false, 0, false},
+		{"18446744073709551615", 0, false, math.MaxUint64, true},
+		{"18446744073709551616", 0, false, 0, false},
+		{"0x10", 0, false, 0, false},
+		{"0o7", 0, false, 0, false},
+		{"0b1", 0, false, 0, false},
+		{"1_000", 0, false, 0, false},
+		{"1e3", 0, false, 0, false},
+		{"1.0", 0, false, 0, false},
+		{"", 0, false, 0, false},
+		{"-", 0, false, 0, false},
+		{"+-1", 0, false, 0, false},
+		{"--1", 0, false, 0, false},
+		{" 1", 0, false, 0, false},
+	} {
+		if v, ok := parseWhole[int64](tt.in); v != tt.i64 && ok || ok != tt.i64OK {
+			t.Errorf("parseWhole[int64](%q) = %d, %v; want %d, %v", tt.in, v, ok, tt.i64, tt.i64OK)
+		}
+		if v, ok := parseWhole[uint64](tt.in); v != tt.u64 && ok || ok != tt.u64OK {
+			t.Errorf("parseWhole[uint64](%q) = %d, %v; want %d, %v", tt.in, v, ok, tt.u64, tt.u64OK)
+		}
+	}
+}
+
+// TestRepeatedFlags: a flag given twice is refused, naming it, rather
+// than silently taking the last value (issue 26: --model a --model b
+// planned b), in every kind of flag and in the catalog commands.
+func TestRepeatedFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--model", "llama3-8b", "--model", "llama3-70b", "--tpu", "v5p-8"}, `plan: --model given twice ("llama3-8b", then "llama3-70b"), want it once`},
+		{[]string{"plan", "--model=llama3-8b", "--tpu", "v5p-8", "--model=llama3-8b"}, `--model given twice ("llama3-8b", then "llama3-8b")`},
+		{[]string{"plan", "--json", "--tpu", "v5p-8", "-json"}, "plan: --json given twice, want it once"},
+		{[]string{"plan", "--top", "1", "--top", "2"}, `--top given twice ("1", then "2")`},
+		{[]string{"plan", "--efficiency", "0.5", "--efficiency", "0.6"}, `--efficiency given twice`},
+		{[]string{"plan", "--remat", "full", "--remat", "FULL"}, `--remat given twice`},
+		{[]string{"plan", "--example-cost", "1ms", "--example-cost", "2ms"}, `--example-cost given twice`},
+		{[]string{"export", "xpk", "--cluster", "a", "--cluster", "b"}, `export xpk: --cluster given twice ("a", then "b")`},
+		{[]string{"run", "--seed", "1", "--seed", "2"}, `run: --seed given twice`},
+		{[]string{"web", "--addr", "127.0.0.1:0", "--addr", "127.0.0.1:1"}, `web: --addr given twice`},
+		{[]string{"hw", "show", "v5p", "--json", "--json"}, "hw: --json given twice"},
+		{[]string{"model", "list", "--json", "--json"}, "model: --json given twice"},
+	} {
+		fail(t, tt.args, tt.want)
+	}
+}
+
+// TestFlagValuesAreText: every flag of every command refuses a value with
+// a control or format character (issue 26: a NUL or U+202E went through
+// to the output), naming the flag and the character, before its own
+// parser sees it; so do the catalog commands' arguments.
+func TestFlagValuesAreText(t *testing.T) {
+	n := 0
+	eachFlag(t, func(cmd string, fl *flag.Flag) {
+		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			return
+		}
+		n++
+		fail(t, cmdArgs(cmd, fl.Name, "a\u202eb"), "--"+fl.Name+` "a\u202eb", want printable text: U+202E at byte 1 is a format character`)
+	})
+	if n < 60 {
+		t.Errorf("checked %d flags, want every flag with a value (about 100)", n)
+	}
+	for _, v := range []struct{ in, why string }{
+		{"a\x00b", "U+0000 at byte 1 is a control character"},
+		{"\x1b[2J", "U+001B at byte 0 is a control character"},
+		{"a\u200bb", "U+200B at byte 1 is a format character"},
+		{"a\u2029b", "U+2029 at byte 1 is a line or paragraph separator"},
+		{"a\xffb", "byte 1 (0xff) is not UTF-8"},
+	} {
+		fail(t, []string{"export", "xpk", "--cluster", "c", "--docker-image", v.in}, "export xpk: --docker-image", v.why)
+		fail(t, []string{"export", "xpk", "--cluster", "c", "--capacity", "reservation", "--reservation", v.in}, "--reservation", v.why)
+		fail(t, []string{"inference", "--hf-model", v.in}, "--hf-model", v.why)
+		fail(t, []string{"model", "show", v.in}, "model: argument", v.why)
+		fail(t, []string{"hw", "show", v.in}, "hw: argument", v.why)
+	}
+	// printable text of any script is taken
+	if _, errOut, code := runCmd("export", "xpk", "--cluster", "c", "--docker-image", "registry/画像:v1", "--tpu", "v5p-8"); code != 0 {
+		t.Errorf("export xpk --docker-image registry/画像:v1: exit %d: %s", code, errOut)
+	}
+}
+
+// withFlags is args with each flag of extra set, replacing any value args
+// gives it: a flag given twice is refused, so a test varies a flag of a
+// common command line this way. Flags are written --name value or
+// --name=value (a boolean: --name alone).
+func withFlags(args []string, extra ...string) []string {
+	out := append([]string{}, args...)
+	for i := 0; i < len(extra); {
+		n := flagTokens(extra, i)
+		name, _, _ := strings.Cut(extra[i], "=")
+		for j := 0; j < len(out); {
+			if k, _, _ := strings.Cut(out[j], "="); k == name {
+				out = append(out[:j], out[j+flagTokens(out, j):]...)
+				continue
+			}
+			j++
+		}
+		out = append(out, extra[i:i+n]...)
+		i += n
+	}
+	return out
+}
+
+// flagTokens is how many tokens the flag at args[i] takes: 2 for --name
+// value, 1 for --name=value or a boolean --name followed by another flag
+// or nothing.
+func flagTokens(args []string, i int) int {
+	if strings.Contains(args[i], "=") || i+1 == len(args) || strings.HasPrefix(args[i+1], "--") {
+		return 1
+	}
+	return 2
+}
+
+func TestWithFlags(t *testing.T) {
+	base := []string{"run", "--synthetic", "--steps", "2", "--seq=16", "--quiet"}
+	for _, tt := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "run --synthetic --steps 2 --seq=16 --quiet"},
+		{[]string{"--steps", "3"}, "run --synthetic --seq=16 --quiet --steps 3"},
+		{[]string{"--seq", "32", "--resume"}, "run --synthetic --steps 2 --quiet --seq 32 --resume"},
+		{[]string{"--steps=4", "--kill-rank", "-1"}, "run --synthetic --seq=16 --quiet --steps=4 --kill-rank -1"},
+		{[]string{"--quiet", "--bf16=false"}, "run --synthetic --steps 2 --seq=16 --quiet --bf16=false"},
+	} {
+		if got := strings.Join(withFlags(base, tt.extra...), " "); got != tt.want {
+			t.Errorf("withFlags(%v, %v) = %q, want %q", base, tt.extra, got, tt.want)
 		}
 	}
 }

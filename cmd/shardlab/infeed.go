@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,7 +41,7 @@ func newInfeedFlags() (*flag.FlagSet, *infeedFlags) {
 	f.infeedDepth = newInt(fs, "infeed-depth", 2, 1, 1024, "", "batches the infeed queue holds per chip")
 	f.outfeedDepth = newInt(fs, "outfeed-depth", 2, 1, 1024, "", "results the outfeed queue holds per chip")
 	f.steps = newInt(fs, "steps", 50, 1, 100_000, "", "steps to simulate")
-	f.seed = fs.Uint64("seed", 1, "seed for the example-cost jitter")
+	f.seed = newUint64(fs, "seed", 1, 0, math.MaxUint64, "", "seed for the example-cost jitter")
 	f.sweep = fs.Bool("sweep", true, "find the fewest vCPUs that keep the chips busy")
 	f.asJSON = fs.Bool("json", false, "print JSON")
 	return fs, &f
@@ -48,7 +49,7 @@ func newInfeedFlags() (*flag.FlagSet, *infeedFlags) {
 
 func runInfeed(args []string, stdout, stderr io.Writer) error {
 	fs, f := newInfeedFlags()
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	chip, slice, err := parseTPU("--tpu", *f.tpu)

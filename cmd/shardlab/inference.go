@@ -52,7 +52,7 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 
 func runInference(args []string, stdout, stderr io.Writer) error {
 	fs, f := newInferenceFlags()
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	spec, err := loadModel("--model", f.model)

@@ -285,7 +285,7 @@ func TestMPIKillsAndResumes(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, fmt.Sprintf("checkpoint.rank-1.step-%d.bin", steps))); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, err = mpirun(t, ranks, nil, args("--checkpoint", dir, "--steps", strconv.Itoa(steps+2), "--resume")...)
+	_, stderr, err = mpirun(t, ranks, nil, withFlags(args(), "--checkpoint", dir, "--steps", strconv.Itoa(steps+2), "--resume")...)
 	want := fmt.Sprintf("no checkpoint step is held by every process, so none can resume: rank 0 holds step %d; rank 1 holds none", steps)
 	if err == nil || strings.Count(stderr, want) != ranks {
 		t.Errorf("resume without a common step: %v, want every rank to say %q:\n%s", err, want, stderr)

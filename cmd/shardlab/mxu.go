@@ -74,7 +74,7 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 		return runMXUCompare(args[1:], stdout, stderr)
 	}
 	fs, f := newMXUFlags()
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	tracePath := *f.tracePath
@@ -214,7 +214,7 @@ func writeMXUText(w io.Writer, a systolic.Array, g systolic.GEMM, p systolic.Pre
 
 func runMXUCompare(args []string, stdout, stderr io.Writer) error {
 	fs, f := newMXUCompareFlags()
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	m, k, n, tpu, cpuGHz, gpuALUs, gpuGHz, tile, asJSON := f.m, f.k, f.n, f.tpu, f.cpuGHz, f.gpuALUs, f.gpuGHz, f.tile, f.asJSON

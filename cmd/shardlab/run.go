@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -46,7 +47,7 @@ usage:
   shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
   shardlab version                 the module version and VCS revision of this binary
 
-run 'shardlab plan -h' for the plan flags
+run 'shardlab help COMMAND' or 'shardlab COMMAND -h' for a command's flags
 `
 
 // commandFlags builds each command's flags exactly as the command does, so
@@ -88,10 +89,49 @@ func bad(format string, a ...any) error { return usageError{fmt.Errorf(format, a
 
 // run is the whole command; main only exits with its status.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitUsage
+	var err error
+	switch {
+	case len(args) == 0:
+		err = bad("no command, want %s (run 'shardlab help' for the usage)", commandList)
+	case args[0] == "help" && len(args) > 1 && !isHelp(args[1]):
+		// shardlab help CMD [SUB] is shardlab CMD [SUB] -h
+		return run(append(append([]string{}, args[1:]...), "-h"), stdout, stderr)
+	default:
+		err = runCommand(args, stdout, stderr)
 	}
+	if err == nil {
+		return exitOK
+	}
+	var help helpText
+	if errors.As(err, &help) {
+		fmt.Fprint(stdout, string(help))
+		return exitOK
+	}
+	var reported reportedError
+	if errors.As(err, &reported) {
+		return reported.code
+	}
+	fmt.Fprintf(stderr, "shardlab: %s\n", oneLine(err.Error()))
+	var stopped *mpi.StoppedError
+	switch {
+	case isUsage(err):
+		return exitUsage
+	case errors.As(err, &stopped):
+		return exitStopped
+	}
+	return exitError
+}
+
+// commandList names the commands for errors.
+const commandList = "plan, export, run, capacity, inference, web, validate, mxu, infeed, hw, model, version or help"
+
+// versionUsage is what 'shardlab version -h' prints.
+const versionUsage = `usage of shardlab version:
+  shardlab version   the module version and VCS revision of this binary (also --version)
+`
+
+// runCommand runs the command args[0] names.
+func runCommand(args []string, stdout, stderr io.Writer) error {
 	var err error
 	switch args[0] {
 	case "plan":
@@ -117,37 +157,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "model":
 		err = runModel(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
+		err = helpText(usage)
 	case "version", "-version", "--version":
-		if len(args) > 1 {
-			err = bad("version: unexpected argument %q", args[1])
-			break
+		switch {
+		case len(args) > 1 && isHelp(args[1]):
+			err = helpText(versionUsage)
+		case len(args) > 1:
+			err = bad("version: unexpected argument %s", strconv.QuoteToASCII(args[1]))
+		default:
+			_, err = fmt.Fprintln(stdout, version())
 		}
-		fmt.Fprintln(stdout, version())
-		return exitOK
 	default:
-		err = bad("unknown command %q, want plan, export, run, capacity, inference, web, validate, mxu, infeed, hw or model", args[0])
+		err = bad("unknown command %s, want %s", strconv.QuoteToASCII(args[0]), commandList)
 	}
-	if err == nil {
-		return exitOK
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	var reported reportedError
-	if errors.As(err, &reported) {
-		return reported.code
-	}
-	fmt.Fprintf(stderr, "shardlab: %s\n", oneLine(err.Error()))
-	var stopped *mpi.StoppedError
-	switch {
-	case isUsage(err):
-		return exitUsage
-	case errors.As(err, &stopped):
-		return exitStopped
-	}
-	return exitError
+	return err
 }
 
 // reportedError is an error the command has already written to stderr; it
@@ -212,11 +235,10 @@ func newCatalogFlags(cmd string) (*flag.FlagSet, *bool) {
 }
 
 // catalogArgs reads "list" or "show NAME" with an optional --json before or
-// after the name; -h prints the usage to stderr.
-func catalogArgs(cmd string, args []string, stderr io.Writer) (sub string, names []string, asJSON bool, err error) {
+// after the name; -h gives the usage.
+func catalogArgs(cmd string, args []string) (sub string, names []string, asJSON bool, err error) {
 	if len(args) > 0 && isHelp(args[0]) || len(args) > 1 && isHelp(args[1]) {
-		fmt.Fprint(stderr, catalogUsage[cmd])
-		return "", nil, false, flag.ErrHelp
+		return "", nil, false, helpText(catalogUsage[cmd])
 	}
 	if len(args) == 0 {
 		return "", nil, false, bad("%s: want '%s list' or '%s show NAME'", cmd, cmd, cmd)
@@ -225,7 +247,7 @@ func catalogArgs(cmd string, args []string, stderr io.Writer) (sub string, names
 	fs.SetOutput(io.Discard)
 	names, err = parseInterleaved(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stderr, catalogUsage[cmd])
+		err = helpText(catalogUsage[cmd])
 	}
 	return args[0], names, *j, err
 }
@@ -233,15 +255,22 @@ func catalogArgs(cmd string, args []string, stderr io.Writer) (sub string, names
 // parseInterleaved parses flags that may come before or after positional
 // arguments ("hw show v5p --json") and returns the positional ones.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	g := guard(fs)
+	defer g.restore()
 	var names []string
 	for {
 		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 			return nil, err
+		} else if err != nil && g.err != nil {
+			return nil, g.err
 		} else if err != nil {
 			return nil, bad("%s: %v", fs.Name(), err)
 		}
 		if fs.NArg() == 0 {
 			return names, nil
+		}
+		if why := notText(fs.Arg(0)); why != "" {
+			return nil, bad("%s: argument %s, want printable text: %s", fs.Name(), strconv.QuoteToASCII(fs.Arg(0)), why)
 		}
 		names = append(names, fs.Arg(0))
 		args = fs.Args()[1:]
@@ -360,7 +389,7 @@ func (f *planFlags) options(name string, set map[string]bool) ([]plan.Options, e
 
 func runPlan(args []string, stdout, stderr io.Writer) error {
 	fs, f := newPlanFlags("plan", false)
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := f.charts.check(); err != nil {
@@ -533,7 +562,7 @@ func hostSlice(c hw.Chip) (hw.Slice, error) {
 }
 
 func runHW(args []string, stdout, stderr io.Writer) error {
-	sub, names, asJSON, err := catalogArgs("hw", args, stderr)
+	sub, names, asJSON, err := catalogArgs("hw", args)
 	if err != nil {
 		return err
 	}
@@ -645,7 +674,7 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 }
 
 func runModel(args []string, stdout, stderr io.Writer) error {
-	sub, names, asJSON, err := catalogArgs("model", args, stderr)
+	sub, names, asJSON, err := catalogArgs("model", args)
 	if err != nil {
 		return err
 	}

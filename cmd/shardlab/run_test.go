@@ -115,6 +115,44 @@ func TestPlanJSONFields(t *testing.T) {
 	}
 }
 
+// TestNonsenseRefused: inputs issue 26 found accepted or misreported,
+// each refused in one line naming the field at fault.
+func TestNonsenseRefused(t *testing.T) {
+	dir := t.TempDir()
+	// JSON "layers": 1.5 was truncated to 1, and a name's NUL and U+202E
+	// printed raw
+	fraction := filepath.Join(dir, "fraction.json")
+	if err := os.WriteFile(fraction, []byte(`{"name":"f","layers":1.5,"d_model":64,"heads":4,"d_ff":256,"vocab":1000,"seq_len":128}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rtl := filepath.Join(dir, "rtl.json")
+	if err := os.WriteFile(rtl, []byte(`{"name":"evil\u0000\u202etxt.exe","layers":2,"d_model":64,"heads":4,"d_ff":256,"vocab":1000,"seq_len":128}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want []string // substrings of the one-line error
+	}{
+		{[]string{"model", "show", fraction}, []string{"model show " + fraction, `field layers = "1.5", want a whole number in decimal digits`}},
+		{[]string{"plan", "--model", fraction, "--tpu", "v5p-8"}, []string{"--model", `field layers = "1.5", want a whole number`}},
+		{[]string{"model", "show", rtl}, []string{"model show " + rtl, `field name = "evil\x00\u202etxt.exe", want printable text: U+0000 at byte 4 is a control character`}},
+		{[]string{"export", "maxtext", "--model", rtl, "--tpu", "v5p-8"}, []string{"--model", `field name = "evil\x00\u202etxt.exe"`}},
+		// a DCN factor on one slice was reported as "ICI factors = 1 (data 1 x fsdp 4 ...), want a product of 4"
+		{[]string{"plan", "--tpu", "v5p-8", "--mesh", "data=2(dcn),fsdp=4"}, []string{"data DCN factor = 2", "there is 1 slice"}},
+		{[]string{"run", "--tpu", "v5litepod-4", "--slices", "1", "--mesh", "data=2(dcn),fsdp=4"}, []string{"data DCN factor = 2", "there is 1 slice"}},
+		// decimal only (strconv's base 0 read 0x10 as 16 and 1_000 as 1000)
+		{[]string{"plan", "--seq", "0x10"}, []string{`--seq "0x10"`, "want a whole number"}},
+		{[]string{"plan", "--seq", "1_000"}, []string{`--seq "1_000"`, "want a whole number"}},
+		{[]string{"plan", "--tpu", "v5p-8", "--top", "0b1"}, []string{`--top "0b1"`, "want a whole number"}},
+		{[]string{"run", "--seed", "0x1"}, []string{`--seed "0x1"`, "want a whole number"}},
+		{[]string{"infeed", "--seed", "1_0"}, []string{`--seed "1_0"`, "want a whole number"}},
+		{[]string{"plan", "--efficiency", "0x1p-1"}, []string{`--efficiency "0x1p-1"`, "want a finite number"}},
+		{[]string{"plan", "--global-batch", "0x1p9"}, []string{"--global-batch", "0x1p9"}},
+	} {
+		fail(t, tt.args, tt.want...)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	malformed := filepath.Join(dir, "bad.yaml")
@@ -249,6 +287,10 @@ func TestMXUTrace(t *testing.T) {
 	}
 }
 
+// TestHelp: help is on stdout with exit 0 (issue 26: it went to stderr, so
+// 'shardlab plan -h | less' showed nothing, and 'version --help' was an
+// error), for every command the usage lists, with -h, -help, --help and
+// 'shardlab help CMD'.
 func TestHelp(t *testing.T) {
 	for _, tt := range []struct {
 		args  []string
@@ -261,6 +303,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"infeed", "--help"}, "infeed", 5},
 		{[]string{"run", "-h"}, "run", 5},
 		{[]string{"export", "-h"}, "export", 3},
+		{[]string{"export", "--help", "maxtext"}, "export", 3},
 		{[]string{"export", "maxtext", "-h"}, "export maxtext", 5},
 		{[]string{"export", "xpk", "-h"}, "export xpk", 5},
 		{[]string{"hw", "-h"}, "hw", 3},
@@ -269,17 +312,43 @@ func TestHelp(t *testing.T) {
 		{[]string{"model", "-h"}, "model", 3},
 		{[]string{"model", "--help"}, "model", 3},
 		{[]string{"model", "show", "-h"}, "model", 3},
+		{[]string{"version", "--help"}, "version", 2},
+		{[]string{"version", "-h"}, "version", 2},
+		{[]string{"--version", "help"}, "version", 2},
+		{[]string{"web", "--help"}, "web", 2},
+		{[]string{"help", "plan"}, "plan", 5},
+		{[]string{"help", "export", "xpk"}, "export xpk", 5},
+		{[]string{"help", "mxu", "compare"}, "mxu compare", 5},
+		{[]string{"help", "version"}, "version", 2},
 	} {
 		out, errOut, code := runCmd(tt.args...)
-		if code != 0 || out != "" || !strings.HasPrefix(errOut, "usage of shardlab "+tt.usage+":") || strings.Count(errOut, "\n") < tt.lines {
-			t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 0 and the usage of %s on stderr", strings.Join(tt.args, " "), code, out, errOut, tt.usage)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage of shardlab "+tt.usage+":") || strings.Count(out, "\n") < tt.lines {
+			t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 0 and the usage of %s on stdout", strings.Join(tt.args, " "), code, out, errOut, tt.usage)
 		}
 	}
+	// every command the usage lists, and the usage itself
+	for _, cmd := range commands(t) {
+		for _, h := range []string{"-h", "-help", "--help"} {
+			args := append(strings.Fields(cmd), h)
+			out, errOut, code := runCmd(args...)
+			if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage of shardlab "+strings.Fields(cmd)[0]) {
+				t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 0 and its usage on stdout", strings.Join(args, " "), code, out, errOut)
+			}
+		}
+	}
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"help", "-h"}, {"help", "help"}} {
+		if out, errOut, code := runCmd(args...); code != 0 || errOut != "" || out != usage {
+			t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 0 and the usage on stdout", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	// no command, or an unknown one, is bad input: one line
+	fail(t, nil, "no command, want plan, export", "run 'shardlab help'")
+	fail(t, []string{"help", "frobnicate"}, `unknown command "frobnicate"`)
 	// an export writes one layout, not a ranking: no --json, --top or --example-cost
 	for _, target := range []string{"maxtext", "xpk"} {
 		for _, fl := range []string{"--json", "--top", "--example-cost"} {
-			_, errOut, _ := runCmd("export", target, "-h")
-			if strings.Contains(errOut, "  -"+fl[2:]+" ") || strings.Contains(errOut, "  -"+fl[2:]+"\n") {
+			out, _, _ := runCmd("export", target, "-h")
+			if strings.Contains(out, "  -"+fl[2:]+" ") || strings.Contains(out, "  -"+fl[2:]+"\n") {
 				t.Errorf("export %s -h lists %s", target, fl)
 			}
 		}

@@ -27,7 +27,7 @@ func newValidateFlags() (*flag.FlagSet, *validateFlags) {
 func runValidate(args []string, stdout, stderr io.Writer) error {
 	fs, f := newValidateFlags()
 	asJSON, breakdown, fit := &f.json, &f.breakdown, &f.fit
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if f.memory {

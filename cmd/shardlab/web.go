@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"shardlab/chart"
@@ -28,16 +29,22 @@ func newWebFlags() (*flag.FlagSet, *string) {
 // runWeb serves the web page and API until the process is stopped.
 func runWeb(args []string, stdout, stderr io.Writer) error {
 	fs, addr := newWebFlags()
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	host, _, _ := net.SplitHostPort(*addr)
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		warn(stderr, "web", "--addr %s is not a loopback address: anyone who can reach it can run searches", *addr)
-	}
+	// The address was read when parsed; listening is the rest of its
+	// check. A name that does not resolve or an address not on this
+	// machine is bad input; a port in use is the machine's state (exit 1).
 	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("web: --addr %s: %w", *addr, cause(err))
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound, errors.Is(err, syscall.EADDRNOTAVAIL):
+		return bad("web: --addr %s: %v", *addr, listenCause(err))
+	case err != nil:
+		return fmt.Errorf("web: --addr %s: %w", *addr, listenCause(err))
+	}
+	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+		warn(stderr, "web", "--addr %s is not a loopback address: anyone who can reach it can run searches", *addr)
 	}
 	fmt.Fprintf(stdout, "shardlab web: serving on http://%s/ (stop with Ctrl-C)\n", ln.Addr())
 	logs := log.New(stderr, "shardlab web: ", log.LstdFlags)
@@ -47,6 +54,16 @@ func runWeb(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("web: %w", err)
 	}
 	return nil
+}
+
+// listenCause drops what a *net.OpError repeats of the command line
+// ("listen tcp 127.0.0.1:1:").
+func listenCause(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return oe.Err
+	}
+	return err
 }
 
 // chartFiles are plan's --html, --svg and --png outputs.

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,6 +93,14 @@ func TestWebFlags(t *testing.T) {
 	fail(t, []string{"web", "--addr", "nope"}, "--addr", `"nope"`, "want host:port")
 	fail(t, []string{"web", "--addr", "127.0.0.1:70000"}, "--addr", "want host:port")
 	fail(t, []string{"web", "extra"}, "unexpected argument")
+	// issue 26: exit 1 and two lines (a warning, then a DNS lookup of
+	// 999.999.999.999); the address is read before listening
+	for _, a := range []string{"999.999.999.999:1", "256.0.0.1:80", "1.2.3:80", "-host:80", "host_name:80", "[::1]:0x50", "127.0.0.1:+80", "127.0.0.1:1_0"} {
+		fail(t, []string{"web", "--addr", a}, "web: --addr", strconv.Quote(a), "want host:port with an IP address or a host name")
+	}
+	// an address not on this machine (RFC 5737's TEST-NET-1) is bad
+	// input too, in one line, with no warning before it
+	fail(t, []string{"web", "--addr", "192.0.2.1:0"}, "web: --addr 192.0.2.1:0", "assign requested address")
 	// an address in use is not bad input: exit 1
 	ln := httptest.NewServer(http.NotFoundHandler())
 	defer ln.Close()
