@@ -28,7 +28,7 @@ func heapInUse() int64 {
 func TestRunHeapIsTheEstimate(t *testing.T) {
 	args := []string{"--synthetic", "--quiet", "--steps", "1", "--layers", "16", "--seq", "128"}
 	fs, f := newRunFlags()
-	if err := parseFlags(fs, args, io.Discard); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		t.Fatal(err)
 	}
 	m, err := f.layout(setFlags(fs), io.Discard)
