@@ -794,3 +794,65 @@ func TestMaxMicroBatchIsTheLargestThatFits(t *testing.T) {
 		t.Errorf("405B on v5p-8: MaxMicroBatch = %d, %v; want 0: its state alone does not fit", got, err)
 	}
 }
+
+// TestTempScaleScalesTheTemporaries: a memory calibration's factor scales
+// what a compiler counts as temporaries (gradients, held activations, the
+// largest phase) and leaves the arguments (weights, optimizer state).
+func TestTempScaleScalesTheTemporaries(t *testing.T) {
+	j := NewJob(lookup(t, "llama3-8b"), 4096, 8)
+	m := layout(t, "v5p-8", 1, "fsdp=4")
+	e := NewEstimator()
+	base, err := e.Memory(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.TempScale = 1.5
+	got, err := e.Memory(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Weights != base.Weights || got.Optimizer != base.Optimizer {
+		t.Errorf("arguments changed: weights %v -> %v, optimizer %v -> %v", base.Weights, got.Weights, base.Optimizer, got.Optimizer)
+	}
+	temp := func(m Memory) float64 { return float64(m.Gradients + m.Activations + m.Transient) }
+	if r := temp(got) / temp(base); math.Abs(r-1.5) > 1e-6 {
+		t.Errorf("temporaries scaled by %v, want 1.5", r)
+	}
+	j.TempScale = 9
+	if _, err := e.Memory(j, m); err == nil {
+		t.Error("TempScale 9 accepted")
+	}
+}
+
+func TestParseMemoryCalibration(t *testing.T) {
+	good := `{"temp_scale": 1.25, "reported_temp_bytes_per_device": 5, "predicted_temp_bytes_per_device": 4, "source": "compile.log"}`
+	c, err := ParseMemoryCalibration([]byte(good))
+	if err != nil || c.TempScale != 1.25 || c.Source != "compile.log" {
+		t.Fatalf("%+v, %v", c, err)
+	}
+	for _, bad := range []string{
+		``, `null`, `[]`, `{}`,
+		`{"temp_scale": 1.25, "reported_temp_bytes_per_device": 5, "predicted_temp_bytes_per_device": 4}`,
+		`{"Temp_Scale": 1.25, "reported_temp_bytes_per_device": 5, "predicted_temp_bytes_per_device": 4, "source": "x"}`,
+		`{"temp_scale": 1.5, "reported_temp_bytes_per_device": 5, "predicted_temp_bytes_per_device": 4, "source": "x"}`,
+		`{"temp_scale": 10, "reported_temp_bytes_per_device": 40, "predicted_temp_bytes_per_device": 4, "source": "x"}`,
+		`{"temp_scale": 1.25, "reported_temp_bytes_per_device": 5, "predicted_temp_bytes_per_device": 4, "source": "x\u0000"}`,
+		`{"temp_scale": 1.25, "reported_temp_bytes_per_device": 5, "predicted_temp_bytes_per_device": 4, "source": "x", "extra": 1}`,
+	} {
+		if _, err := ParseMemoryCalibration([]byte(bad)); err == nil || !errors.Is(err, ErrJob) {
+			t.Errorf("ParseMemoryCalibration(%s) = %v, want an ErrJob error", bad, err)
+		}
+	}
+}
+
+// FuzzParseMemoryCalibration: never panics; what it accepts is a factor
+// in bounds.
+func FuzzParseMemoryCalibration(f *testing.F) {
+	f.Add([]byte(`{"temp_scale": 1.25, "reported_temp_bytes_per_device": 5, "predicted_temp_bytes_per_device": 4, "source": "compile.log"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseMemoryCalibration(data)
+		if err == nil && !(c.TempScale >= MinTempScale && c.TempScale <= MaxTempScale) {
+			t.Errorf("accepted temp_scale %v", c.TempScale)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"shardlab/collective"
@@ -353,6 +354,15 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 		logits = pp.lastInFlight
 	}
 	mem.Phases = j.phases(sh, st, logits)
+	if k := j.TempScale; k > 0 {
+		scale := func(b unit.Bytes) unit.Bytes { return unit.Bytes(math.Round(float64(b) * k)) }
+		mem.Gradients, mem.Activations = scale(mem.Gradients), scale(mem.Activations)
+		for i := range mem.Phases {
+			for k := range mem.Phases[i].Buffers {
+				mem.Phases[i].Buffers[k].Bytes = scale(mem.Phases[i].Buffers[k].Bytes)
+			}
+		}
+	}
 	for _, ph := range mem.Phases {
 		if b := ph.Bytes(); b > mem.Transient || mem.Peak == "" {
 			mem.Transient, mem.Peak = b, ph.Name

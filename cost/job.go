@@ -158,6 +158,10 @@ type Job struct {
 	// HBMHeadroom is the fraction of HBM kept free for the compiler's
 	// buffers and fragmentation.
 	HBMHeadroom float64
+	// TempScale scales the estimate of what a compiler counts as the
+	// step's temporaries (gradients, held activations, the largest phase)
+	// to what it reported for this job (MemoryCalibration); 0 means 1.
+	TempScale float64
 	// CausalFLOPs halves the attention FLOPs in MFU (MaxText's convention
 	// since its PR 2031); off, the PaLM convention.
 	CausalFLOPs bool
@@ -251,6 +255,8 @@ func (j Job) validate() error {
 		return bad("vocab tiles", j.VocabTiles, "a positive count (0 means 1)")
 	case j.HBMHeadroom < 0 || j.HBMHeadroom >= 1:
 		return bad("HBM headroom", j.HBMHeadroom, "a fraction in [0, 1)")
+	case !(j.TempScale == 0 || j.TempScale >= MinTempScale && j.TempScale <= MaxTempScale):
+		return bad("temp scale", j.TempScale, fmt.Sprintf("0 (none) or a factor in [%g, %g]", MinTempScale, MaxTempScale))
 	case j.Precision.Weight <= 0 || j.Precision.Gradient <= 0 || j.Precision.Activation <= 0 || j.Precision.Optimizer < 0 || j.Precision.Master < 0:
 		return bad("precision", j.Precision, "positive weight, gradient and activation bytes")
 	}

@@ -40,6 +40,7 @@ const (
 	OptionVocabTiles       Option = "vocab_tiles"
 	OptionEfficiency       Option = "efficiency"
 	OptionHBMHeadroom      Option = "hbm_headroom"
+	OptionTempScale        Option = "temp_scale"
 	OptionCausalFLOPs      Option = "causal_flops"
 	OptionCapacityFactor   Option = "capacity_factor"
 	OptionLoadImbalance    Option = "load_imbalance"
@@ -59,7 +60,7 @@ var optionWords = [...]struct {
 	{OptionRematCustom, "custom remat"}, {OptionSchedule, "pipeline schedule"}, {OptionFramework, "framework"}, {OptionChunks, "chunks"},
 	{OptionPrecision, "precision"}, {OptionQuantization, "quantization"}, {OptionAttention, "attention"},
 	{OptionOptimizerOffload, "optimizer offload"}, {OptionParameterOffload, "parameter offload"},
-	{OptionVocabTiles, "vocab tiles"}, {OptionEfficiency, "efficiency"}, {OptionHBMHeadroom, "HBM headroom"},
+	{OptionVocabTiles, "vocab tiles"}, {OptionEfficiency, "efficiency"}, {OptionHBMHeadroom, "HBM headroom"}, {OptionTempScale, "temporaries' calibration"},
 	{OptionCausalFLOPs, "causal FLOPs"}, {OptionCapacityFactor, "capacity factor"}, {OptionLoadImbalance, "load imbalance"}, {OptionTop, "top"}, {OptionExampleCost, "example cost"},
 }
 

@@ -86,6 +86,9 @@ type Options struct {
 	Efficiency float64 `json:"efficiency"`
 	// HBMHeadroom is the fraction of HBM kept free; 0 keeps none.
 	HBMHeadroom float64 `json:"hbm_headroom"`
+	// TempScale scales the estimate of the step's temporaries to what a
+	// compile of the job reported (cost.MemoryCalibration); 0 means 1.
+	TempScale float64 `json:"temp_scale"`
 	// CausalFLOPs halves the attention FLOPs in MFU, MaxText's convention
 	// since its PR 1988 and the default; false counts them in full (PaLM).
 	CausalFLOPs bool `json:"causal_flops"`
@@ -357,6 +360,8 @@ func parseLimits(r *Request, o Options) error {
 		return refuse(OptionEfficiency, fl(o.Efficiency), nil, " %s, want a number in [%g, 1], or 0 for the generation's calibrated value", fl(o.Efficiency), MinEfficiency)
 	case !(o.HBMHeadroom >= 0 && o.HBMHeadroom < 1):
 		return refuse(OptionHBMHeadroom, fl(o.HBMHeadroom), nil, " %s, want a fraction in [0, 1)", fl(o.HBMHeadroom))
+	case !(o.TempScale == 0 || o.TempScale >= cost.MinTempScale && o.TempScale <= cost.MaxTempScale):
+		return refuse(OptionTempScale, fl(o.TempScale), nil, " %s, want 0 (none) or a factor in [%g, %g]", fl(o.TempScale), cost.MinTempScale, cost.MaxTempScale)
 	case o.CapacityFactor != 0 && !(o.CapacityFactor >= MinCapacityFactor && o.CapacityFactor <= MaxCapacityFactor):
 		return refuse(OptionCapacityFactor, fl(o.CapacityFactor), nil, " %s, want 0 (dropless) or a factor in [%g, %d]", fl(o.CapacityFactor), MinCapacityFactor, MaxCapacityFactor)
 	case !(o.LoadImbalance == 0 || (o.LoadImbalance >= 1 && o.LoadImbalance <= MaxLoadImbalance)):
@@ -367,6 +372,7 @@ func parseLimits(r *Request, o Options) error {
 		return refuse(OptionExampleCost, o.ExampleCost.String(), nil, " %v, want 0s to %v (0: skip the check)", o.ExampleCost, MaxExampleCost)
 	}
 	r.VocabTiles, r.Efficiency, r.HBMHeadroom, r.Top, r.ExampleCost = o.VocabTiles, o.Efficiency, o.HBMHeadroom, o.Top, o.ExampleCost
+	r.TempScale = o.TempScale
 	r.CapacityFactor, r.LoadImbalance = o.CapacityFactor, o.LoadImbalance
 	return nil
 }

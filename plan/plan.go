@@ -77,6 +77,8 @@ type Request struct {
 	// HBMHeadroom is the fraction of HBM kept free, as in cost.Job: 0
 	// keeps none (cost.DefaultHBMHeadroom is the usual value).
 	HBMHeadroom float64
+	// TempScale as in cost.Job: 0 means 1.
+	TempScale   float64
 	CausalFLOPs bool
 	// CapacityFactor and LoadImbalance as in cost.Job.
 	CapacityFactor, LoadImbalance float64
@@ -297,6 +299,7 @@ func (r Request) job() cost.Job {
 	j.VocabTiles = r.VocabTiles
 	j.Efficiency = r.Efficiency
 	j.HBMHeadroom = r.HBMHeadroom
+	j.TempScale = r.TempScale
 	j.CausalFLOPs = r.CausalFLOPs
 	j.CapacityFactor, j.LoadImbalance = r.CapacityFactor, r.LoadImbalance
 	return j

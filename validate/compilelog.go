@@ -19,16 +19,18 @@ import (
 // KindMemoryAnalysis for jax's memory_analysis (total = argument + output
 // + temp − alias); ScopeTemp where only XLA's temporaries are known.
 type CompileLog struct {
-	Kind, Scope string
+	Kind  string `json:"kind"`
+	Scope string `json:"scope"`
 	// Reported is the program's bytes in that scope; Capacity the HBM
 	// XLA had for it (0: not printed).
-	Reported, Capacity int64
+	Reported int64 `json:"reported_bytes"`
+	Capacity int64 `json:"capacity_bytes,omitempty"`
 	// Breakdown is what the log splits the bytes into, where it does:
 	// memory_analysis's argument, output, alias and temp, or the "Total
 	// hbm usage" block's arguments and program (as Argument and Temp).
-	Breakdown Breakdown
+	Breakdown Breakdown `json:"breakdown,omitzero"`
 	// Lines are the log lines the numbers were read from.
-	Lines []string
+	Lines []string `json:"lines"`
 }
 
 // ErrNoMemoryReport is returned for a log with no memory report in it.

@@ -769,30 +769,35 @@ type MemoryRowJSON struct {
 // JSON returns the memory report's machine-readable form.
 func (rep MemoryReport) JSON() MemoryJSON {
 	out := MemoryJSON{Rows: []MemoryRowJSON{}, Summary: []MemoryStats{}, Batches: rep.Batches}
+	for _, r := range rep.Results {
+		out.Rows = append(out.Rows, r.JSON())
+	}
+	for _, s := range rep.sets() {
+		out.Summary = append(out.Summary, rep.Summary(s))
+	}
+	return out
+}
+
+// JSON returns one costed case's machine-readable form.
+func (r MemoryResult) JSON() MemoryRowJSON {
 	finite := func(x float64) *float64 {
 		if math.IsNaN(x) {
 			return nil
 		}
 		return &x
 	}
-	for _, r := range rep.Results {
-		c := r.Case
-		row := MemoryRowJSON{ID: c.ID, Set: c.Set, Date: c.Date, Kind: c.Kind, Scope: c.Scope, Generation: c.Generation,
-			AcceleratorType: c.AcceleratorType, Slices: c.Slices, Model: c.Model.Name, DevicesPerChip: r.DevicesPerChip,
-			Reported: c.ReportedBytes, Capacity: c.CapacityBytes, Breakdown: c.Breakdown, PredictedChip: int64(r.Memory.Total()),
-			PredictedTotal: r.Total, PredictedArguments: r.Arguments, PredictedTemp: r.Temp, Predicted: r.Predicted, Error: r.Error,
-			ArgumentError: finite(r.ArgumentError), TempError: finite(r.TempError), PeakPhase: r.Memory.Peak, Verdict: r.verdict(),
-			Unmodelled: c.Unmodelled, Source: c.Source}
-		if c.Kind == KindOOM {
-			refused := r.Refused
-			row.Refused = &refused
-		}
-		out.Rows = append(out.Rows, row)
+	c := r.Case
+	row := MemoryRowJSON{ID: c.ID, Set: c.Set, Date: c.Date, Kind: c.Kind, Scope: c.Scope, Generation: c.Generation,
+		AcceleratorType: c.AcceleratorType, Slices: c.Slices, Model: c.Model.Name, DevicesPerChip: r.DevicesPerChip,
+		Reported: c.ReportedBytes, Capacity: c.CapacityBytes, Breakdown: c.Breakdown, PredictedChip: int64(r.Memory.Total()),
+		PredictedTotal: r.Total, PredictedArguments: r.Arguments, PredictedTemp: r.Temp, Predicted: r.Predicted, Error: r.Error,
+		ArgumentError: finite(r.ArgumentError), TempError: finite(r.TempError), PeakPhase: r.Memory.Peak, Verdict: r.verdict(),
+		Unmodelled: c.Unmodelled, Source: c.Source}
+	if c.Kind == KindOOM {
+		refused := r.Refused
+		row.Refused = &refused
 	}
-	for _, s := range rep.sets() {
-		out.Summary = append(out.Summary, rep.Summary(s))
-	}
-	return out
+	return row
 }
 
 // WriteJSON writes the memory report as indented JSON.

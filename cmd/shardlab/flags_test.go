@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -280,6 +281,7 @@ func TestTPUEverywhere(t *testing.T) {
 		"inference":      {{"--tpu", "TPU7x"}, {"--tpu", "tpu7x-8"}},
 		"infeed":         {{"--tpu", "Ironwood", "--steps", "4", "--sweep=false"}, {"--tpu", "tpu7x-8", "--steps", "4", "--sweep=false"}},
 		"capacity":       {{"--tpu", "TPU7X-256", "--days", "1"}, {"--tpu", "tpu7x-128", "--days", "1"}},
+		"check":          {{"--tpu", "v5p"}, {"--tpu", "V5P-8"}}, // with a compile log, below
 		"run": {{"--tpu", "v5litepod", "--slices", "1", "--mesh", "data=4", "--steps", "1", "--synthetic", "--quiet"},
 			{"--tpu", "V5LITEPOD-4", "--slices", "1", "--mesh", "data=4", "--steps", "1", "--synthetic", "--quiet"}},
 	}
@@ -289,14 +291,18 @@ func TestTPUEverywhere(t *testing.T) {
 		}
 	})
 	for cmd, cases := range runs {
+		words := strings.Fields(cmd)
+		if cmd == "check" {
+			words = append(words, "--compile-log", "testdata/compile_memory_analysis.log")
+		}
 		for _, c := range cases {
-			args := append(strings.Fields(cmd), c...)
+			args := append(slices.Clone(words), c...)
 			if _, errOut, code := runCmd(args...); code != 0 {
 				t.Errorf("shardlab %s: exit %d: %s", strings.Join(args, " "), code, errOut)
 			}
 		}
-		fail(t, append(strings.Fields(cmd), "--tpu", "v9"), "--tpu", `"v9"`, "unknown TPU generation", "v5p")
-		fail(t, append(strings.Fields(cmd), "--tpu", "v5p-7"), "--tpu", `"v5p-7"`, "v5p-8")
+		fail(t, append(slices.Clone(words), "--tpu", "v9"), "--tpu", `"v9"`, "unknown TPU generation", "v5p")
+		fail(t, append(slices.Clone(words), "--tpu", "v5p-7"), "--tpu", `"v5p-7"`, "v5p-8")
 	}
 	fail(t, []string{"infeed", "--tpu", "v5litepod-1"}, "--tpu v5litepod-1", "host")
 }

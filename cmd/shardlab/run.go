@@ -43,6 +43,7 @@ usage:
   shardlab capacity [flags]        place slices on a TPU reservation and simulate its goodput
   shardlab web [--addr HOST:PORT]  the planner in a browser, with charts (default 127.0.0.1:8080)
   shardlab validate [--json]       cost published MaxText runs and compare with their MFU
+  shardlab check --compile-log LOG the HBM a compile of a plan reported, against the plan's estimate
   shardlab hw list|show NAME       the TPU catalog (NAME: v5p or v5p-128)
   shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
   shardlab version                 the module version and VCS revision of this binary
@@ -63,6 +64,7 @@ var commandFlags = map[string]func() *flag.FlagSet{
 	"inference":      func() *flag.FlagSet { fs, _ := newInferenceFlags(); return fs },
 	"run":            func() *flag.FlagSet { fs, _ := newRunFlags(); return fs },
 	"validate":       func() *flag.FlagSet { fs, _ := newValidateFlags(); return fs },
+	"check":          func() *flag.FlagSet { fs, _, _ := newCheckFlags(); return fs },
 	"capacity":       func() *flag.FlagSet { fs, _ := newCapacityFlags(); return fs },
 	"web":            func() *flag.FlagSet { fs, _ := newWebFlags(); return fs },
 	"hw":             func() *flag.FlagSet { fs, _ := newCatalogFlags("hw"); return fs },
@@ -123,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // commandList names the commands for errors.
-const commandList = "plan, export, run, capacity, inference, web, validate, mxu, infeed, hw, model, version or help"
+const commandList = "plan, export, run, capacity, inference, web, validate, check, mxu, infeed, hw, model, version or help"
 
 // versionUsage is what 'shardlab version -h' prints.
 const versionUsage = `usage of shardlab version:
@@ -148,6 +150,8 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 		err = runEmu(args[1:], stdout, stderr)
 	case "validate":
 		err = runValidate(args[1:], stdout, stderr)
+	case "check":
+		err = runCheck(args[1:], stdout, stderr)
 	case "capacity":
 		err = runCapacity(args[1:], stdout, stderr)
 	case "web":
@@ -298,6 +302,10 @@ type planFlags struct {
 	// --topology, the command shows plan's built-in examples.
 	model, tpu string
 	json       bool
+	// verify prints how to compile the plan ahead of time and check it.
+	verify bool
+	// calibration is a memory calibration file, for TempScale.
+	calibration string
 	// goodput adds the expected goodput (package capacity) for tokens
 	// tokens to each plan.
 	goodput bool
@@ -344,6 +352,8 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 	choiceVar(fs, &o.Precision, "precision", d.Precision, []string{"maxtext", "bf16", "zero"}, nil, "maxtext (weight_dtype float32: fp32 weights, grads and Adam moments, 16 B/param), bf16 (weight_dtype bfloat16: 8 B/param) or zero (bf16 weights and grads, fp32 master and moments, 16 B/param)")
 	floatVar(fs, &o.Efficiency, "efficiency", d.Efficiency, floatFlag{lo: plan.MinEfficiency, hi: 1, zero: "the generation's calibrated value"}, "residual efficiency of the matmuls after their MXU shapes")
 	floatVar(fs, &o.HBMHeadroom, "hbm-headroom", d.HBMHeadroom, floatFlag{lo: 0, hi: 1, hiOpen: true}, "fraction of HBM kept free")
+	floatVar(fs, &o.TempScale, "temp-scale", d.TempScale, floatFlag{lo: cost.MinTempScale, hi: cost.MaxTempScale, zero: "none"}, "scale the estimate of the step's temporaries (gradients, held activations, the largest phase) by this factor, what a compile of the job reported over the estimate (--calibration sets it from a file)")
+	fs.StringVar(&f.calibration, "calibration", "", "read --temp-scale from a calibration `file` that 'shardlab check --compile-log LOG --write-calibration FILE' wrote")
 	floatVar(fs, &o.CapacityFactor, "capacity-factor", d.CapacityFactor, floatFlag{lo: plan.MinCapacityFactor, hi: plan.MaxCapacityFactor, zero: "dropless (MaxText sparse_matmul, megablox)"}, "mixture of experts: each expert takes at most ceil(factor x tokens x k / experts) rows per device, the rest dropped (MaxText capacity_factor)")
 	floatVar(fs, &o.LoadImbalance, "load-imbalance", d.LoadImbalance, floatFlag{lo: 1, hi: plan.MaxLoadImbalance, zero: "balanced"}, "mixture of experts, dropless: the busiest expert's tokens over the mean")
 	fs.BoolVar(&o.CausalFLOPs, "causal-flops", d.CausalFLOPs, "MFU counts causal attention as half its FLOPs, MaxText's convention since its PR 1988 (false: in full, PaLM's); the step time does not change")
@@ -352,6 +362,7 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 		durationVar(fs, &o.ExampleCost, "example-cost", d.ExampleCost, 0, plan.MaxExampleCost, "0: skip the check",
 			"host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed")
 		fs.BoolVar(&f.json, "json", false, "print JSON")
+		fs.BoolVar(&f.verify, "verify", false, "also print how to check the plan before renting TPUs: MaxText's ahead-of-time compile on a CPU machine, then shardlab check")
 		fs.BoolVar(&f.goodput, "goodput", false, "add the expected goodput: failures at the default chip rate, Daly's checkpoint interval, time to train --tokens")
 		floatVar(fs, &f.tokens, "tokens", 1e12, floatFlag{lo: 1, hi: 1e16}, "tokens to train, for --goodput's time to train")
 		fs.StringVar(&f.charts.html, "html", "", "also write the plan with its charts as one self-contained HTML `file`")
@@ -415,6 +426,13 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if f.verify && !f.json {
+		for _, p := range plans {
+			if _, err := io.WriteString(stdout, "\n"+compileNote(p, jobFlags(fs))); err != nil {
+				return err
+			}
+		}
+	}
 	for _, p := range plans {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
 			return fmt.Errorf("plan: the --mesh layout does not fit in HBM: %v of %v usable, over by %v", mem.Total(), mem.Usable, mem.Total()-mem.Usable)
@@ -425,6 +443,20 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 
 // plans asks plan the questions the flags ask.
 func (f *planFlags) plans(name string, set map[string]bool) ([]plan.Plan, error) {
+	if f.calibration != "" {
+		if set["temp-scale"] {
+			return nil, bad("%s: --calibration and --temp-scale both set the temporaries' factor; give one", name)
+		}
+		data, err := readFile("--calibration", f.calibration, 1<<16)
+		if err != nil {
+			return nil, err
+		}
+		c, err := cost.ParseMemoryCalibration(data)
+		if err != nil {
+			return nil, bad("%s: --calibration %s: %s", name, f.calibration, err)
+		}
+		f.TempScale = c.TempScale
+	}
 	opts, err := f.options(name, set)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"shardlab/cost"
+	"shardlab/export"
+	"shardlab/mesh"
+	"shardlab/plan"
+	"shardlab/validate"
+)
+
+// checkFlags are check's own flags beside the plan's.
+type checkFlags struct {
+	log, calibration string
+	json             bool
+}
+
+func newCheckFlags() (*flag.FlagSet, *planFlags, *checkFlags) {
+	fs, f := newPlanFlags("check", true)
+	var c checkFlags
+	fs.StringVar(&c.log, "compile-log", "", "the log of a compile of this plan's MaxText config (train_compile's 'Memory analysis', or XLA's out-of-memory message) (required)")
+	fs.StringVar(&c.calibration, "write-calibration", "", "also write the temporaries' factor this log gives to this `file`, for plan --calibration")
+	fs.BoolVar(&c.json, "json", false, "print JSON")
+	return fs, f, &c
+}
+
+// maxCompileLog is the largest compile log check reads: 64 MiB, room for an
+// HLO dump around the memory report.
+const maxCompileLog = 64 << 20
+
+// runCheck compares a compile log with the prediction for the same plan:
+// the flags are the plan's, as export maxtext took them.
+func runCheck(args []string, stdout, stderr io.Writer) error {
+	fs, f, c := newCheckFlags()
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if c.log == "" {
+		return bad("check: --compile-log is required: the log of MaxText's train_compile of the plan (plan --verify prints the command)")
+	}
+	if c.calibration != "" {
+		if err := checkOutputFile("--write-calibration", c.calibration); err != nil {
+			return err
+		}
+	}
+	text, err := readFile("--compile-log", c.log, maxCompileLog)
+	if err != nil {
+		return err
+	}
+	log, err := validate.ParseCompileLog(string(text))
+	if err != nil {
+		return usageError{fmt.Errorf("check: --compile-log %s: %w", c.log, err)}
+	}
+	plans, err := f.plans("check", setFlags(fs))
+	if err != nil {
+		return err
+	}
+	if len(plans) != 1 {
+		return bad("check: give the plan the log compiled (--model, --tpu, --slices, --mesh, --global-batch as export maxtext took them), not the built-in examples")
+	}
+	p := plans[0]
+	e := p.Best.Estimate
+	r := validate.CompareLog(log, e.Memory, e.Mesh.Multislice.Slice.Chip.JAXDevicesPerChip)
+	cal, calErr := calibrationOf(log, r, c.log, p)
+	if c.calibration != "" {
+		if calErr != nil {
+			return usageError{fmt.Errorf("check: --write-calibration: %w", calErr)}
+		}
+		b, err := json.MarshalIndent(cal, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.calibration, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("check: --write-calibration %s: %w", c.calibration, err)
+		}
+	}
+	if c.json {
+		return writeJSON(stdout, checkJSON{Log: log, Result: r.JSON(), Calibration: cal})
+	}
+	return writeCheck(stdout, log, r, cal, calErr)
+}
+
+// calibrationOf is the factor that makes the prediction's temporaries what
+// the log reports: the log's temporaries are its temp, or its program,
+// or, where it gives only a total, the total less the predicted arguments
+// (cost's arguments match the compilers' within 1.4 % on the memory table).
+func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string, p plan.Plan) (*cost.MemoryCalibration, error) {
+	reported := log.Breakdown.Temp
+	switch {
+	case reported > 0:
+	case log.Scope == validate.ScopeTemp:
+		reported = log.Reported
+	default:
+		reported = log.Reported - r.Arguments
+	}
+	if reported <= 0 || r.Temp <= 0 {
+		return nil, fmt.Errorf("the log gives no temporaries to calibrate against (reported %d bytes, predicted arguments %d)", log.Reported, r.Arguments)
+	}
+	k := float64(reported) / float64(r.Temp)
+	if !(k >= cost.MinTempScale && k <= cost.MaxTempScale) {
+		return nil, fmt.Errorf("the log's temporaries are %.2f times the prediction's, want %g to %g: is the log this plan's compile?", k, cost.MinTempScale, cost.MaxTempScale)
+	}
+	e := p.Best.Estimate
+	src := fmt.Sprintf("%s, against %s on %s %s, read %s", path, e.Job.Model.Name, p.Request.Multislice.Slice.AcceleratorType(), e.Mesh, time.Now().UTC().Format(time.DateOnly))
+	return &cost.MemoryCalibration{TempScale: k, Reported: reported, Predicted: r.Temp, Source: src}, nil
+}
+
+type checkJSON struct {
+	Log         validate.CompileLog     `json:"compile_log"`
+	Result      validate.MemoryRowJSON  `json:"comparison"`
+	Calibration *cost.MemoryCalibration `json:"calibration,omitempty"`
+}
+
+// writeCheck writes the comparison for people.
+func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, cal *cost.MemoryCalibration, calErr error) error {
+	var b strings.Builder
+	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
+	fmt.Fprintf(&b, "compile log: %s (%s), per JAX device\n", log.Kind, log.Scope)
+	for _, l := range log.Lines {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\treported\tpredicted\terror")
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%+.1f%%\n", log.Scope, gib(log.Reported), gib(r.Predicted), 100*r.Error)
+	if bd := log.Breakdown; bd.Argument > 0 && !math.IsNaN(r.ArgumentError) {
+		fmt.Fprintf(tw, "arguments (parameters, optimizer state)\t%s\t%s\t%+.1f%%\n", gib(bd.Argument), gib(r.Arguments), 100*r.ArgumentError)
+	}
+	if bd := log.Breakdown; bd.Temp > 0 && !math.IsNaN(r.TempError) {
+		fmt.Fprintf(tw, "temporaries (gradients, activations, the largest phase)\t%s\t%s\t%+.1f%%\n", gib(bd.Temp), gib(r.Temp), 100*r.TempError)
+	}
+	tw.Flush()
+	if log.Kind == validate.KindOOM {
+		verdict := "the plan said it fits: the prediction is short"
+		if r.Refused {
+			verdict = "the plan said it does not fit either"
+		}
+		fmt.Fprintf(&b, "out of memory at %s of %s: %s\n", gib(log.Reported), gib(log.Capacity), verdict)
+	}
+	switch {
+	case cal != nil:
+		fmt.Fprintf(&b, "temporaries factor %.3f (reported %s, predicted %s): plan --temp-scale %.3f, or --calibration with --write-calibration's file, plans with it\n",
+			cal.TempScale, gib(cal.Reported), gib(cal.Predicted), cal.TempScale)
+	default:
+		fmt.Fprintf(&b, "no temporaries factor: %v\n", calErr)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// compileNote is what plan --verify prints: how to compile the plan ahead
+// of time on a CPU machine and hold the compiler's memory to the plan's.
+// The export and the check are given the plan's layout and batch as
+// flags, so that they cost the same plan.
+func compileNote(p plan.Plan, flags string) string {
+	cfg, err := export.MaxText(p)
+	if err != nil {
+		return fmt.Sprintf("Verify: MaxText cannot compile this plan as it is (%s)\n", oneLine(err.Error()))
+	}
+	e := p.Best.Estimate
+	flags += fmt.Sprintf(" --mesh '%s' --global-batch %d --remat %s", e.Mesh, e.Job.GlobalBatch, e.Job.Remat)
+	if e.Mesh.Size(mesh.Pipeline) > 1 {
+		flags += fmt.Sprintf(" --schedule %s --chunks %d", e.Job.Schedule, max(e.Job.Chunks, 1))
+	}
+	return fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM this plan needs, or fails as the TPU would):
+  shardlab export maxtext%[1]s > %[2]s
+  %[3]s 2>&1 | tee compile.log
+  shardlab check --compile-log compile.log%[1]s --write-calibration calibration.json
+(then plan --calibration calibration.json plans with the compiler's temporaries)
+`, flags, cfg.File(), export.CompileCommand(p, cfg))
+}
+
+// jobFlags spells the flags given that describe the job and the hardware,
+// as export and check take them (not the layout, batch and remat, which
+// compileNote adds from the plan, nor plan's own).
+func jobFlags(fs *flag.FlagSet) string {
+	skip := map[string]bool{"mesh": true, "global-batch": true, "remat": true, "max-global-batch": true, "top": true, "json": true,
+		"verify": true, "goodput": true, "tokens": true, "html": true, "svg": true, "png": true, "example-cost": true, "framework": true, "schedule": true, "chunks": true}
+	var b strings.Builder
+	fs.Visit(func(f *flag.Flag) {
+		if skip[f.Name] {
+			return
+		}
+		v := f.Value.String()
+		if strings.ContainsAny(v, " '\"\\$`*?[]{}()<>|&;#~!") || v == "" {
+			v = "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+		}
+		fmt.Fprintf(&b, " --%s %s", f.Name, v)
+	})
+	return b.String()
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestVerifyThenCheck runs what plan --verify prints, with a compile log
+// standing in for MaxText's train_compile: the export writes the config
+// the compile command names, check reads a memory analysis whose
+// temporaries are twice the plan's, writes that factor, and plan
+// --calibration plans with the temporaries doubled.
+func TestVerifyThenCheck(t *testing.T) {
+	dir := t.TempDir()
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8"}
+	out, errOut, code := runCmd(append([]string{"plan", "--verify"}, job...)...)
+	if code != 0 {
+		t.Fatalf("plan --verify: exit %d: %s", code, errOut)
+	}
+	i := strings.Index(out, "Verify before renting TPUs")
+	if i < 0 {
+		t.Fatalf("plan --verify printed no verification:\n%s", out)
+	}
+	lines := strings.Split(out[i:], "\n")
+	if len(lines) < 4 || !strings.Contains(lines[2], "train_compile shardlab-llama3-8b.yml") || !strings.Contains(lines[2], "compile_topology=v5p-8 compile_topology_num_slices=1") {
+		t.Fatalf("the compile command:\n%s", out[i:])
+	}
+	// the export line: its flags, then "> FILE"
+	exportArgs := strings.Fields(strings.ReplaceAll(strings.TrimSpace(strings.Split(lines[1], ">")[0]), "'", ""))[1:]
+	cfg, errOut, code := runCmd(exportArgs...)
+	if code != 0 || !strings.Contains(cfg, "base_config: 'base.yml'") {
+		t.Fatalf("%v: exit %d %s\n%s", exportArgs, code, errOut, cfg)
+	}
+	checkArgs := strings.Fields(strings.ReplaceAll(strings.TrimSpace(lines[3]), "'", ""))[1:]
+	if checkArgs[0] != "check" || checkArgs[1] != "--compile-log" {
+		t.Fatalf("the check line: %v", checkArgs)
+	}
+	// the plan's own split, per device (v5p: one device a chip)
+	js, _, _ := runCmd(append([]string{"check", "--compile-log", writeLog(t, dir, "seed.log", "Used 1G of 95.74G hbm"), "--json"}, checkArgs[3:len(checkArgs)-2]...)...)
+	var seed struct {
+		Result struct {
+			Arguments int64 `json:"predicted_argument_bytes"`
+			Temp      int64 `json:"predicted_temp_bytes"`
+		} `json:"comparison"`
+	}
+	if err := json.Unmarshal([]byte(js), &seed); err != nil || seed.Result.Temp <= 0 {
+		t.Fatalf("check --json: %v\n%s", err, js)
+	}
+	a, tmp := seed.Result.Arguments, seed.Result.Temp
+	log := writeLog(t, dir, "compile.log", fmt.Sprintf("Memory analysis: CompiledMemoryStats(generated_code_size_in_bytes=1, argument_size_in_bytes=%d, output_size_in_bytes=%d, alias_size_in_bytes=%d, temp_size_in_bytes=%d)", a, a, a, 2*tmp))
+	cal := filepath.Join(dir, "calibration.json")
+	args := append([]string{"check", "--compile-log", log}, checkArgs[3:len(checkArgs)-2]...)
+	out, errOut, code = runCmd(append(args, "--write-calibration", cal)...)
+	if code != 0 || !strings.Contains(out, "temporaries factor 2.000") || !strings.Contains(out, "-50.0%") {
+		t.Fatalf("check: exit %d %s\n%s", code, errOut, out)
+	}
+	base, _, _ := runCmd(append([]string{"plan", "--json"}, checkArgs[3:len(checkArgs)-2]...)...)
+	scaled, errOut, code := runCmd(append([]string{"plan", "--json", "--calibration", cal}, checkArgs[3:len(checkArgs)-2]...)...)
+	if code != 0 && code != 1 {
+		t.Fatalf("plan --calibration: exit %d %s", code, errOut)
+	}
+	temp := func(out string) int64 {
+		var v struct {
+			M struct {
+				G int64 `json:"gradients_bytes"`
+				A int64 `json:"activations_bytes"`
+				T int64 `json:"transient_bytes"`
+			} `json:"hbm_used_per_chip"`
+		}
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("%v\n%.300s", err, out)
+		}
+		return v.M.G + v.M.A + v.M.T
+	}
+	if b, s := temp(base), temp(scaled); s < 2*b-4 || s > 2*b+4 {
+		t.Errorf("plan --calibration: temporaries %d, want twice %d", s, b)
+	}
+}
+
+func writeLog(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckRefuses(t *testing.T) {
+	dir := t.TempDir()
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8"}
+	fail(t, append([]string{"check"}, job...), "--compile-log is required")
+	fail(t, append([]string{"check", "--compile-log", writeLog(t, dir, "empty.log", "step 1 loss 2.1\n")}, job...), "--compile-log", "no memory report")
+	fail(t, append([]string{"check", "--compile-log", writeLog(t, dir, "bad.log", "Used 1.2.3G of 30G hbm")}, job...), "--compile-log", "size")
+	tiny := writeLog(t, dir, "tiny.log", "CompiledMemoryStats(argument_size_in_bytes=1, output_size_in_bytes=1, alias_size_in_bytes=1, temp_size_in_bytes=1)")
+	fail(t, append([]string{"check", "--compile-log", tiny, "--write-calibration", filepath.Join(dir, "c.json")}, job...), "--write-calibration", "is the log this plan's compile")
+	fail(t, []string{"plan", "--calibration", tiny}, "--calibration", "memory calibration")
+	fail(t, []string{"plan", "--calibration", tiny, "--temp-scale", "2"}, "--calibration and --temp-scale")
+	fail(t, []string{"plan", "--temp-scale", "9"}, "--temp-scale")
+}
