@@ -161,6 +161,11 @@ func ParseMemory(data []byte) ([]MemoryCase, error) {
 	case list.Kind != yaml.SequenceNode:
 		return nil, fmt.Errorf("validate: memory table (line %d) is not a list, want a list of cases: %w", list.Line, ErrInvalid)
 	}
+	for i, n := range list.Content {
+		if n.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("validate: memory case %d (line %d) is not a mapping of fields, want one: %w", i+1, n.Line, ErrInvalid)
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var cases []MemoryCase
