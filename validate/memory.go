@@ -102,19 +102,16 @@ type Config struct {
 	ParameterOffload   bool       `yaml:"parameter_memory_host_offload,omitempty" json:"parameter_memory_host_offload,omitempty"`
 	VocabTiles         int        `yaml:"num_vocab_tiling,omitempty" json:"num_vocab_tiling,omitempty"`
 	Attention          string     `yaml:"attention,omitempty" json:"attention,omitempty"`
-	CapacityFactor     float64    `yaml:"capacity_factor,omitempty" json:"capacity_factor,omitempty"`
+	// CapacityFactor is MaxText's capacity_factor for a mixture of experts:
+	// -1 (or 0) dropless, else the factor its dropping dispatch pads to.
+	CapacityFactor float64 `yaml:"capacity_factor,omitempty" json:"capacity_factor,omitempty"`
 }
 
 // Run is the configuration as a row of the runs table, for Run.Setup. A
 // memory case has no published MFU; the FLOP convention, which Setup
 // checks and memory does not use, is "none".
 func (c Config) Run(id string) Run {
-	return Run{ID: id, Generation: c.Generation, AcceleratorType: c.AcceleratorType, Slices: c.Slices, Model: c.Model,
-		SeqLen: c.SeqLen, PerDeviceBatchSize: c.PerDeviceBatchSize, GlobalBatch: c.GlobalBatch, Devices: c.Devices, Chips: c.Chips,
-		Layout: c.Layout, RematPolicy: c.RematPolicy, RematCustom: c.RematCustom, WeightDType: c.WeightDType, MuDType: c.MuDType,
-		Quantization: c.Quantization, OptimizerOffload: c.OptimizerOffload, ParameterOffload: c.ParameterOffload,
-		VocabTiles: c.VocabTiles, Attention: c.Attention, CapacityFactor: c.CapacityFactor,
-		Published: Published{FLOPsConvention: "none"}}
+	return Run{ID: id, Config: c, Published: Published{FLOPsConvention: "none"}}
 }
 
 // MemoryCase is one number XLA reported for a stated training

@@ -22,7 +22,6 @@ import (
 	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/mesh"
-	"shardlab/model"
 )
 
 //go:embed runs.yaml
@@ -84,35 +83,15 @@ func (p Published) attentionShare() (float64, error) {
 
 // Run is one published training run.
 type Run struct {
-	ID                 string     `yaml:"id" json:"id"`
-	Source             Source     `yaml:"source" json:"source"`
-	Generation         string     `yaml:"generation" json:"generation"`
-	AcceleratorType    string     `yaml:"accelerator_type" json:"accelerator_type"`
-	Slices             int        `yaml:"slices" json:"slices"`
-	Model              model.Spec `yaml:"model" json:"model"`
-	SeqLen             int        `yaml:"seq_len" json:"seq_len"`
-	PerDeviceBatchSize float64    `yaml:"per_device_batch_size" json:"per_device_batch_size"`
-	GlobalBatch        int        `yaml:"global_batch_sequences" json:"global_batch_sequences"`
-	Devices            int        `yaml:"devices" json:"devices"`
-	Chips              int        `yaml:"chips" json:"chips"`
-	Layout             Layout     `yaml:"layout" json:"layout"`
-	RematPolicy        string     `yaml:"remat_policy" json:"remat_policy"`
-	RematCustom        string     `yaml:"remat_custom,omitempty" json:"remat_custom,omitempty"`
-	WeightDType        string     `yaml:"weight_dtype" json:"weight_dtype"`
-	MuDType            string     `yaml:"mu_dtype,omitempty" json:"mu_dtype,omitempty"`
-	Quantization       string     `yaml:"quantization" json:"quantization"`
-	OptimizerOffload   bool       `yaml:"optimizer_memory_host_offload,omitempty" json:"optimizer_memory_host_offload,omitempty"`
-	ParameterOffload   bool       `yaml:"parameter_memory_host_offload,omitempty" json:"parameter_memory_host_offload,omitempty"`
-	VocabTiles         int        `yaml:"num_vocab_tiling,omitempty" json:"num_vocab_tiling,omitempty"`
-	Attention          string     `yaml:"attention,omitempty" json:"attention,omitempty"`
-	// CapacityFactor is MaxText's capacity_factor for a mixture of experts:
-	// -1 (or 0) dropless, else the factor its dropping dispatch pads to.
-	CapacityFactor float64        `yaml:"capacity_factor,omitempty" json:"capacity_factor,omitempty"`
-	Doubtful       string         `yaml:"doubtful,omitempty" json:"doubtful,omitempty"`
-	OtherFlags     map[string]any `yaml:"other_flags,omitempty" json:"-"`
-	Published      Published      `yaml:"published" json:"published"`
-	Calibration    bool           `yaml:"calibration" json:"calibration"`
-	Notes          string         `yaml:"notes,omitempty" json:"notes,omitempty"`
+	ID     string `yaml:"id" json:"id"`
+	Source Source `yaml:"source" json:"source"`
+	// Config is the run's model, hardware, layout, batch and settings.
+	Config      `yaml:",inline"`
+	Doubtful    string         `yaml:"doubtful,omitempty" json:"doubtful,omitempty"`
+	OtherFlags  map[string]any `yaml:"other_flags,omitempty" json:"-"`
+	Published   Published      `yaml:"published" json:"published"`
+	Calibration bool           `yaml:"calibration" json:"calibration"`
+	Notes       string         `yaml:"notes,omitempty" json:"notes,omitempty"`
 }
 
 // Runs is the built-in table.
