@@ -2,6 +2,9 @@ package model
 
 // catalog holds published models. Shapes come from each model's paper or
 // released config; Published is the parameter count its authors give.
+// HFModel is the Hugging Face repository of the base (pretrained, not
+// instruction-tuned) model the entry describes, from its model card on
+// huggingface.co; GPT-3's weights were never released, so it has none.
 var catalog = [...]Spec{
 	{
 		// Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1:
@@ -16,29 +19,37 @@ var catalog = [...]Spec{
 		// (hidden 4096, intermediate 11008, 32 layers, 32 heads, vocab 32000).
 		Name: "llama2-7b", Layers: 32, DModel: 4096, Heads: 32, DFF: 11008, Vocab: 32000, SeqLen: 4096, GatedMLP: true,
 		Published: 6_738_415_616, Source: "meta-llama/Llama-2-7b-hf safetensors metadata (6.74B)",
+		HFModel: "meta-llama/Llama-2-7b-hf",
 	},
 	{
 		Name: "llama2-13b", Layers: 40, DModel: 5120, Heads: 40, DFF: 13824, Vocab: 32000, SeqLen: 4096, GatedMLP: true,
 		Published: 13_015_864_320, Source: "meta-llama/Llama-2-13b-hf safetensors metadata (13.0B)",
+		HFModel: "meta-llama/Llama-2-13b-hf",
 	},
 	{
 		// Llama 2 70B uses grouped-query attention with 8 KV heads (Touvron et al. 2023, §2.2).
 		Name: "llama2-70b", Layers: 80, DModel: 8192, Heads: 64, KVHeads: 8, DFF: 28672, Vocab: 32000, SeqLen: 4096, GatedMLP: true,
 		Published: 68_976_648_192, Source: "meta-llama/Llama-2-70b-hf safetensors metadata (69.0B)",
+		HFModel: "meta-llama/Llama-2-70b-hf",
 	},
 	{
 		// Llama Team 2024, "The Llama 3 Herd of Models", Table 3: 32 layers, 4096 model
 		// dim, 14336 FFN dim, 32 heads, 8 KV heads, vocabulary 128,000 (128,256 in the config).
 		Name: "llama3-8b", Layers: 32, DModel: 4096, Heads: 32, KVHeads: 8, DFF: 14336, Vocab: 128256, SeqLen: 8192, GatedMLP: true,
 		Published: 8_030_261_248, Source: "Llama 3 Herd Table 3; meta-llama/Meta-Llama-3-8B safetensors metadata (8.03B)",
+		HFModel: "meta-llama/Meta-Llama-3-8B",
 	},
 	{
 		Name: "llama3-70b", Layers: 80, DModel: 8192, Heads: 64, KVHeads: 8, DFF: 28672, Vocab: 128256, SeqLen: 8192, GatedMLP: true,
 		Published: 70_553_706_496, Source: "Llama 3 Herd Table 3; meta-llama/Meta-Llama-3-70B safetensors metadata (70.6B)",
+		HFModel: "meta-llama/Meta-Llama-3-70B",
 	},
 	{
+		// The 405B model was released only as Llama 3.1 (128K context, the same
+		// shape); its base repository is meta-llama/Llama-3.1-405B.
 		Name: "llama3-405b", Layers: 126, DModel: 16384, Heads: 128, KVHeads: 8, DFF: 53248, Vocab: 128256, SeqLen: 8192, GatedMLP: true,
 		Published: 405e9, Source: "Llama 3 Herd Table 3 (405B)",
+		HFModel: "meta-llama/Llama-3.1-405B",
 	},
 	{
 		// Gemma Team 2024, "Gemma 2", Table 1: d_model 3584, 42 layers, 16 heads,
@@ -47,11 +58,13 @@ var catalog = [...]Spec{
 		Name: "gemma2-9b", Layers: 42, DModel: 3584, Heads: 16, KVHeads: 8, HeadDim: 256, DFF: 14336, Vocab: 256128, SeqLen: 8192,
 		GatedMLP: true, TiedEmbeddings: true, NormsPerLayer: 4,
 		Published: 9_242_164_736, Source: "Gemma 2 Table 2: 917,962,752 embedding + 8,324,201,984 non-embedding",
+		HFModel: "google/gemma-2-9b",
 	},
 	{
 		Name: "gemma2-27b", Layers: 46, DModel: 4608, Heads: 32, KVHeads: 16, HeadDim: 128, DFF: 36864, Vocab: 256128, SeqLen: 8192,
 		GatedMLP: true, TiedEmbeddings: true, NormsPerLayer: 4,
 		Published: 27_227_718_144, Source: "Gemma 2 Table 2: 26,047,480,320 non-embedding, plus the 256128 x 4608 embedding",
+		HFModel: "google/gemma-2-27b",
 	},
 	{
 		// Jiang et al. 2024, "Mixtral of Experts" (arXiv 2401.04088), Table 1:
@@ -62,6 +75,7 @@ var catalog = [...]Spec{
 		Name: "mixtral-8x7b", Layers: 32, DModel: 4096, Heads: 32, KVHeads: 8, DFF: 14336, Vocab: 32000, SeqLen: 4096, GatedMLP: true,
 		Experts: 8, ExpertsPerToken: 2,
 		Published: 46_700_000_000, PublishedActive: 12_900_000_000, Source: "Mixtral of Experts, Table 1 and §2 (46.7B total, 12.9B active)",
+		HFModel: "mistralai/Mixtral-8x7B-v0.1",
 	},
 	{
 		// DeepSeek-AI 2024, "DeepSeek-V3 Technical Report" (arXiv 2412.19437) §4.2 and
@@ -75,6 +89,7 @@ var catalog = [...]Spec{
 		Experts: 256, ExpertsPerToken: 8, SharedExperts: 1, ExpertDFF: 2048, FirstDenseLayers: 3,
 		QLoRARank: 1536, KVLoRARank: 512, QKRopeHeadDim: 64, VHeadDim: 128,
 		Published: 671e9, PublishedActive: 37e9, Source: "DeepSeek-V3 Technical Report, abstract (671B total, 37B activated per token)",
+		HFModel: "deepseek-ai/DeepSeek-V3-Base",
 	},
 	{
 		// Qwen Team 2025, "Qwen3 Technical Report" (arXiv 2505.09388) Table 2 and the released
@@ -83,7 +98,9 @@ var catalog = [...]Spec{
 		// MoE with 128 experts of width 1536, 8 per token, no shared expert.
 		Name: "qwen3-235b-a22b", Layers: 94, DModel: 4096, Heads: 64, KVHeads: 4, HeadDim: 128, DFF: 1536, Vocab: 151936, SeqLen: 4096, GatedMLP: true,
 		Experts: 128, ExpertsPerToken: 8,
+		// Qwen released no separate base checkpoint of the 235B model.
 		Published: 235e9, PublishedActive: 22e9, Source: "Qwen/Qwen3-235B-A22B model card (235B total, 22B activated)",
+		HFModel: "Qwen/Qwen3-235B-A22B",
 	},
 	{
 		// Mistral AI 2024, Mixtral 8x22B release and config.json, as MaxText's
@@ -93,6 +110,7 @@ var catalog = [...]Spec{
 		Name: "mixtral-8x22b", Layers: 56, DModel: 6144, Heads: 48, KVHeads: 8, DFF: 16384, Vocab: 32768, SeqLen: 4096, GatedMLP: true,
 		Experts: 8, ExpertsPerToken: 2,
 		Published: 141e9, PublishedActive: 39e9, Source: "mistral.ai/news/mixtral-8x22b (39B active of 141B)",
+		HFModel: "mistralai/Mixtral-8x22B-v0.1",
 	},
 	{
 		// Meta 2025, Llama 4 Maverick config.json, as MaxText's configs/models/llama4-17b-128e.yml
@@ -102,5 +120,6 @@ var catalog = [...]Spec{
 		Name: "llama4-maverick", Layers: 48, DModel: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, DFF: 16384, Vocab: 202048, SeqLen: 8192, GatedMLP: true,
 		Experts: 128, ExpertsPerToken: 1, SharedExperts: 1, ExpertDFF: 8192, MoEEvery: 2,
 		Published: 400e9, PublishedActive: 17e9, Source: "meta-llama/Llama-4-Maverick-17B-128E model card (17B active, 400B total)",
+		HFModel: "meta-llama/Llama-4-Maverick-17B-128E",
 	},
 }

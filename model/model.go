@@ -86,6 +86,10 @@ type Spec struct {
 	Published       int64  `yaml:"published_params,omitempty" json:"published_params,omitempty"`
 	PublishedActive int64  `yaml:"published_active_params,omitempty" json:"published_active_params,omitempty"`
 	Source          string `yaml:"source,omitempty" json:"source,omitempty"`
+	// HFModel is the Hugging Face repository that holds the model's
+	// weights, owner/name, as vllm serve and transformers name it (e.g.
+	// meta-llama/Meta-Llama-3-70B); empty when there is no official one.
+	HFModel string `yaml:"hf_model,omitempty" json:"hf_model,omitempty"`
 }
 
 // ErrInvalid is wrapped by every validation error.
@@ -173,8 +177,18 @@ func (s Spec) validateText() error {
 		}
 		model = s.Name
 	}
+	if s.HFModel != "" && !hfRepo.MatchString(s.HFModel) || strings.Contains(s.HFModel, "--") || strings.Contains(s.HFModel, "..") {
+		return &FieldError{Model: strconv.QuoteToASCII(s.Name), Field: "hf_model", Value: strconv.QuoteToASCII(s.HFModel),
+			Want: "a Hugging Face repository id owner/name (letters, digits, '-', '_' and '.', each part 1 to 96 long, starting and ending with a letter or digit, no '--' or '..')"}
+	}
 	return nil
 }
+
+// hfRepo is a Hugging Face repository id as huggingface_hub's
+// validate_repo_id accepts it (REPO_ID_REGEX in utils/_validators.py:
+// word characters, '-' and '.', a name of 1 to 96, no '--' or '..'), with
+// the owner required and ASCII letters only.
+var hfRepo = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$`)
 
 // notText says why s is not printable text ("U+202E at byte 3 is a format
 // character"), or is "".

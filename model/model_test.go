@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -428,5 +429,57 @@ func TestMoEParseErrors(t *testing.T) {
 	s, err := Parse([]byte(base + "experts: 8\nexperts_per_token: 2\nshared_experts: 1\nexpert_d_ff: 32\nfirst_dense_layers: 1\n"))
 	if err != nil || s.MoELayers() != 3 || s.ExpertFF() != 32 {
 		t.Errorf("MoE spec: %+v, %v", s, err)
+	}
+}
+
+// TestCatalogHFModel: every catalog model names the Hugging Face repository
+// of its weights as owner/name (vllm serve's model argument), except GPT-3,
+// whose weights were never released; and no two entries share one.
+func TestCatalogHFModel(t *testing.T) {
+	seen := map[string]string{}
+	for _, s := range Catalog() {
+		if s.Name == "gpt3-175b" {
+			if s.HFModel != "" {
+				t.Errorf("%s: HFModel %q, want none (no released weights)", s.Name, s.HFModel)
+			}
+			continue
+		}
+		owner, name, ok := strings.Cut(s.HFModel, "/")
+		if !ok || owner == "" || name == "" || strings.Contains(name, "/") || !hfRepo.MatchString(s.HFModel) {
+			t.Errorf("%s: HFModel %q, want a Hugging Face id owner/name", s.Name, s.HFModel)
+		}
+		if other, dup := seen[s.HFModel]; dup {
+			t.Errorf("%s and %s both name %s", other, s.Name, s.HFModel)
+		}
+		seen[s.HFModel] = s.Name
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: %v", s.Name, err)
+		}
+	}
+}
+
+// TestHFModelField: a spec file may carry its Hugging Face id; one not of
+// the form owner/name is refused, naming the field.
+func TestHFModelField(t *testing.T) {
+	base := "name: m\nlayers: 2\nd_model: 64\nheads: 4\nd_ff: 128\nvocab: 100\nseq_len: 64\n"
+	for _, c := range []struct {
+		id   string
+		want string // "" accepted
+	}{
+		{"org/my-model_1.5", ""},
+		{"my-model", "hf_model"},
+		{"org/sub/model", "hf_model"},
+		{"org/model--x", "hf_model"},
+		{"/model", "hf_model"},
+		{"org/-model", "hf_model"},
+		{"org/mod el", "hf_model"},
+	} {
+		s, err := Parse([]byte(base + "hf_model: " + strconv.Quote(c.id) + "\n"))
+		switch {
+		case c.want == "" && (err != nil || s.HFModel != c.id):
+			t.Errorf("hf_model %q: %v, HFModel %q; want accepted", c.id, err, s.HFModel)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrInvalid)):
+			t.Errorf("hf_model %q: err %v, want an ErrInvalid naming %s", c.id, err, c.want)
+		}
 	}
 }
