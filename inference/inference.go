@@ -100,6 +100,36 @@ func ParseDtype(field, s string) (Dtype, error) {
 	return v, nil
 }
 
+// KVCacheDtypes are the values of vLLM's --kv-cache-dtype that shardlab
+// plans for, with the format each stores: auto (the model's dtype; the
+// checkpoints shardlab models are bf16), bfloat16, and the fp8 formats
+// tpu-inference maps to a TPU dtype. They are CacheDType's values in
+// vllm/config/cache.py @002f10e0 that TPU_STR_DTYPE_TO_TORCH_DTYPE in
+// tpu-inference's tpu_inference/layers/vllm/attention.py @d58a778e holds
+// (testdata/vllm_kv_cache_dtypes.txt lists them all).
+var KVCacheDtypes = []string{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"}
+
+// ParseKVCacheDtype reads a value of vLLM's --kv-cache-dtype (one of
+// KVCacheDtypes, as vLLM spells it) and returns the format of its
+// elements: bf16 for auto and bfloat16, fp8 for the fp8 formats.
+func ParseKVCacheDtype(s string) (Dtype, error) {
+	switch s {
+	case "auto", "bfloat16":
+		return BF16, nil
+	case "fp8", "fp8_e4m3", "fp8_e5m2":
+		return FP8, nil
+	}
+	return "", &FieldError{Field: "kv_cache_dtype", Value: strconv.Quote(s), Want: "one of vLLM's " + strings.Join(KVCacheDtypes, ", ") + " (those tpu-inference stores on a TPU)"}
+}
+
+// vllmKVCacheDtype is the value of --kv-cache-dtype that stores d.
+func vllmKVCacheDtype(d Dtype) string {
+	if d == FP8 {
+		return "fp8"
+	}
+	return "auto"
+}
+
 // Generations tpu-inference runs on and shardlab plans for.
 var Generations = []hw.Generation{hw.V5e, hw.V6e, hw.TPU7x}
 
@@ -120,6 +150,16 @@ type Request struct {
 	OutputLen   int // tokens per request
 	Weights     Dtype
 	KVCache     Dtype
+	// KVCacheDtype is vLLM's --kv-cache-dtype as given (one of
+	// KVCacheDtypes). When set, NewRequest sets KVCache from it; when
+	// empty, NewRequest sets it to the value that stores KVCache (auto
+	// for bf16, fp8). The serving command passes it on unchanged.
+	KVCacheDtype string
+	// MaxNumSeqs is vLLM's max_num_seqs, the sequences one replica's
+	// scheduler runs at once. When positive it replaces Concurrency:
+	// each layout then serves MaxNumSeqs sequences a replica, MaxNumSeqs
+	// times its replicas in all.
+	MaxNumSeqs int
 	// MemoryUtilization is vLLM's gpu_memory_utilization: the share of a
 	// device's HBM vLLM may fill (weights, activations, KV cache).
 	MemoryUtilization float64
@@ -182,6 +222,15 @@ func NewRequest(r Request) (Request, error) {
 	if rr := r.RequestRate; math.IsNaN(rr) || math.IsInf(rr, 0) || rr < 0 || rr > MaxRequestRate {
 		return Request{}, &FieldError{Field: "request_rate", Value: strconv.FormatFloat(rr, 'g', -1, 64), Want: fmt.Sprintf("0 (use concurrency) or a finite rate up to %d requests/s", MaxRequestRate)}
 	}
+	if r.MaxNumSeqs != 0 && r.RequestRate > 0 {
+		return Request{}, &FieldError{Field: "max_num_seqs", Value: strconv.Itoa(r.MaxNumSeqs), Want: "0 when request_rate is set (the rate sets the concurrency)"}
+	}
+	if r.MaxNumSeqs < 0 || r.MaxNumSeqs > MaxConcurrency {
+		return Request{}, bad("max_num_seqs", r.MaxNumSeqs, fmt.Sprintf("0 (use concurrency) or 1 to %d sequences a replica", MaxConcurrency))
+	}
+	if r.MaxNumSeqs > 0 {
+		r.Concurrency = r.MaxNumSeqs // one replica's; Estimate multiplies by the replicas
+	}
 	if r.RequestRate > 0 {
 		r.Concurrency = 1 // a start; Search finds each layout's
 	}
@@ -207,6 +256,15 @@ func NewRequest(r Request) (Request, error) {
 			return Request{}, err
 		}
 		*d.v = v
+	}
+	if r.KVCacheDtype == "" {
+		r.KVCacheDtype = vllmKVCacheDtype(r.KVCache)
+	} else {
+		kv, err := ParseKVCacheDtype(r.KVCacheDtype)
+		if err != nil {
+			return Request{}, err
+		}
+		r.KVCache = kv
 	}
 	if u := r.MemoryUtilization; math.IsNaN(u) || u <= 0 || u > 1 {
 		return Request{}, &FieldError{Field: "gpu_memory_utilization", Value: strconv.FormatFloat(u, 'g', -1, 64), Want: "a number in (0, 1]"}
@@ -391,6 +449,9 @@ func Estimate(r Request, tp, dp int) Layout {
 	l := Layout{TP: tp, DP: dp, Chips: ceilDiv(tp*dp, per)}
 	l.SeqsEach = ceilDiv(r.Concurrency, dp)
 	l.Concurrency = r.Concurrency
+	if r.MaxNumSeqs > 0 {
+		l.SeqsEach, l.Concurrency = r.MaxNumSeqs, r.MaxNumSeqs*dp
+	}
 	m := &l.Memory
 	m.Capacity = c.HBM / unit.Bytes(per)
 	m.Budget = unit.Bytes(float64(m.Capacity) * r.MemoryUtilization)
@@ -518,6 +579,13 @@ func Search(r Request) (Plan, error) {
 			most = max(most, l.DP*l.Memory.MaxSeqs)
 		}
 		why := fmt.Sprintf("%d concurrent sequences of %d tokens do not fit on %s (at most %d do)", r.Concurrency, r.MaxModelLen, r.Slice.AcceleratorType(), most)
+		if r.MaxNumSeqs > 0 {
+			most = 0
+			for _, l := range p.Layouts {
+				most = max(most, l.Memory.MaxSeqs)
+			}
+			why = fmt.Sprintf("%d sequences of %d tokens a replica (max_num_seqs) do not fit on %s (at most %d do)", r.MaxNumSeqs, r.MaxModelLen, r.Slice.AcceleratorType(), most)
+		}
 		if r.RequestRate > 0 {
 			why = fmt.Sprintf("%g requests/s of %d+%d tokens need more sequences at once than fit on %s (at most %d do)", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
 		}

@@ -3,6 +3,7 @@ package inference
 import (
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -220,6 +221,10 @@ func TestNewRequestErrors(t *testing.T) {
 		{"inf utilization", func(r *Request) { r.MemoryUtilization = math.Inf(1) }, []string{"gpu_memory_utilization +Inf"}},
 		{"int8 kv", func(r *Request) { r.KVCache = Int8 }, []string{"kv_cache_dtype \"int8\"", "bf16 or fp8"}},
 		{"v5p", func(r *Request) { r.Slice = slice(t, "v5p-8") }, []string{"tpu v5p", "tpu7x"}},
+		{"vllm kv int8", func(r *Request) { r.KVCacheDtype = "int8_per_token_head" }, []string{`kv_cache_dtype "int8_per_token_head"`, "auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2"}},
+		{"shardlab name as vllm kv", func(r *Request) { r.KVCacheDtype = "bf16" }, []string{`kv_cache_dtype "bf16"`, "bfloat16"}},
+		{"negative max_num_seqs", func(r *Request) { r.MaxNumSeqs = -1 }, []string{"max_num_seqs -1"}},
+		{"max_num_seqs and rate", func(r *Request) { r.MaxNumSeqs = 8; r.RequestRate = 2 }, []string{"max_num_seqs 8", "request_rate"}},
 		{"too long", func(r *Request) { r.PromptLen = 8000; r.OutputLen = 500 }, []string{"output_len 500", "1 to 192"}},
 	} {
 		r := base
@@ -287,5 +292,96 @@ func TestAtRate(t *testing.T) {
 	r.RequestRate = 1e5
 	if l := AtRate(r, 8, 1); l.Fits {
 		t.Errorf("100000 requests/s fit on one tpu7x-8 VM at %d sequences", l.Concurrency)
+	}
+}
+
+// TestKVCacheDtypes: every value of vLLM's CacheDType literal, as
+// testdata/vllm_kv_cache_dtypes.txt lists it from vLLM's source, is either
+// accepted with the format listed beside it or refused; and every value
+// shardlab accepts is one vLLM defines.
+func TestKVCacheDtypes(t *testing.T) {
+	data, err := os.ReadFile("testdata/vllm_kv_cache_dtypes.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vllm := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		if len(f) != 2 {
+			t.Fatalf("line %q: want a value and a format or -", line)
+		}
+		vllm[f[0]] = true
+		got, err := ParseKVCacheDtype(f[0])
+		switch {
+		case f[1] == "-" && err == nil:
+			t.Errorf("ParseKVCacheDtype(%q) = %s, want refused", f[0], got)
+		case f[1] != "-" && (err != nil || string(got) != f[1]):
+			t.Errorf("ParseKVCacheDtype(%q) = %q, %v; want %s", f[0], got, err, f[1])
+		}
+	}
+	for _, v := range KVCacheDtypes {
+		if !vllm[v] {
+			t.Errorf("KVCacheDtypes has %q, which vLLM's CacheDType lacks", v)
+		}
+	}
+}
+
+// TestKVCacheDtypeRequest: a request given vLLM's value keeps it and
+// stores the KV cache in its format (auto and bfloat16: 2 bytes an element
+// for a bf16 model; the fp8 formats: 1); one given only a format gets the
+// value that stores it.
+func TestKVCacheDtypeRequest(t *testing.T) {
+	for _, c := range []struct {
+		given   string
+		kv      Dtype
+		want    string
+		element int
+	}{
+		{"auto", "", "auto", 2},
+		{"bfloat16", "", "bfloat16", 2},
+		{"fp8", "", "fp8", 1},
+		{"fp8_e4m3", "", "fp8_e4m3", 1},
+		{"fp8_e5m2", "", "fp8_e5m2", 1},
+		{"", BF16, "auto", 2},
+		{"", FP8, "fp8", 1},
+	} {
+		r := request(t)
+		r.KVCacheDtype, r.KVCache = c.given, c.kv
+		got, err := NewRequest(r)
+		if err != nil {
+			t.Errorf("kv %q/%q: %v", c.given, c.kv, err)
+			continue
+		}
+		if got.KVCacheDtype != c.want || got.KVCache.Bytes() != c.element {
+			t.Errorf("kv %q/%q: KVCacheDtype %q, %d bytes an element; want %q, %d", c.given, c.kv, got.KVCacheDtype, got.KVCache.Bytes(), c.want, c.element)
+		}
+	}
+}
+
+// TestMaxNumSeqs: with vLLM's max_num_seqs every layout runs that many
+// sequences a replica (what vllm serve --max-num-seqs sets), so its
+// concurrency is that times its replicas.
+func TestMaxNumSeqs(t *testing.T) {
+	r := request(t)
+	r.MaxNumSeqs = 24
+	r, err := NewRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range p.Layouts {
+		if l.SeqsEach != 24 || l.Concurrency != 24*l.DP {
+			t.Errorf("TP %d DP %d: %d sequences a replica, %d in all; want 24, %d", l.TP, l.DP, l.SeqsEach, l.Concurrency, 24*l.DP)
+		}
+	}
+	r.MaxNumSeqs = MaxConcurrency
+	if _, err := Search(r); !errors.Is(err, ErrNoFit) || !strings.Contains(err.Error(), "max_num_seqs") {
+		t.Errorf("%d sequences a replica: %v, want ErrNoFit naming max_num_seqs", MaxConcurrency, err)
 	}
 }

@@ -19,8 +19,15 @@ func (p Plan) WriteText(w io.Writer, command string) error {
 	if r.RequestRate > 0 {
 		load = fmt.Sprintf("%g requests/s (%d sequences in the server on this layout)", r.RequestRate, b.Concurrency)
 	}
+	if r.MaxNumSeqs > 0 {
+		load = fmt.Sprintf("max_num_seqs %d a replica (%d concurrent sequences)", r.MaxNumSeqs, b.Concurrency)
+	}
+	kv := string(r.KVCache)
+	if r.KVCacheDtype != "" && r.KVCacheDtype != kv {
+		kv = fmt.Sprintf("%s (%s)", r.KVCacheDtype, r.KVCache)
+	}
 	fmt.Fprintf(w, "serving %s on %s (%s, %s a chip): max model len %d, %s of %d+%d tokens, weights %s, KV cache %s\n\n",
-		r.Model.Name, r.Slice.AcceleratorType(), unit.Plural(r.Slice.Chips(), "chip"), unit.Plural(r.Slice.Chip.JAXDevicesPerChip, "JAX device"), r.MaxModelLen, load, r.PromptLen, r.OutputLen, r.Weights, r.KVCache)
+		r.Model.Name, r.Slice.AcceleratorType(), unit.Plural(r.Slice.Chips(), "chip"), unit.Plural(r.Slice.Chip.JAXDevicesPerChip, "JAX device"), r.MaxModelLen, load, r.PromptLen, r.OutputLen, r.Weights, kv)
 	fmt.Fprintf(w, "layout: tensor parallel %d × data parallel %d on %s, %d sequences per replica\n", b.TP, b.DP, unit.Plural(b.Chips, "chip"), b.SeqsEach)
 	for _, s := range p.Reasons {
 		fmt.Fprintf(w, "  - %s\n", s)
