@@ -32,7 +32,7 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	d := inference.DefaultRequest()
 	fs.StringVar(&f.model, "model", "llama3-70b", "catalog model name or a YAML/JSON spec file of at most 1 MiB")
 	fs.StringVar(&f.tpu, "tpu", "tpu7x-8", "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16; a generation alone (tpu7x) is one VM")
-	fs.StringVar(&f.modelID, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: --model)")
+	fs.StringVar(&f.modelID, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: the catalog model's repository)")
 	intVar(fs, &r.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the model's", "longest sequence, prompt and output, in tokens")
 	intVar(fs, &r.Concurrency, "concurrency", d.Concurrency, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
 	floatVar(fs, &r.RequestRate, "request-rate", 0, floatFlag{lo: 0.001, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
@@ -40,7 +40,9 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	intVar(fs, &r.PromptLen, "prompt-len", d.PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request")
 	intVar(fs, &r.OutputLen, "output-len", d.OutputLen, 1, inference.MaxTokens, "", "output tokens per request")
 	choiceVar(fs, &f.weights, "weights", string(d.Weights), []string{"bf16", "fp8", "int8"}, nil, "weight precision")
-	choiceVar(fs, &f.kv, "kv-cache-dtype", string(d.KVCache), []string{"bf16", "fp8"}, nil, "KV cache precision (vllm --kv-cache-dtype auto or fp8)")
+	intVar(fs, &r.MaxNumSeqs, "max-num-seqs", 0, 1, inference.MaxConcurrency, "default: --concurrency",
+		"vLLM's max_num_seqs: sequences each replica runs at once (the concurrency is this times the replicas)")
+	choiceVar(fs, &f.kv, "kv-cache-dtype", "auto", inference.KVCacheDtypes, nil, "vLLM's KV cache dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte")
 	floatVar(fs, &r.MemoryUtilization, "gpu-memory-utilization", d.MemoryUtilization, floatFlag{lo: 0, hi: 1, loOpen: true}, "share of a device's HBM vLLM may fill (vllm's default 0.92)")
 	intVar(fs, &r.MaxNumBatchedTokens, "max-num-batched-tokens", d.MaxNumBatchedTokens, 1, inference.MaxTokens, "", "the scheduler's tokens per step: the prefill chunk and activation buffers")
 	intVar(fs, &r.TP, "tensor-parallel-size", 0, 0, 1024, "0: search", "fix the tensor-parallel size, in JAX devices (TPU7x: 2 a chip)")
@@ -70,22 +72,29 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		}
 		slice = &s
 	}
-	if set := setFlags(fs); set["request-rate"] && set["concurrency"] && f.req.RequestRate > 0 {
+	set := setFlags(fs)
+	if set["request-rate"] && set["concurrency"] && f.req.RequestRate > 0 {
 		return bad("inference: --concurrency and --request-rate both set; give one (the rate sets the concurrency)")
+	}
+	if set["max-num-seqs"] && (set["concurrency"] || set["request-rate"] && f.req.RequestRate > 0) {
+		return bad("inference: --max-num-seqs with --concurrency or --request-rate; give one (--max-num-seqs is each replica's concurrency)")
+	}
+	id := f.modelID
+	if id == "" {
+		id = spec.HFModel
+	}
+	if id == "" {
+		return bad("inference: --model %s names no Hugging Face repository (its catalog entry or spec file has no hf_model); give --hf-model, a Hugging Face id owner/name or a path, for the vllm serve line", f.model)
 	}
 	r := f.req
 	r.Model, r.Slice = spec, *slice
-	r.Weights, r.KVCache = inference.Dtype(f.weights), inference.Dtype(f.kv)
+	r.Weights, r.KVCacheDtype = inference.Dtype(f.weights), f.kv
 	if r, err = inference.NewRequest(r); err != nil {
 		return inferenceError(err)
 	}
 	p, err := inference.Search(r)
 	if err != nil {
 		return err
-	}
-	id := f.modelID
-	if id == "" {
-		id = f.model
 	}
 	cmd := export.VLLMServe(p, id)
 	if f.json {

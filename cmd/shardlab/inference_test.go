@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +19,7 @@ func TestInferenceJSON(t *testing.T) {
 		t.Errorf("layout %v", l)
 	}
 	cmd := v["vllm_serve_command"].(string)
-	for _, want := range []string{"vllm serve llama3-70b", "--max-model-len 8192", "--tensor-parallel-size " + strconv.Itoa(int(tp))} {
+	for _, want := range []string{"vllm serve meta-llama/Meta-Llama-3-70B", "--max-model-len 8192", "--tensor-parallel-size " + strconv.Itoa(int(tp))} {
 		if !strings.Contains(cmd, want) {
 			t.Errorf("vllm_serve_command %q lacks %q", cmd, want)
 		}
@@ -44,7 +46,13 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--request-rate", "2", "--concurrency", "8"}, []string{"--concurrency and --request-rate"}},
 		{[]string{"--gpu-memory-utilization", "NaN"}, []string{"--gpu-memory-utilization", `"NaN"`, "(0, 1]"}},
 		{[]string{"--gpu-memory-utilization", "Inf"}, []string{"--gpu-memory-utilization", `"Inf"`}},
-		{[]string{"--kv-cache-dtype", "int8"}, []string{"--kv-cache-dtype", `"int8"`, "bf16 or fp8"}},
+		{[]string{"--kv-cache-dtype", "int8"}, []string{"--kv-cache-dtype", `"int8"`, "auto, bfloat16, fp8, fp8_e4m3 or fp8_e5m2"}},
+		{[]string{"--kv-cache-dtype", "bf16"}, []string{"--kv-cache-dtype", `"bf16"`, "bfloat16"}},
+		{[]string{"--max-num-seqs", "0"}, []string{"--max-num-seqs", `"0"`, "from 1 to"}},
+		{[]string{"--max-num-seqs", "2.5"}, []string{"--max-num-seqs", `"2.5"`}},
+		{[]string{"--max-num-seqs", "8", "--concurrency", "8"}, []string{"--max-num-seqs with --concurrency"}},
+		{[]string{"--max-num-seqs", "8", "--request-rate", "2"}, []string{"--max-num-seqs with --concurrency or --request-rate"}},
+		{[]string{"--model", "gpt3-175b", "--max-model-len", "2048"}, []string{"--model gpt3-175b", "no Hugging Face repository", "--hf-model"}},
 		{[]string{"--tpu", "v5p-8"}, []string{"--tpu v5p", "tpu7x"}},
 		{[]string{"--prompt-len", "8000", "--output-len", "500", "--max-model-len", "8192"}, []string{"--output-len 500", "1 to 192"}},
 	} {
@@ -71,6 +79,101 @@ func TestInferenceLatencyTarget(t *testing.T) {
 		l := decodeJSON(t, args...).(map[string]any)["layout"].(map[string]any)
 		if l["tensor_parallel_size"] != c.tp || l["chips"] != c.chips {
 			t.Errorf("shardlab %s: TP %v on %v chips, want TP %v on %v", strings.Join(args, " "), l["tensor_parallel_size"], l["chips"], c.tp, c.chips)
+		}
+	}
+}
+
+// vllmServeOptions reads export/testdata/vllm_serve_options.txt, the
+// vllm serve options as vLLM's engine args define them (the file cites
+// vLLM's arg_utils.py and commit): each option and the values it accepts,
+// when listed.
+func vllmServeOptions(t *testing.T) map[string][]string {
+	data, err := os.ReadFile("../../export/testdata/vllm_serve_options.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		out[f[0]] = nil
+		if len(f) > 1 {
+			out[f[0]] = strings.Split(f[1], ",")
+		}
+	}
+	return out
+}
+
+// TestInferenceVLLMFlags: the vllm serve line inference prints names the
+// model by its Hugging Face id, carries only options vLLM's engine args
+// define, with values they accept, and agrees with the plan: vLLM's own
+// --kv-cache-dtype values are accepted, and --max-num-seqs is accepted and
+// printed as given, each replica's share of the plan's concurrency.
+func TestInferenceVLLMFlags(t *testing.T) {
+	known := vllmServeOptions(t)
+	for _, c := range []struct {
+		args    []string
+		id      string
+		kv      string // the --kv-cache-dtype printed
+		seqs    int    // the --max-num-seqs printed (0: the plan's)
+		element float64
+	}{
+		{nil, "meta-llama/Meta-Llama-3-70B", "auto", 0, 2},
+		{[]string{"--kv-cache-dtype", "auto"}, "meta-llama/Meta-Llama-3-70B", "auto", 0, 2},
+		{[]string{"--kv-cache-dtype", "fp8"}, "meta-llama/Meta-Llama-3-70B", "fp8", 0, 1},
+		{[]string{"--kv-cache-dtype", "bfloat16"}, "meta-llama/Meta-Llama-3-70B", "", 0, 2},
+		{[]string{"--kv-cache-dtype", "fp8_e4m3"}, "meta-llama/Meta-Llama-3-70B", "", 0, 1},
+		{[]string{"--max-num-seqs", "24"}, "meta-llama/Meta-Llama-3-70B", "auto", 24, 2},
+		{[]string{"--max-num-seqs", "16", "--tensor-parallel-size", "2"}, "meta-llama/Meta-Llama-3-70B", "auto", 16, 2},
+		{[]string{"--model", "llama3-8b"}, "meta-llama/Meta-Llama-3-8B", "auto", 0, 2},
+		{[]string{"--model", "gpt3-175b", "--max-model-len", "2048", "--concurrency", "16", "--hf-model", "/models/gpt3"}, "/models/gpt3", "auto", 0, 2},
+	} {
+		args := append([]string{"inference", "--json"}, c.args...)
+		v := decodeJSON(t, args...).(map[string]any)
+		var cmd []string
+		for _, a := range v["vllm_serve_args"].([]any) {
+			cmd = append(cmd, a.(string))
+		}
+		if len(cmd) < 3 || !slices.Equal(cmd[:3], []string{"vllm", "serve", c.id}) {
+			t.Errorf("%v: command starts %q, want vllm serve %s", c.args, cmd[:min(3, len(cmd))], c.id)
+			continue
+		}
+		l := v["layout"].(map[string]any)
+		mem := l["memory_per_device"].(map[string]any)
+		seen := map[string]string{}
+		for i := 3; i < len(cmd); i += 2 {
+			choices, ok := known[cmd[i]]
+			if !ok || i+1 >= len(cmd) {
+				t.Errorf("%v: %s is not a vllm serve option of export/testdata/vllm_serve_options.txt, or has no value", c.args, cmd[i])
+				continue
+			}
+			if choices != nil && !slices.Contains(choices, cmd[i+1]) {
+				t.Errorf("%v: %s %s, want one of %v", c.args, cmd[i], cmd[i+1], choices)
+			}
+			seen[cmd[i]] = cmd[i+1]
+		}
+		if c.kv != "" && seen["--kv-cache-dtype"] != c.kv {
+			t.Errorf("%v: --kv-cache-dtype %s printed, want %s", c.args, seen["--kv-cache-dtype"], c.kv)
+		}
+		// KV bytes a token per device at the plan's TP: layers · 2·(KV heads/TP) · 128 · element,
+		// llama3-70b's 80 layers and 8 KV heads of 128 (below the useful split at these TPs)
+		if c.id == "meta-llama/Meta-Llama-3-70B" {
+			tp := l["tensor_parallel_size"].(float64)
+			if tp <= 4 {
+				want := 80 * 2 * (8 / tp) * 128 * c.element
+				if got := mem["kv_per_token_bytes"].(float64); got != want {
+					t.Errorf("%v: KV %v bytes a token at TP %v, want %v", c.args, got, tp, want)
+				}
+			}
+		}
+		seqs := l["sequences_per_replica"].(float64)
+		if seen["--max-num-seqs"] != strconv.Itoa(int(seqs)) || (c.seqs > 0 && seqs != float64(c.seqs)) {
+			t.Errorf("%v: --max-num-seqs %s printed, plan runs %v a replica; want both %d", c.args, seen["--max-num-seqs"], seqs, c.seqs)
+		}
+		if c.seqs > 0 && v["concurrency_sequences"].(float64) != float64(c.seqs)*l["data_parallel_size"].(float64) {
+			t.Errorf("%v: concurrency %v, want %d a replica × %v replicas", c.args, v["concurrency_sequences"], c.seqs, l["data_parallel_size"])
 		}
 	}
 }
