@@ -15,9 +15,12 @@ import (
 // share. The option names are vLLM's (testdata/vllm_serve_options.txt).
 func VLLMServe(p inference.Plan, modelID string) []string {
 	r, b := p.Request, p.Best
-	kv := "auto" // the model's dtype: bf16
-	if r.KVCache == inference.FP8 {
-		kv = "fp8"
+	kv := r.KVCacheDtype // as the user gave it, in vLLM's spelling
+	if kv == "" {
+		kv = "auto" // the model's dtype: bf16
+		if r.KVCache == inference.FP8 {
+			kv = "fp8"
+		}
 	}
 	itoa := strconv.Itoa
 	args := []string{"vllm", "serve", modelID,

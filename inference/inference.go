@@ -213,64 +213,26 @@ func NewRequest(r Request) (Request, error) {
 	if r.MaxModelLen == 0 {
 		r.MaxModelLen = r.Model.SeqLen
 	}
-	bad := func(field string, v int, want string) error {
-		return &FieldError{Field: field, Value: strconv.Itoa(v), Want: want}
-	}
 	if r.MaxModelLen < 2 || r.MaxModelLen > r.Model.SeqLen {
-		return Request{}, bad("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (%s's context)", r.Model.SeqLen, r.Model.Name))
+		return Request{}, badInt("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (%s's context)", r.Model.SeqLen, r.Model.Name))
 	}
-	if rr := r.RequestRate; math.IsNaN(rr) || math.IsInf(rr, 0) || rr < 0 || rr > MaxRequestRate {
-		return Request{}, &FieldError{Field: "request_rate", Value: strconv.FormatFloat(rr, 'g', -1, 64), Want: fmt.Sprintf("0 (use concurrency) or a finite rate up to %d requests/s", MaxRequestRate)}
-	}
-	if r.MaxNumSeqs != 0 && r.RequestRate > 0 {
-		return Request{}, &FieldError{Field: "max_num_seqs", Value: strconv.Itoa(r.MaxNumSeqs), Want: "0 when request_rate is set (the rate sets the concurrency)"}
-	}
-	if r.MaxNumSeqs < 0 || r.MaxNumSeqs > MaxConcurrency {
-		return Request{}, bad("max_num_seqs", r.MaxNumSeqs, fmt.Sprintf("0 (use concurrency) or 1 to %d sequences a replica", MaxConcurrency))
-	}
-	if r.MaxNumSeqs > 0 {
-		r.Concurrency = r.MaxNumSeqs // one replica's; Estimate multiplies by the replicas
-	}
-	if r.RequestRate > 0 {
-		r.Concurrency = 1 // a start; Search finds each layout's
-	}
-	if r.Concurrency < 1 || r.Concurrency > MaxConcurrency {
-		return Request{}, bad("concurrency", r.Concurrency, fmt.Sprintf("1 to %d sequences", MaxConcurrency))
+	if err := r.concurrency(); err != nil {
+		return Request{}, err
 	}
 	if r.PromptLen < 1 || r.PromptLen >= r.MaxModelLen {
-		return Request{}, bad("prompt_len", r.PromptLen, fmt.Sprintf("1 to %d (max_model_len less one output token)", r.MaxModelLen-1))
+		return Request{}, badInt("prompt_len", r.PromptLen, fmt.Sprintf("1 to %d (max_model_len less one output token)", r.MaxModelLen-1))
 	}
 	if r.OutputLen < 1 || r.PromptLen+r.OutputLen > r.MaxModelLen {
-		return Request{}, bad("output_len", r.OutputLen, fmt.Sprintf("1 to %d (max_model_len %d less prompt_len %d)", r.MaxModelLen-r.PromptLen, r.MaxModelLen, r.PromptLen))
+		return Request{}, badInt("output_len", r.OutputLen, fmt.Sprintf("1 to %d (max_model_len %d less prompt_len %d)", r.MaxModelLen-r.PromptLen, r.MaxModelLen, r.PromptLen))
 	}
-	for _, d := range []struct {
-		field string
-		v     *Dtype
-		def   Dtype
-	}{{"weights", &r.Weights, BF16}, {"kv_cache_dtype", &r.KVCache, BF16}} {
-		if *d.v == "" {
-			*d.v = d.def
-		}
-		v, err := ParseDtype(d.field, string(*d.v))
-		if err != nil {
-			return Request{}, err
-		}
-		*d.v = v
-	}
-	if r.KVCacheDtype == "" {
-		r.KVCacheDtype = vllmKVCacheDtype(r.KVCache)
-	} else {
-		kv, err := ParseKVCacheDtype(r.KVCacheDtype)
-		if err != nil {
-			return Request{}, err
-		}
-		r.KVCache = kv
+	if err := r.dtypes(); err != nil {
+		return Request{}, err
 	}
 	if u := r.MemoryUtilization; math.IsNaN(u) || u <= 0 || u > 1 {
 		return Request{}, &FieldError{Field: "gpu_memory_utilization", Value: strconv.FormatFloat(u, 'g', -1, 64), Want: "a number in (0, 1]"}
 	}
 	if r.MaxNumBatchedTokens < 1 || r.MaxNumBatchedTokens > MaxTokens {
-		return Request{}, bad("max_num_batched_tokens", r.MaxNumBatchedTokens, fmt.Sprintf("1 to %d", MaxTokens))
+		return Request{}, badInt("max_num_batched_tokens", r.MaxNumBatchedTokens, fmt.Sprintf("1 to %d", MaxTokens))
 	}
 	if r.MaxITL < 0 {
 		return Request{}, &FieldError{Field: "max_itl", Value: r.MaxITL.String(), Want: "0 (no target) or a positive duration"}
@@ -282,11 +244,69 @@ func NewRequest(r Request) (Request, error) {
 			found = found || t == r.TP
 		}
 		if !found {
-			return Request{}, bad("tensor_parallel_size", r.TP, fmt.Sprintf("one of %s: it must divide the %d attention heads and, as tpu-inference shards the KV cache by head, divide the %d KV heads, and fit the %d devices of %s in part of a chip or whole chips",
+			return Request{}, badInt("tensor_parallel_size", r.TP, fmt.Sprintf("one of %s: it must divide the %d attention heads and, as tpu-inference shards the KV cache by head, divide the %d KV heads, and fit the %d devices of %s in part of a chip or whole chips",
 				joinInts(sizes), r.Model.Heads, r.Model.KV(), r.Slice.Chips()*c.JAXDevicesPerChip, r.Slice.AcceleratorType()))
 		}
 	}
 	return r, nil
+}
+
+// concurrency checks the request rate, vLLM's max_num_seqs and the
+// concurrency, and sets the concurrency the search starts from.
+func (r *Request) concurrency() error {
+	if rr := r.RequestRate; math.IsNaN(rr) || math.IsInf(rr, 0) || rr < 0 || rr > MaxRequestRate {
+		return &FieldError{Field: "request_rate", Value: strconv.FormatFloat(rr, 'g', -1, 64), Want: fmt.Sprintf("0 (use concurrency) or a finite rate up to %d requests/s", MaxRequestRate)}
+	}
+	if r.MaxNumSeqs != 0 && r.RequestRate > 0 {
+		return &FieldError{Field: "max_num_seqs", Value: strconv.Itoa(r.MaxNumSeqs), Want: "0 when request_rate is set (the rate sets the concurrency)"}
+	}
+	if r.MaxNumSeqs < 0 || r.MaxNumSeqs > MaxConcurrency {
+		return badInt("max_num_seqs", r.MaxNumSeqs, fmt.Sprintf("0 (use concurrency) or 1 to %d sequences a replica", MaxConcurrency))
+	}
+	if r.MaxNumSeqs > 0 {
+		r.Concurrency = r.MaxNumSeqs // one replica's; Estimate multiplies by the replicas
+	}
+	if r.RequestRate > 0 {
+		r.Concurrency = 1 // a start; Search finds each layout's
+	}
+	if r.Concurrency < 1 || r.Concurrency > MaxConcurrency {
+		return badInt("concurrency", r.Concurrency, fmt.Sprintf("1 to %d sequences", MaxConcurrency))
+	}
+	return nil
+}
+
+// dtypes checks and fills the weights' and the KV cache's formats, and
+// the KV cache's dtype as vLLM spells it.
+func (r *Request) dtypes() error {
+	for _, d := range []struct {
+		field string
+		v     *Dtype
+		def   Dtype
+	}{{"weights", &r.Weights, BF16}, {"kv_cache_dtype", &r.KVCache, BF16}} {
+		if *d.v == "" {
+			*d.v = d.def
+		}
+		v, err := ParseDtype(d.field, string(*d.v))
+		if err != nil {
+			return err
+		}
+		*d.v = v
+	}
+	if r.KVCacheDtype == "" {
+		r.KVCacheDtype = vllmKVCacheDtype(r.KVCache)
+	} else {
+		kv, err := ParseKVCacheDtype(r.KVCacheDtype)
+		if err != nil {
+			return err
+		}
+		r.KVCache = kv
+	}
+	return nil
+}
+
+// badInt is a FieldError for a whole number.
+func badInt(field string, v int, want string) error {
+	return &FieldError{Field: field, Value: strconv.Itoa(v), Want: want}
 }
 
 func joinInts(v []int) string {
@@ -535,6 +555,30 @@ func AtRate(r Request, tp, dp int) Layout {
 
 func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }
 
+// noFit says why no layout serves the request: the most sequences any
+// fits, and the latency target where there is one.
+func noFit(r Request, layouts []Layout) string {
+	most := 0
+	for _, l := range layouts {
+		most = max(most, l.DP*l.Memory.MaxSeqs)
+	}
+	why := fmt.Sprintf("%d concurrent sequences of %d tokens do not fit on %s (at most %d do)", r.Concurrency, r.MaxModelLen, r.Slice.AcceleratorType(), most)
+	if r.MaxNumSeqs > 0 {
+		most = 0
+		for _, l := range layouts {
+			most = max(most, l.Memory.MaxSeqs)
+		}
+		why = fmt.Sprintf("%d sequences of %d tokens a replica (max_num_seqs) do not fit on %s (at most %d do)", r.MaxNumSeqs, r.MaxModelLen, r.Slice.AcceleratorType(), most)
+	}
+	if r.RequestRate > 0 {
+		why = fmt.Sprintf("%g requests/s of %d+%d tokens need more sequences at once than fit on %s (at most %d do)", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
+	}
+	if r.MaxITL > 0 {
+		why += fmt.Sprintf(", or none meets the inter-token latency target %v", r.MaxITL)
+	}
+	return why
+}
+
 // Search costs every layout on the request's TPU and chooses one: with a
 // latency target, the fewest chips that meet it (then the most tokens/s
 // per chip); without one, the most tokens/s per chip (then the fewest
@@ -574,25 +618,7 @@ func Search(r Request) (Plan, error) {
 		return a.Chips < b.Chips
 	})
 	if len(p.Layouts) == 0 || !ok(p.Layouts[0]) {
-		most := 0
-		for _, l := range p.Layouts {
-			most = max(most, l.DP*l.Memory.MaxSeqs)
-		}
-		why := fmt.Sprintf("%d concurrent sequences of %d tokens do not fit on %s (at most %d do)", r.Concurrency, r.MaxModelLen, r.Slice.AcceleratorType(), most)
-		if r.MaxNumSeqs > 0 {
-			most = 0
-			for _, l := range p.Layouts {
-				most = max(most, l.Memory.MaxSeqs)
-			}
-			why = fmt.Sprintf("%d sequences of %d tokens a replica (max_num_seqs) do not fit on %s (at most %d do)", r.MaxNumSeqs, r.MaxModelLen, r.Slice.AcceleratorType(), most)
-		}
-		if r.RequestRate > 0 {
-			why = fmt.Sprintf("%g requests/s of %d+%d tokens need more sequences at once than fit on %s (at most %d do)", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
-		}
-		if r.MaxITL > 0 {
-			why += fmt.Sprintf(", or none meets the inter-token latency target %v", r.MaxITL)
-		}
-		return p, fmt.Errorf("inference: %w: %s", ErrNoFit, why)
+		return p, fmt.Errorf("inference: %w: %s", ErrNoFit, noFit(r, p.Layouts))
 	}
 	b := p.Layouts[0]
 	p.Best = b

@@ -109,8 +109,18 @@ func servingText(d servingData) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	if err := p.WriteText(&b, export.ShellQuote(export.VLLMServe(p, spec.Name))); err != nil {
+	if err := p.WriteText(&b, export.ShellQuote(export.VLLMServe(p, servingModelID(spec)))); err != nil {
 		return "", err
 	}
 	return b.String(), nil
+}
+
+// servingModelID is the model as vllm serve names it: its Hugging Face
+// repository where the catalog knows one, else its name (a pasted spec,
+// which the page cannot give a repository for).
+func servingModelID(spec model.Spec) string {
+	if spec.HFModel != "" {
+		return spec.HFModel
+	}
+	return spec.Name
 }

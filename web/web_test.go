@@ -319,8 +319,8 @@ func TestAPISpecName(t *testing.T) {
 func TestServingPage(t *testing.T) {
 	h := New(Config{})
 	code, body := get(t, h, "/serving?model=llama3-70b&tpu=tpu7x-8&max_model_len=8192")
-	if code != http.StatusOK || !strings.Contains(body, "vllm serve") || !strings.Contains(body, "tensor parallel") {
-		t.Errorf("GET /serving = %d %.300s", code, body)
+	if code != http.StatusOK || !strings.Contains(body, "vllm serve meta-llama/Meta-Llama-3-70B") || !strings.Contains(body, "tensor parallel") {
+		t.Errorf("GET /serving = %d %.300s, want the vllm serve line with the model's Hugging Face id", code, body)
 	}
 	for _, q := range []string{"model=nope&tpu=tpu7x-8&max_model_len=8192", "model=llama3-70b&tpu=v5p-8&max_model_len=8192",
 		"model=llama3-70b&tpu=tpu7x-8&max_model_len=999999", "model=llama3-70b&tpu=tpu7x-8&max_model_len=x"} {

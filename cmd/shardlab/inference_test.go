@@ -123,8 +123,9 @@ func TestInferenceVLLMFlags(t *testing.T) {
 		{nil, "meta-llama/Meta-Llama-3-70B", "auto", 0, 2},
 		{[]string{"--kv-cache-dtype", "auto"}, "meta-llama/Meta-Llama-3-70B", "auto", 0, 2},
 		{[]string{"--kv-cache-dtype", "fp8"}, "meta-llama/Meta-Llama-3-70B", "fp8", 0, 1},
-		{[]string{"--kv-cache-dtype", "bfloat16"}, "meta-llama/Meta-Llama-3-70B", "", 0, 2},
-		{[]string{"--kv-cache-dtype", "fp8_e4m3"}, "meta-llama/Meta-Llama-3-70B", "", 0, 1},
+		{[]string{"--kv-cache-dtype", "bfloat16"}, "meta-llama/Meta-Llama-3-70B", "bfloat16", 0, 2},
+		{[]string{"--kv-cache-dtype", "fp8_e4m3"}, "meta-llama/Meta-Llama-3-70B", "fp8_e4m3", 0, 1},
+		{[]string{"--kv-cache-dtype", "fp8_e5m2"}, "meta-llama/Meta-Llama-3-70B", "fp8_e5m2", 0, 1}, // not fp8 (e4m3): another format
 		{[]string{"--max-num-seqs", "24"}, "meta-llama/Meta-Llama-3-70B", "auto", 24, 2},
 		{[]string{"--max-num-seqs", "16", "--tensor-parallel-size", "2"}, "meta-llama/Meta-Llama-3-70B", "auto", 16, 2},
 		{[]string{"--model", "llama3-8b"}, "meta-llama/Meta-Llama-3-8B", "auto", 0, 2},
