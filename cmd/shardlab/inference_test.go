@@ -1,7 +1,7 @@
 package main
 
 import (
-	"os"
+	"shardlab/export"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,36 +83,12 @@ func TestInferenceLatencyTarget(t *testing.T) {
 	}
 }
 
-// vllmServeOptions reads export/testdata/vllm_serve_options.txt, the
-// vllm serve options as vLLM's engine args define them (the file cites
-// vLLM's arg_utils.py and commit): each option and the values it accepts,
-// when listed.
-func vllmServeOptions(t *testing.T) map[string][]string {
-	data, err := os.ReadFile("../../export/testdata/vllm_serve_options.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]string{}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
-			continue
-		}
-		out[f[0]] = nil
-		if len(f) > 1 {
-			out[f[0]] = strings.Split(f[1], ",")
-		}
-	}
-	return out
-}
-
 // TestInferenceVLLMFlags: the vllm serve line inference prints names the
 // model by its Hugging Face id, carries only options vLLM's engine args
 // define, with values they accept, and agrees with the plan: vLLM's own
 // --kv-cache-dtype values are accepted, and --max-num-seqs is accepted and
 // printed as given, each replica's share of the plan's concurrency.
 func TestInferenceVLLMFlags(t *testing.T) {
-	known := vllmServeOptions(t)
 	for _, c := range []struct {
 		args    []string
 		id      string
@@ -143,17 +119,10 @@ func TestInferenceVLLMFlags(t *testing.T) {
 		}
 		l := v["layout"].(map[string]any)
 		mem := l["memory_per_device"].(map[string]any)
-		seen := map[string]string{}
-		for i := 3; i < len(cmd); i += 2 {
-			choices, ok := known[cmd[i]]
-			if !ok || i+1 >= len(cmd) {
-				t.Errorf("%v: %s is not a vllm serve option of export/testdata/vllm_serve_options.txt, or has no value", c.args, cmd[i])
-				continue
-			}
-			if choices != nil && !slices.Contains(choices, cmd[i+1]) {
-				t.Errorf("%v: %s %s, want one of %v", c.args, cmd[i], cmd[i+1], choices)
-			}
-			seen[cmd[i]] = cmd[i+1]
+		seen, err := export.CheckVLLMServe(cmd)
+		if err != nil {
+			t.Errorf("%v: %v", c.args, err)
+			continue
 		}
 		if c.kv != "" && seen["--kv-cache-dtype"] != c.kv {
 			t.Errorf("%v: --kv-cache-dtype %s printed, want %s", c.args, seen["--kv-cache-dtype"], c.kv)
