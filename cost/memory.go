@@ -157,17 +157,28 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 	if j.Attention == AttentionDot {
 		heads = float64(spec.Heads) * float64(seq) / float64(t) // per token: one [heads, seq] row
 	}
-	// rec is the recomputed residuals, in elements per token, by name.
-	rec := map[string]float64{}
+	// rec is the recomputed residuals, in elements per token: the tagged
+	// tensors by their index, then the untagged ones.
+	const (
+		norms = int(NumTensors) + iota
+		act
+		probs
+		numResiduals
+	)
+	var rec [numResiduals]float64
 	if j.Remat != RematNone {
 		for x := Query; x < NumTensors; x++ {
 			if p[x] == Recompute && j.needed(x) {
-				rec[x.String()] = w[x]
+				rec[x] = w[x]
 			}
 		}
-		rec["norms"] = float64(spec.Norms()) * d
-		rec["act"] = f
-		rec["probabilities"] = heads
+		rec[norms] = float64(spec.Norms()) * d
+		rec[act] = f
+		rec[probs] = heads
+	}
+	live := 0.0
+	for _, v := range rec {
+		live += v
 	}
 	dwi := f // d(wi_0), and d(wi_1) when gated
 	if spec.GatedMLP {
@@ -178,41 +189,39 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 	type step struct {
 		name  string
 		grads float64
-		frees []string
+		frees []int
 	}
 	var steps []step
 	steps = append(steps,
 		step{"forward recompute", 0, nil},
-		step{"MLP down-projection", d + f, []string{"act"}},
-		step{"MLP activation", d + dwi, []string{MLPWi0.String(), MLPWi1.String()}},
+		step{"MLP down-projection", d + f, []int{act}},
+		step{"MLP activation", d + dwi, []int{int(MLPWi0), int(MLPWi1)}},
 		step{"MLP up-projections", d + dwi + d, nil},
 	)
+	qkvp := []int{int(Query), int(Key), int(Value), probs}
 	if spec.ParallelBlock {
 		// d(out) and the MLP's d(normed) stay live through the attention.
 		steps = append(steps,
-			step{"attention out-projection", 2*d + w[Context], []string{Context.String()}},
-			step{"attention core", 2*d + w[Context] + attnCore, []string{Query.String(), Key.String(), Value.String(), "probabilities"}},
+			step{"attention out-projection", 2*d + w[Context], []int{int(Context)}},
+			step{"attention core", 2*d + w[Context] + attnCore, qkvp},
 			step{"QKV projections", 2*d + dqkv + d, nil},
 		)
 	} else {
 		steps = append(steps,
-			step{"mid-layer norm", 3 * d, []string{OutProj.String()}},
-			step{"attention out-projection", d + w[Context], []string{Context.String()}},
-			step{"attention core", d + w[Context] + attnCore, []string{Query.String(), Key.String(), Value.String(), "probabilities"}},
+			step{"mid-layer norm", 3 * d, []int{int(OutProj)}},
+			step{"attention out-projection", d + w[Context], []int{int(Context)}},
+			step{"attention core", d + w[Context] + attnCore, qkvp},
 			step{"QKV projections", d + dqkv + d, nil},
 		)
 	}
 	var best backwardWalk
 	for i, st := range steps {
-		var live float64
-		for _, v := range rec {
-			live += v
-		}
 		if i == 0 || (live+st.grads)*e*tok > best.residuals+best.gradients {
 			best = backwardWalk{step: st.name, residuals: live * e * tok, gradients: st.grads * e * tok}
 		}
 		for _, n := range st.frees {
-			delete(rec, n)
+			live -= rec[n]
+			rec[n] = 0
 		}
 	}
 	return best
