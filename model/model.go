@@ -177,22 +177,48 @@ func (s Spec) validateText() error {
 		}
 		model = s.Name
 	}
-	if s.HFModel != "" && !hfRepo.MatchString(s.HFModel) || strings.Contains(s.HFModel, "--") || strings.Contains(s.HFModel, "..") {
+	if s.HFModel != "" && !hfRepo(s.HFModel) || strings.Contains(s.HFModel, "--") || strings.Contains(s.HFModel, "..") {
 		return &FieldError{Model: strconv.QuoteToASCII(s.Name), Field: "hf_model", Value: strconv.QuoteToASCII(s.HFModel),
 			Want: "a Hugging Face repository id owner/name (letters, digits, '-', '_' and '.', each part 1 to 96 long, starting and ending with a letter or digit, no '--' or '..')"}
 	}
 	return nil
 }
 
-// hfRepo is a Hugging Face repository id as huggingface_hub's
-// validate_repo_id accepts it (REPO_ID_REGEX in utils/_validators.py:
-// word characters, '-' and '.', a name of 1 to 96, no '--' or '..'), with
-// the owner required and ASCII letters only.
-var hfRepo = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$`)
+// hfRepo reports whether id is a Hugging Face repository id as
+// huggingface_hub's validate_repo_id accepts it (REPO_ID_REGEX in
+// utils/_validators.py: word characters, '-' and '.', a name of 1 to 96,
+// no '--' or '..', which the caller checks), with the owner required and
+// ASCII letters only: owner/name, each part 1 to 96 of letters, digits,
+// '.', '_' and '-', starting and ending with a letter or digit. (A loop,
+// not a regular expression: Validate runs on every estimate.)
+func hfRepo(id string) bool {
+	owner, name, ok := strings.Cut(id, "/")
+	return ok && hfPart(owner) && hfPart(name)
+}
+
+func hfPart(s string) bool {
+	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+	if len(s) < 1 || len(s) > 96 || !alnum(s[0]) || !alnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 // notText says why s is not printable text ("U+202E at byte 3 is a format
 // character"), or is "".
 func notText(s string) string {
+	ascii := true
+	for i := 0; i < len(s) && ascii; i++ {
+		ascii = s[i] >= 0x20 && s[i] < 0x7f
+	}
+	if ascii {
+		return "" // printable ASCII: the common case, checked without decoding (Validate runs on every estimate)
+	}
 	for i, r := range s {
 		switch {
 		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):

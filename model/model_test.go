@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -445,7 +446,7 @@ func TestCatalogHFModel(t *testing.T) {
 			continue
 		}
 		owner, name, ok := strings.Cut(s.HFModel, "/")
-		if !ok || owner == "" || name == "" || strings.Contains(name, "/") || !hfRepo.MatchString(s.HFModel) {
+		if !ok || owner == "" || name == "" || strings.Contains(name, "/") || !hfRepo(s.HFModel) || !hfRepoRE.MatchString(s.HFModel) {
 			t.Errorf("%s: HFModel %q, want a Hugging Face id owner/name", s.Name, s.HFModel)
 		}
 		if other, dup := seen[s.HFModel]; dup {
@@ -480,6 +481,21 @@ func TestHFModelField(t *testing.T) {
 			t.Errorf("hf_model %q: %v, HFModel %q; want accepted", c.id, err, s.HFModel)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrInvalid)):
 			t.Errorf("hf_model %q: err %v, want an ErrInvalid naming %s", c.id, err, c.want)
+		}
+	}
+}
+
+// hfRepoRE is huggingface_hub's REPO_ID_REGEX (utils/_validators.py) with
+// the owner required and ASCII letters only: a second implementation of
+// hfRepo.
+var hfRepoRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$`)
+
+func TestHFRepoIsTheRegexp(t *testing.T) {
+	long := strings.Repeat("a", 96)
+	for _, id := range []string{"meta-llama/Llama-3.1-70B", "a/b", "a/b/c", "/b", "a/", "-a/b", "a/b-", "a_b/c.d", "a/" + long, "a/" + long + "a",
+		"a/b c", "a/é", "ab", "", "a//b", "A9/9z", "a./b", "a/.b"} {
+		if got, want := hfRepo(id), hfRepoRE.MatchString(id); got != want {
+			t.Errorf("hfRepo(%q) = %v, the regexp says %v", id, got, want)
 		}
 	}
 }
