@@ -156,24 +156,38 @@ func checkOutputFile(what, path string) error {
 	if fs := pseudoFS(on); fs != "" {
 		return onPseudoFS(what, path, fs, "a file to write")
 	}
-	if exists {
-		// O_NONBLOCK: a FIFO swapped in since the stat cannot hang the
-		// open; no O_TRUNC: the file is written only after the work.
-		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			return bad("%s %s: cannot be written: %v", what, path, cause(err))
+	// Another process may probe the same path at the same time (the ranks
+	// of an MPI run all check --trace): a file that appears between the
+	// stat and the creation is opened as an existing one, and one that
+	// goes again is created, a few times over.
+	for try := 0; ; try++ {
+		if exists {
+			// O_NONBLOCK: a FIFO swapped in since the stat cannot hang the
+			// open; no O_TRUNC: the file is written only after the work.
+			f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+			if missing(err) && try < 3 {
+				exists = false
+				continue
+			}
+			if err != nil {
+				return bad("%s %s: cannot be written: %v", what, path, cause(err))
+			}
+			return f.Close()
 		}
-		return f.Close()
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) && try < 3 {
+			exists = true
+			continue
+		}
+		if err != nil {
+			return bad("%s %s: cannot be created: %v", what, path, cause(err))
+		}
+		f.Close()
+		if err := os.Remove(path); err != nil && !missing(err) {
+			return bad("%s %s: created, but cannot be removed again: %v", what, path, cause(err))
+		}
+		return nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return bad("%s %s: cannot be created: %v", what, path, cause(err))
-	}
-	f.Close()
-	if err := os.Remove(path); err != nil {
-		return bad("%s %s: created, but cannot be removed again: %v", what, path, cause(err))
-	}
-	return nil
 }
 
 // checkOutputDir checks before any work that path is a writable directory,

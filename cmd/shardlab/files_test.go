@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -205,5 +206,29 @@ func TestCheckOutputFileLeavesNoTrace(t *testing.T) {
 	}
 	if b, err := os.ReadFile(old); string(b) != "keep" {
 		t.Errorf("checkOutputFile(%s) changed it to %q (%v), want it left as it was", old, b, err)
+	}
+}
+
+// TestCheckOutputFileConcurrent: processes probing one path at once (the
+// ranks of an MPI run all check --trace) all find it writable, and leave
+// no file behind. One probe's file made another's creation fail with
+// "file exists" under mpirun.
+func TestCheckOutputFileConcurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.json")
+	for round := 0; round < 50; round++ {
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Go(func() { errs[i] = checkOutputFile("--trace", path) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, probe %d: %v", round, i, err)
+			}
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Fatalf("round %d: the probes left %s behind (%v)", round, path, err)
+		}
 	}
 }
