@@ -172,7 +172,7 @@ func (s Spec) validateText() error {
 		if f.name == "name" {
 			model = strconv.QuoteToASCII(s.Name) // not printed raw while refused
 		}
-		if why := notText(f.v); why != "" {
+		if why := NotText(f.v); why != "" {
 			return &FieldError{Model: model, Field: f.name, Value: strconv.QuoteToASCII(f.v), Want: "printable text: " + why}
 		}
 		model = s.Name
@@ -209,9 +209,12 @@ func hfPart(s string) bool {
 	return true
 }
 
-// notText says why s is not printable text ("U+202E at byte 3 is a format
-// character"), or is "".
-func notText(s string) string {
+// NotText says why s is not printable text ("U+202E at byte 3 is a format
+// character"), or is "": control characters, format characters (U+202E,
+// the right-to-left override; zero-width ones), line or paragraph
+// separators, and bytes that are not UTF-8. Spec names are held to it, and
+// the CLI holds every flag value and argument to it.
+func NotText(s string) string {
 	ascii := true
 	for i := 0; i < len(s) && ascii; i++ {
 		ascii = s[i] >= 0x20 && s[i] < 0x7f

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"shardlab/model"
 )
 
 // Numeric flags are bounded: each one accepts only finite values inside a
@@ -460,7 +460,7 @@ func (o *onceValue) Set(s string) error {
 		err = bad("%s: --%s given twice, want it once", o.g.fs.Name(), o.name)
 	} else if o.first != nil {
 		err = bad("%s: --%s given twice (%s, then %s), want it once", o.g.fs.Name(), o.name, strconv.Quote(*o.first), strconv.Quote(s))
-	} else if why := notText(s); why != "" {
+	} else if why := model.NotText(s); why != "" {
 		err = bad("%s: --%s %s, want printable text: %s", o.g.fs.Name(), o.name, strconv.Quote(s), why)
 	}
 	if err != nil {
@@ -477,28 +477,6 @@ func (o *onceValue) Set(s string) error {
 type onceBool struct{ *onceValue }
 
 func (onceBool) IsBoolFlag() bool { return true }
-
-// notText says why s is not printable text ("U+202E at byte 3 is a format
-// character"), or is "": control characters, format characters (U+202E,
-// the right-to-left override; zero-width ones), line or paragraph
-// separators, and bytes that are not UTF-8 are refused in every flag
-// value and argument. (Package model holds its spec names to the same
-// rule.)
-func notText(s string) string {
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):
-			return fmt.Sprintf("byte %d (%#02x) is not UTF-8", i, s[i])
-		case unicode.IsControl(r):
-			return fmt.Sprintf("%U at byte %d is a control character", r, i)
-		case unicode.Is(unicode.Cf, r):
-			return fmt.Sprintf("%U at byte %d is a format character", r, i)
-		case unicode.In(r, unicode.Zl, unicode.Zp):
-			return fmt.Sprintf("%U at byte %d is a line or paragraph separator", r, i)
-		}
-	}
-	return ""
-}
 
 // helpText is a command's usage, asked for with -h, --help or 'shardlab
 // help CMD': run prints it on stdout and exits 0. It is flag.ErrHelp.

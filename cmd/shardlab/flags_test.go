@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"shardlab/model"
 )
 
 // unbounded lists the numeric flags allowed to keep the flag package's own
@@ -67,8 +69,8 @@ func fail(t *testing.T, args []string, want ...string) {
 		t.Errorf("shardlab %s: wrote to stdout: %q", strings.Join(args, " "), out)
 	case strings.Contains(line, "\n"):
 		t.Errorf("shardlab %s: error spans lines: %q", strings.Join(args, " "), errOut)
-	case notText(line) != "":
-		t.Errorf("shardlab %s: error is not printable text (%s): %q", strings.Join(args, " "), notText(line), errOut)
+	case model.NotText(line) != "":
+		t.Errorf("shardlab %s: error is not printable text (%s): %q", strings.Join(args, " "), model.NotText(line), errOut)
 	}
 	for _, w := range want {
 		if !strings.Contains(line, w) {

@@ -273,7 +273,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		if fs.NArg() == 0 {
 			return names, nil
 		}
-		if why := notText(fs.Arg(0)); why != "" {
+		if why := model.NotText(fs.Arg(0)); why != "" {
 			return nil, bad("%s: argument %s, want printable text: %s", fs.Name(), strconv.QuoteToASCII(fs.Arg(0)), why)
 		}
 		names = append(names, fs.Arg(0))
