@@ -234,6 +234,14 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	return sh, nil
 }
 
+// MicroBatchSize is j's sequences per chip per micro-batch on m (the
+// batch is sharded over data, fsdp and expert), or the *Infeasible error
+// of a layout that cannot run j.
+func MicroBatchSize(j Job, m mesh.Mesh) (int, error) {
+	sh, err := shapeOf(j, m)
+	return sh.b, err
+}
+
 // stage picks a pipeline stage for per-stage accounting.
 type stage int
 

@@ -26,6 +26,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/maxtext"
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/plan"
@@ -84,39 +85,6 @@ func (c MaxTextConfig) Get(key string) (any, bool) {
 	return nil, false
 }
 
-// maxTextAxes is every parallelism axis MaxText has a key for
-// (ici_<axis>_parallelism and dcn_<axis>_parallelism, [base.yml] lines
-// 659-684), in base.yml's order. All are written, so that none keeps
-// base.yml's placeholder (-1 on ici_fsdp and dcn_data, which MaxText fills
-// with what is left, [max_utils.py]) or a value a model config sets.
-// shardlab plans no fsdp_transpose, tensor_sequence, sequence or
-// the rest, so those are written as 1.
-var maxTextAxes = []string{"diloco", "data", "fsdp", "fsdp_transpose", "sequence", "context", "context_usp_ulysses",
-	"context_autoregressive", "tensor", "tensor_sequence", "autoregressive", "pipeline", "expert"}
-
-// planAxes maps shardlab's mesh axes to MaxText's axis names.
-var planAxes = []struct {
-	axis mesh.Axis
-	name string
-}{{mesh.Data, "data"}, {mesh.FSDP, "fsdp"}, {mesh.Tensor, "tensor"}, {mesh.Pipeline, "pipeline"}, {mesh.Context, "context"}, {mesh.Expert, "expert"}}
-
-// inChipAxis is the axis that carries the factor of a chip's several
-// devices (TensorCores on v2, v3 and TPU7x) in a framework that counts
-// devices: fsdp when the chip's micro-batch splits over them, else context
-// when the sequence does (MaxText's context_parallel_load_balance, base.yml
-// line 1200, cuts it into 2 x context chunks), else none (-1). Never data:
-// that would hold a replica of the chip's state on each device, twice what
-// was costed.
-func inChipAxis(e cost.Estimate, perChip int) mesh.Axis {
-	switch {
-	case e.MicroBatchSize%perChip == 0:
-		return mesh.FSDP
-	case e.Job.Seq%(2*e.Mesh.Size(mesh.Context)*perChip) == 0:
-		return mesh.Context
-	}
-	return -1
-}
-
 // MaxText turns the plan's chosen layout and job into MaxText settings. It
 // refuses, with an error wrapping ErrUnsupported, a plan MaxText would run
 // differently from how it was costed.
@@ -165,50 +133,47 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 }
 
 // meshSettings writes the ici_* and dcn_* factors, in JAX devices, and
-// returns the devices per chip.
+// returns the devices per chip. MaxText's mesh is of JAX devices, and on
+// v2, v3 and TPU7x each TensorCore of a chip is one; shardlab plans and
+// costs chips. Package maxtext owns the rule for the chip's own factor
+// (maxtext.Devices), which validate reads back with maxtext.Chips. Every
+// axis MaxText has is written, so that none keeps base.yml's placeholder
+// (-1 on ici_fsdp and dcn_data, which MaxText fills with what is left,
+// [max_utils.py]) or a value a model config sets; shardlab plans no
+// fsdp_transpose, tensor_sequence, sequence or the rest, so those are 1.
 func meshSettings(set func(string, any), c *MaxTextConfig, e cost.Estimate, ms hw.Multislice) (int, error) {
 	j := e.Job
 	chip := ms.Slice.Chip
+	var chips maxtext.Factors
 	ici, dcn := map[string]int{}, map[string]int{}
-	for _, a := range planAxes {
-		ax := e.Mesh.Degree(a.axis)
-		ici[a.name], dcn[a.name] = ax.ICI, ax.DCN
+	for _, a := range mesh.All() {
+		ax := e.Mesh.Degree(a)
+		chips[a] = ax.ICI
+		dcn[maxtext.Name(a)] = ax.DCN
 	}
-	// MaxText's mesh is of JAX devices ([maxtext_utils.py]: the ici_*
-	// factors must multiply to the devices of a slice), and on v2, v3 and
-	// TPU7x each TensorCore of a chip is a device; shardlab plans and costs
-	// chips. The chip's own factor goes on an axis that splits the chip's
-	// costed work in two without changing its HBM: fsdp when the chip's
-	// micro-batch splits over its devices — what the Ironwood recipes do
-	// (AI-Hypercomputer/tpu-recipes training/ironwood/llama3.1-70b @c8cfe2f6: ici_fsdp 128 on 64
-	// chips) — so each device holds half the chip's batch and half its
-	// shard of the state; otherwise context, which halves each sequence.
-	// Data would not do: it would hold a replica of the chip's state on
-	// each device, twice what was costed. Traffic between the two devices
-	// of one chip stays on the chip and is not costed either way.
 	perChip := chip.JAXDevicesPerChip
-	if perChip > 1 {
-		cp := e.Mesh.Size(mesh.Context)
-		switch inChipAxis(e, perChip) {
-		case mesh.FSDP:
-			ici["fsdp"] *= perChip
-			c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): ici_fsdp_parallelism carries the in-chip factor %d, splitting each chip's %d sequences per micro-batch",
-				chip.Generation, perChip, perChip, e.MicroBatchSize))
-		case mesh.Context:
-			ici["context"] *= perChip
-			c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): ici_context_parallelism carries the in-chip factor %d, since the chip's %d sequence(s) per micro-batch do not split over them",
-				chip.Generation, perChip, perChip, e.MicroBatchSize))
-		default:
-			return 0, unsupported("maxtext", "micro-batch per chip", strconv.Itoa(e.MicroBatchSize),
-				fmt.Sprintf("each %s chip is %d JAX devices in MaxText, and neither the chip's sequences per micro-batch nor the %d-token sequence (over context %d) split over them; pass a --global-batch that gives each chip a multiple of %d sequences per micro-batch",
-					chip.Generation, perChip, j.Seq, cp, perChip))
-		}
+	devices, in, err := maxtext.Devices(chips, e.MicroBatchSize, j.Seq, perChip)
+	if err != nil {
+		return 0, unsupported("maxtext", "micro-batch per chip", strconv.Itoa(e.MicroBatchSize),
+			fmt.Sprintf("each %s chip is %d JAX devices in MaxText, and neither the chip's sequences per micro-batch nor the %d-token sequence (over context %d) split over them; pass a --global-batch that gives each chip a multiple of %d sequences per micro-batch",
+				chip.Generation, perChip, j.Seq, e.Mesh.Size(mesh.Context), perChip))
+	}
+	for _, a := range mesh.All() {
+		ici[maxtext.Name(a)] = devices[a]
+	}
+	switch in {
+	case mesh.FSDP:
+		c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): ici_fsdp_parallelism carries the in-chip factor %d, splitting each chip's %d sequences per micro-batch",
+			chip.Generation, perChip, perChip, e.MicroBatchSize))
+	case mesh.Context:
+		c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): ici_context_parallelism carries the in-chip factor %d, since the chip's %d sequence(s) per micro-batch do not split over them",
+			chip.Generation, perChip, perChip, e.MicroBatchSize))
 	}
 	for _, tier := range []struct {
 		prefix string
 		f      map[string]int
 	}{{"ici", ici}, {"dcn", dcn}} {
-		for _, a := range maxTextAxes {
+		for _, a := range maxtext.Axes {
 			n := tier.f[a]
 			if n == 0 {
 				n = 1

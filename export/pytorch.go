@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"shardlab/maxtext"
 	"shardlab/mesh"
 	"shardlab/plan"
 	"shardlab/unit"
@@ -76,7 +77,7 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 	}
 	perChip := chip.JAXDevicesPerChip
 	if perChip > 1 {
-		if inChipAxis(e, perChip) != mesh.FSDP {
+		if maxtext.InChipAxis(e.MicroBatchSize, e.Job.Seq, e.Mesh.Size(mesh.Context), perChip) != mesh.FSDP {
 			return PyTorchMesh{}, unsupported("pytorch", "micro-batch per chip", strconv.Itoa(e.MicroBatchSize),
 				fmt.Sprintf("a multiple of %d: each %s chip is %d PJRT devices, and the chip's sequences per micro-batch must split over them; pass a --global-batch that gives each chip a multiple of %d", perChip, chip.Generation, perChip, perChip))
 		}

@@ -21,6 +21,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/maxtext"
 	"shardlab/mesh"
 )
 
@@ -127,14 +128,14 @@ func Parse(data []byte) ([]Run, error) {
 
 // Setup is the run as package cost sees it: the job and the mesh, in
 // chips. MaxText's layout counts JAX devices; where a chip is several
-// devices (TPU7x: two TensorCores), the extra factor comes off the data or
-// fsdp axis it sits in, which shards the state the same way over chips.
+// devices (TPU7x: two TensorCores), the extra factor comes off the axis
+// package maxtext puts it on (maxtext.Chips).
 func (r Run) Setup() (cost.Job, mesh.Mesh, error) {
-	m, err := r.mesh()
+	j, err := r.job()
 	if err != nil {
 		return cost.Job{}, mesh.Mesh{}, err
 	}
-	j, err := r.job()
+	m, err := r.mesh(j)
 	if err != nil {
 		return cost.Job{}, mesh.Mesh{}, err
 	}
@@ -148,10 +149,11 @@ func bad(field string, v any, want string) error {
 	return fmt.Errorf("%s = %v, want %s: %w", field, v, want, ErrInvalid)
 }
 
-// mesh lays the run's MaxText layout out on its slices. MaxText counts JAX
-// devices; where a chip is several devices, the per-chip factor comes off
-// the larger of the data and fsdp factors.
-func (r Run) mesh() (mesh.Mesh, error) {
+// mesh lays the run's MaxText layout out on its slices, for job j.
+// MaxText counts JAX devices; where a chip is several devices, package
+// maxtext takes the chip's factor off the axis export would have put it on
+// (maxtext.Chips), so a config export wrote reads back as its plan.
+func (r Run) mesh(j cost.Job) (mesh.Mesh, error) {
 	s, err := hw.ParseAcceleratorType(r.AcceleratorType)
 	if err != nil {
 		return mesh.Mesh{}, err
@@ -161,31 +163,38 @@ func (r Run) mesh() (mesh.Mesh, error) {
 		return mesh.Mesh{}, err
 	}
 	l := r.Layout
-	per := s.Chip.JAXDevicesPerChip
-	ici := make([]int, mesh.NumAxes)
-	ici[mesh.Data], ici[mesh.FSDP], ici[mesh.Tensor], ici[mesh.Pipeline] = l.ICIData, l.ICIFSDP, l.ICITensor, l.ICIPipeline
-	ici[mesh.Context] = max(l.ICISequence, 1) * max(l.ICIContext, 1)
-	ici[mesh.Expert] = l.ICIExpert
-	for i := range ici {
-		ici[i] = max(ici[i], 1)
+	var devices maxtext.Factors
+	devices[mesh.Data], devices[mesh.FSDP], devices[mesh.Tensor], devices[mesh.Pipeline] = l.ICIData, l.ICIFSDP, l.ICITensor, l.ICIPipeline
+	devices[mesh.Context] = max(l.ICISequence, 1) * max(l.ICIContext, 1)
+	devices[mesh.Expert] = l.ICIExpert
+	for i := range devices {
+		devices[i] = max(devices[i], 1)
 	}
-	if per > 1 {
-		k := mesh.FSDP
-		if ici[mesh.Data] > ici[mesh.FSDP] {
-			k = mesh.Data
-		}
-		if ici[k]%per != 0 {
-			return mesh.Mesh{}, bad("layout", fmt.Sprintf("%+v", l), fmt.Sprintf("ici data or fsdp a multiple of the %d devices per chip", per))
-		}
-		ici[k] /= per
-	}
-	dcn := make([]int, mesh.NumAxes)
+	var dcn maxtext.Factors
 	dcn[mesh.Data], dcn[mesh.FSDP], dcn[mesh.Pipeline], dcn[mesh.Expert] = l.DCNData, l.DCNFSDP, l.DCNPipeline, l.DCNExpert
-	axes := make([]mesh.Degree, mesh.NumAxes)
-	for _, a := range mesh.All() {
-		axes[a] = mesh.Degree{Axis: a, ICI: ici[a], DCN: max(dcn[a], 1)}
+	build := func(ici maxtext.Factors) (mesh.Mesh, error) {
+		axes := make([]mesh.Degree, mesh.NumAxes)
+		for _, a := range mesh.All() {
+			axes[a] = mesh.Degree{Axis: a, ICI: ici[a], DCN: max(dcn[a], 1)}
+		}
+		return mesh.New(ms, axes...)
 	}
-	return mesh.New(ms, axes...)
+	per := s.Chip.JAXDevicesPerChip
+	chips, _, err := maxtext.Chips(devices, r.SeqLen, per, func(c maxtext.Factors) (int, error) {
+		m, err := build(c)
+		if err != nil {
+			return 0, err
+		}
+		jm := j
+		if m.Size(mesh.Pipeline) > 1 {
+			jm.MicroBatches = m.Size(mesh.Pipeline)
+		}
+		return cost.MicroBatchSize(jm, m)
+	})
+	if err != nil {
+		return mesh.Mesh{}, bad("layout", fmt.Sprintf("%+v", l), fmt.Sprintf("ici fsdp, context or data a multiple of the %d devices per chip", per))
+	}
+	return build(chips)
 }
 
 // job is the run's model, batch, remat, precision and kernels as a cost

@@ -33,10 +33,11 @@ var layers = map[string][]string{
 	"infeed":                    {"hw"},
 	"cost":                      {"hw", "model", "mesh", "collective", "schedule", "systolic"},
 	"plan":                      {"cost", "infeed"},
-	"validate":                  {"plan"},
+	"validate":                  {"plan", "maxtext"},
 	"capacity":                  {"hw", "plan"},
 	"inference":                 {"hw", "model", "collective", "mesh"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus
-	"export":                    {"plan", "inference"},
+	"maxtext":                   {"mesh", "model"},
+	"export":                    {"plan", "inference", "maxtext"},
 	"chart":                     {"plan"}, // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI
 	"web":                       {"plan", "capacity", "inference", "export", "chart"},
 	"emu":                       {"mesh", "collective", "schedule"},

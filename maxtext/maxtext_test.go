@@ -1,0 +1,130 @@
+package maxtext
+
+import (
+	"testing"
+
+	"shardlab/mesh"
+)
+
+func TestInChipAxis(t *testing.T) {
+	tests := []struct {
+		name                          string
+		microBatch, seq, context, per int
+		want                          mesh.Axis
+	}{
+		// tpu-recipes training/ironwood/llama3.1-70b @c8cfe2f6: pdbs 2 on
+		// 128 devices of 64 chips, ici_fsdp 128: 4 sequences per chip.
+		{"Ironwood 70B recipe", 4, 8192, 1, 2, mesh.FSDP},
+		{"one sequence per chip, 8k", 1, 8192, 1, 2, mesh.Context},
+		// 2 x context x 2 chunks must divide the sequence: 2*8*2 = 32.
+		{"128k over context 8", 1, 131072, 8, 2, mesh.Context},
+		{"odd sequence", 1, 8190, 1, 2, NoAxis},
+		{"megacore chip", 1, 8190, 1, 1, NoAxis},
+	}
+	for _, tt := range tests {
+		if got := InChipAxis(tt.microBatch, tt.seq, tt.context, tt.per); got != tt.want {
+			t.Errorf("%s: InChipAxis(%d, %d, %d, %d) = %v, want %v", tt.name, tt.microBatch, tt.seq, tt.context, tt.per, got, tt.want)
+		}
+	}
+}
+
+// batchOver is the sequences per chip per micro-batch of batch sequences
+// sharded over data, fsdp and expert, as package cost shards them.
+func batchOver(batch int) func(Factors) (int, error) {
+	return func(c Factors) (int, error) {
+		return batch / (max(c[mesh.Data], 1) * max(c[mesh.FSDP], 1) * max(c[mesh.Expert], 1)), nil
+	}
+}
+
+// TestChipsInvertsDevices holds the reading of a MaxText device mesh to
+// the chip layout it was written from, for every chip layout of a small
+// grid on a two-device chip (the reading validate had took the factor off
+// the larger of data and fsdp, and misread a config with it on context).
+// One device mesh can have two chip readings: chips fsdp f, context c
+// with one sequence per chip and the factor on context, and fsdp f/2,
+// context 2c with two sequences per chip and the factor on fsdp, are the
+// same devices running the same program (only which two devices share a
+// chip differs, which MaxText's config does not state). There Chips gives
+// the fsdp reading, and the test holds that both write the same devices.
+func TestChipsInvertsDevices(t *testing.T) {
+	const per = 2
+	n, aliases := 0, 0
+	for _, seq := range []int{4096, 131072} {
+		for _, batch := range []int{16, 64, 256} {
+			for _, f := range []int{1, 2, 8, 32} {
+				for _, d := range []int{1, 2} {
+					for _, c := range []int{1, 2, 8} {
+						var chips Factors
+						for i := range chips {
+							chips[i] = 1
+						}
+						chips[mesh.FSDP], chips[mesh.Data], chips[mesh.Context] = f, d, c
+						b, _ := batchOver(batch)(chips)
+						if b == 0 || batch%(f*d) != 0 {
+							continue
+						}
+						dev, a, err := Devices(chips, b, seq, per)
+						if err != nil {
+							continue
+						}
+						n++
+						back, from, err := Chips(dev, seq, per, batchOver(batch))
+						if err != nil {
+							t.Errorf("seq %d, batch %d, chips %v: devices %v (on %v) not read back: %v", seq, batch, chips, dev, a, err)
+							continue
+						}
+						alias := a == mesh.Context && f%per == 0
+						if !alias && (back != chips || from != a) {
+							t.Errorf("seq %d, batch %d, chips %v: devices %v (on %v) read back as %v (off %v), want the chips", seq, batch, chips, dev, a, back, from)
+						}
+						if alias {
+							b2, _ := batchOver(batch)(back)
+							again, _, err := Devices(back, b2, seq, per)
+							if from != mesh.FSDP || again != dev || err != nil {
+								t.Errorf("seq %d, batch %d, chips %v: devices %v read back as %v (off %v), which writes %v, want the fsdp reading of the same devices", seq, batch, chips, dev, back, from, again)
+							}
+							aliases++
+						}
+					}
+				}
+			}
+		}
+	}
+	if n < 50 || aliases == 0 || aliases == n {
+		t.Fatalf("%d layouts checked, %d of them with two readings", n, aliases)
+	}
+}
+
+func TestChipsFallsBackToData(t *testing.T) {
+	// A published run with the devices' factor only on data: a replica
+	// per device. It ran, so the reading keeps it.
+	var dev Factors
+	for i := range dev {
+		dev[i] = 1
+	}
+	dev[mesh.Data], dev[mesh.FSDP] = 8, 3
+	got, a, err := Chips(dev, 4095, 2, batchOver(24))
+	if err != nil || a != mesh.Data || got[mesh.Data] != 4 || got[mesh.FSDP] != 3 {
+		t.Errorf("Chips(data 8, fsdp 3) = %v off %v, %v; want data 4, fsdp 3 off data", got, a, err)
+	}
+	dev[mesh.Data] = 3
+	if _, _, err := Chips(dev, 4095, 2, batchOver(9)); err == nil {
+		t.Error("Chips(data 3, fsdp 3) on 2 devices per chip: no error")
+	}
+}
+
+func TestName(t *testing.T) {
+	for _, a := range mesh.All() {
+		n := Name(a)
+		found := false
+		for _, x := range Axes {
+			found = found || x == n
+		}
+		if !found {
+			t.Errorf("Name(%v) = %q, not one of MaxText's axes %v", a, n, Axes)
+		}
+	}
+	if Name(-1) != "" || Name(mesh.NumAxes) != "" {
+		t.Error("Name of an axis out of range is not empty")
+	}
+}
