@@ -84,6 +84,9 @@ type Link struct {
 	// ICI hop).
 	Hops       int
 	HopLatency time.Duration
+	// Dims is the torus dimensions an ICI link spans (AllToAllCost); 0
+	// or 1 is one ring. DCN is switched and ignores it.
+	Dims int
 }
 
 // Time is how long op among n devices takes on link: the bytes each device
@@ -171,11 +174,64 @@ func Hierarchical(op Op, size unit.Bytes, nICI int, ici Link, nDCN int, dcn Link
 	case ReduceScatter:
 		step(ReduceScatter, nICI, size, ici, false)
 		step(ReduceScatter, nDCN, shard, dcn, true)
+	case AllToAll:
+		return AllToAllCost(size, nICI, ici, nDCN, dcn)
 	default:
-		// All-to-all and send/recv have no hierarchical form here: they run
-		// on whichever tier is given a group larger than one.
+		// send/recv has no hierarchical form: it runs on whichever tier
+		// is given a group larger than one.
 		step(op, nICI, size, ici, false)
 		step(op, nDCN, size, dcn, true)
 	}
 	return c
+}
+
+// AllToAllCost is an all-to-all over a group of nICI devices in each of
+// nDCN slices, where size is one device's buffer (as in Bytes): of the
+// (n−1)/n of it a device sends, the share for its nICI−1 peers in its
+// slice crosses ICI and the rest DCN, at once. ICI is a torus, not a
+// switch, so its share takes TorusAllToAllFactor(nICI, ici.Dims) times
+// the switched time plus the ring's hops; DCN is switched: its share
+// goes at the link's bandwidth plus one hop. It is the one all-to-all
+// formula: package cost times expert parallelism's dispatch and combine
+// with it and the emulator its all-to-alls.
+func AllToAllCost(size unit.Bytes, nICI int, ici Link, nDCN int, dcn Link) Cost {
+	nICI, nDCN = max(nICI, 1), max(nDCN, 1)
+	n := nICI * nDCN
+	if n <= 1 {
+		return Cost{}
+	}
+	all := Bytes(AllToAll, n, size)
+	c := Cost{ICIBytes: unit.Bytes(float64(all) * float64(nICI-1) / float64(n-1))}
+	c.DCNBytes = all - c.ICIBytes
+	if nICI > 1 {
+		if ici.Bandwidth <= 0 {
+			c.ICITime = time.Duration(math.MaxInt64)
+		} else {
+			c.ICITime = seconds(float64(c.ICIBytes)/float64(ici.Bandwidth)*TorusAllToAllFactor(nICI, ici.Dims)) + time.Duration(ici.Hops)*ici.HopLatency
+		}
+	}
+	if nDCN > 1 {
+		c.DCNTime = Time(SendRecv, 2, c.DCNBytes, dcn)
+	}
+	return c
+}
+
+// TorusAllToAllFactor is how much longer an all-to-all of n devices
+// spanning dims torus dimensions takes on ICI than Time's fully connected
+// (n−1)/n · size / bandwidth, where bandwidth is the axis's ring bandwidth
+// summed over its dimensions (mesh.Link). ICI is not a switch: on a
+// bidirectional ring a shard travels n/4 hops on average, so the
+// all-to-all of a V-byte array takes V / (4 W) — a quarter of an
+// all-gather of V (Austin et al., "How to Scale Your Model", Part 3
+// Sharded Matrices: "AllToAll ... 1/4 the cost of an AllGather on a
+// bidirectional ring"). With V = n × size that is n/4 times the fully
+// connected time. On a torus the dimensions' links carry their traffic at
+// once and the largest dimension A sets the time, V·A / (4 n W) (the same
+// per-link-load argument per dimension), which against the dims-fold
+// bandwidth is dims · A / 4 with A = n^(1/dims) for an axis placed
+// evenly. Neighbours pay no more than the fully connected time.
+func TorusAllToAllFactor(n, dims int) float64 {
+	dims = max(dims, 1)
+	a := math.Pow(float64(n), 1/float64(dims))
+	return max(1, float64(dims)*a/4)
 }

@@ -135,3 +135,51 @@ func ExampleHierarchical() {
 	// Output:
 	// 7.88 GiB 64.0 MiB 34ms
 }
+
+// The scaling book: an all-to-all on a bidirectional ring of n is a
+// quarter of an all-gather of the whole array, n/4 times the switched
+// cost.
+// On a 4x4 torus the 4-long dimensions set the time: 2 × 4 / 4 = 2
+// against the two rings' summed bandwidth; 4x4x4: 3 × 4 / 4 = 3.
+func TestTorusAllToAllFactor(t *testing.T) {
+	for _, c := range []struct {
+		n, dims int
+		want    float64
+	}{{2, 1, 1}, {4, 1, 1}, {8, 1, 2}, {16, 1, 4}, {16, 2, 2}, {64, 3, 3}, {4, 2, 1}} {
+		if got := TorusAllToAllFactor(c.n, c.dims); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("TorusAllToAllFactor(%d, %d) = %g, want %g", c.n, c.dims, got, c.want)
+		}
+	}
+}
+
+// TestAllToAllCost derives an all-to-all of 4 devices in each of 2 slices
+// by hand. A device's buffer is 8 MB: it keeps 1/8 and sends 7 MB, 3 MB
+// to its 3 peers in the slice and 4 MB to the 4 in the other. On a
+// 4-ring (one dimension, 100 GB/s, 2 hops of 1 µs) the factor is 4/4 = 1:
+// 3 MB / 100 GB/s = 30 µs + 2 µs. On DCN (10 GB/s, 5 µs a hop) it is
+// switched: 4 MB / 10 GB/s = 400 µs + one hop. Hierarchical gives the
+// same for an all-to-all: there is one formula.
+func TestAllToAllCost(t *testing.T) {
+	ici := Link{Bandwidth: 100e9, Hops: 2, HopLatency: time.Microsecond, Dims: 1}
+	dcn := Link{Bandwidth: 10e9, Hops: 1, HopLatency: 5 * time.Microsecond}
+	got := AllToAllCost(8e6, 4, ici, 2, dcn)
+	want := Cost{ICIBytes: 3e6, DCNBytes: 4e6, ICITime: 32 * time.Microsecond, DCNTime: 405 * time.Microsecond}
+	if got != want {
+		t.Errorf("AllToAllCost(8 MB, 4 x 2) = %+v, want %+v", got, want)
+	}
+	if h := Hierarchical(AllToAll, 8e6, 4, ici, 2, dcn); h != got {
+		t.Errorf("Hierarchical(AllToAll) = %+v, want AllToAllCost's %+v", h, got)
+	}
+	// 16 on one ring: the factor is 16/4 = 4, so 15/16 of 16 MB over
+	// 100 GB/s takes 4 x 150 µs, plus the hops.
+	if got := AllToAllCost(16e6, 16, ici, 1, dcn); got.ICITime != 602*time.Microsecond || got.DCNBytes != 0 || got.DCNTime != 0 {
+		t.Errorf("AllToAllCost(16 MB, 16 on a ring) = %+v, want 602 µs on ICI and nothing on DCN", got)
+	}
+	// slices alone: everything crosses DCN
+	if got := AllToAllCost(8e6, 1, ici, 4, dcn); got.ICIBytes != 0 || got.DCNBytes != 6e6 || got.DCNTime != 605*time.Microsecond {
+		t.Errorf("AllToAllCost(8 MB, 4 slices) = %+v, want 6 MB in 605 µs on DCN", got)
+	}
+	if got := AllToAllCost(8e6, 1, ici, 1, dcn); got != (Cost{}) {
+		t.Errorf("AllToAllCost on one device = %+v, want nothing", got)
+	}
+}

@@ -549,7 +549,7 @@ func (j Job) offloadBytes(sh shape, r remat, mem Memory) float64 {
 // communicate adds every collective and the exposed ICI and DCN time.
 func (e *Estimator) communicate(est *Estimate, sh shape) {
 	j, m := est.Job, est.Mesh
-	t := &tally{est: est, sh: sh, dcnLine: link(m.TierLink(hw.DCN)), latency: j.calibration().DCNLatency}
+	t := &tally{est: est, sh: sh, dcnLine: m.TierLink(hw.DCN).Collective(), latency: j.calibration().DCNLatency}
 	prec := j.Precision
 	params := j.paramsPerChip(sh)
 	grads := unit.Bytes(params * float64(prec.Gradient))
@@ -645,7 +645,7 @@ func (t *tally) dataParallel(grads unit.Bytes) {
 		return
 	}
 	d, c := m.Degree(mesh.Data), m.Degree(mesh.Context)
-	cost := t.perLayer(collective.AllReduce, grads, d.ICI*c.ICI, link(m.Link(mesh.Data, mesh.Context)), d.DCN*c.DCN)
+	cost := t.perLayer(collective.AllReduce, grads, d.ICI*c.ICI, m.Link(mesh.Data, mesh.Context).Collective(), d.DCN*c.DCN)
 	t.add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, false)
 	t.afterICI += cost.ICITime
 	t.afterDCN += cost.DCNTime
@@ -659,7 +659,7 @@ func (t *tally) fsdp(grads, gathered unit.Bytes) {
 		return
 	}
 	f := m.Degree(mesh.FSDP)
-	fl := link(m.Link(mesh.FSDP))
+	fl := m.Link(mesh.FSDP).Collective()
 	var ag, rs collective.Cost
 	if routed := t.est.Job.routedPerChip(sh); sh.e > 1 || routed > 0 {
 		// the routed experts over fsdp, the rest over fsdp and expert
@@ -671,7 +671,7 @@ func (t *tally) fsdp(grads, gathered unit.Bytes) {
 		gshare := unit.Bytes(float64(grads) * float64(share) / max(float64(gathered), 1))
 		ag = t.perLayer(collective.AllGather, share*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
 		rs = t.perLayer(collective.ReduceScatter, gshare*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
-		fe := link(m.Link(mesh.FSDP, mesh.Expert))
+		fe := m.Link(mesh.FSDP, mesh.Expert).Collective()
 		n := unit.Bytes(sh.f * sh.e)
 		ag = addCost(ag, t.perLayer(collective.AllGather, (gathered-share)*n, f.ICI*e.ICI, fe, f.DCN*e.DCN))
 		rs = addCost(rs, t.perLayer(collective.ReduceScatter, (grads-gshare)*n, f.ICI*e.ICI, fe, f.DCN*e.DCN))
@@ -702,7 +702,7 @@ func (t *tally) context() {
 	if j.rematOf(sh.b, sh.s, j.Seq, sh.t).attention {
 		per = 4
 	}
-	cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, link(m.Link(mesh.Context)), c.DCN, t.dcn(c.DCN))
+	cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, m.Link(mesh.Context).Collective(), c.DCN, t.dcn(c.DCN))
 	n := per * sh.ls * sh.m
 	t.add(mesh.Context, "ring attention K/V", collective.AllGather, n, cost, true)
 	t.gatherICI += cost.Scale(n).ICITime
@@ -721,7 +721,7 @@ func (t *tally) pipeline(act unit.Bytes) {
 	pa := m.Degree(mesh.Pipeline)
 	msg := act / unit.Bytes(sh.t)
 	perChip := 2 * sh.m * sh.v // every chunk boundary, forward and back
-	iciSend := collective.Time(collective.SendRecv, 2, msg, link(m.TierLink(hw.ICI)))
+	iciSend := collective.Time(collective.SendRecv, 2, msg, m.TierLink(hw.ICI).Collective())
 	dcnSend := collective.Time(collective.SendRecv, 2, msg, t.dcn(2))
 	dcnBoundaries, iciBoundaries := pa.DCN-1, sh.p-pa.DCN
 	// With v chunks a micro-batch crosses p·v−1 boundaries: v passes of
@@ -776,7 +776,7 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 	if r := j.rematOf(sh.b, sh.s, j.Seq, sh.t); r.recompute > 0 || r.attention {
 		per, fwd = 6, 2
 	}
-	cost := collective.Hierarchical(collective.AllReduce, act, sh.t, link(m.Link(mesh.Tensor)), 1, collective.Link{})
+	cost := collective.Hierarchical(collective.AllReduce, act, sh.t, m.Link(mesh.Tensor).Collective(), 1, collective.Link{})
 	n := per * sh.ls * sh.m
 	moeN, moeCost := j.expertOutputAllReduce(est, sh, fwd)
 	add(mesh.Tensor, "activation all-reduce", collective.AllReduce, n-moeN, cost, false)
@@ -829,7 +829,7 @@ func (e *Estimator) parallelTensor(est *Estimate, sh shape, act unit.Bytes, add 
 	if r.recompute > 0 {
 		re = 1
 	}
-	l := link(m.Link(mesh.Tensor))
+	l := m.Link(mesh.Tensor).Collective()
 	ag := collective.Hierarchical(collective.AllGather, act, sh.t, l, 1, collective.Link{})
 	rs := collective.Hierarchical(collective.ReduceScatter, act, sh.t, l, 1, collective.Link{})
 	n := sh.ls * sh.m
@@ -867,11 +867,6 @@ func mxuFLOPsPerChip(est *Estimate, sh shape) float64 {
 	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
 	return (6*float64(j.Model.MatmulParams()) + r.recompute*float64(j.Model.Layers)) * tokens / float64(est.Mesh.Chips())
-}
-
-// link is mesh's link as package collective times it.
-func link(l mesh.Link) collective.Link {
-	return collective.Link{Bandwidth: l.Bandwidth, Hops: l.Hops, HopLatency: l.HopLatency}
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }

@@ -3,7 +3,6 @@ package cost
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"shardlab/collective"
 	"shardlab/mesh"
@@ -58,27 +57,6 @@ func ExpertAllToAllsPerLayer(recompute bool) int {
 	return 4
 }
 
-// TorusAllToAllFactor is how much longer an all-to-all of n devices
-// spanning dims torus dimensions takes on ICI than collective.Time's
-// fully connected (n−1)/n · size / bandwidth, where bandwidth is the
-// axis's ring bandwidth summed over its dimensions (mesh.Link). ICI is
-// not a switch: on a bidirectional ring a shard travels n/4 hops on
-// average, so the all-to-all of a V-byte array takes V / (4 W) — a
-// quarter of an all-gather of V (Austin et al., "How to Scale Your
-// Model", Part 3 Sharded Matrices: "AllToAll ... 1/4 the cost of an
-// AllGather on a bidirectional ring"). With V = n × size that is n/4
-// times the fully connected time. On a torus the dimensions' links carry
-// their traffic at once and the largest dimension A sets the time,
-// V·A / (4 n W) (the same per-link-load argument per dimension), which
-// against the dims-fold bandwidth is dims · A / 4 with A = n^(1/dims)
-// for an axis placed evenly. Neighbours pay no more than the fully
-// connected time. DCN is switched: factor 1 there.
-func TorusAllToAllFactor(n, dims int) float64 {
-	dims = max(dims, 1)
-	a := math.Pow(float64(n), 1/float64(dims))
-	return max(1, float64(dims)*a/4)
-}
-
 // TokensPerExpert is the rows one expert's grouped GEMM gets on a chip
 // per micro-batch, for seqs sequences of seqTokens tokens per device:
 // each of the e devices of the expert group sends it capacity rows per
@@ -122,20 +100,11 @@ func (t *tally) experts() {
 		t.ringOfExperts(count, tokens)
 		return
 	}
-	// One all-to-all over the whole group of e = eICI × eDCN devices: of
-	// what a device sends, the share for the eICI−1 peers in its slice
-	// crosses ICI (at the ring factor), the rest DCN (switched).
-	all := ExpertAllToAllBytes(sh.e, j.CapacityFactor, sh.b, sh.s, spec.ExpertsPerToken, spec.Experts, spec.DModel, elem)
-	ici := unit.Bytes(float64(all) * float64(ed.ICI-1) / float64(sh.e-1))
-	cost := collective.Cost{ICIBytes: ici, DCNBytes: all - ici}
-	if ed.ICI > 1 {
-		ml := m.Link(mesh.Expert)
-		l := link(ml)
-		cost.ICITime = seconds(float64(ici)/float64(l.Bandwidth)*TorusAllToAllFactor(ed.ICI, ml.Dims)) + time.Duration(l.Hops)*l.HopLatency
-	}
-	if ed.DCN > 1 {
-		cost.DCNTime = collective.Time(collective.SendRecv, 2, cost.DCNBytes, t.dcn(2))
-	}
+	// One all-to-all over the whole group of e = eICI × eDCN devices, its
+	// buffer the dispatched rows (ExpertRows), d_model wide.
+	rows := ExpertRows(j.CapacityFactor, sh.b, sh.s, spec.ExpertsPerToken, spec.Experts)
+	buffer := unit.Bytes(rows) * unit.Bytes(spec.DModel) * unit.Bytes(elem)
+	cost := collective.AllToAllCost(buffer, ed.ICI, m.Link(mesh.Expert).Collective(), ed.DCN, t.dcn(2))
 	t.add(mesh.Expert, "expert dispatch/combine all-to-all", collective.AllToAll, count, cost, false)
 	t.afterICI += cost.Scale(count).ICITime
 	t.afterDCN += cost.Scale(count).DCNTime
@@ -158,7 +127,7 @@ func (j Job) expertOutputAllReduce(est *Estimate, sh shape, forwards float64) (i
 	rows := ExpertRows(j.CapacityFactor, sh.b, sh.s, spec.ExpertsPerToken, spec.Experts)
 	size := unit.Bytes(rows) * unit.Bytes(spec.DModel) * unit.Bytes(j.Precision.Activation)
 	n := int(math.Round(forwards * j.moeLayersPerStage(sh) * float64(sh.m)))
-	return n, collective.Hierarchical(collective.AllReduce, size, sh.t, link(est.Mesh.Link(mesh.Tensor)), 1, collective.Link{})
+	return n, collective.Hierarchical(collective.AllReduce, size, sh.t, est.Mesh.Link(mesh.Tensor).Collective(), 1, collective.Link{})
 }
 
 // mlpWidth is the MLP's hidden elements per token, averaged over the
@@ -230,7 +199,7 @@ func (t *tally) ringOfExperts(count, tokens int) {
 	spec := j.Model
 	ed := m.Degree(mesh.Expert)
 	size := RingOfExpertsBytes(sh.e, tokens, spec.DModel, spec.Experts, j.Precision.Activation)
-	l := link(m.Link(mesh.Expert))
+	l := m.Link(mesh.Expert).Collective()
 	n := count / 2
 	for _, op := range []collective.Op{collective.AllGather, collective.ReduceScatter} {
 		cost := collective.Hierarchical(op, size, ed.ICI, l, ed.DCN, t.dcn(ed.DCN))

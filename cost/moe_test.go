@@ -69,22 +69,6 @@ func TestExpertCapacityAndAllToAllBytes(t *testing.T) {
 	}
 }
 
-// The scaling book: an all-to-all on a bidirectional ring of n is a
-// quarter of an all-gather of the whole array, n/4 times the switched
-// cost.
-// On a 4x4 torus the 4-long dimensions set the time: 2 × 4 / 4 = 2
-// against the two rings' summed bandwidth; 4x4x4: 3 × 4 / 4 = 3.
-func TestTorusAllToAllFactor(t *testing.T) {
-	for _, c := range []struct {
-		n, dims int
-		want    float64
-	}{{2, 1, 1}, {4, 1, 1}, {8, 1, 2}, {16, 1, 4}, {16, 2, 2}, {64, 3, 3}, {4, 2, 1}} {
-		if got := TorusAllToAllFactor(c.n, c.dims); math.Abs(got-c.want) > 1e-9 {
-			t.Errorf("TorusAllToAllFactor(%d, %d) = %g, want %g", c.n, c.dims, got, c.want)
-		}
-	}
-}
-
 func TestTokensPerExpert(t *testing.T) {
 	j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 64)
 	j.CapacityFactor = 1.25
@@ -198,9 +182,9 @@ func TestExpertAllToAllTime(t *testing.T) {
 		leaves := buffer * float64(e-1) / float64(e)
 		ici := leaves * float64(ed.ICI-1) / float64(e-1)
 		l := m.Link(expertAxis)
-		wantICI := ici/float64(l.Bandwidth)*TorusAllToAllFactor(ed.ICI, l.Dims) + float64(l.Hops)*l.HopLatency.Seconds()
-		if c.name == "ICI" && l.Dims == 1 && TorusAllToAllFactor(ed.ICI, l.Dims) != 2 {
-			t.Errorf("expert=8 on one ring: factor %g, want 8/4 = 2", TorusAllToAllFactor(ed.ICI, l.Dims))
+		wantICI := ici/float64(l.Bandwidth)*collective.TorusAllToAllFactor(ed.ICI, l.Dims) + float64(l.Hops)*l.HopLatency.Seconds()
+		if c.name == "ICI" && l.Dims == 1 && collective.TorusAllToAllFactor(ed.ICI, l.Dims) != 2 {
+			t.Errorf("expert=8 on one ring: factor %g, want 8/4 = 2", collective.TorusAllToAllFactor(ed.ICI, l.Dims))
 		}
 		if d := got.ICITime.Seconds()/float64(got.Count) - wantICI; math.Abs(d) > 1e-6 {
 			t.Errorf("%s: ICI time per all-to-all = %v, want %.6f s", c.name, got.ICITime/time.Duration(got.Count), wantICI)

@@ -23,10 +23,5 @@ func sliceOf(m mesh.Mesh) []int {
 func group(m mesh.Mesh, dev int, along ...mesh.Axis) collective.Group {
 	mg := m.Group(dev, along...)
 	return collective.Group{Ranks: mg.Devices, NICI: mg.ICI, NDCN: mg.DCN, Axis: mg.String(),
-		ICILink: link(m.Link(along...)), DCNLink: link(m.TierLink(hw.DCN))}
-}
-
-// link is mesh's link as package collective times it.
-func link(l mesh.Link) collective.Link {
-	return collective.Link{Bandwidth: l.Bandwidth, Hops: l.Hops, HopLatency: l.HopLatency}
+		ICILink: m.Link(along...).Collective(), DCNLink: m.TierLink(hw.DCN).Collective()}
 }

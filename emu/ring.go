@@ -229,7 +229,7 @@ func (e *Endpoint) AllToAll(g collective.Group, x []float32) []float32 {
 		return out
 	}
 	e.op = "all-to-all"
-	e.sync(g, collective.Time(collective.AllToAll, n, unitBytes(len(x)), g.ICILink))
+	e.sync(g, collective.AllToAllCost(unitBytes(len(x)), g.NICI, g.ICILink, g.NDCN, g.DCNLink).Time())
 	const op = "all-to-all"
 	for k := 1; k < n; k++ {
 		to := (a + k) % n

@@ -346,7 +346,7 @@ func newRunFabric(tc *TrainConfig) (*Fabric, error) {
 		fab.SetRemote(tc.Remote)
 		tc.Remote.Attach(fab)
 	}
-	fab.pp = func(from, to int) collective.Link { return link(m.PeerLink(from, to)) }
+	fab.pp = func(from, to int) collective.Link { return m.PeerLink(from, to).Collective() }
 	for _, l := range tc.FailLinks {
 		if l[0] < 0 || l[1] < 0 || l[0] >= m.Chips() || l[1] >= m.Chips() {
 			return nil, fmt.Errorf("emu: failed link %d-%d names a device outside 0..%d: %w", l[0], l[1], m.Chips()-1, ErrInvalid)

@@ -494,9 +494,10 @@ func Estimate(r Request, tp, dp int) Layout {
 		ms, err := hw.NewMultislice(r.Slice, 1, 0)
 		if err == nil {
 			var m mesh.Mesh
-			m, err = mesh.Parse(ms, fmt.Sprintf("tensor=%d,data=%d", chips, r.Slice.Chips()/chips))
-			ring := m.Link(mesh.Tensor)
-			link.Bandwidth, link.Hops = ring.Bandwidth, ring.Hops
+			m, err = mesh.New(ms, mesh.Degree{Axis: mesh.Tensor, ICI: chips, DCN: 1}, mesh.Degree{Axis: mesh.Data, ICI: r.Slice.Chips() / chips, DCN: 1})
+			if err == nil {
+				link = m.Link(mesh.Tensor).Collective()
+			}
 		}
 		if err != nil {
 			panic(fmt.Sprintf("inference: TP %d is not one of TPSizes on %s: %v", tp, r.Slice.AcceleratorType(), err))

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"shardlab/collective"
 	"shardlab/hw"
 	"shardlab/unit"
 )
@@ -113,6 +114,12 @@ type Link struct {
 	// dimension, n−1 per open one; HopLatency is the fixed cost of each.
 	Hops       int
 	HopLatency time.Duration
+}
+
+// Collective is the link as package collective times it: the one
+// conversion of a placed link.
+func (l Link) Collective() collective.Link {
+	return collective.Link{Bandwidth: l.Bandwidth, Hops: l.Hops, HopLatency: l.HopLatency, Dims: l.Dims}
 }
 
 // Link returns the ICI ring that a collective over the given axes

@@ -26,7 +26,7 @@ var layers = map[string][]string{
 	"unit":                      nil,
 	"hw":                        {"unit"},
 	"model":                     nil,
-	"mesh":                      {"hw"},
+	"mesh":                      {"hw", "collective"}, // collective beyond ARCHITECTURE.md: mesh.Link.Collective, the one conversion of a placed link
 	"collective":                {"hw", "unit"},
 	"schedule":                  nil,
 	"systolic":                  {"hw"},
