@@ -38,9 +38,18 @@ func TestMaxTextReadsBackAsPlanned(t *testing.T) {
 		{"data over slices", func(o *plan.Options) {
 			o.Model, o.TPU, o.Slices, o.Mesh, o.GlobalBatch = "llama3-8b", "tpu7x-32", 2, "data=2(dcn),fsdp=16", "64"
 		}},
-		{"v5p, one device per chip", layout("v5p-32", "fsdp=16", "16")},
+		// every other generation: v2 and v3 are two devices per chip
+		// like TPU7x, the rest one
+		{"v2", layout("v2-32", "data=2,fsdp=8", "16")},
+		{"v3, 1 per chip", layout("v3-32", "fsdp=16", "16")},
+		{"v4", layout("v4-32", "fsdp=16", "16")},
+		{"v5e", layout("v5litepod-16", "fsdp=8,tensor=2", "16")},
+		{"v5p", layout("v5p-32", "fsdp=16", "16")},
+		{"v6e over slices", func(o *plan.Options) {
+			o.Model, o.TPU, o.Slices, o.Mesh, o.GlobalBatch = "llama3-8b", "v6e-16", 2, "fsdp=2(dcn),fsdp=16", "64"
+		}},
 	}
-	perChipCases := 0
+	perChipCases, generations := 0, map[string]bool{}
 	for _, tt := range cases {
 		p := search(t, tt.edit)
 		c, err := MaxText(p)
@@ -72,6 +81,7 @@ func TestMaxTextReadsBackAsPlanned(t *testing.T) {
 			continue
 		}
 		per := ms.Slice.Chip.JAXDevicesPerChip
+		generations[string(ms.Slice.Chip.Generation)] = true
 		if per > 1 {
 			perChipCases++
 		}
@@ -94,7 +104,7 @@ func TestMaxTextReadsBackAsPlanned(t *testing.T) {
 			t.Errorf("%s: planned %v per chip, read back %v, which is not the same devices (%v, %v): %v", tt.name, want, read, wrote, again, err)
 		}
 	}
-	if perChipCases == 0 {
-		t.Fatal("no case on a chip of several devices")
+	if perChipCases == 0 || len(generations) < 7 {
+		t.Fatalf("%d cases on a chip of several devices, generations %v: want some, and all seven", perChipCases, generations)
 	}
 }
