@@ -227,6 +227,34 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 	return best
 }
 
+// ErrorBand is how far the memory model's HBM estimate has been from what
+// XLA reported: the median |error| over the cases of validate's memory
+// table (validate/memory.yaml, set A: runs that compiled or ran, and runs
+// that ran out of memory, against the bytes XLA printed), and how many
+// cases that is.
+type ErrorBand struct {
+	Median float64
+	Cases  int
+}
+
+// The memory model's measured error, by model class. They are what
+// `shardlab validate --memory` measures, not fitted: validate's
+// TestMemoryErrorBands recomputes them from the table, so they change only
+// with the table or the model, and in the same commit.
+var (
+	MemoryErrorDense = ErrorBand{Median: 0.2197, Cases: 2}
+	MemoryErrorMoE   = ErrorBand{Median: 0.4501, Cases: 14}
+)
+
+// MemoryError is the measured error of j's memory estimate: its model
+// class's band.
+func (j Job) MemoryError() ErrorBand {
+	if j.Model.MoE() {
+		return MemoryErrorMoE
+	}
+	return MemoryErrorDense
+}
+
 // MaxMicroBatch is the most sequences per chip per micro-batch with which
 // j still fits in HBM on m, its layout, micro-batches and settings
 // unchanged (the global batch the only thing that grows); 0 when even one

@@ -18,6 +18,8 @@ import (
 // own devices (package maxtext), so a config export writes is costed as
 // the plan was. Where the devices have two chip readings (maxtext's
 // TestChipsInvertsDevices), the reading must write the same devices.
+// It is over 80 lines because of its table of plans, one per generation
+// and per way the chip's devices are carried.
 func TestMaxTextReadsBackAsPlanned(t *testing.T) {
 	layout := func(tpu, m, batch string) func(*plan.Options) {
 		return func(o *plan.Options) { o.Model, o.TPU, o.Mesh, o.GlobalBatch = "llama3-8b", tpu, m, batch }

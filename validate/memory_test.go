@@ -370,3 +370,39 @@ func FuzzParseMemory(f *testing.F) {
 		}
 	})
 }
+
+// TestMemoryErrorBands holds the memory model's measured error that plan
+// warns with (cost.MemoryErrorDense, cost.MemoryErrorMoE) to what the
+// memory table gives: the median |error| over set A's cases of each
+// model class, to four decimals.
+func TestMemoryErrorBands(t *testing.T) {
+	cases, err := MemoryCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := EvaluateMemory(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dense, moe []float64
+	for _, r := range rep.Results {
+		if r.Case.Set != SetA {
+			continue
+		}
+		if r.Case.Model.MoE() {
+			moe = append(moe, math.Abs(r.Error))
+		} else {
+			dense = append(dense, math.Abs(r.Error))
+		}
+	}
+	for _, c := range []struct {
+		name string
+		errs []float64
+		band cost.ErrorBand
+	}{{"dense", dense, cost.MemoryErrorDense}, {"MoE", moe, cost.MemoryErrorMoE}} {
+		want := cost.ErrorBand{Median: math.Round(median(c.errs)*1e4) / 1e4, Cases: len(c.errs)}
+		if c.band != want {
+			t.Errorf("cost's %s memory error band = %+v, the table gives %+v", c.name, c.band, want)
+		}
+	}
+}
