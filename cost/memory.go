@@ -163,6 +163,7 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 		norms = int(NumTensors) + iota
 		act
 		probs
+		stats // layerStats, as elements of the activation dtype
 		numResiduals
 	)
 	var rec [numResiduals]float64
@@ -175,6 +176,7 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 		rec[norms] = float64(spec.Norms()) * d
 		rec[act] = f
 		rec[probs] = heads
+		rec[stats] = j.layerStats(t) / e
 	}
 	live := 0.0
 	for _, v := range rec {
