@@ -424,14 +424,19 @@ func (d *device) tensorAllReduce(x []float32)          { d.ep.AllReduce(d.tensor
 func (d *device) expertAllToAll(x []float32) []float32 { return d.ep.AllToAll(d.expertG, x) }
 
 // contextAllGather gathers x over the context axis: x itself without one
-// (no copy, as a TPU makes none); the gathered keys and values are
-// metered as other buffers, the context axis's own.
+// (no copy, as a TPU makes none). The gathered keys and values are a
+// forward temporary, or in the backward pass a recomputed activation (the
+// gather redone for it).
 func (d *device) contextAllGather(x []float32) []float32 {
 	if d.contextG.Size() == 1 {
 		return x
 	}
 	all := d.ep.AllGather(d.contextG, x)
-	d.mem.hold(classOther, d.elem, all)
+	c := classOther
+	if d.mode == classActGrads {
+		c = classRecomputed
+	}
+	d.mem.hold(c, d.elem, all)
 	return all
 }
 
