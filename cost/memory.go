@@ -162,7 +162,7 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 	// rec is the recomputed residuals, in elements per token: the tagged
 	// tensors by their index, then the untagged ones.
 	const (
-		norms = int(NumTensors) + iota
+		norms   = int(NumTensors) + iota
 		midNorm // the mid-layer norm's output, last read by the MLP's weight gradients
 		act
 		probs

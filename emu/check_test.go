@@ -290,6 +290,8 @@ func memoryGap(layout string, remat emu.Remat) string {
 		return "the emulator gathers a whole layer (and the ends group with the output layer's gradient buffer until the embedding's backward); XLA gathers weight by weight, which cost counts (three matrices)"
 	case layout == "tensor":
 		return "the emulator keeps the residual stream, the norms and the embedding whole on every tensor rank; MaxText shards them over tensor (sequence parallelism, vocab-parallel embedding), as cost counts"
+	case remat == emu.RematNone && layout == "context":
+		return "the emulator keeps the local keys and values and gathers them again over context for the backward pass, where a TPU keeps the gathered ones as residuals (cost counts neither); and the step may peak at the output layer (below)"
 	case remat == emu.RematNone && layout != "pipeline":
 		return "the step peaks at the output layer, where cost counts bf16 logits and their gradient but MaxText (and the emulator) holds fp32 logits and exp_shifted (cast_logits_to_fp32, cross_entropy_with_logits), an fp32 logits gradient and the final norm's tensors"
 	}
