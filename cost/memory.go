@@ -129,11 +129,13 @@ type backwardWalk struct {
 //
 //	MLP down-projection   d(out), d(act)              frees act
 //	MLP activation        d(out), d(wi_0), d(wi_1)    frees wi_0, wi_1
-//	MLP up-projections    d(out), d(wi_0), d(wi_1), d(normed)
+//	MLP up-projections    d(out), d(wi_0), d(wi_1), d(normed)  frees the mid-layer norm's output
 //	mid-layer norm        d(out), d(normed), d(h)     frees h (out_proj)
 //	attention out-proj    d(h), d(context)            frees context
 //	attention core        d(h), d(context), dQ, dK, dV frees Q, K, V, probabilities
-//	                      (dot_product: and one [b, heads, s, seq] gradient)
+//	                      (dot_product: and one [b, heads, s, seq] gradient;
+//	                      with a context axis: K and V gathered over it
+//	                      and their full-length gradients)
 //	QKV projections       d(h), dQ, dK, dV, d(normed)
 //
 // An elementwise op writes its output into the buffer of an operand of
@@ -160,9 +162,11 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 	// rec is the recomputed residuals, in elements per token: the tagged
 	// tensors by their index, then the untagged ones.
 	const (
-		norms = int(NumTensors) + iota
+		norms   = int(NumTensors) + iota
+		midNorm // the mid-layer norm's output, last read by the MLP's weight gradients
 		act
 		probs
+		stats // layerStats, as elements of the activation dtype
 		numResiduals
 	)
 	var rec [numResiduals]float64
@@ -173,8 +177,12 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 			}
 		}
 		rec[norms] = float64(spec.Norms()) * d
+		if !spec.ParallelBlock && spec.Norms() > 1 {
+			rec[norms], rec[midNorm] = rec[norms]-d, d
+		}
 		rec[act] = f
 		rec[probs] = heads
+		rec[stats] = j.layerStats(t) / e
 	}
 	live := 0.0
 	for _, v := range rec {
@@ -185,39 +193,50 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 		dwi = 2 * f
 	}
 	dqkv := w[Query] + w[Key] + w[Value]
-	attnCore := dqkv + heads
+	// With a context axis the attention core reads K and V gathered over
+	// it and makes their full-length gradients, reduce-scattered after it
+	// (MaxText's all-gather context parallelism; the transpose of an
+	// all-gather is a reduce-scatter); under remat the gather is redone
+	// for the backward pass, a recomputed activation of that step alone.
+	c := float64(seq / s)
+	attnCore := w[Query] + c*(w[Key]+w[Value]) + heads
+	gathered := 0.0
+	if c > 1 && j.Remat != RematNone {
+		gathered = c * (w[Key] + w[Value])
+	}
 	type step struct {
 		name  string
 		grads float64
 		frees []int
+		extra float64 // recomputed for this step alone
 	}
 	var steps []step
 	steps = append(steps,
-		step{"forward recompute", 0, nil},
-		step{"MLP down-projection", d + f, []int{act}},
-		step{"MLP activation", d + dwi, []int{int(MLPWi0), int(MLPWi1)}},
-		step{"MLP up-projections", d + dwi + d, nil},
+		step{"forward recompute", 0, nil, 0},
+		step{"MLP down-projection", d + f, []int{act}, 0},
+		step{"MLP activation", d + dwi, []int{int(MLPWi0), int(MLPWi1)}, 0},
+		step{"MLP up-projections", d + dwi + d, []int{midNorm}, 0},
 	)
 	qkvp := []int{int(Query), int(Key), int(Value), probs}
 	if spec.ParallelBlock {
 		// d(out) and the MLP's d(normed) stay live through the attention.
 		steps = append(steps,
-			step{"attention out-projection", 2*d + w[Context], []int{int(Context)}},
-			step{"attention core", 2*d + w[Context] + attnCore, qkvp},
-			step{"QKV projections", 2*d + dqkv + d, nil},
+			step{"attention out-projection", 2*d + w[Context], []int{int(Context)}, 0},
+			step{"attention core", 2*d + w[Context] + attnCore, qkvp, gathered},
+			step{"QKV projections", 2*d + dqkv + d, nil, 0},
 		)
 	} else {
 		steps = append(steps,
-			step{"mid-layer norm", 3 * d, []int{int(OutProj)}},
-			step{"attention out-projection", d + w[Context], []int{int(Context)}},
-			step{"attention core", d + w[Context] + attnCore, qkvp},
-			step{"QKV projections", d + dqkv + d, nil},
+			step{"mid-layer norm", 3 * d, []int{int(OutProj)}, 0},
+			step{"attention out-projection", d + w[Context], []int{int(Context)}, 0},
+			step{"attention core", d + w[Context] + attnCore, qkvp, gathered},
+			step{"QKV projections", d + dqkv + d, nil, 0},
 		)
 	}
 	var best backwardWalk
 	for i, st := range steps {
-		if i == 0 || (live+st.grads)*e*tok > best.residuals+best.gradients {
-			best = backwardWalk{step: st.name, residuals: live * e * tok, gradients: st.grads * e * tok}
+		if i == 0 || (live+st.extra+st.grads)*e*tok > best.residuals+best.gradients {
+			best = backwardWalk{step: st.name, residuals: (live + st.extra) * e * tok, gradients: st.grads * e * tok}
 		}
 		for _, n := range st.frees {
 			live -= rec[n]

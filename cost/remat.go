@@ -327,11 +327,11 @@ func (j Job) rematOf(b, s, seq, t int) remat {
 // elementwiseResiduals is what keeping every residual adds to the tagged
 // tensors, per layer and chip: the two norms' outputs, the mid-layer
 // residual sum (or, in its place, the output projection), the MLP's
-// activation product, dropout masks when asked, and with dot-product
-// attention the softmax probabilities (b·heads·s·seq). With these, none is
-// Korthikanti et al. 2022 (arXiv 2205.05198) Table 2's tensor+sequence
-// parallel row for multi-head attention with a 4h GeLU MLP:
-// s·b·h·(34 + 5·a·s/h)/t bytes.
+// activation product, dropout masks when asked, with dot-product
+// attention the softmax probabilities (b·heads·s·seq), and the fp32
+// statistics (layerStats). Without the statistics, none is Korthikanti et
+// al. 2022 (arXiv 2205.05198) Table 2's tensor+sequence parallel row for
+// multi-head attention with a 4h GeLU MLP: s·b·h·(34 + 5·a·s/h)/t bytes.
 func (j Job) elementwiseResiduals(b, s, seq, t int) float64 {
 	spec := j.Model
 	e := float64(j.Precision.Activation)
@@ -350,7 +350,30 @@ func (j Job) elementwiseResiduals(b, s, seq, t int) float64 {
 		}
 		extra += probs
 	}
-	return extra
+	return extra + sb*j.layerStats(t)
+}
+
+// layerStats is the fp32 statistics a layer's backward pass reads, in
+// bytes per local token: each norm's scale (one rsqrt per token for
+// RMSNorm, the mean beside it for LayerNorm; MaxText normalizes in fp32,
+// layers/normalizations.py) and, unless the attention is dot-product, the
+// kernel's log-sum-exp per local head (a residual of the splash kernel's
+// forward, jax.experimental.pallas.ops.tpu.splash_attention, and of
+// FlashAttention-2's, Dao 2023 algorithm 1). Small beside a layer's
+// activations (one or two values per token against d_model), they are
+// what keeps a tiny model's count honest against the emulator's meter.
+func (j Job) layerStats(t int) float64 {
+	spec := j.Model
+	perNorm := 1.0
+	if spec.LayerNorm {
+		perNorm = 2
+	}
+	// the norms run sequence-parallel over tensor, as their outputs
+	stats := float64(spec.Norms()) * perNorm / float64(t)
+	if j.Attention != AttentionDot {
+		stats += float64(spec.Heads) / float64(t)
+	}
+	return 4 * stats
 }
 
 // LayerActivations is the bytes one layer keeps on device for the backward

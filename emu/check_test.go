@@ -1,6 +1,7 @@
 package emu_test
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -238,70 +239,170 @@ func TestChunkedPipelineBytesEqualCost(t *testing.T) {
 	}
 }
 
+// TestPeakMemoryWithinFivePercentOfCost holds cost's memory of a job to
+// the peak the emulator's meter measures training it (each tensor at the
+// dtype a TPU run holds it in), within 5 % in total and by buffer class,
+// over layouts, remat policies (none, full), attention kernels (dot
+// product, flash) and precisions (fp32, bf16 compute with fp32 state): 16
+// jobs held, the rest logged with the gap that keeps them out (memoryGap).
 func TestPeakMemoryWithinFivePercentOfCost(t *testing.T) {
-	tests := []struct {
-		name, accel, layout string
-		micro               int
-		sched               schedule.Kind
-		chunks              int
-	}{
-		{"data parallel", "v5litepod-8", "data=8", 1, schedule.OneFOneB, 1},
-		{"FSDP", "v5litepod-8", "fsdp=8", 1, schedule.OneFOneB, 1},
-		{"context parallel", "v5litepod-8", "context=4,data=2", 1, schedule.OneFOneB, 1},
-		{"pipeline", "v5litepod-4", "pipeline=4", 4, schedule.OneFOneB, 1},
-		{"pipeline, interleaved", "v5litepod-4", "pipeline=2,data=2", 4, schedule.Interleaved, 2},
+	layouts := []struct{ name, accel, layout string }{
+		{"data", "v5litepod-8", "data=8"},
+		{"fsdp", "v5litepod-8", "fsdp=8"},
+		{"context", "v5litepod-8", "context=4,data=2"},
+		{"tensor", "v5litepod-8", "tensor=2,data=4"},
+		{"pipeline", "v5litepod-4", "pipeline=4"},
 	}
-	for _, tt := range tests {
-		m := layout(t, tt.accel, 1, tt.layout)
-		peak, want := peaks(t, m, tt.micro, tt.sched, tt.chunks)
-		if m.Size(mesh.FSDP) > 1 {
-			// The emulator's one deliberate difference here: it shards the
-			// embedding, output layer and final norm as one FSDP group, so the
-			// group's full fp32 gradient buffer lives from the output layer's
-			// backward to the embedding's, where cost (as XLA) reduce-scatters
-			// the output layer's gradients at once and the embedding's at the
-			// end.
-			pc := spec(checkModel).ParamCount()
-			want += unit.Bytes(4 * (pc.Embedding + pc.Output + pc.FinalNorm))
+	held := 0
+	for _, lt := range layouts {
+		for _, remat := range []emu.Remat{emu.RematNone, emu.RematFull} {
+			for _, flash := range []bool{false, true} {
+				for _, bf16 := range []bool{false, true} {
+					name := fmt.Sprintf("%s/%s/flash=%v/bf16=%v", lt.name, remat, flash, bf16)
+					got, want := peaks(t, layout(t, lt.accel, 1, lt.layout), peakJob{remat: remat, flash: flash, bf16: bf16})
+					gap := memoryGap(lt.name, remat)
+					if gap == "" {
+						held++
+					}
+					for _, c := range got.classes(want) {
+						t.Logf("%-33s %-22s measured %7d cost %7d (%.3f)", name, c.name, c.got, c.want, float64(c.got)/float64(c.want))
+						if gap == "" && math.Abs(float64(c.got-c.want)) > 0.05*float64(c.want) {
+							t.Errorf("%s: %s measured %d bytes, cost %d: off by more than 5%%", name, c.name, c.got, c.want)
+						}
+					}
+					if gap != "" {
+						t.Logf("%s: not held: %s", name, gap)
+					}
+				}
+			}
 		}
-		ratio := float64(peak) / float64(want)
-		t.Logf("%s: measured peak %v, cost %v (%.3f)", tt.name, unit.Bytes(peak), want, ratio)
-		if math.Abs(ratio-1) > 0.05 {
-			t.Errorf("%s: measured peak %d bytes, cost %d: off by %.1f%%", tt.name, peak, want, 100*(ratio-1))
-		}
+	}
+	if held < 12 {
+		t.Errorf("%d jobs held to cost, want at least 12", held)
 	}
 }
 
-// peaks trains the check model on m with 64 sequences and returns the
-// largest peak memory any device measured, and cost's. The emulator's meter
-// does not count the activation gradients inside a layer's backward pass
-// (layerBackward's temporaries), so cost's peak is taken without them: its
-// largest phase less that buffer. cost's walk of them is held to a hand
-// derivation instead (cost's TestLayerBackwardWalk).
-func peaks(t *testing.T, m mesh.Mesh, micro int, k schedule.Kind, chunks int) (int64, unit.Bytes) {
+// memoryGap names what keeps a job of TestPeakMemoryWithinFivePercentOfCost
+// from agreeing with cost, or "".
+func memoryGap(layout string, remat emu.Remat) string {
+	switch {
+	case layout == "fsdp":
+		return "the emulator gathers a whole layer (and the ends group with the output layer's gradient buffer until the embedding's backward); XLA gathers weight by weight, which cost counts (three matrices)"
+	case layout == "tensor":
+		return "the emulator keeps the residual stream, the norms and the embedding whole on every tensor rank; MaxText shards them over tensor (sequence parallelism, vocab-parallel embedding), as cost counts"
+	case remat == emu.RematNone && layout == "context":
+		return "the emulator keeps the local keys and values and gathers them again over context for the backward pass, where a TPU keeps the gathered ones as residuals (cost counts neither); and the step may peak at the output layer (below)"
+	case remat == emu.RematNone && layout != "pipeline":
+		return "the step peaks at the output layer, where cost counts bf16 logits and their gradient but MaxText (and the emulator) holds fp32 logits and exp_shifted (cast_logits_to_fp32, cross_entropy_with_logits), an fp32 logits gradient and the final norm's tensors"
+	}
+	return ""
+}
+
+// peakJob is a job of the check model whose peak memory peaks compares.
+type peakJob struct {
+	micro  int
+	sched  schedule.Kind
+	chunks int
+	remat  emu.Remat
+	flash  bool
+	bf16   bool // mixed precision: bf16 activations, fp32 state
+}
+
+// peak is one device's peak memory by class, measured or predicted.
+type peak struct {
+	emu.Memory
+	emu.Transients
+}
+
+type classBytes struct {
+	name      string
+	got, want int64
+}
+
+// classes pairs p's classes with want's, the total last.
+func (p peak) classes(want peak) []classBytes {
+	return []classBytes{
+		{"weights", p.Memory.Weights, want.Memory.Weights},
+		{"gradients", p.Gradients, want.Gradients},
+		{"optimizer", p.Optimizer, want.Optimizer},
+		{"held activations", p.Activations, want.Activations},
+		{"recomputed activations", p.Recomputed, want.Recomputed},
+		{"activation gradients", p.ActivationGradients, want.ActivationGradients},
+		{"weights in use", p.Transients.Weights, want.Transients.Weights},
+		{"output layer", p.Output, want.Output},
+		{"other", p.Other, want.Other},
+		{"total", p.Total(), want.Total()},
+	}
+}
+
+// costPeak is cost's memory in the emulator's classes: the state, the
+// held activations and the buffers of the largest phase.
+func costPeak(mem cost.Memory) peak {
+	p := peak{Memory: emu.Memory{Weights: int64(mem.Weights), Gradients: int64(mem.Gradients), Optimizer: int64(mem.Optimizer),
+		Activations: int64(mem.Activations), Transient: int64(mem.Transient)}}
+	for _, ph := range mem.Phases {
+		if ph.Name != mem.Peak {
+			continue
+		}
+		for _, b := range ph.Buffers {
+			n := int64(b.Bytes)
+			switch {
+			case strings.HasPrefix(b.Name, "recomputed activations"):
+				p.Recomputed += n
+			case b.Name == cost.BufferActivationGradients:
+				p.ActivationGradients += n
+			case strings.HasPrefix(b.Name, "gathered weights") || strings.HasPrefix(b.Name, "compute-dtype copy"):
+				p.Transients.Weights += n
+			case strings.HasPrefix(b.Name, "logits") || strings.HasPrefix(b.Name, "final norm") || strings.HasPrefix(b.Name, "gathered output layer"):
+				p.Output += n
+			default:
+				p.Other += n
+			}
+		}
+	}
+	return p
+}
+
+// peaks trains the check model on m with 32 sequences and returns the
+// largest peak memory any device measured and cost's for the same job.
+func peaks(t *testing.T, m mesh.Mesh, pj peakJob) (got, want peak) {
 	t.Helper()
-	r := runChunked(t, m, 64, micro, k, chunks, false)
-	j := job(64, micro, k)
-	j.Chunks = chunks
+	pj.micro, pj.chunks = max(pj.micro, 1), max(pj.chunks, 1)
+	if pj.sched == "" {
+		pj.sched = schedule.OneFOneB
+	}
+	if m.Size(mesh.Pipeline) > 1 && pj.micro == 1 {
+		pj.micro = m.Size(mesh.Pipeline)
+	}
+	c := checkModel
+	c.FlashAttention = pj.flash
+	r, err := emu.Train(emu.TrainConfig{Model: c, Mesh: m, GlobalBatch: 32, MicroBatches: pj.micro, Schedule: pj.sched, Chunks: pj.chunks,
+		Steps: 1, Seed: 1, LR: 1e-3, Data: &emu.Synthetic{V: c.Vocab, Seed: 2}, Remat: pj.remat, BF16Compute: pj.bf16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range r.Devices {
+		if d.Memory.Total() > got.Total() {
+			got = peak{d.Memory, d.Transients}
+		}
+	}
+	j := job(32, pj.micro, pj.sched)
+	j.Chunks = pj.chunks
+	j.Remat, j.Attention = cost.RematNone, cost.AttentionDot
+	if pj.remat == emu.RematFull {
+		j.Remat = cost.RematFull
+	}
+	if pj.flash {
+		j.Attention = cost.AttentionFlash
+	}
+	if pj.bf16 {
+		j.Precision = cost.MaxTextPrecision() // fp32 weights, gradients and moments, bf16 activations
+	}
 	mem, err := cost.NewEstimator().Memory(j, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var peak int64
-	for _, d := range r.Devices {
-		peak = max(peak, d.Memory.Total())
-	}
-	var transient unit.Bytes
-	for _, ph := range mem.Phases {
-		b := ph.Bytes()
-		for _, buf := range ph.Buffers {
-			if buf.Name == cost.BufferActivationGradients {
-				b -= buf.Bytes
-			}
-		}
-		transient = max(transient, b)
-	}
-	return peak, mem.Total() - mem.Transient + transient
+	return got, costPeak(mem)
 }
 
 func TestPeakMemoryOfAllForwardSchedules(t *testing.T) {
@@ -310,7 +411,7 @@ func TestPeakMemoryOfAllForwardSchedules(t *testing.T) {
 	// counts its logits (XLA fuses the softmax into the loss); the
 	// emulator also keeps the softmax and the final norm's input and
 	// output, so it measures more. Cost must not be above what the
-	// emulator measures, nor far below: within 25 % (it is 10 to 20 %).
+	// emulator measures, nor far below: within 25 % (it is 10 to 21 %).
 	for _, tt := range []struct {
 		layout string
 		micro  int
@@ -320,9 +421,10 @@ func TestPeakMemoryOfAllForwardSchedules(t *testing.T) {
 		{"pipeline=4", 4, schedule.GPipe, 1},
 		{"pipeline=2,data=2", 4, schedule.Circular, 2},
 	} {
-		peak, want := peaks(t, layout(t, "v5litepod-4", 1, tt.layout), tt.micro, tt.sched, tt.chunks)
-		ratio := float64(peak) / float64(want)
-		t.Logf("%s %s: measured peak %v, cost %v (%.3f)", tt.sched, tt.layout, unit.Bytes(peak), want, ratio)
+		got, want := peaks(t, layout(t, "v5litepod-4", 1, tt.layout), peakJob{micro: tt.micro, sched: tt.sched, chunks: tt.chunks})
+		peak := got.Total()
+		ratio := float64(peak) / float64(want.Total())
+		t.Logf("%s %s: measured peak %v, cost %v (%.3f)", tt.sched, tt.layout, unit.Bytes(peak), unit.Bytes(want.Total()), ratio)
 		if ratio < 1 || ratio > 1.25 {
 			t.Errorf("%s on %s: measured peak %d bytes, cost %d (%.3f), want cost at or up to 25 %% below", tt.sched, tt.layout, peak, want, ratio)
 		}

@@ -7,13 +7,21 @@ import (
 	"shardlab/mesh"
 )
 
-// Memory is a device's bytes by component at its peak.
+// Memory is a device's bytes by component at its peak, each tensor counted
+// at the dtype a TPU run holds it in (the emulator stores float32
+// throughout): fp32 weights, gradients and Adam moments (MaxText's
+// weight_dtype, grad_dtype and mu_dtype defaults); activations, gathered
+// weights, compute copies and unreduced gradients in the compute dtype
+// (bf16 with TrainConfig.BF16Compute, MaxText's dtype); the norms'
+// scales, FlashAttention's log-sum-exp and the logits in fp32.
 type Memory struct {
 	Weights     int64 `json:"weights"`
 	Gradients   int64 `json:"gradients"`
 	Optimizer   int64 `json:"optimizer"`
-	Activations int64 `json:"activations"`
-	Transient   int64 `json:"transient"`
+	Activations int64 `json:"activations"` // held for the backward pass
+	// Transient is the short-lived buffers, Transients at the peak
+	// together.
+	Transient int64 `json:"transient"`
 }
 
 // Total is the sum.
@@ -21,15 +29,120 @@ func (m Memory) Total() int64 {
 	return m.Weights + m.Gradients + m.Optimizer + m.Activations + m.Transient
 }
 
-// meter tracks current use and the breakdown at the peak.
+// Transients splits Memory.Transient at the peak by buffer class, as
+// package cost names its phases' buffers.
+type Transients struct {
+	// Recomputed is the activations a remat policy reruns in the backward
+	// pass, while the backward still needs them.
+	Recomputed int64 `json:"recomputed_activations"`
+	// ActivationGradients is the backward pass's gradients of the
+	// activations: the layer's output gradient and those it makes.
+	ActivationGradients int64 `json:"activation_gradients"`
+	// Weights is the weights in use beside their shards: FSDP-gathered
+	// weights and their unreduced gradients, or compute-dtype copies.
+	Weights int64 `json:"weights_in_use"`
+	// Output is the output layer's: the final norm's input and output,
+	// the logits and the softmax (fp32, MaxText's cast_logits_to_fp32),
+	// and their gradients.
+	Output int64 `json:"output"`
+	// Other is the rest: a layer's forward temporaries, the keys and
+	// values gathered over the context axis.
+	Other int64 `json:"other"`
+}
+
+// class is a buffer class of the meter.
+type class uint8
+
+const (
+	classActivations class = iota
+	classRecomputed
+	classActGrads
+	classWeights
+	classOutput
+	classOther
+)
+
+// meter tracks current use and the breakdown at the peak: the model state
+// by component, and every other live buffer by its class and its bytes at
+// the TPU dtype, keyed by a pointer to its first element.
 type meter struct {
-	cur, peak Memory
+	cur, peak   Memory
+	curT, peakT Transients
+	live        map[any]metered
+}
+
+type metered struct {
+	c     class
+	bytes int64
 }
 
 func (m *meter) change(f func(*Memory)) {
 	f(&m.cur)
+	m.check()
+}
+
+func (m *meter) check() {
 	if m.cur.Total() > m.peak.Total() {
-		m.peak = m.cur
+		m.peak, m.peakT = m.cur, m.curT
+	}
+}
+
+// add counts bytes (negative to take them off) in class c.
+func (m *meter) add(c class, bytes int64) {
+	t := &m.curT
+	switch c {
+	case classActivations:
+		m.cur.Activations += bytes
+		return
+	case classRecomputed:
+		t.Recomputed += bytes
+	case classActGrads:
+		t.ActivationGradients += bytes
+	case classWeights:
+		t.Weights += bytes
+	case classOutput:
+		t.Output += bytes
+	default:
+		t.Other += bytes
+	}
+	m.cur.Transient += bytes
+}
+
+// hold meters x, elems of size bytes each, in class c; x already metered
+// moves to c.
+func (m *meter) hold(c class, size int, xs ...[]float32) {
+	for _, x := range xs {
+		if len(x) > 0 {
+			m.holdKey(&x[0], c, int64(len(x))*int64(size))
+		}
+	}
+	m.check()
+}
+
+func (m *meter) holdKey(k any, c class, bytes int64) {
+	if m.live == nil {
+		m.live = map[any]metered{}
+	}
+	if old, ok := m.live[k]; ok {
+		m.add(old.c, -old.bytes)
+	}
+	m.live[k] = metered{c, bytes}
+	m.add(c, bytes)
+}
+
+// drop stops metering x, which is dead.
+func (m *meter) drop(xs ...[]float32) {
+	for _, x := range xs {
+		if len(x) > 0 {
+			m.dropKey(&x[0])
+		}
+	}
+}
+
+func (m *meter) dropKey(k any) {
+	if old, ok := m.live[k]; ok {
+		m.add(old.c, -old.bytes)
+		delete(m.live, k)
 	}
 }
 
@@ -82,7 +195,13 @@ type device struct {
 	// instead of faulting in fresh pages.
 	spare map[int][][]float32
 
-	mem   meter
+	mem meter
+	// mode is the class mat meters the model code's matrices in: a
+	// layer's forward temporaries, its rerun for the backward pass, or the
+	// backward's activation gradients; elem is the bytes of the compute
+	// dtype a TPU holds them in (2 with BF16Compute, else 4).
+	mode  class
+	elem  int
 	busy  float64
 	loss  float64
 	trace []Span
@@ -197,11 +316,14 @@ func newDevice(tc *TrainConfig, id int, ep *Endpoint, ts *templates) *device {
 	for _, x := range d.flat {
 		n += int64(len(x))
 	}
-	w := 4 * n
+	// fp32 weights (the master copy: MaxText casts a bf16 copy at each
+	// use, layers/linears.py, metered where gather makes it), gradients
+	// and Adam's two moments
+	d.mem.change(func(m *Memory) { m.Weights, m.Gradients, m.Optimizer = 4*n, 4*n, 8*n })
+	d.elem, d.mode = 4, classOther
 	if tc.BF16Compute {
-		w += 2 * n // the bf16 working copy beside the fp32 master
+		d.elem = 2
 	}
-	d.mem.change(func(m *Memory) { m.Weights, m.Gradients, m.Optimizer = w, 4*n, 8*n })
 	return d
 }
 
@@ -298,26 +420,107 @@ func bindLayer(l Layer[float32], buf, experts []float32) Layer[float32] {
 }
 
 // colls for the model code
-func (d *device) tensorAllReduce(x []float32)            { d.ep.AllReduce(d.tensorG, x) }
-func (d *device) expertAllToAll(x []float32) []float32   { return d.ep.AllToAll(d.expertG, x) }
-func (d *device) contextAllGather(x []float32) []float32 { return d.ep.AllGather(d.contextG, x) }
+func (d *device) tensorAllReduce(x []float32)          { d.ep.AllReduce(d.tensorG, x) }
+func (d *device) expertAllToAll(x []float32) []float32 { return d.ep.AllToAll(d.expertG, x) }
+
+// contextAllGather gathers x over the context axis: x itself without one
+// (no copy, as a TPU makes none). The gathered keys and values are a
+// forward temporary, or in the backward pass a recomputed activation (the
+// gather redone for it).
+func (d *device) contextAllGather(x []float32) []float32 {
+	if d.contextG.Size() == 1 {
+		return x
+	}
+	all := d.ep.AllGather(d.contextG, x)
+	c := classOther
+	if d.mode == classActGrads {
+		c = classRecomputed
+	}
+	d.mem.hold(c, d.elem, all)
+	return all
+}
+
+// contextReduceScatter sums x over the context axis and returns this
+// rank's part (x itself without one), metered as mat meters.
 func (d *device) contextReduceScatter(x []float32) []float32 {
-	return d.ep.ReduceScatter(d.contextG, x)
+	if d.contextG.Size() == 1 {
+		return x
+	}
+	part := d.ep.ReduceScatter(d.contextG, x)
+	d.mem.hold(d.mode, d.elem, part)
+	return part
 }
 
 // mat lends the model code a zeroed r×c matrix from the step's spare
-// buffers (colls).
+// buffers, metered in the device's mode (colls).
 func (d *device) mat(r, c int) Mat[float32] {
 	buf := d.take(r * c)
 	clear(buf)
+	d.mem.hold(d.mode, d.elem, buf)
 	return Mat[float32]{R: r, C: c, D: buf}
+}
+
+// mat32 is mat metered at 4 bytes an element (colls).
+func (d *device) mat32(r, c int) Mat[float32] {
+	m := d.mat(r, c)
+	d.mem.hold(d.mode, 4, m.D)
+	return m
 }
 
 // recycle keeps matrices the model code is done with for mat (colls).
 func (d *device) recycle(ms ...Mat[float32]) {
 	for _, m := range ms {
 		if len(m.D) > 0 {
+			d.mem.drop(m.D)
 			d.give(m.D)
+		}
+	}
+}
+
+// holdActs meters what layer's forward keeps for the backward pass in
+// class c: its matrices in the compute dtype, the norms' scales and
+// FlashAttention's log-sum-exp in fp32 (statistics MaxText computes in
+// fp32: layers/normalizations.py; the splash kernel's residual); the
+// layer's input x only with its other tensors, when c holds activations.
+func (d *device) holdActs(a *acts[float32], c class) {
+	ms := []Mat[float32]{a.h1, a.q, a.k, a.v, a.p, a.attn, a.x2, a.h2, a.g, a.u, a.a}
+	if c == classActivations {
+		ms = append(ms, a.x)
+	}
+	for _, m := range ms {
+		d.mem.hold(c, d.elem, m.D)
+	}
+	d.mem.hold(c, 4, a.rstd1, a.rstd2, a.lse)
+	if m := a.moe; m != nil {
+		for _, x := range []Mat[float32]{m.logits, m.x, m.g, m.u, m.a, m.back} {
+			d.mem.hold(c, d.elem, x.D)
+		}
+		d.mem.hold(c, d.elem, m.gate)
+		for _, x := range [][]int{m.idx, m.pos} { // int32 on a TPU
+			if len(x) > 0 {
+				d.mem.holdKey(&x[0], c, 4*int64(len(x)))
+			}
+		}
+		d.mem.check()
+	}
+}
+
+// dropActs stops metering what a layer kept for its backward pass, its
+// input x but with its other tensors, once that pass has run.
+func (d *device) dropActs(a *acts[float32]) {
+	for _, m := range []Mat[float32]{a.h1, a.q, a.k, a.v, a.p, a.attn, a.x2, a.h2, a.g, a.u, a.a} {
+		d.mem.drop(m.D)
+	}
+	d.mem.drop(a.rstd1, a.rstd2, a.lse)
+	if m := a.moe; m != nil {
+		for _, x := range []Mat[float32]{m.logits, m.x, m.g, m.u, m.a, m.back} {
+			d.mem.drop(x.D)
+		}
+		d.mem.drop(m.gate)
+		for _, x := range [][]int{m.idx, m.pos} {
+			if len(x) > 0 {
+				d.mem.dropKey(&x[0])
+			}
 		}
 	}
 }
@@ -335,10 +538,11 @@ func (d *device) gather(gi int) []float32 {
 		}
 		buf := d.take(len(d.flat[gi]))
 		copy(buf, d.flat[gi])
+		d.mem.hold(classWeights, 2, buf) // the bf16 copy
 		return roundBF16(buf)
 	}
 	full := d.ep.allGatherInto(g, d.flat[gi], d.take(d.fullLen[gi]))
-	d.mem.change(func(m *Memory) { m.Transient += 4 * int64(len(full)) })
+	d.mem.hold(classWeights, d.elem, full) // gathered in the compute dtype
 	if d.tc.BF16Compute {
 		roundBF16(full)
 	}
@@ -359,13 +563,37 @@ func roundBF16(x []float32) []float32 {
 	return x
 }
 
+// gatherHead is gather(0) for the output layer's backward. Without FSDP
+// the emulator's bf16 copy is of the whole ends group, but the head reads
+// only the final norm and the output layer (the embedding too when tied),
+// the part a TPU casts to bf16 for it: that part is metered.
+func (d *device) gatherHead() []float32 {
+	ends := d.gather(0)
+	if d.shardOf(0).Size() == 1 && d.tc.BF16Compute {
+		d.mem.drop(ends)
+		d.mem.hold(classWeights, 2, d.headPart(ends))
+	}
+	return ends
+}
+
+// headPart is the part of the ends group the output layer reads: all of
+// it but an untied model's embedding and positions.
+func (d *device) headPart(ends []float32) []float32 {
+	if t := d.tmpl; !d.c.Tied && len(t.Out.D) > 0 {
+		return ends[len(t.Emb.D)+len(t.Pos.D):]
+	}
+	return ends
+}
+
 // release is done with gather's buffer.
 func (d *device) release(gi int, buf []float32) {
 	switch {
-	case d.shardOf(gi).Size() > 1:
-		d.mem.change(func(m *Memory) { m.Transient -= 4 * int64(len(buf)) })
-	case !d.tc.BF16Compute:
+	case d.shardOf(gi).Size() == 1 && !d.tc.BF16Compute:
 		return // the shard itself
+	}
+	d.mem.drop(buf)
+	if gi == 0 {
+		d.mem.drop(d.headPart(buf))
 	}
 	d.give(buf)
 }
@@ -396,9 +624,11 @@ func (d *device) gradBuf(gi int) []float32 {
 	if d.shardOf(gi).Size() == 1 {
 		return d.grad[gi]
 	}
-	d.mem.change(func(m *Memory) { m.Transient += 4 * int64(d.fullLen[gi]) })
 	buf := d.take(d.fullLen[gi])
 	clear(buf)
+	// the gradient of the compute-dtype weights, reduce-scattered in that
+	// dtype before it joins the fp32 accumulator
+	d.mem.hold(classWeights, d.elem, buf)
 	return buf
 }
 
@@ -409,7 +639,7 @@ func (d *device) scatterGrad(gi int, buf []float32) {
 	}
 	shard := d.ep.ReduceScatter(g, buf)
 	d.ep.f.add(d.grad[gi], shard)
-	d.mem.change(func(m *Memory) { m.Transient -= 4 * int64(len(buf)) })
+	d.mem.drop(buf)
 	d.give(buf)
 }
 

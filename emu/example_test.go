@@ -41,7 +41,7 @@ func ExampleEstimateMemory() {
 	fmt.Println("the process:", fp.Static, "B throughout,", fp.Process, "B at its peak")
 	// Output:
 	// 8 chips; chip 0 holds 7072 B of weights, 14144 B of Adam moments
-	// the process: 415536 B throughout, 1166896 B at its peak
+	// the process: 415536 B throughout, 1175088 B at its peak
 }
 
 // An interleaved 1F1B pipeline: each of the 2 pipeline devices holds 2

@@ -21,16 +21,12 @@ func embedBack[T Float](g *Params[T], mb micro, dx Mat[T]) {
 }
 
 // headActs is what the output layer keeps: the final norm's input and
-// output, and the logits and their softmax (cost counts both as the
-// transient output buffer).
+// output, and the logits and their softmax (MaxText's cross-entropy keeps
+// the fp32 logits and exp_shifted).
 type headActs[T Float] struct {
 	x, h          Mat[T]
 	rstd          []T
 	logits, probs Mat[T]
-}
-
-func (a *headActs[T]) bytes(elem int) int64 {
-	return int64(len(a.x.D)+len(a.h.D)+len(a.rstd)+len(a.logits.D)+len(a.probs.D)) * int64(elem)
 }
 
 // outWeight is the output projection: Out, or Embᵀ when tied.
@@ -64,8 +60,8 @@ func headForward[T Float](c Config, p *Params[T], x Mat[T], mb micro) (float64, 
 	return loss, a
 }
 
-func headBack[T Float](c Config, p, g *Params[T], a *headActs[T], mb micro) Mat[T] {
-	dl := newMat[T](a.probs.R, a.probs.C)
+func headBack[T Float](c Config, p, g *Params[T], a *headActs[T], mb micro, co colls[T]) Mat[T] {
+	dl := co.mat32(a.probs.R, a.probs.C) // fp32, as the logits (MaxText's cross_entropy_with_logits)
 	s := T(mb.scale)
 	for r := 0; r < dl.R; r++ {
 		pr, dr := a.probs.Row(r), dl.Row(r)
@@ -74,7 +70,7 @@ func headBack[T Float](c Config, p, g *Params[T], a *headActs[T], mb micro) Mat[
 		}
 		dr[mb.targets[r]] -= s
 	}
-	dh := newMat[T](a.h.R, a.h.C)
+	dh := co.mat(a.h.R, a.h.C)
 	if c.Tied {
 		matMulTA(g.Emb, dl, a.h, true)
 		matMul(dh, dl, p.Emb, false)
@@ -82,8 +78,10 @@ func headBack[T Float](c Config, p, g *Params[T], a *headActs[T], mb micro) Mat[
 		matMulTA(g.Out, a.h, dl, true)
 		matMulTB(dh, dl, p.Out, false)
 	}
-	dx := newMat[T](a.x.R, a.x.C)
+	co.recycle(dl)
+	dx := co.mat(a.x.R, a.x.C)
 	rmsnormBack(a.x, p.NF, a.rstd, dh, dx, g.NF)
+	co.recycle(dh)
 	return dx
 }
 
@@ -98,7 +96,7 @@ func lossAndGrad[T Float](c Config, p, g *Params[T], mb micro) float64 {
 		saved = append(saved, a)
 	}
 	loss, ha := headForward(c, p, x, mb)
-	dx := headBack(c, p, g, ha, mb)
+	dx := headBack(c, p, g, ha, mb, solo[T]{})
 	for i := len(p.Layers) - 1; i >= 0; i-- {
 		dx = layerBackward(c, &p.Layers[i], &g.Layers[i], saved[i], dx, mb, solo[T]{})
 	}

@@ -29,6 +29,9 @@ type colls[T Float] interface {
 	// what its live tensors hold, which is what EstimateMemory counts).
 	mat(r, c int) Mat[T]
 	recycle(ms ...Mat[T])
+	// mat32 is mat for a matrix a TPU holds in fp32 whatever the compute
+	// dtype (the logits' gradient).
+	mat32(r, c int) Mat[T]
 }
 
 type solo[T Float] struct{}
@@ -39,6 +42,7 @@ func (solo[T]) contextAllGather(x []T) []T     { return x }
 func (solo[T]) contextReduceScatter(x []T) []T { return x }
 func (solo[T]) mat(r, c int) Mat[T]            { return newMat[T](r, c) }
 func (solo[T]) recycle(...Mat[T])              {}
+func (solo[T]) mat32(r, c int) Mat[T]          { return newMat[T](r, c) }
 
 // micro is one micro-batch as a device sees it: b sequences of s local
 // tokens, chunk ci of c along the sequence.
@@ -55,27 +59,29 @@ func (m micro) n() int { return m.b * m.s }
 func (m micro) pos(r int) int { return m.ci*m.s + r%m.s }
 
 // acts is what one layer keeps for its backward pass: the same tensors
-// cost.LayerActivations counts (norm inputs x and x2; attention input h1;
-// Q, K, V; the softmax P; the output-projection input; the MLP input h2;
-// g, u and a), plus each norm's per-token scale.
+// cost.LayerActivations counts with remat none (norm inputs x and x2;
+// attention input h1; Q, K, V; the softmax P; the output-projection
+// input; the MLP input h2; g, u and a), with each norm's per-token scale
+// and FlashAttention's log-sum-exp; with remat full, x alone until the
+// backward pass reruns the layer.
 type acts[T Float] struct {
 	x, h1, q, k, v, p, attn, x2, h2, g, u, a Mat[T]
 	rstd1, rstd2                             []T
 	lse                                      []T // with FlashAttention, instead of p
 	moe                                      *moeActs[T]
+	// rerun says the backward pass recomputed these (remat): then it frees
+	// each at its last use. Kept ones stay to the end of the layer's
+	// backward: under scan_layers a TPU keeps every layer's residuals in
+	// one stacked buffer, which no layer's backward frees a part of.
+	rerun bool
 }
 
-// bytes is the memory acts hold.
-func (a *acts[T]) bytes(elem int) int64 {
-	var n int
-	for _, m := range []Mat[T]{a.x, a.h1, a.q, a.k, a.v, a.p, a.attn, a.x2, a.h2, a.g, a.u, a.a} {
-		n += len(m.D)
+// done frees a's tensors ms at their last use in the backward pass when
+// they were recomputed for it.
+func (a *acts[T]) done(co colls[T], ms ...*Mat[T]) {
+	if a.rerun {
+		free(co, ms...)
 	}
-	n += len(a.rstd1) + len(a.rstd2) + len(a.lse)
-	if a.moe != nil {
-		n += a.moe.elems()
-	}
-	return int64(n) * int64(elem)
 }
 
 func rmsnorm[T Float](x Mat[T], w []T) (Mat[T], []T) {
@@ -141,6 +147,7 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 	} else {
 		a.attn, a.p = attentionKeepP(c, a.q, kAll, vAll, mb, hd)
 	}
+	recycleGathered(co, a, kAll, vAll)
 	o := co.mat(n, d)
 	matMul(o, a.attn, l.Wo, false)
 	co.tensorAllReduce(o.D)
@@ -173,7 +180,24 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 // recycleActs gives back what a layer kept for its backward pass once
 // that has run: every tensor but its input x, which the caller owns.
 func recycleActs[T Float](a *acts[T], co colls[T]) {
-	co.recycle(a.h1, a.q, a.k, a.v, a.p, a.attn, a.x2, a.h2, a.g, a.u, a.a)
+	free(co, &a.h1, &a.q, &a.k, &a.v, &a.p, &a.attn, &a.x2, &a.h2, &a.g, &a.u, &a.a)
+}
+
+// free recycles matrices at their last use, as XLA frees a buffer after
+// its last reader, and empties them so that nothing recycles them twice.
+func free[T Float](co colls[T], ms ...*Mat[T]) {
+	for _, m := range ms {
+		co.recycle(*m)
+		*m = Mat[T]{}
+	}
+}
+
+// recycleGathered gives back the keys and values gathered over the
+// context axis, when there is one (else they are a's own).
+func recycleGathered[T Float](co colls[T], a *acts[T], kAll, vAll Mat[T]) {
+	if len(kAll.D) > 0 && len(a.k.D) > 0 && &kAll.D[0] != &a.k.D[0] {
+		co.recycle(kAll, vAll)
+	}
 }
 
 // keyRow is the row of the gathered K/V holding sequence bi's key at
@@ -221,40 +245,59 @@ func attention[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, 
 	return out, p
 }
 
-// layerBackward takes dy, adds the weight gradients to g and returns dx.
+// layerBackward takes dy, adds the weight gradients to g and returns dx,
+// in dy's buffer (the residual's gradient is dy plus the norms', an
+// elementwise sum XLA writes into its dying operand). It frees each
+// gradient after its last use, and each of a's tensors after its last
+// when they were recomputed (acts.done), as XLA's buffer assignment does,
+// so that what is live at each step is what package cost's walk of the
+// same pass (layerBackward) lists.
 func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat[T], mb micro, co colls[T]) Mat[T] {
 	n, d := dy.R, dy.C
-	hd := c.headDim()
+	hd, kvd := c.headDim(), a.k.C
 	dh2 := mlpBackward(c, l, g, a, dy, co)
-	dx2 := co.mat(n, d)
-	copy(dx2.D, dy.D)
+	dx2 := dy
 	rmsnormBack(a.x2, l.N2, a.rstd2, dh2, dx2, g.N2)
 	if a.moe == nil {
 		co.recycle(dh2)
 	}
+	a.done(co, &a.x2)
 	// attention: x2 = x + attn·Wo
 	matMulTA(g.Wo, a.attn, dx2, true)
 	dattn := co.mat(n, l.Wo.R)
 	matMulTB(dattn, dx2, l.Wo, false)
+	if !c.FlashAttention {
+		a.done(co, &a.attn) // FlashAttention's backward reads the output
+	}
 	kAll := Mat[T]{R: n * mb.c, C: a.k.C, D: co.contextAllGather(a.k.D)}
 	vAll := Mat[T]{R: n * mb.c, C: a.v.C, D: co.contextAllGather(a.v.D)}
-	var dq, dkAll, dvAll Mat[T]
+	dq, dkAll, dvAll := co.mat(a.q.R, a.q.C), co.mat(kAll.R, kAll.C), co.mat(vAll.R, vAll.C)
 	if c.FlashAttention {
-		dq, dkAll, dvAll = attentionFlashBack(c, a.q, kAll, vAll, a.attn, a.lse, dattn, mb, hd)
+		attentionFlashBackInto(c, a.q, kAll, vAll, a.attn, a.lse, dattn, mb, hd, dq, dkAll, dvAll)
 	} else {
-		dq, dkAll, dvAll = attentionKeepPBack(c, a.q, kAll, vAll, a.p, dattn, mb, hd)
+		// the scores' gradient, all of it at once as XLA's einsum makes it
+		ds := co.mat(len(a.p.D)/(mb.s*mb.c), mb.s*mb.c)
+		attentionKeepPBackInto(c, a.q, kAll, vAll, a.p, dattn, mb, hd, dq, dkAll, dvAll, ds)
+		co.recycle(ds)
 	}
 	co.recycle(dattn)
-	dk := Mat[T]{R: n, C: a.k.C, D: co.contextReduceScatter(dkAll.D)}
-	dv := Mat[T]{R: n, C: a.v.C, D: co.contextReduceScatter(dvAll.D)}
+	recycleGathered(co, a, kAll, vAll)
+	a.done(co, &a.k, &a.v, &a.p, &a.attn)
+	dk := Mat[T]{R: n, C: kvd, D: co.contextReduceScatter(dkAll.D)}
+	dv := Mat[T]{R: n, C: dk.C, D: co.contextReduceScatter(dvAll.D)}
+	if len(dk.D) > 0 && &dk.D[0] != &dkAll.D[0] {
+		co.recycle(dkAll, dvAll)
+	}
 	matMulTA(g.Wq, a.h1, dq, true)
 	matMulTA(g.Wk, a.h1, dk, true)
 	matMulTA(g.Wv, a.h1, dv, true)
+	a.done(co, &a.h1)
 	dh1 := co.mat(n, d)
 	matMulTB(dh1, dq, l.Wq, false)
 	matMulTB(dh1, dk, l.Wk, true)
 	matMulTB(dh1, dv, l.Wv, true)
-	co.recycle(dq)
+	co.recycle(dq, dk, dv)
+	a.done(co, &a.q)
 	co.tensorAllReduce(dh1.D)
 	// dx is dx2 plus the first norm's input gradient
 	rmsnormBack(a.x, l.N1, a.rstd1, dh1, dx2, g.N1)
@@ -276,11 +319,14 @@ func mlpBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat
 	matMulTA(g.Wd, a.a, dy, true)
 	da := co.mat(n, l.Wd.R)
 	matMulTB(da, dy, l.Wd, false)
-	dg, du := co.mat(n, da.C), co.mat(n, da.C)
+	a.done(co, &a.a)
+	// du takes da's buffer, which dies at the activation's backward
+	dg, du := co.mat(n, da.C), da
 	swigluBack(dg.D, du.D, da.D, a.g.D, a.u.D)
-	co.recycle(da)
+	a.done(co, &a.g, &a.u)
 	matMulTA(g.Wg, a.h2, dg, true)
 	matMulTA(g.Wu, a.h2, du, true)
+	a.done(co, &a.h2)
 	dh2 := co.mat(n, d)
 	matMulTB(dh2, dg, l.Wg, false)
 	matMulTB(dh2, du, l.Wu, true)
@@ -430,12 +476,17 @@ func scaleRow[T Float](x []T, f T) {
 // GEMM: dV += Pᵀ·dO, dP = dO·Vᵀ, dS = P⊙(dP − D) scaled, dQ += dS·K and
 // dK += dSᵀ·Q.
 func attentionFlashBack[T Float](c Config, q, kAll, vAll, out Mat[T], lse []T, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
+	dq, dk, dv = newMat[T](q.R, q.C), newMat[T](kAll.R, kAll.C), newMat[T](vAll.R, vAll.C)
+	attentionFlashBackInto(c, q, kAll, vAll, out, lse, dout, mb, hd, dq, dk, dv)
+	return dq, dk, dv
+}
+
+// attentionFlashBackInto is attentionFlashBack adding into zeroed dq, dk
+// and dv. Its tiles are the kernel's scratch (VMEM on a TPU), not metered.
+func attentionFlashBackInto[T Float](c Config, q, kAll, vAll, out Mat[T], lse []T, dout Mat[T], mb micro, hd int, dq, dk, dv Mat[T]) {
 	qh := q.C / hd
 	group := c.Heads / c.KVHeads
 	s := mb.s
-	dq = newMat[T](q.R, q.C)
-	dk = newMat[T](kAll.R, kAll.C)
-	dv = newMat[T](vAll.R, vAll.C)
 	scale := 1 / sqrt(T(hd))
 	p, ds := make([]T, flashBlock*flashBlock), make([]T, flashBlock*flashBlock)
 	d := make([]T, flashBlock)
@@ -470,7 +521,6 @@ func attentionFlashBack[T Float](c Config, q, kAll, vAll, out Mat[T], lse []T, d
 			})
 		}
 	}
-	return dq, dk, dv
 }
 
 // v1Path makes the layers compute as v1 did: the row-by-row attention (dot
@@ -486,11 +536,17 @@ func attentionKeepP[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (
 	return attentionBlocks(c, q, kAll, vAll, mb, hd)
 }
 
-func attentionKeepPBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
+// attentionKeepPBackInto is the backward of attentionKeepP into zeroed
+// dq, dk and dv, with ds (P's shape) for the scores' gradient.
+func attentionKeepPBackInto[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int, dq, dk, dv, ds Mat[T]) {
 	if v1Path {
-		return attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
+		q1, k1, v1 := attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
+		copy(dq.D, q1.D)
+		copy(dk.D, k1.D)
+		copy(dv.D, v1.D)
+		return
 	}
-	return attentionBlocksBack(c, q, kAll, vAll, p, dout, mb, hd)
+	attentionBlocksBackInto(c, q, kAll, vAll, p, dout, mb, hd, dq, dk, dv, ds)
 }
 
 // gemmAt sets c = op(a)·op(b), or adds it when acc, on strided views (m×n
@@ -574,22 +630,27 @@ func attentionBlocks[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) 
 
 // attentionBlocksBack is attentionBack with its products as GEMMs, per
 // sequence, head and context chunk of keys: dP = dO·Vᵀ, dS = P⊙(dP − ΣP·dP)
-// scaled, then dV += Pᵀ·dO, dK += dSᵀ·Q and dQ += dS·K. It holds one
-// sequence and head's dS (local queries × keys) at a time.
+// scaled, then dV += Pᵀ·dO, dK += dSᵀ·Q and dQ += dS·K.
 func attentionBlocksBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
+	dq, dk, dv = newMat[T](q.R, q.C), newMat[T](kAll.R, kAll.C), newMat[T](vAll.R, vAll.C)
+	attentionBlocksBackInto(c, q, kAll, vAll, p, dout, mb, hd, dq, dk, dv, newMat[T](p.R, p.C))
+	return dq, dk, dv
+}
+
+// attentionBlocksBackInto is attentionBlocksBack adding into zeroed dq,
+// dk and dv, with the scores' gradient dS in ds, P's shape: every
+// sequence's and head's at once, as XLA's einsum makes it.
+func attentionBlocksBackInto[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int, dq, dk, dv, dsAll Mat[T]) {
 	qh := q.C / hd
 	group := c.Heads / c.KVHeads
 	s, n, seq := mb.s, mb.n(), mb.s*mb.c
-	dq = newMat[T](q.R, q.C)
-	dk = newMat[T](kAll.R, kAll.C)
-	dv = newMat[T](vAll.R, vAll.C)
 	scale := 1 / sqrt(T(hd))
-	ds := make([]T, s*seq)
 	for bi := range mb.b {
 		for h := range qh {
 			kh := h / group
 			qb, dob := q.D[bi*s*q.C+h*hd:], dout.D[bi*s*dout.C+h*hd:]
 			pb := p.D[(bi*qh+h)*s*seq:]
+			ds := dsAll.D[(bi*qh+h)*s*seq : (bi*qh+h+1)*s*seq]
 			for j := 0; j <= mb.ci; j++ {
 				gemmAt(false, true, s, s, hd, dob, dout.C, vAll.D[(j*n+bi*s)*vAll.C+kh*hd:], vAll.C, false, ds[j*s:], seq)
 			}
@@ -613,5 +674,4 @@ func attentionBlocksBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb mi
 			}
 		}
 	}
-	return dq, dk, dv
 }

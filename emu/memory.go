@@ -248,24 +248,67 @@ func (sh shapes) device(tc *TrainConfig, si int) deviceMemory {
 }
 
 // meter is the device's peak in the run's meter's components, each at its
-// largest, with the activations' and transients' bytes.
+// largest and at the dtype a TPU holds it in (as the meter counts), with
+// the activations' and transients' bytes as the emulator stores them
+// (float32).
 func (sh shapes) meter(tc *TrainConfig, dm deviceMemory, ops []schedule.Op) (mem Memory, activations, trans float64) {
 	most, mostHeads := inFlight(ops, tc.Chunks)
-	w := 4 * dm.n
+	e := 4.0 // the compute dtype's bytes
 	if tc.BF16Compute {
-		w += 2 * dm.n
+		e = 2
 	}
-	mem.Weights, mem.Gradients, mem.Optimizer = sat(w), sat(4*dm.n), sat(8*dm.n)
-	activations = float64(most) * dm.actsChunk
-	mem.Activations = sat(activations)
+	mem.Weights, mem.Gradients, mem.Optimizer = sat(4*dm.n), sat(4*dm.n), sat(8*dm.n)
+	layers := sh.perStage / float64(tc.Chunks) // in a chunk
+	// the fp32 statistics of a layer: two norms' scales, FlashAttention's
+	// log-sum-exp
+	stats := 2 * sh.ntok
+	if tc.Model.FlashAttention {
+		stats += sh.b * sh.qh * sh.s
+	}
+	// a layer's kept tensors at the TPU's dtypes, from their float32 bytes
+	atE := func(b float64) float64 { return b/4*e + (4-e)*stats }
+	held, heldE := dm.actsChunk, atE(dm.actsChunk/layers)*layers
+	rerun, rerunE := 0.0, 0.0
+	if tc.Remat == RematFull {
+		held, heldE = 4*layers*sh.ntok*sh.d, e*layers*sh.ntok*sh.d
+		rerun, rerunE = dm.actsChunk/layers, atE(dm.actsChunk/layers)
+	}
+	activations = float64(most) * held
+	mem.Activations = sat(float64(most) * heldE)
+	// weights in use: gathered weights and their unreduced gradients, or
+	// compute-dtype copies
+	gathered := 2 * dm.gathered
 	if sh.fd > 1 {
-		trans = 4 * 2 * dm.fullEnds
+		gathered += 2 * dm.fullEnds
 	}
-	trans += 4 * 2 * dm.gathered // gathered weights and full-size gradient buffers
+	trans = 4*gathered + rerun
+	inUse := e * gathered
+	if tc.BF16Compute && sh.fd == 1 {
+		inUse += 2 * (dm.fullLayer + dm.fullEnds)
+	}
+	// a layer's backward: its gradients (at most the output's, two of the
+	// MLP's and the input's, or the attention core's: the query's, the
+	// gathered keys' and values' and the scores'), with its recomputed
+	// tensors and the keys and values gathered over context
+	scores := 0.0
+	if !tc.Model.FlashAttention {
+		scores = sh.b * sh.qh * sh.s * sh.seq
+	}
+	kv := 2 * sh.cp * sh.ntok * sh.kvd
+	grads := e * max(sh.ntok*(2*sh.d+2*sh.ft), sh.ntok*(sh.d+2*sh.qd)+kv+scores)
+	if sh.cp > 1 {
+		grads += e * kv
+	}
+	back := grads + rerunE
 	if dm.last {
 		trans += float64(mostHeads) * sh.headActs
+		// the output layer's: the final norm's input, output and scales, the
+		// logits and their softmax, their gradient (fp32) and the final
+		// norm's output gradient
+		head := float64(mostHeads)*(e*2*sh.ntok*sh.d+4*sh.ntok+8*sh.ntok*sh.v) + 4*sh.ntok*sh.v + e*sh.ntok*sh.d
+		back = max(back, head)
 	}
-	mem.Transient = sat(trans)
+	mem.Transient = sat(inUse + back)
 	return mem, activations, trans
 }
 
@@ -300,6 +343,9 @@ func (sh shapes) temps(tc *TrainConfig, dm deviceMemory) float64 {
 	kc := min(max(d, ft, qd, ntok, v), 256)
 	pack := (max(ntok, d, ft)+4)*kc + min(max(d, ft, qd, v), 512)*kc
 	temps := 4 * (8*ntok*d + 3*ntok*ft + 3*ntok*qd + 8*sh.cp*ntok*sh.kvd + 2*ntok*v + sh.s*sh.cp + pack)
+	if !tc.Model.FlashAttention {
+		temps += 4 * sh.b * sh.qh * sh.s * sh.seq // the scores' gradient, all at once
+	}
 	// an MoE layer's dispatch and return buffers and their gradients, the
 	// reordered copies, the experts' SwiGLU gradients, the router's
 	temps += 4 * dm.moeOn * (8*sh.buf + 3*sh.ecf + 2*ntok*float64(tc.Model.Experts))

@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -24,21 +25,25 @@ func TestEstimateMemoryMatchesMeter(t *testing.T) {
 		bf16   bool
 		chunks int
 		moe    bool
+		full   bool // remat full
 	}{
-		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, true, 0, false},
-		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, false, 0, false},
-		{"v5litepod-8", 1, "fsdp=8", 1, schedule.OneFOneB, false, 0, false},
-		{"v5litepod-4", 1, "tensor=2,data=2", 1, schedule.OneFOneB, true, 0, false},
-		{"v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.GPipe, false, 0, false},
-		{"v5litepod-4", 1, "pipeline=4", 8, schedule.OneFOneB, true, 0, false},
-		{"v5litepod-4", 1, "pipeline=2,context=2", 2, schedule.OneFOneB, false, 0, false},
-		{"v5litepod-4", 1, "context=2,fsdp=2", 1, schedule.OneFOneB, true, 0, false},
-		{"v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.Interleaved, false, 2, false},
-		{"v5litepod-4", 1, "pipeline=2,fsdp=2", 2, schedule.Circular, true, 2, false},
-		{"v5litepod-8", 1, "expert=8", 1, schedule.OneFOneB, false, 0, true},
-		{"v5litepod-8", 1, "fsdp=2,expert=4", 1, schedule.OneFOneB, true, 0, true},
-		{"v5litepod-8", 1, "data=2,expert=2,tensor=2", 1, schedule.OneFOneB, false, 0, true},
-		{"v5litepod-4", 1, "pipeline=2,expert=2", 2, schedule.OneFOneB, true, 0, true},
+		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, true, 0, false, false},
+		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, false, 0, false, false},
+		{"v5litepod-8", 1, "fsdp=8", 1, schedule.OneFOneB, false, 0, false, false},
+		{"v5litepod-4", 1, "tensor=2,data=2", 1, schedule.OneFOneB, true, 0, false, false},
+		{"v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.GPipe, false, 0, false, false},
+		{"v5litepod-4", 1, "pipeline=4", 8, schedule.OneFOneB, true, 0, false, false},
+		{"v5litepod-4", 1, "pipeline=2,context=2", 2, schedule.OneFOneB, false, 0, false, false},
+		{"v5litepod-4", 1, "context=2,fsdp=2", 1, schedule.OneFOneB, true, 0, false, false},
+		{"v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.Interleaved, false, 2, false, false},
+		{"v5litepod-4", 1, "pipeline=2,fsdp=2", 2, schedule.Circular, true, 2, false, false},
+		{"v5litepod-8", 1, "expert=8", 1, schedule.OneFOneB, false, 0, true, false},
+		{"v5litepod-8", 1, "fsdp=2,expert=4", 1, schedule.OneFOneB, true, 0, true, false},
+		{"v5litepod-8", 1, "data=2,expert=2,tensor=2", 1, schedule.OneFOneB, false, 0, true, false},
+		{"v5litepod-4", 1, "pipeline=2,expert=2", 2, schedule.OneFOneB, true, 0, true, false},
+		{"v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2", 1, schedule.OneFOneB, true, 0, false, true},
+		{"v5litepod-4", 1, "pipeline=2,context=2", 2, schedule.OneFOneB, false, 0, false, true},
+		{"v5litepod-8", 1, "fsdp=2,expert=4", 1, schedule.OneFOneB, true, 0, true, true},
 	} {
 		model := dense
 		if tt.moe {
@@ -46,6 +51,9 @@ func TestEstimateMemoryMatchesMeter(t *testing.T) {
 		}
 		tc := TrainConfig{Model: model, Mesh: testMesh(t, tt.accel, tt.slices, tt.layout), GlobalBatch: 16, MicroBatches: tt.micro,
 			Schedule: tt.sched, Chunks: tt.chunks, Steps: 1, Seed: 1, LR: 1e-3, BF16Compute: tt.bf16, Data: &Synthetic{V: model.Vocab, Seed: 1}}
+		if tt.full {
+			tc.Remat = RematFull
+		}
 		est, err := EstimateMemory(tc)
 		if err != nil {
 			t.Fatal(err)
@@ -110,6 +118,75 @@ func TestEstimateMemoryStatic(t *testing.T) {
 		}
 		if est.Process < est.Static+est.Step || est.Process < est.Static+est.End {
 			t.Errorf("%s: peak %d is below static %d plus step %d or end %d", layout, est.Process, est.Static, est.Step, est.End)
+		}
+	}
+}
+
+// TestMeterDrainsEachStep: every buffer the meter counts during a step is
+// freed by its end (what a step holds past it is the model state alone),
+// over layouts, remat policies, kernels and a mixture of experts.
+func TestMeterDrainsEachStep(t *testing.T) {
+	dense := Config{Layers: 4, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8}
+	moe := dense
+	moe.Experts, moe.ExpertsPerToken, moe.ExpertDFF, moe.FirstDenseLayers, moe.CapacityFactor = 4, 2, 8, 1, 1.5
+	for _, tt := range []struct {
+		layout string
+		model  Config
+		remat  Remat
+		micro  int
+	}{
+		{"fsdp=2,context=2", dense, RematNone, 1},
+		{"pipeline=2,tensor=2", dense, RematFull, 2},
+		{"expert=2,fsdp=2", moe, RematFull, 1},
+	} {
+		for _, flash := range []bool{false, true} {
+			tt.model.FlashAttention = flash
+			tc := TrainConfig{Model: tt.model, Mesh: testMesh(t, "v5litepod-4", 1, tt.layout), GlobalBatch: 8, MicroBatches: tt.micro,
+				Steps: 1, Seed: 1, LR: 1e-3, BF16Compute: true, Remat: tt.remat, Data: &Synthetic{V: tt.model.Vocab, Seed: 1}}
+			tc.setDefaults()
+			r, err := newRun(&tc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.step(0); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range r.devs {
+				if m := d.mem; len(m.live) != 0 || m.cur.Activations != 0 || m.cur.Transient != 0 {
+					t.Errorf("%s remat %s flash=%v device %d: %d buffers, %d bytes of activations and %d transient still metered after the step, want none",
+						tt.layout, tt.remat, flash, d.id, len(m.live), m.cur.Activations, m.cur.Transient)
+				}
+			}
+		}
+	}
+}
+
+// TestRematFullTrainsAsNone: rerunning each layer's forward before its
+// backward (remat full) gives the same losses and the same model, to the
+// bit, as keeping everything, and holds less: the layers' inputs alone.
+func TestRematFullTrainsAsNone(t *testing.T) {
+	c := Config{Layers: 4, DModel: 16, Heads: 4, KVHeads: 2, DFF: 32, Vocab: 32, Seq: 8}
+	for _, layout := range []string{"context=2,fsdp=2", "pipeline=2,tensor=2"} {
+		var res [2]*Result
+		for i, remat := range []Remat{RematNone, RematFull} {
+			tc := TrainConfig{Model: c, Mesh: testMesh(t, "v5litepod-4", 1, layout), GlobalBatch: 8, MicroBatches: 2, Steps: 3, Seed: 1, LR: 1e-2,
+				BF16Compute: true, Remat: remat, Data: &Synthetic{V: c.Vocab, Seed: 1}}
+			if layout[0] != 'p' {
+				tc.MicroBatches = 1
+			}
+			r, err := Train(tc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res[i] = r
+		}
+		if !reflect.DeepEqual(res[0].Losses, res[1].Losses) || !reflect.DeepEqual(res[0].Final, res[1].Final) {
+			t.Errorf("%s: remat full losses %v, none %v (or the final models differ), want the same", layout, res[1].Losses, res[0].Losses)
+		}
+		for i := range res[0].Devices {
+			if none, full := res[0].Devices[i].Memory.Activations, res[1].Devices[i].Memory.Activations; full >= none {
+				t.Errorf("%s device %d: held activations %d bytes with remat full, %d with none; want fewer", layout, i, full, none)
+			}
 		}
 	}
 }

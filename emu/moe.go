@@ -99,12 +99,6 @@ type moeActs[T Float] struct {
 	run        int    // rows per expert on this device: b sequences × capacity
 }
 
-func (m *moeActs[T]) elems() int {
-	n := len(m.logits.D) + len(m.gate) + len(m.x.D) + len(m.g.D) + len(m.u.D) + len(m.a.D) + len(m.back.D)
-	// the int32 indices a TPU would keep count as one element each
-	return n + len(m.idx) + len(m.pos)
-}
-
 // route picks each token's k experts and their gates from the router's
 // scores, and each choice's row among the expert's rows: sequence by
 // sequence (s rows each), at most capacity per expert, in token order.
@@ -298,7 +292,8 @@ func moeBackward[T Float](c Config, l, gl *Layer[T], m *moeActs[T], h, dout Mat[
 	return dExperts, dRouter
 }
 
-// swigluBack sets dg and du from a's gradient da for a = silu(g)·u.
+// swigluBack sets dg and du from a's gradient da for a = silu(g)·u; du
+// may be da itself.
 func swigluBack[T Float](dg, du, da, g, u []T) {
 	for i, v := range g {
 		dg[i] = -v
@@ -306,9 +301,9 @@ func swigluBack[T Float](dg, du, da, g, u []T) {
 	expSub(dg, dg, 0)
 	for i, v := range g {
 		e := dg[i]
-		s := 1 / (1 + e)
-		du[i] = da[i] * (v / (1 + e))
-		dg[i] = da[i] * u[i] * (s * (1 + v*(1-s)))
+		s, d := 1/(1+e), da[i] // du may be da
+		du[i] = d * (v / (1 + e))
+		dg[i] = d * u[i] * (s * (1 + v*(1-s)))
 	}
 }
 

@@ -205,13 +205,21 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 		var a *acts[float32]
 		x, a = layerForward(d.c, &l, x, mb, colls[float32](d))
 		d.doneGroups(li, buf, experts, d.release)
+		if d.tc.Remat == RematFull {
+			// keep the layer's input alone: the backward pass reruns the
+			// layer from it (jax.checkpoint, MaxText's remat_policy full)
+			recycleActs(a, colls[float32](d))
+			d.dropActs(a)
+			a = &acts[float32]{x: a.x}
+		}
+		d.holdActs(a, classActivations)
 		saved[li-lo] = a
-		d.mem.change(func(m *Memory) { m.Activations += a.bytes(4) })
 		d.compute(fmt.Sprintf("F%d layer %d", op.MicroBatch, d.layers[li]), d.layerFLOPs(&l, mb), st.rate)
 	}
 	st.saved[op.MicroBatch][op.Chunk] = saved
 	if !last {
 		d.send(op, x.D)
+		d.mem.drop(x.D) // sent: a copy went
 		return
 	}
 	if !first {
@@ -221,7 +229,7 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 	d.release(0, ends)
 	d.loss += loss
 	st.heads[op.MicroBatch] = ha
-	d.mem.change(func(m *Memory) { m.Transient += ha.bytes(4) })
+	d.holdHead(ha)
 	if !d.tc.BlocksOnlyClock {
 		d.compute(fmt.Sprintf("F%d head", op.MicroBatch), 2*float64(n)*float64(d.c.DModel*d.c.Vocab), st.rate)
 	}
@@ -240,12 +248,13 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 	if first || last {
 		endsGrad = d.gradBuf(0)
 	}
+	d.mode = classOutput
 	if last {
-		ends := d.gather(0)
+		ends := d.gatherHead()
 		ha := st.heads[op.MicroBatch]
-		dx = headBack(d.c, d.bindEnds(ends), d.bindEnds(endsGrad), ha, mb)
+		dx = headBack(d.c, d.bindEnds(ends), d.bindEnds(endsGrad), ha, mb, colls[float32](d))
 		d.release(0, ends)
-		d.mem.change(func(m *Memory) { m.Transient -= ha.bytes(4) })
+		d.mem.drop(ha.x.D, ha.h.D, ha.rstd, ha.logits.D, ha.probs.D)
 		st.heads[op.MicroBatch] = nil
 		if !d.tc.BlocksOnlyClock {
 			d.compute(fmt.Sprintf("B%d head", op.MicroBatch), 4*float64(n)*float64(d.c.DModel*d.c.Vocab), st.rate)
@@ -253,6 +262,8 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 	} else {
 		dx = Mat[float32]{R: n, C: d.c.DModel, D: d.recv(op)}
 	}
+	d.mode = classActGrads
+	d.mem.hold(classActGrads, d.elem, dx.D)
 	lo, hi := d.chunkLayers(op.Chunk)
 	saved := st.saved[op.MicroBatch][op.Chunk]
 	for li := hi - 1; li >= lo; li-- {
@@ -261,25 +272,28 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 		gbuf, gexperts := d.layerGroups(li, d.gradBuf)
 		gl := bindLayer(d.tmpl.Layers[li], gbuf, gexperts)
 		a := saved[li-lo]
-		dy := dx
-		dx = layerBackward(d.c, &l, &gl, a, dy, mb, colls[float32](d))
-		// the layer's activations and the gradient it took are done with;
-		// its input x is the previous layer's output but for the chunk's
-		// first layer (the embedding's, or what the previous stage sent),
-		// and its dy the next layer's dx but for the chunk's last
+		if d.tc.Remat == RematFull {
+			a = d.rerun(&l, a.x, mb, op, li, st.rate)
+		}
+		// the layer's gradient takes dx's buffer
+		dx = layerBackward(d.c, &l, &gl, a, dx, mb, colls[float32](d))
+		// the layer's activations are done with; its input x is the
+		// previous layer's output but for the chunk's first layer (the
+		// embedding's, or what the previous stage sent)
 		recycleActs(a, colls[float32](d))
+		d.dropActs(a)
 		if li > lo {
 			d.recycle(a.x)
-		}
-		if li < hi-1 {
-			d.recycle(dy)
+		} else {
+			d.mem.drop(a.x.D)
 		}
 		d.doneGroups(li, buf, experts, d.release)
 		d.doneGroups(li, gbuf, gexperts, d.scatterGrad)
-		d.mem.change(func(m *Memory) { m.Activations -= a.bytes(4) })
 		saved[li-lo] = nil
 		d.compute(fmt.Sprintf("B%d layer %d", op.MicroBatch, d.layers[li]), 2*d.layerFLOPs(&l, mb), st.rate)
 	}
+	d.mode = classOther
+	d.mem.drop(dx.D)
 	if first {
 		embedBack(d.bindEnds(endsGrad), mb, dx)
 	} else {
@@ -288,6 +302,30 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 	if first || last {
 		d.scatterGrad(0, endsGrad)
 	}
+}
+
+// rerun is remat full's recompute of layer l from its input x before its
+// backward pass: the layer's forward again, what it keeps metered as
+// recomputed activations (its output is dropped at once).
+func (d *device) rerun(l *Layer[float32], x Mat[float32], mb micro, op schedule.Op, li int, rate float64) *acts[float32] {
+	d.mode = classRecomputed
+	y, a := layerForward(d.c, l, x, mb, colls[float32](d))
+	a.rerun = true
+	d.recycle(y)
+	d.holdActs(a, classRecomputed)
+	d.mode = classActGrads
+	d.compute(fmt.Sprintf("R%d layer %d", op.MicroBatch, d.layers[li]), d.layerFLOPs(l, mb), rate)
+	return a
+}
+
+// holdHead meters what the output layer keeps for its backward pass: the
+// final norm's input and output in the compute dtype, its scales, and
+// the logits and their softmax in fp32 (MaxText's cast_logits_to_fp32;
+// its cross-entropy keeps the logits and exp_shifted for the backward,
+// utils/max_utils.py cross_entropy_with_logits).
+func (d *device) holdHead(ha *headActs[float32]) {
+	d.mem.hold(classOutput, d.elem, ha.x.D, ha.h.D)
+	d.mem.hold(classOutput, 4, ha.rstd, ha.logits.D, ha.probs.D)
 }
 
 // layerGroups applies take to layer li's param groups: the layer's, and

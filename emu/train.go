@@ -44,6 +44,9 @@ type TrainConfig struct {
 	// BF16Compute runs the passes on bfloat16-rounded copies of the
 	// weights while Adam updates fp32 master weights (mixed precision).
 	BF16Compute bool
+	// Remat is what a layer keeps for its backward pass: every tensor
+	// (RematNone, also ""), or its input alone (RematFull).
+	Remat Remat
 	// FailLinks lists links (device pairs) that are down.
 	FailLinks [][2]int
 	// Resume continues from a checkpoint of the same run.
@@ -123,6 +126,19 @@ type StepReport struct {
 	Tokens     int
 }
 
+// Remat is a rematerialisation policy, named as MaxText's remat_policy.
+type Remat string
+
+const (
+	// RematNone keeps every tensor the backward pass reads.
+	RematNone Remat = "none"
+	// RematFull keeps each layer's input alone and reruns the layer's
+	// forward before its backward, as jax.checkpoint does with no policy
+	// (MaxText's default remat_policy, full: layers/decoders.py
+	// get_remat_policy).
+	RematFull Remat = "full"
+)
+
 // validate checks the run against its layout.
 func (tc *TrainConfig) validate() error {
 	c := tc.Model
@@ -161,6 +177,8 @@ func (tc *TrainConfig) validate() error {
 		return bad("steps = %d, want at least 1", tc.Steps)
 	case tc.Data == nil || tc.Data.Vocab() != c.Vocab:
 		return bad("data source must match the model's vocabulary of %d", c.Vocab)
+	case tc.Remat != "" && tc.Remat != RematNone && tc.Remat != RematFull:
+		return bad("remat %q, want none or full", tc.Remat)
 	case !(tc.LR > 0) || math.IsInf(tc.LR, 1):
 		return bad("learning rate %v, want a positive finite number", tc.LR)
 	}
@@ -227,8 +245,10 @@ type DeviceStats struct {
 	// Control is the bytes of clock exchanges with other processes.
 	Control int64
 	Memory  Memory
-	Busy    float64 // simulated compute seconds
-	Clock   float64 // simulated seconds at the end
+	// Transients is Memory.Transient at the peak by buffer class.
+	Transients Transients
+	Busy       float64 // simulated compute seconds
+	Clock      float64 // simulated seconds at the end
 }
 
 // setDefaults fills in the zero values that have defaults.
@@ -462,7 +482,7 @@ func (r *run) finish() (*Result, error) {
 	tc, res := r.tc, r.res
 	for _, d := range r.devs {
 		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: tc.Mesh.Slice(d.id), Sent: d.ep.counted, SentByAxis: d.ep.byAxis,
-			Control: d.ep.controlBytes, Memory: d.mem.peak, Busy: d.busy, Clock: d.ep.clock()})
+			Control: d.ep.controlBytes, Memory: d.mem.peak, Transients: d.mem.peakT, Busy: d.busy, Clock: d.ep.clock()})
 		res.Trace = append(res.Trace, d.trace...)
 		res.Trace = append(res.Trace, d.ep.spans...)
 	}
