@@ -148,6 +148,10 @@ type backwardWalk struct {
 // attention's steps, where it is summed. What the policy keeps stays in the
 // held activations and is not counted here; without remat nothing is
 // recomputed, and the gradients alone make the phase.
+//
+// It is over 80 lines because it walks the backward pass step by step,
+// each step a line of the table above, and the context axis adds its
+// gathered keys and values to each.
 func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 	spec := j.Model
 	e := float64(j.Precision.Activation)
