@@ -185,6 +185,10 @@ func (s ServingSource) check() error {
 	return nil
 }
 
+// maxDevices bounds a row's parallelism before the slice's devices are
+// known: more than any TPU slice has.
+const maxDevices = 1 << 20
+
 // servingDtypes are the formats a row may state.
 var servingDtypes = []string{"bf16", "int8", "fp8"}
 
@@ -202,8 +206,7 @@ func (r *ServingRow) check() error {
 	if _, err := time.Parse("2006-01-02", r.Read); err != nil {
 		return bad("read", strconv.Quote(r.Read), "YYYY-MM-DD")
 	}
-	w, p := r.Workload, r.Published
-	text := []struct{ field, v string }{{"published_model", r.PublishedModel}, {"quote", r.Quote}, {"published.metric", p.Metric}}
+	text := []struct{ field, v string }{{"published_model", r.PublishedModel}, {"quote", r.Quote}, {"published.metric", r.Published.Metric}}
 	for _, t := range text {
 		if strings.TrimSpace(t.v) == "" {
 			return bad(t.field, `""`, "the source's text")
@@ -218,10 +221,10 @@ func (r *ServingRow) check() error {
 		return bad("weights", strconv.Quote(r.Weights), strings.Join(servingDtypes, ", "))
 	case !oneOf(r.KVCache, servingDtypes):
 		return bad("kv_cache", strconv.Quote(r.KVCache), strings.Join(servingDtypes, ", "))
-	case r.TP < 1:
-		return bad("tensor_parallel", r.TP, "1 or more")
-	case r.DP < 1:
-		return bad("data_parallel", r.DP, "1 or more")
+	case r.TP < 1 || r.TP > maxDevices:
+		return bad("tensor_parallel", r.TP, fmt.Sprintf("1 to %d", maxDevices))
+	case r.DP < 1 || r.DP > maxDevices:
+		return bad("data_parallel", r.DP, fmt.Sprintf("1 to %d", maxDevices))
 	case r.MaxModelLen < 2 || r.MaxModelLen > inference.MaxTokens:
 		return bad("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d", inference.MaxTokens))
 	case r.MaxNumSeqs < 0 || r.MaxNumSeqs > inference.MaxConcurrency:
@@ -230,6 +233,37 @@ func (r *ServingRow) check() error {
 		return bad("max_num_batched_tokens", r.MaxBatched, fmt.Sprintf("1 to %d", inference.MaxTokens))
 	case !(r.MemoryUtil > 0 && r.MemoryUtil <= 1):
 		return bad("gpu_memory_utilization", r.MemoryUtil, "a number in (0, 1]")
+	}
+	if err := r.checkWorkload(); err != nil {
+		return err
+	}
+	s, err := hw.ParseAcceleratorType(r.AcceleratorType)
+	if err != nil {
+		return fmt.Errorf("accelerator_type: %w", err)
+	}
+	if devices := s.Chips() * s.Chip.JAXDevicesPerChip; r.TP*r.DP > devices {
+		return bad("data_parallel", r.DP, fmt.Sprintf("at most %d replicas of tensor_parallel %d on the %d JAX devices of %s", devices/r.TP, r.TP, devices, r.AcceleratorType))
+	}
+	if r.Model == "" {
+		if strings.TrimSpace(r.NotModelled) == "" {
+			return bad("model", `""`, "a catalog model, or not_modelled saying why there is none")
+		}
+		return nil
+	}
+	if _, ok := model.Lookup(r.Model); !ok {
+		return bad("model", strconv.Quote(r.Model), "a model of shardlab's catalog (shardlab model list), or empty with not_modelled")
+	}
+	if r.NotModelled != "" {
+		return nil
+	}
+	_, err = r.Request()
+	return err
+}
+
+// checkWorkload validates a row's workload and published figures.
+func (r *ServingRow) checkWorkload() error {
+	w, p := r.Workload, r.Published
+	switch {
 	case w.Dataset != DatasetShareGPT && w.Dataset != DatasetRandom:
 		return bad("workload.dataset", strconv.Quote(w.Dataset), DatasetShareGPT+" or "+DatasetRandom)
 	case w.Dataset == DatasetShareGPT && strings.TrimSpace(w.LengthsFrom) == "":
@@ -253,27 +287,7 @@ func (r *ServingRow) check() error {
 	case !(p.MeanITLms >= 0):
 		return bad("published.mean_itl_ms", p.MeanITLms, "0 (not given) or a positive number")
 	}
-	s, err := hw.ParseAcceleratorType(r.AcceleratorType)
-	if err != nil {
-		return fmt.Errorf("accelerator_type: %w", err)
-	}
-	if devices := s.Chips() * s.Chip.JAXDevicesPerChip; r.TP*r.DP > devices {
-		return bad("data_parallel", r.DP, fmt.Sprintf("at most %d replicas of tensor_parallel %d on the %d JAX devices of %s", devices/r.TP, r.TP, devices, r.AcceleratorType))
-	}
-	if r.Model == "" {
-		if strings.TrimSpace(r.NotModelled) == "" {
-			return bad("model", `""`, "a catalog model, or not_modelled saying why there is none")
-		}
-		return nil
-	}
-	if _, ok := model.Lookup(r.Model); !ok {
-		return bad("model", strconv.Quote(r.Model), "a model of shardlab's catalog (shardlab model list), or empty with not_modelled")
-	}
-	if r.NotModelled != "" {
-		return nil
-	}
-	_, err = r.Request()
-	return err
+	return nil
 }
 
 func oneOf(s string, list []string) bool {

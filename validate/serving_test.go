@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -93,6 +94,7 @@ func TestParseServingErrors(t *testing.T) {
 		{"no model, no reason", sub("model: llama3-70b", "model: ''"), "not_modelled"},
 		{"tpu", sub("accelerator_type: v6e-8", "accelerator_type: v9-8"), "accelerator_type"},
 		{"too many devices", sub("data_parallel: 1", "data_parallel: 2"), "data_parallel"},
+		{"huge parallelism", sub("data_parallel: 1", "data_parallel: 4611686018427387904"), "data_parallel"},
 		{"tp the model refuses", sub("tensor_parallel: 8", "tensor_parallel: 3"), "tensor_parallel_size"},
 		{"concurrency over max_num_seqs", sub("max_num_seqs: 256", "max_num_seqs: 32"), "workload.concurrency"},
 		{"dataset", sub("dataset: random", "dataset: sonnet"), "workload.dataset"},
@@ -270,4 +272,44 @@ func FuzzParseServing(f *testing.F) {
 			}
 		}
 	})
+}
+
+// ExampleParseServing reads one row of a serving table and runs shardlab's
+// serving model at its configuration.
+func ExampleParseServing() {
+	rows, err := ParseServing([]byte(`
+- id: example-v6e8-70b
+  source: {repo: AI-Hypercomputer/tpu-recipes, path: inference/trillium/vLLM/Llama3.x/README.md}
+  date: 2026-04
+  read: 2026-12-04
+  set: A
+  engine: vllm
+  model: llama3-70b
+  published_model: meta-llama/Llama-3.3-70B-Instruct
+  accelerator_type: v6e-8
+  tensor_parallel: 8
+  data_parallel: 1
+  weights: bf16
+  kv_cache: bf16
+  max_model_len: 2048
+  max_num_batched_tokens: 512
+  gpu_memory_utilization: 0.98
+  workload: {dataset: random, num_prompts: 3000, concurrency: 64, input_len: 1000, output_len: 1000}
+  published: {metric: 'Output token throughput (tok/s)', output_tokens_per_s: 2494.80}
+  quote: 'Output token throughput (tok/s): 2494.80'
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rep, err := EvaluateServing(rows)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r := rep.Results[0]
+	fmt.Printf("%s: published %.0f, predicted %.0f output tokens/s (%+.0f%%), fits %v\n",
+		r.Row.ID, r.Row.Published.OutputTokensPerS, r.Layout.TokensPerSecond, 100*r.Error, r.Layout.Fits)
+	// Output:
+	// example-v6e8-70b: published 2495, predicted 3980 output tokens/s (+60%), fits true
 }
