@@ -33,7 +33,7 @@ var layers = map[string][]string{
 	"infeed":                    {"hw"},
 	"cost":                      {"hw", "model", "mesh", "collective", "schedule", "systolic"},
 	"plan":                      {"cost", "infeed"},
-	"validate":                  {"plan", "maxtext"},
+	"validate":                  {"plan", "cost", "inference", "maxtext"},
 	"capacity":                  {"hw", "plan"},
 	"inference":                 {"hw", "model", "collective", "mesh"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus
 	"maxtext":                   {"mesh", "model"},

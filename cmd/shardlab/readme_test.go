@@ -185,3 +185,16 @@ func TestREADMEMemoryTableIsTheCommand(t *testing.T) {
 		t.Errorf("README.md's memory table differs from the command's; update it from go run ./cmd/shardlab validate --memory\n--- command\n%s\n--- README\n%s", out, block)
 	}
 }
+
+// TestREADMEServingTableIsTheCommand holds README.md's serving table to
+// what `shardlab validate --serving` prints.
+func TestREADMEServingTableIsTheCommand(t *testing.T) {
+	block := readmeBlock(t, "<!-- serving table: go run ./cmd/shardlab validate --serving -->\n```\n", "```\n<!-- end serving table -->")
+	out, errOut, code := runCmd("validate", "--serving")
+	if code != 0 {
+		t.Fatalf("validate --serving: exit %d: %s", code, errOut)
+	}
+	if out != block {
+		t.Errorf("README.md's serving table differs from the command's; update it from go run ./cmd/shardlab validate --serving\n--- command\n%s\n--- README\n%s", out, block)
+	}
+}

@@ -61,6 +61,8 @@ func TestGolden(t *testing.T) {
 		{"plan_deepseek-v3-like_tpu7x-512", []string{"plan", "--model", "testdata/deepseek-v3-like.yaml", "--tpu", "tpu7x-512", "--top", "3"}},
 		{"plan_deepseek-v3-like_expert_json", []string{"plan", "--model", "testdata/deepseek-v3-like.yaml", "--tpu", "tpu7x-512", "--mesh", "fsdp=16,expert=16", "--global-batch", "1024", "--json", "--top", "1"}},
 		{"model_show_llama3-8b", []string{"model", "show", "llama3-8b"}},
+		{"validate_serving", []string{"validate", "--serving"}},
+		{"validate_serving_json", []string{"validate", "--serving", "--json"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

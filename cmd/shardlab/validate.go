@@ -12,7 +12,7 @@ import (
 
 // runValidate costs every published run of the built-in table on its
 // published layout and prints predicted against published MFU.
-type validateFlags struct{ json, breakdown, fit, memory bool }
+type validateFlags struct{ json, breakdown, fit, memory, serving bool }
 
 func newValidateFlags() (*flag.FlagSet, *validateFlags) {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
@@ -21,6 +21,7 @@ func newValidateFlags() (*flag.FlagSet, *validateFlags) {
 	fs.BoolVar(&f.breakdown, "breakdown", false, "print each run's step time by part")
 	fs.BoolVar(&f.fit, "fit", false, "print the residual efficiency per generation fitted on the calibration rows (what cost.Calibrated holds)")
 	fs.BoolVar(&f.memory, "memory", false, "print the memory table: cost's HBM estimate against what XLA reported (with --json: as JSON)")
+	fs.BoolVar(&f.serving, "serving", false, "print the serving table: shardlab inference's prediction against published TPU serving throughput (with --json: as JSON)")
 	return fs, &f
 }
 
@@ -30,8 +31,14 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if f.memory && f.serving {
+		return bad("validate: --memory and --serving are two reports, give one")
+	}
 	if f.memory {
 		return runValidateMemory(f, stdout)
+	}
+	if f.serving {
+		return runValidateServing(f, stdout)
 	}
 	runs, err := validate.Runs()
 	if err != nil {
@@ -72,6 +79,22 @@ func runValidateMemory(f *validateFlags, stdout io.Writer) error {
 		return bad("validate: --memory goes with --json only, not --breakdown or --fit")
 	}
 	rep, err := validate.BuiltInMemoryReport()
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return rep.WriteJSON(stdout)
+	}
+	return rep.WriteText(stdout)
+}
+
+// runValidateServing runs the serving model on the serving table and
+// prints it.
+func runValidateServing(f *validateFlags, stdout io.Writer) error {
+	if f.breakdown || f.fit {
+		return bad("validate: --serving goes with --json only, not --breakdown or --fit")
+	}
+	rep, err := validate.BuiltInServingReport()
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,315 @@
+package validate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"shardlab/hw"
+	"shardlab/inference"
+	"shardlab/model"
+)
+
+// TestServingRowsBuild: every row of the built-in table parses, carries
+// its source, quote and dates, and every modelled row's configuration is
+// one the serving model takes; the rows not modelled say why.
+func TestServingRowsBuild(t *testing.T) {
+	rows, err := ServingRows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) == 0 {
+		t.Fatal("ServingRows() = no rows")
+	}
+	modelled := 0
+	for _, r := range rows {
+		if r.Source.Repo == "" && r.Source.URL == "" || r.Quote == "" || r.Date == "" || r.Read == "" {
+			t.Errorf("%s: source %+v, quote %q, date %q, read %q: want all four on every row", r.ID, r.Source, r.Quote, r.Date, r.Read)
+		}
+		if r.NotModelled != "" {
+			continue
+		}
+		modelled++
+		if _, err := r.Request(); err != nil {
+			t.Errorf("%s: Request() error %v", r.ID, err)
+		}
+	}
+	if modelled == 0 {
+		t.Error("the serving table has no modelled row")
+	}
+}
+
+// servingGood is one self-contained row of the built-in table.
+func servingGood(t *testing.T) string {
+	t.Helper()
+	i := bytes.Index(servingYAML, []byte("- id: recipes-v6e8-llama3.3-70b-c64"))
+	j := bytes.Index(servingYAML, []byte("- id: recipes-v6e8-llama3.3-70b-c128"))
+	if i < 0 || j < i {
+		t.Fatal("serving.yaml has no recipes-v6e8-llama3.3-70b-c64 row followed by -c128")
+	}
+	return string(servingYAML[i:j])
+}
+
+// TestParseServingErrors: a broken field is refused, and the error names
+// the row and the field.
+func TestParseServingErrors(t *testing.T) {
+	good := servingGood(t)
+	if _, err := ParseServing([]byte(good)); err != nil {
+		t.Fatalf("ParseServing(the c64 row alone) error %v", err)
+	}
+	sub := func(old, new string) string {
+		if !strings.Contains(good, old) {
+			t.Fatalf("the c64 row has no %q", old)
+		}
+		return strings.Replace(good, old, new, 1)
+	}
+	tests := []struct {
+		name, data, want string
+	}{
+		{"unknown key", sub("  set: A\n", "  set: A\n  colour: red\n"), "colour"},
+		{"fractional tp", sub("tensor_parallel: 8", "tensor_parallel: 8.5"), "tensor_parallel"},
+		{"float concurrency", sub("concurrency: 64", "concurrency: 6.4e1"), "workload.concurrency"},
+		{"NaN throughput", sub("output_tokens_per_s: 2494.80", "output_tokens_per_s: .nan"), "published.output_tokens_per_s"},
+		{"Inf utilization", sub("gpu_memory_utilization: 0.98", "gpu_memory_utilization: .inf"), "gpu_memory_utilization"},
+		{"zero throughput", sub("output_tokens_per_s: 2494.80", "output_tokens_per_s: 0"), "published.output_tokens_per_s"},
+		{"negative itl", sub("mean_itl_ms: 25.35", "mean_itl_ms: -1"), "published.mean_itl_ms"},
+		{"utilization over 1", sub("gpu_memory_utilization: 0.98", "gpu_memory_utilization: 1.5"), "gpu_memory_utilization"},
+		{"set", sub("set: A", "set: C"), "set"},
+		{"engine", sub("engine: vllm", "engine: sglang"), "engine"},
+		{"date", sub("date: 2026-04", "date: April 2026"), "date"},
+		{"read", sub("read: 2026-12-04", "read: 2026-12"), "read"},
+		{"repo", sub("repo: AI-Hypercomputer/tpu-recipes", "repo: tpu-recipes"), "source.repo"},
+		{"commit", sub("commit: c8cfe2f689081d36701a101cd73a70965d80926b", "commit: main"), "source.commit"},
+		{"no path", sub("path: inference/trillium/vLLM/Llama3.x/README.md, ", ""), "source"},
+		{"weights", sub("weights: bf16", "weights: fp4"), "weights"},
+		{"kv cache", sub("kv_cache: bf16", "kv_cache: auto"), "kv_cache"},
+		{"unknown model", sub("model: llama3-70b", "model: llama9-1t"), "model"},
+		{"no model, no reason", sub("model: llama3-70b", "model: ''"), "not_modelled"},
+		{"tpu", sub("accelerator_type: v6e-8", "accelerator_type: v9-8"), "accelerator_type"},
+		{"too many devices", sub("data_parallel: 1", "data_parallel: 2"), "data_parallel"},
+		{"huge parallelism", sub("data_parallel: 1", "data_parallel: 4611686018427387904"), "data_parallel"},
+		{"tp the model refuses", sub("tensor_parallel: 8", "tensor_parallel: 3"), "tensor_parallel_size"},
+		{"concurrency over max_num_seqs", sub("max_num_seqs: 256", "max_num_seqs: 32"), "workload.concurrency"},
+		{"dataset", sub("dataset: random", "dataset: sonnet"), "workload.dataset"},
+		{"sharegpt without lengths", sub("dataset: random", "dataset: sharegpt"), "workload.lengths_from"},
+		{"too long", sub("output_len: 1000", "output_len: 1100"), "workload.output_len"},
+		{"no quote", good[:strings.Index(good, "  quote:")] + good[strings.Index(good, "  notes:"):], "quote"},
+		{"no metric", sub("metric: 'Output token throughput (tok/s)', ", ""), "published.metric"},
+		{"duplicate id", good + good, "unique id"},
+		{"empty", "", "no rows"},
+		{"not a list", "id: x\n", "not a list"},
+		{"not a mapping", "- 3\n", "row 1"},
+	}
+	for _, tt := range tests {
+		_, err := ParseServing([]byte(tt.data))
+		if err == nil {
+			t.Errorf("%s: ParseServing succeeded, want an error naming %q", tt.name, tt.want)
+			continue
+		}
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: error %v does not wrap ErrInvalid", tt.name, err)
+		}
+		if !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %q, want it to name %q", tt.name, err, tt.want)
+		}
+		if tt.name != "empty" && tt.name != "not a list" && tt.name != "not a mapping" && tt.name != "duplicate id" &&
+			!strings.Contains(err.Error(), "recipes-v6e8-llama3.3-70b-c64") {
+			t.Errorf("%s: error %q does not name the row", tt.name, err)
+		}
+	}
+}
+
+// TestServingHandComputed holds the report to a row worked by hand: one
+// v5e chip, TP 1, four sequences of 100 + 200 tokens, llama2-7b in bf16.
+// At TP 1 on one chip there is no all-reduce, the device holds every
+// weight, and a decode step at four sequences is bound by HBM: it reads
+// the weights (2 bytes a parameter) and each sequence's KV at its mean
+// context, 100 + 200/2 tokens, at 32 layers × 2 (K, V) × 32 KV heads ×
+// 128 × 2 bytes a token. Output tokens/s = 4 / step; the error is against
+// a published figure of 1000.
+func TestServingHandComputed(t *testing.T) {
+	row := ServingRow{ID: "hand", Set: SetA, Engine: EngineVLLM, Model: "llama2-7b", AcceleratorType: "v5litepod-1", TP: 1, DP: 1,
+		Weights: "bf16", KVCache: "bf16", MaxModelLen: 512, MaxBatched: 512, MemoryUtil: 1,
+		Workload:  Workload{Dataset: DatasetRandom, NumPrompts: 4, Concurrency: 4, InputLen: 100, OutputLen: 200},
+		Published: ServingPublished{Metric: "hand", OutputTokensPerS: 1000, MeanITLms: 10}}
+	rep, err := EvaluateServing([]ServingRow{row})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := model.Lookup("llama2-7b")
+	chip, err := hw.Lookup("v5e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights := float64(m.ParamCount().Total()) * 2
+	kvToken := float64(32 * 2 * 32 * 128 * 2)
+	step := (weights + 4*(100+100)*kvToken) / float64(chip.HBMBandwidth) // seconds
+	wantTPS := 4 / step
+	wantErr := (wantTPS - 1000) / 1000
+	wantITLErr := (step*1e3 - 10) / 10
+	r := rep.Results[0]
+	if !r.Modelled {
+		t.Fatal("the hand row is not modelled")
+	}
+	if got := r.Layout.TokensPerSecond; math.Abs(got-wantTPS) > 1e-6*wantTPS {
+		t.Errorf("predicted %.3f output tokens/s, want %.3f (4 sequences / %.4f ms)", got, wantTPS, step*1e3)
+	}
+	if math.Abs(r.Error-wantErr) > 1e-6 || math.Abs(r.ITLError-wantITLErr) > 1e-6 || !math.IsNaN(r.TTFTError) {
+		t.Errorf("error %v, ITL error %v, TTFT error %v, want %v, %v and NaN (not published)", r.Error, r.ITLError, r.TTFTError, wantErr, wantITLErr)
+	}
+}
+
+// TestServingResult: the errors and the refusal on a hand-made layout.
+func TestServingResult(t *testing.T) {
+	row := ServingRow{Published: ServingPublished{OutputTokensPerS: 100, MeanTTFTms: 40, MeanITLms: 25}}
+	l := inference.Layout{TokensPerSecond: 150, TTFT: 50 * time.Millisecond, ITL: 20 * time.Millisecond, Fits: false}
+	r := servingResult(row, l)
+	if math.Abs(r.Error-0.5) > 1e-12 || math.Abs(r.TTFTError-0.25) > 1e-12 || math.Abs(r.ITLError+0.2) > 1e-12 {
+		t.Errorf("errors %v, %v, %v, want 0.5, 0.25, -0.2", r.Error, r.TTFTError, r.ITLError)
+	}
+	if !r.Refused() {
+		t.Error("Refused() = false for a layout that does not fit, want true")
+	}
+}
+
+// TestServingSummary: the median |error| is over the rows that were
+// compared; rows not modelled and refused rows are counted, not averaged;
+// each engine and set on its own.
+func TestServingSummary(t *testing.T) {
+	res := func(set, engine string, modelled, fits bool, e float64) ServingResult {
+		return ServingResult{Row: ServingRow{Set: set, Engine: engine}, Modelled: modelled, Layout: inference.Layout{Fits: fits}, Error: e}
+	}
+	rep := ServingReport{Results: []ServingResult{
+		res(SetA, EngineJetStreamPyTorch, true, true, 2.0), res(SetA, EngineJetStreamPyTorch, true, true, 3.0),
+		res(SetA, EngineVLLM, true, true, -0.5), res(SetA, EngineVLLM, true, false, 9), res(SetA, EngineVLLM, false, false, math.NaN()),
+		res(SetB, EngineVLLM, true, true, 0.1),
+	}}
+	tests := []struct {
+		set, engine string
+		want        ServingStats
+	}{
+		{SetA, "", ServingStats{Set: SetA, N: 5, NotModelled: 1, Refused: 1, Compared: 3, Median: 2.0, Min: -0.5, Max: 3.0}},
+		{SetA, EngineJetStreamPyTorch, ServingStats{Set: SetA, Engine: EngineJetStreamPyTorch, N: 2, Compared: 2, Median: 2.5, Min: 2, Max: 3}},
+		{SetA, EngineVLLM, ServingStats{Set: SetA, Engine: EngineVLLM, N: 3, NotModelled: 1, Refused: 1, Compared: 1, Median: 0.5, Min: -0.5, Max: -0.5}},
+		{SetB, "", ServingStats{Set: SetB, N: 1, Compared: 1, Median: 0.1, Min: 0.1, Max: 0.1}},
+	}
+	for _, tt := range tests {
+		if got := rep.Summary(tt.set, tt.engine); got != tt.want {
+			t.Errorf("Summary(%s, %q) = %+v, want %+v", tt.set, tt.engine, got, tt.want)
+		}
+	}
+}
+
+// TestServingJSON: every row is in the JSON; a modelled row carries its
+// prediction, a row not modelled none.
+func TestServingJSON(t *testing.T) {
+	rep, err := BuiltInServingReport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back ServingJSON
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Rows) != len(rep.Results) {
+		t.Fatalf("WriteJSON: %v, %d rows, want %d", err, len(back.Rows), len(rep.Results))
+	}
+	for i, r := range back.Rows {
+		if (r.PredictedTokensPS != nil) != rep.Results[i].Modelled || (r.Error != nil) != rep.Results[i].Modelled {
+			t.Errorf("%s: modelled %v, prediction %v, error %v: want both exactly when modelled", r.ID, rep.Results[i].Modelled, r.PredictedTokensPS, r.Error)
+		}
+	}
+	if len(back.Summary) == 0 || back.Summary[0].Set != SetA || back.Summary[0].Engine != "" {
+		t.Errorf("summary %+v, want set A's over all engines first", back.Summary)
+	}
+}
+
+// FuzzParseServing: no input panics; a table that parses is valid, runs
+// through the serving model without error and reads back the same after
+// writing.
+func FuzzParseServing(f *testing.F) {
+	f.Add(servingYAML)
+	i := bytes.Index(servingYAML, []byte("- id: recipes-v6e8-llama3.3-70b-c64"))
+	j := bytes.Index(servingYAML, []byte("- id: recipes-v6e8-llama3.3-70b-c128"))
+	f.Add(servingYAML[i:j])
+	f.Add([]byte("- id: x\n  published: {output_tokens_per_s: .nan}\n"))
+	f.Add([]byte("- {id: a, tensor_parallel: 1.5}\n"))
+	f.Add([]byte("- {id: a, workload: &w {concurrency: 3}}\n- {id: b, workload: {<<: *w}}\n"))
+	f.Add([]byte("[]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rows, err := ParseServing(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("ParseServing error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		if _, err := EvaluateServing(rows); err != nil {
+			t.Fatalf("EvaluateServing of a parsed table: %v", err)
+		}
+		out, err := yaml.Marshal(rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseServing(out)
+		if err != nil {
+			t.Fatalf("ParseServing(yaml.Marshal(rows)): %v\n%s", err, out)
+		}
+		if len(again) != len(rows) {
+			t.Fatalf("read back %d rows, want %d", len(again), len(rows))
+		}
+		for i := range rows {
+			if rows[i] != again[i] {
+				t.Fatalf("row %d read back as %+v, want %+v", i, again[i], rows[i])
+			}
+		}
+	})
+}
+
+// ExampleParseServing reads one row of a serving table and runs shardlab's
+// serving model at its configuration.
+func ExampleParseServing() {
+	rows, err := ParseServing([]byte(`
+- id: example-v6e8-70b
+  source: {repo: AI-Hypercomputer/tpu-recipes, path: inference/trillium/vLLM/Llama3.x/README.md}
+  date: 2026-04
+  read: 2026-12-04
+  set: A
+  engine: vllm
+  model: llama3-70b
+  published_model: meta-llama/Llama-3.3-70B-Instruct
+  accelerator_type: v6e-8
+  tensor_parallel: 8
+  data_parallel: 1
+  weights: bf16
+  kv_cache: bf16
+  max_model_len: 2048
+  max_num_batched_tokens: 512
+  gpu_memory_utilization: 0.98
+  workload: {dataset: random, num_prompts: 3000, concurrency: 64, input_len: 1000, output_len: 1000}
+  published: {metric: 'Output token throughput (tok/s)', output_tokens_per_s: 2494.80}
+  quote: 'Output token throughput (tok/s): 2494.80'
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rep, err := EvaluateServing(rows)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r := rep.Results[0]
+	fmt.Printf("%s: published %.0f, predicted %.0f output tokens/s (%+.0f%%), fits %v\n",
+		r.Row.ID, r.Row.Published.OutputTokensPerS, r.Layout.TokensPerSecond, 100*r.Error, r.Layout.Fits)
+	// Output:
+	// example-v6e8-70b: published 2495, predicted 3980 output tokens/s (+60%), fits true
+}
