@@ -444,7 +444,11 @@ func (s *Sim) maintenance() {
 	default:
 		s.maintLeft, s.maintDown = 1, true
 	}
-	if s.ph == running {
+	switch {
+	case s.ph == running && s.work == 0:
+		// a checkpoint has just been written: nothing to save first
+		s.interruptForMaintenance()
+	case s.ph == running:
 		s.enter(saving)
 	}
 }
