@@ -20,7 +20,8 @@ import (
 // files; the first block's comment derives its trace by hand.
 func TestTranscripts(t *testing.T) { golden.Transcripts(t, "run", runScript) }
 
-// runScript runs "run key=value ...".
+// runScript runs "run key=value ...". It is over 80 lines because it
+// reads the command's keys and prints each event with its state.
 func runScript(t *testing.T, cmd string) string {
 	slice, slices, spares, mode := "tpu7x-256", 1, 0, AllCapacity
 	c := Config{Repair: time.Hour, Startup: 10 * time.Minute, Save: 5 * time.Minute, Restore: 5 * time.Minute,

@@ -191,7 +191,7 @@ type point struct {
 
 // scalingPlots is MFU and tokens/s per chip against x.
 func scalingPlots(pts []point, title, xLabel string) (*plot.Plot, *plot.Plot, error) {
-	mfu := newPlot("MFU "+title, xLabel, "MFU %")
+	mfu := newPlot("MFU "+title, xLabel, "MFU, % of the "+string(hw.BF16)+" peak")
 	tok := newPlot("Tokens/s per chip "+title, xLabel, "tokens/s per chip")
 	m, t := make(plotter.XYs, len(pts)), make(plotter.XYs, len(pts))
 	for i, p := range pts {

@@ -861,3 +861,46 @@ func FuzzParseMemoryCalibration(f *testing.F) {
 		}
 	})
 }
+
+func TestQuantizedMFUIsAgainstTheFormatsPeak(t *testing.T) {
+	// MFU is against the bf16 peak whatever the format, so that plans in
+	// different formats compare; a quantized job also has its MFU against
+	// its format's peak: the same model FLOPs over that peak (hw's catalog:
+	// v5p bf16 459, fp8 459, int8 918 T/s; tpu7x bf16 2307, fp8 4614).
+	spec := lookup(t, "llama3-8b")
+	for _, tc := range []struct {
+		tpu, mesh string
+		q         Quantization
+		bf16OverQ float64
+	}{
+		{"v5p-128", "fsdp=64", QuantInt8, 459.0 / 918},
+		{"v5p-128", "fsdp=64", QuantFP8, 1},
+		{"tpu7x-128", "fsdp=64", QuantFP8, 2307.0 / 4614},
+	} {
+		j := NewJob(spec, 8192, 64)
+		m := layout(t, tc.tpu, 1, tc.mesh)
+		b, err := EstimateStep(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.QuantizedMFU != 0 {
+			t.Errorf("%s bf16: QuantizedMFU = %v, want 0", tc.tpu, b.QuantizedMFU)
+		}
+		j.Quantization = tc.q
+		e, err := EstimateStep(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chip := m.Multislice.Slice.Chip
+		peak := float64(chip.PeakBF16) * float64(m.Chips())
+		if want := float64(e.ModelFLOPs) / (peak * e.Time.Step.Seconds()); math.Abs(e.MFU-want) > 1e-12 {
+			t.Errorf("%s %s: MFU = %v, want model FLOPs over the bf16 peak %v", tc.tpu, tc.q, e.MFU, want)
+		}
+		if want := e.MFU * tc.bf16OverQ; math.Abs(e.QuantizedMFU-want) > 1e-9 {
+			t.Errorf("%s %s: QuantizedMFU = %v, want MFU %v x %v = %v", tc.tpu, tc.q, e.QuantizedMFU, e.MFU, tc.bf16OverQ, want)
+		}
+		if got, want := e.MFUPeaks(), fmt.Sprintf("%.1f%% of the bf16 peak, %.1f%% of the %s peak", 100*e.MFU, 100*e.QuantizedMFU, tc.q); got != want {
+			t.Errorf("%s %s: MFUPeaks() = %q, want %q", tc.tpu, tc.q, got, want)
+		}
+	}
+}

@@ -96,7 +96,12 @@ type Estimate struct {
 	// with the rematerialisation.
 	ModelFLOPs    unit.FLOPs
 	HardwareFLOPs unit.FLOPs
-	MFU, HFU      float64
+	// MFU and HFU are against the chip's bf16 peak (hw.BF16), whatever
+	// the job's quantization, so that plans in different formats compare.
+	MFU, HFU float64
+	// QuantizedMFU is the MFU against the peak of the format the
+	// quantized matmuls run in (hw.Int8 or hw.FP8), 0 for a bf16 job.
+	QuantizedMFU float64
 	// MFUOther is the MFU in the other attention convention than the
 	// job's CausalFLOPs picks: counted in full when MFU halves causal
 	// attention, halved when MFU counts it in full. The step is the same.
@@ -412,9 +417,14 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 
 	chips := float64(m.Chips())
 	step := est.Time.Step.Seconds()
-	peak := float64(chip.PeakBF16) * chips
+	bf16, _ := chip.Peak(hw.BF16)
+	peak := float64(bf16) * chips
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
 	est.MFU = float64(est.ModelFLOPs) / (peak * step)
+	if j.Quantization != QuantNone {
+		q, _ := j.MatmulPeak(chip)
+		est.QuantizedMFU = float64(est.ModelFLOPs) / (q * chips * step)
+	}
 	est.MFUOther = j.Model.FLOPsPerToken(j.Seq, !j.CausalFLOPs) * tokens / (peak * step)
 	est.HFU = float64(est.HardwareFLOPs) / (peak * step)
 	est.TokensPerSecondPerChip = tokens / step / chips
@@ -425,17 +435,22 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 	return est, nil
 }
 
+// MFUPeaks is the MFU with the peaks it is against, for text: "52.1% of
+// the bf16 peak", and for a quantized job also the MFU against its
+// format's peak ("99.6% of the bf16 peak, 49.8% of the int8 peak").
+func (e Estimate) MFUPeaks() string {
+	s := fmt.Sprintf("%.1f%% of the %s peak", 100*e.MFU, hw.BF16)
+	if e.Job.Quantization != QuantNone {
+		s += fmt.Sprintf(", %.1f%% of the %s peak", 100*e.QuantizedMFU, e.Job.Quantization.Format())
+	}
+	return s
+}
+
 // MatmulPeak is the chip's peak rate for the job's matmuls, or an error
 // when the chip publishes none for the job's quantization.
 func (j Job) MatmulPeak(chip hw.Chip) (float64, error) {
-	peak := chip.PeakBF16
-	switch j.Quantization {
-	case QuantInt8:
-		peak = chip.PeakInt8
-	case QuantFP8:
-		peak = chip.PeakFP8
-	}
-	if peak <= 0 {
+	peak, ok := chip.Peak(j.Quantization.Format())
+	if !ok {
 		return 0, fmt.Errorf("cost: quantization %s: %s publishes no %s peak, want none (bf16): %w", j.Quantization, chip.Name, j.Quantization, ErrJob)
 	}
 	return float64(peak), nil

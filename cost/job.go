@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 
+	"shardlab/hw"
 	"shardlab/model"
 	"shardlab/schedule"
 )
@@ -85,6 +86,18 @@ const (
 	QuantInt8 Quantization = "int8"
 	QuantFP8  Quantization = "fp8"
 )
+
+// Format is the number format the quantization runs the matmuls in:
+// bf16 for none.
+func (q Quantization) Format() hw.Format {
+	switch q {
+	case QuantInt8:
+		return hw.Int8
+	case QuantFP8:
+		return hw.FP8
+	}
+	return hw.BF16
+}
 
 // ParseQuantization reads "", none, int8 or fp8.
 func ParseQuantization(s string) (Quantization, error) {

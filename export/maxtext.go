@@ -96,7 +96,7 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	set := func(k string, v any) { c.Settings = append(c.Settings, Setting{k, v}) }
 	c.Comments = append(c.Comments,
 		fmt.Sprintf("shardlab plan: %s on %s", j.Model.Name, ms),
-		fmt.Sprintf("layout %s, %.1f%% MFU estimated, step %v", e.Mesh, 100*e.MFU, unit.Seconds(e.Time.Step.Seconds())))
+		fmt.Sprintf("layout %s, MFU %s estimated, step %v", e.Mesh, e.MFUPeaks(), unit.Seconds(e.Time.Step.Seconds())))
 
 	mt, err := maxTextModel(set, &c, j.Model)
 	if err != nil {

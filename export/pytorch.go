@@ -67,7 +67,7 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 	}
 	out := PyTorchMesh{Comments: []string{
 		fmt.Sprintf("shardlab plan: %s on %s", e.Job.Model.Name, ms),
-		fmt.Sprintf("layout %s, %.1f%% MFU estimated, step %v", e.Mesh, 100*e.MFU, unit.Seconds(e.Time.Step.Seconds())),
+		fmt.Sprintf("layout %s, MFU %s estimated, step %v", e.Mesh, e.MFUPeaks(), unit.Seconds(e.Time.Step.Seconds())),
 	}}
 	for _, a := range PyTorchAxes {
 		d := e.Mesh.Degree(a.Axis)

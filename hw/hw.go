@@ -127,6 +127,32 @@ type Chip struct {
 	Sources []string `json:"sources"`
 }
 
+// Format is a number format the MXUs multiply in.
+type Format string
+
+// The formats a chip publishes a peak for.
+const (
+	BF16 Format = "bf16"
+	Int8 Format = "int8"
+	FP8  Format = "fp8"
+)
+
+// Peak is the chip's peak matmul rate in format f (FLOP/s; int8's are
+// integer ops/s) and whether the chip publishes one: the one place a
+// format's peak is read from the catalog.
+func (c Chip) Peak(f Format) (unit.FLOPsPerSecond, bool) {
+	var p unit.FLOPsPerSecond
+	switch f {
+	case BF16:
+		p = c.PeakBF16
+	case Int8:
+		p = c.PeakInt8
+	case FP8:
+		p = c.PeakFP8
+	}
+	return p, p > 0
+}
+
 // DCNPerHost is the data-center network bandwidth of one host (VM).
 func (c Chip) DCNPerHost() unit.BytesPerSecond {
 	return c.DCNPerChip * unit.BytesPerSecond(c.Host.Chips)

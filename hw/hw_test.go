@@ -477,3 +477,28 @@ func FuzzParseXLAHBM(f *testing.F) {
 		}
 	})
 }
+
+func TestPeak(t *testing.T) {
+	for _, tc := range []struct {
+		chip   string
+		f      Format
+		want   unit.FLOPsPerSecond
+		wantOK bool
+	}{
+		{"v5p", BF16, 459e12, true},   // [gcp-v5p]
+		{"v5p", Int8, 918e12, true},   // [jax-info], [sb-tpus]
+		{"v5p", FP8, 459e12, true},    // [gcp-v5p]: fp8 = bf16
+		{"v5e", FP8, 0, false},        // not published
+		{"tpu7x", FP8, 4614e12, true}, // [gcp-7x]
+		{"tpu7x", Int8, 0, false},     // not published
+		{"v4", "fp4", 0, false},       // no such format
+	} {
+		c, err := Lookup(tc.chip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := c.Peak(tc.f); got != tc.want || ok != tc.wantOK {
+			t.Errorf("%s.Peak(%s) = %v, %v, want %v, %v", tc.chip, tc.f, got, ok, tc.want, tc.wantOK)
+		}
+	}
+}

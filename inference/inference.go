@@ -407,7 +407,7 @@ func ActivationBytes(m model.Spec, tp, tokens, seqs int) unit.Bytes {
 
 // Memory is one device's HBM.
 type Memory struct {
-	Capacity    unit.Bytes `json:"capacity_bytes"`
+	Capacity    unit.Bytes `json:"hbm_capacity_bytes"`
 	Budget      unit.Bytes `json:"budget_bytes"` // capacity × gpu_memory_utilization
 	Weights     unit.Bytes `json:"weights_bytes"`
 	Activations unit.Bytes `json:"activations_bytes"`

@@ -531,7 +531,7 @@ func fixes(r Request) []string {
 			continue
 		}
 		e := p.Best.Estimate
-		f := found{textf("%s: %s, remat %s, %d sequences, MFU %.1f%%", text(strings.Join(what, " ")), e.Mesh, e.Job.Remat, e.Job.GlobalBatch, 100*e.MFU), e.MFU}
+		f := found{textf("%s: %s, remat %s, %d sequences, MFU %s", text(strings.Join(what, " ")), e.Mesh, e.Job.Remat, e.Job.GlobalBatch, e.MFUPeaks()), e.MFU}
 		if len(what) == 1 {
 			singles = append(singles, f)
 		} else {

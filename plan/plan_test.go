@@ -317,7 +317,7 @@ func TestNoPlanSaysWhatWouldFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := p.Best.Estimate
-	if want := fmt.Sprintf("{precision} bf16: %s, remat %s, %d sequences, MFU %.1f%%", e.Mesh, e.Job.Remat, e.Job.GlobalBatch, 100*e.MFU); none.Fixes[0] != want {
+	if want := fmt.Sprintf("{precision} bf16: %s, remat %s, %d sequences, MFU %.1f%% of the bf16 peak", e.Mesh, e.Job.Remat, e.Job.GlobalBatch, 100*e.MFU); none.Fixes[0] != want {
 		t.Errorf("fix %q, but that search gives %q", none.Fixes[0], want)
 	}
 	last := none.Fixes[len(none.Fixes)-1]
@@ -557,5 +557,46 @@ func TestInputBoundFlagged(t *testing.T) {
 	}
 	if strings.Contains(warns(p), "input-bound") || !strings.Contains(reasons(p), "vCPUs per host") {
 		t.Errorf("fast input flagged or unexplained:\n%s\n%s", reasons(p), warns(p))
+	}
+}
+
+// TestMFUNamesItsPeak checks that a plan's text says which peak each MFU
+// is against, and that a quantized plan gives both: against the bf16 peak
+// (MaxText's, and the one plans of every format compare on) and against
+// its format's (issue 28: "MFU 106.7 %" of an int8 plan said neither).
+func TestMFUNamesItsPeak(t *testing.T) {
+	for _, tc := range []struct {
+		quant cost.Quantization
+		want  []string
+		not   []string
+	}{
+		{cost.QuantNone, []string{"HFU", "(of the bf16 peak)", "it is", "% of the bf16 peak\n", "MFU bf16"}, []string{"int8", "fp8 peak"}},
+		{cost.QuantInt8, []string{"(of the bf16 peak)", "% of the int8 peak, which the int8 matmuls run at", "MFU bf16", "MFU int8"}, nil},
+	} {
+		r := request(t, "llama3-8b", "v5p-64", 1, 64)
+		r.Quantization = tc.quant
+		p, err := Search(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := p.WriteText(&b, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("quantization %q: text lacks %q:\n%s", tc.quant, w, b.String())
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(b.String(), n) {
+				t.Errorf("quantization %q: text has %q:\n%s", tc.quant, n, b.String())
+			}
+		}
+		if e := p.Best.Estimate; tc.quant != cost.QuantNone {
+			if w := fmt.Sprintf("MFU %.1f%% of the int8 peak", 100*e.QuantizedMFU); !strings.Contains(b.String(), w) || e.QuantizedMFU <= 0 {
+				t.Errorf("quantization %q: text lacks %q", tc.quant, w)
+			}
+		}
 	}
 }

@@ -1,16 +1,18 @@
 package plan
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"shardlab/cost"
+	"shardlab/hw"
 	"shardlab/mesh"
+	"shardlab/schema"
 	"shardlab/unit"
 )
 
@@ -44,27 +46,33 @@ type JSON struct {
 	Fits         bool       `json:"fits"`
 	// MaxMicroBatch is the most sequences per chip per micro-batch the
 	// layout fits with.
-	MaxMicroBatch int            `json:"max_fitting_sequences_per_chip_per_micro_batch"`
-	Step          StepJSON       `json:"step_time"`
-	Bubble        float64        `json:"bubble_fraction"`
-	MFU           float64        `json:"mfu_fraction"`
-	MFUCausal     bool           `json:"mfu_attention_causal_halved"`
-	MFUOther      float64        `json:"mfu_other_convention_fraction"`
-	HFU           float64        `json:"hfu_fraction"`
-	Efficiency    float64        `json:"assumed_efficiency_fraction"`
-	MXU           float64        `json:"mxu_efficiency_fraction"`
-	Padding       float64        `json:"mxu_padding_loss_fraction"`
-	TokensChip    float64        `json:"tokens_per_s_per_chip"`
-	Tokens        float64        `json:"tokens_per_s"`
-	DCNBytes      int64          `json:"dcn_bytes_per_step"`
-	ICIBytesChip  int64          `json:"ici_bytes_per_chip_per_step"`
-	Collectives   []CommJSON     `json:"collectives_per_chip_per_step"`
-	Reasons       []string       `json:"reasons"`
-	Warnings      []string       `json:"warnings"`
-	Rejected      []RejectedJSON `json:"rejected"`
-	Evaluated     int            `json:"evaluated"`
-	Top           []RankJSON     `json:"top"`
-	Alternatives  []RankJSON     `json:"alternatives"`
+	MaxMicroBatch int      `json:"max_fitting_sequences_per_chip_per_micro_batch"`
+	Step          StepJSON `json:"step_time"`
+	Bubble        float64  `json:"bubble_fraction"`
+	// MFU, MFUOther and HFU are against the peak MFUPeak names, the
+	// chip's bf16 peak; a quantized plan has QuantizedMFU against its
+	// format's peak (QuantizedMFUPeak, int8 or fp8) besides.
+	MFU              float64        `json:"mfu_fraction"`
+	MFUPeak          string         `json:"mfu_peak"`
+	QuantizedMFU     float64        `json:"quantized_mfu_fraction,omitempty"`
+	QuantizedMFUPeak string         `json:"quantized_mfu_peak,omitempty"`
+	MFUCausal        bool           `json:"mfu_attention_causal_halved"`
+	MFUOther         float64        `json:"mfu_other_convention_fraction"`
+	HFU              float64        `json:"hfu_fraction"`
+	Efficiency       float64        `json:"assumed_efficiency_fraction"`
+	MXU              float64        `json:"mxu_efficiency_fraction"`
+	Padding          float64        `json:"mxu_padding_loss_fraction"`
+	TokensChip       float64        `json:"tokens_per_s_per_chip"`
+	Tokens           float64        `json:"tokens_per_s"`
+	DCNBytes         int64          `json:"dcn_bytes_per_step"`
+	ICIBytesChip     int64          `json:"ici_bytes_per_chip_per_step"`
+	Collectives      []CommJSON     `json:"collectives_per_chip_per_step"`
+	Reasons          []string       `json:"reasons"`
+	Warnings         []string       `json:"warnings"`
+	Rejected         []RejectedJSON `json:"rejected"`
+	Evaluated        int            `json:"evaluated"`
+	Top              []RankJSON     `json:"top"`
+	Alternatives     []RankJSON     `json:"alternatives"`
 	// Experts is the mixture of experts' routing; absent for a dense model.
 	Experts *ExpertsJSON `json:"experts,omitempty"`
 }
@@ -172,7 +180,10 @@ type RankJSON struct {
 	MicroBatches int     `json:"micro_batches"`
 	GlobalBatch  int     `json:"global_batch_sequences"`
 	StepSeconds  float64 `json:"step_time_s"`
+	// MFU is against the bf16 peak, QuantizedMFU against the quantized
+	// format's, as in JSON.
 	MFU          float64 `json:"mfu_fraction"`
+	QuantizedMFU float64 `json:"quantized_mfu_fraction,omitempty"`
 	TokensChip   float64 `json:"tokens_per_s_per_chip"`
 	HBMBytes     int64   `json:"hbm_used_bytes"`
 }
@@ -180,7 +191,7 @@ type RankJSON struct {
 func rank(c Candidate) RankJSON {
 	e := c.Estimate
 	return RankJSON{Tier: c.Tier.String(), Layout: e.Mesh.String(), Remat: string(e.Job.Remat), MicroBatches: e.Job.MicroBatches,
-		GlobalBatch: e.Job.GlobalBatch, StepSeconds: e.Time.Step.Seconds(), MFU: e.MFU, TokensChip: e.TokensPerSecondPerChip,
+		GlobalBatch: e.Job.GlobalBatch, StepSeconds: e.Time.Step.Seconds(), MFU: e.MFU, QuantizedMFU: e.QuantizedMFU, TokensChip: e.TokensPerSecondPerChip,
 		HBMBytes: int64(e.Memory.Total())}
 }
 
@@ -207,11 +218,14 @@ func (p Plan) JSON(name func(Option) string) JSON {
 			Vector: e.Time.Vector.Seconds(), Optimizer: e.Time.Optimizer.Seconds(), Offload: e.Time.Offload.Seconds(),
 			ICI: e.Time.ICI.Seconds(), Contention: e.Time.Contention.Seconds(), DCN: e.Time.DCN.Seconds(), Sync: e.Time.Sync.Seconds(),
 			Bubble: e.Time.Bubble.Seconds(), Total: e.Time.Step.Seconds()},
-		Bubble: e.Bubble, MFU: e.MFU, MFUCausal: e.Job.CausalFLOPs, MFUOther: e.MFUOther, HFU: e.HFU, Efficiency: e.Job.EfficiencyFor(ms.Slice.Chip), MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
+		Bubble: e.Bubble, MFU: e.MFU, MFUPeak: string(hw.BF16), QuantizedMFU: e.QuantizedMFU, MFUCausal: e.Job.CausalFLOPs, MFUOther: e.MFUOther, HFU: e.HFU, Efficiency: e.Job.EfficiencyFor(ms.Slice.Chip), MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
 		DCNBytes: int64(e.DCNBytesPerStep), ICIBytesChip: int64(e.ICIBytesPerChip),
 		Reasons: phrases(p.Reasons, name), Warnings: phrases(p.Warnings, name), Rejected: []RejectedJSON{}, Evaluated: p.Evaluated,
 		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{}, Experts: expertsOf(e),
+	}
+	if q := e.Job.Quantization; q != cost.QuantNone {
+		j.QuantizedMFUPeak = string(q.Format())
 	}
 	for _, c := range e.Comms {
 		j.Collectives = append(j.Collectives, CommJSON{Axis: c.Axis.String(), What: c.What, Op: c.Op.String(), Count: c.Count,
@@ -268,9 +282,7 @@ func efficiencySource(j cost.Job) string {
 // WriteJSON writes the plan as one indented JSON object, with the options
 // spelt by name (Option.String when nil).
 func (p Plan) WriteJSON(w io.Writer, name func(Option) string) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(p.JSON(name))
+	return schema.Write(w, p.JSON(name))
 }
 
 // WriteText writes the plan as a report for people, with the options its
@@ -371,8 +383,12 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 	tw.Flush()
 	fmt.Fprintf(b, "  MXU efficiency %.1f%% (padding loss %.1f%%) x %.0f%% residual efficiency (%s)\n",
 		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.EfficiencyFor(ms.Slice.Chip), phrase(efficiencySource(e.Job), name))
-	fmt.Fprintf(b, "  MFU %.1f%%  HFU %.1f%%  %s tokens/s per chip  %s tokens/s in all\n",
-		100*e.MFU, 100*e.HFU, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
+	fmt.Fprintf(b, "  MFU %.1f%%  HFU %.1f%% (of the %s peak)  %s tokens/s per chip  %s tokens/s in all\n",
+		100*e.MFU, 100*e.HFU, hw.BF16, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
+	if q := e.Job.Quantization; q != cost.QuantNone {
+		fmt.Fprintf(b, "  MFU %.1f%% of the %s peak, which the %s matmuls run at (the attention core runs at the %s peak)\n",
+			100*e.QuantizedMFU, q.Format(), q, hw.BF16)
+	}
 	fmt.Fprintf(b, "  %s\n", phrase(mfuConvention(e), name))
 	fmt.Fprintf(b, "  DCN traffic %v per step (all chips); ICI %v per chip\n", e.DCNBytesPerStep, e.ICIBytesPerChip)
 	if x := expertsOf(e); x != nil {
@@ -453,13 +469,34 @@ func trimLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+// table writes candidates a row each, with MFU against the bf16 peak and,
+// for quantized candidates, against their format's peak in a column of
+// its own.
 func table(b *strings.Builder, cs []Candidate) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  #\tlayout\ttier\tremat\tmicro\tbatch\tstep\tMFU\ttokens/s/chip\tHBM\t")
+	var formats []hw.Format
+	for _, c := range cs {
+		if q := c.Estimate.Job.Quantization; q != cost.QuantNone && !slices.Contains(formats, q.Format()) {
+			formats = append(formats, q.Format())
+		}
+	}
+	fmt.Fprintf(tw, "  #\tlayout\ttier\tremat\tmicro\tbatch\tstep\tMFU %s\t", hw.BF16)
+	for _, f := range formats {
+		fmt.Fprintf(tw, "MFU %s\t", f)
+	}
+	fmt.Fprintln(tw, "tokens/s/chip\tHBM\t")
 	for i, c := range cs {
 		e := c.Estimate
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d\t%d\t%s\t%.1f%%\t%s\t%v\t\n", i+1, e.Mesh, c.Tier, e.Job.Remat, e.Job.MicroBatches,
-			e.Job.GlobalBatch, dur(e.Time.Step), 100*e.MFU, count(e.TokensPerSecondPerChip), e.Memory.Total())
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d\t%d\t%s\t%.1f%%\t", i+1, e.Mesh, c.Tier, e.Job.Remat, e.Job.MicroBatches,
+			e.Job.GlobalBatch, dur(e.Time.Step), 100*e.MFU)
+		for _, f := range formats {
+			if e.Job.Quantization.Format() == f {
+				fmt.Fprintf(tw, "%.1f%%\t", 100*e.QuantizedMFU)
+			} else {
+				fmt.Fprint(tw, "-\t")
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%v\t\n", count(e.TokensPerSecondPerChip), e.Memory.Total())
 	}
 	tw.Flush()
 }
@@ -484,7 +521,7 @@ func count(v float64) string {
 // convention gives, as a text that names options.
 func mfuConvention(e cost.Estimate) string {
 	if e.Job.CausalFLOPs {
-		return textf("MFU counts causal attention as half its FLOPs, MaxText's convention; in full (PaLM's, {causal_flops}=false) it is %.1f%%", 100*e.MFUOther)
+		return textf("MFU counts causal attention as half its FLOPs, MaxText's convention; in full (PaLM's, {causal_flops}=false) it is %.1f%% of the %s peak", 100*e.MFUOther, hw.BF16)
 	}
-	return textf("MFU counts attention in full (PaLM's convention); halved for the causal mask (MaxText's, {causal_flops}) it is %.1f%%", 100*e.MFUOther)
+	return textf("MFU counts attention in full (PaLM's convention); halved for the causal mask (MaxText's, {causal_flops}) it is %.1f%% of the %s peak", 100*e.MFUOther, hw.BF16)
 }

@@ -3,7 +3,6 @@ package validate
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/model"
+	"shardlab/schema"
 )
 
 //go:embed memory.yaml
@@ -71,12 +71,12 @@ type MemorySource struct {
 // Breakdown is jax's CompiledMemoryStats as a source gives it, in bytes
 // per JAX device; 0 is not given.
 type Breakdown struct {
-	Argument      int64 `yaml:"argument,omitempty" json:"argument,omitempty"`
-	Output        int64 `yaml:"output,omitempty" json:"output,omitempty"`
-	Alias         int64 `yaml:"alias,omitempty" json:"alias,omitempty"`
-	Temp          int64 `yaml:"temp,omitempty" json:"temp,omitempty"`
-	HostTemp      int64 `yaml:"host_temp,omitempty" json:"host_temp,omitempty"`
-	GeneratedCode int64 `yaml:"generated_code,omitempty" json:"generated_code,omitempty"`
+	Argument      int64 `yaml:"argument,omitempty" json:"argument_bytes,omitempty"`
+	Output        int64 `yaml:"output,omitempty" json:"output_bytes,omitempty"`
+	Alias         int64 `yaml:"alias,omitempty" json:"alias_bytes,omitempty"`
+	Temp          int64 `yaml:"temp,omitempty" json:"temp_bytes,omitempty"`
+	HostTemp      int64 `yaml:"host_temp,omitempty" json:"host_temp_bytes,omitempty"`
+	GeneratedCode int64 `yaml:"generated_code,omitempty" json:"generated_code_bytes,omitempty"`
 }
 
 // Config is a training configuration in the field names and
@@ -127,7 +127,7 @@ type MemoryCase struct {
 	// ReportedBytes is the number, per JAX device; CapacityBytes the HBM
 	// XLA had for that scope, as it printed it (0: not stated).
 	ReportedBytes int64     `yaml:"reported_bytes" json:"reported_bytes"`
-	CapacityBytes int64     `yaml:"capacity_bytes,omitempty" json:"capacity_bytes,omitempty"`
+	CapacityBytes int64     `yaml:"capacity_bytes,omitempty" json:"hbm_capacity_bytes,omitempty"`
 	Breakdown     Breakdown `yaml:"breakdown,omitempty" json:"breakdown,omitzero"`
 	Quote         string    `yaml:"quote" json:"quote"`
 	// Unmodelled lists the run's settings that size a buffer and that the
@@ -751,7 +751,7 @@ type MemoryRowJSON struct {
 	Model              string       `json:"model"`
 	DevicesPerChip     int          `json:"jax_devices_per_chip"`
 	Reported           int64        `json:"reported_bytes"`
-	Capacity           int64        `json:"capacity_bytes,omitempty"`
+	Capacity           int64        `json:"hbm_capacity_bytes,omitempty"`
 	Breakdown          Breakdown    `json:"breakdown,omitzero"`
 	PredictedChip      int64        `json:"predicted_total_bytes_per_chip"`
 	PredictedTotal     int64        `json:"predicted_total_bytes"`
@@ -804,7 +804,5 @@ func (r MemoryResult) JSON() MemoryRowJSON {
 
 // WriteJSON writes the memory report as indented JSON.
 func (rep MemoryReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep.JSON())
+	return schema.Write(w, rep.JSON())
 }

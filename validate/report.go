@@ -1,14 +1,15 @@
 package validate
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
+	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/schema"
 )
 
 // Generations lists the generations in the report, in catalog order.
@@ -93,23 +94,27 @@ type JSON struct {
 
 // RowJSON is one costed run.
 type RowJSON struct {
-	ID           string  `json:"id"`
-	Generation   string  `json:"generation"`
-	Accelerator  string  `json:"accelerator_type"`
-	Slices       int     `json:"slices"`
-	Model        string  `json:"model"`
-	Layout       string  `json:"layout"`
-	Remat        string  `json:"remat_policy"`
-	Published    float64 `json:"published_mfu"`
-	Predicted    float64 `json:"predicted_mfu"`
-	Error        float64 `json:"relative_error"`
-	Fits         bool    `json:"fits_in_hbm"`
-	HBMUsed      int64   `json:"hbm_used_bytes"`
-	HBMUsable    int64   `json:"hbm_usable_bytes"`
-	Calibration  bool    `json:"calibration"`
-	SourceRepo   string  `json:"source_repo"`
-	SourcePath   string  `json:"source_path"`
-	SourceCommit string  `json:"source_commit"`
+	ID          string `json:"id"`
+	Generation  string `json:"generation"`
+	Accelerator string `json:"accelerator_type"`
+	Slices      int    `json:"slices"`
+	Model       string `json:"model"`
+	Layout      string `json:"layout"`
+	Remat       string `json:"remat"`
+	// Published and Predicted are MFU against the chip's bf16 peak.
+	Published float64 `json:"published_mfu_fraction"`
+	Predicted float64 `json:"predicted_mfu_fraction"`
+	MFUPeak   string  `json:"mfu_peak"`
+	// A quantized run's MFU against its format's peak besides.
+	PublishedQuantized float64 `json:"published_quantized_mfu_fraction,omitempty"`
+	PredictedQuantized float64 `json:"predicted_quantized_mfu_fraction,omitempty"`
+	QuantizedMFUPeak   string  `json:"quantized_mfu_peak,omitempty"`
+	Error              float64 `json:"relative_error"`
+	Fits               bool    `json:"fits"`
+	HBMUsed            int64   `json:"hbm_used_bytes"`
+	HBMUsable          int64   `json:"hbm_usable_capacity_bytes"`
+	Calibration        bool    `json:"calibration"`
+	Source             Source  `json:"source"`
 }
 
 // JSON returns the report's machine-readable form.
@@ -122,7 +127,11 @@ func (rep Report) JSON() JSON {
 			Accelerator: r.Run.AcceleratorType, Slices: max(r.Run.Slices, 1), Model: r.Run.Model.Name, Layout: e.Mesh.String(),
 			Remat: string(e.Job.Remat), Published: r.Run.Published.MFU, Predicted: r.Predicted, Error: r.Error,
 			Fits: e.Memory.Fits(), HBMUsed: int64(e.Memory.Total()), HBMUsable: int64(e.Memory.Usable), Calibration: r.Run.Calibration,
-			SourceRepo: r.Run.Source.Repo, SourcePath: r.Run.Source.Path, SourceCommit: r.Run.Source.Commit})
+			MFUPeak: string(hw.BF16), Source: r.Run.Source})
+		if f, ratio := r.quantizedPeak(); ratio > 0 {
+			row := &out.Rows[len(out.Rows)-1]
+			row.PublishedQuantized, row.PredictedQuantized, row.QuantizedMFUPeak = r.Run.Published.MFU*ratio, r.Predicted*ratio, string(f)
+		}
 	}
 	for _, g := range rep.Generations() {
 		out.ByGeneration[string(g)] = rep.Summary(OfGeneration(g))
@@ -147,9 +156,7 @@ func effOf(rep Report, g hw.Generation) float64 {
 
 // WriteJSON writes the report as indented JSON.
 func (rep Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep.JSON())
+	return schema.Write(w, rep.JSON())
 }
 
 // WriteBreakdown writes each run's step time by part, to see where a
@@ -168,12 +175,31 @@ func (rep Report) WriteBreakdown(w io.Writer) error {
 	return tw.Flush()
 }
 
+// quantizedPeak is the format a quantized run's matmuls run in and the
+// ratio of the chip's bf16 peak to that format's peak (MFU against the
+// bf16 peak times it is MFU against the format's), or 0 for a bf16 run.
+func (r Result) quantizedPeak() (hw.Format, float64) {
+	j := r.Estimate.Job
+	if j.Quantization == cost.QuantNone {
+		return "", 0
+	}
+	chip := r.Estimate.Mesh.Multislice.Slice.Chip
+	f := j.Quantization.Format()
+	bf16, _ := chip.Peak(hw.BF16)
+	q, ok := chip.Peak(f)
+	if !ok {
+		return "", 0
+	}
+	return f, float64(bf16) / float64(q)
+}
+
 // WriteText writes the report for people: a row per run, then the error
 // over the held-out rows, overall and per generation, and the multislice
 // series.
 func (rep Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(&b, "MFU against the chip's %s peak (a quantized run's also against its format's peak, after the slash):\n", hw.BF16)
 	fmt.Fprintln(tw, "run\tlayout\tremat\tpublished\tpredicted\terror\tHBM\t")
 	for _, r := range rep.Results {
 		e := r.Estimate
@@ -185,8 +211,13 @@ func (rep Report) WriteText(w io.Writer) error {
 		if r.Run.Calibration {
 			mark = " (cal)"
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%.1f%%\t%.1f%%\t%+.1f%%\t%s\t\n", r.Run.ID, mark, e.Mesh, e.Job.Remat,
-			100*r.Run.Published.MFU, 100*r.Predicted, 100*r.Error, fits)
+		published, predicted := fmt.Sprintf("%.1f%%", 100*r.Run.Published.MFU), fmt.Sprintf("%.1f%%", 100*r.Predicted)
+		if f, ratio := r.quantizedPeak(); ratio > 0 {
+			published += fmt.Sprintf(" / %.1f%% %s", 100*r.Run.Published.MFU*ratio, f)
+			predicted += fmt.Sprintf(" / %.1f%% %s", 100*r.Predicted*ratio, f)
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%+.1f%%\t%s\t\n", r.Run.ID, mark, e.Mesh, e.Job.Remat,
+			published, predicted, 100*r.Error, fits)
 	}
 	tw.Flush()
 	stat := func(name string, s Stats) {

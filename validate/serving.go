@@ -3,7 +3,6 @@ package validate
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -18,6 +17,7 @@ import (
 	"shardlab/hw"
 	"shardlab/inference"
 	"shardlab/model"
+	"shardlab/schema"
 )
 
 //go:embed serving.yaml
@@ -606,7 +606,5 @@ func (r ServingResult) JSON() ServingRowJSON {
 
 // WriteJSON writes the serving report as indented JSON.
 func (rep ServingReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep.JSON())
+	return schema.Write(w, rep.JSON())
 }

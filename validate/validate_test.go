@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"fmt"
 	"math"
 	"regexp"
 	"strings"
@@ -236,5 +237,49 @@ func TestAttentionKinds(t *testing.T) {
 		if want := r.Generation == "v5e"; (r.Attention == "flash_noncausal") != want {
 			t.Errorf("%s: attention %q; the v5e rows (and only they) ran MaxText's non-causal flash call", r.ID, r.Attention)
 		}
+	}
+}
+
+// TestQuantizedRowsGiveBothPeaks checks that the report's JSON says which
+// peak its MFUs are against (bf16), and that a quantized run (the tpu7x
+// fp8 rows: bf16 2307, fp8 4614 T/s in hw's catalog) also gives its MFU
+// against its format's peak, in JSON and in the text.
+func TestQuantizedRowsGiveBothPeaks(t *testing.T) {
+	rep, err := Evaluate(runs(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	quantized := 0
+	for i, row := range rep.JSON().Rows {
+		r := rep.Results[i]
+		if row.MFUPeak != "bf16" {
+			t.Errorf("%s: mfu_peak %q, want bf16", row.ID, row.MFUPeak)
+		}
+		if r.Run.Quantization == "" {
+			if row.QuantizedMFUPeak != "" || row.PredictedQuantized != 0 {
+				t.Errorf("%s (bf16): quantized MFU %v against %q, want none", row.ID, row.PredictedQuantized, row.QuantizedMFUPeak)
+			}
+			continue
+		}
+		quantized++
+		chip := r.Estimate.Mesh.Multislice.Slice.Chip
+		if chip.Generation != "tpu7x" || r.Run.Quantization != "fp8" {
+			continue
+		}
+		if row.QuantizedMFUPeak != "fp8" || math.Abs(row.PredictedQuantized-row.Predicted*2307/4614) > 1e-12 ||
+			math.Abs(row.PublishedQuantized-row.Published*2307/4614) > 1e-12 {
+			t.Errorf("%s: quantized MFU published %v predicted %v against %q, want %v and %v against fp8", row.ID,
+				row.PublishedQuantized, row.PredictedQuantized, row.QuantizedMFUPeak, row.Published/2, row.Predicted/2)
+		}
+		if w := fmt.Sprintf("%.1f%% / %.1f%% fp8", 100*row.Predicted, 100*row.PredictedQuantized); !strings.Contains(text.String(), w) {
+			t.Errorf("%s: text lacks %q", row.ID, w)
+		}
+	}
+	if quantized == 0 {
+		t.Error("no quantized run in the table")
 	}
 }

@@ -41,6 +41,7 @@ import (
 	"shardlab/hw"
 	"shardlab/model"
 	"shardlab/plan"
+	"shardlab/schema"
 	"shardlab/unit"
 )
 
@@ -311,11 +312,9 @@ func (h *Handler) writeAPIError(w http.ResponseWriter, code int, fe *fieldError)
 	writeJSON(w, apiError{Error: fe.Phrase(func(o plan.Option) string { return string(o) }), Option: string(fe.Option)})
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+// writeJSON writes v, a JSON object, with its schema version first, as
+// every JSON document shardlab prints.
+func writeJSON(w io.Writer, v any) error { return schema.Write(w, v) }
 
 // serveAPIPlan plans a JSON request and writes what shardlab plan --json
 // prints for it.

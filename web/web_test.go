@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"shardlab/plan"
+	"shardlab/schema"
 )
 
 // get serves a GET and returns its status and body.
@@ -473,6 +475,70 @@ func TestAPIKeysAreTheOptions(t *testing.T) {
 	for _, k := range []string{"Model", "ModelSpec", "Options", ""} {
 		if apiKeys[k] {
 			t.Errorf("API keys hold %q", k)
+		}
+	}
+}
+
+// TestJSONAnswersStartWithTheSchema checks that every JSON body the API
+// serves, an error's too, is an object whose first key is the schema
+// version, as every --json output of the CLI.
+func TestJSONAnswersStartWithTheSchema(t *testing.T) {
+	h := New(Config{})
+	answers := map[string]func() (int, string){
+		"POST /api/plan":          func() (int, string) { return post(t, h, `{"model": "llama3-8b", "tpu": "v5p-8"}`) },
+		"POST /api/plan (error)":  func() (int, string) { return post(t, h, `{"tpu": "v9z-8"}`) },
+		"GET /api/catalog":        func() (int, string) { return get(t, h, "/api/catalog") },
+		"GET /download/plan.json": func() (int, string) { return get(t, h, "/download/plan.json?model=llama3-8b&tpu=v5p-8") },
+	}
+	for name, answer := range answers {
+		code, body := answer()
+		dec := json.NewDecoder(strings.NewReader(body))
+		var toks []any
+		for range 3 {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			toks = append(toks, tok)
+		}
+		if len(toks) != 3 || toks[0] != json.Delim('{') || toks[1] != schema.Key || toks[2] != schema.Version {
+			t.Errorf("%s: %d, starts %v, want {, %q, %q:\n%.300s", name, code, toks, schema.Key, schema.Version, body)
+		}
+	}
+}
+
+// TestPageNamesTheMFUPeak checks that the page says which peak its MFU is
+// against, and that the report of an int8 plan (plan --html; the form has
+// no quantization field) gives its MFU against the int8 peak besides.
+func TestPageNamesTheMFUPeak(t *testing.T) {
+	o := plan.DefaultOptions()
+	o.Model, o.TPU = "llama3-8b", "v5p-8"
+	code, body := get(t, New(Config{}), "/?"+queryOf(o))
+	if code != http.StatusOK {
+		t.Fatalf("GET / = %d %.300s", code, body)
+	}
+	for _, w := range []string{"</b> of the bf16 peak ·", "MFU (bf16 peak)</th>"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+	o.Quantization = "int8"
+	r, err := plan.ParseRequest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteReport(&b, Report{Plan: p}); err != nil {
+		t.Fatal(err)
+	}
+	q := fmt.Sprintf("%.1f%%", 100*p.Best.Estimate.QuantizedMFU)
+	for _, w := range []string{"</b> of the bf16 peak (<b>" + q + "</b> of the int8 peak)", "MFU (bf16 peak)</th>", "MFU (int8 peak)</th>"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("int8 report lacks %q", w)
 		}
 	}
 }

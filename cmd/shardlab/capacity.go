@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -190,9 +189,7 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	rep.SimulatedOptimumS, rep.SimulatedOptimumFr = bestAt.Seconds(), best
 	rep.SideBySide = otherMode(f, slice, mode, cfg)
 	if f.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(stdout, rep)
 	}
 	return writeCapacityText(stdout, rep, pl)
 }

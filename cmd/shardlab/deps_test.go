@@ -24,6 +24,7 @@ import (
 // comes with its row.
 var layers = map[string][]string{
 	"unit":                      nil,
+	"schema":                    nil, // not in ARCHITECTURE.md: the one version of every JSON document (issue 28), at the bottom so any renderer may use it
 	"hw":                        {"unit"},
 	"model":                     nil,
 	"mesh":                      {"hw", "collective"}, // collective beyond ARCHITECTURE.md: mesh.Link.Collective, the one conversion of a placed link
@@ -32,7 +33,7 @@ var layers = map[string][]string{
 	"systolic":                  {"hw"},
 	"infeed":                    {"hw"},
 	"cost":                      {"hw", "model", "mesh", "collective", "schedule", "systolic"},
-	"plan":                      {"cost", "infeed"},
+	"plan":                      {"cost", "infeed", "schema"}, // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries
 	"validate":                  {"plan", "cost", "inference", "maxtext"},
 	"capacity":                  {"hw", "plan"},
 	"inference":                 {"hw", "model", "collective", "mesh"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus

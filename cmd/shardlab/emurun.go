@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -31,6 +30,7 @@ import (
 	"shardlab/mesh"
 	"shardlab/plan"
 	"shardlab/schedule"
+	"shardlab/schema"
 	"shardlab/trace"
 	"shardlab/unit"
 )
@@ -589,24 +589,33 @@ func train(tc emu.TrainConfig, job *mpi.Job) (*emu.Result, error) {
 }
 
 // meshFromPlan reads the layout and topology of what 'shardlab plan --json'
-// prints: one plan object, or an array of them (without model or TPU flags)
-// from which index picks one.
+// prints: one plan object, or an object whose plans (without model or TPU
+// flags) index picks one from; a schema other than schema.Version is
+// refused, a missing one (a file written by hand) taken as it.
 func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, error) {
 	var pj planJob
 	data, err := readFile("--plan", path, maxPlanBytes)
 	if err != nil {
 		return mesh.Mesh{}, pj, err
 	}
-	notPlan := bad("--plan %s: not what 'shardlab plan --json' prints (want a plan object with accelerator_type, slices and layout.axes, or an array of them)", path)
+	notPlan := bad("--plan %s: not what 'shardlab plan --json' prints (want a plan object with accelerator_type, slices and layout.axes, or an object of plans)", path)
 	var p plan.JSON
-	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '[' {
-		var all []json.RawMessage
-		if err := json.Unmarshal(data, &all); err != nil || len(all) == 0 {
-			return mesh.Mesh{}, pj, notPlan
-		}
+	var doc struct {
+		Schema *string           `json:"schema"`
+		Plans  []json.RawMessage `json:"plans"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return mesh.Mesh{}, pj, notPlan
+	}
+	if doc.Schema != nil && *doc.Schema != schema.Version {
+		return mesh.Mesh{}, pj, bad("--plan %s: schema %s, want %s (what this shardlab's plan --json prints)", path, strconv.QuoteToASCII(*doc.Schema), schema.Version)
+	}
+	if all := doc.Plans; all != nil {
 		switch {
+		case len(all) == 0:
+			return mesh.Mesh{}, pj, notPlan
 		case len(all) > 1 && !indexSet:
-			return mesh.Mesh{}, pj, bad("--plan %s holds %d plans (the array 'shardlab plan --json' prints without model or TPU flags); pick one with --plan-index 0 to %d", path, len(all), len(all)-1)
+			return mesh.Mesh{}, pj, bad("--plan %s holds %d plans (what 'shardlab plan --json' prints without model or TPU flags); pick one with --plan-index 0 to %d", path, len(all), len(all)-1)
 		case index >= len(all):
 			return mesh.Mesh{}, pj, bad("--plan-index %d, want 0 to %d: %s holds %d plans", index, len(all)-1, path, len(all))
 		}

@@ -171,7 +171,7 @@ func TestRunFailures(t *testing.T) {
 }
 
 // TestRunPlanFromPlanJSON: run --plan takes what 'plan --json' prints,
-// the array of the defaults too (one picked with --plan-index), and the
+// the plans of the defaults too (one picked with --plan-index), and the
 // plan's global batch, micro-batches, schedule and, when the emulator can
 // train it, sequence length, unless the flags set them.
 func TestRunPlanFromPlanJSON(t *testing.T) {
@@ -198,10 +198,13 @@ func TestRunPlanFromPlanJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run --plan %s --plan-index 0: exit %d: %s", array, code, errOut)
 	}
-	var plans []map[string]any
-	if err := json.Unmarshal([]byte(out), &plans); err != nil {
+	var doc struct {
+		Plans []map[string]any `json:"plans"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
+	plans := doc.Plans
 	batch := int(plans[0]["global_batch_sequences"].(float64))
 	for _, want := range []string{"layout data=4", "seq 64:", fmt.Sprintf("%d sequences per step", batch)} {
 		if !strings.Contains(report, want) {
@@ -234,6 +237,12 @@ func TestRunPlanFromPlanJSON(t *testing.T) {
 	fail(t, []string{"run", "--plan", write("junk.json", []byte(`{"layout": 3}`))}, "--plan", "not what 'shardlab plan --json' prints")
 	fail(t, []string{"run", "--plan", write("pod.json", []byte(`{"accelerator_type": "v5litepod-4", "slices": 1, "layout": {"axes": [{"name": "pod", "ici": 4, "dcn": 1}]}}`))},
 		"--plan", `axis = "pod"`, "want one of data, fsdp, tensor, pipeline, context, expert")
+	// another schema's plan is refused by name; a file without one is read
+	p["schema"] = "shardlab/v0"
+	b, _ = json.Marshal(p)
+	fail(t, []string{"run", "--plan", write("v0.json", b)}, "--plan", `schema "shardlab/v0", want shardlab/v1`)
+	b, _ = json.Marshal([]any{plans[0], plans[1]})
+	fail(t, []string{"run", "--plan", write("bare.json", b)}, "--plan", "not what 'shardlab plan --json' prints")
 }
 
 // TestRunDiverges: a learning rate far too high makes the loss explode;

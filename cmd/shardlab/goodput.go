@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -41,12 +40,12 @@ func writeGoodputPlans(w io.Writer, plans []plan.Plan, asJSON bool, tokens float
 			out[i] = planWithGoodput{JSON: p.JSON(flagName), Goodput: goodputJSON{Expectation: e, SaveS: e.Save.Seconds(),
 				RestartS: e.Restart.Seconds(), IntervalS: e.Interval.Seconds(), TimeToTrainS: e.TimeToTrain.Seconds()}}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
 		if len(out) == 1 {
-			return enc.Encode(out[0])
+			return writeJSON(w, out[0])
 		}
-		return enc.Encode(out)
+		return writeJSON(w, struct {
+			Plans []planWithGoodput `json:"plans"`
+		}{out})
 	}
 	for i, p := range plans {
 		if i > 0 {

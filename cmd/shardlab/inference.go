@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -98,9 +97,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	}
 	cmd := export.VLLMServe(p, id)
 	if f.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(inferenceJSON(p, cmd))
+		return writeJSON(stdout, inferenceJSON(p, cmd))
 	}
 	return writeInference(stdout, p, cmd)
 }
@@ -118,7 +115,7 @@ func inferenceError(err error) error {
 // servingJSON is inference --json. Keys carry their units.
 type servingJSON struct {
 	Model       string       `json:"model"`
-	TPU         string       `json:"tpu"`
+	TPU         string       `json:"accelerator_type"`
 	MaxModelLen int          `json:"max_model_len_tokens"`
 	Concurrency int          `json:"concurrency_sequences"`
 	RequestRate float64      `json:"request_rate_per_s,omitempty"`

@@ -36,6 +36,12 @@ var jsonCommands = [][]string{
 	{"hw", "show", "v5p-128", "--json"},
 	{"model", "list", "--json"},
 	{"model", "show", "llama3-8b", "--json"},
+	{"plan", "--model", "llama3-70b", "--tpu", "v5p-256", "--quantization", "int8", "--json", "--top", "2"},
+	{"plan", "--model", "llama3-70b", "--tpu", "tpu7x-64", "--quantization", "fp8", "--goodput", "--json", "--top", "1"},
+	{"validate", "--json"},
+	{"validate", "--memory", "--json"},
+	{"validate", "--serving", "--json"},
+	{"check", "--compile-log", "testdata/compile_memory_analysis.log", "--model", "llama3-8b", "--tpu", "v5p-8", "--json"},
 }
 
 func decodeJSON(t *testing.T, args ...string) any {

@@ -228,7 +228,8 @@ func runMXUCompare(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	if *asJSON {
-		return writeJSON(stdout, rows)
+		return writeJSON(stdout, map[string]any{
+			"gemm": map[string]int{"m": *m, "k": *k, "n": *n}, "processors": rows})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "GEMM %d x %d x %d, %d MACs\n", *m, *k, *n, rows[0].MACs)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"shardlab/model"
 	"shardlab/plan"
 	"shardlab/schedule"
+	"shardlab/schema"
 	"shardlab/systolic"
 	"shardlab/unit"
 	"shardlab/validate"
@@ -514,9 +514,9 @@ func writePlans(stdout io.Writer, plans []plan.Plan, asJSON bool) error {
 		for i, p := range plans {
 			out[i] = p.JSON(flagName)
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return writeJSON(stdout, struct {
+			Plans []plan.JSON `json:"plans"`
+		}{out})
 	default:
 		for i, p := range plans {
 			if i > 0 {
@@ -605,7 +605,9 @@ func runHW(args []string, stdout, stderr io.Writer) error {
 		}
 		chips := hw.Chips()
 		if asJSON {
-			return writeJSON(stdout, chips)
+			return writeJSON(stdout, struct {
+				Chips []hw.Chip `json:"chips"`
+			}{chips})
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "generation\tname\tbf16\tHBM\tHBM BW\tICI per link\tDCN per chip\tTC x MXU\thost\tmax slice")
@@ -717,7 +719,13 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 		}
 		specs := model.Catalog()
 		if asJSON {
-			return writeJSON(stdout, specs)
+			out := make([]model.Summary, len(specs))
+			for i, s := range specs {
+				out[i] = s.Summarize()
+			}
+			return writeJSON(stdout, struct {
+				Models []model.Summary `json:"models"`
+			}{out})
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "name\tparams\tpublished\tactive\tlayers\td_model\theads\tkv\td_ff\texperts\tvocab\tseq\t")
@@ -776,8 +784,5 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	return bad("model: unknown subcommand %q, want list or show", sub)
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+// writeJSON writes v, a JSON object, with its schema version first.
+func writeJSON(w io.Writer, v any) error { return schema.Write(w, v) }

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"shardlab/hw"
+	"shardlab/schema"
+)
+
+// commandName is the command and subcommand args run: plan, hw show.
+func commandName(args []string) string {
+	name := args[0]
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && (name == "mxu" || name == "hw" || name == "model") {
+		name += " " + args[1]
+	}
+	return name
+}
+
+// TestJSONSchemaVersion checks that every command's --json output is one
+// object whose first key is schema.Key with the value schema.Version, and
+// that jsonCommands runs every command that has a --json flag.
+func TestJSONSchemaVersion(t *testing.T) {
+	covered := map[string]bool{}
+	for _, args := range jsonCommands {
+		covered[commandName(args)] = true
+		covered[args[0]] = true
+		out, errOut, code := runCmd(args...)
+		if code != 0 {
+			t.Errorf("shardlab %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(out))
+		var toks []any
+		for range 3 {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			toks = append(toks, tok)
+		}
+		if want := []any{json.Delim('{'), schema.Key, schema.Version}; fmt.Sprint(toks) != fmt.Sprint(want) {
+			t.Errorf("shardlab %s: starts %v, want %v", strings.Join(args, " "), toks, want)
+		}
+		var rest any
+		if err := json.Unmarshal([]byte(out), &rest); err != nil {
+			t.Errorf("shardlab %s: %v", strings.Join(args, " "), err)
+		}
+	}
+	var missing []string
+	for name, flags := range commandFlags {
+		if flags().Lookup("json") != nil && !covered[name] {
+			missing = append(missing, name)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("jsonCommands does not run %s, which have --json", strings.Join(missing, ", "))
+	}
+}
+
+// quantityKeys is the one key of each quantity that more than one command
+// prints, and the names it must not go by anywhere (the drifts issue 28
+// found, and their likely spellings).
+var quantityKeys = []struct {
+	quantity string
+	key      string
+	not      []string
+}{
+	{"HBM a chip (or JAX device) has", "hbm_capacity_bytes", []string{"capacity_bytes", "hbm_bytes", "hbm_total_bytes"}},
+	{"HBM usable after the headroom", "hbm_usable_capacity_bytes", []string{"hbm_usable_bytes", "usable_bytes", "usable_hbm_bytes"}},
+	{"HBM a layout takes", "hbm_used_bytes", []string{"memory_bytes", "hbm_use_bytes"}},
+	{"whether a layout fits in HBM", "fits", []string{"fits_in_hbm", "fit"}},
+	{"the accelerator type", "accelerator_type", []string{"tpu", "tpu_type", "accelerator"}},
+	{"the remat policy", "remat", []string{"remat_policy"}},
+	{"total parameters", "params", []string{"param_count", "parameters", "total_params", "num_params"}},
+	{"active parameters", "active_params", []string{"activated_params", "active_parameters"}},
+	{"MFU", "mfu_fraction", []string{"mfu"}},
+	{"the peak MFU is against", "mfu_peak", []string{"peak", "mfu_peak_format"}},
+	{"JAX devices per chip", "jax_devices_per_chip", []string{"devices_per_chip"}},
+}
+
+// jsonType is a JSON value's kind.
+func jsonType(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case float64:
+		return "number"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	}
+	return "null"
+}
+
+// unitless is a numeric key that names MFU or HFU without its unit.
+var unitless = regexp.MustCompile(`(^|_)(mfu|hfu)$`)
+
+// TestJSONOneKeyPerQuantity walks every command's JSON and checks that
+// each quantity of quantityKeys goes by its one key, with one JSON type,
+// in every command; that MFU keys carry their unit; and that every object
+// with an MFU says, in it or above it, which peak that MFU is against.
+func TestJSONOneKeyPerQuantity(t *testing.T) {
+	synonym := map[string]string{}
+	for _, q := range quantityKeys {
+		for _, n := range q.not {
+			synonym[n] = q.key
+		}
+	}
+	types := map[string]map[string]string{} // key -> type -> first command
+	for _, args := range jsonCommands {
+		cmd := strings.Join(args, " ")
+		v := decodeJSON(t, args...)
+		said := map[string]bool{} // a key is wrong once per command, not once per row
+		walkKeys(v, "", func(path, key string, val any) {
+			if want, ok := synonym[key]; ok && !said[key] {
+				said[key] = true
+				t.Errorf("shardlab %s: %s.%s, want %s (one key per quantity)", cmd, path, key, want)
+			}
+			if unitless.MatchString(key) && !said[key] {
+				said[key] = true
+				t.Errorf("shardlab %s: %s.%s names no unit, want ..._fraction", cmd, path, key)
+			}
+			if types[key] == nil {
+				types[key] = map[string]string{}
+			}
+			if _, ok := types[key][jsonType(val)]; !ok {
+				types[key][jsonType(val)] = cmd
+			}
+		})
+		checkMFUPeaks(t, cmd, v, "", false)
+	}
+	for _, q := range quantityKeys {
+		if len(types[q.key]) == 0 {
+			t.Errorf("%s: no command prints %s", q.quantity, q.key)
+		}
+		if len(types[q.key]) > 1 {
+			t.Errorf("%s: %s has types %v (type: first command), want one", q.quantity, q.key, types[q.key])
+		}
+	}
+}
+
+// checkMFUPeaks fails for an object with an MFU fraction and no mfu_peak
+// in it or an object above it (rows of a table take their parent's).
+func checkMFUPeaks(t *testing.T, cmd string, v any, path string, peak bool) {
+	t.Helper()
+	switch v := v.(type) {
+	case map[string]any:
+		if p, ok := v["mfu_peak"]; ok {
+			if p != string(hw.BF16) {
+				t.Errorf("shardlab %s: %s.mfu_peak = %v, want %s", cmd, path, p, hw.BF16)
+			}
+			peak = true
+		}
+		for k, x := range v {
+			if strings.Contains(k, "mfu") && strings.HasSuffix(k, "_fraction") && !peak {
+				t.Errorf("shardlab %s: %s.%s says no peak (no mfu_peak beside or above it)", cmd, path, k)
+			}
+			if strings.Contains(k, "quantized_mfu") && strings.HasSuffix(k, "_fraction") {
+				if _, ok := v["quantized_mfu_peak"]; !ok && !strings.Contains(path, "top") && !strings.Contains(path, "alternatives") {
+					t.Errorf("shardlab %s: %s.%s without quantized_mfu_peak", cmd, path, k)
+				}
+			}
+			checkMFUPeaks(t, cmd, x, path+"."+k, peak)
+		}
+	case []any:
+		for i, x := range v {
+			checkMFUPeaks(t, cmd, x, fmt.Sprintf("%s[%d]", path, i), peak)
+		}
+	}
+}
+
+// TestJSONQuantizedMFU checks that an int8 plan's JSON gives its MFU
+// against both peaks, and that the two agree with hw's peaks: MFU against
+// the int8 peak is MFU against the bf16 peak times bf16/int8 (v5p: 459
+// and 918 T/s, hw's catalog).
+func TestJSONQuantizedMFU(t *testing.T) {
+	p := decodeJSON(t, "plan", "--model", "llama3-70b", "--tpu", "v5p-256", "--quantization", "int8", "--json", "--top", "2").(map[string]any)
+	chip, _ := hw.Lookup("v5p")
+	bf16, _ := chip.Peak(hw.BF16)
+	int8, _ := chip.Peak(hw.Int8)
+	mfu, _ := p["mfu_fraction"].(float64)
+	q, _ := p["quantized_mfu_fraction"].(float64)
+	if p["mfu_peak"] != "bf16" || p["quantized_mfu_peak"] != "int8" {
+		t.Errorf("plan --quantization int8: mfu_peak %v, quantized_mfu_peak %v, want bf16 and int8", p["mfu_peak"], p["quantized_mfu_peak"])
+	}
+	if want := mfu * float64(bf16) / float64(int8); mfu <= 0 || math.Abs(q-want) > 1e-12 {
+		t.Errorf("plan --quantization int8: quantized_mfu_fraction = %v, want mfu_fraction %v x bf16/int8 peak = %v", q, mfu, want)
+	}
+	for i, r := range p["top"].([]any) {
+		r := r.(map[string]any)
+		if got, want := r["quantized_mfu_fraction"], r["mfu_fraction"].(float64)*float64(bf16)/float64(int8); got == nil || math.Abs(got.(float64)-want) > 1e-12 {
+			t.Errorf("plan --quantization int8: top[%d].quantized_mfu_fraction = %v, want %v", i, got, want)
+		}
+	}
+	b := decodeJSON(t, "plan", "--model", "llama3-70b", "--tpu", "v5p-256", "--json", "--top", "1").(map[string]any)
+	if _, ok := b["quantized_mfu_fraction"]; ok || b["mfu_peak"] != "bf16" {
+		t.Errorf("plan (bf16): quantized_mfu_fraction %v, mfu_peak %v; want none and bf16", b["quantized_mfu_fraction"], b["mfu_peak"])
+	}
+}
+
+// TestModelListHasShowsCounts checks that model list --json gives every
+// model the parameter counts model show --json gives it, equal.
+func TestModelListHasShowsCounts(t *testing.T) {
+	doc, _ := decodeJSON(t, "model", "list", "--json").(map[string]any)
+	list, ok := doc["models"].([]any)
+	if !ok {
+		t.Fatalf("model list --json: no models array in %.200v", doc)
+	}
+	for _, name := range []string{"llama3-8b", "mixtral-8x7b"} {
+		show, _ := decodeJSON(t, "model", "show", name, "--json").(map[string]any)
+		var entry map[string]any
+		for _, m := range list {
+			if m := m.(map[string]any); m["name"] == name {
+				entry = m
+			}
+		}
+		if entry == nil {
+			t.Fatalf("model list --json has no %s", name)
+		}
+		n := 0
+		for k, want := range show {
+			if k == schema.Key || !strings.HasSuffix(k, "params") {
+				continue
+			}
+			n++
+			if got := entry[k]; got != want {
+				t.Errorf("model list --json: %s.%s = %v, model show says %v", name, k, got, want)
+			}
+		}
+		if n < 2 {
+			t.Errorf("model show %s --json: %d parameter counts, want params, active_params and more", name, n)
+		}
+	}
+}
