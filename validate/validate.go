@@ -339,17 +339,17 @@ func Fit(runs []Run) (cost.Calibration, error) {
 	cal := cost.Calibration{Attention: cost.Calibrated.Attention, Quantized: 1, DCNLatency: cost.Calibrated.DCNLatency, SliceJitter: cost.Calibrated.SliceJitter}
 	var single, multi, quant, dropless []Run
 	for _, r := range runs {
-		switch {
-		case !r.Calibration:
-		case r.Model.MoE():
-			if r.CapacityFactor <= 0 {
-				dropless = append(dropless, r)
-			}
-		case r.Quantization != "":
+		if !r.Calibration {
+			continue
+		}
+		switch kindOf(r) {
+		case kindDropless:
+			dropless = append(dropless, r)
+		case kindQuantized:
 			quant = append(quant, r)
-		case max(r.Slices, 1) == 1:
+		case kindSingle:
 			single = append(single, r)
-		default:
+		case kindMulti:
 			multi = append(multi, r)
 		}
 	}
@@ -388,6 +388,31 @@ func Fit(runs []Run) (cost.Calibration, error) {
 	}
 	cal.DCNLatency, cal.SliceJitter = bestLatency, bestJitter
 	return cal, nil
+}
+
+// fitKind is which of Fit's constants a row's published MFU speaks to.
+type fitKind int
+
+const (
+	kindSingle    fitKind = iota // dense, bf16, one slice: the efficiencies and the contention
+	kindMulti                    // dense, bf16, several slices: the DCN latency and the slice jitter
+	kindQuantized                // int8 or fp8: the quantized matmuls' efficiency
+	kindDropless                 // a dropless mixture of experts: the grouped GEMMs' width
+	kindOther                    // a dropping mixture of experts: no constant of its own
+)
+
+func kindOf(r Run) fitKind {
+	switch {
+	case r.Model.MoE() && r.CapacityFactor <= 0:
+		return kindDropless
+	case r.Model.MoE():
+		return kindOther
+	case r.Quantization != "":
+		return kindQuantized
+	case max(r.Slices, 1) == 1:
+		return kindSingle
+	}
+	return kindMulti
 }
 
 // seriesKey names a multislice series: the rows that differ only in

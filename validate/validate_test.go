@@ -283,3 +283,77 @@ func TestQuantizedRowsGiveBothPeaks(t *testing.T) {
 		t.Error("no quantized run in the table")
 	}
 }
+
+// TestFitReportSaysWhereEachConstantComesFrom: each constant's value is
+// Fit's, its fitted rows are calibration rows of its kind and its
+// held-out rows are not, every single-slice calibration row fits exactly
+// one generation's efficiency, and the errors are what Evaluate gives.
+func TestFitReportSaysWhereEachConstantComesFrom(t *testing.T) {
+	runs, err := Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := FitReport(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]Run{}
+	for _, r := range runs {
+		byID[r.ID] = r
+	}
+	cal, err := Fit(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	effRows := map[string]int{}
+	for _, fr := range rows {
+		for _, id := range fr.Fitted {
+			if !byID[id].Calibration {
+				t.Errorf("%s: fitted on %s, which is held out", fr.Constant, id)
+			}
+			if strings.HasPrefix(fr.Constant, "efficiency ") {
+				effRows[id]++
+			}
+		}
+		for _, id := range fr.HeldOut {
+			if byID[id].Calibration {
+				t.Errorf("%s: holds out %s, which is a calibration row", fr.Constant, id)
+			}
+		}
+		if g, ok := strings.CutPrefix(fr.Constant, "efficiency "); ok {
+			if want := fmt.Sprintf("%.3f", cal.Efficiency[hw.Generation(g)]); fr.Value != want {
+				t.Errorf("%s = %s, Fit gives %s", fr.Constant, fr.Value, want)
+			}
+			for _, id := range append(append([]string(nil), fr.Fitted...), fr.HeldOut...) {
+				if r := byID[id]; r.Generation != g || kindOf(r) != kindSingle {
+					t.Errorf("%s lists %s (%s, kind %d)", fr.Constant, id, r.Generation, kindOf(r))
+				}
+			}
+		}
+	}
+	for _, r := range runs {
+		if r.Calibration && kindOf(r) == kindSingle && effRows[r.ID] != 1 {
+			t.Errorf("%s fits %d efficiencies, want 1", r.ID, effRows[r.ID])
+		}
+	}
+	// the contention's held-out error, recomputed
+	var single []Run
+	for _, r := range runs {
+		if !r.Calibration && kindOf(r) == kindSingle {
+			single = append(single, r)
+		}
+	}
+	rep, err := Evaluate(single, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []float64
+	for _, r := range rep.Results {
+		errs = append(errs, math.Abs(r.Error))
+	}
+	for _, fr := range rows {
+		if fr.Constant == "contention" && (fr.HeldOutError != median(errs) || len(fr.HeldOut) != len(single)) {
+			t.Errorf("contention: held-out error %g over %d rows, want %g over %d", fr.HeldOutError, len(fr.HeldOut), median(errs), len(single))
+		}
+	}
+}

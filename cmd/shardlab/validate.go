@@ -2,11 +2,8 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"io"
-	"sort"
 
-	"shardlab/hw"
 	"shardlab/validate"
 )
 
@@ -19,7 +16,7 @@ func newValidateFlags() (*flag.FlagSet, *validateFlags) {
 	var f validateFlags
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	fs.BoolVar(&f.breakdown, "breakdown", false, "print each run's step time by part")
-	fs.BoolVar(&f.fit, "fit", false, "print the residual efficiency per generation fitted on the calibration rows (what cost.Calibrated holds)")
+	fs.BoolVar(&f.fit, "fit", false, "print each calibration constant fitted on the calibration rows (what cost.Calibrated holds), the rows it was fitted on and its error on them and on the held-out rows")
 	fs.BoolVar(&f.memory, "memory", false, "print the memory table: cost's HBM estimate against what XLA reported (with --json: as JSON)")
 	fs.BoolVar(&f.serving, "serving", false, "print the serving table: shardlab inference's prediction against published TPU serving throughput (with --json: as JSON)")
 	return fs, &f
@@ -45,20 +42,11 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *fit {
-		cal, err := validate.Fit(runs)
+		rows, err := validate.FitReport(runs)
 		if err != nil {
 			return err
 		}
-		var gens []string
-		for g := range cal.Efficiency {
-			gens = append(gens, string(g))
-		}
-		sort.Strings(gens)
-		for _, g := range gens {
-			fmt.Fprintf(stdout, "efficiency %s\t%.3f\n", g, cal.Efficiency[hw.Generation(g)])
-		}
-		fmt.Fprintf(stdout, "contention\t%.2f\nattention\t%.2f\nquantized\t%.3f\ndcn latency\t%v\nslice jitter\t%.4f\ndropless moe\t%.0f (per-row width)\n", cal.Contention, cal.Attention, cal.Quantized, cal.DCNLatency, cal.SliceJitter, cal.Dropless)
-		return nil
+		return validate.WriteFitReport(stdout, rows)
 	}
 	rep, err := validate.Evaluate(runs, nil)
 	if err != nil {
