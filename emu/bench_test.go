@@ -2,12 +2,13 @@ package emu
 
 import (
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"shardlab/collective"
-	"shardlab/emu/avx2"
+	"shardlab/emu/kernel"
 )
 
 // BenchmarkAllReduce measures in-process all-reduce algorithm bandwidth
@@ -27,7 +28,7 @@ func BenchmarkAllReduce(b *testing.B) {
 	for _, n := range []int{2, 8} {
 		for _, mib := range []int{1, 64} {
 			elems := mib << 20 / 4
-			b.Run(itoa(n)+"-devices/"+itoa(mib)+"MiB", func(b *testing.B) {
+			b.Run(strconv.Itoa(n)+"-devices/"+strconv.Itoa(mib)+"MiB", func(b *testing.B) {
 				now, v1 := newAllReduce(n, elems), newAllReduce(n, elems)
 				v1.f.add, v1.f.v1 = add[float32], true
 				src := make([]float32, elems)
@@ -87,7 +88,7 @@ func newAllReduce(n, elems int) *allReduceRun {
 
 // bareKernel sums the buffers in place with the bare kernel, each of
 // GOMAXPROCS goroutines taking an equal range of every buffer in one
-// avx2.ReduceFan (the one-pass sum the direct all-reduce runs, without
+// kernel.ReduceFan (the one-pass sum the direct all-reduce runs, without
 // its fabric: no messages, no waiting), and returns the wall time.
 func (r *allReduceRun) bareKernel() time.Duration {
 	t0 := time.Now()
@@ -101,7 +102,7 @@ func (r *allReduceRun) bareKernel() time.Duration {
 			for k, buf := range r.bufs {
 				part[k] = buf[lo:hi]
 			}
-			avx2.ReduceFan(part, part)
+			kernel.ReduceFan(part, part)
 		})
 	}
 	wg.Wait()
@@ -153,21 +154,21 @@ func BenchmarkTrain100M(b *testing.B) {
 // untimed, reports tokens/s and the ratios, and returns the last result
 // with the kernels in use.
 func benchmarkTrain(b *testing.B, tc TrainConfig, flash bool) *Result {
-	now := kernel
-	defer func() { kernel, v1Path = now, false }()
+	defer func() { v1Path = false }()
 	withFlash := tc
 	withFlash.Model.FlashAttention = true
+	onV1 := tc
+	onV1.GEMM = packedV1{}
 	type run struct {
-		kern gemmKernel
-		v1   bool
-		tc   TrainConfig
-		d    *time.Duration
+		v1 bool
+		tc TrainConfig
+		d  *time.Duration
 	}
 	var tNow, tV1, tFlash time.Duration
 	var last *Result
-	runs := []run{{now, false, tc, &tNow}, {packedV1{}, true, tc, &tV1}}
+	runs := []run{{false, tc, &tNow}, {true, onV1, &tV1}}
 	if flash {
-		runs = append(runs, run{now, false, withFlash, &tFlash})
+		runs = append(runs, run{false, withFlash, &tFlash})
 	}
 	// the process's first training grows the heap, faulting in every
 	// page (expensive on a VM); whichever path ran first would pay it
@@ -176,7 +177,7 @@ func benchmarkTrain(b *testing.B, tc TrainConfig, flash bool) *Result {
 	}
 	for b.Loop() {
 		for _, r := range runs {
-			kernel, v1Path = r.kern, r.v1
+			v1Path = r.v1
 			t0 := time.Now()
 			res, err := Train(r.tc)
 			if err != nil {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"shardlab/collective"
-	"shardlab/emu/avx2"
+	"shardlab/emu/kernel"
 	"shardlab/hw"
 	"shardlab/mesh"
 )
@@ -79,7 +79,7 @@ type Fabric struct {
 	trace bool
 	// waiting maps a blocked device to the device it waits on.
 	waiting sync.Map
-	// add sums a received chunk into a device's own (avx2.Add; the
+	// add sums a received chunk into a device's own (kernel.Add; the
 	// benchmarks set the scalar loop of v1 to measure against it), and v1
 	// makes two devices' all-reduce the plain ring of v1 too.
 	add func(dst, x []float32)
@@ -208,7 +208,7 @@ type message struct {
 // NewFabric connects n devices; sliceOf[i] is device i's slice.
 func NewFabric(sliceOf []int) *Fabric {
 	return &Fabric{n: len(sliceOf), sliceOf: sliceOf, queues: map[[2]int]*fifo{}, failed: map[[2]int]bool{},
-		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}, add: avx2.Add, eps: map[int]*Endpoint{}}
+		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}, add: kernel.Add, eps: map[int]*Endpoint{}}
 }
 
 // failLink marks the link between devices a and b as broken.

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"shardlab/collective"
+	"shardlab/emu/kernel"
 	"shardlab/mesh"
 )
 
@@ -420,6 +421,7 @@ func bindLayer(l Layer[float32], buf, experts []float32) Layer[float32] {
 }
 
 // colls for the model code
+func (d *device) gemm() kernel.GEMM                    { return d.tc.gemm() }
 func (d *device) tensorAllReduce(x []float32)          { d.ep.AllReduce(d.tensorG, x) }
 func (d *device) expertAllToAll(x []float32) []float32 { return d.ep.AllToAll(d.expertG, x) }
 

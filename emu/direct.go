@@ -2,7 +2,7 @@ package emu
 
 import (
 	"shardlab/collective"
-	"shardlab/emu/avx2"
+	"shardlab/emu/kernel"
 )
 
 // Direct collectives: when every member of a flat group lives in this
@@ -64,7 +64,7 @@ func (e *Endpoint) share(to int, x []float32) {
 
 // reduceChunk sums chunk [lo, hi) of the n views in the ring's order
 // (member i+1's, then i+2's, …, member i's last) and writes the sum into
-// each of outs, in one pass over memory (avx2.ReduceFan): each view's
+// each of outs, in one pass over memory (kernel.ReduceFan): each view's
 // chunk is read once and each output written once. An output may be a
 // view's chunk itself.
 func (e *Endpoint) reduceChunk(views [][]float32, i, lo, hi int, outs [][]float32) {
@@ -73,7 +73,7 @@ func (e *Endpoint) reduceChunk(views [][]float32, i, lo, hi int, outs [][]float3
 	for s := 1; s <= n; s++ {
 		ins[s-1] = views[(i+s)%n][lo:hi]
 	}
-	avx2.ReduceFan(outs, ins)
+	kernel.ReduceFan(outs, ins)
 }
 
 // countRing counts what the ring's reduce-scatter (rs) and all-gather

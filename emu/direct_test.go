@@ -12,7 +12,7 @@ import (
 // TestDirectCollectivesAreTheRing holds the direct in-process all-reduce,
 // reduce-scatter and all-gather to the ring's, bit for bit and byte
 // count for byte count, for groups of 3 to 8 (and one of 70, past
-// avx2.ReduceFan's table of 64) and lengths that do and do not divide
+// kernel.ReduceFan's table of 64) and lengths that do and do not divide
 // evenly or fill whole vectors.
 func TestDirectCollectivesAreTheRing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -225,7 +225,7 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 	if !first {
 		ends = d.gather(0)
 	}
-	loss, ha := headForward(d.c, d.bindEnds(ends), x, mb)
+	loss, ha := headForward(d.gemm(), d.c, d.bindEnds(ends), x, mb)
 	d.release(0, ends)
 	d.loss += loss
 	st.heads[op.MicroBatch] = ha

@@ -2,7 +2,7 @@ package emu
 
 import (
 	"shardlab/collective"
-	"shardlab/emu/avx2"
+	"shardlab/emu/kernel"
 	"shardlab/unit"
 )
 
@@ -83,7 +83,7 @@ func (e *Endpoint) pairAllReduce(op string, members []int, x []float32) {
 	viewed := e.lend(op, e.axis, peer, x[slo:shi])
 	in := e.get(peer) // the peer's half i, lent or copied
 	lo, _ := chunk(len(x), 2, i)
-	avx2.SumBoth(x[lo:lo+len(in.data)], in.data)
+	kernel.SumBoth(x[lo:lo+len(in.data)], in.data)
 	if in.lender == nil { // a copy: the peer's half of the sum goes back
 		e.put(op, e.axis, peer, in.data)
 	} else {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"shardlab/collective"
+	"shardlab/emu/kernel"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
@@ -33,6 +34,9 @@ type TrainConfig struct {
 	Trace bool
 	// FreeComm makes communication cost no simulated time.
 	FreeComm bool
+	// GEMM is the float32 matrix multiply the devices train with; nil is
+	// kernel.Go() (a build with the openblas tag may pass OpenBLAS's).
+	GEMM kernel.GEMM
 	// BlocksOnlyClock charges only the transformer blocks to the simulated
 	// clock (balanced pipeline stages, to measure the schedule's bubble).
 	BlocksOnlyClock bool
@@ -606,4 +610,12 @@ func adam(w, g, m, v []float32, lr float64, step int) {
 		m[i], v[i] = float32(mi), float32(vi)
 		w[i] -= float32(lr * (mi / c1) / (math.Sqrt(vi/c2) + adamEps))
 	}
+}
+
+// gemm is the GEMM tc's devices train with.
+func (tc *TrainConfig) gemm() kernel.GEMM {
+	if tc.GEMM != nil {
+		return tc.GEMM
+	}
+	return kernel.Go()
 }

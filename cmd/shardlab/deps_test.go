@@ -40,9 +40,10 @@ var layers = map[string][]string{
 	"export":                    {"plan", "inference", "maxtext"},
 	"chart":                     {"plan"}, // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI
 	"web":                       {"plan", "capacity", "inference", "export", "chart"},
-	"emu":                       {"mesh", "collective", "schedule"},
+	"emu":                       {"mesh", "collective", "schedule", "emu/kernel"},
+	"emu/kernel":                nil,
+	"emu/kernel/openblas":       nil, // part of emu/kernel in ARCHITECTURE.md: OpenBLAS's cgo, apart from the kernel's Go assembly
 	"emu/mpi":                   {"emu"},
-	"emu/avx2":                  nil, // not in ARCHITECTURE.md: emu's AVX2 GEMM kernel (see layerExceptions)
 	"trace":                     nil,
 	"internal/golden":           nil,
 	"collective/collectivetest": {"collective"},
@@ -55,16 +56,14 @@ var layers = map[string][]string{
 var layerExceptions = map[[2]string]string{
 	{"systolic", "trace"}: "the systolic simulator writes its cycle trace with trace, which the layout section shares " +
 		"between the simulators; the table's systolic row predates it",
-	{"emu", "emu/avx2"}: "emu's AVX2 GEMM kernel, in its own package because Go assembly cannot share one with " +
-		"emu's optional OpenBLAS cgo; not in the table, used by emu only",
 }
 
 // thirdParty is every module outside the standard library a package may
 // import: the default build stays pure Go with few dependencies.
 var thirdParty = map[string][]string{
-	"model":    {"go.yaml.in/yaml/v3"},
-	"validate": {"go.yaml.in/yaml/v3"},
-	"emu/avx2": {"golang.org/x/sys/cpu"},
+	"model":      {"go.yaml.in/yaml/v3"},
+	"validate":   {"go.yaml.in/yaml/v3"},
+	"emu/kernel": {"golang.org/x/sys/cpu"},
 	// gonum/plot draws the charts (issue 14): a pure-Go module, so the
 	// binary stays self-contained and nothing third-party is copied in.
 	"chart": {"gonum.org/v1/plot", "gonum.org/v1/plot/plotter", "gonum.org/v1/plot/text", "gonum.org/v1/plot/vg",
