@@ -26,6 +26,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/emu"
+	"shardlab/emu/fabric"
 	"shardlab/emu/mpi"
 	"shardlab/hw"
 	"shardlab/mesh"
@@ -814,7 +815,7 @@ func writeEmuTrace(path string, res *emu.Result) error {
 	}
 	tw := trace.NewWriter(f)
 	tw.Process(1, "virtual chips (simulated time)")
-	byDev := map[int][]emu.Span{}
+	byDev := map[int][]fabric.Span{}
 	for _, s := range res.Trace {
 		byDev[s.Device] = append(byDev[s.Device], s)
 	}

@@ -1,4 +1,4 @@
-package emu
+package fabric
 
 import (
 	"shardlab/collective"
@@ -40,7 +40,7 @@ func (e *Endpoint) borrow(op, axis string, members []int, x []float32) (views []
 	}
 	views = make([][]float32, n)
 	views[i] = x
-	msgs := make([]message, n)
+	msgs := make([]Message, n)
 	for k := 1; k < n; k++ {
 		j := (i + k) % n
 		msgs[j] = e.get(members[j])
@@ -59,7 +59,7 @@ func (e *Endpoint) borrow(op, axis string, members []int, x []float32) (views []
 // direct collectives count their bytes as the ring would).
 func (e *Endpoint) share(to int, x []float32) {
 	e.lent.Add(1)
-	e.f.enqueue(e.rank, to, message{data: x, t: e.f.clocks[e.rank], lender: &e.lent})
+	e.f.enqueue(e.rank, to, Message{data: x, t: e.f.clocks[e.rank], lender: &e.lent})
 }
 
 // reduceChunk sums chunk [lo, hi) of the n views in the ring's order

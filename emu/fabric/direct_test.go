@@ -1,4 +1,4 @@
-package emu
+package fabric
 
 import (
 	"math/rand/v2"
@@ -46,7 +46,7 @@ func TestDirectCollectivesAreTheRing(t *testing.T) {
 // runColl runs one collective over n in-process devices, by the ring
 // (v1) or directly, and returns each device's result and bytes sent.
 func runColl(n int, inputs [][]float32, kind string, ring bool) ([][]float32, []collective.Counter) {
-	f := NewFabric(make([]int, n))
+	f := New(make([]int, n))
 	f.v1 = ring
 	g := collective.Group{NICI: n, NDCN: 1, Axis: "fsdp", ICILink: collective.Link{Bandwidth: 1e11}}
 	for i := range n {
