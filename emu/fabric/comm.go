@@ -220,7 +220,7 @@ func New(sliceOf []int) *Fabric {
 }
 
 // ForMesh connects m's devices: each in its slice, a point-to-point send
-// between two of them over the link mesh gives the pair (SendLink; layout.go turns mesh's answers into the fabric's types).
+// between two of them over the link mesh gives the pair (SendLink).
 func ForMesh(m mesh.Mesh) *Fabric {
 	f := New(SliceOf(m))
 	f.SendLink = func(from, to int) collective.Link { return m.PeerLink(from, to).Collective() }

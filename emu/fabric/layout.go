@@ -7,7 +7,7 @@ import (
 )
 
 // Package mesh places the devices and picks their links; this file only
-// turns its answers into the emulator's types.
+// turns its answers into the fabric's and the collectives' types.
 
 // SliceOf returns each device's slice, the fabric's view of the mesh.
 func SliceOf(m mesh.Mesh) []int {
