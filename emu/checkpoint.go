@@ -142,7 +142,7 @@ func cloneAll(x [][]float32) [][]float32 {
 func snapshot(tc *TrainConfig, devs []*device, step int) *Checkpoint {
 	c := &Checkpoint{Header: header(tc, step), Step: step}
 	for _, d := range devs {
-		c.Devices = append(c.Devices, DeviceState{ID: d.id, AdamT: d.adamT, Clock: d.ep.clock(), Flat: cloneAll(d.flat), M: cloneAll(d.m), V: cloneAll(d.v)})
+		c.Devices = append(c.Devices, DeviceState{ID: d.id, AdamT: d.adamT, Clock: d.ep.Clock(), Flat: cloneAll(d.flat), M: cloneAll(d.m), V: cloneAll(d.v)})
 	}
 	return c
 }
@@ -177,7 +177,7 @@ func (c *Checkpoint) restore(tc *TrainConfig, devs []*device) error {
 			}
 		}
 		d.adamT = s.AdamT
-		d.ep.f.clocks[d.id] = s.Clock
+		d.ep.SetClock(s.Clock)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"shardlab/emu/fabric"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
@@ -206,7 +207,7 @@ func TestFailedLinkStopsStartup(t *testing.T) {
 	m := testMesh(t, "v5litepod-8", 1, "data=8")
 	_, err := Train(TrainConfig{Model: parityModel, Mesh: m, GlobalBatch: 8, Steps: 1, Seed: 1, LR: 1e-3,
 		Data: &Synthetic{V: parityModel.Vocab, Seed: 1}, FailLinks: [][2]int{{3, 4}}})
-	var down *ErrLinkDown
+	var down *fabric.ErrLinkDown
 	if !errors.As(err, &down) || down.A != 3 || down.B != 4 {
 		t.Errorf("error = %v, want link 3-4 down", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 
 	"shardlab/collective"
+	"shardlab/emu/fabric"
+	"shardlab/emu/kernel"
 	"shardlab/mesh"
 )
 
@@ -146,21 +148,13 @@ func (m *meter) dropKey(k any) {
 	}
 }
 
-// Span is a stretch of simulated time on one device's track.
-type Span struct {
-	Device int
-	Name   string
-	Start  float64 // seconds
-	End    float64
-}
-
 // device is one virtual chip.
 type device struct {
 	tc    *TrainConfig
 	c     Config
 	id    int
 	coord mesh.Coord
-	ep    *Endpoint
+	ep    *fabric.Endpoint
 	first bool // holds the embedding: pipeline stage 0
 	last  bool // holds the head: the last pipeline stage
 	// pipe lists the devices of this one's pipeline, by stage; inbox
@@ -204,7 +198,7 @@ type device struct {
 	elem  int
 	busy  float64
 	loss  float64
-	trace []Span
+	trace []fabric.Span
 }
 
 // templates holds the tensor-parallel pieces of the model the devices
@@ -260,7 +254,7 @@ func hollow(p *Params[float32]) {
 	}
 }
 
-func newDevice(tc *TrainConfig, id int, ep *Endpoint, ts *templates) *device {
+func newDevice(tc *TrainConfig, id int, ep *fabric.Endpoint, ts *templates) *device {
 	m := tc.Mesh
 	d := &device{tc: tc, c: tc.Model, id: id, coord: m.Coord(id), ep: ep}
 	p := m.Size(mesh.Pipeline)
@@ -273,14 +267,14 @@ func newDevice(tc *TrainConfig, id int, ep *Endpoint, ts *templates) *device {
 		d.pipe = append(d.pipe, peer)
 	}
 	d.inbox = inboxes(tc.sched, si, d.pipe)
-	d.tensorG = group(m, id, mesh.Tensor)
-	d.contextG = group(m, id, mesh.Context)
-	d.fsdpG = group(m, id, mesh.FSDP)
-	d.gradG = group(m, id, mesh.Data, mesh.Context)
-	d.expertG = group(m, id, mesh.Expert)
+	d.tensorG = fabric.Group(m, id, mesh.Tensor)
+	d.contextG = fabric.Group(m, id, mesh.Context)
+	d.fsdpG = fabric.Group(m, id, mesh.FSDP)
+	d.gradG = fabric.Group(m, id, mesh.Data, mesh.Context)
+	d.expertG = fabric.Group(m, id, mesh.Expert)
 	d.denseG = d.fsdpG
 	if d.expertG.Size() > 1 {
-		d.denseG = group(m, id, mesh.FSDP, mesh.Expert)
+		d.denseG = fabric.Group(m, id, mesh.FSDP, mesh.Expert)
 	}
 	sh := ts.of(tc, d.coord)
 	d.tmpl = sh
@@ -420,6 +414,7 @@ func bindLayer(l Layer[float32], buf, experts []float32) Layer[float32] {
 }
 
 // colls for the model code
+func (d *device) gemm() kernel.GEMM                    { return d.tc.gemm() }
 func (d *device) tensorAllReduce(x []float32)          { d.ep.AllReduce(d.tensorG, x) }
 func (d *device) expertAllToAll(x []float32) []float32 { return d.ep.AllToAll(d.expertG, x) }
 
@@ -541,7 +536,7 @@ func (d *device) gather(gi int) []float32 {
 		d.mem.hold(classWeights, 2, buf) // the bf16 copy
 		return roundBF16(buf)
 	}
-	full := d.ep.allGatherInto(g, d.flat[gi], d.take(d.fullLen[gi]))
+	full := d.ep.AllGatherInto(g, d.flat[gi], d.take(d.fullLen[gi]))
 	d.mem.hold(classWeights, d.elem, full) // gathered in the compute dtype
 	if d.tc.BF16Compute {
 		roundBF16(full)
@@ -638,7 +633,7 @@ func (d *device) scatterGrad(gi int, buf []float32) {
 		return
 	}
 	shard := d.ep.ReduceScatter(g, buf)
-	d.ep.f.add(d.grad[gi], shard)
+	kernel.Add(d.grad[gi], shard)
 	d.mem.drop(buf)
 	d.give(buf)
 }
@@ -649,11 +644,11 @@ func (d *device) compute(name string, flops, rate float64) {
 		return
 	}
 	s := flops / rate
-	start := d.ep.clock()
-	d.ep.advance(s)
+	start := d.ep.Clock()
+	d.ep.Advance(s)
 	d.busy += s
 	if d.tc.Trace {
-		d.trace = append(d.trace, Span{Device: d.id, Name: name, Start: start, End: start + s})
+		d.trace = append(d.trace, fabric.Span{Device: d.id, Name: name, Start: start, End: start + s})
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"shardlab/schedule"
+
+	"shardlab/emu/kernel"
 )
 
 // attentionCase is random attention inputs for context chunk ci of c: b
@@ -54,18 +56,18 @@ func TestFlashAttentionMatchesDot(t *testing.T) {
 		mb, q, kAll, vAll, dout := attentionCase[float64](rng, 2, manyBlocks, hd, ctx.ci, ctx.c, 2)
 		at := fmt.Sprintf("context chunk %d of %d: ", ctx.ci, ctx.c)
 		want, p := attention(c, q, kAll, vAll, mb, hd)
-		got, lse := attentionFlash(c, q, kAll, vAll, mb, hd)
+		got, lse := attentionFlash(kernel.Go(), c, q, kAll, vAll, mb, hd)
 		near(t, 1e-12, at+"output", got.D, want.D)
 		dq, dk, dv := attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
-		fq, fk, fv := attentionFlashBack(c, q, kAll, vAll, got, lse, dout, mb, hd)
+		fq, fk, fv := attentionFlashBack(kernel.Go(), c, q, kAll, vAll, got, lse, dout, mb, hd)
 		near(t, 1e-12, at+"dQ", fq.D, dq.D)
 		near(t, 1e-12, at+"dK", fk.D, dk.D)
 		near(t, 1e-12, at+"dV", fv.D, dv.D)
 		// the GEMM-blocked attention, which keeps P too
-		bo, bp := attentionBlocks(c, q, kAll, vAll, mb, hd)
+		bo, bp := attentionBlocks(kernel.Go(), c, q, kAll, vAll, mb, hd)
 		near(t, 1e-12, at+"blocked output", bo.D, want.D)
 		near(t, 1e-12, at+"blocked P", bp.D, p.D)
-		bq, bk, bv := attentionBlocksBack(c, q, kAll, vAll, bp, dout, mb, hd)
+		bq, bk, bv := attentionBlocksBack(kernel.Go(), c, q, kAll, vAll, bp, dout, mb, hd)
 		near(t, 1e-12, at+"blocked dQ", bq.D, dq.D)
 		near(t, 1e-12, at+"blocked dK", bk.D, dk.D)
 		near(t, 1e-12, at+"blocked dV", bv.D, dv.D)
@@ -81,9 +83,9 @@ func TestFlashAttentionShortKeys(t *testing.T) {
 	const hd = 8
 	mb, q, kAll, vAll, dout := attentionCase[float64](rand.New(rand.NewPCG(8, 8)), 1, 4, hd, 0, 1, 1)
 	want, p := attention(c, q, kAll, vAll, mb, hd)
-	got, lse := attentionFlash(c, q, kAll, vAll, mb, hd)
+	got, lse := attentionFlash(kernel.Go(), c, q, kAll, vAll, mb, hd)
 	dq, dk, dv := attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
-	fq, fk, fv := attentionFlashBack(c, q, kAll, vAll, got, lse, dout, mb, hd)
+	fq, fk, fv := attentionFlashBack(kernel.Go(), c, q, kAll, vAll, got, lse, dout, mb, hd)
 	near(t, 1e-12, "output", got.D, want.D)
 	near(t, 1e-12, "dQ", fq.D, dq.D)
 	near(t, 1e-12, "dK", fk.D, dk.D)
@@ -101,10 +103,10 @@ func TestFlashAttentionFloat32(t *testing.T) {
 	for _, ctx := range []struct{ ci, c int }{{0, 1}, {1, 2}} {
 		mb, q, kAll, vAll, dout := attentionCase[float32](rng, 2, manyBlocks, hd, ctx.ci, ctx.c, 1)
 		at := fmt.Sprintf("context chunk %d of %d: ", ctx.ci, ctx.c)
-		want, p := attentionBlocks(c, q, kAll, vAll, mb, hd)
-		got, lse := attentionFlash(c, q, kAll, vAll, mb, hd)
-		dq, dk, dv := attentionBlocksBack(c, q, kAll, vAll, p, dout, mb, hd)
-		fq, fk, fv := attentionFlashBack(c, q, kAll, vAll, got, lse, dout, mb, hd)
+		want, p := attentionBlocks(kernel.Go(), c, q, kAll, vAll, mb, hd)
+		got, lse := attentionFlash(kernel.Go(), c, q, kAll, vAll, mb, hd)
+		dq, dk, dv := attentionBlocksBack(kernel.Go(), c, q, kAll, vAll, p, dout, mb, hd)
+		fq, fk, fv := attentionFlashBack(kernel.Go(), c, q, kAll, vAll, got, lse, dout, mb, hd)
 		near(t, 1e-4, at+"output", got.D, want.D)
 		near(t, 1e-4, at+"dQ", fq.D, dq.D)
 		near(t, 1e-4, at+"dK", fk.D, dk.D)

@@ -1,5 +1,7 @@
 package emu
 
+import "shardlab/emu/kernel"
+
 import "math"
 
 // embed looks up token and position embeddings for the micro-batch.
@@ -30,14 +32,14 @@ type headActs[T Float] struct {
 }
 
 // outWeight is the output projection: Out, or Embᵀ when tied.
-func headForward[T Float](c Config, p *Params[T], x Mat[T], mb micro) (float64, *headActs[T]) {
+func headForward[T Float](gemm kernel.GEMM, c Config, p *Params[T], x Mat[T], mb micro) (float64, *headActs[T]) {
 	a := &headActs[T]{x: x}
 	a.h, a.rstd = rmsnorm(x, p.NF)
 	a.logits = newMat[T](x.R, c.Vocab)
 	if c.Tied {
-		matMulTB(a.logits, a.h, p.Emb, false)
+		matMulTB(gemm, a.logits, a.h, p.Emb, false)
 	} else {
-		matMul(a.logits, a.h, p.Out, false)
+		matMul(gemm, a.logits, a.h, p.Out, false)
 	}
 	a.probs = newMat[T](x.R, c.Vocab)
 	var loss float64
@@ -72,11 +74,11 @@ func headBack[T Float](c Config, p, g *Params[T], a *headActs[T], mb micro, co c
 	}
 	dh := co.mat(a.h.R, a.h.C)
 	if c.Tied {
-		matMulTA(g.Emb, dl, a.h, true)
-		matMul(dh, dl, p.Emb, false)
+		matMulTA(co.gemm(), g.Emb, dl, a.h, true)
+		matMul(co.gemm(), dh, dl, p.Emb, false)
 	} else {
-		matMulTA(g.Out, a.h, dl, true)
-		matMulTB(dh, dl, p.Out, false)
+		matMulTA(co.gemm(), g.Out, a.h, dl, true)
+		matMulTB(co.gemm(), dh, dl, p.Out, false)
 	}
 	co.recycle(dl)
 	dx := co.mat(a.x.R, a.x.C)
@@ -95,7 +97,7 @@ func lossAndGrad[T Float](c Config, p, g *Params[T], mb micro) float64 {
 		x, a = layerForward(c, &p.Layers[i], x, mb, solo[T]{})
 		saved = append(saved, a)
 	}
-	loss, ha := headForward(c, p, x, mb)
+	loss, ha := headForward(kernel.Go(), c, p, x, mb)
 	dx := headBack(c, p, g, ha, mb, solo[T]{})
 	for i := len(p.Layers) - 1; i >= 0; i-- {
 		dx = layerBackward(c, &p.Layers[i], &g.Layers[i], saved[i], dx, mb, solo[T]{})
@@ -110,6 +112,6 @@ func lossOnly[T Float](c Config, p *Params[T], mb micro) float64 {
 	for i := range p.Layers {
 		x, _ = layerForward(c, &p.Layers[i], x, mb, solo[T]{})
 	}
-	loss, _ := headForward(c, p, x, mb)
+	loss, _ := headForward(kernel.Go(), c, p, x, mb)
 	return loss
 }

@@ -1,6 +1,10 @@
 package emu
 
-import "errors"
+import (
+	"errors"
+
+	"shardlab/emu/kernel"
+)
 
 // ErrInvalid is wrapped by every configuration error.
 var ErrInvalid = errors.New("invalid emulator input")
@@ -32,6 +36,8 @@ type colls[T Float] interface {
 	// mat32 is mat for a matrix a TPU holds in fp32 whatever the compute
 	// dtype (the logits' gradient).
 	mat32(r, c int) Mat[T]
+	// gemm is the float32 matrix multiply the device runs.
+	gemm() kernel.GEMM
 }
 
 type solo[T Float] struct{}
@@ -43,6 +49,7 @@ func (solo[T]) contextReduceScatter(x []T) []T { return x }
 func (solo[T]) mat(r, c int) Mat[T]            { return newMat[T](r, c) }
 func (solo[T]) recycle(...Mat[T])              {}
 func (solo[T]) mat32(r, c int) Mat[T]          { return newMat[T](r, c) }
+func (solo[T]) gemm() kernel.GEMM              { return kernel.Go() }
 
 // micro is one micro-batch as a device sees it: b sequences of s local
 // tokens, chunk ci of c along the sequence.
@@ -137,19 +144,19 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 	a := &acts[T]{x: x, h1: co.mat(n, d)}
 	a.rstd1 = rmsnormTo(a.h1, x, l.N1)
 	a.q, a.k, a.v = co.mat(n, qd), co.mat(n, kvd), co.mat(n, kvd)
-	matMul(a.q, a.h1, l.Wq, false)
-	matMul(a.k, a.h1, l.Wk, false)
-	matMul(a.v, a.h1, l.Wv, false)
+	matMul(co.gemm(), a.q, a.h1, l.Wq, false)
+	matMul(co.gemm(), a.k, a.h1, l.Wk, false)
+	matMul(co.gemm(), a.v, a.h1, l.Wv, false)
 	kAll := Mat[T]{R: n * mb.c, C: kvd, D: co.contextAllGather(a.k.D)}
 	vAll := Mat[T]{R: n * mb.c, C: kvd, D: co.contextAllGather(a.v.D)}
 	if c.FlashAttention {
-		a.attn, a.lse = attentionFlash(c, a.q, kAll, vAll, mb, hd)
+		a.attn, a.lse = attentionFlash(co.gemm(), c, a.q, kAll, vAll, mb, hd)
 	} else {
-		a.attn, a.p = attentionKeepP(c, a.q, kAll, vAll, mb, hd)
+		a.attn, a.p = attentionKeepP(co.gemm(), c, a.q, kAll, vAll, mb, hd)
 	}
 	recycleGathered(co, a, kAll, vAll)
 	o := co.mat(n, d)
-	matMul(o, a.attn, l.Wo, false)
+	matMul(co.gemm(), o, a.attn, l.Wo, false)
 	co.tensorAllReduce(o.D)
 	a.x2 = co.mat(n, d)
 	copy(a.x2.D, x.D)
@@ -163,11 +170,11 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 	} else {
 		f := l.Wg.C
 		a.g, a.u, a.a = co.mat(n, f), co.mat(n, f), co.mat(n, f)
-		matMul(a.g, a.h2, l.Wg, false)
-		matMul(a.u, a.h2, l.Wu, false)
+		matMul(co.gemm(), a.g, a.h2, l.Wg, false)
+		matMul(co.gemm(), a.u, a.h2, l.Wu, false)
 		swiglu(a.a.D, a.g.D, a.u.D)
 		m = co.mat(n, d)
-		matMul(m, a.a, l.Wd, false)
+		matMul(co.gemm(), m, a.a, l.Wd, false)
 		co.tensorAllReduce(m.D)
 	}
 	y := co.mat(n, d)
@@ -263,9 +270,9 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 	}
 	a.done(co, &a.x2)
 	// attention: x2 = x + attn·Wo
-	matMulTA(g.Wo, a.attn, dx2, true)
+	matMulTA(co.gemm(), g.Wo, a.attn, dx2, true)
 	dattn := co.mat(n, l.Wo.R)
-	matMulTB(dattn, dx2, l.Wo, false)
+	matMulTB(co.gemm(), dattn, dx2, l.Wo, false)
 	if !c.FlashAttention {
 		a.done(co, &a.attn) // FlashAttention's backward reads the output
 	}
@@ -273,11 +280,11 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 	vAll := Mat[T]{R: n * mb.c, C: a.v.C, D: co.contextAllGather(a.v.D)}
 	dq, dkAll, dvAll := co.mat(a.q.R, a.q.C), co.mat(kAll.R, kAll.C), co.mat(vAll.R, vAll.C)
 	if c.FlashAttention {
-		attentionFlashBackInto(c, a.q, kAll, vAll, a.attn, a.lse, dattn, mb, hd, dq, dkAll, dvAll)
+		attentionFlashBackInto(co.gemm(), c, a.q, kAll, vAll, a.attn, a.lse, dattn, mb, hd, dq, dkAll, dvAll)
 	} else {
 		// the scores' gradient, all of it at once as XLA's einsum makes it
 		ds := co.mat(len(a.p.D)/(mb.s*mb.c), mb.s*mb.c)
-		attentionKeepPBackInto(c, a.q, kAll, vAll, a.p, dattn, mb, hd, dq, dkAll, dvAll, ds)
+		attentionKeepPBackInto(co.gemm(), c, a.q, kAll, vAll, a.p, dattn, mb, hd, dq, dkAll, dvAll, ds)
 		co.recycle(ds)
 	}
 	co.recycle(dattn)
@@ -288,14 +295,14 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 	if len(dk.D) > 0 && &dk.D[0] != &dkAll.D[0] {
 		co.recycle(dkAll, dvAll)
 	}
-	matMulTA(g.Wq, a.h1, dq, true)
-	matMulTA(g.Wk, a.h1, dk, true)
-	matMulTA(g.Wv, a.h1, dv, true)
+	matMulTA(co.gemm(), g.Wq, a.h1, dq, true)
+	matMulTA(co.gemm(), g.Wk, a.h1, dk, true)
+	matMulTA(co.gemm(), g.Wv, a.h1, dv, true)
 	a.done(co, &a.h1)
 	dh1 := co.mat(n, d)
-	matMulTB(dh1, dq, l.Wq, false)
-	matMulTB(dh1, dk, l.Wk, true)
-	matMulTB(dh1, dv, l.Wv, true)
+	matMulTB(co.gemm(), dh1, dq, l.Wq, false)
+	matMulTB(co.gemm(), dh1, dk, l.Wk, true)
+	matMulTB(co.gemm(), dh1, dv, l.Wv, true)
 	co.recycle(dq, dk, dv)
 	a.done(co, &a.q)
 	co.tensorAllReduce(dh1.D)
@@ -316,20 +323,20 @@ func mlpBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat
 	}
 	// y = x2 + (silu(h2·Wg) ⊙ h2·Wu)·Wd
 	n, d := dy.R, dy.C
-	matMulTA(g.Wd, a.a, dy, true)
+	matMulTA(co.gemm(), g.Wd, a.a, dy, true)
 	da := co.mat(n, l.Wd.R)
-	matMulTB(da, dy, l.Wd, false)
+	matMulTB(co.gemm(), da, dy, l.Wd, false)
 	a.done(co, &a.a)
 	// du takes da's buffer, which dies at the activation's backward
 	dg, du := co.mat(n, da.C), da
 	swigluBack(dg.D, du.D, da.D, a.g.D, a.u.D)
 	a.done(co, &a.g, &a.u)
-	matMulTA(g.Wg, a.h2, dg, true)
-	matMulTA(g.Wu, a.h2, du, true)
+	matMulTA(co.gemm(), g.Wg, a.h2, dg, true)
+	matMulTA(co.gemm(), g.Wu, a.h2, du, true)
 	a.done(co, &a.h2)
 	dh2 := co.mat(n, d)
-	matMulTB(dh2, dg, l.Wg, false)
-	matMulTB(dh2, du, l.Wu, true)
+	matMulTB(co.gemm(), dh2, dg, l.Wg, false)
+	matMulTB(co.gemm(), dh2, du, l.Wu, true)
 	co.recycle(dg, du)
 	co.tensorAllReduce(dh2.D) // column-parallel: the input's gradient sums over tensor
 	return dh2
@@ -408,7 +415,7 @@ func flashRow[T Float](tile []T, i, bk, k0, qp int) (row []T, seen int) {
 // grows, and O += P·V is one GEMM. It holds one tile of scores at a time
 // and returns, instead of P, each query's log-sum-exp, one per (sequence,
 // head, query), in P's row order.
-func attentionFlash[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out Mat[T], lse []T) {
+func attentionFlash[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out Mat[T], lse []T) {
 	qh := q.C / hd
 	group := c.Heads / c.KVHeads
 	s := mb.s
@@ -427,7 +434,7 @@ func attentionFlash[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (
 						mx[i], sum[i] = -1e30, 0
 					}
 				}
-				gemmAt(false, true, bq, bk, hd, qb, q.C, kAll.D[kr*kAll.C+kh*hd:], kAll.C, false, tile, bk)
+				gemmAt(gemm, false, true, bq, bk, hd, qb, q.C, kAll.D[kr*kAll.C+kh*hd:], kAll.C, false, tile, bk)
 				for i := range bq {
 					row, seen := flashRow(tile, i, bk, k0, mb.ci*s+q0+i)
 					if seen > 0 {
@@ -449,7 +456,7 @@ func attentionFlash[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (
 					}
 					clear(row[seen:])
 				}
-				gemmAt(false, false, bq, hd, bk, tile, bk, vAll.D[kr*vAll.C+kh*hd:], vAll.C, true, ob, out.C)
+				gemmAt(gemm, false, false, bq, hd, bk, tile, bk, vAll.D[kr*vAll.C+kh*hd:], vAll.C, true, ob, out.C)
 				if k0+bk == mb.ci*s+q0+bq { // the block's last tile
 					for i := range bq {
 						scaleRow(ob[i*out.C:i*out.C+hd], 1/sum[i])
@@ -475,15 +482,15 @@ func scaleRow[T Float](x []T, f T) {
 // takes dO·O for Σ P·dP (FlashAttention's D), and makes every product a
 // GEMM: dV += Pᵀ·dO, dP = dO·Vᵀ, dS = P⊙(dP − D) scaled, dQ += dS·K and
 // dK += dSᵀ·Q.
-func attentionFlashBack[T Float](c Config, q, kAll, vAll, out Mat[T], lse []T, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
+func attentionFlashBack[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll, out Mat[T], lse []T, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
 	dq, dk, dv = newMat[T](q.R, q.C), newMat[T](kAll.R, kAll.C), newMat[T](vAll.R, vAll.C)
-	attentionFlashBackInto(c, q, kAll, vAll, out, lse, dout, mb, hd, dq, dk, dv)
+	attentionFlashBackInto(gemm, c, q, kAll, vAll, out, lse, dout, mb, hd, dq, dk, dv)
 	return dq, dk, dv
 }
 
 // attentionFlashBackInto is attentionFlashBack adding into zeroed dq, dk
 // and dv. Its tiles are the kernel's scratch (VMEM on a TPU), not metered.
-func attentionFlashBackInto[T Float](c Config, q, kAll, vAll, out Mat[T], lse []T, dout Mat[T], mb micro, hd int, dq, dk, dv Mat[T]) {
+func attentionFlashBackInto[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll, out Mat[T], lse []T, dout Mat[T], mb micro, hd int, dq, dk, dv Mat[T]) {
 	qh := q.C / hd
 	group := c.Heads / c.KVHeads
 	s := mb.s
@@ -501,8 +508,8 @@ func attentionFlashBackInto[T Float](c Config, q, kAll, vAll, out Mat[T], lse []
 						d[i] = dot(dout.Row(r0 + i)[h*hd:(h+1)*hd], out.Row(r0 + i)[h*hd:(h+1)*hd])
 					}
 				}
-				gemmAt(false, true, bq, bk, hd, qb, q.C, kAll.D[kr*kAll.C+kh*hd:], kAll.C, false, p, bk)
-				gemmAt(false, true, bq, bk, hd, dob, dout.C, vAll.D[kr*vAll.C+kh*hd:], vAll.C, false, ds, bk)
+				gemmAt(gemm, false, true, bq, bk, hd, qb, q.C, kAll.D[kr*kAll.C+kh*hd:], kAll.C, false, p, bk)
+				gemmAt(gemm, false, true, bq, bk, hd, dob, dout.C, vAll.D[kr*vAll.C+kh*hd:], vAll.C, false, ds, bk)
 				for i := range bq {
 					qp := mb.ci*s + q0 + i
 					prow, seen := flashRow(p, i, bk, k0, qp)
@@ -515,9 +522,9 @@ func attentionFlashBackInto[T Float](c Config, q, kAll, vAll, out Mat[T], lse []
 					clear(prow[seen:])
 					clear(drow[seen:])
 				}
-				gemmAt(true, false, bk, hd, bq, p, bk, dob, dout.C, true, dv.D[kr*dv.C+kh*hd:], dv.C)
-				gemmAt(false, false, bq, hd, bk, ds, bk, kAll.D[kr*kAll.C+kh*hd:], kAll.C, true, dq.D[r0*dq.C+h*hd:], dq.C)
-				gemmAt(true, false, bk, hd, bq, ds, bk, qb, q.C, true, dk.D[kr*dk.C+kh*hd:], dk.C)
+				gemmAt(gemm, true, false, bk, hd, bq, p, bk, dob, dout.C, true, dv.D[kr*dv.C+kh*hd:], dv.C)
+				gemmAt(gemm, false, false, bq, hd, bk, ds, bk, kAll.D[kr*kAll.C+kh*hd:], kAll.C, true, dq.D[r0*dq.C+h*hd:], dq.C)
+				gemmAt(gemm, true, false, bk, hd, bq, ds, bk, qb, q.C, true, dk.D[kr*dk.C+kh*hd:], dk.C)
 			})
 		}
 	}
@@ -529,16 +536,16 @@ func attentionFlashBackInto[T Float](c Config, q, kAll, vAll, out Mat[T], lse []
 // beside the current one.
 var v1Path = false
 
-func attentionKeepP[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, p Mat[T]) {
+func attentionKeepP[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, p Mat[T]) {
 	if v1Path {
 		return attention(c, q, kAll, vAll, mb, hd)
 	}
-	return attentionBlocks(c, q, kAll, vAll, mb, hd)
+	return attentionBlocks(gemm, c, q, kAll, vAll, mb, hd)
 }
 
 // attentionKeepPBackInto is the backward of attentionKeepP into zeroed
 // dq, dk and dv, with ds (P's shape) for the scores' gradient.
-func attentionKeepPBackInto[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int, dq, dk, dv, ds Mat[T]) {
+func attentionKeepPBackInto[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int, dq, dk, dv, ds Mat[T]) {
 	if v1Path {
 		q1, k1, v1 := attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
 		copy(dq.D, q1.D)
@@ -546,15 +553,15 @@ func attentionKeepPBackInto[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb
 		copy(dv.D, v1.D)
 		return
 	}
-	attentionBlocksBackInto(c, q, kAll, vAll, p, dout, mb, hd, dq, dk, dv, ds)
+	attentionBlocksBackInto(gemm, c, q, kAll, vAll, p, dout, mb, hd, dq, dk, dv, ds)
 }
 
 // gemmAt sets c = op(a)·op(b), or adds it when acc, on strided views (m×n
 // into c with leading dimension ldc; op(a) m×k, op(b) k×n): float32
-// through the GEMM kernel, float64 (gradient checks) by plain loops.
-func gemmAt[T Float](ta, tb bool, m, n, k int, a []T, lda int, b []T, ldb int, acc bool, c []T, ldc int) {
+// through gemm, float64 (gradient checks) by plain loops.
+func gemmAt[T Float](gemm kernel.GEMM, ta, tb bool, m, n, k int, a []T, lda int, b []T, ldb int, acc bool, c []T, ldc int) {
 	if c32, ok := any(c).([]float32); ok {
-		kernel.Sgemm(ta, tb, m, n, k, any(a).([]float32), lda, any(b).([]float32), ldb, acc, c32, ldc)
+		gemm.Sgemm(ta, tb, m, n, k, any(a).([]float32), lda, any(b).([]float32), ldb, acc, c32, ldc)
 		return
 	}
 	for i := range m {
@@ -584,7 +591,7 @@ func gemmAt[T Float](ta, tb bool, m, n, k int, a []T, lda int, b []T, ldb int, a
 // output sums P·V over the chunks. It keeps P as attention does (rows in
 // the same order, zero above the diagonal); the sums run in the GEMM's
 // order, so the results differ from attention's in the last bits.
-func attentionBlocks[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, p Mat[T]) {
+func attentionBlocks[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, p Mat[T]) {
 	qh := q.C / hd
 	group := c.Heads / c.KVHeads
 	s, n, seq := mb.s, mb.n(), mb.s*mb.c
@@ -599,7 +606,7 @@ func attentionBlocks[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) 
 			// keys of chunk j (positions j·s…) are rows j·n+bi·s… of K and V;
 			// chunks after this device's own hold only later positions
 			for j := 0; j <= mb.ci; j++ {
-				gemmAt(false, true, s, s, hd, qb, q.C, kAll.D[(j*n+bi*s)*kAll.C+kh*hd:], kAll.C, false, pb[j*s:], seq)
+				gemmAt(gemm, false, true, s, s, hd, qb, q.C, kAll.D[(j*n+bi*s)*kAll.C+kh*hd:], kAll.C, false, pb[j*s:], seq)
 			}
 			for qi := range s {
 				qp := mb.ci*s + qi
@@ -621,7 +628,7 @@ func attentionBlocks[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) 
 				clear(prow[qp+1:])
 			}
 			for j := 0; j <= mb.ci; j++ {
-				gemmAt(false, false, s, hd, s, pb[j*s:], seq, vAll.D[(j*n+bi*s)*vAll.C+kh*hd:], vAll.C, j > 0, out.D[bi*s*out.C+h*hd:], out.C)
+				gemmAt(gemm, false, false, s, hd, s, pb[j*s:], seq, vAll.D[(j*n+bi*s)*vAll.C+kh*hd:], vAll.C, j > 0, out.D[bi*s*out.C+h*hd:], out.C)
 			}
 		}
 	}
@@ -631,16 +638,16 @@ func attentionBlocks[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) 
 // attentionBlocksBack is attentionBack with its products as GEMMs, per
 // sequence, head and context chunk of keys: dP = dO·Vᵀ, dS = P⊙(dP − ΣP·dP)
 // scaled, then dV += Pᵀ·dO, dK += dSᵀ·Q and dQ += dS·K.
-func attentionBlocksBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
+func attentionBlocksBack[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
 	dq, dk, dv = newMat[T](q.R, q.C), newMat[T](kAll.R, kAll.C), newMat[T](vAll.R, vAll.C)
-	attentionBlocksBackInto(c, q, kAll, vAll, p, dout, mb, hd, dq, dk, dv, newMat[T](p.R, p.C))
+	attentionBlocksBackInto(gemm, c, q, kAll, vAll, p, dout, mb, hd, dq, dk, dv, newMat[T](p.R, p.C))
 	return dq, dk, dv
 }
 
 // attentionBlocksBackInto is attentionBlocksBack adding into zeroed dq,
 // dk and dv, with the scores' gradient dS in ds, P's shape: every
 // sequence's and head's at once, as XLA's einsum makes it.
-func attentionBlocksBackInto[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int, dq, dk, dv, dsAll Mat[T]) {
+func attentionBlocksBackInto[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int, dq, dk, dv, dsAll Mat[T]) {
 	qh := q.C / hd
 	group := c.Heads / c.KVHeads
 	s, n, seq := mb.s, mb.n(), mb.s*mb.c
@@ -652,7 +659,7 @@ func attentionBlocksBackInto[T Float](c Config, q, kAll, vAll, p, dout Mat[T], m
 			pb := p.D[(bi*qh+h)*s*seq:]
 			ds := dsAll.D[(bi*qh+h)*s*seq : (bi*qh+h+1)*s*seq]
 			for j := 0; j <= mb.ci; j++ {
-				gemmAt(false, true, s, s, hd, dob, dout.C, vAll.D[(j*n+bi*s)*vAll.C+kh*hd:], vAll.C, false, ds[j*s:], seq)
+				gemmAt(gemm, false, true, s, s, hd, dob, dout.C, vAll.D[(j*n+bi*s)*vAll.C+kh*hd:], vAll.C, false, ds[j*s:], seq)
 			}
 			for qi := range s {
 				qp := mb.ci*s + qi
@@ -668,9 +675,9 @@ func attentionBlocksBackInto[T Float](c Config, q, kAll, vAll, p, dout Mat[T], m
 			}
 			for j := 0; j <= mb.ci; j++ {
 				kr := (j*n + bi*s)
-				gemmAt(true, false, s, hd, s, pb[j*s:], seq, dob, dout.C, true, dv.D[kr*dv.C+kh*hd:], dv.C)
-				gemmAt(true, false, s, hd, s, ds[j*s:], seq, qb, q.C, true, dk.D[kr*dk.C+kh*hd:], dk.C)
-				gemmAt(false, false, s, hd, s, ds[j*s:], seq, kAll.D[kr*kAll.C+kh*hd:], kAll.C, true, dq.D[bi*s*dq.C+h*hd:], dq.C)
+				gemmAt(gemm, true, false, s, hd, s, pb[j*s:], seq, dob, dout.C, true, dv.D[kr*dv.C+kh*hd:], dv.C)
+				gemmAt(gemm, true, false, s, hd, s, ds[j*s:], seq, qb, q.C, true, dk.D[kr*dk.C+kh*hd:], dk.C)
+				gemmAt(gemm, false, false, s, hd, s, ds[j*s:], seq, kAll.D[kr*kAll.C+kh*hd:], kAll.C, true, dq.D[bi*s*dq.C+h*hd:], dq.C)
 			}
 		}
 	}

@@ -187,7 +187,7 @@ func moeForward[T Float](c Config, l *Layer[T], h Mat[T], s int, co colls[T]) (M
 	capacity := c.capacity(s)
 	m := &moeActs[T]{run: n / s * capacity, logits: newMat[T](n, e)}
 	slots := m.run
-	matMul(m.logits, h, l.Wr, false)
+	matMul(co.gemm(), m.logits, h, l.Wr, false)
 	m.idx, m.pos, m.gate = route(m.logits, k, capacity, s)
 	disp := newMat[T](e*slots, d)
 	for r, p := range m.pos {
@@ -203,10 +203,10 @@ func moeForward[T Float](c Config, l *Layer[T], h Mat[T], s int, co colls[T]) (M
 	for le, ex := range l.Experts {
 		lo, hi := le*rows, (le+1)*rows
 		x, g, u, a := rowsOf(m.x, lo, hi), rowsOf(m.g, lo, hi), rowsOf(m.u, lo, hi), rowsOf(m.a, lo, hi)
-		matMul(g, x, ex.Wg, false)
-		matMul(u, x, ex.Wu, false)
+		matMul(co.gemm(), g, x, ex.Wg, false)
+		matMul(co.gemm(), u, x, ex.Wu, false)
 		swiglu(a.D, g.D, u.D)
-		matMul(rowsOf(y, lo, hi), a, ex.Wd, false)
+		matMul(co.gemm(), rowsOf(y, lo, hi), a, ex.Wd, false)
 	}
 	co.tensorAllReduce(y.D) // row-parallel Wd: the outputs are partial sums over tensor
 	m.back = Mat[T]{R: e * slots, C: d, D: co.expertAllToAll(fromExperts(y, local, ep, slots).D)}
@@ -258,14 +258,14 @@ func moeBackward[T Float](c Config, l, gl *Layer[T], m *moeActs[T], h, dout Mat[
 		lo, hi := le*rows, (le+1)*rows
 		gx := gl.Experts[le]
 		x, g, u, a, dyl := rowsOf(m.x, lo, hi), rowsOf(m.g, lo, hi), rowsOf(m.u, lo, hi), rowsOf(m.a, lo, hi), rowsOf(dy, lo, hi)
-		matMulTA(gx.Wd, a, dyl, true)
-		matMulTB(da, dyl, ex.Wd, false)
+		matMulTA(co.gemm(), gx.Wd, a, dyl, true)
+		matMulTB(co.gemm(), da, dyl, ex.Wd, false)
 		swigluBack(dg.D, du.D, da.D, g.D, u.D)
-		matMulTA(gx.Wg, x, dg, true)
-		matMulTA(gx.Wu, x, du, true)
+		matMulTA(co.gemm(), gx.Wg, x, dg, true)
+		matMulTA(co.gemm(), gx.Wu, x, du, true)
 		dxl := rowsOf(dx, lo, hi)
-		matMulTB(dxl, dg, ex.Wg, false)
-		matMulTB(dxl, du, ex.Wu, true)
+		matMulTB(co.gemm(), dxl, dg, ex.Wg, false)
+		matMulTB(co.gemm(), dxl, du, ex.Wu, true)
 	}
 	ddisp := Mat[T]{R: e * slots, C: d, D: co.expertAllToAll(fromExperts(dx, local, ep, slots).D)}
 	dExperts = newMat[T](n, d)
@@ -286,9 +286,9 @@ func moeBackward[T Float](c Config, l, gl *Layer[T], m *moeActs[T], h, dout Mat[
 			dlogits.Row(i)[m.idx[r]] += m.gate[r] * (dgate[r] - s)
 		}
 	}
-	matMulTA(gl.Wr, h, dlogits, true)
+	matMulTA(co.gemm(), gl.Wr, h, dlogits, true)
 	dRouter = newMat[T](n, d)
-	matMulTB(dRouter, dlogits, l.Wr, false)
+	matMulTB(co.gemm(), dRouter, dlogits, l.Wr, false)
 	return dExperts, dRouter
 }
 

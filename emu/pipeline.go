@@ -3,6 +3,7 @@ package emu
 import (
 	"fmt"
 
+	"shardlab/emu/fabric"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
@@ -23,7 +24,7 @@ import (
 type inbox struct {
 	pos   map[schedule.Op]int
 	got   int
-	stash map[int]message
+	stash map[int]fabric.Message
 }
 
 // inboxes numbers, for the device at pipeline stage si, every peer's sends
@@ -34,7 +35,7 @@ func inboxes(s schedule.Schedule, si int, pipe []int) map[int]*inbox {
 		if from == si {
 			continue
 		}
-		in := &inbox{pos: map[schedule.Op]int{}, stash: map[int]message{}}
+		in := &inbox{pos: map[schedule.Op]int{}, stash: map[int]fabric.Message{}}
 		for _, op := range ops {
 			if to, ok := sendTo(s, from, op); ok && to == si {
 				in.pos[op] = len(in.pos)
@@ -102,12 +103,12 @@ func (d *device) recv(op schedule.Op) []float32 {
 		panic(fmt.Sprintf("emu: device %d waits for %v from device %d, which never sends it", d.id, op, peer)) // schedule bug
 	}
 	for in.got <= i {
-		in.stash[in.got] = d.ep.get(peer)
+		in.stash[in.got] = d.ep.Take(peer)
 		in.got++
 	}
 	m := in.stash[i]
 	delete(in.stash, i)
-	return d.ep.arrive(peer, m)
+	return d.ep.Arrive(peer, m)
 }
 
 // stepState is what a device keeps between the passes of one step.
@@ -225,7 +226,7 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 	if !first {
 		ends = d.gather(0)
 	}
-	loss, ha := headForward(d.c, d.bindEnds(ends), x, mb)
+	loss, ha := headForward(d.gemm(), d.c, d.bindEnds(ends), x, mb)
 	d.release(0, ends)
 	d.loss += loss
 	st.heads[op.MicroBatch] = ha
@@ -359,7 +360,7 @@ func (d *device) update() {
 		n += len(g)
 	}
 	if len(d.gradAll) != n { // kept from step to step, in shared memory when the transport has it
-		d.gradAll = d.ep.f.Alloc(n)
+		d.gradAll = d.ep.Alloc(n)
 	}
 	all, off := d.gradAll, 0
 	for _, g := range d.grad {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"shardlab/emu/fabric"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
@@ -65,7 +66,7 @@ func TestRecvOutOfOrder(t *testing.T) {
 	// stage 1 runs its two chunk-0 forwards in the other order
 	s.Ops[1][0], s.Ops[1][1] = s.Ops[1][1], s.Ops[1][0]
 	tc := &TrainConfig{Chunks: 2, sched: s}
-	fab := NewFabric([]int{0, 0})
+	fab := fabric.New([]int{0, 0})
 	devs := make([]*device, 2)
 	for si := range devs {
 		devs[si] = &device{tc: tc, id: si, ep: fab.Endpoint(si), pipe: []int{0, 1}, inbox: inboxes(s, si, []int{0, 1})}

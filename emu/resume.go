@@ -3,6 +3,7 @@ package emu
 import (
 	"errors"
 	"fmt"
+	"shardlab/emu/fabric"
 	"slices"
 	"strings"
 )
@@ -82,7 +83,7 @@ func newestCommon(held [][]int) (int, bool) {
 
 // exchangeSteps gives every process every process's sorted steps, through
 // two sums: the counts, then the steps in rank order.
-func exchangeSteps(r Remote, mine []int) ([][]int, error) {
+func exchangeSteps(r fabric.Remote, mine []int) ([][]int, error) {
 	if r == nil {
 		return [][]int{mine}, nil
 	}

@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 n=10 # iterations of each benchmark: a count, not a duration
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go test -run '^$' -bench 'GEMM|AllReduce' -benchtime ${n}x ./emu >"$tmp/emu.txt"
+go test -run '^$' -bench 'GEMM' -benchtime ${n}x ./emu/kernel >"$tmp/emu.txt"
+go test -run '^$' -bench 'AllReduce' -benchtime ${n}x ./emu/fabric >>"$tmp/emu.txt"
 # an iteration of training is three runs of the default `shardlab run`'s
 # 30 steps (about 5 s): 3 of them
 go test -run '^$' -bench 'Train$' -benchtime 3x ./emu >>"$tmp/emu.txt"

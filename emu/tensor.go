@@ -12,7 +12,7 @@ package emu
 import (
 	"math"
 
-	"shardlab/emu/avx2"
+	"shardlab/emu/kernel"
 )
 
 // Float is the element type: float32 to train, float64 to check gradients.
@@ -34,14 +34,14 @@ func (m Mat[T]) Row(i int) []T { return m.D[i*m.C : (i+1)*m.C] }
 func (m Mat[T]) Clone() Mat[T] { return Mat[T]{R: m.R, C: m.C, D: append([]T(nil), m.D...)} }
 
 // matMul sets out = a·b (a r×k, b k×c), or adds to out when acc is true.
-// float32 goes through the build's gemmKernel; float64 (gradient checks) runs
+// float32 goes through the GEMM gemm; float64 (gradient checks) runs
 // the plain i-k-j loop.
-func matMul[T Float](out, a, b Mat[T], acc bool) {
+func matMul[T Float](gemm kernel.GEMM, out, a, b Mat[T], acc bool) {
 	if a.C != b.R || out.R != a.R || out.C != b.C {
 		panic("emu: matmul shape mismatch") // a kernel shape bug, not user input
 	}
 	if o, ok := any(out.D).([]float32); ok {
-		kernel.Sgemm(false, false, a.R, b.C, a.C, any(a.D).([]float32), a.C, any(b.D).([]float32), b.C, acc, o, out.C)
+		gemm.Sgemm(false, false, a.R, b.C, a.C, any(a.D).([]float32), a.C, any(b.D).([]float32), b.C, acc, o, out.C)
 		return
 	}
 	if !acc {
@@ -61,12 +61,12 @@ func matMul[T Float](out, a, b Mat[T], acc bool) {
 }
 
 // matMulTA sets out = aᵀ·b (a k×r, b k×c), or adds when acc.
-func matMulTA[T Float](out, a, b Mat[T], acc bool) {
+func matMulTA[T Float](gemm kernel.GEMM, out, a, b Mat[T], acc bool) {
 	if a.R != b.R || out.R != a.C || out.C != b.C {
 		panic("emu: matmulTA shape mismatch")
 	}
 	if o, ok := any(out.D).([]float32); ok {
-		kernel.Sgemm(true, false, a.C, b.C, a.R, any(a.D).([]float32), a.C, any(b.D).([]float32), b.C, acc, o, out.C)
+		gemm.Sgemm(true, false, a.C, b.C, a.R, any(a.D).([]float32), a.C, any(b.D).([]float32), b.C, acc, o, out.C)
 		return
 	}
 	if !acc {
@@ -85,12 +85,12 @@ func matMulTA[T Float](out, a, b Mat[T], acc bool) {
 }
 
 // matMulTB sets out = a·bᵀ (a r×k, b c×k), or adds when acc.
-func matMulTB[T Float](out, a, b Mat[T], acc bool) {
+func matMulTB[T Float](gemm kernel.GEMM, out, a, b Mat[T], acc bool) {
 	if a.C != b.C || out.R != a.R || out.C != b.R {
 		panic("emu: matmulTB shape mismatch")
 	}
 	if o, ok := any(out.D).([]float32); ok {
-		kernel.Sgemm(false, true, a.R, b.R, a.C, any(a.D).([]float32), a.C, any(b.D).([]float32), b.C, acc, o, out.C)
+		gemm.Sgemm(false, true, a.R, b.R, a.C, any(a.D).([]float32), a.C, any(b.D).([]float32), b.C, acc, o, out.C)
 		return
 	}
 	for i := 0; i < a.R; i++ {
@@ -146,12 +146,12 @@ func add[T Float](dst, x []T) {
 func exp[T Float](x T) T { return T(math.Exp(float64(x))) }
 
 // expSub sets dst[i] = exp(src[i] − shift) (dst may be src): float32 a
-// vector at a time with AVX-512 where the CPU has it (avx2.ExpSub, within
+// vector at a time with AVX-512 where the CPU has it (kernel.ExpSub, within
 // about 2 ulps of math.Exp; the bits then differ from a machine without
 // AVX-512, as the plain-Go GEMM's do from the assembly's), else one element
 // at a time.
 func expSub[T Float](dst, src []T, shift T) {
-	if d, ok := any(dst).([]float32); ok && !v1Path && avx2.ExpSub(d, any(src).([]float32), float32(shift)) {
+	if d, ok := any(dst).([]float32); ok && !v1Path && kernel.ExpSub(d, any(src).([]float32), float32(shift)) {
 		return
 	}
 	src = src[:len(dst)]

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"shardlab/collective"
+	"shardlab/emu/fabric"
+	"shardlab/emu/kernel"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
@@ -33,6 +35,9 @@ type TrainConfig struct {
 	Trace bool
 	// FreeComm makes communication cost no simulated time.
 	FreeComm bool
+	// GEMM is the float32 matrix multiply the devices train with; nil is
+	// kernel.Go() (a build with the openblas tag may pass OpenBLAS's).
+	GEMM kernel.GEMM
 	// BlocksOnlyClock charges only the transformer blocks to the simulated
 	// clock (balanced pipeline stages, to measure the schedule's bubble).
 	BlocksOnlyClock bool
@@ -65,7 +70,7 @@ type TrainConfig struct {
 	LoadCheckpoint func(step int, want *CheckpointShape) (*Checkpoint, error)
 	// Remote, when set, runs only this process's devices and reaches the
 	// others through it (package emu/mpi).
-	Remote Remote
+	Remote fabric.Remote
 	// CheckpointEvery hands the state to Hooks.Checkpoint every that many
 	// steps.
 	CheckpointEvery int
@@ -207,7 +212,7 @@ type Result struct {
 	Diverged *Divergence
 	// Bubble is the idle share of the pipeline devices' simulated time.
 	Bubble float64
-	Trace  []Span
+	Trace  []fabric.Span
 }
 
 // Divergence is a run stopped because its loss was not finite or had
@@ -294,7 +299,7 @@ func Train(tc TrainConfig) (*Result, error) {
 // run is a training run under way in this process.
 type run struct {
 	tc   *TrainConfig
-	fab  *Fabric
+	fab  *fabric.Fabric
 	full *Params[float32] // the shapes of the model every device shards (hollow)
 	devs []*device        // this process's
 	res  *Result
@@ -317,7 +322,7 @@ func newRun(tc *TrainConfig) (*run, error) {
 	var groups []collective.Group
 	ts := newTemplates(r.full)
 	for id := range m.Chips() {
-		if !fab.local(id) {
+		if !fab.Local(id) {
 			continue
 		}
 		d := newDevice(tc, id, fab.Endpoint(id), ts)
@@ -333,7 +338,14 @@ func newRun(tc *TrainConfig) (*run, error) {
 		hollow(p)
 	}
 	hollow(r.full)
-	if err := fab.discover(groups); err != nil {
+	// a failed link must be one of the layout's, and then stops the start
+	used := fabric.RingLinks(groups)
+	for _, l := range tc.FailLinks {
+		if !used[l] {
+			return nil, fmt.Errorf("emu: devices %d and %d share no ring in this layout, so %d-%d is not one of its links: %w", l[0], l[1], l[0], l[1], ErrInvalid)
+		}
+	}
+	if err := fab.Discover(groups); err != nil {
 		return nil, err
 	}
 	start := 0
@@ -357,21 +369,20 @@ func newRun(tc *TrainConfig) (*run, error) {
 
 // newRunFabric is the fabric of tc's mesh: its sends over mesh's links,
 // other processes' devices through tc.Remote, the failed links down.
-func newRunFabric(tc *TrainConfig) (*Fabric, error) {
+func newRunFabric(tc *TrainConfig) (*fabric.Fabric, error) {
 	m := tc.Mesh
-	fab := NewFabric(sliceOf(m))
-	fab.freeComm = tc.FreeComm
-	fab.trace = tc.Trace
+	fab := fabric.ForMesh(m)
+	fab.FreeComm = tc.FreeComm
+	fab.Trace = tc.Trace
 	if tc.Remote != nil {
 		fab.SetRemote(tc.Remote)
 		tc.Remote.Attach(fab)
 	}
-	fab.pp = func(from, to int) collective.Link { return m.PeerLink(from, to).Collective() }
 	for _, l := range tc.FailLinks {
 		if l[0] < 0 || l[1] < 0 || l[0] >= m.Chips() || l[1] >= m.Chips() {
 			return nil, fmt.Errorf("emu: failed link %d-%d names a device outside 0..%d: %w", l[0], l[1], m.Chips()-1, ErrInvalid)
 		}
-		fab.failLink(l[0], l[1])
+		fab.FailLink(l[0], l[1])
 	}
 	return fab, nil
 }
@@ -380,7 +391,7 @@ func newRunFabric(tc *TrainConfig) (*Fabric, error) {
 func (r *run) maxClock() (float64, error) {
 	t := []float64{0}
 	for _, d := range r.devs {
-		t[0] = max(t[0], d.ep.clock())
+		t[0] = max(t[0], d.ep.Clock())
 	}
 	if r.tc.Remote != nil {
 		if err := r.tc.Remote.MaxFloat64(t); err != nil {
@@ -481,10 +492,10 @@ func (r *run) checkpoint(step int) error {
 func (r *run) finish() (*Result, error) {
 	tc, res := r.tc, r.res
 	for _, d := range r.devs {
-		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: tc.Mesh.Slice(d.id), Sent: d.ep.counted, SentByAxis: d.ep.byAxis,
-			Control: d.ep.controlBytes, Memory: d.mem.peak, Transients: d.mem.peakT, Busy: d.busy, Clock: d.ep.clock()})
+		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: tc.Mesh.Slice(d.id), Sent: d.ep.Sent(), SentByAxis: d.ep.SentByAxis(),
+			Control: d.ep.ControlBytes(), Memory: d.mem.peak, Transients: d.mem.peakT, Busy: d.busy, Clock: d.ep.Clock()})
 		res.Trace = append(res.Trace, d.trace...)
-		res.Trace = append(res.Trace, d.ep.spans...)
+		res.Trace = append(res.Trace, d.ep.Spans()...)
 	}
 	res.Checkpoint = snapshot(tc, r.devs, r.last)
 	all := r.devs
@@ -514,7 +525,7 @@ func (r *run) finish() (*Result, error) {
 // shipment is what a process sends process 0 at the end of a run.
 type shipment struct {
 	Stats []DeviceStats
-	Trace []Span
+	Trace []fabric.Span
 	IDs   []int
 	Flats [][][]float32
 }
@@ -522,7 +533,7 @@ type shipment struct {
 // gatherDevices sends this process's counters, trace and parameter shards
 // to process 0, which returns every device (remote ones rebuilt around
 // their shards) and fills res with all of them; other processes get nil.
-func gatherDevices(tc *TrainConfig, fab *Fabric, full *Params[float32], res *Result, devs []*device) ([]*device, error) {
+func gatherDevices(tc *TrainConfig, fab *fabric.Fabric, full *Params[float32], res *Result, devs []*device) ([]*device, error) {
 	sh := shipment{Stats: res.Devices, Trace: res.Trace}
 	for _, d := range devs {
 		sh.IDs = append(sh.IDs, d.id)
@@ -606,4 +617,12 @@ func adam(w, g, m, v []float32, lr float64, step int) {
 		m[i], v[i] = float32(mi), float32(vi)
 		w[i] -= float32(lr * (mi / c1) / (math.Sqrt(vi/c2) + adamEps))
 	}
+}
+
+// gemm is the GEMM tc's devices train with.
+func (tc *TrainConfig) gemm() kernel.GEMM {
+	if tc.GEMM != nil {
+		return tc.GEMM
+	}
+	return kernel.Go()
 }

@@ -25,6 +25,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/emu"
+	"shardlab/emu/fabric"
 	"shardlab/emu/mpi"
 	"shardlab/hw"
 	"shardlab/mesh"
@@ -321,7 +322,7 @@ func (f *runFlags) trainConfig(m mesh.Mesh) (emu.TrainConfig, error) {
 		Model: emu.Config{Layers: *f.layers, DModel: *f.dModel, Heads: *f.heads, KVHeads: *f.kvHeads, DFF: *f.dff, Vocab: vocab, Seq: *f.seq, Tied: *f.tied, FlashAttention: *f.flash,
 			Experts: *f.experts},
 		Mesh: m, GlobalBatch: *f.batch, MicroBatches: mb, Schedule: k, Chunks: v, Steps: *f.steps, Seed: *f.seed, LR: *f.lr, Data: src,
-		BF16Compute: *f.bf16, Trace: *f.tracePath != "",
+		BF16Compute: *f.bf16, Trace: *f.tracePath != "", GEMM: buildGEMM(),
 		// the simulated clock runs at cost's calibrated share of peak
 		Efficiency: cost.Job{}.EfficiencyFor(m.Multislice.Slice.Chip),
 	}
@@ -823,7 +824,7 @@ func writeEmuTrace(path string, res *emu.Result) error {
 	}
 	tw := trace.NewWriter(f)
 	tw.Process(1, "virtual chips (simulated time)")
-	byDev := map[int][]emu.Span{}
+	byDev := map[int][]fabric.Span{}
 	for _, s := range res.Trace {
 		byDev[s.Device] = append(byDev[s.Device], s)
 	}

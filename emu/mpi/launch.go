@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"shardlab/emu"
+	"shardlab/emu/fabric"
 )
 
 // Launched reports whether mpirun started this process with more than one
@@ -19,7 +19,7 @@ func Launched() bool {
 // Job is this process's part of an MPI run of the emulator.
 type Job struct {
 	Rank, Size int
-	Remote     emu.Remote
+	Remote     fabric.Remote
 	// BytesTo is what this process sent each rank (headers included), as
 	// Open MPI's pml monitoring counts it; nil without MPI.
 	BytesTo func() []int64

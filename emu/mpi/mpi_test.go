@@ -15,6 +15,7 @@ import (
 	"shardlab/collective"
 	"shardlab/collective/collectivetest"
 	"shardlab/emu"
+	"shardlab/emu/fabric"
 	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/schedule"
@@ -458,7 +459,7 @@ func benchAllreduce(b *testing.B, elems int) {
 	for i := range n {
 		g.Ranks = append(g.Ranks, i)
 	}
-	over := emu.NewFabric(sliceOf)
+	over := fabric.New(sliceOf)
 	over.SetRemote(tr)
 	tr.Attach(over)
 	defer tr.Stop()
@@ -519,7 +520,7 @@ func benchAllreduce(b *testing.B, elems int) {
 // copies of x, run by rank 0 (the other ranks return at once).
 func inProcess(g collective.Group, x []float32) func() {
 	n := len(g.Ranks)
-	local := emu.NewFabric(make([]int, n))
+	local := fabric.New(make([]int, n))
 	bufs := make([][]float32, n)
 	for i := range bufs {
 		bufs[i] = append([]float32(nil), x...)
@@ -587,7 +588,7 @@ func TestConformance(t *testing.T) {
 			tr = world.NewTransport(per)
 			transports[per] = tr
 		}
-		f := emu.NewFabric(sliceOf)
+		f := fabric.New(sliceOf)
 		f.SetRemote(tr)
 		tr.Attach(f)
 		// every rank has its new fabric in place before anyone sends to it

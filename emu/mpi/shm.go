@@ -79,7 +79,7 @@ const arenaHeader = 4096
 
 // arena is the shared memory of the ranks on one machine: each rank's
 // own file, mapped by itself and by every peer, so that a device can show
-// a device of another rank a buffer in place (emu.Sharer).
+// a device of another rank a buffer in place (fabric.Sharer).
 type arena struct {
 	fd    C.int
 	base  unsafe.Pointer   // this rank's arena

@@ -29,7 +29,7 @@ import (
 	"time"
 	"unsafe"
 
-	"shardlab/emu"
+	"shardlab/emu/fabric"
 )
 
 // HeaderWords is the size of the header each device message carries in
@@ -46,7 +46,7 @@ const tagData = 7
 type Transport struct {
 	w       *World
 	perHost int
-	fab     atomic.Pointer[emu.Fabric]
+	fab     atomic.Pointer[fabric.Fabric]
 	running bool
 	out     chan outMsg
 	stop    chan struct{}
@@ -268,7 +268,7 @@ func (t *Transport) reduce(x []float64, combine func(a, b float64) float64) erro
 // reductions at each step) run in between.
 // Attaching another fabric later swaps it in: messages that arrive from
 // then on go to the new one (callers make sure the ranks swap together).
-func (t *Transport) Attach(fab *emu.Fabric) {
+func (t *Transport) Attach(fab *fabric.Fabric) {
 	if t.shm != nil {
 		t.shm.reset() // the last fabric's buffers are done with
 	}
@@ -525,6 +525,6 @@ func (t *Transport) SumFloat64(x []float64) error {
 func (t *Transport) GatherBytes(b []byte) ([][]byte, error) { return t.w.GatherBytes(b) }
 
 var (
-	_ emu.Remote = (*Transport)(nil)
-	_ emu.Sharer = (*Transport)(nil)
+	_ fabric.Remote = (*Transport)(nil)
+	_ fabric.Sharer = (*Transport)(nil)
 )

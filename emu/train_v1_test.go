@@ -1,28 +1,43 @@
 package emu
 
-import "shardlab/emu/avx2"
+import "shardlab/emu/kernel"
 
 // packedV1 is the kernel the emulator trained with before the speed work
-// (issue 15), kept as the baseline the benchmarks measure against in the
+// (issue 15), kept as the baseline BenchmarkTrain measures against in the
 // same run: it packs with a closure per element into fresh buffers on every
-// call and handles every tile as a partial one.
+// call and handles every tile as a partial one. It is a copy of package
+// kernel's (its gemm_v1_test.go, which BenchmarkGEMM runs), since test
+// files cannot be shared between packages; only its plain-Go fallback is
+// written out here, as the plain loop.
 type packedV1 struct{}
 
 // Name says which kernel this is.
 func (packedV1) Name() string { return "packed 4x16 v1 (baseline)" }
 
-// v1 packs 4-row A strips and 16-column B strips.
-const mr, nr = 4, 16
+// v1 packs 4-row A strips and 16-column B strips, in k blocks of
+// kcBlock and n blocks of ncBlock (package kernel's blocking).
+const (
+	mr, nr           = 4, 16
+	kcBlock, ncBlock = 256, 512
+)
 
 // v1Micro is v1's micro-kernel: AVX2 assembly into a temporary block, or
 // plain Go.
 func v1Micro(a, b []float32, kc int, out *[64]float32) {
-	if !avx2.Micro4x16(a, b, kc, out) {
-		micro4x16Go(a, b, kc, out)
+	if kernel.Micro4x16(a, b, kc, out) {
+		return
+	}
+	*out = [64]float32{}
+	for p := range kc {
+		for i := range 4 {
+			for j := range 16 {
+				out[i*16+j] += a[p*4+i] * b[p*16+j]
+			}
+		}
 	}
 }
 
-// Sgemm implements gemmKernel.
+// Sgemm implements kernel.GEMM.
 func (packedV1) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
 	if !acc {
 		for i := range m {

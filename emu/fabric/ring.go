@@ -1,8 +1,8 @@
-package emu
+package fabric
 
 import (
 	"shardlab/collective"
-	"shardlab/emu/avx2"
+	"shardlab/emu/kernel"
 	"shardlab/unit"
 )
 
@@ -19,7 +19,7 @@ func indexOf(members []int, rank int) int {
 			return i
 		}
 	}
-	panic("emu: rank not in ring")
+	panic("fabric: rank not in ring")
 }
 
 // ringReduceScatter sums x over members and leaves the sum of chunk i in
@@ -83,7 +83,7 @@ func (e *Endpoint) pairAllReduce(op string, members []int, x []float32) {
 	viewed := e.lend(op, e.axis, peer, x[slo:shi])
 	in := e.get(peer) // the peer's half i, lent or copied
 	lo, _ := chunk(len(x), 2, i)
-	avx2.SumBoth(x[lo:lo+len(in.data)], in.data)
+	kernel.SumBoth(x[lo:lo+len(in.data)], in.data)
 	if in.lender == nil { // a copy: the peer's half of the sum goes back
 		e.put(op, e.axis, peer, in.data)
 	} else {
@@ -138,12 +138,12 @@ func (e *Endpoint) AllReduce(g collective.Group, x []float32) {
 
 // AllGather concatenates every member's x in group order.
 func (e *Endpoint) AllGather(g collective.Group, x []float32) []float32 {
-	return e.allGatherInto(g, x, make([]float32, g.Size()*len(x)))
+	return e.AllGatherInto(g, x, make([]float32, g.Size()*len(x)))
 }
 
-// allGatherInto is AllGather into out (g.Size()·len(x) floats, every one
+// AllGatherInto is AllGather into out (g.Size()·len(x) floats, every one
 // overwritten).
-func (e *Endpoint) allGatherInto(g collective.Group, x, out []float32) []float32 {
+func (e *Endpoint) AllGatherInto(g collective.Group, x, out []float32) []float32 {
 	e.axis = g.Axis
 	n := g.Size()
 	a := g.Index(e.rank)
@@ -201,7 +201,7 @@ func (e *Endpoint) ReduceScatter(g collective.Group, x []float32) []float32 {
 	n1, n2 := g.NICI, g.NDCN
 	l := len(x) / n
 	if l*n != len(x) {
-		panic("emu: hierarchical reduce-scatter needs a length divisible by the group") // callers pad
+		panic("fabric: hierarchical reduce-scatter needs a length divisible by the group") // callers pad
 	}
 	ici, dcn := a%n1, a/n1
 	// order the chunks by (ici, dcn) so that the slice's reduce-scatter

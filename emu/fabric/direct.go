@@ -1,8 +1,8 @@
-package emu
+package fabric
 
 import (
 	"shardlab/collective"
-	"shardlab/emu/avx2"
+	"shardlab/emu/kernel"
 )
 
 // Direct collectives: when every member of a flat group lives in this
@@ -40,7 +40,7 @@ func (e *Endpoint) borrow(op, axis string, members []int, x []float32) (views []
 	}
 	views = make([][]float32, n)
 	views[i] = x
-	msgs := make([]message, n)
+	msgs := make([]Message, n)
 	for k := 1; k < n; k++ {
 		j := (i + k) % n
 		msgs[j] = e.get(members[j])
@@ -59,12 +59,12 @@ func (e *Endpoint) borrow(op, axis string, members []int, x []float32) (views []
 // direct collectives count their bytes as the ring would).
 func (e *Endpoint) share(to int, x []float32) {
 	e.lent.Add(1)
-	e.f.enqueue(e.rank, to, message{data: x, t: e.f.clocks[e.rank], lender: &e.lent})
+	e.f.enqueue(e.rank, to, Message{data: x, t: e.f.clocks[e.rank], lender: &e.lent})
 }
 
 // reduceChunk sums chunk [lo, hi) of the n views in the ring's order
 // (member i+1's, then i+2's, …, member i's last) and writes the sum into
-// each of outs, in one pass over memory (avx2.ReduceFan): each view's
+// each of outs, in one pass over memory (kernel.ReduceFan): each view's
 // chunk is read once and each output written once. An output may be a
 // view's chunk itself.
 func (e *Endpoint) reduceChunk(views [][]float32, i, lo, hi int, outs [][]float32) {
@@ -73,7 +73,7 @@ func (e *Endpoint) reduceChunk(views [][]float32, i, lo, hi int, outs [][]float3
 	for s := 1; s <= n; s++ {
 		ins[s-1] = views[(i+s)%n][lo:hi]
 	}
-	avx2.ReduceFan(outs, ins)
+	kernel.ReduceFan(outs, ins)
 }
 
 // countRing counts what the ring's reduce-scatter (rs) and all-gather

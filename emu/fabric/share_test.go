@@ -1,4 +1,4 @@
-package emu
+package fabric
 
 import (
 	"math/rand/v2"
@@ -95,7 +95,7 @@ func allReduceAcross(t *testing.T, in [][]float32, per int, share bool, inArena 
 	procs := make([]*fakeProc, n/per)
 	for r := range procs {
 		procs[r] = &fakeProc{rank: r, per: per, procs: procs, share: share, arena: make([]float32, 1<<16)}
-		f := NewFabric(make([]int, n))
+		f := New(make([]int, n))
 		f.SetRemote(procs[r])
 		procs[r].Attach(f)
 	}

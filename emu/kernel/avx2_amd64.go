@@ -1,6 +1,6 @@
 //go:build amd64 && !purego
 
-package avx2
+package kernel
 
 import (
 	"unsafe"

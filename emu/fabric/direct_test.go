@@ -1,4 +1,4 @@
-package emu
+package fabric
 
 import (
 	"math/rand/v2"
@@ -12,7 +12,7 @@ import (
 // TestDirectCollectivesAreTheRing holds the direct in-process all-reduce,
 // reduce-scatter and all-gather to the ring's, bit for bit and byte
 // count for byte count, for groups of 3 to 8 (and one of 70, past
-// avx2.ReduceFan's table of 64) and lengths that do and do not divide
+// kernel.ReduceFan's table of 64) and lengths that do and do not divide
 // evenly or fill whole vectors.
 func TestDirectCollectivesAreTheRing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -46,7 +46,7 @@ func TestDirectCollectivesAreTheRing(t *testing.T) {
 // runColl runs one collective over n in-process devices, by the ring
 // (v1) or directly, and returns each device's result and bytes sent.
 func runColl(n int, inputs [][]float32, kind string, ring bool) ([][]float32, []collective.Counter) {
-	f := NewFabric(make([]int, n))
+	f := New(make([]int, n))
 	f.v1 = ring
 	g := collective.Group{NICI: n, NDCN: 1, Axis: "fsdp", ICILink: collective.Link{Bandwidth: 1e11}}
 	for i := range n {

@@ -1,13 +1,14 @@
-package emu
+package fabric
 
 import (
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"shardlab/collective"
-	"shardlab/emu/avx2"
+	"shardlab/emu/kernel"
 )
 
 // BenchmarkAllReduce measures in-process all-reduce algorithm bandwidth
@@ -27,9 +28,9 @@ func BenchmarkAllReduce(b *testing.B) {
 	for _, n := range []int{2, 8} {
 		for _, mib := range []int{1, 64} {
 			elems := mib << 20 / 4
-			b.Run(itoa(n)+"-devices/"+itoa(mib)+"MiB", func(b *testing.B) {
+			b.Run(strconv.Itoa(n)+"-devices/"+strconv.Itoa(mib)+"MiB", func(b *testing.B) {
 				now, v1 := newAllReduce(n, elems), newAllReduce(n, elems)
-				v1.f.add, v1.f.v1 = add[float32], true
+				v1.f.add, v1.f.v1 = addScalar, true
 				src := make([]float32, elems)
 				dst := make([]float32, elems)
 				for i := range src { // pages of their own: never written, they would all map the kernel's zero page
@@ -73,7 +74,7 @@ type allReduceRun struct {
 }
 
 func newAllReduce(n, elems int) *allReduceRun {
-	r := &allReduceRun{f: NewFabric(make([]int, n)), g: collective.Group{NICI: n, NDCN: 1, ICILink: collective.Link{Bandwidth: 1e11}}}
+	r := &allReduceRun{f: New(make([]int, n)), g: collective.Group{NICI: n, NDCN: 1, ICILink: collective.Link{Bandwidth: 1e11}}}
 	for i := range n {
 		r.g.Ranks = append(r.g.Ranks, i)
 		buf := make([]float32, elems)
@@ -87,7 +88,7 @@ func newAllReduce(n, elems int) *allReduceRun {
 
 // bareKernel sums the buffers in place with the bare kernel, each of
 // GOMAXPROCS goroutines taking an equal range of every buffer in one
-// avx2.ReduceFan (the one-pass sum the direct all-reduce runs, without
+// kernel.ReduceFan (the one-pass sum the direct all-reduce runs, without
 // its fabric: no messages, no waiting), and returns the wall time.
 func (r *allReduceRun) bareKernel() time.Duration {
 	t0 := time.Now()
@@ -101,7 +102,7 @@ func (r *allReduceRun) bareKernel() time.Duration {
 			for k, buf := range r.bufs {
 				part[k] = buf[lo:hi]
 			}
-			avx2.ReduceFan(part, part)
+			kernel.ReduceFan(part, part)
 		})
 	}
 	wg.Wait()
@@ -120,78 +121,10 @@ func (r *allReduceRun) run() time.Duration {
 	return time.Since(t0)
 }
 
-// BenchmarkTrain reports training tokens/s for the default `shardlab run`
-// (its flag defaults in cmd/shardlab/emurun.go: 4 layers, d_model 64, on 8
-// virtual chips, data=2(dcn),fsdp=2,tensor=2; 30 steps of 16 sequences,
-// bfloat16 compute) and, in each iteration and so under the same load,
-// the ratios to the same training on v1's path (its GEMM kernel and
-// row-by-row attention) and with FlashAttention (above 1: flash is
-// slower).
-func BenchmarkTrain(b *testing.B) {
-	m := testMesh(b, "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2")
-	c := Config{Layers: 4, DModel: 64, Heads: 4, KVHeads: 2, DFF: 176, Vocab: 256, Seq: 64}
-	tc := TrainConfig{Model: c, Mesh: m, GlobalBatch: 16, MicroBatches: 1, Steps: 30, Seed: 1, LR: 3e-3, BF16Compute: true, Data: &Synthetic{V: 256, Seed: 1}}
-	benchmarkTrain(b, tc, true)
-}
-
-// BenchmarkTrain100M is one step of a ~100M-parameter model (12 layers,
-// d_model 768) on 8 FSDP chips, and the same on v1's path; with its
-// warm-up run it takes about two minutes.
-func BenchmarkTrain100M(b *testing.B) {
-	m := testMesh(b, "v5litepod-8", 1, "fsdp=8")
-	c := Config{Layers: 12, DModel: 768, Heads: 12, KVHeads: 12, DFF: 3072, Vocab: 256, Seq: 128}
-	tc := TrainConfig{Model: c, Mesh: m, GlobalBatch: 8, MicroBatches: 1, Steps: 1, Seed: 1, LR: 1e-4, Data: &Synthetic{V: 256, Seed: 1}}
-	params := 0
-	for _, t := range benchmarkTrain(b, tc, false).Final.Tensors() {
-		params += len(t)
+// addScalar is v1's sum of a received chunk into a device's own: one
+// element at a time.
+func addScalar(dst, x []float32) {
+	for i := range dst {
+		dst[i] += x[i]
 	}
-	b.ReportMetric(float64(params)/1e6, "Mparams")
-}
-
-// benchmarkTrain trains tc in each iteration with the kernels in use and
-// on v1's path (and, with flash, with FlashAttention), after one run
-// untimed, reports tokens/s and the ratios, and returns the last result
-// with the kernels in use.
-func benchmarkTrain(b *testing.B, tc TrainConfig, flash bool) *Result {
-	now := kernel
-	defer func() { kernel, v1Path = now, false }()
-	withFlash := tc
-	withFlash.Model.FlashAttention = true
-	type run struct {
-		kern gemmKernel
-		v1   bool
-		tc   TrainConfig
-		d    *time.Duration
-	}
-	var tNow, tV1, tFlash time.Duration
-	var last *Result
-	runs := []run{{now, false, tc, &tNow}, {packedV1{}, true, tc, &tV1}}
-	if flash {
-		runs = append(runs, run{now, false, withFlash, &tFlash})
-	}
-	// the process's first training grows the heap, faulting in every
-	// page (expensive on a VM); whichever path ran first would pay it
-	if _, err := Train(tc); err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		for _, r := range runs {
-			kernel, v1Path = r.kern, r.v1
-			t0 := time.Now()
-			res, err := Train(r.tc)
-			if err != nil {
-				b.Fatal(err)
-			}
-			*r.d += time.Since(t0)
-			if r.d == &tNow {
-				last = res
-			}
-		}
-	}
-	b.ReportMetric(float64(tc.Steps*tc.GlobalBatch*tc.Model.Seq)*float64(b.N)/tNow.Seconds(), "tokens/s")
-	b.ReportMetric(tV1.Seconds()/tNow.Seconds(), "x-v1")
-	if flash {
-		b.ReportMetric(tFlash.Seconds()/tNow.Seconds(), "flash-time-ratio")
-	}
-	return last
 }

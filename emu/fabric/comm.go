@@ -1,4 +1,11 @@
-package emu
+// Package fabric is the emulator's interconnect: Fabric, the in-process
+// transport with one FIFO per ordered pair of devices and a simulated
+// clock per device; Endpoint, a device's collective.Comm on it, running
+// ring and direct collectives and counting every byte by link tier;
+// Remote and Sharer, which a transport between processes (package
+// emu/mpi) implements; and the adapter from a placed mesh to the
+// collectives' groups and links (layout.go). Package emu trains on it.
+package fabric
 
 import (
 	"fmt"
@@ -6,7 +13,7 @@ import (
 	"time"
 
 	"shardlab/collective"
-	"shardlab/emu/avx2"
+	"shardlab/emu/kernel"
 	"shardlab/hw"
 	"shardlab/mesh"
 )
@@ -66,20 +73,21 @@ type Fabric struct {
 	failed  map[[2]int]bool
 	clocks  []float64
 	rv      map[string]*rendezvous
-	// freeComm makes communication take no simulated time (to measure a
+	// FreeComm makes communication take no simulated time (to measure a
 	// pipeline's bubble alone).
-	freeComm bool
-	// pp gives the link a pipeline send between two devices uses.
-	pp func(from, to int) collective.Link
+	FreeComm bool
+	// SendLink gives the link a point-to-point send (a pipeline stage's)
+	// between two devices uses; without it a send takes no time.
+	SendLink func(from, to int) collective.Link
 	// remote carries messages to devices of other processes.
 	remote Remote
 	// eps is each local device's endpoint, for Returned
 	eps map[int]*Endpoint
-	// trace records spans (Train's TrainConfig.Trace)
-	trace bool
+	// Trace makes every endpoint record its communication spans (Spans).
+	Trace bool
 	// waiting maps a blocked device to the device it waits on.
 	waiting sync.Map
-	// add sums a received chunk into a device's own (avx2.Add; the
+	// add sums a received chunk into a device's own (kernel.Add; the
 	// benchmarks set the scalar loop of v1 to measure against it), and v1
 	// makes two devices' all-reduce the plain ring of v1 too.
 	add func(dst, x []float32)
@@ -100,8 +108,8 @@ func (f *Fabric) Waiting() map[int]int {
 // SetRemote routes messages for devices of other processes through r.
 func (f *Fabric) SetRemote(r Remote) { f.remote = r }
 
-// local reports whether device d runs in this process.
-func (f *Fabric) local(d int) bool { return f.remote == nil || f.remote.RankOf(d) == f.remote.Rank() }
+// Local reports whether device d runs in this process.
+func (f *Fabric) Local(d int) bool { return f.remote == nil || f.remote.RankOf(d) == f.remote.Rank() }
 
 // Buffer returns a buffer of n floats for a message from device src to
 // device dst that arrived from another process: one dst has handed back
@@ -121,18 +129,18 @@ func (f *Fabric) Buffer(src, dst, n int) []float32 {
 
 // Deliver enqueues a message that arrived from another process.
 func (f *Fabric) Deliver(src, dst int, data []float32, clock float64, control bool) {
-	f.enqueue(src, dst, message{data: data, t: clock, control: control})
+	f.enqueue(src, dst, Message{data: data, t: clock, control: control})
 }
 
 // DeliverView enqueues a message from another process whose data stays
 // the sender's (Sharer.Lend): device dst reads it in place and then calls
 // l.Done.
 func (f *Fabric) DeliverView(src, dst int, data []float32, clock float64, l Lender) {
-	f.enqueue(src, dst, message{data: data, t: clock, lender: l})
+	f.enqueue(src, dst, Message{data: data, t: clock, lender: l})
 }
 
 // enqueue appends m to the queue from src to dst and wakes dst.
-func (f *Fabric) enqueue(src, dst int, m message) {
+func (f *Fabric) enqueue(src, dst int, m Message) {
 	q := f.queue(src, dst)
 	q.mu.Lock()
 	q.q = append(q.q, m)
@@ -147,7 +155,7 @@ func (f *Fabric) Returned(src int) {
 	e := f.eps[src]
 	f.mu.Unlock()
 	if e == nil {
-		panic(fmt.Sprintf("emu: a buffer lent by device %d came back, but the device has no endpoint here", src))
+		panic(fmt.Sprintf("fabric: a buffer lent by device %d came back, but the device has no endpoint here", src))
 	}
 	e.lent.Done()
 }
@@ -169,7 +177,7 @@ func (f *Fabric) Alloc(n int) []float32 {
 // buffers in place, or nil: to runs here, or in a process that does not
 // map this one's memory.
 func (f *Fabric) sharer(to int) Sharer {
-	if f.local(to) {
+	if f.Local(to) {
 		return nil
 	}
 	if s, ok := f.remote.(Sharer); ok && s.Shares(f.remote.RankOf(to)) {
@@ -181,7 +189,7 @@ func (f *Fabric) sharer(to int) Sharer {
 // allLocal reports whether every one of devices runs in this process.
 func (f *Fabric) allLocal(devices []int) bool {
 	for _, d := range devices {
-		if !f.local(d) {
+		if !f.Local(d) {
 			return false
 		}
 	}
@@ -191,28 +199,36 @@ func (f *Fabric) allLocal(devices []int) bool {
 type fifo struct {
 	mu   sync.Mutex
 	cond *sync.Cond
-	q    []message
+	q    []Message
 	free [][]float32 // buffers the receiver has handed back, for reuse
 }
 
-// message is a buffer in flight: a copy the receiver owns, or (lender
+// Message is a buffer in flight: a copy the receiver owns, or (lender
 // set) a view of the sender's own buffer that the receiver reads in place
 // and returns, as a peer read over NVLink or ICI DMA would.
-type message struct {
+type Message struct {
 	data    []float32
 	t       float64 // sender's clock when sent
 	lender  Lender  // the sender's *sync.WaitGroup, or a transport's
 	control bool    // a clock exchange, not data
 }
 
-// NewFabric connects n devices; sliceOf[i] is device i's slice.
-func NewFabric(sliceOf []int) *Fabric {
+// New connects n devices; sliceOf[i] is device i's slice.
+func New(sliceOf []int) *Fabric {
 	return &Fabric{n: len(sliceOf), sliceOf: sliceOf, queues: map[[2]int]*fifo{}, failed: map[[2]int]bool{},
-		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}, add: avx2.Add, eps: map[int]*Endpoint{}}
+		clocks: make([]float64, len(sliceOf)), rv: map[string]*rendezvous{}, add: kernel.Add, eps: map[int]*Endpoint{}}
 }
 
-// failLink marks the link between devices a and b as broken.
-func (f *Fabric) failLink(a, b int) {
+// ForMesh connects m's devices: each in its slice, a point-to-point send
+// between two of them over the link mesh gives the pair (SendLink).
+func ForMesh(m mesh.Mesh) *Fabric {
+	f := New(SliceOf(m))
+	f.SendLink = func(from, to int) collective.Link { return m.PeerLink(from, to).Collective() }
+	return f
+}
+
+// FailLink marks the link between devices a and b as broken.
+func (f *Fabric) FailLink(a, b int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failed[[2]int{a, b}] = true
@@ -223,16 +239,12 @@ func (f *Fabric) failLink(a, b int) {
 type ErrLinkDown struct{ A, B int }
 
 func (e *ErrLinkDown) Error() string {
-	return fmt.Sprintf("emu: mesh discovery failed: link %d-%d is down", e.A, e.B)
+	return fmt.Sprintf("fabric: mesh discovery failed: link %d-%d is down", e.A, e.B)
 }
 
-// discover checks every link the groups' rings use, as ICI mesh discovery
-// does at start-up, and names the first broken one instead of hanging. A
-// failed link that no ring uses is an error too: it is not a link of this
-// mesh.
-func (f *Fabric) discover(groups []collective.Group) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// RingLinks is every link the groups' rings use, both ways: the links of
+// the layout.
+func RingLinks(groups []collective.Group) map[[2]int]bool {
 	used := map[[2]int]bool{}
 	for _, g := range groups {
 		for i, a := range g.Ranks {
@@ -240,11 +252,16 @@ func (f *Fabric) discover(groups []collective.Group) error {
 			used[[2]int{a, b}], used[[2]int{b, a}] = true, true
 		}
 	}
-	for l := range f.failed {
-		if !used[l] {
-			return fmt.Errorf("emu: devices %d and %d share no ring in this layout, so %d-%d is not one of its links: %w", l[0], l[1], l[0], l[1], ErrInvalid)
-		}
-	}
+	return used
+}
+
+// Discover checks every link the groups' rings use, as ICI mesh discovery
+// does at start-up, and names the first broken one (*ErrLinkDown)
+// instead of hanging. A failed link that no ring uses is not checked: the
+// caller refuses it first (RingLinks).
+func (f *Fabric) Discover(groups []collective.Group) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, g := range groups {
 		for i, a := range g.Ranks {
 			b := g.Ranks[(i+1)%len(g.Ranks)]
@@ -295,9 +312,17 @@ func (f *Fabric) Endpoint(rank int) *Endpoint {
 	return e
 }
 
+// Span is a stretch of simulated time on one device's track.
+type Span struct {
+	Device int
+	Name   string
+	Start  float64 // seconds
+	End    float64
+}
+
 // span records a stretch of the device's track when the fabric traces.
 func (e *Endpoint) span(name string, start, end float64) {
-	if e.f.trace {
+	if e.f.Trace {
 		e.spans = append(e.spans, Span{Device: e.rank, Name: name, Start: start, End: end})
 	}
 }
@@ -305,14 +330,31 @@ func (e *Endpoint) span(name string, start, end float64) {
 // Sent is the bytes this device has sent.
 func (e *Endpoint) Sent() collective.Counter { return e.counted }
 
+// SentByAxis is Sent under "axis op" keys (e.g. "tensor all-reduce").
+func (e *Endpoint) SentByAxis() collective.Counter { return e.byAxis }
+
+// ControlBytes is the bytes of the clock exchanges this device has sent
+// to devices of other processes (8 a message), apart from Sent.
+func (e *Endpoint) ControlBytes() int64 { return e.controlBytes }
+
+// Spans is the device's communication spans, when the fabric traces.
+func (e *Endpoint) Spans() []Span { return e.spans }
+
+// Alloc is the fabric's Alloc: a buffer other processes' devices can read
+// in place.
+func (e *Endpoint) Alloc(n int) []float32 { return e.f.Alloc(n) }
+
 // Rank is the device's id.
 func (e *Endpoint) Rank() int { return e.rank }
 
-// clock is the device's simulated time in seconds.
-func (e *Endpoint) clock() float64 { return e.f.clocks[e.rank] }
+// Clock is the device's simulated time in seconds.
+func (e *Endpoint) Clock() float64 { return e.f.clocks[e.rank] }
 
-// advance moves the device's clock on by d seconds of its own work.
-func (e *Endpoint) advance(d float64) { e.f.clocks[e.rank] += d }
+// SetClock sets the device's simulated time (a restored checkpoint's).
+func (e *Endpoint) SetClock(t float64) { e.f.clocks[e.rank] = t }
+
+// Advance moves the device's clock on by d seconds of its own work.
+func (e *Endpoint) Advance(d float64) { e.f.clocks[e.rank] += d }
 
 func (e *Endpoint) tier(to int) hw.Tier {
 	if e.f.sliceOf[to] == e.f.sliceOf[e.rank] {
@@ -330,7 +372,7 @@ func (e *Endpoint) count(op, axis string, to, n int) {
 // put sends a copy of x to device to, counting it under op and axis.
 func (e *Endpoint) put(op, axis string, to int, x []float32) {
 	e.count(op, axis, to, len(x))
-	if !e.f.local(to) {
+	if !e.f.Local(to) {
 		e.f.remote.Send(e.rank, to, x, e.f.clocks[e.rank], false)
 		return
 	}
@@ -343,7 +385,7 @@ func (e *Endpoint) put(op, axis string, to int, x []float32) {
 		buf = make([]float32, len(x))
 	}
 	copy(buf, x)
-	q.q = append(q.q, message{data: buf, t: e.f.clocks[e.rank]})
+	q.q = append(q.q, Message{data: buf, t: e.f.clocks[e.rank]})
 	q.mu.Unlock()
 	q.cond.Signal()
 }
@@ -353,7 +395,7 @@ func (e *Endpoint) put(op, axis string, to int, x []float32) {
 // another process that is a view of shared memory (Sharer) when x lies
 // in it, else a copy; lend reports whether it was a view.
 func (e *Endpoint) lend(op, axis string, to int, x []float32) bool {
-	if !e.f.local(to) {
+	if !e.f.Local(to) {
 		if s := e.f.sharer(to); s != nil {
 			e.lent.Add(1)
 			if s.Lend(e.rank, to, x, e.f.clocks[e.rank]) {
@@ -374,7 +416,7 @@ func (e *Endpoint) lend(op, axis string, to int, x []float32) bool {
 // peer names the device to blame when it is of another process and never
 // does (the transport's watchdog reads Waiting).
 func (e *Endpoint) waitLent(peer int) {
-	if !e.f.local(peer) {
+	if !e.f.Local(peer) {
 		e.f.waiting.Store(int64(e.rank), peer)
 		defer e.f.waiting.Delete(int64(e.rank))
 	}
@@ -383,7 +425,7 @@ func (e *Endpoint) waitLent(peer int) {
 
 // release hands a received message back: a lent view to its sender, a
 // copy to the queue's free list.
-func (e *Endpoint) release(from int, m message) {
+func (e *Endpoint) release(from int, m Message) {
 	if m.lender != nil {
 		m.lender.Done()
 		return
@@ -401,7 +443,7 @@ func (e *Endpoint) recycle(from int, buf []float32) {
 	q.mu.Unlock()
 }
 
-func (e *Endpoint) get(from int) message {
+func (e *Endpoint) get(from int) Message {
 	q := e.f.queue(from, e.rank)
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -423,15 +465,21 @@ func (e *Endpoint) get(from int) message {
 func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", mesh.Pipeline.String(), to, x) }
 
 // Recv receives from device from.
-func (e *Endpoint) Recv(from int) []float32 { return e.arrive(from, e.get(from)) }
+func (e *Endpoint) Recv(from int) []float32 { return e.Arrive(from, e.Take(from)) }
 
-// arrive takes delivery of message m from device from: the receiver's
+// Take waits for the next message from device from and returns it
+// without taking delivery: a device that needs its messages in another
+// order than they came keeps them, and Arrive delivers each when it is
+// needed (Recv is Arrive of Take).
+func (e *Endpoint) Take(from int) Message { return e.get(from) }
+
+// Arrive takes delivery of message m from device from: the receiver's
 // clock becomes at least the sender's plus the transfer time.
-func (e *Endpoint) arrive(from int, m message) []float32 {
+func (e *Endpoint) Arrive(from int, m Message) []float32 {
 	x, sent := m.data, m.t
 	d := 0.0
-	if e.f.pp != nil && !e.f.freeComm {
-		d = collective.Time(collective.SendRecv, 2, unitBytes(len(x)), e.f.pp(from, e.rank)).Seconds()
+	if e.f.SendLink != nil && !e.f.FreeComm {
+		d = collective.Time(collective.SendRecv, 2, unitBytes(len(x)), e.f.SendLink(from, e.rank)).Seconds()
 	}
 	now := e.f.clocks[e.rank]
 	if sent > now { // waiting for the other stage: the pipeline bubble
@@ -439,7 +487,7 @@ func (e *Endpoint) arrive(from int, m message) []float32 {
 		now = sent
 	}
 	if end := sent + d; end > now {
-		if e.f.trace {
+		if e.f.Trace {
 			e.span(fmt.Sprintf("recv from %d", from), now, end)
 		}
 		now = end
@@ -477,7 +525,7 @@ func (e *Endpoint) sync(g collective.Group, cost time.Duration) {
 		e.f.rv[key] = r
 	}
 	e.f.mu.Unlock()
-	if e.f.freeComm {
+	if e.f.FreeComm {
 		cost = 0
 	}
 	r.mu.Lock()
@@ -496,7 +544,7 @@ func (e *Endpoint) sync(g collective.Group, cost time.Duration) {
 	t := r.result
 	r.mu.Unlock()
 	if start := e.f.clocks[e.rank]; t > start {
-		if e.f.trace {
+		if e.f.Trace {
 			e.span(e.op+" ("+g.Axis+")", start, t)
 		}
 	}
@@ -507,7 +555,7 @@ func (e *Endpoint) sync(g collective.Group, cost time.Duration) {
 // the group's first member, which answers with the latest plus cost.
 // These control messages are counted apart from the collectives' bytes.
 func (e *Endpoint) syncByMessages(g collective.Group, cost time.Duration) {
-	if e.f.freeComm {
+	if e.f.FreeComm {
 		cost = 0
 	}
 	leader := g.Ranks[0]
@@ -518,7 +566,7 @@ func (e *Endpoint) syncByMessages(g collective.Group, cost time.Duration) {
 		for _, m := range g.Ranks[1:] {
 			in := e.get(m)
 			if !in.control {
-				panic("emu: data message where a clock was expected") // ordering bug
+				panic("fabric: data message where a clock was expected") // ordering bug
 			}
 			t = max(t, float64(in.t))
 		}
@@ -530,12 +578,12 @@ func (e *Endpoint) syncByMessages(g collective.Group, cost time.Duration) {
 		e.control(leader, start)
 		in := e.get(leader)
 		if !in.control {
-			panic("emu: data message where a clock was expected")
+			panic("fabric: data message where a clock was expected")
 		}
 		t = in.t
 	}
 	if t > start {
-		if e.f.trace {
+		if e.f.Trace {
 			e.span(e.op+" ("+g.Axis+")", start, t)
 		}
 	}
@@ -545,11 +593,11 @@ func (e *Endpoint) syncByMessages(g collective.Group, cost time.Duration) {
 // control sends a clock to device to.
 func (e *Endpoint) control(to int, clock float64) {
 	e.controlBytes += 8
-	if !e.f.local(to) {
+	if !e.f.Local(to) {
 		e.f.remote.Send(e.rank, to, nil, clock, true)
 		return
 	}
-	e.f.enqueue(e.rank, to, message{t: clock, control: true})
+	e.f.enqueue(e.rank, to, Message{t: clock, control: true})
 }
 
 // Barrier waits for the group.

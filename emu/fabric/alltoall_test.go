@@ -1,4 +1,4 @@
-package emu
+package fabric
 
 import (
 	"math"
@@ -15,7 +15,7 @@ import (
 // expert parallelism with: half of what crosses goes over DCN, at its
 // bandwidth, not over the ICI link.
 func TestAllToAllAcrossSlicesTimedByCollective(t *testing.T) {
-	f := NewFabric([]int{0, 0, 1, 1})
+	f := New([]int{0, 0, 1, 1})
 	g := collective.Group{Ranks: []int{0, 1, 2, 3}, NICI: 2, NDCN: 2, Axis: "expert",
 		ICILink: collective.Link{Bandwidth: 100e9, Hops: 1, HopLatency: time.Microsecond, Dims: 1},
 		DCNLink: collective.Link{Bandwidth: 5e9, Hops: 1, HopLatency: 10 * time.Microsecond}}

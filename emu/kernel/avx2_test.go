@@ -1,4 +1,4 @@
-package avx2
+package kernel
 
 import (
 	"math"
@@ -9,7 +9,7 @@ import (
 
 func TestMicro4x16(t *testing.T) {
 	if !Supported() {
-		t.Skip("no AVX2+FMA on this CPU or build; package emu's tests cover the plain-Go kernel")
+		t.Skip("no AVX2+FMA on this CPU or build; the plain-Go kernel's tests cover it")
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, kc := range []int{1, 2, 7, 256} {
@@ -44,7 +44,7 @@ func TestMicro4x16(t *testing.T) {
 // element, k in order, in both).
 func TestAddKernels(t *testing.T) {
 	if !Supported() {
-		t.Skip("no AVX2+FMA on this CPU or build; package emu's tests cover the plain-Go kernel")
+		t.Skip("no AVX2+FMA on this CPU or build; the plain-Go kernel's tests cover it")
 	}
 	rng := rand.New(rand.NewPCG(2, 2))
 	for _, kc := range []int{1, 3, 64, 256} {

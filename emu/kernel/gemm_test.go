@@ -1,4 +1,4 @@
-package emu
+package kernel
 
 import (
 	"math"
@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"testing"
 	"time"
-
-	"shardlab/emu/avx2"
 )
 
 func naive(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int) []float64 {
@@ -34,17 +32,30 @@ func naive(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, 
 }
 
 // kernels lists every GEMM to check: each micro-kernel this CPU runs
-// inside the packed driver, the v1 baseline, and the one in use (pure Go,
-// or OpenBLAS under the openblas tag).
-func kernels() []gemmKernel {
-	ks := []gemmKernel{pureGo{microGo}, packedV1{}}
-	if avx2.Supported() {
+// inside the packed driver, the v1 baseline, Go's, and OpenBLAS's under
+// the openblas tag (openblas_test.go).
+func kernels() []GEMM {
+	ks := []GEMM{pureGo{microGo}, packedV1{}}
+	if Supported() {
 		ks = append(ks, pureGo{microAVX2})
 	}
-	if avx2.Supported512() {
+	if Supported512() {
 		ks = append(ks, pureGo{microAVX512})
 	}
-	return append(ks, kernelInUse())
+	return append(append(ks, Go()), tagged...)
+}
+
+// tagged are the kernels of the build's tags (openblas_test.go adds
+// OpenBLAS's).
+var tagged []GEMM
+
+// inUse is the kernel a build with these tags trains with: OpenBLAS's
+// under the openblas tag, else Go's.
+func inUse() GEMM {
+	if len(tagged) > 0 {
+		return tagged[0]
+	}
+	return Go()
 }
 
 // TestKernelMatchesNaive checks every kernel against a float64 triple loop,
@@ -99,12 +110,12 @@ func TestKernelMatchesNaive(t *testing.T) {
 // speed changes no result and a run gives the same bytes on AVX2 and
 // AVX-512 machines.
 func TestAssemblyKernelsAgree(t *testing.T) {
-	if !avx2.Supported() {
+	if !Supported() {
 		t.Skip("no AVX2+FMA on this CPU or build: only the plain-Go kernel runs")
 	}
 	rng := rand.New(rand.NewPCG(5, 5))
-	ks := []gemmKernel{pureGo{microAVX2}}
-	if avx2.Supported512() {
+	ks := []GEMM{pureGo{microAVX2}}
+	if Supported512() {
 		ks = append(ks, pureGo{microAVX512})
 	}
 	for range 40 {
@@ -187,7 +198,7 @@ var gemmShapes = []gemmShape{
 // kernel is the AVX-512 one, to the AVX2 micro-kernel in the same
 // driver); allocs/op is the kernel's allocations over an iteration's calls
 // (the baseline's are not counted: it runs outside the count). The
-// OpenBLAS kernel is the one in use under -tags openblas (run it with
+// OpenBLAS kernel is the one timed under -tags openblas (run it with
 // OPENBLAS_CORETYPE set for this CPU and OPENBLAS_NUM_THREADS=1).
 func BenchmarkGEMM(b *testing.B) {
 	for _, s := range gemmShapes {
@@ -210,17 +221,17 @@ func BenchmarkGEMM(b *testing.B) {
 			}
 			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
 			reps := max(1, int(1e8/flops))
-			gemm := func(k gemmKernel) time.Duration {
+			gemm := func(k GEMM) time.Duration {
 				t0 := time.Now()
 				for range reps {
 					k.Sgemm(s.transA, s.transB, s.m, s.n, s.k, a, lda, x, ldb, false, c, s.n)
 				}
 				return time.Since(t0)
 			}
-			kern, base := kernelInUse(), gemmKernel(packedV1{})
+			kern, base := inUse(), GEMM(packedV1{})
 			// with AVX-512 in use, the AVX2 micro-kernel in the same driver too
-			var narrow gemmKernel
-			if k, ok := kern.(pureGo); ok && k.mk.nr == microAVX512.nr {
+			var narrow GEMM
+			if k, ok := kern.(*pureGo); ok && k.mk.nr == microAVX512.nr {
 				narrow = pureGo{microAVX2}
 			}
 			var tKern, tBase, tNarrow, tPeak time.Duration
@@ -258,27 +269,18 @@ func BenchmarkGEMM(b *testing.B) {
 // fmaPeak runs an FMA loop of about flops FLOPs with the widest vectors the
 // CPU has and returns the FLOPs done (0 without AVX2 and FMA).
 func fmaPeak(flops float64) float64 {
-	if avx2.Supported512() {
-		return avx2.PeakAVX512(int(flops/512) + 1)
+	if Supported512() {
+		return PeakAVX512(int(flops/512) + 1)
 	}
-	return avx2.PeakAVX2(int(flops/192) + 1)
-}
-
-func itoa(n int) string {
-	s := ""
-	for n > 0 {
-		s = string(rune('0'+n%10)) + s
-		n /= 10
-	}
-	return s
+	return PeakAVX2(int(flops/192) + 1)
 }
 
 // TestGEMMAllocatesNothing: once a shape has run, a multiply allocates
 // nothing, even after the garbage collector has run (a sync.Pool would
 // have been emptied by it).
 func TestGEMMAllocatesNothing(t *testing.T) {
-	k := kernelInUse()
-	if _, ok := k.(pureGo); !ok {
+	k := inUse()
+	if _, ok := k.(*pureGo); !ok {
 		t.Skipf("kernel %s is not the Go toolchain's", k.Name())
 	}
 	a, b, c := make([]float32, 256*64), make([]float32, 64*88), make([]float32, 256*88)

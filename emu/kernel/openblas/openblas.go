@@ -1,6 +1,6 @@
 //go:build openblas
 
-package emu
+package openblas
 
 /*
 #cgo pkg-config: openblas
@@ -11,24 +11,26 @@ import "C"
 
 import "unsafe"
 
-// openBLAS is cblas_sgemm from the system's OpenBLAS (Debian's
+// GEMM is cblas_sgemm from the system's OpenBLAS (Debian's
 // libopenblas-dev), used in builds with the openblas tag. Debian's build
 // misdetects some CPUs: export OPENBLAS_CORETYPE (SkylakeX with AVX-512,
 // Haswell with AVX2) before the process starts, since the library reads it
 // when it loads.
-type openBLAS struct{}
+type GEMM struct{}
 
 // Name says which kernel this is.
-func (openBLAS) Name() string { return "OpenBLAS cblas_sgemm" }
+func (GEMM) Name() string { return "OpenBLAS cblas_sgemm" }
+
+// New returns OpenBLAS's GEMM, a kernel.GEMM to pass to emu.TrainConfig.
+func New() GEMM { return GEMM{} }
 
 func init() {
 	// virtual devices call it from many goroutines: one thread each
 	C.openblas_set_num_threads(1)
-	kernel = openBLAS{}
 }
 
-// Sgemm implements gemmKernel.
-func (openBLAS) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
+// Sgemm implements kernel.GEMM.
+func (GEMM) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}

@@ -1,10 +1,13 @@
-// Package avx2 holds the emulator's GEMM micro-kernels in Go assembly
-// (AVX2 with fused multiply-add, and AVX-512 where the CPU has it), kept
-// apart from package emu because a package cannot mix Go assembly with the
-// cgo of emu's optional OpenBLAS path. Every kernel sums each element of
-// C as one FMA chain from zero with k in order, so the AVX2 and AVX-512
-// kernels give the same bits.
-package avx2
+// Package kernel holds the emulator's float32 arithmetic: the GEMM
+// interface and the Go toolchain's GEMM (gemm.go), its micro-kernels in Go
+// assembly (AVX2 with fused multiply-add, and AVX-512 where the CPU has
+// it), and the vector sums the emulator's collectives and softmax run
+// (Add, SumBoth, ReduceFan, ExpSub). OpenBLAS's GEMM is package
+// emu/kernel/openblas, apart because a package cannot mix Go assembly with
+// cgo. Every assembly kernel sums each element of C as one FMA chain from
+// zero with k in order, so the AVX2 and AVX-512 kernels give the same
+// bits.
+package kernel
 
 import "unsafe"
 

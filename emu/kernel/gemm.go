@@ -1,16 +1,13 @@
-package emu
+package kernel
 
-import (
-	"sync"
+import "sync"
 
-	"shardlab/emu/avx2"
-)
-
-// gemmKernel is the float32 matrix multiply the emulator trains with:
+// GEMM is the float32 matrix multiply the emulator trains with:
 // C (m×n, row-major, leading dimension ldc) = op(A)·op(B), added to C when
 // acc is set. op transposes when the flag is set; A is m×k after op, B is
-// k×n after op.
-type gemmKernel interface {
+// k×n after op. Go returns the default one; package emu/kernel/openblas
+// has OpenBLAS's (build tag openblas), which a caller passes in.
+type GEMM interface {
 	Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int)
 	Name() string
 }
@@ -37,23 +34,23 @@ type microKernel struct {
 }
 
 var (
-	microAVX512 = microKernel{"AVX-512 8x32 assembly", 8, 32, func(a, b []float32, kc int, c []float32, ldc int) { avx2.Add8x32(a, b, kc, c, ldc) },
+	microAVX512 = microKernel{"AVX-512 8x32 assembly", 8, 32, func(a, b []float32, kc int, c []float32, ldc int) { Add8x32(a, b, kc, c, ldc) },
 		func(a []float32, lda int, b []float32, ldb, kc int, c []float32, ldc int) {
-			avx2.Add8x32Strided(a, lda, b, ldb, kc, c, ldc)
+			Add8x32Strided(a, lda, b, ldb, kc, c, ldc)
 		},
 		func(a []float32, lda int, b []float32, ldb, kc int, c []float32, ldc int) {
-			avx2.Add8x32Rows(a, lda, b, ldb, kc, c, ldc)
+			Add8x32Rows(a, lda, b, ldb, kc, c, ldc)
 		}}
-	microAVX2 = microKernel{"AVX2+FMA 4x16 assembly", 4, 16, func(a, b []float32, kc int, c []float32, ldc int) { avx2.Add4x16(a, b, kc, c, ldc) }, nil, nil}
+	microAVX2 = microKernel{"AVX2+FMA 4x16 assembly", 4, 16, func(a, b []float32, kc int, c []float32, ldc int) { Add4x16(a, b, kc, c, ldc) }, nil, nil}
 	microGo   = microKernel{"plain Go 4x16", 4, 16, add4x16Go, nil, nil}
 )
 
 // bestMicro is the fastest micro-kernel this CPU and build run.
 func bestMicro() microKernel {
 	switch {
-	case avx2.Supported512():
+	case Supported512():
 		return microAVX512
-	case avx2.Supported():
+	case Supported():
 		return microAVX2
 	}
 	return microGo
@@ -62,12 +59,13 @@ func bestMicro() microKernel {
 // Name says which kernel this is.
 func (g pureGo) Name() string { return "Go toolchain (packed, " + g.mk.name + ")" }
 
-// kernel is the one float32 matMul uses: pureGo, or OpenBLAS in a build
-// with the openblas tag.
-var kernel gemmKernel = pureGo{bestMicro()}
+// goKernel is the kernel Go returns, chosen once for this CPU (a pointer,
+// so that returning it as a GEMM allocates nothing).
+var goKernel = &pureGo{bestMicro()}
 
-// kernelInUse names the GEMM the build trains with.
-func kernelInUse() gemmKernel { return kernel }
+// Go returns the Go toolchain's kernel with the fastest micro-kernel this
+// CPU and build run (pureGo).
+func Go() GEMM { return goKernel }
 
 const (
 	// kcBlock fixes the order of the sums (each k block is summed from zero
@@ -120,7 +118,7 @@ func grow(buf []float32, n int) []float32 {
 	return buf[:n]
 }
 
-// Sgemm implements gemmKernel.
+// Sgemm implements GEMM.
 func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
 	if !acc {
 		for i := range m {
@@ -184,7 +182,7 @@ func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 					clear(tile)
 					g.kernel(as, sa, byRows, bs, sb, kc, tile, nr)
 					for ii := range rows {
-						add(c[(i0+ii)*ldc+j:(i0+ii)*ldc+j+cols], tile[ii*nr:ii*nr+cols])
+						addScalar(c[(i0+ii)*ldc+j:(i0+ii)*ldc+j+cols], tile[ii*nr:ii*nr+cols])
 					}
 				}
 			}
@@ -273,7 +271,7 @@ func add4x16Go(a, b []float32, kc int, c []float32, ldc int) {
 	var out [64]float32
 	micro4x16Go(a, b, kc, &out)
 	for ii := range 4 {
-		add(c[ii*ldc:ii*ldc+16], out[ii*16:ii*16+16])
+		addScalar(c[ii*ldc:ii*ldc+16], out[ii*16:ii*16+16])
 	}
 }
 
@@ -316,4 +314,11 @@ func micro4x4(a, b []float32, off, kc int, out *[16]float32) {
 		c33 += a3 * b3
 	}
 	*out = [16]float32{c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33}
+}
+
+// addScalar sets dst[i] += x[i], one element at a time.
+func addScalar(dst, x []float32) {
+	for i := range dst {
+		dst[i] += x[i]
+	}
 }
