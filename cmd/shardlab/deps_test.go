@@ -35,6 +35,7 @@ var layers = map[string][]string{
 	"plan":                      {"cost", "infeed"},
 	"validate":                  {"plan", "maxtext"},
 	"capacity":                  {"hw", "plan"},
+	"budget":                    {"plan", "capacity"},
 	"inference":                 {"hw", "model", "collective", "mesh"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus
 	"maxtext":                   {"mesh", "model"},
 	"export":                    {"plan", "inference", "maxtext"},
