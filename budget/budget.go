@@ -71,8 +71,8 @@ type Row struct {
 	TimeToTrain  time.Duration `json:"-"`
 	TimeToTrainS float64       `json:"time_to_train_s"`
 	ChipHours    float64       `json:"chip_hours"`
-	Price       Price         `json:"price"`
-	USD         float64       `json:"usd"`
+	Price        Price         `json:"price"`
+	USD          float64       `json:"usd"`
 	// USDPerBTokens is dollars per billion tokens trained.
 	USDPerBTokens float64 `json:"usd_per_billion_tokens"`
 	// CommitmentUSD is the least a commitment mode bills: the chips for
