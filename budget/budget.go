@@ -211,6 +211,8 @@ func Sweep(r Request) (Result, error) {
 			return Result{}, fmt.Errorf("budget: generation %q: %w", g, err)
 		}
 		var priced []Mode
+		var whys []string
+		missing := map[string][]string{} // reason → modes
 		for _, m := range r.Modes {
 			if _, ok := r.Prices.Lookup(c.Generation, m, r.Region); ok {
 				priced = append(priced, m)
@@ -220,7 +222,14 @@ func Sweep(r Request) (Result, error) {
 			if regs := r.Prices.regions(c.Generation, m); len(regs) > 0 {
 				why = "the table prices it only in " + strings.Join(regs, ", ")
 			}
-			res.Unpriced = append(res.Unpriced, fmt.Sprintf("%s %s in %s: %s; give one with a price file", c.Generation, m, r.Region, why))
+			if missing[why] == nil {
+				whys = append(whys, why)
+			}
+			missing[why] = append(missing[why], string(m))
+		}
+		for _, why := range whys {
+			res.Unpriced = append(res.Unpriced, fmt.Sprintf("%s %s in %s: %s; give one with a price file",
+				c.Generation, strings.Join(missing[why], ", "), r.Region, why))
 		}
 		if len(priced) == 0 {
 			continue // nothing to price: do not plan it
@@ -336,7 +345,7 @@ func (r Request) notes(rows []Row) []string {
 		notes = append(notes, fmt.Sprintf("spot: %g preemptions per slice-hour, as given", r.SpotPreemptionsPerHour))
 	}
 	if cud {
-		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; the commitment bills the chips for the whole term (commitment column) unless other work uses them")
+		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; the commitment bills the chips for the whole term (term bill) unless other work uses them")
 	}
 	return notes
 }

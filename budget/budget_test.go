@@ -72,11 +72,11 @@ func TestSweepByHand(t *testing.T) {
 	// TPU7x has no price: listed as unpriced, never planned or free
 	var unpriced int
 	for _, u := range res.Unpriced {
-		if strings.HasPrefix(u, "tpu7x ") {
+		if strings.HasPrefix(u, "tpu7x on-demand, spot in us-central1: no public price found") {
 			unpriced++
 		}
 	}
-	if unpriced != 2 {
+	if unpriced != 1 {
 		t.Errorf("unpriced %q, want tpu7x on-demand and spot", res.Unpriced)
 	}
 	for _, row := range res.Rows {

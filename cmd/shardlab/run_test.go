@@ -61,6 +61,9 @@ func TestGolden(t *testing.T) {
 		{"plan_deepseek-v3-like_tpu7x-512", []string{"plan", "--model", "testdata/deepseek-v3-like.yaml", "--tpu", "tpu7x-512", "--top", "3"}},
 		{"plan_deepseek-v3-like_expert_json", []string{"plan", "--model", "testdata/deepseek-v3-like.yaml", "--tpu", "tpu7x-512", "--mesh", "fsdp=16,expert=16", "--global-batch", "1024", "--json", "--top", "1"}},
 		{"model_show_llama3-8b", []string{"model", "show", "llama3-8b"}},
+		{"budget_8b_v6e", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e,tpu7x", "--slice-chips", "16,32", "--slices", "1,2"}},
+		{"budget_8b_v6e_json", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--modes", "on-demand", "--slice-chips", "16", "--slices", "1,2", "--json"}},
+		{"budget_8b_v6e_show1", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--modes", "on-demand", "--slice-chips", "16", "--slices", "1", "--show", "1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
