@@ -194,10 +194,6 @@ func (r Request) configs(c hw.Chip) ([]config, []Dropped) {
 // Sweep plans the job on every configuration the request bounds, prices it
 // in every mode the table has a price for, and ranks the rows that meet the
 // deadline and budget by dollars, then time.
-//
-// It is over 80 lines because it is the sweep's one loop: it walks
-// generations, configurations and modes in order and says, at each step,
-// why a row is left out.
 func Sweep(r Request) (Result, error) {
 	if err := r.check(); err != nil {
 		return Result{}, err

@@ -3,6 +3,7 @@ package budget
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -135,4 +136,19 @@ func FuzzParsePrices(f *testing.F) {
 			t.Fatalf("round trip: %+v, %v; want %+v", again, err, ps)
 		}
 	})
+}
+
+func ExampleParsePrices() {
+	ps, err := ParsePrices(strings.NewReader("generation,mode,region,usd_per_chip_hour,source,read,note\n" +
+		"v6e,on-demand,*,2.70,Trillium GA announcement,2026-12-04,starting price\n"))
+	if err != nil {
+		panic(err)
+	}
+	p, ok := ps.Lookup(hw.V6e, OnDemand, "us-east1")
+	fmt.Println(p.USDPerChipHour, ok, p.Read)
+	_, ok = ps.Lookup(hw.TPU7x, OnDemand, "us-east1")
+	fmt.Println(ok)
+	// Output:
+	// 2.7 true 2026-12-04
+	// false
 }
