@@ -331,9 +331,12 @@ func (r Request) notes(rows []Row) []string {
 		"dollars = chips × time to train × price per chip-hour; prices are list prices as cited, without taxes, storage or network",
 	}
 	var spot, cud bool
-	for _, row := range rows {
-		spot = spot || row.Mode == Spot
-		cud = cud || row.Mode == CUD1y || row.Mode == CUD3y
+	for _, m := range r.Modes {
+		if slices.ContainsFunc(rows, func(row Row) bool { return row.Mode == m }) {
+			notes = append(notes, fmt.Sprintf("%s: %s", m, m.Terms()))
+			spot = spot || m == Spot
+			cud = cud || m == CUD1y || m == CUD3y
+		}
 	}
 	if spot && r.SpotPreemptionsPerHour == 0 {
 		notes = append(notes, "spot: no public preemption rate was found; it is an input and 0 was given, so spot times are lower bounds")

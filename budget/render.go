@@ -112,6 +112,12 @@ func (res Result) WriteJSON(w io.Writer) error {
 	if out.Rows == nil {
 		out.Rows = []Row{}
 	}
+	if out.Dropped == nil {
+		out.Dropped = []Dropped{}
+	}
+	if out.Unpriced == nil {
+		out.Unpriced = []string{}
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
