@@ -124,7 +124,15 @@ type Expectation struct {
 // Expect computes the expectation for job on chips chips and hosts hosts,
 // to train tokens tokens.
 func Expect(job Job, chips, hosts int, tokens float64) Expectation {
-	rate := DefaultChipFailuresPerHour * float64(chips)
+	return ExpectInterrupted(job, chips, hosts, tokens, 0)
+}
+
+// ExpectInterrupted is Expect with interruptions beyond hardware failures,
+// such as spot preemptions, at extraPerHour for the whole job: each one
+// costs a restart and the work since the last checkpoint, like a failure,
+// and Daly's interval is taken over both rates.
+func ExpectInterrupted(job Job, chips, hosts int, tokens, extraPerHour float64) Expectation {
+	rate := DefaultChipFailuresPerHour*float64(chips) + max(extraPerHour, 0)
 	save := CheckpointTime(job.Checkpoint, hosts, DefaultStoragePerHost)
 	restart := DefaultRecovery + DefaultStartup + save
 	mtbf := time.Duration(float64(time.Hour) / rate)

@@ -331,3 +331,24 @@ func TestExpectByHand(t *testing.T) {
 		t.Errorf("time to train %v s, want %v s", got, want)
 	}
 }
+
+func TestExpectInterruptedAddsPreemptions(t *testing.T) {
+	// 2 preemptions an hour on top of the failures: the rate is their sum,
+	// Daly's interval is over that sum, and the goodput falls.
+	job := Job{TokensPerSecond: 1e7, Checkpoint: 1e12}
+	base := Expect(job, 9216, 2304, 1e12)
+	e := ExpectInterrupted(job, 9216, 2304, 1e12, 2)
+	if want := base.FailuresPerHour + 2; math.Abs(e.FailuresPerHour-want)/want > 1e-12 {
+		t.Errorf("interruptions per hour %v, want %v", e.FailuresPerHour, want)
+	}
+	mtbf := time.Duration(float64(time.Hour) / e.FailuresPerHour)
+	if e.Interval != Daly(e.Save, mtbf) {
+		t.Errorf("interval %v, want Daly's %v", e.Interval, Daly(e.Save, mtbf))
+	}
+	if g := ExpectedGoodput(e.Interval, e.Save, e.Restart, e.FailuresPerHour); g != e.Goodput || g >= base.Goodput {
+		t.Errorf("goodput %v (by formula %v), want below %v without preemptions", e.Goodput, g, base.Goodput)
+	}
+	if z := ExpectInterrupted(job, 9216, 2304, 1e12, 0); z != base {
+		t.Errorf("ExpectInterrupted(..., 0) = %+v, want Expect's %+v", z, base)
+	}
+}

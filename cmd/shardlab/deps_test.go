@@ -36,6 +36,7 @@ var layers = map[string][]string{
 	"plan":                      {"cost", "infeed", "schema"}, // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries
 	"validate":                  {"plan", "cost", "inference", "maxtext"},
 	"capacity":                  {"hw", "plan"},
+	"budget":                    {"plan", "capacity"},
 	"inference":                 {"hw", "model", "collective", "mesh"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus
 	"maxtext":                   {"mesh", "model"},
 	"export":                    {"plan", "inference", "maxtext"},

@@ -336,6 +336,8 @@ func failed(v flag.Value) *flagValueError {
 		return f.err
 	case *addrFlag:
 		return f.err
+	case *parsedFlag:
+		return f.err
 	}
 	return nil
 }

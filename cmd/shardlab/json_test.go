@@ -29,6 +29,7 @@ var jsonCommands = [][]string{
 		"--tpu", "v5litepod-4", "--slices", "1", "--mesh", "pipeline=2,data=2", "--json"},
 	{"capacity", "--model", "llama3-8b", "--tpu", "tpu7x-256", "--slices", "8", "--days", "30", "--json"},
 	{"capacity", "--mode", "managed", "--days", "100", "--json"},
+	{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--slice-chips", "16", "--slices", "1,2", "--budget", "9k", "--json"},
 	{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--json"},
 	{"inference", "--model", "llama3-8b", "--tpu", "v6e-8", "--request-rate", "5", "--weights", "int8", "--kv-cache-dtype", "fp8", "--json"},
 	{"hw", "list", "--json"},
@@ -101,7 +102,7 @@ func TestJSONKeys(t *testing.T) {
 		})
 	}
 	var missing []string
-	for _, c := range []string{"plan", "mxu", "mxu compare", "infeed", "inference", "run", "hw list", "hw show", "model list", "model show"} {
+	for _, c := range []string{"plan", "mxu", "mxu compare", "infeed", "inference", "run", "budget", "hw list", "hw show", "model list", "model show"} {
 		if !covered[c] {
 			missing = append(missing, c)
 		}

@@ -76,30 +76,39 @@ func TestREADMEExampleIsTheCommand(t *testing.T) {
 
 // TestREADMECapacityExampleIsTheCommand holds README.md's capacity example
 // to what the command it names prints.
-func TestREADMECapacityExampleIsTheCommand(t *testing.T) {
+func TestREADMECapacityExampleIsTheCommand(t *testing.T) { readmeExample(t, "capacity") }
+
+// TestREADMEBudgetExampleIsTheCommand holds README.md's budget example to
+// what the command it names prints.
+func TestREADMEBudgetExampleIsTheCommand(t *testing.T) { readmeExample(t, "budget") }
+
+// readmeExample checks README.md's block "<!-- NAME example: go run
+// ./cmd/shardlab ARGS -->" against what shardlab ARGS prints.
+func readmeExample(t *testing.T, name string) {
+	t.Helper()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const begin, end = "<!-- capacity example: go run ./cmd/shardlab ", " -->\n```\n"
+	begin, end := "<!-- "+name+" example: go run ./cmd/shardlab ", " -->\n```\n"
 	s := string(readme)
 	i := strings.Index(s, begin)
 	if i < 0 {
-		t.Fatal("README.md has no capacity example")
+		t.Fatalf("README.md has no %s example", name)
 	}
 	j := strings.Index(s[i:], end)
 	args := strings.Fields(s[i+len(begin) : i+j])
 	rest := s[i+j+len(end):]
-	k := strings.Index(rest, "```\n<!-- end capacity example -->")
+	k := strings.Index(rest, "```\n<!-- end "+name+" example -->")
 	if k < 0 {
-		t.Fatal("README.md's capacity example has no end")
+		t.Fatalf("README.md's %s example has no end", name)
 	}
 	out, errOut, code := runCmd(args...)
 	if code != 0 {
 		t.Fatalf("%v: exit %d: %s", args, code, errOut)
 	}
 	if got := rest[:k]; got != out {
-		t.Errorf("README.md's capacity example differs from 'shardlab %s'\n--- command\n%s\n--- README\n%s", strings.Join(args, " "), out, got)
+		t.Errorf("README.md's %s example differs from 'shardlab %s'\n--- command\n%s\n--- README\n%s", name, strings.Join(args, " "), out, got)
 	}
 }
 

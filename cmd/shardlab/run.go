@@ -41,6 +41,7 @@ usage:
   shardlab inference [flags]       serve a model with vLLM tpu-inference: layout, HBM, latency, vllm serve
   shardlab run [flags]             train a small transformer on virtual chips with a layout
   shardlab capacity [flags]        place slices on a TPU reservation and simulate its goodput
+  shardlab budget [flags]          time and dollars to train per generation, slice and capacity mode
   shardlab web [--addr HOST:PORT]  the planner in a browser, with charts (default 127.0.0.1:8080)
   shardlab validate [--json]       cost published MaxText runs and compare with their MFU
   shardlab check --compile-log LOG the HBM a compile of a plan reported, against the plan's estimate
@@ -66,6 +67,7 @@ var commandFlags = map[string]func() *flag.FlagSet{
 	"validate":       func() *flag.FlagSet { fs, _ := newValidateFlags(); return fs },
 	"check":          func() *flag.FlagSet { fs, _, _ := newCheckFlags(); return fs },
 	"capacity":       func() *flag.FlagSet { fs, _ := newCapacityFlags(); return fs },
+	"budget":         func() *flag.FlagSet { fs, _ := newBudgetFlags(); return fs },
 	"web":            func() *flag.FlagSet { fs, _ := newWebFlags(); return fs },
 	"hw":             func() *flag.FlagSet { fs, _ := newCatalogFlags("hw"); return fs },
 	"model":          func() *flag.FlagSet { fs, _ := newCatalogFlags("model"); return fs },
@@ -125,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // commandList names the commands for errors.
-const commandList = "plan, export, run, capacity, inference, web, validate, check, mxu, infeed, hw, model, version or help"
+const commandList = "plan, export, run, capacity, budget, inference, web, validate, check, mxu, infeed, hw, model, version or help"
 
 // versionUsage is what 'shardlab version -h' prints.
 const versionUsage = `usage of shardlab version:
@@ -154,6 +156,8 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 		err = runCheck(args[1:], stdout, stderr)
 	case "capacity":
 		err = runCapacity(args[1:], stdout, stderr)
+	case "budget":
+		err = runBudget(args[1:], stdout)
 	case "web":
 		err = runWeb(args[1:], stdout, stderr)
 	case "hw":

@@ -63,6 +63,9 @@ func TestGolden(t *testing.T) {
 		{"model_show_llama3-8b", []string{"model", "show", "llama3-8b"}},
 		{"validate_serving", []string{"validate", "--serving"}},
 		{"validate_serving_json", []string{"validate", "--serving", "--json"}},
+		{"budget_8b_v6e", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e,tpu7x", "--slice-chips", "16,32", "--slices", "1,2"}},
+		{"budget_8b_v6e_json", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--modes", "on-demand", "--slice-chips", "16", "--slices", "1,2", "--json"}},
+		{"budget_8b_v6e_show1", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--modes", "on-demand", "--slice-chips", "16", "--slices", "1", "--show", "1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

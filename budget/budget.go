@@ -1,0 +1,391 @@
+package budget
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"shardlab/capacity"
+	"shardlab/hw"
+	"shardlab/plan"
+)
+
+// The search's bounds when a Request leaves them empty: slices of 256
+// chips (v4, v5e, v5p, v6e and TPU7x all have one), 1, 2 or 4 of them.
+// Each configuration is one plan.Search of about a second for a 70B model
+// on this machine, so the default sweep of 4 generations takes seconds.
+var (
+	DefaultSliceChips  = []int{256}
+	DefaultSliceCounts = []int{1, 2, 4}
+)
+
+// MaxConfigs bounds the (generation, slice, count) configurations one
+// request plans, so that a sweep answers in seconds to a minute.
+const MaxConfigs = 64
+
+// Request is a budget question.
+type Request struct {
+	// Plan is the job: model, sequence, batch limits and the rest. Its
+	// Multislice is ignored; the sweep sets it.
+	Plan plan.Request
+	// Tokens is how many tokens to train.
+	Tokens float64
+	// Region is a Google Cloud region; prices are looked up there.
+	Region      string
+	Generations []hw.Generation
+	Modes       []Mode
+	// SliceChips and SliceCounts bound the search: slices of these many
+	// chips, this many of them. Empty takes the defaults.
+	SliceChips, SliceCounts []int
+	// Deadline and Budget drop configurations that take longer or cost
+	// more; 0 keeps all.
+	Deadline time.Duration
+	Budget   float64 // dollars
+	// SpotPreemptionsPerHour is how often a spot slice is preempted. No
+	// public figure was found: it is an input, 0 unless given.
+	SpotPreemptionsPerHour float64
+	Prices                 Prices
+}
+
+// Row is one configuration in one capacity mode.
+type Row struct {
+	Generation      hw.Generation `json:"generation"`
+	AcceleratorType string        `json:"accelerator_type"`
+	Slices          int           `json:"slices"`
+	Chips           int           `json:"chips"`
+	Mode            Mode          `json:"mode"`
+	// Layout is the planner's chosen mesh.
+	Layout string `json:"layout"`
+	// StepTime is the planner's step; Steps is the steps to train Tokens.
+	StepTime time.Duration `json:"-"`
+	StepS    float64       `json:"step_s"`
+	Steps    float64       `json:"steps"`
+	// Goodput is the fraction of wall time spent on kept work
+	// (capacity.ExpectInterrupted).
+	Goodput float64 `json:"goodput_fraction"`
+	// TimeToTrain is the wall time: steps × step time / goodput.
+	TimeToTrain  time.Duration `json:"-"`
+	TimeToTrainS float64       `json:"time_to_train_s"`
+	ChipHours    float64       `json:"chip_hours"`
+	Price        Price         `json:"price"`
+	USD          float64       `json:"usd"`
+	// USDPerBTokens is dollars per billion tokens trained.
+	USDPerBTokens float64 `json:"usd_per_billion_tokens"`
+	// CommitmentUSD is the least a commitment mode bills: the chips for
+	// the whole term; 0 in other modes.
+	CommitmentUSD float64 `json:"commitment_usd,omitempty"`
+	// Pareto is true when no other row is both faster and cheaper.
+	Pareto bool `json:"pareto"`
+	// Plan is the plan behind the row.
+	Plan *plan.Plan `json:"-"`
+}
+
+// Dropped is a configuration or row the answer leaves out, and why.
+type Dropped struct {
+	What string `json:"what"`
+	Why  string `json:"why"`
+}
+
+// Result is the answer: the rows that meet the limits, cheapest first,
+// and everything left out with its reason.
+type Result struct {
+	Model    string  `json:"model"`
+	Tokens   float64 `json:"tokens"`
+	Region   string  `json:"region"`
+	Searched string  `json:"searched"`
+	Rows     []Row   `json:"rows"`
+	// Unpriced names the generations and modes the table has no price for
+	// in the region.
+	Unpriced []string  `json:"unpriced"`
+	Dropped  []Dropped `json:"dropped"`
+	// Nearest, when no row meets the deadline or budget, names the row
+	// that comes closest.
+	Nearest  string   `json:"nearest,omitempty"`
+	Deadline float64  `json:"deadline_s,omitempty"`
+	Budget   float64  `json:"budget_usd,omitempty"`
+	Notes    []string `json:"notes"`
+}
+
+// ErrRequest is wrapped by the errors of a request Sweep refuses.
+var ErrRequest = errors.New("invalid budget request")
+
+func refuse(field string, value any, want string) error {
+	return fmt.Errorf("budget: %s %v: want %s: %w", field, value, want, ErrRequest)
+}
+
+// check validates the request and fills the defaults.
+func (r *Request) check() error {
+	switch {
+	case !(r.Tokens >= 1 && r.Tokens <= 1e16):
+		return refuse("tokens", r.Tokens, "from 1 to 1e16")
+	case !ValidRegion(r.Region):
+		return refuse("region", fmt.Sprintf("%q", r.Region), "a region such as us-central1")
+	case len(r.Generations) == 0:
+		return refuse("generations", "[]", "at least one generation")
+	case len(r.Modes) == 0:
+		return refuse("modes", "[]", "at least one mode")
+	case r.Deadline < 0:
+		return refuse("deadline", r.Deadline, "0 (none) or more")
+	case !(r.Budget >= 0 && r.Budget < math.Inf(1)):
+		return refuse("budget", r.Budget, "0 (none) or a finite number of dollars")
+	case !(r.SpotPreemptionsPerHour >= 0 && r.SpotPreemptionsPerHour <= 1000):
+		return refuse("spot preemptions per hour", r.SpotPreemptionsPerHour, "from 0 to 1000")
+	}
+	if len(r.SliceChips) == 0 {
+		r.SliceChips = DefaultSliceChips
+	}
+	if len(r.SliceCounts) == 0 {
+		r.SliceCounts = DefaultSliceCounts
+	}
+	for _, n := range r.SliceChips {
+		if n < 1 {
+			return refuse("slice chips", n, "a positive number of chips")
+		}
+	}
+	for _, n := range r.SliceCounts {
+		if n < 1 || n > plan.MaxSlices {
+			return refuse("slice count", n, fmt.Sprintf("from 1 to %d", plan.MaxSlices))
+		}
+	}
+	if n := len(r.Generations) * len(r.SliceChips) * len(r.SliceCounts); n > MaxConfigs {
+		return refuse("configurations", n, fmt.Sprintf("at most %d generations × slice sizes × slice counts", MaxConfigs))
+	}
+	return nil
+}
+
+// config is one multislice to plan.
+type config struct {
+	ms hw.Multislice
+}
+
+// configs lists the multislices to plan for chip c, and the sizes it has
+// no slice of.
+func (r Request) configs(c hw.Chip) ([]config, []Dropped) {
+	var out []config
+	var dropped []Dropped
+	for _, chips := range r.SliceChips {
+		s, err := hw.ParseAcceleratorType(c.AcceleratorType(chips))
+		if err != nil || chips > c.MaxSliceChips || chips < c.Host.Chips {
+			dropped = append(dropped, Dropped{What: fmt.Sprintf("%s, %d-chip slices", c.Generation, chips),
+				Why: fmt.Sprintf("%s has no %d-chip training slice", c.Generation, chips)})
+			continue
+		}
+		for _, n := range r.SliceCounts {
+			if n > 1 && c.DCNPerChip == 0 {
+				dropped = append(dropped, Dropped{What: fmt.Sprintf("%d × %s", n, s.AcceleratorType()),
+					Why: fmt.Sprintf("%s has no multislice (no DCN in the catalog)", c.Generation)})
+				continue
+			}
+			ms, err := hw.NewMultislice(s, n, 0)
+			if err != nil {
+				dropped = append(dropped, Dropped{What: fmt.Sprintf("%d × %s", n, s.AcceleratorType()), Why: err.Error()})
+				continue
+			}
+			out = append(out, config{ms: ms})
+		}
+	}
+	return out, dropped
+}
+
+// Sweep plans the job on every configuration the request bounds, prices it
+// in every mode the table has a price for, and ranks the rows that meet the
+// deadline and budget by dollars, then time.
+func Sweep(r Request) (Result, error) {
+	if err := r.check(); err != nil {
+		return Result{}, err
+	}
+	res := Result{Model: r.Plan.Model.Name, Tokens: r.Tokens, Region: r.Region, Deadline: r.Deadline.Seconds(), Budget: r.Budget,
+		Searched: fmt.Sprintf("slices of %s chips, %s of them", joinInts(r.SliceChips), joinInts(r.SliceCounts))}
+	var all []Row
+	for _, g := range r.Generations {
+		c, err := hw.Lookup(string(g))
+		if err != nil {
+			return Result{}, fmt.Errorf("budget: generation %q: %w", g, err)
+		}
+		var priced []Mode
+		var whys []string
+		missing := map[string][]string{} // reason → modes
+		for _, m := range r.Modes {
+			if _, ok := r.Prices.Lookup(c.Generation, m, r.Region); ok {
+				priced = append(priced, m)
+				continue
+			}
+			why := "no public price found"
+			if regs := r.Prices.regions(c.Generation, m); len(regs) > 0 {
+				why = "the table prices it only in " + strings.Join(regs, ", ")
+			}
+			if missing[why] == nil {
+				whys = append(whys, why)
+			}
+			missing[why] = append(missing[why], string(m))
+		}
+		for _, why := range whys {
+			res.Unpriced = append(res.Unpriced, fmt.Sprintf("%s %s in %s: %s; give one with a price file",
+				c.Generation, strings.Join(missing[why], ", "), r.Region, why))
+		}
+		if len(priced) == 0 {
+			continue // nothing to price: do not plan it
+		}
+		cfgs, dropped := r.configs(c)
+		res.Dropped = append(res.Dropped, dropped...)
+		for _, cf := range cfgs {
+			pr := r.Plan
+			pr.Multislice = cf.ms
+			what := fmt.Sprintf("%d × %s", cf.ms.Slices, cf.ms.Slice.AcceleratorType())
+			p, err := plan.Search(pr)
+			var none *plan.NoPlanError
+			if errors.As(err, &none) {
+				res.Dropped = append(res.Dropped, Dropped{What: what, Why: "no layout runs the job: " + oneLine(none.Phrase(nil))})
+				continue
+			}
+			if err != nil {
+				return Result{}, err
+			}
+			for _, m := range priced {
+				price, _ := r.Prices.Lookup(c.Generation, m, r.Region)
+				all = append(all, r.row(&p, cf.ms, m, price))
+			}
+		}
+	}
+	res.Rows = r.limit(all, &res)
+	slices.SortStableFunc(res.Rows, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(a.USD, b.USD), cmp.Compare(a.TimeToTrain, b.TimeToTrain))
+	})
+	for _, i := range Pareto(res.Rows) {
+		res.Rows[i].Pareto = true
+	}
+	res.Notes = r.notes(res.Rows)
+	return res, nil
+}
+
+// row prices plan p on ms in mode m.
+func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
+	est := p.Best.Estimate
+	job := capacity.JobOf(*p)
+	extra := 0.0
+	if m == Spot {
+		extra = r.SpotPreemptionsPerHour * float64(ms.Slices)
+	}
+	e := capacity.ExpectInterrupted(job, ms.Chips(), ms.Hosts(), r.Tokens, extra)
+	batchTokens := float64(est.Job.GlobalBatch) * float64(est.Job.Seq)
+	row := Row{
+		Generation: ms.Slice.Chip.Generation, AcceleratorType: ms.Slice.AcceleratorType(), Slices: ms.Slices, Chips: ms.Chips(),
+		Mode: m, Layout: est.Mesh.String(), StepTime: est.Time.Step, Steps: r.Tokens / batchTokens,
+		Goodput: e.Goodput, TimeToTrain: e.TimeToTrain, Price: price, Plan: p,
+	}
+	row.StepS, row.TimeToTrainS = row.StepTime.Seconds(), row.TimeToTrain.Seconds()
+	row.ChipHours = float64(row.Chips) * row.TimeToTrain.Hours()
+	row.USD = row.ChipHours * price.USDPerChipHour
+	row.USDPerBTokens = row.USD / (r.Tokens / 1e9)
+	if t := m.term(); t > 0 {
+		row.CommitmentUSD = float64(row.Chips) * t.Hours() * price.USDPerChipHour
+	}
+	return row
+}
+
+// limit drops the rows over the deadline or budget, with their reasons,
+// and names the nearest when none is left.
+func (r Request) limit(rows []Row, res *Result) []Row {
+	var kept, over []Row
+	for _, row := range rows {
+		var why []string
+		if r.Deadline > 0 && row.TimeToTrain > r.Deadline {
+			why = append(why, fmt.Sprintf("takes %s, over the %s deadline", Days(row.TimeToTrain), Days(r.Deadline)))
+		}
+		if r.Budget > 0 && row.USD > r.Budget {
+			why = append(why, fmt.Sprintf("costs %s, over the %s budget", Dollars(row.USD), Dollars(r.Budget)))
+		}
+		if len(why) == 0 {
+			kept = append(kept, row)
+			continue
+		}
+		over = append(over, row)
+		res.Dropped = append(res.Dropped, Dropped{What: row.name(), Why: strings.Join(why, "; ")})
+	}
+	if len(kept) == 0 && len(over) > 0 {
+		// nearest: the least relative excess over the limits
+		excess := func(row Row) float64 {
+			x := 0.0
+			if r.Deadline > 0 {
+				x = max(x, row.TimeToTrain.Seconds()/r.Deadline.Seconds())
+			}
+			if r.Budget > 0 {
+				x = max(x, row.USD/r.Budget)
+			}
+			return x
+		}
+		best := slices.MinFunc(over, func(a, b Row) int { return cmp.Compare(excess(a), excess(b)) })
+		res.Nearest = fmt.Sprintf("%s: %s, %s", best.name(), Days(best.TimeToTrain), Dollars(best.USD))
+	}
+	return kept
+}
+
+// notes are the assumptions the rows rest on.
+func (r Request) notes(rows []Row) []string {
+	notes := []string{
+		"time to train = steps × step time / goodput; goodput from capacity's failure and checkpoint model (Daly's interval, its default failure rate and storage bandwidth)",
+		"dollars = chips × time to train × price per chip-hour; prices are list prices as cited, without taxes, storage or network",
+	}
+	var spot, cud bool
+	for _, m := range r.Modes {
+		if slices.ContainsFunc(rows, func(row Row) bool { return row.Mode == m }) {
+			notes = append(notes, fmt.Sprintf("%s: %s", m, m.Terms()))
+			spot = spot || m == Spot
+			cud = cud || m == CUD1y || m == CUD3y
+		}
+	}
+	if spot && r.SpotPreemptionsPerHour == 0 {
+		notes = append(notes, "spot: no public preemption rate was found; it is an input and 0 was given, so spot times are lower bounds")
+	} else if spot {
+		notes = append(notes, fmt.Sprintf("spot: %g preemptions per slice-hour, as given", r.SpotPreemptionsPerHour))
+	}
+	if cud {
+		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; the commitment bills the chips for the whole term (term bill) unless other work uses them")
+	}
+	return notes
+}
+
+// name is the row's configuration and mode.
+func (row Row) name() string {
+	return fmt.Sprintf("%d × %s %s", row.Slices, row.AcceleratorType, row.Mode)
+}
+
+// Pareto returns the indices of the rows on the front of time against
+// dollars: those no other row matches or beats on both with one strictly
+// better. Equal rows are all on it.
+func Pareto(rows []Row) []int {
+	idx := make([]int, len(rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(rows[a].TimeToTrain, rows[b].TimeToTrain), cmp.Compare(rows[a].USD, rows[b].USD))
+	})
+	var front []int
+	var last *Row
+	for _, i := range idx {
+		row := &rows[i]
+		switch {
+		case last == nil || row.USD < last.USD:
+			front, last = append(front, i), row
+		case row.USD == last.USD && row.TimeToTrain == last.TimeToTrain:
+			front = append(front, i)
+		}
+	}
+	slices.Sort(front)
+	return front
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,228 @@
+package budget
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"shardlab/hw"
+	"shardlab/plan"
+)
+
+// testPrices is a constructed table: v6e on-demand at $2 and spot at $1 in
+// us-central1, nothing for TPU7x.
+func testPrices(t *testing.T) Prices {
+	t.Helper()
+	ps, err := ParsePrices(strings.NewReader(header +
+		"v6e,on-demand,us-central1,2,test table,2026-12-04,\n" +
+		"v6e,spot,us-central1,1,test table,2026-12-04,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// smallRequest is Llama 3 8B on one or two v6e-16 slices: fast to plan.
+func smallRequest(t *testing.T) Request {
+	t.Helper()
+	o := plan.DefaultOptions()
+	o.Model, o.Top = "llama3-8b", 1
+	pr, err := plan.ParseRequest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Request{Plan: pr, Tokens: 1e10, Region: "us-central1", Generations: []hw.Generation{hw.V6e, hw.TPU7x},
+		Modes: []Mode{OnDemand, Spot}, SliceChips: []int{16}, SliceCounts: []int{1, 2}, Prices: testPrices(t)}
+}
+
+func TestSweepByHand(t *testing.T) {
+	res, err := Sweep(smallRequest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 4 {
+		t.Fatalf("%d rows, want 4 (v6e-16 and 2 × v6e-16, on-demand and spot)", len(res.Rows))
+	}
+	for _, row := range res.Rows {
+		// by hand: steps × step time / goodput is the wall time; chips ×
+		// hours × price the dollars
+		e := row.Plan.Best.Estimate
+		steps := 1e10 / float64(e.Job.GlobalBatch*e.Job.Seq)
+		hours := steps * e.Time.Step.Seconds() / row.Goodput / 3600
+		price := map[Mode]float64{OnDemand: 2, Spot: 1}[row.Mode]
+		want := float64(row.Chips) * hours * price
+		if math.Abs(row.USD-want)/want > 1e-6 {
+			t.Errorf("%s: $%.2f, want chips %d × %.2f h × $%g = $%.2f", row.name(), row.USD, row.Chips, hours, price, want)
+		}
+		if got := row.USDPerBTokens; math.Abs(got-want/10)/want > 1e-9 {
+			t.Errorf("%s: $%.2f per billion tokens, want $%.2f", row.name(), got, want/10)
+		}
+		if row.Chips != 16*row.Slices || row.Price.USDPerChipHour != price {
+			t.Errorf("%s: %d chips at $%g, want %d at $%g", row.name(), row.Chips, row.Price.USDPerChipHour, 16*row.Slices, price)
+		}
+	}
+	// cheapest first
+	if !slices.IsSortedFunc(res.Rows, func(a, b Row) int { return cmpFloat(a.USD, b.USD) }) {
+		t.Errorf("rows not ranked by dollars")
+	}
+	// TPU7x has no price: listed as unpriced, never planned or free
+	var unpriced int
+	for _, u := range res.Unpriced {
+		if strings.HasPrefix(u, "tpu7x on-demand, spot in us-central1: no public price found") {
+			unpriced++
+		}
+	}
+	if unpriced != 1 {
+		t.Errorf("unpriced %q, want tpu7x on-demand and spot", res.Unpriced)
+	}
+	for _, row := range res.Rows {
+		if row.Generation == hw.TPU7x {
+			t.Errorf("TPU7x priced: %+v", row)
+		}
+	}
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func TestSpotPreemptionsCostTime(t *testing.T) {
+	r := smallRequest(t)
+	r.Modes, r.SliceCounts = []Mode{Spot}, []int{1}
+	calm, err := Sweep(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SpotPreemptionsPerHour = 0.5
+	stormy, err := Sweep(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := calm.Rows[0], stormy.Rows[0]; !(b.Goodput < a.Goodput && b.TimeToTrain > a.TimeToTrain && b.USD > a.USD) {
+		t.Errorf("0.5 preemptions an hour: goodput %v, time %v, $%.0f; want below %v, above %v and $%.0f",
+			b.Goodput, b.TimeToTrain, b.USD, a.Goodput, a.TimeToTrain, a.USD)
+	}
+	if !slices.ContainsFunc(calm.Notes, func(n string) bool { return strings.Contains(n, "preemption rate") }) {
+		t.Errorf("notes %q do not say the spot preemption rate is an input", calm.Notes)
+	}
+}
+
+func TestDeadlineAndBudget(t *testing.T) {
+	r := smallRequest(t)
+	r.Modes = []Mode{OnDemand}
+	all, err := Sweep(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := slices.MinFunc(all.Rows, func(a, b Row) int { return cmpFloat(a.TimeToTrainS, b.TimeToTrainS) })
+	cheap := slices.MinFunc(all.Rows, func(a, b Row) int { return cmpFloat(a.USD, b.USD) })
+	if fast.name() == cheap.name() {
+		t.Skipf("the fastest row is the cheapest (%s): no trade-off to filter", fast.name())
+	}
+	// a deadline only the fastest meets
+	r.Deadline = fast.TimeToTrain + time.Second
+	res, err := Sweep(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || res.Rows[0].name() != fast.name() {
+		t.Errorf("deadline %v: rows %v, want only %s", r.Deadline, names(res.Rows), fast.name())
+	}
+	if !slices.ContainsFunc(res.Dropped, func(d Dropped) bool { return strings.Contains(d.Why, "over the") }) {
+		t.Errorf("dropped %v: no row says it is over the deadline", res.Dropped)
+	}
+	// and a budget below its price: nothing, and the nearest named
+	r.Budget = fast.USD / 2
+	res, err = Sweep(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 0 || !strings.HasPrefix(res.Nearest, fast.name()+":") && !strings.HasPrefix(res.Nearest, cheap.name()+":") {
+		t.Errorf("deadline and half the budget: rows %v, nearest %q; want none and the nearest named", names(res.Rows), res.Nearest)
+	}
+}
+
+func names(rows []Row) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.name())
+	}
+	return out
+}
+
+func TestSweepRefuses(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(*Request)
+	}{
+		{"negative tokens", func(r *Request) { r.Tokens = -1 }},
+		{"NaN tokens", func(r *Request) { r.Tokens = math.NaN() }},
+		{"bad region", func(r *Request) { r.Region = "mars" }},
+		{"no modes", func(r *Request) { r.Modes = nil }},
+		{"negative deadline", func(r *Request) { r.Deadline = -time.Hour }},
+		{"infinite budget", func(r *Request) { r.Budget = math.Inf(1) }},
+		{"too many configurations", func(r *Request) { r.SliceChips = make([]int, 100); r.SliceChips[0] = 16 }},
+	} {
+		r := smallRequest(t)
+		tt.edit(&r)
+		if _, err := Sweep(r); !errors.Is(err, ErrRequest) || !strings.HasPrefix(err.Error(), "budget: ") {
+			t.Errorf("%s: Sweep = %v, want a budget request error", tt.name, err)
+		}
+	}
+}
+
+// paretoBrute is the front by definition: a row is on it when no other
+// row is at least as good in both and better in one.
+func paretoBrute(rows []Row) []int {
+	var out []int
+	for i, a := range rows {
+		dominated := false
+		for j, b := range rows {
+			if i != j && b.TimeToTrain <= a.TimeToTrain && b.USD <= a.USD && (b.TimeToTrain < a.TimeToTrain || b.USD < a.USD) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func TestParetoAgainstBruteForce(t *testing.T) {
+	// a constructed case: (days, dollars); A, C and E are on the front, B
+	// is dominated by A, D by C, F ties E exactly and is on it too
+	rows := []Row{
+		{TimeToTrain: 10 * 24 * time.Hour, USD: 500}, // A
+		{TimeToTrain: 12 * 24 * time.Hour, USD: 500}, // B
+		{TimeToTrain: 20 * 24 * time.Hour, USD: 300}, // C
+		{TimeToTrain: 25 * 24 * time.Hour, USD: 350}, // D
+		{TimeToTrain: 40 * 24 * time.Hour, USD: 100}, // E
+		{TimeToTrain: 40 * 24 * time.Hour, USD: 100}, // F
+	}
+	if got, want := Pareto(rows), []int{0, 2, 4, 5}; !slices.Equal(got, want) {
+		t.Errorf("Pareto(constructed) = %v, want %v", got, want)
+	}
+	// random cases, with ties, against the definition
+	rng := rand.New(rand.NewPCG(31, 0))
+	for n := range 500 {
+		rows := make([]Row, rng.IntN(12))
+		for i := range rows {
+			rows[i] = Row{TimeToTrain: time.Duration(rng.IntN(6)) * time.Hour, USD: float64(rng.IntN(6))}
+		}
+		if got, want := Pareto(rows), paretoBrute(rows); !slices.Equal(got, want) {
+			t.Fatalf("case %d: Pareto = %v, brute force %v; rows %+v", n, got, want, rows)
+		}
+	}
+}

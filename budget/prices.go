@@ -1,0 +1,286 @@
+// Package budget answers "which TPU, how long, how much?" for a training
+// run: for each generation, slice type, slice count and capacity mode it
+// asks package plan for the layout and package capacity for the goodput,
+// and prices the time to train with a cited price table (prices.csv).
+package budget
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"shardlab/hw"
+)
+
+// Mode is a way of renting capacity, with its own price and terms.
+type Mode string
+
+// The capacity modes.
+const (
+	OnDemand Mode = "on-demand"
+	Spot     Mode = "spot"
+	CUD1y    Mode = "cud-1y"
+	CUD3y    Mode = "cud-3y"
+)
+
+var modes = []Mode{OnDemand, Spot, CUD1y, CUD3y}
+
+// Modes names the capacity modes.
+func Modes() []string {
+	out := make([]string, len(modes))
+	for i, m := range modes {
+		out[i] = string(m)
+	}
+	return out
+}
+
+// ErrUnknownMode is wrapped by ParseMode's errors.
+var ErrUnknownMode = errors.New("unknown capacity mode")
+
+// ParseMode reads a capacity mode (on-demand, spot, cud-1y, cud-3y).
+func ParseMode(s string) (Mode, error) {
+	m := Mode(strings.ToLower(strings.TrimSpace(s)))
+	if !slices.Contains(modes, m) {
+		return "", fmt.Errorf("budget: mode %q: %w, want one of %s", s, ErrUnknownMode, strings.Join(Modes(), ", "))
+	}
+	return m, nil
+}
+
+// Terms says how a mode works, from Google's docs.
+func (m Mode) Terms() string {
+	switch m {
+	case OnDemand:
+		return "no commitment and no preemption, but no guarantee of capacity (Cloud TPU consumption options)"
+	case Spot:
+		return "preempted at any time, no maximum runtime (TPU Spot VMs, unlike preemptible TPUs, have no 24-hour limit)"
+	case CUD1y:
+		return "a reservation with a 1-year committed use discount: billed for the whole term"
+	case CUD3y:
+		return "a reservation with a 3-year committed use discount: billed for the whole term"
+	}
+	return ""
+}
+
+// term is a commitment's length, 0 for none.
+func (m Mode) term() time.Duration {
+	switch m {
+	case CUD1y:
+		return 365 * 24 * time.Hour
+	case CUD3y:
+		return 3 * 365 * 24 * time.Hour
+	}
+	return 0
+}
+
+// AnyRegion is a price row's region when its source names none.
+const AnyRegion = "*"
+
+// Price is one row of the price table: what a chip-hour of a generation
+// costs in a mode and region, with where the figure was read and when.
+type Price struct {
+	Generation hw.Generation `json:"generation"`
+	Mode       Mode          `json:"mode"`
+	// Region is a Google Cloud region (us-central1), or AnyRegion when the
+	// source names none.
+	Region         string  `json:"region"`
+	USDPerChipHour float64 `json:"usd_per_chip_hour"`
+	// Source is a URL or a document's title.
+	Source string `json:"source"`
+	// Read is the date the figure was read, YYYY-MM-DD.
+	Read string `json:"read"`
+	Note string `json:"note,omitempty"`
+}
+
+// Prices is a price table.
+type Prices []Price
+
+// MaxPrice is the most a chip-hour may cost in a price table, in dollars.
+const MaxPrice = 1000
+
+// priceHeader is the price table's header row, in order.
+var priceHeader = []string{"generation", "mode", "region", "usd_per_chip_hour", "source", "read", "note"}
+
+// ErrPrices is wrapped by the price parser's errors.
+var ErrPrices = errors.New("invalid price table")
+
+// ParseError is a price table row the parser refused: its line, the field,
+// the value and what is accepted.
+type ParseError struct {
+	Line  int
+	Field string
+	Value string
+	Want  string
+}
+
+func (e *ParseError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("budget: prices line %d: %s", e.Line, e.Want)
+	}
+	return fmt.Sprintf("budget: prices line %d: %s %q: want %s", e.Line, e.Field, e.Value, e.Want)
+}
+
+func (e *ParseError) Unwrap() error { return ErrPrices }
+
+var (
+	regionRE = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+$`)
+	numberRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+)
+
+// ValidRegion reports whether s is spelt as a Google Cloud region
+// (us-central1, europe-west4).
+func ValidRegion(s string) bool { return regionRE.MatchString(s) }
+
+// ParsePrices reads a price table: CSV with the header
+// generation,mode,region,usd_per_chip_hour,source,read,note and one row per
+// generation, mode and region. Every field but note is required; a
+// generation, mode and region appear at most once.
+func ParsePrices(r io.Reader) (Prices, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = len(priceHeader)
+	var out Prices
+	seen := map[[3]string]int{}
+	for first := true; ; first = false {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			line := 0
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				line, err = pe.Line, pe.Err
+			}
+			return nil, &ParseError{Line: line, Want: fmt.Sprintf("%d comma-separated fields (%s): %v", len(priceHeader), strings.Join(priceHeader, ","), err)}
+		}
+		line, _ := cr.FieldPos(0)
+		if first {
+			if !slices.Equal(rec, priceHeader) {
+				return nil, &ParseError{Line: line, Field: "header", Value: strings.Join(rec, ","), Want: strings.Join(priceHeader, ",")}
+			}
+			continue
+		}
+		p, err := parsePrice(rec, line)
+		if err != nil {
+			return nil, err
+		}
+		key := [3]string{string(p.Generation), string(p.Mode), p.Region}
+		if prev, ok := seen[key]; ok {
+			return nil, &ParseError{Line: line, Field: "region", Value: p.Region,
+				Want: fmt.Sprintf("one row per generation, mode and region (line %d has %s %s %s)", prev, p.Generation, p.Mode, p.Region)}
+		}
+		seen[key] = line
+		out = append(out, p)
+	}
+	if out == nil {
+		return nil, &ParseError{Line: 1, Want: "a header and at least one price row"}
+	}
+	return out, nil
+}
+
+// parsePrice reads one row.
+func parsePrice(rec []string, line int) (Price, error) {
+	refuse := func(field, value, want string) error {
+		return &ParseError{Line: line, Field: field, Value: value, Want: want}
+	}
+	p := Price{Region: rec[2], Source: rec[4], Read: rec[5], Note: rec[6]}
+	c, err := hw.Lookup(rec[0])
+	if err != nil || string(c.Generation) != rec[0] {
+		var names []string
+		for _, c := range hw.Chips() {
+			names = append(names, string(c.Generation))
+		}
+		return Price{}, refuse("generation", rec[0], "one of "+strings.Join(names, ", "))
+	}
+	p.Generation = c.Generation
+	if p.Mode, err = ParseMode(rec[1]); err != nil || string(p.Mode) != rec[1] {
+		return Price{}, refuse("mode", rec[1], "one of "+strings.Join(Modes(), ", "))
+	}
+	if p.Region != AnyRegion && !ValidRegion(p.Region) {
+		return Price{}, refuse("region", p.Region, `a region such as us-central1, or "*" when the source names none`)
+	}
+	v, err := strconv.ParseFloat(rec[3], 64)
+	if !numberRE.MatchString(rec[3]) || err != nil || v <= 0 || v > MaxPrice || math.IsNaN(v) {
+		return Price{}, refuse("usd_per_chip_hour", rec[3], fmt.Sprintf("dollars per chip-hour, a decimal number above 0 and at most %d", MaxPrice))
+	}
+	p.USDPerChipHour = v
+	if strings.TrimSpace(p.Source) == "" || p.Source != strings.TrimSpace(p.Source) || hasControl(p.Source) {
+		return Price{}, refuse("source", p.Source, "a URL or a document's title, without leading or trailing spaces")
+	}
+	if d, err := time.Parse(time.DateOnly, p.Read); err != nil || d.Format(time.DateOnly) != p.Read {
+		return Price{}, refuse("read", p.Read, "the date the price was read, YYYY-MM-DD")
+	}
+	if hasControl(p.Note) || p.Note != strings.TrimSpace(p.Note) {
+		return Price{}, refuse("note", p.Note, "text without control characters or leading or trailing spaces")
+	}
+	return p, nil
+}
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f })
+}
+
+// WriteCSV writes the table as ParsePrices reads it.
+func (ps Prices) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(priceHeader); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		rec := []string{string(p.Generation), string(p.Mode), p.Region,
+			strconv.FormatFloat(p.USDPerChipHour, 'f', -1, 64), p.Source, p.Read, p.Note}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// Lookup is the price of a chip-hour of g in mode m in region: the row for
+// that region, else the row whose source names no region.
+func (ps Prices) Lookup(g hw.Generation, m Mode, region string) (Price, bool) {
+	var any *Price
+	for i, p := range ps {
+		if p.Generation != g || p.Mode != m {
+			continue
+		}
+		if p.Region == region {
+			return p, true
+		}
+		if p.Region == AnyRegion {
+			any = &ps[i]
+		}
+	}
+	if any != nil {
+		return *any, true
+	}
+	return Price{}, false
+}
+
+// regions lists the regions the table has rows for g and m in.
+func (ps Prices) regions(g hw.Generation, m Mode) []string {
+	var out []string
+	for _, p := range ps {
+		if p.Generation == g && p.Mode == m {
+			out = append(out, p.Region)
+		}
+	}
+	return out
+}
+
+//go:embed prices.csv
+var pricesCSV []byte
+
+// DefaultPrices is the table in prices.csv: every figure with its source
+// and the date it was read. Modes and regions without a citable price are
+// absent.
+func DefaultPrices() (Prices, error) { return ParsePrices(bytes.NewReader(pricesCSV)) }

@@ -1,0 +1,154 @@
+package budget
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"shardlab/hw"
+)
+
+const header = "generation,mode,region,usd_per_chip_hour,source,read,note\n"
+
+func TestDefaultPrices(t *testing.T) {
+	ps, err := DefaultPrices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the figures issue 31 quotes, each from the row's cited source
+	for _, c := range []struct {
+		g      hw.Generation
+		m      Mode
+		region string
+		want   float64
+	}{
+		{hw.V6e, OnDemand, "us-east1", 2.70}, // Trillium GA: $2.7000 per chip-hour
+		{hw.V6e, CUD1y, "us-east1", 1.89},    // 1-year: $1.8900
+		{hw.V6e, CUD3y, "us-east1", 1.22},    // 3-year: $1.2200
+		{hw.V5e, OnDemand, "us-west4", 1.20},
+		{hw.V5p, OnDemand, "us-east5", 4.20},
+		{hw.V4, OnDemand, "us-central2", 3.22}, // the pricing page on 2022-08-11
+	} {
+		p, ok := ps.Lookup(c.g, c.m, c.region)
+		if !ok || p.USDPerChipHour != c.want {
+			t.Errorf("Lookup(%s, %s, %s) = %v, %v; want %v", c.g, c.m, c.region, p.USDPerChipHour, ok, c.want)
+		}
+	}
+	// no citable price: absent, never zero
+	for _, c := range []struct {
+		g      hw.Generation
+		m      Mode
+		region string
+	}{
+		{hw.TPU7x, OnDemand, "us-central1"},
+		{hw.V6e, Spot, "us-east1"},
+		{hw.V4, OnDemand, "us-central1"}, // v4's price is us-central2's
+	} {
+		if p, ok := ps.Lookup(c.g, c.m, c.region); ok {
+			t.Errorf("Lookup(%s, %s, %s) = %+v, want no price", c.g, c.m, c.region, p)
+		}
+	}
+}
+
+func TestParsePricesErrors(t *testing.T) {
+	good := "v6e,on-demand,*,2.70,https://example.com/a,2026-12-04,\n"
+	tests := []struct {
+		name, in, field string
+		line            int
+	}{
+		{"empty", "", "", 1},
+		{"header only", header, "", 1},
+		{"wrong header", "gen,mode,region,price,source,read,note\n" + good, "header", 1},
+		{"too few fields", header + "v6e,on-demand,*,2.70,src,2026-12-04\n", "", 2},
+		{"unknown generation", header + "v9,on-demand,*,2.70,src,2026-12-04,\n", "generation", 2},
+		{"alias, not the name", header + "trillium,on-demand,*,2.70,src,2026-12-04,\n", "generation", 2},
+		{"unknown mode", header + "v6e,flex,*,2.70,src,2026-12-04,\n", "mode", 2},
+		{"bad region", header + "v6e,on-demand,US Central,2.70,src,2026-12-04,\n", "region", 2},
+		{"zero price", header + "v6e,on-demand,*,0,src,2026-12-04,\n", "usd_per_chip_hour", 2},
+		{"negative price", header + "v6e,on-demand,*,-2.70,src,2026-12-04,\n", "usd_per_chip_hour", 2},
+		{"NaN price", header + "v6e,on-demand,*,NaN,src,2026-12-04,\n", "usd_per_chip_hour", 2},
+		{"dollar sign", header + "v6e,on-demand,*,$2.70,src,2026-12-04,\n", "usd_per_chip_hour", 2},
+		{"huge price", header + "v6e,on-demand,*,1e9,src,2026-12-04,\n", "usd_per_chip_hour", 2},
+		{"no source", header + "v6e,on-demand,*,2.70,,2026-12-04,\n", "source", 2},
+		{"bad date", header + "v6e,on-demand,*,2.70,src,2026-13-04,\n", "read", 2},
+		{"no date", header + "v6e,on-demand,*,2.70,src,,\n", "read", 2},
+		{"duplicate row", header + good + good, "region", 3},
+		{"control in note", header + "v6e,on-demand,*,2.70,src,2026-12-04,\"a\x01\"\n", "note", 2},
+		{"bare quote", header + "v6e,on-demand,*,2.70,sr\"c,2026-12-04,\n", "", 2},
+	}
+	for _, tt := range tests {
+		_, err := ParsePrices(strings.NewReader(tt.in))
+		var pe *ParseError
+		if !errors.As(err, &pe) || !errors.Is(err, ErrPrices) {
+			t.Errorf("%s: ParsePrices = %v, want a *ParseError", tt.name, err)
+			continue
+		}
+		if pe.Field != tt.field || pe.Line != tt.line {
+			t.Errorf("%s: error on line %d field %q, want line %d field %q (%v)", tt.name, pe.Line, pe.Field, tt.line, tt.field, err)
+		}
+		if !strings.HasPrefix(err.Error(), "budget: prices line ") {
+			t.Errorf("%s: error %q does not name the package and line", tt.name, err)
+		}
+	}
+}
+
+func TestPricesRoundTrip(t *testing.T) {
+	ps, err := DefaultPrices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := ps.WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParsePrices(&b)
+	if err != nil || !reflect.DeepEqual(got, ps) {
+		t.Errorf("ParsePrices(WriteCSV(prices)) = %+v, %v; want %+v", got, err, ps)
+	}
+}
+
+// FuzzParsePrices checks that the parser never panics, that every error is
+// a *ParseError, and that what it accepts it writes back and reads again
+// unchanged.
+func FuzzParsePrices(f *testing.F) {
+	f.Add([]byte(pricesCSV))
+	f.Add([]byte(header + "v6e,on-demand,*,2.70,https://example.com/a,2026-12-04,\n"))
+	f.Add([]byte(header + "v4,cud-1y,us-central2,3,\"a, b\",2022-08-11,\"say \"\"x\"\"\"\n"))
+	f.Add([]byte("generation,mode\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ps, err := ParsePrices(bytes.NewReader(data))
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a *ParseError", err)
+			}
+			return
+		}
+		var b bytes.Buffer
+		if err := ps.WriteCSV(&b); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParsePrices(&b)
+		if err != nil || !reflect.DeepEqual(again, ps) {
+			t.Fatalf("round trip: %+v, %v; want %+v", again, err, ps)
+		}
+	})
+}
+
+func ExampleParsePrices() {
+	ps, err := ParsePrices(strings.NewReader("generation,mode,region,usd_per_chip_hour,source,read,note\n" +
+		"v6e,on-demand,*,2.70,Trillium GA announcement,2026-12-04,starting price\n"))
+	if err != nil {
+		panic(err)
+	}
+	p, ok := ps.Lookup(hw.V6e, OnDemand, "us-east1")
+	fmt.Println(p.USDPerChipHour, ok, p.Read)
+	_, ok = ps.Lookup(hw.TPU7x, OnDemand, "us-east1")
+	fmt.Println(ok)
+	// Output:
+	// 2.7 true 2026-12-04
+	// false
+}

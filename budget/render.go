@@ -1,0 +1,123 @@
+package budget
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"shardlab/schema"
+)
+
+// Days spells a duration for a budget: days above two days, else hours.
+func Days(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%.1fd", d.Hours()/24)
+	}
+	return fmt.Sprintf("%.1fh", d.Hours())
+}
+
+// Dollars spells an amount with a k or M suffix: $1.23M.
+func Dollars(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e6:
+		return fmt.Sprintf("$%.2fM", v/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("$%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("$%.2f", v)
+}
+
+// PricesUsed lists the distinct price rows behind the result's rows, in
+// the order they first appear.
+func (res Result) PricesUsed() []Price {
+	var out []Price
+	for _, row := range res.Rows {
+		if !slices.Contains(out, row.Price) {
+			out = append(out, row.Price)
+		}
+	}
+	return out
+}
+
+// WriteText writes the ranked table, the Pareto front, what is unpriced or
+// dropped and why, the notes, and every price used with its source and the
+// date it was read.
+func (res Result) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s on %.3g tokens, prices for %s; searched %s\n\n", res.Model, res.Tokens, res.Region, res.Searched)
+	if len(res.Rows) == 0 {
+		b.WriteString("no configuration meets the limits")
+		if res.Nearest != "" {
+			fmt.Fprintf(&b, "; nearest: %s", res.Nearest)
+		}
+		b.WriteString("\n")
+	} else {
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, " #\tTPU\tchips\tmode\tstep\tgoodput\ttime\tchip-hours\tdollars\t$/B tokens\tterm bill\tPareto\t")
+		for i, row := range res.Rows {
+			front, term := "", "-"
+			if row.Pareto {
+				front = "*"
+			}
+			if row.CommitmentUSD > 0 {
+				term = Dollars(row.CommitmentUSD)
+			}
+			fmt.Fprintf(tw, " %d\t%s\t%d\t%s\t%.2fs\t%.4f\t%s\t%.0f\t%s\t%s\t%s\t%s\t\n", i+1, slicesName(row), row.Chips, row.Mode,
+				row.StepTime.Seconds(), row.Goodput, Days(row.TimeToTrain), row.ChipHours, Dollars(row.USD), Dollars(row.USDPerBTokens), term, front)
+		}
+		tw.Flush()
+		b.WriteString("  * on the Pareto front of time against dollars; --show N prints the plan behind row N\n")
+		b.WriteString("  term bill: what a commitment bills for its whole term\n")
+	}
+	for _, u := range res.Unpriced {
+		fmt.Fprintf(&b, "unpriced: %s\n", u)
+	}
+	for _, d := range res.Dropped {
+		fmt.Fprintf(&b, "dropped: %s: %s\n", d.What, d.Why)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	for _, p := range res.PricesUsed() {
+		fmt.Fprintf(&b, "price: %s %s %s $%g per chip-hour, read %s from %s\n", p.Generation, p.Mode, regionWord(p.Region), p.USDPerChipHour, p.Read, p.Source)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func slicesName(row Row) string {
+	if row.Slices == 1 {
+		return row.AcceleratorType
+	}
+	return fmt.Sprintf("%d × %s", row.Slices, row.AcceleratorType)
+}
+
+func regionWord(r string) string {
+	if r == AnyRegion {
+		return "(no region named)"
+	}
+	return "in " + r
+}
+
+// WriteJSON writes the result as JSON; durations are in seconds and money
+// in dollars, as the keys say.
+func (res Result) WriteJSON(w io.Writer) error {
+	out := struct {
+		Result
+		PricesUsed []Price `json:"prices_used"`
+	}{res, res.PricesUsed()}
+	if out.Rows == nil {
+		out.Rows = []Row{}
+	}
+	if out.Dropped == nil {
+		out.Dropped = []Dropped{}
+	}
+	if out.Unpriced == nil {
+		out.Unpriced = []string{}
+	}
+	return schema.Write(w, out)
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// small is a budget command line that plans fast: Llama 3 8B on v6e-16.
+var small = []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--modes", "on-demand", "--slice-chips", "16", "--slices", "1,2"}
+
+func TestBudgetRefusesBadInput(t *testing.T) {
+	dir := t.TempDir()
+	badPrices := filepath.Join(dir, "prices.csv")
+	if err := os.WriteFile(badPrices, []byte("generation,mode,region,usd_per_chip_hour,source,read,note\nv6e,on-demand,*,-2,src,2026-12-04,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{withFlags(small, "--tokens", "-1T"), []string{`budget: --tokens "-1T"`, "from 1 to 1e16"}},
+		{withFlags(small, "--tokens", "1X"), []string{`--tokens "1X"`, "k, M, B or T"}},
+		{withFlags(small, "--region", "mars"), []string{`budget: --region "mars"`, "us-central1"}},
+		{withFlags(small, "--modes", "on-demand,flex"), []string{`budget: --modes "on-demand,flex"`, "on-demand, spot, cud-1y, cud-3y"}},
+		{withFlags(small, "--generations", "v9"), []string{`budget: --generations "v9"`, "v6e"}},
+		{withFlags(small, "--deadline", "30"), []string{`budget: --deadline "30"`, "in d, h or m"}},
+		{withFlags(small, "--budget", "-5"), []string{`budget: --budget "-5"`, "dollars from 0"}},
+		{withFlags(small, "--slices", "1,1"), []string{`budget: --slices "1,1"`, "distinct"}},
+		{withFlags(small, "--prices", badPrices), []string{"budget: --prices " + badPrices, "line 2", "usd_per_chip_hour \"-2\""}},
+		{withFlags(small, "--show", "9"), []string{"budget: --show 9", "the table has 2 rows"}},
+	} {
+		fail(t, tt.args, tt.want...)
+	}
+}
+
+func TestBudgetNoAnswerNamesTheNearest(t *testing.T) {
+	out, errOut, code := runCmd(withFlags(small, "--deadline", "1h")...)
+	if code != exitError || !strings.Contains(errOut, "no priced configuration meets the limits; nearest: 2 × v6e-16 on-demand") {
+		t.Errorf("--deadline 1h: exit %d, stderr %q; want exit %d naming the nearest (2 × v6e-16)", code, errOut, exitError)
+	}
+	if !strings.Contains(out, "over the 1.0h deadline") {
+		t.Errorf("--deadline 1h: stdout does not say why rows were dropped:\n%s", out)
+	}
+}
+
+func TestBudgetPricesFile(t *testing.T) {
+	// a user's price for TPU7x prices it, and its date is printed
+	f := filepath.Join(t.TempDir(), "prices.csv")
+	if err := os.WriteFile(f, []byte("generation,mode,region,usd_per_chip_hour,source,read,note\ntpu7x,on-demand,us-central1,5,my quote,2026-11-30,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCmd(withFlags(small, "--generations", "tpu7x,v6e", "--slice-chips", "64", "--slices", "1", "--prices", f)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, w := range []string{"tpu7x-128", "price: tpu7x on-demand in us-central1 $5 per chip-hour, read 2026-11-30 from my quote",
+		"unpriced: v6e on-demand in us-central1: no public price found"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
