@@ -70,7 +70,9 @@ const (
 // gathered weights and unreduced gradients.
 func (j Job) phases(sh shape, st stage, logits float64) []Phase {
 	e := float64(j.Precision.Activation)
-	var back Phase
+	// one allocation for both phases' buffers and one for the phases
+	bufs := make([]Buffer, 0, 8)
+	back := Phase{Buffers: bufs[:0:5]}
 	add := func(ph *Phase, name string, bytes float64) {
 		if bytes > 0 {
 			ph.Buffers = append(ph.Buffers, Buffer{Name: name, Bytes: unit.Bytes(bytes)})
@@ -88,9 +90,10 @@ func (j Job) phases(sh shape, st stage, logits float64) []Phase {
 	case j.Precision.Weight > j.Precision.Activation || j.ParameterOffload:
 		add(&back, "compute-dtype copy of the layer's weights", layer*e)
 	}
-	phases := []Phase{back}
+	phases := make([]Phase, 1, 2)
+	phases[0] = back
 	if sh.p == 1 || st == lastStage {
-		out := Phase{Name: PhaseOutput}
+		out := Phase{Name: PhaseOutput, Buffers: bufs[5:5:8]}
 		tiles := float64(max(j.VocabTiles, 1))
 		row := float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * e / float64(sh.t) / tiles
 		add(&out, "logits", logits*row)
@@ -208,43 +211,50 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 	if c > 1 && j.Remat != RematNone {
 		gathered = c * (w[Key] + w[Value])
 	}
+	// frees lists what dies at the step, up to four, -1 for none; the
+	// steps live in an array (no slices: the planner walks layers
+	// millions of times, and this keeps the walk off the heap).
 	type step struct {
 		name  string
 		grads float64
-		frees []int
+		frees [4]int
 		extra float64 // recomputed for this step alone
 	}
-	var steps []step
-	steps = append(steps,
-		step{"forward recompute", 0, nil, 0},
-		step{"MLP down-projection", d + f, []int{act}, 0},
-		step{"MLP activation", d + dwi, []int{int(MLPWi0), int(MLPWi1)}, 0},
-		step{"MLP up-projections", d + dwi + d, []int{midNorm}, 0},
-	)
-	qkvp := []int{int(Query), int(Key), int(Value), probs}
+	none := [4]int{-1, -1, -1, -1}
+	one := func(x int) [4]int { return [4]int{x, -1, -1, -1} }
+	qkvp := [4]int{int(Query), int(Key), int(Value), probs}
+	var steps [8]step
+	n := copy(steps[:], []step{
+		{"forward recompute", 0, none, 0},
+		{"MLP down-projection", d + f, one(act), 0},
+		{"MLP activation", d + dwi, [4]int{int(MLPWi0), int(MLPWi1), -1, -1}, 0},
+		{"MLP up-projections", d + dwi + d, one(midNorm), 0},
+	})
 	if spec.ParallelBlock {
 		// d(out) and the MLP's d(normed) stay live through the attention.
-		steps = append(steps,
-			step{"attention out-projection", 2*d + w[Context], []int{int(Context)}, 0},
-			step{"attention core", 2*d + w[Context] + attnCore, qkvp, gathered},
-			step{"QKV projections", 2*d + dqkv + d, nil, 0},
-		)
+		n += copy(steps[n:], []step{
+			{"attention out-projection", 2*d + w[Context], one(int(Context)), 0},
+			{"attention core", 2*d + w[Context] + attnCore, qkvp, gathered},
+			{"QKV projections", 2*d + dqkv + d, none, 0},
+		})
 	} else {
-		steps = append(steps,
-			step{"mid-layer norm", 3 * d, []int{int(OutProj)}, 0},
-			step{"attention out-projection", d + w[Context], []int{int(Context)}, 0},
-			step{"attention core", d + w[Context] + attnCore, qkvp, gathered},
-			step{"QKV projections", d + dqkv + d, nil, 0},
-		)
+		n += copy(steps[n:], []step{
+			{"mid-layer norm", 3 * d, one(int(OutProj)), 0},
+			{"attention out-projection", d + w[Context], one(int(Context)), 0},
+			{"attention core", d + w[Context] + attnCore, qkvp, gathered},
+			{"QKV projections", d + dqkv + d, none, 0},
+		})
 	}
 	var best backwardWalk
-	for i, st := range steps {
+	for i, st := range steps[:n] {
 		if i == 0 || (live+st.extra+st.grads)*e*tok > best.residuals+best.gradients {
 			best = backwardWalk{step: st.name, residuals: (live + st.extra) * e * tok, gradients: st.grads * e * tok}
 		}
-		for _, n := range st.frees {
-			live -= rec[n]
-			rec[n] = 0
+		for _, x := range st.frees {
+			if x >= 0 {
+				live -= rec[x]
+				rec[x] = 0
+			}
 		}
 	}
 	return best
