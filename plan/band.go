@@ -22,8 +22,8 @@ func (s *searcher) alternatives(pool []Tier) []Candidate {
 	return out
 }
 
-// beyondBand weighs the rule order's choice against the fastest layout
-// the rules did not reach. The rule order stays the default: a layout
+// beyondBand weighs the Multislice rule order's choice against the
+// fastest layout the rules did not reach. The rule order stays the default: a layout
 // outside it is chosen only when it is predicted faster by more than the
 // band's width (cost.StepBand.Width), so that it is faster whatever
 // either prediction's error within validate's held-out band; the reason
@@ -31,8 +31,10 @@ func (s *searcher) alternatives(pool []Tier) []Candidate {
 // Within the band the rule's choice is kept and the note says by how
 // much the other is predicted faster. Every alternative is a layout the
 // search costed and could run, so tensor and context parallelism stay off
-// DCN either way. The in-slice order (DP, FSDP, then model parallel) is
-// weighed the same way, on one slice or many.
+// DCN either way. On a multislice every tier competes, its in-slice
+// strategy included (the rule keeps the strategy that works in one
+// slice, which a faster layout may change); on one slice the in-slice
+// order stands and a faster layout is only noted.
 func (s *searcher) beyondBand(p *Plan) {
 	var fast *Candidate
 	for i, a := range p.Alternatives {
@@ -41,6 +43,17 @@ func (s *searcher) beyondBand(p *Plan) {
 		}
 	}
 	if fast == nil {
+		return
+	}
+	if s.req.Multislice.Slices <= 1 {
+		// one slice: no DCN, no Multislice rule order; the in-slice order
+		// (DP, FSDP, then model parallel) stands and a faster layout is
+		// noted
+		for _, a := range p.Alternatives {
+			if g := a.Estimate.TokensPerSecondPerChip/p.Best.Estimate.TokensPerSecondPerChip - 1; g > 0.05 {
+				p.Reasons = append(p.Reasons, note("", "note: %s (%s) would be %.0f%% faster, but the in-slice rule order does not reach it", a.Estimate.Mesh, a.Tier, 100*g))
+			}
+		}
 		return
 	}
 	rule, alt := p.Best, *fast

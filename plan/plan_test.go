@@ -41,14 +41,13 @@ func warns(p Plan) string   { return strings.Join(phrases(p.Warnings, nil), "\n"
 
 func TestRuleDPChosen(t *testing.T) {
 	// Llama 3 8B on one TPU7x VM: a full replica's 16 B/param state is 120 GiB,
-	// which fits in 192 GiB of HBM, so the rule order chooses pure data
-	// parallelism (the band may still choose a faster layout: band_test.go).
+	// which fits in 192 GiB of HBM, so pure data parallelism is chosen.
 	p, err := Search(request(t, "llama3-8b", "tpu7x-8", 1, 512))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Rule.Tier != TierDP || p.Rule.Estimate.Mesh.String() != "data=4" {
-		t.Errorf("rule order chose %s (%s), want data=4 (pure DP)", p.Rule.Estimate.Mesh, p.Rule.Tier)
+	if p.Best.Tier != TierDP || p.Best.Estimate.Mesh.String() != "data=4" {
+		t.Errorf("chose %s (%s), want data=4 (pure DP)", p.Best.Estimate.Mesh, p.Best.Tier)
 	}
 	if !strings.Contains(reasons(p), "single host") || !strings.Contains(reasons(p), "pure data parallelism") {
 		t.Errorf("reasons do not explain the choice:\n%s", reasons(p))
