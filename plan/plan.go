@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -224,6 +223,10 @@ type Candidate struct {
 type Plan struct {
 	Request Request
 	Best    Candidate
+	// Rule is the layout the rule order chose. Best is the same unless a
+	// layout outside the rule order is predicted faster by more than the
+	// model's error band allows (Band), and the reasons then say why.
+	Rule Candidate
 	// Top holds the best layouts of the chosen tier, best first.
 	Top []Candidate
 	// Alternatives holds the best layout of every other tier that can run.
@@ -241,6 +244,11 @@ type Plan struct {
 	// chosen layout fits with (cost.Estimator.MaxMicroBatch), up to
 	// MaxBatch sequences in all; 0 when it does not fit one.
 	MaxMicroBatch int
+	// Band is the step-time model's measured error on the chosen
+	// layout's generation and model class (cost.Job.Band): the band every
+	// predicted figure carries, and the margin by which a layout outside
+	// the rule order must be faster to be chosen over the rule's.
+	Band cost.StepBand
 }
 
 // ErrNoPlan is returned when no layout can run the job.
@@ -839,15 +847,11 @@ func (s *searcher) choose() (Plan, error) {
 		p.Reasons = append(p.Reasons, note("", "tensor and context parallelism stay inside slices: they exchange activations inside every layer and are never placed on DCN%s",
 			refusedCount(s.refusedDCN)))
 	}
-	for _, t := range all {
-		if !slices.Contains(pool, t) && has(t) {
-			p.Alternatives = append(p.Alternatives, s.best[t][0])
-		}
-	}
-	for _, a := range p.Alternatives {
-		if gain := a.Estimate.TokensPerSecondPerChip/p.Best.Estimate.TokensPerSecondPerChip - 1; gain > 0.05 {
-			p.Reasons = append(p.Reasons, note("", "note: %s (%s) would be %.0f%% faster, but the rule order does not reach it", a.Estimate.Mesh, a.Tier, 100*gain))
-		}
+	p.Alternatives = s.alternatives(pool)
+	p.Rule = p.Best
+	p.Band = p.Best.Estimate.Job.Band(ms.Slice.Chip.Generation)
+	if r.Axes == nil {
+		s.beyondBand(&p)
 	}
 	if r.Model.MoE() {
 		p.Reasons = append(p.Reasons, s.expertNote(p))

@@ -142,8 +142,8 @@ func TestRuleFSDPAcrossSlicesWhenMemoryNeedsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Best.Tier != (Tier{InFSDP, AcrossFSDP}) {
-		t.Fatalf("chose %s (%s), want FSDP inside and across slices\n%s", p.Best.Estimate.Mesh, p.Best.Tier, reasons(p))
+	if p.Rule.Tier != (Tier{InFSDP, AcrossFSDP}) {
+		t.Fatalf("rule order chose %s (%s), want FSDP inside and across slices\n%s", p.Rule.Estimate.Mesh, p.Rule.Tier, reasons(p))
 	}
 	if !strings.Contains(reasons(p), "across slices: FSDP, because data parallelism across slices does not fit (") {
 		t.Errorf("reasons do not say why FSDP crosses the slices:\n%s", reasons(p))

@@ -75,6 +75,44 @@ type JSON struct {
 	Alternatives     []RankJSON     `json:"alternatives"`
 	// Experts is the mixture of experts' routing; absent for a dense model.
 	Experts *ExpertsJSON `json:"experts,omitempty"`
+	// Band is the step time, MFU and tokens/s at the ends of the model's
+	// measured error band (Plan.Band).
+	Band *BandJSON `json:"prediction_band,omitempty"`
+}
+
+// BandJSON is a plan's predicted figures at the ends of the step-time
+// model's error band: validate's held-out rows of the plan's generation
+// and model class (or the cell they pool into, Runs), the share of them
+// the band holds, and their signed relative MFU error at its two ends.
+type BandJSON struct {
+	Runs           string  `json:"runs"`
+	Rows           int     `json:"held_out_rows"`
+	Share          float64 `json:"share_of_held_out_rows_fraction"`
+	LowError       float64 `json:"low_relative_error"`
+	HighError      float64 `json:"high_relative_error"`
+	StepLow        float64 `json:"low_step_time_s"`
+	StepHigh       float64 `json:"high_step_time_s"`
+	MFULow         float64 `json:"low_mfu_fraction"`
+	MFUHigh        float64 `json:"high_mfu_fraction"`
+	TokensChipLow  float64 `json:"low_tokens_per_s_per_chip"`
+	TokensChipHigh float64 `json:"high_tokens_per_s_per_chip"`
+	TokensLow      float64 `json:"low_tokens_per_s"`
+	TokensHigh     float64 `json:"high_tokens_per_s"`
+}
+
+// bandOf is the plan's figures at the ends of its band; nil without one.
+func bandOf(p Plan) *BandJSON {
+	b, e := p.Band, p.Best.Estimate
+	if b.Rows == 0 {
+		return nil
+	}
+	n := float64(p.Request.Multislice.Chips())
+	x := &BandJSON{Runs: b.Runs(), Rows: b.Rows, Share: cost.BandHigh - cost.BandLow, LowError: b.Low, HighError: b.High}
+	x.StepLow, x.StepHigh = b.Step(e.Time.Step.Seconds())
+	x.MFULow, x.MFUHigh = b.Rate(e.MFU)
+	x.TokensChipLow, x.TokensChipHigh = b.Rate(e.TokensPerSecondPerChip)
+	x.TokensLow, x.TokensHigh = x.TokensChipLow*n, x.TokensChipHigh*n
+	return x
 }
 
 // ExpertsJSON is how a mixture of experts routes its tokens on the layout.
@@ -222,7 +260,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
 		DCNBytes: int64(e.DCNBytesPerStep), ICIBytesChip: int64(e.ICIBytesPerChip),
 		Reasons: phrases(p.Reasons, name), Warnings: phrases(p.Warnings, name), Rejected: []RejectedJSON{}, Evaluated: p.Evaluated,
-		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{}, Experts: expertsOf(e),
+		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{}, Experts: expertsOf(e), Band: bandOf(p),
 	}
 	if q := e.Job.Quantization; q != cost.QuantNone {
 		j.QuantizedMFUPeak = string(q.Format())
@@ -364,7 +402,13 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 	e := p.Best.Estimate
 	ms := p.Request.Multislice
 	st := e.Time.Step
-	fmt.Fprintf(b, "\nStep time: %s\n", dur(st))
+	band := p.Band
+	if band.Rows > 0 {
+		lo, hi := band.Step(st.Seconds())
+		fmt.Fprintf(b, "\nStep time: %s (%s, %s)\n", dur(st), span(unit.Seconds(lo).String(), unit.Seconds(hi).String()), bandName(band, e.Job, ms.Slice.Chip.Generation))
+	} else {
+		fmt.Fprintf(b, "\nStep time: %s\n", dur(st))
+	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	for _, c := range []struct {
 		name string
@@ -385,6 +429,13 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.EfficiencyFor(ms.Slice.Chip), phrase(efficiencySource(e.Job), name))
 	fmt.Fprintf(b, "  MFU %.1f%%  HFU %.1f%% (of the %s peak)  %s tokens/s per chip  %s tokens/s in all\n",
 		100*e.MFU, 100*e.HFU, hw.BF16, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
+	if band.Rows > 0 {
+		mlo, mhi := band.Rate(e.MFU)
+		tlo, thi := band.Rate(e.TokensPerSecondPerChip)
+		n := float64(ms.Chips())
+		fmt.Fprintf(b, "  in the band: MFU %.1f-%.1f%%, %s-%s tokens/s per chip, %s-%s tokens/s in all\n",
+			100*mlo, 100*mhi, count(tlo), count(thi), count(tlo*n), count(thi*n))
+	}
 	if q := e.Job.Quantization; q != cost.QuantNone {
 		fmt.Fprintf(b, "  MFU %.1f%% of the %s peak, which the %s matmuls run at (the attention core runs at the %s peak)\n",
 			100*e.QuantizedMFU, q.Format(), q, hw.BF16)
@@ -403,6 +454,35 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 }
 
 func secondsOf(s float64) time.Duration { return time.Duration(s * 1e9) }
+
+// bandName says which band a plan's figures carry, and, when the job's
+// own cell has too few rows for a band, that it pooled: "validate's
+// held-out 80 % band for dense runs of every generation, 39 rows; dense
+// tpu7x runs have 6".
+func bandName(b cost.StepBand, j cost.Job, g hw.Generation) string {
+	s := fmt.Sprintf("validate's held-out %.0f %% band for %s, %d rows", 100*(cost.BandHigh-cost.BandLow), b.Runs(), b.Rows)
+	own := cost.StepBand{Generation: g, Class: j.Class()}
+	if j.Quantization != cost.QuantNone {
+		own.Class = cost.ClassQuantized
+	}
+	if b.Generation != own.Generation || b.Class != own.Class {
+		c, _ := cost.BandCell(own.Generation, own.Class)
+		s += fmt.Sprintf("; %s have %d", own.Runs(), c.Rows)
+	}
+	return s
+}
+
+// span is "lo-hi" from the two as printed, the unit once when they share
+// it ("11.9-14.2 s"), one number when both print alike.
+func span(los, his string) string {
+	if los == his {
+		return los
+	}
+	if i, k := strings.LastIndexByte(los, ' '), strings.LastIndexByte(his, ' '); i > 0 && k > 0 && los[i:] == his[k:] {
+		los = los[:i]
+	}
+	return los + "-" + his
+}
 
 // writeComms writes the collectives per chip per step.
 func writeComms(b *strings.Builder, comms []cost.Comm) {

@@ -21,12 +21,14 @@ type pageTemplates struct{ t *template.Template }
 
 func templates() *pageTemplates {
 	funcs := template.FuncMap{
-		"pct":   func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
-		"bytes": func(b int64) string { return unit.Bytes(b).String() },
-		"secs":  func(s float64) string { return unit.Seconds(s).String() },
-		"num":   func(f float64) string { return fmt.Sprintf("%.0f", f) },
-		"fixed": func(f float64) string { return fmt.Sprintf("%g", f) },
-		"inc":   func(i int) int { return i + 1 },
+		"pct":    func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+		"bytes":  func(b int64) string { return unit.Bytes(b).String() },
+		"secs":   func(s float64) string { return unit.Seconds(s).String() },
+		"num":    func(f float64) string { return fmt.Sprintf("%.0f", f) },
+		"fixed":  func(f float64) string { return fmt.Sprintf("%g", f) },
+		"inc":    func(i int) int { return i + 1 },
+		"mul100": func(f float64) float64 { return 100 * f },
+		"signed": func(f float64) string { return fmt.Sprintf("%+.1f%%", 100*f) },
 	}
 	return &pageTemplates{template.Must(template.New("").Funcs(funcs).ParseFS(static, "static/*.html"))}
 }

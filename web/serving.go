@@ -22,6 +22,9 @@ type goodputView struct {
 	SaveS, RestartS, EveryS float64
 	Goodput                 float64
 	Tokens, DaysToTrain     float64
+	// DaysLow and DaysHigh are the time to train at the ends of the
+	// plan's error band (it scales with the step); 0 without a band.
+	DaysLow, DaysHigh float64
 }
 
 // goodputOf is the analytic goodput of p's chosen layout for 1e12 tokens.
@@ -29,8 +32,12 @@ func goodputOf(p plan.Plan) goodputView {
 	m := p.Best.Estimate.Mesh
 	chips := m.Chips()
 	e := capacity.Expect(capacity.JobOf(p), chips, chips/m.Multislice.Slice.Chip.Host.Chips, 1e12)
-	return goodputView{FailuresPerDay: 24 * e.FailuresPerHour, SaveS: e.Save.Seconds(), RestartS: e.Restart.Seconds(),
+	v := goodputView{FailuresPerDay: 24 * e.FailuresPerHour, SaveS: e.Save.Seconds(), RestartS: e.Restart.Seconds(),
 		EveryS: e.Interval.Seconds(), Goodput: e.Goodput, Tokens: e.Tokens, DaysToTrain: e.TimeToTrain.Hours() / 24}
+	if p.Band.Rows > 0 {
+		v.DaysLow, v.DaysHigh = p.Band.Step(v.DaysToTrain)
+	}
+	return v
 }
 
 // servingPage is the serving view: a small form and the serving plan as

@@ -14,6 +14,7 @@ import (
 
 	"shardlab/plan"
 	"shardlab/schema"
+	"shardlab/unit"
 )
 
 // get serves a GET and returns its status and body.
@@ -540,5 +541,30 @@ func TestPageNamesTheMFUPeak(t *testing.T) {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("int8 report lacks %q", w)
 		}
+	}
+}
+
+// TestPageShowsBand: the plan view carries the error band of the step,
+// MFU, tokens/s and time to train, from the plan's own band (issue 29).
+func TestPageShowsBand(t *testing.T) {
+	h := New(Config{})
+	o := plan.DefaultOptions()
+	code, body := get(t, h, "/?"+queryOf(o))
+	req, err := plan.ParseRequest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Search(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := p.JSON(nil).Band
+	if j == nil {
+		t.Fatal("the default plan has no band")
+	}
+	want := fmt.Sprintf("step %s to %s", unit.Seconds(j.StepLow), unit.Seconds(j.StepHigh))
+	if code != http.StatusOK || !strings.Contains(body, `id="band"`) || !strings.Contains(body, want) || !strings.Contains(body, "in the band)") ||
+		!strings.Contains(body, "band for "+j.Runs) {
+		t.Errorf("GET / = %d; want the band section with %q, its runs (%s) and the days to train in the band", code, want, j.Runs)
 	}
 }

@@ -83,6 +83,10 @@ var quantityKeys = []struct {
 	{"MFU", "mfu_fraction", []string{"mfu"}},
 	{"the peak MFU is against", "mfu_peak", []string{"peak", "mfu_peak_format"}},
 	{"JAX devices per chip", "jax_devices_per_chip", []string{"devices_per_chip"}},
+	{"a plan's figures at the ends of the model's error band", "prediction_band", []string{"band", "error_band", "uncertainty", "confidence_band", "step_time_band"}},
+	{"the step time at the band's fast end", "low_step_time_s", []string{"step_time_low_s", "min_step_time_s", "step_low_s"}},
+	{"MFU at the band's low end", "low_mfu_fraction", []string{"mfu_low_fraction", "min_mfu_fraction"}},
+	{"tokens/s per chip at the band's low end", "low_tokens_per_s_per_chip", []string{"tokens_per_s_per_chip_low", "min_tokens_per_s_per_chip"}},
 }
 
 // jsonType is a JSON value's kind.

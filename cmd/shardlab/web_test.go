@@ -59,8 +59,14 @@ func TestPlanChartFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Count(string(h), "<svg"); got != 4 {
-		t.Errorf("plan --html: %d charts, want 4", got)
+	// HBM, step time and the two scaling charts, and a pipeline's
+	// timeline when the chosen layout has one
+	want := 4
+	if strings.Contains(stdout, "Layout: ") && strings.Contains(strings.SplitN(strings.SplitN(stdout, "Layout: ", 2)[1], "\n", 2)[0], "pipeline=") {
+		want = 5
+	}
+	if got := strings.Count(string(h), "<svg"); got != want {
+		t.Errorf("plan --html: %d charts, want %d", got, want)
 	}
 	if !strings.Contains(string(h), "--max-global-batch") {
 		t.Error("plan --html: reasons should spell options as flags, as the CLI does")

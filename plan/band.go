@@ -1,0 +1,155 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"shardlab/cost"
+	"shardlab/unit"
+)
+
+// alternatives is the best layout of every tier outside pool that runs,
+// in rule order.
+func (s *searcher) alternatives(pool []Tier) []Candidate {
+	var out []Candidate
+	for _, t := range tiers(s.req.Multislice.Slices) {
+		if !slices.Contains(pool, t) && len(s.best[t]) > 0 {
+			out = append(out, s.best[t][0])
+		}
+	}
+	return out
+}
+
+// beyondBand weighs the Multislice rule order's choice against the
+// fastest layout the rules did not reach. The rule order stays the default: a layout
+// outside it is chosen only when it is predicted faster by more than the
+// band's width (cost.StepBand.Width), so that it is faster whatever
+// either prediction's error within validate's held-out band; the reason
+// then says which of the rule's premises fails here, with the numbers.
+// Within the band the rule's choice is kept and the note says by how
+// much the other is predicted faster. Every alternative is a layout the
+// search costed and could run, so tensor and context parallelism stay off
+// DCN either way. On a multislice every tier competes, its in-slice
+// strategy included (the rule keeps the strategy that works in one
+// slice, which a faster layout may change); on one slice the in-slice
+// order stands and a faster layout is only noted.
+func (s *searcher) beyondBand(p *Plan) {
+	var fast *Candidate
+	for i, a := range p.Alternatives {
+		if a.Estimate.TokensPerSecondPerChip > p.Best.Estimate.TokensPerSecondPerChip && (fast == nil || better(a, *fast)) {
+			fast = &p.Alternatives[i]
+		}
+	}
+	if fast == nil {
+		return
+	}
+	if s.req.Multislice.Slices <= 1 {
+		// one slice: no DCN, no Multislice rule order; the in-slice order
+		// (DP, FSDP, then model parallel) stands and a faster layout is
+		// noted
+		for _, a := range p.Alternatives {
+			if g := a.Estimate.TokensPerSecondPerChip/p.Best.Estimate.TokensPerSecondPerChip - 1; g > 0.05 {
+				p.Reasons = append(p.Reasons, note("", "note: %s (%s) would be %.0f%% faster, but the in-slice rule order does not reach it", a.Estimate.Mesh, a.Tier, 100*g))
+			}
+		}
+		return
+	}
+	rule, alt := p.Best, *fast
+	gain := alt.Estimate.TokensPerSecondPerChip/rule.Estimate.TokensPerSecondPerChip - 1
+	b := p.Band
+	if gain <= b.Width() || b.Rows == 0 {
+		for _, a := range p.Alternatives {
+			if g := a.Estimate.TokensPerSecondPerChip/rule.Estimate.TokensPerSecondPerChip - 1; g > 0.05 {
+				p.Reasons = append(p.Reasons, note("", "note: %s (%s) is predicted %.0f%% faster, within the %.0f%% the model's error allows (%s): the rule order's choice stands",
+					a.Estimate.Mesh, a.Tier, 100*g, 100*b.Width(), bandSpan(b)))
+			}
+		}
+		return
+	}
+	p.Best = alt
+	p.Top = s.best[alt.Tier][:min(len(s.best[alt.Tier]), s.req.Top)]
+	p.Alternatives = s.alternatives([]Tier{alt.Tier})
+	p.Reasons = append(p.Reasons, note("", "beyond the band: %s (%s) is predicted %.0f%% faster than the rule order's choice, %s (%s), more than the %.0f%% the model's error allows (%s), so it is chosen; %s: %s",
+		alt.Estimate.Mesh, alt.Tier, 100*gain, rule.Estimate.Mesh, rule.Tier, 100*b.Width(), bandSpan(b), premise(rule.Tier, alt.Tier), because(rule, alt)))
+}
+
+// bandSpan says what the band is and where it comes from.
+func bandSpan(b cost.StepBand) string {
+	return fmt.Sprintf("held-out MFU errors from %+.1f%% to %+.1f%%, the 10th to 90th percentile over %d %s in shardlab validate",
+		100*b.Low, 100*b.High, b.Rows, b.Runs())
+}
+
+// premise is the rule order's premise that put rule's tier before alt's:
+// the cross-slice one when the two differ across slices, the in-slice one
+// when they differ inside, both when both differ.
+func premise(rule, alt Tier) string {
+	var across, inside string
+	switch {
+	case rule.Across == alt.Across:
+	case rule.Across == AcrossPipeline:
+		across = "that at this batch limit DP or FSDP across slices cannot hide its gradient reduction over DCN, so a pipeline's bubble costs less"
+	case alt.Across == AcrossFSDP:
+		across = "that data parallelism, which sends only the gradients over DCN once per step, is the cheapest use of DCN"
+	case alt.Across == AcrossPipeline:
+		across = "that a pipeline across slices pays a bubble that DP or FSDP across slices does not"
+	default:
+		across = "that the cross-slice strategy the rules reach first is the fastest"
+	}
+	switch {
+	case rule.In == alt.In:
+	case rule.In == InDP:
+		inside = "that pure data parallelism inside a slice is the cheapest while a replica fits"
+	case rule.In == InFSDP:
+		inside = "that FSDP inside a slice costs less than tensor, context or pipeline parallelism there"
+	default:
+		inside = "that the in-slice strategy the rules reach first is the fastest"
+	}
+	switch {
+	case across != "" && inside != "":
+		return "the rule order's premises, " + across + ", and " + inside + ", do not hold here"
+	case across != "":
+		return "the rule order's premise, " + across + ", does not hold here"
+	}
+	return "the rule order's premise, " + inside + ", does not hold here"
+}
+
+// because names the parts of the rule's step that the faster layout
+// spends less on, largest first, per sequence of each one's global batch
+// (throughput is what the two are ranked by); when the faster one sends
+// gradients or weights over DCN, how much of that hides under compute;
+// and the batch, remat and micro-batch of each when they differ.
+func because(rule, alt Candidate) string {
+	re, ae := rule.Estimate, alt.Estimate
+	r, a := re.Time, ae.Time
+	rb, ab := time.Duration(max(re.Job.GlobalBatch, 1)), time.Duration(max(ae.Job.GlobalBatch, 1))
+	type part struct {
+		name     string
+		rule, at time.Duration
+	}
+	parts := []part{{"compute", r.Compute / rb, a.Compute / ab}, {"exposed ICI", r.ICI / rb, a.ICI / ab}, {"exposed DCN", r.DCN / rb, a.DCN / ab},
+		{"slice sync", r.Sync / rb, a.Sync / ab}, {"pipeline bubble", r.Bubble / rb, a.Bubble / ab}}
+	slices.SortStableFunc(parts, func(x, y part) int { return int((y.rule - y.at) - (x.rule - x.at)) })
+	var saved []string
+	for _, pt := range parts[:2] {
+		if pt.rule > pt.at {
+			saved = append(saved, fmt.Sprintf("%s %s against %s", pt.name, dur(pt.at), dur(pt.rule)))
+		}
+	}
+	out := fmt.Sprintf("per sequence of its batch, its step takes %s against the rule's %s (%s)", dur(a.Step/ab), dur(r.Step/rb), strings.Join(saved, ", "))
+	if alt.Tier.Across == AcrossDP || alt.Tier.Across == AcrossFSDP {
+		var dcn time.Duration
+		for _, c := range ae.Comms {
+			if c.Overlapped {
+				dcn += c.DCNTime
+			}
+		}
+		out += fmt.Sprintf("; its DCN collectives take %s a step and hide under %s of compute but for %s", dur(dcn), dur(a.Compute), dur(a.DCN))
+	}
+	if re.Job.Remat != ae.Job.Remat || re.MicroBatchSize != ae.MicroBatchSize || re.Job.GlobalBatch != ae.Job.GlobalBatch {
+		out += fmt.Sprintf("; it runs a global batch of %d with remat %s and %s per chip per micro-batch, the rule's choice %d with remat %s and %d",
+			ae.Job.GlobalBatch, ae.Job.Remat, unit.Plural(ae.MicroBatchSize, "sequence"), re.Job.GlobalBatch, re.Job.Remat, re.MicroBatchSize)
+	}
+	return out
+}

@@ -1,0 +1,131 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+
+	"shardlab/mesh"
+)
+
+// gain is how much faster a is predicted than b.
+func gain(a, b Candidate) float64 {
+	return a.Estimate.TokensPerSecondPerChip/b.Estimate.TokensPerSecondPerChip - 1
+}
+
+// TestBeyondBandChoosesFaster is issue 29's case: Llama 3 8B on 8 x v4-128
+// at the 4 Mi-token default limit (512 sequences of 8192). The rule order
+// puts a pipeline across the slices (the batch is below what the
+// Multislice rule asks to hide a DP all-reduce), but FSDP across slices is
+// predicted far faster than the dense band's width, so the planner chooses
+// it and says which premise fails, with the DCN time that hides.
+func TestBeyondBandChoosesFaster(t *testing.T) {
+	p, err := Search(request(t, "llama3-8b", "v4-128", 8, 512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Rule.Tier.Across != AcrossPipeline {
+		t.Fatalf("rule order chose %s (%s), want pipeline across slices\n%s", p.Rule.Estimate.Mesh, p.Rule.Tier, reasons(p))
+	}
+	if a := p.Best.Tier.Across; a != AcrossDP && a != AcrossFSDP {
+		t.Fatalf("chose %s (%s), want DP or FSDP across slices\n%s", p.Best.Estimate.Mesh, p.Best.Tier, reasons(p))
+	}
+	if g, w := gain(p.Best, p.Rule), p.Band.Width(); g <= w {
+		t.Errorf("chosen layout is %.3f faster than the rule's, want more than the band's width %.3f", g, w)
+	}
+	for _, want := range []string{"beyond the band: " + p.Best.Estimate.Mesh.String(), "the rule order's choice, " + p.Rule.Estimate.Mesh.String(),
+		"cannot hide its gradient reduction over DCN", "do not hold here", "its DCN collectives take", "hide under", "39 dense runs of every generation"} {
+		if !strings.Contains(reasons(p), want) {
+			t.Errorf("reasons do not say %q:\n%s", want, reasons(p))
+		}
+	}
+	for _, c := range append(append([]Candidate{p.Best}, p.Top...), p.Alternatives...) {
+		for _, a := range []mesh.Axis{mesh.Tensor, mesh.Context} {
+			if d := c.Estimate.Mesh.Degree(a).DCN; d > 1 {
+				t.Errorf("%s puts %s on DCN (%d)", c.Estimate.Mesh, a, d)
+			}
+		}
+	}
+	if p.Top[0].Estimate.Mesh.String() != p.Best.Estimate.Mesh.String() {
+		t.Errorf("top[0] = %s, want the chosen %s", p.Top[0].Estimate.Mesh, p.Best.Estimate.Mesh)
+	}
+	found := false
+	for _, a := range p.Alternatives {
+		found = found || a.Tier == p.Rule.Tier
+	}
+	if !found {
+		t.Errorf("the rule's tier %s is not among the alternatives", p.Rule.Tier)
+	}
+}
+
+// TestWithinBandKeepsRule: Llama 3 70B on 2 x tpu7x-128 at the default
+// limit. FSDP across slices is predicted faster than the rule's DP across
+// slices, but by less than the band's width, so the rule's choice stands
+// and the note says by how much and why.
+func TestWithinBandKeepsRule(t *testing.T) {
+	p, err := Search(request(t, "llama3-70b", "tpu7x-128", 2, 512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Best.Estimate.Mesh.String() != p.Rule.Estimate.Mesh.String() || p.Best.Tier != (Tier{InFSDP, AcrossDP}) {
+		t.Fatalf("chose %s (%s), the rule order %s (%s), want the rule's FSDP inside, DP across slices\n%s",
+			p.Best.Estimate.Mesh, p.Best.Tier, p.Rule.Estimate.Mesh, p.Rule.Tier, reasons(p))
+	}
+	var faster *Candidate
+	for i, a := range p.Alternatives {
+		if gain(a, p.Best) > 0.05 {
+			faster = &p.Alternatives[i]
+		}
+	}
+	if faster == nil {
+		t.Fatalf("no alternative is predicted more than 5%% faster, want one within the band\n%s", reasons(p))
+	}
+	if g, w := gain(*faster, p.Best), p.Band.Width(); g > w {
+		t.Errorf("%s is %.3f faster, want within the band's width %.3f", faster.Estimate.Mesh, g, w)
+	}
+	want := "note: " + faster.Estimate.Mesh.String() + " (" + faster.Tier.String() + ") is predicted"
+	if !strings.Contains(reasons(p), want) || !strings.Contains(reasons(p), "the rule order's choice stands") {
+		t.Errorf("reasons do not say %q ... the rule order's choice stands:\n%s", want, reasons(p))
+	}
+}
+
+// TestBandPrinted checks that the text and the JSON carry the band of
+// every predicted figure, from the plan's own band: llama3-8b on v5p-8 is
+// dense v5p, a cell with rows enough of its own.
+func TestBandPrinted(t *testing.T) {
+	p, err := Search(request(t, "llama3-8b", "v5p-8", 1, 512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := p.Band; b.Generation != "v5p" || b.Class != "dense" || b.Rows < 8 {
+		t.Fatalf("band %+v, want the dense v5p cell", b)
+	}
+	e := p.Best.Estimate
+	var text strings.Builder
+	if err := p.WriteText(&text, nil); err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := p.Band.Step(e.Time.Step.Seconds())
+	want := "Step time: " + dur(e.Time.Step) + " (" + span(dur(secondsOf(lo)), dur(secondsOf(hi))) + ", validate's held-out 80 % band for dense v5p runs, "
+	if !strings.Contains(text.String(), want) || !strings.Contains(text.String(), "in the band: MFU ") {
+		t.Errorf("text does not carry the band, want %q and the MFU band:\n%s", want, text.String())
+	}
+	j := p.JSON(nil).Band
+	if j == nil {
+		t.Fatal("JSON has no prediction_band")
+	}
+	mlo, mhi := p.Band.Rate(e.MFU)
+	tlo, thi := p.Band.Rate(e.TokensPerSecondPerChip)
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"low_step_time_s", j.StepLow, lo}, {"high_step_time_s", j.StepHigh, hi}, {"low_mfu_fraction", j.MFULow, mlo}, {"high_mfu_fraction", j.MFUHigh, mhi},
+		{"low_tokens_per_s_per_chip", j.TokensChipLow, tlo}, {"high_tokens_per_s_per_chip", j.TokensChipHigh, thi},
+		{"low_tokens_per_s", j.TokensLow, tlo * 4}, {"high_tokens_per_s", j.TokensHigh, thi * 4}} {
+		if c.got != c.want {
+			t.Errorf("prediction_band.%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if !(j.StepLow < e.Time.Step.Seconds() && e.Time.Step.Seconds() < j.StepHigh && j.MFULow < e.MFU && e.MFU < j.MFUHigh) {
+		t.Errorf("band %+v does not hold the prediction (step %v, MFU %v)", j, e.Time.Step, e.MFU)
+	}
+}
