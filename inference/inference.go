@@ -38,9 +38,7 @@ import (
 	"strings"
 	"time"
 
-	"shardlab/collective"
 	"shardlab/hw"
-	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/unit"
 )
@@ -484,32 +482,8 @@ func Estimate(r Request, tp, dp int) Layout {
 	m.MaxSeqs = m.Pages / ceilDiv(r.MaxModelLen, m.BlockSize)
 	l.Fits = m.MaxSeqs >= l.SeqsEach
 
-	peak := float64(c.PeakBF16) / float64(per)
-	bw := float64(c.HBMBandwidth) / float64(per)
-	chips := ceilDiv(tp, per)
-	link := collective.Link{HopLatency: hw.ICIHopLatency}
-	if chips > 1 {
-		// the ICI ring of a TP group is where package mesh places a
-		// tensor axis of that many chips on the slice
-		ms, err := hw.NewMultislice(r.Slice, 1, 0)
-		if err == nil {
-			var m mesh.Mesh
-			m, err = mesh.New(ms, mesh.Degree{Axis: mesh.Tensor, ICI: chips, DCN: 1}, mesh.Degree{Axis: mesh.Data, ICI: r.Slice.Chips() / chips, DCN: 1})
-			if err == nil {
-				link = m.Link(mesh.Tensor).Collective()
-			}
-		}
-		if err != nil {
-			panic(fmt.Sprintf("inference: TP %d is not one of TPSizes on %s: %v", tp, r.Slice.AcceleratorType(), err))
-		}
-	}
-	allReduce := func(tokens int) time.Duration {
-		// two per layer: after the attention output and the MLP down
-		// projection; the devices of one chip share its HBM, so only
-		// the chips of the replica pass over ICI.
-		size := unit.Bytes(tokens * r.Model.DModel * 2)
-		return time.Duration(2*r.Model.Layers) * collective.Time(collective.AllReduce, chips, size, link)
-	}
+	rc := newReplicaCost(r, tp)
+	peak, bw, allReduce := rc.peak, rc.bw, rc.allReduce
 	matmul := 2 * float64(r.Model.MatmulParams()) / float64(tp)
 	// prefill of one prompt: compute-bound
 	P := r.PromptLen

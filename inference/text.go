@@ -55,3 +55,16 @@ func (p Plan) WriteText(w io.Writer, command string) error {
 }
 
 func ms(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+
+// WriteText writes the simulation's measurements: the load it served,
+// throughput, and TTFT and ITL percentiles.
+func (s SimResult) WriteText(w io.Writer, load string) error {
+	_, err := fmt.Fprintf(w, "simulated (%s scheduler, %s): one replica of %d served %d requests, %d output tokens in %v over %d steps, %d preemptions\n"+
+		"  throughput %.0f output tokens/s (all replicas)\n"+
+		"  TTFT mean %v, p50 %v, p90 %v, p99 %v\n"+
+		"  ITL  mean %v, p50 %v, p90 %v, p99 %v\n",
+		s.Engine, load, s.Replicas, s.Requests, s.OutputTokens, ms(s.Duration), s.Steps, s.Preemptions, s.TokensPerSecond,
+		ms(s.TTFT.Mean), ms(s.TTFT.P50), ms(s.TTFT.P90), ms(s.TTFT.P99),
+		ms(s.ITL.Mean), ms(s.ITL.P50), ms(s.ITL.P90), ms(s.ITL.P99))
+	return err
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"strings"
@@ -330,7 +331,10 @@ type ServingResult struct {
 	Row ServingRow
 	// Modelled is false for a not_modelled row; the rest is then zero.
 	Modelled bool
-	Layout   inference.Layout
+	// Layout is the row's layout (its memory says whether the
+	// sequences fit); Sim the simulation of its run, the prediction.
+	Layout inference.Layout
+	Sim    inference.SimResult
 	// Error is (predicted − published) / published output tokens/s;
 	// TTFTError and ITLError the same for the means where published, else
 	// NaN.
@@ -347,7 +351,9 @@ type ServingReport struct {
 }
 
 // EvaluateServing runs the serving model on every row's configuration:
-// inference.Estimate at the row's tensor-parallel size and replicas.
+// inference.Estimate at the row's tensor-parallel size and replicas for
+// the memory, then inference.Simulate of the row's run (SimOptions) for
+// the prediction.
 func EvaluateServing(rows []ServingRow) (ServingReport, error) {
 	var rep ServingReport
 	for _, row := range rows {
@@ -359,9 +365,36 @@ func EvaluateServing(rows []ServingRow) (ServingReport, error) {
 		if err != nil {
 			return rep, &ServingRowError{ID: row.ID, Err: err}
 		}
-		rep.Results = append(rep.Results, servingResult(row, inference.Estimate(req, row.TP, row.DP)))
+		l := inference.Estimate(req, row.TP, row.DP)
+		sim, err := inference.Simulate(req, l, row.SimOptions(), rand.New(rand.NewPCG(ServingSeed, 0)))
+		if err != nil {
+			return rep, &ServingRowError{ID: row.ID, Err: err}
+		}
+		rep.Results = append(rep.Results, servingResult(row, l, sim))
 	}
 	return rep, nil
+}
+
+// ServingSeed seeds every row's simulation (its lengths are fixed, so
+// only a request rate would draw from it).
+const ServingSeed = 1
+
+// SimOptions is the simulation of the row's run: its engine's scheduler,
+// the row's mean lengths for every request (the table gives no
+// distribution), its concurrency as a closed loop of clients and its
+// prompts. JetStream's batch slots are the row's concurrency; vLLM's
+// max_num_seqs the row's, or its concurrency when not given.
+func (r ServingRow) SimOptions() inference.SimOptions {
+	w := r.Workload
+	o := inference.SimOptions{Engine: inference.VLLM, MaxNumSeqs: r.MaxNumSeqs,
+		Load: inference.Load{Mix: inference.FixedMix(w.InputLen, w.OutputLen), Concurrency: w.Concurrency, Requests: w.NumPrompts}}
+	if r.Engine == EngineJetStreamPyTorch {
+		o.Engine, o.MaxNumSeqs = inference.JetStream, w.Concurrency
+	}
+	if o.MaxNumSeqs == 0 {
+		o.MaxNumSeqs = w.Concurrency
+	}
+	return o
 }
 
 // BuiltInServingReport evaluates the built-in serving table.
@@ -373,7 +406,7 @@ func BuiltInServingReport() (ServingReport, error) {
 	return EvaluateServing(rows)
 }
 
-func servingResult(row ServingRow, l inference.Layout) ServingResult {
+func servingResult(row ServingRow, l inference.Layout, sim inference.SimResult) ServingResult {
 	rel := func(got, want float64) float64 {
 		if want <= 0 {
 			return math.NaN()
@@ -381,8 +414,8 @@ func servingResult(row ServingRow, l inference.Layout) ServingResult {
 		return (got - want) / want
 	}
 	p := row.Published
-	return ServingResult{Row: row, Modelled: true, Layout: l, Error: rel(l.TokensPerSecond, p.OutputTokensPerS),
-		TTFTError: rel(ms(l.TTFT), p.MeanTTFTms), ITLError: rel(ms(l.ITL), p.MeanITLms)}
+	return ServingResult{Row: row, Modelled: true, Layout: l, Sim: sim, Error: rel(sim.TokensPerSecond, p.OutputTokensPerS),
+		TTFTError: rel(ms(sim.TTFT.Mean), p.MeanTTFTms), ITLError: rel(ms(sim.ITL.Mean), p.MeanITLms)}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -471,8 +504,10 @@ func pct(x float64) string {
 func (rep ServingReport) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintln(&b, "Serving: published TPU serving figures (validate/serving.yaml) against shardlab's serving model at each row's configuration.")
-	fmt.Fprintln(&b, "predicted = inference.Estimate at the row's TP, DP, concurrency and (mean) lengths: the decode roofline, with no queueing,")
-	fmt.Fprintln(&b, "no prefill mixed into decode steps, no scheduling; an int8 KV cache is costed as a one-byte (fp8) cache.")
+	fmt.Fprintln(&b, "predicted = inference.Simulate of the row's run: its engine's scheduler (vLLM: continuous batching, chunked prefill in the token")
+	fmt.Fprintln(&b, "budget, paged KV cache, preemption, tpu-inference's padding; JetStream: one prompt a prefill into a free slot, generate steps over")
+	fmt.Fprintln(&b, "all slots attending the whole cache) at the row's TP, concurrency (a closed loop of clients), prompts and mean lengths; each step")
+	fmt.Fprintln(&b, "costs its weights, KV and MXU rooflines plus the TP all-reduces, no host overhead. An int8 KV cache is costed as one byte.")
 	fmt.Fprintln(&b, "error = (predicted - published) / published output tokens/s; a row is refused when its sequences do not fit the KV cache.")
 	fmt.Fprintln(&b)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -488,7 +523,7 @@ func (rep ServingReport) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dx%d\t%s/%s\t%d\t%d/%d\t%.0f\t%.0f\t%s\t%s\n", c.ID, c.Set, c.Engine, c.Model, c.AcceleratorType,
 			c.TP, c.DP, c.Weights, c.KVCache, c.Workload.Concurrency, c.Workload.InputLen, c.Workload.OutputLen,
-			c.Published.OutputTokensPerS, l.TokensPerSecond, pct(r.Error), fits)
+			c.Published.OutputTokensPerS, r.Sim.TokensPerSecond, pct(r.Error), fits)
 	}
 	tw.Flush()
 	rep.writeLatency(&b)
@@ -534,11 +569,11 @@ func (rep ServingReport) writeLatency(b *strings.Builder) {
 			continue
 		}
 		if n == 0 {
-			fmt.Fprintln(b, "\nlatency where published (mean TTFT includes queueing; the model's is one prompt's prefill):")
+			fmt.Fprintln(b, "\nlatency where published (means; the simulation's TTFT includes its queueing):")
 			fmt.Fprintln(tw, "row\tTTFT ms\tpredicted\terror\tITL ms\tpredicted\terror")
 		}
 		n++
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t%s\n", r.Row.ID, p.MeanTTFTms, ms(r.Layout.TTFT), pct(r.TTFTError), p.MeanITLms, ms(r.Layout.ITL), pct(r.ITLError))
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t%s\n", r.Row.ID, p.MeanTTFTms, ms(r.Sim.TTFT.Mean), pct(r.TTFTError), p.MeanITLms, ms(r.Sim.ITL.Mean), pct(r.ITLError))
 	}
 	tw.Flush()
 }
@@ -596,7 +631,7 @@ func (r ServingResult) JSON() ServingRowJSON {
 		return &x
 	}
 	l := r.Layout
-	tps, ttft, itl := l.TokensPerSecond, ms(l.TTFT), ms(l.ITL)
+	tps, ttft, itl := r.Sim.TokensPerSecond, ms(r.Sim.TTFT.Mean), ms(r.Sim.ITL.Mean)
 	fits, seqs := l.Fits, l.DP*l.Memory.MaxSeqs
 	row.PredictedTokensPS, row.PredictedTTFTms, row.PredictedITLms = &tps, &ttft, &itl
 	row.Error, row.TTFTError, row.ITLError = finite(r.Error), finite(r.TTFTError), finite(r.ITLError)

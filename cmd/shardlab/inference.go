@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -18,6 +19,9 @@ type inferenceFlags struct {
 	req                 inference.Request
 	weights, kv         string
 	json                bool
+	mix                 string
+	seed                uint64
+	requests            int
 }
 
 // newInferenceFlags defines the flags of inference. The defaults are
@@ -47,6 +51,9 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	intVar(fs, &r.TP, "tensor-parallel-size", 0, 0, 1024, "0: search", "fix the tensor-parallel size, in JAX devices (TPU7x: 2 a chip)")
 	durationVar(fs, &r.MaxITL, "max-itl", 0, 0, time.Hour, "0: no target, the most tokens/s per chip",
 		"inter-token latency target: the fewest chips that meet it")
+	fs.StringVar(&f.mix, "length-mix", "fixed", "the simulated requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+")")
+	uint64Var(fs, &f.seed, "seed", 1, 0, 1<<63, "", "seed of the simulation's lengths and arrivals")
+	intVar(fs, &f.requests, "num-requests", 1000, 1, inference.MaxSimRequests, "", "requests the simulation serves")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	return fs, f
 }
@@ -91,15 +98,97 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	if r, err = inference.NewRequest(r); err != nil {
 		return inferenceError(err)
 	}
+	mix, err := lengthMix(f.mix, r)
+	if err != nil {
+		return err
+	}
 	p, err := inference.Search(r)
 	if err != nil {
 		return err
 	}
+	load := inference.Load{Mix: mix, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate, Requests: f.requests}
+	sim, err := inference.Simulate(r, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load}, rand.New(rand.NewPCG(f.seed, 0)))
+	var fe *inference.FieldError
+	if errors.As(err, &fe) && fe.Field == "pages" {
+		return err // the KV cache holds no single request: not a flag's fault
+	} else if err != nil {
+		return inferenceError(err)
+	}
 	cmd := export.VLLMServe(p, id)
 	if f.json {
-		return writeJSON(stdout, inferenceJSON(p, cmd))
+		out := inferenceJSON(p, cmd)
+		out.Simulation = toSimJSON(sim, mix, f.seed)
+		return writeJSON(stdout, out)
 	}
-	return writeInference(stdout, p, cmd)
+	if err := writeInference(stdout, p, cmd); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("%s lengths, %d concurrent clients", mix, load.Concurrency)
+	if r.RequestRate > 0 {
+		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", mix, r.RequestRate, f.seed)
+	}
+	fmt.Fprintln(stdout)
+	return sim.WriteText(stdout, what)
+}
+
+// maxMixBytes bounds a --length-mix histogram file.
+const maxMixBytes = 1 << 20
+
+// lengthMix reads --length-mix: fixed (the request's lengths),
+// uniform:A-B, or a histogram file.
+func lengthMix(s string, r inference.Request) (inference.LengthMix, error) {
+	var mix inference.LengthMix
+	var err error
+	switch {
+	case s == "fixed":
+		return inference.FixedMix(r.PromptLen, r.OutputLen), nil
+	case strings.HasPrefix(s, "uniform:"):
+		mix, err = inference.ParseLengthMix(s)
+	default:
+		data, rerr := readFile("--length-mix", s, maxMixBytes)
+		if rerr != nil {
+			return mix, rerr
+		}
+		mix, err = inference.ParseHistogram(data)
+	}
+	if err != nil {
+		return mix, usageError{fmt.Errorf("--length-mix %s: %w", s, err)}
+	}
+	if mix.Longest() > r.MaxModelLen {
+		return mix, bad("inference: --length-mix %s has requests of %d tokens, want at most --max-model-len %d", s, mix.Longest(), r.MaxModelLen)
+	}
+	return mix, nil
+}
+
+// simJSON is the simulation in inference --json. Times in seconds.
+type simJSON struct {
+	Engine          string      `json:"engine"`
+	LengthMix       string      `json:"length_mix"`
+	Seed            uint64      `json:"seed"`
+	Replicas        int         `json:"replicas"`
+	Requests        int         `json:"requests_one_replica"`
+	OutputTokens    int         `json:"output_tokens_one_replica"`
+	Steps           int         `json:"steps"`
+	Preemptions     int         `json:"preemptions"`
+	Duration        float64     `json:"duration_s"`
+	TokensPerSecond float64     `json:"output_tokens_per_s"`
+	TTFT            percentiles `json:"ttft_s"`
+	ITL             percentiles `json:"inter_token_latency_s"`
+}
+
+type percentiles struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+}
+
+func toSimJSON(s inference.SimResult, mix inference.LengthMix, seed uint64) *simJSON {
+	pc := func(p inference.Percentiles) percentiles {
+		return percentiles{p.Mean.Seconds(), p.P50.Seconds(), p.P90.Seconds(), p.P99.Seconds()}
+	}
+	return &simJSON{Engine: s.Engine.String(), LengthMix: mix.String(), Seed: seed, Replicas: s.Replicas, Requests: s.Requests, OutputTokens: s.OutputTokens,
+		Steps: s.Steps, Preemptions: s.Preemptions, Duration: s.Duration.Seconds(), TokensPerSecond: s.TokensPerSecond, TTFT: pc(s.TTFT), ITL: pc(s.ITL)}
 }
 
 // inferenceError spells the request field an error of package inference
@@ -130,6 +219,7 @@ type servingJSON struct {
 	Warnings    []string     `json:"warnings"`
 	Command     []string     `json:"vllm_serve_args"`
 	CommandLine string       `json:"vllm_serve_command"`
+	Simulation  *simJSON     `json:"simulation,omitempty"`
 }
 
 type layoutJSON struct {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"shardlab/export"
 	"slices"
 	"strconv"
@@ -33,6 +35,10 @@ func TestInferenceJSON(t *testing.T) {
 // TestInferenceBadInput: each is refused in one line naming the flag, the
 // value and what is accepted, with exit 2.
 func TestInferenceBadInput(t *testing.T) {
+	badMix := filepath.Join(t.TempDir(), "mix.csv")
+	if err := os.WriteFile(badMix, []byte("prompt_len,output_len,weight\n100,300,1\n100,3x00,3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want []string
@@ -55,6 +61,12 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--model", "gpt3-175b", "--max-model-len", "2048"}, []string{"--model gpt3-175b", "no Hugging Face repository", "--hf-model"}},
 		{[]string{"--tpu", "v5p-8"}, []string{"--tpu v5p", "tpu7x"}},
 		{[]string{"--prompt-len", "8000", "--output-len", "500", "--max-model-len", "8192"}, []string{"--output-len 500", "1 to 192"}},
+		{[]string{"--length-mix", "uniform:9-3"}, []string{"--length-mix uniform:9-3", "uniform range", "1 <= A <= B"}},
+		{[]string{"--length-mix", "zipf"}, []string{"--length-mix zipf"}},
+		{[]string{"--length-mix", "uniform:100-5000"}, []string{"--length-mix uniform:100-5000", "10000 tokens", "--max-model-len 8192"}},
+		{[]string{"--length-mix", badMix}, []string{"--length-mix", "line 3", "output_len", `"3x00"`}},
+		{[]string{"--num-requests", "0"}, []string{"--num-requests", `"0"`}},
+		{[]string{"--seed", "-1"}, []string{"--seed", `"-1"`}},
 	} {
 		fail(t, append([]string{"inference"}, c.args...), c.want...)
 	}
@@ -144,6 +156,35 @@ func TestInferenceVLLMFlags(t *testing.T) {
 		}
 		if c.seqs > 0 && v["concurrency_sequences"].(float64) != float64(c.seqs)*l["data_parallel_size"].(float64) {
 			t.Errorf("%v: concurrency %v, want %d a replica × %v replicas", c.args, v["concurrency_sequences"], c.seqs, l["data_parallel_size"])
+		}
+	}
+}
+
+// TestInferenceSimulation: the simulation section follows the flags: a
+// histogram file's lengths, Poisson arrivals at --request-rate, and the
+// same --seed prints the same bytes while another seed does not.
+func TestInferenceSimulation(t *testing.T) {
+	mix := filepath.Join(t.TempDir(), "mix.csv")
+	if err := os.WriteFile(mix, []byte("# two bins\nprompt_len,output_len,weight\n100,300,3\n1000,200,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(seed string) string {
+		out, errOut, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "v6e-8", "--request-rate", "20", "--length-mix", mix, "--seed", seed, "--num-requests", "200")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		return out
+	}
+	a, b, c := run("3"), run("3"), run("4")
+	if a != b {
+		t.Error("--seed 3 twice prints different output")
+	}
+	if a == c {
+		t.Error("--seed 3 and 4 print the same output")
+	}
+	for _, want := range []string{"simulated (vllm scheduler, histogram lengths, Poisson arrivals at 20 requests/s, seed 3)", "TTFT mean", "p99", "ITL  mean"} {
+		if !strings.Contains(a, want) {
+			t.Errorf("output lacks %q:\n%s", want, a)
 		}
 	}
 }

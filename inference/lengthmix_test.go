@@ -1,0 +1,119 @@
+package inference
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestParseHistogram: a histogram with comments and blank lines reads
+// back its bins; draws follow the weights.
+func TestParseHistogram(t *testing.T) {
+	m, err := ParseHistogram([]byte("# ShareGPT-like\n\nprompt_len,output_len,weight\n100, 300, 3\n1000,200,1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Bin{{100, 300, 3}, {1000, 200, 1}}
+	if got := m.Bins(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("bins %v, want %v", got, want)
+	}
+	if got := m.Longest(); got != 1200 {
+		t.Errorf("Longest() = %d, want 1200", got)
+	}
+	rng := rand.New(rand.NewPCG(1, 0))
+	short := 0
+	for range 4000 {
+		if p, _ := m.Sample(rng); p == 100 {
+			short++
+		}
+	}
+	if short < 2800 || short > 3200 { // 3 in 4 of 4000, ± 200 (about 7 standard deviations)
+		t.Errorf("%d of 4000 draws from the weight-3 bin, want about 3000", short)
+	}
+}
+
+// TestParseHistogramErrors: each error names its line and field.
+func TestParseHistogramErrors(t *testing.T) {
+	tests := []struct {
+		in    string
+		line  int
+		field string
+	}{
+		{"", 1, "histogram"},
+		{"# only a comment\n", 1, "histogram"},
+		{"prompt,output,weight\n1,2,3\n", 1, "header"},
+		{"prompt_len,output_len,weight\n", 1, "histogram"},
+		{"prompt_len,output_len,weight\n1,2\n", 2, "fields"},
+		{"prompt_len,output_len,weight\n1,2,3,4\n", 2, "fields"},
+		{"prompt_len,output_len,weight\n0,2,3\n", 2, "prompt_len"},
+		{"prompt_len,output_len,weight\n1.5,2,3\n", 2, "prompt_len"},
+		{"prompt_len,output_len,weight\n1,-2,3\n", 2, "output_len"},
+		{"prompt_len,output_len,weight\n1,2,0\n", 2, "weight"},
+		{"prompt_len,output_len,weight\n1,2,NaN\n", 2, "weight"},
+		{"prompt_len,output_len,weight\n1,2,Inf\n", 2, "weight"},
+		{"prompt_len,output_len,weight\n1,2,1e308\n# x\n1,2,1e308\n", 4, "weight"},
+		{"prompt_len,output_len,weight\n1,9999999,1\n", 2, "output_len"},
+	}
+	for _, tt := range tests {
+		_, err := ParseHistogram([]byte(tt.in))
+		var me *MixError
+		if !errors.As(err, &me) || me.Line != tt.line || me.Field != tt.field || !errors.Is(err, ErrBadMix) {
+			t.Errorf("ParseHistogram(%q) = %v, want a MixError at line %d, field %s", tt.in, err, tt.line, tt.field)
+		}
+	}
+}
+
+// TestParseLengthMix: uniform:A-B and its errors.
+func TestParseLengthMix(t *testing.T) {
+	m, err := ParseLengthMix("uniform:10-20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 0))
+	for range 1000 {
+		p, o := m.Sample(rng)
+		if p < 10 || p > 20 || o < 10 || o > 20 {
+			t.Fatalf("Sample() = %d, %d, want both in 10..20", p, o)
+		}
+	}
+	if m.Longest() != 40 || m.String() != "uniform 10-20" {
+		t.Errorf("Longest() = %d, String() = %q, want 40, uniform 10-20", m.Longest(), m)
+	}
+	for _, s := range []string{"uniform:", "uniform:5", "uniform:0-3", "uniform:9-3", "uniform:a-3", "uniform:1-99999999", "fixed", "zipf:1-2"} {
+		if _, err := ParseLengthMix(s); !errors.Is(err, ErrBadMix) {
+			t.Errorf("ParseLengthMix(%q) = %v, want an error wrapping ErrBadMix", s, err)
+		}
+	}
+}
+
+// FuzzParseHistogram: the parser never panics; what it accepts has bins
+// within the limits, and samples from them.
+func FuzzParseHistogram(f *testing.F) {
+	f.Add([]byte("prompt_len,output_len,weight\n100,300,3\n1000,200,1\n"))
+	f.Add([]byte("# c\nprompt_len, output_len, weight\n1,1,1e-300\n"))
+	f.Add([]byte("prompt_len,output_len,weight\n1,2,3,4\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseHistogram(data)
+		if err != nil {
+			var me *MixError
+			if !errors.As(err, &me) || !strings.HasPrefix(err.Error(), "inference: length histogram") {
+				t.Fatalf("error %v is not a MixError naming the histogram", err)
+			}
+			return
+		}
+		bins := m.Bins()
+		if len(bins) == 0 || len(bins) > MaxBins {
+			t.Fatalf("%d bins accepted", len(bins))
+		}
+		for _, b := range bins {
+			if b.PromptLen < 1 || b.PromptLen > MaxTokens || b.OutputLen < 1 || b.OutputLen > MaxTokens || !(b.Weight > 0) {
+				t.Fatalf("bin %+v accepted", b)
+			}
+		}
+		p, o := m.Sample(rand.New(rand.NewPCG(1, 0)))
+		if p < 1 || o < 1 || p+o > m.Longest() {
+			t.Fatalf("Sample() = %d, %d beyond Longest() %d", p, o, m.Longest())
+		}
+	})
+}

@@ -1,0 +1,550 @@
+package inference
+
+// The serving simulator: one replica of a layout, stepped like the engine
+// schedules it. Sources, cited as [tag]:
+//
+//	[v-sched]  vllm-project/vllm:vllm/v1/core/sched/scheduler.py Scheduler.schedule @00024d31
+//	           (running requests first, each given min(tokens left, token budget); a request
+//	           whose KV blocks cannot be allocated preempts the last running request, which goes
+//	           back to the front of the waiting queue and recomputes; waiting requests only when
+//	           nothing was preempted, while the budget lasts and fewer than max_num_seqs run, a
+//	           prompt chunked to the budget, stopping at the first whose blocks do not fit)
+//	[ti-pad]   vllm-project/tpu-inference:tpu_inference/runner/tpu_runner.py (num_tokens_paddings,
+//	           num_reqs_paddings) and tpu_inference/runner/utils.py get_token_paddings,
+//	           get_req_paddings (MIN_NUM_SEQS 8), tpu_inference/envs.py (MIN_TOKEN_BUCKET 16,
+//	           VLLM_TPU_BUCKET_PADDING_GAP 0) @b8692ff0: a step's tokens are padded to a power of
+//	           two of at least 16, its requests (the rows the logits are computed for) to a power
+//	           of two of at least 8, at most max_num_seqs
+//	[js-orch]  AI-Hypercomputer/JetStream:jetstream/core/orchestrator.py _insert_if_possible,
+//	           _generate_thread @acd4f5ad: in interleaved mode (jetstream-pytorch's
+//	           jetstream_pt/cli.py @c8bb6119 serves with interleaved_slices) the generate thread
+//	           fills every free slot with a prefilled request before it steps, and a generate step
+//	           runs over all batch slots
+//	[js-pad]   AI-Hypercomputer/JetStream:jetstream/engine/token_utils.py DEFAULT_PREFILL_BUCKETS,
+//	           pad_tokens @acd4f5ad: one prompt a prefill, padded to a power of two of at least 16
+//	[jsp-attn] AI-Hypercomputer/jetstream-pytorch:jetstream_pt/environment.py (ring_buffer True
+//	           by default, then ragged_mha False) and jetstream_pt/layers.py (dense_attention over
+//	           the cache) @c8bb6119: a generate step attends over every slot's whole cache of
+//	           max_cache_length tokens
+//
+// Not modelled: a per-step host and sampling overhead (no measured figure
+// is cited for it, so no time is added), prefix caching, speculative
+// decoding, vLLM's async scheduling overlap.
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Engine is the scheduler a simulation runs.
+type Engine int
+
+// The engines.
+const (
+	// VLLM is vLLM's scheduler [v-sched] on tpu-inference's runner
+	// [ti-pad]: continuous batching with chunked prefill, paged KV cache,
+	// preemption by recompute.
+	VLLM Engine = iota
+	// JetStream is JetStream's orchestrator in interleaved mode with
+	// jetstream-pytorch's engine [js-orch, js-pad, jsp-attn]: one prompt a
+	// prefill into a free slot, generate steps over all slots.
+	JetStream
+)
+
+func (e Engine) String() string {
+	if e == JetStream {
+		return "jetstream"
+	}
+	return "vllm"
+}
+
+// Server is the engine's settings for one replica.
+type Server struct {
+	Engine Engine
+	// MaxNumSeqs is vLLM's max_num_seqs, JetStream's batch slots.
+	MaxNumSeqs int
+	// MaxNumBatchedTokens is vLLM's token budget of a step (JetStream:
+	// unused).
+	MaxNumBatchedTokens int
+	// BlockSize and Pages are the paged KV cache (vLLM).
+	BlockSize, Pages int
+	// MaxModelLen is the longest sequence; JetStream's cache length of
+	// every slot.
+	MaxModelLen int
+}
+
+// Load is the requests a simulation serves.
+type Load struct {
+	Mix LengthMix
+	// Concurrency is the clients of a closed loop: each sends its next
+	// request when its last one finishes (benchmark_serving's
+	// --max-concurrency with no rate limit).
+	Concurrency int
+	// RequestRate, when positive, replaces Concurrency: requests arrive
+	// as a Poisson process of this rate a second.
+	RequestRate float64
+	// Requests is how many are sent in all.
+	Requests int
+}
+
+// MaxSimRequests bounds a simulation's requests.
+const MaxSimRequests = 1 << 22
+
+// Batch is one step's work: what its time is computed from.
+type Batch struct {
+	// Prefill is a JetStream prefill of one prompt.
+	Prefill bool
+	// Seqs and Tokens are the sequences and tokens scheduled; Padded*
+	// what the compiled step computes over [ti-pad, js-pad].
+	Seqs, PaddedSeqs     int
+	Tokens, PaddedTokens int
+	// ContextTokens is the KV the step's attention reads, summed over its
+	// sequences (each one's context including its new tokens).
+	ContextTokens int
+	// AttendedPairs is the (query, key) pairs of attention: for n new
+	// tokens after c computed ones, n·(c + (n+1)/2).
+	AttendedPairs float64
+}
+
+// Scheduled is one sequence's share of a step.
+type Scheduled struct {
+	ID, Tokens int
+}
+
+// StepRecord is what one step did: when it started, how long it took,
+// the tokens each sequence ran, the sequences preempted and finished.
+type StepRecord struct {
+	Start, Time time.Duration
+	Batch       Batch
+	Scheduled   []Scheduled
+	Preempted   []int
+	Finished    []int
+}
+
+type sequence struct {
+	id                int
+	arrival           time.Duration
+	prompt, output    int
+	computed, emitted int
+	pages             int
+	last              time.Duration
+}
+
+// tokens is what the sequence holds: its prompt and the tokens it has
+// emitted (a preempted sequence recomputes all of them [v-sched]).
+func (q *sequence) tokens() int { return q.prompt + q.emitted }
+
+// Sim is a serving simulation of one replica: a state machine whose
+// clock is the sum of its steps' times. Step it until it returns false,
+// then read Result.
+type Sim struct {
+	srv  Server
+	load Load
+	cost func(Batch) time.Duration
+	rng  *rand.Rand
+
+	now         time.Duration
+	issued      int
+	nextArrival time.Duration
+	arrived     []*sequence // arrivals not yet admitted (closed loop)
+	waiting     []*sequence
+	running     []*sequence
+	freePages   int
+	finished    int
+	ttft, itl   []time.Duration
+	outTokens   int
+	steps       int
+	preemptions int
+	last        StepRecord
+	sched       []*sequence // a step's sequences and tokens, reused
+	n           []int
+}
+
+// NewSim checks srv and load and returns a simulation whose steps take
+// cost(batch); rng draws the lengths and the arrivals.
+func NewSim(srv Server, load Load, cost func(Batch) time.Duration, rng *rand.Rand) (*Sim, error) {
+	switch {
+	case srv.Engine != VLLM && srv.Engine != JetStream:
+		return nil, &FieldError{Field: "engine", Value: strconv.Itoa(int(srv.Engine)), Want: "vllm or jetstream"}
+	case srv.MaxNumSeqs < 1 || srv.MaxNumSeqs > MaxConcurrency:
+		return nil, badInt("max_num_seqs", srv.MaxNumSeqs, fmt.Sprintf("1 to %d", MaxConcurrency))
+	case srv.MaxModelLen < 2 || srv.MaxModelLen > MaxTokens:
+		return nil, badInt("max_model_len", srv.MaxModelLen, fmt.Sprintf("2 to %d", MaxTokens))
+	case load.Mix.label == "":
+		return nil, &FieldError{Field: "length_mix", Value: `""`, Want: "a length mix (FixedMix, ParseLengthMix, ParseHistogram)"}
+	case load.Mix.Longest() > srv.MaxModelLen:
+		return nil, badInt("length_mix", load.Mix.Longest(), fmt.Sprintf("requests of at most max_model_len %d tokens, prompt and output", srv.MaxModelLen))
+	case load.Requests < 1 || load.Requests > MaxSimRequests:
+		return nil, badInt("requests", load.Requests, fmt.Sprintf("1 to %d", MaxSimRequests))
+	case math.IsNaN(load.RequestRate) || math.IsInf(load.RequestRate, 0) || load.RequestRate < 0 || load.RequestRate > MaxRequestRate:
+		return nil, &FieldError{Field: "request_rate", Value: strconv.FormatFloat(load.RequestRate, 'g', -1, 64), Want: fmt.Sprintf("0 (use concurrency) or a finite rate up to %d requests/s", MaxRequestRate)}
+	case load.RequestRate == 0 && (load.Concurrency < 1 || load.Concurrency > MaxConcurrency):
+		return nil, badInt("concurrency", load.Concurrency, fmt.Sprintf("1 to %d clients", MaxConcurrency))
+	}
+	if srv.Engine == VLLM {
+		switch {
+		case srv.MaxNumBatchedTokens < 1 || srv.MaxNumBatchedTokens > MaxTokens:
+			return nil, badInt("max_num_batched_tokens", srv.MaxNumBatchedTokens, fmt.Sprintf("1 to %d", MaxTokens))
+		case srv.BlockSize < 1 || srv.BlockSize > MaxTokens:
+			return nil, badInt("block_size", srv.BlockSize, fmt.Sprintf("1 to %d tokens", MaxTokens))
+		case srv.Pages < ceilDiv(load.Mix.Longest(), srv.BlockSize):
+			return nil, badInt("pages", srv.Pages, fmt.Sprintf("at least %d, the pages of the longest request (%d tokens in pages of %d)", ceilDiv(load.Mix.Longest(), srv.BlockSize), load.Mix.Longest(), srv.BlockSize))
+		}
+	}
+	s := &Sim{srv: srv, load: load, cost: cost, rng: rng, freePages: srv.Pages}
+	s.ttft = make([]time.Duration, 0, load.Requests)
+	s.itl = make([]time.Duration, 0, int(min(float64(load.Requests)*load.Mix.meanOutput(), 1<<26)))
+	if load.RequestRate > 0 {
+		s.nextArrival = s.interArrival()
+	} else {
+		for range min(load.Concurrency, load.Requests) {
+			s.issue(0)
+		}
+	}
+	return s, nil
+}
+
+func (s *Sim) interArrival() time.Duration {
+	return time.Duration(s.rng.ExpFloat64() / s.load.RequestRate * 1e9)
+}
+
+// issue creates the next request, arriving at t.
+func (s *Sim) issue(t time.Duration) {
+	p, o := s.load.Mix.Sample(s.rng)
+	s.arrived = append(s.arrived, &sequence{id: s.issued, arrival: t, prompt: p, output: o})
+	s.issued++
+}
+
+// admit moves the requests that have arrived by now to the waiting
+// queue, and when the server is idle moves the clock to the next arrival.
+func (s *Sim) admit() {
+	if s.load.RequestRate > 0 {
+		if len(s.waiting) == 0 && len(s.running) == 0 && s.issued < s.load.Requests && s.nextArrival > s.now {
+			s.now = s.nextArrival
+		}
+		for s.issued < s.load.Requests && s.nextArrival <= s.now {
+			s.issue(s.nextArrival)
+			s.nextArrival += s.interArrival()
+		}
+	}
+	s.waiting = append(s.waiting, s.arrived...)
+	s.arrived = s.arrived[:0]
+}
+
+// Step runs one step of the engine and reports whether requests remain.
+func (s *Sim) Step() bool {
+	s.admit()
+	if len(s.waiting) == 0 && len(s.running) == 0 {
+		return false
+	}
+	s.last = StepRecord{Start: s.now, Scheduled: s.last.Scheduled[:0], Preempted: s.last.Preempted[:0], Finished: s.last.Finished[:0]}
+	if s.srv.Engine == JetStream {
+		s.stepJetStream()
+	} else {
+		s.stepVLLM()
+	}
+	return s.finished < s.load.Requests
+}
+
+// Last is what the last step did.
+func (s *Sim) Last() StepRecord {
+	l := s.last
+	l.Scheduled, l.Preempted, l.Finished = slices.Clone(l.Scheduled), slices.Clone(l.Preempted), slices.Clone(l.Finished)
+	return l
+}
+
+// stepVLLM schedules one step as vLLM's scheduler does [v-sched] and
+// runs it.
+func (s *Sim) stepVLLM() {
+	budget := s.srv.MaxNumBatchedTokens
+	sched, n := s.sched[:0], s.n[:0]
+	defer func() { s.sched, s.n = sched[:0], n[:0] }()
+	preempted := false
+	for i := 0; i < len(s.running) && budget > 0; {
+		q := s.running[i]
+		k := min(q.tokens()-q.computed, budget)
+		for q != nil && ceilDiv(q.computed+k, s.srv.BlockSize)-q.pages > s.freePages {
+			v := s.running[len(s.running)-1]
+			s.running = s.running[:len(s.running)-1]
+			s.preempt(v)
+			preempted = true
+			if v == q {
+				q = nil
+			}
+		}
+		if q == nil {
+			break
+		}
+		s.allocate(q, k)
+		sched, n = append(sched, q), append(n, k)
+		budget -= k
+		i++
+	}
+	for !preempted && len(s.waiting) > 0 && budget > 0 && len(s.running) < s.srv.MaxNumSeqs {
+		q := s.waiting[0]
+		k := min(q.tokens()-q.computed, budget)
+		if ceilDiv(q.computed+k, s.srv.BlockSize)-q.pages > s.freePages {
+			break
+		}
+		s.waiting = s.waiting[1:]
+		s.running = append(s.running, q)
+		s.allocate(q, k)
+		sched, n = append(sched, q), append(n, k)
+		budget -= k
+	}
+	if len(sched) == 0 {
+		return // everything was preempted; the next step admits again
+	}
+	b := Batch{Seqs: len(sched)}
+	for i, q := range sched {
+		b.Tokens += n[i]
+		b.ContextTokens += q.computed + n[i]
+		b.AttendedPairs += float64(n[i]) * (float64(q.computed) + float64(n[i]+1)/2)
+	}
+	b.PaddedTokens = max(16, nextPow2(b.Tokens))
+	b.PaddedSeqs = min(max(8, nextPow2(b.Seqs)), max(8, s.srv.MaxNumSeqs))
+	s.run(b, sched, n)
+	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
+}
+
+// allocate gives q the pages for k more tokens.
+func (s *Sim) allocate(q *sequence, k int) {
+	need := ceilDiv(q.computed+k, s.srv.BlockSize) - q.pages
+	if need > 0 {
+		q.pages += need
+		s.freePages -= need
+	}
+}
+
+// preempt frees q's pages and puts it at the front of the waiting queue
+// to recompute its tokens [v-sched].
+func (s *Sim) preempt(q *sequence) {
+	s.freePages += q.pages
+	q.pages, q.computed = 0, 0
+	s.waiting = append([]*sequence{q}, s.waiting...)
+	s.preemptions++
+	s.last.Preempted = append(s.last.Preempted, q.id)
+}
+
+// run advances the clock by the batch's time; each scheduled sequence
+// whose tokens are all computed emits one.
+func (s *Sim) run(b Batch, sched []*sequence, n []int) {
+	t := s.cost(b)
+	s.now += t
+	s.steps++
+	s.last.Time, s.last.Batch = s.last.Time+t, b
+	for i, q := range sched {
+		s.last.Scheduled = append(s.last.Scheduled, Scheduled{ID: q.id, Tokens: n[i]})
+		q.computed += n[i]
+		if q.computed < q.tokens() {
+			continue
+		}
+		q.emitted++
+		s.outTokens++
+		if q.emitted == 1 {
+			s.ttft = append(s.ttft, s.now-q.arrival)
+		} else {
+			s.itl = append(s.itl, s.now-q.last)
+		}
+		q.last = s.now
+		if q.emitted == q.output {
+			s.finish(q)
+		}
+	}
+}
+
+func (s *Sim) finish(q *sequence) {
+	s.freePages += q.pages
+	q.pages = 0
+	s.finished++
+	s.last.Finished = append(s.last.Finished, q.id)
+	if s.load.RequestRate == 0 && s.issued < s.load.Requests {
+		s.issue(s.now)
+	}
+}
+
+// stepJetStream fills every free slot with a prefilled request, one
+// prompt a prefill, then runs one generate step over all slots
+// [js-orch, js-pad, jsp-attn].
+func (s *Sim) stepJetStream() {
+	for len(s.running) < s.srv.MaxNumSeqs && len(s.waiting) > 0 {
+		q := s.waiting[0]
+		s.waiting = s.waiting[1:]
+		p := q.prompt
+		s.run(Batch{Prefill: true, Seqs: 1, PaddedSeqs: 1, Tokens: p, PaddedTokens: max(16, nextPow2(p)),
+			ContextTokens: p, AttendedPairs: float64(p) * float64(p+1) / 2}, []*sequence{q}, []int{p})
+		if q.emitted < q.output {
+			s.running = append(s.running, q)
+		}
+	}
+	if len(s.running) == 0 {
+		return
+	}
+	B, L := s.srv.MaxNumSeqs, s.srv.MaxModelLen
+	n := make([]int, len(s.running))
+	for i := range n {
+		n[i] = 1
+	}
+	s.run(Batch{Seqs: B, PaddedSeqs: B, Tokens: B, PaddedTokens: B, ContextTokens: B * L, AttendedPairs: float64(B) * float64(L)}, s.running, n)
+	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
+}
+
+// Percentiles summarise latencies: the mean and the nearest-rank
+// percentiles.
+type Percentiles struct {
+	Mean, P50, P90, P99 time.Duration
+}
+
+// percentiles summarises v, which it reorders: each percentile is the
+// k-th smallest, found by selection rather than a sort (a simulation of
+// 10,000 requests has millions of inter-token latencies).
+func percentiles(v []time.Duration) Percentiles {
+	if len(v) == 0 {
+		return Percentiles{}
+	}
+	sum := 0.0
+	for _, x := range v {
+		sum += float64(x)
+	}
+	rank := func(p float64) int { return max(int(math.Ceil(p*float64(len(v))))-1, 0) }
+	lo := 0
+	var out [3]time.Duration
+	for i, p := range []float64{0.50, 0.90, 0.99} {
+		k := rank(p)
+		out[i] = nthSmallest(v, lo, k)
+		lo = k // everything before k is no larger: the next rank is at or after it
+	}
+	return Percentiles{Mean: time.Duration(sum / float64(len(v))), P50: out[0], P90: out[1], P99: out[2]}
+}
+
+// nthSmallest reorders v[lo:] so that v[k] is the value a sort would put
+// there, every element before it no larger and every one after no
+// smaller (Hoare's selection, the middle element as pivot), and returns
+// v[k]. v[:lo] must hold no element larger than any of v[lo:].
+func nthSmallest(v []time.Duration, lo, k int) time.Duration {
+	hi := len(v) - 1
+	for lo < hi {
+		pivot := v[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for v[i] < pivot {
+				i++
+			}
+			for v[j] > pivot {
+				j--
+			}
+			if i <= j {
+				v[i], v[j] = v[j], v[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return v[k]
+		}
+	}
+	return v[k]
+}
+
+// SimResult is what a simulation measured, as a benchmark client would:
+// output tokens over the time to the last one, time to the first token
+// from arrival, and the times between a sequence's tokens.
+type SimResult struct {
+	Engine Engine
+	// Replicas is the layout's; the counts and the duration are those of
+	// the one replica simulated, the throughput all replicas'.
+	Replicas     int
+	Requests     int
+	OutputTokens int
+	Steps        int
+	Preemptions  int
+	Duration     time.Duration
+	// TokensPerSecond is output tokens a second.
+	TokensPerSecond float64
+	TTFT, ITL       Percentiles
+}
+
+// Result is the simulation's measurements so far.
+func (s *Sim) Result() SimResult {
+	r := SimResult{Engine: s.srv.Engine, Replicas: 1, Requests: s.finished, OutputTokens: s.outTokens, Steps: s.steps,
+		Preemptions: s.preemptions, Duration: s.now, TTFT: percentiles(slices.Clone(s.ttft)), ITL: percentiles(slices.Clone(s.itl))}
+	if s.now > 0 {
+		r.TokensPerSecond = float64(s.outTokens) / s.now.Seconds()
+	}
+	return r
+}
+
+// SimOptions is a simulation of a plan's layout: the engine, its
+// max_num_seqs (JetStream: batch slots) for one replica, and the load on
+// all replicas.
+type SimOptions struct {
+	Engine Engine
+	// MaxNumSeqs is one replica's; 0: the request's max_num_seqs, else
+	// the layout's sequences a replica (under a request rate, what
+	// Little's law gives on it).
+	MaxNumSeqs int
+	Load       Load
+}
+
+// Simulate serves o.Load on layout l of request r: one replica is
+// simulated with its share of the load (the concurrency, rate and
+// requests split evenly over the replicas) and its throughput multiplied
+// by the replicas. A step's time is what is physically there, with no
+// overlap of its terms but the roofline's: the weights read once, every
+// sequence's KV context read, the MXU time of the padded tokens (the
+// output projection only for the padded sequences, whose logits are
+// sampled), then the tensor-parallel all-reduces of the padded tokens.
+// For JetStream the KV cache is its dense one: each slot's
+// max_cache_length tokens of keys and values, no page padding.
+func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, error) {
+	dp := max(l.DP, 1)
+	load := o.Load
+	load.Concurrency = ceilDiv(load.Concurrency, dp)
+	load.RequestRate /= float64(dp)
+	load.Requests = ceilDiv(load.Requests, dp)
+	srv := Server{Engine: o.Engine, MaxNumSeqs: o.MaxNumSeqs, MaxNumBatchedTokens: r.MaxNumBatchedTokens,
+		BlockSize: l.Memory.BlockSize, Pages: l.Memory.Pages, MaxModelLen: r.MaxModelLen}
+	if srv.MaxNumSeqs == 0 {
+		srv.MaxNumSeqs = r.MaxNumSeqs
+	}
+	if srv.MaxNumSeqs == 0 {
+		srv.MaxNumSeqs = max(l.SeqsEach, 1)
+	}
+	rc := newReplicaCost(r, l.TP)
+	kv := float64(l.Memory.KVPerToken)
+	if o.Engine == JetStream {
+		kv = float64(r.Model.Layers * 2 * max(r.Model.KV()/l.TP, 1) * r.Model.Head() * r.KVCache.Bytes())
+	}
+	s, err := NewSim(srv, load, rc.step(float64(l.Memory.Weights), kv), rng)
+	if err != nil {
+		return SimResult{}, err
+	}
+	for s.Step() {
+	}
+	res := s.Result()
+	res.Replicas = dp
+	res.TokensPerSecond *= float64(dp)
+	return res, nil
+}
+
+// step is the time of a batch on one replica whose devices each hold
+// weights bytes of weights and kv bytes of a token's KV.
+func (rc replicaCost) step(weights, kv float64) func(Batch) time.Duration {
+	logits := 2 * float64(rc.m.Vocab) * float64(rc.m.DModel) / float64(rc.tp)
+	body := 2*float64(rc.m.MatmulParams())/float64(rc.tp) - logits
+	attn := rc.m.AttentionFLOPsPerToken(1) / float64(rc.tp)
+	return func(b Batch) time.Duration {
+		flops := float64(b.PaddedTokens)*body + float64(b.PaddedSeqs)*logits + b.AttendedPairs*attn
+		bytes := weights + float64(b.ContextTokens)*kv
+		return seconds(max(bytes/rc.bw, flops/rc.peak)) + rc.allReduce(b.PaddedTokens)
+	}
+}
