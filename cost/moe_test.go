@@ -353,3 +353,33 @@ func TestRingOfExpertsByHand(t *testing.T) {
 		t.Error("ring of experts accepted for a dense model")
 	}
 }
+
+func TestFSDPGathersTheExpertShardsExperts(t *testing.T) {
+	// Mixtral 8x7B on 64 v5p chips, fsdp=16 x expert=4: MaxText's
+	// sparse_matmul gathers its expert shard's kernels over fsdp
+	// (("exp", None, "mlp_no_fsdp") with fsdp removed, layers/moe.py
+	// @e591f30c), so a chip computes with 8/4 = 2 whole experts. By hand:
+	// attention 2·4096² + 2·4096·1024 = 41,943,040; two RMSNorm scales
+	// 8,192; the router 4096·8 = 32,768; two experts 2·3·4096·14336 =
+	// 352,321,536: 394,305,536 parameters, 788,611,072 bf16 bytes. The
+	// largest tensor is a stacked projection of the two experts:
+	// 2·4096·14336·2 = 234,881,024 bytes of unreduced gradient.
+	j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 256)
+	j.Remat = RematFull
+	mem, err := NewEstimator().Memory(j, layout(t, "v5p-128", 1, "fsdp=16,expert=4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"gathered weights (FSDP)": 788611072, "unreduced weight gradient (FSDP)": 234881024}
+	for _, b := range mem.Phases[0].Buffers {
+		if w, ok := want[b.Name]; ok {
+			if math.Abs(float64(b.Bytes)-w) > 1 {
+				t.Errorf("%s: %d bytes, want %.0f", b.Name, b.Bytes, w)
+			}
+			delete(want, b.Name)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("layer phase %v lacks %v", mem.Phases[0].Buffers, want)
+	}
+}

@@ -97,6 +97,7 @@ type Config struct {
 	RematCustom        string     `yaml:"remat_custom,omitempty" json:"remat_custom,omitempty"`
 	WeightDType        string     `yaml:"weight_dtype" json:"weight_dtype"`
 	MuDType            string     `yaml:"mu_dtype,omitempty" json:"mu_dtype,omitempty"`
+	OptType            string     `yaml:"opt_type,omitempty" json:"opt_type,omitempty"`
 	Quantization       string     `yaml:"quantization" json:"quantization"`
 	OptimizerOffload   bool       `yaml:"optimizer_memory_host_offload,omitempty" json:"optimizer_memory_host_offload,omitempty"`
 	ParameterOffload   bool       `yaml:"parameter_memory_host_offload,omitempty" json:"parameter_memory_host_offload,omitempty"`

@@ -232,6 +232,15 @@ func (r Run) job() (cost.Job, error) {
 	// Gradients take the parameters' dtype; Adam's nu too, and mu its own
 	// (MaxText base.yml: mu_dtype "inherits from weight_dtype if unset").
 	j.Precision = cost.Precision{Weight: w, Gradient: w, Optimizer: mu + w, Activation: 2}
+	switch r.OptType {
+	case "", "adamw", "adam_pax":
+	case "sgd":
+		// MaxText's opt_type sgd is optax.sgd(learning_rate) without
+		// momentum (optimizers/optimizers.py @e591f30c): no state.
+		j.Precision.Optimizer = 0
+	default:
+		return cost.Job{}, bad("opt_type", r.OptType, "adamw, adam_pax or sgd (MaxText's opt_type; unset: adamw)")
+	}
 	if j.Quantization, err = cost.ParseQuantization(r.Quantization); err != nil {
 		return cost.Job{}, err
 	}
