@@ -287,7 +287,7 @@ func TestPeakMemoryWithinFivePercentOfCost(t *testing.T) {
 func memoryGap(layout string, remat emu.Remat) string {
 	switch {
 	case layout == "fsdp":
-		return "the emulator gathers a whole layer (and the ends group with the output layer's gradient buffer until the embedding's backward); XLA gathers weight by weight, which cost counts (three matrices)"
+		return "the emulator keeps every unreduced gradient of the gathered layer until the layer's backward ends, and the ends group with the output layer's gradient buffer until the embedding's backward; XLA reduce-scatters each weight's gradient when its dot ends, and cost counts the gathered layer with one unreduced gradient"
 	case layout == "tensor":
 		return "the emulator keeps the residual stream, the norms and the embedding whole on every tensor rank; MaxText shards them over tensor (sequence parallelism, vocab-parallel embedding), as cost counts"
 	case remat == emu.RematNone && layout == "context":
