@@ -203,10 +203,15 @@ type Job struct {
 // have.
 const MaxChunks = 64
 
-// DefaultHBMHeadroom keeps 10 % of HBM free: near the limit XLA
-// rematerialises on its own and step time jumps
-// (marin-community/marin issue 8054: 18.07 s vs 16.43 s).
-const DefaultHBMHeadroom = 0.10
+// DefaultHBMHeadroom keeps no HBM free beyond what XLA keeps itself:
+// the usable HBM is the capacity per device XLA's compiler checks a
+// program against (hw/xla_hbm.csv, from its out-of-memory messages), its
+// own reservations already out, and plan, validate, the web UI and every
+// export hold a job to it alike, so a published run that ran is never
+// refused for a margin. The plan's "HBM at the edge" warning, from the
+// memory model's measured error, is where the uncertainty goes; a user's
+// own margin is --hbm-headroom.
+const DefaultHBMHeadroom = 0.0
 
 // NewJob returns a job with MaxText precision, 1F1B, full remat and the
 // default efficiency and headroom.

@@ -211,9 +211,9 @@ func (r Run) job() (cost.Job, error) {
 		return cost.Job{}, bad("global_batch_sequences", r.GlobalBatch, "a positive number of sequences")
 	}
 	j := cost.NewJob(spec, r.SeqLen, r.GlobalBatch)
-	// They ran: what they needed fits in the whole HBM. The planner's
-	// headroom is a margin for planning, not part of the check.
-	j.HBMHeadroom = 0
+	// The planner's usable-HBM rule (cost.DefaultHBMHeadroom): what ran
+	// must fit by the rule a plan is held to.
+	j.HBMHeadroom = cost.DefaultHBMHeadroom
 	var err error
 	if j.Remat, err = cost.ParseRemat(r.RematPolicy); err != nil {
 		return cost.Job{}, err
