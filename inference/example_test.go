@@ -37,5 +37,5 @@ func ExampleSearch() {
 	}
 	fmt.Printf("TP %d × DP %d on %d chips, up to %d sequences per replica\n", p.Best.TP, p.Best.DP, p.Best.Chips, p.Best.Memory.MaxSeqs)
 	// Output:
-	// TP 4 × DP 1 on 2 chips, up to 85 sequences per replica
+	// TP 8 × DP 1 on 4 chips, up to 223 sequences per replica
 }
