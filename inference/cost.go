@@ -33,6 +33,7 @@ type replicaCost struct {
 	// projection's; core the attention FLOPs of one (query, key) pair.
 	matmul, attnMatmul, logits, core float64
 }
+
 // newReplicaCost builds the cost terms of one tp-way replica on r's
 // slice. tp must be one of TPSizes(r.Model, r.Slice); anything else is a
 // bug and panics.

@@ -578,8 +578,7 @@ var ErrNoFit = errors.New("no layout fits")
 // Estimate costs one layout of tp devices a replica and dp replicas. tp
 // must be one of TPSizes(r.Model, r.Slice) and tp·dp at most the slice's
 // devices (NewRequest and Search see to it); anything else is a bug and
-// panics. It is over 80 lines because memory, prefill and decode are
-// costed in one place from the same replica terms.
+// panics.
 func Estimate(r Request, tp, dp int) Layout {
 	c := r.Slice.Chip
 	per := c.JAXDevicesPerChip

@@ -274,7 +274,7 @@ func inferenceJSON(p inference.Plan, cmd []string) servingJSON {
 		Model: r.Model.Name, TPU: r.Slice.AcceleratorType(), MaxModelLen: r.MaxModelLen, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate,
 		PromptLen: r.PromptLen, OutputLen: r.OutputLen, Weights: string(r.Weights), KVCache: string(r.KVCache),
 		Utilization: r.MemoryUtilization, Objective: string(r.Objective), TTFTSLO: r.TTFTSLO.Seconds(), ITLSLO: r.ITLSLO.Seconds(), BestEffort: p.BestEffort,
-		Layout: toLayoutJSON(p, p.Best),
+		Layout:  toLayoutJSON(p, p.Best),
 		Reasons: append([]string{}, p.Reasons...), Warnings: append([]string{}, p.Warnings...),
 		Command: cmd, CommandLine: export.ShellQuote(cmd),
 	}
