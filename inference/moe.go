@@ -41,7 +41,8 @@ package inference
 //	            to tpu-inference, which sets 1024 when the user gives none.
 //	[dsv2]      DeepSeek-AI 2024, DeepSeek-V2 (arXiv 2405.04434) Table 1: MLA caches
 //	            (d_c + d_h^R)·l elements a token, d_c the KV compression (kv_lora_rank) and d_h^R
-//	            the decoupled rotary key (qk_rope_head_dim).
+//	            the decoupled rotary key (qk_rope_head_dim); Zhao et al. 2025, "Insights into
+//	            DeepSeek-V3" (arXiv 2505.09343) Table 1: 70.272 KB a token for DeepSeek-V3 in bf16.
 
 import (
 	"math"

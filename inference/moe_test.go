@@ -23,8 +23,11 @@ func lookup(t testing.TB, name string) model.Spec {
 // TestMLAKVBytesPerToken: DeepSeek-V2's Table 1 (arXiv 2405.04434) gives
 // MLA's cache as (d_c + d_h^R)·l elements a token; DeepSeek-V3's config has
 // d_c = kv_lora_rank 512, d_h^R = qk_rope_head_dim 64 and l = 61 layers, so
-// 576·61 = 35,136 elements, 70,272 B in bf16: the "about 70 KB a token"
-// quoted for DeepSeek-V3. tpu-inference stores the two parts padded to 128
+// 576·61 = 35,136 elements, 70,272 B in bf16. DeepSeek publishes that
+// figure: "Insights into DeepSeek-V3" (Zhao et al. 2025, arXiv 2505.09343)
+// Table 1, KV cache per token 70.272 KB for DeepSeek-V3 (MLA) beside
+// 516.096 KB for LLaMA-3.1 405B (GQA), which shardlab's unsharded GQA
+// layout gives too (126 layers · 2 · 8 heads · 128 · 2 B). tpu-inference stores the two parts padded to 128
 // lanes each [ti-mla]: 512 + 128 = 640 lanes, 78,080 B in bf16 and 39,040 B
 // in fp8, on the one device holding the sequence, whatever the TP.
 func TestMLAKVBytesPerToken(t *testing.T) {
@@ -34,6 +37,9 @@ func TestMLAKVBytesPerToken(t *testing.T) {
 	}
 	if got, want := LatentElements(m)*m.Layers*BF16.Bytes(), 70_272; got != want {
 		t.Errorf("logical MLA KV a token = %d B, want %d (DeepSeek-V2 Table 1 at V3's sizes)", got, want)
+	}
+	if got := KVBytesPerToken(lookup(t, "llama3-405b"), 1, BF16); got != 516_096 {
+		t.Errorf("KVBytesPerToken(llama3-405b, TP 1, bf16) = %d, want 516,096 (arXiv 2505.09343 Table 1)", got)
 	}
 	for _, c := range []struct {
 		tp   int
