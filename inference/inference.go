@@ -1,12 +1,14 @@
 // Package inference plans how to serve a decoder-only transformer with vLLM
-// and its TPU backend, tpu-inference: the layouts it can run (tensor
-// parallelism counted in JAX devices as tpu-inference counts them, data
-// parallelism of replicas), the HBM of one device (weights, the paged KV
-// cache in the attention kernel's layout, activations, the share
+// and its TPU backend, tpu-inference: the layouts it can run over the
+// whole VM or slice (tensor parallelism counted in JAX devices as
+// tpu-inference counts them, data parallelism of replicas, expert
+// parallelism of a mixture of experts, attention data parallelism under
+// latent attention), the HBM of one device (weights, the paged KV cache in
+// the attention kernel's layout, activations, the share
 // --gpu-memory-utilization leaves), the largest number of concurrent
-// sequences at the maximum model length, and the prefill (compute-bound)
-// and decode (HBM-bound) rooflines with the all-reduces of tensor
-// parallelism.
+// sequences at the maximum model length, the prefill (compute-bound) and
+// decode (HBM-bound) rooflines with their collectives, and the choice of a
+// layout by an objective (throughput or latency) under TTFT and ITL SLOs.
 //
 // Sources, cited as [tag] below:
 //
