@@ -30,8 +30,18 @@ func VLLMServe(p inference.Plan, modelID string) []string {
 		"--max-num-seqs", itoa(b.SeqsEach),
 		"--max-num-batched-tokens", itoa(r.MaxNumBatchedTokens),
 		"--kv-cache-dtype", kv,
-		"--block-size", itoa(b.Memory.BlockSize),
-		"--gpu-memory-utilization", strconv.FormatFloat(r.MemoryUtilization, 'g', -1, 64),
+	}
+	if !inference.DPAttention(r.Model) {
+		// an MLA plan leaves the page size to tpu-inference (1024), which
+		// vLLM's --block-size choices (at most 256) cannot name
+		args = append(args, "--block-size", itoa(b.Memory.BlockSize))
+	}
+	args = append(args, "--gpu-memory-utilization", strconv.FormatFloat(r.MemoryUtilization, 'g', -1, 64))
+	if b.EP > 1 {
+		args = append(args, "--enable-expert-parallel") // a BooleanOptionalAction: no value
+	}
+	if inference.DPAttention(r.Model) {
+		args = append(args, "--additional-config", `{"sharding":{"sharding_strategy":{"enable_dp_attention":true}}}`)
 	}
 	return args
 }

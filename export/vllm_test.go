@@ -2,6 +2,7 @@ package export
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"shardlab/hw"
@@ -72,4 +73,60 @@ func TestCheckVLLMServeRefuses(t *testing.T) {
 			t.Errorf("CheckVLLMServe(%q) accepted", args)
 		}
 	}
+}
+
+// TestVLLMServeMoEAndMLA: a mixture of experts is served with
+// --enable-expert-parallel, which takes no value (a BooleanOptionalAction
+// in vLLM's arg_utils.py @99d7eb5d); latent attention with
+// enable_dp_attention in --additional-config and no --block-size (vLLM's
+// choices stop at 256, tpu-inference's MLA pages are 1024).
+func TestVLLMServeMoEAndMLA(t *testing.T) {
+	for _, c := range []struct {
+		model, tpu string
+		w          inference.Dtype
+		mla        bool
+	}{{"mixtral-8x7b", "tpu7x-8", inference.BF16, false}, {"deepseek3-671b", "tpu7x-16", inference.FP8, true}} {
+		m, _ := model.Lookup(c.model)
+		s, err := hw.ParseAcceleratorType(c.tpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := inference.DefaultRequest()
+		r.Model, r.Slice, r.Weights, r.KVCache = m, s, c.w, c.w
+		if r, err = inference.NewRequest(r); err != nil {
+			t.Fatal(err)
+		}
+		p, err := inference.Search(r)
+		if err != nil {
+			t.Fatalf("%s: %v", c.model, err)
+		}
+		args := VLLMServe(p, m.HFModel)
+		seen, err := CheckVLLMServe(args)
+		if err != nil {
+			t.Errorf("%s: %v", c.model, err)
+			continue
+		}
+		_, block := seen["--block-size"]
+		if seen["--enable-expert-parallel"] != "true" || block == c.mla || c.mla != (seen["--additional-config"] == `{"sharding":{"sharding_strategy":{"enable_dp_attention":true}}}`) {
+			t.Errorf("%s: %q", c.model, args)
+		}
+	}
+	// the flag takes no value: a value after it is read as an option and refused
+	if _, err := CheckVLLMServe([]string{"vllm", "serve", "m", "--enable-expert-parallel", "true"}); err == nil {
+		t.Error("--enable-expert-parallel true accepted")
+	}
+	if seen, err := CheckVLLMServe([]string{"vllm", "serve", "m", "--enable-expert-parallel", "--max-num-seqs", "8"}); err != nil || seen["--max-num-seqs"] != "8" {
+		t.Errorf("--enable-expert-parallel --max-num-seqs 8: %v, %v", seen, err)
+	}
+}
+
+// FuzzCheckVLLMServe: any argument list is accepted or refused, never a
+// panic.
+func FuzzCheckVLLMServe(f *testing.F) {
+	for _, s := range []string{"vllm serve m --enable-expert-parallel", "vllm serve m --max-num-seqs", "vllm serve m --kv-cache-dtype fp8 --enable-expert-parallel --block-size 16", "vllm"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = CheckVLLMServe(strings.Fields(s))
+	})
 }

@@ -29,6 +29,10 @@ var vllmServeOptions = func() map[string][]string {
 	return out
 }()
 
+// flagNoValue marks an option of testdata/vllm_serve_options.txt that
+// takes no value (vLLM's bool engine args, argparse.BooleanOptionalAction).
+const flagNoValue = "(no-value)"
+
 // CheckVLLMServe holds a vllm serve command line (VLLMServe's) to vLLM's
 // engine args: after "vllm serve MODEL", option and value pairs, each
 // option one vLLM defines and each value one it accepts where it lists
@@ -40,6 +44,11 @@ func CheckVLLMServe(args []string) (map[string]string, error) {
 	seen := map[string]string{}
 	for i := 3; i < len(args); i += 2 {
 		choices, ok := vllmServeOptions[args[i]]
+		if ok && slices.Equal(choices, []string{flagNoValue}) {
+			seen[args[i]] = "true" // a BooleanOptionalAction takes no value
+			i--
+			continue
+		}
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("export: vllm serve: %s is not one of vLLM's engine args (testdata/vllm_serve_options.txt)", args[i])

@@ -13,9 +13,11 @@ import (
 
 // replicaCost is what one device of a tp-way replica offers and holds,
 // the terms every step time here is built from: the device's share of
-// its chip's MXU peak and HBM bandwidth, the weights it reads each step,
-// and the ICI ring its tensor-parallel all-reduces run on. Estimate's
-// rooflines and Simulate's steps both use it.
+// its chip's MXU peak and HBM bandwidth, the weights it holds and reads
+// each step (of a mixture of experts only the experts the step's tokens
+// touch), the split of the attention work, and the ICI ring its
+// collectives run on. Estimate's rooflines and Simulate's steps both use
+// it.
 type replicaCost struct {
 	m     model.Spec
 	tp    int
@@ -23,6 +25,13 @@ type replicaCost struct {
 	bw    float64 // HBM bytes/s of one device
 	chips int     // chips of the replica: the all-reduce's ring
 	link  collective.Link
+	// weights is the bytes a device holds, experts the routed experts'
+	// share of them, expert one routed expert.
+	weights, experts, expert float64
+	// matmul and attnMatmul are the matmul FLOPs of one token, all of
+	// them and the attention projections'; logits the output
+	// projection's; core the attention FLOPs of one (query, key) pair.
+	matmul, attnMatmul, logits, core float64
 }
 
 // newReplicaCost builds the cost terms of one tp-way replica on r's
@@ -31,8 +40,12 @@ type replicaCost struct {
 func newReplicaCost(r Request, tp int) replicaCost {
 	c := r.Slice.Chip
 	per := c.JAXDevicesPerChip
-	rc := replicaCost{m: r.Model, tp: tp, peak: float64(c.PeakBF16) / float64(per), bw: float64(c.HBMBandwidth) / float64(per),
-		chips: ceilDiv(tp, per), link: collective.Link{HopLatency: hw.ICIHopLatency}}
+	m := r.Model
+	rc := replicaCost{m: m, tp: tp, peak: float64(c.PeakBF16) / float64(per), bw: float64(c.HBMBandwidth) / float64(per),
+		chips: ceilDiv(tp, per), link: collective.Link{HopLatency: hw.ICIHopLatency},
+		weights: float64(WeightBytes(m, tp, r.Weights)), experts: float64(ExpertWeightBytes(m, tp, r.Weights)), expert: expertBytes(m, r.Weights),
+		matmul: 2 * float64(m.MatmulParams()), attnMatmul: 2 * float64(m.Layers) * float64(m.ParamCount().Attention),
+		logits: 2 * float64(m.Vocab) * float64(m.DModel), core: attentionCoreFLOPs(m)}
 	if rc.chips > 1 {
 		// the ICI ring of a TP group is where package mesh places a
 		// tensor axis of that many chips on the slice
@@ -51,11 +64,52 @@ func newReplicaCost(r Request, tp int) replicaCost {
 	return rc
 }
 
-// allReduce is the tensor-parallel all-reduces of one forward pass over
-// tokens tokens: two per layer, after the attention output and the MLP
-// down projection, of the bf16 residual stream; the devices of one chip
-// share its HBM, so only the chips of the replica pass over ICI.
+// allReduce is the collectives of one forward pass over tokens tokens,
+// of the bf16 residual stream; the devices of one chip share its HBM, so
+// only the chips of the replica pass over ICI. Under tensor parallelism
+// two all-reduces a layer, after the attention output and after the MLP
+// down projection (or the experts' psum over the expert axis [ti-ep]).
+// Under attention data parallelism the attention needs none; the MLP's
+// tokens are all-gathered before it and reduce-scattered after [ti-mla].
 func (rc replicaCost) allReduce(tokens int) time.Duration {
-	size := tokens * rc.m.DModel * 2
-	return time.Duration(2*rc.m.Layers) * collective.Time(collective.AllReduce, rc.chips, unit.Bytes(size), rc.link)
+	size := unit.Bytes(tokens * rc.m.DModel * 2)
+	if DPAttention(rc.m) {
+		layer := collective.Time(collective.AllGather, rc.chips, size, rc.link) + collective.Time(collective.ReduceScatter, rc.chips, size, rc.link)
+		return time.Duration(rc.m.Layers) * layer
+	}
+	return time.Duration(2*rc.m.Layers) * collective.Time(collective.AllReduce, rc.chips, size, rc.link)
+}
+
+// weightsRead is the weight bytes a device reads from HBM in a step of
+// tokens tokens: all it holds but the routed experts, and of those only
+// its share of the ones the tokens touch (ActiveExperts: under expert
+// parallelism the device's experts among them, else a 1/tp slice of
+// each; the same bytes on average). Load imbalance between the devices
+// of an expert-parallel replica is not modelled.
+func (rc replicaCost) weightsRead(tokens int) float64 {
+	if rc.experts == 0 {
+		return rc.weights
+	}
+	active := float64(rc.m.MoELayers()) * ActiveExperts(rc.m, tokens) * rc.expert / float64(rc.tp)
+	return rc.weights - rc.experts + min(active, rc.experts)
+}
+
+// kvShare is the share of the step's KV context (counted in KVPerToken)
+// that the busiest device reads: all of it under tensor parallelism,
+// where KVPerToken is already the device's heads, its own sequences'
+// under attention data parallelism.
+func (rc replicaCost) kvShare(seqs int) float64 {
+	if !DPAttention(rc.m) {
+		return 1
+	}
+	return attentionSplit(rc.m, rc.tp, seqs)
+}
+
+// flops is the FLOPs the busiest device computes for tokens tokens of
+// seqs sequences attending pairs (query, key) pairs, with the output
+// projection for every token: the MLP, expert and output matmuls split tp
+// ways, the attention projections and scores by attentionSplit.
+func (rc replicaCost) flops(tokens, seqs int, pairs float64) float64 {
+	s := attentionSplit(rc.m, rc.tp, seqs)
+	return float64(tokens)*(rc.matmul-rc.attnMatmul)/float64(rc.tp) + s*(float64(tokens)*rc.attnMatmul+pairs*rc.core)
 }

@@ -37,5 +37,17 @@ func ExampleSearch() {
 	}
 	fmt.Printf("TP %d × DP %d on %d chips, up to %d sequences per replica\n", p.Best.TP, p.Best.DP, p.Best.Chips, p.Best.Memory.MaxSeqs)
 	// Output:
-	// TP 4 × DP 1 on 2 chips, up to 85 sequences per replica
+	// TP 8 × DP 1 on 4 chips, up to 223 sequences per replica
+}
+
+func ExampleActiveExperts() {
+	m, _ := model.Lookup("deepseek3-671b") // 256 routed experts, 8 a token
+	for _, tokens := range []int{1, 8, 64, 1024} {
+		fmt.Printf("%d tokens touch %.1f experts a layer\n", tokens, inference.ActiveExperts(m, tokens))
+	}
+	// Output:
+	// 1 tokens touch 8.0 experts a layer
+	// 8 tokens touch 57.4 experts a layer
+	// 64 tokens touch 222.4 experts a layer
+	// 1024 tokens touch 256.0 experts a layer
 }

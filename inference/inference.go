@@ -1,12 +1,14 @@
 // Package inference plans how to serve a decoder-only transformer with vLLM
-// and its TPU backend, tpu-inference: the layouts it can run (tensor
-// parallelism counted in JAX devices as tpu-inference counts them, data
-// parallelism of replicas), the HBM of one device (weights, the paged KV
-// cache in the attention kernel's layout, activations, the share
+// and its TPU backend, tpu-inference: the layouts it can run over the
+// whole VM or slice (tensor parallelism counted in JAX devices as
+// tpu-inference counts them, data parallelism of replicas, expert
+// parallelism of a mixture of experts, attention data parallelism under
+// latent attention), the HBM of one device (weights, the paged KV cache in
+// the attention kernel's layout, activations, the share
 // --gpu-memory-utilization leaves), the largest number of concurrent
-// sequences at the maximum model length, and the prefill (compute-bound)
-// and decode (HBM-bound) rooflines with the all-reduces of tensor
-// parallelism.
+// sequences at the maximum model length, the prefill (compute-bound) and
+// decode (HBM-bound) rooflines with their collectives, and the choice of a
+// layout by an objective (throughput or latency) under TTFT and ITL SLOs.
 //
 // Sources, cited as [tag] below:
 //
@@ -33,7 +35,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -166,10 +167,32 @@ type Request struct {
 	MaxNumBatchedTokens int
 	// TP fixes the tensor-parallel size (0: search).
 	TP int
-	// MaxITL is the inter-token latency target (0: none; the plan then
-	// picks the most throughput per chip).
-	MaxITL time.Duration
+	// DP fixes the replicas (0: as many as fill the slice, TP·DP = its
+	// devices). A DP that leaves devices idle is the caller's choice and
+	// the plan says so.
+	DP int
+	// Objective is what the plan maximises among the layouts that meet
+	// the SLOs: Throughput (the default) or Latency.
+	Objective Objective
+	// TTFTSLO and ITLSLO are the time-to-first-token and inter-token
+	// latency targets at the offered load (0: none).
+	TTFTSLO, ITLSLO time.Duration
 }
+
+// Objective is what a serving plan optimises.
+type Objective string
+
+// The objectives.
+const (
+	// Throughput: the most output tokens/s per chip whose TTFT and ITL
+	// meet the SLOs at the offered concurrency or request rate.
+	Throughput Objective = "throughput"
+	// Latency: the least inter-token latency, then the least TTFT.
+	Latency Objective = "latency"
+)
+
+// Objectives lists the accepted objectives.
+var Objectives = []string{string(Throughput), string(Latency)}
 
 // Limits on a request's counts.
 const (
@@ -192,10 +215,6 @@ func DefaultRequest() Request {
 func NewRequest(r Request) (Request, error) {
 	if err := r.Model.Validate(); err != nil {
 		return Request{}, err
-	}
-	if r.Model.MoE() || r.Model.MLA() {
-		// the memory and roofline formulas are a dense model's
-		return Request{}, &FieldError{Field: "model", Value: r.Model.Name, Want: "a dense model with multi-head attention (serving plans for mixture-of-experts and latent attention are not built yet)"}
 	}
 	c := r.Slice.Chip
 	ok := false
@@ -232,9 +251,38 @@ func NewRequest(r Request) (Request, error) {
 	if r.MaxNumBatchedTokens < 1 || r.MaxNumBatchedTokens > MaxTokens {
 		return Request{}, badInt("max_num_batched_tokens", r.MaxNumBatchedTokens, fmt.Sprintf("1 to %d", MaxTokens))
 	}
-	if r.MaxITL < 0 {
-		return Request{}, &FieldError{Field: "max_itl", Value: r.MaxITL.String(), Want: "0 (no target) or a positive duration"}
+	if err := r.goals(); err != nil {
+		return Request{}, err
 	}
+	if err := r.parallelism(); err != nil {
+		return Request{}, err
+	}
+	return r, nil
+}
+
+// goals checks the objective and the SLOs.
+func (r *Request) goals() error {
+	if r.Objective == "" {
+		r.Objective = Throughput
+	}
+	if r.Objective != Throughput && r.Objective != Latency {
+		return &FieldError{Field: "objective", Value: strconv.Quote(string(r.Objective)), Want: strings.Join(Objectives, " or ")}
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"ttft_slo", r.TTFTSLO}, {"itl_slo", r.ITLSLO}} {
+		if d.v < 0 || d.v > time.Hour {
+			return &FieldError{Field: d.field, Value: d.v.String(), Want: "0 (no target) or a duration up to 1h"}
+		}
+	}
+	return nil
+}
+
+// parallelism checks a fixed tensor-parallel size and replica count.
+func (r *Request) parallelism() error {
+	c := r.Slice.Chip
+	devices := r.Slice.Chips() * c.JAXDevicesPerChip
 	if r.TP != 0 {
 		sizes := TPSizes(r.Model, r.Slice)
 		found := false
@@ -242,11 +290,25 @@ func NewRequest(r Request) (Request, error) {
 			found = found || t == r.TP
 		}
 		if !found {
-			return Request{}, badInt("tensor_parallel_size", r.TP, fmt.Sprintf("one of %s: it must divide the %d attention heads and, as tpu-inference shards the KV cache by head, divide the %d KV heads, and fit the %d devices of %s in part of a chip or whole chips",
-				joinInts(sizes), r.Model.Heads, r.Model.KV(), r.Slice.Chips()*c.JAXDevicesPerChip, r.Slice.AcceleratorType()))
+			rule := fmt.Sprintf("it must divide the %d attention heads and, as tpu-inference shards the KV cache by head, divide the %d KV heads", r.Model.Heads, r.Model.KV())
+			if DPAttention(r.Model) {
+				rule = "latent attention runs data-parallel inside a replica, so any size"
+			}
+			if r.Model.MoE() {
+				rule += fmt.Sprintf("; for expert parallelism it divides the %d experts", r.Model.Experts)
+			}
+			return badInt("tensor_parallel_size", r.TP, fmt.Sprintf("one of %s: %s, and fit the %d devices of %s in part of a chip or whole chips",
+				joinInts(sizes), rule, devices, r.Slice.AcceleratorType()))
 		}
 	}
-	return r, nil
+	if r.DP < 0 || r.DP > devices || (r.TP > 0 && r.TP*r.DP > devices) {
+		most := devices
+		if r.TP > 0 {
+			most = devices / r.TP
+		}
+		return badInt("data_parallel_size", r.DP, fmt.Sprintf("0 (fill the slice) or 1 to %d replicas (%d devices of %s)", most, devices, r.Slice.AcceleratorType()))
+	}
+	return nil
 }
 
 // concurrency checks the request rate, vLLM's max_num_seqs and the
@@ -322,12 +384,24 @@ func joinInts(v []int) string {
 // also replicate KV heads for a TP that is a multiple of them [ti-shard].
 // Then every further shard holds a copy of the same KV cache, so the split
 // stops at the KV heads.
+//
+// Under latent attention the heads are not split (attention runs
+// data-parallel inside a replica [ti-mla]), so any size that fits whole
+// chips and divides the routed experts (for expert parallelism) is one.
 func TPSizes(m model.Spec, s hw.Slice) []int {
 	per := s.Chip.JAXDevicesPerChip
+	limit := m.KV()
+	if DPAttention(m) {
+		limit = s.Chips() * per
+	}
 	var out []int
-	for t := 1; t <= min(m.KV(), s.Chips()*per); t++ {
+	for t := 1; t <= min(limit, s.Chips()*per); t++ {
 		whole := t <= per || (t%per == 0 && s.Chips()%(t/per) == 0)
-		if m.KV()%t == 0 && m.Heads%t == 0 && whole {
+		heads := m.KV()%t == 0 && m.Heads%t == 0
+		if DPAttention(m) {
+			heads = !m.MoE() || m.Experts%t == 0
+		}
+		if heads && whole {
 			out = append(out, t)
 		}
 	}
@@ -363,7 +437,15 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // layout [ti-kv]: per layer a page row of align(2·h, p)/p words of p
 // packed elements, each align(head_dim, 128) wide, where h is the KV heads
 // of the shard (KV/tp, at least one) and p the dtype's packing.
+//
+// Under latent attention a token's latent is cached whole on the one
+// device that holds its sequence, whatever tp: per layer
+// align(kv_lora_rank, 128) + align(qk_rope_head_dim, 128) elements
+// [ti-mla], LatentElements padded to the kernel's lanes.
 func KVBytesPerToken(m model.Spec, tp int, kv Dtype) unit.Bytes {
+	if m.MLA() {
+		return unit.Bytes(m.Layers * latentLanes(m) * kv.Bytes())
+	}
 	h := max(m.KV()/tp, 1)
 	p := kv.packing()
 	words := ceilDiv(2*h, p)
@@ -374,19 +456,33 @@ func KVBytesPerToken(m model.Spec, tp int, kv Dtype) unit.Bytes {
 // KVUsefulSplit is the tensor-parallel size beyond which the KV cache of
 // one device stops shrinking: 2·KV heads / packing [ti-shard].
 func KVUsefulSplit(m model.Spec, kv Dtype) int {
+	if DPAttention(m) {
+		return math.MaxInt // the latent is never split by tp
+	}
 	return max(1, 2*m.KV()/kv.packing())
 }
 
 // WeightBytes is the weights one device of a tp-way replica holds: the
 // attention and MLP matrices and the vocabulary split tp ways, the key and
-// value projections of the shard's KV heads, norms replicated.
+// value projections of the shard's KV heads, norms replicated. Of a
+// mixture of experts' layers: the routed experts split tp ways
+// (ExpertWeightBytes), the shared experts split as an MLP, the router
+// (d_model × experts) whole. Under latent attention the attention weights
+// are whole on every device [ti-mla].
 func WeightBytes(m model.Spec, tp int, w Dtype) unit.Bytes {
 	p := m.ParamCount()
+	t := int64(tp)
 	d, hd := int64(m.DModel), int64(m.Head())
-	kvProj := 2 * d * int64(max(m.KV()/tp, 1)) * hd
-	perLayer := (p.Attention-2*d*int64(m.KV())*hd)/int64(tp) + kvProj + p.MLP/int64(tp) + p.Norms
-	n := int64(p.Layers)*perLayer + (p.Embedding+p.Output)/int64(tp) + p.FinalNorm
-	return unit.Bytes(n * int64(w.Bytes()))
+	attn := p.Attention
+	if !DPAttention(m) {
+		kvProj := 2 * d * int64(max(m.KV()/tp, 1)) * hd
+		attn = (p.Attention-2*d*int64(m.KV())*hd)/t + kvProj
+	}
+	n := int64(p.DenseLayers())*(attn+p.MLP/t+p.Norms) + (p.Embedding+p.Output)/t + p.FinalNorm
+	if p.MoELayers > 0 {
+		n += int64(p.MoELayers) * (attn + p.Norms + p.Router + p.Shared/t)
+	}
+	return unit.Bytes(n*int64(w.Bytes())) + ExpertWeightBytes(m, tp, w)
 }
 
 // ActivationBytes estimates the activation buffers of one device for a
@@ -396,6 +492,10 @@ func WeightBytes(m model.Spec, tp int, w Dtype) unit.Bytes {
 // vLLM's profile.
 func ActivationBytes(m model.Spec, tp, tokens, seqs int) unit.Bytes {
 	ff := m.DFF
+	if m.MoE() {
+		// each token's rows through its experts and the shared ones
+		ff = max(ff, (m.ExpertsPerToken+m.SharedExperts)*m.ExpertFF())
+	}
 	if m.GatedMLP {
 		ff *= 2
 	}
@@ -413,23 +513,34 @@ type Memory struct {
 	// KVPerToken is one token's KV on this device.
 	KVPerToken unit.Bytes `json:"kv_per_token_bytes"`
 	BlockSize  int        `json:"block_size_tokens"`
-	Pages      int        `json:"pages"`
-	// MaxSeqs is the most sequences of max-model-len tokens whose pages fit.
+	// Pages is the replica's pages: one device's under tensor
+	// parallelism (each holds its heads of every page), all its devices'
+	// under attention data parallelism (each holds its own sequences).
+	Pages int `json:"pages"`
+	// MaxSeqs is the most sequences of max-model-len tokens whose pages
+	// fit in one replica.
 	MaxSeqs int `json:"max_seqs_at_max_model_len"`
 }
 
 // Layout is one way to serve the model.
 type Layout struct {
-	TP       int `json:"tensor_parallel_size"`
-	DP       int `json:"data_parallel_size"`
-	Chips    int `json:"chips"`
-	SeqsEach int `json:"sequences_per_replica"`
+	TP int `json:"tensor_parallel_size"`
+	DP int `json:"data_parallel_size"`
+	// EP is the expert-parallel size (ExpertParallel; 1: none).
+	EP int `json:"expert_parallel_size"`
+	// AttentionDP is the attention data parallelism inside a replica
+	// (latent attention: TP; else 1).
+	AttentionDP int `json:"attention_data_parallel_size"`
+	Chips       int `json:"chips"`
+	SeqsEach    int `json:"sequences_per_replica"`
 	// Concurrency is the sequences in the server across replicas: the
 	// request's, or what its request rate comes to on this layout.
 	Concurrency int    `json:"concurrency_sequences"`
 	Memory      Memory `json:"memory"`
 	// Fits: the requested concurrency fits in every replica's pages.
 	Fits bool `json:"fits"`
+	// Misses lists the SLOs the layout misses ("ITL 13.7ms > 9ms").
+	Misses []string `json:"misses_slo"`
 	// The rooflines of one replica at its share of the concurrency.
 	TTFT             time.Duration `json:"-"`
 	ITL              time.Duration `json:"-"`
@@ -438,20 +549,29 @@ type Layout struct {
 	DecodeCompute    time.Duration `json:"-"`
 	DecodeAllReduce  time.Duration `json:"-"`
 	PrefillAllReduce time.Duration `json:"-"`
-	TokensPerSecond  float64       `json:"output_tokens_per_s"`
-	PerChip          float64       `json:"output_tokens_per_s_per_chip"`
+	// ActiveExperts is the routed experts a decode step's sequences touch
+	// in one MoE layer (ActiveExperts), 0 for a dense model.
+	ActiveExperts   float64 `json:"active_experts_per_moe_layer,omitempty"`
+	TokensPerSecond float64 `json:"output_tokens_per_s"`
+	PerChip         float64 `json:"output_tokens_per_s_per_chip"`
 }
 
 // Devices is the JAX devices the layout uses.
 func (l Layout) Devices() int { return l.TP * l.DP }
 
+// MeetsSLO reports whether the layout fits and meets every SLO.
+func (l Layout) MeetsSLO() bool { return l.Fits && len(l.Misses) == 0 }
+
 // Plan is the chosen layout, the others considered, and why.
 type Plan struct {
-	Request  Request
-	Best     Layout
-	Layouts  []Layout
-	Reasons  []string
-	Warnings []string
+	Request Request
+	Best    Layout
+	Layouts []Layout
+	// BestEffort: no layout meets the SLOs; Best is the one that comes
+	// closest by the objective, and Warnings say what it misses.
+	BestEffort bool
+	Reasons    []string
+	Warnings   []string
 }
 
 // ErrNoFit is returned when no layout holds the requested concurrency.
@@ -464,7 +584,10 @@ var ErrNoFit = errors.New("no layout fits")
 func Estimate(r Request, tp, dp int) Layout {
 	c := r.Slice.Chip
 	per := c.JAXDevicesPerChip
-	l := Layout{TP: tp, DP: dp, Chips: ceilDiv(tp*dp, per)}
+	l := Layout{TP: tp, DP: dp, EP: ExpertParallel(r.Model, tp), AttentionDP: 1, Chips: ceilDiv(tp*dp, per)}
+	if DPAttention(r.Model) {
+		l.AttentionDP = tp
+	}
 	l.SeqsEach = ceilDiv(r.Concurrency, dp)
 	l.Concurrency = r.Concurrency
 	if r.MaxNumSeqs > 0 {
@@ -478,30 +601,46 @@ func Estimate(r Request, tp, dp int) Layout {
 	m.KVCache = max(m.Budget-m.Weights-m.Activations, 0)
 	m.KVPerToken = KVBytesPerToken(r.Model, tp, r.KVCache)
 	m.BlockSize = BlockSize(r.MaxModelLen, l.SeqsEach)
-	m.Pages = int(m.KVCache / (m.KVPerToken * unit.Bytes(m.BlockSize)))
-	m.MaxSeqs = m.Pages / ceilDiv(r.MaxModelLen, m.BlockSize)
+	if r.Model.MLA() {
+		m.BlockSize = mlaPageSize
+	}
+	pages := int(m.KVCache / (m.KVPerToken * unit.Bytes(m.BlockSize)))
+	perSeq := ceilDiv(r.MaxModelLen, m.BlockSize)
+	// each attention shard holds whole sequences
+	m.Pages, m.MaxSeqs = l.AttentionDP*pages, l.AttentionDP*(pages/perSeq)
 	l.Fits = m.MaxSeqs >= l.SeqsEach
 
 	rc := newReplicaCost(r, tp)
-	peak, bw, allReduce := rc.peak, rc.bw, rc.allReduce
-	matmul := 2 * float64(r.Model.MatmulParams()) / float64(tp)
 	// prefill of one prompt: compute-bound
 	P := r.PromptLen
-	attn := float64(r.Model.AttentionFLOPsPerToken(P)) / 2 / float64(tp) // causal: half the scores
-	l.PrefillCompute = seconds(float64(P) * (matmul + attn) / peak)
-	prefillMem := seconds(float64(m.Weights) / bw)
-	l.PrefillAllReduce = allReduce(P)
+	l.PrefillCompute = seconds(rc.flops(P, 1, float64(P)*float64(P)/2) / rc.peak) // causal: half the scores
+	prefillMem := seconds(rc.weightsRead(P) / rc.bw)
+	l.PrefillAllReduce = rc.allReduce(P)
 	l.TTFT = max(l.PrefillCompute, prefillMem) + l.PrefillAllReduce
 	// decode step of SeqsEach sequences at their mean context
 	ctx := r.PromptLen + r.OutputLen/2
 	B := l.SeqsEach
-	l.DecodeMemory = seconds((float64(m.Weights) + float64(B*ctx)*float64(m.KVPerToken)) / bw)
-	l.DecodeCompute = seconds(float64(B) * (matmul + float64(r.Model.AttentionFLOPsPerToken(ctx))/float64(tp)) / peak)
-	l.DecodeAllReduce = allReduce(B)
+	l.ActiveExperts = ActiveExperts(r.Model, B)
+	l.DecodeMemory = seconds((rc.weightsRead(B) + rc.kvShare(B)*float64(B*ctx)*float64(m.KVPerToken)) / rc.bw)
+	l.DecodeCompute = seconds(rc.flops(B, B, float64(B)*float64(ctx)) / rc.peak)
+	l.DecodeAllReduce = rc.allReduce(B)
 	l.ITL = max(l.DecodeMemory, l.DecodeCompute) + l.DecodeAllReduce
 	l.TokensPerSecond = float64(dp*B) / l.ITL.Seconds()
 	l.PerChip = l.TokensPerSecond / float64(l.Chips)
+	l.Misses = r.misses(l)
 	return l
+}
+
+// misses lists the SLOs l misses.
+func (r Request) misses(l Layout) []string {
+	var out []string
+	if r.TTFTSLO > 0 && l.TTFT > r.TTFTSLO {
+		out = append(out, fmt.Sprintf("TTFT %v > %v", ms(l.TTFT), r.TTFTSLO))
+	}
+	if r.ITLSLO > 0 && l.ITL > r.ITLSLO {
+		out = append(out, fmt.Sprintf("ITL %v > %v", ms(l.ITL), r.ITLSLO))
+	}
+	return out
 }
 
 // AtRate costs a layout at the concurrency Little's law gives for
@@ -529,100 +668,3 @@ func AtRate(r Request, tp, dp int) Layout {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }
-
-// noFit says why no layout serves the request: the most sequences any
-// fits, and the latency target where there is one.
-func noFit(r Request, layouts []Layout) string {
-	most := 0
-	for _, l := range layouts {
-		most = max(most, l.DP*l.Memory.MaxSeqs)
-	}
-	why := fmt.Sprintf("%d concurrent sequences of %d tokens do not fit on %s (at most %d do)", r.Concurrency, r.MaxModelLen, r.Slice.AcceleratorType(), most)
-	if r.MaxNumSeqs > 0 {
-		most = 0
-		for _, l := range layouts {
-			most = max(most, l.Memory.MaxSeqs)
-		}
-		why = fmt.Sprintf("%d sequences of %d tokens a replica (max_num_seqs) do not fit on %s (at most %d do)", r.MaxNumSeqs, r.MaxModelLen, r.Slice.AcceleratorType(), most)
-	}
-	if r.RequestRate > 0 {
-		why = fmt.Sprintf("%g requests/s of %d+%d tokens need more sequences at once than fit on %s (at most %d do)", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
-	}
-	if r.MaxITL > 0 {
-		why += fmt.Sprintf(", or none meets the inter-token latency target %v", r.MaxITL)
-	}
-	return why
-}
-
-// Search costs every layout on the request's TPU and chooses one: with a
-// latency target, the fewest chips that meet it (then the most tokens/s
-// per chip); without one, the most tokens/s per chip (then the fewest
-// chips).
-func Search(r Request) (Plan, error) {
-	c := r.Slice.Chip
-	devices := r.Slice.Chips() * c.JAXDevicesPerChip
-	p := Plan{Request: r}
-	tps := TPSizes(r.Model, r.Slice)
-	if r.TP != 0 {
-		tps = []int{r.TP}
-	}
-	for _, tp := range tps {
-		for dp := 1; tp*dp <= devices; dp++ {
-			l := Estimate(r, tp, dp)
-			if r.RequestRate > 0 {
-				l = AtRate(r, tp, dp)
-			}
-			if l.Chips*c.JAXDevicesPerChip != l.Devices() && dp > 1 {
-				continue // replicas that would share a chip unevenly
-			}
-			p.Layouts = append(p.Layouts, l)
-		}
-	}
-	ok := func(l Layout) bool { return l.Fits && (r.MaxITL == 0 || l.ITL <= r.MaxITL) }
-	sort.SliceStable(p.Layouts, func(i, j int) bool {
-		a, b := p.Layouts[i], p.Layouts[j]
-		if ok(a) != ok(b) {
-			return ok(a)
-		}
-		if r.MaxITL > 0 && a.Chips != b.Chips {
-			return a.Chips < b.Chips
-		}
-		if a.PerChip != b.PerChip {
-			return a.PerChip > b.PerChip
-		}
-		return a.Chips < b.Chips
-	})
-	if len(p.Layouts) == 0 || !ok(p.Layouts[0]) {
-		return p, fmt.Errorf("inference: %w: %s", ErrNoFit, noFit(r, p.Layouts))
-	}
-	b := p.Layouts[0]
-	p.Best = b
-	if r.MaxITL > 0 {
-		p.Reasons = append(p.Reasons, fmt.Sprintf("fewest chips (%d) whose inter-token latency %v meets the target %v", b.Chips, b.ITL.Round(time.Microsecond), r.MaxITL))
-	} else {
-		p.Reasons = append(p.Reasons, fmt.Sprintf("most output tokens/s per chip (%.0f) at %d concurrent sequences", b.PerChip, b.Concurrency))
-	}
-	p.Reasons = append(p.Reasons, fmt.Sprintf("TP %d: %d of %d KV heads per device; each device holds %v of weights and pages for %d sequences of %d tokens",
-		b.TP, max(r.Model.KV()/b.TP, 1), r.Model.KV(), b.Memory.Weights, b.Memory.MaxSeqs, r.MaxModelLen))
-	hostDevices := c.Host.Chips * c.JAXDevicesPerChip
-	if b.Devices() <= hostDevices {
-		tested := "single-host tensor and data parallelism: tested by tpu-inference (docs/includes/parallelism.md)"
-		if c.Generation == hw.TPU7x {
-			tested += "; its daily benchmarks run TP 2 on one TPU7x chip and TP 8 on a 4-chip VM (.buildkite/benchmark/cases/daily)" // [ti-bench]
-		}
-		p.Reasons = append(p.Reasons, tested)
-	} else {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%d devices span %d hosts: tpu-inference lists multi-host TP and DP as untested, only multi-host PP as passing (docs/includes/parallelism.md)", b.Devices(), ceilDiv(b.Devices(), hostDevices)))
-	}
-	if b.TP > KVUsefulSplit(r.Model, r.KVCache) {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("TP %d is beyond the KV cache's useful split (%d = 2·%d KV heads / %d %s elements per 32-bit word): each device's page rows are padded to whole words, so a token's %s KV takes %v per device, as much as at TP %d",
-			b.TP, KVUsefulSplit(r.Model, r.KVCache), r.Model.KV(), r.KVCache.packing(), r.KVCache, r.KVCache, b.Memory.KVPerToken, KVUsefulSplit(r.Model, r.KVCache)))
-	}
-	if r.Weights != BF16 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%s weights: vllm serve needs a %s checkpoint or tpu-inference's qwix quantization rules in --additional-config; the command below sets neither", r.Weights, r.Weights))
-	}
-	if b.DecodeCompute > b.DecodeMemory {
-		p.Warnings = append(p.Warnings, "decode is compute-bound at this concurrency: the ITL is the MXU roofline")
-	}
-	return p, nil
-}

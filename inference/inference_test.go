@@ -189,15 +189,10 @@ func TestSearch(t *testing.T) {
 			t.Errorf("layout TP %d DP %d has %g tok/s/chip, more than the best's %g", l.TP, l.DP, l.PerChip, p.Best.PerChip)
 		}
 	}
-	// a latency target picks the fewest chips that meet it
-	r.MaxITL = time.Second
-	p, err = Search(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// every candidate uses the whole VM: TP · DP = its 8 devices
 	for _, l := range p.Layouts {
-		if l.Fits && l.ITL <= r.MaxITL && l.Chips < p.Best.Chips {
-			t.Errorf("layout TP %d DP %d meets the target on %d chips, best uses %d", l.TP, l.DP, l.Chips, p.Best.Chips)
+		if l.Devices() != 8 || l.Chips != 4 {
+			t.Errorf("layout TP %d DP %d uses %d devices on %d chips, want all 8 on 4", l.TP, l.DP, l.Devices(), l.Chips)
 		}
 	}
 	r.Concurrency = 100000 / 2
@@ -226,6 +221,12 @@ func TestNewRequestErrors(t *testing.T) {
 		{"negative max_num_seqs", func(r *Request) { r.MaxNumSeqs = -1 }, []string{"max_num_seqs -1"}},
 		{"max_num_seqs and rate", func(r *Request) { r.MaxNumSeqs = 8; r.RequestRate = 2 }, []string{"max_num_seqs 8", "request_rate"}},
 		{"too long", func(r *Request) { r.PromptLen = 8000; r.OutputLen = 500 }, []string{"output_len 500", "1 to 192"}},
+		{"objective", func(r *Request) { r.Objective = "fast" }, []string{`objective "fast"`, "throughput or latency"}},
+		{"negative itl slo", func(r *Request) { r.ITLSLO = -time.Millisecond }, []string{"itl_slo -1ms", "0 (no target)"}},
+		{"negative ttft slo", func(r *Request) { r.TTFTSLO = -time.Second }, []string{"ttft_slo -1s"}},
+		{"dp beyond the slice", func(r *Request) { r.TP = 4; r.DP = 3 }, []string{"data_parallel_size 3", "1 to 2 replicas"}},
+		{"negative dp", func(r *Request) { r.DP = -1 }, []string{"data_parallel_size -1"}},
+		{"mla tp", func(r *Request) { r.Model = lookupT(t, "deepseek3-671b"); r.MaxModelLen = 4096; r.TP = 3 }, []string{"tensor_parallel_size 3", "latent attention", "256 experts"}},
 	} {
 		r := base
 		c.edit(&r)
@@ -244,6 +245,8 @@ func TestNewRequestErrors(t *testing.T) {
 		}
 	}
 }
+
+func lookupT(t testing.TB, name string) model.Spec { return lookup(t, name) }
 
 func FuzzParseDtype(f *testing.F) {
 	for _, s := range []string{"bf16", "FP8", " int8 ", "fp16", ""} {

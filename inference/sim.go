@@ -524,7 +524,7 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	if o.Engine == JetStream {
 		kv = float64(r.Model.Layers * 2 * max(r.Model.KV()/l.TP, 1) * r.Model.Head() * r.KVCache.Bytes())
 	}
-	s, err := NewSim(srv, load, rc.step(float64(l.Memory.Weights), kv), rng)
+	s, err := NewSim(srv, load, rc.step(kv), rng)
 	if err != nil {
 		return SimResult{}, err
 	}
@@ -536,15 +536,19 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	return res, nil
 }
 
-// step is the time of a batch on one replica whose devices each hold
-// weights bytes of weights and kv bytes of a token's KV.
-func (rc replicaCost) step(weights, kv float64) func(Batch) time.Duration {
-	logits := 2 * float64(rc.m.Vocab) * float64(rc.m.DModel) / float64(rc.tp)
-	body := 2*float64(rc.m.MatmulParams())/float64(rc.tp) - logits
-	attn := rc.m.AttentionFLOPsPerToken(1) / float64(rc.tp)
+// step is the time of a batch on one replica whose devices each hold kv
+// bytes of a token's KV: the weights the batch's tokens read, the KV
+// context the busiest device reads, the padded tokens' matmuls (the
+// output projection only for the padded sequences, whose logits are
+// sampled), the attention scores, then the collectives of the padded
+// tokens.
+func (rc replicaCost) step(kv float64) func(Batch) time.Duration {
+	tp := float64(rc.tp)
+	body := (rc.matmul - rc.attnMatmul - rc.logits) / tp
 	return func(b Batch) time.Duration {
-		flops := float64(b.PaddedTokens)*body + float64(b.PaddedSeqs)*logits + b.AttendedPairs*attn
-		bytes := weights + float64(b.ContextTokens)*kv
+		s := attentionSplit(rc.m, rc.tp, b.Seqs)
+		flops := float64(b.PaddedTokens)*body + float64(b.PaddedSeqs)*rc.logits/tp + s*(float64(b.PaddedTokens)*rc.attnMatmul+b.AttendedPairs*rc.core)
+		bytes := rc.weightsRead(b.Tokens) + rc.kvShare(b.Seqs)*float64(b.ContextTokens)*kv
 		return seconds(max(bytes/rc.bw, flops/rc.peak)) + rc.allReduce(b.PaddedTokens)
 	}
 }

@@ -3,6 +3,7 @@ package inference
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -26,9 +27,21 @@ func (p Plan) WriteText(w io.Writer, command string) error {
 	if r.KVCacheDtype != "" && r.KVCacheDtype != kv {
 		kv = fmt.Sprintf("%s (%s)", r.KVCacheDtype, r.KVCache)
 	}
-	fmt.Fprintf(w, "serving %s on %s (%s, %s a chip): max model len %d, %s of %d+%d tokens, weights %s, KV cache %s\n\n",
+	fmt.Fprintf(w, "serving %s on %s (%s, %s a chip): max model len %d, %s of %d+%d tokens, weights %s, KV cache %s\n",
 		r.Model.Name, r.Slice.AcceleratorType(), unit.Plural(r.Slice.Chips(), "chip"), unit.Plural(r.Slice.Chip.JAXDevicesPerChip, "JAX device"), r.MaxModelLen, load, r.PromptLen, r.OutputLen, r.Weights, kv)
-	fmt.Fprintf(w, "layout: tensor parallel %d × data parallel %d on %s, %d sequences per replica\n", b.TP, b.DP, unit.Plural(b.Chips, "chip"), b.SeqsEach)
+	goal := "objective " + string(r.Objective)
+	if s := r.slos(); s != "" {
+		goal += ", SLOs " + s
+	}
+	fmt.Fprintf(w, "%s\n", goal)
+	if p.BestEffort {
+		fmt.Fprintf(w, "NO LAYOUT MEETS THE SLOs: the best effort is shown\n")
+	}
+	ep := ""
+	if b.EP > 1 {
+		ep = fmt.Sprintf(" (expert parallel %d)", b.EP)
+	}
+	fmt.Fprintf(w, "\nlayout: tensor parallel %d%s × data parallel %d on %s, %d sequences per replica\n", b.TP, ep, b.DP, unit.Plural(b.Chips, "chip"), b.SeqsEach)
 	for _, s := range p.Reasons {
 		fmt.Fprintf(w, "  - %s\n", s)
 	}
@@ -43,9 +56,13 @@ func (p Plan) WriteText(w io.Writer, command string) error {
 		ms(b.TTFT), ms(b.PrefillCompute), ms(b.PrefillAllReduce), ms(b.ITL), ms(b.DecodeMemory), ms(b.DecodeCompute), ms(b.DecodeAllReduce))
 	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n\n", b.TokensPerSecond, b.PerChip)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "TP\tDP\tchips\tfits\tmax seqs\tTTFT\tITL\ttok/s/chip\t")
+	fmt.Fprintln(tw, "TP\tEP\tDP\tchips\tfits\tmax seqs\tTTFT\tITL\ttok/s/chip\t")
 	for _, l := range p.Layouts {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%v\t%d\t%v\t%v\t%.0f\t\n", l.TP, l.DP, l.Chips, l.Fits, l.DP*l.Memory.MaxSeqs, ms(l.TTFT), ms(l.ITL), l.PerChip)
+		slo := ""
+		if len(l.Misses) > 0 {
+			slo = "  misses " + strings.Join(l.Misses, ", ")
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%v\t%d\t%v\t%v\t%.0f\t%s\n", l.TP, l.EP, l.DP, l.Chips, l.Fits, l.DP*l.Memory.MaxSeqs, ms(l.TTFT), ms(l.ITL), l.PerChip, slo)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

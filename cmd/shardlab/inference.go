@@ -18,6 +18,7 @@ type inferenceFlags struct {
 	model, tpu, modelID string
 	req                 inference.Request
 	weights, kv         string
+	objective           string
 	json                bool
 	mix                 string
 	seed                uint64
@@ -49,8 +50,12 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	floatVar(fs, &r.MemoryUtilization, "gpu-memory-utilization", d.MemoryUtilization, floatFlag{lo: 0, hi: 1, loOpen: true}, "share of a device's HBM vLLM may fill (vllm's default 0.92)")
 	intVar(fs, &r.MaxNumBatchedTokens, "max-num-batched-tokens", d.MaxNumBatchedTokens, 1, inference.MaxTokens, "", "the scheduler's tokens per step: the prefill chunk and activation buffers")
 	intVar(fs, &r.TP, "tensor-parallel-size", 0, 0, 1024, "0: search", "fix the tensor-parallel size, in JAX devices (TPU7x: 2 a chip)")
-	durationVar(fs, &r.MaxITL, "max-itl", 0, 0, time.Hour, "0: no target, the most tokens/s per chip",
-		"inter-token latency target: the fewest chips that meet it")
+	intVar(fs, &r.DP, "data-parallel-size", 0, 0, 1<<16, "0: fill the slice",
+		"fix the replicas; with --tensor-parallel-size, TP × DP below the slice's devices leaves chips idle (the plan says so)")
+	choiceVar(fs, &f.objective, "objective", string(inference.Throughput), inference.Objectives, nil,
+		"throughput: the most output tokens/s per chip that meets the SLOs; latency: the least inter-token latency, then TTFT")
+	durationVar(fs, &r.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")
+	durationVar(fs, &r.ITLSLO, "itl-slo", 0, 0, time.Hour, "0: no target", "inter-token latency target at the offered load")
 	fs.StringVar(&f.mix, "length-mix", "fixed", "the simulated requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+")")
 	uint64Var(fs, &f.seed, "seed", 1, 0, 1<<63, "", "seed of the simulation's lengths and arrivals")
 	intVar(fs, &f.requests, "num-requests", 1000, 1, inference.MaxSimRequests, "", "requests the simulation serves")
@@ -94,7 +99,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	}
 	r := f.req
 	r.Model, r.Slice = spec, *slice
-	r.Weights, r.KVCacheDtype = inference.Dtype(f.weights), f.kv
+	r.Weights, r.KVCacheDtype, r.Objective = inference.Dtype(f.weights), f.kv, inference.Objective(strings.ToLower(f.objective))
 	if r, err = inference.NewRequest(r); err != nil {
 		return inferenceError(err)
 	}
@@ -213,6 +218,10 @@ type servingJSON struct {
 	Weights     string       `json:"weights_dtype"`
 	KVCache     string       `json:"kv_cache_dtype"`
 	Utilization float64      `json:"gpu_memory_utilization_fraction"`
+	Objective   string       `json:"objective"`
+	TTFTSLO     float64      `json:"ttft_slo_s,omitempty"`
+	ITLSLO      float64      `json:"itl_slo_s,omitempty"`
+	BestEffort  bool         `json:"best_effort"`
 	Layout      layoutJSON   `json:"layout"`
 	Layouts     []layoutJSON `json:"layouts"`
 	Reasons     []string     `json:"reasons"`
@@ -225,11 +234,16 @@ type servingJSON struct {
 type layoutJSON struct {
 	TP                  int              `json:"tensor_parallel_size"`
 	DP                  int              `json:"data_parallel_size"`
+	EP                  int              `json:"expert_parallel_size"`
+	AttentionDP         int              `json:"attention_data_parallel_size"`
 	Chips               int              `json:"chips"`
 	DevicesPerChip      int              `json:"jax_devices_per_chip"`
 	SeqsPerReplica      int              `json:"sequences_per_replica"`
 	Concurrency         int              `json:"concurrency_sequences"`
 	Fits                bool             `json:"fits"`
+	MeetsSLO            bool             `json:"meets_slo"`
+	Misses              []string         `json:"misses_slo"`
+	ActiveExperts       float64          `json:"active_experts_per_moe_layer,omitempty"`
 	Memory              inference.Memory `json:"memory_per_device"`
 	TTFT                float64          `json:"ttft_s"`
 	ITL                 float64          `json:"inter_token_latency_s"`
@@ -244,8 +258,9 @@ type layoutJSON struct {
 
 func toLayoutJSON(p inference.Plan, l inference.Layout) layoutJSON {
 	return layoutJSON{
-		TP: l.TP, DP: l.DP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
-		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, Memory: l.Memory,
+		TP: l.TP, DP: l.DP, EP: l.EP, AttentionDP: l.AttentionDP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
+		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
+		ActiveExperts: l.ActiveExperts, Memory: l.Memory,
 		TTFT: l.TTFT.Seconds(), ITL: l.ITL.Seconds(),
 		PrefillCompute: l.PrefillCompute.Seconds(), PrefillAllReduce: l.PrefillAllReduce.Seconds(),
 		DecodeMemory: l.DecodeMemory.Seconds(), DecodeCompute: l.DecodeCompute.Seconds(), DecodeAllReduce: l.DecodeAllReduce.Seconds(),
@@ -258,7 +273,8 @@ func inferenceJSON(p inference.Plan, cmd []string) servingJSON {
 	out := servingJSON{
 		Model: r.Model.Name, TPU: r.Slice.AcceleratorType(), MaxModelLen: r.MaxModelLen, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate,
 		PromptLen: r.PromptLen, OutputLen: r.OutputLen, Weights: string(r.Weights), KVCache: string(r.KVCache),
-		Utilization: r.MemoryUtilization, Layout: toLayoutJSON(p, p.Best),
+		Utilization: r.MemoryUtilization, Objective: string(r.Objective), TTFTSLO: r.TTFTSLO.Seconds(), ITLSLO: r.ITLSLO.Seconds(), BestEffort: p.BestEffort,
+		Layout:  toLayoutJSON(p, p.Best),
 		Reasons: append([]string{}, p.Reasons...), Warnings: append([]string{}, p.Warnings...),
 		Command: cmd, CommandLine: export.ShellQuote(cmd),
 	}

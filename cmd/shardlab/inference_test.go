@@ -67,6 +67,13 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--length-mix", badMix}, []string{"--length-mix", "line 3", "output_len", `"3x00"`}},
 		{[]string{"--num-requests", "0"}, []string{"--num-requests", `"0"`}},
 		{[]string{"--seed", "-1"}, []string{"--seed", `"-1"`}},
+		{[]string{"--objective", "fast"}, []string{"--objective", `"fast"`, "throughput or latency"}},
+		{[]string{"--itl-slo", "-1ms"}, []string{"--itl-slo", `"-1ms"`, "0s to 1h0m0s"}},
+		{[]string{"--ttft-slo", "soon"}, []string{"--ttft-slo", `"soon"`}},
+		{[]string{"--max-itl", "9ms"}, []string{"-max-itl"}},
+		{[]string{"--data-parallel-size", "3", "--tensor-parallel-size", "4"}, []string{"--data-parallel-size 3", "1 to 2 replicas"}},
+		{[]string{"--data-parallel-size", "-1"}, []string{"--data-parallel-size", `"-1"`}},
+		{[]string{"--model", "deepseek3-671b", "--tensor-parallel-size", "3"}, []string{"--tensor-parallel-size 3", "latent attention", "256 experts"}},
 	} {
 		fail(t, append([]string{"inference"}, c.args...), c.want...)
 	}
@@ -76,21 +83,94 @@ func TestInferenceBadInput(t *testing.T) {
 	}
 }
 
-// TestInferenceLatencyTarget: README says --max-itl 9ms moves the 70B
-// plan on tpu7x-8 from TP 4 on two chips to TP 8 on all four.
-func TestInferenceLatencyTarget(t *testing.T) {
+// TestInferenceWholeVM: the 70B plan on tpu7x-8 uses all 4 chips (TP 8,
+// the most tokens/s per chip of the layouts over all 8 devices), and every
+// layout it lists uses them all; only a fixed --tensor-parallel-size and
+// --data-parallel-size leave chips idle, and the output says so.
+func TestInferenceWholeVM(t *testing.T) {
+	args := []string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--json"}
+	v := decodeJSON(t, args...).(map[string]any)
+	l := v["layout"].(map[string]any)
+	if l["tensor_parallel_size"] != 8.0 || l["chips"] != 4.0 {
+		t.Errorf("llama3-70b on tpu7x-8: TP %v on %v chips, want 8 on 4", l["tensor_parallel_size"], l["chips"])
+	}
+	for _, x := range v["layouts"].([]any) {
+		x := x.(map[string]any)
+		if x["tensor_parallel_size"].(float64)*x["data_parallel_size"].(float64) != 8 {
+			t.Errorf("layout %v × %v does not use the 8 devices", x["tensor_parallel_size"], x["data_parallel_size"])
+		}
+	}
+	if !strings.Contains(v["vllm_serve_command"].(string), "vllm serve meta-llama/Meta-Llama-3-70B --tensor-parallel-size 8 --data-parallel-size 1") {
+		t.Errorf("command %q", v["vllm_serve_command"])
+	}
+	out, errOut, code := runCmd("inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--tensor-parallel-size", "4", "--data-parallel-size", "1", "--num-requests", "20")
+	if code != 0 || !strings.Contains(out, "uses 2 of tpu7x-8's 4 chips, as the request fixes") || !strings.Contains(out, "the other 2 chips idle") {
+		t.Errorf("TP 4 × DP 1: exit %d %s\n%s", code, errOut, out)
+	}
+}
+
+// TestInferenceObjective: llama3-8b on tpu7x-8 at --max-num-seqs 64 a
+// replica: throughput picks TP 1 × DP 8 (ITL 7.84 ms); --itl-slo 5ms moves
+// it to TP 2 × DP 4, as does --ttft-slo 7ms; --objective latency picks TP
+// 8; an SLO no layout meets prints the best effort, marked, with exit 0.
+func TestInferenceObjective(t *testing.T) {
 	for _, c := range []struct {
-		args      []string
-		tp, chips float64
+		args   []string
+		tp     float64
+		effort bool
 	}{
-		{nil, 4, 2},
-		{[]string{"--max-itl", "9ms"}, 8, 4},
-		{[]string{"--request-rate", "2", "--max-itl", "9ms"}, 8, 4},
+		{nil, 1, false},
+		{[]string{"--itl-slo", "5ms"}, 2, false},
+		{[]string{"--ttft-slo", "7ms"}, 2, false},
+		{[]string{"--objective", "latency"}, 8, false},
+		{[]string{"--objective", "LATENCY", "--itl-slo", "2ms"}, 8, false},
+		{[]string{"--itl-slo", "1ms"}, 1, true},
 	} {
-		args := append([]string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--json"}, c.args...)
-		l := decodeJSON(t, args...).(map[string]any)["layout"].(map[string]any)
-		if l["tensor_parallel_size"] != c.tp || l["chips"] != c.chips {
-			t.Errorf("shardlab %s: TP %v on %v chips, want TP %v on %v", strings.Join(args, " "), l["tensor_parallel_size"], l["chips"], c.tp, c.chips)
+		args := append([]string{"inference", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--max-num-seqs", "64", "--num-requests", "20", "--json"}, c.args...)
+		v := decodeJSON(t, args...).(map[string]any)
+		l := v["layout"].(map[string]any)
+		if l["tensor_parallel_size"] != c.tp || l["chips"] != 4.0 || v["best_effort"] != c.effort || l["meets_slo"] == c.effort {
+			t.Errorf("shardlab %s: TP %v on %v chips, best effort %v, meets %v; want TP %v on 4, %v", strings.Join(args, " "), l["tensor_parallel_size"], l["chips"], v["best_effort"], l["meets_slo"], c.tp, c.effort)
+		}
+	}
+	out, _, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--max-num-seqs", "64", "--num-requests", "20", "--itl-slo", "1ms")
+	if code != 0 || !strings.Contains(out, "NO LAYOUT MEETS THE SLOs") || !strings.Contains(out, "misses ITL 7.84ms > 1ms") {
+		t.Errorf("--itl-slo 1ms: exit %d\n%s", code, out)
+	}
+}
+
+// TestInferenceMoE: mixture-of-experts models get serving plans with
+// --enable-expert-parallel (a flag vLLM takes without a value); DeepSeek-V3
+// fits a tpu7x-16 in fp8 and its command carries enable_dp_attention and
+// no --block-size (vLLM accepts at most 256, tpu-inference's MLA pages are
+// 1024).
+func TestInferenceMoE(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		ep   float64
+		mla  bool
+	}{
+		{[]string{"--model", "mixtral-8x7b", "--tpu", "tpu7x-8"}, 8, false},
+		{[]string{"--model", "qwen3-235b-a22b", "--tpu", "tpu7x-8", "--weights", "fp8"}, 4, false},
+		{[]string{"--model", "deepseek3-671b", "--tpu", "tpu7x-16", "--weights", "fp8", "--kv-cache-dtype", "fp8"}, 16, true},
+	} {
+		v := decodeJSON(t, append([]string{"inference", "--json", "--num-requests", "20"}, c.args...)...).(map[string]any)
+		l := v["layout"].(map[string]any)
+		var cmd []string
+		for _, a := range v["vllm_serve_args"].([]any) {
+			cmd = append(cmd, a.(string))
+		}
+		seen, err := export.CheckVLLMServe(cmd)
+		if err != nil {
+			t.Errorf("%v: %v", c.args, err)
+			continue
+		}
+		if l["expert_parallel_size"] != c.ep || seen["--enable-expert-parallel"] != "true" || l["active_experts_per_moe_layer"].(float64) <= 0 {
+			t.Errorf("%v: EP %v, --enable-expert-parallel %q, active experts %v; want EP %v and the flag", c.args, l["expert_parallel_size"], seen["--enable-expert-parallel"], l["active_experts_per_moe_layer"], c.ep)
+		}
+		_, block := seen["--block-size"]
+		if c.mla != strings.Contains(seen["--additional-config"], `"enable_dp_attention":true`) || c.mla == block {
+			t.Errorf("%v: --additional-config %q, --block-size %v", c.args, seen["--additional-config"], seen["--block-size"])
 		}
 	}
 }

@@ -49,6 +49,8 @@ func TestGolden(t *testing.T) {
 		{"capacity_managed_json", []string{"capacity", "--model", "llama3-8b", "--tpu", "tpu7x-256", "--slices", "8", "--mode", "managed", "--days", "180", "--checkpoint-every", "20m", "--json"}},
 		{"inference_70b_tpu7x-8", []string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192"}},
 		{"inference_70b_tpu7x-8_json", []string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--json"}},
+		{"inference_mixtral_tpu7x-8", []string{"inference", "--model", "mixtral-8x7b", "--tpu", "tpu7x-8", "--num-requests", "200"}},
+		{"inference_deepseek3_tpu7x-16_fp8", []string{"inference", "--model", "deepseek3-671b", "--tpu", "tpu7x-16", "--weights", "fp8", "--kv-cache-dtype", "fp8", "--num-requests", "200"}},
 		{"hw_list", []string{"hw", "list"}},
 		{"hw_show_tpu7x", []string{"hw", "show", "tpu7x"}},
 		{"hw_show_v5p-128", []string{"hw", "show", "v5p-128"}},

@@ -1,0 +1,143 @@
+package inference
+
+// Mixture-of-experts and latent-attention serving as tpu-inference runs
+// them. Sources, cited as [tag] (tpu-inference @b8692ff01fa1, vLLM as
+// given):
+//
+//	[ti-ep]     tpu_inference/layers/common/fused_moe_gmm.py expert_parallel_gmm, moe_gmm_local:
+//	            the routed experts' stacked weights are split on their leading (expert) axis
+//	            over the mesh's EXPERT axes, num_experts // ep_size a device; the tokens are
+//	            not split on that axis, each device runs its own experts over them, and the
+//	            outputs are summed with a psum over the EXPERT axes: an all-reduce, as tensor
+//	            parallelism's after the MLP. tpu_inference/layers/common/sharding.py: EXPERT is
+//	            'model' in the default 2-D mesh (ShardingAxisName2D) and ('attn_dp',
+//	            'attn_dp_expert', 'expert', 'model', 'dcp', 'pcp') in the base mesh; 'data' (the
+//	            replicas) is in neither, so EP = the tensor-parallel size. envs.py:
+//	            USE_MOE_EP_KERNEL (the fused all-to-all kernel) is off by default.
+//	            tpu_inference/layers/jax/moe/moe.py _compute_use_ep: EP is on when
+//	            enable_expert_parallel and DP·PCP·TP > 1.
+//	[v-ep]      vllm-project/vllm:vllm/engine/arg_utils.py @99d7eb5d6a51: enable_expert_parallel
+//	            is a bool engine arg, so _compute_kwargs gives it argparse.BooleanOptionalAction:
+//	            --enable-expert-parallel takes no value.
+//	[ti-mla]    tpu_inference/platforms/tpu_platform.py check_and_update_config: an MLA model
+//	            needs NEW_MODEL_DESIGN=1 and --additional_config
+//	            {"sharding": {"sharding_strategy": {"enable_dp_attention": true}}}; with it
+//	            tpu_inference/layers/common/sharding.py from_vllm_config counts one KV head for
+//	            MLA and turns the tensor-parallel size into attention data parallelism
+//	            (attn_dp = TP, tensor_parallelism 1): attention weights whole on every device,
+//	            each device attending its own sequences, the MLP and experts split over all of
+//	            them (MLP_TENSOR, EXPERT hold attn_dp), tokens gathered before the MLP and the
+//	            output reduce-scattered back (psum_scatter over ATTN_DATA in moe_gmm_local).
+//	            tpu_inference/runner/kv_cache.py create_kv_caches: the MLA cache is sharded on
+//	            BATCH (which holds attn_dp), not on heads. tpu_inference/runner/kv_cache_manager.py:
+//	            a token's latent is align(kv_lora_rank, 128) + align(qk_rope_head_dim, 128) wide
+//	            (MLA_TRANSPOSE_KV_CACHE off by default, envs.py), tpu_inference/kernels/mla/v2/kernel.py
+//	            get_kv_cache_shape pads it to 128 lanes. flash_attn_mla.py get_page_size: 1024
+//	            tokens a page.
+//	[v-mla]     vllm-project/vllm:vllm/model_executor/layers/mla.py @11080c8e655b: the cached
+//	            latent is kv_c (kv_lora_rank) and k_pe (qk_rope_head_dim), one "head" for all.
+//	[v-block]   vllm-project/vllm:vllm/config/cache.py: BlockSize = Literal[1, 8, 16, 32, 64, 128,
+//	            256], so --block-size 1024 is refused by the CLI; an MLA plan leaves the page size
+//	            to tpu-inference, which sets 1024 when the user gives none.
+//	[dsv2]      DeepSeek-AI 2024, DeepSeek-V2 (arXiv 2405.04434) Table 1: MLA caches
+//	            (d_c + d_h^R)·l elements a token, d_c the KV compression (kv_lora_rank) and d_h^R
+//	            the decoupled rotary key (qk_rope_head_dim); Zhao et al. 2025, "Insights into
+//	            DeepSeek-V3" (arXiv 2505.09343) Table 1: 70.272 KB a token for DeepSeek-V3 in bf16.
+
+import (
+	"math"
+
+	"shardlab/model"
+	"shardlab/unit"
+)
+
+// ExpertParallel is the expert-parallel size tpu-inference runs a replica
+// of tp devices with when vLLM is given --enable-expert-parallel: the
+// routed experts split on the replica's tensor axis [ti-ep], which needs
+// tp to divide the experts (num_experts // ep_size a device). 1 for a dense
+// model, one device, or experts that tp does not divide: the experts are
+// then split along their width as tensor parallelism splits an MLP.
+func ExpertParallel(m model.Spec, tp int) int {
+	if !m.MoE() || tp < 2 || m.Experts%tp != 0 {
+		return 1
+	}
+	return tp
+}
+
+// DPAttention reports whether tpu-inference serves m with attention data
+// parallelism inside a replica: latent attention needs it [ti-mla].
+func DPAttention(m model.Spec) bool { return m.MLA() }
+
+// LatentElements is what latent attention caches for one token in one
+// layer, as vLLM and DeepSeek-V2 count it: kv_lora_rank + qk_rope_head_dim
+// [v-mla, dsv2]. DeepSeek-V3: 512 + 64 = 576. 0 without latent attention.
+func LatentElements(m model.Spec) int {
+	if !m.MLA() {
+		return 0
+	}
+	return m.KVLoRARank + m.QKRopeHeadDim
+}
+
+// latentLanes is the latent as tpu-inference's MLA kernel stores it: the
+// compressed KV and the rotary key each padded to 128 lanes [ti-mla].
+// DeepSeek-V3: 512 + 128 = 640.
+func latentLanes(m model.Spec) int {
+	return ceilDiv(m.KVLoRARank, 128)*128 + ceilDiv(m.QKRopeHeadDim, 128)*128
+}
+
+// mlaPageSize is the page tpu-inference's MLA backend uses [ti-mla].
+const mlaPageSize = 1024
+
+// ActiveExperts is the expected number of distinct routed experts that
+// tokens tokens touch in one MoE layer, when each token picks top-k of E
+// experts and the router spreads them evenly: an expert is missed by one
+// token with probability 1 − k/E, by all of them with (1 − k/E)^tokens,
+// so E·(1 − (1 − k/E)^tokens) are touched. It is k for one token, never
+// more than min(E, tokens·k) (the union bound), and tends to E. A decode
+// step reads only these experts' weights from HBM.
+func ActiveExperts(m model.Spec, tokens int) float64 {
+	if !m.MoE() || tokens < 1 {
+		return 0
+	}
+	e, k := float64(m.Experts), float64(m.ExpertsPerToken)
+	return e * (1 - math.Pow(1-k/e, float64(tokens)))
+}
+
+// expertBytes is one routed expert's weights.
+func expertBytes(m model.Spec, w Dtype) float64 {
+	return float64(m.ParamCount().Expert) * float64(w.Bytes())
+}
+
+// ExpertWeightBytes is the routed experts of all MoE layers that one
+// device of a tp-way replica holds: E/EP whole experts a layer under
+// expert parallelism, or a 1/tp slice of each when tp splits their width;
+// the same bytes either way [ti-ep].
+func ExpertWeightBytes(m model.Spec, tp int, w Dtype) unit.Bytes {
+	p := m.ParamCount()
+	return unit.Bytes(int64(p.MoELayers) * int64(p.Experts) * p.Expert / int64(tp) * int64(w.Bytes()))
+}
+
+// attentionSplit is the share of a step's attention work (its matmuls,
+// its scores and the KV it reads) that the busiest device of a tp-way
+// replica does for seqs sequences: 1/tp when tensor parallelism splits
+// the heads; under attention data parallelism each sequence lives on one
+// device, so the busiest holds ⌈seqs/tp⌉ of them [ti-mla].
+func attentionSplit(m model.Spec, tp, seqs int) float64 {
+	if !DPAttention(m) || seqs < 1 {
+		return 1 / float64(tp)
+	}
+	return float64(ceilDiv(seqs, tp)) / float64(seqs)
+}
+
+// attentionCoreFLOPs is the forward FLOPs of the attention scores and
+// weighted sum for one (query, key) pair over all layers. Latent
+// attention on tpu-inference attends over the cached latent itself (the
+// up-projections absorbed into the query and output): per head a score
+// over kv_lora_rank + qk_rope_head_dim and a sum over kv_lora_rank
+// [ti-mla]; other models as the model package counts it.
+func attentionCoreFLOPs(m model.Spec) float64 {
+	if !m.MLA() {
+		return m.AttentionFLOPsPerToken(1)
+	}
+	return 2 * float64(m.Layers) * float64(m.Heads) * float64(LatentElements(m)+m.KVLoRARank)
+}

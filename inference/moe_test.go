@@ -1,0 +1,283 @@
+package inference
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"shardlab/model"
+	"shardlab/unit"
+)
+
+func lookup(t testing.TB, name string) model.Spec {
+	m, ok := model.Lookup(name)
+	if !ok {
+		t.Fatalf("%s missing from the catalog", name)
+	}
+	return m
+}
+
+// TestMLAKVBytesPerToken: DeepSeek-V2's Table 1 (arXiv 2405.04434) gives
+// MLA's cache as (d_c + d_h^R)·l elements a token; DeepSeek-V3's config has
+// d_c = kv_lora_rank 512, d_h^R = qk_rope_head_dim 64 and l = 61 layers, so
+// 576·61 = 35,136 elements, 70,272 B in bf16. DeepSeek publishes that
+// figure: "Insights into DeepSeek-V3" (Zhao et al. 2025, arXiv 2505.09343)
+// Table 1, KV cache per token 70.272 KB for DeepSeek-V3 (MLA) beside
+// 516.096 KB for LLaMA-3.1 405B (GQA), which shardlab's unsharded GQA
+// layout gives too (126 layers · 2 · 8 heads · 128 · 2 B). tpu-inference stores the two parts padded to 128
+// lanes each [ti-mla]: 512 + 128 = 640 lanes, 78,080 B in bf16 and 39,040 B
+// in fp8, on the one device holding the sequence, whatever the TP.
+func TestMLAKVBytesPerToken(t *testing.T) {
+	m := lookup(t, "deepseek3-671b")
+	if got := LatentElements(m); got != 576 {
+		t.Errorf("LatentElements(deepseek3-671b) = %d, want 512 + 64 = 576", got)
+	}
+	if got, want := LatentElements(m)*m.Layers*BF16.Bytes(), 70_272; got != want {
+		t.Errorf("logical MLA KV a token = %d B, want %d (DeepSeek-V2 Table 1 at V3's sizes)", got, want)
+	}
+	if got := KVBytesPerToken(lookup(t, "llama3-405b"), 1, BF16); got != 516_096 {
+		t.Errorf("KVBytesPerToken(llama3-405b, TP 1, bf16) = %d, want 516,096 (arXiv 2505.09343 Table 1)", got)
+	}
+	for _, c := range []struct {
+		tp   int
+		kv   Dtype
+		want unit.Bytes
+	}{{1, BF16, 78_080}, {16, BF16, 78_080}, {8, FP8, 39_040}} {
+		if got := KVBytesPerToken(m, c.tp, c.kv); got != c.want {
+			t.Errorf("KVBytesPerToken(deepseek3-671b, TP %d, %s) = %d, want %d", c.tp, c.kv, got, c.want)
+		}
+	}
+	// multi-head attention would have cached 2·128 heads·(128+64) keys and values
+	mha := 2 * m.Heads * m.QKHead() * m.Layers * 2
+	if mha/78_080 < 50 {
+		t.Errorf("MHA's %d B a token is not ~60x the latent's", mha)
+	}
+	if LatentElements(lookup(t, "llama3-70b")) != 0 {
+		t.Error("LatentElements of a model without latent attention is not 0")
+	}
+}
+
+// TestActiveExperts holds the closed form E·(1 − (1 − k/E)^B) to its
+// limits (k for one token, the union bound min(E, B·k), E for many
+// tokens) and to a second implementation: routing tokens at random,
+// each to k distinct experts, and counting the experts touched.
+func TestActiveExperts(t *testing.T) {
+	for _, name := range []string{"mixtral-8x7b", "deepseek3-671b", "qwen3-235b-a22b"} {
+		m := lookup(t, name)
+		E, k := m.Experts, m.ExpertsPerToken
+		if got := ActiveExperts(m, 1); math.Abs(got-float64(k)) > 1e-9 {
+			t.Errorf("%s: one token touches %g experts, want k = %d", name, got, k)
+		}
+		rng := rand.New(rand.NewPCG(7, 0))
+		for _, B := range []int{1, 2, 8, 32, 64, 256} {
+			got := ActiveExperts(m, B)
+			if bound := float64(min(E, B*k)); got > bound+1e-9 {
+				t.Errorf("%s: %d tokens touch %g experts, above min(E, B·k) = %g", name, B, got, bound)
+			}
+			const trials = 300
+			sum := 0
+			for range trials {
+				touched := make([]bool, E)
+				n := 0
+				for range B {
+					for _, e := range rng.Perm(E)[:k] {
+						if !touched[e] {
+							touched[e] = true
+							n++
+						}
+					}
+				}
+				sum += n
+			}
+			if mc := float64(sum) / trials; math.Abs(mc-got) > 0.02*got+0.1 {
+				t.Errorf("%s: %d tokens: closed form %g experts, simulated routing %g", name, B, got, mc)
+			}
+		}
+		if got := ActiveExperts(m, 1<<16); math.Abs(got-float64(E)) > 1e-6 {
+			t.Errorf("%s: 65536 tokens touch %g experts, want all %d", name, got, E)
+		}
+	}
+	if ActiveExperts(lookup(t, "llama3-70b"), 64) != 0 {
+		t.Error("a dense model has active experts")
+	}
+}
+
+// TestExpertParallelWeights derives the weights per device by hand.
+// Mixtral 8x7B at TP 8 with expert parallelism 8: one expert a layer per
+// device, 32 layers × 3·4096·14336 = 5,637,144,576 params, 11,274,289,152 B
+// in bf16. Everything else but the norms and routers (and the final norm)
+// is split 8 ways, so eight devices hold the model once plus seven more
+// copies of those: 8·n = total + 7·(32·(2·4096 + 4096·8) + 4096).
+func TestExpertParallelWeights(t *testing.T) {
+	m := lookup(t, "mixtral-8x7b")
+	if ep := ExpertParallel(m, 8); ep != 8 {
+		t.Errorf("ExpertParallel(mixtral, 8) = %d, want 8", ep)
+	}
+	if ep := ExpertParallel(m, 3); ep != 1 {
+		t.Errorf("ExpertParallel(mixtral, 3) = %d, want 1 (3 does not divide 8 experts)", ep)
+	}
+	if ep := ExpertParallel(lookup(t, "llama3-70b"), 8); ep != 1 {
+		t.Errorf("ExpertParallel(dense, 8) = %d, want 1", ep)
+	}
+	if got, want := ExpertWeightBytes(m, 8, BF16), unit.Bytes(32*3*4096*14336*2); got != want {
+		t.Errorf("ExpertWeightBytes(mixtral, EP 8) = %d, want %d", got, want)
+	}
+	total := m.ParamCount().Total()
+	replicated := int64(32*(2*4096+4096*8) + 4096)
+	if got, want := 8*int64(WeightBytes(m, 8, BF16))/2, total+7*replicated; got != want {
+		t.Errorf("8 × weights per device at TP 8 = %d params, want %d", got, want)
+	}
+	// DeepSeek-V3 under latent attention keeps attention whole on every
+	// device: from TP 1 to TP 16 only the rest shrinks, by 15/16.
+	ds := lookup(t, "deepseek3-671b")
+	p := ds.ParamCount()
+	whole := int64(ds.Layers)*(p.Attention+p.Norms) + int64(p.MoELayers)*p.Router + p.FinalNorm
+	split := p.Total() - whole
+	if got, want := int64(WeightBytes(ds, 1, FP8)-WeightBytes(ds, 16, FP8)), split-split/16; math.Abs(float64(got-want)) > 64 {
+		t.Errorf("deepseek3-671b fp8 weights TP 1 − TP 16 = %d B, want 15/16 of the %d split params", got, want)
+	}
+}
+
+// TestMoEDecodeReads: one sequence decoding on Mixtral at TP 8 reads the
+// experts its token routes to (2 a layer), an eighth of each, not all
+// eight: the decode HBM time is (weights − the experts held + 32·2·expert/8
+// + its KV) / bandwidth.
+func TestMoEDecodeReads(t *testing.T) {
+	r := moeRequest(t, "mixtral-8x7b", "tpu7x-8")
+	r.Concurrency = 1
+	l := Estimate(r, 8, 1)
+	expert := float64(3 * 4096 * 14336 * 2)
+	read := float64(l.Memory.Weights) - float64(ExpertWeightBytes(r.Model, 8, BF16)) + 32*2*expert/8
+	kv := float64(r.PromptLen+r.OutputLen/2) * float64(l.Memory.KVPerToken)
+	want := (read + kv) / (7380e9 / 2)
+	if got := l.DecodeMemory.Seconds(); math.Abs(got-want) > 1e-9 {
+		t.Errorf("mixtral one-sequence decode HBM time = %g s, want %g", got, want)
+	}
+	// at 64 sequences every expert is read: the step reads all the weights
+	r.Concurrency = 64
+	l = Estimate(r, 8, 1)
+	if l.ActiveExperts < 7.99 {
+		t.Errorf("64 tokens touch %g of 8 experts, want all", l.ActiveExperts)
+	}
+}
+
+func moeRequest(t testing.TB, name, tpu string) Request {
+	r := DefaultRequest()
+	r.Model, r.Slice = lookup(t, name), slice(t, tpu)
+	r, err := NewRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestMoEPlans: mixture-of-experts models get serving plans with expert
+// parallelism; DeepSeek-V3 with latent attention needs more than one VM in
+// fp8 (its 671B weights alone are ~88 % of a tpu7x-8's usable HBM) and
+// fits a tpu7x-16, all 16 devices in one replica.
+func TestMoEPlans(t *testing.T) {
+	p, err := Search(moeRequest(t, "mixtral-8x7b", "tpu7x-8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := p.Best; b.Chips != 4 || b.EP != b.TP || b.EP < 2 {
+		t.Errorf("mixtral on tpu7x-8: TP %d EP %d on %d chips, want EP = TP on all 4", b.TP, b.EP, b.Chips)
+	}
+	r := moeRequest(t, "deepseek3-671b", "tpu7x-8")
+	r.Weights, r.KVCache, r.KVCacheDtype = FP8, FP8, "fp8"
+	if _, err := Search(r); !errors.Is(err, ErrNoFit) {
+		t.Errorf("deepseek3-671b fp8 on tpu7x-8: %v, want ErrNoFit", err)
+	}
+	r.Slice = slice(t, "tpu7x-16")
+	r, err = NewRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err = Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := p.Best
+	if b.TP != 16 || b.EP != 16 || b.AttentionDP != 16 || b.Memory.BlockSize != 1024 || b.Memory.KVPerToken != 39_040 {
+		t.Errorf("deepseek3-671b on tpu7x-16: TP %d EP %d attention DP %d, page %d, KV %d B; want 16, 16, 16, 1024, 39,040",
+			b.TP, b.EP, b.AttentionDP, b.Memory.BlockSize, b.Memory.KVPerToken)
+	}
+	// the replica's pages are its 16 devices': whole sequences on each
+	per := int(b.Memory.KVCache / (b.Memory.KVPerToken * 1024))
+	if b.Memory.Pages != 16*per || b.Memory.MaxSeqs != 16*(per/4) {
+		t.Errorf("pages %d, max seqs %d; want 16·%d and 16·%d", b.Memory.Pages, b.Memory.MaxSeqs, per, per/4)
+	}
+}
+
+// TestObjectiveAndSLOs: llama3-8b on tpu7x-8 at max_num_seqs 64 a
+// replica: the most tokens/s per chip is TP 1 × DP 8 (ITL 7.8 ms); an ITL
+// SLO of 5 ms moves it to TP 2 × DP 4; a TTFT SLO of 7 ms also to TP 2;
+// the latency objective to TP 8 (ITL 1.5 ms); an SLO no layout meets
+// gives the best effort, marked, with what it misses.
+func TestObjectiveAndSLOs(t *testing.T) {
+	base := moeRequest(t, "llama3-8b", "tpu7x-8")
+	base.MaxNumSeqs = 64
+	for _, c := range []struct {
+		name   string
+		edit   func(*Request)
+		tp     int
+		effort bool
+	}{
+		{"throughput", func(*Request) {}, 1, false},
+		{"itl slo", func(r *Request) { r.ITLSLO = 5 * time.Millisecond }, 2, false},
+		{"ttft slo", func(r *Request) { r.TTFTSLO = 7 * time.Millisecond }, 2, false},
+		{"latency", func(r *Request) { r.Objective = Latency }, 8, false},
+		{"unmeetable", func(r *Request) { r.ITLSLO = time.Millisecond }, 1, true},
+	} {
+		r := base
+		c.edit(&r)
+		r, err := NewRequest(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Search(r)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if p.Best.TP != c.tp || p.Best.Devices() != 8 || p.BestEffort != c.effort {
+			t.Errorf("%s: TP %d on %d devices, best effort %v; want TP %d on 8, %v", c.name, p.Best.TP, p.Best.Devices(), p.BestEffort, c.tp, c.effort)
+		}
+		for _, l := range p.Layouts {
+			if miss := (r.ITLSLO > 0 && l.ITL > r.ITLSLO) || (r.TTFTSLO > 0 && l.TTFT > r.TTFTSLO); miss != (len(l.Misses) > 0) {
+				t.Errorf("%s: TP %d misses %v, want missing: %v", c.name, l.TP, l.Misses, miss)
+			}
+		}
+		if c.effort && (len(p.Warnings) == 0 || !strings.Contains(p.Warnings[0], "no layout meets ITL ≤ 1ms")) {
+			t.Errorf("%s: warnings %q, want one saying no layout meets the SLO", c.name, p.Warnings)
+		}
+	}
+}
+
+// TestFewerChipsOnlyWhenAsked: a fixed TP and DP that leave chips idle
+// are served as asked, with a reason saying so.
+func TestFewerChipsOnlyWhenAsked(t *testing.T) {
+	r := request(t)
+	r.TP, r.DP = 4, 1
+	r, err := NewRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Best.Chips != 2 || len(p.Layouts) != 1 || !strings.Contains(strings.Join(p.Reasons, "\n"), "the other 2 chips idle") {
+		t.Errorf("TP 4 × DP 1 on tpu7x-8: %d chips, %d layouts, reasons %q", p.Best.Chips, len(p.Layouts), p.Reasons)
+	}
+	r.DP = 0 // TP 4 alone fills the VM with 2 replicas
+	p, err = Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Best.DP != 2 || p.Best.Chips != 4 {
+		t.Errorf("TP 4 on tpu7x-8: DP %d on %d chips, want 2 on 4", p.Best.DP, p.Best.Chips)
+	}
+}

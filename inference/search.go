@@ -1,0 +1,206 @@
+package inference
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"shardlab/hw"
+)
+
+// noFit says why no layout serves the request: the most sequences any
+// fits.
+func noFit(r Request, layouts []Layout) string {
+	most := 0
+	for _, l := range layouts {
+		most = max(most, l.DP*l.Memory.MaxSeqs)
+	}
+	why := fmt.Sprintf("%d concurrent sequences of %d tokens do not fit on %s (at most %d do)", r.Concurrency, r.MaxModelLen, r.Slice.AcceleratorType(), most)
+	if r.MaxNumSeqs > 0 {
+		most = 0
+		for _, l := range layouts {
+			most = max(most, l.Memory.MaxSeqs)
+		}
+		why = fmt.Sprintf("%d sequences of %d tokens a replica (max_num_seqs) do not fit on %s (at most %d do)", r.MaxNumSeqs, r.MaxModelLen, r.Slice.AcceleratorType(), most)
+	}
+	if r.RequestRate > 0 {
+		why = fmt.Sprintf("%g requests/s of %d+%d tokens need more sequences at once than fit on %s (at most %d do)", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
+	}
+	return why
+}
+
+// Candidates are the (TP, DP) layouts a request is searched over: every
+// tensor-parallel size (or the request's) with the replicas that fill the
+// slice, TP·DP = its devices, or the request's replicas. Replicas sharing
+// a chip unevenly are left out.
+func Candidates(r Request) [][2]int {
+	per := r.Slice.Chip.JAXDevicesPerChip
+	devices := r.Slice.Chips() * per
+	tps := TPSizes(r.Model, r.Slice)
+	if r.TP != 0 {
+		tps = []int{r.TP}
+	}
+	var out [][2]int
+	for _, tp := range tps {
+		dp := devices / tp
+		if r.DP > 0 {
+			dp = r.DP
+		}
+		if dp < 1 || tp*dp > devices || (dp > 1 && tp*dp%per != 0) {
+			continue
+		}
+		out = append(out, [2]int{tp, dp})
+	}
+	return out
+}
+
+// better orders two layouts for r: those that fit first, then those that
+// meet the SLOs, then by the objective (throughput: the most output
+// tokens/s per chip, then the least ITL; latency: the least ITL, then
+// TTFT, then the most tokens/s per chip), then the fewest chips.
+func (r Request) better(a, b Layout) bool {
+	if a.Fits != b.Fits {
+		return a.Fits
+	}
+	if a.MeetsSLO() != b.MeetsSLO() {
+		return a.MeetsSLO()
+	}
+	if r.Objective == Latency {
+		if a.ITL != b.ITL {
+			return a.ITL < b.ITL
+		}
+		if a.TTFT != b.TTFT {
+			return a.TTFT < b.TTFT
+		}
+	}
+	if a.PerChip != b.PerChip {
+		return a.PerChip > b.PerChip
+	}
+	if a.ITL != b.ITL {
+		return a.ITL < b.ITL
+	}
+	return a.Chips < b.Chips
+}
+
+// slos names the request's SLOs.
+func (r Request) slos() string {
+	var s []string
+	if r.TTFTSLO > 0 {
+		s = append(s, fmt.Sprintf("TTFT ≤ %v", r.TTFTSLO))
+	}
+	if r.ITLSLO > 0 {
+		s = append(s, fmt.Sprintf("ITL ≤ %v", r.ITLSLO))
+	}
+	return strings.Join(s, " and ")
+}
+
+// Search costs every candidate layout on the request's TPU and chooses one
+// by the request's objective among those that fit and meet its SLOs. When
+// some fit but none meets the SLOs, the plan is the best effort by the
+// same order, marked BestEffort with a warning naming what it misses;
+// when none fits, Search returns ErrNoFit.
+func Search(r Request) (Plan, error) {
+	c := r.Slice.Chip
+	p := Plan{Request: r}
+	for _, td := range Candidates(r) {
+		l := Estimate(r, td[0], td[1])
+		if r.RequestRate > 0 {
+			l = AtRate(r, td[0], td[1])
+			l.Misses = r.misses(l)
+		}
+		p.Layouts = append(p.Layouts, l)
+	}
+	sort.SliceStable(p.Layouts, func(i, j int) bool { return r.better(p.Layouts[i], p.Layouts[j]) })
+	if len(p.Layouts) == 0 || !p.Layouts[0].Fits {
+		return p, fmt.Errorf("inference: %w: %s", ErrNoFit, noFit(r, p.Layouts))
+	}
+	b := p.Layouts[0]
+	p.Best = b
+	p.BestEffort = !b.MeetsSLO()
+	p.Reasons = append(p.Reasons, objectiveReason(r, b))
+	p.Reasons = append(p.Reasons, chipsReason(r, b))
+	if p.BestEffort {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("no layout meets %s at %d concurrent sequences: best effort shown, which misses %s", r.slos(), b.Concurrency, strings.Join(b.Misses, " and ")))
+	}
+	p.Reasons = append(p.Reasons, shardReason(r, b))
+	hostDevices := c.Host.Chips * c.JAXDevicesPerChip
+	if b.Devices() <= hostDevices {
+		tested := "single-host tensor and data parallelism: tested by tpu-inference (docs/includes/parallelism.md)"
+		if c.Generation == hw.TPU7x {
+			tested += "; its daily benchmarks run TP 2 on one TPU7x chip and TP 8 on a 4-chip VM (.buildkite/benchmark/cases/daily)" // [ti-bench]
+		}
+		p.Reasons = append(p.Reasons, tested)
+	} else {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%d devices span %d hosts: tpu-inference lists multi-host TP and DP as untested, only multi-host PP as passing (docs/includes/parallelism.md)", b.Devices(), ceilDiv(b.Devices(), hostDevices)))
+	}
+	p.Warnings = append(p.Warnings, modelWarnings(r, b)...)
+	if b.DecodeCompute > b.DecodeMemory {
+		p.Warnings = append(p.Warnings, "decode is compute-bound at this concurrency: the ITL is the MXU roofline")
+	}
+	return p, nil
+}
+
+// objectiveReason says why b was chosen.
+func objectiveReason(r Request, b Layout) string {
+	what := fmt.Sprintf("most output tokens/s per chip (%.0f) at %d concurrent sequences", b.PerChip, b.Concurrency)
+	if r.Objective == Latency {
+		what = fmt.Sprintf("least inter-token latency (%v, TTFT %v) at %d concurrent sequences", ms(b.ITL), ms(b.TTFT), b.Concurrency)
+	}
+	if s := r.slos(); s != "" && b.MeetsSLO() {
+		what += " among the layouts that meet " + s
+	}
+	return what
+}
+
+// chipsReason says how much of the slice b uses.
+func chipsReason(r Request, b Layout) string {
+	all := r.Slice.Chips()
+	if b.Chips == all {
+		return fmt.Sprintf("uses all %s of %s (%d JAX devices = TP %d × DP %d)", pluralChips(all), r.Slice.AcceleratorType(), b.Devices(), b.TP, b.DP)
+	}
+	return fmt.Sprintf("uses %d of %s's %s, as the request fixes (tensor_parallel_size %d × data_parallel_size %d); the other %s idle",
+		b.Chips, r.Slice.AcceleratorType(), pluralChips(all), b.TP, b.DP, pluralChips(all-b.Chips))
+}
+
+func pluralChips(n int) string {
+	if n == 1 {
+		return "1 chip"
+	}
+	return fmt.Sprintf("%d chips", n)
+}
+
+// shardReason says what each device holds.
+func shardReason(r Request, b Layout) string {
+	m := r.Model
+	heads := fmt.Sprintf("TP %d: %d of %d KV heads per device", b.TP, max(m.KV()/b.TP, 1), m.KV())
+	if DPAttention(m) {
+		heads = fmt.Sprintf("TP %d as attention data parallelism (latent attention, enable_dp_attention): each device holds the attention weights whole and the latent KV of its own sequences", b.TP)
+	}
+	if m.MoE() {
+		if b.EP > 1 {
+			heads += fmt.Sprintf("; expert parallel %d: %d of %d routed experts per device, a decode step of %d sequences touching %.1f of them a layer", b.EP, m.Experts/b.EP, m.Experts, b.SeqsEach, b.ActiveExperts)
+		} else {
+			heads += fmt.Sprintf("; the %d routed experts split along their width (a decode step of %d sequences touching %.1f a layer)", m.Experts, b.SeqsEach, b.ActiveExperts)
+		}
+	}
+	return fmt.Sprintf("%s; each device holds %v of weights, and the replica pages for %d sequences of %d tokens", heads, b.Memory.Weights, b.Memory.MaxSeqs, r.MaxModelLen)
+}
+
+// modelWarnings are what the serving command needs beyond its flags.
+func modelWarnings(r Request, b Layout) []string {
+	var out []string
+	if b.TP > KVUsefulSplit(r.Model, r.KVCache) {
+		out = append(out, fmt.Sprintf("TP %d is beyond the KV cache's useful split (%d = 2·%d KV heads / %d %s elements per 32-bit word): each device's page rows are padded to whole words, so a token's %s KV takes %v per device, as much as at TP %d",
+			b.TP, KVUsefulSplit(r.Model, r.KVCache), r.Model.KV(), r.KVCache.packing(), r.KVCache, r.KVCache, b.Memory.KVPerToken, KVUsefulSplit(r.Model, r.KVCache)))
+	}
+	if r.Weights != BF16 {
+		out = append(out, fmt.Sprintf("%s weights: vllm serve needs a %s checkpoint or tpu-inference's qwix quantization rules in --additional-config; the command below sets neither", r.Weights, r.Weights))
+	}
+	if DPAttention(r.Model) {
+		out = append(out, "latent attention: tpu-inference needs NEW_MODEL_DESIGN=1 in the server's environment and enable_dp_attention in --additional-config (tpu_platform.py); the page size is left to tpu-inference (1024 tokens), as vLLM's --block-size accepts at most 256")
+	}
+	if b.EP > 1 {
+		out = append(out, "expert parallelism: experts are costed by the average routed load; the busiest device of a step may read more")
+	}
+	return out
+}
