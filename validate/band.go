@@ -25,7 +25,7 @@ func StepBands(rep Report) []cost.StepBand {
 	}
 	errs := map[key][]float64{}
 	for _, r := range rep.Results {
-		if r.Run.Calibration {
+		if r.Run.Calibration || r.Run.Prospective {
 			continue
 		}
 		g := r.Estimate.Mesh.Multislice.Slice.Chip.Generation

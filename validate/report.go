@@ -87,6 +87,7 @@ type JSON struct {
 	Overall      Stats              `json:"held_out"`
 	Calibration  Stats              `json:"calibration"`
 	MoE          Stats              `json:"mixture_of_experts"`
+	Prospective  Stats              `json:"prospective"`
 	ByGeneration map[string]Stats   `json:"held_out_by_generation"`
 	Efficiency   map[string]float64 `json:"residual_efficiency_by_generation"`
 	Multislice   []Series           `json:"multislice_series"`
@@ -120,7 +121,7 @@ type RowJSON struct {
 // JSON returns the report's machine-readable form.
 func (rep Report) JSON() JSON {
 	out := JSON{Rows: []RowJSON{}, Overall: rep.Summary(HeldOut), Calibration: rep.Summary(Calibration),
-		MoE: rep.Summary(MoE), ByGeneration: map[string]Stats{}, Efficiency: map[string]float64{}, Multislice: rep.MultisliceSeries()}
+		MoE: rep.Summary(MoE), Prospective: rep.Summary(Prospective), ByGeneration: map[string]Stats{}, Efficiency: map[string]float64{}, Multislice: rep.MultisliceSeries()}
 	for _, r := range rep.Results {
 		e := r.Estimate
 		out.Rows = append(out.Rows, RowJSON{ID: r.Run.ID, Generation: string(e.Mesh.Multislice.Slice.Chip.Generation),
@@ -211,6 +212,9 @@ func (rep Report) WriteText(w io.Writer) error {
 		if r.Run.Calibration {
 			mark = " (cal)"
 		}
+		if r.Run.Prospective {
+			mark = " (new)"
+		}
 		published, predicted := fmt.Sprintf("%.1f%%", 100*r.Run.Published.MFU), fmt.Sprintf("%.1f%%", 100*r.Predicted)
 		if f, ratio := r.quantizedPeak(); ratio > 0 {
 			published += fmt.Sprintf(" / %.1f%% %s", 100*r.Run.Published.MFU*ratio, f)
@@ -229,6 +233,9 @@ func (rep Report) WriteText(w io.Writer) error {
 	stat("calibration rows", rep.Summary(Calibration))
 	if st := rep.Summary(MoE); st.N > 0 {
 		stat("mixture of experts", st)
+	}
+	if st := rep.Summary(Prospective); st.N > 0 {
+		stat("prospective", st)
 	}
 	for _, g := range rep.Generations() {
 		stat(string(g)+" (held out)", rep.Summary(OfGeneration(g)))

@@ -92,7 +92,11 @@ type Run struct {
 	OtherFlags  map[string]any `yaml:"other_flags,omitempty" json:"-"`
 	Published   Published      `yaml:"published" json:"published"`
 	Calibration bool           `yaml:"calibration" json:"calibration"`
-	Notes       string         `yaml:"notes,omitempty" json:"notes,omitempty"`
+	// Prospective marks a row added after the calibration constants were
+	// frozen (2026-12-05): never fitted, and scored as its own set, not
+	// with the held-out rows the constants were chosen against.
+	Prospective bool   `yaml:"prospective,omitempty" json:"prospective,omitempty"`
+	Notes       string `yaml:"notes,omitempty" json:"notes,omitempty"`
 }
 
 // Runs is the built-in table.
@@ -118,6 +122,9 @@ func Parse(data []byte) ([]Run, error) {
 		seen[r.ID] = true
 		if _, _, err := r.Setup(); err != nil {
 			return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
+		}
+		if r.Calibration && r.Prospective {
+			return nil, fmt.Errorf("validate: %s: calibration and prospective both true, want at most one (a prospective row is never fitted): %w", r.ID, ErrInvalid)
 		}
 		if !(r.Published.MFU > 0 && r.Published.MFU < 1) {
 			return nil, fmt.Errorf("validate: %s: published mfu %v, want a fraction in (0, 1): %w", r.ID, r.Published.MFU, ErrInvalid)
@@ -647,10 +654,16 @@ func (rep Report) Summary(keep func(Result) bool) Stats {
 
 // Held-out dense rows, calibration rows and held-out mixture-of-experts
 // rows. The MoE rows are reported on their own; the few that calibrate fit
-// only cost.Calibration.Dropless.
-func HeldOut(r Result) bool     { return !r.Run.Calibration && !r.Run.Model.MoE() }
+// only cost.Calibration.Dropless. Neither held-out set has the
+// prospective rows.
+func HeldOut(r Result) bool {
+	return !r.Run.Calibration && !r.Run.Prospective && !r.Run.Model.MoE()
+}
 func Calibration(r Result) bool { return r.Run.Calibration }
-func MoE(r Result) bool         { return r.Run.Model.MoE() && !r.Run.Calibration }
+func MoE(r Result) bool         { return r.Run.Model.MoE() && !r.Run.Calibration && !r.Run.Prospective }
+
+// Prospective rows were added after the constants were frozen.
+func Prospective(r Result) bool { return r.Run.Prospective }
 
 func median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
