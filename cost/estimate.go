@@ -498,7 +498,13 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	if j.Quantization != QuantNone {
 		mmEff *= j.calibration().Quantized
 	}
-	t.MXU = seconds((matmul + recompute + j.droplessExtra(tokens)) / chips / (peak * mmEff))
+	// The dropless sort, permutation and combine are data movement in the
+	// activation dtype, expressed as bf16 GEMM time: quantization (MaxText's
+	// fp8_full quantizes the dot_generals and the grouped GEMMs, qwix rules
+	// in layers/quantizations.py and layers/moe.py @e591f30c) does not
+	// speed them up.
+	sortEff := mx.matmul * j.efficiency(chip)
+	t.MXU = seconds((matmul+recompute)/chips/(peak*mmEff) + j.droplessExtra(tokens)/chips/(float64(chip.PeakBF16)*sortEff))
 	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * mx.attention * j.efficiency(chip) * j.calibration().Attention))
 	t.Vector = seconds(j.vectorBytes(sh, r) / float64(chip.HBMBandwidth))
 	t.Optimizer = seconds(j.optimizerBytes(sh) / float64(chip.HBMBandwidth))

@@ -383,3 +383,35 @@ func TestFSDPGathersTheExpertShardsExperts(t *testing.T) {
 		t.Errorf("layer phase %v lacks %v", mem.Phases[0].Buffers, want)
 	}
 }
+
+func TestDroplessSortIsNotQuantized(t *testing.T) {
+	// The token sort, permutation and combine of a dropless MoE move data
+	// in the activation dtype: fp8_full quantizes the GEMMs, not them. So
+	// the time they add (the step with the calibrated Dropless width less
+	// the step with none) is the same for a bf16 job and its fp8 twin.
+	m := layout(t, "tpu7x-256", 1, "fsdp=128")
+	added := func(q Quantization) time.Duration {
+		t.Helper()
+		var mxu [2]time.Duration
+		for i, d := range []float64{Calibrated.Dropless, 0} {
+			j := NewJob(lookup(t, "deepseek3-671b"), 4096, 2048)
+			j.Quantization = q
+			c := Calibrated
+			c.Dropless = d
+			j.Calibration = &c
+			est, err := NewEstimator().Estimate(j, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mxu[i] = est.Time.MXU
+		}
+		return mxu[0] - mxu[1]
+	}
+	bf16, fp8 := added(QuantNone), added(QuantFP8)
+	if bf16 <= 0 {
+		t.Fatalf("the dropless work adds %v to a bf16 step, want more than 0", bf16)
+	}
+	if d := bf16 - fp8; d < -time.Microsecond || d > time.Microsecond {
+		t.Errorf("the dropless work adds %v to a bf16 step and %v to its fp8 twin, want the same", bf16, fp8)
+	}
+}
