@@ -502,9 +502,16 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	// activation dtype, expressed as bf16 GEMM time: quantization (MaxText's
 	// fp8_full quantizes the dot_generals and the grouped GEMMs, qwix rules
 	// in layers/quantizations.py and layers/moe.py @e591f30c) does not
-	// speed them up.
+	// speed them up. Nor does tensor parallelism split them: the MoE
+	// layer's tokens are sharded over the batch axes and the sequence's
+	// (activation_batch: data, fsdp, fsdp_transpose, expert;
+	// activation_norm_length: tensor_sequence, context; base.yml
+	// logical_axis_rules, layers/moe.py get_routed_moe_shardings
+	// @e591f30c), not over tensor, so every tensor rank routes and sorts the
+	// same tokens while the grouped GEMMs split each expert's width.
 	sortEff := mx.matmul * j.efficiency(chip)
-	t.MXU = seconds((matmul+recompute)/chips/(peak*mmEff) + j.droplessExtra(tokens)/chips/(float64(chip.PeakBF16)*sortEff))
+	sortPerChip := j.droplessExtra(tokens) * float64(sh.t) / chips
+	t.MXU = seconds((matmul+recompute)/chips/(peak*mmEff) + sortPerChip/(float64(chip.PeakBF16)*sortEff))
 	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * mx.attention * j.efficiency(chip) * j.calibration().Attention))
 	t.Vector = seconds(j.vectorBytes(sh, r) / float64(chip.HBMBandwidth))
 	t.Optimizer = seconds(j.optimizerBytes(sh) / float64(chip.HBMBandwidth))

@@ -415,3 +415,29 @@ func TestDroplessSortIsNotQuantized(t *testing.T) {
 		t.Errorf("the dropless work adds %v to a bf16 step and %v to its fp8 twin, want the same", bf16, fp8)
 	}
 }
+
+func TestDroplessSortIsNotSplitOverTensor(t *testing.T) {
+	// Every tensor rank routes and sorts the same tokens (MaxText shards
+	// the MoE layer's tokens over the batch and sequence axes, not
+	// tensor), so the time the sort adds per chip is the sort's work over
+	// the chips, times tensor, at the bf16 GEMM rate of the layout.
+	m := layout(t, "v5p-256", 1, "fsdp=32,tensor=4")
+	var est [2]Estimate
+	for i, d := range []float64{Calibrated.Dropless, 0} {
+		j := NewJob(lookup(t, "llama4-maverick"), 8192, 512)
+		c := Calibrated
+		c.Dropless = d
+		j.Calibration = &c
+		var err error
+		if est[i], err = NewEstimator().Estimate(j, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := est[0].Job
+	chip := m.Multislice.Slice.Chip
+	tokens := 512.0 * 8192
+	want := j.droplessExtra(tokens) * 4 / float64(m.Chips()) / (float64(chip.PeakBF16) * est[0].MatmulEfficiency * j.efficiency(chip))
+	if got := (est[0].Time.MXU - est[1].Time.MXU).Seconds(); math.Abs(got-want) > 1e-6*want+1e-9 {
+		t.Errorf("the dropless sort adds %.6g s per step with tensor=4, want %.6g s (four tensor ranks sorting the same tokens)", got, want)
+	}
+}
