@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"shardlab/capacity"
+	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/plan"
 )
@@ -78,10 +79,43 @@ type Row struct {
 	// CommitmentUSD is the least a commitment mode bills: the chips for
 	// the whole term; 0 in other modes.
 	CommitmentUSD float64 `json:"commitment_usd,omitempty"`
+	// Band is the time to train and the dollars at the ends of the
+	// planner's measured error band (plan.Plan.Band); nil when the plan
+	// has none.
+	Band *RowBand `json:"prediction_band,omitempty"`
 	// Pareto is true when no other row is both faster and cheaper.
 	Pareto bool `json:"pareto"`
 	// Plan is the plan behind the row.
 	Plan *plan.Plan `json:"-"`
+}
+
+// RowBand is a row's time to train and dollars at the two ends of the
+// step-time model's measured error band: validate's held-out rows of the
+// plan's generation and model class (cost.StepBand, the one the plan
+// carries as Plan.Band). Goodput does not depend on the step time
+// (capacity.ExpectInterrupted), so time to train, chip-hours and dollars
+// scale with the step time: T·(1+low error) to T·(1+high error).
+type RowBand struct {
+	Runs      string  `json:"runs"`
+	Rows      int     `json:"held_out_rows"`
+	Share     float64 `json:"share_of_held_out_rows_fraction"`
+	LowError  float64 `json:"low_relative_error"`
+	HighError float64 `json:"high_relative_error"`
+	TimeLow   float64 `json:"low_time_to_train_s"`
+	TimeHigh  float64 `json:"high_time_to_train_s"`
+	USDLow    float64 `json:"low_usd"`
+	USDHigh   float64 `json:"high_usd"`
+}
+
+// bandOf is the row's band from its plan's; nil when the plan has none.
+func bandOf(b cost.StepBand, row Row) *RowBand {
+	if b.Rows == 0 {
+		return nil
+	}
+	rb := &RowBand{Runs: b.Runs(), Rows: b.Rows, Share: cost.BandHigh - cost.BandLow, LowError: b.Low, HighError: b.High}
+	rb.TimeLow, rb.TimeHigh = b.Step(row.TimeToTrainS)
+	rb.USDLow, rb.USDHigh = b.Step(row.USD)
+	return rb
 }
 
 // Dropped is a configuration or row the answer leaves out, and why.
@@ -281,6 +315,7 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
 	row.ChipHours = float64(row.Chips) * row.TimeToTrain.Hours()
 	row.USD = row.ChipHours * price.USDPerChipHour
 	row.USDPerBTokens = row.USD / (r.Tokens / 1e9)
+	row.Band = bandOf(p.Band, row)
 	if t := m.term(); t > 0 {
 		row.CommitmentUSD = float64(row.Chips) * t.Hours() * price.USDPerChipHour
 	}
