@@ -50,6 +50,8 @@ type Request struct {
 	// public figure was found: it is an input, 0 unless given.
 	SpotPreemptionsPerHour float64
 	Prices                 Prices
+	// Limits are the capacity modes' cited terms; nil takes modes.csv.
+	Limits []Limit
 }
 
 // Row is one configuration in one capacity mode.
@@ -85,6 +87,9 @@ type Row struct {
 	Band *RowBand `json:"prediction_band,omitempty"`
 	// Pareto is true when no other row is both faster and cheaper.
 	Pareto bool `json:"pareto"`
+	// Warnings are the mode's terms the row may break (flex-start's run
+	// limit at the band's high end, its GKE single-host rule, its quota).
+	Warnings []string `json:"warnings"`
 	// Plan is the plan behind the row.
 	Plan *plan.Plan `json:"-"`
 }
@@ -169,6 +174,18 @@ func (r *Request) check() error {
 	case !(r.SpotPreemptionsPerHour >= 0 && r.SpotPreemptionsPerHour <= 1000):
 		return refuse("spot preemptions per hour", r.SpotPreemptionsPerHour, "from 0 to 1000")
 	}
+	if r.Limits == nil {
+		ls, err := DefaultLimits()
+		if err != nil {
+			return err
+		}
+		r.Limits = ls
+	}
+	if slices.Contains(r.Modes, Flex) {
+		if _, ok := flex(r.Limits); !ok {
+			return refuse("limits", "[]", "a flex-start run limit (max_run_days) to plan the flex-start mode")
+		}
+	}
 	if len(r.SliceChips) == 0 {
 		r.SliceChips = DefaultSliceChips
 	}
@@ -243,7 +260,14 @@ func Sweep(r Request) (Result, error) {
 		var priced []Mode
 		var whys []string
 		missing := map[string][]string{} // reason → modes
+		fl, _ := flex(r.Limits)
 		for _, m := range r.Modes {
+			if m == Flex {
+				if why := fl.offers(c.Generation, r.Region); why != "" {
+					res.Dropped = append(res.Dropped, Dropped{What: fmt.Sprintf("%s flex-start in %s", c.Generation, r.Region), Why: why})
+					continue
+				}
+			}
 			if _, ok := r.Prices.Lookup(c.Generation, m, r.Region); ok {
 				priced = append(priced, m)
 				continue
@@ -281,7 +305,16 @@ func Sweep(r Request) (Result, error) {
 			}
 			for _, m := range priced {
 				price, _ := r.Prices.Lookup(c.Generation, m, r.Region)
-				all = append(all, r.row(&p, cf.ms, m, price))
+				row := r.row(&p, cf.ms, m, price)
+				if m == Flex {
+					why, warnings := fl.check(row)
+					row.Warnings = append(row.Warnings, warnings...)
+					if why != "" {
+						res.Dropped = append(res.Dropped, Dropped{What: row.name(), Why: why})
+						continue
+					}
+				}
+				all = append(all, row)
 			}
 		}
 	}
@@ -309,7 +342,7 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
 	row := Row{
 		Generation: ms.Slice.Chip.Generation, AcceleratorType: ms.Slice.AcceleratorType(), Slices: ms.Slices, Chips: ms.Chips(),
 		Mode: m, Layout: est.Mesh.String(), StepTime: est.Time.Step, Steps: r.Tokens / batchTokens,
-		Goodput: e.Goodput, TimeToTrain: e.TimeToTrain, Price: price, Plan: p,
+		Goodput: e.Goodput, TimeToTrain: e.TimeToTrain, Price: price, Plan: p, Warnings: []string{},
 	}
 	row.StepS, row.TimeToTrainS = row.StepTime.Seconds(), row.TimeToTrain.Seconds()
 	row.ChipHours = float64(row.Chips) * row.TimeToTrain.Hours()
@@ -377,6 +410,9 @@ func (r Request) notes(rows []Row) []string {
 		notes = append(notes, "spot: no public preemption rate was found; it is an input and 0 was given, so spot times are lower bounds")
 	} else if spot {
 		notes = append(notes, fmt.Sprintf("spot: %g preemptions per slice-hour, as given", r.SpotPreemptionsPerHour))
+	}
+	if fl, ok := flex(r.Limits); ok && slices.Contains(r.Modes, Flex) {
+		notes = append(notes, fmt.Sprintf("flex-start: at most %s a request (%s); a longer job is dropped, as it needs new requests that each wait for capacity", Days(fl.maxRun), fl.source))
 	}
 	if cud {
 		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; the commitment bills the chips for the whole term (term bill) unless other work uses them")

@@ -82,6 +82,11 @@ func (res Result) WriteText(w io.Writer) error {
 				100*share, strings.Join(bands, "; "))
 		}
 	}
+	for _, row := range res.Rows {
+		for _, w := range row.Warnings {
+			fmt.Fprintf(&b, "warning: %s\n", w)
+		}
+	}
 	for _, u := range res.Unpriced {
 		fmt.Fprintf(&b, "unpriced: %s\n", u)
 	}
