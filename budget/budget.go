@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"shardlab/capacity"
@@ -52,6 +55,10 @@ type Request struct {
 	Prices                 Prices
 	// Limits are the capacity modes' cited terms; nil takes modes.csv.
 	Limits []Limit
+	// serial plans the configurations one after the other, each search on
+	// every CPU (plan.Request.Workers): what Sweep did before planAll, kept
+	// for BenchmarkSweep's ratio.
+	serial bool
 }
 
 // Row is one configuration in one capacity mode.
@@ -244,32 +251,34 @@ func (r Request) configs(c hw.Chip) ([]config, []Dropped) {
 
 // Sweep plans the job on every configuration the request bounds, prices it
 // in every mode the table has a price for, and ranks the rows that meet the
-// deadline and budget by dollars, then time.
+// deadline and budget by dollars, then time. Each configuration is planned
+// once, whatever its modes: the layout and step time do not depend on the
+// mode, only the goodput and the price.
 func Sweep(r Request) (Result, error) {
 	if err := r.check(); err != nil {
 		return Result{}, err
 	}
 	res := Result{Model: r.Plan.Model.Name, Tokens: r.Tokens, Region: r.Region, Deadline: r.Deadline.Seconds(), Budget: r.Budget,
 		Searched: fmt.Sprintf("slices of %s chips, %s of them", joinInts(r.SliceChips), joinInts(r.SliceCounts))}
-	var all []Row
+	fl, _ := flex(r.Limits)
+	var gens []generationWork
+	var tasks []config
+	var notOffered []string
 	for _, g := range r.Generations {
 		c, err := hw.Lookup(string(g))
 		if err != nil {
 			return Result{}, fmt.Errorf("budget: generation %q: %w", g, err)
 		}
-		var priced []Mode
+		gw := generationWork{chip: c}
 		var whys []string
 		missing := map[string][]string{} // reason → modes
-		fl, _ := flex(r.Limits)
 		for _, m := range r.Modes {
-			if m == Flex {
-				if why := fl.offers(c.Generation, r.Region); why != "" {
-					res.Dropped = append(res.Dropped, Dropped{What: fmt.Sprintf("%s flex-start in %s", c.Generation, r.Region), Why: why})
-					continue
-				}
+			if m == Flex && fl.offers(c.Generation, r.Region) != "" {
+				notOffered = append(notOffered, string(c.Generation))
+				continue
 			}
 			if _, ok := r.Prices.Lookup(c.Generation, m, r.Region); ok {
-				priced = append(priced, m)
+				gw.priced = append(gw.priced, m)
 				continue
 			}
 			why := "no public price found"
@@ -285,27 +294,36 @@ func Sweep(r Request) (Result, error) {
 			res.Unpriced = append(res.Unpriced, fmt.Sprintf("%s %s in %s: %s; give one with a price file",
 				c.Generation, strings.Join(missing[why], ", "), r.Region, why))
 		}
-		if len(priced) == 0 {
+		if len(gw.priced) == 0 {
 			continue // nothing to price: do not plan it
 		}
-		cfgs, dropped := r.configs(c)
-		res.Dropped = append(res.Dropped, dropped...)
-		for _, cf := range cfgs {
-			pr := r.Plan
-			pr.Multislice = cf.ms
-			what := fmt.Sprintf("%d × %s", cf.ms.Slices, cf.ms.Slice.AcceleratorType())
-			p, err := plan.Search(pr)
+		gw.cfgs, gw.dropped = r.configs(c)
+		gw.first = len(tasks)
+		tasks = append(tasks, gw.cfgs...)
+		gens = append(gens, gw)
+	}
+	if len(notOffered) > 0 {
+		res.Dropped = append(res.Dropped, Dropped{What: fmt.Sprintf("flex-start in %s for %s", r.Region, strings.Join(notOffered, ", ")),
+			Why: fl.offers("", r.Region)})
+	}
+	plans := r.planAll(tasks)
+	var all []Row
+	for _, gw := range gens {
+		res.Dropped = append(res.Dropped, gw.dropped...)
+		for i, cf := range gw.cfgs {
+			p, err := plans[gw.first+i].p, plans[gw.first+i].err
 			var none *plan.NoPlanError
 			if errors.As(err, &none) {
+				what := fmt.Sprintf("%d × %s", cf.ms.Slices, cf.ms.Slice.AcceleratorType())
 				res.Dropped = append(res.Dropped, Dropped{What: what, Why: "no layout runs the job: " + oneLine(none.Phrase(nil))})
 				continue
 			}
 			if err != nil {
 				return Result{}, err
 			}
-			for _, m := range priced {
-				price, _ := r.Prices.Lookup(c.Generation, m, r.Region)
-				row := r.row(&p, cf.ms, m, price)
+			for _, m := range gw.priced {
+				price, _ := r.Prices.Lookup(gw.chip.Generation, m, r.Region)
+				row := r.row(p, cf.ms, m, price)
 				if m == Flex {
 					why, warnings := fl.check(row)
 					row.Warnings = append(row.Warnings, warnings...)
@@ -327,6 +345,56 @@ func Sweep(r Request) (Result, error) {
 	}
 	res.Notes = r.notes(res.Rows)
 	return res, nil
+}
+
+// generationWork is what a generation's part of the sweep plans: its
+// priced modes, its configurations (tasks[first:first+len(cfgs)]) and the
+// sizes it has no slice of.
+type generationWork struct {
+	chip    hw.Chip
+	priced  []Mode
+	cfgs    []config
+	first   int
+	dropped []Dropped
+}
+
+// planned is one configuration's plan, or why there is none.
+type planned struct {
+	p   *plan.Plan
+	err error
+}
+
+// planAll plans every configuration, in their order. The configurations
+// are independent, so they are planned side by side, one goroutine per
+// CPU, each search on one worker: a search alone on every CPU waits at
+// the end of each batch of layouts for the slowest (plan.Request.Workers;
+// the plan is the same for every count, so the answer is too).
+func (r Request) planAll(tasks []config) []planned {
+	out := make([]planned, len(tasks))
+	search := func(i int, workers int) {
+		pr := r.Plan
+		pr.Multislice, pr.Workers = tasks[i].ms, workers
+		p, err := plan.Search(pr)
+		out[i] = planned{&p, err}
+	}
+	n := min(runtime.GOMAXPROCS(0), len(tasks))
+	if r.serial || n <= 1 {
+		for i := range tasks {
+			search(i, r.Plan.Workers)
+		}
+		return out
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(tasks); i = int(next.Add(1) - 1) {
+				search(i, 1)
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // row prices plan p on ms in mode m.

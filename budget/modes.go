@@ -185,7 +185,8 @@ func flex(ls []Limit) (flexTerms, bool) {
 	return t, t.maxRun > 0
 }
 
-// offers is why flex-start does not offer generation g in region, or "".
+// offers is why flex-start does not offer generation g in region, or "";
+// for g "", where it is offered.
 func (t flexTerms) offers(g hw.Generation, region string) string {
 	for _, z := range t.zones[g] {
 		if strings.HasPrefix(z, region+"-") {
