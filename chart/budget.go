@@ -106,4 +106,3 @@ var dollarTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
 	}
 	return ts
 })
-
