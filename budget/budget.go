@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"shardlab/capacity"
@@ -55,10 +52,6 @@ type Request struct {
 	Prices                 Prices
 	// Limits are the capacity modes' cited terms; nil takes modes.csv.
 	Limits []Limit
-	// serial plans the configurations one after the other, each search on
-	// every CPU (plan.Request.Workers): what Sweep did before planAll, kept
-	// for BenchmarkSweep's ratio.
-	serial bool
 }
 
 // Row is one configuration in one capacity mode.
@@ -364,36 +357,16 @@ type planned struct {
 	err error
 }
 
-// planAll plans every configuration, in their order. The configurations
-// are independent, so they are planned side by side, one goroutine per
-// CPU, each search on one worker: a search alone on every CPU waits at
-// the end of each batch of layouts for the slowest (plan.Request.Workers;
-// the plan is the same for every count, so the answer is too).
+// planAll plans every configuration, in their order, once each: its rows
+// in every mode share the plan.
 func (r Request) planAll(tasks []config) []planned {
 	out := make([]planned, len(tasks))
-	search := func(i int, workers int) {
+	for i, cf := range tasks {
 		pr := r.Plan
-		pr.Multislice, pr.Workers = tasks[i].ms, workers
+		pr.Multislice = cf.ms
 		p, err := plan.Search(pr)
 		out[i] = planned{&p, err}
 	}
-	n := min(runtime.GOMAXPROCS(0), len(tasks))
-	if r.serial || n <= 1 {
-		for i := range tasks {
-			search(i, r.Plan.Workers)
-		}
-		return out
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(tasks); i = int(next.Add(1) - 1) {
-				search(i, 1)
-			}
-		})
-	}
-	wg.Wait()
 	return out
 }
 
