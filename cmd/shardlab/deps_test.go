@@ -33,7 +33,7 @@ var layers = map[string][]string{
 	"systolic":                  {"hw"},
 	"infeed":                    {"hw"},
 	"cost":                      {"hw", "model", "mesh", "collective", "schedule", "systolic"},
-	"plan":                      {"cost", "infeed", "schema"}, // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries
+	"plan":                      {"cost", "infeed", "schema", "maxtext"}, // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries; maxtext: the {mesh} option counts JAX devices by MaxText's in-chip rule (issue 28)
 	"validate":                  {"plan", "cost", "inference", "maxtext"},
 	"capacity":                  {"hw", "plan"},
 	"budget":                    {"plan", "capacity"},
