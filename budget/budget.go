@@ -254,50 +254,9 @@ func Sweep(r Request) (Result, error) {
 	res := Result{Model: r.Plan.Model.Name, Tokens: r.Tokens, Region: r.Region, Deadline: r.Deadline.Seconds(), Budget: r.Budget,
 		Searched: fmt.Sprintf("slices of %s chips, %s of them", joinInts(r.SliceChips), joinInts(r.SliceCounts))}
 	fl, _ := flex(r.Limits)
-	var gens []generationWork
-	var tasks []config
-	var notOffered []string
-	for _, g := range r.Generations {
-		c, err := hw.Lookup(string(g))
-		if err != nil {
-			return Result{}, fmt.Errorf("budget: generation %q: %w", g, err)
-		}
-		gw := generationWork{chip: c}
-		var whys []string
-		missing := map[string][]string{} // reason → modes
-		for _, m := range r.Modes {
-			if m == Flex && fl.offers(c.Generation, r.Region) != "" {
-				notOffered = append(notOffered, string(c.Generation))
-				continue
-			}
-			if _, ok := r.Prices.Lookup(c.Generation, m, r.Region); ok {
-				gw.priced = append(gw.priced, m)
-				continue
-			}
-			why := "no public price found"
-			if regs := r.Prices.regions(c.Generation, m); len(regs) > 0 {
-				why = "the table prices it only in " + strings.Join(regs, ", ")
-			}
-			if missing[why] == nil {
-				whys = append(whys, why)
-			}
-			missing[why] = append(missing[why], string(m))
-		}
-		for _, why := range whys {
-			res.Unpriced = append(res.Unpriced, fmt.Sprintf("%s %s in %s: %s; give one with a price file",
-				c.Generation, strings.Join(missing[why], ", "), r.Region, why))
-		}
-		if len(gw.priced) == 0 {
-			continue // nothing to price: do not plan it
-		}
-		gw.cfgs, gw.dropped = r.configs(c)
-		gw.first = len(tasks)
-		tasks = append(tasks, gw.cfgs...)
-		gens = append(gens, gw)
-	}
-	if len(notOffered) > 0 {
-		res.Dropped = append(res.Dropped, Dropped{What: fmt.Sprintf("flex-start in %s for %s", r.Region, strings.Join(notOffered, ", ")),
-			Why: fl.offers("", r.Region)})
+	gens, tasks, err := r.generations(&res, fl)
+	if err != nil {
+		return Result{}, err
 	}
 	plans := r.planAll(tasks)
 	var all []Row
@@ -338,6 +297,58 @@ func Sweep(r Request) (Result, error) {
 	}
 	res.Notes = r.notes(res.Rows)
 	return res, nil
+}
+
+// generations sorts the request's generations into what to plan: each
+// one's priced modes and configurations, with the unpriced modes and the
+// generations flex-start does not offer noted in res.
+func (r Request) generations(res *Result, fl flexTerms) ([]generationWork, []config, error) {
+	var gens []generationWork
+	var tasks []config
+	var notOffered []string
+	for _, g := range r.Generations {
+		c, err := hw.Lookup(string(g))
+		if err != nil {
+			return nil, nil, fmt.Errorf("budget: generation %q: %w", g, err)
+		}
+		gw := generationWork{chip: c}
+		var whys []string
+		missing := map[string][]string{} // reason → modes
+		for _, m := range r.Modes {
+			if m == Flex && fl.offers(c.Generation, r.Region) != "" {
+				notOffered = append(notOffered, string(c.Generation))
+				continue
+			}
+			if _, ok := r.Prices.Lookup(c.Generation, m, r.Region); ok {
+				gw.priced = append(gw.priced, m)
+				continue
+			}
+			why := "no public price found"
+			if regs := r.Prices.regions(c.Generation, m); len(regs) > 0 {
+				why = "the table prices it only in " + strings.Join(regs, ", ")
+			}
+			if missing[why] == nil {
+				whys = append(whys, why)
+			}
+			missing[why] = append(missing[why], string(m))
+		}
+		for _, why := range whys {
+			res.Unpriced = append(res.Unpriced, fmt.Sprintf("%s %s in %s: %s; give one with a price file",
+				c.Generation, strings.Join(missing[why], ", "), r.Region, why))
+		}
+		if len(gw.priced) == 0 {
+			continue // nothing to price: do not plan it
+		}
+		gw.cfgs, gw.dropped = r.configs(c)
+		gw.first = len(tasks)
+		tasks = append(tasks, gw.cfgs...)
+		gens = append(gens, gw)
+	}
+	if len(notOffered) > 0 {
+		res.Dropped = append(res.Dropped, Dropped{What: fmt.Sprintf("flex-start in %s for %s", r.Region, strings.Join(notOffered, ", ")),
+			Why: fl.offers("", r.Region)})
+	}
+	return gens, tasks, nil
 }
 
 // generationWork is what a generation's part of the sweep plans: its
