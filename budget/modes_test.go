@@ -3,6 +3,7 @@ package budget
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -150,4 +151,15 @@ func FuzzParseLimits(f *testing.F) {
 		}
 		flex(ls) // never panics
 	})
+}
+
+func ExampleParseLimits() {
+	ls, err := ParseLimits(strings.NewReader("mode,limit,value,source,read,note\n" +
+		"flex-start,max_run_days,7,Cloud TPU flex-start doc,2026-12-05,up to 7 days\n"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(ls[0].Mode, ls[0].Name, ls[0].Value, ls[0].Read)
+	// Output:
+	// flex-start max_run_days 7 2026-12-05
 }
