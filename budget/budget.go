@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"shardlab/capacity"
+	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/plan"
 )
@@ -49,6 +50,8 @@ type Request struct {
 	// public figure was found: it is an input, 0 unless given.
 	SpotPreemptionsPerHour float64
 	Prices                 Prices
+	// Limits are the capacity modes' cited terms; nil takes modes.csv.
+	Limits []Limit
 }
 
 // Row is one configuration in one capacity mode.
@@ -78,10 +81,46 @@ type Row struct {
 	// CommitmentUSD is the least a commitment mode bills: the chips for
 	// the whole term; 0 in other modes.
 	CommitmentUSD float64 `json:"commitment_usd,omitempty"`
+	// Band is the time to train and the dollars at the ends of the
+	// planner's measured error band (plan.Plan.Band); nil when the plan
+	// has none.
+	Band *RowBand `json:"prediction_band,omitempty"`
 	// Pareto is true when no other row is both faster and cheaper.
 	Pareto bool `json:"pareto"`
+	// Warnings are the mode's terms the row may break (flex-start's run
+	// limit at the band's high end, its GKE single-host rule, its quota).
+	Warnings []string `json:"warnings"`
 	// Plan is the plan behind the row.
 	Plan *plan.Plan `json:"-"`
+}
+
+// RowBand is a row's time to train and dollars at the two ends of the
+// step-time model's measured error band: validate's held-out rows of the
+// plan's generation and model class (cost.StepBand, the one the plan
+// carries as Plan.Band). Goodput does not depend on the step time
+// (capacity.ExpectInterrupted), so time to train, chip-hours and dollars
+// scale with the step time: T·(1+low error) to T·(1+high error).
+type RowBand struct {
+	Runs      string  `json:"runs"`
+	Rows      int     `json:"held_out_rows"`
+	Share     float64 `json:"share_of_held_out_rows_fraction"`
+	LowError  float64 `json:"low_relative_error"`
+	HighError float64 `json:"high_relative_error"`
+	TimeLow   float64 `json:"low_time_to_train_s"`
+	TimeHigh  float64 `json:"high_time_to_train_s"`
+	USDLow    float64 `json:"low_usd"`
+	USDHigh   float64 `json:"high_usd"`
+}
+
+// bandOf is the row's band from its plan's; nil when the plan has none.
+func bandOf(b cost.StepBand, row Row) *RowBand {
+	if b.Rows == 0 {
+		return nil
+	}
+	rb := &RowBand{Runs: b.Runs(), Rows: b.Rows, Share: cost.BandHigh - cost.BandLow, LowError: b.Low, HighError: b.High}
+	rb.TimeLow, rb.TimeHigh = b.Step(row.TimeToTrainS)
+	rb.USDLow, rb.USDHigh = b.Step(row.USD)
+	return rb
 }
 
 // Dropped is a configuration or row the answer leaves out, and why.
@@ -134,6 +173,18 @@ func (r *Request) check() error {
 		return refuse("budget", r.Budget, "0 (none) or a finite number of dollars")
 	case !(r.SpotPreemptionsPerHour >= 0 && r.SpotPreemptionsPerHour <= 1000):
 		return refuse("spot preemptions per hour", r.SpotPreemptionsPerHour, "from 0 to 1000")
+	}
+	if r.Limits == nil {
+		ls, err := DefaultLimits()
+		if err != nil {
+			return err
+		}
+		r.Limits = ls
+	}
+	if slices.Contains(r.Modes, Flex) {
+		if _, ok := flex(r.Limits); !ok {
+			return refuse("limits", "[]", "a flex-start run limit (max_run_days) to plan the flex-start mode")
+		}
 	}
 	if len(r.SliceChips) == 0 {
 		r.SliceChips = DefaultSliceChips
@@ -193,25 +244,83 @@ func (r Request) configs(c hw.Chip) ([]config, []Dropped) {
 
 // Sweep plans the job on every configuration the request bounds, prices it
 // in every mode the table has a price for, and ranks the rows that meet the
-// deadline and budget by dollars, then time.
+// deadline and budget by dollars, then time. Each configuration is planned
+// once, whatever its modes: the layout and step time do not depend on the
+// mode, only the goodput and the price.
 func Sweep(r Request) (Result, error) {
 	if err := r.check(); err != nil {
 		return Result{}, err
 	}
 	res := Result{Model: r.Plan.Model.Name, Tokens: r.Tokens, Region: r.Region, Deadline: r.Deadline.Seconds(), Budget: r.Budget,
 		Searched: fmt.Sprintf("slices of %s chips, %s of them", joinInts(r.SliceChips), joinInts(r.SliceCounts))}
+	fl, _ := flex(r.Limits)
+	gens, tasks, err := r.generations(&res, fl)
+	if err != nil {
+		return Result{}, err
+	}
+	plans := r.planAll(tasks)
 	var all []Row
+	for _, gw := range gens {
+		res.Dropped = append(res.Dropped, gw.dropped...)
+		for i, cf := range gw.cfgs {
+			p, err := plans[gw.first+i].p, plans[gw.first+i].err
+			var none *plan.NoPlanError
+			if errors.As(err, &none) {
+				what := fmt.Sprintf("%d × %s", cf.ms.Slices, cf.ms.Slice.AcceleratorType())
+				res.Dropped = append(res.Dropped, Dropped{What: what, Why: "no layout runs the job: " + oneLine(none.Phrase(nil))})
+				continue
+			}
+			if err != nil {
+				return Result{}, err
+			}
+			for _, m := range gw.priced {
+				price, _ := r.Prices.Lookup(gw.chip.Generation, m, r.Region)
+				row := r.row(p, cf.ms, m, price)
+				if m == Flex {
+					why, warnings := fl.check(row)
+					row.Warnings = append(row.Warnings, warnings...)
+					if why != "" {
+						res.Dropped = append(res.Dropped, Dropped{What: row.name(), Why: why})
+						continue
+					}
+				}
+				all = append(all, row)
+			}
+		}
+	}
+	res.Rows = r.limit(all, &res)
+	slices.SortStableFunc(res.Rows, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(a.USD, b.USD), cmp.Compare(a.TimeToTrain, b.TimeToTrain))
+	})
+	for _, i := range Pareto(res.Rows) {
+		res.Rows[i].Pareto = true
+	}
+	res.Notes = r.notes(res.Rows)
+	return res, nil
+}
+
+// generations sorts the request's generations into what to plan: each
+// one's priced modes and configurations, with the unpriced modes and the
+// generations flex-start does not offer noted in res.
+func (r Request) generations(res *Result, fl flexTerms) ([]generationWork, []config, error) {
+	var gens []generationWork
+	var tasks []config
+	var notOffered []string
 	for _, g := range r.Generations {
 		c, err := hw.Lookup(string(g))
 		if err != nil {
-			return Result{}, fmt.Errorf("budget: generation %q: %w", g, err)
+			return nil, nil, fmt.Errorf("budget: generation %q: %w", g, err)
 		}
-		var priced []Mode
+		gw := generationWork{chip: c}
 		var whys []string
 		missing := map[string][]string{} // reason → modes
 		for _, m := range r.Modes {
+			if m == Flex && fl.offers(c.Generation, r.Region) != "" {
+				notOffered = append(notOffered, string(c.Generation))
+				continue
+			}
 			if _, ok := r.Prices.Lookup(c.Generation, m, r.Region); ok {
-				priced = append(priced, m)
+				gw.priced = append(gw.priced, m)
 				continue
 			}
 			why := "no public price found"
@@ -227,39 +336,49 @@ func Sweep(r Request) (Result, error) {
 			res.Unpriced = append(res.Unpriced, fmt.Sprintf("%s %s in %s: %s; give one with a price file",
 				c.Generation, strings.Join(missing[why], ", "), r.Region, why))
 		}
-		if len(priced) == 0 {
+		if len(gw.priced) == 0 {
 			continue // nothing to price: do not plan it
 		}
-		cfgs, dropped := r.configs(c)
-		res.Dropped = append(res.Dropped, dropped...)
-		for _, cf := range cfgs {
-			pr := r.Plan
-			pr.Multislice = cf.ms
-			what := fmt.Sprintf("%d × %s", cf.ms.Slices, cf.ms.Slice.AcceleratorType())
-			p, err := plan.Search(pr)
-			var none *plan.NoPlanError
-			if errors.As(err, &none) {
-				res.Dropped = append(res.Dropped, Dropped{What: what, Why: "no layout runs the job: " + oneLine(none.Phrase(nil))})
-				continue
-			}
-			if err != nil {
-				return Result{}, err
-			}
-			for _, m := range priced {
-				price, _ := r.Prices.Lookup(c.Generation, m, r.Region)
-				all = append(all, r.row(&p, cf.ms, m, price))
-			}
-		}
+		gw.cfgs, gw.dropped = r.configs(c)
+		gw.first = len(tasks)
+		tasks = append(tasks, gw.cfgs...)
+		gens = append(gens, gw)
 	}
-	res.Rows = r.limit(all, &res)
-	slices.SortStableFunc(res.Rows, func(a, b Row) int {
-		return cmp.Or(cmp.Compare(a.USD, b.USD), cmp.Compare(a.TimeToTrain, b.TimeToTrain))
-	})
-	for _, i := range Pareto(res.Rows) {
-		res.Rows[i].Pareto = true
+	if len(notOffered) > 0 {
+		res.Dropped = append(res.Dropped, Dropped{What: fmt.Sprintf("flex-start in %s for %s", r.Region, strings.Join(notOffered, ", ")),
+			Why: fl.offers("", r.Region)})
 	}
-	res.Notes = r.notes(res.Rows)
-	return res, nil
+	return gens, tasks, nil
+}
+
+// generationWork is what a generation's part of the sweep plans: its
+// priced modes, its configurations (tasks[first:first+len(cfgs)]) and the
+// sizes it has no slice of.
+type generationWork struct {
+	chip    hw.Chip
+	priced  []Mode
+	cfgs    []config
+	first   int
+	dropped []Dropped
+}
+
+// planned is one configuration's plan, or why there is none.
+type planned struct {
+	p   *plan.Plan
+	err error
+}
+
+// planAll plans every configuration, in their order, once each: its rows
+// in every mode share the plan.
+func (r Request) planAll(tasks []config) []planned {
+	out := make([]planned, len(tasks))
+	for i, cf := range tasks {
+		pr := r.Plan
+		pr.Multislice = cf.ms
+		p, err := plan.Search(pr)
+		out[i] = planned{&p, err}
+	}
+	return out
 }
 
 // row prices plan p on ms in mode m.
@@ -275,12 +394,13 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
 	row := Row{
 		Generation: ms.Slice.Chip.Generation, AcceleratorType: ms.Slice.AcceleratorType(), Slices: ms.Slices, Chips: ms.Chips(),
 		Mode: m, Layout: est.Mesh.String(), StepTime: est.Time.Step, Steps: r.Tokens / batchTokens,
-		Goodput: e.Goodput, TimeToTrain: e.TimeToTrain, Price: price, Plan: p,
+		Goodput: e.Goodput, TimeToTrain: e.TimeToTrain, Price: price, Plan: p, Warnings: []string{},
 	}
 	row.StepS, row.TimeToTrainS = row.StepTime.Seconds(), row.TimeToTrain.Seconds()
 	row.ChipHours = float64(row.Chips) * row.TimeToTrain.Hours()
 	row.USD = row.ChipHours * price.USDPerChipHour
 	row.USDPerBTokens = row.USD / (r.Tokens / 1e9)
+	row.Band = bandOf(p.Band, row)
 	if t := m.term(); t > 0 {
 		row.CommitmentUSD = float64(row.Chips) * t.Hours() * price.USDPerChipHour
 	}
@@ -342,6 +462,9 @@ func (r Request) notes(rows []Row) []string {
 		notes = append(notes, "spot: no public preemption rate was found; it is an input and 0 was given, so spot times are lower bounds")
 	} else if spot {
 		notes = append(notes, fmt.Sprintf("spot: %g preemptions per slice-hour, as given", r.SpotPreemptionsPerHour))
+	}
+	if fl, ok := flex(r.Limits); ok && slices.Contains(r.Modes, Flex) {
+		notes = append(notes, fmt.Sprintf("flex-start: at most %s a request (%s); a longer job is dropped, as it needs new requests that each wait for capacity", Days(fl.maxRun), fl.source))
 	}
 	if cud {
 		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; the commitment bills the chips for the whole term (term bill) unless other work uses them")

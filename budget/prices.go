@@ -30,9 +30,12 @@ const (
 	Spot     Mode = "spot"
 	CUD1y    Mode = "cud-1y"
 	CUD3y    Mode = "cud-3y"
+	// Flex is flex-start (Dynamic Workload Scheduler): a queued request
+	// that runs at most a few days (modes.csv).
+	Flex Mode = "flex-start"
 )
 
-var modes = []Mode{OnDemand, Spot, CUD1y, CUD3y}
+var modes = []Mode{OnDemand, Spot, CUD1y, CUD3y, Flex}
 
 // Modes names the capacity modes.
 func Modes() []string {
@@ -46,9 +49,13 @@ func Modes() []string {
 // ErrUnknownMode is wrapped by ParseMode's errors.
 var ErrUnknownMode = errors.New("unknown capacity mode")
 
-// ParseMode reads a capacity mode (on-demand, spot, cud-1y, cud-3y).
+// ParseMode reads a capacity mode (on-demand, spot, cud-1y, cud-3y,
+// flex-start; flex is flex-start).
 func ParseMode(s string) (Mode, error) {
 	m := Mode(strings.ToLower(strings.TrimSpace(s)))
+	if m == "flex" {
+		m = Flex
+	}
 	if !slices.Contains(modes, m) {
 		return "", fmt.Errorf("budget: mode %q: %w, want one of %s", s, ErrUnknownMode, strings.Join(Modes(), ", "))
 	}
@@ -66,6 +73,8 @@ func (m Mode) Terms() string {
 		return "a reservation with a 1-year committed use discount: billed for the whole term"
 	case CUD3y:
 		return "a reservation with a 3-year committed use discount: billed for the whole term"
+	case Flex:
+		return "a queued request (Dynamic Workload Scheduler) that runs up to a cited limit, then its TPU VMs are deleted; offered for the generations and zones modes.csv lists"
 	}
 	return ""
 }

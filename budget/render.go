@@ -57,7 +57,7 @@ func (res Result) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 	} else {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, " #\tTPU\tchips\tmode\tstep\tgoodput\ttime\tchip-hours\tdollars\t$/B tokens\tterm bill\tPareto\t")
+		fmt.Fprintln(tw, " #\tTPU\tchips\tmode\tstep\tgoodput\ttime\ttime band\tchip-hours\tdollars\tdollars band\t$/B tokens\tterm bill\tPareto\t")
 		for i, row := range res.Rows {
 			front, term := "", "-"
 			if row.Pareto {
@@ -66,12 +66,26 @@ func (res Result) WriteText(w io.Writer) error {
 			if row.CommitmentUSD > 0 {
 				term = Dollars(row.CommitmentUSD)
 			}
-			fmt.Fprintf(tw, " %d\t%s\t%d\t%s\t%.2fs\t%.4f\t%s\t%.0f\t%s\t%s\t%s\t%s\t\n", i+1, slicesName(row), row.Chips, row.Mode,
-				row.StepTime.Seconds(), row.Goodput, Days(row.TimeToTrain), row.ChipHours, Dollars(row.USD), Dollars(row.USDPerBTokens), term, front)
+			timeBand, usdBand := "-", "-"
+			if b := row.Band; b != nil {
+				timeBand = Days(seconds(b.TimeLow)) + "-" + Days(seconds(b.TimeHigh))
+				usdBand = Dollars(b.USDLow) + "-" + Dollars(b.USDHigh)
+			}
+			fmt.Fprintf(tw, " %d\t%s\t%d\t%s\t%.2fs\t%.4f\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", i+1, slicesName(row), row.Chips, row.Mode,
+				row.StepTime.Seconds(), row.Goodput, Days(row.TimeToTrain), timeBand, row.ChipHours, Dollars(row.USD), usdBand, Dollars(row.USDPerBTokens), term, front)
 		}
 		tw.Flush()
 		b.WriteString("  * on the Pareto front of time against dollars; --show N prints the plan behind row N\n")
 		b.WriteString("  term bill: what a commitment bills for its whole term\n")
+		if bands, share := res.bands(); len(bands) > 0 {
+			fmt.Fprintf(&b, "  bands: time and dollars at the ends of validate's held-out %.0f %% band of the planner's error (%s)\n",
+				100*share, strings.Join(bands, "; "))
+		}
+	}
+	for _, row := range res.Rows {
+		for _, w := range row.Warnings {
+			fmt.Fprintf(&b, "warning: %s\n", w)
+		}
 	}
 	for _, u := range res.Unpriced {
 		fmt.Fprintf(&b, "unpriced: %s\n", u)
@@ -87,6 +101,24 @@ func (res Result) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// seconds is a duration of s seconds.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// bands names the distinct bands behind the rows, with their errors, and
+// the share of held-out rows a band holds.
+func (res Result) bands() (names []string, share float64) {
+	for _, row := range res.Rows {
+		if b := row.Band; b != nil {
+			s := fmt.Sprintf("%s, %d rows: %+.1f %% to %+.1f %%", b.Runs, b.Rows, 100*b.LowError, 100*b.HighError)
+			if !slices.Contains(names, s) {
+				names = append(names, s)
+			}
+			share = b.Share
+		}
+	}
+	return names, share
 }
 
 func slicesName(row Row) string {

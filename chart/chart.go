@@ -2,8 +2,9 @@
 // component against the usable HBM, the step time by what the chip waits
 // on, MFU and tokens/s per chip against the slice count and the global
 // batch (each point a full plan.Search), and the pipeline schedule as a
-// timeline. It computes no cost of its own: every number comes from plan,
-// cost, collective and schedule. Charts render as SVG or PNG to an
+// timeline; and a budget's time to train against dollars by generation,
+// its Pareto front ringed. It computes no cost of its own: every number comes from plan,
+// cost, collective, schedule and budget. Charts render as SVG or PNG to an
 // io.Writer; the CLI (plan --svg, --png, --html) and the web handler use
 // the same charts.
 package chart

@@ -103,7 +103,7 @@ func TestAllDefault(t *testing.T) {
 }
 
 func TestPipeline(t *testing.T) {
-	p := search(t, func(o *plan.Options) { o.Mesh = "pipeline=4"; o.Schedule = "1f1b"; o.GlobalBatch = "8" })
+	p := search(t, func(o *plan.Options) { o.Mesh = "pipeline=4,context=2"; o.Schedule = "1f1b"; o.GlobalBatch = "8" })
 	charts, skipped, err := All(p)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestPipeline(t *testing.T) {
 }
 
 func TestNotApplicable(t *testing.T) {
-	p := search(t, func(o *plan.Options) { o.Mesh = "data=4" })
+	p := search(t, func(o *plan.Options) { o.Mesh = "data=4,fsdp=2" })
 	for _, f := range []func(plan.Plan) (Chart, error){Slices, Batch, Pipeline} {
 		if _, err := f(p); !errors.Is(err, ErrNotApplicable) {
 			t.Errorf("chart of a --mesh data=4 plan: err = %v, want ErrNotApplicable", err)
@@ -244,7 +244,7 @@ func TestMinBatch(t *testing.T) {
 // (gonum/plot measures text with its own fonts, so the SVG is the same on
 // every machine): go test ./chart -update rewrites them.
 func TestGolden(t *testing.T) {
-	p := search(t, func(o *plan.Options) { o.Mesh = "pipeline=4"; o.Schedule = "1f1b"; o.GlobalBatch = "8" })
+	p := search(t, func(o *plan.Options) { o.Mesh = "pipeline=4,context=2"; o.Schedule = "1f1b"; o.GlobalBatch = "8" })
 	for _, f := range []func(plan.Plan) (Chart, error){Memory, Step, Pipeline} {
 		c, err := f(p)
 		if err != nil {

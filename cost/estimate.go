@@ -135,10 +135,14 @@ type Estimate struct {
 // Estimator computes estimates, remembering the pipeline schedules it has
 // simulated. It is not safe for concurrent use.
 type Estimator struct {
-	pipes map[pipeKey]pipe
-	effs  map[effKey]float64
-	maxes map[int]float64 // ExpectedMaxNormal by n
-	mxus  map[mxuKey]mxuStats
+	// model is the last model spec that passed its checks (model.Spec is
+	// a value: a search costs one spec thousands of times).
+	model   model.Spec
+	checked bool
+	pipes   map[pipeKey]pipe
+	effs    map[effKey]float64
+	maxes   map[int]float64 // ExpectedMaxNormal by n
+	mxus    map[mxuKey]mxuStats
 }
 
 // maxNormal is ExpectedMaxNormal(n), integrated once per n.
@@ -160,6 +164,21 @@ type pipe struct {
 // NewEstimator returns an empty estimator.
 func NewEstimator() *Estimator {
 	return &Estimator{pipes: map[pipeKey]pipe{}, effs: map[effKey]float64{}, maxes: map[int]float64{}, mxus: map[mxuKey]mxuStats{}}
+}
+
+// validate is j.validate, with the model's own checks run once per spec.
+func (e *Estimator) validate(j Job) error {
+	if err := j.validateSettings(); err != nil {
+		return err
+	}
+	if e.checked && e.model == j.Model {
+		return nil
+	}
+	if err := j.Model.Validate(); err != nil {
+		return err
+	}
+	e.model, e.checked = j.Model, true
+	return nil
 }
 
 // EstimateStep is NewEstimator().Estimate.
@@ -306,7 +325,7 @@ func kvShards(kv, t int) int { return min(kv, t) }
 
 // Memory estimates HBM per chip.
 func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
-	if err := j.validate(); err != nil {
+	if err := e.validate(j); err != nil {
 		return Memory{}, err
 	}
 	sh, err := shapeOf(j, m)
@@ -388,7 +407,7 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 // the layout cannot run returns an *Infeasible error; a job that does not
 // fit HBM is still estimated and reports Memory.Fits() false.
 func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
-	if err := j.validate(); err != nil {
+	if err := e.validate(j); err != nil {
 		return Estimate{}, err
 	}
 	sh, err := shapeOf(j, m)

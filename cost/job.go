@@ -257,6 +257,15 @@ func (e *Infeasible) Error() string {
 var ErrJob = errors.New("invalid job")
 
 func (j Job) validate() error {
+	if err := j.validateSettings(); err != nil {
+		return err
+	}
+	return j.Model.Validate()
+}
+
+// validateSettings is validate without the model's own checks, which an
+// Estimator runs once per model (Estimator.validate).
+func (j Job) validateSettings() error {
 	bad := func(field string, v any, want string) error {
 		return fmt.Errorf("cost: %s = %v, want %s: %w", field, v, want, ErrJob)
 	}
@@ -296,5 +305,5 @@ func (j Job) validate() error {
 	if j.RingOfExperts && (!j.Model.MoE() || j.CapacityFactor > 0) {
 		return bad("ring of experts", j.RingOfExperts, "false, or true only for a mixture of experts run dropless (capacity factor 0: MaxText's ring of experts is a sparse_matmul path)")
 	}
-	return j.Model.Validate()
+	return nil
 }

@@ -339,7 +339,7 @@ func (j Job) MemoryError() ErrorBand {
 // does not fit. HBM per chip grows with the batch, so it doubles, then
 // bisects; it looks no further than limit sequences.
 func (e *Estimator) MaxMicroBatch(j Job, m mesh.Mesh, limit int) (int, error) {
-	if err := j.validate(); err != nil {
+	if err := e.validate(j); err != nil {
 		return 0, err
 	}
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * max(j.MicroBatches, 1)

@@ -11,7 +11,7 @@ import (
 // in MaxText's mesh, and 256 sequences are 2 per device.
 func ExampleMaxText() {
 	o := plan.DefaultOptions()
-	o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.Remat = "llama3-8b", "tpu7x-128", "fsdp=64", "256", "full"
+	o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.Remat = "llama3-8b", "tpu7x-128", "fsdp=128", "256", "full"
 	r, _ := plan.ParseRequest(o)
 	p, _ := plan.Search(r)
 	cfg, err := export.MaxText(p)
@@ -31,7 +31,7 @@ func ExampleMaxText() {
 
 func ExampleXPK() {
 	o := plan.DefaultOptions()
-	o.Model, o.TPU, o.Slices, o.Mesh, o.GlobalBatch = "llama3-70b", "tpu7x-256", 2, "data=2(dcn),fsdp=128", "512"
+	o.Model, o.TPU, o.Slices, o.Mesh, o.GlobalBatch = "llama3-70b", "tpu7x-256", 2, "data=2(dcn),fsdp=256", "512"
 	r, _ := plan.ParseRequest(o)
 	p, _ := plan.Search(r)
 	args, err := export.XPKArgs(p, export.XPKOptions{Cluster: "ironwood", Workload: "llama-70b", BaseDockerImage: "maxtext_base_image", Capacity: export.CapacitySpot, MaxRestarts: 2})

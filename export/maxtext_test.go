@@ -403,10 +403,10 @@ var exportCases = append([]exportCase{
 	{"v6e searched", func(o *plan.Options) { o.Model, o.TPU = "llama3-8b", "v6e-16" }, nil},
 	{"tpu7x searched", func(o *plan.Options) { o.Model, o.TPU = "llama3-8b", "tpu7x-128" }, nil},
 	{"tpu7x 1 sequence per chip", func(o *plan.Options) {
-		o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.Remat = "llama3-8b", "tpu7x-32", "fsdp=16", "16", "full"
+		o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.Remat = "llama3-8b", "tpu7x-32", "fsdp=16,context=2", "16", "full"
 	}, map[string]any{"ici_fsdp_parallelism": 16, "ici_context_parallelism": 2, "per_device_batch_size": 0.5}},
 	{"tpu7x multislice", func(o *plan.Options) {
-		o.Model, o.TPU, o.Slices, o.Mesh, o.GlobalBatch = "llama3-70b", "tpu7x-128", 2, "data=2(dcn),fsdp=64", "256"
+		o.Model, o.TPU, o.Slices, o.Mesh, o.GlobalBatch = "llama3-70b", "tpu7x-128", 2, "data=2(dcn),fsdp=128", "256"
 	}, map[string]any{"ici_fsdp_parallelism": 128, "dcn_data_parallelism": 2, "per_device_batch_size": 1.0}},
 	{"v5e multislice", func(o *plan.Options) { o.Model, o.TPU, o.Slices = "llama2-7b", "v5litepod-256", 4 }, nil},
 	{"v6e multislice searched", func(o *plan.Options) { o.Model, o.TPU, o.Slices = "llama3-70b", "v6e-256", 2 }, nil},
@@ -414,14 +414,14 @@ var exportCases = append([]exportCase{
 		o.Model, o.TPU, o.Slices, o.Mesh, o.Schedule, o.GlobalBatch = "llama3-70b", "v5p-128", 2, "fsdp=32,tensor=2,pipeline=2(dcn)", "gpipe", "256"
 	}, map[string]any{"dcn_pipeline_parallelism": 2, "num_pipeline_repeats": 1, "num_layers_per_pipeline_stage": 40}},
 	{"tpu7x circular inside a slice", func(o *plan.Options) {
-		o.Model, o.TPU, o.Mesh, o.Schedule, o.Chunks, o.GlobalBatch = "llama3-70b", "tpu7x-128", "fsdp=16,pipeline=4", "circular", 5, "128"
+		o.Model, o.TPU, o.Mesh, o.Schedule, o.Chunks, o.GlobalBatch = "llama3-70b", "tpu7x-128", "fsdp=32,pipeline=4", "circular", 5, "128"
 	}, map[string]any{"ici_pipeline_parallelism": 4, "num_pipeline_repeats": 5, "num_layers_per_pipeline_stage": 4}},
 	{"v4 remat none, bf16, int8, offload, vocab tiles", func(o *plan.Options) {
 		o.Model, o.TPU, o.Mesh, o.Remat, o.Precision, o.Quantization = "llama2-7b", "v4-64", "fsdp=32", "none", "bf16", "int8"
 		o.OptimizerOffload, o.VocabTiles, o.GlobalBatch = true, 4, "32"
 	}, map[string]any{"remat_policy": "custom", "query_proj": "device", "mlpwo": "remat", "weight_dtype": "bfloat16", "mu_dtype": "bfloat16", "quantization": "int8", "use_qwix_quantization": true, "optimizer_memory_host_offload": true, "num_vocab_tiling": 4}},
 	{"tpu7x custom remat, fp8, dot_product", func(o *plan.Options) {
-		o.Model, o.TPU, o.Mesh, o.Remat, o.RematCustom = "llama3-70b", "tpu7x-128", "fsdp=64", "custom", "query_proj=device,key_proj=offload,mlpwo=device"
+		o.Model, o.TPU, o.Mesh, o.Remat, o.RematCustom = "llama3-70b", "tpu7x-128", "fsdp=128", "custom", "query_proj=device,key_proj=offload,mlpwo=device"
 		o.Quantization, o.Attention, o.GlobalBatch = "fp8", "dot_product", "128"
 	}, map[string]any{"remat_policy": "custom", "query_proj": "device", "key_proj": "offload", "value_proj": "remat", "quantization": "fp8_full", "attention": "dot_product"}},
 	{"gpt3 ungated custom", func(o *plan.Options) {
@@ -442,7 +442,7 @@ var exportCases = append([]exportCase{
 	// MaxText's models/deepseek3-671b.yml @e591f30c: decoder_block
 	// deepseek, attention_type mla, the same MoE and MLA dimensions.
 	{"deepseek-v3-like expert parallel", func(o *plan.Options) {
-		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "deepseek-v3-like.yaml", []byte(deepSeekSpec), "tpu7x-512", "fsdp=16,expert=16", "1024"
+		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "deepseek-v3-like.yaml", []byte(deepSeekSpec), "tpu7x-512", "fsdp=32,expert=16", "1024"
 	}, map[string]any{"decoder_block": "deepseek", "attention_type": "mla", "num_experts": 256, "num_experts_per_tok": 8, "shared_experts": 1,
 		"first_num_dense_layers": 3, "base_moe_mlp_dim": 2048, "base_mlp_dim": 18432, "q_lora_rank": 1536, "kv_lora_rank": 512,
 		"qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "ici_expert_parallelism": 16}},
@@ -460,10 +460,10 @@ var exportCases = append([]exportCase{
 		o.Model, o.TPU, o.Mesh, o.GlobalBatch = "llama3-405b", "v5p-1024", "fsdp=64,tensor=8", "512"
 	}, map[string]any{"model_name": "llama3.1-405b"}},
 	{"deepseek3-671b by name", func(o *plan.Options) {
-		o.Model, o.TPU, o.Mesh, o.GlobalBatch = "deepseek3-671b", "tpu7x-512", "fsdp=16,expert=16", "1024"
+		o.Model, o.TPU, o.Mesh, o.GlobalBatch = "deepseek3-671b", "tpu7x-512", "fsdp=32,expert=16", "1024"
 	}, map[string]any{"model_name": "deepseek3-671b", "ici_expert_parallelism": 16}},
 	{"qwen3-235b by name", func(o *plan.Options) {
-		o.Model, o.TPU, o.Mesh, o.GlobalBatch = "qwen3-235b-a22b", "tpu7x-256", "fsdp=16,expert=8", "512"
+		o.Model, o.TPU, o.Mesh, o.GlobalBatch = "qwen3-235b-a22b", "tpu7x-256", "fsdp=32,expert=8", "512"
 	}, map[string]any{"model_name": "qwen3-235b-a22b"}},
 	{"custom MoE spec on the mixtral block", func(o *plan.Options) {
 		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small-moe.yaml", []byte(strings.Replace(smallSpec, "tied_embeddings: true", "experts: 8\nexperts_per_token: 2", 1)), "v5p-16", "fsdp=2,expert=4", "16"
@@ -578,11 +578,23 @@ func TestMaxTextRefuses(t *testing.T) {
 
 // TestMaxTextOddBatchOnTPU7x: a chip with one sequence and a sequence that
 // does not split has nothing to give its second device; the error says so.
+// No {mesh} in devices asks for that chip layout (it has no MaxText mesh),
+// so the request asks for it in chips (plan.Request.Axes).
 func TestMaxTextOddBatchOnTPU7x(t *testing.T) {
-	p := search(t, func(o *plan.Options) {
-		o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.Seq, o.Remat = "llama3-8b", "tpu7x-32", "fsdp=16", "16", 1002, "full"
-	})
-	_, err := MaxText(p)
+	o := plan.DefaultOptions()
+	o.Model, o.TPU, o.GlobalBatch, o.Seq, o.Remat = "llama3-8b", "tpu7x-32", "16", 1002, "full"
+	r, err := plan.ParseRequest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Axes, err = mesh.ParseAxes("fsdp=16"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = MaxText(p)
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "--global-batch") || !strings.Contains(err.Error(), "2 JAX devices") {
 		t.Errorf("MaxText = %v, want ErrUnsupported asking for another --global-batch", err)
 	}

@@ -41,8 +41,8 @@ func TestPyTorchMeshCountsTheDevices(t *testing.T) {
 		{"llama3-8b", "v4-32", 2, "data=2(dcn),fsdp=16", ""},
 		{"llama3-8b", "v5litepod-16", 1, "data=2,fsdp=8", ""},
 		{"llama3-8b", "v6e-16", 2, "fsdp=2(dcn),fsdp=8,tensor=2", ""},
-		{"llama3-70b", "tpu7x-128", 2, "data=2(dcn),fsdp=16,tensor=4", "256"},
-		{"llama2-7b", "v3-32", 1, "fsdp=16", "64"},
+		{"llama3-70b", "tpu7x-128", 2, "data=2(dcn),fsdp=32,tensor=4", "256"},
+		{"llama2-7b", "v3-32", 1, "fsdp=32", "64"},
 	} {
 		p := pytorchPlan(t, tt.model, tt.tpu, tt.slices, tt.layout, tt.batch)
 		m, err := PyTorch(p)

@@ -30,20 +30,20 @@ func TestMaxTextReadsBackAsPlanned(t *testing.T) {
 	}{
 		// two sequences per chip: the factor on fsdp, never data (the
 		// reading validate had took it off data, the larger)
-		{"data parallel, 2 per chip", layout("tpu7x-32", "data=16", "32")},
-		{"fsdp, 4 per chip", layout("tpu7x-32", "fsdp=16", "64")},
+		{"data parallel, 2 per chip", layout("tpu7x-32", "data=16,fsdp=2", "32")},
+		{"fsdp, 4 per chip", layout("tpu7x-32", "fsdp=32", "64")},
 		// one sequence per chip: on context, with fsdp (two readings) and
 		// without (the reading validate had refused it)
-		{"fsdp, 1 per chip", layout("tpu7x-32", "fsdp=16", "16")},
-		{"fsdp and context, 1 per chip", layout("tpu7x-32", "context=2,fsdp=8", "8")},
-		{"tensor alone, 1 sequence", layout("tpu7x-32", "tensor=8,context=2", "1")},
+		{"fsdp, 1 per chip", layout("tpu7x-32", "fsdp=16,context=2", "16")},
+		{"fsdp and context, 1 per chip", layout("tpu7x-32", "fsdp=8,context=4", "8")},
+		{"tensor alone, 1 sequence", layout("tpu7x-32", "tensor=8,context=4", "1")},
 		{"data over slices", func(o *plan.Options) {
-			o.Model, o.TPU, o.Slices, o.Mesh, o.GlobalBatch = "llama3-8b", "tpu7x-32", 2, "data=2(dcn),fsdp=16", "64"
+			o.Model, o.TPU, o.Slices, o.Mesh, o.GlobalBatch = "llama3-8b", "tpu7x-32", 2, "data=2(dcn),fsdp=32", "64"
 		}},
 		// every other generation: v2 and v3 are two devices per chip
 		// like TPU7x, the rest one
-		{"v2", layout("v2-32", "data=2,fsdp=8", "16")},
-		{"v3, 1 per chip", layout("v3-32", "fsdp=16", "16")},
+		{"v2", layout("v2-32", "data=2,fsdp=8,context=2", "16")},
+		{"v3, 1 per chip", layout("v3-32", "fsdp=16,context=2", "16")},
 		{"v4", layout("v4-32", "fsdp=16", "16")},
 		{"v5e", layout("v5litepod-16", "fsdp=8,tensor=2", "16")},
 		{"v5p", layout("v5p-32", "fsdp=16", "16")},

@@ -48,8 +48,9 @@ type Options struct {
 	// MaxGlobalBatch is the convergence limit on the global batch, in
 	// sequences or tokens.
 	MaxGlobalBatch string `json:"max_global_batch"`
-	// Mesh asks for one layout (data=2(dcn),fsdp=64) instead of a search;
-	// "" searches all.
+	// Mesh asks for one layout (data=2(dcn),fsdp=64) instead of a search,
+	// in JAX devices as MaxText counts them (two a TPU7x chip; see
+	// Request.DeviceAxes); "" searches all.
 	Mesh string `json:"mesh"`
 	// Remat is a MaxText remat_policy; "" searches cost.SearchRemats.
 	Remat string `json:"remat"`
@@ -245,14 +246,7 @@ func parseBatches(r *Request, o Options) error {
 		r.MaxGlobalBatch = max(r.MaxGlobalBatch, r.GlobalBatch)
 	}
 	if o.Mesh != "" {
-		if r.Axes, err = mesh.ParseAxes(o.Mesh); err != nil {
-			return refuseErr(OptionMesh, o.Mesh, err)
-		}
-		if r.Multislice.Chips() > 0 { // a bare generation's footprint is Search's to pick
-			if _, err := askedMesh(r.Multislice, r.Axes, o.Mesh); err != nil {
-				return err
-			}
-		}
+		return parseDeviceMesh(r, o.Mesh)
 	}
 	return nil
 }

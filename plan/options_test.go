@@ -210,6 +210,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add(d.Model, d.TPU, "", "", d.MaxGlobalBatch, "", "", "", "", d.Precision, d.Quantization, d.Attention, 1, 0)
 	f.Add("llama3-70b", "v5p-128", "4x4x8", "1Mitok", "2Mitok", "fsdp=64,data=2", "custom", "query_proj=offload", "circular", "bf16", "int8", "flash", 2, 4)
 	f.Add("gemma2-9b", "tpu7x", "", "", "512", "", "", "", "interleaved", "zero", "fp8", "dot_product", 1, 2)
+	f.Add("llama3-70b", "tpu7x-128", "", "", "512", "data=2(dcn),fsdp=64,context=2", "", "", "", "maxtext", "none", "flash", 2, 0)
 	f.Fuzz(func(t *testing.T, modelName, tpu, topology, batch, maxBatch, meshSpec, remat, custom, sched, precision, quant, attention string, slices, chunks int) {
 		o := DefaultOptions()
 		o.Model, o.TPU, o.Topology, o.GlobalBatch, o.MaxGlobalBatch, o.Mesh = modelName, tpu, topology, batch, maxBatch, meshSpec

@@ -47,6 +47,15 @@ type Request struct {
 	// Axes, when set, asks for this one layout (each named axis's degree)
 	// instead of searching.
 	Axes []mesh.Degree
+	// DeviceAxes, when set, is the layout asked in JAX devices, on a chip
+	// of several (TPU7x): Axes is then one of its chip readings, and
+	// Search costs each reading until one's MaxText mesh is DeviceAxes
+	// (Plan.Devices). nil on a chip of one device, where Axes says it all.
+	DeviceAxes []mesh.Degree
+	// microStep, when above 1, makes the planner's batch put a multiple
+	// of it sequences on each chip per micro-batch (the fsdp reading of a
+	// device mesh: the chip's devices split its sequences).
+	microStep int
 	// Remat fixes the rematerialisation policy; "" searches all.
 	Remat cost.Remat
 	// Custom places the tagged tensors when Remat is custom.
@@ -459,6 +468,9 @@ func search(r Request) (Plan, error) {
 	if err := r.defaults(); err != nil {
 		return Plan{}, err
 	}
+	if r.DeviceAxes != nil {
+		return searchDevices(r)
+	}
 	s := &searcher{req: r, keep: r.Top,
 		rejected: map[Tier]map[cost.Reason]int{}, refusedDCN: map[cost.Reason]int{}, best: map[Tier][]Candidate{}}
 	for _, t := range tiers(r.Multislice.Slices) {
@@ -729,23 +741,26 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 			return Candidate{}, why
 		}
 	} else {
-		hi := w.req.MaxGlobalBatch / shards
+		// per-shard batches are multiples of step: 1, or the chip's
+		// devices when they must split its sequences (microStep)
+		step := max(w.req.microStep, 1)
+		hi := w.req.MaxGlobalBatch / shards / step
 		if hi < 1 {
 			return Candidate{}, ReasonBatchLimit
 		}
-		if _, why := try(shards); why != "" {
+		if _, why := try(step * shards); why != "" {
 			return Candidate{}, why
 		}
 		lo := 1 // fits; find the largest per-shard batch that does
 		for lo < hi {
 			mid := lo + (hi-lo+1)/2
-			if _, why := try(mid * shards); why == "" {
+			if _, why := try(mid * step * shards); why == "" {
 				lo = mid
 			} else {
 				hi = mid - 1
 			}
 		}
-		j.GlobalBatch = lo * shards
+		j.GlobalBatch = lo * step * shards
 	}
 	est, err := w.estimator().Estimate(j, m)
 	if err != nil {

@@ -21,12 +21,14 @@ import (
 // (0 to 1), _per_s. HBM per chip is split into capacity
 // (hbm_capacity_bytes, hbm_usable_capacity_bytes) and use (hbm_used_*).
 type JSON struct {
-	Model        string     `json:"model"`
-	Params       int64      `json:"params"`
-	Accelerator  string     `json:"accelerator_type"`
-	Topology     string     `json:"topology"`
-	Slices       int        `json:"slices"`
-	Chips        int        `json:"chips"`
+	Model       string `json:"model"`
+	Params      int64  `json:"params"`
+	Accelerator string `json:"accelerator_type"`
+	Topology    string `json:"topology"`
+	Slices      int    `json:"slices"`
+	Chips       int    `json:"chips"`
+	// Devices is the JAX devices of the chips (hw.Chip.JAXDevicesPerChip).
+	Devices      int        `json:"devices"`
 	Tier         string     `json:"tier"`
 	InSlice      string     `json:"in_slice"`                // DP, FSDP or model parallel
 	AcrossSlices string     `json:"across_slices,omitempty"` // DP, FSDP or pipeline; absent for one slice
@@ -100,6 +102,16 @@ type BandJSON struct {
 	TokensHigh     float64 `json:"high_tokens_per_s"`
 }
 
+// layoutOf is the plan's layout in chips and in JAX devices.
+func layoutOf(p Plan) LayoutJSON {
+	e := p.Best.Estimate
+	l := LayoutJSON{Spec: e.Mesh.String(), Axes: e.Mesh.Degrees()}
+	if d, err := p.Devices(); err == nil {
+		l.DeviceSpec, l.DeviceAxes = d.String(), d.Degrees
+	}
+	return l
+}
+
 // bandOf is the plan's figures at the ends of its band; nil without one.
 func bandOf(p Plan) *BandJSON {
 	b, e := p.Band, p.Best.Estimate
@@ -157,6 +169,11 @@ func expertsOf(e cost.Estimate) *ExpertsJSON {
 type LayoutJSON struct {
 	Spec string        `json:"spec"`
 	Axes []mesh.Degree `json:"axes"`
+	// DeviceSpec and DeviceAxes are the layout in JAX devices, as MaxText
+	// counts them and the {mesh} option takes it (Plan.Devices); absent
+	// when no MaxText mesh carries a chip's devices.
+	DeviceSpec string        `json:"device_spec,omitempty"`
+	DeviceAxes []mesh.Degree `json:"device_axes,omitempty"`
 }
 
 // MemoryJSON is HBM used per chip by component.
@@ -243,8 +260,9 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		Model: p.Request.Model.Name, Params: p.Request.Model.ParamCount().Total(),
 		Accelerator: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices, Chips: ms.Chips(),
 		Tier: p.Best.Tier.String(), InSlice: p.Best.Tier.In.String(), AcrossSlices: p.Best.Tier.Across.String(),
-		Layout: LayoutJSON{Spec: e.Mesh.String(), Axes: e.Mesh.Degrees()},
-		Seq:    e.Job.Seq, GlobalBatch: e.Job.GlobalBatch, GlobalTokens: e.Job.GlobalBatch * e.Job.Seq, MaxBatch: p.Request.MaxGlobalBatch,
+		Layout:  layoutOf(p),
+		Devices: ms.Chips() * max(ms.Slice.Chip.JAXDevicesPerChip, 1),
+		Seq:     e.Job.Seq, GlobalBatch: e.Job.GlobalBatch, GlobalTokens: e.Job.GlobalBatch * e.Job.Seq, MaxBatch: p.Request.MaxGlobalBatch,
 		MicroBatches: e.Job.MicroBatches, MicroBatch: e.MicroBatchSize, Remat: string(e.Job.Remat), Schedule: string(e.Job.Schedule), Chunks: max(e.Job.Chunks, 1),
 		Memory: MemoryJSON{
 			Weights: int64(e.Memory.Weights), Gradients: int64(e.Memory.Gradients), Optimizer: int64(e.Memory.Optimizer),
@@ -347,6 +365,13 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 func (p Plan) writeLayout(b *strings.Builder) {
 	e := p.Best.Estimate
 	fmt.Fprintf(b, "Layout: %s  [%s]\n", e.Mesh, p.Best.Tier)
+	if per := p.Request.Multislice.Slice.Chip.JAXDevicesPerChip; per > 1 {
+		if d, err := p.Devices(); err == nil {
+			fmt.Fprintf(b, "  in JAX devices, as MaxText counts them: %s, %s; each chip's %d devices on %s\n", d, d.Count(), per, d.InChip)
+		} else {
+			fmt.Fprintf(b, "  in JAX devices: %s, and no MaxText mesh: %s\n", deviceCount(p.Request.Multislice), strings.TrimPrefix(err.Error(), "maxtext: "))
+		}
+	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  axis\tICI\tDCN\ttotal\t")
 	for _, d := range e.Mesh.Degrees() {

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"shardlab/budget"
+	"shardlab/chart"
 	"shardlab/hw"
 	"shardlab/plan"
 )
@@ -20,6 +22,7 @@ import (
 // budgetFlags are the options of 'shardlab budget'.
 type budgetFlags struct {
 	model, maxBatch, region, prices  string
+	html                             string
 	tokens, deadline, dollars        string
 	generations, modes, chips, count string
 	seq, show                        int
@@ -49,6 +52,7 @@ func newBudgetFlags() (*flag.FlagSet, *budgetFlags) {
 	fs.StringVar(&f.prices, "prices", "", "a price table (CSV, as budget/prices.csv) to use instead of the built-in one")
 	intVar(fs, &f.show, "show", 0, 0, 1000, "0: the table", "print the plan behind row N of the table")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
+	fs.StringVar(&f.html, "html", "", "also write the table with its chart of time against dollars as one self-contained HTML `file`")
 	return fs, f
 }
 
@@ -295,6 +299,11 @@ func runBudget(args []string, stdout io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if f.html != "" {
+		if err := checkOutputFile("budget: --html", f.html); err != nil {
+			return err
+		}
+	}
 	r, err := f.request()
 	if err != nil {
 		return err
@@ -320,6 +329,11 @@ func runBudget(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "row %d: %d × %s, %s\n\n", f.show, row.Slices, row.AcceleratorType, row.Mode)
 		return row.Plan.WriteText(stdout, flagName)
 	}
+	if f.html != "" {
+		if err := writeBudgetHTML(f.html, res); err != nil {
+			return err
+		}
+	}
 	if f.json {
 		err = res.WriteJSON(stdout)
 	} else {
@@ -329,6 +343,31 @@ func runBudget(args []string, stdout io.Writer) error {
 		err = errors.New("budget: no priced configuration meets the limits" + nearest(res))
 	}
 	return err
+}
+
+// writeBudgetHTML writes the budget's page with its chart to path; a
+// result without rows has no chart, and the page says why.
+func writeBudgetHTML(path string, res budget.Result) error {
+	var svgs [][]byte
+	c, err := chart.Budget(res)
+	switch {
+	case err == nil:
+		svg, err := c.SVG()
+		if err != nil {
+			return err
+		}
+		svgs = append(svgs, svg)
+	case !errors.Is(err, chart.ErrNotApplicable):
+		return err
+	}
+	var b bytes.Buffer
+	if err := res.WriteHTML(&b, svgs...); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("budget: %w", err)
+	}
+	return nil
 }
 
 func nearest(res budget.Result) string {

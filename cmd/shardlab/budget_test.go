@@ -23,7 +23,8 @@ func TestBudgetRefusesBadInput(t *testing.T) {
 		{withFlags(small, "--tokens", "-1T"), []string{`budget: --tokens "-1T"`, "from 1 to 1e16"}},
 		{withFlags(small, "--tokens", "1X"), []string{`--tokens "1X"`, "k, M, B or T"}},
 		{withFlags(small, "--region", "mars"), []string{`budget: --region "mars"`, "us-central1"}},
-		{withFlags(small, "--modes", "on-demand,flex"), []string{`budget: --modes "on-demand,flex"`, "on-demand, spot, cud-1y, cud-3y"}},
+		{withFlags(small, "--modes", "on-demand,flexi"), []string{`budget: --modes "on-demand,flexi"`, "on-demand, spot, cud-1y, cud-3y, flex-start"}},
+		{withFlags(small, "--html", filepath.Join(dir, "no", "such", "dir", "b.html")), []string{"budget: --html"}},
 		{withFlags(small, "--generations", "v9"), []string{`budget: --generations "v9"`, "v6e"}},
 		{withFlags(small, "--deadline", "30"), []string{`budget: --deadline "30"`, "in d, h or m"}},
 		{withFlags(small, "--budget", "-5"), []string{`budget: --budget "-5"`, "dollars from 0"}},
@@ -60,5 +61,32 @@ func TestBudgetPricesFile(t *testing.T) {
 		if !strings.Contains(out, w) {
 			t.Errorf("output lacks %q:\n%s", w, out)
 		}
+	}
+}
+
+// TestBudgetHTML: --html writes one page with the chart of time against
+// dollars (an inline SVG with the generation and the Pareto front in its
+// legend) and the table, and stdout still has the text.
+func TestBudgetHTML(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "budget.html")
+	out, errOut, code := runCmd(withFlags(small, "--html", path)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"<!DOCTYPE html>", `<figure class="chart"><?xml`, "<svg", "time to train, days", ">v6e<", ">Pareto front<",
+		"<table>", `<tr class="pareto"><td>1</td><td>v6e-16</td>`, "2 × v6e-16", "price: v6e on-demand", "<a href=\"https://"} {
+		if !strings.Contains(string(page), w) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+	if strings.Contains(string(page), "<script") || strings.Contains(string(page), `src="http`) {
+		t.Errorf("page is not self-contained: it loads a script or an outside resource")
+	}
+	if !strings.Contains(out, "v6e-16") {
+		t.Errorf("stdout lacks the table:\n%s", out)
 	}
 }

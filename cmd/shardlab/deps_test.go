@@ -33,14 +33,14 @@ var layers = map[string][]string{
 	"systolic":                  {"hw"},
 	"infeed":                    {"hw"},
 	"cost":                      {"hw", "model", "mesh", "collective", "schedule", "systolic"},
-	"plan":                      {"cost", "infeed", "schema"}, // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries
+	"plan":                      {"cost", "infeed", "schema", "maxtext"}, // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries; maxtext: the {mesh} option counts JAX devices by MaxText's in-chip rule (issue 28)
 	"validate":                  {"plan", "cost", "inference", "maxtext"},
 	"capacity":                  {"hw", "plan"},
 	"budget":                    {"plan", "capacity"},
 	"inference":                 {"hw", "model", "collective", "mesh"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus
 	"maxtext":                   {"mesh", "model"},
 	"export":                    {"plan", "inference", "maxtext"},
-	"chart":                     {"plan"}, // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI
+	"chart":                     {"plan", "budget"}, // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI; budget's time against dollars (issue 31)
 	"web":                       {"plan", "capacity", "inference", "export", "chart"},
 	"emu":                       {"mesh", "collective", "schedule", "emu/fabric", "emu/kernel"},
 	"emu/fabric":                {"mesh", "collective"},

@@ -333,7 +333,7 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 	intVar(fs, &o.Seq, "seq", d.Seq, 0, plan.MaxSeq, "0: the model's", "sequence length in tokens")
 	fs.StringVar(&o.GlobalBatch, "global-batch", d.GlobalBatch, "fix the global batch: N sequences, or Ntok tokens (k, M, Ki, Mi allowed: 4Mitok)")
 	fs.StringVar(&o.MaxGlobalBatch, "max-global-batch", d.MaxGlobalBatch, "convergence limit on the global batch, sequences or tokens")
-	fs.StringVar(&o.Mesh, "mesh", d.Mesh, "cost this one layout, e.g. data=2(dcn),fsdp=64 (default: search all)")
+	fs.StringVar(&o.Mesh, "mesh", d.Mesh, "cost this one layout, in JAX devices as MaxText counts them (2 a TPU7x, v3 or v2 chip), e.g. data=2(dcn),fsdp=64 (default: search all)")
 	remats := []string{}
 	for _, r := range cost.Remats() {
 		remats = append(remats, string(r))

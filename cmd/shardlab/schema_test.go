@@ -87,6 +87,9 @@ var quantityKeys = []struct {
 	{"the step time at the band's fast end", "low_step_time_s", []string{"step_time_low_s", "min_step_time_s", "step_low_s"}},
 	{"MFU at the band's low end", "low_mfu_fraction", []string{"mfu_low_fraction", "min_mfu_fraction"}},
 	{"tokens/s per chip at the band's low end", "low_tokens_per_s_per_chip", []string{"tokens_per_s_per_chip_low", "min_tokens_per_s_per_chip"}},
+	{"JAX devices of a plan's chips", "devices", []string{"device_count", "jax_devices", "num_devices"}},
+	{"time to train at the band's fast end", "low_time_to_train_s", []string{"time_to_train_low_s", "min_time_to_train_s"}},
+	{"dollars at the band's low end", "low_usd", []string{"usd_low", "min_usd"}},
 }
 
 // jsonType is a JSON value's kind.

@@ -1,0 +1,52 @@
+package budget
+
+import (
+	"strings"
+	"testing"
+
+	"shardlab/hw"
+	"shardlab/plan"
+)
+
+// benchRequest is the default sweep of `shardlab budget --model
+// llama3-70b --tokens 1T`: v5e, v5p, v6e and TPU7x, 256-chip slices, 1, 2
+// or 4 of them, every mode, with a test price for every generation and
+// mode so that every configuration is planned and priced.
+func benchRequest(b *testing.B) Request {
+	b.Helper()
+	o := plan.DefaultOptions()
+	o.Model, o.Top = "llama3-70b", 1
+	pr, err := plan.ParseRequest(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var csv strings.Builder
+	csv.WriteString(header)
+	gens := []hw.Generation{hw.V5e, hw.V5p, hw.V6e, hw.TPU7x}
+	for _, g := range gens {
+		for _, m := range modes {
+			csv.WriteString(string(g) + "," + string(m) + ",*,1,bench,2026-12-05,\n")
+		}
+	}
+	ps, err := ParsePrices(strings.NewReader(csv.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return Request{Plan: pr, Tokens: 1e12, Region: "us-central1", Generations: gens, Modes: modes, Prices: ps}
+}
+
+// BenchmarkSweep reports the default sweep's configurations (generation
+// × slice × count) and rows (× mode) per second.
+func BenchmarkSweep(b *testing.B) {
+	r := benchRequest(b)
+	var res Result
+	for b.Loop() {
+		var err error
+		if res, err = Sweep(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	configs := len(r.Generations) * len(DefaultSliceChips) * len(DefaultSliceCounts)
+	b.ReportMetric(float64(configs*b.N)/b.Elapsed().Seconds(), "configs/s")
+	b.ReportMetric(float64(len(res.Rows)*b.N)/b.Elapsed().Seconds(), "rows/s")
+}

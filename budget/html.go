@@ -1,0 +1,73 @@
+package budget
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+)
+
+// pageTemplate is the budget's HTML page: the chart, the ranked table
+// with its bands, and what the text output says besides, with every
+// price's source as a link. It needs nothing outside the file.
+var pageTemplate = template.Must(template.New("budget").Funcs(template.FuncMap{
+	"days":    func(s float64) string { return Days(seconds(s)) },
+	"dollars": Dollars,
+	"inc":     func(i int) int { return i + 1 },
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>shardlab budget: {{.R.Model}}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { padding: 0.2em 0.6em; text-align: right; border-bottom: 1px solid #ddd; }
+th { background: #f4f4f4; }
+tr.pareto td { font-weight: bold; }
+figure { margin: 1em 0; }
+li { margin: 0.2em 0; }
+</style>
+</head>
+<body>
+<h1>{{.R.Model}} on {{printf "%.3g" .R.Tokens}} tokens</h1>
+<p>Prices for {{.R.Region}}; searched {{.R.Searched}}.</p>
+{{range .Charts}}<figure class="chart">{{.}}</figure>
+{{end}}
+{{if .R.Rows}}<table>
+<tr><th>#</th><th>TPU</th><th>chips</th><th>mode</th><th>step</th><th>goodput</th><th>time</th><th>time band</th><th>chip-hours</th><th>dollars</th><th>dollars band</th><th>$/B tokens</th><th>term bill</th><th>Pareto</th></tr>
+{{range $i, $r := .R.Rows}}<tr{{if $r.Pareto}} class="pareto"{{end}}><td>{{inc $i}}</td><td>{{if gt $r.Slices 1}}{{$r.Slices}} × {{end}}{{$r.AcceleratorType}}</td><td>{{$r.Chips}}</td><td>{{$r.Mode}}</td><td>{{printf "%.2fs" $r.StepS}}</td><td>{{printf "%.4f" $r.Goodput}}</td><td>{{days $r.TimeToTrainS}}</td><td>{{with $r.Band}}{{days .TimeLow}}-{{days .TimeHigh}}{{else}}-{{end}}</td><td>{{printf "%.0f" $r.ChipHours}}</td><td>{{dollars $r.USD}}</td><td>{{with $r.Band}}{{dollars .USDLow}}-{{dollars .USDHigh}}{{else}}-{{end}}</td><td>{{dollars $r.USDPerBTokens}}</td><td>{{if $r.CommitmentUSD}}{{dollars $r.CommitmentUSD}}{{else}}-{{end}}</td><td>{{if $r.Pareto}}*{{end}}</td></tr>
+{{end}}</table>
+<p>* on the Pareto front of time against dollars (bold); <code>shardlab budget --show N</code> prints the plan behind row N.</p>
+{{else}}<p>No configuration meets the limits{{with .R.Nearest}}; nearest: {{.}}{{end}}.</p>
+{{end}}<ul>
+{{range .Bands}}<li>band: {{.}}</li>
+{{end}}{{range .R.Rows}}{{range .Warnings}}<li>warning: {{.}}</li>
+{{end}}{{end}}{{range .R.Unpriced}}<li>unpriced: {{.}}</li>
+{{end}}{{range .R.Dropped}}<li>dropped: {{.What}}: {{.Why}}</li>
+{{end}}{{range .R.Notes}}<li>note: {{.}}</li>
+{{end}}{{range .Prices}}<li>price: {{.Generation}} {{.Mode}} {{if eq .Region "*"}}(no region named){{else}}in {{.Region}}{{end}} ${{.USDPerChipHour}} per chip-hour, read {{.Read}} from <a href="{{.Source}}">{{.Source}}</a></li>
+{{end}}</ul>
+</body>
+</html>
+`))
+
+// WriteHTML writes the result as one self-contained HTML page: the
+// charts (SVG documents, as package chart draws them; the page trusts
+// them as markup), the ranked table with its bands, and the unpriced,
+// dropped, notes and prices of WriteText.
+func (res Result) WriteHTML(w io.Writer, charts ...[]byte) error {
+	bands, share := res.bands()
+	for i, b := range bands {
+		bands[i] = fmt.Sprintf("validate's held-out %.0f %% band of the planner's error, %s", 100*share, b)
+	}
+	d := struct {
+		R      Result
+		Charts []template.HTML
+		Bands  []string
+		Prices []Price
+	}{R: res, Bands: bands, Prices: res.PricesUsed()}
+	for _, c := range charts {
+		d.Charts = append(d.Charts, template.HTML(c))
+	}
+	return pageTemplate.Execute(w, d)
+}

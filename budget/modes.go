@@ -1,0 +1,226 @@
+package budget
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"shardlab/hw"
+)
+
+// Limit is one cited term of a capacity mode (modes.csv): a name, its
+// value, where it was read and when.
+type Limit struct {
+	Mode   Mode   `json:"mode"`
+	Name   string `json:"limit"`
+	Value  string `json:"value"`
+	Source string `json:"source"`
+	Read   string `json:"read"`
+	Note   string `json:"note,omitempty"`
+}
+
+// The limits modes.csv may hold, and what each value is.
+var limitValues = map[string]string{
+	"max_run_days":              "a whole number of days from 1 to 3650",
+	"zone":                      "generation@zone, such as v6e@us-east5-a",
+	"default_quota_tensorcores": "a whole number of TensorCores from 1 to 1000000",
+	"gke_single_host":           "yes",
+	"price":                     "none (no public figure)",
+}
+
+var limitHeader = []string{"mode", "limit", "value", "source", "read", "note"}
+
+// ParseLimits reads a table of capacity modes' limits: CSV with the
+// header mode,limit,value,source,read,note. Every field but note is
+// required, and each value is checked against its limit's form.
+func ParseLimits(r io.Reader) ([]Limit, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = len(limitHeader)
+	var out []Limit
+	for first := true; ; first = false {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			line := 0
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				line, err = pe.Line, pe.Err
+			}
+			return nil, &ParseError{Line: line, Want: fmt.Sprintf("%d comma-separated fields (%s): %v", len(limitHeader), strings.Join(limitHeader, ","), err)}
+		}
+		line, _ := cr.FieldPos(0)
+		if first {
+			if !slices.Equal(rec, limitHeader) {
+				return nil, &ParseError{Line: line, Field: "header", Value: strings.Join(rec, ","), Want: strings.Join(limitHeader, ",")}
+			}
+			continue
+		}
+		l, err := parseLimit(rec, line)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	if out == nil {
+		return nil, &ParseError{Line: 1, Want: "a header and at least one limit row"}
+	}
+	return out, nil
+}
+
+func parseLimit(rec []string, line int) (Limit, error) {
+	refuse := func(field, value, want string) error {
+		return &ParseError{Line: line, Field: field, Value: value, Want: want}
+	}
+	l := Limit{Name: rec[1], Value: rec[2], Source: rec[3], Read: rec[4], Note: rec[5]}
+	m, err := ParseMode(rec[0])
+	if err != nil || string(m) != rec[0] {
+		return Limit{}, refuse("mode", rec[0], "one of "+strings.Join(Modes(), ", "))
+	}
+	l.Mode = m
+	want, ok := limitValues[l.Name]
+	if !ok {
+		names := make([]string, 0, len(limitValues))
+		for n := range limitValues {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return Limit{}, refuse("limit", l.Name, "one of "+strings.Join(names, ", "))
+	}
+	if !validLimit(l.Name, l.Value) {
+		return Limit{}, refuse("value", l.Value, want)
+	}
+	if strings.TrimSpace(l.Source) == "" || l.Source != strings.TrimSpace(l.Source) || hasControl(l.Source) {
+		return Limit{}, refuse("source", l.Source, "a URL or a document's title, without leading or trailing spaces")
+	}
+	if d, err := time.Parse(time.DateOnly, l.Read); err != nil || d.Format(time.DateOnly) != l.Read {
+		return Limit{}, refuse("read", l.Read, "the date the limit was read, YYYY-MM-DD")
+	}
+	if hasControl(l.Note) || l.Note != strings.TrimSpace(l.Note) {
+		return Limit{}, refuse("note", l.Note, "text without control characters or leading or trailing spaces")
+	}
+	return l, nil
+}
+
+func validLimit(name, v string) bool {
+	switch name {
+	case "max_run_days":
+		n, ok := parseWhole(v)
+		return ok && n >= 1 && n <= 3650
+	case "default_quota_tensorcores":
+		n, ok := parseWhole(v)
+		return ok && n >= 1 && n <= 1000000
+	case "zone":
+		g, zone, ok := strings.Cut(v, "@")
+		c, err := hw.Lookup(g)
+		return ok && err == nil && string(c.Generation) == g && zoneRE.MatchString(zone)
+	case "gke_single_host":
+		return v == "yes"
+	case "price":
+		return v == "none"
+	}
+	return false
+}
+
+// zoneRE is a zone: a region and a letter (us-east5-a).
+var zoneRE = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+-[a-z]$`)
+
+func parseWhole(s string) (int, bool) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" || len(s) > 9 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
+}
+
+//go:embed modes.csv
+var modesCSV []byte
+
+// DefaultLimits is the table in modes.csv.
+func DefaultLimits() ([]Limit, error) { return ParseLimits(bytes.NewReader(modesCSV)) }
+
+// flexTerms are flex-start's limits, read from the limits table.
+type flexTerms struct {
+	maxRun time.Duration
+	zones  map[hw.Generation][]string
+	// quota is the default preemptible quota in TensorCores; 0: none cited.
+	quota         int
+	gkeSingleHost bool
+	// source is where the run limit was read, and when.
+	source string
+}
+
+// flex reads flex-start's terms from the table; ok is false when it
+// holds no run limit for flex-start.
+func flex(ls []Limit) (flexTerms, bool) {
+	t := flexTerms{zones: map[hw.Generation][]string{}}
+	for _, l := range ls {
+		if l.Mode != Flex {
+			continue
+		}
+		switch l.Name {
+		case "max_run_days":
+			n, _ := parseWhole(l.Value)
+			t.maxRun = time.Duration(n) * 24 * time.Hour
+			t.source = fmt.Sprintf("%s, read %s", l.Source, l.Read)
+		case "zone":
+			g, zone, _ := strings.Cut(l.Value, "@")
+			c, _ := hw.Lookup(g)
+			t.zones[c.Generation] = append(t.zones[c.Generation], zone)
+		case "default_quota_tensorcores":
+			t.quota, _ = parseWhole(l.Value)
+		case "gke_single_host":
+			t.gkeSingleHost = true
+		}
+	}
+	return t, t.maxRun > 0
+}
+
+// offers is why flex-start does not offer generation g in region, or "";
+// for g "", where it is offered.
+func (t flexTerms) offers(g hw.Generation, region string) string {
+	for _, z := range t.zones[g] {
+		if strings.HasPrefix(z, region+"-") {
+			return ""
+		}
+	}
+	var where []string
+	for _, gen := range hw.Chips() {
+		if zs := t.zones[gen.Generation]; len(zs) > 0 {
+			where = append(where, fmt.Sprintf("%s in %s", gen.Generation, strings.Join(zs, ", ")))
+		}
+	}
+	if len(where) == 0 {
+		return "the limits table lists no zone for flex-start"
+	}
+	return "flex-start offers " + strings.Join(where, "; ") + " (" + t.source + ")"
+}
+
+// check is why a flex-start row cannot run (its time to train is over
+// the run limit), or the terms it may break: the limit at the band's high
+// end, GKE's single-host rule for a multi-host slice, the default quota.
+func (t flexTerms) check(row Row) (why string, warnings []string) {
+	if row.TimeToTrain > t.maxRun {
+		return fmt.Sprintf("takes %s, over flex-start's run limit of %s a request (%s)", Days(row.TimeToTrain), Days(t.maxRun), t.source), nil
+	}
+	if b := row.Band; b != nil && time.Duration(b.TimeHigh*float64(time.Second)) > t.maxRun {
+		warnings = append(warnings, fmt.Sprintf("%s: the band's high end, %s, is over flex-start's %s limit",
+			row.name(), Days(time.Duration(b.TimeHigh*float64(time.Second))), Days(t.maxRun)))
+	}
+	if hosts := row.Plan.Request.Multislice.Slice.Hosts(); t.gkeSingleHost && hosts > 1 {
+		warnings = append(warnings, fmt.Sprintf("%s: a slice of %d hosts; on GKE flex-start is for single-host TPU slice node pools (modes.csv), through the Cloud TPU API no such limit is listed", row.name(), hosts))
+	}
+	if c := row.Plan.Request.Multislice.Slice.Chip; t.quota > 0 && row.Chips*c.TensorCores > t.quota {
+		warnings = append(warnings, fmt.Sprintf("%s: %d TensorCores, over the default preemptible quota of %d that flex-start draws on: ask for more quota", row.name(), row.Chips*c.TensorCores, t.quota))
+	}
+	return "", warnings
+}

@@ -1,0 +1,165 @@
+package budget
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"shardlab/hw"
+)
+
+func TestDefaultLimits(t *testing.T) {
+	ls, err := DefaultLimits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, ok := flex(ls)
+	// Cloud TPU flex-start doc, read 2026-12-05: "up to 7 days"; v6e in
+	// asia-northeast1-b and us-east5-a, v5e (training) in us-west4-a; 64
+	// preemptible cores by default
+	if !ok || fl.maxRun != 7*24*time.Hour || fl.quota != 64 || !fl.gkeSingleHost {
+		t.Errorf("flex-start terms %+v, want a 7-day run limit, a 64-core quota and GKE's single-host rule", fl)
+	}
+	if got := fl.zones[hw.V6e]; !slices.Equal(got, []string{"asia-northeast1-b", "us-east5-a"}) {
+		t.Errorf("v6e flex-start zones %q", got)
+	}
+	if why := fl.offers(hw.V5p, "us-east5"); !strings.Contains(why, "v6e in asia-northeast1-b, us-east5-a") {
+		t.Errorf("v5p flex-start: %q, want the zones it is offered in", why)
+	}
+	if why := fl.offers(hw.V6e, "us-east5"); why != "" {
+		t.Errorf("v6e flex-start in us-east5: %q, want offered", why)
+	}
+	// no public price: modes.csv says so and prices.csv has no flex row
+	ps, _ := DefaultPrices()
+	for _, p := range ps {
+		if p.Mode == Flex {
+			t.Errorf("prices.csv has a flex-start price %+v; modes.csv says none is public", p)
+		}
+	}
+	if !slices.ContainsFunc(ls, func(l Limit) bool { return l.Mode == Flex && l.Name == "price" && l.Value == "none" }) {
+		t.Errorf("modes.csv does not say flex-start has no public price")
+	}
+}
+
+// flexRequest is smallRequest in us-east5, where v6e has flex-start, with
+// a flex-start price the user gives.
+func flexRequest(t *testing.T, tokens float64) Request {
+	t.Helper()
+	ps, err := ParsePrices(strings.NewReader(header +
+		"v6e,on-demand,us-east5,2,test table,2026-12-04,\n" +
+		"v6e,flex-start,us-east5,1,test table,2026-12-04,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := smallRequest(t)
+	r.Region, r.Prices, r.Tokens, r.Generations, r.Modes = "us-east5", ps, tokens, []hw.Generation{hw.V6e}, []Mode{OnDemand, Flex}
+	return r
+}
+
+// TestFlexStartCap: a job that takes longer than flex-start's 7 days is
+// dropped from flex-start with the reason and kept on demand; a shorter
+// one is priced.
+func TestFlexStartCap(t *testing.T) {
+	long, err := Sweep(flexRequest(t, 1e11)) // Llama 3 8B, 100B tokens on 16 or 32 v6e chips: 5-11 days
+	if err != nil {
+		t.Fatal(err)
+	}
+	var capped int
+	for _, row := range long.Rows {
+		if row.Mode == Flex && row.TimeToTrain > 7*24*time.Hour {
+			t.Errorf("%s takes %s, over flex-start's 7 days, but is in the table", row.name(), Days(row.TimeToTrain))
+		}
+	}
+	for _, d := range long.Dropped {
+		if strings.HasSuffix(d.What, " flex-start") && strings.Contains(d.Why, "over flex-start's run limit of 7.0d") {
+			capped++
+		}
+	}
+	onDemandLong := 0
+	for _, row := range long.Rows {
+		if row.Mode == OnDemand && row.TimeToTrain > 7*24*time.Hour {
+			onDemandLong++
+		}
+	}
+	if onDemandLong == 0 || capped != onDemandLong {
+		t.Errorf("%d flex-start rows dropped for the run limit, want one per on-demand row over 7 days (%d); dropped %+v", capped, onDemandLong, long.Dropped)
+	}
+	short, err := Sweep(flexRequest(t, 1e10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(short.Rows, func(r Row) bool { return r.Mode == Flex }) {
+		t.Errorf("10B tokens: no flex-start row; dropped %+v", short.Dropped)
+	}
+	// us-central1 has no flex-start zone: dropped with the zones, not unpriced
+	r := flexRequest(t, 1e10)
+	r.Region = "us-central1"
+	r.Prices = append(r.Prices, Price{Generation: hw.V6e, Mode: Flex, Region: "us-central1", USDPerChipHour: 1, Source: "test", Read: "2026-12-04"})
+	elsewhere, err := Sweep(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(elsewhere.Rows, func(r Row) bool { return r.Mode == Flex }) ||
+		!slices.ContainsFunc(elsewhere.Dropped, func(d Dropped) bool { return strings.Contains(d.Why, "flex-start offers") }) {
+		t.Errorf("v6e flex-start in us-central1: rows or no reason; dropped %+v", elsewhere.Dropped)
+	}
+}
+
+func TestParseLimitsErrors(t *testing.T) {
+	for _, c := range []struct{ in, field string }{
+		{"mode,limit\n", ""},
+		{"mode,limit,value,source,read,nota\nflex-start,price,none,s,2026-01-01,\n", "header"},
+		{limitHead + "flex,price,none,s,2026-01-01,\n", "mode"},
+		{limitHead + "flex-start,max_run,7,s,2026-01-01,\n", "limit"},
+		{limitHead + "flex-start,max_run_days,-7,s,2026-01-01,\n", "value"},
+		{limitHead + "flex-start,zone,v9@us-east5-a,s,2026-01-01,\n", "value"},
+		{limitHead + "flex-start,zone,v6e@us-east5,s,2026-01-01,\n", "value"},
+		{limitHead + "flex-start,price,none, s,2026-01-01,\n", "source"},
+		{limitHead + "flex-start,price,none,s,2026-13-01,\n", "read"},
+		{limitHead, ""},
+	} {
+		_, err := ParseLimits(strings.NewReader(c.in))
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.Field != c.field || !errors.Is(err, ErrPrices) {
+			t.Errorf("ParseLimits(%q) = %v, want a ParseError of field %q", c.in, err, c.field)
+		}
+	}
+}
+
+const limitHead = "mode,limit,value,source,read,note\n"
+
+func FuzzParseLimits(f *testing.F) {
+	f.Add(modesCSV)
+	f.Add([]byte(limitHead + "flex-start,zone,v6e@us-east5-a,s,2026-01-01,n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ls, err := ParseLimits(bytes.NewReader(data))
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) || strings.ContainsRune(err.Error(), '\n') {
+				t.Fatalf("error %q: want a one-line ParseError", err)
+			}
+			return
+		}
+		for _, l := range ls {
+			if !validLimit(l.Name, l.Value) {
+				t.Fatalf("accepted %+v", l)
+			}
+		}
+		flex(ls) // never panics
+	})
+}
+
+func ExampleParseLimits() {
+	ls, err := ParseLimits(strings.NewReader("mode,limit,value,source,read,note\n" +
+		"flex-start,max_run_days,7,Cloud TPU flex-start doc,2026-12-05,up to 7 days\n"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(ls[0].Mode, ls[0].Name, ls[0].Value, ls[0].Read)
+	// Output:
+	// flex-start max_run_days 7 2026-12-05
+}

@@ -1,0 +1,106 @@
+package plan
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"shardlab/mesh"
+)
+
+// devicePlan plans Llama 3 70B on tpu7x-128 (64 chips, 128 JAX devices:
+// hw's catalog, 2 a chip) with the mesh asked in devices.
+func devicePlan(t *testing.T, meshSpec, batch string) (Plan, error) {
+	t.Helper()
+	o := DefaultOptions()
+	o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.Top = "llama3-70b", "tpu7x-128", meshSpec, batch, 1
+	r, err := ParseRequest(o)
+	if err != nil {
+		return Plan{}, err
+	}
+	return Search(r)
+}
+
+// TestMeshCountsDevices: on TPU7x the {mesh} option counts JAX devices,
+// and the plan's MaxText mesh (Plan.Devices, by package maxtext's rule)
+// is the mesh asked, with chips half the devices.
+func TestMeshCountsDevices(t *testing.T) {
+	for _, c := range []struct {
+		mesh, batch string
+		chips       string // the chip layout the planner costs
+		in          mesh.Axis
+	}{
+		// the Ironwood recipe's ici_fsdp 128 on 64 chips
+		// (AI-Hypercomputer/tpu-recipes training/ironwood/llama3.1-70b
+		// @c8cfe2f6): two or more sequences a chip, split over its devices
+		{"fsdp=128", "", "fsdp=64", mesh.FSDP},
+		{"fsdp=128", "256", "fsdp=64", mesh.FSDP},
+		// one sequence a chip: the sequence splits over its devices
+		{"fsdp=64,context=2", "64", "", 0}, // either chip reading: the planner takes the faster
+	} {
+		p, err := devicePlan(t, c.mesh, c.batch)
+		if err != nil {
+			t.Fatalf("--mesh %s: %v", c.mesh, err)
+		}
+		d, err := p.Devices()
+		if err != nil {
+			t.Fatalf("--mesh %s: %v", c.mesh, err)
+		}
+		e := p.Best.Estimate
+		if d.String() != c.mesh || d.Devices != 128 || d.Chips != 64 || d.Count() != "128 devices (64 chips)" {
+			t.Errorf("--mesh %s: devices %s, %s; want the mesh asked, 128 devices (64 chips)", c.mesh, d, d.Count())
+		}
+		if c.chips != "" && (e.Mesh.String() != c.chips || d.InChip != c.in) {
+			t.Errorf("--mesh %s: chips %s, in-chip axis %s; want %s, %s", c.mesh, e.Mesh, d.InChip, c.chips, c.in)
+		}
+		if d.InChip == mesh.FSDP && e.MicroBatchSize%2 != 0 {
+			t.Errorf("--mesh %s: %d sequences per chip per micro-batch on fsdp, want a multiple of the chip's 2 devices", c.mesh, e.MicroBatchSize)
+		}
+		if got := p.JSON(nil).Layout.DeviceSpec; got != c.mesh {
+			t.Errorf("--mesh %s: JSON device_spec %q", c.mesh, got)
+		}
+	}
+}
+
+// TestMeshInDevicesRefused: a mesh of chips, or one whose devices MaxText
+// cannot place, is refused naming the option, the value and what is
+// accepted.
+func TestMeshInDevicesRefused(t *testing.T) {
+	for _, c := range []struct{ mesh, batch, want string }{
+		{"fsdp=64", "", "ICI factors = 64 (fsdp 64), want a product of 128, the JAX devices in one tpu7x-128 slice (64 chips, 2 devices each"},
+		{"tensor=128", "", `"tensor=128" counts JAX devices: a tpu7x chip is 2 of them`},
+		{"fsdp=128", "64", "no batch the planner can run gives MaxText that mesh: fsdp=64 chips with 1 sequence per chip per micro-batch are MaxText's fsdp=64,context=2"},
+	} {
+		_, err := devicePlan(t, c.mesh, c.batch)
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Option != OptionMesh || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--mesh %s --global-batch %q: %v, want an OptionError for mesh saying %q", c.mesh, c.batch, err, c.want)
+		}
+	}
+}
+
+// TestMeshOnOneDeviceChips: where a chip is one device (v5p), the mesh
+// is the chips' and the plan says chips only.
+func TestMeshOnOneDeviceChips(t *testing.T) {
+	o := DefaultOptions()
+	o.Model, o.TPU, o.Mesh, o.Top = "llama3-8b", "v5p-64", "fsdp=32", 1
+	r, err := ParseRequest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.DeviceAxes != nil {
+		t.Errorf("v5p: DeviceAxes %v, want nil (a chip is one device)", r.DeviceAxes)
+	}
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.Devices()
+	if err != nil || d.String() != "fsdp=32" || d.Count() != "32 chips" {
+		t.Errorf("v5p-64 fsdp=32: devices %s, %s, %v; want fsdp=32, 32 chips", d, d.Count(), err)
+	}
+	var b strings.Builder
+	if err := p.WriteText(&b, nil); err != nil || strings.Contains(b.String(), "JAX devices") {
+		t.Errorf("v5p plan text mentions JAX devices (%v):\n%s", err, b.String())
+	}
+}
