@@ -7,6 +7,8 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 
 	"shardlab/chart"
 	"shardlab/plan"
@@ -21,14 +23,16 @@ type pageTemplates struct{ t *template.Template }
 
 func templates() *pageTemplates {
 	funcs := template.FuncMap{
-		"pct":    func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
-		"bytes":  func(b int64) string { return unit.Bytes(b).String() },
-		"secs":   func(s float64) string { return unit.Seconds(s).String() },
-		"num":    func(f float64) string { return fmt.Sprintf("%.0f", f) },
-		"fixed":  func(f float64) string { return fmt.Sprintf("%g", f) },
-		"inc":    func(i int) int { return i + 1 },
-		"mul100": func(f float64) float64 { return 100 * f },
-		"signed": func(f float64) string { return fmt.Sprintf("%+.1f%%", 100*f) },
+		"pct":      func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+		"bytes":    func(b int64) string { return unit.Bytes(b).String() },
+		"secs":     func(s float64) string { return unit.Seconds(s).String() },
+		"num":      func(f float64) string { return fmt.Sprintf("%.0f", f) },
+		"fixed":    func(f float64) string { return fmt.Sprintf("%g", f) },
+		"inc":      func(i int) int { return i + 1 },
+		"mul100":   func(f float64) float64 { return 100 * f },
+		"signed":   func(f float64) string { return fmt.Sprintf("%+.1f%%", 100*f) },
+		"rejected": countedWords,
+		"count":    thousands,
 	}
 	return &pageTemplates{template.Must(template.New("").Funcs(funcs).ParseFS(static, "static/*.html"))}
 }
@@ -39,6 +43,34 @@ type fieldView struct {
 	Key   string // the query parameter
 	Value string
 	Error string
+}
+
+// DefaultText is the field's default as the field shows it: a choice's
+// label, yes or no, or the value ("empty" for none).
+func (f fieldView) DefaultText() string {
+	for _, c := range f.Choices {
+		if c.Value == f.Default {
+			return c.Label
+		}
+	}
+	switch {
+	case f.Kind == "bool" && f.Default == "true":
+		return "yes"
+	case f.Kind == "bool":
+		return "no"
+	case f.Default == "":
+		return "empty"
+	}
+	return f.Default
+}
+
+// groupView is a group of the form's fields.
+type groupView struct {
+	Name   string
+	Fields []fieldView
+	// Open is whether a group shown folded starts open: a field differs
+	// from its default or is at fault.
+	Open bool
 }
 
 // chartView is a chart drawn as inline SVG.
@@ -63,7 +95,7 @@ type pageData struct {
 	Report  bool // plan --html: no form, style and script inline
 	CSS     template.CSS
 	JS      template.JS
-	Fields  []fieldView
+	Groups  []groupView
 	TPUs    []string
 	Error   string // an error that concerns no field
 	Results []resultView
@@ -90,15 +122,20 @@ func result(out outcome, name func(plan.Option) string) (resultView, error) {
 	return v, nil
 }
 
-// servePage shows the form and, when the URL asks a question, its plan.
+// servePage shows the form and, when the URL asks a question, its plan;
+// every field at fault is flagged at once.
 func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	o, vals, err := optionsFrom(q, h.cfg)
+	o, vals, bad := optionsFrom(q, h.cfg)
 	d := pageData{TPUs: tpuNames()}
 	code := http.StatusOK
-	if err == nil && len(q) > 0 {
+	var err error = bad
+	if len(bad) == 0 {
+		err = nil
+	}
+	if len(q) > 0 {
 		var out outcome
-		if out, err = h.run(r.Context(), o, true); err == nil {
+		if out, err = h.run(r.Context(), o, bad, true); err == nil {
 			var v resultView
 			if v, err = result(out, label); err == nil {
 				d.Results = []resultView{v}
@@ -106,21 +143,12 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	var fe *fieldError
+	var fes fieldErrors
 	if err != nil {
-		code, fe = h.status(err)
+		code, fes = h.status(err)
 		h.setRetry(w, code)
 	}
-	for _, f := range fields() {
-		fv := fieldView{field: f, Key: string(f.Option), Value: vals[f.Option]}
-		if fe != nil && fe.Option == f.Option {
-			fv.Error, fe = fe.Phrase(label), nil
-		}
-		d.Fields = append(d.Fields, fv)
-	}
-	if fe != nil {
-		d.Error = fe.Phrase(label)
-	}
+	d.Groups, d.Error = formView(vals, fes)
 	var b bytes.Buffer
 	if err := h.page.t.ExecuteTemplate(&b, "page.html", d); err != nil {
 		h.cfg.Log.Printf("web: page: %v", err)
@@ -130,6 +158,45 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	w.Write(b.Bytes())
+}
+
+// formView is the form's groups with the values and each field's errors,
+// and the text of the errors that concern no field.
+func formView(vals formValues, fes fieldErrors) ([]groupView, string) {
+	byOption := map[plan.Option][]string{}
+	var general []string
+	for _, fe := range fes {
+		if fe.Option == "" || !inForm(fe.Option) {
+			general = append(general, fe.Phrase(label))
+			continue
+		}
+		byOption[fe.Option] = append(byOption[fe.Option], fe.Phrase(label))
+	}
+	var groups []groupView
+	for _, f := range fields() {
+		fv := fieldView{field: f, Key: string(f.Option), Value: vals[f.Option], Error: strings.Join(byOption[f.Option], "; ")}
+		if f.Kind == "select" && !slices.ContainsFunc(f.Choices, func(c choice) bool { return c.Value == fv.Value }) {
+			// a value the URL asks for that is no choice shows as it is
+			fv.Choices = append(slices.Clone(f.Choices), choice{fv.Value, fv.Value})
+		}
+		if len(groups) == 0 || groups[len(groups)-1].Name != f.Group {
+			groups = append(groups, groupView{Name: f.Group})
+		}
+		g := &groups[len(groups)-1]
+		g.Fields = append(g.Fields, fv)
+		g.Open = g.Open || fv.Error != "" || (f.Option != optionModelSpec && fv.Value != f.Default)
+	}
+	return groups, strings.Join(general, "; ")
+}
+
+// inForm reports whether the form has a field for option o.
+func inForm(o plan.Option) bool {
+	for _, l := range looks {
+		if l.option == o {
+			return true
+		}
+	}
+	return false
 }
 
 // serveStatic serves the page's script and style.
