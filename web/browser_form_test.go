@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -227,4 +228,64 @@ func TestBrowserForm(t *testing.T) {
 			t.Errorf("the page loaded %v from elsewhere (%v); want nothing", ext, err)
 		}
 	})
+}
+
+// TestBrowserCharts: on a multislice plan with long layout names, at 1280
+// and 1920 px wide, every text of every chart lies inside its SVG's box
+// (no label cut), the page's own bars write their values and the
+// usable-HBM line's label, and nothing overflows the page sideways.
+func TestBrowserCharts(t *testing.T) {
+	ctx := newBrowser(t, 40*time.Second)
+	srv := httptest.NewServer(New(Config{}))
+	t.Cleanup(srv.Close)
+	const cut = `(function () {
+		var out = [];
+		document.querySelectorAll("figure.chart svg").forEach(function (svg) {
+			var box = svg.getBoundingClientRect(), name = svg.closest("figure").dataset.chart;
+			svg.querySelectorAll("text").forEach(function (t) {
+				var b = t.getBoundingClientRect();
+				if (t.textContent.trim() === "") { return; }
+				if (b.left < box.left - 0.5 || b.right > box.right + 0.5 || b.top < box.top - 0.5 || b.bottom > box.bottom + 0.5) {
+					out.push(name + ": " + t.textContent);
+				}
+			});
+		});
+		return out;
+	})()`
+	const overflow = `Array.from(document.querySelectorAll("body *")).filter(function (e) {
+		var b = e.getBoundingClientRect();
+		return b.width > 0 && b.right > document.documentElement.clientWidth + 0.5;
+	}).map(function (e) { return e.tagName + "#" + e.id + "." + e.className; }).slice(0, 5)`
+	for _, width := range []int64{1280, 1920} {
+		err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 1000),
+			chromedp.Navigate(srv.URL+"/?model=llama3-70b&tpu=v5p-128&slices=2"), chromedp.WaitVisible(chromedp.CSS("#layout")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](cut))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bad) > 0 {
+			t.Errorf("at %d px, chart texts outside their SVG: %q", width, bad)
+		}
+		over, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](overflow))
+		if err != nil || len(over) > 0 {
+			t.Errorf("at %d px, elements overflow the page: %v (%v)", width, over, err)
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`["memory", "phases", "step", "mfu"].map(function (n) {
+			var s = document.querySelector('figure[data-chart="' + n + '"] svg');
+			return s ? n + " " + s.querySelectorAll("text.value").length + " " + (s.querySelector("text.ref-label") ? s.querySelector("text.ref-label").textContent : "") : n + " missing";
+		})`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range got {
+			f := strings.Fields(g)
+			if len(f) < 2 || f[1] == "missing" || f[1] == "0" || (f[0] == "memory" || f[0] == "phases") && !strings.Contains(g, "usable HBM") {
+				t.Errorf("at %d px: %q, want values on the bars (and the usable HBM line labelled)", width, g)
+			}
+		}
+		screenshot(t, ctx, fmt.Sprintf("charts-%d", width))
+	}
 }

@@ -109,7 +109,13 @@ func result(out outcome, name func(plan.Option) string) (resultView, error) {
 		v.Tiers = append(v.Tiers, v.J.Top[0])
 	}
 	v.Tiers = append(v.Tiers, v.J.Alternatives...)
+	for _, c := range planBars(out.plan) {
+		v.Charts = append(v.Charts, chartView{Name: c.Name, Title: c.Title, SVG: c.SVG()})
+	}
 	for _, c := range out.charts {
+		if drawnHere[c.Name] {
+			continue // the page's own bars above
+		}
 		b, err := c.SVG()
 		if err != nil {
 			return v, err

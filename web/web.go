@@ -230,7 +230,7 @@ func (h *Handler) run(ctx context.Context, o plan.Options, bad fieldErrors, with
 		}()
 		res.out.plan, res.err = plan.Search(req)
 		if res.err == nil && withCharts {
-			res.out.charts, res.out.skipped, res.err = chart.All(res.out.plan)
+			res.out.charts, res.out.skipped, res.err = scalingCharts(res.out.plan)
 		}
 	}()
 	select {

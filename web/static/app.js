@@ -126,6 +126,7 @@
     root.querySelectorAll("figure.chart svg").forEach(function (svg) {
       svg.addEventListener("mousemove", function (e) {
         var t = e.target;
+        if (t && t.dataset && t.dataset.tip) { show(e, t.dataset.tip); return; } // the page's own bars
         show(e, t && t.tagName === "path" && t.style.fill && t.style.fill !== "rgb(255, 255, 255)" ? chartValue(svg, t) : "");
       });
       svg.addEventListener("mouseleave", function () { tip.hidden = true; });
