@@ -146,6 +146,8 @@ func TestBrowser(t *testing.T) {
 		if !strings.Contains(layout, "llama3-8b") || !strings.Contains(layout, "data=4") {
 			t.Errorf("layout %q, want llama3-8b with data=4", layout)
 		}
+		// the scaling charts follow the plan (GET /charts)
+		waitFor(ctx, "the scaling charts", "("+drawnCharts+") === 6")
 		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](drawnCharts))
 		if err != nil {
 			t.Fatal(err)

@@ -83,7 +83,12 @@ type chartView struct {
 type resultView struct {
 	J       plan.JSON
 	Charts  []chartView
-	Skipped []string
+	// Scaling are package chart's charts, which search the plan again;
+	// with ScalingLater the page leaves them to GET /charts, which the
+	// script asks while the user reads the plan.
+	Scaling      []chartView
+	ScalingLater bool
+	Skipped      []string
 	// Tiers are the chosen layout and the best of each other tier.
 	Tiers []plan.RankJSON
 	// Goodput is the chosen layout's expected goodput.
@@ -123,7 +128,7 @@ func result(out outcome, name func(plan.Option) string) (resultView, error) {
 		if i := bytes.Index(b, []byte("<svg")); i > 0 {
 			b = b[i:] // inline: no XML prolog
 		}
-		v.Charts = append(v.Charts, chartView{Name: c.Name, Title: c.Title, SVG: template.HTML(b)})
+		v.Scaling = append(v.Scaling, chartView{Name: c.Name, Title: c.Title, SVG: template.HTML(b)})
 	}
 	return v, nil
 }
@@ -140,10 +145,14 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 		err = nil
 	}
 	if len(q) > 0 {
+		// the script, planning as the user types, asks for the scaling
+		// charts apart (GET /charts): the plan answers sooner
+		later := r.Header.Get(headerScaling) == "later"
 		var out outcome
-		if out, err = h.run(r.Context(), o, bad, true); err == nil {
+		if out, err = h.run(r.Context(), o, bad, !later); err == nil {
 			var v resultView
 			if v, err = result(out, label); err == nil {
+				v.ScalingLater = later
 				d.Results = []resultView{v}
 				d.Query = q.Encode()
 			}
@@ -203,6 +212,35 @@ func inForm(o plan.Option) bool {
 		}
 	}
 	return false
+}
+
+// headerScaling is the request header with which the page's script asks
+// for a page without its scaling charts ("later").
+const headerScaling = "X-Shardlab-Scaling"
+
+// serveScaling writes the scaling charts of the query's plan, the part of
+// the page the script asks for after the plan: an HTML fragment.
+func (h *Handler) serveScaling(w http.ResponseWriter, r *http.Request) {
+	o, _, bad := optionsFrom(r.URL.Query(), h.cfg)
+	out, err := h.run(r.Context(), o, bad, true)
+	var v resultView
+	if err == nil {
+		v, err = result(out, label)
+	}
+	if err != nil {
+		code, fes := h.status(err)
+		h.setRetry(w, code)
+		http.Error(w, fes.Phrase(label), code)
+		return
+	}
+	var b bytes.Buffer
+	if err := h.page.t.ExecuteTemplate(&b, "scaling", v); err != nil {
+		h.cfg.Log.Printf("web: scaling charts: %v", err)
+		http.Error(w, "internal error rendering the charts", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(b.Bytes())
 }
 
 // serveStatic serves the page's script and style.

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -188,4 +189,35 @@ func equalValues(a, b formValues) bool {
 		}
 	}
 	return true
+}
+
+// TestScalingLater: the script's page (header X-Shardlab-Scaling: later)
+// has the plan and its bars but leaves the scaling charts, which search
+// the plan again, to GET /charts, which gives them for the same query.
+func TestScalingLater(t *testing.T) {
+	h := New(Config{})
+	q := "model=llama3-8b&tpu=tpu7x-8"
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodGet, "/?"+q, nil)
+	r.Header.Set(headerScaling, "later")
+	h.ServeHTTP(rec, r)
+	body := rec.Body.String()
+	if rec.Code != http.StatusOK || !strings.Contains(body, `id="layout"`) || !strings.Contains(body, `data-src="/charts?`) {
+		t.Fatalf("later page = %d, want the plan and a slot for the scaling charts: %.500s", rec.Code, body)
+	}
+	for _, name := range []string{"memory", "phases", "step", "mfu"} {
+		if !strings.Contains(body, `data-chart="`+name+`"`) {
+			t.Errorf("later page lacks the %s chart", name)
+		}
+	}
+	if strings.Contains(body, `data-chart="slices"`) {
+		t.Error("later page drew the scaling charts")
+	}
+	code, frag := get(t, h, "/charts?"+q)
+	if code != http.StatusOK || !strings.Contains(frag, `data-chart="slices"`) || !strings.Contains(frag, `data-chart="batch"`) || strings.Contains(frag, "<html") {
+		t.Errorf("GET /charts = %d, want a fragment with the slices and batch charts: %.300s", code, frag)
+	}
+	if code, msg := get(t, h, "/charts?slices=x"); code != http.StatusBadRequest || !strings.Contains(msg, "Slices") {
+		t.Errorf("GET /charts with a bad field = %d %q, want 400 naming it", code, msg)
+	}
 }

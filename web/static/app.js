@@ -49,11 +49,12 @@
       ctrl = new AbortController();
       busy.textContent = "searching…";
       form.setAttribute("aria-busy", "true");
-      fetch("/?" + q, { signal: ctrl.signal, headers: { "Accept": "text/html" } }).then(function (r) {
+      fetch("/?" + q, { signal: ctrl.signal, headers: { "Accept": "text/html", "X-Shardlab-Scaling": "later" } }).then(function (r) {
         return r.text();
       }).then(function (html) {
         if (mine !== seq) { return; }
         apply(new DOMParser().parseFromString(html, "text/html"));
+        scaling(mine);
         form.removeAttribute("aria-busy");
         var bad = document.querySelectorAll(".field.bad").length + (document.getElementById("error") ? 1 : 0);
         busy.textContent = bad ? "see the errors" : "plan updated";
@@ -88,6 +89,24 @@
       document.getElementById("results").replaceWith(fresh);
       document.title = doc.title;
       bind(fresh);
+    };
+
+    // scaling fetches the scaling charts the page left for later, unless
+    // the form changed since.
+    var scaling = function (mine) {
+      var slot = document.getElementById("scaling");
+      if (!slot || !slot.dataset.src) { return; }
+      fetch(slot.dataset.src, { signal: ctrl.signal }).then(function (r) {
+        return r.ok ? r.text() : Promise.reject(new Error(r.statusText));
+      }).then(function (html) {
+        if (mine !== seq) { return; }
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var fresh = document.importNode(doc.getElementById("scaling"), true);
+        document.getElementById("scaling").replaceWith(fresh);
+        bind(fresh);
+      }).catch(function (e) {
+        if (e.name !== "AbortError" && mine === seq) { slot.textContent = "Scaling charts: " + e.message; }
+      });
     };
 
     var later = function () {
