@@ -81,8 +81,8 @@ type chartView struct {
 
 // resultView is a plan as the page shows it.
 type resultView struct {
-	J       plan.JSON
-	Charts  []chartView
+	J      plan.JSON
+	Charts []chartView
 	// Scaling are package chart's charts, which search the plan again;
 	// with ScalingLater the page leaves them to GET /charts, which the
 	// script asks while the user reads the plan.
