@@ -178,7 +178,7 @@ func TestBrowserForm(t *testing.T) {
 
 	t.Run("labels and keyboard", func(t *testing.T) {
 		// every control has a visible label tied to it, and help text
-		unlabelled, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("input, select, textarea, button")).filter(function (c) {
+		unlabelled, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("input:not([type=hidden]), select, textarea, button")).filter(function (c) {
 			if (c.tagName === "BUTTON") { return c.textContent.trim() === ""; }
 			var l = c.id && document.querySelector('label[for="' + c.id + '"]');
 			var help = c.getAttribute("aria-describedby") && document.getElementById(c.getAttribute("aria-describedby"));
@@ -287,5 +287,68 @@ func TestBrowserCharts(t *testing.T) {
 			}
 		}
 		screenshot(t, ctx, fmt.Sprintf("charts-%d", width))
+	}
+}
+
+// TestBrowserCompare: pin a plan, change the TPU, pin the second; the two
+// show side by side (a column each, a bar each in the overlaid charts),
+// the address carries the pins across a reload, and unpin removes one.
+func TestBrowserCompare(t *testing.T) {
+	ctx := newBrowser(t, 30*time.Second)
+	srv := httptest.NewServer(New(Config{}))
+	t.Cleanup(srv.Close)
+	heads := `Array.from(document.querySelectorAll("#compare th.pin-head")).map(function (h) { return h.textContent; })`
+	bars := `document.querySelectorAll('#compare figure[data-chart="compare-step"] text.value').length`
+	err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/?model=llama3-8b&tpu=tpu7x-8"), chromedp.WaitVisible(chromedp.CSS("#pin")),
+		chromedp.Click(chromedp.CSS("#pin")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, "one pinned plan", `document.querySelectorAll("#compare th.pin-head").length === 1`); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, retype("#in-tpu", "v5p-8")); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, "the plan on v5p-8", `(document.getElementById("layout") || {textContent: ""}).textContent.indexOf("v5p-8") >= 0`); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#pin"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, "two pinned plans", `document.querySelectorAll("#compare th.pin-head").length === 2`); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		hs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](heads))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hs) != 2 || !strings.Contains(hs[0], "tpu7x-8") || !strings.Contains(hs[1], "v5p-8") {
+			t.Errorf("%s: pinned %q, want the tpu7x-8 plan then the v5p-8 one", when, hs)
+		}
+		if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](bars)); err != nil || n != 2 {
+			t.Errorf("%s: the overlaid step chart has %d bars (%v), want 2", when, n, err)
+		}
+	}
+	check("after pinning")
+	screenshot(t, ctx, "compare")
+	url, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(url, "pin=") != 2 {
+		t.Errorf("the address %q does not carry two pins", url)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#compare"))); err != nil {
+		t.Fatal(err)
+	}
+	check("after a reload")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button.unpin[data-index="1"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, "one pin left", `document.querySelectorAll("#compare th.pin-head").length === 1 && document.querySelector("#compare th.pin-head").textContent.indexOf("v5p-8") >= 0`); err != nil {
+		t.Fatal(err)
 	}
 }

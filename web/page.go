@@ -105,6 +105,9 @@ type pageData struct {
 	Error   string // an error that concerns no field
 	Results []resultView
 	Query   string // the form's query, for downloads
+	// Pins are the pinned plans' queries; Compare shows them.
+	Pins    []string
+	Compare *compareView
 }
 
 // result is the view of an outcome, with options spelt by name.
@@ -162,6 +165,16 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		code, fes = h.status(err)
 		h.setRetry(w, code)
+	}
+	d.Pins = q[optionPin]
+	if c, err := h.compare(r.Context(), d.Pins); err != nil {
+		_, pfes := h.status(err)
+		fes = append(fes, pfes...)
+		if code == http.StatusOK {
+			code = http.StatusBadRequest
+		}
+	} else {
+		d.Compare = c
 	}
 	d.Groups, d.Error = formView(vals, fes)
 	var b bytes.Buffer

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -219,5 +220,51 @@ func TestScalingLater(t *testing.T) {
 	}
 	if code, msg := get(t, h, "/charts?slices=x"); code != http.StatusBadRequest || !strings.Contains(msg, "Slices") {
 		t.Errorf("GET /charts with a bad field = %d %q, want 400 naming it", code, msg)
+	}
+}
+
+// TestComparePins: pinned plans show side by side, each its column and a
+// bar in each overlaid chart, its figures those of its own plan; a pin
+// that cannot plan shows its error in its column; more than MaxPins is a
+// 400 naming the limit.
+func TestComparePins(t *testing.T) {
+	h := New(Config{})
+	q1, q2 := "model=llama3-8b&tpu=tpu7x-8", "model=llama3-8b&tpu=v5p-8&remat=full"
+	pins := "&pin=" + url.QueryEscape(q1) + "&pin=" + url.QueryEscape(q2)
+	code, body := get(t, h, "/?"+q1+pins)
+	if code != http.StatusOK {
+		t.Fatalf("GET with pins = %d", code)
+	}
+	if n := strings.Count(body, `class="pin-head"`); n != 2 {
+		t.Errorf("%d pinned columns, want 2", n)
+	}
+	for _, q := range []string{q1, q2} {
+		_, api := post(t, h, `{"model": "llama3-8b", "tpu": "`+map[string]string{q1: "tpu7x-8", q2: "v5p-8"}[q]+`"`+map[string]string{q1: "", q2: `, "remat": "full"`}[q]+`}`)
+		var j plan.JSON
+		if err := json.Unmarshal([]byte(api), &j); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(body, "<code>"+j.Layout.Spec+"</code> ["+j.Tier+"]") {
+			t.Errorf("the compare table lacks %s's layout %s", q, j.Layout.Spec)
+		}
+	}
+	for _, c := range []string{"compare-memory", "compare-step", "compare-mfu"} {
+		i := strings.Index(body, `data-chart="`+c+`"`)
+		if i < 0 {
+			t.Errorf("no %s chart", c)
+			continue
+		}
+		fig, _, _ := strings.Cut(body[i:], "</figure>")
+		if n := strings.Count(fig, `class="value"`); n != 2 {
+			t.Errorf("%s: %d bars, want 2", c, n)
+		}
+	}
+	code, body = get(t, h, "/?"+q1+"&pin="+url.QueryEscape("model=nope"))
+	if code != http.StatusOK || !strings.Contains(body, "Model &#34;nope&#34;: want a catalog model") {
+		t.Errorf("a bad pin: %d, want its error in its column", code)
+	}
+	many := strings.Repeat("&pin="+url.QueryEscape(q1), MaxPins+1)
+	if code, body := get(t, h, "/?"+q1+many); code != http.StatusBadRequest || !strings.Contains(body, "5 plans pinned, want at most 4") {
+		t.Errorf("5 pins = %d, want 400 naming the limit", code)
 	}
 }

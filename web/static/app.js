@@ -109,6 +109,31 @@
       });
     };
 
+    // pins: "Pin this plan" adds the form's query (without the pins) to
+    // the pinned plans, at most four; "unpin" removes one. The pins are
+    // hidden fields of the form, so the address carries them.
+    var pins = function () { return Array.prototype.slice.call(form.querySelectorAll('input[name="pin"]')); };
+    document.addEventListener("click", function (e) {
+      var t = e.target;
+      if (t.id === "pin") {
+        var q = new URLSearchParams(query());
+        q.delete("pin");
+        var have = pins();
+        if (have.length >= 4) { busy.textContent = "at most 4 plans pinned: unpin one first"; return; }
+        if (have.some(function (p) { return p.value === q.toString(); })) { busy.textContent = "this plan is pinned already"; return; }
+        var input = document.createElement("input");
+        input.type = "hidden";
+        input.name = "pin";
+        input.value = q.toString();
+        form.appendChild(input);
+        update(true);
+      } else if (t.classList && t.classList.contains("unpin")) {
+        var p = pins()[parseInt(t.dataset.index, 10) - 1];
+        if (p) { p.remove(); }
+        update(true);
+      }
+    });
+
     var later = function () {
       clearTimeout(timer);
       timer = setTimeout(update, 150);
