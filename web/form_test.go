@@ -49,3 +49,25 @@ func FuzzOptionsFrom(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeAPI: any body decodes into a request, or is malformed (one
+// error), or has bad values (an error for each, naming a key of the
+// API), without panicking.
+func FuzzDecodeAPI(f *testing.F) {
+	for _, b := range []string{`{}`, `{"slices": "x", "seq": 1.5, "top": null}`, `{"model_spec": 3}`, `[1]`, `{"Model": "x"}`,
+		`{"slices": 1, "slices": 2}`, `{"example_cost": "1s", "dcn_gbps": true}`, "{\"model\": \"\xff\"}", `{"a":`} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := apiRequest{Options: plan.DefaultOptions()}
+		bad, malformed := decodeAPI(body, &req)
+		if malformed != nil && len(bad) > 0 {
+			t.Fatalf("decodeAPI(%q): both malformed and bad values", body)
+		}
+		for _, fe := range bad {
+			if !apiKeys[string(fe.Option)] {
+				t.Fatalf("decodeAPI(%q): error %q about %q, no key of the API", body, fe.Error(), fe.Option)
+			}
+		}
+	})
+}
