@@ -55,9 +55,9 @@ func jsString(s string) string {
 // TestBrowserForm drives the form in headless Chromium: it plans as the
 // user types, without a click; the address holds the whole form and a
 // reload brings it back; several bad fields are flagged at once; every
-// control has a label and the keyboard reaches each. It is over 80 lines
-// because it is one browser session whose steps each start from the page
-// the previous one left.
+// control has a label and the keyboard reaches each.
+// It is over 80 lines because it is one browser session whose steps each
+// start from the page the previous one left.
 func TestBrowserForm(t *testing.T) {
 	ctx := newBrowser(t, 45*time.Second)
 	var pages, submits atomic.Int64
