@@ -275,3 +275,33 @@ func (c hchart) SVG() template.HTML {
 	w.f(`</svg>`)
 	return template.HTML(w.b.String())
 }
+
+// Table is the chart's values as an HTML table, a row per bar: what a
+// screen reader reads, and the exact figures behind the picture.
+func (c hchart) Table() template.HTML {
+	var w svgWriter
+	w.f(`<table class="values"><caption>%s, %s</caption><thead><tr><th scope="col">row</th>`, esc(c.Title), esc(c.Unit))
+	for _, s := range c.Series {
+		w.f(`<th scope="col">%s</th>`, esc(s))
+	}
+	w.f(`<th scope="col">total</th>`)
+	if c.BandLabel != "" {
+		w.f(`<th scope="col">error band</th>`)
+	}
+	w.f(`</tr></thead><tbody>`)
+	for _, b := range c.Bars {
+		w.f(`<tr><th scope="row">%s</th>`, esc(b.Label))
+		total := 0.0
+		for _, v := range b.Values {
+			w.f(`<td>%s</td>`, number(v))
+			total += v
+		}
+		w.f(`<td>%s</td>`, number(total))
+		if c.BandLabel != "" {
+			w.f(`<td>%s to %s</td>`, number(b.Low), number(b.High))
+		}
+		w.f(`</tr>`)
+	}
+	w.f(`</tbody></table>`)
+	return template.HTML(w.b.String())
+}

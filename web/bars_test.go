@@ -142,3 +142,35 @@ func xmlText(s string) string {
 	xml.EscapeText(&b, []byte(s))
 	return strings.ReplaceAll(b.String(), "&#39;", "&#39;")
 }
+
+// TestBarsTable: each bar chart's table has a row per bar with its total
+// and band, as the picture draws them.
+func TestBarsTable(t *testing.T) {
+	o := plan.DefaultOptions()
+	p := searched(t, o)
+	for _, c := range planBars(p) {
+		tab := string(c.Table())
+		if n := strings.Count(tab, `<th scope="row">`); n != len(c.Bars) {
+			t.Errorf("%s: %d rows, want %d", c.Name, n, len(c.Bars))
+		}
+		for _, b := range c.Bars {
+			total := 0.0
+			for _, v := range b.Values {
+				total += v
+			}
+			row := `<th scope="row">` + xmlText(b.Label) + `</th>`
+			i := strings.Index(tab, row)
+			if i < 0 {
+				t.Errorf("%s: no row %q", c.Name, b.Label)
+				continue
+			}
+			line, _, _ := strings.Cut(tab[i:], "</tr>")
+			if !strings.Contains(line, "<td>"+number(total)+"</td>") {
+				t.Errorf("%s: row %q lacks its total %s: %s", c.Name, b.Label, number(total), line)
+			}
+			if c.BandLabel != "" && !strings.Contains(line, number(b.Low)+" to "+number(b.High)) {
+				t.Errorf("%s: row %q lacks its band", c.Name, b.Label)
+			}
+		}
+	}
+}

@@ -69,7 +69,7 @@ func (h *Handler) compare(ctx context.Context, pins []string) (*compareView, err
 	}
 	if len(plans) > 0 {
 		for _, c := range compareBars(plans, labels) {
-			v.Charts = append(v.Charts, chartView{Name: "compare-" + c.Name, Title: c.Title, SVG: c.SVG()})
+			v.Charts = append(v.Charts, chartView{Name: "compare-" + c.Name, Title: c.Title, SVG: c.SVG(), Table: c.Table()})
 		}
 	}
 	return v, nil

@@ -73,10 +73,12 @@ type groupView struct {
 	Open bool
 }
 
-// chartView is a chart drawn as inline SVG.
+// chartView is a chart drawn as inline SVG, with its values as a table
+// when the page draws it.
 type chartView struct {
 	Name, Title string
 	SVG         template.HTML
+	Table       template.HTML
 }
 
 // resultView is a plan as the page shows it.
@@ -118,7 +120,7 @@ func result(out outcome, name func(plan.Option) string) (resultView, error) {
 	}
 	v.Tiers = append(v.Tiers, v.J.Alternatives...)
 	for _, c := range planBars(out.plan) {
-		v.Charts = append(v.Charts, chartView{Name: c.Name, Title: c.Title, SVG: c.SVG()})
+		v.Charts = append(v.Charts, chartView{Name: c.Name, Title: c.Title, SVG: c.SVG(), Table: c.Table()})
 	}
 	for _, c := range out.charts {
 		if drawnHere[c.Name] {
