@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -36,8 +37,8 @@ type compareView struct {
 	Charts []chartView
 }
 
-// compare plans each pinned query (at most MaxPins; more is an error) and
-// draws their bars together.
+// compare plans each pinned query (at most MaxPins; more is an error),
+// all within one request's Timeout, and draws their bars together.
 func (h *Handler) compare(ctx context.Context, pins []string) (*compareView, error) {
 	if len(pins) == 0 {
 		return nil, nil
@@ -45,6 +46,11 @@ func (h *Handler) compare(ctx context.Context, pins []string) (*compareView, err
 	if len(pins) > MaxPins {
 		return nil, plain("%d plans pinned, want at most %d: unpin some", len(pins), MaxPins)
 	}
+	// the pins share one request's deadline: a page with four pins costs
+	// at most what one search may
+	client := ctx
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
 	v := &compareView{}
 	var plans []plan.Plan
 	var labels []string
@@ -60,6 +66,9 @@ func (h *Handler) compare(ctx context.Context, pins []string) (*compareView, err
 				pv.Label = pinLabel(i+1, out.plan)
 				plans, labels = append(plans, out.plan), append(labels, pv.Label)
 			}
+		}
+		if errors.Is(err, errGone) && client.Err() == nil {
+			err = errTimeout // the pins' deadline, not the client, ended it
 		}
 		if err != nil {
 			_, fes := h.status(err)

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"shardlab/cost"
 	"shardlab/plan"
@@ -267,4 +268,18 @@ func TestComparePins(t *testing.T) {
 	if code, body := get(t, h, "/?"+q1+many); code != http.StatusBadRequest || !strings.Contains(body, "5 plans pinned, want at most 4") {
 		t.Errorf("5 pins = %d, want 400 naming the limit", code)
 	}
+}
+
+// TestComparePinsShareTheDeadline: pins whose searches outlast the
+// request's deadline show the timeout in their columns, and the page
+// answers within about one deadline, not one per pin.
+func TestComparePinsShareTheDeadline(t *testing.T) {
+	h := New(Config{Timeout: time.Millisecond})
+	pin := "&pin=" + url.QueryEscape("model=llama3-70b&tpu=v5p-128&slices=4")
+	start := time.Now()
+	_, body := get(t, h, "/?model=llama3-8b"+strings.Repeat(pin, MaxPins))
+	if n := strings.Count(body, "was abandoned"); n < MaxPins {
+		t.Errorf("%d pins abandoned at the deadline, want %d", n, MaxPins)
+	}
+	t.Logf("answered in %v", time.Since(start))
 }
