@@ -3,7 +3,10 @@ package web
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkLivePage is what the page waits for as the user types: a
@@ -32,4 +35,24 @@ func BenchmarkFullPage(b *testing.B) {
 			b.Fatalf("GET = %d", rec.Code)
 		}
 	}
+}
+
+// BenchmarkAPIPlan is POST /api/plan for a one-slice plan (Llama 3 8B on
+// a tpu7x-8 VM), with the median answer time as ms-p50.
+func BenchmarkAPIPlan(b *testing.B) {
+	h := New(Config{})
+	var times []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/api/plan", strings.NewReader(`{"model": "llama3-8b", "tpu": "tpu7x-8"}`))
+		r.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(rec, r)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("POST = %d", rec.Code)
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1e3, "ms-p50")
 }
