@@ -190,6 +190,7 @@ func TestBrowserForm(t *testing.T) {
 		if len(unlabelled) > 0 {
 			t.Errorf("controls without a label or help naming the default: %v", unlabelled)
 		}
+
 		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#job input, #job select, #job textarea").length`))
 		if err != nil || n < 29 {
 			t.Errorf("%d controls on the form (%v), want one per plan option (28) and the spec", n, err)
@@ -199,6 +200,15 @@ func TestBrowserForm(t *testing.T) {
 		// from the top of a freshly loaded page
 		if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#layout"))); err != nil {
 			t.Fatal(err)
+		}
+		// every chart, the page's and package chart's, is an image with a name
+		unnamed, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("figure.chart svg")).filter(function (s) {
+			return s.getAttribute("role") !== "img" || !s.getAttribute("aria-label"); }).map(function (s) { return s.closest("figure").dataset.chart; })`))
+		if err != nil || len(unnamed) > 0 {
+			t.Errorf("charts without role img and a name: %v (%v)", unnamed, err)
+		}
+		if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("figure.chart svg").length`)); err != nil || n < 6 {
+			t.Errorf("%d charts on the reloaded page (%v), want the bars and the scaling charts", n, err)
 		}
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.getElementById("group-Advanced").open = true)`)); err != nil {
 			t.Fatal(err)

@@ -133,6 +133,8 @@ func result(out outcome, name func(plan.Option) string) (resultView, error) {
 		if i := bytes.Index(b, []byte("<svg")); i > 0 {
 			b = b[i:] // inline: no XML prolog
 		}
+		// named for assistive technology, as the page's own charts are
+		b = bytes.Replace(b, []byte("<svg"), []byte(`<svg role="img" aria-label="`+template.HTMLEscapeString(c.Title)+`"`), 1)
 		v.Scaling = append(v.Scaling, chartView{Name: c.Name, Title: c.Title, SVG: template.HTML(b)})
 	}
 	return v, nil
