@@ -15,7 +15,7 @@ func BenchmarkLivePage(b *testing.B) {
 	h := New(Config{})
 	for b.Loop() {
 		rec := httptest.NewRecorder()
-		r := httptest.NewRequest(http.MethodGet, "/?model=llama3-8b&tpu=tpu7x-8&seq=4096", nil)
+		r := httptest.NewRequest(http.MethodGet, "/?model=llama3-8b&tpu=tpu7x-8", nil)
 		r.Header.Set(headerScaling, "later")
 		h.ServeHTTP(rec, r)
 		if rec.Code != http.StatusOK {
@@ -30,7 +30,7 @@ func BenchmarkFullPage(b *testing.B) {
 	h := New(Config{})
 	for b.Loop() {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/?model=llama3-8b&tpu=tpu7x-8&seq=4096", nil))
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/?model=llama3-8b&tpu=tpu7x-8", nil))
 		if rec.Code != http.StatusOK {
 			b.Fatalf("GET = %d", rec.Code)
 		}
