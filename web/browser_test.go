@@ -110,7 +110,7 @@ func readmeShot(t *testing.T, ctx context.Context) {
 // visible size with its paths.
 const drawnCharts = `Array.from(document.querySelectorAll("figure.chart svg")).filter(function (s) {
 	var b = s.getBoundingClientRect();
-	return b.width > 100 && b.height > 100 && s.querySelectorAll("path").length > 10;
+	return b.width > 100 && b.height > 100 && s.querySelectorAll("path, rect").length > 5;
 }).length`
 
 // foreign lists the resources the page loaded from anywhere but origin.
@@ -146,12 +146,14 @@ func TestBrowser(t *testing.T) {
 		if !strings.Contains(layout, "llama3-8b") || !strings.Contains(layout, "data=4") {
 			t.Errorf("layout %q, want llama3-8b with data=4", layout)
 		}
+		// the scaling charts follow the plan (GET /charts)
+		waitFor(ctx, "the scaling charts", "("+drawnCharts+") === 6")
 		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](drawnCharts))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n != 4 {
-			t.Errorf("%d charts drawn, want 4 (memory, step, slices, batch)", n)
+		if n != 6 {
+			t.Errorf("%d charts drawn, want 6 (memory, phases, step, MFU, slices, batch)", n)
 		}
 		if ext, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](foreign)); err != nil || len(ext) > 0 {
 			t.Errorf("the page loaded %v from elsewhere (%v); want nothing", ext, err)
@@ -194,7 +196,7 @@ func TestBrowser(t *testing.T) {
 	// hover: the tip reads a bar's value off the chart's axis
 	t.Run("hover", func(t *testing.T) {
 		const hover = `(function () {
-			var bar = document.querySelector('figure[data-chart="memory"] svg path[style="fill:#0072B2"]');
+			var bar = document.querySelector('figure[data-chart="memory"] svg rect.seg');
 			var b = bar.getBoundingClientRect();
 			bar.dispatchEvent(new MouseEvent("mousemove", {bubbles: true, clientX: b.left + b.width / 2, clientY: b.top + b.height / 2}));
 			var tip = document.getElementById("tip");
@@ -213,7 +215,7 @@ func TestBrowser(t *testing.T) {
 		want := float64(j.Memory.Weights) / (1 << 30)
 		t.Logf("hover tip %q; weights %.4g GiB", text, want)
 		var got float64
-		if _, err := fmt.Sscanf(text, "%g", &got); err != nil || math.Abs(got-want) > 0.03*want {
+		if _, err := fmt.Sscanf(strings.TrimPrefix(text, "weights: "), "%g", &got); err != nil || math.Abs(got-want) > 0.03*want {
 			t.Errorf("hover on the chosen layout's weights shows %q, want about %.3g (GiB)", text, want)
 		}
 	})
@@ -329,8 +331,8 @@ func TestBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n != len(charts) || n != 4 {
-			t.Errorf("report: %d charts drawn, want %d", n, len(charts))
+		if n != len(charts)+2 || n != 6 {
+			t.Errorf("report: %d charts drawn, want %d (the page's memory, phases, step and MFU bars, and chart's slices and batch)", n, len(charts)+2)
 		}
 		if ext, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`performance.getEntriesByType("resource").map(function (e) { return e.name; })`)); err != nil || len(ext) > 0 {
 			t.Errorf("the report loaded %v (%v); want nothing", ext, err)

@@ -1,27 +1,39 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/model"
 	"shardlab/plan"
+	"shardlab/schedule"
 )
 
 // field is one input of the form: the plan option it sets (its query
 // parameter and JSON key), its label (how the page spells the option in
-// errors, reasons and warnings), and its kind.
+// errors, reasons and warnings), its group, and its kind and default,
+// which come from plan.Options: the form has a field for every option,
+// of the option's type, starting at plan.DefaultOptions.
 type field struct {
 	Option  plan.Option
 	Label   string
-	Kind    string // text, number, select or textarea
+	Group   string
+	Kind    string // text, int, float, duration, bool, select or textarea
+	Default string // the option's default, as the field holds it
 	Choices []choice
 	List    string // the id of a datalist of suggestions
 	Help    string
+	// index is the field of plan.Options the option sets; nil for the
+	// pasted spec, which Options keeps out of its JSON.
+	index []int
 }
 
 type choice struct{ Value, Label string }
@@ -33,39 +45,165 @@ const specModel = "spec"
 // plan reads the spec's bytes, which Options keeps out of its JSON.
 const optionModelSpec plan.Option = "model_spec"
 
-// fields are the form's inputs, in order.
-func fields() []field {
-	models := []choice{}
+// The groups of the form, in order.
+var groups = []string{"Job", "Hardware", "Layout", "Memory", "Advanced"}
+
+// look is how the form shows an option: its group, label and help. What
+// the option is (its key, type, default and the rules about its value) is
+// plan's; TestFormHasEveryOption holds this list to plan.AllOptions.
+type look struct {
+	option  plan.Option
+	group   string
+	label   string
+	help    string
+	choices func() []choice
+}
+
+// looks are the form's options in the order it shows them.
+var looks = []look{
+	{plan.OptionModel, "Job", "Model", "", modelChoices},
+	{optionModelSpec, "Job", "Model spec", "YAML or JSON, as shardlab model show reads it; used when Model is pasted spec", nil},
+	{plan.OptionSeq, "Job", "Sequence length", "tokens; 0: the model's", nil},
+	{plan.OptionGlobalBatch, "Job", "Global batch", "sequences (512) or tokens (4Mitok); empty: the planner chooses", nil},
+	{plan.OptionMaxGlobalBatch, "Job", "Batch limit", "the convergence limit, sequences or tokens", nil},
+	{plan.OptionTPU, "Hardware", "TPU type", "an accelerator type (tpu7x-8, v5p-128) or a generation (tpu7x): the smallest footprint that runs the job", nil},
+	{plan.OptionTopology, "Hardware", "Topology", "AxB or AxBxC; empty: the accelerator type's", nil},
+	{plan.OptionSlices, "Hardware", "Slices", "slices joined by DCN", nil},
+	{plan.OptionDCNGbps, "Hardware", "DCN bandwidth", "Gbit/s per host; 0: the catalog's", nil},
+	{plan.OptionMesh, "Layout", "Mesh", "one layout to cost, e.g. data=2(dcn),fsdp=64; empty: search all", nil},
+	{plan.OptionSchedule, "Layout", "Pipeline schedule", "", scheduleChoices},
+	{plan.OptionChunks, "Layout", "Chunks", "layer chunks per pipeline device; 0: 2 for interleaved, 1 for circular", nil},
+	{plan.OptionFramework, "Layout", "Framework", "search only what the framework runs", frameworkChoices},
+	{plan.OptionTop, "Layout", "Top layouts", "ranked layouts to show", nil},
+	{plan.OptionRemat, "Memory", "Remat policy", "MaxText remat_policy", rematChoices},
+	{plan.OptionRematCustom, "Memory", "Custom remat", "with Remat policy custom: tensor=device|offload|remat, comma-separated", nil},
+	{plan.OptionPrecision, "Memory", "Precision", "maxtext: fp32 weights and Adam, 16 B/param; bf16: 8 B/param; zero: bf16 weights, fp32 master, 16 B/param", precisionChoices},
+	{plan.OptionOptimizerOffload, "Memory", "Optimizer offload", "keep the optimizer state in host memory", nil},
+	{plan.OptionParameterOffload, "Memory", "Parameter offload", "keep the parameters in host memory", nil},
+	{plan.OptionHBMHeadroom, "Memory", "HBM headroom", "fraction of HBM kept free", nil},
+	{plan.OptionTempScale, "Memory", "Temporaries' scale", "what a compile reported over the estimate of the temporaries; 0: none", nil},
+	{plan.OptionVocabTiles, "Memory", "Vocab tiles", "chunks of the logits and loss (MaxText num_vocab_tiling)", nil},
+	{plan.OptionQuantization, "Advanced", "Quantization", "the matmuls' format, at the chip's peak for it", quantizationChoices},
+	{plan.OptionAttention, "Advanced", "Attention kernel", "", attentionChoices},
+	{plan.OptionEfficiency, "Advanced", "Matmul efficiency", "residual efficiency after the MXU shapes; 0: the generation's calibrated value", nil},
+	{plan.OptionCausalFLOPs, "Advanced", "Causal FLOPs", "MFU counts causal attention as half its FLOPs (MaxText); no: in full (PaLM)", nil},
+	{plan.OptionCapacityFactor, "Advanced", "Capacity factor", "mixture of experts: rows per expert cap; 0: dropless", nil},
+	{plan.OptionLoadImbalance, "Advanced", "Load imbalance", "mixture of experts, dropless: busiest expert over the mean; 0: balanced", nil},
+	{plan.OptionExampleCost, "Advanced", "Example cost", "host CPU time per sequence (250ms); 0: skip the input check", nil},
+}
+
+func modelChoices() []choice {
+	var out []choice
 	for _, n := range model.Names() {
-		models = append(models, choice{n, n})
+		out = append(out, choice{n, n})
 	}
-	models = append(models, choice{specModel, "pasted spec (below)"})
-	remats := []choice{{"", "search"}}
+	return append(out, choice{specModel, "pasted spec (below)"})
+}
+
+func scheduleChoices() []choice {
+	out := []choice{{"", "search"}}
+	for _, k := range schedule.Kinds() {
+		out = append(out, choice{string(k), string(k)})
+	}
+	return out
+}
+
+func rematChoices() []choice {
+	out := []choice{{"", "search"}}
 	for _, r := range cost.Remats() {
-		remats = append(remats, choice{string(r), string(r)})
+		out = append(out, choice{string(r), string(r)})
 	}
-	schedules := []choice{{"", "search"}, {"gpipe", "gpipe"}, {"1f1b", "1f1b"}, {"interleaved", "interleaved"}, {"circular", "circular"}}
-	return []field{
-		{Option: plan.OptionModel, Label: "Model", Kind: "select", Choices: models},
-		{Option: optionModelSpec, Label: "Model spec", Kind: "textarea", Help: "YAML or JSON, as shardlab model show reads it; used when Model is pasted spec"},
-		{Option: plan.OptionTPU, Label: "TPU type", Kind: "text", List: "tpus", Help: "an accelerator type (tpu7x-8, v5p-128) or a generation (tpu7x)"},
-		{Option: plan.OptionSlices, Label: "Slices", Kind: "number"},
-		{Option: plan.OptionSeq, Label: "Sequence length", Kind: "number", Help: "tokens; 0: the model's"},
-		{Option: plan.OptionGlobalBatch, Label: "Global batch", Kind: "text", Help: "sequences (512) or tokens (4Mitok); empty: the planner chooses"},
-		{Option: plan.OptionMaxGlobalBatch, Label: "Batch limit", Kind: "text", Help: "the convergence limit, sequences or tokens"},
-		{Option: plan.OptionRemat, Label: "Remat policy", Kind: "select", Choices: remats},
-		{Option: plan.OptionPrecision, Label: "Precision", Kind: "select", Choices: []choice{{"maxtext", "maxtext"}, {"bf16", "bf16"}, {"zero", "zero"}}},
-		{Option: plan.OptionSchedule, Label: "Pipeline schedule", Kind: "select", Choices: schedules},
-		{Option: plan.OptionTop, Label: "Top layouts", Kind: "number"},
+	return out
+}
+
+func precisionChoices() []choice {
+	var names []string
+	for n := range cost.Precisions() {
+		names = append(names, n)
 	}
+	sort.Strings(names)
+	var out []choice
+	for _, n := range names {
+		out = append(out, choice{n, n})
+	}
+	return out
+}
+
+func frameworkChoices() []choice {
+	return []choice{{"", "any"}, {string(plan.FrameworkMaxText), string(plan.FrameworkMaxText)}}
+}
+
+func quantizationChoices() []choice {
+	return []choice{{"none", "none (bf16)"}, {string(cost.QuantInt8), "int8"}, {string(cost.QuantFP8), "fp8"}}
+}
+
+func attentionChoices() []choice {
+	return []choice{{"flash", "flash"}, {"dot_product", "dot_product"}}
+}
+
+// optionFields maps each JSON key of plan.Options to its struct field.
+var optionFields = func() map[plan.Option]reflect.StructField {
+	out := map[plan.Option]reflect.StructField{}
+	for f := range reflect.TypeFor[plan.Options]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out[plan.Option(name)] = f
+		}
+	}
+	return out
+}()
+
+// durationType is the type of plan's duration options.
+var durationType = reflect.TypeFor[time.Duration]()
+
+// fields are the form's inputs, in order, with the defaults of
+// plan.DefaultOptions.
+func fields() []field {
+	defaults := valuesOf(plan.DefaultOptions())
+	out := make([]field, 0, len(looks))
+	for _, l := range looks {
+		f := field{Option: l.option, Label: l.label, Group: l.group, Help: l.help, Default: defaults[l.option]}
+		if l.choices != nil {
+			f.Choices = l.choices()
+		}
+		if sf, ok := optionFields[l.option]; ok {
+			f.index = sf.Index
+			f.Kind = kindOf(sf.Type)
+		}
+		switch {
+		case l.option == optionModelSpec:
+			f.Kind = "textarea"
+		case f.Choices != nil:
+			f.Kind = "select"
+		case l.option == plan.OptionTPU:
+			f.List = "tpus"
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// kindOf is the kind of input that holds a value of type t.
+func kindOf(t reflect.Type) string {
+	switch {
+	case t == durationType:
+		return "duration"
+	case t.Kind() == reflect.Int:
+		return "int"
+	case t.Kind() == reflect.Float64:
+		return "float"
+	case t.Kind() == reflect.Bool:
+		return "bool"
+	}
+	return "text"
 }
 
 // label spells an option as the form labels it, or in plan's own words
 // when the form has no field for it.
 func label(o plan.Option) string {
-	for _, f := range fields() {
-		if f.Option == o {
-			return f.Label
+	for _, l := range looks {
+		if l.option == o {
+			return l.label
 		}
 	}
 	return o.String()
@@ -74,13 +212,27 @@ func label(o plan.Option) string {
 // formValues are the form's values as the page shows them, by option.
 type formValues map[plan.Option]string
 
-// valuesOf is the form's values for options o with the pasted spec.
+// valuesOf is the form's values for options o with the pasted spec: every
+// option's field formatted as its input holds it.
 func valuesOf(o plan.Options) formValues {
-	v := formValues{
-		plan.OptionModel: o.Model, plan.OptionTPU: o.TPU, plan.OptionSlices: strconv.Itoa(o.Slices),
-		plan.OptionSeq: strconv.Itoa(o.Seq), plan.OptionGlobalBatch: o.GlobalBatch, plan.OptionMaxGlobalBatch: o.MaxGlobalBatch,
-		plan.OptionRemat: o.Remat, plan.OptionPrecision: o.Precision, plan.OptionSchedule: o.Schedule, plan.OptionTop: strconv.Itoa(o.Top),
+	v := formValues{}
+	ov := reflect.ValueOf(o)
+	for opt, sf := range optionFields {
+		fv := ov.FieldByIndex(sf.Index)
+		switch kindOf(sf.Type) {
+		case "duration":
+			v[opt] = time.Duration(fv.Int()).String()
+		case "int":
+			v[opt] = strconv.FormatInt(fv.Int(), 10)
+		case "float":
+			v[opt] = strconv.FormatFloat(fv.Float(), 'g', -1, 64)
+		case "bool":
+			v[opt] = strconv.FormatBool(fv.Bool())
+		default:
+			v[opt] = fv.String()
+		}
 	}
+	v[optionModelSpec] = ""
 	if o.ModelSpec != nil {
 		v[plan.OptionModel], v[optionModelSpec] = specModel, string(o.ModelSpec)
 	}
@@ -100,6 +252,31 @@ func (e *fieldError) Error() string { return e.Phrase(plan.Option.String) }
 // Phrase is the error's text with the options it names spelt by name.
 func (e *fieldError) Phrase(name func(plan.Option) string) string { return e.phrase(name) }
 
+// fieldErrors are every mistake found in one request, each naming its
+// option: the page flags each field at fault at once.
+type fieldErrors []*fieldError
+
+func (es fieldErrors) Error() string { return es.Phrase(plan.Option.String) }
+
+// Phrase is the errors' texts, one after another.
+func (es fieldErrors) Phrase(name func(plan.Option) string) string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Phrase(name)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// has reports whether an error names option o.
+func (es fieldErrors) has(o plan.Option) bool {
+	for _, e := range es {
+		if e.Option == o {
+			return true
+		}
+	}
+	return false
+}
+
 // textOf is an error about option o: "o: text".
 func textOf(o plan.Option, format string, a ...any) *fieldError {
 	msg := fmt.Sprintf(format, a...)
@@ -113,49 +290,150 @@ func plain(format string, a ...any) *fieldError {
 }
 
 // optionsFrom reads the form's query into plan options over
-// plan.DefaultOptions; plan.ParseRequest then checks them. It only turns
-// text into numbers: every rule about the values is plan's.
-func optionsFrom(q url.Values, c Config) (plan.Options, formValues, error) {
+// plan.DefaultOptions. It only turns text into values of the options'
+// types: every rule about the values is plan's (see parseAll). A field
+// whose text is no value of its type is an error in the fieldErrors it
+// returns, and keeps its default in the options, so that parseAll can
+// check the others.
+func optionsFrom(q url.Values, c Config) (plan.Options, formValues, fieldErrors) {
 	o := plan.DefaultOptions()
 	vals := valuesOf(o)
-	for _, f := range append(fields(), field{Option: optionModelSpec}) {
+	fs := fields()
+	for _, f := range fs {
 		if vs, ok := q[string(f.Option)]; ok && len(vs) > 0 {
 			vals[f.Option] = vs[0]
 		}
 	}
-	bad := func(opt plan.Option, format string, a ...any) error { return textOf(opt, format, a...) }
-	num := func(opt plan.Option, p *int) error {
-		s := strings.TrimSpace(vals[opt])
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return bad(opt, "%q, want a whole number", s)
+	var bad fieldErrors
+	ov := reflect.ValueOf(&o).Elem()
+	for _, f := range fs {
+		if f.index == nil {
+			continue
 		}
-		*p = n
-		return nil
-	}
-	for _, f := range []struct {
-		opt plan.Option
-		p   *int
-	}{{plan.OptionSlices, &o.Slices}, {plan.OptionSeq, &o.Seq}, {plan.OptionTop, &o.Top}} {
-		if err := num(f.opt, f.p); err != nil {
-			return o, vals, err
+		if err := setValue(ov.FieldByIndex(f.index), f.Kind, vals[f.Option]); err != nil {
+			bad = append(bad, textOf(f.Option, "%s", err))
 		}
 	}
-	o.Model, o.TPU = strings.TrimSpace(vals[plan.OptionModel]), strings.TrimSpace(vals[plan.OptionTPU])
-	o.GlobalBatch, o.MaxGlobalBatch = vals[plan.OptionGlobalBatch], vals[plan.OptionMaxGlobalBatch]
-	o.Remat, o.Precision, o.Schedule = vals[plan.OptionRemat], vals[plan.OptionPrecision], vals[plan.OptionSchedule]
 	if o.Model == specModel {
 		spec := vals[optionModelSpec]
 		if err := checkSpec(spec, c); err != nil {
-			return o, vals, err
+			bad = append(bad, err)
+			o.Model = plan.DefaultModel
+		} else {
+			o.Model, o.ModelSpec = "custom", []byte(spec)
 		}
-		o.Model, o.ModelSpec = "custom", []byte(spec)
 	}
-	return o, vals, nil
+	return o, vals, bad
+}
+
+// setValue sets v, of an input of kind, from its text s: decimal whole
+// numbers and finite decimal numbers only (no hexadecimal, underscores,
+// NaN or Inf), true or false, a Go duration.
+func setValue(v reflect.Value, kind, s string) error {
+	t := strings.TrimSpace(s)
+	switch kind {
+	case "int":
+		n, err := strconv.Atoi(t)
+		if err != nil {
+			return fmt.Errorf("%q, want a whole number", t)
+		}
+		v.SetInt(int64(n))
+	case "float":
+		f, err := strconv.ParseFloat(t, 64)
+		if err != nil || strings.ContainsAny(t, "xXnNiI_") {
+			return fmt.Errorf("%q, want a decimal number", t)
+		}
+		v.SetFloat(f)
+	case "bool":
+		switch strings.ToLower(t) {
+		case "true":
+			v.SetBool(true)
+		case "false":
+			v.SetBool(false)
+		default:
+			return fmt.Errorf("%q, want true or false", t)
+		}
+	case "duration":
+		d, err := time.ParseDuration(t)
+		if t == "0" {
+			d, err = 0, nil
+		}
+		if err != nil {
+			return fmt.Errorf("%q, want a duration such as 250ms or 2s", t)
+		}
+		v.SetInt(int64(d))
+	default:
+		if kind == "select" && v.Kind() != reflect.String {
+			return fmt.Errorf("internal: select of %v", v.Kind())
+		}
+		v.SetString(t)
+	}
+	return nil
+}
+
+// parseAll checks the options with plan.ParseRequest and finds every
+// option at fault, not only the first: each option ParseRequest refuses
+// goes back to its default and the rest are checked again, until they
+// pass. Options in bad (refused before, and at their defaults in o) are
+// not checked again. It returns the request when nothing is at fault,
+// else bad and the errors found, in the form's order, as fieldErrors; an
+// error that names no option ends the search.
+func parseAll(o plan.Options, bad fieldErrors) (plan.Request, error) {
+	defaults := reflect.ValueOf(plan.DefaultOptions())
+	ov := reflect.ValueOf(&o).Elem()
+	for range len(optionFields) + 1 {
+		r, err := plan.ParseRequest(o)
+		if err == nil {
+			if len(bad) > 0 {
+				return r, inFormOrder(bad)
+			}
+			return r, nil
+		}
+		var oe *plan.OptionError
+		if !errors.As(err, &oe) {
+			if len(bad) > 0 {
+				return r, inFormOrder(bad)
+			}
+			return r, err
+		}
+		sf, ok := optionFields[oe.Option]
+		if !ok || bad.has(oe.Option) {
+			// the option at its default is refused with the others: no
+			// default clears it, report what is found
+			if !bad.has(oe.Option) {
+				bad = append(bad, &fieldError{oe.Option, oe.Phrase})
+			}
+			return r, inFormOrder(bad)
+		}
+		bad = append(bad, &fieldError{oe.Option, oe.Phrase})
+		ov.FieldByIndex(sf.Index).Set(defaults.FieldByIndex(sf.Index))
+		if oe.Option == plan.OptionModel {
+			o.ModelSpec = nil
+		}
+	}
+	return plan.Request{}, inFormOrder(bad)
+}
+
+// inFormOrder sorts errors by their fields' order on the form (errors
+// that name no field last), as the page shows them.
+func inFormOrder(es fieldErrors) fieldErrors {
+	at := map[plan.Option]int{}
+	for i, l := range looks {
+		at[l.option] = i
+	}
+	pos := func(o plan.Option) int {
+		if i, ok := at[o]; ok {
+			return i
+		}
+		return len(looks)
+	}
+	out := append(fieldErrors(nil), es...)
+	sort.SliceStable(out, func(i, j int) bool { return pos(out[i].Option) < pos(out[j].Option) })
+	return out
 }
 
 // checkSpec bounds a pasted spec.
-func checkSpec(spec string, c Config) error {
+func checkSpec(spec string, c Config) *fieldError {
 	switch {
 	case strings.TrimSpace(spec) == "":
 		return textOf(optionModelSpec, "empty; paste a YAML or JSON spec, or choose a catalog model")

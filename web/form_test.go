@@ -22,16 +22,11 @@ func FuzzOptionsFrom(f *testing.F) {
 		if err != nil {
 			return
 		}
-		o, _, err := optionsFrom(q, c)
-		var fe *fieldError
-		switch {
-		case err != nil && !errors.As(err, &fe):
-			t.Fatalf("optionsFrom(%q): %T %v, want a *fieldError", raw, err, err)
-		case err != nil:
+		o, _, bad := optionsFrom(q, c)
+		for _, fe := range bad {
 			if !inForm(fe.Option) {
 				t.Fatalf("optionsFrom(%q): error about %q, which the form has no field for", raw, fe.Option)
 			}
-			return
 		}
 		if len(o.ModelSpec) > c.MaxSpecBytes {
 			t.Fatalf("optionsFrom(%q): a spec of %d bytes passed the %d-byte bound", raw, len(o.ModelSpec), c.MaxSpecBytes)
@@ -39,14 +34,40 @@ func FuzzOptionsFrom(f *testing.F) {
 		if _, err := plan.ParseRequest(o); err != nil && !errors.Is(err, plan.ErrRequest) {
 			t.Fatalf("ParseRequest(optionsFrom(%q)): %v, want a plan.ErrRequest", raw, err)
 		}
+		_, err = parseAll(o, bad)
+		var fes fieldErrors
+		if err != nil && (!errors.As(err, &fes) || len(fes) == 0) {
+			var oe *plan.OptionError
+			if !errors.As(err, &oe) && !errors.Is(err, plan.ErrRequest) {
+				t.Fatalf("parseAll(optionsFrom(%q)): %T %v, want fieldErrors", raw, err, err)
+			}
+		}
+		for _, fe := range fes {
+			if fe.Option != "" && !inForm(fe.Option) {
+				t.Fatalf("parseAll(optionsFrom(%q)): error about %q, which the form has no field for", raw, fe.Option)
+			}
+		}
 	})
 }
 
-func inForm(o plan.Option) bool {
-	for _, f := range fields() {
-		if f.Option == o {
-			return true
-		}
+// FuzzDecodeAPI: any body decodes into a request, or is malformed (one
+// error), or has bad values (an error for each, naming a key of the
+// API), without panicking.
+func FuzzDecodeAPI(f *testing.F) {
+	for _, b := range []string{`{}`, `{"slices": "x", "seq": 1.5, "top": null}`, `{"model_spec": 3}`, `[1]`, `{"Model": "x"}`,
+		`{"slices": 1, "slices": 2}`, `{"example_cost": "1s", "dcn_gbps": true}`, "{\"model\": \"\xff\"}", `{"a":`} {
+		f.Add([]byte(b))
 	}
-	return false
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := apiRequest{Options: plan.DefaultOptions()}
+		bad, malformed := decodeAPI(body, &req)
+		if malformed != nil && len(bad) > 0 {
+			t.Fatalf("decodeAPI(%q): both malformed and bad values", body)
+		}
+		for _, fe := range bad {
+			if !apiKeys[string(fe.Option)] {
+				t.Fatalf("decodeAPI(%q): error %q about %q, no key of the API", body, fe.Error(), fe.Option)
+			}
+		}
+	})
 }

@@ -7,6 +7,8 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 
 	"shardlab/chart"
 	"shardlab/plan"
@@ -21,14 +23,16 @@ type pageTemplates struct{ t *template.Template }
 
 func templates() *pageTemplates {
 	funcs := template.FuncMap{
-		"pct":    func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
-		"bytes":  func(b int64) string { return unit.Bytes(b).String() },
-		"secs":   func(s float64) string { return unit.Seconds(s).String() },
-		"num":    func(f float64) string { return fmt.Sprintf("%.0f", f) },
-		"fixed":  func(f float64) string { return fmt.Sprintf("%g", f) },
-		"inc":    func(i int) int { return i + 1 },
-		"mul100": func(f float64) float64 { return 100 * f },
-		"signed": func(f float64) string { return fmt.Sprintf("%+.1f%%", 100*f) },
+		"pct":      func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+		"bytes":    func(b int64) string { return unit.Bytes(b).String() },
+		"secs":     func(s float64) string { return unit.Seconds(s).String() },
+		"num":      func(f float64) string { return fmt.Sprintf("%.0f", f) },
+		"fixed":    func(f float64) string { return fmt.Sprintf("%g", f) },
+		"inc":      func(i int) int { return i + 1 },
+		"mul100":   func(f float64) float64 { return 100 * f },
+		"signed":   func(f float64) string { return fmt.Sprintf("%+.1f%%", 100*f) },
+		"rejected": countedWords,
+		"count":    thousands,
 	}
 	return &pageTemplates{template.Must(template.New("").Funcs(funcs).ParseFS(static, "static/*.html"))}
 }
@@ -41,17 +45,52 @@ type fieldView struct {
 	Error string
 }
 
-// chartView is a chart drawn as inline SVG.
+// DefaultText is the field's default as the field shows it: a choice's
+// label, yes or no, or the value ("empty" for none).
+func (f fieldView) DefaultText() string {
+	for _, c := range f.Choices {
+		if c.Value == f.Default {
+			return c.Label
+		}
+	}
+	switch {
+	case f.Kind == "bool" && f.Default == "true":
+		return "yes"
+	case f.Kind == "bool":
+		return "no"
+	case f.Default == "":
+		return "empty"
+	}
+	return f.Default
+}
+
+// groupView is a group of the form's fields.
+type groupView struct {
+	Name   string
+	Fields []fieldView
+	// Open is whether a group shown folded starts open: a field differs
+	// from its default or is at fault.
+	Open bool
+}
+
+// chartView is a chart drawn as inline SVG, with its values as a table
+// when the page draws it.
 type chartView struct {
 	Name, Title string
 	SVG         template.HTML
+	Table       template.HTML
 }
 
 // resultView is a plan as the page shows it.
 type resultView struct {
-	J       plan.JSON
-	Charts  []chartView
-	Skipped []string
+	J      plan.JSON
+	Charts []chartView
+	// Scaling are package chart's charts, which search the plan again;
+	// with ScalingLater the page leaves them to GET /charts, which the
+	// script asks while the user reads the plan.
+	Scaling      []chartView
+	ScalingLater bool
+	Skipped      []string
 	// Tiers are the chosen layout and the best of each other tier.
 	Tiers []plan.RankJSON
 	// Goodput is the chosen layout's expected goodput.
@@ -63,11 +102,14 @@ type pageData struct {
 	Report  bool // plan --html: no form, style and script inline
 	CSS     template.CSS
 	JS      template.JS
-	Fields  []fieldView
+	Groups  []groupView
 	TPUs    []string
 	Error   string // an error that concerns no field
 	Results []resultView
 	Query   string // the form's query, for downloads
+	// Pins are the pinned plans' queries; Compare shows them.
+	Pins    []string
+	Compare *compareView
 }
 
 // result is the view of an outcome, with options spelt by name.
@@ -77,7 +119,13 @@ func result(out outcome, name func(plan.Option) string) (resultView, error) {
 		v.Tiers = append(v.Tiers, v.J.Top[0])
 	}
 	v.Tiers = append(v.Tiers, v.J.Alternatives...)
+	for _, c := range planBars(out.plan) {
+		v.Charts = append(v.Charts, chartView{Name: c.Name, Title: c.Title, SVG: c.SVG(), Table: c.Table()})
+	}
 	for _, c := range out.charts {
+		if drawnHere[c.Name] {
+			continue // the page's own bars above
+		}
 		b, err := c.SVG()
 		if err != nil {
 			return v, err
@@ -85,42 +133,54 @@ func result(out outcome, name func(plan.Option) string) (resultView, error) {
 		if i := bytes.Index(b, []byte("<svg")); i > 0 {
 			b = b[i:] // inline: no XML prolog
 		}
-		v.Charts = append(v.Charts, chartView{Name: c.Name, Title: c.Title, SVG: template.HTML(b)})
+		// named for assistive technology, as the page's own charts are
+		b = bytes.Replace(b, []byte("<svg"), []byte(`<svg role="img" aria-label="`+template.HTMLEscapeString(c.Title)+`"`), 1)
+		v.Scaling = append(v.Scaling, chartView{Name: c.Name, Title: c.Title, SVG: template.HTML(b)})
 	}
 	return v, nil
 }
 
-// servePage shows the form and, when the URL asks a question, its plan.
+// servePage shows the form and, when the URL asks a question, its plan;
+// every field at fault is flagged at once.
 func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	o, vals, err := optionsFrom(q, h.cfg)
+	o, vals, bad := optionsFrom(q, h.cfg)
 	d := pageData{TPUs: tpuNames()}
 	code := http.StatusOK
-	if err == nil && len(q) > 0 {
+	var err error = bad
+	if len(bad) == 0 {
+		err = nil
+	}
+	if len(q) > 0 {
+		// the script, planning as the user types, asks for the scaling
+		// charts apart (GET /charts): the plan answers sooner
+		later := r.Header.Get(headerScaling) == "later"
 		var out outcome
-		if out, err = h.run(r.Context(), o, true); err == nil {
+		if out, err = h.run(r.Context(), o, bad, !later); err == nil {
 			var v resultView
 			if v, err = result(out, label); err == nil {
+				v.ScalingLater = later
 				d.Results = []resultView{v}
 				d.Query = q.Encode()
 			}
 		}
 	}
-	var fe *fieldError
+	var fes fieldErrors
 	if err != nil {
-		code, fe = h.status(err)
+		code, fes = h.status(err)
 		h.setRetry(w, code)
 	}
-	for _, f := range fields() {
-		fv := fieldView{field: f, Key: string(f.Option), Value: vals[f.Option]}
-		if fe != nil && fe.Option == f.Option {
-			fv.Error, fe = fe.Phrase(label), nil
+	d.Pins = q[optionPin]
+	if c, err := h.compare(r.Context(), d.Pins); err != nil {
+		_, pfes := h.status(err)
+		fes = append(fes, pfes...)
+		if code == http.StatusOK {
+			code = http.StatusBadRequest
 		}
-		d.Fields = append(d.Fields, fv)
+	} else {
+		d.Compare = c
 	}
-	if fe != nil {
-		d.Error = fe.Phrase(label)
-	}
+	d.Groups, d.Error = formView(vals, fes)
 	var b bytes.Buffer
 	if err := h.page.t.ExecuteTemplate(&b, "page.html", d); err != nil {
 		h.cfg.Log.Printf("web: page: %v", err)
@@ -129,6 +189,74 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
+	w.Write(b.Bytes())
+}
+
+// formView is the form's groups with the values and each field's errors,
+// and the text of the errors that concern no field.
+func formView(vals formValues, fes fieldErrors) ([]groupView, string) {
+	byOption := map[plan.Option][]string{}
+	var general []string
+	for _, fe := range fes {
+		if fe.Option == "" || !inForm(fe.Option) {
+			general = append(general, fe.Phrase(label))
+			continue
+		}
+		byOption[fe.Option] = append(byOption[fe.Option], fe.Phrase(label))
+	}
+	var groups []groupView
+	for _, f := range fields() {
+		fv := fieldView{field: f, Key: string(f.Option), Value: vals[f.Option], Error: strings.Join(byOption[f.Option], "; ")}
+		if f.Kind == "select" && !slices.ContainsFunc(f.Choices, func(c choice) bool { return c.Value == fv.Value }) {
+			// a value the URL asks for that is no choice shows as it is
+			fv.Choices = append(slices.Clone(f.Choices), choice{fv.Value, fv.Value})
+		}
+		if len(groups) == 0 || groups[len(groups)-1].Name != f.Group {
+			groups = append(groups, groupView{Name: f.Group})
+		}
+		g := &groups[len(groups)-1]
+		g.Fields = append(g.Fields, fv)
+		g.Open = g.Open || fv.Error != "" || (f.Option != optionModelSpec && fv.Value != f.Default)
+	}
+	return groups, strings.Join(general, "; ")
+}
+
+// inForm reports whether the form has a field for option o.
+func inForm(o plan.Option) bool {
+	for _, l := range looks {
+		if l.option == o {
+			return true
+		}
+	}
+	return false
+}
+
+// headerScaling is the request header with which the page's script asks
+// for a page without its scaling charts ("later").
+const headerScaling = "X-Shardlab-Scaling"
+
+// serveScaling writes the scaling charts of the query's plan, the part of
+// the page the script asks for after the plan: an HTML fragment.
+func (h *Handler) serveScaling(w http.ResponseWriter, r *http.Request) {
+	o, _, bad := optionsFrom(r.URL.Query(), h.cfg)
+	out, err := h.run(r.Context(), o, bad, true)
+	var v resultView
+	if err == nil {
+		v, err = result(out, label)
+	}
+	if err != nil {
+		code, fes := h.status(err)
+		h.setRetry(w, code)
+		http.Error(w, fes.Phrase(label), code)
+		return
+	}
+	var b bytes.Buffer
+	if err := h.page.t.ExecuteTemplate(&b, "scaling", v); err != nil {
+		h.cfg.Log.Printf("web: scaling charts: %v", err)
+		http.Error(w, "internal error rendering the charts", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Write(b.Bytes())
 }
 

@@ -1,11 +1,14 @@
 // Package web serves shardlab in a browser: an http.Handler with a form
-// (model, TPU type, slices, sequence length, batch and batch limit, remat,
-// precision, schedule) whose state lives in the page's URL, the plan with
+// that has a field for every option of plan.Options (grouped: job,
+// hardware, layout, memory, advanced; each showing its default) and plans
+// as the user types, whose state lives in the page's URL; the plan with
 // its reasons and warnings, the charts of package chart drawn on the
-// server as SVG, the ranked layouts, and downloads (MaxText YAML, plan
-// JSON); and a JSON API (POST /api/plan prints what shardlab plan --json
-// prints, GET /api/catalog the models and TPU types). Requests parse
-// through plan.ParseRequest, as the CLI's do.
+// server as SVG, the ranked layouts, and downloads (MaxText YAML, xpk,
+// plan JSON); and a JSON API (POST /api/plan prints what shardlab plan
+// --json prints, GET /api/catalog the models and TPU types). Requests
+// parse through plan.ParseRequest, as the CLI's do; every option at fault
+// is named at once (parseAll), and a job that cannot run says in words
+// how many layouts failed and why.
 //
 // The handler is safe to expose to a browser on a workstation: bodies,
 // pasted specs and the searched chips are bounded, each request has a
@@ -130,6 +133,7 @@ func New(c Config) *Handler {
 	h.mux.HandleFunc("GET /download/plan.json", h.servePlanJSON)
 	h.mux.HandleFunc("GET /download/xpk.sh", h.serveXPK)
 	h.mux.HandleFunc("GET /serving", h.serveServing)
+	h.mux.HandleFunc("GET /charts", h.serveScaling)
 	h.mux.HandleFunc("POST /api/plan", h.serveAPIPlan)
 	h.mux.HandleFunc("GET /api/catalog", serveCatalog)
 	return h
@@ -190,13 +194,14 @@ func (h *Handler) acquire(ctx context.Context) error {
 }
 
 // run searches the options, with the charts when withCharts, under the
-// handler's bounds: options that plan refuses or the server does not
-// search are refused before the queue; then a search slot (acquire) and
+// handler's bounds: options that plan refuses (all of them, with bad, the
+// mistakes the front end found: parseAll) or the server does not search
+// are refused before the queue; then a search slot (acquire) and
 // the request's deadline (errTimeout). A search the deadline abandons
 // keeps its slot until it ends, so abandoned work still counts against
 // MaxSearches.
-func (h *Handler) run(ctx context.Context, o plan.Options, withCharts bool) (outcome, error) {
-	req, err := plan.ParseRequest(o)
+func (h *Handler) run(ctx context.Context, o plan.Options, bad fieldErrors, withCharts bool) (outcome, error) {
+	req, err := parseAll(o, bad)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -226,7 +231,7 @@ func (h *Handler) run(ctx context.Context, o plan.Options, withCharts bool) (out
 		}()
 		res.out.plan, res.err = plan.Search(req)
 		if res.err == nil && withCharts {
-			res.out.charts, res.out.skipped, res.err = chart.All(res.out.plan)
+			res.out.charts, res.out.skipped, res.err = scalingCharts(res.out.plan)
 		}
 	}()
 	select {
@@ -240,45 +245,49 @@ func (h *Handler) run(ctx context.Context, o plan.Options, withCharts bool) (out
 	}
 }
 
-// status is the HTTP status of an error of a request, and the error as a
-// fieldError. It is the one place that tells the user's mistakes from the
-// server's failures, by the errors' types and the sentinels they wrap, as
-// the packages that refuse a value define them: a mistake in the request
-// (a *fieldError of this package's own checks, a *plan.OptionError, an
-// error wrapping plan.ErrRequest, model.ErrInvalid or export.ErrInvalid)
-// is 400, naming its option when it has one; a job that cannot run, or
-// not as its target runs it (*plan.NoPlanError, errUnfit,
-// export.ErrUnsupported), is 422; a busy server is 503. Anything else is
-// the server's: 500, logged.
-func (h *Handler) status(err error) (int, *fieldError) {
+// status is the HTTP status of an error of a request, and the error as
+// fieldErrors (one or more). It is the one place that tells the user's
+// mistakes from the server's failures, by the errors' types and the
+// sentinels they wrap, as the packages that refuse a value define them: a
+// mistake in the request (fieldErrors or a *fieldError of this package's
+// own checks, a *plan.OptionError, an error wrapping plan.ErrRequest,
+// model.ErrInvalid or export.ErrInvalid) is 400, naming its option when
+// it has one; a job that cannot run, or not as its target runs it
+// (*plan.NoPlanError, errUnfit, export.ErrUnsupported), is 422; a busy
+// server is 503. Anything else is the server's: 500, logged.
+func (h *Handler) status(err error) (int, fieldErrors) {
+	var fes fieldErrors
 	var fe *fieldError
 	var oe *plan.OptionError
 	var none *plan.NoPlanError
 	var unfit errUnfit
+	one := func(e *fieldError) fieldErrors { return fieldErrors{e} }
 	switch {
+	case errors.As(err, &fes) && len(fes) > 0:
+		return http.StatusBadRequest, fes
 	case errors.As(err, &fe):
-		return http.StatusBadRequest, fe
+		return http.StatusBadRequest, one(fe)
 	case errors.As(err, &oe):
-		return http.StatusBadRequest, &fieldError{oe.Option, oe.Phrase}
+		return http.StatusBadRequest, one(&fieldError{oe.Option, oe.Phrase})
 	case errors.As(err, &none):
-		return http.StatusUnprocessableEntity, &fieldError{"", none.Phrase}
+		return http.StatusUnprocessableEntity, one(&fieldError{"", noPlanWords(none)})
 	case errors.As(err, &unfit):
-		return http.StatusUnprocessableEntity, plain("%s", unfit.Error())
+		return http.StatusUnprocessableEntity, one(plain("%s", unfit.Error()))
 	case errors.Is(err, export.ErrUnsupported):
-		return http.StatusUnprocessableEntity, plain("%s", oneLine(err.Error()))
+		return http.StatusUnprocessableEntity, one(plain("%s", oneLine(err.Error())))
 	case errors.Is(err, errQueueFull):
-		return http.StatusServiceUnavailable, plain("busy: %d searches are running and %d more are waiting, the most this server holds; try again in a moment", h.cfg.MaxSearches, h.cfg.MaxQueue)
+		return http.StatusServiceUnavailable, one(plain("busy: %d searches are running and %d more are waiting, the most this server holds; try again in a moment", h.cfg.MaxSearches, h.cfg.MaxQueue))
 	case errors.Is(err, errWaited):
-		return http.StatusServiceUnavailable, plain("busy: no search came free within %v (%d run at once); try again in a moment", h.cfg.QueueWait, h.cfg.MaxSearches)
+		return http.StatusServiceUnavailable, one(plain("busy: no search came free within %v (%d run at once); try again in a moment", h.cfg.QueueWait, h.cfg.MaxSearches))
 	case errors.Is(err, errTimeout):
-		return http.StatusServiceUnavailable, plain("the search took longer than %v and was abandoned; ask for fewer chips or a fixed batch, or use shardlab plan on the command line", h.cfg.Timeout)
+		return http.StatusServiceUnavailable, one(plain("the search took longer than %v and was abandoned; ask for fewer chips or a fixed batch, or use shardlab plan on the command line", h.cfg.Timeout))
 	case errors.Is(err, errGone):
-		return http.StatusServiceUnavailable, plain("%s", errGone) // no one reads it
+		return http.StatusServiceUnavailable, one(plain("%s", errGone)) // no one reads it
 	case errors.Is(err, plan.ErrRequest), errors.Is(err, model.ErrInvalid), errors.Is(err, export.ErrInvalid):
-		return http.StatusBadRequest, plain("%s", oneLine(err.Error()))
+		return http.StatusBadRequest, one(plain("%s", oneLine(err.Error())))
 	}
 	h.cfg.Log.Printf("web: %v", err)
-	return http.StatusInternalServerError, plain("internal error: %s", oneLine(err.Error()))
+	return http.StatusInternalServerError, one(plain("internal error: %s", oneLine(err.Error())))
 }
 
 // setRetry tells a client answered 503 when to try again.
@@ -298,18 +307,35 @@ type apiRequest struct {
 	ModelSpec *string `json:"model_spec"`
 }
 
-// apiError is the body of an API error.
+// apiError is the body of an API error: every mistake found, joined in
+// Error, and each with its option in Errors; Option is the first's.
 type apiError struct {
-	Error  string `json:"error"`
-	Option string `json:"option,omitempty"`
+	Error  string          `json:"error"`
+	Option string          `json:"option,omitempty"`
+	Errors []apiFieldError `json:"errors"`
 }
 
-// writeAPIError writes an error with options spelt as JSON keys.
-func (h *Handler) writeAPIError(w http.ResponseWriter, code int, fe *fieldError) {
+// apiFieldError is one mistake of a request and the option (JSON key) it
+// concerns, "" for none.
+type apiFieldError struct {
+	Option string `json:"option"`
+	Error  string `json:"error"`
+}
+
+// writeAPIError writes errors with options spelt as JSON keys.
+func (h *Handler) writeAPIError(w http.ResponseWriter, code int, fes fieldErrors) {
 	w.Header().Set("Content-Type", "application/json")
 	h.setRetry(w, code)
 	w.WriteHeader(code)
-	writeJSON(w, apiError{Error: fe.Phrase(func(o plan.Option) string { return string(o) }), Option: string(fe.Option)})
+	key := func(o plan.Option) string { return string(o) }
+	e := apiError{Error: fes.Phrase(key), Errors: []apiFieldError{}}
+	for _, fe := range fes {
+		e.Errors = append(e.Errors, apiFieldError{Option: string(fe.Option), Error: fe.Phrase(key)})
+	}
+	if len(fes) > 0 {
+		e.Option = string(fes[0].Option)
+	}
+	writeJSON(w, e)
 }
 
 // writeJSON writes v, a JSON object, with its schema version first, as
@@ -320,23 +346,24 @@ func writeJSON(w io.Writer, v any) error { return schema.Write(w, v) }
 // prints for it.
 func (h *Handler) serveAPIPlan(w http.ResponseWriter, r *http.Request) {
 	if fe := checkMediaType(r.Header); fe != nil {
-		h.writeAPIError(w, http.StatusUnsupportedMediaType, fe)
+		h.writeAPIError(w, http.StatusUnsupportedMediaType, fieldErrors{fe})
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		h.writeAPIError(w, http.StatusRequestEntityTooLarge, plain("body larger than %d bytes", h.cfg.MaxBodyBytes))
+		h.writeAPIError(w, http.StatusRequestEntityTooLarge, fieldErrors{plain("body larger than %d bytes", h.cfg.MaxBodyBytes)})
 		return
 	case err != nil:
-		h.writeAPIError(w, http.StatusBadRequest, plain("reading the body: %v", err))
+		h.writeAPIError(w, http.StatusBadRequest, fieldErrors{plain("reading the body: %v", err)})
 		return
 	}
 	req := apiRequest{Options: plan.DefaultOptions()}
 	req.Model = "" // set below: the catalog default, or the name of a pasted spec
-	if fe := decodeAPI(body, &req); fe != nil {
-		h.writeAPIError(w, http.StatusBadRequest, fe)
+	bad, malformed := decodeAPI(body, &req)
+	if malformed != nil {
+		h.writeAPIError(w, http.StatusBadRequest, fieldErrors{malformed})
 		return
 	}
 	o := req.Options
@@ -347,16 +374,17 @@ func (h *Handler) serveAPIPlan(w http.ResponseWriter, r *http.Request) {
 		o.Model = plan.DefaultModel
 	}
 	if req.ModelSpec != nil {
-		if err := checkSpec(*req.ModelSpec, h.cfg); err != nil {
-			h.writeAPIError(w, http.StatusBadRequest, err.(*fieldError))
-			return
+		if fe := checkSpec(*req.ModelSpec, h.cfg); fe != nil {
+			bad = append(bad, fe)
+			o.Model = plan.DefaultModel
+		} else {
+			o.ModelSpec = []byte(*req.ModelSpec)
 		}
-		o.ModelSpec = []byte(*req.ModelSpec)
 	}
-	out, err := h.run(r.Context(), o, false)
+	out, err := h.run(r.Context(), o, bad, false)
 	if err != nil {
-		code, fe := h.status(err)
-		h.writeAPIError(w, code, fe)
+		code, fes := h.status(err)
+		h.writeAPIError(w, code, fes)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -414,65 +442,81 @@ func jsonKeys(t reflect.Type) map[string]bool {
 }
 
 // decodeAPI reads body into req: one UTF-8 JSON object, nothing after it,
-// whose keys are apiKeys spelt exactly, each at most once. Errors name the
-// key at fault.
-func decodeAPI(body []byte, req *apiRequest) *fieldError {
-	malformed := func(format string, a ...any) *fieldError {
-		return plain("malformed request: "+format, a...)
+// whose keys are apiKeys spelt exactly, each at most once. A body that is
+// not such an object is malformed (one error); a value of the wrong type
+// is an error about its key, among bad (every such key), and leaves its
+// field as it was, so that the others can be checked.
+func decodeAPI(body []byte, req *apiRequest) (bad fieldErrors, malformed *fieldError) {
+	fail := func(format string, a ...any) (fieldErrors, *fieldError) {
+		return nil, plain("malformed request: "+format, a...)
 	}
 	if !utf8.Valid(body) {
-		return malformed("the body is not UTF-8")
+		return fail("the body is not UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	switch tok, err := dec.Token(); {
 	case err == io.EOF:
-		return malformed("empty body, want a JSON object")
+		return fail("empty body, want a JSON object")
 	case err != nil:
-		return jsonError(err)
+		return nil, jsonError(err)
 	case tok != json.Delim('{'):
-		return malformed("%s, want a JSON object", jsonKind(tok))
+		return fail("%s, want a JSON object", jsonKind(tok))
 	}
 	seen := map[string]bool{}
+	var keys []string
+	values := map[string]json.RawMessage{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return jsonError(err)
+			return nil, jsonError(err)
 		}
 		key := tok.(string) // an object's keys are strings, or Token fails
 		if !apiKeys[key] {
 			for k := range apiKeys {
 				if strings.EqualFold(k, key) {
-					return &fieldError{plan.Option(k), func(func(plan.Option) string) string {
+					return nil, &fieldError{plan.Option(k), func(func(plan.Option) string) string {
 						return fmt.Sprintf("malformed request: unknown field %q; keys are case-sensitive, want %q", key, k)
 					}}
 				}
 			}
-			return malformed("unknown field %q", key)
+			return fail("unknown field %q", key)
 		}
 		if seen[key] {
-			return &fieldError{plan.Option(key), func(func(plan.Option) string) string {
+			return nil, &fieldError{plan.Option(key), func(func(plan.Option) string) string {
 				return fmt.Sprintf("malformed request: field %q given twice, want it once", key)
 			}}
 		}
 		seen[key] = true
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return jsonError(err)
+			return nil, jsonError(err)
 		}
+		keys, values[key] = append(keys, key), v
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
-		return jsonError(err)
+		return nil, jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return malformed("data after the JSON object, want one object")
+		return fail("data after the JSON object, want one object")
 	}
-	// the keys are checked: decode the values into their fields
-	dec = json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(req); err != nil {
-		return jsonError(err)
+	// the keys are checked: decode each value into its field, so that
+	// every value of the wrong type is found
+	for _, key := range keys {
+		one, err := json.Marshal(map[string]json.RawMessage{key: values[key]})
+		if err != nil {
+			return nil, jsonError(err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(one))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(req); err != nil {
+			fe := jsonError(err)
+			if fe.Option == "" {
+				return nil, fe
+			}
+			bad = append(bad, fe)
+		}
 	}
-	return nil
+	return bad, nil
 }
 
 // jsonKind names the JSON value that tok starts.
@@ -621,19 +665,16 @@ func (e errUnfit) Error() string {
 func fixedName(name string) func(plan.Plan) string { return func(plan.Plan) string { return name } }
 
 func (h *Handler) download(w http.ResponseWriter, r *http.Request, name func(plan.Plan) string, ctype string, write func(io.Writer, plan.Plan) error) {
-	o, _, err := optionsFrom(r.URL.Query(), h.cfg)
-	var out outcome
-	if err == nil {
-		out, err = h.run(r.Context(), o, false)
-	}
+	o, _, bad := optionsFrom(r.URL.Query(), h.cfg)
+	out, err := h.run(r.Context(), o, bad, false)
 	var b strings.Builder
 	if err == nil {
 		err = write(&b, out.plan)
 	}
 	if err != nil {
-		code, fe := h.status(err)
+		code, fes := h.status(err)
 		h.setRetry(w, code)
-		http.Error(w, fe.Phrase(label), code)
+		http.Error(w, fes.Phrase(label), code)
 		return
 	}
 	w.Header().Set("Content-Type", ctype)

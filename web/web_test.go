@@ -66,8 +66,8 @@ func TestPageDefaultJob(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET /?%s = %d, want 200: %.500s", q, code, body)
 	}
-	if got := strings.Count(body, "<svg"); got != 4 {
-		t.Errorf("default job: %d charts, want 4 (memory, step, slices, batch)", got)
+	if got := strings.Count(body, "<svg"); got != 6 {
+		t.Errorf("default job: %d charts, want 6 (memory, phases, step, MFU, slices, batch)", got)
 	}
 	for _, want := range []string{`id="layout"`, "data=4", "Reasons", `id="dl-maxtext"`, "Batch limit"} {
 		if !strings.Contains(body, want) {

@@ -59,11 +59,12 @@ func TestPlanChartFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// HBM, step time and the two scaling charts, and a pipeline's
-	// timeline when the chosen layout has one
-	want := 4
+	// the page's bars (HBM by component and by phase, step time, MFU),
+	// the two scaling charts, and a pipeline's timeline when the chosen
+	// layout has one
+	want := 6
 	if strings.Contains(stdout, "Layout: ") && strings.Contains(strings.SplitN(strings.SplitN(stdout, "Layout: ", 2)[1], "\n", 2)[0], "pipeline=") {
-		want = 5
+		want = 7
 	}
 	if got := strings.Count(string(h), "<svg"); got != want {
 		t.Errorf("plan --html: %d charts, want %d", got, want)

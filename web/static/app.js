@@ -1,11 +1,20 @@
-// shardlab's page script: the form (the spec box shows with "pasted spec",
-// a notice while searching), sortable tables, and hover values. The page
-// works without it.
+// shardlab's page script: the form plans as the user types (debounced; the
+// server renders the page, whose results and field errors replace these),
+// the address holds the form's state, the spec box shows with "pasted
+// spec", sortable tables, and hover values. The page works without it:
+// the form then plans on "Plan".
 (function () {
   "use strict";
   var form = document.getElementById("job");
   if (form) {
+    live(form);
+  }
+  bind(document);
+
+  // live makes the form plan as it changes.
+  function live(form) {
     var model = form.elements["model"], spec = document.getElementById("field-model_spec");
+    var busy = document.getElementById("busy");
     var sync = function () {
       var on = model.value === "spec";
       spec.hidden = !on;
@@ -13,15 +22,167 @@
     };
     model.addEventListener("change", sync);
     sync();
-    form.addEventListener("submit", function () {
-      document.getElementById("busy").hidden = false;
+
+    // query is the form's state: every field that differs from its
+    // default, and the model and TPU always, so that the address asks a
+    // question.
+    var query = function () {
+      var q = new URLSearchParams();
+      Array.prototype.forEach.call(form.elements, function (el) {
+        if (!el.name || el.disabled) { return; }
+        var d = el.dataset.default;
+        if (el.name === "model" || el.name === "tpu" || d === undefined || el.value !== d) {
+          q.append(el.name, el.value);
+        }
+      });
+      return q.toString();
+    };
+
+    var timer = null, seq = 0, ctrl = null, last = location.search.replace(/^\?/, "");
+    var update = function (force) {
+      var q = query();
+      if (q === last && !force) { return; }
+      last = q;
+      history.replaceState(null, "", "/?" + q);
+      var mine = ++seq;
+      if (ctrl) { ctrl.abort(); }
+      ctrl = new AbortController();
+      busy.textContent = "searching…";
+      form.setAttribute("aria-busy", "true");
+      fetch("/?" + q, { signal: ctrl.signal, headers: { "Accept": "text/html", "X-Shardlab-Scaling": "later" } }).then(function (r) {
+        return r.text();
+      }).then(function (html) {
+        if (mine !== seq) { return; }
+        apply(new DOMParser().parseFromString(html, "text/html"));
+        scaling(mine);
+        form.removeAttribute("aria-busy");
+        var bad = document.querySelectorAll(".field.bad").length + (document.getElementById("error") ? 1 : 0);
+        busy.textContent = bad ? "see the errors" : "plan updated";
+        form.dispatchEvent(new CustomEvent("planned", { bubbles: true }));
+      }).catch(function (e) {
+        if (e.name === "AbortError") { return; }
+        form.removeAttribute("aria-busy");
+        busy.textContent = "could not reach the server: " + e.message;
+      });
+    };
+
+    // apply takes the field errors and the results of a page the server
+    // rendered for the form's state, keeping the fields as the user types.
+    var apply = function (doc) {
+      form.querySelectorAll(".field").forEach(function (f) {
+        var n = doc.getElementById(f.id);
+        var input = f.querySelector("input, select, textarea");
+        var old = f.querySelector("p.error");
+        if (old) { old.remove(); }
+        var e = n && n.querySelector("p.error");
+        f.classList.toggle("bad", !!e);
+        if (e) {
+          f.appendChild(document.importNode(e, true));
+          input.setAttribute("aria-invalid", "true");
+          input.setAttribute("aria-errormessage", e.id);
+        } else {
+          input.removeAttribute("aria-invalid");
+          input.removeAttribute("aria-errormessage");
+        }
+      });
+      var fresh = document.importNode(doc.getElementById("results"), true);
+      document.getElementById("results").replaceWith(fresh);
+      document.title = doc.title;
+      bind(fresh);
+    };
+
+    // scaling fetches the scaling charts the page left for later, unless
+    // the form changed since.
+    var scaling = function (mine) {
+      var slot = document.getElementById("scaling");
+      if (!slot || !slot.dataset.src) { return; }
+      fetch(slot.dataset.src, { signal: ctrl.signal }).then(function (r) {
+        return r.ok ? r.text() : Promise.reject(new Error(r.statusText));
+      }).then(function (html) {
+        if (mine !== seq) { return; }
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var fresh = document.importNode(doc.getElementById("scaling"), true);
+        document.getElementById("scaling").replaceWith(fresh);
+        bind(fresh);
+      }).catch(function (e) {
+        if (e.name !== "AbortError" && mine === seq) { slot.textContent = "Scaling charts: " + e.message; }
+      });
+    };
+
+    // pins: "Pin this plan" adds the form's query (without the pins) to
+    // the pinned plans, at most four; "unpin" removes one. The pins are
+    // hidden fields of the form, so the address carries them.
+    var pins = function () { return Array.prototype.slice.call(form.querySelectorAll('input[name="pin"]')); };
+    document.addEventListener("click", function (e) {
+      var t = e.target;
+      if (t.id === "pin") {
+        var q = new URLSearchParams(query());
+        q.delete("pin");
+        var have = pins();
+        if (have.length >= 4) { busy.textContent = "at most 4 plans pinned: unpin one first"; return; }
+        if (have.some(function (p) { return p.value === q.toString(); })) { busy.textContent = "this plan is pinned already"; return; }
+        var input = document.createElement("input");
+        input.type = "hidden";
+        input.name = "pin";
+        input.value = q.toString();
+        form.appendChild(input);
+        update(true);
+      } else if (t.classList && t.classList.contains("unpin")) {
+        var p = pins()[parseInt(t.dataset.index, 10) - 1];
+        if (p) { p.remove(); }
+        update(true);
+      }
+    });
+
+    var later = function () {
+      clearTimeout(timer);
+      timer = setTimeout(update, 150);
+    };
+    form.addEventListener("input", later);
+    form.addEventListener("change", later);
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      clearTimeout(timer);
+      update(true);
+    });
+    if (!location.search) { update(true); } // a first visit plans the defaults
+  }
+
+  // bind makes root's tables sortable and its rows and charts show values
+  // on hover.
+  function bind(root) {
+    root.querySelectorAll("table.sortable").forEach(sortable);
+    var tip = document.getElementById("tip");
+    var show = function (e, text) {
+      if (!text) { tip.hidden = true; return; }
+      tip.textContent = text;
+      tip.style.left = (e.clientX + 12) + "px";
+      tip.style.top = (e.clientY + 12) + "px";
+      tip.hidden = false;
+    };
+    root.querySelectorAll("table.sortable tbody tr").forEach(function (tr) {
+      var text = tr.getAttribute("title");
+      if (!text) { return; }
+      tr.removeAttribute("title");
+      tr.addEventListener("mousemove", function (e) { show(e, text); });
+      tr.addEventListener("mouseleave", function () { tip.hidden = true; });
+    });
+    root.querySelectorAll("figure.chart svg").forEach(function (svg) {
+      svg.addEventListener("mousemove", function (e) {
+        var t = e.target;
+        if (t && t.dataset && t.dataset.tip) { show(e, t.dataset.tip); return; } // the page's own bars
+        show(e, t && t.tagName === "path" && t.style.fill && t.style.fill !== "rgb(255, 255, 255)" ? chartValue(svg, t) : "");
+      });
+      svg.addEventListener("mouseleave", function () { tip.hidden = true; });
     });
   }
 
-  // sortable tables: a click on a header sorts by its column, again reverses
-  document.querySelectorAll("table.sortable").forEach(function (table) {
+  // sortable: a click on a header, or Enter or Space on it, sorts by its
+  // column; again reverses.
+  function sortable(table) {
     table.querySelectorAll("th").forEach(function (th, col) {
-      th.addEventListener("click", function () {
+      th.tabIndex = 0;
+      var sort = function () {
         var asc = th.getAttribute("aria-sort") !== "ascending";
         table.querySelectorAll("th").forEach(function (h) { h.removeAttribute("aria-sort"); });
         th.setAttribute("aria-sort", asc ? "ascending" : "descending");
@@ -38,33 +199,13 @@
           return asc ? d : -d;
         });
         rows.forEach(function (r) { body.appendChild(r); });
+      };
+      th.addEventListener("click", sort);
+      th.addEventListener("keydown", function (e) {
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sort(); }
       });
     });
-  });
-
-  // hover: a row's title, and a chart's text under the pointer, in a tip
-  var tip = document.getElementById("tip");
-  var show = function (e, text) {
-    if (!text) { tip.hidden = true; return; }
-    tip.textContent = text;
-    tip.style.left = (e.clientX + 12) + "px";
-    tip.style.top = (e.clientY + 12) + "px";
-    tip.hidden = false;
-  };
-  document.querySelectorAll("table.sortable tbody tr").forEach(function (tr) {
-    var text = tr.getAttribute("title");
-    if (!text) { return; }
-    tr.removeAttribute("title");
-    tr.addEventListener("mousemove", function (e) { show(e, text); });
-    tr.addEventListener("mouseleave", function () { tip.hidden = true; });
-  });
-  document.querySelectorAll("figure.chart svg").forEach(function (svg) {
-    svg.addEventListener("mousemove", function (e) {
-      var t = e.target;
-      show(e, t && t.tagName === "path" && t.style.fill && t.style.fill !== "rgb(255, 255, 255)" ? chartValue(svg, t) : "");
-    });
-    svg.addEventListener("mouseleave", function () { tip.hidden = true; });
-  });
+  }
 
   // chartValue reads a bar segment's size, or a mark's value, off the
   // nearest y axis to its left: two of that axis's tick labels give the
