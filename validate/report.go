@@ -164,7 +164,7 @@ func (rep Report) WriteJSON(w io.Writer) error {
 // prediction goes wrong.
 func (rep Report) WriteBreakdown(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run	step s	matmul	attention	memory-bound	optimizer	offload	ICI	DCN	bubble	MXU eff	batch	")
+	fmt.Fprintln(tw, "run	step s	matmul	attention	memory-bound	optimizer	offload	ICI	DCN	slice sync	bubble	MXU eff	batch	")
 	for _, r := range rep.Results {
 		t := r.Estimate.Time
 		st := t.Step.Seconds()

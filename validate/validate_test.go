@@ -357,3 +357,19 @@ func TestFitReportSaysWhereEachConstantComesFrom(t *testing.T) {
 		}
 	}
 }
+
+func TestBreakdownHeaderNamesEveryColumn(t *testing.T) {
+	rep := builtInReport(t)
+	var b strings.Builder
+	if err := rep.WriteBreakdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	cols := regexp.MustCompile(`\S+(?: \S+)*`)
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	head := len(cols.FindAllString(lines[0], -1))
+	for _, l := range lines[1:] {
+		if n := len(cols.FindAllString(l, -1)); n != head {
+			t.Fatalf("header names %d columns, row %q has %d", head, l, n)
+		}
+	}
+}
