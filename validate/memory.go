@@ -741,9 +741,9 @@ type MemoryJSON struct {
 // MemoryRowJSON is one costed memory case; bytes are per JAX device
 // unless the name says chip.
 type MemoryRowJSON struct {
-	ID                 string       `json:"id"`
-	Set                string       `json:"set"`
-	Date               string       `json:"date"`
+	ID                 string       `json:"id,omitempty"`
+	Set                string       `json:"set,omitempty"`
+	Date               string       `json:"date,omitempty"`
 	Kind               string       `json:"kind"`
 	Scope              string       `json:"scope"`
 	Generation         string       `json:"generation"`
@@ -766,7 +766,7 @@ type MemoryRowJSON struct {
 	PeakPhase          string       `json:"peak_phase"`
 	Verdict            string       `json:"verdict"`
 	Unmodelled         string       `json:"unmodelled,omitempty"`
-	Source             MemorySource `json:"source"`
+	Source             MemorySource `json:"source,omitzero"`
 }
 
 // JSON returns the memory report's machine-readable form.

@@ -70,6 +70,9 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	p := plans[0]
 	e := p.Best.Estimate
 	r := validate.CompareLog(log, e.Memory, e.Mesh.Multislice.Slice.Chip.JAXDevicesPerChip)
+	// the comparison is of this plan, not of a case in the memory table
+	ms := e.Mesh.Multislice
+	r.Case.Generation, r.Case.AcceleratorType, r.Case.Slices, r.Case.Model = string(ms.Slice.Chip.Generation), ms.Slice.AcceleratorType(), max(ms.Slices, 1), p.Request.Model
 	cal, calErr := calibrationOf(log, r, c.log, p)
 	if c.calibration != "" {
 		if calErr != nil {

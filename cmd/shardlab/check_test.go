@@ -43,12 +43,19 @@ func TestVerifyThenCheck(t *testing.T) {
 	js, _, _ := runCmd(append([]string{"check", "--compile-log", writeLog(t, dir, "seed.log", "Used 1G of 95.74G hbm"), "--json"}, checkArgs[3:len(checkArgs)-2]...)...)
 	var seed struct {
 		Result struct {
-			Arguments int64 `json:"predicted_argument_bytes"`
-			Temp      int64 `json:"predicted_temp_bytes"`
+			Arguments int64  `json:"predicted_argument_bytes"`
+			Temp      int64  `json:"predicted_temp_bytes"`
+			Gen       string `json:"generation"`
+			Accel     string `json:"accelerator_type"`
+			Model     string `json:"model"`
 		} `json:"comparison"`
 	}
 	if err := json.Unmarshal([]byte(js), &seed); err != nil || seed.Result.Temp <= 0 {
 		t.Fatalf("check --json: %v\n%s", err, js)
+	}
+	// the comparison names the plan it is of, and no memory-table case
+	if r := seed.Result; r.Gen != "v5p" || r.Accel != "v5p-8" || r.Model == "" || strings.Contains(js, `"id": ""`) || strings.Contains(js, `"source"`) {
+		t.Errorf("check --json comparison: generation %q, accelerator %q, model %q, want the plan's (and no empty case id or source)\n%s", r.Gen, r.Accel, r.Model, js)
 	}
 	a, tmp := seed.Result.Arguments, seed.Result.Temp
 	log := writeLog(t, dir, "compile.log", fmt.Sprintf("Memory analysis: CompiledMemoryStats(generated_code_size_in_bytes=1, argument_size_in_bytes=%d, output_size_in_bytes=%d, alias_size_in_bytes=%d, temp_size_in_bytes=%d)", a, a, a, 2*tmp))
