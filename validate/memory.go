@@ -585,19 +585,39 @@ type MemoryStats struct {
 	OOMRefused  int     `json:"oom_refused"`
 	Unmodelled  int     `json:"cases_with_unmodelled_settings"`
 	WithinTenth int     `json:"measured_within_10_percent"`
+	// AllMedian is the median |error| over every case, out-of-memory
+	// ones included (their messages report the bytes XLA needed too).
+	AllMedian float64 `json:"all_median_abs_error"`
+	// Stated is the cases whose every setting shardlab's configuration
+	// states (no unmodelled settings), their median |error| over all of
+	// them, and their out-of-memory cases and how many cost refuses.
+	Stated           int     `json:"stated_cases"`
+	StatedMedian     float64 `json:"stated_median_abs_error"`
+	StatedOOM        int     `json:"stated_oom_cases"`
+	StatedOOMRefused int     `json:"stated_oom_refused"`
 }
 
 // Summary is the statistics of one set of cases (SetA, SetB).
 func (rep MemoryReport) Summary(set string) MemoryStats {
 	st := MemoryStats{Set: set}
-	var errs []float64
+	var errs, all, stated []float64
 	for _, r := range rep.Results {
 		if r.Case.Set != set {
 			continue
 		}
 		st.N++
+		all = append(all, math.Abs(r.Error))
 		if r.Case.Unmodelled != "" {
 			st.Unmodelled++
+		} else {
+			st.Stated++
+			stated = append(stated, math.Abs(r.Error))
+			if r.Case.Kind == KindOOM {
+				st.StatedOOM++
+				if r.Refused {
+					st.StatedOOMRefused++
+				}
+			}
 		}
 		if r.Case.Kind == KindOOM {
 			st.OOM++
@@ -616,6 +636,12 @@ func (rep MemoryReport) Summary(set string) MemoryStats {
 	st.Measured = len(errs)
 	if len(errs) > 0 {
 		st.Median = median(errs)
+	}
+	if len(all) > 0 {
+		st.AllMedian = median(all)
+	}
+	if len(stated) > 0 {
+		st.StatedMedian = median(stated)
 	}
 	return st
 }
@@ -690,6 +716,9 @@ func (rep MemoryReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  compiled or ran: %d cases, median |error| %.1f%%, max %.1f%%, within 10%%: %d/%d\n",
 			st.Measured, 100*st.Median, 100*st.Max, st.WithinTenth, st.Measured)
 		fmt.Fprintf(&b, "  OOM cases refused %d/%d (predicted > the HBM XLA had)\n", st.OOMRefused, st.OOM)
+		fmt.Fprintf(&b, "  every case, OOM messages included: median |error| %.1f%%\n", 100*st.AllMedian)
+		fmt.Fprintf(&b, "  the %d cases whose settings shardlab states (no *): median |error| %.1f%%, OOM cases refused %d/%d\n",
+			st.Stated, 100*st.StatedMedian, st.StatedOOMRefused, st.StatedOOM)
 	}
 	if rep.Batches != nil {
 		b.WriteString("\n")

@@ -296,8 +296,12 @@ func TestMemorySummary(t *testing.T) {
 		res(SetA, KindCompiledUsage, -0.3, false), res(SetA, KindMemoryAnalysis, 0.05, false), res(SetA, KindProfilePeak, 0.2, false),
 		res(SetA, KindOOM, -0.9, true), res(SetA, KindOOM, -0.5, false), res(SetB, KindCompiledUsage, 0.01, false),
 	}}
+	// the first and the refused OOM case have settings shardlab cannot state
+	rep.Results[0].Case.Unmodelled, rep.Results[3].Case.Unmodelled = "MTP", "MTP"
 	got := rep.Summary(SetA)
-	want := MemoryStats{Set: SetA, N: 5, Measured: 3, Median: 0.2, Max: 0.3, OOM: 2, OOMRefused: 1, WithinTenth: 1}
+	// every case: |errors| 0.05 0.2 0.3 0.5 0.9; stated: 0.05 0.2 0.5
+	want := MemoryStats{Set: SetA, N: 5, Measured: 3, Median: 0.2, Max: 0.3, OOM: 2, OOMRefused: 1, WithinTenth: 1, Unmodelled: 2,
+		AllMedian: 0.3, Stated: 3, StatedMedian: 0.2, StatedOOM: 1, StatedOOMRefused: 0}
 	if got != want {
 		t.Errorf("Summary(A) = %+v, want %+v", got, want)
 	}
