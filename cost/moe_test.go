@@ -441,3 +441,26 @@ func TestDroplessSortIsNotSplitOverTensor(t *testing.T) {
 		t.Errorf("the dropless sort adds %.6g s per step with tensor=4, want %.6g s (four tensor ranks sorting the same tokens)", got, want)
 	}
 }
+
+func TestMoECombineBackwardByHand(t *testing.T) {
+	// DeepSeek-V3, dropless, no remat, one 4,096-token sequence per chip:
+	// the layer's backward peaks at the MoE combine, where the gradient of
+	// the outputs (7,168 wide) is live with the gradient of the experts'
+	// 8 routed rows per token, unsorted and sorted: (1 + 2·8)·7168
+	// elements a token, 17·7168·4096·2 = 998,244,352 bytes in bf16.
+	j := NewJob(lookup(t, "deepseek3-671b"), 4096, 256)
+	j.Remat = RematNone
+	mem, err := NewEstimator().Memory(j, layout(t, "v5p-512", 1, "fsdp=256"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := mem.Phases[0]
+	if ph.Name != PhaseLayerBackward+" (MoE combine backward)" {
+		t.Fatalf("layer phase %q, want it to peak at the MoE combine backward", ph.Name)
+	}
+	for _, b := range ph.Buffers {
+		if b.Name == BufferActivationGradients && b.Bytes != 998244352 {
+			t.Errorf("activation gradients %d bytes, want 998244352", b.Bytes)
+		}
+	}
+}
