@@ -3,8 +3,6 @@ package budget
 import (
 	"bytes"
 	_ "embed"
-	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -42,37 +40,17 @@ var limitHeader = []string{"mode", "limit", "value", "source", "read", "note"}
 // header mode,limit,value,source,read,note. Every field but note is
 // required, and each value is checked against its limit's form.
 func ParseLimits(r io.Reader) ([]Limit, error) {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(limitHeader)
 	var out []Limit
-	for first := true; ; first = false {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			line := 0
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				line, err = pe.Line, pe.Err
-			}
-			return nil, &ParseError{Line: line, Want: fmt.Sprintf("%d comma-separated fields (%s): %v", len(limitHeader), strings.Join(limitHeader, ","), err)}
-		}
-		line, _ := cr.FieldPos(0)
-		if first {
-			if !slices.Equal(rec, limitHeader) {
-				return nil, &ParseError{Line: line, Field: "header", Value: strings.Join(rec, ","), Want: strings.Join(limitHeader, ",")}
-			}
-			continue
-		}
+	err := readCSV(r, limitHeader, "limit", func(rec []string, line int) error {
 		l, err := parseLimit(rec, line)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, l)
-	}
-	if out == nil {
-		return nil, &ParseError{Line: 1, Want: "a header and at least one limit row"}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -153,10 +153,36 @@ func ValidRegion(s string) bool { return regionRE.MatchString(s) }
 // generation, mode and region. Every field but note is required; a
 // generation, mode and region appear at most once.
 func ParsePrices(r io.Reader) (Prices, error) {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(priceHeader)
 	var out Prices
 	seen := map[[3]string]int{}
+	err := readCSV(r, priceHeader, "price", func(rec []string, line int) error {
+		p, err := parsePrice(rec, line)
+		if err != nil {
+			return err
+		}
+		key := [3]string{string(p.Generation), string(p.Mode), p.Region}
+		if prev, ok := seen[key]; ok {
+			return &ParseError{Line: line, Field: "region", Value: p.Region,
+				Want: fmt.Sprintf("one row per generation, mode and region (line %d has %s %s %s)", prev, p.Generation, p.Mode, p.Region)}
+		}
+		seen[key] = line
+		out = append(out, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readCSV reads a data table of the budget package: CSV whose first
+// record is header and whose every record has its fields, calling row for
+// each record after the header with its line; a table with no rows is an
+// error naming what (a "price" or "limit" row) it lacks.
+func readCSV(r io.Reader, header []string, what string, row func(rec []string, line int) error) error {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = len(header)
+	rows := 0
 	for first := true; ; first = false {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -168,31 +194,24 @@ func ParsePrices(r io.Reader) (Prices, error) {
 			if errors.As(err, &pe) {
 				line, err = pe.Line, pe.Err
 			}
-			return nil, &ParseError{Line: line, Want: fmt.Sprintf("%d comma-separated fields (%s): %v", len(priceHeader), strings.Join(priceHeader, ","), err)}
+			return &ParseError{Line: line, Want: fmt.Sprintf("%d comma-separated fields (%s): %v", len(header), strings.Join(header, ","), err)}
 		}
 		line, _ := cr.FieldPos(0)
 		if first {
-			if !slices.Equal(rec, priceHeader) {
-				return nil, &ParseError{Line: line, Field: "header", Value: strings.Join(rec, ","), Want: strings.Join(priceHeader, ",")}
+			if !slices.Equal(rec, header) {
+				return &ParseError{Line: line, Field: "header", Value: strings.Join(rec, ","), Want: strings.Join(header, ",")}
 			}
 			continue
 		}
-		p, err := parsePrice(rec, line)
-		if err != nil {
-			return nil, err
+		if err := row(rec, line); err != nil {
+			return err
 		}
-		key := [3]string{string(p.Generation), string(p.Mode), p.Region}
-		if prev, ok := seen[key]; ok {
-			return nil, &ParseError{Line: line, Field: "region", Value: p.Region,
-				Want: fmt.Sprintf("one row per generation, mode and region (line %d has %s %s %s)", prev, p.Generation, p.Mode, p.Region)}
-		}
-		seen[key] = line
-		out = append(out, p)
+		rows++
 	}
-	if out == nil {
-		return nil, &ParseError{Line: 1, Want: "a header and at least one price row"}
+	if rows == 0 {
+		return &ParseError{Line: 1, Want: "a header and at least one " + what + " row"}
 	}
-	return out, nil
+	return nil
 }
 
 // parsePrice reads one row.
