@@ -267,17 +267,24 @@ func (m Mesh) Chips() int { return m.Multislice.Chips() }
 // String spells the layout in the syntax Parse reads, e.g.
 // "data=2(dcn),fsdp=64"; degree-1 axes are left out.
 func (m Mesh) String() string {
+	if s := Spell(m.degrees[:]); s != "" {
+		return s
+	}
+	return "single chip"
+}
+
+// Spell writes degrees in the syntax Parse reads, e.g.
+// "data=2(dcn),fsdp=64", leaving degree-1 axes out: "" when every degree
+// is 1.
+func Spell(degrees []Degree) string {
 	var parts []string
-	for _, d := range m.degrees {
+	for _, d := range degrees {
 		if d.DCN > 1 {
 			parts = append(parts, fmt.Sprintf("%s=%d(dcn)", d.Axis, d.DCN))
 		}
 		if d.ICI > 1 {
 			parts = append(parts, fmt.Sprintf("%s=%d", d.Axis, d.ICI))
 		}
-	}
-	if len(parts) == 0 {
-		return "single chip"
 	}
 	return strings.Join(parts, ",")
 }

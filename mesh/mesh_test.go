@@ -215,3 +215,11 @@ func TestParseOn(t *testing.T) {
 		}
 	}
 }
+
+func ExampleSpell() {
+	fmt.Println(Spell([]Degree{{Axis: Data, ICI: 1, DCN: 2}, {Axis: FSDP, ICI: 64, DCN: 1}, {Axis: Tensor, ICI: 1, DCN: 1}}))
+	fmt.Printf("%q\n", Spell([]Degree{{Axis: Data, ICI: 1, DCN: 1}}))
+	// Output:
+	// data=2(dcn),fsdp=64
+	// ""
+}

@@ -43,19 +43,10 @@ func (d DeviceLayout) Count() string {
 
 // spellMesh is degrees spelt as mesh.Mesh.String spells a layout.
 func spellMesh(degrees []mesh.Degree) string {
-	var parts []string
-	for _, d := range degrees {
-		if d.DCN > 1 {
-			parts = append(parts, fmt.Sprintf("%s=%d(dcn)", d.Axis, d.DCN))
-		}
-		if d.ICI > 1 {
-			parts = append(parts, fmt.Sprintf("%s=%d", d.Axis, d.ICI))
-		}
+	if s := mesh.Spell(degrees); s != "" {
+		return s
 	}
-	if len(parts) == 0 {
-		return "single device"
-	}
-	return strings.Join(parts, ",")
+	return "single device"
 }
 
 // factors is degrees' ICI factors by axis (1 for an axis not named).
