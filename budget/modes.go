@@ -77,14 +77,8 @@ func parseLimit(rec []string, line int) (Limit, error) {
 	if !validLimit(l.Name, l.Value) {
 		return Limit{}, refuse("value", l.Value, want)
 	}
-	if strings.TrimSpace(l.Source) == "" || l.Source != strings.TrimSpace(l.Source) || hasControl(l.Source) {
-		return Limit{}, refuse("source", l.Source, "a URL or a document's title, without leading or trailing spaces")
-	}
-	if d, err := time.Parse(time.DateOnly, l.Read); err != nil || d.Format(time.DateOnly) != l.Read {
-		return Limit{}, refuse("read", l.Read, "the date the limit was read, YYYY-MM-DD")
-	}
-	if hasControl(l.Note) || l.Note != strings.TrimSpace(l.Note) {
-		return Limit{}, refuse("note", l.Note, "text without control characters or leading or trailing spaces")
+	if err := checkProvenance(refuse, "limit", l.Source, l.Read, l.Note); err != nil {
+		return Limit{}, err
 	}
 	return l, nil
 }

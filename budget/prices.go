@@ -240,16 +240,25 @@ func parsePrice(rec []string, line int) (Price, error) {
 		return Price{}, refuse("usd_per_chip_hour", rec[3], fmt.Sprintf("dollars per chip-hour, a decimal number above 0 and at most %d", MaxPrice))
 	}
 	p.USDPerChipHour = v
-	if strings.TrimSpace(p.Source) == "" || p.Source != strings.TrimSpace(p.Source) || hasControl(p.Source) {
-		return Price{}, refuse("source", p.Source, "a URL or a document's title, without leading or trailing spaces")
-	}
-	if d, err := time.Parse(time.DateOnly, p.Read); err != nil || d.Format(time.DateOnly) != p.Read {
-		return Price{}, refuse("read", p.Read, "the date the price was read, YYYY-MM-DD")
-	}
-	if hasControl(p.Note) || p.Note != strings.TrimSpace(p.Note) {
-		return Price{}, refuse("note", p.Note, "text without control characters or leading or trailing spaces")
+	if err := checkProvenance(refuse, "price", p.Source, p.Read, p.Note); err != nil {
+		return Price{}, err
 	}
 	return p, nil
+}
+
+// checkProvenance checks a data row's source, the date it was read and its
+// note, refusing a bad one by its field; what is "price" or "limit".
+func checkProvenance(refuse func(field, value, want string) error, what, source, read, note string) error {
+	if strings.TrimSpace(source) == "" || source != strings.TrimSpace(source) || hasControl(source) {
+		return refuse("source", source, "a URL or a document's title, without leading or trailing spaces")
+	}
+	if d, err := time.Parse(time.DateOnly, read); err != nil || d.Format(time.DateOnly) != read {
+		return refuse("read", read, "the date the "+what+" was read, YYYY-MM-DD")
+	}
+	if hasControl(note) || note != strings.TrimSpace(note) {
+		return refuse("note", note, "text without control characters or leading or trailing spaces")
+	}
+	return nil
 }
 
 func hasControl(s string) bool {
