@@ -85,6 +85,18 @@ func (c MaxTextConfig) Get(key string) (any, bool) {
 	return nil, false
 }
 
+// layoutComment is the plan's layout, MFU and step time for an export's
+// header: the layout in JAX devices, as --mesh takes it and the engines
+// count, with the chip layout beside it where a chip is several devices.
+func layoutComment(p plan.Plan) string {
+	e := p.Best.Estimate
+	spec := e.Mesh.String()
+	if d, err := p.Devices(); err == nil && d.Devices != d.Chips {
+		spec = fmt.Sprintf("%s in JAX devices (%s in chips)", d, e.Mesh)
+	}
+	return fmt.Sprintf("layout %s, MFU %s estimated, step %v", spec, e.MFUPeaks(), unit.Seconds(e.Time.Step.Seconds()))
+}
+
 // MaxText turns the plan's chosen layout and job into MaxText settings. It
 // refuses, with an error wrapping ErrUnsupported, a plan MaxText would run
 // differently from how it was costed.
@@ -96,7 +108,7 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	set := func(k string, v any) { c.Settings = append(c.Settings, Setting{k, v}) }
 	c.Comments = append(c.Comments,
 		fmt.Sprintf("shardlab plan: %s on %s", j.Model.Name, ms),
-		fmt.Sprintf("layout %s, MFU %s estimated, step %v", e.Mesh, e.MFUPeaks(), unit.Seconds(e.Time.Step.Seconds())))
+		layoutComment(p))
 
 	mt, err := maxTextModel(set, &c, j.Model)
 	if err != nil {

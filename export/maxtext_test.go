@@ -748,3 +748,25 @@ func TestBlockUnsetIsBaseYML(t *testing.T) {
 		}
 	}
 }
+
+func TestLayoutCommentCountsDevices(t *testing.T) {
+	// TPU7x: the header names the layout as --mesh took it, in JAX devices,
+	// and the chips' beside it; one device a chip: the layout alone.
+	for _, c := range []struct{ tpu, mesh, want string }{
+		{"tpu7x-256", "fsdp=256", "# layout fsdp=256 in JAX devices (fsdp=128 in chips), MFU "},
+		{"v5p-8", "fsdp=4", "# layout fsdp=4, MFU "},
+	} {
+		p := search(t, func(o *plan.Options) { o.Model, o.TPU, o.Mesh = "llama3-8b", c.tpu, c.mesh })
+		cfg, err := MaxText(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := cfg.WriteYAML(&b); err != nil {
+			t.Fatal(err)
+		}
+		if out := b.String(); !strings.Contains(out, c.want) {
+			t.Errorf("%s --mesh %s: header lacks %q:\n%s", c.tpu, c.mesh, c.want, out)
+		}
+	}
+}

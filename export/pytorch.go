@@ -9,7 +9,6 @@ import (
 	"shardlab/maxtext"
 	"shardlab/mesh"
 	"shardlab/plan"
-	"shardlab/unit"
 )
 
 // The PyTorch/XLA SPMD API the export writes against, from pytorch/xla @
@@ -67,7 +66,7 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 	}
 	out := PyTorchMesh{Comments: []string{
 		fmt.Sprintf("shardlab plan: %s on %s", e.Job.Model.Name, ms),
-		fmt.Sprintf("layout %s, MFU %s estimated, step %v", e.Mesh, e.MFUPeaks(), unit.Seconds(e.Time.Step.Seconds())),
+		layoutComment(p),
 	}}
 	for _, a := range PyTorchAxes {
 		d := e.Mesh.Degree(a.Axis)
