@@ -48,8 +48,13 @@ type Error struct {
 	Err    error
 }
 
-func (e *Error) Error() string {
-	return fmt.Sprintf("export: %s: %s %s; %s", e.Target, e.Field, e.Value, e.Want)
+func (e *Error) Error() string { return e.Phrase(nil) }
+
+// Phrase is the error with the planner options Want names in braces
+// ({global_batch}) spelt by name: the CLI's flags, the web UI's fields;
+// nil spells them as plan.Option does.
+func (e *Error) Phrase(name func(plan.Option) string) string {
+	return fmt.Sprintf("export: %s: %s %s; %s", e.Target, e.Field, e.Value, plan.Note{Text: e.Want}.Phrase(name))
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -167,7 +172,7 @@ func meshSettings(set func(string, any), c *MaxTextConfig, e cost.Estimate, ms h
 	devices, in, err := maxtext.Devices(chips, e.MicroBatchSize, j.Seq, perChip)
 	if err != nil {
 		return 0, unsupported("maxtext", "micro-batch per chip", strconv.Itoa(e.MicroBatchSize),
-			fmt.Sprintf("each %s chip is %d JAX devices in MaxText, and neither the chip's sequences per micro-batch nor the %d-token sequence (over context %d) split over them; pass a --global-batch that gives each chip a multiple of %d sequences per micro-batch",
+			fmt.Sprintf("each %s chip is %d JAX devices in MaxText, and neither the chip's sequences per micro-batch nor the %d-token sequence (over context %d) split over them; pass a {global_batch} that gives each chip a multiple of %d sequences per micro-batch",
 				chip.Generation, perChip, j.Seq, e.Mesh.Size(mesh.Context), perChip))
 	}
 	for _, a := range mesh.All() {
@@ -231,7 +236,7 @@ func kernels(set func(string, any), j cost.Job, pdbs float64) error {
 	// into num_vocab_tiling chunks.
 	if math.Mod(pdbs*float64(j.Seq), float64(tiles)) != 0 {
 		return unsupported("maxtext", "num_vocab_tiling", strconv.Itoa(tiles),
-			fmt.Sprintf("MaxText needs per_device_batch_size x max_target_length (%s x %d) to be a multiple of it; pass a --vocab-tiles that divides %s",
+			fmt.Sprintf("MaxText needs per_device_batch_size x max_target_length (%s x %d) to be a multiple of it; pass a {vocab_tiles} that divides %s",
 				formatFloat(pdbs), j.Seq, formatFloat(pdbs*float64(j.Seq))))
 	}
 	set("num_vocab_tiling", tiles)
@@ -274,7 +279,7 @@ func pipeline(set func(string, any), e cost.Estimate, mt maxTextArch) error {
 		repeats = max(j.Chunks, 1)
 	default:
 		return unsupported("maxtext", "pipeline schedule", string(j.Schedule),
-			fmt.Sprintf("MaxText runs only GPipe-order pipelines, plain or circular (maxtext issue 752: no 1F1B), and the plan was costed under %s; pass --schedule gpipe, or --schedule circular with --chunks for num_pipeline_repeats, to cost it as MaxText runs it", j.Schedule))
+			fmt.Sprintf("MaxText runs only GPipe-order pipelines, plain or circular (maxtext issue 752: no 1F1B), and the plan was costed under %s; pass {schedule} gpipe, or {schedule} circular with {chunks} for num_pipeline_repeats, to cost it as MaxText runs it", j.Schedule))
 	}
 	// MaxText pipelines only the MoE layers of its deepseek block
 	// (pipeline_parallel_layers defaults to them, [types.py]) and a stage of
@@ -283,7 +288,7 @@ func pipeline(set func(string, any), e cost.Estimate, mt maxTextArch) error {
 	// all the layers, one at a time
 	if mt.block == "deepseek" || mt.block == "llama4" {
 		return unsupported("maxtext", "pipeline", fmt.Sprintf("%d stages", stages),
-			fmt.Sprintf("MaxText's %s decoder block does not pipeline the model's layers as shardlab costs them; plan %s with --mesh without pipeline", mt.block, j.Model.Name))
+			fmt.Sprintf("MaxText's %s decoder block does not pipeline the model's layers as shardlab costs them; plan %s with {mesh} without pipeline", mt.block, j.Model.Name))
 	}
 	// MaxText's decoder layers: Gemma 2's pair a local and a global
 	// attention layer (configs/models/gemma2-9b.yml)
@@ -328,7 +333,7 @@ func remat(set func(string, any), j cost.Job, mt maxTextArch) error {
 	}
 	if places[cost.LayerInput] == cost.Recompute {
 		// [base.yml] line 361: "this tensor cannot be rematerialized"
-		return unsupported("maxtext", "decoder_layer_input", "remat", "MaxText keeps each layer's input on device or offloads it; pass decoder_layer_input=device or offload in --remat-custom")
+		return unsupported("maxtext", "decoder_layer_input", "remat", "MaxText keeps each layer's input on device or offloads it; pass decoder_layer_input=device or offload in {remat_custom}")
 	}
 	for t := range cost.NumTensors {
 		name := t.String()
@@ -347,7 +352,7 @@ func remat(set func(string, any), j cost.Job, mt maxTextArch) error {
 		// one projection, tagged qkv_proj (attentions.py), holds Q, K and V
 		if places[cost.Query] != places[cost.Key] || places[cost.Query] != places[cost.Value] {
 			return unsupported("maxtext", "remat of query_proj, key_proj, value_proj", fmt.Sprintf("%s, %s, %s", places[cost.Query], places[cost.Key], places[cost.Value]),
-				fmt.Sprintf("MaxText's %s fuses them into qkv_proj, one place for the three; pass qkv_proj=PLACE in --remat-custom", j.Model.Name))
+				fmt.Sprintf("MaxText's %s fuses them into qkv_proj, one place for the three; pass qkv_proj=PLACE in {remat_custom}", j.Model.Name))
 		}
 		set("qkv_proj", places[cost.Query].String())
 	}
@@ -363,7 +368,7 @@ func remat(set func(string, any), j cost.Job, mt maxTextArch) error {
 func precision(set func(string, any), j cost.Job) error {
 	p := j.Precision
 	if p.Activation != 2 {
-		return unsupported("maxtext", "activation bytes", strconv.Itoa(p.Activation), "MaxText's dtype is bfloat16 (2 bytes); pass --precision maxtext or bf16")
+		return unsupported("maxtext", "activation bytes", strconv.Itoa(p.Activation), "MaxText's dtype is bfloat16 (2 bytes); pass {precision} maxtext or bf16")
 	}
 	var w string
 	switch p {
@@ -372,7 +377,7 @@ func precision(set func(string, any), j cost.Job) error {
 	case cost.MaxTextBF16Precision():
 		w = "bfloat16"
 	default:
-		return unsupported("maxtext", "precision", p.Name(), "MaxText keeps no master copy of the weights: pass --precision maxtext (weight_dtype float32) or bf16 (weight_dtype bfloat16)")
+		return unsupported("maxtext", "precision", p.Name(), "MaxText keeps no master copy of the weights: pass {precision} maxtext (weight_dtype float32) or bf16 (weight_dtype bfloat16)")
 	}
 	// opt_type is not written: the plan does not choose the optimizer, and
 	// both of MaxText's Adams keep the two moments cost counts: base.yml's

@@ -61,7 +61,7 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 	for _, a := range []mesh.Axis{mesh.Pipeline, mesh.Context} {
 		if n := e.Mesh.Size(a); n > 1 {
 			return PyTorchMesh{}, unsupported("pytorch", a.String(), strconv.Itoa(n),
-				"a layout of data, fsdp and tensor only: the PyTorch/XLA SPMD export writes no pipeline or context parallelism; plan with --mesh without it")
+				"a layout of data, fsdp and tensor only: the PyTorch/XLA SPMD export writes no pipeline or context parallelism; plan with {mesh} without it")
 		}
 	}
 	out := PyTorchMesh{Comments: []string{
@@ -78,7 +78,7 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 	if perChip > 1 {
 		if maxtext.InChipAxis(e.MicroBatchSize, e.Job.Seq, e.Mesh.Size(mesh.Context), perChip) != mesh.FSDP {
 			return PyTorchMesh{}, unsupported("pytorch", "micro-batch per chip", strconv.Itoa(e.MicroBatchSize),
-				fmt.Sprintf("a multiple of %d: each %s chip is %d PJRT devices, and the chip's sequences per micro-batch must split over them; pass a --global-batch that gives each chip a multiple of %d", perChip, chip.Generation, perChip, perChip))
+				fmt.Sprintf("a multiple of %d: each %s chip is %d PJRT devices, and the chip's sequences per micro-batch must split over them; pass a {global_batch} that gives each chip a multiple of %d", perChip, chip.Generation, perChip, perChip))
 		}
 		out.ICI[1] *= perChip
 		out.Comments = append(out.Comments, fmt.Sprintf("each %s chip is %d PJRT devices (TensorCores): fsdp carries the in-chip factor %d", chip.Generation, perChip, perChip))

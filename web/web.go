@@ -274,7 +274,11 @@ func (h *Handler) status(err error) (int, fieldErrors) {
 	case errors.As(err, &unfit):
 		return http.StatusUnprocessableEntity, one(plain("%s", unfit.Error()))
 	case errors.Is(err, export.ErrUnsupported):
-		return http.StatusUnprocessableEntity, one(plain("%s", oneLine(err.Error())))
+		msg := err.Error()
+		if xe := (*export.Error)(nil); errors.As(err, &xe) {
+			msg = xe.Phrase(label)
+		}
+		return http.StatusUnprocessableEntity, one(plain("%s", oneLine(msg)))
 	case errors.Is(err, errQueueFull):
 		return http.StatusServiceUnavailable, one(plain("busy: %d searches are running and %d more are waiting, the most this server holds; try again in a moment", h.cfg.MaxSearches, h.cfg.MaxQueue))
 	case errors.Is(err, errWaited):

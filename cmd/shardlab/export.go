@@ -107,7 +107,7 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 			}
 		}
 		if err := writeExport(&b, target, p, e); err != nil {
-			return err
+			return planError(err)
 		}
 	}
 	_, err = io.WriteString(stdout, b.String())

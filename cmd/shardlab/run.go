@@ -500,11 +500,14 @@ func (e phrasedError) Unwrap() error { return e.err }
 func planError(err error) error {
 	var oe *plan.OptionError
 	var none *plan.NoPlanError
+	var xe *export.Error
 	switch {
 	case errors.As(err, &oe):
 		return phrasedError{oe.Phrase(flagName), err}
 	case errors.As(err, &none):
 		return phrasedError{"plan: " + none.Phrase(flagName), err}
+	case errors.As(err, &xe):
+		return phrasedError{xe.Phrase(flagName), err}
 	}
 	return err
 }
