@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"shardlab/collective"
 	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/plan"
@@ -176,9 +174,6 @@ func Step(p plan.Plan) (Chart, error) {
 	return newChart("step", "Step time by what the chip waits on", pl), nil
 }
 
-// MaxScalingPoints bounds the searches of a scaling chart.
-const MaxScalingPoints = 9
-
 // ErrNotApplicable is wrapped by the errors of a chart that does not apply
 // to a plan (scaling for a fixed mesh, the pipeline of a plan without
 // one).
@@ -243,154 +238,72 @@ var log2Ticks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
 	return ts
 })
 
-// research searches the plan's request changed by edit; ok is false when
-// no layout can run it.
-func research(p plan.Plan, edit func(*plan.Request) error) (plan.Plan, bool, error) {
-	r := p.Request
-	if err := edit(&r); err != nil {
-		return plan.Plan{}, false, err
+// sweepPlots is a sweep's MFU and tokens/s per chip plots, the x axis
+// log-scaled by powers of two where there is more than one point.
+func sweepPlots(s plan.Sweep, title string) (*plot.Plot, *plot.Plot, error) {
+	pts := make([]point, len(s.Points))
+	for i, p := range s.Points {
+		pts[i] = point{p.X, p.MFU, p.TokensPerSecondPerChip}
 	}
-	q, err := plan.Search(r)
-	if errors.Is(err, plan.ErrNoPlan) {
-		return q, false, nil
-	}
-	return q, err == nil, err
-}
-
-// SliceCounts are the slice counts the slices chart searches for a plan
-// on n slices of a chip: 1, 2, 4, … up to n (at least 4 where the chip
-// runs Multislice, only 1 where it does not), and n itself, at most
-// MaxScalingPoints of them.
-func SliceCounts(c hw.Chip, n int) []int {
-	if c.DCNPerChip == 0 {
-		return []int{1}
-	}
-	top := max(n, 4)
-	var out []int
-	for k := 1; k < top && len(out) < MaxScalingPoints-1; k *= 2 {
-		out = append(out, k)
-	}
-	return append(out, top)
-}
-
-// Slices is MFU and tokens/s per chip against the slice count (see
-// SliceCounts), each point a full plan.Search of the plan's request on
-// that many slices. A plan asked for one mesh does not scale: the error
-// wraps ErrNotApplicable.
-func Slices(p plan.Plan) (Chart, error) {
-	r := p.Request
-	if r.Axes != nil {
-		return Chart{}, fmt.Errorf("chart: slices: the plan costs one mesh: %w", ErrNotApplicable)
-	}
-	ms := r.Multislice
-	var pts []point
-	for _, n := range SliceCounts(ms.Slice.Chip, ms.Slices) {
-		q, ok, err := research(p, func(r *plan.Request) error {
-			var err error
-			r.Multislice, err = hw.NewMultislice(ms.Slice, n, ms.DCNPerHost())
-			return err
-		})
-		if err != nil {
-			return Chart{}, fmt.Errorf("chart: slices: %d slices: %w", n, err)
-		}
-		if ok {
-			e := q.Best.Estimate
-			pts = append(pts, point{float64(n), e.MFU, e.TokensPerSecondPerChip})
-		}
-	}
-	if len(pts) == 0 {
-		return Chart{}, fmt.Errorf("chart: slices: no slice count runs the job: %w", ErrNotApplicable)
-	}
-	what := "slices of " + ms.Slice.AcceleratorType()
-	mfu, tok, err := scalingPlots(pts, "against slices", what)
+	mfu, tok, err := scalingPlots(pts, title, s.XLabel)
 	if err != nil {
-		return Chart{}, err
+		return nil, nil, err
 	}
 	if len(pts) > 1 {
 		for _, pl := range []*plot.Plot{mfu, tok} {
 			pl.X.Scale, pl.X.Tick.Marker = plot.LogScale{}, log2Ticks
 		}
 	}
+	return mfu, tok, nil
+}
+
+// Slices is MFU and tokens/s per chip against the slice count
+// (plan.SweepOf, plan.SweepSlices). A plan asked for one mesh does not
+// scale: the error wraps ErrNotApplicable.
+func Slices(p plan.Plan) (Chart, error) {
+	s, err := sweep(p, plan.SweepSlices)
+	if err != nil {
+		return Chart{}, err
+	}
+	mfu, tok, err := sweepPlots(s, "against slices")
+	if err != nil {
+		return Chart{}, err
+	}
 	return newChart("slices", "Scaling with the slice count", mfu, tok), nil
 }
 
-// MinBatch is the smallest global batch, in sequences of seq tokens, at
-// which the backward pass of a multislice hides the DCN gradient
-// all-reduce (collective.MinTokensPerSlice on every slice), or 0 for one
-// slice.
-func MinBatch(ms hw.Multislice, seq int) float64 {
-	if seq < 1 {
-		return 0
-	}
-	return collective.MinTokensPerSlice(ms.Slice.Chip.PeakBF16, ms.DCNPerChip, ms.Slices) * float64(ms.Slices) / float64(seq)
-}
-
-// Batches are the global batches, in sequences, the batch chart
-// searches: powers of two up to the plan's max global batch, the Multislice
-// minimum batch inside the range, at most MaxScalingPoints of them.
-func Batches(maxBatch int, minBatch float64) []int {
-	hi := 1
-	for hi*2 <= maxBatch {
-		hi *= 2
-	}
-	budget := MaxScalingPoints // powers of two from lo to hi, then maxBatch
-	if hi != maxBatch {
-		budget--
-	}
-	lo := max(1, hi>>(budget-1))
-	if minBatch >= 1 && minBatch < float64(lo) {
-		lo = max(1, int(math.Exp2(math.Floor(math.Log2(minBatch)))))
-		for bits.Len(uint(hi/lo)) > budget {
-			lo *= 2
-		}
-	}
-	var out []int
-	for b := lo; b <= hi; b *= 2 {
-		out = append(out, b)
-	}
-	if hi != maxBatch {
-		out = append(out, maxBatch)
-	}
-	return out
-}
-
-// Batch is MFU and tokens/s per chip against the global batch (see
-// Batches), each point a full plan.Search with the batch fixed, with the
-// Multislice minimum batch (MinBatch) and the max global batch marked.
+// Batch is MFU and tokens/s per chip against the global batch
+// (plan.SweepOf, plan.SweepBatch), with the Multislice minimum batch and
+// the max global batch marked.
 func Batch(p plan.Plan) (Chart, error) {
-	r := p.Request
-	if r.Axes != nil {
-		return Chart{}, fmt.Errorf("chart: batch: the plan costs one mesh: %w", ErrNotApplicable)
+	s, err := sweep(p, plan.SweepBatch)
+	if err != nil {
+		return Chart{}, err
 	}
-	minBatch := MinBatch(r.Multislice, r.Seq)
-	var pts []point
-	for _, b := range Batches(r.MaxGlobalBatch, minBatch) {
-		q, ok, err := research(p, func(r *plan.Request) error { r.GlobalBatch = b; return nil })
-		if err != nil {
-			return Chart{}, fmt.Errorf("chart: batch: %d sequences: %w", b, err)
-		}
-		if ok {
-			e := q.Best.Estimate
-			pts = append(pts, point{float64(b), e.MFU, e.TokensPerSecondPerChip})
-		}
-	}
-	if len(pts) == 0 {
-		return Chart{}, fmt.Errorf("chart: batch: no global batch runs the job: %w", ErrNotApplicable)
-	}
-	mfu, tok, err := scalingPlots(pts, "against global batch", "global batch (sequences of "+unit.Plural(r.Seq, "token")+")")
+	mfu, tok, err := sweepPlots(s, "against global batch")
 	if err != nil {
 		return Chart{}, err
 	}
 	for _, pl := range []*plot.Plot{mfu, tok} {
-		if len(pts) > 1 {
-			pl.X.Scale, pl.X.Tick.Marker = plot.LogScale{}, log2Ticks
+		if s.MinBatch > 0 {
+			newVLine(pl, s.MinBatch, fmt.Sprintf("Multislice minimum %.0f", s.MinBatch), 4)
 		}
-		if minBatch > 0 {
-			newVLine(pl, minBatch, fmt.Sprintf("Multislice minimum %.0f", minBatch), 4)
-		}
-		newVLine(pl, float64(r.MaxGlobalBatch), fmt.Sprintf("max global batch %d", r.MaxGlobalBatch), 7)
+		newVLine(pl, float64(s.MaxBatch), fmt.Sprintf("max global batch %d", s.MaxBatch), 7)
 	}
 	return newChart("batch", "Scaling with the global batch", mfu, tok), nil
+}
+
+// sweep is plan.SweepOf with a sweep that does not apply wrapping
+// ErrNotApplicable.
+func sweep(p plan.Plan, kind plan.SweepKind) (plan.Sweep, error) {
+	s, err := plan.SweepOf(p, kind)
+	if errors.Is(err, plan.ErrNoSweep) {
+		return s, fmt.Errorf("chart: %w: %w", err, ErrNotApplicable)
+	}
+	if err != nil {
+		return s, fmt.Errorf("chart: %w", err)
+	}
+	return s, nil
 }
 
 // MaxPipelineOps bounds the ops the pipeline chart draws.
