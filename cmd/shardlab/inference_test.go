@@ -250,14 +250,16 @@ func TestInferenceVLLMFlags(t *testing.T) {
 
 // TestInferenceSimulation: the simulation section follows the flags: a
 // histogram file's lengths, Poisson arrivals at --request-rate, and the
-// same --seed prints the same bytes while another seed does not.
+// same --seed prints the same bytes while another seed does not. The rate,
+// 10 requests/s, is one the plan's 1024 + 1024 tokens fit on v6e-8 with
+// vLLM's fixed step time in each token's latency.
 func TestInferenceSimulation(t *testing.T) {
 	mix := filepath.Join(t.TempDir(), "mix.csv")
 	if err := os.WriteFile(mix, []byte("# two bins\nprompt_len,output_len,weight\n100,300,3\n1000,200,1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run := func(seed string) string {
-		out, errOut, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "v6e-8", "--request-rate", "20", "--length-mix", mix, "--seed", seed, "--num-requests", "200")
+		out, errOut, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "v6e-8", "--request-rate", "10", "--length-mix", mix, "--seed", seed, "--num-requests", "200")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
@@ -270,7 +272,7 @@ func TestInferenceSimulation(t *testing.T) {
 	if a == c {
 		t.Error("--seed 3 and 4 print the same output")
 	}
-	for _, want := range []string{"simulated (vllm scheduler, histogram lengths, Poisson arrivals at 20 requests/s, seed 3)", "TTFT mean", "p99", "ITL  mean"} {
+	for _, want := range []string{"simulated (vllm scheduler, histogram lengths, Poisson arrivals at 10 requests/s, seed 3)", "TTFT mean", "p99", "ITL  mean"} {
 		if !strings.Contains(a, want) {
 			t.Errorf("output lacks %q:\n%s", want, a)
 		}
