@@ -341,7 +341,7 @@ func ExampleParseServing() {
 	fmt.Printf("%s: published %.0f, predicted %.0f output tokens/s (%+.0f%%), fits %v\n",
 		r.Row.ID, r.Row.Published.OutputTokensPerS, r.Sim.TokensPerSecond, 100*r.Error, r.Layout.Fits)
 	// Output:
-	// example-v6e8-70b: published 2495, predicted 3573 output tokens/s (+43%), fits true
+	// example-v6e8-70b: published 2495, predicted 2493 output tokens/s (-0%), fits true
 }
 
 // TestFitStepOverhead: the fit uses the calibration rows of its engine and
@@ -384,5 +384,24 @@ func TestFitStepOverhead(t *testing.T) {
 	}
 	if _, _, err := FitStepOverhead([]ServingRow{held}, inference.VLLM); err == nil {
 		t.Error("no calibration row: no error")
+	}
+}
+
+// TestStepOverheadIsFitted holds each engine's fixed step time
+// (inference.StepOverhead) to what FitStepOverhead gives on the built-in
+// table's calibration rows: the constant is the fit's, not chosen.
+func TestStepOverheadIsFitted(t *testing.T) {
+	rows, err := ServingRows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []inference.Engine{inference.VLLM, inference.JetStream} {
+		h, ids, err := FitStepOverhead(rows, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := inference.StepOverhead(e); got != h {
+			t.Errorf("StepOverhead(%v) = %v, want the fit on %v: %v", e, got, ids, h)
+		}
 	}
 }
