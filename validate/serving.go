@@ -568,9 +568,13 @@ func (rep ServingReport) WriteText(w io.Writer) error {
 		st := rep.Summary(s, "")
 		when := "collected 2026-12-04, before any row was compared"
 		if s == SetB {
-			when = "added later"
+			when = "added later, after the serving model and its fit: never fitted on"
 		}
 		fmt.Fprintf(&b, "\nSet %s (%s): %d rows, %d not modelled, %d refused (the KV cache holds fewer sequences than ran)\n", s, when, st.N, st.NotModelled, st.Refused)
+		if st.Compared == 0 {
+			fmt.Fprintln(&b, "  no row compared")
+			continue
+		}
 		fmt.Fprintf(&b, "  throughput over %d rows compared: median |error| %.1f%%, error from %s to %s\n", st.Compared, 100*st.Median, pct(st.Min), pct(st.Max))
 		for _, k := range []string{RowsCalibration, RowsHeldOut} {
 			if ks := rep.SummaryOf(s, "", k); ks.Compared > 0 {
