@@ -430,3 +430,27 @@ func TestServingAccuracy(t *testing.T) {
 		}
 	}
 }
+
+func ExampleFitStepOverhead() {
+	rows, err := ServingRows()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h, ids, err := FitStepOverhead(rows, inference.VLLM)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("vllm: %v a step, fitted on %v\n", h, ids)
+	rep, err := EvaluateServing(rows)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	st := rep.SummaryOf(SetA, "", RowsHeldOut)
+	fmt.Printf("set A held out: %d rows, median |error| %.1f%%\n", st.Compared, 100*st.Median)
+	// Output:
+	// vllm: 7.7ms a step, fitted on [recipes-v6e8-llama3.3-70b-c64]
+	// set A held out: 7 rows, median |error| 12.8%
+}
