@@ -26,19 +26,21 @@ package inference
 //	           by default, then ragged_mha False) and jetstream_pt/layers.py (dense_attention over
 //	           the cache) @c8bb6119: a generate step attends over every slot's whole cache of
 //	           max_cache_length tokens
-//
 //	[jsp-gqa]  AI-Hypercomputer/jetstream-pytorch:jetstream_pt/layers.py Attention.forward
-//	           @6c1db56 (2024-04-24, the code of the published table): repeat_kv expands the
+//	           @6c1db56 (2024-04-24, the day of the table's Llama 3 rows): repeat_kv expands the
 //	           cache's KV heads to the query heads, the decode query is broadcast to 2 rows
 //	           (seqlen == 1), and each head's scores and weighted sum are einsums over the
 //	           whole cache
 //	[ti-rpa]   vllm-project/tpu-inference:tpu_inference/kernels/ragged_paged_attention/v3/kernel.py
 //	           @b8692ff0: q is laid out [kv heads, tokens, q heads a KV head, head dim], the
-//	           query heads of one KV head attend its pages together
+//	           query heads of one KV head attend its pages together, and the KV it reads
+//	           streams through two buffers (bkv_x2_ref), one filled while the other is computed
+//	[ti-3127]  vllm-project/tpu-inference issue #3127 (2026-08-09): XProf of a greedy decode step,
+//	           the logits' fp32 convert, copy and argmax each near the HBM roofline of its bytes
 //
 // A step also costs a fixed time that no roofline gives (host scheduling,
-// input transfer, sampling, dispatch): StepOverhead, fitted per engine
-// on the calibration rows of validate/serving.yaml. Not modelled: prefix
+// input transfer, dispatch): StepOverhead, fitted per engine on the
+// calibration rows of validate/serving.yaml. Not modelled: prefix
 // caching, speculative decoding.
 
 import (
