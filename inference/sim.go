@@ -31,6 +31,11 @@ package inference
 //	           cache's KV heads to the query heads, the decode query is broadcast to 2 rows
 //	           (seqlen == 1), and each head's scores and weighted sum are einsums over the
 //	           whole cache
+//	[jsp-int8] the same file: WeightOnlyInt8Linear computes F.linear(x, int8 weight) times a
+//	           per-output scaler, so the weights are read as one byte each and the scale
+//	           multiplies the output: no dequantised copy is written, and int8 weights cost one
+//	           byte a weight and no time of their own; the int8 KV cache (cache_manager.py
+//	           Int8KVCacheGenerate) adds per-token scalers, under 2 % of its bytes, not counted
 //	[ti-rpa]   vllm-project/tpu-inference:tpu_inference/kernels/ragged_paged_attention/v3/kernel.py
 //	           @b8692ff0: q is laid out [kv heads, tokens, q heads a KV head, head dim], the
 //	           query heads of one KV head attend its pages together, and the KV it reads
