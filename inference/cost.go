@@ -19,11 +19,15 @@ import (
 // collectives run on. Estimate's rooflines and Simulate's steps both use
 // it.
 type replicaCost struct {
-	m     model.Spec
-	tp    int
-	peak  float64 // bf16 FLOP/s of one device
-	bw    float64 // HBM bytes/s of one device
-	chips int     // chips of the replica: the all-reduce's ring
+	m    model.Spec
+	tp   int
+	peak float64 // bf16 FLOP/s of one device
+	bw   float64 // HBM bytes/s of one device
+	// mxuIn is the elements a second the device's MXUs take into the
+	// operand they hold, a row of width elements a cycle each: its peak
+	// over the 2·width² FLOPs of an MXU's cycle, times width.
+	mxuIn float64
+	chips int // chips of the replica: the all-reduce's ring
 	link  collective.Link
 	// weights is the bytes a device holds, experts the routed experts'
 	// share of them, expert one routed expert.
@@ -46,6 +50,7 @@ func newReplicaCost(r Request, tp int) replicaCost {
 		weights: float64(WeightBytes(m, tp, r.Weights)), experts: float64(ExpertWeightBytes(m, tp, r.Weights)), expert: expertBytes(m, r.Weights),
 		matmul: 2 * float64(m.MatmulParams()), attnMatmul: 2 * float64(m.Layers) * float64(m.ParamCount().Attention),
 		logits: 2 * float64(m.Vocab) * float64(m.DModel), core: attentionCoreFLOPs(m)}
+	rc.mxuIn = rc.peak / (2 * float64(c.MXUDim))
 	if rc.chips > 1 {
 		// the ICI ring of a TP group is where package mesh places a
 		// tensor axis of that many chips on the slice
@@ -112,4 +117,91 @@ func (rc replicaCost) kvShare(seqs int) float64 {
 func (rc replicaCost) flops(tokens, seqs int, pairs float64) float64 {
 	s := attentionSplit(rc.m, rc.tp, seqs)
 	return float64(tokens)*(rc.matmul-rc.attnMatmul)/float64(rc.tp) + s*(float64(tokens)*rc.attnMatmul+pairs*rc.core)
+}
+
+// decodeKeyTime is the MXU time, in seconds, of one key that decode
+// queries attend, on one device: over every layer, the key and the value
+// each pass the MXU once for every group of query rows the engine
+// computes together. A decode query is a few rows (one token, or
+// JetStream's 2 [jsp-gqa], times the query heads of a group), far fewer
+// than the MXU's width, so its scores and weighted sum are
+// matrix-vector products: the keys and values are the operand the
+// systolic MXU holds, and it takes that operand in one row of width
+// elements a cycle whatever the rows of the query. A device's MXUs so
+// take peak / (2·width) elements a second, head_dim of them a key-head
+// (v5e: one key a cycle of each 128-wide MXU; v6e and TPU7x: two on
+// their 256-wide ones). vLLM's ragged paged attention computes the
+// query heads of one KV head together [ti-rpa]: a pass a KV head of the
+// device. jetstream-pytorch expands the cache to the query heads first
+// (repeat_kv [jsp-gqa]): a pass a query head. Latent attention on
+// tpu-inference attends over the cached latent itself, every query head
+// at once [ti-mla]: a pass a key of its scores' kv_lora_rank +
+// qk_rope_head_dim elements and one of its sum's kv_lora_rank.
+func (rc replicaCost) decodeKeyTime(e Engine) float64 {
+	if rc.m.MLA() {
+		return float64(rc.m.Layers) * float64(LatentElements(rc.m)+rc.m.KVLoRARank) / rc.mxuIn
+	}
+	heads := max(rc.m.KV()/rc.tp, 1)
+	if e == JetStream {
+		heads = max(rc.m.Heads/rc.tp, 1)
+	}
+	return float64(rc.m.Layers) * 2 * float64(heads) * float64(rc.m.Head()) / rc.mxuIn
+}
+
+// matmulFLOPs is the FLOPs the busiest device computes for batch b at
+// its padding: the padded tokens' matmuls but the output projection, the
+// output projection of the padded sequences (whose logits are sampled),
+// and the attention scores of its (query, key) pairs, the attention
+// split by attentionSplit.
+func (rc replicaCost) matmulFLOPs(b Batch) float64 {
+	tp := float64(rc.tp)
+	s := attentionSplit(rc.m, rc.tp, b.Seqs)
+	return float64(b.PaddedTokens)*(rc.matmul-rc.attnMatmul-rc.logits)/tp + float64(b.PaddedSeqs)*rc.logits/tp +
+		s*(float64(b.PaddedTokens)*rc.attnMatmul+b.AttendedPairs*rc.core)
+}
+
+// samplingBytes is the HBM bytes a logit costs tpu-inference's greedy
+// sampling: the bf16 logits converted to fp32 (2 read, 4 written), the
+// copy XLA inserts to materialise sample()'s aliased output (4 and 4),
+// and the argmax over the fp32 copy (4). Measured by XProf on v5e-1 for
+// f32[512, 256000]: convert 1,237 µs, copy 1,562 µs, argmax 696 µs, each
+// near the HBM roofline of its bytes (vllm-project/tpu-inference issue
+// #3127, 2026-08-09, tpu-inference 0.24 and 0.26; PR #3363: "about 3.5 ms
+// of a 28 ms decode step"). Every device of a tensor-parallel replica
+// samples the whole vocabulary: the logits are sharded over attention
+// data parallelism only (tpu_inference/layers/jax/sample/sampling.py
+// sample, P(ATTN_DATA, None), @b8692ff0).
+const samplingBytes = 2 + 4 + 4 + 4 + 4
+
+// sampling is the seconds tpu-inference's sampling of seqs padded
+// sequences takes on one device (samplingBytes a logit).
+func (rc replicaCost) sampling(seqs int) float64 {
+	return float64(seqs) * float64(rc.m.Vocab) * samplingBytes / rc.bw
+}
+
+// stepOverhead is each engine's fixed time a step that no roofline gives:
+// the host's scheduling and input preparation, the transfers to and from
+// the TPU, and the dispatch of the step's programs. No engine publishes
+// it (tpu-inference's own profiles show gaps of 11.4 to 14.6 ms between
+// consecutive steps with speculative decoding, PR #2581), so it is
+// fitted, one value an engine, on the calibration rows of
+// validate/serving.yaml only (validate.FitStepOverhead, held to these
+// values by validate's TestStepOverheadIsFitted), never on the rows it is
+// tested on:
+//
+//	vLLM (tpu-inference): 7.7 ms, on recipes-v6e8-llama3.3-70b-c64.
+//	JetStream: 0, on jsp-llama3-8b-bf16-b128, jsp-llama2-7b-bf16-b96 and
+//	jsp-llama2-13b-bf16-b48, which the model under-predicts with none
+//	(a fixed time is not negative).
+var stepOverhead = [...]time.Duration{
+	VLLM:      7700 * time.Microsecond,
+	JetStream: 0,
+}
+
+// StepOverhead is engine e's fixed time a step (stepOverhead).
+func StepOverhead(e Engine) time.Duration {
+	if e < 0 || int(e) >= len(stepOverhead) {
+		return 0
+	}
+	return stepOverhead[e]
 }

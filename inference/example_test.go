@@ -51,3 +51,12 @@ func ExampleActiveExperts() {
 	// 64 tokens touch 222.4 experts a layer
 	// 1024 tokens touch 256.0 experts a layer
 }
+
+func ExampleStepOverhead() {
+	for _, e := range []inference.Engine{inference.VLLM, inference.JetStream} {
+		fmt.Printf("%v: %v a step\n", e, inference.StepOverhead(e))
+	}
+	// Output:
+	// vllm: 7.7ms a step
+	// jetstream: 0s a step
+}

@@ -542,13 +542,19 @@ type Layout struct {
 	// Misses lists the SLOs the layout misses ("ITL 13.7ms > 9ms").
 	Misses []string `json:"misses_slo"`
 	// The rooflines of one replica at its share of the concurrency.
-	TTFT             time.Duration `json:"-"`
-	ITL              time.Duration `json:"-"`
-	PrefillCompute   time.Duration `json:"-"`
-	DecodeMemory     time.Duration `json:"-"`
-	DecodeCompute    time.Duration `json:"-"`
-	DecodeAllReduce  time.Duration `json:"-"`
-	PrefillAllReduce time.Duration `json:"-"`
+	TTFT            time.Duration `json:"-"`
+	ITL             time.Duration `json:"-"`
+	PrefillCompute  time.Duration `json:"-"`
+	DecodeMemory    time.Duration `json:"-"`
+	DecodeCompute   time.Duration `json:"-"`
+	DecodeAllReduce time.Duration `json:"-"`
+	// DecodeKV is the part of DecodeMemory that reads the KV cache,
+	// DecodeAttention the MXU passes of the decode queries over it
+	// (decodeKeyTime), DecodeSampling the sampling of the logits
+	// (samplingBytes), DecodeOverhead vLLM's fixed time a step
+	// (StepOverhead).
+	DecodeKV, DecodeAttention, DecodeSampling, DecodeOverhead time.Duration `json:"-"`
+	PrefillAllReduce                                          time.Duration `json:"-"`
 	// ActiveExperts is the routed experts a decode step's sequences touch
 	// in one MoE layer (ActiveExperts), 0 for a dense model.
 	ActiveExperts   float64 `json:"active_experts_per_moe_layer,omitempty"`
@@ -613,18 +619,28 @@ func Estimate(r Request, tp, dp int) Layout {
 	rc := newReplicaCost(r, tp)
 	// prefill of one prompt: compute-bound
 	P := r.PromptLen
+	l.DecodeOverhead = StepOverhead(VLLM)
 	l.PrefillCompute = seconds(rc.flops(P, 1, float64(P)*float64(P)/2) / rc.peak) // causal: half the scores
 	prefillMem := seconds(rc.weightsRead(P) / rc.bw)
 	l.PrefillAllReduce = rc.allReduce(P)
-	l.TTFT = max(l.PrefillCompute, prefillMem) + l.PrefillAllReduce
-	// decode step of SeqsEach sequences at their mean context
+	l.TTFT = max(l.PrefillCompute, prefillMem) + l.PrefillAllReduce + l.DecodeOverhead
+	// decode step of SeqsEach sequences at their mean context: the
+	// simulator's step (Simulate) of that batch, padded as tpu-inference
+	// pads it, its terms kept apart
 	ctx := r.PromptLen + r.OutputLen/2
 	B := l.SeqsEach
+	kv := float64(m.KVPerToken)
+	b := Batch{Seqs: B, PaddedSeqs: paddedSeqs(B, max(r.MaxNumSeqs, B)), Tokens: B, PaddedTokens: paddedTokens(B),
+		ContextTokens: B * ctx, AttendedPairs: float64(B) * float64(ctx), DecodeKeys: B * ctx}
 	l.ActiveExperts = ActiveExperts(r.Model, B)
-	l.DecodeMemory = seconds((rc.weightsRead(B) + rc.kvShare(B)*float64(B*ctx)*float64(m.KVPerToken)) / rc.bw)
-	l.DecodeCompute = seconds(rc.flops(B, B, float64(B)*float64(ctx)) / rc.peak)
-	l.DecodeAllReduce = rc.allReduce(B)
-	l.ITL = max(l.DecodeMemory, l.DecodeCompute) + l.DecodeAllReduce
+	l.DecodeKV = seconds(rc.kvShare(B) * float64(B*ctx) * kv / rc.bw)
+	l.DecodeMemory = seconds(rc.weightsRead(B)/rc.bw) + l.DecodeKV
+	l.DecodeCompute = seconds(rc.matmulFLOPs(b) / rc.peak)
+	keyTime := rc.decodeKeyTime(VLLM)
+	l.DecodeAttention = seconds(rc.kvShare(B) * float64(B*ctx) * keyTime)
+	l.DecodeAllReduce = rc.allReduce(b.PaddedTokens)
+	l.DecodeSampling = seconds(rc.sampling(b.PaddedSeqs))
+	l.ITL = rc.step(kv, keyTime, l.DecodeOverhead, VLLM)(b)
 	l.TokensPerSecond = float64(dp*B) / l.ITL.Seconds()
 	l.PerChip = l.TokensPerSecond / float64(l.Chips)
 	l.Misses = r.misses(l)

@@ -36,14 +36,18 @@ var qwen3_32B = model.Spec{Name: "qwen3-32b", Layers: 64, DModel: 5120, Heads: 6
 // 320), and at most 135 sequences run at once.
 //
 // Tolerance. A roofline is an upper bound, so the modelled decode rate
-// must not fall below the measured one. The measured figure averages the
+// must not fall below the measured one. The rooflines are the plan's step
+// without vLLM's fixed step time (StepOverhead), which is fitted, not a
+// roofline. The measured figure averages the
 // whole run. The last of three waves of 135 holds only 50 sequences, and
 // that lowers the roofline's average by about 7 %: 2·15.5 ms + 8.6 ms a
 // step for 320 sequences, against 135 per 15.5 ms. The rest of the gap,
 // about half, is what the run loses to HBM peak, interleaved prefills and
 // scheduling, which the roofline does not model. The lower bound of 40 %
 // was set knowing the ratio is 0.47. It guards against a model that drifts
-// further from the measurement, and it is not a fit.
+// further from the measurement, and it is not a fit. Since the decode
+// attention's MXU passes, the padding of the step and sampling are costed
+// (issue 33) the ratio is 0.78.
 //
 // The capacity is held to the server's own choice. tpu-inference ran 135
 // sequences of up to 9216 tokens, so they must fit. They must fit with
@@ -66,9 +70,9 @@ func TestDecodeRooflineAgainstPublished(t *testing.T) {
 	if l.Chips != 1 || l.DecodeAllReduce != 0 {
 		t.Fatalf("TP 2 on TPU7x: %d chips, all-reduce %v; want one chip, nothing over ICI", l.Chips, l.DecodeAllReduce)
 	}
-	roof := l.TokensPerSecond
-	t.Logf("decode roofline %.0f tok/s (ITL %v: HBM %v, MXU %v), measured %.0f, ratio %.2f; capacity %d sequences",
-		roof, l.ITL, l.DecodeMemory, l.DecodeCompute, measured, measured/roof, l.Memory.MaxSeqs)
+	roof := float64(l.SeqsEach) / (l.ITL - l.DecodeOverhead).Seconds()
+	t.Logf("decode roofline %.0f tok/s (ITL %v without the step time %v: HBM %v, MXU %v), measured %.0f, ratio %.2f; capacity %d sequences",
+		roof, l.ITL-l.DecodeOverhead, l.DecodeOverhead, l.DecodeMemory, l.DecodeCompute, measured, measured/roof, l.Memory.MaxSeqs)
 	if roof < measured || measured < 0.4*roof {
 		t.Errorf("decode roofline %.0f tok/s against measured %.0f: want roofline >= measured >= 0.4 × roofline", roof, measured)
 	}

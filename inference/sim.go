@@ -26,10 +26,27 @@ package inference
 //	           by default, then ragged_mha False) and jetstream_pt/layers.py (dense_attention over
 //	           the cache) @c8bb6119: a generate step attends over every slot's whole cache of
 //	           max_cache_length tokens
+//	[jsp-gqa]  AI-Hypercomputer/jetstream-pytorch:jetstream_pt/layers.py Attention.forward
+//	           @6c1db56 (2024-04-24, the day of the table's Llama 3 rows): repeat_kv expands the
+//	           cache's KV heads to the query heads, the decode query is broadcast to 2 rows
+//	           (seqlen == 1), and each head's scores and weighted sum are einsums over the
+//	           whole cache
+//	[jsp-int8] the same file: WeightOnlyInt8Linear computes F.linear(x, int8 weight) times a
+//	           per-output scaler, so the weights are read as one byte each and the scale
+//	           multiplies the output: no dequantised copy is written, and int8 weights cost one
+//	           byte a weight and no time of their own; the int8 KV cache (cache_manager.py
+//	           Int8KVCacheGenerate) adds per-token scalers, under 2 % of its bytes, not counted
+//	[ti-rpa]   vllm-project/tpu-inference:tpu_inference/kernels/ragged_paged_attention/v3/kernel.py
+//	           @b8692ff0: q is laid out [kv heads, tokens, q heads a KV head, head dim], the
+//	           query heads of one KV head attend its pages together, and the KV it reads
+//	           streams through two buffers (bkv_x2_ref), one filled while the other is computed
+//	[ti-3127]  vllm-project/tpu-inference issue #3127 (2026-08-09): XProf of a greedy decode step,
+//	           the logits' fp32 convert, copy and argmax each near the HBM roofline of its bytes
 //
-// Not modelled: a per-step host and sampling overhead (no measured figure
-// is cited for it, so no time is added), prefix caching, speculative
-// decoding, vLLM's async scheduling overlap.
+// A step also costs a fixed time that no roofline gives (host scheduling,
+// input transfer, dispatch): StepOverhead, fitted per engine on the
+// calibration rows of validate/serving.yaml. Not modelled: prefix
+// caching, speculative decoding.
 
 import (
 	"fmt"
@@ -108,6 +125,10 @@ type Batch struct {
 	// AttendedPairs is the (query, key) pairs of attention: for n new
 	// tokens after c computed ones, n·(c + (n+1)/2).
 	AttendedPairs float64
+	// DecodeKeys is the keys that decode queries attend, summed over
+	// the sequences that run one token this step (their context
+	// including it); JetStream's generate step: every slot's whole cache.
+	DecodeKeys int
 }
 
 // Scheduled is one sequence's share of a step.
@@ -304,12 +325,22 @@ func (s *Sim) stepVLLM() {
 		b.Tokens += n[i]
 		b.ContextTokens += q.computed + n[i]
 		b.AttendedPairs += float64(n[i]) * (float64(q.computed) + float64(n[i]+1)/2)
+		if n[i] == 1 {
+			b.DecodeKeys += q.computed + 1
+		}
 	}
-	b.PaddedTokens = max(16, nextPow2(b.Tokens))
-	b.PaddedSeqs = min(max(8, nextPow2(b.Seqs)), max(8, s.srv.MaxNumSeqs))
+	b.PaddedTokens, b.PaddedSeqs = paddedTokens(b.Tokens), paddedSeqs(b.Seqs, s.srv.MaxNumSeqs)
 	s.run(b, sched, n)
 	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
 }
+
+// paddedTokens is the token bucket tpu-inference compiles a step of n
+// tokens for: a power of two of at least 16 [ti-pad].
+func paddedTokens(n int) int { return max(16, nextPow2(n)) }
+
+// paddedSeqs is the request bucket of a step of n sequences: a power of
+// two of at least 8, at most max_num_seqs (itself at least 8) [ti-pad].
+func paddedSeqs(n, maxNumSeqs int) int { return min(max(8, nextPow2(n)), max(8, maxNumSeqs)) }
 
 // allocate gives q the pages for k more tokens.
 func (s *Sim) allocate(q *sequence, k int) {
@@ -389,7 +420,7 @@ func (s *Sim) stepJetStream() {
 	for i := range n {
 		n[i] = 1
 	}
-	s.run(Batch{Seqs: B, PaddedSeqs: B, Tokens: B, PaddedTokens: B, ContextTokens: B * L, AttendedPairs: float64(B) * float64(L)}, s.running, n)
+	s.run(Batch{Seqs: B, PaddedSeqs: B, Tokens: B, PaddedTokens: B, ContextTokens: B * L, AttendedPairs: float64(B) * float64(L), DecodeKeys: B * L}, s.running, n)
 	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
 }
 
@@ -493,18 +524,24 @@ type SimOptions struct {
 	// Little's law gives on it).
 	MaxNumSeqs int
 	Load       Load
+	// StepOverhead, when not nil, replaces the engine's fixed time a
+	// step (StepOverhead); validate's calibration sets it.
+	StepOverhead *time.Duration
 }
 
 // Simulate serves o.Load on layout l of request r: one replica is
 // simulated with its share of the load (the concurrency, rate and
 // requests split evenly over the replicas) and its throughput multiplied
-// by the replicas. A step's time is what is physically there, with no
-// overlap of its terms but the roofline's: the weights read once, every
-// sequence's KV context read, the MXU time of the padded tokens (the
-// output projection only for the padded sequences, whose logits are
-// sampled), then the tensor-parallel all-reduces of the padded tokens.
-// For JetStream the KV cache is its dense one: each slot's
-// max_cache_length tokens of keys and values, no page padding.
+// by the replicas. A step's time is what is physically there, its ops in
+// sequence (step): the matmuls at their roofline (the weights read once
+// or the MXU time of the padded tokens, the output projection only for
+// the padded sequences, whose logits are sampled), then the attention
+// (every sequence's KV context read, and the MXU passes of the decode
+// queries: decodeKeyTime), then the tensor-parallel all-reduces of the
+// padded tokens, then the engine's fixed time a step (StepOverhead, or
+// o.StepOverhead when set). For JetStream the KV cache is its dense one:
+// each slot's max_cache_length tokens of keys and values, no page
+// padding.
 func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, error) {
 	dp := max(l.DP, 1)
 	load := o.Load
@@ -524,7 +561,14 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	if o.Engine == JetStream {
 		kv = float64(r.Model.Layers * 2 * max(r.Model.KV()/l.TP, 1) * r.Model.Head() * r.KVCache.Bytes())
 	}
-	s, err := NewSim(srv, load, rc.step(kv), rng)
+	overhead := StepOverhead(o.Engine)
+	if o.StepOverhead != nil {
+		overhead = *o.StepOverhead
+	}
+	if overhead < 0 {
+		return SimResult{}, &FieldError{Field: "step_overhead", Value: overhead.String(), Want: "a time of 0 or more"}
+	}
+	s, err := NewSim(srv, load, rc.step(kv, rc.decodeKeyTime(o.Engine), overhead, o.Engine), rng)
 	if err != nil {
 		return SimResult{}, err
 	}
@@ -536,19 +580,32 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	return res, nil
 }
 
-// step is the time of a batch on one replica whose devices each hold kv
-// bytes of a token's KV: the weights the batch's tokens read, the KV
-// context the busiest device reads, the padded tokens' matmuls (the
-// output projection only for the padded sequences, whose logits are
-// sampled), the attention scores, then the collectives of the padded
-// tokens.
-func (rc replicaCost) step(kv float64) func(Batch) time.Duration {
-	tp := float64(rc.tp)
-	body := (rc.matmul - rc.attnMatmul - rc.logits) / tp
+// step is the time of a batch on one replica of engine e whose devices
+// each hold kv bytes of a token's KV, its ops one after another: the
+// matmuls at their roofline (the weights the batch's tokens read, or the
+// padded tokens' matmul FLOPs, the output projection only for the padded
+// sequences, whose logits are sampled, and the prompts' attention
+// scores), then the attention: the KV context the busiest device reads
+// and its decode queries' MXU passes of keyTime seconds a key, then the
+// collectives of the padded tokens and the engine's fixed time a step.
+// vLLM then samples the padded sequences' logits (sampling); JetStream's
+// argmax over its logits [js-orch] reads them once, under 0.5 % of its
+// step, and is not counted. vLLM's attention kernel streams the KV through two buffers, one read
+// from HBM while the MXU works on the other (bkv_x2_ref [ti-rpa]): its
+// read and its passes overlap. JetStream's attention is XLA einsums over
+// the whole cache with a softmax between them [jsp-gqa]: its read and its
+// passes are added, the form that fits the calibration rows of
+// validate/serving.yaml (with them overlapped, JetStream's three are
+// over-predicted by 24 % to 35 %; added, under-predicted by 8 % to 32 %).
+func (rc replicaCost) step(kv, keyTime float64, overhead time.Duration, e Engine) func(Batch) time.Duration {
 	return func(b Batch) time.Duration {
-		s := attentionSplit(rc.m, rc.tp, b.Seqs)
-		flops := float64(b.PaddedTokens)*body + float64(b.PaddedSeqs)*rc.logits/tp + s*(float64(b.PaddedTokens)*rc.attnMatmul+b.AttendedPairs*rc.core)
-		bytes := rc.weightsRead(b.Tokens) + rc.kvShare(b.Seqs)*float64(b.ContextTokens)*kv
-		return seconds(max(bytes/rc.bw, flops/rc.peak)) + rc.allReduce(b.PaddedTokens)
+		matmul := max(rc.weightsRead(b.Tokens)/rc.bw, rc.matmulFLOPs(b)/rc.peak)
+		share := rc.kvShare(b.Seqs)
+		read, passes := share*float64(b.ContextTokens)*kv/rc.bw, share*float64(b.DecodeKeys)*keyTime
+		attention, sample := max(read, passes), rc.sampling(b.PaddedSeqs)
+		if e == JetStream {
+			attention, sample = read+passes, 0
+		}
+		return seconds(matmul+attention+sample) + rc.allReduce(b.PaddedTokens) + overhead
 	}
 }

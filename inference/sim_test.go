@@ -192,7 +192,7 @@ func TestSimJetStream(t *testing.T) {
 	}
 	diffLines(t, got, want)
 	prefill := Batch{Prefill: true, Seqs: 1, PaddedSeqs: 1, Tokens: 5, PaddedTokens: 16, ContextTokens: 5, AttendedPairs: 15}
-	generate := Batch{Seqs: 2, PaddedSeqs: 2, Tokens: 2, PaddedTokens: 2, ContextTokens: 64, AttendedPairs: 64}
+	generate := Batch{Seqs: 2, PaddedSeqs: 2, Tokens: 2, PaddedTokens: 2, ContextTokens: 64, AttendedPairs: 64, DecodeKeys: 64}
 	wantB := []Batch{prefill, prefill, generate, generate, prefill, generate, generate}
 	if !reflect.DeepEqual(batches, wantB) {
 		t.Errorf("batches\n%+v, want\n%+v", batches, wantB)
@@ -318,5 +318,83 @@ func TestPercentiles(t *testing.T) {
 		if got != want {
 			t.Errorf("n %d: percentiles %+v, want %+v", n, got, want)
 		}
+	}
+}
+
+// TestDecodeKeyTime derives the MXU time of one decode key by hand. A
+// device's MXUs take peak / (2·width) elements a second into the operand
+// they hold: v6e 918e12 / 512 = 1.793e12, v5e 197e12 / 256 = 7.695e11.
+// Llama 3 70B at TP 8 on v6e-8 under vLLM: 80 layers × 2 (K, V) × 1 KV
+// head a device × 128 = 20480 elements, 11.42 ns; under JetStream
+// (repeat_kv: 8 query heads a device) 163840. Llama 2 7B (MHA) at TP 8 on
+// v5e-8: 32 × 2 × 4 heads × 128 = 32768 under either, 42.58 ns.
+// DeepSeek-V3 (latent attention) at TP 16 on tpu7x-16, 2307e12 / 2 FLOP/s
+// a device: 61 layers × (576 latent and rope elements of the scores + 512
+// of the sum) = 66368 elements, every query head in one pass.
+func TestDecodeKeyTime(t *testing.T) {
+	for _, tt := range []struct {
+		model, tpu string
+		tp         int
+		e          Engine
+		elements   float64
+		rate       float64
+	}{
+		{"llama3-70b", "v6e-8", 8, VLLM, 20480, 918e12 / 512},
+		{"llama3-70b", "v6e-8", 8, JetStream, 163840, 918e12 / 512},
+		{"llama2-7b", "v5litepod-8", 8, JetStream, 32768, 197e12 / 256},
+		{"llama2-7b", "v5litepod-8", 8, VLLM, 32768, 197e12 / 256},
+		{"deepseek3-671b", "tpu7x-16", 16, VLLM, 61 * (576 + 512), 2307e12 / 2 / 512},
+	} {
+		r := servingRequest(t, tt.model, tt.tpu, 8)
+		got := newReplicaCost(r, tt.tp).decodeKeyTime(tt.e)
+		if want := tt.elements / tt.rate; math.Abs(got-want) > 1e-9*want {
+			t.Errorf("%s on %s, %v: key time %.4g s, want %.4g (%g elements at %.4g a second)", tt.model, tt.tpu, tt.e, got, want, tt.elements, tt.rate)
+		}
+	}
+}
+
+// TestSimStepHand holds one decode step of Simulate's cost to a hand
+// sum: Llama 2 7B, TP 8 on v5e-8, 4 sequences at 1000 tokens of context
+// each, a fixed step time of 3 ms. The matmuls are bound by the weights
+// (6.74e9 · 2 B / 8 per device at 819 GB/s); the attention reads 4000
+// tokens × 32 layers × 2 × 4 heads × 128 × 2 B (320 µs) and passes 4000
+// keys × 32768 elements through the MXUs at 197e12/256 a second (170 µs):
+// vLLM overlaps the two, JetStream adds them; vLLM samples the 8 padded
+// sequences' logits (32000 each, 18 bytes a logit); then the all-reduces
+// of 16 padded tokens and the 3 ms.
+func TestSimStepHand(t *testing.T) {
+	r := servingRequest(t, "llama2-7b", "v5litepod-8", 4)
+	rc := newReplicaCost(r, 8)
+	kv := float64(32 * 2 * 4 * 128 * 2)
+	b := Batch{Seqs: 4, PaddedSeqs: 8, Tokens: 4, PaddedTokens: 16, ContextTokens: 4000, AttendedPairs: 4000, DecodeKeys: 4000}
+	got := rc.step(kv, rc.decodeKeyTime(VLLM), 3*time.Millisecond, VLLM)(b)
+	gotJS := rc.step(kv, rc.decodeKeyTime(JetStream), 3*time.Millisecond, JetStream)(b)
+	weights := float64(WeightBytes(r.Model, 8, BF16))
+	read, passes := 4000*kv/819e9, 4000*32768/(197e12/256)
+	sampling := 8 * 32000 * (2 + 4 + 4 + 4 + 4) / 819e9 // 8 padded sequences' logits
+	want := seconds(weights/819e9+max(read, passes)+sampling) + rc.allReduce(16) + 3*time.Millisecond
+	if d := got - want; d < -time.Nanosecond || d > time.Nanosecond {
+		t.Errorf("vLLM step %v, want %v", got, want)
+	}
+	wantJS := seconds(weights/819e9+read+passes) + rc.allReduce(16) + 3*time.Millisecond
+	if d := gotJS - wantJS; d < -time.Nanosecond || d > time.Nanosecond {
+		t.Errorf("JetStream step %v, want %v", gotJS, wantJS)
+	}
+}
+
+// TestSimulateAgreesWithEstimate: in the limit of one sequence and no
+// prefill in its decode steps, the simulation's mean inter-token latency
+// is the plan's ITL: every decode step is bound by the weights, linear in
+// its context, and the mean context of tokens 2..O is P + O/2, the
+// context Estimate costs. TP 1 on one chip: no all-reduce.
+func TestSimulateAgreesWithEstimate(t *testing.T) {
+	r := servingRequest(t, "llama3-8b", "v6e-1", 1)
+	l := Estimate(r, 1, 1)
+	res, err := Simulate(r, l, SimOptions{Engine: VLLM, Load: Load{Mix: FixedMix(r.PromptLen, r.OutputLen), Concurrency: 1, Requests: 1}}, rand.New(rand.NewPCG(1, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := res.ITL.Mean - l.ITL; d < -2*time.Nanosecond || d > 2*time.Nanosecond {
+		t.Errorf("simulated mean ITL %v, plan's ITL %v: want them equal", res.ITL.Mean, l.ITL)
 	}
 }

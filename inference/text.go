@@ -52,8 +52,10 @@ func (p Plan) WriteText(w io.Writer, command string) error {
 		m.Capacity, r.MemoryUtilization, m.Budget, m.Weights, m.Activations, m.KVCache)
 	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all)\n",
 		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP)
-	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (prefill %v, all-reduce %v); inter-token %v (HBM %v, MXU %v, all-reduce %v)\n",
-		ms(b.TTFT), ms(b.PrefillCompute), ms(b.PrefillAllReduce), ms(b.ITL), ms(b.DecodeMemory), ms(b.DecodeCompute), ms(b.DecodeAllReduce))
+	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (prefill %v, all-reduce %v, step overhead %v); inter-token %v\n",
+		ms(b.TTFT), ms(b.PrefillCompute), ms(b.PrefillAllReduce), ms(b.DecodeOverhead), ms(b.ITL))
+	fmt.Fprintf(w, "  = max(weights HBM %v, MXU %v) + max(KV HBM %v, attention MXU passes %v) + sampling %v + all-reduce %v + step overhead %v\n",
+		ms(b.DecodeMemory-b.DecodeKV), ms(b.DecodeCompute), ms(b.DecodeKV), ms(b.DecodeAttention), ms(b.DecodeSampling), ms(b.DecodeAllReduce), ms(b.DecodeOverhead))
 	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n\n", b.TokensPerSecond, b.PerChip)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "TP\tEP\tDP\tchips\tfits\tmax seqs\tTTFT\tITL\ttok/s/chip\t")

@@ -84,7 +84,11 @@ type ServingRow struct {
 	Date   string        `yaml:"date" json:"date"`
 	Read   string        `yaml:"read" json:"read"`
 	Set    string        `yaml:"set" json:"set"`
-	Engine string        `yaml:"engine" json:"engine"`
+	// Calibration marks a row the engine's fixed step time is fitted on
+	// (FitStepOverhead); the others are held out. Marked by a rule set
+	// before fitting (serving.yaml's header).
+	Calibration bool   `yaml:"calibration,omitempty" json:"calibration,omitempty"`
+	Engine      string `yaml:"engine" json:"engine"`
 	// Model is shardlab's catalog name, or "" when the catalog has no
 	// model of that architecture (NotModelled then says so).
 	Model           string           `yaml:"model" json:"model"`
@@ -391,6 +395,7 @@ func (r ServingRow) SimOptions() inference.SimOptions {
 	if r.Engine == EngineJetStreamPyTorch {
 		o.Engine, o.MaxNumSeqs = inference.JetStream, w.Concurrency
 	}
+	o.Engine = r.ServingEngine()
 	if o.MaxNumSeqs == 0 {
 		o.MaxNumSeqs = w.Concurrency
 	}
@@ -424,8 +429,10 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // modelled rows the serving model fits (a refused row's throughput is
 // that of a layout that does not hold its sequences).
 type ServingStats struct {
-	Set         string  `json:"set"`
-	Engine      string  `json:"engine,omitempty"`
+	Set    string `json:"set"`
+	Engine string `json:"engine,omitempty"`
+	// Rows is "" for all the set's rows, RowsCalibration or RowsHeldOut.
+	Rows        string  `json:"row_kind,omitempty"`
 	N           int     `json:"rows"`
 	NotModelled int     `json:"not_modelled"`
 	Refused     int     `json:"refused"`
@@ -435,13 +442,26 @@ type ServingStats struct {
 	Max         float64 `json:"max_error"`
 }
 
+// The kinds of rows a summary covers besides all of them.
+const (
+	RowsCalibration = "calibration"
+	RowsHeldOut     = "held-out"
+)
+
 // Summary is the statistics of one set (SetA, SetB), of one engine's
 // rows when engine is not "".
 func (rep ServingReport) Summary(set, engine string) ServingStats {
-	st := ServingStats{Set: set, Engine: engine}
+	return rep.SummaryOf(set, engine, "")
+}
+
+// SummaryOf is Summary over the rows of one kind: RowsCalibration,
+// RowsHeldOut, or "" for all.
+func (rep ServingReport) SummaryOf(set, engine, kind string) ServingStats {
+	st := ServingStats{Set: set, Engine: engine, Rows: kind}
 	var abs []float64
 	for _, r := range rep.Results {
-		if r.Row.Set != set || engine != "" && r.Row.Engine != engine {
+		if r.Row.Set != set || engine != "" && r.Row.Engine != engine ||
+			kind == RowsCalibration && !r.Row.Calibration || kind == RowsHeldOut && r.Row.Calibration {
 			continue
 		}
 		st.N++
@@ -507,11 +527,13 @@ func (rep ServingReport) WriteText(w io.Writer) error {
 	fmt.Fprintln(&b, "predicted = inference.Simulate of the row's run: its engine's scheduler (vLLM: continuous batching, chunked prefill in the token")
 	fmt.Fprintln(&b, "budget, paged KV cache, preemption, tpu-inference's padding; JetStream: one prompt a prefill into a free slot, generate steps over")
 	fmt.Fprintln(&b, "all slots attending the whole cache) at the row's TP, concurrency (a closed loop of clients), prompts and mean lengths; each step")
-	fmt.Fprintln(&b, "costs its weights, KV and MXU rooflines plus the TP all-reduces, no host overhead. An int8 KV cache is costed as one byte.")
+	fmt.Fprintln(&b, "costs its matmul roofline, then the attention's KV read and decode queries' MXU passes, the TP all-reduces and the engine's")
+	fmt.Fprintf(&b, "fixed step time (fitted on the calibration rows only: vllm %v, jetstream %v). An int8 KV cache is costed as one byte.\n",
+		inference.StepOverhead(inference.VLLM), inference.StepOverhead(inference.JetStream))
 	fmt.Fprintln(&b, "error = (predicted - published) / published output tokens/s; a row is refused when its sequences do not fit the KV cache.")
 	fmt.Fprintln(&b)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "row\tset\tengine\tmodel\ttpu\tTPxDP\tw/kv\tconc\tin/out\tpublished\tpredicted\terror\tfits")
+	fmt.Fprintln(tw, "row\tset\tfit\tengine\tmodel\ttpu\tTPxDP\tw/kv\tconc\tin/out\tpublished\tpredicted\terror\tfits")
 	for _, r := range rep.Results {
 		if !r.Modelled {
 			continue
@@ -521,7 +543,11 @@ func (rep ServingReport) WriteText(w io.Writer) error {
 		if r.Refused() {
 			fits = fmt.Sprintf("REFUSED: %d fit", l.DP*l.Memory.MaxSeqs)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dx%d\t%s/%s\t%d\t%d/%d\t%.0f\t%.0f\t%s\t%s\n", c.ID, c.Set, c.Engine, c.Model, c.AcceleratorType,
+		role := "held-out"
+		if c.Calibration {
+			role = "calib"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%s/%s\t%d\t%d/%d\t%.0f\t%.0f\t%s\t%s\n", c.ID, c.Set, role, c.Engine, c.Model, c.AcceleratorType,
 			c.TP, c.DP, c.Weights, c.KVCache, c.Workload.Concurrency, c.Workload.InputLen, c.Workload.OutputLen,
 			c.Published.OutputTokensPerS, r.Sim.TokensPerSecond, pct(r.Error), fits)
 	}
@@ -542,10 +568,19 @@ func (rep ServingReport) WriteText(w io.Writer) error {
 		st := rep.Summary(s, "")
 		when := "collected 2026-12-04, before any row was compared"
 		if s == SetB {
-			when = "added later"
+			when = "added later, after the serving model and its fit: never fitted on"
 		}
 		fmt.Fprintf(&b, "\nSet %s (%s): %d rows, %d not modelled, %d refused (the KV cache holds fewer sequences than ran)\n", s, when, st.N, st.NotModelled, st.Refused)
+		if st.Compared == 0 {
+			fmt.Fprintln(&b, "  no row compared")
+			continue
+		}
 		fmt.Fprintf(&b, "  throughput over %d rows compared: median |error| %.1f%%, error from %s to %s\n", st.Compared, 100*st.Median, pct(st.Min), pct(st.Max))
+		for _, k := range []string{RowsCalibration, RowsHeldOut} {
+			if ks := rep.SummaryOf(s, "", k); ks.Compared > 0 {
+				fmt.Fprintf(&b, "  %s rows: %d compared, median |error| %.1f%%, error from %s to %s\n", k, ks.Compared, 100*ks.Median, pct(ks.Min), pct(ks.Max))
+			}
+		}
 		for _, e := range rep.engines() {
 			es := rep.Summary(s, e)
 			if es.N == 0 {
@@ -609,6 +644,11 @@ func (rep ServingReport) JSON() ServingJSON {
 	}
 	for _, s := range rep.sets() {
 		out.Summary = append(out.Summary, rep.Summary(s, ""))
+		for _, k := range []string{RowsCalibration, RowsHeldOut} {
+			if st := rep.SummaryOf(s, "", k); st.N > 0 {
+				out.Summary = append(out.Summary, st)
+			}
+		}
 		for _, e := range rep.engines() {
 			if st := rep.Summary(s, e); st.N > 0 {
 				out.Summary = append(out.Summary, st)

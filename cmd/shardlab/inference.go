@@ -252,6 +252,10 @@ type layoutJSON struct {
 	DecodeMemory        float64          `json:"decode_hbm_s"`
 	DecodeCompute       float64          `json:"decode_compute_s"`
 	DecodeAllReduce     float64          `json:"decode_all_reduce_s"`
+	DecodeKV            float64          `json:"decode_kv_hbm_s"`
+	DecodeAttention     float64          `json:"decode_attention_mxu_s"`
+	DecodeSampling      float64          `json:"decode_sampling_s"`
+	StepOverhead        float64          `json:"step_overhead_s"`
 	TokensPerSecond     float64          `json:"output_tokens_per_s"`
 	TokensPerSecondChip float64          `json:"output_tokens_per_s_per_chip"`
 }
@@ -264,6 +268,7 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) layoutJSON {
 		TTFT: l.TTFT.Seconds(), ITL: l.ITL.Seconds(),
 		PrefillCompute: l.PrefillCompute.Seconds(), PrefillAllReduce: l.PrefillAllReduce.Seconds(),
 		DecodeMemory: l.DecodeMemory.Seconds(), DecodeCompute: l.DecodeCompute.Seconds(), DecodeAllReduce: l.DecodeAllReduce.Seconds(),
+		DecodeKV: l.DecodeKV.Seconds(), DecodeAttention: l.DecodeAttention.Seconds(), DecodeSampling: l.DecodeSampling.Seconds(), StepOverhead: l.DecodeOverhead.Seconds(),
 		TokensPerSecond: l.TokensPerSecond, TokensPerSecondChip: l.PerChip,
 	}
 }

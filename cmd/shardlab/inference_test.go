@@ -1,13 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"shardlab/export"
+	"shardlab/inference"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestInferenceJSON: --json carries the layout, memory, concurrency,
@@ -110,21 +113,24 @@ func TestInferenceWholeVM(t *testing.T) {
 }
 
 // TestInferenceObjective: llama3-8b on tpu7x-8 at --max-num-seqs 64 a
-// replica: throughput picks TP 1 × DP 8 (ITL 7.84 ms); --itl-slo 5ms moves
-// it to TP 2 × DP 4, as does --ttft-slo 7ms; --objective latency picks TP
-// 8; an SLO no layout meets prints the best effort, marked, with exit 0.
+// replica: throughput picks TP 1 × DP 8 (ITL 7.88 ms beyond vLLM's fixed
+// step time h, which every layout's TTFT and ITL carry); --itl-slo h+5ms
+// moves it to TP 2 × DP 4, as does --ttft-slo h+7ms; --objective latency
+// picks TP 8; an SLO no layout meets prints the best effort, marked, with
+// exit 0.
 func TestInferenceObjective(t *testing.T) {
+	h := inference.StepOverhead(inference.VLLM)
 	for _, c := range []struct {
 		args   []string
 		tp     float64
 		effort bool
 	}{
 		{nil, 1, false},
-		{[]string{"--itl-slo", "5ms"}, 2, false},
-		{[]string{"--ttft-slo", "7ms"}, 2, false},
+		{[]string{"--itl-slo", (h + 5*time.Millisecond).String()}, 2, false},
+		{[]string{"--ttft-slo", (h + 7*time.Millisecond).String()}, 2, false},
 		{[]string{"--objective", "latency"}, 8, false},
-		{[]string{"--objective", "LATENCY", "--itl-slo", "2ms"}, 8, false},
-		{[]string{"--itl-slo", "1ms"}, 1, true},
+		{[]string{"--objective", "LATENCY", "--itl-slo", (h + 2*time.Millisecond).String()}, 8, false},
+		{[]string{"--itl-slo", (h + time.Millisecond).String()}, 1, true},
 	} {
 		args := append([]string{"inference", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--max-num-seqs", "64", "--num-requests", "20", "--json"}, c.args...)
 		v := decodeJSON(t, args...).(map[string]any)
@@ -133,8 +139,10 @@ func TestInferenceObjective(t *testing.T) {
 			t.Errorf("shardlab %s: TP %v on %v chips, best effort %v, meets %v; want TP %v on 4, %v", strings.Join(args, " "), l["tensor_parallel_size"], l["chips"], v["best_effort"], l["meets_slo"], c.tp, c.effort)
 		}
 	}
-	out, _, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--max-num-seqs", "64", "--num-requests", "20", "--itl-slo", "1ms")
-	if code != 0 || !strings.Contains(out, "NO LAYOUT MEETS THE SLOs") || !strings.Contains(out, "misses ITL 7.84ms > 1ms") {
+	slo := h + time.Millisecond
+	out, _, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--max-num-seqs", "64", "--num-requests", "20", "--itl-slo", slo.String())
+	itl := (h + 7880*time.Microsecond).Round(10 * time.Microsecond)
+	if code != 0 || !strings.Contains(out, "NO LAYOUT MEETS THE SLOs") || !strings.Contains(out, fmt.Sprintf("misses ITL %v > %v", itl, slo)) {
 		t.Errorf("--itl-slo 1ms: exit %d\n%s", code, out)
 	}
 }
@@ -242,14 +250,16 @@ func TestInferenceVLLMFlags(t *testing.T) {
 
 // TestInferenceSimulation: the simulation section follows the flags: a
 // histogram file's lengths, Poisson arrivals at --request-rate, and the
-// same --seed prints the same bytes while another seed does not.
+// same --seed prints the same bytes while another seed does not. The rate,
+// 10 requests/s, is one the plan's 1024 + 1024 tokens fit on v6e-8 with
+// vLLM's fixed step time in each token's latency.
 func TestInferenceSimulation(t *testing.T) {
 	mix := filepath.Join(t.TempDir(), "mix.csv")
 	if err := os.WriteFile(mix, []byte("# two bins\nprompt_len,output_len,weight\n100,300,3\n1000,200,1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run := func(seed string) string {
-		out, errOut, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "v6e-8", "--request-rate", "20", "--length-mix", mix, "--seed", seed, "--num-requests", "200")
+		out, errOut, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "v6e-8", "--request-rate", "10", "--length-mix", mix, "--seed", seed, "--num-requests", "200")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
@@ -262,7 +272,7 @@ func TestInferenceSimulation(t *testing.T) {
 	if a == c {
 		t.Error("--seed 3 and 4 print the same output")
 	}
-	for _, want := range []string{"simulated (vllm scheduler, histogram lengths, Poisson arrivals at 20 requests/s, seed 3)", "TTFT mean", "p99", "ITL  mean"} {
+	for _, want := range []string{"simulated (vllm scheduler, histogram lengths, Poisson arrivals at 10 requests/s, seed 3)", "TTFT mean", "p99", "ITL  mean"} {
 		if !strings.Contains(a, want) {
 			t.Errorf("output lacks %q:\n%s", want, a)
 		}
