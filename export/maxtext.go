@@ -522,14 +522,15 @@ var maxTextModels = map[string]maxTextArch{
 	"llama3-70b": {"llama3-70b", "llama2", 1, false},
 	// models/llama3-405b.yml exists, but ModelName lists only
 	// llama3.1-405b, whose config is the same
-	"llama3-405b":     {"llama3.1-405b", "llama2", 1, false},
-	"gemma2-9b":       {"gemma2-9b", "gemma2", 2, false},
-	"gemma2-27b":      {"gemma2-27b", "gemma2", 2, false},
-	"mixtral-8x7b":    {"mixtral-8x7b", "mixtral", 1, false},
-	"mixtral-8x22b":   {"mixtral-8x22b", "mixtral", 1, false},
-	"deepseek3-671b":  {"deepseek3-671b", "deepseek", 1, false},
-	"qwen3-235b-a22b": {"qwen3-235b-a22b", "qwen3_moe", 1, false},
-	"llama4-maverick": {"llama4-17b-128e", "llama4", 1, false},
+	"llama3-405b":           {"llama3.1-405b", "llama2", 1, false},
+	"gemma2-9b":             {"gemma2-9b", "gemma2", 2, false},
+	"gemma2-27b":            {"gemma2-27b", "gemma2", 2, false},
+	"mixtral-8x7b":          {"mixtral-8x7b", "mixtral", 1, false},
+	"mixtral-8x22b":         {"mixtral-8x22b", "mixtral", 1, false},
+	"deepseek3-671b":        {"deepseek3-671b", "deepseek", 1, false},
+	"qwen3-235b-a22b":       {"qwen3-235b-a22b", "qwen3_moe", 1, false},
+	"qwen3-coder-480b-a35b": {"qwen3-480b-a35b", "qwen3_moe", 1, false},
+	"llama4-maverick":       {"llama4-17b-128e", "llama4", 1, false},
 }
 
 // maxTextModel writes the model. A catalog model MaxText ships is named

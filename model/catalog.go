@@ -103,6 +103,18 @@ var catalog = [...]Spec{
 		HFModel: "Qwen/Qwen3-235B-A22B",
 	},
 	{
+		// Qwen Team 2025, Qwen3-Coder-480B-A35B-Instruct's config.json, as MaxText's
+		// configs/models/qwen3-480b-a35b.yml @e591f30c: 62 layers, hidden 6144, 96 query
+		// and 8 KV heads of 128, vocab 151936 untied, every layer MoE with 160 experts of
+		// width 2560, 8 per token, no shared expert. Its context is 262,144 tokens
+		// (config.json max_position_embeddings; "256K natively" on the model card),
+		// which the vLLM recipes serve from: the sequence it is described at.
+		Name: "qwen3-coder-480b-a35b", Layers: 62, DModel: 6144, Heads: 96, KVHeads: 8, HeadDim: 128, DFF: 2560, Vocab: 151936, SeqLen: 262144, GatedMLP: true,
+		Experts: 160, ExpertsPerToken: 8,
+		Published: 480e9, PublishedActive: 35e9, Source: "Qwen/Qwen3-Coder-480B-A35B-Instruct model card (480B total, 35B activated)",
+		HFModel: "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+	},
+	{
 		// Mistral AI 2024, Mixtral 8x22B release and config.json, as MaxText's
 		// configs/models/mixtral-8x22b.yml @e591f30c: 56 layers, hidden 6144,
 		// 48 query and 8 KV heads of 128, vocab 32768 untied, 8 experts of
