@@ -523,6 +523,8 @@ var maxTextModels = map[string]maxTextArch{
 	// models/llama3-405b.yml exists, but ModelName lists only
 	// llama3.1-405b, whose config is the same
 	"llama3-405b":           {"llama3.1-405b", "llama2", 1, false},
+	"gemma-7b":              {"gemma-7b", "gemma", 1, false},
+	"gemma-2b":              {"gemma-2b", "gemma", 1, false},
 	"gemma2-9b":             {"gemma2-9b", "gemma2", 2, false},
 	"gemma2-27b":            {"gemma2-27b", "gemma2", 2, false},
 	"mixtral-8x7b":          {"mixtral-8x7b", "mixtral", 1, false},

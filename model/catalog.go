@@ -52,6 +52,25 @@ var catalog = [...]Spec{
 		HFModel: "meta-llama/Llama-3.1-405B",
 	},
 	{
+		// Gemma Team 2024, "Gemma: Open Models Based on Gemini Research and
+		// Technology" (arXiv 2403.08295), Table 1, as MaxText's configs/models/gemma-7b.yml
+		// @e591f30c: d_model 3072, 28 layers, 16 heads and 16 KV heads of 256,
+		// feedforward 24576 (GeGLU), vocab 256128, tied embeddings.
+		Name: "gemma-7b", Layers: 28, DModel: 3072, Heads: 16, KVHeads: 16, HeadDim: 256, DFF: 24576, Vocab: 256128, SeqLen: 8192,
+		GatedMLP: true, TiedEmbeddings: true,
+		Published: 8_538_074_112, Source: "Gemma Table 2: 786,825,216 embedding + 7,751,248,896 non-embedding",
+		HFModel: "google/gemma-7b",
+	},
+	{
+		// Gemma 2B, the same paper's Table 1, as MaxText's configs/models/gemma-2b.yml
+		// @e591f30c: d_model 2048, 18 layers, 8 heads and one KV head (multi-query) of
+		// 256, feedforward 16384 (GeGLU), vocab 256128, tied embeddings.
+		Name: "gemma-2b", Layers: 18, DModel: 2048, Heads: 8, KVHeads: 1, HeadDim: 256, DFF: 16384, Vocab: 256128, SeqLen: 8192,
+		GatedMLP: true, TiedEmbeddings: true,
+		Published: 2_506_434_560, Source: "Gemma Table 2: 524,550,144 embedding + 1,981,884,416 non-embedding",
+		HFModel: "google/gemma-2b",
+	},
+	{
 		// Gemma Team 2024, "Gemma 2", Table 1: d_model 3584, 42 layers, 16 heads,
 		// 8 KV heads, head size 256, feedforward 14336 (x2 for GeGLU), vocab 256128;
 		// pre- and post-norms on both sub-layers; tied embeddings.
