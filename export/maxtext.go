@@ -530,6 +530,7 @@ var maxTextModels = map[string]maxTextArch{
 	"mixtral-8x7b":          {"mixtral-8x7b", "mixtral", 1, false},
 	"mixtral-8x22b":         {"mixtral-8x22b", "mixtral", 1, false},
 	"deepseek3-671b":        {"deepseek3-671b", "deepseek", 1, false},
+	"qwen3-32b":             {"qwen3-32b", "qwen3", 1, false},
 	"qwen3-235b-a22b":       {"qwen3-235b-a22b", "qwen3_moe", 1, false},
 	"qwen3-coder-480b-a35b": {"qwen3-480b-a35b", "qwen3_moe", 1, false},
 	"llama4-maverick":       {"llama4-17b-128e", "llama4", 1, false},

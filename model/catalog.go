@@ -111,6 +111,17 @@ var catalog = [...]Spec{
 		HFModel: "deepseek-ai/DeepSeek-V3-Base",
 	},
 	{
+		// Qwen Team 2025, "Qwen3 Technical Report" (arXiv 2505.09388) Table 1 and the released
+		// config.json, as MaxText's configs/models/qwen3-32b.yml @e591f30c: 64 layers,
+		// hidden 5120, 64 query and 8 KV heads of 128, feedforward 25600 (SwiGLU), vocab
+		// 151936 untied; its QK-norm scales (2 x 128 a layer) are not counted. Its
+		// native context, 32,768 tokens (the model card), is the sequence it is
+		// described at.
+		Name: "qwen3-32b", Layers: 64, DModel: 5120, Heads: 64, KVHeads: 8, HeadDim: 128, DFF: 25600, Vocab: 151936, SeqLen: 32768, GatedMLP: true,
+		Published: 32.8e9, Source: "Qwen/Qwen3-32B model card (32.8B parameters, 31.2B non-embedding)",
+		HFModel: "Qwen/Qwen3-32B",
+	},
+	{
 		// Qwen Team 2025, "Qwen3 Technical Report" (arXiv 2505.09388) Table 2 and the released
 		// config.json, as MaxText's configs/models/qwen3-235b-a22b.yml @e591f30c: 94 layers,
 		// hidden 4096, 64 query and 4 KV heads of 128, vocab 151936 untied, every layer
