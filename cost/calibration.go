@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"maps"
 	"math"
 	"time"
 
@@ -70,8 +71,17 @@ type Calibration struct {
 }
 
 // Calibrated is the calibration the planner uses: the output of
-// validate.Fit on the built-in table (a test holds the two equal).
-var Calibrated = Calibration{
+// validate.Fit on the built-in table (a test holds the two equal). It is
+// a copy: changing it changes nothing the planner does (a job takes its
+// own through Job.Calibration).
+func Calibrated() Calibration {
+	c := calibrated
+	c.Efficiency = maps.Clone(calibrated.Efficiency)
+	return c
+}
+
+// calibrated is what Calibrated copies.
+var calibrated = Calibration{
 	Efficiency:  map[hw.Generation]float64{hw.TPU7x: 0.723, hw.V4: 0.754, hw.V5e: 0.804, hw.V5p: 0.785, hw.V6e: 0.656},
 	Attention:   1,
 	Quantized:   0.867,
@@ -89,7 +99,7 @@ func (j Job) calibration() *Calibration {
 	if j.Calibration != nil {
 		return j.Calibration
 	}
-	return &Calibrated
+	return &calibrated
 }
 
 // EfficiencyFor is the residual efficiency the job assumes on chip: the

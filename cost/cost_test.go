@@ -667,7 +667,7 @@ func TestContentionSlowsByTheHiddenShare(t *testing.T) {
 		at := func(contention float64) Estimate {
 			j := NewJob(spec, 8192, 64*c.slices)
 			j.Efficiency = 0.8
-			j.Calibration = &Calibration{Attention: 1, DCNLatency: Calibrated.DCNLatency, Contention: contention}
+			j.Calibration = &Calibration{Attention: 1, DCNLatency: Calibrated().DCNLatency, Contention: contention}
 			est, err := EstimateStep(j, m)
 			if err != nil {
 				t.Fatal(err)
@@ -905,5 +905,26 @@ func TestQuantizedMFUIsAgainstTheFormatsPeak(t *testing.T) {
 		if got, want := e.MFUPeaks(), fmt.Sprintf("%.1f%% of the bf16 peak, %.1f%% of the %s peak", 100*e.MFU, 100*e.QuantizedMFU, tc.q); got != want {
 			t.Errorf("%s %s: MFUPeaks() = %q, want %q", tc.tpu, tc.q, got, want)
 		}
+	}
+}
+
+func TestCalibratedIsACopy(t *testing.T) {
+	// a caller changing what Calibrated returns changes nothing the
+	// planner costs
+	j := NewJob(lookup(t, "llama3-8b"), 8192, 64)
+	m := layout(t, "v5p-64", 1, "fsdp=32")
+	before, err := NewEstimator().Estimate(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Calibrated()
+	c.Efficiency[hw.V5p] = 0.1
+	c.Contention = 9
+	after, err := NewEstimator().Estimate(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Time.Step != after.Time.Step || Calibrated().Efficiency[hw.V5p] == 0.1 {
+		t.Errorf("changing Calibrated's copy changed the planner: step %v -> %v", before.Time.Step, after.Time.Step)
 	}
 }

@@ -166,7 +166,7 @@ type Job struct {
 	// Efficiency is the fraction of the MXU-limited rate the matmuls and
 	// the attention kernel reach once their shapes' MXU efficiency is
 	// counted: the residual of what the model does not see op by op. 0
-	// means the value calibrated for the chip's generation (Calibrated).
+	// means the value calibrated for the chip's generation (Calibrated()).
 	Efficiency float64
 	// HBMHeadroom is the fraction of HBM kept free for the compiler's
 	// buffers and fragmentation.
@@ -178,7 +178,7 @@ type Job struct {
 	// CausalFLOPs halves the attention FLOPs in MFU (MaxText's convention
 	// since its PR 2031); off, the PaLM convention.
 	CausalFLOPs bool
-	// Calibration, when set, replaces Calibrated (validate fits with it).
+	// Calibration, when set, replaces Calibrated() (validate fits with it).
 	Calibration *Calibration
 	// CapacityFactor caps the rows each expert takes from a device at
 	// ceil(factor · tokens · k / experts) (MaxText capacity_factor; tokens

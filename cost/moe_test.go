@@ -393,10 +393,10 @@ func TestDroplessSortIsNotQuantized(t *testing.T) {
 	added := func(q Quantization) time.Duration {
 		t.Helper()
 		var mxu [2]time.Duration
-		for i, d := range []float64{Calibrated.Dropless, 0} {
+		for i, d := range []float64{Calibrated().Dropless, 0} {
 			j := NewJob(lookup(t, "deepseek3-671b"), 4096, 2048)
 			j.Quantization = q
-			c := Calibrated
+			c := Calibrated()
 			c.Dropless = d
 			j.Calibration = &c
 			est, err := NewEstimator().Estimate(j, m)
@@ -423,9 +423,9 @@ func TestDroplessSortIsNotSplitOverTensor(t *testing.T) {
 	// the chips, times tensor, at the bf16 GEMM rate of the layout.
 	m := layout(t, "v5p-256", 1, "fsdp=32,tensor=4")
 	var est [2]Estimate
-	for i, d := range []float64{Calibrated.Dropless, 0} {
+	for i, d := range []float64{Calibrated().Dropless, 0} {
 		j := NewJob(lookup(t, "llama4-maverick"), 8192, 512)
-		c := Calibrated
+		c := Calibrated()
 		c.Dropless = d
 		j.Calibration = &c
 		var err error

@@ -22,7 +22,7 @@ func TestInterpolated(t *testing.T) {
 	}
 }
 
-// builtInReport costs the built-in table with cost.Calibrated.
+// builtInReport costs the built-in table with cost.Calibrated().
 func builtInReport(t *testing.T) Report {
 	t.Helper()
 	runs, err := Runs()

@@ -15,7 +15,7 @@ import (
 
 // FitRow is one constant of the calibration: its value as Fit finds it,
 // the calibration rows it is fitted on, the held-out rows of the same
-// kind, and cost's median |MFU error| on each (at cost.Calibrated). The
+// kind, and cost's median |MFU error| on each (at cost.Calibrated()). The
 // rows to fit and to test are fixed in the table (calibration: true or
 // false) before any fit.
 type FitRow struct {
@@ -80,7 +80,7 @@ func FitReport(runs []Run) ([]FitRow, error) {
 		row("dropless moe", fmt.Sprintf("%.0f (per-row width)", cal.Dropless), of(kindDropless)),
 		row("dcn latency", cal.DCNLatency.String(), of(kindMulti)),
 		row("slice jitter", fmt.Sprintf("%.4f", cal.SliceJitter), of(kindMulti)),
-		FitRow{Constant: "attention", Value: fmt.Sprintf("%.2f (not fitted: cost.Calibrated's)", cost.Calibrated.Attention),
+		FitRow{Constant: "attention", Value: fmt.Sprintf("%.2f (not fitted: cost.Calibrated's)", cost.Calibrated().Attention),
 			FittedError: math.NaN(), HeldOutError: math.NaN()},
 	)
 	return out, nil

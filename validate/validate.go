@@ -4,7 +4,7 @@
 // batch, remat policy, precision and the MFU it reached; and the error
 // report of package cost costed on exactly those settings. Some rows
 // calibrate the one residual efficiency each chip generation gets
-// (cost.Calibrated); the error is reported on the others.
+// (cost.Calibrated()); the error is reported on the others.
 package validate
 
 import (
@@ -315,7 +315,7 @@ type Report struct {
 }
 
 // Evaluate costs every run on its published layout with the given
-// calibration (nil: cost.Calibrated).
+// calibration (nil: cost.Calibrated()).
 func Evaluate(runs []Run, cal *cost.Calibration) (Report, error) {
 	var rep Report
 	est := cost.NewEstimator()
@@ -347,12 +347,12 @@ func Evaluate(runs []Run, cal *cost.Calibration) (Report, error) {
 // fitted: the single-slice rows, nearly all at 2k to 8k tokens, barely
 // tell it apart from the residual efficiency (a fit on them picked 0.35
 // and missed the one 128k-token run by 46 %); it stays at
-// cost.Calibrated's value. The DCN latency (0 to 1 ms by 25 µs) and the
+// cost.Calibrated()'s value. The DCN latency (0 to 1 ms by 25 µs) and the
 // slice jitter: the grid point that minimises the mean |error| of the
 // multislice calibration rows' MFU ratio to their series' one-slice row.
 // Efficiencies are rounded to 0.001, the grid values are exact.
 func Fit(runs []Run) (cost.Calibration, error) {
-	cal := cost.Calibration{Attention: cost.Calibrated.Attention, Quantized: 1, DCNLatency: cost.Calibrated.DCNLatency, SliceJitter: cost.Calibrated.SliceJitter}
+	cal := cost.Calibration{Attention: cost.Calibrated().Attention, Quantized: 1, DCNLatency: cost.Calibrated().DCNLatency, SliceJitter: cost.Calibrated().SliceJitter}
 	var single, multi, quant, dropless []Run
 	for _, r := range runs {
 		if !r.Calibration {

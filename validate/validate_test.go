@@ -78,31 +78,31 @@ func TestHeldOutError(t *testing.T) {
 }
 
 func TestCalibratedIsTheFit(t *testing.T) {
-	// cost.Calibrated must be what Fit gives on this table, so the constants
+	// cost.Calibrated() must be what Fit gives on this table, so the constants
 	// in the cost model are reproducible from the named rows.
 	fit, err := Fit(runs(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := cost.Calibrated
+	got := cost.Calibrated()
 	if fit.Attention != got.Attention || math.Abs(fit.Quantized-got.Quantized) > 0.0005 || fit.DCNLatency != got.DCNLatency || fit.SliceJitter != got.SliceJitter {
-		t.Errorf("cost.Calibrated: attention %v, DCN %v, jitter %v; Fit gives %v, %v, %v (run shardlab validate --fit)",
+		t.Errorf("cost.Calibrated(): attention %v, DCN %v, jitter %v; Fit gives %v, %v, %v (run shardlab validate --fit)",
 			got.Attention, got.DCNLatency, got.SliceJitter, fit.Attention, fit.DCNLatency, fit.SliceJitter)
 	}
 	if fit.Contention != got.Contention {
-		t.Errorf("cost.Calibrated.Contention = %v, Fit gives %v (run shardlab validate --fit)", got.Contention, fit.Contention)
+		t.Errorf("cost.Calibrated().Contention = %v, Fit gives %v (run shardlab validate --fit)", got.Contention, fit.Contention)
 	}
 	if math.Abs(fit.Dropless-got.Dropless) > 0.0005 {
-		t.Errorf("cost.Calibrated.Dropless = %.3f, Fit gives %.3f (run shardlab validate --fit)", got.Dropless, fit.Dropless)
+		t.Errorf("cost.Calibrated().Dropless = %.3f, Fit gives %.3f (run shardlab validate --fit)", got.Dropless, fit.Dropless)
 	}
 	for g, v := range fit.Efficiency {
 		if math.Abs(got.Efficiency[g]-v) > 0.0005 {
-			t.Errorf("cost.Calibrated.Efficiency[%s] = %.3f, Fit gives %.3f (run shardlab validate --fit)", g, got.Efficiency[g], v)
+			t.Errorf("cost.Calibrated().Efficiency[%s] = %.3f, Fit gives %.3f (run shardlab validate --fit)", g, got.Efficiency[g], v)
 		}
 	}
 	for g := range got.Efficiency {
 		if _, ok := fit.Efficiency[g]; !ok {
-			t.Errorf("cost.Calibrated has %s, which no calibration row fits", g)
+			t.Errorf("cost.Calibrated() has %s, which no calibration row fits", g)
 		}
 	}
 }
