@@ -47,14 +47,14 @@ func Place(r Reservation, s hw.Slice, n, spares int) (Placement, error) {
 		return Placement{}, refuse("slice", s.AcceleratorType(), "a %s slice for a %s reservation", h.Chip.Generation, h.Chip.Generation)
 	}
 	cube := h.SubBlock
-	dims := s.Topology.Dims()
-	if len(dims) != 3 {
-		return Placement{}, refuse("slice", s.Topology.String(), "a 3-D topology of whole %s sub-blocks", cube)
+	dims, sub := s.Topology.Dims(), cube.Dims()
+	if len(dims) != len(sub) {
+		return Placement{}, refuse("slice", s.Topology.String(), "a %d-D topology of whole %s sub-blocks", len(sub), cube)
 	}
 	for i, d := range dims {
-		if d%cube[i] != 0 {
+		if d%sub[i] != 0 {
 			return Placement{}, refuse("slice", s.Topology.String(),
-				"whole %s sub-blocks (each dimension a multiple of %d); %s is %d chips, a sub-block %d", cube, cube[i], s.AcceleratorType(), s.Chips(), cube.Chips())
+				"whole %s sub-blocks (each dimension a multiple of %d); %s is %d chips, a sub-block %d", cube, sub[i], s.AcceleratorType(), s.Chips(), cube.Chips())
 		}
 	}
 	per := s.Chips() / cube.Chips()

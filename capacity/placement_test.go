@@ -167,3 +167,47 @@ func TestPlaceRefuses(t *testing.T) {
 		t.Errorf("spares in managed mode: %v", err)
 	}
 }
+
+// TestUserHierarchy: v6e has All Capacity mode but no published block
+// sizes; HierarchyOf says so, and the user's sizes place 2-D slices in
+// whole 2-D sub-blocks, the source naming them the user's.
+func TestUserHierarchy(t *testing.T) {
+	chip := tpu(t, "v6e-256").Chip
+	if _, err := HierarchyOf(chip); !errors.Is(err, ErrSizesNotPublished) {
+		t.Fatalf("HierarchyOf(v6e) = %v, want ErrSizesNotPublished", err)
+	}
+	if _, err := HierarchyOf(tpu(t, "v5p-8").Chip); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("HierarchyOf(v5p) = %v, want ErrUnsupported", err)
+	}
+	h, err := UserHierarchy(chip, 64, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.SubBlock.String() != "8x8" || h.SubBlocksPerBlock != 16 || !strings.Contains(h.Sources[0], "the user's") {
+		t.Errorf("UserHierarchy(v6e, 64, 1024) = %+v, want 16 sub-blocks of 8x8, sourced to the user", h)
+	}
+	r, err := NewIn(h, AllCapacity, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a v6e-256 (16x16) slice is 2 x 2 sub-blocks of 8x8: three fit a
+	// 16-sub-block block with 4 left over
+	pl, err := Place(r, tpu(t, "v6e-256"), 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Used != 12 {
+		t.Errorf("3 x v6e-256 in 8x8 sub-blocks use %d sub-blocks, want 12", pl.Used)
+	}
+	if _, err := Place(r, tpu(t, "v6e-256"), 5, 0); err == nil {
+		t.Error("5 x v6e-256 placed on 16 sub-blocks, want a refusal")
+	}
+	for _, c := range []struct{ sub, block int }{{48, 1024}, {64, 1000}, {64, 32}} {
+		if _, err := UserHierarchy(chip, c.sub, c.block); err == nil {
+			t.Errorf("UserHierarchy(v6e, %d, %d): no error", c.sub, c.block)
+		}
+	}
+	if _, err := UserHierarchy(tpu(t, "v5p-8").Chip, 64, 1024); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("UserHierarchy(v5p) = %v, want ErrUnsupported", err)
+	}
+}

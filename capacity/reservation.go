@@ -86,14 +86,44 @@ type Hierarchy struct {
 	Sources           []string
 }
 
+// ErrSizesNotPublished is wrapped by HierarchyOf's error for a generation
+// that has All Capacity mode but whose block and sub-block sizes Google
+// does not publish (v6e): the caller may give them (UserHierarchy).
+var ErrSizesNotPublished = errors.New("block and sub-block sizes not published")
+
 // HierarchyOf returns the hierarchy of chip's generation.
 func HierarchyOf(chip hw.Chip) (Hierarchy, error) {
 	h, ok := hw.CapacityTopologyOf(chip.Generation)
 	if !ok {
+		if hasAllCapacity(chip.Generation) {
+			return Hierarchy{}, &Error{Field: "generation", Value: string(chip.Generation),
+				Want: "its sub-block and block sizes given, which Google's public docs do not state for " + string(chip.Generation) + " (tpu7x's are transcribed)", Err: ErrSizesNotPublished}
+		}
 		return Hierarchy{}, &Error{Field: "generation", Value: string(chip.Generation),
-			Want: "tpu7x (the only generation whose block and sub-block sizes are transcribed; v6e's are not yet)", Err: ErrUnsupported}
+			Want: "a generation with All Capacity mode and its block sizes: tpu7x, or v6e with its sizes given", Err: ErrUnsupported}
 	}
 	return Hierarchy{Chip: chip, SubBlock: h.SubBlock, SubBlocksPerBlock: h.SubBlocksPerBlock, Sources: []string{h.Source}}, nil
+}
+
+// UserHierarchy is a hierarchy whose sizes the user gives, for a
+// generation with All Capacity mode whose sizes Google does not publish
+// (v6e [ac-overview]'s table stops after its host row): a sub-block of
+// subBlockChips chips, shaped as the generation's slice of that many chips,
+// and blocks of blockChips chips, a whole number of sub-blocks. Its source
+// says the sizes are the user's.
+func UserHierarchy(chip hw.Chip, subBlockChips, blockChips int) (Hierarchy, error) {
+	if !hasAllCapacity(chip.Generation) {
+		return Hierarchy{}, &Error{Field: "generation", Value: string(chip.Generation), Want: "a generation with All Capacity mode (v6e or tpu7x)", Err: ErrUnsupported}
+	}
+	s, err := hw.ParseAcceleratorType(chip.AcceleratorType(subBlockChips))
+	if err != nil || s.Chips() != subBlockChips {
+		return Hierarchy{}, refuse("sub-block chips", fmt.Sprint(subBlockChips), "the chips of a %s slice (%s)", chip.Generation, strings.Join(chip.AcceleratorTypes(), ", "))
+	}
+	if blockChips < subBlockChips || blockChips%subBlockChips != 0 || blockChips/subBlockChips > 1<<16 {
+		return Hierarchy{}, refuse("block chips", fmt.Sprint(blockChips), "a whole number of %d-chip sub-blocks, at most %d of them", subBlockChips, 1<<16)
+	}
+	return Hierarchy{Chip: chip, SubBlock: s.Topology, SubBlocksPerBlock: blockChips / subBlockChips,
+		Sources: []string{fmt.Sprintf("the user's: a sub-block of %d chips (%s) and a block of %d chips; Google's public docs do not state %s's", subBlockChips, s.Topology, blockChips, chip.Generation)}}, nil
 }
 
 // SubBlockChips is the chips in one sub-block.
@@ -121,22 +151,24 @@ type Reservation struct {
 	Holdback float64
 }
 
-// New checks a reservation: the mode must exist on the generation, there
-// must be 1 to MaxBlocks blocks, and a managed holdback lies in [0, 0.5].
+// New checks a reservation of chip's generation's published hierarchy
+// (HierarchyOf); NewIn the same in a given one.
 func New(chip hw.Chip, mode Mode, blocks int, holdback float64) (Reservation, error) {
-	if mode == AllCapacity && !hasAllCapacity(chip.Generation) {
-		names := make([]string, len(hw.AllCapacityGenerations()))
-		for i, g := range hw.AllCapacityGenerations() {
-			names[i] = string(g)
-		}
-		return Reservation{}, &Error{Field: "mode", Value: "all-capacity on " + string(chip.Generation),
-			Want: "a generation that has All Capacity mode: " + strings.Join(names, " or "), Err: ErrUnsupported}
-	}
-	if mode != Managed && mode != AllCapacity {
-		return Reservation{}, refuse("mode", fmt.Sprint(int(mode)), "managed or all-capacity")
+	if err := CheckMode(chip, mode); err != nil {
+		return Reservation{}, err
 	}
 	h, err := HierarchyOf(chip)
 	if err != nil {
+		return Reservation{}, err
+	}
+	return NewIn(h, mode, blocks, holdback)
+}
+
+// NewIn checks a reservation in h: the mode must exist on the generation,
+// there must be 1 to MaxBlocks blocks, and a managed holdback lies in [0,
+// 0.5].
+func NewIn(h Hierarchy, mode Mode, blocks int, holdback float64) (Reservation, error) {
+	if err := CheckMode(h.Chip, mode); err != nil {
 		return Reservation{}, err
 	}
 	if blocks < 1 || blocks > MaxBlocks {
@@ -149,6 +181,23 @@ func New(chip hw.Chip, mode Mode, blocks int, holdback float64) (Reservation, er
 		return Reservation{}, refuse("holdback", fmt.Sprint(holdback), "0 in all-capacity mode, which has no holdback")
 	}
 	return Reservation{Hierarchy: h, Mode: mode, Blocks: blocks, Holdback: holdback}, nil
+}
+
+// CheckMode refuses a mode that does not exist, or not on chip's
+// generation.
+func CheckMode(chip hw.Chip, mode Mode) error {
+	if mode == AllCapacity && !hasAllCapacity(chip.Generation) {
+		names := make([]string, len(hw.AllCapacityGenerations()))
+		for i, g := range hw.AllCapacityGenerations() {
+			names[i] = string(g)
+		}
+		return &Error{Field: "mode", Value: "all-capacity on " + string(chip.Generation),
+			Want: "a generation that has All Capacity mode: " + strings.Join(names, " or "), Err: ErrUnsupported}
+	}
+	if mode != Managed && mode != AllCapacity {
+		return refuse("mode", fmt.Sprint(int(mode)), "managed or all-capacity")
+	}
+	return nil
 }
 
 func hasAllCapacity(g hw.Generation) bool {

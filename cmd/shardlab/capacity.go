@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 type capacityFlags struct {
 	model, tpu, mode, granularity  string
 	slices, blocks, spares, days   int
+	subBlockChips, blockChips      int
 	seed                           int64
 	holdback, chipRate, storage    float64
 	tokens                         float64
@@ -34,11 +36,13 @@ func newCapacityFlags() (*flag.FlagSet, *capacityFlags) {
 	fs := flag.NewFlagSet("capacity", flag.ContinueOnError)
 	f := &capacityFlags{}
 	fs.StringVar(&f.model, "model", plan.DefaultModel, "catalog model name or a YAML/JSON spec file of at most 1 MiB")
-	fs.StringVar(&f.tpu, "tpu", "tpu7x-256", "accelerator type of one slice, in whole 4x4x4 sub-blocks (tpu7x-128, tpu7x-256, ...)")
+	fs.StringVar(&f.tpu, "tpu", "tpu7x-256", "accelerator type of one slice, in whole sub-blocks (TPU7x: 4x4x4 cubes; tpu7x-128, tpu7x-256, ...)")
 	intVar(fs, &f.slices, "slices", 8, 1, plan.MaxSlices, "", "number of slices joined by DCN")
 	choiceVar(fs, &f.mode, "mode", "all-capacity", capacity.Modes(), parseMode, "capacity mode")
 	choiceVar(fs, &f.granularity, "maintenance-by", "sub-block", capacity.Granularities(), parseGranularity, "All Capacity maintenance granularity (a VM takes its sub-block's slice down)")
 	intVar(fs, &f.blocks, "blocks", 1, 1, capacity.MaxBlocks, "", "blocks in the reservation (144 TPU7x sub-blocks each)")
+	intVar(fs, &f.subBlockChips, "sub-block-chips", 0, 0, 1<<16, "0: the generation's published size", "chips in one sub-block, where Google's public docs give none (v6e); with --block-chips, the sizes are yours")
+	intVar(fs, &f.blockChips, "block-chips", 0, 0, 1<<22, "0: the generation's published size", "chips in one block, a whole number of sub-blocks (v6e, with --sub-block-chips)")
 	intVar(fs, &f.spares, "spares", 2, 0, capacity.MaxBlocks*144, "", "spare sub-blocks set aside for the job (All Capacity mode; 0 in managed mode)")
 	floatVar(fs, &f.holdback, "holdback", defaultHoldback, floatFlag{lo: 0, hi: 0.5}, "managed mode: fraction of sub-blocks Compute Engine holds back (an assumption: the docs publish none)")
 	intVar(fs, &f.days, "days", 30, 1, 3650, "", "simulated days")
@@ -106,7 +110,11 @@ func otherMode(f *capacityFlags, slice hw.Slice, mode capacity.Mode, cfg capacit
 		c = modeComparison{Mode: capacity.AllCapacity, Setting: fmt.Sprintf("%d spare sub-blocks", f.spares)}
 		holdback, spares = 0, f.spares
 	}
-	r, err := capacity.New(slice.Chip, c.Mode, f.blocks, holdback)
+	h, err := f.hierarchy(slice.Chip, c.Mode)
+	var r capacity.Reservation
+	if err == nil {
+		r, err = capacity.NewIn(h, c.Mode, f.blocks, holdback)
+	}
 	var pl capacity.Placement
 	if err == nil {
 		pl, err = capacity.Place(r, slice, f.slices, spares)
@@ -121,6 +129,32 @@ func otherMode(f *capacityFlags, slice hw.Slice, mode capacity.Mode, cfg capacit
 	}
 	c.Goodput = res.Goodput()
 	return c
+}
+
+// hierarchy is the reservation's hierarchy: the generation's published
+// one, or, with --sub-block-chips and --block-chips, the user's.
+func (f *capacityFlags) hierarchy(chip hw.Chip, mode capacity.Mode) (capacity.Hierarchy, error) {
+	if err := capacity.CheckMode(chip, mode); err != nil {
+		return capacity.Hierarchy{}, usageError{err}
+	}
+	switch {
+	case f.subBlockChips > 0 && f.blockChips > 0:
+		h, err := capacity.UserHierarchy(chip, f.subBlockChips, f.blockChips)
+		if err != nil {
+			return h, usageError{err}
+		}
+		return h, nil
+	case f.subBlockChips > 0 || f.blockChips > 0:
+		return capacity.Hierarchy{}, bad("capacity: --sub-block-chips %d and --block-chips %d: give both, or neither for the generation's published sizes", f.subBlockChips, f.blockChips)
+	}
+	h, err := capacity.HierarchyOf(chip)
+	if errors.Is(err, capacity.ErrSizesNotPublished) {
+		return h, bad("capacity: %s: Google's public docs do not state its sub-block and block sizes; give them with --sub-block-chips and --block-chips (the plan then says they are yours)", chip.Generation)
+	}
+	if err != nil {
+		return h, usageError{err}
+	}
+	return h, nil
 }
 
 func parseMode(s string) error        { _, err := capacity.ParseMode(s); return err }
@@ -147,7 +181,11 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := capacity.New(slice.Chip, mode, f.blocks, holdback)
+	h, err := f.hierarchy(slice.Chip, mode)
+	if err != nil {
+		return err
+	}
+	res, err := capacity.NewIn(h, mode, f.blocks, holdback)
 	if err != nil {
 		return usageError{err}
 	}
@@ -287,6 +325,9 @@ func (f *capacityFlags) report(p plan.Plan, res capacity.Reservation, pl capacit
 	}
 	if mode == capacity.Managed {
 		rep.Assumptions = append(rep.Assumptions, fmt.Sprintf("managed holdback %.3g of the sub-blocks: the docs publish none", holdback))
+	}
+	if f.subBlockChips > 0 {
+		rep.Assumptions = append(rep.Assumptions, res.Hierarchy.Sources...)
 	}
 	return rep
 }

@@ -46,6 +46,9 @@ func TestCapacityRefuses(t *testing.T) {
 		{[]string{"--mode", "managed", "--spares", "2"}, []string{"--spares 2", "holdback"}},
 		{[]string{"--holdback", "0.1"}, []string{"--holdback 0.1", "managed"}},
 		{[]string{"--maintenance-every", "1h"}, []string{"maintenance interval 1h0m0s", "at least 24h"}},
+		{[]string{"--tpu", "v6e-256", "--mode", "all-capacity"}, []string{"v6e", "--sub-block-chips", "--block-chips"}},
+		{[]string{"--tpu", "v6e-256", "--sub-block-chips", "64"}, []string{"give both"}},
+		{[]string{"--tpu", "v6e-256", "--sub-block-chips", "48", "--block-chips", "1024"}, []string{"sub-block chips 48", "v6e-"}},
 	} {
 		fail(t, append([]string{"capacity"}, c.args...), c.want...)
 	}
@@ -62,6 +65,22 @@ func TestCapacityText(t *testing.T) {
 		"infrastructure_recovery", "waiting_for_capacity", "Young", "Daly", "simulated optimum", "expected time to train", "95 %"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("capacity output lacks %q", w)
+		}
+	}
+}
+
+// TestCapacityUserSizes: on v6e, whose block sizes Google does not
+// publish, the user's sizes place the job and the report says whose they
+// are.
+func TestCapacityUserSizes(t *testing.T) {
+	out, errOut, code := runCmd("capacity", "--model", "llama3-8b", "--tpu", "v6e-256", "--slices", "2", "--mode", "all-capacity",
+		"--sub-block-chips", "64", "--block-chips", "1024", "--spares", "1", "--days", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"16 sub-blocks (8x8, 64 chips", "2 x v6e-256 (16x16, 4 sub-blocks each)", "assumption: the user's: a sub-block of 64 chips (8x8) and a block of 1024 chips"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("capacity on v6e with the user's sizes lacks %q:\n%s", want, out)
 		}
 	}
 }
