@@ -13,49 +13,51 @@ import (
 	"shardlab/inference"
 )
 
-// inferenceFlags are the options of shardlab inference.
+// inferenceFlags are the options of shardlab inference: the serving
+// question (inference.Options, which inference.ParseOptions checks, as
+// the web page's form does) and the simulation's.
 type inferenceFlags struct {
-	model, tpu, modelID string
-	req                 inference.Request
-	weights, kv         string
-	objective           string
-	json                bool
-	mix                 string
-	seed                uint64
-	requests            int
+	opt      inference.Options
+	json     bool
+	mix      string
+	seed     uint64
+	requests int
 }
 
 // newInferenceFlags defines the flags of inference. The defaults are
 // vLLM's where it has one: gpu_memory_utilization 0.92 (vllm/config/cache.py
 // @002f10e0); the token budget 4096 is what tpu-inference's daily
 // benchmarks pass (.buildkite/benchmark/cases/daily/daily_qwen_llama_tpu7x_2.json @b8692ff0).
+// A flag is named for its option's JSON key (tensor_parallel_size →
+// --tensor-parallel-size), so that inferenceError spells the option a
+// FieldError names as its flag.
 func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	fs := flag.NewFlagSet("inference", flag.ContinueOnError)
 	f := &inferenceFlags{}
-	r := &f.req
-	d := inference.DefaultRequest()
-	fs.StringVar(&f.model, "model", "llama3-70b", "catalog model name or a YAML/JSON spec file of at most 1 MiB")
-	fs.StringVar(&f.tpu, "tpu", "tpu7x-8", "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16; a generation alone (tpu7x) is one VM")
-	fs.StringVar(&f.modelID, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: the catalog model's repository)")
-	intVar(fs, &r.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the model's", "longest sequence, prompt and output, in tokens")
-	intVar(fs, &r.Concurrency, "concurrency", d.Concurrency, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
-	floatVar(fs, &r.RequestRate, "request-rate", 0, floatFlag{lo: 0.001, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
+	o := &f.opt
+	d := inference.DefaultOptions()
+	fs.StringVar(&o.Model, "model", d.Model, "catalog model name or a YAML/JSON spec file of at most 1 MiB")
+	fs.StringVar(&o.TPU, "tpu", d.TPU, "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16; a generation alone (tpu7x) is one VM")
+	fs.StringVar(&o.HFModel, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: the catalog model's repository)")
+	intVar(fs, &o.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the model's", "longest sequence, prompt and output, in tokens")
+	intVar(fs, &o.Concurrency, "concurrency", inference.DefaultRequest().Concurrency, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
+	floatVar(fs, &o.RequestRate, "request-rate", 0, floatFlag{lo: 0.001, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
 		"arrival rate of requests; the concurrency is then what Little's law gives on each layout")
-	intVar(fs, &r.PromptLen, "prompt-len", d.PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request")
-	intVar(fs, &r.OutputLen, "output-len", d.OutputLen, 1, inference.MaxTokens, "", "output tokens per request")
-	choiceVar(fs, &f.weights, "weights", string(d.Weights), []string{"bf16", "fp8", "int8"}, nil, "weight precision")
-	intVar(fs, &r.MaxNumSeqs, "max-num-seqs", 0, 1, inference.MaxConcurrency, "default: --concurrency",
+	intVar(fs, &o.PromptLen, "prompt-len", d.PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request")
+	intVar(fs, &o.OutputLen, "output-len", d.OutputLen, 1, inference.MaxTokens, "", "output tokens per request")
+	choiceVar(fs, &o.Weights, "weights", d.Weights, []string{"bf16", "fp8", "int8"}, nil, "weight precision")
+	intVar(fs, &o.MaxNumSeqs, "max-num-seqs", 0, 1, inference.MaxConcurrency, "default: --concurrency",
 		"vLLM's max_num_seqs: sequences each replica runs at once (the concurrency is this times the replicas)")
-	choiceVar(fs, &f.kv, "kv-cache-dtype", "auto", inference.KVCacheDtypes, nil, "vLLM's KV cache dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte")
-	floatVar(fs, &r.MemoryUtilization, "gpu-memory-utilization", d.MemoryUtilization, floatFlag{lo: 0, hi: 1, loOpen: true}, "share of a device's HBM vLLM may fill (vllm's default 0.92)")
-	intVar(fs, &r.MaxNumBatchedTokens, "max-num-batched-tokens", d.MaxNumBatchedTokens, 1, inference.MaxTokens, "", "the scheduler's tokens per step: the prefill chunk and activation buffers")
-	intVar(fs, &r.TP, "tensor-parallel-size", 0, 0, 1024, "0: search", "fix the tensor-parallel size, in JAX devices (TPU7x: 2 a chip)")
-	intVar(fs, &r.DP, "data-parallel-size", 0, 0, 1<<16, "0: fill the slice",
+	choiceVar(fs, &o.KVCacheDtype, "kv-cache-dtype", d.KVCacheDtype, inference.KVCacheDtypes, nil, "vLLM's KV cache dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte")
+	floatVar(fs, &o.MemoryUtilization, "gpu-memory-utilization", d.MemoryUtilization, floatFlag{lo: 0, hi: 1, loOpen: true}, "share of a device's HBM vLLM may fill (vllm's default 0.92)")
+	intVar(fs, &o.MaxNumBatchedTokens, "max-num-batched-tokens", d.MaxNumBatchedTokens, 1, inference.MaxTokens, "", "the scheduler's tokens per step: the prefill chunk and activation buffers")
+	intVar(fs, &o.TP, "tensor-parallel-size", 0, 0, 1024, "0: search", "fix the tensor-parallel size, in JAX devices (TPU7x: 2 a chip)")
+	intVar(fs, &o.DP, "data-parallel-size", 0, 0, 1<<16, "0: fill the slice",
 		"fix the replicas; with --tensor-parallel-size, TP × DP below the slice's devices leaves chips idle (the plan says so)")
-	choiceVar(fs, &f.objective, "objective", string(inference.Throughput), inference.Objectives, nil,
+	choiceVar(fs, &o.Objective, "objective", d.Objective, inference.Objectives, nil,
 		"throughput: the most output tokens/s per chip that meets the SLOs; latency: the least inter-token latency, then TTFT")
-	durationVar(fs, &r.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")
-	durationVar(fs, &r.ITLSLO, "itl-slo", 0, 0, time.Hour, "0: no target", "inter-token latency target at the offered load")
+	durationVar(fs, &o.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")
+	durationVar(fs, &o.ITLSLO, "itl-slo", 0, 0, time.Hour, "0: no target", "inter-token latency target at the offered load")
 	fs.StringVar(&f.mix, "length-mix", "fixed", "the simulated requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+")")
 	uint64Var(fs, &f.seed, "seed", 1, 0, 1<<63, "", "seed of the simulation's lengths and arrivals")
 	intVar(fs, &f.requests, "num-requests", 1000, 1, inference.MaxSimRequests, "", "requests the simulation serves")
@@ -68,39 +70,17 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	spec, err := loadModel("--model", f.model)
+	o := f.opt
+	if !setFlags(fs)["concurrency"] {
+		o.Concurrency = 0 // the default, unless the rate or max_num_seqs sets it
+	}
+	spec, err := specFile("--model", o.Model)
 	if err != nil {
 		return err
 	}
-	chip, slice, err := parseTPU("--tpu", f.tpu)
+	o.ModelSpec = spec
+	r, id, err := inference.ParseOptions(o)
 	if err != nil {
-		return err
-	}
-	if slice == nil {
-		s, err := hostSlice(chip)
-		if err != nil {
-			return err
-		}
-		slice = &s
-	}
-	set := setFlags(fs)
-	if set["request-rate"] && set["concurrency"] && f.req.RequestRate > 0 {
-		return bad("inference: --concurrency and --request-rate both set; give one (the rate sets the concurrency)")
-	}
-	if set["max-num-seqs"] && (set["concurrency"] || set["request-rate"] && f.req.RequestRate > 0) {
-		return bad("inference: --max-num-seqs with --concurrency or --request-rate; give one (--max-num-seqs is each replica's concurrency)")
-	}
-	id := f.modelID
-	if id == "" {
-		id = spec.HFModel
-	}
-	if id == "" {
-		return bad("inference: --model %s names no Hugging Face repository (its catalog entry or spec file has no hf_model); give --hf-model, a Hugging Face id owner/name or a path, for the vllm serve line", f.model)
-	}
-	r := f.req
-	r.Model, r.Slice = spec, *slice
-	r.Weights, r.KVCacheDtype, r.Objective = inference.Dtype(f.weights), f.kv, inference.Objective(strings.ToLower(f.objective))
-	if r, err = inference.NewRequest(r); err != nil {
 		return inferenceError(err)
 	}
 	mix, err := lengthMix(f.mix, r)
