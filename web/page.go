@@ -33,6 +33,7 @@ func templates() *pageTemplates {
 		"signed":   func(f float64) string { return fmt.Sprintf("%+.1f%%", 100*f) },
 		"rejected": countedWords,
 		"count":    thousands,
+		"int64":    func(b unit.Bytes) int64 { return int64(b) },
 	}
 	return &pageTemplates{template.Must(template.New("").Funcs(funcs).ParseFS(static, "static/*.html"))}
 }

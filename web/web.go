@@ -133,6 +133,7 @@ func New(c Config) *Handler {
 	h.mux.HandleFunc("GET /download/plan.json", h.servePlanJSON)
 	h.mux.HandleFunc("GET /download/xpk.sh", h.serveXPK)
 	h.mux.HandleFunc("GET /serving", h.serveServing)
+	h.mux.HandleFunc("GET /download/serving.json", h.serveServingJSON)
 	h.mux.HandleFunc("GET /charts", h.serveScaling)
 	h.mux.HandleFunc("POST /api/plan", h.serveAPIPlan)
 	h.mux.HandleFunc("GET /api/catalog", serveCatalog)
