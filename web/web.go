@@ -134,6 +134,8 @@ func New(c Config) *Handler {
 	h.mux.HandleFunc("GET /download/xpk.sh", h.serveXPK)
 	h.mux.HandleFunc("GET /serving", h.serveServing)
 	h.mux.HandleFunc("GET /download/serving.json", h.serveServingJSON)
+	h.mux.HandleFunc("GET /budget", h.serveBudget)
+	h.mux.HandleFunc("GET /download/budget.json", h.serveBudgetJSON)
 	h.mux.HandleFunc("GET /charts", h.serveScaling)
 	h.mux.HandleFunc("POST /api/plan", h.serveAPIPlan)
 	h.mux.HandleFunc("GET /api/catalog", serveCatalog)

@@ -49,7 +49,7 @@
       var mine = ++seq;
       if (ctrl) { ctrl.abort(); }
       ctrl = new AbortController();
-      busy.textContent = "searching…";
+      busy.textContent = path === "/budget" ? "sweeping…" : "searching…";
       form.setAttribute("aria-busy", "true");
       fetch(path + "?" + q, { signal: ctrl.signal, headers: { "Accept": "text/html", "X-Shardlab-Scaling": "later" } }).then(function (r) {
         return r.text();
@@ -59,7 +59,7 @@
         scaling(mine);
         form.removeAttribute("aria-busy");
         var bad = document.querySelectorAll(".field.bad").length + (document.getElementById("error") ? 1 : 0);
-        busy.textContent = bad ? "see the errors" : "plan updated";
+        busy.textContent = bad ? "see the errors" : (path === "/budget" ? "budget updated" : "plan updated");
         form.dispatchEvent(new CustomEvent("planned", { bubbles: true }));
       }).catch(function (e) {
         if (e.name === "AbortError") { return; }
@@ -138,7 +138,7 @@
 
     var later = function () {
       clearTimeout(timer);
-      timer = setTimeout(update, 150);
+      timer = setTimeout(update, parseInt(form.dataset.debounce || "150", 10)); // a slow sweep waits for the typing to stop
     };
     form.addEventListener("input", later);
     form.addEventListener("change", later);
