@@ -273,7 +273,7 @@ func (h *Handler) status(err error) (int, fieldErrors) {
 	case errors.As(err, &oe):
 		return http.StatusBadRequest, one(&fieldError{oe.Option, oe.Phrase})
 	case errors.As(err, &none):
-		return http.StatusUnprocessableEntity, one(&fieldError{"", noPlanWords(none)})
+		return http.StatusUnprocessableEntity, one(&fieldError{"", none.Phrase})
 	case errors.As(err, &unfit):
 		return http.StatusUnprocessableEntity, one(plain("%s", unfit.Error()))
 	case errors.Is(err, export.ErrUnsupported):
