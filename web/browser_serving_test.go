@@ -79,3 +79,31 @@ func TestBrowserServing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBrowserServingBudgetLayout: the serving and budget pages at 1280
+// and 1920 px wide: no chart text outside its SVG, nothing overflowing
+// the page sideways.
+func TestBrowserServingBudgetLayout(t *testing.T) {
+	ctx := newBrowser(t, 30*time.Second)
+	srv := httptest.NewServer(New(Config{}))
+	t.Cleanup(srv.Close)
+	for _, page := range []struct{ path, ready string }{
+		{"/serving?model=llama3-70b&tpu=tpu7x-8&itl_slo=40ms", "#serving-summary"},
+		{"/budget?" + smallBudget, "#budget-result"},
+	} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 1000), chromedp.Navigate(srv.URL+page.path), chromedp.WaitVisible(chromedp.CSS(page.ready))); err != nil {
+			t.Fatal(err)
+		}
+		for _, width := range []int64{1280, 1920} {
+			if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 1000)); err != nil {
+				t.Fatal(err)
+			}
+			if bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](chartTextsCut)); err != nil || len(bad) > 0 {
+				t.Errorf("%s at %d px: chart texts outside their SVG: %q (%v)", page.path, width, bad, err)
+			}
+			if over, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](pageOverflow)); err != nil || len(over) > 0 {
+				t.Errorf("%s at %d px: elements overflow the page: %v (%v)", page.path, width, over, err)
+			}
+		}
+	}
+}
