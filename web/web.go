@@ -4,11 +4,18 @@
 // as the user types, whose state lives in the page's URL; the plan with
 // its reasons and warnings, the charts of package chart drawn on the
 // server as SVG, the ranked layouts, and downloads (MaxText YAML, xpk,
-// plan JSON); and a JSON API (POST /api/plan prints what shardlab plan
-// --json prints, GET /api/catalog the models and TPU types). Requests
-// parse through plan.ParseRequest, as the CLI's do; every option at fault
-// is named at once (parseAll), and a job that cannot run says in words
-// how many layouts failed and why.
+// plan JSON); a serving page (GET /serving: every option of shardlab
+// inference through inference.ParseOptions, the layouts, latency and
+// throughput against concurrency, the vllm serve line, the JSON) and a
+// budget page (GET /budget: every option of shardlab budget through
+// budget.ParseOptions, the budget package's own table and Pareto front,
+// the time-against-dollars chart, the JSON), built the same way; and a
+// JSON API (POST /api/plan prints what shardlab plan --json prints, GET
+// /api/catalog the models and TPU types). Requests parse through the
+// parser the CLI uses (plan.ParseRequest, inference.ParseOptions,
+// budget.ParseOptions); every option at fault is named at once
+// (parseAll, parseServing, parseBudget), and a job that cannot run says
+// in words how many layouts failed and why.
 //
 // The handler is safe to expose to a browser on a workstation: bodies,
 // pasted specs and the searched chips are bounded, each request has a
@@ -143,9 +150,11 @@ func New(c Config) *Handler {
 }
 
 // ServeHTTP serves GET / (the page, and with a query its plan), GET
-// /static/app.js and /static/style.css, GET /download/maxtext.yaml and
-// /download/plan.json (for the page's query), POST /api/plan and GET
-// /api/catalog.
+// /serving and /budget (the serving and budget pages, likewise), GET
+// /static/app.js and /static/style.css, GET /download/maxtext.yaml,
+// /download/xpk.sh, /download/plan.json, /download/serving.json and
+// /download/budget.json (for the page's query), GET /charts, POST
+// /api/plan and GET /api/catalog.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'")
