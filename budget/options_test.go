@@ -2,6 +2,7 @@ package budget
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -91,4 +92,21 @@ func FuzzParseOptions(f *testing.F) {
 			t.Errorf("ParseOptions(%+v) = %+v: accepted an empty question", o, r)
 		}
 	})
+}
+
+func ExampleParseOptions() {
+	o := DefaultOptions()
+	o.Tokens, o.Generations, o.Modes, o.Deadline = "500B", "v6e,tpu7x", "on-demand,spot", "30d"
+	r, err := ParseOptions(o, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(r.Tokens, r.Generations, r.Modes, r.Deadline, r.SliceChips, r.SliceCounts)
+	o.Deadline = "30"
+	_, err = ParseOptions(o, nil)
+	fmt.Println(err)
+	// Output:
+	// 5e+11 [v6e tpu7x] [on-demand spot] 720h0m0s [256] [1 2 4]
+	// budget: deadline "30": want a duration from 0 (none) to 3650d, in d, h or m (30d, 36h)
 }
