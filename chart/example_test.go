@@ -40,7 +40,8 @@ func ExampleAll() {
 // Serving draws a serving plan's layouts against concurrency: latency
 // and throughput, one line per layout.
 func ExampleServing() {
-	r, _, err := inference.ParseOptions(inference.DefaultOptions())
+	q, err := inference.ParseOptions(inference.DefaultOptions())
+	r := q.Request
 	if err != nil {
 		panic(err)
 	}

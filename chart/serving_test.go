@@ -15,7 +15,8 @@ import (
 func TestServing(t *testing.T) {
 	o := inference.DefaultOptions()
 	o.ITLSLO = 40 * time.Millisecond
-	r, _, err := inference.ParseOptions(o)
+	q, err := inference.ParseOptions(o)
+	r := q.Request
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,3 +86,38 @@ func Serving(p inference.Plan, cmd []string) ServingJSON {
 	}
 	return out
 }
+
+// SimJSON is a serving simulation (inference.Simulate) in ServingJSON.
+// Times in seconds.
+type SimJSON struct {
+	Engine          string      `json:"engine"`
+	LengthMix       string      `json:"length_mix"`
+	Seed            uint64      `json:"seed"`
+	Replicas        int         `json:"replicas"`
+	Requests        int         `json:"requests_one_replica"`
+	OutputTokens    int         `json:"output_tokens_one_replica"`
+	Steps           int         `json:"steps"`
+	Preemptions     int         `json:"preemptions"`
+	Duration        float64     `json:"duration_s"`
+	TokensPerSecond float64     `json:"output_tokens_per_s"`
+	TTFT            Percentiles `json:"ttft_s"`
+	ITL             Percentiles `json:"inter_token_latency_s"`
+}
+
+// Percentiles are a latency's, in seconds.
+type Percentiles struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+}
+
+// Simulation is simulation s of lengths mix and seed as JSON.
+func Simulation(s inference.SimResult, mix inference.LengthMix, seed uint64) *SimJSON {
+	pc := func(p inference.Percentiles) Percentiles {
+		return Percentiles{p.Mean.Seconds(), p.P50.Seconds(), p.P90.Seconds(), p.P99.Seconds()}
+	}
+	return &SimJSON{Engine: s.Engine.String(), LengthMix: mix.String(), Seed: seed, Replicas: s.Replicas, Requests: s.Requests, OutputTokens: s.OutputTokens,
+		Steps: s.Steps, Preemptions: s.Preemptions, Duration: s.Duration.Seconds(), TokensPerSecond: s.TokensPerSecond, TTFT: pc(s.TTFT), ITL: pc(s.ITL)}
+}
+

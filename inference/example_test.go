@@ -55,14 +55,15 @@ func ExampleActiveExperts() {
 func ExampleParseOptions() {
 	o := inference.DefaultOptions()
 	o.TPU, o.MaxModelLen, o.Weights = "tpu7x", 8192, "fp8" // a generation alone: one VM of it
-	r, id, err := inference.ParseOptions(o)
+	q, err := inference.ParseOptions(o)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	r, id := q.Request, q.ModelID
 	fmt.Println(r.Model.Name, r.Slice.AcceleratorType(), r.Weights, r.Concurrency, id)
 	o.Concurrency, o.RequestRate = 8, 2
-	_, _, err = inference.ParseOptions(o)
+	_, err = inference.ParseOptions(o)
 	fmt.Println(err)
 	// Output:
 	// llama3-70b tpu7x-8 fp8 64 meta-llama/Meta-Llama-3-70B
@@ -72,7 +73,8 @@ func ExampleParseOptions() {
 func ExampleSweepConcurrency() {
 	o := inference.DefaultOptions()
 	o.MaxModelLen = 8192
-	r, _, _ := inference.ParseOptions(o)
+	q, _ := inference.ParseOptions(o)
+	r := q.Request
 	p, _ := inference.Search(r)
 	c := inference.SweepConcurrency(r, p.Layouts[:1])[0]
 	first, last := c.Points[0], c.Points[len(c.Points)-1]

@@ -57,6 +57,28 @@ type Options struct {
 	// TTFTSLO and ITLSLO are latency targets at the offered load; 0: none.
 	TTFTSLO time.Duration `json:"ttft_slo"`
 	ITLSLO  time.Duration `json:"itl_slo"`
+	// LengthMix is the simulated requests' lengths: fixed (PromptLen and
+	// OutputLen), uniform:A-B, or, with Histogram, the histogram's name
+	// (its file).
+	LengthMix string `json:"length_mix"`
+	// Histogram is a length histogram (ParseHistogram); the front end
+	// reads it. When set, LengthMix only names it.
+	Histogram []byte `json:"-"`
+	// Seed seeds the simulation's lengths and arrivals.
+	Seed uint64 `json:"seed"`
+	// NumRequests is the requests the simulation serves.
+	NumRequests int `json:"num_requests"`
+}
+
+// Question is a serving question ParseOptions has checked: the request,
+// the model's name for vllm serve, and the simulation's lengths, seed and
+// requests.
+type Question struct {
+	Request  Request
+	ModelID  string
+	Mix      LengthMix
+	Seed     uint64
+	Requests int
 }
 
 // What a serving question plans when it names no model or TPU: Llama 3
@@ -72,13 +94,53 @@ func DefaultOptions() Options {
 	d := DefaultRequest()
 	return Options{Model: DefaultModel, TPU: DefaultTPU, PromptLen: d.PromptLen, OutputLen: d.OutputLen,
 		Weights: string(d.Weights), KVCacheDtype: "auto", MemoryUtilization: d.MemoryUtilization,
-		MaxNumBatchedTokens: d.MaxNumBatchedTokens, Objective: string(Throughput)}
+		MaxNumBatchedTokens: d.MaxNumBatchedTokens, Objective: string(Throughput),
+		LengthMix: "fixed", Seed: 1, NumRequests: 1000}
 }
 
-// ParseOptions checks o and returns the request (NewRequest's) and the
-// model's name for vllm serve. The first option at fault is a
-// *FieldError naming it by its JSON key.
-func ParseOptions(o Options) (Request, string, error) {
+// ParseOptions checks o and returns the question: the request
+// (NewRequest's), the model's name for vllm serve and the simulation's
+// load. The first option at fault is a *FieldError naming it by its JSON
+// key.
+func ParseOptions(o Options) (Question, error) {
+	r, id, err := o.request()
+	if err != nil {
+		return Question{}, err
+	}
+	q := Question{Request: r, ModelID: id, Seed: o.Seed, Requests: o.NumRequests}
+	if q.Mix, err = o.mix(r); err != nil {
+		return Question{}, err
+	}
+	if o.NumRequests < 1 || o.NumRequests > MaxSimRequests {
+		return Question{}, badInt("num_requests", o.NumRequests, fmt.Sprintf("1 to %d", MaxSimRequests))
+	}
+	return q, nil
+}
+
+// mix reads the simulation's length mix, no longer than r's max model
+// length.
+func (o Options) mix(r Request) (LengthMix, error) {
+	var m LengthMix
+	var err error
+	switch {
+	case o.Histogram != nil:
+		m, err = ParseHistogram(o.Histogram)
+	case o.LengthMix == "fixed":
+		m = FixedMix(r.PromptLen, r.OutputLen)
+	default:
+		m, err = ParseLengthMix(o.LengthMix)
+	}
+	if err != nil {
+		return m, &FieldError{Field: "length_mix", Value: strconv.Quote(o.LengthMix), Want: "fixed, uniform:A-B or a length histogram: " + strings.TrimPrefix(err.Error(), "inference: ")}
+	}
+	if m.Longest() > r.MaxModelLen {
+		return m, &FieldError{Field: "length_mix", Value: strconv.Quote(o.LengthMix), Want: fmt.Sprintf("requests of at most max_model_len %d tokens; it has requests of %d", r.MaxModelLen, m.Longest())}
+	}
+	return m, nil
+}
+
+// request reads the serving request and the model's name for vllm serve.
+func (o Options) request() (Request, string, error) {
 	spec, err := o.model()
 	if err != nil {
 		return Request{}, "", err

@@ -10,7 +10,8 @@ import (
 // TestParseOptionsDefaults: the default options are DefaultRequest on one
 // TPU7x VM with the catalog model's repository for vllm serve.
 func TestParseOptionsDefaults(t *testing.T) {
-	r, id, err := ParseOptions(DefaultOptions())
+	q, err := ParseOptions(DefaultOptions())
+	r, id := q.Request, q.ModelID
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +46,14 @@ func TestParseOptionsBad(t *testing.T) {
 		{func(o *Options) { o.MemoryUtilization = 1.5 }, "gpu_memory_utilization", "(0, 1]"},
 		{func(o *Options) { o.TTFTSLO = -time.Second }, "ttft_slo", ""},
 		{func(o *Options) { o.Model = "gpt3-175b"; o.MaxModelLen = 2048 }, "hf_model", "Hugging Face"},
+		{func(o *Options) { o.LengthMix = "zipf" }, "length_mix", "uniform:A-B"},
+		{func(o *Options) { o.MaxModelLen, o.LengthMix = 8192, "uniform:100-5000" }, "length_mix", "at most max_model_len 8192 tokens; it has requests of 10000"},
+		{func(o *Options) { o.LengthMix, o.Histogram = "h.csv", []byte("prompt_len,output_len,weight\n10,10,x\n") }, "length_mix", "line 2"},
+		{func(o *Options) { o.NumRequests = 0 }, "num_requests", "1 to"},
 	} {
 		o := DefaultOptions()
 		c.edit(&o)
-		_, _, err := ParseOptions(o)
+		_, err := ParseOptions(o)
 		var fe *FieldError
 		if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ParseOptions(%+v) = %v, want a FieldError on %s saying %q", o, err, c.field, c.want)
@@ -63,7 +68,8 @@ func TestParseOptionsGeneration(t *testing.T) {
 	for _, c := range []struct{ tpu, want string }{{"tpu7x", "tpu7x-8"}, {"v6e", "v6e-4"}} {
 		o := DefaultOptions()
 		o.TPU = c.tpu
-		r, _, err := ParseOptions(o)
+		q, err := ParseOptions(o)
+		r := q.Request
 		if err != nil || r.Slice.AcceleratorType() != c.want {
 			t.Errorf("ParseOptions(tpu %s) = %s, %v; want %s", c.tpu, r.Slice.AcceleratorType(), err, c.want)
 		}
@@ -73,13 +79,14 @@ func TestParseOptionsGeneration(t *testing.T) {
 // FuzzParseOptions: any model, TPU and dtype text is a request or an
 // error, never a panic.
 func FuzzParseOptions(f *testing.F) {
-	f.Add("llama3-8b", "tpu7x-8", "bf16", "auto", "throughput", 1024, 0)
-	f.Add("x", "v6e", "int8", "fp8", "latency", 0, 3)
-	f.Fuzz(func(t *testing.T, m, tpu, w, kv, obj string, prompt, conc int) {
+	f.Add("llama3-8b", "tpu7x-8", "bf16", "auto", "throughput", "fixed", 1024, 0)
+	f.Add("x", "v6e", "int8", "fp8", "latency", "uniform:1-9", 0, 3)
+	f.Fuzz(func(t *testing.T, m, tpu, w, kv, obj, mix string, prompt, conc int) {
 		o := DefaultOptions()
-		o.Model, o.TPU, o.Weights, o.KVCacheDtype, o.Objective, o.PromptLen, o.Concurrency = m, tpu, w, kv, obj, prompt, conc
-		r, id, err := ParseOptions(o)
-		if err == nil && (id == "" || r.Slice.Chips() < 1) {
+		o.Model, o.TPU, o.Weights, o.KVCacheDtype, o.Objective, o.LengthMix, o.PromptLen, o.Concurrency = m, tpu, w, kv, obj, mix, prompt, conc
+		q, err := ParseOptions(o)
+		r, id := q.Request, q.ModelID
+		if err == nil && (id == "" || r.Slice.Chips() < 1 || q.Mix.Longest() > r.MaxModelLen) {
 			t.Errorf("ParseOptions(%+v) = %+v, %q: a request without chips or model id", o, r, id)
 		}
 	})
@@ -90,7 +97,8 @@ func FuzzParseOptions(f *testing.F) {
 // the next power of two past the last no longer fits; output tokens/s
 // never falls as the batch grows (decode reads the weights once a step).
 func TestSweepConcurrency(t *testing.T) {
-	r, _, err := ParseOptions(DefaultOptions())
+	q, err := ParseOptions(DefaultOptions())
+	r := q.Request
 	if err != nil {
 		t.Fatal(err)
 	}

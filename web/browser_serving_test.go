@@ -46,9 +46,10 @@ func TestBrowserServing(t *testing.T) {
 	}
 	shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[document.querySelectorAll("figure.chart svg").length + " charts",
 		document.getElementById("vllm-serve").textContent.indexOf("--quantization") >= 0 || document.getElementById("vllm-serve").textContent.indexOf("vllm serve") === 0 ? "serve line" : "no serve line",
-		document.querySelectorAll("#serving-layouts tbody tr").length > 0 ? "layouts" : "no layouts"]`))
-	if err != nil || strings.Join(shown, ",") != "2 charts,serve line,layouts" {
-		t.Errorf("the serving plan shows %v (%v), want 2 charts, the serve line and the layouts", shown, err)
+		document.querySelectorAll("#serving-layouts tbody tr").length > 0 ? "layouts" : "no layouts",
+		document.getElementById("serving-sim").textContent.indexOf("simulated (vllm scheduler, fixed 2048+1024 lengths") === 0 ? "simulation" : "no simulation"]`))
+	if err != nil || strings.Join(shown, ",") != "2 charts,serve line,layouts,simulation" {
+		t.Errorf("the serving plan shows %v (%v), want 2 charts, the serve line, the layouts and the simulation", shown, err)
 	}
 	screenshot(t, ctx, "serving")
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -41,6 +42,9 @@ var servingLooks = []look{
 	{"kv_cache_dtype", "Memory", "KV cache dtype", "vLLM's --kv-cache-dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte", kvChoices},
 	{"gpu_memory_utilization", "Memory", "Memory utilization", "vLLM's gpu_memory_utilization: the share of a device's HBM it may fill", nil},
 	{"max_num_batched_tokens", "Memory", "Batched tokens", "vLLM's max_num_batched_tokens: the prefill chunk and activation buffers", nil},
+	{"length_mix", "Simulation", "Length mix", "the simulated requests' lengths: fixed (the prompt and output lengths) or uniform:A-B (a histogram file: the CLI)", nil},
+	{"seed", "Simulation", "Seed", "seed of the simulation's lengths and arrivals", nil},
+	{"num_requests", "Simulation", "Requests", "requests the simulation serves", nil},
 }
 
 func objectiveChoices() []choice { return stringChoices(inference.Objectives) }
@@ -121,6 +125,8 @@ func (f *form) values(v reflect.Value) formValues {
 			out[opt] = fmt.Sprint(fv.Interface())
 		case "int":
 			out[opt] = fmt.Sprint(fv.Int())
+		case "uint":
+			out[opt] = fmt.Sprint(fv.Uint())
 		case "float":
 			out[opt] = fmt.Sprint(fv.Float())
 		case "bool":
@@ -219,19 +225,19 @@ func (h *Handler) servingOptions(q url.Values) (inference.Options, formValues, f
 // parseServing checks the options with inference.ParseOptions and finds
 // every option at fault, as parseAll does for plans: each option refused
 // goes back to its default and the rest are checked again.
-func parseServing(o inference.Options, bad fieldErrors) (inference.Request, string, error) {
+func parseServing(o inference.Options, bad fieldErrors) (inference.Question, error) {
 	ov := reflect.ValueOf(&o).Elem()
 	for range len(servingForm.index) + 1 {
-		r, id, err := inference.ParseOptions(o)
+		q, err := inference.ParseOptions(o)
 		var fe *inference.FieldError
 		switch {
 		case err == nil && len(bad) == 0:
-			return r, id, nil
+			return q, nil
 		case err == nil || !errors.As(err, &fe):
 			if len(bad) == 0 {
-				return r, id, err
+				return q, err
 			}
-			return r, id, servingOrder(bad)
+			return q, servingOrder(bad)
 		}
 		opt := plan.Option(fe.Field)
 		idx, ok := servingForm.index[opt]
@@ -240,14 +246,14 @@ func parseServing(o inference.Options, bad fieldErrors) (inference.Request, stri
 			return fmt.Sprintf("%s %s, want %s", name(opt), e.Value, e.Want)
 		}})
 		if !ok || bad[:len(bad)-1].has(opt) {
-			return r, id, servingOrder(bad)
+			return inference.Question{}, servingOrder(bad)
 		}
 		ov.FieldByIndex(idx).Set(servingForm.defaults.FieldByIndex(idx))
 		if opt == "model" {
 			o.ModelSpec = nil
 		}
 	}
-	return inference.Request{}, "", servingOrder(bad)
+	return inference.Question{}, servingOrder(bad)
 }
 
 // servingOrder sorts errors by their fields' order on the serving form.
@@ -282,28 +288,50 @@ type servingView struct {
 	Command string
 	Charts  []chartView
 	Skipped string
+	// Sim is the simulation as shardlab inference prints it.
+	Sim string
 }
 
-// servingRun is the serving plan of the options under the handler's
-// bounds (a search slot; the search and the sweep take milliseconds).
+// servingRun is the serving plan of the options, with its simulation,
+// under the handler's bounds: a search slot and the request's deadline
+// (work), as plans have; the search takes milliseconds, the simulation
+// up to seconds for many requests.
 func (h *Handler) servingRun(r *http.Request, o inference.Options, bad fieldErrors) (*servingView, error) {
-	req, id, err := parseServing(o, bad)
+	q, err := parseServing(o, bad)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.acquire(r.Context()); err != nil {
-		return nil, err
-	}
-	defer func() { <-h.slots }()
-	p, err := inference.Search(req)
+	req, id := q.Request, q.ModelID
+	var p inference.Plan
+	var sim inference.SimResult
+	err = h.work(r.Context(), func() error {
+		var err error
+		if p, err = inference.Search(req); err != nil {
+			return err
+		}
+		load := inference.Load{Mix: q.Mix, Concurrency: p.Best.Concurrency, RequestRate: req.RequestRate, Requests: q.Requests}
+		sim, err = inference.Simulate(req, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load}, rand.New(rand.NewPCG(q.Seed, 0)))
+		return err
+	})
 	if err != nil {
-		if errors.Is(err, inference.ErrNoFit) {
+		var fe *inference.FieldError
+		if errors.Is(err, inference.ErrNoFit) || errors.As(err, &fe) && fe.Field == "pages" {
 			return nil, plain("%s", strings.TrimPrefix(oneLine(err.Error()), "inference: "))
 		}
 		return nil, err
 	}
 	cmd := export.VLLMServe(p, id)
 	v := &servingView{Plan: p, J: export.Serving(p, cmd), Command: export.ShellQuote(cmd)}
+	v.J.Simulation = export.Simulation(sim, q.Mix, q.Seed)
+	what := fmt.Sprintf("%s lengths, %d concurrent clients", q.Mix, p.Best.Concurrency)
+	if req.RequestRate > 0 {
+		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", q.Mix, req.RequestRate, q.Seed)
+	}
+	var st strings.Builder
+	if err := sim.WriteText(&st, what); err != nil {
+		return nil, err
+	}
+	v.Sim = st.String()
 	curves := inference.SweepConcurrency(req, p.Layouts[:min(maxCurves, len(p.Layouts))])
 	labels := make([]string, len(curves))
 	for i, c := range curves {

@@ -328,7 +328,7 @@ func TestServingPage(t *testing.T) {
 	h := New(Config{})
 	code, body := get(t, h, "/serving?model=llama3-70b&tpu=tpu7x-8&max_model_len=8192")
 	for _, want := range []string{"vllm serve meta-llama/Meta-Llama-3-70B", `id="serving-layouts"`, `data-chart="latency"`, `data-chart="throughput"`,
-		"/download/serving.json?", "Time to first token"} {
+		"/download/serving.json?", "Time to first token", `id="serving-sim"`, "simulated (vllm scheduler, fixed 1024&#43;1024 lengths"} {
 		if code != http.StatusOK || !strings.Contains(body, want) {
 			t.Errorf("GET /serving = %d, lacks %q", code, want)
 		}
@@ -346,10 +346,10 @@ func TestServingPage(t *testing.T) {
 		}
 	}
 	// every bad field at once
-	code, body = get(t, h, "/serving?model=llama3-70b&tpu=tpu7x-8&prompt_len=0&weights=fp4&gpu_memory_utilization=2&ttft_slo=x")
-	for _, f := range []string{"prompt_len", "weights", "gpu_memory_utilization", "ttft_slo"} {
+	code, body = get(t, h, "/serving?model=llama3-70b&tpu=tpu7x-8&prompt_len=0&weights=fp4&gpu_memory_utilization=2&ttft_slo=x&length_mix=zipf&seed=-1")
+	for _, f := range []string{"prompt_len", "weights", "gpu_memory_utilization", "ttft_slo", "length_mix", "seed"} {
 		if code != http.StatusBadRequest || !strings.Contains(body, `id="error-`+f+`"`) {
-			t.Errorf("GET /serving with four bad fields = %d, %s not flagged", code, f)
+			t.Errorf("GET /serving with six bad fields = %d, %s not flagged", code, f)
 		}
 	}
 }
@@ -359,7 +359,7 @@ func TestServingJSON(t *testing.T) {
 	h := New(Config{})
 	code, body := get(t, h, "/download/serving.json?model=llama3-8b&tpu=v6e-8")
 	var j export.ServingJSON
-	if code != http.StatusOK || json.Unmarshal([]byte(body), &j) != nil || j.Model != "llama3-8b" || len(j.Command) == 0 || len(j.Layouts) == 0 {
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &j) != nil || j.Model != "llama3-8b" || len(j.Command) == 0 || len(j.Layouts) == 0 || j.Simulation == nil {
 		t.Errorf("GET /download/serving.json = %d %.300s, want the plan's JSON", code, body)
 	}
 	if code, _ := get(t, h, "/download/serving.json?model=llama3-8b&tpu=v6e-8&prompt_len=-1"); code != http.StatusBadRequest {

@@ -17,11 +17,8 @@ import (
 // question (inference.Options, which inference.ParseOptions checks, as
 // the web page's form does) and the simulation's.
 type inferenceFlags struct {
-	opt      inference.Options
-	json     bool
-	mix      string
-	seed     uint64
-	requests int
+	opt  inference.Options
+	json bool
 }
 
 // newInferenceFlags defines the flags of inference. The defaults are
@@ -58,9 +55,9 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 		"throughput: the most output tokens/s per chip that meets the SLOs; latency: the least inter-token latency, then TTFT")
 	durationVar(fs, &o.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")
 	durationVar(fs, &o.ITLSLO, "itl-slo", 0, 0, time.Hour, "0: no target", "inter-token latency target at the offered load")
-	fs.StringVar(&f.mix, "length-mix", "fixed", "the simulated requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+")")
-	uint64Var(fs, &f.seed, "seed", 1, 0, 1<<63, "", "seed of the simulation's lengths and arrivals")
-	intVar(fs, &f.requests, "num-requests", 1000, 1, inference.MaxSimRequests, "", "requests the simulation serves")
+	fs.StringVar(&o.LengthMix, "length-mix", d.LengthMix, "the simulated requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+")")
+	uint64Var(fs, &o.Seed, "seed", d.Seed, 0, 1<<63, "", "seed of the simulation's lengths and arrivals")
+	intVar(fs, &o.NumRequests, "num-requests", d.NumRequests, 1, inference.MaxSimRequests, "", "requests the simulation serves")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	return fs, f
 }
@@ -79,20 +76,25 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.ModelSpec = spec
-	r, id, err := inference.ParseOptions(o)
+	if o.LengthMix != "fixed" && !strings.HasPrefix(o.LengthMix, "uniform:") {
+		if o.Histogram, err = readFile("--length-mix", o.LengthMix, maxMixBytes); err != nil {
+			return err
+		}
+		if o.Histogram == nil {
+			o.Histogram = []byte{} // an empty file is an empty histogram
+		}
+	}
+	q, err := inference.ParseOptions(o)
 	if err != nil {
 		return inferenceError(err)
 	}
-	mix, err := lengthMix(f.mix, r)
-	if err != nil {
-		return err
-	}
+	r, id, mix := q.Request, q.ModelID, q.Mix
 	p, err := inference.Search(r)
 	if err != nil {
 		return err
 	}
-	load := inference.Load{Mix: mix, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate, Requests: f.requests}
-	sim, err := inference.Simulate(r, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load}, rand.New(rand.NewPCG(f.seed, 0)))
+	load := inference.Load{Mix: mix, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate, Requests: q.Requests}
+	sim, err := inference.Simulate(r, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load}, rand.New(rand.NewPCG(q.Seed, 0)))
 	var fe *inference.FieldError
 	if errors.As(err, &fe) && fe.Field == "pages" {
 		return err // the KV cache holds no single request: not a flag's fault
@@ -102,7 +104,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	cmd := export.VLLMServe(p, id)
 	if f.json {
 		out := export.Serving(p, cmd)
-		out.Simulation = toSimJSON(sim, mix, f.seed)
+		out.Simulation = export.Simulation(sim, mix, q.Seed)
 		return writeJSON(stdout, out)
 	}
 	if err := writeInference(stdout, p, cmd); err != nil {
@@ -110,7 +112,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	}
 	what := fmt.Sprintf("%s lengths, %d concurrent clients", mix, load.Concurrency)
 	if r.RequestRate > 0 {
-		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", mix, r.RequestRate, f.seed)
+		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", mix, r.RequestRate, q.Seed)
 	}
 	fmt.Fprintln(stdout)
 	return sim.WriteText(stdout, what)
@@ -118,63 +120,6 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 
 // maxMixBytes bounds a --length-mix histogram file.
 const maxMixBytes = 1 << 20
-
-// lengthMix reads --length-mix: fixed (the request's lengths),
-// uniform:A-B, or a histogram file.
-func lengthMix(s string, r inference.Request) (inference.LengthMix, error) {
-	var mix inference.LengthMix
-	var err error
-	switch {
-	case s == "fixed":
-		return inference.FixedMix(r.PromptLen, r.OutputLen), nil
-	case strings.HasPrefix(s, "uniform:"):
-		mix, err = inference.ParseLengthMix(s)
-	default:
-		data, rerr := readFile("--length-mix", s, maxMixBytes)
-		if rerr != nil {
-			return mix, rerr
-		}
-		mix, err = inference.ParseHistogram(data)
-	}
-	if err != nil {
-		return mix, usageError{fmt.Errorf("--length-mix %s: %w", s, err)}
-	}
-	if mix.Longest() > r.MaxModelLen {
-		return mix, bad("inference: --length-mix %s has requests of %d tokens, want at most --max-model-len %d", s, mix.Longest(), r.MaxModelLen)
-	}
-	return mix, nil
-}
-
-// simJSON is the simulation in inference --json. Times in seconds.
-type simJSON struct {
-	Engine          string      `json:"engine"`
-	LengthMix       string      `json:"length_mix"`
-	Seed            uint64      `json:"seed"`
-	Replicas        int         `json:"replicas"`
-	Requests        int         `json:"requests_one_replica"`
-	OutputTokens    int         `json:"output_tokens_one_replica"`
-	Steps           int         `json:"steps"`
-	Preemptions     int         `json:"preemptions"`
-	Duration        float64     `json:"duration_s"`
-	TokensPerSecond float64     `json:"output_tokens_per_s"`
-	TTFT            percentiles `json:"ttft_s"`
-	ITL             percentiles `json:"inter_token_latency_s"`
-}
-
-type percentiles struct {
-	Mean float64 `json:"mean"`
-	P50  float64 `json:"p50"`
-	P90  float64 `json:"p90"`
-	P99  float64 `json:"p99"`
-}
-
-func toSimJSON(s inference.SimResult, mix inference.LengthMix, seed uint64) *simJSON {
-	pc := func(p inference.Percentiles) percentiles {
-		return percentiles{p.Mean.Seconds(), p.P50.Seconds(), p.P90.Seconds(), p.P99.Seconds()}
-	}
-	return &simJSON{Engine: s.Engine.String(), LengthMix: mix.String(), Seed: seed, Replicas: s.Replicas, Requests: s.Requests, OutputTokens: s.OutputTokens,
-		Steps: s.Steps, Preemptions: s.Preemptions, Duration: s.Duration.Seconds(), TokensPerSecond: s.TokensPerSecond, TTFT: pc(s.TTFT), ITL: pc(s.ITL)}
-}
 
 // inferenceError spells the request field an error of package inference
 // names as its flag: tensor_parallel_size → --tensor-parallel-size.
