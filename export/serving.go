@@ -120,4 +120,3 @@ func Simulation(s inference.SimResult, mix inference.LengthMix, seed uint64) *Si
 	return &SimJSON{Engine: s.Engine.String(), LengthMix: mix.String(), Seed: seed, Replicas: s.Replicas, Requests: s.Requests, OutputTokens: s.OutputTokens,
 		Steps: s.Steps, Preemptions: s.Preemptions, Duration: s.Duration.Seconds(), TokensPerSecond: s.TokensPerSecond, TTFT: pc(s.TTFT), ITL: pc(s.ITL)}
 }
-

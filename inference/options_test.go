@@ -48,7 +48,9 @@ func TestParseOptionsBad(t *testing.T) {
 		{func(o *Options) { o.Model = "gpt3-175b"; o.MaxModelLen = 2048 }, "hf_model", "Hugging Face"},
 		{func(o *Options) { o.LengthMix = "zipf" }, "length_mix", "uniform:A-B"},
 		{func(o *Options) { o.MaxModelLen, o.LengthMix = 8192, "uniform:100-5000" }, "length_mix", "at most max_model_len 8192 tokens; it has requests of 10000"},
-		{func(o *Options) { o.LengthMix, o.Histogram = "h.csv", []byte("prompt_len,output_len,weight\n10,10,x\n") }, "length_mix", "line 2"},
+		{func(o *Options) {
+			o.LengthMix, o.Histogram = "h.csv", []byte("prompt_len,output_len,weight\n10,10,x\n")
+		}, "length_mix", "line 2"},
 		{func(o *Options) { o.NumRequests = 0 }, "num_requests", "1 to"},
 	} {
 		o := DefaultOptions()
