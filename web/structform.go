@@ -140,4 +140,3 @@ func hasChoice(cs []choice, v string) bool {
 	}
 	return false
 }
-
