@@ -184,7 +184,7 @@ func (h *Handler) servingRun(r *http.Request, o inference.Options, bad fieldErro
 	if err != nil {
 		var fe *inference.FieldError
 		if errors.Is(err, inference.ErrNoFit) || errors.As(err, &fe) && fe.Field == "pages" {
-			return nil, plain("%s", strings.TrimPrefix(oneLine(err.Error()), "inference: "))
+			return nil, errCannotServe{strings.TrimPrefix(oneLine(err.Error()), "inference: ")}
 		}
 		return nil, err
 	}
@@ -274,6 +274,12 @@ func (h *Handler) serveServing(w http.ResponseWriter, r *http.Request) {
 	d.Groups, d.Error = servingForm.view(vals, fes, servingLabel)
 	h.render(w, code, "serving.html", d)
 }
+
+// errCannotServe is a serving question no layout can answer: a job that
+// cannot run, 422 as plan's NoPlanError is.
+type errCannotServe struct{ msg string }
+
+func (e errCannotServe) Error() string { return e.msg }
 
 // servingStatus is an error of the serving search as status reads it:
 // the inference package's bad values are the request's mistakes.

@@ -265,14 +265,16 @@ func (h *Handler) run(ctx context.Context, o plan.Options, bad fieldErrors, with
 // own checks, a *plan.OptionError, an error wrapping plan.ErrRequest,
 // model.ErrInvalid or export.ErrInvalid) is 400, naming its option when
 // it has one; a job that cannot run, or not as its target runs it
-// (*plan.NoPlanError, errUnfit, export.ErrUnsupported), is 422; a busy
-// server is 503. Anything else is the server's: 500, logged.
+// (*plan.NoPlanError, errUnfit, errCannotServe, export.ErrUnsupported),
+// is 422; a busy server is 503. Anything else is the server's: 500,
+// logged.
 func (h *Handler) status(err error) (int, fieldErrors) {
 	var fes fieldErrors
 	var fe *fieldError
 	var oe *plan.OptionError
 	var none *plan.NoPlanError
 	var unfit errUnfit
+	var cannot errCannotServe
 	one := func(e *fieldError) fieldErrors { return fieldErrors{e} }
 	switch {
 	case errors.As(err, &fes) && len(fes) > 0:
@@ -285,6 +287,8 @@ func (h *Handler) status(err error) (int, fieldErrors) {
 		return http.StatusUnprocessableEntity, one(&fieldError{"", none.Phrase})
 	case errors.As(err, &unfit):
 		return http.StatusUnprocessableEntity, one(plain("%s", unfit.Error()))
+	case errors.As(err, &cannot):
+		return http.StatusUnprocessableEntity, one(plain("%s", cannot.Error()))
 	case errors.Is(err, export.ErrUnsupported):
 		return http.StatusUnprocessableEntity, one(plain("%s", oneLine(err.Error())))
 	case errors.Is(err, errQueueFull):

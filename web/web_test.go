@@ -345,6 +345,10 @@ func TestServingPage(t *testing.T) {
 			t.Errorf("GET /serving?%s = %d, want 400 with field %s flagged:\n%.300s", c.q, code, c.field, body)
 		}
 	}
+	// a job no layout can serve is 422, in words
+	if code, body := get(t, h, "/serving?model=llama3-405b&tpu=v5e-4"); code != http.StatusUnprocessableEntity || !strings.Contains(body, `id="error"`) || !strings.Contains(body, "no layout fits") {
+		t.Errorf("GET /serving for llama3-405b on v5e-4 = %d, want 422 saying no layout fits:\n%.300s", code, body)
+	}
 	// every bad field at once
 	code, body = get(t, h, "/serving?model=llama3-70b&tpu=tpu7x-8&prompt_len=0&weights=fp4&gpu_memory_utilization=2&ttft_slo=x&length_mix=zipf&seed=-1")
 	for _, f := range []string{"prompt_len", "weights", "gpu_memory_utilization", "ttft_slo", "length_mix", "seed"} {
