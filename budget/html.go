@@ -29,7 +29,10 @@ li { margin: 0.2em 0; }
 </style>
 </head>
 <body>
-<h1>{{.R.Model}} on {{printf "%.3g" .R.Tokens}} tokens</h1>
+{{template "result" .}}
+</body>
+</html>
+{{define "result"}}<h1>{{.R.Model}} on {{printf "%.3g" .R.Tokens}} tokens</h1>
 <p>Prices for {{.R.Region}}; searched {{.R.Searched}}.</p>
 {{range .Charts}}<figure class="chart">{{.}}</figure>
 {{end}}
@@ -47,15 +50,24 @@ li { margin: 0.2em 0; }
 {{end}}{{range .R.Notes}}<li>note: {{.}}</li>
 {{end}}{{range .Prices}}<li>price: {{.Generation}} {{.Mode}} {{if eq .Region "*"}}(no region named){{else}}in {{.Region}}{{end}} ${{.USDPerChipHour}} per chip-hour, read {{.Read}} from <a href="{{.Source}}">{{.Source}}</a></li>
 {{end}}</ul>
-</body>
-</html>
-`))
+{{end}}`))
 
 // WriteHTML writes the result as one self-contained HTML page: the
 // charts (SVG documents, as package chart draws them; the page trusts
 // them as markup), the ranked table with its bands, and the unpriced,
 // dropped, notes and prices of WriteText.
 func (res Result) WriteHTML(w io.Writer, charts ...[]byte) error {
+	return res.writeHTML(w, "budget", charts)
+}
+
+// WriteHTMLBody writes what WriteHTML's page holds, without the page
+// around it: for a page of the caller's (the web UI's budget page).
+func (res Result) WriteHTMLBody(w io.Writer, charts ...[]byte) error {
+	return res.writeHTML(w, "result", charts)
+}
+
+// writeHTML executes template name of the page with the result.
+func (res Result) writeHTML(w io.Writer, name string, charts [][]byte) error {
 	bands, share := res.bands()
 	for i, b := range bands {
 		bands[i] = fmt.Sprintf("validate's held-out %.0f %% band of the planner's error, %s", 100*share, b)
@@ -69,5 +81,5 @@ func (res Result) WriteHTML(w io.Writer, charts ...[]byte) error {
 	for _, c := range charts {
 		d.Charts = append(d.Charts, template.HTML(c))
 	}
-	return pageTemplate.Execute(w, d)
+	return pageTemplate.ExecuteTemplate(w, name, d)
 }

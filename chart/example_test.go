@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"shardlab/chart"
+	"shardlab/inference"
 	"shardlab/plan"
 )
 
@@ -34,4 +35,29 @@ func ExampleAll() {
 	// slices true
 	// batch true
 	// [pipeline: the layout has no pipeline]
+}
+
+// Serving draws a serving plan's layouts against concurrency: latency
+// and throughput, one line per layout.
+func ExampleServing() {
+	q, err := inference.ParseOptions(inference.DefaultOptions())
+	r := q.Request
+	if err != nil {
+		panic(err)
+	}
+	p, err := inference.Search(r)
+	if err != nil {
+		panic(err)
+	}
+	curves := inference.SweepConcurrency(r, p.Layouts[:2])
+	charts, err := chart.Serving(p, curves, []string{chart.CurveLabel(curves[0]), chart.CurveLabel(curves[1])})
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range charts {
+		fmt.Println(c.Name, "|", c.Title)
+	}
+	// Output:
+	// latency | Latency against concurrency: llama3-70b on tpu7x-8
+	// throughput | Throughput against concurrency: llama3-70b on tpu7x-8
 }

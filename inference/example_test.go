@@ -60,3 +60,35 @@ func ExampleStepOverhead() {
 	// vllm: 7.7ms a step
 	// jetstream: 0s a step
 }
+
+func ExampleParseOptions() {
+	o := inference.DefaultOptions()
+	o.TPU, o.MaxModelLen, o.Weights = "tpu7x", 8192, "fp8" // a generation alone: one VM of it
+	q, err := inference.ParseOptions(o)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, id := q.Request, q.ModelID
+	fmt.Println(r.Model.Name, r.Slice.AcceleratorType(), r.Weights, r.Concurrency, id)
+	o.Concurrency, o.RequestRate = 8, 2
+	_, err = inference.ParseOptions(o)
+	fmt.Println(err)
+	// Output:
+	// llama3-70b tpu7x-8 fp8 64 meta-llama/Meta-Llama-3-70B
+	// inference: concurrency 8, want 0 (unset) when request_rate is set: give one (the rate sets the concurrency)
+}
+
+func ExampleSweepConcurrency() {
+	o := inference.DefaultOptions()
+	o.MaxModelLen = 8192
+	q, _ := inference.ParseOptions(o)
+	r := q.Request
+	p, _ := inference.Search(r)
+	c := inference.SweepConcurrency(r, p.Layouts[:1])[0]
+	first, last := c.Points[0], c.Points[len(c.Points)-1]
+	fmt.Printf("TP %d × DP %d: %d to %d sequences, ITL %v to %v\n", c.TP, c.DP, first.Concurrency, last.Concurrency,
+		first.ITL.Round(100_000), last.ITL.Round(100_000))
+	// Output:
+	// TP 8 × DP 1: 1 to 128 sequences, ITL 13.5ms to 17.9ms
+}

@@ -3,7 +3,6 @@ package plan
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"shardlab/cost"
@@ -178,25 +177,6 @@ func rejectedSummary(rejected map[cost.Reason]int) text {
 		return "no layout was tried"
 	}
 	return text(strings.Join(parts, ", "))
-}
-
-// rejectedCounts is "reason ×count" for each reason, most common first.
-func rejectedCounts(rejected map[cost.Reason]int) []string {
-	keys := make([]cost.Reason, 0, len(rejected))
-	for k := range rejected {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if rejected[keys[i]] != rejected[keys[j]] {
-			return rejected[keys[i]] > rejected[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = fmt.Sprintf("%s ×%d", k, rejected[k])
-	}
-	return out
 }
 
 // NoPlanError says that no layout can run the job, on what, and why.

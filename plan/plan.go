@@ -1241,7 +1241,7 @@ func (s *searcher) expertNote(p Plan) Note {
 	}
 	dcn := ""
 	if n := p.Rejected[ReasonExpertDCNFirst]; n > 0 {
-		dcn = fmt.Sprintf("; expert over DCN refused before it fills a slice (×%d)", n)
+		dcn = fmt.Sprintf("; expert over DCN refused before it fills a slice (%s)", layouts(n))
 	}
 	if x := e.Mesh.Size(mesh.Expert); x > 1 {
 		return note("", "experts: expert=%d splits the %d experts (%d per chip) and the batch; %s%s", x, spec.Experts, spec.Experts/x, a2a(e), dcn)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestRuleFSDPWhenMemoryBinds(t *testing.T) {
 	if p.Best.Tier != (Tier{InFSDP, AcrossDP}) {
 		t.Fatalf("chose %s (%s), want FSDP inside, DP across slices", p.Best.Estimate.Mesh, p.Best.Tier)
 	}
-	if p.Rejected[cost.ReasonHBM] == 0 || !strings.Contains(reasons(p), "FSDP: pure data parallelism cannot run (does not fit in HBM") {
+	if p.Rejected[cost.ReasonHBM] == 0 || !regexp.MustCompile(`FSDP: pure data parallelism cannot run \([0-9,]+ layouts do not fit in HBM`).MatchString(reasons(p)) {
 		t.Errorf("reasons do not say DP does not fit:\n%s", reasons(p))
 	}
 	// FSDP inside the slice, data parallelism across the two: memory
@@ -279,7 +280,7 @@ func TestModelParallelWhenNothingElseRuns(t *testing.T) {
 	if p.Best.Tier.In != InModel || p.Best.Estimate.Job.GlobalBatch > 16 {
 		t.Errorf("chose %s (%s) batch %d", p.Best.Estimate.Mesh, p.Best.Tier, p.Best.Estimate.Job.GlobalBatch)
 	}
-	if !strings.Contains(reasons(p), "needs a global batch above max global batch") {
+	if !strings.Contains(reasons(p), "layouts need a global batch above max global batch") {
 		t.Errorf("reasons:\n%s", reasons(p))
 	}
 }
@@ -287,7 +288,7 @@ func TestModelParallelWhenNothingElseRuns(t *testing.T) {
 func TestNoPlan(t *testing.T) {
 	// Llama 3 405B cannot train on one 4-chip v5e host.
 	_, err := Search(request(t, "llama3-405b", "v5litepod-4", 1, 512))
-	if !errors.Is(err, ErrNoPlan) || !strings.Contains(err.Error(), "does not fit in HBM") {
+	if !errors.Is(err, ErrNoPlan) || !strings.Contains(err.Error(), "layouts do not fit in HBM") {
 		t.Errorf("error = %v, want ErrNoPlan naming HBM", err)
 	}
 }

@@ -549,18 +549,11 @@ func (p Plan) writeNotes(b *strings.Builder, name func(Option) string) {
 	}
 	fmt.Fprintf(b, "\n%s costed", unit.Plural(p.Evaluated, "layout choice"))
 	if len(p.Rejected) > 0 {
-		counts := map[string]int{}
-		keys := make([]string, 0, len(p.Rejected))
+		rs := make([]RejectedJSON, 0, len(p.Rejected))
 		for k, v := range p.Rejected {
-			keys = append(keys, phrase(string(k), name))
-			counts[keys[len(keys)-1]] = v
+			rs = append(rs, RejectedJSON{Reason: phrase(string(k), name), Count: v})
 		}
-		sort.Strings(keys)
-		var parts []string
-		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("%s ×%d", k, counts[k]))
-		}
-		fmt.Fprintf(b, "; rejected: %s", strings.Join(parts, ", "))
+		fmt.Fprintf(b, "; rejected: %s", RejectedWords(rs))
 	}
 	b.WriteString("\n")
 }

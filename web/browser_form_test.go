@@ -240,15 +240,8 @@ func TestBrowserForm(t *testing.T) {
 	})
 }
 
-// TestBrowserCharts: on a multislice plan with long layout names, at 1280
-// and 1920 px wide, every text of every chart lies inside its SVG's box
-// (no label cut), the page's own bars write their values and the
-// usable-HBM line's label, and nothing overflows the page sideways.
-func TestBrowserCharts(t *testing.T) {
-	ctx := newBrowser(t, 40*time.Second)
-	srv := httptest.NewServer(New(Config{}))
-	t.Cleanup(srv.Close)
-	const cut = `(function () {
+// chartTextsCut lists the chart texts outside their SVG's box.
+const chartTextsCut = `(function () {
 		var out = [];
 		document.querySelectorAll("figure.chart svg").forEach(function (svg) {
 			var box = svg.getBoundingClientRect(), name = svg.closest("figure").dataset.chart;
@@ -262,10 +255,21 @@ func TestBrowserCharts(t *testing.T) {
 		});
 		return out;
 	})()`
-	const overflow = `Array.from(document.querySelectorAll("body *")).filter(function (e) {
+
+// pageOverflow lists the elements that overflow the page sideways.
+const pageOverflow = `Array.from(document.querySelectorAll("body *")).filter(function (e) {
 		var b = e.getBoundingClientRect();
 		return b.width > 0 && b.right > document.documentElement.clientWidth + 0.5;
 	}).map(function (e) { return e.tagName + "#" + e.id + "." + e.className; }).slice(0, 5)`
+
+// TestBrowserCharts: on a multislice plan with long layout names, at 1280
+// and 1920 px wide, every text of every chart lies inside its SVG's box
+// (no label cut), the page's own bars write their values and the
+// usable-HBM line's label, and nothing overflows the page sideways.
+func TestBrowserCharts(t *testing.T) {
+	ctx := newBrowser(t, 40*time.Second)
+	srv := httptest.NewServer(New(Config{}))
+	t.Cleanup(srv.Close)
 	// one page, laid out at each width
 	err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 1000),
 		chromedp.Navigate(srv.URL+"/?model=llama3-8b&tpu=v6e-16&slices=2"), chromedp.WaitVisible(chromedp.CSS("#layout")))
@@ -276,14 +280,14 @@ func TestBrowserCharts(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 1000)); err != nil {
 			t.Fatal(err)
 		}
-		bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](cut))
+		bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](chartTextsCut))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(bad) > 0 {
 			t.Errorf("at %d px, chart texts outside their SVG: %q", width, bad)
 		}
-		over, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](overflow))
+		over, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](pageOverflow))
 		if err != nil || len(over) > 0 {
 			t.Errorf("at %d px, elements overflow the page: %v (%v)", width, over, err)
 		}

@@ -140,6 +140,12 @@ func TestBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// the first visit plans the defaults and the click plans them
+		// again: wait for the answer to settle rather than read a #layout
+		// the second answer is replacing
+		if err := waitFor(ctx, "the plan after the click", `document.getElementById("busy").textContent === "plan updated" && !!document.getElementById("layout")`); err != nil {
+			t.Fatal(err)
+		}
 		if layout, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#layout"))); err != nil {
 			t.Fatal(err)
 		}

@@ -190,6 +190,8 @@ func kindOf(t reflect.Type) string {
 		return "duration"
 	case t.Kind() == reflect.Int:
 		return "int"
+	case t.Kind() == reflect.Uint64:
+		return "uint"
 	case t.Kind() == reflect.Float64:
 		return "float"
 	case t.Kind() == reflect.Bool:
@@ -338,6 +340,12 @@ func setValue(v reflect.Value, kind, s string) error {
 			return fmt.Errorf("%q, want a whole number", t)
 		}
 		v.SetInt(int64(n))
+	case "uint":
+		n, err := strconv.ParseUint(t, 10, 63)
+		if err != nil {
+			return fmt.Errorf("%q, want a whole number from 0 to %d", t, uint64(1)<<63-1)
+		}
+		v.SetUint(n)
 	case "float":
 		f, err := strconv.ParseFloat(t, 64)
 		if err != nil || strings.ContainsAny(t, "xXnNiI_") {

@@ -71,3 +71,62 @@ func FuzzDecodeAPI(f *testing.F) {
 		}
 	})
 }
+
+// FuzzServingForm: any query of the serving page reads into options and
+// parses (parseServing) into a question or fieldErrors, each naming a
+// field of the form, without panicking.
+func FuzzServingForm(f *testing.F) {
+	for _, q := range []string{"", "model=llama3-8b&tpu=v6e-8", "prompt_len=x&weights=fp4", "concurrency=8&request_rate=2",
+		"seed=-1&num_requests=0", "length_mix=uniform:9-3", "model=spec&model_spec=layers%3A+2", "ttft_slo=1e9h"} {
+		f.Add(q)
+	}
+	h := New(Config{MaxSpecBytes: 512})
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		o, _, bad := h.servingOptions(q)
+		_, err = parseServing(o, bad)
+		checkNamed(t, raw, err, servingForm)
+	})
+}
+
+// FuzzBudgetForm: likewise for the budget page (parsing only: no sweep).
+func FuzzBudgetForm(f *testing.F) {
+	for _, q := range []string{"", "tokens=1T", "tokens=-1&deadline=30&region=mars", "generations=v6e,v6e", "slice_chips=0&slices=65", "seq=x"} {
+		f.Add(q)
+	}
+	h := New(Config{MaxSpecBytes: 512})
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		o, _, bad := h.budgetOptions(q)
+		_, err = parseBudget(o, bad)
+		checkNamed(t, raw, err, budgetForm)
+	})
+}
+
+// checkNamed fails unless err is nil or fieldErrors each naming a field
+// of form fm (or none).
+func checkNamed(t *testing.T, raw string, err error, fm *form) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	var fes fieldErrors
+	if !errors.As(err, &fes) || len(fes) == 0 {
+		t.Fatalf("query %q: %T %v, want fieldErrors", raw, err, err)
+	}
+	for _, fe := range fes {
+		named := fe.Option == ""
+		for _, fl := range fm.fields {
+			named = named || fl.Option == fe.Option
+		}
+		if !named {
+			t.Fatalf("query %q: error about %q, which the form has no field for", raw, fe.Option)
+		}
+	}
+}

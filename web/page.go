@@ -31,8 +31,9 @@ func templates() *pageTemplates {
 		"inc":      func(i int) int { return i + 1 },
 		"mul100":   func(f float64) float64 { return 100 * f },
 		"signed":   func(f float64) string { return fmt.Sprintf("%+.1f%%", 100*f) },
-		"rejected": countedWords,
-		"count":    thousands,
+		"rejected": plan.RejectedWords,
+		"count":    unit.Count,
+		"int64":    func(b unit.Bytes) int64 { return int64(b) },
 	}
 	return &pageTemplates{template.Must(template.New("").Funcs(funcs).ParseFS(static, "static/*.html"))}
 }

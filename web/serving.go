@@ -1,133 +1,330 @@
 package web
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"html/template"
+	"io"
+	"math/rand/v2"
 	"net/http"
-	"strconv"
+	"net/url"
+	"reflect"
 	"strings"
 
-	"shardlab/capacity"
+	"shardlab/chart"
 	"shardlab/export"
-	"shardlab/hw"
 	"shardlab/inference"
-	"shardlab/model"
 	"shardlab/plan"
 )
 
-// goodputView is a plan's expected goodput (capacity.Expect) as the page
-// shows it.
-type goodputView struct {
-	FailuresPerDay          float64
-	SaveS, RestartS, EveryS float64
-	Goodput                 float64
-	Tokens, DaysToTrain     float64
-	// DaysLow and DaysHigh are the time to train at the ends of the
-	// plan's error band (it scales with the step); 0 without a band.
-	DaysLow, DaysHigh float64
+// servingLooks are the serving form's options, in the order it shows
+// them: one for each field of inference.Options (its JSON key, which is
+// also the field a *inference.FieldError names), and the pasted spec.
+// TestServingFormHasEveryOption holds this list to inference.Options.
+var servingLooks = []look{
+	{"model", "Job", "Model", "", modelChoices},
+	{optionModelSpec, "Job", "Model spec", "YAML or JSON, as shardlab model show reads it; used when Model is pasted spec", nil},
+	{"hf_model", "Job", "Hugging Face model", "what vllm serve loads: owner/name or a path; empty: the catalog model's repository", nil},
+	{"max_model_len", "Job", "Max model length", "tokens, prompt and output; 0: the model's context", nil},
+	{"prompt_len", "Job", "Prompt length", "tokens per request", nil},
+	{"output_len", "Job", "Output length", "tokens per request", nil},
+	{"tpu", "Hardware", "TPU type", "an accelerator type (tpu7x-8, v6e-8) or a generation alone: one VM of it", nil},
+	{"concurrency", "Load", "Concurrency", "sequences decoding at once across the replicas; 0: 64, unless the request rate or max_num_seqs sets it", nil},
+	{"request_rate", "Load", "Request rate", "requests/s; the concurrency is then what Little's law gives on each layout; 0: use the concurrency", nil},
+	{"max_num_seqs", "Load", "Max sequences a replica", "vLLM's max_num_seqs; 0: from the concurrency", nil},
+	{"objective", "Layout", "Objective", "throughput: most output tokens/s per chip meeting the SLOs; latency: least ITL, then TTFT", objectiveChoices},
+	{"ttft_slo", "Layout", "TTFT target", "time to first token at the offered load (500ms); 0: none", nil},
+	{"itl_slo", "Layout", "ITL target", "inter-token latency at the offered load (40ms); 0: none", nil},
+	{"tensor_parallel_size", "Layout", "Tensor-parallel size", "JAX devices a replica (TPU7x: 2 a chip); 0: search", nil},
+	{"data_parallel_size", "Layout", "Replicas", "data-parallel size; 0: fill the slice", nil},
+	{"weights", "Memory", "Weights", "the weights' format", weightChoices},
+	{"kv_cache_dtype", "Memory", "KV cache dtype", "vLLM's --kv-cache-dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte", kvChoices},
+	{"gpu_memory_utilization", "Memory", "Memory utilization", "vLLM's gpu_memory_utilization: the share of a device's HBM it may fill", nil},
+	{"max_num_batched_tokens", "Memory", "Batched tokens", "vLLM's max_num_batched_tokens: the prefill chunk and activation buffers", nil},
+	{"length_mix", "Simulation", "Length mix", "the simulated requests' lengths: fixed (the prompt and output lengths) or uniform:A-B (a histogram file: the CLI)", nil},
+	{"seed", "Simulation", "Seed", "seed of the simulation's lengths and arrivals", nil},
+	{"num_requests", "Simulation", "Requests", "requests the simulation serves", nil},
 }
 
-// goodputOf is the analytic goodput of p's chosen layout for 1e12 tokens.
-func goodputOf(p plan.Plan) goodputView {
-	m := p.Best.Estimate.Mesh
-	chips := m.Chips()
-	e := capacity.Expect(capacity.JobOf(p), chips, chips/m.Multislice.Slice.Chip.Host.Chips, 1e12)
-	v := goodputView{FailuresPerDay: 24 * e.FailuresPerHour, SaveS: e.Save.Seconds(), RestartS: e.Restart.Seconds(),
-		EveryS: e.Interval.Seconds(), Goodput: e.Goodput, Tokens: e.Tokens, DaysToTrain: e.TimeToTrain.Hours() / 24}
-	if p.Band.Rows > 0 {
-		v.DaysLow, v.DaysHigh = p.Band.Step(v.DaysToTrain)
+func objectiveChoices() []choice { return stringChoices(inference.Objectives) }
+func weightChoices() []choice    { return stringChoices([]string{"bf16", "fp8", "int8"}) }
+func kvChoices() []choice        { return stringChoices(inference.KVCacheDtypes) }
+
+func stringChoices(v []string) []choice {
+	out := make([]choice, len(v))
+	for i, s := range v {
+		out[i] = choice{s, s}
 	}
-	return v
+	return out
 }
 
-// servingPage is the serving view: a small form and the serving plan as
-// shardlab inference prints it.
-var servingPage = template.Must(template.New("serving").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>shardlab: serving</title><link rel="stylesheet" href="/static/style.css"></head>
-<body><h1>Serving with vLLM tpu-inference</h1>
-<p><a href="/">training plans</a></p>
-<form method="get" action="/serving" id="serving-form">
-<label>Model <input name="model" value="{{.Model}}"></label>
-<label>TPU <input name="tpu" value="{{.TPU}}"></label>
-<label>Max model len <input name="max_model_len" value="{{.MaxLen}}"></label>
-<button type="submit">Plan serving</button>
-</form>
-{{with .Error}}<p class="error general" role="alert" id="error">{{.}}</p>{{end}}
-{{with .Text}}<pre id="serving">{{.}}</pre>{{end}}
-</body></html>
-`))
+// servingLabel spells a serving option as the form labels it.
+func servingLabel(o plan.Option) string {
+	for _, l := range servingLooks {
+		if l.option == o {
+			return l.label
+		}
+	}
+	return string(o)
+}
 
+// servingForm is the serving form: its fields over the struct fields of
+// inference.Options, by JSON key.
+var servingForm = newForm(reflect.TypeFor[inference.Options](), servingLooks, reflect.ValueOf(inference.DefaultOptions()))
+
+// servingOptions reads the serving form's query over
+// inference.DefaultOptions, with the pasted spec.
+func (h *Handler) servingOptions(q url.Values) (inference.Options, formValues, fieldErrors) {
+	o := inference.DefaultOptions()
+	vals, bad := servingForm.read(q, reflect.ValueOf(&o))
+	if o.Model == specModel {
+		spec := vals[optionModelSpec]
+		if err := checkSpec(spec, h.cfg); err != nil {
+			bad = append(bad, err)
+			o.Model = inference.DefaultModel
+		} else {
+			o.Model, o.ModelSpec = "custom", []byte(spec)
+		}
+	}
+	return o, vals, bad
+}
+
+// parseServing checks the options with inference.ParseOptions and finds
+// every option at fault, as parseAll does for plans: each option refused
+// goes back to its default and the rest are checked again.
+func parseServing(o inference.Options, bad fieldErrors) (inference.Question, error) {
+	ov := reflect.ValueOf(&o).Elem()
+	for range len(servingForm.index) + 1 {
+		q, err := inference.ParseOptions(o)
+		var fe *inference.FieldError
+		switch {
+		case err == nil && len(bad) == 0:
+			return q, nil
+		case err == nil || !errors.As(err, &fe):
+			if len(bad) == 0 {
+				return q, err
+			}
+			return q, servingOrder(bad)
+		}
+		opt := plan.Option(fe.Field)
+		idx, ok := servingForm.index[opt]
+		e := fe
+		bad = append(bad, &fieldError{opt, func(name func(plan.Option) string) string {
+			return fmt.Sprintf("%s %s, want %s", name(opt), e.Value, e.Want)
+		}})
+		if !ok || bad[:len(bad)-1].has(opt) {
+			return inference.Question{}, servingOrder(bad)
+		}
+		ov.FieldByIndex(idx).Set(servingForm.defaults.FieldByIndex(idx))
+		if opt == "model" {
+			o.ModelSpec = nil
+		}
+	}
+	return inference.Question{}, servingOrder(bad)
+}
+
+// servingOrder sorts errors by their fields' order on the serving form.
+func servingOrder(es fieldErrors) fieldErrors {
+	at := map[plan.Option]int{}
+	for i, l := range servingLooks {
+		at[l.option] = i
+	}
+	pos := func(o plan.Option) int {
+		if i, ok := at[o]; ok {
+			return i
+		}
+		return len(servingLooks)
+	}
+	out := append(fieldErrors(nil), es...)
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && pos(out[j].Option) < pos(out[j-1].Option); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// maxCurves is how many layouts the serving charts draw: the chosen and
+// the next best, so that the lines stay readable.
+const maxCurves = 4
+
+// servingView is a serving plan as the page shows it.
+type servingView struct {
+	Plan    inference.Plan
+	J       export.ServingJSON
+	Command string
+	Charts  []chartView
+	Skipped string
+	// Sim is the simulation as shardlab inference prints it.
+	Sim string
+}
+
+// servingRun is the serving plan of the options, with its simulation,
+// under the handler's bounds: a search slot and the request's deadline
+// (work), as plans have; the search takes milliseconds, the simulation
+// up to seconds for many requests.
+func (h *Handler) servingRun(r *http.Request, o inference.Options, bad fieldErrors) (*servingView, error) {
+	q, err := parseServing(o, bad)
+	if err != nil {
+		return nil, err
+	}
+	req, id := q.Request, q.ModelID
+	var p inference.Plan
+	var sim inference.SimResult
+	err = h.work(r.Context(), func() error {
+		var err error
+		if p, err = inference.Search(req); err != nil {
+			return err
+		}
+		load := inference.Load{Mix: q.Mix, Concurrency: p.Best.Concurrency, RequestRate: req.RequestRate, Requests: q.Requests}
+		sim, err = inference.Simulate(req, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load}, rand.New(rand.NewPCG(q.Seed, 0)))
+		return err
+	})
+	if err != nil {
+		var fe *inference.FieldError
+		if errors.Is(err, inference.ErrNoFit) || errors.As(err, &fe) && fe.Field == "pages" {
+			return nil, errCannotServe{strings.TrimPrefix(oneLine(err.Error()), "inference: ")}
+		}
+		return nil, err
+	}
+	cmd := export.VLLMServe(p, id)
+	v := &servingView{Plan: p, J: export.Serving(p, cmd), Command: export.ShellQuote(cmd)}
+	v.J.Simulation = export.Simulation(sim, q.Mix, q.Seed)
+	what := fmt.Sprintf("%s lengths, %d concurrent clients", q.Mix, p.Best.Concurrency)
+	if req.RequestRate > 0 {
+		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", q.Mix, req.RequestRate, q.Seed)
+	}
+	var st strings.Builder
+	if err := sim.WriteText(&st, what); err != nil {
+		return nil, err
+	}
+	v.Sim = st.String()
+	curves := inference.SweepConcurrency(req, p.Layouts[:min(maxCurves, len(p.Layouts))])
+	labels := make([]string, len(curves))
+	for i, c := range curves {
+		labels[i] = chart.CurveLabel(c)
+		if i == 0 {
+			labels[i] += " chosen"
+		}
+	}
+	charts, err := chart.Serving(p, curves, labels)
+	switch {
+	case errors.Is(err, chart.ErrNotApplicable):
+		v.Skipped = oneLine(err.Error())
+	case err != nil:
+		return nil, err
+	}
+	for _, c := range charts {
+		sv, err := inlineSVG(c)
+		if err != nil {
+			return nil, err
+		}
+		v.Charts = append(v.Charts, chartView{Name: c.Name, Title: c.Title, SVG: sv})
+	}
+	return v, nil
+}
+
+// inlineSVG is a chart of package chart as inline SVG, named for
+// assistive technology.
+func inlineSVG(c chart.Chart) (template.HTML, error) {
+	b, err := c.SVG()
+	if err != nil {
+		return "", err
+	}
+	if i := bytes.Index(b, []byte("<svg")); i > 0 {
+		b = b[i:]
+	}
+	b = bytes.Replace(b, []byte("<svg"), []byte(`<svg role="img" aria-label="`+template.HTMLEscapeString(c.Title)+`"`), 1)
+	return template.HTML(b), nil
+}
+
+// servingData is what the serving page's template takes.
 type servingData struct {
-	Model, TPU, MaxLen string
-	Error, Text        string
+	Groups []groupView
+	TPUs   []string
+	Error  string
+	Query  string
+	R      *servingView
 }
 
-// maxServingSpec bounds the model name of the serving form.
-const maxServingField = 256
-
-// serveServing plans serving for the query's model, TPU and max model
-// length, with shardlab inference's defaults for the rest.
+// serveServing shows the serving form and, when the URL asks a question,
+// its plan: the layouts, latency and throughput against concurrency, the
+// vllm serve line and the JSON download. Every field at fault is flagged
+// at once.
 func (h *Handler) serveServing(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	d := servingData{Model: q.Get("model"), TPU: q.Get("tpu"), MaxLen: q.Get("max_model_len")}
-	if d.Model == "" && d.TPU == "" && d.MaxLen == "" {
-		d.Model, d.TPU, d.MaxLen = "llama3-70b", "tpu7x-8", "8192"
-	} else {
-		text, err := servingText(d)
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			d.Error = err.Error()
+	o, vals, bad := h.servingOptions(q)
+	d := servingData{TPUs: tpuNames()}
+	code := http.StatusOK
+	var err error
+	if len(bad) > 0 {
+		err = bad
+	}
+	if len(q) > 0 {
+		if d.R, err = h.servingRun(r, o, bad); err == nil {
+			d.Query = q.Encode()
 		}
-		d.Text = text
+	}
+	var fes fieldErrors
+	if err != nil {
+		code, fes = h.status(servingStatus(err))
+		h.setRetry(w, code)
+	}
+	d.Groups, d.Error = servingForm.view(vals, fes, servingLabel)
+	h.render(w, code, "serving.html", d)
+}
+
+// errCannotServe is a serving question no layout can answer: a job that
+// cannot run, 422 as plan's NoPlanError is.
+type errCannotServe struct{ msg string }
+
+func (e errCannotServe) Error() string { return e.msg }
+
+// servingStatus is an error of the serving search as status reads it:
+// the inference package's bad values are the request's mistakes.
+func servingStatus(err error) error {
+	var fe *inference.FieldError
+	if errors.As(err, &fe) {
+		opt := plan.Option(fe.Field)
+		return &fieldError{opt, func(name func(plan.Option) string) string {
+			return fmt.Sprintf("%s %s, want %s", name(opt), fe.Value, fe.Want)
+		}}
+	}
+	return err
+}
+
+// render writes template name with d, or a 500 when it fails.
+func (h *Handler) render(w http.ResponseWriter, code int, name string, d any) {
+	var b bytes.Buffer
+	if err := h.page.t.ExecuteTemplate(&b, name, d); err != nil {
+		h.cfg.Log.Printf("web: %s: %v", name, err)
+		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
+		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	servingPage.Execute(w, d)
+	w.WriteHeader(code)
+	w.Write(b.Bytes())
 }
 
-// servingText is shardlab inference's text for the form's values.
-func servingText(d servingData) (string, error) {
-	for _, f := range []string{d.Model, d.TPU, d.MaxLen} {
-		if len(f) > maxServingField {
-			return "", fmt.Errorf("a field of %d bytes, want at most %d", len(f), maxServingField)
-		}
-	}
-	spec, ok := model.Lookup(d.Model)
-	if !ok {
-		return "", fmt.Errorf("model %q: want a catalog model (%s)", d.Model, strings.Join(model.Names(), ", "))
-	}
-	slice, err := hw.ParseTPU(d.TPU)
+// serveServingJSON downloads the query's serving plan as JSON, as
+// shardlab inference --json prints it without the simulation.
+func (h *Handler) serveServingJSON(w http.ResponseWriter, r *http.Request) {
+	o, _, bad := h.servingOptions(r.URL.Query())
+	v, err := h.servingRun(r, o, bad)
 	if err != nil {
-		return "", fmt.Errorf("TPU: %w", err)
+		code, fes := h.status(servingStatus(err))
+		h.setRetry(w, code)
+		http.Error(w, fes.Phrase(servingLabel), code)
+		return
 	}
-	if slice.Chips() == 0 {
-		return "", fmt.Errorf("TPU %q names no size; want a host or slice such as tpu7x-8", d.TPU)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", `attachment; filename="serving.json"`)
+	var b bytes.Buffer
+	if err := writeJSON(&b, v.J); err != nil {
+		h.cfg.Log.Printf("web: serving.json: %v", err)
+		http.Error(w, "internal error writing the JSON", http.StatusInternalServerError)
+		return
 	}
-	n, err := strconv.Atoi(d.MaxLen)
-	if err != nil {
-		return "", fmt.Errorf("max model len %q: want a number of tokens", d.MaxLen)
-	}
-	req := inference.DefaultRequest()
-	req.Model, req.Slice, req.MaxModelLen = spec, slice, n
-	if req, err = inference.NewRequest(req); err != nil {
-		return "", err
-	}
-	p, err := inference.Search(req)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	if err := p.WriteText(&b, export.ShellQuote(export.VLLMServe(p, servingModelID(spec)))); err != nil {
-		return "", err
-	}
-	return b.String(), nil
-}
-
-// servingModelID is the model as vllm serve names it: its Hugging Face
-// repository where the catalog knows one, else its name (a pasted spec,
-// which the page cannot give a repository for).
-func servingModelID(spec model.Spec) string {
-	if spec.HFModel != "" {
-		return spec.HFModel
-	}
-	return spec.Name
+	io.Copy(w, &b)
 }

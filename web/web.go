@@ -4,11 +4,18 @@
 // as the user types, whose state lives in the page's URL; the plan with
 // its reasons and warnings, the charts of package chart drawn on the
 // server as SVG, the ranked layouts, and downloads (MaxText YAML, xpk,
-// plan JSON); and a JSON API (POST /api/plan prints what shardlab plan
-// --json prints, GET /api/catalog the models and TPU types). Requests
-// parse through plan.ParseRequest, as the CLI's do; every option at fault
-// is named at once (parseAll), and a job that cannot run says in words
-// how many layouts failed and why.
+// plan JSON); a serving page (GET /serving: every option of shardlab
+// inference through inference.ParseOptions, the layouts, latency and
+// throughput against concurrency, the vllm serve line, the JSON) and a
+// budget page (GET /budget: every option of shardlab budget through
+// budget.ParseOptions, the budget package's own table and Pareto front,
+// the time-against-dollars chart, the JSON), built the same way; and a
+// JSON API (POST /api/plan prints what shardlab plan --json prints, GET
+// /api/catalog the models and TPU types). Requests parse through the
+// parser the CLI uses (plan.ParseRequest, inference.ParseOptions,
+// budget.ParseOptions); every option at fault is named at once
+// (parseAll, parseServing, parseBudget), and a job that cannot run says
+// in words how many layouts failed and why.
 //
 // The handler is safe to expose to a browser on a workstation: bodies,
 // pasted specs and the searched chips are bounded, each request has a
@@ -133,6 +140,9 @@ func New(c Config) *Handler {
 	h.mux.HandleFunc("GET /download/plan.json", h.servePlanJSON)
 	h.mux.HandleFunc("GET /download/xpk.sh", h.serveXPK)
 	h.mux.HandleFunc("GET /serving", h.serveServing)
+	h.mux.HandleFunc("GET /download/serving.json", h.serveServingJSON)
+	h.mux.HandleFunc("GET /budget", h.serveBudget)
+	h.mux.HandleFunc("GET /download/budget.json", h.serveBudgetJSON)
 	h.mux.HandleFunc("GET /charts", h.serveScaling)
 	h.mux.HandleFunc("POST /api/plan", h.serveAPIPlan)
 	h.mux.HandleFunc("GET /api/catalog", serveCatalog)
@@ -140,9 +150,11 @@ func New(c Config) *Handler {
 }
 
 // ServeHTTP serves GET / (the page, and with a query its plan), GET
-// /static/app.js and /static/style.css, GET /download/maxtext.yaml and
-// /download/plan.json (for the page's query), POST /api/plan and GET
-// /api/catalog.
+// /serving and /budget (the serving and budget pages, likewise), GET
+// /static/app.js and /static/style.css, GET /download/maxtext.yaml,
+// /download/xpk.sh, /download/plan.json, /download/serving.json and
+// /download/budget.json (for the page's query), GET /charts, POST
+// /api/plan and GET /api/catalog.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'")
@@ -253,14 +265,16 @@ func (h *Handler) run(ctx context.Context, o plan.Options, bad fieldErrors, with
 // own checks, a *plan.OptionError, an error wrapping plan.ErrRequest,
 // model.ErrInvalid or export.ErrInvalid) is 400, naming its option when
 // it has one; a job that cannot run, or not as its target runs it
-// (*plan.NoPlanError, errUnfit, export.ErrUnsupported), is 422; a busy
-// server is 503. Anything else is the server's: 500, logged.
+// (*plan.NoPlanError, errUnfit, errCannotServe, export.ErrUnsupported),
+// is 422; a busy server is 503. Anything else is the server's: 500,
+// logged.
 func (h *Handler) status(err error) (int, fieldErrors) {
 	var fes fieldErrors
 	var fe *fieldError
 	var oe *plan.OptionError
 	var none *plan.NoPlanError
 	var unfit errUnfit
+	var cannot errCannotServe
 	one := func(e *fieldError) fieldErrors { return fieldErrors{e} }
 	switch {
 	case errors.As(err, &fes) && len(fes) > 0:
@@ -270,9 +284,11 @@ func (h *Handler) status(err error) (int, fieldErrors) {
 	case errors.As(err, &oe):
 		return http.StatusBadRequest, one(&fieldError{oe.Option, oe.Phrase})
 	case errors.As(err, &none):
-		return http.StatusUnprocessableEntity, one(&fieldError{"", noPlanWords(none)})
+		return http.StatusUnprocessableEntity, one(&fieldError{"", none.Phrase})
 	case errors.As(err, &unfit):
 		return http.StatusUnprocessableEntity, one(plain("%s", unfit.Error()))
+	case errors.As(err, &cannot):
+		return http.StatusUnprocessableEntity, one(plain("%s", cannot.Error()))
 	case errors.Is(err, export.ErrUnsupported):
 		msg := err.Error()
 		if xe := (*export.Error)(nil); errors.As(err, &xe) {

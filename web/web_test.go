@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"shardlab/export"
 	"shardlab/plan"
 	"shardlab/schema"
 	"shardlab/unit"
@@ -319,16 +320,72 @@ func TestAPISpecName(t *testing.T) {
 	}
 }
 
+// TestServingPage: the serving page shows the chosen layout, the vllm
+// serve line with the model's Hugging Face id, the layouts table and the
+// latency and throughput charts; a bad field is flagged beside itself,
+// every bad field at once, with a 400.
 func TestServingPage(t *testing.T) {
 	h := New(Config{})
 	code, body := get(t, h, "/serving?model=llama3-70b&tpu=tpu7x-8&max_model_len=8192")
-	if code != http.StatusOK || !strings.Contains(body, "vllm serve meta-llama/Meta-Llama-3-70B") || !strings.Contains(body, "tensor parallel") {
-		t.Errorf("GET /serving = %d %.300s, want the vllm serve line with the model's Hugging Face id", code, body)
+	for _, want := range []string{"vllm serve meta-llama/Meta-Llama-3-70B", `id="serving-layouts"`, `data-chart="latency"`, `data-chart="throughput"`,
+		"/download/serving.json?", "Time to first token", `id="serving-sim"`, "simulated (vllm scheduler, fixed 1024&#43;1024 lengths"} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("GET /serving = %d, lacks %q", code, want)
+		}
 	}
-	for _, q := range []string{"model=nope&tpu=tpu7x-8&max_model_len=8192", "model=llama3-70b&tpu=v5p-8&max_model_len=8192",
-		"model=llama3-70b&tpu=tpu7x-8&max_model_len=999999", "model=llama3-70b&tpu=tpu7x-8&max_model_len=x"} {
-		if code, body := get(t, h, "/serving?"+q); code != http.StatusBadRequest || !strings.Contains(body, `id="error"`) {
-			t.Errorf("GET /serving?%s = %d, want 400 with the error shown:\n%.300s", q, code, body)
+	for _, c := range []struct{ q, field string }{
+		{"model=nope&tpu=tpu7x-8", "model"},
+		{"model=llama3-70b&tpu=v5p-8", "tpu"},
+		{"model=llama3-70b&tpu=tpu7x-8&max_model_len=999999", "max_model_len"},
+		{"model=llama3-70b&tpu=tpu7x-8&max_model_len=x", "max_model_len"},
+		{"model=llama3-70b&tpu=tpu7x-8&concurrency=8&request_rate=2", "concurrency"},
+	} {
+		code, body := get(t, h, "/serving?"+c.q)
+		if code != http.StatusBadRequest || !strings.Contains(body, `id="error-`+c.field+`"`) {
+			t.Errorf("GET /serving?%s = %d, want 400 with field %s flagged:\n%.300s", c.q, code, c.field, body)
+		}
+	}
+	// a job no layout can serve is 422, in words
+	if code, body := get(t, h, "/serving?model=llama3-405b&tpu=v5e-4"); code != http.StatusUnprocessableEntity || !strings.Contains(body, `id="error"`) || !strings.Contains(body, "no layout fits") {
+		t.Errorf("GET /serving for llama3-405b on v5e-4 = %d, want 422 saying no layout fits:\n%.300s", code, body)
+	}
+	// every bad field at once
+	code, body = get(t, h, "/serving?model=llama3-70b&tpu=tpu7x-8&prompt_len=0&weights=fp4&gpu_memory_utilization=2&ttft_slo=x&length_mix=zipf&seed=-1")
+	for _, f := range []string{"prompt_len", "weights", "gpu_memory_utilization", "ttft_slo", "length_mix", "seed"} {
+		if code != http.StatusBadRequest || !strings.Contains(body, `id="error-`+f+`"`) {
+			t.Errorf("GET /serving with six bad fields = %d, %s not flagged", code, f)
+		}
+	}
+}
+
+// TestServingJSON: the download is shardlab inference --json's plan.
+func TestServingJSON(t *testing.T) {
+	h := New(Config{})
+	code, body := get(t, h, "/download/serving.json?model=llama3-8b&tpu=v6e-8")
+	var j export.ServingJSON
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &j) != nil || j.Model != "llama3-8b" || len(j.Command) == 0 || len(j.Layouts) == 0 || j.Simulation == nil {
+		t.Errorf("GET /download/serving.json = %d %.300s, want the plan's JSON", code, body)
+	}
+	if code, _ := get(t, h, "/download/serving.json?model=llama3-8b&tpu=v6e-8&prompt_len=-1"); code != http.StatusBadRequest {
+		t.Errorf("GET /download/serving.json with a bad prompt length = %d, want 400", code)
+	}
+}
+
+// TestServingFormHasEveryOption: the serving form has a field for every
+// option of inference.Options, and nothing else but the pasted spec.
+func TestServingFormHasEveryOption(t *testing.T) {
+	have := map[plan.Option]bool{}
+	for _, l := range servingLooks {
+		have[l.option] = true
+	}
+	for o := range servingForm.index {
+		if !have[o] {
+			t.Errorf("inference.Options has %s; the serving form has no field for it", o)
+		}
+	}
+	for o := range have {
+		if _, ok := servingForm.index[o]; !ok && o != optionModelSpec {
+			t.Errorf("the serving form has %s, which inference.Options lacks", o)
 		}
 	}
 }

@@ -6,16 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
-	"time"
 
 	"shardlab/budget"
 	"shardlab/chart"
-	"shardlab/hw"
 	"shardlab/plan"
 )
 
@@ -36,17 +31,18 @@ const maxPriceBytes = 1 << 20
 func newBudgetFlags() (*flag.FlagSet, *budgetFlags) {
 	fs := flag.NewFlagSet("budget", flag.ContinueOnError)
 	f := &budgetFlags{}
-	fs.StringVar(&f.model, "model", plan.DefaultModel, "catalog model name or a YAML/JSON spec file of at most 1 MiB")
-	parsedVar(fs, &f.tokens, "tokens", "1T", parseTokens, "tokens to train: a number from 1 to 1e16 with an optional k, M, B or T (1T, 500B)")
+	d := budget.DefaultOptions()
+	fs.StringVar(&f.model, "model", d.Model, "catalog model name or a YAML/JSON spec file of at most 1 MiB")
+	parsedVar(fs, &f.tokens, "tokens", d.Tokens, parseTokens, "tokens to train: a number from 1 to 1e16 with an optional k, M, B or T (1T, 500B)")
 	intVar(fs, &f.seq, "seq", 0, 0, plan.MaxSeq, "0: the model's", "sequence length in tokens")
-	fs.StringVar(&f.maxBatch, "max-global-batch", plan.DefaultOptions().MaxGlobalBatch, "convergence limit on the global batch, in sequences (512) or tokens (4Mitok)")
-	parsedVar(fs, &f.deadline, "deadline", "0", parseDeadline, "drop configurations that take longer: a duration from 0 (none) to 3650d, in d, h or m (30d, 36h)")
-	parsedVar(fs, &f.dollars, "budget", "0", parseDollars, "drop configurations that cost more: dollars from 0 (none) to 1e12 with an optional k or M (2M, 500k)")
-	parsedVar(fs, &f.region, "region", "us-central1", parseRegion, "Google Cloud region to price in (us-central1, europe-west4)")
-	parsedVar(fs, &f.generations, "generations", "v5e,v5p,v6e,tpu7x", parseGenerations, "comma-separated TPU generations (v4, v5e, v5p, v6e, tpu7x)")
-	parsedVar(fs, &f.modes, "modes", strings.Join(budget.Modes(), ","), parseModes, "comma-separated capacity modes ("+strings.Join(budget.Modes(), ", ")+")")
-	parsedVar(fs, &f.chips, "slice-chips", "256", parseChipList, "comma-separated slice sizes in chips to search, each from 1 to 9216")
-	parsedVar(fs, &f.count, "slices", "1,2,4", parseCountList, "comma-separated slice counts to search, each from 1 to 64")
+	fs.StringVar(&f.maxBatch, "max-global-batch", d.MaxGlobalBatch, "convergence limit on the global batch, in sequences (512) or tokens (4Mitok)")
+	parsedVar(fs, &f.deadline, "deadline", d.Deadline, parseDeadline, "drop configurations that take longer: a duration from 0 (none) to 3650d, in d, h or m (30d, 36h)")
+	parsedVar(fs, &f.dollars, "budget", d.Budget, parseDollars, "drop configurations that cost more: dollars from 0 (none) to 1e12 with an optional k or M (2M, 500k)")
+	parsedVar(fs, &f.region, "region", d.Region, parseRegion, "Google Cloud region to price in (us-central1, europe-west4)")
+	parsedVar(fs, &f.generations, "generations", d.Generations, parseGenerations, "comma-separated TPU generations (v4, v5e, v5p, v6e, tpu7x)")
+	parsedVar(fs, &f.modes, "modes", d.Modes, parseModes, "comma-separated capacity modes ("+strings.Join(budget.Modes(), ", ")+")")
+	parsedVar(fs, &f.chips, "slice-chips", d.SliceChips, parseChipList, "comma-separated slice sizes in chips to search, each from 1 to 9216")
+	parsedVar(fs, &f.count, "slices", d.SliceCounts, parseCountList, "comma-separated slice counts to search, each from 1 to 64")
 	floatVar(fs, &f.spot, "spot-preemptions-per-hour", 0, floatFlag{lo: 0, hi: 100, unit: "per slice per hour"},
 		"spot preemptions: no public rate was found, so it is an input (0: none)")
 	fs.StringVar(&f.prices, "prices", "", "a price table (CSV, as budget/prices.csv) to use instead of the built-in one")
@@ -88,71 +84,29 @@ func parsedVar(fs *flag.FlagSet, p *string, name, value string, parse func(strin
 	fs.Var(&parsedFlag{p: p, parse: parse, usage: usage}, name, usage)
 }
 
-// countSuffixes are the decimal multipliers --tokens and --budget take.
-var countSuffixes = map[string]float64{"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
-
-// countRE is a decimal number, with an optional exponent: 1, 2.5, 1e12.
-var countRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([eE][0-9]+)?$`)
-
-// count reads a decimal number with an optional suffix, one of suffixes
-// (k, M, B or T: thousands, millions, billions, trillions).
-func count(s, suffixes string) (float64, bool) {
-	s = strings.TrimSpace(s)
-	mul := 1.0
-	if n := len(s); n > 0 && strings.ContainsRune(suffixes, rune(s[n-1])) {
-		mul, s = countSuffixes[s[n-1:]], s[:n-1]
+// check adapts an option parser of package budget to a flag's check,
+// whose error says what the flag accepts.
+func check[T any](parse func(string) (T, error)) func(string) error {
+	return func(s string) error {
+		var oe *budget.OptionError
+		if _, err := parse(s); errors.As(err, &oe) {
+			return errors.New(oe.Want)
+		} else if err != nil {
+			return err
+		}
+		return nil
 	}
-	v, err := strconv.ParseFloat(s, 64)
-	if !countRE.MatchString(s) || err != nil || math.IsInf(v*mul, 0) {
-		return 0, false
-	}
-	return v * mul, true
 }
 
-func parseTokens(s string) error {
-	if v, ok := count(s, "kKMBGT"); !ok || v < 1 || v > 1e16 {
-		return errors.New("a number of tokens from 1 to 1e16, with an optional k, M, B or T (1T, 500B)")
-	}
-	return nil
-}
-
-func parseDollars(s string) error {
-	if v, ok := count(strings.TrimPrefix(strings.TrimSpace(s), "$"), "kKM"); !ok || v < 0 || v > 1e12 {
-		return errors.New("dollars from 0 (none) to 1e12, with an optional k or M (2M, 500k)")
-	}
-	return nil
-}
-
-func dollarsOf(s string) float64 {
-	v, _ := count(strings.TrimPrefix(strings.TrimSpace(s), "$"), "kKM")
-	return v
-}
-
-func tokensOf(s string) float64 { v, _ := count(s, "kKMBGT"); return v }
-
-// deadlineOf reads 30d, 36h, 90m or 0.
-func deadlineOf(s string) (time.Duration, bool) {
-	s = strings.TrimSpace(s)
-	if s == "0" {
-		return 0, true
-	}
-	per := map[string]time.Duration{"d": 24 * time.Hour, "h": time.Hour, "m": time.Minute}
-	if len(s) < 2 || per[s[len(s)-1:]] == 0 {
-		return 0, false
-	}
-	v, ok := count(s[:len(s)-1], "")
-	if !ok || v < 0 || v*float64(per[s[len(s)-1:]]) > float64(3650*24*time.Hour) {
-		return 0, false
-	}
-	return time.Duration(v * float64(per[s[len(s)-1:]])), true
-}
-
-func parseDeadline(s string) error {
-	if _, ok := deadlineOf(s); !ok {
-		return errors.New("a duration from 0 (none) to 3650d, in d, h or m (30d, 36h)")
-	}
-	return nil
-}
+var (
+	parseTokens      = check(budget.ParseTokens)
+	parseDollars     = check(budget.ParseDollars)
+	parseDeadline    = check(budget.ParseDeadline)
+	parseGenerations = check(budget.ParseGenerations)
+	parseModes       = check(budget.ParseModes)
+	parseChipList    = check(budget.ParseSliceChips)
+	parseCountList   = check(budget.ParseSliceCounts)
+)
 
 func parseRegion(s string) error {
 	if !budget.ValidRegion(strings.TrimSpace(s)) {
@@ -161,120 +115,28 @@ func parseRegion(s string) error {
 	return nil
 }
 
-// list splits a comma-separated flag value, refusing empty items and
-// repeats.
-func list(s string) ([]string, bool) {
-	var out []string
-	for _, item := range strings.Split(s, ",") {
-		item = strings.ToLower(strings.TrimSpace(item))
-		for _, o := range out {
-			if o == item {
-				return nil, false
-			}
-		}
-		if item == "" {
-			return nil, false
-		}
-		out = append(out, item)
-	}
-	return out, true
-}
-
-func generationsOf(s string) ([]hw.Generation, bool) {
-	items, ok := list(s)
-	var out []hw.Generation
-	for _, it := range items {
-		c, err := hw.Lookup(it)
-		if err != nil {
-			return nil, false
-		}
-		out = append(out, c.Generation)
-	}
-	return out, ok
-}
-
-func parseGenerations(s string) error {
-	if _, ok := generationsOf(s); !ok {
-		var names []string
-		for _, c := range hw.Chips() {
-			names = append(names, string(c.Generation))
-		}
-		return errors.New("distinct generations separated by commas, from " + strings.Join(names, ", "))
-	}
-	return nil
-}
-
-func modesOf(s string) ([]budget.Mode, bool) {
-	items, ok := list(s)
-	var out []budget.Mode
-	for _, it := range items {
-		m, err := budget.ParseMode(it)
-		if err != nil {
-			return nil, false
-		}
-		out = append(out, m)
-	}
-	return out, ok
-}
-
-func parseModes(s string) error {
-	if _, ok := modesOf(s); !ok {
-		return errors.New("distinct capacity modes separated by commas, from " + strings.Join(budget.Modes(), ", "))
-	}
-	return nil
-}
-
-func intsOf(s string, hi int) ([]int, bool) {
-	items, ok := list(s)
-	var out []int
-	for _, it := range items {
-		n, okN := parseWhole[int](it)
-		if !okN || n < 1 || n > hi {
-			return nil, false
-		}
-		out = append(out, n)
-	}
-	return out, ok
-}
-
-func parseChipList(s string) error {
-	if _, ok := intsOf(s, 9216); !ok {
-		return errors.New("distinct whole numbers of chips from 1 to 9216, separated by commas (128,256)")
-	}
-	return nil
-}
-
-func parseCountList(s string) error {
-	if _, ok := intsOf(s, 64); !ok {
-		return errors.New("distinct whole numbers from 1 to 64, separated by commas (1,2,4)")
-	}
-	return nil
-}
-
-// request is the budget question the flags ask.
+// request is the budget question the flags ask, through
+// budget.ParseOptions as the web page's form asks it.
 func (f *budgetFlags) request() (budget.Request, error) {
-	o := plan.DefaultOptions()
-	o.Model, o.Seq, o.MaxGlobalBatch, o.Top = f.model, f.seq, f.maxBatch, 1
+	o := budget.Options{Model: f.model, Tokens: f.tokens, Seq: f.seq, MaxGlobalBatch: f.maxBatch, Deadline: f.deadline, Budget: f.dollars,
+		Region: f.region, Generations: f.generations, Modes: f.modes, SliceChips: f.chips, SliceCounts: f.count, SpotPreemptionsPerHour: f.spot}
 	spec, err := specFile("--model", f.model)
 	if err != nil {
 		return budget.Request{}, err
 	}
 	o.ModelSpec = spec
-	pr, err := plan.ParseRequest(o)
-	if err != nil {
-		return budget.Request{}, planError(err)
-	}
 	prices, err := f.priceTable()
 	if err != nil {
 		return budget.Request{}, err
 	}
-	r := budget.Request{Plan: pr, Tokens: tokensOf(f.tokens), Region: strings.TrimSpace(f.region), Budget: dollarsOf(f.dollars),
-		SpotPreemptionsPerHour: f.spot, Prices: prices}
-	r.Deadline, _ = deadlineOf(f.deadline)
-	r.Generations, _ = generationsOf(f.generations)
-	r.Modes, _ = modesOf(f.modes)
-	r.SliceChips, _ = intsOf(f.chips, 9216)
-	r.SliceCounts, _ = intsOf(f.count, 64)
+	r, err := budget.ParseOptions(o, prices)
+	var oe *budget.OptionError
+	switch {
+	case errors.As(err, &oe):
+		return r, bad("budget: --%s %q: %s", strings.ReplaceAll(oe.Option, "_", "-"), oe.Value, oe.Want)
+	case err != nil:
+		return r, planError(err)
+	}
 	return r, nil
 }
 
@@ -307,9 +169,6 @@ func runBudget(args []string, stdout io.Writer) error {
 	r, err := f.request()
 	if err != nil {
 		return err
-	}
-	if n := len(r.Generations) * len(r.SliceChips) * len(r.SliceCounts); n > budget.MaxConfigs {
-		return bad("budget: --generations × --slice-chips × --slices make %d configurations, want at most %d", n, budget.MaxConfigs)
 	}
 	res, err := budget.Sweep(r)
 	if err != nil {

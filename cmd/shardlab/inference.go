@@ -13,52 +13,51 @@ import (
 	"shardlab/inference"
 )
 
-// inferenceFlags are the options of shardlab inference.
+// inferenceFlags are the options of shardlab inference: the serving
+// question (inference.Options, which inference.ParseOptions checks, as
+// the web page's form does) and the simulation's.
 type inferenceFlags struct {
-	model, tpu, modelID string
-	req                 inference.Request
-	weights, kv         string
-	objective           string
-	json                bool
-	mix                 string
-	seed                uint64
-	requests            int
+	opt  inference.Options
+	json bool
 }
 
 // newInferenceFlags defines the flags of inference. The defaults are
 // vLLM's where it has one: gpu_memory_utilization 0.92 (vllm/config/cache.py
 // @002f10e0); the token budget 4096 is what tpu-inference's daily
 // benchmarks pass (.buildkite/benchmark/cases/daily/daily_qwen_llama_tpu7x_2.json @b8692ff0).
+// A flag is named for its option's JSON key (tensor_parallel_size →
+// --tensor-parallel-size), so that inferenceError spells the option a
+// FieldError names as its flag.
 func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	fs := flag.NewFlagSet("inference", flag.ContinueOnError)
 	f := &inferenceFlags{}
-	r := &f.req
-	d := inference.DefaultRequest()
-	fs.StringVar(&f.model, "model", "llama3-70b", "catalog model name or a YAML/JSON spec file of at most 1 MiB")
-	fs.StringVar(&f.tpu, "tpu", "tpu7x-8", "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16; a generation alone (tpu7x) is one VM")
-	fs.StringVar(&f.modelID, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: the catalog model's repository)")
-	intVar(fs, &r.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the model's", "longest sequence, prompt and output, in tokens")
-	intVar(fs, &r.Concurrency, "concurrency", d.Concurrency, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
-	floatVar(fs, &r.RequestRate, "request-rate", 0, floatFlag{lo: 0.001, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
+	o := &f.opt
+	d := inference.DefaultOptions()
+	fs.StringVar(&o.Model, "model", d.Model, "catalog model name or a YAML/JSON spec file of at most 1 MiB")
+	fs.StringVar(&o.TPU, "tpu", d.TPU, "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16; a generation alone (tpu7x) is one VM")
+	fs.StringVar(&o.HFModel, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: the catalog model's repository)")
+	intVar(fs, &o.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the model's", "longest sequence, prompt and output, in tokens")
+	intVar(fs, &o.Concurrency, "concurrency", inference.DefaultRequest().Concurrency, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
+	floatVar(fs, &o.RequestRate, "request-rate", 0, floatFlag{lo: 0.001, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
 		"arrival rate of requests; the concurrency is then what Little's law gives on each layout")
-	intVar(fs, &r.PromptLen, "prompt-len", d.PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request")
-	intVar(fs, &r.OutputLen, "output-len", d.OutputLen, 1, inference.MaxTokens, "", "output tokens per request")
-	choiceVar(fs, &f.weights, "weights", string(d.Weights), []string{"bf16", "fp8", "int8"}, nil, "weight precision")
-	intVar(fs, &r.MaxNumSeqs, "max-num-seqs", 0, 1, inference.MaxConcurrency, "default: --concurrency",
+	intVar(fs, &o.PromptLen, "prompt-len", d.PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request")
+	intVar(fs, &o.OutputLen, "output-len", d.OutputLen, 1, inference.MaxTokens, "", "output tokens per request")
+	choiceVar(fs, &o.Weights, "weights", d.Weights, []string{"bf16", "fp8", "int8"}, nil, "weight precision")
+	intVar(fs, &o.MaxNumSeqs, "max-num-seqs", 0, 1, inference.MaxConcurrency, "default: --concurrency",
 		"vLLM's max_num_seqs: sequences each replica runs at once (the concurrency is this times the replicas)")
-	choiceVar(fs, &f.kv, "kv-cache-dtype", "auto", inference.KVCacheDtypes, nil, "vLLM's KV cache dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte")
-	floatVar(fs, &r.MemoryUtilization, "gpu-memory-utilization", d.MemoryUtilization, floatFlag{lo: 0, hi: 1, loOpen: true}, "share of a device's HBM vLLM may fill (vllm's default 0.92)")
-	intVar(fs, &r.MaxNumBatchedTokens, "max-num-batched-tokens", d.MaxNumBatchedTokens, 1, inference.MaxTokens, "", "the scheduler's tokens per step: the prefill chunk and activation buffers")
-	intVar(fs, &r.TP, "tensor-parallel-size", 0, 0, 1024, "0: search", "fix the tensor-parallel size, in JAX devices (TPU7x: 2 a chip)")
-	intVar(fs, &r.DP, "data-parallel-size", 0, 0, 1<<16, "0: fill the slice",
+	choiceVar(fs, &o.KVCacheDtype, "kv-cache-dtype", d.KVCacheDtype, inference.KVCacheDtypes, nil, "vLLM's KV cache dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte")
+	floatVar(fs, &o.MemoryUtilization, "gpu-memory-utilization", d.MemoryUtilization, floatFlag{lo: 0, hi: 1, loOpen: true}, "share of a device's HBM vLLM may fill (vllm's default 0.92)")
+	intVar(fs, &o.MaxNumBatchedTokens, "max-num-batched-tokens", d.MaxNumBatchedTokens, 1, inference.MaxTokens, "", "the scheduler's tokens per step: the prefill chunk and activation buffers")
+	intVar(fs, &o.TP, "tensor-parallel-size", 0, 0, 1024, "0: search", "fix the tensor-parallel size, in JAX devices (TPU7x: 2 a chip)")
+	intVar(fs, &o.DP, "data-parallel-size", 0, 0, 1<<16, "0: fill the slice",
 		"fix the replicas; with --tensor-parallel-size, TP × DP below the slice's devices leaves chips idle (the plan says so)")
-	choiceVar(fs, &f.objective, "objective", string(inference.Throughput), inference.Objectives, nil,
+	choiceVar(fs, &o.Objective, "objective", d.Objective, inference.Objectives, nil,
 		"throughput: the most output tokens/s per chip that meets the SLOs; latency: the least inter-token latency, then TTFT")
-	durationVar(fs, &r.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")
-	durationVar(fs, &r.ITLSLO, "itl-slo", 0, 0, time.Hour, "0: no target", "inter-token latency target at the offered load")
-	fs.StringVar(&f.mix, "length-mix", "fixed", "the simulated requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+")")
-	uint64Var(fs, &f.seed, "seed", 1, 0, 1<<63, "", "seed of the simulation's lengths and arrivals")
-	intVar(fs, &f.requests, "num-requests", 1000, 1, inference.MaxSimRequests, "", "requests the simulation serves")
+	durationVar(fs, &o.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")
+	durationVar(fs, &o.ITLSLO, "itl-slo", 0, 0, time.Hour, "0: no target", "inter-token latency target at the offered load")
+	fs.StringVar(&o.LengthMix, "length-mix", d.LengthMix, "the simulated requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+")")
+	uint64Var(fs, &o.Seed, "seed", d.Seed, 0, 1<<63, "", "seed of the simulation's lengths and arrivals")
+	intVar(fs, &o.NumRequests, "num-requests", d.NumRequests, 1, inference.MaxSimRequests, "", "requests the simulation serves")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	return fs, f
 }
@@ -68,51 +67,34 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	spec, err := loadModel("--model", f.model)
+	o := f.opt
+	if !setFlags(fs)["concurrency"] {
+		o.Concurrency = 0 // the default, unless the rate or max_num_seqs sets it
+	}
+	spec, err := specFile("--model", o.Model)
 	if err != nil {
 		return err
 	}
-	chip, slice, err := parseTPU("--tpu", f.tpu)
-	if err != nil {
-		return err
-	}
-	if slice == nil {
-		s, err := hostSlice(chip)
-		if err != nil {
+	o.ModelSpec = spec
+	if o.LengthMix != "fixed" && !strings.HasPrefix(o.LengthMix, "uniform:") {
+		if o.Histogram, err = readFile("--length-mix", o.LengthMix, maxMixBytes); err != nil {
 			return err
 		}
-		slice = &s
+		if o.Histogram == nil {
+			o.Histogram = []byte{} // an empty file is an empty histogram
+		}
 	}
-	set := setFlags(fs)
-	if set["request-rate"] && set["concurrency"] && f.req.RequestRate > 0 {
-		return bad("inference: --concurrency and --request-rate both set; give one (the rate sets the concurrency)")
-	}
-	if set["max-num-seqs"] && (set["concurrency"] || set["request-rate"] && f.req.RequestRate > 0) {
-		return bad("inference: --max-num-seqs with --concurrency or --request-rate; give one (--max-num-seqs is each replica's concurrency)")
-	}
-	id := f.modelID
-	if id == "" {
-		id = spec.HFModel
-	}
-	if id == "" {
-		return bad("inference: --model %s names no Hugging Face repository (its catalog entry or spec file has no hf_model); give --hf-model, a Hugging Face id owner/name or a path, for the vllm serve line", f.model)
-	}
-	r := f.req
-	r.Model, r.Slice = spec, *slice
-	r.Weights, r.KVCacheDtype, r.Objective = inference.Dtype(f.weights), f.kv, inference.Objective(strings.ToLower(f.objective))
-	if r, err = inference.NewRequest(r); err != nil {
+	q, err := inference.ParseOptions(o)
+	if err != nil {
 		return inferenceError(err)
 	}
-	mix, err := lengthMix(f.mix, r)
-	if err != nil {
-		return err
-	}
+	r, id, mix := q.Request, q.ModelID, q.Mix
 	p, err := inference.Search(r)
 	if err != nil {
 		return err
 	}
-	load := inference.Load{Mix: mix, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate, Requests: f.requests}
-	sim, err := inference.Simulate(r, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load}, rand.New(rand.NewPCG(f.seed, 0)))
+	load := inference.Load{Mix: mix, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate, Requests: q.Requests}
+	sim, err := inference.Simulate(r, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load}, rand.New(rand.NewPCG(q.Seed, 0)))
 	var fe *inference.FieldError
 	if errors.As(err, &fe) && fe.Field == "pages" {
 		return err // the KV cache holds no single request: not a flag's fault
@@ -121,8 +103,8 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	}
 	cmd := export.VLLMServe(p, id)
 	if f.json {
-		out := inferenceJSON(p, cmd)
-		out.Simulation = toSimJSON(sim, mix, f.seed)
+		out := export.Serving(p, cmd)
+		out.Simulation = export.Simulation(sim, mix, q.Seed)
 		return writeJSON(stdout, out)
 	}
 	if err := writeInference(stdout, p, cmd); err != nil {
@@ -130,7 +112,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	}
 	what := fmt.Sprintf("%s lengths, %d concurrent clients", mix, load.Concurrency)
 	if r.RequestRate > 0 {
-		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", mix, r.RequestRate, f.seed)
+		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", mix, r.RequestRate, q.Seed)
 	}
 	fmt.Fprintln(stdout)
 	return sim.WriteText(stdout, what)
@@ -138,63 +120,6 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 
 // maxMixBytes bounds a --length-mix histogram file.
 const maxMixBytes = 1 << 20
-
-// lengthMix reads --length-mix: fixed (the request's lengths),
-// uniform:A-B, or a histogram file.
-func lengthMix(s string, r inference.Request) (inference.LengthMix, error) {
-	var mix inference.LengthMix
-	var err error
-	switch {
-	case s == "fixed":
-		return inference.FixedMix(r.PromptLen, r.OutputLen), nil
-	case strings.HasPrefix(s, "uniform:"):
-		mix, err = inference.ParseLengthMix(s)
-	default:
-		data, rerr := readFile("--length-mix", s, maxMixBytes)
-		if rerr != nil {
-			return mix, rerr
-		}
-		mix, err = inference.ParseHistogram(data)
-	}
-	if err != nil {
-		return mix, usageError{fmt.Errorf("--length-mix %s: %w", s, err)}
-	}
-	if mix.Longest() > r.MaxModelLen {
-		return mix, bad("inference: --length-mix %s has requests of %d tokens, want at most --max-model-len %d", s, mix.Longest(), r.MaxModelLen)
-	}
-	return mix, nil
-}
-
-// simJSON is the simulation in inference --json. Times in seconds.
-type simJSON struct {
-	Engine          string      `json:"engine"`
-	LengthMix       string      `json:"length_mix"`
-	Seed            uint64      `json:"seed"`
-	Replicas        int         `json:"replicas"`
-	Requests        int         `json:"requests_one_replica"`
-	OutputTokens    int         `json:"output_tokens_one_replica"`
-	Steps           int         `json:"steps"`
-	Preemptions     int         `json:"preemptions"`
-	Duration        float64     `json:"duration_s"`
-	TokensPerSecond float64     `json:"output_tokens_per_s"`
-	TTFT            percentiles `json:"ttft_s"`
-	ITL             percentiles `json:"inter_token_latency_s"`
-}
-
-type percentiles struct {
-	Mean float64 `json:"mean"`
-	P50  float64 `json:"p50"`
-	P90  float64 `json:"p90"`
-	P99  float64 `json:"p99"`
-}
-
-func toSimJSON(s inference.SimResult, mix inference.LengthMix, seed uint64) *simJSON {
-	pc := func(p inference.Percentiles) percentiles {
-		return percentiles{p.Mean.Seconds(), p.P50.Seconds(), p.P90.Seconds(), p.P99.Seconds()}
-	}
-	return &simJSON{Engine: s.Engine.String(), LengthMix: mix.String(), Seed: seed, Replicas: s.Replicas, Requests: s.Requests, OutputTokens: s.OutputTokens,
-		Steps: s.Steps, Preemptions: s.Preemptions, Duration: s.Duration.Seconds(), TokensPerSecond: s.TokensPerSecond, TTFT: pc(s.TTFT), ITL: pc(s.ITL)}
-}
 
 // inferenceError spells the request field an error of package inference
 // names as its flag: tensor_parallel_size → --tensor-parallel-size.
@@ -204,89 +129,6 @@ func inferenceError(err error) error {
 		return usageError{fmt.Errorf("inference: --%s %s, want %s", strings.ReplaceAll(fe.Field, "_", "-"), fe.Value, fe.Want)}
 	}
 	return err
-}
-
-// servingJSON is inference --json. Keys carry their units.
-type servingJSON struct {
-	Model       string       `json:"model"`
-	TPU         string       `json:"accelerator_type"`
-	MaxModelLen int          `json:"max_model_len_tokens"`
-	Concurrency int          `json:"concurrency_sequences"`
-	RequestRate float64      `json:"request_rate_per_s,omitempty"`
-	PromptLen   int          `json:"prompt_len_tokens"`
-	OutputLen   int          `json:"output_len_tokens"`
-	Weights     string       `json:"weights_dtype"`
-	KVCache     string       `json:"kv_cache_dtype"`
-	Utilization float64      `json:"gpu_memory_utilization_fraction"`
-	Objective   string       `json:"objective"`
-	TTFTSLO     float64      `json:"ttft_slo_s,omitempty"`
-	ITLSLO      float64      `json:"itl_slo_s,omitempty"`
-	BestEffort  bool         `json:"best_effort"`
-	Layout      layoutJSON   `json:"layout"`
-	Layouts     []layoutJSON `json:"layouts"`
-	Reasons     []string     `json:"reasons"`
-	Warnings    []string     `json:"warnings"`
-	Command     []string     `json:"vllm_serve_args"`
-	CommandLine string       `json:"vllm_serve_command"`
-	Simulation  *simJSON     `json:"simulation,omitempty"`
-}
-
-type layoutJSON struct {
-	TP                  int              `json:"tensor_parallel_size"`
-	DP                  int              `json:"data_parallel_size"`
-	EP                  int              `json:"expert_parallel_size"`
-	AttentionDP         int              `json:"attention_data_parallel_size"`
-	Chips               int              `json:"chips"`
-	DevicesPerChip      int              `json:"jax_devices_per_chip"`
-	SeqsPerReplica      int              `json:"sequences_per_replica"`
-	Concurrency         int              `json:"concurrency_sequences"`
-	Fits                bool             `json:"fits"`
-	MeetsSLO            bool             `json:"meets_slo"`
-	Misses              []string         `json:"misses_slo"`
-	ActiveExperts       float64          `json:"active_experts_per_moe_layer,omitempty"`
-	Memory              inference.Memory `json:"memory_per_device"`
-	TTFT                float64          `json:"ttft_s"`
-	ITL                 float64          `json:"inter_token_latency_s"`
-	PrefillCompute      float64          `json:"prefill_compute_s"`
-	PrefillAllReduce    float64          `json:"prefill_all_reduce_s"`
-	DecodeMemory        float64          `json:"decode_hbm_s"`
-	DecodeCompute       float64          `json:"decode_compute_s"`
-	DecodeAllReduce     float64          `json:"decode_all_reduce_s"`
-	DecodeKV            float64          `json:"decode_kv_hbm_s"`
-	DecodeAttention     float64          `json:"decode_attention_mxu_s"`
-	DecodeSampling      float64          `json:"decode_sampling_s"`
-	StepOverhead        float64          `json:"step_overhead_s"`
-	TokensPerSecond     float64          `json:"output_tokens_per_s"`
-	TokensPerSecondChip float64          `json:"output_tokens_per_s_per_chip"`
-}
-
-func toLayoutJSON(p inference.Plan, l inference.Layout) layoutJSON {
-	return layoutJSON{
-		TP: l.TP, DP: l.DP, EP: l.EP, AttentionDP: l.AttentionDP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
-		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
-		ActiveExperts: l.ActiveExperts, Memory: l.Memory,
-		TTFT: l.TTFT.Seconds(), ITL: l.ITL.Seconds(),
-		PrefillCompute: l.PrefillCompute.Seconds(), PrefillAllReduce: l.PrefillAllReduce.Seconds(),
-		DecodeMemory: l.DecodeMemory.Seconds(), DecodeCompute: l.DecodeCompute.Seconds(), DecodeAllReduce: l.DecodeAllReduce.Seconds(),
-		DecodeKV: l.DecodeKV.Seconds(), DecodeAttention: l.DecodeAttention.Seconds(), DecodeSampling: l.DecodeSampling.Seconds(), StepOverhead: l.DecodeOverhead.Seconds(),
-		TokensPerSecond: l.TokensPerSecond, TokensPerSecondChip: l.PerChip,
-	}
-}
-
-func inferenceJSON(p inference.Plan, cmd []string) servingJSON {
-	r := p.Request
-	out := servingJSON{
-		Model: r.Model.Name, TPU: r.Slice.AcceleratorType(), MaxModelLen: r.MaxModelLen, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate,
-		PromptLen: r.PromptLen, OutputLen: r.OutputLen, Weights: string(r.Weights), KVCache: string(r.KVCache),
-		Utilization: r.MemoryUtilization, Objective: string(r.Objective), TTFTSLO: r.TTFTSLO.Seconds(), ITLSLO: r.ITLSLO.Seconds(), BestEffort: p.BestEffort,
-		Layout:  toLayoutJSON(p, p.Best),
-		Reasons: append([]string{}, p.Reasons...), Warnings: append([]string{}, p.Warnings...),
-		Command: cmd, CommandLine: export.ShellQuote(cmd),
-	}
-	for _, l := range p.Layouts {
-		out.Layouts = append(out.Layouts, toLayoutJSON(p, l))
-	}
-	return out
 }
 
 func writeInference(w io.Writer, p inference.Plan, cmd []string) error {

@@ -116,3 +116,32 @@ func TestWebFlags(t *testing.T) {
 		t.Errorf("web --addr %s (in use): exit %d, %q; want 1 naming the address", addr, code, errOut)
 	}
 }
+
+// TestWebDownloadsEqualJSON: the serving and budget pages' JSON downloads
+// are what inference --json and budget --json print for the same options,
+// byte for byte: one parser (inference.ParseOptions, budget.ParseOptions)
+// and one renderer behind both.
+func TestWebDownloadsEqualJSON(t *testing.T) {
+	h := web.New(web.Config{})
+	for _, tc := range []struct {
+		path string
+		args []string
+	}{
+		{"/download/serving.json?model=llama3-8b&tpu=v6e-8&request_rate=5&weights=int8&kv_cache_dtype=fp8",
+			[]string{"inference", "--model", "llama3-8b", "--tpu", "v6e-8", "--request-rate", "5", "--weights", "int8", "--kv-cache-dtype", "fp8"}},
+		{"/download/serving.json?model=llama3-70b&tpu=tpu7x-8&max_model_len=8192&length_mix=uniform:100-2000&seed=7&num_requests=200",
+			[]string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--length-mix", "uniform:100-2000", "--seed", "7", "--num-requests", "200"}},
+		{"/download/budget.json?model=llama3-8b&tokens=100B&generations=v6e&modes=on-demand,spot&slice_chips=16&slices=1,2&spot_preemptions_per_hour=0.1",
+			[]string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--modes", "on-demand,spot", "--slice-chips", "16", "--slices", "1,2", "--spot-preemptions-per-hour", "0.1"}},
+	} {
+		want, errOut, code := runCmd(append(tc.args, "--json")...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, errOut)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+		if rec.Code != http.StatusOK || rec.Body.String() != want {
+			t.Errorf("GET %s = %d, differs from %v --json:\n%.400s\nwant:\n%.400s", tc.path, rec.Code, tc.args, rec.Body.String(), want)
+		}
+	}
+}

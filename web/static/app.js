@@ -16,6 +16,7 @@
     var model = form.elements["model"], spec = document.getElementById("field-model_spec");
     var busy = document.getElementById("busy");
     var sync = function () {
+      if (!model || !spec) { return; } // a form without a pasted spec
       var on = model.value === "spec";
       spec.hidden = !on;
       form.elements["model_spec"].disabled = !on; // a catalog model keeps the spec out of the URL
@@ -38,18 +39,19 @@
       return q.toString();
     };
 
+    var path = form.getAttribute("action") || "/"; // the page the form asks: /, /serving or /budget
     var timer = null, seq = 0, ctrl = null, last = location.search.replace(/^\?/, "");
     var update = function (force) {
       var q = query();
       if (q === last && !force) { return; }
       last = q;
-      history.replaceState(null, "", "/?" + q);
+      history.replaceState(null, "", path + "?" + q);
       var mine = ++seq;
       if (ctrl) { ctrl.abort(); }
       ctrl = new AbortController();
-      busy.textContent = "searching…";
+      busy.textContent = path === "/budget" ? "sweeping…" : "searching…";
       form.setAttribute("aria-busy", "true");
-      fetch("/?" + q, { signal: ctrl.signal, headers: { "Accept": "text/html", "X-Shardlab-Scaling": "later" } }).then(function (r) {
+      fetch(path + "?" + q, { signal: ctrl.signal, headers: { "Accept": "text/html", "X-Shardlab-Scaling": "later" } }).then(function (r) {
         return r.text();
       }).then(function (html) {
         if (mine !== seq) { return; }
@@ -57,7 +59,7 @@
         scaling(mine);
         form.removeAttribute("aria-busy");
         var bad = document.querySelectorAll(".field.bad").length + (document.getElementById("error") ? 1 : 0);
-        busy.textContent = bad ? "see the errors" : "plan updated";
+        busy.textContent = bad ? "see the errors" : (path === "/budget" ? "budget updated" : "plan updated");
         form.dispatchEvent(new CustomEvent("planned", { bubbles: true }));
       }).catch(function (e) {
         if (e.name === "AbortError") { return; }
@@ -136,7 +138,7 @@
 
     var later = function () {
       clearTimeout(timer);
-      timer = setTimeout(update, 150);
+      timer = setTimeout(update, parseInt(form.dataset.debounce || "150", 10)); // a slow sweep waits for the typing to stop
     };
     form.addEventListener("input", later);
     form.addEventListener("change", later);
@@ -147,6 +149,16 @@
     });
     if (!location.search) { update(true); } // a first visit plans the defaults
   }
+
+  // copy: a "Copy" button copies the text of the element its data-copy
+  // names (the vllm serve line) and says so.
+  document.addEventListener("click", function (e) {
+    var t = e.target;
+    if (!t.classList || !t.classList.contains("copy")) { return; }
+    var src = document.getElementById(t.dataset.copy);
+    if (!src || !navigator.clipboard) { t.textContent = "select and copy"; return; }
+    navigator.clipboard.writeText(src.textContent).then(function () { t.textContent = "Copied"; }, function () { t.textContent = "select and copy"; });
+  });
 
   // bind makes root's tables sortable and its rows and charts show values
   // on hover.

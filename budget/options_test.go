@@ -1,0 +1,112 @@
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"shardlab/hw"
+	"shardlab/plan"
+)
+
+// TestParseOptions: the defaults are shardlab budget's, and each bad
+// option is an OptionError naming its JSON key (plan's OptionError for
+// the job's options).
+func TestParseOptions(t *testing.T) {
+	r, err := ParseOptions(DefaultOptions(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Tokens != 1e12 || r.Region != "us-central1" || len(r.Generations) != 4 || len(r.Modes) != len(Modes()) || r.Plan.Model.Name != plan.DefaultModel || len(r.Prices) == 0 {
+		t.Errorf("ParseOptions(DefaultOptions()) = %+v, want 1e12 tokens of %s in us-central1, 4 generations, every mode, the built-in prices", r, plan.DefaultModel)
+	}
+	for _, c := range []struct {
+		edit   func(*Options)
+		option string
+	}{
+		{func(o *Options) { o.Tokens = "-1T" }, "tokens"},
+		{func(o *Options) { o.Tokens = "1X" }, "tokens"},
+		{func(o *Options) { o.Deadline = "30" }, "deadline"},
+		{func(o *Options) { o.Budget = "NaN" }, "budget"},
+		{func(o *Options) { o.Region = "mars" }, "region"},
+		{func(o *Options) { o.Generations = "v6e,v6e" }, "generations"},
+		{func(o *Options) { o.Modes = "free" }, "modes"},
+		{func(o *Options) { o.SliceChips = "0" }, "slice_chips"},
+		{func(o *Options) { o.SliceCounts = "65" }, "slices"},
+		{func(o *Options) { o.SpotPreemptionsPerHour = -1 }, "spot_preemptions_per_hour"},
+		{func(o *Options) { o.SliceChips = "8,16,32,64,128,256,512,1024"; o.SliceCounts = "1,2,3" }, "generations"}, // 96 configurations
+	} {
+		o := DefaultOptions()
+		c.edit(&o)
+		_, err := ParseOptions(o, nil)
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Option != c.option || !errors.Is(err, ErrRequest) {
+			t.Errorf("ParseOptions(%+v) = %v, want an OptionError on %s", o, err, c.option)
+		}
+	}
+	o := DefaultOptions()
+	o.Model = "llama9"
+	var pe *plan.OptionError
+	if _, err := ParseOptions(o, nil); !errors.As(err, &pe) || pe.Option != plan.OptionModel {
+		t.Errorf("ParseOptions(model llama9) = %v, want plan's OptionError on model", err)
+	}
+}
+
+// TestParseCounts: the counts' suffixes by hand.
+func TestParseCounts(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want float64
+	}{{"1T", 1e12}, {"500B", 5e11}, {"2.5M", 2.5e6}, {"1e12", 1e12}, {"7k", 7e3}} {
+		if got, err := ParseTokens(c.in); err != nil || got != c.want {
+			t.Errorf("ParseTokens(%q) = %g, %v; want %g", c.in, got, err, c.want)
+		}
+	}
+	if got, err := ParseDollars("$2M"); err != nil || got != 2e6 {
+		t.Errorf("ParseDollars($2M) = %g, %v; want 2e6", got, err)
+	}
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+	}{{"30d", 30 * 24 * time.Hour}, {"36h", 36 * time.Hour}, {"90m", 90 * time.Minute}, {"0", 0}} {
+		if got, err := ParseDeadline(c.in); err != nil || got != c.want {
+			t.Errorf("ParseDeadline(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	if g, err := ParseGenerations("V6E, tpu7x"); err != nil || len(g) != 2 || g[0] != hw.V6e || g[1] != hw.TPU7x {
+		t.Errorf("ParseGenerations(V6E, tpu7x) = %v, %v", g, err)
+	}
+}
+
+// FuzzParseOptions: any text in the budget's text options is a request
+// or an OptionError, never a panic.
+func FuzzParseOptions(f *testing.F) {
+	f.Add("1T", "30d", "2M", "us-central1", "v6e", "spot", "256", "1,2")
+	f.Add("1e99", "-1h", "$", "", ",", "flex,flex", "0", "+1")
+	f.Fuzz(func(t *testing.T, tokens, deadline, dollars, region, gens, modes, chips, counts string) {
+		o := DefaultOptions()
+		o.Tokens, o.Deadline, o.Budget, o.Region, o.Generations, o.Modes, o.SliceChips, o.SliceCounts = tokens, deadline, dollars, region, gens, modes, chips, counts
+		r, err := ParseOptions(o, Prices{})
+		if err == nil && (r.Tokens < 1 || len(r.Generations) == 0 || len(r.Modes) == 0) {
+			t.Errorf("ParseOptions(%+v) = %+v: accepted an empty question", o, r)
+		}
+	})
+}
+
+func ExampleParseOptions() {
+	o := DefaultOptions()
+	o.Tokens, o.Generations, o.Modes, o.Deadline = "500B", "v6e,tpu7x", "on-demand,spot", "30d"
+	r, err := ParseOptions(o, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(r.Tokens, r.Generations, r.Modes, r.Deadline, r.SliceChips, r.SliceCounts)
+	o.Deadline = "30"
+	_, err = ParseOptions(o, nil)
+	fmt.Println(err)
+	// Output:
+	// 5e+11 [v6e tpu7x] [on-demand spot] 720h0m0s [256] [1 2 4]
+	// budget: deadline "30": want a duration from 0 (none) to 3650d, in d, h or m (30d, 36h)
+}

@@ -1,0 +1,127 @@
+package export
+
+import "shardlab/inference"
+
+// ServingJSON is a serving plan as JSON (shardlab inference --json, the
+// web page's download): the request, the chosen layout and every layout
+// costed, the reasons and warnings, and the vllm serve line. Keys carry
+// their units.
+type ServingJSON struct {
+	Model       string       `json:"model"`
+	TPU         string       `json:"accelerator_type"`
+	MaxModelLen int          `json:"max_model_len_tokens"`
+	Concurrency int          `json:"concurrency_sequences"`
+	RequestRate float64      `json:"request_rate_per_s,omitempty"`
+	PromptLen   int          `json:"prompt_len_tokens"`
+	OutputLen   int          `json:"output_len_tokens"`
+	Weights     string       `json:"weights_dtype"`
+	KVCache     string       `json:"kv_cache_dtype"`
+	Utilization float64      `json:"gpu_memory_utilization_fraction"`
+	Objective   string       `json:"objective"`
+	TTFTSLO     float64      `json:"ttft_slo_s,omitempty"`
+	ITLSLO      float64      `json:"itl_slo_s,omitempty"`
+	BestEffort  bool         `json:"best_effort"`
+	Layout      LayoutJSON   `json:"layout"`
+	Layouts     []LayoutJSON `json:"layouts"`
+	Reasons     []string     `json:"reasons"`
+	Warnings    []string     `json:"warnings"`
+	Command     []string     `json:"vllm_serve_args"`
+	CommandLine string       `json:"vllm_serve_command"`
+	// Simulation is the front end's simulation of the plan, if it ran
+	// one (the CLI's inference.Simulate).
+	Simulation any `json:"simulation,omitempty"`
+}
+
+// LayoutJSON is one serving layout in ServingJSON.
+type LayoutJSON struct {
+	TP                  int              `json:"tensor_parallel_size"`
+	DP                  int              `json:"data_parallel_size"`
+	EP                  int              `json:"expert_parallel_size"`
+	AttentionDP         int              `json:"attention_data_parallel_size"`
+	Chips               int              `json:"chips"`
+	DevicesPerChip      int              `json:"jax_devices_per_chip"`
+	SeqsPerReplica      int              `json:"sequences_per_replica"`
+	Concurrency         int              `json:"concurrency_sequences"`
+	Fits                bool             `json:"fits"`
+	MeetsSLO            bool             `json:"meets_slo"`
+	Misses              []string         `json:"misses_slo"`
+	ActiveExperts       float64          `json:"active_experts_per_moe_layer,omitempty"`
+	Memory              inference.Memory `json:"memory_per_device"`
+	TTFT                float64          `json:"ttft_s"`
+	ITL                 float64          `json:"inter_token_latency_s"`
+	PrefillCompute      float64          `json:"prefill_compute_s"`
+	PrefillAllReduce    float64          `json:"prefill_all_reduce_s"`
+	DecodeMemory        float64          `json:"decode_hbm_s"`
+	DecodeCompute       float64          `json:"decode_compute_s"`
+	DecodeAllReduce     float64          `json:"decode_all_reduce_s"`
+	DecodeKV            float64          `json:"decode_kv_hbm_s"`
+	DecodeAttention     float64          `json:"decode_attention_mxu_s"`
+	DecodeSampling      float64          `json:"decode_sampling_s"`
+	StepOverhead        float64          `json:"step_overhead_s"`
+	TokensPerSecond     float64          `json:"output_tokens_per_s"`
+	TokensPerSecondChip float64          `json:"output_tokens_per_s_per_chip"`
+}
+
+func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
+	return LayoutJSON{
+		TP: l.TP, DP: l.DP, EP: l.EP, AttentionDP: l.AttentionDP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
+		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
+		ActiveExperts: l.ActiveExperts, Memory: l.Memory,
+		TTFT: l.TTFT.Seconds(), ITL: l.ITL.Seconds(),
+		PrefillCompute: l.PrefillCompute.Seconds(), PrefillAllReduce: l.PrefillAllReduce.Seconds(),
+		DecodeMemory: l.DecodeMemory.Seconds(), DecodeCompute: l.DecodeCompute.Seconds(), DecodeAllReduce: l.DecodeAllReduce.Seconds(),
+		DecodeKV: l.DecodeKV.Seconds(), DecodeAttention: l.DecodeAttention.Seconds(), DecodeSampling: l.DecodeSampling.Seconds(), StepOverhead: l.DecodeOverhead.Seconds(),
+		TokensPerSecond: l.TokensPerSecond, TokensPerSecondChip: l.PerChip,
+	}
+}
+
+// Serving is plan p as JSON with cmd, its vllm serve line (VLLMServe).
+func Serving(p inference.Plan, cmd []string) ServingJSON {
+	r := p.Request
+	out := ServingJSON{
+		Model: r.Model.Name, TPU: r.Slice.AcceleratorType(), MaxModelLen: r.MaxModelLen, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate,
+		PromptLen: r.PromptLen, OutputLen: r.OutputLen, Weights: string(r.Weights), KVCache: string(r.KVCache),
+		Utilization: r.MemoryUtilization, Objective: string(r.Objective), TTFTSLO: r.TTFTSLO.Seconds(), ITLSLO: r.ITLSLO.Seconds(), BestEffort: p.BestEffort,
+		Layout:  toLayoutJSON(p, p.Best),
+		Reasons: append([]string{}, p.Reasons...), Warnings: append([]string{}, p.Warnings...),
+		Command: cmd, CommandLine: ShellQuote(cmd),
+	}
+	for _, l := range p.Layouts {
+		out.Layouts = append(out.Layouts, toLayoutJSON(p, l))
+	}
+	return out
+}
+
+// SimJSON is a serving simulation (inference.Simulate) in ServingJSON.
+// Times in seconds.
+type SimJSON struct {
+	Engine          string      `json:"engine"`
+	LengthMix       string      `json:"length_mix"`
+	Seed            uint64      `json:"seed"`
+	Replicas        int         `json:"replicas"`
+	Requests        int         `json:"requests_one_replica"`
+	OutputTokens    int         `json:"output_tokens_one_replica"`
+	Steps           int         `json:"steps"`
+	Preemptions     int         `json:"preemptions"`
+	Duration        float64     `json:"duration_s"`
+	TokensPerSecond float64     `json:"output_tokens_per_s"`
+	TTFT            Percentiles `json:"ttft_s"`
+	ITL             Percentiles `json:"inter_token_latency_s"`
+}
+
+// Percentiles are a latency's, in seconds.
+type Percentiles struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+}
+
+// Simulation is simulation s of lengths mix and seed as JSON.
+func Simulation(s inference.SimResult, mix inference.LengthMix, seed uint64) *SimJSON {
+	pc := func(p inference.Percentiles) Percentiles {
+		return Percentiles{p.Mean.Seconds(), p.P50.Seconds(), p.P90.Seconds(), p.P99.Seconds()}
+	}
+	return &SimJSON{Engine: s.Engine.String(), LengthMix: mix.String(), Seed: seed, Replicas: s.Replicas, Requests: s.Requests, OutputTokens: s.OutputTokens,
+		Steps: s.Steps, Preemptions: s.Preemptions, Duration: s.Duration.Seconds(), TokensPerSecond: s.TokensPerSecond, TTFT: pc(s.TTFT), ITL: pc(s.ITL)}
+}

@@ -1,0 +1,220 @@
+package inference
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"shardlab/hw"
+	"shardlab/model"
+)
+
+// Options are a serving question as a user states it, in the words and
+// units a front end takes (shardlab inference's flags, the web page's
+// form). ParseOptions checks them once and turns them into a Request and
+// the model's name for vllm serve. Each JSON key is the field name that
+// a FieldError about the option carries, so that a front end can flag
+// the option at fault. Start from DefaultOptions.
+type Options struct {
+	// Model is a catalog model name (llama3-70b), or, with ModelSpec, the
+	// name of the spec (its file), used when the spec names no model.
+	Model string `json:"model"`
+	// ModelSpec is a YAML or JSON model spec, as model.Parse reads it; the
+	// front end reads it (this package reads no files).
+	ModelSpec []byte `json:"-"`
+	// TPU is an accelerator type (tpu7x-8, v6e-8), or a generation alone
+	// (tpu7x), which serves on one VM of it.
+	TPU string `json:"tpu"`
+	// HFModel is the model as vllm serve names it: a Hugging Face
+	// repository or a path; "" takes the catalog model's repository.
+	HFModel string `json:"hf_model"`
+	// MaxModelLen is the longest sequence, prompt and output, in tokens;
+	// 0 takes the model's.
+	MaxModelLen int `json:"max_model_len"`
+	// Concurrency is the sequences decoding at once across the replicas;
+	// 0 takes DefaultRequest's unless RequestRate or MaxNumSeqs is set,
+	// which then set it (giving both is an error).
+	Concurrency int `json:"concurrency"`
+	// RequestRate, when positive, is the requests arriving per second.
+	RequestRate float64 `json:"request_rate"`
+	PromptLen   int     `json:"prompt_len"`
+	OutputLen   int     `json:"output_len"`
+	// Weights is the weights' format: bf16, fp8 or int8.
+	Weights string `json:"weights"`
+	// MaxNumSeqs is vLLM's max_num_seqs (0: unset).
+	MaxNumSeqs int `json:"max_num_seqs"`
+	// KVCacheDtype is vLLM's --kv-cache-dtype, one of KVCacheDtypes.
+	KVCacheDtype        string  `json:"kv_cache_dtype"`
+	MemoryUtilization   float64 `json:"gpu_memory_utilization"`
+	MaxNumBatchedTokens int     `json:"max_num_batched_tokens"`
+	// TP and DP fix the tensor-parallel size and the replicas; 0 searches
+	// (TP) or fills the slice (DP).
+	TP int `json:"tensor_parallel_size"`
+	DP int `json:"data_parallel_size"`
+	// Objective is throughput or latency.
+	Objective string `json:"objective"`
+	// TTFTSLO and ITLSLO are latency targets at the offered load; 0: none.
+	TTFTSLO time.Duration `json:"ttft_slo"`
+	ITLSLO  time.Duration `json:"itl_slo"`
+	// LengthMix is the simulated requests' lengths: fixed (PromptLen and
+	// OutputLen), uniform:A-B, or, with Histogram, the histogram's name
+	// (its file).
+	LengthMix string `json:"length_mix"`
+	// Histogram is a length histogram (ParseHistogram); the front end
+	// reads it. When set, LengthMix only names it.
+	Histogram []byte `json:"-"`
+	// Seed seeds the simulation's lengths and arrivals.
+	Seed uint64 `json:"seed"`
+	// NumRequests is the requests the simulation serves.
+	NumRequests int `json:"num_requests"`
+}
+
+// Question is a serving question ParseOptions has checked: the request,
+// the model's name for vllm serve, and the simulation's lengths, seed and
+// requests.
+type Question struct {
+	Request  Request
+	ModelID  string
+	Mix      LengthMix
+	Seed     uint64
+	Requests int
+}
+
+// What a serving question plans when it names no model or TPU: Llama 3
+// 70B on one TPU7x VM.
+const (
+	DefaultModel = "llama3-70b"
+	DefaultTPU   = "tpu7x-8"
+)
+
+// DefaultOptions are the options of a question that sets nothing but its
+// model and TPU: DefaultRequest's values, as the front ends show them.
+func DefaultOptions() Options {
+	d := DefaultRequest()
+	return Options{Model: DefaultModel, TPU: DefaultTPU, PromptLen: d.PromptLen, OutputLen: d.OutputLen,
+		Weights: string(d.Weights), KVCacheDtype: "auto", MemoryUtilization: d.MemoryUtilization,
+		MaxNumBatchedTokens: d.MaxNumBatchedTokens, Objective: string(Throughput),
+		LengthMix: "fixed", Seed: 1, NumRequests: 1000}
+}
+
+// ParseOptions checks o and returns the question: the request
+// (NewRequest's), the model's name for vllm serve and the simulation's
+// load. The first option at fault is a *FieldError naming it by its JSON
+// key.
+func ParseOptions(o Options) (Question, error) {
+	r, id, err := o.request()
+	if err != nil {
+		return Question{}, err
+	}
+	q := Question{Request: r, ModelID: id, Seed: o.Seed, Requests: o.NumRequests}
+	if q.Mix, err = o.mix(r); err != nil {
+		return Question{}, err
+	}
+	if o.NumRequests < 1 || o.NumRequests > MaxSimRequests {
+		return Question{}, badInt("num_requests", o.NumRequests, fmt.Sprintf("1 to %d", MaxSimRequests))
+	}
+	return q, nil
+}
+
+// mix reads the simulation's length mix, no longer than r's max model
+// length.
+func (o Options) mix(r Request) (LengthMix, error) {
+	var m LengthMix
+	var err error
+	switch {
+	case o.Histogram != nil:
+		m, err = ParseHistogram(o.Histogram)
+	case o.LengthMix == "fixed":
+		m = FixedMix(r.PromptLen, r.OutputLen)
+	default:
+		m, err = ParseLengthMix(o.LengthMix)
+	}
+	if err != nil {
+		return m, &FieldError{Field: "length_mix", Value: strconv.Quote(o.LengthMix), Want: "fixed, uniform:A-B or a length histogram: " + strings.TrimPrefix(err.Error(), "inference: ")}
+	}
+	if m.Longest() > r.MaxModelLen {
+		return m, &FieldError{Field: "length_mix", Value: strconv.Quote(o.LengthMix), Want: fmt.Sprintf("requests of at most max_model_len %d tokens; it has requests of %d", r.MaxModelLen, m.Longest())}
+	}
+	return m, nil
+}
+
+// request reads the serving request and the model's name for vllm serve.
+func (o Options) request() (Request, string, error) {
+	spec, err := o.model()
+	if err != nil {
+		return Request{}, "", err
+	}
+	slice, err := ParseTPU(o.TPU)
+	if err != nil {
+		return Request{}, "", err
+	}
+	r := DefaultRequest()
+	switch {
+	case o.Concurrency != 0 && o.RequestRate != 0:
+		return Request{}, "", &FieldError{Field: "concurrency", Value: strconv.Itoa(o.Concurrency),
+			Want: "0 (unset) when request_rate is set: give one (the rate sets the concurrency)"}
+	case o.Concurrency != 0 && o.MaxNumSeqs != 0:
+		return Request{}, "", &FieldError{Field: "concurrency", Value: strconv.Itoa(o.Concurrency),
+			Want: "0 (unset) when max_num_seqs is set: give one (max_num_seqs is each replica's concurrency)"}
+	case o.Concurrency != 0:
+		r.Concurrency = o.Concurrency
+	}
+	r.Model, r.Slice, r.MaxModelLen = spec, slice, o.MaxModelLen
+	r.RequestRate, r.PromptLen, r.OutputLen, r.MaxNumSeqs = o.RequestRate, o.PromptLen, o.OutputLen, o.MaxNumSeqs
+	r.Weights, r.KVCacheDtype = Dtype(o.Weights), o.KVCacheDtype
+	r.MemoryUtilization, r.MaxNumBatchedTokens, r.TP, r.DP = o.MemoryUtilization, o.MaxNumBatchedTokens, o.TP, o.DP
+	r.Objective, r.TTFTSLO, r.ITLSLO = Objective(strings.ToLower(o.Objective)), o.TTFTSLO, o.ITLSLO
+	if r, err = NewRequest(r); err != nil {
+		return Request{}, "", err
+	}
+	id := o.HFModel
+	if id == "" {
+		id = spec.HFModel
+	}
+	if id == "" {
+		return Request{}, "", &FieldError{Field: "hf_model", Value: `""`,
+			Want: fmt.Sprintf("a Hugging Face id owner/name or a path for the vllm serve line (model %s names no Hugging Face repository)", spec.Name)}
+	}
+	return r, id, nil
+}
+
+// model finds the catalog model, or parses the spec.
+func (o Options) model() (model.Spec, error) {
+	if o.ModelSpec != nil {
+		s, err := model.Parse(o.ModelSpec)
+		if err != nil {
+			return s, &FieldError{Field: "model", Value: o.Model, Want: "a valid YAML or JSON spec: " + err.Error()}
+		}
+		if s.Name == "" {
+			s.Name = o.Model
+		}
+		return s, nil
+	}
+	s, ok := model.Lookup(o.Model)
+	if !ok {
+		return s, &FieldError{Field: "model", Value: strconv.Quote(o.Model), Want: "a catalog model (" + strings.Join(model.Names(), ", ") + ") or a YAML/JSON spec"}
+	}
+	return s, nil
+}
+
+// ParseTPU reads the TPU of a serving question: an accelerator type
+// (tpu7x-8, v6e-8), or a generation alone, which is its smallest slice of
+// whole hosts (one VM: tpu7x-8, v5litepod-4).
+func ParseTPU(s string) (hw.Slice, error) {
+	slice, err := hw.ParseTPU(s)
+	if err != nil {
+		return hw.Slice{}, &FieldError{Field: "tpu", Value: strconv.Quote(s), Want: "an accelerator type (tpu7x-8, v6e-8) or a generation (tpu7x): " + err.Error()}
+	}
+	if slice.Chips() > 0 {
+		return slice, nil
+	}
+	c := slice.Chip
+	for _, name := range c.AcceleratorTypes() {
+		s, err := hw.ParseAcceleratorType(name)
+		if err == nil && s.Chips() >= c.Host.Chips {
+			return s, nil
+		}
+	}
+	return hw.Slice{}, &FieldError{Field: "tpu", Value: strconv.Quote(s), Want: "an accelerator type: the catalog has no slice of whole hosts of " + string(c.Generation)}
+}

@@ -1,0 +1,61 @@
+package inference
+
+// Curve is one layout costed at rising concurrency: its rooflines at each
+// level as Estimate gives them.
+type Curve struct {
+	TP, DP int
+	// Points are the layout at concurrency 1, 2, 4, … up to the most
+	// whose pages fit (the last point fits; twice it does not, or it is
+	// MaxConcurrency), with the layout's own concurrency in its place.
+	Points []Layout
+}
+
+// SweepConcurrency costs each layout (its TP and DP) at the concurrency
+// levels of Levels(r, l): the rooflines Search compares, against the
+// sequences decoding at once across the replicas. The request's rate and
+// max_num_seqs do not apply: each point is a fixed concurrency. r must
+// come from NewRequest and each layout from Search.
+func SweepConcurrency(r Request, layouts []Layout) []Curve {
+	r.RequestRate, r.MaxNumSeqs = 0, 0
+	out := make([]Curve, 0, len(layouts))
+	for _, l := range layouts {
+		c := Curve{TP: l.TP, DP: l.DP}
+		for _, n := range Levels(r, l) {
+			r.Concurrency = n
+			c.Points = append(c.Points, Estimate(r, l.TP, l.DP))
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Levels are the concurrencies SweepConcurrency costs layout l at: the
+// powers of two from 1 while its pages hold them (at most
+// MaxConcurrency), with l's own concurrency among them when it fits.
+func Levels(r Request, l Layout) []int {
+	tp, dp := l.TP, l.DP
+	var out []int
+	fits := func(n int) bool {
+		r.Concurrency, r.RequestRate, r.MaxNumSeqs = n, 0, 0
+		return Estimate(r, tp, dp).Fits
+	}
+	own := l.Concurrency
+	for n := 1; n <= MaxConcurrency && fits(n); n *= 2 {
+		if own > last(out) && own < n && fits(own) {
+			out = append(out, own)
+		}
+		out = append(out, n)
+	}
+	if own > last(out) && own <= MaxConcurrency && fits(own) {
+		out = append(out, own)
+	}
+	return out
+}
+
+// last is the last of v, 0 when empty.
+func last(v []int) int {
+	if len(v) == 0 {
+		return 0
+	}
+	return v[len(v)-1]
+}

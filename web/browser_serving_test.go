@@ -1,0 +1,110 @@
+package web
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserServing drives the serving page in headless Chromium: the
+// first visit plans the defaults; a changed input changes the plan and
+// the address without a click; the charts and the vllm serve line show;
+// two bad fields are flagged at once, each beside itself, and fixing
+// them brings the plan back.
+func TestBrowserServing(t *testing.T) {
+	ctx := newBrowser(t, 30*time.Second)
+	srv := httptest.NewServer(New(Config{}))
+	t.Cleanup(srv.Close)
+	summary := `(document.getElementById("serving-summary") ? document.getElementById("serving-summary").textContent : "")`
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/serving"), chromedp.WaitVisible(chromedp.CSS("#in-prompt_len"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, "the default serving plan", `!!document.getElementById("layout") && document.getElementById("layout").textContent.indexOf("llama3-70b on tpu7x-8") >= 0`); err != nil {
+		t.Fatal(err)
+	}
+	if err := choose(ctx, "in-weights", "fp8"); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, retype("#in-prompt_len", "2048")); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, "the plan with fp8 weights", summary+`.indexOf("weights fp8") >= 0`); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](summary))
+		t.Fatalf("%v; summary %q", err, got)
+	}
+	url, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"/serving?", "weights=fp8", "prompt_len=2048"} {
+		if !strings.Contains(url, want) {
+			t.Errorf("the address %q lacks %s", url, want)
+		}
+	}
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[document.querySelectorAll("figure.chart svg").length + " charts",
+		document.getElementById("vllm-serve").textContent.indexOf("--quantization") >= 0 || document.getElementById("vllm-serve").textContent.indexOf("vllm serve") === 0 ? "serve line" : "no serve line",
+		document.querySelectorAll("#serving-layouts tbody tr").length > 0 ? "layouts" : "no layouts",
+		document.getElementById("serving-sim").textContent.indexOf("simulated (vllm scheduler, fixed 2048+1024 lengths") === 0 ? "simulation" : "no simulation"]`))
+	if err != nil || strings.Join(shown, ",") != "2 charts,serve line,layouts,simulation" {
+		t.Errorf("the serving plan shows %v (%v), want 2 charts, the serve line, the layouts and the simulation", shown, err)
+	}
+	screenshot(t, ctx, "serving")
+
+	if err := chromedp.Do(ctx, retype("#in-prompt_len", "0"), retype("#in-gpu_memory_utilization", "2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, "two fields flagged", `document.querySelectorAll(".field.bad").length === 2`); err != nil {
+		t.Fatal(err)
+	}
+	flagged, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(".field.bad")).map(function (f) {
+		var input = f.querySelector("input, select"), e = f.querySelector("p.error");
+		return f.id + (input.getAttribute("aria-invalid") === "true" && e ? " " + e.textContent : " unmarked");
+	})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"field-prompt_len Prompt length 0, want 1 to", "field-gpu_memory_utilization Memory utilization 2, want a number in (0, 1]"}
+	for i, w := range want {
+		if i >= len(flagged) || !strings.HasPrefix(flagged[i], w) {
+			t.Errorf("flagged %q, want each of %q in form order", flagged, want)
+			break
+		}
+	}
+	if err := chromedp.Do(ctx, retype("#in-prompt_len", "1024"), retype("#in-gpu_memory_utilization", "0.9")); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, "the flags cleared and a plan", `document.querySelectorAll(".field.bad").length === 0 && !!document.getElementById("serving-summary")`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBrowserServingBudgetLayout: the serving and budget pages at 1280
+// and 1920 px wide: no chart text outside its SVG, nothing overflowing
+// the page sideways.
+func TestBrowserServingBudgetLayout(t *testing.T) {
+	ctx := newBrowser(t, 30*time.Second)
+	srv := httptest.NewServer(New(Config{}))
+	t.Cleanup(srv.Close)
+	for _, page := range []struct{ path, ready string }{
+		{"/serving?model=llama3-70b&tpu=tpu7x-8&itl_slo=40ms", "#serving-summary"},
+		{"/budget?" + smallBudget, "#budget-result"},
+	} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 1000), chromedp.Navigate(srv.URL+page.path), chromedp.WaitVisible(chromedp.CSS(page.ready))); err != nil {
+			t.Fatal(err)
+		}
+		for _, width := range []int64{1280, 1920} {
+			if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 1000)); err != nil {
+				t.Fatal(err)
+			}
+			if bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](chartTextsCut)); err != nil || len(bad) > 0 {
+				t.Errorf("%s at %d px: chart texts outside their SVG: %q (%v)", page.path, width, bad, err)
+			}
+			if over, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](pageOverflow)); err != nil || len(over) > 0 {
+				t.Errorf("%s at %d px: elements overflow the page: %v (%v)", page.path, width, over, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+
+	"shardlab/budget"
+	"shardlab/chart"
+	"shardlab/plan"
+)
+
+// budgetLooks are the budget form's options, in the order it shows them:
+// one for each field of budget.Options (its JSON key, which is also the
+// option a *budget.OptionError or, for the job's, a *plan.OptionError
+// names), and the pasted spec. TestBudgetFormHasEveryOption holds this
+// list to budget.Options.
+var budgetLooks = []look{
+	{"model", "Job", "Model", "", modelChoices},
+	{optionModelSpec, "Job", "Model spec", "YAML or JSON, as shardlab model show reads it; used when Model is pasted spec", nil},
+	{"tokens", "Job", "Tokens", "tokens to train, with k, M, B or T (1T, 500B)", nil},
+	{"seq", "Job", "Sequence length", "tokens; 0: the model's", nil},
+	{"max_global_batch", "Job", "Batch limit", "the convergence limit, sequences (512) or tokens (4Mitok)", nil},
+	{"generations", "Hardware", "Generations", "TPU generations, comma-separated (v4, v5e, v5p, v6e, tpu7x)", nil},
+	{"slice_chips", "Hardware", "Slice sizes", "chips a slice, comma-separated (128,256)", nil},
+	{"slices", "Hardware", "Slice counts", "slices joined by DCN, comma-separated (1,2,4)", nil},
+	{"modes", "Price", "Capacity modes", "comma-separated: " + strings.Join(budget.Modes(), ", "), nil},
+	{"region", "Price", "Region", "the Google Cloud region prices are read for", nil},
+	{"deadline", "Price", "Deadline", "drop what takes longer: 30d, 36h, 90m; 0: none", nil},
+	{"budget", "Price", "Budget", "drop what costs more: dollars with k or M (2M); 0: none", nil},
+	{"spot_preemptions_per_hour", "Price", "Spot preemptions", "per slice per hour: no public rate was found, so it is yours; 0: none", nil},
+}
+
+// budgetLabel spells a budget option as the form labels it.
+func budgetLabel(o plan.Option) string {
+	for _, l := range budgetLooks {
+		if l.option == o {
+			return l.label
+		}
+	}
+	return string(o)
+}
+
+// budgetForm is the budget form over budget.Options.
+var budgetForm = newForm(reflect.TypeFor[budget.Options](), budgetLooks, reflect.ValueOf(budget.DefaultOptions()))
+
+// budgetOptions reads the budget form's query over budget.DefaultOptions,
+// with the pasted spec.
+func (h *Handler) budgetOptions(q url.Values) (budget.Options, formValues, fieldErrors) {
+	o := budget.DefaultOptions()
+	vals, bad := budgetForm.read(q, reflect.ValueOf(&o))
+	if o.Model == specModel {
+		spec := vals[optionModelSpec]
+		if err := checkSpec(spec, h.cfg); err != nil {
+			bad = append(bad, err)
+			o.Model = plan.DefaultModel
+		} else {
+			o.Model, o.ModelSpec = "custom", []byte(spec)
+		}
+	}
+	return o, vals, bad
+}
+
+// budgetFieldError is an error of budget.ParseOptions as the form shows
+// it, and the option it names ("" for none).
+func budgetFieldError(err error) (*fieldError, bool) {
+	var oe *budget.OptionError
+	var pe *plan.OptionError
+	switch {
+	case errors.As(err, &oe):
+		opt := plan.Option(oe.Option)
+		return &fieldError{opt, func(name func(plan.Option) string) string {
+			return fmt.Sprintf("%s %q: want %s", name(opt), oe.Value, oe.Want)
+		}}, true
+	case errors.As(err, &pe):
+		return &fieldError{pe.Option, pe.Phrase}, true
+	}
+	return nil, false
+}
+
+// parseBudget checks the options with budget.ParseOptions and finds every
+// option at fault, as parseAll does for plans.
+func parseBudget(o budget.Options, bad fieldErrors) (budget.Request, error) {
+	ov := reflect.ValueOf(&o).Elem()
+	for range len(budgetForm.index) + 1 {
+		r, err := budget.ParseOptions(o, nil)
+		fe, named := budgetFieldError(err)
+		switch {
+		case err == nil && len(bad) == 0:
+			return r, nil
+		case err == nil || !named:
+			if len(bad) == 0 {
+				return r, err
+			}
+			return r, bad
+		}
+		idx, ok := budgetForm.index[fe.Option]
+		already := bad.has(fe.Option)
+		bad = append(bad, fe)
+		if !ok || already {
+			return r, bad
+		}
+		ov.FieldByIndex(idx).Set(budgetForm.defaults.FieldByIndex(idx))
+		if fe.Option == "model" {
+			o.ModelSpec = nil
+		}
+	}
+	return budget.Request{}, bad
+}
+
+// budgetView is a budget as the page shows it: the budget package's own
+// HTML of the result (its chart, ranked table and notes).
+type budgetView struct {
+	Result budget.Result
+	Body   template.HTML
+}
+
+// budgetRun sweeps the options under the handler's bounds: a search slot
+// and the request's deadline, as run has for plans.
+func (h *Handler) budgetRun(ctx context.Context, o budget.Options, bad fieldErrors) (*budgetView, error) {
+	req, err := parseBudget(o, bad)
+	if err != nil {
+		return nil, err
+	}
+	var res budget.Result
+	if err := h.work(ctx, func() (e error) {
+		res, e = budget.Sweep(req)
+		return e
+	}); err != nil {
+		return nil, err
+	}
+	var svgs [][]byte
+	c, err := chart.Budget(res)
+	switch {
+	case err == nil:
+		svg, err := inlineSVG(c)
+		if err != nil {
+			return nil, err
+		}
+		svgs = append(svgs, []byte(svg))
+	case !errors.Is(err, chart.ErrNotApplicable):
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := res.WriteHTMLBody(&b, svgs...); err != nil {
+		return nil, err
+	}
+	return &budgetView{Result: res, Body: template.HTML(b.String())}, nil
+}
+
+// work runs fn in a search slot (acquire) under the request's deadline
+// (errTimeout). Work the deadline abandons keeps its slot until it ends.
+func (h *Handler) work(ctx context.Context, fn func() error) error {
+	if err := h.acquire(ctx); err != nil {
+		return err
+	}
+	client := ctx
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() {
+			if v := recover(); v != nil {
+				h.cfg.Log.Printf("web: work panicked: %v", v)
+				err = fmt.Errorf("internal error while searching")
+			}
+			<-h.slots
+			done <- err
+		}()
+		err = fn()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		if client.Err() != nil {
+			return errGone
+		}
+		return errTimeout
+	}
+}
+
+// budgetStatus is an error of a budget request as status reads it: the
+// budget package's refusals are the request's mistakes.
+func budgetStatus(err error) error {
+	if fe, ok := budgetFieldError(err); ok {
+		return fe
+	}
+	if errors.Is(err, budget.ErrRequest) {
+		return plain("%s", oneLine(err.Error()))
+	}
+	return err
+}
+
+// budgetData is what the budget page's template takes.
+type budgetData struct {
+	Groups []groupView
+	Error  string
+	Query  string
+	R      *budgetView
+}
+
+// serveBudget shows the budget form and, when the URL asks a question,
+// the sweep: time and dollars per generation, slice and mode, ranked,
+// with the Pareto front and the time-against-dollars chart, as shardlab
+// budget --html draws them.
+func (h *Handler) serveBudget(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	o, vals, bad := h.budgetOptions(q)
+	var d budgetData
+	code := http.StatusOK
+	var err error
+	if len(bad) > 0 {
+		err = bad
+	}
+	if len(q) > 0 {
+		if d.R, err = h.budgetRun(r.Context(), o, bad); err == nil {
+			d.Query = q.Encode()
+		}
+	}
+	var fes fieldErrors
+	if err != nil {
+		code, fes = h.status(budgetStatus(err))
+		h.setRetry(w, code)
+	}
+	d.Groups, d.Error = budgetForm.view(vals, fes, budgetLabel)
+	h.render(w, code, "budget.html", d)
+}
+
+// serveBudgetJSON downloads the query's budget as shardlab budget --json
+// prints it.
+func (h *Handler) serveBudgetJSON(w http.ResponseWriter, r *http.Request) {
+	o, _, bad := h.budgetOptions(r.URL.Query())
+	v, err := h.budgetRun(r.Context(), o, bad)
+	if err != nil {
+		code, fes := h.status(budgetStatus(err))
+		h.setRetry(w, code)
+		http.Error(w, fes.Phrase(budgetLabel), code)
+		return
+	}
+	var b bytes.Buffer
+	if err := v.Result.WriteJSON(&b); err != nil {
+		h.cfg.Log.Printf("web: budget.json: %v", err)
+		http.Error(w, "internal error writing the JSON", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", `attachment; filename="budget.json"`)
+	w.Write(b.Bytes())
+}

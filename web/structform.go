@@ -1,0 +1,142 @@
+package web
+
+import (
+	"fmt"
+	"net/url"
+	"reflect"
+	"strings"
+
+	"shardlab/plan"
+)
+
+// form is a form over the fields of an options struct (inference.Options,
+// budget's options): which field each option sets, and the fields with
+// their defaults, in order.
+type form struct {
+	typ      reflect.Type
+	index    map[plan.Option][]int
+	fields   []field
+	defaults reflect.Value
+}
+
+// newForm is the form of looks over struct type t, whose default value
+// is defaults.
+func newForm(t reflect.Type, looks []look, defaults reflect.Value) *form {
+	f := &form{typ: t, index: map[plan.Option][]int{}, defaults: defaults}
+	kinds := map[plan.Option]string{}
+	for sf := range t.Fields() {
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			f.index[plan.Option(name)] = sf.Index
+			kinds[plan.Option(name)] = kindOf(sf.Type)
+		}
+	}
+	vals := f.values(defaults)
+	for _, l := range looks {
+		fl := field{Option: l.option, Label: l.label, Group: l.group, Help: l.help, Default: vals[l.option], index: f.index[l.option], Kind: kinds[l.option]}
+		if l.choices != nil {
+			fl.Choices = l.choices()
+		}
+		switch {
+		case l.option == optionModelSpec:
+			fl.Kind = "textarea"
+		case fl.Choices != nil:
+			fl.Kind = "select"
+		case l.option == "tpu":
+			fl.List = "tpus"
+		}
+		f.fields = append(f.fields, fl)
+	}
+	return f
+}
+
+// values are the form's values for options v, each field formatted as its
+// input holds it.
+func (f *form) values(v reflect.Value) formValues {
+	out := formValues{optionModelSpec: ""}
+	for opt, idx := range f.index {
+		fv := v.FieldByIndex(idx)
+		switch kindOf(fv.Type()) {
+		case "duration":
+			out[opt] = fmt.Sprint(fv.Interface())
+		case "int":
+			out[opt] = fmt.Sprint(fv.Int())
+		case "uint":
+			out[opt] = fmt.Sprint(fv.Uint())
+		case "float":
+			out[opt] = fmt.Sprint(fv.Float())
+		case "bool":
+			out[opt] = fmt.Sprint(fv.Bool())
+		default:
+			out[opt] = fv.String()
+		}
+	}
+	return out
+}
+
+// read sets the options ov (a pointer to a struct of f's type, at its
+// defaults) from the query: a field whose text is no value of its type is
+// an error and keeps its default.
+func (f *form) read(q url.Values, ov reflect.Value) (formValues, fieldErrors) {
+	vals := f.values(ov.Elem())
+	for _, fl := range f.fields {
+		if vs, ok := q[string(fl.Option)]; ok && len(vs) > 0 {
+			vals[fl.Option] = vs[0]
+		}
+	}
+	var bad fieldErrors
+	for _, fl := range f.fields {
+		if fl.index == nil {
+			continue
+		}
+		if err := setValue(ov.Elem().FieldByIndex(fl.index), fl.Kind, vals[fl.Option]); err != nil {
+			bad = append(bad, textOf(fl.Option, "%s", err))
+		}
+	}
+	return vals, bad
+}
+
+// view is the form's groups with the values and each field's errors, and
+// the text of the errors that concern no field.
+func (f *form) view(vals formValues, fes fieldErrors, name func(plan.Option) string) ([]groupView, string) {
+	byOption := map[plan.Option][]string{}
+	var general []string
+	has := func(o plan.Option) bool {
+		for _, fl := range f.fields {
+			if fl.Option == o {
+				return true
+			}
+		}
+		return false
+	}
+	for _, fe := range fes {
+		if fe.Option == "" || !has(fe.Option) {
+			general = append(general, fe.Phrase(name))
+			continue
+		}
+		byOption[fe.Option] = append(byOption[fe.Option], fe.Phrase(name))
+	}
+	var groups []groupView
+	for _, fl := range f.fields {
+		fv := fieldView{field: fl, Key: string(fl.Option), Value: vals[fl.Option], Error: strings.Join(byOption[fl.Option], "; ")}
+		if fl.Kind == "select" && !hasChoice(fl.Choices, fv.Value) {
+			fv.Choices = append(append([]choice(nil), fl.Choices...), choice{fv.Value, fv.Value})
+		}
+		if len(groups) == 0 || groups[len(groups)-1].Name != fl.Group {
+			groups = append(groups, groupView{Name: fl.Group})
+		}
+		g := &groups[len(groups)-1]
+		g.Fields = append(g.Fields, fv)
+		g.Open = g.Open || fv.Error != "" || (fl.Option != optionModelSpec && fv.Value != fl.Default)
+	}
+	return groups, strings.Join(general, "; ")
+}
+
+func hasChoice(cs []choice, v string) bool {
+	for _, c := range cs {
+		if c.Value == v {
+			return true
+		}
+	}
+	return false
+}
