@@ -52,6 +52,9 @@ func TestBrowserServing(t *testing.T) {
 		t.Errorf("the serving plan shows %v (%v), want 2 charts, the serve line, the layouts and the simulation", shown, err)
 	}
 	screenshot(t, ctx, "serving")
+	if got := download(t, ctx, "#dl-serving-json"); !strings.Contains(got, `"vllm_serve_command"`) {
+		t.Errorf("#dl-serving-json: the download %.200q lacks %s", got, `"vllm_serve_command"`)
+	}
 
 	if err := chromedp.Do(ctx, retype("#in-prompt_len", "0"), retype("#in-gpu_memory_utilization", "2")); err != nil {
 		t.Fatal(err)

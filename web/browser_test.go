@@ -226,43 +226,20 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
-	t.Run("download MaxText YAML", func(t *testing.T) {
-		dir := t.TempDir()
-		progress := chromedp.Events(ctx, browser.DownloadProgress)
-		err := chromedp.Do(ctx,
-			chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-				_, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
-					Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: ptr(true)})
-				return err
-			}),
-			chromedp.Click(chromedp.CSS("#dl-maxtext")),
-		)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var file string
-		for ev, err := range progress {
-			if err != nil {
-				t.Fatal(err)
+	t.Run("download each export", func(t *testing.T) {
+		for _, dl := range []struct{ id, path, want string }{
+			{"#dl-maxtext", "/download/maxtext.yaml?", "ici_data_parallelism: 4"},
+			{"#dl-xpk", "/download/xpk.sh?", "xpk workload create"},
+			{"#dl-json", "/download/plan.json?", `"schema": "shardlab/v1"`},
+		} {
+			got := download(t, ctx, dl.id)
+			code, want := get(t, h, dl.path+strings.SplitN(shared, "?", 2)[1])
+			if code != http.StatusOK || got != want {
+				t.Errorf("%s: downloaded %q, want %q (%d)", dl.id, got, want, code)
 			}
-			if ev.State == browser.DownloadProgressStateCanceled {
-				t.Fatal("download canceled")
+			if !strings.Contains(got, dl.want) {
+				t.Errorf("%s: %q lacks %q", dl.id, got, dl.want)
 			}
-			if ev.State == browser.DownloadProgressStateCompleted {
-				file = filepath.Join(dir, ev.GUID)
-				break
-			}
-		}
-		got, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		code, want := get(t, h, "/download/maxtext.yaml?"+strings.SplitN(shared, "?", 2)[1])
-		if code != http.StatusOK || string(got) != want {
-			t.Errorf("downloaded %q, want %q", got, want)
-		}
-		if !strings.Contains(string(got), "ici_data_parallelism: 4") {
-			t.Errorf("MaxText YAML %q lacks ici_data_parallelism: 4", got)
 		}
 	})
 
@@ -348,3 +325,38 @@ func TestBrowser(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// download clicks the link sel and returns the file the browser saved.
+func download(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	dir := t.TempDir()
+	progress := chromedp.Events(ctx, browser.DownloadProgress)
+	err := chromedp.Do(ctx,
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+				Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: ptr(true)})
+			return err
+		}),
+		chromedp.Click(chromedp.CSS(sel)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev, err := range progress {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.State == browser.DownloadProgressStateCanceled {
+			t.Fatalf("%s: download canceled", sel)
+		}
+		if ev.State == browser.DownloadProgressStateCompleted {
+			b, err := os.ReadFile(filepath.Join(dir, ev.GUID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+	}
+	t.Fatalf("%s: no download", sel)
+	return ""
+}
