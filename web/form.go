@@ -422,18 +422,21 @@ func parseAll(o plan.Options, bad fieldErrors) (plan.Request, error) {
 	return plan.Request{}, inFormOrder(bad)
 }
 
-// inFormOrder sorts errors by their fields' order on the form (errors
-// that name no field last), as the page shows them.
-func inFormOrder(es fieldErrors) fieldErrors {
+// inFormOrder sorts errors by their fields' order on the training form.
+func inFormOrder(es fieldErrors) fieldErrors { return inOrder(es, looks) }
+
+// inOrder sorts errors by their fields' order in ls, a form's options
+// (errors that name no field last), as the page shows them.
+func inOrder(es fieldErrors, ls []look) fieldErrors {
 	at := map[plan.Option]int{}
-	for i, l := range looks {
+	for i, l := range ls {
 		at[l.option] = i
 	}
 	pos := func(o plan.Option) int {
 		if i, ok := at[o]; ok {
 			return i
 		}
-		return len(looks)
+		return len(ls)
 	}
 	out := append(fieldErrors(nil), es...)
 	sort.SliceStable(out, func(i, j int) bool { return pos(out[i].Option) < pos(out[j].Option) })

@@ -125,25 +125,7 @@ func parseServing(o inference.Options, bad fieldErrors) (inference.Question, err
 }
 
 // servingOrder sorts errors by their fields' order on the serving form.
-func servingOrder(es fieldErrors) fieldErrors {
-	at := map[plan.Option]int{}
-	for i, l := range servingLooks {
-		at[l.option] = i
-	}
-	pos := func(o plan.Option) int {
-		if i, ok := at[o]; ok {
-			return i
-		}
-		return len(servingLooks)
-	}
-	out := append(fieldErrors(nil), es...)
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && pos(out[j].Option) < pos(out[j-1].Option); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
-}
+func servingOrder(es fieldErrors) fieldErrors { return inOrder(es, servingLooks) }
 
 // maxCurves is how many layouts the serving charts draw: the chosen and
 // the next best, so that the lines stay readable.
