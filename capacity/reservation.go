@@ -161,7 +161,7 @@ func New(chip hw.Chip, mode Mode, blocks int, holdback float64) (Reservation, er
 	if err != nil {
 		return Reservation{}, err
 	}
-	return NewIn(h, mode, blocks, holdback)
+	return newIn(h, mode, blocks, holdback)
 }
 
 // NewIn checks a reservation in h: the mode must exist on the generation,
@@ -171,6 +171,11 @@ func NewIn(h Hierarchy, mode Mode, blocks int, holdback float64) (Reservation, e
 	if err := CheckMode(h.Chip, mode); err != nil {
 		return Reservation{}, err
 	}
+	return newIn(h, mode, blocks, holdback)
+}
+
+// newIn is NewIn with the mode already checked.
+func newIn(h Hierarchy, mode Mode, blocks int, holdback float64) (Reservation, error) {
 	if blocks < 1 || blocks > MaxBlocks {
 		return Reservation{}, refuse("blocks", fmt.Sprint(blocks), "1 to %d", MaxBlocks)
 	}

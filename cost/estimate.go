@@ -513,7 +513,8 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	est.MatmulEfficiency, est.AttentionEfficiency = mx.matmul, mx.attention
 	peak, _ := j.MatmulPeak(chip)
 	t := &est.Time
-	mmEff := mx.matmul * j.efficiency(chip)
+	bf16Eff := mx.matmul * j.efficiency(chip) // a bf16 GEMM's share of the bf16 peak
+	mmEff := bf16Eff
 	if j.Quantization != QuantNone {
 		mmEff *= j.calibration().Quantized
 	}
@@ -528,9 +529,8 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	// logical_axis_rules, layers/moe.py get_routed_moe_shardings
 	// @e591f30c), not over tensor, so every tensor rank routes and sorts the
 	// same tokens while the grouped GEMMs split each expert's width.
-	sortEff := mx.matmul * j.efficiency(chip)
 	sortPerChip := j.droplessExtra(tokens) * float64(sh.t) / chips
-	t.MXU = seconds((matmul+recompute)/chips/(peak*mmEff) + sortPerChip/(float64(chip.PeakBF16)*sortEff))
+	t.MXU = seconds((matmul+recompute)/chips/(peak*mmEff) + sortPerChip/(float64(chip.PeakBF16)*bf16Eff))
 	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * mx.attention * j.efficiency(chip) * j.calibration().Attention))
 	t.Vector = seconds(j.vectorBytes(sh, r) / float64(chip.HBMBandwidth))
 	t.Optimizer = seconds(j.optimizerBytes(sh) / float64(chip.HBMBandwidth))

@@ -352,7 +352,8 @@ func Evaluate(runs []Run, cal *cost.Calibration) (Report, error) {
 // multislice calibration rows' MFU ratio to their series' one-slice row.
 // Efficiencies are rounded to 0.001, the grid values are exact.
 func Fit(runs []Run) (cost.Calibration, error) {
-	cal := cost.Calibration{Attention: cost.Calibrated().Attention, Quantized: 1, DCNLatency: cost.Calibrated().DCNLatency, SliceJitter: cost.Calibrated().SliceJitter}
+	c := cost.Calibrated()
+	cal := cost.Calibration{Attention: c.Attention, Quantized: 1, DCNLatency: c.DCNLatency, SliceJitter: c.SliceJitter}
 	var single, multi, quant, dropless []Run
 	for _, r := range runs {
 		if !r.Calibration {
