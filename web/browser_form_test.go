@@ -38,7 +38,22 @@ func retype(sel, s string) chromedp.Action[chromedp.Void] {
 			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.querySelector(`+jsString(sel)+`).value = "", true)`))
 			return err
 		}),
-		chromedp.SendKeys(chromedp.CSS(sel), s))
+		typeInto(sel, s))
+}
+
+// typeInto focuses the field sel and types s into it as key events.
+// chromedp.SendKeys is not used: it reads the node's attributes without
+// the node's lock (chromedp v0.23.1 query.go, SendKeys) while the target's
+// event loop writes them, a data race that -race reports whenever the
+// page flags the field it types into.
+func typeInto(sel, s string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.WaitVisible(chromedp.CSS(sel)),
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.querySelector(`+jsString(sel)+`).focus(), true)`))
+			return err
+		}),
+		chromedp.KeyEvent(s))
 }
 
 // choose picks an option of a select as the keyboard does, firing change.

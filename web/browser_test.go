@@ -267,7 +267,7 @@ func TestBrowser(t *testing.T) {
 				return err
 			}),
 			chromedp.WaitVisible(chromedp.CSS("#in-model_spec")),
-			chromedp.SendKeys(chromedp.CSS("#in-model_spec"), "layers: -1\n"),
+			typeInto("#in-model_spec", "layers: -1\n"),
 			chromedp.Click(chromedp.CSS("#submit")),
 			chromedp.WaitVisible(chromedp.CSS("#field-model #error-model")),
 		)
