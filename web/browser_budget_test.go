@@ -4,7 +4,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -14,8 +13,8 @@ import (
 // without a click and the address follows; the chart and the ranked
 // table show; a bad field is flagged beside itself.
 func TestBrowserBudget(t *testing.T) {
-	ctx := newBrowser(t, 30*time.Second)
-	srv := httptest.NewServer(New(Config{}))
+	ctx := newBrowser(t, browserDeadline)
+	srv := httptest.NewServer(New(browserConfig))
 	t.Cleanup(srv.Close)
 	heading := `(document.querySelector("#budget-result h1") ? document.querySelector("#budget-result h1").textContent : "")`
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/budget?"+smallBudget), chromedp.WaitVisible(chromedp.CSS("#budget-result"))); err != nil {

@@ -13,10 +13,14 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// waitFor polls a JavaScript predicate in the page for at most a few
-// seconds.
+// pollTimeout is how long waitFor waits for the page: a guard against a
+// hang, generous for a loaded machine running -race.
+const pollTimeout = 60 * time.Second
+
+// waitFor polls a JavaScript predicate in the page until it holds or
+// pollTimeout passes.
 func waitFor(ctx context.Context, what, expr string) error {
-	_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(8*time.Second), chromedp.WithPollingInterval(20*time.Millisecond)))
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(pollTimeout), chromedp.WithPollingInterval(20*time.Millisecond)))
 	if err != nil {
 		return &waitError{what, err}
 	}
@@ -74,9 +78,9 @@ func jsString(s string) string {
 // It is over 80 lines because it is one browser session whose steps each
 // start from the page the previous one left.
 func TestBrowserForm(t *testing.T) {
-	ctx := newBrowser(t, 45*time.Second)
+	ctx := newBrowser(t, browserDeadline)
 	var pages, submits atomic.Int64
-	h := New(Config{})
+	h := New(browserConfig)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" {
 			pages.Add(1)
@@ -159,18 +163,25 @@ func TestBrowserForm(t *testing.T) {
 		if err := choose(ctx, "in-attention", "dot_product"); err != nil { // a good change among the bad
 			t.Fatal(err)
 		}
-		if err := waitFor(ctx, "three fields flagged", `document.querySelectorAll(".field.bad").length === 3`); err != nil {
-			n, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(".field.bad")).map(function (f) { return f.id; })`))
-			t.Fatalf("%v; flagged %v", err, n)
-		}
-		flagged, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(".field.bad")).map(function (f) {
+		// The answer to the last keystroke is the one to read: an answer to
+		// an earlier one (a field half typed) can flag three fields too.
+		const flaggedJS = `Array.from(document.querySelectorAll(".field.bad")).map(function (f) {
 			var input = f.querySelector("input, select, textarea"), e = f.querySelector("p.error");
 			return f.id + (input.getAttribute("aria-invalid") === "true" && e && input.getAttribute("aria-errormessage") === e.id ? " " + e.textContent : " unmarked");
-		})`))
+		})`
+		if err := waitFor(ctx, "the headroom of 1.5 flagged", `document.getElementById("in-hbm_headroom").value === "1.5" &&
+			(document.getElementById("error-hbm_headroom") || {textContent: ""}).textContent.indexOf("1.5") >= 0`); err != nil {
+			n, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](flaggedJS))
+			t.Fatalf("%v; flagged %v", err, n)
+		}
+		flagged, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](flaggedJS))
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := []string{"field-seq Sequence length -5", "field-slices Slices: \"two\", want a whole number", "field-hbm_headroom HBM headroom 1.5, want a fraction"}
+		if len(flagged) != len(want) {
+			t.Errorf("flagged %q, want the three of %q", flagged, want)
+		}
 		for i, w := range want {
 			if i >= len(flagged) || !strings.HasPrefix(flagged[i], w) {
 				t.Errorf("flagged %q, want each of %q in form order", flagged, want)
@@ -282,8 +293,8 @@ const pageOverflow = `Array.from(document.querySelectorAll("body *")).filter(fun
 // (no label cut), the page's own bars write their values and the
 // usable-HBM line's label, and nothing overflows the page sideways.
 func TestBrowserCharts(t *testing.T) {
-	ctx := newBrowser(t, 40*time.Second)
-	srv := httptest.NewServer(New(Config{}))
+	ctx := newBrowser(t, browserDeadline)
+	srv := httptest.NewServer(New(browserConfig))
 	t.Cleanup(srv.Close)
 	// one page, laid out at each width
 	err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 1000),
@@ -327,8 +338,8 @@ func TestBrowserCharts(t *testing.T) {
 // show side by side (a column each, a bar each in the overlaid charts),
 // the address carries the pins across a reload, and unpin removes one.
 func TestBrowserCompare(t *testing.T) {
-	ctx := newBrowser(t, 30*time.Second)
-	srv := httptest.NewServer(New(Config{}))
+	ctx := newBrowser(t, browserDeadline)
+	srv := httptest.NewServer(New(browserConfig))
 	t.Cleanup(srv.Close)
 	heads := `Array.from(document.querySelectorAll("#compare th.pin-head")).map(function (h) { return h.textContent; })`
 	bars := `document.querySelectorAll('#compare figure[data-chart="compare-step"] text.value').length`

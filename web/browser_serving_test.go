@@ -4,7 +4,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -15,8 +14,8 @@ import (
 // two bad fields are flagged at once, each beside itself, and fixing
 // them brings the plan back.
 func TestBrowserServing(t *testing.T) {
-	ctx := newBrowser(t, 30*time.Second)
-	srv := httptest.NewServer(New(Config{}))
+	ctx := newBrowser(t, browserDeadline)
+	srv := httptest.NewServer(New(browserConfig))
 	t.Cleanup(srv.Close)
 	summary := `(document.getElementById("serving-summary") ? document.getElementById("serving-summary").textContent : "")`
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/serving"), chromedp.WaitVisible(chromedp.CSS("#in-prompt_len"))); err != nil {
@@ -88,8 +87,8 @@ func TestBrowserServing(t *testing.T) {
 // and 1920 px wide: no chart text outside its SVG, nothing overflowing
 // the page sideways.
 func TestBrowserServingBudgetLayout(t *testing.T) {
-	ctx := newBrowser(t, 30*time.Second)
-	srv := httptest.NewServer(New(Config{}))
+	ctx := newBrowser(t, browserDeadline)
+	srv := httptest.NewServer(New(browserConfig))
 	t.Cleanup(srv.Close)
 	for _, page := range []struct{ path, ready string }{
 		{"/serving?model=llama3-70b&tpu=tpu7x-8&itl_slo=40ms", "#serving-summary"},

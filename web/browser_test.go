@@ -47,6 +47,19 @@ func browserPath(t *testing.T) string {
 	return ""
 }
 
+// browserDeadline bounds everything one browser test does: a guard
+// against a hang, not a measure of speed (a loaded CI machine running
+// -race takes seconds for one budget sweep), so it is generous.
+const browserDeadline = 3 * time.Minute
+
+// browserConfig is the server the browser tests drive: the default but
+// for its waits. A live form sends a request a keystroke, and the
+// searches its earlier keystrokes started keep their slots until they
+// end; on a loaded machine under -race a budget sweep takes seconds, so
+// the default five-second queue wait would answer a later request (a
+// download) 503. The queue's own behaviour is tested in queue_test.go.
+var browserConfig = Config{QueueWait: time.Minute, Timeout: 2 * time.Minute}
+
 // newBrowser starts a headless Chromium for the test, with a deadline for
 // everything the test does in it.
 func newBrowser(t *testing.T, d time.Duration) context.Context {
@@ -123,8 +136,8 @@ const foreign = `performance.getEntriesByType("resource").map(function (e) { ret
 // and the offline report. It is over 80 lines because it is one browser
 // session whose steps each start from the page the previous one left.
 func TestBrowser(t *testing.T) {
-	ctx := newBrowser(t, 50*time.Second)
-	h := New(Config{})
+	ctx := newBrowser(t, browserDeadline)
+	h := New(browserConfig)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
