@@ -21,6 +21,9 @@ type BatchFit struct {
 	Published    int     `json:"published_per_chip"`
 	MostThatFits int     `json:"most_that_fits_per_chip"`
 	Ratio        float64 `json:"ratio"`
+	// Tuned is how the recipe chose its batch (Run.Tuning): memory,
+	// global_batch or unknown.
+	Tuned string `json:"batch_tuned"`
 }
 
 // BatchReport is the published runs' batches against what cost says fits.
@@ -45,7 +48,7 @@ func EvaluateBatches(runs []Run, limit int) (BatchReport, error) {
 		if err != nil {
 			return rep, fmt.Errorf("validate: run %s: %w", r.ID, err)
 		}
-		rep.Fits = append(rep.Fits, BatchFit{ID: r.ID, Published: pub, MostThatFits: most, Ratio: float64(most) / float64(pub)})
+		rep.Fits = append(rep.Fits, BatchFit{ID: r.ID, Published: pub, MostThatFits: most, Ratio: float64(most) / float64(pub), Tuned: r.Tuning()})
 	}
 	return rep, nil
 }
@@ -61,22 +64,55 @@ func (rep BatchReport) Within(lo, hi float64) int {
 	return n
 }
 
-// WriteText writes the runs by ratio, and how many are refused (below 1),
-// within 1 to 1.5, and above.
+// Tuned is the report over the runs whose recipes chose their batch the
+// way verdict says (TunedMemory, TunedGlobalBatch, TunedUnknown).
+func (rep BatchReport) Tuned(verdict string) BatchReport {
+	var out BatchReport
+	for _, f := range rep.Fits {
+		if f.Tuned == verdict {
+			out.Fits = append(out.Fits, f)
+		}
+	}
+	return out
+}
+
+// counts is the summary of a set of runs: refused (ratio below 1), within
+// 1.0-1.5x and above.
+func (rep BatchReport) counts() string {
+	n := len(rep.Fits)
+	return fmt.Sprintf("refused at their published batch (ratio below 1): %d/%d; within 1.0-1.5x: %d/%d; above 1.5x: %d/%d",
+		n-rep.Within(1, 1e18), n, rep.Within(1, 1.5), n, n-rep.Within(0, 1.5), n)
+}
+
+// WriteText writes the runs by ratio with how each recipe chose its batch,
+// and how many are refused (below 1), within 1 to 1.5, and above: over
+// every run, and over the runs whose recipes pushed their batch to what
+// fits (the only ones whose ratio should be near 1), named.
 func (rep BatchReport) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintln(&b, "Published batches against the most their layout fits by cost's count (sequences per chip per micro-batch):")
 	fits := append([]BatchFit(nil), rep.Fits...)
 	sort.SliceStable(fits, func(i, k int) bool { return fits[i].Ratio < fits[k].Ratio })
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "run\tpublished\tmost that fits\tratio")
+	fmt.Fprintln(tw, "run\tpublished\tmost that fits\tratio\tbatch tuned")
 	for _, f := range fits {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\n", f.ID, f.Published, f.MostThatFits, f.Ratio)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%s\n", f.ID, f.Published, f.MostThatFits, f.Ratio, f.Tuned)
 	}
 	tw.Flush()
-	n := len(rep.Fits)
-	fmt.Fprintf(&b, "refused at their published batch (ratio below 1): %d/%d; within 1.0-1.5x: %d/%d; above 1.5x: %d/%d\n",
-		n-rep.Within(1, 1e18), n, rep.Within(1, 1.5), n, n-rep.Within(0, 1.5), n)
+	fmt.Fprintln(&b, "batch tuned: how the recipe chose per_device_batch_size, by the evidence in runs.yaml's batch_tuned (memory: pushed to")
+	fmt.Fprintln(&b, "what fits; global_batch: held for a global batch; unknown: no evidence either way).")
+	fmt.Fprintf(&b, "all runs: %s\n", rep.counts())
+	mem := rep.Tuned(TunedMemory)
+	var ids []string
+	for _, f := range mem.Fits {
+		ids = append(ids, f.ID)
+	}
+	if len(ids) == 0 {
+		ids = []string{"none"}
+	}
+	fmt.Fprintf(&b, "memory-tuned runs (%d of %d: %s): %s\n", len(mem.Fits), len(rep.Fits), strings.Join(ids, ", "), mem.counts())
+	fmt.Fprintf(&b, "runs whose batch was held for a global batch: %d; with no evidence: %d\n",
+		len(rep.Tuned(TunedGlobalBatch).Fits), len(rep.Tuned(TunedUnknown).Fits))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

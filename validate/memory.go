@@ -126,7 +126,9 @@ type MemoryCase struct {
 	// Scope is ScopeTotal or ScopeTemp.
 	Scope string `yaml:"scope" json:"scope"`
 	// ReportedBytes is the number, per JAX device; CapacityBytes the HBM
-	// XLA had for that scope, as it printed it (0: not stated).
+	// XLA had for that scope, as it printed it (0: not stated). An oom
+	// case whose source says only that it ran out of memory has no
+	// ReportedBytes (0): it is held to refused-or-not alone.
 	ReportedBytes int64     `yaml:"reported_bytes" json:"reported_bytes"`
 	CapacityBytes int64     `yaml:"capacity_bytes,omitempty" json:"hbm_capacity_bytes,omitempty"`
 	Breakdown     Breakdown `yaml:"breakdown,omitempty" json:"breakdown,omitzero"`
@@ -285,6 +287,10 @@ func (e *MemoryCaseError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 
 var hexCommit = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
 
+// BytesStated says whether the source gives the bytes; an oom case may
+// say only that the step ran out of memory.
+func (c MemoryCase) BytesStated() bool { return c.ReportedBytes > 0 }
+
 // check validates a case once it is decoded: its source, its number and
 // its configuration.
 func (c *MemoryCase) check() error {
@@ -303,13 +309,15 @@ func (c *MemoryCase) check() error {
 		return bad("kind", strconv.Quote(c.Kind), "oom, compiled_usage, memory_analysis or profile_peak")
 	case c.Scope != ScopeTotal && c.Scope != ScopeTemp:
 		return bad("scope", strconv.Quote(c.Scope), "total (arguments and temporaries) or temp (HLO temporaries)")
-	case c.ReportedBytes <= 0:
-		return bad("reported_bytes", c.ReportedBytes, "a positive number of bytes")
+	case c.ReportedBytes < 0 || c.ReportedBytes == 0 && c.Kind != KindOOM:
+		return bad("reported_bytes", c.ReportedBytes, "a positive number of bytes (only an oom case whose source states none may leave it out)")
 	case c.CapacityBytes < 0:
 		return bad("capacity_bytes", c.CapacityBytes, "bytes, or 0 where not stated")
-	case c.Kind == KindOOM && c.CapacityBytes == 0:
-		return bad("capacity_bytes", c.CapacityBytes, "the HBM XLA had, for an oom case")
-	case c.Kind == KindOOM && c.ReportedBytes <= c.CapacityBytes:
+	case !c.BytesStated() && c.Breakdown != (Breakdown{}):
+		return bad("breakdown", fmt.Sprintf("%+v", c.Breakdown), "none for an oom case whose bytes are not stated")
+	case c.Kind == KindOOM && c.BytesStated() && c.CapacityBytes == 0:
+		return bad("capacity_bytes", c.CapacityBytes, "the HBM XLA had, for an oom case that states its bytes")
+	case c.Kind == KindOOM && c.BytesStated() && c.ReportedBytes <= c.CapacityBytes:
 		return bad("reported_bytes", c.ReportedBytes, fmt.Sprintf("more than capacity_bytes %d for an oom case", c.CapacityBytes))
 	case strings.TrimSpace(c.Quote) == "":
 		return bad("quote", `""`, "the source's words")
@@ -514,8 +522,10 @@ type MemoryResult struct {
 	Predicted int64
 	Error     float64
 	// Refused: for an out-of-memory case, whether the prediction exceeds
-	// the HBM XLA had.
+	// Limit, the HBM XLA had: the case's capacity_bytes, or where the
+	// source does not state it, cost's usable HBM per device.
 	Refused bool
+	Limit   int64
 	// ArgumentError and TempError compare Arguments and Temp with a
 	// memory_analysis breakdown; NaN where the source does not give one.
 	ArgumentError, TempError float64
@@ -558,8 +568,15 @@ func memoryResult(c MemoryCase, mem cost.Memory, per int) MemoryResult {
 	if c.Scope == ScopeTemp {
 		r.Predicted = r.Temp
 	}
-	r.Error = relErr(r.Predicted, c.ReportedBytes)
-	r.Refused = c.Kind == KindOOM && r.Predicted > c.CapacityBytes
+	r.Error = math.NaN()
+	if c.BytesStated() {
+		r.Error = relErr(r.Predicted, c.ReportedBytes)
+	}
+	r.Limit = c.CapacityBytes
+	if r.Limit == 0 && c.Kind == KindOOM {
+		r.Limit = perDevice(int64(mem.Usable))
+	}
+	r.Refused = c.Kind == KindOOM && r.Predicted > r.Limit
 	if c.Kind == KindMemoryAnalysis {
 		if b := c.Breakdown; b.Argument > 0 {
 			r.ArgumentError = relErr(r.Arguments, b.Argument)
@@ -576,25 +593,33 @@ func relErr(got, want int64) float64 { return float64(got-want) / float64(want) 
 // MemoryStats summarises a set of cases: the |error| over the cases that
 // did not run out of memory, and how many of those that did cost refuses.
 type MemoryStats struct {
-	Set         string  `json:"set"`
-	N           int     `json:"cases"`
-	Measured    int     `json:"measured_cases"`
-	Median      float64 `json:"median_abs_error"`
-	Max         float64 `json:"max_abs_error"`
-	OOM         int     `json:"oom_cases"`
-	OOMRefused  int     `json:"oom_refused"`
-	Unmodelled  int     `json:"cases_with_unmodelled_settings"`
-	WithinTenth int     `json:"measured_within_10_percent"`
-	// AllMedian is the median |error| over every case, out-of-memory
-	// ones included (their messages report the bytes XLA needed too).
+	Set        string  `json:"set"`
+	N          int     `json:"cases"`
+	Measured   int     `json:"measured_cases"`
+	Median     float64 `json:"median_abs_error"`
+	Max        float64 `json:"max_abs_error"`
+	OOM        int     `json:"oom_cases"`
+	OOMRefused int     `json:"oom_refused"`
+	// OOMUnstated is the out-of-memory cases whose source states no
+	// bytes: they count in OOM and OOMRefused, in no median.
+	OOMUnstated        int `json:"oom_cases_bytes_not_stated,omitempty"`
+	OOMUnstatedRefused int `json:"oom_cases_bytes_not_stated_refused,omitempty"`
+	Unmodelled         int `json:"cases_with_unmodelled_settings"`
+	WithinTenth        int `json:"measured_within_10_percent"`
+	// AllMedian is the median |error| over every case that states its
+	// bytes, out-of-memory ones included (their messages report the bytes
+	// XLA needed too).
 	AllMedian float64 `json:"all_median_abs_error"`
 	// Stated is the cases whose every setting shardlab's configuration
 	// states (no unmodelled settings), their median |error| over all of
 	// them, and their out-of-memory cases and how many cost refuses.
-	Stated           int     `json:"stated_cases"`
-	StatedMedian     float64 `json:"stated_median_abs_error"`
-	StatedOOM        int     `json:"stated_oom_cases"`
-	StatedOOMRefused int     `json:"stated_oom_refused"`
+	Stated       int     `json:"stated_cases"`
+	StatedMedian float64 `json:"stated_median_abs_error"`
+	// StatedBytes is how many of the Stated cases give bytes (the
+	// median is over them).
+	StatedBytes      int `json:"stated_cases_with_bytes"`
+	StatedOOM        int `json:"stated_oom_cases"`
+	StatedOOMRefused int `json:"stated_oom_refused"`
 }
 
 // Summary is the statistics of one set of cases (SetA, SetB).
@@ -606,12 +631,22 @@ func (rep MemoryReport) Summary(set string) MemoryStats {
 			continue
 		}
 		st.N++
-		all = append(all, math.Abs(r.Error))
+		if r.Case.BytesStated() {
+			all = append(all, math.Abs(r.Error))
+		} else {
+			st.OOMUnstated++
+			if r.Refused {
+				st.OOMUnstatedRefused++
+			}
+		}
 		if r.Case.Unmodelled != "" {
 			st.Unmodelled++
 		} else {
 			st.Stated++
-			stated = append(stated, math.Abs(r.Error))
+			if r.Case.BytesStated() {
+				stated = append(stated, math.Abs(r.Error))
+				st.StatedBytes++
+			}
 			if r.Case.Kind == KindOOM {
 				st.StatedOOM++
 				if r.Refused {
@@ -644,6 +679,16 @@ func (rep MemoryReport) Summary(set string) MemoryStats {
 		st.StatedMedian = median(stated)
 	}
 	return st
+}
+
+// anyUnstated says whether a case states no bytes.
+func (rep MemoryReport) anyUnstated() bool {
+	for _, r := range rep.Results {
+		if !r.Case.BytesStated() {
+			return true
+		}
+	}
+	return false
 }
 
 // sets lists the report's sets, A first.
@@ -693,32 +738,48 @@ func (rep MemoryReport) WriteText(w io.Writer) error {
 	fmt.Fprintln(tw, "case\tset\tkind\tscope\treported\tpredicted\terror\tcapacity\tverdict")
 	for _, r := range rep.Results {
 		c := r.Case
-		id, capacity := c.ID, "-"
+		id, capacity, reported, errText := c.ID, "-", "not stated", "-"
 		if c.Unmodelled != "" {
 			id += " *"
 		}
 		if c.CapacityBytes > 0 {
 			capacity = gib(c.CapacityBytes)
+		} else if r.Limit > 0 {
+			capacity = gib(r.Limit) + " +"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%+.1f%%\t%s\t%s\n", id, c.Set, c.Kind, c.Scope, gib(c.ReportedBytes), gib(r.Predicted),
-			100*r.Error, capacity, r.verdict())
+		if c.BytesStated() {
+			reported, errText = gib(c.ReportedBytes), fmt.Sprintf("%+.1f%%", 100*r.Error)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, c.Set, c.Kind, c.Scope, reported, gib(r.Predicted),
+			errText, capacity, r.verdict())
 	}
 	tw.Flush()
 	fmt.Fprintln(&b, "* the run has settings shardlab's configuration cannot state (memory.yaml's unmodelled: MTP, QK-norm, grad_dtype, XLA flags).")
+	if rep.anyUnstated() {
+		fmt.Fprintln(&b, "not stated: the source says the step ran out of memory but not the bytes; such a case is held to refused or not only.")
+		fmt.Fprintln(&b, "+ the source states no capacity: the limit is cost's usable HBM per device (hw/xla_hbm.csv, the capacity XLA prints).")
+	}
 	rep.writeBreakdown(&b)
 	for _, s := range rep.sets() {
 		st := rep.Summary(s)
 		when := "collected 2026-12-04, before modelling against the table"
 		if s == SetB {
-			when = "added later"
+			when = "added 2026-12-05, after the model was compared with set A, by the rules in memory.yaml's header"
 		}
 		fmt.Fprintf(&b, "\nSet %s (%s): %d cases, %d with unmodelled settings\n", s, when, st.N, st.Unmodelled)
 		fmt.Fprintf(&b, "  compiled or ran: %d cases, median |error| %.1f%%, max %.1f%%, within 10%%: %d/%d\n",
 			st.Measured, 100*st.Median, 100*st.Max, st.WithinTenth, st.Measured)
 		fmt.Fprintf(&b, "  OOM cases refused %d/%d (predicted > the HBM XLA had)\n", st.OOMRefused, st.OOM)
+		if st.OOMUnstated > 0 {
+			fmt.Fprintf(&b, "  of them, %d state no bytes (refused %d/%d): they are in no median below\n", st.OOMUnstated, st.OOMUnstatedRefused, st.OOMUnstated)
+		}
 		fmt.Fprintf(&b, "  every case, OOM messages included: median |error| %.1f%%\n", 100*st.AllMedian)
-		fmt.Fprintf(&b, "  the %d cases whose settings shardlab states (no *): median |error| %.1f%%, OOM cases refused %d/%d\n",
-			st.Stated, 100*st.StatedMedian, st.StatedOOMRefused, st.StatedOOM)
+		statedMedian := fmt.Sprintf("%.1f%%", 100*st.StatedMedian)
+		if st.StatedBytes == 0 {
+			statedMedian = "- (none states bytes)"
+		}
+		fmt.Fprintf(&b, "  the %d cases whose settings shardlab states (no *): median |error| %s, OOM cases refused %d/%d\n",
+			st.Stated, statedMedian, st.StatedOOMRefused, st.StatedOOM)
 	}
 	if rep.Batches != nil {
 		b.WriteString("\n")
@@ -780,7 +841,7 @@ type MemoryRowJSON struct {
 	Slices             int          `json:"slices"`
 	Model              string       `json:"model"`
 	DevicesPerChip     int          `json:"jax_devices_per_chip"`
-	Reported           int64        `json:"reported_bytes"`
+	Reported           int64        `json:"reported_bytes,omitempty"`
 	Capacity           int64        `json:"hbm_capacity_bytes,omitempty"`
 	Breakdown          Breakdown    `json:"breakdown,omitzero"`
 	PredictedChip      int64        `json:"predicted_total_bytes_per_chip"`
@@ -788,7 +849,7 @@ type MemoryRowJSON struct {
 	PredictedArguments int64        `json:"predicted_argument_bytes"`
 	PredictedTemp      int64        `json:"predicted_temp_bytes"`
 	Predicted          int64        `json:"predicted_bytes"`
-	Error              float64      `json:"relative_error"`
+	Error              *float64     `json:"relative_error,omitempty"`
 	Refused            *bool        `json:"refused,omitempty"`
 	ArgumentError      *float64     `json:"argument_relative_error,omitempty"`
 	TempError          *float64     `json:"temp_relative_error,omitempty"`
@@ -822,7 +883,7 @@ func (r MemoryResult) JSON() MemoryRowJSON {
 	row := MemoryRowJSON{ID: c.ID, Set: c.Set, Date: c.Date, Kind: c.Kind, Scope: c.Scope, Generation: c.Generation,
 		AcceleratorType: c.AcceleratorType, Slices: c.Slices, Model: c.Model.Name, DevicesPerChip: r.DevicesPerChip,
 		Reported: c.ReportedBytes, Capacity: c.CapacityBytes, Breakdown: c.Breakdown, PredictedChip: int64(r.Memory.Total()),
-		PredictedTotal: r.Total, PredictedArguments: r.Arguments, PredictedTemp: r.Temp, Predicted: r.Predicted, Error: r.Error,
+		PredictedTotal: r.Total, PredictedArguments: r.Arguments, PredictedTemp: r.Temp, Predicted: r.Predicted, Error: finite(r.Error),
 		ArgumentError: finite(r.ArgumentError), TempError: finite(r.TempError), PeakPhase: r.Memory.Peak, Verdict: r.verdict(),
 		Unmodelled: c.Unmodelled, Source: c.Source}
 	if c.Kind == KindOOM {

@@ -85,6 +85,23 @@ func TestMemoryReportedBytes(t *testing.T) {
 		{"hy3-v5p-256c-pdb12", "113.79", 113.79, 0},                  // gpu-tpu-pedia TUNING-v5p.md 7.1
 		{"hy3-v5p-256c-pdb8-rematfull", "123.33 G", 123.33, 0},       // gpu-tpu-pedia TUNING-v5p.md 3.1
 		{"wiki-qwen3-8b-v6e8-s8k-pdb3-ref", "25.83/31.25", 25.83, 0}, // autoresearch wiki, xprof peak
+		// Set B. The probe CSV prints temp_gb = bytes / 1e9 (its 80.48 for
+		// per-device batch 12 is hy3-v7-64c-pdb12-aot's 80477396448).
+		{"hy3-v7-64c-probe-p13-outproj-off", "76.65", 0, 76_650_000_000},
+		// Out-of-memory failures whose sources state no bytes: 0.
+		{"mt-22b-v4-128-pdb13", "fails with an HBM OOM", 0, 0},                 // MaxText PR #4081
+		{"mt-llama2-70b-v5p128-pdb4", "encounters OOM", 0, 0},                  // MaxText PR #2957
+		{"hy3-v7-64c-probe-p14", "p14,0.00,0.00,OOM", 0, 0},                    // probe CSV
+		{"hy3-v7-64c-probe-p15", "p15,0.00,0.00,OOM", 0, 0},                    // probe CSV
+		{"hy3-v7-64c-probe-p16", "p16,0.00,0.00,OOM", 0, 0},                    // probe CSV
+		{"hy3-v7-64c-probe-p12-dli-device", ",0.00,0.00,OOM", 0, 0},            // probe CSV
+		{"hy3-v7-64c-probe-p12-outproj-dev", ",0.00,0.00,OOM", 0, 0},           // probe CSV
+		{"hy3-v7-64c-probe-p12-remat-full", ",0.00,0.00,OOM", 0, 0},            // probe CSV
+		{"hy3-v7-64c-probe-p12-remat-minimal", ",0.00,0.00,OOM", 0, 0},         // probe CSV
+		{"hy3-v7-64c-probe-p12-mlpwo-dev", ",0.00,0.00,OOM", 0, 0},             // probe CSV
+		{"hy3-v7-64c-probe-p16-alloff", ",0.00,0.00,OOM", 0, 0},                // probe CSV
+		{"hy3-v7-64c-probe-p14-outproj-off", ",0.00,0.00,OOM", 0, 0},           // probe CSV
+		{"hy3-v7-64c-probe-p14-outproj-off-mlpwi-off", ",0.00,0.00,OOM", 0, 0}, // probe CSV
 	}
 	cases, err := MemoryCases()
 	if err != nil {
@@ -149,17 +166,21 @@ func TestMemoryCaseMeshes(t *testing.T) {
 	}
 }
 
-// TestMemoryLeftOut: the header lists each candidate left out, none of
-// them is in the table, and with the table they make the research's 33
-// candidate rows.
+// TestMemoryLeftOut: the header lists each candidate left out of set A,
+// none of them is in the table, and with set A they make the research's
+// 33 candidate rows; set B publishes its own rules.
 func TestMemoryLeftOut(t *testing.T) {
 	cases, err := MemoryCases()
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := map[string]bool{}
+	setA := 0
 	for _, c := range cases {
 		in[c.ID] = true
+		if c.Set == SetA {
+			setA++
+		}
 	}
 	header, _, _ := strings.Cut(string(memoryYAML), "\n- id:")
 	_, list, ok := strings.Cut(header, "# Cases left out, and why:\n")
@@ -181,11 +202,14 @@ func TestMemoryLeftOut(t *testing.T) {
 			t.Errorf("%s is listed as left out and is in the table", id)
 		}
 	}
-	if got := len(out) + len(cases); got != 33 {
-		t.Errorf("left out %d + in the table %d = %d, want the research notes' 33 candidates", len(out), len(cases), got)
+	if got := len(out) + setA; got != 33 {
+		t.Errorf("left out %d + set A %d = %d, want the research notes' 33 candidates", len(out), setA, got)
 	}
 	if !strings.Contains(header, "How the cases were chosen") {
 		t.Error("memory.yaml's header does not publish how the cases were chosen")
+	}
+	if setA < len(cases) && !strings.Contains(header, "# Set B, added ") {
+		t.Error("memory.yaml has set B cases and its header does not say how they were chosen")
 	}
 }
 
@@ -223,6 +247,8 @@ func TestParseMemoryErrors(t *testing.T) {
 		{"negative bytes", sub("reported_bytes: 35723390484", "reported_bytes: -1"), "reported_bytes"},
 		{"oom without capacity", sub("  capacity_bytes: 33017561088\n", ""), "capacity_bytes"},
 		{"oom under capacity", sub("reported_bytes: 35723390484", "reported_bytes: 1000"), "reported_bytes"},
+		{"no bytes, not oom", strings.Replace(sub("  reported_bytes: 35723390484\n", ""), "kind: oom", "kind: compiled_usage", 1), "only an oom case"},
+		{"no bytes, breakdown", sub("  reported_bytes: 35723390484\n", "  breakdown:\n    argument: 5\n"), "breakdown"},
 		{"chips", sub("chips: 384", "chips: 192"), "chips"},
 		{"devices", sub("devices: 384", "devices: 768"), "devices"},
 		{"global batch", sub("global_batch_sequences: 2688", "global_batch_sequences: 2689"), "global_batch_sequences"},
@@ -271,8 +297,16 @@ func TestMemoryResult(t *testing.T) {
 			60 * gib, 24 * gib, 36 * gib, 60 * gib, -0.25, false, math.NaN(), math.NaN()},
 		{"breakdown", MemoryCase{Kind: KindMemoryAnalysis, Scope: ScopeTotal, ReportedBytes: 60 * gib, Breakdown: Breakdown{Argument: 20 * gib, Temp: 40 * gib}}, 1,
 			60 * gib, 24 * gib, 36 * gib, 60 * gib, 0, false, 0.2, -0.1},
+		// An OOM whose source states no bytes: no error, refused against
+		// its stated capacity (36 > 30), or without one against cost's
+		// usable HBM per device (60 > 50 refused; 60 < 64 missed).
+		{"oom no bytes, capacity stated", MemoryCase{Kind: KindOOM, Scope: ScopeTemp, CapacityBytes: 30 * gib}, 1,
+			60 * gib, 24 * gib, 36 * gib, 36 * gib, math.NaN(), true, math.NaN(), math.NaN()},
+		{"oom no bytes, usable refused", MemoryCase{Kind: KindOOM, Scope: ScopeTotal}, 1,
+			60 * gib, 24 * gib, 36 * gib, 60 * gib, math.NaN(), true, math.NaN(), math.NaN()},
 	}
 	near := func(a, b float64) bool { return math.IsNaN(a) && math.IsNaN(b) || math.Abs(a-b) < 1e-12 }
+	mem.Usable = 50 * unit.GiB
 	for _, tt := range tests {
 		r := memoryResult(tt.c, mem, tt.per)
 		if r.Total != tt.total || r.Arguments != tt.args || r.Temp != tt.temp || r.Predicted != tt.pred {
@@ -290,7 +324,7 @@ func TestMemoryResult(t *testing.T) {
 // refusals over the OOM cases, and each set on its own.
 func TestMemorySummary(t *testing.T) {
 	res := func(set, kind string, e float64, refused bool) MemoryResult {
-		return MemoryResult{Case: MemoryCase{Set: set, Kind: kind}, Error: e, Refused: refused}
+		return MemoryResult{Case: MemoryCase{Set: set, Kind: kind, ReportedBytes: 1}, Error: e, Refused: refused}
 	}
 	rep := MemoryReport{Results: []MemoryResult{
 		res(SetA, KindCompiledUsage, -0.3, false), res(SetA, KindMemoryAnalysis, 0.05, false), res(SetA, KindProfilePeak, 0.2, false),
@@ -301,12 +335,59 @@ func TestMemorySummary(t *testing.T) {
 	got := rep.Summary(SetA)
 	// every case: |errors| 0.05 0.2 0.3 0.5 0.9; stated: 0.05 0.2 0.5
 	want := MemoryStats{Set: SetA, N: 5, Measured: 3, Median: 0.2, Max: 0.3, OOM: 2, OOMRefused: 1, WithinTenth: 1, Unmodelled: 2,
-		AllMedian: 0.3, Stated: 3, StatedMedian: 0.2, StatedOOM: 1, StatedOOMRefused: 0}
+		AllMedian: 0.3, Stated: 3, StatedMedian: 0.2, StatedBytes: 3, StatedOOM: 1, StatedOOMRefused: 0}
 	if got != want {
 		t.Errorf("Summary(A) = %+v, want %+v", got, want)
 	}
 	if got := rep.Summary(SetB); got.N != 1 || got.Measured != 1 || math.Abs(got.Median-0.01) > 1e-12 {
 		t.Errorf("Summary(B) = %+v, want 1 case, median 0.01", got)
+	}
+}
+
+// TestMemorySummaryUnstated: an OOM case whose source states no bytes
+// counts among the OOM cases and their refusals, in no median, and the
+// report says so; with usable HBM above the prediction it is missed.
+func TestMemorySummaryUnstated(t *testing.T) {
+	gib := int64(unit.GiB)
+	mem := cost.Memory{Weights: 8 * unit.GiB, Gradients: 8 * unit.GiB, Optimizer: 16 * unit.GiB, Activations: 20 * unit.GiB, Transient: 8 * unit.GiB, Usable: 64 * unit.GiB}
+	stated := memoryResult(MemoryCase{ID: "s", Set: SetB, Kind: KindCompiledUsage, Scope: ScopeTotal, ReportedBytes: 50 * gib}, mem, 1)
+	missed := memoryResult(MemoryCase{ID: "m", Set: SetB, Kind: KindOOM, Scope: ScopeTotal}, mem, 1)
+	refused := memoryResult(MemoryCase{ID: "r", Set: SetB, Kind: KindOOM, Scope: ScopeTemp, CapacityBytes: 30 * gib}, mem, 1)
+	if missed.Refused || !refused.Refused || missed.Limit != 64*gib || refused.Limit != 30*gib {
+		t.Fatalf("refused %v (limit %d), %v (limit %d), want false at 64 GiB, true at 30 GiB", missed.Refused, missed.Limit, refused.Refused, refused.Limit)
+	}
+	rep := MemoryReport{Results: []MemoryResult{stated, missed, refused}}
+	got := rep.Summary(SetB)
+	want := MemoryStats{Set: SetB, N: 3, Measured: 1, Median: 0.2, Max: 0.2, WithinTenth: 0, OOM: 2, OOMRefused: 1, OOMUnstated: 2, OOMUnstatedRefused: 1,
+		AllMedian: 0.2, Stated: 3, StatedMedian: 0.2, StatedBytes: 1, StatedOOM: 2, StatedOOMRefused: 1}
+	if got != want {
+		t.Errorf("Summary(B) = %+v\nwant %+v", got, want)
+	}
+	var text, js bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"m B oom total not stated 60.00 GiB - 64.00 GiB + MISSED: predicted to fit",
+		"of them, 2 state no bytes (refused 1/2): they are in no median below",
+		"not stated: the source says the step ran out of memory but not the bytes",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(text.String()), " "), line) {
+			t.Errorf("report lacks %q:\n%s", line, text.String())
+		}
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatalf("WriteJSON with a case that states no bytes: %v", err)
+	}
+	var back MemoryJSON
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if r := back.Rows[1]; r.Error != nil || r.Reported != 0 || r.Refused == nil || *r.Refused {
+		t.Errorf("JSON row of an unstated OOM: error %v, reported %d, refused %v; want no error, no bytes, refused false", r.Error, r.Reported, r.Refused)
+	}
+	if r := back.Rows[0]; r.Error == nil || math.Abs(*r.Error-0.2) > 1e-12 {
+		t.Errorf("JSON row of a stated case: error %v, want 0.2", r.Error)
 	}
 }
 
@@ -341,6 +422,8 @@ func TestMemoryReportGolden(t *testing.T) {
 func FuzzParseMemory(f *testing.F) {
 	f.Add(memoryYAML)
 	f.Add(memoryYAML[bytes.Index(memoryYAML, []byte("- id: mt-52b-v4-384")):bytes.Index(memoryYAML, []byte("- id: mt-doc-ds2-16b-pdb24"))])
+	f.Add(bytes.Replace(memoryYAML[bytes.Index(memoryYAML, []byte("- id: mt-52b-v4-384")):bytes.Index(memoryYAML, []byte("- id: mt-doc-ds2-16b-pdb24"))],
+		[]byte("  reported_bytes: 35723390484\n"), nil, 1)) // an oom that states no bytes
 	f.Add([]byte("- id: x\n  reported_bytes: .nan\n"))
 	f.Add([]byte("- {id: a, layout: {ici_fsdp: 1.5}}\n"))
 	f.Add([]byte("[]"))
@@ -390,7 +473,7 @@ func TestMemoryErrorBands(t *testing.T) {
 	}
 	var dense, moe []float64
 	for _, r := range rep.Results {
-		if r.Case.Set != SetA {
+		if r.Case.Set != SetA || !r.Case.BytesStated() {
 			continue
 		}
 		if r.Case.Model.MoE() {

@@ -95,8 +95,11 @@ type Run struct {
 	// Prospective marks a row added after the calibration constants were
 	// frozen (2026-12-05): never fitted, and scored as its own set, not
 	// with the held-out rows the constants were chosen against.
-	Prospective bool   `yaml:"prospective,omitempty" json:"prospective,omitempty"`
-	Notes       string `yaml:"notes,omitempty" json:"notes,omitempty"`
+	Prospective bool `yaml:"prospective,omitempty" json:"prospective,omitempty"`
+	// BatchTuned is the evidence on how the recipe chose its
+	// per_device_batch_size (nil: unknown).
+	BatchTuned *BatchTuning `yaml:"batch_tuned,omitempty" json:"batch_tuned,omitempty"`
+	Notes      string       `yaml:"notes,omitempty" json:"notes,omitempty"`
 }
 
 // Runs is the built-in table.
@@ -125,6 +128,11 @@ func Parse(data []byte) ([]Run, error) {
 		}
 		if r.Calibration && r.Prospective {
 			return nil, fmt.Errorf("validate: %s: calibration and prospective both true, want at most one (a prospective row is never fitted): %w", r.ID, ErrInvalid)
+		}
+		if r.BatchTuned != nil {
+			if err := r.BatchTuned.check(); err != nil {
+				return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
+			}
 		}
 		if !(r.Published.MFU > 0 && r.Published.MFU < 1) {
 			return nil, fmt.Errorf("validate: %s: published mfu %v, want a fraction in (0, 1): %w", r.ID, r.Published.MFU, ErrInvalid)

@@ -162,10 +162,16 @@ func TestParseRefuses(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add(runsYAML)
 	f.Add([]byte("- id: a\n  accelerator_type: v5p-8\n  global_batch_sequences: 1\n"))
+	f.Add([]byte("- id: a\n  accelerator_type: v5p-8\n  global_batch_sequences: 1\n  batch_tuned: {verdict: memory, evidence: e, source: {repo: a/b, path: p, commit: abcdef0}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rs, err := Parse(data)
 		if err != nil || len(rs) > 4 { // costing a whole table is the other tests' job
 			return
+		}
+		for _, r := range rs {
+			if v := r.Tuning(); v != TunedMemory && v != TunedGlobalBatch && v != TunedUnknown {
+				t.Errorf("%s: Parse accepted batch_tuned verdict %q", r.ID, v)
+			}
 		}
 		if _, err := Evaluate(rs, nil); err != nil {
 			t.Errorf("a table Parse accepts fails to evaluate: %v", err)
