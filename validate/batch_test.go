@@ -6,10 +6,9 @@ import (
 	"testing"
 )
 
-// TestNoPublishedBatchRefused: every published run fits at its published
-// batch at the usable-HBM rule validate checks fit at (ratio at least 1):
-// what really ran must fit.
-func TestNoPublishedBatchRefused(t *testing.T) {
+// builtInBatches is the built-in runs and their batch report.
+func builtInBatches(t *testing.T) ([]Run, BatchReport) {
+	t.Helper()
 	runs, err := Runs()
 	if err != nil {
 		t.Fatal(err)
@@ -18,6 +17,14 @@ func TestNoPublishedBatchRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runs, rep
+}
+
+// TestNoPublishedBatchRefused: every published run fits at its published
+// batch at the usable-HBM rule validate checks fit at (ratio at least 1):
+// what really ran must fit.
+func TestNoPublishedBatchRefused(t *testing.T) {
+	runs, rep := builtInBatches(t)
 	if len(rep.Fits) != len(runs) {
 		t.Fatalf("%d runs costed, want %d", len(rep.Fits), len(runs))
 	}
@@ -76,14 +83,7 @@ func TestBatchReportNoMemoryTuned(t *testing.T) {
 // it; this holds the table to it), and the report's verdicts are the
 // table's.
 func TestBatchTunedTable(t *testing.T) {
-	runs, err := Runs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := EvaluateBatches(runs, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	runs, rep := builtInBatches(t)
 	for i, r := range runs {
 		if got := rep.Fits[i].Tuned; got != r.Tuning() {
 			t.Errorf("%s: report says %s, table %s", r.ID, got, r.Tuning())
