@@ -928,3 +928,44 @@ func TestCalibratedIsACopy(t *testing.T) {
 		t.Errorf("changing Calibrated's copy changed the planner: step %v -> %v", before.Time.Step, after.Time.Step)
 	}
 }
+
+// TestLayerBackwardWalkTensor holds the walk with tensor parallelism to a
+// hand walk of Llama 3 8B's layer (as TestLayerBackwardWalk) on v5p-8 at
+// fsdp=2,tensor=2, 4 sequences of 1024 tokens per chip, full remat, flash.
+// Elements per token, each tensor halved by tensor: recomputed Q 2048, K
+// and V 512 each (8 KV heads over 2), context and out_proj 2048, wi_0 and
+// wi_1 7168 each, the norms' outputs 2048 + 2048, the activation product
+// 7168: 32768, and fp32 statistics as layerStats counts them, the two
+// RMSNorms' scales over tensor (1) and 16 heads' log-sum-exp, 68 bytes (34
+// elements). MaxText shards the residual stream and the norms'
+// outputs over tensor (activation_embed -> tensor), so the attention's and
+// the MLP's inputs are gathered to the full 4096 for their projections
+// and live until their weight gradients: 8192 more, 40994 in all. The MLP
+// down-projection reads d(out) gathered to 4096 beside d(out) 2048 and
+// d(act) 7168: 13312, the peak (54306; the activation step holds 33826 +
+// 16384, the up-projections 19490 + 20480). The up-projections' input
+// gradient is a full-width partial sum (4096) before its reduce-scatter.
+// Without tensor the gathered inputs are the norms' outputs themselves.
+func TestLayerBackwardWalkTensor(t *testing.T) {
+	j := NewJob(lookup(t, "llama3-8b"), 1024, 8)
+	j.Remat = RematFull
+	mem, err := NewEstimator().Memory(j, layout(t, "v5p-8", 1, "fsdp=2,tensor=2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := mem.Phases[0]
+	if want := PhaseLayerBackward + " (MLP down-projection)"; ph.Name != want {
+		t.Errorf("peak step %q, want %q", ph.Name, want)
+	}
+	const tok = 4 * 1024 * 2 // tokens times bytes of bf16
+	want := map[string]unit.Bytes{"recomputed activations still live": 40994 * tok, BufferActivationGradients: 13312 * tok}
+	for _, b := range ph.Buffers {
+		if w, ok := want[b.Name]; ok && b.Bytes != w {
+			t.Errorf("%s: %d bytes, want %d", b.Name, b.Bytes, w)
+		}
+		delete(want, b.Name)
+	}
+	if len(want) > 0 {
+		t.Errorf("no buffers %v in %+v", want, ph)
+	}
+}

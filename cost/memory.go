@@ -218,9 +218,32 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 		midNorm // the mid-layer norm's output, last read by the MLP's weight gradients
 		act
 		probs
-		stats // layerStats, as elements of the activation dtype
+		stats      // layerStats, as elements of the activation dtype
+		gatherAttn // the attention's input gathered over tensor, last read by the QKV weight gradients
+		gatherMLP  // the MLP's, last read by its up-projections' weight gradients
 		numResiduals
 	)
+	// With tensor parallelism MaxText shards the residual stream and the
+	// norms' outputs over tensor on the embedding axis (base.yml
+	// logical_axis_rules: activation_embed -> tensor, @e591f30c and since
+	// 2023), while the projections' kernels are sharded on heads or mlp.
+	// GSPMD therefore gathers a projection's input over tensor to the full
+	// d_model before the dot (the column-parallel matmul of sequence
+	// parallelism), and the backward of the same dot makes the input's
+	// gradient as full-width partial sums that a reduce-scatter shards
+	// again; a down- or out-projection's backward reads its output's
+	// gradient gathered to full width. Under remat the recomputed forward
+	// and the backward's weight gradient read one gathered input (the
+	// layer is one jax.checkpoint with prevent_cse off), so it lives from
+	// the recompute to that weight gradient; without remat the backward
+	// gathers it again at the weight gradient's step. With tensor 1 the
+	// gathered input is the norm's output itself, and nothing is added.
+	full, tp := float64(spec.DModel), t > 1
+	dn := d // the gradient of a column-parallel projection's input
+	dOut := 0.0
+	if tp {
+		dn, dOut = full, full
+	}
 	var rec [numResiduals]float64
 	if j.Remat != RematNone {
 		for x := Query; x < NumTensors; x++ {
@@ -235,6 +258,16 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 		rec[act] = f
 		rec[probs] = heads
 		rec[stats] = j.layerStats(t) / e
+		if tp {
+			rec[gatherAttn] = full
+			if !spec.ParallelBlock && spec.Norms() > 1 {
+				rec[gatherMLP] = full
+			}
+		}
+	}
+	regather := 0.0 // without remat, the input gathered again for its weight gradient
+	if tp && j.Remat == RematNone {
+		regather = full
 	}
 	live := 0.0
 	for _, v := range rec {
@@ -286,23 +319,23 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 		n += copy(steps[n:], []step{{"MoE combine backward", d + rows, none, 0}})
 	}
 	n += copy(steps[n:], []step{
-		{"MLP down-projection", d + f, one(act), 0},
+		{"MLP down-projection", d + f + dOut, one(act), 0},
 		{"MLP activation", d + dwi, [4]int{int(MLPWi0), int(MLPWi1), -1, -1}, 0},
-		{"MLP up-projections", d + dwi + d, one(midNorm), 0},
+		{"MLP up-projections", d + dwi + dn, [4]int{midNorm, gatherMLP, -1, -1}, regather},
 	})
 	if spec.ParallelBlock {
 		// d(out) and the MLP's d(normed) stay live through the attention.
 		n += copy(steps[n:], []step{
-			{"attention out-projection", 2*d + w[Context], one(int(Context)), 0},
+			{"attention out-projection", 2*d + w[Context] + dOut, one(int(Context)), 0},
 			{"attention core", 2*d + w[Context] + attnCore, qkvp, gathered},
-			{"QKV projections", 2*d + dqkv + d, none, 0},
+			{"QKV projections", 2*d + dqkv + dn, one(gatherAttn), regather},
 		})
 	} else {
 		n += copy(steps[n:], []step{
 			{"mid-layer norm", 3 * d, one(int(OutProj)), 0},
-			{"attention out-projection", d + w[Context], one(int(Context)), 0},
+			{"attention out-projection", d + w[Context] + dOut, one(int(Context)), 0},
 			{"attention core", d + w[Context] + attnCore, qkvp, gathered},
-			{"QKV projections", d + dqkv + d, none, 0},
+			{"QKV projections", d + dqkv + dn, one(gatherAttn), regather},
 		})
 	}
 	var best backwardWalk
