@@ -60,8 +60,12 @@ type Workload struct {
 	// InputLen and OutputLen are the lengths shardlab models: the
 	// published ones for random prompts, the dataset's means for ShareGPT
 	// (LengthsFrom says where they come from).
-	InputLen    int     `yaml:"input_len" json:"input_len"`
-	OutputLen   int     `yaml:"output_len" json:"output_len"`
+	InputLen  int `yaml:"input_len" json:"input_len"`
+	OutputLen int `yaml:"output_len" json:"output_len"`
+	// RangeRatio r, for random prompts, is the client's
+	// --random-range-ratio: InferenceX's client (every row that gives
+	// one) draws each prompt and output length uniformly from
+	// [⌊L·r⌋, L] (ServingRow.SimOptions); 0 is L exactly.
 	RangeRatio  float64 `yaml:"range_ratio,omitempty" json:"range_ratio,omitempty"`
 	LengthsFrom string  `yaml:"lengths_from,omitempty" json:"lengths_from,omitempty"`
 }
@@ -384,14 +388,25 @@ func EvaluateServing(rows []ServingRow) (ServingReport, error) {
 const ServingSeed = 1
 
 // SimOptions is the simulation of the row's run: its engine's scheduler,
-// the row's mean lengths for every request (the table gives no
-// distribution), its concurrency as a closed loop of clients and its
+// the row's lengths (for random prompts with a range ratio r, each
+// request's prompt and output drawn uniformly from [⌊L·r⌋, L] as
+// InferenceX's client draws them, SemiAnalysisAI/InferenceX
+// utils/bench_serving/benchmark_serving.py sample_uniform @d39a07fd;
+// else the published lengths, or the dataset's means for ShareGPT, for
+// every request), its concurrency as a closed loop of clients and its
 // prompts. JetStream's batch slots are the row's concurrency; vLLM's
 // max_num_seqs the row's, or its concurrency when not given.
 func (r ServingRow) SimOptions() inference.SimOptions {
 	w := r.Workload
+	mix := inference.FixedMix(w.InputLen, w.OutputLen)
+	if w.RangeRatio > 0 {
+		lo := func(l int) int { return max(int(float64(l)*w.RangeRatio), 1) }
+		if m, err := inference.UniformMix(lo(w.InputLen), w.InputLen, lo(w.OutputLen), w.OutputLen); err == nil {
+			mix = m
+		}
+	}
 	o := inference.SimOptions{Engine: inference.VLLM, MaxNumSeqs: r.MaxNumSeqs,
-		Load: inference.Load{Mix: inference.FixedMix(w.InputLen, w.OutputLen), Concurrency: w.Concurrency, Requests: w.NumPrompts}}
+		Load: inference.Load{Mix: mix, Concurrency: w.Concurrency, Requests: w.NumPrompts}}
 	if r.Engine == EngineJetStreamPyTorch {
 		o.Engine, o.MaxNumSeqs = inference.JetStream, w.Concurrency
 	}

@@ -456,3 +456,18 @@ func ExampleFitStepOverhead() {
 	// vllm: 3ms a step, fitted on [hand]
 	// with the built-in 7.7ms: 1 calibration row, error -19%
 }
+
+// TestSimOptionsRangeRatio: a random row with a range ratio r is
+// simulated with each prompt and output length uniform over [⌊L·r⌋, L],
+// as InferenceX's client draws them (1024·0.8 = 819.2 → 819, 8192·0.8 =
+// 6553.6 → 6553); without one, every request has the published lengths.
+func TestSimOptionsRangeRatio(t *testing.T) {
+	row := ServingRow{ID: "r", Engine: EngineVLLM, Workload: Workload{Dataset: DatasetRandom, NumPrompts: 320, Concurrency: 64, InputLen: 8192, OutputLen: 1024, RangeRatio: 0.8}}
+	if got, want := row.SimOptions().Load.Mix.String(), "uniform prompt 6553-8192, output 819-1024"; got != want {
+		t.Errorf("range ratio 0.8: mix %q, want %q", got, want)
+	}
+	row.Workload.RangeRatio = 0
+	if got, want := row.SimOptions().Load.Mix.String(), "fixed 8192+1024"; got != want {
+		t.Errorf("no range ratio: mix %q, want %q", got, want)
+	}
+}
