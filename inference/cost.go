@@ -156,8 +156,26 @@ func (rc replicaCost) decodeKeyTime(e Engine) float64 {
 func (rc replicaCost) matmulFLOPs(b Batch) float64 {
 	tp := float64(rc.tp)
 	s := attentionSplit(rc.m, rc.tp, b.Seqs)
+	pairs := b.AttendedPairs
+	if b.KernelPairs > 0 {
+		pairs -= b.PrefillPairs // the kernel's own op: prefillKernel
+	}
 	return float64(b.PaddedTokens)*(rc.matmul-rc.attnMatmul-rc.logits)/tp + float64(b.PaddedSeqs)*rc.logits/tp +
-		s*(float64(b.PaddedTokens)*rc.attnMatmul+b.AttendedPairs*rc.core)
+		s*(float64(b.PaddedTokens)*rc.attnMatmul+pairs*rc.core)
+}
+
+// prefillKernel is the seconds the attention kernel takes over batch b's
+// prompt chunks on the busiest device, as an op of its own after the
+// matmuls [ti-rpa3]: the MXU time of the (query, key) pairs it computes
+// in whole blocks, or the HBM time of the KV it reads (kv bytes a token
+// on the device) once a query block, whichever is longer (the kernel
+// streams the KV through two buffers while it computes [ti-rpa]). 0
+// without the kernel's blocks.
+func (rc replicaCost) prefillKernel(b Batch, kv float64) float64 {
+	if b.KernelPairs == 0 {
+		return 0
+	}
+	return max(attentionSplit(rc.m, rc.tp, b.Seqs)*b.KernelPairs*rc.core/rc.peak, rc.kvShare(b.Seqs)*b.KernelKVTokens*kv/rc.bw)
 }
 
 // samplingBytes is the HBM bytes a logit costs tpu-inference's greedy

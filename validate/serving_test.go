@@ -137,9 +137,14 @@ func TestParseServingErrors(t *testing.T) {
 //	step 0: the four prompts, 400 tokens in the budget, padded to 512
 //	        (tpu-inference's power-of-two bucket) and 8 sequences: the
 //	        matmuls bound by the MXU, 512 tokens of the matmuls but the
-//	        output projection, 8 of it, and 4·100·101/2 attention pairs;
-//	        then the attention reads the 400 tokens' KV; each sequence
-//	        emits its first token.
+//	        output projection and 8 of it; then the attention kernel over
+//	        the prompts (inference's [ti-rpa3]: on v5e with 32 query
+//	        heads a KV head, query blocks of min(1024/1, 512/2) = 256
+//	        tokens, keys computed min(512, 512/2) = 256 at a time, pages
+//	        of 32 tokens): each prompt one query block of 256 rows over
+//	        one key block of 256, 4·256·256 pairs on the MXU, longer than
+//	        reading the 400 tokens' KV; each sequence emits its first
+//	        token.
 //	steps 1..199: a decode of the four: the weights (2 bytes a
 //	        parameter), then each sequence's context of 100 + j tokens at
 //	        32 layers × 2 (K, V) × 32 KV heads × 128 × 2 bytes, read in
@@ -170,7 +175,8 @@ func TestServingHandComputed(t *testing.T) {
 	logits := 2 * float64(m.Vocab*m.DModel)
 	body := 2*float64(m.MatmulParams()) - logits
 	fixed := 8*32000*18/bw + inference.StepOverhead(inference.VLLM).Seconds() // sampling, then the fixed step time
-	prefill := max((512*body+8*logits+4*100*101/2*m.AttentionFLOPsPerToken(1))/peak, weights/bw) + 400*kvToken/bw + fixed
+	kernel := max(4*256*256*m.AttentionFLOPsPerToken(1)/peak, 400*kvToken/bw)
+	prefill := max((512*body+8*logits)/peak, weights/bw) + kernel + fixed
 	total := prefill
 	for j := 1; j <= 199; j++ {
 		total += weights/bw + 4*float64(100+j)*kvToken/bw + fixed
@@ -341,7 +347,7 @@ func ExampleParseServing() {
 	fmt.Printf("%s: published %.0f, predicted %.0f output tokens/s (%+.0f%%), fits %v\n",
 		r.Row.ID, r.Row.Published.OutputTokensPerS, r.Sim.TokensPerSecond, 100*r.Error, r.Layout.Fits)
 	// Output:
-	// example-v6e8-70b: published 2495, predicted 2493 output tokens/s (-0%), fits true
+	// example-v6e8-70b: published 2495, predicted 2492 output tokens/s (-0%), fits true
 }
 
 // TestFitStepOverhead: the fit uses the calibration rows of its engine and
