@@ -14,6 +14,25 @@
 //
 //	[ti-kv]    vllm-project/tpu-inference:tpu_inference/kernels/ragged_paged_attention/v3/kernel.py
 //	           get_kv_cache_shape, get_dtype_packing @b8692ff0
+//	[ti-gdn]   vllm-project/tpu-inference @b8692ff0, linear attention (Gated DeltaNet) of hybrid
+//	           models: tpu_inference/runner/kv_cache_manager.py update_mamba_page_size_padded and
+//	           _maybe_set_compact_mamba_num_blocks_override (each linear-attention layer's state
+//	           array gets max_num_reqs + 1 slots, one a running request whatever its length, and
+//	           the rest of the budget goes to the softmax layers' pages);
+//	           tpu_inference/kernels/gdn/reference/ragged_gated_delta_rule_chunked.py (a step
+//	           reads each scheduled sequence's state (n_v, d_k, d_v) by its slot and writes it
+//	           back). The state's shapes and dtypes are vLLM's (vllm/model_executor/layers/mamba/
+//	           mamba_utils.py MambaStateShapeCalculator.gated_delta_net_state_shape, as secondary
+//	           sources quote it; commit not read): the convolution's (conv_dim/tp, kernel − 1) in
+//	           the model's dtype, the recurrent (n_v/tp, d_v, d_k) in mamba_ssm_cache_dtype, which
+//	           vLLM sets for Qwen3.5 from its config's mamba_ssm_dtype, float32.
+//	[ti-dpattn] vllm-project/tpu-inference:tpu_inference/layers/common/sharding.py
+//	           ShardingConfigManager.from_vllm_config @b8692ff0: with enable_dp_attention,
+//	           attn_dp = TP // max(1, 2·KV heads / packing) (packing 4 / the KV dtype's bytes,
+//	           twice that for head_dim 64) and the attention's tensor parallelism TP / attn_dp;
+//	           the attention layers' weights are sharded over the attention's tensor axis only
+//	           (whole when it is 1), the sequences over attn_dp, the MLP and experts over all
+//	           devices (MLP_TENSOR, EXPERT hold attn_dp), as for latent attention [ti-mla].
 //	[ti-shard] vllm-project/tpu-inference:tpu_inference/runner/kv_cache.py get_kv_cache_shape_with_mesh;
 //	           tpu_inference/layers/vllm/custom_ops/linear.py (KV heads replicated when TP > KV heads);
 //	           tpu_inference/layers/common/sharding.py (the KV cache's useful split, 2·KV heads/packing) @b8692ff0
@@ -177,7 +196,20 @@ type Request struct {
 	// TTFTSLO and ITLSLO are the time-to-first-token and inter-token
 	// latency targets at the offered load (0: none).
 	TTFTSLO, ITLSLO time.Duration
+	// DPAttention is tpu-inference's enable_dp_attention (its
+	// --additional-config sharding_strategy) for a model without latent
+	// attention, which always runs so: attention data parallel inside a
+	// replica, each device the attention weights whole and its own
+	// sequences' KV heads [ti-dpattn]. NewRequest accepts it only where
+	// tpu-inference makes the whole replica attention-parallel (attn_dp =
+	// the tensor-parallel size): one KV cache word holds a token's keys
+	// and values of every KV head (2·KV heads ≤ the KV dtype's packing).
+	DPAttention bool
 }
+
+// AttentionDP reports whether r's replicas run attention data parallel:
+// latent attention always [ti-mla], other models when r.DPAttention asks.
+func (r Request) AttentionDP() bool { return DPAttention(r.Model) || r.DPAttention }
 
 // Objective is what a serving plan optimises.
 type Objective string
@@ -283,8 +315,22 @@ func (r *Request) goals() error {
 func (r *Request) parallelism() error {
 	c := r.Slice.Chip
 	devices := r.Slice.Chips() * c.JAXDevicesPerChip
+	if r.DPAttention && !r.Model.MLA() {
+		// tpu-inference's attention data parallelism is TP / max(1,
+		// 2·KV heads / packing) (head_dim 64: twice the packing)
+		// [ti-dpattn]; shardlab models the whole replica attention-parallel
+		p := r.KVCache.packing()
+		if r.Model.Head() == 64 {
+			p *= 2
+		}
+		if 2*r.Model.KV() > p {
+			return &FieldError{Field: "enable_dp_attention", Value: "true", Want: fmt.Sprintf(
+				"false for %s with a %s KV cache: tpu-inference would run attention data parallel over TP/%d devices with tensor parallelism of %d inside (2·%d KV heads / %d a word), which shardlab does not model",
+				r.Model.Name, r.KVCache, 2*r.Model.KV()/p, 2*r.Model.KV()/p, r.Model.KV(), p)}
+		}
+	}
 	if r.TP != 0 {
-		sizes := TPSizes(r.Model, r.Slice)
+		sizes := tpSizes(r.Model, r.Slice, r.AttentionDP())
 		found := false
 		for _, t := range sizes {
 			found = found || t == r.TP
@@ -293,6 +339,8 @@ func (r *Request) parallelism() error {
 			rule := fmt.Sprintf("it must divide the %d attention heads and, as tpu-inference shards the KV cache by head, divide the %d KV heads", r.Model.Heads, r.Model.KV())
 			if DPAttention(r.Model) {
 				rule = "latent attention runs data-parallel inside a replica, so any size"
+			} else if r.AttentionDP() {
+				rule = "with enable_dp_attention the attention runs data-parallel inside a replica, so any size"
 			}
 			if r.Model.MoE() {
 				rule += fmt.Sprintf("; for expert parallelism it divides the %d experts", r.Model.Experts)
@@ -388,17 +436,20 @@ func joinInts(v []int) string {
 // Under latent attention the heads are not split (attention runs
 // data-parallel inside a replica [ti-mla]), so any size that fits whole
 // chips and divides the routed experts (for expert parallelism) is one.
-func TPSizes(m model.Spec, s hw.Slice) []int {
+func TPSizes(m model.Spec, s hw.Slice) []int { return tpSizes(m, s, DPAttention(m)) }
+
+// tpSizes is TPSizes with attention data parallel (dp) or not.
+func tpSizes(m model.Spec, s hw.Slice, dp bool) []int {
 	per := s.Chip.JAXDevicesPerChip
 	limit := m.KV()
-	if DPAttention(m) {
+	if dp {
 		limit = s.Chips() * per
 	}
 	var out []int
 	for t := 1; t <= min(limit, s.Chips()*per); t++ {
 		whole := t <= per || (t%per == 0 && s.Chips()%(t/per) == 0)
 		heads := m.KV()%t == 0 && m.Heads%t == 0
-		if DPAttention(m) {
+		if dp {
 			heads = !m.MoE() || m.Experts%t == 0
 		}
 		if heads && whole {
@@ -442,22 +493,55 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // device that holds its sequence, whatever tp: per layer
 // align(kv_lora_rank, 128) + align(qk_rope_head_dim, 128) elements
 // [ti-mla], LatentElements padded to the kernel's lanes.
+//
+// Of a hybrid model only the softmax-attention layers cache keys and
+// values (model.Spec.AttentionLayers); the linear-attention layers hold
+// a recurrent state per sequence instead (RecurrentStateBytes).
 func KVBytesPerToken(m model.Spec, tp int, kv Dtype) unit.Bytes {
+	return kvBytesPerToken(m, tp, kv, DPAttention(m))
+}
+
+// kvBytesPerToken is KVBytesPerToken with attention data parallel (dp)
+// or not: under it a device holds every KV head of its own sequences.
+func kvBytesPerToken(m model.Spec, tp int, kv Dtype, dp bool) unit.Bytes {
 	if m.MLA() {
 		return unit.Bytes(m.Layers * latentLanes(m) * kv.Bytes())
+	}
+	if dp {
+		tp = 1
 	}
 	h := max(m.KV()/tp, 1)
 	p := kv.packing()
 	words := ceilDiv(2*h, p)
 	head := ceilDiv(m.Head(), 128) * 128
-	return unit.Bytes(m.Layers * words * p * head * kv.Bytes())
+	return unit.Bytes(m.AttentionLayers() * words * p * head * kv.Bytes())
+}
+
+// RecurrentStateBytes is what one sequence's linear-attention state
+// takes on one device of a tp-way replica, over all linear-attention
+// layers [ti-gdn]: per layer its convolution's last taps − 1 inputs of
+// its channels split tp ways, in bf16 (the model's dtype), and the gated
+// delta rule's value heads' key dim × value dim state, split tp ways by
+// head, in fp32. 0 without linear attention.
+//
+// Under attention data parallelism pass tp 1: a device holds the whole
+// state of each of its own sequences.
+func RecurrentStateBytes(m model.Spec, tp int) unit.Bytes {
+	if !m.Hybrid() {
+		return 0
+	}
+	conv := ceilDiv(m.LinearConvChannels(), tp) * (m.LinearConvKernel - 1) * 2
+	state := max(m.LinearValueHeads/tp, 1) * m.LinearKeyHeadDim * m.LinearValueHeadDim * 4
+	return unit.Bytes(m.LinearLayers() * (conv + state))
 }
 
 // KVUsefulSplit is the tensor-parallel size beyond which the KV cache of
 // one device stops shrinking: 2·KV heads / packing [ti-shard].
-func KVUsefulSplit(m model.Spec, kv Dtype) int {
-	if DPAttention(m) {
-		return math.MaxInt // the latent is never split by tp
+func KVUsefulSplit(m model.Spec, kv Dtype) int { return kvUsefulSplit(m, kv, DPAttention(m)) }
+
+func kvUsefulSplit(m model.Spec, kv Dtype, dp bool) int {
+	if dp {
+		return math.MaxInt // the KV is split by sequence, never by tp
 	}
 	return max(1, 2*m.KV()/kv.packing())
 }
@@ -470,17 +554,27 @@ func KVUsefulSplit(m model.Spec, kv Dtype) int {
 // (d_model × experts) whole. Under latent attention the attention weights
 // are whole on every device [ti-mla].
 func WeightBytes(m model.Spec, tp int, w Dtype) unit.Bytes {
+	return weightBytes(m, tp, w, DPAttention(m))
+}
+
+// weightBytes is WeightBytes with attention data parallel (dp) or not:
+// under it every attention weight, softmax and linear, is whole on each
+// device [ti-dpattn].
+func weightBytes(m model.Spec, tp int, w Dtype, dp bool) unit.Bytes {
 	p := m.ParamCount()
 	t := int64(tp)
 	d, hd := int64(m.DModel), int64(m.Head())
-	attn := p.Attention
-	if !DPAttention(m) {
+	attn, linear := p.Attention, p.LinearAttention
+	if !dp {
 		kvProj := 2 * d * int64(max(m.KV()/tp, 1)) * hd
 		attn = (p.Attention-2*d*int64(m.KV())*hd)/t + kvProj
+		linear = p.LinearAttention / t // split by head [ti-gdn]
 	}
-	n := int64(p.DenseLayers())*(attn+p.MLP/t+p.Norms) + (p.Embedding+p.Output)/t + p.FinalNorm
+	// the softmax layers' attention, and the linear-attention layers'
+	n := int64(m.AttentionLayers())*attn + int64(p.LinearLayers)*linear +
+		int64(p.DenseLayers())*(p.MLP/t+p.Norms) + (p.Embedding+p.Output)/t + p.FinalNorm
 	if p.MoELayers > 0 {
-		n += int64(p.MoELayers) * (attn + p.Norms + p.Router + p.Shared/t)
+		n += int64(p.MoELayers) * (p.Norms + p.Router + p.Shared/t)
 	}
 	return unit.Bytes(n*int64(w.Bytes())) + ExpertWeightBytes(m, tp, w)
 }
@@ -509,7 +603,10 @@ type Memory struct {
 	Budget      unit.Bytes `json:"budget_bytes"` // capacity × gpu_memory_utilization
 	Weights     unit.Bytes `json:"weights_bytes"`
 	Activations unit.Bytes `json:"activations_bytes"`
-	KVCache     unit.Bytes `json:"kv_cache_bytes"` // what is left for pages
+	// Recurrent is a hybrid model's linear-attention states: max_num_seqs
+	// + 1 slots of RecurrentStateBytes [ti-gdn]; 0 without.
+	Recurrent unit.Bytes `json:"recurrent_state_bytes,omitempty"`
+	KVCache   unit.Bytes `json:"kv_cache_bytes"` // what is left for pages
 	// KVPerToken is one token's KV on this device.
 	KVPerToken unit.Bytes `json:"kv_per_token_bytes"`
 	BlockSize  int        `json:"block_size_tokens"`
@@ -591,7 +688,7 @@ func Estimate(r Request, tp, dp int) Layout {
 	c := r.Slice.Chip
 	per := c.JAXDevicesPerChip
 	l := Layout{TP: tp, DP: dp, EP: ExpertParallel(r.Model, tp), AttentionDP: 1, Chips: ceilDiv(tp*dp, per)}
-	if DPAttention(r.Model) {
+	if r.AttentionDP() {
 		l.AttentionDP = tp
 	}
 	l.SeqsEach = ceilDiv(r.Concurrency, dp)
@@ -602,10 +699,15 @@ func Estimate(r Request, tp, dp int) Layout {
 	m := &l.Memory
 	m.Capacity = c.HBM / unit.Bytes(per)
 	m.Budget = unit.Bytes(float64(m.Capacity) * r.MemoryUtilization)
-	m.Weights = WeightBytes(r.Model, tp, r.Weights)
+	m.Weights = weightBytes(r.Model, tp, r.Weights, r.AttentionDP())
 	m.Activations = ActivationBytes(r.Model, tp, r.MaxNumBatchedTokens, l.SeqsEach)
-	m.KVCache = max(m.Budget-m.Weights-m.Activations, 0)
-	m.KVPerToken = KVBytesPerToken(r.Model, tp, r.KVCache)
+	m.Recurrent = unit.Bytes(l.SeqsEach+1) * RecurrentStateBytes(r.Model, tp)
+	if r.AttentionDP() {
+		// each device the whole states of its own sequences' slots
+		m.Recurrent = unit.Bytes(ceilDiv(l.SeqsEach+1, tp)) * RecurrentStateBytes(r.Model, 1)
+	}
+	m.KVCache = max(m.Budget-m.Weights-m.Activations-m.Recurrent, 0)
+	m.KVPerToken = kvBytesPerToken(r.Model, tp, r.KVCache, r.AttentionDP())
 	m.BlockSize = BlockSize(r.MaxModelLen, l.SeqsEach)
 	if r.Model.MLA() {
 		m.BlockSize = mlaPageSize

@@ -582,8 +582,12 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	load.Requests = ceilDiv(load.Requests, dp)
 	srv := Server{Engine: o.Engine, MaxNumSeqs: o.MaxNumSeqs, MaxNumBatchedTokens: r.MaxNumBatchedTokens,
 		BlockSize: l.Memory.BlockSize, Pages: l.Memory.Pages, MaxModelLen: r.MaxModelLen}
-	if o.Engine == VLLM && !DPAttention(r.Model) {
-		srv.QueryBlock, srv.KeyBlock = kernelBlocks(r.Slice.Chip.Generation, r.Model, l.TP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
+	if o.Engine == VLLM && !r.Model.MLA() { // latent attention has a kernel of its own
+		attnTP := l.TP
+		if r.AttentionDP() {
+			attnTP = 1 // every head of the device's own sequences
+		}
+		srv.QueryBlock, srv.KeyBlock = kernelBlocks(r.Slice.Chip.Generation, r.Model, attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
 	}
 	if srv.MaxNumSeqs == 0 {
 		srv.MaxNumSeqs = r.MaxNumSeqs
@@ -594,7 +598,7 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	rc := newReplicaCost(r, l.TP)
 	kv := float64(l.Memory.KVPerToken)
 	if o.Engine == JetStream {
-		kv = float64(r.Model.Layers * 2 * max(r.Model.KV()/l.TP, 1) * r.Model.Head() * r.KVCache.Bytes())
+		kv = float64(r.Model.AttentionLayers() * 2 * max(r.Model.KV()/l.TP, 1) * r.Model.Head() * r.KVCache.Bytes())
 	}
 	overhead := StepOverhead(o.Engine)
 	if o.StepOverhead != nil {
@@ -647,6 +651,6 @@ func (rc replicaCost) step(kv, keyTime float64, overhead time.Duration, e Engine
 		if e == JetStream {
 			attention, sample = read+passes, 0
 		}
-		return seconds(matmul+attention+rc.prefillKernel(b, kv)+sample) + rc.allReduce(b.PaddedTokens) + overhead
+		return seconds(matmul+attention+rc.prefillKernel(b, kv)+rc.linearAttention(b)+sample) + rc.allReduce(b.PaddedTokens) + overhead
 	}
 }

@@ -95,20 +95,23 @@ type ServingRow struct {
 	Engine      string `yaml:"engine" json:"engine"`
 	// Model is shardlab's catalog name, or "" when the catalog has no
 	// model of that architecture (NotModelled then says so).
-	Model           string           `yaml:"model" json:"model"`
-	PublishedModel  string           `yaml:"published_model" json:"published_model"`
-	AcceleratorType string           `yaml:"accelerator_type" json:"accelerator_type"`
-	TP              int              `yaml:"tensor_parallel" json:"tensor_parallel"`
-	DP              int              `yaml:"data_parallel" json:"data_parallel"`
-	Weights         string           `yaml:"weights" json:"weights"`
-	KVCache         string           `yaml:"kv_cache" json:"kv_cache"`
-	MaxModelLen     int              `yaml:"max_model_len" json:"max_model_len"`
-	MaxNumSeqs      int              `yaml:"max_num_seqs,omitempty" json:"max_num_seqs,omitempty"`
-	MaxBatched      int              `yaml:"max_num_batched_tokens" json:"max_num_batched_tokens"`
-	MemoryUtil      float64          `yaml:"gpu_memory_utilization" json:"gpu_memory_utilization"`
-	Workload        Workload         `yaml:"workload" json:"workload"`
-	Published       ServingPublished `yaml:"published" json:"published"`
-	Quote           string           `yaml:"quote" json:"quote"`
+	Model           string  `yaml:"model" json:"model"`
+	PublishedModel  string  `yaml:"published_model" json:"published_model"`
+	AcceleratorType string  `yaml:"accelerator_type" json:"accelerator_type"`
+	TP              int     `yaml:"tensor_parallel" json:"tensor_parallel"`
+	DP              int     `yaml:"data_parallel" json:"data_parallel"`
+	Weights         string  `yaml:"weights" json:"weights"`
+	KVCache         string  `yaml:"kv_cache" json:"kv_cache"`
+	MaxModelLen     int     `yaml:"max_model_len" json:"max_model_len"`
+	MaxNumSeqs      int     `yaml:"max_num_seqs,omitempty" json:"max_num_seqs,omitempty"`
+	MaxBatched      int     `yaml:"max_num_batched_tokens" json:"max_num_batched_tokens"`
+	MemoryUtil      float64 `yaml:"gpu_memory_utilization" json:"gpu_memory_utilization"`
+	// DPAttention is tpu-inference's enable_dp_attention (its
+	// --additional-config), as the row's server was given it.
+	DPAttention bool             `yaml:"enable_dp_attention,omitempty" json:"enable_dp_attention,omitempty"`
+	Workload    Workload         `yaml:"workload" json:"workload"`
+	Published   ServingPublished `yaml:"published" json:"published"`
+	Quote       string           `yaml:"quote" json:"quote"`
 	// NotModelled says why shardlab cannot run the row's configuration.
 	NotModelled string `yaml:"not_modelled,omitempty" json:"not_modelled,omitempty"`
 	Notes       string `yaml:"notes,omitempty" json:"notes,omitempty"`
@@ -330,7 +333,7 @@ func (r ServingRow) Request() (inference.Request, error) {
 	return inference.NewRequest(inference.Request{Model: spec, Slice: s, MaxModelLen: r.MaxModelLen,
 		Concurrency: r.Workload.Concurrency, PromptLen: r.Workload.InputLen, OutputLen: r.Workload.OutputLen,
 		Weights: inference.Dtype(r.Weights), KVCache: kv, MemoryUtilization: r.MemoryUtil,
-		MaxNumBatchedTokens: r.MaxBatched, TP: r.TP})
+		MaxNumBatchedTokens: r.MaxBatched, TP: r.TP, DPAttention: r.DPAttention})
 }
 
 // ServingResult is one row of the serving table run through shardlab's
