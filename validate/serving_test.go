@@ -477,3 +477,32 @@ func TestSimOptionsRangeRatio(t *testing.T) {
 		t.Errorf("no range ratio: mix %q, want %q", got, want)
 	}
 }
+
+// TestServingDPAttentionRows: the rows whose server ran
+// enable_dp_attention (tpu-recipes' Qwen3.5-397B) ask for it, and their
+// layouts run attention data parallel over the 8 devices, the hybrid
+// model's linear-attention states taken out of the KV cache's budget.
+func TestServingDPAttentionRows(t *testing.T) {
+	rows, err := ServingRows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rows {
+		if !r.DPAttention {
+			continue
+		}
+		n++
+		req, err := r.Request()
+		if err != nil {
+			t.Fatalf("%s: %v", r.ID, err)
+		}
+		l := inference.Estimate(req, r.TP, r.DP)
+		if !req.AttentionDP() || l.AttentionDP != r.TP || l.Memory.Recurrent == 0 || !l.Fits {
+			t.Errorf("%s: attention DP %v over %d devices, states %d bytes, fits %v; want DP over %d, states, fits", r.ID, req.AttentionDP(), l.AttentionDP, l.Memory.Recurrent, l.Fits, r.TP)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d rows ran enable_dp_attention, want the 2 Qwen3.5-397B rows", n)
+	}
+}
