@@ -160,6 +160,24 @@ func attentionMatmulFLOPs(m model.Spec) float64 {
 	return 2 * (float64(m.AttentionLayers())*float64(p.Attention) + float64(p.LinearLayers)*float64(p.LinearAttention))
 }
 
+// moeDispatch is the seconds the busiest device spends moving the routed
+// rows of a step of tokens (padded) tokens, in the ops that only move
+// them [ti-ep]: tpu-inference's fused_moe_func sorts the tokens' top-k
+// rows by expert and gathers the rows of the device's own experts
+// (ragged_gather: each bf16 row read and written), the grouped matmuls
+// work on them, and ragged_gather_reduce reads each output row back into
+// its token. Under expert parallelism a device holds 1/EP of the rows
+// (tokens·k/EP on average), else all tokens·k; per row 3 × 2·d_model
+// bytes over every MoE layer, at the HBM roofline (the grouped matmuls'
+// own reads and writes overlap their MXU work). 0 for a dense model.
+func (rc replicaCost) moeDispatch(tokens int) float64 {
+	if !rc.m.MoE() {
+		return 0
+	}
+	rows := float64(tokens) * float64(rc.m.ExpertsPerToken) / float64(ExpertParallel(rc.m, rc.tp))
+	return float64(rc.m.MoELayers()) * rows * 3 * 2 * float64(rc.m.DModel) / rc.bw
+}
+
 // linearAttention is the seconds a hybrid model's linear-attention
 // recurrences take over batch b on one device, as an op of their own
 // [ti-gdn]: every scheduled sequence's state read and written back, or

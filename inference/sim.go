@@ -638,7 +638,9 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 // over-predicted by 24 % to 35 %; added, under-predicted by 8 % to 32 %).
 // With the kernel's blocks (Batch.KernelPairs) the prompt chunks'
 // attention is its own op after the matmuls (prefillKernel), not inside
-// their roofline.
+// their roofline; a hybrid model's linear attention (linearAttention)
+// and a mixture of experts' row gathers (moeDispatch) are ops of their
+// own too.
 func (rc replicaCost) step(kv, keyTime float64, overhead time.Duration, e Engine) func(Batch) time.Duration {
 	return func(b Batch) time.Duration {
 		matmul := max(rc.weightsRead(b.Tokens)/rc.bw, rc.matmulFLOPs(b)/rc.peak)
@@ -651,6 +653,7 @@ func (rc replicaCost) step(kv, keyTime float64, overhead time.Duration, e Engine
 		if e == JetStream {
 			attention, sample = read+passes, 0
 		}
-		return seconds(matmul+attention+rc.prefillKernel(b, kv)+rc.linearAttention(b)+sample) + rc.allReduce(b.PaddedTokens) + overhead
+		return seconds(matmul+attention+rc.prefillKernel(b, kv)+rc.linearAttention(b)+rc.moeDispatch(b.PaddedTokens)+sample) +
+			rc.allReduce(b.PaddedTokens) + overhead
 	}
 }
