@@ -533,6 +533,7 @@ var maxTextModels = map[string]maxTextArch{
 	"qwen3-32b":             {"qwen3-32b", "qwen3", 1, false},
 	"qwen3-235b-a22b":       {"qwen3-235b-a22b", "qwen3_moe", 1, false},
 	"qwen3-coder-480b-a35b": {"qwen3-480b-a35b", "qwen3_moe", 1, false},
+	"qwen3.5-397b-a17b":     {"qwen3.5-397b-a17b", "qwen3_5", 1, false},
 	"llama4-maverick":       {"llama4-17b-128e", "llama4", 1, false},
 }
 

@@ -40,7 +40,7 @@ func VLLMServe(p inference.Plan, modelID string) []string {
 	if b.EP > 1 {
 		args = append(args, "--enable-expert-parallel") // a BooleanOptionalAction: no value
 	}
-	if inference.DPAttention(r.Model) {
+	if r.AttentionDP() {
 		args = append(args, "--additional-config", `{"sharding":{"sharding_strategy":{"enable_dp_attention":true}}}`)
 	}
 	return args

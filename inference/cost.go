@@ -21,6 +21,7 @@ import (
 type replicaCost struct {
 	m    model.Spec
 	tp   int
+	dp   bool    // attention data parallel (Request.AttentionDP)
 	peak float64 // bf16 FLOP/s of one device
 	bw   float64 // HBM bytes/s of one device
 	// mxuIn is the elements a second the device's MXUs take into the
@@ -45,10 +46,10 @@ func newReplicaCost(r Request, tp int) replicaCost {
 	c := r.Slice.Chip
 	per := c.JAXDevicesPerChip
 	m := r.Model
-	rc := replicaCost{m: m, tp: tp, peak: float64(c.PeakBF16) / float64(per), bw: float64(c.HBMBandwidth) / float64(per),
+	rc := replicaCost{m: m, tp: tp, dp: r.AttentionDP(), peak: float64(c.PeakBF16) / float64(per), bw: float64(c.HBMBandwidth) / float64(per),
 		chips: ceilDiv(tp, per), link: collective.Link{HopLatency: hw.ICIHopLatency},
-		weights: float64(WeightBytes(m, tp, r.Weights)), experts: float64(ExpertWeightBytes(m, tp, r.Weights)), expert: expertBytes(m, r.Weights),
-		matmul: 2 * float64(m.MatmulParams()), attnMatmul: 2 * float64(m.Layers) * float64(m.ParamCount().Attention),
+		weights: float64(weightBytes(m, tp, r.Weights, r.AttentionDP())), experts: float64(ExpertWeightBytes(m, tp, r.Weights)), expert: expertBytes(m, r.Weights),
+		matmul: 2 * float64(m.MatmulParams()), attnMatmul: attentionMatmulFLOPs(m),
 		logits: 2 * float64(m.Vocab) * float64(m.DModel), core: attentionCoreFLOPs(m)}
 	rc.mxuIn = rc.peak / (2 * float64(c.MXUDim))
 	if rc.chips > 1 {
@@ -78,7 +79,7 @@ func newReplicaCost(r Request, tp int) replicaCost {
 // tokens are all-gathered before it and reduce-scattered after [ti-mla].
 func (rc replicaCost) allReduce(tokens int) time.Duration {
 	size := unit.Bytes(tokens * rc.m.DModel * 2)
-	if DPAttention(rc.m) {
+	if rc.dp {
 		layer := collective.Time(collective.AllGather, rc.chips, size, rc.link) + collective.Time(collective.ReduceScatter, rc.chips, size, rc.link)
 		return time.Duration(rc.m.Layers) * layer
 	}
@@ -104,10 +105,10 @@ func (rc replicaCost) weightsRead(tokens int) float64 {
 // where KVPerToken is already the device's heads, its own sequences'
 // under attention data parallelism.
 func (rc replicaCost) kvShare(seqs int) float64 {
-	if !DPAttention(rc.m) {
+	if !rc.dp {
 		return 1
 	}
-	return attentionSplit(rc.m, rc.tp, seqs)
+	return attentionSplit(rc.dp, rc.tp, seqs)
 }
 
 // flops is the FLOPs the busiest device computes for tokens tokens of
@@ -115,7 +116,7 @@ func (rc replicaCost) kvShare(seqs int) float64 {
 // projection for every token: the MLP, expert and output matmuls split tp
 // ways, the attention projections and scores by attentionSplit.
 func (rc replicaCost) flops(tokens, seqs int, pairs float64) float64 {
-	s := attentionSplit(rc.m, rc.tp, seqs)
+	s := attentionSplit(rc.dp, rc.tp, seqs)
 	return float64(tokens)*(rc.matmul-rc.attnMatmul)/float64(rc.tp) + s*(float64(tokens)*rc.attnMatmul+pairs*rc.core)
 }
 
@@ -142,10 +143,58 @@ func (rc replicaCost) decodeKeyTime(e Engine) float64 {
 		return float64(rc.m.Layers) * float64(LatentElements(rc.m)+rc.m.KVLoRARank) / rc.mxuIn
 	}
 	heads := max(rc.m.KV()/rc.tp, 1)
+	if rc.dp {
+		heads = rc.m.KV() // every KV head of the device's own sequences
+	}
 	if e == JetStream {
 		heads = max(rc.m.Heads/rc.tp, 1)
 	}
-	return float64(rc.m.Layers) * 2 * float64(heads) * float64(rc.m.Head()) / rc.mxuIn
+	return float64(rc.m.AttentionLayers()) * 2 * float64(heads) * float64(rc.m.Head()) / rc.mxuIn
+}
+
+// attentionMatmulFLOPs is the attention projections' matmul FLOPs of one
+// token over all layers: the softmax layers' and, of a hybrid model, the
+// linear-attention layers'.
+func attentionMatmulFLOPs(m model.Spec) float64 {
+	p := m.ParamCount()
+	return 2 * (float64(m.AttentionLayers())*float64(p.Attention) + float64(p.LinearLayers)*float64(p.LinearAttention))
+}
+
+// moeDispatch is the seconds the busiest device spends moving the routed
+// rows of a step of tokens (padded) tokens, in the ops that only move
+// them [ti-ep]: tpu-inference's fused_moe_func sorts the tokens' top-k
+// rows by expert and gathers the rows of the device's own experts
+// (ragged_gather: each bf16 row read and written), the grouped matmuls
+// work on them, and ragged_gather_reduce reads each output row back into
+// its token. Under expert parallelism a device holds 1/EP of the rows
+// (tokens·k/EP on average), else all tokens·k; per row 3 × 2·d_model
+// bytes over every MoE layer, at the HBM roofline (the grouped matmuls'
+// own reads and writes overlap their MXU work). 0 for a dense model.
+func (rc replicaCost) moeDispatch(tokens int) float64 {
+	if !rc.m.MoE() {
+		return 0
+	}
+	rows := float64(tokens) * float64(rc.m.ExpertsPerToken) / float64(ExpertParallel(rc.m, rc.tp))
+	return float64(rc.m.MoELayers()) * rows * 3 * 2 * float64(rc.m.DModel) / rc.bw
+}
+
+// linearAttention is the seconds a hybrid model's linear-attention
+// recurrences take over batch b on one device, as an op of their own
+// [ti-gdn]: every scheduled sequence's state read and written back, or
+// the gated delta rule's FLOPs of the batch's tokens (split tp ways by
+// head), whichever is longer. 0 without linear attention.
+func (rc replicaCost) linearAttention(b Batch) float64 {
+	if !rc.m.Hybrid() {
+		return 0
+	}
+	if rc.dp {
+		// the whole states of the busiest device's own sequences
+		share := attentionSplit(true, rc.tp, b.Seqs)
+		state := 2 * share * float64(b.Seqs) * float64(RecurrentStateBytes(rc.m, 1)) / rc.bw
+		return max(state, share*float64(b.Tokens)*rc.m.LinearAttentionFLOPsPerToken()/rc.peak)
+	}
+	state := 2 * float64(b.Seqs) * float64(RecurrentStateBytes(rc.m, rc.tp)) / rc.bw
+	return max(state, float64(b.Tokens)*rc.m.LinearAttentionFLOPsPerToken()/float64(rc.tp)/rc.peak)
 }
 
 // matmulFLOPs is the FLOPs the busiest device computes for batch b at
@@ -155,9 +204,27 @@ func (rc replicaCost) decodeKeyTime(e Engine) float64 {
 // split by attentionSplit.
 func (rc replicaCost) matmulFLOPs(b Batch) float64 {
 	tp := float64(rc.tp)
-	s := attentionSplit(rc.m, rc.tp, b.Seqs)
+	s := attentionSplit(rc.dp, rc.tp, b.Seqs)
+	pairs := b.AttendedPairs
+	if b.KernelPairs > 0 {
+		pairs -= b.PrefillPairs // the kernel's own op: prefillKernel
+	}
 	return float64(b.PaddedTokens)*(rc.matmul-rc.attnMatmul-rc.logits)/tp + float64(b.PaddedSeqs)*rc.logits/tp +
-		s*(float64(b.PaddedTokens)*rc.attnMatmul+b.AttendedPairs*rc.core)
+		s*(float64(b.PaddedTokens)*rc.attnMatmul+pairs*rc.core)
+}
+
+// prefillKernel is the seconds the attention kernel takes over batch b's
+// prompt chunks on the busiest device, as an op of its own after the
+// matmuls [ti-rpa3]: the MXU time of the (query, key) pairs it computes
+// in whole blocks, or the HBM time of the KV it reads (kv bytes a token
+// on the device) once a query block, whichever is longer (the kernel
+// streams the KV through two buffers while it computes [ti-rpa]). 0
+// without the kernel's blocks.
+func (rc replicaCost) prefillKernel(b Batch, kv float64) float64 {
+	if b.KernelPairs == 0 {
+		return 0
+	}
+	return max(attentionSplit(rc.dp, rc.tp, b.Seqs)*b.KernelPairs*rc.core/rc.peak, rc.kvShare(b.Seqs)*b.KernelKVTokens*kv/rc.bw)
 }
 
 // samplingBytes is the HBM bytes a logit costs tpu-inference's greedy

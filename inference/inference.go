@@ -177,7 +177,20 @@ type Request struct {
 	// TTFTSLO and ITLSLO are the time-to-first-token and inter-token
 	// latency targets at the offered load (0: none).
 	TTFTSLO, ITLSLO time.Duration
+	// DPAttention is tpu-inference's enable_dp_attention (its
+	// --additional-config sharding_strategy) for a model without latent
+	// attention, which always runs so: attention data parallel inside a
+	// replica, each device the attention weights whole and its own
+	// sequences' KV heads [ti-dpattn]. NewRequest accepts it only where
+	// tpu-inference makes the whole replica attention-parallel (attn_dp =
+	// the tensor-parallel size): one KV cache word holds a token's keys
+	// and values of every KV head (2·KV heads ≤ the KV dtype's packing).
+	DPAttention bool
 }
+
+// AttentionDP reports whether r's replicas run attention data parallel:
+// latent attention always [ti-mla], other models when r.DPAttention asks.
+func (r Request) AttentionDP() bool { return DPAttention(r.Model) || r.DPAttention }
 
 // Objective is what a serving plan optimises.
 type Objective string
@@ -283,8 +296,22 @@ func (r *Request) goals() error {
 func (r *Request) parallelism() error {
 	c := r.Slice.Chip
 	devices := r.Slice.Chips() * c.JAXDevicesPerChip
+	if r.DPAttention && !r.Model.MLA() {
+		// tpu-inference's attention data parallelism is TP / max(1,
+		// 2·KV heads / packing) (head_dim 64: twice the packing)
+		// [ti-dpattn]; shardlab models the whole replica attention-parallel
+		p := r.KVCache.packing()
+		if r.Model.Head() == 64 {
+			p *= 2
+		}
+		if 2*r.Model.KV() > p {
+			return &FieldError{Field: "enable_dp_attention", Value: "true", Want: fmt.Sprintf(
+				"false for %s with a %s KV cache: tpu-inference would run attention data parallel over TP/%d devices with tensor parallelism of %d inside (2·%d KV heads / %d a word), which shardlab does not model",
+				r.Model.Name, r.KVCache, 2*r.Model.KV()/p, 2*r.Model.KV()/p, r.Model.KV(), p)}
+		}
+	}
 	if r.TP != 0 {
-		sizes := TPSizes(r.Model, r.Slice)
+		sizes := tpSizes(r.Model, r.Slice, r.AttentionDP())
 		found := false
 		for _, t := range sizes {
 			found = found || t == r.TP
@@ -293,6 +320,8 @@ func (r *Request) parallelism() error {
 			rule := fmt.Sprintf("it must divide the %d attention heads and, as tpu-inference shards the KV cache by head, divide the %d KV heads", r.Model.Heads, r.Model.KV())
 			if DPAttention(r.Model) {
 				rule = "latent attention runs data-parallel inside a replica, so any size"
+			} else if r.AttentionDP() {
+				rule = "with enable_dp_attention the attention runs data-parallel inside a replica, so any size"
 			}
 			if r.Model.MoE() {
 				rule += fmt.Sprintf("; for expert parallelism it divides the %d experts", r.Model.Experts)
@@ -388,17 +417,20 @@ func joinInts(v []int) string {
 // Under latent attention the heads are not split (attention runs
 // data-parallel inside a replica [ti-mla]), so any size that fits whole
 // chips and divides the routed experts (for expert parallelism) is one.
-func TPSizes(m model.Spec, s hw.Slice) []int {
+func TPSizes(m model.Spec, s hw.Slice) []int { return tpSizes(m, s, DPAttention(m)) }
+
+// tpSizes is TPSizes with attention data parallel (dp) or not.
+func tpSizes(m model.Spec, s hw.Slice, dp bool) []int {
 	per := s.Chip.JAXDevicesPerChip
 	limit := m.KV()
-	if DPAttention(m) {
+	if dp {
 		limit = s.Chips() * per
 	}
 	var out []int
 	for t := 1; t <= min(limit, s.Chips()*per); t++ {
 		whole := t <= per || (t%per == 0 && s.Chips()%(t/per) == 0)
 		heads := m.KV()%t == 0 && m.Heads%t == 0
-		if DPAttention(m) {
+		if dp {
 			heads = !m.MoE() || m.Experts%t == 0
 		}
 		if heads && whole {
@@ -442,22 +474,37 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // device that holds its sequence, whatever tp: per layer
 // align(kv_lora_rank, 128) + align(qk_rope_head_dim, 128) elements
 // [ti-mla], LatentElements padded to the kernel's lanes.
+//
+// Of a hybrid model only the softmax-attention layers cache keys and
+// values (model.Spec.AttentionLayers); the linear-attention layers hold
+// a recurrent state per sequence instead (RecurrentStateBytes).
 func KVBytesPerToken(m model.Spec, tp int, kv Dtype) unit.Bytes {
+	return kvBytesPerToken(m, tp, kv, DPAttention(m))
+}
+
+// kvBytesPerToken is KVBytesPerToken with attention data parallel (dp)
+// or not: under it a device holds every KV head of its own sequences.
+func kvBytesPerToken(m model.Spec, tp int, kv Dtype, dp bool) unit.Bytes {
 	if m.MLA() {
 		return unit.Bytes(m.Layers * latentLanes(m) * kv.Bytes())
+	}
+	if dp {
+		tp = 1
 	}
 	h := max(m.KV()/tp, 1)
 	p := kv.packing()
 	words := ceilDiv(2*h, p)
 	head := ceilDiv(m.Head(), 128) * 128
-	return unit.Bytes(m.Layers * words * p * head * kv.Bytes())
+	return unit.Bytes(m.AttentionLayers() * words * p * head * kv.Bytes())
 }
 
 // KVUsefulSplit is the tensor-parallel size beyond which the KV cache of
 // one device stops shrinking: 2·KV heads / packing [ti-shard].
-func KVUsefulSplit(m model.Spec, kv Dtype) int {
-	if DPAttention(m) {
-		return math.MaxInt // the latent is never split by tp
+func KVUsefulSplit(m model.Spec, kv Dtype) int { return kvUsefulSplit(m, kv, DPAttention(m)) }
+
+func kvUsefulSplit(m model.Spec, kv Dtype, dp bool) int {
+	if dp {
+		return math.MaxInt // the KV is split by sequence, never by tp
 	}
 	return max(1, 2*m.KV()/kv.packing())
 }
@@ -470,17 +517,27 @@ func KVUsefulSplit(m model.Spec, kv Dtype) int {
 // (d_model × experts) whole. Under latent attention the attention weights
 // are whole on every device [ti-mla].
 func WeightBytes(m model.Spec, tp int, w Dtype) unit.Bytes {
+	return weightBytes(m, tp, w, DPAttention(m))
+}
+
+// weightBytes is WeightBytes with attention data parallel (dp) or not:
+// under it every attention weight, softmax and linear, is whole on each
+// device [ti-dpattn].
+func weightBytes(m model.Spec, tp int, w Dtype, dp bool) unit.Bytes {
 	p := m.ParamCount()
 	t := int64(tp)
 	d, hd := int64(m.DModel), int64(m.Head())
-	attn := p.Attention
-	if !DPAttention(m) {
+	attn, linear := p.Attention, p.LinearAttention
+	if !dp {
 		kvProj := 2 * d * int64(max(m.KV()/tp, 1)) * hd
 		attn = (p.Attention-2*d*int64(m.KV())*hd)/t + kvProj
+		linear = p.LinearAttention / t // split by head [ti-gdn]
 	}
-	n := int64(p.DenseLayers())*(attn+p.MLP/t+p.Norms) + (p.Embedding+p.Output)/t + p.FinalNorm
+	// the softmax layers' attention, and the linear-attention layers'
+	n := int64(m.AttentionLayers())*attn + int64(p.LinearLayers)*linear +
+		int64(p.DenseLayers())*(p.MLP/t+p.Norms) + (p.Embedding+p.Output)/t + p.FinalNorm
 	if p.MoELayers > 0 {
-		n += int64(p.MoELayers) * (attn + p.Norms + p.Router + p.Shared/t)
+		n += int64(p.MoELayers) * (p.Norms + p.Router + p.Shared/t)
 	}
 	return unit.Bytes(n*int64(w.Bytes())) + ExpertWeightBytes(m, tp, w)
 }
@@ -509,7 +566,10 @@ type Memory struct {
 	Budget      unit.Bytes `json:"budget_bytes"` // capacity × gpu_memory_utilization
 	Weights     unit.Bytes `json:"weights_bytes"`
 	Activations unit.Bytes `json:"activations_bytes"`
-	KVCache     unit.Bytes `json:"kv_cache_bytes"` // what is left for pages
+	// Recurrent is a hybrid model's linear-attention states: max_num_seqs
+	// + 1 slots of RecurrentStateBytes [ti-gdn]; 0 without.
+	Recurrent unit.Bytes `json:"recurrent_state_bytes,omitempty"`
+	KVCache   unit.Bytes `json:"kv_cache_bytes"` // what is left for pages
 	// KVPerToken is one token's KV on this device.
 	KVPerToken unit.Bytes `json:"kv_per_token_bytes"`
 	BlockSize  int        `json:"block_size_tokens"`
@@ -591,7 +651,7 @@ func Estimate(r Request, tp, dp int) Layout {
 	c := r.Slice.Chip
 	per := c.JAXDevicesPerChip
 	l := Layout{TP: tp, DP: dp, EP: ExpertParallel(r.Model, tp), AttentionDP: 1, Chips: ceilDiv(tp*dp, per)}
-	if DPAttention(r.Model) {
+	if r.AttentionDP() {
 		l.AttentionDP = tp
 	}
 	l.SeqsEach = ceilDiv(r.Concurrency, dp)
@@ -602,10 +662,15 @@ func Estimate(r Request, tp, dp int) Layout {
 	m := &l.Memory
 	m.Capacity = c.HBM / unit.Bytes(per)
 	m.Budget = unit.Bytes(float64(m.Capacity) * r.MemoryUtilization)
-	m.Weights = WeightBytes(r.Model, tp, r.Weights)
+	m.Weights = weightBytes(r.Model, tp, r.Weights, r.AttentionDP())
 	m.Activations = ActivationBytes(r.Model, tp, r.MaxNumBatchedTokens, l.SeqsEach)
-	m.KVCache = max(m.Budget-m.Weights-m.Activations, 0)
-	m.KVPerToken = KVBytesPerToken(r.Model, tp, r.KVCache)
+	m.Recurrent = unit.Bytes(l.SeqsEach+1) * RecurrentStateBytes(r.Model, tp)
+	if r.AttentionDP() {
+		// each device the whole states of its own sequences' slots
+		m.Recurrent = unit.Bytes(ceilDiv(l.SeqsEach+1, tp)) * RecurrentStateBytes(r.Model, 1)
+	}
+	m.KVCache = max(m.Budget-m.Weights-m.Activations-m.Recurrent, 0)
+	m.KVPerToken = kvBytesPerToken(r.Model, tp, r.KVCache, r.AttentionDP())
 	m.BlockSize = BlockSize(r.MaxModelLen, l.SeqsEach)
 	if r.Model.MLA() {
 		m.BlockSize = mlaPageSize

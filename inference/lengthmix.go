@@ -19,8 +19,10 @@ import (
 type LengthMix struct {
 	bins  []Bin     // fixed: one bin; histogram: its bins
 	cum   []float64 // running sums of the bins' weights
-	lo    int       // uniform: the range, both lengths
+	lo    int       // uniform: the prompts' range
 	hi    int
+	olo   int // uniform: the outputs' range
+	ohi   int
 	label string
 }
 
@@ -74,7 +76,30 @@ func ParseLengthMix(s string) (LengthMix, error) {
 	if !ok || err1 != nil || err2 != nil || lo < 1 || hi < lo || hi > MaxTokens {
 		return LengthMix{}, &MixError{Field: "uniform range", Value: strconv.Quote(rest), Want: fmt.Sprintf("A-B, whole numbers with 1 <= A <= B <= %d", MaxTokens)}
 	}
-	return LengthMix{lo: lo, hi: hi, label: fmt.Sprintf("uniform %d-%d", lo, hi)}, nil
+	return LengthMix{lo: lo, hi: hi, olo: lo, ohi: hi, label: fmt.Sprintf("uniform %d-%d", lo, hi)}, nil
+}
+
+// UniformMix is each request's prompt length drawn uniformly from the
+// whole numbers promptLo to promptHi and its output length, independently,
+// from outputLo to outputHi (each 1 ≤ lo ≤ hi ≤ MaxTokens): the random
+// dataset of a benchmark client given a range ratio r draws from
+// [⌊L·r⌋, L] (SemiAnalysisAI/InferenceX
+// utils/bench_serving/benchmark_serving.py sample_random_requests,
+// sample_uniform @d39a07fd).
+func UniformMix(promptLo, promptHi, outputLo, outputHi int) (LengthMix, error) {
+	for _, r := range []struct {
+		name   string
+		lo, hi int
+	}{{"prompt range", promptLo, promptHi}, {"output range", outputLo, outputHi}} {
+		if r.lo < 1 || r.hi < r.lo || r.hi > MaxTokens {
+			return LengthMix{}, &MixError{Field: r.name, Value: fmt.Sprintf("%d-%d", r.lo, r.hi), Want: fmt.Sprintf("A-B, whole numbers with 1 <= A <= B <= %d", MaxTokens)}
+		}
+	}
+	label := fmt.Sprintf("uniform prompt %d-%d, output %d-%d", promptLo, promptHi, outputLo, outputHi)
+	if promptLo == outputLo && promptHi == outputHi {
+		label = fmt.Sprintf("uniform %d-%d", promptLo, promptHi)
+	}
+	return LengthMix{lo: promptLo, hi: promptHi, olo: outputLo, ohi: outputHi, label: label}, nil
 }
 
 // HistogramHeader is the first line of a length histogram.
@@ -156,7 +181,7 @@ func (m LengthMix) Bins() []Bin { return append([]Bin(nil), m.bins...) }
 // can have.
 func (m LengthMix) Longest() int {
 	if m.bins == nil {
-		return 2 * m.hi
+		return m.hi + m.ohi
 	}
 	n := 0
 	for _, b := range m.bins {
@@ -168,7 +193,7 @@ func (m LengthMix) Longest() int {
 // meanOutput is the mean output length of the mix.
 func (m LengthMix) meanOutput() float64 {
 	if m.bins == nil {
-		return float64(m.lo+m.hi) / 2
+		return float64(m.olo+m.ohi) / 2
 	}
 	sum, prev := 0.0, 0.0
 	for i, b := range m.bins {
@@ -181,7 +206,7 @@ func (m LengthMix) meanOutput() float64 {
 // Sample draws one request's prompt and output lengths.
 func (m LengthMix) Sample(rng *rand.Rand) (prompt, output int) {
 	if m.bins == nil {
-		return m.lo + rng.IntN(m.hi-m.lo+1), m.lo + rng.IntN(m.hi-m.lo+1)
+		return m.lo + rng.IntN(m.hi-m.lo+1), m.olo + rng.IntN(m.ohi-m.olo+1)
 	}
 	if len(m.bins) == 1 {
 		return m.bins[0].PromptLen, m.bins[0].OutputLen

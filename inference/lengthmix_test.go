@@ -2,6 +2,7 @@ package inference
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -83,6 +84,66 @@ func TestParseLengthMix(t *testing.T) {
 	for _, s := range []string{"uniform:", "uniform:5", "uniform:0-3", "uniform:9-3", "uniform:a-3", "uniform:1-99999999", "fixed", "zipf:1-2"} {
 		if _, err := ParseLengthMix(s); !errors.Is(err, ErrBadMix) {
 			t.Errorf("ParseLengthMix(%q) = %v, want an error wrapping ErrBadMix", s, err)
+		}
+	}
+}
+
+// TestUniformMix: separate prompt and output ranges, each drawn over
+// its whole range (every value seen, none outside, the mean within 1 %
+// of the midpoint over 20,000 draws); equal ranges draw exactly as the
+// inline "uniform:A-B" mix; bad ranges are errors naming the range.
+func TestUniformMix(t *testing.T) {
+	m, err := UniformMix(6553, 8192, 819, 1024) // InferenceX 8k/1k at range ratio 0.8: [int(8192·0.8), 8192]
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 0))
+	seenP, seenO := map[int]bool{}, map[int]bool{}
+	sumP, sumO := 0.0, 0.0
+	const n = 20000
+	for range n {
+		p, o := m.Sample(rng)
+		if p < 6553 || p > 8192 || o < 819 || o > 1024 {
+			t.Fatalf("Sample() = %d, %d, want 6553..8192 and 819..1024", p, o)
+		}
+		seenP[p], seenO[o] = true, true
+		sumP, sumO = sumP+float64(p), sumO+float64(o)
+	}
+	if len(seenO) != 1024-819+1 || !seenP[6553] || !seenP[8192] {
+		t.Errorf("outputs seen %d of 206, prompt ends seen %v %v, want all", len(seenO), seenP[6553], seenP[8192])
+	}
+	if mp, mo := sumP/n, sumO/n; math.Abs(mp-7372.5)/7372.5 > 0.01 || math.Abs(mo-921.5)/921.5 > 0.01 {
+		t.Errorf("mean prompt %.1f, output %.1f, want 7372.5 and 921.5 within 1 %%", mp, mo)
+	}
+	if m.Longest() != 8192+1024 || m.meanOutput() != 921.5 || m.String() != "uniform prompt 6553-8192, output 819-1024" {
+		t.Errorf("Longest() = %d, meanOutput() = %v, String() = %q", m.Longest(), m.meanOutput(), m)
+	}
+	same, err := UniformMix(10, 20, 10, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline, _ := ParseLengthMix("uniform:10-20")
+	r1, r2 := rand.New(rand.NewPCG(7, 0)), rand.New(rand.NewPCG(7, 0))
+	for range 100 {
+		p1, o1 := same.Sample(r1)
+		p2, o2 := inline.Sample(r2)
+		if p1 != p2 || o1 != o2 {
+			t.Fatalf("UniformMix(10, 20, 10, 20) drew %d, %d, uniform:10-20 %d, %d", p1, o1, p2, o2)
+		}
+	}
+	if same.String() != inline.String() {
+		t.Errorf("String() = %q, want %q", same, inline)
+	}
+	for _, c := range []struct {
+		pl, ph, ol, oh int
+		field          string
+	}{
+		{0, 5, 1, 2, "prompt range"}, {6, 5, 1, 2, "prompt range"}, {1, 2, 3, 2, "output range"}, {1, 2, 1, MaxTokens + 1, "output range"},
+	} {
+		_, err := UniformMix(c.pl, c.ph, c.ol, c.oh)
+		var me *MixError
+		if !errors.As(err, &me) || me.Field != c.field {
+			t.Errorf("UniformMix(%d, %d, %d, %d) = %v, want a MixError on %s", c.pl, c.ph, c.ol, c.oh, err, c.field)
 		}
 	}
 }

@@ -120,10 +120,10 @@ func ExpertWeightBytes(m model.Spec, tp int, w Dtype) unit.Bytes {
 // attentionSplit is the share of a step's attention work (its matmuls,
 // its scores and the KV it reads) that the busiest device of a tp-way
 // replica does for seqs sequences: 1/tp when tensor parallelism splits
-// the heads; under attention data parallelism each sequence lives on one
-// device, so the busiest holds ⌈seqs/tp⌉ of them [ti-mla].
-func attentionSplit(m model.Spec, tp, seqs int) float64 {
-	if !DPAttention(m) || seqs < 1 {
+// the heads; under attention data parallelism (dp) each sequence lives
+// on one device, so the busiest holds ⌈seqs/tp⌉ of them [ti-mla].
+func attentionSplit(dp bool, tp, seqs int) float64 {
+	if !dp || seqs < 1 {
 		return 1 / float64(tp)
 	}
 	return float64(ceilDiv(seqs, tp)) / float64(seqs)

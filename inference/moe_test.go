@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"shardlab/hw"
 	"shardlab/model"
 	"shardlab/unit"
 )
@@ -281,5 +282,32 @@ func TestFewerChipsOnlyWhenAsked(t *testing.T) {
 	}
 	if p.Best.DP != 2 || p.Best.Chips != 4 {
 		t.Errorf("TP 4 on tpu7x-8: DP %d on %d chips, want 2 on 4", p.Best.DP, p.Best.Chips)
+	}
+}
+
+// TestMoEDispatch, by hand [ti-ep]: Qwen3-Coder-480B at TP 8 (expert
+// parallel 8) on tpu7x-8, a step of 8192 tokens: 8192·8/8 = 8192 rows a
+// device, 62 layers × 8192 × 3 × 2·6144 bytes over the device's HBM
+// bandwidth; at TP 1 (no expert parallelism) all 8192·8 rows; a dense
+// model none.
+func TestMoEDispatch(t *testing.T) {
+	s, _ := hw.ParseAcceleratorType("tpu7x-8")
+	r := DefaultRequest()
+	r.Model, r.Slice, r.MaxModelLen, r.Weights, r.KVCache = lookup(t, "qwen3-coder-480b-a35b"), s, 10240, FP8, FP8
+	r, err := NewRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := newReplicaCost(r, 8)
+	if got, want := rc.moeDispatch(8192), 62*8192*3*2*6144/rc.bw; got != want {
+		t.Errorf("moeDispatch(8192) at EP 8 = %v s, want %v s", got, want)
+	}
+	rc1 := newReplicaCost(r, 1)
+	if got, want := rc1.moeDispatch(8192), 62*8192*8*3*2*6144/rc1.bw; got != want {
+		t.Errorf("moeDispatch(8192) at TP 1 = %v s, want %v s", got, want)
+	}
+	dense := DefaultRequestFor(t, "llama3-70b")
+	if got := newReplicaCost(dense, 8).moeDispatch(8192); got != 0 {
+		t.Errorf("a dense model's dispatch = %v s, want 0", got)
 	}
 }

@@ -36,7 +36,7 @@ func noFit(r Request, layouts []Layout) string {
 func Candidates(r Request) [][2]int {
 	per := r.Slice.Chip.JAXDevicesPerChip
 	devices := r.Slice.Chips() * per
-	tps := TPSizes(r.Model, r.Slice)
+	tps := tpSizes(r.Model, r.Slice, r.AttentionDP())
 	if r.TP != 0 {
 		tps = []int{r.TP}
 	}
@@ -175,6 +175,8 @@ func shardReason(r Request, b Layout) string {
 	heads := fmt.Sprintf("TP %d: %d of %d KV heads per device", b.TP, max(m.KV()/b.TP, 1), m.KV())
 	if DPAttention(m) {
 		heads = fmt.Sprintf("TP %d as attention data parallelism (latent attention, enable_dp_attention): each device holds the attention weights whole and the latent KV of its own sequences", b.TP)
+	} else if r.AttentionDP() {
+		heads = fmt.Sprintf("TP %d as attention data parallelism (enable_dp_attention): each device holds the attention weights whole and the %d KV heads of its own sequences", b.TP, m.KV())
 	}
 	if m.MoE() {
 		if b.EP > 1 {
@@ -189,7 +191,7 @@ func shardReason(r Request, b Layout) string {
 // modelWarnings are what the serving command needs beyond its flags.
 func modelWarnings(r Request, b Layout) []string {
 	var out []string
-	if b.TP > KVUsefulSplit(r.Model, r.KVCache) {
+	if b.TP > kvUsefulSplit(r.Model, r.KVCache, r.AttentionDP()) {
 		out = append(out, fmt.Sprintf("TP %d is beyond the KV cache's useful split (%d = 2·%d KV heads / %d %s elements per 32-bit word): each device's page rows are padded to whole words, so a token's %s KV takes %v per device, as much as at TP %d",
 			b.TP, KVUsefulSplit(r.Model, r.KVCache), r.Model.KV(), r.KVCache.packing(), r.KVCache, r.KVCache, b.Memory.KVPerToken, KVUsefulSplit(r.Model, r.KVCache)))
 	}

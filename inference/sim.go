@@ -40,6 +40,7 @@ package inference
 //	           @b8692ff0: q is laid out [kv heads, tokens, q heads a KV head, head dim], the
 //	           query heads of one KV head attend its pages together, and the KV it reads
 //	           streams through two buffers (bkv_x2_ref), one filled while the other is computed
+//	[ti-rpa3]  the prompts' attention kernel: rpa.go
 //	[ti-3127]  vllm-project/tpu-inference issue #3127 (2026-08-09): XProf of a greedy decode step,
 //	           the logits' fp32 convert, copy and argmax each near the HBM roofline of its bytes
 //
@@ -92,6 +93,12 @@ type Server struct {
 	// MaxModelLen is the longest sequence; JetStream's cache length of
 	// every slot.
 	MaxModelLen int
+	// QueryBlock and KeyBlock are vLLM's attention kernel's blocks for
+	// prompts: query blocks of min(QueryBlock, padded tokens / 2) tokens,
+	// keys computed KeyBlock at a time [ti-rpa3]. 0: the prompts'
+	// attention is its exact (query, key) pairs, inside the matmuls'
+	// roofline.
+	QueryBlock, KeyBlock int
 }
 
 // Load is the requests a simulation serves.
@@ -129,6 +136,14 @@ type Batch struct {
 	// the sequences that run one token this step (their context
 	// including it); JetStream's generate step: every slot's whole cache.
 	DecodeKeys int
+	// With the attention kernel's blocks (Server.QueryBlock), the
+	// sequences that run more than one token (prompt chunks) are the
+	// kernel's own op: PrefillPairs is their share of AttendedPairs,
+	// KernelPairs the pairs the kernel computes for them in whole blocks,
+	// KernelKVTokens the KV tokens it reads for them, once a query block
+	// [ti-rpa3]; PrefillContext is their share of ContextTokens.
+	PrefillPairs, KernelPairs, KernelKVTokens float64
+	PrefillContext                            int
 }
 
 // Scheduled is one sequence's share of a step.
@@ -214,6 +229,10 @@ func NewSim(srv Server, load Load, cost func(Batch) time.Duration, rng *rand.Ran
 			return nil, badInt("block_size", srv.BlockSize, fmt.Sprintf("1 to %d tokens", MaxTokens))
 		case srv.Pages < ceilDiv(load.Mix.Longest(), srv.BlockSize):
 			return nil, badInt("pages", srv.Pages, fmt.Sprintf("at least %d, the pages of the longest request (%d tokens in pages of %d)", ceilDiv(load.Mix.Longest(), srv.BlockSize), load.Mix.Longest(), srv.BlockSize))
+		case srv.QueryBlock < 0 || srv.QueryBlock > MaxTokens:
+			return nil, badInt("query_block", srv.QueryBlock, fmt.Sprintf("0 (not modelled) to %d tokens", MaxTokens))
+		case srv.QueryBlock > 0 && (srv.KeyBlock < 1 || srv.KeyBlock > MaxTokens):
+			return nil, badInt("key_block", srv.KeyBlock, fmt.Sprintf("1 to %d tokens with a query block", MaxTokens))
 		}
 	}
 	s := &Sim{srv: srv, load: load, cost: cost, rng: rng, freePages: srv.Pages}
@@ -330,6 +349,17 @@ func (s *Sim) stepVLLM() {
 		}
 	}
 	b.PaddedTokens, b.PaddedSeqs = paddedTokens(b.Tokens), paddedSeqs(b.Seqs, s.srv.MaxNumSeqs)
+	if s.srv.QueryBlock > 0 {
+		bq := min(s.srv.QueryBlock, max(b.PaddedTokens/2, 1))
+		for i, q := range sched {
+			if n[i] > 1 {
+				pairs, kv := prefillKernel(q.computed, n[i], bq, s.srv.KeyBlock)
+				b.PrefillPairs += float64(n[i]) * (float64(q.computed) + float64(n[i]+1)/2)
+				b.PrefillContext += q.computed + n[i]
+				b.KernelPairs, b.KernelKVTokens = b.KernelPairs+pairs, b.KernelKVTokens+kv
+			}
+		}
+	}
 	s.run(b, sched, n)
 	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
 }
@@ -537,7 +567,9 @@ type SimOptions struct {
 // or the MXU time of the padded tokens, the output projection only for
 // the padded sequences, whose logits are sampled), then the attention
 // (every sequence's KV context read, and the MXU passes of the decode
-// queries: decodeKeyTime), then the tensor-parallel all-reduces of the
+// queries: decodeKeyTime; on vLLM the prompt chunks' attention as its
+// kernel computes it, in blocks: prefillKernel [ti-rpa3]), then the
+// tensor-parallel all-reduces of the
 // padded tokens, then the engine's fixed time a step (StepOverhead, or
 // o.StepOverhead when set). For JetStream the KV cache is its dense one:
 // each slot's max_cache_length tokens of keys and values, no page
@@ -550,6 +582,13 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	load.Requests = ceilDiv(load.Requests, dp)
 	srv := Server{Engine: o.Engine, MaxNumSeqs: o.MaxNumSeqs, MaxNumBatchedTokens: r.MaxNumBatchedTokens,
 		BlockSize: l.Memory.BlockSize, Pages: l.Memory.Pages, MaxModelLen: r.MaxModelLen}
+	if o.Engine == VLLM && !r.Model.MLA() { // latent attention has a kernel of its own
+		attnTP := l.TP
+		if r.AttentionDP() {
+			attnTP = 1 // every head of the device's own sequences
+		}
+		srv.QueryBlock, srv.KeyBlock = kernelBlocks(r.Slice.Chip.Generation, r.Model, attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
+	}
 	if srv.MaxNumSeqs == 0 {
 		srv.MaxNumSeqs = r.MaxNumSeqs
 	}
@@ -559,7 +598,7 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	rc := newReplicaCost(r, l.TP)
 	kv := float64(l.Memory.KVPerToken)
 	if o.Engine == JetStream {
-		kv = float64(r.Model.Layers * 2 * max(r.Model.KV()/l.TP, 1) * r.Model.Head() * r.KVCache.Bytes())
+		kv = float64(r.Model.AttentionLayers() * 2 * max(r.Model.KV()/l.TP, 1) * r.Model.Head() * r.KVCache.Bytes())
 	}
 	overhead := StepOverhead(o.Engine)
 	if o.StepOverhead != nil {
@@ -597,15 +636,24 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 // passes are added, the form that fits the calibration rows of
 // validate/serving.yaml (with them overlapped, JetStream's three are
 // over-predicted by 24 % to 35 %; added, under-predicted by 8 % to 32 %).
+// With the kernel's blocks (Batch.KernelPairs) the prompt chunks'
+// attention is its own op after the matmuls (prefillKernel), not inside
+// their roofline; a hybrid model's linear attention (linearAttention)
+// and a mixture of experts' row gathers (moeDispatch) are ops of their
+// own too.
 func (rc replicaCost) step(kv, keyTime float64, overhead time.Duration, e Engine) func(Batch) time.Duration {
 	return func(b Batch) time.Duration {
 		matmul := max(rc.weightsRead(b.Tokens)/rc.bw, rc.matmulFLOPs(b)/rc.peak)
-		share := rc.kvShare(b.Seqs)
-		read, passes := share*float64(b.ContextTokens)*kv/rc.bw, share*float64(b.DecodeKeys)*keyTime
+		share, context := rc.kvShare(b.Seqs), b.ContextTokens
+		if b.KernelPairs > 0 {
+			context -= b.PrefillContext // read by the kernel's own op: prefillKernel
+		}
+		read, passes := share*float64(context)*kv/rc.bw, share*float64(b.DecodeKeys)*keyTime
 		attention, sample := max(read, passes), rc.sampling(b.PaddedSeqs)
 		if e == JetStream {
 			attention, sample = read+passes, 0
 		}
-		return seconds(matmul+attention+sample) + rc.allReduce(b.PaddedTokens) + overhead
+		return seconds(matmul+attention+rc.prefillKernel(b, kv)+rc.linearAttention(b)+rc.moeDispatch(b.PaddedTokens)+sample) +
+			rc.allReduce(b.PaddedTokens) + overhead
 	}
 }

@@ -123,6 +123,34 @@ func TestSimHandBatch(t *testing.T) {
 	}
 }
 
+// TestSimHandBatchKernel: the same first step with the attention
+// kernel's blocks (query blocks of min(4, 16/2) = 4 tokens, keys by 4):
+// the prompt chunk 0 (6 tokens) is two query blocks attending 4 and 6
+// keys, computed as 4·4 + 4·8 = 48 pairs and read as 4 + 6 = 10 KV
+// tokens; chunk 1 (2 tokens) one block attending 2 keys, 4·4 = 16
+// pairs and 2 read. Their exact pairs (24) and context (8) are the
+// kernel's share of the batch's.
+func TestSimHandBatchKernel(t *testing.T) {
+	srv := Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 100, MaxModelLen: 64, QueryBlock: 4, KeyBlock: 4}
+	var first *Batch
+	cost := func(b Batch) time.Duration {
+		if first == nil {
+			first = &b
+		}
+		return time.Millisecond
+	}
+	s, err := NewSim(srv, Load{Mix: FixedMix(6, 3), Concurrency: 3, Requests: 3}, cost, rand.New(rand.NewPCG(1, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Step()
+	want := Batch{Seqs: 2, PaddedSeqs: 8, Tokens: 8, PaddedTokens: 16, ContextTokens: 8, AttendedPairs: 24,
+		PrefillPairs: 24, KernelPairs: 64, KernelKVTokens: 12, PrefillContext: 8}
+	if first == nil || *first != want {
+		t.Errorf("first batch %+v, want %+v", first, want)
+	}
+}
+
 // TestSimPreemption: pages run out and vLLM preempts the last running
 // request, which recomputes. 3 requests of 4 + 6 tokens from 3 clients,
 // a budget of 8, 4 pages of 4 tokens, 1 ms a step.
@@ -268,6 +296,8 @@ func TestNewSimErrors(t *testing.T) {
 		{"no clients", ok, Load{Mix: FixedMix(4, 6), Requests: 3}, "concurrency"},
 		{"budget", Server{Engine: VLLM, MaxNumSeqs: 4, BlockSize: 4, Pages: 4, MaxModelLen: 64}, load, "max_num_batched_tokens"},
 		{"engine", Server{Engine: 7, MaxNumSeqs: 4, MaxModelLen: 64}, load, "engine"},
+		{"query block", Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 4, MaxModelLen: 64, QueryBlock: -1}, load, "query_block"},
+		{"key block", Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 4, MaxModelLen: 64, QueryBlock: 4}, load, "key_block"},
 	}
 	for _, tt := range tests {
 		_, err := NewSim(tt.srv, tt.load, perStep, rand.New(rand.NewPCG(1, 0)))

@@ -48,8 +48,12 @@ func (p Plan) WriteText(w io.Writer, command string) error {
 	for _, s := range p.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", s)
 	}
-	fmt.Fprintf(w, "\nHBM per device: %v × %g = %v: weights %v, activations %v, KV cache %v\n",
-		m.Capacity, r.MemoryUtilization, m.Budget, m.Weights, m.Activations, m.KVCache)
+	states := ""
+	if m.Recurrent > 0 {
+		states = fmt.Sprintf(", linear-attention states %v", m.Recurrent)
+	}
+	fmt.Fprintf(w, "\nHBM per device: %v × %g = %v: weights %v, activations %v%s, KV cache %v\n",
+		m.Capacity, r.MemoryUtilization, m.Budget, m.Weights, m.Activations, states, m.KVCache)
 	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all)\n",
 		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP)
 	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (prefill %v, all-reduce %v, step overhead %v); inter-token %v\n",

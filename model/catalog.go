@@ -145,6 +145,24 @@ var catalog = [...]Spec{
 		HFModel: "Qwen/Qwen3-Coder-480B-A35B-Instruct",
 	},
 	{
+		// Qwen3.5-397B-A17B, as MaxText's configs/models/qwen3.5-397b-a17b.yml @e591f30c
+		// (AI-Hypercomputer/maxtext) gives its decoder: 60 layers, hidden 4096, 32 query and
+		// 2 KV heads of 256, vocab 248320 untied; 512 experts of width 1024, 10 per token, one
+		// shared expert of 1024, every layer MoE; Gated DeltaNet linear attention in three of
+		// every four layers (inhomogeneous_layer_cycle_interval 4) with 16 key heads and 64
+		// value heads of 128 and a 4-tap convolution; NVIDIA/Megatron-LM
+		// examples/mimo/configs/qwen35_vlm.py @1e38b879 ("all values match the HuggingFace
+		// text_config") the same, and the softmax layers' output gate (attention_output_gate).
+		// Counted so, 396.35B parameters and 17.35B active; the shared expert's scalar gate
+		// and the query and key norms are not counted (253,440 parameters).
+		Name: "qwen3.5-397b-a17b", Layers: 60, DModel: 4096, Heads: 32, KVHeads: 2, HeadDim: 256, DFF: 1024, Vocab: 248320, SeqLen: 262144, GatedMLP: true,
+		Experts: 512, ExpertsPerToken: 10, SharedExperts: 1,
+		FullAttentionEvery: 4, LinearKeyHeads: 16, LinearKeyHeadDim: 128, LinearValueHeads: 64, LinearValueHeadDim: 128, LinearConvKernel: 4,
+		AttentionOutputGate: true,
+		Published:           397e9, PublishedActive: 17e9, Source: "Qwen/Qwen3.5-397B-A17B model card (397B total, 17B activated)",
+		HFModel: "Qwen/Qwen3.5-397B-A17B",
+	},
+	{
 		// Mistral AI 2024, Mixtral 8x22B release and config.json, as MaxText's
 		// configs/models/mixtral-8x22b.yml @e591f30c: 56 layers, hidden 6144,
 		// 48 query and 8 KV heads of 128, vocab 32768 untied, 8 experts of

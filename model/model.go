@@ -80,6 +80,29 @@ type Spec struct {
 	QKRopeHeadDim int `yaml:"qk_rope_head_dim,omitempty" json:"qk_rope_head_dim,omitempty"`
 	VHeadDim      int `yaml:"v_head_dim,omitempty" json:"v_head_dim,omitempty"`
 
+	// Hybrid linear attention (Qwen3-Next and Qwen3.5: Gated DeltaNet,
+	// Yang et al. 2024, arXiv 2412.06464) when FullAttentionEvery > 1: of
+	// each FullAttentionEvery layers the last has softmax attention (the
+	// Heads, KVHeads and HeadDim above, with a KV cache) and the others a
+	// gated delta rule over LinearKeyHeads key heads of LinearKeyHeadDim
+	// and LinearValueHeads value heads of LinearValueHeadDim, after a
+	// causal convolution of LinearConvKernel taps: a fixed-size recurrent
+	// state per sequence instead of keys and values per token. Such a
+	// layer projects d_model to queries and keys (2·key heads·key dim),
+	// values and their output gate (2·value heads·value dim) and the
+	// decay and update rates (2 a value head), and its value heads back
+	// to d_model. AttentionOutputGate: the softmax layers' query
+	// projection also yields a gate for each head's output (twice as
+	// wide). HF config.json: full_attention_interval, linear_num_key_heads,
+	// linear_key_head_dim, linear_num_value_heads, linear_value_head_dim,
+	// linear_conv_kernel_dim, attn_output_gate.
+	FullAttentionEvery  int  `yaml:"full_attention_every,omitempty" json:"full_attention_every,omitempty"`
+	LinearKeyHeads      int  `yaml:"linear_key_heads,omitempty" json:"linear_key_heads,omitempty"`
+	LinearKeyHeadDim    int  `yaml:"linear_key_head_dim,omitempty" json:"linear_key_head_dim,omitempty"`
+	LinearValueHeads    int  `yaml:"linear_value_heads,omitempty" json:"linear_value_heads,omitempty"`
+	LinearValueHeadDim  int  `yaml:"linear_value_head_dim,omitempty" json:"linear_value_head_dim,omitempty"`
+	LinearConvKernel    int  `yaml:"linear_conv_kernel,omitempty" json:"linear_conv_kernel,omitempty"`
+	AttentionOutputGate bool `yaml:"attention_output_gate,omitempty" json:"attention_output_gate,omitempty"`
 	// Published is the parameter count its authors give (0 if none), and
 	// Source where it is given; PublishedActive the parameters a token
 	// uses, for a mixture of experts.
@@ -148,6 +171,9 @@ func (s Spec) Validate() error {
 		return err
 	}
 	if err := s.validateMLA(bad); err != nil {
+		return err
+	}
+	if err := s.validateLinear(bad); err != nil {
 		return err
 	}
 	for _, f := range []struct {
@@ -375,10 +401,15 @@ type Params struct {
 	Embedding int64 // input token embedding (and learned positions)
 	Output    int64 // untied output projection; 0 when tied
 	Attention int64 // per layer: Q, K, V, O (and their biases; MLA's latent norms)
-	MLP       int64 // per dense layer
-	Norms     int64 // per layer
-	FinalNorm int64
-	Layers    int
+	// LinearAttention is one linear-attention layer's attention
+	// parameters (projections, convolution, decay, norm), LinearLayers
+	// how many there are; their blocks count these instead of Attention.
+	LinearAttention int64
+	LinearLayers    int
+	MLP             int64 // per dense layer
+	Norms           int64 // per layer
+	FinalNorm       int64
+	Layers          int
 
 	// A mixture of experts, per MoE layer: the router, one routed expert,
 	// how many there are and how many a token runs, and the shared experts
@@ -409,8 +440,12 @@ func (p Params) ActivePerMoELayer() int64 {
 
 // Blocks is the parameter count of all transformer blocks.
 func (p Params) Blocks() int64 {
-	return int64(p.DenseLayers())*p.PerLayer() + int64(p.MoELayers)*p.PerMoELayer()
+	return int64(p.DenseLayers())*p.PerLayer() + int64(p.MoELayers)*p.PerMoELayer() + p.linearDelta()
 }
+
+// linearDelta is what the linear-attention layers' attention adds to a
+// count that gave every layer softmax attention.
+func (p Params) linearDelta() int64 { return int64(p.LinearLayers) * (p.LinearAttention - p.Attention) }
 
 // Total is the model's parameter count.
 func (p Params) Total() int64 {
@@ -420,7 +455,7 @@ func (p Params) Total() int64 {
 // Active is the parameters one token uses: Total with only the routed
 // experts it runs (the count MoE papers publish as "activated").
 func (p Params) Active() int64 {
-	return p.Embedding + p.Output + p.FinalNorm + int64(p.DenseLayers())*p.PerLayer() + int64(p.MoELayers)*p.ActivePerMoELayer()
+	return p.Embedding + p.Output + p.FinalNorm + int64(p.DenseLayers())*p.PerLayer() + int64(p.MoELayers)*p.ActivePerMoELayer() + p.linearDelta()
 }
 
 // attentionMatmul is one block's attention projection parameters (all
@@ -429,6 +464,9 @@ func (s Spec) attentionMatmul() int64 {
 	d, h := int64(s.DModel), int64(s.Heads)
 	if !s.MLA() {
 		q, kv := h*int64(s.Head()), int64(s.KV()*s.Head())
+		if s.AttentionOutputGate {
+			return 3*d*q + 2*d*kv // the query projection yields the gate too
+		}
 		return 2*d*q + 2*d*kv
 	}
 	qk, v := h*int64(s.QKHead()), h*int64(s.VHead())
@@ -478,6 +516,13 @@ func (s Spec) ParamCount() Params {
 	if s.Biases {
 		p.Attention += int64(s.Heads*s.QKHead()+2*s.KV()*s.Head()) + d
 	}
+	if s.Hybrid() {
+		// projections, the convolution's taps, each value head's decay
+		// and its time-step bias, the gated output norm's scale
+		p.LinearLayers = s.LinearLayers()
+		p.LinearAttention = s.linearMatmul() + int64(s.LinearConvKernel*s.LinearConvChannels()) +
+			int64(2*s.LinearValueHeads) + int64(s.LinearValueHeadDim)
+	}
 	p.MLP = s.mlpMatmul(s.DFF) + s.mlpBiases(s.DFF)
 	norm := d
 	if s.LayerNorm {
@@ -519,6 +564,9 @@ func (s Spec) LargestMatrix() int64 {
 	if s.MLA() {
 		m = max(m, int64(max(s.QLoRARank, s.KVLoRARank))*h*int64(max(s.QKHead(), s.Head()+s.VHead())))
 	}
+	if s.Hybrid() {
+		m = max(m, d*int64(s.LinearConvChannels())) // the queries, keys and values of a linear-attention layer
+	}
 	return m
 }
 
@@ -531,7 +579,7 @@ func (s Spec) MatmulParams() int64 {
 	d, v := int64(s.DModel), int64(s.Vocab)
 	moe := int64(s.MoELayers())
 	dense := int64(s.Layers) - moe
-	n := int64(s.Layers)*s.attentionMatmul() + dense*s.mlpMatmul(s.DFF) + v*d
+	n := int64(s.AttentionLayers())*s.attentionMatmul() + int64(s.LinearLayers())*s.linearMatmul() + dense*s.mlpMatmul(s.DFF) + v*d
 	if s.MoE() {
 		n += moe * (d*int64(s.Experts) + int64(s.ExpertsPerToken+s.SharedExperts)*s.mlpMatmul(s.ExpertFF()))
 	}
@@ -552,19 +600,23 @@ func (s Spec) attentionWidth() float64 {
 // Q is the mean of the key and value head widths, 6·L·H·(Q_k+Q_v)·T).
 // With causal set the attention term is halved, as MaxText counts it since
 // its PR 2031.
+//
+// Of a hybrid model only the softmax layers attend over the sequence;
+// the linear-attention layers add 3 × LinearAttentionFLOPsPerToken
+// (forward and backward).
 func (s Spec) FLOPsPerToken(seq int, causal bool) float64 {
-	attn := 12 * float64(s.Layers) * s.attentionWidth() * float64(seq)
+	attn := 12 * float64(s.AttentionLayers()) * s.attentionWidth() * float64(seq)
 	if causal {
 		attn /= 2
 	}
-	return 6*float64(s.MatmulParams()) + attn
+	return 6*float64(s.MatmulParams()) + attn + 3*s.LinearAttentionFLOPsPerToken()
 }
 
 // AttentionFLOPsPerToken is the forward FLOPs of the attention core
-// (scores and weighted sum, 4·H·Q·T per layer) per token, the work that
-// selective rematerialisation repeats.
+// (scores and weighted sum, 4·H·Q·T per softmax layer) per token, the
+// work that selective rematerialisation repeats.
 func (s Spec) AttentionFLOPsPerToken(seq int) float64 {
-	return 4 * float64(s.Layers) * s.attentionWidth() * float64(seq)
+	return 4 * float64(s.AttentionLayers()) * s.attentionWidth() * float64(seq)
 }
 
 // Parse reads a spec written in YAML or JSON (JSON is YAML). Unknown fields
@@ -692,21 +744,26 @@ func normalize(s string) string {
 // authors publish.
 type Summary struct {
 	Spec
-	Params            int64   `json:"params"`
-	ActiveParams      int64   `json:"active_params"`
-	MoELayers         int     `json:"moe_layers,omitempty"`
-	ParamsPerMoELayer int64   `json:"params_per_moe_layer,omitempty"`
-	RouterPerLayer    int64   `json:"router_params_per_moe_layer,omitempty"`
-	ExpertParams      int64   `json:"params_per_expert,omitempty"`
-	EmbeddingParams   int64   `json:"embedding_params"`
-	OutputParams      int64   `json:"output_params"`
-	ParamsPerLayer    int64   `json:"params_per_layer"`
-	AttentionPerLayer int64   `json:"attention_params_per_layer"`
-	MLPPerLayer       int64   `json:"mlp_params_per_layer"`
-	NormsPerLayerP    int64   `json:"norm_params_per_layer"`
-	MatmulParams      int64   `json:"matmul_params"`
-	FLOPsPerToken     float64 `json:"training_flops_per_token"`
-	FLOPsPerTokenCaus float64 `json:"training_flops_per_token_causal"`
+	Params            int64 `json:"params"`
+	ActiveParams      int64 `json:"active_params"`
+	MoELayers         int   `json:"moe_layers,omitempty"`
+	ParamsPerMoELayer int64 `json:"params_per_moe_layer,omitempty"`
+	RouterPerLayer    int64 `json:"router_params_per_moe_layer,omitempty"`
+	ExpertParams      int64 `json:"params_per_expert,omitempty"`
+	EmbeddingParams   int64 `json:"embedding_params"`
+	OutputParams      int64 `json:"output_params"`
+	ParamsPerLayer    int64 `json:"params_per_layer"`
+	AttentionPerLayer int64 `json:"attention_params_per_layer"`
+	MLPPerLayer       int64 `json:"mlp_params_per_layer"`
+	NormsPerLayerP    int64 `json:"norm_params_per_layer"`
+	// LinearLayers and LinearAttentionPerLayer are a hybrid model's
+	// linear-attention layers and the attention parameters of each (they
+	// count these instead of AttentionPerLayer).
+	LinearLayers            int     `json:"linear_attention_layers,omitempty"`
+	LinearAttentionPerLayer int64   `json:"linear_attention_params_per_layer,omitempty"`
+	MatmulParams            int64   `json:"matmul_params"`
+	FLOPsPerToken           float64 `json:"training_flops_per_token"`
+	FLOPsPerTokenCaus       float64 `json:"training_flops_per_token_causal"`
 	// PublishedError is (computed − published) / published, when a count
 	// is published; PublishedActiveError likewise for the active count.
 	PublishedError       *float64 `json:"published_params_error,omitempty"`
@@ -720,6 +777,7 @@ func (s Spec) Summarize() Summary {
 		Spec: s, Params: p.Total(), ActiveParams: p.Active(), EmbeddingParams: p.Embedding,
 		MoELayers: p.MoELayers, RouterPerLayer: p.Router, ExpertParams: p.Expert, OutputParams: p.Output,
 		ParamsPerLayer: p.PerLayer(), AttentionPerLayer: p.Attention, MLPPerLayer: p.MLP, NormsPerLayerP: p.Norms,
+		LinearLayers: p.LinearLayers, LinearAttentionPerLayer: p.LinearAttention,
 		MatmulParams: s.MatmulParams(), FLOPsPerToken: s.FLOPsPerToken(s.SeqLen, false), FLOPsPerTokenCaus: s.FLOPsPerToken(s.SeqLen, true),
 	}
 	if p.MoELayers > 0 {

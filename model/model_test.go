@@ -301,7 +301,8 @@ func TestSummarize(t *testing.T) {
 	for _, s := range Catalog() {
 		sum := s.Summarize()
 		p := s.ParamCount()
-		if got := sum.EmbeddingParams + sum.OutputParams + int64(p.DenseLayers())*sum.ParamsPerLayer + int64(p.MoELayers)*sum.ParamsPerMoELayer + p.FinalNorm; got != sum.Params {
+		if got := sum.EmbeddingParams + sum.OutputParams + int64(p.DenseLayers())*sum.ParamsPerLayer + int64(p.MoELayers)*sum.ParamsPerMoELayer + p.FinalNorm +
+			int64(sum.LinearLayers)*(sum.LinearAttentionPerLayer-sum.AttentionPerLayer); got != sum.Params {
 			t.Errorf("%s: embedding + output + layers + final norm = %d, want %d", s.Name, got, sum.Params)
 		}
 		if sum.ParamsPerLayer != sum.AttentionPerLayer+sum.MLPPerLayer+sum.NormsPerLayerP {
@@ -497,5 +498,74 @@ func TestHFRepoIsTheRegexp(t *testing.T) {
 		if got, want := hfRepo(id), hfRepoRE.MatchString(id); got != want {
 			t.Errorf("hfRepo(%q) = %v, the regexp says %v", id, got, want)
 		}
+	}
+}
+
+// TestHybridQwen35 holds Qwen3.5-397B-A17B's count to a hand count and
+// to an independent one. By hand (MaxText's qwen3.5-397b-a17b.yml
+// @e591f30c): a linear-attention layer projects 4096 to queries and keys
+// (2·16·128), values and gate (2·64·128) and rates (2·64), 83,886,080 +
+// 524,288, and 64·128 back, 33,554,432; its convolution 4·12,288 =
+// 49,152, decays and biases 128, norm 128: 118,014,208. A softmax layer
+// with its output gate: 4096·8192·2 + 2·4096·512 + 8192·4096 =
+// 104,857,600. 15 softmax and 45 linear layers. Independently, a test of
+// Intern-S2-397B (the same decoder, vocabulary 251,392) reads
+// 9,824,459,520 non-expert text weights from the safetensors headers
+// (found by the code search; it names no repository): less the
+// vocabulary difference (3,072·4,096·2) and the shared expert's scalar
+// gates and query/key norms the catalog does not count (60·4,096 +
+// 15·512 = 253,440), the catalog's non-expert count.
+func TestHybridQwen35(t *testing.T) {
+	s, ok := Lookup("qwen3.5-397b-a17b")
+	if !ok {
+		t.Fatal("qwen3.5-397b-a17b is not in the catalog")
+	}
+	p := s.ParamCount()
+	if s.AttentionLayers() != 15 || s.LinearLayers() != 45 || p.LinearLayers != 45 {
+		t.Errorf("layers: %d softmax, %d linear, want 15 and 45", s.AttentionLayers(), s.LinearLayers())
+	}
+	if p.LinearAttention != 118_014_208 || p.Attention != 104_857_600 {
+		t.Errorf("attention per layer: linear %d, softmax %d, want 118014208 and 104857600", p.LinearAttention, p.Attention)
+	}
+	if p.Total() != 396_346_096_896 || p.Active() != 17_348_787_456 {
+		t.Errorf("Total() = %d, Active() = %d, want 396346096896 and 17348787456", p.Total(), p.Active())
+	}
+	nonExpert := p.Total() - int64(p.MoELayers)*int64(p.Experts)*p.Expert
+	if want := int64(9_824_459_520) - 3072*4096*2 - 253_440; nonExpert != want {
+		t.Errorf("non-expert parameters %d, want %d", nonExpert, want)
+	}
+	// only the 15 softmax layers attend over the sequence
+	if got, want := s.AttentionFLOPsPerToken(1), 4*15*32*256.0; got != want {
+		t.Errorf("AttentionFLOPsPerToken(1) = %v, want %v", got, want)
+	}
+	// the gated delta rule: 45 layers × (6·64·128·128 + 2·4·12,288)
+	if got, want := s.LinearAttentionFLOPsPerToken(), 45*(6*64*128*128+2*4*12288.0); got != want {
+		t.Errorf("LinearAttentionFLOPsPerToken() = %v, want %v", got, want)
+	}
+}
+
+// TestValidateLinear: the linear-attention fields are all or nothing.
+func TestValidateLinear(t *testing.T) {
+	base, _ := Lookup("qwen3.5-397b-a17b")
+	for _, c := range []struct {
+		name  string
+		edit  func(*Spec)
+		field string
+	}{
+		{"dims without interval", func(s *Spec) { s.FullAttentionEvery = 0 }, "linear_key_heads"},
+		{"interval above layers", func(s *Spec) { s.FullAttentionEvery = 61 }, "full_attention_every"},
+		{"no key heads", func(s *Spec) { s.LinearKeyHeads = 0 }, "linear_key_heads"},
+		{"value heads not a multiple", func(s *Spec) { s.LinearValueHeads = 24 }, "linear_value_heads"},
+		{"no conv", func(s *Spec) { s.LinearConvKernel = 0 }, "linear_conv_kernel"},
+	} {
+		s := base
+		c.edit(&s)
+		var fe *FieldError
+		if err := s.Validate(); !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("%s: Validate() = %v, want an error on %s", c.name, err, c.field)
+		}
+	}
+	if err := base.Validate(); err != nil {
+		t.Errorf("the catalog entry: %v", err)
 	}
 }

@@ -60,8 +60,12 @@ type Workload struct {
 	// InputLen and OutputLen are the lengths shardlab models: the
 	// published ones for random prompts, the dataset's means for ShareGPT
 	// (LengthsFrom says where they come from).
-	InputLen    int     `yaml:"input_len" json:"input_len"`
-	OutputLen   int     `yaml:"output_len" json:"output_len"`
+	InputLen  int `yaml:"input_len" json:"input_len"`
+	OutputLen int `yaml:"output_len" json:"output_len"`
+	// RangeRatio r, for random prompts, is the client's
+	// --random-range-ratio: InferenceX's client (every row that gives
+	// one) draws each prompt and output length uniformly from
+	// [⌊L·r⌋, L] (ServingRow.SimOptions); 0 is L exactly.
 	RangeRatio  float64 `yaml:"range_ratio,omitempty" json:"range_ratio,omitempty"`
 	LengthsFrom string  `yaml:"lengths_from,omitempty" json:"lengths_from,omitempty"`
 }
@@ -91,20 +95,23 @@ type ServingRow struct {
 	Engine      string `yaml:"engine" json:"engine"`
 	// Model is shardlab's catalog name, or "" when the catalog has no
 	// model of that architecture (NotModelled then says so).
-	Model           string           `yaml:"model" json:"model"`
-	PublishedModel  string           `yaml:"published_model" json:"published_model"`
-	AcceleratorType string           `yaml:"accelerator_type" json:"accelerator_type"`
-	TP              int              `yaml:"tensor_parallel" json:"tensor_parallel"`
-	DP              int              `yaml:"data_parallel" json:"data_parallel"`
-	Weights         string           `yaml:"weights" json:"weights"`
-	KVCache         string           `yaml:"kv_cache" json:"kv_cache"`
-	MaxModelLen     int              `yaml:"max_model_len" json:"max_model_len"`
-	MaxNumSeqs      int              `yaml:"max_num_seqs,omitempty" json:"max_num_seqs,omitempty"`
-	MaxBatched      int              `yaml:"max_num_batched_tokens" json:"max_num_batched_tokens"`
-	MemoryUtil      float64          `yaml:"gpu_memory_utilization" json:"gpu_memory_utilization"`
-	Workload        Workload         `yaml:"workload" json:"workload"`
-	Published       ServingPublished `yaml:"published" json:"published"`
-	Quote           string           `yaml:"quote" json:"quote"`
+	Model           string  `yaml:"model" json:"model"`
+	PublishedModel  string  `yaml:"published_model" json:"published_model"`
+	AcceleratorType string  `yaml:"accelerator_type" json:"accelerator_type"`
+	TP              int     `yaml:"tensor_parallel" json:"tensor_parallel"`
+	DP              int     `yaml:"data_parallel" json:"data_parallel"`
+	Weights         string  `yaml:"weights" json:"weights"`
+	KVCache         string  `yaml:"kv_cache" json:"kv_cache"`
+	MaxModelLen     int     `yaml:"max_model_len" json:"max_model_len"`
+	MaxNumSeqs      int     `yaml:"max_num_seqs,omitempty" json:"max_num_seqs,omitempty"`
+	MaxBatched      int     `yaml:"max_num_batched_tokens" json:"max_num_batched_tokens"`
+	MemoryUtil      float64 `yaml:"gpu_memory_utilization" json:"gpu_memory_utilization"`
+	// DPAttention is tpu-inference's enable_dp_attention (its
+	// --additional-config), as the row's server was given it.
+	DPAttention bool             `yaml:"enable_dp_attention,omitempty" json:"enable_dp_attention,omitempty"`
+	Workload    Workload         `yaml:"workload" json:"workload"`
+	Published   ServingPublished `yaml:"published" json:"published"`
+	Quote       string           `yaml:"quote" json:"quote"`
 	// NotModelled says why shardlab cannot run the row's configuration.
 	NotModelled string `yaml:"not_modelled,omitempty" json:"not_modelled,omitempty"`
 	Notes       string `yaml:"notes,omitempty" json:"notes,omitempty"`
@@ -326,7 +333,7 @@ func (r ServingRow) Request() (inference.Request, error) {
 	return inference.NewRequest(inference.Request{Model: spec, Slice: s, MaxModelLen: r.MaxModelLen,
 		Concurrency: r.Workload.Concurrency, PromptLen: r.Workload.InputLen, OutputLen: r.Workload.OutputLen,
 		Weights: inference.Dtype(r.Weights), KVCache: kv, MemoryUtilization: r.MemoryUtil,
-		MaxNumBatchedTokens: r.MaxBatched, TP: r.TP})
+		MaxNumBatchedTokens: r.MaxBatched, TP: r.TP, DPAttention: r.DPAttention})
 }
 
 // ServingResult is one row of the serving table run through shardlab's
@@ -384,14 +391,25 @@ func EvaluateServing(rows []ServingRow) (ServingReport, error) {
 const ServingSeed = 1
 
 // SimOptions is the simulation of the row's run: its engine's scheduler,
-// the row's mean lengths for every request (the table gives no
-// distribution), its concurrency as a closed loop of clients and its
+// the row's lengths (for random prompts with a range ratio r, each
+// request's prompt and output drawn uniformly from [⌊L·r⌋, L] as
+// InferenceX's client draws them, SemiAnalysisAI/InferenceX
+// utils/bench_serving/benchmark_serving.py sample_uniform @d39a07fd;
+// else the published lengths, or the dataset's means for ShareGPT, for
+// every request), its concurrency as a closed loop of clients and its
 // prompts. JetStream's batch slots are the row's concurrency; vLLM's
 // max_num_seqs the row's, or its concurrency when not given.
 func (r ServingRow) SimOptions() inference.SimOptions {
 	w := r.Workload
+	mix := inference.FixedMix(w.InputLen, w.OutputLen)
+	if w.RangeRatio > 0 {
+		lo := func(l int) int { return max(int(float64(l)*w.RangeRatio), 1) }
+		if m, err := inference.UniformMix(lo(w.InputLen), w.InputLen, lo(w.OutputLen), w.OutputLen); err == nil {
+			mix = m
+		}
+	}
 	o := inference.SimOptions{Engine: inference.VLLM, MaxNumSeqs: r.MaxNumSeqs,
-		Load: inference.Load{Mix: inference.FixedMix(w.InputLen, w.OutputLen), Concurrency: w.Concurrency, Requests: w.NumPrompts}}
+		Load: inference.Load{Mix: mix, Concurrency: w.Concurrency, Requests: w.NumPrompts}}
 	if r.Engine == EngineJetStreamPyTorch {
 		o.Engine, o.MaxNumSeqs = inference.JetStream, w.Concurrency
 	}

@@ -137,9 +137,14 @@ func TestParseServingErrors(t *testing.T) {
 //	step 0: the four prompts, 400 tokens in the budget, padded to 512
 //	        (tpu-inference's power-of-two bucket) and 8 sequences: the
 //	        matmuls bound by the MXU, 512 tokens of the matmuls but the
-//	        output projection, 8 of it, and 4·100·101/2 attention pairs;
-//	        then the attention reads the 400 tokens' KV; each sequence
-//	        emits its first token.
+//	        output projection and 8 of it; then the attention kernel over
+//	        the prompts (inference's [ti-rpa3]: on v5e with 32 query
+//	        heads a KV head, query blocks of min(1024/1, 512/2) = 256
+//	        tokens, keys computed min(512, 512/2) = 256 at a time, pages
+//	        of 32 tokens): each prompt one query block of 256 rows over
+//	        one key block of 256, 4·256·256 pairs on the MXU, longer than
+//	        reading the 400 tokens' KV; each sequence emits its first
+//	        token.
 //	steps 1..199: a decode of the four: the weights (2 bytes a
 //	        parameter), then each sequence's context of 100 + j tokens at
 //	        32 layers × 2 (K, V) × 32 KV heads × 128 × 2 bytes, read in
@@ -170,7 +175,8 @@ func TestServingHandComputed(t *testing.T) {
 	logits := 2 * float64(m.Vocab*m.DModel)
 	body := 2*float64(m.MatmulParams()) - logits
 	fixed := 8*32000*18/bw + inference.StepOverhead(inference.VLLM).Seconds() // sampling, then the fixed step time
-	prefill := max((512*body+8*logits+4*100*101/2*m.AttentionFLOPsPerToken(1))/peak, weights/bw) + 400*kvToken/bw + fixed
+	kernel := max(4*256*256*m.AttentionFLOPsPerToken(1)/peak, 400*kvToken/bw)
+	prefill := max((512*body+8*logits)/peak, weights/bw) + kernel + fixed
 	total := prefill
 	for j := 1; j <= 199; j++ {
 		total += weights/bw + 4*float64(100+j)*kvToken/bw + fixed
@@ -341,7 +347,7 @@ func ExampleParseServing() {
 	fmt.Printf("%s: published %.0f, predicted %.0f output tokens/s (%+.0f%%), fits %v\n",
 		r.Row.ID, r.Row.Published.OutputTokensPerS, r.Sim.TokensPerSecond, 100*r.Error, r.Layout.Fits)
 	// Output:
-	// example-v6e8-70b: published 2495, predicted 2493 output tokens/s (-0%), fits true
+	// example-v6e8-70b: published 2495, predicted 2492 output tokens/s (-0%), fits true
 }
 
 // TestFitStepOverhead: the fit uses the calibration rows of its engine and
@@ -455,4 +461,48 @@ func ExampleFitStepOverhead() {
 	// Output:
 	// vllm: 3ms a step, fitted on [hand]
 	// with the built-in 7.7ms: 1 calibration row, error -19%
+}
+
+// TestSimOptionsRangeRatio: a random row with a range ratio r is
+// simulated with each prompt and output length uniform over [⌊L·r⌋, L],
+// as InferenceX's client draws them (1024·0.8 = 819.2 → 819, 8192·0.8 =
+// 6553.6 → 6553); without one, every request has the published lengths.
+func TestSimOptionsRangeRatio(t *testing.T) {
+	row := ServingRow{ID: "r", Engine: EngineVLLM, Workload: Workload{Dataset: DatasetRandom, NumPrompts: 320, Concurrency: 64, InputLen: 8192, OutputLen: 1024, RangeRatio: 0.8}}
+	if got, want := row.SimOptions().Load.Mix.String(), "uniform prompt 6553-8192, output 819-1024"; got != want {
+		t.Errorf("range ratio 0.8: mix %q, want %q", got, want)
+	}
+	row.Workload.RangeRatio = 0
+	if got, want := row.SimOptions().Load.Mix.String(), "fixed 8192+1024"; got != want {
+		t.Errorf("no range ratio: mix %q, want %q", got, want)
+	}
+}
+
+// TestServingDPAttentionRows: the rows whose server ran
+// enable_dp_attention (tpu-recipes' Qwen3.5-397B) ask for it, and their
+// layouts run attention data parallel over the 8 devices, the hybrid
+// model's linear-attention states taken out of the KV cache's budget.
+func TestServingDPAttentionRows(t *testing.T) {
+	rows, err := ServingRows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rows {
+		if !r.DPAttention {
+			continue
+		}
+		n++
+		req, err := r.Request()
+		if err != nil {
+			t.Fatalf("%s: %v", r.ID, err)
+		}
+		l := inference.Estimate(req, r.TP, r.DP)
+		if !req.AttentionDP() || l.AttentionDP != r.TP || l.Memory.Recurrent == 0 || !l.Fits {
+			t.Errorf("%s: attention DP %v over %d devices, states %d bytes, fits %v; want DP over %d, states, fits", r.ID, req.AttentionDP(), l.AttentionDP, l.Memory.Recurrent, l.Fits, r.TP)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d rows ran enable_dp_attention, want the 2 Qwen3.5-397B rows", n)
+	}
 }
