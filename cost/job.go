@@ -263,6 +263,19 @@ func (j Job) validate() error {
 	return j.Model.Validate()
 }
 
+// CheckTrainable reports whether cost models training the model: the
+// layer walk, the remat policies and the attention time are softmax
+// attention's, so a hybrid model's gated-delta-rule layers (modelled for
+// serving only, in inference) are refused rather than costed as softmax
+// layers.
+func CheckTrainable(spec model.Spec) error {
+	if spec.Hybrid() {
+		return fmt.Errorf("cost: model = %s (full_attention_every %d), want softmax attention in every layer: training a hybrid linear-attention model is not modelled: %w",
+			spec.Name, spec.FullAttentionEvery, ErrJob)
+	}
+	return nil
+}
+
 // validateSettings is validate without the model's own checks, which an
 // Estimator runs once per model (Estimator.validate).
 func (j Job) validateSettings() error {
@@ -286,6 +299,9 @@ func (j Job) validateSettings() error {
 		return bad("temp scale", j.TempScale, fmt.Sprintf("0 (none) or a factor in [%g, %g]", MinTempScale, MaxTempScale))
 	case j.Precision.Weight <= 0 || j.Precision.Gradient <= 0 || j.Precision.Activation <= 0 || j.Precision.Optimizer < 0 || j.Precision.Master < 0:
 		return bad("precision", j.Precision, "positive weight, gradient and activation bytes")
+	}
+	if err := CheckTrainable(j.Model); err != nil {
+		return err
 	}
 	if _, err := ParseRemat(string(j.Remat)); err != nil {
 		return bad("remat", j.Remat, remats())

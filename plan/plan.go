@@ -298,6 +298,9 @@ func (r *Request) defaults() error {
 	if _, err := r.job().MatmulPeak(r.Multislice.Slice.Chip); err != nil {
 		return fmt.Errorf("plan: %w: %w", err, ErrRequest)
 	}
+	if err := cost.CheckTrainable(r.Model); err != nil {
+		return fmt.Errorf("plan: %w: %w", err, ErrRequest)
+	}
 	return r.Model.Validate()
 }
 

@@ -601,3 +601,13 @@ func TestMFUNamesItsPeak(t *testing.T) {
 		}
 	}
 }
+
+// TestHybridModelRefused: a hybrid linear-attention model (Qwen3.5) is
+// served by inference but not trained by cost, so a plan for it is a
+// request error that names the model, never a panic or a softmax costing.
+func TestHybridModelRefused(t *testing.T) {
+	_, err := Search(request(t, "qwen3.5-397b-a17b", "tpu7x-256", 1, 1024))
+	if !errors.Is(err, ErrRequest) || !strings.Contains(err.Error(), "qwen3.5-397b-a17b (full_attention_every 4)") {
+		t.Errorf("Search(qwen3.5) = %v, want an ErrRequest naming the model", err)
+	}
+}
