@@ -28,51 +28,6 @@ import (
 	"shardlab/validate"
 )
 
-const usage = `shardlab: plan TPU training layouts
-
-usage:
-  shardlab plan [flags]            plan a job (no flags: two built-in examples)
-  shardlab export maxtext [flags]  the planned layout as a MaxText config (YAML or trainer flags)
-  shardlab export xpk [flags]      the xpk workload create command that launches the plan
-  shardlab export pytorch [flags]  the layout as a PyTorch/XLA SPMD mesh and shardings (Python)
-  shardlab mxu [flags]             one GEMM on a systolic MXU, cycle by cycle
-  shardlab mxu compare [flags]     the same GEMM on CPU, GPU and TPU execution models
-  shardlab infeed [flags]          a host's input pipeline, event by event
-  shardlab inference [flags]       serve a model with vLLM tpu-inference: layout, HBM, latency, vllm serve
-  shardlab run [flags]             train a small transformer on virtual chips with a layout
-  shardlab capacity [flags]        place slices on a TPU reservation and simulate its goodput
-  shardlab budget [flags]          time and dollars to train per generation, slice and capacity mode
-  shardlab web [--addr HOST:PORT]  the planner in a browser, with charts (default 127.0.0.1:8080)
-  shardlab validate [--json]       cost published MaxText runs and compare with their MFU
-  shardlab check --compile-log LOG the HBM a compile of a plan reported, against the plan's estimate
-  shardlab hw list|show NAME       the TPU catalog (NAME: v5p or v5p-128)
-  shardlab model list|show NAME    the model catalog (NAME or a YAML/JSON file)
-  shardlab version                 the module version and VCS revision of this binary
-
-run 'shardlab help COMMAND' or 'shardlab COMMAND -h' for a command's flags
-`
-
-// commandFlags builds each command's flags exactly as the command does, so
-// that tests can walk every flag of every command.
-var commandFlags = map[string]func() *flag.FlagSet{
-	"plan":           func() *flag.FlagSet { fs, _ := newPlanFlags("plan", false); return fs },
-	"export maxtext": func() *flag.FlagSet { fs, _, _ := newExportFlags("maxtext"); return fs },
-	"export xpk":     func() *flag.FlagSet { fs, _, _ := newExportFlags("xpk"); return fs },
-	"export pytorch": func() *flag.FlagSet { fs, _, _ := newExportFlags("pytorch"); return fs },
-	"mxu":            func() *flag.FlagSet { fs, _ := newMXUFlags(); return fs },
-	"mxu compare":    func() *flag.FlagSet { fs, _ := newMXUCompareFlags(); return fs },
-	"infeed":         func() *flag.FlagSet { fs, _ := newInfeedFlags(); return fs },
-	"inference":      func() *flag.FlagSet { fs, _ := newInferenceFlags(); return fs },
-	"run":            func() *flag.FlagSet { fs, _ := newRunFlags(); return fs },
-	"validate":       func() *flag.FlagSet { fs, _ := newValidateFlags(); return fs },
-	"check":          func() *flag.FlagSet { fs, _, _ := newCheckFlags(); return fs },
-	"capacity":       func() *flag.FlagSet { fs, _ := newCapacityFlags(); return fs },
-	"budget":         func() *flag.FlagSet { fs, _ := newBudgetFlags(); return fs },
-	"web":            func() *flag.FlagSet { fs, _ := newWebFlags(); return fs },
-	"hw":             func() *flag.FlagSet { fs, _ := newCatalogFlags("hw"); return fs },
-	"model":          func() *flag.FlagSet { fs, _ := newCatalogFlags("model"); return fs },
-}
-
 // exit statuses
 const (
 	exitOK    = 0
@@ -124,61 +79,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitStopped
 	}
 	return exitError
-}
-
-// commandList names the commands for errors.
-const commandList = "plan, export, run, capacity, budget, inference, web, validate, check, mxu, infeed, hw, model, version or help"
-
-// versionUsage is what 'shardlab version -h' prints.
-const versionUsage = `usage of shardlab version:
-  shardlab version   the module version and VCS revision of this binary (also --version)
-`
-
-// runCommand runs the command args[0] names.
-func runCommand(args []string, stdout, stderr io.Writer) error {
-	var err error
-	switch args[0] {
-	case "plan":
-		err = runPlan(args[1:], stdout, stderr)
-	case "export":
-		err = runExport(args[1:], stdout, stderr)
-	case "mxu":
-		err = runMXU(args[1:], stdout, stderr)
-	case "infeed":
-		err = runInfeed(args[1:], stdout, stderr)
-	case "inference":
-		err = runInference(args[1:], stdout, stderr)
-	case "run":
-		err = runEmu(args[1:], stdout, stderr)
-	case "validate":
-		err = runValidate(args[1:], stdout, stderr)
-	case "check":
-		err = runCheck(args[1:], stdout, stderr)
-	case "capacity":
-		err = runCapacity(args[1:], stdout, stderr)
-	case "budget":
-		err = runBudget(args[1:], stdout)
-	case "web":
-		err = runWeb(args[1:], stdout, stderr)
-	case "hw":
-		err = runHW(args[1:], stdout, stderr)
-	case "model":
-		err = runModel(args[1:], stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		err = helpText(usage)
-	case "version", "-version", "--version":
-		switch {
-		case len(args) > 1 && isHelp(args[1]):
-			err = helpText(versionUsage)
-		case len(args) > 1:
-			err = bad("version: unexpected argument %s", strconv.QuoteToASCII(args[1]))
-		default:
-			_, err = fmt.Fprintln(stdout, version())
-		}
-	default:
-		err = bad("unknown command %s, want %s", strconv.QuoteToASCII(args[0]), commandList)
-	}
-	return err
 }
 
 // reportedError is an error the command has already written to stderr; it
