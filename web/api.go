@@ -167,57 +167,9 @@ func jsonKeys(t reflect.Type) map[string]bool {
 // is an error about its key, among bad (every such key), and leaves its
 // field as it was, so that the others can be checked.
 func decodeAPI(body []byte, req *apiRequest) (bad fieldErrors, malformed *fieldError) {
-	fail := func(format string, a ...any) (fieldErrors, *fieldError) {
-		return nil, plain("malformed request: "+format, a...)
-	}
-	if !utf8.Valid(body) {
-		return fail("the body is not UTF-8")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	switch tok, err := dec.Token(); {
-	case err == io.EOF:
-		return fail("empty body, want a JSON object")
-	case err != nil:
-		return nil, jsonError(err)
-	case tok != json.Delim('{'):
-		return fail("%s, want a JSON object", jsonKind(tok))
-	}
-	seen := map[string]bool{}
-	var keys []string
-	values := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, jsonError(err)
-		}
-		key := tok.(string) // an object's keys are strings, or Token fails
-		if !apiKeys[key] {
-			for k := range apiKeys {
-				if strings.EqualFold(k, key) {
-					return nil, &fieldError{plan.Option(k), func(func(plan.Option) string) string {
-						return fmt.Sprintf("malformed request: unknown field %q; keys are case-sensitive, want %q", key, k)
-					}}
-				}
-			}
-			return fail("unknown field %q", key)
-		}
-		if seen[key] {
-			return nil, &fieldError{plan.Option(key), func(func(plan.Option) string) string {
-				return fmt.Sprintf("malformed request: field %q given twice, want it once", key)
-			}}
-		}
-		seen[key] = true
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, jsonError(err)
-		}
-		keys, values[key] = append(keys, key), v
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, jsonError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fail("data after the JSON object, want one object")
+	keys, values, malformed := readAPIObject(body)
+	if malformed != nil {
+		return nil, malformed
 	}
 	// the keys are checked: decode each value into its field, so that
 	// every value of the wrong type is found
@@ -237,6 +189,73 @@ func decodeAPI(body []byte, req *apiRequest) (bad fieldErrors, malformed *fieldE
 		}
 	}
 	return bad, nil
+}
+
+// readAPIObject reads body as one JSON object whose keys are the API's,
+// each at most once, and returns the keys in order with their values.
+func readAPIObject(body []byte) ([]string, map[string]json.RawMessage, *fieldError) {
+	fail := func(format string, a ...any) ([]string, map[string]json.RawMessage, *fieldError) {
+		return nil, nil, plain("malformed request: "+format, a...)
+	}
+	if !utf8.Valid(body) {
+		return fail("the body is not UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	switch tok, err := dec.Token(); {
+	case err == io.EOF:
+		return fail("empty body, want a JSON object")
+	case err != nil:
+		return nil, nil, jsonError(err)
+	case tok != json.Delim('{'):
+		return fail("%s, want a JSON object", jsonKind(tok))
+	}
+	seen := map[string]bool{}
+	var keys []string
+	values := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, jsonError(err)
+		}
+		key := tok.(string) // an object's keys are strings, or Token fails
+		if fe := checkAPIKey(key, seen); fe != nil {
+			return nil, nil, fe
+		}
+		seen[key] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, jsonError(err)
+		}
+		keys, values[key] = append(keys, key), v
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, nil, jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fail("data after the JSON object, want one object")
+	}
+	return keys, values, nil
+}
+
+// checkAPIKey refuses a key the API does not have (naming the one it
+// misses by case), or one already seen.
+func checkAPIKey(key string, seen map[string]bool) *fieldError {
+	if !apiKeys[key] {
+		for k := range apiKeys {
+			if strings.EqualFold(k, key) {
+				return &fieldError{plan.Option(k), func(func(plan.Option) string) string {
+					return fmt.Sprintf("malformed request: unknown field %q; keys are case-sensitive, want %q", key, k)
+				}}
+			}
+		}
+		return plain("malformed request: unknown field %q", key)
+	}
+	if seen[key] {
+		return &fieldError{plan.Option(key), func(func(plan.Option) string) string {
+			return fmt.Sprintf("malformed request: field %q given twice, want it once", key)
+		}}
+	}
+	return nil
 }
 
 // jsonKind names the JSON value that tok starts.
