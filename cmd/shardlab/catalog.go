@@ -85,28 +85,7 @@ func runHW(args []string, stdout, stderr io.Writer) error {
 		if len(names) > 0 {
 			return bad("hw list: unexpected argument %q; 'hw show NAME' shows one", names[0])
 		}
-		chips := hw.Chips()
-		if asJSON {
-			return writeJSON(stdout, struct {
-				Chips []hw.Chip `json:"chips"`
-			}{chips})
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "generation\tname\tbf16\tHBM\tHBM BW\tICI per link\tDCN per chip\tTC x MXU\thost\tmax slice")
-		for _, c := range chips {
-			mxu := "?"
-			if c.MXUsPerTensorCore > 0 {
-				mxu = fmt.Sprint(c.MXUsPerTensorCore)
-			}
-			dcn := "no multislice"
-			if c.DCNPerChip > 0 {
-				dcn = fmt.Sprintf("%.1f Gbit/s", c.DCNPerChip.Bits()/1e9)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%d x %v\t%s\t%d x %s of %dx%d\t%s (%s)\t%s\n", c.Generation, c.Name, c.PeakBF16, c.HBM,
-				c.HBMBandwidth, c.ICILinks, c.ICILinkBandwidth, dcn, c.TensorCores, mxu, c.MXUDim, c.MXUDim, c.Host.MachineType, unit.Plural(c.Host.Chips, "chip"),
-				unit.Plural(c.MaxSliceChips, "chip"))
-		}
-		return tw.Flush()
+		return listHW(stdout, asJSON)
 	case "show":
 		if len(names) != 1 {
 			return bad("hw show: want one NAME, a generation (v5p) or an accelerator type (v5p-128)")
@@ -116,22 +95,41 @@ func runHW(args []string, stdout, stderr io.Writer) error {
 	return bad("hw: unknown subcommand %q, want list or show", sub)
 }
 
+// listHW writes the TPU catalog, a row per generation.
+func listHW(stdout io.Writer, asJSON bool) error {
+	chips := hw.Chips()
+	if asJSON {
+		return writeJSON(stdout, struct {
+			Chips []hw.Chip `json:"chips"`
+		}{chips})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "generation\tname\tbf16\tHBM\tHBM BW\tICI per link\tDCN per chip\tTC x MXU\thost\tmax slice")
+	for _, c := range chips {
+		mxu := "?"
+		if c.MXUsPerTensorCore > 0 {
+			mxu = fmt.Sprint(c.MXUsPerTensorCore)
+		}
+		dcn := "no multislice"
+		if c.DCNPerChip > 0 {
+			dcn = fmt.Sprintf("%.1f Gbit/s", c.DCNPerChip.Bits()/1e9)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%d x %v\t%s\t%d x %s of %dx%d\t%s (%s)\t%s\n", c.Generation, c.Name, c.PeakBF16, c.HBM,
+			c.HBMBandwidth, c.ICILinks, c.ICILinkBandwidth, dcn, c.TensorCores, mxu, c.MXUDim, c.MXUDim, c.Host.MachineType, unit.Plural(c.Host.Chips, "chip"),
+			unit.Plural(c.MaxSliceChips, "chip"))
+	}
+	return tw.Flush()
+}
+
+// showHW writes one generation, or one accelerator type and its
+// generation.
 func showHW(name string, asJSON bool, w io.Writer) error {
 	c, slice, err := parseTPU("hw show", name)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		if slice != nil {
-			return writeJSON(w, struct {
-				AcceleratorType string  `json:"accelerator_type"`
-				Topology        string  `json:"topology"`
-				Chips           int     `json:"chips"`
-				Hosts           int     `json:"hosts"`
-				Chip            hw.Chip `json:"chip"`
-			}{slice.AcceleratorType(), slice.Topology.String(), slice.Chips(), slice.Hosts(), c})
-		}
-		return writeJSON(w, c)
+		return showHWJSON(w, c, slice)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if slice != nil {
@@ -163,21 +161,7 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 	} else {
 		fmt.Fprintf(tw, "DCN\tno Multislice\n")
 	}
-	h := c.Host
-	fmt.Fprintf(tw, "host VM\t%s: %s", h.MachineType, unit.Plural(h.Chips, "chip"))
-	if h.VCPUs > 0 {
-		fmt.Fprintf(tw, ", %s", unit.Plural(h.VCPUs, "vCPU"))
-	}
-	if h.RAM > 0 {
-		fmt.Fprintf(tw, ", %.0f GB RAM", float64(h.RAM)/1e9)
-	}
-	if h.NUMANodes > 0 {
-		fmt.Fprintf(tw, ", %s", unit.Plural(h.NUMANodes, "NUMA node"))
-	}
-	if h.BootDisk != "" {
-		fmt.Fprintf(tw, ", boot disk %s, data disks %s", h.BootDisk, strings.Join(h.DataDisks, " or "))
-	}
-	fmt.Fprintln(tw)
+	fmt.Fprintf(tw, "host VM\t%s\n", hostText(c.Host))
 	fmt.Fprintf(tw, "JAX devices per chip\t%d\n", c.JAXDevicesPerChip)
 	fmt.Fprintf(tw, "largest slice\t%s (pod %s)\n", unit.Plural(c.MaxSliceChips, "chip"), unit.Plural(c.PodChips, "chip"))
 	types := c.AcceleratorTypes()
@@ -187,6 +171,41 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 	fmt.Fprintf(tw, "accelerator types\t%s\n", strings.Join(types, ", "))
 	fmt.Fprintf(tw, "sources\t%s\n", strings.Join(c.Sources, "; "))
 	return tw.Flush()
+}
+
+// showHWJSON writes a generation as JSON, inside its accelerator type
+// when slice is one.
+func showHWJSON(w io.Writer, c hw.Chip, slice *hw.Slice) error {
+	if slice == nil {
+		return writeJSON(w, c)
+	}
+	return writeJSON(w, struct {
+		AcceleratorType string  `json:"accelerator_type"`
+		Topology        string  `json:"topology"`
+		Chips           int     `json:"chips"`
+		Hosts           int     `json:"hosts"`
+		Chip            hw.Chip `json:"chip"`
+	}{slice.AcceleratorType(), slice.Topology.String(), slice.Chips(), slice.Hosts(), c})
+}
+
+// hostText describes a host VM: its machine type, chips, vCPUs, RAM,
+// NUMA nodes and disks, each where known.
+func hostText(h hw.Host) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", h.MachineType, unit.Plural(h.Chips, "chip"))
+	if h.VCPUs > 0 {
+		fmt.Fprintf(&b, ", %s", unit.Plural(h.VCPUs, "vCPU"))
+	}
+	if h.RAM > 0 {
+		fmt.Fprintf(&b, ", %.0f GB RAM", float64(h.RAM)/1e9)
+	}
+	if h.NUMANodes > 0 {
+		fmt.Fprintf(&b, ", %s", unit.Plural(h.NUMANodes, "NUMA node"))
+	}
+	if h.BootDisk != "" {
+		fmt.Fprintf(&b, ", boot disk %s, data disks %s", h.BootDisk, strings.Join(h.DataDisks, " or "))
+	}
+	return b.String()
 }
 
 func runModel(args []string, stdout, stderr io.Writer) error {
@@ -199,28 +218,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 		if len(names) > 0 {
 			return bad("model list: unexpected argument %q; 'model show NAME' shows one", names[0])
 		}
-		specs := model.Catalog()
-		if asJSON {
-			out := make([]model.Summary, len(specs))
-			for i, s := range specs {
-				out[i] = s.Summarize()
-			}
-			return writeJSON(stdout, struct {
-				Models []model.Summary `json:"models"`
-			}{out})
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "name\tparams\tpublished\tactive\tlayers\td_model\theads\tkv\td_ff\texperts\tvocab\tseq\t")
-		for _, s := range specs {
-			active, experts := "-", "-"
-			if s.MoE() {
-				active = fmt.Sprintf("%.2fB", float64(s.ParamCount().Active())/1e9)
-				experts = fmt.Sprintf("%d/%d", s.ExpertsPerToken, s.Experts)
-			}
-			fmt.Fprintf(tw, "%s\t%.2fB\t%.2fB\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t\n", s.Name, float64(s.ParamCount().Total())/1e9,
-				float64(s.Published)/1e9, active, s.Layers, s.DModel, s.Heads, s.KV(), s.DFF, experts, s.Vocab, s.SeqLen)
-		}
-		return tw.Flush()
+		return listModels(stdout, asJSON)
 	case "show":
 		if len(names) != 1 {
 			return bad("model show: want one NAME or spec file")
@@ -232,36 +230,68 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 		if asJSON {
 			return writeJSON(stdout, s.Summarize())
 		}
-		p := s.ParamCount()
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "name\t%s\n", s.Name)
-		fmt.Fprintf(tw, "shape\t%s, d_model %d, %s (%d KV) of %d, d_ff %d, vocab %d, seq %d\n",
-			unit.Plural(s.Layers, "layer"), s.DModel, unit.Plural(s.Heads, "head"), s.KV(), s.Head(), s.DFF, s.Vocab, s.SeqLen)
-		fmt.Fprintf(tw, "parameters\t%d (%.3fB)", p.Total(), float64(p.Total())/1e9)
-		if s.Published > 0 {
-			fmt.Fprintf(tw, "; published %d (%+.2f%%)", s.Published, 100*float64(p.Total()-s.Published)/float64(s.Published))
-		}
-		fmt.Fprintln(tw)
-		if s.MoE() {
-			fmt.Fprintf(tw, "active parameters\t%d (%.3fB)", p.Active(), float64(p.Active())/1e9)
-			if s.PublishedActive > 0 {
-				fmt.Fprintf(tw, "; published %d (%+.2f%%)", s.PublishedActive, 100*float64(p.Active()-s.PublishedActive)/float64(s.PublishedActive))
-			}
-			fmt.Fprintln(tw)
-			fmt.Fprintf(tw, "experts\t%d routed (%d per token) and %d shared of d_ff %d in %d of %d layers\n",
-				s.Experts, s.ExpertsPerToken, s.SharedExperts, s.ExpertFF(), p.MoELayers, s.Layers)
-			fmt.Fprintf(tw, "  per MoE layer\tattention %d, router %d, experts %d x %d, shared %d, norms %d\n",
-				p.Attention, p.Router, p.Experts, p.Expert, p.Shared, p.Norms)
-		}
-		if p.DenseLayers() > 0 {
-			fmt.Fprintf(tw, "  per dense layer\tattention %d, MLP %d, norms %d\n", p.Attention, p.MLP, p.Norms)
-		}
-		fmt.Fprintf(tw, "  embeddings\tinput %d, output %d\n", p.Embedding, p.Output)
-		fmt.Fprintf(tw, "training FLOPs/token\t%.4g at seq %d (6N + 12·L·H·Q·T; N the matmul parameters a token uses)\n", s.FLOPsPerToken(s.SeqLen, false), s.SeqLen)
-		if s.Source != "" {
-			fmt.Fprintf(tw, "source\t%s\n", s.Source)
-		}
-		return tw.Flush()
+		return showModel(stdout, s)
 	}
 	return bad("model: unknown subcommand %q, want list or show", sub)
+}
+
+// listModels writes the model catalog, a row per model.
+func listModels(stdout io.Writer, asJSON bool) error {
+	specs := model.Catalog()
+	if asJSON {
+		out := make([]model.Summary, len(specs))
+		for i, s := range specs {
+			out[i] = s.Summarize()
+		}
+		return writeJSON(stdout, struct {
+			Models []model.Summary `json:"models"`
+		}{out})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "name\tparams\tpublished\tactive\tlayers\td_model\theads\tkv\td_ff\texperts\tvocab\tseq\t")
+	for _, s := range specs {
+		active, experts := "-", "-"
+		if s.MoE() {
+			active = fmt.Sprintf("%.2fB", float64(s.ParamCount().Active())/1e9)
+			experts = fmt.Sprintf("%d/%d", s.ExpertsPerToken, s.Experts)
+		}
+		fmt.Fprintf(tw, "%s\t%.2fB\t%.2fB\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t\n", s.Name, float64(s.ParamCount().Total())/1e9,
+			float64(s.Published)/1e9, active, s.Layers, s.DModel, s.Heads, s.KV(), s.DFF, experts, s.Vocab, s.SeqLen)
+	}
+	return tw.Flush()
+}
+
+// showModel writes one model: its shape, parameters (by where they live)
+// and training FLOPs per token.
+func showModel(stdout io.Writer, s model.Spec) error {
+	p := s.ParamCount()
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "name\t%s\n", s.Name)
+	fmt.Fprintf(tw, "shape\t%s, d_model %d, %s (%d KV) of %d, d_ff %d, vocab %d, seq %d\n",
+		unit.Plural(s.Layers, "layer"), s.DModel, unit.Plural(s.Heads, "head"), s.KV(), s.Head(), s.DFF, s.Vocab, s.SeqLen)
+	fmt.Fprintf(tw, "parameters\t%d (%.3fB)", p.Total(), float64(p.Total())/1e9)
+	if s.Published > 0 {
+		fmt.Fprintf(tw, "; published %d (%+.2f%%)", s.Published, 100*float64(p.Total()-s.Published)/float64(s.Published))
+	}
+	fmt.Fprintln(tw)
+	if s.MoE() {
+		fmt.Fprintf(tw, "active parameters\t%d (%.3fB)", p.Active(), float64(p.Active())/1e9)
+		if s.PublishedActive > 0 {
+			fmt.Fprintf(tw, "; published %d (%+.2f%%)", s.PublishedActive, 100*float64(p.Active()-s.PublishedActive)/float64(s.PublishedActive))
+		}
+		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "experts\t%d routed (%d per token) and %d shared of d_ff %d in %d of %d layers\n",
+			s.Experts, s.ExpertsPerToken, s.SharedExperts, s.ExpertFF(), p.MoELayers, s.Layers)
+		fmt.Fprintf(tw, "  per MoE layer\tattention %d, router %d, experts %d x %d, shared %d, norms %d\n",
+			p.Attention, p.Router, p.Experts, p.Expert, p.Shared, p.Norms)
+	}
+	if p.DenseLayers() > 0 {
+		fmt.Fprintf(tw, "  per dense layer\tattention %d, MLP %d, norms %d\n", p.Attention, p.MLP, p.Norms)
+	}
+	fmt.Fprintf(tw, "  embeddings\tinput %d, output %d\n", p.Embedding, p.Output)
+	fmt.Fprintf(tw, "training FLOPs/token\t%.4g at seq %d (6N + 12·L·H·Q·T; N the matmul parameters a token uses)\n", s.FLOPsPerToken(s.SeqLen, false), s.SeqLen)
+	if s.Source != "" {
+		fmt.Fprintf(tw, "source\t%s\n", s.Source)
+	}
+	return tw.Flush()
 }

@@ -226,26 +226,33 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
-		var re *emu.ResumeError
-		refused := errors.As(err, &re)
-		processes := 1
-		if job != nil {
-			processes = job.Size
-		}
-		err = trainError(err, *f.ckptDir, processes)
-		if job != nil && refused {
-			// Every rank reaches this refusal together. Each says it, and
-			// none exits before all have: mpirun ends the job when the first
-			// rank exits non-zero, and a rank still writing would be cut off.
-			fmt.Fprintf(stderr, "shardlab: %s\n", oneLine(err.Error()))
-			if berr := job.Barrier(); berr != nil {
-				return berr
-			}
-			return reportedError{err: err, code: exitUsage}
-		}
-		return err
+		return f.failed(err, job, stderr)
 	}
 	return f.report(tc, res, *wall, job, stdout)
+}
+
+// failed is run's error for a training that failed with err. Under MPI a
+// refused resume is said by every rank, which all wait for one another
+// before exiting.
+func (f *runFlags) failed(err error, job *mpi.Job, stderr io.Writer) error {
+	var re *emu.ResumeError
+	refused := errors.As(err, &re)
+	processes := 1
+	if job != nil {
+		processes = job.Size
+	}
+	err = trainError(err, *f.ckptDir, processes)
+	if job != nil && refused {
+		// Every rank reaches this refusal together. Each says it, and
+		// none exits before all have: mpirun ends the job when the first
+		// rank exits non-zero, and a rank still writing would be cut off.
+		fmt.Fprintf(stderr, "shardlab: %s\n", oneLine(err.Error()))
+		if berr := job.Barrier(); berr != nil {
+			return berr
+		}
+		return reportedError{err: err, code: exitUsage}
+	}
+	return err
 }
 
 // layout is the mesh to run: a plan's (whose batch, micro-batches,
@@ -411,6 +418,13 @@ func (f *runFlags) checkpointHooks(tc *emu.TrainConfig, job *mpi.Job, flt fault,
 	if !*f.resume {
 		return nil
 	}
+	return resumeHooks(tc, store, job, stderr)
+}
+
+// resumeHooks sets up --resume from the checkpoints store holds, and the
+// hooks that say what was skipped and where training resumed.
+func resumeHooks(tc *emu.TrainConfig, store *ckptStore, job *mpi.Job, stderr io.Writer) error {
+	dir := store.dir
 	steps, err := store.steps()
 	if err != nil {
 		return err

@@ -47,23 +47,35 @@ func readCorpus(path string, maxEntries int) ([]byte, string, error) {
 		return nil, "", onPseudoFS("--data", path, fs, "a text file or a directory of them")
 	}
 	if !info.IsDir() {
-		f, size, err := openRegular("--data", path, maxCorpusFile)
-		if err != nil {
-			return nil, "", err
-		}
-		defer f.Close()
-		b, err := io.ReadAll(io.LimitReader(f, maxCorpus))
-		if err != nil {
-			return nil, "", bad("--data %s: %v", path, err)
-		}
-		if size > maxCorpus {
-			desc = fmt.Sprintf("%s (the first %v of %v)", desc, unit.Bytes(len(b)), unit.Bytes(size))
-		}
-		return b, desc, nil
+		return readCorpusFile(path, desc)
 	}
+	return readCorpusDir(path, desc, maxEntries)
+}
+
+// readCorpusFile reads the first maxCorpus bytes of the text file at path.
+func readCorpusFile(path, desc string) ([]byte, string, error) {
+	f, size, err := openRegular("--data", path, maxCorpusFile)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCorpus))
+	if err != nil {
+		return nil, "", bad("--data %s: %v", path, err)
+	}
+	if size > maxCorpus {
+		desc = fmt.Sprintf("%s (the first %v of %v)", desc, unit.Bytes(len(b)), unit.Bytes(size))
+	}
+	return b, desc, nil
+}
+
+// readCorpusDir reads the .go, .txt and .md files under the directory
+// path, in sorted order, up to maxCorpus bytes, visiting at most
+// maxEntries entries.
+func readCorpusDir(path, desc string, maxEntries int) ([]byte, string, error) {
 	var files []string
 	entries := 0
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if entries++; entries > maxEntries {
 			return bad("--data %s: more than %d entries under it, want a smaller directory or a file", path, maxEntries)
 		}

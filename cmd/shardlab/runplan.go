@@ -35,59 +35,12 @@ type planJob struct {
 // refused, a missing one (a file written by hand) taken as it.
 func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, error) {
 	var pj planJob
-	data, err := readFile("--plan", path, maxPlanBytes)
+	p, err := readPlanJSON(path, index, indexSet)
 	if err != nil {
 		return mesh.Mesh{}, pj, err
 	}
-	notPlan := bad("--plan %s: not what 'shardlab plan --json' prints (want a plan object with accelerator_type, slices and layout.axes, or an object of plans)", path)
-	var p plan.JSON
-	var doc struct {
-		Schema *string           `json:"schema"`
-		Plans  []json.RawMessage `json:"plans"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return mesh.Mesh{}, pj, notPlan
-	}
-	if doc.Schema != nil && *doc.Schema != schema.Version {
-		return mesh.Mesh{}, pj, bad("--plan %s: schema %s, want %s (what this shardlab's plan --json prints)", path, strconv.QuoteToASCII(*doc.Schema), schema.Version)
-	}
-	if all := doc.Plans; all != nil {
-		switch {
-		case len(all) == 0:
-			return mesh.Mesh{}, pj, notPlan
-		case len(all) > 1 && !indexSet:
-			return mesh.Mesh{}, pj, bad("--plan %s holds %d plans (what 'shardlab plan --json' prints without model or TPU flags); pick one with --plan-index 0 to %d", path, len(all), len(all)-1)
-		case index >= len(all):
-			return mesh.Mesh{}, pj, bad("--plan-index %d, want 0 to %d: %s holds %d plans", index, len(all)-1, path, len(all))
-		}
-		data = all[index]
-	} else if indexSet && index != 0 {
-		return mesh.Mesh{}, pj, bad("--plan-index %d, want 0: %s holds one plan", index, path)
-	}
-	if err := json.Unmarshal(data, &p); err != nil || p.Accelerator == "" || len(p.Layout.Axes) == 0 {
-		if me := (*mesh.Error)(nil); errors.As(err, &me) {
-			return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err) // an axis name it does not know
-		}
-		return mesh.Mesh{}, pj, notPlan
-	}
-	field := func(name string, v int, want string) error {
-		return bad("--plan %s: %s = %d, want %s", path, name, v, want)
-	}
-	switch {
-	case p.Slices < 1 || p.Slices > 4096:
-		return mesh.Mesh{}, pj, field("slices", p.Slices, "1 to 4096")
-	case p.GlobalBatch < 1 || p.GlobalBatch > 1<<20:
-		return mesh.Mesh{}, pj, field("global_batch_sequences", p.GlobalBatch, "1 to 1048576")
-	case p.MicroBatches < 1 || p.MicroBatches > 4096:
-		return mesh.Mesh{}, pj, field("micro_batches", p.MicroBatches, "1 to 4096")
-	case p.Seq < 1:
-		return mesh.Mesh{}, pj, field("seq_len", p.Seq, "a positive number of tokens")
-	}
-	if _, err := schedule.ParseKind(p.Schedule); err != nil {
-		return mesh.Mesh{}, pj, bad("--plan %s: schedule %q, want gpipe, 1f1b, interleaved or circular", path, p.Schedule)
-	}
-	if p.Chunks < 0 || p.Chunks > plan.MaxChunks {
-		return mesh.Mesh{}, pj, field("chunks_per_device", p.Chunks, fmt.Sprintf("0 to %d", plan.MaxChunks))
+	if err := checkPlanJob(path, p); err != nil {
+		return mesh.Mesh{}, pj, err
 	}
 	s, err := hw.ParseAcceleratorType(p.Accelerator)
 	if err != nil {
@@ -110,6 +63,72 @@ func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, er
 		return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
 	}
 	return m, planJob{batch: p.GlobalBatch, micro: p.MicroBatches, seq: p.Seq, schedule: p.Schedule, chunks: p.Chunks}, nil
+}
+
+// readPlanJSON reads the plan object of the file at path: the file's
+// one plan, or its plans' index'th.
+func readPlanJSON(path string, index int, indexSet bool) (plan.JSON, error) {
+	var p plan.JSON
+	data, err := readFile("--plan", path, maxPlanBytes)
+	if err != nil {
+		return p, err
+	}
+	notPlan := bad("--plan %s: not what 'shardlab plan --json' prints (want a plan object with accelerator_type, slices and layout.axes, or an object of plans)", path)
+	var doc struct {
+		Schema *string           `json:"schema"`
+		Plans  []json.RawMessage `json:"plans"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return p, notPlan
+	}
+	if doc.Schema != nil && *doc.Schema != schema.Version {
+		return p, bad("--plan %s: schema %s, want %s (what this shardlab's plan --json prints)", path, strconv.QuoteToASCII(*doc.Schema), schema.Version)
+	}
+	if all := doc.Plans; all != nil {
+		switch {
+		case len(all) == 0:
+			return p, notPlan
+		case len(all) > 1 && !indexSet:
+			return p, bad("--plan %s holds %d plans (what 'shardlab plan --json' prints without model or TPU flags); pick one with --plan-index 0 to %d", path, len(all), len(all)-1)
+		case index >= len(all):
+			return p, bad("--plan-index %d, want 0 to %d: %s holds %d plans", index, len(all)-1, path, len(all))
+		}
+		data = all[index]
+	} else if indexSet && index != 0 {
+		return p, bad("--plan-index %d, want 0: %s holds one plan", index, path)
+	}
+	if err := json.Unmarshal(data, &p); err != nil || p.Accelerator == "" || len(p.Layout.Axes) == 0 {
+		if me := (*mesh.Error)(nil); errors.As(err, &me) {
+			return p, fmt.Errorf("--plan %s: %w", path, err) // an axis name it does not know
+		}
+		return p, notPlan
+	}
+	return p, nil
+}
+
+// checkPlanJob refuses a plan whose job run cannot train: its slices,
+// batch, micro-batches, sequence, schedule and chunks.
+func checkPlanJob(path string, p plan.JSON) error {
+	field := func(name string, v int, want string) error {
+		return bad("--plan %s: %s = %d, want %s", path, name, v, want)
+	}
+	switch {
+	case p.Slices < 1 || p.Slices > 4096:
+		return field("slices", p.Slices, "1 to 4096")
+	case p.GlobalBatch < 1 || p.GlobalBatch > 1<<20:
+		return field("global_batch_sequences", p.GlobalBatch, "1 to 1048576")
+	case p.MicroBatches < 1 || p.MicroBatches > 4096:
+		return field("micro_batches", p.MicroBatches, "1 to 4096")
+	case p.Seq < 1:
+		return field("seq_len", p.Seq, "a positive number of tokens")
+	}
+	if _, err := schedule.ParseKind(p.Schedule); err != nil {
+		return bad("--plan %s: schedule %q, want gpipe, 1f1b, interleaved or circular", path, p.Schedule)
+	}
+	if p.Chunks < 0 || p.Chunks > plan.MaxChunks {
+		return field("chunks_per_device", p.Chunks, fmt.Sprintf("0 to %d", plan.MaxChunks))
+	}
+	return nil
 }
 
 // maxRunChips bounds the virtual chips of one run.

@@ -264,6 +264,8 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 	return o
 }
 
+// writeRunReport writes run's text report: the run, its model and data,
+// its loss, step time and bubble, then the bytes sent and the peak memory.
 func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, data string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s, %s, layout %s\n", unit.Plural(o.Devices, "virtual chip"), tc.Mesh.Multislice, o.Layout)
@@ -302,8 +304,15 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 		fmt.Fprintf(tw, "pipeline bubble\t%.1f%% (%s, %s)\n", 100*res.Bubble, sched, unit.Plural(tc.MicroBatches, "micro-batch"))
 	}
 	tw.Flush()
+	writeRunBytes(w, o)
+	return writeRunMemory(w, o)
+}
+
+// writeRunBytes writes the bytes each collective sent over ICI and DCN
+// and, under MPI, the bytes between ranks.
+func writeRunBytes(w io.Writer, o runOut) {
 	fmt.Fprintf(w, "\nbytes sent, all chips, all steps:\n")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  collective\tICI\tDCN")
 	for _, b := range o.Bytes {
 		fmt.Fprintf(tw, "  %s\t%v\t%v\n", b.Collective, unit.Bytes(b.ICIBytes), unit.Bytes(b.DCNBytes))
@@ -321,8 +330,12 @@ func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, 
 			fmt.Fprintf(w, "  rank %d: %v\n", r, row)
 		}
 	}
+}
+
+// writeRunMemory writes each chip's peak memory by kind.
+func writeRunMemory(w io.Writer, o runOut) error {
 	fmt.Fprintf(w, "\npeak memory per chip:\n")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  chip\tweights\tgradients\toptimizer\tactivations\ttransient\ttotal")
 	for i, m := range o.PeakMemory {
 		fmt.Fprintf(tw, "  %d\t%v\t%v\t%v\t%v\t%v\t%v\n", i, unit.Bytes(m.Weights), unit.Bytes(m.Gradients), unit.Bytes(m.Optimizer),
