@@ -222,8 +222,7 @@ func flagRule(flags map[string]bool) ownerRule {
 
 // foreignFlags are xpk's and vLLM's own flags, which shardlab's export xpk
 // and inference take under the tools' own names, and which the files that
-// write those command lines spell as the tools' flags; and the budget
-// report's pointer to --show (see budgetShow).
+// write those command lines spell as the tools' flags.
 var foreignFlags = func() map[string]string {
 	out := map[string]string{}
 	for k, v := range xpkFlags {
@@ -234,17 +233,8 @@ var foreignFlags = func() map[string]string {
 		out["export/vllm.go --"+f] = "vllm serve's own flag --" + f + ", in the command export writes (vllm-project/vllm vllm/engine/arg_utils.py @99d7eb5d; export/testdata/vllm_serve_options.txt)"
 	}
 	out["web/serving.go --kv-cache-dtype"] = "the serving form's help names vLLM's flag --kv-cache-dtype as vLLM's, the field it sets"
-	out["budget/render.go --show"] = budgetShow
-	out["budget/html.go --show"] = budgetShow
 	return out
 }()
-
-// budgetShow is why budget's report may name --show: not a different
-// concept but a leak left for budget's owner. The text and HTML reports
-// close with "shardlab budget --show N prints the plan behind row N",
-// which the web page's budget body shows too; moving the pointer to cmd
-// changes budget's API and the web page's output.
-const budgetShow = "KNOWN LEAK, to move to cmd: budget's report tells the CLI user to pass --show N"
 
 // xpkFlags are xpk's own flags, which shardlab's export xpk takes under
 // xpk's names and export/xpk.go's errors name as xpk's (AI-Hypercomputer/xpk
