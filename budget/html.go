@@ -40,7 +40,7 @@ li { margin: 0.2em 0; }
 <tr><th>#</th><th>TPU</th><th>chips</th><th>mode</th><th>step</th><th>goodput</th><th>time</th><th>time band</th><th>chip-hours</th><th>dollars</th><th>dollars band</th><th>$/B tokens</th><th>term bill</th><th>Pareto</th></tr>
 {{range $i, $r := .R.Rows}}<tr{{if $r.Pareto}} class="pareto"{{end}}><td>{{inc $i}}</td><td>{{if gt $r.Slices 1}}{{$r.Slices}} × {{end}}{{$r.AcceleratorType}}</td><td>{{$r.Chips}}</td><td>{{$r.Mode}}</td><td>{{printf "%.2fs" $r.StepS}}</td><td>{{printf "%.4f" $r.Goodput}}</td><td>{{days $r.TimeToTrainS}}</td><td>{{with $r.Band}}{{days .TimeLow}}-{{days .TimeHigh}}{{else}}-{{end}}</td><td>{{printf "%.0f" $r.ChipHours}}</td><td>{{dollars $r.USD}}</td><td>{{with $r.Band}}{{dollars .USDLow}}-{{dollars .USDHigh}}{{else}}-{{end}}</td><td>{{dollars $r.USDPerBTokens}}</td><td>{{if $r.CommitmentUSD}}{{dollars $r.CommitmentUSD}}{{else}}-{{end}}</td><td>{{if $r.Pareto}}*{{end}}</td></tr>
 {{end}}</table>
-<p>* on the Pareto front of time against dollars (bold); <code>shardlab budget --show N</code> prints the plan behind row N.</p>
+<p>* on the Pareto front of time against dollars (bold){{with .Show}}; <code>{{.}}</code> prints the plan behind row N{{end}}.</p>
 {{else}}<p>No configuration meets the limits{{with .R.Nearest}}; nearest: {{.}}{{end}}.</p>
 {{end}}<ul>
 {{range .Bands}}<li>band: {{.}}</li>
@@ -55,19 +55,19 @@ li { margin: 0.2em 0; }
 // WriteHTML writes the result as one self-contained HTML page: the
 // charts (SVG documents, as package chart draws them; the page trusts
 // them as markup), the ranked table with its bands, and the unpriced,
-// dropped, notes and prices of WriteText.
-func (res Result) WriteHTML(w io.Writer, charts ...[]byte) error {
-	return res.writeHTML(w, "budget", charts)
+// dropped, notes and prices of WriteText; show is as WriteText's.
+func (res Result) WriteHTML(w io.Writer, show string, charts ...[]byte) error {
+	return res.writeHTML(w, "budget", show, charts)
 }
 
 // WriteHTMLBody writes what WriteHTML's page holds, without the page
 // around it: for a page of the caller's (the web UI's budget page).
-func (res Result) WriteHTMLBody(w io.Writer, charts ...[]byte) error {
-	return res.writeHTML(w, "result", charts)
+func (res Result) WriteHTMLBody(w io.Writer, show string, charts ...[]byte) error {
+	return res.writeHTML(w, "result", show, charts)
 }
 
 // writeHTML executes template name of the page with the result.
-func (res Result) writeHTML(w io.Writer, name string, charts [][]byte) error {
+func (res Result) writeHTML(w io.Writer, name, show string, charts [][]byte) error {
 	bands, share := res.bands()
 	for i, b := range bands {
 		bands[i] = fmt.Sprintf("validate's held-out %.0f %% band of the planner's error, %s", 100*share, b)
@@ -77,7 +77,8 @@ func (res Result) writeHTML(w io.Writer, name string, charts [][]byte) error {
 		Charts []template.HTML
 		Bands  []string
 		Prices []Price
-	}{R: res, Bands: bands, Prices: res.PricesUsed()}
+		Show   string
+	}{R: res, Bands: bands, Prices: res.PricesUsed(), Show: show}
 	for _, c := range charts {
 		d.Charts = append(d.Charts, template.HTML(c))
 	}

@@ -45,8 +45,10 @@ func (res Result) PricesUsed() []Price {
 
 // WriteText writes the ranked table, the Pareto front, what is unpriced or
 // dropped and why, the notes, and every price used with its source and the
-// date it was read.
-func (res Result) WriteText(w io.Writer) error {
+// date it was read. show is how the caller's front end shows the plan
+// behind row N ("--show N" on the command line), said under the table; ""
+// says nothing.
+func (res Result) WriteText(w io.Writer, show string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on %.3g tokens, prices for %s; searched %s\n\n", res.Model, res.Tokens, res.Region, res.Searched)
 	if len(res.Rows) == 0 {
@@ -75,7 +77,11 @@ func (res Result) WriteText(w io.Writer) error {
 				row.StepTime.Seconds(), row.Goodput, Days(row.TimeToTrain), timeBand, row.ChipHours, Dollars(row.USD), usdBand, Dollars(row.USDPerBTokens), term, front)
 		}
 		tw.Flush()
-		b.WriteString("  * on the Pareto front of time against dollars; --show N prints the plan behind row N\n")
+		b.WriteString("  * on the Pareto front of time against dollars")
+		if show != "" {
+			fmt.Fprintf(&b, "; %s prints the plan behind row N", show)
+		}
+		b.WriteString("\n")
 		b.WriteString("  term bill: what a commitment bills for its whole term\n")
 		if bands, share := res.bands(); len(bands) > 0 {
 			fmt.Fprintf(&b, "  bands: time and dollars at the ends of validate's held-out %.0f %% band of the planner's error (%s)\n",

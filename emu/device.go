@@ -279,6 +279,19 @@ func newDevice(tc *TrainConfig, id int, ep *fabric.Endpoint, ts *templates) *dev
 	sh := ts.of(tc, d.coord)
 	d.tmpl = sh
 	d.layers = stageLayers(tc.Model.Layers, si, p, tc.Chunks)
+	d.keepShards(sh)
+	d.elem, d.mode = 4, classOther
+	if tc.BF16Compute {
+		d.elem = 2
+	}
+	return d
+}
+
+// keepShards keeps this device's shard of each FSDP group of sh (the
+// group's tensors end to end, zero-padded to a multiple of the shard
+// count), with room for its gradient and Adam's two moments, and meters
+// them.
+func (d *device) keepShards(sh *Params[float32]) {
 	for gi, tensors := range d.groupsOf(sh) {
 		// the group's tensors end to end, zero-padded to a multiple of
 		// the shard count: this device keeps [lo, hi) of it
@@ -287,7 +300,7 @@ func newDevice(tc *TrainConfig, id int, ep *fabric.Endpoint, ts *templates) *dev
 			n += len(x)
 		}
 		g := d.shardOf(gi)
-		f, fi := g.Size(), g.Index(id)
+		f, fi := g.Size(), g.Index(d.id)
 		padded := (n + f - 1) / f * f
 		d.realLen = append(d.realLen, n)
 		d.fullLen = append(d.fullLen, padded)
@@ -314,11 +327,6 @@ func newDevice(tc *TrainConfig, id int, ep *fabric.Endpoint, ts *templates) *dev
 	// use, layers/linears.py, metered where gather makes it), gradients
 	// and Adam's two moments
 	d.mem.change(func(m *Memory) { m.Weights, m.Gradients, m.Optimizer = 4*n, 4*n, 8*n })
-	d.elem, d.mode = 4, classOther
-	if tc.BF16Compute {
-		d.elem = 2
-	}
-	return d
 }
 
 // groupsOf splits params into the FSDP groups: the ends, then each layer

@@ -265,6 +265,25 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 	}
 	d.mode = classActGrads
 	d.mem.hold(classActGrads, d.elem, dx.D)
+	dx = d.layersBackward(st, op, dx)
+	d.mode = classOther
+	d.mem.drop(dx.D)
+	if first {
+		embedBack(d.bindEnds(endsGrad), mb, dx)
+	} else {
+		d.send(op, dx.D)
+	}
+	if first || last {
+		d.scatterGrad(0, endsGrad)
+	}
+}
+
+// layersBackward runs the backward pass of op's chunk's layers, last to
+// first, from dx, the gradient of the chunk's output, and returns the
+// gradient of its input; each layer's activations and gathered weights
+// are let go as it finishes, and its gradients reduce-scattered.
+func (d *device) layersBackward(st *stepState, op schedule.Op, dx Mat[float32]) Mat[float32] {
+	mb := st.micros[op.MicroBatch]
 	lo, hi := d.chunkLayers(op.Chunk)
 	saved := st.saved[op.MicroBatch][op.Chunk]
 	for li := hi - 1; li >= lo; li-- {
@@ -293,16 +312,7 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 		saved[li-lo] = nil
 		d.compute(fmt.Sprintf("B%d layer %d", op.MicroBatch, d.layers[li]), 2*d.layerFLOPs(&l, mb), st.rate)
 	}
-	d.mode = classOther
-	d.mem.drop(dx.D)
-	if first {
-		embedBack(d.bindEnds(endsGrad), mb, dx)
-	} else {
-		d.send(op, dx.D)
-	}
-	if first || last {
-		d.scatterGrad(0, endsGrad)
-	}
+	return dx
 }
 
 // rerun is remat full's recompute of layer l from its input x before its

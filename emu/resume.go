@@ -126,14 +126,7 @@ func exchangeSteps(r fabric.Remote, mine []int) ([][]int, error) {
 // checkpoint of another run (a *MismatchError) stops the resume: the
 // older ones are of that run too.
 func resume(tc *TrainConfig, devs []*device) (int, error) {
-	var mine []int
-	for _, s := range tc.ResumeSteps {
-		if s >= 0 && s <= 1<<40 { // exact as a float64
-			mine = append(mine, s)
-		}
-	}
-	slices.Sort(mine)
-	mine = slices.Compact(mine)
+	mine := resumeSteps(tc.ResumeSteps)
 	shape := shapeOf(tc, devs)
 	var skipped []skippedCheckpoint // this process's, newest first
 	var othersFailed string         // which ranks' checkpoints failed last, when not this one's
@@ -155,22 +148,9 @@ func resume(tc *TrainConfig, devs []*device) (int, error) {
 		}
 		err = load(tc, devs, step, shape)
 		status := loadStatus(err)
-		// every process learns whether all of them could use their
-		// checkpoint, and whether one that could not can skip it
-		statuses := []float64{status}
-		if tc.Remote != nil {
-			statuses = make([]float64, tc.Remote.Size())
-			statuses[tc.Remote.Rank()] = status
-			if serr := tc.Remote.SumFloat64(statuses); serr != nil {
-				return 0, serr
-			}
-		}
-		worst, failed := 0.0, []string{}
-		for r, st := range statuses {
-			worst = max(worst, st)
-			if st != loadOK {
-				failed = append(failed, fmt.Sprint(r))
-			}
+		worst, failed, serr := allStatuses(tc, status)
+		if serr != nil {
+			return 0, serr
 		}
 		switch {
 		case worst == loadOK:
@@ -191,6 +171,41 @@ func resume(tc *TrainConfig, devs []*device) (int, error) {
 			othersFailed = fmt.Sprintf("rank %s could not resume from its checkpoint of step %d", strings.Join(failed, ", "), step)
 		}
 	}
+}
+
+// resumeSteps are the steps this process holds checkpoints of, sorted,
+// each once; only steps exact as a float64 are exchanged.
+func resumeSteps(steps []int) []int {
+	var mine []int
+	for _, s := range steps {
+		if s >= 0 && s <= 1<<40 { // exact as a float64
+			mine = append(mine, s)
+		}
+	}
+	slices.Sort(mine)
+	return slices.Compact(mine)
+}
+
+// allStatuses tells every process whether all of them could use their
+// checkpoint, and whether one that could not can skip it: the worst
+// status of all, and the ranks whose load failed.
+func allStatuses(tc *TrainConfig, status float64) (worst float64, failed []string, err error) {
+	statuses := []float64{status}
+	if tc.Remote != nil {
+		statuses = make([]float64, tc.Remote.Size())
+		statuses[tc.Remote.Rank()] = status
+		if err := tc.Remote.SumFloat64(statuses); err != nil {
+			return 0, nil, err
+		}
+	}
+	failed = []string{}
+	for r, st := range statuses {
+		worst = max(worst, st)
+		if st != loadOK {
+			failed = append(failed, fmt.Sprint(r))
+		}
+	}
+	return worst, failed, nil
 }
 
 // load reads this process's checkpoint of step and restores it into devs.

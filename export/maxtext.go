@@ -131,7 +131,7 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	if err != nil {
 		return c, err
 	}
-	set("per_device_batch_size", pdbs)
+	set(maxtext.PerDeviceBatchSize, pdbs)
 	set("max_target_length", j.Seq)
 
 	if err := pipeline(set, e, mt); err != nil {
@@ -180,22 +180,22 @@ func meshSettings(set func(string, any), c *MaxTextConfig, e cost.Estimate, ms h
 	}
 	switch in {
 	case mesh.FSDP:
-		c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): ici_fsdp_parallelism carries the in-chip factor %d, splitting each chip's %d sequences per micro-batch",
-			chip.Generation, perChip, perChip, e.MicroBatchSize))
+		c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): %s carries the in-chip factor %d, splitting each chip's %d sequences per micro-batch",
+			chip.Generation, perChip, maxtext.ICIKey(maxtext.Name(in)), perChip, e.MicroBatchSize))
 	case mesh.Context:
-		c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): ici_context_parallelism carries the in-chip factor %d, since the chip's %d sequence(s) per micro-batch do not split over them",
-			chip.Generation, perChip, perChip, e.MicroBatchSize))
+		c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): %s carries the in-chip factor %d, since the chip's %d sequence(s) per micro-batch do not split over them",
+			chip.Generation, perChip, maxtext.ICIKey(maxtext.Name(in)), perChip, e.MicroBatchSize))
 	}
 	for _, tier := range []struct {
-		prefix string
-		f      map[string]int
-	}{{"ici", ici}, {"dcn", dcn}} {
+		key func(string) string
+		f   map[string]int
+	}{{maxtext.ICIKey, ici}, {maxtext.DCNKey, dcn}} {
 		for _, a := range maxtext.Axes {
 			n := tier.f[a]
 			if n == 0 {
 				n = 1
 			}
-			set(tier.prefix+"_"+a+"_parallelism", n)
+			set(tier.key(a), n)
 		}
 	}
 	return perChip, nil
@@ -236,8 +236,8 @@ func kernels(set func(string, any), j cost.Job, pdbs float64) error {
 	// into num_vocab_tiling chunks.
 	if math.Mod(pdbs*float64(j.Seq), float64(tiles)) != 0 {
 		return unsupported("maxtext", "num_vocab_tiling", strconv.Itoa(tiles),
-			fmt.Sprintf("MaxText needs per_device_batch_size x max_target_length (%s x %d) to be a multiple of it; pass a {vocab_tiles} that divides %s",
-				formatFloat(pdbs), j.Seq, formatFloat(pdbs*float64(j.Seq))))
+			fmt.Sprintf("MaxText needs %s x max_target_length (%s x %d) to be a multiple of it; pass a {vocab_tiles} that divides %s",
+				maxtext.PerDeviceBatchSize, formatFloat(pdbs), j.Seq, formatFloat(pdbs*float64(j.Seq))))
 	}
 	set("num_vocab_tiling", tiles)
 	return nil
@@ -255,7 +255,7 @@ func perDeviceBatch(batch, devices int) (float64, error) {
 		}
 		v = math.Nextafter(v, math.Inf(1))
 	}
-	return 0, unsupported("maxtext", "per_device_batch_size", formatFloat(float64(batch)/float64(devices)),
+	return 0, unsupported("maxtext", maxtext.PerDeviceBatchSize, formatFloat(float64(batch)/float64(devices)),
 		fmt.Sprintf("no decimal gives exactly %d sequences over %d devices", batch, devices))
 }
 
@@ -287,14 +287,14 @@ func pipeline(set func(string, any), e cost.Estimate, mt maxTextArch) error {
 	// @e591f30c, _build_nnx_pipeline_stage); shardlab costs a pipeline of
 	// all the layers, one at a time
 	if mt.block == "deepseek" || mt.block == "llama4" {
-		return unsupported("maxtext", "pipeline", fmt.Sprintf("%d stages", stages),
+		return unsupported("maxtext", mesh.Pipeline.String(), fmt.Sprintf("%d stages", stages),
 			fmt.Sprintf("MaxText's %s decoder block does not pipeline the model's layers as shardlab costs them; plan %s with {mesh} without pipeline", mt.block, j.Model.Name))
 	}
 	// MaxText's decoder layers: Gemma 2's pair a local and a global
 	// attention layer (configs/models/gemma2-9b.yml)
 	layers := j.Model.Layers / mt.pairs
 	if layers%(stages*repeats) != 0 {
-		return unsupported("maxtext", "pipeline", fmt.Sprintf("%d stages x %d repeats", stages, repeats),
+		return unsupported("maxtext", mesh.Pipeline.String(), fmt.Sprintf("%d stages x %d repeats", stages, repeats),
 			fmt.Sprintf("MaxText needs stages x num_pipeline_repeats x num_layers_per_pipeline_stage = its %d decoder layers ([types.py]%s)", layers, mt.pairsNote()))
 	}
 	// [types.py]: num_pipeline_microbatches must be a multiple of the

@@ -118,7 +118,7 @@ func XPKTPUType(p plan.Plan) (string, error) {
 		case !hasPrefix(s.Chip.AcceleratorPrefix):
 			want += fmt.Sprintf(" and none for %s: GKE does not offer it", s.Chip.Generation)
 		case len(same) > 0:
-			want += "; plan with --topology " + strings.Join(same, " or ")
+			want += "; plan with {topology} " + strings.Join(same, " or ")
 		default:
 			want += fmt.Sprintf(" of %d chips", s.Chips())
 		}

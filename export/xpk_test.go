@@ -148,8 +148,12 @@ func TestXPKRefuses(t *testing.T) {
 	// xpk lists TPU7x shapes with dimensions in increasing order
 	// (generate_tpu_topologies); the error names the one to plan with
 	turned := search(t, func(o *plan.Options) { o.Model, o.TPU, o.Topology = "llama3-8b", "tpu7x-128", "8x4x4" })
-	if _, err := XPKArgs(turned, ok); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "tpu7x-8x4x4") || !strings.Contains(err.Error(), "--topology 4x4x8") {
-		t.Errorf("XPKArgs on tpu7x 8x4x4 = %v, want ErrUnsupported naming --topology 4x4x8", err)
+	// it names the option ({topology}), which the CLI spells as its flag
+	_, err := XPKArgs(turned, ok)
+	var xe *Error
+	if !errors.Is(err, ErrUnsupported) || !errors.As(err, &xe) || !strings.Contains(err.Error(), "tpu7x-8x4x4") ||
+		!strings.Contains(err.Error(), "plan with topology 4x4x8") || !strings.Contains(xe.Phrase(plan.Option.Flag), "--topology 4x4x8") {
+		t.Errorf("XPKArgs on tpu7x 8x4x4 = %v, want ErrUnsupported naming the topology option, 4x4x8", err)
 	}
 }
 

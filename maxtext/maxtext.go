@@ -37,6 +37,21 @@ func Name(a mesh.Axis) string {
 	return names[a]
 }
 
+// ICIKey is MaxText's key for the factor of the axis MaxText calls name
+// (one of Axes) inside a slice: ici_<name>_parallelism ([base.yml] lines
+// 659-684).
+func ICIKey(name string) string { return "ici_" + name + "_parallelism" }
+
+// DCNKey is MaxText's key for the factor of the axis MaxText calls name
+// across slices: dcn_<name>_parallelism ([base.yml] lines 659-684).
+func DCNKey(name string) string { return "dcn_" + name + "_parallelism" }
+
+// PerDeviceBatchSize is MaxText's key for the sequences each JAX device
+// takes per step ([base.yml]); MaxText's global batch is the devices
+// times it (configs/types.py @e591f30c), so a chip of several devices
+// takes that many times it.
+const PerDeviceBatchSize = "per_device_batch_size"
+
 // NoAxis is InChipAxis's answer when no axis can carry the factor.
 const NoAxis mesh.Axis = -1
 

@@ -128,3 +128,20 @@ func TestName(t *testing.T) {
 		t.Error("Name of an axis out of range is not empty")
 	}
 }
+
+// TestKeys: the keys as base.yml spells them (AI-Hypercomputer/maxtext
+// src/maxtext/configs/base.yml @e591f30c lines 659-684, and
+// per_device_batch_size); export's tests hold every key it writes to
+// base.yml's list.
+func TestKeys(t *testing.T) {
+	for _, tt := range []struct{ got, want string }{
+		{ICIKey(Name(mesh.FSDP)), "ici_fsdp_parallelism"},
+		{DCNKey(Name(mesh.Data)), "dcn_data_parallelism"},
+		{ICIKey("context_usp_ulysses"), "ici_context_usp_ulysses_parallelism"},
+		{PerDeviceBatchSize, "per_device_batch_size"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("key %q, want %q", tt.got, tt.want)
+		}
+	}
+}

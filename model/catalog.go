@@ -1,5 +1,10 @@
 package model
 
+import (
+	"sort"
+	"strings"
+)
+
 // catalog holds published models. Shapes come from each model's paper or
 // released config; Published is the parameter count its authors give.
 // HFModel is the Hugging Face repository of the base (pretrained, not
@@ -182,4 +187,34 @@ var catalog = [...]Spec{
 		Published: 400e9, PublishedActive: 17e9, Source: "meta-llama/Llama-4-Maverick-17B-128E model card (17B active, 400B total)",
 		HFModel: "meta-llama/Llama-4-Maverick-17B-128E",
 	},
+}
+
+// Lookup finds a catalog model by name, ignoring case, dashes, dots and
+// underscores ("Llama-3-8B" = "llama3-8b").
+func Lookup(name string) (Spec, bool) {
+	key := normalize(name)
+	for _, s := range catalog {
+		if normalize(s.Name) == key {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+// Names lists the catalog's model names, sorted.
+func Names() []string {
+	var out []string
+	for _, s := range catalog {
+		out = append(out, s.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Catalog returns the built-in models.
+func Catalog() []Spec { return append([]Spec(nil), catalog[:]...) }
+
+func normalize(s string) string {
+	r := strings.NewReplacer("-", "", "_", "", ".", "", " ", "")
+	return strings.ToLower(r.Replace(strings.TrimSpace(s)))
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"shardlab/cost"
+	"shardlab/maxtext"
 	"shardlab/mesh"
 )
 
@@ -99,7 +100,7 @@ func (rep BatchReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%s\n", f.ID, f.Published, f.MostThatFits, f.Ratio, f.Tuned)
 	}
 	tw.Flush()
-	fmt.Fprintln(&b, "batch tuned: how the recipe chose per_device_batch_size, by the evidence in runs.yaml's batch_tuned (memory: pushed to")
+	fmt.Fprintln(&b, "batch tuned: how the recipe chose "+maxtext.PerDeviceBatchSize+", by the evidence in runs.yaml's batch_tuned (memory: pushed to")
 	fmt.Fprintln(&b, "what fits; global_batch: held for a global batch; unknown: no evidence either way).")
 	fmt.Fprintf(&b, "all runs: %s\n", rep.counts())
 	mem := rep.Tuned(TunedMemory)

@@ -18,6 +18,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/maxtext"
 	"shardlab/model"
 	"shardlab/schema"
 )
@@ -375,7 +376,7 @@ func (b Breakdown) check(scope string, reported int64) error {
 func (c Config) check(id string) error {
 	pdb := c.PerDeviceBatchSize
 	if math.IsNaN(pdb) || math.IsInf(pdb, 0) || pdb <= 0 {
-		return bad("per_device_batch_size", pdb, "a positive number of sequences")
+		return bad(maxtext.PerDeviceBatchSize, pdb, "a positive number of sequences")
 	}
 	if math.IsNaN(c.CapacityFactor) || math.IsInf(c.CapacityFactor, 0) {
 		return bad("capacity_factor", c.CapacityFactor, "-1 or 0 (dropless) or a factor in (0, 64]")
@@ -397,7 +398,7 @@ func (c Config) check(id string) error {
 		return bad("devices", c.Devices, fmt.Sprintf("%d (%d chips of %d JAX devices)", devices, c.Chips, s.Chip.JAXDevicesPerChip))
 	}
 	if want := pdb * float64(c.Devices); float64(c.GlobalBatch) != want {
-		return bad("global_batch_sequences", c.GlobalBatch, fmt.Sprintf("per_device_batch_size x devices = %g", want))
+		return bad("global_batch_sequences", c.GlobalBatch, fmt.Sprintf("%s x devices = %g", maxtext.PerDeviceBatchSize, want))
 	}
 	_, _, err = c.Run(id).Setup()
 	return err

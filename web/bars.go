@@ -138,13 +138,41 @@ func (w *svgWriter) f(format string, a ...any) { fmt.Fprintf(&w.b, format, a...)
 
 func esc(s string) string { return html.EscapeString(s) }
 
-// SVG draws the chart. It is over 80 lines because it lays out the legend,
-// the rows with their names, segments, values and whiskers, the reference
-// line and the axis in one pass of running coordinates.
+// SVG draws the chart: the legend above the plot, a row per bar, the
+// reference line and the axis below, top to bottom in running
+// coordinates.
 func (c hchart) SVG() template.HTML {
-	var w svgWriter
 	x0, x1 := labelWidth, barsWidth-valueRoom
-	// the legend, in rows above the plot
+	var legend, rows, axis svgWriter
+	y := c.legend(&legend)
+	if c.LineLabel != "" {
+		y += lineHeight + 2 // the reference line's label, above the plot
+	}
+	top := y
+	hi, step := c.scale()
+	px := func(v float64) float64 { return x0 + (x1-x0)*v/hi }
+	for _, b := range c.Bars {
+		y += c.row(&rows, b, y, px)
+	}
+	bottom := y
+	if c.LineLabel != "" {
+		c.refLine(&rows, px(c.Line), top, bottom)
+	}
+	c.axis(&axis, px, top, bottom, hi, step)
+	height := bottom + 44
+	var w svgWriter
+	w.f(`<svg class="bars" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="%s" font-family="system-ui, sans-serif" font-size="%d">`,
+		barsWidth, height, barsWidth, height, esc(c.Title), fontSize)
+	w.b.WriteString(axis.b.String()) // grid under the bars
+	w.b.WriteString(legend.b.String())
+	w.b.WriteString(rows.b.String())
+	w.f(`</svg>`)
+	return template.HTML(w.b.String())
+}
+
+// legend writes the legend, in rows above the plot: a swatch per series
+// and the whisker's meaning. It returns the y where the plot starts.
+func (c hchart) legend(w *svgWriter) float64 {
 	type item struct {
 		fill, text string
 		whisker    bool
@@ -158,27 +186,26 @@ func (c hchart) SVG() template.HTML {
 	}
 	y := 6.0
 	x := 8.0
-	var legend svgWriter
 	for _, it := range items {
 		wd := 18 + textWidth(it.text) + 14
 		if x+wd > barsWidth-8 && x > 8 {
 			x, y = 8, y+lineHeight+4
 		}
 		if it.whisker {
-			legend.f(`<path d="M%.1f %.1fh12M%.1f %.1fv8M%.1f %.1fv8" stroke="#222" stroke-width="1.5" fill="none"/>`, x, y+7, x, y+3, x+12, y+3)
+			w.f(`<path d="M%.1f %.1fh12M%.1f %.1fv8M%.1f %.1fv8" stroke="#222" stroke-width="1.5" fill="none"/>`, x, y+7, x, y+3, x+12, y+3)
 		} else {
-			legend.f(`<rect x="%.1f" y="%.1f" width="12" height="12" fill="%s"/>`, x, y+1, it.fill)
+			w.f(`<rect x="%.1f" y="%.1f" width="12" height="12" fill="%s"/>`, x, y+1, it.fill)
 		}
-		legend.f(`<text x="%.1f" y="%.1f">%s</text>`, x+18, y+11, esc(it.text))
+		w.f(`<text x="%.1f" y="%.1f">%s</text>`, x+18, y+11, esc(it.text))
 		x += wd
 	}
-	y += lineHeight + 10
-	if c.LineLabel != "" {
-		y += lineHeight + 2 // the reference line's label, above the plot
-	}
-	top := y
-	// the scale: the largest of the bars, whiskers and line
-	hi := c.Line
+	return y + lineHeight + 10
+}
+
+// scale is the axis's end and tick step: the largest of the bars,
+// whiskers and line, rounded up to a tick.
+func (c hchart) scale() (hi, step float64) {
+	hi = c.Line
 	for _, b := range c.Bars {
 		t := 0.0
 		for _, v := range b.Values {
@@ -186,94 +213,97 @@ func (c hchart) SVG() template.HTML {
 		}
 		hi = max(hi, t, b.High)
 	}
-	step := niceStep(hi)
-	hi = math.Max(step, math.Ceil(hi*1.02/step)*step)
-	px := func(v float64) float64 { return x0 + (x1-x0)*v/hi }
-	// the rows
-	var rows svgWriter
-	for _, b := range c.Bars {
-		lines := wrap(b.Label, labelWidth-16)
-		h := math.Max(30, float64(len(lines))*lineHeight+12)
-		weight := ""
-		if b.Bold {
-			weight = ` font-weight="700"`
-		}
-		ty := y + (h-float64(len(lines))*lineHeight)/2 + 11
-		rows.f(`<text class="label" x="8" y="%.1f"%s>`, ty, weight)
-		for i, l := range lines {
-			dy := 0.0
-			if i > 0 {
-				dy = lineHeight
-			}
-			rows.f(`<tspan x="8" dy="%.1f">%s</tspan>`, dy, esc(l))
-		}
-		rows.f(`</text>`)
-		bar := 18.0
-		by := y + (h-bar)/2
-		at, total := 0.0, 0.0
-		for i, v := range b.Values {
-			if v <= 0 {
-				continue
-			}
-			p := palette[i%len(palette)]
-			wd := px(at+v) - px(at)
-			tip := fmt.Sprintf("%s: %s %s", c.Series[i], number(v), c.Unit)
-			rows.f(`<rect class="seg" x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" data-tip="%s"><title>%s</title></rect>`,
-				px(at), by, wd, bar, p.fill, esc(tip), esc(tip))
-			if s := number(v); textWidth(s)+6 < wd {
-				ink := "#fff"
-				if p.dark {
-					ink = "#000"
-				}
-				rows.f(`<text class="in" x="%.1f" y="%.1f" text-anchor="middle" fill="%s" pointer-events="none">%s</text>`, px(at)+wd/2, by+13, ink, s)
-			}
-			at += v
-			total += v
-		}
-		end := px(total)
-		if b.High > 0 {
-			lo, hiw := px(b.Low), px(b.High)
-			cy := by + bar/2
-			rows.f(`<path class="band" d="M%.1f %.1fH%.1fM%.1f %.1fv10M%.1f %.1fv10" stroke="#222" stroke-width="1.5" fill="none"><title>%s %s to %s %s</title></path>`,
-				lo, cy, hiw, lo, cy-5, hiw, cy-5, esc(c.BandLabel), number(b.Low), number(b.High), esc(c.Unit))
-			end = math.Max(end, hiw)
-		}
-		rows.f(`<text class="value" x="%.1f" y="%.1f"%s paint-order="stroke" stroke="#fff" stroke-width="3">%s %s</text>`, end+5, by+13, weight, number(total), esc(c.Unit))
-		y += h
+	step = niceStep(hi)
+	return math.Max(step, math.Ceil(hi*1.02/step)*step), step
+}
+
+// row writes one bar at y: its wrapped name, its segments with their
+// values inside where they fit, its whisker and its total. It returns the
+// row's height.
+func (c hchart) row(w *svgWriter, b hbar, y float64, px func(float64) float64) float64 {
+	lines := wrap(b.Label, labelWidth-16)
+	h := math.Max(30, float64(len(lines))*lineHeight+12)
+	weight := ""
+	if b.Bold {
+		weight = ` font-weight="700"`
 	}
-	bottom := y
-	// the reference line, labelled above the plot
-	if c.LineLabel != "" {
-		lx := px(c.Line)
-		rows.f(`<path class="ref" d="M%.1f %.1fV%.1f" stroke="#C00" stroke-width="1.5" stroke-dasharray="5 3"/>`, lx, top-4, bottom)
-		label := fmt.Sprintf("%s %s %s", c.LineLabel, number(c.Line), c.Unit)
-		anchor, tx := "middle", lx
-		switch {
-		case lx+textWidth(label)/2 > barsWidth-4:
-			anchor, tx = "end", lx
-		case lx-textWidth(label)/2 < 4:
-			anchor, tx = "start", lx
+	ty := y + (h-float64(len(lines))*lineHeight)/2 + 11
+	w.f(`<text class="label" x="8" y="%.1f"%s>`, ty, weight)
+	for i, l := range lines {
+		dy := 0.0
+		if i > 0 {
+			dy = lineHeight
 		}
-		rows.f(`<text class="ref-label" x="%.1f" y="%.1f" text-anchor="%s" fill="#C00" style="fill:#C00">%s</text>`, tx, top-8, anchor, esc(label))
+		w.f(`<tspan x="8" dy="%.1f">%s</tspan>`, dy, esc(l))
 	}
-	// the axis: ticks, their values and its title with the unit
-	var axis svgWriter
-	axis.f(`<path d="M%.1f %.1fH%.1f" stroke="#444"/>`, x0, bottom, x1)
+	w.f(`</text>`)
+	bar := 18.0
+	by := y + (h-bar)/2
+	total := c.segments(w, b, by, bar, px)
+	end := px(total)
+	if b.High > 0 {
+		lo, hiw := px(b.Low), px(b.High)
+		cy := by + bar/2
+		w.f(`<path class="band" d="M%.1f %.1fH%.1fM%.1f %.1fv10M%.1f %.1fv10" stroke="#222" stroke-width="1.5" fill="none"><title>%s %s to %s %s</title></path>`,
+			lo, cy, hiw, lo, cy-5, hiw, cy-5, esc(c.BandLabel), number(b.Low), number(b.High), esc(c.Unit))
+		end = math.Max(end, hiw)
+	}
+	w.f(`<text class="value" x="%.1f" y="%.1f"%s paint-order="stroke" stroke="#fff" stroke-width="3">%s %s</text>`, end+5, by+13, weight, number(total), esc(c.Unit))
+	return h
+}
+
+// segments writes a bar's stacked segments at by, bar high, and returns
+// their total.
+func (c hchart) segments(w *svgWriter, b hbar, by, bar float64, px func(float64) float64) float64 {
+	at := 0.0
+	for i, v := range b.Values {
+		if v <= 0 {
+			continue
+		}
+		p := palette[i%len(palette)]
+		wd := px(at+v) - px(at)
+		tip := fmt.Sprintf("%s: %s %s", c.Series[i], number(v), c.Unit)
+		w.f(`<rect class="seg" x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" data-tip="%s"><title>%s</title></rect>`,
+			px(at), by, wd, bar, p.fill, esc(tip), esc(tip))
+		if s := number(v); textWidth(s)+6 < wd {
+			ink := "#fff"
+			if p.dark {
+				ink = "#000"
+			}
+			w.f(`<text class="in" x="%.1f" y="%.1f" text-anchor="middle" fill="%s" pointer-events="none">%s</text>`, px(at)+wd/2, by+13, ink, s)
+		}
+		at += v
+	}
+	return at
+}
+
+// refLine writes the reference line at x lx from top to bottom, labelled
+// above the plot.
+func (c hchart) refLine(w *svgWriter, lx, top, bottom float64) {
+	w.f(`<path class="ref" d="M%.1f %.1fV%.1f" stroke="#C00" stroke-width="1.5" stroke-dasharray="5 3"/>`, lx, top-4, bottom)
+	label := fmt.Sprintf("%s %s %s", c.LineLabel, number(c.Line), c.Unit)
+	anchor, tx := "middle", lx
+	switch {
+	case lx+textWidth(label)/2 > barsWidth-4:
+		anchor, tx = "end", lx
+	case lx-textWidth(label)/2 < 4:
+		anchor, tx = "start", lx
+	}
+	w.f(`<text class="ref-label" x="%.1f" y="%.1f" text-anchor="%s" fill="#C00" style="fill:#C00">%s</text>`, tx, top-8, anchor, esc(label))
+}
+
+// axis writes the axis under the plot: its grid, ticks and their values,
+// and its title with the unit.
+func (c hchart) axis(w *svgWriter, px func(float64) float64, top, bottom, hi, step float64) {
+	x0, x1 := labelWidth, barsWidth-valueRoom
+	w.f(`<path d="M%.1f %.1fH%.1f" stroke="#444"/>`, x0, bottom, x1)
 	decimals := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
 	for i := 0; float64(i)*step <= hi*1.0001; i++ {
 		v := float64(i) * step
-		axis.f(`<path d="M%.1f %.1fV%.1f" stroke="#ddd"/><path d="M%.1f %.1fv4" stroke="#444"/><text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`,
+		w.f(`<path d="M%.1f %.1fV%.1f" stroke="#ddd"/><path d="M%.1f %.1fv4" stroke="#444"/><text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`,
 			px(v), top, bottom, px(v), bottom, px(v), bottom+16, strconv.FormatFloat(v, 'f', decimals, 64))
 	}
-	axis.f(`<text class="axis-title" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, (x0+x1)/2, bottom+34, esc(c.Axis))
-	height := bottom + 44
-	w.f(`<svg class="bars" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="%s" font-family="system-ui, sans-serif" font-size="%d">`,
-		barsWidth, height, barsWidth, height, esc(c.Title), fontSize)
-	w.b.WriteString(axis.b.String()) // grid under the bars
-	w.b.WriteString(legend.b.String())
-	w.b.WriteString(rows.b.String())
-	w.f(`</svg>`)
-	return template.HTML(w.b.String())
+	w.f(`<text class="axis-title" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, (x0+x1)/2, bottom+34, esc(c.Axis))
 }
 
 // Table is the chart's values as an HTML table, a row per bar: what a

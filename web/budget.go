@@ -148,7 +148,7 @@ func (h *Handler) budgetRun(ctx context.Context, o budget.Options, bad fieldErro
 		return nil, err
 	}
 	var b bytes.Buffer
-	if err := res.WriteHTMLBody(&b, svgs...); err != nil {
+	if err := res.WriteHTMLBody(&b, "", svgs...); err != nil {
 		return nil, err
 	}
 	return &budgetView{Result: res, Body: template.HTML(b.String())}, nil

@@ -196,7 +196,7 @@ func runBudget(args []string, stdout io.Writer) error {
 	if f.json {
 		err = res.WriteJSON(stdout)
 	} else {
-		err = res.WriteText(stdout)
+		err = res.WriteText(stdout, "--show N")
 	}
 	if err == nil && len(res.Rows) == 0 {
 		err = errors.New("budget: no priced configuration meets the limits" + nearest(res))
@@ -220,7 +220,7 @@ func writeBudgetHTML(path string, res budget.Result) error {
 		return err
 	}
 	var b bytes.Buffer
-	if err := res.WriteHTML(&b, svgs...); err != nil {
+	if err := res.WriteHTML(&b, "shardlab budget --show N", svgs...); err != nil {
 		return err
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

@@ -198,22 +198,7 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 		return planError(err)
 	}
 	job := capacity.JobOf(p)
-	save := capacity.CheckpointTime(job.Checkpoint, f.slices*slice.Hosts(), unit.BytesPerSecond(f.storage*1e9/8))
-	cfg := capacity.Config{
-		ChipFailuresPerHour: f.chipRate, Repair: f.repair, Recovery: f.recovery, Startup: f.startup,
-		Save: save, Restore: save, MaintenanceEvery: f.maintEvery, MaintenanceDown: f.maintDown,
-		Granularity: gran, Horizon: time.Duration(f.days) * 24 * time.Hour, Seed: uint64(f.seed),
-	}
-	lambda := capacity.JobFailureRate(pl, f.chipRate)
-	mtbf := capacity.MaxHorizon
-	if lambda > 0 {
-		mtbf = time.Duration(math.Min(float64(capacity.MaxHorizon), float64(time.Hour)/lambda))
-	}
-	young, daly := capacity.Young(save, mtbf), capacity.Daly(save, mtbf)
-	cfg.Interval = f.interval
-	if cfg.Interval == 0 {
-		cfg.Interval = max(daly, time.Second)
-	}
+	cfg, lambda, young, daly := f.simConfig(pl, job, slice, gran)
 	r, err := capacity.Run(pl, cfg)
 	if err != nil {
 		return usageError{err}
@@ -230,6 +215,31 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, rep)
 	}
 	return writeCapacityText(stdout, rep, pl)
+}
+
+// simConfig is the failure simulation the flags ask for the placement:
+// the job's checkpoint saved and restored by the slices' hosts, and the
+// checkpoint interval --interval, else Daly's optimum for the job's
+// failure rate. It returns that rate (per hour) and Young's and Daly's
+// intervals too.
+func (f *capacityFlags) simConfig(pl capacity.Placement, job capacity.Job, slice hw.Slice, gran capacity.Granularity) (cfg capacity.Config, lambda float64, young, daly time.Duration) {
+	save := capacity.CheckpointTime(job.Checkpoint, f.slices*slice.Hosts(), unit.BytesPerSecond(f.storage*1e9/8))
+	cfg = capacity.Config{
+		ChipFailuresPerHour: f.chipRate, Repair: f.repair, Recovery: f.recovery, Startup: f.startup,
+		Save: save, Restore: save, MaintenanceEvery: f.maintEvery, MaintenanceDown: f.maintDown,
+		Granularity: gran, Horizon: time.Duration(f.days) * 24 * time.Hour, Seed: uint64(f.seed),
+	}
+	lambda = capacity.JobFailureRate(pl, f.chipRate)
+	mtbf := capacity.MaxHorizon
+	if lambda > 0 {
+		mtbf = time.Duration(math.Min(float64(capacity.MaxHorizon), float64(time.Hour)/lambda))
+	}
+	young, daly = capacity.Young(save, mtbf), capacity.Daly(save, mtbf)
+	cfg.Interval = f.interval
+	if cfg.Interval == 0 {
+		cfg.Interval = max(daly, time.Second)
+	}
+	return cfg, lambda, young, daly
 }
 
 // request is the plan request the flags ask, and the slice.

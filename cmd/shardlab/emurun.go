@@ -1,38 +1,24 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
-	"runtime"
 	"runtime/debug"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"shardlab/cost"
 	"shardlab/emu"
-	"shardlab/emu/fabric"
 	"shardlab/emu/mpi"
-	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/plan"
 	"shardlab/schedule"
-	"shardlab/schema"
-	"shardlab/trace"
 	"shardlab/unit"
 )
 
@@ -240,26 +226,33 @@ func runEmu(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
-		var re *emu.ResumeError
-		refused := errors.As(err, &re)
-		processes := 1
-		if job != nil {
-			processes = job.Size
-		}
-		err = trainError(err, *f.ckptDir, processes)
-		if job != nil && refused {
-			// Every rank reaches this refusal together. Each says it, and
-			// none exits before all have: mpirun ends the job when the first
-			// rank exits non-zero, and a rank still writing would be cut off.
-			fmt.Fprintf(stderr, "shardlab: %s\n", oneLine(err.Error()))
-			if berr := job.Barrier(); berr != nil {
-				return berr
-			}
-			return reportedError{err: err, code: exitUsage}
-		}
-		return err
+		return f.failed(err, job, stderr)
 	}
 	return f.report(tc, res, *wall, job, stdout)
+}
+
+// failed is run's error for a training that failed with err. Under MPI a
+// refused resume is said by every rank, which all wait for one another
+// before exiting.
+func (f *runFlags) failed(err error, job *mpi.Job, stderr io.Writer) error {
+	var re *emu.ResumeError
+	refused := errors.As(err, &re)
+	processes := 1
+	if job != nil {
+		processes = job.Size
+	}
+	err = trainError(err, *f.ckptDir, processes)
+	if job != nil && refused {
+		// Every rank reaches this refusal together. Each says it, and
+		// none exits before all have: mpirun ends the job when the first
+		// rank exits non-zero, and a rank still writing would be cut off.
+		fmt.Fprintf(stderr, "shardlab: %s\n", oneLine(err.Error()))
+		if berr := job.Barrier(); berr != nil {
+			return berr
+		}
+		return reportedError{err: err, code: exitUsage}
+	}
+	return err
 }
 
 // layout is the mesh to run: a plan's (whose batch, micro-batches,
@@ -425,6 +418,13 @@ func (f *runFlags) checkpointHooks(tc *emu.TrainConfig, job *mpi.Job, flt fault,
 	if !*f.resume {
 		return nil
 	}
+	return resumeHooks(tc, store, job, stderr)
+}
+
+// resumeHooks sets up --resume from the checkpoints store holds, and the
+// hooks that say what was skipped and where training resumed.
+func resumeHooks(tc *emu.TrainConfig, store *ckptStore, job *mpi.Job, stderr io.Writer) error {
+	dir := store.dir
 	steps, err := store.steps()
 	if err != nil {
 		return err
@@ -492,77 +492,12 @@ func trainError(err error, ckptDir string, processes int) error {
 	return err
 }
 
-// report writes, at rank 0, the trace and the report (text or JSON) with,
-// under MPI, every rank's bytes to every other; a diverged run is an error
-// after its report.
-func (f *runFlags) report(tc emu.TrainConfig, res *emu.Result, wall []time.Duration, job *mpi.Job, stdout io.Writer) error {
-	var mpiBytes, sharedBytes [][]int64
-	if job != nil {
-		// every rank's bytes to every other, for the report and the
-		// cross-check with Open MPI's own monitoring
-		b, _ := json.Marshal([][]int64{job.BytesTo(), job.SharedTo()})
-		parts, err := job.Gather(b)
-		if err != nil {
-			return err
-		}
-		for _, p := range parts {
-			var rows [][]int64
-			json.Unmarshal(p, &rows)
-			if len(rows) == 2 {
-				mpiBytes, sharedBytes = append(mpiBytes, rows[0]), append(sharedBytes, rows[1])
-			}
-		}
-		if job.Rank != 0 {
-			return nil
-		}
-	}
-	if *f.tracePath != "" {
-		if err := writeEmuTrace(*f.tracePath, res); err != nil {
-			return err
-		}
-	}
-	out := runJSON(tc, res, wall)
-	out.MPIBytes = mpiBytes
-	if slices.ContainsFunc(sharedBytes, func(row []int64) bool { return slices.ContainsFunc(row, func(n int64) bool { return n > 0 }) }) {
-		out.SharedBytes = sharedBytes
-	}
-	if job != nil {
-		out.Processes = job.Size
-	}
-	var err error
-	if *f.asJSON {
-		err = writeJSON(stdout, out)
-	} else {
-		err = writeRunReport(stdout, tc, res, out, tc.Data.Name())
-	}
-	if err == nil && res.Diverged != nil {
-		// reported above; the run itself failed
-		return fmt.Errorf("run: training diverged: %s, so it stopped after step %d of %d; lower --lr (now %g)", res.Diverged, res.Diverged.Step, tc.Steps, tc.LR)
-	}
-	return err
-}
-
 func progress(w io.Writer, r emu.StepReport, total int, elapsed time.Duration) {
 	const width = 30
 	done := r.Step * width / max(total, 1)
 	bar := strings.Repeat("=", done) + strings.Repeat(" ", width-done)
 	tps := float64(r.Step*r.Tokens) / elapsed.Seconds()
 	fmt.Fprintf(w, "\rstep %d/%d [%s] loss %.4f  %.0f tokens/s", r.Step, total, bar, r.Loss, tps)
-}
-
-// The emulator trains small models on a few cores. It takes a plan's
-// sequence length only up to these, since its attention grows with the
-// square of the sequence; past them it keeps --seq and says so.
-const (
-	maxRunSeq     = 1 << 16 // --seq, as emu.Config bounds it
-	maxPlanSeq    = 1024
-	maxPlanTokens = 1 << 16 // sequences x tokens per step
-)
-
-// planJob is what run takes from a plan besides its layout.
-type planJob struct {
-	batch, micro, seq, chunks int
-	schedule                  string
 }
 
 // train runs tc. Under MPI it returns the transport's error as soon as a
@@ -587,490 +522,4 @@ func train(tc emu.TrainConfig, job *mpi.Job) (*emu.Result, error) {
 	case err := <-job.Stopped:
 		return nil, err
 	}
-}
-
-// meshFromPlan reads the layout and topology of what 'shardlab plan --json'
-// prints: one plan object, or an object whose plans (without model or TPU
-// flags) index picks one from; a schema other than schema.Version is
-// refused, a missing one (a file written by hand) taken as it.
-func meshFromPlan(path string, index int, indexSet bool) (mesh.Mesh, planJob, error) {
-	var pj planJob
-	data, err := readFile("--plan", path, maxPlanBytes)
-	if err != nil {
-		return mesh.Mesh{}, pj, err
-	}
-	notPlan := bad("--plan %s: not what 'shardlab plan --json' prints (want a plan object with accelerator_type, slices and layout.axes, or an object of plans)", path)
-	var p plan.JSON
-	var doc struct {
-		Schema *string           `json:"schema"`
-		Plans  []json.RawMessage `json:"plans"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return mesh.Mesh{}, pj, notPlan
-	}
-	if doc.Schema != nil && *doc.Schema != schema.Version {
-		return mesh.Mesh{}, pj, bad("--plan %s: schema %s, want %s (what this shardlab's plan --json prints)", path, strconv.QuoteToASCII(*doc.Schema), schema.Version)
-	}
-	if all := doc.Plans; all != nil {
-		switch {
-		case len(all) == 0:
-			return mesh.Mesh{}, pj, notPlan
-		case len(all) > 1 && !indexSet:
-			return mesh.Mesh{}, pj, bad("--plan %s holds %d plans (what 'shardlab plan --json' prints without model or TPU flags); pick one with --plan-index 0 to %d", path, len(all), len(all)-1)
-		case index >= len(all):
-			return mesh.Mesh{}, pj, bad("--plan-index %d, want 0 to %d: %s holds %d plans", index, len(all)-1, path, len(all))
-		}
-		data = all[index]
-	} else if indexSet && index != 0 {
-		return mesh.Mesh{}, pj, bad("--plan-index %d, want 0: %s holds one plan", index, path)
-	}
-	if err := json.Unmarshal(data, &p); err != nil || p.Accelerator == "" || len(p.Layout.Axes) == 0 {
-		if me := (*mesh.Error)(nil); errors.As(err, &me) {
-			return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err) // an axis name it does not know
-		}
-		return mesh.Mesh{}, pj, notPlan
-	}
-	field := func(name string, v int, want string) error {
-		return bad("--plan %s: %s = %d, want %s", path, name, v, want)
-	}
-	switch {
-	case p.Slices < 1 || p.Slices > 4096:
-		return mesh.Mesh{}, pj, field("slices", p.Slices, "1 to 4096")
-	case p.GlobalBatch < 1 || p.GlobalBatch > 1<<20:
-		return mesh.Mesh{}, pj, field("global_batch_sequences", p.GlobalBatch, "1 to 1048576")
-	case p.MicroBatches < 1 || p.MicroBatches > 4096:
-		return mesh.Mesh{}, pj, field("micro_batches", p.MicroBatches, "1 to 4096")
-	case p.Seq < 1:
-		return mesh.Mesh{}, pj, field("seq_len", p.Seq, "a positive number of tokens")
-	}
-	if _, err := schedule.ParseKind(p.Schedule); err != nil {
-		return mesh.Mesh{}, pj, bad("--plan %s: schedule %q, want gpipe, 1f1b, interleaved or circular", path, p.Schedule)
-	}
-	if p.Chunks < 0 || p.Chunks > plan.MaxChunks {
-		return mesh.Mesh{}, pj, field("chunks_per_device", p.Chunks, fmt.Sprintf("0 to %d", plan.MaxChunks))
-	}
-	s, err := hw.ParseAcceleratorType(p.Accelerator)
-	if err != nil {
-		return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
-	}
-	if p.Topology != "" {
-		if s, err = hw.ParseTopology(s.Chip, p.Topology); err != nil {
-			return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
-		}
-	}
-	ms, err := hw.NewMultislice(s, p.Slices, 0)
-	if err != nil {
-		return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
-	}
-	if ms.Chips() > maxRunChips {
-		return mesh.Mesh{}, pj, bad("--plan %s: %d chips is more virtual chips than one process runs (at most %d)", path, ms.Chips(), maxRunChips)
-	}
-	m, err := mesh.New(ms, p.Layout.Axes...)
-	if err != nil {
-		return mesh.Mesh{}, pj, fmt.Errorf("--plan %s: %w", path, err)
-	}
-	return m, planJob{batch: p.GlobalBatch, micro: p.MicroBatches, seq: p.Seq, schedule: p.Schedule, chunks: p.Chunks}, nil
-}
-
-// maxRunChips bounds the virtual chips of one run.
-const maxRunChips = 4096
-
-// apply takes the plan's batch, micro-batches, schedule (with its chunks)
-// and sequence length
-// for the flags the command line did not set.
-func (pj planJob) apply(f *runFlags, set map[string]bool, stderr io.Writer) {
-	if !set["batch"] {
-		*f.batch = pj.batch
-	}
-	if !set["micro-batches"] {
-		*f.micro = pj.micro
-	}
-	if !set["schedule"] {
-		*f.sched = pj.schedule
-		if !set["chunks"] {
-			*f.chunks = pj.chunks
-		}
-	}
-	if set["seq"] {
-		return
-	}
-	if pj.seq <= maxPlanSeq && *f.batch*pj.seq <= maxPlanTokens {
-		*f.seq = pj.seq
-		return
-	}
-	warn(stderr, "run", "the plan's %d sequences of %d tokens are more than the emulator trains per step (sequences of at most %d tokens, %d tokens a step); training %d sequences of %d tokens (set --seq to choose)",
-		*f.batch, pj.seq, maxPlanSeq, maxPlanTokens, *f.batch, *f.seq)
-}
-
-// meshOn lays spec out on slices of --tpu: an accelerator type, or a
-// generation for its smallest slice of whole hosts.
-func meshOn(tpu string, slices int, spec string) (mesh.Mesh, error) {
-	chip, slice, err := parseTPU("--tpu", tpu)
-	if err != nil {
-		return mesh.Mesh{}, err
-	}
-	if slice == nil {
-		s, err := hostSlice(chip)
-		if err != nil {
-			return mesh.Mesh{}, err
-		}
-		slice = &s
-	}
-	ms, err := hw.NewMultislice(*slice, slices, 0)
-	if err != nil {
-		return mesh.Mesh{}, err
-	}
-	if ms.Chips() > maxRunChips {
-		return mesh.Mesh{}, bad("run: %s is %d chips, more virtual chips than one process runs (at most %d)", ms, ms.Chips(), maxRunChips)
-	}
-	return mesh.Parse(ms, spec)
-}
-
-// The training text: at most maxCorpusFile for a --data FILE, at most
-// maxCorpusEntries visited under a --data DIR, and the first maxCorpus
-// bytes used.
-const (
-	maxCorpus        = 4 << 20
-	maxCorpusFile    = 256 << 20
-	maxCorpusEntries = 100_000
-)
-
-// loadCorpus reads a text file, the text files under a directory, or by
-// default the Go sources under GOROOT/src, in sorted order, up to 4 MiB.
-// Under a directory, files that are not regular (FIFOs, devices, symbolic
-// links to them) are skipped.
-func loadCorpus(path string) ([]byte, string, error) { return readCorpus(path, maxCorpusEntries) }
-
-// readCorpus is loadCorpus visiting at most maxEntries under a directory.
-func readCorpus(path string, maxEntries int) ([]byte, string, error) {
-	desc := path
-	if path == "" {
-		root := os.Getenv("GOROOT")
-		if root == "" {
-			root = runtime.GOROOT()
-		}
-		path = filepath.Join(root, "src")
-		desc = "Go sources under " + path
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, "", bad("--data %s: %v", path, cause(err))
-	}
-	if fs := pseudoFS(path); fs != "" {
-		return nil, "", onPseudoFS("--data", path, fs, "a text file or a directory of them")
-	}
-	if !info.IsDir() {
-		f, size, err := openRegular("--data", path, maxCorpusFile)
-		if err != nil {
-			return nil, "", err
-		}
-		defer f.Close()
-		b, err := io.ReadAll(io.LimitReader(f, maxCorpus))
-		if err != nil {
-			return nil, "", bad("--data %s: %v", path, err)
-		}
-		if size > maxCorpus {
-			desc = fmt.Sprintf("%s (the first %v of %v)", desc, unit.Bytes(len(b)), unit.Bytes(size))
-		}
-		return b, desc, nil
-	}
-	var files []string
-	entries := 0
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if entries++; entries > maxEntries {
-			return bad("--data %s: more than %d entries under it, want a smaller directory or a file", path, maxEntries)
-		}
-		if err != nil {
-			return nil // unreadable entries are skipped
-		}
-		switch filepath.Ext(p) {
-		case ".go", ".txt", ".md":
-			if !d.IsDir() {
-				files = append(files, p)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	sort.Strings(files)
-	var out []byte
-	for _, name := range files {
-		if len(out) >= maxCorpus {
-			break
-		}
-		f, _, err := openRegular("--data", name, math.MaxInt64)
-		if err != nil {
-			continue // not a regular file, or unreadable
-		}
-		b, err := io.ReadAll(io.LimitReader(f, int64(maxCorpus-len(out))))
-		f.Close()
-		if err != nil {
-			continue
-		}
-		out = append(out, b...)
-	}
-	if len(out) == 0 {
-		return nil, "", bad("--data %s: no .go, .txt or .md files", path)
-	}
-	return out, fmt.Sprintf("%s (%d files, %v)", desc, len(files), unit.Bytes(len(out))), nil
-}
-
-func writeEmuTrace(path string, res *emu.Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	tw := trace.NewWriter(f)
-	tw.Process(1, "virtual chips (simulated time)")
-	byDev := map[int][]fabric.Span{}
-	for _, s := range res.Trace {
-		byDev[s.Device] = append(byDev[s.Device], s)
-	}
-	for _, d := range res.Devices {
-		tw.Track(1, d.ID, fmt.Sprintf("chip %d (slice %d, coord %v)", d.ID, d.Slice, d.Coord))
-		spans := byDev[d.ID]
-		sort.Slice(spans, func(i, j int) bool { return spans[i].Start < spans[j].Start })
-		last := 0.0
-		for _, s := range spans {
-			if s.Start > last+1e-12 {
-				tw.Span(1, d.ID, "idle", "bubble", last*1e6, (s.Start-last)*1e6, nil)
-			}
-			cat := "collective"
-			switch {
-			case s.Name == "bubble":
-				cat = "bubble"
-			case strings.HasPrefix(s.Name, "F") || strings.HasPrefix(s.Name, "B"):
-				cat = "compute"
-			}
-			tw.Span(1, d.ID, s.Name, cat, s.Start*1e6, (s.End-s.Start)*1e6, nil)
-			last = max(last, s.End)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// runOut is what run --json prints. Keys use the words plan and model use
-// (chips, seq_len, tied_embeddings) and carry their units.
-type runOut struct {
-	Layout          string    `json:"layout"`
-	AcceleratorType string    `json:"accelerator_type"`
-	Topology        string    `json:"topology"` // of one slice, as in plan --json
-	Slices          int       `json:"slices"`
-	Devices         int       `json:"chips"` // virtual chips
-	Model           modelOut  `json:"model"`
-	Params          int       `json:"params"`
-	Losses          []number  `json:"losses"`
-	SimStep         number    `json:"simulated_step_time_s"`
-	WallStep        number    `json:"measured_step_time_s"`
-	Bubble          number    `json:"bubble_fraction"`
-	Bytes           []sentOut `json:"sent_all_chips_all_steps"`
-	PeakMemory      []memOut  `json:"peak_hbm_used_per_chip"`
-	ParamsSHA256    string    `json:"params_sha256"`
-	Processes       int       `json:"processes"`
-	ResumedFrom     int       `json:"resumed_from_step"`
-	// Schedule and Chunks are given with a pipeline only.
-	Schedule string    `json:"schedule,omitempty"`
-	Chunks   int       `json:"chunks_per_device,omitempty"`
-	MPIBytes [][]int64 `json:"mpi_bytes,omitempty"`
-	// SharedBytes is what each rank lent each other in shared memory.
-	SharedBytes [][]int64    `json:"mpi_shared_memory_bytes,omitempty"`
-	Diverged    *divergedOut `json:"diverged,omitempty"`
-}
-
-// divergedOut is why a run stopped early.
-type divergedOut struct {
-	Step      int    `json:"step"`
-	Loss      number `json:"loss_nats"`
-	LossLimit number `json:"loss_limit_nats"`
-	Reason    string `json:"reason"`
-}
-
-// number is a float64 that encodes NaN and ±Inf, which JSON has no
-// numbers for, as null (a diverged run's last loss); fields next to it
-// say why.
-type number float64
-
-func (n number) MarshalJSON() ([]byte, error) {
-	if math.IsNaN(float64(n)) || math.IsInf(float64(n), 0) {
-		return []byte("null"), nil
-	}
-	return json.Marshal(float64(n))
-}
-
-func numbers(x []float64) []number {
-	out := make([]number, len(x))
-	for i, v := range x {
-		out[i] = number(v)
-	}
-	return out
-}
-
-// modelOut is emu.Config with plan's and model's key names.
-type modelOut struct {
-	Layers         int  `json:"layers"`
-	DModel         int  `json:"d_model"`
-	Heads          int  `json:"heads"`
-	KVHeads        int  `json:"kv_heads"`
-	DFF            int  `json:"d_ff"`
-	Vocab          int  `json:"vocab"`
-	Seq            int  `json:"seq_len"`
-	Tied           bool `json:"tied_embeddings"`
-	FlashAttention bool `json:"flash_attention,omitempty"`
-	// the mixture of experts, as model's spec names it
-	Experts          int     `json:"experts,omitempty"`
-	ExpertsPerToken  int     `json:"experts_per_token,omitempty"`
-	ExpertDFF        int     `json:"expert_d_ff,omitempty"`
-	FirstDenseLayers int     `json:"first_dense_layers,omitempty"`
-	CapacityFactor   float64 `json:"capacity_factor,omitempty"`
-}
-
-// memOut is emu.Memory with the unit in its keys.
-type memOut struct {
-	Weights     int64 `json:"weights_bytes"`
-	Gradients   int64 `json:"gradients_bytes"`
-	Optimizer   int64 `json:"optimizer_bytes"`
-	Activations int64 `json:"activations_bytes"`
-	Transient   int64 `json:"transient_bytes"`
-}
-
-// sentOut is the bytes one collective sent, all chips, all steps.
-type sentOut struct {
-	Collective string `json:"collective"`
-	ICIBytes   int64  `json:"ici_bytes"`
-	DCNBytes   int64  `json:"dcn_bytes"`
-}
-
-func totals(res *emu.Result) []sentOut {
-	byOp := map[string]*sentOut{}
-	for _, d := range res.Devices {
-		for op, b := range d.SentByAxis {
-			if byOp[op] == nil {
-				byOp[op] = &sentOut{Collective: op}
-			}
-			byOp[op].ICIBytes += b[0]
-			byOp[op].DCNBytes += b[1]
-		}
-	}
-	out := []sentOut{}
-	for _, s := range byOp {
-		out = append(out, *s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Collective < out[j].Collective })
-	return out
-}
-
-func meanTail(x []float64) float64 {
-	if len(x) == 0 {
-		return 0
-	}
-	tail := x[len(x)/2:]
-	s := 0.0
-	for _, v := range tail {
-		s += v
-	}
-	return s / float64(len(tail))
-}
-
-func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
-	var sim, w []float64
-	for _, s := range res.Steps {
-		sim = append(sim, s.SimSeconds)
-	}
-	for _, d := range wall {
-		w = append(w, d.Seconds())
-	}
-	ms := tc.Mesh.Multislice
-	o := runOut{Layout: tc.Mesh.String(), AcceleratorType: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices,
-		Devices: tc.Mesh.Chips(), Model: modelOut(tc.Model), Losses: numbers(res.Losses), SimStep: number(meanTail(sim)), WallStep: number(meanTail(w)),
-		Bubble: number(res.Bubble), Bytes: totals(res), ResumedFrom: res.ResumedFrom}
-	if tc.Mesh.Size(mesh.Pipeline) > 1 {
-		o.Schedule, o.Chunks = string(tc.Schedule), max(tc.Chunks, 1)
-	}
-	if d := res.Diverged; d != nil {
-		o.Diverged = &divergedOut{Step: d.Step, Loss: number(d.Loss), LossLimit: number(d.Limit), Reason: d.String()}
-	}
-	h := sha256.New()
-	for _, t := range res.Final.Tensors() {
-		o.Params += len(t)
-		binary.Write(h, binary.LittleEndian, t)
-	}
-	o.ParamsSHA256 = hex.EncodeToString(h.Sum(nil))
-	o.Processes = 1
-	for _, d := range res.Devices {
-		o.PeakMemory = append(o.PeakMemory, memOut(d.Memory))
-	}
-	return o
-}
-
-func writeRunReport(w io.Writer, tc emu.TrainConfig, res *emu.Result, o runOut, data string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "run\t%s, %s, layout %s\n", unit.Plural(o.Devices, "virtual chip"), tc.Mesh.Multislice, o.Layout)
-	if o.Processes > 1 {
-		fmt.Fprintf(tw, "processes\t%d MPI ranks, one per host\n", o.Processes)
-	}
-	fmt.Fprintf(tw, "model\t%s, d_model %d, %s (%d KV), d_ff %d, vocab %d, seq %d: %d parameters\n",
-		unit.Plural(tc.Model.Layers, "layer"), tc.Model.DModel, unit.Plural(tc.Model.Heads, "head"), tc.Model.KVHeads, tc.Model.DFF, tc.Model.Vocab, tc.Model.Seq, o.Params)
-	if c := tc.Model; c.Experts > 0 {
-		fe := c.ExpertDFF
-		if fe == 0 {
-			fe = c.DFF
-		}
-		fmt.Fprintf(tw, "experts\t%d per MoE layer (layers %d to %d), %d per token, d_ff %d each, capacity factor %.4g; expert=%d\n",
-			c.Experts, c.FirstDenseLayers+1, c.Layers, c.ExpertsPerToken, fe, c.CapacityFactor, tc.Mesh.Size(mesh.Expert))
-	}
-	if tc.Model.FlashAttention {
-		fmt.Fprintf(tw, "attention\tflash: block by block, one log-sum-exp per query kept for the backward pass\n")
-	}
-	fmt.Fprintf(tw, "data\t%s, %s per step\n", data, unit.Plural(tc.GlobalBatch, "sequence"))
-	if res.ResumedFrom > 0 {
-		fmt.Fprintf(tw, "resumed\tfrom the checkpoint of step %d\n", res.ResumedFrom)
-	}
-	if n := len(res.Losses); n > 0 {
-		fmt.Fprintf(tw, "loss\t%.4f at the first step, %.4f at the last\n", res.Losses[0], res.Losses[n-1])
-	}
-	if d := res.Diverged; d != nil {
-		fmt.Fprintf(tw, "diverged\t%s: stopped after step %d of %d\n", d, d.Step, tc.Steps)
-	}
-	fmt.Fprintf(tw, "step time\tsimulated %v on %s; measured %v in this process\n", unit.Seconds(float64(o.SimStep)), tc.Mesh.Multislice.Slice.Chip.Name, unit.Seconds(float64(o.WallStep)))
-	if tc.Mesh.Size(mesh.Pipeline) > 1 {
-		sched := string(tc.Schedule)
-		if tc.Schedule.Chunked() {
-			sched += ", " + unit.Plural(tc.Chunks, "chunk") + " per device"
-		}
-		fmt.Fprintf(tw, "pipeline bubble\t%.1f%% (%s, %s)\n", 100*res.Bubble, sched, unit.Plural(tc.MicroBatches, "micro-batch"))
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "\nbytes sent, all chips, all steps:\n")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  collective\tICI\tDCN")
-	for _, b := range o.Bytes {
-		fmt.Fprintf(tw, "  %s\t%v\t%v\n", b.Collective, unit.Bytes(b.ICIBytes), unit.Bytes(b.DCNBytes))
-	}
-	tw.Flush()
-	if len(o.MPIBytes) > 0 {
-		fmt.Fprintf(w, "\nbytes over MPI (sender rank by receiver rank, 24-byte headers included):\n")
-		for r, row := range o.MPIBytes {
-			fmt.Fprintf(w, "  rank %d: %v\n", r, row)
-		}
-	}
-	if len(o.SharedBytes) > 0 {
-		fmt.Fprintf(w, "bytes lent in shared memory, read in place (ranks on one machine; sender by receiver):\n")
-		for r, row := range o.SharedBytes {
-			fmt.Fprintf(w, "  rank %d: %v\n", r, row)
-		}
-	}
-	fmt.Fprintf(w, "\npeak memory per chip:\n")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  chip\tweights\tgradients\toptimizer\tactivations\ttransient\ttotal")
-	for i, m := range o.PeakMemory {
-		fmt.Fprintf(tw, "  %d\t%v\t%v\t%v\t%v\t%v\t%v\n", i, unit.Bytes(m.Weights), unit.Bytes(m.Gradients), unit.Bytes(m.Optimizer),
-			unit.Bytes(m.Activations), unit.Bytes(m.Transient), unit.Bytes(emu.Memory(m).Total()))
-	}
-	return tw.Flush()
 }

@@ -156,10 +156,15 @@ func checkOutputFile(what, path string) error {
 	if fs := pseudoFS(on); fs != "" {
 		return onPseudoFS(what, path, fs, "a file to write")
 	}
-	// Another process may probe the same path at the same time (the ranks
-	// of an MPI run all check --trace): a file that appears between the
-	// stat and the creation is opened as an existing one, and one that
-	// goes again is created, a few times over.
+	return probeWrite(what, path, exists)
+}
+
+// probeWrite opens the file at path for writing, if it exists, or
+// creates and removes it. Another process may probe the same path at the
+// same time (the ranks of an MPI run all check --trace): a file that
+// appears between the stat and the creation is opened as an existing one,
+// and one that goes again is created, a few times over.
+func probeWrite(what, path string, exists bool) error {
 	for try := 0; ; try++ {
 		if exists {
 			// O_NONBLOCK: a FIFO swapped in since the stat cannot hang the

@@ -118,7 +118,9 @@ func grow(buf []float32, n int) []float32 {
 	return buf[:n]
 }
 
-// Sgemm implements GEMM.
+// Sgemm implements GEMM: for each kcBlock of k, op(A)'s strips are packed
+// (where a kernel cannot read them in place), then each ncBlock panel of
+// op(B) is multiplied into C.
 func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
 	if !acc {
 		for i := range m {
@@ -135,56 +137,83 @@ func (g pureGo) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 	ws.a = grow(ws.a, mPad*min(k, kcBlock))
 	ws.b = grow(ws.b, (min(n, ncBlock)+nr-1)/nr*nr*min(k, kcBlock))
 	ws.tile = grow(ws.tile, mr*nr)
-	ap, bp, tile := ws.a, ws.b, ws.tile
+	x := gemmCall{g: g, transB: transB, m: m, n: n, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc,
+		mPad: mPad, ap: ws.a, bp: ws.b, tile: ws.tile}
 	// full strips a strided kernel reads in place: op(A)'s rows i0… of a
 	// transposed A are k-major already (stride lda), as are op(B)'s
 	// columns j… of an untransposed B (stride ldb); a rows kernel reads an
 	// untransposed A's rows in place
-	inA, inB := g.mk.strided != nil && transA, g.mk.strided != nil && !transB
-	rowsA := g.mk.rows != nil && !transA
+	x.inA, x.inB = g.mk.strided != nil && transA, g.mk.strided != nil && !transB
+	x.rowsA = g.mk.rows != nil && !transA
 	for p0 := 0; p0 < k; p0 += kcBlock {
 		kc := min(kcBlock, k-p0)
 		for i0 := 0; i0 < mPad; i0 += mr {
-			if !(inA || rowsA) || i0+mr > m {
-				packA(ap[i0*kc:(i0+mr)*kc], transA, a, lda, i0, min(mr, m-i0), mr, p0, kc)
+			if !(x.inA || x.rowsA) || i0+mr > m {
+				packA(x.ap[i0*kc:(i0+mr)*kc], transA, a, lda, i0, min(mr, m-i0), mr, p0, kc)
 			}
 		}
 		for j0 := 0; j0 < n; j0 += ncBlock {
-			nc := min(ncBlock, n-j0)
-			ncPad := (nc + nr - 1) / nr * nr
-			for jj0 := 0; jj0 < ncPad; jj0 += nr {
-				if !inB || j0+jj0+nr > n {
-					packB(bp[jj0*kc:(jj0+nr)*kc], transB, b, ldb, j0+jj0, min(nr, nc-jj0), nr, p0, kc)
-				}
+			x.panel(p0, kc, j0, min(ncBlock, n-j0))
+		}
+	}
+}
+
+// gemmCall is one Sgemm's operands, where its kernels read them in place
+// (inA, inB, rowsA), and its packed strips.
+type gemmCall struct {
+	g               pureGo
+	transB          bool
+	m, n            int
+	a               []float32
+	lda             int
+	b               []float32
+	ldb             int
+	c               []float32
+	ldc             int
+	inA, inB, rowsA bool
+	mPad            int
+	ap, bp, tile    []float32
+}
+
+// panel multiplies op(A)'s packed kcBlock from p0 (kc deep) by the panel
+// of op(B)'s nc columns from j0, into C: full tiles straight into C, edge
+// tiles through a zeroed tile.
+func (x *gemmCall) panel(p0, kc, j0, nc int) {
+	g, mr, nr := x.g, x.g.mk.mr, x.g.mk.nr
+	a, b, c, lda, ldb, ldc := x.a, x.b, x.c, x.lda, x.ldb, x.ldc
+	ap, bp, tile := x.ap, x.bp, x.tile
+	ncPad := (nc + nr - 1) / nr * nr
+	for jj0 := 0; jj0 < ncPad; jj0 += nr {
+		if !x.inB || j0+jj0+nr > x.n {
+			packB(bp[jj0*kc:(jj0+nr)*kc], x.transB, b, ldb, j0+jj0, min(nr, nc-jj0), nr, p0, kc)
+		}
+	}
+	for i0 := 0; i0 < x.mPad; i0 += mr {
+		rows := min(mr, x.m-i0)
+		as, sa, byRows := ap[i0*kc:(i0+mr)*kc], mr, false
+		switch {
+		case x.rowsA && rows == mr:
+			as, sa, byRows = a[i0*lda+p0:], lda, true
+		case x.inA && rows == mr:
+			as, sa = a[p0*lda+i0:], lda
+		}
+		for jj0 := 0; jj0 < ncPad; jj0 += nr {
+			j := j0 + jj0
+			cols := min(nr, x.n-j)
+			bs, sb := bp[jj0*kc:(jj0+nr)*kc], nr
+			if x.inB && cols == nr {
+				bs, sb = b[p0*ldb+j:], ldb
 			}
-			for i0 := 0; i0 < mPad; i0 += mr {
-				rows := min(mr, m-i0)
-				as, sa, byRows := ap[i0*kc:(i0+mr)*kc], mr, false
-				switch {
-				case rowsA && rows == mr:
-					as, sa, byRows = a[i0*lda+p0:], lda, true
-				case inA && rows == mr:
-					as, sa = a[p0*lda+i0:], lda
-				}
-				for jj0 := 0; jj0 < ncPad; jj0 += nr {
-					j := j0 + jj0
-					cols := min(nr, n-j)
-					bs, sb := bp[jj0*kc:(jj0+nr)*kc], nr
-					if inB && cols == nr {
-						bs, sb = b[p0*ldb+j:], ldb
-					}
-					if rows == mr && cols == nr { // a full tile: straight into C
-						g.kernel(as, sa, byRows, bs, sb, kc, c[i0*ldc+j:], ldc)
-						continue
-					}
-					// an edge: sum into a zeroed tile (0+s is s exactly), then
-					// add the part that is inside C
-					clear(tile)
-					g.kernel(as, sa, byRows, bs, sb, kc, tile, nr)
-					for ii := range rows {
-						addScalar(c[(i0+ii)*ldc+j:(i0+ii)*ldc+j+cols], tile[ii*nr:ii*nr+cols])
-					}
-				}
+			if rows == mr && cols == nr { // a full tile: straight into C
+				g.kernel(as, sa, byRows, bs, sb, kc, c[i0*ldc+j:], ldc)
+				continue
+			}
+			// an edge: sum into a zeroed tile (0+s is s exactly), then
+			// add the part that is inside C
+			clear(tile)
+			g.kernel(as, sa, byRows, bs, sb, kc, tile, nr)
+			for ii := range rows {
+				addScalar(c[(i0+ii)*ldc+j:(i0+ii)*ldc+j+cols], tile[ii*nr:ii*nr+cols])
 			}
 		}
 	}

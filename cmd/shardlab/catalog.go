@@ -1,0 +1,297 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"shardlab/hw"
+	"shardlab/model"
+	"shardlab/unit"
+)
+
+// catalogUsage is what 'shardlab hw -h' and 'shardlab model -h' print.
+var catalogUsage = map[string]string{
+	"hw": `usage of shardlab hw:
+  shardlab hw list [--json]        the TPU catalog
+  shardlab hw show NAME [--json]   one generation (v5p) or accelerator type (v5p-128)
+`,
+	"model": `usage of shardlab model:
+  shardlab model list [--json]        the model catalog
+  shardlab model show NAME [--json]   a catalog model (llama3-8b) or a YAML/JSON spec file of at most 1 MiB
+`,
+}
+
+// newCatalogFlags defines the flags of hw and model.
+func newCatalogFlags(cmd string) (*flag.FlagSet, *bool) {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	return fs, fs.Bool("json", false, "print JSON")
+}
+
+// catalogArgs reads "list" or "show NAME" with an optional --json before or
+// after the name; -h gives the usage.
+func catalogArgs(cmd string, args []string) (sub string, names []string, asJSON bool, err error) {
+	if len(args) > 0 && isHelp(args[0]) || len(args) > 1 && isHelp(args[1]) {
+		return "", nil, false, helpText(catalogUsage[cmd])
+	}
+	if len(args) == 0 {
+		return "", nil, false, bad("%s: want '%s list' or '%s show NAME'", cmd, cmd, cmd)
+	}
+	fs, j := newCatalogFlags(cmd)
+	fs.SetOutput(io.Discard)
+	names, err = parseInterleaved(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		err = helpText(catalogUsage[cmd])
+	}
+	return args[0], names, *j, err
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments ("hw show v5p --json") and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	g := guard(fs)
+	defer g.restore()
+	var names []string
+	for {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		} else if err != nil && g.err != nil {
+			return nil, g.err
+		} else if err != nil {
+			return nil, bad("%s: %v", fs.Name(), err)
+		}
+		if fs.NArg() == 0 {
+			return names, nil
+		}
+		if why := model.NotText(fs.Arg(0)); why != "" {
+			return nil, bad("%s: argument %s, want printable text: %s", fs.Name(), strconv.QuoteToASCII(fs.Arg(0)), why)
+		}
+		names = append(names, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func runHW(args []string, stdout, stderr io.Writer) error {
+	sub, names, asJSON, err := catalogArgs("hw", args)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "list":
+		if len(names) > 0 {
+			return bad("hw list: unexpected argument %q; 'hw show NAME' shows one", names[0])
+		}
+		return listHW(stdout, asJSON)
+	case "show":
+		if len(names) != 1 {
+			return bad("hw show: want one NAME, a generation (v5p) or an accelerator type (v5p-128)")
+		}
+		return showHW(names[0], asJSON, stdout)
+	}
+	return bad("hw: unknown subcommand %q, want list or show", sub)
+}
+
+// listHW writes the TPU catalog, a row per generation.
+func listHW(stdout io.Writer, asJSON bool) error {
+	chips := hw.Chips()
+	if asJSON {
+		return writeJSON(stdout, struct {
+			Chips []hw.Chip `json:"chips"`
+		}{chips})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "generation\tname\tbf16\tHBM\tHBM BW\tICI per link\tDCN per chip\tTC x MXU\thost\tmax slice")
+	for _, c := range chips {
+		mxu := "?"
+		if c.MXUsPerTensorCore > 0 {
+			mxu = fmt.Sprint(c.MXUsPerTensorCore)
+		}
+		dcn := "no multislice"
+		if c.DCNPerChip > 0 {
+			dcn = fmt.Sprintf("%.1f Gbit/s", c.DCNPerChip.Bits()/1e9)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%d x %v\t%s\t%d x %s of %dx%d\t%s (%s)\t%s\n", c.Generation, c.Name, c.PeakBF16, c.HBM,
+			c.HBMBandwidth, c.ICILinks, c.ICILinkBandwidth, dcn, c.TensorCores, mxu, c.MXUDim, c.MXUDim, c.Host.MachineType, unit.Plural(c.Host.Chips, "chip"),
+			unit.Plural(c.MaxSliceChips, "chip"))
+	}
+	return tw.Flush()
+}
+
+// showHW writes one generation, or one accelerator type and its
+// generation.
+func showHW(name string, asJSON bool, w io.Writer) error {
+	c, slice, err := parseTPU("hw show", name)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return showHWJSON(w, c, slice)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if slice != nil {
+		var wraps []string
+		for i := range slice.Topology.Dims() {
+			wraps = append(wraps, fmt.Sprint(slice.Wraps(i)))
+		}
+		fmt.Fprintf(tw, "accelerator type\t%s\n", slice.AcceleratorType())
+		fmt.Fprintf(tw, "topology\t%s (wraparound %s)\n", slice.Topology, strings.Join(wraps, ", "))
+		fmt.Fprintf(tw, "chips\t%d on %s\n", slice.Chips(), unit.Plural(slice.Hosts(), "host"))
+	}
+	fmt.Fprintf(tw, "generation\t%s (%s)\n", c.Generation, c.Name)
+	fmt.Fprintf(tw, "peak bf16\t%v\n", c.PeakBF16)
+	if c.PeakFP8 > 0 {
+		fmt.Fprintf(tw, "peak fp8\t%v\n", c.PeakFP8)
+	}
+	if c.PeakInt8 > 0 {
+		fmt.Fprintf(tw, "peak int8\t%.0f TOP/s\n", float64(c.PeakInt8)/1e12)
+	}
+	fmt.Fprintf(tw, "HBM\t%v at %v\n", c.HBM, c.HBMBandwidth)
+	mxus := "MXUs per TensorCore not published"
+	if c.MXUsPerTensorCore > 0 {
+		mxus = unit.Plural(c.MXUsPerTensorCore, "MXU") + " each"
+	}
+	fmt.Fprintf(tw, "TensorCores\t%d, %s, MXU %dx%d\n", c.TensorCores, mxus, c.MXUDim, c.MXUDim)
+	fmt.Fprintf(tw, "ICI\t%dD torus, %d links of %v each way\n", c.TorusDims, c.ICILinks, c.ICILinkBandwidth)
+	if c.DCNPerChip > 0 {
+		fmt.Fprintf(tw, "DCN\t%.1f Gbit/s per chip, %.0f Gbit/s per host\n", c.DCNPerChip.Bits()/1e9, c.DCNPerHost().Bits()/1e9)
+	} else {
+		fmt.Fprintf(tw, "DCN\tno Multislice\n")
+	}
+	fmt.Fprintf(tw, "host VM\t%s\n", hostText(c.Host))
+	fmt.Fprintf(tw, "JAX devices per chip\t%d\n", c.JAXDevicesPerChip)
+	fmt.Fprintf(tw, "largest slice\t%s (pod %s)\n", unit.Plural(c.MaxSliceChips, "chip"), unit.Plural(c.PodChips, "chip"))
+	types := c.AcceleratorTypes()
+	if len(types) > 8 {
+		types = append(types[:6:6], "…", types[len(types)-1])
+	}
+	fmt.Fprintf(tw, "accelerator types\t%s\n", strings.Join(types, ", "))
+	fmt.Fprintf(tw, "sources\t%s\n", strings.Join(c.Sources, "; "))
+	return tw.Flush()
+}
+
+// showHWJSON writes a generation as JSON, inside its accelerator type
+// when slice is one.
+func showHWJSON(w io.Writer, c hw.Chip, slice *hw.Slice) error {
+	if slice == nil {
+		return writeJSON(w, c)
+	}
+	return writeJSON(w, struct {
+		AcceleratorType string  `json:"accelerator_type"`
+		Topology        string  `json:"topology"`
+		Chips           int     `json:"chips"`
+		Hosts           int     `json:"hosts"`
+		Chip            hw.Chip `json:"chip"`
+	}{slice.AcceleratorType(), slice.Topology.String(), slice.Chips(), slice.Hosts(), c})
+}
+
+// hostText describes a host VM: its machine type, chips, vCPUs, RAM,
+// NUMA nodes and disks, each where known.
+func hostText(h hw.Host) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", h.MachineType, unit.Plural(h.Chips, "chip"))
+	if h.VCPUs > 0 {
+		fmt.Fprintf(&b, ", %s", unit.Plural(h.VCPUs, "vCPU"))
+	}
+	if h.RAM > 0 {
+		fmt.Fprintf(&b, ", %.0f GB RAM", float64(h.RAM)/1e9)
+	}
+	if h.NUMANodes > 0 {
+		fmt.Fprintf(&b, ", %s", unit.Plural(h.NUMANodes, "NUMA node"))
+	}
+	if h.BootDisk != "" {
+		fmt.Fprintf(&b, ", boot disk %s, data disks %s", h.BootDisk, strings.Join(h.DataDisks, " or "))
+	}
+	return b.String()
+}
+
+func runModel(args []string, stdout, stderr io.Writer) error {
+	sub, names, asJSON, err := catalogArgs("model", args)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "list":
+		if len(names) > 0 {
+			return bad("model list: unexpected argument %q; 'model show NAME' shows one", names[0])
+		}
+		return listModels(stdout, asJSON)
+	case "show":
+		if len(names) != 1 {
+			return bad("model show: want one NAME or spec file")
+		}
+		s, err := loadModel("model show", names[0])
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(stdout, s.Summarize())
+		}
+		return showModel(stdout, s)
+	}
+	return bad("model: unknown subcommand %q, want list or show", sub)
+}
+
+// listModels writes the model catalog, a row per model.
+func listModels(stdout io.Writer, asJSON bool) error {
+	specs := model.Catalog()
+	if asJSON {
+		out := make([]model.Summary, len(specs))
+		for i, s := range specs {
+			out[i] = s.Summarize()
+		}
+		return writeJSON(stdout, struct {
+			Models []model.Summary `json:"models"`
+		}{out})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "name\tparams\tpublished\tactive\tlayers\td_model\theads\tkv\td_ff\texperts\tvocab\tseq\t")
+	for _, s := range specs {
+		active, experts := "-", "-"
+		if s.MoE() {
+			active = fmt.Sprintf("%.2fB", float64(s.ParamCount().Active())/1e9)
+			experts = fmt.Sprintf("%d/%d", s.ExpertsPerToken, s.Experts)
+		}
+		fmt.Fprintf(tw, "%s\t%.2fB\t%.2fB\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t\n", s.Name, float64(s.ParamCount().Total())/1e9,
+			float64(s.Published)/1e9, active, s.Layers, s.DModel, s.Heads, s.KV(), s.DFF, experts, s.Vocab, s.SeqLen)
+	}
+	return tw.Flush()
+}
+
+// showModel writes one model: its shape, parameters (by where they live)
+// and training FLOPs per token.
+func showModel(stdout io.Writer, s model.Spec) error {
+	p := s.ParamCount()
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "name\t%s\n", s.Name)
+	fmt.Fprintf(tw, "shape\t%s, d_model %d, %s (%d KV) of %d, d_ff %d, vocab %d, seq %d\n",
+		unit.Plural(s.Layers, "layer"), s.DModel, unit.Plural(s.Heads, "head"), s.KV(), s.Head(), s.DFF, s.Vocab, s.SeqLen)
+	fmt.Fprintf(tw, "parameters\t%d (%.3fB)", p.Total(), float64(p.Total())/1e9)
+	if s.Published > 0 {
+		fmt.Fprintf(tw, "; published %d (%+.2f%%)", s.Published, 100*float64(p.Total()-s.Published)/float64(s.Published))
+	}
+	fmt.Fprintln(tw)
+	if s.MoE() {
+		fmt.Fprintf(tw, "active parameters\t%d (%.3fB)", p.Active(), float64(p.Active())/1e9)
+		if s.PublishedActive > 0 {
+			fmt.Fprintf(tw, "; published %d (%+.2f%%)", s.PublishedActive, 100*float64(p.Active()-s.PublishedActive)/float64(s.PublishedActive))
+		}
+		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "experts\t%d routed (%d per token) and %d shared of d_ff %d in %d of %d layers\n",
+			s.Experts, s.ExpertsPerToken, s.SharedExperts, s.ExpertFF(), p.MoELayers, s.Layers)
+		fmt.Fprintf(tw, "  per MoE layer\tattention %d, router %d, experts %d x %d, shared %d, norms %d\n",
+			p.Attention, p.Router, p.Experts, p.Expert, p.Shared, p.Norms)
+	}
+	if p.DenseLayers() > 0 {
+		fmt.Fprintf(tw, "  per dense layer\tattention %d, MLP %d, norms %d\n", p.Attention, p.MLP, p.Norms)
+	}
+	fmt.Fprintf(tw, "  embeddings\tinput %d, output %d\n", p.Embedding, p.Output)
+	fmt.Fprintf(tw, "training FLOPs/token\t%.4g at seq %d (6N + 12·L·H·Q·T; N the matmul parameters a token uses)\n", s.FLOPsPerToken(s.SeqLen, false), s.SeqLen)
+	if s.Source != "" {
+		fmt.Fprintf(tw, "source\t%s\n", s.Source)
+	}
+	return tw.Flush()
+}

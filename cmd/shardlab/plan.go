@@ -1,0 +1,254 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"shardlab/cost"
+	"shardlab/export"
+	"shardlab/plan"
+	"shardlab/schedule"
+)
+
+// planFlags are the options of plan and export: plan's options,
+// filled by the flags over plan.DefaultOptions, and the CLI's own.
+type planFlags struct {
+	plan.Options
+	// model and tpu are "" when not given: without them, nor --mesh or
+	// --topology, the command shows plan's built-in examples.
+	model, tpu string
+	json       bool
+	// verify prints how to compile the plan ahead of time and check it.
+	verify bool
+	// calibration is a memory calibration file, for TempScale.
+	calibration string
+	// goodput adds the expected goodput (package capacity) for tokens
+	// tokens to each plan.
+	goodput bool
+	tokens  float64
+	charts  chartFiles
+}
+
+// newPlanFlags defines the flags of plan, or of an export, which
+// writes only the chosen layout and so has no --json, --top or
+// --example-cost (whose input check only adds warnings). Defaults and
+// bounds are plan's.
+func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	f := planFlags{Options: plan.DefaultOptions()}
+	o, d := &f.Options, plan.DefaultOptions()
+	fs.StringVar(&f.model, "model", "", "catalog model name or a YAML/JSON spec file of at most 1 MiB (default "+plan.DefaultModel+")")
+	fs.StringVar(&f.tpu, "tpu", "", "accelerator type of one slice, e.g. tpu7x-8, v5p-128, v6e-256 (default "+plan.DefaultTPU+");\na generation alone (tpu7x) picks the smallest footprint: one host, a slice, or slices")
+	fs.StringVar(&o.Topology, "topology", d.Topology, "slice topology AxB or AxBxC, overriding the accelerator type's default")
+	intVar(fs, &o.Slices, "slices", d.Slices, 1, plan.MaxSlices, "", "number of slices joined by DCN")
+	floatVar(fs, &o.DCNGbps, "dcn-gbps", d.DCNGbps, floatFlag{lo: plan.MinDCNGbps, hi: plan.MaxDCNGbps, unit: "Gbit/s", zero: "the catalog's"}, "DCN bandwidth per host in Gbit/s")
+	intVar(fs, &o.Seq, "seq", d.Seq, 0, plan.MaxSeq, "0: the model's", "sequence length in tokens")
+	fs.StringVar(&o.GlobalBatch, "global-batch", d.GlobalBatch, "fix the global batch: N sequences, or Ntok tokens (k, M, Ki, Mi allowed: 4Mitok)")
+	fs.StringVar(&o.MaxGlobalBatch, "max-global-batch", d.MaxGlobalBatch, "convergence limit on the global batch, sequences or tokens")
+	fs.StringVar(&o.Mesh, "mesh", d.Mesh, "cost this one layout, in JAX devices as MaxText counts them (2 a TPU7x, v3 or v2 chip), e.g. data=2(dcn),fsdp=64 (default: search all)")
+	remats := []string{}
+	for _, r := range cost.Remats() {
+		remats = append(remats, string(r))
+	}
+	choiceVar(fs, &o.Remat, "remat", d.Remat, remats, nil, "MaxText remat_policy (default: search none, minimal, save_dot_except_mlp, save_qkv_proj and full)")
+	fs.StringVar(&o.RematCustom, "remat-custom", d.RematCustom, "with --remat custom: tensor=device|offload|remat, comma-separated (decoder_layer_input, query_proj, key_proj,\nvalue_proj, context, out_proj, mlpwi_0, mlpwi_1, mlpwo)")
+	choiceVar(fs, &o.Quantization, "quantization", d.Quantization, []string{"none", "int8", "fp8"}, nil, "matmul format: none (bf16), int8 or fp8 (the chip's peak for that format)")
+	choiceVar(fs, &o.Attention, "attention", d.Attention, []string{"flash", "dot_product"}, nil, "attention kernel: flash (skips masked causal blocks, keeps no scores) or dot_product")
+	fs.BoolVar(&o.OptimizerOffload, "optimizer-offload", d.OptimizerOffload, "keep the optimizer state in host memory (MaxText optimizer_memory_host_offload)")
+	fs.BoolVar(&o.ParameterOffload, "parameter-offload", d.ParameterOffload, "keep the parameters in host memory (MaxText parameter_memory_host_offload)")
+	intVar(fs, &o.VocabTiles, "vocab-tiles", d.VocabTiles, 1, plan.MaxVocabTiles, "", "split the logits and loss into this many chunks (MaxText num_vocab_tiling)")
+	choiceVar(fs, &o.Schedule, "schedule", d.Schedule, []string{"gpipe", "1f1b", "interleaved", "circular"}, parseSchedule, "pipeline schedule (default: search gpipe, 1f1b and interleaved with 2 and 4 chunks)")
+	if export {
+		// An export runs on MaxText: search only what it runs.
+		o.Framework = string(plan.FrameworkMaxText)
+	} else {
+		choiceVar(fs, &o.Framework, "framework", d.Framework, []string{"maxtext"}, nil, "search only what this framework runs: maxtext (gpipe and circular pipelines; default: every schedule)")
+	}
+	intVar(fs, &o.Chunks, "chunks", d.Chunks, 0, plan.MaxChunks, "0: 2 for interleaved, 1 for circular", "chunks of layers per pipeline device (interleaved; circular: MaxText num_pipeline_repeats)")
+	choiceVar(fs, &o.Precision, "precision", d.Precision, []string{"maxtext", "bf16", "zero"}, nil, "maxtext (weight_dtype float32: fp32 weights, grads and Adam moments, 16 B/param), bf16 (weight_dtype bfloat16: 8 B/param) or zero (bf16 weights and grads, fp32 master and moments, 16 B/param)")
+	floatVar(fs, &o.Efficiency, "efficiency", d.Efficiency, floatFlag{lo: plan.MinEfficiency, hi: 1, zero: "the generation's calibrated value"}, "residual efficiency of the matmuls after their MXU shapes")
+	floatVar(fs, &o.HBMHeadroom, "hbm-headroom", d.HBMHeadroom, floatFlag{lo: 0, hi: 1, hiOpen: true}, "fraction of HBM kept free")
+	floatVar(fs, &o.TempScale, "temp-scale", d.TempScale, floatFlag{lo: cost.MinTempScale, hi: cost.MaxTempScale, zero: "none"}, "scale the estimate of the step's temporaries (gradients, held activations, the largest phase) by this factor, what a compile of the job reported over the estimate (--calibration sets it from a file)")
+	fs.StringVar(&f.calibration, "calibration", "", "read --temp-scale from a calibration `file` that 'shardlab check --compile-log LOG --write-calibration FILE' wrote")
+	floatVar(fs, &o.CapacityFactor, "capacity-factor", d.CapacityFactor, floatFlag{lo: plan.MinCapacityFactor, hi: plan.MaxCapacityFactor, zero: "dropless (MaxText sparse_matmul, megablox)"}, "mixture of experts: each expert takes at most ceil(factor x tokens x k / experts) rows per device, the rest dropped (MaxText capacity_factor)")
+	floatVar(fs, &o.LoadImbalance, "load-imbalance", d.LoadImbalance, floatFlag{lo: 1, hi: plan.MaxLoadImbalance, zero: "balanced"}, "mixture of experts, dropless: the busiest expert's tokens over the mean")
+	fs.BoolVar(&o.CausalFLOPs, "causal-flops", d.CausalFLOPs, "MFU counts causal attention as half its FLOPs, MaxText's convention since its PR 1988 (false: in full, PaLM's); the step time does not change")
+	if !export {
+		intVar(fs, &o.Top, "top", d.Top, 1, plan.MaxTop, "", "how many ranked layouts to show")
+		durationVar(fs, &o.ExampleCost, "example-cost", d.ExampleCost, 0, plan.MaxExampleCost, "0: skip the check",
+			"host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed")
+		fs.BoolVar(&f.json, "json", false, "print JSON")
+		fs.BoolVar(&f.verify, "verify", false, "also print how to check the plan before renting TPUs: MaxText's ahead-of-time compile on a CPU machine, then shardlab check")
+		fs.BoolVar(&f.goodput, "goodput", false, "add the expected goodput: failures at the default chip rate, Daly's checkpoint interval, time to train --tokens")
+		floatVar(fs, &f.tokens, "tokens", 1e12, floatFlag{lo: 1, hi: 1e16}, "tokens to train, for --goodput's time to train")
+		fs.StringVar(&f.charts.html, "html", "", "also write the plan with its charts as one self-contained HTML `file`")
+		fs.StringVar(&f.charts.svg, "svg", "", "also write the plan's charts as one SVG `file`")
+		fs.StringVar(&f.charts.png, "png", "", "also write the plan's charts as one PNG `file`")
+	}
+	return fs, &f
+}
+
+func parseSchedule(s string) error { _, err := schedule.ParseKind(s); return err }
+
+// options are the questions the flags ask plan: the built-in examples
+// when no --model, --tpu, --mesh or --topology is given, else one.
+func (f *planFlags) options(name string, set map[string]bool) ([]plan.Options, error) {
+	if !set["model"] && !set["tpu"] && !set["mesh"] && !set["topology"] {
+		if set["slices"] {
+			return nil, bad("%s: --slices %d needs --tpu (or --model, --mesh or --topology): without them %s shows two built-in examples with their own slice counts", name, f.Slices, name)
+		}
+		return f.Options.Examples(), nil
+	}
+	o := f.Options
+	if f.model != "" {
+		o.Model = f.model
+		spec, err := specFile("--model", f.model)
+		if err != nil {
+			return nil, err
+		}
+		o.ModelSpec = spec
+	}
+	if f.tpu != "" {
+		o.TPU = f.tpu
+	}
+	return []plan.Options{o}, nil
+}
+
+func runPlan(args []string, stdout, stderr io.Writer) error {
+	fs, f := newPlanFlags("plan", false)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := f.charts.check(); err != nil {
+		return err
+	}
+	plans, err := f.plans("plan", setFlags(fs))
+	if err != nil {
+		return err
+	}
+	if set := setFlags(fs); set["tokens"] && !f.goodput {
+		return bad("plan: --tokens %g needs --goodput", f.tokens)
+	}
+	if f.goodput {
+		err = writeGoodputPlans(stdout, plans, f.json, f.tokens)
+	} else {
+		err = writePlans(stdout, plans, f.json)
+	}
+	if err != nil {
+		return err
+	}
+	if f.charts.any() {
+		if err := f.charts.write(plans); err != nil {
+			return err
+		}
+	}
+	if f.verify && !f.json {
+		for _, p := range plans {
+			if _, err := io.WriteString(stdout, "\n"+compileNote(p, jobFlags(fs))); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range plans {
+		if mem := p.Best.Estimate.Memory; !mem.Fits() {
+			return fmt.Errorf("plan: the --mesh layout does not fit in HBM: %v of %v usable, over by %v", mem.Total(), mem.Usable, mem.Total()-mem.Usable)
+		}
+	}
+	return nil
+}
+
+// plans asks plan the questions the flags ask.
+func (f *planFlags) plans(name string, set map[string]bool) ([]plan.Plan, error) {
+	if f.calibration != "" {
+		if set["temp-scale"] {
+			return nil, bad("%s: --calibration and --temp-scale both set the temporaries' factor; give one", name)
+		}
+		data, err := readFile("--calibration", f.calibration, 1<<16)
+		if err != nil {
+			return nil, err
+		}
+		c, err := cost.ParseMemoryCalibration(data)
+		if err != nil {
+			return nil, bad("%s: --calibration %s: %s", name, f.calibration, err)
+		}
+		f.TempScale = c.TempScale
+	}
+	opts, err := f.options(name, set)
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]plan.Request, len(opts))
+	for i, o := range opts {
+		if reqs[i], err = plan.ParseRequest(o); err != nil {
+			return nil, planError(err)
+		}
+	}
+	var plans []plan.Plan
+	for _, r := range reqs {
+		p, err := plan.Search(r)
+		if err != nil {
+			return nil, planError(err)
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
+}
+
+// flagName spells a plan option as the flag that sets it:
+// --max-global-batch.
+func flagName(o plan.Option) string { return o.Flag() }
+
+// phrasedError is an error of package plan with the options it names
+// spelt as flags.
+type phrasedError struct {
+	text string
+	err  error
+}
+
+func (e phrasedError) Error() string { return e.text }
+
+func (e phrasedError) Unwrap() error { return e.err }
+
+// planError spells the options an error of package plan names as flags.
+func planError(err error) error {
+	var oe *plan.OptionError
+	var none *plan.NoPlanError
+	var xe *export.Error
+	switch {
+	case errors.As(err, &oe):
+		return phrasedError{oe.Phrase(flagName), err}
+	case errors.As(err, &none):
+		return phrasedError{"plan: " + none.Phrase(flagName), err}
+	case errors.As(err, &xe):
+		return phrasedError{xe.Phrase(flagName), err}
+	}
+	return err
+}
+
+func writePlans(stdout io.Writer, plans []plan.Plan, asJSON bool) error {
+	switch {
+	case asJSON && len(plans) == 1:
+		return plans[0].WriteJSON(stdout, flagName)
+	case asJSON:
+		out := make([]plan.JSON, len(plans))
+		for i, p := range plans {
+			out[i] = p.JSON(flagName)
+		}
+		return writeJSON(stdout, struct {
+			Plans []plan.JSON `json:"plans"`
+		}{out})
+	default:
+		for i, p := range plans {
+			if i > 0 {
+				fmt.Fprintln(stdout, "\n"+strings.Repeat("=", 72)+"\n")
+			}
+			if err := p.WriteText(stdout, flagName); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

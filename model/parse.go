@@ -1,0 +1,103 @@
+package model
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Parse reads a spec written in YAML or JSON (JSON is YAML). Unknown fields
+// are errors, so a misspelt field is not silently ignored.
+func Parse(data []byte) (Spec, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		if err == io.EOF {
+			return Spec{}, fmt.Errorf("model: empty spec: %w; want fields name, layers, d_model, heads, d_ff, vocab, seq_len", ErrInvalid)
+		}
+		msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+		return Spec{}, fmt.Errorf("model: malformed spec: %s: %w", strings.TrimPrefix(msg, "yaml: "), ErrInvalid)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		return Spec{}, fmt.Errorf("model: spec holds more than one document: %w; want one", ErrInvalid)
+	}
+	if err := s.validateText(); err != nil {
+		return Spec{}, err
+	}
+	// The decoder truncates 1.5 to 1 and reads 0x10, 0o10, 010 (as 8) and
+	// 1_000 into an int: the counts are checked as written.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Spec{}, fmt.Errorf("model: malformed spec: %s: %w", strings.TrimPrefix(err.Error(), "yaml: "), ErrInvalid)
+	}
+	if err := wholeNumbers(s.Name, &doc, intFields()); err != nil {
+		return Spec{}, err
+	}
+	if err := s.Validate(); err != nil {
+		return Spec{}, err
+	}
+	return s, nil
+}
+
+// decimal is a whole number as a count is written: decimal digits, an
+// optional sign, no leading zero (YAML reads 010 as octal).
+var decimal = regexp.MustCompile(`^[-+]?(0|[1-9][0-9]*)$`)
+
+// intFields are the spec's integer fields by their YAML names.
+func intFields() map[string]bool {
+	ints := map[string]bool{}
+	t := reflect.TypeFor[Spec]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		switch f.Type.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			ints[name] = true
+		}
+	}
+	return ints
+}
+
+// wholeNumbers checks that every integer field of the document n is
+// written as a whole decimal number (or left null), through aliases and
+// merge keys.
+func wholeNumbers(model string, n *yaml.Node, ints map[string]bool) error {
+	if model == "" {
+		model = "(unnamed)"
+	}
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			if err := wholeNumbers(model, c, ints); err != nil {
+				return err
+			}
+		}
+	case yaml.AliasNode:
+		return wholeNumbers(model, n.Alias, ints)
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			for v.Kind == yaml.AliasNode && v.Alias != nil {
+				v = v.Alias
+			}
+			switch {
+			case k.Tag == "!!merge":
+				if err := wholeNumbers(model, v, ints); err != nil {
+					return err
+				}
+			case ints[k.Value] && v.Kind == yaml.ScalarNode && v.Tag != "!!null" && !decimal.MatchString(v.Value):
+				return &FieldError{Model: model, Field: k.Value, Value: strconv.QuoteToASCII(v.Value), Want: "a whole number in decimal digits"}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ErrInvalid is wrapped by every validation error.
+var ErrInvalid = errors.New("invalid model spec")
+
+// FieldError names the spec field that is wrong, its value and what is
+// accepted.
+type FieldError struct {
+	Model string
+	Field string
+	Value string
+	Want  string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("model: %s: field %s = %s, want %s", e.Model, e.Field, e.Value, e.Want)
+}
+
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// Validate checks that the spec describes a buildable transformer, named
+// in printable text.
+func (s Spec) Validate() error {
+	if err := s.validateText(); err != nil {
+		return err
+	}
+	name := s.Name
+	if name == "" {
+		name = "(unnamed)"
+	}
+	bad := func(field string, v int, want string) error {
+		return &FieldError{Model: name, Field: field, Value: fmt.Sprint(v), Want: want}
+	}
+	const limit = 1 << 24
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"layers", s.Layers}, {"d_model", s.DModel}, {"heads", s.Heads}, {"d_ff", s.DFF}, {"vocab", s.Vocab}, {"seq_len", s.SeqLen}} {
+		if f.v <= 0 || f.v > limit {
+			return bad(f.name, f.v, fmt.Sprintf("a positive integer up to %d", limit))
+		}
+	}
+	if s.KVHeads < 0 || s.KVHeads > s.Heads || (s.KVHeads > 0 && s.Heads%s.KVHeads != 0) {
+		return bad("kv_heads", s.KVHeads, fmt.Sprintf("0 (= heads) or a divisor of heads (%d)", s.Heads))
+	}
+	if s.HeadDim < 0 || s.HeadDim > limit {
+		return bad("head_dim", s.HeadDim, "0 (= d_model/heads) or a positive integer")
+	}
+	if s.HeadDim == 0 && s.DModel%s.Heads != 0 {
+		return bad("head_dim", s.HeadDim, fmt.Sprintf("a value, since d_model (%d) is not a multiple of heads (%d)", s.DModel, s.Heads))
+	}
+	if s.NormsPerLayer < 0 || s.NormsPerLayer > 8 {
+		return bad("norms_per_layer", s.NormsPerLayer, "0 (= 2) up to 8")
+	}
+	if err := s.validateMoE(bad); err != nil {
+		return err
+	}
+	if err := s.validateMLA(bad); err != nil {
+		return err
+	}
+	if err := s.validateLinear(bad); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"published_params", s.Published}, {"published_active_params", s.PublishedActive}} {
+		if f.v < 0 {
+			return &FieldError{Model: name, Field: f.name, Value: fmt.Sprint(f.v), Want: "0 or a positive count"}
+		}
+	}
+	return nil
+}
+
+// validateText checks the text fields, name and source: what a terminal
+// or a page prints must be text, not control characters (NUL, escape
+// sequences), format characters (U+202E, the right-to-left override, which
+// turns what follows around; zero-width ones), line or paragraph
+// separators, or bytes that are not UTF-8.
+func (s Spec) validateText() error {
+	model := s.Name
+	for _, f := range []struct{ name, v string }{{"name", s.Name}, {"source", s.Source}} {
+		if f.name == "name" {
+			model = strconv.QuoteToASCII(s.Name) // not printed raw while refused
+		}
+		if why := NotText(f.v); why != "" {
+			return &FieldError{Model: model, Field: f.name, Value: strconv.QuoteToASCII(f.v), Want: "printable text: " + why}
+		}
+		model = s.Name
+	}
+	if s.HFModel != "" && !hfRepo(s.HFModel) || strings.Contains(s.HFModel, "--") || strings.Contains(s.HFModel, "..") {
+		return &FieldError{Model: strconv.QuoteToASCII(s.Name), Field: "hf_model", Value: strconv.QuoteToASCII(s.HFModel),
+			Want: "a Hugging Face repository id owner/name (letters, digits, '-', '_' and '.', each part 1 to 96 long, starting and ending with a letter or digit, no '--' or '..')"}
+	}
+	return nil
+}
+
+// hfRepo reports whether id is a Hugging Face repository id as
+// huggingface_hub's validate_repo_id accepts it (REPO_ID_REGEX in
+// utils/_validators.py: word characters, '-' and '.', a name of 1 to 96,
+// no '--' or '..', which the caller checks), with the owner required and
+// ASCII letters only: owner/name, each part 1 to 96 of letters, digits,
+// '.', '_' and '-', starting and ending with a letter or digit. (A loop,
+// not a regular expression: Validate runs on every estimate.)
+func hfRepo(id string) bool {
+	owner, name, ok := strings.Cut(id, "/")
+	return ok && hfPart(owner) && hfPart(name)
+}
+
+func hfPart(s string) bool {
+	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+	if len(s) < 1 || len(s) > 96 || !alnum(s[0]) || !alnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// NotText says why s is not printable text ("U+202E at byte 3 is a format
+// character"), or is "": control characters, format characters (U+202E,
+// the right-to-left override; zero-width ones), line or paragraph
+// separators, and bytes that are not UTF-8. Spec names are held to it, and
+// the CLI holds every flag value and argument to it.
+func NotText(s string) string {
+	ascii := true
+	for i := 0; i < len(s) && ascii; i++ {
+		ascii = s[i] >= 0x20 && s[i] < 0x7f
+	}
+	if ascii {
+		return "" // printable ASCII: the common case, checked without decoding (Validate runs on every estimate)
+	}
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):
+			return fmt.Sprintf("byte %d (%#02x) is not UTF-8", i, s[i])
+		case unicode.IsControl(r):
+			return fmt.Sprintf("%U at byte %d is a control character", r, i)
+		case unicode.Is(unicode.Cf, r):
+			return fmt.Sprintf("%U at byte %d is a format character", r, i)
+		case unicode.In(r, unicode.Zl, unicode.Zp):
+			return fmt.Sprintf("%U at byte %d is a line or paragraph separator", r, i)
+		}
+	}
+	return ""
+}
+
+// validateMoE checks the mixture-of-experts fields: all zero for a dense
+// model.
+func (s Spec) validateMoE(bad func(string, int, string) error) error {
+	const limit = 1 << 16
+	if s.Experts == 0 {
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"experts_per_token", s.ExpertsPerToken}, {"shared_experts", s.SharedExperts}, {"expert_d_ff", s.ExpertDFF},
+			{"first_dense_layers", s.FirstDenseLayers}, {"moe_every", s.MoEEvery}} {
+			if f.v != 0 {
+				return bad(f.name, f.v, "0 in a dense model (set experts for a mixture of experts)")
+			}
+		}
+		return nil
+	}
+	switch {
+	case s.Experts < 0 || s.Experts > limit:
+		return bad("experts", s.Experts, fmt.Sprintf("0 (dense) or 1 to %d routed experts", limit))
+	case s.ExpertsPerToken < 1 || s.ExpertsPerToken > s.Experts:
+		return bad("experts_per_token", s.ExpertsPerToken, fmt.Sprintf("1 to experts (%d)", s.Experts))
+	case s.SharedExperts < 0 || s.SharedExperts > limit:
+		return bad("shared_experts", s.SharedExperts, fmt.Sprintf("0 to %d", limit))
+	case s.ExpertDFF < 0 || s.ExpertDFF > 1<<24:
+		return bad("expert_d_ff", s.ExpertDFF, "0 (= d_ff) or a positive integer")
+	case s.FirstDenseLayers < 0 || s.FirstDenseLayers >= s.Layers:
+		return bad("first_dense_layers", s.FirstDenseLayers, fmt.Sprintf("0 to layers - 1 (%d), leaving an MoE layer", s.Layers-1))
+	case s.MoEEvery < 0 || s.MoEEvery > s.Layers-s.FirstDenseLayers:
+		return bad("moe_every", s.MoEEvery, fmt.Sprintf("0 or 1 (every layer) up to the layers after the dense ones (%d)", s.Layers-s.FirstDenseLayers))
+	}
+	return nil
+}
+
+// validateMLA checks the latent-attention fields: all zero without it.
+func (s Spec) validateMLA(bad func(string, int, string) error) error {
+	if s.KVLoRARank == 0 {
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"q_lora_rank", s.QLoRARank}, {"qk_rope_head_dim", s.QKRopeHeadDim}, {"v_head_dim", s.VHeadDim}} {
+			if f.v != 0 {
+				return bad(f.name, f.v, "0 without latent attention (set kv_lora_rank for it)")
+			}
+		}
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"kv_lora_rank", s.KVLoRARank}, {"q_lora_rank", s.QLoRARank}, {"qk_rope_head_dim", s.QKRopeHeadDim}, {"v_head_dim", s.VHeadDim}} {
+		if f.v < 0 || f.v > 1<<16 {
+			return bad(f.name, f.v, "0 to 65536")
+		}
+	}
+	if s.KVHeads != 0 && s.KVHeads != s.Heads {
+		return bad("kv_heads", s.KVHeads, "0 (= heads) with latent attention, whose keys and values are per head")
+	}
+	return nil
+}
