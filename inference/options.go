@@ -52,6 +52,10 @@ type Options struct {
 	// (TP) or fills the slice (DP).
 	TP int `json:"tensor_parallel_size"`
 	DP int `json:"data_parallel_size"`
+	// EnableDPAttention is tpu-inference's enable_dp_attention: attention
+	// data-parallel across the replica's devices (latent-attention models
+	// always run so).
+	EnableDPAttention bool `json:"enable_dp_attention"`
 	// Objective is throughput or latency.
 	Objective string `json:"objective"`
 	// TTFTSLO and ITLSLO are latency targets at the offered load; 0: none.
@@ -164,6 +168,7 @@ func (o Options) request() (Request, string, error) {
 	r.RequestRate, r.PromptLen, r.OutputLen, r.MaxNumSeqs = o.RequestRate, o.PromptLen, o.OutputLen, o.MaxNumSeqs
 	r.Weights, r.KVCacheDtype = Dtype(o.Weights), o.KVCacheDtype
 	r.MemoryUtilization, r.MaxNumBatchedTokens, r.TP, r.DP = o.MemoryUtilization, o.MaxNumBatchedTokens, o.TP, o.DP
+	r.DPAttention = o.EnableDPAttention
 	r.Objective, r.TTFTSLO, r.ITLSLO = Objective(strings.ToLower(o.Objective)), o.TTFTSLO, o.ITLSLO
 	if r, err = NewRequest(r); err != nil {
 		return Request{}, "", err

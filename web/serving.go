@@ -38,6 +38,7 @@ var servingLooks = []look{
 	{"itl_slo", "Layout", "ITL target", "inter-token latency at the offered load (40ms); 0: none", nil},
 	{"tensor_parallel_size", "Layout", "Tensor-parallel size", "JAX devices a replica (TPU7x: 2 a chip); 0: search", nil},
 	{"data_parallel_size", "Layout", "Replicas", "data-parallel size; 0: fill the slice", nil},
+	{"enable_dp_attention", "Layout", "Data-parallel attention", "tpu-inference's enable_dp_attention: attention data-parallel across a replica's devices", nil},
 	{"weights", "Memory", "Weights", "the weights' format", weightChoices},
 	{"kv_cache_dtype", "Memory", "KV cache dtype", "vLLM's --kv-cache-dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte", kvChoices},
 	{"gpu_memory_utilization", "Memory", "Memory utilization", "vLLM's gpu_memory_utilization: the share of a device's HBM it may fill", nil},

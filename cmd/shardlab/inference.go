@@ -51,6 +51,8 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	intVar(fs, &o.TP, "tensor-parallel-size", 0, 0, 1024, "0: search", "fix the tensor-parallel size, in JAX devices (TPU7x: 2 a chip)")
 	intVar(fs, &o.DP, "data-parallel-size", 0, 0, 1<<16, "0: fill the slice",
 		"fix the replicas; with --tensor-parallel-size, TP × DP below the slice's devices leaves chips idle (the plan says so)")
+	fs.BoolVar(&o.EnableDPAttention, "enable-dp-attention", false,
+		"tpu-inference's enable_dp_attention: attention data-parallel across each replica's devices (latent-attention models always)")
 	choiceVar(fs, &o.Objective, "objective", d.Objective, inference.Objectives, nil,
 		"throughput: the most output tokens/s per chip that meets the SLOs; latency: the least inter-token latency, then TTFT")
 	durationVar(fs, &o.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")

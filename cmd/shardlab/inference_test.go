@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -276,5 +277,30 @@ func TestInferenceSimulation(t *testing.T) {
 		if !strings.Contains(a, want) {
 			t.Errorf("output lacks %q:\n%s", want, a)
 		}
+	}
+}
+
+// TestInferenceDPAttentionFlag: --enable-dp-attention serves Qwen3.5 as its
+// tpu-recipes recipe does (TP 8 on a tpu7x-8, attention data parallel, fp8
+// weights and KV cache), and the vllm serve line asks for it; without the
+// flag that layout cannot split Qwen3.5's 2 KV heads, and no layout fits.
+func TestInferenceDPAttentionFlag(t *testing.T) {
+	args := []string{"inference", "--json", "--num-requests", "20", "--model", "qwen3.5-397b-a17b", "--tpu", "tpu7x-8",
+		"--weights", "fp8", "--kv-cache-dtype", "fp8", "--tensor-parallel-size", "8", "--max-num-seqs", "64", "--max-model-len", "9216"}
+	v := decodeJSON(t, append(args, "--enable-dp-attention")...).(map[string]any)
+	var cmd []string
+	for _, a := range v["vllm_serve_args"].([]any) {
+		cmd = append(cmd, a.(string))
+	}
+	seen, err := export.CheckVLLMServe(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(seen["--additional-config"], `"enable_dp_attention":true`) {
+		t.Errorf("--additional-config %q lacks enable_dp_attention", seen["--additional-config"])
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(args, &stdout, &stderr); code == 0 {
+		t.Errorf("without --enable-dp-attention: exit 0, want a refusal; stdout %.300s", stdout.String())
 	}
 }
