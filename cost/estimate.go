@@ -217,6 +217,17 @@ type shape struct {
 	s             int // tokens per chip per sequence (Seq / context)
 	ls            int // layers per stage
 	v             int // chunks of layers per device (interleaved, circular)
+	// layer is the decoder layer on a chip, r its footprint at b
+	// sequences.
+	layer layerView
+	r     remat
+}
+
+// withBatch is sh with b sequences per chip per micro-batch.
+func (j Job) withBatch(sh shape, b int) shape {
+	sh.b = b
+	sh.r = j.rematIn(sh.layer, sh.b, sh.s, j.Seq)
+	return sh
 }
 
 func shapeOf(j Job, m mesh.Mesh) (shape, error) {
@@ -246,16 +257,20 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	// rule lists data, fsdp and expert)
 	shards := sh.d * sh.f * sh.e * sh.m
 	if j.GlobalBatch%shards != 0 {
-		detail := fmt.Sprintf("%d sequences over data %d x fsdp %d x %d micro-batches", j.GlobalBatch, sh.d, sh.f, sh.m)
-		if sh.e > 1 {
-			detail = fmt.Sprintf("%d sequences over data %d x fsdp %d x expert %d x %d micro-batches", j.GlobalBatch, sh.d, sh.f, sh.e, sh.m)
-		}
-		return sh, &Infeasible{Reason: ReasonBatch, Detail: detail}
+		return sh, &Infeasible{Reason: ReasonBatch, Detail: batchDetail(j.GlobalBatch, sh)}
 	}
-	sh.b = j.GlobalBatch / shards
 	sh.s = j.Seq / sh.c
 	sh.ls = spec.Layers / sh.p
-	return sh, nil
+	sh.layer = j.layerAt(sh.t)
+	return j.withBatch(sh, j.GlobalBatch/shards), nil
+}
+
+// batchDetail says why a global batch does not split over sh's shards.
+func batchDetail(globalBatch int, sh shape) string {
+	if sh.e > 1 {
+		return fmt.Sprintf("%d sequences over data %d x fsdp %d x expert %d x %d micro-batches", globalBatch, sh.d, sh.f, sh.e, sh.m)
+	}
+	return fmt.Sprintf("%d sequences over data %d x fsdp %d x %d micro-batches", globalBatch, sh.d, sh.f, sh.m)
 }
 
 // MicroBatchSize is j's sequences per chip per micro-batch on m (the
@@ -335,21 +350,40 @@ func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
 	return e.memory(j, m, sh), nil
 }
 
+// memory is HBM per chip on the most loaded pipeline stage, its phases
+// spelled out.
 func (e *Estimator) memory(j Job, m mesh.Mesh, sh shape) Memory {
-	first := e.stageMemory(j, m, sh, firstStage)
+	sm := e.mostLoaded(j, m, sh)
+	sm.mem.Phases, sm.mem.Peak = sm.phases.list(), sm.phases.name(sm.peak)
+	return sm.mem
+}
+
+// mostLoaded is the stage of the two (the same when there is one pipeline
+// stage) whose HBM total is larger, the first on a tie.
+func (e *Estimator) mostLoaded(j Job, m mesh.Mesh, sh shape) stageMemory {
+	first := j.stageMemory(e.stageBase(j, m, sh, firstStage), sh, firstStage)
 	if sh.p == 1 {
 		return first
 	}
-	if last := e.stageMemory(j, m, sh, lastStage); last.Total() > first.Total() {
+	if last := j.stageMemory(e.stageBase(j, m, sh, lastStage), sh, lastStage); last.mem.Total() > first.mem.Total() {
 		return last
 	}
 	return first
 }
 
-// stageMemory is HBM per chip on the first or last pipeline stage (the
-// same stage when there is one): the first holds the most micro-batches in
+// stageBase is what a pipeline stage's HBM holds whatever the batch: its
+// state (the gradients scaled by TempScale), HBM and usable HBM, the
+// state offloaded to the host, and the micro-batches its schedule keeps in
+// flight.
+type stageBase struct {
+	mem      Memory
+	inFlight float64 // micro-batches of activations held
+	logits   float64 // micro-batches of logits held
+}
+
+// stageBase is stage st's: the first holds the most micro-batches in
 // flight and the embedding, the last the output layer and the logits.
-func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
+func (e *Estimator) stageBase(j Job, m mesh.Mesh, sh shape, st stage) stageBase {
 	ms := m.Multislice
 	chip := ms.Slice.Chip
 	prec := j.Precision
@@ -369,38 +403,138 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 		mem.Host += mem.Optimizer
 		mem.Optimizer = 0
 	}
+	mem.Gradients = j.tempScaled(mem.Gradients)
 	pp := e.pipe(j.Schedule, sh.p, sh.m, sh.v)
-	inFlight := pp.inFlight
+	b := stageBase{mem: mem, inFlight: pp.inFlight, logits: 1}
 	if st == lastStage {
-		inFlight = pp.lastInFlight
+		b.inFlight = pp.lastInFlight
 	}
-	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
-	held := float64(sh.ls) * inFlight
-	mem.Activations = unit.Bytes(held * r.device)
-	mem.Host += unit.Bytes(held * r.offload)
 	// Where every forward runs before the first backward (GPipe, and
 	// MaxText's circular pipeline), the last stage holds each of its
 	// micro-batches' logits until that micro-batch's backward.
-	logits := 1.0
 	if sh.p > 1 && (j.Schedule == schedule.GPipe || j.Schedule == schedule.Circular) {
-		logits = pp.lastInFlight
+		b.logits = pp.lastInFlight
 	}
-	mem.Phases = j.phases(sh, st, logits)
+	return b
+}
+
+// tempScaled is b scaled by TempScale (1 when it is 0).
+func (j Job) tempScaled(b unit.Bytes) unit.Bytes {
 	if k := j.TempScale; k > 0 {
-		scale := func(b unit.Bytes) unit.Bytes { return unit.Bytes(math.Round(float64(b) * k)) }
-		mem.Gradients, mem.Activations = scale(mem.Gradients), scale(mem.Activations)
-		for i := range mem.Phases {
-			for k := range mem.Phases[i].Buffers {
-				mem.Phases[i].Buffers[k].Bytes = scale(mem.Phases[i].Buffers[k].Bytes)
-			}
+		return unit.Bytes(math.Round(float64(b) * k))
+	}
+	return b
+}
+
+// stageMemory is a stage's HBM per chip at sh.b sequences per micro-batch:
+// the base's, the held activations and the largest phase (peak), whose
+// buffers stay in arrays until memory spells them out.
+type stageMemory struct {
+	mem    Memory
+	phases stagePhases
+	peak   int
+}
+
+func (j Job) stageMemory(base stageBase, sh shape, st stage) stageMemory {
+	sm := stageMemory{mem: base.mem}
+	mem := &sm.mem
+	held := float64(sh.ls) * base.inFlight
+	mem.Activations = j.tempScaled(unit.Bytes(held * sh.r.device))
+	mem.Host += unit.Bytes(held * sh.r.offload)
+	sm.phases = j.phases(sh, st, base.logits)
+	for i := range sm.phases.n {
+		pb := &sm.phases.phase[i]
+		for k := range pb.buf[:pb.n] {
+			pb.buf[k].Bytes = j.tempScaled(pb.buf[k].Bytes)
+		}
+		if b := pb.bytes(); b > mem.Transient || i == 0 {
+			mem.Transient, sm.peak = b, i
 		}
 	}
-	for _, ph := range mem.Phases {
-		if b := ph.Bytes(); b > mem.Transient || mem.Peak == "" {
-			mem.Transient, mem.Peak = b, ph.Name
-		}
+	return sm
+}
+
+// BatchMemory is the HBM per chip of one job on one layout as its global
+// batch varies: what Memory answers for the job at each batch, with the
+// job's checks, its shape, the state and the schedule's micro-batches in
+// flight worked out once. A search asks it for every batch it tries.
+type BatchMemory struct {
+	j      Job
+	sh     shape
+	shards int // sequences per step the batch is a multiple of
+	stages [2]stageBase
+	n      int // pipeline stages to weigh: 1, or the first and last
+	// state is the larger stage state: no batch takes less HBM
+	state, usable unit.Bytes
+}
+
+// BatchMemory checks j on m as Memory does, but for the global batch, and
+// returns its memory as a function of the batch. The error, when there is
+// one, is what Memory returns at every positive batch.
+func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
+	j.GlobalBatch = 1
+	if err := e.validate(j); err != nil {
+		return BatchMemory{}, err
 	}
-	return mem
+	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
+	j.GlobalBatch = shards
+	sh, err := shapeOf(j, m)
+	if err != nil {
+		return BatchMemory{}, err
+	}
+	bm := BatchMemory{j: j, sh: sh, shards: shards, n: 1}
+	bm.stages[0] = e.stageBase(j, m, sh, firstStage)
+	if sh.p > 1 {
+		bm.stages[1], bm.n = e.stageBase(j, m, sh, lastStage), 2
+	}
+	for _, b := range bm.stages[:bm.n] {
+		bm.state = max(bm.state, b.mem.State())
+	}
+	bm.usable = bm.stages[0].mem.Usable
+	return bm, nil
+}
+
+// Total is Memory's total for the job at globalBatch sequences per step
+// (Memory.Total), or Memory's error.
+func (bm *BatchMemory) Total(globalBatch int) (unit.Bytes, error) {
+	sh, err := bm.shape(globalBatch)
+	if err != nil {
+		return 0, err
+	}
+	total := unit.Bytes(0)
+	for i, b := range bm.stages[:bm.n] {
+		total = max(total, bm.j.stageMemory(b, sh, stage(i)).mem.Total())
+	}
+	return total, nil
+}
+
+// Fits is Memory's Fits for the job at globalBatch sequences per step, or
+// Memory's error. A layout whose state alone exceeds the usable HBM does
+// not fit at any batch: the activations and the phases only add to it.
+func (bm *BatchMemory) Fits(globalBatch int) (bool, error) {
+	if bm.state > bm.usable {
+		if _, err := bm.shape(globalBatch); err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	total, err := bm.Total(globalBatch)
+	return total <= bm.usable, err
+}
+
+// shape is the job's shape at globalBatch, or the error Memory gives.
+func (bm *BatchMemory) shape(globalBatch int) (shape, error) {
+	switch {
+	case globalBatch <= 0:
+		// the job's checks come first, and only the sequence length's
+		// before the batch's: it passed them
+		j := bm.j
+		j.GlobalBatch = globalBatch
+		return shape{}, j.validateSettings()
+	case globalBatch%bm.shards != 0:
+		return shape{}, &Infeasible{Reason: ReasonBatch, Detail: batchDetail(globalBatch, bm.sh)}
+	}
+	return bm.j.withBatch(bm.sh, globalBatch/bm.shards), nil
 }
 
 // Estimate computes memory, time and traffic for one step of j on m. A job
@@ -489,7 +623,7 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	chips := float64(m.Chips())
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
 	layers := float64(spec.Layers)
-	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
+	r := sh.r
 
 	matmul := 6 * float64(spec.MatmulParams()) * tokens
 	matmul += j.expertPadding(tokens)
@@ -746,7 +880,7 @@ func (t *tally) context() {
 	c := m.Degree(mesh.Context)
 	kv := unit.Bytes(2 * float64(sh.b) * float64(sh.s) * float64(spec.KV()*spec.Head()) * float64(j.Precision.Activation) / float64(kvShards(spec.KV(), sh.t)))
 	per := 3
-	if j.rematOf(sh.b, sh.s, j.Seq, sh.t).attention {
+	if sh.r.attention {
 		per = 4
 	}
 	cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, m.Link(mesh.Context).Collective(), c.DCN, t.dcn(c.DCN))
@@ -820,7 +954,7 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 	spec := j.Model
 	per := 4
 	fwd := 1.0
-	if r := j.rematOf(sh.b, sh.s, j.Seq, sh.t); r.recompute > 0 || r.attention {
+	if r := sh.r; r.recompute > 0 || r.attention {
 		per, fwd = 6, 2
 	}
 	cost := collective.Hierarchical(collective.AllReduce, act, sh.t, m.Link(mesh.Tensor).Collective(), 1, collective.Link{})
@@ -871,7 +1005,7 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 func (e *Estimator) parallelTensor(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool)) time.Duration {
 	j, m := est.Job, est.Mesh
 	spec := j.Model
-	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
+	r := sh.r
 	re := 0
 	if r.recompute > 0 {
 		re = 1
@@ -911,7 +1045,7 @@ func (e *Estimator) parallelTensor(est *Estimate, sh shape, act unit.Bytes, add 
 // Time.MXU is the time of.
 func mxuFLOPsPerChip(est *Estimate, sh shape) float64 {
 	j := est.Job
-	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
+	r := sh.r
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
 	return (6*float64(j.Model.MatmulParams()) + r.recompute*float64(j.Model.Layers)) * tokens / float64(est.Mesh.Chips())
 }

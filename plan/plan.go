@@ -339,6 +339,8 @@ type searcher struct {
 	// expert is the best layout with expert parallelism, for a mixture of
 	// experts.
 	expert *Candidate
+	// layout costs a mesh: (*worker).layout.
+	layout func(*worker, mesh.Mesh) outcome
 }
 
 // worker costs meshes with its own estimator (whose caches are not safe to
@@ -347,19 +349,6 @@ type worker struct {
 	req  Request
 	est  *cost.Estimator
 	keep int
-}
-
-// uncached makes workers cost every job with a fresh estimator, as the
-// search did before the estimator kept its caches (b0cb13d): the baseline
-// the search benchmarks report against. Tests set it.
-var uncached bool
-
-// estimator is w's estimator, or a fresh one when uncached.
-func (w *worker) estimator() *cost.Estimator {
-	if uncached {
-		return cost.NewEstimator()
-	}
-	return w.est
 }
 
 // outcome is what costing one mesh found: it is merged into the searcher
@@ -394,7 +383,7 @@ func (s *searcher) run(meshes []mesh.Mesh) {
 		batch := meshes[lo:min(lo+meshBatch, len(meshes))]
 		if n == 1 {
 			for i, m := range batch {
-				outs[i] = workers[0].layout(m)
+				outs[i] = s.layout(workers[0], m)
 			}
 		} else {
 			var next atomic.Int64
@@ -402,7 +391,7 @@ func (s *searcher) run(meshes []mesh.Mesh) {
 			for _, w := range workers {
 				wg.Go(func() {
 					for i := int(next.Add(1) - 1); i < len(batch); i = int(next.Add(1) - 1) {
-						outs[i] = w.layout(batch[i])
+						outs[i] = s.layout(w, batch[i])
 					}
 				})
 			}
@@ -440,7 +429,7 @@ func (w *worker) unfitCandidate(j cost.Job, m mesh.Mesh) *Candidate {
 	if j.GlobalBatch == 0 {
 		j.GlobalBatch = m.Size(mesh.Data) * m.Size(mesh.FSDP) * j.MicroBatches
 	}
-	est, err := w.estimator().Estimate(j, m)
+	est, err := w.est.Estimate(j, m)
 	if err != nil {
 		return nil
 	}
@@ -471,7 +460,13 @@ func search(r Request) (Plan, error) {
 	if r.DeviceAxes != nil {
 		return searchDevices(r)
 	}
-	s := &searcher{req: r, keep: r.Top,
+	return searchWith(r, (*worker).layout)
+}
+
+// searchWith is search of a request that passed defaults, each mesh costed
+// by layout.
+func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome) (Plan, error) {
+	s := &searcher{req: r, keep: r.Top, layout: layout,
 		rejected: map[Tier]map[cost.Reason]int{}, refusedDCN: map[cost.Reason]int{}, best: map[Tier][]Candidate{}}
 	for _, t := range tiers(r.Multislice.Slices) {
 		s.rejected[t] = map[cost.Reason]int{}
@@ -720,24 +715,31 @@ func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r co
 func (w *worker) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 	// the expert axis shards the batch as data and fsdp do
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
-	try := func(b int) (cost.Memory, cost.Reason) {
-		j.GlobalBatch = b
-		mem, err := w.estimator().Memory(j, m)
-		if err != nil {
-			var inf *cost.Infeasible
-			if errors.As(err, &inf) {
-				return mem, inf.Reason
-			}
-			panic(err) // the job was validated by defaults
+	reason := func(err error) cost.Reason {
+		var inf *cost.Infeasible
+		if errors.As(err, &inf) {
+			return inf.Reason
 		}
-		if !mem.Fits() {
-			return mem, cost.ReasonHBM
+		panic(err) // the job was validated by defaults
+	}
+	var bm cost.BatchMemory
+	try := func(b int) cost.Reason {
+		fits, err := bm.Fits(b)
+		switch {
+		case err != nil:
+			return reason(err)
+		case !fits:
+			return cost.ReasonHBM
 		}
-		return mem, ""
+		return ""
 	}
 	if w.req.GlobalBatch > 0 {
 		j.GlobalBatch = w.req.GlobalBatch
-		if _, why := try(j.GlobalBatch); why != "" {
+		var err error
+		if bm, err = w.est.BatchMemory(j, m); err != nil {
+			return Candidate{}, reason(err)
+		}
+		if why := try(j.GlobalBatch); why != "" {
 			return Candidate{}, why
 		}
 	} else {
@@ -748,13 +750,17 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 		if hi < 1 {
 			return Candidate{}, ReasonBatchLimit
 		}
-		if _, why := try(step * shards); why != "" {
+		var err error
+		if bm, err = w.est.BatchMemory(j, m); err != nil {
+			return Candidate{}, reason(err)
+		}
+		if why := try(step * shards); why != "" {
 			return Candidate{}, why
 		}
 		lo := 1 // fits; find the largest per-shard batch that does
 		for lo < hi {
 			mid := lo + (hi-lo+1)/2
-			if _, why := try(mid * step * shards); why == "" {
+			if why := try(mid * step * shards); why == "" {
 				lo = mid
 			} else {
 				hi = mid - 1
@@ -762,7 +768,7 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 		}
 		j.GlobalBatch = lo * step * shards
 	}
-	est, err := w.estimator().Estimate(j, m)
+	est, err := w.est.Estimate(j, m)
 	if err != nil {
 		var inf *cost.Infeasible
 		if errors.As(err, &inf) {
