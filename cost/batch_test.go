@@ -7,8 +7,8 @@ import (
 
 	"shardlab/mesh"
 	"shardlab/model"
-	"shardlab/unit"
 	"shardlab/schedule"
+	"shardlab/unit"
 )
 
 // batchCase is a job on a layout whose memory the tests below weigh at
