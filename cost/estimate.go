@@ -3,6 +3,7 @@ package cost
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"shardlab/collective"
@@ -143,6 +144,7 @@ type Estimator struct {
 	effs    map[effKey]float64
 	maxes   map[int]float64 // ExpectedMaxNormal by n
 	mxus    map[mxuKey]mxuStats
+	comms   []Comm // Estimate's scratch
 }
 
 // maxNormal is ExpectedMaxNormal(n), integrated once per n.
@@ -217,10 +219,12 @@ type shape struct {
 	s             int // tokens per chip per sequence (Seq / context)
 	ls            int // layers per stage
 	v             int // chunks of layers per device (interleaved, circular)
-	// layer is the decoder layer on a chip, r its footprint at b
-	// sequences.
-	layer layerView
-	r     remat
+	// layer is the decoder layer on a chip, walk its backward pass, r its
+	// footprint at b sequences; inUse and inUseMatrix are layerInUse.
+	layer              layerView
+	walk               backwardSteps
+	r                  remat
+	inUse, inUseMatrix float64
 }
 
 // withBatch is sh with b sequences per chip per micro-batch.
@@ -262,6 +266,8 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	sh.s = j.Seq / sh.c
 	sh.ls = spec.Layers / sh.p
 	sh.layer = j.layerAt(sh.t)
+	sh.walk = j.backwardSteps(sh.layer, sh.s, j.Seq)
+	sh.inUse, sh.inUseMatrix = j.layerInUse(sh)
 	return j.withBatch(sh, j.GlobalBatch/shards), nil
 }
 
@@ -565,10 +571,19 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 	if pp.bubble > 0 {
 		est.Time.Bubble = seconds(est.Time.Compute.Seconds() * pp.bubble / (1 - pp.bubble))
 	}
+	// the collectives gather in the estimator's scratch and leave in one
+	// slice of their own (nil when there are none)
+	est.Comms = e.comms[:0]
 	e.communicate(&est, sh)
+	e.comms = est.Comms
+	est.Comms = nil
+	if len(e.comms) > 0 {
+		est.Comms = slices.Clone(e.comms)
+	}
 	est.Time.Step = est.Time.Compute + est.Time.Bubble + est.Time.ICI + est.Time.DCN + est.Time.Sync
 
-	chips := float64(m.Chips())
+	n := m.Chips()
+	chips := float64(n)
 	step := est.Time.Step.Seconds()
 	bf16, _ := chip.Peak(hw.BF16)
 	peak := float64(bf16) * chips
@@ -583,7 +598,7 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 	est.TokensPerSecondPerChip = tokens / step / chips
 	for _, cm := range est.Comms {
 		est.ICIBytesPerChip += cm.ICIBytes
-		est.DCNBytesPerStep += cm.DCNBytes * unit.Bytes(m.Chips())
+		est.DCNBytesPerStep += cm.DCNBytes * unit.Bytes(n)
 	}
 	return est, nil
 }

@@ -71,14 +71,14 @@ const (
 func (j Job) phases(sh shape, st stage, logits float64) stagePhases {
 	e := float64(j.Precision.Activation)
 	var ps stagePhases
-	walk := j.layerBackward(sh.layer, sh.b, sh.s, j.Seq)
+	walk := j.layerBackward(&sh.walk, sh.b, sh.s)
 	ps.step = walk.step
 	back := &ps.phase[0]
 	back.add("recomputed activations still live", walk.residuals)
 	back.add(BufferActivationGradients, walk.gradients)
 	back.add("MoE dispatch", j.expertBuffers(sh.b, sh.s))
 	back.add("ring of experts", j.ringBuffers(sh.e, sh.b*sh.s))
-	layer, matrix := j.layerInUse(sh)
+	layer, matrix := sh.inUse, sh.inUseMatrix
 	switch {
 	case sh.f*sh.e > 1:
 		back.add("gathered weights (FSDP)", layer*e)
@@ -208,10 +208,10 @@ type backwardWalk struct {
 	residuals, gradients float64
 }
 
-// layerBackward walks the backward pass of one decoder layer v (tensor
-// parallelism v.t), for b sequences of s local tokens attending over seq
-// keys, op by op, and returns the step at which its short-lived
-// activations peak.
+// backwardSteps walks the backward pass of one decoder layer v (tensor
+// parallelism v.t), for s local tokens attending over seq keys, op by op;
+// layerBackward finds the step at which its short-lived activations peak
+// for a batch.
 //
 // jax.checkpoint (MaxText wraps each decoder layer in it, layers/decoders.py
 // get_remat_policy) reruns the layer's forward before its backward, so
@@ -248,10 +248,9 @@ type backwardWalk struct {
 // It is over 80 lines because it walks the backward pass step by step,
 // each step a line of the table above, and the context axis adds its
 // gathered keys and values to each.
-func (j Job) layerBackward(v layerView, b, s, seq int) backwardWalk {
+func (j Job) backwardSteps(v layerView, s, seq int) backwardSteps {
 	spec := j.Model
 	e := float64(j.Precision.Activation)
-	tok := float64(b) * float64(s)
 	w, p, t := &v.widths, &v.places, v.t
 	d, f := w[LayerInput], w[MLPWi0]
 	heads := 0.0
@@ -319,18 +318,13 @@ func (j Job) layerBackward(v layerView, b, s, seq int) backwardWalk {
 	n := copy(steps[:], []step{
 		{"forward recompute", 0, none, 0},
 	})
+	out := backwardSteps{combine: -1, d: d}
 	if spec.MoE() {
 		// An MoE layer's backward opens with its combine: the gradient of
-		// the experts' outputs, one d_model row per routed row; dropless,
-		// MaxText unsorts the outputs before the weighted sum, and the
-		// custom sort's backward writes the gradient sorted into a second
-		// array (layers/moe.py unpermute, _sort_activations_custom_bwd
-		// @e591f30c).
-		rows := float64(ExpertRows(j.CapacityFactor, b, s, spec.ExpertsPerToken, spec.Experts)) / tok * float64(spec.DModel)
-		if j.CapacityFactor <= 0 {
-			rows *= 2
-		}
-		n += copy(steps[n:], []step{{"MoE combine backward", d + rows, none, 0}})
+		// the experts' outputs, one d_model row per routed row (its rows
+		// depend on the batch: layerBackward adds them).
+		out.combine = n
+		n += copy(steps[n:], []step{{"MoE combine backward", d, none, 0}})
 	}
 	n += copy(steps[n:], []step{
 		{"MLP down-projection", d + f, one(act), 0},
@@ -352,16 +346,57 @@ func (j Job) layerBackward(v layerView, b, s, seq int) backwardWalk {
 			{"QKV projections", d + dqkv + d, none, 0},
 		})
 	}
-	var best backwardWalk
+	out.n = n
 	for i, st := range steps[:n] {
-		if i == 0 || (live+st.extra+st.grads)*e*tok > best.residuals+best.gradients {
-			best = backwardWalk{step: st.name, residuals: (live + st.extra) * e * tok, gradients: st.grads * e * tok}
-		}
+		out.step[i] = backwardStep{name: st.name, live: live + st.extra, grads: st.grads}
 		for _, x := range st.frees {
 			if x >= 0 {
 				live -= rec[x]
 				rec[x] = 0
 			}
+		}
+	}
+	return out
+}
+
+// backwardSteps is a layer's backward walk (backwardSteps) whatever the
+// batch: at each step, the recomputed activations live and the gradients,
+// in elements per local token.
+type backwardSteps struct {
+	n    int
+	step [9]backwardStep
+	// combine is the MoE combine's step, -1 for none, whose gradient
+	// rows layerBackward adds to d, the layer input's width.
+	combine int
+	d       float64
+}
+
+type backwardStep struct {
+	name        string
+	live, grads float64
+}
+
+// layerBackward is the peak of the walk ws for b sequences of s local
+// tokens.
+func (j Job) layerBackward(ws *backwardSteps, b, s int) backwardWalk {
+	spec := j.Model
+	e := float64(j.Precision.Activation)
+	tok := float64(b) * float64(s)
+	var best backwardWalk
+	for i, st := range ws.step[:ws.n] {
+		if i == ws.combine {
+			// dropless, MaxText unsorts the outputs before the weighted
+			// sum, and the custom sort's backward writes the gradient
+			// sorted into a second array (layers/moe.py unpermute,
+			// _sort_activations_custom_bwd @e591f30c)
+			rows := float64(ExpertRows(j.CapacityFactor, b, s, spec.ExpertsPerToken, spec.Experts)) / tok * float64(spec.DModel)
+			if j.CapacityFactor <= 0 {
+				rows *= 2
+			}
+			st.grads = ws.d + rows
+		}
+		if i == 0 || (st.live+st.grads)*e*tok > best.residuals+best.gradients {
+			best = backwardWalk{step: st.name, residuals: st.live * e * tok, gradients: st.grads * e * tok}
 		}
 	}
 	return best

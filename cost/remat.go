@@ -2,6 +2,7 @@ package cost
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -44,10 +45,12 @@ const (
 )
 
 // Remats lists the policies, least recompute first.
-func Remats() []Remat {
-	return []Remat{RematNone, RematMinimalWithContext, RematMinimal, RematMinimalOffloaded, RematSaveDotExceptMLPWi,
-		RematSaveDotExceptMLP, RematSaveQKVProj, RematQKVProjOffloaded, RematSaveOutProj, RematFull, RematCustom}
-}
+func Remats() []Remat { return slices.Clone(policies[:]) }
+
+// policies is the policies Remats lists (an array: Remats hands out a
+// copy).
+var policies = [...]Remat{RematNone, RematMinimalWithContext, RematMinimal, RematMinimalOffloaded, RematSaveDotExceptMLPWi,
+	RematSaveDotExceptMLP, RematSaveQKVProj, RematQKVProjOffloaded, RematSaveOutProj, RematFull, RematCustom}
 
 // SearchRemats is the policies a plan tries when none is asked for:
 // MaxText's, one per distinct memory/recompute trade-off on device (the

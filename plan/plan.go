@@ -697,7 +697,7 @@ func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r co
 	j.MicroBatches = mb
 	j.Remat = r
 	j.RingOfExperts = ring
-	c, reason := w.fit(j, m)
+	c, reason := w.fit(j, m, out.tier)
 	if reason == cost.ReasonHBM && w.req.Axes != nil {
 		if u := w.unfitCandidate(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
 			out.unfit = u
@@ -711,8 +711,8 @@ func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r co
 }
 
 // fit picks the global batch (the request's, or the largest that fits HBM
-// within the limit) and costs the step.
-func (w *worker) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
+// within the limit) and costs the step of m, a layout of tier t.
+func (w *worker) fit(j cost.Job, m mesh.Mesh, t Tier) (Candidate, cost.Reason) {
 	// the expert axis shards the batch as data and fsdp do
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	reason := func(err error) cost.Reason {
@@ -776,7 +776,7 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 		}
 		panic(err) // memory passed, so the job and shape are valid
 	}
-	return Candidate{Estimate: est, Tier: TierOf(m)}, ""
+	return Candidate{Estimate: est, Tier: t}, ""
 }
 
 // better ranks by throughput, then by smaller batch, less memory, and the
