@@ -140,3 +140,41 @@ func TestBatchMemoryIsMemory(t *testing.T) {
 		t.Errorf("verdicts %v: want each of fits, does not fit, an infeasible layout and an invalid job at least 10 times", verdicts)
 	}
 }
+
+// TestBoundIsBelowTheStep: the bound a search prunes by never exceeds the
+// step Estimate reports, nor falls short of its throughput, for every case
+// at a batch that runs and one that does not fit; where it is equal, the
+// step has no exposed collectives.
+func TestBoundIsBelowTheStep(t *testing.T) {
+	e := NewEstimator()
+	n := 0
+	for _, c := range batchCases(t) {
+		m := layout(t, c.accel, c.slices, c.layout)
+		shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * c.j.MicroBatches
+		for _, b := range []int{1, 8, 256} {
+			j := c.j
+			j.GlobalBatch = b * shards
+			est, err := e.Estimate(j, m)
+			bound, boundErr := e.Bound(j, m)
+			if !reflect.DeepEqual(err, boundErr) {
+				t.Errorf("%s, batch %d: Bound error %v, Estimate error %v", c.name, j.GlobalBatch, boundErr, err)
+			}
+			if err != nil {
+				continue
+			}
+			n++
+			if got := bound.Step(); got > est.Time.Step || got < est.Time.Compute {
+				t.Errorf("%s, batch %d: bound %v, want between the compute %v and the step %v", c.name, j.GlobalBatch, got, est.Time.Compute, est.Time.Step)
+			}
+			if got := bound.TokensPerSecondPerChip(); got < est.TokensPerSecondPerChip {
+				t.Errorf("%s, batch %d: bound's throughput %v below the estimate's %v", c.name, j.GlobalBatch, got, est.TokensPerSecondPerChip)
+			}
+			if bound.Step() == est.Time.Step && est.Time.ICI+est.Time.DCN > 0 {
+				t.Errorf("%s, batch %d: bound %v equals the step with %v of collectives", c.name, j.GlobalBatch, bound.Step(), est.Time.ICI+est.Time.DCN)
+			}
+		}
+	}
+	if n < 40 {
+		t.Errorf("%d estimates compared, want at least 40", n)
+	}
+}

@@ -547,30 +547,83 @@ func (bm *BatchMemory) shape(globalBatch int) (shape, error) {
 // the layout cannot run returns an *Infeasible error; a job that does not
 // fit HBM is still estimated and reports Memory.Fits() false.
 func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
-	if err := e.validate(j); err != nil {
-		return Estimate{}, err
-	}
-	sh, err := shapeOf(j, m)
+	b, err := e.Bound(j, m)
 	if err != nil {
 		return Estimate{}, err
 	}
+	return e.Finish(b), nil
+}
+
+// Bound is an estimate as far as its compute, pipeline bubble and slice
+// sync: the part of the step the collectives only add to. Finish
+// completes it.
+type Bound struct {
+	est Estimate
+	sh  shape
+}
+
+// Bound is the first part of Estimate, with its errors: a search that
+// ranks layouts by throughput need not finish the estimate of one whose
+// bound is already slower than the layouts it keeps.
+func (e *Estimator) Bound(j Job, m mesh.Mesh) (Bound, error) {
+	if err := e.validate(j); err != nil {
+		return Bound{}, err
+	}
+	sh, err := shapeOf(j, m)
+	if err != nil {
+		return Bound{}, err
+	}
 	chip := m.Multislice.Slice.Chip
 	if _, err := j.MatmulPeak(chip); err != nil {
-		return Estimate{}, err
+		return Bound{}, err
 	}
 	est := Estimate{Mesh: m, Job: j, MicroBatchSize: sh.b}
 	if j.Model.MoE() {
 		est.TokensPerExpert = j.TokensPerExpert(sh.b, sh.s, sh.e)
 	}
-	est.Memory = e.memory(j, m, sh)
+	if j.ParameterOffload || j.OptimizerOffload {
+		// the offloaded state's PCIe time needs the host's share (Finish
+		// spells the memory out)
+		est.Memory = e.mostLoaded(j, m, sh).mem
+	}
 	if err := e.compute(&est, sh); err != nil {
-		return Estimate{}, err
+		return Bound{}, err
 	}
 	pp := e.pipe(j.Schedule, sh.p, sh.m, sh.v)
 	est.Bubble = pp.bubble
 	if pp.bubble > 0 {
 		est.Time.Bubble = seconds(est.Time.Compute.Seconds() * pp.bubble / (1 - pp.bubble))
 	}
+	// Every step ends in a barrier across slices: the step takes as long as
+	// the slowest slice's.
+	est.Time.Sync = seconds(est.Time.Compute.Seconds() * j.calibration().SliceJitter * e.maxNormal(m.Multislice.Slices))
+	return Bound{est: est, sh: sh}, nil
+}
+
+// Step is the bound's step: compute, bubble and sync, at most the
+// estimate's Time.Step.
+func (b Bound) Step() time.Duration { return b.est.Time.Compute + b.est.Time.Bubble + b.est.Time.Sync }
+
+// TokensPerSecondPerChip is the throughput at the bound's step, at least
+// the estimate's.
+func (b Bound) TokensPerSecondPerChip() float64 {
+	return tokensPerSecondPerChip(b.est.Job, b.est.Mesh.Chips(), b.Step())
+}
+
+// tokensPerSecondPerChip is j's throughput per chip at a step on n chips.
+// It never rises with the step: Duration.Seconds never falls as the
+// duration grows, nor does division by it rise.
+func tokensPerSecondPerChip(j Job, n int, step time.Duration) float64 {
+	return float64(j.GlobalBatch) * float64(j.Seq) / step.Seconds() / float64(n)
+}
+
+// Finish completes the estimate b began: the memory with its phases, the
+// collectives, the step, MFU and throughput.
+func (e *Estimator) Finish(b Bound) Estimate {
+	est, sh := b.est, b.sh
+	j, m := est.Job, est.Mesh
+	chip := m.Multislice.Slice.Chip
+	est.Memory = e.memory(j, m, sh)
 	// the collectives gather in the estimator's scratch and leave in one
 	// slice of their own (nil when there are none)
 	est.Comms = e.comms[:0]
@@ -595,12 +648,12 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 	}
 	est.MFUOther = j.Model.FLOPsPerToken(j.Seq, !j.CausalFLOPs) * tokens / (peak * step)
 	est.HFU = float64(est.HardwareFLOPs) / (peak * step)
-	est.TokensPerSecondPerChip = tokens / step / chips
+	est.TokensPerSecondPerChip = tokensPerSecondPerChip(j, n, est.Time.Step)
 	for _, cm := range est.Comms {
 		est.ICIBytesPerChip += cm.ICIBytes
 		est.DCNBytesPerStep += cm.DCNBytes * unit.Bytes(n)
 	}
-	return est, nil
+	return est
 }
 
 // MFUPeaks is the MFU with the peaks it is against, for text: "52.1% of
@@ -784,9 +837,6 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	est.Time.Contention = seconds(hidden.Seconds() * j.calibration().Contention)
 	est.Time.ICI = ici + est.Time.Contention + tpTime + t.ppICI + t.afterICI
 	est.Time.DCN = exposed(t.gradDCN, t.gatherDCN) + t.ppDCN + t.afterDCN
-	// Every step ends in a barrier across slices: the step takes as long as
-	// the slowest slice's.
-	est.Time.Sync = seconds(compute * j.calibration().SliceJitter * e.maxNormal(m.Multislice.Slices))
 }
 
 // tally collects a step's collectives into est.Comms and their times by

@@ -349,6 +349,65 @@ type worker struct {
 	req  Request
 	est  *cost.Estimator
 	keep int
+	// bar is, per tier, the throughput of the best layouts this worker
+	// knows of, best first, at most keep: those merged before the batch
+	// and its own since; expertBar is the best with an expert axis, when
+	// haveExpert. A layout no faster than a full bar is not among those
+	// the search keeps (outclassed).
+	bar        map[Tier][]float64
+	expertBar  float64
+	haveExpert bool
+}
+
+// outclassed marks a layout fit did not finish costing: its bound is
+// below the worker's bar. It is neither offered nor rejected.
+const outclassed cost.Reason = "outclassed"
+
+// know sets w's bars to the layouts s has merged.
+func (w *worker) know(s *searcher) {
+	if w.bar == nil {
+		w.bar = map[Tier][]float64{}
+	}
+	for t := range w.bar {
+		w.bar[t] = w.bar[t][:0]
+	}
+	for t, l := range s.best {
+		for _, c := range l {
+			w.bar[t] = append(w.bar[t], c.Estimate.TokensPerSecondPerChip)
+		}
+	}
+	w.haveExpert = s.expert != nil
+	if w.haveExpert {
+		w.expertBar = s.expert.Estimate.TokensPerSecondPerChip
+	}
+}
+
+// raise adds c, a layout w costed, to its bars.
+func (w *worker) raise(c Candidate) {
+	v := c.Estimate.TokensPerSecondPerChip
+	l := w.bar[c.Tier]
+	i := sort.Search(len(l), func(i int) bool { return v > l[i] })
+	if i < w.keep {
+		l = append(l, 0)
+		copy(l[i+1:], l[i:])
+		l[i] = v
+		w.bar[c.Tier] = l[:min(len(l), w.keep)]
+	}
+	if c.Estimate.Mesh.Size(mesh.Expert) > 1 && (!w.haveExpert || v > w.expertBar) {
+		w.expertBar, w.haveExpert = v, true
+	}
+}
+
+// outclassed reports whether a layout of tier t, with an expert axis or
+// not, whose throughput is at most max cannot be kept: keep layouts of
+// its tier are faster, each distinct (the merged and w's own since), and
+// with an expert axis so is the best of those.
+func (w *worker) outclassed(t Tier, max float64, expert bool) bool {
+	l := w.bar[t]
+	if len(l) < w.keep || !(max < l[w.keep-1]) {
+		return false
+	}
+	return !expert || (w.haveExpert && max < w.expertBar)
 }
 
 // outcome is what costing one mesh found: it is merged into the searcher
@@ -381,6 +440,9 @@ func (s *searcher) run(meshes []mesh.Mesh) {
 	outs := make([]outcome, min(meshBatch, len(meshes)))
 	for lo := 0; lo < len(meshes); lo += meshBatch {
 		batch := meshes[lo:min(lo+meshBatch, len(meshes))]
+		for _, w := range workers {
+			w.know(s)
+		}
 		if n == 1 {
 			for i, m := range batch {
 				outs[i] = s.layout(workers[0], m)
@@ -703,11 +765,15 @@ func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r co
 			out.unfit = u
 		}
 	}
-	if reason != "" {
-		out.rejected = append(out.rejected, reason)
+	switch reason {
+	case outclassed:
 		return
+	case "":
+		out.offers = offer(out.offers, c, w.keep)
+		w.raise(c)
+	default:
+		out.rejected = append(out.rejected, reason)
 	}
-	out.offers = offer(out.offers, c, w.keep)
 }
 
 // fit picks the global batch (the request's, or the largest that fits HBM
@@ -768,7 +834,7 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, t Tier) (Candidate, cost.Reason) {
 		}
 		j.GlobalBatch = lo * step * shards
 	}
-	est, err := w.est.Estimate(j, m)
+	b, err := w.est.Bound(j, m)
 	if err != nil {
 		var inf *cost.Infeasible
 		if errors.As(err, &inf) {
@@ -776,7 +842,10 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, t Tier) (Candidate, cost.Reason) {
 		}
 		panic(err) // memory passed, so the job and shape are valid
 	}
-	return Candidate{Estimate: est, Tier: t}, ""
+	if w.outclassed(t, b.TokensPerSecondPerChip(), m.Size(mesh.Expert) > 1) {
+		return Candidate{}, outclassed
+	}
+	return Candidate{Estimate: w.est.Finish(b), Tier: t}, ""
 }
 
 // better ranks by throughput, then by smaller batch, less memory, and the
