@@ -159,6 +159,12 @@ func TestBoundIsBelowTheStep(t *testing.T) {
 			if !reflect.DeepEqual(err, boundErr) {
 				t.Errorf("%s, batch %d: Bound error %v, Estimate error %v", c.name, j.GlobalBatch, boundErr, err)
 			}
+			if bm, bmErr := e.BatchMemory(c.j, m); bmErr == nil {
+				b2, err2 := bm.Bound(j.GlobalBatch)
+				if !reflect.DeepEqual(err2, err) || (err == nil && !reflect.DeepEqual(e.Finish(b2), est)) {
+					t.Errorf("%s, batch %d: BatchMemory.Bound finishes to another estimate (error %v, want %v)", c.name, j.GlobalBatch, err2, err)
+				}
+			}
 			if err != nil {
 				continue
 			}

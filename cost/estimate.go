@@ -144,7 +144,8 @@ type Estimator struct {
 	effs    map[effKey]float64
 	maxes   map[int]float64 // ExpectedMaxNormal by n
 	mxus    map[mxuKey]mxuStats
-	comms   []Comm // Estimate's scratch
+	layers  map[layerKey]layerShape // for model
+	comms   []Comm                  // Estimate's scratch
 }
 
 // maxNormal is ExpectedMaxNormal(n), integrated once per n.
@@ -165,7 +166,8 @@ type pipe struct {
 
 // NewEstimator returns an empty estimator.
 func NewEstimator() *Estimator {
-	return &Estimator{pipes: map[pipeKey]pipe{}, effs: map[effKey]float64{}, maxes: map[int]float64{}, mxus: map[mxuKey]mxuStats{}}
+	return &Estimator{pipes: map[pipeKey]pipe{}, effs: map[effKey]float64{}, maxes: map[int]float64{}, mxus: map[mxuKey]mxuStats{},
+		layers: map[layerKey]layerShape{}}
 }
 
 // validate is j.validate, with the model's own checks run once per spec.
@@ -180,6 +182,7 @@ func (e *Estimator) validate(j Job) error {
 		return err
 	}
 	e.model, e.checked = j.Model, true
+	clear(e.layers) // they are the last model's
 	return nil
 }
 
@@ -219,12 +222,51 @@ type shape struct {
 	s             int // tokens per chip per sequence (Seq / context)
 	ls            int // layers per stage
 	v             int // chunks of layers per device (interleaved, circular)
-	// layer is the decoder layer on a chip, walk its backward pass, r its
-	// footprint at b sequences; inUse and inUseMatrix are layerInUse.
+	layerShape
+	r remat // the layer's footprint at b sequences
+}
+
+// layerShape is a decoder layer on a chip whatever the batch: the layer,
+// its backward walk, and layerInUse's layer and matrix.
+type layerShape struct {
 	layer              layerView
 	walk               backwardSteps
-	r                  remat
 	inUse, inUseMatrix float64
+}
+
+// layerShape is sh's layer.
+func (j Job) layerShape(sh shape) layerShape {
+	ls := layerShape{layer: j.layerAt(sh.t)}
+	ls.walk = j.backwardSteps(ls.layer, sh.s, j.Seq)
+	ls.inUse, ls.inUseMatrix = j.layerInUse(sh)
+	return ls
+}
+
+// layerKey is what a layerShape depends on besides the model.
+type layerKey struct {
+	remat        Remat
+	custom       Places
+	capacity     float64
+	attention    AttentionKind
+	activation   int
+	t, s, seq, e int
+}
+
+// layerShape is j.layerShape, kept per layerKey for the estimator's model.
+func (e *Estimator) layerShape(j Job, sh shape) layerShape {
+	k := layerKey{j.Remat, j.Custom, j.CapacityFactor, j.Attention, j.Precision.Activation, sh.t, sh.s, j.Seq, sh.e}
+	if ls, ok := e.layers[k]; ok {
+		return ls
+	}
+	ls := j.layerShape(sh)
+	e.layers[k] = ls
+	return ls
+}
+
+// shapeOf is the package's shapeOf, its layer from the estimator's cache
+// (the job's model is the one validate last passed).
+func (e *Estimator) shapeOf(j Job, m mesh.Mesh) (shape, error) {
+	return shapeWith(j, m, e.layerShape)
 }
 
 // withBatch is sh with b sequences per chip per micro-batch.
@@ -234,7 +276,10 @@ func (j Job) withBatch(sh shape, b int) shape {
 	return sh
 }
 
-func shapeOf(j Job, m mesh.Mesh) (shape, error) {
+func shapeOf(j Job, m mesh.Mesh) (shape, error) { return shapeWith(j, m, Job.layerShape) }
+
+// shapeWith is shapeOf with the layer from layer.
+func shapeWith(j Job, m mesh.Mesh, layer func(Job, shape) layerShape) (shape, error) {
 	sh := shape{
 		d: m.Size(mesh.Data), f: m.Size(mesh.FSDP), t: m.Size(mesh.Tensor),
 		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), e: m.Size(mesh.Expert), m: j.MicroBatches, v: 1,
@@ -265,9 +310,7 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	}
 	sh.s = j.Seq / sh.c
 	sh.ls = spec.Layers / sh.p
-	sh.layer = j.layerAt(sh.t)
-	sh.walk = j.backwardSteps(sh.layer, sh.s, j.Seq)
-	sh.inUse, sh.inUseMatrix = j.layerInUse(sh)
+	sh.layerShape = layer(j, sh)
 	return j.withBatch(sh, j.GlobalBatch/shards), nil
 }
 
@@ -349,7 +392,7 @@ func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
 	if err := e.validate(j); err != nil {
 		return Memory{}, err
 	}
-	sh, err := shapeOf(j, m)
+	sh, err := e.shapeOf(j, m)
 	if err != nil {
 		return Memory{}, err
 	}
@@ -465,6 +508,8 @@ func (j Job) stageMemory(base stageBase, sh shape, st stage) stageMemory {
 // job's checks, its shape, the state and the schedule's micro-batches in
 // flight worked out once. A search asks it for every batch it tries.
 type BatchMemory struct {
+	e      *Estimator
+	m      mesh.Mesh
 	j      Job
 	sh     shape
 	shards int // sequences per step the batch is a multiple of
@@ -484,11 +529,11 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 	}
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	j.GlobalBatch = shards
-	sh, err := shapeOf(j, m)
+	sh, err := e.shapeOf(j, m)
 	if err != nil {
 		return BatchMemory{}, err
 	}
-	bm := BatchMemory{j: j, sh: sh, shards: shards, n: 1}
+	bm := BatchMemory{e: e, m: m, j: j, sh: sh, shards: shards, n: 1}
 	bm.stages[0] = e.stageBase(j, m, sh, firstStage)
 	if sh.p > 1 {
 		bm.stages[1], bm.n = e.stageBase(j, m, sh, lastStage), 2
@@ -526,6 +571,18 @@ func (bm *BatchMemory) Fits(globalBatch int) (bool, error) {
 	}
 	total, err := bm.Total(globalBatch)
 	return total <= bm.usable, err
+}
+
+// Bound is the estimator's Bound of the job at globalBatch, the job
+// checked and its shape worked out once for every batch.
+func (bm *BatchMemory) Bound(globalBatch int) (Bound, error) {
+	sh, err := bm.shape(globalBatch)
+	if err != nil {
+		return Bound{}, err
+	}
+	j := bm.j
+	j.GlobalBatch = globalBatch
+	return bm.e.bound(j, bm.m, sh)
 }
 
 // shape is the job's shape at globalBatch, or the error Memory gives.
@@ -569,10 +626,15 @@ func (e *Estimator) Bound(j Job, m mesh.Mesh) (Bound, error) {
 	if err := e.validate(j); err != nil {
 		return Bound{}, err
 	}
-	sh, err := shapeOf(j, m)
+	sh, err := e.shapeOf(j, m)
 	if err != nil {
 		return Bound{}, err
 	}
+	return e.bound(j, m, sh)
+}
+
+// bound is Bound of j, checked, on m in shape sh.
+func (e *Estimator) bound(j Job, m mesh.Mesh, sh shape) (Bound, error) {
 	chip := m.Multislice.Slice.Chip
 	if _, err := j.MatmulPeak(chip); err != nil {
 		return Bound{}, err

@@ -834,7 +834,7 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, t Tier) (Candidate, cost.Reason) {
 		}
 		j.GlobalBatch = lo * step * shards
 	}
-	b, err := w.est.Bound(j, m)
+	b, err := bm.Bound(j.GlobalBatch)
 	if err != nil {
 		var inf *cost.Infeasible
 		if errors.As(err, &inf) {
