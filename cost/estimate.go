@@ -144,8 +144,9 @@ type Estimator struct {
 	effs    map[effKey]float64
 	maxes   map[int]float64 // ExpectedMaxNormal by n
 	mxus    map[mxuKey]mxuStats
-	layers  map[layerKey]layerShape // for model
-	comms   []Comm                  // Estimate's scratch
+	layers  map[layerKey]layerShape  // for model
+	params  map[paramsKey][2]float64 // for model
+	comms   []Comm                   // Estimate's scratch
 }
 
 // maxNormal is ExpectedMaxNormal(n), integrated once per n.
@@ -167,7 +168,7 @@ type pipe struct {
 // NewEstimator returns an empty estimator.
 func NewEstimator() *Estimator {
 	return &Estimator{pipes: map[pipeKey]pipe{}, effs: map[effKey]float64{}, maxes: map[int]float64{}, mxus: map[mxuKey]mxuStats{},
-		layers: map[layerKey]layerShape{}}
+		layers: map[layerKey]layerShape{}, params: map[paramsKey][2]float64{}}
 }
 
 // validate is j.validate, with the model's own checks run once per spec.
@@ -183,6 +184,7 @@ func (e *Estimator) validate(j Job) error {
 	}
 	e.model, e.checked = j.Model, true
 	clear(e.layers) // they are the last model's
+	clear(e.params)
 	return nil
 }
 
@@ -224,6 +226,8 @@ type shape struct {
 	v             int // chunks of layers per device (interleaved, circular)
 	layerShape
 	r remat // the layer's footprint at b sequences
+	// params is stageParams of the first and the last stage.
+	params [2]float64
 }
 
 // layerShape is a decoder layer on a chip whatever the batch: the layer,
@@ -266,7 +270,26 @@ func (e *Estimator) layerShape(j Job, sh shape) layerShape {
 // shapeOf is the package's shapeOf, its layer from the estimator's cache
 // (the job's model is the one validate last passed).
 func (e *Estimator) shapeOf(j Job, m mesh.Mesh) (shape, error) {
-	return shapeWith(j, m, e.layerShape)
+	sh, err := shapeWith(j, m, e.layerShape)
+	if err != nil {
+		return sh, err
+	}
+	k := paramsKey{sh.t, sh.f, sh.e, sh.p, sh.ls}
+	params, ok := e.params[k]
+	if !ok {
+		params = j.stagesParams(sh)
+		e.params[k] = params
+	}
+	sh.params = params
+	return sh, nil
+}
+
+// paramsKey is what stageParams depends on besides the model.
+type paramsKey struct{ t, f, e, p, ls int }
+
+// stagesParams is stageParams of the first and the last stage.
+func (j Job) stagesParams(sh shape) [2]float64 {
+	return [2]float64{j.stageParams(sh, firstStage), j.stageParams(sh, lastStage)}
 }
 
 // withBatch is sh with b sequences per chip per micro-batch.
@@ -276,7 +299,13 @@ func (j Job) withBatch(sh shape, b int) shape {
 	return sh
 }
 
-func shapeOf(j Job, m mesh.Mesh) (shape, error) { return shapeWith(j, m, Job.layerShape) }
+func shapeOf(j Job, m mesh.Mesh) (shape, error) {
+	sh, err := shapeWith(j, m, Job.layerShape)
+	if err == nil {
+		sh.params = j.stagesParams(sh)
+	}
+	return sh, err
+}
 
 // shapeWith is shapeOf with the layer from layer.
 func shapeWith(j Job, m mesh.Mesh, layer func(Job, shape) layerShape) (shape, error) {
@@ -371,7 +400,7 @@ func (j Job) stageParams(sh shape, st stage) float64 {
 
 // paramsPerChip is the parameters of the most loaded chip.
 func (j Job) paramsPerChip(sh shape) float64 {
-	return max(j.stageParams(sh, firstStage), j.stageParams(sh, lastStage))
+	return max(sh.params[firstStage], sh.params[lastStage])
 }
 
 // TensorDivides reports whether tensor parallelism t can split the model:
@@ -436,7 +465,7 @@ func (e *Estimator) stageBase(j Job, m mesh.Mesh, sh shape, st stage) stageBase 
 	ms := m.Multislice
 	chip := ms.Slice.Chip
 	prec := j.Precision
-	params := j.stageParams(sh, st)
+	params := sh.params[st]
 	mem := Memory{
 		Weights:   unit.Bytes(params * float64(prec.Weight+prec.Master)),
 		Gradients: unit.Bytes(params * float64(prec.Gradient)),
