@@ -691,6 +691,9 @@ func (e *Estimator) bound(j Job, m mesh.Mesh, sh shape) (Bound, error) {
 	return Bound{est: est, sh: sh}, nil
 }
 
+// GlobalBatch is the batch the bound is of.
+func (b Bound) GlobalBatch() int { return b.est.Job.GlobalBatch }
+
 // Step is the bound's step: compute, bubble and sync, at most the
 // estimate's Time.Step.
 func (b Bound) Step() time.Duration { return b.est.Time.Compute + b.est.Time.Bubble + b.est.Time.Sync }

@@ -357,6 +357,18 @@ type worker struct {
 	bar        map[Tier][]float64
 	expertBar  float64
 	haveExpert bool
+	// batches remembers, on a multislice, each layout size's batches: a
+	// layout's memory depends on its size on each axis, not on which of
+	// its factors cross DCN, so the layouts that split the same sizes
+	// otherwise find the same batch (or the same reason), combination by
+	// combination in the order layout tries them.
+	batches map[[mesh.NumAxes]int][]batchFit
+}
+
+// batchFit is the batch fit chose for one combination, or why none runs.
+type batchFit struct {
+	batch  int
+	reason cost.Reason
 }
 
 // outclassed marks a layout fit did not finish costing: its bound is
@@ -736,21 +748,44 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	if w.req.Model.MoE() && m.Size(mesh.Expert) > 1 && w.req.CapacityFactor <= 0 {
 		rings = append(rings, true)
 	}
+	var sizes [mesh.NumAxes]int
+	for _, a := range mesh.All() {
+		sizes[a] = m.Size(a)
+	}
+	known, seen := w.batches[sizes]
+	remember := !seen && w.req.Multislice.Slices > 1
+	var fits []batchFit
+	i := 0
 	for _, sc := range scheds {
 		for _, mb := range micro {
 			for _, r := range remats {
 				for _, ring := range rings {
-					w.try(&out, m, sc.k, sc.v, mb, r, ring)
+					var prior *batchFit
+					if seen {
+						prior = &known[i]
+					}
+					i++
+					f := w.try(&out, m, sc.k, sc.v, mb, r, ring, prior)
+					if remember {
+						fits = append(fits, f)
+					}
 				}
 			}
 		}
+	}
+	if remember {
+		if w.batches == nil {
+			w.batches = map[[mesh.NumAxes]int][]batchFit{}
+		}
+		w.batches[sizes] = fits
 	}
 	return out
 }
 
 // try costs one mesh with one schedule, micro-batch count, policy and
-// expert dispatch.
-func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r cost.Remat, ring bool) {
+// expert dispatch, with the batch a mesh of its sizes found (prior) when
+// there is one, and returns the batch.
+func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r cost.Remat, ring bool, prior *batchFit) batchFit {
 	out.evaluated++
 	j := w.req.job()
 	if k != "" {
@@ -759,7 +794,8 @@ func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r co
 	j.MicroBatches = mb
 	j.Remat = r
 	j.RingOfExperts = ring
-	c, reason := w.fit(j, m, out.tier)
+	c, fit := w.fit(j, m, out.tier, prior)
+	reason := fit.reason
 	if reason == cost.ReasonHBM && w.req.Axes != nil {
 		if u := w.unfitCandidate(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
 			out.unfit = u
@@ -767,18 +803,64 @@ func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r co
 	}
 	switch reason {
 	case outclassed:
-		return
+		fit.reason = "" // the batch runs; the layout was not finished
 	case "":
 		out.offers = offer(out.offers, c, w.keep)
 		w.raise(c)
 	default:
 		out.rejected = append(out.rejected, reason)
 	}
+	return fit
 }
 
 // fit picks the global batch (the request's, or the largest that fits HBM
-// within the limit) and costs the step of m, a layout of tier t.
-func (w *worker) fit(j cost.Job, m mesh.Mesh, t Tier) (Candidate, cost.Reason) {
+// within the limit; prior's when a layout of m's sizes found it) and costs
+// the step of m, a layout of tier t. It returns the candidate and the
+// batch or why there is none: outclassed when the bound was too slow to
+// finish.
+func (w *worker) fit(j cost.Job, m mesh.Mesh, t Tier, prior *batchFit) (Candidate, batchFit) {
+	if prior != nil {
+		if prior.reason != "" {
+			return Candidate{}, *prior
+		}
+		j.GlobalBatch = prior.batch
+		b, err := w.est.Bound(j, m)
+		if err != nil {
+			panic(err) // a layout of the same sizes ran this batch
+		}
+		return w.finish(b, m, t)
+	}
+	var c Candidate
+	var bm cost.BatchMemory
+	f := w.fitBatch(j, m, &bm)
+	if f.reason == "" {
+		b, err := bm.Bound(f.batch)
+		if err != nil {
+			var inf *cost.Infeasible
+			if errors.As(err, &inf) {
+				return Candidate{}, batchFit{reason: inf.Reason}
+			}
+			panic(err) // memory passed, so the job and shape are valid
+		}
+		c, f = w.finish(b, m, t)
+	}
+	return c, f
+}
+
+// finish completes b's estimate for m, a layout of tier t, unless its
+// bound is outclassed.
+func (w *worker) finish(b cost.Bound, m mesh.Mesh, t Tier) (Candidate, batchFit) {
+	f := batchFit{batch: b.GlobalBatch()}
+	if w.outclassed(t, b.TokensPerSecondPerChip(), m.Size(mesh.Expert) > 1) {
+		f.reason = outclassed
+		return Candidate{}, f
+	}
+	return Candidate{Estimate: w.est.Finish(b), Tier: t}, f
+}
+
+// fitBatch picks the global batch of j on m, or says why none runs, and
+// sets bm to the job's memory on m.
+func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, bm *cost.BatchMemory) batchFit {
 	// the expert axis shards the batch as data and fsdp do
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	reason := func(err error) cost.Reason {
@@ -788,7 +870,6 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, t Tier) (Candidate, cost.Reason) {
 		}
 		panic(err) // the job was validated by defaults
 	}
-	var bm cost.BatchMemory
 	try := func(b int) cost.Reason {
 		fits, err := bm.Fits(b)
 		switch {
@@ -802,11 +883,11 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, t Tier) (Candidate, cost.Reason) {
 	if w.req.GlobalBatch > 0 {
 		j.GlobalBatch = w.req.GlobalBatch
 		var err error
-		if bm, err = w.est.BatchMemory(j, m); err != nil {
-			return Candidate{}, reason(err)
+		if *bm, err = w.est.BatchMemory(j, m); err != nil {
+			return batchFit{reason: reason(err)}
 		}
 		if why := try(j.GlobalBatch); why != "" {
-			return Candidate{}, why
+			return batchFit{reason: why}
 		}
 	} else {
 		// per-shard batches are multiples of step: 1, or the chip's
@@ -814,14 +895,14 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, t Tier) (Candidate, cost.Reason) {
 		step := max(w.req.microStep, 1)
 		hi := w.req.MaxGlobalBatch / shards / step
 		if hi < 1 {
-			return Candidate{}, ReasonBatchLimit
+			return batchFit{reason: ReasonBatchLimit}
 		}
 		var err error
-		if bm, err = w.est.BatchMemory(j, m); err != nil {
-			return Candidate{}, reason(err)
+		if *bm, err = w.est.BatchMemory(j, m); err != nil {
+			return batchFit{reason: reason(err)}
 		}
 		if why := try(step * shards); why != "" {
-			return Candidate{}, why
+			return batchFit{reason: why}
 		}
 		lo := 1 // fits; find the largest per-shard batch that does
 		for lo < hi {
@@ -834,18 +915,7 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, t Tier) (Candidate, cost.Reason) {
 		}
 		j.GlobalBatch = lo * step * shards
 	}
-	b, err := bm.Bound(j.GlobalBatch)
-	if err != nil {
-		var inf *cost.Infeasible
-		if errors.As(err, &inf) {
-			return Candidate{}, inf.Reason
-		}
-		panic(err) // memory passed, so the job and shape are valid
-	}
-	if w.outclassed(t, b.TokensPerSecondPerChip(), m.Size(mesh.Expert) > 1) {
-		return Candidate{}, outclassed
-	}
-	return Candidate{Estimate: w.est.Finish(b), Tier: t}, ""
+	return batchFit{batch: j.GlobalBatch}
 }
 
 // better ranks by throughput, then by smaller batch, less memory, and the
