@@ -184,3 +184,29 @@ func TestBoundIsBelowTheStep(t *testing.T) {
 		t.Errorf("%d estimates compared, want at least 40", n)
 	}
 }
+
+// TestBatchMemoryGrowsWithTheBatch: HBM per chip never falls as the batch
+// grows, shard by shard, for every case: the planner's bisection for the
+// largest batch that fits rests on it.
+func TestBatchMemoryGrowsWithTheBatch(t *testing.T) {
+	e := NewEstimator()
+	for _, c := range batchCases(t) {
+		m := layout(t, c.accel, c.slices, c.layout)
+		bm, err := e.BatchMemory(c.j, m)
+		if err != nil {
+			continue
+		}
+		last := unit.Bytes(0)
+		for n := 1; n <= 512; n++ {
+			total, err := bm.Total(n * bm.shards)
+			if err != nil {
+				t.Fatalf("%s, %d per shard: %v", c.name, n, err)
+			}
+			if total < last {
+				t.Errorf("%s: %v at %d sequences per shard, %v at %d", c.name, total, n, last, n-1)
+				break
+			}
+			last = total
+		}
+	}
+}
