@@ -35,18 +35,27 @@ func benchRequest(b *testing.B) Request {
 	return Request{Plan: pr, Tokens: 1e12, Region: "us-central1", Generations: gens, Modes: modes, Prices: ps}
 }
 
-// BenchmarkSweep reports the default sweep's configurations (generation
-// × slice × count) and rows (× mode) per second.
+// BenchmarkSweep times the default sweep (issue 31: well under 2 s on the
+// development machine) and reports it as configurations (generation ×
+// slice × count) and rows (× mode) per second, seconds per sweep and,
+// where the process's CPU time is read, CPU seconds per sweep (steadier
+// than wall time on a shared machine). The search runs on GOMAXPROCS
+// workers: -cpu 1,2 compares one and two.
 func BenchmarkSweep(b *testing.B) {
 	r := benchRequest(b)
 	var res Result
+	c0 := cpuTime()
 	for b.Loop() {
 		var err error
 		if res, err = Sweep(r); err != nil {
 			b.Fatal(err)
 		}
 	}
+	if cpu := cpuTime() - c0; c0 > 0 {
+		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/sweep")
+	}
 	configs := len(r.Generations) * len(DefaultSliceChips) * len(DefaultSliceCounts)
 	b.ReportMetric(float64(configs*b.N)/b.Elapsed().Seconds(), "configs/s")
 	b.ReportMetric(float64(len(res.Rows)*b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/sweep")
 }

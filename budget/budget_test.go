@@ -226,3 +226,24 @@ func TestParetoAgainstBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// TestModesShareOneSearch: a configuration is planned once, whatever its
+// modes and prices: its rows in every mode carry the one plan (the layout
+// and step depend only on the generation, slice and count and the job).
+func TestModesShareOneSearch(t *testing.T) {
+	res, err := Sweep(smallRequest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := map[string]*plan.Plan{}
+	for _, row := range res.Rows {
+		config := row.AcceleratorType + " x " + string(rune('0'+row.Slices))
+		if p, ok := plans[config]; ok && p != row.Plan {
+			t.Errorf("%s: mode %s carries a plan of its own, want the configuration's one", config, row.Mode)
+		}
+		plans[config] = row.Plan
+	}
+	if len(plans) != 2 || len(res.Rows) != 4 {
+		t.Errorf("%d configurations in %d rows, want 2 in 4 (two modes each)", len(plans), len(res.Rows))
+	}
+}

@@ -3,6 +3,7 @@ package cost
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"shardlab/collective"
@@ -132,8 +133,10 @@ type Estimate struct {
 	TokensPerExpert float64
 }
 
-// Estimator computes estimates, remembering the pipeline schedules it has
-// simulated. It is not safe for concurrent use.
+// Estimator computes estimates, remembering what layouts share: the
+// pipeline schedules it has simulated, the MXU efficiency of each GEMM
+// shape, a layer's shape and a stage's parameters for its model. It is
+// not safe for concurrent use.
 type Estimator struct {
 	// model is the last model spec that passed its checks (model.Spec is
 	// a value: a search costs one spec thousands of times).
@@ -143,6 +146,9 @@ type Estimator struct {
 	effs    map[effKey]float64
 	maxes   map[int]float64 // ExpectedMaxNormal by n
 	mxus    map[mxuKey]mxuStats
+	layers  map[layerKey]layerShape  // for model
+	params  map[paramsKey][2]float64 // for model
+	comms   []Comm                   // Estimate's scratch
 }
 
 // maxNormal is ExpectedMaxNormal(n), integrated once per n.
@@ -163,7 +169,8 @@ type pipe struct {
 
 // NewEstimator returns an empty estimator.
 func NewEstimator() *Estimator {
-	return &Estimator{pipes: map[pipeKey]pipe{}, effs: map[effKey]float64{}, maxes: map[int]float64{}, mxus: map[mxuKey]mxuStats{}}
+	return &Estimator{pipes: map[pipeKey]pipe{}, effs: map[effKey]float64{}, maxes: map[int]float64{}, mxus: map[mxuKey]mxuStats{},
+		layers: map[layerKey]layerShape{}, params: map[paramsKey][2]float64{}}
 }
 
 // validate is j.validate, with the model's own checks run once per spec.
@@ -178,6 +185,8 @@ func (e *Estimator) validate(j Job) error {
 		return err
 	}
 	e.model, e.checked = j.Model, true
+	clear(e.layers) // they are the last model's
+	clear(e.params)
 	return nil
 }
 
@@ -217,9 +226,91 @@ type shape struct {
 	s             int // tokens per chip per sequence (Seq / context)
 	ls            int // layers per stage
 	v             int // chunks of layers per device (interleaved, circular)
+	layerShape
+	r remat // the layer's footprint at b sequences
+	// params is stageParams of the first and the last stage.
+	params [2]float64
+}
+
+// layerShape is a decoder layer on a chip whatever the batch: the layer,
+// its backward walk, and layerInUse's layer and matrix.
+type layerShape struct {
+	layer              layerView
+	walk               backwardSteps
+	inUse, inUseMatrix float64
+}
+
+// layerShape is sh's layer.
+func (j Job) layerShape(sh shape) layerShape {
+	ls := layerShape{layer: j.layerAt(sh.t)}
+	ls.walk = j.backwardSteps(ls.layer, sh.s, j.Seq)
+	ls.inUse, ls.inUseMatrix = j.layerInUse(sh)
+	return ls
+}
+
+// layerKey is what a layerShape depends on besides the model.
+type layerKey struct {
+	remat        Remat
+	custom       Places
+	capacity     float64
+	attention    AttentionKind
+	activation   int
+	t, s, seq, e int
+}
+
+// layerShape is j.layerShape, kept per layerKey for the estimator's model.
+func (e *Estimator) layerShape(j Job, sh shape) layerShape {
+	k := layerKey{j.Remat, j.Custom, j.CapacityFactor, j.Attention, j.Precision.Activation, sh.t, sh.s, j.Seq, sh.e}
+	if ls, ok := e.layers[k]; ok {
+		return ls
+	}
+	ls := j.layerShape(sh)
+	e.layers[k] = ls
+	return ls
+}
+
+// shapeOf is the package's shapeOf, its layer from the estimator's cache
+// (the job's model is the one validate last passed).
+func (e *Estimator) shapeOf(j Job, m mesh.Mesh) (shape, error) {
+	sh, err := shapeWith(j, m, e.layerShape)
+	if err != nil {
+		return sh, err
+	}
+	k := paramsKey{sh.t, sh.f, sh.e, sh.p, sh.ls}
+	params, ok := e.params[k]
+	if !ok {
+		params = j.stagesParams(sh)
+		e.params[k] = params
+	}
+	sh.params = params
+	return sh, nil
+}
+
+// paramsKey is what stageParams depends on besides the model.
+type paramsKey struct{ t, f, e, p, ls int }
+
+// stagesParams is stageParams of the first and the last stage.
+func (j Job) stagesParams(sh shape) [2]float64 {
+	return [2]float64{j.stageParams(sh, firstStage), j.stageParams(sh, lastStage)}
+}
+
+// withBatch is sh with b sequences per chip per micro-batch.
+func (j Job) withBatch(sh shape, b int) shape {
+	sh.b = b
+	sh.r = j.rematIn(sh.layer, sh.b, sh.s, j.Seq)
+	return sh
 }
 
 func shapeOf(j Job, m mesh.Mesh) (shape, error) {
+	sh, err := shapeWith(j, m, Job.layerShape)
+	if err == nil {
+		sh.params = j.stagesParams(sh)
+	}
+	return sh, err
+}
+
+// shapeWith is shapeOf with the layer from layer.
+func shapeWith(j Job, m mesh.Mesh, layer func(Job, shape) layerShape) (shape, error) {
 	sh := shape{
 		d: m.Size(mesh.Data), f: m.Size(mesh.FSDP), t: m.Size(mesh.Tensor),
 		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), e: m.Size(mesh.Expert), m: j.MicroBatches, v: 1,
@@ -246,16 +337,20 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	// rule lists data, fsdp and expert)
 	shards := sh.d * sh.f * sh.e * sh.m
 	if j.GlobalBatch%shards != 0 {
-		detail := fmt.Sprintf("%d sequences over data %d x fsdp %d x %d micro-batches", j.GlobalBatch, sh.d, sh.f, sh.m)
-		if sh.e > 1 {
-			detail = fmt.Sprintf("%d sequences over data %d x fsdp %d x expert %d x %d micro-batches", j.GlobalBatch, sh.d, sh.f, sh.e, sh.m)
-		}
-		return sh, &Infeasible{Reason: ReasonBatch, Detail: detail}
+		return sh, &Infeasible{Reason: ReasonBatch, Detail: batchDetail(j.GlobalBatch, sh)}
 	}
-	sh.b = j.GlobalBatch / shards
 	sh.s = j.Seq / sh.c
 	sh.ls = spec.Layers / sh.p
-	return sh, nil
+	sh.layerShape = layer(j, sh)
+	return j.withBatch(sh, j.GlobalBatch/shards), nil
+}
+
+// batchDetail says why a global batch does not split over sh's shards.
+func batchDetail(globalBatch int, sh shape) string {
+	if sh.e > 1 {
+		return fmt.Sprintf("%d sequences over data %d x fsdp %d x expert %d x %d micro-batches", globalBatch, sh.d, sh.f, sh.e, sh.m)
+	}
+	return fmt.Sprintf("%d sequences over data %d x fsdp %d x %d micro-batches", globalBatch, sh.d, sh.f, sh.m)
 }
 
 // MicroBatchSize is j's sequences per chip per micro-batch on m (the
@@ -307,7 +402,7 @@ func (j Job) stageParams(sh shape, st stage) float64 {
 
 // paramsPerChip is the parameters of the most loaded chip.
 func (j Job) paramsPerChip(sh shape) float64 {
-	return max(j.stageParams(sh, firstStage), j.stageParams(sh, lastStage))
+	return max(sh.params[firstStage], sh.params[lastStage])
 }
 
 // TensorDivides reports whether tensor parallelism t can split the model:
@@ -328,32 +423,51 @@ func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
 	if err := e.validate(j); err != nil {
 		return Memory{}, err
 	}
-	sh, err := shapeOf(j, m)
+	sh, err := e.shapeOf(j, m)
 	if err != nil {
 		return Memory{}, err
 	}
 	return e.memory(j, m, sh), nil
 }
 
+// memory is HBM per chip on the most loaded pipeline stage, its phases
+// spelled out.
 func (e *Estimator) memory(j Job, m mesh.Mesh, sh shape) Memory {
-	first := e.stageMemory(j, m, sh, firstStage)
+	sm := e.mostLoaded(j, m, sh)
+	sm.mem.Phases, sm.mem.Peak = sm.phases.list(), sm.phases.name(sm.peak)
+	return sm.mem
+}
+
+// mostLoaded is the stage of the two (the same when there is one pipeline
+// stage) whose HBM total is larger, the first on a tie.
+func (e *Estimator) mostLoaded(j Job, m mesh.Mesh, sh shape) stageMemory {
+	first := j.stageMemory(e.stageBase(j, m, sh, firstStage), sh, firstStage)
 	if sh.p == 1 {
 		return first
 	}
-	if last := e.stageMemory(j, m, sh, lastStage); last.Total() > first.Total() {
+	if last := j.stageMemory(e.stageBase(j, m, sh, lastStage), sh, lastStage); last.mem.Total() > first.mem.Total() {
 		return last
 	}
 	return first
 }
 
-// stageMemory is HBM per chip on the first or last pipeline stage (the
-// same stage when there is one): the first holds the most micro-batches in
+// stageBase is what a pipeline stage's HBM holds whatever the batch: its
+// state (the gradients scaled by TempScale), HBM and usable HBM, the
+// state offloaded to the host, and the micro-batches its schedule keeps in
+// flight.
+type stageBase struct {
+	mem      Memory
+	inFlight float64 // micro-batches of activations held
+	logits   float64 // micro-batches of logits held
+}
+
+// stageBase is stage st's: the first holds the most micro-batches in
 // flight and the embedding, the last the output layer and the logits.
-func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
+func (e *Estimator) stageBase(j Job, m mesh.Mesh, sh shape, st stage) stageBase {
 	ms := m.Multislice
 	chip := ms.Slice.Chip
 	prec := j.Precision
-	params := j.stageParams(sh, st)
+	params := sh.params[st]
 	mem := Memory{
 		Weights:   unit.Bytes(params * float64(prec.Weight+prec.Master)),
 		Gradients: unit.Bytes(params * float64(prec.Gradient)),
@@ -369,72 +483,88 @@ func (e *Estimator) stageMemory(j Job, m mesh.Mesh, sh shape, st stage) Memory {
 		mem.Host += mem.Optimizer
 		mem.Optimizer = 0
 	}
+	mem.Gradients = j.tempScaled(mem.Gradients)
 	pp := e.pipe(j.Schedule, sh.p, sh.m, sh.v)
-	inFlight := pp.inFlight
+	b := stageBase{mem: mem, inFlight: pp.inFlight, logits: 1}
 	if st == lastStage {
-		inFlight = pp.lastInFlight
+		b.inFlight = pp.lastInFlight
 	}
-	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
-	held := float64(sh.ls) * inFlight
-	mem.Activations = unit.Bytes(held * r.device)
-	mem.Host += unit.Bytes(held * r.offload)
 	// Where every forward runs before the first backward (GPipe, and
 	// MaxText's circular pipeline), the last stage holds each of its
 	// micro-batches' logits until that micro-batch's backward.
-	logits := 1.0
 	if sh.p > 1 && (j.Schedule == schedule.GPipe || j.Schedule == schedule.Circular) {
-		logits = pp.lastInFlight
+		b.logits = pp.lastInFlight
 	}
-	mem.Phases = j.phases(sh, st, logits)
+	return b
+}
+
+// tempScaled is b scaled by TempScale (1 when it is 0).
+func (j Job) tempScaled(b unit.Bytes) unit.Bytes {
 	if k := j.TempScale; k > 0 {
-		scale := func(b unit.Bytes) unit.Bytes { return unit.Bytes(math.Round(float64(b) * k)) }
-		mem.Gradients, mem.Activations = scale(mem.Gradients), scale(mem.Activations)
-		for i := range mem.Phases {
-			for k := range mem.Phases[i].Buffers {
-				mem.Phases[i].Buffers[k].Bytes = scale(mem.Phases[i].Buffers[k].Bytes)
-			}
+		return unit.Bytes(math.Round(float64(b) * k))
+	}
+	return b
+}
+
+// stageMemory is a stage's HBM per chip at sh.b sequences per micro-batch:
+// the base's, the held activations and the largest phase (peak), whose
+// buffers stay in arrays until memory spells them out.
+type stageMemory struct {
+	mem    Memory
+	phases stagePhases
+	peak   int
+}
+
+func (j Job) stageMemory(base stageBase, sh shape, st stage) stageMemory {
+	sm := stageMemory{mem: base.mem}
+	mem := &sm.mem
+	held := float64(sh.ls) * base.inFlight
+	mem.Activations = j.tempScaled(unit.Bytes(held * sh.r.device))
+	mem.Host += unit.Bytes(held * sh.r.offload)
+	sm.phases = j.phases(sh, st, base.logits)
+	for i := range sm.phases.n {
+		pb := &sm.phases.phase[i]
+		for k := range pb.buf[:pb.n] {
+			pb.buf[k].Bytes = j.tempScaled(pb.buf[k].Bytes)
+		}
+		if b := pb.bytes(); b > mem.Transient || i == 0 {
+			mem.Transient, sm.peak = b, i
 		}
 	}
-	for _, ph := range mem.Phases {
-		if b := ph.Bytes(); b > mem.Transient || mem.Peak == "" {
-			mem.Transient, mem.Peak = b, ph.Name
-		}
-	}
-	return mem
+	return sm
 }
 
 // Estimate computes memory, time and traffic for one step of j on m. A job
 // the layout cannot run returns an *Infeasible error; a job that does not
 // fit HBM is still estimated and reports Memory.Fits() false.
 func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
-	if err := e.validate(j); err != nil {
-		return Estimate{}, err
-	}
-	sh, err := shapeOf(j, m)
+	b, err := e.Bound(j, m)
 	if err != nil {
 		return Estimate{}, err
 	}
+	return e.Finish(b), nil
+}
+
+// Finish completes the estimate b began: the memory with its phases, the
+// collectives, the step, MFU and throughput.
+func (e *Estimator) Finish(b Bound) Estimate {
+	est, sh := b.est, b.sh
+	j, m := est.Job, est.Mesh
 	chip := m.Multislice.Slice.Chip
-	if _, err := j.MatmulPeak(chip); err != nil {
-		return Estimate{}, err
-	}
-	est := Estimate{Mesh: m, Job: j, MicroBatchSize: sh.b}
-	if j.Model.MoE() {
-		est.TokensPerExpert = j.TokensPerExpert(sh.b, sh.s, sh.e)
-	}
 	est.Memory = e.memory(j, m, sh)
-	if err := e.compute(&est, sh); err != nil {
-		return Estimate{}, err
-	}
-	pp := e.pipe(j.Schedule, sh.p, sh.m, sh.v)
-	est.Bubble = pp.bubble
-	if pp.bubble > 0 {
-		est.Time.Bubble = seconds(est.Time.Compute.Seconds() * pp.bubble / (1 - pp.bubble))
-	}
+	// the collectives gather in the estimator's scratch and leave in one
+	// slice of their own (nil when there are none)
+	est.Comms = e.comms[:0]
 	e.communicate(&est, sh)
+	e.comms = est.Comms
+	est.Comms = nil
+	if len(e.comms) > 0 {
+		est.Comms = slices.Clone(e.comms)
+	}
 	est.Time.Step = est.Time.Compute + est.Time.Bubble + est.Time.ICI + est.Time.DCN + est.Time.Sync
 
-	chips := float64(m.Chips())
+	n := m.Chips()
+	chips := float64(n)
 	step := est.Time.Step.Seconds()
 	bf16, _ := chip.Peak(hw.BF16)
 	peak := float64(bf16) * chips
@@ -446,12 +576,12 @@ func (e *Estimator) Estimate(j Job, m mesh.Mesh) (Estimate, error) {
 	}
 	est.MFUOther = j.Model.FLOPsPerToken(j.Seq, !j.CausalFLOPs) * tokens / (peak * step)
 	est.HFU = float64(est.HardwareFLOPs) / (peak * step)
-	est.TokensPerSecondPerChip = tokens / step / chips
+	est.TokensPerSecondPerChip = tokensPerSecondPerChip(j, n, est.Time.Step)
 	for _, cm := range est.Comms {
 		est.ICIBytesPerChip += cm.ICIBytes
-		est.DCNBytesPerStep += cm.DCNBytes * unit.Bytes(m.Chips())
+		est.DCNBytesPerStep += cm.DCNBytes * unit.Bytes(n)
 	}
-	return est, nil
+	return est
 }
 
 // MFUPeaks is the MFU with the peaks it is against, for text: "52.1% of
@@ -489,7 +619,7 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	chips := float64(m.Chips())
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
 	layers := float64(spec.Layers)
-	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
+	r := sh.r
 
 	matmul := 6 * float64(spec.MatmulParams()) * tokens
 	matmul += j.expertPadding(tokens)
@@ -635,9 +765,6 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	est.Time.Contention = seconds(hidden.Seconds() * j.calibration().Contention)
 	est.Time.ICI = ici + est.Time.Contention + tpTime + t.ppICI + t.afterICI
 	est.Time.DCN = exposed(t.gradDCN, t.gatherDCN) + t.ppDCN + t.afterDCN
-	// Every step ends in a barrier across slices: the step takes as long as
-	// the slowest slice's.
-	est.Time.Sync = seconds(compute * j.calibration().SliceJitter * e.maxNormal(m.Multislice.Slices))
 }
 
 // tally collects a step's collectives into est.Comms and their times by
@@ -746,7 +873,7 @@ func (t *tally) context() {
 	c := m.Degree(mesh.Context)
 	kv := unit.Bytes(2 * float64(sh.b) * float64(sh.s) * float64(spec.KV()*spec.Head()) * float64(j.Precision.Activation) / float64(kvShards(spec.KV(), sh.t)))
 	per := 3
-	if j.rematOf(sh.b, sh.s, j.Seq, sh.t).attention {
+	if sh.r.attention {
 		per = 4
 	}
 	cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, m.Link(mesh.Context).Collective(), c.DCN, t.dcn(c.DCN))
@@ -820,7 +947,7 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 	spec := j.Model
 	per := 4
 	fwd := 1.0
-	if r := j.rematOf(sh.b, sh.s, j.Seq, sh.t); r.recompute > 0 || r.attention {
+	if r := sh.r; r.recompute > 0 || r.attention {
 		per, fwd = 6, 2
 	}
 	cost := collective.Hierarchical(collective.AllReduce, act, sh.t, m.Link(mesh.Tensor).Collective(), 1, collective.Link{})
@@ -871,7 +998,7 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 func (e *Estimator) parallelTensor(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool)) time.Duration {
 	j, m := est.Job, est.Mesh
 	spec := j.Model
-	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
+	r := sh.r
 	re := 0
 	if r.recompute > 0 {
 		re = 1
@@ -911,7 +1038,7 @@ func (e *Estimator) parallelTensor(est *Estimate, sh shape, act unit.Bytes, add 
 // Time.MXU is the time of.
 func mxuFLOPsPerChip(est *Estimate, sh shape) float64 {
 	j := est.Job
-	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
+	r := sh.r
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
 	return (6*float64(j.Model.MatmulParams()) + r.recompute*float64(j.Model.Layers)) * tokens / float64(est.Mesh.Chips())
 }

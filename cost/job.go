@@ -10,6 +10,7 @@ package cost
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"shardlab/hw"
@@ -303,11 +304,17 @@ func (j Job) validateSettings() error {
 	if err := CheckTrainable(j.Model); err != nil {
 		return err
 	}
-	if _, err := ParseRemat(string(j.Remat)); err != nil {
-		return bad("remat", j.Remat, remats())
+	// a name as the parsers spell it passes without parsing (a search
+	// checks a job per layout it costs)
+	if !slices.Contains(policies[:], j.Remat) {
+		if _, err := ParseRemat(string(j.Remat)); err != nil {
+			return bad("remat", j.Remat, remats())
+		}
 	}
-	if _, err := schedule.ParseKind(string(j.Schedule)); err != nil {
-		return bad("schedule", j.Schedule, "gpipe, 1f1b, interleaved or circular")
+	if k := j.Schedule; k != schedule.GPipe && k != schedule.OneFOneB && k != schedule.Interleaved && k != schedule.Circular {
+		if _, err := schedule.ParseKind(string(k)); err != nil {
+			return bad("schedule", j.Schedule, "gpipe, 1f1b, interleaved or circular")
+		}
 	}
 	if j.Chunks < 0 || j.Chunks > MaxChunks || (j.Chunks > 1 && !j.Schedule.Chunked()) || (j.Schedule == schedule.Interleaved && j.Chunks < 2) {
 		return bad("chunks", j.Chunks, "1 for gpipe and 1f1b, 2 to 64 for interleaved, 1 to 64 for circular")

@@ -68,44 +68,92 @@ const (
 // fuses the fp32 softmax and loss row by row), split over the vocabulary
 // tiles (MaxText num_vocab_tiling), and with FSDP the output layer's
 // gathered weights and unreduced gradients.
-func (j Job) phases(sh shape, st stage, logits float64) []Phase {
+func (j Job) phases(sh shape, st stage, logits float64) stagePhases {
 	e := float64(j.Precision.Activation)
-	// one allocation for both phases' buffers and one for the phases
-	bufs := make([]Buffer, 0, 8)
-	back := Phase{Buffers: bufs[:0:5]}
-	add := func(ph *Phase, name string, bytes float64) {
-		if bytes > 0 {
-			ph.Buffers = append(ph.Buffers, Buffer{Name: name, Bytes: unit.Bytes(bytes)})
-		}
-	}
-	walk := j.layerBackward(sh.b, sh.s, j.Seq, sh.t)
-	add(&back, "recomputed activations still live", walk.residuals)
-	add(&back, BufferActivationGradients, walk.gradients)
-	add(&back, "MoE dispatch", j.expertBuffers(sh.b, sh.s))
-	add(&back, "ring of experts", j.ringBuffers(sh.e, sh.b*sh.s))
-	layer, matrix := j.layerInUse(sh)
+	var ps stagePhases
+	walk := j.layerBackward(&sh.walk, sh.b, sh.s)
+	ps.step = walk.step
+	back := &ps.phase[0]
+	back.add("recomputed activations still live", walk.residuals)
+	back.add(BufferActivationGradients, walk.gradients)
+	back.add("MoE dispatch", j.expertBuffers(sh.b, sh.s))
+	back.add("ring of experts", j.ringBuffers(sh.e, sh.b*sh.s))
+	layer, matrix := sh.inUse, sh.inUseMatrix
 	switch {
 	case sh.f*sh.e > 1:
-		add(&back, "gathered weights (FSDP)", layer*e)
-		add(&back, "unreduced weight gradient (FSDP)", matrix*e)
+		back.add("gathered weights (FSDP)", layer*e)
+		back.add("unreduced weight gradient (FSDP)", matrix*e)
 	case j.Precision.Weight > j.Precision.Activation || j.ParameterOffload:
-		add(&back, "compute-dtype copy of the layer's weights", layer*e)
+		back.add("compute-dtype copy of the layer's weights", layer*e)
 	}
-	phases := make([]Phase, 1, 2)
-	phases[0] = back
+	ps.n = 1
 	if sh.p == 1 || st == lastStage {
-		out := Phase{Name: PhaseOutput, Buffers: bufs[5:5:8]}
+		out := &ps.phase[1]
 		tiles := float64(max(j.VocabTiles, 1))
 		row := float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * e / float64(sh.t) / tiles
-		add(&out, "logits", logits*row)
-		add(&out, "logits gradient", row)
+		out.add("logits", logits*row)
+		out.add("logits gradient", row)
 		if sh.f > 1 {
-			add(&out, "gathered output layer and its unreduced gradient (FSDP)", 2*float64(j.Model.Vocab)*float64(j.Model.DModel)/float64(sh.t)*e)
+			out.add("gathered output layer and its unreduced gradient (FSDP)", 2*float64(j.Model.Vocab)*float64(j.Model.DModel)/float64(sh.t)*e)
 		}
-		phases = append(phases, out)
+		ps.n = 2
 	}
-	phases[0].Name = PhaseLayerBackward + " (" + walk.step + ")"
-	return phases
+	return ps
+}
+
+// stagePhases is a stage's phases in arrays: the planner sums them for
+// every batch it tries, and only Memory's answer spells them out (list).
+// The first is the layer backward, the second, when n is 2, the output
+// layer and loss.
+type stagePhases struct {
+	n     int
+	step  string // where the layer backward peaks
+	phase [2]phaseBuffers
+}
+
+// phaseBuffers is one phase's buffers.
+type phaseBuffers struct {
+	n   int
+	buf [6]Buffer
+}
+
+// add appends a buffer of bytes, when there are any.
+func (pb *phaseBuffers) add(name string, bytes float64) {
+	if bytes > 0 {
+		pb.buf[pb.n] = Buffer{Name: name, Bytes: unit.Bytes(bytes)}
+		pb.n++
+	}
+}
+
+// bytes is the phase's buffers together (Phase.Bytes).
+func (pb *phaseBuffers) bytes() unit.Bytes {
+	var n unit.Bytes
+	for _, b := range pb.buf[:pb.n] {
+		n += b.Bytes
+	}
+	return n
+}
+
+// name is phase i's name.
+func (ps *stagePhases) name(i int) string {
+	if i == 0 {
+		return PhaseLayerBackward + " (" + ps.step + ")"
+	}
+	return PhaseOutput
+}
+
+// list spells the phases out.
+func (ps *stagePhases) list() []Phase {
+	// one allocation for the phases' buffers and one for the phases
+	bufs := make([]Buffer, 0, ps.phase[0].n+ps.phase[1].n)
+	out := make([]Phase, ps.n)
+	for i := range out {
+		pb := &ps.phase[i]
+		start := len(bufs)
+		bufs = append(bufs, pb.buf[:pb.n]...)
+		out[i] = Phase{Name: ps.name(i), Buffers: bufs[start:len(bufs):len(bufs)]}
+	}
+	return out
 }
 
 // layerInUse is the parameters of the largest layer a chip works on at
@@ -160,10 +208,10 @@ type backwardWalk struct {
 	residuals, gradients float64
 }
 
-// layerBackward walks the backward pass of one decoder layer, for b
-// sequences of s local tokens attending over seq keys with tensor
-// parallelism t, op by op, and returns the step at which its short-lived
-// activations peak.
+// backwardSteps walks the backward pass of one decoder layer v (tensor
+// parallelism v.t), for s local tokens attending over seq keys, op by op;
+// layerBackward finds the step at which its short-lived activations peak
+// for a batch.
 //
 // jax.checkpoint (MaxText wraps each decoder layer in it, layers/decoders.py
 // get_remat_policy) reruns the layer's forward before its backward, so
@@ -200,12 +248,10 @@ type backwardWalk struct {
 // It is over 80 lines because it walks the backward pass step by step,
 // each step a line of the table above, and the context axis adds its
 // gathered keys and values to each.
-func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
+func (j Job) backwardSteps(v layerView, s, seq int) backwardSteps {
 	spec := j.Model
 	e := float64(j.Precision.Activation)
-	tok := float64(b) * float64(s)
-	w := j.tensorWidths(t)
-	p := j.places()
+	w, p, t := &v.widths, &v.places, v.t
 	d, f := w[LayerInput], w[MLPWi0]
 	heads := 0.0
 	if j.Attention == AttentionDot {
@@ -305,18 +351,13 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 	n := copy(steps[:], []step{
 		{"forward recompute", 0, none, 0},
 	})
+	out := backwardSteps{combine: -1, d: d}
 	if spec.MoE() {
 		// An MoE layer's backward opens with its combine: the gradient of
-		// the experts' outputs, one d_model row per routed row; dropless,
-		// MaxText unsorts the outputs before the weighted sum, and the
-		// custom sort's backward writes the gradient sorted into a second
-		// array (layers/moe.py unpermute, _sort_activations_custom_bwd
-		// @e591f30c).
-		rows := float64(ExpertRows(j.CapacityFactor, b, s, spec.ExpertsPerToken, spec.Experts)) / tok * float64(spec.DModel)
-		if j.CapacityFactor <= 0 {
-			rows *= 2
-		}
-		n += copy(steps[n:], []step{{"MoE combine backward", d + rows, none, 0}})
+		// the experts' outputs, one d_model row per routed row (its rows
+		// depend on the batch: layerBackward adds them).
+		out.combine = n
+		n += copy(steps[n:], []step{{"MoE combine backward", d, none, 0}})
 	}
 	n += copy(steps[n:], []step{
 		{"MLP down-projection", d + f + dOut, one(act), 0},
@@ -338,16 +379,57 @@ func (j Job) layerBackward(b, s, seq, t int) backwardWalk {
 			{"QKV projections", d + dqkv + dn, one(gatherAttn), regather},
 		})
 	}
-	var best backwardWalk
+	out.n = n
 	for i, st := range steps[:n] {
-		if i == 0 || (live+st.extra+st.grads)*e*tok > best.residuals+best.gradients {
-			best = backwardWalk{step: st.name, residuals: (live + st.extra) * e * tok, gradients: st.grads * e * tok}
-		}
+		out.step[i] = backwardStep{name: st.name, live: live + st.extra, grads: st.grads}
 		for _, x := range st.frees {
 			if x >= 0 {
 				live -= rec[x]
 				rec[x] = 0
 			}
+		}
+	}
+	return out
+}
+
+// backwardSteps is a layer's backward walk (backwardSteps) whatever the
+// batch: at each step, the recomputed activations live and the gradients,
+// in elements per local token.
+type backwardSteps struct {
+	n    int
+	step [9]backwardStep
+	// combine is the MoE combine's step, -1 for none, whose gradient
+	// rows layerBackward adds to d, the layer input's width.
+	combine int
+	d       float64
+}
+
+type backwardStep struct {
+	name        string
+	live, grads float64
+}
+
+// layerBackward is the peak of the walk ws for b sequences of s local
+// tokens.
+func (j Job) layerBackward(ws *backwardSteps, b, s int) backwardWalk {
+	spec := j.Model
+	e := float64(j.Precision.Activation)
+	tok := float64(b) * float64(s)
+	var best backwardWalk
+	for i, st := range ws.step[:ws.n] {
+		if i == ws.combine {
+			// dropless, MaxText unsorts the outputs before the weighted
+			// sum, and the custom sort's backward writes the gradient
+			// sorted into a second array (layers/moe.py unpermute,
+			// _sort_activations_custom_bwd @e591f30c)
+			rows := float64(ExpertRows(j.CapacityFactor, b, s, spec.ExpertsPerToken, spec.Experts)) / tok * float64(spec.DModel)
+			if j.CapacityFactor <= 0 {
+				rows *= 2
+			}
+			st.grads = ws.d + rows
+		}
+		if i == 0 || (st.live+st.grads)*e*tok > best.residuals+best.gradients {
+			best = backwardWalk{step: st.name, residuals: st.live * e * tok, gradients: st.grads * e * tok}
 		}
 	}
 	return best
@@ -390,16 +472,11 @@ func (e *Estimator) MaxMicroBatch(j Job, m mesh.Mesh, limit int) (int, error) {
 	if err := e.validate(j); err != nil {
 		return 0, err
 	}
-	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * max(j.MicroBatches, 1)
-	fits := func(b int) (bool, error) {
-		k := j
-		k.GlobalBatch = b * shards
-		sh, err := shapeOf(k, m)
-		if err != nil {
-			return false, err
-		}
-		return e.memory(k, m, sh).Fits(), nil
+	bm, err := e.BatchMemory(j, m)
+	if err != nil {
+		return 0, err
 	}
+	fits := func(b int) (bool, error) { return bm.Fits(b * bm.shards) }
 	if ok, err := fits(1); err != nil || !ok {
 		return 0, err
 	}

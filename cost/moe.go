@@ -93,7 +93,7 @@ func (t *tally) experts() {
 	ed := m.Degree(mesh.Expert)
 	tokens := sh.b * sh.s
 	elem := j.Precision.Activation
-	r := j.rematOf(sh.b, sh.s, j.Seq, sh.t)
+	r := sh.r
 	per := ExpertAllToAllsPerLayer(r.recompute > 0 || r.attention)
 	count := int(math.Round(float64(per) * j.moeLayersPerStage(sh) * float64(sh.m)))
 	if j.RingOfExperts {

@@ -97,9 +97,10 @@ func (e *Estimator) mxu(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
 func (e *Estimator) mxuStats(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
 	var macs, cycles, mapped float64
 	var attnMACs, attnCycles float64
-	lossBy := map[string]float64{} // padded MACs wasted, per GEMM
-	macsBy := map[string]float64{}
-	for _, x := range j.layerGEMMs(sh) {
+	gemms := j.layerGEMMs(sh)
+	// padded MACs wasted and MACs, per GEMM (each GEMM's name is its own)
+	lossBy, macsBy := make([]float64, len(gemms)), make([]float64, len(gemms))
+	for i, x := range gemms {
 		g := x.g
 		for _, pass := range []systolic.GEMM{g, {M: g.M, K: g.N, N: g.K}, {M: g.K, K: g.M, N: g.N}} {
 			w := float64(pass.M) * float64(pass.K) * float64(pass.N) * x.count
@@ -119,23 +120,27 @@ func (e *Estimator) mxuStats(j Job, sh shape, p systolic.Preset) (mxuStats, erro
 			}
 			me := systolic.MappingEfficiency(systolic.WeightStationary, c, p.Rows, p.Cols)
 			mapped += w / me
-			lossBy[x.what] += w/me - w
-			macsBy[x.what] += w
+			lossBy[i] += w/me - w
+			macsBy[i] += w
 		}
 	}
 	st := mxuStats{efficiency: macs / cycles, padding: 1 - macs/mapped,
 		matmul: (macs - attnMACs) / (cycles - attnCycles), attention: attnMACs / attnCycles}
-	for what, loss := range lossBy {
-		if loss > 0.005*macsBy[what] { // the GEMM itself loses over 0.5 % to padding
-			st.ragged = append(st.ragged, what)
+	var ragged []int
+	for i, loss := range lossBy {
+		if loss > 0.005*macsBy[i] { // the GEMM itself loses over 0.5 % to padding
+			ragged = append(ragged, i)
 		}
 	}
-	sort.Slice(st.ragged, func(a, b int) bool {
-		if lossBy[st.ragged[a]] != lossBy[st.ragged[b]] {
-			return lossBy[st.ragged[a]] > lossBy[st.ragged[b]]
+	sort.Slice(ragged, func(a, b int) bool {
+		if lossBy[ragged[a]] != lossBy[ragged[b]] {
+			return lossBy[ragged[a]] > lossBy[ragged[b]]
 		}
-		return st.ragged[a] < st.ragged[b]
+		return gemms[ragged[a]].what < gemms[ragged[b]].what
 	})
+	for _, i := range ragged {
+		st.ragged = append(st.ragged, gemms[i].what)
+	}
 	return st, nil
 }
 

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -44,10 +45,12 @@ const (
 )
 
 // Remats lists the policies, least recompute first.
-func Remats() []Remat {
-	return []Remat{RematNone, RematMinimalWithContext, RematMinimal, RematMinimalOffloaded, RematSaveDotExceptMLPWi,
-		RematSaveDotExceptMLP, RematSaveQKVProj, RematQKVProjOffloaded, RematSaveOutProj, RematFull, RematCustom}
-}
+func Remats() []Remat { return slices.Clone(policies[:]) }
+
+// policies is the policies Remats lists (an array: Remats hands out a
+// copy).
+var policies = [...]Remat{RematNone, RematMinimalWithContext, RematMinimal, RematMinimalOffloaded, RematSaveDotExceptMLPWi,
+	RematSaveDotExceptMLP, RematSaveQKVProj, RematQKVProjOffloaded, RematSaveOutProj, RematFull, RematCustom}
 
 // SearchRemats is the policies a plan tries when none is asked for:
 // MaxText's, one per distinct memory/recompute trade-off on device (the
@@ -291,35 +294,56 @@ type remat struct {
 	attention bool
 }
 
+// layerView is what a decoder layer looks like on one chip whatever its
+// batch: each tagged tensor's place under the policy and its width with
+// tensor parallelism t, and the projections the policy redoes. A search
+// costs one job at many batches, so shapeOf works it out once per shape.
+type layerView struct {
+	t         int
+	places    Places
+	widths    [NumTensors]float64
+	recompute float64 // remat.recompute
+}
+
+// layerAt is j's layer with tensor parallelism t.
+func (j Job) layerAt(t int) layerView {
+	v := layerView{t: t, places: j.places(), widths: j.tensorWidths(t)}
+	for x := LayerInput; x < NumTensors; x++ {
+		if v.places[x] == Recompute && j.needed(x) {
+			v.recompute += j.tensorFLOPs(x)
+		}
+	}
+	return v
+}
+
 // rematOf is the policy's per-layer footprint for b sequences of s local
 // tokens attending over seq keys, with tensor parallelism t. Every policy
 // but none recomputes the cheap elementwise work (norms, activation
 // function, residual sums); none keeps their outputs too, and with
 // dot-product attention the softmax probabilities.
 func (j Job) rematOf(b, s, seq, t int) remat {
+	return j.rematIn(j.layerAt(t), b, s, seq)
+}
+
+// rematIn is rematOf on layer v.
+func (j Job) rematIn(v layerView, b, s, seq int) remat {
 	e := float64(j.Precision.Activation)
 	tokens := float64(b) * float64(s)
-	p := j.places()
-	w := j.tensorWidths(t)
-	var r remat
+	r := remat{recompute: v.recompute}
 	for x := LayerInput; x < NumTensors; x++ {
-		bytes := e * tokens * w[x]
-		switch p[x] {
+		bytes := e * tokens * v.widths[x]
+		switch v.places[x] {
 		case Device:
 			r.device += bytes
 		case Offload:
 			r.offload += bytes
-		case Recompute:
-			if j.needed(x) {
-				r.recompute += j.tensorFLOPs(x)
-			}
 		}
 	}
 	// The attention output is needed for the output projection's weight
 	// gradient; unless it is kept, the attention core runs again.
-	r.attention = p[Context] == Recompute
+	r.attention = v.places[Context] == Recompute
 	if j.Remat == RematNone {
-		r.device += j.elementwiseResiduals(b, s, seq, t)
+		r.device += j.elementwiseResiduals(b, s, seq, v.t)
 	}
 	return r
 }

@@ -13,11 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"shardlab/collective"
@@ -342,112 +339,8 @@ type searcher struct {
 	// expert is the best layout with expert parallelism, for a mixture of
 	// experts.
 	expert *Candidate
-}
-
-// worker costs meshes with its own estimator (whose caches are not safe to
-// share).
-type worker struct {
-	req  Request
-	est  *cost.Estimator
-	keep int
-}
-
-// uncached makes workers cost every job with a fresh estimator, as the
-// search did before the estimator kept its caches (b0cb13d): the baseline
-// the search benchmarks report against. Tests set it.
-var uncached bool
-
-// estimator is w's estimator, or a fresh one when uncached.
-func (w *worker) estimator() *cost.Estimator {
-	if uncached {
-		return cost.NewEstimator()
-	}
-	return w.est
-}
-
-// outcome is what costing one mesh found: it is merged into the searcher
-// in the order the meshes were enumerated, so the plan does not depend on
-// how many workers ran or how they were scheduled.
-type outcome struct {
-	tier      Tier
-	evaluated int
-	rejected  []cost.Reason
-	offers    []Candidate // the mesh's best keep, best first
-	unfit     *Candidate
-}
-
-// meshBatch is how many meshes are costed before their outcomes are
-// merged, which bounds the memory the outcomes hold.
-const meshBatch = 256
-
-// run costs the meshes on Request.Workers goroutines (0: one per CPU) and
-// merges their outcomes in order.
-func (s *searcher) run(meshes []mesh.Mesh) {
-	n := s.req.Workers
-	if n <= 0 {
-		n = runtime.GOMAXPROCS(0)
-	}
-	n = max(1, min(n, len(meshes)))
-	workers := make([]*worker, n)
-	for i := range workers {
-		workers[i] = &worker{req: s.req, est: cost.NewEstimator(), keep: s.keep}
-	}
-	outs := make([]outcome, min(meshBatch, len(meshes)))
-	for lo := 0; lo < len(meshes); lo += meshBatch {
-		batch := meshes[lo:min(lo+meshBatch, len(meshes))]
-		if n == 1 {
-			for i, m := range batch {
-				outs[i] = workers[0].layout(m)
-			}
-		} else {
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			for _, w := range workers {
-				wg.Go(func() {
-					for i := int(next.Add(1) - 1); i < len(batch); i = int(next.Add(1) - 1) {
-						outs[i] = w.layout(batch[i])
-					}
-				})
-			}
-			wg.Wait()
-		}
-		for i := range batch {
-			s.merge(outs[i])
-			outs[i] = outcome{}
-		}
-	}
-}
-
-// merge adds one mesh's outcome, as costing it in place would have.
-func (s *searcher) merge(o outcome) {
-	s.evaluated += o.evaluated
-	for _, r := range o.rejected {
-		s.rejected[o.tier][r]++
-	}
-	for _, c := range o.offers {
-		s.offer(c)
-		if c.Estimate.Mesh.Size(mesh.Expert) > 1 && (s.expert == nil || better(c, *s.expert)) {
-			s.expert = &c
-		}
-	}
-	if o.unfit != nil && (s.unfit == nil || o.unfit.Estimate.Memory.Total() < s.unfit.Estimate.Memory.Total()) {
-		s.unfit = o.unfit
-	}
-}
-
-// unfitCandidate costs a requested layout that does not fit, at the
-// request's batch or the smallest one, so the plan can show by how much it
-// misses.
-func (w *worker) unfitCandidate(j cost.Job, m mesh.Mesh) *Candidate {
-	j.GlobalBatch = w.req.GlobalBatch
-	if j.GlobalBatch == 0 {
-		j.GlobalBatch = m.Size(mesh.Data) * m.Size(mesh.FSDP) * j.MicroBatches
-	}
-	est, err := w.estimator().Estimate(j, m)
-	if err != nil {
-		return nil
-	}
-	return &Candidate{Estimate: est, Tier: TierOf(m)}
+	// layout costs a mesh: (*worker).layout.
+	layout func(*worker, mesh.Mesh) outcome
 }
 
 // Search plans the request: on its multislice, or, when the request holds
@@ -474,7 +367,13 @@ func search(r Request) (Plan, error) {
 	if r.DeviceAxes != nil {
 		return searchDevices(r)
 	}
-	s := &searcher{req: r, keep: r.Top,
+	return searchWith(r, (*worker).layout)
+}
+
+// searchWith is search of a request that passed defaults, each mesh costed
+// by layout.
+func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome) (Plan, error) {
+	s := &searcher{req: r, keep: r.Top, layout: layout,
 		rejected: map[Tier]map[cost.Reason]int{}, refusedDCN: map[cost.Reason]int{}, best: map[Tier][]Candidate{}}
 	for _, t := range tiers(r.Multislice.Slices) {
 		s.rejected[t] = map[cost.Reason]int{}
@@ -642,179 +541,6 @@ func searchAxes(spec model.Spec) []bool {
 		free[a] = a != mesh.Expert || spec.MoE()
 	}
 	return free
-}
-
-// layout costs one mesh over its micro-batch counts and remat policies.
-func (w *worker) layout(m mesh.Mesh) outcome {
-	out := outcome{tier: TierOf(m)}
-	p := m.Size(mesh.Pipeline)
-	micro := []int{1}
-	if p > 1 {
-		micro = []int{p, 2 * p, 4 * p, 8 * p}
-	}
-	remats := cost.SearchRemats()
-	if w.req.Remat != "" {
-		remats = []cost.Remat{w.req.Remat}
-	}
-	type sched struct {
-		k schedule.Kind
-		v int
-	}
-	scheds := []sched{{w.req.Schedule, max(w.req.Chunks, 1)}}
-	if p > 1 && w.req.Schedule == "" {
-		one, chunked := schedule.OneFOneB, schedule.Interleaved
-		if w.req.Framework == FrameworkMaxText {
-			one, chunked = "", schedule.Circular
-		}
-		scheds = []sched{{schedule.GPipe, 1}}
-		if one != "" {
-			scheds = append(scheds, sched{one, 1})
-		}
-		for _, v := range []int{2, 4} {
-			if w.req.Model.Layers%(p*v) == 0 {
-				scheds = append(scheds, sched{chunked, v})
-			}
-		}
-	}
-	// a dropless mixture of experts over an expert axis: the dispatch and
-	// combine all-to-alls, or MaxText's ring of experts
-	rings := []bool{false}
-	if w.req.Model.MoE() && m.Size(mesh.Expert) > 1 && w.req.CapacityFactor <= 0 {
-		rings = append(rings, true)
-	}
-	for _, sc := range scheds {
-		for _, mb := range micro {
-			for _, r := range remats {
-				for _, ring := range rings {
-					w.try(&out, m, sc.k, sc.v, mb, r, ring)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// try costs one mesh with one schedule, micro-batch count, policy and
-// expert dispatch.
-func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r cost.Remat, ring bool) {
-	out.evaluated++
-	j := w.req.job()
-	if k != "" {
-		j.Schedule, j.Chunks = k, v
-	}
-	j.MicroBatches = mb
-	j.Remat = r
-	j.RingOfExperts = ring
-	c, reason := w.fit(j, m)
-	if reason == cost.ReasonHBM && w.req.Axes != nil {
-		if u := w.unfitCandidate(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
-			out.unfit = u
-		}
-	}
-	if reason != "" {
-		out.rejected = append(out.rejected, reason)
-		return
-	}
-	out.offers = offer(out.offers, c, w.keep)
-}
-
-// fit picks the global batch (the request's, or the largest that fits HBM
-// within the limit) and costs the step.
-func (w *worker) fit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
-	// the expert axis shards the batch as data and fsdp do
-	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
-	try := func(b int) (cost.Memory, cost.Reason) {
-		j.GlobalBatch = b
-		mem, err := w.estimator().Memory(j, m)
-		if err != nil {
-			var inf *cost.Infeasible
-			if errors.As(err, &inf) {
-				return mem, inf.Reason
-			}
-			panic(err) // the job was validated by defaults
-		}
-		if !mem.Fits() {
-			return mem, cost.ReasonHBM
-		}
-		return mem, ""
-	}
-	if w.req.GlobalBatch > 0 {
-		j.GlobalBatch = w.req.GlobalBatch
-		if _, why := try(j.GlobalBatch); why != "" {
-			return Candidate{}, why
-		}
-	} else {
-		// per-shard batches are multiples of step: 1, or the chip's
-		// devices when they must split its sequences (microStep)
-		step := max(w.req.microStep, 1)
-		hi := w.req.MaxGlobalBatch / shards / step
-		if hi < 1 {
-			return Candidate{}, ReasonBatchLimit
-		}
-		if _, why := try(step * shards); why != "" {
-			return Candidate{}, why
-		}
-		lo := 1 // fits; find the largest per-shard batch that does
-		for lo < hi {
-			mid := lo + (hi-lo+1)/2
-			if _, why := try(mid * step * shards); why == "" {
-				lo = mid
-			} else {
-				hi = mid - 1
-			}
-		}
-		j.GlobalBatch = lo * step * shards
-	}
-	est, err := w.estimator().Estimate(j, m)
-	if err != nil {
-		var inf *cost.Infeasible
-		if errors.As(err, &inf) {
-			return Candidate{}, inf.Reason
-		}
-		panic(err) // memory passed, so the job and shape are valid
-	}
-	return Candidate{Estimate: est, Tier: TierOf(m)}, ""
-}
-
-// better ranks by throughput, then by smaller batch, less memory, and the
-// layout's spelling so the order is total and deterministic.
-func better(a, b Candidate) bool {
-	x, y := a.Estimate, b.Estimate
-	if x.TokensPerSecondPerChip != y.TokensPerSecondPerChip {
-		return x.TokensPerSecondPerChip > y.TokensPerSecondPerChip
-	}
-	if x.Job.GlobalBatch != y.Job.GlobalBatch {
-		return x.Job.GlobalBatch < y.Job.GlobalBatch
-	}
-	if x.Memory.Total() != y.Memory.Total() {
-		return x.Memory.Total() < y.Memory.Total()
-	}
-	if x.Job.MicroBatches != y.Job.MicroBatches {
-		return x.Job.MicroBatches < y.Job.MicroBatches
-	}
-	if x.Job.Remat != y.Job.Remat {
-		return x.Job.Remat < y.Job.Remat
-	}
-	return x.Mesh.String() < y.Mesh.String()
-}
-
-func (s *searcher) offer(c Candidate) {
-	s.best[c.Tier] = offer(s.best[c.Tier], c, s.keep)
-}
-
-// offer inserts c into list, best first, keeping at most keep.
-func offer(list []Candidate, c Candidate, keep int) []Candidate {
-	i := sort.Search(len(list), func(i int) bool { return better(c, list[i]) })
-	if i >= keep {
-		return list
-	}
-	list = append(list, Candidate{})
-	copy(list[i+1:], list[i:])
-	list[i] = c
-	if len(list) > keep {
-		list = list[:keep]
-	}
-	return list
 }
 
 func (s *searcher) choose() (Plan, error) {

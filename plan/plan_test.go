@@ -382,42 +382,42 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// benchmarkSearch times the search on every CPU against the one-worker
-// search of the same request in the same run, and reports both rates and
-// the speed-up.
-// benchmarkSearch plans r, and in each iteration, under the same load, on
-// one worker and on one worker with no estimator caches (the search
-// before b0cb13d, on one core: the speed issue's baseline). It reports
-// layouts/s on every CPU and on one worker, and the ratios; ns/op is one
-// iteration's three searches.
+// benchmarkSearch plans r in each iteration twice under the same load:
+// with the search and with the search as it was before issue 31's speed
+// work (searchReference), each on GOMAXPROCS workers (run with -cpu 1,2
+// for one and two). It reports the search's layouts/s and seconds per
+// plan, the reference's seconds per plan and how many times faster the
+// search is, in wall time and, where the process's CPU time is read, in
+// CPU time (cpu-s/plan, ref-cpu-s/plan, x-reference-cpu: steadier than
+// wall time on a shared machine); ns/op is one iteration's two searches.
 func benchmarkSearch(b *testing.B, r Request) {
-	seq := r
-	seq.Workers = 1
 	var n int
-	var tSeq, tPar, tUncached time.Duration
-	defer func() { uncached = false }()
+	var t, tRef, cpu, cpuRef time.Duration
 	for b.Loop() {
-		for _, run := range []struct {
-			r        Request
-			uncached bool
-			d        *time.Duration
-		}{{seq, true, &tUncached}, {seq, false, &tSeq}, {r, false, &tPar}} {
-			uncached = run.uncached
-			t0 := time.Now()
-			p, err := Search(run.r)
-			if err != nil {
-				b.Fatal(err)
-			}
-			*run.d += time.Since(t0)
-			if run.d == &tPar {
-				n += p.Evaluated
-			}
+		t0, c0 := time.Now(), cpuTime()
+		p, err := Search(r)
+		if err != nil {
+			b.Fatal(err)
 		}
+		t1, c1 := time.Now(), cpuTime()
+		if _, err := searchReference(r); err != nil {
+			b.Fatal(err)
+		}
+		t += t1.Sub(t0)
+		tRef += time.Since(t1)
+		cpu += c1 - c0
+		cpuRef += cpuTime() - c1
+		n += p.Evaluated
 	}
-	b.ReportMetric(float64(n)/tPar.Seconds(), "layouts/s")
-	b.ReportMetric(float64(n)/tSeq.Seconds(), "layouts/s-1-worker")
-	b.ReportMetric(tSeq.Seconds()/tPar.Seconds(), "speedup")
-	b.ReportMetric(tUncached.Seconds()/tPar.Seconds(), "x-uncached-1-worker")
+	b.ReportMetric(float64(n)/t.Seconds(), "layouts/s")
+	b.ReportMetric(t.Seconds()/float64(b.N), "s/plan")
+	b.ReportMetric(tRef.Seconds()/float64(b.N), "ref-s/plan")
+	b.ReportMetric(tRef.Seconds()/t.Seconds(), "x-reference")
+	if cpu > 0 {
+		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/plan")
+		b.ReportMetric(cpuRef.Seconds()/float64(b.N), "ref-cpu-s/plan")
+		b.ReportMetric(cpuRef.Seconds()/cpu.Seconds(), "x-reference-cpu")
+	}
 }
 
 func TestSearchIsTheSameOnAnyNumberOfWorkers(t *testing.T) {

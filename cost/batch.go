@@ -1,0 +1,182 @@
+package cost
+
+import (
+	"time"
+
+	"shardlab/mesh"
+	"shardlab/unit"
+)
+
+// A search costs one job at many batches and many layouts, most of which
+// it drops: BatchMemory weighs a job's memory batch by batch with its
+// checks and shape worked out once, and Bound is the part of an estimate
+// the collectives only add to, which the search finishes (Finish) only
+// for a layout that may be kept.
+
+// BatchMemory is the HBM per chip of one job on one layout as its global
+// batch varies: what Memory answers for the job at each batch, with the
+// job's checks, its shape, the state and the schedule's micro-batches in
+// flight worked out once. A search asks it for every batch it tries.
+type BatchMemory struct {
+	e      *Estimator
+	m      mesh.Mesh
+	j      Job
+	sh     shape
+	shards int // sequences per step the batch is a multiple of
+	stages [2]stageBase
+	n      int // pipeline stages to weigh: 1, or the first and last
+	// state is the larger stage state: no batch takes less HBM
+	state, usable unit.Bytes
+}
+
+// BatchMemory checks j on m as Memory does, but for the global batch, and
+// returns its memory as a function of the batch. The error, when there is
+// one, is what Memory returns at every positive batch.
+func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
+	j.GlobalBatch = 1
+	if err := e.validate(j); err != nil {
+		return BatchMemory{}, err
+	}
+	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
+	j.GlobalBatch = shards
+	sh, err := e.shapeOf(j, m)
+	if err != nil {
+		return BatchMemory{}, err
+	}
+	bm := BatchMemory{e: e, m: m, j: j, sh: sh, shards: shards, n: 1}
+	bm.stages[0] = e.stageBase(j, m, sh, firstStage)
+	if sh.p > 1 {
+		bm.stages[1], bm.n = e.stageBase(j, m, sh, lastStage), 2
+	}
+	for _, b := range bm.stages[:bm.n] {
+		bm.state = max(bm.state, b.mem.State())
+	}
+	bm.usable = bm.stages[0].mem.Usable
+	return bm, nil
+}
+
+// Total is Memory's total for the job at globalBatch sequences per step
+// (Memory.Total), or Memory's error.
+func (bm *BatchMemory) Total(globalBatch int) (unit.Bytes, error) {
+	sh, err := bm.shape(globalBatch)
+	if err != nil {
+		return 0, err
+	}
+	total := unit.Bytes(0)
+	for i, b := range bm.stages[:bm.n] {
+		total = max(total, bm.j.stageMemory(b, sh, stage(i)).mem.Total())
+	}
+	return total, nil
+}
+
+// Fits is Memory's Fits for the job at globalBatch sequences per step, or
+// Memory's error. A layout whose state alone exceeds the usable HBM does
+// not fit at any batch: the activations and the phases only add to it.
+func (bm *BatchMemory) Fits(globalBatch int) (bool, error) {
+	if bm.state > bm.usable {
+		if _, err := bm.shape(globalBatch); err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	total, err := bm.Total(globalBatch)
+	return total <= bm.usable, err
+}
+
+// Bound is the estimator's Bound of the job at globalBatch, the job
+// checked and its shape worked out once for every batch.
+func (bm *BatchMemory) Bound(globalBatch int) (Bound, error) {
+	sh, err := bm.shape(globalBatch)
+	if err != nil {
+		return Bound{}, err
+	}
+	j := bm.j
+	j.GlobalBatch = globalBatch
+	return bm.e.bound(j, bm.m, sh)
+}
+
+// shape is the job's shape at globalBatch, or the error Memory gives.
+func (bm *BatchMemory) shape(globalBatch int) (shape, error) {
+	switch {
+	case globalBatch <= 0:
+		// the job's checks come first, and only the sequence length's
+		// before the batch's: it passed them
+		j := bm.j
+		j.GlobalBatch = globalBatch
+		return shape{}, j.validateSettings()
+	case globalBatch%bm.shards != 0:
+		return shape{}, &Infeasible{Reason: ReasonBatch, Detail: batchDetail(globalBatch, bm.sh)}
+	}
+	return bm.j.withBatch(bm.sh, globalBatch/bm.shards), nil
+}
+
+// Bound is an estimate as far as its compute, pipeline bubble and slice
+// sync: the part of the step the collectives only add to. Finish
+// completes it.
+type Bound struct {
+	est Estimate
+	sh  shape
+}
+
+// Bound is the first part of Estimate, with its errors: a search that
+// ranks layouts by throughput need not finish the estimate of one whose
+// bound is already slower than the layouts it keeps.
+func (e *Estimator) Bound(j Job, m mesh.Mesh) (Bound, error) {
+	if err := e.validate(j); err != nil {
+		return Bound{}, err
+	}
+	sh, err := e.shapeOf(j, m)
+	if err != nil {
+		return Bound{}, err
+	}
+	return e.bound(j, m, sh)
+}
+
+// bound is Bound of j, checked, on m in shape sh.
+func (e *Estimator) bound(j Job, m mesh.Mesh, sh shape) (Bound, error) {
+	chip := m.Multislice.Slice.Chip
+	if _, err := j.MatmulPeak(chip); err != nil {
+		return Bound{}, err
+	}
+	est := Estimate{Mesh: m, Job: j, MicroBatchSize: sh.b}
+	if j.Model.MoE() {
+		est.TokensPerExpert = j.TokensPerExpert(sh.b, sh.s, sh.e)
+	}
+	if j.ParameterOffload || j.OptimizerOffload {
+		// the offloaded state's PCIe time needs the host's share (Finish
+		// spells the memory out)
+		est.Memory = e.mostLoaded(j, m, sh).mem
+	}
+	if err := e.compute(&est, sh); err != nil {
+		return Bound{}, err
+	}
+	pp := e.pipe(j.Schedule, sh.p, sh.m, sh.v)
+	est.Bubble = pp.bubble
+	if pp.bubble > 0 {
+		est.Time.Bubble = seconds(est.Time.Compute.Seconds() * pp.bubble / (1 - pp.bubble))
+	}
+	// Every step ends in a barrier across slices: the step takes as long as
+	// the slowest slice's.
+	est.Time.Sync = seconds(est.Time.Compute.Seconds() * j.calibration().SliceJitter * e.maxNormal(m.Multislice.Slices))
+	return Bound{est: est, sh: sh}, nil
+}
+
+// GlobalBatch is the batch the bound is of.
+func (b Bound) GlobalBatch() int { return b.est.Job.GlobalBatch }
+
+// Step is the bound's step: compute, bubble and sync, at most the
+// estimate's Time.Step.
+func (b Bound) Step() time.Duration { return b.est.Time.Compute + b.est.Time.Bubble + b.est.Time.Sync }
+
+// TokensPerSecondPerChip is the throughput at the bound's step, at least
+// the estimate's.
+func (b Bound) TokensPerSecondPerChip() float64 {
+	return tokensPerSecondPerChip(b.est.Job, b.est.Mesh.Chips(), b.Step())
+}
+
+// tokensPerSecondPerChip is j's throughput per chip at a step on n chips.
+// It never rises with the step: Duration.Seconds never falls as the
+// duration grows, nor does division by it rise.
+func tokensPerSecondPerChip(j Job, n int, step time.Duration) float64 {
+	return float64(j.GlobalBatch) * float64(j.Seq) / step.Seconds() / float64(n)
+}

@@ -1,0 +1,212 @@
+package cost
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"shardlab/mesh"
+	"shardlab/model"
+	"shardlab/schedule"
+	"shardlab/unit"
+)
+
+// batchCase is a job on a layout whose memory the tests below weigh at
+// many batches.
+type batchCase struct {
+	name   string
+	j      Job
+	accel  string
+	slices int
+	layout string
+}
+
+// batchCases covers what a layout's memory depends on: dense and
+// mixture-of-experts models (a dropless ring of experts, a capacity
+// factor, dense and MoE layers mixed), latent attention, a parallel
+// block, every remat policy, pipelines of each schedule with their
+// micro-batches (the first and last stage differ), offload, a memory
+// calibration, vocabulary tiles, dot-product attention, and layouts that
+// cannot run the job at all.
+func batchCases(t testing.TB) []batchCase {
+	var cases []batchCase
+	add := func(spec model.Spec, accel string, slices int, layout string, change func(*Job)) {
+		j := NewJob(spec, spec.SeqLen, 1)
+		if change != nil {
+			change(&j)
+		}
+		cases = append(cases, batchCase{fmt.Sprintf("%s on %d x %s %s, %s %s", spec.Name, slices, accel, layout, j.Remat, j.Schedule), j, accel, slices, layout})
+	}
+	for _, r := range Remats() {
+		add(lookup(t, "llama3-8b"), "v5p-8", 1, "fsdp=4", func(j *Job) {
+			j.Remat = r
+			j.Custom, _ = ParseCustom("query_proj=offload,mlpwi_0=device")
+		})
+	}
+	add(lookup(t, "llama3-70b"), "v5p-128", 1, "fsdp=16,tensor=4", nil)
+	add(lookup(t, "llama3-70b"), "v5p-128", 2, "fsdp=16,tensor=4,data=2(dcn)", func(j *Job) { j.Remat = RematSaveDotExceptMLP })
+	add(lookup(t, "llama3-405b"), "v5p-8", 1, "fsdp=4", nil) // the state alone does not fit
+	for _, k := range []struct {
+		kind           schedule.Kind
+		chunks, micros int
+	}{{schedule.GPipe, 1, 8}, {schedule.OneFOneB, 1, 4}, {schedule.Interleaved, 2, 8}, {schedule.Circular, 4, 4}, {schedule.Interleaved, 2, 6}} {
+		add(lookup(t, "llama3-70b"), "v5p-128", 2, "fsdp=16,pipeline=4,pipeline=2(dcn)", func(j *Job) {
+			j.Schedule, j.Chunks, j.MicroBatches = k.kind, k.chunks, k.micros
+			j.Remat = RematMinimal
+		})
+	}
+	add(lookup(t, "llama3-70b"), "v6e-32", 1, "fsdp=32", func(j *Job) {
+		j.OptimizerOffload, j.ParameterOffload, j.Precision = true, true, MaxTextBF16Precision()
+	})
+	add(lookup(t, "llama3-8b"), "tpu7x-8", 1, "fsdp=2,context=2", func(j *Job) {
+		j.TempScale, j.VocabTiles, j.HBMHeadroom, j.Attention = 1.37, 4, 0.1, AttentionDot
+	})
+	add(lookup(t, "gemma2-9b"), "v5litepod-16", 1, "data=2,tensor=8", func(j *Job) { j.Remat, j.Dropout = RematNone, true })
+	add(lookup(t, "mixtral-8x7b"), "v5p-128", 1, "fsdp=8,expert=8", nil)
+	add(lookup(t, "mixtral-8x7b"), "v5p-128", 1, "fsdp=8,expert=8", func(j *Job) { j.RingOfExperts = true })
+	add(lookup(t, "mixtral-8x7b"), "v5p-64", 1, "fsdp=4,expert=2,tensor=4", func(j *Job) { j.CapacityFactor = 1.25 })
+	add(lookup(t, "llama4-maverick"), "v5p-256", 1, "fsdp=16,expert=8", func(j *Job) { j.LoadImbalance = 1.3 })
+	add(lookup(t, "deepseek3-671b"), "v5p-512", 1, "fsdp=32,expert=8", nil)
+	add(lookup(t, "gemma-2b"), "v5p-32", 1, "tensor=16", nil) // tensor does not divide the heads
+	add(lookup(t, "llama3-70b"), "v5p-128", 1, "fsdp=16,pipeline=4", func(j *Job) { j.MicroBatches = 2 })
+	add(lookup(t, "llama3-70b"), "v5p-128", 1, "fsdp=64", func(j *Job) { j.MicroBatches = 2 }) // micro-batches without stages
+	return cases
+}
+
+// TestBatchMemoryIsMemory holds BatchMemory to Memory, its second
+// implementation: at every batch, from none to past what fits and batches
+// that do not split over the shards, the same total, the same verdict and
+// the same error.
+func TestBatchMemoryIsMemory(t *testing.T) {
+	e := NewEstimator()
+	verdicts := map[string]int{}
+	cases := batchCases(t)
+	// and each once more with the usable HBM just above what one sequence
+	// per shard takes, where the state is close to all of it
+	for _, c := range cases[:len(cases):len(cases)] {
+		m := layout(t, c.accel, c.slices, c.layout)
+		j := c.j
+		j.GlobalBatch = m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
+		mem, err := e.Memory(j, m)
+		if err != nil {
+			continue
+		}
+		usable := float64(mem.Total()) + float64(mem.Total()-mem.State())/4
+		c.j.HBMHeadroom = 1 - usable/float64(m.Multislice.Slice.Chip.UsableHBM(0))
+		if c.j.HBMHeadroom > 0 && c.j.HBMHeadroom < 1 {
+			c.name += fmt.Sprintf(", headroom %.4f", c.j.HBMHeadroom)
+			cases = append(cases, c)
+		}
+	}
+	for _, c := range cases {
+		m := layout(t, c.accel, c.slices, c.layout)
+		bm, bmErr := e.BatchMemory(c.j, m)
+		shards := max(bm.shards, 1)
+		for _, b := range []int{-1, 0, 1, 3, shards, 2 * shards, 3*shards + 1, 5 * shards, 17 * shards, 64 * shards, 300 * shards} {
+			j := c.j
+			j.GlobalBatch = b
+			mem, err := e.Memory(j, m)
+			var total unit.Bytes
+			var fits bool
+			var gotErr, fitsErr error = bmErr, bmErr
+			switch {
+			case bmErr == nil:
+				total, gotErr = bm.Total(b)
+				fits, fitsErr = bm.Fits(b)
+			case b <= 0:
+				continue // BatchMemory's error is Memory's at a positive batch
+			}
+			if !reflect.DeepEqual(gotErr, err) || !reflect.DeepEqual(fitsErr, err) {
+				t.Errorf("%s, batch %d: BatchMemory errors %v and %v, Memory %v", c.name, b, gotErr, fitsErr, err)
+				continue
+			}
+			if err != nil {
+				verdicts[fmt.Sprintf("%T", err)]++
+				continue
+			}
+			verdicts[fmt.Sprint("fits ", fits)]++
+			if total != mem.Total() || fits != mem.Fits() {
+				t.Errorf("%s, batch %d: BatchMemory total %v (fits %v), Memory %v (fits %v)", c.name, b, total, fits, mem.Total(), mem.Fits())
+			}
+			// the bound Fits rejects by: no batch takes less than the
+			// state of the most loaded stage
+			if bm.state > mem.Total() || bm.state < mem.State() {
+				t.Errorf("%s, batch %d: state bound %v, want between the state %v and the total %v", c.name, b, bm.state, mem.State(), mem.Total())
+			}
+		}
+	}
+	t.Logf("verdicts: %v", verdicts)
+	if verdicts["fits true"] < 20 || verdicts["fits false"] < 20 || verdicts["*cost.Infeasible"] < 10 || verdicts["*fmt.wrapError"] < 10 {
+		t.Errorf("verdicts %v: want each of fits, does not fit, an infeasible layout and an invalid job at least 10 times", verdicts)
+	}
+}
+
+// TestBoundIsBelowTheStep: the bound a search prunes by never exceeds the
+// step Estimate reports, nor falls short of its throughput, for every case
+// at a batch that runs and one that does not fit; where it is equal, the
+// step has no exposed collectives.
+func TestBoundIsBelowTheStep(t *testing.T) {
+	e := NewEstimator()
+	n := 0
+	for _, c := range batchCases(t) {
+		m := layout(t, c.accel, c.slices, c.layout)
+		shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * c.j.MicroBatches
+		for _, b := range []int{1, 8, 256} {
+			j := c.j
+			j.GlobalBatch = b * shards
+			est, err := e.Estimate(j, m)
+			bound, boundErr := e.Bound(j, m)
+			if !reflect.DeepEqual(err, boundErr) {
+				t.Errorf("%s, batch %d: Bound error %v, Estimate error %v", c.name, j.GlobalBatch, boundErr, err)
+			}
+			if bm, bmErr := e.BatchMemory(c.j, m); bmErr == nil {
+				b2, err2 := bm.Bound(j.GlobalBatch)
+				if !reflect.DeepEqual(err2, err) || (err == nil && !reflect.DeepEqual(e.Finish(b2), est)) {
+					t.Errorf("%s, batch %d: BatchMemory.Bound finishes to another estimate (error %v, want %v)", c.name, j.GlobalBatch, err2, err)
+				}
+			}
+			if err != nil {
+				continue
+			}
+			n++
+			if got := bound.Step(); got > est.Time.Step || got < est.Time.Compute {
+				t.Errorf("%s, batch %d: bound %v, want between the compute %v and the step %v", c.name, j.GlobalBatch, got, est.Time.Compute, est.Time.Step)
+			}
+			if got := bound.TokensPerSecondPerChip(); got < est.TokensPerSecondPerChip {
+				t.Errorf("%s, batch %d: bound's throughput %v below the estimate's %v", c.name, j.GlobalBatch, got, est.TokensPerSecondPerChip)
+			}
+			if bound.Step() == est.Time.Step && est.Time.ICI+est.Time.DCN > 0 {
+				t.Errorf("%s, batch %d: bound %v equals the step with %v of collectives", c.name, j.GlobalBatch, bound.Step(), est.Time.ICI+est.Time.DCN)
+			}
+		}
+	}
+	if n < 40 {
+		t.Errorf("%d estimates compared, want at least 40", n)
+	}
+}
+
+// TestBatchMemoryGrowsWithTheBatch: HBM per chip never falls as the batch
+// grows, shard by shard, for every case: the planner's bisection for the
+// largest batch that fits rests on it.
+func TestBatchMemoryGrowsWithTheBatch(t *testing.T) {
+	e := NewEstimator()
+	for _, c := range batchCases(t) {
+		m := layout(t, c.accel, c.slices, c.layout)
+		bm, err := e.BatchMemory(c.j, m)
+		if err != nil {
+			continue
+		}
+		last := unit.Bytes(0)
+		for n := 1; n <= 512; n++ {
+			total, err := bm.Total(n * bm.shards)
+			if err != nil {
+				t.Fatalf("%s, %d per shard: %v", c.name, n, err)
+			}
+			if total < last {
+				t.Errorf("%s: %v at %d sequences per shard, %v at %d", c.name, total, n, last, n-1)
+				break
+			}
+			last = total
+		}
+	}
+}
