@@ -60,7 +60,7 @@ func (t Topology) Dims() []int { return append([]int(nil), t[:t.Rank()]...) }
 // Chips is the product of the dimensions.
 func (t Topology) Chips() int {
 	n := 1
-	for _, d := range t.Dims() {
+	for _, d := range t[:t.Rank()] { // not Dims: the planner asks this per layout, and Dims copies
 		n *= d
 	}
 	return n
