@@ -1,16 +1,13 @@
 package validate
 
 import (
-	"bytes"
 	_ "embed"
 	"fmt"
 	"math"
-	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"shardlab/hw"
 	"shardlab/maxtext"
@@ -50,6 +47,18 @@ const (
 	SetA = "A"
 	SetB = "B"
 )
+
+// setsOf lists the sets (A first) that some row is in; set reads a
+// row's set.
+func setsOf[T any](rows []T, set func(T) string) []string {
+	var out []string
+	for _, s := range []string{SetA, SetB} {
+		if slices.ContainsFunc(rows, func(r T) bool { return set(r) == s }) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // MemorySource says where a memory case was published: a file (Path) or
 // an issue or pull request (Issue) of Repo, at Commit where known, and
@@ -142,48 +151,8 @@ func MemoryCases() ([]MemoryCase, error) { return ParseMemory(memoryYAML) }
 // numbers where whole ones belong, NaN and infinities are errors, each
 // naming its case and field.
 func ParseMemory(data []byte) ([]MemoryCase, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("validate: memory table: %s: %w", strings.ReplaceAll(err.Error(), "\n", "; "), ErrInvalid)
-	}
-	list := &root
-	if list.Kind == yaml.DocumentNode && len(list.Content) == 1 {
-		list = list.Content[0]
-	}
-	switch {
-	case root.Kind == 0 || list.Kind == yaml.SequenceNode && len(list.Content) == 0:
-		return nil, fmt.Errorf("validate: memory table has no cases, want a list of cases: %w", ErrInvalid)
-	case list.Kind != yaml.SequenceNode:
-		return nil, fmt.Errorf("validate: memory table (line %d) is not a list, want a list of cases: %w", list.Line, ErrInvalid)
-	}
-	for i, n := range list.Content {
-		if n.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("validate: memory case %d (line %d) is not a mapping of fields, want one: %w", i+1, n.Line, ErrInvalid)
-		}
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var cases []MemoryCase
-	if err := dec.Decode(&cases); err != nil {
-		return nil, fmt.Errorf("validate: memory table: %s: %w", describeYAMLError(&root, err), ErrInvalid)
-	}
-	seen := map[string]bool{}
-	for i := range cases {
-		c := &cases[i]
-		if strings.TrimSpace(c.ID) == "" || strings.ContainsAny(c.ID, " \t\n") || seen[c.ID] {
-			return nil, fmt.Errorf("validate: memory case %d: id = %q, want a unique id without spaces: %w", i+1, c.ID, ErrInvalid)
-		}
-		seen[c.ID] = true
-		if i < len(list.Content) {
-			if err := numbers(list.Content[i], reflect.TypeFor[MemoryCase](), ""); err != nil {
-				return nil, &MemoryCaseError{ID: c.ID, Err: err}
-			}
-		}
-		if err := c.check(); err != nil {
-			return nil, &MemoryCaseError{ID: c.ID, Err: err}
-		}
-	}
-	return cases, nil
+	t := table{name: "memory", row: "case", rowError: func(id string, err error) error { return &MemoryCaseError{ID: id, Err: err} }}
+	return parseTable(data, t, func(c *MemoryCase) string { return c.ID }, (*MemoryCase).check)
 }
 
 // MemoryCaseError is a case of a memory table that is not valid: its id

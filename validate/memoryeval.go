@@ -196,14 +196,5 @@ func (rep MemoryReport) anyUnstated() bool {
 
 // sets lists the report's sets, A first.
 func (rep MemoryReport) sets() []string {
-	var out []string
-	for _, s := range []string{SetA, SetB} {
-		for _, r := range rep.Results {
-			if r.Case.Set == s {
-				out = append(out, s)
-				break
-			}
-		}
-	}
-	return out
+	return setsOf(rep.Results, func(r MemoryResult) string { return r.Case.Set })
 }

@@ -1,19 +1,15 @@
 package validate
 
 import (
-	"bytes"
 	_ "embed"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"reflect"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"shardlab/hw"
 	"shardlab/inference"
@@ -125,48 +121,8 @@ func ServingRows() ([]ServingRow, error) { return ParseServing(servingYAML) }
 // naming its row and field, and so is a modelled row whose configuration
 // shardlab's serving model refuses.
 func ParseServing(data []byte) ([]ServingRow, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("validate: serving table: %s: %w", strings.ReplaceAll(err.Error(), "\n", "; "), ErrInvalid)
-	}
-	list := &root
-	if list.Kind == yaml.DocumentNode && len(list.Content) == 1 {
-		list = list.Content[0]
-	}
-	switch {
-	case root.Kind == 0 || list.Kind == yaml.SequenceNode && len(list.Content) == 0:
-		return nil, fmt.Errorf("validate: serving table has no rows, want a list of rows: %w", ErrInvalid)
-	case list.Kind != yaml.SequenceNode:
-		return nil, fmt.Errorf("validate: serving table (line %d) is not a list, want a list of rows: %w", list.Line, ErrInvalid)
-	}
-	for i, n := range list.Content {
-		if n.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("validate: serving row %d (line %d) is not a mapping of fields, want one: %w", i+1, n.Line, ErrInvalid)
-		}
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var rows []ServingRow
-	if err := dec.Decode(&rows); err != nil {
-		return nil, fmt.Errorf("validate: serving table: %s: %w", describeYAMLError(&root, err), ErrInvalid)
-	}
-	seen := map[string]bool{}
-	for i := range rows {
-		r := &rows[i]
-		if strings.TrimSpace(r.ID) == "" || strings.ContainsAny(r.ID, " \t\n") || seen[r.ID] {
-			return nil, fmt.Errorf("validate: serving row %d: id = %q, want a unique id without spaces: %w", i+1, r.ID, ErrInvalid)
-		}
-		seen[r.ID] = true
-		if i < len(list.Content) {
-			if err := numbers(list.Content[i], reflect.TypeFor[ServingRow](), ""); err != nil {
-				return nil, &ServingRowError{ID: r.ID, Err: err}
-			}
-		}
-		if err := r.check(); err != nil {
-			return nil, &ServingRowError{ID: r.ID, Err: err}
-		}
-	}
-	return rows, nil
+	t := table{name: "serving", row: "row", rowError: func(id string, err error) error { return &ServingRowError{ID: id, Err: err} }}
+	return parseTable(data, t, func(r *ServingRow) string { return r.ID }, (*ServingRow).check)
 }
 
 // ServingRowError is a row of a serving table that is not valid: its id
@@ -507,16 +463,7 @@ func (rep ServingReport) SummaryOf(set, engine, kind string) ServingStats {
 // sets lists the report's sets, A first; engines its engines in the
 // order they first appear.
 func (rep ServingReport) sets() []string {
-	var out []string
-	for _, s := range []string{SetA, SetB} {
-		for _, r := range rep.Results {
-			if r.Row.Set == s {
-				out = append(out, s)
-				break
-			}
-		}
-	}
-	return out
+	return setsOf(rep.Results, func(r ServingResult) string { return r.Row.Set })
 }
 
 func (rep ServingReport) engines() []string {

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -200,4 +201,61 @@ func caseID(n *yaml.Node) string {
 		}
 	}
 	return ""
+}
+
+// table names a table for its errors: the memory table of cases, the
+// serving table of rows.
+type table struct {
+	name, row string
+	// rowError is the error for what is wrong with the row of an id.
+	rowError func(id string, err error) error
+}
+
+// parseTable reads a table (a YAML list of mappings) into rows of T:
+// unknown fields, fractional numbers where whole ones belong, NaN and
+// infinities are errors, each naming its row and field; every row has a
+// unique id (id reads it) and passes check.
+func parseTable[T any](data []byte, t table, id func(*T) string, check func(*T) error) ([]T, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("validate: %s table: %s: %w", t.name, strings.ReplaceAll(err.Error(), "\n", "; "), ErrInvalid)
+	}
+	list := &root
+	if list.Kind == yaml.DocumentNode && len(list.Content) == 1 {
+		list = list.Content[0]
+	}
+	switch {
+	case root.Kind == 0 || list.Kind == yaml.SequenceNode && len(list.Content) == 0:
+		return nil, fmt.Errorf("validate: %s table has no %ss, want a list of %ss: %w", t.name, t.row, t.row, ErrInvalid)
+	case list.Kind != yaml.SequenceNode:
+		return nil, fmt.Errorf("validate: %s table (line %d) is not a list, want a list of %ss: %w", t.name, list.Line, t.row, ErrInvalid)
+	}
+	for i, n := range list.Content {
+		if n.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("validate: %s %s %d (line %d) is not a mapping of fields, want one: %w", t.name, t.row, i+1, n.Line, ErrInvalid)
+		}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var rows []T
+	if err := dec.Decode(&rows); err != nil {
+		return nil, fmt.Errorf("validate: %s table: %s: %w", t.name, describeYAMLError(&root, err), ErrInvalid)
+	}
+	seen := map[string]bool{}
+	for i := range rows {
+		r := &rows[i]
+		if rid := id(r); strings.TrimSpace(rid) == "" || strings.ContainsAny(rid, " \t\n") || seen[rid] {
+			return nil, fmt.Errorf("validate: %s %s %d: id = %q, want a unique id without spaces: %w", t.name, t.row, i+1, rid, ErrInvalid)
+		}
+		seen[id(r)] = true
+		if i < len(list.Content) {
+			if err := numbers(list.Content[i], reflect.TypeFor[T](), ""); err != nil {
+				return nil, t.rowError(id(r), err)
+			}
+		}
+		if err := check(r); err != nil {
+			return nil, t.rowError(id(r), err)
+		}
+	}
+	return rows, nil
 }
