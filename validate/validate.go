@@ -235,25 +235,8 @@ func (r Run) job() (cost.Job, error) {
 	if j.Custom, err = cost.ParseCustom(r.RematCustom); err != nil {
 		return cost.Job{}, err
 	}
-	w, err := dtypeBytes("weight_dtype", r.WeightDType, 4)
-	if err != nil {
+	if j.Precision, err = r.precision(); err != nil {
 		return cost.Job{}, err
-	}
-	mu, err := dtypeBytes("mu_dtype", r.MuDType, w)
-	if err != nil {
-		return cost.Job{}, err
-	}
-	// Gradients take the parameters' dtype; Adam's nu too, and mu its own
-	// (MaxText base.yml: mu_dtype "inherits from weight_dtype if unset").
-	j.Precision = cost.Precision{Weight: w, Gradient: w, Optimizer: mu + w, Activation: 2}
-	switch r.OptType {
-	case "", "adamw", "adam_pax":
-	case "sgd":
-		// MaxText's opt_type sgd is optax.sgd(learning_rate) without
-		// momentum (optimizers/optimizers.py @e591f30c): no state.
-		j.Precision.Optimizer = 0
-	default:
-		return cost.Job{}, bad("opt_type", r.OptType, "adamw, adam_pax or sgd (MaxText's opt_type; unset: adamw)")
 	}
 	if j.Quantization, err = cost.ParseQuantization(r.Quantization); err != nil {
 		return cost.Job{}, err
@@ -271,16 +254,51 @@ func (r Run) job() (cost.Job, error) {
 	case cf > 0:
 		j.CapacityFactor = cf
 	}
-	switch r.Attention {
-	case "", "flash":
-	case "dot_product":
-		j.Attention = cost.AttentionDot
-	case "flash_noncausal":
-		j.Attention = cost.AttentionFlashNonCausal
-	default:
-		return cost.Job{}, bad("attention", r.Attention, "flash, flash_noncausal or dot_product")
+	if j.Attention, err = r.attention(); err != nil {
+		return cost.Job{}, err
 	}
 	return j, nil
+}
+
+// precision is the bytes of the run's parameters, gradients, optimizer
+// state and activations: weight_dtype, mu_dtype and opt_type.
+func (r Run) precision() (cost.Precision, error) {
+	w, err := dtypeBytes("weight_dtype", r.WeightDType, 4)
+	if err != nil {
+		return cost.Precision{}, err
+	}
+	mu, err := dtypeBytes("mu_dtype", r.MuDType, w)
+	if err != nil {
+		return cost.Precision{}, err
+	}
+	// Gradients take the parameters' dtype; Adam's nu too, and mu its own
+	// (MaxText base.yml: mu_dtype "inherits from weight_dtype if unset").
+	p := cost.Precision{Weight: w, Gradient: w, Optimizer: mu + w, Activation: 2}
+	switch r.OptType {
+	case "", "adamw", "adam_pax":
+	case "sgd":
+		// MaxText's opt_type sgd is optax.sgd(learning_rate) without
+		// momentum (optimizers/optimizers.py @e591f30c): no state.
+		p.Optimizer = 0
+	default:
+		return cost.Precision{}, bad("opt_type", r.OptType, "adamw, adam_pax or sgd (MaxText's opt_type; unset: adamw)")
+	}
+	return p, nil
+}
+
+// attention is the run's attention kernel (MaxText's attention; unset:
+// flash).
+func (r Run) attention() (cost.AttentionKind, error) {
+	switch r.Attention {
+	case "", "flash":
+		return "", nil // cost's default kernel, flash
+	case "dot_product":
+		return cost.AttentionDot, nil
+	case "flash_noncausal":
+		return cost.AttentionFlashNonCausal, nil
+	default:
+		return "", bad("attention", r.Attention, "flash, flash_noncausal or dot_product")
+	}
 }
 
 // dtypeBytes reads a MaxText dtype name; "" is def.
