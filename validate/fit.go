@@ -155,11 +155,8 @@ func fitQuantized(rows []Run, cal *cost.Calibration) (float64, error) {
 		return 1, nil
 	}
 	// a higher efficiency predicts a higher MFU
-	xs, err := fitEach(rows, cal, func(c *cost.Calibration, x float64) { c.Quantized = x }, 0.05, 1, 40, true)
-	if err != nil {
-		return 0, err
-	}
-	return math.Round(median(xs)*1000) / 1000, nil
+	x, err := fitMedian(rows, cal, func(c *cost.Calibration, x float64) { c.Quantized = x }, 0.05, 1, 40, true)
+	return math.Round(x*1000) / 1000, err
 }
 
 // fitDropless is the dropless per-row width (cost.Calibration.Dropless)
@@ -171,24 +168,21 @@ func fitDropless(rows []Run, cal *cost.Calibration) (float64, error) {
 		return 0, nil
 	}
 	// a wider per-row overhead predicts a lower MFU
-	xs, err := fitEach(rows, cal, func(c *cost.Calibration, x float64) { c.Dropless = x }, 0, 1e6, 60, false)
-	if err != nil {
-		return 0, err
-	}
-	return math.Round(median(xs)), nil
+	x, err := fitMedian(rows, cal, func(c *cost.Calibration, x float64) { c.Dropless = x }, 0, 1e6, 60, false)
+	return math.Round(x), err
 }
 
-// fitEach bisects, for each row, the value in [lo, hi] that set puts into
-// the calibration at which the row's predicted MFU equals its published
-// one (iters halvings; rising says whether the prediction rises with the
-// value), and returns the values in row order.
-func fitEach(rows []Run, cal *cost.Calibration, set func(*cost.Calibration, float64), lo, hi float64, iters int, rising bool) ([]float64, error) {
+// fitMedian bisects, for each row, the value in [lo, hi] that set puts
+// into the calibration at which the row's predicted MFU equals its
+// published one (iters halvings; rising says whether the prediction rises
+// with the value), and returns the median of the rows' values.
+func fitMedian(rows []Run, cal *cost.Calibration, set func(*cost.Calibration, float64), lo, hi float64, iters int, rising bool) (float64, error) {
 	var xs []float64
 	est := cost.NewEstimator()
 	for _, r := range rows {
-		j, m, err := r.Setup()
+		j, m, err := r.setupWith(cal)
 		if err != nil {
-			return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
+			return 0, err
 		}
 		a, b := lo, hi
 		for range iters {
@@ -198,7 +192,7 @@ func fitEach(rows []Run, cal *cost.Calibration, set func(*cost.Calibration, floa
 			j.Calibration = &c
 			e, err := est.Estimate(j, m)
 			if err != nil {
-				return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
+				return 0, fmt.Errorf("validate: %s: %w", r.ID, err)
 			}
 			if (r.predictedMFU(e) < r.Published.MFU) == rising {
 				a = mid
@@ -208,7 +202,7 @@ func fitEach(rows []Run, cal *cost.Calibration, set func(*cost.Calibration, floa
 		}
 		xs = append(xs, (a+b)/2)
 	}
-	return xs, nil
+	return median(xs), nil
 }
 
 // fitContention sets the contention and, with it, each generation's
@@ -265,11 +259,10 @@ func fitEfficiency(single []Run, cal *cost.Calibration) (map[hw.Generation]float
 	per := map[hw.Generation][]float64{}
 	est := cost.NewEstimator()
 	for _, r := range single {
-		j, m, err := r.Setup()
+		j, m, err := r.setupWith(cal)
 		if err != nil {
-			return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
+			return nil, err
 		}
-		j.Calibration = cal
 		lo, hi := 0.05, 1.0
 		for range 40 {
 			mid := (lo + hi) / 2

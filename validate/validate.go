@@ -159,6 +159,17 @@ func (r Run) Setup() (cost.Job, mesh.Mesh, error) {
 	return j, m, nil
 }
 
+// setupWith is Setup with the calibration cal (nil: cost.Calibrated()),
+// its error naming the run.
+func (r Run) setupWith(cal *cost.Calibration) (cost.Job, mesh.Mesh, error) {
+	j, m, err := r.Setup()
+	if err != nil {
+		return cost.Job{}, mesh.Mesh{}, fmt.Errorf("validate: %s: %w", r.ID, err)
+	}
+	j.Calibration = cal
+	return j, m, nil
+}
+
 func bad(field string, v any, want string) error {
 	return fmt.Errorf("%s = %v, want %s: %w", field, v, want, ErrInvalid)
 }
@@ -345,11 +356,10 @@ func Evaluate(runs []Run, cal *cost.Calibration) (Report, error) {
 	var rep Report
 	est := cost.NewEstimator()
 	for _, r := range runs {
-		j, m, err := r.Setup()
+		j, m, err := r.setupWith(cal)
 		if err != nil {
-			return rep, fmt.Errorf("validate: %s: %w", r.ID, err)
+			return rep, err
 		}
-		j.Calibration = cal
 		e, err := est.Estimate(j, m)
 		if err != nil {
 			return rep, fmt.Errorf("validate: %s: %w", r.ID, err)
