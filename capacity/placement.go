@@ -43,23 +43,9 @@ type Placement struct {
 // Capacity mode (0 in managed mode, where the holdback plays that part).
 func Place(r Reservation, s hw.Slice, n, spares int) (Placement, error) {
 	h := r.Hierarchy
-	if s.Chip.Generation != h.Chip.Generation {
-		return Placement{}, refuse("slice", s.AcceleratorType(), "a %s slice for a %s reservation", h.Chip.Generation, h.Chip.Generation)
-	}
-	cube := h.SubBlock
-	dims, sub := s.Topology.Dims(), cube.Dims()
-	if len(dims) != len(sub) {
-		return Placement{}, refuse("slice", s.Topology.String(), "a %d-D topology of whole %s sub-blocks", len(sub), cube)
-	}
-	for i, d := range dims {
-		if d%sub[i] != 0 {
-			return Placement{}, refuse("slice", s.Topology.String(),
-				"whole %s sub-blocks (each dimension a multiple of %d); %s is %d chips, a sub-block %d", cube, sub[i], s.AcceleratorType(), s.Chips(), cube.Chips())
-		}
-	}
-	per := s.Chips() / cube.Chips()
-	if per > h.SubBlocksPerBlock {
-		return Placement{}, refuse("slice", s.AcceleratorType(), "at most one block: %d sub-blocks (%d chips), not %d", h.SubBlocksPerBlock, h.BlockChips(), per)
+	per, err := subBlocksPerSlice(h, s)
+	if err != nil {
+		return Placement{}, err
 	}
 	if n < 1 {
 		return Placement{}, refuse("slices", fmt.Sprint(n), "at least 1")
@@ -71,17 +57,8 @@ func Place(r Reservation, s hw.Slice, n, spares int) (Placement, error) {
 		return Placement{}, refuse("spares", fmt.Sprint(spares), "0 in managed mode, where Compute Engine's holdback replaces failed hosts")
 	}
 	held := r.HeldBack()
-	// in managed mode the holdback comes off the last blocks' capacity
-	usable := r.SubBlocks() - held
-	perBlock := h.SubBlocksPerBlock / per // slices one block holds
-	maxSlices := 0
-	for b, left := 0, usable; b < r.Blocks && left > 0; b++ {
-		inBlock := min(left, h.SubBlocksPerBlock)
-		maxSlices += inBlock / per
-		left -= inBlock
-	}
-	if n > maxSlices {
-		why := fmt.Sprintf("at most %d slices of %s (%d sub-blocks each, %d to a block) on %d block(s)", maxSlices, s.AcceleratorType(), per, perBlock, r.Blocks)
+	if most := maxSlices(r, per, held); n > most {
+		why := fmt.Sprintf("at most %d slices of %s (%d sub-blocks each, %d to a block) on %d block(s)", most, s.AcceleratorType(), per, h.SubBlocksPerBlock/per, r.Blocks)
 		if held > 0 {
 			why += fmt.Sprintf(" less %d held-back sub-blocks", held)
 		}
@@ -94,9 +71,55 @@ func Place(r Reservation, s hw.Slice, n, spares int) (Placement, error) {
 			"at most %d: %d slices x %d sub-blocks leave %d of %d free", p.Spare, n, per, p.Spare, r.SubBlocks())
 	}
 	p.Reserved = spares
+	p.Slices, p.BlocksSpanned = layOut(n, per, h.SubBlocksPerBlock)
+	return p, nil
+}
+
+// subBlocksPerSlice is the sub-blocks one slice of s takes in h, or why s
+// is not whole sub-blocks of one block of h's generation.
+func subBlocksPerSlice(h Hierarchy, s hw.Slice) (int, error) {
+	if s.Chip.Generation != h.Chip.Generation {
+		return 0, refuse("slice", s.AcceleratorType(), "a %s slice for a %s reservation", h.Chip.Generation, h.Chip.Generation)
+	}
+	cube := h.SubBlock
+	dims, sub := s.Topology.Dims(), cube.Dims()
+	if len(dims) != len(sub) {
+		return 0, refuse("slice", s.Topology.String(), "a %d-D topology of whole %s sub-blocks", len(sub), cube)
+	}
+	for i, d := range dims {
+		if d%sub[i] != 0 {
+			return 0, refuse("slice", s.Topology.String(),
+				"whole %s sub-blocks (each dimension a multiple of %d); %s is %d chips, a sub-block %d", cube, sub[i], s.AcceleratorType(), s.Chips(), cube.Chips())
+		}
+	}
+	per := s.Chips() / cube.Chips()
+	if per > h.SubBlocksPerBlock {
+		return 0, refuse("slice", s.AcceleratorType(), "at most one block: %d sub-blocks (%d chips), not %d", h.SubBlocksPerBlock, h.BlockChips(), per)
+	}
+	return per, nil
+}
+
+// maxSlices is how many slices of per sub-blocks fit on r, block by block,
+// once held sub-blocks are kept back (in managed mode the holdback comes
+// off the last blocks' capacity).
+func maxSlices(r Reservation, per, held int) int {
+	most := 0
+	for b, left := 0, r.SubBlocks()-held; b < r.Blocks && left > 0; b++ {
+		inBlock := min(left, r.Hierarchy.SubBlocksPerBlock)
+		most += inBlock / per
+		left -= inBlock
+	}
+	return most
+}
+
+// layOut places n slices of per sub-blocks block after block, a new block
+// when the slice would straddle the end of this one; it returns the places
+// and the blocks spanned.
+func layOut(n, per, subBlocksPerBlock int) ([]SlicePlace, int) {
+	var places []SlicePlace
 	b, next := 0, 0
 	for i := range n {
-		if next+per > h.SubBlocksPerBlock {
+		if next+per > subBlocksPerBlock {
 			b, next = b+1, 0
 		}
 		sp := SlicePlace{Slice: i, Block: b}
@@ -104,10 +127,9 @@ func Place(r Reservation, s hw.Slice, n, spares int) (Placement, error) {
 			sp.SubBlocks = append(sp.SubBlocks, next+j)
 		}
 		next += per
-		p.Slices = append(p.Slices, sp)
+		places = append(places, sp)
 	}
-	p.BlocksSpanned = b + 1
-	return p, nil
+	return places, b + 1
 }
 
 // WriteText prints the map: block -> sub-blocks -> slice, and the spares.

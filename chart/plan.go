@@ -238,34 +238,35 @@ var log2Ticks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
 	return ts
 })
 
-// sweepPlots is a sweep's MFU and tokens/s per chip plots, the x axis
-// log-scaled by powers of two where there is more than one point.
-func sweepPlots(s plan.Sweep, title string) (*plot.Plot, *plot.Plot, error) {
+// sweepPlots is p's sweep of kind (sweep) and its MFU and tokens/s per
+// chip plots, the x axis log-scaled by powers of two where there is more
+// than one point.
+func sweepPlots(p plan.Plan, kind plan.SweepKind, title string) (plan.Sweep, *plot.Plot, *plot.Plot, error) {
+	s, err := sweep(p, kind)
+	if err != nil {
+		return s, nil, nil, err
+	}
 	pts := make([]point, len(s.Points))
-	for i, p := range s.Points {
-		pts[i] = point{p.X, p.MFU, p.TokensPerSecondPerChip}
+	for i, pt := range s.Points {
+		pts[i] = point{pt.X, pt.MFU, pt.TokensPerSecondPerChip}
 	}
 	mfu, tok, err := scalingPlots(pts, title, s.XLabel)
 	if err != nil {
-		return nil, nil, err
+		return s, nil, nil, err
 	}
 	if len(pts) > 1 {
 		for _, pl := range []*plot.Plot{mfu, tok} {
 			pl.X.Scale, pl.X.Tick.Marker = plot.LogScale{}, log2Ticks
 		}
 	}
-	return mfu, tok, nil
+	return s, mfu, tok, nil
 }
 
 // Slices is MFU and tokens/s per chip against the slice count
 // (plan.SweepOf, plan.SweepSlices). A plan asked for one mesh does not
 // scale: the error wraps ErrNotApplicable.
 func Slices(p plan.Plan) (Chart, error) {
-	s, err := sweep(p, plan.SweepSlices)
-	if err != nil {
-		return Chart{}, err
-	}
-	mfu, tok, err := sweepPlots(s, "against slices")
+	_, mfu, tok, err := sweepPlots(p, plan.SweepSlices, "against slices")
 	if err != nil {
 		return Chart{}, err
 	}
@@ -276,11 +277,7 @@ func Slices(p plan.Plan) (Chart, error) {
 // (plan.SweepOf, plan.SweepBatch), with the Multislice minimum batch and
 // the max global batch marked.
 func Batch(p plan.Plan) (Chart, error) {
-	s, err := sweep(p, plan.SweepBatch)
-	if err != nil {
-		return Chart{}, err
-	}
-	mfu, tok, err := sweepPlots(s, "against global batch")
+	s, mfu, tok, err := sweepPlots(p, plan.SweepBatch, "against global batch")
 	if err != nil {
 		return Chart{}, err
 	}

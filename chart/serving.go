@@ -54,26 +54,9 @@ func Serving(p inference.Plan, curves []inference.Curve, labels []string) ([]Cha
 		{chip, func(l inference.Layout) float64 { return l.PerChip }},
 	}
 	for _, s := range series {
-		top := 0.0
-		for i, c := range curves {
-			if len(c.Points) < 2 {
-				continue
-			}
-			xys := make(plotter.XYs, len(c.Points))
-			for j, l := range c.Points {
-				xys[j] = plotter.XY{X: float64(l.Concurrency), Y: s.y(l)}
-				top = max(top, xys[j].Y)
-			}
-			l, pts, err := plotter.NewLinePoints(xys)
-			if err != nil {
-				return nil, fmt.Errorf("chart: serving: %s: %w", labels[i], err)
-			}
-			l.Color, pts.Color, pts.Shape = colour(i), colour(i), draw.CircleGlyph{}
-			s.p.Add(l, pts)
-			s.p.Legend.Add(labels[i], l, pts)
+		if err := plotCurves(s.p, curves, labels, s.y); err != nil {
+			return nil, err
 		}
-		s.p.X.Scale, s.p.X.Tick.Marker = plot.LogScale{}, log2Ticks
-		s.p.Y.Min, s.p.Y.Max, s.p.Y.Tick.Marker = 0, niceMax(top*1.4), shortTicks
 	}
 	r := p.Request
 	if r.TTFTSLO > 0 {
@@ -89,4 +72,31 @@ func Serving(p inference.Plan, curves []inference.Curve, labels []string) ([]Cha
 		newChart("latency", "Latency against concurrency: "+what, ttft, itl),
 		newChart("throughput", "Throughput against concurrency: "+what, tok, chip),
 	}, nil
+}
+
+// plotCurves draws y of every curve with at least two points against
+// concurrency on p, labelled, on a log₂ x axis and a y axis from 0 with
+// room above the highest point.
+func plotCurves(p *plot.Plot, curves []inference.Curve, labels []string, y func(inference.Layout) float64) error {
+	top := 0.0
+	for i, c := range curves {
+		if len(c.Points) < 2 {
+			continue
+		}
+		xys := make(plotter.XYs, len(c.Points))
+		for j, l := range c.Points {
+			xys[j] = plotter.XY{X: float64(l.Concurrency), Y: y(l)}
+			top = max(top, xys[j].Y)
+		}
+		l, pts, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return fmt.Errorf("chart: serving: %s: %w", labels[i], err)
+		}
+		l.Color, pts.Color, pts.Shape = colour(i), colour(i), draw.CircleGlyph{}
+		p.Add(l, pts)
+		p.Legend.Add(labels[i], l, pts)
+	}
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, log2Ticks
+	p.Y.Min, p.Y.Max, p.Y.Tick.Marker = 0, niceMax(top*1.4), shortTicks
+	return nil
 }

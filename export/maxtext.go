@@ -608,16 +608,22 @@ func maxTextDenseModel(set func(string, any), m model.Spec) (maxTextArch, error)
 		return maxTextArch{}, unsupported("maxtext", "model", m.Name,
 			"it is no MaxText model config, and only a sequential gated-MLP model without biases, LayerNorm, learned positions or extra norms is MaxText's llama2 decoder block; set model_name in MaxText yourself")
 	}
-	set("decoder_block", "llama2")
+	setDecoder(set, "llama2", m)
+	set("head_dim", m.Head())
+	set("vocab_size", m.Vocab)
+	set("logits_via_embedding", m.TiedEmbeddings)
+	return maxTextArch{block: "llama2", pairs: 1}, nil
+}
+
+// setDecoder writes the decoder block and the dimensions every block
+// takes: width, query and KV heads, layers and MLP width.
+func setDecoder(set func(string, any), block string, m model.Spec) {
+	set("decoder_block", block)
 	set("base_emb_dim", m.DModel)
 	set("base_num_query_heads", m.Heads)
 	set("base_num_kv_heads", m.KV())
 	set("base_num_decoder_layers", m.Layers)
 	set("base_mlp_dim", m.DFF)
-	set("head_dim", m.Head())
-	set("vocab_size", m.Vocab)
-	set("logits_via_embedding", m.TiedEmbeddings)
-	return maxTextArch{block: "llama2", pairs: 1}, nil
 }
 
 // maxTextMoEModel writes a mixture of experts or a latent-attention model
@@ -646,12 +652,7 @@ func maxTextMoEModel(set func(string, any), m model.Spec) (maxTextArch, error) {
 	if m.MLA() {
 		block = "deepseek"
 	}
-	set("decoder_block", block)
-	set("base_emb_dim", m.DModel)
-	set("base_num_query_heads", m.Heads)
-	set("base_num_kv_heads", m.KV())
-	set("base_num_decoder_layers", m.Layers)
-	set("base_mlp_dim", m.DFF)
+	setDecoder(set, block, m)
 	set("base_moe_mlp_dim", m.ExpertFF())
 	set("vocab_size", m.Vocab)
 	set("logits_via_embedding", false)

@@ -114,11 +114,20 @@ func (m PyTorchMesh) WritePython(w io.Writer) error {
 	for _, c := range m.Comments {
 		fmt.Fprintf(&b, "# %s\n", c)
 	}
+	m.writeMesh(&b)
+	writeParamSharding(&b, m.Shape())
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeMesh writes the SPMD setup: a check of the device count, the mesh
+// (a HybridMesh when any axis spans slices) and the input's sharding.
+func (m PyTorchMesh) writeMesh(b *strings.Builder) {
 	multi := false
 	for _, d := range m.DCN {
 		multi = multi || d > 1
 	}
-	fmt.Fprintf(&b, `# Environment: PJRT_DEVICE=TPU on every host.
+	fmt.Fprintf(b, `# Environment: PJRT_DEVICE=TPU on every host.
 import numpy as np
 import torch_xla.runtime as xr
 import torch_xla.distributed.spmd as xs
@@ -128,9 +137,9 @@ xr.use_spmd()
 assert xr.global_runtime_device_count() == %d, "the plan is for %d devices"
 `, m.Devices, m.Devices)
 	if multi {
-		fmt.Fprintf(&b, "mesh = xs.HybridMesh(ici_mesh_shape=%s, dcn_mesh_shape=%s, axis_names=%s)\n", tuple(m.ICI), tuple(m.DCN), names(m.Names))
+		fmt.Fprintf(b, "mesh = xs.HybridMesh(ici_mesh_shape=%s, dcn_mesh_shape=%s, axis_names=%s)\n", tuple(m.ICI), tuple(m.DCN), names(m.Names))
 	} else {
-		fmt.Fprintf(&b, "mesh = xs.Mesh(np.arange(%d), %s, %s)\n", m.Devices, tuple(m.Shape()), names(m.Names))
+		fmt.Fprintf(b, "mesh = xs.Mesh(np.arange(%d), %s, %s)\n", m.Devices, tuple(m.Shape()), names(m.Names))
 	}
 	b.WriteString(`xs.set_global_mesh(mesh)
 
@@ -138,7 +147,12 @@ assert xr.global_runtime_device_count() == %d, "the plan is for %d devices"
 def shard_input(input_ids):
     xs.mark_sharding(input_ids, mesh, (('data', 'fsdp'), None))
 `)
-	shape := m.Shape()
+}
+
+// writeParamSharding writes how the parameters are sharded for a mesh of
+// shape (data, fsdp, model): by partition specs with tensor parallelism,
+// by FSDPv2 with FSDP alone, not at all with data parallelism alone.
+func writeParamSharding(b *strings.Builder, shape []int) {
 	switch {
 	case shape[2] > 1:
 		b.WriteString(`
@@ -160,7 +174,7 @@ def shard_decoder_layer(layer):
 		if shape[0] > 1 {
 			extra = ", extra_data_axis='data'"
 		}
-		fmt.Fprintf(&b, `
+		fmt.Fprintf(b, `
 # FSDP: FSDPv2 shards each parameter over 'fsdp' on its largest dimension,
 # and the output's batch dimension as the input's. mesh is keyword-only.
 def wrap_model(model):
@@ -171,6 +185,4 @@ def wrap_model(model):
 # Data parallelism only: the parameters are replicated; only the input is sharded.
 `)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

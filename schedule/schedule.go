@@ -284,54 +284,19 @@ func (t Timeline) Bubble() float64 {
 // the send where a dependency crosses devices.
 func (s Schedule) Simulate(fwd, bwd, send float64) Timeline {
 	p, m, v := s.Stages, s.MicroBatches, s.Chunks
-	end := make([][2][]float64, p*v) // per virtual stage, per pass, per micro-batch
-	for i := range end {
-		for ps := range end[i] {
-			end[i][ps] = make([]float64, m)
-			for j := range m {
-				end[i][ps][j] = -1
-			}
-		}
-	}
-	endOf := func(d int, op Op) float64 { return end[op.Chunk*p+d][op.Pass][op.MicroBatch] }
-	tl := Timeline{Spans: make([][]Span, p), PeakInFlight: make([]int, p), Busy: float64(m) * (fwd + bwd), Chunks: v}
+	r := newSimulation(s, fwd, bwd, send)
 	next := make([]int, p)
-	free := make([]float64, p)
-	inFlight := make([]int, p)
 	done, total := 0, 2*m*v*p
 	for done < total {
 		progress := false
 		for d := range p {
 			for next[d] < len(s.Ops[d]) {
 				op := s.Ops[d][next[d]]
-				ready, ok := 0.0, true
-				for _, dep := range s.Deps(d, op) {
-					e := endOf(dep.Device, dep.Op)
-					if e < 0 {
-						ok = false
-						break
-					}
-					if dep.Send {
-						e += send
-					}
-					ready = max(ready, e)
-				}
+				ready, ok := r.ready(d, op)
 				if !ok {
 					break
 				}
-				start := max(free[d], ready)
-				dur := fwd / float64(v)
-				if op.Pass == Backward {
-					dur = bwd / float64(v)
-					inFlight[d]--
-				} else {
-					inFlight[d]++
-					tl.PeakInFlight[d] = max(tl.PeakInFlight[d], inFlight[d])
-				}
-				end[op.Chunk*p+d][op.Pass][op.MicroBatch] = start + dur
-				free[d] = start + dur
-				tl.Spans[d] = append(tl.Spans[d], Span{Op: op, Start: start, End: start + dur})
-				tl.Makespan = max(tl.Makespan, start+dur)
+				r.place(d, op, ready)
 				next[d]++
 				done++
 				progress = true
@@ -341,7 +306,75 @@ func (s Schedule) Simulate(fwd, bwd, send float64) Timeline {
 			panic(fmt.Sprintf("schedule: %s with %d stages, %d micro-batches and %d chunks deadlocks", s.Kind, p, m, v))
 		}
 	}
-	return tl
+	return r.tl
+}
+
+// simulation is a schedule being run: when each op ended (-1 before it has),
+// when each device is next free, and the micro-batch chunks in flight.
+type simulation struct {
+	s              Schedule
+	fwd, bwd, send float64
+	end            [][2][]float64 // per virtual stage, per pass, per micro-batch
+	free           []float64
+	inFlight       []int
+	tl             Timeline
+}
+
+// newSimulation starts s with no op run and every device free at 0.
+func newSimulation(s Schedule, fwd, bwd, send float64) *simulation {
+	p, m, v := s.Stages, s.MicroBatches, s.Chunks
+	end := make([][2][]float64, p*v)
+	for i := range end {
+		for ps := range end[i] {
+			end[i][ps] = make([]float64, m)
+			for j := range m {
+				end[i][ps][j] = -1
+			}
+		}
+	}
+	return &simulation{s: s, fwd: fwd, bwd: bwd, send: send, end: end, free: make([]float64, p), inFlight: make([]int, p),
+		tl: Timeline{Spans: make([][]Span, p), PeakInFlight: make([]int, p), Busy: float64(m) * (fwd + bwd), Chunks: v}}
+}
+
+// endOf is when device d's op ended, or -1 if it has not run.
+func (r *simulation) endOf(d int, op Op) float64 {
+	return r.end[op.Chunk*r.s.Stages+d][op.Pass][op.MicroBatch]
+}
+
+// ready is when device d's op may start as far as its dependencies go (the
+// last to end, plus the send where one crosses devices), and false while
+// one has not run.
+func (r *simulation) ready(d int, op Op) (float64, bool) {
+	ready := 0.0
+	for _, dep := range r.s.Deps(d, op) {
+		e := r.endOf(dep.Device, dep.Op)
+		if e < 0 {
+			return 0, false
+		}
+		if dep.Send {
+			e += r.send
+		}
+		ready = max(ready, e)
+	}
+	return ready, true
+}
+
+// place runs device d's op from when both the device and its inputs are
+// ready, for a chunk's share of the forward or backward time.
+func (r *simulation) place(d int, op Op, ready float64) {
+	start := max(r.free[d], ready)
+	dur := r.fwd / float64(r.s.Chunks)
+	if op.Pass == Backward {
+		dur = r.bwd / float64(r.s.Chunks)
+		r.inFlight[d]--
+	} else {
+		r.inFlight[d]++
+		r.tl.PeakInFlight[d] = max(r.tl.PeakInFlight[d], r.inFlight[d])
+	}
+	r.end[op.Chunk*r.s.Stages+d][op.Pass][op.MicroBatch] = start + dur
+	r.free[d] = start + dur
+	r.tl.Spans[d] = append(r.tl.Spans[d], Span{Op: op, Start: start, End: start + dur})
+	r.tl.Makespan = max(r.tl.Makespan, start+dur)
 }
 
 // Bubble is the idle fraction of a step for the schedule with p stages and

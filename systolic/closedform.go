@@ -32,6 +32,20 @@ func ClosedForm(a Array, g GEMM) (Result, error) {
 	// over folds factor into sums over row tiles times column tiles.
 	srs := tiles(m.Sr, a.Rows)
 	scs := tiles(m.Sc, a.Cols)
+	if a.DoubleBuffer && a.Dataflow != OutputStationary {
+		r.Cycles, r.LoadStalls = doubleBufferedCycles(srs, scs, m.T)
+		r.StallCycles = r.LoadStalls
+	} else {
+		r.Cycles = singleBufferedCycles(srs, scs, m.T)
+	}
+	r.Buffer = bufferAccesses(a.Dataflow, g, fr, fc)
+	r.HBMReadBytes, r.HBMWriteBytes = hbmBytes(a, g, r.Buffer)
+	return r, nil
+}
+
+// singleBufferedCycles is Σ (2·sr + sc + T − 2) over the folds, every row
+// tile srs against every column tile scs.
+func singleBufferedCycles(srs, scs []int, T int) int64 {
 	var sumSr, sumSc int64
 	for _, v := range srs {
 		sumSr += int64(v)
@@ -39,54 +53,53 @@ func ClosedForm(a Array, g GEMM) (Result, error) {
 	for _, v := range scs {
 		sumSc += int64(v)
 	}
-	F := int64(fr * fc)
-	t := int64(m.T)
-	switch {
-	case a.DoubleBuffer && a.Dataflow != OutputStationary:
-		// sr_0 + Σ_f max(stream_f, sr_{f+1}) with sr_F = 0, in fold order
-		// (for each column tile, every row tile). Column tiles of the same
-		// width cost the same, so each distinct width is summed once.
-		column := func(sc, wrap int) (cycles, stalls int64) {
-			for i, sr := range srs {
-				stream := streamCycles(sr, sc, m.T)
-				next := wrap
-				if i+1 < len(srs) {
-					next = srs[i+1]
-				}
-				if int64(next) > stream {
-					stalls += int64(next) - stream
-					stream = int64(next)
-				}
-				cycles += stream
-			}
-			return cycles, stalls
-		}
-		r.Cycles = int64(srs[0])
-		full, fullStalls := column(scs[0], srs[0]) // every column but the last wraps to the next
-		r.Cycles += int64(len(scs)-1) * full
-		r.LoadStalls += int64(len(scs)-1) * fullStalls
-		last, lastStalls := column(scs[len(scs)-1], 0)
-		r.Cycles += last
-		r.LoadStalls += lastStalls
-		r.StallCycles = r.LoadStalls
-	default:
-		// Σ (2·sr + sc + T − 2)
-		r.Cycles = 2*int64(fc)*sumSr + int64(fr)*sumSc + F*(t-2)
-	}
+	fr, fc := int64(len(srs)), int64(len(scs))
+	return 2*fc*sumSr + fr*sumSc + fr*fc*(int64(T)-2)
+}
 
-	switch a.Dataflow {
-	case WeightStationary:
-		r.Buffer = Accesses{BReads: int64(g.K) * int64(g.N), AReads: int64(g.M) * int64(g.K) * int64(fc),
-			CWrites: int64(g.M) * int64(g.N) * int64(fr), CReads: int64(g.M) * int64(g.N) * int64(fr-1)}
-	case InputStationary:
-		r.Buffer = Accesses{AReads: int64(g.K) * int64(g.M), BReads: int64(g.K) * int64(g.N) * int64(fc),
-			CWrites: int64(g.M) * int64(g.N) * int64(fr), CReads: int64(g.M) * int64(g.N) * int64(fr-1)}
-	case OutputStationary:
-		r.Buffer = Accesses{AReads: int64(g.M) * int64(g.K) * int64(fc), BReads: int64(g.K) * int64(g.N) * int64(fr),
-			CWrites: int64(g.M) * int64(g.N)}
+// doubleBufferedCycles is sr_0 + Σ_f max(stream_f, sr_{f+1}) with
+// sr_F = 0, in fold order (for each column tile, every row tile), and the
+// cycles of it spent waiting for the next tile to load. Column tiles of
+// the same width cost the same, so each distinct width is summed once.
+func doubleBufferedCycles(srs, scs []int, T int) (cycles, stalls int64) {
+	column := func(sc, wrap int) (cycles, stalls int64) {
+		for i, sr := range srs {
+			stream := streamCycles(sr, sc, T)
+			next := wrap
+			if i+1 < len(srs) {
+				next = srs[i+1]
+			}
+			if int64(next) > stream {
+				stalls += int64(next) - stream
+				stream = int64(next)
+			}
+			cycles += stream
+		}
+		return cycles, stalls
 	}
-	r.HBMReadBytes, r.HBMWriteBytes = hbmBytes(a, g, r.Buffer)
-	return r, nil
+	cycles = int64(srs[0])
+	full, fullStalls := column(scs[0], srs[0]) // every column but the last wraps to the next
+	cycles += int64(len(scs)-1) * full
+	stalls += int64(len(scs)-1) * fullStalls
+	last, lastStalls := column(scs[len(scs)-1], 0)
+	return cycles + last, stalls + lastStalls
+}
+
+// bufferAccesses counts the on-chip buffer reads and writes of g under
+// dataflow d with fr row folds and fc column folds: the stationary operand
+// read once, the streamed one once per fold across it, and the outputs
+// written once per row fold (read back between) unless they stay in place.
+func bufferAccesses(d Dataflow, g GEMM, fr, fc int) Accesses {
+	mk, kn, mn := int64(g.M)*int64(g.K), int64(g.K)*int64(g.N), int64(g.M)*int64(g.N)
+	switch d {
+	case WeightStationary:
+		return Accesses{BReads: kn, AReads: mk * int64(fc), CWrites: mn * int64(fr), CReads: mn * int64(fr-1)}
+	case InputStationary:
+		return Accesses{AReads: mk, BReads: kn * int64(fc), CWrites: mn * int64(fr), CReads: mn * int64(fr-1)}
+	case OutputStationary:
+		return Accesses{AReads: mk * int64(fc), BReads: kn * int64(fr), CWrites: mn}
+	}
+	return Accesses{}
 }
 
 // tiles splits n into array-sized tiles: all full but perhaps the last.

@@ -74,79 +74,40 @@ func Run(a Array, A, B [][]float64, w io.Writer) (C [][]float64, cycles, macs in
 	return C, cycles, macs, nil
 }
 
+// stationaryFold is one WS or IS fold in flight: the tile the PEs hold and
+// the operand streamed past them.
+type stationaryFold struct {
+	d      Dataflow
+	sr, sc int
+	r0, c0 int
+	T      int
+	A, B   [][]float64
+	w      [][]float64 // the stationary tile, PE (i, j)'s value
+}
+
 // runStationary runs one WS or IS fold. WS: PE (i, j) holds B[r0+i][c0+j];
 // row i streams A[t][r0+i]; column j's bottom emits C[t][c0+j]. IS: PE
 // (i, j) holds A[c0+j][r0+i]; row i streams B[r0+i][t]; column j emits
 // C[c0+j][t].
 func runStationary(d Dataflow, g GEMM, fd fold, r0, c0, T int, A, B, C [][]float64, start int64, say func(string, ...any)) (cycles, macs int64) {
-	sr, sc := fd.sr, fd.sc
-	w := make([][]float64, sr)
-	for i := range sr {
-		w[i] = make([]float64, sc)
-		for j := range sc {
-			if d == WeightStationary {
-				w[i][j] = B[r0+i][c0+j]
-			} else {
-				w[i][j] = A[c0+j][r0+i]
-			}
-		}
-	}
+	f := stationaryFold{d: d, sr: fd.sr, sc: fd.sc, r0: r0, c0: c0, T: T, A: A, B: B}
+	f.w = f.tile()
 	name := map[Dataflow]string{WeightStationary: "B", InputStationary: "Aᵀ"}[d]
 	// Fill: the tile shifts in from the top, one row per cycle; after sr
 	// cycles row i holds its values.
-	for c := range sr {
-		say("  cycle %d [load %d/%d]: row %d of the %s tile enters at the top; rows below shift down\n", start+int64(c), c+1, sr, sr-1-c, name)
+	for c := range f.sr {
+		say("  cycle %d [load %d/%d]: row %d of the %s tile enters at the top; rows below shift down\n", start+int64(c), c+1, f.sr, f.sr-1-c, name)
 	}
-	cycles = int64(sr)
-	a := grid(sr, sc)
-	p := grid(sr, sc)
+	cycles = int64(f.sr)
+	a := grid(f.sr, f.sc)
+	p := grid(f.sr, f.sc)
 	emitted := 0
-	for tau := 0; emitted < T*sc; tau++ {
-		na, np := grid(sr, sc), grid(sr, sc)
-		var events []string
-		for i := range sr {
-			for j := range sc {
-				var in cell
-				if j == 0 {
-					if t := tau - i; t >= 0 && t < T {
-						if d == WeightStationary {
-							in = cell{v: A[t][r0+i], ok: true, t: t, label: fmt.Sprintf("A[%d][%d]", t, r0+i)}
-						} else {
-							in = cell{v: B[r0+i][t], ok: true, t: t, label: fmt.Sprintf("B[%d][%d]", r0+i, t)}
-						}
-						events = append(events, fmt.Sprintf("%s enters row %d", in.label, i))
-					}
-				} else {
-					in = a[i][j-1]
-				}
-				if !in.ok {
-					continue
-				}
-				sum := 0.0
-				if i > 0 {
-					up := p[i-1][j]
-					if !up.ok || up.t != in.t {
-						panic("systolic: partial sum and operand out of step") // wavefront invariant
-					}
-					sum = up.v
-				}
-				na[i][j] = in
-				np[i][j] = cell{v: sum + in.v*w[i][j], ok: true, t: in.t}
-				macs++
-			}
-		}
-		for j := range sc {
-			if out := np[sr-1][j]; out.ok {
-				if d == WeightStationary {
-					C[out.t][c0+j] += out.v
-					events = append(events, fmt.Sprintf("C[%d][%d] += %g leaves column %d", out.t, c0+j, out.v, j))
-				} else {
-					C[c0+j][out.t] += out.v
-					events = append(events, fmt.Sprintf("C[%d][%d] += %g leaves column %d", c0+j, out.t, out.v, j))
-				}
-				emitted++
-			}
-		}
+	for tau := 0; emitted < T*f.sc; tau++ {
+		na, np, n, events := f.step(a, p, tau)
+		macs += n
+		var e int
+		e, events = f.emit(np, C, events)
+		emitted += e
 		say("  cycle %d [stream τ=%d]: %d MACs on the wavefront t=τ−i−j; %s\n", start+cycles, tau, countOK(np), strings.Join(events, "; "))
 		a, p = na, np
 		cycles++
@@ -154,69 +115,171 @@ func runStationary(d Dataflow, g GEMM, fd fold, r0, c0, T int, A, B, C [][]float
 	return cycles, macs
 }
 
+// tile is the stationary operand's fold: B's for WS, Aᵀ's for IS.
+func (f stationaryFold) tile() [][]float64 {
+	w := make([][]float64, f.sr)
+	for i := range f.sr {
+		w[i] = make([]float64, f.sc)
+		for j := range f.sc {
+			if f.d == WeightStationary {
+				w[i][j] = f.B[f.r0+i][f.c0+j]
+			} else {
+				w[i][j] = f.A[f.c0+j][f.r0+i]
+			}
+		}
+	}
+	return w
+}
+
+// enter is the streamed operand that enters row i from the left at τ:
+// element t = τ−i of A's column (WS) or B's row (IS), if there is one.
+func (f stationaryFold) enter(i, tau int) (cell, bool) {
+	t := tau - i
+	if t < 0 || t >= f.T {
+		return cell{}, false
+	}
+	if f.d == WeightStationary {
+		return cell{v: f.A[t][f.r0+i], ok: true, t: t, label: fmt.Sprintf("A[%d][%d]", t, f.r0+i)}, true
+	}
+	return cell{v: f.B[f.r0+i][t], ok: true, t: t, label: fmt.Sprintf("B[%d][%d]", f.r0+i, t)}, true
+}
+
+// step moves the operands a and partial sums p one cycle at τ: operands
+// shift right, partial sums down, and every PE holding an operand does one
+// MAC. It returns the new registers, the MACs and what entered.
+func (f stationaryFold) step(a, p [][]cell, tau int) (na, np [][]cell, macs int64, events []string) {
+	na, np = grid(f.sr, f.sc), grid(f.sr, f.sc)
+	for i := range f.sr {
+		for j := range f.sc {
+			var in cell
+			if j == 0 {
+				var ok bool
+				if in, ok = f.enter(i, tau); ok {
+					events = append(events, fmt.Sprintf("%s enters row %d", in.label, i))
+				}
+			} else {
+				in = a[i][j-1]
+			}
+			if !in.ok {
+				continue
+			}
+			sum := 0.0
+			if i > 0 {
+				up := p[i-1][j]
+				if !up.ok || up.t != in.t {
+					panic("systolic: partial sum and operand out of step") // wavefront invariant
+				}
+				sum = up.v
+			}
+			na[i][j] = in
+			np[i][j] = cell{v: sum + in.v*f.w[i][j], ok: true, t: in.t}
+			macs++
+		}
+	}
+	return na, np, macs, events
+}
+
+// emit adds the finished sums leaving the bottom row of np to C and says
+// so; it returns how many left.
+func (f stationaryFold) emit(np [][]cell, C [][]float64, events []string) (int, []string) {
+	emitted := 0
+	for j := range f.sc {
+		if out := np[f.sr-1][j]; out.ok {
+			if f.d == WeightStationary {
+				C[out.t][f.c0+j] += out.v
+				events = append(events, fmt.Sprintf("C[%d][%d] += %g leaves column %d", out.t, f.c0+j, out.v, j))
+			} else {
+				C[f.c0+j][out.t] += out.v
+				events = append(events, fmt.Sprintf("C[%d][%d] += %g leaves column %d", f.c0+j, out.t, out.v, j))
+			}
+			emitted++
+		}
+	}
+	return emitted, events
+}
+
 // runOS runs one OS fold: PE (i, j) accumulates C[r0+i][c0+j]; row i
 // streams A[r0+i][k] from the left at τ = k+i, column j streams
 // B[k][c0+j] from the top at τ = k+j; they meet at PE (i, j) at τ = k+i+j.
 func runOS(g GEMM, fd fold, r0, c0 int, A, B, C [][]float64, start int64, say func(string, ...any)) (cycles, macs int64) {
-	sr, sc, T := fd.sr, fd.sc, g.K
-	acc := make([][]float64, sr)
+	f := osFold{sr: fd.sr, sc: fd.sc, r0: r0, c0: c0, T: g.K, A: A, B: B}
+	acc := make([][]float64, f.sr)
 	for i := range acc {
-		acc[i] = make([]float64, sc)
+		acc[i] = make([]float64, f.sc)
 	}
-	a := grid(sr, sc)
-	b := grid(sr, sc)
-	want := int64(sr) * int64(sc) * int64(T)
+	a := grid(f.sr, f.sc)
+	b := grid(f.sr, f.sc)
+	want := int64(f.sr) * int64(f.sc) * int64(f.T)
 	for tau := 0; macs < want; tau++ {
-		na, nb := grid(sr, sc), grid(sr, sc)
-		var events []string
-		n := 0
-		for i := range sr {
-			for j := range sc {
-				var x, y cell
-				if j == 0 {
-					if k := tau - i; k >= 0 && k < T {
-						x = cell{v: A[r0+i][k], ok: true, k: k}
-						events = append(events, fmt.Sprintf("A[%d][%d] enters row %d", r0+i, k, i))
-					}
-				} else {
-					x = a[i][j-1]
-				}
-				if i == 0 {
-					if k := tau - j; k >= 0 && k < T {
-						y = cell{v: B[k][c0+j], ok: true, k: k}
-						events = append(events, fmt.Sprintf("B[%d][%d] enters column %d", k, c0+j, j))
-					}
-				} else {
-					y = b[i-1][j]
-				}
-				na[i][j], nb[i][j] = x, y
-				if x.ok != y.ok || (x.ok && x.k != y.k) {
-					panic("systolic: operands out of step") // wavefront invariant
-				}
-				if x.ok {
-					acc[i][j] += x.v * y.v
-					macs++
-					n++
-				}
-			}
-		}
+		na, nb, n, events := f.step(a, b, acc, tau)
+		macs += n
 		say("  cycle %d [stream τ=%d]: %d MACs accumulate in place; %s\n", start+cycles, tau, n, strings.Join(events, "; "))
 		a, b = na, nb
 		cycles++
 	}
-	for r := range sr {
+	return cycles + f.drain(acc, C, start+cycles, say), macs
+}
+
+// osFold is one OS fold in flight: A streams from the left, B from the top.
+type osFold struct {
+	sr, sc int
+	r0, c0 int
+	T      int
+	A, B   [][]float64
+}
+
+// step moves A's operands a right and B's operands b down one cycle at τ,
+// feeding the edges, and accumulates every PE where the two meet into acc.
+// It returns the new registers, the MACs and what entered.
+func (f osFold) step(a, b [][]cell, acc [][]float64, tau int) (na, nb [][]cell, macs int64, events []string) {
+	na, nb = grid(f.sr, f.sc), grid(f.sr, f.sc)
+	for i := range f.sr {
+		for j := range f.sc {
+			var x, y cell
+			if j == 0 {
+				if k := tau - i; k >= 0 && k < f.T {
+					x = cell{v: f.A[f.r0+i][k], ok: true, k: k}
+					events = append(events, fmt.Sprintf("A[%d][%d] enters row %d", f.r0+i, k, i))
+				}
+			} else {
+				x = a[i][j-1]
+			}
+			if i == 0 {
+				if k := tau - j; k >= 0 && k < f.T {
+					y = cell{v: f.B[k][f.c0+j], ok: true, k: k}
+					events = append(events, fmt.Sprintf("B[%d][%d] enters column %d", k, f.c0+j, j))
+				}
+			} else {
+				y = b[i-1][j]
+			}
+			na[i][j], nb[i][j] = x, y
+			if x.ok != y.ok || (x.ok && x.k != y.k) {
+				panic("systolic: operands out of step") // wavefront invariant
+			}
+			if x.ok {
+				acc[i][j] += x.v * y.v
+				macs++
+			}
+		}
+	}
+	return na, nb, macs, events
+}
+
+// drain shifts the accumulated outputs out at the bottom, one row per
+// cycle from start, into C; it returns the cycles it took.
+func (f osFold) drain(acc, C [][]float64, start int64, say func(string, ...any)) int64 {
+	for r := range f.sr {
 		// the bottom row leaves first; rows shift down one per cycle
-		row := sr - 1 - r
-		vals := make([]string, sc)
-		for j := range sc {
-			C[r0+row][c0+j] = acc[row][j]
+		row := f.sr - 1 - r
+		vals := make([]string, f.sc)
+		for j := range f.sc {
+			C[f.r0+row][f.c0+j] = acc[row][j]
 			vals[j] = fmt.Sprint(acc[row][j])
 		}
 		say("  cycle %d [drain %d/%d]: outputs of row %d leave at the bottom: C[%d][%d..%d] = %s\n",
-			start+cycles, r+1, sr, row, r0+row, c0, c0+sc-1, strings.Join(vals, " "))
-		cycles++
+			start+int64(r), r+1, f.sr, row, f.r0+row, f.c0, f.c0+f.sc-1, strings.Join(vals, " "))
 	}
-	return cycles, macs
+	return int64(f.sr)
 }
 
 func grid(r, c int) [][]cell {

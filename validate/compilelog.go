@@ -77,46 +77,16 @@ func ParseCompileLog(text string) (CompileLog, error) {
 		if len(line) > maxLogLine {
 			continue
 		}
-		if m := reUsed.FindStringSubmatch(line); m != nil && oom == nil {
-			used, err1 := logBytes(m[1])
-			capa, err2 := logBytes(m[2])
-			if err := errors.Join(err1, err2); err != nil {
+		var err error
+		if oom == nil {
+			if oom, err = parseOOM(line); err != nil {
 				return CompileLog{}, err
 			}
-			oom = &CompileLog{Kind: KindOOM, Scope: ScopeTotal, Reported: used, Capacity: capa, Lines: []string{strings.TrimSpace(line)}}
 		}
-		if m := reTemporaries.FindStringSubmatch(line); m != nil && oom == nil {
-			temp, err1 := logBytes(m[1])
-			capa, err2 := logBytes(m[2])
-			if err := errors.Join(err1, err2); err != nil {
-				return CompileLog{}, err
-			}
-			oom = &CompileLog{Kind: KindOOM, Scope: ScopeTemp, Reported: temp, Capacity: capa, Lines: []string{strings.TrimSpace(line)}}
-		}
-		if m := reTotalUsage.FindStringSubmatch(line); m != nil {
-			total, err := logBytes(m[1])
-			if err != nil {
-				return CompileLog{}, err
-			}
-			u := CompileLog{Kind: KindCompiledUsage, Scope: ScopeTotal, Reported: total, Lines: []string{strings.TrimSpace(line)}}
-			for _, next := range lines[i+1 : min(i+8, len(lines))] {
-				f := reUsageLine.FindStringSubmatch(next)
-				if f == nil {
-					continue
-				}
-				b, err := logBytes(f[2])
-				if err != nil {
-					return CompileLog{}, err
-				}
-				switch f[1] {
-				case "arguments":
-					u.Breakdown.Argument = b
-				case "program":
-					u.Breakdown.Temp = b
-				}
-				u.Lines = append(u.Lines, strings.TrimSpace(next))
-			}
-			usage = &u
+		if u, err := parseUsage(lines, i); err != nil {
+			return CompileLog{}, err
+		} else if u != nil {
+			usage = u
 		}
 		if a, ok, err := parseAnalysis(line); err != nil {
 			return CompileLog{}, err
@@ -124,6 +94,69 @@ func ParseCompileLog(text string) (CompileLog, error) {
 			analysis = &a
 		}
 	}
+	return chooseReport(oom, usage, analysis)
+}
+
+// parseOOM reads XLA's out-of-memory message on a line: the bytes used of
+// the HBM it had, or its temporaries' against the HBM available; nil
+// where the line has neither.
+func parseOOM(line string) (*CompileLog, error) {
+	forms := []struct {
+		re    *regexp.Regexp
+		scope string
+	}{{reUsed, ScopeTotal}, {reTemporaries, ScopeTemp}}
+	for _, f := range forms {
+		m := f.re.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		reported, err1 := logBytes(m[1])
+		capa, err2 := logBytes(m[2])
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		return &CompileLog{Kind: KindOOM, Scope: f.scope, Reported: reported, Capacity: capa, Lines: []string{strings.TrimSpace(line)}}, nil
+	}
+	return nil, nil
+}
+
+// parseUsage reads XLA's "Total hbm usage" block starting on lines[i], with
+// its arguments and program lines among the next seven; nil where
+// lines[i] does not start one.
+func parseUsage(lines []string, i int) (*CompileLog, error) {
+	m := reTotalUsage.FindStringSubmatch(lines[i])
+	if m == nil {
+		return nil, nil
+	}
+	total, err := logBytes(m[1])
+	if err != nil {
+		return nil, err
+	}
+	u := CompileLog{Kind: KindCompiledUsage, Scope: ScopeTotal, Reported: total, Lines: []string{strings.TrimSpace(lines[i])}}
+	for _, next := range lines[i+1 : min(i+8, len(lines))] {
+		f := reUsageLine.FindStringSubmatch(next)
+		if f == nil {
+			continue
+		}
+		b, err := logBytes(f[2])
+		if err != nil {
+			return nil, err
+		}
+		switch f[1] {
+		case "arguments":
+			u.Breakdown.Argument = b
+		case "program":
+			u.Breakdown.Temp = b
+		}
+		u.Lines = append(u.Lines, strings.TrimSpace(next))
+	}
+	return &u, nil
+}
+
+// chooseReport picks the log's report: the out-of-memory message (with the
+// usage block's breakdown when that block covers it), else the usage
+// block, else the memory analysis.
+func chooseReport(oom, usage, analysis *CompileLog) (CompileLog, error) {
 	var got *CompileLog
 	switch {
 	case oom != nil:

@@ -1,24 +1,15 @@
 package validate
 
 import (
-	"bytes"
 	_ "embed"
 	"fmt"
-	"io"
-	"math"
-	"math/rand/v2"
-	"reflect"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"shardlab/hw"
 	"shardlab/inference"
 	"shardlab/model"
-	"shardlab/schema"
 )
 
 //go:embed serving.yaml
@@ -125,48 +116,8 @@ func ServingRows() ([]ServingRow, error) { return ParseServing(servingYAML) }
 // naming its row and field, and so is a modelled row whose configuration
 // shardlab's serving model refuses.
 func ParseServing(data []byte) ([]ServingRow, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("validate: serving table: %s: %w", strings.ReplaceAll(err.Error(), "\n", "; "), ErrInvalid)
-	}
-	list := &root
-	if list.Kind == yaml.DocumentNode && len(list.Content) == 1 {
-		list = list.Content[0]
-	}
-	switch {
-	case root.Kind == 0 || list.Kind == yaml.SequenceNode && len(list.Content) == 0:
-		return nil, fmt.Errorf("validate: serving table has no rows, want a list of rows: %w", ErrInvalid)
-	case list.Kind != yaml.SequenceNode:
-		return nil, fmt.Errorf("validate: serving table (line %d) is not a list, want a list of rows: %w", list.Line, ErrInvalid)
-	}
-	for i, n := range list.Content {
-		if n.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("validate: serving row %d (line %d) is not a mapping of fields, want one: %w", i+1, n.Line, ErrInvalid)
-		}
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var rows []ServingRow
-	if err := dec.Decode(&rows); err != nil {
-		return nil, fmt.Errorf("validate: serving table: %s: %w", describeYAMLError(&root, err), ErrInvalid)
-	}
-	seen := map[string]bool{}
-	for i := range rows {
-		r := &rows[i]
-		if strings.TrimSpace(r.ID) == "" || strings.ContainsAny(r.ID, " \t\n") || seen[r.ID] {
-			return nil, fmt.Errorf("validate: serving row %d: id = %q, want a unique id without spaces: %w", i+1, r.ID, ErrInvalid)
-		}
-		seen[r.ID] = true
-		if i < len(list.Content) {
-			if err := numbers(list.Content[i], reflect.TypeFor[ServingRow](), ""); err != nil {
-				return nil, &ServingRowError{ID: r.ID, Err: err}
-			}
-		}
-		if err := r.check(); err != nil {
-			return nil, &ServingRowError{ID: r.ID, Err: err}
-		}
-	}
-	return rows, nil
+	t := table{name: "serving", row: "row", rowError: func(id string, err error) error { return &ServingRowError{ID: id, Err: err} }}
+	return parseTable(data, t, func(r *ServingRow) string { return r.ID }, (*ServingRow).check)
 }
 
 // ServingRowError is a row of a serving table that is not valid: its id
@@ -210,41 +161,11 @@ func (r *ServingRow) check() error {
 	if err := r.Source.check(); err != nil {
 		return err
 	}
-	if _, err := time.Parse("2006-01-02", r.Date); err != nil {
-		if _, err := time.Parse("2006-01", r.Date); err != nil {
-			return bad("date", strconv.Quote(r.Date), "YYYY-MM-DD or YYYY-MM")
-		}
+	if err := r.checkProvenance(); err != nil {
+		return err
 	}
-	if _, err := time.Parse("2006-01-02", r.Read); err != nil {
-		return bad("read", strconv.Quote(r.Read), "YYYY-MM-DD")
-	}
-	text := []struct{ field, v string }{{"published_model", r.PublishedModel}, {"quote", r.Quote}, {"published.metric", r.Published.Metric}}
-	for _, t := range text {
-		if strings.TrimSpace(t.v) == "" {
-			return bad(t.field, `""`, "the source's text")
-		}
-	}
-	switch {
-	case r.Set != SetA && r.Set != SetB:
-		return bad("set", strconv.Quote(r.Set), "A or B")
-	case r.Engine != EngineJetStreamPyTorch && r.Engine != EngineVLLM:
-		return bad("engine", strconv.Quote(r.Engine), EngineJetStreamPyTorch+" or "+EngineVLLM)
-	case !oneOf(r.Weights, servingDtypes):
-		return bad("weights", strconv.Quote(r.Weights), strings.Join(servingDtypes, ", "))
-	case !oneOf(r.KVCache, servingDtypes):
-		return bad("kv_cache", strconv.Quote(r.KVCache), strings.Join(servingDtypes, ", "))
-	case r.TP < 1 || r.TP > maxDevices:
-		return bad("tensor_parallel", r.TP, fmt.Sprintf("1 to %d", maxDevices))
-	case r.DP < 1 || r.DP > maxDevices:
-		return bad("data_parallel", r.DP, fmt.Sprintf("1 to %d", maxDevices))
-	case r.MaxModelLen < 2 || r.MaxModelLen > inference.MaxTokens:
-		return bad("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d", inference.MaxTokens))
-	case r.MaxNumSeqs < 0 || r.MaxNumSeqs > inference.MaxConcurrency:
-		return bad("max_num_seqs", r.MaxNumSeqs, fmt.Sprintf("0 (not set) to %d", inference.MaxConcurrency))
-	case r.MaxBatched < 1 || r.MaxBatched > inference.MaxTokens:
-		return bad("max_num_batched_tokens", r.MaxBatched, fmt.Sprintf("1 to %d", inference.MaxTokens))
-	case !(r.MemoryUtil > 0 && r.MemoryUtil <= 1):
-		return bad("gpu_memory_utilization", r.MemoryUtil, "a number in (0, 1]")
+	if err := r.checkSettings(); err != nil {
+		return err
 	}
 	if err := r.checkWorkload(); err != nil {
 		return err
@@ -270,6 +191,54 @@ func (r *ServingRow) check() error {
 	}
 	_, err = r.Request()
 	return err
+}
+
+// checkProvenance validates when the row was published and read, and the
+// source's words it quotes.
+func (r *ServingRow) checkProvenance() error {
+	if _, err := time.Parse("2006-01-02", r.Date); err != nil {
+		if _, err := time.Parse("2006-01", r.Date); err != nil {
+			return bad("date", strconv.Quote(r.Date), "YYYY-MM-DD or YYYY-MM")
+		}
+	}
+	if _, err := time.Parse("2006-01-02", r.Read); err != nil {
+		return bad("read", strconv.Quote(r.Read), "YYYY-MM-DD")
+	}
+	text := []struct{ field, v string }{{"published_model", r.PublishedModel}, {"quote", r.Quote}, {"published.metric", r.Published.Metric}}
+	for _, t := range text {
+		if strings.TrimSpace(t.v) == "" {
+			return bad(t.field, `""`, "the source's text")
+		}
+	}
+	return nil
+}
+
+// checkSettings validates the row's set, engine and server settings: its
+// dtypes, parallelism, lengths and memory.
+func (r *ServingRow) checkSettings() error {
+	switch {
+	case r.Set != SetA && r.Set != SetB:
+		return bad("set", strconv.Quote(r.Set), "A or B")
+	case r.Engine != EngineJetStreamPyTorch && r.Engine != EngineVLLM:
+		return bad("engine", strconv.Quote(r.Engine), EngineJetStreamPyTorch+" or "+EngineVLLM)
+	case !oneOf(r.Weights, servingDtypes):
+		return bad("weights", strconv.Quote(r.Weights), strings.Join(servingDtypes, ", "))
+	case !oneOf(r.KVCache, servingDtypes):
+		return bad("kv_cache", strconv.Quote(r.KVCache), strings.Join(servingDtypes, ", "))
+	case r.TP < 1 || r.TP > maxDevices:
+		return bad("tensor_parallel", r.TP, fmt.Sprintf("1 to %d", maxDevices))
+	case r.DP < 1 || r.DP > maxDevices:
+		return bad("data_parallel", r.DP, fmt.Sprintf("1 to %d", maxDevices))
+	case r.MaxModelLen < 2 || r.MaxModelLen > inference.MaxTokens:
+		return bad("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d", inference.MaxTokens))
+	case r.MaxNumSeqs < 0 || r.MaxNumSeqs > inference.MaxConcurrency:
+		return bad("max_num_seqs", r.MaxNumSeqs, fmt.Sprintf("0 (not set) to %d", inference.MaxConcurrency))
+	case r.MaxBatched < 1 || r.MaxBatched > inference.MaxTokens:
+		return bad("max_num_batched_tokens", r.MaxBatched, fmt.Sprintf("1 to %d", inference.MaxTokens))
+	case !(r.MemoryUtil > 0 && r.MemoryUtil <= 1):
+		return bad("gpu_memory_utilization", r.MemoryUtil, "a number in (0, 1]")
+	}
+	return nil
 }
 
 // checkWorkload validates a row's workload and published figures.
@@ -334,370 +303,4 @@ func (r ServingRow) Request() (inference.Request, error) {
 		Concurrency: r.Workload.Concurrency, PromptLen: r.Workload.InputLen, OutputLen: r.Workload.OutputLen,
 		Weights: inference.Dtype(r.Weights), KVCache: kv, MemoryUtilization: r.MemoryUtil,
 		MaxNumBatchedTokens: r.MaxBatched, TP: r.TP, DPAttention: r.DPAttention})
-}
-
-// ServingResult is one row of the serving table run through shardlab's
-// serving model at its configuration.
-type ServingResult struct {
-	Row ServingRow
-	// Modelled is false for a not_modelled row; the rest is then zero.
-	Modelled bool
-	// Layout is the row's layout (its memory says whether the
-	// sequences fit); Sim the simulation of its run, the prediction.
-	Layout inference.Layout
-	Sim    inference.SimResult
-	// Error is (predicted − published) / published output tokens/s;
-	// TTFTError and ITLError the same for the means where published, else
-	// NaN.
-	Error, TTFTError, ITLError float64
-}
-
-// Refused says the serving model does not fit the row's concurrency in
-// the KV cache at its max_model_len, though the engine ran it.
-func (r ServingResult) Refused() bool { return r.Modelled && !r.Layout.Fits }
-
-// ServingReport is shardlab's serving model against the serving table.
-type ServingReport struct {
-	Results []ServingResult
-}
-
-// EvaluateServing runs the serving model on every row's configuration:
-// inference.Estimate at the row's tensor-parallel size and replicas for
-// the memory, then inference.Simulate of the row's run (SimOptions) for
-// the prediction.
-func EvaluateServing(rows []ServingRow) (ServingReport, error) {
-	var rep ServingReport
-	for _, row := range rows {
-		if row.NotModelled != "" || row.Model == "" {
-			rep.Results = append(rep.Results, ServingResult{Row: row, Error: math.NaN(), TTFTError: math.NaN(), ITLError: math.NaN()})
-			continue
-		}
-		req, err := row.Request()
-		if err != nil {
-			return rep, &ServingRowError{ID: row.ID, Err: err}
-		}
-		l := inference.Estimate(req, row.TP, row.DP)
-		sim, err := inference.Simulate(req, l, row.SimOptions(), rand.New(rand.NewPCG(ServingSeed, 0)))
-		if err != nil {
-			return rep, &ServingRowError{ID: row.ID, Err: err}
-		}
-		rep.Results = append(rep.Results, servingResult(row, l, sim))
-	}
-	return rep, nil
-}
-
-// ServingSeed seeds every row's simulation (its lengths are fixed, so
-// only a request rate would draw from it).
-const ServingSeed = 1
-
-// SimOptions is the simulation of the row's run: its engine's scheduler,
-// the row's lengths (for random prompts with a range ratio r, each
-// request's prompt and output drawn uniformly from [⌊L·r⌋, L] as
-// InferenceX's client draws them, SemiAnalysisAI/InferenceX
-// utils/bench_serving/benchmark_serving.py sample_uniform @d39a07fd;
-// else the published lengths, or the dataset's means for ShareGPT, for
-// every request), its concurrency as a closed loop of clients and its
-// prompts. JetStream's batch slots are the row's concurrency; vLLM's
-// max_num_seqs the row's, or its concurrency when not given.
-func (r ServingRow) SimOptions() inference.SimOptions {
-	w := r.Workload
-	mix := inference.FixedMix(w.InputLen, w.OutputLen)
-	if w.RangeRatio > 0 {
-		lo := func(l int) int { return max(int(float64(l)*w.RangeRatio), 1) }
-		if m, err := inference.UniformMix(lo(w.InputLen), w.InputLen, lo(w.OutputLen), w.OutputLen); err == nil {
-			mix = m
-		}
-	}
-	o := inference.SimOptions{Engine: inference.VLLM, MaxNumSeqs: r.MaxNumSeqs,
-		Load: inference.Load{Mix: mix, Concurrency: w.Concurrency, Requests: w.NumPrompts}}
-	if r.Engine == EngineJetStreamPyTorch {
-		o.Engine, o.MaxNumSeqs = inference.JetStream, w.Concurrency
-	}
-	o.Engine = r.ServingEngine()
-	if o.MaxNumSeqs == 0 {
-		o.MaxNumSeqs = w.Concurrency
-	}
-	return o
-}
-
-// BuiltInServingReport evaluates the built-in serving table.
-func BuiltInServingReport() (ServingReport, error) {
-	rows, err := ServingRows()
-	if err != nil {
-		return ServingReport{}, err
-	}
-	return EvaluateServing(rows)
-}
-
-func servingResult(row ServingRow, l inference.Layout, sim inference.SimResult) ServingResult {
-	rel := func(got, want float64) float64 {
-		if want <= 0 {
-			return math.NaN()
-		}
-		return (got - want) / want
-	}
-	p := row.Published
-	return ServingResult{Row: row, Modelled: true, Layout: l, Sim: sim, Error: rel(sim.TokensPerSecond, p.OutputTokensPerS),
-		TTFTError: rel(ms(sim.TTFT.Mean), p.MeanTTFTms), ITLError: rel(ms(sim.ITL.Mean), p.MeanITLms)}
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// ServingStats summarises the throughput error of a set of rows, over the
-// modelled rows the serving model fits (a refused row's throughput is
-// that of a layout that does not hold its sequences).
-type ServingStats struct {
-	Set    string `json:"set"`
-	Engine string `json:"engine,omitempty"`
-	// Rows is "" for all the set's rows, RowsCalibration or RowsHeldOut.
-	Rows        string  `json:"row_kind,omitempty"`
-	N           int     `json:"rows"`
-	NotModelled int     `json:"not_modelled"`
-	Refused     int     `json:"refused"`
-	Compared    int     `json:"compared"`
-	Median      float64 `json:"median_abs_error"`
-	Min         float64 `json:"min_error"`
-	Max         float64 `json:"max_error"`
-}
-
-// The kinds of rows a summary covers besides all of them.
-const (
-	RowsCalibration = "calibration"
-	RowsHeldOut     = "held-out"
-)
-
-// Summary is the statistics of one set (SetA, SetB), of one engine's
-// rows when engine is not "".
-func (rep ServingReport) Summary(set, engine string) ServingStats {
-	return rep.SummaryOf(set, engine, "")
-}
-
-// SummaryOf is Summary over the rows of one kind: RowsCalibration,
-// RowsHeldOut, or "" for all.
-func (rep ServingReport) SummaryOf(set, engine, kind string) ServingStats {
-	st := ServingStats{Set: set, Engine: engine, Rows: kind}
-	var abs []float64
-	for _, r := range rep.Results {
-		if r.Row.Set != set || engine != "" && r.Row.Engine != engine ||
-			kind == RowsCalibration && !r.Row.Calibration || kind == RowsHeldOut && r.Row.Calibration {
-			continue
-		}
-		st.N++
-		switch {
-		case !r.Modelled:
-			st.NotModelled++
-			continue
-		case r.Refused():
-			st.Refused++
-			continue
-		}
-		if len(abs) == 0 {
-			st.Min, st.Max = r.Error, r.Error
-		}
-		st.Min, st.Max = min(st.Min, r.Error), max(st.Max, r.Error)
-		abs = append(abs, math.Abs(r.Error))
-	}
-	st.Compared = len(abs)
-	if len(abs) > 0 {
-		st.Median = median(abs)
-	}
-	return st
-}
-
-// sets lists the report's sets, A first; engines its engines in the
-// order they first appear.
-func (rep ServingReport) sets() []string {
-	var out []string
-	for _, s := range []string{SetA, SetB} {
-		for _, r := range rep.Results {
-			if r.Row.Set == s {
-				out = append(out, s)
-				break
-			}
-		}
-	}
-	return out
-}
-
-func (rep ServingReport) engines() []string {
-	var out []string
-	for _, r := range rep.Results {
-		if !oneOf(r.Row.Engine, out) {
-			out = append(out, r.Row.Engine)
-		}
-	}
-	return out
-}
-
-func pct(x float64) string {
-	if math.IsNaN(x) {
-		return "-"
-	}
-	return fmt.Sprintf("%+.1f%%", 100*x)
-}
-
-// WriteText writes the serving report for people: a row per published
-// figure with the prediction and its error, the latencies where
-// published, the rows not modelled, and each set's summary.
-func (rep ServingReport) WriteText(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintln(&b, "Serving: published TPU serving figures (validate/serving.yaml) against shardlab's serving model at each row's configuration.")
-	fmt.Fprintln(&b, "predicted = inference.Simulate of the row's run: its engine's scheduler (vLLM: continuous batching, chunked prefill in the token")
-	fmt.Fprintln(&b, "budget, paged KV cache, preemption, tpu-inference's padding; JetStream: one prompt a prefill into a free slot, generate steps over")
-	fmt.Fprintln(&b, "all slots attending the whole cache) at the row's TP, concurrency (a closed loop of clients), prompts and mean lengths; each step")
-	fmt.Fprintln(&b, "costs its matmul roofline, then the attention's KV read and decode queries' MXU passes, the TP all-reduces and the engine's")
-	fmt.Fprintf(&b, "fixed step time (fitted on the calibration rows only: vllm %v, jetstream %v). An int8 KV cache is costed as one byte.\n",
-		inference.StepOverhead(inference.VLLM), inference.StepOverhead(inference.JetStream))
-	fmt.Fprintln(&b, "error = (predicted - published) / published output tokens/s; a row is refused when its sequences do not fit the KV cache.")
-	fmt.Fprintln(&b)
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "row\tset\tfit\tengine\tmodel\ttpu\tTPxDP\tw/kv\tconc\tin/out\tpublished\tpredicted\terror\tfits")
-	for _, r := range rep.Results {
-		if !r.Modelled {
-			continue
-		}
-		c, l := r.Row, r.Layout
-		fits := "yes"
-		if r.Refused() {
-			fits = fmt.Sprintf("REFUSED: %d fit", l.DP*l.Memory.MaxSeqs)
-		}
-		role := "held-out"
-		if c.Calibration {
-			role = "calib"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%s/%s\t%d\t%d/%d\t%.0f\t%.0f\t%s\t%s\n", c.ID, c.Set, role, c.Engine, c.Model, c.AcceleratorType,
-			c.TP, c.DP, c.Weights, c.KVCache, c.Workload.Concurrency, c.Workload.InputLen, c.Workload.OutputLen,
-			c.Published.OutputTokensPerS, r.Sim.TokensPerSecond, pct(r.Error), fits)
-	}
-	tw.Flush()
-	rep.writeLatency(&b)
-	n := 0
-	for _, r := range rep.Results {
-		if r.Modelled {
-			continue
-		}
-		if n == 0 {
-			fmt.Fprintln(&b, "\nnot modelled:")
-		}
-		n++
-		fmt.Fprintf(&b, "  %s (%s, %s, %.0f tok/s): %s\n", r.Row.ID, r.Row.PublishedModel, r.Row.AcceleratorType, r.Row.Published.OutputTokensPerS, r.Row.NotModelled)
-	}
-	for _, s := range rep.sets() {
-		st := rep.Summary(s, "")
-		when := "collected 2026-12-04, before any row was compared"
-		if s == SetB {
-			when = "added later, after the serving model and its fit: never fitted on"
-		}
-		fmt.Fprintf(&b, "\nSet %s (%s): %d rows, %d not modelled, %d refused (the KV cache holds fewer sequences than ran)\n", s, when, st.N, st.NotModelled, st.Refused)
-		if st.Compared == 0 {
-			fmt.Fprintln(&b, "  no row compared")
-			continue
-		}
-		fmt.Fprintf(&b, "  throughput over %d rows compared: median |error| %.1f%%, error from %s to %s\n", st.Compared, 100*st.Median, pct(st.Min), pct(st.Max))
-		for _, k := range []string{RowsCalibration, RowsHeldOut} {
-			if ks := rep.SummaryOf(s, "", k); ks.Compared > 0 {
-				fmt.Fprintf(&b, "  %s rows: %d compared, median |error| %.1f%%, error from %s to %s\n", k, ks.Compared, 100*ks.Median, pct(ks.Min), pct(ks.Max))
-			}
-		}
-		for _, e := range rep.engines() {
-			es := rep.Summary(s, e)
-			if es.N == 0 {
-				continue
-			}
-			fmt.Fprintf(&b, "  %s: %d rows compared, median |error| %.1f%%, %d refused, %d not modelled\n", e, es.Compared, 100*es.Median, es.Refused, es.NotModelled)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// writeLatency writes the rows whose sources publish mean TTFT or ITL
-// beside the serving model's.
-func (rep ServingReport) writeLatency(b *strings.Builder) {
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	n := 0
-	for _, r := range rep.Results {
-		p := r.Row.Published
-		if !r.Modelled || p.MeanTTFTms == 0 && p.MeanITLms == 0 {
-			continue
-		}
-		if n == 0 {
-			fmt.Fprintln(b, "\nlatency where published (means; the simulation's TTFT includes its queueing):")
-			fmt.Fprintln(tw, "row\tTTFT ms\tpredicted\terror\tITL ms\tpredicted\terror")
-		}
-		n++
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t%s\n", r.Row.ID, p.MeanTTFTms, ms(r.Sim.TTFT.Mean), pct(r.TTFTError), p.MeanITLms, ms(r.Sim.ITL.Mean), pct(r.ITLError))
-	}
-	tw.Flush()
-}
-
-// ServingJSON is the machine-readable serving report (shardlab validate
-// --serving --json).
-type ServingJSON struct {
-	Rows    []ServingRowJSON `json:"rows"`
-	Summary []ServingStats   `json:"summary"`
-}
-
-// ServingRowJSON is one row with its prediction; the prediction's fields
-// are absent for a row not modelled.
-type ServingRowJSON struct {
-	ServingRow
-	Modelled          bool     `json:"modelled"`
-	PredictedTokensPS *float64 `json:"predicted_output_tokens_per_s,omitempty"`
-	PredictedTTFTms   *float64 `json:"predicted_ttft_ms,omitempty"`
-	PredictedITLms    *float64 `json:"predicted_itl_ms,omitempty"`
-	Error             *float64 `json:"relative_error,omitempty"`
-	TTFTError         *float64 `json:"ttft_relative_error,omitempty"`
-	ITLError          *float64 `json:"itl_relative_error,omitempty"`
-	Fits              *bool    `json:"fits,omitempty"`
-	MaxSeqs           *int     `json:"max_seqs_at_max_model_len,omitempty"`
-}
-
-// JSON returns the serving report's machine-readable form: the summary
-// of each set, then of each set's engines.
-func (rep ServingReport) JSON() ServingJSON {
-	out := ServingJSON{Rows: []ServingRowJSON{}, Summary: []ServingStats{}}
-	for _, r := range rep.Results {
-		out.Rows = append(out.Rows, r.JSON())
-	}
-	for _, s := range rep.sets() {
-		out.Summary = append(out.Summary, rep.Summary(s, ""))
-		for _, k := range []string{RowsCalibration, RowsHeldOut} {
-			if st := rep.SummaryOf(s, "", k); st.N > 0 {
-				out.Summary = append(out.Summary, st)
-			}
-		}
-		for _, e := range rep.engines() {
-			if st := rep.Summary(s, e); st.N > 0 {
-				out.Summary = append(out.Summary, st)
-			}
-		}
-	}
-	return out
-}
-
-// JSON returns one row's machine-readable form.
-func (r ServingResult) JSON() ServingRowJSON {
-	row := ServingRowJSON{ServingRow: r.Row, Modelled: r.Modelled}
-	if !r.Modelled {
-		return row
-	}
-	finite := func(x float64) *float64 {
-		if math.IsNaN(x) {
-			return nil
-		}
-		return &x
-	}
-	l := r.Layout
-	tps, ttft, itl := r.Sim.TokensPerSecond, ms(r.Sim.TTFT.Mean), ms(r.Sim.ITL.Mean)
-	fits, seqs := l.Fits, l.DP*l.Memory.MaxSeqs
-	row.PredictedTokensPS, row.PredictedTTFTms, row.PredictedITLms = &tps, &ttft, &itl
-	row.Error, row.TTFTError, row.ITLError = finite(r.Error), finite(r.TTFTError), finite(r.ITLError)
-	row.Fits, row.MaxSeqs = &fits, &seqs
-	return row
-}
-
-// WriteJSON writes the serving report as indented JSON.
-func (rep ServingReport) WriteJSON(w io.Writer) error {
-	return schema.Write(w, rep.JSON())
 }

@@ -1,0 +1,200 @@
+package validate
+
+import (
+	"fmt"
+	"math"
+
+	"shardlab/cost"
+)
+
+// MemoryResult is one memory case costed. Bytes are per JAX device, the
+// unit the compiler reports in: cost's per-chip figures divided by the
+// chip's devices (two on TPU7x, one elsewhere).
+type MemoryResult struct {
+	Case MemoryCase
+	// Memory is cost's estimate, per chip.
+	Memory         cost.Memory
+	DevicesPerChip int
+	// Total is the predicted peak; Arguments what the step takes in and
+	// gives back (the parameters and the optimizer state: XLA's
+	// arguments, aliased to its outputs); Temp the rest (gradients, held
+	// activations, the largest phase's transients).
+	Total, Arguments, Temp int64
+	// Predicted is Total or Temp, as the case's scope says, and Error is
+	// (Predicted − reported) / reported.
+	Predicted int64
+	Error     float64
+	// Refused: for an out-of-memory case, whether the prediction exceeds
+	// Limit, the HBM XLA had: the case's capacity_bytes, or where the
+	// source does not state it, cost's usable HBM per device.
+	Refused bool
+	Limit   int64
+	// ArgumentError and TempError compare Arguments and Temp with a
+	// memory_analysis breakdown; NaN where the source does not give one.
+	ArgumentError, TempError float64
+}
+
+// MemoryReport is cost's memory estimate against the memory table.
+type MemoryReport struct {
+	Results []MemoryResult
+	// Batches, when set, holds the published runs' batches against the
+	// most their layouts fit (EvaluateBatches).
+	Batches *BatchReport
+}
+
+// EvaluateMemory costs every case on its configuration.
+func EvaluateMemory(cases []MemoryCase) (MemoryReport, error) {
+	var rep MemoryReport
+	est := cost.NewEstimator()
+	for _, c := range cases {
+		j, m, err := c.Run(c.ID).Setup()
+		if err != nil {
+			return rep, fmt.Errorf("validate: memory case %s: %w", c.ID, err)
+		}
+		mem, err := est.Memory(j, m)
+		if err != nil {
+			return rep, fmt.Errorf("validate: memory case %s: %w", c.ID, err)
+		}
+		rep.Results = append(rep.Results, memoryResult(c, mem, m.Multislice.Slice.Chip.JAXDevicesPerChip))
+	}
+	return rep, nil
+}
+
+func memoryResult(c MemoryCase, mem cost.Memory, per int) MemoryResult {
+	per = max(per, 1)
+	perDevice := func(b int64) int64 { return int64(math.Round(float64(b) / float64(per))) }
+	r := MemoryResult{Case: c, Memory: mem, DevicesPerChip: per,
+		Total: perDevice(int64(mem.Total())), Arguments: perDevice(int64(mem.Weights + mem.Optimizer)),
+		ArgumentError: math.NaN(), TempError: math.NaN()}
+	r.Temp = r.Total - r.Arguments
+	r.Predicted = r.Total
+	if c.Scope == ScopeTemp {
+		r.Predicted = r.Temp
+	}
+	r.Error = math.NaN()
+	if c.BytesStated() {
+		r.Error = relErr(r.Predicted, c.ReportedBytes)
+	}
+	r.Limit = c.CapacityBytes
+	if r.Limit == 0 && c.Kind == KindOOM {
+		r.Limit = perDevice(int64(mem.Usable))
+	}
+	r.Refused = c.Kind == KindOOM && r.Predicted > r.Limit
+	if c.Kind == KindMemoryAnalysis {
+		if b := c.Breakdown; b.Argument > 0 {
+			r.ArgumentError = relErr(r.Arguments, b.Argument)
+		}
+		if b := c.Breakdown; b.Temp > 0 {
+			r.TempError = relErr(r.Temp, b.Temp)
+		}
+	}
+	return r
+}
+
+func relErr(got, want int64) float64 { return float64(got-want) / float64(want) }
+
+// MemoryStats summarises a set of cases: the |error| over the cases that
+// did not run out of memory, and how many of those that did cost refuses.
+type MemoryStats struct {
+	Set        string  `json:"set"`
+	N          int     `json:"cases"`
+	Measured   int     `json:"measured_cases"`
+	Median     float64 `json:"median_abs_error"`
+	Max        float64 `json:"max_abs_error"`
+	OOM        int     `json:"oom_cases"`
+	OOMRefused int     `json:"oom_refused"`
+	// OOMUnstated is the out-of-memory cases whose source states no
+	// bytes: they count in OOM and OOMRefused, in no median.
+	OOMUnstated        int `json:"oom_cases_bytes_not_stated,omitempty"`
+	OOMUnstatedRefused int `json:"oom_cases_bytes_not_stated_refused,omitempty"`
+	Unmodelled         int `json:"cases_with_unmodelled_settings"`
+	WithinTenth        int `json:"measured_within_10_percent"`
+	// AllMedian is the median |error| over every case that states its
+	// bytes, out-of-memory ones included (their messages report the bytes
+	// XLA needed too).
+	AllMedian float64 `json:"all_median_abs_error"`
+	// Stated is the cases whose every setting shardlab's configuration
+	// states (no unmodelled settings), their median |error| over all of
+	// them, and their out-of-memory cases and how many cost refuses.
+	Stated       int     `json:"stated_cases"`
+	StatedMedian float64 `json:"stated_median_abs_error"`
+	// StatedBytes is how many of the Stated cases give bytes (the
+	// median is over them).
+	StatedBytes      int `json:"stated_cases_with_bytes"`
+	StatedOOM        int `json:"stated_oom_cases"`
+	StatedOOMRefused int `json:"stated_oom_refused"`
+}
+
+// Summary is the statistics of one set of cases (SetA, SetB).
+func (rep MemoryReport) Summary(set string) MemoryStats {
+	st := MemoryStats{Set: set}
+	var errs, all, stated []float64
+	for _, r := range rep.Results {
+		if r.Case.Set != set {
+			continue
+		}
+		st.N++
+		if r.Case.BytesStated() {
+			all = append(all, math.Abs(r.Error))
+		} else {
+			st.OOMUnstated++
+			if r.Refused {
+				st.OOMUnstatedRefused++
+			}
+		}
+		if r.Case.Unmodelled != "" {
+			st.Unmodelled++
+		} else {
+			st.Stated++
+			if r.Case.BytesStated() {
+				stated = append(stated, math.Abs(r.Error))
+				st.StatedBytes++
+			}
+			if r.Case.Kind == KindOOM {
+				st.StatedOOM++
+				if r.Refused {
+					st.StatedOOMRefused++
+				}
+			}
+		}
+		if r.Case.Kind == KindOOM {
+			st.OOM++
+			if r.Refused {
+				st.OOMRefused++
+			}
+			continue
+		}
+		e := math.Abs(r.Error)
+		errs = append(errs, e)
+		if e <= 0.10 {
+			st.WithinTenth++
+		}
+		st.Max = max(st.Max, e)
+	}
+	st.Measured = len(errs)
+	if len(errs) > 0 {
+		st.Median = median(errs)
+	}
+	if len(all) > 0 {
+		st.AllMedian = median(all)
+	}
+	if len(stated) > 0 {
+		st.StatedMedian = median(stated)
+	}
+	return st
+}
+
+// anyUnstated says whether a case states no bytes.
+func (rep MemoryReport) anyUnstated() bool {
+	for _, r := range rep.Results {
+		if !r.Case.BytesStated() {
+			return true
+		}
+	}
+	return false
+}
+
+// sets lists the report's sets, A first.
+func (rep MemoryReport) sets() []string {
+	return setsOf(rep.Results, func(r MemoryResult) string { return r.Case.Set })
+}
