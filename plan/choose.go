@@ -11,47 +11,83 @@ import (
 	"shardlab/unit"
 )
 
+// choose makes the plan from the layouts the search kept: the tiers that
+// compete (the rule order's, or the one of the layout asked), their best
+// layouts ranked, and the reasons, warnings and checks that go with them.
 func (s *searcher) choose() (Plan, error) {
 	r := s.req
-	p := Plan{Request: r, Rejected: map[cost.Reason]int{}, Evaluated: s.evaluated}
+	ms := r.Multislice
+	p := Plan{Request: r, Rejected: s.rejectedAll(), Evaluated: s.evaluated}
+	p.Reasons = append(p.Reasons, note("", "%s", scopeReason(ms)))
+	pool := s.pool(&p)
+	chosen := s.ranked(pool)
+	if len(chosen) == 0 {
+		return p, &NoPlanError{On: ms.String(), Rejected: p.Rejected}
+	}
+	p.Top = chosen
+	p.Best = chosen[0]
+	s.explain(&p, pool)
+	if r.ExampleCost > 0 {
+		if err := p.checkInput(); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// rejectedAll counts every layout the search rejected or refused, by
+// reason.
+func (s *searcher) rejectedAll() map[cost.Reason]int {
+	all := map[cost.Reason]int{}
 	for _, m := range s.rejected {
 		for k, v := range m {
-			p.Rejected[k] += v
+			all[k] += v
 		}
 	}
 	for k, v := range s.refusedDCN {
-		p.Rejected[k] += v
+		all[k] += v
 	}
-	ms := r.Multislice
-	all := tiers(ms.Slices)
-	has := func(t Tier) bool { return len(s.best[t]) > 0 }
+	return all
+}
 
-	p.Reasons = append(p.Reasons, note("", "%s", scopeReason(ms)))
-
+// pool is the tiers whose layouts compete on speed: the rule order's
+// (chooseTiers), or, for a layout asked with {mesh}, its own tier. It
+// adds the reasons to p.
+func (s *searcher) pool(p *Plan) []Tier {
+	if s.req.Axes == nil {
+		return s.chooseTiers(p)
+	}
 	var pool []Tier
-	if r.Axes != nil {
-		for _, t := range all {
-			if has(t) {
-				pool = []Tier{t}
-				p.Reasons = append(p.Reasons, note(OptionMesh, "layout given with {mesh} (%s): costed as asked, without the rule order", t))
-			}
+	for _, t := range tiers(s.req.Multislice.Slices) {
+		if len(s.best[t]) > 0 {
+			pool = []Tier{t}
+			p.Reasons = append(p.Reasons, note(OptionMesh, "layout given with {mesh} (%s): costed as asked, without the rule order", t))
 		}
-	} else {
-		pool = s.chooseTiers(&p)
 	}
+	return pool
+}
+
+// ranked is the best layouts of the pool's tiers, best first, at most
+// Request.Top of them.
+func (s *searcher) ranked(pool []Tier) []Candidate {
 	var chosen []Candidate
 	for _, t := range pool {
 		chosen = append(chosen, s.best[t]...)
 	}
 	sort.SliceStable(chosen, func(i, j int) bool { return better(chosen[i], chosen[j]) })
-	if len(chosen) == 0 {
-		return p, &NoPlanError{On: ms.String(), Rejected: p.Rejected}
+	if len(chosen) > s.req.Top {
+		chosen = chosen[:s.req.Top]
 	}
-	if len(chosen) > r.Top {
-		chosen = chosen[:r.Top]
-	}
-	p.Top = chosen
-	p.Best = chosen[0]
+	return chosen
+}
+
+// explain completes p, whose Best is chosen from the pool's tiers: the
+// verdict between the tiers, the alternatives, the rule's choice weighed
+// against the model's error band, the experts, the framework, and the
+// warnings.
+func (s *searcher) explain(p *Plan, pool []Tier) {
+	r := s.req
+	ms := r.Multislice
 	if len(pool) > 1 {
 		p.Reasons = append(p.Reasons, s.poolVerdict(p.Best, pool))
 	}
@@ -63,19 +99,13 @@ func (s *searcher) choose() (Plan, error) {
 	p.Rule = p.Best
 	p.Band = p.Best.Estimate.Job.Band(ms.Slice.Chip.Generation)
 	if r.Axes == nil {
-		s.beyondBand(&p)
+		s.beyondBand(p)
 	}
 	if r.Model.MoE() {
-		p.Reasons = append(p.Reasons, s.expertNote(p))
+		p.Reasons = append(p.Reasons, s.expertNote(*p))
 	}
-	p.Reasons = append(p.Reasons, frameworkNotes(p, cost.NewEstimator())...)
-	p.Warnings = warnings(p)
-	if r.ExampleCost > 0 {
-		if err := p.checkInput(); err != nil {
-			return p, err
-		}
-	}
-	return p, nil
+	p.Reasons = append(p.Reasons, frameworkNotes(*p, cost.NewEstimator())...)
+	p.Warnings = warnings(*p)
 }
 
 // chooseTiers applies the rule order and returns the tiers whose layouts
