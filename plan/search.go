@@ -196,32 +196,8 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	if w.req.Remat != "" {
 		remats = []cost.Remat{w.req.Remat}
 	}
-	type sched struct {
-		k schedule.Kind
-		v int
-	}
-	scheds := []sched{{w.req.Schedule, max(w.req.Chunks, 1)}}
-	if p > 1 && w.req.Schedule == "" {
-		one, chunked := schedule.OneFOneB, schedule.Interleaved
-		if w.req.Framework == FrameworkMaxText {
-			one, chunked = "", schedule.Circular
-		}
-		scheds = []sched{{schedule.GPipe, 1}}
-		if one != "" {
-			scheds = append(scheds, sched{one, 1})
-		}
-		for _, v := range []int{2, 4} {
-			if w.req.Model.Layers%(p*v) == 0 {
-				scheds = append(scheds, sched{chunked, v})
-			}
-		}
-	}
-	// a dropless mixture of experts over an expert axis: the dispatch and
-	// combine all-to-alls, or MaxText's ring of experts
-	rings := []bool{false}
-	if w.req.Model.MoE() && m.Size(mesh.Expert) > 1 && w.req.CapacityFactor <= 0 {
-		rings = append(rings, true)
-	}
+	scheds := w.schedules(p)
+	rings := w.rings(m)
 	var sizes [mesh.NumAxes]int
 	for _, a := range mesh.All() {
 		sizes[a] = m.Size(a)
@@ -254,6 +230,48 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 		w.batches[sizes] = fits
 	}
 	return out
+}
+
+// sched is a pipeline schedule and its chunks per stage.
+type sched struct {
+	k schedule.Kind
+	v int
+}
+
+// schedules are the pipeline schedules a mesh of p stages is costed with:
+// the request's, or when it sets none and the mesh pipelines, GPipe, 1F1B
+// and the chunked schedule with 2 and 4 chunks where they divide the
+// layers (MaxText's, when the framework is MaxText: no 1F1B, circular).
+func (w *worker) schedules(p int) []sched {
+	scheds := []sched{{w.req.Schedule, max(w.req.Chunks, 1)}}
+	if p <= 1 || w.req.Schedule != "" {
+		return scheds
+	}
+	one, chunked := schedule.OneFOneB, schedule.Interleaved
+	if w.req.Framework == FrameworkMaxText {
+		one, chunked = "", schedule.Circular
+	}
+	scheds = []sched{{schedule.GPipe, 1}}
+	if one != "" {
+		scheds = append(scheds, sched{one, 1})
+	}
+	for _, v := range []int{2, 4} {
+		if w.req.Model.Layers%(p*v) == 0 {
+			scheds = append(scheds, sched{chunked, v})
+		}
+	}
+	return scheds
+}
+
+// rings are the expert dispatches m is costed with: the all-to-alls, and
+// for a dropless mixture of experts over an expert axis MaxText's ring of
+// experts too.
+func (w *worker) rings(m mesh.Mesh) []bool {
+	rings := []bool{false}
+	if w.req.Model.MoE() && m.Size(mesh.Expert) > 1 && w.req.CapacityFactor <= 0 {
+		rings = append(rings, true)
+	}
+	return rings
 }
 
 // try costs one mesh with one schedule, micro-batch count, policy and

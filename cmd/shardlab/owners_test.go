@@ -178,7 +178,7 @@ var axisRule = ownerRule{
 		"cost/remat.go context":        "MaxText's checkpoint name of the attention output tensor (layers/attentions.py), not the context axis",
 		"cmd/shardlab/emurun.go data":  "run's --data flag: the training text, not the data axis",
 		"cmd/shardlab/runckpt.go data": "the checkpoint header's field naming the training data (--data), not the data axis",
-		"plan/plan.go pipeline": "plan's name of a cross-slice strategy (plan.Across: DP, FSDP or pipeline), printed " +
+		"plan/tier.go pipeline": "plan's name of a cross-slice strategy (plan.Across: DP, FSDP or pipeline), printed " +
 			"beside DP and FSDP; the strategy puts the pipeline axis across slices, but the word names the strategy",
 	},
 }

@@ -1,0 +1,301 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"shardlab/collective"
+	"shardlab/cost"
+	"shardlab/hw"
+	"shardlab/unit"
+)
+
+// choose makes the plan from the layouts the search kept: the tiers that
+// compete (the rule order's, or the one of the layout asked), their best
+// layouts ranked, and the reasons, warnings and checks that go with them.
+func (s *searcher) choose() (Plan, error) {
+	r := s.req
+	ms := r.Multislice
+	p := Plan{Request: r, Rejected: s.rejectedAll(), Evaluated: s.evaluated}
+	p.Reasons = append(p.Reasons, note("", "%s", scopeReason(ms)))
+	pool := s.pool(&p)
+	chosen := s.ranked(pool)
+	if len(chosen) == 0 {
+		return p, &NoPlanError{On: ms.String(), Rejected: p.Rejected}
+	}
+	p.Top = chosen
+	p.Best = chosen[0]
+	s.explain(&p, pool)
+	if r.ExampleCost > 0 {
+		if err := p.checkInput(); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// rejectedAll counts every layout the search rejected or refused, by
+// reason.
+func (s *searcher) rejectedAll() map[cost.Reason]int {
+	all := map[cost.Reason]int{}
+	for _, m := range s.rejected {
+		for k, v := range m {
+			all[k] += v
+		}
+	}
+	for k, v := range s.refusedDCN {
+		all[k] += v
+	}
+	return all
+}
+
+// pool is the tiers whose layouts compete on speed: the rule order's
+// (chooseTiers), or, for a layout asked with {mesh}, its own tier. It
+// adds the reasons to p.
+func (s *searcher) pool(p *Plan) []Tier {
+	if s.req.Axes == nil {
+		return s.chooseTiers(p)
+	}
+	var pool []Tier
+	for _, t := range tiers(s.req.Multislice.Slices) {
+		if len(s.best[t]) > 0 {
+			pool = []Tier{t}
+			p.Reasons = append(p.Reasons, note(OptionMesh, "layout given with {mesh} (%s): costed as asked, without the rule order", t))
+		}
+	}
+	return pool
+}
+
+// ranked is the best layouts of the pool's tiers, best first, at most
+// Request.Top of them.
+func (s *searcher) ranked(pool []Tier) []Candidate {
+	var chosen []Candidate
+	for _, t := range pool {
+		chosen = append(chosen, s.best[t]...)
+	}
+	sort.SliceStable(chosen, func(i, j int) bool { return better(chosen[i], chosen[j]) })
+	if len(chosen) > s.req.Top {
+		chosen = chosen[:s.req.Top]
+	}
+	return chosen
+}
+
+// explain completes p, whose Best is chosen from the pool's tiers: the
+// verdict between the tiers, the alternatives, the rule's choice weighed
+// against the model's error band, the experts, the framework, and the
+// warnings.
+func (s *searcher) explain(p *Plan, pool []Tier) {
+	r := s.req
+	ms := r.Multislice
+	if len(pool) > 1 {
+		p.Reasons = append(p.Reasons, s.poolVerdict(p.Best, pool))
+	}
+	if ms.Slices > 1 {
+		p.Reasons = append(p.Reasons, note("", "tensor and context parallelism stay inside slices: they exchange activations inside every layer and are never placed on DCN%s",
+			refusedCount(s.refusedDCN)))
+	}
+	p.Alternatives = s.alternatives(pool)
+	p.Rule = p.Best
+	p.Band = p.Best.Estimate.Job.Band(ms.Slice.Chip.Generation)
+	if r.Axes == nil {
+		s.beyondBand(p)
+	}
+	if r.Model.MoE() {
+		p.Reasons = append(p.Reasons, s.expertNote(*p))
+	}
+	p.Reasons = append(p.Reasons, frameworkNotes(*p, cost.NewEstimator())...)
+	p.Warnings = warnings(*p)
+}
+
+// chooseTiers applies the rule order and returns the tiers whose layouts
+// compete on speed, adding the reasons. Inside a slice: data parallelism,
+// then FSDP when a replica does not fit, then tensor, context or pipeline.
+// Across slices, with that in-slice strategy kept ("the same sharding
+// strategy that worked within a single slice can be kept within each
+// slice"): data parallelism, then FSDP when memory needs it; pipeline only
+// when DP or FSDP across slices would need a global batch above the limit
+// to hide its all-reduce, or when neither can run.
+func (s *searcher) chooseTiers(p *Plan) []Tier {
+	ms := s.req.Multislice
+	chosen, pipe := s.firstTiers()
+	in := InModel
+	if chosen != nil {
+		in = chosen.In
+	} else if pipe != nil {
+		in = pipe.In
+	}
+	p.Reasons = append(p.Reasons, s.insideNote(in, firstOf(chosen, pipe)))
+	if ms.Slices == 1 {
+		if chosen == nil {
+			return nil
+		}
+		return []Tier{*chosen}
+	}
+	var pool []Tier
+	if chosen != nil {
+		pool = []Tier{*chosen}
+		switch chosen.Across {
+		case AcrossDP:
+			p.Reasons = append(p.Reasons, note("", "across slices: data parallelism, the Multislice default: only the gradients cross DCN, once per step"))
+		case AcrossFSDP:
+			p.Reasons = append(p.Reasons, note("", "across slices: FSDP, because data parallelism across slices does not fit (%s): sharding the state over the slices too makes room",
+				s.rejectedSummary(Tier{in, AcrossDP})))
+		}
+	}
+	tooSmall, rule := s.batchRule(in, pipe != nil)
+	p.Reasons = append(p.Reasons, rule)
+	switch {
+	case chosen == nil && pipe != nil:
+		pool = []Tier{*pipe}
+		p.Reasons = append(p.Reasons, note("", "across slices: pipeline parallelism, because neither data parallelism nor FSDP across slices can run (%s)",
+			s.rejectedSummary(Tier{in, AcrossDP}, Tier{in, AcrossFSDP})))
+	case tooSmall && pipe != nil:
+		pool = append(pool, *pipe)
+	}
+	return pool
+}
+
+// firstTiers returns the first tier in rule order, in-slice strategy first,
+// with DP or FSDP across slices (or one slice) that has a layout that
+// runs, and the first with pipeline across slices; nil where none runs.
+func (s *searcher) firstTiers() (chosen, pipe *Tier) {
+	ms := s.req.Multislice
+	has := func(t Tier) bool { return len(s.best[t]) > 0 }
+	across := []Across{AcrossNone}
+	if ms.Slices > 1 {
+		across = []Across{AcrossDP, AcrossFSDP}
+	}
+	for in := InDP; in <= InModel && chosen == nil; in++ {
+		for _, a := range across {
+			if t := (Tier{in, a}); has(t) {
+				chosen = &t
+				break
+			}
+		}
+	}
+	for in := InDP; in <= InModel && ms.Slices > 1; in++ {
+		if t := (Tier{in, AcrossPipeline}); has(t) {
+			return chosen, &t
+		}
+	}
+	return chosen, nil
+}
+
+// insideNote says why the in-slice strategy is in; best is a tier with
+// that strategy that runs.
+func (s *searcher) insideNote(in Inside, best Tier) Note {
+	r := s.req
+	ms := r.Multislice
+	inside := func(in Inside) []Tier {
+		var out []Tier
+		for _, t := range tiers(ms.Slices) {
+			if t.In == in {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	switch in {
+	case InDP:
+		b := s.best[best][0].Estimate
+		return note("", "inside %s: pure data parallelism: a full replica's weights, gradients and optimizer state (%v) fit in %v of usable HBM per chip with room for %s of activations",
+			sliceWord(ms), b.Memory.State(), b.Memory.Usable, unit.Plural(b.MicroBatchSize, "sequence"))
+	case InFSDP:
+		state := unit.Bytes(float64(r.Model.ParamCount().Total()) * float64(r.Precision.StateBytes()))
+		return note("", "inside %s: FSDP: pure data parallelism cannot run (%s): a full replica's state is %v against %v of usable HBM, so weights, gradients and optimizer state are sharded over fsdp",
+			sliceWord(ms), s.rejectedSummary(inside(InDP)...), state, ms.Slice.Chip.UsableHBM(r.HBMHeadroom))
+	}
+	return note("", "inside %s: no data-parallel or FSDP layout can run (%s); tensor, context or pipeline parallelism inside a slice is needed",
+		sliceWord(ms), s.rejectedSummary(append(inside(InDP), inside(InFSDP)...)...))
+}
+
+// batchRule applies the Multislice batch rule: whether the batch limit
+// lets DP or FSDP across slices hide the gradient all-reduce. Its
+// threshold is the practical figure the guidance gives (twice the
+// break-even batch), not the bare break-even.
+func (s *searcher) batchRule(in Inside, canPipe bool) (tooSmall bool, n Note) {
+	r := s.req
+	ms := r.Multislice
+	chip := ms.Slice.Chip
+	min := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
+	need := min * collective.PracticalHeadroom
+	limit := float64(r.MaxGlobalBatch) * float64(r.Seq) / float64(ms.Slices)
+	verdict := "enough: DP or FSDP across slices can hide its all-reduce"
+	switch {
+	case limit < need && canPipe:
+		verdict = "too small: pipeline parallelism across slices, which sends only activations over DCN, is considered"
+	case limit < need:
+		verdict = fmt.Sprintf("too small, but no layout with pipeline parallelism across slices can run (%s)", s.rejectedSummary(Tier{in, AcrossPipeline}))
+	}
+	bits := collective.MultisliceBitsPerParam(ms.Slices)
+	return limit < need, note(OptionMaxGlobalBatch, "Multislice batch rule: %d bits of DCN per parameter for %d slices, backward intensity 4·B/%d FLOP per bit against %.0f FLOP per DCN bit on %s, so %s tokens per slice break even and %s in practice hide the all-reduce; {max_global_batch} allows %s: %s",
+		bits, ms.Slices, bits, float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(min), count(need), count(limit), verdict)
+}
+
+// poolVerdict says which of the competing tiers won, and, when pipeline
+// across slices won, the batch DP or FSDP across slices would have needed.
+func (s *searcher) poolVerdict(best Candidate, pool []Tier) Note {
+	ms := s.req.Multislice
+	chip := ms.Slice.Chip
+	if best.Tier.Across == AcrossPipeline {
+		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices) * collective.PracticalHeadroom
+		batch := math.Ceil(need * float64(ms.Slices) / float64(s.req.Seq))
+		return note(OptionMaxGlobalBatch, "%s wins: %.0f tokens/s per chip; DP or FSDP across slices would have needed a global batch of at least %.0f sequences (%s tokens per slice) to hide its all-reduce, above {max_global_batch} (%d)",
+			best.Tier, best.Estimate.TokensPerSecondPerChip, batch, count(need), s.req.MaxGlobalBatch)
+	}
+	var other Candidate
+	for _, t := range pool {
+		if t != best.Tier && len(s.best[t]) > 0 {
+			other = s.best[t][0]
+		}
+	}
+	return note("", "%s wins: %.0f tokens/s per chip; the best with %s (%s) reaches %.0f: its pipeline bubble costs more than the exposed all-reduce",
+		best.Tier, best.Estimate.TokensPerSecondPerChip, other.Tier, other.Estimate.Mesh, other.Estimate.TokensPerSecondPerChip)
+}
+
+func firstOf(ts ...*Tier) Tier {
+	for _, t := range ts {
+		if t != nil {
+			return *t
+		}
+	}
+	return Tier{}
+}
+
+func sliceWord(ms hw.Multislice) string {
+	if ms.Slices > 1 {
+		return "each slice"
+	}
+	return "the slice"
+}
+
+// refusedCount is ", N layouts refused" for the tensor and context
+// factorizations on DCN, or "".
+func refusedCount(m map[cost.Reason]int) string {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s refused)", unit.Plural(n, "layout"))
+}
+
+// rejectedBy counts the layouts of the tiers that were rejected, by reason.
+func (s *searcher) rejectedBy(ts ...Tier) map[cost.Reason]int {
+	sum := map[cost.Reason]int{}
+	for _, t := range ts {
+		for k, v := range s.rejected[t] {
+			sum[k] += v
+		}
+	}
+	return sum
+}
+
+// rejectedSummary says how many layouts of the tiers were rejected, by
+// reason, most common first.
+func (s *searcher) rejectedSummary(ts ...Tier) text {
+	return rejectedSummary(s.rejectedBy(ts...))
+}

@@ -1,0 +1,150 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+
+	"shardlab/cost"
+	"shardlab/mesh"
+	"shardlab/model"
+)
+
+// ReasonExpertDCNFirst rejects expert parallelism across slices while a
+// slice could hold a larger expert group: its dispatch and combine
+// all-to-alls are fine-grained (every device sends a slice of its tokens
+// to every other, four to six times per MoE layer), which ICI carries and
+// DCN's per-message latency and lower bandwidth do not, so the expert
+// axis goes over DCN only once it spans a whole slice or every expert.
+const ReasonExpertDCNFirst cost.Reason = "expert parallelism over DCN before it fills a slice"
+
+// overDCN is the rejection reason for an axis the mesh table keeps off
+// DCN.
+func overDCN(a mesh.Axis) cost.Reason {
+	switch a {
+	case mesh.Tensor:
+		return cost.ReasonTensorDCN
+	case mesh.Context:
+		return cost.ReasonContextDCN
+	}
+	return cost.Reason(a.String() + " over DCN")
+}
+
+// enumerate walks every ordered factorization of the slice's chips over the
+// axes (ICI) and of the slice count over the axes that may cross DCN.
+func (s *searcher) enumerate() {
+	ms := s.req.Multislice
+	spec := s.req.Model
+	free := searchAxes(spec)
+	ici := factorizationsOver(ms.Slice.Chips(), free)
+	dcn := factorizationsOver(ms.Slices, free)
+	var meshes []mesh.Mesh
+	for _, dn := range dcn {
+		refused := false
+		for _, a := range mesh.All() {
+			if dn[a] > 1 && !a.CrossesDCN() {
+				s.refusedDCN[overDCN(a)] += len(ici)
+				refused = true
+				break
+			}
+		}
+		if refused {
+			continue
+		}
+		for _, in := range ici {
+			t, p, c := in[mesh.Tensor], in[mesh.Pipeline]*dn[mesh.Pipeline], in[mesh.Context]*dn[mesh.Context]
+			reason := cost.Reason("")
+			switch {
+			case !cost.TensorDivides(spec, t):
+				reason = cost.ReasonHeads
+			case spec.Layers%p != 0:
+				reason = cost.ReasonLayers
+			case s.req.Seq%c != 0:
+				reason = cost.ReasonSeq
+			case !cost.ExpertDivides(spec.Experts, in[mesh.Expert]*dn[mesh.Expert]):
+				reason = cost.ReasonExperts
+			case dn[mesh.Expert] > 1 && in[mesh.Expert] < min(spec.Experts, ms.Slice.Chips()):
+				reason = ReasonExpertDCNFirst
+			}
+			if reason != "" {
+				s.rejected[tierOf(in, dn)][reason]++
+				continue
+			}
+			degrees := make([]mesh.Degree, mesh.NumAxes)
+			for _, a := range mesh.All() {
+				degrees[a] = mesh.Degree{Axis: a, ICI: in[a], DCN: dn[a]}
+			}
+			m, err := mesh.New(ms, degrees...)
+			if err != nil {
+				panic(fmt.Sprintf("plan: factorization %v x %v rejected: %v", in, dn, err))
+			}
+			meshes = append(meshes, m)
+		}
+	}
+	s.run(meshes)
+}
+
+// searchAxes marks, indexed by mesh.Axis, the axes the search splits:
+// every axis, but expert only for a mixture of experts (a dense model has
+// nothing to split over it).
+func searchAxes(spec model.Spec) []bool {
+	free := make([]bool, mesh.NumAxes)
+	for _, a := range mesh.All() {
+		free[a] = a != mesh.Expert || spec.MoE()
+	}
+	return free
+}
+
+// factorizations lists every ordered k-tuple of positive integers whose
+// product is n.
+func factorizations(n, k int) [][]int {
+	free := make([]bool, k)
+	for i := range free {
+		free[i] = true
+	}
+	return factorizationsOver(n, free)
+}
+
+// factorizationsOver lists every ordered tuple of positive integers, one per
+// entry of free, whose product is n, with the entries not free held at 1.
+func factorizationsOver(n int, free []bool) [][]int {
+	k := len(free)
+	var divs []int
+	for d := 1; d*d <= n; d++ {
+		if n%d == 0 {
+			divs = append(divs, d)
+			if d*d != n {
+				divs = append(divs, n/d)
+			}
+		}
+	}
+	sort.Ints(divs)
+	var out [][]int
+	cur := make([]int, k)
+	var rec func(i, left int)
+	rec = func(i, left int) {
+		if i == k-1 {
+			if !free[i] && left != 1 {
+				return
+			}
+			cur[i] = left
+			out = append(out, append([]int(nil), cur...))
+			return
+		}
+		if !free[i] {
+			cur[i] = 1
+			rec(i+1, left)
+			return
+		}
+		for _, d := range divs {
+			if d > left {
+				break
+			}
+			if left%d == 0 {
+				cur[i] = d
+				rec(i+1, left/d)
+			}
+		}
+	}
+	rec(0, n)
+	return out
+}

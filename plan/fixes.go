@@ -1,0 +1,110 @@
+package plan
+
+import (
+	"strings"
+
+	"shardlab/cost"
+)
+
+// fixes are the changes the user left open under which a job that does
+// not fit in HBM would run, each with the best layout it would then get:
+// MaxText's bf16 weights (weight_dtype bfloat16, 8 bytes of state per
+// parameter in place of 16), a remat policy that offloads what it saves
+// to host memory, the Adam state in host memory. Every change that runs
+// the job alone is listed, then the best combination of them when it
+// beats them all.
+func fixes(r Request) []string {
+	singles, combos := tryFixes(r, openFixes(r))
+	var out []string
+	best := 0.0
+	for _, f := range singles {
+		out = append(out, f.text)
+		best = max(best, f.mfu)
+	}
+	var top *fixFound
+	for i := range combos {
+		if f := &combos[i]; f.mfu > best && (top == nil || f.mfu > top.mfu) {
+			top = f
+		}
+	}
+	if top != nil {
+		out = append(out, top.text)
+	}
+	return out
+}
+
+// fix is one change to a request that may let its job fit.
+type fix struct {
+	what  text
+	group int // changes of one group exclude each other
+	set   func(*Request)
+}
+
+// openFixes lists the changes r leaves open: bf16 state unless its
+// precision is already as small, an offloading remat policy unless it
+// fixes one, the optimizer state in host memory unless it is there.
+func openFixes(r Request) []fix {
+	var changes []fix
+	if p := r.Precision; p == (cost.Precision{}) || p.Weight+p.Master+p.Gradient+p.Optimizer > 8 {
+		changes = append(changes, fix{"{precision} bf16", 0, func(q *Request) { q.Precision = cost.MaxTextBF16Precision() }})
+	}
+	if r.Remat == "" {
+		for _, x := range []cost.Remat{cost.RematMinimalOffloaded, cost.RematQKVProjOffloaded} {
+			changes = append(changes, fix{text(textf("{remat} %s", x)), 1, func(q *Request) { q.Remat = x }})
+		}
+	}
+	if !r.OptimizerOffload {
+		changes = append(changes, fix{"{optimizer_offload}", 2, func(q *Request) { q.OptimizerOffload = true }})
+	}
+	return changes
+}
+
+// fixFound is a set of changes under which the job runs, said with the
+// best layout it then gets, and that layout's MFU.
+type fixFound struct {
+	text string
+	mfu  float64
+}
+
+// tryFixes searches r under every set of the changes with no two of one
+// group, and returns the sets that run: those of one change (singles) and
+// those of several (combos), in the order of the sets' bits.
+func tryFixes(r Request, changes []fix) (singles, combos []fixFound) {
+	for set := 1; set < 1<<len(changes); set++ {
+		q, what, ok := applyFixes(r, changes, set)
+		if !ok {
+			continue
+		}
+		p, err := search(q)
+		if err != nil {
+			continue
+		}
+		e := p.Best.Estimate
+		f := fixFound{textf("%s: %s, remat %s, %d sequences, MFU %s", text(strings.Join(what, " ")), e.Mesh, e.Job.Remat, e.Job.GlobalBatch, e.MFUPeaks()), e.MFU}
+		if len(what) == 1 {
+			singles = append(singles, f)
+		} else {
+			combos = append(combos, f)
+		}
+	}
+	return singles, combos
+}
+
+// applyFixes is r with the changes whose bits are in set made, and their
+// texts; ok is false when two of them are of one group.
+func applyFixes(r Request, changes []fix, set int) (q Request, what []string, ok bool) {
+	q = r
+	groups := map[int]bool{}
+	for i, c := range changes {
+		if set&(1<<i) == 0 {
+			continue
+		}
+		if groups[c.group] {
+			return q, nil, false
+		}
+		groups[c.group] = true
+		c.set(&q)
+		what = append(what, string(c.what))
+	}
+	return q, what, true
+}

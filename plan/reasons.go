@@ -1,0 +1,143 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"shardlab/collective"
+	"shardlab/cost"
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/unit"
+)
+
+func scopeReason(ms hw.Multislice) string {
+	s := ms.Slice
+	c := s.Chip
+	switch {
+	case ms.Slices == 1 && s.Hosts() == 1:
+		return fmt.Sprintf("single host: %s is one %s VM with %s", s.AcceleratorType(), c.Host.MachineType, unit.Plural(s.Chips(), "chip"))
+	case ms.Slices == 1:
+		return fmt.Sprintf("one slice: %s (%s VMs) joined by ICI in %s %s %s", unit.Plural(s.Hosts(), "host"), c.Host.MachineType,
+			article(s.Topology.String()), s.Topology, torusOrMesh(s))
+	}
+	return fmt.Sprintf("multislice: %d slices of %s (%s %s) joined by DCN at %.0f Gbit/s per host",
+		ms.Slices, s.AcceleratorType(), s.Topology, torusOrMesh(s), ms.DCNPerHost().Bits()/1e9)
+}
+
+// article is "a" or "an" for the word that follows, as it is read aloud:
+// "an 8x8x8 torus" (eight), "an 11x..." (eleven), "a 16x16 torus".
+func article(next string) string {
+	num := next[:len(next)-len(strings.TrimLeft(next, "0123456789"))]
+	switch {
+	case strings.HasPrefix(num, "8"), num == "11", num == "18":
+		return "an"
+	case num == "" && next != "" && strings.ContainsRune("aeiouAEIOU", rune(next[0])):
+		return "an"
+	}
+	return "a"
+}
+
+func torusOrMesh(s hw.Slice) string {
+	if s.Wraps(0) {
+		return "torus"
+	}
+	return "mesh"
+}
+
+func warnings(p Plan) []Note {
+	var w []Note
+	e := p.Best.Estimate
+	st := e.Time.Step.Seconds()
+	if d := e.Time.DCN.Seconds(); d > 0.1*st {
+		w = append(w, note("", "DCN-bound: %.0f%% of the step waits on DCN", 100*d/st))
+	}
+	if i := e.Time.ICI.Seconds(); i > 0.1*st {
+		w = append(w, note("", "ICI-bound: %.0f%% of the step waits on ICI", 100*i/st))
+	}
+	if total, usable := e.Memory.Total(), e.Memory.Usable; total <= usable {
+		// at the edge: the HBM left is less than the memory model's own
+		// measured error on this class of model
+		band, class := e.Job.MemoryError(), "dense"
+		if e.Job.Model.MoE() {
+			class = "mixture-of-experts"
+		}
+		if left := usable - total; float64(left) < band.Median*float64(total) {
+			w = append(w, note("", "HBM at the edge: %v left of %v usable, less than the memory model's measured error (%.0f%% median against what XLA reported, %d %s cases); compile the plan ahead of time with MaxText's train_compile, which runs on a CPU machine, before renting TPUs",
+				left, usable, 100*band.Median, band.Cases, class))
+		}
+	}
+	ms := p.Request.Multislice
+	if ms.Slices > 1 && e.Mesh.Degree(mesh.Data).DCN*e.Mesh.Degree(mesh.FSDP).DCN > 1 {
+		chip := ms.Slice.Chip
+		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
+		have := float64(e.Job.GlobalBatch) * float64(e.Job.Seq) / float64(ms.Slices)
+		if have < need {
+			w = append(w, note("", "%.0fk tokens per slice is below the %.0fk the Multislice rule needs to hide the DCN all-reduce", have/1e3, need/1e3))
+		}
+	}
+	if e.PaddingLoss > 0.02 {
+		w = append(w, note("", "MXU padding: %.1f%% of the %dx%d arrays' work is padding, mostly in %s (dimensions per chip that are not multiples of %d)",
+			100*e.PaddingLoss, ms.Slice.Chip.MXUDim, ms.Slice.Chip.MXUDim, strings.Join(e.RaggedGEMMs, ", "), ms.Slice.Chip.MXUDim))
+	}
+	if p.Request.Efficiency > 0 {
+		w = append(w, note(OptionEfficiency, "compute assumes %.0f%% of the MXU-limited rate for work outside the arrays ({efficiency}), not the calibrated %.0f%%",
+			100*p.Request.Efficiency, 100*cost.Job{}.EfficiencyFor(ms.Slice.Chip)))
+	}
+	return w
+}
+
+// expertTime is the time of an estimate's expert-axis collectives.
+func expertTime(est cost.Estimate) (ici, dcn time.Duration) {
+	for _, c := range est.Comms {
+		if c.Axis == mesh.Expert {
+			ici, dcn = ici+c.ICITime, dcn+c.DCNTime
+		}
+	}
+	return ici, dcn
+}
+
+// withRing is j with the ring of experts on or off.
+func withRing(j cost.Job, ring bool) cost.Job {
+	j.RingOfExperts = ring
+	return j
+}
+
+// expertNote explains the expert axis of a mixture of experts' plan: what
+// the chosen expert parallelism costs, or why none was chosen and what
+// the best layout with it would have cost.
+func (s *searcher) expertNote(p Plan) Note {
+	e := p.Best.Estimate
+	spec := s.req.Model
+	a2a := func(est cost.Estimate) string {
+		ici, dcn := expertTime(est)
+		what := "dispatch and combine all-to-alls"
+		if est.Job.RingOfExperts {
+			what = "ring of experts (tokens all-gathered, outputs reduce-scattered; MaxText use_ring_of_experts)"
+			if alt, err := cost.EstimateStep(withRing(est.Job, false), est.Mesh); err == nil {
+				ai, ad := expertTime(alt)
+				what = fmt.Sprintf("%s, where the all-to-alls would take %s on ICI and %s on DCN;", what, dur(ai), dur(ad))
+			}
+		}
+		return fmt.Sprintf("%s %s on ICI, %s on DCN per step, %s tokens per expert per chip per micro-batch",
+			what, dur(ici), dur(dcn), count(est.TokensPerExpert))
+	}
+	dcn := ""
+	if n := p.Rejected[ReasonExpertDCNFirst]; n > 0 {
+		dcn = fmt.Sprintf("; expert over DCN refused before it fills a slice (%s)", layouts(n))
+	}
+	if x := e.Mesh.Size(mesh.Expert); x > 1 {
+		return note("", "experts: expert=%d splits the %d experts (%d per chip) and the batch; %s%s", x, spec.Experts, spec.Experts/x, a2a(e), dcn)
+	}
+	if s.expert == nil {
+		return note("", "experts: no layout with expert parallelism ran (the experts, batch or HBM allow none)%s", dcn)
+	}
+	x := s.expert.Estimate
+	slower := fmt.Sprintf("is %.0f%% slower", 100*(1-x.TokensPerSecondPerChip/e.TokensPerSecondPerChip))
+	if x.TokensPerSecondPerChip >= 0.995*e.TokensPerSecondPerChip {
+		slower = "runs within 0.5% of its speed"
+	}
+	return note("", "experts: the best layout with expert parallelism, %s, %s: its %s; the expert axis's collectives do not overlap the expert GEMMs that wait for them, where fsdp's weight gathers do%s",
+		x.Mesh, slower, a2a(x), dcn)
+}

@@ -1,0 +1,111 @@
+package plan
+
+import (
+	"fmt"
+
+	"shardlab/mesh"
+)
+
+// Inside is how a layout shards the job inside each slice.
+type Inside int
+
+// The in-slice strategies, in the order the rules try them.
+const (
+	InDP    Inside = iota // data parallelism only
+	InFSDP                // data and fsdp
+	InModel               // tensor, context or pipeline too
+)
+
+func (in Inside) String() string {
+	return [...]string{"DP", "FSDP", "model parallel"}[in]
+}
+
+// Across is what a layout places across slices, on DCN: data parallelism,
+// FSDP or pipeline parallelism, the three choices the Cloud TPU Multislice
+// guidance gives ("data parallelism, FSDP or pipeline parallelism across
+// slices"; tensor and context exchange activations inside every layer and
+// never go on DCN).
+type Across int
+
+// The cross-slice strategies, in the order the rules try them.
+const (
+	AcrossNone     Across = iota // one slice
+	AcrossDP                     // data across slices
+	AcrossFSDP                   // fsdp across slices (and maybe data)
+	AcrossPipeline               // pipeline across slices (and maybe data or fsdp)
+)
+
+func (a Across) String() string {
+	return [...]string{"", "DP", "FSDP", "pipeline"}[a]
+}
+
+// Tier is a rung of the rule order: the pair of the in-slice strategy and
+// the cross-slice one, chosen as two steps.
+type Tier struct {
+	In     Inside
+	Across Across
+}
+
+// The single-slice tiers.
+var (
+	TierDP    = Tier{InDP, AcrossNone}
+	TierFSDP  = Tier{InFSDP, AcrossNone}
+	TierModel = Tier{InModel, AcrossNone}
+)
+
+func (t Tier) String() string {
+	if t.Across == AcrossNone {
+		return [...]string{"pure DP", "FSDP", "model parallel inside slices"}[t.In]
+	}
+	return fmt.Sprintf("%s inside, %s across slices", t.In, t.Across)
+}
+
+// tiers lists the tiers of a multislice of n slices in rule order: the
+// in-slice strategy first, then the cross-slice one.
+func tiers(n int) []Tier {
+	across := []Across{AcrossNone}
+	if n > 1 {
+		across = []Across{AcrossDP, AcrossFSDP, AcrossPipeline}
+	}
+	var out []Tier
+	for in := InDP; in <= InModel; in++ {
+		for _, a := range across {
+			out = append(out, Tier{in, a})
+		}
+	}
+	return out
+}
+
+// TierOf classifies a layout. A layout with tensor or context on DCN has no
+// tier: mesh and the search refuse it. The expert axis counts as fsdp
+// does.
+func TierOf(m mesh.Mesh) Tier {
+	ici := make([]int, mesh.NumAxes)
+	dcn := make([]int, mesh.NumAxes)
+	for _, d := range m.Degrees() {
+		ici[d.Axis], dcn[d.Axis] = d.ICI, d.DCN
+	}
+	return tierOf(ici, dcn)
+}
+
+// tierOf classifies ICI and DCN factors indexed by mesh.Axis.
+func tierOf(ici, dcn []int) Tier {
+	var t Tier
+	switch {
+	case ici[mesh.Tensor] > 1 || ici[mesh.Context] > 1 || ici[mesh.Pipeline] > 1:
+		t.In = InModel
+	case ici[mesh.FSDP] > 1 || ici[mesh.Expert] > 1:
+		// expert parallelism shards the experts' weights and the batch, as
+		// fsdp shards every weight and the batch
+		t.In = InFSDP
+	}
+	switch {
+	case dcn[mesh.Pipeline] > 1:
+		t.Across = AcrossPipeline
+	case dcn[mesh.FSDP] > 1 || dcn[mesh.Expert] > 1:
+		t.Across = AcrossFSDP
+	case dcn[mesh.Data] > 1:
+		t.Across = AcrossDP
+	}
+	return t
+}
