@@ -215,13 +215,170 @@ type backwardWalk struct {
 //
 // jax.checkpoint (MaxText wraps each decoder layer in it, layers/decoders.py
 // get_remat_policy) reruns the layer's forward before its backward, so
-// what the policy does not keep is recomputed into HBM at once: the tagged
-// tensors it places on neither device nor host, and the untagged ones the
-// backward reads (the norms' outputs and the MLP's activation product, and
-// with dot_product attention the exponentiated scores, a [b, heads, s, seq]
+// what the policy does not keep is recomputed into HBM at once
+// (recomputed). The backward then consumes them in reverse order, each
+// step holding the gradients it reads and writes (backwardTable). What the
+// policy keeps stays in the held activations and is not counted here;
+// without remat nothing is recomputed, and the gradients alone make the
+// phase.
+func (j Job) backwardSteps(v layerView, s, seq int) backwardSteps {
+	bw := j.backwardWidths(&v, s, seq)
+	rec := j.recomputed(&v, &bw)
+	live := 0.0
+	for _, v := range rec {
+		live += v
+	}
+	steps, n, combine := j.backwardTable(&bw)
+	out := backwardSteps{n: n, combine: combine, d: bw.d}
+	for i, st := range steps[:n] {
+		out.step[i] = backwardStep{name: st.name, live: live + st.extra, grads: st.grads}
+		for _, x := range st.frees {
+			if x >= 0 {
+				live -= rec[x]
+				rec[x] = 0
+			}
+		}
+	}
+	return out
+}
+
+// The recomputed residuals of a layer's backward walk, by index: the
+// tagged tensors by their Tensor index, then the untagged ones.
+const (
+	resNorms      = int(NumTensors) + iota
+	resMidNorm    // the mid-layer norm's output, last read by the MLP's weight gradients
+	resAct        // the MLP's activation product
+	resProbs      // dot_product attention's exponentiated scores
+	resStats      // layerStats, as elements of the activation dtype
+	resGatherAttn // the attention's input gathered over tensor, last read by the QKV weight gradients
+	resGatherMLP  // the MLP's, last read by its up-projections' weight gradients
+	numResiduals
+)
+
+// backwardWidths is what the steps of a layer's backward pass read and
+// write, in elements per local token.
+type backwardWidths struct {
+	d, f  float64 // the layer's input and the MLP's wi_0 on a chip
+	heads float64 // one [heads, seq] row of dot_product attention's scores; 0 otherwise
+	// full is d_model, the width of a projection's input gathered over
+	// tensor when tp.
+	full float64
+	tp   bool
+	dn   float64 // the gradient of a column-parallel projection's input
+	dOut float64 // a down- or out-projection's output gradient, gathered over tensor
+	dwi  float64 // d(wi_0), and d(wi_1) when gated
+	dqkv float64 // dQ, dK and dV
+	// context is the attention's output before its out-projection;
+	// attnCore what the attention core reads (K and V gathered over the
+	// context axis); gathered what of it is recomputed for that step
+	// alone, and regather the input gathered again for its weight
+	// gradient without remat.
+	context, attnCore, gathered, regather float64
+}
+
+// backwardWidths is the widths of layer v's backward steps for s local
+// tokens attending over seq keys.
+//
+// With tensor parallelism MaxText shards the residual stream and the
+// norms' outputs over tensor on the embedding axis (base.yml
+// logical_axis_rules: activation_embed -> tensor, @e591f30c and since
+// 2023), while the projections' kernels are sharded on heads or mlp.
+// GSPMD therefore gathers a projection's input over tensor to the full
+// d_model before the dot (the column-parallel matmul of sequence
+// parallelism), and the backward of the same dot makes the input's
+// gradient as full-width partial sums that a reduce-scatter shards
+// again; a down- or out-projection's backward reads its output's
+// gradient gathered to full width. Under remat the recomputed forward
+// and the backward's weight gradient read one gathered input (the
+// layer is one jax.checkpoint with prevent_cse off), so it lives from
+// the recompute to that weight gradient; without remat the backward
+// gathers it again at the weight gradient's step. With tensor 1 the
+// gathered input is the norm's output itself, and nothing is added.
+//
+// With a context axis the attention core reads K and V gathered over
+// it and makes their full-length gradients, reduce-scattered after it
+// (MaxText's all-gather context parallelism; the transpose of an
+// all-gather is a reduce-scatter); under remat the gather is redone
+// for the backward pass, a recomputed activation of that step alone.
+func (j Job) backwardWidths(v *layerView, s, seq int) backwardWidths {
+	spec := j.Model
+	w := &v.widths
+	bw := backwardWidths{d: w[LayerInput], f: w[MLPWi0], full: float64(spec.DModel), tp: v.t > 1, context: w[Context]}
+	if j.Attention == AttentionDot {
+		bw.heads = float64(spec.Heads) * float64(seq) / float64(v.t) // per token: one [heads, seq] row
+	}
+	bw.dn = bw.d
+	if bw.tp {
+		bw.dn, bw.dOut = bw.full, bw.full
+	}
+	if bw.tp && j.Remat == RematNone {
+		bw.regather = bw.full
+	}
+	bw.dwi = bw.f
+	if spec.GatedMLP {
+		bw.dwi = 2 * bw.f
+	}
+	bw.dqkv = w[Query] + w[Key] + w[Value]
+	c := float64(seq / s)
+	bw.attnCore = w[Query] + c*(w[Key]+w[Value]) + bw.heads
+	if c > 1 && j.Remat != RematNone {
+		bw.gathered = c * (w[Key] + w[Value])
+	}
+	return bw
+}
+
+// recomputed is what the recomputed forward of layer v puts in HBM, in
+// elements per token, by residual index: the tagged tensors the policy
+// places on neither device nor host, and the untagged ones the backward
+// reads (the norms' outputs and the MLP's activation product, and with
+// dot_product attention the exponentiated scores, a [b, heads, s, seq]
 // array of the activation dtype: layers/attention_op.py
-// compute_local_attention @e591f30c). The backward then consumes them in
-// reverse order, each step holding the gradients it reads and writes:
+// compute_local_attention @e591f30c), and with tensor parallelism the
+// projections' inputs gathered over it (backwardWidths). Without remat it
+// is nothing.
+func (j Job) recomputed(v *layerView, bw *backwardWidths) [numResiduals]float64 {
+	var rec [numResiduals]float64
+	if j.Remat == RematNone {
+		return rec
+	}
+	spec := j.Model
+	d := bw.d
+	for x := Query; x < NumTensors; x++ {
+		if v.places[x] == Recompute && j.needed(x) {
+			rec[x] = v.widths[x]
+		}
+	}
+	rec[resNorms] = float64(spec.Norms()) * d
+	if !spec.ParallelBlock && spec.Norms() > 1 {
+		rec[resNorms], rec[resMidNorm] = rec[resNorms]-d, d
+	}
+	rec[resAct] = bw.f
+	rec[resProbs] = bw.heads
+	rec[resStats] = j.layerStats(v.t) / float64(j.Precision.Activation)
+	if bw.tp {
+		rec[resGatherAttn] = bw.full
+		if !spec.ParallelBlock && spec.Norms() > 1 {
+			rec[resGatherMLP] = bw.full
+		}
+	}
+	return rec
+}
+
+// tableStep is a line of a layer's backward table: the gradients live at
+// the step, the residuals that die at it (up to four by residual index, -1
+// for none) and what is recomputed for it alone.
+type tableStep struct {
+	name  string
+	grads float64
+	frees [4]int
+	extra float64
+}
+
+// backwardTable is the steps of a layer's backward pass in order, n of
+// them, and the MoE combine's index (-1 for none): the gradients each step
+// reads and writes, and the recomputed residuals that die at it. The steps
+// live in an array (no slices: the planner walks layers millions of
+// times, and this keeps the walk off the heap).
 //
 //	MLP down-projection   d(out), d(act)              frees act
 //	MLP activation        d(out), d(wi_0), d(wi_1)    frees wi_0, wi_1
@@ -239,157 +396,46 @@ type backwardWalk struct {
 // HloDataflowAnalysis::CanShareOperandBufferWithUser, for elementwise
 // loop fusions): the exponentials take the scores' buffer in the forward,
 // d(wi_0) takes d(act)'s at the gated activation's backward, and the
-// scores' gradient the probabilities' gradient's. A parallel block (attention and MLP read one norm)
-// has no mid-layer norm, and its MLP's d(normed) stays live through the
-// attention's steps, where it is summed. What the policy keeps stays in the
-// held activations and is not counted here; without remat nothing is
-// recomputed, and the gradients alone make the phase.
-//
-// It is over 80 lines because it walks the backward pass step by step,
-// each step a line of the table above, and the context axis adds its
-// gathered keys and values to each.
-func (j Job) backwardSteps(v layerView, s, seq int) backwardSteps {
-	spec := j.Model
-	e := float64(j.Precision.Activation)
-	w, p, t := &v.widths, &v.places, v.t
-	d, f := w[LayerInput], w[MLPWi0]
-	heads := 0.0
-	if j.Attention == AttentionDot {
-		heads = float64(spec.Heads) * float64(seq) / float64(t) // per token: one [heads, seq] row
-	}
-	// rec is the recomputed residuals, in elements per token: the tagged
-	// tensors by their index, then the untagged ones.
-	const (
-		norms   = int(NumTensors) + iota
-		midNorm // the mid-layer norm's output, last read by the MLP's weight gradients
-		act
-		probs
-		stats      // layerStats, as elements of the activation dtype
-		gatherAttn // the attention's input gathered over tensor, last read by the QKV weight gradients
-		gatherMLP  // the MLP's, last read by its up-projections' weight gradients
-		numResiduals
-	)
-	// With tensor parallelism MaxText shards the residual stream and the
-	// norms' outputs over tensor on the embedding axis (base.yml
-	// logical_axis_rules: activation_embed -> tensor, @e591f30c and since
-	// 2023), while the projections' kernels are sharded on heads or mlp.
-	// GSPMD therefore gathers a projection's input over tensor to the full
-	// d_model before the dot (the column-parallel matmul of sequence
-	// parallelism), and the backward of the same dot makes the input's
-	// gradient as full-width partial sums that a reduce-scatter shards
-	// again; a down- or out-projection's backward reads its output's
-	// gradient gathered to full width. Under remat the recomputed forward
-	// and the backward's weight gradient read one gathered input (the
-	// layer is one jax.checkpoint with prevent_cse off), so it lives from
-	// the recompute to that weight gradient; without remat the backward
-	// gathers it again at the weight gradient's step. With tensor 1 the
-	// gathered input is the norm's output itself, and nothing is added.
-	full, tp := float64(spec.DModel), t > 1
-	dn := d // the gradient of a column-parallel projection's input
-	dOut := 0.0
-	if tp {
-		dn, dOut = full, full
-	}
-	var rec [numResiduals]float64
-	if j.Remat != RematNone {
-		for x := Query; x < NumTensors; x++ {
-			if p[x] == Recompute && j.needed(x) {
-				rec[x] = w[x]
-			}
-		}
-		rec[norms] = float64(spec.Norms()) * d
-		if !spec.ParallelBlock && spec.Norms() > 1 {
-			rec[norms], rec[midNorm] = rec[norms]-d, d
-		}
-		rec[act] = f
-		rec[probs] = heads
-		rec[stats] = j.layerStats(t) / e
-		if tp {
-			rec[gatherAttn] = full
-			if !spec.ParallelBlock && spec.Norms() > 1 {
-				rec[gatherMLP] = full
-			}
-		}
-	}
-	regather := 0.0 // without remat, the input gathered again for its weight gradient
-	if tp && j.Remat == RematNone {
-		regather = full
-	}
-	live := 0.0
-	for _, v := range rec {
-		live += v
-	}
-	dwi := f // d(wi_0), and d(wi_1) when gated
-	if spec.GatedMLP {
-		dwi = 2 * f
-	}
-	dqkv := w[Query] + w[Key] + w[Value]
-	// With a context axis the attention core reads K and V gathered over
-	// it and makes their full-length gradients, reduce-scattered after it
-	// (MaxText's all-gather context parallelism; the transpose of an
-	// all-gather is a reduce-scatter); under remat the gather is redone
-	// for the backward pass, a recomputed activation of that step alone.
-	c := float64(seq / s)
-	attnCore := w[Query] + c*(w[Key]+w[Value]) + heads
-	gathered := 0.0
-	if c > 1 && j.Remat != RematNone {
-		gathered = c * (w[Key] + w[Value])
-	}
-	// frees lists what dies at the step, up to four, -1 for none; the
-	// steps live in an array (no slices: the planner walks layers
-	// millions of times, and this keeps the walk off the heap).
-	type step struct {
-		name  string
-		grads float64
-		frees [4]int
-		extra float64 // recomputed for this step alone
-	}
+// scores' gradient the probabilities' gradient's. A parallel block
+// (attention and MLP read one norm) has no mid-layer norm, and its MLP's
+// d(normed) stays live through the attention's steps, where it is summed.
+func (j Job) backwardTable(bw *backwardWidths) (steps [9]tableStep, n, combine int) {
+	d, f, dn, dOut, dwi, ctx := bw.d, bw.f, bw.dn, bw.dOut, bw.dwi, bw.context
 	none := [4]int{-1, -1, -1, -1}
 	one := func(x int) [4]int { return [4]int{x, -1, -1, -1} }
-	qkvp := [4]int{int(Query), int(Key), int(Value), probs}
-	var steps [9]step
-	n := copy(steps[:], []step{
+	qkvp := [4]int{int(Query), int(Key), int(Value), resProbs}
+	n = copy(steps[:], []tableStep{
 		{"forward recompute", 0, none, 0},
 	})
-	out := backwardSteps{combine: -1, d: d}
-	if spec.MoE() {
+	combine = -1
+	if j.Model.MoE() {
 		// An MoE layer's backward opens with its combine: the gradient of
 		// the experts' outputs, one d_model row per routed row (its rows
 		// depend on the batch: layerBackward adds them).
-		out.combine = n
-		n += copy(steps[n:], []step{{"MoE combine backward", d, none, 0}})
+		combine = n
+		n += copy(steps[n:], []tableStep{{"MoE combine backward", d, none, 0}})
 	}
-	n += copy(steps[n:], []step{
-		{"MLP down-projection", d + f + dOut, one(act), 0},
+	n += copy(steps[n:], []tableStep{
+		{"MLP down-projection", d + f + dOut, one(resAct), 0},
 		{"MLP activation", d + dwi, [4]int{int(MLPWi0), int(MLPWi1), -1, -1}, 0},
-		{"MLP up-projections", d + dwi + dn, [4]int{midNorm, gatherMLP, -1, -1}, regather},
+		{"MLP up-projections", d + dwi + dn, [4]int{resMidNorm, resGatherMLP, -1, -1}, bw.regather},
 	})
-	if spec.ParallelBlock {
+	if j.Model.ParallelBlock {
 		// d(out) and the MLP's d(normed) stay live through the attention.
-		n += copy(steps[n:], []step{
-			{"attention out-projection", 2*d + w[Context] + dOut, one(int(Context)), 0},
-			{"attention core", 2*d + w[Context] + attnCore, qkvp, gathered},
-			{"QKV projections", 2*d + dqkv + dn, one(gatherAttn), regather},
+		n += copy(steps[n:], []tableStep{
+			{"attention out-projection", 2*d + ctx + dOut, one(int(Context)), 0},
+			{"attention core", 2*d + ctx + bw.attnCore, qkvp, bw.gathered},
+			{"QKV projections", 2*d + bw.dqkv + dn, one(resGatherAttn), bw.regather},
 		})
 	} else {
-		n += copy(steps[n:], []step{
+		n += copy(steps[n:], []tableStep{
 			{"mid-layer norm", 3 * d, one(int(OutProj)), 0},
-			{"attention out-projection", d + w[Context] + dOut, one(int(Context)), 0},
-			{"attention core", d + w[Context] + attnCore, qkvp, gathered},
-			{"QKV projections", d + dqkv + dn, one(gatherAttn), regather},
+			{"attention out-projection", d + ctx + dOut, one(int(Context)), 0},
+			{"attention core", d + ctx + bw.attnCore, qkvp, bw.gathered},
+			{"QKV projections", d + bw.dqkv + dn, one(resGatherAttn), bw.regather},
 		})
 	}
-	out.n = n
-	for i, st := range steps[:n] {
-		out.step[i] = backwardStep{name: st.name, live: live + st.extra, grads: st.grads}
-		for _, x := range st.frees {
-			if x >= 0 {
-				live -= rec[x]
-				rec[x] = 0
-			}
-		}
-	}
-	return out
+	return steps, n, combine
 }
 
 // backwardSteps is a layer's backward walk (backwardSteps) whatever the

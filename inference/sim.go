@@ -339,6 +339,14 @@ func (s *Sim) stepVLLM() {
 	if len(sched) == 0 {
 		return // everything was preempted; the next step admits again
 	}
+	s.run(s.batch(sched, n), sched, n)
+	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
+}
+
+// batch is the step of the sequences sched, n[i] tokens of sched[i], as
+// tpu-inference pads it, with its prefill kernel's blocks when the
+// server models them (QueryBlock).
+func (s *Sim) batch(sched []*sequence, n []int) Batch {
 	b := Batch{Seqs: len(sched)}
 	for i, q := range sched {
 		b.Tokens += n[i]
@@ -360,8 +368,7 @@ func (s *Sim) stepVLLM() {
 			}
 		}
 	}
-	s.run(b, sched, n)
-	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
+	return b
 }
 
 // paddedTokens is the token bucket tpu-inference compiles a step of n

@@ -14,8 +14,20 @@ import (
 // the chosen layout with its reasons and warnings, memory, latency and
 // throughput, every layout, and command, the serving command line.
 func (p Plan) WriteText(w io.Writer, command string) error {
+	p.writeRequest(w)
+	p.writeBest(w)
+	if err := p.writeLayouts(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", command)
+	return err
+}
+
+// writeRequest writes what was asked: the model, the TPU, the load, the
+// dtypes, the objective and the SLOs, and whether the plan is a best
+// effort.
+func (p Plan) writeRequest(w io.Writer) {
 	r, b := p.Request, p.Best
-	m := b.Memory
 	load := fmt.Sprintf("%d concurrent sequences", b.Concurrency)
 	if r.RequestRate > 0 {
 		load = fmt.Sprintf("%g requests/s (%d sequences in the server on this layout)", r.RequestRate, b.Concurrency)
@@ -37,6 +49,13 @@ func (p Plan) WriteText(w io.Writer, command string) error {
 	if p.BestEffort {
 		fmt.Fprintf(w, "NO LAYOUT MEETS THE SLOs: the best effort is shown\n")
 	}
+}
+
+// writeBest writes the chosen layout with its reasons and warnings, its
+// HBM, its latency and its throughput.
+func (p Plan) writeBest(w io.Writer) {
+	r, b := p.Request, p.Best
+	m := b.Memory
 	ep := ""
 	if b.EP > 1 {
 		ep = fmt.Sprintf(" (expert parallel %d)", b.EP)
@@ -61,6 +80,10 @@ func (p Plan) WriteText(w io.Writer, command string) error {
 	fmt.Fprintf(w, "  = max(weights HBM %v, MXU %v) + max(KV HBM %v, attention MXU passes %v) + sampling %v + all-reduce %v + step overhead %v\n",
 		ms(b.DecodeMemory-b.DecodeKV), ms(b.DecodeCompute), ms(b.DecodeKV), ms(b.DecodeAttention), ms(b.DecodeSampling), ms(b.DecodeAllReduce), ms(b.DecodeOverhead))
 	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n\n", b.TokensPerSecond, b.PerChip)
+}
+
+// writeLayouts writes every layout considered, one row each.
+func (p Plan) writeLayouts(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "TP\tEP\tDP\tchips\tfits\tmax seqs\tTTFT\tITL\ttok/s/chip\t")
 	for _, l := range p.Layouts {
@@ -70,11 +93,7 @@ func (p Plan) WriteText(w io.Writer, command string) error {
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%v\t%d\t%v\t%v\t%.0f\t%s\n", l.TP, l.EP, l.DP, l.Chips, l.Fits, l.DP*l.Memory.MaxSeqs, ms(l.TTFT), ms(l.ITL), l.PerChip, slo)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "\n%s\n", command)
-	return err
+	return tw.Flush()
 }
 
 func ms(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }

@@ -1,0 +1,321 @@
+package cost
+
+import (
+	"time"
+
+	"shardlab/collective"
+	"shardlab/hw"
+	"shardlab/mesh"
+	"shardlab/unit"
+)
+
+// communicate adds every collective and the exposed ICI and DCN time.
+func (e *Estimator) communicate(est *Estimate, sh shape) {
+	j, m := est.Job, est.Mesh
+	t := &tally{est: est, sh: sh, dcnLine: m.TierLink(hw.DCN).Collective(), latency: j.calibration().DCNLatency}
+	prec := j.Precision
+	params := j.paramsPerChip(sh)
+	grads := unit.Bytes(params * float64(prec.Gradient))
+	t.dataParallel(grads)
+	t.fsdp(grads, unit.Bytes(params*float64(min(prec.Weight, prec.Activation))))
+	act := unit.Bytes(float64(sh.b) * float64(sh.s) * float64(j.Model.DModel) * float64(prec.Activation))
+	first := len(est.Comms)
+	tpTime := e.tensorParallel(est, sh, act, t.add)
+	var tpAll time.Duration
+	for _, c := range est.Comms[first:] {
+		tpAll += c.ICITime
+	}
+	t.context()
+	t.pipeline(act)
+	t.experts()
+
+	// Overlap: collectives marked overlapped hide under the compute of all
+	// but one layer; gradient reductions can only hide under the backward
+	// pass of the last micro-batch; each tier (ICI, DCN) is its own link.
+	compute := est.Time.Compute.Seconds()
+	backward := compute * 2 / 3
+	ls := float64(sh.ls)
+	window := seconds(compute * (ls - 1) / ls)
+	bwdWindow := seconds(backward / float64(sh.m) * (ls - 1) / ls)
+	exposed := func(grad, gather time.Duration) time.Duration {
+		total := grad + gather
+		x := max(total-window, grad-bwdWindow, time.Duration(float64(total)/ls))
+		return min(x, total)
+	}
+	ici := exposed(t.gradICI, t.gatherICI)
+	// What hides still takes its share of the chip (Calibration.Contention):
+	// the FSDP gathers and reductions, ring attention's K/V and the tensor-
+	// parallel collectives under their matmuls. DCN transfers go through
+	// the host and take none.
+	hidden := t.gradICI + t.gatherICI - ici + max(tpAll-tpTime, 0)
+	est.Time.Contention = seconds(hidden.Seconds() * j.calibration().Contention)
+	est.Time.ICI = ici + est.Time.Contention + tpTime + t.ppICI + t.afterICI
+	est.Time.DCN = exposed(t.gradDCN, t.gatherDCN) + t.ppDCN + t.afterDCN
+}
+
+// tally collects a step's collectives into est.Comms and their times by
+// how they can overlap: gradient reductions (under the backward pass),
+// gathers (under any compute), after the loop and pipeline sends (on the
+// critical path), per tier.
+type tally struct {
+	est                  *Estimate
+	sh                   shape
+	dcnLine              collective.Link
+	latency              time.Duration
+	gradICI, gradDCN     time.Duration
+	gatherICI, gatherDCN time.Duration
+	afterICI, afterDCN   time.Duration
+	ppICI, ppDCN         time.Duration
+}
+
+// dcn is the link of a ring across n slices: n−1 steps per phase at the
+// line rate (mesh's DCN link), each paying the DCN latency.
+func (t *tally) dcn(n int) collective.Link {
+	l := t.dcnLine
+	l.Hops, l.HopLatency = max(n-1, 0), t.latency
+	return l
+}
+
+// perLayer is op on size split into one collective per scanned layer, as
+// XLA issues the weight gathers, gradient reductions and (with its
+// data-parallel all-reduce optimisation) the cross-slice all-reduces.
+func (t *tally) perLayer(op collective.Op, size unit.Bytes, nICI int, ici collective.Link, nDCN int) collective.Cost {
+	return collective.Hierarchical(op, size/unit.Bytes(t.sh.ls), nICI, ici, nDCN, t.dcn(nDCN)).Scale(t.sh.ls)
+}
+
+func (t *tally) add(axis mesh.Axis, what string, op collective.Op, count int, cost collective.Cost, overlapped bool) {
+	if count == 0 || cost == (collective.Cost{}) {
+		return
+	}
+	cost = cost.Scale(count)
+	t.est.Comms = append(t.est.Comms, Comm{Axis: axis, What: what, Op: op, Count: count,
+		ICIBytes: cost.ICIBytes, DCNBytes: cost.DCNBytes, ICITime: cost.ICITime, DCNTime: cost.DCNTime, Overlapped: overlapped})
+}
+
+// dataParallel: gradients summed over the replicas (data and context), one
+// all-reduce per scanned layer (MaxText's multislice scripts set
+// xla_tpu_enable_data_parallel_all_reduce_opt, which pipelines them across
+// the loop's iterations), each paying the ring's DCN latency. They are on
+// the critical path: in MaxText's v5e series (README.md @ e47fa1b5d) the
+// multislice loss grows as the per-device batch shrinks, as it does when
+// the all-reduce's time is not hidden.
+func (t *tally) dataParallel(grads unit.Bytes) {
+	m, sh := t.est.Mesh, t.sh
+	if sh.d*sh.c <= 1 {
+		return
+	}
+	d, c := m.Degree(mesh.Data), m.Degree(mesh.Context)
+	cost := t.perLayer(collective.AllReduce, grads, d.ICI*c.ICI, m.Link(mesh.Data, mesh.Context).Collective(), d.DCN*c.DCN)
+	t.add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, false)
+	t.afterICI += cost.ICITime
+	t.afterDCN += cost.DCNTime
+}
+
+// fsdp: gather the weights (in the compute dtype) before forward and again
+// before backward, reduce-scatter the gradients, per micro-batch.
+func (t *tally) fsdp(grads, gathered unit.Bytes) {
+	m, sh := t.est.Mesh, t.sh
+	if sh.f*sh.e <= 1 {
+		return
+	}
+	f := m.Degree(mesh.FSDP)
+	fl := m.Link(mesh.FSDP).Collective()
+	var ag, rs collective.Cost
+	if routed := t.est.Job.routedPerChip(sh); sh.e > 1 || routed > 0 {
+		// the routed experts over fsdp, the rest over fsdp and expert
+		e := m.Degree(mesh.Expert)
+		share := unit.Bytes(0)
+		if params := t.est.Job.paramsPerChip(sh); params > 0 {
+			share = unit.Bytes(float64(gathered) * routed / params)
+		}
+		gshare := unit.Bytes(float64(grads) * float64(share) / max(float64(gathered), 1))
+		ag = t.perLayer(collective.AllGather, share*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+		rs = t.perLayer(collective.ReduceScatter, gshare*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+		fe := m.Link(mesh.FSDP, mesh.Expert).Collective()
+		n := unit.Bytes(sh.f * sh.e)
+		ag = addCost(ag, t.perLayer(collective.AllGather, (gathered-share)*n, f.ICI*e.ICI, fe, f.DCN*e.DCN))
+		rs = addCost(rs, t.perLayer(collective.ReduceScatter, (grads-gshare)*n, f.ICI*e.ICI, fe, f.DCN*e.DCN))
+	} else {
+		ag = t.perLayer(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+		rs = t.perLayer(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+	}
+	t.add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
+	t.add(mesh.FSDP, "gradient reduce-scatter", collective.ReduceScatter, sh.m, rs, true)
+	t.gatherICI += ag.Scale(2 * sh.m).ICITime
+	t.gatherDCN += ag.Scale(2 * sh.m).DCNTime
+	t.gradICI += rs.Scale(sh.m).ICITime
+	t.gradDCN += rs.Scale(sh.m).DCNTime
+}
+
+// context: ring attention passes every chip's K and V blocks around the
+// ring — the bytes of an all-gather of K and V — in forward, and K, V and
+// their gradients in backward.
+func (t *tally) context() {
+	j, m, sh := t.est.Job, t.est.Mesh, t.sh
+	if sh.c <= 1 {
+		return
+	}
+	spec := j.Model
+	c := m.Degree(mesh.Context)
+	kv := unit.Bytes(2 * float64(sh.b) * float64(sh.s) * float64(spec.KV()*spec.Head()) * float64(j.Precision.Activation) / float64(kvShards(spec.KV(), sh.t)))
+	per := 3
+	if sh.r.attention {
+		per = 4
+	}
+	cost := collective.Hierarchical(collective.AllGather, kv*unit.Bytes(sh.c), c.ICI, m.Link(mesh.Context).Collective(), c.DCN, t.dcn(c.DCN))
+	n := per * sh.ls * sh.m
+	t.add(mesh.Context, "ring attention K/V", collective.AllGather, n, cost, true)
+	t.gatherICI += cost.Scale(n).ICITime
+	t.gatherDCN += cost.Scale(n).DCNTime
+}
+
+// pipeline: each micro-batch's activations go forward across every stage
+// boundary and their gradients come back. The fill and drain put 2(p−1)
+// sends on the critical path (schedule's TestSendDelaysTheFill); the rest
+// overlap with other micro-batches' compute.
+func (t *tally) pipeline(act unit.Bytes) {
+	m, sh := t.est.Mesh, t.sh
+	if sh.p <= 1 {
+		return
+	}
+	pa := m.Degree(mesh.Pipeline)
+	msg := act / unit.Bytes(sh.t)
+	perChip := 2 * sh.m * sh.v // every chunk boundary, forward and back
+	iciSend := collective.Time(collective.SendRecv, 2, msg, m.TierLink(hw.ICI).Collective())
+	dcnSend := collective.Time(collective.SendRecv, 2, msg, t.dcn(2))
+	dcnBoundaries, iciBoundaries := pa.DCN-1, sh.p-pa.DCN
+	// With v chunks a micro-batch crosses p·v−1 boundaries: v passes of
+	// the p−1 between stages, and v−1 sends from the last stage round to
+	// the first, over DCN when the stages span slices.
+	iciAll, dcnAll := sh.v*iciBoundaries, sh.v*dcnBoundaries
+	if pa.DCN > 1 {
+		dcnAll += sh.v - 1
+	} else {
+		iciAll += sh.v - 1
+	}
+	bytes := collective.Bytes(collective.SendRecv, 2, msg) * unit.Bytes(2*sh.m)
+	cost := collective.Cost{
+		ICIBytes: bytes * unit.Bytes(iciAll) / unit.Bytes(sh.p),
+		DCNBytes: bytes * unit.Bytes(dcnAll) / unit.Bytes(sh.p),
+		ICITime:  iciSend * time.Duration(perChip),
+		DCNTime:  dcnSend * time.Duration(perChip),
+	}
+	if iciBoundaries == 0 {
+		cost.ICITime = 0
+	}
+	if dcnBoundaries == 0 {
+		cost.DCNTime = 0
+	}
+	t.add(mesh.Pipeline, "stage activations", collective.SendRecv, 1, cost, false)
+	t.ppICI = 2 * time.Duration(iciBoundaries) * iciSend
+	t.ppDCN = 2 * time.Duration(dcnBoundaries) * dcnSend
+}
+
+// tensorParallel adds the tensor-parallel collectives and returns their
+// exposed time. Each layer all-reduces its activations twice in the
+// forward pass (after attention and after the MLP; with sequence
+// parallelism an all-gather and a reduce-scatter of the same bytes),
+// twice in the backward pass (Narayanan et al. 2021 §2.3), and again in
+// the forward it recomputes. They are not all on the critical path:
+// decomposed into t ring steps, each forward collective overlaps the
+// projection it feeds or drains (collective matmul: Wang et al., ASPLOS
+// 2023, "Overlap communication with dependent computation via
+// decomposition"), and each backward one the weight-gradient matmul that
+// does not depend on it; one ring step in t stays exposed either way.
+func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool)) time.Duration {
+	if sh.t <= 1 {
+		return 0
+	}
+	if est.Job.Model.ParallelBlock {
+		return e.parallelTensor(est, sh, act, add)
+	}
+	j, m := est.Job, est.Mesh
+	spec := j.Model
+	per := 4
+	fwd := 1.0
+	if r := sh.r; r.recompute > 0 || r.attention {
+		per, fwd = 6, 2
+	}
+	cost := collective.Hierarchical(collective.AllReduce, act, sh.t, m.Link(mesh.Tensor).Collective(), 1, collective.Link{})
+	n := per * sh.ls * sh.m
+	moeN, moeCost := j.expertOutputAllReduce(est, sh, fwd)
+	add(mesh.Tensor, "activation all-reduce", collective.AllReduce, n-moeN, cost, false)
+	if moeN > 0 {
+		add(mesh.Tensor, "expert output all-reduce", collective.AllReduce, moeN, moeCost, false)
+	}
+
+	// The matmuls each all-reduce can hide under, per layer and micro-batch.
+	d, q := float64(spec.DModel), float64(spec.Heads*spec.Head())
+	kv := float64(spec.KV() * spec.Head())
+	mlp := 2.0
+	if spec.GatedMLP {
+		mlp = 3
+	}
+	tokens := float64(sh.b) * float64(sh.s) // per micro-batch, shared by the tensor group
+	attnMM := 2 * d * (2*q + 2*kv) * tokens / float64(sh.t)
+	mlpMM := 2 * d * mlp * float64(spec.DFF) * tokens / float64(sh.t)
+	perFLOP := est.Time.MXU.Seconds() / mxuFLOPsPerChip(est, sh)
+	comm := cost.ICITime.Seconds()
+	hide := func(mm float64) float64 { return max(comm/float64(sh.t), comm-mm*perFLOP) }
+	layer := (fwd + 1) * (hide(attnMM) + hide(mlpMM))
+	exposed := layer * float64(sh.ls) * float64(sh.m)
+	if moeN > 0 {
+		// the expert output's all-reduce is larger than the activation's
+		// it stands in for: what it adds is exposed as well, overlapped
+		// no more than the one it replaces
+		more := moeCost.ICITime.Seconds() - comm
+		exposed += float64(moeN) * max(more/float64(sh.t), more-mlpMM*perFLOP)
+	}
+	return seconds(exposed)
+}
+
+// parallelTensor is tensorParallel for a parallel block. Between layers
+// the activations are sharded over tensor (MaxText's activation_embed
+// rule), so a layer all-gathers its one normed input for both blocks and
+// reduce-scatters each block's output: one all-gather and two
+// reduce-scatters in the forward pass, where a sequential layer does two
+// of each (its two all-reduces). The backward pass is the forward's
+// transpose: the two blocks' output gradients are one tensor, all-gathered
+// once, and the input's gradient, summed over both blocks, is
+// reduce-scattered once. Recomputing any projection that reads the input
+// repeats its all-gather; the blocks' outputs, which only the residual sum
+// reads, are never recomputed. Each collective hides as in tensorParallel
+// under the projections it feeds or drains, but for one ring step in t.
+func (e *Estimator) parallelTensor(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool)) time.Duration {
+	j, m := est.Job, est.Mesh
+	spec := j.Model
+	r := sh.r
+	re := 0
+	if r.recompute > 0 {
+		re = 1
+	}
+	l := m.Link(mesh.Tensor).Collective()
+	ag := collective.Hierarchical(collective.AllGather, act, sh.t, l, 1, collective.Link{})
+	rs := collective.Hierarchical(collective.ReduceScatter, act, sh.t, l, 1, collective.Link{})
+	n := sh.ls * sh.m
+	add(mesh.Tensor, "activation all-gather", collective.AllGather, (2+re)*n, ag, false)
+	add(mesh.Tensor, "activation reduce-scatter", collective.ReduceScatter, 3*n, rs, false)
+
+	// The matmuls each collective can hide under, per layer and
+	// micro-batch, in seconds.
+	d, q := float64(spec.DModel), float64(spec.Heads*spec.Head())
+	kv := float64(spec.KV() * spec.Head())
+	mlp := 1.0
+	if spec.GatedMLP {
+		mlp = 2
+	}
+	perFLOP := est.Time.MXU.Seconds() / mxuFLOPsPerChip(est, sh)
+	mm := func(flopsPerToken float64) float64 {
+		return flopsPerToken * float64(sh.b) * float64(sh.s) / float64(sh.t) * perFLOP
+	}
+	in := mm(2*d*(q+2*kv) + 2*d*mlp*float64(spec.DFF)) // QKV and the MLP's input
+	attnOut, mlpOut := mm(2*d*q), mm(2*d*float64(spec.DFF))
+	tf := float64(sh.t)
+	hide := func(c time.Duration, mm float64) float64 { return max(c.Seconds()/tf, c.Seconds()-mm) }
+	layer := hide(ag.ICITime, in) + hide(rs.ICITime, attnOut) + hide(rs.ICITime, mlpOut) // forward
+	layer += hide(ag.ICITime, attnOut+mlpOut) + hide(rs.ICITime, in)                     // backward
+	if re > 0 {
+		layer += hide(ag.ICITime, mm(r.recompute))
+	}
+	return seconds(layer * float64(n))
+}

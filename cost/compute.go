@@ -1,0 +1,137 @@
+package cost
+
+import (
+	"time"
+
+	"shardlab/systolic"
+	"shardlab/unit"
+)
+
+// compute fills in the FLOPs and the compute part of the step: the
+// matmuls at the quantized peak times the MXU efficiency of their shapes,
+// the attention core (flash attention skips the masked half of causal
+// attention, whatever convention MFU counts in) at the bf16 peak times
+// the MXU efficiency of its own GEMMs' shapes (a head of 128 fills half a
+// 256-wide array), both times the residual efficiency, plus the memory-bound work at HBM bandwidth, and
+// host-offload transfers that do not hide under the matmuls.
+func (e *Estimator) compute(est *Estimate, sh shape) error {
+	j, m := est.Job, est.Mesh
+	chip := m.Multislice.Slice.Chip
+	spec := j.Model
+	chips := float64(m.Chips())
+	tokens := float64(j.GlobalBatch) * float64(j.Seq)
+	layers := float64(spec.Layers)
+	r := sh.r
+
+	matmul := 6 * float64(spec.MatmulParams()) * tokens
+	matmul += j.expertPadding(tokens)
+	attnFwd := spec.AttentionFLOPsPerToken(j.Seq) * tokens
+	if j.Attention.SkipsMasked() {
+		attnFwd /= 2 // the kernel skips blocks above the causal diagonal
+	}
+	recompute := r.recompute * layers * tokens
+	attn := 3 * attnFwd
+	if r.attention {
+		attn += attnFwd
+	}
+	est.ModelFLOPs = unit.FLOPs(spec.FLOPsPerToken(j.Seq, j.CausalFLOPs) * tokens)
+	est.HardwareFLOPs = unit.FLOPs(matmul + recompute + attn)
+
+	mx, err := e.mxu(j, sh, systolic.PresetFor(chip))
+	if err != nil {
+		return err
+	}
+	est.MXUEfficiency, est.PaddingLoss, est.RaggedGEMMs = mx.efficiency, mx.padding, mx.ragged
+	est.MatmulEfficiency, est.AttentionEfficiency = mx.matmul, mx.attention
+	peak, _ := j.MatmulPeak(chip)
+	t := &est.Time
+	bf16Eff := mx.matmul * j.efficiency(chip) // a bf16 GEMM's share of the bf16 peak
+	mmEff := bf16Eff
+	if j.Quantization != QuantNone {
+		mmEff *= j.calibration().Quantized
+	}
+	// The dropless sort, permutation and combine are data movement in the
+	// activation dtype, expressed as bf16 GEMM time: quantization (MaxText's
+	// fp8_full quantizes the dot_generals and the grouped GEMMs, qwix rules
+	// in layers/quantizations.py and layers/moe.py @e591f30c) does not
+	// speed them up. Nor does tensor parallelism split them: the MoE
+	// layer's tokens are sharded over the batch axes and the sequence's
+	// (activation_batch: data, fsdp, fsdp_transpose, expert;
+	// activation_norm_length: tensor_sequence, context; base.yml
+	// logical_axis_rules, layers/moe.py get_routed_moe_shardings
+	// @e591f30c), not over tensor, so every tensor rank routes and sorts the
+	// same tokens while the grouped GEMMs split each expert's width.
+	sortPerChip := j.droplessExtra(tokens) * float64(sh.t) / chips
+	t.MXU = seconds((matmul+recompute)/chips/(peak*mmEff) + sortPerChip/(float64(chip.PeakBF16)*bf16Eff))
+	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * mx.attention * j.efficiency(chip) * j.calibration().Attention))
+	t.Vector = seconds(j.vectorBytes(sh, r) / float64(chip.HBMBandwidth))
+	t.Optimizer = seconds(j.optimizerBytes(sh) / float64(chip.HBMBandwidth))
+	if pcie := j.offloadBytes(sh, r, est.Memory); pcie > 0 && chip.PCIe > 0 {
+		t.Offload = max(0, seconds(pcie/float64(chip.PCIe))-t.MXU-t.Attention)
+	}
+	t.Compute = t.MXU + t.Attention + t.Vector + t.Optimizer + t.Offload
+	return nil
+}
+
+// vectorBytes is the HBM traffic per chip per step of the memory-bound
+// work the MXU does not do: per layer and token, each norm reads and
+// writes the residual stream, the two residual sums read two operands and
+// write one (a parallel block's one sum reads three), rotary embedding rewrites Q and K, and the MLP's activation
+// reads its inputs and writes its product; the backward pass moves about
+// twice the forward's bytes and every policy but none redoes the forward's
+// (Korthikanti et al. 2022 count the same tensors). The output layer's
+// softmax and loss read and write the logits in fp32 about four times.
+func (j Job) vectorBytes(sh shape, r remat) float64 {
+	spec := j.Model
+	e := float64(j.Precision.Activation)
+	d := float64(spec.DModel)
+	q := float64(spec.Heads * spec.Head())
+	kv := float64(spec.KV() * spec.Head())
+	act := 2 * float64(spec.DFF)
+	if spec.GatedMLP {
+		act = 3 * float64(spec.DFF)
+	}
+	sums := 2 * 3 * d // two residual sums, each reading two operands and writing one
+	if spec.ParallelBlock {
+		sums = 4 * d // one, reading three and writing one
+	}
+	perToken := e * (float64(spec.Norms())*2*d + sums + 2*(q+kv) + act) / float64(sh.t)
+	passes := 3.0
+	if j.Remat != RematNone {
+		passes++
+	}
+	tokens := float64(sh.b) * float64(sh.s) * float64(sh.m)
+	bytes := float64(sh.ls) * tokens * perToken * passes
+	bytes += tokens * float64(spec.Vocab) / float64(sh.t) * 4 * 4
+	return bytes
+}
+
+// optimizerBytes is the HBM traffic of the Adam update per chip: it reads
+// the weights, gradients and both moments and writes the weights and
+// moments back.
+func (j Job) optimizerBytes(sh shape) float64 {
+	p := j.Precision
+	return j.paramsPerChip(sh) * float64(2*(p.Weight+p.Master)+p.Gradient+2*p.Optimizer)
+}
+
+// offloadBytes is what moves over PCIe per chip per step: offloaded
+// activations out in the forward pass and back in the backward, and
+// offloaded parameters and optimizer state in and out once.
+func (j Job) offloadBytes(sh shape, r remat, mem Memory) float64 {
+	x := 2 * float64(sh.ls) * float64(sh.m) * r.offload
+	if j.ParameterOffload || j.OptimizerOffload {
+		x += 2 * float64(mem.Host)
+	}
+	return x
+}
+
+// mxuFLOPsPerChip is the matmul FLOPs one chip runs in a step, the ones
+// Time.MXU is the time of.
+func mxuFLOPsPerChip(est *Estimate, sh shape) float64 {
+	j := est.Job
+	r := sh.r
+	tokens := float64(j.GlobalBatch) * float64(j.Seq)
+	return (6*float64(j.Model.MatmulParams()) + r.recompute*float64(j.Model.Layers)) * tokens / float64(est.Mesh.Chips())
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }

@@ -1,0 +1,165 @@
+package cost
+
+import (
+	"fmt"
+
+	"shardlab/mesh"
+	"shardlab/model"
+)
+
+// shape is the per-chip view of a job on a layout.
+type shape struct {
+	d, f, t, p, c int // axis degrees
+	e             int // expert degree
+	m             int // micro-batches
+	b             int // sequences per chip per micro-batch
+	s             int // tokens per chip per sequence (Seq / context)
+	ls            int // layers per stage
+	v             int // chunks of layers per device (interleaved, circular)
+	layerShape
+	r remat // the layer's footprint at b sequences
+	// params is stageParams of the first and the last stage.
+	params [2]float64
+}
+
+// layerShape is a decoder layer on a chip whatever the batch: the layer,
+// its backward walk, and layerInUse's layer and matrix.
+type layerShape struct {
+	layer              layerView
+	walk               backwardSteps
+	inUse, inUseMatrix float64
+}
+
+// layerShape is sh's layer.
+func (j Job) layerShape(sh shape) layerShape {
+	ls := layerShape{layer: j.layerAt(sh.t)}
+	ls.walk = j.backwardSteps(ls.layer, sh.s, j.Seq)
+	ls.inUse, ls.inUseMatrix = j.layerInUse(sh)
+	return ls
+}
+
+// layerKey is what a layerShape depends on besides the model.
+type layerKey struct {
+	remat        Remat
+	custom       Places
+	capacity     float64
+	attention    AttentionKind
+	activation   int
+	t, s, seq, e int
+}
+
+// layerShape is j.layerShape, kept per layerKey for the estimator's model.
+func (e *Estimator) layerShape(j Job, sh shape) layerShape {
+	k := layerKey{j.Remat, j.Custom, j.CapacityFactor, j.Attention, j.Precision.Activation, sh.t, sh.s, j.Seq, sh.e}
+	if ls, ok := e.layers[k]; ok {
+		return ls
+	}
+	ls := j.layerShape(sh)
+	e.layers[k] = ls
+	return ls
+}
+
+// shapeOf is the package's shapeOf, its layer from the estimator's cache
+// (the job's model is the one validate last passed).
+func (e *Estimator) shapeOf(j Job, m mesh.Mesh) (shape, error) {
+	sh, err := shapeWith(j, m, e.layerShape)
+	if err != nil {
+		return sh, err
+	}
+	k := paramsKey{sh.t, sh.f, sh.e, sh.p, sh.ls}
+	params, ok := e.params[k]
+	if !ok {
+		params = j.stagesParams(sh)
+		e.params[k] = params
+	}
+	sh.params = params
+	return sh, nil
+}
+
+// paramsKey is what stageParams depends on besides the model.
+type paramsKey struct{ t, f, e, p, ls int }
+
+// stagesParams is stageParams of the first and the last stage.
+func (j Job) stagesParams(sh shape) [2]float64 {
+	return [2]float64{j.stageParams(sh, firstStage), j.stageParams(sh, lastStage)}
+}
+
+// withBatch is sh with b sequences per chip per micro-batch.
+func (j Job) withBatch(sh shape, b int) shape {
+	sh.b = b
+	sh.r = j.rematIn(sh.layer, sh.b, sh.s, j.Seq)
+	return sh
+}
+
+func shapeOf(j Job, m mesh.Mesh) (shape, error) {
+	sh, err := shapeWith(j, m, Job.layerShape)
+	if err == nil {
+		sh.params = j.stagesParams(sh)
+	}
+	return sh, err
+}
+
+// shapeWith is shapeOf with the layer from layer.
+func shapeWith(j Job, m mesh.Mesh, layer func(Job, shape) layerShape) (shape, error) {
+	sh := shape{
+		d: m.Size(mesh.Data), f: m.Size(mesh.FSDP), t: m.Size(mesh.Tensor),
+		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), e: m.Size(mesh.Expert), m: j.MicroBatches, v: 1,
+	}
+	if j.Schedule.Chunked() {
+		sh.v = max(j.Chunks, 1)
+	}
+	spec := j.Model
+	switch {
+	case !TensorDivides(spec, sh.t):
+		return sh, &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads, %d KV heads, d_ff %d over tensor=%d", spec.Heads, spec.KV(), spec.DFF, sh.t)}
+	case spec.Layers%(sh.p*sh.v) != 0:
+		return sh, &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over pipeline=%d x %d chunks", spec.Layers, sh.p, sh.v)}
+	case sh.p > 1 && j.Schedule.Chunked() && sh.m%sh.p != 0:
+		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%s needs micro-batches (%d) a multiple of pipeline=%d", j.Schedule, sh.m, sh.p)}
+	case !ExpertDivides(spec.Experts, sh.e):
+		return sh, &Infeasible{Reason: ReasonExperts, Detail: expertDetail(spec.Experts, sh.e)}
+	case j.Seq%sh.c != 0:
+		return sh, &Infeasible{Reason: ReasonSeq, Detail: fmt.Sprintf("%d tokens over context=%d", j.Seq, sh.c)}
+	case sh.p == 1 && sh.m > 1:
+		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%d micro-batches", sh.m)}
+	}
+	// the expert axis shards the batch too (MaxText's activation_batch
+	// rule lists data, fsdp and expert)
+	shards := sh.d * sh.f * sh.e * sh.m
+	if j.GlobalBatch%shards != 0 {
+		return sh, &Infeasible{Reason: ReasonBatch, Detail: batchDetail(j.GlobalBatch, sh)}
+	}
+	sh.s = j.Seq / sh.c
+	sh.ls = spec.Layers / sh.p
+	sh.layerShape = layer(j, sh)
+	return j.withBatch(sh, j.GlobalBatch/shards), nil
+}
+
+// batchDetail says why a global batch does not split over sh's shards.
+func batchDetail(globalBatch int, sh shape) string {
+	if sh.e > 1 {
+		return fmt.Sprintf("%d sequences over data %d x fsdp %d x expert %d x %d micro-batches", globalBatch, sh.d, sh.f, sh.e, sh.m)
+	}
+	return fmt.Sprintf("%d sequences over data %d x fsdp %d x %d micro-batches", globalBatch, sh.d, sh.f, sh.m)
+}
+
+// MicroBatchSize is j's sequences per chip per micro-batch on m (the
+// batch is sharded over data, fsdp and expert), or the *Infeasible error
+// of a layout that cannot run j.
+func MicroBatchSize(j Job, m mesh.Mesh) (int, error) {
+	sh, err := shapeOf(j, m)
+	return sh.b, err
+}
+
+// TensorDivides reports whether tensor parallelism t can split the model:
+// it must divide the query heads and d_ff, and divide or be a multiple of
+// the key/value heads (which are then replicated).
+func TensorDivides(spec model.Spec, t int) bool {
+	if spec.MoE() && spec.ExpertFF()%t != 0 {
+		return false
+	}
+	return spec.Heads%t == 0 && spec.DFF%t == 0 && (spec.KV()%t == 0 || t%spec.KV() == 0)
+}
+
+// kvShards is how many ways tensor parallelism t splits kv key/value heads.
+func kvShards(kv, t int) int { return min(kv, t) }

@@ -1,0 +1,169 @@
+package cost
+
+import (
+	"math"
+
+	"shardlab/mesh"
+	"shardlab/schedule"
+	"shardlab/unit"
+)
+
+// stage picks a pipeline stage for per-stage accounting.
+type stage int
+
+const (
+	firstStage stage = iota
+	lastStage
+)
+
+// stageParams is the parameters one chip of a stage holds: the stage's
+// layers, plus the input embedding (first stage) or the final norm and
+// output layer (last stage; a tied output keeps its own copy of the
+// embedding there), all of it with one stage; sharded over tensor and fsdp.
+// With more tensor shards than key/value heads, each K/V head is
+// replicated on t/KV chips (Megatron's GQA layout).
+func (j Job) stageParams(sh shape, st stage) float64 {
+	pc := j.Model.ParamCount()
+	var ends int64
+	switch {
+	case sh.p == 1:
+		ends = pc.Embedding + pc.Output + pc.FinalNorm
+	case st == firstStage:
+		ends = pc.Embedding
+	case j.Model.TiedEmbeddings:
+		ends = pc.Embedding + pc.FinalNorm
+	default:
+		ends = pc.Output + pc.FinalNorm
+	}
+	kv := float64(2 * j.Model.DModel * j.Model.KV() * j.Model.Head())
+	layer := (float64(pc.PerLayer())-kv)/float64(sh.t) + kv/float64(kvShards(j.Model.KV(), sh.t))
+	layers := float64(sh.ls) * layer
+	if j.Model.MoE() {
+		moe := j.moeLayersPerStage(sh)
+		layers = (float64(sh.ls)-moe)*layer + moe*j.moeLayerParams(sh)
+	}
+	// MaxText shards the embed dimension of every weight but the routed
+	// experts' over fsdp and expert (base.yml's embed rule lists both)
+	return (layers+float64(ends)/float64(sh.t))/float64(sh.f*sh.e) + j.routedPerChip(sh)
+}
+
+// paramsPerChip is the parameters of the most loaded chip.
+func (j Job) paramsPerChip(sh shape) float64 {
+	return max(sh.params[firstStage], sh.params[lastStage])
+}
+
+// Memory estimates HBM per chip.
+func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
+	if err := e.validate(j); err != nil {
+		return Memory{}, err
+	}
+	sh, err := e.shapeOf(j, m)
+	if err != nil {
+		return Memory{}, err
+	}
+	return e.memory(j, m, sh), nil
+}
+
+// memory is HBM per chip on the most loaded pipeline stage, its phases
+// spelled out.
+func (e *Estimator) memory(j Job, m mesh.Mesh, sh shape) Memory {
+	sm := e.mostLoaded(j, m, sh)
+	sm.mem.Phases, sm.mem.Peak = sm.phases.list(), sm.phases.name(sm.peak)
+	return sm.mem
+}
+
+// mostLoaded is the stage of the two (the same when there is one pipeline
+// stage) whose HBM total is larger, the first on a tie.
+func (e *Estimator) mostLoaded(j Job, m mesh.Mesh, sh shape) stageMemory {
+	first := j.stageMemory(e.stageBase(j, m, sh, firstStage), sh, firstStage)
+	if sh.p == 1 {
+		return first
+	}
+	if last := j.stageMemory(e.stageBase(j, m, sh, lastStage), sh, lastStage); last.mem.Total() > first.mem.Total() {
+		return last
+	}
+	return first
+}
+
+// stageBase is what a pipeline stage's HBM holds whatever the batch: its
+// state (the gradients scaled by TempScale), HBM and usable HBM, the
+// state offloaded to the host, and the micro-batches its schedule keeps in
+// flight.
+type stageBase struct {
+	mem      Memory
+	inFlight float64 // micro-batches of activations held
+	logits   float64 // micro-batches of logits held
+}
+
+// stageBase is stage st's: the first holds the most micro-batches in
+// flight and the embedding, the last the output layer and the logits.
+func (e *Estimator) stageBase(j Job, m mesh.Mesh, sh shape, st stage) stageBase {
+	ms := m.Multislice
+	chip := ms.Slice.Chip
+	prec := j.Precision
+	params := sh.params[st]
+	mem := Memory{
+		Weights:   unit.Bytes(params * float64(prec.Weight+prec.Master)),
+		Gradients: unit.Bytes(params * float64(prec.Gradient)),
+		Optimizer: unit.Bytes(params * float64(prec.Optimizer)),
+		HBM:       chip.HBM,
+		Usable:    chip.UsableHBM(j.HBMHeadroom),
+	}
+	if j.ParameterOffload {
+		mem.Host += mem.Weights
+		mem.Weights = 0
+	}
+	if j.OptimizerOffload {
+		mem.Host += mem.Optimizer
+		mem.Optimizer = 0
+	}
+	mem.Gradients = j.tempScaled(mem.Gradients)
+	pp := e.pipe(j.Schedule, sh.p, sh.m, sh.v)
+	b := stageBase{mem: mem, inFlight: pp.inFlight, logits: 1}
+	if st == lastStage {
+		b.inFlight = pp.lastInFlight
+	}
+	// Where every forward runs before the first backward (GPipe, and
+	// MaxText's circular pipeline), the last stage holds each of its
+	// micro-batches' logits until that micro-batch's backward.
+	if sh.p > 1 && (j.Schedule == schedule.GPipe || j.Schedule == schedule.Circular) {
+		b.logits = pp.lastInFlight
+	}
+	return b
+}
+
+// tempScaled is b scaled by TempScale (1 when it is 0).
+func (j Job) tempScaled(b unit.Bytes) unit.Bytes {
+	if k := j.TempScale; k > 0 {
+		return unit.Bytes(math.Round(float64(b) * k))
+	}
+	return b
+}
+
+// stageMemory is a stage's HBM per chip at sh.b sequences per micro-batch:
+// the base's, the held activations and the largest phase (peak), whose
+// buffers stay in arrays until memory spells them out.
+type stageMemory struct {
+	mem    Memory
+	phases stagePhases
+	peak   int
+}
+
+func (j Job) stageMemory(base stageBase, sh shape, st stage) stageMemory {
+	sm := stageMemory{mem: base.mem}
+	mem := &sm.mem
+	held := float64(sh.ls) * base.inFlight
+	mem.Activations = j.tempScaled(unit.Bytes(held * sh.r.device))
+	mem.Host += unit.Bytes(held * sh.r.offload)
+	sm.phases = j.phases(sh, st, base.logits)
+	for i := range sm.phases.n {
+		pb := &sm.phases.phase[i]
+		for k := range pb.buf[:pb.n] {
+			pb.buf[k].Bytes = j.tempScaled(pb.buf[k].Bytes)
+		}
+		if b := pb.bytes(); b > mem.Transient || i == 0 {
+			mem.Transient, sm.peak = b, i
+		}
+	}
+	return sm
+}

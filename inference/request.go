@@ -1,0 +1,375 @@
+package inference
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"shardlab/hw"
+	"shardlab/model"
+)
+
+// Dtype is the storage format of the weights or of the KV cache.
+type Dtype string
+
+// The formats.
+const (
+	BF16 Dtype = "bf16"
+	FP8  Dtype = "fp8"
+	Int8 Dtype = "int8"
+)
+
+// Bytes is the size of one element.
+func (d Dtype) Bytes() int {
+	if d == BF16 {
+		return 2
+	}
+	return 1
+}
+
+// packing is how many elements the attention kernel packs in one 32-bit
+// word: 32 / bits [ti-kv].
+func (d Dtype) packing() int { return 4 / d.Bytes() }
+
+// ErrBadValue is wrapped by every error about a request's value.
+var ErrBadValue = errors.New("bad value")
+
+// FieldError names the request field that is wrong, its value and what is
+// accepted.
+type FieldError struct {
+	Field string
+	Value string
+	Want  string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("inference: %s %s, want %s", e.Field, e.Value, e.Want)
+}
+
+func (e *FieldError) Unwrap() error { return ErrBadValue }
+
+// ParseDtype reads a format for field ("weights" or "kv_cache"), in any
+// case; weights accept bf16, fp8 and int8, the KV cache (field
+// "kv_cache_dtype") bf16 and fp8.
+func ParseDtype(field, s string) (Dtype, error) {
+	v := Dtype(strings.ToLower(strings.TrimSpace(s)))
+	ok := v == BF16 || v == FP8 || (v == Int8 && field != "kv_cache_dtype")
+	if !ok {
+		want := "bf16, fp8 or int8"
+		if field == "kv_cache_dtype" {
+			want = "bf16 or fp8"
+		}
+		return "", &FieldError{Field: field, Value: strconv.Quote(s), Want: want}
+	}
+	return v, nil
+}
+
+// KVCacheDtypes are the values of vLLM's --kv-cache-dtype that shardlab
+// plans for, with the format each stores: auto (the model's dtype; the
+// checkpoints shardlab models are bf16), bfloat16, and the fp8 formats
+// tpu-inference maps to a TPU dtype. They are CacheDType's values in
+// vllm/config/cache.py @002f10e0 that TPU_STR_DTYPE_TO_TORCH_DTYPE in
+// tpu-inference's tpu_inference/layers/vllm/attention.py @d58a778e holds
+// (testdata/vllm_kv_cache_dtypes.txt lists them all).
+var KVCacheDtypes = []string{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"}
+
+// ParseKVCacheDtype reads a value of vLLM's --kv-cache-dtype (one of
+// KVCacheDtypes, as vLLM spells it) and returns the format of its
+// elements: bf16 for auto and bfloat16, fp8 for the fp8 formats.
+func ParseKVCacheDtype(s string) (Dtype, error) {
+	switch s {
+	case "auto", "bfloat16":
+		return BF16, nil
+	case "fp8", "fp8_e4m3", "fp8_e5m2":
+		return FP8, nil
+	}
+	return "", &FieldError{Field: "kv_cache_dtype", Value: strconv.Quote(s), Want: "one of vLLM's " + strings.Join(KVCacheDtypes, ", ") + " (those tpu-inference stores on a TPU)"}
+}
+
+// vllmKVCacheDtype is the value of --kv-cache-dtype that stores d.
+func vllmKVCacheDtype(d Dtype) string {
+	if d == FP8 {
+		return "fp8"
+	}
+	return "auto"
+}
+
+// Generations tpu-inference runs on and shardlab plans for.
+var Generations = []hw.Generation{hw.V5e, hw.V6e, hw.TPU7x}
+
+// Request is one serving question. NewRequest validates it.
+type Request struct {
+	Model model.Spec
+	// Slice is the TPU: its chips are the most a plan may use.
+	Slice       hw.Slice
+	MaxModelLen int // tokens; 0: the model's
+	// Concurrency is the number of sequences decoding together.
+	Concurrency int
+	// RequestRate, when positive, replaces Concurrency: requests arrive at
+	// this rate per second and the concurrency is what Little's law gives,
+	// the rate times a request's time in the server (TTFT plus its output
+	// tokens at the inter-token latency), found per layout.
+	RequestRate float64
+	PromptLen   int // tokens per request
+	OutputLen   int // tokens per request
+	Weights     Dtype
+	KVCache     Dtype
+	// KVCacheDtype is vLLM's --kv-cache-dtype as given (one of
+	// KVCacheDtypes). When set, NewRequest sets KVCache from it; when
+	// empty, NewRequest sets it to the value that stores KVCache (auto
+	// for bf16, fp8). The serving command passes it on unchanged.
+	KVCacheDtype string
+	// MaxNumSeqs is vLLM's max_num_seqs, the sequences one replica's
+	// scheduler runs at once. When positive it replaces Concurrency:
+	// each layout then serves MaxNumSeqs sequences a replica, MaxNumSeqs
+	// times its replicas in all.
+	MaxNumSeqs int
+	// MemoryUtilization is vLLM's gpu_memory_utilization: the share of a
+	// device's HBM vLLM may fill (weights, activations, KV cache).
+	MemoryUtilization float64
+	// MaxNumBatchedTokens is the scheduler's token budget per step: the
+	// longest prefill chunk and the size of the activation buffers.
+	MaxNumBatchedTokens int
+	// TP fixes the tensor-parallel size (0: search).
+	TP int
+	// DP fixes the replicas (0: as many as fill the slice, TP·DP = its
+	// devices). A DP that leaves devices idle is the caller's choice and
+	// the plan says so.
+	DP int
+	// Objective is what the plan maximises among the layouts that meet
+	// the SLOs: Throughput (the default) or Latency.
+	Objective Objective
+	// TTFTSLO and ITLSLO are the time-to-first-token and inter-token
+	// latency targets at the offered load (0: none).
+	TTFTSLO, ITLSLO time.Duration
+	// DPAttention is tpu-inference's enable_dp_attention (its
+	// --additional-config sharding_strategy) for a model without latent
+	// attention, which always runs so: attention data parallel inside a
+	// replica, each device the attention weights whole and its own
+	// sequences' KV heads [ti-dpattn]. NewRequest accepts it only where
+	// tpu-inference makes the whole replica attention-parallel (attn_dp =
+	// the tensor-parallel size): one KV cache word holds a token's keys
+	// and values of every KV head (2·KV heads ≤ the KV dtype's packing).
+	DPAttention bool
+}
+
+// AttentionDP reports whether r's replicas run attention data parallel:
+// latent attention always [ti-mla], other models when r.DPAttention asks.
+func (r Request) AttentionDP() bool { return DPAttention(r.Model) || r.DPAttention }
+
+// Objective is what a serving plan optimises.
+type Objective string
+
+// The objectives.
+const (
+	// Throughput: the most output tokens/s per chip whose TTFT and ITL
+	// meet the SLOs at the offered concurrency or request rate.
+	Throughput Objective = "throughput"
+	// Latency: the least inter-token latency, then the least TTFT.
+	Latency Objective = "latency"
+)
+
+// Objectives lists the accepted objectives.
+var Objectives = []string{string(Throughput), string(Latency)}
+
+// Limits on a request's counts.
+const (
+	MaxTokens      = 1 << 21 // 2Mi tokens: longer than any catalog model's context
+	MaxConcurrency = 1 << 16
+	MaxRequestRate = 1 << 20
+)
+
+// DefaultRequest is a request with shardlab inference's defaults: 64
+// sequences decoding together, 1024-token prompts and outputs, bf16
+// weights and KV cache, vLLM's default gpu_memory_utilization (0.92) and
+// tpu-inference's daily benchmarks' 4096 batched tokens. Model and Slice
+// are the caller's.
+func DefaultRequest() Request {
+	return Request{Concurrency: 64, PromptLen: 1024, OutputLen: 1024, Weights: "bf16", KVCache: "bf16",
+		MemoryUtilization: 0.92, MaxNumBatchedTokens: 4096}
+}
+
+// NewRequest checks r and fills its defaults.
+func NewRequest(r Request) (Request, error) {
+	if err := r.Model.Validate(); err != nil {
+		return Request{}, err
+	}
+	c := r.Slice.Chip
+	ok := false
+	for _, g := range Generations {
+		ok = ok || c.Generation == g
+	}
+	if !ok {
+		return Request{}, &FieldError{Field: "tpu", Value: string(c.Generation), Want: "v5e, v6e or tpu7x (the generations tpu-inference runs on)"}
+	}
+	if r.Slice.Chips() < 1 {
+		return Request{}, &FieldError{Field: "tpu", Value: string(c.Generation), Want: "an accelerator type with chips, e.g. tpu7x-8"}
+	}
+	if r.MaxModelLen == 0 {
+		r.MaxModelLen = r.Model.SeqLen
+	}
+	if r.MaxModelLen < 2 || r.MaxModelLen > r.Model.SeqLen {
+		return Request{}, badInt("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (%s's context)", r.Model.SeqLen, r.Model.Name))
+	}
+	if err := r.concurrency(); err != nil {
+		return Request{}, err
+	}
+	if r.PromptLen < 1 || r.PromptLen >= r.MaxModelLen {
+		return Request{}, badInt("prompt_len", r.PromptLen, fmt.Sprintf("1 to %d (max_model_len less one output token)", r.MaxModelLen-1))
+	}
+	if r.OutputLen < 1 || r.PromptLen+r.OutputLen > r.MaxModelLen {
+		return Request{}, badInt("output_len", r.OutputLen, fmt.Sprintf("1 to %d (max_model_len %d less prompt_len %d)", r.MaxModelLen-r.PromptLen, r.MaxModelLen, r.PromptLen))
+	}
+	if err := r.dtypes(); err != nil {
+		return Request{}, err
+	}
+	if u := r.MemoryUtilization; math.IsNaN(u) || u <= 0 || u > 1 {
+		return Request{}, &FieldError{Field: "gpu_memory_utilization", Value: strconv.FormatFloat(u, 'g', -1, 64), Want: "a number in (0, 1]"}
+	}
+	if r.MaxNumBatchedTokens < 1 || r.MaxNumBatchedTokens > MaxTokens {
+		return Request{}, badInt("max_num_batched_tokens", r.MaxNumBatchedTokens, fmt.Sprintf("1 to %d", MaxTokens))
+	}
+	if err := r.goals(); err != nil {
+		return Request{}, err
+	}
+	if err := r.parallelism(); err != nil {
+		return Request{}, err
+	}
+	return r, nil
+}
+
+// goals checks the objective and the SLOs.
+func (r *Request) goals() error {
+	if r.Objective == "" {
+		r.Objective = Throughput
+	}
+	if r.Objective != Throughput && r.Objective != Latency {
+		return &FieldError{Field: "objective", Value: strconv.Quote(string(r.Objective)), Want: strings.Join(Objectives, " or ")}
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"ttft_slo", r.TTFTSLO}, {"itl_slo", r.ITLSLO}} {
+		if d.v < 0 || d.v > time.Hour {
+			return &FieldError{Field: d.field, Value: d.v.String(), Want: "0 (no target) or a duration up to 1h"}
+		}
+	}
+	return nil
+}
+
+// parallelism checks a fixed tensor-parallel size and replica count.
+func (r *Request) parallelism() error {
+	c := r.Slice.Chip
+	devices := r.Slice.Chips() * c.JAXDevicesPerChip
+	if r.DPAttention && !r.Model.MLA() {
+		// tpu-inference's attention data parallelism is TP / max(1,
+		// 2·KV heads / packing) (head_dim 64: twice the packing)
+		// [ti-dpattn]; shardlab models the whole replica attention-parallel
+		p := r.KVCache.packing()
+		if r.Model.Head() == 64 {
+			p *= 2
+		}
+		if 2*r.Model.KV() > p {
+			return &FieldError{Field: "enable_dp_attention", Value: "true", Want: fmt.Sprintf(
+				"false for %s with a %s KV cache: tpu-inference would run attention data parallel over TP/%d devices with tensor parallelism of %d inside (2·%d KV heads / %d a word), which shardlab does not model",
+				r.Model.Name, r.KVCache, 2*r.Model.KV()/p, 2*r.Model.KV()/p, r.Model.KV(), p)}
+		}
+	}
+	if r.TP != 0 {
+		sizes := tpSizes(r.Model, r.Slice, r.AttentionDP())
+		found := false
+		for _, t := range sizes {
+			found = found || t == r.TP
+		}
+		if !found {
+			rule := fmt.Sprintf("it must divide the %d attention heads and, as tpu-inference shards the KV cache by head, divide the %d KV heads", r.Model.Heads, r.Model.KV())
+			if DPAttention(r.Model) {
+				rule = "latent attention runs data-parallel inside a replica, so any size"
+			} else if r.AttentionDP() {
+				rule = "with enable_dp_attention the attention runs data-parallel inside a replica, so any size"
+			}
+			if r.Model.MoE() {
+				rule += fmt.Sprintf("; for expert parallelism it divides the %d experts", r.Model.Experts)
+			}
+			return badInt("tensor_parallel_size", r.TP, fmt.Sprintf("one of %s: %s, and fit the %d devices of %s in part of a chip or whole chips",
+				joinInts(sizes), rule, devices, r.Slice.AcceleratorType()))
+		}
+	}
+	if r.DP < 0 || r.DP > devices || (r.TP > 0 && r.TP*r.DP > devices) {
+		most := devices
+		if r.TP > 0 {
+			most = devices / r.TP
+		}
+		return badInt("data_parallel_size", r.DP, fmt.Sprintf("0 (fill the slice) or 1 to %d replicas (%d devices of %s)", most, devices, r.Slice.AcceleratorType()))
+	}
+	return nil
+}
+
+// concurrency checks the request rate, vLLM's max_num_seqs and the
+// concurrency, and sets the concurrency the search starts from.
+func (r *Request) concurrency() error {
+	if rr := r.RequestRate; math.IsNaN(rr) || math.IsInf(rr, 0) || rr < 0 || rr > MaxRequestRate {
+		return &FieldError{Field: "request_rate", Value: strconv.FormatFloat(rr, 'g', -1, 64), Want: fmt.Sprintf("0 (use concurrency) or a finite rate up to %d requests/s", MaxRequestRate)}
+	}
+	if r.MaxNumSeqs != 0 && r.RequestRate > 0 {
+		return &FieldError{Field: "max_num_seqs", Value: strconv.Itoa(r.MaxNumSeqs), Want: "0 when request_rate is set (the rate sets the concurrency)"}
+	}
+	if r.MaxNumSeqs < 0 || r.MaxNumSeqs > MaxConcurrency {
+		return badInt("max_num_seqs", r.MaxNumSeqs, fmt.Sprintf("0 (use concurrency) or 1 to %d sequences a replica", MaxConcurrency))
+	}
+	if r.MaxNumSeqs > 0 {
+		r.Concurrency = r.MaxNumSeqs // one replica's; Estimate multiplies by the replicas
+	}
+	if r.RequestRate > 0 {
+		r.Concurrency = 1 // a start; Search finds each layout's
+	}
+	if r.Concurrency < 1 || r.Concurrency > MaxConcurrency {
+		return badInt("concurrency", r.Concurrency, fmt.Sprintf("1 to %d sequences", MaxConcurrency))
+	}
+	return nil
+}
+
+// dtypes checks and fills the weights' and the KV cache's formats, and
+// the KV cache's dtype as vLLM spells it.
+func (r *Request) dtypes() error {
+	for _, d := range []struct {
+		field string
+		v     *Dtype
+		def   Dtype
+	}{{"weights", &r.Weights, BF16}, {"kv_cache_dtype", &r.KVCache, BF16}} {
+		if *d.v == "" {
+			*d.v = d.def
+		}
+		v, err := ParseDtype(d.field, string(*d.v))
+		if err != nil {
+			return err
+		}
+		*d.v = v
+	}
+	if r.KVCacheDtype == "" {
+		r.KVCacheDtype = vllmKVCacheDtype(r.KVCache)
+	} else {
+		kv, err := ParseKVCacheDtype(r.KVCacheDtype)
+		if err != nil {
+			return err
+		}
+		r.KVCache = kv
+	}
+	return nil
+}
+
+// badInt is a FieldError for a whole number.
+func badInt(field string, v int, want string) error {
+	return &FieldError{Field: field, Value: strconv.Itoa(v), Want: want}
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}
