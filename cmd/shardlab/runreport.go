@@ -114,22 +114,22 @@ func writeEmuTrace(path string, res *emu.Result) error {
 // runOut is what run --json prints. Keys use the words plan and model use
 // (chips, seq_len, tied_embeddings) and carry their units.
 type runOut struct {
-	Layout          string    `json:"layout"`
-	AcceleratorType string    `json:"accelerator_type"`
-	Topology        string    `json:"topology"` // of one slice, as in plan --json
-	Slices          int       `json:"slices"`
-	Devices         int       `json:"chips"` // virtual chips
-	Model           modelOut  `json:"model"`
-	Params          int       `json:"params"`
-	Losses          []number  `json:"losses"`
-	SimStep         number    `json:"simulated_step_time_s"`
-	WallStep        number    `json:"measured_step_time_s"`
-	Bubble          number    `json:"bubble_fraction"`
-	Bytes           []sentOut `json:"sent_all_chips_all_steps"`
-	PeakMemory      []memOut  `json:"peak_hbm_used_per_chip"`
-	ParamsSHA256    string    `json:"params_sha256"`
-	Processes       int       `json:"processes"`
-	ResumedFrom     int       `json:"resumed_from_step"`
+	Layout          string     `json:"layout"`
+	AcceleratorType string     `json:"accelerator_type"`
+	Topology        string     `json:"topology"` // of one slice, as in plan --json
+	Slices          int        `json:"slices"`
+	Devices         int        `json:"chips"` // virtual chips
+	Model           emu.Config `json:"model"` // its keys are model.Spec's
+	Params          int        `json:"params"`
+	Losses          []number   `json:"losses"`
+	SimStep         number     `json:"simulated_step_time_s"`
+	WallStep        number     `json:"measured_step_time_s"`
+	Bubble          number     `json:"bubble_fraction"`
+	Bytes           []sentOut  `json:"sent_all_chips_all_steps"`
+	PeakMemory      []memOut   `json:"peak_hbm_used_per_chip"`
+	ParamsSHA256    string     `json:"params_sha256"`
+	Processes       int        `json:"processes"`
+	ResumedFrom     int        `json:"resumed_from_step"`
 	// Schedule and Chunks are given with a pipeline only.
 	Schedule string    `json:"schedule,omitempty"`
 	Chunks   int       `json:"chunks_per_device,omitempty"`
@@ -165,25 +165,6 @@ func numbers(x []float64) []number {
 		out[i] = number(v)
 	}
 	return out
-}
-
-// modelOut is emu.Config with plan's and model's key names.
-type modelOut struct {
-	Layers         int  `json:"layers"`
-	DModel         int  `json:"d_model"`
-	Heads          int  `json:"heads"`
-	KVHeads        int  `json:"kv_heads"`
-	DFF            int  `json:"d_ff"`
-	Vocab          int  `json:"vocab"`
-	Seq            int  `json:"seq_len"`
-	Tied           bool `json:"tied_embeddings"`
-	FlashAttention bool `json:"flash_attention,omitempty"`
-	// the mixture of experts, as model's spec names it
-	Experts          int     `json:"experts,omitempty"`
-	ExpertsPerToken  int     `json:"experts_per_token,omitempty"`
-	ExpertDFF        int     `json:"expert_d_ff,omitempty"`
-	FirstDenseLayers int     `json:"first_dense_layers,omitempty"`
-	CapacityFactor   float64 `json:"capacity_factor,omitempty"`
 }
 
 // memOut is emu.Memory with the unit in its keys.
@@ -243,7 +224,7 @@ func runJSON(tc emu.TrainConfig, res *emu.Result, wall []time.Duration) runOut {
 	}
 	ms := tc.Mesh.Multislice
 	o := runOut{Layout: tc.Mesh.String(), AcceleratorType: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices,
-		Devices: tc.Mesh.Chips(), Model: modelOut(tc.Model), Losses: numbers(res.Losses), SimStep: number(meanTail(sim)), WallStep: number(meanTail(w)),
+		Devices: tc.Mesh.Chips(), Model: tc.Model, Losses: numbers(res.Losses), SimStep: number(meanTail(sim)), WallStep: number(meanTail(w)),
 		Bubble: number(res.Bubble), Bytes: totals(res), ResumedFrom: res.ResumedFrom}
 	if tc.Mesh.Size(mesh.Pipeline) > 1 {
 		o.Schedule, o.Chunks = string(tc.Schedule), max(tc.Chunks, 1)
