@@ -183,9 +183,10 @@ func (c *Checkpoint) restore(tc *TrainConfig, devs []*device) error {
 }
 
 // ckptMagic starts every checkpoint; the number is the format version
-// (2: the header records every setting that changes the result).
+// (2: the header records every setting that changes the result; 3: the
+// model's keys are model.Spec's, seq_len and tied_embeddings).
 const (
-	ckptMagic       = "SHARDLAB-CKPT-2\n"
+	ckptMagic       = "SHARDLAB-CKPT-3\n"
 	ckptMagicPrefix = "SHARDLAB-CKPT-"
 )
 

@@ -442,3 +442,15 @@ func TestDivergenceStops(t *testing.T) {
 		t.Errorf("divergenceLimit(2) = %v, want ln 2 + 5", got)
 	}
 }
+
+// TestCheckpointV2Refused: a version-2 checkpoint (its header wrote the
+// model's keys as seq and tied, not model.Spec's seq_len and
+// tied_embeddings) is refused by its version, not read as a model with no
+// sequence length.
+func TestCheckpointV2Refused(t *testing.T) {
+	v2 := append([]byte("SHARDLAB-CKPT-2\n"), `{"model":{"layers":2,"seq":16,"tied":true}}`...)
+	_, err := ReadCheckpoint(bytes.NewReader(v2))
+	if !errors.Is(err, ErrCheckpoint) || !strings.Contains(fmt.Sprint(err), `checkpoint format "2", this shardlab reads "3" only`) {
+		t.Errorf("error = %v, want format 2 refused, naming 3", err)
+	}
+}

@@ -49,7 +49,7 @@ func headForward[T Float](gemm kernel.GEMM, c Config, p *Params[T], x Mat[T], mb
 		for _, v := range lr {
 			mx = max(mx, v)
 		}
-		expSub(pr, lr, mx)
+		expSub(gemm, pr, lr, mx)
 		var sum T
 		for _, e := range pr {
 			sum += e

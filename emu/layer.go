@@ -172,7 +172,7 @@ func layerForward[T Float](c Config, l *Layer[T], x Mat[T], mb micro, co colls[T
 		a.g, a.u, a.a = co.mat(n, f), co.mat(n, f), co.mat(n, f)
 		matMul(co.gemm(), a.g, a.h2, l.Wg, false)
 		matMul(co.gemm(), a.u, a.h2, l.Wu, false)
-		swiglu(a.a.D, a.g.D, a.u.D)
+		swiglu(co.gemm(), a.a.D, a.g.D, a.u.D)
 		m = co.mat(n, d)
 		matMul(co.gemm(), m, a.a, l.Wd, false)
 		co.tensorAllReduce(m.D)
@@ -329,7 +329,7 @@ func mlpBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat
 	a.done(co, &a.a)
 	// du takes da's buffer, which dies at the activation's backward
 	dg, du := co.mat(n, da.C), da
-	swigluBack(dg.D, du.D, da.D, a.g.D, a.u.D)
+	swigluBack(co.gemm(), dg.D, du.D, da.D, a.g.D, a.u.D)
 	a.done(co, &a.g, &a.u)
 	matMulTA(co.gemm(), g.Wg, a.h2, dg, true)
 	matMulTA(co.gemm(), g.Wu, a.h2, du, true)
@@ -449,7 +449,7 @@ func attentionFlash[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll Mat[T], m
 							scaleRow(ob[i*out.C:i*out.C+hd], f)
 							mx[i] = bm
 						}
-						expSub(row[:seen], row[:seen], mx[i])
+						expSub(gemm, row[:seen], row[:seen], mx[i])
 						for _, e := range row[:seen] {
 							sum[i] += e
 						}
@@ -515,7 +515,7 @@ func attentionFlashBackInto[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll, 
 					prow, seen := flashRow(p, i, bk, k0, qp)
 					drow, _ := flashRow(ds, i, bk, k0, qp)
 					scaleRow(prow[:seen], scale)
-					expSub(prow[:seen], prow[:seen], lse[(bi*qh+h)*s+q0+i])
+					expSub(gemm, prow[:seen], prow[:seen], lse[(bi*qh+h)*s+q0+i])
 					for k := range seen {
 						drow[k] = prow[k] * (drow[k] - d[i]) * scale
 					}
@@ -530,14 +530,24 @@ func attentionFlashBackInto[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll, 
 	}
 }
 
-// v1Path makes the layers compute as v1 did: the row-by-row attention (dot
-// products and axpys per query and key) instead of attentionBlocks, and
-// exp one element at a time; the benchmarks set it to time the v1 path
-// beside the current one.
-var v1Path = false
+// v1Layers is implemented by a GEMM kernel that asks the layers to compute
+// as v1 did: the row-by-row attention (dot products and axpys per query
+// and key) instead of attentionBlocks, and exp one element at a time.
+// Only the benchmarks' v1 kernel (a test file's) implements it, to time
+// v1's path beside the current one; nothing global changes.
+type v1Layers interface {
+	kernel.GEMM
+	V1Layers()
+}
+
+// onV1Path tells whether gemm asks for v1's layers.
+func onV1Path(gemm kernel.GEMM) bool {
+	_, ok := gemm.(v1Layers)
+	return ok
+}
 
 func attentionKeepP[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, p Mat[T]) {
-	if v1Path {
+	if onV1Path(gemm) {
 		return attention(c, q, kAll, vAll, mb, hd)
 	}
 	return attentionBlocks(gemm, c, q, kAll, vAll, mb, hd)
@@ -546,7 +556,7 @@ func attentionKeepP[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll Mat[T], m
 // attentionKeepPBackInto is the backward of attentionKeepP into zeroed
 // dq, dk and dv, with ds (P's shape) for the scores' gradient.
 func attentionKeepPBackInto[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int, dq, dk, dv, ds Mat[T]) {
-	if v1Path {
+	if onV1Path(gemm) {
 		q1, k1, v1 := attentionBack(c, q, kAll, vAll, p, dout, mb, hd)
 		copy(dq.D, q1.D)
 		copy(dk.D, k1.D)
@@ -616,7 +626,7 @@ func attentionBlocks[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll Mat[T], 
 					prow[kp] *= scale
 					mx = max(mx, prow[kp])
 				}
-				expSub(prow[:qp+1], prow[:qp+1], mx)
+				expSub(gemm, prow[:qp+1], prow[:qp+1], mx)
 				var sum T
 				for _, e := range prow[:qp+1] {
 					sum += e

@@ -10,7 +10,9 @@ import (
 // embeddings, pre-norm RMSNorm blocks of causal multi-head (grouped-query)
 // attention and a SwiGLU MLP, a final RMSNorm and a tied or untied output
 // projection. With Experts > 0 the MLP of every layer after the first
-// FirstDenseLayers is a mixture of experts (moe.go).
+// FirstDenseLayers is a mixture of experts (moe.go). Its JSON keys are
+// model.Spec's (seq_len, tied_embeddings, experts_per_token …), so the run
+// report (shardlab run --json) and the checkpoint header write it as it is.
 type Config struct {
 	Layers  int  `json:"layers"`
 	DModel  int  `json:"d_model"`
@@ -18,8 +20,8 @@ type Config struct {
 	KVHeads int  `json:"kv_heads"`
 	DFF     int  `json:"d_ff"`
 	Vocab   int  `json:"vocab"`
-	Seq     int  `json:"seq"`
-	Tied    bool `json:"tied"`
+	Seq     int  `json:"seq_len"`
+	Tied    bool `json:"tied_embeddings"`
 	// FlashAttention computes attention block by block with an online
 	// softmax and keeps each query's log-sum-exp instead of the scores P,
 	// recomputing P in the backward pass (the memory of cost's
@@ -43,7 +45,7 @@ func (c Config) validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"layers", c.Layers}, {"d_model", c.DModel}, {"heads", c.Heads}, {"kv_heads", c.KVHeads}, {"d_ff", c.DFF}, {"vocab", c.Vocab}, {"seq", c.Seq}} {
+	}{{"layers", c.Layers}, {"d_model", c.DModel}, {"heads", c.Heads}, {"kv_heads", c.KVHeads}, {"d_ff", c.DFF}, {"vocab", c.Vocab}, {"seq_len", c.Seq}} {
 		if f.v < 1 || f.v > 1<<16 {
 			return fmt.Errorf("emu: model %s = %d, want 1 to 65536: %w", f.name, f.v, ErrInvalid)
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"shardlab/emu/kernel"
 )
 
 // A mixture-of-experts MLP as MaxText computes it with a capacity factor
@@ -205,7 +207,7 @@ func moeForward[T Float](c Config, l *Layer[T], h Mat[T], s int, co colls[T]) (M
 		x, g, u, a := rowsOf(m.x, lo, hi), rowsOf(m.g, lo, hi), rowsOf(m.u, lo, hi), rowsOf(m.a, lo, hi)
 		matMul(co.gemm(), g, x, ex.Wg, false)
 		matMul(co.gemm(), u, x, ex.Wu, false)
-		swiglu(a.D, g.D, u.D)
+		swiglu(co.gemm(), a.D, g.D, u.D)
 		matMul(co.gemm(), rowsOf(y, lo, hi), a, ex.Wd, false)
 	}
 	co.tensorAllReduce(y.D) // row-parallel Wd: the outputs are partial sums over tensor
@@ -220,11 +222,11 @@ func moeForward[T Float](c Config, l *Layer[T], h Mat[T], s int, co colls[T]) (M
 }
 
 // swiglu sets a = silu(g)·u, exp(−g) computed a vector at a time.
-func swiglu[T Float](a, g, u []T) {
+func swiglu[T Float](gemm kernel.GEMM, a, g, u []T) {
 	for i, v := range g {
 		a[i] = -v
 	}
-	expSub(a, a, 0)
+	expSub(gemm, a, a, 0)
 	for i, v := range g {
 		a[i] = v / (1 + a[i]) * u[i]
 	}
@@ -260,7 +262,7 @@ func moeBackward[T Float](c Config, l, gl *Layer[T], m *moeActs[T], h, dout Mat[
 		x, g, u, a, dyl := rowsOf(m.x, lo, hi), rowsOf(m.g, lo, hi), rowsOf(m.u, lo, hi), rowsOf(m.a, lo, hi), rowsOf(dy, lo, hi)
 		matMulTA(co.gemm(), gx.Wd, a, dyl, true)
 		matMulTB(co.gemm(), da, dyl, ex.Wd, false)
-		swigluBack(dg.D, du.D, da.D, g.D, u.D)
+		swigluBack(co.gemm(), dg.D, du.D, da.D, g.D, u.D)
 		matMulTA(co.gemm(), gx.Wg, x, dg, true)
 		matMulTA(co.gemm(), gx.Wu, x, du, true)
 		dxl := rowsOf(dx, lo, hi)
@@ -294,11 +296,11 @@ func moeBackward[T Float](c Config, l, gl *Layer[T], m *moeActs[T], h, dout Mat[
 
 // swigluBack sets dg and du from a's gradient da for a = silu(g)·u; du
 // may be da itself.
-func swigluBack[T Float](dg, du, da, g, u []T) {
+func swigluBack[T Float](gemm kernel.GEMM, dg, du, da, g, u []T) {
 	for i, v := range g {
 		dg[i] = -v
 	}
-	expSub(dg, dg, 0)
+	expSub(gemm, dg, dg, 0)
 	for i, v := range g {
 		e := dg[i]
 		s, d := 1/(1+e), da[i] // du may be da

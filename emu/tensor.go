@@ -149,9 +149,9 @@ func exp[T Float](x T) T { return T(math.Exp(float64(x))) }
 // vector at a time with AVX-512 where the CPU has it (kernel.ExpSub, within
 // about 2 ulps of math.Exp; the bits then differ from a machine without
 // AVX-512, as the plain-Go GEMM's do from the assembly's), else one element
-// at a time.
-func expSub[T Float](dst, src []T, shift T) {
-	if d, ok := any(dst).([]float32); ok && !v1Path && kernel.ExpSub(d, any(src).([]float32), float32(shift)) {
+// at a time (also when gemm asks for v1's layers, which computed exp so).
+func expSub[T Float](gemm kernel.GEMM, dst, src []T, shift T) {
+	if d, ok := any(dst).([]float32); ok && !onV1Path(gemm) && kernel.ExpSub(d, any(src).([]float32), float32(shift)) {
 		return
 	}
 	src = src[:len(dst)]

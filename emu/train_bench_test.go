@@ -38,21 +38,19 @@ func BenchmarkTrain100M(b *testing.B) {
 // untimed, reports tokens/s and the ratios, and returns the last result
 // with the kernels in use.
 func benchmarkTrain(b *testing.B, tc TrainConfig, flash bool) *Result {
-	defer func() { v1Path = false }()
 	withFlash := tc
 	withFlash.Model.FlashAttention = true
 	onV1 := tc
-	onV1.GEMM = packedV1{}
+	onV1.GEMM = packedV1{} // v1's kernel, which also asks for v1's layers
 	type run struct {
-		v1 bool
 		tc TrainConfig
 		d  *time.Duration
 	}
 	var tNow, tV1, tFlash time.Duration
 	var last *Result
-	runs := []run{{false, tc, &tNow}, {true, onV1, &tV1}}
+	runs := []run{{tc, &tNow}, {onV1, &tV1}}
 	if flash {
-		runs = append(runs, run{false, withFlash, &tFlash})
+		runs = append(runs, run{withFlash, &tFlash})
 	}
 	// the process's first training grows the heap, faulting in every
 	// page (expensive on a VM); whichever path ran first would pay it
@@ -61,7 +59,6 @@ func benchmarkTrain(b *testing.B, tc TrainConfig, flash bool) *Result {
 	}
 	for b.Loop() {
 		for _, r := range runs {
-			v1Path = r.v1
 			t0 := time.Now()
 			res, err := Train(r.tc)
 			if err != nil {

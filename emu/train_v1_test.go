@@ -1,6 +1,11 @@
 package emu
 
-import "shardlab/emu/kernel"
+import (
+	"math"
+	"testing"
+
+	"shardlab/emu/kernel"
+)
 
 // packedV1 is the kernel the emulator trained with before the speed work
 // (issue 15), kept as the baseline BenchmarkTrain measures against in the
@@ -13,6 +18,10 @@ type packedV1 struct{}
 
 // Name says which kernel this is.
 func (packedV1) Name() string { return "packed 4x16 v1 (baseline)" }
+
+// V1Layers makes packedV1 a v1Layers kernel: training with it computes
+// attention row by row and exp one element at a time, as v1 did.
+func (packedV1) V1Layers() {}
 
 // v1 packs 4-row A strips and 16-column B strips, in k blocks of
 // kcBlock and n blocks of ncBlock (package kernel's blocking).
@@ -113,6 +122,33 @@ func (packedV1) Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestV1PathOnlyByKernel holds the v1 path to the kernel that asks for it:
+// packedV1 selects v1's layers, the Go kernel does not, and a training on
+// v1's path (row-by-row attention, element-wise exp: a second
+// implementation) gives the current path's losses to float32 rounding.
+func TestV1PathOnlyByKernel(t *testing.T) {
+	if !onV1Path(packedV1{}) || onV1Path(kernel.Go()) {
+		t.Fatalf("onV1Path(packedV1) = %v, onV1Path(Go) = %v; want true, false", onV1Path(packedV1{}), onV1Path(kernel.Go()))
+	}
+	m := testMesh(t, "v5litepod-4", 1, "fsdp=2,tensor=2")
+	c := Config{Layers: 2, DModel: 32, Heads: 4, KVHeads: 2, DFF: 64, Vocab: 64, Seq: 16}
+	tc := TrainConfig{Model: c, Mesh: m, GlobalBatch: 4, MicroBatches: 1, Steps: 3, Seed: 1, LR: 3e-3, Data: &Synthetic{V: 64, Seed: 1}}
+	now, err := Train(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.GEMM = packedV1{}
+	v1, err := Train(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range now.Losses {
+		if d := math.Abs(l - v1.Losses[i]); d > 1e-4*math.Abs(l) {
+			t.Errorf("step %d: loss %.7f on the current path, %.7f on v1's", i, l, v1.Losses[i])
 		}
 	}
 }

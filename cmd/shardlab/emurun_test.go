@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"shardlab/emu"
 )
 
 func TestRunDefault(t *testing.T) {
@@ -269,8 +271,8 @@ func TestRunDiverges(t *testing.T) {
 // TestRunJSONNonFinite: NaN and ±Inf, which JSON cannot hold, encode as
 // null instead of failing the whole report.
 func TestRunJSONNonFinite(t *testing.T) {
-	o := runOut{Losses: numbers([]float64{5.5, math.Inf(1), math.NaN()}), SimStep: number(math.Inf(-1)),
-		Diverged: &divergedOut{Step: 2, Loss: number(math.Inf(1)), LossLimit: 16.6, Reason: "the loss at step 2 is +Inf"}}
+	o := runOut{Losses: []emu.Number{5.5, emu.Number(math.Inf(1)), emu.Number(math.NaN())}, SimStep: emu.Number(math.Inf(-1)),
+		Diverged: &emu.DivergedReport{Step: 2, Loss: emu.Number(math.Inf(1)), LossLimit: 16.6, Reason: "the loss at step 2 is +Inf"}}
 	var b strings.Builder
 	if err := writeJSON(&b, o); err != nil {
 		t.Fatal(err)

@@ -198,7 +198,7 @@ func (d ckptStore) cleanTemp() (int, error) {
 // headerFlags names the flag behind each checkpoint header field.
 var headerFlags = map[string]string{
 	"model.layers": "--layers", "model.d_model": "--d-model", "model.heads": "--heads", "model.kv_heads": "--kv-heads",
-	"model.d_ff": "--d-ff", "model.seq": "--seq", "model.tied": "--tied", "model.flash_attention": "--flash-attention", "layout": "--mesh or --plan",
+	"model.d_ff": "--d-ff", "model.seq_len": "--seq", "model.tied_embeddings": "--tied", "model.flash_attention": "--flash-attention", "layout": "--mesh or --plan",
 	"topology": "--tpu and --slices, or --plan", "global_batch": "--batch", "micro_batches": "--micro-batches",
 	"schedule": "--schedule", "chunks": "--chunks", "seed": "--seed", "lr": "--lr", "bf16_compute": "--bf16", "data": "--data or --synthetic",
 	"processes": "the number of MPI ranks", "process": "the MPI rank",

@@ -175,3 +175,26 @@ func TestRunResumeOtherProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderFlagsNameHeaderFields: every field headerFlags names is one
+// of the checkpoint header's, by the JSON key a mismatch reports (a
+// renamed key, as seq became seq_len, would otherwise lose its flag).
+func TestHeaderFlagsNameHeaderFields(t *testing.T) {
+	var h map[string]any
+	b, _ := json.Marshal(emu.CheckpointHeader{Chunks: 1, Model: emu.Config{FlashAttention: true}}) // omitempty fields set
+	json.Unmarshal(b, &h)
+	fields := map[string]bool{}
+	for k, v := range h {
+		fields[k] = true
+		if sub, ok := v.(map[string]any); ok {
+			for kk := range sub {
+				fields[k+"."+kk] = true
+			}
+		}
+	}
+	for f := range headerFlags {
+		if !fields[f] {
+			t.Errorf("headerFlags names %q, not a checkpoint header field", f)
+		}
+	}
+}
