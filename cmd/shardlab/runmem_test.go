@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"runtime"
 	"runtime/metrics"
@@ -43,6 +44,29 @@ func TestRunHeapIsTheEstimate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The sampler can only miss the peak (a busy machine delays it past
+	// the moment), never see more than was in use, so a low reading is
+	// taken again, up to three runs, and the highest counts.
+	var used int64
+	for range 3 {
+		u, err := sampledPeak(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if used = max(used, u); float64(used) >= 0.85*float64(est.Process) {
+			break
+		}
+	}
+	ratio := float64(used) / float64(est.Process)
+	t.Logf("estimate %d bytes (static %d, step %d), heap at the peak %d above the heap before: %.3f of the estimate", est.Process, est.Static, est.Step, used, ratio)
+	if ratio < 0.85 || ratio > 1.05 {
+		t.Errorf("run %v used %d bytes of heap at its peak, estimated %d: %.2f times, want 0.85 to 1.05", args, used, est.Process, ratio)
+	}
+}
+
+// sampledPeak runs shardlab run with args and returns the most heap in use
+// above what was in use before, sampled every millisecond.
+func sampledPeak(args []string) (int64, error) {
 	runtime.GC()
 	base := heapInUse()
 	var peak int64
@@ -64,12 +88,7 @@ func TestRunHeapIsTheEstimate(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+		return 0, fmt.Errorf("exit %d: %s", code, errOut)
 	}
-	used := peak - base
-	ratio := float64(used) / float64(est.Process)
-	t.Logf("estimate %d bytes (static %d, step %d), heap at the peak %d above the %d before: %.3f of the estimate", est.Process, est.Static, est.Step, used, base, ratio)
-	if ratio < 0.85 || ratio > 1.05 {
-		t.Errorf("run %v used %d bytes of heap at its peak, estimated %d: %.2f times, want 0.85 to 1.05", args, used, est.Process, ratio)
-	}
+	return peak - base, nil
 }
