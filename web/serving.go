@@ -61,14 +61,7 @@ func stringChoices(v []string) []choice {
 }
 
 // servingLabel spells a serving option as the form labels it.
-func servingLabel(o plan.Option) string {
-	for _, l := range servingLooks {
-		if l.option == o {
-			return l.label
-		}
-	}
-	return string(o)
-}
+func servingLabel(o plan.Option) string { return keyLabel(servingForm, o) }
 
 // servingForm is the serving form: its fields over the struct fields of
 // inference.Options, by JSON key.
@@ -79,14 +72,8 @@ var servingForm = newForm(reflect.TypeFor[inference.Options](), servingLooks, re
 func (h *Handler) servingOptions(q url.Values) (inference.Options, formValues, fieldErrors) {
 	o := inference.DefaultOptions()
 	vals, bad := servingForm.read(q, reflect.ValueOf(&o))
-	if o.Model == specModel {
-		spec := vals[optionModelSpec]
-		if err := checkSpec(spec, h.cfg); err != nil {
-			bad = append(bad, err)
-			o.Model = inference.DefaultModel
-		} else {
-			o.Model, o.ModelSpec = "custom", []byte(spec)
-		}
+	if err := usePastedSpec(vals, h.cfg, inference.DefaultModel, &o.Model, &o.ModelSpec); err != nil {
+		bad = append(bad, err)
 	}
 	return o, vals, bad
 }
