@@ -218,7 +218,7 @@ func (h *Handler) serveBudget(w http.ResponseWriter, r *http.Request) {
 		h.setRetry(w, code)
 	}
 	d.Groups, d.Error = budgetForm.view(vals, fes, budgetLabel)
-	h.render(w, code, "budget.html", d)
+	h.render(w, code, "budget.html", "page", d)
 }
 
 // serveBudgetJSON downloads the query's budget as shardlab budget --json

@@ -180,15 +180,7 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 		d.Compare = c
 	}
 	d.Groups, d.Error = planForm.view(vals, fes, label)
-	var b bytes.Buffer
-	if err := h.page.t.ExecuteTemplate(&b, "page.html", d); err != nil {
-		h.cfg.Log.Printf("web: page: %v", err)
-		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(code)
-	w.Write(b.Bytes())
+	h.render(w, code, "page.html", "page", d)
 }
 
 // headerScaling is the request header with which the page's script asks
@@ -210,14 +202,7 @@ func (h *Handler) serveScaling(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fes.Phrase(label), code)
 		return
 	}
-	var b bytes.Buffer
-	if err := h.page.t.ExecuteTemplate(&b, "scaling", v); err != nil {
-		h.cfg.Log.Printf("web: scaling charts: %v", err)
-		http.Error(w, "internal error rendering the charts", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(b.Bytes())
+	h.render(w, http.StatusOK, "scaling", "charts", v)
 }
 
 // serveStatic serves the page's script and style.

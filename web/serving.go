@@ -242,7 +242,7 @@ func (h *Handler) serveServing(w http.ResponseWriter, r *http.Request) {
 		h.setRetry(w, code)
 	}
 	d.Groups, d.Error = servingForm.view(vals, fes, servingLabel)
-	h.render(w, code, "serving.html", d)
+	h.render(w, code, "serving.html", "page", d)
 }
 
 // errCannotServe is a serving question no layout can answer: a job that
@@ -264,12 +264,13 @@ func servingStatus(err error) error {
 	return err
 }
 
-// render writes template name with d, or a 500 when it fails.
-func (h *Handler) render(w http.ResponseWriter, code int, name string, d any) {
+// render writes template name with d and status code, or, when it fails,
+// a 500 saying it could not render what (the page, the charts).
+func (h *Handler) render(w http.ResponseWriter, code int, name, what string, d any) {
 	var b bytes.Buffer
 	if err := h.page.t.ExecuteTemplate(&b, name, d); err != nil {
 		h.cfg.Log.Printf("web: %s: %v", name, err)
-		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
+		http.Error(w, "internal error rendering the "+what, http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
