@@ -56,30 +56,29 @@ func BitsPerSecond(bits float64) BytesPerSecond { return BytesPerSecond(bits / 8
 func (r BytesPerSecond) Bits() float64 { return float64(r) * 8 }
 
 func decimal(v float64, u string) string {
-	prefixes := []string{"", "k", "M", "G", "T", "P", "E", "Z"}
-	i := 0
-	a := math.Abs(v)
-	for a >= 1000 && i < len(prefixes)-1 {
-		a /= 1000
-		v /= 1000
-		i++
-	}
-	return fmt.Sprintf("%s %s%s", sig3(v), prefixes[i], u)
+	v, p := scale(v, 1000, []string{"", "k", "M", "G", "T", "P", "E", "Z"})
+	return fmt.Sprintf("%s %s%s", sig3(v), p, u)
 }
 
 func binary(v float64, u string) string {
-	prefixes := []string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
-	i := 0
-	a := math.Abs(v)
-	for a >= 1024 && i < len(prefixes)-1 {
-		a /= 1024
-		v /= 1024
-		i++
-	}
-	if i == 0 {
+	v, p := scale(v, 1024, []string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"})
+	if p == "" {
 		return fmt.Sprintf("%d %s", int64(v), u)
 	}
-	return fmt.Sprintf("%s %s%s", sig3(v), prefixes[i], u)
+	return fmt.Sprintf("%s %s%s", sig3(v), p, u)
+}
+
+// scale divides v by base until its magnitude is under base or the
+// prefixes run out, and returns it with the prefix it reached.
+func scale(v, base float64, prefixes []string) (float64, string) {
+	i := 0
+	a := math.Abs(v)
+	for a >= base && i < len(prefixes)-1 {
+		a /= base
+		v /= base
+		i++
+	}
+	return v, prefixes[i]
 }
 
 // sig3 prints v with three significant digits (at least), no exponent.

@@ -38,14 +38,7 @@ var budgetLooks = []look{
 }
 
 // budgetLabel spells a budget option as the form labels it.
-func budgetLabel(o plan.Option) string {
-	for _, l := range budgetLooks {
-		if l.option == o {
-			return l.label
-		}
-	}
-	return string(o)
-}
+func budgetLabel(o plan.Option) string { return keyLabel(budgetForm, o) }
 
 // budgetForm is the budget form over budget.Options.
 var budgetForm = newForm(reflect.TypeFor[budget.Options](), budgetLooks, reflect.ValueOf(budget.DefaultOptions()))
@@ -55,14 +48,8 @@ var budgetForm = newForm(reflect.TypeFor[budget.Options](), budgetLooks, reflect
 func (h *Handler) budgetOptions(q url.Values) (budget.Options, formValues, fieldErrors) {
 	o := budget.DefaultOptions()
 	vals, bad := budgetForm.read(q, reflect.ValueOf(&o))
-	if o.Model == specModel {
-		spec := vals[optionModelSpec]
-		if err := checkSpec(spec, h.cfg); err != nil {
-			bad = append(bad, err)
-			o.Model = plan.DefaultModel
-		} else {
-			o.Model, o.ModelSpec = "custom", []byte(spec)
-		}
+	if err := usePastedSpec(vals, h.cfg, plan.DefaultModel, &o.Model, &o.ModelSpec); err != nil {
+		bad = append(bad, err)
 	}
 	return o, vals, bad
 }
@@ -231,7 +218,7 @@ func (h *Handler) serveBudget(w http.ResponseWriter, r *http.Request) {
 		h.setRetry(w, code)
 	}
 	d.Groups, d.Error = budgetForm.view(vals, fes, budgetLabel)
-	h.render(w, code, "budget.html", d)
+	h.render(w, code, "budget.html", "page", d)
 }
 
 // serveBudgetJSON downloads the query's budget as shardlab budget --json

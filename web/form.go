@@ -141,47 +141,12 @@ func attentionChoices() []choice {
 	return []choice{{"flash", "flash"}, {"dot_product", "dot_product"}}
 }
 
-// optionFields maps each JSON key of plan.Options to its struct field.
-var optionFields = func() map[plan.Option]reflect.StructField {
-	out := map[plan.Option]reflect.StructField{}
-	for f := range reflect.TypeFor[plan.Options]().Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			out[plan.Option(name)] = f
-		}
-	}
-	return out
-}()
-
 // durationType is the type of plan's duration options.
 var durationType = reflect.TypeFor[time.Duration]()
 
-// fields are the form's inputs, in order, with the defaults of
-// plan.DefaultOptions.
-func fields() []field {
-	defaults := valuesOf(plan.DefaultOptions())
-	out := make([]field, 0, len(looks))
-	for _, l := range looks {
-		f := field{Option: l.option, Label: l.label, Group: l.group, Help: l.help, Default: defaults[l.option]}
-		if l.choices != nil {
-			f.Choices = l.choices()
-		}
-		if sf, ok := optionFields[l.option]; ok {
-			f.index = sf.Index
-			f.Kind = kindOf(sf.Type)
-		}
-		switch {
-		case l.option == optionModelSpec:
-			f.Kind = "textarea"
-		case f.Choices != nil:
-			f.Kind = "select"
-		case l.option == plan.OptionTPU:
-			f.List = "tpus"
-		}
-		out = append(out, f)
-	}
-	return out
-}
+// planForm is the training form: its fields over the struct fields of
+// plan.Options, by JSON key, with the defaults of plan.DefaultOptions.
+var planForm = newForm(reflect.TypeFor[plan.Options](), looks, reflect.ValueOf(plan.DefaultOptions()))
 
 // kindOf is the kind of input that holds a value of type t.
 func kindOf(t reflect.Type) string {
@@ -203,10 +168,8 @@ func kindOf(t reflect.Type) string {
 // label spells an option as the form labels it, or in plan's own words
 // when the form has no field for it.
 func label(o plan.Option) string {
-	for _, l := range looks {
-		if l.option == o {
-			return l.label
-		}
+	if l, ok := planForm.label(o); ok {
+		return l
 	}
 	return o.String()
 }
@@ -217,24 +180,7 @@ type formValues map[plan.Option]string
 // valuesOf is the form's values for options o with the pasted spec: every
 // option's field formatted as its input holds it.
 func valuesOf(o plan.Options) formValues {
-	v := formValues{}
-	ov := reflect.ValueOf(o)
-	for opt, sf := range optionFields {
-		fv := ov.FieldByIndex(sf.Index)
-		switch kindOf(sf.Type) {
-		case "duration":
-			v[opt] = time.Duration(fv.Int()).String()
-		case "int":
-			v[opt] = strconv.FormatInt(fv.Int(), 10)
-		case "float":
-			v[opt] = strconv.FormatFloat(fv.Float(), 'g', -1, 64)
-		case "bool":
-			v[opt] = strconv.FormatBool(fv.Bool())
-		default:
-			v[opt] = fv.String()
-		}
-	}
-	v[optionModelSpec] = ""
+	v := planForm.values(reflect.ValueOf(o))
 	if o.ModelSpec != nil {
 		v[plan.OptionModel], v[optionModelSpec] = specModel, string(o.ModelSpec)
 	}
@@ -299,31 +245,9 @@ func plain(format string, a ...any) *fieldError {
 // check the others.
 func optionsFrom(q url.Values, c Config) (plan.Options, formValues, fieldErrors) {
 	o := plan.DefaultOptions()
-	vals := valuesOf(o)
-	fs := fields()
-	for _, f := range fs {
-		if vs, ok := q[string(f.Option)]; ok && len(vs) > 0 {
-			vals[f.Option] = vs[0]
-		}
-	}
-	var bad fieldErrors
-	ov := reflect.ValueOf(&o).Elem()
-	for _, f := range fs {
-		if f.index == nil {
-			continue
-		}
-		if err := setValue(ov.FieldByIndex(f.index), f.Kind, vals[f.Option]); err != nil {
-			bad = append(bad, textOf(f.Option, "%s", err))
-		}
-	}
-	if o.Model == specModel {
-		spec := vals[optionModelSpec]
-		if err := checkSpec(spec, c); err != nil {
-			bad = append(bad, err)
-			o.Model = plan.DefaultModel
-		} else {
-			o.Model, o.ModelSpec = "custom", []byte(spec)
-		}
+	vals, bad := planForm.read(q, reflect.ValueOf(&o))
+	if err := usePastedSpec(vals, c, plan.DefaultModel, &o.Model, &o.ModelSpec); err != nil {
+		bad = append(bad, err)
 	}
 	return o, vals, bad
 }
@@ -387,9 +311,8 @@ func setValue(v reflect.Value, kind, s string) error {
 // else bad and the errors found, in the form's order, as fieldErrors; an
 // error that names no option ends the search.
 func parseAll(o plan.Options, bad fieldErrors) (plan.Request, error) {
-	defaults := reflect.ValueOf(plan.DefaultOptions())
 	ov := reflect.ValueOf(&o).Elem()
-	for range len(optionFields) + 1 {
+	for range len(planForm.index) + 1 {
 		r, err := plan.ParseRequest(o)
 		if err == nil {
 			if len(bad) > 0 {
@@ -404,7 +327,7 @@ func parseAll(o plan.Options, bad fieldErrors) (plan.Request, error) {
 			}
 			return r, err
 		}
-		sf, ok := optionFields[oe.Option]
+		idx, ok := planForm.index[oe.Option]
 		if !ok || bad.has(oe.Option) {
 			// the option at its default is refused with the others: no
 			// default clears it, report what is found
@@ -414,7 +337,7 @@ func parseAll(o plan.Options, bad fieldErrors) (plan.Request, error) {
 			return r, inFormOrder(bad)
 		}
 		bad = append(bad, &fieldError{oe.Option, oe.Phrase})
-		ov.FieldByIndex(sf.Index).Set(defaults.FieldByIndex(sf.Index))
+		ov.FieldByIndex(idx).Set(planForm.defaults.FieldByIndex(idx))
 		if oe.Option == plan.OptionModel {
 			o.ModelSpec = nil
 		}

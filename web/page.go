@@ -7,8 +7,6 @@ import (
 	"html/template"
 	"io"
 	"net/http"
-	"slices"
-	"strings"
 
 	"shardlab/chart"
 	"shardlab/plan"
@@ -181,55 +179,8 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	} else {
 		d.Compare = c
 	}
-	d.Groups, d.Error = formView(vals, fes)
-	var b bytes.Buffer
-	if err := h.page.t.ExecuteTemplate(&b, "page.html", d); err != nil {
-		h.cfg.Log.Printf("web: page: %v", err)
-		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(code)
-	w.Write(b.Bytes())
-}
-
-// formView is the form's groups with the values and each field's errors,
-// and the text of the errors that concern no field.
-func formView(vals formValues, fes fieldErrors) ([]groupView, string) {
-	byOption := map[plan.Option][]string{}
-	var general []string
-	for _, fe := range fes {
-		if fe.Option == "" || !inForm(fe.Option) {
-			general = append(general, fe.Phrase(label))
-			continue
-		}
-		byOption[fe.Option] = append(byOption[fe.Option], fe.Phrase(label))
-	}
-	var groups []groupView
-	for _, f := range fields() {
-		fv := fieldView{field: f, Key: string(f.Option), Value: vals[f.Option], Error: strings.Join(byOption[f.Option], "; ")}
-		if f.Kind == "select" && !slices.ContainsFunc(f.Choices, func(c choice) bool { return c.Value == fv.Value }) {
-			// a value the URL asks for that is no choice shows as it is
-			fv.Choices = append(slices.Clone(f.Choices), choice{fv.Value, fv.Value})
-		}
-		if len(groups) == 0 || groups[len(groups)-1].Name != f.Group {
-			groups = append(groups, groupView{Name: f.Group})
-		}
-		g := &groups[len(groups)-1]
-		g.Fields = append(g.Fields, fv)
-		g.Open = g.Open || fv.Error != "" || (f.Option != optionModelSpec && fv.Value != f.Default)
-	}
-	return groups, strings.Join(general, "; ")
-}
-
-// inForm reports whether the form has a field for option o.
-func inForm(o plan.Option) bool {
-	for _, l := range looks {
-		if l.option == o {
-			return true
-		}
-	}
-	return false
+	d.Groups, d.Error = planForm.view(vals, fes, label)
+	h.render(w, code, "page.html", "page", d)
 }
 
 // headerScaling is the request header with which the page's script asks
@@ -251,14 +202,7 @@ func (h *Handler) serveScaling(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fes.Phrase(label), code)
 		return
 	}
-	var b bytes.Buffer
-	if err := h.page.t.ExecuteTemplate(&b, "scaling", v); err != nil {
-		h.cfg.Log.Printf("web: scaling charts: %v", err)
-		http.Error(w, "internal error rendering the charts", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(b.Bytes())
+	h.render(w, http.StatusOK, "scaling", "charts", v)
 }
 
 // serveStatic serves the page's script and style.

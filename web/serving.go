@@ -61,14 +61,7 @@ func stringChoices(v []string) []choice {
 }
 
 // servingLabel spells a serving option as the form labels it.
-func servingLabel(o plan.Option) string {
-	for _, l := range servingLooks {
-		if l.option == o {
-			return l.label
-		}
-	}
-	return string(o)
-}
+func servingLabel(o plan.Option) string { return keyLabel(servingForm, o) }
 
 // servingForm is the serving form: its fields over the struct fields of
 // inference.Options, by JSON key.
@@ -79,14 +72,8 @@ var servingForm = newForm(reflect.TypeFor[inference.Options](), servingLooks, re
 func (h *Handler) servingOptions(q url.Values) (inference.Options, formValues, fieldErrors) {
 	o := inference.DefaultOptions()
 	vals, bad := servingForm.read(q, reflect.ValueOf(&o))
-	if o.Model == specModel {
-		spec := vals[optionModelSpec]
-		if err := checkSpec(spec, h.cfg); err != nil {
-			bad = append(bad, err)
-			o.Model = inference.DefaultModel
-		} else {
-			o.Model, o.ModelSpec = "custom", []byte(spec)
-		}
+	if err := usePastedSpec(vals, h.cfg, inference.DefaultModel, &o.Model, &o.ModelSpec); err != nil {
+		bad = append(bad, err)
 	}
 	return o, vals, bad
 }
@@ -255,7 +242,7 @@ func (h *Handler) serveServing(w http.ResponseWriter, r *http.Request) {
 		h.setRetry(w, code)
 	}
 	d.Groups, d.Error = servingForm.view(vals, fes, servingLabel)
-	h.render(w, code, "serving.html", d)
+	h.render(w, code, "serving.html", "page", d)
 }
 
 // errCannotServe is a serving question no layout can answer: a job that
@@ -277,12 +264,13 @@ func servingStatus(err error) error {
 	return err
 }
 
-// render writes template name with d, or a 500 when it fails.
-func (h *Handler) render(w http.ResponseWriter, code int, name string, d any) {
+// render writes template name with d and status code, or, when it fails,
+// a 500 saying it could not render what (the page, the charts).
+func (h *Handler) render(w http.ResponseWriter, code int, name, what string, d any) {
 	var b bytes.Buffer
 	if err := h.page.t.ExecuteTemplate(&b, name, d); err != nil {
 		h.cfg.Log.Printf("web: %s: %v", name, err)
-		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
+		http.Error(w, "internal error rendering the "+what, http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

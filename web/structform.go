@@ -101,16 +101,8 @@ func (f *form) read(q url.Values, ov reflect.Value) (formValues, fieldErrors) {
 func (f *form) view(vals formValues, fes fieldErrors, name func(plan.Option) string) ([]groupView, string) {
 	byOption := map[plan.Option][]string{}
 	var general []string
-	has := func(o plan.Option) bool {
-		for _, fl := range f.fields {
-			if fl.Option == o {
-				return true
-			}
-		}
-		return false
-	}
 	for _, fe := range fes {
-		if fe.Option == "" || !has(fe.Option) {
+		if fe.Option == "" || !f.has(fe.Option) {
 			general = append(general, fe.Phrase(name))
 			continue
 		}
@@ -130,6 +122,48 @@ func (f *form) view(vals formValues, fes fieldErrors, name func(plan.Option) str
 		g.Open = g.Open || fv.Error != "" || (fl.Option != optionModelSpec && fv.Value != fl.Default)
 	}
 	return groups, strings.Join(general, "; ")
+}
+
+// has reports whether the form has a field for option o.
+func (f *form) has(o plan.Option) bool {
+	_, ok := f.label(o)
+	return ok
+}
+
+// label spells option o as the form labels it, and reports whether the
+// form has a field for it.
+func (f *form) label(o plan.Option) (string, bool) {
+	for _, fl := range f.fields {
+		if fl.Option == o {
+			return fl.Label, true
+		}
+	}
+	return "", false
+}
+
+// keyLabel spells option o as form f labels it, or by its JSON key when
+// f has no field for it.
+func keyLabel(f *form, o plan.Option) string {
+	if l, ok := f.label(o); ok {
+		return l
+	}
+	return string(o)
+}
+
+// usePastedSpec, when the model chosen is the pasted spec, checks the spec
+// in vals and sets model and spec to plan it; a bad spec is the error it
+// returns, and model goes back to def.
+func usePastedSpec(vals formValues, c Config, def string, model *string, spec *[]byte) *fieldError {
+	if *model != specModel {
+		return nil
+	}
+	text := vals[optionModelSpec]
+	if err := checkSpec(text, c); err != nil {
+		*model = def
+		return err
+	}
+	*model, *spec = "custom", []byte(text)
+	return nil
 }
 
 func hasChoice(cs []choice, v string) bool {

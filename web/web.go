@@ -85,6 +85,14 @@ func DefaultConfig() Config {
 // drain, short enough that a client of a saturated server hears so soon.
 const DefaultQueueWait = 5 * time.Second
 
+// positive sets bound *p to d when it is not above zero: a zero (or
+// negative) bound of Config means the default.
+func positive[T int | int64 | time.Duration](p *T, d T) {
+	if *p <= 0 {
+		*p = d
+	}
+}
+
 // Handler serves the page, its downloads and the JSON API.
 type Handler struct {
 	cfg Config
@@ -99,27 +107,13 @@ type Handler struct {
 // New returns the handler with c's bounds (defaults for zero fields).
 func New(c Config) *Handler {
 	d := DefaultConfig()
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = d.MaxBodyBytes
-	}
-	if c.MaxSpecBytes <= 0 {
-		c.MaxSpecBytes = d.MaxSpecBytes
-	}
-	if c.MaxChips <= 0 {
-		c.MaxChips = d.MaxChips
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = d.Timeout
-	}
-	if c.MaxSearches <= 0 {
-		c.MaxSearches = d.MaxSearches
-	}
-	if c.MaxQueue <= 0 {
-		c.MaxQueue = d.MaxQueue
-	}
-	if c.QueueWait <= 0 {
-		c.QueueWait = d.QueueWait
-	}
+	positive(&c.MaxBodyBytes, d.MaxBodyBytes)
+	positive(&c.MaxSpecBytes, d.MaxSpecBytes)
+	positive(&c.MaxChips, d.MaxChips)
+	positive(&c.Timeout, d.Timeout)
+	positive(&c.MaxSearches, d.MaxSearches)
+	positive(&c.MaxQueue, d.MaxQueue)
+	positive(&c.QueueWait, d.QueueWait)
 	if c.Log == nil {
 		c.Log = log.New(io.Discard, "", 0)
 	}

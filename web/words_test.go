@@ -109,7 +109,7 @@ func TestAllBadFieldsAtOnce(t *testing.T) {
 // plan.DefaultOptions: what the form shows is plan's request definition.
 func TestFormHasEveryOption(t *testing.T) {
 	seen := map[plan.Option]bool{}
-	for _, f := range fields() {
+	for _, f := range planForm.fields {
 		if seen[f.Option] {
 			t.Errorf("option %s twice on the form", f.Option)
 		}

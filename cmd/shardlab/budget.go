@@ -55,20 +55,10 @@ func newBudgetFlags() (*flag.FlagSet, *budgetFlags) {
 // parsedFlag is a string flag whose value a parser checks as it is set;
 // the command parses it again, knowing it is valid.
 type parsedFlag struct {
-	p     *string
+	stringValue
 	parse func(string) error
 	usage string
-	err   *flagValueError
 }
-
-func (f *parsedFlag) String() string {
-	if f == nil || f.p == nil {
-		return ""
-	}
-	return *f.p
-}
-
-func (f *parsedFlag) Get() any { return *f.p }
 
 func (f *parsedFlag) Set(s string) error {
 	if err := f.parse(s); err != nil {
@@ -81,7 +71,7 @@ func (f *parsedFlag) Set(s string) error {
 
 func parsedVar(fs *flag.FlagSet, p *string, name, value string, parse func(string) error, usage string) {
 	*p = value
-	fs.Var(&parsedFlag{p: p, parse: parse, usage: usage}, name, usage)
+	fs.Var(&parsedFlag{stringValue: stringValue{p: p}, parse: parse, usage: usage}, name, usage)
 }
 
 // check adapts an option parser of package budget to a flag's check,

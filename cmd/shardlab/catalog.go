@@ -76,23 +76,31 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func runHW(args []string, stdout, stderr io.Writer) error {
-	sub, names, asJSON, err := catalogArgs("hw", args)
+	return runCatalog("hw", args, "one NAME, a generation (v5p) or an accelerator type (v5p-128)",
+		func(asJSON bool) error { return listHW(stdout, asJSON) },
+		func(name string, asJSON bool) error { return showHW(name, asJSON, stdout) })
+}
+
+// runCatalog runs catalog command cmd (hw, model): list, or show the one
+// name it is given (want says what show takes).
+func runCatalog(cmd string, args []string, want string, list func(asJSON bool) error, show func(name string, asJSON bool) error) error {
+	sub, names, asJSON, err := catalogArgs(cmd, args)
 	if err != nil {
 		return err
 	}
 	switch sub {
 	case "list":
 		if len(names) > 0 {
-			return bad("hw list: unexpected argument %q; 'hw show NAME' shows one", names[0])
+			return bad("%s list: unexpected argument %q; '%s show NAME' shows one", cmd, names[0], cmd)
 		}
-		return listHW(stdout, asJSON)
+		return list(asJSON)
 	case "show":
 		if len(names) != 1 {
-			return bad("hw show: want one NAME, a generation (v5p) or an accelerator type (v5p-128)")
+			return bad("%s show: want %s", cmd, want)
 		}
-		return showHW(names[0], asJSON, stdout)
+		return show(names[0], asJSON)
 	}
-	return bad("hw: unknown subcommand %q, want list or show", sub)
+	return bad("%s: unknown subcommand %q, want list or show", cmd, sub)
 }
 
 // listHW writes the TPU catalog, a row per generation.
@@ -209,30 +217,18 @@ func hostText(h hw.Host) string {
 }
 
 func runModel(args []string, stdout, stderr io.Writer) error {
-	sub, names, asJSON, err := catalogArgs("model", args)
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "list":
-		if len(names) > 0 {
-			return bad("model list: unexpected argument %q; 'model show NAME' shows one", names[0])
-		}
-		return listModels(stdout, asJSON)
-	case "show":
-		if len(names) != 1 {
-			return bad("model show: want one NAME or spec file")
-		}
-		s, err := loadModel("model show", names[0])
-		if err != nil {
-			return err
-		}
-		if asJSON {
-			return writeJSON(stdout, s.Summarize())
-		}
-		return showModel(stdout, s)
-	}
-	return bad("model: unknown subcommand %q, want list or show", sub)
+	return runCatalog("model", args, "one NAME or spec file",
+		func(asJSON bool) error { return listModels(stdout, asJSON) },
+		func(name string, asJSON bool) error {
+			s, err := loadModel("model show", name)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(stdout, s.Summarize())
+			}
+			return showModel(stdout, s)
+		})
 }
 
 // listModels writes the model catalog, a row per model.

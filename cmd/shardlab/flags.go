@@ -208,24 +208,30 @@ func usageNote(rangeText, note string) string {
 	return " (" + rangeText + ")"
 }
 
-// choiceFlag is a string flag with enumerated values, matched in any case:
-// the value is lower-cased and must be one of choices (or an alias that
-// parse, the owning package's parser, accepts).
-type choiceFlag struct {
-	p       *string
-	choices []string
-	parse   func(string) error // optional: accepts aliases the owner allows
-	err     *flagValueError
+// stringValue is what every checked string flag holds: the value, and
+// the error of the value it last refused.
+type stringValue struct {
+	p   *string
+	err *flagValueError
 }
 
-func (f *choiceFlag) String() string {
+func (f *stringValue) String() string {
 	if f == nil || f.p == nil {
 		return ""
 	}
 	return *f.p
 }
 
-func (f *choiceFlag) Get() any { return *f.p }
+func (f *stringValue) Get() any { return *f.p }
+
+// choiceFlag is a string flag with enumerated values, matched in any case:
+// the value is lower-cased and must be one of choices (or an alias that
+// parse, the owning package's parser, accepts).
+type choiceFlag struct {
+	stringValue
+	choices []string
+	parse   func(string) error // optional: accepts aliases the owner allows
+}
 
 func (f *choiceFlag) Set(s string) error {
 	v := strings.ToLower(strings.TrimSpace(s))
@@ -253,19 +259,7 @@ func (f *choiceFlag) want() string {
 }
 
 // addrFlag is a listen address, host:port, with a numeric port.
-type addrFlag struct {
-	p   *string
-	err *flagValueError
-}
-
-func (f *addrFlag) String() string {
-	if f == nil || f.p == nil {
-		return ""
-	}
-	return *f.p
-}
-
-func (f *addrFlag) Get() any { return *f.p }
+type addrFlag struct{ stringValue }
 
 func (f *addrFlag) Set(s string) error {
 	host, port, err := net.SplitHostPort(strings.TrimSpace(s))
@@ -315,7 +309,7 @@ func listenHost(host string) bool {
 
 func addrVar(fs *flag.FlagSet, p *string, name, value, usage string) {
 	*p = value
-	f := &addrFlag{p: p}
+	f := &addrFlag{stringValue{p: p}}
 	fs.Var(f, name, usage+" (an `address`: "+f.want()+")")
 }
 
@@ -377,7 +371,7 @@ func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value, lo, hi 
 
 func choiceVar(fs *flag.FlagSet, p *string, name, value string, choices []string, parse func(string) error, usage string) {
 	*p = value
-	f := &choiceFlag{p: p, choices: choices, parse: parse}
+	f := &choiceFlag{stringValue: stringValue{p: p}, choices: choices, parse: parse}
 	fs.Var(f, name, usage+" (a `string`: "+f.want()+", in any case)")
 }
 

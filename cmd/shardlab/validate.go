@@ -32,10 +32,10 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 		return bad("validate: --memory and --serving are two reports, give one")
 	}
 	if f.memory {
-		return runValidateMemory(f, stdout)
+		return runValidateTable(f, stdout, "memory", validate.BuiltInMemoryReport)
 	}
 	if f.serving {
-		return runValidateServing(f, stdout)
+		return runValidateTable(f, stdout, "serving", validate.BuiltInServingReport)
 	}
 	runs, err := validate.Runs()
 	if err != nil {
@@ -61,28 +61,22 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	return rep.WriteText(stdout)
 }
 
-// runValidateMemory costs the memory table and prints it.
-func runValidateMemory(f *validateFlags, stdout io.Writer) error {
-	if f.breakdown || f.fit {
-		return bad("validate: --memory goes with --json only, not --breakdown or --fit")
-	}
-	rep, err := validate.BuiltInMemoryReport()
-	if err != nil {
-		return err
-	}
-	if f.json {
-		return rep.WriteJSON(stdout)
-	}
-	return rep.WriteText(stdout)
+// tableReport is the report of one of validate's side tables (memory,
+// serving), which prints as text or JSON only.
+type tableReport interface {
+	WriteText(io.Writer) error
+	WriteJSON(io.Writer) error
 }
 
-// runValidateServing runs the serving model on the serving table and
-// prints it.
-func runValidateServing(f *validateFlags, stdout io.Writer) error {
+// runValidateTable builds the report of the side table that flag --name
+// asks for (validate.BuiltInMemoryReport: the memory table costed;
+// validate.BuiltInServingReport: the serving model run on the serving
+// table) and prints it.
+func runValidateTable[R tableReport](f *validateFlags, stdout io.Writer, name string, build func() (R, error)) error {
 	if f.breakdown || f.fit {
-		return bad("validate: --serving goes with --json only, not --breakdown or --fit")
+		return bad("validate: --%s goes with --json only, not --breakdown or --fit", name)
 	}
-	rep, err := validate.BuiltInServingReport()
+	rep, err := build()
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ package collectivetest
 
 import (
 	"fmt"
+	"iter"
 	"sync"
 	"testing"
 
@@ -38,13 +39,22 @@ func group(nICI, nDCN int) (collective.Group, []int) {
 	return g, sliceOf
 }
 
+// held yields the devices this process runs, each with its Comm: a
+// transport spread over processes leaves the others nil.
+func held(comms []collective.Comm) iter.Seq2[int, collective.Comm] {
+	return func(yield func(int, collective.Comm) bool) {
+		for i, c := range comms {
+			if c != nil && !yield(i, c) {
+				return
+			}
+		}
+	}
+}
+
 // parallel runs f on every local device at once.
 func parallel(comms []collective.Comm, f func(i int, c collective.Comm)) {
 	var wg sync.WaitGroup
-	for i, c := range comms {
-		if c == nil {
-			continue
-		}
+	for i, c := range held(comms) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -108,10 +118,7 @@ func (sh shape) allReduce(t *testing.T, comms []collective.Comm) {
 		c.AllReduce(sh.g, x)
 		return x
 	})
-	for i := range sh.n {
-		if comms[i] == nil {
-			continue
-		}
+	for i := range held(comms) {
 		for j := range sh.l {
 			var want float32
 			for d := range sh.n {
@@ -128,10 +135,7 @@ func (sh shape) allReduce(t *testing.T, comms []collective.Comm) {
 // allGather: every device ends with every device's chunk, in group order.
 func (sh shape) allGather(t *testing.T, comms []collective.Comm) {
 	out := sh.run(comms, func(i int, c collective.Comm) []float32 { return c.AllGather(sh.g, input(i, per)) })
-	for i := range sh.n {
-		if comms[i] == nil {
-			continue
-		}
+	for i := range held(comms) {
 		for d := range sh.n {
 			for j := range per {
 				if got := out[i][d*per+j]; got != val(d, j) {
@@ -146,10 +150,7 @@ func (sh shape) allGather(t *testing.T, comms []collective.Comm) {
 // reduceScatter: device i ends with the sum of every input's chunk i.
 func (sh shape) reduceScatter(t *testing.T, comms []collective.Comm) {
 	out := sh.run(comms, func(i int, c collective.Comm) []float32 { return c.ReduceScatter(sh.g, input(i, sh.l)) })
-	for i := range sh.n {
-		if comms[i] == nil {
-			continue
-		}
+	for i := range held(comms) {
 		for j := range per {
 			var want float32
 			for d := range sh.n {
@@ -166,10 +167,7 @@ func (sh shape) reduceScatter(t *testing.T, comms []collective.Comm) {
 // allToAll: device i's chunk j ends up as device j's chunk i.
 func (sh shape) allToAll(t *testing.T, comms []collective.Comm) {
 	out := sh.run(comms, func(i int, c collective.Comm) []float32 { return c.AllToAll(sh.g, input(i, sh.l)) })
-	for i := range sh.n {
-		if comms[i] == nil {
-			continue
-		}
+	for i := range held(comms) {
 		for d := range sh.n {
 			for j := range per {
 				if got, want := out[i][d*per+j], val(d, i*per+j); got != want {
@@ -182,10 +180,7 @@ func (sh shape) allToAll(t *testing.T, comms []collective.Comm) {
 		return
 	}
 	want := int64(collective.Bytes(collective.AllToAll, sh.n, unit.Bytes(4*sh.l)))
-	for i, c := range comms {
-		if c == nil {
-			continue
-		}
+	for i, c := range held(comms) {
 		if sent := c.Sent()["all-to-all"][hw.ICI] + c.Sent()["all-to-all"][hw.DCN]; sent != want {
 			t.Errorf("all-to-all: device %d sent %d bytes, want %d", i, sent, want)
 		}
@@ -202,8 +197,8 @@ func (sh shape) sendRecv(t *testing.T, comms []collective.Comm) {
 		c.Send((i+1)%n, []float32{float32(i)})
 		return c.Recv((i + n - 1) % n)
 	})
-	for i := range n {
-		if comms[i] != nil && out[i][0] != float32((i+n-1)%n) {
+	for i := range held(comms) {
+		if out[i][0] != float32((i+n-1)%n) {
 			t.Errorf("recv on %d = %v", i, out[i])
 		}
 	}
@@ -222,10 +217,7 @@ func checkBytes(t *testing.T, comms []collective.Comm, op string, cop collective
 			want.ICIBytes, want.DCNBytes = 0, b
 		}
 	}
-	for i, c := range comms {
-		if c == nil {
-			continue
-		}
+	for i, c := range held(comms) {
 		got := c.Sent()[op]
 		if got[hw.ICI] != int64(want.ICIBytes) || got[hw.DCN] != int64(want.DCNBytes) {
 			t.Errorf("%s device %d sent ICI %d DCN %d bytes, collective says ICI %d DCN %d", op, i, got[hw.ICI], got[hw.DCN], want.ICIBytes, want.DCNBytes)
