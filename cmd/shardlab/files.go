@@ -163,14 +163,16 @@ func checkOutputFile(what, path string) error {
 // creates and removes it. Another process may probe the same path at the
 // same time (the ranks of an MPI run all check --trace): a file that
 // appears between the stat and the creation is opened as an existing one,
-// and one that goes again is created, a few times over.
+// and one that goes again is created, up to probeTries times: each flip
+// means another prober made progress, and the test's eight goroutines on
+// a loaded machine flipped past three.
 func probeWrite(what, path string, exists bool) error {
 	for try := 0; ; try++ {
 		if exists {
 			// O_NONBLOCK: a FIFO swapped in since the stat cannot hang the
 			// open; no O_TRUNC: the file is written only after the work.
 			f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-			if missing(err) && try < 3 {
+			if missing(err) && try < probeTries {
 				exists = false
 				continue
 			}
@@ -180,7 +182,7 @@ func probeWrite(what, path string, exists bool) error {
 			return f.Close()
 		}
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) && try < 3 {
+		if errors.Is(err, fs.ErrExist) && try < probeTries {
 			exists = true
 			continue
 		}
@@ -194,6 +196,9 @@ func probeWrite(what, path string, exists bool) error {
 		return nil
 	}
 }
+
+// probeTries bounds probeWrite's retries when other probers race it.
+const probeTries = 32
 
 // checkOutputDir checks before any work that path is a writable directory,
 // or can be created: its nearest existing ancestor is a writable directory.
