@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"shardlab/hw"
+	"shardlab/internal/cputime"
 	"shardlab/plan"
 )
 
@@ -44,14 +45,14 @@ func benchRequest(b *testing.B) Request {
 func BenchmarkSweep(b *testing.B) {
 	r := benchRequest(b)
 	var res Result
-	c0 := cpuTime()
+	c0 := cputime.Self()
 	for b.Loop() {
 		var err error
 		if res, err = Sweep(r); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if cpu := cpuTime() - c0; c0 > 0 {
+	if cpu := cputime.Self() - c0; c0 > 0 {
 		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/sweep")
 	}
 	configs := len(r.Generations) * len(DefaultSliceChips) * len(DefaultSliceCounts)

@@ -12,6 +12,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/internal/cputime"
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/unit"
@@ -394,19 +395,19 @@ func benchmarkSearch(b *testing.B, r Request) {
 	var n int
 	var t, tRef, cpu, cpuRef time.Duration
 	for b.Loop() {
-		t0, c0 := time.Now(), cpuTime()
+		t0, c0 := time.Now(), cputime.Self()
 		p, err := Search(r)
 		if err != nil {
 			b.Fatal(err)
 		}
-		t1, c1 := time.Now(), cpuTime()
+		t1, c1 := time.Now(), cputime.Self()
 		if _, err := searchReference(r); err != nil {
 			b.Fatal(err)
 		}
 		t += t1.Sub(t0)
 		tRef += time.Since(t1)
 		cpu += c1 - c0
-		cpuRef += cpuTime() - c1
+		cpuRef += cputime.Self() - c1
 		n += p.Evaluated
 	}
 	b.ReportMetric(float64(n)/t.Seconds(), "layouts/s")

@@ -49,6 +49,7 @@ var layers = map[string][]string{
 	"emu/mpi":                   {"emu/fabric"},
 	"trace":                     nil,
 	"internal/golden":           nil,
+	"internal/cputime":          nil, // test helper: the process's CPU time for the benchmarks
 	"collective/collectivetest": {"collective"},
 	"cmd/shardlab":              {"*"},
 }
