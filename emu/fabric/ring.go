@@ -25,31 +25,22 @@ func indexOf(members []int, rank int) int {
 // ringReduceScatter sums x over members and leaves the sum of chunk i in
 // x's chunk i for member i (other chunks hold partial sums). Step k sends
 // chunk i−1−k to the next member and adds chunk i−2−k from the previous.
+// The chunk lent out at a step is never written again in this phase: a
+// member only adds into the chunk it receives, one step behind.
 func (e *Endpoint) ringReduceScatter(op string, members []int, x []float32) {
-	ax := e.axis
-	n := len(members)
-	if n == 1 {
-		return
-	}
-	i := indexOf(members, e.rank)
-	next, prev := members[(i+1)%n], members[mod(i-1, n)]
-	for k := 0; k < n-1; k++ {
-		// the chunk lent out now is never written again in this phase: a
-		// member only adds into the chunk it receives, one step behind
-		slo, shi := chunk(len(x), n, mod(i-1-k, n))
-		e.lend(op, ax, next, x[slo:shi])
-		in := e.get(prev)
-		rlo, _ := chunk(len(x), n, mod(i-2-k, n))
-		e.f.add(x[rlo:rlo+len(in.data)], in.data)
-		e.release(prev, in)
-	}
-	e.waitLent(next)
+	e.ringSteps(op, members, x, -1, func(dst, in []float32) { e.f.add(dst[:len(in)], in) })
 }
 
 // ringAllGather spreads each member's chunk i of x to all: step k sends
 // chunk i−k and receives chunk i−k−1.
 func (e *Endpoint) ringAllGather(op string, members []int, x []float32) {
-	ax := e.axis
+	e.ringSteps(op, members, x, 0, func(dst, in []float32) { copy(dst, in) })
+}
+
+// ringSteps runs the n−1 steps of a ring phase over members for member i:
+// step k lends chunk i+first−k of x to the next member and combines what
+// the previous one lent, chunk i+first−k−1, into x there.
+func (e *Endpoint) ringSteps(op string, members []int, x []float32, first int, combine func(dst, in []float32)) {
 	n := len(members)
 	if n == 1 {
 		return
@@ -57,11 +48,11 @@ func (e *Endpoint) ringAllGather(op string, members []int, x []float32) {
 	i := indexOf(members, e.rank)
 	next, prev := members[(i+1)%n], members[mod(i-1, n)]
 	for k := 0; k < n-1; k++ {
-		slo, shi := chunk(len(x), n, mod(i-k, n))
-		e.lend(op, ax, next, x[slo:shi])
+		slo, shi := chunk(len(x), n, mod(i+first-k, n))
+		e.lend(op, e.axis, next, x[slo:shi])
 		in := e.get(prev)
-		rlo, _ := chunk(len(x), n, mod(i-k-1, n))
-		copy(x[rlo:], in.data)
+		rlo, _ := chunk(len(x), n, mod(i+first-k-1, n))
+		combine(x[rlo:], in.data)
 		e.release(prev, in)
 	}
 	e.waitLent(next)
