@@ -150,7 +150,41 @@ type Job struct {
 	Chunks int
 	Remat  Remat
 	// Custom places the tagged tensors under RematCustom.
-	Custom    Places
+	Custom Places
+	// Settings are the precision, kernels, offloads and factors.
+	Settings
+	// Calibration, when set, replaces Calibrated() (validate fits with it).
+	Calibration *Calibration
+	// RingOfExperts runs expert parallelism as MaxText's ring of experts
+	// (use_ring_of_experts, a dropless sparse_matmul path): every expert
+	// rank all-gathers the tokens and router scores, runs its own experts
+	// on the ones routed to them and reduce-scatters the outputs, in place
+	// of the dispatch and combine all-to-alls.
+	RingOfExperts bool
+	// Dropout stores dropout masks (GPT-3-era training); modern LLM
+	// pre-training runs without dropout.
+	Dropout bool
+}
+
+// MaxChunks is the most chunks of layers per pipeline device a job may
+// have.
+const MaxChunks = 64
+
+// DefaultHBMHeadroom keeps no HBM free beyond what XLA keeps itself:
+// the usable HBM is the capacity per device XLA's compiler checks a
+// program against (hw/xla_hbm.csv, from its out-of-memory messages), its
+// own reservations already out, and plan, validate, the web UI and every
+// export hold a job to it alike, so a published run that ran is never
+// refused for a margin. The plan's "HBM at the edge" warning, from the
+// memory model's measured error, is where the uncertainty goes; a user's
+// own margin is --hbm-headroom.
+const DefaultHBMHeadroom = 0.0
+
+// Settings are a job's choices beyond its model, shape and layout: the
+// precision, the kernels, the offloads, the MoE dispatch's factors and
+// the estimate's residuals. plan.Request carries them as they are, so
+// they are listed once.
+type Settings struct {
 	Precision Precision
 	// Quantization runs the matmuls in int8 or fp8 at the chip's peak for
 	// that format.
@@ -179,8 +213,6 @@ type Job struct {
 	// CausalFLOPs halves the attention FLOPs in MFU (MaxText's convention
 	// since its PR 2031); off, the PaLM convention.
 	CausalFLOPs bool
-	// Calibration, when set, replaces Calibrated() (validate fits with it).
-	Calibration *Calibration
 	// CapacityFactor caps the rows each expert takes from a device at
 	// ceil(factor · tokens · k / experts) (MaxText capacity_factor; tokens
 	// past it are dropped, short experts padded); 0 means dropless
@@ -189,38 +221,15 @@ type Job struct {
 	// LoadImbalance is the most loaded expert's tokens over the mean,
 	// dropless (1 or 0: perfectly balanced).
 	LoadImbalance float64
-	// RingOfExperts runs expert parallelism as MaxText's ring of experts
-	// (use_ring_of_experts, a dropless sparse_matmul path): every expert
-	// rank all-gathers the tokens and router scores, runs its own experts
-	// on the ones routed to them and reduce-scatters the outputs, in place
-	// of the dispatch and combine all-to-alls.
-	RingOfExperts bool
-	// Dropout stores dropout masks (GPT-3-era training); modern LLM
-	// pre-training runs without dropout.
-	Dropout bool
 }
-
-// MaxChunks is the most chunks of layers per pipeline device a job may
-// have.
-const MaxChunks = 64
-
-// DefaultHBMHeadroom keeps no HBM free beyond what XLA keeps itself:
-// the usable HBM is the capacity per device XLA's compiler checks a
-// program against (hw/xla_hbm.csv, from its out-of-memory messages), its
-// own reservations already out, and plan, validate, the web UI and every
-// export hold a job to it alike, so a published run that ran is never
-// refused for a margin. The plan's "HBM at the edge" warning, from the
-// memory model's measured error, is where the uncertainty goes; a user's
-// own margin is --hbm-headroom.
-const DefaultHBMHeadroom = 0.0
 
 // NewJob returns a job with MaxText precision, 1F1B, full remat and the
 // default efficiency and headroom.
 func NewJob(m model.Spec, seq, globalBatch int) Job {
 	return Job{
 		Model: m, Seq: seq, GlobalBatch: globalBatch, MicroBatches: 1,
-		Schedule: schedule.OneFOneB, Remat: RematFull, Precision: MaxTextPrecision(),
-		HBMHeadroom: DefaultHBMHeadroom,
+		Schedule: schedule.OneFOneB, Remat: RematFull,
+		Settings: Settings{Precision: MaxTextPrecision(), HBMHeadroom: DefaultHBMHeadroom},
 	}
 }
 

@@ -13,7 +13,7 @@ func ExampleSearch() {
 	spec, _ := model.Lookup("llama3-70b")
 	s, _ := hw.ParseAcceleratorType("tpu7x-128")
 	ms, _ := hw.NewMultislice(s, 2, 0)
-	p, err := plan.Search(plan.Request{Model: spec, Multislice: ms, MaxGlobalBatch: 512, HBMHeadroom: cost.DefaultHBMHeadroom})
+	p, err := plan.Search(plan.Request{Model: spec, Multislice: ms, MaxGlobalBatch: 512, Settings: cost.Settings{HBMHeadroom: cost.DefaultHBMHeadroom}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -32,7 +32,7 @@ func request(t testing.TB, modelName, accel string, slices int, maxBatch int) Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Request{Model: spec, Multislice: ms, MaxGlobalBatch: maxBatch, Top: 3, HBMHeadroom: cost.DefaultHBMHeadroom}
+	return Request{Model: spec, Multislice: ms, MaxGlobalBatch: maxBatch, Top: 3, Settings: cost.Settings{HBMHeadroom: cost.DefaultHBMHeadroom}}
 }
 
 // reasons and warns are the plan's notes in plan's own words.
@@ -521,7 +521,7 @@ func FuzzSearch(f *testing.F) {
 		if spec.Validate() != nil || layers > 64 || d > 1<<14 || dff > 1<<16 || vocab > 1<<18 || seq > 1<<14 || maxBatch < 1 || maxBatch > 1<<12 {
 			return
 		}
-		p, err := Search(Request{Model: spec, Multislice: ms, MaxGlobalBatch: maxBatch, HBMHeadroom: cost.DefaultHBMHeadroom})
+		p, err := Search(Request{Model: spec, Multislice: ms, MaxGlobalBatch: maxBatch, Settings: cost.Settings{HBMHeadroom: cost.DefaultHBMHeadroom}})
 		if err != nil {
 			if !errors.Is(err, ErrNoPlan) {
 				t.Fatalf("unexpected error %v", err)
@@ -541,7 +541,7 @@ func TestInputBoundFlagged(t *testing.T) {
 	spec := model.Spec{Name: "small", Layers: 4, DModel: 512, Heads: 8, DFF: 2048, Vocab: 32000, SeqLen: 512, GatedMLP: true}
 	s, _ := hw.ParseAcceleratorType("tpu7x-8")
 	ms, _ := hw.NewMultislice(s, 1, 0)
-	r := Request{Model: spec, Multislice: ms, MaxGlobalBatch: 4096, GlobalBatch: 4096, ExampleCost: 20 * time.Millisecond, HBMHeadroom: cost.DefaultHBMHeadroom}
+	r := Request{Model: spec, Multislice: ms, MaxGlobalBatch: 4096, GlobalBatch: 4096, ExampleCost: 20 * time.Millisecond, Settings: cost.Settings{HBMHeadroom: cost.DefaultHBMHeadroom}}
 	p, err := Search(r)
 	if err != nil {
 		t.Fatal(err)

@@ -54,25 +54,11 @@ type Request struct {
 	// Workers is how many goroutines cost layouts (0: one per CPU). The
 	// plan is the same for every count.
 	Workers int
-	// Precision is the bytes of each piece of state; the zero Precision,
-	// which no job can have, means cost.MaxTextPrecision.
-	Precision    cost.Precision
-	Quantization cost.Quantization
-	Attention    cost.AttentionKind
-	// OptimizerOffload and ParameterOffload as in cost.Job.
-	OptimizerOffload, ParameterOffload bool
-	VocabTiles                         int
-	// Efficiency as in cost.Job: 0 means the generation's calibrated
-	// value.
-	Efficiency float64
-	// HBMHeadroom is the fraction of HBM kept free, as in cost.Job: 0
-	// keeps none (cost.DefaultHBMHeadroom is the usual value).
-	HBMHeadroom float64
-	// TempScale as in cost.Job: 0 means 1.
-	TempScale   float64
-	CausalFLOPs bool
-	// CapacityFactor and LoadImbalance as in cost.Job.
-	CapacityFactor, LoadImbalance float64
+	// Settings are cost.Job's, as they are, except that the zero
+	// Precision, which no job can have, means cost.MaxTextPrecision (and
+	// HBMHeadroom 0 keeps none free; cost.DefaultHBMHeadroom is the usual
+	// value).
+	cost.Settings
 	// Top is how many ranked layouts to keep (at least 1).
 	Top int
 	// ExampleCost, when set, is the host CPU time to read and preprocess
@@ -129,16 +115,7 @@ func (r Request) job() cost.Job {
 		j.Schedule = schedule.OneFOneB
 	}
 	j.Chunks = r.Chunks
-	j.Precision = r.Precision
 	j.Custom = r.Custom
-	j.Quantization = r.Quantization
-	j.Attention = r.Attention
-	j.OptimizerOffload, j.ParameterOffload = r.OptimizerOffload, r.ParameterOffload
-	j.VocabTiles = r.VocabTiles
-	j.Efficiency = r.Efficiency
-	j.HBMHeadroom = r.HBMHeadroom
-	j.TempScale = r.TempScale
-	j.CausalFLOPs = r.CausalFLOPs
-	j.CapacityFactor, j.LoadImbalance = r.CapacityFactor, r.LoadImbalance
+	j.Settings = r.Settings
 	return j
 }
