@@ -45,43 +45,44 @@ func ClosedForm(a Array, g GEMM) (Result, error) {
 
 // singleBufferedCycles is Σ (2·sr + sc + T − 2) over the folds, every row
 // tile srs against every column tile scs.
-func singleBufferedCycles(srs, scs []int, T int) int64 {
-	var sumSr, sumSc int64
-	for _, v := range srs {
-		sumSr += int64(v)
-	}
-	for _, v := range scs {
-		sumSc += int64(v)
-	}
-	fr, fc := int64(len(srs)), int64(len(scs))
-	return 2*fc*sumSr + fr*sumSc + fr*fc*(int64(T)-2)
+func singleBufferedCycles(srs, scs tileSpan, T int) int64 {
+	fr, fc := int64(srs.n), int64(scs.n)
+	return 2*fc*srs.sum() + fr*scs.sum() + fr*fc*(int64(T)-2)
 }
 
 // doubleBufferedCycles is sr_0 + Σ_f max(stream_f, sr_{f+1}) with
 // sr_F = 0, in fold order (for each column tile, every row tile), and the
 // cycles of it spent waiting for the next tile to load. Column tiles of
-// the same width cost the same, so each distinct width is summed once.
-func doubleBufferedCycles(srs, scs []int, T int) (cycles, stalls int64) {
-	column := func(sc, wrap int) (cycles, stalls int64) {
-		for i, sr := range srs {
-			stream := streamCycles(sr, sc, T)
-			next := wrap
-			if i+1 < len(srs) {
-				next = srs[i+1]
-			}
-			if int64(next) > stream {
-				stalls += int64(next) - stream
-				stream = int64(next)
-			}
-			cycles += stream
+// the same width cost the same, so each distinct width is summed once, and
+// so are the row tiles that differ neither in width nor in the next one's.
+func doubleBufferedCycles(srs, scs tileSpan, T int) (cycles, stalls int64) {
+	// fold is one row tile of width sr streaming sc columns while the
+	// next, of width next, loads
+	fold := func(sr, sc, next int) (cycles, stalls int64) {
+		stream := streamCycles(sr, sc, T)
+		if int64(next) > stream {
+			return int64(next), int64(next) - stream
 		}
-		return cycles, stalls
+		return stream, 0
 	}
-	cycles = int64(srs[0])
-	full, fullStalls := column(scs[0], srs[0]) // every column but the last wraps to the next
-	cycles += int64(len(scs)-1) * full
-	stalls += int64(len(scs)-1) * fullStalls
-	last, lastStalls := column(scs[len(scs)-1], 0)
+	column := func(sc, wrap int) (cycles, stalls int64) {
+		var c, st int64
+		if srs.n > 1 {
+			// full tiles followed by a full one, then the last full one
+			// followed by the last tile
+			c, st = fold(srs.side, sc, srs.side)
+			c, st = c*int64(srs.n-2), st*int64(srs.n-2)
+			c2, st2 := fold(srs.side, sc, srs.last)
+			c, st = c+c2, st+st2
+		}
+		c3, st3 := fold(srs.last, sc, wrap)
+		return c + c3, st + st3
+	}
+	cycles = int64(srs.at(0))
+	full, fullStalls := column(scs.at(0), srs.at(0)) // every column but the last wraps to the next
+	cycles += int64(scs.n-1) * full
+	stalls += int64(scs.n-1) * fullStalls
+	last, lastStalls := column(scs.last, 0)
 	return cycles + last, stalls + lastStalls
 }
 
@@ -102,15 +103,28 @@ func bufferAccesses(d Dataflow, g GEMM, fr, fc int) Accesses {
 	return Accesses{}
 }
 
-// tiles splits n into array-sized tiles: all full but perhaps the last.
-func tiles(n, side int) []int {
-	out := make([]int, 0, ceilDiv(n, side))
-	for n > 0 {
-		out = append(out, min(n, side))
-		n -= side
-	}
-	return out
+// tileSpan is n split into array-sized tiles: n of them, all side wide but
+// the last, last wide.
+type tileSpan struct {
+	n, side, last int
 }
+
+// tiles splits n into array-sized tiles: all full but perhaps the last.
+func tiles(n, side int) tileSpan {
+	k := ceilDiv(n, side)
+	return tileSpan{n: k, side: side, last: n - (k-1)*side}
+}
+
+// at is tile i's width.
+func (s tileSpan) at(i int) int {
+	if i == s.n-1 {
+		return s.last
+	}
+	return s.side
+}
+
+// sum is the tiles' widths together.
+func (s tileSpan) sum() int64 { return int64(s.n-1)*int64(s.side) + int64(s.last) }
 
 // hbmBytes is the HBM traffic: each operand once when it fits in a third of
 // the buffer, else as often as the array reads it; the output once when it
