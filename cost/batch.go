@@ -10,8 +10,9 @@ import (
 // A search costs one job at many batches and many layouts, most of which
 // it drops: BatchMemory weighs a job's memory batch by batch with its
 // checks and shape worked out once, and Bound is the part of an estimate
-// the collectives only add to, which the search finishes (Finish) only
-// for a layout that may be kept.
+// the collectives only add to. The search drops a layout whose bound is
+// already too slow, ranks the others by their Throughput, and finishes
+// (Finish) only the layouts it keeps.
 
 // BatchMemory is the HBM per chip of one job on one layout as its global
 // batch varies: what Memory answers for the job at each batch, with the

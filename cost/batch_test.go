@@ -144,7 +144,8 @@ func TestBatchMemoryIsMemory(t *testing.T) {
 // TestBoundIsBelowTheStep: the bound a search prunes by never exceeds the
 // step Estimate reports, nor falls short of its throughput, for every case
 // at a batch that runs and one that does not fit; where it is equal, the
-// step has no exposed collectives.
+// step has no exposed collectives. Throughput, which the search ranks by,
+// is the finished estimate's exactly.
 func TestBoundIsBelowTheStep(t *testing.T) {
 	e := NewEstimator()
 	n := 0
@@ -174,6 +175,11 @@ func TestBoundIsBelowTheStep(t *testing.T) {
 			}
 			if got := bound.TokensPerSecondPerChip(); got < est.TokensPerSecondPerChip {
 				t.Errorf("%s, batch %d: bound's throughput %v below the estimate's %v", c.name, j.GlobalBatch, got, est.TokensPerSecondPerChip)
+			}
+			// the search ranks by Throughput and finishes only what it
+			// keeps: it must be the finished estimate's, to the bit
+			if got := e.Throughput(bound); got != est.TokensPerSecondPerChip {
+				t.Errorf("%s, batch %d: Throughput %v, the finished estimate's %v", c.name, j.GlobalBatch, got, est.TokensPerSecondPerChip)
 			}
 			if bound.Step() == est.Time.Step && est.Time.ICI+est.Time.DCN > 0 {
 				t.Errorf("%s, batch %d: bound %v equals the step with %v of collectives", c.name, j.GlobalBatch, bound.Step(), est.Time.ICI+est.Time.DCN)

@@ -235,14 +235,11 @@ func (e *Estimator) Finish(b Bound) Estimate {
 	est.Memory = e.memory(j, m, sh)
 	// the collectives gather in the estimator's scratch and leave in one
 	// slice of their own (nil when there are none)
-	est.Comms = e.comms[:0]
-	e.communicate(&est, sh)
-	e.comms = est.Comms
+	e.step(&est, sh)
 	est.Comms = nil
 	if len(e.comms) > 0 {
 		est.Comms = slices.Clone(e.comms)
 	}
-	est.Time.Step = est.Time.Compute + est.Time.Bubble + est.Time.ICI + est.Time.DCN + est.Time.Sync
 
 	n := m.Chips()
 	chips := float64(n)
@@ -263,6 +260,25 @@ func (e *Estimator) Finish(b Bound) Estimate {
 		est.DCNBytesPerStep += cm.DCNBytes * unit.Bytes(n)
 	}
 	return est
+}
+
+// step adds est's collectives, in the estimator's scratch (e.comms), and
+// the step they make with the bound's compute, bubble and sync.
+func (e *Estimator) step(est *Estimate, sh shape) {
+	est.Comms = e.comms[:0]
+	e.communicate(est, sh)
+	e.comms = est.Comms
+	est.Time.Step = est.Time.Compute + est.Time.Bubble + est.Time.ICI + est.Time.DCN + est.Time.Sync
+}
+
+// Throughput is the tokens per second per chip b's estimate finishes with
+// (Finish's TokensPerSecondPerChip, to the bit), without spelling out its
+// memory or keeping its collectives: a search ranks every layout by it
+// and finishes only those it keeps.
+func (e *Estimator) Throughput(b Bound) float64 {
+	est := b.est
+	e.step(&est, b.sh)
+	return tokensPerSecondPerChip(est.Job, est.Mesh.Chips(), est.Time.Step)
 }
 
 // MFUPeaks is the MFU with the peaks it is against, for text: "52.1% of

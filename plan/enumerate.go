@@ -69,11 +69,11 @@ func (s *searcher) enumerate() {
 				s.rejected[tierOf(in, dn)][reason]++
 				continue
 			}
-			degrees := make([]mesh.Degree, mesh.NumAxes)
+			var degrees [mesh.NumAxes]mesh.Degree
 			for _, a := range mesh.All() {
 				degrees[a] = mesh.Degree{Axis: a, ICI: in[a], DCN: dn[a]}
 			}
-			m, err := mesh.New(ms, degrees...)
+			m, err := mesh.New(ms, degrees[:]...)
 			if err != nil {
 				panic(fmt.Sprintf("plan: factorization %v x %v rejected: %v", in, dn, err))
 			}

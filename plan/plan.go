@@ -74,6 +74,10 @@ type searcher struct {
 	// expert is the best layout with expert parallelism, for a mixture of
 	// experts.
 	expert *Candidate
+	// bounded is what the first pass found to run and could keep, for
+	// finishBounded; bars the throughput of the best of it.
+	bounded []bounded
+	bars    bars
 	// layout costs a mesh: (*worker).layout.
 	layout func(*worker, mesh.Mesh) outcome
 }
@@ -108,7 +112,7 @@ func search(r Request) (Plan, error) {
 // searchWith is search of a request that passed defaults, each mesh costed
 // by layout.
 func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome) (Plan, error) {
-	s := &searcher{req: r, keep: r.Top, layout: layout,
+	s := &searcher{req: r, keep: r.Top, layout: layout, bars: bars{keep: r.Top},
 		rejected: map[Tier]map[cost.Reason]int{}, refusedDCN: map[cost.Reason]int{}, best: map[Tier][]Candidate{}}
 	for _, t := range tiers(r.Multislice.Slices) {
 		s.rejected[t] = map[cost.Reason]int{}

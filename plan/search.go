@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"cmp"
 	"errors"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -12,10 +14,15 @@ import (
 	"shardlab/schedule"
 )
 
-// How a search costs its layouts: workers, each with its own estimator,
-// cost the meshes in batches, merged in enumeration order; each mesh is
-// tried over its combinations (layout), each combination's batch found in
-// HBM and its step bounded before the estimate is finished (fit).
+// How a search costs its layouts, in two passes. First, workers, each
+// with its own estimator, cost the meshes in batches, merged in
+// enumeration order: each mesh is tried over its combinations (layout),
+// each combination's batch found in HBM and its step bounded (fit); a
+// combination whose bound is below the bars of the layouts known so far is
+// dropped, and the others' throughput is worked out in full
+// (cost.Throughput), which is all that ranks them. Then only the
+// combinations that can be kept are finished (finishBounded), the fastest
+// first: once a tier holds keep layouts, no slower one can enter it.
 
 // worker costs meshes with its own estimator (whose caches are not safe to
 // share).
@@ -23,14 +30,12 @@ type worker struct {
 	req  Request
 	est  *cost.Estimator
 	keep int
-	// bar is, per tier, the throughput of the best layouts this worker
-	// knows of, best first, at most keep: those merged before the batch
-	// and its own since; expertBar is the best with an expert axis, when
-	// haveExpert. A layout no faster than a full bar is not among those
-	// the search keeps (outclassed).
-	bar        map[Tier][]float64
-	expertBar  float64
-	haveExpert bool
+	// bars is the throughput of the best layouts this worker knows of:
+	// those merged before the batch and its own since.
+	bars bars
+	// arena holds the bounded combinations of the worker's outcomes in a
+	// batch, each outcome a part of it, until they are merged.
+	arena []bounded
 	// batches remembers, on a multislice, each layout size's batches: a
 	// layout's memory depends on its size on each axis, not on which of
 	// its factors cross DCN, so the layouts that split the same sizes
@@ -45,55 +50,92 @@ type batchFit struct {
 	reason cost.Reason
 }
 
-// outclassed marks a layout fit did not finish costing: its bound is
-// below the worker's bar. It is neither offered nor rejected.
-const outclassed cost.Reason = "outclassed"
-
-// know sets w's bars to the layouts s has merged.
-func (w *worker) know(s *searcher) {
-	if w.bar == nil {
-		w.bar = map[Tier][]float64{}
-	}
-	for t := range w.bar {
-		w.bar[t] = w.bar[t][:0]
-	}
-	for t, l := range s.best {
-		for _, c := range l {
-			w.bar[t] = append(w.bar[t], c.Estimate.TokensPerSecondPerChip)
-		}
-	}
-	w.haveExpert = s.expert != nil
-	if w.haveExpert {
-		w.expertBar = s.expert.Estimate.TokensPerSecondPerChip
-	}
+// bars is, per tier, the throughput of the fastest layouts known, best
+// first, at most keep, and the fastest with an expert axis: a layout whose
+// bound is below a full tier's bar, and below the expert bar if it has an
+// expert axis, is not among those the search keeps (outclassed).
+type bars struct {
+	keep       int
+	tier       map[Tier][]float64
+	expert     float64
+	haveExpert bool
 }
 
-// raise adds c, a layout w costed, to its bars.
-func (w *worker) raise(c Candidate) {
-	v := c.Estimate.TokensPerSecondPerChip
-	l := w.bar[c.Tier]
+// copyFrom sets b to o.
+func (b *bars) copyFrom(o *bars) {
+	if b.tier == nil {
+		b.tier = map[Tier][]float64{}
+	}
+	for t := range b.tier {
+		b.tier[t] = b.tier[t][:0]
+	}
+	for t, l := range o.tier {
+		b.tier[t] = append(b.tier[t], l...)
+	}
+	b.keep, b.expert, b.haveExpert = o.keep, o.expert, o.haveExpert
+}
+
+// raise adds a layout of tier t, with an expert axis or not, whose
+// throughput is v.
+func (b *bars) raise(t Tier, v float64, expert bool) {
+	if b.tier == nil {
+		b.tier = map[Tier][]float64{}
+	}
+	l := b.tier[t]
 	i := sort.Search(len(l), func(i int) bool { return v > l[i] })
-	if i < w.keep {
+	if i < b.keep {
 		l = append(l, 0)
 		copy(l[i+1:], l[i:])
 		l[i] = v
-		w.bar[c.Tier] = l[:min(len(l), w.keep)]
+		b.tier[t] = l[:min(len(l), b.keep)]
 	}
-	if c.Estimate.Mesh.Size(mesh.Expert) > 1 && (!w.haveExpert || v > w.expertBar) {
-		w.expertBar, w.haveExpert = v, true
+	if expert && (!b.haveExpert || v > b.expert) {
+		b.expert, b.haveExpert = v, true
 	}
 }
 
 // outclassed reports whether a layout of tier t, with an expert axis or
-// not, whose throughput is at most max cannot be kept: keep layouts of
-// its tier are faster, each distinct (the merged and w's own since), and
-// with an expert axis so is the best of those.
-func (w *worker) outclassed(t Tier, max float64, expert bool) bool {
-	l := w.bar[t]
-	if len(l) < w.keep || !(max < l[w.keep-1]) {
+// not, whose throughput is at most max cannot be kept: keep layouts of its
+// tier are faster, and with an expert axis so is the best of those.
+func (b *bars) outclassed(t Tier, max float64, expert bool) bool {
+	l := b.tier[t]
+	if len(l) < b.keep || !(max < l[b.keep-1]) {
 		return false
 	}
-	return !expert || (w.haveExpert && max < w.expertBar)
+	return !expert || (b.haveExpert && max < b.expert)
+}
+
+// combo is one way to run a mesh: a pipeline schedule and its chunks, the
+// micro-batches, the remat policy and the expert dispatch.
+type combo struct {
+	k    schedule.Kind
+	v    int
+	mb   int
+	r    cost.Remat
+	ring bool
+}
+
+// job is the request's job run as c.
+func (c combo) job(r Request) cost.Job {
+	j := r.job()
+	if c.k != "" {
+		j.Schedule, j.Chunks = c.k, c.v
+	}
+	j.MicroBatches = c.mb
+	j.Remat = c.r
+	j.RingOfExperts = c.ring
+	return j
+}
+
+// bounded is a combination whose batch fits and that is not outclassed,
+// with the throughput its estimate finishes with (cost.Throughput).
+type bounded struct {
+	mesh   int // the mesh's index in what run costs
+	tier   Tier
+	expert bool // the mesh has an expert axis
+	tps    float64
+	batch  int
+	c      combo
 }
 
 // outcome is what costing one mesh found: it is merged into the searcher
@@ -103,7 +145,8 @@ type outcome struct {
 	tier      Tier
 	evaluated int
 	rejected  []cost.Reason
-	offers    []Candidate // the mesh's best keep, best first
+	offers    []Candidate // finished layouts, best first, at most keep
+	bounded   []bounded   // layouts to finish if they can be kept (mesh unset)
 	unfit     *Candidate
 }
 
@@ -122,12 +165,14 @@ func (s *searcher) run(meshes []mesh.Mesh) {
 	workers := make([]*worker, n)
 	for i := range workers {
 		workers[i] = &worker{req: s.req, est: cost.NewEstimator(), keep: s.keep}
+		workers[i].bars.keep = s.keep
 	}
 	outs := make([]outcome, min(meshBatch, len(meshes)))
 	for lo := 0; lo < len(meshes); lo += meshBatch {
 		batch := meshes[lo:min(lo+meshBatch, len(meshes))]
 		for _, w := range workers {
-			w.know(s)
+			w.bars.copyFrom(&s.bars)
+			w.arena = w.arena[:0]
 		}
 		if n == 1 {
 			for i, m := range batch {
@@ -146,26 +191,69 @@ func (s *searcher) run(meshes []mesh.Mesh) {
 			wg.Wait()
 		}
 		for i := range batch {
-			s.merge(outs[i])
+			s.merge(outs[i], lo+i)
 			outs[i] = outcome{}
 		}
 	}
+	s.finishBounded(meshes, workers[0])
 }
 
-// merge adds one mesh's outcome, as costing it in place would have.
-func (s *searcher) merge(o outcome) {
+// finishBounded finishes, fastest first, the bounded combinations that
+// could still be kept: in their tier, or as the best with an expert axis.
+// A tier's keep-th layout faster than the next combination (or the best
+// expert layout) stops it: no later one is faster. The layouts kept are
+// those finishing every combination would keep, as better orders them
+// (ties in throughput are all finished, for better to break).
+func (s *searcher) finishBounded(meshes []mesh.Mesh, w *worker) {
+	order := make([]int32, len(s.bounded))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(s.bounded[b].tps, s.bounded[a].tps) })
+	for _, i := range order {
+		b := &s.bounded[i]
+		l := s.best[b.tier]
+		tier := len(l) < s.keep || !(b.tps < l[s.keep-1].Estimate.TokensPerSecondPerChip)
+		expert := b.expert && (s.expert == nil || !(b.tps < s.expert.Estimate.TokensPerSecondPerChip))
+		if !tier && !expert {
+			continue
+		}
+		j := b.c.job(s.req)
+		j.GlobalBatch = b.batch
+		bd, err := w.est.Bound(j, meshes[b.mesh])
+		if err != nil {
+			panic(err) // the first pass bounded this batch
+		}
+		s.offerAll(Candidate{Estimate: w.est.Finish(bd), Tier: b.tier})
+	}
+	s.bounded = nil
+}
+
+// merge adds the outcome of mesh i, as costing it in place would have.
+func (s *searcher) merge(o outcome, i int) {
 	s.evaluated += o.evaluated
 	for _, r := range o.rejected {
 		s.rejected[o.tier][r]++
 	}
 	for _, c := range o.offers {
-		s.offer(c)
-		if c.Estimate.Mesh.Size(mesh.Expert) > 1 && (s.expert == nil || better(c, *s.expert)) {
-			s.expert = &c
-		}
+		s.offerAll(c)
+	}
+	for _, b := range o.bounded {
+		b.mesh = i
+		s.bounded = append(s.bounded, b)
+		s.bars.raise(b.tier, b.tps, b.expert)
 	}
 	if o.unfit != nil && (s.unfit == nil || o.unfit.Estimate.Memory.Total() < s.unfit.Estimate.Memory.Total()) {
 		s.unfit = o.unfit
+	}
+}
+
+// offerAll offers c to its tier and, with an expert axis, as the best
+// expert layout.
+func (s *searcher) offerAll(c Candidate) {
+	s.offer(c)
+	if c.Estimate.Mesh.Size(mesh.Expert) > 1 && (s.expert == nil || better(c, *s.expert)) {
+		s.expert = &c
 	}
 }
 
@@ -204,6 +292,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	}
 	known, seen := w.batches[sizes]
 	remember := !seen && w.req.Multislice.Slices > 1
+	start := len(w.arena)
 	var fits []batchFit
 	i := 0
 	for _, sc := range scheds {
@@ -215,7 +304,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 						prior = &known[i]
 					}
 					i++
-					f := w.try(&out, m, sc.k, sc.v, mb, r, ring, prior)
+					f := w.try(&out, m, combo{sc.k, sc.v, mb, r, ring}, prior)
 					if remember {
 						fits = append(fits, f)
 					}
@@ -229,6 +318,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 		}
 		w.batches[sizes] = fits
 	}
+	out.bounded = w.arena[start:len(w.arena):len(w.arena)]
 	return out
 }
 
@@ -274,80 +364,72 @@ func (w *worker) rings(m mesh.Mesh) []bool {
 	return rings
 }
 
-// try costs one mesh with one schedule, micro-batch count, policy and
-// expert dispatch, with the batch a mesh of its sizes found (prior) when
-// there is one, and returns the batch.
-func (w *worker) try(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb int, r cost.Remat, ring bool, prior *batchFit) batchFit {
+// try bounds one mesh run as c, with the batch a mesh of its sizes found
+// (prior) when there is one, and returns the batch.
+func (w *worker) try(out *outcome, m mesh.Mesh, c combo, prior *batchFit) batchFit {
 	out.evaluated++
-	j := w.req.job()
-	if k != "" {
-		j.Schedule, j.Chunks = k, v
-	}
-	j.MicroBatches = mb
-	j.Remat = r
-	j.RingOfExperts = ring
-	c, fit := w.fit(j, m, out.tier, prior)
-	reason := fit.reason
-	if reason == cost.ReasonHBM && w.req.Axes != nil {
-		if u := w.unfitCandidate(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
-			out.unfit = u
-		}
-	}
-	switch reason {
+	j := c.job(w.req)
+	expert := m.Size(mesh.Expert) > 1
+	tps, fit := w.fit(j, m, prior, out.tier, expert)
+	switch fit.reason {
 	case outclassed:
-		fit.reason = "" // the batch runs; the layout was not finished
+		fit.reason = "" // the batch runs; the layout cannot be kept
 	case "":
-		out.offers = offer(out.offers, c, w.keep)
-		w.raise(c)
+		w.arena = append(w.arena, bounded{tier: out.tier, expert: expert, tps: tps, batch: fit.batch, c: c})
+		w.bars.raise(out.tier, tps, expert)
+	case cost.ReasonHBM:
+		if w.req.Axes != nil {
+			if u := w.unfitCandidate(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
+				out.unfit = u
+			}
+		}
+		fallthrough
 	default:
-		out.rejected = append(out.rejected, reason)
+		out.rejected = append(out.rejected, fit.reason)
 	}
 	return fit
 }
 
+// outclassed marks a combination fit did not cost in full: its bound is
+// below the worker's bars. It is neither kept nor rejected.
+const outclassed cost.Reason = "outclassed"
+
 // fit picks the global batch (the request's, or the largest that fits HBM
 // within the limit; prior's when a layout of m's sizes found it) and costs
-// the step of m, a layout of tier t. It returns the candidate and the
-// batch or why there is none: outclassed when the bound was too slow to
-// finish.
-func (w *worker) fit(j cost.Job, m mesh.Mesh, t Tier, prior *batchFit) (Candidate, batchFit) {
+// the step of m, a layout of tier t with an expert axis or not. It returns
+// the throughput (cost.Throughput) and the batch, or why there is none:
+// outclassed when the step's bound (cost.Bound) is already too slow.
+func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bool) (float64, batchFit) {
+	var b cost.Bound
+	f := batchFit{}
 	if prior != nil {
 		if prior.reason != "" {
-			return Candidate{}, *prior
+			return 0, *prior
 		}
 		j.GlobalBatch = prior.batch
-		b, err := w.est.Bound(j, m)
-		if err != nil {
+		var err error
+		if b, err = w.est.Bound(j, m); err != nil {
 			panic(err) // a layout of the same sizes ran this batch
 		}
-		return w.finish(b, m, t)
-	}
-	var c Candidate
-	var bm cost.BatchMemory
-	f := w.fitBatch(j, m, &bm)
-	if f.reason == "" {
-		b, err := bm.Bound(f.batch)
-		if err != nil {
+		f = *prior
+	} else {
+		var bm cost.BatchMemory
+		if f = w.fitBatch(j, m, &bm); f.reason != "" {
+			return 0, f
+		}
+		var err error
+		if b, err = bm.Bound(f.batch); err != nil {
 			var inf *cost.Infeasible
 			if errors.As(err, &inf) {
-				return Candidate{}, batchFit{reason: inf.Reason}
+				return 0, batchFit{reason: inf.Reason}
 			}
 			panic(err) // memory passed, so the job and shape are valid
 		}
-		c, f = w.finish(b, m, t)
 	}
-	return c, f
-}
-
-// finish completes b's estimate for m, a layout of tier t, unless its
-// bound is outclassed.
-func (w *worker) finish(b cost.Bound, m mesh.Mesh, t Tier) (Candidate, batchFit) {
-	f := batchFit{batch: b.GlobalBatch()}
-	if w.outclassed(t, b.TokensPerSecondPerChip(), m.Size(mesh.Expert) > 1) {
-		f.reason = outclassed
-		return Candidate{}, f
+	if w.bars.outclassed(t, b.TokensPerSecondPerChip(), expert) {
+		return 0, batchFit{batch: f.batch, reason: outclassed}
 	}
-	return Candidate{Estimate: w.est.Finish(b), Tier: t}, f
+	return w.est.Throughput(b), f
 }
 
 // fitBatch picks the global batch of j on m, or says why none runs, and
