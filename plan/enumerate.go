@@ -37,7 +37,7 @@ func (s *searcher) enumerate() {
 	free := searchAxes(spec)
 	ici := factorizationsOver(ms.Slice.Chips(), free)
 	dcn := factorizationsOver(ms.Slices, free)
-	var meshes []mesh.Mesh
+	run := s.runner(0)
 	for _, dn := range dcn {
 		refused := false
 		for _, a := range mesh.All() {
@@ -77,10 +77,10 @@ func (s *searcher) enumerate() {
 			if err != nil {
 				panic(fmt.Sprintf("plan: factorization %v x %v rejected: %v", in, dn, err))
 			}
-			meshes = append(meshes, m)
+			run.add(m)
 		}
 	}
-	s.run(meshes)
+	run.done()
 }
 
 // searchAxes marks, indexed by mesh.Axis, the axes the search splits:

@@ -76,7 +76,7 @@ type searcher struct {
 	expert *Candidate
 	// bounded is what the first pass found to run and could keep, for
 	// finishBounded; bars the throughput of the best of it.
-	bounded []bounded
+	bounded []contender
 	bars    bars
 	// layout costs a mesh: (*worker).layout.
 	layout func(*worker, mesh.Mesh) outcome

@@ -115,6 +115,12 @@ type combo struct {
 	ring bool
 }
 
+// contender is a bounded combination that may be kept, and its mesh.
+type contender struct {
+	bounded
+	m mesh.Mesh
+}
+
 // job is the request's job run as c.
 func (c combo) job(r Request) cost.Job {
 	j := r.job()
@@ -130,7 +136,6 @@ func (c combo) job(r Request) cost.Job {
 // bounded is a combination whose batch fits and that is not outclassed,
 // with the throughput its estimate finishes with (cost.Throughput).
 type bounded struct {
-	mesh   int // the mesh's index in what run costs
 	tier   Tier
 	expert bool // the mesh has an expert axis
 	tps    float64
@@ -154,48 +159,85 @@ type outcome struct {
 // merged, which bounds the memory the outcomes hold.
 const meshBatch = 256
 
-// run costs the meshes on Request.Workers goroutines (0: one per CPU) and
-// merges their outcomes in order.
+// run costs the meshes on Request.Workers goroutines (0: one per CPU),
+// merges their outcomes in order and finishes the search.
 func (s *searcher) run(meshes []mesh.Mesh) {
-	n := s.req.Workers
-	if n <= 0 {
-		n = runtime.GOMAXPROCS(0)
+	r := s.runner(len(meshes))
+	for _, m := range meshes {
+		r.add(m)
 	}
-	n = max(1, min(n, len(meshes)))
-	workers := make([]*worker, n)
-	for i := range workers {
-		workers[i] = &worker{req: s.req, est: cost.NewEstimator(), keep: s.keep}
-		workers[i].bars.keep = s.keep
+	r.done()
+}
+
+// runner costs meshes as they come, a batch at a time, so that a search
+// never holds them all: the outcomes of a batch are merged in order
+// before the next batch starts, with the bars they raised.
+type runner struct {
+	s       *searcher
+	workers []*worker
+	batch   []mesh.Mesh
+	outs    []outcome
+}
+
+// runner starts a run of at most n meshes (0: not known) on
+// Request.Workers goroutines.
+func (s *searcher) runner(n int) *runner {
+	w := s.req.Workers
+	if w <= 0 {
+		w = runtime.GOMAXPROCS(0)
 	}
-	outs := make([]outcome, min(meshBatch, len(meshes)))
-	for lo := 0; lo < len(meshes); lo += meshBatch {
-		batch := meshes[lo:min(lo+meshBatch, len(meshes))]
-		for _, w := range workers {
-			w.bars.copyFrom(&s.bars)
-			w.arena = w.arena[:0]
-		}
-		if n == 1 {
-			for i, m := range batch {
-				outs[i] = s.layout(workers[0], m)
-			}
-		} else {
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			for _, w := range workers {
-				wg.Go(func() {
-					for i := int(next.Add(1) - 1); i < len(batch); i = int(next.Add(1) - 1) {
-						outs[i] = s.layout(w, batch[i])
-					}
-				})
-			}
-			wg.Wait()
-		}
-		for i := range batch {
-			s.merge(outs[i], lo+i)
-			outs[i] = outcome{}
-		}
+	if n > 0 {
+		w = min(w, n)
 	}
-	s.finishBounded(meshes, workers[0])
+	r := &runner{s: s, workers: make([]*worker, max(w, 1)), outs: make([]outcome, meshBatch)}
+	for i := range r.workers {
+		r.workers[i] = &worker{req: s.req, est: cost.NewEstimator(), keep: s.keep, bars: bars{keep: s.keep}}
+	}
+	return r
+}
+
+// add queues m, costing the batch once it is full.
+func (r *runner) add(m mesh.Mesh) {
+	r.batch = append(r.batch, m)
+	if len(r.batch) == meshBatch {
+		r.flush()
+	}
+}
+
+// done costs what is queued and finishes the layouts the search keeps.
+func (r *runner) done() {
+	r.flush()
+	r.s.finishBounded(r.workers[0])
+}
+
+// flush costs the queued meshes and merges their outcomes in order.
+func (r *runner) flush() {
+	s, batch, outs := r.s, r.batch, r.outs
+	for _, w := range r.workers {
+		w.bars.copyFrom(&s.bars)
+		w.arena = w.arena[:0]
+	}
+	if len(r.workers) == 1 {
+		for i, m := range batch {
+			outs[i] = s.layout(r.workers[0], m)
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for _, w := range r.workers {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < len(batch); i = int(next.Add(1) - 1) {
+					outs[i] = s.layout(w, batch[i])
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for i, m := range batch {
+		s.merge(outs[i], m)
+		outs[i] = outcome{}
+	}
+	r.batch = r.batch[:0]
 }
 
 // finishBounded finishes, fastest first, the bounded combinations that
@@ -204,7 +246,7 @@ func (s *searcher) run(meshes []mesh.Mesh) {
 // expert layout) stops it: no later one is faster. The layouts kept are
 // those finishing every combination would keep, as better orders them
 // (ties in throughput are all finished, for better to break).
-func (s *searcher) finishBounded(meshes []mesh.Mesh, w *worker) {
+func (s *searcher) finishBounded(w *worker) {
 	order := make([]int32, len(s.bounded))
 	for i := range order {
 		order[i] = int32(i)
@@ -220,7 +262,7 @@ func (s *searcher) finishBounded(meshes []mesh.Mesh, w *worker) {
 		}
 		j := b.c.job(s.req)
 		j.GlobalBatch = b.batch
-		bd, err := w.est.Bound(j, meshes[b.mesh])
+		bd, err := w.est.Bound(j, b.m)
 		if err != nil {
 			panic(err) // the first pass bounded this batch
 		}
@@ -229,8 +271,10 @@ func (s *searcher) finishBounded(meshes []mesh.Mesh, w *worker) {
 	s.bounded = nil
 }
 
-// merge adds the outcome of mesh i, as costing it in place would have.
-func (s *searcher) merge(o outcome, i int) {
+// merge adds the outcome of mesh m, as costing it in place would have. A
+// bounded combination the bars already outclass can never be kept (they
+// only rise) and is dropped.
+func (s *searcher) merge(o outcome, m mesh.Mesh) {
 	s.evaluated += o.evaluated
 	for _, r := range o.rejected {
 		s.rejected[o.tier][r]++
@@ -239,9 +283,10 @@ func (s *searcher) merge(o outcome, i int) {
 		s.offerAll(c)
 	}
 	for _, b := range o.bounded {
-		b.mesh = i
-		s.bounded = append(s.bounded, b)
-		s.bars.raise(b.tier, b.tps, b.expert)
+		if !s.bars.outclassed(b.tier, b.tps, b.expert) {
+			s.bounded = append(s.bounded, contender{b, m})
+			s.bars.raise(b.tier, b.tps, b.expert)
+		}
 	}
 	if o.unfit != nil && (s.unfit == nil || o.unfit.Estimate.Memory.Total() < s.unfit.Estimate.Memory.Total()) {
 		s.unfit = o.unfit
