@@ -27,15 +27,6 @@ import (
 //go:embed runs.yaml
 var runsYAML []byte
 
-// Source says where a run was published.
-type Source struct {
-	Repo         string `yaml:"repo" json:"repo"`
-	Path         string `yaml:"path" json:"path"`
-	Commit       string `yaml:"commit" json:"commit"`
-	ConfigPath   string `yaml:"config_path,omitempty" json:"config_path,omitempty"`
-	ConfigCommit string `yaml:"config_commit,omitempty" json:"config_commit,omitempty"`
-}
-
 // Layout is MaxText's ici_* and dcn_* parallelism as the run set it, in
 // JAX devices (on TPU7x a chip is two devices).
 type Layout struct {
@@ -122,6 +113,9 @@ func Parse(data []byte) ([]Run, error) {
 			return nil, fmt.Errorf("validate: row %d: id %q, want a unique id: %w", i+1, r.ID, ErrInvalid)
 		}
 		seen[r.ID] = true
+		if err := r.Source.check(); err != nil {
+			return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
+		}
 		if _, _, err := r.Setup(); err != nil {
 			return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
 		}
