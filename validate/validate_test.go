@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -155,6 +156,26 @@ func TestParseRefuses(t *testing.T) {
 	} {
 		if _, err := Parse([]byte(in)); err == nil {
 			t.Errorf("Parse(%q) accepted", in)
+		}
+	}
+}
+
+// TestParseRefusesABadSource checks that a run's source is held to the
+// rule the other tables' sources are (Source.check): the built-in table
+// with one source spoilt is refused, naming the field.
+func TestParseRefusesABadSource(t *testing.T) {
+	for _, tt := range []struct{ old, new, field string }{
+		{"repo: AI-Hypercomputer/maxtext\n", "repo: maxtext\n", "source.repo"},
+		{"commit: 281e04bf31557482e2aa6bb870897e7b7be47f38\n", "commit: main\n", "source.commit"},
+		{"config_commit: 281e04bf31557482e2aa6bb870897e7b7be47f38\n", "config_commit: HEAD\n", "source.config_commit"},
+	} {
+		in := strings.Replace(string(runsYAML), tt.old, tt.new, 1)
+		if in == string(runsYAML) {
+			t.Fatalf("runs.yaml has no %q to spoil", tt.old)
+		}
+		_, err := Parse([]byte(in))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.field+" = ") {
+			t.Errorf("Parse with %q: %v, want an error naming %s", tt.new, err, tt.field)
 		}
 	}
 }
