@@ -12,6 +12,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/plan"
 	"shardlab/schedule"
@@ -68,6 +69,10 @@ func withModel(ls []look) []look {
 	}, ls...)
 }
 
+// meshExample is the layout the Mesh field's help shows,
+// data=2(dcn),fsdp=64 as mesh spells it.
+var meshExample = mesh.Spell([]mesh.Degree{{Axis: mesh.Data, ICI: 1, DCN: 2}, {Axis: mesh.FSDP, ICI: 64, DCN: 1}})
+
 // looks are the form's options in the order it shows them.
 var looks = withModel([]look{
 	{plan.OptionSeq, "Job", "Sequence length", "tokens; 0: the model's", nil},
@@ -77,7 +82,7 @@ var looks = withModel([]look{
 	{plan.OptionTopology, "Hardware", "Topology", "AxB or AxBxC; empty: the accelerator type's", nil},
 	{plan.OptionSlices, "Hardware", "Slices", "slices joined by DCN", nil},
 	{plan.OptionDCNGbps, "Hardware", "DCN bandwidth", "Gbit/s per host; 0: the catalog's", nil},
-	{plan.OptionMesh, "Layout", "Mesh", "one layout to cost, e.g. data=2(dcn),fsdp=64; empty: search all", nil},
+	{plan.OptionMesh, "Layout", "Mesh", "one layout to cost, e.g. " + meshExample + "; empty: search all", nil},
 	{plan.OptionSchedule, "Layout", "Pipeline schedule", "", scheduleChoices},
 	{plan.OptionChunks, "Layout", "Chunks", "layer chunks per pipeline device; 0: 2 for interleaved, 1 for circular", nil},
 	{plan.OptionFramework, "Layout", "Framework", "search only what the framework runs", frameworkChoices},
