@@ -139,21 +139,8 @@ func MemoryCases() ([]MemoryCase, error) { return ParseMemory(memoryYAML) }
 // numbers where whole ones belong, NaN and infinities are errors, each
 // naming its case and field.
 func ParseMemory(data []byte) ([]MemoryCase, error) {
-	t := table{name: "memory", row: "case", rowError: func(id string, err error) error { return &MemoryCaseError{ID: id, Err: err} }}
-	return parseTable(data, t, func(c *MemoryCase) string { return c.ID }, (*MemoryCase).check)
+	return parseTable(data, memoryTable, func(c *MemoryCase) string { return c.ID }, (*MemoryCase).check)
 }
-
-// MemoryCaseError is a case of a memory table that is not valid: its id
-// and what is wrong. It wraps ErrInvalid and the cause.
-type MemoryCaseError struct {
-	ID  string
-	Err error
-}
-
-func (e *MemoryCaseError) Error() string {
-	return fmt.Sprintf("validate: memory case %s: %v", e.ID, e.Err)
-}
-func (e *MemoryCaseError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 
 // BytesStated says whether the source gives the bytes; an oom case may
 // say only that the step ran out of memory.

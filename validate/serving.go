@@ -105,21 +105,8 @@ func ServingRows() ([]ServingRow, error) { return ParseServing(servingYAML) }
 // naming its row and field, and so is a modelled row whose configuration
 // shardlab's serving model refuses.
 func ParseServing(data []byte) ([]ServingRow, error) {
-	t := table{name: "serving", row: "row", rowError: func(id string, err error) error { return &ServingRowError{ID: id, Err: err} }}
-	return parseTable(data, t, func(r *ServingRow) string { return r.ID }, (*ServingRow).check)
+	return parseTable(data, servingTable, func(r *ServingRow) string { return r.ID }, (*ServingRow).check)
 }
-
-// ServingRowError is a row of a serving table that is not valid: its id
-// and what is wrong. It wraps ErrInvalid and the cause.
-type ServingRowError struct {
-	ID  string
-	Err error
-}
-
-func (e *ServingRowError) Error() string {
-	return fmt.Sprintf("validate: serving row %s: %v", e.ID, e.Err)
-}
-func (e *ServingRowError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 
 // maxDevices bounds a row's parallelism before the slice's devices are
 // known: more than any TPU slice has.
