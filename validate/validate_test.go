@@ -180,6 +180,21 @@ func TestParseRefusesABadSource(t *testing.T) {
 	}
 }
 
+// TestParseRunsAsTheOtherTables checks that the runs table is read by
+// parseTable's rules: a fractional count and a repeated id are refused,
+// the first naming the row and field.
+func TestParseRunsAsTheOtherTables(t *testing.T) {
+	frac := strings.Replace(string(runsYAML), "  slices: 1\n", "  slices: 1.5\n", 1)
+	if _, err := Parse([]byte(frac)); err == nil || !strings.Contains(err.Error(), "validate: runs row ") || !strings.Contains(err.Error(), "slices") {
+		t.Errorf("Parse with slices 1.5: %v, want an error naming the row and slices", err)
+	}
+	rs := runs(t)
+	twice := strings.Replace(string(runsYAML), "id: "+rs[1].ID+"\n", "id: "+rs[0].ID+"\n", 1)
+	if _, err := Parse([]byte(twice)); err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "unique id") {
+		t.Errorf("Parse with id %s twice: %v, want a unique id", rs[0].ID, err)
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add(runsYAML)
 	f.Add([]byte("- id: a\n  accelerator_type: v5p-8\n  global_batch_sequences: 1\n"))

@@ -209,6 +209,7 @@ type table struct{ name, row string }
 
 // The tables parseTable reads.
 var (
+	runsTable    = table{name: "runs", row: "row"}
 	memoryTable  = table{name: "memory", row: "case"}
 	servingTable = table{name: "serving", row: "row"}
 )
@@ -218,7 +219,7 @@ func (t table) rowError(id string, err error) *RowError {
 	return &RowError{Table: t.name, Row: t.row, ID: id, Err: err}
 }
 
-// RowError is a row of a table (a memory case, a serving row) that is not
+// RowError is a row of a table (a run, a memory case, a serving row) that is not
 // valid: the table, what it calls a row, the row's id and what is wrong.
 // It wraps ErrInvalid and the cause.
 type RowError struct {
