@@ -211,44 +211,55 @@ func recycleGathered[T Float](co colls[T], a *acts[T], kAll, vAll Mat[T]) {
 // global position p: context rank p/s contributed rows [rank·n, rank·n+n).
 func keyRow(mb micro, bi, p int) int { return (p/mb.s)*mb.n() + bi*mb.s + p%mb.s }
 
+// query is one row of causal attention: sequence bi's query at local row
+// r of Q and of the output (global position pos), in query head h, which
+// reads KV head kh; its probabilities are row p of P.
+type query struct{ bi, h, kh, r, pos, p int }
+
+// queries calls f for every local query of causal attention (qh query
+// heads on this device), sequence by sequence and head by head, in P's
+// row order.
+func queries(c Config, qh int, mb micro, f func(query)) {
+	group := c.Heads / c.KVHeads
+	for bi := range mb.b {
+		for h := range qh {
+			for qi := range mb.s {
+				r := bi*mb.s + qi
+				f(query{bi: bi, h: h, kh: h / group, r: r, pos: mb.pos(r), p: (bi*qh+h)*mb.s + qi})
+			}
+		}
+	}
+}
+
+// headOf is head h's hd columns of row r of m.
+func headOf[T Float](m Mat[T], r, h, hd int) []T { return m.Row(r)[h*hd : (h+1)*hd] }
+
 // attention computes causal softmax(Q·Kᵀ/√hd)·V for every local head and
 // sequence. P holds one row per (sequence, head, query) over all seq keys.
 func attention[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, p Mat[T]) {
 	qh := q.C / hd
-	group := c.Heads / c.KVHeads
-	seq := mb.s * mb.c
 	out = newMat[T](q.R, q.C)
-	p = newMat[T](mb.b*qh*mb.s, seq)
+	p = newMat[T](mb.b*qh*mb.s, mb.s*mb.c)
 	scale := 1 / sqrt(T(hd))
-	for bi := range mb.b {
-		for h := range qh {
-			kh := h / group
-			for qi := range mb.s {
-				r := bi*mb.s + qi
-				qp := mb.pos(r)
-				qv := q.Row(r)[h*hd : (h+1)*hd]
-				prow := p.Row((bi*qh+h)*mb.s + qi)
-				mx := T(-1e30)
-				for kp := 0; kp <= qp; kp++ {
-					kv := kAll.Row(keyRow(mb, bi, kp))[kh*hd : (kh+1)*hd]
-					s := dot(qv, kv) * scale
-					prow[kp] = s
-					mx = max(mx, s)
-				}
-				var sum T
-				for kp := 0; kp <= qp; kp++ {
-					e := exp(prow[kp] - mx)
-					prow[kp] = e
-					sum += e
-				}
-				ov := out.Row(r)[h*hd : (h+1)*hd]
-				for kp := 0; kp <= qp; kp++ {
-					prow[kp] /= sum
-					axpy(ov, vAll.Row(keyRow(mb, bi, kp))[kh*hd:(kh+1)*hd], prow[kp])
-				}
-			}
+	queries(c, qh, mb, func(x query) {
+		qv, prow, ov := headOf(q, x.r, x.h, hd), p.Row(x.p), headOf(out, x.r, x.h, hd)
+		mx := T(-1e30)
+		for kp := 0; kp <= x.pos; kp++ {
+			s := dot(qv, headOf(kAll, keyRow(mb, x.bi, kp), x.kh, hd)) * scale
+			prow[kp] = s
+			mx = max(mx, s)
 		}
-	}
+		var sum T
+		for kp := 0; kp <= x.pos; kp++ {
+			e := exp(prow[kp] - mx)
+			prow[kp] = e
+			sum += e
+		}
+		for kp := 0; kp <= x.pos; kp++ {
+			prow[kp] /= sum
+			axpy(ov, headOf(vAll, keyRow(mb, x.bi, kp), x.kh, hd), prow[kp])
+		}
+	})
 	return out, p
 }
 
@@ -342,40 +353,30 @@ func mlpBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat
 	return dh2
 }
 
+// attentionBack is attention's backward from the probabilities P it
+// kept: dV += Pᵀ·dO, dP = dO·Vᵀ, dS = P⊙(dP − ΣP·dP) scaled, dQ += dS·K and
+// dK += dSᵀ·Q, row by row.
 func attentionBack[T Float](c Config, q, kAll, vAll, p, dout Mat[T], mb micro, hd int) (dq, dk, dv Mat[T]) {
-	qh := q.C / hd
-	group := c.Heads / c.KVHeads
-	dq = newMat[T](q.R, q.C)
-	dk = newMat[T](kAll.R, kAll.C)
-	dv = newMat[T](vAll.R, vAll.C)
+	dq, dk, dv = newMat[T](q.R, q.C), newMat[T](kAll.R, kAll.C), newMat[T](vAll.R, vAll.C)
 	scale := 1 / sqrt(T(hd))
 	dp := make([]T, mb.s*mb.c)
-	for bi := range mb.b {
-		for h := range qh {
-			kh := h / group
-			for qi := range mb.s {
-				r := bi*mb.s + qi
-				qp := mb.pos(r)
-				prow := p.Row((bi*qh+h)*mb.s + qi)
-				do := dout.Row(r)[h*hd : (h+1)*hd]
-				var sum T
-				for kp := 0; kp <= qp; kp++ {
-					kr := keyRow(mb, bi, kp)
-					dp[kp] = dot(do, vAll.Row(kr)[kh*hd:(kh+1)*hd])
-					axpy(dv.Row(kr)[kh*hd:(kh+1)*hd], do, prow[kp])
-					sum += dp[kp] * prow[kp]
-				}
-				qv := q.Row(r)[h*hd : (h+1)*hd]
-				dqv := dq.Row(r)[h*hd : (h+1)*hd]
-				for kp := 0; kp <= qp; kp++ {
-					ds := prow[kp] * (dp[kp] - sum) * scale
-					kr := keyRow(mb, bi, kp)
-					axpy(dqv, kAll.Row(kr)[kh*hd:(kh+1)*hd], ds)
-					axpy(dk.Row(kr)[kh*hd:(kh+1)*hd], qv, ds)
-				}
-			}
+	queries(c, q.C/hd, mb, func(x query) {
+		prow, do := p.Row(x.p), headOf(dout, x.r, x.h, hd)
+		var sum T
+		for kp := 0; kp <= x.pos; kp++ {
+			kr := keyRow(mb, x.bi, kp)
+			dp[kp] = dot(do, headOf(vAll, kr, x.kh, hd))
+			axpy(headOf(dv, kr, x.kh, hd), do, prow[kp])
+			sum += dp[kp] * prow[kp]
 		}
-	}
+		qv, dqv := headOf(q, x.r, x.h, hd), headOf(dq, x.r, x.h, hd)
+		for kp := 0; kp <= x.pos; kp++ {
+			ds := prow[kp] * (dp[kp] - sum) * scale
+			kr := keyRow(mb, x.bi, kp)
+			axpy(dqv, headOf(kAll, kr, x.kh, hd), ds)
+			axpy(headOf(dk, kr, x.kh, hd), qv, ds)
+		}
+	})
 	return dq, dk, dv
 }
 
@@ -564,36 +565,6 @@ func attentionKeepPBackInto[T Float](gemm kernel.GEMM, c Config, q, kAll, vAll, 
 		return
 	}
 	attentionBlocksBackInto(gemm, c, q, kAll, vAll, p, dout, mb, hd, dq, dk, dv, ds)
-}
-
-// gemmAt sets c = op(a)·op(b), or adds it when acc, on strided views (m×n
-// into c with leading dimension ldc; op(a) m×k, op(b) k×n): float32
-// through gemm, float64 (gradient checks) by plain loops.
-func gemmAt[T Float](gemm kernel.GEMM, ta, tb bool, m, n, k int, a []T, lda int, b []T, ldb int, acc bool, c []T, ldc int) {
-	if c32, ok := any(c).([]float32); ok {
-		gemm.Sgemm(ta, tb, m, n, k, any(a).([]float32), lda, any(b).([]float32), ldb, acc, c32, ldc)
-		return
-	}
-	for i := range m {
-		for j := range n {
-			var s T
-			for p := range k {
-				ai, bi := i*lda+p, p*ldb+j
-				if ta {
-					ai = p*lda + i
-				}
-				if tb {
-					bi = j*ldb + p
-				}
-				s += a[ai] * b[bi]
-			}
-			if acc {
-				c[i*ldc+j] += s
-			} else {
-				c[i*ldc+j] = s
-			}
-		}
-	}
 }
 
 // attentionBlocks is attention with its products as GEMMs: per sequence

@@ -170,6 +170,13 @@ func (d *device) micros(batch [][]int) []micro {
 	return out
 }
 
+// stageEnds tells whether op runs on the first virtual stage, which holds
+// the embedding, and on the last, which holds the head.
+func (d *device) stageEnds(op schedule.Op) (first, last bool) {
+	vs := d.virtualStage(op)
+	return vs == 0, vs == d.tc.sched.Stages*d.tc.Chunks-1
+}
+
 // chunkLayers is the range of this device's layers (indices into its
 // template) that chunk k holds.
 func (d *device) chunkLayers(k int) (lo, hi int) {
@@ -183,8 +190,7 @@ func (d *device) chunkLayers(k int) (lo, hi int) {
 func (d *device) forward(st *stepState, op schedule.Op) {
 	mb := st.micros[op.MicroBatch]
 	n := mb.n()
-	vs := d.virtualStage(op)
-	first, last := vs == 0, vs == d.tc.sched.Stages*d.tc.Chunks-1
+	first, last := d.stageEnds(op)
 	var x Mat[float32]
 	// a single stage keeps its gathered ends from the embedding to the
 	// head: one gather per pass, as FSDP does
@@ -242,8 +248,7 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 func (d *device) backward(st *stepState, op schedule.Op) {
 	mb := st.micros[op.MicroBatch]
 	n := mb.n()
-	vs := d.virtualStage(op)
-	first, last := vs == 0, vs == d.tc.sched.Stages*d.tc.Chunks-1
+	first, last := d.stageEnds(op)
 	var dx Mat[float32]
 	var endsGrad []float32
 	if first || last {

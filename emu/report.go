@@ -176,8 +176,8 @@ func (o *Report) WriteText(w io.Writer) error {
 		if fe == 0 {
 			fe = c.DFF
 		}
-		fmt.Fprintf(tw, "experts\t%d per MoE layer (layers %d to %d), %d per token, d_ff %d each, capacity factor %.4g; expert=%d\n",
-			c.Experts, c.FirstDenseLayers+1, c.Layers, c.ExpertsPerToken, fe, c.CapacityFactor, tc.Mesh.Size(mesh.Expert))
+		fmt.Fprintf(tw, "experts\t%d per MoE layer (layers %d to %d), %d per token, d_ff %d each, capacity factor %.4g; %s\n",
+			c.Experts, c.FirstDenseLayers+1, c.Layers, c.ExpertsPerToken, fe, c.CapacityFactor, factor(mesh.Expert, tc.Mesh.Size(mesh.Expert)))
 	}
 	if tc.Model.FlashAttention {
 		fmt.Fprintf(tw, "attention\tflash: block by block, one log-sum-exp per query kept for the backward pass\n")

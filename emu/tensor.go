@@ -35,29 +35,12 @@ func (m Mat[T]) Clone() Mat[T] { return Mat[T]{R: m.R, C: m.C, D: append([]T(nil
 
 // matMul sets out = a·b (a r×k, b k×c), or adds to out when acc is true.
 // float32 goes through the GEMM gemm; float64 (gradient checks) runs
-// the plain i-k-j loop.
+// gemmAt's plain loops.
 func matMul[T Float](gemm kernel.GEMM, out, a, b Mat[T], acc bool) {
 	if a.C != b.R || out.R != a.R || out.C != b.C {
 		panic("emu: matmul shape mismatch") // a kernel shape bug, not user input
 	}
-	if o, ok := any(out.D).([]float32); ok {
-		gemm.Sgemm(false, false, a.R, b.C, a.C, any(a.D).([]float32), a.C, any(b.D).([]float32), b.C, acc, o, out.C)
-		return
-	}
-	if !acc {
-		clear(out.D)
-	}
-	for i := 0; i < a.R; i++ {
-		orow := out.D[i*out.C : (i+1)*out.C]
-		arow := a.D[i*a.C : (i+1)*a.C]
-		for k, av := range arow {
-			if av == 0 {
-				continue
-			}
-			brow := b.D[k*b.C : (k+1)*b.C]
-			axpy(orow, brow, av)
-		}
-	}
+	gemmAt(gemm, false, false, a.R, b.C, a.C, a.D, a.C, b.D, b.C, acc, out.D, out.C)
 }
 
 // matMulTA sets out = aᵀ·b (a k×r, b k×c), or adds when acc.
@@ -65,23 +48,7 @@ func matMulTA[T Float](gemm kernel.GEMM, out, a, b Mat[T], acc bool) {
 	if a.R != b.R || out.R != a.C || out.C != b.C {
 		panic("emu: matmulTA shape mismatch")
 	}
-	if o, ok := any(out.D).([]float32); ok {
-		gemm.Sgemm(true, false, a.C, b.C, a.R, any(a.D).([]float32), a.C, any(b.D).([]float32), b.C, acc, o, out.C)
-		return
-	}
-	if !acc {
-		clear(out.D)
-	}
-	for k := 0; k < a.R; k++ {
-		arow := a.D[k*a.C : (k+1)*a.C]
-		brow := b.D[k*b.C : (k+1)*b.C]
-		for i, av := range arow {
-			if av == 0 {
-				continue
-			}
-			axpy(out.D[i*out.C:(i+1)*out.C], brow, av)
-		}
-	}
+	gemmAt(gemm, true, false, a.C, b.C, a.R, a.D, a.C, b.D, b.C, acc, out.D, out.C)
 }
 
 // matMulTB sets out = a·bᵀ (a r×k, b c×k), or adds when acc.
@@ -89,19 +56,34 @@ func matMulTB[T Float](gemm kernel.GEMM, out, a, b Mat[T], acc bool) {
 	if a.C != b.C || out.R != a.R || out.C != b.R {
 		panic("emu: matmulTB shape mismatch")
 	}
-	if o, ok := any(out.D).([]float32); ok {
-		gemm.Sgemm(false, true, a.R, b.R, a.C, any(a.D).([]float32), a.C, any(b.D).([]float32), b.C, acc, o, out.C)
+	gemmAt(gemm, false, true, a.R, b.R, a.C, a.D, a.C, b.D, b.C, acc, out.D, out.C)
+}
+
+// gemmAt sets c = op(a)·op(b), or adds it when acc, on strided views (m×n
+// into c with leading dimension ldc; op(a) m×k, op(b) k×n): float32
+// through gemm, float64 (gradient checks) by plain loops.
+func gemmAt[T Float](gemm kernel.GEMM, ta, tb bool, m, n, k int, a []T, lda int, b []T, ldb int, acc bool, c []T, ldc int) {
+	if c32, ok := any(c).([]float32); ok {
+		gemm.Sgemm(ta, tb, m, n, k, any(a).([]float32), lda, any(b).([]float32), ldb, acc, c32, ldc)
 		return
 	}
-	for i := 0; i < a.R; i++ {
-		arow := a.D[i*a.C : (i+1)*a.C]
-		orow := out.D[i*out.C : (i+1)*out.C]
-		for j := 0; j < b.R; j++ {
-			s := dot(arow, b.D[j*b.C:(j+1)*b.C])
+	for i := range m {
+		for j := range n {
+			var s T
+			for p := range k {
+				ai, bi := i*lda+p, p*ldb+j
+				if ta {
+					ai = p*lda + i
+				}
+				if tb {
+					bi = j*ldb + p
+				}
+				s += a[ai] * b[bi]
+			}
 			if acc {
-				orow[j] += s
+				c[i*ldc+j] += s
 			} else {
-				orow[j] = s
+				c[i*ldc+j] = s
 			}
 		}
 	}

@@ -144,6 +144,10 @@ const (
 	RematFull Remat = "full"
 )
 
+// factor spells axis a at size n in the layout syntax, as mesh does
+// ("expert=4").
+func factor(a mesh.Axis, n int) string { return mesh.Degree{Axis: a, ICI: n, DCN: 1}.String() }
+
 // validate checks the run against its layout.
 func (tc *TrainConfig) validate() error {
 	c := tc.Model
@@ -159,21 +163,21 @@ func (tc *TrainConfig) validate() error {
 	case m.Degree(mesh.Tensor).DCN > 1:
 		return fmt.Errorf("emu: %w", mesh.ErrTensorOverDCN)
 	case e > 1 && c.Experts == 0:
-		return bad("expert=%d: the model is dense, with no experts to split; want expert=1 or a model with experts", e)
+		return bad("%s: the model is dense, with no experts to split; want %s or a model with experts", factor(mesh.Expert, e), factor(mesh.Expert, 1))
 	case c.Experts%e != 0:
-		return bad("expert=%d must divide the %d experts", e, c.Experts)
+		return bad("%s must divide the %d experts", factor(mesh.Expert, e), c.Experts)
 	case c.Heads%t != 0 || c.KVHeads%t != 0 || c.DFF%t != 0 || c.expertFF()%t != 0:
-		return bad("tensor=%d must divide heads %d, kv_heads %d, d_ff %d and expert_d_ff %d", t, c.Heads, c.KVHeads, c.DFF, c.expertFF())
+		return bad("%s must divide heads %d, kv_heads %d, d_ff %d and expert_d_ff %d", factor(mesh.Tensor, t), c.Heads, c.KVHeads, c.DFF, c.expertFF())
 	case tc.Chunks < 0 || (tc.Chunks > 1 && !tc.Schedule.Chunked()):
 		return bad("chunks = %d with schedule %s, want 1 (only interleaved and circular split a device's layers into chunks)", tc.Chunks, tc.Schedule)
 	case tc.Schedule.Chunked() && p == 1:
-		return bad("schedule %s with pipeline=1, want a pipeline of 2 or more stages (or schedule gpipe or 1f1b)", tc.Schedule)
+		return bad("schedule %s with %s, want a pipeline of 2 or more stages (or schedule gpipe or 1f1b)", tc.Schedule, factor(mesh.Pipeline, 1))
 	case c.Layers%(p*max(tc.Chunks, 1)) != 0:
-		return bad("pipeline=%d x %d chunks must divide the %d layers", p, max(tc.Chunks, 1), c.Layers)
+		return bad("%s x %d chunks must divide the %d layers", factor(mesh.Pipeline, p), max(tc.Chunks, 1), c.Layers)
 	case c.Seq%cp != 0:
-		return bad("context=%d must divide the sequence length %d", cp, c.Seq)
+		return bad("%s must divide the sequence length %d", factor(mesh.Context, cp), c.Seq)
 	case c.Tied && p > 1:
-		return bad("tied embeddings with pipeline=%d are not supported; untie them or drop the pipeline", p)
+		return bad("tied embeddings with %s are not supported; untie them or drop the pipeline", factor(mesh.Pipeline, p))
 	case tc.MicroBatches < 1 || (p == 1 && tc.MicroBatches != 1):
 		return bad("micro-batches = %d, want 1 without a pipeline and at least 1 with one", tc.MicroBatches)
 	case tc.GlobalBatch < 1 || tc.GlobalBatch%(d*f*e*tc.MicroBatches) != 0:

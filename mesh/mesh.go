@@ -279,12 +279,24 @@ func (m Mesh) String() string {
 func Spell(degrees []Degree) string {
 	var parts []string
 	for _, d := range degrees {
-		if d.DCN > 1 {
-			parts = append(parts, fmt.Sprintf("%s=%d(dcn)", d.Axis, d.DCN))
+		if d.DCN > 1 || d.ICI > 1 {
+			parts = append(parts, d.String())
 		}
-		if d.ICI > 1 {
-			parts = append(parts, fmt.Sprintf("%s=%d", d.Axis, d.ICI))
-		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// String spells the degree in the syntax Parse reads: "expert=4",
+// "data=2(dcn)", "data=2(dcn),data=4" for a DCN and an ICI factor, and
+// "expert=1" when both are 1. Messages that show a factor ask it, so that
+// mesh alone spells an axis.
+func (d Degree) String() string {
+	var parts []string
+	if d.DCN > 1 {
+		parts = append(parts, fmt.Sprintf("%s=%d(dcn)", d.Axis, d.DCN))
+	}
+	if d.ICI > 1 || d.DCN <= 1 {
+		parts = append(parts, fmt.Sprintf("%s=%d", d.Axis, d.ICI))
 	}
 	return strings.Join(parts, ",")
 }

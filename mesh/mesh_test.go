@@ -223,3 +223,26 @@ func ExampleSpell() {
 	// data=2(dcn),fsdp=64
 	// ""
 }
+
+func ExampleDegree_String() {
+	fmt.Println(Degree{Axis: Expert, ICI: 4, DCN: 1})
+	fmt.Println(Degree{Axis: Expert, ICI: 1, DCN: 1})
+	fmt.Println(Degree{Axis: Data, ICI: 4, DCN: 2})
+	// Output:
+	// expert=4
+	// expert=1
+	// data=2(dcn),data=4
+}
+
+// TestDegreeStringParses reads back what Degree.String writes, for every
+// axis with and without each factor: ParseAxes is the second spelling.
+func TestDegreeStringParses(t *testing.T) {
+	for _, a := range All() {
+		for _, d := range []Degree{{a, 1, 1}, {a, 8, 1}, {a, 1, 2}, {a, 4, 2}} {
+			got, err := ParseAxes(d.String())
+			if err != nil || len(got) != 1 || got[0] != d {
+				t.Errorf("ParseAxes(%q) = %v, %v, want [%v]", d.String(), got, err, d)
+			}
+		}
+	}
+}

@@ -26,9 +26,9 @@ const (
 // as). A memory or global_batch verdict needs evidence and a source with
 // a commit; unknown may carry notes on what was searched.
 type BatchTuning struct {
-	Verdict  string        `yaml:"verdict" json:"verdict"`
-	Evidence string        `yaml:"evidence" json:"evidence"`
-	Source   *MemorySource `yaml:"source,omitempty" json:"source,omitempty"`
+	Verdict  string  `yaml:"verdict" json:"verdict"`
+	Evidence string  `yaml:"evidence" json:"evidence"`
+	Source   *Source `yaml:"source,omitempty" json:"source,omitempty"`
 }
 
 // Tuning is the run's batch verdict: TunedUnknown when it has no

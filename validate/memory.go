@@ -60,18 +60,6 @@ func setsOf[T any](rows []T, set func(T) string) []string {
 	return out
 }
 
-// MemorySource says where a memory case was published: a file (Path) or
-// an issue or pull request (Issue) of Repo, at Commit where known, and
-// where its configuration is read when that is elsewhere.
-type MemorySource struct {
-	Repo         string `yaml:"repo" json:"repo"`
-	Path         string `yaml:"path,omitempty" json:"path,omitempty"`
-	Issue        string `yaml:"issue,omitempty" json:"issue,omitempty"`
-	Commit       string `yaml:"commit,omitempty" json:"commit,omitempty"`
-	ConfigPath   string `yaml:"config_path,omitempty" json:"config_path,omitempty"`
-	ConfigCommit string `yaml:"config_commit,omitempty" json:"config_commit,omitempty"`
-}
-
 // Breakdown is jax's CompiledMemoryStats as a source gives it, in bytes
 // per JAX device; 0 is not given.
 type Breakdown struct {
@@ -122,11 +110,11 @@ func (c Config) Run(id string) Run {
 // MemoryCase is one number XLA reported for a stated training
 // configuration: what a step needed (an out-of-memory failure) or used.
 type MemoryCase struct {
-	ID     string       `yaml:"id" json:"id"`
-	Source MemorySource `yaml:"source" json:"source"`
-	Date   string       `yaml:"date" json:"date"`
-	Set    string       `yaml:"set" json:"set"`
-	Kind   string       `yaml:"kind" json:"kind"`
+	ID     string `yaml:"id" json:"id"`
+	Source Source `yaml:"source" json:"source"`
+	Date   string `yaml:"date" json:"date"`
+	Set    string `yaml:"set" json:"set"`
+	Kind   string `yaml:"kind" json:"kind"`
 	// Scope is ScopeTotal or ScopeTemp.
 	Scope string `yaml:"scope" json:"scope"`
 	// ReportedBytes is the number, per JAX device; CapacityBytes the HBM
@@ -151,21 +139,8 @@ func MemoryCases() ([]MemoryCase, error) { return ParseMemory(memoryYAML) }
 // numbers where whole ones belong, NaN and infinities are errors, each
 // naming its case and field.
 func ParseMemory(data []byte) ([]MemoryCase, error) {
-	t := table{name: "memory", row: "case", rowError: func(id string, err error) error { return &MemoryCaseError{ID: id, Err: err} }}
-	return parseTable(data, t, func(c *MemoryCase) string { return c.ID }, (*MemoryCase).check)
+	return parseTable(data, memoryTable, func(c *MemoryCase) string { return c.ID }, (*MemoryCase).check)
 }
-
-// MemoryCaseError is a case of a memory table that is not valid: its id
-// and what is wrong. It wraps ErrInvalid and the cause.
-type MemoryCaseError struct {
-	ID  string
-	Err error
-}
-
-func (e *MemoryCaseError) Error() string {
-	return fmt.Sprintf("validate: memory case %s: %v", e.ID, e.Err)
-}
-func (e *MemoryCaseError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 
 // BytesStated says whether the source gives the bytes; an oom case may
 // say only that the step ran out of memory.
@@ -206,20 +181,6 @@ func (c *MemoryCase) check() error {
 		return err
 	}
 	return c.Config.check(c.ID)
-}
-
-func (s MemorySource) check() error {
-	switch {
-	case strings.Count(s.Repo, "/") != 1 || strings.ContainsAny(s.Repo, " \t\n"):
-		return bad("source.repo", strconv.Quote(s.Repo), "owner/name")
-	case strings.TrimSpace(s.Path) == "" && strings.TrimSpace(s.Issue) == "":
-		return bad("source", "no path or issue", "a path or an issue")
-	case s.Commit != "" && !hexCommit.MatchString(s.Commit):
-		return bad("source.commit", strconv.Quote(s.Commit), "7 to 40 lower-case hex digits")
-	case s.ConfigCommit != "" && !hexCommit.MatchString(s.ConfigCommit):
-		return bad("source.config_commit", strconv.Quote(s.ConfigCommit), "7 to 40 lower-case hex digits")
-	}
-	return nil
 }
 
 // gibRounding is how far a total computed from a breakdown printed in

@@ -141,32 +141,32 @@ type MemoryJSON struct {
 // MemoryRowJSON is one costed memory case; bytes are per JAX device
 // unless the name says chip.
 type MemoryRowJSON struct {
-	ID                 string       `json:"id,omitempty"`
-	Set                string       `json:"set,omitempty"`
-	Date               string       `json:"date,omitempty"`
-	Kind               string       `json:"kind"`
-	Scope              string       `json:"scope"`
-	Generation         string       `json:"generation"`
-	AcceleratorType    string       `json:"accelerator_type"`
-	Slices             int          `json:"slices"`
-	Model              string       `json:"model"`
-	DevicesPerChip     int          `json:"jax_devices_per_chip"`
-	Reported           int64        `json:"reported_bytes,omitempty"`
-	Capacity           int64        `json:"hbm_capacity_bytes,omitempty"`
-	Breakdown          Breakdown    `json:"breakdown,omitzero"`
-	PredictedChip      int64        `json:"predicted_total_bytes_per_chip"`
-	PredictedTotal     int64        `json:"predicted_total_bytes"`
-	PredictedArguments int64        `json:"predicted_argument_bytes"`
-	PredictedTemp      int64        `json:"predicted_temp_bytes"`
-	Predicted          int64        `json:"predicted_bytes"`
-	Error              *float64     `json:"relative_error,omitempty"`
-	Refused            *bool        `json:"refused,omitempty"`
-	ArgumentError      *float64     `json:"argument_relative_error,omitempty"`
-	TempError          *float64     `json:"temp_relative_error,omitempty"`
-	PeakPhase          string       `json:"peak_phase"`
-	Verdict            string       `json:"verdict"`
-	Unmodelled         string       `json:"unmodelled,omitempty"`
-	Source             MemorySource `json:"source,omitzero"`
+	ID                 string    `json:"id,omitempty"`
+	Set                string    `json:"set,omitempty"`
+	Date               string    `json:"date,omitempty"`
+	Kind               string    `json:"kind"`
+	Scope              string    `json:"scope"`
+	Generation         string    `json:"generation"`
+	AcceleratorType    string    `json:"accelerator_type"`
+	Slices             int       `json:"slices"`
+	Model              string    `json:"model"`
+	DevicesPerChip     int       `json:"jax_devices_per_chip"`
+	Reported           int64     `json:"reported_bytes,omitempty"`
+	Capacity           int64     `json:"hbm_capacity_bytes,omitempty"`
+	Breakdown          Breakdown `json:"breakdown,omitzero"`
+	PredictedChip      int64     `json:"predicted_total_bytes_per_chip"`
+	PredictedTotal     int64     `json:"predicted_total_bytes"`
+	PredictedArguments int64     `json:"predicted_argument_bytes"`
+	PredictedTemp      int64     `json:"predicted_temp_bytes"`
+	Predicted          int64     `json:"predicted_bytes"`
+	Error              *float64  `json:"relative_error,omitempty"`
+	Refused            *bool     `json:"refused,omitempty"`
+	ArgumentError      *float64  `json:"argument_relative_error,omitempty"`
+	TempError          *float64  `json:"temp_relative_error,omitempty"`
+	PeakPhase          string    `json:"peak_phase"`
+	Verdict            string    `json:"verdict"`
+	Unmodelled         string    `json:"unmodelled,omitempty"`
+	Source             Source    `json:"source,omitzero"`
 }
 
 // JSON returns the memory report's machine-readable form.

@@ -30,17 +30,6 @@ const (
 	DatasetRandom   = "random"
 )
 
-// ServingSource says where a serving figure was published: a file (Path)
-// or an issue or pull request (Issue) of Repo at Commit, or a web page
-// (URL).
-type ServingSource struct {
-	Repo   string `yaml:"repo,omitempty" json:"repo,omitempty"`
-	Path   string `yaml:"path,omitempty" json:"path,omitempty"`
-	Issue  string `yaml:"issue,omitempty" json:"issue,omitempty"`
-	Commit string `yaml:"commit,omitempty" json:"commit,omitempty"`
-	URL    string `yaml:"url,omitempty" json:"url,omitempty"`
-}
-
 // Workload is the requests a serving figure was measured on.
 type Workload struct {
 	Dataset    string `yaml:"dataset" json:"dataset"`
@@ -74,11 +63,11 @@ type ServingPublished struct {
 // ServingRow is one published serving figure and the configuration it
 // was measured at.
 type ServingRow struct {
-	ID     string        `yaml:"id" json:"id"`
-	Source ServingSource `yaml:"source" json:"source"`
-	Date   string        `yaml:"date" json:"date"`
-	Read   string        `yaml:"read" json:"read"`
-	Set    string        `yaml:"set" json:"set"`
+	ID     string `yaml:"id" json:"id"`
+	Source Source `yaml:"source" json:"source"`
+	Date   string `yaml:"date" json:"date"`
+	Read   string `yaml:"read" json:"read"`
+	Set    string `yaml:"set" json:"set"`
 	// Calibration marks a row the engine's fixed step time is fitted on
 	// (FitStepOverhead); the others are held out. Marked by a rule set
 	// before fitting (serving.yaml's header).
@@ -116,36 +105,7 @@ func ServingRows() ([]ServingRow, error) { return ParseServing(servingYAML) }
 // naming its row and field, and so is a modelled row whose configuration
 // shardlab's serving model refuses.
 func ParseServing(data []byte) ([]ServingRow, error) {
-	t := table{name: "serving", row: "row", rowError: func(id string, err error) error { return &ServingRowError{ID: id, Err: err} }}
-	return parseTable(data, t, func(r *ServingRow) string { return r.ID }, (*ServingRow).check)
-}
-
-// ServingRowError is a row of a serving table that is not valid: its id
-// and what is wrong. It wraps ErrInvalid and the cause.
-type ServingRowError struct {
-	ID  string
-	Err error
-}
-
-func (e *ServingRowError) Error() string {
-	return fmt.Sprintf("validate: serving row %s: %v", e.ID, e.Err)
-}
-func (e *ServingRowError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
-
-func (s ServingSource) check() error {
-	switch {
-	case s.Repo == "" && s.URL == "":
-		return bad("source", "no repo or url", "a repo (owner/name) or a url")
-	case s.Repo != "" && (strings.Count(s.Repo, "/") != 1 || strings.ContainsAny(s.Repo, " \t\n")):
-		return bad("source.repo", strconv.Quote(s.Repo), "owner/name")
-	case s.Repo != "" && strings.TrimSpace(s.Path) == "" && strings.TrimSpace(s.Issue) == "":
-		return bad("source", "no path or issue", "a path or an issue of the repo")
-	case s.Commit != "" && !hexCommit.MatchString(s.Commit):
-		return bad("source.commit", strconv.Quote(s.Commit), "7 to 40 lower-case hex digits")
-	case s.URL != "" && !strings.HasPrefix(s.URL, "https://"):
-		return bad("source.url", strconv.Quote(s.URL), "an https:// address")
-	}
-	return nil
+	return parseTable(data, servingTable, func(r *ServingRow) string { return r.ID }, (*ServingRow).check)
 }
 
 // maxDevices bounds a row's parallelism before the slice's devices are

@@ -46,12 +46,12 @@ func EvaluateServing(rows []ServingRow) (ServingReport, error) {
 		}
 		req, err := row.Request()
 		if err != nil {
-			return rep, &ServingRowError{ID: row.ID, Err: err}
+			return rep, servingTable.rowError(row.ID, err)
 		}
 		l := inference.Estimate(req, row.TP, row.DP)
 		sim, err := inference.Simulate(req, l, row.SimOptions(), rand.New(rand.NewPCG(ServingSeed, 0)))
 		if err != nil {
-			return rep, &ServingRowError{ID: row.ID, Err: err}
+			return rep, servingTable.rowError(row.ID, err)
 		}
 		rep.Results = append(rep.Results, servingResult(row, l, sim))
 	}

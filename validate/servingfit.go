@@ -44,13 +44,13 @@ func FitStepOverhead(rows []ServingRow, engine inference.Engine) (time.Duration,
 		for _, r := range calib {
 			req, err := r.Request()
 			if err != nil {
-				return 0, &ServingRowError{ID: r.ID, Err: err}
+				return 0, servingTable.rowError(r.ID, err)
 			}
 			o := r.SimOptions()
 			o.StepOverhead = &h
 			sim, err := inference.Simulate(req, inference.Estimate(req, r.TP, r.DP), o, rand.New(rand.NewPCG(ServingSeed, 0)))
 			if err != nil {
-				return 0, &ServingRowError{ID: r.ID, Err: err}
+				return 0, servingTable.rowError(r.ID, err)
 			}
 			errs = append(errs, (sim.TokensPerSecond-r.Published.OutputTokensPerS)/r.Published.OutputTokensPerS)
 		}

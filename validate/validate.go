@@ -8,15 +8,12 @@
 package validate
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 
 	"shardlab/cost"
 	"shardlab/hw"
@@ -26,15 +23,6 @@ import (
 
 //go:embed runs.yaml
 var runsYAML []byte
-
-// Source says where a run was published.
-type Source struct {
-	Repo         string `yaml:"repo" json:"repo"`
-	Path         string `yaml:"path" json:"path"`
-	Commit       string `yaml:"commit" json:"commit"`
-	ConfigPath   string `yaml:"config_path,omitempty" json:"config_path,omitempty"`
-	ConfigCommit string `yaml:"config_commit,omitempty" json:"config_commit,omitempty"`
-}
 
 // Layout is MaxText's ici_* and dcn_* parallelism as the run set it, in
 // JAX devices (on TPU7x a chip is two devices).
@@ -107,37 +95,36 @@ func Runs() ([]Run, error) { return Parse(runsYAML) }
 // ErrInvalid is wrapped by errors in a table.
 var ErrInvalid = errors.New("invalid run table")
 
-// Parse reads a table of runs (YAML). Unknown fields are errors.
+// Parse reads a table of runs (YAML) as the other tables are read
+// (parseTable): unknown fields, fractional numbers where whole ones
+// belong, NaN and infinities are errors, each naming its row and field,
+// and so is a row whose source, layout, flags or published MFU is not
+// valid.
 func Parse(data []byte) ([]Run, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var runs []Run
-	if err := dec.Decode(&runs); err != nil {
-		return nil, fmt.Errorf("validate: %s: %w", strings.ReplaceAll(err.Error(), "\n", "; "), ErrInvalid)
+	return parseTable(data, runsTable, func(r *Run) string { return r.ID }, (*Run).check)
+}
+
+// check validates a run once it is decoded: its source, that Setup takes
+// it, its flags, batch verdict and published MFU.
+func (r *Run) check() error {
+	if err := r.Source.check(); err != nil {
+		return err
 	}
-	seen := map[string]bool{}
-	for i := range runs {
-		r := &runs[i]
-		if r.ID == "" || seen[r.ID] {
-			return nil, fmt.Errorf("validate: row %d: id %q, want a unique id: %w", i+1, r.ID, ErrInvalid)
-		}
-		seen[r.ID] = true
-		if _, _, err := r.Setup(); err != nil {
-			return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
-		}
-		if r.Calibration && r.Prospective {
-			return nil, fmt.Errorf("validate: %s: calibration and prospective both true, want at most one (a prospective row is never fitted): %w", r.ID, ErrInvalid)
-		}
-		if r.BatchTuned != nil {
-			if err := r.BatchTuned.check(); err != nil {
-				return nil, fmt.Errorf("validate: %s: %w", r.ID, err)
-			}
-		}
-		if !(r.Published.MFU > 0 && r.Published.MFU < 1) {
-			return nil, fmt.Errorf("validate: %s: published mfu %v, want a fraction in (0, 1): %w", r.ID, r.Published.MFU, ErrInvalid)
+	if _, _, err := r.Setup(); err != nil {
+		return err
+	}
+	if r.Calibration && r.Prospective {
+		return fmt.Errorf("calibration and prospective both true, want at most one (a prospective row is never fitted): %w", ErrInvalid)
+	}
+	if r.BatchTuned != nil {
+		if err := r.BatchTuned.check(); err != nil {
+			return err
 		}
 	}
-	return runs, nil
+	if !(r.Published.MFU > 0 && r.Published.MFU < 1) {
+		return fmt.Errorf("published mfu %v, want a fraction in (0, 1): %w", r.Published.MFU, ErrInvalid)
+	}
+	return nil
 }
 
 // Setup is the run as package cost sees it: the job and the mesh, in

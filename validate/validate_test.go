@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -156,6 +157,41 @@ func TestParseRefuses(t *testing.T) {
 		if _, err := Parse([]byte(in)); err == nil {
 			t.Errorf("Parse(%q) accepted", in)
 		}
+	}
+}
+
+// TestParseRefusesABadSource checks that a run's source is held to the
+// rule the other tables' sources are (Source.check): the built-in table
+// with one source spoilt is refused, naming the field.
+func TestParseRefusesABadSource(t *testing.T) {
+	for _, tt := range []struct{ old, new, field string }{
+		{"repo: AI-Hypercomputer/maxtext\n", "repo: maxtext\n", "source.repo"},
+		{"commit: 281e04bf31557482e2aa6bb870897e7b7be47f38\n", "commit: main\n", "source.commit"},
+		{"config_commit: 281e04bf31557482e2aa6bb870897e7b7be47f38\n", "config_commit: HEAD\n", "source.config_commit"},
+	} {
+		in := strings.Replace(string(runsYAML), tt.old, tt.new, 1)
+		if in == string(runsYAML) {
+			t.Fatalf("runs.yaml has no %q to spoil", tt.old)
+		}
+		_, err := Parse([]byte(in))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.field+" = ") {
+			t.Errorf("Parse with %q: %v, want an error naming %s", tt.new, err, tt.field)
+		}
+	}
+}
+
+// TestParseRunsAsTheOtherTables checks that the runs table is read by
+// parseTable's rules: a fractional count and a repeated id are refused,
+// the first naming the row and field.
+func TestParseRunsAsTheOtherTables(t *testing.T) {
+	frac := strings.Replace(string(runsYAML), "  slices: 1\n", "  slices: 1.5\n", 1)
+	if _, err := Parse([]byte(frac)); err == nil || !strings.Contains(err.Error(), "validate: runs row ") || !strings.Contains(err.Error(), "slices") {
+		t.Errorf("Parse with slices 1.5: %v, want an error naming the row and slices", err)
+	}
+	rs := runs(t)
+	twice := strings.Replace(string(runsYAML), "id: "+rs[1].ID+"\n", "id: "+rs[0].ID+"\n", 1)
+	if _, err := Parse([]byte(twice)); err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "unique id") {
+		t.Errorf("Parse with id %s twice: %v, want a unique id", rs[0].ID, err)
 	}
 }
 

@@ -205,11 +205,32 @@ func caseID(n *yaml.Node) string {
 
 // table names a table for its errors: the memory table of cases, the
 // serving table of rows.
-type table struct {
-	name, row string
-	// rowError is the error for what is wrong with the row of an id.
-	rowError func(id string, err error) error
+type table struct{ name, row string }
+
+// The tables parseTable reads.
+var (
+	runsTable    = table{name: "runs", row: "row"}
+	memoryTable  = table{name: "memory", row: "case"}
+	servingTable = table{name: "serving", row: "row"}
+)
+
+// rowError is the error for what is wrong with the row of an id.
+func (t table) rowError(id string, err error) *RowError {
+	return &RowError{Table: t.name, Row: t.row, ID: id, Err: err}
 }
+
+// RowError is a row of a table (a run, a memory case, a serving row) that is not
+// valid: the table, what it calls a row, the row's id and what is wrong.
+// It wraps ErrInvalid and the cause.
+type RowError struct {
+	Table, Row, ID string
+	Err            error
+}
+
+func (e *RowError) Error() string {
+	return fmt.Sprintf("validate: %s %s %s: %v", e.Table, e.Row, e.ID, e.Err)
+}
+func (e *RowError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 
 // parseTable reads a table (a YAML list of mappings) into rows of T:
 // unknown fields, fractional numbers where whole ones belong, NaN and

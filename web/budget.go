@@ -21,9 +21,7 @@ import (
 // option a *budget.OptionError or, for the job's, a *plan.OptionError
 // names), and the pasted spec. TestBudgetFormHasEveryOption holds this
 // list to budget.Options.
-var budgetLooks = []look{
-	{"model", "Job", "Model", "", modelChoices},
-	{optionModelSpec, "Job", "Model spec", "YAML or JSON, as shardlab model show reads it; used when Model is pasted spec", nil},
+var budgetLooks = withModel([]look{
 	{"tokens", "Job", "Tokens", "tokens to train, with k, M, B or T (1T, 500B)", nil},
 	{"seq", "Job", "Sequence length", "tokens; 0: the model's", nil},
 	{"max_global_batch", "Job", "Batch limit", "the convergence limit, sequences (512) or tokens (4Mitok)", nil},
@@ -35,7 +33,7 @@ var budgetLooks = []look{
 	{"deadline", "Price", "Deadline", "drop what takes longer: 30d, 36h, 90m; 0: none", nil},
 	{"budget", "Price", "Budget", "drop what costs more: dollars with k or M (2M); 0: none", nil},
 	{"spot_preemptions_per_hour", "Price", "Spot preemptions", "per slice per hour: no public rate was found, so it is yours; 0: none", nil},
-}
+})
 
 // budgetLabel spells a budget option as the form labels it.
 func budgetLabel(o plan.Option) string { return keyLabel(budgetForm, o) }
@@ -72,33 +70,9 @@ func budgetFieldError(err error) (*fieldError, bool) {
 }
 
 // parseBudget checks the options with budget.ParseOptions and finds every
-// option at fault, as parseAll does for plans.
+// option at fault (parseEach), as parseAll does for plans.
 func parseBudget(o budget.Options, bad fieldErrors) (budget.Request, error) {
-	ov := reflect.ValueOf(&o).Elem()
-	for range len(budgetForm.index) + 1 {
-		r, err := budget.ParseOptions(o, nil)
-		fe, named := budgetFieldError(err)
-		switch {
-		case err == nil && len(bad) == 0:
-			return r, nil
-		case err == nil || !named:
-			if len(bad) == 0 {
-				return r, err
-			}
-			return r, bad
-		}
-		idx, ok := budgetForm.index[fe.Option]
-		already := bad.has(fe.Option)
-		bad = append(bad, fe)
-		if !ok || already {
-			return r, bad
-		}
-		ov.FieldByIndex(idx).Set(budgetForm.defaults.FieldByIndex(idx))
-		if fe.Option == "model" {
-			o.ModelSpec = nil
-		}
-	}
-	return budget.Request{}, bad
+	return parseEach(budgetForm, o, bad, func(o budget.Options) (budget.Request, error) { return budget.ParseOptions(o, nil) }, budgetFieldError)
 }
 
 // budgetView is a budget as the page shows it: the budget package's own

@@ -12,6 +12,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/plan"
 	"shardlab/schedule"
@@ -59,10 +60,21 @@ type look struct {
 	choices func() []choice
 }
 
+// withModel is a form's options ls after the two every form begins with:
+// the catalog model, and the pasted spec used when the model is "spec".
+func withModel(ls []look) []look {
+	return append([]look{
+		{plan.OptionModel, "Job", "Model", "", modelChoices},
+		{optionModelSpec, "Job", "Model spec", "YAML or JSON, as shardlab model show reads it; used when Model is pasted spec", nil},
+	}, ls...)
+}
+
+// meshExample is the layout the Mesh field's help shows,
+// data=2(dcn),fsdp=64 as mesh spells it.
+var meshExample = mesh.Spell([]mesh.Degree{{Axis: mesh.Data, ICI: 1, DCN: 2}, {Axis: mesh.FSDP, ICI: 64, DCN: 1}})
+
 // looks are the form's options in the order it shows them.
-var looks = []look{
-	{plan.OptionModel, "Job", "Model", "", modelChoices},
-	{optionModelSpec, "Job", "Model spec", "YAML or JSON, as shardlab model show reads it; used when Model is pasted spec", nil},
+var looks = withModel([]look{
 	{plan.OptionSeq, "Job", "Sequence length", "tokens; 0: the model's", nil},
 	{plan.OptionGlobalBatch, "Job", "Global batch", "sequences (512) or tokens (4Mitok); empty: the planner chooses", nil},
 	{plan.OptionMaxGlobalBatch, "Job", "Batch limit", "the convergence limit, sequences or tokens", nil},
@@ -70,7 +82,7 @@ var looks = []look{
 	{plan.OptionTopology, "Hardware", "Topology", "AxB or AxBxC; empty: the accelerator type's", nil},
 	{plan.OptionSlices, "Hardware", "Slices", "slices joined by DCN", nil},
 	{plan.OptionDCNGbps, "Hardware", "DCN bandwidth", "Gbit/s per host; 0: the catalog's", nil},
-	{plan.OptionMesh, "Layout", "Mesh", "one layout to cost, e.g. data=2(dcn),fsdp=64; empty: search all", nil},
+	{plan.OptionMesh, "Layout", "Mesh", "one layout to cost, e.g. " + meshExample + "; empty: search all", nil},
 	{plan.OptionSchedule, "Layout", "Pipeline schedule", "", scheduleChoices},
 	{plan.OptionChunks, "Layout", "Chunks", "layer chunks per pipeline device; 0: 2 for interleaved, 1 for circular", nil},
 	{plan.OptionFramework, "Layout", "Framework", "search only what the framework runs", frameworkChoices},
@@ -90,7 +102,7 @@ var looks = []look{
 	{plan.OptionCapacityFactor, "Advanced", "Capacity factor", "mixture of experts: rows per expert cap; 0: dropless", nil},
 	{plan.OptionLoadImbalance, "Advanced", "Load imbalance", "mixture of experts, dropless: busiest expert over the mean; 0: balanced", nil},
 	{plan.OptionExampleCost, "Advanced", "Example cost", "host CPU time per sequence (250ms); 0: skip the input check", nil},
-}
+})
 
 func modelChoices() []choice {
 	var out []choice
@@ -304,66 +316,20 @@ func setValue(v reflect.Value, kind, s string) error {
 }
 
 // parseAll checks the options with plan.ParseRequest and finds every
-// option at fault, not only the first: each option ParseRequest refuses
-// goes back to its default and the rest are checked again, until they
-// pass. Options in bad (refused before, and at their defaults in o) are
-// not checked again. It returns the request when nothing is at fault,
-// else bad and the errors found, in the form's order, as fieldErrors; an
-// error that names no option ends the search.
+// option at fault (parseEach): the request when nothing is, else
+// fieldErrors in the training form's order.
 func parseAll(o plan.Options, bad fieldErrors) (plan.Request, error) {
-	ov := reflect.ValueOf(&o).Elem()
-	for range len(planForm.index) + 1 {
-		r, err := plan.ParseRequest(o)
-		if err == nil {
-			if len(bad) > 0 {
-				return r, inFormOrder(bad)
-			}
-			return r, nil
-		}
-		var oe *plan.OptionError
-		if !errors.As(err, &oe) {
-			if len(bad) > 0 {
-				return r, inFormOrder(bad)
-			}
-			return r, err
-		}
-		idx, ok := planForm.index[oe.Option]
-		if !ok || bad.has(oe.Option) {
-			// the option at its default is refused with the others: no
-			// default clears it, report what is found
-			if !bad.has(oe.Option) {
-				bad = append(bad, &fieldError{oe.Option, oe.Phrase})
-			}
-			return r, inFormOrder(bad)
-		}
-		bad = append(bad, &fieldError{oe.Option, oe.Phrase})
-		ov.FieldByIndex(idx).Set(planForm.defaults.FieldByIndex(idx))
-		if oe.Option == plan.OptionModel {
-			o.ModelSpec = nil
-		}
-	}
-	return plan.Request{}, inFormOrder(bad)
+	return parseEach(planForm, o, bad, plan.ParseRequest, planFieldError)
 }
 
-// inFormOrder sorts errors by their fields' order on the training form.
-func inFormOrder(es fieldErrors) fieldErrors { return inOrder(es, looks) }
-
-// inOrder sorts errors by their fields' order in ls, a form's options
-// (errors that name no field last), as the page shows them.
-func inOrder(es fieldErrors, ls []look) fieldErrors {
-	at := map[plan.Option]int{}
-	for i, l := range ls {
-		at[l.option] = i
+// planFieldError is an error of plan.ParseRequest as the form shows it,
+// and whether it names an option.
+func planFieldError(err error) (*fieldError, bool) {
+	var oe *plan.OptionError
+	if !errors.As(err, &oe) {
+		return nil, false
 	}
-	pos := func(o plan.Option) int {
-		if i, ok := at[o]; ok {
-			return i
-		}
-		return len(ls)
-	}
-	out := append(fieldErrors(nil), es...)
-	sort.SliceStable(out, func(i, j int) bool { return pos(out[i].Option) < pos(out[j].Option) })
-	return out
+	return &fieldError{oe.Option, oe.Phrase}, true
 }
 
 // checkSpec bounds a pasted spec.

@@ -22,9 +22,7 @@ import (
 // them: one for each field of inference.Options (its JSON key, which is
 // also the field a *inference.FieldError names), and the pasted spec.
 // TestServingFormHasEveryOption holds this list to inference.Options.
-var servingLooks = []look{
-	{"model", "Job", "Model", "", modelChoices},
-	{optionModelSpec, "Job", "Model spec", "YAML or JSON, as shardlab model show reads it; used when Model is pasted spec", nil},
+var servingLooks = withModel([]look{
 	{"hf_model", "Job", "Hugging Face model", "what vllm serve loads: owner/name or a path; empty: the catalog model's repository", nil},
 	{"max_model_len", "Job", "Max model length", "tokens, prompt and output; 0: the model's context", nil},
 	{"prompt_len", "Job", "Prompt length", "tokens per request", nil},
@@ -46,7 +44,7 @@ var servingLooks = []look{
 	{"length_mix", "Simulation", "Length mix", "the simulated requests' lengths: fixed (the prompt and output lengths) or uniform:A-B (a histogram file: the CLI)", nil},
 	{"seed", "Simulation", "Seed", "seed of the simulation's lengths and arrivals", nil},
 	{"num_requests", "Simulation", "Requests", "requests the simulation serves", nil},
-}
+})
 
 func objectiveChoices() []choice { return stringChoices(inference.Objectives) }
 func weightChoices() []choice    { return stringChoices([]string{"bf16", "fp8", "int8"}) }
@@ -79,41 +77,23 @@ func (h *Handler) servingOptions(q url.Values) (inference.Options, formValues, f
 }
 
 // parseServing checks the options with inference.ParseOptions and finds
-// every option at fault, as parseAll does for plans: each option refused
-// goes back to its default and the rest are checked again.
+// every option at fault (parseEach), as parseAll does for plans.
 func parseServing(o inference.Options, bad fieldErrors) (inference.Question, error) {
-	ov := reflect.ValueOf(&o).Elem()
-	for range len(servingForm.index) + 1 {
-		q, err := inference.ParseOptions(o)
-		var fe *inference.FieldError
-		switch {
-		case err == nil && len(bad) == 0:
-			return q, nil
-		case err == nil || !errors.As(err, &fe):
-			if len(bad) == 0 {
-				return q, err
-			}
-			return q, servingOrder(bad)
-		}
-		opt := plan.Option(fe.Field)
-		idx, ok := servingForm.index[opt]
-		e := fe
-		bad = append(bad, &fieldError{opt, func(name func(plan.Option) string) string {
-			return fmt.Sprintf("%s %s, want %s", name(opt), e.Value, e.Want)
-		}})
-		if !ok || bad[:len(bad)-1].has(opt) {
-			return inference.Question{}, servingOrder(bad)
-		}
-		ov.FieldByIndex(idx).Set(servingForm.defaults.FieldByIndex(idx))
-		if opt == "model" {
-			o.ModelSpec = nil
-		}
-	}
-	return inference.Question{}, servingOrder(bad)
+	return parseEach(servingForm, o, bad, inference.ParseOptions, servingFieldError)
 }
 
-// servingOrder sorts errors by their fields' order on the serving form.
-func servingOrder(es fieldErrors) fieldErrors { return inOrder(es, servingLooks) }
+// servingFieldError is an error of inference.ParseOptions as the form
+// shows it, and whether it names a field.
+func servingFieldError(err error) (*fieldError, bool) {
+	var fe *inference.FieldError
+	if !errors.As(err, &fe) {
+		return nil, false
+	}
+	opt := plan.Option(fe.Field)
+	return &fieldError{opt, func(name func(plan.Option) string) string {
+		return fmt.Sprintf("%s %s, want %s", name(opt), fe.Value, fe.Want)
+	}}, true
+}
 
 // maxCurves is how many layouts the serving charts draw: the chosen and
 // the next best, so that the lines stay readable.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"sort"
 	"strings"
 
 	"shardlab/plan"
@@ -122,6 +123,67 @@ func (f *form) view(vals formValues, fes fieldErrors, name func(plan.Option) str
 		g.Open = g.Open || fv.Error != "" || (fl.Option != optionModelSpec && fv.Value != fl.Default)
 	}
 	return groups, strings.Join(general, "; ")
+}
+
+// parseEach checks options o of form f with parse and finds every option
+// at fault, not only the first: each option parse refuses (named turns
+// its error into a fieldError naming the option, and reports whether it
+// names one) goes back to its default, the model with its pasted spec,
+// and the rest are checked again, until they pass. Options in bad
+// (refused before, and at their defaults in o) are not checked again. It
+// returns what parse does when nothing is at fault, else bad and the
+// errors found, in the form's order, as fieldErrors; an error that names
+// no option ends the search, and is returned alone when nothing else is
+// at fault.
+func parseEach[O, R any](f *form, o O, bad fieldErrors, parse func(O) (R, error), named func(error) (*fieldError, bool)) (R, error) {
+	ov := reflect.ValueOf(&o).Elem()
+	for range len(f.index) + 1 {
+		r, err := parse(o)
+		if err == nil && len(bad) == 0 {
+			return r, nil
+		}
+		fe, ok := named(err)
+		if err == nil || !ok {
+			if len(bad) == 0 {
+				return r, err
+			}
+			return r, f.inOrder(bad)
+		}
+		idx, inForm := f.index[fe.Option]
+		if !inForm || bad.has(fe.Option) {
+			// the option at its default is refused with the others: no
+			// default clears it, report what is found
+			if !bad.has(fe.Option) {
+				bad = append(bad, fe)
+			}
+			return r, f.inOrder(bad)
+		}
+		bad = append(bad, fe)
+		ov.FieldByIndex(idx).Set(f.defaults.FieldByIndex(idx))
+		if spec := ov.FieldByName("ModelSpec"); fe.Option == plan.OptionModel && spec.IsValid() {
+			spec.SetZero()
+		}
+	}
+	var none R
+	return none, f.inOrder(bad)
+}
+
+// inOrder sorts errors by their fields' order on the form (errors that
+// name no field last), as the page shows them.
+func (f *form) inOrder(es fieldErrors) fieldErrors {
+	at := map[plan.Option]int{}
+	for i, fl := range f.fields {
+		at[fl.Option] = i
+	}
+	pos := func(o plan.Option) int {
+		if i, ok := at[o]; ok {
+			return i
+		}
+		return len(f.fields)
+	}
+	out := append(fieldErrors(nil), es...)
+	sort.SliceStable(out, func(i, j int) bool { return pos(out[i].Option) < pos(out[j].Option) })
+	return out
 }
 
 // has reports whether the form has a field for option o.

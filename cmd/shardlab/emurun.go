@@ -26,8 +26,11 @@ import (
 const (
 	defaultRunTPU    = "v5litepod-4"
 	defaultRunSlices = 2
-	defaultRunMesh   = "data=2(dcn),fsdp=2,tensor=2"
 )
+
+// defaultRunMesh is the default run's layout, data=2(dcn),fsdp=2,tensor=2
+// as mesh spells it.
+var defaultRunMesh = mesh.Spell([]mesh.Degree{{Axis: mesh.Data, ICI: 1, DCN: 2}, {Axis: mesh.FSDP, ICI: 2, DCN: 1}, {Axis: mesh.Tensor, ICI: 2, DCN: 1}})
 
 type runFlags struct {
 	tpu, meshSpec, planPath, sched, data, ckptDir, failLink, tracePath, killPoint *string
@@ -48,7 +51,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	var f runFlags
 	f.tpu = fs.String("tpu", defaultRunTPU, "accelerator type of one slice, or a generation (v5litepod) for one host")
 	f.slices = newInt(fs, "slices", defaultRunSlices, 1, 4096, "", "slices joined by DCN")
-	f.meshSpec = fs.String("mesh", defaultRunMesh, "layout, e.g. data=2(dcn),fsdp=2,tensor=2")
+	f.meshSpec = fs.String("mesh", defaultRunMesh, "layout, e.g. "+defaultRunMesh)
 	f.planPath = fs.String("plan", "", "take the layout, topology, global batch, micro-batches, schedule, chunks and (when the emulator runs it) sequence length\nfrom 'shardlab plan --json' output in FILE (at most 4 MiB)")
 	f.planIndex = newInt(fs, "plan-index", 0, 0, 1023, "", "with --plan: which plan of the array 'shardlab plan --json' prints without model or TPU flags, from 0")
 	f.layers = newInt(fs, "layers", 4, 1, 1024, "", "model layers")
@@ -57,7 +60,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.kvHeads = newInt(fs, "kv-heads", 2, 1, 4096, "", "key/value heads")
 	f.dff = newInt(fs, "d-ff", 176, 1, 1<<16, "", "MLP width")
 	f.seq = newInt(fs, "seq", 64, 1, maxRunSeq, "", "sequence length")
-	f.experts = newInt(fs, "experts", 0, 0, 1024, "0: a dense model", "routed experts of each mixture-of-experts layer (expert parallelism: --mesh expert=N)")
+	f.experts = newInt(fs, "experts", 0, 0, 1024, "0: a dense model", "routed experts of each mixture-of-experts layer (expert parallelism: --mesh "+mesh.Expert.String()+"=N)")
 	f.expertsPerToken = newInt(fs, "experts-per-token", 2, 1, 1024, "", "with --experts: experts each token is routed to (top-k)")
 	f.expertDFF = newInt(fs, "expert-d-ff", 0, 0, 1<<16, "0: --d-ff", "with --experts: each expert's MLP width")
 	f.firstDense = newInt(fs, "first-dense-layers", 0, 0, 1023, "", "with --experts: layers at the start that keep a dense MLP")
@@ -135,6 +138,10 @@ func checkRunFlags(f *runFlags, set map[string]bool, stderr io.Writer) error {
 	return nil
 }
 
+// axisFactor spells axis a at size n in the layout syntax --mesh takes,
+// as mesh spells it ("pipeline=4").
+func axisFactor(a mesh.Axis, n int) string { return mesh.Degree{Axis: a, ICI: n, DCN: 1}.String() }
+
 // pipelineSchedule reads --schedule and --chunks against the layout, the
 // layers and the micro-batches: chunks only for interleaved (2 or more,
 // default 2) and circular (default 1), a pipeline to run them on, layers
@@ -156,11 +163,11 @@ func pipelineSchedule(name string, chunks int, m mesh.Mesh, layers, micro int) (
 	case k == schedule.Interleaved && v < 2:
 		return "", 0, bad("run: --chunks %d with --schedule interleaved, want 2 to %d (1 chunk is 1f1b)", chunks, plan.MaxChunks)
 	case k.Chunked() && p == 1:
-		return "", 0, bad("run: --schedule %s needs a pipeline, and layout %s has none; want gpipe or 1f1b, or a --mesh with pipeline=2 or more", k, m)
+		return "", 0, bad("run: --schedule %s needs a pipeline, and layout %s has none; want gpipe or 1f1b, or a --mesh with %s or more", k, m, axisFactor(mesh.Pipeline, 2))
 	case layers%(p*v) != 0:
-		return "", 0, bad("run: --layers %d over pipeline=%d x %s, want a multiple of %d layers", layers, p, unit.Plural(v, "chunk"), p*v)
+		return "", 0, bad("run: --layers %d over %s x %s, want a multiple of %d layers", layers, axisFactor(mesh.Pipeline, p), unit.Plural(v, "chunk"), p*v)
 	case k.Chunked() && micro%p != 0:
-		return "", 0, bad("run: --micro-batches %d with --schedule %s over pipeline=%d, want a multiple of %d", micro, k, p, p)
+		return "", 0, bad("run: --micro-batches %d with --schedule %s over %s, want a multiple of %d", micro, k, axisFactor(mesh.Pipeline, p), p)
 	}
 	return k, v, nil
 }

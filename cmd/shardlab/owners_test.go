@@ -154,19 +154,40 @@ func pathDir(path string) string {
 	return "."
 }
 
+// axisInLayout finds an axis written in the layout syntax mesh reads and
+// writes (mesh.ParseAxes, mesh.Degree.String): its name, "=" and a factor,
+// a format verb or the placeholder N, as in "expert=%d", "fsdp=%d(dcn)",
+// "data=2(dcn),fsdp=64" or "expert=N". A remat policy's "tensor=device"
+// is no layout. Each match is the name with its "=" ("expert="), so that
+// an exception for the bare word does not excuse a layout.
+var axisInLayout = func() *regexp.Regexp {
+	var names []string
+	for _, a := range mesh.All() {
+		names = append(names, regexp.QuoteMeta(a.String()))
+	}
+	return regexp.MustCompile(`\b(?:` + strings.Join(names, "|") + `)=(?:[0-9]|%|N\b)`)
+}()
+
 // axisRule: only package mesh spells an axis. A literal spells an axis
 // when it is exactly an axis's name as mesh.Axis.String gives it
-// ("fsdp"); the rest ask mesh (mesh.FSDP.String(), ParseAxis). Prose that
-// uses the word ("the data", "MaxText's pipeline") is not an axis.
+// ("fsdp"), or writes one in layout syntax ("expert=%d"); the rest ask
+// mesh (mesh.FSDP.String(), ParseAxis, mesh.Degree.String, mesh.Spell).
+// Prose that uses the word ("the data", "MaxText's pipeline", "data %d x
+// fsdp %d") is not an axis.
 var axisRule = ownerRule{
 	owner: "mesh",
 	match: func(v string) []string {
+		var out []string
 		for _, a := range mesh.All() {
 			if v == a.String() {
-				return []string{v}
+				out = append(out, v)
 			}
 		}
-		return nil
+		for _, m := range axisInLayout.FindAllString(v, -1) {
+			name, _, _ := strings.Cut(m, "=")
+			out = append(out, name+"=")
+		}
+		return out
 	},
 	except: map[string]string{
 		"maxtext": "MaxText's own axis names (its ici_<axis>_parallelism keys, base.yml), the dialect package maxtext " +
@@ -180,8 +201,23 @@ var axisRule = ownerRule{
 		"cmd/shardlab/runckpt.go data": "the checkpoint header's field naming the training data (--data), not the data axis",
 		"plan/tier.go pipeline": "plan's name of a cross-slice strategy (plan.Across: DP, FSDP or pipeline), printed " +
 			"beside DP and FSDP; the strategy puts the pipeline axis across slices, but the word names the strategy",
+		// Not excused, only not fixed yet: these messages write a factor in
+		// layout syntax and should ask mesh (mesh.Degree.String, as emu's
+		// and cmd's do), but plan/ and cost/ are being reworked by another
+		// hand in issue 30. Fixing one makes its line stale here: drop it.
+		"cost/moe.go expert=":     pendingLayout,
+		"cost/shape.go tensor=":   pendingLayout,
+		"cost/shape.go pipeline=": pendingLayout,
+		"cost/shape.go context=":  pendingLayout,
+		"plan/devices.go fsdp=":   pendingLayout,
+		"plan/reasons.go expert=": pendingLayout,
+		"plan/render.go expert=":  pendingLayout,
 	},
 }
+
+// pendingLayout marks the layout-syntax spellings left for their
+// packages' owners to hand to mesh.
+const pendingLayout = "pending (issue 30): a factor in layout syntax, to be spelt by mesh.Degree.String"
 
 // maxtextKey finds MaxText's layout keys: the parallelism keys
 // (ici_<axis>_parallelism, dcn_<axis>_parallelism, base.yml), also when
@@ -297,6 +333,8 @@ var (
 	d = fmt.Errorf("pass --global-batch %d", 2)
 	e = "the tensor's data" // prose, not an axis
 	f = "--data-parallel-size" // vLLM's flag, not shardlab's --data
+	g = fmt.Errorf("expert=%d must divide; want fsdp=2(dcn),data=N")
+	h = "tensor=device|offload|remat, data %d x fsdp %d" // a remat policy and prose, not layouts
 )
 `
 	lits, err := sourceLiterals("lib/p.go", src)
@@ -308,7 +346,10 @@ var (
 		r    ownerRule
 		want []string
 	}{
-		{"axis", axisRule, []string{`lib/p.go:10: tensor in "tensor"`, `lib/p.go:11: fsdp in "fsdp"`}},
+		{"axis", axisRule, []string{`lib/p.go:10: tensor in "tensor"`, `lib/p.go:11: fsdp in "fsdp"`,
+			`lib/p.go:16: data= in "expert=%d must divide; want fsdp=2(dcn),data=N"`,
+			`lib/p.go:16: expert= in "expert=%d must divide; want fsdp=2(dcn),data=N"`,
+			`lib/p.go:16: fsdp= in "expert=%d must divide; want fsdp=2(dcn),data=N"`}},
 		{"key", keyRule, []string{`lib/p.go:11: _parallelism in "_parallelism"`, `lib/p.go:12: per_device_batch_size in "per_device_batch_size"`}},
 		{"flag", flagRule(map[string]bool{"global-batch": true, "data": true}), []string{`lib/p.go:13: --global-batch in "pass --global-batch %d"`}},
 	} {
@@ -326,12 +367,15 @@ var (
 		}
 	}
 	// an exception allows its word in its file only, and one unused is stale
-	r := ownerRule{owner: "mesh", match: axisRule.match, except: map[string]string{"lib/p.go tensor": "test", "lib/q.go data": "test"}}
+	// (the bare word's exception does not excuse the word in a layout)
+	r := ownerRule{owner: "mesh", match: axisRule.match, except: map[string]string{"lib/p.go tensor": "test",
+		"lib/q.go data": "test", "lib/p.go expert=": "test", "lib/p.go data": "test"}}
 	got, stale := r.violations(lits)
-	if want := []string{`lib/p.go:11: fsdp in "fsdp"`}; !slices.Equal(got, want) {
+	if want := []string{`lib/p.go:11: fsdp in "fsdp"`, `lib/p.go:16: data= in "expert=%d must divide; want fsdp=2(dcn),data=N"`,
+		`lib/p.go:16: fsdp= in "expert=%d must divide; want fsdp=2(dcn),data=N"`}; !slices.Equal(got, want) {
 		t.Errorf("with an exception: violations = %q, want %q", got, want)
 	}
-	if want := []string{"lib/q.go data"}; !slices.Equal(stale, want) {
+	if want := []string{"lib/p.go data", "lib/q.go data"}; !slices.Equal(stale, want) {
 		t.Errorf("stale exceptions = %q, want %q", stale, want)
 	}
 }

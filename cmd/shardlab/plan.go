@@ -9,9 +9,14 @@ import (
 
 	"shardlab/cost"
 	"shardlab/export"
+	"shardlab/mesh"
 	"shardlab/plan"
 	"shardlab/schedule"
 )
+
+// meshExample is the layout --mesh's help shows, data=2(dcn),fsdp=64 as
+// mesh spells it.
+var meshExample = mesh.Spell([]mesh.Degree{{Axis: mesh.Data, ICI: 1, DCN: 2}, {Axis: mesh.FSDP, ICI: 64, DCN: 1}})
 
 // planFlags are the options of plan and export: plan's options,
 // filled by the flags over plan.DefaultOptions, and the CLI's own.
@@ -48,7 +53,7 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 	intVar(fs, &o.Seq, "seq", d.Seq, 0, plan.MaxSeq, "0: the model's", "sequence length in tokens")
 	fs.StringVar(&o.GlobalBatch, "global-batch", d.GlobalBatch, "fix the global batch: N sequences, or Ntok tokens (k, M, Ki, Mi allowed: 4Mitok)")
 	fs.StringVar(&o.MaxGlobalBatch, "max-global-batch", d.MaxGlobalBatch, "convergence limit on the global batch, sequences or tokens")
-	fs.StringVar(&o.Mesh, "mesh", d.Mesh, "cost this one layout, in JAX devices as MaxText counts them (2 a TPU7x, v3 or v2 chip), e.g. data=2(dcn),fsdp=64 (default: search all)")
+	fs.StringVar(&o.Mesh, "mesh", d.Mesh, "cost this one layout, in JAX devices as MaxText counts them (2 a TPU7x, v3 or v2 chip), e.g. "+meshExample+" (default: search all)")
 	remats := []string{}
 	for _, r := range cost.Remats() {
 		remats = append(remats, string(r))

@@ -100,20 +100,28 @@ func PeakAVX512(n int) float64 {
 	return float64(n) * 16 * 16 * 2
 }
 
+// vectorPart runs the widest vector kernel the CPU has on the longest
+// prefix of n elements that kernel takes (a multiple of 64 floats with
+// AVX-512, of 32 with AVX2) and returns the prefix's length, 0 when
+// neither runs; the caller's plain loop does the rest.
+func vectorPart(n int, avx512, avx2 func(m int)) int {
+	switch {
+	case supported512 && n >= 64:
+		avx512(n &^ 63)
+		return n &^ 63
+	case supported && n >= 32:
+		avx2(n &^ 31)
+		return n &^ 31
+	}
+	return 0
+}
+
 // Add sets dst[i] += x[i] for every i of dst (x is at least as long),
 // with the widest vectors the CPU has: each element is one float32
 // addition, so the result is the plain loop's, bit for bit.
 func Add(dst, x []float32) {
 	x = x[:len(dst)]
-	i := 0
-	switch n := len(dst); {
-	case supported512 && n >= 64:
-		i = n &^ 63
-		add64(&dst[0], &x[0], i)
-	case supported && n >= 32:
-		i = n &^ 31
-		add32(&dst[0], &x[0], i)
-	}
+	i := vectorPart(len(dst), func(m int) { add64(&dst[0], &x[0], m) }, func(m int) { add32(&dst[0], &x[0], m) })
 	for ; i < len(dst); i++ {
 		dst[i] += x[i]
 	}
@@ -184,15 +192,8 @@ func ReduceFan(outs, ins [][]float32) {
 			op[k] = unsafe.Pointer(&x[0])
 		}
 	}
-	i := 0
-	switch {
-	case supported512 && n >= 64:
-		i = n &^ 63
-		reduceFan64(&ip[0], len(ins), &op[0], len(outs), i)
-	case supported && n >= 32:
-		i = n &^ 31
-		reduceFan32(&ip[0], len(ins), &op[0], len(outs), i)
-	}
+	i := vectorPart(n, func(m int) { reduceFan64(&ip[0], len(ins), &op[0], len(outs), m) },
+		func(m int) { reduceFan32(&ip[0], len(ins), &op[0], len(outs), m) })
 	for ; i < n; i++ {
 		s := ins[0][i]
 		for _, x := range ins[1:] {
@@ -213,15 +214,7 @@ const maxFan = 64
 // input once. The sums are the plain loop's, bit for bit.
 func SumBoth(a, b []float32) {
 	b = b[:len(a)]
-	i := 0
-	switch n := len(a); {
-	case supported512 && n >= 64:
-		i = n &^ 63
-		sumBoth64(&a[0], &b[0], i)
-	case supported && n >= 32:
-		i = n &^ 31
-		sumBoth32(&a[0], &b[0], i)
-	}
+	i := vectorPart(len(a), func(m int) { sumBoth64(&a[0], &b[0], m) }, func(m int) { sumBoth32(&a[0], &b[0], m) })
 	for ; i < len(a); i++ {
 		s := a[i] + b[i]
 		a[i], b[i] = s, s
