@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"shardlab/hw"
+	"shardlab/model"
 	"shardlab/unit"
 )
 
@@ -161,5 +162,65 @@ func TestWindowWithinIsFull(t *testing.T) {
 	}
 	if capped.ITL >= uncapped.ITL || capped.TTFT >= uncapped.TTFT {
 		t.Errorf("past the window: ITL %v, TTFT %v; every layer global: %v, %v; want less", capped.ITL, capped.TTFT, uncapped.ITL, uncapped.TTFT)
+	}
+}
+
+// TestWindowKVByLayer checks KVBytes and KVBytesPerToken against a
+// second count that walks the layers one by one (model.Spec.IsGlobalLayer)
+// and the positions one by one (model.AttendedKeys), for both Gemma 4
+// models, at several TP sizes, dtypes and lengths.
+func TestWindowKVByLayer(t *testing.T) {
+	for _, name := range []string{"gemma4-31b", "gemma4-26b-a4b", "llama3-8b"} {
+		m := lookup(t, name)
+		for _, tp := range []int{1, 2, 4, 8} {
+			for _, kv := range []Dtype{BF16, FP8} {
+				var perToken unit.Bytes
+				for i := range m.Layers {
+					k := m
+					if m.IsGlobalLayer(i) {
+						k = m.Global()
+					}
+					perToken += unit.Bytes(kvRow(k, max(k.KV()/tp, 1), kv))
+				}
+				if got := KVBytesPerToken(m, tp, kv); got != perToken {
+					t.Errorf("%s TP %d %s: KVBytesPerToken = %d, layer by layer %d", name, tp, kv, got, perToken)
+				}
+				for _, n := range []int{1, 1023, 1024, 1025, 3000} {
+					var read unit.Bytes
+					for i := range m.Layers {
+						k, w := m, m.SlidingWindow
+						if m.IsGlobalLayer(i) {
+							k, w = m.Global(), 0
+						}
+						row := unit.Bytes(kvRow(k, max(k.KV()/tp, 1), kv))
+						for p := range n {
+							if w == 0 || p >= n-w { // the last w positions
+								read += row
+							}
+						}
+					}
+					if got := KVBytes(m, tp, kv, n); got != read {
+						t.Errorf("%s TP %d %s n %d: KVBytes = %d, layer by layer and position by position %d", name, tp, kv, n, got, read)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestWindowKernelBounds: with a window the kernel computes at least the
+// window's exact pairs and at most what it computes without one, and
+// reads no more keys, for many chunks.
+func TestWindowKernelBounds(t *testing.T) {
+	for _, c := range []int{0, 1, 100, 1023, 1024, 5000} {
+		for _, n := range []int{2, 17, 512, 1024, 3000} {
+			for _, w := range []int{1, 64, 1024} {
+				p, kv := prefillKernel(c, n, 256, 128, w)
+				full, fullKV := prefillKernel(c, n, 256, 128, 0)
+				if exact := model.AttendedPairs(c, n, w); p < exact || p > full || kv > fullKV {
+					t.Errorf("prefillKernel(%d, %d, 256, 128, window %d) = %v pairs, %v keys; want in [%v, %v] and keys at most %v", c, n, w, p, kv, exact, full, fullKV)
+				}
+			}
+		}
 	}
 }
