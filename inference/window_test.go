@@ -1,7 +1,9 @@
 package inference
 
 import (
+	"math/rand/v2"
 	"testing"
+	"time"
 
 	"shardlab/hw"
 	"shardlab/model"
@@ -222,5 +224,36 @@ func TestWindowKernelBounds(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSimHandBatchWindow: TestSimHandBatchKernel's first step with keys
+// computed 2 at a time and the local layers' window of 3 tokens
+// [ti-swa]. Every layer: chunk 0 (6 tokens) is query blocks attending 4
+// and 6 keys, 4·4 + 4·6 = 40 pairs, 10 read; chunk 1 (2 tokens) 4·2 = 8
+// pairs, 2 read. A local layer: chunk 0 reads keys 0…5 (6) and attends
+// 1+2+3+3+3+3 = 15 pairs; the kernel's second query block (queries 4…7)
+// starts at the key block of 4−3+1 = 2, so it computes 4·(6−2) = 16
+// pairs and reads 4 keys, the first 16 and 4 as before; chunk 1 reads 2
+// keys, attends 1+2 = 3 pairs, 8 in the kernel, 2 read.
+func TestSimHandBatchWindow(t *testing.T) {
+	srv := Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 100, MaxModelLen: 64, QueryBlock: 4, KeyBlock: 2, Window: 3}
+	var first *Batch
+	cost := func(b Batch) time.Duration {
+		if first == nil {
+			first = &b
+		}
+		return time.Millisecond
+	}
+	s, err := NewSim(srv, Load{Mix: FixedMix(6, 3), Concurrency: 3, Requests: 3}, cost, rand.New(rand.NewPCG(1, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Step()
+	want := Batch{Seqs: 2, PaddedSeqs: 8, Tokens: 8, PaddedTokens: 16, ContextTokens: 8, AttendedPairs: 24,
+		PrefillPairs: 24, KernelPairs: 48, KernelKVTokens: 12, PrefillContext: 8,
+		Window: WindowWork{ContextTokens: 8, AttendedPairs: 18, PrefillPairs: 18, KernelPairs: 40, KernelKVTokens: 10, PrefillContext: 8}}
+	if first == nil || *first != want {
+		t.Errorf("first batch %+v, want %+v", first, want)
 	}
 }
