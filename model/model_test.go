@@ -270,6 +270,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("&a [*a]"))
 	f.Add([]byte("<<: &a {<<: *a}\n"))
 	f.Add([]byte("{\"name\":\"a\\u202e\",\"layers\":1.5}"))
+	f.Add([]byte("name: w\nlayers: 6\nd_model: 64\nheads: 4\nd_ff: 128\nvocab: 100\nseq_len: 4096\nsliding_window: 512\nglobal_attention_every: 3\nglobal_kv_heads: 2\nglobal_head_dim: 32\nglobal_key_as_value: true\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data)
 		if err != nil {

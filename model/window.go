@@ -56,8 +56,13 @@ func (s Spec) IsGlobalLayer(i int) bool {
 	if i < 0 || i >= s.Layers {
 		return false
 	}
-	return !s.Windowed() || i%s.GlobalAttentionEvery == s.GlobalAttentionEvery-1
+	k := s.globalEvery()
+	return !s.Windowed() || i%k == k-1
 }
+
+// globalEvery is GlobalAttentionEvery, at least 1 (Validate holds it to
+// 2 or more with a window; an unchecked spec must not divide by zero).
+func (s Spec) globalEvery() int { return max(s.GlobalAttentionEvery, 1) }
 
 // GlobalLayers counts the softmax layers that attend over the whole
 // context (all of them without a window; of a hybrid model, its softmax
@@ -66,7 +71,7 @@ func (s Spec) GlobalLayers() int {
 	if !s.Windowed() {
 		return s.AttentionLayers()
 	}
-	return s.Layers / s.GlobalAttentionEvery
+	return s.Layers / s.globalEvery()
 }
 
 // LocalLayers counts the layers that attend over the sliding window.
