@@ -100,8 +100,9 @@ type Server struct {
 	// roofline.
 	QueryBlock, KeyBlock int
 	// Window is the local layers' sliding window of a model with one (0:
-	// none); a step's work over them is counted in Batch.Window [ti-swa].
-	Window int
+	// none), WindowQueryBlock their kernel's query block (QueryBlock is
+	// then the global layers'); their work is Batch.Window [ti-swa].
+	Window, WindowQueryBlock int
 }
 
 // Load is the requests a simulation serves.
@@ -376,8 +377,9 @@ func (s *Sim) batch(sched []*sequence, n []int) Batch {
 		}
 	}
 	if s.srv.Window > 0 {
+		bqw := min(s.srv.WindowQueryBlock, max(b.PaddedTokens/2, 1))
 		for i, q := range sched {
-			b.Window.add(q.computed, n[i], s.srv.Window, s.srv.QueryBlock > 0, bq, s.srv.KeyBlock)
+			b.Window.add(q.computed, n[i], s.srv.Window, s.srv.WindowQueryBlock > 0, bqw, s.srv.KeyBlock)
 		}
 	}
 	return b
@@ -615,7 +617,9 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 		if r.AttentionDP() {
 			attnTP = 1 // every head of the device's own sequences
 		}
-		srv.QueryBlock, srv.KeyBlock = kernelBlocks(r.Slice.Chip.Generation, r.Model, attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
+		// each layer kind at its own query heads a KV head [ti-swa]
+		srv.QueryBlock, srv.KeyBlock = kernelBlocks(r.Slice.Chip.Generation, r.Model.Global(), attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
+		srv.WindowQueryBlock, _ = kernelBlocks(r.Slice.Chip.Generation, r.Model, attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
 	}
 	srv.Window = r.Model.SlidingWindow
 	if srv.MaxNumSeqs == 0 {

@@ -19,7 +19,8 @@ package inference
 //	the window's keys, in whole KV blocks. Its cache layout (batched_rpa/wrapper.py
 //	get_kv_cache_shape, HEAD_ALONG_SUBLANE unless USE_BATCHED_RPA_SEQ_ON_LANE) is RPA v3's
 //	[ti-kv]; its query and key blocks (tuned_params.py) are not modelled: the prompts'
-//	kernel is costed with RPA v3's default blocks [ti-rpa3], as for every model.
+//	kernel is costed with RPA v3's default blocks [ti-rpa3], as for every model, each
+//	layer kind's query block from its own query heads a KV head.
 //	tpu_inference/models/jax/gemma4.py Gemma4Attention: with attention_k_eq_v a global
 //	layer's value is its key (v = k), and both are written to its cache: a global layer
 //	caches keys and values like any other; only its weights lack a value projection.

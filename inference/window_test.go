@@ -237,7 +237,7 @@ func TestWindowKernelBounds(t *testing.T) {
 // pairs and reads 4 keys, the first 16 and 4 as before; chunk 1 reads 2
 // keys, attends 1+2 = 3 pairs, 8 in the kernel, 2 read.
 func TestSimHandBatchWindow(t *testing.T) {
-	srv := Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 100, MaxModelLen: 64, QueryBlock: 4, KeyBlock: 2, Window: 3}
+	srv := Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 100, MaxModelLen: 64, QueryBlock: 4, KeyBlock: 2, Window: 3, WindowQueryBlock: 4}
 	var first *Batch
 	cost := func(b Batch) time.Duration {
 		if first == nil {
@@ -255,5 +255,19 @@ func TestSimHandBatchWindow(t *testing.T) {
 		Window: WindowWork{ContextTokens: 8, AttendedPairs: 18, PrefillPairs: 18, KernelPairs: 40, KernelKVTokens: 10, PrefillContext: 8}}
 	if first == nil || *first != want {
 		t.Errorf("first batch %+v, want %+v", first, want)
+	}
+}
+
+// TestWindowKernelBlocks [ti-rpa3]: on TPU7x at TP 2 a Gemma 4 31B global
+// layer has 16 query heads over 2 KV heads, 8 a KV head, so query blocks
+// of 2048/8 = 256; a local layer 16 over 8, 2 a KV head, blocks of 1024.
+// Keys are computed min(512, 2048/2) = 512 at a time in both.
+func TestWindowKernelBlocks(t *testing.T) {
+	m := lookup(t, "gemma4-31b")
+	if q, k := kernelBlocks(hw.TPU7x, m.Global(), 2, 128, 2048); q != 256 || k != 512 {
+		t.Errorf("kernelBlocks(global layer) = %d, %d, want 256, 512", q, k)
+	}
+	if q, k := kernelBlocks(hw.TPU7x, m, 2, 128, 2048); q != 1024 || k != 512 {
+		t.Errorf("kernelBlocks(local layer) = %d, %d, want 1024, 512", q, k)
 	}
 }
