@@ -274,14 +274,24 @@ func (j Job) validate() error {
 }
 
 // CheckTrainable reports whether cost models training the model: the
-// layer walk, the remat policies and the attention time are softmax
-// attention's, so a hybrid model's gated-delta-rule layers (modelled for
-// serving only, in inference) are refused rather than costed as softmax
-// layers.
+// layer walk, the remat policies and the attention time are those of
+// softmax attention over the whole sequence in layers of one shape, with
+// shared experts as wide as the routed ones, so a hybrid model's
+// gated-delta-rule layers, a model with sliding-window layers (whose
+// global layers have other heads), and shared experts of their own width
+// (all modelled for serving only, in inference) are refused rather than
+// costed as something else.
 func CheckTrainable(spec model.Spec) error {
-	if spec.Hybrid() {
+	switch {
+	case spec.Hybrid():
 		return fmt.Errorf("cost: model = %s (full_attention_every %d), want softmax attention in every layer: training a hybrid linear-attention model is not modelled: %w",
 			spec.Name, spec.FullAttentionEvery, ErrJob)
+	case spec.Windowed():
+		return fmt.Errorf("cost: model = %s (sliding_window %d), want global attention in every layer: training a model with sliding-window layers is not modelled: %w",
+			spec.Name, spec.SlidingWindow, ErrJob)
+	case spec.SharedExpertDFF != 0 && spec.SharedExpertDFF != spec.ExpertFF():
+		return fmt.Errorf("cost: model = %s (shared_expert_d_ff %d), want shared experts as wide as the routed ones (%d): training them at their own width is not modelled: %w",
+			spec.Name, spec.SharedExpertDFF, spec.ExpertFF(), ErrJob)
 	}
 	return nil
 }

@@ -527,6 +527,8 @@ var maxTextModels = map[string]maxTextArch{
 	"gemma-2b":              {"gemma-2b", "gemma", 1, false},
 	"gemma2-9b":             {"gemma2-9b", "gemma2", 2, false},
 	"gemma2-27b":            {"gemma2-27b", "gemma2", 2, false},
+	"gemma4-31b":            {"gemma4-31b", "gemma4", 1, false},
+	"gemma4-26b-a4b":        {"gemma4-26b", "gemma4", 1, false},
 	"mixtral-8x7b":          {"mixtral-8x7b", "mixtral", 1, false},
 	"mixtral-8x22b":         {"mixtral-8x22b", "mixtral", 1, false},
 	"deepseek3-671b":        {"deepseek3-671b", "deepseek", 1, false},

@@ -35,8 +35,13 @@ type replicaCost struct {
 	weights, experts, expert float64
 	// matmul and attnMatmul are the matmul FLOPs of one token, all of
 	// them and the attention projections'; logits the output
-	// projection's; core the attention FLOPs of one (query, key) pair.
-	matmul, attnMatmul, logits, core float64
+	// projection's; core the attention FLOPs of one (query, key) pair
+	// over the layers that attend the whole context, coreLocal over the
+	// local layers of a model with a sliding window (0 without).
+	matmul, attnMatmul, logits, core, coreLocal float64
+	// kvLocal is the share of a token's KV bytes the local layers hold
+	// (localKVShare; 0 without a window).
+	kvLocal float64
 }
 
 // newReplicaCost builds the cost terms of one tp-way replica on r's
@@ -50,7 +55,8 @@ func newReplicaCost(r Request, tp int) replicaCost {
 		chips: ceilDiv(tp, per), link: collective.Link{HopLatency: hw.ICIHopLatency},
 		weights: float64(weightBytes(m, tp, r.Weights, r.AttentionDP())), experts: float64(ExpertWeightBytes(m, tp, r.Weights)), expert: expertBytes(m, r.Weights),
 		matmul: 2 * float64(m.MatmulParams()), attnMatmul: attentionMatmulFLOPs(m),
-		logits: 2 * float64(m.Vocab) * float64(m.DModel), core: attentionCoreFLOPs(m)}
+		logits: 2 * float64(m.Vocab) * float64(m.DModel), kvLocal: localKVShare(m, tp, r.KVCache, r.AttentionDP())}
+	rc.core, rc.coreLocal = attentionCoreFLOPs(m)
 	rc.mxuIn = rc.peak / (2 * float64(c.MXUDim))
 	if rc.chips > 1 {
 		// the ICI ring of a TP group is where package mesh places a
@@ -112,12 +118,13 @@ func (rc replicaCost) kvShare(seqs int) float64 {
 }
 
 // flops is the FLOPs the busiest device computes for tokens tokens of
-// seqs sequences attending pairs (query, key) pairs, with the output
+// seqs sequences attending pairs (query, key) pairs (window of them in
+// the local layers of a model with a sliding window), with the output
 // projection for every token: the MLP, expert and output matmuls split tp
 // ways, the attention projections and scores by attentionSplit.
-func (rc replicaCost) flops(tokens, seqs int, pairs float64) float64 {
+func (rc replicaCost) flops(tokens, seqs int, pairs, window float64) float64 {
 	s := attentionSplit(rc.dp, rc.tp, seqs)
-	return float64(tokens)*(rc.matmul-rc.attnMatmul)/float64(rc.tp) + s*(float64(tokens)*rc.attnMatmul+pairs*rc.core)
+	return float64(tokens)*(rc.matmul-rc.attnMatmul)/float64(rc.tp) + s*(float64(tokens)*rc.attnMatmul+pairs*rc.core+window*rc.coreLocal)
 }
 
 // decodeKeyTime is the MXU time, in seconds, of one key that decode
@@ -138,26 +145,54 @@ func (rc replicaCost) flops(tokens, seqs int, pairs float64) float64 {
 // tpu-inference attends over the cached latent itself, every query head
 // at once [ti-mla]: a pass a key of its scores' kv_lora_rank +
 // qk_rope_head_dim elements and one of its sum's kv_lora_rank.
+//
+// Of a model with a sliding window, each layer kind with its own KV heads
+// and head width: keyTimes gives the global layers' and the local
+// layers' apart, decodeKeyTime their sum.
 func (rc replicaCost) decodeKeyTime(e Engine) float64 {
+	global, local := rc.keyTimes(e)
+	return global + local
+}
+
+// keyLocal is the local layers' share of decodeKeyTime(e): 0 without a
+// window.
+func (rc replicaCost) keyLocal(e Engine) float64 {
+	if g, l := rc.keyTimes(e); l > 0 {
+		return l / (g + l)
+	}
+	return 0
+}
+
+// keyTimes is decodeKeyTime over the layers that attend the whole
+// context and over the local layers (0 without a window).
+func (rc replicaCost) keyTimes(e Engine) (global, local float64) {
 	if rc.m.MLA() {
-		return float64(rc.m.Layers) * float64(LatentElements(rc.m)+rc.m.KVLoRARank) / rc.mxuIn
+		return float64(rc.m.Layers) * float64(LatentElements(rc.m)+rc.m.KVLoRARank) / rc.mxuIn, 0
 	}
-	heads := max(rc.m.KV()/rc.tp, 1)
-	if rc.dp {
-		heads = rc.m.KV() // every KV head of the device's own sequences
+	var t [2]float64
+	for i, k := range layerKinds(rc.m) {
+		heads := max(k.m.KV()/rc.tp, 1)
+		if rc.dp {
+			heads = k.m.KV() // every KV head of the device's own sequences
+		}
+		if e == JetStream {
+			heads = max(k.m.Heads/rc.tp, 1)
+		}
+		t[i] = float64(k.layers) * 2 * float64(heads) * float64(k.m.Head()) / rc.mxuIn
 	}
-	if e == JetStream {
-		heads = max(rc.m.Heads/rc.tp, 1)
-	}
-	return float64(rc.m.AttentionLayers()) * 2 * float64(heads) * float64(rc.m.Head()) / rc.mxuIn
+	return t[0], t[1]
 }
 
 // attentionMatmulFLOPs is the attention projections' matmul FLOPs of one
-// token over all layers: the softmax layers' and, of a hybrid model, the
-// linear-attention layers'.
+// token over all layers: the softmax layers' (kind by kind) and, of a
+// hybrid model, the linear-attention layers'.
 func attentionMatmulFLOPs(m model.Spec) float64 {
 	p := m.ParamCount()
-	return 2 * (float64(m.AttentionLayers())*float64(p.Attention) + float64(p.LinearLayers)*float64(p.LinearAttention))
+	n := float64(p.LinearLayers) * float64(p.LinearAttention)
+	for _, k := range layerKinds(m) {
+		n += float64(k.layers) * float64(k.attn)
+	}
+	return 2 * n
 }
 
 // moeDispatch is the seconds the busiest device spends moving the routed
@@ -205,12 +240,13 @@ func (rc replicaCost) linearAttention(b Batch) float64 {
 func (rc replicaCost) matmulFLOPs(b Batch) float64 {
 	tp := float64(rc.tp)
 	s := attentionSplit(rc.dp, rc.tp, b.Seqs)
-	pairs := b.AttendedPairs
+	pairs, window := b.AttendedPairs, b.Window.AttendedPairs
 	if b.KernelPairs > 0 {
 		pairs -= b.PrefillPairs // the kernel's own op: prefillKernel
+		window -= b.Window.PrefillPairs
 	}
 	return float64(b.PaddedTokens)*(rc.matmul-rc.attnMatmul-rc.logits)/tp + float64(b.PaddedSeqs)*rc.logits/tp +
-		s*(float64(b.PaddedTokens)*rc.attnMatmul+pairs*rc.core)
+		s*(float64(b.PaddedTokens)*rc.attnMatmul+pairs*rc.core+window*rc.coreLocal)
 }
 
 // prefillKernel is the seconds the attention kernel takes over batch b's
@@ -224,7 +260,16 @@ func (rc replicaCost) prefillKernel(b Batch, kv float64) float64 {
 	if b.KernelPairs == 0 {
 		return 0
 	}
-	return max(attentionSplit(rc.dp, rc.tp, b.Seqs)*b.KernelPairs*rc.core/rc.peak, rc.kvShare(b.Seqs)*b.KernelKVTokens*kv/rc.bw)
+	s := attentionSplit(rc.dp, rc.tp, b.Seqs)
+	compute := s*b.KernelPairs*rc.core + s*b.Window.KernelPairs*rc.coreLocal
+	return max(compute/rc.peak, rc.kvShare(b.Seqs)*rc.byKind(b.KernelKVTokens, b.Window.KernelKVTokens, rc.kvLocal)*kv/rc.bw)
+}
+
+// byKind weighs a count over the layers that attend the whole context
+// (all) and over the local layers (window) by the local layers' share
+// of the quantity it multiplies: all without a window.
+func (rc replicaCost) byKind(all, window, local float64) float64 {
+	return (1-local)*all + local*window
 }
 
 // samplingBytes is the HBM bytes a logit costs tpu-inference's greedy

@@ -113,7 +113,11 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 //
 // Of a hybrid model only the softmax-attention layers cache keys and
 // values (model.Spec.AttentionLayers); the linear-attention layers hold
-// a recurrent state per sequence instead (RecurrentStateBytes).
+// a recurrent state per sequence instead (RecurrentStateBytes). Of a
+// model with a sliding window each layer kind has its own heads and head
+// width, and tpu-inference holds the local layers' pages for the whole
+// sequence too [ti-swa]: every layer counts here (KVBytes is what a
+// step reads of them).
 func KVBytesPerToken(m model.Spec, tp int, kv Dtype) unit.Bytes {
 	return kvBytesPerToken(m, tp, kv, DPAttention(m))
 }
@@ -124,14 +128,11 @@ func kvBytesPerToken(m model.Spec, tp int, kv Dtype, dp bool) unit.Bytes {
 	if m.MLA() {
 		return unit.Bytes(m.Layers * latentLanes(m) * kv.Bytes())
 	}
-	if dp {
-		tp = 1
+	var b unit.Bytes
+	for _, k := range kindsPerToken(m, tp, kv, dp) {
+		b += k.bytes
 	}
-	h := max(m.KV()/tp, 1)
-	p := kv.packing()
-	words := ceilDiv(2*h, p)
-	head := ceilDiv(m.Head(), 128) * 128
-	return unit.Bytes(m.AttentionLayers() * words * p * head * kv.Bytes())
+	return b
 }
 
 // KVUsefulSplit is the tensor-parallel size beyond which the KV cache of
@@ -162,16 +163,22 @@ func WeightBytes(m model.Spec, tp int, w Dtype) unit.Bytes {
 func weightBytes(m model.Spec, tp int, w Dtype, dp bool) unit.Bytes {
 	p := m.ParamCount()
 	t := int64(tp)
-	d, hd := int64(m.DModel), int64(m.Head())
-	attn, linear := p.Attention, p.LinearAttention
+	d := int64(m.DModel)
+	linear := p.LinearAttention
 	if !dp {
-		kvProj := 2 * d * int64(max(m.KV()/tp, 1)) * hd
-		attn = (p.Attention-2*d*int64(m.KV())*hd)/t + kvProj
 		linear = p.LinearAttention / t // split by head [ti-gdn]
 	}
-	// the softmax layers' attention, and the linear-attention layers'
-	n := int64(m.AttentionLayers())*attn + int64(p.LinearLayers)*linear +
-		int64(p.DenseLayers())*(p.MLP/t+p.Norms) + (p.Embedding+p.Output)/t + p.FinalNorm
+	// the softmax layers' attention, kind by kind, and the
+	// linear-attention layers'
+	n := int64(p.LinearLayers)*linear + int64(p.DenseLayers())*(p.MLP/t+p.Norms) + (p.Embedding+p.Output)/t + p.FinalNorm
+	for _, k := range layerKinds(m) {
+		attn := k.attn
+		if !dp {
+			hd, proj := int64(k.m.Head()), int64(k.kvProj)
+			attn = (k.attn-proj*d*int64(k.m.KV())*hd)/t + proj*d*int64(max(k.m.KV()/tp, 1))*hd
+		}
+		n += int64(k.layers) * attn
+	}
 	if p.MoELayers > 0 {
 		n += int64(p.MoELayers) * (p.Norms + p.Router + p.Shared/t)
 	}
@@ -192,7 +199,11 @@ func ActivationBytes(m model.Spec, tp, tokens, seqs int) unit.Bytes {
 	if m.GatedMLP {
 		ff *= 2
 	}
-	perTok := 2 * (3*m.DModel + ff/tp + (m.Heads+2*m.KV())*m.Head()/tp)
+	qkv := 0 // the widest layer's queries, keys and values
+	for _, k := range layerKinds(m) {
+		qkv = max(qkv, (k.m.Heads+2*k.m.KV())*k.m.Head())
+	}
+	perTok := 2 * (3*m.DModel + ff/tp + qkv/tp)
 	return unit.Bytes(tokens*perTok + seqs*4*ceilDiv(m.Vocab, tp))
 }
 
@@ -338,7 +349,9 @@ func (r Request) rooflines(l *Layout) {
 	// prefill of one prompt: compute-bound
 	P := r.PromptLen
 	l.DecodeOverhead = StepOverhead(VLLM)
-	l.PrefillCompute = seconds(rc.flops(P, 1, float64(P)*float64(P)/2) / rc.peak) // causal: half the scores
+	w := r.Model.SlidingWindow
+	// causal: half the scores; a local layer's, up to its window
+	l.PrefillCompute = seconds(rc.flops(P, 1, float64(P)*float64(P)/2, model.AttendedPairs(0, P, w)-float64(P)/2) / rc.peak)
 	prefillMem := seconds(rc.weightsRead(P) / rc.bw)
 	l.PrefillAllReduce = rc.allReduce(P)
 	l.TTFT = max(l.PrefillCompute, prefillMem) + l.PrefillAllReduce + l.DecodeOverhead
@@ -350,12 +363,17 @@ func (r Request) rooflines(l *Layout) {
 	kv := float64(m.KVPerToken)
 	b := Batch{Seqs: B, PaddedSeqs: paddedSeqs(B, max(r.MaxNumSeqs, B)), Tokens: B, PaddedTokens: paddedTokens(B),
 		ContextTokens: B * ctx, AttendedPairs: float64(B) * float64(ctx), DecodeKeys: B * ctx}
+	wctx := 0 // the keys a local layer's decode query reads [ti-swa]
+	if w > 0 {
+		wctx = model.AttendedKeys(ctx-1, w)
+		b.Window = WindowWork{ContextTokens: B * wctx, AttendedPairs: float64(B) * float64(wctx), DecodeKeys: B * wctx}
+	}
 	l.ActiveExperts = ActiveExperts(r.Model, B)
-	l.DecodeKV = seconds(rc.kvShare(B) * float64(B*ctx) * kv / rc.bw)
+	l.DecodeKV = seconds(rc.kvShare(B) * rc.byKind(float64(B*ctx), float64(B*wctx), rc.kvLocal) * kv / rc.bw)
 	l.DecodeMemory = seconds(rc.weightsRead(B)/rc.bw) + l.DecodeKV
 	l.DecodeCompute = seconds(rc.matmulFLOPs(b) / rc.peak)
 	keyTime := rc.decodeKeyTime(VLLM)
-	l.DecodeAttention = seconds(rc.kvShare(B) * float64(B*ctx) * keyTime)
+	l.DecodeAttention = seconds(rc.kvShare(B) * rc.byKind(float64(B*ctx), float64(B*wctx), rc.keyLocal(VLLM)) * keyTime)
 	l.DecodeAllReduce = rc.allReduce(b.PaddedTokens)
 	l.DecodeSampling = seconds(rc.sampling(b.PaddedSeqs))
 	l.ITL = rc.step(kv, keyTime, l.DecodeOverhead, VLLM)(b)

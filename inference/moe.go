@@ -130,14 +130,16 @@ func attentionSplit(dp bool, tp, seqs int) float64 {
 }
 
 // attentionCoreFLOPs is the forward FLOPs of the attention scores and
-// weighted sum for one (query, key) pair over all layers. Latent
-// attention on tpu-inference attends over the cached latent itself (the
-// up-projections absorbed into the query and output): per head a score
-// over kv_lora_rank + qk_rope_head_dim and a sum over kv_lora_rank
-// [ti-mla]; other models as the model package counts it.
-func attentionCoreFLOPs(m model.Spec) float64 {
+// weighted sum for one (query, key) pair over the layers that attend the
+// whole context, and over the local layers of a model with a sliding
+// window (0 without). Latent attention on tpu-inference attends over the
+// cached latent itself (the up-projections absorbed into the query and
+// output): per head a score over kv_lora_rank + qk_rope_head_dim and a
+// sum over kv_lora_rank [ti-mla]; other models as the model package
+// counts it (model.Spec.KeyFLOPs).
+func attentionCoreFLOPs(m model.Spec) (global, local float64) {
 	if !m.MLA() {
-		return m.AttentionFLOPsPerToken(1)
+		return m.KeyFLOPs()
 	}
-	return 2 * float64(m.Layers) * float64(m.Heads) * float64(LatentElements(m)+m.KVLoRARank)
+	return 2 * float64(m.Layers) * float64(m.Heads) * float64(LatentElements(m)+m.KVLoRARank), 0
 }

@@ -46,12 +46,17 @@ func kernelBlocks(g hw.Generation, m model.Spec, tp, page, maxModelLen int) (que
 // new tokens after c computed ones, in query blocks of bq tokens and key
 // sub-blocks of bkv [ti-rpa3]: the (query, key) pairs it computes (every
 // block whole) and the KV tokens it reads (each query block's causal
-// prefix, again for every block).
-func prefillKernel(c, n, bq, bkv int) (pairs, kvTokens float64) {
+// prefix, again for every block). In a layer with a sliding window of w
+// tokens (0: none) a query block's keys start at the key block of its
+// first query's window [ti-swa].
+func prefillKernel(c, n, bq, bkv, w int) (pairs, kvTokens float64) {
 	for end := bq; ; end += bq {
-		eff := c + min(n, end)
-		pairs += float64(bq) * float64(ceilDiv(eff, bkv)*bkv)
-		kvTokens += float64(eff)
+		eff, lo := c+min(n, end), 0
+		if w > 0 {
+			lo = max(0, c+end-bq-w+1) / bkv * bkv
+		}
+		pairs += float64(bq) * float64(ceilDiv(eff, bkv)*bkv-lo)
+		kvTokens += float64(eff - lo)
 		if end >= n {
 			return pairs, kvTokens
 		}

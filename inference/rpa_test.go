@@ -44,13 +44,13 @@ func TestPrefillKernel(t *testing.T) {
 	// block i (1..64) attends 128·i keys, computed in ceil(128i/512)
 	// blocks of 512: pairs 128·512·Σceil(i/4) = 65536·4·(1+…+16) =
 	// 35,651,584 (exact causal: 33,558,528); KV read 128·Σi = 266,240.
-	if p, kv := prefillKernel(0, 8192, 128, 512); p != 35651584 || kv != 266240 {
-		t.Errorf("prefillKernel(0, 8192, 128, 512) = %v, %v, want 35651584, 266240", p, kv)
+	if p, kv := prefillKernel(0, 8192, 128, 512, 0); p != 35651584 || kv != 266240 {
+		t.Errorf("prefillKernel(0, 8192, 128, 512, 0) = %v, %v, want 35651584, 266240", p, kv)
 	}
 	// a chunk of 100 after 900: one query block, effective 1000 keys,
 	// computed in 2 blocks of 512, 128 rows: 131072 pairs; 1000 read
-	if p, kv := prefillKernel(900, 100, 128, 512); p != 131072 || kv != 1000 {
-		t.Errorf("prefillKernel(900, 100, 128, 512) = %v, %v, want 131072, 1000", p, kv)
+	if p, kv := prefillKernel(900, 100, 128, 512, 0); p != 131072 || kv != 1000 {
+		t.Errorf("prefillKernel(900, 100, 128, 512, 0) = %v, %v, want 131072, 1000", p, kv)
 	}
 	// second implementation: walk the blocks of bq query rows one by one
 	for _, c := range [][4]int{{0, 1000, 32, 256}, {37, 513, 64, 128}, {4096, 2, 128, 512}, {0, 5, 256, 256}} {
@@ -65,7 +65,7 @@ func TestPrefillKernel(t *testing.T) {
 			pairs += float64(bq * cols)
 			kv += float64(eff)
 		}
-		if p, k := prefillKernel(cc, n, bq, bkv); p != pairs || k != kv {
+		if p, k := prefillKernel(cc, n, bq, bkv, 0); p != pairs || k != kv {
 			t.Errorf("prefillKernel%v = %v, %v, want %v, %v", c, p, k, pairs, kv)
 		}
 		if exact := float64(n) * (float64(cc) + float64(n+1)/2); pairs < exact {

@@ -123,6 +123,9 @@ func Search(r Request) (Plan, error) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("no layout meets %s at %d concurrent sequences: best effort shown, which misses %s", r.slos(), b.Concurrency, strings.Join(b.Misses, " and ")))
 	}
 	p.Reasons = append(p.Reasons, shardReason(r, b))
+	if r.Model.Windowed() {
+		p.Reasons = append(p.Reasons, windowReason(r, b))
+	}
 	hostDevices := c.Host.Chips * c.JAXDevicesPerChip
 	if b.Devices() <= hostDevices {
 		tested := "single-host tensor and data parallelism: tested by tpu-inference (docs/includes/parallelism.md)"

@@ -99,6 +99,10 @@ type Server struct {
 	// attention is its exact (query, key) pairs, inside the matmuls'
 	// roofline.
 	QueryBlock, KeyBlock int
+	// Window is the local layers' sliding window of a model with one (0:
+	// none), WindowQueryBlock their kernel's query block (QueryBlock is
+	// then the global layers'); their work is Batch.Window [ti-swa].
+	Window, WindowQueryBlock int
 }
 
 // Load is the requests a simulation serves.
@@ -144,6 +148,10 @@ type Batch struct {
 	// [ti-rpa3]; PrefillContext is their share of ContextTokens.
 	PrefillPairs, KernelPairs, KernelKVTokens float64
 	PrefillContext                            int
+	// Window is the same work over the local layers of a model with a
+	// sliding window (Server.Window), zero without one: the fields above
+	// then count the global layers' work.
+	Window WindowWork
 }
 
 // Scheduled is one sequence's share of a step.
@@ -357,15 +365,21 @@ func (s *Sim) batch(sched []*sequence, n []int) Batch {
 		}
 	}
 	b.PaddedTokens, b.PaddedSeqs = paddedTokens(b.Tokens), paddedSeqs(b.Seqs, s.srv.MaxNumSeqs)
+	bq := min(s.srv.QueryBlock, max(b.PaddedTokens/2, 1))
 	if s.srv.QueryBlock > 0 {
-		bq := min(s.srv.QueryBlock, max(b.PaddedTokens/2, 1))
 		for i, q := range sched {
 			if n[i] > 1 {
-				pairs, kv := prefillKernel(q.computed, n[i], bq, s.srv.KeyBlock)
+				pairs, kv := prefillKernel(q.computed, n[i], bq, s.srv.KeyBlock, 0)
 				b.PrefillPairs += float64(n[i]) * (float64(q.computed) + float64(n[i]+1)/2)
 				b.PrefillContext += q.computed + n[i]
 				b.KernelPairs, b.KernelKVTokens = b.KernelPairs+pairs, b.KernelKVTokens+kv
 			}
+		}
+	}
+	if s.srv.Window > 0 {
+		bqw := min(s.srv.WindowQueryBlock, max(b.PaddedTokens/2, 1))
+		for i, q := range sched {
+			b.Window.add(q.computed, n[i], s.srv.Window, s.srv.WindowQueryBlock > 0, bqw, s.srv.KeyBlock)
 		}
 	}
 	return b
@@ -443,8 +457,12 @@ func (s *Sim) stepJetStream() {
 		q := s.waiting[0]
 		s.waiting = s.waiting[1:]
 		p := q.prompt
-		s.run(Batch{Prefill: true, Seqs: 1, PaddedSeqs: 1, Tokens: p, PaddedTokens: max(16, nextPow2(p)),
-			ContextTokens: p, AttendedPairs: float64(p) * float64(p+1) / 2}, []*sequence{q}, []int{p})
+		b := Batch{Prefill: true, Seqs: 1, PaddedSeqs: 1, Tokens: p, PaddedTokens: max(16, nextPow2(p)),
+			ContextTokens: p, AttendedPairs: float64(p) * float64(p+1) / 2}
+		if s.srv.Window > 0 {
+			b.Window.add(0, p, s.srv.Window, false, 0, 0)
+		}
+		s.run(b, []*sequence{q}, []int{p})
 		if q.emitted < q.output {
 			s.running = append(s.running, q)
 		}
@@ -457,7 +475,12 @@ func (s *Sim) stepJetStream() {
 	for i := range n {
 		n[i] = 1
 	}
-	s.run(Batch{Seqs: B, PaddedSeqs: B, Tokens: B, PaddedTokens: B, ContextTokens: B * L, AttendedPairs: float64(B) * float64(L), DecodeKeys: B * L}, s.running, n)
+	b := Batch{Seqs: B, PaddedSeqs: B, Tokens: B, PaddedTokens: B, ContextTokens: B * L, AttendedPairs: float64(B) * float64(L), DecodeKeys: B * L}
+	if s.srv.Window > 0 {
+		w := min(L, s.srv.Window) // every slot's whole cache, as far as the window reaches
+		b.Window = WindowWork{ContextTokens: B * w, AttendedPairs: float64(B) * float64(w), DecodeKeys: B * w}
+	}
+	s.run(b, s.running, n)
 	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
 }
 
@@ -594,8 +617,11 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 		if r.AttentionDP() {
 			attnTP = 1 // every head of the device's own sequences
 		}
-		srv.QueryBlock, srv.KeyBlock = kernelBlocks(r.Slice.Chip.Generation, r.Model, attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
+		// each layer kind at its own query heads a KV head [ti-swa]
+		srv.QueryBlock, srv.KeyBlock = kernelBlocks(r.Slice.Chip.Generation, r.Model.Global(), attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
+		srv.WindowQueryBlock, _ = kernelBlocks(r.Slice.Chip.Generation, r.Model, attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
 	}
+	srv.Window = r.Model.SlidingWindow
 	if srv.MaxNumSeqs == 0 {
 		srv.MaxNumSeqs = r.MaxNumSeqs
 	}
@@ -647,15 +673,21 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 // attention is its own op after the matmuls (prefillKernel), not inside
 // their roofline; a hybrid model's linear attention (linearAttention)
 // and a mixture of experts' row gathers (moeDispatch) are ops of their
-// own too.
+// own too. Local layers read and compute their window only (Batch.Window).
 func (rc replicaCost) step(kv, keyTime float64, overhead time.Duration, e Engine) func(Batch) time.Duration {
+	keyLocal := rc.keyLocal(e)
 	return func(b Batch) time.Duration {
 		matmul := max(rc.weightsRead(b.Tokens)/rc.bw, rc.matmulFLOPs(b)/rc.peak)
 		share, context := rc.kvShare(b.Seqs), b.ContextTokens
 		if b.KernelPairs > 0 {
 			context -= b.PrefillContext // read by the kernel's own op: prefillKernel
 		}
-		read, passes := share*float64(context)*kv/rc.bw, share*float64(b.DecodeKeys)*keyTime
+		wcontext := b.Window.ContextTokens
+		if b.KernelPairs > 0 {
+			wcontext -= b.Window.PrefillContext
+		}
+		read := share * rc.byKind(float64(context), float64(wcontext), rc.kvLocal) * kv / rc.bw
+		passes := share * rc.byKind(float64(b.DecodeKeys), float64(b.Window.DecodeKeys), keyLocal) * keyTime
 		attention, sample := max(read, passes), rc.sampling(b.PaddedSeqs)
 		if e == JetStream {
 			attention, sample = read+passes, 0

@@ -91,6 +91,48 @@ var catalog = [...]Spec{
 		HFModel: "google/gemma-2-27b",
 	},
 	{
+		// Gemma 4 31B, the text decoder, as MaxText's configs/models/gemma4-31b.yml @e591f30c
+		// (AI-Hypercomputer/maxtext, read 2026-12-05) gives it: 60 layers, d_model 5376, 32
+		// query heads; local (sliding-window) layers 16 KV heads of 256, global layers 4 KV
+		// heads of 512 (global_num_kv_heads, global_head_dim; queries 512 wide too) whose
+		// key projection serves as the value (share_kv_projections: true); GeGLU d_ff 21504,
+		// vocab 262144, tied (logits_via_embedding), sliding_window_size 1024; pre- and
+		// post-norms on both sub-layers. The layer pattern is models/gemma4.py
+		// GEMMA4_ATTENTION_PATTERN: five LOCAL_SLIDING then one GLOBAL. vllm-project/
+		// tpu-inference @b8692ff0 tpu_inference/models/jax/gemma4.py reads the same from
+		// the HF config (layer_types, sliding_window, num_global_key_value_heads,
+		// global_head_dim, attention_k_eq_v) and models/common/kv_share.py says 26B and
+		// 31B share no KV between layers (num_kv_shared_layers 0). Its context is 262,144
+		// tokens (the model card, "256K"). Not counted: the query, key and value norms and
+		// the layer scalar (about 0.2M). The ~550M vision encoder is not part of it.
+		Name: "gemma4-31b", Layers: 60, DModel: 5376, Heads: 32, KVHeads: 16, HeadDim: 256, DFF: 21504, Vocab: 262144, SeqLen: 262144,
+		GatedMLP: true, TiedEmbeddings: true, NormsPerLayer: 4,
+		SlidingWindow: 1024, GlobalAttentionEvery: 6, GlobalKVHeads: 4, GlobalHeadDim: 512, GlobalKeyAsValue: true,
+		Published: 30.7e9, Source: "Gemma 4 model card, 2026-04-02 (31B dense: 30.7B parameters), as andysmith.ai/bib quotes it, read 2026-12-05",
+		// The base checkpoint: MaxText's tests/end_to_end/tpu/gemma4/31b/convert_gemma4_pt.sh
+		// names it google/gemma-4-31b; cased as tpu-inference's google/gemma-4-31B-it.
+		HFModel: "google/gemma-4-31B",
+	},
+	{
+		// Gemma 4 26B-A4B, the text decoder, as MaxText's configs/models/gemma4-26b.yml
+		// @e591f30c (read 2026-12-05): 30 layers, d_model 2816, 16 query heads; local layers
+		// 8 KV heads of 256, global layers 2 KV heads of 512 with keys as values, vocab
+		// 262144 tied, sliding window 1024, five local layers to one global (models/
+		// gemma4.py); every layer a mixture of 128 GeGLU experts of width 704 (base_moe_mlp_dim),
+		// 8 a token, beside one shared MLP of width 2112 (shared_experts: 1 at base_mlp_dim:
+		// maxtext_utils.get_shared_expert_mlp_dim uses mlp_dim for GEMMA4). The MoE block's
+		// extra norms and router scale (about 0.5M) are not counted.
+		Name: "gemma4-26b-a4b", Layers: 30, DModel: 2816, Heads: 16, KVHeads: 8, HeadDim: 256, DFF: 2112, Vocab: 262144, SeqLen: 262144,
+		GatedMLP: true, TiedEmbeddings: true, NormsPerLayer: 4,
+		Experts: 128, ExpertsPerToken: 8, SharedExperts: 1, ExpertDFF: 704, SharedExpertDFF: 2112,
+		SlidingWindow: 1024, GlobalAttentionEvery: 6, GlobalKVHeads: 2, GlobalHeadDim: 512, GlobalKeyAsValue: true,
+		Published: 25.2e9, PublishedActive: 3.8e9,
+		Source: "Gemma 4 26B A4B model card, 2026-04-02 (25.2B total, 3.8B active), as vast.ai/model/gemma-4-26b-a4b-it quotes it, read 2026-12-05",
+		// The base checkpoint: MaxText's tests/end_to_end/tpu/gemma4/26b/convert_gemma4_pt.sh
+		// names it google/gemma-4-26b-a4b; cased as tpu-inference's google/gemma-4-26B-A4B-it.
+		HFModel: "google/gemma-4-26B-A4B",
+	},
+	{
 		// Jiang et al. 2024, "Mixtral of Experts" (arXiv 2401.04088), Table 1:
 		// dim 4096, n_layers 32, head_dim 128, hidden_dim 14336, n_heads 32,
 		// n_kv_heads 8, vocab_size 32000, num_experts 8, top_k_experts 2;

@@ -47,10 +47,15 @@ type Spec struct {
 	// token runs. The first FirstDenseLayers layers keep a dense MLP of width
 	// DFF; after them every MoEEvery-th layer is MoE (0 or 1: every layer;
 	// 2: every second, as Llama 4 Maverick) and the others dense.
-	Experts          int `yaml:"experts,omitempty" json:"experts,omitempty"`
-	ExpertsPerToken  int `yaml:"experts_per_token,omitempty" json:"experts_per_token,omitempty"`
-	SharedExperts    int `yaml:"shared_experts,omitempty" json:"shared_experts,omitempty"`
-	ExpertDFF        int `yaml:"expert_d_ff,omitempty" json:"expert_d_ff,omitempty"`
+	Experts         int `yaml:"experts,omitempty" json:"experts,omitempty"`
+	ExpertsPerToken int `yaml:"experts_per_token,omitempty" json:"experts_per_token,omitempty"`
+	SharedExperts   int `yaml:"shared_experts,omitempty" json:"shared_experts,omitempty"`
+	ExpertDFF       int `yaml:"expert_d_ff,omitempty" json:"expert_d_ff,omitempty"`
+	// SharedExpertDFF is the width of each shared expert when it is not
+	// the routed experts' (0: ExpertDFF): Gemma 4 26B-A4B runs a dense
+	// MLP of d_ff beside its routed experts (MaxText's
+	// get_shared_expert_mlp_dim).
+	SharedExpertDFF  int `yaml:"shared_expert_d_ff,omitempty" json:"shared_expert_d_ff,omitempty"`
 	FirstDenseLayers int `yaml:"first_dense_layers,omitempty" json:"first_dense_layers,omitempty"`
 	MoEEvery         int `yaml:"moe_every,omitempty" json:"moe_every,omitempty"`
 
@@ -89,6 +94,24 @@ type Spec struct {
 	LinearValueHeadDim  int  `yaml:"linear_value_head_dim,omitempty" json:"linear_value_head_dim,omitempty"`
 	LinearConvKernel    int  `yaml:"linear_conv_kernel,omitempty" json:"linear_conv_kernel,omitempty"`
 	AttentionOutputGate bool `yaml:"attention_output_gate,omitempty" json:"attention_output_gate,omitempty"`
+
+	// Local and global attention (Gemma 2, 3 and 4) when SlidingWindow >
+	// 0: of each GlobalAttentionEvery layers the last attends over the
+	// whole context (global) and the others over the last SlidingWindow
+	// positions (local: a query at position p sees keys p−window+1 … p).
+	// Heads, KVHeads and HeadDim above are the local layers'; the global
+	// layers have GlobalKVHeads KV heads (0: KVHeads) of GlobalHeadDim
+	// (0: HeadDim), queries included, and with GlobalKeyAsValue one
+	// projection whose output serves as both key and value (no value
+	// projection). HF config.json: sliding_window, layer_types,
+	// num_global_key_value_heads, global_head_dim, attention_k_eq_v
+	// (MaxText: sliding_window_size, global_num_kv_heads,
+	// global_head_dim, share_kv_projections).
+	SlidingWindow        int  `yaml:"sliding_window,omitempty" json:"sliding_window,omitempty"`
+	GlobalAttentionEvery int  `yaml:"global_attention_every,omitempty" json:"global_attention_every,omitempty"`
+	GlobalKVHeads        int  `yaml:"global_kv_heads,omitempty" json:"global_kv_heads,omitempty"`
+	GlobalHeadDim        int  `yaml:"global_head_dim,omitempty" json:"global_head_dim,omitempty"`
+	GlobalKeyAsValue     bool `yaml:"global_key_as_value,omitempty" json:"global_key_as_value,omitempty"`
 	// Published is the parameter count its authors give (0 if none), and
 	// Source where it is given; PublishedActive the parameters a token
 	// uses, for a mixture of experts.
@@ -113,6 +136,14 @@ func (s Spec) ExpertFF() int {
 		return s.DFF
 	}
 	return s.ExpertDFF
+}
+
+// SharedFF is the width of one shared expert's MLP.
+func (s Spec) SharedFF() int {
+	if s.SharedExpertDFF == 0 {
+		return s.ExpertFF()
+	}
+	return s.SharedExpertDFF
 }
 
 func (s Spec) moeEvery() int { return max(s.MoEEvery, 1) }
@@ -184,6 +215,12 @@ type Params struct {
 	// how many there are; their blocks count these instead of Attention.
 	LinearAttention int64
 	LinearLayers    int
+	// GlobalAttention is one global layer's attention parameters and
+	// GlobalLayers how many there are, when some layers attend over a
+	// sliding window (Attention is then the local layers'); their blocks
+	// count these instead of Attention.
+	GlobalAttention int64
+	GlobalLayers    int
 	MLP             int64 // per dense layer
 	Norms           int64 // per layer
 	FinalNorm       int64
@@ -218,12 +255,16 @@ func (p Params) ActivePerMoELayer() int64 {
 
 // Blocks is the parameter count of all transformer blocks.
 func (p Params) Blocks() int64 {
-	return int64(p.DenseLayers())*p.PerLayer() + int64(p.MoELayers)*p.PerMoELayer() + p.linearDelta()
+	return int64(p.DenseLayers())*p.PerLayer() + int64(p.MoELayers)*p.PerMoELayer() + p.linearDelta() + p.globalDelta()
 }
 
 // linearDelta is what the linear-attention layers' attention adds to a
 // count that gave every layer softmax attention.
 func (p Params) linearDelta() int64 { return int64(p.LinearLayers) * (p.LinearAttention - p.Attention) }
+
+// globalDelta is what the global layers' attention adds to a count that
+// gave every layer the local layers' attention.
+func (p Params) globalDelta() int64 { return int64(p.GlobalLayers) * (p.GlobalAttention - p.Attention) }
 
 // Total is the model's parameter count.
 func (p Params) Total() int64 {
@@ -233,7 +274,7 @@ func (p Params) Total() int64 {
 // Active is the parameters one token uses: Total with only the routed
 // experts it runs (the count MoE papers publish as "activated").
 func (p Params) Active() int64 {
-	return p.Embedding + p.Output + p.FinalNorm + int64(p.DenseLayers())*p.PerLayer() + int64(p.MoELayers)*p.ActivePerMoELayer() + p.linearDelta()
+	return p.Embedding + p.Output + p.FinalNorm + int64(p.DenseLayers())*p.PerLayer() + int64(p.MoELayers)*p.ActivePerMoELayer() + p.linearDelta() + p.globalDelta()
 }
 
 // attentionMatmul is one block's attention projection parameters (all
@@ -301,6 +342,13 @@ func (s Spec) ParamCount() Params {
 		p.LinearAttention = s.linearMatmul() + int64(s.LinearConvKernel*s.LinearConvChannels()) +
 			int64(2*s.LinearValueHeads) + int64(s.LinearValueHeadDim)
 	}
+	if s.Windowed() {
+		p.GlobalLayers, p.GlobalAttention = s.GlobalLayers(), s.globalAttentionMatmul()
+		if s.Biases {
+			g := s.Global()
+			p.GlobalAttention += int64(g.Heads*g.QKHead()+2*g.KV()*g.Head()) + d
+		}
+	}
 	p.MLP = s.mlpMatmul(s.DFF) + s.mlpBiases(s.DFF)
 	norm := d
 	if s.LayerNorm {
@@ -317,7 +365,7 @@ func (s Spec) ParamCount() Params {
 		}
 		p.Expert = s.mlpMatmul(f) + s.mlpBiases(f)
 		p.Experts, p.ActiveExperts = s.Experts, s.ExpertsPerToken
-		p.Shared = int64(s.SharedExperts) * p.Expert
+		p.Shared = int64(s.SharedExperts) * (s.mlpMatmul(s.SharedFF()) + s.mlpBiases(s.SharedFF()))
 	}
 	return p
 }
@@ -337,7 +385,11 @@ func (s Spec) LargestMatrix() int64 {
 		m = max(m, d*int64(s.DFF))
 	}
 	if s.MoE() {
-		m = max(m, d*int64(s.ExpertFF()))
+		m = max(m, d*int64(s.ExpertFF()), d*int64(s.SharedFF()))
+	}
+	if s.Windowed() {
+		g := s.Global()
+		m = max(m, d*max(h*int64(g.QKHead()), int64(g.KV()*g.Head()), h*int64(g.VHead())))
 	}
 	if s.MLA() {
 		m = max(m, int64(max(s.QLoRARank, s.KVLoRARank))*h*int64(max(s.QKHead(), s.Head()+s.VHead())))
@@ -357,9 +409,10 @@ func (s Spec) MatmulParams() int64 {
 	d, v := int64(s.DModel), int64(s.Vocab)
 	moe := int64(s.MoELayers())
 	dense := int64(s.Layers) - moe
-	n := int64(s.AttentionLayers())*s.attentionMatmul() + int64(s.LinearLayers())*s.linearMatmul() + dense*s.mlpMatmul(s.DFF) + v*d
+	n := int64(s.LocalLayers())*s.attentionMatmul() + int64(s.GlobalLayers())*s.globalAttentionMatmul() +
+		int64(s.LinearLayers())*s.linearMatmul() + dense*s.mlpMatmul(s.DFF) + v*d
 	if s.MoE() {
-		n += moe * (d*int64(s.Experts) + int64(s.ExpertsPerToken+s.SharedExperts)*s.mlpMatmul(s.ExpertFF()))
+		n += moe * (d*int64(s.Experts) + int64(s.ExpertsPerToken)*s.mlpMatmul(s.ExpertFF()) + int64(s.SharedExperts)*s.mlpMatmul(s.SharedFF()))
 	}
 	return n
 }
@@ -387,6 +440,9 @@ func (s Spec) FLOPsPerToken(seq int, causal bool) float64 {
 	if causal {
 		attn /= 2
 	}
+	if s.Windowed() {
+		attn = 12 * s.attentionKeys(seq, causal)
+	}
 	return 6*float64(s.MatmulParams()) + attn + 3*s.LinearAttentionFLOPsPerToken()
 }
 
@@ -394,6 +450,9 @@ func (s Spec) FLOPsPerToken(seq int, causal bool) float64 {
 // (scores and weighted sum, 4·H·Q·T per softmax layer) per token, the
 // work that selective rematerialisation repeats.
 func (s Spec) AttentionFLOPsPerToken(seq int) float64 {
+	if s.Windowed() {
+		return 4 * s.attentionKeys(seq, false)
+	}
 	return 4 * float64(s.AttentionLayers()) * s.attentionWidth() * float64(seq)
 }
 
@@ -417,8 +476,14 @@ type Summary struct {
 	// LinearLayers and LinearAttentionPerLayer are a hybrid model's
 	// linear-attention layers and the attention parameters of each (they
 	// count these instead of AttentionPerLayer).
-	LinearLayers            int     `json:"linear_attention_layers,omitempty"`
-	LinearAttentionPerLayer int64   `json:"linear_attention_params_per_layer,omitempty"`
+	LinearLayers            int   `json:"linear_attention_layers,omitempty"`
+	LinearAttentionPerLayer int64 `json:"linear_attention_params_per_layer,omitempty"`
+	// GlobalLayers and GlobalAttentionPerLayer are the global layers of a
+	// model with a sliding window and the attention parameters of each
+	// (they count these instead of AttentionPerLayer, then the local
+	// layers').
+	GlobalLayers            int     `json:"global_attention_layers,omitempty"`
+	GlobalAttentionPerLayer int64   `json:"global_attention_params_per_layer,omitempty"`
 	MatmulParams            int64   `json:"matmul_params"`
 	FLOPsPerToken           float64 `json:"training_flops_per_token"`
 	FLOPsPerTokenCaus       float64 `json:"training_flops_per_token_causal"`
@@ -436,6 +501,7 @@ func (s Spec) Summarize() Summary {
 		MoELayers: p.MoELayers, RouterPerLayer: p.Router, ExpertParams: p.Expert, OutputParams: p.Output,
 		ParamsPerLayer: p.PerLayer(), AttentionPerLayer: p.Attention, MLPPerLayer: p.MLP, NormsPerLayerP: p.Norms,
 		LinearLayers: p.LinearLayers, LinearAttentionPerLayer: p.LinearAttention,
+		GlobalLayers: p.GlobalLayers, GlobalAttentionPerLayer: p.GlobalAttention,
 		MatmulParams: s.MatmulParams(), FLOPsPerToken: s.FLOPsPerToken(s.SeqLen, false), FLOPsPerTokenCaus: s.FLOPsPerToken(s.SeqLen, true),
 	}
 	if p.MoELayers > 0 {

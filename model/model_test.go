@@ -17,7 +17,7 @@ func TestPublishedParamCounts(t *testing.T) {
 		"gpt3-175b": true, "llama2-7b": true, "llama2-13b": true, "llama2-70b": true,
 		"llama3-8b": true, "llama3-70b": true, "llama3-405b": true, "gemma2-9b": true, "gemma2-27b": true,
 		"mixtral-8x7b": true, "mixtral-8x22b": true, "deepseek3-671b": true, "qwen3-235b-a22b": true,
-		"llama4-maverick": true,
+		"llama4-maverick": true, "gemma4-31b": true, "gemma4-26b-a4b": true,
 	}
 	for _, s := range Catalog() {
 		delete(want, s.Name)
@@ -270,6 +270,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("&a [*a]"))
 	f.Add([]byte("<<: &a {<<: *a}\n"))
 	f.Add([]byte("{\"name\":\"a\\u202e\",\"layers\":1.5}"))
+	f.Add([]byte("name: w\nlayers: 6\nd_model: 64\nheads: 4\nd_ff: 128\nvocab: 100\nseq_len: 4096\nsliding_window: 512\nglobal_attention_every: 3\nglobal_kv_heads: 2\nglobal_head_dim: 32\nglobal_key_as_value: true\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data)
 		if err != nil {
@@ -302,7 +303,8 @@ func TestSummarize(t *testing.T) {
 		sum := s.Summarize()
 		p := s.ParamCount()
 		if got := sum.EmbeddingParams + sum.OutputParams + int64(p.DenseLayers())*sum.ParamsPerLayer + int64(p.MoELayers)*sum.ParamsPerMoELayer + p.FinalNorm +
-			int64(sum.LinearLayers)*(sum.LinearAttentionPerLayer-sum.AttentionPerLayer); got != sum.Params {
+			int64(sum.LinearLayers)*(sum.LinearAttentionPerLayer-sum.AttentionPerLayer) +
+			int64(sum.GlobalLayers)*(sum.GlobalAttentionPerLayer-sum.AttentionPerLayer); got != sum.Params {
 			t.Errorf("%s: embedding + output + layers + final norm = %d, want %d", s.Name, got, sum.Params)
 		}
 		if sum.ParamsPerLayer != sum.AttentionPerLayer+sum.MLPPerLayer+sum.NormsPerLayerP {

@@ -70,6 +70,9 @@ func (s Spec) Validate() error {
 	if err := s.validateLinear(bad); err != nil {
 		return err
 	}
+	if err := s.validateWindow(bad); err != nil {
+		return err
+	}
 	for _, f := range []struct {
 		name string
 		v    int64
@@ -165,7 +168,7 @@ func (s Spec) validateMoE(bad func(string, int, string) error) error {
 		for _, f := range []struct {
 			name string
 			v    int
-		}{{"experts_per_token", s.ExpertsPerToken}, {"shared_experts", s.SharedExperts}, {"expert_d_ff", s.ExpertDFF},
+		}{{"experts_per_token", s.ExpertsPerToken}, {"shared_experts", s.SharedExperts}, {"expert_d_ff", s.ExpertDFF}, {"shared_expert_d_ff", s.SharedExpertDFF},
 			{"first_dense_layers", s.FirstDenseLayers}, {"moe_every", s.MoEEvery}} {
 			if f.v != 0 {
 				return bad(f.name, f.v, "0 in a dense model (set experts for a mixture of experts)")
@@ -182,6 +185,8 @@ func (s Spec) validateMoE(bad func(string, int, string) error) error {
 		return bad("shared_experts", s.SharedExperts, fmt.Sprintf("0 to %d", limit))
 	case s.ExpertDFF < 0 || s.ExpertDFF > 1<<24:
 		return bad("expert_d_ff", s.ExpertDFF, "0 (= d_ff) or a positive integer")
+	case s.SharedExpertDFF < 0 || s.SharedExpertDFF > 1<<24 || s.SharedExpertDFF > 0 && s.SharedExperts == 0:
+		return bad("shared_expert_d_ff", s.SharedExpertDFF, "0 (= expert_d_ff), or a positive integer with shared_experts")
 	case s.FirstDenseLayers < 0 || s.FirstDenseLayers >= s.Layers:
 		return bad("first_dense_layers", s.FirstDenseLayers, fmt.Sprintf("0 to layers - 1 (%d), leaving an MoE layer", s.Layers-1))
 	case s.MoEEvery < 0 || s.MoEEvery > s.Layers-s.FirstDenseLayers:

@@ -265,6 +265,11 @@ func showModel(stdout io.Writer, s model.Spec) error {
 	fmt.Fprintf(tw, "name\t%s\n", s.Name)
 	fmt.Fprintf(tw, "shape\t%s, d_model %d, %s (%d KV) of %d, d_ff %d, vocab %d, seq %d\n",
 		unit.Plural(s.Layers, "layer"), s.DModel, unit.Plural(s.Heads, "head"), s.KV(), s.Head(), s.DFF, s.Vocab, s.SeqLen)
+	if s.Windowed() {
+		g := s.Global()
+		fmt.Fprintf(tw, "attention\t%d local layers over a sliding window of %d tokens (the heads above), %d global of %d KV heads of %d (keys as values: %v); attention parameters a global layer %d\n",
+			s.LocalLayers(), s.SlidingWindow, s.GlobalLayers(), g.KV(), g.Head(), s.GlobalKeyAsValue, p.GlobalAttention)
+	}
 	fmt.Fprintf(tw, "parameters\t%d (%.3fB)", p.Total(), float64(p.Total())/1e9)
 	if s.Published > 0 {
 		fmt.Fprintf(tw, "; published %d (%+.2f%%)", s.Published, 100*float64(p.Total()-s.Published)/float64(s.Published))
@@ -276,8 +281,12 @@ func showModel(stdout io.Writer, s model.Spec) error {
 			fmt.Fprintf(tw, "; published %d (%+.2f%%)", s.PublishedActive, 100*float64(p.Active()-s.PublishedActive)/float64(s.PublishedActive))
 		}
 		fmt.Fprintln(tw)
-		fmt.Fprintf(tw, "experts\t%d routed (%d per token) and %d shared of d_ff %d in %d of %d layers\n",
-			s.Experts, s.ExpertsPerToken, s.SharedExperts, s.ExpertFF(), p.MoELayers, s.Layers)
+		shared := ""
+		if s.SharedFF() != s.ExpertFF() {
+			shared = fmt.Sprintf(" (shared: d_ff %d)", s.SharedFF())
+		}
+		fmt.Fprintf(tw, "experts\t%d routed (%d per token) and %d shared of d_ff %d%s in %d of %d layers\n",
+			s.Experts, s.ExpertsPerToken, s.SharedExperts, s.ExpertFF(), shared, p.MoELayers, s.Layers)
 		fmt.Fprintf(tw, "  per MoE layer\tattention %d, router %d, experts %d x %d, shared %d, norms %d\n",
 			p.Attention, p.Router, p.Experts, p.Expert, p.Shared, p.Norms)
 	}
@@ -285,7 +294,11 @@ func showModel(stdout io.Writer, s model.Spec) error {
 		fmt.Fprintf(tw, "  per dense layer\tattention %d, MLP %d, norms %d\n", p.Attention, p.MLP, p.Norms)
 	}
 	fmt.Fprintf(tw, "  embeddings\tinput %d, output %d\n", p.Embedding, p.Output)
-	fmt.Fprintf(tw, "training FLOPs/token\t%.4g at seq %d (6N + 12·L·H·Q·T; N the matmul parameters a token uses)\n", s.FLOPsPerToken(s.SeqLen, false), s.SeqLen)
+	window := ""
+	if s.Windowed() {
+		window = fmt.Sprintf(", T at most %d in a local layer", s.SlidingWindow)
+	}
+	fmt.Fprintf(tw, "training FLOPs/token\t%.4g at seq %d (6N + 12·L·H·Q·T; N the matmul parameters a token uses%s)\n", s.FLOPsPerToken(s.SeqLen, false), s.SeqLen, window)
 	if s.Source != "" {
 		fmt.Fprintf(tw, "source\t%s\n", s.Source)
 	}

@@ -78,6 +78,8 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--data-parallel-size", "3", "--tensor-parallel-size", "4"}, []string{"--data-parallel-size 3", "1 to 2 replicas"}},
 		{[]string{"--data-parallel-size", "-1"}, []string{"--data-parallel-size", `"-1"`}},
 		{[]string{"--model", "deepseek3-671b", "--tensor-parallel-size", "3"}, []string{"--tensor-parallel-size 3", "latent attention", "256 experts"}},
+		{[]string{"--model", "gemma4-31b", "--tensor-parallel-size", "32", "--tpu", "tpu7x-16"}, []string{"--tensor-parallel-size 32", "KV heads"}},
+		{[]string{"--model", "gemma4-31b", "--max-model-len", "300000"}, []string{"--max-model-len 300000", "262144"}},
 	} {
 		fail(t, append([]string{"inference"}, c.args...), c.want...)
 	}
@@ -302,5 +304,16 @@ func TestInferenceDPAttentionFlag(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(args, &stdout, &stderr); code == 0 {
 		t.Errorf("without --enable-dp-attention: exit 0, want a refusal; stdout %.300s", stdout.String())
+	}
+}
+
+// TestGemma4TrainingRefused: Gemma 4 is served (inference) but its
+// sliding-window layers are not costed for training: plan refuses it as
+// a usage error that names the model and the field.
+func TestGemma4TrainingRefused(t *testing.T) {
+	fail(t, []string{"plan", "--model", "gemma4-31b", "--tpu", "v6e-8"}, "gemma4-31b (sliding_window 1024)", "not modelled")
+	if out, errOut, code := runCmd("inference", "--model", "gemma4-31b", "--tpu", "v6e-8", "--max-model-len", "4096", "--concurrency", "16", "--num-requests", "50"); code != 0 ||
+		!strings.Contains(out, "sliding window of 1024 tokens in 50 of 60 layers") {
+		t.Errorf("inference gemma4-31b on v6e-8: exit %d, %q; want 0 and the window's reason", code, errOut)
 	}
 }

@@ -51,6 +51,12 @@ func TestGolden(t *testing.T) {
 		{"inference_70b_tpu7x-8_json", []string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--json"}},
 		{"inference_mixtral_tpu7x-8", []string{"inference", "--model", "mixtral-8x7b", "--tpu", "tpu7x-8", "--num-requests", "200"}},
 		{"inference_deepseek3_tpu7x-16_fp8", []string{"inference", "--model", "deepseek3-671b", "--tpu", "tpu7x-16", "--weights", "fp8", "--kv-cache-dtype", "fp8", "--num-requests", "200"}},
+		// the tpu-inference daily benchmark's Gemma 4 servers (.buildkite/benchmark/cases/daily/Gemma4-*.json @b8692ff0)
+		{"inference_gemma4-31b_tpu7x-8_fp8", []string{"inference", "--model", "gemma4-31b", "--tpu", "tpu7x-8", "--weights", "fp8", "--kv-cache-dtype", "fp8",
+			"--max-model-len", "2048", "--prompt-len", "1024", "--output-len", "500", "--concurrency", "256", "--num-requests", "200"}},
+		{"inference_gemma4-26b-a4b_v6e-8", []string{"inference", "--model", "gemma4-26b-a4b", "--tpu", "v6e-8", "--weights", "fp8", "--kv-cache-dtype", "fp8",
+			"--max-model-len", "2048", "--prompt-len", "1024", "--output-len", "500", "--concurrency", "128", "--num-requests", "200"}},
+		{"model_show_gemma4-26b-a4b", []string{"model", "show", "gemma4-26b-a4b"}},
 		{"hw_list", []string{"hw", "list"}},
 		{"hw_show_tpu7x", []string{"hw", "show", "tpu7x"}},
 		{"hw_show_v5p-128", []string{"hw", "show", "v5p-128"}},
