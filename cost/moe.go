@@ -215,7 +215,7 @@ func (t *tally) ringOfExperts(count, tokens int) {
 
 // expertDetail explains an expert split that does not divide the experts.
 func expertDetail(experts, e int) string {
-	return fmt.Sprintf("%d experts over expert=%d", experts, e)
+	return fmt.Sprintf("%d experts over %s", experts, mesh.Degree{Axis: mesh.Expert, ICI: e, DCN: 1})
 }
 
 // moeLayerParams is the parameters one chip holds of an MoE layer but

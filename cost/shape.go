@@ -111,15 +111,15 @@ func shapeWith(j Job, m mesh.Mesh, layer func(Job, shape) layerShape) (shape, er
 	spec := j.Model
 	switch {
 	case !TensorDivides(spec, sh.t):
-		return sh, &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads, %d KV heads, d_ff %d over tensor=%d", spec.Heads, spec.KV(), spec.DFF, sh.t)}
+		return sh, &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads, %d KV heads, d_ff %d over %s", spec.Heads, spec.KV(), spec.DFF, mesh.Degree{Axis: mesh.Tensor, ICI: sh.t, DCN: 1})}
 	case spec.Layers%(sh.p*sh.v) != 0:
-		return sh, &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over pipeline=%d x %d chunks", spec.Layers, sh.p, sh.v)}
+		return sh, &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over %s x %d chunks", spec.Layers, mesh.Degree{Axis: mesh.Pipeline, ICI: sh.p, DCN: 1}, sh.v)}
 	case sh.p > 1 && j.Schedule.Chunked() && sh.m%sh.p != 0:
-		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%s needs micro-batches (%d) a multiple of pipeline=%d", j.Schedule, sh.m, sh.p)}
+		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%s needs micro-batches (%d) a multiple of %s", j.Schedule, sh.m, mesh.Degree{Axis: mesh.Pipeline, ICI: sh.p, DCN: 1})}
 	case !ExpertDivides(spec.Experts, sh.e):
 		return sh, &Infeasible{Reason: ReasonExperts, Detail: expertDetail(spec.Experts, sh.e)}
 	case j.Seq%sh.c != 0:
-		return sh, &Infeasible{Reason: ReasonSeq, Detail: fmt.Sprintf("%d tokens over context=%d", j.Seq, sh.c)}
+		return sh, &Infeasible{Reason: ReasonSeq, Detail: fmt.Sprintf("%d tokens over %s", j.Seq, mesh.Degree{Axis: mesh.Context, ICI: sh.c, DCN: 1})}
 	case sh.p == 1 && sh.m > 1:
 		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%d micro-batches", sh.m)}
 	}

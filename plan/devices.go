@@ -166,8 +166,8 @@ func checkDevices(ms hw.Multislice, devices []mesh.Degree, value string) ([]mesh
 	}
 	readings := chipReadings(devices, per)
 	if len(readings) == 0 {
-		return nil, refuse(OptionMesh, value, nil, " %q counts JAX devices: a %s chip is %d of them, and MaxText puts them on fsdp or context, so want an ICI fsdp or context factor that is a multiple of %d (fsdp=%d on one %s chip)",
-			value, chip.Generation, per, per, per, chip.Generation)
+		return nil, refuse(OptionMesh, value, nil, " %q counts JAX devices: a %s chip is %d of them, and MaxText puts them on fsdp or context, so want an ICI fsdp or context factor that is a multiple of %d (%s on one %s chip)",
+			value, chip.Generation, per, per, mesh.Degree{Axis: mesh.FSDP, ICI: per, DCN: 1}, chip.Generation)
 	}
 	var first error
 	for _, rd := range readings {

@@ -128,7 +128,7 @@ func (s *searcher) expertNote(p Plan) Note {
 		dcn = fmt.Sprintf("; expert over DCN refused before it fills a slice (%s)", layouts(n))
 	}
 	if x := e.Mesh.Size(mesh.Expert); x > 1 {
-		return note("", "experts: expert=%d splits the %d experts (%d per chip) and the batch; %s%s", x, spec.Experts, spec.Experts/x, a2a(e), dcn)
+		return note("", "experts: %s splits the %d experts (%d per chip) and the batch; %s%s", mesh.Degree{Axis: mesh.Expert, ICI: x, DCN: 1}, spec.Experts, spec.Experts/x, a2a(e), dcn)
 	}
 	if s.expert == nil {
 		return note("", "experts: no layout with expert parallelism ran (the experts, batch or HBM allow none)%s", dcn)

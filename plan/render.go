@@ -472,8 +472,8 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 		if x.CapacityFactor > 0 {
 			routing = fmt.Sprintf("capacity factor %g", x.CapacityFactor)
 		}
-		fmt.Fprintf(b, "  experts: %d, %d per token, over expert=%d, %s, load imbalance %g: %s tokens per expert per chip per micro-batch; %s %s ICI + %s DCN (%v per chip per step, on the critical path)\n",
-			x.Experts, x.PerToken, x.Degree, routing, x.LoadImbalance, count(x.TokensPerExpert), x.Dispatch,
+		fmt.Fprintf(b, "  experts: %d, %d per token, over %s, %s, load imbalance %g: %s tokens per expert per chip per micro-batch; %s %s ICI + %s DCN (%v per chip per step, on the critical path)\n",
+			x.Experts, x.PerToken, mesh.Degree{Axis: mesh.Expert, ICI: x.Degree, DCN: 1}, routing, x.LoadImbalance, count(x.TokensPerExpert), x.Dispatch,
 			dur(secondsOf(x.AllToAllICI)), dur(secondsOf(x.AllToAllDCN)), unit.Bytes(x.AllToAllBytes))
 	}
 }

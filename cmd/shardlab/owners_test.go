@@ -201,23 +201,8 @@ var axisRule = ownerRule{
 		"cmd/shardlab/runckpt.go data": "the checkpoint header's field naming the training data (--data), not the data axis",
 		"plan/tier.go pipeline": "plan's name of a cross-slice strategy (plan.Across: DP, FSDP or pipeline), printed " +
 			"beside DP and FSDP; the strategy puts the pipeline axis across slices, but the word names the strategy",
-		// Not excused, only not fixed yet: these messages write a factor in
-		// layout syntax and should ask mesh (mesh.Degree.String, as emu's
-		// and cmd's do), but plan/ and cost/ are being reworked by another
-		// hand in issue 30. Fixing one makes its line stale here: drop it.
-		"cost/moe.go expert=":     pendingLayout,
-		"cost/shape.go tensor=":   pendingLayout,
-		"cost/shape.go pipeline=": pendingLayout,
-		"cost/shape.go context=":  pendingLayout,
-		"plan/devices.go fsdp=":   pendingLayout,
-		"plan/reasons.go expert=": pendingLayout,
-		"plan/render.go expert=":  pendingLayout,
 	},
 }
-
-// pendingLayout marks the layout-syntax spellings left for their
-// packages' owners to hand to mesh.
-const pendingLayout = "pending (issue 30): a factor in layout syntax, to be spelt by mesh.Degree.String"
 
 // maxtextKey finds MaxText's layout keys: the parallelism keys
 // (ici_<axis>_parallelism, dcn_<axis>_parallelism, base.yml), also when
