@@ -11,21 +11,13 @@ import "fmt"
 // heads (the gated delta rule's value heads share key heads), and a
 // softmax attention layer among the layers.
 func (s Spec) validateLinear(bad func(string, int, string) error) error {
-	fields := []struct {
-		name string
-		v    int
-	}{{"linear_key_heads", s.LinearKeyHeads}, {"linear_key_head_dim", s.LinearKeyHeadDim}, {"linear_value_heads", s.LinearValueHeads},
+	fields := []specField{{"linear_key_heads", s.LinearKeyHeads}, {"linear_key_head_dim", s.LinearKeyHeadDim}, {"linear_value_heads", s.LinearValueHeads},
 		{"linear_value_head_dim", s.LinearValueHeadDim}, {"linear_conv_kernel", s.LinearConvKernel}}
 	switch {
 	case s.FullAttentionEvery < 0 || s.FullAttentionEvery > s.Layers:
 		return bad("full_attention_every", s.FullAttentionEvery, fmt.Sprintf("0 or 1 (every layer softmax attention) up to layers (%d)", s.Layers))
 	case s.FullAttentionEvery <= 1:
-		for _, f := range fields {
-			if f.v != 0 {
-				return bad(f.name, f.v, "0 without linear attention (set full_attention_every above 1 for it)")
-			}
-		}
-		return nil
+		return allZero(bad, "without linear attention (set full_attention_every above 1 for it)", fields...)
 	case s.MLA():
 		return bad("full_attention_every", s.FullAttentionEvery, "0 or 1 with latent attention")
 	}

@@ -165,16 +165,9 @@ func NotText(s string) string {
 func (s Spec) validateMoE(bad func(string, int, string) error) error {
 	const limit = 1 << 16
 	if s.Experts == 0 {
-		for _, f := range []struct {
-			name string
-			v    int
-		}{{"experts_per_token", s.ExpertsPerToken}, {"shared_experts", s.SharedExperts}, {"expert_d_ff", s.ExpertDFF}, {"shared_expert_d_ff", s.SharedExpertDFF},
-			{"first_dense_layers", s.FirstDenseLayers}, {"moe_every", s.MoEEvery}} {
-			if f.v != 0 {
-				return bad(f.name, f.v, "0 in a dense model (set experts for a mixture of experts)")
-			}
-		}
-		return nil
+		return allZero(bad, "in a dense model (set experts for a mixture of experts)",
+			specField{"experts_per_token", s.ExpertsPerToken}, specField{"shared_experts", s.SharedExperts}, specField{"expert_d_ff", s.ExpertDFF},
+			specField{"shared_expert_d_ff", s.SharedExpertDFF}, specField{"first_dense_layers", s.FirstDenseLayers}, specField{"moe_every", s.MoEEvery})
 	}
 	switch {
 	case s.Experts < 0 || s.Experts > limit:
@@ -198,15 +191,8 @@ func (s Spec) validateMoE(bad func(string, int, string) error) error {
 // validateMLA checks the latent-attention fields: all zero without it.
 func (s Spec) validateMLA(bad func(string, int, string) error) error {
 	if s.KVLoRARank == 0 {
-		for _, f := range []struct {
-			name string
-			v    int
-		}{{"q_lora_rank", s.QLoRARank}, {"qk_rope_head_dim", s.QKRopeHeadDim}, {"v_head_dim", s.VHeadDim}} {
-			if f.v != 0 {
-				return bad(f.name, f.v, "0 without latent attention (set kv_lora_rank for it)")
-			}
-		}
-		return nil
+		return allZero(bad, "without latent attention (set kv_lora_rank for it)",
+			specField{"q_lora_rank", s.QLoRARank}, specField{"qk_rope_head_dim", s.QKRopeHeadDim}, specField{"v_head_dim", s.VHeadDim})
 	}
 	for _, f := range []struct {
 		name string
@@ -218,6 +204,23 @@ func (s Spec) validateMLA(bad func(string, int, string) error) error {
 	}
 	if s.KVHeads != 0 && s.KVHeads != s.Heads {
 		return bad("kv_heads", s.KVHeads, "0 (= heads) with latent attention, whose keys and values are per head")
+	}
+	return nil
+}
+
+// specField is a spec field's name, as the spec file spells it, and value.
+type specField struct {
+	name string
+	v    int
+}
+
+// allZero is bad's error for the first of fields that is not 0, wanting 0
+// because the spec lacks the feature they belong to (why); nil when all are.
+func allZero(bad func(string, int, string) error, why string, fields ...specField) error {
+	for _, f := range fields {
+		if f.v != 0 {
+			return bad(f.name, f.v, "0 "+why)
+		}
 	}
 	return nil
 }

@@ -15,13 +15,10 @@ import "fmt"
 func (s Spec) validateWindow(bad func(string, int, string) error) error {
 	const limit = 1 << 24
 	if s.SlidingWindow == 0 {
-		for _, f := range []struct {
-			name string
-			v    int
-		}{{"global_attention_every", s.GlobalAttentionEvery}, {"global_kv_heads", s.GlobalKVHeads}, {"global_head_dim", s.GlobalHeadDim}} {
-			if f.v != 0 {
-				return bad(f.name, f.v, "0 without a sliding window (set sliding_window for local attention)")
-			}
+		why := "without a sliding window (set sliding_window for local attention)"
+		if err := allZero(bad, why, specField{"global_attention_every", s.GlobalAttentionEvery},
+			specField{"global_kv_heads", s.GlobalKVHeads}, specField{"global_head_dim", s.GlobalHeadDim}); err != nil {
+			return err
 		}
 		if s.GlobalKeyAsValue {
 			return bad("global_key_as_value", 1, "false without a sliding window (set sliding_window for local attention)")
