@@ -199,7 +199,8 @@ type Sim struct {
 	running     []*sequence
 	freePages   int
 	finished    int
-	ttft, itl   []time.Duration
+	ttft        []time.Duration
+	itl         latencyRuns
 	outTokens   int
 	steps       int
 	preemptions int
@@ -245,7 +246,6 @@ func NewSim(srv Server, load Load, cost func(Batch) time.Duration, rng *rand.Ran
 	}
 	s := &Sim{srv: srv, load: load, cost: cost, rng: rng, freePages: srv.Pages}
 	s.ttft = make([]time.Duration, 0, load.Requests)
-	s.itl = make([]time.Duration, 0, int(min(float64(load.Requests)*load.Mix.meanOutput(), 1<<26)))
 	if load.RequestRate > 0 {
 		s.nextArrival = s.interArrival()
 	} else {
@@ -430,7 +430,7 @@ func (s *Sim) run(b Batch, sched []*sequence, n []int) {
 		if q.emitted == 1 {
 			s.ttft = append(s.ttft, s.now-q.arrival)
 		} else {
-			s.itl = append(s.itl, s.now-q.last)
+			s.itl.add(s.now - q.last)
 		}
 		q.last = s.now
 		if q.emitted == q.output {
@@ -484,68 +484,6 @@ func (s *Sim) stepJetStream() {
 	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
 }
 
-// Percentiles summarise latencies: the mean and the nearest-rank
-// percentiles.
-type Percentiles struct {
-	Mean, P50, P90, P99 time.Duration
-}
-
-// percentiles summarises v, which it reorders: each percentile is the
-// k-th smallest, found by selection rather than a sort (a simulation of
-// 10,000 requests has millions of inter-token latencies).
-func percentiles(v []time.Duration) Percentiles {
-	if len(v) == 0 {
-		return Percentiles{}
-	}
-	sum := 0.0
-	for _, x := range v {
-		sum += float64(x)
-	}
-	rank := func(p float64) int { return max(int(math.Ceil(p*float64(len(v))))-1, 0) }
-	lo := 0
-	var out [3]time.Duration
-	for i, p := range []float64{0.50, 0.90, 0.99} {
-		k := rank(p)
-		out[i] = nthSmallest(v, lo, k)
-		lo = k // everything before k is no larger: the next rank is at or after it
-	}
-	return Percentiles{Mean: time.Duration(sum / float64(len(v))), P50: out[0], P90: out[1], P99: out[2]}
-}
-
-// nthSmallest reorders v[lo:] so that v[k] is the value a sort would put
-// there, every element before it no larger and every one after no
-// smaller (Hoare's selection, the middle element as pivot), and returns
-// v[k]. v[:lo] must hold no element larger than any of v[lo:].
-func nthSmallest(v []time.Duration, lo, k int) time.Duration {
-	hi := len(v) - 1
-	for lo < hi {
-		pivot := v[lo+(hi-lo)/2]
-		i, j := lo, hi
-		for i <= j {
-			for v[i] < pivot {
-				i++
-			}
-			for v[j] > pivot {
-				j--
-			}
-			if i <= j {
-				v[i], v[j] = v[j], v[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return v[k]
-		}
-	}
-	return v[k]
-}
-
 // SimResult is what a simulation measured, as a benchmark client would:
 // output tokens over the time to the last one, time to the first token
 // from arrival, and the times between a sequence's tokens.
@@ -567,7 +505,7 @@ type SimResult struct {
 // Result is the simulation's measurements so far.
 func (s *Sim) Result() SimResult {
 	r := SimResult{Engine: s.srv.Engine, Replicas: 1, Requests: s.finished, OutputTokens: s.outTokens, Steps: s.steps,
-		Preemptions: s.preemptions, Duration: s.now, TTFT: percentiles(slices.Clone(s.ttft)), ITL: percentiles(slices.Clone(s.itl))}
+		Preemptions: s.preemptions, Duration: s.now, TTFT: percentiles(s.ttft), ITL: s.itl.percentiles()}
 	if s.now > 0 {
 		r.TokensPerSecond = float64(s.outTokens) / s.now.Seconds()
 	}
