@@ -30,7 +30,10 @@ func TestBrowserServing(t *testing.T) {
 	if err := chromedp.Do(ctx, retype("#in-prompt_len", "2048")); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(ctx, "the plan with fp8 weights", summary+`.indexOf("weights fp8") >= 0`); err != nil {
+	// the page answers each keystroke: wait for the answer to the whole
+	// prompt length, which the simulation's lengths show
+	sim := `(document.getElementById("serving-sim") || {textContent: ""}).textContent.indexOf("fixed 2048+1024 lengths") >= 0`
+	if err := waitFor(ctx, "the plan with fp8 weights and 2048-token prompts", summary+`.indexOf("weights fp8") >= 0 && `+sim); err != nil {
 		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](summary))
 		t.Fatalf("%v; summary %q", err, got)
 	}

@@ -287,6 +287,12 @@ func TestBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// the page checks the form as it is typed: wait for the answer to
+		// the whole spec, not one to a keystroke of it
+		if err := waitFor(ctx, "the error for the whole spec", `(function () { var e = document.getElementById("error-model");
+			return e !== null && e.textContent.indexOf("layers") >= 0; })()`); err != nil {
+			t.Fatal(err)
+		}
 		msg, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#error-model")))
 		if err != nil {
 			t.Fatal(err)
