@@ -511,3 +511,18 @@ func TestServingDPAttentionRows(t *testing.T) {
 		t.Errorf("%d rows ran enable_dp_attention, want the 2 Qwen3.5-397B rows", n)
 	}
 }
+
+// TestJetStreamSlotsPerDevice: a jetstream-pytorch row run data parallel
+// (shard_on_batch) has its batch_size slots sharded over its devices, so
+// the replica simulated (one device) holds batch_size / DP of them: Gemma
+// 2B's 512 over 8 v5e chips is 64 a chip. A tensor-parallel row's one
+// replica holds them all.
+func TestJetStreamSlotsPerDevice(t *testing.T) {
+	for _, c := range []struct{ dp, conc, want int }{{8, 512, 64}, {8, 1024, 128}, {1, 96, 96}, {8, 12, 2}} {
+		row := ServingRow{ID: "j", Engine: EngineJetStreamPyTorch, TP: 8 / c.dp, DP: c.dp,
+			Workload: Workload{Dataset: DatasetRandom, NumPrompts: 2 * c.conc, Concurrency: c.conc, InputLen: 110, OutputLen: 305}}
+		if got := row.SimOptions().MaxNumSeqs; got != c.want {
+			t.Errorf("DP %d, batch %d: %d slots a device, want %d", c.dp, c.conc, got, c.want)
+		}
+	}
+}

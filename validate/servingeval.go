@@ -69,7 +69,13 @@ const ServingSeed = 1
 // utils/bench_serving/benchmark_serving.py sample_uniform @d39a07fd;
 // else the published lengths, or the dataset's means for ShareGPT, for
 // every request), its concurrency as a closed loop of clients and its
-// prompts. JetStream's batch slots are the row's concurrency; vLLM's
+// prompts. JetStream's batch slots are the row's concurrency (its
+// batch_size), shared by its data-parallel devices: with shard_on_batch
+// jetstream-pytorch allocates one cache of batch_size slots sharded on
+// its batch axis over the devices (jetstream_pt/environment.py
+// kv_cache_shard_axis "batch", engine.py cache_shape (batch_size, ...)
+// @f3cf2b7, 2024-05-14, the Gemma 2B rows' day), so each device, the
+// replica Simulate steps, runs batch_size / DP of them. vLLM's
 // max_num_seqs the row's, or its concurrency when not given.
 func (r ServingRow) SimOptions() inference.SimOptions {
 	w := r.Workload
@@ -83,7 +89,8 @@ func (r ServingRow) SimOptions() inference.SimOptions {
 	o := inference.SimOptions{Engine: inference.VLLM, MaxNumSeqs: r.MaxNumSeqs,
 		Load: inference.Load{Mix: mix, Concurrency: w.Concurrency, Requests: w.NumPrompts}}
 	if r.Engine == EngineJetStreamPyTorch {
-		o.Engine, o.MaxNumSeqs = inference.JetStream, w.Concurrency
+		dp := max(r.DP, 1)
+		o.Engine, o.MaxNumSeqs = inference.JetStream, (w.Concurrency+dp-1)/dp
 	}
 	o.Engine = r.ServingEngine()
 	if o.MaxNumSeqs == 0 {
