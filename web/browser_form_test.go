@@ -365,6 +365,11 @@ func TestBrowserCompare(t *testing.T) {
 	}
 	check := func(when string) {
 		t.Helper()
+		// the pins are planned again and drawn after the page shows: wait
+		// for both heads and both bars before reading them
+		if err := waitFor(ctx, when+": two pins drawn", `document.querySelectorAll("#compare th.pin-head").length === 2 && `+bars+` === 2`); err != nil {
+			t.Fatal(err)
+		}
 		hs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](heads))
 		if err != nil {
 			t.Fatal(err)
