@@ -71,17 +71,36 @@ func (bm *BatchMemory) Total(globalBatch int) (unit.Bytes, error) {
 }
 
 // Fits is Memory's Fits for the job at globalBatch sequences per step, or
-// Memory's error. A layout whose state alone exceeds the usable HBM does
-// not fit at any batch: the activations and the phases only add to it.
+// Memory's error: every stage's HBM within the usable HBM and what it
+// offloads within the host memory. A layout whose state alone exceeds
+// the usable HBM does not fit at any batch: the activations and the
+// phases only add to it.
 func (bm *BatchMemory) Fits(globalBatch int) (bool, error) {
-	if bm.state > bm.usable {
-		if _, err := bm.shape(globalBatch); err != nil {
-			return false, err
-		}
-		return false, nil
+	why, err := bm.Check(globalBatch)
+	return why == "" && err == nil, err
+}
+
+// Check is why the job does not fit at globalBatch sequences per step
+// (Memory.Reason of its most loaded stage: ReasonHBM before ReasonHost),
+// "" when it fits, or Memory's error.
+func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
+	sh, err := bm.shape(globalBatch)
+	if err != nil {
+		return "", err
 	}
-	total, err := bm.Total(globalBatch)
-	return total <= bm.usable, err
+	if bm.state > bm.usable {
+		return ReasonHBM, nil
+	}
+	var why Reason
+	for i, b := range bm.stages[:bm.n] {
+		switch r := bm.j.stageMemory(b, sh, stage(i)).mem.Reason(); r {
+		case ReasonHBM:
+			return r, nil
+		case ReasonHost:
+			why = r
+		}
+	}
+	return why, nil
 }
 
 // Bound is the estimator's Bound of the job at globalBatch, the job

@@ -25,9 +25,9 @@ type batchCase struct {
 // mixture-of-experts models (a dropless ring of experts, a capacity
 // factor, dense and MoE layers mixed), latent attention, a parallel
 // block, every remat policy, pipelines of each schedule with their
-// micro-batches (the first and last stage differ), offload, a memory
-// calibration, vocabulary tiles, dot-product attention, and layouts that
-// cannot run the job at all.
+// micro-batches (the first and last stage differ), offload (one bound by
+// host memory), a memory calibration, vocabulary tiles, dot-product
+// attention, and layouts that cannot run the job at all.
 func batchCases(t testing.TB) []batchCase {
 	var cases []batchCase
 	add := func(spec model.Spec, accel string, slices int, layout string, change func(*Job)) {
@@ -57,6 +57,10 @@ func batchCases(t testing.TB) []batchCase {
 	}
 	add(lookup(t, "llama3-70b"), "v6e-32", 1, "fsdp=32", func(j *Job) {
 		j.OptimizerOffload, j.ParameterOffload, j.Precision = true, true, MaxTextBF16Precision()
+	})
+	add(lookup(t, "llama3-405b"), "tpu7x-512", 1, "fsdp=256", func(j *Job) { // host memory binds before HBM
+		j.Remat = RematCustom
+		j.Custom, _ = ParseCustom("decoder_layer_input=offload")
 	})
 	add(lookup(t, "llama3-8b"), "tpu7x-8", 1, "fsdp=2,context=2", func(j *Job) {
 		j.TempScale, j.VocabTiles, j.HBMHeadroom, j.Attention = 1.37, 4, 0.1, AttentionDot

@@ -3,6 +3,7 @@ package cost
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"shardlab/collective"
@@ -27,10 +28,13 @@ type Memory struct {
 	Peak      string     `json:"peak_phase"`
 	Phases    []Phase    `json:"phases"`
 	// Host is what offloaded activations, parameters or optimizer state
-	// occupy in host memory, per chip.
-	Host   unit.Bytes `json:"host"`
-	HBM    unit.Bytes `json:"hbm"`
-	Usable unit.Bytes `json:"usable"` // HBM less the headroom
+	// occupy in host memory, per chip, and HostUsable the host memory a
+	// chip has for them (hw.Chip.HostRAMPerChip; 0 where its VM's RAM is
+	// not published, and then Host is not checked).
+	Host       unit.Bytes `json:"host"`
+	HostUsable unit.Bytes `json:"host_usable"`
+	HBM        unit.Bytes `json:"hbm"`
+	Usable     unit.Bytes `json:"usable"` // HBM less the headroom
 }
 
 // Total is the sum of the components.
@@ -41,8 +45,38 @@ func (m Memory) Total() unit.Bytes {
 // State is weights, gradients and optimizer state.
 func (m Memory) State() unit.Bytes { return m.Weights + m.Gradients + m.Optimizer }
 
-// Fits reports whether the total stays within the usable HBM.
-func (m Memory) Fits() bool { return m.Total() <= m.Usable }
+// Fits reports whether the total stays within the usable HBM and what
+// is offloaded within the host memory (HostFits).
+func (m Memory) Fits() bool { return m.Total() <= m.Usable && m.HostFits() }
+
+// Reason is why the memory does not fit (ReasonHBM before ReasonHost),
+// or "" when it does.
+func (m Memory) Reason() Reason {
+	switch {
+	case m.Total() > m.Usable:
+		return ReasonHBM
+	case !m.HostFits():
+		return ReasonHost
+	}
+	return ""
+}
+
+// HostFits reports whether what is offloaded stays within the host
+// memory a chip has, where that is known.
+func (m Memory) HostFits() bool { return m.HostUsable == 0 || m.Host <= m.HostUsable }
+
+// Shortfall says what does not fit and by how much: "HBM by 2.0 GiB",
+// "host memory by 30 GiB", or both joined by "and"; "" when it fits.
+func (m Memory) Shortfall() string {
+	var parts []string
+	if t := m.Total(); t > m.Usable {
+		parts = append(parts, fmt.Sprintf("HBM by %v", t-m.Usable))
+	}
+	if !m.HostFits() {
+		parts = append(parts, fmt.Sprintf("host memory by %v (%v offloaded per chip, %v of its VM's RAM)", m.Host-m.HostUsable, m.Host, m.HostUsable))
+	}
+	return strings.Join(parts, " and ")
+}
 
 // Time is a step's duration split into what the chip waits on.
 type Time struct {

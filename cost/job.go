@@ -244,6 +244,7 @@ const (
 	ReasonBatch       Reason = "global batch does not split evenly over data, fsdp and micro-batches"
 	ReasonMicroBatch  Reason = "micro-batches given without pipeline stages"
 	ReasonHBM         Reason = "does not fit in HBM"
+	ReasonHost        Reason = "does not fit in host RAM (offloaded buffers)"
 	ReasonTensorDCN   Reason = "tensor parallelism over DCN"
 	ReasonContextDCN  Reason = "context parallelism over DCN"
 	ReasonInvalidMesh Reason = "axes do not multiply to the chips"

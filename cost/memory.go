@@ -510,9 +510,10 @@ func (j Job) MemoryError() ErrorBand {
 }
 
 // MaxMicroBatch is the most sequences per chip per micro-batch with which
-// j still fits in HBM on m, its layout, micro-batches and settings
+// j still fits on m (Memory.Fits: HBM, and host memory for what it
+// offloads), its layout, micro-batches and settings
 // unchanged (the global batch the only thing that grows); 0 when even one
-// does not fit. HBM per chip grows with the batch, so it doubles, then
+// does not fit. Both grow with the batch, so it doubles, then
 // bisects; it looks no further than limit sequences.
 func (e *Estimator) MaxMicroBatch(j Job, m mesh.Mesh, limit int) (int, error) {
 	if err := e.validate(j); err != nil {

@@ -103,11 +103,12 @@ func (e *Estimator) stageBase(j Job, m mesh.Mesh, sh shape, st stage) stageBase 
 	prec := j.Precision
 	params := sh.params[st]
 	mem := Memory{
-		Weights:   unit.Bytes(params * float64(prec.Weight+prec.Master)),
-		Gradients: unit.Bytes(params * float64(prec.Gradient)),
-		Optimizer: unit.Bytes(params * float64(prec.Optimizer)),
-		HBM:       chip.HBM,
-		Usable:    chip.UsableHBM(j.HBMHeadroom),
+		Weights:    unit.Bytes(params * float64(prec.Weight+prec.Master)),
+		Gradients:  unit.Bytes(params * float64(prec.Gradient)),
+		Optimizer:  unit.Bytes(params * float64(prec.Optimizer)),
+		HBM:        chip.HBM,
+		Usable:     chip.UsableHBM(j.HBMHeadroom),
+		HostUsable: chip.HostRAMPerChip(),
 	}
 	if j.ParameterOffload {
 		mem.Host += mem.Weights

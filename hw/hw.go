@@ -186,6 +186,21 @@ func (c Chip) UsableHBM(headroom float64) unit.Bytes {
 	return unit.Bytes(float64(b) * (1 - headroom))
 }
 
+// HostRAMPerChip is the host memory one chip's offloaded buffers may
+// fill: its share of its TPU VM's RAM (Host.RAM over Host.Chips; every
+// chip of a VM offloads the same), 0 where the catalog has no RAM for the
+// VM. MaxText offloads remat-policy tensors to JAX's pinned_host memory
+// (offload_dst="pinned_host", src/maxtext/layers/decoders.py @e591f30c),
+// which is that RAM. The operating system, the runtime and the input
+// pipeline take some of it too, so a job over this surely cannot run and
+// one near it may not.
+func (c Chip) HostRAMPerChip() unit.Bytes {
+	if c.Host.RAM == 0 || c.Host.Chips == 0 {
+		return 0
+	}
+	return c.Host.RAM / unit.Bytes(c.Host.Chips)
+}
+
 // Assumptions for the numbers the catalog does not publish for every
 // generation. Nothing else in shardlab may fill these gaps.
 const (

@@ -502,3 +502,21 @@ func TestPeak(t *testing.T) {
 		}
 	}
 }
+
+// TestHostRAMPerChip: a chip's share of its VM's RAM, from the catalog's
+// host (ct5p-hightpu-4t: 448 GB over 4 chips; tpu7x-standard-4t: 960 GB
+// over 4), and 0 for v4, whose VM's RAM the catalog does not publish.
+func TestHostRAMPerChip(t *testing.T) {
+	for _, c := range []struct {
+		g    Generation
+		want unit.Bytes
+	}{{V5p, 112 * unit.GB}, {TPU7x, 240 * unit.GB}, {V4, 0}} {
+		chip, err := Lookup(string(c.g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := chip.HostRAMPerChip(); got != c.want {
+			t.Errorf("%s: %v a chip, want %v", c.g, got, c.want)
+		}
+	}
+}

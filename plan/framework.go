@@ -58,8 +58,8 @@ func frameworkNotes(p Plan, est *cost.Estimator) []Note {
 	case err != nil:
 		return append(notes, note(OptionSchedule, "MaxText cannot run the %s schedule (its backward pass is autodiff of a forward scan: all forwards, then all backwards), and %s on the same layout cannot be costed: %v", e.Job.Schedule, k, err))
 	case !alt.Memory.Fits():
-		return append(notes, note(OptionSchedule, "MaxText cannot run the %s schedule (its backward pass is autodiff of a forward scan: all forwards, then all backwards); its closest, %s, does not fit on this layout (%v of %v usable HBM: every micro-batch's activations are held until the backward pass); plan with {schedule} %s to see what does",
-			e.Job.Schedule, k, alt.Memory.Total(), alt.Memory.Usable, k))
+		return append(notes, note(OptionSchedule, "MaxText cannot run the %s schedule (its backward pass is autodiff of a forward scan: all forwards, then all backwards); its closest, %s, does not fit on this layout (over in %s: every micro-batch's activations are held until the backward pass); plan with {schedule} %s to see what does",
+			e.Job.Schedule, k, alt.Memory.Shortfall(), k))
 	}
 	cmp := "takes about as long"
 	if slower := alt.Time.Step.Seconds()/e.Time.Step.Seconds() - 1; slower >= 0.005 {

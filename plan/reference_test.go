@@ -85,7 +85,7 @@ func (w *worker) referenceTry(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb 
 	j.Remat = r
 	j.RingOfExperts = ring
 	c, reason := w.referenceFit(j, m)
-	if reason == cost.ReasonHBM && w.req.Axes != nil {
+	if (reason == cost.ReasonHBM || reason == cost.ReasonHost) && w.req.Axes != nil {
 		if u := w.referenceUnfit(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
 			out.unfit = u
 		}
@@ -97,7 +97,7 @@ func (w *worker) referenceTry(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb 
 	out.offers = offer(out.offers, c, w.keep)
 }
 
-// referenceFit picks the global batch (the request's, or the largest that fits HBM
+// referenceFit picks the global batch (the request's, or the largest that fits HBM and host memory
 // within the limit) and costs the step.
 func (w *worker) referenceFit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) {
 	// the expert axis shards the batch as data and fsdp do
@@ -112,10 +112,7 @@ func (w *worker) referenceFit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) 
 			}
 			panic(err) // the job was validated by defaults
 		}
-		if !mem.Fits() {
-			return mem, cost.ReasonHBM
-		}
-		return mem, ""
+		return mem, mem.Reason()
 	}
 	if w.req.GlobalBatch > 0 {
 		j.GlobalBatch = w.req.GlobalBatch

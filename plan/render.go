@@ -45,7 +45,12 @@ type JSON struct {
 	Memory       MemoryJSON `json:"hbm_used_per_chip"`
 	HBM          int64      `json:"hbm_capacity_bytes"`
 	HBMUsable    int64      `json:"hbm_usable_capacity_bytes"`
-	Fits         bool       `json:"fits"`
+	// HostOffloaded is what the plan offloads to host memory per chip,
+	// HostRAM the chip's share of its VM's RAM it is held to (left out
+	// where the RAM is not published).
+	HostOffloaded int64 `json:"host_offloaded_per_chip_bytes"`
+	HostRAM       int64 `json:"host_ram_per_chip_bytes,omitempty"`
+	Fits          bool  `json:"fits"`
 	// MaxMicroBatch is the most sequences per chip per micro-batch the
 	// layout fits with.
 	MaxMicroBatch int      `json:"max_fitting_sequences_per_chip_per_micro_batch"`
@@ -269,7 +274,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 			Activations: int64(e.Memory.Activations), Transient: int64(e.Memory.Transient), Total: int64(e.Memory.Total()),
 			Peak: e.Memory.Peak, Phases: e.Memory.Phases,
 		},
-		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), Fits: e.Memory.Fits(), MaxMicroBatch: p.MaxMicroBatch,
+		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), HostOffloaded: int64(e.Memory.Host), HostRAM: int64(e.Memory.HostUsable), Fits: e.Memory.Fits(), MaxMicroBatch: p.MaxMicroBatch,
 		Step: StepJSON{Compute: e.Time.Compute.Seconds(), Matmuls: e.Time.MXU.Seconds(), Attention: e.Time.Attention.Seconds(),
 			Vector: e.Time.Vector.Seconds(), Optimizer: e.Time.Optimizer.Seconds(), Offload: e.Time.Offload.Seconds(),
 			ICI: e.Time.ICI.Seconds(), Contention: e.Time.Contention.Seconds(), DCN: e.Time.DCN.Seconds(), Sync: e.Time.Sync.Seconds(),
@@ -401,7 +406,7 @@ func (p Plan) writeLayout(b *strings.Builder) {
 func writeMemory(b *strings.Builder, m cost.Memory, most int) {
 	fits := fmt.Sprintf("fits, %v left", m.Usable-m.Total())
 	if !m.Fits() {
-		fits = fmt.Sprintf("DOES NOT FIT by %v", m.Total()-m.Usable)
+		fits = "DOES NOT FIT: " + m.Shortfall()
 	}
 	fmt.Fprintf(b, "HBM per chip: %v of %v usable (%v HBM), %s\n", m.Total(), m.Usable, m.HBM, fits)
 	if most > 0 {
@@ -415,8 +420,11 @@ func writeMemory(b *strings.Builder, m cost.Memory, most int) {
 		{"activations", m.Activations}, {"transient", m.Transient}} {
 		fmt.Fprintf(tw, "  %s\t%v\n", c.name, c.v)
 	}
-	if m.Host > 0 {
-		fmt.Fprintf(tw, "  host memory\t%v\t(offloaded, per chip)\n", m.Host)
+	switch {
+	case m.Host > 0 && m.HostUsable > 0:
+		fmt.Fprintf(tw, "  host memory\t%v\t(offloaded, per chip, of %v: the chip's share of its VM's RAM)\n", m.Host, m.HostUsable)
+	case m.Host > 0:
+		fmt.Fprintf(tw, "  host memory\t%v\t(offloaded, per chip; the VM's RAM is not published: not checked)\n", m.Host)
 	}
 	tw.Flush()
 }

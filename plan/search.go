@@ -422,7 +422,7 @@ func (w *worker) try(out *outcome, m mesh.Mesh, c combo, prior *batchFit) batchF
 	case "":
 		w.arena = append(w.arena, bounded{tier: out.tier, expert: expert, tps: tps, batch: fit.batch, c: c})
 		w.bars.raise(out.tier, tps, expert)
-	case cost.ReasonHBM:
+	case cost.ReasonHBM, cost.ReasonHost:
 		if w.req.Axes != nil {
 			if u := w.unfitCandidate(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
 				out.unfit = u
@@ -439,7 +439,7 @@ func (w *worker) try(out *outcome, m mesh.Mesh, c combo, prior *batchFit) batchF
 // below the worker's bars. It is neither kept nor rejected.
 const outclassed cost.Reason = "outclassed"
 
-// fit picks the global batch (the request's, or the largest that fits HBM
+// fit picks the global batch (the request's, or the largest that fits HBM and host memory
 // within the limit; prior's when a layout of m's sizes found it) and costs
 // the step of m, a layout of tier t with an expert axis or not. It returns
 // the throughput (cost.Throughput) and the batch, or why there is none:
@@ -490,14 +490,11 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, bm *cost.BatchMemory) batchFi
 		panic(err) // the job was validated by defaults
 	}
 	try := func(b int) cost.Reason {
-		fits, err := bm.Fits(b)
-		switch {
-		case err != nil:
+		why, err := bm.Check(b)
+		if err != nil {
 			return reason(err)
-		case !fits:
-			return cost.ReasonHBM
 		}
-		return ""
+		return why
 	}
 	if w.req.GlobalBatch > 0 {
 		j.GlobalBatch = w.req.GlobalBatch

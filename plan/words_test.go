@@ -17,6 +17,7 @@ func TestCountWords(t *testing.T) {
 	}{
 		{3672, string(cost.ReasonHBM), "3,672 layouts do not fit in HBM"},
 		{1, string(cost.ReasonHBM), "1 layout does not fit in HBM"},
+		{4, string(cost.ReasonHost), "4 layouts do not fit in host RAM (offloaded buffers)"},
 		{216, "needs a global batch above Batch limit", "216 layouts need a global batch above Batch limit"},
 		{5, string(cost.ReasonLayers), "5 layouts where pipeline does not divide the layers"},
 		{2, string(cost.ReasonInvalidMesh), "2 layouts where axes do not multiply to the chips"},

@@ -10,7 +10,6 @@ import (
 
 	"shardlab/export"
 	"shardlab/plan"
-	"shardlab/unit"
 )
 
 // serveMaxText plans the query and downloads the chosen layout as a
@@ -25,7 +24,7 @@ func (h *Handler) serveMaxText(w http.ResponseWriter, r *http.Request) {
 	}
 	h.download(w, r, fileName, "application/yaml", func(w io.Writer, p plan.Plan) error {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
-			return errUnfit{mem.Total() - mem.Usable}
+			return errUnfit{mem.Shortfall()}
 		}
 		cfg, err := export.MaxText(p)
 		if err != nil {
@@ -73,7 +72,7 @@ func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 	}
 	h.download(w, r, fixedName("xpk.sh"), "text/x-shellscript", func(w io.Writer, p plan.Plan) error {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
-			return errUnfit{mem.Total() - mem.Usable}
+			return errUnfit{mem.Shortfall()}
 		}
 		return export.XPK(w, p, xo)
 	})
@@ -86,11 +85,12 @@ func (h *Handler) servePlanJSON(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// errUnfit refuses to export a layout that does not fit in HBM.
-type errUnfit struct{ over unit.Bytes }
+// errUnfit refuses to export a layout that does not fit: over is
+// Memory.Shortfall.
+type errUnfit struct{ over string }
 
 func (e errUnfit) Error() string {
-	return fmt.Sprintf("the layout does not fit in HBM by %v; nothing exported", e.over)
+	return fmt.Sprintf("the layout does not fit (%s); nothing exported", e.over)
 }
 
 // fixedName names a download the same whatever the plan.

@@ -91,7 +91,7 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 	}
 	for _, p := range plans {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
-			return fmt.Errorf("export: the layout does not fit in HBM by %v; nothing exported", mem.Total()-mem.Usable)
+			return fmt.Errorf("export: the layout does not fit (%s); nothing exported", mem.Shortfall())
 		}
 	}
 	// Everything is made before anything is written: a refused plan

@@ -159,7 +159,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, p := range plans {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
-			return fmt.Errorf("plan: the --mesh layout does not fit in HBM: %v of %v usable, over by %v", mem.Total(), mem.Usable, mem.Total()-mem.Usable)
+			return fmt.Errorf("plan: the --mesh layout does not fit: %s", mem.Shortfall())
 		}
 	}
 	return nil

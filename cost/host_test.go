@@ -1,0 +1,130 @@
+package cost
+
+import (
+	"strings"
+	"testing"
+
+	"shardlab/unit"
+)
+
+// TestMemoryHostFits: offloaded bytes are held to the chip's share of
+// its VM's RAM where that is published, and not checked where it is not;
+// Shortfall names each memory that overflows and by how much.
+func TestMemoryHostFits(t *testing.T) {
+	tests := []struct {
+		name      string
+		m         Memory
+		fits      bool
+		shortfall []string
+	}{
+		{"nothing offloaded", Memory{Weights: 5, Usable: 10, HostUsable: 4}, true, nil},
+		{"host within its RAM", Memory{Weights: 5, Usable: 10, Host: 4, HostUsable: 4}, true, nil},
+		{"RAM not published", Memory{Weights: 5, Usable: 10, Host: 1 << 40}, true, nil},
+		{"host over", Memory{Weights: 5, Usable: 10, Host: 7, HostUsable: 4}, false, []string{"host memory by 3 B (7 B offloaded per chip, 4 B of its VM's RAM)"}},
+		{"HBM over", Memory{Weights: 12, Usable: 10}, false, []string{"HBM by 2 B"}},
+		{"both over", Memory{Weights: 12, Usable: 10, Host: 5, HostUsable: 4}, false, []string{"HBM by 2 B", " and ", "host memory by 1 B"}},
+	}
+	for _, tt := range tests {
+		if got := tt.m.Fits(); got != tt.fits {
+			t.Errorf("%s: Fits %v, want %v", tt.name, got, tt.fits)
+		}
+		s := tt.m.Shortfall()
+		if (s == "") != tt.fits {
+			t.Errorf("%s: Shortfall %q with Fits %v", tt.name, s, tt.fits)
+		}
+		for _, w := range tt.shortfall {
+			if !strings.Contains(s, w) {
+				t.Errorf("%s: Shortfall %q, want it to say %q", tt.name, s, w)
+			}
+		}
+	}
+}
+
+// TestMaxMicroBatchHostBound: Llama 3 405B on a TPU7x pod slice with only
+// its layer inputs offloaded (decoder_layer_input=offload, the scan's
+// carry: MaxText's policy moves it to pinned_host) is bound by host
+// memory, not HBM. By hand: a sequence of 8,192 tokens offloads 126
+// layers x 8,192 x 16,384 x 2 bytes = 33.82 GB per chip (the batch is
+// split over the chips by fsdp); a tpu7x-standard-4t VM's 960 GB serve 4
+// chips, 240 GB each, so 7 sequences (236.8 GB) fit and 8 (270.6 GB) do
+// not. The same job with the RAM unknown is held to HBM only, and fits
+// more.
+func TestMaxMicroBatchHostBound(t *testing.T) {
+	spec := lookup(t, "llama3-405b")
+	j := NewJob(spec, 8192, 256)
+	j.Remat = RematCustom
+	var err error
+	if j.Custom, err = ParseCustom("decoder_layer_input=offload"); err != nil {
+		t.Fatal(err)
+	}
+	m := layout(t, "tpu7x-512", 1, "fsdp=256")
+	chip := m.Multislice.Slice.Chip
+	perSeq := unit.Bytes(126 * 8192 * 16384 * 2)
+	if got, want := chip.HostRAMPerChip(), 960*unit.GB/4; got != want {
+		t.Fatalf("host RAM per chip %v, want %v", got, want)
+	}
+	want := int(chip.HostRAMPerChip() / perSeq)
+	if want != 7 {
+		t.Fatalf("hand derivation: %d sequences, want 7", want)
+	}
+	e := NewEstimator()
+	got, err := e.MaxMicroBatch(j, m, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("most sequences per chip %d, want %d (host memory binds)", got, want)
+	}
+	j.GlobalBatch = 256 * (want + 1)
+	mem, err := e.Memory(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem.Host != perSeq*unit.Bytes(want+1) || mem.Fits() || mem.Total() > mem.Usable {
+		t.Errorf("at %d a chip: host %v (want %v), fits %v, HBM %v of %v: want only host memory over", want+1, mem.Host, perSeq*unit.Bytes(want+1), mem.Fits(), mem.Total(), mem.Usable)
+	}
+	m.Multislice.Slice.Chip.Host.RAM = 0
+	hbmOnly, err := e.MaxMicroBatch(j, m, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hbmOnly <= want {
+		t.Errorf("RAM unknown: %d sequences a chip, want more than the host-bound %d", hbmOnly, want)
+	}
+}
+
+// TestBatchMemoryCheckSaysWhy: BatchMemory.Check names the memory that
+// overflows, as Memory.Reason does for the same job: the host-bound 405B
+// above fits at 7 sequences a chip, overflows its host's RAM at 8 with
+// HBM to spare, and overflows HBM too far above.
+func TestBatchMemoryCheckSaysWhy(t *testing.T) {
+	j := NewJob(lookup(t, "llama3-405b"), 8192, 256)
+	j.Remat = RematCustom
+	var err error
+	if j.Custom, err = ParseCustom("decoder_layer_input=offload"); err != nil {
+		t.Fatal(err)
+	}
+	m := layout(t, "tpu7x-512", 1, "fsdp=256")
+	e := NewEstimator()
+	bm, err := e.BatchMemory(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		perChip int
+		want    Reason
+	}{{7, ""}, {8, ReasonHost}, {64, ReasonHBM}} {
+		got, err := bm.Check(256 * c.perChip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.GlobalBatch = 256 * c.perChip
+		mem, err := e.Memory(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want || mem.Reason() != c.want {
+			t.Errorf("%d a chip: Check %q, Memory.Reason %q, want %q", c.perChip, got, mem.Reason(), c.want)
+		}
+	}
+}
