@@ -48,7 +48,9 @@ var (
 	reTotalUsage = regexp.MustCompile(`Total hbm usage >= ([0-9.]+[KMGT]?B?)`)
 	reUsageLine  = regexp.MustCompile(`^\s*(reserved|program|arguments)\s+([0-9.]+[KMGT]?B?)\s*$`)
 	// jax's CompiledMemoryStats repr: "argument_size_in_bytes=23352871936".
-	reStats = regexp.MustCompile(`\b(argument|output|alias|temp|generated_code)_size_in_bytes=([0-9]+)`)
+	// host_temp_size_in_bytes is what XLA places in pinned host memory
+	// (offloaded activations).
+	reStats = regexp.MustCompile(`\b(argument|output|alias|temp|host_temp|generated_code)_size_in_bytes=([0-9]+)`)
 	// MaxText's print of it (max_utils.print_compiled_memory_stats, GB =
 	// 1024³ bytes): "Total estimated memory size: 100.4 GB, estimated
 	// output size: 44.5 GB, estimated temp size: 55.9 GB, estimated
@@ -196,6 +198,8 @@ func parseAnalysis(line string) (CompileLog, bool, error) {
 			b.Temp = v
 		case "generated_code":
 			b.GeneratedCode = v
+		case "host_temp", "host temp":
+			b.HostTemp = v
 		}
 		seen++
 	}
@@ -207,14 +211,11 @@ func parseAnalysis(line string) (CompileLog, bool, error) {
 		set(m[1], v)
 	}
 	for _, m := range reMaxText.FindAllStringSubmatch(line, -1) {
-		if m[1] != "" {
-			continue // host temp: not HBM
-		}
 		v, err := logBytes(m[3] + "G")
 		if err != nil {
 			return CompileLog{}, false, err
 		}
-		set(m[2], v)
+		set(m[1]+m[2], v) // "host temp": offloaded, not HBM
 	}
 	if seen == 0 || b.Temp == 0 && b.Argument == 0 {
 		return CompileLog{}, false, nil

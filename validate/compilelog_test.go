@@ -32,6 +32,14 @@ func TestParseCompileLog(t *testing.T) {
 			"Memory analysis: CompiledMemoryStats(generated_code_size_in_bytes=292657664, argument_size_in_bytes=23352871936, output_size_in_bytes=23351567712, alias_size_in_bytes=23351561216, temp_size_in_bytes=80477396448, host_generated_code_size_in_bytes=0)",
 			KindMemoryAnalysis, ScopeTotal, 23352871936 + 23351567712 + 80477396448 - 23351561216, 0,
 			Breakdown{Argument: 23352871936, Output: 23351567712, Alias: 23351561216, Temp: 80477396448, GeneratedCode: 292657664}},
+		{ // the same compile's stats with the host temporaries jax reports beside them (memory.yaml's breakdown)
+			"memory analysis repr with host temp",
+			"CompiledMemoryStats(argument_size_in_bytes=23352871936, output_size_in_bytes=23351567712, alias_size_in_bytes=23351561216, temp_size_in_bytes=80477396448, host_temp_size_in_bytes=31809601536)",
+			KindMemoryAnalysis, ScopeTotal, 23352871936 + 23351567712 + 80477396448 - 23351561216, 0,
+			Breakdown{Argument: 23352871936, Output: 23351567712, Alias: 23351561216, Temp: 80477396448, HostTemp: 31809601536}},
+		{ // MaxText's print of a compile that offloads: its host temp size is read, and is not HBM
+			"maxtext print with host temp", "Total memory size: 70.0 GB, Output size: 44.5 GB, Temp size: 25.5 GB, Argument size: 44.5 GB, Host temp size: 29.5 GB.",
+			KindMemoryAnalysis, ScopeTotal, 70 * gib, 0, Breakdown{Argument: 44.5 * gib, Output: 44.5 * gib, Alias: 44.5 * gib, Temp: 25.5 * gib, HostTemp: 29.5 * gib}},
 		{ // MaxText docs understand_logs_and_metrics.md draft: deepseek2-16b on v5p-8
 			"maxtext print", "Total memory size: 70.0 GB, Output size: 44.5 GB, Temp size: 25.5 GB, Argument size: 44.5 GB, Host temp size: 0.0 GB.",
 			KindMemoryAnalysis, ScopeTotal, 70 * gib, 0, Breakdown{Argument: 44.5 * gib, Output: 44.5 * gib, Alias: 44.5 * gib, Temp: 25.5 * gib}},
@@ -49,7 +57,7 @@ func TestParseCompileLog(t *testing.T) {
 				t.Errorf("got %s %s %d of %d, want %s %s %d of %d", got.Kind, got.Scope, got.Reported, got.Capacity, tt.kind, tt.scope, tt.reported, tt.capacity)
 			}
 			g, w := got.Breakdown, tt.breakdown
-			if !near(g.Argument, w.Argument) || !near(g.Output, w.Output) || !near(g.Alias, w.Alias) || !near(g.Temp, w.Temp) || !near(g.GeneratedCode, w.GeneratedCode) {
+			if !near(g.Argument, w.Argument) || !near(g.Output, w.Output) || !near(g.Alias, w.Alias) || !near(g.Temp, w.Temp) || !near(g.GeneratedCode, w.GeneratedCode) || !near(g.HostTemp, w.HostTemp) {
 				t.Errorf("breakdown %+v, want %+v", g, w)
 			}
 			if len(got.Lines) == 0 {

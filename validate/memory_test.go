@@ -495,3 +495,36 @@ func TestMemoryErrorBands(t *testing.T) {
 		}
 	}
 }
+
+// TestHostTempAgainstCompiler holds cost's offloaded activations
+// (Memory.Host, per JAX device) to what XLA placed in pinned host memory
+// on every memory case whose source gives its host temporaries: an
+// independent check of the offload formula (each offloaded tensor, per
+// layer, at the compute dtype). Hunyuan3 on 64 TPU7x chips offloads the
+// decoder layer's input: 80 layers x 12 x 4,096 tokens x 4,096 x 2 bytes
+// = 30.0 GiB per device against XLA's 29.6; its one MTP layer, which
+// cost does not count, would add 1/80.
+func TestHostTempAgainstCompiler(t *testing.T) {
+	rep, err := BuiltInMemoryReport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rep.Results {
+		if r.Case.Breakdown.HostTemp == 0 {
+			continue
+		}
+		n++
+		if math.IsNaN(r.HostError) || math.Abs(r.HostError) > 0.05 {
+			t.Errorf("%s: host %d bytes a device against XLA's %d (%+.1f%%), want within 5%%", r.Case.ID, r.Host, r.Case.Breakdown.HostTemp, 100*r.HostError)
+		}
+	}
+	if n == 0 {
+		t.Error("no memory case gives its host temporaries")
+	}
+	for _, r := range rep.Results {
+		if r.Case.ID == "hy3-v7-64c-pdb12-aot" && r.Host != 80*12*4096*4096*2 {
+			t.Errorf("%s: host %d bytes a device, want 80 x 12 x 4096 x 4096 x 2 = %d by hand", r.Case.ID, r.Host, 80*12*4096*4096*2)
+		}
+	}
+}

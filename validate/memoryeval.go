@@ -32,6 +32,11 @@ type MemoryResult struct {
 	// ArgumentError and TempError compare Arguments and Temp with a
 	// memory_analysis breakdown; NaN where the source does not give one.
 	ArgumentError, TempError float64
+	// Host is cost's offloaded bytes (Memory.Host) per device, and
+	// HostError compares it with the breakdown's host temporaries (what
+	// XLA places in pinned host memory); NaN where the source gives none.
+	Host      int64
+	HostError float64
 }
 
 // MemoryReport is cost's memory estimate against the memory table.
@@ -64,8 +69,8 @@ func memoryResult(c MemoryCase, mem cost.Memory, per int) MemoryResult {
 	per = max(per, 1)
 	perDevice := func(b int64) int64 { return int64(math.Round(float64(b) / float64(per))) }
 	r := MemoryResult{Case: c, Memory: mem, DevicesPerChip: per,
-		Total: perDevice(int64(mem.Total())), Arguments: perDevice(int64(mem.Weights + mem.Optimizer)),
-		ArgumentError: math.NaN(), TempError: math.NaN()}
+		Total: perDevice(int64(mem.Total())), Arguments: perDevice(int64(mem.Weights + mem.Optimizer)), Host: perDevice(int64(mem.Host)),
+		ArgumentError: math.NaN(), TempError: math.NaN(), HostError: math.NaN()}
 	r.Temp = r.Total - r.Arguments
 	r.Predicted = r.Total
 	if c.Scope == ScopeTemp {
@@ -80,6 +85,9 @@ func memoryResult(c MemoryCase, mem cost.Memory, per int) MemoryResult {
 		r.Limit = perDevice(int64(mem.Usable))
 	}
 	r.Refused = c.Kind == KindOOM && r.Predicted > r.Limit
+	if h := c.Breakdown.HostTemp; h > 0 {
+		r.HostError = relErr(r.Host, h)
+	}
 	if c.Kind == KindMemoryAnalysis {
 		if b := c.Breakdown; b.Argument > 0 {
 			r.ArgumentError = relErr(r.Arguments, b.Argument)

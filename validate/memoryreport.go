@@ -114,18 +114,22 @@ func (rep MemoryReport) writeBreakdown(b *strings.Builder) {
 			continue
 		}
 		if n == 0 {
-			fmt.Fprintln(b, "\nmemory_analysis: argument = parameters + optimizer state; temp = gradients, held activations and transients.")
-			fmt.Fprintln(tw, "case\targument\tpredicted\terror\ttemp\tpredicted\terror")
+			fmt.Fprintln(b, "\nmemory_analysis: argument = parameters + optimizer state; temp = gradients, held activations and transients;")
+			fmt.Fprintln(b, "host temp = what XLA places in pinned host memory, against cost's offloaded activations.")
+			fmt.Fprintln(tw, "case\targument\tpredicted\terror\ttemp\tpredicted\terror\thost temp\tpredicted\terror")
 		}
 		n++
-		arg, argErr, temp, tempErr := "-", "-", "-", "-"
+		arg, argErr, temp, tempErr, host, hostErr := "-", "-", "-", "-", "-", "-"
 		if bd.Argument > 0 {
 			arg, argErr = gib(bd.Argument), fmt.Sprintf("%+.1f%%", 100*r.ArgumentError)
 		}
 		if bd.Temp > 0 {
 			temp, tempErr = gib(bd.Temp), fmt.Sprintf("%+.1f%%", 100*r.TempError)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Case.ID, arg, gib(r.Arguments), argErr, temp, gib(r.Temp), tempErr)
+		if bd.HostTemp > 0 {
+			host, hostErr = gib(bd.HostTemp), fmt.Sprintf("%+.1f%%", 100*r.HostError)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Case.ID, arg, gib(r.Arguments), argErr, temp, gib(r.Temp), tempErr, host, gib(r.Host), hostErr)
 	}
 	tw.Flush()
 }
@@ -158,11 +162,13 @@ type MemoryRowJSON struct {
 	PredictedTotal     int64     `json:"predicted_total_bytes"`
 	PredictedArguments int64     `json:"predicted_argument_bytes"`
 	PredictedTemp      int64     `json:"predicted_temp_bytes"`
+	PredictedHost      int64     `json:"predicted_host_bytes"`
 	Predicted          int64     `json:"predicted_bytes"`
 	Error              *float64  `json:"relative_error,omitempty"`
 	Refused            *bool     `json:"refused,omitempty"`
 	ArgumentError      *float64  `json:"argument_relative_error,omitempty"`
 	TempError          *float64  `json:"temp_relative_error,omitempty"`
+	HostError          *float64  `json:"host_temp_relative_error,omitempty"`
 	PeakPhase          string    `json:"peak_phase"`
 	Verdict            string    `json:"verdict"`
 	Unmodelled         string    `json:"unmodelled,omitempty"`
@@ -193,8 +199,8 @@ func (r MemoryResult) JSON() MemoryRowJSON {
 	row := MemoryRowJSON{ID: c.ID, Set: c.Set, Date: c.Date, Kind: c.Kind, Scope: c.Scope, Generation: c.Generation,
 		AcceleratorType: c.AcceleratorType, Slices: c.Slices, Model: c.Model.Name, DevicesPerChip: r.DevicesPerChip,
 		Reported: c.ReportedBytes, Capacity: c.CapacityBytes, Breakdown: c.Breakdown, PredictedChip: int64(r.Memory.Total()),
-		PredictedTotal: r.Total, PredictedArguments: r.Arguments, PredictedTemp: r.Temp, Predicted: r.Predicted, Error: finite(r.Error),
-		ArgumentError: finite(r.ArgumentError), TempError: finite(r.TempError), PeakPhase: r.Memory.Peak, Verdict: r.verdict(),
+		PredictedTotal: r.Total, PredictedArguments: r.Arguments, PredictedTemp: r.Temp, PredictedHost: r.Host, Predicted: r.Predicted, Error: finite(r.Error),
+		ArgumentError: finite(r.ArgumentError), TempError: finite(r.TempError), HostError: finite(r.HostError), PeakPhase: r.Memory.Peak, Verdict: r.verdict(),
 		Unmodelled: c.Unmodelled, Source: c.Source}
 	if c.Kind == KindOOM {
 		refused := r.Refused

@@ -140,6 +140,9 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 	if bd := log.Breakdown; bd.Temp > 0 && !math.IsNaN(r.TempError) {
 		fmt.Fprintf(tw, "temporaries (gradients, activations, the largest phase)\t%s\t%s\t%+.1f%%\n", gib(bd.Temp), gib(r.Temp), 100*r.TempError)
 	}
+	if bd := log.Breakdown; bd.HostTemp > 0 && !math.IsNaN(r.HostError) {
+		fmt.Fprintf(tw, "host temporaries (offloaded activations)\t%s\t%s\t%+.1f%%\n", gib(bd.HostTemp), gib(r.Host), 100*r.HostError)
+	}
 	tw.Flush()
 	if log.Kind == validate.KindOOM {
 		verdict := "the plan said it fits: the prediction is short"

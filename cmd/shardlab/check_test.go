@@ -109,3 +109,37 @@ func TestCheckRefuses(t *testing.T) {
 	fail(t, []string{"plan", "--calibration", tiny, "--temp-scale", "2"}, "--calibration and --temp-scale")
 	fail(t, []string{"plan", "--temp-scale", "9"}, "--temp-scale")
 }
+
+// TestCheckHostTemp: a compile whose memory analysis gives host
+// temporaries (what XLA put in pinned host memory) is held against the
+// plan's offloaded activations, on a plan that offloads its layer inputs:
+// reported at twice the plan's bytes, the row says -50.0 %.
+func TestCheckHostTemp(t *testing.T) {
+	dir := t.TempDir()
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "custom", "--remat-custom", "decoder_layer_input=offload"}
+	js, errOut, code := runCmd(append([]string{"plan", "--json"}, job...)...)
+	if code != 0 {
+		t.Fatalf("plan: exit %d %s", code, errOut)
+	}
+	var p struct {
+		Host int64 `json:"host_offloaded_per_chip_bytes"`
+		RAM  int64 `json:"host_ram_per_chip_bytes"`
+	}
+	if err := json.Unmarshal([]byte(js), &p); err != nil || p.Host <= 0 || p.RAM != 112e9 {
+		t.Fatalf("plan --json: offloaded %d, RAM %d (%v), want some offloaded and ct5p-hightpu-4t's 448 GB / 4", p.Host, p.RAM, err)
+	}
+	log := writeLog(t, dir, "compile.log", fmt.Sprintf("CompiledMemoryStats(argument_size_in_bytes=1000, output_size_in_bytes=1000, alias_size_in_bytes=1000, temp_size_in_bytes=1000, host_temp_size_in_bytes=%d)", 2*p.Host))
+	out, errOut, code := runCmd(append([]string{"check", "--compile-log", log}, job...)...)
+	if code != 0 {
+		t.Fatalf("check: exit %d %s", code, errOut)
+	}
+	var row string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "host temporaries") {
+			row = l
+		}
+	}
+	if !strings.HasSuffix(strings.TrimSpace(row), "-50.0%") {
+		t.Errorf("check: host row %q, want the plan's offload at -50.0%% of the compile's\n%s", row, out)
+	}
+}
