@@ -625,3 +625,26 @@ func TestPageShowsBand(t *testing.T) {
 		t.Errorf("GET / = %d; want the band section with %q, its runs (%s) and the days to train in the band", code, want, j.Runs)
 	}
 }
+
+// TestPageShowsHostMemory: a plan that offloads shows what it offloads
+// beside the host memory it is held to (plan JSON's
+// host_offloaded_per_chip_bytes and host_ram_per_chip_bytes).
+func TestPageShowsHostMemory(t *testing.T) {
+	h := New(Config{})
+	o := plan.DefaultOptions()
+	o.Model, o.TPU, o.Mesh, o.Remat, o.RematCustom = "llama3-8b", "v5p-8", "fsdp=4", "custom", "decoder_layer_input=offload"
+	req, err := plan.ParseRequest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Search(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := p.JSON(nil)
+	want := fmt.Sprintf("host memory %s offloaded of %s", unit.Bytes(j.HostOffloaded), unit.Bytes(j.HostRAM))
+	code, body := get(t, h, "/?"+queryOf(o))
+	if code != http.StatusOK || j.HostOffloaded == 0 || !strings.Contains(body, want) {
+		t.Errorf("GET / = %d; want %q in the summary", code, want)
+	}
+}
