@@ -128,3 +128,22 @@ func TestBatchMemoryCheckSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestAtEdge: a job is at the edge when it fits but leaves less free than
+// the band's median error of its estimate: with a 20 % band, 80 of 100
+// leaves 20, more than 16 (not at the edge); 85 leaves 15, less than 17
+// (at the edge); 101 does not fit at all (not "at the edge").
+func TestAtEdge(t *testing.T) {
+	b := ErrorBand{Median: 0.2, Cases: 2}
+	for _, c := range []struct {
+		used unit.Bytes
+		want bool
+	}{{80, false}, {85, true}, {100, true}, {101, false}, {0, false}} {
+		if got := b.AtEdge(c.used, 100); got != c.want {
+			t.Errorf("%v of 100: at the edge %v, want %v", c.used, got, c.want)
+		}
+	}
+	if MemoryErrorOf(lookup(t, "mixtral-8x7b")) != MemoryErrorMoE || MemoryErrorOf(lookup(t, "llama3-8b")) != MemoryErrorDense {
+		t.Error("MemoryErrorOf: want the MoE band for a mixture of experts and the dense band otherwise")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"shardlab/mesh"
+	"shardlab/model"
 	"shardlab/unit"
 )
 
@@ -502,11 +503,24 @@ var (
 
 // MemoryError is the measured error of j's memory estimate: its model
 // class's band.
-func (j Job) MemoryError() ErrorBand {
-	if j.Model.MoE() {
+func (j Job) MemoryError() ErrorBand { return MemoryErrorOf(j.Model) }
+
+// MemoryErrorOf is the measured error of the memory estimate of a job of
+// model m: MemoryErrorMoE for a mixture of experts, else
+// MemoryErrorDense.
+func MemoryErrorOf(m model.Spec) ErrorBand {
+	if m.MoE() {
 		return MemoryErrorMoE
 	}
 	return MemoryErrorDense
+}
+
+// AtEdge reports whether a job estimated at used bytes of HBM fits usable
+// but leaves less free than the band's median error of its estimate: the
+// estimate's own measured error could take it over. Plans warn "HBM at
+// the edge" at it.
+func (b ErrorBand) AtEdge(used, usable unit.Bytes) bool {
+	return used <= usable && float64(usable-used) < b.Median*float64(used)
 }
 
 // MaxMicroBatch is the most sequences per chip per micro-batch with which

@@ -56,17 +56,15 @@ func warnings(p Plan) []Note {
 	if i := e.Time.ICI.Seconds(); i > 0.1*st {
 		w = append(w, note("", "ICI-bound: %.0f%% of the step waits on ICI", 100*i/st))
 	}
-	if total, usable := e.Memory.Total(), e.Memory.Usable; total <= usable {
+	if total, usable, band := e.Memory.Total(), e.Memory.Usable, e.Job.MemoryError(); band.AtEdge(total, usable) {
 		// at the edge: the HBM left is less than the memory model's own
 		// measured error on this class of model
-		band, class := e.Job.MemoryError(), "dense"
+		class := "dense"
 		if e.Job.Model.MoE() {
 			class = "mixture-of-experts"
 		}
-		if left := usable - total; float64(left) < band.Median*float64(total) {
-			w = append(w, note("", "HBM at the edge: %v left of %v usable, less than the memory model's measured error (%.0f%% median against what XLA reported, %d %s cases); compile the plan ahead of time with MaxText's train_compile, which runs on a CPU machine, before renting TPUs",
-				left, usable, 100*band.Median, band.Cases, class))
-		}
+		w = append(w, note("", "HBM at the edge: %v left of %v usable, less than the memory model's measured error (%.0f%% median against what XLA reported, %d %s cases); compile the plan ahead of time with MaxText's train_compile, which runs on a CPU machine, before renting TPUs",
+			usable-total, usable, 100*band.Median, band.Cases, class))
 	}
 	ms := p.Request.Multislice
 	if ms.Slices > 1 && e.Mesh.Degree(mesh.Data).DCN*e.Mesh.Degree(mesh.FSDP).DCN > 1 {

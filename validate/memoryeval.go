@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"shardlab/cost"
+	"shardlab/unit"
 )
 
 // MemoryResult is one memory case costed. Bytes are per JAX device, the
@@ -29,6 +30,10 @@ type MemoryResult struct {
 	// source does not state it, cost's usable HBM per device.
 	Refused bool
 	Limit   int64
+	// Warned: for an out-of-memory case not refused, whether a plan of it
+	// would warn "HBM at the edge" (cost.ErrorBand.AtEdge of the model's
+	// class, at Predicted against Limit).
+	Warned bool
 	// ArgumentError and TempError compare Arguments and Temp with a
 	// memory_analysis breakdown; NaN where the source does not give one.
 	ArgumentError, TempError float64
@@ -85,6 +90,7 @@ func memoryResult(c MemoryCase, mem cost.Memory, per int) MemoryResult {
 		r.Limit = perDevice(int64(mem.Usable))
 	}
 	r.Refused = c.Kind == KindOOM && r.Predicted > r.Limit
+	r.Warned = c.Kind == KindOOM && cost.MemoryErrorOf(c.Model).AtEdge(unit.Bytes(r.Predicted), unit.Bytes(r.Limit))
 	if h := c.Breakdown.HostTemp; h > 0 {
 		r.HostError = relErr(r.Host, h)
 	}
@@ -101,6 +107,33 @@ func memoryResult(c MemoryCase, mem cost.Memory, per int) MemoryResult {
 
 func relErr(got, want int64) float64 { return float64(got-want) / float64(want) }
 
+// countOOM counts r among the out-of-memory cases, refused and warned:
+// all of them, those that state no bytes, and those whose settings
+// shardlab states.
+func (st *MemoryStats) countOOM(r MemoryResult) {
+	if r.Case.Kind != KindOOM {
+		return
+	}
+	one := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	st.OOM++
+	st.OOMRefused += one(r.Refused)
+	st.OOMWarned += one(r.Warned)
+	if !r.Case.BytesStated() {
+		st.OOMUnstated++
+		st.OOMUnstatedRefused += one(r.Refused)
+	}
+	if r.Case.Unmodelled == "" {
+		st.StatedOOM++
+		st.StatedOOMRefused += one(r.Refused)
+		st.StatedOOMWarned += one(r.Warned)
+	}
+}
+
 // MemoryStats summarises a set of cases: the |error| over the cases that
 // did not run out of memory, and how many of those that did cost refuses.
 type MemoryStats struct {
@@ -111,6 +144,9 @@ type MemoryStats struct {
 	Max        float64 `json:"max_abs_error"`
 	OOM        int     `json:"oom_cases"`
 	OOMRefused int     `json:"oom_refused"`
+	// OOMWarned is the out-of-memory cases not refused whose plan would
+	// warn "HBM at the edge" (MemoryResult.Warned).
+	OOMWarned int `json:"oom_warned_at_edge"`
 	// OOMUnstated is the out-of-memory cases whose source states no
 	// bytes: they count in OOM and OOMRefused, in no median.
 	OOMUnstated        int `json:"oom_cases_bytes_not_stated,omitempty"`
@@ -131,6 +167,7 @@ type MemoryStats struct {
 	StatedBytes      int `json:"stated_cases_with_bytes"`
 	StatedOOM        int `json:"stated_oom_cases"`
 	StatedOOMRefused int `json:"stated_oom_refused"`
+	StatedOOMWarned  int `json:"stated_oom_warned_at_edge"`
 }
 
 // Summary is the statistics of one set of cases (SetA, SetB).
@@ -142,13 +179,9 @@ func (rep MemoryReport) Summary(set string) MemoryStats {
 			continue
 		}
 		st.N++
+		st.countOOM(r)
 		if r.Case.BytesStated() {
 			all = append(all, math.Abs(r.Error))
-		} else {
-			st.OOMUnstated++
-			if r.Refused {
-				st.OOMUnstatedRefused++
-			}
 		}
 		if r.Case.Unmodelled != "" {
 			st.Unmodelled++
@@ -158,18 +191,8 @@ func (rep MemoryReport) Summary(set string) MemoryStats {
 				stated = append(stated, math.Abs(r.Error))
 				st.StatedBytes++
 			}
-			if r.Case.Kind == KindOOM {
-				st.StatedOOM++
-				if r.Refused {
-					st.StatedOOMRefused++
-				}
-			}
 		}
 		if r.Case.Kind == KindOOM {
-			st.OOM++
-			if r.Refused {
-				st.OOMRefused++
-			}
 			continue
 		}
 		e := math.Abs(r.Error)

@@ -18,6 +18,8 @@ func (r MemoryResult) verdict() string {
 	switch {
 	case c.Kind == KindOOM && r.Refused:
 		return "refused"
+	case c.Kind == KindOOM && r.Warned:
+		return "MISSED: predicted to fit, at the edge (plan warns)"
 	case c.Kind == KindOOM:
 		return "MISSED: predicted to fit"
 	case c.CapacityBytes == 0:
@@ -88,7 +90,7 @@ func (st MemoryStats) writeText(b *strings.Builder) {
 	fmt.Fprintf(b, "\nSet %s (%s): %d cases, %d with unmodelled settings\n", st.Set, when, st.N, st.Unmodelled)
 	fmt.Fprintf(b, "  compiled or ran: %d cases, median |error| %.1f%%, max %.1f%%, within 10%%: %d/%d\n",
 		st.Measured, 100*st.Median, 100*st.Max, st.WithinTenth, st.Measured)
-	fmt.Fprintf(b, "  OOM cases refused %d/%d (predicted > the HBM XLA had)\n", st.OOMRefused, st.OOM)
+	fmt.Fprintf(b, "  OOM cases refused %d/%d (predicted > the HBM XLA had); of the others, %d predicted at the edge (the plan warns)\n", st.OOMRefused, st.OOM, st.OOMWarned)
 	if st.OOMUnstated > 0 {
 		fmt.Fprintf(b, "  of them, %d state no bytes (refused %d/%d): they are in no median below\n", st.OOMUnstated, st.OOMUnstatedRefused, st.OOMUnstated)
 	}
@@ -97,8 +99,8 @@ func (st MemoryStats) writeText(b *strings.Builder) {
 	if st.StatedBytes == 0 {
 		statedMedian = "- (none states bytes)"
 	}
-	fmt.Fprintf(b, "  the %d cases whose settings shardlab states (no *): median |error| %s, OOM cases refused %d/%d\n",
-		st.Stated, statedMedian, st.StatedOOMRefused, st.StatedOOM)
+	fmt.Fprintf(b, "  the %d cases whose settings shardlab states (no *): median |error| %s, OOM cases refused %d/%d, warned at the edge %d\n",
+		st.Stated, statedMedian, st.StatedOOMRefused, st.StatedOOM, st.StatedOOMWarned)
 }
 
 // writeBreakdown writes the memory_analysis cases' arguments and
