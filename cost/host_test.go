@@ -75,6 +75,12 @@ func TestMaxMicroBatchHostBound(t *testing.T) {
 	if got != want {
 		t.Errorf("most sequences per chip %d, want %d (host memory binds)", got, want)
 	}
+	if n, why, err := e.MaxMicroBatchBound(j, m, 64); err != nil || n != want || why != ReasonHost {
+		t.Errorf("MaxMicroBatchBound = %d, %q, %v; want %d, %q", n, why, err, want, ReasonHost)
+	}
+	if n, why, err := e.MaxMicroBatchBound(j, m, want); err != nil || n != want || why != "" {
+		t.Errorf("MaxMicroBatchBound at a limit of %d = %d, %q, %v; want the limit to bind", want, n, why, err)
+	}
 	j.GlobalBatch = 256 * (want + 1)
 	mem, err := e.Memory(j, m)
 	if err != nil {
@@ -90,6 +96,9 @@ func TestMaxMicroBatchHostBound(t *testing.T) {
 	}
 	if hbmOnly <= want {
 		t.Errorf("RAM unknown: %d sequences a chip, want more than the host-bound %d", hbmOnly, want)
+	}
+	if n, why, err := e.MaxMicroBatchBound(j, m, 64); err != nil || n != hbmOnly || why != ReasonHBM {
+		t.Errorf("RAM unknown: MaxMicroBatchBound = %d, %q, %v; want %d, %q", n, why, err, hbmOnly, ReasonHBM)
 	}
 }
 

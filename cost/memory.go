@@ -530,13 +530,32 @@ func (b ErrorBand) AtEdge(used, usable unit.Bytes) bool {
 // does not fit. Both grow with the batch, so it doubles, then
 // bisects; it looks no further than limit sequences.
 func (e *Estimator) MaxMicroBatch(j Job, m mesh.Mesh, limit int) (int, error) {
+	n, _, err := e.MaxMicroBatchBound(j, m, limit)
+	return n, err
+}
+
+// MaxMicroBatchBound is MaxMicroBatch and what stops one more sequence
+// per chip per micro-batch: ReasonHBM or ReasonHost (BatchMemory.Check),
+// or "" where the limit does.
+func (e *Estimator) MaxMicroBatchBound(j Job, m mesh.Mesh, limit int) (int, Reason, error) {
 	if err := e.validate(j); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	bm, err := e.BatchMemory(j, m)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
+	n, err := bm.most(limit)
+	if err != nil || n >= limit {
+		return n, "", err
+	}
+	why, err := bm.Check((n + 1) * bm.shards)
+	return n, why, err
+}
+
+// most is the most sequences per chip per micro-batch, up to limit, that
+// fit (MaxMicroBatch's search): 0 when one does not.
+func (bm *BatchMemory) most(limit int) (int, error) {
 	fits := func(b int) (bool, error) { return bm.Fits(b * bm.shards) }
 	if ok, err := fits(1); err != nil || !ok {
 		return 0, err
