@@ -46,7 +46,11 @@ type Plan struct {
 	// MaxMicroBatch is the most sequences per chip per micro-batch the
 	// chosen layout fits with (cost.Estimator.MaxMicroBatch), up to
 	// MaxBatch sequences in all; 0 when it does not fit one.
-	MaxMicroBatch int
+	// MaxMicroBatchBound is what stops one more: cost.ReasonHBM,
+	// cost.ReasonHost, or "" where MaxBatch does
+	// (cost.Estimator.MaxMicroBatchBound).
+	MaxMicroBatch      int
+	MaxMicroBatchBound cost.Reason
 	// Band is the step-time model's measured error on the chosen
 	// layout's generation and model class (cost.Job.Band): the band every
 	// predicted figure carries, and the margin by which a layout outside
@@ -136,6 +140,6 @@ func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome) (Plan, error
 	}
 	e := p.Best.Estimate
 	shards := max(e.Job.GlobalBatch/max(e.MicroBatchSize, 1), 1)
-	p.MaxMicroBatch, err = cost.NewEstimator().MaxMicroBatch(e.Job, e.Mesh, max(MaxBatch/shards, 1))
+	p.MaxMicroBatch, p.MaxMicroBatchBound, err = cost.NewEstimator().MaxMicroBatchBound(e.Job, e.Mesh, max(MaxBatch/shards, 1))
 	return p, err
 }

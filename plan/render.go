@@ -53,9 +53,12 @@ type JSON struct {
 	Fits          bool  `json:"fits"`
 	// MaxMicroBatch is the most sequences per chip per micro-batch the
 	// layout fits with.
-	MaxMicroBatch int      `json:"max_fitting_sequences_per_chip_per_micro_batch"`
-	Step          StepJSON `json:"step_time"`
-	Bubble        float64  `json:"bubble_fraction"`
+	MaxMicroBatch int `json:"max_fitting_sequences_per_chip_per_micro_batch"`
+	// MaxMicroBatchBound is what stops one more: "hbm", "host_memory" or
+	// "batch_limit".
+	MaxMicroBatchBound string   `json:"max_fitting_bound"`
+	Step               StepJSON `json:"step_time"`
+	Bubble             float64  `json:"bubble_fraction"`
 	// MFU, MFUOther and HFU are against the peak MFUPeak names, the
 	// chip's bf16 peak; a quantized plan has QuantizedMFU against its
 	// format's peak (QuantizedMFUPeak, int8 or fp8) besides.
@@ -274,7 +277,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 			Activations: int64(e.Memory.Activations), Transient: int64(e.Memory.Transient), Total: int64(e.Memory.Total()),
 			Peak: e.Memory.Peak, Phases: e.Memory.Phases,
 		},
-		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), HostOffloaded: int64(e.Memory.Host), HostRAM: int64(e.Memory.HostUsable), Fits: e.Memory.Fits(), MaxMicroBatch: p.MaxMicroBatch,
+		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), HostOffloaded: int64(e.Memory.Host), HostRAM: int64(e.Memory.HostUsable), Fits: e.Memory.Fits(), MaxMicroBatch: p.MaxMicroBatch, MaxMicroBatchBound: boundName(p.MaxMicroBatchBound),
 		Step: StepJSON{Compute: e.Time.Compute.Seconds(), Matmuls: e.Time.MXU.Seconds(), Attention: e.Time.Attention.Seconds(),
 			Vector: e.Time.Vector.Seconds(), Optimizer: e.Time.Optimizer.Seconds(), Offload: e.Time.Offload.Seconds(),
 			ICI: e.Time.ICI.Seconds(), Contention: e.Time.Contention.Seconds(), DCN: e.Time.DCN.Seconds(), Sync: e.Time.Sync.Seconds(),
@@ -357,7 +360,7 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 	fmt.Fprintf(&b, "  batch %s x %s = %s tokens per step (limit %s)\n\n",
 		unit.Plural(e.Job.GlobalBatch, "sequence"), unit.Plural(e.Job.Seq, "token"), count(float64(e.Job.GlobalBatch*e.Job.Seq)), unit.Plural(r.MaxGlobalBatch, "sequence"))
 	p.writeLayout(&b)
-	writeMemory(&b, e.Memory, p.MaxMicroBatch)
+	writeMemory(&b, e.Memory, p.MaxMicroBatch, p.MaxMicroBatchBound)
 	p.writeTime(&b, name)
 	writeComms(&b, e.Comms)
 	p.writeNotes(&b, name)
@@ -401,16 +404,29 @@ func (p Plan) writeLayout(b *strings.Builder) {
 	fmt.Fprintf(b, "  precision %s%s, %s attention\n\n", e.Job.Precision.Name(), quantNote(e.Job), attentionName(e.Job))
 }
 
+// boundName is what stops the batch, as plan JSON names it.
+func boundName(r cost.Reason) string {
+	switch r {
+	case cost.ReasonHBM:
+		return "hbm"
+	case cost.ReasonHost:
+		return "host_memory"
+	}
+	return "batch_limit"
+}
+
 // writeMemory writes HBM per chip by component, what is left, and the
-// most sequences per chip per micro-batch that fit.
-func writeMemory(b *strings.Builder, m cost.Memory, most int) {
+// most sequences per chip per micro-batch that fit, with what stops one
+// more (bound: HBM, host memory, or the batch limit).
+func writeMemory(b *strings.Builder, m cost.Memory, most int, bound cost.Reason) {
 	fits := fmt.Sprintf("fits, %v left", m.Usable-m.Total())
 	if !m.Fits() {
 		fits = "DOES NOT FIT: " + m.Shortfall()
 	}
 	fmt.Fprintf(b, "HBM per chip: %v of %v usable (%v HBM), %s\n", m.Total(), m.Usable, m.HBM, fits)
 	if most > 0 {
-		fmt.Fprintf(b, "  at most %s per chip per micro-batch fit this layout; the largest phase is the %s\n", unit.Plural(most, "sequence"), m.Peak)
+		stop := map[string]string{"hbm": "HBM", "host_memory": "host memory", "batch_limit": "the batch limit"}[boundName(bound)]
+		fmt.Fprintf(b, "  at most %s per chip per micro-batch fit this layout (%s stops one more); the largest phase is the %s\n", unit.Plural(most, "sequence"), stop, m.Peak)
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	for _, c := range []struct {

@@ -143,3 +143,26 @@ func TestCheckHostTemp(t *testing.T) {
 		t.Errorf("check: host row %q, want the plan's offload at -50.0%% of the compile's\n%s", row, out)
 	}
 }
+
+// TestPlanNamesWhatStopsTheBatch: a plan says whether HBM, host memory or
+// the batch limit stops one more sequence per chip per micro-batch, in
+// text and JSON. Llama 3 8B on v5p-8 offloading every tagged tensor and
+// the optimizer state fits 4 sequences a chip and overflows the chip's
+// 112 GB of host RAM with a fifth, with HBM to spare.
+func TestPlanNamesWhatStopsTheBatch(t *testing.T) {
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--remat", "custom", "--remat-custom",
+		"decoder_layer_input=offload,query_proj=offload,key_proj=offload,value_proj=offload,out_proj=offload,mlpwi_0=offload,mlpwi_1=offload",
+		"--precision", "bf16", "--optimizer-offload", "--max-global-batch", "4096"}
+	out, errOut, code := runCmd(append([]string{"plan"}, job...)...)
+	if code != 0 || !strings.Contains(out, "at most 4 sequences per chip per micro-batch fit this layout (host memory stops one more)") {
+		t.Errorf("plan: exit %d %s\n%s", code, errOut, out)
+	}
+	js, _, _ := runCmd(append([]string{"plan", "--json"}, job...)...)
+	var p struct {
+		Most  int    `json:"max_fitting_sequences_per_chip_per_micro_batch"`
+		Bound string `json:"max_fitting_bound"`
+	}
+	if err := json.Unmarshal([]byte(js), &p); err != nil || p.Most != 4 || p.Bound != "host_memory" {
+		t.Errorf("plan --json: %d sequences bound by %q (%v), want 4 by host_memory", p.Most, p.Bound, err)
+	}
+}
