@@ -43,6 +43,7 @@ package inference
 //	[ti-rpa3]  the prompts' attention kernel: rpa.go
 //	[ti-3127]  vllm-project/tpu-inference issue #3127 (2026-08-09): XProf of a greedy decode step,
 //	           the logits' fp32 convert, copy and argmax each near the HBM roofline of its bytes
+//	[ti-dps]   the DP scheduler of a replica served with attention data parallelism: dprank.go
 //
 // A step also costs a fixed time that no roofline gives (host scheduling,
 // input transfer, dispatch): StepOverhead, fitted per engine on the
@@ -103,6 +104,15 @@ type Server struct {
 	// none), WindowQueryBlock their kernel's query block (QueryBlock is
 	// then the global layers'); their work is Batch.Window [ti-swa].
 	Window, WindowQueryBlock int
+	// Ranks is the schedulers of a replica served with attention data
+	// parallelism: tpu-inference's DPScheduler, one vLLM scheduler a DP
+	// rank, each with MaxNumSeqs, MaxNumBatchedTokens and 1/Ranks of the
+	// Pages [ti-dps]. 0 or 1: one scheduler.
+	Ranks int
+	// KVPacking is the KV cache's values a 32-bit word (4 / bytes a
+	// value): the least token padding of a DP step is a power of two of
+	// at least Ranks × KVPacking [ti-dps].
+	KVPacking int
 }
 
 // Load is the requests a simulation serves.
@@ -176,6 +186,7 @@ type sequence struct {
 	computed, emitted int
 	pages             int
 	last              time.Duration
+	rank              int // its scheduler's (Server.Ranks)
 }
 
 // tokens is what the sequence holds: its prompt and the tokens it has
@@ -195,9 +206,9 @@ type Sim struct {
 	issued      int
 	nextArrival time.Duration
 	arrived     []*sequence // arrivals not yet admitted (closed loop)
-	waiting     []*sequence
-	running     []*sequence
-	freePages   int
+	ranks       []rank
+	pending     []*sequence   // held by the DP scheduler until flushed [ti-dps]
+	lastFlush   time.Duration // when pending was last flushed
 	finished    int
 	ttft        []time.Duration
 	itl         latencyRuns
@@ -236,15 +247,22 @@ func NewSim(srv Server, load Load, cost func(Batch) time.Duration, rng *rand.Ran
 			return nil, badInt("max_num_batched_tokens", srv.MaxNumBatchedTokens, fmt.Sprintf("1 to %d", MaxTokens))
 		case srv.BlockSize < 1 || srv.BlockSize > MaxTokens:
 			return nil, badInt("block_size", srv.BlockSize, fmt.Sprintf("1 to %d tokens", MaxTokens))
-		case srv.Pages < ceilDiv(load.Mix.Longest(), srv.BlockSize):
-			return nil, badInt("pages", srv.Pages, fmt.Sprintf("at least %d, the pages of the longest request (%d tokens in pages of %d)", ceilDiv(load.Mix.Longest(), srv.BlockSize), load.Mix.Longest(), srv.BlockSize))
+		case srv.Ranks < 0 || srv.Ranks > MaxConcurrency:
+			return nil, badInt("ranks", srv.Ranks, fmt.Sprintf("0 or 1 (one scheduler) to %d DP ranks", MaxConcurrency))
+		case srv.Ranks > 1 && (srv.KVPacking < 1 || srv.KVPacking > 8):
+			return nil, badInt("kv_packing", srv.KVPacking, "1 to 8 KV values a 32-bit word with DP ranks")
+		case srv.Pages/max(srv.Ranks, 1) < ceilDiv(load.Mix.Longest(), srv.BlockSize):
+			return nil, badInt("pages", srv.Pages, fmt.Sprintf("at least %d a scheduler (%d of them), the pages of the longest request (%d tokens in pages of %d)", ceilDiv(load.Mix.Longest(), srv.BlockSize), max(srv.Ranks, 1), load.Mix.Longest(), srv.BlockSize))
 		case srv.QueryBlock < 0 || srv.QueryBlock > MaxTokens:
 			return nil, badInt("query_block", srv.QueryBlock, fmt.Sprintf("0 (not modelled) to %d tokens", MaxTokens))
 		case srv.QueryBlock > 0 && (srv.KeyBlock < 1 || srv.KeyBlock > MaxTokens):
 			return nil, badInt("key_block", srv.KeyBlock, fmt.Sprintf("1 to %d tokens with a query block", MaxTokens))
 		}
 	}
-	s := &Sim{srv: srv, load: load, cost: cost, rng: rng, freePages: srv.Pages}
+	s := &Sim{srv: srv, load: load, cost: cost, rng: rng, ranks: make([]rank, max(srv.Ranks, 1))}
+	for i := range s.ranks {
+		s.ranks[i].freePages = srv.Pages / len(s.ranks) // num_blocks // dp_size [ti-dps]
+	}
 	s.ttft = make([]time.Duration, 0, load.Requests)
 	if load.RequestRate > 0 {
 		s.nextArrival = s.interArrival()
@@ -268,10 +286,12 @@ func (s *Sim) issue(t time.Duration) {
 }
 
 // admit moves the requests that have arrived by now to the waiting
-// queue, and when the server is idle moves the clock to the next arrival.
+// queue (with DP ranks, to the DP scheduler's, which routes them to the
+// ranks when it flushes: dispatch), and when the server is idle moves
+// the clock to the next arrival.
 func (s *Sim) admit() {
 	if s.load.RequestRate > 0 {
-		if len(s.waiting) == 0 && len(s.running) == 0 && s.issued < s.load.Requests && s.nextArrival > s.now {
+		if s.idle() && len(s.pending) == 0 && s.issued < s.load.Requests && s.nextArrival > s.now {
 			s.now = s.nextArrival
 		}
 		for s.issued < s.load.Requests && s.nextArrival <= s.now {
@@ -279,14 +299,29 @@ func (s *Sim) admit() {
 			s.nextArrival += s.interArrival()
 		}
 	}
-	s.waiting = append(s.waiting, s.arrived...)
+	if len(s.ranks) == 1 {
+		s.ranks[0].waiting = append(s.ranks[0].waiting, s.arrived...)
+	} else {
+		s.pending = append(s.pending, s.arrived...)
+		s.dispatch()
+	}
 	s.arrived = s.arrived[:0]
+}
+
+// idle reports whether no scheduler holds a request.
+func (s *Sim) idle() bool {
+	for i := range s.ranks {
+		if len(s.ranks[i].waiting) > 0 || len(s.ranks[i].running) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Step runs one step of the engine and reports whether requests remain.
 func (s *Sim) Step() bool {
 	s.admit()
-	if len(s.waiting) == 0 && len(s.running) == 0 {
+	if s.idle() {
 		return false
 	}
 	s.last = StepRecord{Start: s.now, Scheduled: s.last.Scheduled[:0], Preempted: s.last.Preempted[:0], Finished: s.last.Finished[:0]}
@@ -305,20 +340,42 @@ func (s *Sim) Last() StepRecord {
 	return l
 }
 
-// stepVLLM schedules one step as vLLM's scheduler does [v-sched] and
-// runs it.
+// stepVLLM schedules one step as vLLM's scheduler does [v-sched], on
+// each DP rank's scheduler in turn [ti-dps], and runs it.
 func (s *Sim) stepVLLM() {
-	budget := s.srv.MaxNumBatchedTokens
 	sched, n := s.sched[:0], s.n[:0]
 	defer func() { s.sched, s.n = sched[:0], n[:0] }()
+	for i := range s.ranks {
+		k := len(sched)
+		sched, n = s.scheduleRank(&s.ranks[i], sched, n)
+		s.ranks[i].seqs, s.ranks[i].tokens = len(sched)-k, 0
+		for _, t := range n[k:] {
+			s.ranks[i].tokens += t
+		}
+	}
+	if len(sched) == 0 {
+		return // everything was preempted; the next step admits again
+	}
+	s.run(s.batch(sched, n), sched, n)
+	for i := range s.ranks {
+		s.ranks[i].running = slices.DeleteFunc(s.ranks[i].running, func(q *sequence) bool { return q.emitted == q.output })
+	}
+}
+
+// scheduleRank schedules one step of rank r as vLLM's scheduler does
+// [v-sched]: its running requests first, then its waiting ones unless
+// one was preempted, in its own token budget and max_num_seqs; it
+// appends them and their tokens to sched and n.
+func (s *Sim) scheduleRank(r *rank, sched []*sequence, n []int) ([]*sequence, []int) {
+	budget := s.srv.MaxNumBatchedTokens
 	preempted := false
-	for i := 0; i < len(s.running) && budget > 0; {
-		q := s.running[i]
+	for i := 0; i < len(r.running) && budget > 0; {
+		q := r.running[i]
 		k := min(q.tokens()-q.computed, budget)
-		for q != nil && ceilDiv(q.computed+k, s.srv.BlockSize)-q.pages > s.freePages {
-			v := s.running[len(s.running)-1]
-			s.running = s.running[:len(s.running)-1]
-			s.preempt(v)
+		for q != nil && ceilDiv(q.computed+k, s.srv.BlockSize)-q.pages > r.freePages {
+			v := r.running[len(r.running)-1]
+			r.running = r.running[:len(r.running)-1]
+			s.preempt(r, v)
 			preempted = true
 			if v == q {
 				q = nil
@@ -327,28 +384,24 @@ func (s *Sim) stepVLLM() {
 		if q == nil {
 			break
 		}
-		s.allocate(q, k)
+		s.allocate(r, q, k)
 		sched, n = append(sched, q), append(n, k)
 		budget -= k
 		i++
 	}
-	for !preempted && len(s.waiting) > 0 && budget > 0 && len(s.running) < s.srv.MaxNumSeqs {
-		q := s.waiting[0]
+	for !preempted && len(r.waiting) > 0 && budget > 0 && len(r.running) < s.srv.MaxNumSeqs {
+		q := r.waiting[0]
 		k := min(q.tokens()-q.computed, budget)
-		if ceilDiv(q.computed+k, s.srv.BlockSize)-q.pages > s.freePages {
+		if ceilDiv(q.computed+k, s.srv.BlockSize)-q.pages > r.freePages {
 			break
 		}
-		s.waiting = s.waiting[1:]
-		s.running = append(s.running, q)
-		s.allocate(q, k)
+		r.waiting = r.waiting[1:]
+		r.running = append(r.running, q)
+		s.allocate(r, q, k)
 		sched, n = append(sched, q), append(n, k)
 		budget -= k
 	}
-	if len(sched) == 0 {
-		return // everything was preempted; the next step admits again
-	}
-	s.run(s.batch(sched, n), sched, n)
-	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
+	return sched, n
 }
 
 // batch is the step of the sequences sched, n[i] tokens of sched[i], as
@@ -365,6 +418,9 @@ func (s *Sim) batch(sched []*sequence, n []int) Batch {
 		}
 	}
 	b.PaddedTokens, b.PaddedSeqs = paddedTokens(b.Tokens), paddedSeqs(b.Seqs, s.srv.MaxNumSeqs)
+	if len(s.ranks) > 1 {
+		b.PaddedTokens, b.PaddedSeqs = s.dpPadding()
+	}
 	bq := min(s.srv.QueryBlock, max(b.PaddedTokens/2, 1))
 	if s.srv.QueryBlock > 0 {
 		for i, q := range sched {
@@ -393,21 +449,21 @@ func paddedTokens(n int) int { return max(16, nextPow2(n)) }
 // two of at least 8, at most max_num_seqs (itself at least 8) [ti-pad].
 func paddedSeqs(n, maxNumSeqs int) int { return min(max(8, nextPow2(n)), max(8, maxNumSeqs)) }
 
-// allocate gives q the pages for k more tokens.
-func (s *Sim) allocate(q *sequence, k int) {
+// allocate gives q the pages of rank r for k more tokens.
+func (s *Sim) allocate(r *rank, q *sequence, k int) {
 	need := ceilDiv(q.computed+k, s.srv.BlockSize) - q.pages
 	if need > 0 {
 		q.pages += need
-		s.freePages -= need
+		r.freePages -= need
 	}
 }
 
-// preempt frees q's pages and puts it at the front of the waiting queue
-// to recompute its tokens [v-sched].
-func (s *Sim) preempt(q *sequence) {
-	s.freePages += q.pages
+// preempt frees q's pages and puts it at the front of its rank's waiting
+// queue to recompute its tokens [v-sched].
+func (s *Sim) preempt(r *rank, q *sequence) {
+	r.freePages += q.pages
 	q.pages, q.computed = 0, 0
-	s.waiting = append([]*sequence{q}, s.waiting...)
+	r.waiting = append([]*sequence{q}, r.waiting...)
 	s.preemptions++
 	s.last.Preempted = append(s.last.Preempted, q.id)
 }
@@ -440,7 +496,7 @@ func (s *Sim) run(b Batch, sched []*sequence, n []int) {
 }
 
 func (s *Sim) finish(q *sequence) {
-	s.freePages += q.pages
+	s.ranks[q.rank].freePages += q.pages
 	q.pages = 0
 	s.finished++
 	s.last.Finished = append(s.last.Finished, q.id)
@@ -453,9 +509,10 @@ func (s *Sim) finish(q *sequence) {
 // prompt a prefill, then runs one generate step over all slots
 // [js-orch, js-pad, jsp-attn].
 func (s *Sim) stepJetStream() {
-	for len(s.running) < s.srv.MaxNumSeqs && len(s.waiting) > 0 {
-		q := s.waiting[0]
-		s.waiting = s.waiting[1:]
+	r := &s.ranks[0]
+	for len(r.running) < s.srv.MaxNumSeqs && len(r.waiting) > 0 {
+		q := r.waiting[0]
+		r.waiting = r.waiting[1:]
 		p := q.prompt
 		b := Batch{Prefill: true, Seqs: 1, PaddedSeqs: 1, Tokens: p, PaddedTokens: max(16, nextPow2(p)),
 			ContextTokens: p, AttendedPairs: float64(p) * float64(p+1) / 2}
@@ -464,14 +521,14 @@ func (s *Sim) stepJetStream() {
 		}
 		s.run(b, []*sequence{q}, []int{p})
 		if q.emitted < q.output {
-			s.running = append(s.running, q)
+			r.running = append(r.running, q)
 		}
 	}
-	if len(s.running) == 0 {
+	if len(r.running) == 0 {
 		return
 	}
 	B, L := s.srv.MaxNumSeqs, s.srv.MaxModelLen
-	n := make([]int, len(s.running))
+	n := make([]int, len(r.running))
 	for i := range n {
 		n[i] = 1
 	}
@@ -480,8 +537,8 @@ func (s *Sim) stepJetStream() {
 		w := min(L, s.srv.Window) // every slot's whole cache, as far as the window reaches
 		b.Window = WindowWork{ContextTokens: B * w, AttendedPairs: float64(B) * float64(w), DecodeKeys: B * w}
 	}
-	s.run(b, s.running, n)
-	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
+	s.run(b, r.running, n)
+	r.running = slices.DeleteFunc(r.running, func(q *sequence) bool { return q.emitted == q.output })
 }
 
 // SimResult is what a simulation measured, as a benchmark client would:
@@ -517,9 +574,11 @@ func (s *Sim) Result() SimResult {
 // all replicas.
 type SimOptions struct {
 	Engine Engine
-	// MaxNumSeqs is one replica's; 0: the request's max_num_seqs, else
-	// the layout's sequences a replica (under a request rate, what
-	// Little's law gives on it).
+	// MaxNumSeqs is one replica's, split evenly over its schedulers
+	// (under attention data parallelism one a device, each with its own
+	// max_num_seqs [ti-dps]); 0: the request's max_num_seqs (a
+	// replica's), else the layout's sequences a replica (under a request
+	// rate, what Little's law gives on it).
 	MaxNumSeqs int
 	Load       Load
 	// StepOverhead, when not nil, replaces the engine's fixed time a
@@ -560,12 +619,17 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 		srv.WindowQueryBlock, _ = kernelBlocks(r.Slice.Chip.Generation, r.Model, attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
 	}
 	srv.Window = r.Model.SlidingWindow
+	if o.Engine == VLLM && l.AttentionDP > 1 {
+		// one scheduler a DP rank, each device its own sequences [ti-dps]
+		srv.Ranks, srv.KVPacking = l.AttentionDP, max(4/max(r.KVCache.Bytes(), 1), 1)
+	}
 	if srv.MaxNumSeqs == 0 {
 		srv.MaxNumSeqs = r.MaxNumSeqs
 	}
 	if srv.MaxNumSeqs == 0 {
 		srv.MaxNumSeqs = max(l.SeqsEach, 1)
 	}
+	srv.MaxNumSeqs = ceilDiv(srv.MaxNumSeqs, max(srv.Ranks, 1)) // a replica's, split over its schedulers
 	rc := newReplicaCost(r, l.TP)
 	kv := float64(l.Memory.KVPerToken)
 	if o.Engine == JetStream {
