@@ -44,6 +44,17 @@ package inference
 //	[ti-3127]  vllm-project/tpu-inference issue #3127 (2026-08-09): XProf of a greedy decode step,
 //	           the logits' fp32 convert, copy and argmax each near the HBM roofline of its bytes
 //	[ti-dps]   the DP scheduler of a replica served with attention data parallelism: dprank.go
+//	[v-async]  vllm-project/vllm:vllm/config/vllm.py VllmConfig.__post_init__ @000fc94b: async
+//	           scheduling is on unless turned off or incompatible (pooling, some speculative
+//	           decoding, an executor without it; tpu-inference's single-host executor is "uni",
+//	           tpu_platform.py @b8692ff0, which has it), and tpu-recipes' vLLM rows pass
+//	           --async-scheduling; vllm/v1/engine/core.py EngineCore.step_with_batch_queue
+//	           @00080ee1: with a batch queue of two, each pass of the busy loop takes in the
+//	           requests that arrived, schedules the next step and launches it behind the one
+//	           running, then blocks on the running one and returns its outputs. So step k is
+//	           scheduled when step k-2 ends (k-1 starts): a request arriving after that (a
+//	           client's next request, sent once its last token has come back) is first computed
+//	           in step k+1; an idle engine schedules a request when it arrives
 //
 // A step also costs a fixed time that no roofline gives (host scheduling,
 // input transfer, dispatch): StepOverhead, fitted per engine on the
@@ -109,6 +120,10 @@ type Server struct {
 	// rank, each with MaxNumSeqs, MaxNumBatchedTokens and 1/Ranks of the
 	// Pages [ti-dps]. 0 or 1: one scheduler.
 	Ranks int
+	// AsyncScheduling is vLLM's async scheduling [v-async]: the engine
+	// schedules a step while the one before it runs, so a request that
+	// arrives while a step runs is first computed two steps later.
+	AsyncScheduling bool
 	// KVPacking is the KV cache's values a 32-bit word (4 / bytes a
 	// value): the least token padding of a DP step is a power of two of
 	// at least Ranks × KVPacking [ti-dps].
@@ -209,6 +224,7 @@ type Sim struct {
 	ranks       []rank
 	pending     []*sequence   // held by the DP scheduler until flushed [ti-dps]
 	lastFlush   time.Duration // when pending was last flushed
+	prevStart   time.Duration // when the last step started
 	finished    int
 	ttft        []time.Duration
 	itl         latencyRuns
@@ -299,13 +315,21 @@ func (s *Sim) admit() {
 			s.nextArrival += s.interArrival()
 		}
 	}
+	n := len(s.arrived)
+	if s.srv.AsyncScheduling && s.steps > 0 && !s.idle() {
+		// this step was scheduled when the last one started [v-async]
+		n = 0
+		for n < len(s.arrived) && s.arrived[n].arrival < s.prevStart {
+			n++
+		}
+	}
 	if len(s.ranks) == 1 {
-		s.ranks[0].waiting = append(s.ranks[0].waiting, s.arrived...)
+		s.ranks[0].waiting = append(s.ranks[0].waiting, s.arrived[:n]...)
 	} else {
-		s.pending = append(s.pending, s.arrived...)
+		s.pending = append(s.pending, s.arrived[:n]...)
 		s.dispatch()
 	}
-	s.arrived = s.arrived[:0]
+	s.arrived = append(s.arrived[:0], s.arrived[n:]...)
 }
 
 // idle reports whether no scheduler holds a request.
@@ -325,6 +349,7 @@ func (s *Sim) Step() bool {
 		return false
 	}
 	s.last = StepRecord{Start: s.now, Scheduled: s.last.Scheduled[:0], Preempted: s.last.Preempted[:0], Finished: s.last.Finished[:0]}
+	defer func() { s.prevStart = s.last.Start }()
 	if s.srv.Engine == JetStream {
 		s.stepJetStream()
 	} else {
@@ -338,70 +363,6 @@ func (s *Sim) Last() StepRecord {
 	l := s.last
 	l.Scheduled, l.Preempted, l.Finished = slices.Clone(l.Scheduled), slices.Clone(l.Preempted), slices.Clone(l.Finished)
 	return l
-}
-
-// stepVLLM schedules one step as vLLM's scheduler does [v-sched], on
-// each DP rank's scheduler in turn [ti-dps], and runs it.
-func (s *Sim) stepVLLM() {
-	sched, n := s.sched[:0], s.n[:0]
-	defer func() { s.sched, s.n = sched[:0], n[:0] }()
-	for i := range s.ranks {
-		k := len(sched)
-		sched, n = s.scheduleRank(&s.ranks[i], sched, n)
-		s.ranks[i].seqs, s.ranks[i].tokens = len(sched)-k, 0
-		for _, t := range n[k:] {
-			s.ranks[i].tokens += t
-		}
-	}
-	if len(sched) == 0 {
-		return // everything was preempted; the next step admits again
-	}
-	s.run(s.batch(sched, n), sched, n)
-	for i := range s.ranks {
-		s.ranks[i].running = slices.DeleteFunc(s.ranks[i].running, func(q *sequence) bool { return q.emitted == q.output })
-	}
-}
-
-// scheduleRank schedules one step of rank r as vLLM's scheduler does
-// [v-sched]: its running requests first, then its waiting ones unless
-// one was preempted, in its own token budget and max_num_seqs; it
-// appends them and their tokens to sched and n.
-func (s *Sim) scheduleRank(r *rank, sched []*sequence, n []int) ([]*sequence, []int) {
-	budget := s.srv.MaxNumBatchedTokens
-	preempted := false
-	for i := 0; i < len(r.running) && budget > 0; {
-		q := r.running[i]
-		k := min(q.tokens()-q.computed, budget)
-		for q != nil && ceilDiv(q.computed+k, s.srv.BlockSize)-q.pages > r.freePages {
-			v := r.running[len(r.running)-1]
-			r.running = r.running[:len(r.running)-1]
-			s.preempt(r, v)
-			preempted = true
-			if v == q {
-				q = nil
-			}
-		}
-		if q == nil {
-			break
-		}
-		s.allocate(r, q, k)
-		sched, n = append(sched, q), append(n, k)
-		budget -= k
-		i++
-	}
-	for !preempted && len(r.waiting) > 0 && budget > 0 && len(r.running) < s.srv.MaxNumSeqs {
-		q := r.waiting[0]
-		k := min(q.tokens()-q.computed, budget)
-		if ceilDiv(q.computed+k, s.srv.BlockSize)-q.pages > r.freePages {
-			break
-		}
-		r.waiting = r.waiting[1:]
-		r.running = append(r.running, q)
-		s.allocate(r, q, k)
-		sched, n = append(sched, q), append(n, k)
-		budget -= k
-	}
-	return sched, n
 }
 
 // batch is the step of the sequences sched, n[i] tokens of sched[i], as
@@ -448,25 +409,6 @@ func paddedTokens(n int) int { return max(16, nextPow2(n)) }
 // paddedSeqs is the request bucket of a step of n sequences: a power of
 // two of at least 8, at most max_num_seqs (itself at least 8) [ti-pad].
 func paddedSeqs(n, maxNumSeqs int) int { return min(max(8, nextPow2(n)), max(8, maxNumSeqs)) }
-
-// allocate gives q the pages of rank r for k more tokens.
-func (s *Sim) allocate(r *rank, q *sequence, k int) {
-	need := ceilDiv(q.computed+k, s.srv.BlockSize) - q.pages
-	if need > 0 {
-		q.pages += need
-		r.freePages -= need
-	}
-}
-
-// preempt frees q's pages and puts it at the front of its rank's waiting
-// queue to recompute its tokens [v-sched].
-func (s *Sim) preempt(r *rank, q *sequence) {
-	r.freePages += q.pages
-	q.pages, q.computed = 0, 0
-	r.waiting = append([]*sequence{q}, r.waiting...)
-	s.preemptions++
-	s.last.Preempted = append(s.last.Preempted, q.id)
-}
 
 // run advances the clock by the batch's time; each scheduled sequence
 // whose tokens are all computed emits one.
@@ -608,7 +550,7 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	load.RequestRate /= float64(dp)
 	load.Requests = ceilDiv(load.Requests, dp)
 	srv := Server{Engine: o.Engine, MaxNumSeqs: o.MaxNumSeqs, MaxNumBatchedTokens: r.MaxNumBatchedTokens,
-		BlockSize: l.Memory.BlockSize, Pages: l.Memory.Pages, MaxModelLen: r.MaxModelLen}
+		BlockSize: l.Memory.BlockSize, Pages: l.Memory.Pages, MaxModelLen: r.MaxModelLen, AsyncScheduling: o.Engine == VLLM}
 	if o.Engine == VLLM && !r.Model.MLA() { // latent attention has a kernel of its own
 		attnTP := l.TP
 		if r.AttentionDP() {

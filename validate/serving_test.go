@@ -352,7 +352,7 @@ func ExampleParseServing() {
 	fmt.Printf("%s: published %.0f, predicted %.0f output tokens/s (%+.0f%%), fits %v\n",
 		r.Row.ID, r.Row.Published.OutputTokensPerS, r.Sim.TokensPerSecond, 100*r.Error, r.Layout.Fits)
 	// Output:
-	// example-v6e8-70b: published 2495, predicted 2492 output tokens/s (-0%), fits true
+	// example-v6e8-70b: published 2495, predicted 2488 output tokens/s (-0%), fits true
 }
 
 // TestFitStepOverhead: the fit uses the calibration rows of its engine and
