@@ -43,6 +43,18 @@ package inference
 //	[ti-rpa3]  the prompts' attention kernel: rpa.go
 //	[ti-3127]  vllm-project/tpu-inference issue #3127 (2026-08-09): XProf of a greedy decode step,
 //	           the logits' fp32 convert, copy and argmax each near the HBM roofline of its bytes
+//	[ti-dps]   the DP scheduler of a replica served with attention data parallelism: dprank.go
+//	[v-async]  vllm-project/vllm:vllm/config/vllm.py VllmConfig.__post_init__ @000fc94b: async
+//	           scheduling is on unless turned off or incompatible (pooling, some speculative
+//	           decoding, an executor without it; tpu-inference's single-host executor is "uni",
+//	           tpu_platform.py @b8692ff0, which has it), and tpu-recipes' vLLM rows pass
+//	           --async-scheduling; vllm/v1/engine/core.py EngineCore.step_with_batch_queue
+//	           @00080ee1: with a batch queue of two, each pass of the busy loop takes in the
+//	           requests that arrived, schedules the next step and launches it behind the one
+//	           running, then blocks on the running one and returns its outputs. So step k is
+//	           scheduled when step k-2 ends (k-1 starts): a request arriving after that (a
+//	           client's next request, sent once its last token has come back) is first computed
+//	           in step k+1; an idle engine schedules a request when it arrives
 //
 // A step also costs a fixed time that no roofline gives (host scheduling,
 // input transfer, dispatch): StepOverhead, fitted per engine on the
@@ -103,6 +115,19 @@ type Server struct {
 	// none), WindowQueryBlock their kernel's query block (QueryBlock is
 	// then the global layers'); their work is Batch.Window [ti-swa].
 	Window, WindowQueryBlock int
+	// Ranks is the schedulers of a replica served with attention data
+	// parallelism: tpu-inference's DPScheduler, one vLLM scheduler a DP
+	// rank, each with MaxNumSeqs, MaxNumBatchedTokens and 1/Ranks of the
+	// Pages [ti-dps]. 0 or 1: one scheduler.
+	Ranks int
+	// AsyncScheduling is vLLM's async scheduling [v-async]: the engine
+	// schedules a step while the one before it runs, so a request that
+	// arrives while a step runs is first computed two steps later.
+	AsyncScheduling bool
+	// KVPacking is the KV cache's values a 32-bit word (4 / bytes a
+	// value): the least token padding of a DP step is a power of two of
+	// at least Ranks × KVPacking [ti-dps].
+	KVPacking int
 }
 
 // Load is the requests a simulation serves.
@@ -176,6 +201,7 @@ type sequence struct {
 	computed, emitted int
 	pages             int
 	last              time.Duration
+	rank              int // its scheduler's (Server.Ranks)
 }
 
 // tokens is what the sequence holds: its prompt and the tokens it has
@@ -195,9 +221,10 @@ type Sim struct {
 	issued      int
 	nextArrival time.Duration
 	arrived     []*sequence // arrivals not yet admitted (closed loop)
-	waiting     []*sequence
-	running     []*sequence
-	freePages   int
+	ranks       []rank
+	pending     []*sequence   // held by the DP scheduler until flushed [ti-dps]
+	lastFlush   time.Duration // when pending was last flushed
+	prevStart   time.Duration // when the last step started
 	finished    int
 	ttft        []time.Duration
 	itl         latencyRuns
@@ -236,15 +263,22 @@ func NewSim(srv Server, load Load, cost func(Batch) time.Duration, rng *rand.Ran
 			return nil, badInt("max_num_batched_tokens", srv.MaxNumBatchedTokens, fmt.Sprintf("1 to %d", MaxTokens))
 		case srv.BlockSize < 1 || srv.BlockSize > MaxTokens:
 			return nil, badInt("block_size", srv.BlockSize, fmt.Sprintf("1 to %d tokens", MaxTokens))
-		case srv.Pages < ceilDiv(load.Mix.Longest(), srv.BlockSize):
-			return nil, badInt("pages", srv.Pages, fmt.Sprintf("at least %d, the pages of the longest request (%d tokens in pages of %d)", ceilDiv(load.Mix.Longest(), srv.BlockSize), load.Mix.Longest(), srv.BlockSize))
+		case srv.Ranks < 0 || srv.Ranks > MaxConcurrency:
+			return nil, badInt("ranks", srv.Ranks, fmt.Sprintf("0 or 1 (one scheduler) to %d DP ranks", MaxConcurrency))
+		case srv.Ranks > 1 && (srv.KVPacking < 1 || srv.KVPacking > 8):
+			return nil, badInt("kv_packing", srv.KVPacking, "1 to 8 KV values a 32-bit word with DP ranks")
+		case srv.Pages/max(srv.Ranks, 1) < ceilDiv(load.Mix.Longest(), srv.BlockSize):
+			return nil, badInt("pages", srv.Pages, fmt.Sprintf("at least %d a scheduler (%d of them), the pages of the longest request (%d tokens in pages of %d)", ceilDiv(load.Mix.Longest(), srv.BlockSize), max(srv.Ranks, 1), load.Mix.Longest(), srv.BlockSize))
 		case srv.QueryBlock < 0 || srv.QueryBlock > MaxTokens:
 			return nil, badInt("query_block", srv.QueryBlock, fmt.Sprintf("0 (not modelled) to %d tokens", MaxTokens))
 		case srv.QueryBlock > 0 && (srv.KeyBlock < 1 || srv.KeyBlock > MaxTokens):
 			return nil, badInt("key_block", srv.KeyBlock, fmt.Sprintf("1 to %d tokens with a query block", MaxTokens))
 		}
 	}
-	s := &Sim{srv: srv, load: load, cost: cost, rng: rng, freePages: srv.Pages}
+	s := &Sim{srv: srv, load: load, cost: cost, rng: rng, ranks: make([]rank, max(srv.Ranks, 1))}
+	for i := range s.ranks {
+		s.ranks[i].freePages = srv.Pages / len(s.ranks) // num_blocks // dp_size [ti-dps]
+	}
 	s.ttft = make([]time.Duration, 0, load.Requests)
 	if load.RequestRate > 0 {
 		s.nextArrival = s.interArrival()
@@ -268,10 +302,12 @@ func (s *Sim) issue(t time.Duration) {
 }
 
 // admit moves the requests that have arrived by now to the waiting
-// queue, and when the server is idle moves the clock to the next arrival.
+// queue (with DP ranks, to the DP scheduler's, which routes them to the
+// ranks when it flushes: dispatch), and when the server is idle moves
+// the clock to the next arrival.
 func (s *Sim) admit() {
 	if s.load.RequestRate > 0 {
-		if len(s.waiting) == 0 && len(s.running) == 0 && s.issued < s.load.Requests && s.nextArrival > s.now {
+		if s.idle() && len(s.pending) == 0 && s.issued < s.load.Requests && s.nextArrival > s.now {
 			s.now = s.nextArrival
 		}
 		for s.issued < s.load.Requests && s.nextArrival <= s.now {
@@ -279,17 +315,41 @@ func (s *Sim) admit() {
 			s.nextArrival += s.interArrival()
 		}
 	}
-	s.waiting = append(s.waiting, s.arrived...)
-	s.arrived = s.arrived[:0]
+	n := len(s.arrived)
+	if s.srv.AsyncScheduling && s.steps > 0 && !s.idle() {
+		// this step was scheduled when the last one started [v-async]
+		n = 0
+		for n < len(s.arrived) && s.arrived[n].arrival < s.prevStart {
+			n++
+		}
+	}
+	if len(s.ranks) == 1 {
+		s.ranks[0].waiting = append(s.ranks[0].waiting, s.arrived[:n]...)
+	} else {
+		s.pending = append(s.pending, s.arrived[:n]...)
+		s.dispatch()
+	}
+	s.arrived = append(s.arrived[:0], s.arrived[n:]...)
+}
+
+// idle reports whether no scheduler holds a request.
+func (s *Sim) idle() bool {
+	for i := range s.ranks {
+		if len(s.ranks[i].waiting) > 0 || len(s.ranks[i].running) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Step runs one step of the engine and reports whether requests remain.
 func (s *Sim) Step() bool {
 	s.admit()
-	if len(s.waiting) == 0 && len(s.running) == 0 {
+	if s.idle() {
 		return false
 	}
 	s.last = StepRecord{Start: s.now, Scheduled: s.last.Scheduled[:0], Preempted: s.last.Preempted[:0], Finished: s.last.Finished[:0]}
+	defer func() { s.prevStart = s.last.Start }()
 	if s.srv.Engine == JetStream {
 		s.stepJetStream()
 	} else {
@@ -303,52 +363,6 @@ func (s *Sim) Last() StepRecord {
 	l := s.last
 	l.Scheduled, l.Preempted, l.Finished = slices.Clone(l.Scheduled), slices.Clone(l.Preempted), slices.Clone(l.Finished)
 	return l
-}
-
-// stepVLLM schedules one step as vLLM's scheduler does [v-sched] and
-// runs it.
-func (s *Sim) stepVLLM() {
-	budget := s.srv.MaxNumBatchedTokens
-	sched, n := s.sched[:0], s.n[:0]
-	defer func() { s.sched, s.n = sched[:0], n[:0] }()
-	preempted := false
-	for i := 0; i < len(s.running) && budget > 0; {
-		q := s.running[i]
-		k := min(q.tokens()-q.computed, budget)
-		for q != nil && ceilDiv(q.computed+k, s.srv.BlockSize)-q.pages > s.freePages {
-			v := s.running[len(s.running)-1]
-			s.running = s.running[:len(s.running)-1]
-			s.preempt(v)
-			preempted = true
-			if v == q {
-				q = nil
-			}
-		}
-		if q == nil {
-			break
-		}
-		s.allocate(q, k)
-		sched, n = append(sched, q), append(n, k)
-		budget -= k
-		i++
-	}
-	for !preempted && len(s.waiting) > 0 && budget > 0 && len(s.running) < s.srv.MaxNumSeqs {
-		q := s.waiting[0]
-		k := min(q.tokens()-q.computed, budget)
-		if ceilDiv(q.computed+k, s.srv.BlockSize)-q.pages > s.freePages {
-			break
-		}
-		s.waiting = s.waiting[1:]
-		s.running = append(s.running, q)
-		s.allocate(q, k)
-		sched, n = append(sched, q), append(n, k)
-		budget -= k
-	}
-	if len(sched) == 0 {
-		return // everything was preempted; the next step admits again
-	}
-	s.run(s.batch(sched, n), sched, n)
-	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
 }
 
 // batch is the step of the sequences sched, n[i] tokens of sched[i], as
@@ -365,6 +379,9 @@ func (s *Sim) batch(sched []*sequence, n []int) Batch {
 		}
 	}
 	b.PaddedTokens, b.PaddedSeqs = paddedTokens(b.Tokens), paddedSeqs(b.Seqs, s.srv.MaxNumSeqs)
+	if len(s.ranks) > 1 {
+		b.PaddedTokens, b.PaddedSeqs = s.dpPadding()
+	}
 	bq := min(s.srv.QueryBlock, max(b.PaddedTokens/2, 1))
 	if s.srv.QueryBlock > 0 {
 		for i, q := range sched {
@@ -392,25 +409,6 @@ func paddedTokens(n int) int { return max(16, nextPow2(n)) }
 // paddedSeqs is the request bucket of a step of n sequences: a power of
 // two of at least 8, at most max_num_seqs (itself at least 8) [ti-pad].
 func paddedSeqs(n, maxNumSeqs int) int { return min(max(8, nextPow2(n)), max(8, maxNumSeqs)) }
-
-// allocate gives q the pages for k more tokens.
-func (s *Sim) allocate(q *sequence, k int) {
-	need := ceilDiv(q.computed+k, s.srv.BlockSize) - q.pages
-	if need > 0 {
-		q.pages += need
-		s.freePages -= need
-	}
-}
-
-// preempt frees q's pages and puts it at the front of the waiting queue
-// to recompute its tokens [v-sched].
-func (s *Sim) preempt(q *sequence) {
-	s.freePages += q.pages
-	q.pages, q.computed = 0, 0
-	s.waiting = append([]*sequence{q}, s.waiting...)
-	s.preemptions++
-	s.last.Preempted = append(s.last.Preempted, q.id)
-}
 
 // run advances the clock by the batch's time; each scheduled sequence
 // whose tokens are all computed emits one.
@@ -440,7 +438,7 @@ func (s *Sim) run(b Batch, sched []*sequence, n []int) {
 }
 
 func (s *Sim) finish(q *sequence) {
-	s.freePages += q.pages
+	s.ranks[q.rank].freePages += q.pages
 	q.pages = 0
 	s.finished++
 	s.last.Finished = append(s.last.Finished, q.id)
@@ -453,9 +451,10 @@ func (s *Sim) finish(q *sequence) {
 // prompt a prefill, then runs one generate step over all slots
 // [js-orch, js-pad, jsp-attn].
 func (s *Sim) stepJetStream() {
-	for len(s.running) < s.srv.MaxNumSeqs && len(s.waiting) > 0 {
-		q := s.waiting[0]
-		s.waiting = s.waiting[1:]
+	r := &s.ranks[0]
+	for len(r.running) < s.srv.MaxNumSeqs && len(r.waiting) > 0 {
+		q := r.waiting[0]
+		r.waiting = r.waiting[1:]
 		p := q.prompt
 		b := Batch{Prefill: true, Seqs: 1, PaddedSeqs: 1, Tokens: p, PaddedTokens: max(16, nextPow2(p)),
 			ContextTokens: p, AttendedPairs: float64(p) * float64(p+1) / 2}
@@ -464,14 +463,14 @@ func (s *Sim) stepJetStream() {
 		}
 		s.run(b, []*sequence{q}, []int{p})
 		if q.emitted < q.output {
-			s.running = append(s.running, q)
+			r.running = append(r.running, q)
 		}
 	}
-	if len(s.running) == 0 {
+	if len(r.running) == 0 {
 		return
 	}
 	B, L := s.srv.MaxNumSeqs, s.srv.MaxModelLen
-	n := make([]int, len(s.running))
+	n := make([]int, len(r.running))
 	for i := range n {
 		n[i] = 1
 	}
@@ -480,8 +479,8 @@ func (s *Sim) stepJetStream() {
 		w := min(L, s.srv.Window) // every slot's whole cache, as far as the window reaches
 		b.Window = WindowWork{ContextTokens: B * w, AttendedPairs: float64(B) * float64(w), DecodeKeys: B * w}
 	}
-	s.run(b, s.running, n)
-	s.running = slices.DeleteFunc(s.running, func(q *sequence) bool { return q.emitted == q.output })
+	s.run(b, r.running, n)
+	r.running = slices.DeleteFunc(r.running, func(q *sequence) bool { return q.emitted == q.output })
 }
 
 // SimResult is what a simulation measured, as a benchmark client would:
@@ -517,9 +516,11 @@ func (s *Sim) Result() SimResult {
 // all replicas.
 type SimOptions struct {
 	Engine Engine
-	// MaxNumSeqs is one replica's; 0: the request's max_num_seqs, else
-	// the layout's sequences a replica (under a request rate, what
-	// Little's law gives on it).
+	// MaxNumSeqs is one replica's, split evenly over its schedulers
+	// (under attention data parallelism one a device, each with its own
+	// max_num_seqs [ti-dps]); 0: the request's max_num_seqs (a
+	// replica's), else the layout's sequences a replica (under a request
+	// rate, what Little's law gives on it).
 	MaxNumSeqs int
 	Load       Load
 	// StepOverhead, when not nil, replaces the engine's fixed time a
@@ -549,7 +550,7 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	load.RequestRate /= float64(dp)
 	load.Requests = ceilDiv(load.Requests, dp)
 	srv := Server{Engine: o.Engine, MaxNumSeqs: o.MaxNumSeqs, MaxNumBatchedTokens: r.MaxNumBatchedTokens,
-		BlockSize: l.Memory.BlockSize, Pages: l.Memory.Pages, MaxModelLen: r.MaxModelLen}
+		BlockSize: l.Memory.BlockSize, Pages: l.Memory.Pages, MaxModelLen: r.MaxModelLen, AsyncScheduling: o.Engine == VLLM}
 	if o.Engine == VLLM && !r.Model.MLA() { // latent attention has a kernel of its own
 		attnTP := l.TP
 		if r.AttentionDP() {
@@ -560,12 +561,17 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 		srv.WindowQueryBlock, _ = kernelBlocks(r.Slice.Chip.Generation, r.Model, attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
 	}
 	srv.Window = r.Model.SlidingWindow
+	if o.Engine == VLLM && l.AttentionDP > 1 {
+		// one scheduler a DP rank, each device its own sequences [ti-dps]
+		srv.Ranks, srv.KVPacking = l.AttentionDP, max(4/max(r.KVCache.Bytes(), 1), 1)
+	}
 	if srv.MaxNumSeqs == 0 {
 		srv.MaxNumSeqs = r.MaxNumSeqs
 	}
 	if srv.MaxNumSeqs == 0 {
 		srv.MaxNumSeqs = max(l.SeqsEach, 1)
 	}
+	srv.MaxNumSeqs = ceilDiv(srv.MaxNumSeqs, max(srv.Ranks, 1)) // a replica's, split over its schedulers
 	rc := newReplicaCost(r, l.TP)
 	kv := float64(l.Memory.KVPerToken)
 	if o.Engine == JetStream {

@@ -428,3 +428,43 @@ func TestSimulateAgreesWithEstimate(t *testing.T) {
 		t.Errorf("simulated mean ITL %v, plan's ITL %v: want them equal", res.ITL.Mean, l.ITL)
 	}
 }
+
+// TestSimAsyncScheduling: under vLLM's async scheduling a step is
+// scheduled when the one before it starts [v-async]. Request 0 (2 prompt
+// and 10 output tokens, one client) runs alone; request 1 arrives at
+// 1 ms, as step 1 starts (steps take 1 ms). Step 1 was scheduled at 0,
+// step 2 at 1 ms, before request 1 came in: it is first computed in step
+// 3, at 3 ms. Without async scheduling it is computed in step 1.
+func TestSimAsyncScheduling(t *testing.T) {
+	first := func(async bool) time.Duration {
+		srv := Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 100, MaxModelLen: 64, AsyncScheduling: async}
+		s, err := NewSim(srv, Load{Mix: FixedMix(2, 10), Concurrency: 1, Requests: 2}, perStep, rand.New(rand.NewPCG(1, 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Step()
+		s.issue(time.Millisecond)
+		for s.Step() {
+			for _, sc := range s.Last().Scheduled {
+				if sc.ID == 1 {
+					return s.Last().Start
+				}
+			}
+		}
+		return -1
+	}
+	if got := first(true); got != 3*time.Millisecond {
+		t.Errorf("async: request 1 (arrived at 1ms) first computed in the step at %v, want 3ms", got)
+	}
+	if got := first(false); got != time.Millisecond {
+		t.Errorf("sync: request 1 (arrived at 1ms) first computed in the step at %v, want 1ms", got)
+	}
+	// an idle engine schedules a request when it arrives: one client's
+	// second request, sent when its first finished at 2 ms, runs at 2 ms
+	srv := Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 100, MaxModelLen: 64, AsyncScheduling: true}
+	s, err := NewSim(srv, Load{Mix: FixedMix(2, 2), Concurrency: 1, Requests: 2}, perStep, rand.New(rand.NewPCG(1, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffLines(t, transcript(t, s), []string{"t=0s 0:2", "t=1ms 0:1 finished [0]", "t=2ms 1:2", "t=3ms 1:1 finished [1]"})
+}

@@ -201,6 +201,17 @@ func (r *ServingRow) checkSettings() error {
 	return nil
 }
 
+// schedulers is the vLLM schedulers of one replica of the row: with
+// attention data parallelism one a device, each running max_num_seqs
+// (tpu-inference's DPScheduler, inference's [ti-dps]), else one.
+func (r *ServingRow) schedulers() int {
+	spec, ok := model.Lookup(r.Model)
+	if r.Engine == EngineVLLM && (r.DPAttention || ok && inference.DPAttention(spec)) {
+		return max(r.TP, 1)
+	}
+	return 1
+}
+
 // checkWorkload validates a row's workload and published figures.
 func (r *ServingRow) checkWorkload() error {
 	w, p := r.Workload, r.Published
@@ -213,8 +224,8 @@ func (r *ServingRow) checkWorkload() error {
 		return bad("workload.num_prompts", w.NumPrompts, "1 or more")
 	case w.Concurrency < 1 || w.Concurrency > inference.MaxConcurrency:
 		return bad("workload.concurrency", w.Concurrency, fmt.Sprintf("1 to %d", inference.MaxConcurrency))
-	case r.MaxNumSeqs > 0 && w.Concurrency > r.MaxNumSeqs*r.DP:
-		return bad("workload.concurrency", w.Concurrency, fmt.Sprintf("at most max_num_seqs x data_parallel = %d", r.MaxNumSeqs*r.DP))
+	case r.MaxNumSeqs > 0 && w.Concurrency > r.MaxNumSeqs*r.DP*r.schedulers():
+		return bad("workload.concurrency", w.Concurrency, fmt.Sprintf("at most max_num_seqs x data_parallel x attention DP ranks = %d", r.MaxNumSeqs*r.DP*r.schedulers()))
 	case w.InputLen < 1 || w.InputLen >= r.MaxModelLen:
 		return bad("workload.input_len", w.InputLen, fmt.Sprintf("1 to %d (max_model_len less one)", r.MaxModelLen-1))
 	case w.OutputLen < 1 || w.InputLen+w.OutputLen > r.MaxModelLen:

@@ -352,7 +352,7 @@ func ExampleParseServing() {
 	fmt.Printf("%s: published %.0f, predicted %.0f output tokens/s (%+.0f%%), fits %v\n",
 		r.Row.ID, r.Row.Published.OutputTokensPerS, r.Sim.TokensPerSecond, 100*r.Error, r.Layout.Fits)
 	// Output:
-	// example-v6e8-70b: published 2495, predicted 2492 output tokens/s (-0%), fits true
+	// example-v6e8-70b: published 2495, predicted 2488 output tokens/s (-0%), fits true
 }
 
 // TestFitStepOverhead: the fit uses the calibration rows of its engine and
@@ -486,7 +486,11 @@ func TestSimOptionsRangeRatio(t *testing.T) {
 // TestServingDPAttentionRows: the rows whose server ran
 // enable_dp_attention (tpu-recipes' Qwen3.5-397B) ask for it, and their
 // layouts run attention data parallel over the 8 devices, the hybrid
-// model's linear-attention states taken out of the KV cache's budget.
+// model's linear-attention states taken out of the KV cache's budget;
+// each device's scheduler runs the server's max_num_seqs (tpu-inference's
+// DPScheduler, inference's [ti-dps]), so the replica runs 8 × 64 = 512,
+// more than the client's 128 (--max-concurrency=128, tpu-recipes
+// inference/ironwood/vLLM/Qwen3.5-397B/README.md @c8cfe2f6).
 func TestServingDPAttentionRows(t *testing.T) {
 	rows, err := ServingRows()
 	if err != nil {
@@ -505,6 +509,9 @@ func TestServingDPAttentionRows(t *testing.T) {
 		l := inference.Estimate(req, r.TP, r.DP)
 		if !req.AttentionDP() || l.AttentionDP != r.TP || l.Memory.Recurrent == 0 || !l.Fits {
 			t.Errorf("%s: attention DP %v over %d devices, states %d bytes, fits %v; want DP over %d, states, fits", r.ID, req.AttentionDP(), l.AttentionDP, l.Memory.Recurrent, l.Fits, r.TP)
+		}
+		if o := r.SimOptions(); o.MaxNumSeqs != 512 || r.Workload.Concurrency != 128 {
+			t.Errorf("%s: the replica runs %d sequences for %d clients, want 512 (64 on each of 8 schedulers) for 128", r.ID, o.MaxNumSeqs, r.Workload.Concurrency)
 		}
 	}
 	if n != 2 {

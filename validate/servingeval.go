@@ -86,7 +86,8 @@ func (r ServingRow) SimOptions() inference.SimOptions {
 			mix = m
 		}
 	}
-	o := inference.SimOptions{Engine: inference.VLLM, MaxNumSeqs: r.MaxNumSeqs,
+	// max_num_seqs is each scheduler's: a replica's is that times its schedulers
+	o := inference.SimOptions{Engine: inference.VLLM, MaxNumSeqs: r.MaxNumSeqs * r.schedulers(),
 		Load: inference.Load{Mix: mix, Concurrency: w.Concurrency, Requests: w.NumPrompts}}
 	if r.Engine == EngineJetStreamPyTorch {
 		dp := max(r.DP, 1)
