@@ -225,7 +225,7 @@ func (rep Report) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 	stat := func(name string, s Stats) {
-		fmt.Fprintf(&b, "  %-22s %3d runs  median |error| %5.1f%%  90th percentile %5.1f%%  max %5.1f%%  fit in HBM %d/%d\n",
+		fmt.Fprintf(&b, "  %-22s %3d runs  median |error| %5.1f%%  90th percentile %5.1f%%  max %5.1f%%  fit (HBM, host RAM) %d/%d\n",
 			name, s.N, 100*s.Median, 100*s.P90, 100*s.Max, s.Fit, s.N)
 	}
 	fmt.Fprintf(&b, "\nMFU error, (predicted − published) / published:\n")
