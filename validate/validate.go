@@ -363,7 +363,9 @@ type Stats struct {
 	Median float64 `json:"median_abs_error"`
 	P90    float64 `json:"p90_abs_error"`
 	Max    float64 `json:"max_abs_error"`
-	Fit    int     `json:"fit_in_hbm"`
+	// Fit counts the runs that fit (cost.Memory.Fits: HBM, and host RAM
+	// for what they offload); the key keeps its first name.
+	Fit int `json:"fit_in_hbm"`
 }
 
 // Summary is the error over the rows that keep the predicate.
