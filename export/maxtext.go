@@ -234,10 +234,16 @@ func kernels(set func(string, any), j cost.Job, pdbs float64) error {
 	tiles := max(j.VocabTiles, 1)
 	// [types.py]: per_device_batch_size x max_target_length must divide
 	// into num_vocab_tiling chunks.
-	if math.Mod(pdbs*float64(j.Seq), float64(tiles)) != 0 {
+	tokens := pdbs * float64(j.Seq)
+	if math.Mod(tokens, float64(tiles)) != 0 {
+		fix := fmt.Sprintf("pass a {vocab_tiles} that divides %s", formatFloat(tokens))
+		if tokens != math.Trunc(tokens) {
+			// no tile count divides a fraction of a token: the batch must change
+			fix = "pass a {global_batch} that gives each JAX device a whole number of tokens"
+		}
 		return unsupported("maxtext", "num_vocab_tiling", strconv.Itoa(tiles),
-			fmt.Sprintf("MaxText needs %s x max_target_length (%s x %d) to be a multiple of it; pass a {vocab_tiles} that divides %s",
-				maxtext.PerDeviceBatchSize, formatFloat(pdbs), j.Seq, formatFloat(pdbs*float64(j.Seq))))
+			fmt.Sprintf("MaxText needs %s x max_target_length (%s x %d = %s tokens a device) to be a multiple of it; %s",
+				maxtext.PerDeviceBatchSize, formatFloat(pdbs), j.Seq, formatFloat(tokens), fix))
 	}
 	set("num_vocab_tiling", tiles)
 	return nil

@@ -31,10 +31,10 @@ func (s *searcher) alternatives(pool []Tier) []Candidate {
 // Within the band the rule's choice is kept and the note says by how
 // much the other is predicted faster. Every alternative is a layout the
 // search costed and could run, so tensor and context parallelism stay off
-// DCN either way. On a multislice every tier competes, its in-slice
-// strategy included (the rule keeps the strategy that works in one
-// slice, which a faster layout may change); on one slice the in-slice
-// order stands and a faster layout is only noted.
+// DCN either way. Every tier competes, its in-slice strategy included:
+// on one slice the in-slice order (DP while a replica fits, then FSDP,
+// then model parallel) is the rule, and a replica that barely fits can
+// force a costlier remat policy than FSDP needs.
 func (s *searcher) beyondBand(p *Plan) {
 	var fast *Candidate
 	for i, a := range p.Alternatives {
@@ -43,17 +43,6 @@ func (s *searcher) beyondBand(p *Plan) {
 		}
 	}
 	if fast == nil {
-		return
-	}
-	if s.req.Multislice.Slices <= 1 {
-		// one slice: no DCN, no Multislice rule order; the in-slice order
-		// (DP, FSDP, then model parallel) stands and a faster layout is
-		// noted
-		for _, a := range p.Alternatives {
-			if g := a.Estimate.TokensPerSecondPerChip/p.Best.Estimate.TokensPerSecondPerChip - 1; g > 0.05 {
-				p.Reasons = append(p.Reasons, note("", "note: %s (%s) would be %.0f%% faster, but the in-slice rule order does not reach it", a.Estimate.Mesh, a.Tier, 100*g))
-			}
-		}
 		return
 	}
 	rule, alt := p.Best, *fast

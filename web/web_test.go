@@ -425,7 +425,9 @@ func TestUserMistakes(t *testing.T) {
 	}
 	q := queryOf(plan.DefaultOptions())
 	o := plan.DefaultOptions()
-	o.Seq, o.GlobalBatch = 1, "12" // 3 one-token sequences per chip: MaxText cannot split them over a TPU7x chip's 2 devices
+	// 12 one-token sequences on 8 TPU7x devices: whatever layout the plan
+	// picks, MaxText cannot give each device a whole number of tokens
+	o.Seq, o.GlobalBatch = 1, "12"
 	seq1 := queryOf(o)
 	for _, tc := range []struct {
 		name, target string
@@ -434,9 +436,8 @@ func TestUserMistakes(t *testing.T) {
 	}{
 		{"bad xpk cluster", "/download/xpk.sh?" + q + "&cluster=Bad_Name", 400, `cluster: "Bad_Name", want at most 40 lower-case letters`},
 		{"xpk cluster too long", "/download/xpk.sh?" + q + "&cluster=" + strings.Repeat("a", 41), 400, "cluster: "},
-		// MaxText runs no 1-token sequence split over the chip's 2 devices
-		{"a plan MaxText cannot run", "/download/maxtext.yaml?" + seq1, 422, "export: maxtext: micro-batch per chip"},
-		{"a plan xpk cannot run", "/download/xpk.sh?" + seq1, 422, "export: maxtext: micro-batch per chip"},
+		{"a plan MaxText cannot run", "/download/maxtext.yaml?" + seq1, 422, "export: maxtext: num_vocab_tiling 1; MaxText needs per_device_batch_size x max_target_length (1.5 x 1 = 1.5 tokens a device)"},
+		{"a plan xpk cannot run", "/download/xpk.sh?" + seq1, 422, "whole number of tokens"},
 	} {
 		code, body := get(t, h, tc.target)
 		if code != tc.code || !strings.Contains(body, tc.want) {
