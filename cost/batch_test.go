@@ -220,3 +220,40 @@ func TestBatchMemoryGrowsWithTheBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchMemorySetPolicy holds SetPolicy to BatchMemory: for every case
+// and every remat policy, with the ring of experts and without, set in
+// turn on one memory, the same memory (its checks, shape, state and
+// stages) or the same error and the memory as it was.
+func TestBatchMemorySetPolicy(t *testing.T) {
+	e := NewEstimator()
+	n := 0
+	for _, c := range batchCases(t) {
+		m := layout(t, c.accel, c.slices, c.layout)
+		bm, err := e.BatchMemory(c.j, m)
+		if err != nil {
+			continue
+		}
+		for _, r := range append(Remats(), c.j.Remat) {
+			for _, ring := range []bool{false, true, c.j.RingOfExperts} {
+				j := c.j
+				j.Remat, j.RingOfExperts = r, ring
+				was := bm
+				gotErr := bm.SetPolicy(r, ring)
+				want, wantErr := e.BatchMemory(j, m)
+				if wantErr != nil {
+					want = was
+				}
+				if !reflect.DeepEqual(gotErr, wantErr) || !reflect.DeepEqual(bm, want) {
+					t.Errorf("%s as %s, ring %v: Policy differs from BatchMemory (error %v, want %v)", c.name, r, ring, gotErr, wantErr)
+				}
+				if wantErr == nil {
+					n++
+				}
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("%d memories compared, want at least 100", n)
+	}
+}

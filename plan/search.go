@@ -42,6 +42,39 @@ type worker struct {
 	// otherwise find the same batch (or the same reason), combination by
 	// combination in the order layout tries them.
 	batches map[[mesh.NumAxes]int][]batchFit
+	// family is the memory of the schedule and micro-batches the layout
+	// being costed was last weighed with, which its remat policies and
+	// expert dispatches share (cost.BatchMemory.Policy).
+	family family
+}
+
+// family is a layout's memory with one schedule, its chunks and
+// micro-batches, or the layout's reason it cannot run them.
+type family struct {
+	ok    bool
+	k     schedule.Kind
+	v, mb int
+	bm    cost.BatchMemory
+	err   error
+}
+
+// memory is j's memory on m (cost.Estimator.BatchMemory), the family's
+// set to j's policy when j shares its schedule, chunks and micro-batches:
+// a layout that cannot run them (*cost.Infeasible) cannot with any
+// policy. It is good until the next call.
+func (w *worker) memory(j cost.Job, m mesh.Mesh) (*cost.BatchMemory, error) {
+	f := &w.family
+	if f.ok && f.k == j.Schedule && f.v == j.Chunks && f.mb == j.MicroBatches {
+		if f.err != nil {
+			return nil, f.err
+		}
+		return &f.bm, f.bm.SetPolicy(j.Remat, j.RingOfExperts)
+	}
+	var err error
+	f.bm, err = w.est.BatchMemory(j, m)
+	var inf *cost.Infeasible
+	f.ok, f.k, f.v, f.mb, f.err = err == nil || errors.As(err, &inf), j.Schedule, j.Chunks, j.MicroBatches, err
+	return &f.bm, err
 }
 
 // batchFit is the batch fit chose for one combination, or why none runs.
@@ -335,6 +368,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	for _, a := range mesh.All() {
 		sizes[a] = m.Size(a)
 	}
+	w.family.ok = false // the last layout's
 	known, seen := w.batches[sizes]
 	remember := !seen && w.req.Multislice.Slices > 1
 	start := len(w.arena)
@@ -458,8 +492,8 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bo
 		}
 		f = *prior
 	} else {
-		var bm cost.BatchMemory
-		if f = w.fitBatch(j, m, &bm); f.reason != "" {
+		var bm *cost.BatchMemory
+		if f, bm = w.fitBatch(j, m); f.reason != "" {
 			return 0, f
 		}
 		var err error
@@ -478,8 +512,8 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bo
 }
 
 // fitBatch picks the global batch of j on m, or says why none runs, and
-// sets bm to the job's memory on m.
-func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, bm *cost.BatchMemory) batchFit {
+// returns the job's memory on m (worker.memory) when it found one.
+func (w *worker) fitBatch(j cost.Job, m mesh.Mesh) (batchFit, *cost.BatchMemory) {
 	// the expert axis shards the batch as data and fsdp do
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	reason := func(err error) cost.Reason {
@@ -489,6 +523,7 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, bm *cost.BatchMemory) batchFi
 		}
 		panic(err) // the job was validated by defaults
 	}
+	var bm *cost.BatchMemory
 	try := func(b int) cost.Reason {
 		why, err := bm.Check(b)
 		if err != nil {
@@ -499,11 +534,11 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, bm *cost.BatchMemory) batchFi
 	if w.req.GlobalBatch > 0 {
 		j.GlobalBatch = w.req.GlobalBatch
 		var err error
-		if *bm, err = w.est.BatchMemory(j, m); err != nil {
-			return batchFit{reason: reason(err)}
+		if bm, err = w.memory(j, m); err != nil {
+			return batchFit{reason: reason(err)}, nil
 		}
 		if why := try(j.GlobalBatch); why != "" {
-			return batchFit{reason: why}
+			return batchFit{reason: why}, nil
 		}
 	} else {
 		// per-shard batches are multiples of step: 1, or the chip's
@@ -511,14 +546,14 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, bm *cost.BatchMemory) batchFi
 		step := max(w.req.microStep, 1)
 		hi := w.req.MaxGlobalBatch / shards / step
 		if hi < 1 {
-			return batchFit{reason: ReasonBatchLimit}
+			return batchFit{reason: ReasonBatchLimit}, nil
 		}
 		var err error
-		if *bm, err = w.est.BatchMemory(j, m); err != nil {
-			return batchFit{reason: reason(err)}
+		if bm, err = w.memory(j, m); err != nil {
+			return batchFit{reason: reason(err)}, nil
 		}
 		if why := try(step * shards); why != "" {
-			return batchFit{reason: why}
+			return batchFit{reason: why}, nil
 		}
 		lo := 1 // fits; find the largest per-shard batch that does
 		for lo < hi {
@@ -531,7 +566,7 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, bm *cost.BatchMemory) batchFi
 		}
 		j.GlobalBatch = lo * step * shards
 	}
-	return batchFit{batch: j.GlobalBatch}
+	return batchFit{batch: j.GlobalBatch}, bm
 }
 
 // better ranks by throughput, then by smaller batch, less memory, and the
