@@ -28,6 +28,7 @@ import (
 // share).
 type worker struct {
 	req  Request
+	job  cost.Job // the request's (Request.job)
 	est  *cost.Estimator
 	keep int
 	// bars is the throughput of the best layouts this worker knows of:
@@ -36,6 +37,13 @@ type worker struct {
 	// arena holds the bounded combinations of the worker's outcomes in a
 	// batch, each outcome a part of it, until they are merged.
 	arena []bounded
+	// rejects holds the reasons of the worker's outcomes in a batch in
+	// the same way.
+	rejects []cost.Reason
+	// scheds is schedules by pipeline stages, and remats the remat
+	// policies a layout is costed with.
+	scheds map[int][]sched
+	remats []cost.Remat
 	// batches remembers, on a multislice, each layout size's batches: a
 	// layout's memory depends on its size on each axis, not on which of
 	// its factors cross DCN, so the layouts that split the same sizes
@@ -77,10 +85,14 @@ func (w *worker) memory(j cost.Job, m mesh.Mesh) (*cost.BatchMemory, error) {
 	return &f.bm, err
 }
 
-// batchFit is the batch fit chose for one combination, or why none runs.
+// batchFit is the batch fit chose for one combination, or why none runs,
+// and the throughput of its step's bound (cost.Bound), when it was
+// bounded (0 when not): a layout's bound depends only on its size on each
+// axis, so one of the same sizes is outclassed at the same bars.
 type batchFit struct {
 	batch  int
 	reason cost.Reason
+	bound  float64
 }
 
 // bars is, per tier, the throughput of the fastest layouts known, best
@@ -155,8 +167,10 @@ type contender struct {
 }
 
 // job is the request's job run as c.
-func (c combo) job(r Request) cost.Job {
-	j := r.job()
+func (c combo) job(r Request) cost.Job { return c.with(r.job()) }
+
+// with is j run as c.
+func (c combo) with(j cost.Job) cost.Job {
 	if c.k != "" {
 		j.Schedule, j.Chunks = c.k, c.v
 	}
@@ -224,7 +238,7 @@ func (s *searcher) runner(n int) *runner {
 	}
 	r := &runner{s: s, workers: make([]*worker, max(w, 1)), outs: make([]outcome, meshBatch)}
 	for i := range r.workers {
-		r.workers[i] = &worker{req: s.req, est: cost.NewEstimator(), keep: s.keep, bars: bars{keep: s.keep}}
+		r.workers[i] = &worker{req: s.req, job: s.req.job(), est: cost.NewEstimator(), keep: s.keep, bars: bars{keep: s.keep}}
 	}
 	return r
 }
@@ -248,7 +262,7 @@ func (r *runner) flush() {
 	s, batch, outs := r.s, r.batch, r.outs
 	for _, w := range r.workers {
 		w.bars.copyFrom(&s.bars)
-		w.arena = w.arena[:0]
+		w.arena, w.rejects = w.arena[:0], w.rejects[:0]
 	}
 	if len(r.workers) == 1 {
 		for i, m := range batch {
@@ -354,14 +368,19 @@ func (w *worker) unfitCandidate(j cost.Job, m mesh.Mesh) *Candidate {
 func (w *worker) layout(m mesh.Mesh) outcome {
 	out := outcome{tier: TierOf(m)}
 	p := m.Size(mesh.Pipeline)
-	micro := []int{1}
+	micros := [4]int{1}
+	micro := micros[:1]
 	if p > 1 {
-		micro = []int{p, 2 * p, 4 * p, 8 * p}
+		micros = [4]int{p, 2 * p, 4 * p, 8 * p}
+		micro = micros[:]
 	}
-	remats := cost.SearchRemats()
-	if w.req.Remat != "" {
-		remats = []cost.Remat{w.req.Remat}
+	if w.remats == nil {
+		w.remats = cost.SearchRemats()
+		if w.req.Remat != "" {
+			w.remats = []cost.Remat{w.req.Remat}
+		}
 	}
+	remats := w.remats
 	scheds := w.schedules(p)
 	rings := w.rings(m)
 	var sizes [mesh.NumAxes]int
@@ -371,7 +390,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	w.family.ok = false // the last layout's
 	known, seen := w.batches[sizes]
 	remember := !seen && w.req.Multislice.Slices > 1
-	start := len(w.arena)
+	start, startR := len(w.arena), len(w.rejects)
 	var fits []batchFit
 	i := 0
 	for _, sc := range scheds {
@@ -398,6 +417,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 		w.batches[sizes] = fits
 	}
 	out.bounded = w.arena[start:len(w.arena):len(w.arena)]
+	out.rejected = w.rejects[startR:len(w.rejects):len(w.rejects)]
 	return out
 }
 
@@ -412,6 +432,19 @@ type sched struct {
 // and the chunked schedule with 2 and 4 chunks where they divide the
 // layers (MaxText's, when the framework is MaxText: no 1F1B, circular).
 func (w *worker) schedules(p int) []sched {
+	if l, ok := w.scheds[p]; ok {
+		return l
+	}
+	if w.scheds == nil {
+		w.scheds = map[int][]sched{}
+	}
+	l := w.schedulesOf(p)
+	w.scheds[p] = l
+	return l
+}
+
+// schedulesOf is schedules, worked out.
+func (w *worker) schedulesOf(p int) []sched {
 	scheds := []sched{{w.req.Schedule, max(w.req.Chunks, 1)}}
 	if p <= 1 || w.req.Schedule != "" {
 		return scheds
@@ -447,7 +480,7 @@ func (w *worker) rings(m mesh.Mesh) []bool {
 // (prior) when there is one, and returns the batch.
 func (w *worker) try(out *outcome, m mesh.Mesh, c combo, prior *batchFit) batchFit {
 	out.evaluated++
-	j := c.job(w.req)
+	j := c.with(w.job)
 	expert := m.Size(mesh.Expert) > 1
 	tps, fit := w.fit(j, m, prior, out.tier, expert)
 	switch fit.reason {
@@ -464,7 +497,7 @@ func (w *worker) try(out *outcome, m mesh.Mesh, c combo, prior *batchFit) batchF
 		}
 		fallthrough
 	default:
-		out.rejected = append(out.rejected, fit.reason)
+		w.rejects = append(w.rejects, fit.reason)
 	}
 	return fit
 }
@@ -482,15 +515,19 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bo
 	var b cost.Bound
 	f := batchFit{}
 	if prior != nil {
-		if prior.reason != "" {
-			return 0, *prior
+		f = *prior
+		if f.reason != "" {
+			return 0, f
 		}
-		j.GlobalBatch = prior.batch
+		if w.bars.outclassed(t, f.bound, expert) {
+			f.reason = outclassed
+			return 0, f
+		}
+		j.GlobalBatch = f.batch
 		var err error
 		if b, err = w.est.Bound(j, m); err != nil {
 			panic(err) // a layout of the same sizes ran this batch
 		}
-		f = *prior
 	} else {
 		var bm *cost.BatchMemory
 		if f, bm = w.fitBatch(j, m); f.reason != "" {
@@ -504,9 +541,11 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bo
 			}
 			panic(err) // memory passed, so the job and shape are valid
 		}
+		f.bound = b.TokensPerSecondPerChip()
 	}
-	if w.bars.outclassed(t, b.TokensPerSecondPerChip(), expert) {
-		return 0, batchFit{batch: f.batch, reason: outclassed}
+	if w.bars.outclassed(t, f.bound, expert) {
+		f.reason = outclassed
+		return 0, f
 	}
 	return w.est.Throughput(b), f
 }
