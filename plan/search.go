@@ -594,7 +594,18 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh) (batchFit, *cost.BatchMemory)
 		if why := try(step * shards); why != "" {
 			return batchFit{reason: why}, nil
 		}
-		lo := 1 // fits; find the largest per-shard batch that does
+		// fits; find the largest per-shard batch that does. What a batch
+		// needs never falls as it grows (cost's
+		// TestBatchMemoryGrowsWithTheBatch), so where the limit fits,
+		// as it mostly does, it is the largest, in one weighing.
+		lo := 1
+		if hi > 1 {
+			if why := try(hi * step * shards); why == "" {
+				lo = hi
+			} else {
+				hi--
+			}
+		}
 		for lo < hi {
 			mid := lo + (hi-lo+1)/2
 			if why := try(mid * step * shards); why == "" {
