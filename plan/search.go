@@ -594,29 +594,35 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh) (batchFit, *cost.BatchMemory)
 		if why := try(step * shards); why != "" {
 			return batchFit{reason: why}, nil
 		}
-		// fits; find the largest per-shard batch that does. What a batch
-		// needs never falls as it grows (cost's
-		// TestBatchMemoryGrowsWithTheBatch), so where the limit fits,
-		// as it mostly does, it is the largest, in one weighing.
-		lo := 1
-		if hi > 1 {
-			if why := try(hi * step * shards); why == "" {
-				lo = hi
-			} else {
-				hi--
-			}
-		}
-		for lo < hi {
-			mid := lo + (hi-lo+1)/2
-			if why := try(mid * step * shards); why == "" {
-				lo = mid
-			} else {
-				hi = mid - 1
-			}
-		}
-		j.GlobalBatch = lo * step * shards
+		n := largest(hi, func(n int) bool { return try(n*step*shards) == "" })
+		j.GlobalBatch = n * step * shards
 	}
 	return batchFit{batch: j.GlobalBatch}, bm
+}
+
+// largest is the largest per-shard batch of 1 to hi that fits, where 1
+// does. What a batch needs never falls as it grows (cost's
+// TestBatchMemoryGrowsWithTheBatch), so where hi fits, as it mostly does,
+// it is the largest, in one weighing; else the batches below it are
+// bisected.
+func largest(hi int, fits func(n int) bool) int {
+	lo := 1
+	if hi > 1 {
+		if fits(hi) {
+			lo = hi
+		} else {
+			hi--
+		}
+	}
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }
 
 // better ranks by throughput, then by smaller batch, less memory, and the
