@@ -56,6 +56,28 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 	return bm, nil
 }
 
+// SetPolicy makes bm what Estimator.BatchMemory returns for its job with
+// remat policy r and the ring of experts or not, or returns the error it
+// returns and leaves bm as it was: the policy and the dispatch change the
+// layer's footprint, not the layout's checks, the shape's degrees, the
+// state or the schedule's micro-batches in flight. A search weighs every
+// policy of a layout and schedule.
+func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
+	if bm.j.Remat == r && bm.j.RingOfExperts == ring {
+		return nil
+	}
+	j := bm.j
+	j.Remat, j.RingOfExperts, j.GlobalBatch = r, ring, 1
+	if err := bm.e.validate(j); err != nil {
+		return err
+	}
+	j.GlobalBatch = bm.shards
+	bm.j = j
+	bm.sh.layerShape = bm.e.layerShape(j, bm.sh)
+	bm.sh = j.withBatch(bm.sh, 1)
+	return nil
+}
+
 // Total is Memory's total for the job at globalBatch sequences per step
 // (Memory.Total), or Memory's error.
 func (bm *BatchMemory) Total(globalBatch int) (unit.Bytes, error) {

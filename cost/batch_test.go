@@ -196,10 +196,12 @@ func TestBoundIsBelowTheStep(t *testing.T) {
 }
 
 // TestBatchMemoryGrowsWithTheBatch: HBM per chip never falls as the batch
-// grows, shard by shard, for every case: the planner's bisection for the
-// largest batch that fits rests on it.
+// grows, shard by shard, for every case, and a batch that does not fit
+// (HBM or host memory) is never followed by one that does: the planner's
+// search for the largest batch that fits rests on it.
 func TestBatchMemoryGrowsWithTheBatch(t *testing.T) {
 	e := NewEstimator()
+	stops := map[Reason]int{} // cases whose batches stop fitting, by why
 	for _, c := range batchCases(t) {
 		m := layout(t, c.accel, c.slices, c.layout)
 		bm, err := e.BatchMemory(c.j, m)
@@ -207,6 +209,7 @@ func TestBatchMemoryGrowsWithTheBatch(t *testing.T) {
 			continue
 		}
 		last := unit.Bytes(0)
+		var unfit Reason
 		for n := 1; n <= 512; n++ {
 			total, err := bm.Total(n * bm.shards)
 			if err != nil {
@@ -217,6 +220,59 @@ func TestBatchMemoryGrowsWithTheBatch(t *testing.T) {
 				break
 			}
 			last = total
+			why, err := bm.Check(n * bm.shards)
+			if err != nil {
+				t.Fatalf("%s, %d per shard: %v", c.name, n, err)
+			}
+			if unfit != "" && why == "" {
+				t.Errorf("%s: fits at %d sequences per shard, not at fewer (%s)", c.name, n, unfit)
+				break
+			}
+			if why != "" && unfit == "" {
+				unfit = why
+				stops[why]++
+			}
 		}
+	}
+	t.Logf("batches stop fitting, by why: %v", stops)
+	if stops[ReasonHBM] < 10 || stops[ReasonHost] < 1 {
+		t.Errorf("batches stop fitting in %v cases, want HBM in at least 10 and host memory in at least 1", stops)
+	}
+}
+
+// TestBatchMemorySetPolicy holds SetPolicy to BatchMemory: for every case
+// and every remat policy, with the ring of experts and without, set in
+// turn on one memory, the same memory (its checks, shape, state and
+// stages) or the same error and the memory as it was.
+func TestBatchMemorySetPolicy(t *testing.T) {
+	e := NewEstimator()
+	n := 0
+	for _, c := range batchCases(t) {
+		m := layout(t, c.accel, c.slices, c.layout)
+		bm, err := e.BatchMemory(c.j, m)
+		if err != nil {
+			continue
+		}
+		for _, r := range append(Remats(), c.j.Remat) {
+			for _, ring := range []bool{false, true, c.j.RingOfExperts} {
+				j := c.j
+				j.Remat, j.RingOfExperts = r, ring
+				was := bm
+				gotErr := bm.SetPolicy(r, ring)
+				want, wantErr := e.BatchMemory(j, m)
+				if wantErr != nil {
+					want = was
+				}
+				if !reflect.DeepEqual(gotErr, wantErr) || !reflect.DeepEqual(bm, want) {
+					t.Errorf("%s as %s, ring %v: Policy differs from BatchMemory (error %v, want %v)", c.name, r, ring, gotErr, wantErr)
+				}
+				if wantErr == nil {
+					n++
+				}
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("%d memories compared, want at least 100", n)
 	}
 }

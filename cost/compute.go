@@ -23,9 +23,9 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	layers := float64(spec.Layers)
 	r := sh.r
 
-	matmul := 6 * float64(spec.MatmulParams()) * tokens
+	matmul := 6 * sh.flops.matmulParams * tokens
 	matmul += j.expertPadding(tokens)
-	attnFwd := spec.AttentionFLOPsPerToken(j.Seq) * tokens
+	attnFwd := sh.flops.attention * tokens
 	if j.Attention.SkipsMasked() {
 		attnFwd /= 2 // the kernel skips blocks above the causal diagonal
 	}
@@ -34,7 +34,7 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	if r.attention {
 		attn += attnFwd
 	}
-	est.ModelFLOPs = unit.FLOPs(spec.FLOPsPerToken(j.Seq, j.CausalFLOPs) * tokens)
+	est.ModelFLOPs = unit.FLOPs(sh.flops.model * tokens)
 	est.HardwareFLOPs = unit.FLOPs(matmul + recompute + attn)
 
 	mx, err := e.mxu(j, sh, systolic.PresetFor(chip))

@@ -180,7 +180,11 @@ type Estimator struct {
 	mxus    map[mxuKey]mxuStats
 	layers  map[layerKey]layerShape  // for model
 	params  map[paramsKey][2]float64 // for model
-	comms   []Comm                   // Estimate's scratch
+	// flops is jobFLOPs for model at flopsKey, when flopsOK.
+	flops    jobFLOPs
+	flopsKey flopsKey
+	flopsOK  bool
+	comms    []Comm // Estimate's scratch
 }
 
 // maxNormal is ExpectedMaxNormal(n), integrated once per n.
@@ -219,6 +223,7 @@ func (e *Estimator) validate(j Job) error {
 	e.model, e.checked = j.Model, true
 	clear(e.layers) // they are the last model's
 	clear(e.params)
+	e.flopsOK = false
 	return nil
 }
 

@@ -20,6 +20,30 @@ type shape struct {
 	r remat // the layer's footprint at b sequences
 	// params is stageParams of the first and the last stage.
 	params [2]float64
+	flops  jobFLOPs
+}
+
+// jobFLOPs is what a job's FLOPs per token are whatever the layout: the
+// model's matmul parameters (Spec.MatmulParams), its attention FLOPs per
+// token at the job's sequence (Spec.AttentionFLOPsPerToken) and its FLOPs
+// per token in the job's attention convention (Spec.FLOPsPerToken).
+type jobFLOPs struct {
+	matmulParams, attention, model float64
+}
+
+// flops is j's jobFLOPs.
+func (j Job) flops() jobFLOPs {
+	return jobFLOPs{
+		matmulParams: float64(j.Model.MatmulParams()),
+		attention:    j.Model.AttentionFLOPsPerToken(j.Seq),
+		model:        j.Model.FLOPsPerToken(j.Seq, j.CausalFLOPs),
+	}
+}
+
+// flopsKey is what jobFLOPs depends on besides the model.
+type flopsKey struct {
+	seq    int
+	causal bool
 }
 
 // layerShape is a decoder layer on a chip whatever the batch: the layer,
@@ -73,6 +97,10 @@ func (e *Estimator) shapeOf(j Job, m mesh.Mesh) (shape, error) {
 		e.params[k] = params
 	}
 	sh.params = params
+	if k := (flopsKey{j.Seq, j.CausalFLOPs}); !e.flopsOK || e.flopsKey != k {
+		e.flops, e.flopsKey, e.flopsOK = j.flops(), k, true
+	}
+	sh.flops = e.flops
 	return sh, nil
 }
 
@@ -95,6 +123,7 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	sh, err := shapeWith(j, m, Job.layerShape)
 	if err == nil {
 		sh.params = j.stagesParams(sh)
+		sh.flops = j.flops()
 	}
 	return sh, err
 }

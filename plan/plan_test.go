@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -390,30 +391,41 @@ func TestDeterministic(t *testing.T) {
 // plan, the reference's seconds per plan and how many times faster the
 // search is, in wall time and, where the process's CPU time is read, in
 // CPU time (cpu-s/plan, ref-cpu-s/plan, x-reference-cpu: steadier than
-// wall time on a shared machine); ns/op is one iteration's two searches.
+// wall time on a shared machine), and the search's own allocations
+// (allocs/plan, B/plan); ns/op and allocs/op are one iteration's two
+// searches.
 func benchmarkSearch(b *testing.B, r Request) {
 	var n int
 	var t, tRef, cpu, cpuRef time.Duration
+	var ms0, ms1 runtime.MemStats
+	var allocs, bytes uint64
 	for b.Loop() {
+		runtime.ReadMemStats(&ms0)
 		t0, c0 := time.Now(), cputime.Self()
 		p, err := Search(r)
 		if err != nil {
 			b.Fatal(err)
 		}
 		t1, c1 := time.Now(), cputime.Self()
+		runtime.ReadMemStats(&ms1)
+		allocs += ms1.Mallocs - ms0.Mallocs
+		bytes += ms1.TotalAlloc - ms0.TotalAlloc
+		t2, c2 := time.Now(), cputime.Self()
 		if _, err := searchReference(r); err != nil {
 			b.Fatal(err)
 		}
 		t += t1.Sub(t0)
-		tRef += time.Since(t1)
+		tRef += time.Since(t2)
 		cpu += c1 - c0
-		cpuRef += cputime.Self() - c1
+		cpuRef += cputime.Self() - c2
 		n += p.Evaluated
 	}
 	b.ReportMetric(float64(n)/t.Seconds(), "layouts/s")
 	b.ReportMetric(t.Seconds()/float64(b.N), "s/plan")
 	b.ReportMetric(tRef.Seconds()/float64(b.N), "ref-s/plan")
 	b.ReportMetric(tRef.Seconds()/t.Seconds(), "x-reference")
+	b.ReportMetric(float64(allocs)/float64(b.N), "allocs/plan")
+	b.ReportMetric(float64(bytes)/float64(b.N), "B/plan")
 	if cpu > 0 {
 		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/plan")
 		b.ReportMetric(cpuRef.Seconds()/float64(b.N), "ref-cpu-s/plan")

@@ -28,6 +28,7 @@ import (
 // share).
 type worker struct {
 	req  Request
+	job  cost.Job // the request's (Request.job)
 	est  *cost.Estimator
 	keep int
 	// bars is the throughput of the best layouts this worker knows of:
@@ -36,18 +37,62 @@ type worker struct {
 	// arena holds the bounded combinations of the worker's outcomes in a
 	// batch, each outcome a part of it, until they are merged.
 	arena []bounded
+	// rejects holds the reasons of the worker's outcomes in a batch in
+	// the same way.
+	rejects []cost.Reason
+	// scheds is schedules by pipeline stages, and remats the remat
+	// policies a layout is costed with.
+	scheds map[int][]sched
+	remats []cost.Remat
 	// batches remembers, on a multislice, each layout size's batches: a
 	// layout's memory depends on its size on each axis, not on which of
 	// its factors cross DCN, so the layouts that split the same sizes
 	// otherwise find the same batch (or the same reason), combination by
 	// combination in the order layout tries them.
 	batches map[[mesh.NumAxes]int][]batchFit
+	// family is the memory of the schedule and micro-batches the layout
+	// being costed was last weighed with, which its remat policies and
+	// expert dispatches share (cost.BatchMemory.Policy).
+	family family
 }
 
-// batchFit is the batch fit chose for one combination, or why none runs.
+// family is a layout's memory with one schedule, its chunks and
+// micro-batches, or the layout's reason it cannot run them.
+type family struct {
+	ok    bool
+	k     schedule.Kind
+	v, mb int
+	bm    cost.BatchMemory
+	err   error
+}
+
+// memory is j's memory on m (cost.Estimator.BatchMemory), the family's
+// set to j's policy when j shares its schedule, chunks and micro-batches:
+// a layout that cannot run them (*cost.Infeasible) cannot with any
+// policy. It is good until the next call.
+func (w *worker) memory(j cost.Job, m mesh.Mesh) (*cost.BatchMemory, error) {
+	f := &w.family
+	if f.ok && f.k == j.Schedule && f.v == j.Chunks && f.mb == j.MicroBatches {
+		if f.err != nil {
+			return nil, f.err
+		}
+		return &f.bm, f.bm.SetPolicy(j.Remat, j.RingOfExperts)
+	}
+	var err error
+	f.bm, err = w.est.BatchMemory(j, m)
+	var inf *cost.Infeasible
+	f.ok, f.k, f.v, f.mb, f.err = err == nil || errors.As(err, &inf), j.Schedule, j.Chunks, j.MicroBatches, err
+	return &f.bm, err
+}
+
+// batchFit is the batch fit chose for one combination, or why none runs,
+// and the throughput of its step's bound (cost.Bound), when it was
+// bounded (0 when not): a layout's bound depends only on its size on each
+// axis, so one of the same sizes is outclassed at the same bars.
 type batchFit struct {
 	batch  int
 	reason cost.Reason
+	bound  float64
 }
 
 // bars is, per tier, the throughput of the fastest layouts known, best
@@ -122,8 +167,10 @@ type contender struct {
 }
 
 // job is the request's job run as c.
-func (c combo) job(r Request) cost.Job {
-	j := r.job()
+func (c combo) job(r Request) cost.Job { return c.with(r.job()) }
+
+// with is j run as c.
+func (c combo) with(j cost.Job) cost.Job {
 	if c.k != "" {
 		j.Schedule, j.Chunks = c.k, c.v
 	}
@@ -191,7 +238,7 @@ func (s *searcher) runner(n int) *runner {
 	}
 	r := &runner{s: s, workers: make([]*worker, max(w, 1)), outs: make([]outcome, meshBatch)}
 	for i := range r.workers {
-		r.workers[i] = &worker{req: s.req, est: cost.NewEstimator(), keep: s.keep, bars: bars{keep: s.keep}}
+		r.workers[i] = &worker{req: s.req, job: s.req.job(), est: cost.NewEstimator(), keep: s.keep, bars: bars{keep: s.keep}}
 	}
 	return r
 }
@@ -215,7 +262,7 @@ func (r *runner) flush() {
 	s, batch, outs := r.s, r.batch, r.outs
 	for _, w := range r.workers {
 		w.bars.copyFrom(&s.bars)
-		w.arena = w.arena[:0]
+		w.arena, w.rejects = w.arena[:0], w.rejects[:0]
 	}
 	if len(r.workers) == 1 {
 		for i, m := range batch {
@@ -321,23 +368,29 @@ func (w *worker) unfitCandidate(j cost.Job, m mesh.Mesh) *Candidate {
 func (w *worker) layout(m mesh.Mesh) outcome {
 	out := outcome{tier: TierOf(m)}
 	p := m.Size(mesh.Pipeline)
-	micro := []int{1}
+	micros := [4]int{1}
+	micro := micros[:1]
 	if p > 1 {
-		micro = []int{p, 2 * p, 4 * p, 8 * p}
+		micros = [4]int{p, 2 * p, 4 * p, 8 * p}
+		micro = micros[:]
 	}
-	remats := cost.SearchRemats()
-	if w.req.Remat != "" {
-		remats = []cost.Remat{w.req.Remat}
+	if w.remats == nil {
+		w.remats = cost.SearchRemats()
+		if w.req.Remat != "" {
+			w.remats = []cost.Remat{w.req.Remat}
+		}
 	}
+	remats := w.remats
 	scheds := w.schedules(p)
 	rings := w.rings(m)
 	var sizes [mesh.NumAxes]int
 	for _, a := range mesh.All() {
 		sizes[a] = m.Size(a)
 	}
+	w.family.ok = false // the last layout's
 	known, seen := w.batches[sizes]
 	remember := !seen && w.req.Multislice.Slices > 1
-	start := len(w.arena)
+	start, startR := len(w.arena), len(w.rejects)
 	var fits []batchFit
 	i := 0
 	for _, sc := range scheds {
@@ -364,6 +417,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 		w.batches[sizes] = fits
 	}
 	out.bounded = w.arena[start:len(w.arena):len(w.arena)]
+	out.rejected = w.rejects[startR:len(w.rejects):len(w.rejects)]
 	return out
 }
 
@@ -378,6 +432,19 @@ type sched struct {
 // and the chunked schedule with 2 and 4 chunks where they divide the
 // layers (MaxText's, when the framework is MaxText: no 1F1B, circular).
 func (w *worker) schedules(p int) []sched {
+	if l, ok := w.scheds[p]; ok {
+		return l
+	}
+	if w.scheds == nil {
+		w.scheds = map[int][]sched{}
+	}
+	l := w.schedulesOf(p)
+	w.scheds[p] = l
+	return l
+}
+
+// schedulesOf is schedules, worked out.
+func (w *worker) schedulesOf(p int) []sched {
 	scheds := []sched{{w.req.Schedule, max(w.req.Chunks, 1)}}
 	if p <= 1 || w.req.Schedule != "" {
 		return scheds
@@ -413,7 +480,7 @@ func (w *worker) rings(m mesh.Mesh) []bool {
 // (prior) when there is one, and returns the batch.
 func (w *worker) try(out *outcome, m mesh.Mesh, c combo, prior *batchFit) batchFit {
 	out.evaluated++
-	j := c.job(w.req)
+	j := c.with(w.job)
 	expert := m.Size(mesh.Expert) > 1
 	tps, fit := w.fit(j, m, prior, out.tier, expert)
 	switch fit.reason {
@@ -430,7 +497,7 @@ func (w *worker) try(out *outcome, m mesh.Mesh, c combo, prior *batchFit) batchF
 		}
 		fallthrough
 	default:
-		out.rejected = append(out.rejected, fit.reason)
+		w.rejects = append(w.rejects, fit.reason)
 	}
 	return fit
 }
@@ -448,18 +515,22 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bo
 	var b cost.Bound
 	f := batchFit{}
 	if prior != nil {
-		if prior.reason != "" {
-			return 0, *prior
+		f = *prior
+		if f.reason != "" {
+			return 0, f
 		}
-		j.GlobalBatch = prior.batch
+		if w.bars.outclassed(t, f.bound, expert) {
+			f.reason = outclassed
+			return 0, f
+		}
+		j.GlobalBatch = f.batch
 		var err error
 		if b, err = w.est.Bound(j, m); err != nil {
 			panic(err) // a layout of the same sizes ran this batch
 		}
-		f = *prior
 	} else {
-		var bm cost.BatchMemory
-		if f = w.fitBatch(j, m, &bm); f.reason != "" {
+		var bm *cost.BatchMemory
+		if f, bm = w.fitBatch(j, m); f.reason != "" {
 			return 0, f
 		}
 		var err error
@@ -470,16 +541,18 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bo
 			}
 			panic(err) // memory passed, so the job and shape are valid
 		}
+		f.bound = b.TokensPerSecondPerChip()
 	}
-	if w.bars.outclassed(t, b.TokensPerSecondPerChip(), expert) {
-		return 0, batchFit{batch: f.batch, reason: outclassed}
+	if w.bars.outclassed(t, f.bound, expert) {
+		f.reason = outclassed
+		return 0, f
 	}
 	return w.est.Throughput(b), f
 }
 
 // fitBatch picks the global batch of j on m, or says why none runs, and
-// sets bm to the job's memory on m.
-func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, bm *cost.BatchMemory) batchFit {
+// returns the job's memory on m (worker.memory) when it found one.
+func (w *worker) fitBatch(j cost.Job, m mesh.Mesh) (batchFit, *cost.BatchMemory) {
 	// the expert axis shards the batch as data and fsdp do
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	reason := func(err error) cost.Reason {
@@ -489,6 +562,7 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, bm *cost.BatchMemory) batchFi
 		}
 		panic(err) // the job was validated by defaults
 	}
+	var bm *cost.BatchMemory
 	try := func(b int) cost.Reason {
 		why, err := bm.Check(b)
 		if err != nil {
@@ -499,11 +573,11 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, bm *cost.BatchMemory) batchFi
 	if w.req.GlobalBatch > 0 {
 		j.GlobalBatch = w.req.GlobalBatch
 		var err error
-		if *bm, err = w.est.BatchMemory(j, m); err != nil {
-			return batchFit{reason: reason(err)}
+		if bm, err = w.memory(j, m); err != nil {
+			return batchFit{reason: reason(err)}, nil
 		}
 		if why := try(j.GlobalBatch); why != "" {
-			return batchFit{reason: why}
+			return batchFit{reason: why}, nil
 		}
 	} else {
 		// per-shard batches are multiples of step: 1, or the chip's
@@ -511,27 +585,44 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, bm *cost.BatchMemory) batchFi
 		step := max(w.req.microStep, 1)
 		hi := w.req.MaxGlobalBatch / shards / step
 		if hi < 1 {
-			return batchFit{reason: ReasonBatchLimit}
+			return batchFit{reason: ReasonBatchLimit}, nil
 		}
 		var err error
-		if *bm, err = w.est.BatchMemory(j, m); err != nil {
-			return batchFit{reason: reason(err)}
+		if bm, err = w.memory(j, m); err != nil {
+			return batchFit{reason: reason(err)}, nil
 		}
 		if why := try(step * shards); why != "" {
-			return batchFit{reason: why}
+			return batchFit{reason: why}, nil
 		}
-		lo := 1 // fits; find the largest per-shard batch that does
-		for lo < hi {
-			mid := lo + (hi-lo+1)/2
-			if why := try(mid * step * shards); why == "" {
-				lo = mid
-			} else {
-				hi = mid - 1
-			}
-		}
-		j.GlobalBatch = lo * step * shards
+		n := largest(hi, func(n int) bool { return try(n*step*shards) == "" })
+		j.GlobalBatch = n * step * shards
 	}
-	return batchFit{batch: j.GlobalBatch}
+	return batchFit{batch: j.GlobalBatch}, bm
+}
+
+// largest is the largest per-shard batch of 1 to hi that fits, where 1
+// does. What a batch needs never falls as it grows (cost's
+// TestBatchMemoryGrowsWithTheBatch), so where hi fits, as it mostly does,
+// it is the largest, in one weighing; else the batches below it are
+// bisected.
+func largest(hi int, fits func(n int) bool) int {
+	lo := 1
+	if hi > 1 {
+		if fits(hi) {
+			lo = hi
+		} else {
+			hi--
+		}
+	}
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }
 
 // better ranks by throughput, then by smaller batch, less memory, and the
