@@ -320,6 +320,10 @@ func (j Job) droplessExtra(tokens float64) float64 {
 //     token's copies; the walk's d(normed) a token is the shared
 //     experts'.
 //
+// With a capacity factor the einsums of the dense dispatch
+// (layers/moe.py dense_matmul) hold the same two gradients, experts ×
+// capacity rows each, between the combine and dispatch einsums.
+//
 // Not added: tgmm's transposed lhs (lhs.swapaxes(0, 1)) is the last use
 // of the recomputed input or activation product it copies, so it takes
 // their place rather than adding to them.
