@@ -230,7 +230,7 @@ func (j Job) backwardSteps(v layerView, s, seq int) backwardSteps {
 		live += v
 	}
 	steps, n, combine := j.backwardTable(&bw)
-	out := backwardSteps{n: n, combine: combine, d: bw.d}
+	out := backwardSteps{n: n, combine: combine, d: bw.d, full: bw.full}
 	for i, st := range steps[:n] {
 		out.step[i] = backwardStep{name: st.name, live: live + st.extra, grads: st.grads}
 		for _, x := range st.frees {
@@ -446,9 +446,12 @@ type backwardSteps struct {
 	n    int
 	step [9]backwardStep
 	// combine is the MoE combine's step, -1 for none, whose gradient
-	// rows layerBackward adds to d, the layer input's width.
+	// rows layerBackward adds to d, the layer input's width; the routed
+	// experts' steps follow it (moeStep).
 	combine int
 	d       float64
+	// full is d_model, the width of the routed rows (moeStep).
+	full float64
 }
 
 type backwardStep struct {
@@ -464,16 +467,8 @@ func (j Job) layerBackward(ws *backwardSteps, b, s int) backwardWalk {
 	tok := float64(b) * float64(s)
 	var best backwardWalk
 	for i, st := range ws.step[:ws.n] {
-		if i == ws.combine {
-			// dropless, MaxText unsorts the outputs before the weighted
-			// sum, and the custom sort's backward writes the gradient
-			// sorted into a second array (layers/moe.py unpermute,
-			// _sort_activations_custom_bwd @e591f30c)
-			rows := float64(ExpertRows(j.CapacityFactor, b, s, spec.ExpertsPerToken, spec.Experts)) / tok * float64(spec.DModel)
-			if j.CapacityFactor <= 0 {
-				rows *= 2
-			}
-			st.grads = ws.d + rows
+		if ws.combine >= 0 {
+			st = j.moeStep(ws, i, st, float64(ExpertRows(j.CapacityFactor, b, s, spec.ExpertsPerToken, spec.Experts))/tok)
 		}
 		if i == 0 || (st.live+st.grads)*e*tok > best.residuals+best.gradients {
 			best = backwardWalk{step: st.name, residuals: st.live * e * tok, gradients: st.grads * e * tok}

@@ -296,3 +296,46 @@ func (j Job) droplessExtra(tokens float64) float64 {
 	routed := 6 * float64(pc.MoELayers) * float64(spec.ExpertsPerToken) * float64(pc.Expert) * tokens * j.imbalance()
 	return routed * d / float64(spec.ExpertFF())
 }
+
+// moeStep is step i of an MoE layer's backward walk ws, for rows routed
+// rows a token (experts × capacity over the tokens with a capacity
+// factor, k dropless): the routed experts' gradients the step holds
+// beside what the walk counts a token. The table's MLP steps follow the
+// combine: down-projection, activation, up-projections. The routed rows
+// are d_model wide (gathered over tensor before the grouped GEMMs,
+// MaxText layers/moe.py sparse_matmul @36d0e5aa).
+//
+//   - The combine: the gradient of the experts' output rows; dropless,
+//     MaxText unsorts the outputs before the weighted sum, and the custom
+//     sort's backward writes the gradient sorted into a second array
+//     (layers/moe.py unpermute, _sort_activations_custom_bwd @e591f30c).
+//   - The down-projection: the grouped GEMM's backward reads that sorted
+//     gradient, rows × d_model, while it writes d(act) (megablox ops.py
+//     _gmm_bwd @36d0e5aa: grad_lhs = gmm(grad, rhs), then tgmm(lhs
+//     transposed, grad); src/maxtext/kernels/megablox/ops.py _gmm_bwd
+//     @e591f30c). The walk's d_model a token is the shared experts' and
+//     the residual stream's d(out).
+//   - The up-projections: the GEMMs' lhs gradient is the routed rows',
+//     rows × d_model, before the sort's backward and the sum over a
+//     token's copies; the walk's d(normed) a token is the shared
+//     experts'.
+//
+// With a capacity factor the einsums of the dense dispatch
+// (layers/moe.py dense_matmul) hold the same two gradients, experts ×
+// capacity rows each, between the combine and dispatch einsums.
+//
+// Not added: tgmm's transposed lhs (lhs.swapaxes(0, 1)) is the last use
+// of the recomputed input or activation product it copies, so it takes
+// their place rather than adding to them.
+func (j Job) moeStep(ws *backwardSteps, i int, st backwardStep, rows float64) backwardStep {
+	switch i - ws.combine {
+	case 0:
+		st.grads = ws.d + rows*ws.full
+		if j.CapacityFactor <= 0 {
+			st.grads += rows * ws.full
+		}
+	case 1, 3:
+		st.grads += rows * ws.full
+	}
+	return st
+}

@@ -442,6 +442,42 @@ func TestDroplessSortIsNotSplitOverTensor(t *testing.T) {
 	}
 }
 
+func TestMoEBackwardStepsByHand(t *testing.T) {
+	// DeepSeek-V3, dropless, no remat, one 4,096-token sequence per chip,
+	// tensor 1: d = 7,168, k = 8 routed rows a token, and the MLP's hidden
+	// width f = 18,432 a token averaged over the layers ((3·18,432 +
+	// 58·9·2,048)/61). The gradients per token, in elements:
+	//   combine: d(out) d, the routed rows' gradient unsorted and sorted
+	//            2·k·d: 7,168 + 114,688 = 121,856.
+	//   down-projection: d(out) d, d(act) f, and the routed output
+	//            gradient the grouped GEMM reads, k·d: 82,944.
+	//   activation: d(out) d, d(wi_0) and d(wi_1) 2f: 44,032.
+	//   up-projections: d(out) d, 2f, the shared experts' input gradient
+	//            d, and the routed rows' k·d: 108,544.
+	// Nothing is recomputed (no remat), and nothing else is live.
+	j := NewJob(lookup(t, "deepseek3-671b"), 4096, 256)
+	j.Remat = RematNone
+	ws := j.backwardSteps(j.layerAt(1), 4096, 4096)
+	want := map[string]float64{
+		"MoE combine backward": 121856,
+		"MLP down-projection":  82944,
+		"MLP activation":       44032,
+		"MLP up-projections":   108544,
+	}
+	for i, st := range ws.step[:ws.n] {
+		st = j.moeStep(&ws, i, st, 8)
+		if w, ok := want[st.name]; ok {
+			if st.live != 0 || st.grads != w {
+				t.Errorf("%s: live %v and gradients %v a token, want 0 and %v", st.name, st.live, st.grads, w)
+			}
+			delete(want, st.name)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("the walk lacks the steps %v", want)
+	}
+}
+
 func TestMoECombineBackwardByHand(t *testing.T) {
 	// DeepSeek-V3, dropless, no remat, one 4,096-token sequence per chip:
 	// the layer's backward peaks at the MoE combine, where the gradient of
