@@ -23,11 +23,20 @@ func VLLMServe(p inference.Plan, modelID string) []string {
 		}
 	}
 	itoa := strconv.Itoa
+	// Under attention data parallelism tpu-inference runs one vLLM
+	// scheduler a rank, each taking --max-num-seqs as its own limit
+	// ("Per-rank limits: max_seqs=...", DPScheduler in
+	// tpu_inference/core/sched/dp_scheduler.py @b8692ff0): the replica's
+	// sequences are split over its ranks.
+	seqs := b.SeqsEach
+	if d := b.AttentionDP; d > 1 {
+		seqs = (seqs + d - 1) / d
+	}
 	args := []string{"vllm", "serve", modelID,
 		"--tensor-parallel-size", itoa(b.TP),
 		"--data-parallel-size", itoa(b.DP),
 		"--max-model-len", itoa(r.MaxModelLen),
-		"--max-num-seqs", itoa(b.SeqsEach),
+		"--max-num-seqs", itoa(seqs),
 		"--max-num-batched-tokens", itoa(r.MaxNumBatchedTokens),
 		"--kv-cache-dtype", kv,
 	}

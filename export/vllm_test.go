@@ -2,6 +2,7 @@ package export
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,6 +106,15 @@ func TestVLLMServeMoEAndMLA(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", c.model, err)
 			continue
+		}
+		// a replica served with attention data parallelism has one
+		// scheduler a rank, each held to --max-num-seqs
+		want := p.Best.SeqsEach
+		if c.mla {
+			want = (want + p.Best.AttentionDP - 1) / p.Best.AttentionDP
+		}
+		if seen["--max-num-seqs"] != strconv.Itoa(want) || c.mla != (p.Best.AttentionDP > 1) {
+			t.Errorf("%s: --max-num-seqs %s for %d sequences a replica over %d attention-DP ranks, want %d", c.model, seen["--max-num-seqs"], p.Best.SeqsEach, p.Best.AttentionDP, want)
 		}
 		_, block := seen["--block-size"]
 		if seen["--enable-expert-parallel"] != "true" || block == c.mla || c.mla != (seen["--additional-config"] == `{"sharding":{"sharding_strategy":{"enable_dp_attention":true}}}`) {
