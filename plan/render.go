@@ -277,7 +277,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 			Activations: int64(e.Memory.Activations), Transient: int64(e.Memory.Transient), Total: int64(e.Memory.Total()),
 			Peak: e.Memory.Peak, Phases: e.Memory.Phases,
 		},
-		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), HostOffloaded: int64(e.Memory.Host), HostRAM: int64(e.Memory.HostUsable), Fits: e.Memory.Fits(), MaxMicroBatch: p.MaxMicroBatch, MaxMicroBatchBound: boundName(p.MaxMicroBatchBound),
+		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), HostOffloaded: int64(e.Memory.Host), HostRAM: int64(e.Memory.HostUsable), Fits: e.Memory.Fits(), MaxMicroBatch: p.MaxMicroBatch, MaxMicroBatchBound: boundJSON(p.MaxMicroBatchBound),
 		Step: StepJSON{Compute: e.Time.Compute.Seconds(), Matmuls: e.Time.MXU.Seconds(), Attention: e.Time.Attention.Seconds(),
 			Vector: e.Time.Vector.Seconds(), Optimizer: e.Time.Optimizer.Seconds(), Offload: e.Time.Offload.Seconds(),
 			ICI: e.Time.ICI.Seconds(), Contention: e.Time.Contention.Seconds(), DCN: e.Time.DCN.Seconds(), Sync: e.Time.Sync.Seconds(),
@@ -404,28 +404,35 @@ func (p Plan) writeLayout(b *strings.Builder) {
 	fmt.Fprintf(b, "  precision %s%s, %s attention\n\n", e.Job.Precision.Name(), quantNote(e.Job), attentionName(e.Job))
 }
 
-// boundName is what stops the batch, as plan JSON names it.
-func boundName(r cost.Reason) string {
+// bound names what stops the batch (MaxMicroBatchBound): as plan JSON
+// names it, and in the text's words.
+func bound(r cost.Reason) (name, words string) {
 	switch r {
 	case cost.ReasonHBM:
-		return "hbm"
+		return "hbm", "HBM"
 	case cost.ReasonHost:
-		return "host_memory"
+		return "host_memory", "host memory"
 	}
-	return "batch_limit"
+	return "batch_limit", "the batch limit"
+}
+
+// boundJSON is bound's JSON name.
+func boundJSON(r cost.Reason) string {
+	name, _ := bound(r)
+	return name
 }
 
 // writeMemory writes HBM per chip by component, what is left, and the
 // most sequences per chip per micro-batch that fit, with what stops one
-// more (bound: HBM, host memory, or the batch limit).
-func writeMemory(b *strings.Builder, m cost.Memory, most int, bound cost.Reason) {
+// more (limit: HBM, host memory, or the batch limit).
+func writeMemory(b *strings.Builder, m cost.Memory, most int, limit cost.Reason) {
 	fits := fmt.Sprintf("fits, %v left", m.Usable-m.Total())
 	if !m.Fits() {
 		fits = "DOES NOT FIT: " + m.Shortfall()
 	}
 	fmt.Fprintf(b, "HBM per chip: %v of %v usable (%v HBM), %s\n", m.Total(), m.Usable, m.HBM, fits)
 	if most > 0 {
-		stop := map[string]string{"hbm": "HBM", "host_memory": "host memory", "batch_limit": "the batch limit"}[boundName(bound)]
+		_, stop := bound(limit)
 		fmt.Fprintf(b, "  at most %s per chip per micro-batch fit this layout (%s stops one more); the largest phase is the %s\n", unit.Plural(most, "sequence"), stop, m.Peak)
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
