@@ -50,18 +50,7 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	if j.Quantization != QuantNone {
 		mmEff *= j.calibration().Quantized
 	}
-	// The dropless sort, permutation and combine are data movement in the
-	// activation dtype, expressed as bf16 GEMM time: quantization (MaxText's
-	// fp8_full quantizes the dot_generals and the grouped GEMMs, qwix rules
-	// in layers/quantizations.py and layers/moe.py @e591f30c) does not
-	// speed them up. Nor does tensor parallelism split them: the MoE
-	// layer's tokens are sharded over the batch axes and the sequence's
-	// (activation_batch: data, fsdp, fsdp_transpose, expert;
-	// activation_norm_length: tensor_sequence, context; base.yml
-	// logical_axis_rules, layers/moe.py get_routed_moe_shardings
-	// @e591f30c), not over tensor, so every tensor rank routes and sorts the
-	// same tokens while the grouped GEMMs split each expert's width.
-	sortPerChip := j.droplessExtra(tokens) * float64(sh.t) / chips
+	sortPerChip := j.routingPerChip(est, sh, tokens, chips)
 	t.MXU = seconds((matmul+recompute)/chips/(peak*mmEff) + sortPerChip/(float64(chip.PeakBF16)*bf16Eff))
 	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * mx.attention * j.efficiency(chip) * j.calibration().Attention))
 	t.Vector = seconds(j.vectorBytes(sh, r) / float64(chip.HBMBandwidth))
@@ -71,6 +60,32 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	}
 	t.Compute = t.MXU + t.Attention + t.Vector + t.Optimizer + t.Offload
 	return nil
+}
+
+// routingPerChip is the matmul-equivalent FLOPs per chip an MoE step
+// spends moving its tokens to and from the experts, costed at the bf16
+// peak; the dense dispatch's einsums are added to est's hardware FLOPs.
+//
+// The dropless sort, permutation and combine are data movement in the
+// activation dtype, expressed as bf16 GEMM time: quantization (MaxText's
+// fp8_full quantizes the dot_generals and the grouped GEMMs, qwix rules
+// in layers/quantizations.py and layers/moe.py @e591f30c) does not
+// speed them up. Nor does tensor parallelism split them: the MoE
+// layer's tokens are sharded over the batch axes and the sequence's
+// (activation_batch: data, fsdp, fsdp_transpose, expert;
+// activation_norm_length: tensor_sequence, context; base.yml
+// logical_axis_rules, layers/moe.py get_routed_moe_shardings
+// @e591f30c), not over tensor, so every tensor rank routes and sorts the
+// same tokens while the grouped GEMMs split each expert's width.
+//
+// The dropping path's dispatch and combine einsums (denseDispatchFLOPs)
+// are real GEMMs (hardware FLOPs, not model FLOPs) on bf16 masks, at the
+// bf16 peak; every axis splits them (the tokens over the batch axes, the
+// experts over expert, d_model over tensor).
+func (j Job) routingPerChip(est *Estimate, sh shape, tokens, chips float64) float64 {
+	dispatch := j.denseDispatchFLOPs(tokens)
+	est.HardwareFLOPs += unit.FLOPs(dispatch)
+	return (j.droplessExtra(tokens)*float64(sh.t) + dispatch) / chips
 }
 
 // vectorBytes is the HBM traffic per chip per step of the memory-bound

@@ -276,6 +276,32 @@ func (j Job) expertPadding(tokens float64) float64 {
 	return (factor - 1) * routed
 }
 
+// denseDispatchFLOPs is the FLOPs of the einsums with which MaxText's
+// dropping path moves the tokens to and from the experts' capacity
+// buffers (layers/moe.py dense_matmul @e591f30c, capacity_factor > 0 in
+// training): the dispatch "BSM,BSEC -> EBCM" and the combine
+// "EBCM,BSEC -> BSM", each contracting or producing a [batch, seq,
+// experts, capacity] one-hot mask (generate_masks), 2·S·E·C·d_model FLOPs
+// a sequence, C the expert capacity of a sequence (ExpertCapacity). The
+// forward runs both; the backward runs the dispatch's input gradient and
+// the combine's two (its mask carries the router weights, so it has a
+// gradient too): five, and a sixth when the policy recomputes the
+// experts' input (the dispatch redone before the up-projections). Zero
+// dropless (sparse_matmul's ragged path has no masks) or for a dense
+// model.
+func (j Job) denseDispatchFLOPs(tokens float64) float64 {
+	spec := j.Model
+	c := ExpertCapacity(j.CapacityFactor, j.Seq, spec.ExpertsPerToken, spec.Experts)
+	if !spec.MoE() || c == 0 {
+		return 0
+	}
+	n := 5.0
+	if j.places()[MLPWi0] == Recompute {
+		n++
+	}
+	return n * 2 * tokens * float64(spec.Experts) * float64(c) * float64(spec.DModel) * float64(spec.MoELayers())
+}
+
 // droplessExtra is the matmul-equivalent FLOPs a dropless mixture of
 // experts spends beyond its ragged grouped GEMMs, on the token sort,
 // permutation and combine around them: per routed row the GEMMs of an

@@ -215,7 +215,9 @@ func TestExpertAllToAllTime(t *testing.T) {
 // full remat recomputes the padded w_i0 and w_i1 (2 × 2·d·f of an
 // expert's 6 × 3·d·f, so 2/9 more); 1.0 adds none, and dropless at load
 // imbalance 1.5 adds half (the ragged rows are the tokens' own, so the
-// recompute adds nothing).
+// recompute adds nothing). A capacity factor also brings the dense
+// dispatch's einsums (denseDispatchFLOPs, held by hand in
+// TestDenseDispatchFLOPsByHand), taken out here.
 func TestExpertPaddingFLOPs(t *testing.T) {
 	spec := lookup(t, "mixtral-8x7b")
 	m := layout(t, "v5p-128", 1, "fsdp=8,expert=8")
@@ -226,7 +228,7 @@ func TestExpertPaddingFLOPs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return float64(est.HardwareFLOPs)
+		return float64(est.HardwareFLOPs) - j.denseDispatchFLOPs(64*4096)
 	}
 	tokens := 64.0 * 4096
 	routed := 6 * 32 * 2 * 176_160_768.0 * tokens
@@ -239,6 +241,42 @@ func TestExpertPaddingFLOPs(t *testing.T) {
 	}
 	if got, want := hwFLOPs(0, 1.5)-base, 0.5*routed; math.Abs(got-want) > 1e-6*want {
 		t.Errorf("load imbalance 1.5 adds %g FLOPs, want %g", got, want)
+	}
+}
+
+// TestDenseDispatchFLOPsByHand: Mixtral 8x7B at sequence 4096 and
+// capacity factor 1.25 gives each of its 8 experts C = ⌈4096·2/8⌉·1.25 =
+// 1,280 rows a sequence; one dispatch or combine einsum over a sequence is
+// 2·4096·8·1280·4096 FLOPs, 32 MoE layers; full remat recomputes the
+// experts' input, so six einsums (two forward, three backward, one
+// redone), a token 6·2·8·1280·4096·32 FLOPs. A policy that keeps mlpwi_0
+// runs five; dropless, none. Against the experts' own GEMMs (6·2·3·d·f a
+// token at the padded capacity) that is S/(3·d_ff) an einsum: 9.5 %.
+func TestDenseDispatchFLOPsByHand(t *testing.T) {
+	j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 64)
+	j.CapacityFactor, j.Remat = 1.25, RematFull
+	tokens := 1000.0
+	want := 6 * 2 * 8 * 1280 * 4096 * 32 * tokens
+	if got := j.denseDispatchFLOPs(tokens); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("full remat: denseDispatchFLOPs = %g, want %g", got, want)
+	}
+	j.Remat = RematNone
+	if got := j.denseDispatchFLOPs(tokens); math.Abs(got-want*5/6) > 1e-9*want {
+		t.Errorf("no remat: denseDispatchFLOPs = %g, want %g", got, want*5/6)
+	}
+	one := 2 * 4096 * 8 * 1280 * 4096.0
+	experts := 2 * 8 * 1280 * 3 * 4096 * 14336.0 // forward GEMMs of the padded capacity
+	if r := one / experts; math.Abs(r-4096.0/(3*14336)) > 1e-12 {
+		t.Errorf("an einsum is %.4f of the experts' forward GEMMs, want S/(3·d_ff) = %.4f", r, 4096.0/(3*14336))
+	}
+	j.CapacityFactor = 0
+	if got := j.denseDispatchFLOPs(tokens); got != 0 {
+		t.Errorf("dropless: denseDispatchFLOPs = %g, want 0", got)
+	}
+	dense := NewJob(lookup(t, "llama3-8b"), 4096, 64)
+	dense.CapacityFactor = 1.25
+	if got := dense.denseDispatchFLOPs(tokens); got != 0 {
+		t.Errorf("dense model: denseDispatchFLOPs = %g, want 0", got)
 	}
 }
 
