@@ -153,7 +153,8 @@ func (j Job) mlpWidth() float64 {
 // expertBuffers is the bytes an MoE layer's dispatch needs on a chip
 // while it runs, for seqs local sequences of seqTokens tokens: the dispatched rows sent and
 // received (experts × capacity, or tokens × k dropless, d_model wide, in
-// the activation dtype), which the combine then reuses. Zero for a
+// the activation dtype), which the combine then reuses, and with a
+// capacity factor the dense dispatch's masks (dispatchMasks). Zero for a
 // dense model.
 func (j Job) expertBuffers(seqs, seqTokens int) float64 {
 	spec := j.Model
@@ -161,7 +162,26 @@ func (j Job) expertBuffers(seqs, seqTokens int) float64 {
 		return 0
 	}
 	rows := ExpertRows(j.CapacityFactor, seqs, seqTokens, spec.ExpertsPerToken, spec.Experts)
-	return 2 * float64(rows) * float64(spec.DModel) * float64(j.Precision.Activation)
+	return 2*float64(rows)*float64(spec.DModel)*float64(j.Precision.Activation) + j.dispatchMasks(seqs, seqTokens)
+}
+
+// dispatchMasks is the bytes of the masks MaxText's dropping path builds
+// for seqs local sequences of seqTokens tokens, [batch, seq, experts,
+// capacity] each, live through the layer's backward (layers/moe.py
+// generate_masks @e591f30c): the combine mask, the router weights times
+// the one-hot capacity position, in the activation dtype; the dispatch
+// mask, its bool copy, a byte; and in the backward the combine mask's
+// gradient (the combine einsum's second operand), in the activation
+// dtype. C is the capacity of a whole sequence (ExpertCapacity of
+// j.Seq). Zero dropless.
+func (j Job) dispatchMasks(seqs, seqTokens int) float64 {
+	spec := j.Model
+	c := ExpertCapacity(j.CapacityFactor, j.Seq, spec.ExpertsPerToken, spec.Experts)
+	if c == 0 {
+		return 0
+	}
+	e := float64(j.Precision.Activation)
+	return float64(seqs) * float64(seqTokens) * float64(spec.Experts) * float64(c) * (2*e + 1)
 }
 
 // ringBuffers is what the ring of experts adds to an MoE layer's working

@@ -339,11 +339,22 @@ func TestMoEAndMLAWidthsByHand(t *testing.T) {
 	if w[MLPWi0] != 14336/2 || w[Query] != 4096/2 || w[Key] != 1024/2 {
 		t.Errorf("llama3-8b widths at tensor 2: %v", w)
 	}
-	// the dispatch buffers: 2 × experts × capacity × d_model × 2 bytes
+	// the dispatch buffers: 2 × experts × capacity × d_model × 2 bytes,
+	// and the dense dispatch's masks of one 4,096-token sequence: 4096 ×
+	// 8 × 1280 elements, a bf16 combine mask, a bool dispatch mask and
+	// the combine mask's bf16 gradient, 5 bytes an element (168 MB)
 	mx.Precision.Activation = 2
 	c := ExpertCapacity(1.25, 4096, 2, 8)
-	if got, want := mx.expertBuffers(1, 4096), float64(2*8*c*4096*2); got != want {
+	masks := 4096 * 8 * 1280 * 5.0
+	if got, want := mx.expertBuffers(1, 4096), float64(2*8*c*4096*2)+masks; got != want {
 		t.Errorf("mixtral dispatch buffers %v bytes, want %v", got, want)
+	}
+	if got := mx.dispatchMasks(3, 4096); got != 3*masks {
+		t.Errorf("mixtral masks of 3 sequences %v bytes, want %v", got, 3*masks)
+	}
+	mx.CapacityFactor = 0
+	if got := mx.dispatchMasks(1, 4096); got != 0 {
+		t.Errorf("dropless masks %v bytes, want 0", got)
 	}
 }
 
