@@ -42,6 +42,13 @@ type replicaCost struct {
 	// kvLocal is the share of a token's KV bytes the local layers hold
 	// (localKVShare; 0 without a window).
 	kvLocal float64
+	// routed is the routed experts' share of matmul (a token's top-k
+	// experts over the MoE layers), expertRow the FLOPs of one row of
+	// a device's grouped matmuls (one token in one expert, over the MoE
+	// layers, at the device's width of the expert); 0 for a dense model.
+	// rows caches ExpertRows by a step's tokens.
+	routed, expertRow float64
+	rows              map[int]float64
 }
 
 // newReplicaCost builds the cost terms of one tp-way replica on r's
@@ -57,6 +64,12 @@ func newReplicaCost(r Request, tp int) replicaCost {
 		matmul: 2 * float64(m.MatmulParams()), attnMatmul: attentionMatmulFLOPs(m),
 		logits: 2 * float64(m.Vocab) * float64(m.DModel), kvLocal: localKVShare(m, tp, r.KVCache, r.AttentionDP())}
 	rc.core, rc.coreLocal = attentionCoreFLOPs(m)
+	if m.MoE() {
+		row := 2 * float64(m.MoELayers()) * float64(m.ParamCount().Expert)
+		rc.routed = float64(m.ExpertsPerToken) * row
+		rc.expertRow = row * float64(ExpertParallel(m, tp)) / float64(tp)
+		rc.rows = map[int]float64{}
+	}
 	rc.mxuIn = rc.peak / (2 * float64(c.MXUDim))
 	if rc.chips > 1 {
 		// the ICI ring of a TP group is where package mesh places a
@@ -120,11 +133,29 @@ func (rc replicaCost) kvShare(seqs int) float64 {
 // flops is the FLOPs the busiest device computes for tokens tokens of
 // seqs sequences attending pairs (query, key) pairs (window of them in
 // the local layers of a model with a sliding window), with the output
-// projection for every token: the MLP, expert and output matmuls split tp
-// ways, the attention projections and scores by attentionSplit.
+// projection for every token: the MLP and output matmuls split tp ways,
+// the routed experts' in whole tiles (expertFLOPs), the attention
+// projections and scores by attentionSplit.
 func (rc replicaCost) flops(tokens, seqs int, pairs, window float64) float64 {
 	s := attentionSplit(rc.dp, rc.tp, seqs)
-	return float64(tokens)*(rc.matmul-rc.attnMatmul)/float64(rc.tp) + s*(float64(tokens)*rc.attnMatmul+pairs*rc.core+window*rc.coreLocal)
+	return float64(tokens)*(rc.matmul-rc.attnMatmul-rc.routed)/float64(rc.tp) + rc.expertFLOPs(tokens) +
+		s*(float64(tokens)*rc.attnMatmul+pairs*rc.core+window*rc.coreLocal)
+}
+
+// expertFLOPs is the FLOPs of the routed experts' grouped matmuls on one
+// device for a step of tokens tokens: the rows its groups compute in
+// whole tiles (ExpertRows [ti-gmm]) at expertRow each. 0 for a dense
+// model.
+func (rc replicaCost) expertFLOPs(tokens int) float64 {
+	if rc.rows == nil || tokens < 1 {
+		return 0
+	}
+	r, ok := rc.rows[tokens]
+	if !ok {
+		r = ExpertRows(rc.m, rc.tp, tokens)
+		rc.rows[tokens] = r
+	}
+	return r * rc.expertRow
 }
 
 // decodeKeyTime is the MXU time, in seconds, of one key that decode
@@ -233,7 +264,8 @@ func (rc replicaCost) linearAttention(b Batch) float64 {
 }
 
 // matmulFLOPs is the FLOPs the busiest device computes for batch b at
-// its padding: the padded tokens' matmuls but the output projection, the
+// its padding: the padded tokens' matmuls but the output projection (of a
+// mixture of experts the routed experts' in whole tiles: expertFLOPs), the
 // output projection of the padded sequences (whose logits are sampled),
 // and the attention scores of its (query, key) pairs, the attention
 // split by attentionSplit.
@@ -245,7 +277,7 @@ func (rc replicaCost) matmulFLOPs(b Batch) float64 {
 		pairs -= b.PrefillPairs // the kernel's own op: prefillKernel
 		window -= b.Window.PrefillPairs
 	}
-	return float64(b.PaddedTokens)*(rc.matmul-rc.attnMatmul-rc.logits)/tp + float64(b.PaddedSeqs)*rc.logits/tp +
+	return float64(b.PaddedTokens)*(rc.matmul-rc.attnMatmul-rc.logits-rc.routed)/tp + rc.expertFLOPs(b.PaddedTokens) + float64(b.PaddedSeqs)*rc.logits/tp +
 		s*(float64(b.PaddedTokens)*rc.attnMatmul+pairs*rc.core+window*rc.coreLocal)
 }
 
