@@ -49,6 +49,9 @@ type replicaCost struct {
 	// rows caches ExpertRows by a step's tokens.
 	routed, expertRow float64
 	rows              map[int]float64
+	// allRows: every device dispatches all the routed rows
+	// (Request.MoEAllRows [ti-ep-rows]).
+	allRows bool
 }
 
 // newReplicaCost builds the cost terms of one tp-way replica on r's
@@ -58,7 +61,7 @@ func newReplicaCost(r Request, tp int) replicaCost {
 	c := r.Slice.Chip
 	per := c.JAXDevicesPerChip
 	m := r.Model
-	rc := replicaCost{m: m, tp: tp, dp: r.AttentionDP(), peak: float64(c.PeakBF16) / float64(per), bw: float64(c.HBMBandwidth) / float64(per),
+	rc := replicaCost{m: m, tp: tp, dp: r.AttentionDP(), allRows: r.MoEAllRows, peak: float64(c.PeakBF16) / float64(per), bw: float64(c.HBMBandwidth) / float64(per),
 		chips: ceilDiv(tp, per), link: collective.Link{HopLatency: hw.ICIHopLatency},
 		weights: float64(weightBytes(m, tp, r.Weights, r.AttentionDP())), experts: float64(ExpertWeightBytes(m, tp, r.Weights)), expert: expertBytes(m, r.Weights),
 		matmul: 2 * float64(m.MatmulParams()), attnMatmul: attentionMatmulFLOPs(m),
@@ -235,12 +238,19 @@ func attentionMatmulFLOPs(m model.Spec) float64 {
 // its token. Under expert parallelism a device holds 1/EP of the rows
 // (tokens·k/EP on average), else all tokens·k; per row 3 × 2·d_model
 // bytes over every MoE layer, at the HBM roofline (the grouped matmuls'
-// own reads and writes overlap their MXU work). 0 for a dense model.
+// own reads and writes overlap their MXU work). Before tpu-inference's
+// PR #2294 (Request.MoEAllRows) every device gathered all tokens·k rows
+// and gathered all of them back, XLA gathers of the same 3 × 2·d_model
+// bytes a row (the gather read and written, the gather back read and
+// summed into its token in one fusion) [ti-ep-rows]. 0 for a dense model.
 func (rc replicaCost) moeDispatch(tokens int) float64 {
 	if !rc.m.MoE() {
 		return 0
 	}
-	rows := float64(tokens) * float64(rc.m.ExpertsPerToken) / float64(ExpertParallel(rc.m, rc.tp))
+	rows := float64(tokens) * float64(rc.m.ExpertsPerToken)
+	if !rc.allRows {
+		rows /= float64(ExpertParallel(rc.m, rc.tp))
+	}
 	return float64(rc.m.MoELayers()) * rows * 3 * 2 * float64(rc.m.DModel) / rc.bw
 }
 

@@ -16,6 +16,16 @@ package inference
 //	            USE_MOE_EP_KERNEL (the fused all-to-all kernel) is off by default.
 //	            tpu_inference/layers/jax/moe/moe.py _compute_use_ep: EP is on when
 //	            enable_expert_parallel and DP·PCP·TP > 1.
+//	[ti-ep-rows] tpu_inference/layers/common/fused_moe_gmm.py @2f7640057816 (the tpu-inference of
+//	            the Qwen3-Coder rows' image, vllm-tpu:nightly-20260330-2f76400-8c0b626), before
+//	            PR #2294 (e81c94b5, 2026-04-16, which gathers only the device's own experts' rows,
+//	            ragged_gather): fused_moe_func's _process_tokens_locally gathers all tokens·k
+//	            routed rows on every device (x = hidden_states_local[token_indices_sorted]; its
+//	            in_spec is replicated on the EXPERT axis), expert_parallel_gmm's gmm_v2 computes
+//	            only its own experts' groups (group_offset), and moe_gmm_local gathers every row
+//	            back (gmm2_res[topk_argsort_revert_indices]), masks the others' and sums each
+//	            token's k: XLA ops over all tokens·k rows. The SparseCore gather_reduce is taken
+//	            only above SC_KERNEL_THRESHOLD, 16,777,216 rows (envs.py), which no step reaches.
 //	[v-ep]      vllm-project/vllm:vllm/engine/arg_utils.py @99d7eb5d6a51: enable_expert_parallel
 //	            is a bool engine arg, so _compute_kwargs gives it argparse.BooleanOptionalAction:
 //	            --enable-expert-parallel takes no value.

@@ -288,8 +288,9 @@ func TestFewerChipsOnlyWhenAsked(t *testing.T) {
 // TestMoEDispatch, by hand [ti-ep]: Qwen3-Coder-480B at TP 8 (expert
 // parallel 8) on tpu7x-8, a step of 8192 tokens: 8192·8/8 = 8192 rows a
 // device, 62 layers × 8192 × 3 × 2·6144 bytes over the device's HBM
-// bandwidth; at TP 1 (no expert parallelism) all 8192·8 rows; a dense
-// model none.
+// bandwidth; at TP 1 (no expert parallelism) all 8192·8 rows, and so at
+// EP 8 on tpu-inference before PR #2294 [ti-ep-rows]; a dense model
+// none.
 func TestMoEDispatch(t *testing.T) {
 	s, _ := hw.ParseAcceleratorType("tpu7x-8")
 	r := DefaultRequest()
@@ -305,6 +306,11 @@ func TestMoEDispatch(t *testing.T) {
 	rc1 := newReplicaCost(r, 1)
 	if got, want := rc1.moeDispatch(8192), 62*8192*8*3*2*6144/rc1.bw; got != want {
 		t.Errorf("moeDispatch(8192) at TP 1 = %v s, want %v s", got, want)
+	}
+	// tpu-inference before #2294: all 8192·8 rows on every device at EP 8
+	r.MoEAllRows = true
+	if got, want := newReplicaCost(r, 8).moeDispatch(8192), 62*8192*8*3*2*6144/rc.bw; got != want {
+		t.Errorf("moeDispatch(8192) at EP 8 with all rows = %v s, want %v s", got, want)
 	}
 	dense := DefaultRequestFor(t, "llama3-70b")
 	if got := newReplicaCost(dense, 8).moeDispatch(8192); got != 0 {
