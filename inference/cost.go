@@ -42,6 +42,16 @@ type replicaCost struct {
 	// kvLocal is the share of a token's KV bytes the local layers hold
 	// (localKVShare; 0 without a window).
 	kvLocal float64
+	// routed is the routed experts' share of matmul (a token's top-k
+	// experts over the MoE layers), expertRow the FLOPs of one row of
+	// a device's grouped matmuls (one token in one expert, over the MoE
+	// layers, at the device's width of the expert); 0 for a dense model.
+	// rows caches ExpertRows by a step's tokens.
+	routed, expertRow float64
+	rows              map[int]float64
+	// allRows: every device dispatches all the routed rows
+	// (Request.MoEAllRows [ti-ep-rows]).
+	allRows bool
 }
 
 // newReplicaCost builds the cost terms of one tp-way replica on r's
@@ -51,12 +61,18 @@ func newReplicaCost(r Request, tp int) replicaCost {
 	c := r.Slice.Chip
 	per := c.JAXDevicesPerChip
 	m := r.Model
-	rc := replicaCost{m: m, tp: tp, dp: r.AttentionDP(), peak: float64(c.PeakBF16) / float64(per), bw: float64(c.HBMBandwidth) / float64(per),
+	rc := replicaCost{m: m, tp: tp, dp: r.AttentionDP(), allRows: r.MoEAllRows, peak: float64(c.PeakBF16) / float64(per), bw: float64(c.HBMBandwidth) / float64(per),
 		chips: ceilDiv(tp, per), link: collective.Link{HopLatency: hw.ICIHopLatency},
 		weights: float64(weightBytes(m, tp, r.Weights, r.AttentionDP())), experts: float64(ExpertWeightBytes(m, tp, r.Weights)), expert: expertBytes(m, r.Weights),
 		matmul: 2 * float64(m.MatmulParams()), attnMatmul: attentionMatmulFLOPs(m),
 		logits: 2 * float64(m.Vocab) * float64(m.DModel), kvLocal: localKVShare(m, tp, r.KVCache, r.AttentionDP())}
 	rc.core, rc.coreLocal = attentionCoreFLOPs(m)
+	if m.MoE() {
+		row := 2 * float64(m.MoELayers()) * float64(m.ParamCount().Expert)
+		rc.routed = float64(m.ExpertsPerToken) * row
+		rc.expertRow = row * float64(ExpertParallel(m, tp)) / float64(tp)
+		rc.rows = map[int]float64{}
+	}
 	rc.mxuIn = rc.peak / (2 * float64(c.MXUDim))
 	if rc.chips > 1 {
 		// the ICI ring of a TP group is where package mesh places a
@@ -120,11 +136,29 @@ func (rc replicaCost) kvShare(seqs int) float64 {
 // flops is the FLOPs the busiest device computes for tokens tokens of
 // seqs sequences attending pairs (query, key) pairs (window of them in
 // the local layers of a model with a sliding window), with the output
-// projection for every token: the MLP, expert and output matmuls split tp
-// ways, the attention projections and scores by attentionSplit.
+// projection for every token: the MLP and output matmuls split tp ways,
+// the routed experts' in whole tiles (expertFLOPs), the attention
+// projections and scores by attentionSplit.
 func (rc replicaCost) flops(tokens, seqs int, pairs, window float64) float64 {
 	s := attentionSplit(rc.dp, rc.tp, seqs)
-	return float64(tokens)*(rc.matmul-rc.attnMatmul)/float64(rc.tp) + s*(float64(tokens)*rc.attnMatmul+pairs*rc.core+window*rc.coreLocal)
+	return float64(tokens)*(rc.matmul-rc.attnMatmul-rc.routed)/float64(rc.tp) + rc.expertFLOPs(tokens) +
+		s*(float64(tokens)*rc.attnMatmul+pairs*rc.core+window*rc.coreLocal)
+}
+
+// expertFLOPs is the FLOPs of the routed experts' grouped matmuls on one
+// device for a step of tokens tokens: the rows its groups compute in
+// whole tiles (ExpertRows [ti-gmm]) at expertRow each. 0 for a dense
+// model.
+func (rc replicaCost) expertFLOPs(tokens int) float64 {
+	if rc.rows == nil || tokens < 1 {
+		return 0
+	}
+	r, ok := rc.rows[tokens]
+	if !ok {
+		r = ExpertRows(rc.m, rc.tp, tokens)
+		rc.rows[tokens] = r
+	}
+	return r * rc.expertRow
 }
 
 // decodeKeyTime is the MXU time, in seconds, of one key that decode
@@ -204,12 +238,19 @@ func attentionMatmulFLOPs(m model.Spec) float64 {
 // its token. Under expert parallelism a device holds 1/EP of the rows
 // (tokens·k/EP on average), else all tokens·k; per row 3 × 2·d_model
 // bytes over every MoE layer, at the HBM roofline (the grouped matmuls'
-// own reads and writes overlap their MXU work). 0 for a dense model.
+// own reads and writes overlap their MXU work). Before tpu-inference's
+// PR #2294 (Request.MoEAllRows) every device gathered all tokens·k rows
+// and gathered all of them back, XLA gathers of the same 3 × 2·d_model
+// bytes a row (the gather read and written, the gather back read and
+// summed into its token in one fusion) [ti-ep-rows]. 0 for a dense model.
 func (rc replicaCost) moeDispatch(tokens int) float64 {
 	if !rc.m.MoE() {
 		return 0
 	}
-	rows := float64(tokens) * float64(rc.m.ExpertsPerToken) / float64(ExpertParallel(rc.m, rc.tp))
+	rows := float64(tokens) * float64(rc.m.ExpertsPerToken)
+	if !rc.allRows {
+		rows /= float64(ExpertParallel(rc.m, rc.tp))
+	}
 	return float64(rc.m.MoELayers()) * rows * 3 * 2 * float64(rc.m.DModel) / rc.bw
 }
 
@@ -233,7 +274,8 @@ func (rc replicaCost) linearAttention(b Batch) float64 {
 }
 
 // matmulFLOPs is the FLOPs the busiest device computes for batch b at
-// its padding: the padded tokens' matmuls but the output projection, the
+// its padding: the padded tokens' matmuls but the output projection (of a
+// mixture of experts the routed experts' in whole tiles: expertFLOPs), the
 // output projection of the padded sequences (whose logits are sampled),
 // and the attention scores of its (query, key) pairs, the attention
 // split by attentionSplit.
@@ -245,7 +287,7 @@ func (rc replicaCost) matmulFLOPs(b Batch) float64 {
 		pairs -= b.PrefillPairs // the kernel's own op: prefillKernel
 		window -= b.Window.PrefillPairs
 	}
-	return float64(b.PaddedTokens)*(rc.matmul-rc.attnMatmul-rc.logits)/tp + float64(b.PaddedSeqs)*rc.logits/tp +
+	return float64(b.PaddedTokens)*(rc.matmul-rc.attnMatmul-rc.logits-rc.routed)/tp + rc.expertFLOPs(b.PaddedTokens) + float64(b.PaddedSeqs)*rc.logits/tp +
 		s*(float64(b.PaddedTokens)*rc.attnMatmul+pairs*rc.core+window*rc.coreLocal)
 }
 

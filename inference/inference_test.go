@@ -226,6 +226,7 @@ func TestNewRequestErrors(t *testing.T) {
 		{"negative ttft slo", func(r *Request) { r.TTFTSLO = -time.Second }, []string{"ttft_slo -1s"}},
 		{"dp beyond the slice", func(r *Request) { r.TP = 4; r.DP = 3 }, []string{"data_parallel_size 3", "1 to 2 replicas"}},
 		{"negative dp", func(r *Request) { r.DP = -1 }, []string{"data_parallel_size -1"}},
+		{"all rows of a dense model", func(r *Request) { r.MoEAllRows = true }, []string{"moe_all_rows true", "no experts"}},
 		{"mla tp", func(r *Request) { r.Model = lookupT(t, "deepseek3-671b"); r.MaxModelLen = 4096; r.TP = 3 }, []string{"tensor_parallel_size 3", "latent attention", "256 experts"}},
 	} {
 		r := base

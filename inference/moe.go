@@ -16,6 +16,16 @@ package inference
 //	            USE_MOE_EP_KERNEL (the fused all-to-all kernel) is off by default.
 //	            tpu_inference/layers/jax/moe/moe.py _compute_use_ep: EP is on when
 //	            enable_expert_parallel and DP·PCP·TP > 1.
+//	[ti-ep-rows] tpu_inference/layers/common/fused_moe_gmm.py @2f7640057816 (the tpu-inference of
+//	            the Qwen3-Coder rows' image, vllm-tpu:nightly-20260330-2f76400-8c0b626), before
+//	            PR #2294 (e81c94b5, 2026-04-16, which gathers only the device's own experts' rows,
+//	            ragged_gather): fused_moe_func's _process_tokens_locally gathers all tokens·k
+//	            routed rows on every device (x = hidden_states_local[token_indices_sorted]; its
+//	            in_spec is replicated on the EXPERT axis), expert_parallel_gmm's gmm_v2 computes
+//	            only its own experts' groups (group_offset), and moe_gmm_local gathers every row
+//	            back (gmm2_res[topk_argsort_revert_indices]), masks the others' and sums each
+//	            token's k: XLA ops over all tokens·k rows. The SparseCore gather_reduce is taken
+//	            only above SC_KERNEL_THRESHOLD, 16,777,216 rows (envs.py), which no step reaches.
 //	[v-ep]      vllm-project/vllm:vllm/engine/arg_utils.py @99d7eb5d6a51: enable_expert_parallel
 //	            is a bool engine arg, so _compute_kwargs gives it argparse.BooleanOptionalAction:
 //	            --enable-expert-parallel takes no value.
@@ -39,6 +49,19 @@ package inference
 //	[v-block]   vllm-project/vllm:vllm/config/cache.py: BlockSize = Literal[1, 8, 16, 32, 64, 128,
 //	            256], so --block-size 1024 is refused by the CLI; an MLA plan leaves the page size
 //	            to tpu-inference, which sets 1024 when the user gives none.
+//	[ti-gmm]    tpu_inference/kernels/megablox/gmm_v2.py @2f7640057816 (the tpu-inference of the
+//	            Qwen3-Coder rows' image, vllm-tpu:nightly-20260330-2f76400-8c0b626) and @c539adc31ae9
+//	            (the Qwen3.5 rows'): the routed experts' matmuls (moe_gmm_local's two gmm_wrapper
+//	            calls, fused_moe_gmm.py) run over the step's rows sorted by expert. fill_metadata
+//	            gives each non-empty group of the device's experts cdiv(group_size + local_offset,
+//	            tile_m) tiles, local_offset its first row's place in a sublane (the lhs's sublane
+//	            tiling, 16 rows of bf16, at most the rows); inner_kernel multiplies every tile whole,
+//	            tile_m rows of lhs (the rows past the group masked after the matmul, not skipped).
+//	            calculate_tiling: tile_m = min(128 · lhs_mod // rhs_mod, rows), 128 when lhs and
+//	            rhs are as wide (bf16 weights; 8-bit weights with the lhs quantized in the kernel,
+//	            make_gmm_configs, on a TPU with fp8 ops). fp8 MoE weights are requantized per
+//	            channel at load (process_fp8_moe_weights, MOE_REQUANTIZE_BLOCK_SIZE unset), so the
+//	            lhs is quantized to fp8 and tile_m is 128.
 //	[dsv2]      DeepSeek-AI 2024, DeepSeek-V2 (arXiv 2405.04434) Table 1: MLA caches
 //	            (d_c + d_h^R)·l elements a token, d_c the KV compression (kv_lora_rank) and d_h^R
 //	            the decoupled rotary key (qk_rope_head_dim); Zhao et al. 2025, "Insights into
@@ -142,4 +165,64 @@ func attentionCoreFLOPs(m model.Spec) (global, local float64) {
 		return m.KeyFLOPs()
 	}
 	return 2 * float64(m.Layers) * float64(m.Heads) * float64(LatentElements(m)+m.KVLoRARank), 0
+}
+
+// gmmTileM is the rows of one tile of tpu-inference's grouped matmul
+// [ti-gmm].
+const gmmTileM = 128
+
+// gmmSublane is the sublane tiling of its bf16 lhs: a group's first tile
+// starts at the sublane its first row is in [ti-gmm].
+const gmmSublane = 16
+
+// groupRows is the rows tpu-inference's grouped matmul computes, on
+// average, for one expert's group when each of tokens tokens routes to it
+// with probability p, of rows sorted rows in all [ti-gmm]: a group of n > 0
+// rows is computed in ⌈(n + o)/tm⌉ whole tiles of tm = min(128, rows),
+// o its first row's place in a sublane of min(16, rows); o is taken as
+// uniform over the sublane (it is the sum of the groups before it, modulo
+// the sublane), n as binomial(tokens, p), the router spreading the tokens
+// evenly (as ActiveExperts). An empty group costs nothing.
+func groupRows(tokens int, p float64, rows int) float64 {
+	if tokens < 1 || p <= 0 || rows < 1 {
+		return 0
+	}
+	tm, sub := min(gmmTileM, rows), min(gmmSublane, rows)
+	group := func(n int) float64 { // whole tiles over the sublane offsets
+		var t int
+		for o := range sub {
+			t += ceilDiv(n+o, tm) * tm
+		}
+		return float64(t) / float64(sub)
+	}
+	if p >= 1 {
+		return group(tokens)
+	}
+	// the binomial's terms within 12 standard deviations of its mean
+	n := float64(tokens)
+	mean, sd := n*p, math.Sqrt(n*p*(1-p))
+	lo, hi := max(1, int(mean-12*sd)-1), min(tokens, int(mean+12*sd)+2)
+	ln, _ := math.Lgamma(n + 1)
+	var sum float64
+	for i := lo; i <= hi; i++ {
+		x := float64(i)
+		li, _ := math.Lgamma(x + 1)
+		lr, _ := math.Lgamma(n - x + 1)
+		sum += math.Exp(ln-li-lr+x*math.Log(p)+(n-x)*math.Log1p(-p)) * group(i)
+	}
+	return sum
+}
+
+// ExpertRows is the rows the grouped matmuls of one device of a tp-way
+// replica compute for a step of tokens tokens of m, each token's top-k
+// experts one row each [ti-gmm]: its E/EP experts' groups (under expert
+// parallelism; else all E, each 1/tp wide), each in whole tiles
+// (groupRows). At least tokens·k/EP; 0 for a dense model.
+func ExpertRows(m model.Spec, tp, tokens int) float64 {
+	if !m.MoE() || tokens < 1 {
+		return 0
+	}
+	ep := ExpertParallel(m, tp)
+	k, e := m.ExpertsPerToken, m.Experts
+	return float64(e/ep) * groupRows(tokens, float64(k)/float64(e), tokens*k)
 }

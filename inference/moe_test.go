@@ -288,8 +288,9 @@ func TestFewerChipsOnlyWhenAsked(t *testing.T) {
 // TestMoEDispatch, by hand [ti-ep]: Qwen3-Coder-480B at TP 8 (expert
 // parallel 8) on tpu7x-8, a step of 8192 tokens: 8192·8/8 = 8192 rows a
 // device, 62 layers × 8192 × 3 × 2·6144 bytes over the device's HBM
-// bandwidth; at TP 1 (no expert parallelism) all 8192·8 rows; a dense
-// model none.
+// bandwidth; at TP 1 (no expert parallelism) all 8192·8 rows, and so at
+// EP 8 on tpu-inference before PR #2294 [ti-ep-rows]; a dense model
+// none.
 func TestMoEDispatch(t *testing.T) {
 	s, _ := hw.ParseAcceleratorType("tpu7x-8")
 	r := DefaultRequest()
@@ -306,8 +307,132 @@ func TestMoEDispatch(t *testing.T) {
 	if got, want := rc1.moeDispatch(8192), 62*8192*8*3*2*6144/rc1.bw; got != want {
 		t.Errorf("moeDispatch(8192) at TP 1 = %v s, want %v s", got, want)
 	}
+	// tpu-inference before #2294: all 8192·8 rows on every device at EP 8
+	r.MoEAllRows = true
+	if got, want := newReplicaCost(r, 8).moeDispatch(8192), 62*8192*8*3*2*6144/rc.bw; got != want {
+		t.Errorf("moeDispatch(8192) at EP 8 with all rows = %v s, want %v s", got, want)
+	}
 	dense := DefaultRequestFor(t, "llama3-70b")
 	if got := newReplicaCost(dense, 8).moeDispatch(8192); got != 0 {
 		t.Errorf("a dense model's dispatch = %v s, want 0", got)
+	}
+}
+
+// TestGroupRows holds groupRows [ti-gmm] to hand-worked cases.
+func TestGroupRows(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		tokens int
+		p      float64
+		rows   int
+		want   float64
+	}{
+		// one token routed with probability 1/20 among 8 rows: tiles of
+		// min(128, 8) = 8 rows, a sublane of min(16, 8) = 8; one row at any
+		// offset o < 8 fits one tile: 8 rows, with probability 1/20
+		{"one token", 1, 1.0 / 20, 8, 8.0 / 20},
+		// every one of 200 tokens routed to the group: 200 rows, offsets 0
+		// to 15 give 200..215 rows, 2 tiles of 128 each time
+		{"always routed", 200, 1, 1600, 256},
+		// 2 tokens with p = 1/2 among 4 rows: tiles and sublane of 4; n = 1
+		// (p 1/2) is 1 tile at every offset, 4 rows; n = 2 (p 1/4) is 1
+		// tile at offsets 0, 1, 2 and 2 at offset 3, (3·4 + 8)/4 = 5 rows:
+		// 0.5·4 + 0.25·5
+		{"two tokens", 2, 0.5, 4, 3.25},
+		{"no tokens", 0, 0.5, 4, 0},
+	} {
+		if got := groupRows(c.tokens, c.p, c.rows); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: groupRows(%d, %v, %d) = %v, want %v", c.name, c.tokens, c.p, c.rows, got, c.want)
+		}
+	}
+}
+
+// TestExpertRowsFillMetadata checks ExpertRows against a second
+// implementation: seeded steps route every token to k distinct experts
+// drawn uniformly, then walk gmm_v2's fill_metadata over the groups in
+// expert order as the kernel does [ti-gmm] (each group's first row at the
+// sum of the groups before it; a non-empty group of the device's experts
+// in cdiv(size + offset mod sublane, tile_m) tiles of tile_m rows), and
+// average the rows each device computes. The closed form takes the
+// offsets as uniform over the sublane; the walk has the real ones.
+func TestExpertRowsFillMetadata(t *testing.T) {
+	coder, mixtral := lookup(t, "qwen3-coder-480b-a35b"), lookup(t, "mixtral-8x7b")
+	rng := rand.New(rand.NewPCG(3, 0))
+	for _, c := range []struct {
+		m          model.Spec
+		tp, tokens int
+	}{
+		{coder, 8, 1}, {coder, 8, 64}, {coder, 8, 1024}, {coder, 8, 8192},
+		{coder, 1, 64}, {mixtral, 8, 16}, {mixtral, 8, 4096},
+	} {
+		e, k, ep := c.m.Experts, c.m.ExpertsPerToken, ExpertParallel(c.m, c.tp)
+		size := c.tokens * k
+		tm, sub := min(128, size), min(16, size)
+		trials := max(4, 200000/size)
+		var rows float64
+		perm := make([]int, e)
+		sizes := make([]int, e)
+		for range trials {
+			clear(sizes)
+			for range c.tokens {
+				for i := range perm {
+					perm[i] = i
+				}
+				for j := range k { // k distinct experts
+					i := j + rng.IntN(e-j)
+					perm[j], perm[i] = perm[i], perm[j]
+					sizes[perm[j]]++
+				}
+			}
+			start := 0
+			for _, n := range sizes {
+				if n > 0 {
+					rows += float64(ceilDiv(n+start%sub, tm) * tm)
+				}
+				start += n
+			}
+		}
+		want := rows / float64(trials) / float64(ep) // a device's share of all groups' rows
+		got := ExpertRows(c.m, c.tp, c.tokens)
+		if math.Abs(got-want) > 0.02*want {
+			t.Errorf("%s TP %d, %d tokens: ExpertRows = %.1f, fill_metadata walk %.1f", c.m.Name, c.tp, c.tokens, got, want)
+		}
+		if low := float64(size) / float64(ep); got < low {
+			t.Errorf("%s TP %d, %d tokens: ExpertRows = %.1f, below the %v rows routed", c.m.Name, c.tp, c.tokens, got, low)
+		}
+	}
+}
+
+// TestExpertFLOPs: the grouped matmuls' FLOPs are ExpertRows at one
+// row's FLOPs. One token of Qwen3-Coder at TP 8 (EP 8, 20 experts a
+// device): its 8 experts are 1/8 on average on a device, each a group of
+// 1 row computed as a tile of 8 (its 8 rows in all): 8 rows, 8× the one
+// row routed there, each 2·62·3·6144·2560 FLOPs over the MoE layers. A
+// dense model has none, and matmulFLOPs is the same with or without the
+// experts' split out.
+func TestExpertFLOPs(t *testing.T) {
+	s, _ := hw.ParseAcceleratorType("tpu7x-8")
+	r := DefaultRequest()
+	r.Model, r.Slice, r.MaxModelLen, r.Weights, r.KVCache = lookup(t, "qwen3-coder-480b-a35b"), s, 10240, FP8, FP8
+	r, err := NewRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := newReplicaCost(r, 8)
+	row := 2.0 * 62 * 3 * 6144 * 2560
+	if got, want := rc.expertFLOPs(1), 8*row; math.Abs(got-want) > 1e-6*want {
+		t.Errorf("expertFLOPs(1) at TP 8 = %v, want %v", got, want)
+	}
+	// without the tiles it would be the row routed to the device
+	if got, want := rc.routed/8, row; math.Abs(got-want) > 1e-6*want {
+		t.Errorf("routed FLOPs of a token over 8 devices = %v, want %v", got, want)
+	}
+	b := Batch{Seqs: 1, PaddedSeqs: 8, Tokens: 1, PaddedTokens: 16, ContextTokens: 1, AttendedPairs: 1}
+	if got, want := rc.matmulFLOPs(b)-rc.expertFLOPs(16), 16*(rc.matmul-rc.attnMatmul-rc.logits-rc.routed)/8+8*rc.logits/8+(16*rc.attnMatmul+rc.core)/8; math.Abs(got-want) > 1e-9*want {
+		t.Errorf("matmulFLOPs less the experts' = %v, want %v", got, want)
+	}
+	dense := newReplicaCost(DefaultRequestFor(t, "llama3-70b"), 8)
+	if got := dense.expertFLOPs(8192); got != 0 || dense.routed != 0 {
+		t.Errorf("a dense model's expert FLOPs = %v (routed %v), want 0", got, dense.routed)
 	}
 }

@@ -154,6 +154,12 @@ type Request struct {
 	// the tensor-parallel size): one KV cache word holds a token's keys
 	// and values of every KV head (2·KV heads ≤ the KV dtype's packing).
 	DPAttention bool
+	// MoEAllRows is a mixture of experts served by tpu-inference before
+	// PR #2294 (e81c94b5, 2026-04-16): under expert parallelism every
+	// device gathers all the step's routed rows, not only its own
+	// experts', and gathers all of them back [ti-ep-rows]. For published
+	// runs of such an engine; NewRequest refuses it for a dense model.
+	MoEAllRows bool
 }
 
 // AttentionDP reports whether r's replicas run attention data parallel:
@@ -264,6 +270,9 @@ func (r *Request) goals() error {
 func (r *Request) parallelism() error {
 	c := r.Slice.Chip
 	devices := r.Slice.Chips() * c.JAXDevicesPerChip
+	if r.MoEAllRows && !r.Model.MoE() {
+		return &FieldError{Field: "moe_all_rows", Value: "true", Want: fmt.Sprintf("false for %s, which has no experts", r.Model.Name)}
+	}
 	if r.DPAttention && !r.Model.MLA() {
 		// tpu-inference's attention data parallelism is TP / max(1,
 		// 2·KV heads / packing) (head_dim 64: twice the packing)

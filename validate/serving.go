@@ -88,10 +88,15 @@ type ServingRow struct {
 	MemoryUtil      float64 `yaml:"gpu_memory_utilization" json:"gpu_memory_utilization"`
 	// DPAttention is tpu-inference's enable_dp_attention (its
 	// --additional-config), as the row's server was given it.
-	DPAttention bool             `yaml:"enable_dp_attention,omitempty" json:"enable_dp_attention,omitempty"`
-	Workload    Workload         `yaml:"workload" json:"workload"`
-	Published   ServingPublished `yaml:"published" json:"published"`
-	Quote       string           `yaml:"quote" json:"quote"`
+	DPAttention bool `yaml:"enable_dp_attention,omitempty" json:"enable_dp_attention,omitempty"`
+	// MoEAllRows says the row's engine is a tpu-inference from before its
+	// PR #2294 (2026-04-16), whose expert parallelism dispatches every
+	// routed row on every device (inference.Request.MoEAllRows); the
+	// notes name the image and its tpu-inference commit.
+	MoEAllRows bool             `yaml:"moe_all_rows,omitempty" json:"moe_all_rows,omitempty"`
+	Workload   Workload         `yaml:"workload" json:"workload"`
+	Published  ServingPublished `yaml:"published" json:"published"`
+	Quote      string           `yaml:"quote" json:"quote"`
 	// NotModelled says why shardlab cannot run the row's configuration.
 	NotModelled string `yaml:"not_modelled,omitempty" json:"not_modelled,omitempty"`
 	Notes       string `yaml:"notes,omitempty" json:"notes,omitempty"`
@@ -273,5 +278,5 @@ func (r ServingRow) Request() (inference.Request, error) {
 	return inference.NewRequest(inference.Request{Model: spec, Slice: s, MaxModelLen: r.MaxModelLen,
 		Concurrency: r.Workload.Concurrency, PromptLen: r.Workload.InputLen, OutputLen: r.Workload.OutputLen,
 		Weights: inference.Dtype(r.Weights), KVCache: kv, MemoryUtilization: r.MemoryUtil,
-		MaxNumBatchedTokens: r.MaxBatched, TP: r.TP, DPAttention: r.DPAttention})
+		MaxNumBatchedTokens: r.MaxBatched, TP: r.TP, DPAttention: r.DPAttention, MoEAllRows: r.MoEAllRows})
 }

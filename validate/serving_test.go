@@ -533,3 +533,37 @@ func TestJetStreamSlotsPerDevice(t *testing.T) {
 		}
 	}
 }
+
+// TestServingMoEAllRowsRows: the rows whose image ran a tpu-inference from
+// before its PR #2294 (tpu-recipes' Qwen3-Coder-480B, image
+// nightly-20260330-2f76400-8c0b626) ask for every routed row on every
+// device, and only MoE rows may (a dense row asking is refused by the
+// serving model, naming the field).
+func TestServingMoEAllRowsRows(t *testing.T) {
+	rows, err := ServingRows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rows {
+		if !r.MoEAllRows {
+			continue
+		}
+		n++
+		req, err := r.Request()
+		if err != nil {
+			t.Fatalf("%s: %v", r.ID, err)
+		}
+		if !req.MoEAllRows || !strings.Contains(r.Notes, "2f76400") {
+			t.Errorf("%s: request all rows %v, notes name the image's tpu-inference %v; want both", r.ID, req.MoEAllRows, strings.Contains(r.Notes, "2f76400"))
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d rows dispatch all rows, want the 3 Qwen3-Coder-480B rows", n)
+	}
+	dense := rows[0]
+	dense.MoEAllRows = true
+	if _, err := dense.Request(); err == nil || !strings.Contains(err.Error(), "moe_all_rows") {
+		t.Errorf("%s (%s) with moe_all_rows: error %v, want one naming moe_all_rows", dense.ID, dense.Model, err)
+	}
+}
