@@ -45,6 +45,20 @@ func retype(sel, s string) chromedp.Action[chromedp.Void] {
 		typeInto(sel, s))
 }
 
+// clickJS clicks the element sel with the page's own element.click(),
+// waiting until there is one. chromedp.Click resolves the node first and
+// clicks it by its id after: when the page redraws the element in between
+// (a plan arriving redraws the pin button and the table) the id is gone
+// and the click fails ("Could not find node with given id"), so a test
+// flakes. Found and clicked in one evaluation, the click cannot race.
+func clickJS(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		expr := `(function () { var e = document.querySelector(` + jsString(sel) + `); if (!e) { return false; } e.click(); return true; })()`
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(pollTimeout), chromedp.WithPollingInterval(20*time.Millisecond)))
+		return err
+	})
+}
+
 // typeInto focuses the field sel and types s into it as key events.
 // chromedp.SendKeys is not used: it reads the node's attributes without
 // the node's lock (chromedp v0.23.1 query.go, SendKeys) while the target's
@@ -344,7 +358,7 @@ func TestBrowserCompare(t *testing.T) {
 	heads := `Array.from(document.querySelectorAll("#compare th.pin-head")).map(function (h) { return h.textContent; })`
 	bars := `document.querySelectorAll('#compare figure[data-chart="compare-step"] text.value').length`
 	err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/?model=llama3-8b&tpu=tpu7x-8"), chromedp.WaitVisible(chromedp.CSS("#pin")),
-		chromedp.Click(chromedp.CSS("#pin")))
+		clickJS("#pin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +371,7 @@ func TestBrowserCompare(t *testing.T) {
 	if err := waitFor(ctx, "the plan on v5p-8", `(document.getElementById("layout") || {textContent: ""}).textContent.indexOf("v5p-8") >= 0`); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#pin"))); err != nil {
+	if err := chromedp.Do(ctx, clickJS("#pin")); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitFor(ctx, "two pinned plans", `document.querySelectorAll("#compare th.pin-head").length === 2`); err != nil {
@@ -394,7 +408,7 @@ func TestBrowserCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after a reload")
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button.unpin[data-index="1"]`))); err != nil {
+	if err := chromedp.Do(ctx, clickJS(`button.unpin[data-index="1"]`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitFor(ctx, "one pin left", `document.querySelectorAll("#compare th.pin-head").length === 1 && document.querySelector("#compare th.pin-head").textContent.indexOf("v5p-8") >= 0`); err != nil {

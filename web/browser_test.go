@@ -147,7 +147,7 @@ func TestBrowser(t *testing.T) {
 		err := chromedp.Do(ctx,
 			chromedp.Navigate(srv.URL+"/"),
 			chromedp.WaitVisible(chromedp.CSS("#submit")),
-			chromedp.Click(chromedp.CSS("#submit")),
+			clickJS("#submit"),
 			chromedp.WaitVisible(chromedp.CSS("#layout")),
 		)
 		if err != nil {
@@ -193,7 +193,7 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("sort", func(t *testing.T) {
 		mfus := `Array.from(document.querySelectorAll("table.top tbody tr")).map(function (r) { return parseFloat(r.cells[6].dataset.v); })`
-		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("table.top th:nth-child(7)")))
+		err := chromedp.Do(ctx, clickJS("table.top th:nth-child(7)"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +281,7 @@ func TestBrowser(t *testing.T) {
 			}),
 			chromedp.WaitVisible(chromedp.CSS("#in-model_spec")),
 			typeInto("#in-model_spec", "layers: -1\n"),
-			chromedp.Click(chromedp.CSS("#submit")),
+			clickJS("#submit"),
 			chromedp.WaitVisible(chromedp.CSS("#field-model #error-model")),
 		)
 		if err != nil {
