@@ -292,13 +292,7 @@ func TestFewerChipsOnlyWhenAsked(t *testing.T) {
 // EP 8 on tpu-inference before PR #2294 [ti-ep-rows]; a dense model
 // none.
 func TestMoEDispatch(t *testing.T) {
-	s, _ := hw.ParseAcceleratorType("tpu7x-8")
-	r := DefaultRequest()
-	r.Model, r.Slice, r.MaxModelLen, r.Weights, r.KVCache = lookup(t, "qwen3-coder-480b-a35b"), s, 10240, FP8, FP8
-	r, err := NewRequest(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := qwenCoderRequest(t)
 	rc := newReplicaCost(r, 8)
 	if got, want := rc.moeDispatch(8192), 62*8192*3*2*6144/rc.bw; got != want {
 		t.Errorf("moeDispatch(8192) at EP 8 = %v s, want %v s", got, want)
@@ -411,13 +405,7 @@ func TestExpertRowsFillMetadata(t *testing.T) {
 // dense model has none, and matmulFLOPs is the same with or without the
 // experts' split out.
 func TestExpertFLOPs(t *testing.T) {
-	s, _ := hw.ParseAcceleratorType("tpu7x-8")
-	r := DefaultRequest()
-	r.Model, r.Slice, r.MaxModelLen, r.Weights, r.KVCache = lookup(t, "qwen3-coder-480b-a35b"), s, 10240, FP8, FP8
-	r, err := NewRequest(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := qwenCoderRequest(t)
 	rc := newReplicaCost(r, 8)
 	row := 2.0 * 62 * 3 * 6144 * 2560
 	if got, want := rc.expertFLOPs(1), 8*row; math.Abs(got-want) > 1e-6*want {
@@ -435,4 +423,19 @@ func TestExpertFLOPs(t *testing.T) {
 	if got := dense.expertFLOPs(8192); got != 0 || dense.routed != 0 {
 		t.Errorf("a dense model's expert FLOPs = %v (routed %v), want 0", got, dense.routed)
 	}
+}
+
+// qwenCoderRequest is Qwen3-Coder-480B served on tpu7x-8 with fp8 weights
+// and KV cache and sequences of up to 10,240 tokens, as the tpu-recipes
+// rows of validate/serving.yaml serve it.
+func qwenCoderRequest(t *testing.T) Request {
+	t.Helper()
+	s, _ := hw.ParseAcceleratorType("tpu7x-8")
+	r := DefaultRequest()
+	r.Model, r.Slice, r.MaxModelLen, r.Weights, r.KVCache = lookup(t, "qwen3-coder-480b-a35b"), s, 10240, FP8, FP8
+	r, err := NewRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
