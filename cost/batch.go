@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"math"
 	"time"
 
 	"shardlab/mesh"
@@ -135,6 +136,40 @@ func (bm *BatchMemory) Bound(globalBatch int) (Bound, error) {
 	j := bm.j
 	j.GlobalBatch = globalBatch
 	return bm.e.bound(j, bm.m, sh)
+}
+
+// MaxThroughput is at least Bound(b).TokensPerSecondPerChip() at every
+// batch b from lo to hi sequences per step the job runs at, without
+// costing any: a search need not find the batch of a job whose every
+// batch is slower than the layouts it keeps. The bound's step is its
+// compute (at least computeFloor's, each of its four terms rounded down
+// by under a nanosecond) stretched by the bubble and the slice sync (each
+// rounded down by under one more); a step's tokens over the floor's time
+// is monotone in the batch, so one of lo and hi is the fastest. It is
+// +Inf where the floor is too small to say (or the chip has no peak for
+// the job's quantization, which Bound reports).
+func (bm *BatchMemory) MaxThroughput(lo, hi int) float64 {
+	j, m, sh := &bm.j, bm.m, bm.sh
+	if _, err := j.MatmulPeak(m.Multislice.Slice.Chip); err != nil {
+		return math.Inf(1)
+	}
+	sh.b = 1
+	perShard, fixed := j.computeFloor(m, sh)
+	pp := bm.e.pipe(j.Schedule, sh.p, sh.m, sh.v)
+	k := 1 + pp.bubble/(1-pp.bubble) + j.calibration().SliceJitter*bm.e.maxNormal(m.Multislice.Slices)
+	// slack covers the floating-point rounding of this and of Bound
+	const slack = 1e-9
+	chips := float64(m.Chips())
+	best := 0.0
+	for _, b := range [2]int{lo, hi} {
+		floorNs := (perShard*float64(b)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
+		stepNs := k*(floorNs-4) - 2
+		if !(stepNs > 0) {
+			return math.Inf(1)
+		}
+		best = max(best, float64(b)*float64(j.Seq)/(stepNs/1e9)/chips)
+	}
+	return best * (1 + slack)
 }
 
 // shape is the job's shape at globalBatch, or the error Memory gives.

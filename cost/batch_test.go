@@ -276,3 +276,42 @@ func TestBatchMemorySetPolicy(t *testing.T) {
 		t.Errorf("%d memories compared, want at least 100", n)
 	}
 }
+
+// TestMaxThroughputBoundsTheBound: for every case and every remat
+// policy, no batch in a range runs faster than MaxThroughput of the range
+// says (the search drops a combination by it without finding its batch),
+// and the bound is near enough to be of use: within 1.5 times the fastest
+// batch's bound in most cases.
+func TestMaxThroughputBoundsTheBound(t *testing.T) {
+	e := NewEstimator()
+	n, near := 0, 0
+	for _, c := range batchCases(t) {
+		m := layout(t, c.accel, c.slices, c.layout)
+		bm, err := e.BatchMemory(c.j, m)
+		if err != nil {
+			continue
+		}
+		for _, r := range []struct{ lo, hi int }{{1, 1}, {1, 8}, {3, 40}, {64, 64}, {1, 300}} {
+			lo, hi := r.lo*bm.shards, r.hi*bm.shards
+			got := bm.MaxThroughput(lo, hi)
+			fastest := 0.0
+			for b := lo; b <= hi; b += bm.shards {
+				bd, err := bm.Bound(b)
+				if err != nil {
+					t.Fatalf("%s, batch %d: %v", c.name, b, err)
+				}
+				fastest = max(fastest, bd.TokensPerSecondPerChip())
+			}
+			n++
+			if got < fastest {
+				t.Errorf("%s, batches %d to %d: MaxThroughput %v, below the bound %v of one of them", c.name, lo, hi, got, fastest)
+			}
+			if got <= 1.5*fastest {
+				near++
+			}
+		}
+	}
+	if n < 50 || near < n*3/4 {
+		t.Errorf("MaxThroughput within 1.5 times the fastest bound in %d of %d ranges, want at least 3/4 of at least 50", near, n)
+	}
+}

@@ -510,8 +510,20 @@ const outclassed cost.Reason = "outclassed"
 // within the limit; prior's when a layout of m's sizes found it) and costs
 // the step of m, a layout of tier t with an expert axis or not. It returns
 // the throughput (cost.Throughput) and the batch, or why there is none:
-// outclassed when the step's bound (cost.Bound) is already too slow.
+// outclassed when the step's bound (cost.Bound), or before the batch is
+// found every batch's (cost.BatchMemory.MaxThroughput), is already too
+// slow.
 func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bool) (float64, batchFit) {
+	if prior != nil && prior.batch == 0 && prior.reason == "" && !w.bars.outclassed(t, prior.bound, expert) {
+		// the layout of m's sizes was outclassed before its batch was
+		// found: find it now
+		tps, f := w.fit(j, m, nil, t, expert)
+		*prior = f
+		if f.reason == outclassed {
+			prior.reason = ""
+		}
+		return tps, f
+	}
 	var b cost.Bound
 	f := batchFit{}
 	if prior != nil {
@@ -530,7 +542,7 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bo
 		}
 	} else {
 		var bm *cost.BatchMemory
-		if f, bm = w.fitBatch(j, m); f.reason != "" {
+		if f, bm = w.fitBatch(j, m, t, expert); f.reason != "" {
 			return 0, f
 		}
 		var err error
@@ -550,9 +562,14 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bo
 	return w.est.Throughput(b), f
 }
 
-// fitBatch picks the global batch of j on m, or says why none runs, and
-// returns the job's memory on m (worker.memory) when it found one.
-func (w *worker) fitBatch(j cost.Job, m mesh.Mesh) (batchFit, *cost.BatchMemory) {
+// fitBatch picks the global batch of j on m, a layout of tier t with an
+// expert axis or not, or says why none runs, and returns the job's memory
+// on m (worker.memory) when it found one. Where the smallest batch fits
+// but no batch up to the largest could be kept
+// (cost.BatchMemory.MaxThroughput), the combination is outclassed with
+// that bound and its batch is not looked for (0, when the request sets
+// none).
+func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, t Tier, expert bool) (batchFit, *cost.BatchMemory) {
 	// the expert axis shards the batch as data and fsdp do
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	reason := func(err error) cost.Reason {
@@ -570,34 +587,36 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh) (batchFit, *cost.BatchMemory)
 		}
 		return why
 	}
+	// per-shard batches are multiples of step: 1, or the chip's devices
+	// when they must split its sequences (microStep); the request's batch
+	// is the only one when it sets one
+	step := max(w.req.microStep, 1)
+	lo, hi := step*shards, w.req.MaxGlobalBatch/shards/step*step*shards
 	if w.req.GlobalBatch > 0 {
-		j.GlobalBatch = w.req.GlobalBatch
-		var err error
-		if bm, err = w.memory(j, m); err != nil {
-			return batchFit{reason: reason(err)}, nil
-		}
-		if why := try(j.GlobalBatch); why != "" {
-			return batchFit{reason: why}, nil
-		}
-	} else {
-		// per-shard batches are multiples of step: 1, or the chip's
-		// devices when they must split its sequences (microStep)
-		step := max(w.req.microStep, 1)
-		hi := w.req.MaxGlobalBatch / shards / step
-		if hi < 1 {
-			return batchFit{reason: ReasonBatchLimit}, nil
-		}
-		var err error
-		if bm, err = w.memory(j, m); err != nil {
-			return batchFit{reason: reason(err)}, nil
-		}
-		if why := try(step * shards); why != "" {
-			return batchFit{reason: why}, nil
-		}
-		n := largest(hi, func(n int) bool { return try(n*step*shards) == "" })
-		j.GlobalBatch = n * step * shards
+		lo, hi = w.req.GlobalBatch, w.req.GlobalBatch
 	}
-	return batchFit{batch: j.GlobalBatch}, bm
+	if hi < lo {
+		return batchFit{reason: ReasonBatchLimit}, nil
+	}
+	j.GlobalBatch = lo
+	var err error
+	if bm, err = w.memory(j, m); err != nil {
+		return batchFit{reason: reason(err)}, nil
+	}
+	if why := try(lo); why != "" {
+		return batchFit{reason: why}, nil
+	}
+	if w.req.GlobalBatch > 0 {
+		if ub := bm.MaxThroughput(lo, hi); w.bars.outclassed(t, ub, expert) {
+			return batchFit{batch: lo, reason: outclassed, bound: ub}, nil
+		}
+		return batchFit{batch: lo}, bm
+	}
+	if ub := bm.MaxThroughput(lo, hi); w.bars.outclassed(t, ub, expert) {
+		return batchFit{reason: outclassed, bound: ub}, nil // batch not found
+	}
+	n := largest(hi/(step*shards), func(n int) bool { return try(n*step*shards) == "" })
+	return batchFit{batch: n * step * shards}, bm
 }
 
 // largest is the largest per-shard batch of 1 to hi that fits, where 1
