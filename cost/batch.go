@@ -29,6 +29,7 @@ type BatchMemory struct {
 	n      int // pipeline stages to weigh: 1, or the first and last
 	// state is the larger stage state: no batch takes less HBM
 	state, usable unit.Bytes
+	floor         stepFloor // MaxThroughput's, once worked out
 }
 
 // BatchMemory checks j on m as Memory does, but for the global batch, and
@@ -115,8 +116,8 @@ func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
 		return ReasonHBM, nil
 	}
 	var why Reason
-	for i, b := range bm.stages[:bm.n] {
-		switch r := bm.j.stageMemory(b, sh, stage(i)).mem.Reason(); r {
+	for i := range bm.stages[:bm.n] {
+		switch r := bm.j.stageReason(&bm.stages[i], &sh, stage(i)); r {
 		case ReasonHBM:
 			return r, nil
 		case ReasonHost:
@@ -149,27 +150,40 @@ func (bm *BatchMemory) Bound(globalBatch int) (Bound, error) {
 // +Inf where the floor is too small to say (or the chip has no peak for
 // the job's quantization, which Bound reports).
 func (bm *BatchMemory) MaxThroughput(lo, hi int) float64 {
-	j, m, sh := &bm.j, bm.m, bm.sh
-	if _, err := j.MatmulPeak(m.Multislice.Slice.Chip); err != nil {
+	j, m, sh := &bm.j, &bm.m, bm.sh
+	f := &bm.floor
+	if !f.ok {
+		_, err := j.MatmulPeak(m.Multislice.Slice.Chip)
+		pp := bm.e.pipe(j.Schedule, sh.p, sh.m, sh.v)
+		f.ok, f.noPeak = true, err != nil
+		f.stretch = 1 + pp.bubble/(1-pp.bubble) + j.calibration().SliceJitter*bm.e.maxNormal(m.Multislice.Slices)
+	}
+	if f.noPeak {
 		return math.Inf(1)
 	}
 	sh.b = 1
-	perShard, fixed := j.computeFloor(m, sh)
-	pp := bm.e.pipe(j.Schedule, sh.p, sh.m, sh.v)
-	k := 1 + pp.bubble/(1-pp.bubble) + j.calibration().SliceJitter*bm.e.maxNormal(m.Multislice.Slices)
+	perShard, fixed := j.computeFloor(m, &sh)
 	// slack covers the floating-point rounding of this and of Bound
 	const slack = 1e-9
 	chips := float64(m.Chips())
 	best := 0.0
 	for _, b := range [2]int{lo, hi} {
 		floorNs := (perShard*float64(b)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
-		stepNs := k*(floorNs-4) - 2
+		stepNs := f.stretch*(floorNs-4) - 2
 		if !(stepNs > 0) {
 			return math.Inf(1)
 		}
 		best = max(best, float64(b)*float64(j.Seq)/(stepNs/1e9)/chips)
 	}
 	return best * (1 + slack)
+}
+
+// stepFloor is what MaxThroughput finds once for a job's memory, whatever
+// its policy: whether the chip has a peak for the job's matmuls, and by how
+// much the bubble and the slice sync stretch the compute.
+type stepFloor struct {
+	ok, noPeak bool
+	stretch    float64
 }
 
 // shape is the job's shape at globalBatch, or the error Memory gives.

@@ -170,11 +170,11 @@ func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }
 // is useful MACs over the arrays' capacity, at most 1, and mxuStats'
 // means of it are too), the vector work and the optimizer's update as
 // compute has them, and nothing offloaded.
-func (j Job) computeFloor(m mesh.Mesh, sh shape) (perBatch, fixed float64) {
+func (j *Job) computeFloor(m *mesh.Mesh, sh *shape) (perBatch, fixed float64) {
 	chip := m.Multislice.Slice.Chip
 	shards := sh.d * sh.f * sh.e * sh.m
 	tokens := float64(sh.b*shards) * float64(j.Seq)
-	mxu, attn := j.matmulSeconds(chip, float64(m.Chips()), j.computeFLOPs(sh, tokens), 1, 1)
+	mxu, attn := j.matmulSeconds(chip, float64(m.Chips()), j.computeFLOPs(*sh, tokens), 1, 1)
 	bw := float64(chip.HBMBandwidth)
-	return mxu + attn + j.vectorBytes(sh, sh.r)/bw, j.optimizerBytes(sh) / bw
+	return mxu + attn + j.vectorBytes(*sh, sh.r)/bw, j.optimizerBytes(*sh) / bw
 }

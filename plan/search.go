@@ -70,7 +70,7 @@ type family struct {
 // set to j's policy when j shares its schedule, chunks and micro-batches:
 // a layout that cannot run them (*cost.Infeasible) cannot with any
 // policy. It is good until the next call.
-func (w *worker) memory(j cost.Job, m mesh.Mesh) (*cost.BatchMemory, error) {
+func (w *worker) memory(j *cost.Job, m *mesh.Mesh) (*cost.BatchMemory, error) {
 	f := &w.family
 	if f.ok && f.k == j.Schedule && f.v == j.Chunks && f.mb == j.MicroBatches {
 		if f.err != nil {
@@ -79,7 +79,7 @@ func (w *worker) memory(j cost.Job, m mesh.Mesh) (*cost.BatchMemory, error) {
 		return &f.bm, f.bm.SetPolicy(j.Remat, j.RingOfExperts)
 	}
 	var err error
-	f.bm, err = w.est.BatchMemory(j, m)
+	f.bm, err = w.est.BatchMemory(*j, *m)
 	var inf *cost.Infeasible
 	f.ok, f.k, f.v, f.mb, f.err = err == nil || errors.As(err, &inf), j.Schedule, j.Chunks, j.MicroBatches, err
 	return &f.bm, err
@@ -138,6 +138,10 @@ func (b *bars) raise(t Tier, v float64, expert bool) {
 		b.expert, b.haveExpert = v, true
 	}
 }
+
+// full reports whether tier t holds keep layouts: until it does, it
+// outclasses none.
+func (b *bars) full(t Tier) bool { return len(b.tier[t]) >= b.keep }
 
 // outclassed reports whether a layout of tier t, with an expert axis or
 // not, whose throughput is at most max cannot be kept: keep layouts of its
@@ -352,16 +356,17 @@ func (s *searcher) offerAll(c Candidate) {
 // unfitCandidate costs a requested layout that does not fit, at the
 // request's batch or the smallest one, so the plan can show by how much it
 // misses.
-func (w *worker) unfitCandidate(j cost.Job, m mesh.Mesh) *Candidate {
+func (w *worker) unfitCandidate(jp *cost.Job, m *mesh.Mesh) *Candidate {
+	j := *jp
 	j.GlobalBatch = w.req.GlobalBatch
 	if j.GlobalBatch == 0 {
 		j.GlobalBatch = m.Size(mesh.Data) * m.Size(mesh.FSDP) * j.MicroBatches
 	}
-	est, err := w.est.Estimate(j, m)
+	est, err := w.est.Estimate(j, *m)
 	if err != nil {
 		return nil
 	}
-	return &Candidate{Estimate: est, Tier: TierOf(m)}
+	return &Candidate{Estimate: est, Tier: TierOf(*m)}
 }
 
 // layout costs one mesh over its micro-batch counts and remat policies.
@@ -402,7 +407,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 						prior = &known[i]
 					}
 					i++
-					f := w.try(&out, m, combo{sc.k, sc.v, mb, r, ring}, prior)
+					f := w.try(&out, &m, combo{sc.k, sc.v, mb, r, ring}, prior)
 					if remember {
 						fits = append(fits, f)
 					}
@@ -478,11 +483,11 @@ func (w *worker) rings(m mesh.Mesh) []bool {
 
 // try bounds one mesh run as c, with the batch a mesh of its sizes found
 // (prior) when there is one, and returns the batch.
-func (w *worker) try(out *outcome, m mesh.Mesh, c combo, prior *batchFit) batchFit {
+func (w *worker) try(out *outcome, m *mesh.Mesh, c combo, prior *batchFit) batchFit {
 	out.evaluated++
 	j := c.with(w.job)
 	expert := m.Size(mesh.Expert) > 1
-	tps, fit := w.fit(j, m, prior, out.tier, expert)
+	tps, fit := w.fit(&j, m, prior, out.tier, expert)
 	switch fit.reason {
 	case outclassed:
 		fit.reason = "" // the batch runs; the layout cannot be kept
@@ -491,7 +496,7 @@ func (w *worker) try(out *outcome, m mesh.Mesh, c combo, prior *batchFit) batchF
 		w.bars.raise(out.tier, tps, expert)
 	case cost.ReasonHBM, cost.ReasonHost:
 		if w.req.Axes != nil {
-			if u := w.unfitCandidate(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
+			if u := w.unfitCandidate(&j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
 				out.unfit = u
 			}
 		}
@@ -513,7 +518,7 @@ const outclassed cost.Reason = "outclassed"
 // outclassed when the step's bound (cost.Bound), or before the batch is
 // found every batch's (cost.BatchMemory.MaxThroughput), is already too
 // slow.
-func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bool) (float64, batchFit) {
+func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert bool) (float64, batchFit) {
 	if prior != nil && prior.batch == 0 && prior.reason == "" && !w.bars.outclassed(t, prior.bound, expert) {
 		// the layout of m's sizes was outclassed before its batch was
 		// found: find it now
@@ -535,9 +540,10 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bo
 			f.reason = outclassed
 			return 0, f
 		}
-		j.GlobalBatch = f.batch
+		jb := *j
+		jb.GlobalBatch = f.batch
 		var err error
-		if b, err = w.est.Bound(j, m); err != nil {
+		if b, err = w.est.Bound(jb, *m); err != nil {
 			panic(err) // a layout of the same sizes ran this batch
 		}
 	} else {
@@ -569,7 +575,7 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bo
 // (cost.BatchMemory.MaxThroughput), the combination is outclassed with
 // that bound and its batch is not looked for (0, when the request sets
 // none).
-func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, t Tier, expert bool) (batchFit, *cost.BatchMemory) {
+func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batchFit, *cost.BatchMemory) {
 	// the expert axis shards the batch as data and fsdp do
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	reason := func(err error) cost.Reason {
@@ -598,7 +604,6 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, t Tier, expert bool) (batchFi
 	if hi < lo {
 		return batchFit{reason: ReasonBatchLimit}, nil
 	}
-	j.GlobalBatch = lo
 	var err error
 	if bm, err = w.memory(j, m); err != nil {
 		return batchFit{reason: reason(err)}, nil
@@ -606,14 +611,17 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh, t Tier, expert bool) (batchFi
 	if why := try(lo); why != "" {
 		return batchFit{reason: why}, nil
 	}
-	if w.req.GlobalBatch > 0 {
+	if w.bars.full(t) {
 		if ub := bm.MaxThroughput(lo, hi); w.bars.outclassed(t, ub, expert) {
-			return batchFit{batch: lo, reason: outclassed, bound: ub}, nil
+			f := batchFit{reason: outclassed, bound: ub} // the batch not looked for (0)
+			if w.req.GlobalBatch > 0 {
+				f.batch = lo
+			}
+			return f, nil
 		}
-		return batchFit{batch: lo}, bm
 	}
-	if ub := bm.MaxThroughput(lo, hi); w.bars.outclassed(t, ub, expert) {
-		return batchFit{reason: outclassed, bound: ub}, nil // batch not found
+	if w.req.GlobalBatch > 0 {
+		return batchFit{batch: lo}, bm
 	}
 	n := largest(hi/(step*shards), func(n int) bool { return try(n*step*shards) == "" })
 	return batchFit{batch: n * step * shards}, bm
