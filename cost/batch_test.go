@@ -182,7 +182,7 @@ func TestBoundIsBelowTheStep(t *testing.T) {
 			}
 			// the search ranks by Throughput and finishes only what it
 			// keeps: it must be the finished estimate's, to the bit
-			if got := e.Throughput(bound); got != est.TokensPerSecondPerChip {
+			if got := e.Throughput(&bound); got != est.TokensPerSecondPerChip {
 				t.Errorf("%s, batch %d: Throughput %v, the finished estimate's %v", c.name, j.GlobalBatch, got, est.TokensPerSecondPerChip)
 			}
 			if bound.Step() == est.Time.Step && est.Time.ICI+est.Time.DCN > 0 {

@@ -89,13 +89,14 @@ func (j Job) computeFLOPs(sh shape, tokens float64) stepFLOPs {
 // all times the residual efficiency.
 func (j Job) matmulSeconds(chip hw.Chip, chips float64, fl stepFLOPs, matmul, attention float64) (mxu, attn float64) {
 	peak, _ := j.MatmulPeak(chip)
-	bf16Eff := matmul * j.efficiency(chip) // a bf16 GEMM's share of the bf16 peak
+	eff := j.efficiency(chip)
+	bf16Eff := matmul * eff // a bf16 GEMM's share of the bf16 peak
 	mmEff := bf16Eff
 	if j.Quantization != QuantNone {
 		mmEff *= j.calibration().Quantized
 	}
 	mxu = (fl.matmul+fl.recompute)/chips/(peak*mmEff) + fl.sortPerChip/chips/(float64(chip.PeakBF16)*bf16Eff)
-	attn = fl.attention / chips / (float64(chip.PeakBF16) * attention * j.efficiency(chip) * j.calibration().Attention)
+	attn = fl.attention / chips / (float64(chip.PeakBF16) * attention * eff * j.calibration().Attention)
 	return mxu, attn
 }
 

@@ -565,7 +565,7 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 		f.reason = outclassed
 		return 0, f
 	}
-	return w.est.Throughput(b), f
+	return w.est.Throughput(&b), f
 }
 
 // fitBatch picks the global batch of j on m, a layout of tier t with an
