@@ -150,9 +150,10 @@ func (bm *BatchMemory) Bound(globalBatch int) (Bound, error) {
 // +Inf where the floor is too small to say (or the chip has no peak for
 // the job's quantization, which Bound reports).
 func (bm *BatchMemory) MaxThroughput(lo, hi int) float64 {
-	j, m, sh := &bm.j, &bm.m, bm.sh
+	j, m, sh := &bm.j, &bm.m, &bm.sh // at one sequence per micro-batch
 	f := &bm.floor
 	if !f.ok {
+		f.chips = float64(m.Chips())
 		_, err := j.MatmulPeak(m.Multislice.Slice.Chip)
 		pp := bm.e.pipe(j.Schedule, sh.p, sh.m, sh.v)
 		f.ok, f.noPeak = true, err != nil
@@ -161,11 +162,9 @@ func (bm *BatchMemory) MaxThroughput(lo, hi int) float64 {
 	if f.noPeak {
 		return math.Inf(1)
 	}
-	sh.b = 1
-	perShard, fixed := j.computeFloor(m, &sh)
+	perShard, fixed := j.computeFloor(m, sh)
 	// slack covers the floating-point rounding of this and of Bound
 	const slack = 1e-9
-	chips := float64(m.Chips())
 	best := 0.0
 	for _, b := range [2]int{lo, hi} {
 		floorNs := (perShard*float64(b)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
@@ -173,17 +172,17 @@ func (bm *BatchMemory) MaxThroughput(lo, hi int) float64 {
 		if !(stepNs > 0) {
 			return math.Inf(1)
 		}
-		best = max(best, float64(b)*float64(j.Seq)/(stepNs/1e9)/chips)
+		best = max(best, float64(b)*float64(j.Seq)/(stepNs/1e9)/f.chips)
 	}
 	return best * (1 + slack)
 }
 
 // stepFloor is what MaxThroughput finds once for a job's memory, whatever
-// its policy: whether the chip has a peak for the job's matmuls, and by how
-// much the bubble and the slice sync stretch the compute.
+// its policy: whether the chip has a peak for the job's matmuls, by how
+// much the bubble and the slice sync stretch the compute, and the chips.
 type stepFloor struct {
-	ok, noPeak bool
-	stretch    float64
+	ok, noPeak     bool
+	stretch, chips float64
 }
 
 // shape is the job's shape at globalBatch, or the error Memory gives.

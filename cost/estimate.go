@@ -184,8 +184,8 @@ type Estimator struct {
 		st mxuStats
 		ok bool
 	}
-	layers  map[layerKey]layerShape  // for model
-	params  map[paramsKey][2]float64 // for model
+	layers map[layerKey]layerShape  // for model
+	params map[paramsKey][2]float64 // for model
 	// flops is jobFLOPs for model at flopsKey, when flopsOK.
 	flops    jobFLOPs
 	flopsKey flopsKey
