@@ -608,39 +608,33 @@ func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batch
 	if bm, err = w.memory(j, m); err != nil {
 		return batchFit{reason: reason(err)}, nil
 	}
-	if why := try(lo); why != "" {
+	// What a batch needs never falls as it grows (cost's
+	// TestBatchMemoryGrowsWithTheBatch): where the largest batch fits, as
+	// it mostly does, it is the batch, in one weighing, and the smallest
+	// fits too; else the batches between are bisected
+	batch := 0 // not yet found
+	if why := try(hi); why == "" {
+		batch = hi
+	} else if lo == hi {
+		return batchFit{reason: why}, nil
+	} else if why := try(lo); why != "" {
 		return batchFit{reason: why}, nil
 	}
 	if w.bars.full(t) {
-		if ub := bm.MaxThroughput(lo, hi); w.bars.outclassed(t, ub, expert) {
-			f := batchFit{reason: outclassed, bound: ub} // the batch not looked for (0)
-			if w.req.GlobalBatch > 0 {
-				f.batch = lo
-			}
-			return f, nil
+		if ub := bm.MaxThroughput(max(lo, batch), hi); w.bars.outclassed(t, ub, expert) {
+			return batchFit{batch: batch, reason: outclassed, bound: ub}, nil
 		}
 	}
-	if w.req.GlobalBatch > 0 {
-		return batchFit{batch: lo}, bm
+	if batch == 0 {
+		unit := step * shards
+		batch = bisect(1, hi/unit-1, func(n int) bool { return try(n*unit) == "" }) * unit
 	}
-	n := largest(hi/(step*shards), func(n int) bool { return try(n*step*shards) == "" })
-	return batchFit{batch: n * step * shards}, bm
+	return batchFit{batch: batch}, bm
 }
 
-// largest is the largest per-shard batch of 1 to hi that fits, where 1
-// does. What a batch needs never falls as it grows (cost's
-// TestBatchMemoryGrowsWithTheBatch), so where hi fits, as it mostly does,
-// it is the largest, in one weighing; else the batches below it are
-// bisected.
-func largest(hi int, fits func(n int) bool) int {
-	lo := 1
-	if hi > 1 {
-		if fits(hi) {
-			lo = hi
-		} else {
-			hi--
-		}
-	}
+// bisect is the largest of lo to hi that fits, where lo does, weighing
+// neither lo nor more than log2(hi-lo+1) others rounded up.
+func bisect(lo, hi int, fits func(n int) bool) int {
 	for lo < hi {
 		mid := lo + (hi-lo+1)/2
 		if fits(mid) {
