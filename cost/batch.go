@@ -75,6 +75,7 @@ func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
 	}
 	j.GlobalBatch = bm.shards
 	bm.j = j
+	bm.floor.computeOK = false
 	bm.sh.layerShape = bm.e.layerShape(j, bm.sh)
 	bm.sh = j.withBatch(bm.sh, 1)
 	return nil
@@ -150,21 +151,11 @@ func (bm *BatchMemory) Bound(globalBatch int) (Bound, error) {
 // +Inf where the floor is too small to say (or the chip has no peak for
 // the job's quantization, which Bound reports).
 func (bm *BatchMemory) MaxThroughput(lo, hi int) float64 {
-	j, m, sh := &bm.j, &bm.m, &bm.sh // at one sequence per micro-batch
-	f := &bm.floor
-	if !f.ok {
-		f.chips = float64(m.Chips())
-		_, err := j.MatmulPeak(m.Multislice.Slice.Chip)
-		pp := bm.e.pipe(j.Schedule, sh.p, sh.m, sh.v)
-		f.ok, f.noPeak = true, err != nil
-		f.stretch = 1 + pp.bubble/(1-pp.bubble) + j.calibration().SliceJitter*bm.e.maxNormal(m.Multislice.Slices)
-	}
+	f := bm.stepFloor()
 	if f.noPeak {
 		return math.Inf(1)
 	}
-	perShard, fixed := j.computeFloor(m, sh)
-	// slack covers the floating-point rounding of this and of Bound
-	const slack = 1e-9
+	perShard, fixed := bm.computeFloor()
 	best := 0.0
 	for _, b := range [2]int{lo, hi} {
 		floorNs := (perShard*float64(b)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
@@ -172,17 +163,76 @@ func (bm *BatchMemory) MaxThroughput(lo, hi int) float64 {
 		if !(stepNs > 0) {
 			return math.Inf(1)
 		}
-		best = max(best, float64(b)*float64(j.Seq)/(stepNs/1e9)/f.chips)
+		best = max(best, float64(b)*float64(bm.j.Seq)/(stepNs/1e9)/f.chips)
 	}
 	return best * (1 + slack)
 }
 
-// stepFloor is what MaxThroughput finds once for a job's memory, whatever
-// its policy: whether the chip has a peak for the job's matmuls, by how
-// much the bubble and the slice sync stretch the compute, and the chips.
+// slack covers the floating-point rounding of the ceilings on throughput
+// and of what they bound.
+const slack = 1e-9
+
+// ThroughputCeiling is at least the estimator's Throughput of the job's
+// Bound at globalBatch, without its compute: MaxThroughput's step at the
+// batch and at least the collectives' share of it (commFloor). It is +Inf
+// where that says nothing.
+func (bm *BatchMemory) ThroughputCeiling(globalBatch int) float64 {
+	f := bm.stepFloor()
+	sh, err := bm.shape(globalBatch)
+	if f.noPeak || err != nil {
+		return math.Inf(1)
+	}
+	e := bm.e
+	est := Estimate{Mesh: bm.m, Job: bm.j, MicroBatchSize: sh.b, Comms: e.comms[:0]}
+	est.Job.GlobalBatch = globalBatch
+	comm := e.commFloor(&est, sh)
+	e.comms = est.Comms
+	perShard, fixed := bm.computeFloor()
+	floorNs := (perShard*float64(globalBatch)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
+	commNs := comm * 1e9
+	commNs -= math.Abs(commNs) * slack
+	stepNs := f.stretch*(floorNs-4) - 2 + commNs
+	if !(stepNs > 0) || math.IsInf(comm, 0) {
+		return math.Inf(1)
+	}
+	return float64(globalBatch) * float64(bm.j.Seq) / (stepNs / 1e9) / f.chips * (1 + slack)
+}
+
+// computeFloor is computeFloor of the job at one sequence per
+// micro-batch, worked out once per policy.
+func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
+	f := &bm.floor
+	if !f.computeOK {
+		f.perShard, f.fixed = bm.j.computeFloor(&bm.m, &bm.sh)
+		f.computeOK = true
+	}
+	return f.perShard, f.fixed
+}
+
+// stepFloor is bm.floor, worked out the first time.
+func (bm *BatchMemory) stepFloor() *stepFloor {
+	f := &bm.floor
+	if !f.ok {
+		j, m, sh := &bm.j, &bm.m, &bm.sh
+		_, err := j.MatmulPeak(m.Multislice.Slice.Chip)
+		pp := bm.e.pipe(j.Schedule, sh.p, sh.m, sh.v)
+		f.ok, f.noPeak, f.chips = true, err != nil, float64(m.Chips())
+		f.stretch = 1 + pp.bubble/(1-pp.bubble) + j.calibration().SliceJitter*bm.e.maxNormal(m.Multislice.Slices)
+	}
+	return f
+}
+
+// stepFloor is what the ceilings on throughput find once for a job's
+// memory, whatever its policy: whether the chip has a peak for the job's
+// matmuls, by how much the bubble and the slice sync stretch the compute,
+// and the chips; and, until the policy changes, its compute's floor.
 type stepFloor struct {
 	ok, noPeak     bool
 	stretch, chips float64
+	// computeFloor's at one sequence per micro-batch, for the policy
+	// set, when computeOK
+	computeOK       bool
+	perShard, fixed float64
 }
 
 // shape is the job's shape at globalBatch, or the error Memory gives.

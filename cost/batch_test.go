@@ -315,3 +315,41 @@ func TestMaxThroughputBoundsTheBound(t *testing.T) {
 		t.Errorf("MaxThroughput within 1.5 times the fastest bound in %d of %d ranges, want at least 3/4 of at least 50", near, n)
 	}
 }
+
+// TestThroughputCeiling: for every case and every remat policy, the
+// ceiling at a batch is at least the throughput the search ranks by there
+// (Throughput of the batch's Bound; the search drops a combination by it
+// before its bound is worked out), and near enough to be of use: within
+// 1.5 times of it in most cases.
+func TestThroughputCeiling(t *testing.T) {
+	e := NewEstimator()
+	n, near := 0, 0
+	for _, c := range batchCases(t) {
+		m := layout(t, c.accel, c.slices, c.layout)
+		for _, r := range SearchRemats() {
+			c.j.Remat = r
+			bm, err := e.BatchMemory(c.j, m)
+			if err != nil {
+				continue
+			}
+			for _, per := range []int{1, 3, 8, 64} {
+				b := per * bm.shards
+				bd, err := bm.Bound(b)
+				if err != nil {
+					t.Fatalf("%s, batch %d: %v", c.name, b, err)
+				}
+				got, want := bm.ThroughputCeiling(b), e.Throughput(&bd)
+				n++
+				if got < want {
+					t.Errorf("%s, %s, batch %d: ceiling %v, below the throughput %v", c.name, r, b, got, want)
+				}
+				if got <= 1.5*want {
+					near++
+				}
+			}
+		}
+	}
+	if n < 200 || near < n/2 {
+		t.Errorf("ThroughputCeiling within 1.5 times the throughput in %d of %d batches, want at least half of at least 200", near, n)
+	}
+}

@@ -516,8 +516,9 @@ const outclassed cost.Reason = "outclassed"
 // the step of m, a layout of tier t with an expert axis or not. It returns
 // the throughput (cost.Throughput) and the batch, or why there is none:
 // outclassed when the step's bound (cost.Bound), or before the batch is
-// found every batch's (cost.BatchMemory.MaxThroughput), is already too
-// slow.
+// found every batch's (cost.BatchMemory.MaxThroughput), or before the
+// bound is worked out the batch's ceiling with its collectives
+// (cost.BatchMemory.ThroughputCeiling), is already too slow.
 func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert bool) (float64, batchFit) {
 	if prior != nil && prior.batch == 0 && prior.reason == "" && !w.bars.outclassed(t, prior.bound, expert) {
 		// the layout of m's sizes was outclassed before its batch was
@@ -549,6 +550,12 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 	} else {
 		var bm *cost.BatchMemory
 		if f, bm = w.fitBatch(j, m, t, expert); f.reason != "" {
+			return 0, f
+		}
+		if w.bars.full(t) && w.bars.outclassed(t, bm.ThroughputCeiling(f.batch), expert) {
+			// its collectives make it too slow here; a layout of its sizes
+			// elsewhere (prior) has its compute's bound
+			f.reason, f.bound = outclassed, bm.MaxThroughput(f.batch, f.batch)
 			return 0, f
 		}
 		var err error
