@@ -18,9 +18,12 @@ import (
 // with its own estimator, cost the meshes in batches, merged in
 // enumeration order: each mesh is tried over its combinations (layout),
 // each combination's batch found in HBM and its step bounded (fit); a
-// combination whose bound is below the bars of the layouts known so far is
-// dropped, and the others' throughput is worked out in full
-// (cost.Throughput), which is all that ranks them. Then only the
+// combination that cannot beat the bars of the layouts known so far is
+// dropped as soon as a ceiling on its throughput shows it (before its
+// batch is looked for: cost.BatchMemory.MaxThroughput; before its bound:
+// ThroughputCeiling; before its collectives: its bound), and the others'
+// throughput is worked out in full (cost.Throughput), which is all that
+// ranks them. Then only the
 // combinations that can be kept are finished (finishBounded), the fastest
 // first: once a tier holds keep layouts, no slower one can enter it.
 
