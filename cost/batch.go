@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"math"
 	"time"
 
 	"shardlab/mesh"
@@ -28,6 +29,7 @@ type BatchMemory struct {
 	n      int // pipeline stages to weigh: 1, or the first and last
 	// state is the larger stage state: no batch takes less HBM
 	state, usable unit.Bytes
+	floor         stepFloor // MaxThroughput's, once worked out
 }
 
 // BatchMemory checks j on m as Memory does, but for the global batch, and
@@ -73,6 +75,7 @@ func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
 	}
 	j.GlobalBatch = bm.shards
 	bm.j = j
+	bm.floor.computeOK = false
 	bm.sh.layerShape = bm.e.layerShape(j, bm.sh)
 	bm.sh = j.withBatch(bm.sh, 1)
 	return nil
@@ -114,8 +117,8 @@ func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
 		return ReasonHBM, nil
 	}
 	var why Reason
-	for i, b := range bm.stages[:bm.n] {
-		switch r := bm.j.stageMemory(b, sh, stage(i)).mem.Reason(); r {
+	for i := range bm.stages[:bm.n] {
+		switch r := bm.j.stageReason(&bm.stages[i], &sh, stage(i)); r {
 		case ReasonHBM:
 			return r, nil
 		case ReasonHost:
@@ -135,6 +138,101 @@ func (bm *BatchMemory) Bound(globalBatch int) (Bound, error) {
 	j := bm.j
 	j.GlobalBatch = globalBatch
 	return bm.e.bound(j, bm.m, sh)
+}
+
+// MaxThroughput is at least Bound(b).TokensPerSecondPerChip() at every
+// batch b from lo to hi sequences per step the job runs at, without
+// costing any: a search need not find the batch of a job whose every
+// batch is slower than the layouts it keeps. The bound's step is its
+// compute (at least computeFloor's, each of its four terms rounded down
+// by under a nanosecond) stretched by the bubble and the slice sync (each
+// rounded down by under one more); a step's tokens over the floor's time
+// is monotone in the batch, so one of lo and hi is the fastest. It is
+// +Inf where the floor is too small to say (or the chip has no peak for
+// the job's quantization, which Bound reports).
+func (bm *BatchMemory) MaxThroughput(lo, hi int) float64 {
+	f := bm.stepFloor()
+	if f.noPeak {
+		return math.Inf(1)
+	}
+	perShard, fixed := bm.computeFloor()
+	best := 0.0
+	for _, b := range [2]int{lo, hi} {
+		floorNs := (perShard*float64(b)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
+		stepNs := f.stretch*(floorNs-4) - 2
+		if !(stepNs > 0) {
+			return math.Inf(1)
+		}
+		best = max(best, float64(b)*float64(bm.j.Seq)/(stepNs/1e9)/f.chips)
+	}
+	return best * (1 + slack)
+}
+
+// slack covers the floating-point rounding of the ceilings on throughput
+// and of what they bound.
+const slack = 1e-9
+
+// ThroughputCeiling is at least the estimator's Throughput of the job's
+// Bound at globalBatch, without its compute: MaxThroughput's step at the
+// batch and at least the collectives' share of it (commFloor). It is +Inf
+// where that says nothing.
+func (bm *BatchMemory) ThroughputCeiling(globalBatch int) float64 {
+	f := bm.stepFloor()
+	sh, err := bm.shape(globalBatch)
+	if f.noPeak || err != nil {
+		return math.Inf(1)
+	}
+	e := bm.e
+	est := Estimate{Mesh: bm.m, Job: bm.j, MicroBatchSize: sh.b, Comms: e.comms[:0]}
+	est.Job.GlobalBatch = globalBatch
+	comm := e.commFloor(&est, sh)
+	e.comms = est.Comms
+	perShard, fixed := bm.computeFloor()
+	floorNs := (perShard*float64(globalBatch)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
+	commNs := comm * 1e9
+	commNs -= math.Abs(commNs) * slack
+	stepNs := f.stretch*(floorNs-4) - 2 + commNs
+	if !(stepNs > 0) || math.IsInf(comm, 0) {
+		return math.Inf(1)
+	}
+	return float64(globalBatch) * float64(bm.j.Seq) / (stepNs / 1e9) / f.chips * (1 + slack)
+}
+
+// computeFloor is computeFloor of the job at one sequence per
+// micro-batch, worked out once per policy.
+func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
+	f := &bm.floor
+	if !f.computeOK {
+		f.perShard, f.fixed = bm.j.computeFloor(&bm.m, &bm.sh)
+		f.computeOK = true
+	}
+	return f.perShard, f.fixed
+}
+
+// stepFloor is bm.floor, worked out the first time.
+func (bm *BatchMemory) stepFloor() *stepFloor {
+	f := &bm.floor
+	if !f.ok {
+		j, m, sh := &bm.j, &bm.m, &bm.sh
+		_, err := j.MatmulPeak(m.Multislice.Slice.Chip)
+		pp := bm.e.pipe(j.Schedule, sh.p, sh.m, sh.v)
+		f.ok, f.noPeak, f.chips = true, err != nil, float64(m.Chips())
+		f.stretch = 1 + pp.bubble/(1-pp.bubble) + j.calibration().SliceJitter*bm.e.maxNormal(m.Multislice.Slices)
+	}
+	return f
+}
+
+// stepFloor is what the ceilings on throughput find once for a job's
+// memory, whatever its policy: whether the chip has a peak for the job's
+// matmuls, by how much the bubble and the slice sync stretch the compute,
+// and the chips; and, until the policy changes, its compute's floor.
+type stepFloor struct {
+	ok, noPeak     bool
+	stretch, chips float64
+	// computeFloor's at one sequence per micro-batch, for the policy
+	// set, when computeOK
+	computeOK       bool
+	perShard, fixed float64
 }
 
 // shape is the job's shape at globalBatch, or the error Memory gives.

@@ -182,7 +182,7 @@ func TestBoundIsBelowTheStep(t *testing.T) {
 			}
 			// the search ranks by Throughput and finishes only what it
 			// keeps: it must be the finished estimate's, to the bit
-			if got := e.Throughput(bound); got != est.TokensPerSecondPerChip {
+			if got := e.Throughput(&bound); got != est.TokensPerSecondPerChip {
 				t.Errorf("%s, batch %d: Throughput %v, the finished estimate's %v", c.name, j.GlobalBatch, got, est.TokensPerSecondPerChip)
 			}
 			if bound.Step() == est.Time.Step && est.Time.ICI+est.Time.DCN > 0 {
@@ -274,5 +274,82 @@ func TestBatchMemorySetPolicy(t *testing.T) {
 	}
 	if n < 100 {
 		t.Errorf("%d memories compared, want at least 100", n)
+	}
+}
+
+// TestMaxThroughputBoundsTheBound: for every case and every remat
+// policy, no batch in a range runs faster than MaxThroughput of the range
+// says (the search drops a combination by it without finding its batch),
+// and the bound is near enough to be of use: within 1.5 times the fastest
+// batch's bound in most cases.
+func TestMaxThroughputBoundsTheBound(t *testing.T) {
+	e := NewEstimator()
+	n, near := 0, 0
+	for _, c := range batchCases(t) {
+		m := layout(t, c.accel, c.slices, c.layout)
+		bm, err := e.BatchMemory(c.j, m)
+		if err != nil {
+			continue
+		}
+		for _, r := range []struct{ lo, hi int }{{1, 1}, {1, 8}, {3, 40}, {64, 64}, {1, 300}} {
+			lo, hi := r.lo*bm.shards, r.hi*bm.shards
+			got := bm.MaxThroughput(lo, hi)
+			fastest := 0.0
+			for b := lo; b <= hi; b += bm.shards {
+				bd, err := bm.Bound(b)
+				if err != nil {
+					t.Fatalf("%s, batch %d: %v", c.name, b, err)
+				}
+				fastest = max(fastest, bd.TokensPerSecondPerChip())
+			}
+			n++
+			if got < fastest {
+				t.Errorf("%s, batches %d to %d: MaxThroughput %v, below the bound %v of one of them", c.name, lo, hi, got, fastest)
+			}
+			if got <= 1.5*fastest {
+				near++
+			}
+		}
+	}
+	if n < 50 || near < n*3/4 {
+		t.Errorf("MaxThroughput within 1.5 times the fastest bound in %d of %d ranges, want at least 3/4 of at least 50", near, n)
+	}
+}
+
+// TestThroughputCeiling: for every case and every remat policy, the
+// ceiling at a batch is at least the throughput the search ranks by there
+// (Throughput of the batch's Bound; the search drops a combination by it
+// before its bound is worked out), and near enough to be of use: within
+// 1.5 times of it in most cases.
+func TestThroughputCeiling(t *testing.T) {
+	e := NewEstimator()
+	n, near := 0, 0
+	for _, c := range batchCases(t) {
+		m := layout(t, c.accel, c.slices, c.layout)
+		for _, r := range SearchRemats() {
+			c.j.Remat = r
+			bm, err := e.BatchMemory(c.j, m)
+			if err != nil {
+				continue
+			}
+			for _, per := range []int{1, 3, 8, 64} {
+				b := per * bm.shards
+				bd, err := bm.Bound(b)
+				if err != nil {
+					t.Fatalf("%s, batch %d: %v", c.name, b, err)
+				}
+				got, want := bm.ThroughputCeiling(b), e.Throughput(&bd)
+				n++
+				if got < want {
+					t.Errorf("%s, %s, batch %d: ceiling %v, below the throughput %v", c.name, r, b, got, want)
+				}
+				if got <= 1.5*want {
+					near++
+				}
+			}
+		}
+	}
+	if n < 200 || near < n/2 {
+		t.Errorf("ThroughputCeiling within 1.5 times the throughput in %d of %d batches, want at least half of at least 200", near, n)
 	}
 }

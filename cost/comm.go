@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"math"
 	"time"
 
 	"shardlab/collective"
@@ -11,23 +12,8 @@ import (
 
 // communicate adds every collective and the exposed ICI and DCN time.
 func (e *Estimator) communicate(est *Estimate, sh shape) {
-	j, m := est.Job, est.Mesh
-	t := &tally{est: est, sh: sh, dcnLine: m.TierLink(hw.DCN).Collective(), latency: j.calibration().DCNLatency}
-	prec := j.Precision
-	params := j.paramsPerChip(sh)
-	grads := unit.Bytes(params * float64(prec.Gradient))
-	t.dataParallel(grads)
-	t.fsdp(grads, unit.Bytes(params*float64(min(prec.Weight, prec.Activation))))
-	act := unit.Bytes(float64(sh.b) * float64(sh.s) * float64(j.Model.DModel) * float64(prec.Activation))
-	first := len(est.Comms)
-	tpTime := e.tensorParallel(est, sh, act, t.add)
-	var tpAll time.Duration
-	for _, c := range est.Comms[first:] {
-		tpAll += c.ICITime
-	}
-	t.context()
-	t.pipeline(act)
-	t.experts()
+	j := est.Job
+	t, tpTime, tpAll := e.collectives(est, sh, true)
 
 	// Overlap: collectives marked overlapped hide under the compute of all
 	// but one layer; gradient reductions can only hide under the backward
@@ -51,6 +37,51 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 	est.Time.Contention = seconds(hidden.Seconds() * j.calibration().Contention)
 	est.Time.ICI = ici + est.Time.Contention + tpTime + t.ppICI + t.afterICI
 	est.Time.DCN = exposed(t.gradDCN, t.gatherDCN) + t.ppDCN + t.afterDCN
+}
+
+// collectives adds every collective of est's step to est.Comms and tallies
+// their times; the tensor-parallel ones' in all (tpAll) and, with
+// exposure, exposed under the matmuls of est.Time.MXU (tpTime).
+func (e *Estimator) collectives(est *Estimate, sh shape, exposure bool) (t tally, tpTime, tpAll time.Duration) {
+	j, m := est.Job, est.Mesh
+	t = tally{est: est, sh: sh, dcnLine: m.TierLink(hw.DCN).Collective(), latency: j.calibration().DCNLatency}
+	prec := j.Precision
+	params := j.paramsPerChip(sh)
+	grads := unit.Bytes(params * float64(prec.Gradient))
+	t.dataParallel(grads)
+	t.fsdp(grads, unit.Bytes(params*float64(min(prec.Weight, prec.Activation))))
+	act := unit.Bytes(float64(sh.b) * float64(sh.s) * float64(j.Model.DModel) * float64(prec.Activation))
+	first := len(est.Comms)
+	tpTime = e.tensorParallel(est, sh, act, t.add, exposure)
+	for _, c := range est.Comms[first:] {
+		tpAll += c.ICITime
+	}
+	t.context()
+	t.pipeline(act)
+	t.experts()
+	return t, tpTime, tpAll
+}
+
+// commFloor bounds communicate's ICI and DCN time from below, in seconds,
+// from the collectives alone, whatever the compute they hide under: what
+// is on the critical path (the pipeline's fill and drain, the collectives
+// after the loop) counts in full; of the gathers and reductions, ring
+// attention's blocks and the tensor-parallel collectives, whatever part is
+// exposed counts in full and whatever part hides takes its Contention
+// share of the chip (at most all of it), so all of them count at least
+// that share; over DCN, which takes no share, a layer's worth of the
+// gathers and reductions stays exposed. It is less by a nanosecond for
+// Contention's rounding. est.Comms is left with the collectives.
+func (e *Estimator) commFloor(est *Estimate, sh shape) float64 {
+	t, _, tpAll := e.collectives(est, sh, false)
+	share := min(est.Job.calibration().Contention, 1)
+	if share < 0 {
+		return math.Inf(-1) // hiding would save more than it takes
+	}
+	overlapped := t.gradICI + t.gatherICI + tpAll
+	dcn := t.gradDCN + t.gatherDCN
+	return share*overlapped.Seconds() + (t.ppICI + t.afterICI).Seconds() +
+		time.Duration(float64(dcn)/float64(sh.ls)).Seconds() + (t.ppDCN + t.afterDCN).Seconds() - 1e-9
 }
 
 // tally collects a step's collectives into est.Comms and their times by
@@ -211,8 +242,8 @@ func (t *tally) pipeline(act unit.Bytes) {
 	t.ppDCN = 2 * time.Duration(dcnBoundaries) * dcnSend
 }
 
-// tensorParallel adds the tensor-parallel collectives and returns their
-// exposed time. Each layer all-reduces its activations twice in the
+// tensorParallel adds the tensor-parallel collectives and, with exposure,
+// returns their exposed time. Each layer all-reduces its activations twice in the
 // forward pass (after attention and after the MLP; with sequence
 // parallelism an all-gather and a reduce-scatter of the same bytes),
 // twice in the backward pass (Narayanan et al. 2021 §2.3), and again in
@@ -222,12 +253,12 @@ func (t *tally) pipeline(act unit.Bytes) {
 // 2023, "Overlap communication with dependent computation via
 // decomposition"), and each backward one the weight-gradient matmul that
 // does not depend on it; one ring step in t stays exposed either way.
-func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool)) time.Duration {
+func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool), exposure bool) time.Duration {
 	if sh.t <= 1 {
 		return 0
 	}
 	if est.Job.Model.ParallelBlock {
-		return e.parallelTensor(est, sh, act, add)
+		return e.parallelTensor(est, sh, act, add, exposure)
 	}
 	j, m := est.Job, est.Mesh
 	spec := j.Model
@@ -242,6 +273,9 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 	add(mesh.Tensor, "activation all-reduce", collective.AllReduce, n-moeN, cost, false)
 	if moeN > 0 {
 		add(mesh.Tensor, "expert output all-reduce", collective.AllReduce, moeN, moeCost, false)
+	}
+	if !exposure {
+		return 0
 	}
 
 	// The matmuls each all-reduce can hide under, per layer and micro-batch.
@@ -281,7 +315,7 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 // repeats its all-gather; the blocks' outputs, which only the residual sum
 // reads, are never recomputed. Each collective hides as in tensorParallel
 // under the projections it feeds or drains, but for one ring step in t.
-func (e *Estimator) parallelTensor(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool)) time.Duration {
+func (e *Estimator) parallelTensor(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool), exposure bool) time.Duration {
 	j, m := est.Job, est.Mesh
 	spec := j.Model
 	r := sh.r
@@ -295,6 +329,9 @@ func (e *Estimator) parallelTensor(est *Estimate, sh shape, act unit.Bytes, add 
 	n := sh.ls * sh.m
 	add(mesh.Tensor, "activation all-gather", collective.AllGather, (2+re)*n, ag, false)
 	add(mesh.Tensor, "activation reduce-scatter", collective.ReduceScatter, 3*n, rs, false)
+	if !exposure {
+		return 0
+	}
 
 	// The matmuls each collective can hide under, per layer and
 	// micro-batch, in seconds.

@@ -3,6 +3,9 @@ package cost
 import (
 	"time"
 
+	"shardlab/hw"
+	"shardlab/mesh"
+
 	"shardlab/systolic"
 	"shardlab/unit"
 )
@@ -17,25 +20,10 @@ import (
 func (e *Estimator) compute(est *Estimate, sh shape) error {
 	j, m := est.Job, est.Mesh
 	chip := m.Multislice.Slice.Chip
-	spec := j.Model
-	chips := float64(m.Chips())
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
-	layers := float64(spec.Layers)
-	r := sh.r
-
-	matmul := 6 * sh.flops.matmulParams * tokens
-	matmul += j.expertPadding(tokens)
-	attnFwd := sh.flops.attention * tokens
-	if j.Attention.SkipsMasked() {
-		attnFwd /= 2 // the kernel skips blocks above the causal diagonal
-	}
-	recompute := r.recompute * layers * tokens
-	attn := 3 * attnFwd
-	if r.attention {
-		attn += attnFwd
-	}
+	fl := j.computeFLOPs(sh, tokens)
 	est.ModelFLOPs = unit.FLOPs(sh.flops.model * tokens)
-	est.HardwareFLOPs = unit.FLOPs(matmul + recompute + attn)
+	est.HardwareFLOPs = unit.FLOPs(fl.matmul + fl.recompute + fl.attention + fl.dispatch)
 
 	mx, err := e.mxu(j, sh, systolic.PresetFor(chip))
 	if err != nil {
@@ -43,49 +31,79 @@ func (e *Estimator) compute(est *Estimate, sh shape) error {
 	}
 	est.MXUEfficiency, est.PaddingLoss, est.RaggedGEMMs = mx.efficiency, mx.padding, mx.ragged
 	est.MatmulEfficiency, est.AttentionEfficiency = mx.matmul, mx.attention
-	peak, _ := j.MatmulPeak(chip)
 	t := &est.Time
-	bf16Eff := mx.matmul * j.efficiency(chip) // a bf16 GEMM's share of the bf16 peak
-	mmEff := bf16Eff
-	if j.Quantization != QuantNone {
-		mmEff *= j.calibration().Quantized
-	}
-	sortPerChip := j.routingPerChip(est, sh, tokens, chips)
-	t.MXU = seconds((matmul+recompute)/chips/(peak*mmEff) + sortPerChip/(float64(chip.PeakBF16)*bf16Eff))
-	t.Attention = seconds(attn / chips / (float64(chip.PeakBF16) * mx.attention * j.efficiency(chip) * j.calibration().Attention))
-	t.Vector = seconds(j.vectorBytes(sh, r) / float64(chip.HBMBandwidth))
+	mxu, attention := j.matmulSeconds(chip, float64(m.Chips()), fl, mx.matmul, mx.attention)
+	t.MXU, t.Attention = seconds(mxu), seconds(attention)
+	t.Vector = seconds(j.vectorBytes(sh, sh.r) / float64(chip.HBMBandwidth))
 	t.Optimizer = seconds(j.optimizerBytes(sh) / float64(chip.HBMBandwidth))
-	if pcie := j.offloadBytes(sh, r, est.Memory); pcie > 0 && chip.PCIe > 0 {
+	if pcie := j.offloadBytes(sh, sh.r, est.Memory); pcie > 0 && chip.PCIe > 0 {
 		t.Offload = max(0, seconds(pcie/float64(chip.PCIe))-t.MXU-t.Attention)
 	}
 	t.Compute = t.MXU + t.Attention + t.Vector + t.Optimizer + t.Offload
 	return nil
 }
 
-// routingPerChip is the matmul-equivalent FLOPs per chip an MoE step
-// spends moving its tokens to and from the experts, costed at the bf16
-// peak; the dense dispatch's einsums are added to est's hardware FLOPs.
-//
-// The dropless sort, permutation and combine are data movement in the
-// activation dtype, expressed as bf16 GEMM time: quantization (MaxText's
-// fp8_full quantizes the dot_generals and the grouped GEMMs, qwix rules
-// in layers/quantizations.py and layers/moe.py @e591f30c) does not
-// speed them up. Nor does tensor parallelism split them: the MoE
-// layer's tokens are sharded over the batch axes and the sequence's
-// (activation_batch: data, fsdp, fsdp_transpose, expert;
-// activation_norm_length: tensor_sequence, context; base.yml
-// logical_axis_rules, layers/moe.py get_routed_moe_shardings
-// @e591f30c), not over tensor, so every tensor rank routes and sorts the
-// same tokens while the grouped GEMMs split each expert's width.
-//
-// The dropping path's dispatch and combine einsums (denseDispatchFLOPs)
-// are real GEMMs (hardware FLOPs, not model FLOPs) on bf16 masks, at the
-// bf16 peak; every axis splits them (the tokens over the batch axes, the
-// experts over expert, d_model over tensor).
-func (j Job) routingPerChip(est *Estimate, sh shape, tokens, chips float64) float64 {
-	dispatch := j.denseDispatchFLOPs(tokens)
-	est.HardwareFLOPs += unit.FLOPs(dispatch)
-	return (j.droplessExtra(tokens)*float64(sh.t) + dispatch) / chips
+// stepFLOPs is a step's FLOPs on the whole layout, by the time they take:
+// the matmuls' (with the experts' padding), the recomputed forward's and
+// the attention core's (flash attention skips the masked half of causal
+// attention, whatever convention MFU counts in), and the dropless sort,
+// permutation and combine, on each chip, with the dropping path's
+// dispatch einsums (dispatch, over all chips), as bf16 GEMM FLOPs. Each is
+// in proportion to the step's tokens.
+type stepFLOPs struct {
+	matmul, recompute, attention, sortPerChip, dispatch float64
+}
+
+// computeFLOPs is j's stepFLOPs in shape sh at tokens per step.
+func (j Job) computeFLOPs(sh shape, tokens float64) stepFLOPs {
+	attnFwd := sh.flops.attention * tokens
+	if j.Attention.SkipsMasked() {
+		attnFwd /= 2 // the kernel skips blocks above the causal diagonal
+	}
+	fl := stepFLOPs{
+		matmul:    6*sh.flops.matmulParams*tokens + j.expertPadding(tokens),
+		recompute: sh.r.recompute * float64(j.Model.Layers) * tokens,
+		attention: 3 * attnFwd,
+	}
+	if sh.r.attention {
+		fl.attention += attnFwd
+	}
+	// The dropless sort, permutation and combine are data movement in the
+	// activation dtype, expressed as bf16 GEMM time: quantization (MaxText's
+	// fp8_full quantizes the dot_generals and the grouped GEMMs, qwix rules
+	// in layers/quantizations.py and layers/moe.py @e591f30c) does not
+	// speed them up. Nor does tensor parallelism split them: the MoE
+	// layer's tokens are sharded over the batch axes and the sequence's
+	// (activation_batch: data, fsdp, fsdp_transpose, expert;
+	// activation_norm_length: tensor_sequence, context; base.yml
+	// logical_axis_rules, layers/moe.py get_routed_moe_shardings
+	// @e591f30c), not over tensor, so every tensor rank routes and sorts the
+	// same tokens while the grouped GEMMs split each expert's width.
+	// The dropping path's dispatch and combine einsums (denseDispatchFLOPs)
+	// are real GEMMs (hardware FLOPs, not model FLOPs) on bf16 masks, at
+	// the bf16 peak; every axis splits them (the tokens over the batch
+	// axes, the experts over expert, d_model over tensor).
+	fl.dispatch = j.denseDispatchFLOPs(tokens)
+	fl.sortPerChip = j.droplessExtra(tokens)*float64(sh.t) + fl.dispatch
+	return fl
+}
+
+// matmulSeconds is the MXU's and the attention core's time per step, in
+// seconds, of fl on chips chips whose projections' GEMMs run at MXU
+// efficiency matmul and the attention core's at attention: the matmuls at
+// the quantized peak, the attention core and the sort at the bf16 peak,
+// all times the residual efficiency.
+func (j Job) matmulSeconds(chip hw.Chip, chips float64, fl stepFLOPs, matmul, attention float64) (mxu, attn float64) {
+	peak, _ := j.MatmulPeak(chip)
+	eff := j.efficiency(chip)
+	bf16Eff := matmul * eff // a bf16 GEMM's share of the bf16 peak
+	mmEff := bf16Eff
+	if j.Quantization != QuantNone {
+		mmEff *= j.calibration().Quantized
+	}
+	mxu = (fl.matmul+fl.recompute)/chips/(peak*mmEff) + fl.sortPerChip/chips/(float64(chip.PeakBF16)*bf16Eff)
+	attn = fl.attention / chips / (float64(chip.PeakBF16) * attention * eff * j.calibration().Attention)
+	return mxu, attn
 }
 
 // vectorBytes is the HBM traffic per chip per step of the memory-bound
@@ -150,3 +168,20 @@ func mxuFLOPsPerChip(est *Estimate, sh shape) float64 {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }
+
+// computeFloor bounds compute's Time.Compute of j on m in shape sh from
+// below, in seconds, up to the rounding of each of its terms to the
+// nanosecond: what grows in proportion to the batch (perBatch, at sh's
+// sequences per micro-batch) and what does not (fixed). It is compute
+// with every GEMM at the MXU's full efficiency (systolic.Preset.Efficiency
+// is useful MACs over the arrays' capacity, at most 1, and mxuStats'
+// means of it are too), the vector work and the optimizer's update as
+// compute has them, and nothing offloaded.
+func (j *Job) computeFloor(m *mesh.Mesh, sh *shape) (perBatch, fixed float64) {
+	chip := m.Multislice.Slice.Chip
+	shards := sh.d * sh.f * sh.e * sh.m
+	tokens := float64(sh.b*shards) * float64(j.Seq)
+	mxu, attn := j.matmulSeconds(chip, float64(m.Chips()), j.computeFLOPs(*sh, tokens), 1, 1)
+	bw := float64(chip.HBMBandwidth)
+	return mxu + attn + j.vectorBytes(*sh, sh.r)/bw, j.optimizerBytes(*sh) / bw
+}

@@ -178,8 +178,14 @@ type Estimator struct {
 	effs    map[effKey]float64
 	maxes   map[int]float64 // ExpectedMaxNormal by n
 	mxus    map[mxuKey]mxuStats
-	layers  map[layerKey]layerShape  // for model
-	params  map[paramsKey][2]float64 // for model
+	// lastMXU is the entry of mxus last asked for, when ok.
+	lastMXU struct {
+		k  mxuKey
+		st mxuStats
+		ok bool
+	}
+	layers map[layerKey]layerShape  // for model
+	params map[paramsKey][2]float64 // for model
 	// flops is jobFLOPs for model at flopsKey, when flopsOK.
 	flops    jobFLOPs
 	flopsKey flopsKey
@@ -314,7 +320,7 @@ func (e *Estimator) step(est *Estimate, sh shape) {
 // (Finish's TokensPerSecondPerChip, to the bit), without spelling out its
 // memory or keeping its collectives: a search ranks every layout by it
 // and finishes only those it keeps.
-func (e *Estimator) Throughput(b Bound) float64 {
+func (e *Estimator) Throughput(b *Bound) float64 {
 	est := b.est
 	e.step(&est, b.sh)
 	return tokensPerSecondPerChip(est.Job, est.Mesh.Chips(), est.Time.Step)

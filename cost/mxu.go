@@ -84,14 +84,21 @@ func (e *Estimator) mxu(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
 	spec := j.Model
 	k := mxuKey{spec.DModel, spec.Heads, spec.KV(), spec.Head(), spec.DFF, spec.Vocab, spec.GatedMLP, sh.b, sh.s, sh.t, j.Seq, sh.ls, p.Rows, p.Cols, p.MXUs,
 		spec.Experts, spec.ExpertsPerToken, spec.SharedExperts, spec.ExpertFF(), sh.e, spec.MoELayers(), spec.Layers - spec.MoELayers(), j.CapacityFactor, j.LoadImbalance, spec.QKHead(), spec.VHead()}
-	if st, ok := e.mxus[k]; ok {
-		return st, nil
+	// a search asks for one layout's shapes at one batch for each of its
+	// policies and schedules in a row
+	if e.lastMXU.ok && e.lastMXU.k == k {
+		return e.lastMXU.st, nil
 	}
-	st, err := e.mxuStats(j, sh, p)
-	if err == nil {
+	st, ok := e.mxus[k]
+	if !ok {
+		var err error
+		if st, err = e.mxuStats(j, sh, p); err != nil {
+			return st, err
+		}
 		e.mxus[k] = st
 	}
-	return st, err
+	e.lastMXU.k, e.lastMXU.st, e.lastMXU.ok = k, st, true
+	return st, nil
 }
 
 func (e *Estimator) mxuStats(j Job, sh shape, p systolic.Preset) (mxuStats, error) {

@@ -153,18 +153,47 @@ type stageMemory struct {
 func (j Job) stageMemory(base stageBase, sh shape, st stage) stageMemory {
 	sm := stageMemory{mem: base.mem}
 	mem := &sm.mem
-	held := float64(sh.ls) * base.inFlight
-	mem.Activations = j.tempScaled(unit.Bytes(held * sh.r.device))
-	mem.Host += unit.Bytes(held * sh.r.offload)
+	mem.Activations, mem.Host = j.held(&base, &sh)
 	sm.phases = j.phases(sh, st, base.logits)
-	for i := range sm.phases.n {
-		pb := &sm.phases.phase[i]
+	mem.Transient, sm.peak = j.transient(&sm.phases)
+	return sm
+}
+
+// held is the activations a stage holds for the backward pass at sh.b
+// sequences per micro-batch (scaled by TempScale) and its host memory with
+// those it offloads.
+func (j *Job) held(base *stageBase, sh *shape) (device, host unit.Bytes) {
+	held := float64(sh.ls) * base.inFlight
+	return j.tempScaled(unit.Bytes(held * sh.r.device)), base.mem.Host + unit.Bytes(held*sh.r.offload)
+}
+
+// transient scales ps's buffers by TempScale and returns the largest
+// phase's bytes and which it is (the first on a tie).
+func (j *Job) transient(ps *stagePhases) (unit.Bytes, int) {
+	var max unit.Bytes
+	peak := 0
+	for i := range ps.n {
+		pb := &ps.phase[i]
 		for k := range pb.buf[:pb.n] {
 			pb.buf[k].Bytes = j.tempScaled(pb.buf[k].Bytes)
 		}
-		if b := pb.bytes(); b > mem.Transient || i == 0 {
-			mem.Transient, sm.peak = b, i
+		if b := pb.bytes(); b > max || i == 0 {
+			max, peak = b, i
 		}
 	}
-	return sm
+	return max, peak
+}
+
+// stageReason is stageMemory(base, sh, st).mem.Reason(): where the state
+// and the held activations alone exceed the usable HBM, ReasonHBM
+// without the phases (whose buffers only add to them).
+func (j *Job) stageReason(base *stageBase, sh *shape, st stage) Reason {
+	mem := base.mem
+	mem.Activations, mem.Host = j.held(base, sh)
+	if mem.Total() > mem.Usable {
+		return ReasonHBM
+	}
+	ps := j.phases(*sh, st, base.logits)
+	mem.Transient, _ = j.transient(&ps)
+	return mem.Reason()
 }

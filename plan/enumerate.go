@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 
 	"shardlab/cost"
@@ -36,6 +38,10 @@ func (s *searcher) enumerate() {
 	spec := s.req.Model
 	free := searchAxes(spec)
 	ici := factorizationsOver(ms.Slice.Chips(), free)
+	// Layouts without a pipeline pay no bubble and are mostly the faster:
+	// costed first, they raise the bars the pipelined ones must pass
+	// sooner. The plan does not depend on the order (searcher.merge).
+	slices.SortStableFunc(ici, func(a, b []int) int { return cmp.Compare(a[mesh.Pipeline], b[mesh.Pipeline]) })
 	dcn := factorizationsOver(ms.Slices, free)
 	run := s.runner(0)
 	for _, dn := range dcn {

@@ -18,9 +18,12 @@ import (
 // with its own estimator, cost the meshes in batches, merged in
 // enumeration order: each mesh is tried over its combinations (layout),
 // each combination's batch found in HBM and its step bounded (fit); a
-// combination whose bound is below the bars of the layouts known so far is
-// dropped, and the others' throughput is worked out in full
-// (cost.Throughput), which is all that ranks them. Then only the
+// combination that cannot beat the bars of the layouts known so far is
+// dropped as soon as a ceiling on its throughput shows it (before its
+// batch is looked for: cost.BatchMemory.MaxThroughput; before its bound:
+// ThroughputCeiling; before its collectives: its bound), and the others'
+// throughput is worked out in full (cost.Throughput), which is all that
+// ranks them. Then only the
 // combinations that can be kept are finished (finishBounded), the fastest
 // first: once a tier holds keep layouts, no slower one can enter it.
 
@@ -70,7 +73,7 @@ type family struct {
 // set to j's policy when j shares its schedule, chunks and micro-batches:
 // a layout that cannot run them (*cost.Infeasible) cannot with any
 // policy. It is good until the next call.
-func (w *worker) memory(j cost.Job, m mesh.Mesh) (*cost.BatchMemory, error) {
+func (w *worker) memory(j *cost.Job, m *mesh.Mesh) (*cost.BatchMemory, error) {
 	f := &w.family
 	if f.ok && f.k == j.Schedule && f.v == j.Chunks && f.mb == j.MicroBatches {
 		if f.err != nil {
@@ -79,7 +82,7 @@ func (w *worker) memory(j cost.Job, m mesh.Mesh) (*cost.BatchMemory, error) {
 		return &f.bm, f.bm.SetPolicy(j.Remat, j.RingOfExperts)
 	}
 	var err error
-	f.bm, err = w.est.BatchMemory(j, m)
+	f.bm, err = w.est.BatchMemory(*j, *m)
 	var inf *cost.Infeasible
 	f.ok, f.k, f.v, f.mb, f.err = err == nil || errors.As(err, &inf), j.Schedule, j.Chunks, j.MicroBatches, err
 	return &f.bm, err
@@ -138,6 +141,10 @@ func (b *bars) raise(t Tier, v float64, expert bool) {
 		b.expert, b.haveExpert = v, true
 	}
 }
+
+// full reports whether tier t holds keep layouts: until it does, it
+// outclasses none.
+func (b *bars) full(t Tier) bool { return len(b.tier[t]) >= b.keep }
 
 // outclassed reports whether a layout of tier t, with an expert axis or
 // not, whose throughput is at most max cannot be kept: keep layouts of its
@@ -352,16 +359,17 @@ func (s *searcher) offerAll(c Candidate) {
 // unfitCandidate costs a requested layout that does not fit, at the
 // request's batch or the smallest one, so the plan can show by how much it
 // misses.
-func (w *worker) unfitCandidate(j cost.Job, m mesh.Mesh) *Candidate {
+func (w *worker) unfitCandidate(jp *cost.Job, m *mesh.Mesh) *Candidate {
+	j := *jp
 	j.GlobalBatch = w.req.GlobalBatch
 	if j.GlobalBatch == 0 {
 		j.GlobalBatch = m.Size(mesh.Data) * m.Size(mesh.FSDP) * j.MicroBatches
 	}
-	est, err := w.est.Estimate(j, m)
+	est, err := w.est.Estimate(j, *m)
 	if err != nil {
 		return nil
 	}
-	return &Candidate{Estimate: est, Tier: TierOf(m)}
+	return &Candidate{Estimate: est, Tier: TierOf(*m)}
 }
 
 // layout costs one mesh over its micro-batch counts and remat policies.
@@ -402,7 +410,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 						prior = &known[i]
 					}
 					i++
-					f := w.try(&out, m, combo{sc.k, sc.v, mb, r, ring}, prior)
+					f := w.try(&out, &m, combo{sc.k, sc.v, mb, r, ring}, prior)
 					if remember {
 						fits = append(fits, f)
 					}
@@ -478,11 +486,11 @@ func (w *worker) rings(m mesh.Mesh) []bool {
 
 // try bounds one mesh run as c, with the batch a mesh of its sizes found
 // (prior) when there is one, and returns the batch.
-func (w *worker) try(out *outcome, m mesh.Mesh, c combo, prior *batchFit) batchFit {
+func (w *worker) try(out *outcome, m *mesh.Mesh, c combo, prior *batchFit) batchFit {
 	out.evaluated++
 	j := c.with(w.job)
 	expert := m.Size(mesh.Expert) > 1
-	tps, fit := w.fit(j, m, prior, out.tier, expert)
+	tps, fit := w.fit(&j, m, prior, out.tier, expert)
 	switch fit.reason {
 	case outclassed:
 		fit.reason = "" // the batch runs; the layout cannot be kept
@@ -491,7 +499,7 @@ func (w *worker) try(out *outcome, m mesh.Mesh, c combo, prior *batchFit) batchF
 		w.bars.raise(out.tier, tps, expert)
 	case cost.ReasonHBM, cost.ReasonHost:
 		if w.req.Axes != nil {
-			if u := w.unfitCandidate(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
+			if u := w.unfitCandidate(&j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
 				out.unfit = u
 			}
 		}
@@ -510,8 +518,21 @@ const outclassed cost.Reason = "outclassed"
 // within the limit; prior's when a layout of m's sizes found it) and costs
 // the step of m, a layout of tier t with an expert axis or not. It returns
 // the throughput (cost.Throughput) and the batch, or why there is none:
-// outclassed when the step's bound (cost.Bound) is already too slow.
-func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bool) (float64, batchFit) {
+// outclassed when the step's bound (cost.Bound), or before the batch is
+// found every batch's (cost.BatchMemory.MaxThroughput), or before the
+// bound is worked out the batch's ceiling with its collectives
+// (cost.BatchMemory.ThroughputCeiling), is already too slow.
+func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert bool) (float64, batchFit) {
+	if prior != nil && prior.batch == 0 && prior.reason == "" && !w.bars.outclassed(t, prior.bound, expert) {
+		// the layout of m's sizes was outclassed before its batch was
+		// found: find it now
+		tps, f := w.fit(j, m, nil, t, expert)
+		*prior = f
+		if f.reason == outclassed {
+			prior.reason = ""
+		}
+		return tps, f
+	}
 	var b cost.Bound
 	f := batchFit{}
 	if prior != nil {
@@ -523,14 +544,21 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bo
 			f.reason = outclassed
 			return 0, f
 		}
-		j.GlobalBatch = f.batch
+		jb := *j
+		jb.GlobalBatch = f.batch
 		var err error
-		if b, err = w.est.Bound(j, m); err != nil {
+		if b, err = w.est.Bound(jb, *m); err != nil {
 			panic(err) // a layout of the same sizes ran this batch
 		}
 	} else {
 		var bm *cost.BatchMemory
-		if f, bm = w.fitBatch(j, m); f.reason != "" {
+		if f, bm = w.fitBatch(j, m, t, expert); f.reason != "" {
+			return 0, f
+		}
+		if w.bars.full(t) && w.bars.outclassed(t, bm.ThroughputCeiling(f.batch), expert) {
+			// its collectives make it too slow here; a layout of its sizes
+			// elsewhere (prior) has its compute's bound
+			f.reason, f.bound = outclassed, bm.MaxThroughput(f.batch, f.batch)
 			return 0, f
 		}
 		var err error
@@ -547,12 +575,17 @@ func (w *worker) fit(j cost.Job, m mesh.Mesh, prior *batchFit, t Tier, expert bo
 		f.reason = outclassed
 		return 0, f
 	}
-	return w.est.Throughput(b), f
+	return w.est.Throughput(&b), f
 }
 
-// fitBatch picks the global batch of j on m, or says why none runs, and
-// returns the job's memory on m (worker.memory) when it found one.
-func (w *worker) fitBatch(j cost.Job, m mesh.Mesh) (batchFit, *cost.BatchMemory) {
+// fitBatch picks the global batch of j on m, a layout of tier t with an
+// expert axis or not, or says why none runs, and returns the job's memory
+// on m (worker.memory) when it found one. Where the smallest batch fits
+// but no batch up to the largest could be kept
+// (cost.BatchMemory.MaxThroughput), the combination is outclassed with
+// that bound and its batch is not looked for (0, when the request sets
+// none).
+func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batchFit, *cost.BatchMemory) {
 	// the expert axis shards the batch as data and fsdp do
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	reason := func(err error) cost.Reason {
@@ -570,50 +603,48 @@ func (w *worker) fitBatch(j cost.Job, m mesh.Mesh) (batchFit, *cost.BatchMemory)
 		}
 		return why
 	}
+	// per-shard batches are multiples of step: 1, or the chip's devices
+	// when they must split its sequences (microStep); the request's batch
+	// is the only one when it sets one
+	step := max(w.req.microStep, 1)
+	lo, hi := step*shards, w.req.MaxGlobalBatch/shards/step*step*shards
 	if w.req.GlobalBatch > 0 {
-		j.GlobalBatch = w.req.GlobalBatch
-		var err error
-		if bm, err = w.memory(j, m); err != nil {
-			return batchFit{reason: reason(err)}, nil
-		}
-		if why := try(j.GlobalBatch); why != "" {
-			return batchFit{reason: why}, nil
-		}
-	} else {
-		// per-shard batches are multiples of step: 1, or the chip's
-		// devices when they must split its sequences (microStep)
-		step := max(w.req.microStep, 1)
-		hi := w.req.MaxGlobalBatch / shards / step
-		if hi < 1 {
-			return batchFit{reason: ReasonBatchLimit}, nil
-		}
-		var err error
-		if bm, err = w.memory(j, m); err != nil {
-			return batchFit{reason: reason(err)}, nil
-		}
-		if why := try(step * shards); why != "" {
-			return batchFit{reason: why}, nil
-		}
-		n := largest(hi, func(n int) bool { return try(n*step*shards) == "" })
-		j.GlobalBatch = n * step * shards
+		lo, hi = w.req.GlobalBatch, w.req.GlobalBatch
 	}
-	return batchFit{batch: j.GlobalBatch}, bm
+	if hi < lo {
+		return batchFit{reason: ReasonBatchLimit}, nil
+	}
+	var err error
+	if bm, err = w.memory(j, m); err != nil {
+		return batchFit{reason: reason(err)}, nil
+	}
+	// What a batch needs never falls as it grows (cost's
+	// TestBatchMemoryGrowsWithTheBatch): where the largest batch fits, as
+	// it mostly does, it is the batch, in one weighing, and the smallest
+	// fits too; else the batches between are bisected
+	batch := 0 // not yet found
+	if why := try(hi); why == "" {
+		batch = hi
+	} else if lo == hi {
+		return batchFit{reason: why}, nil
+	} else if why := try(lo); why != "" {
+		return batchFit{reason: why}, nil
+	}
+	if w.bars.full(t) {
+		if ub := bm.MaxThroughput(max(lo, batch), hi); w.bars.outclassed(t, ub, expert) {
+			return batchFit{batch: batch, reason: outclassed, bound: ub}, nil
+		}
+	}
+	if batch == 0 {
+		unit := step * shards
+		batch = bisect(1, hi/unit-1, func(n int) bool { return try(n*unit) == "" }) * unit
+	}
+	return batchFit{batch: batch}, bm
 }
 
-// largest is the largest per-shard batch of 1 to hi that fits, where 1
-// does. What a batch needs never falls as it grows (cost's
-// TestBatchMemoryGrowsWithTheBatch), so where hi fits, as it mostly does,
-// it is the largest, in one weighing; else the batches below it are
-// bisected.
-func largest(hi int, fits func(n int) bool) int {
-	lo := 1
-	if hi > 1 {
-		if fits(hi) {
-			lo = hi
-		} else {
-			hi--
-		}
-	}
+// bisect is the largest of lo to hi that fits, where lo does, weighing
+// neither lo nor more than log2(hi-lo+1) others rounded up.
+func bisect(lo, hi int, fits func(n int) bool) int {
 	for lo < hi {
 		mid := lo + (hi-lo+1)/2
 		if fits(mid) {
