@@ -23,7 +23,18 @@ type replicaCost struct {
 	tp   int
 	dp   bool    // attention data parallel (Request.AttentionDP)
 	peak float64 // bf16 FLOP/s of one device
-	bw   float64 // HBM bytes/s of one device
+	// wPeak is the FLOP/s of one device for the quantized weights'
+	// matmuls: fp8 weights are multiplied by activations quantized to fp8
+	// on the fly, so at the chip's fp8 peak where it publishes one
+	// (tpu-inference @2f7640057816: VllmFp8Config.get_quant_method gives
+	// every linear layer and fused MoE of an fp8 checkpoint its fp8
+	// method, layers/common/linear.py sharded_quantized_matmul
+	// quantizes x to the weights' dtype, kernels/quantized_matmul/util.py
+	// xla_quantized_matmul; the output projection, a ParallelLMHead, is
+	// no LinearBase and stays unquantized). Otherwise peak: the output
+	// projection, the attention core and linear attention always.
+	wPeak float64
+	bw    float64 // HBM bytes/s of one device
 	// mxuIn is the elements a second the device's MXUs take into the
 	// operand they hold, a row of width elements a cycle each: its peak
 	// over the 2·width² FLOPs of an MXU's cycle, times width.
@@ -67,6 +78,10 @@ func newReplicaCost(r Request, tp int) replicaCost {
 		matmul: 2 * float64(m.MatmulParams()), attnMatmul: attentionMatmulFLOPs(m),
 		logits: 2 * float64(m.Vocab) * float64(m.DModel), kvLocal: localKVShare(m, tp, r.KVCache, r.AttentionDP())}
 	rc.core, rc.coreLocal = attentionCoreFLOPs(m)
+	rc.wPeak = rc.peak
+	if p, ok := c.Peak(hw.FP8); ok && r.Weights == FP8 {
+		rc.wPeak = float64(p) / float64(per)
+	}
 	if m.MoE() {
 		row := 2 * float64(m.MoELayers()) * float64(m.ParamCount().Expert)
 		rc.routed = float64(m.ExpertsPerToken) * row
@@ -133,16 +148,26 @@ func (rc replicaCost) kvShare(seqs int) float64 {
 	return attentionSplit(rc.dp, rc.tp, seqs)
 }
 
-// flops is the FLOPs the busiest device computes for tokens tokens of
+// flopsByPeak is the FLOPs the busiest device computes for tokens tokens of
 // seqs sequences attending pairs (query, key) pairs (window of them in
 // the local layers of a model with a sliding window), with the output
 // projection for every token: the MLP and output matmuls split tp ways,
 // the routed experts' in whole tiles (expertFLOPs), the attention
-// projections and scores by attentionSplit.
-func (rc replicaCost) flops(tokens, seqs int, pairs, window float64) float64 {
+// projections and scores by attentionSplit; split by the peak they run
+// at: the weights' matmuls (at wPeak) and the rest, the output projection
+// and the attention scores (at peak).
+func (rc replicaCost) flopsByPeak(tokens, seqs int, pairs, window float64) (weights, rest float64) {
 	s := attentionSplit(rc.dp, rc.tp, seqs)
-	return float64(tokens)*(rc.matmul-rc.attnMatmul-rc.routed)/float64(rc.tp) + rc.expertFLOPs(tokens) +
-		s*(float64(tokens)*rc.attnMatmul+pairs*rc.core+window*rc.coreLocal)
+	t := float64(tokens)
+	weights = t*(rc.matmul-rc.attnMatmul-rc.routed-rc.logits)/float64(rc.tp) + rc.expertFLOPs(tokens) + s*t*rc.attnMatmul
+	return weights, t*rc.logits/float64(rc.tp) + s*(pairs*rc.core+window*rc.coreLocal)
+}
+
+// flopsTime is the seconds flopsByPeak's FLOPs take, each part at its
+// peak.
+func (rc replicaCost) flopsTime(tokens, seqs int, pairs, window float64) float64 {
+	w, b := rc.flopsByPeak(tokens, seqs, pairs, window)
+	return w/rc.wPeak + b/rc.peak
 }
 
 // expertFLOPs is the FLOPs of the routed experts' grouped matmuls on one
@@ -280,6 +305,14 @@ func (rc replicaCost) linearAttention(b Batch) float64 {
 // and the attention scores of its (query, key) pairs, the attention
 // split by attentionSplit.
 func (rc replicaCost) matmulFLOPs(b Batch) float64 {
+	w, r := rc.matmulByPeak(b)
+	return w + r
+}
+
+// matmulByPeak is matmulFLOPs split by the peak they run at: the
+// weights' matmuls (at wPeak) and the rest, the output projection and
+// the attention scores (at peak).
+func (rc replicaCost) matmulByPeak(b Batch) (weights, rest float64) {
 	tp := float64(rc.tp)
 	s := attentionSplit(rc.dp, rc.tp, b.Seqs)
 	pairs, window := b.AttendedPairs, b.Window.AttendedPairs
@@ -287,8 +320,15 @@ func (rc replicaCost) matmulFLOPs(b Batch) float64 {
 		pairs -= b.PrefillPairs // the kernel's own op: prefillKernel
 		window -= b.Window.PrefillPairs
 	}
-	return float64(b.PaddedTokens)*(rc.matmul-rc.attnMatmul-rc.logits-rc.routed)/tp + rc.expertFLOPs(b.PaddedTokens) + float64(b.PaddedSeqs)*rc.logits/tp +
-		s*(float64(b.PaddedTokens)*rc.attnMatmul+pairs*rc.core+window*rc.coreLocal)
+	t := float64(b.PaddedTokens)
+	weights = t*(rc.matmul-rc.attnMatmul-rc.logits-rc.routed)/tp + rc.expertFLOPs(b.PaddedTokens) + s*t*rc.attnMatmul
+	return weights, float64(b.PaddedSeqs)*rc.logits/tp + s*(pairs*rc.core+window*rc.coreLocal)
+}
+
+// matmulTime is the seconds matmulFLOPs takes, each part at its peak.
+func (rc replicaCost) matmulTime(b Batch) float64 {
+	w, r := rc.matmulByPeak(b)
+	return w/rc.wPeak + r/rc.peak
 }
 
 // prefillKernel is the seconds the attention kernel takes over batch b's

@@ -351,7 +351,7 @@ func (r Request) rooflines(l *Layout) {
 	l.DecodeOverhead = StepOverhead(VLLM)
 	w := r.Model.SlidingWindow
 	// causal: half the scores; a local layer's, up to its window
-	l.PrefillCompute = seconds(rc.flops(P, 1, float64(P)*float64(P)/2, model.AttendedPairs(0, P, w)-float64(P)/2) / rc.peak)
+	l.PrefillCompute = seconds(rc.flopsTime(P, 1, float64(P)*float64(P)/2, model.AttendedPairs(0, P, w)-float64(P)/2))
 	prefillMem := seconds(rc.weightsRead(P) / rc.bw)
 	l.PrefillAllReduce = rc.allReduce(P)
 	l.TTFT = max(l.PrefillCompute, prefillMem) + l.PrefillAllReduce + l.DecodeOverhead
@@ -371,7 +371,7 @@ func (r Request) rooflines(l *Layout) {
 	l.ActiveExperts = ActiveExperts(r.Model, B)
 	l.DecodeKV = seconds(rc.kvShare(B) * rc.byKind(float64(B*ctx), float64(B*wctx), rc.kvLocal) * kv / rc.bw)
 	l.DecodeMemory = seconds(rc.weightsRead(B)/rc.bw) + l.DecodeKV
-	l.DecodeCompute = seconds(rc.matmulFLOPs(b) / rc.peak)
+	l.DecodeCompute = seconds(rc.matmulTime(b))
 	keyTime := rc.decodeKeyTime(VLLM)
 	l.DecodeAttention = seconds(rc.kvShare(B) * rc.byKind(float64(B*ctx), float64(B*wctx), rc.keyLocal(VLLM)) * keyTime)
 	l.DecodeAllReduce = rc.allReduce(b.PaddedTokens)

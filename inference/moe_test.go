@@ -439,3 +439,34 @@ func qwenCoderRequest(t *testing.T) Request {
 	}
 	return r
 }
+
+// TestWeightPeak, by hand: tpu-inference multiplies an fp8 checkpoint's
+// linear layers and experts in fp8, so on TPU7x (2,307 bf16 and 4,614 fp8
+// TFLOP/s a chip, two JAX devices) a step's weight matmuls run at 2,307
+// TFLOP/s a device and its output projection and attention scores at
+// 1,153.5; with bf16 weights all at 1,153.5. v6e publishes an fp8 peak
+// equal to its bf16 one, so there fp8 changes nothing.
+func TestWeightPeak(t *testing.T) {
+	r := qwenCoderRequest(t)
+	rc := newReplicaCost(r, 8)
+	if rc.wPeak != 4614e12/2 || rc.peak != 2307e12/2 {
+		t.Fatalf("tpu7x fp8: wPeak %g, peak %g FLOP/s, want 2.307e15 and 1.1535e15", rc.wPeak, rc.peak)
+	}
+	b := Batch{Seqs: 4, PaddedSeqs: 8, Tokens: 512, PaddedTokens: 512, ContextTokens: 4096, AttendedPairs: 300000}
+	w, rest := rc.matmulByPeak(b)
+	if got, want := rc.matmulTime(b), w/2307e12+rest/1153.5e12; math.Abs(got-want) > 1e-12*want {
+		t.Errorf("matmulTime = %g s, want %g s", got, want)
+	}
+	if got, want := rest, 8*rc.logits/8+(300000*rc.core)/8; math.Abs(got-want) > 1e-9*want {
+		t.Errorf("the bf16 part = %g FLOPs, want the sampled sequences' output projection and the scores, %g", got, want)
+	}
+	r.Weights = BF16
+	if rc := newReplicaCost(r, 8); rc.wPeak != rc.peak {
+		t.Errorf("tpu7x bf16: wPeak %g, want the bf16 peak %g", rc.wPeak, rc.peak)
+	}
+	s, _ := hw.ParseAcceleratorType("v6e-8")
+	r.Slice, r.Weights = s, FP8
+	if rc := newReplicaCost(r, 8); rc.wPeak != rc.peak {
+		t.Errorf("v6e fp8: wPeak %g, want the bf16 peak %g (v6e's fp8 peak is its bf16 one)", rc.wPeak, rc.peak)
+	}
+}

@@ -621,7 +621,7 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 func (rc replicaCost) step(kv, keyTime float64, overhead time.Duration, e Engine) func(Batch) time.Duration {
 	keyLocal := rc.keyLocal(e)
 	return func(b Batch) time.Duration {
-		matmul := max(rc.weightsRead(b.Tokens)/rc.bw, rc.matmulFLOPs(b)/rc.peak)
+		matmul := max(rc.weightsRead(b.Tokens)/rc.bw, rc.matmulTime(b))
 		share, context := rc.kvShare(b.Seqs), b.ContextTokens
 		if b.KernelPairs > 0 {
 			context -= b.PrefillContext // read by the kernel's own op: prefillKernel
