@@ -47,9 +47,9 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 		return BatchMemory{}, err
 	}
 	bm := BatchMemory{e: e, m: m, j: j, sh: sh, shards: shards, n: 1}
-	bm.stages[0] = e.stageBase(j, m, sh, firstStage)
+	bm.stages[0] = e.stageBase(j, m, &sh, firstStage)
 	if sh.p > 1 {
-		bm.stages[1], bm.n = e.stageBase(j, m, sh, lastStage), 2
+		bm.stages[1], bm.n = e.stageBase(j, m, &sh, lastStage), 2
 	}
 	for _, b := range bm.stages[:bm.n] {
 		bm.state = max(bm.state, b.mem.State())
@@ -76,7 +76,7 @@ func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
 	j.GlobalBatch = bm.shards
 	bm.j = j
 	bm.floor.computeOK = false
-	bm.sh.layerShape = bm.e.layerShape(j, bm.sh)
+	bm.sh.layerShape = bm.e.layerShape(&j, &bm.sh)
 	bm.sh = j.withBatch(bm.sh, 1)
 	return nil
 }
@@ -90,7 +90,7 @@ func (bm *BatchMemory) Total(globalBatch int) (unit.Bytes, error) {
 	}
 	total := unit.Bytes(0)
 	for i, b := range bm.stages[:bm.n] {
-		total = max(total, bm.j.stageMemory(b, sh, stage(i)).mem.Total())
+		total = max(total, bm.j.stageMemory(b, &sh, stage(i)).mem.Total())
 	}
 	return total, nil
 }
@@ -137,7 +137,7 @@ func (bm *BatchMemory) Bound(globalBatch int) (Bound, error) {
 	}
 	j := bm.j
 	j.GlobalBatch = globalBatch
-	return bm.e.bound(j, bm.m, sh)
+	return bm.e.bound(j, bm.m, &sh)
 }
 
 // MaxThroughput is at least Bound(b).TokensPerSecondPerChip() at every
@@ -185,7 +185,7 @@ func (bm *BatchMemory) ThroughputCeiling(globalBatch int) float64 {
 	e := bm.e
 	est := Estimate{Mesh: bm.m, Job: bm.j, MicroBatchSize: sh.b, Comms: e.comms[:0]}
 	est.Job.GlobalBatch = globalBatch
-	comm := e.commFloor(&est, sh)
+	comm := e.commFloor(&est, &sh)
 	e.comms = est.Comms
 	perShard, fixed := bm.computeFloor()
 	floorNs := (perShard*float64(globalBatch)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
@@ -269,11 +269,11 @@ func (e *Estimator) Bound(j Job, m mesh.Mesh) (Bound, error) {
 	if err != nil {
 		return Bound{}, err
 	}
-	return e.bound(j, m, sh)
+	return e.bound(j, m, &sh)
 }
 
 // bound is Bound of j, checked, on m in shape sh.
-func (e *Estimator) bound(j Job, m mesh.Mesh, sh shape) (Bound, error) {
+func (e *Estimator) bound(j Job, m mesh.Mesh, sh *shape) (Bound, error) {
 	chip := m.Multislice.Slice.Chip
 	if _, err := j.MatmulPeak(chip); err != nil {
 		return Bound{}, err
@@ -298,7 +298,7 @@ func (e *Estimator) bound(j Job, m mesh.Mesh, sh shape) (Bound, error) {
 	// Every step ends in a barrier across slices: the step takes as long as
 	// the slowest slice's.
 	est.Time.Sync = seconds(est.Time.Compute.Seconds() * j.calibration().SliceJitter * e.maxNormal(m.Multislice.Slices))
-	return Bound{est: est, sh: sh}, nil
+	return Bound{est: est, sh: *sh}, nil
 }
 
 // GlobalBatch is the batch the bound is of.

@@ -95,7 +95,7 @@ var calibrated = Calibration{
 // calibration rows.
 const DefaultEfficiency = 0.7
 
-func (j Job) calibration() *Calibration {
+func (j *Job) calibration() *Calibration {
 	if j.Calibration != nil {
 		return j.Calibration
 	}
@@ -114,7 +114,7 @@ func (j Job) EfficiencyFor(chip hw.Chip) float64 {
 	return DefaultEfficiency
 }
 
-func (j Job) efficiency(chip hw.Chip) float64 { return j.EfficiencyFor(chip) }
+func (j *Job) efficiency(chip hw.Chip) float64 { return j.EfficiencyFor(chip) }
 
 // ExpectedMaxNormal is E[max of n independent standard normals], by
 // integrating x·n·φ(x)·Φ(x)^(n−1) with Simpson's rule; 0 for n ≤ 1.

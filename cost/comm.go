@@ -11,7 +11,7 @@ import (
 )
 
 // communicate adds every collective and the exposed ICI and DCN time.
-func (e *Estimator) communicate(est *Estimate, sh shape) {
+func (e *Estimator) communicate(est *Estimate, sh *shape) {
 	j := est.Job
 	t, tpTime, tpAll := e.collectives(est, sh, true)
 
@@ -42,7 +42,7 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 // collectives adds every collective of est's step to est.Comms and tallies
 // their times; the tensor-parallel ones' in all (tpAll) and, with
 // exposure, exposed under the matmuls of est.Time.MXU (tpTime).
-func (e *Estimator) collectives(est *Estimate, sh shape, exposure bool) (t tally, tpTime, tpAll time.Duration) {
+func (e *Estimator) collectives(est *Estimate, sh *shape, exposure bool) (t tally, tpTime, tpAll time.Duration) {
 	j, m := est.Job, est.Mesh
 	t = tally{est: est, sh: sh, dcnLine: m.TierLink(hw.DCN).Collective(), latency: j.calibration().DCNLatency}
 	prec := j.Precision
@@ -72,7 +72,7 @@ func (e *Estimator) collectives(est *Estimate, sh shape, exposure bool) (t tally
 // that share; over DCN, which takes no share, a layer's worth of the
 // gathers and reductions stays exposed. It is less by a nanosecond for
 // Contention's rounding. est.Comms is left with the collectives.
-func (e *Estimator) commFloor(est *Estimate, sh shape) float64 {
+func (e *Estimator) commFloor(est *Estimate, sh *shape) float64 {
 	t, _, tpAll := e.collectives(est, sh, false)
 	share := min(est.Job.calibration().Contention, 1)
 	if share < 0 {
@@ -90,7 +90,7 @@ func (e *Estimator) commFloor(est *Estimate, sh shape) float64 {
 // critical path), per tier.
 type tally struct {
 	est                  *Estimate
-	sh                   shape
+	sh                   *shape
 	dcnLine              collective.Link
 	latency              time.Duration
 	gradICI, gradDCN     time.Duration
@@ -253,7 +253,7 @@ func (t *tally) pipeline(act unit.Bytes) {
 // 2023, "Overlap communication with dependent computation via
 // decomposition"), and each backward one the weight-gradient matmul that
 // does not depend on it; one ring step in t stays exposed either way.
-func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool), exposure bool) time.Duration {
+func (e *Estimator) tensorParallel(est *Estimate, sh *shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool), exposure bool) time.Duration {
 	if sh.t <= 1 {
 		return 0
 	}
@@ -315,7 +315,7 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 // repeats its all-gather; the blocks' outputs, which only the residual sum
 // reads, are never recomputed. Each collective hides as in tensorParallel
 // under the projections it feeds or drains, but for one ring step in t.
-func (e *Estimator) parallelTensor(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool), exposure bool) time.Duration {
+func (e *Estimator) parallelTensor(est *Estimate, sh *shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool), exposure bool) time.Duration {
 	j, m := est.Job, est.Mesh
 	spec := j.Model
 	r := sh.r

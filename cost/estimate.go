@@ -277,10 +277,10 @@ func (e *Estimator) Finish(b Bound) Estimate {
 	est, sh := b.est, b.sh
 	j, m := est.Job, est.Mesh
 	chip := m.Multislice.Slice.Chip
-	est.Memory = e.memory(j, m, sh)
+	est.Memory = e.memory(j, m, &sh)
 	// the collectives gather in the estimator's scratch and leave in one
 	// slice of their own (nil when there are none)
-	e.step(&est, sh)
+	e.step(&est, &sh)
 	est.Comms = nil
 	if len(e.comms) > 0 {
 		est.Comms = slices.Clone(e.comms)
@@ -309,7 +309,7 @@ func (e *Estimator) Finish(b Bound) Estimate {
 
 // step adds est's collectives, in the estimator's scratch (e.comms), and
 // the step they make with the bound's compute, bubble and sync.
-func (e *Estimator) step(est *Estimate, sh shape) {
+func (e *Estimator) step(est *Estimate, sh *shape) {
 	est.Comms = e.comms[:0]
 	e.communicate(est, sh)
 	e.comms = est.Comms
@@ -322,7 +322,7 @@ func (e *Estimator) step(est *Estimate, sh shape) {
 // and finishes only those it keeps.
 func (e *Estimator) Throughput(b *Bound) float64 {
 	est := b.est
-	e.step(&est, b.sh)
+	e.step(&est, &b.sh)
 	return tokensPerSecondPerChip(est.Job, est.Mesh.Chips(), est.Time.Step)
 }
 

@@ -267,7 +267,7 @@ func (e *Infeasible) Error() string {
 // ErrJob is wrapped by errors in the job itself (as opposed to the layout).
 var ErrJob = errors.New("invalid job")
 
-func (j Job) validate() error {
+func (j *Job) validate() error {
 	if err := j.validateSettings(); err != nil {
 		return err
 	}
@@ -299,7 +299,7 @@ func CheckTrainable(spec model.Spec) error {
 
 // validateSettings is validate without the model's own checks, which an
 // Estimator runs once per model (Estimator.validate).
-func (j Job) validateSettings() error {
+func (j *Job) validateSettings() error {
 	bad := func(field string, v any, want string) error {
 		return fmt.Errorf("cost: %s = %v, want %s: %w", field, v, want, ErrJob)
 	}

@@ -69,7 +69,7 @@ const (
 // fuses the fp32 softmax and loss row by row), split over the vocabulary
 // tiles (MaxText num_vocab_tiling), and with FSDP the output layer's
 // gathered weights and unreduced gradients.
-func (j Job) phases(sh shape, st stage, logits float64) stagePhases {
+func (j *Job) phases(sh *shape, st stage, logits float64) stagePhases {
 	e := float64(j.Precision.Activation)
 	var ps stagePhases
 	walk := j.layerBackward(&sh.walk, sh.b, sh.s)
@@ -182,7 +182,7 @@ func (ps *stagePhases) list() []Phase {
 // the compute dtype; the cast back to an fp32 weight's dtype comes after,
 // on the shard. The largest tensor's unreduced gradient is the most of it
 // alive at once: each one's reduce-scatter starts when its dot ends.
-func (j Job) layerInUse(sh shape) (layer, matrix float64) {
+func (j *Job) layerInUse(sh *shape) (layer, matrix float64) {
 	pc := j.Model.ParamCount()
 	t := float64(sh.t)
 	if pc.DenseLayers() > 0 {
@@ -222,7 +222,7 @@ type backwardWalk struct {
 // policy keeps stays in the held activations and is not counted here;
 // without remat nothing is recomputed, and the gradients alone make the
 // phase.
-func (j Job) backwardSteps(v layerView, s, seq int) backwardSteps {
+func (j *Job) backwardSteps(v layerView, s, seq int) backwardSteps {
 	bw := j.backwardWidths(&v, s, seq)
 	rec := j.recomputed(&v, &bw)
 	live := 0.0
@@ -301,7 +301,7 @@ type backwardWidths struct {
 // (MaxText's all-gather context parallelism; the transpose of an
 // all-gather is a reduce-scatter); under remat the gather is redone
 // for the backward pass, a recomputed activation of that step alone.
-func (j Job) backwardWidths(v *layerView, s, seq int) backwardWidths {
+func (j *Job) backwardWidths(v *layerView, s, seq int) backwardWidths {
 	spec := j.Model
 	w := &v.widths
 	bw := backwardWidths{d: w[LayerInput], f: w[MLPWi0], full: float64(spec.DModel), tp: v.t > 1, context: w[Context]}
@@ -337,7 +337,7 @@ func (j Job) backwardWidths(v *layerView, s, seq int) backwardWidths {
 // compute_local_attention @e591f30c), and with tensor parallelism the
 // projections' inputs gathered over it (backwardWidths). Without remat it
 // is nothing.
-func (j Job) recomputed(v *layerView, bw *backwardWidths) [numResiduals]float64 {
+func (j *Job) recomputed(v *layerView, bw *backwardWidths) [numResiduals]float64 {
 	var rec [numResiduals]float64
 	if j.Remat == RematNone {
 		return rec
@@ -400,7 +400,7 @@ type tableStep struct {
 // scores' gradient the probabilities' gradient's. A parallel block
 // (attention and MLP read one norm) has no mid-layer norm, and its MLP's
 // d(normed) stays live through the attention's steps, where it is summed.
-func (j Job) backwardTable(bw *backwardWidths) (steps [9]tableStep, n, combine int) {
+func (j *Job) backwardTable(bw *backwardWidths) (steps [9]tableStep, n, combine int) {
 	d, f, dn, dOut, dwi, ctx := bw.d, bw.f, bw.dn, bw.dOut, bw.dwi, bw.context
 	none := [4]int{-1, -1, -1, -1}
 	one := func(x int) [4]int { return [4]int{x, -1, -1, -1} }
@@ -461,7 +461,7 @@ type backwardStep struct {
 
 // layerBackward is the peak of the walk ws for b sequences of s local
 // tokens.
-func (j Job) layerBackward(ws *backwardSteps, b, s int) backwardWalk {
+func (j *Job) layerBackward(ws *backwardSteps, b, s int) backwardWalk {
 	spec := j.Model
 	e := float64(j.Precision.Activation)
 	tok := float64(b) * float64(s)

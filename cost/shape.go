@@ -32,7 +32,7 @@ type jobFLOPs struct {
 }
 
 // flops is j's jobFLOPs.
-func (j Job) flops() jobFLOPs {
+func (j *Job) flops() jobFLOPs {
 	return jobFLOPs{
 		matmulParams: float64(j.Model.MatmulParams()),
 		attention:    j.Model.AttentionFLOPsPerToken(j.Seq),
@@ -55,7 +55,7 @@ type layerShape struct {
 }
 
 // layerShape is sh's layer.
-func (j Job) layerShape(sh shape) layerShape {
+func (j *Job) layerShape(sh *shape) layerShape {
 	ls := layerShape{layer: j.layerAt(sh.t)}
 	ls.walk = j.backwardSteps(ls.layer, sh.s, j.Seq)
 	ls.inUse, ls.inUseMatrix = j.layerInUse(sh)
@@ -73,7 +73,7 @@ type layerKey struct {
 }
 
 // layerShape is j.layerShape, kept per layerKey for the estimator's model.
-func (e *Estimator) layerShape(j Job, sh shape) layerShape {
+func (e *Estimator) layerShape(j *Job, sh *shape) layerShape {
 	k := layerKey{j.Remat, j.Custom, j.CapacityFactor, j.Attention, j.Precision.Activation, sh.t, sh.s, j.Seq, sh.e}
 	if ls, ok := e.layers[k]; ok {
 		return ls
@@ -93,7 +93,7 @@ func (e *Estimator) shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	k := paramsKey{sh.t, sh.f, sh.e, sh.p, sh.ls}
 	params, ok := e.params[k]
 	if !ok {
-		params = j.stagesParams(sh)
+		params = j.stagesParams(&sh)
 		e.params[k] = params
 	}
 	sh.params = params
@@ -108,28 +108,28 @@ func (e *Estimator) shapeOf(j Job, m mesh.Mesh) (shape, error) {
 type paramsKey struct{ t, f, e, p, ls int }
 
 // stagesParams is stageParams of the first and the last stage.
-func (j Job) stagesParams(sh shape) [2]float64 {
+func (j *Job) stagesParams(sh *shape) [2]float64 {
 	return [2]float64{j.stageParams(sh, firstStage), j.stageParams(sh, lastStage)}
 }
 
 // withBatch is sh with b sequences per chip per micro-batch.
-func (j Job) withBatch(sh shape, b int) shape {
+func (j *Job) withBatch(sh shape, b int) shape {
 	sh.b = b
 	sh.r = j.rematIn(sh.layer, sh.b, sh.s, j.Seq)
 	return sh
 }
 
 func shapeOf(j Job, m mesh.Mesh) (shape, error) {
-	sh, err := shapeWith(j, m, Job.layerShape)
+	sh, err := shapeWith(j, m, (*Job).layerShape)
 	if err == nil {
-		sh.params = j.stagesParams(sh)
+		sh.params = j.stagesParams(&sh)
 		sh.flops = j.flops()
 	}
 	return sh, err
 }
 
 // shapeWith is shapeOf with the layer from layer.
-func shapeWith(j Job, m mesh.Mesh, layer func(Job, shape) layerShape) (shape, error) {
+func shapeWith(j Job, m mesh.Mesh, layer func(*Job, *shape) layerShape) (shape, error) {
 	sh := shape{
 		d: m.Size(mesh.Data), f: m.Size(mesh.FSDP), t: m.Size(mesh.Tensor),
 		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), e: m.Size(mesh.Expert), m: j.MicroBatches, v: 1,
@@ -160,7 +160,7 @@ func shapeWith(j Job, m mesh.Mesh, layer func(Job, shape) layerShape) (shape, er
 	}
 	sh.s = j.Seq / sh.c
 	sh.ls = spec.Layers / sh.p
-	sh.layerShape = layer(j, sh)
+	sh.layerShape = layer(&j, &sh)
 	return j.withBatch(sh, j.GlobalBatch/shards), nil
 }
 
