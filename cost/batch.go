@@ -37,19 +37,19 @@ type BatchMemory struct {
 // one, is what Memory returns at every positive batch.
 func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 	j.GlobalBatch = 1
-	if err := e.validate(j); err != nil {
+	if err := e.validate(&j); err != nil {
 		return BatchMemory{}, err
 	}
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	j.GlobalBatch = shards
-	sh, err := e.shapeOf(j, m)
+	sh, err := e.shapeOf(&j, &m)
 	if err != nil {
 		return BatchMemory{}, err
 	}
 	bm := BatchMemory{e: e, m: m, j: j, sh: sh, shards: shards, n: 1}
-	bm.stages[0] = e.stageBase(j, m, &sh, firstStage)
+	bm.stages[0] = e.stageBase(&j, &m, &sh, firstStage)
 	if sh.p > 1 {
-		bm.stages[1], bm.n = e.stageBase(j, m, &sh, lastStage), 2
+		bm.stages[1], bm.n = e.stageBase(&j, &m, &sh, lastStage), 2
 	}
 	for _, b := range bm.stages[:bm.n] {
 		bm.state = max(bm.state, b.mem.State())
@@ -70,7 +70,7 @@ func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
 	}
 	j := bm.j
 	j.Remat, j.RingOfExperts, j.GlobalBatch = r, ring, 1
-	if err := bm.e.validate(j); err != nil {
+	if err := bm.e.validate(&j); err != nil {
 		return err
 	}
 	j.GlobalBatch = bm.shards
@@ -137,7 +137,7 @@ func (bm *BatchMemory) Bound(globalBatch int) (Bound, error) {
 	}
 	j := bm.j
 	j.GlobalBatch = globalBatch
-	return bm.e.bound(j, bm.m, &sh)
+	return bm.e.bound(&j, &bm.m, &sh)
 }
 
 // MaxThroughput is at least Bound(b).TokensPerSecondPerChip() at every
@@ -262,23 +262,23 @@ type Bound struct {
 // ranks layouts by throughput need not finish the estimate of one whose
 // bound is already slower than the layouts it keeps.
 func (e *Estimator) Bound(j Job, m mesh.Mesh) (Bound, error) {
-	if err := e.validate(j); err != nil {
+	if err := e.validate(&j); err != nil {
 		return Bound{}, err
 	}
-	sh, err := e.shapeOf(j, m)
+	sh, err := e.shapeOf(&j, &m)
 	if err != nil {
 		return Bound{}, err
 	}
-	return e.bound(j, m, &sh)
+	return e.bound(&j, &m, &sh)
 }
 
 // bound is Bound of j, checked, on m in shape sh.
-func (e *Estimator) bound(j Job, m mesh.Mesh, sh *shape) (Bound, error) {
+func (e *Estimator) bound(j *Job, m *mesh.Mesh, sh *shape) (Bound, error) {
 	chip := m.Multislice.Slice.Chip
 	if _, err := j.MatmulPeak(chip); err != nil {
 		return Bound{}, err
 	}
-	est := Estimate{Mesh: m, Job: j, MicroBatchSize: sh.b}
+	est := Estimate{Mesh: *m, Job: *j, MicroBatchSize: sh.b}
 	if j.Model.MoE() {
 		est.TokensPerExpert = j.TokensPerExpert(sh.b, sh.s, sh.e)
 	}

@@ -18,7 +18,7 @@ import (
 // 256-wide array), both times the residual efficiency, plus the memory-bound work at HBM bandwidth, and
 // host-offload transfers that do not hide under the matmuls.
 func (e *Estimator) compute(est *Estimate, sh *shape) error {
-	j, m := est.Job, est.Mesh
+	j, m := &est.Job, &est.Mesh
 	chip := m.Multislice.Slice.Chip
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
 	fl := j.computeFLOPs(sh, tokens)
@@ -161,7 +161,7 @@ func (j *Job) offloadBytes(sh *shape, r remat, mem Memory) float64 {
 // mxuFLOPsPerChip is the matmul FLOPs one chip runs in a step, the ones
 // Time.MXU is the time of.
 func mxuFLOPsPerChip(est *Estimate, sh *shape) float64 {
-	j := est.Job
+	j := &est.Job
 	r := sh.r
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
 	return (6*float64(j.Model.MatmulParams()) + r.recompute*float64(j.Model.Layers)) * tokens / float64(est.Mesh.Chips())

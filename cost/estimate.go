@@ -216,7 +216,7 @@ func NewEstimator() *Estimator {
 }
 
 // validate is j.validate, with the model's own checks run once per spec.
-func (e *Estimator) validate(j Job) error {
+func (e *Estimator) validate(j *Job) error {
 	if err := j.validateSettings(); err != nil {
 		return err
 	}
@@ -277,7 +277,7 @@ func (e *Estimator) Finish(b Bound) Estimate {
 	est, sh := b.est, b.sh
 	j, m := est.Job, est.Mesh
 	chip := m.Multislice.Slice.Chip
-	est.Memory = e.memory(j, m, &sh)
+	est.Memory = e.memory(&j, &m, &sh)
 	// the collectives gather in the estimator's scratch and leave in one
 	// slice of their own (nil when there are none)
 	e.step(&est, &sh)

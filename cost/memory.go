@@ -533,7 +533,7 @@ func (e *Estimator) MaxMicroBatch(j Job, m mesh.Mesh, limit int) (int, error) {
 // per chip per micro-batch: ReasonHBM or ReasonHost (BatchMemory.Check),
 // or "" where the limit does.
 func (e *Estimator) MaxMicroBatchBound(j Job, m mesh.Mesh, limit int) (int, Reason, error) {
-	if err := e.validate(j); err != nil {
+	if err := e.validate(&j); err != nil {
 		return 0, "", err
 	}
 	bm, err := e.BatchMemory(j, m)

@@ -85,7 +85,7 @@ func (j *Job) moeLayersPerStage(sh *shape) float64 {
 // over the expert group: in a slice at the ring factor, across slices over
 // DCN. They are on the critical path (the expert GEMMs wait for them).
 func (t *tally) experts() {
-	j, m, sh := t.est.Job, t.est.Mesh, t.sh
+	j, m, sh := &t.est.Job, &t.est.Mesh, t.sh
 	if sh.e <= 1 || !j.Model.MoE() {
 		return
 	}
@@ -215,7 +215,7 @@ func RingOfExpertsBytes(n, tokens, dModel, experts, elemBytes int) unit.Bytes {
 // the all-to-alls are (MaxText's num_moe_token_chunks, which would
 // overlap them with the grouped GEMMs, is off by default).
 func (t *tally) ringOfExperts(count, tokens int) {
-	j, m, sh := t.est.Job, t.est.Mesh, t.sh
+	j, m, sh := &t.est.Job, &t.est.Mesh, t.sh
 	spec := j.Model
 	ed := m.Degree(mesh.Expert)
 	size := RingOfExpertsBytes(sh.e, tokens, spec.DModel, spec.Experts, j.Precision.Activation)

@@ -80,7 +80,7 @@ type mxuKey struct {
 	qkHead, vHead                          int // latent attention's head widths
 }
 
-func (e *Estimator) mxu(j Job, sh *shape, p systolic.Preset) (mxuStats, error) {
+func (e *Estimator) mxu(j *Job, sh *shape, p systolic.Preset) (mxuStats, error) {
 	spec := j.Model
 	k := mxuKey{spec.DModel, spec.Heads, spec.KV(), spec.Head(), spec.DFF, spec.Vocab, spec.GatedMLP, sh.b, sh.s, sh.t, j.Seq, sh.ls, p.Rows, p.Cols, p.MXUs,
 		spec.Experts, spec.ExpertsPerToken, spec.SharedExperts, spec.ExpertFF(), sh.e, spec.MoELayers(), spec.Layers - spec.MoELayers(), j.CapacityFactor, j.LoadImbalance, spec.QKHead(), spec.VHead()}
@@ -101,7 +101,7 @@ func (e *Estimator) mxu(j Job, sh *shape, p systolic.Preset) (mxuStats, error) {
 	return st, nil
 }
 
-func (e *Estimator) mxuStats(j Job, sh *shape, p systolic.Preset) (mxuStats, error) {
+func (e *Estimator) mxuStats(j *Job, sh *shape, p systolic.Preset) (mxuStats, error) {
 	var macs, cycles, mapped float64
 	var attnMACs, attnCycles float64
 	gemms := j.layerGEMMs(sh)

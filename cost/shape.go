@@ -85,8 +85,8 @@ func (e *Estimator) layerShape(j *Job, sh *shape) layerShape {
 
 // shapeOf is the package's shapeOf, its layer from the estimator's cache
 // (the job's model is the one validate last passed).
-func (e *Estimator) shapeOf(j Job, m mesh.Mesh) (shape, error) {
-	sh, err := shapeWith(j, m, e.layerShape)
+func (e *Estimator) shapeOf(j *Job, m *mesh.Mesh) (shape, error) {
+	sh, err := shapeWith(j, m, e)
 	if err != nil {
 		return sh, err
 	}
@@ -120,7 +120,7 @@ func (j *Job) withBatch(sh shape, b int) shape {
 }
 
 func shapeOf(j Job, m mesh.Mesh) (shape, error) {
-	sh, err := shapeWith(j, m, (*Job).layerShape)
+	sh, err := shapeWith(&j, &m, nil)
 	if err == nil {
 		sh.params = j.stagesParams(&sh)
 		sh.flops = j.flops()
@@ -128,8 +128,9 @@ func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	return sh, err
 }
 
-// shapeWith is shapeOf with the layer from layer.
-func shapeWith(j Job, m mesh.Mesh, layer func(*Job, *shape) layerShape) (shape, error) {
+// shapeWith is shapeOf with the layer from e's cache (Estimator.layerShape),
+// or worked out when e is nil.
+func shapeWith(j *Job, m *mesh.Mesh, e *Estimator) (shape, error) {
 	sh := shape{
 		d: m.Size(mesh.Data), f: m.Size(mesh.FSDP), t: m.Size(mesh.Tensor),
 		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), e: m.Size(mesh.Expert), m: j.MicroBatches, v: 1,
@@ -160,7 +161,11 @@ func shapeWith(j Job, m mesh.Mesh, layer func(*Job, *shape) layerShape) (shape, 
 	}
 	sh.s = j.Seq / sh.c
 	sh.ls = spec.Layers / sh.p
-	sh.layerShape = layer(&j, &sh)
+	if e != nil {
+		sh.layerShape = e.layerShape(j, &sh)
+	} else {
+		sh.layerShape = j.layerShape(&sh)
+	}
 	return j.withBatch(sh, j.GlobalBatch/shards), nil
 }
 

@@ -54,19 +54,19 @@ func (j *Job) paramsPerChip(sh *shape) float64 {
 
 // Memory estimates HBM per chip.
 func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
-	if err := e.validate(j); err != nil {
+	if err := e.validate(&j); err != nil {
 		return Memory{}, err
 	}
-	sh, err := e.shapeOf(j, m)
+	sh, err := e.shapeOf(&j, &m)
 	if err != nil {
 		return Memory{}, err
 	}
-	return e.memory(j, m, &sh), nil
+	return e.memory(&j, &m, &sh), nil
 }
 
 // memory is HBM per chip on the most loaded pipeline stage, its phases
 // spelled out.
-func (e *Estimator) memory(j Job, m mesh.Mesh, sh *shape) Memory {
+func (e *Estimator) memory(j *Job, m *mesh.Mesh, sh *shape) Memory {
 	sm := e.mostLoaded(j, m, sh)
 	sm.mem.Phases, sm.mem.Peak = sm.phases.list(), sm.phases.name(sm.peak)
 	return sm.mem
@@ -74,7 +74,7 @@ func (e *Estimator) memory(j Job, m mesh.Mesh, sh *shape) Memory {
 
 // mostLoaded is the stage of the two (the same when there is one pipeline
 // stage) whose HBM total is larger, the first on a tie.
-func (e *Estimator) mostLoaded(j Job, m mesh.Mesh, sh *shape) stageMemory {
+func (e *Estimator) mostLoaded(j *Job, m *mesh.Mesh, sh *shape) stageMemory {
 	first := j.stageMemory(e.stageBase(j, m, sh, firstStage), sh, firstStage)
 	if sh.p == 1 {
 		return first
@@ -97,7 +97,7 @@ type stageBase struct {
 
 // stageBase is stage st's: the first holds the most micro-batches in
 // flight and the embedding, the last the output layer and the logits.
-func (e *Estimator) stageBase(j Job, m mesh.Mesh, sh *shape, st stage) stageBase {
+func (e *Estimator) stageBase(j *Job, m *mesh.Mesh, sh *shape, st stage) stageBase {
 	ms := m.Multislice
 	chip := ms.Slice.Chip
 	prec := j.Precision
