@@ -86,14 +86,21 @@ func (e *Estimator) layerShape(j *Job, sh *shape) layerShape {
 // shapeOf is the package's shapeOf, its layer from the estimator's cache
 // (the job's model is the one validate last passed).
 func (e *Estimator) shapeOf(j *Job, m *mesh.Mesh) (shape, error) {
-	sh, err := shapeWith(j, m, e)
-	if err != nil {
-		return sh, err
+	var sh shape
+	err := e.shapeInto(&sh, j, m)
+	return sh, err
+}
+
+// shapeInto sets *sh to shapeOf's shape, or returns its error.
+func (e *Estimator) shapeInto(sh *shape, j *Job, m *mesh.Mesh) error {
+	var err error
+	if *sh, err = shapeWith(j, m, e); err != nil {
+		return err
 	}
 	k := paramsKey{sh.t, sh.f, sh.e, sh.p, sh.ls}
 	params, ok := e.params[k]
 	if !ok {
-		params = j.stagesParams(&sh)
+		params = j.stagesParams(sh)
 		e.params[k] = params
 	}
 	sh.params = params
@@ -101,7 +108,7 @@ func (e *Estimator) shapeOf(j *Job, m *mesh.Mesh) (shape, error) {
 		e.flops, e.flopsKey, e.flopsOK = j.flops(), k, true
 	}
 	sh.flops = e.flops
-	return sh, nil
+	return nil
 }
 
 // paramsKey is what stageParams depends on besides the model.
@@ -114,9 +121,14 @@ func (j *Job) stagesParams(sh *shape) [2]float64 {
 
 // withBatch is sh with b sequences per chip per micro-batch.
 func (j *Job) withBatch(sh shape, b int) shape {
+	j.setBatch(&sh, b)
+	return sh
+}
+
+// setBatch sets sh to b sequences per chip per micro-batch.
+func (j *Job) setBatch(sh *shape, b int) {
 	sh.b = b
 	sh.r = j.rematIn(sh.layer, sh.b, sh.s, j.Seq)
-	return sh
 }
 
 func shapeOf(j Job, m mesh.Mesh) (shape, error) {

@@ -81,8 +81,7 @@ func (w *worker) memory(j *cost.Job, m *mesh.Mesh) (*cost.BatchMemory, error) {
 		}
 		return &f.bm, f.bm.SetPolicy(j.Remat, j.RingOfExperts)
 	}
-	var err error
-	f.bm, err = w.est.BatchMemory(*j, *m)
+	err := f.bm.Reset(w.est, j, m)
 	var inf *cost.Infeasible
 	f.ok, f.k, f.v, f.mb, f.err = err == nil || errors.As(err, &inf), j.Schedule, j.Chunks, j.MicroBatches, err
 	return &f.bm, err
