@@ -373,8 +373,10 @@ type planned struct {
 // in every mode share the plan.
 func (r Request) planAll(tasks []config) []planned {
 	out := make([]planned, len(tasks))
+	cache := new(plan.Cache) // the configurations share their estimators
 	for i, cf := range tasks {
 		pr := r.Plan
+		pr.Cache = cache
 		pr.Multislice = cf.ms
 		p, err := plan.Search(pr)
 		out[i] = planned{&p, err}
