@@ -45,7 +45,8 @@ func (s *searcher) runner(n int) *runner {
 	}
 	r := &runner{s: s, workers: make([]*worker, max(w, 1)), outs: make([]outcome, meshBatch)}
 	for i, est := range s.req.Cache.take(len(r.workers)) {
-		r.workers[i] = &worker{req: s.req, job: s.req.job(), est: est, keep: s.keep, bars: bars{keep: s.keep}}
+		job := s.req.job()
+		r.workers[i] = &worker{req: s.req, job: job, cur: job, est: est, keep: s.keep, bars: bars{keep: s.keep}}
 	}
 	return r
 }

@@ -27,10 +27,15 @@ import (
 // worker costs meshes with its own estimator (whose caches are not safe to
 // share).
 type worker struct {
-	req  Request
-	job  cost.Job // the request's (Request.job)
-	est  *cost.Estimator
-	keep int
+	req Request
+	job cost.Job // the request's (Request.job)
+	// cur is the job try costs: the request's run as the combination
+	// last tried (combo.set)
+	cur cost.Job
+	// bound is fit's scratch
+	bound cost.Bound
+	est   *cost.Estimator
+	keep  int
 	// bars is the throughput of the best layouts this worker knows of:
 	// those merged before the batch and its own since.
 	bars bars
@@ -174,13 +179,19 @@ func (c combo) job(r Request) cost.Job { return c.with(r.job()) }
 
 // with is j run as c.
 func (c combo) with(j cost.Job) cost.Job {
+	c.set(&j, j.Schedule, j.Chunks)
+	return j
+}
+
+// set makes j run as c, on schedule k with v chunks where c names none.
+func (c combo) set(j *cost.Job, k schedule.Kind, v int) {
+	j.Schedule, j.Chunks = k, v
 	if c.k != "" {
 		j.Schedule, j.Chunks = c.k, c.v
 	}
 	j.MicroBatches = c.mb
 	j.Remat = c.r
 	j.RingOfExperts = c.ring
-	return j
 }
 
 // bounded is a combination whose batch fits and that is not outclassed,
@@ -399,9 +410,10 @@ func (w *worker) rings(m mesh.Mesh) []bool {
 // (prior) when there is one, and returns the batch.
 func (w *worker) try(out *outcome, m *mesh.Mesh, c combo, prior *batchFit) batchFit {
 	out.evaluated++
-	j := c.with(w.job)
+	j := &w.cur
+	c.set(j, w.job.Schedule, w.job.Chunks)
 	expert := m.Size(mesh.Expert) > 1
-	tps, fit := w.fit(&j, m, prior, out.tier, expert)
+	tps, fit := w.fit(j, m, prior, out.tier, expert)
 	switch fit.reason {
 	case outclassed:
 		fit.reason = "" // the batch runs; the layout cannot be kept
@@ -410,7 +422,7 @@ func (w *worker) try(out *outcome, m *mesh.Mesh, c combo, prior *batchFit) batch
 		w.bars.raise(out.tier, tps, expert)
 	case cost.ReasonHBM, cost.ReasonHost:
 		if w.req.Axes != nil {
-			if u := w.unfitCandidate(&j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
+			if u := w.unfitCandidate(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
 				out.unfit = u
 			}
 		}
@@ -444,7 +456,7 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 		}
 		return tps, f
 	}
-	var b cost.Bound
+	b := &w.bound
 	f := batchFit{}
 	if prior != nil {
 		f = *prior
@@ -458,7 +470,7 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 		jb := *j
 		jb.GlobalBatch = f.batch
 		var err error
-		if b, err = w.est.Bound(jb, *m); err != nil {
+		if *b, err = w.est.Bound(jb, *m); err != nil {
 			panic(err) // a layout of the same sizes ran this batch
 		}
 	} else {
@@ -473,7 +485,7 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 			return 0, f
 		}
 		var err error
-		if b, err = bm.Bound(f.batch); err != nil {
+		if *b, err = bm.Bound(f.batch); err != nil {
 			var inf *cost.Infeasible
 			if errors.As(err, &inf) {
 				return 0, batchFit{reason: inf.Reason}
@@ -486,7 +498,7 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 		f.reason = outclassed
 		return 0, f
 	}
-	return w.est.Throughput(&b), f
+	return w.est.Throughput(b), f
 }
 
 // fitBatch picks the global batch of j on m, a layout of tier t with an
