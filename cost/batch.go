@@ -31,7 +31,8 @@ type BatchMemory struct {
 	n      int // pipeline stages to weigh: 1, or the first and last
 	// state is the larger stage state: no batch takes less HBM
 	state, usable unit.Bytes
-	floor         stepFloor // MaxThroughput's, once worked out
+	floor         stepFloor   // MaxThroughput's, once worked out
+	ps            stagePhases // Check's scratch
 }
 
 // BatchMemory checks j on m as Memory does, but for the global batch, and
@@ -137,7 +138,7 @@ func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
 	}
 	var why Reason
 	for i := range bm.stages[:bm.n] {
-		switch r := bm.est.Job.stageReason(&bm.stages[i], sh, stage(i)); r {
+		switch r := bm.est.Job.stageReason(&bm.stages[i], sh, stage(i), &bm.ps); r {
 		case ReasonHBM:
 			return r, nil
 		case ReasonHost:

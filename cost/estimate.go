@@ -184,8 +184,9 @@ type Estimator struct {
 		st mxuStats
 		ok bool
 	}
-	layers map[layerKey]layerShape  // for model
-	params map[paramsKey][2]float64 // for model
+	layers       map[layerKey]layerShape  // for model
+	recentLayers recentLayers             // for model
+	params       map[paramsKey][2]float64 // for model
 	// flops is jobFLOPs for model at flopsKey, when flopsOK.
 	flops    jobFLOPs
 	flopsKey flopsKey
@@ -228,6 +229,7 @@ func (e *Estimator) validate(j *Job) error {
 	}
 	e.model, e.checked = j.Model, true
 	clear(e.layers) // they are the last model's
+	e.recentLayers = recentLayers{}
 	clear(e.params)
 	e.flopsOK = false
 	return nil

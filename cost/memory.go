@@ -69,9 +69,11 @@ const (
 // fuses the fp32 softmax and loss row by row), split over the vocabulary
 // tiles (MaxText num_vocab_tiling), and with FSDP the output layer's
 // gathered weights and unreduced gradients.
-func (j *Job) phases(sh *shape, st stage, logits float64) stagePhases {
+//
+// It writes them to ps, whose earlier phases it drops.
+func (j *Job) phases(ps *stagePhases, sh *shape, st stage, logits float64) {
 	e := float64(j.Precision.Activation)
-	var ps stagePhases
+	ps.n, ps.phase[0].n, ps.phase[1].n = 0, 0, 0
 	walk := j.layerBackward(&sh.walk, sh.b, sh.s)
 	ps.step = walk.step
 	back := &ps.phase[0]
@@ -99,7 +101,6 @@ func (j *Job) phases(sh *shape, st stage, logits float64) stagePhases {
 		}
 		ps.n = 2
 	}
-	return ps
 }
 
 // stagePhases is a stage's phases in arrays: the planner sums them for

@@ -75,12 +75,31 @@ type layerKey struct {
 // layerShape is j.layerShape, kept per layerKey for the estimator's model.
 func (e *Estimator) layerShape(j *Job, sh *shape) layerShape {
 	k := layerKey{j.Remat, j.Custom, j.CapacityFactor, j.Attention, j.Precision.Activation, sh.t, sh.s, j.Seq, sh.e}
-	if ls, ok := e.layers[k]; ok {
-		return ls
+	// a search asks for a layout's policies in turn, once per schedule
+	// and micro-batch count: the last few keys are compared before the
+	// map's hash is worked out
+	r := &e.recentLayers
+	for i := range r.n {
+		if r.k[i] == k {
+			return r.ls[i]
+		}
 	}
-	ls := j.layerShape(sh)
-	e.layers[k] = ls
+	ls, ok := e.layers[k]
+	if !ok {
+		ls = j.layerShape(sh)
+		e.layers[k] = ls
+	}
+	r.k[r.next], r.ls[r.next] = k, ls
+	r.next, r.n = (r.next+1)%len(r.k), min(r.n+1, len(r.k))
 	return ls
+}
+
+// recentLayers is the layer shapes the estimator last worked out or
+// looked up, by key, for its model.
+type recentLayers struct {
+	k       [8]layerKey
+	ls      [8]layerShape
+	n, next int
 }
 
 // shapeOf is the package's shapeOf, its layer from the estimator's cache

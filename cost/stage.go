@@ -98,8 +98,8 @@ type stageBase struct {
 // stageBase is stage st's: the first holds the most micro-batches in
 // flight and the embedding, the last the output layer and the logits.
 func (e *Estimator) stageBase(j *Job, m *mesh.Mesh, sh *shape, st stage) stageBase {
-	ms := m.Multislice
-	chip := ms.Slice.Chip
+	ms := &m.Multislice
+	chip := &ms.Slice.Chip
 	prec := j.Precision
 	params := sh.params[st]
 	mem := Memory{
@@ -154,7 +154,7 @@ func (j *Job) stageMemory(base stageBase, sh *shape, st stage) stageMemory {
 	sm := stageMemory{mem: base.mem}
 	mem := &sm.mem
 	mem.Activations, mem.Host = j.held(&base, sh)
-	sm.phases = j.phases(sh, st, base.logits)
+	j.phases(&sm.phases, sh, st, base.logits)
 	mem.Transient, sm.peak = j.transient(&sm.phases)
 	return sm
 }
@@ -186,14 +186,15 @@ func (j *Job) transient(ps *stagePhases) (unit.Bytes, int) {
 
 // stageReason is stageMemory(base, sh, st).mem.Reason(): where the state
 // and the held activations alone exceed the usable HBM, ReasonHBM
-// without the phases (whose buffers only add to them).
-func (j *Job) stageReason(base *stageBase, sh *shape, st stage) Reason {
+// without the phases (whose buffers only add to them). It lists the
+// phases in ps.
+func (j *Job) stageReason(base *stageBase, sh *shape, st stage, ps *stagePhases) Reason {
 	mem := base.mem
 	mem.Activations, mem.Host = j.held(base, sh)
 	if mem.Total() > mem.Usable {
 		return ReasonHBM
 	}
-	ps := j.phases(sh, st, base.logits)
-	mem.Transient, _ = j.transient(&ps)
+	j.phases(ps, sh, st, base.logits)
+	mem.Transient, _ = j.transient(ps)
 	return mem.Reason()
 }
