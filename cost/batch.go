@@ -234,7 +234,7 @@ func (bm *BatchMemory) stepFloor() *stepFloor {
 	f := &bm.floor
 	if !f.ok {
 		j, m, sh := &bm.est.Job, &bm.est.Mesh, &bm.sh
-		_, err := j.MatmulPeak(m.Multislice.Slice.Chip)
+		_, err := j.matmulPeak(&m.Multislice.Slice.Chip)
 		pp := bm.e.pipe(j.Schedule, sh.p, sh.m, sh.v)
 		f.ok, f.noPeak, f.chips = true, err != nil, float64(m.Chips())
 		f.stretch = 1 + pp.bubble/(1-pp.bubble) + j.calibration().SliceJitter*bm.e.maxNormal(m.Multislice.Slices)

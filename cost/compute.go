@@ -19,13 +19,13 @@ import (
 // host-offload transfers that do not hide under the matmuls.
 func (e *Estimator) compute(est *Estimate, sh *shape) error {
 	j, m := &est.Job, &est.Mesh
-	chip := m.Multislice.Slice.Chip
+	chip := &m.Multislice.Slice.Chip
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
 	fl := j.computeFLOPs(sh, tokens)
 	est.ModelFLOPs = unit.FLOPs(sh.flops.model * tokens)
 	est.HardwareFLOPs = unit.FLOPs(fl.matmul + fl.recompute + fl.attention + fl.dispatch)
 
-	mx, err := e.mxu(j, sh, systolic.PresetFor(chip))
+	mx, err := e.mxu(j, sh, systolic.PresetFor(*chip))
 	if err != nil {
 		return err
 	}
@@ -93,8 +93,8 @@ func (j *Job) computeFLOPs(sh *shape, tokens float64) stepFLOPs {
 // efficiency matmul and the attention core's at attention: the matmuls at
 // the quantized peak, the attention core and the sort at the bf16 peak,
 // all times the residual efficiency.
-func (j *Job) matmulSeconds(chip hw.Chip, chips float64, fl stepFLOPs, matmul, attention float64) (mxu, attn float64) {
-	peak, _ := j.MatmulPeak(chip)
+func (j *Job) matmulSeconds(chip *hw.Chip, chips float64, fl stepFLOPs, matmul, attention float64) (mxu, attn float64) {
+	peak, _ := j.matmulPeak(chip)
 	eff := j.efficiency(chip)
 	bf16Eff := matmul * eff // a bf16 GEMM's share of the bf16 peak
 	mmEff := bf16Eff
@@ -178,7 +178,7 @@ func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }
 // means of it are too), the vector work and the optimizer's update as
 // compute has them, and nothing offloaded.
 func (j *Job) computeFloor(m *mesh.Mesh, sh *shape) (perBatch, fixed float64) {
-	chip := m.Multislice.Slice.Chip
+	chip := &m.Multislice.Slice.Chip
 	shards := sh.d * sh.f * sh.e * sh.m
 	tokens := float64(sh.b*shards) * float64(j.Seq)
 	mxu, attn := j.matmulSeconds(chip, float64(m.Chips()), j.computeFLOPs(sh, tokens), 1, 1)

@@ -341,7 +341,10 @@ func (e Estimate) MFUPeaks() string {
 
 // MatmulPeak is the chip's peak rate for the job's matmuls, or an error
 // when the chip publishes none for the job's quantization.
-func (j Job) MatmulPeak(chip hw.Chip) (float64, error) {
+func (j Job) MatmulPeak(chip hw.Chip) (float64, error) { return j.matmulPeak(&chip) }
+
+// matmulPeak is MatmulPeak, the job and chip read in place.
+func (j *Job) matmulPeak(chip *hw.Chip) (float64, error) {
 	peak, ok := chip.Peak(j.Quantization.Format())
 	if !ok {
 		return 0, fmt.Errorf("cost: quantization %s: %s publishes no %s peak, want none (bf16): %w", j.Quantization, chip.Name, j.Quantization, ErrJob)

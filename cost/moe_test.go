@@ -485,7 +485,7 @@ func TestDroplessSortIsNotSplitOverTensor(t *testing.T) {
 	j := est[0].Job
 	chip := m.Multislice.Slice.Chip
 	tokens := 512.0 * 8192
-	want := j.droplessExtra(tokens) * 4 / float64(m.Chips()) / (float64(chip.PeakBF16) * est[0].MatmulEfficiency * j.efficiency(chip))
+	want := j.droplessExtra(tokens) * 4 / float64(m.Chips()) / (float64(chip.PeakBF16) * est[0].MatmulEfficiency * j.efficiency(&chip))
 	if got := (est[0].Time.MXU - est[1].Time.MXU).Seconds(); math.Abs(got-want) > 1e-6*want+1e-9 {
 		t.Errorf("the dropless sort adds %.6g s per step with tensor=4, want %.6g s (four tensor ranks sorting the same tokens)", got, want)
 	}
