@@ -105,21 +105,23 @@ type batchFit struct {
 // expert axis, is not among those the search keeps (outclassed).
 type bars struct {
 	keep       int
-	tier       map[Tier][]float64
+	tier       [numTiers][]float64 // by tierIndex
 	expert     float64
 	haveExpert bool
 }
 
+// numTiers is how many tiers there are: the in-slice strategies by the
+// cross-slice ones.
+const numTiers = int(InModel+1) * int(AcrossPipeline+1)
+
+// tierIndex is t's place in bars.tier: a search asks for its tier's bars
+// several times per combination, and an array is cheaper than a map.
+func tierIndex(t Tier) int { return int(t.In)*int(AcrossPipeline+1) + int(t.Across) }
+
 // copyFrom sets b to o.
 func (b *bars) copyFrom(o *bars) {
-	if b.tier == nil {
-		b.tier = map[Tier][]float64{}
-	}
-	for t := range b.tier {
-		b.tier[t] = b.tier[t][:0]
-	}
-	for t, l := range o.tier {
-		b.tier[t] = append(b.tier[t], l...)
+	for i := range b.tier {
+		b.tier[i] = append(b.tier[i][:0], o.tier[i]...)
 	}
 	b.keep, b.expert, b.haveExpert = o.keep, o.expert, o.haveExpert
 }
@@ -127,16 +129,13 @@ func (b *bars) copyFrom(o *bars) {
 // raise adds a layout of tier t, with an expert axis or not, whose
 // throughput is v.
 func (b *bars) raise(t Tier, v float64, expert bool) {
-	if b.tier == nil {
-		b.tier = map[Tier][]float64{}
-	}
-	l := b.tier[t]
+	l := b.tier[tierIndex(t)]
 	i := sort.Search(len(l), func(i int) bool { return v > l[i] })
 	if i < b.keep {
 		l = append(l, 0)
 		copy(l[i+1:], l[i:])
 		l[i] = v
-		b.tier[t] = l[:min(len(l), b.keep)]
+		b.tier[tierIndex(t)] = l[:min(len(l), b.keep)]
 	}
 	if expert && (!b.haveExpert || v > b.expert) {
 		b.expert, b.haveExpert = v, true
@@ -145,13 +144,13 @@ func (b *bars) raise(t Tier, v float64, expert bool) {
 
 // full reports whether tier t holds keep layouts: until it does, it
 // outclasses none.
-func (b *bars) full(t Tier) bool { return len(b.tier[t]) >= b.keep }
+func (b *bars) full(t Tier) bool { return len(b.tier[tierIndex(t)]) >= b.keep }
 
 // outclassed reports whether a layout of tier t, with an expert axis or
 // not, whose throughput is at most max cannot be kept: keep layouts of its
 // tier are faster, and with an expert axis so is the best of those.
 func (b *bars) outclassed(t Tier, max float64, expert bool) bool {
-	l := b.tier[t]
+	l := b.tier[tierIndex(t)]
 	if len(l) < b.keep || !(max < l[b.keep-1]) {
 		return false
 	}
@@ -252,8 +251,15 @@ func (s *searcher) finishBounded(w *worker) {
 // only rise) and is dropped.
 func (s *searcher) merge(o outcome, m mesh.Mesh) {
 	s.evaluated += o.evaluated
-	for _, r := range o.rejected {
-		s.rejected[o.tier][r]++
+	rejected := s.rejected[o.tier]
+	for i := 0; i < len(o.rejected); {
+		// a mesh's combinations mostly fail for one reason in a row
+		r, n := o.rejected[i], 1
+		for i+n < len(o.rejected) && o.rejected[i+n] == r {
+			n++
+		}
+		rejected[r] += n
+		i += n
 	}
 	for _, c := range o.offers {
 		s.offerAll(c)
