@@ -320,7 +320,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	scheds := w.schedules(p)
 	rings := w.rings(m)
 	var sizes [mesh.NumAxes]int
-	for _, a := range mesh.All() {
+	for a := range mesh.Axis(mesh.NumAxes) {
 		sizes[a] = m.Size(a)
 	}
 	w.family.ok = false // the last layout's
@@ -328,6 +328,9 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	remember := !seen && w.req.Multislice.Slices > 1
 	start, startR := len(w.arena), len(w.rejects)
 	var fits []batchFit
+	if remember {
+		fits = make([]batchFit, 0, len(scheds)*len(micro)*len(remats)*len(rings))
+	}
 	i := 0
 	for _, sc := range scheds {
 		for _, mb := range micro {
