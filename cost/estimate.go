@@ -175,9 +175,15 @@ type Estimator struct {
 	model   model.Spec
 	checked bool
 	pipes   map[pipeKey]pipe
-	effs    map[effKey]float64
-	maxes   map[int]float64 // ExpectedMaxNormal by n
-	mxus    map[mxuKey]mxuStats
+	// lastPipe is the entry of pipes last asked for, when ok.
+	lastPipe struct {
+		k  pipeKey
+		p  pipe
+		ok bool
+	}
+	effs  map[effKey]float64
+	maxes map[int]float64 // ExpectedMaxNormal by n
+	mxus  map[mxuKey]mxuStats
 	// lastMXU is the entry of mxus last asked for, when ok.
 	lastMXU struct {
 		k  mxuKey
@@ -249,7 +255,13 @@ func (e *Estimator) pipe(k schedule.Kind, p, m, v int) pipe {
 		return pipe{inFlight: 1, lastInFlight: 1}
 	}
 	key := pipeKey{k, p, m, v}
-	if r, ok := e.pipes[key]; ok {
+	// a layout's stages and its ceilings ask for one schedule in a row
+	if l := &e.lastPipe; l.ok && l.k == key {
+		return l.p
+	}
+	r, ok := e.pipes[key]
+	if ok {
+		e.lastPipe.k, e.lastPipe.p, e.lastPipe.ok = key, r, true
 		return r
 	}
 	s, err := schedule.NewChunked(k, p, m, v)
@@ -257,8 +269,9 @@ func (e *Estimator) pipe(k schedule.Kind, p, m, v int) pipe {
 		panic(err) // validated by shapeOf
 	}
 	tl := s.Simulate(1, 2, 0)
-	r := pipe{bubble: tl.Bubble(), inFlight: float64(tl.PeakInFlight[0]) / float64(v), lastInFlight: float64(tl.PeakInFlight[p-1]) / float64(v)}
+	r = pipe{bubble: tl.Bubble(), inFlight: float64(tl.PeakInFlight[0]) / float64(v), lastInFlight: float64(tl.PeakInFlight[p-1]) / float64(v)}
 	e.pipes[key] = r
+	e.lastPipe.k, e.lastPipe.p, e.lastPipe.ok = key, r, true
 	return r
 }
 

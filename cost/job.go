@@ -282,7 +282,11 @@ func (j *Job) validate() error {
 // global layers have other heads), and shared experts of their own width
 // (all modelled for serving only, in inference) are refused rather than
 // costed as something else.
-func CheckTrainable(spec model.Spec) error {
+func CheckTrainable(spec model.Spec) error { return checkTrainable(&spec) }
+
+// checkTrainable is CheckTrainable, the spec read in place (a search
+// checks a job per layout it costs).
+func checkTrainable(spec *model.Spec) error {
 	switch {
 	case spec.Hybrid():
 		return fmt.Errorf("cost: model = %s (full_attention_every %d), want softmax attention in every layer: training a hybrid linear-attention model is not modelled: %w",
@@ -321,7 +325,7 @@ func (j *Job) validateSettings() error {
 	case j.Precision.Weight <= 0 || j.Precision.Gradient <= 0 || j.Precision.Activation <= 0 || j.Precision.Optimizer < 0 || j.Precision.Master < 0:
 		return bad("precision", j.Precision, "positive weight, gradient and activation bytes")
 	}
-	if err := CheckTrainable(j.Model); err != nil {
+	if err := checkTrainable(&j.Model); err != nil {
 		return err
 	}
 	// a name as the parsers spell it passes without parsing (a search
