@@ -88,7 +88,17 @@ func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
 	}
 	r0, ring0 := j.Remat, j.RingOfExperts
 	j.Remat, j.RingOfExperts, j.GlobalBatch = r, ring, 1
-	err := bm.e.validate(j)
+	var err error
+	if e := bm.e; e.checked && e.model == j.Model {
+		// the job passed every check with its last policy (Reset, or
+		// SetPolicy), and no other check reads the policy: the first of
+		// validateSettings' to fail now is the remat's or the ring's
+		if err = j.rematErr(); err == nil {
+			err = j.ringErr()
+		}
+	} else {
+		err = e.validate(j)
+	}
 	j.GlobalBatch = bm.shards
 	if err != nil {
 		j.Remat, j.RingOfExperts = r0, ring0
