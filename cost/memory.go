@@ -109,7 +109,7 @@ func (j *Job) phases(ps *stagePhases, sh *shape, st stage, logits float64) {
 // layer and loss.
 type stagePhases struct {
 	n     int
-	step  string // where the layer backward peaks
+	step  stepName // where the layer backward peaks
 	phase [2]phaseBuffers
 }
 
@@ -139,7 +139,7 @@ func (pb *phaseBuffers) bytes() unit.Bytes {
 // name is phase i's name.
 func (ps *stagePhases) name(i int) string {
 	if i == 0 {
-		return PhaseLayerBackward + " (" + ps.step + ")"
+		return PhaseLayerBackward + " (" + ps.step.String() + ")"
 	}
 	return PhaseOutput
 }
@@ -206,9 +206,41 @@ func (j *Job) layerInUse(sh *shape) (layer, matrix float64) {
 // recomputed activations and the activation gradients live there, per
 // chip.
 type backwardWalk struct {
-	step                 string
+	step                 stepName
 	residuals, gradients float64
 }
+
+// stepName is a step of a layer's backward walk (backwardTable), a small
+// number so that a layer's walk holds no pointers: the planner copies it
+// with every layout's shape.
+type stepName uint8
+
+const (
+	stepRecompute stepName = iota
+	stepMoECombine
+	stepMLPDown
+	stepMLPActivation
+	stepMLPUp
+	stepMidNorm
+	stepOutProj
+	stepAttentionCore
+	stepQKV
+)
+
+// stepNames spells the steps, by stepName.
+var stepNames = [...]string{
+	stepRecompute:     "forward recompute",
+	stepMoECombine:    "MoE combine backward",
+	stepMLPDown:       "MLP down-projection",
+	stepMLPActivation: "MLP activation",
+	stepMLPUp:         "MLP up-projections",
+	stepMidNorm:       "mid-layer norm",
+	stepOutProj:       "attention out-projection",
+	stepAttentionCore: "attention core",
+	stepQKV:           "QKV projections",
+}
+
+func (n stepName) String() string { return stepNames[n] }
 
 // backwardSteps walks the backward pass of one decoder layer v (tensor
 // parallelism v.t), for s local tokens attending over seq keys, op by op;
@@ -370,7 +402,7 @@ func (j *Job) recomputed(v *layerView, bw *backwardWidths) [numResiduals]float64
 // the step, the residuals that die at it (up to four by residual index, -1
 // for none) and what is recomputed for it alone.
 type tableStep struct {
-	name  string
+	name  stepName
 	grads float64
 	frees [4]int
 	extra float64
@@ -407,7 +439,7 @@ func (j *Job) backwardTable(bw *backwardWidths) (steps [9]tableStep, n, combine 
 	one := func(x int) [4]int { return [4]int{x, -1, -1, -1} }
 	qkvp := [4]int{int(Query), int(Key), int(Value), resProbs}
 	n = copy(steps[:], []tableStep{
-		{"forward recompute", 0, none, 0},
+		{stepRecompute, 0, none, 0},
 	})
 	combine = -1
 	if j.Model.MoE() {
@@ -415,26 +447,26 @@ func (j *Job) backwardTable(bw *backwardWidths) (steps [9]tableStep, n, combine 
 		// the experts' outputs, one d_model row per routed row (its rows
 		// depend on the batch: layerBackward adds them).
 		combine = n
-		n += copy(steps[n:], []tableStep{{"MoE combine backward", d, none, 0}})
+		n += copy(steps[n:], []tableStep{{stepMoECombine, d, none, 0}})
 	}
 	n += copy(steps[n:], []tableStep{
-		{"MLP down-projection", d + f + dOut, one(resAct), 0},
-		{"MLP activation", d + dwi, [4]int{int(MLPWi0), int(MLPWi1), -1, -1}, 0},
-		{"MLP up-projections", d + dwi + dn, [4]int{resMidNorm, resGatherMLP, -1, -1}, bw.regather},
+		{stepMLPDown, d + f + dOut, one(resAct), 0},
+		{stepMLPActivation, d + dwi, [4]int{int(MLPWi0), int(MLPWi1), -1, -1}, 0},
+		{stepMLPUp, d + dwi + dn, [4]int{resMidNorm, resGatherMLP, -1, -1}, bw.regather},
 	})
 	if j.Model.ParallelBlock {
 		// d(out) and the MLP's d(normed) stay live through the attention.
 		n += copy(steps[n:], []tableStep{
-			{"attention out-projection", 2*d + ctx + dOut, one(int(Context)), 0},
-			{"attention core", 2*d + ctx + bw.attnCore, qkvp, bw.gathered},
-			{"QKV projections", 2*d + bw.dqkv + dn, one(resGatherAttn), bw.regather},
+			{stepOutProj, 2*d + ctx + dOut, one(int(Context)), 0},
+			{stepAttentionCore, 2*d + ctx + bw.attnCore, qkvp, bw.gathered},
+			{stepQKV, 2*d + bw.dqkv + dn, one(resGatherAttn), bw.regather},
 		})
 	} else {
 		n += copy(steps[n:], []tableStep{
-			{"mid-layer norm", 3 * d, one(int(OutProj)), 0},
-			{"attention out-projection", d + ctx + dOut, one(int(Context)), 0},
-			{"attention core", d + ctx + bw.attnCore, qkvp, bw.gathered},
-			{"QKV projections", d + bw.dqkv + dn, one(resGatherAttn), bw.regather},
+			{stepMidNorm, 3 * d, one(int(OutProj)), 0},
+			{stepOutProj, d + ctx + dOut, one(int(Context)), 0},
+			{stepAttentionCore, d + ctx + bw.attnCore, qkvp, bw.gathered},
+			{stepQKV, d + bw.dqkv + dn, one(resGatherAttn), bw.regather},
 		})
 	}
 	return steps, n, combine
@@ -456,7 +488,7 @@ type backwardSteps struct {
 }
 
 type backwardStep struct {
-	name        string
+	name        stepName
 	live, grads float64
 }
 
