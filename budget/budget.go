@@ -17,9 +17,10 @@ import (
 
 // The search's bounds when a Request leaves them empty: slices of 256
 // chips (v4, v5e, v5p, v6e and TPU7x all have one), 1, 2 or 4 of them.
-// Each configuration is one plan.Search, about 0.15 s of CPU for a 70B
-// model on the development machine (BenchmarkSweep: the default sweep of
-// 4 generations, 12 configurations, in about 2 s of CPU under load).
+// Each configuration is one plan.Search, about 0.05 s of CPU for a 70B
+// model on the development machine, the configurations sharing their
+// estimators (plan.Cache) (BenchmarkSweep: the default sweep of 4
+// generations, 12 configurations, in about 0.6 s of CPU on one core).
 var (
 	DefaultSliceChips  = []int{256}
 	DefaultSliceCounts = []int{1, 2, 4}
@@ -373,8 +374,10 @@ type planned struct {
 // in every mode share the plan.
 func (r Request) planAll(tasks []config) []planned {
 	out := make([]planned, len(tasks))
+	cache := new(plan.Cache) // the configurations share their estimators
 	for i, cf := range tasks {
 		pr := r.Plan
+		pr.Cache = cache
 		pr.Multislice = cf.ms
 		p, err := plan.Search(pr)
 		out[i] = planned{&p, err}

@@ -20,42 +20,59 @@ import (
 // job's checks, its shape, the state and the schedule's micro-batches in
 // flight worked out once. A search asks it for every batch it tries.
 type BatchMemory struct {
-	e      *Estimator
-	m      mesh.Mesh
-	j      Job
+	e *Estimator
+	// est holds the job (at shards sequences) and the layout, as the
+	// ceilings' collectives read them (ThroughputCeiling)
+	est    Estimate
 	sh     shape
-	shards int // sequences per step the batch is a multiple of
+	at     shape // sh at the batch last weighed (shapeAt)
+	shards int   // sequences per step the batch is a multiple of
 	stages [2]stageBase
 	n      int // pipeline stages to weigh: 1, or the first and last
 	// state is the larger stage state: no batch takes less HBM
 	state, usable unit.Bytes
-	floor         stepFloor // MaxThroughput's, once worked out
+	floor         stepFloor   // MaxThroughput's, once worked out
+	ps            stagePhases // Check's scratch
 }
 
 // BatchMemory checks j on m as Memory does, but for the global batch, and
 // returns its memory as a function of the batch. The error, when there is
 // one, is what Memory returns at every positive batch.
 func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
-	j.GlobalBatch = 1
-	if err := e.validate(j); err != nil {
-		return BatchMemory{}, err
+	var bm BatchMemory
+	err := bm.Reset(e, &j, &m)
+	return bm, err
+}
+
+// Reset makes bm what e.BatchMemory(*j, *m) returns, in place: a search
+// weighs a layout's memory for every schedule and micro-batch count, and
+// a BatchMemory is too large to copy each time. On an error bm is left
+// unusable.
+func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
+	bm.e, bm.n, bm.state, bm.floor = e, 1, 0, stepFloor{}
+	bm.est = Estimate{Mesh: *m, Job: *j}
+	jb := &bm.est.Job
+	jb.GlobalBatch = 1
+	if err := e.validate(jb); err != nil {
+		return err
 	}
-	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
-	j.GlobalBatch = shards
-	sh, err := e.shapeOf(j, m)
-	if err != nil {
-		return BatchMemory{}, err
+	bm.shards = m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
+	jb.GlobalBatch = bm.shards
+	var err error
+	if err = e.shapeInto(&bm.sh, jb, m); err != nil {
+		return err
 	}
-	bm := BatchMemory{e: e, m: m, j: j, sh: sh, shards: shards, n: 1}
-	bm.stages[0] = e.stageBase(j, m, sh, firstStage)
+	sh := &bm.sh
+	bm.stages[0] = e.stageBase(jb, m, sh, firstStage)
 	if sh.p > 1 {
-		bm.stages[1], bm.n = e.stageBase(j, m, sh, lastStage), 2
+		bm.stages[1], bm.n = e.stageBase(jb, m, sh, lastStage), 2
 	}
 	for _, b := range bm.stages[:bm.n] {
 		bm.state = max(bm.state, b.mem.State())
 	}
 	bm.usable = bm.stages[0].mem.Usable
-	return bm, nil
+	bm.at = bm.sh
+	return nil
 }
 
 // SetPolicy makes bm what Estimator.BatchMemory returns for its job with
@@ -65,32 +82,45 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 // state or the schedule's micro-batches in flight. A search weighs every
 // policy of a layout and schedule.
 func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
-	if bm.j.Remat == r && bm.j.RingOfExperts == ring {
+	j := &bm.est.Job
+	if j.Remat == r && j.RingOfExperts == ring {
 		return nil
 	}
-	j := bm.j
+	r0, ring0 := j.Remat, j.RingOfExperts
 	j.Remat, j.RingOfExperts, j.GlobalBatch = r, ring, 1
-	if err := bm.e.validate(j); err != nil {
-		return err
+	var err error
+	if e := bm.e; e.checked && e.model == j.Model {
+		// the job passed every check with its last policy (Reset, or
+		// SetPolicy), and no other check reads the policy: the first of
+		// validateSettings' to fail now is the remat's or the ring's
+		if err = j.rematErr(); err == nil {
+			err = j.ringErr()
+		}
+	} else {
+		err = e.validate(j)
 	}
 	j.GlobalBatch = bm.shards
-	bm.j = j
+	if err != nil {
+		j.Remat, j.RingOfExperts = r0, ring0
+		return err
+	}
 	bm.floor.computeOK = false
-	bm.sh.layerShape = bm.e.layerShape(j, bm.sh)
-	bm.sh = j.withBatch(bm.sh, 1)
+	bm.sh.layerShape = bm.e.layerShape(j, &bm.sh)
+	j.setBatch(&bm.sh, 1)
+	bm.at = bm.sh
 	return nil
 }
 
 // Total is Memory's total for the job at globalBatch sequences per step
 // (Memory.Total), or Memory's error.
 func (bm *BatchMemory) Total(globalBatch int) (unit.Bytes, error) {
-	sh, err := bm.shape(globalBatch)
+	sh, err := bm.shapeAt(globalBatch)
 	if err != nil {
 		return 0, err
 	}
 	total := unit.Bytes(0)
 	for i, b := range bm.stages[:bm.n] {
-		total = max(total, bm.j.stageMemory(b, sh, stage(i)).mem.Total())
+		total = max(total, bm.est.Job.stageMemory(b, sh, stage(i)).mem.Total())
 	}
 	return total, nil
 }
@@ -109,7 +139,7 @@ func (bm *BatchMemory) Fits(globalBatch int) (bool, error) {
 // (Memory.Reason of its most loaded stage: ReasonHBM before ReasonHost),
 // "" when it fits, or Memory's error.
 func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
-	sh, err := bm.shape(globalBatch)
+	sh, err := bm.shapeAt(globalBatch)
 	if err != nil {
 		return "", err
 	}
@@ -118,7 +148,7 @@ func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
 	}
 	var why Reason
 	for i := range bm.stages[:bm.n] {
-		switch r := bm.j.stageReason(&bm.stages[i], &sh, stage(i)); r {
+		switch r := bm.est.Job.stageReason(&bm.stages[i], sh, stage(i), &bm.ps); r {
 		case ReasonHBM:
 			return r, nil
 		case ReasonHost:
@@ -131,13 +161,13 @@ func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
 // Bound is the estimator's Bound of the job at globalBatch, the job
 // checked and its shape worked out once for every batch.
 func (bm *BatchMemory) Bound(globalBatch int) (Bound, error) {
-	sh, err := bm.shape(globalBatch)
+	sh, err := bm.shapeAt(globalBatch)
 	if err != nil {
 		return Bound{}, err
 	}
-	j := bm.j
+	j := bm.est.Job
 	j.GlobalBatch = globalBatch
-	return bm.e.bound(j, bm.m, sh)
+	return bm.e.bound(&j, &bm.est.Mesh, sh)
 }
 
 // MaxThroughput is at least Bound(b).TokensPerSecondPerChip() at every
@@ -163,7 +193,7 @@ func (bm *BatchMemory) MaxThroughput(lo, hi int) float64 {
 		if !(stepNs > 0) {
 			return math.Inf(1)
 		}
-		best = max(best, float64(b)*float64(bm.j.Seq)/(stepNs/1e9)/f.chips)
+		best = max(best, float64(b)*float64(bm.est.Job.Seq)/(stepNs/1e9)/f.chips)
 	}
 	return best * (1 + slack)
 }
@@ -178,15 +208,15 @@ const slack = 1e-9
 // where that says nothing.
 func (bm *BatchMemory) ThroughputCeiling(globalBatch int) float64 {
 	f := bm.stepFloor()
-	sh, err := bm.shape(globalBatch)
+	sh, err := bm.shapeAt(globalBatch)
 	if f.noPeak || err != nil {
 		return math.Inf(1)
 	}
-	e := bm.e
-	est := Estimate{Mesh: bm.m, Job: bm.j, MicroBatchSize: sh.b, Comms: e.comms[:0]}
-	est.Job.GlobalBatch = globalBatch
-	comm := e.commFloor(&est, sh)
+	e, est := bm.e, &bm.est
+	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = globalBatch, sh.b, e.comms[:0]
+	comm := e.commFloor(est, sh)
 	e.comms = est.Comms
+	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = bm.shards, 0, nil
 	perShard, fixed := bm.computeFloor()
 	floorNs := (perShard*float64(globalBatch)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
 	commNs := comm * 1e9
@@ -195,7 +225,7 @@ func (bm *BatchMemory) ThroughputCeiling(globalBatch int) float64 {
 	if !(stepNs > 0) || math.IsInf(comm, 0) {
 		return math.Inf(1)
 	}
-	return float64(globalBatch) * float64(bm.j.Seq) / (stepNs / 1e9) / f.chips * (1 + slack)
+	return float64(globalBatch) * float64(est.Job.Seq) / (stepNs / 1e9) / f.chips * (1 + slack)
 }
 
 // computeFloor is computeFloor of the job at one sequence per
@@ -203,7 +233,7 @@ func (bm *BatchMemory) ThroughputCeiling(globalBatch int) float64 {
 func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
 	f := &bm.floor
 	if !f.computeOK {
-		f.perShard, f.fixed = bm.j.computeFloor(&bm.m, &bm.sh)
+		f.perShard, f.fixed = bm.est.Job.computeFloor(&bm.est.Mesh, &bm.sh)
 		f.computeOK = true
 	}
 	return f.perShard, f.fixed
@@ -213,8 +243,8 @@ func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
 func (bm *BatchMemory) stepFloor() *stepFloor {
 	f := &bm.floor
 	if !f.ok {
-		j, m, sh := &bm.j, &bm.m, &bm.sh
-		_, err := j.MatmulPeak(m.Multislice.Slice.Chip)
+		j, m, sh := &bm.est.Job, &bm.est.Mesh, &bm.sh
+		_, err := j.matmulPeak(&m.Multislice.Slice.Chip)
 		pp := bm.e.pipe(j.Schedule, sh.p, sh.m, sh.v)
 		f.ok, f.noPeak, f.chips = true, err != nil, float64(m.Chips())
 		f.stretch = 1 + pp.bubble/(1-pp.bubble) + j.calibration().SliceJitter*bm.e.maxNormal(m.Multislice.Slices)
@@ -235,19 +265,23 @@ type stepFloor struct {
 	perShard, fixed float64
 }
 
-// shape is the job's shape at globalBatch, or the error Memory gives.
-func (bm *BatchMemory) shape(globalBatch int) (shape, error) {
+// shapeAt is the job's shape at globalBatch, or the error Memory gives.
+// It is good until the next call.
+func (bm *BatchMemory) shapeAt(globalBatch int) (*shape, error) {
 	switch {
 	case globalBatch <= 0:
 		// the job's checks come first, and only the sequence length's
 		// before the batch's: it passed them
-		j := bm.j
+		j := bm.est.Job
 		j.GlobalBatch = globalBatch
-		return shape{}, j.validateSettings()
+		return nil, j.validateSettings()
 	case globalBatch%bm.shards != 0:
-		return shape{}, &Infeasible{Reason: ReasonBatch, Detail: batchDetail(globalBatch, bm.sh)}
+		return nil, &Infeasible{Reason: ReasonBatch, Detail: batchDetail(globalBatch, bm.sh)}
 	}
-	return bm.j.withBatch(bm.sh, globalBatch/bm.shards), nil
+	if b := globalBatch / bm.shards; bm.at.b != b {
+		bm.est.Job.setBatch(&bm.at, b)
+	}
+	return &bm.at, nil
 }
 
 // Bound is an estimate as far as its compute, pipeline bubble and slice
@@ -262,23 +296,23 @@ type Bound struct {
 // ranks layouts by throughput need not finish the estimate of one whose
 // bound is already slower than the layouts it keeps.
 func (e *Estimator) Bound(j Job, m mesh.Mesh) (Bound, error) {
-	if err := e.validate(j); err != nil {
+	if err := e.validate(&j); err != nil {
 		return Bound{}, err
 	}
-	sh, err := e.shapeOf(j, m)
+	sh, err := e.shapeOf(&j, &m)
 	if err != nil {
 		return Bound{}, err
 	}
-	return e.bound(j, m, sh)
+	return e.bound(&j, &m, &sh)
 }
 
 // bound is Bound of j, checked, on m in shape sh.
-func (e *Estimator) bound(j Job, m mesh.Mesh, sh shape) (Bound, error) {
+func (e *Estimator) bound(j *Job, m *mesh.Mesh, sh *shape) (Bound, error) {
 	chip := m.Multislice.Slice.Chip
 	if _, err := j.MatmulPeak(chip); err != nil {
 		return Bound{}, err
 	}
-	est := Estimate{Mesh: m, Job: j, MicroBatchSize: sh.b}
+	est := Estimate{Mesh: *m, Job: *j, MicroBatchSize: sh.b}
 	if j.Model.MoE() {
 		est.TokensPerExpert = j.TokensPerExpert(sh.b, sh.s, sh.e)
 	}
@@ -298,7 +332,7 @@ func (e *Estimator) bound(j Job, m mesh.Mesh, sh shape) (Bound, error) {
 	// Every step ends in a barrier across slices: the step takes as long as
 	// the slowest slice's.
 	est.Time.Sync = seconds(est.Time.Compute.Seconds() * j.calibration().SliceJitter * e.maxNormal(m.Multislice.Slices))
-	return Bound{est: est, sh: sh}, nil
+	return Bound{est: est, sh: *sh}, nil
 }
 
 // GlobalBatch is the batch the bound is of.

@@ -95,7 +95,7 @@ var calibrated = Calibration{
 // calibration rows.
 const DefaultEfficiency = 0.7
 
-func (j Job) calibration() *Calibration {
+func (j *Job) calibration() *Calibration {
 	if j.Calibration != nil {
 		return j.Calibration
 	}
@@ -104,7 +104,10 @@ func (j Job) calibration() *Calibration {
 
 // EfficiencyFor is the residual efficiency the job assumes on chip: the
 // job's own when set, else the generation's calibrated value.
-func (j Job) EfficiencyFor(chip hw.Chip) float64 {
+func (j Job) EfficiencyFor(chip hw.Chip) float64 { return j.efficiency(&chip) }
+
+// efficiency is EfficiencyFor, the job and chip read in place.
+func (j *Job) efficiency(chip *hw.Chip) float64 {
 	if j.Efficiency > 0 {
 		return j.Efficiency
 	}
@@ -113,8 +116,6 @@ func (j Job) EfficiencyFor(chip hw.Chip) float64 {
 	}
 	return DefaultEfficiency
 }
-
-func (j Job) efficiency(chip hw.Chip) float64 { return j.EfficiencyFor(chip) }
 
 // ExpectedMaxNormal is E[max of n independent standard normals], by
 // integrating x·n·φ(x)·Φ(x)^(n−1) with Simpson's rule; 0 for n ≤ 1.

@@ -11,8 +11,8 @@ import (
 )
 
 // communicate adds every collective and the exposed ICI and DCN time.
-func (e *Estimator) communicate(est *Estimate, sh shape) {
-	j := est.Job
+func (e *Estimator) communicate(est *Estimate, sh *shape) {
+	j := &est.Job
 	t, tpTime, tpAll := e.collectives(est, sh, true)
 
 	// Overlap: collectives marked overlapped hide under the compute of all
@@ -42,8 +42,8 @@ func (e *Estimator) communicate(est *Estimate, sh shape) {
 // collectives adds every collective of est's step to est.Comms and tallies
 // their times; the tensor-parallel ones' in all (tpAll) and, with
 // exposure, exposed under the matmuls of est.Time.MXU (tpTime).
-func (e *Estimator) collectives(est *Estimate, sh shape, exposure bool) (t tally, tpTime, tpAll time.Duration) {
-	j, m := est.Job, est.Mesh
+func (e *Estimator) collectives(est *Estimate, sh *shape, exposure bool) (t tally, tpTime, tpAll time.Duration) {
+	j, m := &est.Job, &est.Mesh
 	t = tally{est: est, sh: sh, dcnLine: m.TierLink(hw.DCN).Collective(), latency: j.calibration().DCNLatency}
 	prec := j.Precision
 	params := j.paramsPerChip(sh)
@@ -72,7 +72,7 @@ func (e *Estimator) collectives(est *Estimate, sh shape, exposure bool) (t tally
 // that share; over DCN, which takes no share, a layer's worth of the
 // gathers and reductions stays exposed. It is less by a nanosecond for
 // Contention's rounding. est.Comms is left with the collectives.
-func (e *Estimator) commFloor(est *Estimate, sh shape) float64 {
+func (e *Estimator) commFloor(est *Estimate, sh *shape) float64 {
 	t, _, tpAll := e.collectives(est, sh, false)
 	share := min(est.Job.calibration().Contention, 1)
 	if share < 0 {
@@ -90,7 +90,7 @@ func (e *Estimator) commFloor(est *Estimate, sh shape) float64 {
 // critical path), per tier.
 type tally struct {
 	est                  *Estimate
-	sh                   shape
+	sh                   *shape
 	dcnLine              collective.Link
 	latency              time.Duration
 	gradICI, gradDCN     time.Duration
@@ -131,7 +131,7 @@ func (t *tally) add(axis mesh.Axis, what string, op collective.Op, count int, co
 // multislice loss grows as the per-device batch shrinks, as it does when
 // the all-reduce's time is not hidden.
 func (t *tally) dataParallel(grads unit.Bytes) {
-	m, sh := t.est.Mesh, t.sh
+	m, sh := &t.est.Mesh, t.sh
 	if sh.d*sh.c <= 1 {
 		return
 	}
@@ -145,7 +145,7 @@ func (t *tally) dataParallel(grads unit.Bytes) {
 // fsdp: gather the weights (in the compute dtype) before forward and again
 // before backward, reduce-scatter the gradients, per micro-batch.
 func (t *tally) fsdp(grads, gathered unit.Bytes) {
-	m, sh := t.est.Mesh, t.sh
+	m, sh := &t.est.Mesh, t.sh
 	if sh.f*sh.e <= 1 {
 		return
 	}
@@ -182,7 +182,7 @@ func (t *tally) fsdp(grads, gathered unit.Bytes) {
 // ring — the bytes of an all-gather of K and V — in forward, and K, V and
 // their gradients in backward.
 func (t *tally) context() {
-	j, m, sh := t.est.Job, t.est.Mesh, t.sh
+	j, m, sh := &t.est.Job, &t.est.Mesh, t.sh
 	if sh.c <= 1 {
 		return
 	}
@@ -205,7 +205,7 @@ func (t *tally) context() {
 // sends on the critical path (schedule's TestSendDelaysTheFill); the rest
 // overlap with other micro-batches' compute.
 func (t *tally) pipeline(act unit.Bytes) {
-	m, sh := t.est.Mesh, t.sh
+	m, sh := &t.est.Mesh, t.sh
 	if sh.p <= 1 {
 		return
 	}
@@ -253,14 +253,14 @@ func (t *tally) pipeline(act unit.Bytes) {
 // 2023, "Overlap communication with dependent computation via
 // decomposition"), and each backward one the weight-gradient matmul that
 // does not depend on it; one ring step in t stays exposed either way.
-func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool), exposure bool) time.Duration {
+func (e *Estimator) tensorParallel(est *Estimate, sh *shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool), exposure bool) time.Duration {
 	if sh.t <= 1 {
 		return 0
 	}
 	if est.Job.Model.ParallelBlock {
 		return e.parallelTensor(est, sh, act, add, exposure)
 	}
-	j, m := est.Job, est.Mesh
+	j, m := &est.Job, &est.Mesh
 	spec := j.Model
 	per := 4
 	fwd := 1.0
@@ -315,8 +315,8 @@ func (e *Estimator) tensorParallel(est *Estimate, sh shape, act unit.Bytes, add 
 // repeats its all-gather; the blocks' outputs, which only the residual sum
 // reads, are never recomputed. Each collective hides as in tensorParallel
 // under the projections it feeds or drains, but for one ring step in t.
-func (e *Estimator) parallelTensor(est *Estimate, sh shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool), exposure bool) time.Duration {
-	j, m := est.Job, est.Mesh
+func (e *Estimator) parallelTensor(est *Estimate, sh *shape, act unit.Bytes, add func(mesh.Axis, string, collective.Op, int, collective.Cost, bool), exposure bool) time.Duration {
+	j, m := &est.Job, &est.Mesh
 	spec := j.Model
 	r := sh.r
 	re := 0

@@ -17,15 +17,15 @@ import (
 // the MXU efficiency of its own GEMMs' shapes (a head of 128 fills half a
 // 256-wide array), both times the residual efficiency, plus the memory-bound work at HBM bandwidth, and
 // host-offload transfers that do not hide under the matmuls.
-func (e *Estimator) compute(est *Estimate, sh shape) error {
-	j, m := est.Job, est.Mesh
-	chip := m.Multislice.Slice.Chip
+func (e *Estimator) compute(est *Estimate, sh *shape) error {
+	j, m := &est.Job, &est.Mesh
+	chip := &m.Multislice.Slice.Chip
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
 	fl := j.computeFLOPs(sh, tokens)
 	est.ModelFLOPs = unit.FLOPs(sh.flops.model * tokens)
 	est.HardwareFLOPs = unit.FLOPs(fl.matmul + fl.recompute + fl.attention + fl.dispatch)
 
-	mx, err := e.mxu(j, sh, systolic.PresetFor(chip))
+	mx, err := e.mxu(j, sh, systolic.PresetFor(*chip))
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ type stepFLOPs struct {
 }
 
 // computeFLOPs is j's stepFLOPs in shape sh at tokens per step.
-func (j Job) computeFLOPs(sh shape, tokens float64) stepFLOPs {
+func (j *Job) computeFLOPs(sh *shape, tokens float64) stepFLOPs {
 	attnFwd := sh.flops.attention * tokens
 	if j.Attention.SkipsMasked() {
 		attnFwd /= 2 // the kernel skips blocks above the causal diagonal
@@ -93,8 +93,8 @@ func (j Job) computeFLOPs(sh shape, tokens float64) stepFLOPs {
 // efficiency matmul and the attention core's at attention: the matmuls at
 // the quantized peak, the attention core and the sort at the bf16 peak,
 // all times the residual efficiency.
-func (j Job) matmulSeconds(chip hw.Chip, chips float64, fl stepFLOPs, matmul, attention float64) (mxu, attn float64) {
-	peak, _ := j.MatmulPeak(chip)
+func (j *Job) matmulSeconds(chip *hw.Chip, chips float64, fl stepFLOPs, matmul, attention float64) (mxu, attn float64) {
+	peak, _ := j.matmulPeak(chip)
 	eff := j.efficiency(chip)
 	bf16Eff := matmul * eff // a bf16 GEMM's share of the bf16 peak
 	mmEff := bf16Eff
@@ -114,7 +114,7 @@ func (j Job) matmulSeconds(chip hw.Chip, chips float64, fl stepFLOPs, matmul, at
 // twice the forward's bytes and every policy but none redoes the forward's
 // (Korthikanti et al. 2022 count the same tensors). The output layer's
 // softmax and loss read and write the logits in fp32 about four times.
-func (j Job) vectorBytes(sh shape, r remat) float64 {
+func (j *Job) vectorBytes(sh *shape, r remat) float64 {
 	spec := j.Model
 	e := float64(j.Precision.Activation)
 	d := float64(spec.DModel)
@@ -142,7 +142,7 @@ func (j Job) vectorBytes(sh shape, r remat) float64 {
 // optimizerBytes is the HBM traffic of the Adam update per chip: it reads
 // the weights, gradients and both moments and writes the weights and
 // moments back.
-func (j Job) optimizerBytes(sh shape) float64 {
+func (j *Job) optimizerBytes(sh *shape) float64 {
 	p := j.Precision
 	return j.paramsPerChip(sh) * float64(2*(p.Weight+p.Master)+p.Gradient+2*p.Optimizer)
 }
@@ -150,7 +150,7 @@ func (j Job) optimizerBytes(sh shape) float64 {
 // offloadBytes is what moves over PCIe per chip per step: offloaded
 // activations out in the forward pass and back in the backward, and
 // offloaded parameters and optimizer state in and out once.
-func (j Job) offloadBytes(sh shape, r remat, mem Memory) float64 {
+func (j *Job) offloadBytes(sh *shape, r remat, mem Memory) float64 {
 	x := 2 * float64(sh.ls) * float64(sh.m) * r.offload
 	if j.ParameterOffload || j.OptimizerOffload {
 		x += 2 * float64(mem.Host)
@@ -160,8 +160,8 @@ func (j Job) offloadBytes(sh shape, r remat, mem Memory) float64 {
 
 // mxuFLOPsPerChip is the matmul FLOPs one chip runs in a step, the ones
 // Time.MXU is the time of.
-func mxuFLOPsPerChip(est *Estimate, sh shape) float64 {
-	j := est.Job
+func mxuFLOPsPerChip(est *Estimate, sh *shape) float64 {
+	j := &est.Job
 	r := sh.r
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
 	return (6*float64(j.Model.MatmulParams()) + r.recompute*float64(j.Model.Layers)) * tokens / float64(est.Mesh.Chips())
@@ -178,10 +178,10 @@ func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }
 // means of it are too), the vector work and the optimizer's update as
 // compute has them, and nothing offloaded.
 func (j *Job) computeFloor(m *mesh.Mesh, sh *shape) (perBatch, fixed float64) {
-	chip := m.Multislice.Slice.Chip
+	chip := &m.Multislice.Slice.Chip
 	shards := sh.d * sh.f * sh.e * sh.m
 	tokens := float64(sh.b*shards) * float64(j.Seq)
-	mxu, attn := j.matmulSeconds(chip, float64(m.Chips()), j.computeFLOPs(*sh, tokens), 1, 1)
+	mxu, attn := j.matmulSeconds(chip, float64(m.Chips()), j.computeFLOPs(sh, tokens), 1, 1)
 	bw := float64(chip.HBMBandwidth)
-	return mxu + attn + j.vectorBytes(*sh, sh.r)/bw, j.optimizerBytes(*sh) / bw
+	return mxu + attn + j.vectorBytes(sh, sh.r)/bw, j.optimizerBytes(sh) / bw
 }

@@ -552,7 +552,7 @@ func TestParallelBlock(t *testing.T) {
 	sh := shape{d: 1, f: 64, t: 1, p: 1, c: 1, e: 1, m: 1, b: 1, s: 2048, ls: 4, v: 1}
 	r := j.rematOf(1, 2048, 2048, 1)
 	jp := NewJob(par, 2048, 64)
-	if got, want := j.vectorBytes(sh, r)-jp.vectorBytes(sh, r), 4*2048*2*(2*d)*4.0; got != want {
+	if got, want := j.vectorBytes(&sh, r)-jp.vectorBytes(&sh, r), 4*2048*2*(2*d)*4.0; got != want {
 		t.Errorf("vector bytes, sequential − parallel = %v, want %v (4 layers, 2048 tokens, bf16, 2·d, 4 passes)", got, want)
 	}
 }
@@ -600,7 +600,7 @@ func TestLayerGEMMsAreTheModelsMatmuls(t *testing.T) {
 		j := NewJob(spec, 2048, 8)
 		sh := shape{d: 1, f: 1, t: tt.t, p: 1, c: 1, e: 1, m: 1, b: 1, s: 2048, ls: spec.Layers, v: 1}
 		var macs float64
-		for _, g := range j.layerGEMMs(sh) {
+		for _, g := range j.layerGEMMs(&sh) {
 			if !g.attention {
 				macs += g.count * float64(g.g.M) * float64(g.g.K) * float64(g.g.N)
 			}
@@ -616,7 +616,7 @@ func TestLayerGEMMsAreTheModelsMatmuls(t *testing.T) {
 	j := NewJob(spec, 2048, 8)
 	sh := shape{d: 1, f: 1, t: 1, p: 1, c: 1, e: 1, m: 1, b: 1, s: 2048, ls: spec.Layers, v: 1}
 	counts := map[string]float64{}
-	for _, g := range j.layerGEMMs(sh) {
+	for _, g := range j.layerGEMMs(&sh) {
 		counts[g.what] = g.count
 	}
 	if counts["MLP in"] != 1 || counts["MLP out"] != 0.5 || counts["expert MLP out"] != 0.5*float64(spec.Experts) || counts["shared expert out"] != 0.5 {

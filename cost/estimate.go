@@ -175,17 +175,24 @@ type Estimator struct {
 	model   model.Spec
 	checked bool
 	pipes   map[pipeKey]pipe
-	effs    map[effKey]float64
-	maxes   map[int]float64 // ExpectedMaxNormal by n
-	mxus    map[mxuKey]mxuStats
+	// lastPipe is the entry of pipes last asked for, when ok.
+	lastPipe struct {
+		k  pipeKey
+		p  pipe
+		ok bool
+	}
+	effs  map[effKey]float64
+	maxes map[int]float64 // ExpectedMaxNormal by n
+	mxus  map[mxuKey]mxuStats
 	// lastMXU is the entry of mxus last asked for, when ok.
 	lastMXU struct {
 		k  mxuKey
 		st mxuStats
 		ok bool
 	}
-	layers map[layerKey]layerShape  // for model
-	params map[paramsKey][2]float64 // for model
+	layers       map[layerKey]layerShape  // for model
+	recentLayers recentLayers             // for model
+	params       map[paramsKey][2]float64 // for model
 	// flops is jobFLOPs for model at flopsKey, when flopsOK.
 	flops    jobFLOPs
 	flopsKey flopsKey
@@ -216,7 +223,7 @@ func NewEstimator() *Estimator {
 }
 
 // validate is j.validate, with the model's own checks run once per spec.
-func (e *Estimator) validate(j Job) error {
+func (e *Estimator) validate(j *Job) error {
 	if err := j.validateSettings(); err != nil {
 		return err
 	}
@@ -228,6 +235,7 @@ func (e *Estimator) validate(j Job) error {
 	}
 	e.model, e.checked = j.Model, true
 	clear(e.layers) // they are the last model's
+	e.recentLayers = recentLayers{}
 	clear(e.params)
 	e.flopsOK = false
 	return nil
@@ -247,7 +255,13 @@ func (e *Estimator) pipe(k schedule.Kind, p, m, v int) pipe {
 		return pipe{inFlight: 1, lastInFlight: 1}
 	}
 	key := pipeKey{k, p, m, v}
-	if r, ok := e.pipes[key]; ok {
+	// a layout's stages and its ceilings ask for one schedule in a row
+	if l := &e.lastPipe; l.ok && l.k == key {
+		return l.p
+	}
+	r, ok := e.pipes[key]
+	if ok {
+		e.lastPipe.k, e.lastPipe.p, e.lastPipe.ok = key, r, true
 		return r
 	}
 	s, err := schedule.NewChunked(k, p, m, v)
@@ -255,8 +269,9 @@ func (e *Estimator) pipe(k schedule.Kind, p, m, v int) pipe {
 		panic(err) // validated by shapeOf
 	}
 	tl := s.Simulate(1, 2, 0)
-	r := pipe{bubble: tl.Bubble(), inFlight: float64(tl.PeakInFlight[0]) / float64(v), lastInFlight: float64(tl.PeakInFlight[p-1]) / float64(v)}
+	r = pipe{bubble: tl.Bubble(), inFlight: float64(tl.PeakInFlight[0]) / float64(v), lastInFlight: float64(tl.PeakInFlight[p-1]) / float64(v)}
 	e.pipes[key] = r
+	e.lastPipe.k, e.lastPipe.p, e.lastPipe.ok = key, r, true
 	return r
 }
 
@@ -277,10 +292,10 @@ func (e *Estimator) Finish(b Bound) Estimate {
 	est, sh := b.est, b.sh
 	j, m := est.Job, est.Mesh
 	chip := m.Multislice.Slice.Chip
-	est.Memory = e.memory(j, m, sh)
+	est.Memory = e.memory(&j, &m, &sh)
 	// the collectives gather in the estimator's scratch and leave in one
 	// slice of their own (nil when there are none)
-	e.step(&est, sh)
+	e.step(&est, &sh)
 	est.Comms = nil
 	if len(e.comms) > 0 {
 		est.Comms = slices.Clone(e.comms)
@@ -309,7 +324,7 @@ func (e *Estimator) Finish(b Bound) Estimate {
 
 // step adds est's collectives, in the estimator's scratch (e.comms), and
 // the step they make with the bound's compute, bubble and sync.
-func (e *Estimator) step(est *Estimate, sh shape) {
+func (e *Estimator) step(est *Estimate, sh *shape) {
 	est.Comms = e.comms[:0]
 	e.communicate(est, sh)
 	e.comms = est.Comms
@@ -322,7 +337,7 @@ func (e *Estimator) step(est *Estimate, sh shape) {
 // and finishes only those it keeps.
 func (e *Estimator) Throughput(b *Bound) float64 {
 	est := b.est
-	e.step(&est, b.sh)
+	e.step(&est, &b.sh)
 	return tokensPerSecondPerChip(est.Job, est.Mesh.Chips(), est.Time.Step)
 }
 
@@ -339,7 +354,10 @@ func (e Estimate) MFUPeaks() string {
 
 // MatmulPeak is the chip's peak rate for the job's matmuls, or an error
 // when the chip publishes none for the job's quantization.
-func (j Job) MatmulPeak(chip hw.Chip) (float64, error) {
+func (j Job) MatmulPeak(chip hw.Chip) (float64, error) { return j.matmulPeak(&chip) }
+
+// matmulPeak is MatmulPeak, the job and chip read in place.
+func (j *Job) matmulPeak(chip *hw.Chip) (float64, error) {
 	peak, ok := chip.Peak(j.Quantization.Format())
 	if !ok {
 		return 0, fmt.Errorf("cost: quantization %s: %s publishes no %s peak, want none (bf16): %w", j.Quantization, chip.Name, j.Quantization, ErrJob)

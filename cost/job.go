@@ -267,7 +267,7 @@ func (e *Infeasible) Error() string {
 // ErrJob is wrapped by errors in the job itself (as opposed to the layout).
 var ErrJob = errors.New("invalid job")
 
-func (j Job) validate() error {
+func (j *Job) validate() error {
 	if err := j.validateSettings(); err != nil {
 		return err
 	}
@@ -282,7 +282,11 @@ func (j Job) validate() error {
 // global layers have other heads), and shared experts of their own width
 // (all modelled for serving only, in inference) are refused rather than
 // costed as something else.
-func CheckTrainable(spec model.Spec) error {
+func CheckTrainable(spec model.Spec) error { return checkTrainable(&spec) }
+
+// checkTrainable is CheckTrainable, the spec read in place (a search
+// checks a job per layout it costs).
+func checkTrainable(spec *model.Spec) error {
 	switch {
 	case spec.Hybrid():
 		return fmt.Errorf("cost: model = %s (full_attention_every %d), want softmax attention in every layer: training a hybrid linear-attention model is not modelled: %w",
@@ -299,10 +303,8 @@ func CheckTrainable(spec model.Spec) error {
 
 // validateSettings is validate without the model's own checks, which an
 // Estimator runs once per model (Estimator.validate).
-func (j Job) validateSettings() error {
-	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("cost: %s = %v, want %s: %w", field, v, want, ErrJob)
-	}
+func (j *Job) validateSettings() error {
+	bad := badSetting
 	switch {
 	case j.Seq <= 0:
 		return bad("seq", j.Seq, "a positive number of tokens")
@@ -321,15 +323,11 @@ func (j Job) validateSettings() error {
 	case j.Precision.Weight <= 0 || j.Precision.Gradient <= 0 || j.Precision.Activation <= 0 || j.Precision.Optimizer < 0 || j.Precision.Master < 0:
 		return bad("precision", j.Precision, "positive weight, gradient and activation bytes")
 	}
-	if err := CheckTrainable(j.Model); err != nil {
+	if err := checkTrainable(&j.Model); err != nil {
 		return err
 	}
-	// a name as the parsers spell it passes without parsing (a search
-	// checks a job per layout it costs)
-	if !slices.Contains(policies[:], j.Remat) {
-		if _, err := ParseRemat(string(j.Remat)); err != nil {
-			return bad("remat", j.Remat, remats())
-		}
+	if err := j.rematErr(); err != nil {
+		return err
 	}
 	if k := j.Schedule; k != schedule.GPipe && k != schedule.OneFOneB && k != schedule.Interleaved && k != schedule.Circular {
 		if _, err := schedule.ParseKind(string(k)); err != nil {
@@ -345,8 +343,30 @@ func (j Job) validateSettings() error {
 	if !(j.LoadImbalance == 0 || (j.LoadImbalance >= 1 && j.LoadImbalance <= 64)) {
 		return bad("load imbalance", j.LoadImbalance, "0 (balanced) or a ratio in [1, 64]")
 	}
+	return j.ringErr()
+}
+
+// badSetting is the error of a job's setting field, v, outside want.
+func badSetting(field string, v any, want string) error {
+	return fmt.Errorf("cost: %s = %v, want %s: %w", field, v, want, ErrJob)
+}
+
+// rematErr is validateSettings' check of the remat policy.
+func (j *Job) rematErr() error {
+	// a name as the parsers spell it passes without parsing (a search
+	// checks a job per layout it costs)
+	if !slices.Contains(policies[:], j.Remat) {
+		if _, err := ParseRemat(string(j.Remat)); err != nil {
+			return badSetting("remat", j.Remat, remats())
+		}
+	}
+	return nil
+}
+
+// ringErr is validateSettings' check of the ring of experts, its last.
+func (j *Job) ringErr() error {
 	if j.RingOfExperts && (!j.Model.MoE() || j.CapacityFactor > 0) {
-		return bad("ring of experts", j.RingOfExperts, "false, or true only for a mixture of experts run dropless (capacity factor 0: MaxText's ring of experts is a sparse_matmul path)")
+		return badSetting("ring of experts", j.RingOfExperts, "false, or true only for a mixture of experts run dropless (capacity factor 0: MaxText's ring of experts is a sparse_matmul path)")
 	}
 	return nil
 }

@@ -69,9 +69,11 @@ const (
 // fuses the fp32 softmax and loss row by row), split over the vocabulary
 // tiles (MaxText num_vocab_tiling), and with FSDP the output layer's
 // gathered weights and unreduced gradients.
-func (j Job) phases(sh shape, st stage, logits float64) stagePhases {
+//
+// It writes them to ps, whose earlier phases it drops.
+func (j *Job) phases(ps *stagePhases, sh *shape, st stage, logits float64) {
 	e := float64(j.Precision.Activation)
-	var ps stagePhases
+	ps.n, ps.phase[0].n, ps.phase[1].n = 0, 0, 0
 	walk := j.layerBackward(&sh.walk, sh.b, sh.s)
 	ps.step = walk.step
 	back := &ps.phase[0]
@@ -99,7 +101,6 @@ func (j Job) phases(sh shape, st stage, logits float64) stagePhases {
 		}
 		ps.n = 2
 	}
-	return ps
 }
 
 // stagePhases is a stage's phases in arrays: the planner sums them for
@@ -108,7 +109,7 @@ func (j Job) phases(sh shape, st stage, logits float64) stagePhases {
 // layer and loss.
 type stagePhases struct {
 	n     int
-	step  string // where the layer backward peaks
+	step  stepName // where the layer backward peaks
 	phase [2]phaseBuffers
 }
 
@@ -138,7 +139,7 @@ func (pb *phaseBuffers) bytes() unit.Bytes {
 // name is phase i's name.
 func (ps *stagePhases) name(i int) string {
 	if i == 0 {
-		return PhaseLayerBackward + " (" + ps.step + ")"
+		return PhaseLayerBackward + " (" + ps.step.String() + ")"
 	}
 	return PhaseOutput
 }
@@ -182,7 +183,7 @@ func (ps *stagePhases) list() []Phase {
 // the compute dtype; the cast back to an fp32 weight's dtype comes after,
 // on the shard. The largest tensor's unreduced gradient is the most of it
 // alive at once: each one's reduce-scatter starts when its dot ends.
-func (j Job) layerInUse(sh shape) (layer, matrix float64) {
+func (j *Job) layerInUse(sh *shape) (layer, matrix float64) {
 	pc := j.Model.ParamCount()
 	t := float64(sh.t)
 	if pc.DenseLayers() > 0 {
@@ -205,9 +206,41 @@ func (j Job) layerInUse(sh shape) (layer, matrix float64) {
 // recomputed activations and the activation gradients live there, per
 // chip.
 type backwardWalk struct {
-	step                 string
+	step                 stepName
 	residuals, gradients float64
 }
+
+// stepName is a step of a layer's backward walk (backwardTable), a small
+// number so that a layer's walk holds no pointers: the planner copies it
+// with every layout's shape.
+type stepName uint8
+
+const (
+	stepRecompute stepName = iota
+	stepMoECombine
+	stepMLPDown
+	stepMLPActivation
+	stepMLPUp
+	stepMidNorm
+	stepOutProj
+	stepAttentionCore
+	stepQKV
+)
+
+// stepNames spells the steps, by stepName.
+var stepNames = [...]string{
+	stepRecompute:     "forward recompute",
+	stepMoECombine:    "MoE combine backward",
+	stepMLPDown:       "MLP down-projection",
+	stepMLPActivation: "MLP activation",
+	stepMLPUp:         "MLP up-projections",
+	stepMidNorm:       "mid-layer norm",
+	stepOutProj:       "attention out-projection",
+	stepAttentionCore: "attention core",
+	stepQKV:           "QKV projections",
+}
+
+func (n stepName) String() string { return stepNames[n] }
 
 // backwardSteps walks the backward pass of one decoder layer v (tensor
 // parallelism v.t), for s local tokens attending over seq keys, op by op;
@@ -222,7 +255,7 @@ type backwardWalk struct {
 // policy keeps stays in the held activations and is not counted here;
 // without remat nothing is recomputed, and the gradients alone make the
 // phase.
-func (j Job) backwardSteps(v layerView, s, seq int) backwardSteps {
+func (j *Job) backwardSteps(v layerView, s, seq int) backwardSteps {
 	bw := j.backwardWidths(&v, s, seq)
 	rec := j.recomputed(&v, &bw)
 	live := 0.0
@@ -301,7 +334,7 @@ type backwardWidths struct {
 // (MaxText's all-gather context parallelism; the transpose of an
 // all-gather is a reduce-scatter); under remat the gather is redone
 // for the backward pass, a recomputed activation of that step alone.
-func (j Job) backwardWidths(v *layerView, s, seq int) backwardWidths {
+func (j *Job) backwardWidths(v *layerView, s, seq int) backwardWidths {
 	spec := j.Model
 	w := &v.widths
 	bw := backwardWidths{d: w[LayerInput], f: w[MLPWi0], full: float64(spec.DModel), tp: v.t > 1, context: w[Context]}
@@ -337,7 +370,7 @@ func (j Job) backwardWidths(v *layerView, s, seq int) backwardWidths {
 // compute_local_attention @e591f30c), and with tensor parallelism the
 // projections' inputs gathered over it (backwardWidths). Without remat it
 // is nothing.
-func (j Job) recomputed(v *layerView, bw *backwardWidths) [numResiduals]float64 {
+func (j *Job) recomputed(v *layerView, bw *backwardWidths) [numResiduals]float64 {
 	var rec [numResiduals]float64
 	if j.Remat == RematNone {
 		return rec
@@ -369,7 +402,7 @@ func (j Job) recomputed(v *layerView, bw *backwardWidths) [numResiduals]float64 
 // the step, the residuals that die at it (up to four by residual index, -1
 // for none) and what is recomputed for it alone.
 type tableStep struct {
-	name  string
+	name  stepName
 	grads float64
 	frees [4]int
 	extra float64
@@ -400,13 +433,13 @@ type tableStep struct {
 // scores' gradient the probabilities' gradient's. A parallel block
 // (attention and MLP read one norm) has no mid-layer norm, and its MLP's
 // d(normed) stays live through the attention's steps, where it is summed.
-func (j Job) backwardTable(bw *backwardWidths) (steps [9]tableStep, n, combine int) {
+func (j *Job) backwardTable(bw *backwardWidths) (steps [9]tableStep, n, combine int) {
 	d, f, dn, dOut, dwi, ctx := bw.d, bw.f, bw.dn, bw.dOut, bw.dwi, bw.context
 	none := [4]int{-1, -1, -1, -1}
 	one := func(x int) [4]int { return [4]int{x, -1, -1, -1} }
 	qkvp := [4]int{int(Query), int(Key), int(Value), resProbs}
 	n = copy(steps[:], []tableStep{
-		{"forward recompute", 0, none, 0},
+		{stepRecompute, 0, none, 0},
 	})
 	combine = -1
 	if j.Model.MoE() {
@@ -414,26 +447,26 @@ func (j Job) backwardTable(bw *backwardWidths) (steps [9]tableStep, n, combine i
 		// the experts' outputs, one d_model row per routed row (its rows
 		// depend on the batch: layerBackward adds them).
 		combine = n
-		n += copy(steps[n:], []tableStep{{"MoE combine backward", d, none, 0}})
+		n += copy(steps[n:], []tableStep{{stepMoECombine, d, none, 0}})
 	}
 	n += copy(steps[n:], []tableStep{
-		{"MLP down-projection", d + f + dOut, one(resAct), 0},
-		{"MLP activation", d + dwi, [4]int{int(MLPWi0), int(MLPWi1), -1, -1}, 0},
-		{"MLP up-projections", d + dwi + dn, [4]int{resMidNorm, resGatherMLP, -1, -1}, bw.regather},
+		{stepMLPDown, d + f + dOut, one(resAct), 0},
+		{stepMLPActivation, d + dwi, [4]int{int(MLPWi0), int(MLPWi1), -1, -1}, 0},
+		{stepMLPUp, d + dwi + dn, [4]int{resMidNorm, resGatherMLP, -1, -1}, bw.regather},
 	})
 	if j.Model.ParallelBlock {
 		// d(out) and the MLP's d(normed) stay live through the attention.
 		n += copy(steps[n:], []tableStep{
-			{"attention out-projection", 2*d + ctx + dOut, one(int(Context)), 0},
-			{"attention core", 2*d + ctx + bw.attnCore, qkvp, bw.gathered},
-			{"QKV projections", 2*d + bw.dqkv + dn, one(resGatherAttn), bw.regather},
+			{stepOutProj, 2*d + ctx + dOut, one(int(Context)), 0},
+			{stepAttentionCore, 2*d + ctx + bw.attnCore, qkvp, bw.gathered},
+			{stepQKV, 2*d + bw.dqkv + dn, one(resGatherAttn), bw.regather},
 		})
 	} else {
 		n += copy(steps[n:], []tableStep{
-			{"mid-layer norm", 3 * d, one(int(OutProj)), 0},
-			{"attention out-projection", d + ctx + dOut, one(int(Context)), 0},
-			{"attention core", d + ctx + bw.attnCore, qkvp, bw.gathered},
-			{"QKV projections", d + bw.dqkv + dn, one(resGatherAttn), bw.regather},
+			{stepMidNorm, 3 * d, one(int(OutProj)), 0},
+			{stepOutProj, d + ctx + dOut, one(int(Context)), 0},
+			{stepAttentionCore, d + ctx + bw.attnCore, qkvp, bw.gathered},
+			{stepQKV, d + bw.dqkv + dn, one(resGatherAttn), bw.regather},
 		})
 	}
 	return steps, n, combine
@@ -455,13 +488,13 @@ type backwardSteps struct {
 }
 
 type backwardStep struct {
-	name        string
+	name        stepName
 	live, grads float64
 }
 
 // layerBackward is the peak of the walk ws for b sequences of s local
 // tokens.
-func (j Job) layerBackward(ws *backwardSteps, b, s int) backwardWalk {
+func (j *Job) layerBackward(ws *backwardSteps, b, s int) backwardWalk {
 	spec := j.Model
 	e := float64(j.Precision.Activation)
 	tok := float64(b) * float64(s)
@@ -533,7 +566,7 @@ func (e *Estimator) MaxMicroBatch(j Job, m mesh.Mesh, limit int) (int, error) {
 // per chip per micro-batch: ReasonHBM or ReasonHost (BatchMemory.Check),
 // or "" where the limit does.
 func (e *Estimator) MaxMicroBatchBound(j Job, m mesh.Mesh, limit int) (int, Reason, error) {
-	if err := e.validate(j); err != nil {
+	if err := e.validate(&j); err != nil {
 		return 0, "", err
 	}
 	bm, err := e.BatchMemory(j, m)

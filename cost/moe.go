@@ -70,14 +70,14 @@ func (j Job) TokensPerExpert(seqs, seqTokens, e int) float64 {
 	return float64(e) * float64(seqs*seqTokens) * float64(spec.ExpertsPerToken) / float64(spec.Experts) * j.imbalance()
 }
 
-func (j Job) imbalance() float64 { return max(j.LoadImbalance, 1) }
+func (j *Job) imbalance() float64 { return max(j.LoadImbalance, 1) }
 
 // ExpertDivides reports whether expert parallelism e splits the experts
 // evenly.
 func ExpertDivides(experts, e int) bool { return e == 1 || (experts > 0 && experts%e == 0) }
 
 // moeLayersPerStage is the MoE layers on one pipeline stage, on average.
-func (j Job) moeLayersPerStage(sh shape) float64 {
+func (j *Job) moeLayersPerStage(sh *shape) float64 {
 	return float64(j.Model.MoELayers()) * float64(sh.ls) / float64(j.Model.Layers)
 }
 
@@ -85,7 +85,7 @@ func (j Job) moeLayersPerStage(sh shape) float64 {
 // over the expert group: in a slice at the ring factor, across slices over
 // DCN. They are on the critical path (the expert GEMMs wait for them).
 func (t *tally) experts() {
-	j, m, sh := t.est.Job, t.est.Mesh, t.sh
+	j, m, sh := &t.est.Job, &t.est.Mesh, t.sh
 	if sh.e <= 1 || !j.Model.MoE() {
 		return
 	}
@@ -119,7 +119,7 @@ func (t *tally) experts() {
 // k dropless — not the tokens'. It returns how many of a step's
 // activation all-reduces are these (one per MoE layer and forward pass)
 // and one's cost. The emulator's measured tensor bytes are held to it.
-func (j Job) expertOutputAllReduce(est *Estimate, sh shape, forwards float64) (int, collective.Cost) {
+func (j *Job) expertOutputAllReduce(est *Estimate, sh *shape, forwards float64) (int, collective.Cost) {
 	spec := j.Model
 	if sh.t <= 1 || !spec.MoE() {
 		return 0, collective.Cost{}
@@ -135,7 +135,7 @@ func (j Job) expertOutputAllReduce(est *Estimate, sh shape, forwards float64) (i
 // experts, padded to the capacity factor where one is set (GShard §2.2:
 // the buffers are computed whole; dropless, the ragged rows are the
 // tokens' own), plus its shared experts.
-func (j Job) mlpWidth() float64 {
+func (j *Job) mlpWidth() float64 {
 	spec := j.Model
 	if !spec.MoE() {
 		return float64(spec.DFF)
@@ -156,7 +156,7 @@ func (j Job) mlpWidth() float64 {
 // the activation dtype), which the combine then reuses, and with a
 // capacity factor the dense dispatch's masks (dispatchMasks). Zero for a
 // dense model.
-func (j Job) expertBuffers(seqs, seqTokens int) float64 {
+func (j *Job) expertBuffers(seqs, seqTokens int) float64 {
 	spec := j.Model
 	if !spec.MoE() {
 		return 0
@@ -174,7 +174,7 @@ func (j Job) expertBuffers(seqs, seqTokens int) float64 {
 // gradient (the combine einsum's second operand), in the activation
 // dtype. C is the capacity of a whole sequence (ExpertCapacity of
 // j.Seq). Zero dropless.
-func (j Job) dispatchMasks(seqs, seqTokens int) float64 {
+func (j *Job) dispatchMasks(seqs, seqTokens int) float64 {
 	spec := j.Model
 	c := ExpertCapacity(j.CapacityFactor, j.Seq, spec.ExpertsPerToken, spec.Experts)
 	if c == 0 {
@@ -187,7 +187,7 @@ func (j Job) dispatchMasks(seqs, seqTokens int) float64 {
 // ringBuffers is what the ring of experts adds to an MoE layer's working
 // set on a chip: the expert group's gathered tokens and their outputs
 // before the reduce-scatter, n × tokens × d_model each.
-func (j Job) ringBuffers(n, tokens int) float64 {
+func (j *Job) ringBuffers(n, tokens int) float64 {
 	if !j.RingOfExperts || n <= 1 {
 		return 0
 	}
@@ -215,7 +215,7 @@ func RingOfExpertsBytes(n, tokens, dModel, experts, elemBytes int) unit.Bytes {
 // the all-to-alls are (MaxText's num_moe_token_chunks, which would
 // overlap them with the grouped GEMMs, is off by default).
 func (t *tally) ringOfExperts(count, tokens int) {
-	j, m, sh := t.est.Job, t.est.Mesh, t.sh
+	j, m, sh := &t.est.Job, &t.est.Mesh, t.sh
 	spec := j.Model
 	ed := m.Degree(mesh.Expert)
 	size := RingOfExpertsBytes(sh.e, tokens, spec.DModel, spec.Experts, j.Precision.Activation)
@@ -243,7 +243,7 @@ func expertDetail(experts, e int) string {
 // experts split over tensor (K/V over at most KV shards) as a dense
 // layer's are; the router whole (MaxText's gate kernel is ("embed",
 // None): nothing on tensor).
-func (j Job) moeLayerParams(sh shape) float64 {
+func (j *Job) moeLayerParams(sh *shape) float64 {
 	pc := j.Model.ParamCount()
 	kv := float64(2 * j.Model.DModel * j.Model.KV() * j.Model.Head())
 	if j.Model.MLA() {
@@ -258,7 +258,7 @@ func (j Job) moeLayerParams(sh shape) float64 {
 // the expert axis, embed_no_exp on fsdp and mlp on tensor; with
 // shard_exp_on_fsdp the exp dimension takes fsdp instead — the same bytes
 // per chip either way.
-func (j Job) routedPerChip(sh shape) float64 {
+func (j *Job) routedPerChip(sh *shape) float64 {
 	if !j.Model.MoE() {
 		return 0
 	}
@@ -277,7 +277,7 @@ func addCost(a, b collective.Cost) collective.Cost {
 // are padded to capacity); dropless, the busiest expert's load imbalance
 // sets the pace of the grouped GEMM. A factor at or below 1 adds nothing
 // (dropped tokens are not credited back).
-func (j Job) expertPadding(tokens float64) float64 {
+func (j *Job) expertPadding(tokens float64) float64 {
 	spec := j.Model
 	if !spec.MoE() {
 		return 0
@@ -309,7 +309,7 @@ func (j Job) expertPadding(tokens float64) float64 {
 // experts' input (the dispatch redone before the up-projections). Zero
 // dropless (sparse_matmul's ragged path has no masks) or for a dense
 // model.
-func (j Job) denseDispatchFLOPs(tokens float64) float64 {
+func (j *Job) denseDispatchFLOPs(tokens float64) float64 {
 	spec := j.Model
 	c := ExpertCapacity(j.CapacityFactor, j.Seq, spec.ExpertsPerToken, spec.Experts)
 	if !spec.MoE() || c == 0 {
@@ -332,7 +332,7 @@ func (j Job) denseDispatchFLOPs(tokens float64) float64 {
 // 2,048-wide experts of DeepSeek-V3 do not. Zero with a capacity factor
 // (dense dispatch, padded GEMMs counted by expertPadding) or a dense
 // model.
-func (j Job) droplessExtra(tokens float64) float64 {
+func (j *Job) droplessExtra(tokens float64) float64 {
 	spec := j.Model
 	d := j.calibration().Dropless
 	if !spec.MoE() || j.CapacityFactor > 0 || d <= 0 {
@@ -373,7 +373,7 @@ func (j Job) droplessExtra(tokens float64) float64 {
 // Not added: tgmm's transposed lhs (lhs.swapaxes(0, 1)) is the last use
 // of the recomputed input or activation product it copies, so it takes
 // their place rather than adding to them.
-func (j Job) moeStep(ws *backwardSteps, i int, st backwardStep, rows float64) backwardStep {
+func (j *Job) moeStep(ws *backwardSteps, i int, st backwardStep, rows float64) backwardStep {
 	switch i - ws.combine {
 	case 0:
 		st.grads = ws.d + rows*ws.full

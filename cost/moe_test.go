@@ -100,13 +100,13 @@ func TestExpertParamsPerChip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := j.routedPerChip(ep), 704_643_072.0; got != want {
+	if got, want := j.routedPerChip(&ep), 704_643_072.0; got != want {
 		t.Errorf("routed experts per chip = %.0f, want %.0f", got, want)
 	}
-	if got, want := j.stageParams(ep, firstStage), j.stageParams(fsdp, firstStage); math.Abs(got-want) > 1 {
+	if got, want := j.stageParams(&ep, firstStage), j.stageParams(&fsdp, firstStage); math.Abs(got-want) > 1 {
 		t.Errorf("params per chip on fsdp=8,expert=8 = %.0f, want fsdp=64's %.0f", got, want)
 	}
-	if got, want := j.stageParams(fsdp, firstStage), float64(spec.ParamCount().Total())/64; math.Abs(got-want) > 1 {
+	if got, want := j.stageParams(&fsdp, firstStage), float64(spec.ParamCount().Total())/64; math.Abs(got-want) > 1 {
 		t.Errorf("params per chip on fsdp=64 = %.0f, want total/64 = %.0f", got, want)
 	}
 	if ep.b != 1 || fsdp.b != 1 {
@@ -485,7 +485,7 @@ func TestDroplessSortIsNotSplitOverTensor(t *testing.T) {
 	j := est[0].Job
 	chip := m.Multislice.Slice.Chip
 	tokens := 512.0 * 8192
-	want := j.droplessExtra(tokens) * 4 / float64(m.Chips()) / (float64(chip.PeakBF16) * est[0].MatmulEfficiency * j.efficiency(chip))
+	want := j.droplessExtra(tokens) * 4 / float64(m.Chips()) / (float64(chip.PeakBF16) * est[0].MatmulEfficiency * j.efficiency(&chip))
 	if got := (est[0].Time.MXU - est[1].Time.MXU).Seconds(); math.Abs(got-want) > 1e-6*want+1e-9 {
 		t.Errorf("the dropless sort adds %.6g s per step with tensor=4, want %.6g s (four tensor ranks sorting the same tokens)", got, want)
 	}
@@ -515,11 +515,11 @@ func TestMoEBackwardStepsByHand(t *testing.T) {
 	}
 	for i, st := range ws.step[:ws.n] {
 		st = j.moeStep(&ws, i, st, 8)
-		if w, ok := want[st.name]; ok {
+		if w, ok := want[st.name.String()]; ok {
 			if st.live != 0 || st.grads != w {
 				t.Errorf("%s: live %v and gradients %v a token, want 0 and %v", st.name, st.live, st.grads, w)
 			}
-			delete(want, st.name)
+			delete(want, st.name.String())
 		}
 	}
 	if len(want) > 0 {

@@ -25,7 +25,7 @@ type gemm struct {
 // tokens, weights split over tensor t (K/V over at most KV shards), plus
 // the output projection to the vocabulary, which runs once per
 // micro-batch for a stage's ls layers: 1/ls per layer.
-func (j Job) layerGEMMs(sh shape) []gemm {
+func (j *Job) layerGEMMs(sh *shape) []gemm {
 	spec := j.Model
 	m := sh.b * sh.s
 	d, hd := spec.DModel, spec.Head()
@@ -80,7 +80,7 @@ type mxuKey struct {
 	qkHead, vHead                          int // latent attention's head widths
 }
 
-func (e *Estimator) mxu(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
+func (e *Estimator) mxu(j *Job, sh *shape, p systolic.Preset) (mxuStats, error) {
 	spec := j.Model
 	k := mxuKey{spec.DModel, spec.Heads, spec.KV(), spec.Head(), spec.DFF, spec.Vocab, spec.GatedMLP, sh.b, sh.s, sh.t, j.Seq, sh.ls, p.Rows, p.Cols, p.MXUs,
 		spec.Experts, spec.ExpertsPerToken, spec.SharedExperts, spec.ExpertFF(), sh.e, spec.MoELayers(), spec.Layers - spec.MoELayers(), j.CapacityFactor, j.LoadImbalance, spec.QKHead(), spec.VHead()}
@@ -101,7 +101,7 @@ func (e *Estimator) mxu(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
 	return st, nil
 }
 
-func (e *Estimator) mxuStats(j Job, sh shape, p systolic.Preset) (mxuStats, error) {
+func (e *Estimator) mxuStats(j *Job, sh *shape, p systolic.Preset) (mxuStats, error) {
 	var macs, cycles, mapped float64
 	var attnMACs, attnCycles float64
 	gemms := j.layerGEMMs(sh)
@@ -189,7 +189,7 @@ type effKey struct {
 // form counts) by its d_model × ExpertFF/t weights; the shared experts run
 // every token, as a dense MLP of their combined width. With dense and MoE
 // layers mixed, each MLP counts for its share of the layers.
-func (j Job) expertGEMMs(sh shape, out []gemm, mlpIn float64) []gemm {
+func (j *Job) expertGEMMs(sh *shape, out []gemm, mlpIn float64) []gemm {
 	spec := j.Model
 	moe := float64(spec.MoELayers()) / float64(spec.Layers) // the share of layers that are MoE
 	if spec.MoELayers() == spec.Layers {

@@ -187,7 +187,7 @@ func (p Places) String() string {
 // checkpoint_dots_with_no_batch_dims, which keeps every projection output;
 // the save_* policies are save_only_these_names over the names listed; the
 // *_offloaded ones are save_and_offload_only_these_names.
-func (j Job) places() Places {
+func (j *Job) places() Places {
 	var p Places
 	set := func(pl Place, ts ...Tensor) {
 		for _, t := range ts {
@@ -249,7 +249,7 @@ func (j *Job) tensorWidths(t int) [NumTensors]float64 {
 // tensorFLOPs is the forward FLOPs per token, on all chips together, of
 // the projection that produces a tagged tensor (0 for the layer input and
 // for context, which the attention core makes).
-func (j Job) tensorFLOPs(x Tensor) float64 {
+func (j *Job) tensorFLOPs(x Tensor) float64 {
 	spec := j.Model
 	d := float64(spec.DModel)
 	switch x {
@@ -272,7 +272,7 @@ func (j Job) tensorFLOPs(x Tensor) float64 {
 // the residual sum, whose gradient needs neither operand, and so does
 // out_proj in a parallel block, where no norm reads the attention's
 // output; a model without a gated MLP has no mlpwi_1.
-func (j Job) needed(x Tensor) bool {
+func (j *Job) needed(x Tensor) bool {
 	switch x {
 	case LayerInput, MLPWo:
 		return false
@@ -306,7 +306,7 @@ type layerView struct {
 }
 
 // layerAt is j's layer with tensor parallelism t.
-func (j Job) layerAt(t int) layerView {
+func (j *Job) layerAt(t int) layerView {
 	v := layerView{t: t, places: j.places(), widths: j.tensorWidths(t)}
 	for x := LayerInput; x < NumTensors; x++ {
 		if v.places[x] == Recompute && j.needed(x) {
@@ -321,12 +321,12 @@ func (j Job) layerAt(t int) layerView {
 // but none recomputes the cheap elementwise work (norms, activation
 // function, residual sums); none keeps their outputs too, and with
 // dot-product attention the softmax probabilities.
-func (j Job) rematOf(b, s, seq, t int) remat {
+func (j *Job) rematOf(b, s, seq, t int) remat {
 	return j.rematIn(j.layerAt(t), b, s, seq)
 }
 
 // rematIn is rematOf on layer v.
-func (j Job) rematIn(v layerView, b, s, seq int) remat {
+func (j *Job) rematIn(v layerView, b, s, seq int) remat {
 	e := float64(j.Precision.Activation)
 	tokens := float64(b) * float64(s)
 	r := remat{recompute: v.recompute}
@@ -356,7 +356,7 @@ func (j Job) rematIn(v layerView, b, s, seq int) remat {
 // statistics (layerStats). Without the statistics, none is Korthikanti et
 // al. 2022 (arXiv 2205.05198) Table 2's tensor+sequence parallel row for
 // multi-head attention with a 4h GeLU MLP: s·b·h·(34 + 5·a·s/h)/t bytes.
-func (j Job) elementwiseResiduals(b, s, seq, t int) float64 {
+func (j *Job) elementwiseResiduals(b, s, seq, t int) float64 {
 	spec := j.Model
 	e := float64(j.Precision.Activation)
 	sb := float64(b) * float64(s)
@@ -386,7 +386,7 @@ func (j Job) elementwiseResiduals(b, s, seq, t int) float64 {
 // FlashAttention-2's, Dao 2023 algorithm 1). Small beside a layer's
 // activations (one or two values per token against d_model), they are
 // what keeps a tiny model's count honest against the emulator's meter.
-func (j Job) layerStats(t int) float64 {
+func (j *Job) layerStats(t int) float64 {
 	spec := j.Model
 	perNorm := 1.0
 	if spec.LayerNorm {

@@ -32,7 +32,7 @@ type jobFLOPs struct {
 }
 
 // flops is j's jobFLOPs.
-func (j Job) flops() jobFLOPs {
+func (j *Job) flops() jobFLOPs {
 	return jobFLOPs{
 		matmulParams: float64(j.Model.MatmulParams()),
 		attention:    j.Model.AttentionFLOPsPerToken(j.Seq),
@@ -55,7 +55,7 @@ type layerShape struct {
 }
 
 // layerShape is sh's layer.
-func (j Job) layerShape(sh shape) layerShape {
+func (j *Job) layerShape(sh *shape) layerShape {
 	ls := layerShape{layer: j.layerAt(sh.t)}
 	ls.walk = j.backwardSteps(ls.layer, sh.s, j.Seq)
 	ls.inUse, ls.inUseMatrix = j.layerInUse(sh)
@@ -73,22 +73,48 @@ type layerKey struct {
 }
 
 // layerShape is j.layerShape, kept per layerKey for the estimator's model.
-func (e *Estimator) layerShape(j Job, sh shape) layerShape {
+func (e *Estimator) layerShape(j *Job, sh *shape) layerShape {
 	k := layerKey{j.Remat, j.Custom, j.CapacityFactor, j.Attention, j.Precision.Activation, sh.t, sh.s, j.Seq, sh.e}
-	if ls, ok := e.layers[k]; ok {
-		return ls
+	// a search asks for a layout's policies in turn, once per schedule
+	// and micro-batch count: the last few keys are compared before the
+	// map's hash is worked out
+	r := &e.recentLayers
+	for i := range r.n {
+		if r.k[i] == k {
+			return r.ls[i]
+		}
 	}
-	ls := j.layerShape(sh)
-	e.layers[k] = ls
+	ls, ok := e.layers[k]
+	if !ok {
+		ls = j.layerShape(sh)
+		e.layers[k] = ls
+	}
+	r.k[r.next], r.ls[r.next] = k, ls
+	r.next, r.n = (r.next+1)%len(r.k), min(r.n+1, len(r.k))
 	return ls
+}
+
+// recentLayers is the layer shapes the estimator last worked out or
+// looked up, by key, for its model.
+type recentLayers struct {
+	k       [8]layerKey
+	ls      [8]layerShape
+	n, next int
 }
 
 // shapeOf is the package's shapeOf, its layer from the estimator's cache
 // (the job's model is the one validate last passed).
-func (e *Estimator) shapeOf(j Job, m mesh.Mesh) (shape, error) {
-	sh, err := shapeWith(j, m, e.layerShape)
-	if err != nil {
-		return sh, err
+func (e *Estimator) shapeOf(j *Job, m *mesh.Mesh) (shape, error) {
+	var sh shape
+	err := e.shapeInto(&sh, j, m)
+	return sh, err
+}
+
+// shapeInto sets *sh to shapeOf's shape, or returns its error.
+func (e *Estimator) shapeInto(sh *shape, j *Job, m *mesh.Mesh) error {
+	var err error
+	if *sh, err = shapeWith(j, m, e); err != nil {
+		return err
 	}
 	k := paramsKey{sh.t, sh.f, sh.e, sh.p, sh.ls}
 	params, ok := e.params[k]
@@ -101,35 +127,41 @@ func (e *Estimator) shapeOf(j Job, m mesh.Mesh) (shape, error) {
 		e.flops, e.flopsKey, e.flopsOK = j.flops(), k, true
 	}
 	sh.flops = e.flops
-	return sh, nil
+	return nil
 }
 
 // paramsKey is what stageParams depends on besides the model.
 type paramsKey struct{ t, f, e, p, ls int }
 
 // stagesParams is stageParams of the first and the last stage.
-func (j Job) stagesParams(sh shape) [2]float64 {
+func (j *Job) stagesParams(sh *shape) [2]float64 {
 	return [2]float64{j.stageParams(sh, firstStage), j.stageParams(sh, lastStage)}
 }
 
 // withBatch is sh with b sequences per chip per micro-batch.
-func (j Job) withBatch(sh shape, b int) shape {
-	sh.b = b
-	sh.r = j.rematIn(sh.layer, sh.b, sh.s, j.Seq)
+func (j *Job) withBatch(sh shape, b int) shape {
+	j.setBatch(&sh, b)
 	return sh
 }
 
+// setBatch sets sh to b sequences per chip per micro-batch.
+func (j *Job) setBatch(sh *shape, b int) {
+	sh.b = b
+	sh.r = j.rematIn(sh.layer, sh.b, sh.s, j.Seq)
+}
+
 func shapeOf(j Job, m mesh.Mesh) (shape, error) {
-	sh, err := shapeWith(j, m, Job.layerShape)
+	sh, err := shapeWith(&j, &m, nil)
 	if err == nil {
-		sh.params = j.stagesParams(sh)
+		sh.params = j.stagesParams(&sh)
 		sh.flops = j.flops()
 	}
 	return sh, err
 }
 
-// shapeWith is shapeOf with the layer from layer.
-func shapeWith(j Job, m mesh.Mesh, layer func(Job, shape) layerShape) (shape, error) {
+// shapeWith is shapeOf with the layer from e's cache (Estimator.layerShape),
+// or worked out when e is nil.
+func shapeWith(j *Job, m *mesh.Mesh, e *Estimator) (shape, error) {
 	sh := shape{
 		d: m.Size(mesh.Data), f: m.Size(mesh.FSDP), t: m.Size(mesh.Tensor),
 		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), e: m.Size(mesh.Expert), m: j.MicroBatches, v: 1,
@@ -160,7 +192,11 @@ func shapeWith(j Job, m mesh.Mesh, layer func(Job, shape) layerShape) (shape, er
 	}
 	sh.s = j.Seq / sh.c
 	sh.ls = spec.Layers / sh.p
-	sh.layerShape = layer(j, sh)
+	if e != nil {
+		sh.layerShape = e.layerShape(j, &sh)
+	} else {
+		sh.layerShape = j.layerShape(&sh)
+	}
 	return j.withBatch(sh, j.GlobalBatch/shards), nil
 }
 

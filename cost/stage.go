@@ -22,7 +22,7 @@ const (
 // embedding there), all of it with one stage; sharded over tensor and fsdp.
 // With more tensor shards than key/value heads, each K/V head is
 // replicated on t/KV chips (Megatron's GQA layout).
-func (j Job) stageParams(sh shape, st stage) float64 {
+func (j *Job) stageParams(sh *shape, st stage) float64 {
 	pc := j.Model.ParamCount()
 	var ends int64
 	switch {
@@ -48,25 +48,25 @@ func (j Job) stageParams(sh shape, st stage) float64 {
 }
 
 // paramsPerChip is the parameters of the most loaded chip.
-func (j Job) paramsPerChip(sh shape) float64 {
+func (j *Job) paramsPerChip(sh *shape) float64 {
 	return max(sh.params[firstStage], sh.params[lastStage])
 }
 
 // Memory estimates HBM per chip.
 func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
-	if err := e.validate(j); err != nil {
+	if err := e.validate(&j); err != nil {
 		return Memory{}, err
 	}
-	sh, err := e.shapeOf(j, m)
+	sh, err := e.shapeOf(&j, &m)
 	if err != nil {
 		return Memory{}, err
 	}
-	return e.memory(j, m, sh), nil
+	return e.memory(&j, &m, &sh), nil
 }
 
 // memory is HBM per chip on the most loaded pipeline stage, its phases
 // spelled out.
-func (e *Estimator) memory(j Job, m mesh.Mesh, sh shape) Memory {
+func (e *Estimator) memory(j *Job, m *mesh.Mesh, sh *shape) Memory {
 	sm := e.mostLoaded(j, m, sh)
 	sm.mem.Phases, sm.mem.Peak = sm.phases.list(), sm.phases.name(sm.peak)
 	return sm.mem
@@ -74,7 +74,7 @@ func (e *Estimator) memory(j Job, m mesh.Mesh, sh shape) Memory {
 
 // mostLoaded is the stage of the two (the same when there is one pipeline
 // stage) whose HBM total is larger, the first on a tie.
-func (e *Estimator) mostLoaded(j Job, m mesh.Mesh, sh shape) stageMemory {
+func (e *Estimator) mostLoaded(j *Job, m *mesh.Mesh, sh *shape) stageMemory {
 	first := j.stageMemory(e.stageBase(j, m, sh, firstStage), sh, firstStage)
 	if sh.p == 1 {
 		return first
@@ -97,9 +97,9 @@ type stageBase struct {
 
 // stageBase is stage st's: the first holds the most micro-batches in
 // flight and the embedding, the last the output layer and the logits.
-func (e *Estimator) stageBase(j Job, m mesh.Mesh, sh shape, st stage) stageBase {
-	ms := m.Multislice
-	chip := ms.Slice.Chip
+func (e *Estimator) stageBase(j *Job, m *mesh.Mesh, sh *shape, st stage) stageBase {
+	ms := &m.Multislice
+	chip := &ms.Slice.Chip
 	prec := j.Precision
 	params := sh.params[st]
 	mem := Memory{
@@ -134,7 +134,7 @@ func (e *Estimator) stageBase(j Job, m mesh.Mesh, sh shape, st stage) stageBase 
 }
 
 // tempScaled is b scaled by TempScale (1 when it is 0).
-func (j Job) tempScaled(b unit.Bytes) unit.Bytes {
+func (j *Job) tempScaled(b unit.Bytes) unit.Bytes {
 	if k := j.TempScale; k > 0 {
 		return unit.Bytes(math.Round(float64(b) * k))
 	}
@@ -150,11 +150,11 @@ type stageMemory struct {
 	peak   int
 }
 
-func (j Job) stageMemory(base stageBase, sh shape, st stage) stageMemory {
+func (j *Job) stageMemory(base stageBase, sh *shape, st stage) stageMemory {
 	sm := stageMemory{mem: base.mem}
 	mem := &sm.mem
-	mem.Activations, mem.Host = j.held(&base, &sh)
-	sm.phases = j.phases(sh, st, base.logits)
+	mem.Activations, mem.Host = j.held(&base, sh)
+	j.phases(&sm.phases, sh, st, base.logits)
 	mem.Transient, sm.peak = j.transient(&sm.phases)
 	return sm
 }
@@ -186,14 +186,15 @@ func (j *Job) transient(ps *stagePhases) (unit.Bytes, int) {
 
 // stageReason is stageMemory(base, sh, st).mem.Reason(): where the state
 // and the held activations alone exceed the usable HBM, ReasonHBM
-// without the phases (whose buffers only add to them).
-func (j *Job) stageReason(base *stageBase, sh *shape, st stage) Reason {
+// without the phases (whose buffers only add to them). It lists the
+// phases in ps.
+func (j *Job) stageReason(base *stageBase, sh *shape, st stage, ps *stagePhases) Reason {
 	mem := base.mem
 	mem.Activations, mem.Host = j.held(base, sh)
 	if mem.Total() > mem.Usable {
 		return ReasonHBM
 	}
-	ps := j.phases(*sh, st, base.logits)
-	mem.Transient, _ = j.transient(&ps)
+	j.phases(ps, sh, st, base.logits)
+	mem.Transient, _ = j.transient(ps)
 	return mem.Reason()
 }

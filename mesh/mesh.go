@@ -253,16 +253,16 @@ func gcd(a, b int) int {
 }
 
 // Degree returns an axis's degree.
-func (m Mesh) Degree(a Axis) Degree { return m.degrees[a] }
+func (m *Mesh) Degree(a Axis) Degree { return m.degrees[a] }
 
 // Size returns an axis's total degree.
-func (m Mesh) Size(a Axis) int { return m.degrees[a].Size() }
+func (m *Mesh) Size(a Axis) int { return m.degrees[a].Size() }
 
 // Degrees returns every axis's degree in canonical order.
 func (m Mesh) Degrees() []Degree { return append([]Degree(nil), m.degrees[:]...) }
 
 // Chips is the total number of chips.
-func (m Mesh) Chips() int { return m.Multislice.Chips() }
+func (m *Mesh) Chips() int { return m.Multislice.Chips() }
 
 // String spells the layout in the syntax Parse reads, e.g.
 // "data=2(dcn),fsdp=64"; degree-1 axes are left out.

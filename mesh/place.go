@@ -19,10 +19,10 @@ type Coord [NumAxes]int
 // in the slice; in both numbers the first axis varies fastest.
 
 // Slice returns the slice a device is in.
-func (m Mesh) Slice(dev int) int { return dev / m.Multislice.Slice.Chips() }
+func (m *Mesh) Slice(dev int) int { return dev / m.Multislice.Slice.Chips() }
 
 // Coord returns a device's coordinate. dev must be in [0, m.Chips()).
-func (m Mesh) Coord(dev int) Coord {
+func (m *Mesh) Coord(dev int) Coord {
 	per := m.Multislice.Slice.Chips()
 	s, local := dev/per, dev%per
 	var c Coord
@@ -36,7 +36,7 @@ func (m Mesh) Coord(dev int) Coord {
 
 // Device returns the device at a coordinate, and false if the coordinate
 // is outside the mesh.
-func (m Mesh) Device(c Coord) (int, bool) {
+func (m *Mesh) Device(c Coord) (int, bool) {
 	s, local, sStride, lStride := 0, 0, 1, 1
 	for a, d := range m.degrees {
 		if c[a] < 0 || c[a] >= d.Size() {
@@ -71,7 +71,7 @@ func (g Group) String() string {
 }
 
 // Group returns the group of dev along the given axes.
-func (m Mesh) Group(dev int, along ...Axis) Group {
+func (m *Mesh) Group(dev int, along ...Axis) Group {
 	g := Group{Axes: append([]Axis(nil), along...), ICI: 1, DCN: 1}
 	for _, a := range along {
 		g.ICI *= m.degrees[a].ICI
@@ -125,7 +125,7 @@ func (l Link) Collective() collective.Link {
 // Link returns the ICI ring that a collective over the given axes
 // together uses inside a slice: each axis's torus dimensions as placed, so
 // their bandwidths and hops add up. One axis gives its own placement.
-func (m Mesh) Link(along ...Axis) Link {
+func (m *Mesh) Link(along ...Axis) Link {
 	if len(along) == 1 {
 		return m.links[along[0]]
 	}
@@ -148,7 +148,7 @@ func (m Mesh) Link(along ...Axis) Link {
 // TierLink returns the link a point-to-point send uses on a tier: one ICI
 // link (one way) between neighbouring chips, or the chip's share of its
 // host's DCN bandwidth.
-func (m Mesh) TierLink(t hw.Tier) Link {
+func (m *Mesh) TierLink(t hw.Tier) Link {
 	if t == hw.DCN {
 		return Link{Tier: hw.DCN, Size: m.Multislice.Slices, Bandwidth: m.Multislice.DCNPerChip}
 	}
@@ -157,7 +157,7 @@ func (m Mesh) TierLink(t hw.Tier) Link {
 
 // Between returns the tier that connects two devices: ICI inside a slice,
 // DCN across slices.
-func (m Mesh) Between(a, b int) hw.Tier {
+func (m *Mesh) Between(a, b int) hw.Tier {
 	if m.Slice(a) != m.Slice(b) {
 		return hw.DCN
 	}
@@ -165,4 +165,4 @@ func (m Mesh) Between(a, b int) hw.Tier {
 }
 
 // PeerLink returns the link a send from device a to device b uses.
-func (m Mesh) PeerLink(a, b int) Link { return m.TierLink(m.Between(a, b)) }
+func (m *Mesh) PeerLink(a, b int) Link { return m.TierLink(m.Between(a, b)) }

@@ -16,6 +16,7 @@ import (
 // layouts ranked, and the reasons, warnings and checks that go with them.
 func (s *searcher) choose() (Plan, error) {
 	r := s.req
+	r.Cache = nil // a plan does not hold the search's estimators
 	ms := r.Multislice
 	p := Plan{Request: r, Rejected: s.rejectedAll(), Evaluated: s.evaluated}
 	p.Reasons = append(p.Reasons, note("", "%s", scopeReason(ms)))

@@ -90,6 +90,9 @@ type searcher struct {
 // only a chip, on the smallest footprint of its generation that runs the
 // job (SearchScope, up to MaxScopeSlices slices).
 func Search(r Request) (Plan, error) {
+	if r.Cache == nil {
+		r.Cache = new(Cache) // for the searches of a scope and of fixes
+	}
 	if ms := r.Multislice; ms.Slices == 0 && ms.Slice.Chips() == 0 && ms.Slice.Chip.Generation != "" {
 		return SearchScope(r, ms.Slice.Chip, MaxScopeSlices)
 	}

@@ -54,6 +54,10 @@ type Request struct {
 	// Workers is how many goroutines cost layouts (0: one per CPU). The
 	// plan is the same for every count.
 	Workers int
+	// Cache, when set, keeps the search's estimators for the searches
+	// after it that share it (a budget sweep's); nil: none kept. The plan
+	// is the same either way.
+	Cache *Cache
 	// Settings are cost.Job's, as they are, except that the zero
 	// Precision, which no job can have, means cost.MaxTextPrecision (and
 	// HBMHeadroom 0 keeps none free; cost.DefaultHBMHeadroom is the usual

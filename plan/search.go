@@ -3,11 +3,8 @@ package plan
 import (
 	"cmp"
 	"errors"
-	"runtime"
 	"slices"
 	"sort"
-	"sync"
-	"sync/atomic"
 
 	"shardlab/cost"
 	"shardlab/mesh"
@@ -30,10 +27,15 @@ import (
 // worker costs meshes with its own estimator (whose caches are not safe to
 // share).
 type worker struct {
-	req  Request
-	job  cost.Job // the request's (Request.job)
-	est  *cost.Estimator
-	keep int
+	req Request
+	job cost.Job // the request's (Request.job)
+	// cur is the job try costs: the request's run as the combination
+	// last tried (combo.set)
+	cur cost.Job
+	// bound is fit's scratch
+	bound cost.Bound
+	est   *cost.Estimator
+	keep  int
 	// bars is the throughput of the best layouts this worker knows of:
 	// those merged before the batch and its own since.
 	bars bars
@@ -81,8 +83,7 @@ func (w *worker) memory(j *cost.Job, m *mesh.Mesh) (*cost.BatchMemory, error) {
 		}
 		return &f.bm, f.bm.SetPolicy(j.Remat, j.RingOfExperts)
 	}
-	var err error
-	f.bm, err = w.est.BatchMemory(*j, *m)
+	err := f.bm.Reset(w.est, j, m)
 	var inf *cost.Infeasible
 	f.ok, f.k, f.v, f.mb, f.err = err == nil || errors.As(err, &inf), j.Schedule, j.Chunks, j.MicroBatches, err
 	return &f.bm, err
@@ -104,21 +105,23 @@ type batchFit struct {
 // expert axis, is not among those the search keeps (outclassed).
 type bars struct {
 	keep       int
-	tier       map[Tier][]float64
+	tier       [numTiers][]float64 // by tierIndex
 	expert     float64
 	haveExpert bool
 }
 
+// numTiers is how many tiers there are: the in-slice strategies by the
+// cross-slice ones.
+const numTiers = int(InModel+1) * int(AcrossPipeline+1)
+
+// tierIndex is t's place in bars.tier: a search asks for its tier's bars
+// several times per combination, and an array is cheaper than a map.
+func tierIndex(t Tier) int { return int(t.In)*int(AcrossPipeline+1) + int(t.Across) }
+
 // copyFrom sets b to o.
 func (b *bars) copyFrom(o *bars) {
-	if b.tier == nil {
-		b.tier = map[Tier][]float64{}
-	}
-	for t := range b.tier {
-		b.tier[t] = b.tier[t][:0]
-	}
-	for t, l := range o.tier {
-		b.tier[t] = append(b.tier[t], l...)
+	for i := range b.tier {
+		b.tier[i] = append(b.tier[i][:0], o.tier[i]...)
 	}
 	b.keep, b.expert, b.haveExpert = o.keep, o.expert, o.haveExpert
 }
@@ -126,16 +129,13 @@ func (b *bars) copyFrom(o *bars) {
 // raise adds a layout of tier t, with an expert axis or not, whose
 // throughput is v.
 func (b *bars) raise(t Tier, v float64, expert bool) {
-	if b.tier == nil {
-		b.tier = map[Tier][]float64{}
-	}
-	l := b.tier[t]
+	l := b.tier[tierIndex(t)]
 	i := sort.Search(len(l), func(i int) bool { return v > l[i] })
 	if i < b.keep {
 		l = append(l, 0)
 		copy(l[i+1:], l[i:])
 		l[i] = v
-		b.tier[t] = l[:min(len(l), b.keep)]
+		b.tier[tierIndex(t)] = l[:min(len(l), b.keep)]
 	}
 	if expert && (!b.haveExpert || v > b.expert) {
 		b.expert, b.haveExpert = v, true
@@ -144,13 +144,13 @@ func (b *bars) raise(t Tier, v float64, expert bool) {
 
 // full reports whether tier t holds keep layouts: until it does, it
 // outclasses none.
-func (b *bars) full(t Tier) bool { return len(b.tier[t]) >= b.keep }
+func (b *bars) full(t Tier) bool { return len(b.tier[tierIndex(t)]) >= b.keep }
 
 // outclassed reports whether a layout of tier t, with an expert axis or
 // not, whose throughput is at most max cannot be kept: keep layouts of its
 // tier are faster, and with an expert axis so is the best of those.
 func (b *bars) outclassed(t Tier, max float64, expert bool) bool {
-	l := b.tier[t]
+	l := b.tier[tierIndex(t)]
 	if len(l) < b.keep || !(max < l[b.keep-1]) {
 		return false
 	}
@@ -178,13 +178,19 @@ func (c combo) job(r Request) cost.Job { return c.with(r.job()) }
 
 // with is j run as c.
 func (c combo) with(j cost.Job) cost.Job {
+	c.set(&j, j.Schedule, j.Chunks)
+	return j
+}
+
+// set makes j run as c, on schedule k with v chunks where c names none.
+func (c combo) set(j *cost.Job, k schedule.Kind, v int) {
+	j.Schedule, j.Chunks = k, v
 	if c.k != "" {
 		j.Schedule, j.Chunks = c.k, c.v
 	}
 	j.MicroBatches = c.mb
 	j.Remat = c.r
 	j.RingOfExperts = c.ring
-	return j
 }
 
 // bounded is a combination whose batch fits and that is not outclassed,
@@ -207,91 +213,6 @@ type outcome struct {
 	offers    []Candidate // finished layouts, best first, at most keep
 	bounded   []bounded   // layouts to finish if they can be kept (mesh unset)
 	unfit     *Candidate
-}
-
-// meshBatch is how many meshes are costed before their outcomes are
-// merged, which bounds the memory the outcomes hold.
-const meshBatch = 256
-
-// run costs the meshes on Request.Workers goroutines (0: one per CPU),
-// merges their outcomes in order and finishes the search.
-func (s *searcher) run(meshes []mesh.Mesh) {
-	r := s.runner(len(meshes))
-	for _, m := range meshes {
-		r.add(m)
-	}
-	r.done()
-}
-
-// runner costs meshes as they come, a batch at a time, so that a search
-// never holds them all: the outcomes of a batch are merged in order
-// before the next batch starts, with the bars they raised.
-type runner struct {
-	s       *searcher
-	workers []*worker
-	batch   []mesh.Mesh
-	outs    []outcome
-}
-
-// runner starts a run of at most n meshes (0: not known) on
-// Request.Workers goroutines.
-func (s *searcher) runner(n int) *runner {
-	w := s.req.Workers
-	if w <= 0 {
-		w = runtime.GOMAXPROCS(0)
-	}
-	if n > 0 {
-		w = min(w, n)
-	}
-	r := &runner{s: s, workers: make([]*worker, max(w, 1)), outs: make([]outcome, meshBatch)}
-	for i := range r.workers {
-		r.workers[i] = &worker{req: s.req, job: s.req.job(), est: cost.NewEstimator(), keep: s.keep, bars: bars{keep: s.keep}}
-	}
-	return r
-}
-
-// add queues m, costing the batch once it is full.
-func (r *runner) add(m mesh.Mesh) {
-	r.batch = append(r.batch, m)
-	if len(r.batch) == meshBatch {
-		r.flush()
-	}
-}
-
-// done costs what is queued and finishes the layouts the search keeps.
-func (r *runner) done() {
-	r.flush()
-	r.s.finishBounded(r.workers[0])
-}
-
-// flush costs the queued meshes and merges their outcomes in order.
-func (r *runner) flush() {
-	s, batch, outs := r.s, r.batch, r.outs
-	for _, w := range r.workers {
-		w.bars.copyFrom(&s.bars)
-		w.arena, w.rejects = w.arena[:0], w.rejects[:0]
-	}
-	if len(r.workers) == 1 {
-		for i, m := range batch {
-			outs[i] = s.layout(r.workers[0], m)
-		}
-	} else {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for _, w := range r.workers {
-			wg.Go(func() {
-				for i := int(next.Add(1) - 1); i < len(batch); i = int(next.Add(1) - 1) {
-					outs[i] = s.layout(w, batch[i])
-				}
-			})
-		}
-		wg.Wait()
-	}
-	for i, m := range batch {
-		s.merge(outs[i], m)
-		outs[i] = outcome{}
-	}
-	r.batch = r.batch[:0]
 }
 
 // finishBounded finishes, fastest first, the bounded combinations that
@@ -330,8 +251,15 @@ func (s *searcher) finishBounded(w *worker) {
 // only rise) and is dropped.
 func (s *searcher) merge(o outcome, m mesh.Mesh) {
 	s.evaluated += o.evaluated
-	for _, r := range o.rejected {
-		s.rejected[o.tier][r]++
+	rejected := s.rejected[o.tier]
+	for i := 0; i < len(o.rejected); {
+		// a mesh's combinations mostly fail for one reason in a row
+		r, n := o.rejected[i], 1
+		for i+n < len(o.rejected) && o.rejected[i+n] == r {
+			n++
+		}
+		rejected[r] += n
+		i += n
 	}
 	for _, c := range o.offers {
 		s.offerAll(c)
@@ -392,7 +320,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	scheds := w.schedules(p)
 	rings := w.rings(m)
 	var sizes [mesh.NumAxes]int
-	for _, a := range mesh.All() {
+	for a := range mesh.Axis(mesh.NumAxes) {
 		sizes[a] = m.Size(a)
 	}
 	w.family.ok = false // the last layout's
@@ -400,6 +328,9 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	remember := !seen && w.req.Multislice.Slices > 1
 	start, startR := len(w.arena), len(w.rejects)
 	var fits []batchFit
+	if remember {
+		fits = make([]batchFit, 0, len(scheds)*len(micro)*len(remats)*len(rings))
+	}
 	i := 0
 	for _, sc := range scheds {
 		for _, mb := range micro {
@@ -488,9 +419,10 @@ func (w *worker) rings(m mesh.Mesh) []bool {
 // (prior) when there is one, and returns the batch.
 func (w *worker) try(out *outcome, m *mesh.Mesh, c combo, prior *batchFit) batchFit {
 	out.evaluated++
-	j := c.with(w.job)
+	j := &w.cur
+	c.set(j, w.job.Schedule, w.job.Chunks)
 	expert := m.Size(mesh.Expert) > 1
-	tps, fit := w.fit(&j, m, prior, out.tier, expert)
+	tps, fit := w.fit(j, m, prior, out.tier, expert)
 	switch fit.reason {
 	case outclassed:
 		fit.reason = "" // the batch runs; the layout cannot be kept
@@ -499,7 +431,7 @@ func (w *worker) try(out *outcome, m *mesh.Mesh, c combo, prior *batchFit) batch
 		w.bars.raise(out.tier, tps, expert)
 	case cost.ReasonHBM, cost.ReasonHost:
 		if w.req.Axes != nil {
-			if u := w.unfitCandidate(&j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
+			if u := w.unfitCandidate(j, m); u != nil && (out.unfit == nil || u.Estimate.Memory.Total() < out.unfit.Estimate.Memory.Total()) {
 				out.unfit = u
 			}
 		}
@@ -533,7 +465,7 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 		}
 		return tps, f
 	}
-	var b cost.Bound
+	b := &w.bound
 	f := batchFit{}
 	if prior != nil {
 		f = *prior
@@ -547,7 +479,7 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 		jb := *j
 		jb.GlobalBatch = f.batch
 		var err error
-		if b, err = w.est.Bound(jb, *m); err != nil {
+		if *b, err = w.est.Bound(jb, *m); err != nil {
 			panic(err) // a layout of the same sizes ran this batch
 		}
 	} else {
@@ -562,7 +494,7 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 			return 0, f
 		}
 		var err error
-		if b, err = bm.Bound(f.batch); err != nil {
+		if *b, err = bm.Bound(f.batch); err != nil {
 			var inf *cost.Infeasible
 			if errors.As(err, &inf) {
 				return 0, batchFit{reason: inf.Reason}
@@ -575,7 +507,7 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 		f.reason = outclassed
 		return 0, f
 	}
-	return w.est.Throughput(&b), f
+	return w.est.Throughput(b), f
 }
 
 // fitBatch picks the global batch of j on m, a layout of tier t with an

@@ -141,6 +141,9 @@ func SweepOf(p Plan, kind SweepKind) (Sweep, error) {
 	default:
 		return Sweep{}, fmt.Errorf("plan: sweep %q, want %s or %s: %w", kind, SweepSlices, SweepBatch, ErrNoSweep)
 	}
+	if r.Cache == nil {
+		r.Cache = new(Cache) // the points share their estimators
+	}
 	for _, x := range xs {
 		q := r
 		if err := edit(&q, x); err != nil {

@@ -80,12 +80,12 @@ func tiers(n int) []Tier {
 // tier: mesh and the search refuse it. The expert axis counts as fsdp
 // does.
 func TierOf(m mesh.Mesh) Tier {
-	ici := make([]int, mesh.NumAxes)
-	dcn := make([]int, mesh.NumAxes)
-	for _, d := range m.Degrees() {
+	var ici, dcn [mesh.NumAxes]int
+	for a := range mesh.Axis(mesh.NumAxes) {
+		d := m.Degree(a)
 		ici[d.Axis], dcn[d.Axis] = d.ICI, d.DCN
 	}
-	return tierOf(ici, dcn)
+	return tierOf(ici[:], dcn[:])
 }
 
 // tierOf classifies ICI and DCN factors indexed by mesh.Axis.
