@@ -148,28 +148,6 @@ func (rc replicaCost) kvShare(seqs int) float64 {
 	return attentionSplit(rc.dp, rc.tp, seqs)
 }
 
-// flopsByPeak is the FLOPs the busiest device computes for tokens tokens of
-// seqs sequences attending pairs (query, key) pairs (window of them in
-// the local layers of a model with a sliding window), with the output
-// projection for every token: the MLP and output matmuls split tp ways,
-// the routed experts' in whole tiles (expertFLOPs), the attention
-// projections and scores by attentionSplit; split by the peak they run
-// at: the weights' matmuls (at wPeak) and the rest, the output projection
-// and the attention scores (at peak).
-func (rc replicaCost) flopsByPeak(tokens, seqs int, pairs, window float64) (weights, rest float64) {
-	s := attentionSplit(rc.dp, rc.tp, seqs)
-	t := float64(tokens)
-	weights = t*(rc.matmul-rc.attnMatmul-rc.routed-rc.logits)/float64(rc.tp) + rc.expertFLOPs(tokens) + s*t*rc.attnMatmul
-	return weights, t*rc.logits/float64(rc.tp) + s*(pairs*rc.core+window*rc.coreLocal)
-}
-
-// flopsTime is the seconds flopsByPeak's FLOPs take, each part at its
-// peak.
-func (rc replicaCost) flopsTime(tokens, seqs int, pairs, window float64) float64 {
-	w, b := rc.flopsByPeak(tokens, seqs, pairs, window)
-	return w/rc.wPeak + b/rc.peak
-}
-
 // expertFLOPs is the FLOPs of the routed experts' grouped matmuls on one
 // device for a step of tokens tokens: the rows its groups compute in
 // whole tiles (ExpertRows [ti-gmm]) at expertRow each. 0 for a dense

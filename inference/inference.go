@@ -350,8 +350,11 @@ func (r Request) rooflines(l *Layout) {
 	P := r.PromptLen
 	l.DecodeOverhead = StepOverhead(VLLM)
 	w := r.Model.SlidingWindow
-	// causal: half the scores; a local layer's, up to its window
-	l.PrefillCompute = seconds(rc.flopsTime(P, 1, float64(P)*float64(P)/2, model.AttendedPairs(0, P, w)-float64(P)/2))
+	// causal: half the scores; a local layer's, up to its window; the
+	// output projection of every token (matmulTime's padded sequences)
+	prompt := Batch{Seqs: 1, PaddedSeqs: P, PaddedTokens: P, AttendedPairs: float64(P) * float64(P) / 2,
+		Window: WindowWork{AttendedPairs: model.AttendedPairs(0, P, w) - float64(P)/2}}
+	l.PrefillCompute = seconds(rc.matmulTime(prompt))
 	prefillMem := seconds(rc.weightsRead(P) / rc.bw)
 	l.PrefillAllReduce = rc.allReduce(P)
 	l.TTFT = max(l.PrefillCompute, prefillMem) + l.PrefillAllReduce + l.DecodeOverhead
