@@ -549,3 +549,51 @@ func TestMoECombineBackwardByHand(t *testing.T) {
 		}
 	}
 }
+
+func TestEachDeviceOfAChipHoldsItsGatheredLayer(t *testing.T) {
+	// Llama 3 8B's decoder layer, by hand: attention 2·4096² +
+	// 2·4096·1024 = 41,943,040; MLP 3·4096·14336 = 176,160,768; two
+	// RMSNorm scales 8,192: 218,112,000 parameters, 436,224,000 bf16
+	// bytes gathered. Its largest tensor, 4096·14336, leaves 117,440,512
+	// bytes of unreduced gradient. The output layer, 128256·4096 bf16,
+	// is gathered with its unreduced gradient: 2,101,346,304 bytes. A
+	// TPU7x chip is two JAX devices and each holds all of them: twice
+	// that a chip, with fsdp over the chips or pure data parallelism (the
+	// chip's devices then sit on context, over which MaxText shards the
+	// weights too). A v6e chip is one device: once, and nothing gathered
+	// without fsdp.
+	j := NewJob(lookup(t, "llama3-8b"), 4096, 64)
+	j.Remat = RematFull
+	type want struct{ layer, matrix, output float64 }
+	for _, c := range []struct {
+		acc, layout string
+		want        want
+	}{
+		{"tpu7x-8", "fsdp=4", want{2 * 436224000, 2 * 117440512, 2 * 2101346304}},
+		{"tpu7x-8", "data=4", want{2 * 436224000, 2 * 117440512, 2 * 2101346304}},
+		{"v6e-4", "fsdp=4", want{436224000, 117440512, 2101346304}},
+		{"v6e-4", "data=4", want{}},
+	} {
+		mem, err := NewEstimator().Memory(j, layout(t, c.acc, 1, c.layout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got want
+		for _, p := range mem.Phases {
+			for _, b := range p.Buffers {
+				switch b.Name {
+				case "gathered weights (FSDP)":
+					got.layer = float64(b.Bytes)
+				case "unreduced weight gradient (FSDP)":
+					got.matrix = float64(b.Bytes)
+				case "gathered output layer and its unreduced gradient (FSDP)":
+					got.output = float64(b.Bytes)
+				}
+			}
+		}
+		if math.Abs(got.layer-c.want.layer) > 1 || math.Abs(got.matrix-c.want.matrix) > 1 || math.Abs(got.output-c.want.output) > 1 {
+			t.Errorf("%s %s: gathered layer, gradient, output layer %.0f, %.0f, %.0f bytes a chip; want %.0f, %.0f, %.0f",
+				c.acc, c.layout, got.layer, got.matrix, got.output, c.want.layer, c.want.matrix, c.want.output)
+		}
+	}
+}

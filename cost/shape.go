@@ -16,6 +16,7 @@ type shape struct {
 	s             int // tokens per chip per sequence (Seq / context)
 	ls            int // layers per stage
 	v             int // chunks of layers per device (interleaved, circular)
+	dev           int // JAX devices per chip (hw.Chip.JAXDevicesPerChip, at least 1)
 	layerShape
 	r remat // the layer's footprint at b sequences
 	// params is stageParams of the first and the last stage.
@@ -165,6 +166,7 @@ func shapeWith(j *Job, m *mesh.Mesh, e *Estimator) (shape, error) {
 	sh := shape{
 		d: m.Size(mesh.Data), f: m.Size(mesh.FSDP), t: m.Size(mesh.Tensor),
 		p: m.Size(mesh.Pipeline), c: m.Size(mesh.Context), e: m.Size(mesh.Expert), m: j.MicroBatches, v: 1,
+		dev: max(m.Multislice.Slice.Chip.JAXDevicesPerChip, 1),
 	}
 	if j.Schedule.Chunked() {
 		sh.v = max(j.Chunks, 1)
