@@ -298,12 +298,19 @@ func (s Spec) attentionMatmul() int64 {
 	return query + keyValue + v*d
 }
 
+// MLPInputs is the d_model × d_ff matrices an MLP (or expert) reads its
+// input through: gate and up in a gated MLP (SwiGLU, GeGLU), up alone
+// otherwise. One down projection follows them.
+func (s Spec) MLPInputs() int {
+	if s.GatedMLP {
+		return 2
+	}
+	return 1
+}
+
 // mlpMatmul is the matmul parameters of one MLP (or expert) of width f.
 func (s Spec) mlpMatmul(f int) int64 {
-	if s.GatedMLP {
-		return 3 * int64(s.DModel) * int64(f)
-	}
-	return 2 * int64(s.DModel) * int64(f)
+	return int64(s.MLPInputs()+1) * int64(s.DModel) * int64(f)
 }
 
 // mlpBiases is the bias parameters of one MLP (or expert) of width f.
@@ -311,10 +318,7 @@ func (s Spec) mlpBiases(f int) int64 {
 	if !s.Biases {
 		return 0
 	}
-	if s.GatedMLP {
-		return 2*int64(f) + int64(s.DModel)
-	}
-	return int64(f) + int64(s.DModel)
+	return int64(s.MLPInputs())*int64(f) + int64(s.DModel)
 }
 
 // ParamCount counts the parameters of the spec.
