@@ -209,44 +209,56 @@ rows8:
 	VFMADD231PS S, T, D2; \
 	VFMADD231PS S, T, D3
 
+// PEAK(loop, ZERO, ROUND) is the peak kernels' body: ZERO clears the
+// accumulators and the FMAs' sources, then CX rounds of ROUND's
+// independent FMAs.
+#define PEAK(loop, ZERO, ROUND) \
+	ZERO; \
+loop: \
+	ROUND; \
+	DECQ CX; \
+	JNZ loop; \
+	VZEROUPPER; \
+	RET
+
+// AVX2: twelve accumulators, Y0–Y11, from Y14·Y15.
+#define ZERO_PEAK2 \
+	ZERO_Y0_Y7; \
+	CLEAR4(VXORPS, Y8, Y9, Y10, Y11); \
+	VXORPS Y14, Y14, Y14; \
+	VXORPS Y15, Y15, Y15
+
+#define ROUND_PEAK2 \
+	FMA4(Y14, Y15, Y0, Y1, Y2, Y3); \
+	FMA4(Y14, Y15, Y4, Y5, Y6, Y7); \
+	FMA4(Y14, Y15, Y8, Y9, Y10, Y11)
+
+// AVX-512: sixteen accumulators, Z0–Z15, from Z30·Z31.
+#define ZERO_PEAK5 \
+	ZERO_Z0_Z15; \
+	VPXORD Z30, Z30, Z30; \
+	VPXORD Z31, Z31, Z31
+
+#define ROUND_PEAK5 \
+	FMA4(Z30, Z31, Z0, Z1, Z2, Z3); \
+	FMA4(Z30, Z31, Z4, Z5, Z6, Z7); \
+	FMA4(Z30, Z31, Z8, Z9, Z10, Z11); \
+	FMA4(Z30, Z31, Z12, Z13, Z14, Z15)
+
 // func peakAVX2(n int)
 //
 // n rounds of 12 independent 8-wide FMAs (192 FLOPs a round): the core's
 // fp32 peak with 256-bit vectors.
 TEXT ·peakAVX2(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
-	ZERO_Y0_Y7
-	CLEAR4(VXORPS, Y8, Y9, Y10, Y11)
-	VXORPS Y14, Y14, Y14
-	VXORPS Y15, Y15, Y15
-
-peak2:
-	FMA4(Y14, Y15, Y0, Y1, Y2, Y3)
-	FMA4(Y14, Y15, Y4, Y5, Y6, Y7)
-	FMA4(Y14, Y15, Y8, Y9, Y10, Y11)
-	DECQ CX
-	JNZ peak2
-	VZEROUPPER
-	RET
+	PEAK(peak2, ZERO_PEAK2, ROUND_PEAK2)
 
 // func peakAVX512(n int)
 //
 // n rounds of 16 independent 16-wide FMAs (512 FLOPs a round).
 TEXT ·peakAVX512(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
-	ZERO_Z0_Z15
-	VPXORD Z30, Z30, Z30
-	VPXORD Z31, Z31, Z31
-
-peak5:
-	FMA4(Z30, Z31, Z0, Z1, Z2, Z3)
-	FMA4(Z30, Z31, Z4, Z5, Z6, Z7)
-	FMA4(Z30, Z31, Z8, Z9, Z10, Z11)
-	FMA4(Z30, Z31, Z12, Z13, Z14, Z15)
-	DECQ CX
-	JNZ peak5
-	VZEROUPPER
-	RET
+	PEAK(peak5, ZERO_PEAK5, ROUND_PEAK5)
 
 // The vector sums run over n floats in rounds of four vectors, 4·W
 // bytes, with CX = n>>SHIFT rounds (SHIFT: log2 of the floats a round).
