@@ -4,10 +4,12 @@
 
 // The kernels share their blocks as macros (the assembler's C-style
 // #define): the accumulators' clearing, one k step of a block's FMA
-// chains, the block's sum into C, and the vector sums, which are written
-// once over the vector registers and their width in bytes W and
-// instantiated for AVX2 (Y registers, W 32) and AVX-512 (Z registers,
-// W 64).
+// chains and the block's sum into C; the kernels that come in both widths
+// (peak, the vector sums, reduceFan) are written once over their vector
+// registers and width in bytes W, and instantiated for AVX2 (Y
+// registers, W 32) and AVX-512 (Z registers, W 64). A macro expands to
+// the instructions written out in full (go tool objdump shows the same
+// bytes); they carry the line of the macro's use.
 
 // CLEAR4(XOR, R0, R1, R2, R3) clears four vector registers, each XORed
 // with itself; ZERO_Y0_Y7 clears Y0–Y7 and ZERO_Z0_Z15 Z0–Z15.
