@@ -296,10 +296,7 @@ type Bound struct {
 // ranks layouts by throughput need not finish the estimate of one whose
 // bound is already slower than the layouts it keeps.
 func (e *Estimator) Bound(j Job, m mesh.Mesh) (Bound, error) {
-	if err := e.validate(&j); err != nil {
-		return Bound{}, err
-	}
-	sh, err := e.shapeOf(&j, &m)
+	sh, err := e.validShape(&j, &m)
 	if err != nil {
 		return Bound{}, err
 	}

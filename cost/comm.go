@@ -279,12 +279,8 @@ func (e *Estimator) tensorParallel(est *Estimate, sh *shape, act unit.Bytes, add
 	}
 
 	// The matmuls each all-reduce can hide under, per layer and micro-batch.
-	d, q := float64(spec.DModel), float64(spec.Heads*spec.Head())
-	kv := float64(spec.KV() * spec.Head())
-	mlp := 2.0
-	if spec.GatedMLP {
-		mlp = 3
-	}
+	d, q, kv := projWidths(&spec)
+	mlp := float64(spec.MLPInputs() + 1)
 	tokens := float64(sh.b) * float64(sh.s) // per micro-batch, shared by the tensor group
 	attnMM := 2 * d * (2*q + 2*kv) * tokens / float64(sh.t)
 	mlpMM := 2 * d * mlp * float64(spec.DFF) * tokens / float64(sh.t)
@@ -335,12 +331,8 @@ func (e *Estimator) parallelTensor(est *Estimate, sh *shape, act unit.Bytes, add
 
 	// The matmuls each collective can hide under, per layer and
 	// micro-batch, in seconds.
-	d, q := float64(spec.DModel), float64(spec.Heads*spec.Head())
-	kv := float64(spec.KV() * spec.Head())
-	mlp := 1.0
-	if spec.GatedMLP {
-		mlp = 2
-	}
+	d, q, kv := projWidths(&spec)
+	mlp := float64(spec.MLPInputs())
 	perFLOP := est.Time.MXU.Seconds() / mxuFLOPsPerChip(est, sh)
 	mm := func(flopsPerToken float64) float64 {
 		return flopsPerToken * float64(sh.b) * float64(sh.s) / float64(sh.t) * perFLOP

@@ -5,7 +5,7 @@ import (
 
 	"shardlab/hw"
 	"shardlab/mesh"
-
+	"shardlab/model"
 	"shardlab/systolic"
 	"shardlab/unit"
 )
@@ -106,6 +106,14 @@ func (j *Job) matmulSeconds(chip *hw.Chip, chips float64, fl stepFLOPs, matmul, 
 	return mxu, attn
 }
 
+// projWidths is d_model and the widths of a layer's query and key (or
+// value) projections, heads × head_dim and KV heads × head_dim: the
+// matmuls' sizes that the tensor collectives hide under and the vector
+// work reads.
+func projWidths(spec *model.Spec) (d, q, kv float64) {
+	return float64(spec.DModel), float64(spec.Heads * spec.Head()), float64(spec.KV() * spec.Head())
+}
+
 // vectorBytes is the HBM traffic per chip per step of the memory-bound
 // work the MXU does not do: per layer and token, each norm reads and
 // writes the residual stream, the two residual sums read two operands and
@@ -117,13 +125,8 @@ func (j *Job) matmulSeconds(chip *hw.Chip, chips float64, fl stepFLOPs, matmul, 
 func (j *Job) vectorBytes(sh *shape, r remat) float64 {
 	spec := j.Model
 	e := float64(j.Precision.Activation)
-	d := float64(spec.DModel)
-	q := float64(spec.Heads * spec.Head())
-	kv := float64(spec.KV() * spec.Head())
-	act := 2 * float64(spec.DFF)
-	if spec.GatedMLP {
-		act = 3 * float64(spec.DFF)
-	}
+	d, q, kv := projWidths(&spec)
+	act := float64(spec.MLPInputs()+1) * float64(spec.DFF)
 	sums := 2 * 3 * d // two residual sums, each reading two operands and writing one
 	if spec.ParallelBlock {
 		sums = 4 * d // one, reading three and writing one

@@ -206,10 +206,7 @@ func (j *Job) layerInUse(sh *shape) (layer, matrix float64) {
 	if j.Model.MoE() {
 		routed := float64(pc.Experts) * float64(pc.Expert) / float64(sh.e) / t
 		layer = max(layer, j.moeLayerParams(sh)+routed)
-		proj := 3.0 // gate, up and down projections
-		if !j.Model.GatedMLP {
-			proj = 2
-		}
+		proj := float64(j.Model.MLPInputs() + 1) // gate, up and down projections
 		matrix = max(matrix, float64(j.Model.LargestMatrix())/t, routed/proj)
 	}
 	return layer, matrix
@@ -361,10 +358,7 @@ func (j *Job) backwardWidths(v *layerView, s, seq int) backwardWidths {
 	if bw.tp && j.Remat == RematNone {
 		bw.regather = bw.full
 	}
-	bw.dwi = bw.f
-	if spec.GatedMLP {
-		bw.dwi = 2 * bw.f
-	}
+	bw.dwi = float64(spec.MLPInputs()) * bw.f
 	bw.dqkv = w[Query] + w[Key] + w[Value]
 	c := float64(seq / s)
 	bw.attnCore = w[Query] + c*(w[Key]+w[Value]) + bw.heads

@@ -33,10 +33,7 @@ func (j *Job) layerGEMMs(sh *shape) []gemm {
 	kv := spec.KV() * hd / kvShards(spec.KV(), sh.t)
 	f := spec.DFF / sh.t
 	heads := sh.b * spec.Heads / sh.t
-	mlpIn := 1.0
-	if spec.GatedMLP {
-		mlpIn = 2
-	}
+	mlpIn := float64(spec.MLPInputs())
 	out := []gemm{
 		{"QKV projection", systolic.GEMM{M: m, K: d, N: q + 2*kv}, 1, false},
 		{"attention scores", systolic.GEMM{M: sh.s, K: spec.QKHead(), N: j.Seq}, float64(heads), true},

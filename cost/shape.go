@@ -103,9 +103,13 @@ type recentLayers struct {
 	n, next int
 }
 
-// shapeOf is the package's shapeOf, its layer from the estimator's cache
-// (the job's model is the one validate last passed).
-func (e *Estimator) shapeOf(j *Job, m *mesh.Mesh) (shape, error) {
+// validShape validates j, then returns the package's shapeOf, its layer
+// from the estimator's cache (the job's model is the one validate has
+// just passed).
+func (e *Estimator) validShape(j *Job, m *mesh.Mesh) (shape, error) {
+	if err := e.validate(j); err != nil {
+		return shape{}, err
+	}
 	var sh shape
 	err := e.shapeInto(&sh, j, m)
 	return sh, err

@@ -54,10 +54,7 @@ func (j *Job) paramsPerChip(sh *shape) float64 {
 
 // Memory estimates HBM per chip.
 func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
-	if err := e.validate(&j); err != nil {
-		return Memory{}, err
-	}
-	sh, err := e.shapeOf(&j, &m)
+	sh, err := e.validShape(&j, &m)
 	if err != nil {
 		return Memory{}, err
 	}

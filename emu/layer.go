@@ -271,7 +271,7 @@ func attention[T Float](c Config, q, kAll, vAll Mat[T], mb micro, hd int) (out, 
 // so that what is live at each step is what package cost's walk of the
 // same pass (layerBackward) lists.
 func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat[T], mb micro, co colls[T]) Mat[T] {
-	n, d := dy.R, dy.C
+	n := dy.R
 	hd, kvd := c.headDim(), a.k.C
 	dh2 := mlpBackward(c, l, g, a, dy, co)
 	dx2 := dy
@@ -306,21 +306,38 @@ func layerBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy M
 	if len(dk.D) > 0 && &dk.D[0] != &dkAll.D[0] {
 		co.recycle(dkAll, dvAll)
 	}
-	matMulTA(co.gemm(), g.Wq, a.h1, dq, true)
-	matMulTA(co.gemm(), g.Wk, a.h1, dk, true)
-	matMulTA(co.gemm(), g.Wv, a.h1, dv, true)
-	a.done(co, &a.h1)
-	dh1 := co.mat(n, d)
-	matMulTB(co.gemm(), dh1, dq, l.Wq, false)
-	matMulTB(co.gemm(), dh1, dk, l.Wk, true)
-	matMulTB(co.gemm(), dh1, dv, l.Wv, true)
-	co.recycle(dq, dk, dv)
+	dh1 := inputBack(co, a, &a.h1, proj[T]{l.Wq, g.Wq, dq}, proj[T]{l.Wk, g.Wk, dk}, proj[T]{l.Wv, g.Wv, dv})
 	a.done(co, &a.q)
 	co.tensorAllReduce(dh1.D)
 	// dx is dx2 plus the first norm's input gradient
 	rmsnormBack(a.x, l.N1, a.rstd1, dh1, dx2, g.N1)
 	co.recycle(dh1)
 	return dx2
+}
+
+// proj is a projection's weight w, its gradient g and the gradient dy of
+// its output.
+type proj[T Float] struct{ w, g, dy Mat[T] }
+
+// inputBack is the backward pass of projections y = x·w that read one
+// input x (the queries, keys and values of the normed input; an MLP's
+// gate and up): it adds xᵀ·dy to each weight gradient g, lets x go
+// (acts.done) and returns x's gradient, the sum of dy·wᵀ, recycling each
+// dy.
+func inputBack[T Float](co colls[T], a *acts[T], x *Mat[T], ps ...proj[T]) Mat[T] {
+	n, d := x.R, x.C
+	for _, p := range ps {
+		matMulTA(co.gemm(), p.g, *x, p.dy, true)
+	}
+	a.done(co, x)
+	dx := co.mat(n, d)
+	for i, p := range ps {
+		matMulTB(co.gemm(), dx, p.dy, p.w, i > 0)
+	}
+	for _, p := range ps {
+		co.recycle(p.dy)
+	}
+	return dx
 }
 
 // mlpBackward adds the MLP's weight gradients to g and returns the
@@ -333,7 +350,7 @@ func mlpBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat
 		return dh2
 	}
 	// y = x2 + (silu(h2·Wg) ⊙ h2·Wu)·Wd
-	n, d := dy.R, dy.C
+	n := dy.R
 	matMulTA(co.gemm(), g.Wd, a.a, dy, true)
 	da := co.mat(n, l.Wd.R)
 	matMulTB(co.gemm(), da, dy, l.Wd, false)
@@ -342,13 +359,7 @@ func mlpBackward[T Float](c Config, l *Layer[T], g *Layer[T], a *acts[T], dy Mat
 	dg, du := co.mat(n, da.C), da
 	swigluBack(co.gemm(), dg.D, du.D, da.D, a.g.D, a.u.D)
 	a.done(co, &a.g, &a.u)
-	matMulTA(co.gemm(), g.Wg, a.h2, dg, true)
-	matMulTA(co.gemm(), g.Wu, a.h2, du, true)
-	a.done(co, &a.h2)
-	dh2 := co.mat(n, d)
-	matMulTB(co.gemm(), dh2, dg, l.Wg, false)
-	matMulTB(co.gemm(), dh2, du, l.Wu, true)
-	co.recycle(dg, du)
+	dh2 := inputBack(co, a, &a.h2, proj[T]{l.Wg, g.Wg, dg}, proj[T]{l.Wu, g.Wu, du})
 	co.tensorAllReduce(dh2.D) // column-parallel: the input's gradient sums over tensor
 	return dh2
 }

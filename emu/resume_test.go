@@ -71,18 +71,6 @@ func TestCheckpointShapeSize(t *testing.T) {
 	}
 }
 
-// countingReader counts the bytes read from it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // TestReadCheckpointOfHeaderFirst: a checkpoint of this run extended to 2
 // GiB (as a sparse file is) is refused from its header and size, having
 // read no more than the reader's first buffer; one of another run is
@@ -101,9 +89,11 @@ func TestReadCheckpointOfHeaderFirst(t *testing.T) {
 	resumed.LoadCheckpoint = func(step int, want *CheckpointShape) (*Checkpoint, error) {
 		got = want
 		huge := int64(2 << 30)
-		cr := &countingReader{r: io.MultiReader(bytes.NewReader(good), io.LimitReader(zeros{}, huge-int64(len(good))))}
-		c, err := ReadCheckpointOf(cr, huge, want)
-		read = cr.n
+		// what ReadCheckpointOf reads is copied to, and counted by, counted
+		counted := &countingWriter{w: io.Discard}
+		r := io.MultiReader(bytes.NewReader(good), io.LimitReader(zeros{}, huge-int64(len(good))))
+		c, err := ReadCheckpointOf(io.TeeReader(r, counted), huge, want)
+		read = counted.n
 		return c, err
 	}
 	if _, err := Train(resumed); !errors.As(err, &sizeErr) || sizeErr.Size != 2<<30 || sizeErr.Want != int64(len(good)) || !errors.Is(err, ErrCheckpoint) {

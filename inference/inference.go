@@ -196,9 +196,7 @@ func ActivationBytes(m model.Spec, tp, tokens, seqs int) unit.Bytes {
 		// each token's rows through its experts and the shared ones
 		ff = max(ff, (m.ExpertsPerToken+m.SharedExperts)*m.ExpertFF())
 	}
-	if m.GatedMLP {
-		ff *= 2
-	}
+	ff *= m.MLPInputs()
 	qkv := 0 // the widest layer's queries, keys and values
 	for _, k := range layerKinds(m) {
 		qkv = max(qkv, (k.m.Heads+2*k.m.KV())*k.m.Head())

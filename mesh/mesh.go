@@ -335,12 +335,8 @@ func ParseAxes(s string) ([]Degree, error) {
 		if err != nil {
 			return nil, err
 		}
-		val = strings.ToLower(strings.TrimSpace(val))
-		dcn := false
-		switch {
-		case strings.HasSuffix(val, "(dcn)"):
-			dcn, val = true, strings.TrimSuffix(val, "(dcn)")
-		case strings.HasSuffix(val, "(ici)"):
+		val, dcn := strings.CutSuffix(strings.ToLower(strings.TrimSpace(val)), "(dcn)")
+		if !dcn {
 			val = strings.TrimSuffix(val, "(ici)")
 		}
 		if strings.ContainsAny(val, "()") {

@@ -3,7 +3,7 @@
 // parser for user specs written in YAML or JSON.
 package model
 
-import ()
+import "cmp"
 
 // Spec is a decoder-only transformer.
 type Spec struct {
@@ -131,20 +131,10 @@ func (s Spec) MoE() bool { return s.Experts > 0 }
 func (s Spec) MLA() bool { return s.KVLoRARank > 0 }
 
 // ExpertFF is the width of one expert's MLP.
-func (s Spec) ExpertFF() int {
-	if s.ExpertDFF == 0 {
-		return s.DFF
-	}
-	return s.ExpertDFF
-}
+func (s Spec) ExpertFF() int { return cmp.Or(s.ExpertDFF, s.DFF) }
 
 // SharedFF is the width of one shared expert's MLP.
-func (s Spec) SharedFF() int {
-	if s.SharedExpertDFF == 0 {
-		return s.ExpertFF()
-	}
-	return s.SharedExpertDFF
-}
+func (s Spec) SharedFF() int { return cmp.Or(s.SharedExpertDFF, s.ExpertFF()) }
 
 func (s Spec) moeEvery() int { return max(s.MoEEvery, 1) }
 
@@ -182,12 +172,7 @@ func (s Spec) VHead() int {
 }
 
 // KV is the number of key/value heads.
-func (s Spec) KV() int {
-	if s.KVHeads == 0 {
-		return s.Heads
-	}
-	return s.KVHeads
-}
+func (s Spec) KV() int { return cmp.Or(s.KVHeads, s.Heads) }
 
 // Head is the width of one attention head.
 func (s Spec) Head() int {
@@ -298,12 +283,19 @@ func (s Spec) attentionMatmul() int64 {
 	return query + keyValue + v*d
 }
 
+// MLPInputs is the d_model × d_ff matrices an MLP (or expert) reads its
+// input through: gate and up in a gated MLP (SwiGLU, GeGLU), up alone
+// otherwise. One down projection follows them.
+func (s Spec) MLPInputs() int {
+	if s.GatedMLP {
+		return 2
+	}
+	return 1
+}
+
 // mlpMatmul is the matmul parameters of one MLP (or expert) of width f.
 func (s Spec) mlpMatmul(f int) int64 {
-	if s.GatedMLP {
-		return 3 * int64(s.DModel) * int64(f)
-	}
-	return 2 * int64(s.DModel) * int64(f)
+	return int64(s.MLPInputs()+1) * int64(s.DModel) * int64(f)
 }
 
 // mlpBiases is the bias parameters of one MLP (or expert) of width f.
@@ -311,10 +303,7 @@ func (s Spec) mlpBiases(f int) int64 {
 	if !s.Biases {
 		return 0
 	}
-	if s.GatedMLP {
-		return 2*int64(f) + int64(s.DModel)
-	}
-	return int64(f) + int64(s.DModel)
+	return int64(s.MLPInputs())*int64(f) + int64(s.DModel)
 }
 
 // ParamCount counts the parameters of the spec.

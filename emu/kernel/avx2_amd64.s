@@ -2,38 +2,94 @@
 
 #include "textflag.h"
 
+// The kernels share their blocks as macros (the assembler's C-style
+// #define): the accumulators' clearing, one k step of a block's FMA
+// chains and the block's sum into C; the kernels that come in both widths
+// (peak, the vector sums, reduceFan) are written once over their vector
+// registers and width in bytes W, and instantiated for AVX2 (Y
+// registers, W 32) and AVX-512 (Z registers, W 64). A macro expands to
+// the instructions written out in full (go tool objdump shows the same
+// bytes); they carry the line of the macro's use.
+
+// CLEAR4(XOR, R0, R1, R2, R3) clears four vector registers, each XORed
+// with itself; ZERO_Y0_Y7 clears Y0–Y7 and ZERO_Z0_Z15 Z0–Z15.
+#define CLEAR4(XOR, R0, R1, R2, R3) \
+	XOR R0, R0, R0; \
+	XOR R1, R1, R1; \
+	XOR R2, R2, R2; \
+	XOR R3, R3, R3
+
+#define ZERO_Y0_Y7 \
+	CLEAR4(VXORPS, Y0, Y1, Y2, Y3); \
+	CLEAR4(VXORPS, Y4, Y5, Y6, Y7)
+
+#define ZERO_Z0_Z15 \
+	CLEAR4(VPXORD, Z0, Z1, Z2, Z3); \
+	CLEAR4(VPXORD, Z4, Z5, Z6, Z7); \
+	CLEAR4(VPXORD, Z8, Z9, Z10, Z11); \
+	CLEAR4(VPXORD, Z12, Z13, Z14, Z15)
+
+// A step p of a block's FMA chains loads b's two vectors of step p at DI
+// into B0 and B1 (W bytes each) with LOADB(B0, B1, W); then
+// FMAROW(A, T, B0, B1, D0, D1) broadcasts a row's float of step p, at A,
+// into T and adds T·B0 and T·B1 into the row's accumulators D0 and D1.
+#define LOADB(B0, B1, W) \
+	VMOVUPS (DI), B0; \
+	VMOVUPS W(DI), B1
+
+#define FMAROW(A, T, B0, B1, D0, D1) \
+	VBROADCASTSS A, T; \
+	VFMADD231PS B0, T, D0; \
+	VFMADD231PS B1, T, D1
+
+// STEP4X16 is one step p of a 4×16 block's FMA chains (Y0–Y7, two a
+// row): b's sixteen floats at DI times each of a's four at SI; then SI
+// and DI move to step p+1 of their packed strips.
+#define STEP4X16 \
+	LOADB(Y8, Y9, 32); \
+	FMAROW((SI), Y10, Y8, Y9, Y0, Y1); \
+	FMAROW(4(SI), Y11, Y8, Y9, Y2, Y3); \
+	FMAROW(8(SI), Y12, Y8, Y9, Y4, Y5); \
+	FMAROW(12(SI), Y13, Y8, Y9, Y6, Y7); \
+	ADDQ $16, SI; \
+	ADDQ $64, DI
+
+// STEP8X32(A0, …, A7) is one step p of an 8×32 block's FMA chains
+// (Z0–Z15, two a row): b's thirty-two floats at DI times a's float of
+// row ii at Aii. The caller moves the pointers to step p+1.
+#define STEP8X32(A0, A1, A2, A3, A4, A5, A6, A7) \
+	LOADB(Z16, Z17, 64); \
+	FMAROW(A0, Z18, Z16, Z17, Z0, Z1); \
+	FMAROW(A1, Z19, Z16, Z17, Z2, Z3); \
+	FMAROW(A2, Z20, Z16, Z17, Z4, Z5); \
+	FMAROW(A3, Z21, Z16, Z17, Z6, Z7); \
+	FMAROW(A4, Z18, Z16, Z17, Z8, Z9); \
+	FMAROW(A5, Z19, Z16, Z17, Z10, Z11); \
+	FMAROW(A6, Z20, Z16, Z17, Z12, Z13); \
+	FMAROW(A7, Z21, Z16, Z17, Z14, Z15)
+
+// ADDROW(V0, V1, W) adds a block's row, V0 and V1, into C's row at DX;
+// NEXTROW(V0, V1, W) does so and moves DX to C's next row, R8 bytes on.
+#define ADDROW(V0, V1, W) \
+	VADDPS (DX), V0, V0; \
+	VMOVUPS V0, (DX); \
+	VADDPS W(DX), V1, V1; \
+	VMOVUPS V1, W(DX)
+
+#define NEXTROW(V0, V1, W) \
+	ADDROW(V0, V1, W); \
+	ADDQ R8, DX
+
 // func micro4x16(a, b *float32, kc int, c *float32)
 TEXT ·micro4x16(SB), NOSPLIT, $0-32
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), DI
 	MOVQ kc+16(FP), CX
 	MOVQ c+24(FP), DX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO_Y0_Y7
 
 loop:
-	VMOVUPS (DI), Y8
-	VMOVUPS 32(DI), Y9
-	VBROADCASTSS (SI), Y10
-	VFMADD231PS Y8, Y10, Y0
-	VFMADD231PS Y9, Y10, Y1
-	VBROADCASTSS 4(SI), Y11
-	VFMADD231PS Y8, Y11, Y2
-	VFMADD231PS Y9, Y11, Y3
-	VBROADCASTSS 8(SI), Y12
-	VFMADD231PS Y8, Y12, Y4
-	VFMADD231PS Y9, Y12, Y5
-	VBROADCASTSS 12(SI), Y13
-	VFMADD231PS Y8, Y13, Y6
-	VFMADD231PS Y9, Y13, Y7
-	ADDQ $16, SI
-	ADDQ $64, DI
+	STEP4X16
 	DECQ CX
 	JNZ loop
 
@@ -59,118 +115,31 @@ TEXT ·add4x16(SB), NOSPLIT, $0-40
 	MOVQ c+24(FP), DX
 	MOVQ ldc+32(FP), R8
 	SHLQ $2, R8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO_Y0_Y7
 
 loop4:
-	VMOVUPS (DI), Y8
-	VMOVUPS 32(DI), Y9
-	VBROADCASTSS (SI), Y10
-	VFMADD231PS Y8, Y10, Y0
-	VFMADD231PS Y9, Y10, Y1
-	VBROADCASTSS 4(SI), Y11
-	VFMADD231PS Y8, Y11, Y2
-	VFMADD231PS Y9, Y11, Y3
-	VBROADCASTSS 8(SI), Y12
-	VFMADD231PS Y8, Y12, Y4
-	VFMADD231PS Y9, Y12, Y5
-	VBROADCASTSS 12(SI), Y13
-	VFMADD231PS Y8, Y13, Y6
-	VFMADD231PS Y9, Y13, Y7
-	ADDQ $16, SI
-	ADDQ $64, DI
+	STEP4X16
 	DECQ CX
 	JNZ loop4
 
-	VADDPS (DX), Y0, Y0
-	VMOVUPS Y0, (DX)
-	VADDPS 32(DX), Y1, Y1
-	VMOVUPS Y1, 32(DX)
-	ADDQ R8, DX
-	VADDPS (DX), Y2, Y2
-	VMOVUPS Y2, (DX)
-	VADDPS 32(DX), Y3, Y3
-	VMOVUPS Y3, 32(DX)
-	ADDQ R8, DX
-	VADDPS (DX), Y4, Y4
-	VMOVUPS Y4, (DX)
-	VADDPS 32(DX), Y5, Y5
-	VMOVUPS Y5, 32(DX)
-	ADDQ R8, DX
-	VADDPS (DX), Y6, Y6
-	VMOVUPS Y6, (DX)
-	VADDPS 32(DX), Y7, Y7
-	VMOVUPS Y7, 32(DX)
+	NEXTROW(Y0, Y1, 32)
+	NEXTROW(Y2, Y3, 32)
+	NEXTROW(Y4, Y5, 32)
+	ADDROW(Y6, Y7, 32)
 	VZEROUPPER
 	RET
 
-// ZERO8X32 clears the sixteen accumulators of an 8×32 block (Z0–Z15);
-// ADD8X32C adds them into C's eight rows of 32 at DX, R8 bytes apart.
-// add8x32 and add8x32rows share them.
-#define ZERO8X32 \
-	VPXORD Z0, Z0, Z0; \
-	VPXORD Z1, Z1, Z1; \
-	VPXORD Z2, Z2, Z2; \
-	VPXORD Z3, Z3, Z3; \
-	VPXORD Z4, Z4, Z4; \
-	VPXORD Z5, Z5, Z5; \
-	VPXORD Z6, Z6, Z6; \
-	VPXORD Z7, Z7, Z7; \
-	VPXORD Z8, Z8, Z8; \
-	VPXORD Z9, Z9, Z9; \
-	VPXORD Z10, Z10, Z10; \
-	VPXORD Z11, Z11, Z11; \
-	VPXORD Z12, Z12, Z12; \
-	VPXORD Z13, Z13, Z13; \
-	VPXORD Z14, Z14, Z14; \
-	VPXORD Z15, Z15, Z15
-
+// ADD8X32C adds an 8×32 block's sums (Z0–Z15) into C's eight rows of 32
+// at DX, R8 bytes apart; add8x32 and add8x32rows share it.
 #define ADD8X32C \
-	VADDPS (DX), Z0, Z0; \
-	VMOVUPS Z0, (DX); \
-	VADDPS 64(DX), Z1, Z1; \
-	VMOVUPS Z1, 64(DX); \
-	ADDQ R8, DX; \
-	VADDPS (DX), Z2, Z2; \
-	VMOVUPS Z2, (DX); \
-	VADDPS 64(DX), Z3, Z3; \
-	VMOVUPS Z3, 64(DX); \
-	ADDQ R8, DX; \
-	VADDPS (DX), Z4, Z4; \
-	VMOVUPS Z4, (DX); \
-	VADDPS 64(DX), Z5, Z5; \
-	VMOVUPS Z5, 64(DX); \
-	ADDQ R8, DX; \
-	VADDPS (DX), Z6, Z6; \
-	VMOVUPS Z6, (DX); \
-	VADDPS 64(DX), Z7, Z7; \
-	VMOVUPS Z7, 64(DX); \
-	ADDQ R8, DX; \
-	VADDPS (DX), Z8, Z8; \
-	VMOVUPS Z8, (DX); \
-	VADDPS 64(DX), Z9, Z9; \
-	VMOVUPS Z9, 64(DX); \
-	ADDQ R8, DX; \
-	VADDPS (DX), Z10, Z10; \
-	VMOVUPS Z10, (DX); \
-	VADDPS 64(DX), Z11, Z11; \
-	VMOVUPS Z11, 64(DX); \
-	ADDQ R8, DX; \
-	VADDPS (DX), Z12, Z12; \
-	VMOVUPS Z12, (DX); \
-	VADDPS 64(DX), Z13, Z13; \
-	VMOVUPS Z13, 64(DX); \
-	ADDQ R8, DX; \
-	VADDPS (DX), Z14, Z14; \
-	VMOVUPS Z14, (DX); \
-	VADDPS 64(DX), Z15, Z15; \
-	VMOVUPS Z15, 64(DX)
+	NEXTROW(Z0, Z1, 64); \
+	NEXTROW(Z2, Z3, 64); \
+	NEXTROW(Z4, Z5, 64); \
+	NEXTROW(Z6, Z7, 64); \
+	NEXTROW(Z8, Z9, 64); \
+	NEXTROW(Z10, Z11, 64); \
+	NEXTROW(Z12, Z13, 64); \
+	ADDROW(Z14, Z15, 64)
 
 // func add8x32(a, b *float32, kc, lda, ldb int, c *float32, ldc int)
 //
@@ -190,35 +159,10 @@ TEXT ·add8x32(SB), NOSPLIT, $0-56
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
-	ZERO8X32
+	ZERO_Z0_Z15
 
 loop8:
-	VMOVUPS (DI), Z16
-	VMOVUPS 64(DI), Z17
-	VBROADCASTSS 0(SI), Z18
-	VFMADD231PS Z16, Z18, Z0
-	VFMADD231PS Z17, Z18, Z1
-	VBROADCASTSS 4(SI), Z19
-	VFMADD231PS Z16, Z19, Z2
-	VFMADD231PS Z17, Z19, Z3
-	VBROADCASTSS 8(SI), Z20
-	VFMADD231PS Z16, Z20, Z4
-	VFMADD231PS Z17, Z20, Z5
-	VBROADCASTSS 12(SI), Z21
-	VFMADD231PS Z16, Z21, Z6
-	VFMADD231PS Z17, Z21, Z7
-	VBROADCASTSS 16(SI), Z18
-	VFMADD231PS Z16, Z18, Z8
-	VFMADD231PS Z17, Z18, Z9
-	VBROADCASTSS 20(SI), Z19
-	VFMADD231PS Z16, Z19, Z10
-	VFMADD231PS Z17, Z19, Z11
-	VBROADCASTSS 24(SI), Z20
-	VFMADD231PS Z16, Z20, Z12
-	VFMADD231PS Z17, Z20, Z13
-	VBROADCASTSS 28(SI), Z21
-	VFMADD231PS Z16, Z21, Z14
-	VFMADD231PS Z17, Z21, Z15
+	STEP8X32(0(SI), 4(SI), 8(SI), 12(SI), 16(SI), 20(SI), 24(SI), 28(SI))
 	ADDQ R9, SI
 	ADDQ R10, DI
 	DECQ CX
@@ -246,35 +190,10 @@ TEXT ·add8x32rows(SB), NOSPLIT, $0-56
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
-	ZERO8X32
+	ZERO_Z0_Z15
 
 rows8:
-	VMOVUPS (DI), Z16
-	VMOVUPS 64(DI), Z17
-	VBROADCASTSS (SI), Z18
-	VFMADD231PS Z16, Z18, Z0
-	VFMADD231PS Z17, Z18, Z1
-	VBROADCASTSS (SI)(R9*1), Z19
-	VFMADD231PS Z16, Z19, Z2
-	VFMADD231PS Z17, Z19, Z3
-	VBROADCASTSS (SI)(R9*2), Z20
-	VFMADD231PS Z16, Z20, Z4
-	VFMADD231PS Z17, Z20, Z5
-	VBROADCASTSS (SI)(R11*1), Z21
-	VFMADD231PS Z16, Z21, Z6
-	VFMADD231PS Z17, Z21, Z7
-	VBROADCASTSS (R12), Z18
-	VFMADD231PS Z16, Z18, Z8
-	VFMADD231PS Z17, Z18, Z9
-	VBROADCASTSS (R12)(R9*1), Z19
-	VFMADD231PS Z16, Z19, Z10
-	VFMADD231PS Z17, Z19, Z11
-	VBROADCASTSS (R12)(R9*2), Z20
-	VFMADD231PS Z16, Z20, Z12
-	VFMADD231PS Z17, Z20, Z13
-	VBROADCASTSS (R12)(R11*1), Z21
-	VFMADD231PS Z16, Z21, Z14
-	VFMADD231PS Z17, Z21, Z15
+	STEP8X32((SI), (SI)(R9*1), (SI)(R9*2), (SI)(R11*1), (R12), (R12)(R9*1), (R12)(R9*2), (R12)(R11*1))
 	ADDQ $4, SI
 	ADDQ $4, R12
 	ADDQ R10, DI
@@ -285,89 +204,104 @@ rows8:
 	VZEROUPPER
 	RET
 
+// FMA4(S, T, D0, D1, D2, D3) is four independent FMAs, Dk += S·T.
+#define FMA4(S, T, D0, D1, D2, D3) \
+	VFMADD231PS S, T, D0; \
+	VFMADD231PS S, T, D1; \
+	VFMADD231PS S, T, D2; \
+	VFMADD231PS S, T, D3
+
+// PEAK(loop, ZERO, ROUND) is the peak kernels' body: ZERO clears the
+// accumulators and the FMAs' sources, then CX rounds of ROUND's
+// independent FMAs.
+#define PEAK(loop, ZERO, ROUND) \
+	ZERO; \
+loop: \
+	ROUND; \
+	DECQ CX; \
+	JNZ loop; \
+	VZEROUPPER; \
+	RET
+
+// AVX2: twelve accumulators, Y0–Y11, from Y14·Y15.
+#define ZERO_PEAK2 \
+	ZERO_Y0_Y7; \
+	CLEAR4(VXORPS, Y8, Y9, Y10, Y11); \
+	VXORPS Y14, Y14, Y14; \
+	VXORPS Y15, Y15, Y15
+
+#define ROUND_PEAK2 \
+	FMA4(Y14, Y15, Y0, Y1, Y2, Y3); \
+	FMA4(Y14, Y15, Y4, Y5, Y6, Y7); \
+	FMA4(Y14, Y15, Y8, Y9, Y10, Y11)
+
+// AVX-512: sixteen accumulators, Z0–Z15, from Z30·Z31.
+#define ZERO_PEAK5 \
+	ZERO_Z0_Z15; \
+	VPXORD Z30, Z30, Z30; \
+	VPXORD Z31, Z31, Z31
+
+#define ROUND_PEAK5 \
+	FMA4(Z30, Z31, Z0, Z1, Z2, Z3); \
+	FMA4(Z30, Z31, Z4, Z5, Z6, Z7); \
+	FMA4(Z30, Z31, Z8, Z9, Z10, Z11); \
+	FMA4(Z30, Z31, Z12, Z13, Z14, Z15)
+
 // func peakAVX2(n int)
 //
 // n rounds of 12 independent 8-wide FMAs (192 FLOPs a round): the core's
 // fp32 peak with 256-bit vectors.
 TEXT ·peakAVX2(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VXORPS Y14, Y14, Y14
-	VXORPS Y15, Y15, Y15
-
-peak2:
-	VFMADD231PS Y14, Y15, Y0
-	VFMADD231PS Y14, Y15, Y1
-	VFMADD231PS Y14, Y15, Y2
-	VFMADD231PS Y14, Y15, Y3
-	VFMADD231PS Y14, Y15, Y4
-	VFMADD231PS Y14, Y15, Y5
-	VFMADD231PS Y14, Y15, Y6
-	VFMADD231PS Y14, Y15, Y7
-	VFMADD231PS Y14, Y15, Y8
-	VFMADD231PS Y14, Y15, Y9
-	VFMADD231PS Y14, Y15, Y10
-	VFMADD231PS Y14, Y15, Y11
-	DECQ CX
-	JNZ peak2
-	VZEROUPPER
-	RET
+	PEAK(peak2, ZERO_PEAK2, ROUND_PEAK2)
 
 // func peakAVX512(n int)
 //
 // n rounds of 16 independent 16-wide FMAs (512 FLOPs a round).
 TEXT ·peakAVX512(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z30, Z30, Z30
-	VPXORD Z31, Z31, Z31
+	PEAK(peak5, ZERO_PEAK5, ROUND_PEAK5)
 
-peak5:
-	VFMADD231PS Z30, Z31, Z0
-	VFMADD231PS Z30, Z31, Z1
-	VFMADD231PS Z30, Z31, Z2
-	VFMADD231PS Z30, Z31, Z3
-	VFMADD231PS Z30, Z31, Z4
-	VFMADD231PS Z30, Z31, Z5
-	VFMADD231PS Z30, Z31, Z6
-	VFMADD231PS Z30, Z31, Z7
-	VFMADD231PS Z30, Z31, Z8
-	VFMADD231PS Z30, Z31, Z9
-	VFMADD231PS Z30, Z31, Z10
-	VFMADD231PS Z30, Z31, Z11
-	VFMADD231PS Z30, Z31, Z12
-	VFMADD231PS Z30, Z31, Z13
-	VFMADD231PS Z30, Z31, Z14
-	VFMADD231PS Z30, Z31, Z15
-	DECQ CX
-	JNZ peak5
-	VZEROUPPER
+// The vector sums run over n floats in rounds of four vectors, 4·W
+// bytes, with CX = n>>SHIFT rounds (SHIFT: log2 of the floats a round).
+// LOAD4(V0, V1, V2, V3, W, M) loads a round's four vectors at M, a memory
+// operand without its offset ((DI), or (SI)(DX*1) for the round at DX);
+// ADD4 adds M's four to them; STORE4 writes them to M.
+#define LOAD4(V0, V1, V2, V3, W, M) \
+	VMOVUPS 0 M, V0; \
+	VMOVUPS W M, V1; \
+	VMOVUPS (2*W) M, V2; \
+	VMOVUPS (3*W) M, V3
+
+#define ADD4(V0, V1, V2, V3, W, M) \
+	VADDPS 0 M, V0, V0; \
+	VADDPS W M, V1, V1; \
+	VADDPS (2*W) M, V2, V2; \
+	VADDPS (3*W) M, V3, V3
+
+#define STORE4(V0, V1, V2, V3, W, M) \
+	VMOVUPS V0, 0 M; \
+	VMOVUPS V1, W M; \
+	VMOVUPS V2, (2*W) M; \
+	VMOVUPS V3, (3*W) M
+
+// SUMS(loop, SHIFT, V0, V1, V2, V3, W, BOTH) adds the rounds at SI into
+// those at DI and, when BOTH is STORE4, writes the sums back to SI too
+// (sumBoth); with BOTH SKIP4 it leaves SI alone (add).
+#define SKIP4(V0, V1, V2, V3, W, M)
+
+#define SUMS(loop, SHIFT, V0, V1, V2, V3, W, BOTH) \
+	SHRQ $SHIFT, CX; \
+loop: \
+	LOAD4(V0, V1, V2, V3, W, (DI)); \
+	ADD4(V0, V1, V2, V3, W, (SI)); \
+	STORE4(V0, V1, V2, V3, W, (DI)); \
+	BOTH(V0, V1, V2, V3, W, (SI)); \
+	ADDQ $(4*W), DI; \
+	ADDQ $(4*W), SI; \
+	DECQ CX; \
+	JNZ loop; \
+	VZEROUPPER; \
 	RET
 
 // func add32(dst, x *float32, n int)
@@ -377,27 +311,7 @@ TEXT ·add32(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
-	SHRQ $5, CX
-
-addloop2:
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VADDPS 0(SI), Y0, Y0
-	VADDPS 32(SI), Y1, Y1
-	VADDPS 64(SI), Y2, Y2
-	VADDPS 96(SI), Y3, Y3
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ $128, DI
-	ADDQ $128, SI
-	DECQ CX
-	JNZ addloop2
-	VZEROUPPER
-	RET
+	SUMS(addloop2, 5, Y0, Y1, Y2, Y3, 32, SKIP4)
 
 // func add64(dst, x *float32, n int)
 //
@@ -406,27 +320,12 @@ TEXT ·add64(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
-	SHRQ $6, CX
+	SUMS(addloop5, 6, Z0, Z1, Z2, Z3, 64, SKIP4)
 
-addloop5:
-	VMOVUPS 0(DI), Z0
-	VMOVUPS 64(DI), Z1
-	VMOVUPS 128(DI), Z2
-	VMOVUPS 192(DI), Z3
-	VADDPS 0(SI), Z0, Z0
-	VADDPS 64(SI), Z1, Z1
-	VADDPS 128(SI), Z2, Z2
-	VADDPS 192(SI), Z3, Z3
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	ADDQ $256, DI
-	ADDQ $256, SI
-	DECQ CX
-	JNZ addloop5
-	VZEROUPPER
-	RET
+// BCAST(C, Z) fills Z with the float32 whose bits are C.
+#define BCAST(C, Z) \
+	MOVL $C, AX; \
+	VPBROADCASTD AX, Z
 
 // func expSub16(dst, src *float32, n int, shift float32)
 //
@@ -441,30 +340,18 @@ TEXT ·expSub16(SB), NOSPLIT, $0-28
 	MOVQ n+16(FP), CX
 	SHRQ $4, CX
 	VBROADCASTSS shift+24(FP), Z15
-	MOVL $0x3fb8aa3b, AX
-	VPBROADCASTD AX, Z14
-	MOVL $0x3f317200, AX
-	VPBROADCASTD AX, Z13
-	MOVL $0x35bfbe8e, AX
-	VPBROADCASTD AX, Z12
-	MOVL $0x42b17218, AX
-	VPBROADCASTD AX, Z11
-	MOVL $0xc2d20000, AX
-	VPBROADCASTD AX, Z10
-	MOVL $0x39500d01, AX
-	VPBROADCASTD AX, Z9
-	MOVL $0x3ab60b61, AX
-	VPBROADCASTD AX, Z8
-	MOVL $0x3c088889, AX
-	VPBROADCASTD AX, Z7
-	MOVL $0x3d2aaaab, AX
-	VPBROADCASTD AX, Z6
-	MOVL $0x3e2aaaab, AX
-	VPBROADCASTD AX, Z5
-	MOVL $0x3f000000, AX
-	VPBROADCASTD AX, Z4
-	MOVL $0x3f800000, AX
-	VPBROADCASTD AX, Z3
+	BCAST(0x3fb8aa3b, Z14)
+	BCAST(0x3f317200, Z13)
+	BCAST(0x35bfbe8e, Z12)
+	BCAST(0x42b17218, Z11)
+	BCAST(0xc2d20000, Z10)
+	BCAST(0x39500d01, Z9)
+	BCAST(0x3ab60b61, Z8)
+	BCAST(0x3c088889, Z7)
+	BCAST(0x3d2aaaab, Z6)
+	BCAST(0x3e2aaaab, Z5)
+	BCAST(0x3f000000, Z4)
+	BCAST(0x3f800000, Z3)
 
 exploop:
 	VMOVUPS (SI), Z0
@@ -499,31 +386,7 @@ TEXT ·sumBoth64(SB), NOSPLIT, $0-24
 	MOVQ a+0(FP), DI
 	MOVQ b+8(FP), SI
 	MOVQ n+16(FP), CX
-	SHRQ $6, CX
-
-sumloop5:
-	VMOVUPS 0(DI), Z0
-	VMOVUPS 64(DI), Z1
-	VMOVUPS 128(DI), Z2
-	VMOVUPS 192(DI), Z3
-	VADDPS 0(SI), Z0, Z0
-	VADDPS 64(SI), Z1, Z1
-	VADDPS 128(SI), Z2, Z2
-	VADDPS 192(SI), Z3, Z3
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z0, 0(SI)
-	VMOVUPS Z1, 64(SI)
-	VMOVUPS Z2, 128(SI)
-	VMOVUPS Z3, 192(SI)
-	ADDQ $256, DI
-	ADDQ $256, SI
-	DECQ CX
-	JNZ sumloop5
-	VZEROUPPER
-	RET
+	SUMS(sumloop5, 6, Z0, Z1, Z2, Z3, 64, STORE4)
 
 // func sumBoth32(a, b *float32, n int)
 //
@@ -532,30 +395,41 @@ TEXT ·sumBoth32(SB), NOSPLIT, $0-24
 	MOVQ a+0(FP), DI
 	MOVQ b+8(FP), SI
 	MOVQ n+16(FP), CX
-	SHRQ $5, CX
+	SUMS(sumloop2, 5, Y0, Y1, Y2, Y3, 32, STORE4)
 
-sumloop2:
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VADDPS 0(SI), Y0, Y0
-	VADDPS 32(SI), Y1, Y1
-	VADDPS 64(SI), Y2, Y2
-	VADDPS 96(SI), Y3, Y3
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y0, 0(SI)
-	VMOVUPS Y1, 32(SI)
-	VMOVUPS Y2, 64(SI)
-	VMOVUPS Y3, 96(SI)
-	ADDQ $128, DI
-	ADDQ $128, SI
-	DECQ CX
-	JNZ sumloop2
-	VZEROUPPER
+// EACH(top, done, N, LIST, P, OP, V0, V1, V2, V3, W) runs
+// OP(V0, V1, V2, V3, W, (P)(DX*1)) on the round at DX of each pointer
+// LIST[BX], for BX up from its value to N, P holding the pointer; top
+// and done are its labels.
+#define EACH(top, done, N, LIST, P, OP, V0, V1, V2, V3, W) \
+top: \
+	CMPQ BX, N; \
+	JGE done; \
+	MOVQ (LIST)(BX*8), P; \
+	OP(V0, V1, V2, V3, W, (P)(DX*1)); \
+	INCQ BX; \
+	JMP top
+
+// REDUCEFAN(SHIFT, V0, V1, V2, V3, W, loop, in, out, st, next) is
+// reduceFan over n>>SHIFT rounds at DX: it sums a round over the nin
+// (R9) inputs in ins (R8), then stores it to the nout (R11) outputs in
+// outs (R10). loop, in, out, st and next are its labels.
+#define REDUCEFAN(SHIFT, V0, V1, V2, V3, W, loop, in, out, st, next) \
+	SHRQ $SHIFT, CX; \
+	XORQ DX, DX; \
+loop: \
+	MOVQ (R8), SI; \
+	LOAD4(V0, V1, V2, V3, W, (SI)(DX*1)); \
+	MOVQ $1, BX; \
+	EACH(in, out, R9, R8, SI, ADD4, V0, V1, V2, V3, W); \
+out: \
+	XORQ BX, BX; \
+	EACH(st, next, R11, R10, DI, STORE4, V0, V1, V2, V3, W); \
+next: \
+	ADDQ $(4*W), DX; \
+	DECQ CX; \
+	JNZ loop; \
+	VZEROUPPER; \
 	RET
 
 // func reduceFan64(ins *unsafe.Pointer, nin int, outs *unsafe.Pointer, nout int, n int)
@@ -570,48 +444,7 @@ TEXT ·reduceFan64(SB), NOSPLIT, $0-40
 	MOVQ outs+16(FP), R10
 	MOVQ nout+24(FP), R11
 	MOVQ n+32(FP), CX
-	SHRQ $6, CX
-	XORQ DX, DX
-
-fanloop5:
-	MOVQ (R8), SI
-	VMOVUPS 0(SI)(DX*1), Z0
-	VMOVUPS 64(SI)(DX*1), Z1
-	VMOVUPS 128(SI)(DX*1), Z2
-	VMOVUPS 192(SI)(DX*1), Z3
-	MOVQ $1, BX
-
-fanin5:
-	CMPQ BX, R9
-	JGE fanout5
-	MOVQ (R8)(BX*8), SI
-	VADDPS 0(SI)(DX*1), Z0, Z0
-	VADDPS 64(SI)(DX*1), Z1, Z1
-	VADDPS 128(SI)(DX*1), Z2, Z2
-	VADDPS 192(SI)(DX*1), Z3, Z3
-	INCQ BX
-	JMP fanin5
-
-fanout5:
-	XORQ BX, BX
-
-fanst5:
-	CMPQ BX, R11
-	JGE fannext5
-	MOVQ (R10)(BX*8), DI
-	VMOVUPS Z0, 0(DI)(DX*1)
-	VMOVUPS Z1, 64(DI)(DX*1)
-	VMOVUPS Z2, 128(DI)(DX*1)
-	VMOVUPS Z3, 192(DI)(DX*1)
-	INCQ BX
-	JMP fanst5
-
-fannext5:
-	ADDQ $256, DX
-	DECQ CX
-	JNZ fanloop5
-	VZEROUPPER
-	RET
+	REDUCEFAN(6, Z0, Z1, Z2, Z3, 64, fanloop5, fanin5, fanout5, fanst5, fannext5)
 
 // func reduceFan32(ins *unsafe.Pointer, nin int, outs *unsafe.Pointer, nout int, n int)
 //
@@ -622,45 +455,4 @@ TEXT ·reduceFan32(SB), NOSPLIT, $0-40
 	MOVQ outs+16(FP), R10
 	MOVQ nout+24(FP), R11
 	MOVQ n+32(FP), CX
-	SHRQ $5, CX
-	XORQ DX, DX
-
-fanloop2:
-	MOVQ (R8), SI
-	VMOVUPS 0(SI)(DX*1), Y0
-	VMOVUPS 32(SI)(DX*1), Y1
-	VMOVUPS 64(SI)(DX*1), Y2
-	VMOVUPS 96(SI)(DX*1), Y3
-	MOVQ $1, BX
-
-fanin2:
-	CMPQ BX, R9
-	JGE fanout2
-	MOVQ (R8)(BX*8), SI
-	VADDPS 0(SI)(DX*1), Y0, Y0
-	VADDPS 32(SI)(DX*1), Y1, Y1
-	VADDPS 64(SI)(DX*1), Y2, Y2
-	VADDPS 96(SI)(DX*1), Y3, Y3
-	INCQ BX
-	JMP fanin2
-
-fanout2:
-	XORQ BX, BX
-
-fanst2:
-	CMPQ BX, R11
-	JGE fannext2
-	MOVQ (R10)(BX*8), DI
-	VMOVUPS Y0, 0(DI)(DX*1)
-	VMOVUPS Y1, 32(DI)(DX*1)
-	VMOVUPS Y2, 64(DI)(DX*1)
-	VMOVUPS Y3, 96(DI)(DX*1)
-	INCQ BX
-	JMP fanst2
-
-fannext2:
-	ADDQ $128, DX
-	DECQ CX
-	JNZ fanloop2
-	VZEROUPPER
-	RET
+	REDUCEFAN(5, Y0, Y1, Y2, Y3, 32, fanloop2, fanin2, fanout2, fanst2, fannext2)
