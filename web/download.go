@@ -97,7 +97,7 @@ func (e errUnfit) Error() string {
 func fixedName(name string) func(plan.Plan) string { return func(plan.Plan) string { return name } }
 
 func (h *Handler) download(w http.ResponseWriter, r *http.Request, name func(plan.Plan) string, ctype string, write func(io.Writer, plan.Plan) error) {
-	o, _, bad := optionsFrom(r.URL.Query(), h.cfg)
+	o, _, bad := planForm.options(r.URL.Query(), h.cfg)
 	out, err := h.run(r.Context(), o, bad, false)
 	var b strings.Builder
 	if err == nil {
