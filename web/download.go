@@ -104,9 +104,7 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request, name func(pla
 		err = write(&b, out.plan)
 	}
 	if err != nil {
-		code, fes := h.status(err)
-		h.setRetry(w, code)
-		http.Error(w, fes.Phrase(label), code)
+		h.fail(w, err, label)
 		return
 	}
 	w.Header().Set("Content-Type", ctype)

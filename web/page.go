@@ -191,9 +191,7 @@ func (h *Handler) serveScaling(w http.ResponseWriter, r *http.Request) {
 		v, err = result(out, label)
 	}
 	if err != nil {
-		code, fes := h.status(err)
-		h.setRetry(w, code)
-		http.Error(w, fes.Phrase(label), code)
+		h.fail(w, err, label)
 		return
 	}
 	h.render(w, http.StatusOK, "scaling", "charts", v)

@@ -68,9 +68,7 @@ func (qn question[O, V]) serveJSON(h *Handler) http.HandlerFunc {
 		o, _, bad := qn.options(r.URL.Query(), h.cfg)
 		v, err := qn.answer(h, r.Context(), o, bad)
 		if err != nil {
-			code, fes := h.status(err)
-			h.setRetry(w, code)
-			http.Error(w, fes.Phrase(qn.keyLabel), code)
+			h.fail(w, err, qn.keyLabel)
 			return
 		}
 		var b bytes.Buffer

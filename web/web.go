@@ -296,6 +296,14 @@ func (h *Handler) status(err error) (int, fieldErrors) {
 	return http.StatusInternalServerError, one(plain("internal error: %s", oneLine(err.Error())))
 }
 
+// fail answers a request that failed (a download, the charts fragment) in
+// plain text: err's status and text, with options spelt by name.
+func (h *Handler) fail(w http.ResponseWriter, err error, name func(plan.Option) string) {
+	code, fes := h.status(err)
+	h.setRetry(w, code)
+	http.Error(w, fes.Phrase(name), code)
+}
+
 // setRetry tells a client answered 503 when to try again.
 func (h *Handler) setRetry(w http.ResponseWriter, code int) {
 	if code == http.StatusServiceUnavailable {
