@@ -40,19 +40,7 @@ var limitHeader = []string{"mode", "limit", "value", "source", "read", "note"}
 // header mode,limit,value,source,read,note. Every field but note is
 // required, and each value is checked against its limit's form.
 func ParseLimits(r io.Reader) ([]Limit, error) {
-	var out []Limit
-	err := readCSV(r, limitHeader, "limit", func(rec []string, line int) error {
-		l, err := parseLimit(rec, line)
-		if err != nil {
-			return err
-		}
-		out = append(out, l)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return readCSV(r, limitHeader, "limit", parseLimit)
 }
 
 func parseLimit(rec []string, line int) (Limit, error) {

@@ -214,18 +214,29 @@ func list(s string) ([]string, bool) {
 	return out, true
 }
 
+// listOf reads a list (list) whose every item parse reads.
+func listOf[T any](s string, parse func(item string) (T, error)) ([]T, bool) {
+	items, ok := list(s)
+	if !ok {
+		return nil, false
+	}
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		v, err := parse(it)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, v)
+	}
+	return out, true
+}
+
 // ParseGenerations reads distinct TPU generations separated by commas.
 func ParseGenerations(s string) ([]hw.Generation, error) {
-	items, ok := list(s)
-	var out []hw.Generation
-	for _, it := range items {
+	out, ok := listOf(s, func(it string) (hw.Generation, error) {
 		c, err := hw.Lookup(it)
-		if err != nil {
-			ok = false
-			break
-		}
-		out = append(out, c.Generation)
-	}
+		return c.Generation, err
+	})
 	if !ok {
 		var names []string
 		for _, c := range hw.Chips() {
@@ -238,16 +249,7 @@ func ParseGenerations(s string) ([]hw.Generation, error) {
 
 // ParseModes reads distinct capacity modes separated by commas.
 func ParseModes(s string) ([]Mode, error) {
-	items, ok := list(s)
-	var out []Mode
-	for _, it := range items {
-		m, err := ParseMode(it)
-		if err != nil {
-			ok = false
-			break
-		}
-		out = append(out, m)
-	}
+	out, ok := listOf(s, ParseMode)
 	if !ok {
 		return nil, &OptionError{"modes", s, "distinct capacity modes separated by commas, from " + strings.Join(Modes(), ", ")}
 	}
@@ -256,16 +258,13 @@ func ParseModes(s string) ([]Mode, error) {
 
 // ints reads distinct whole numbers from 1 to hi separated by commas.
 func ints(s string, hi int) ([]int, bool) {
-	items, ok := list(s)
-	var out []int
-	for _, it := range items {
+	return listOf(s, func(it string) (int, error) {
 		n, err := strconv.ParseUint(it, 10, 31)
-		if err != nil || n < 1 || int(n) > hi {
-			return nil, false
+		if err == nil && (n < 1 || int(n) > hi) {
+			err = strconv.ErrRange
 		}
-		out = append(out, int(n))
-	}
-	return out, ok
+		return int(n), err
+	})
 }
 
 // ParseSliceChips reads the slice sizes to search, in chips.

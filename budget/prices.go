@@ -153,36 +153,31 @@ func ValidRegion(s string) bool { return regionRE.MatchString(s) }
 // generation, mode and region. Every field but note is required; a
 // generation, mode and region appear at most once.
 func ParsePrices(r io.Reader) (Prices, error) {
-	var out Prices
 	seen := map[[3]string]int{}
-	err := readCSV(r, priceHeader, "price", func(rec []string, line int) error {
+	return readCSV(r, priceHeader, "price", func(rec []string, line int) (Price, error) {
 		p, err := parsePrice(rec, line)
 		if err != nil {
-			return err
+			return Price{}, err
 		}
 		key := [3]string{string(p.Generation), string(p.Mode), p.Region}
 		if prev, ok := seen[key]; ok {
-			return &ParseError{Line: line, Field: "region", Value: p.Region,
+			return Price{}, &ParseError{Line: line, Field: "region", Value: p.Region,
 				Want: fmt.Sprintf("one row per generation, mode and region (line %d has %s %s %s)", prev, p.Generation, p.Mode, p.Region)}
 		}
 		seen[key] = line
-		out = append(out, p)
-		return nil
+		return p, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
-// readCSV reads a data table of the budget package: CSV whose first
-// record is header and whose every record has its fields, calling row for
-// each record after the header with its line; a table with no rows is an
-// error naming what (a "price" or "limit" row) it lacks.
-func readCSV(r io.Reader, header []string, what string, row func(rec []string, line int) error) error {
+// readCSV reads a data table of the budget package (the prices, the
+// modes' limits): CSV whose first record is header and whose every record
+// has its fields, each record after the header a row that parse reads
+// with its line; a table with no rows is an error naming what (a "price"
+// or "limit" row) it lacks.
+func readCSV[T any](r io.Reader, header []string, what string, parse func(rec []string, line int) (T, error)) ([]T, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = len(header)
-	rows := 0
+	var rows []T
 	for first := true; ; first = false {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -194,24 +189,25 @@ func readCSV(r io.Reader, header []string, what string, row func(rec []string, l
 			if errors.As(err, &pe) {
 				line, err = pe.Line, pe.Err
 			}
-			return &ParseError{Line: line, Want: fmt.Sprintf("%d comma-separated fields (%s): %v", len(header), strings.Join(header, ","), err)}
+			return nil, &ParseError{Line: line, Want: fmt.Sprintf("%d comma-separated fields (%s): %v", len(header), strings.Join(header, ","), err)}
 		}
 		line, _ := cr.FieldPos(0)
 		if first {
 			if !slices.Equal(rec, header) {
-				return &ParseError{Line: line, Field: "header", Value: strings.Join(rec, ","), Want: strings.Join(header, ",")}
+				return nil, &ParseError{Line: line, Field: "header", Value: strings.Join(rec, ","), Want: strings.Join(header, ",")}
 			}
 			continue
 		}
-		if err := row(rec, line); err != nil {
-			return err
+		row, err := parse(rec, line)
+		if err != nil {
+			return nil, err
 		}
-		rows++
+		rows = append(rows, row)
 	}
-	if rows == 0 {
-		return &ParseError{Line: 1, Want: "a header and at least one " + what + " row"}
+	if len(rows) == 0 {
+		return nil, &ParseError{Line: 1, Want: "a header and at least one " + what + " row"}
 	}
-	return nil
+	return rows, nil
 }
 
 // parsePrice reads one row.

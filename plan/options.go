@@ -464,20 +464,17 @@ func ParseBatch(s string, seq int, exact bool) (int, error) {
 	if seq < 1 {
 		return fail("sequences of %d tokens, want a positive sequence length", seq)
 	}
-	tokens := false
-	switch {
-	case strings.HasSuffix(in, "tok"):
-		tokens, in = true, strings.TrimSuffix(in, "tok")
-	case strings.HasSuffix(in, "seq"):
-		in = strings.TrimSuffix(in, "seq")
+	in, tokens := strings.CutSuffix(in, "tok")
+	if !tokens {
+		in, _ = strings.CutSuffix(in, "seq")
 	}
 	mult := 1.0
 	for _, m := range []struct {
 		suffix string
 		v      float64
 	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}} {
-		if strings.HasSuffix(in, m.suffix) {
-			in, mult = strings.TrimSuffix(in, m.suffix), m.v
+		if rest, ok := strings.CutSuffix(in, m.suffix); ok {
+			in, mult = rest, m.v
 			break
 		}
 	}

@@ -35,32 +35,8 @@ func (w *worker) referenceLayout(m mesh.Mesh) outcome {
 	if w.req.Remat != "" {
 		remats = []cost.Remat{w.req.Remat}
 	}
-	type sched struct {
-		k schedule.Kind
-		v int
-	}
-	scheds := []sched{{w.req.Schedule, max(w.req.Chunks, 1)}}
-	if p > 1 && w.req.Schedule == "" {
-		one, chunked := schedule.OneFOneB, schedule.Interleaved
-		if w.req.Framework == FrameworkMaxText {
-			one, chunked = "", schedule.Circular
-		}
-		scheds = []sched{{schedule.GPipe, 1}}
-		if one != "" {
-			scheds = append(scheds, sched{one, 1})
-		}
-		for _, v := range []int{2, 4} {
-			if w.req.Model.Layers%(p*v) == 0 {
-				scheds = append(scheds, sched{chunked, v})
-			}
-		}
-	}
-	// a dropless mixture of experts over an expert axis: the dispatch and
-	// combine all-to-alls, or MaxText's ring of experts
-	rings := []bool{false}
-	if w.req.Model.MoE() && m.Size(mesh.Expert) > 1 && w.req.CapacityFactor <= 0 {
-		rings = append(rings, true)
-	}
+	// the same schedules and expert dispatches as the search weighs
+	scheds, rings := w.schedulesOf(p), w.rings(m)
 	for _, sc := range scheds {
 		for _, mb := range micro {
 			for _, r := range remats {

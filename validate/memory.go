@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"shardlab/hw"
 	"shardlab/maxtext"
@@ -152,10 +151,8 @@ func (c *MemoryCase) check() error {
 	if err := c.Source.check(); err != nil {
 		return err
 	}
-	if _, err := time.Parse("2006-01-02", c.Date); err != nil {
-		if _, err := time.Parse("2006-01", c.Date); err != nil {
-			return bad("date", strconv.Quote(c.Date), "YYYY-MM-DD or YYYY-MM")
-		}
+	if err := checkDate(c.Date); err != nil {
+		return err
 	}
 	switch {
 	case c.Set != SetA && c.Set != SetB:

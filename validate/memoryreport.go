@@ -3,7 +3,6 @@ package validate
 import (
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"text/tabwriter"
 
@@ -191,12 +190,6 @@ func (rep MemoryReport) JSON() MemoryJSON {
 
 // JSON returns one costed case's machine-readable form.
 func (r MemoryResult) JSON() MemoryRowJSON {
-	finite := func(x float64) *float64 {
-		if math.IsNaN(x) {
-			return nil
-		}
-		return &x
-	}
 	c := r.Case
 	row := MemoryRowJSON{ID: c.ID, Set: c.Set, Date: c.Date, Kind: c.Kind, Scope: c.Scope, Generation: c.Generation,
 		AcceleratorType: c.AcceleratorType, Slices: c.Slices, Model: c.Model.Name, DevicesPerChip: r.DevicesPerChip,

@@ -161,10 +161,8 @@ func (r *ServingRow) check() error {
 // checkProvenance validates when the row was published and read, and the
 // source's words it quotes.
 func (r *ServingRow) checkProvenance() error {
-	if _, err := time.Parse("2006-01-02", r.Date); err != nil {
-		if _, err := time.Parse("2006-01", r.Date); err != nil {
-			return bad("date", strconv.Quote(r.Date), "YYYY-MM-DD or YYYY-MM")
-		}
+	if err := checkDate(r.Date); err != nil {
+		return err
 	}
 	if _, err := time.Parse("2006-01-02", r.Read); err != nil {
 		return bad("read", strconv.Quote(r.Read), "YYYY-MM-DD")

@@ -18,6 +18,14 @@ func pct(x float64) string {
 	return fmt.Sprintf("%+.1f%%", 100*x)
 }
 
+// finite is x for a JSON field that is absent when x is not known (NaN).
+func finite(x float64) *float64 {
+	if math.IsNaN(x) {
+		return nil
+	}
+	return &x
+}
+
 // WriteText writes the serving report for people: a row per published
 // figure with the prediction and its error, the latencies where
 // published, the rows not modelled, and each set's summary.
@@ -181,12 +189,6 @@ func (r ServingResult) JSON() ServingRowJSON {
 	row := ServingRowJSON{ServingRow: r.Row, Modelled: r.Modelled}
 	if !r.Modelled {
 		return row
-	}
-	finite := func(x float64) *float64 {
-		if math.IsNaN(x) {
-			return nil
-		}
-		return &x
 	}
 	l := r.Layout
 	tps, ttft, itl := r.Sim.TokensPerSecond, ms(r.Sim.TTFT.Mean), ms(r.Sim.ITL.Mean)

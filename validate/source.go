@@ -3,6 +3,7 @@ package validate
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Source says where a row of a table (a run, a memory case, a serving
@@ -38,4 +39,17 @@ func (s Source) check() error {
 		return bad("source.url", strconv.Quote(s.URL), "an https:// address")
 	}
 	return nil
+}
+
+// checkDate checks the date a row's source was published (its date
+// field): a day, YYYY-MM-DD, or a month, YYYY-MM, where the source gives
+// no day.
+func checkDate(date string) error {
+	if _, err := time.Parse("2006-01-02", date); err == nil {
+		return nil
+	}
+	if _, err := time.Parse("2006-01", date); err == nil {
+		return nil
+	}
+	return bad("date", strconv.Quote(date), "YYYY-MM-DD or YYYY-MM")
 }

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"net/http"
-	"net/url"
-	"reflect"
+	"io"
 	"strings"
 
 	"shardlab/budget"
@@ -35,44 +33,26 @@ var budgetLooks = withModel([]look{
 	{"spot_preemptions_per_hour", "Price", "Spot preemptions", "per slice per hour: no public rate was found, so it is yours; 0: none", nil},
 })
 
-// budgetLabel spells a budget option as the form labels it.
-func budgetLabel(o plan.Option) string { return keyLabel(budgetForm, o) }
-
 // budgetForm is the budget form over budget.Options.
-var budgetForm = newForm(reflect.TypeFor[budget.Options](), budgetLooks, reflect.ValueOf(budget.DefaultOptions()))
+var budgetForm = newOptionsForm(budgetLooks, budget.DefaultOptions, plan.DefaultModel)
 
-// budgetOptions reads the budget form's query over budget.DefaultOptions,
-// with the pasted spec.
-func (h *Handler) budgetOptions(q url.Values) (budget.Options, formValues, fieldErrors) {
-	o := budget.DefaultOptions()
-	vals, bad := budgetForm.read(q, reflect.ValueOf(&o))
-	if err := usePastedSpec(vals, h.cfg, plan.DefaultModel, &o.Model, &o.ModelSpec); err != nil {
-		bad = append(bad, err)
-	}
-	return o, vals, bad
-}
-
-// budgetFieldError is an error of budget.ParseOptions as the form shows
-// it, and the option it names ("" for none).
-func budgetFieldError(err error) (*fieldError, bool) {
-	var oe *budget.OptionError
-	var pe *plan.OptionError
-	switch {
-	case errors.As(err, &oe):
-		opt := plan.Option(oe.Option)
-		return &fieldError{opt, func(name func(plan.Option) string) string {
-			return fmt.Sprintf("%s %q: want %s", name(opt), oe.Value, oe.Want)
-		}}, true
-	case errors.As(err, &pe):
-		return &fieldError{pe.Option, pe.Phrase}, true
-	}
-	return nil, false
+// budgetQuestion is the budget page (GET /budget) and its JSON download
+// (GET /download/budget.json, as shardlab budget --json prints it): the
+// sweep's time and dollars per generation, slice and mode, ranked, with
+// the Pareto front and the time-against-dollars chart, as shardlab budget
+// --html draws them.
+var budgetQuestion = question[budget.Options, budgetView]{
+	optionsForm: budgetForm,
+	answer:      (*Handler).budgetRun,
+	page:        "budget.html",
+	file:        "budget.json",
+	json:        func(w io.Writer, v *budgetView) error { return v.Result.WriteJSON(w) },
 }
 
 // parseBudget checks the options with budget.ParseOptions and finds every
 // option at fault (parseEach), as parseAll does for plans.
 func parseBudget(o budget.Options, bad fieldErrors) (budget.Request, error) {
-	return parseEach(budgetForm, o, bad, func(o budget.Options) (budget.Request, error) { return budget.ParseOptions(o, nil) }, budgetFieldError)
+	return parseEach(budgetForm.form, o, bad, func(o budget.Options) (budget.Request, error) { return budget.ParseOptions(o, nil) })
 }
 
 // budgetView is a budget as the page shows it: the budget package's own
@@ -146,73 +126,4 @@ func (h *Handler) work(ctx context.Context, fn func() error) error {
 		}
 		return errTimeout
 	}
-}
-
-// budgetStatus is an error of a budget request as status reads it: the
-// budget package's refusals are the request's mistakes.
-func budgetStatus(err error) error {
-	if fe, ok := budgetFieldError(err); ok {
-		return fe
-	}
-	if errors.Is(err, budget.ErrRequest) {
-		return plain("%s", oneLine(err.Error()))
-	}
-	return err
-}
-
-// budgetData is what the budget page's template takes.
-type budgetData struct {
-	Groups []groupView
-	Error  string
-	Query  string
-	R      *budgetView
-}
-
-// serveBudget shows the budget form and, when the URL asks a question,
-// the sweep: time and dollars per generation, slice and mode, ranked,
-// with the Pareto front and the time-against-dollars chart, as shardlab
-// budget --html draws them.
-func (h *Handler) serveBudget(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	o, vals, bad := h.budgetOptions(q)
-	var d budgetData
-	code := http.StatusOK
-	var err error
-	if len(bad) > 0 {
-		err = bad
-	}
-	if len(q) > 0 {
-		if d.R, err = h.budgetRun(r.Context(), o, bad); err == nil {
-			d.Query = q.Encode()
-		}
-	}
-	var fes fieldErrors
-	if err != nil {
-		code, fes = h.status(budgetStatus(err))
-		h.setRetry(w, code)
-	}
-	d.Groups, d.Error = budgetForm.view(vals, fes, budgetLabel)
-	h.render(w, code, "budget.html", "page", d)
-}
-
-// serveBudgetJSON downloads the query's budget as shardlab budget --json
-// prints it.
-func (h *Handler) serveBudgetJSON(w http.ResponseWriter, r *http.Request) {
-	o, _, bad := h.budgetOptions(r.URL.Query())
-	v, err := h.budgetRun(r.Context(), o, bad)
-	if err != nil {
-		code, fes := h.status(budgetStatus(err))
-		h.setRetry(w, code)
-		http.Error(w, fes.Phrase(budgetLabel), code)
-		return
-	}
-	var b bytes.Buffer
-	if err := v.Result.WriteJSON(&b); err != nil {
-		h.cfg.Log.Printf("web: budget.json: %v", err)
-		http.Error(w, "internal error writing the JSON", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Disposition", `attachment; filename="budget.json"`)
-	w.Write(b.Bytes())
 }

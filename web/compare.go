@@ -59,7 +59,7 @@ func (h *Handler) compare(ctx context.Context, pins []string) (*compareView, err
 		q, err := url.ParseQuery(pin)
 		if err == nil {
 			q.Del(optionPin)
-			o, _, bad := optionsFrom(q, h.cfg)
+			o, _, bad := planForm.options(q, h.cfg)
 			var out outcome
 			if out, err = h.run(ctx, o, bad, false); err == nil {
 				pv.J = out.plan.JSON(label)

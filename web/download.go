@@ -97,16 +97,14 @@ func (e errUnfit) Error() string {
 func fixedName(name string) func(plan.Plan) string { return func(plan.Plan) string { return name } }
 
 func (h *Handler) download(w http.ResponseWriter, r *http.Request, name func(plan.Plan) string, ctype string, write func(io.Writer, plan.Plan) error) {
-	o, _, bad := optionsFrom(r.URL.Query(), h.cfg)
+	o, _, bad := planForm.options(r.URL.Query(), h.cfg)
 	out, err := h.run(r.Context(), o, bad, false)
 	var b strings.Builder
 	if err == nil {
 		err = write(&b, out.plan)
 	}
 	if err != nil {
-		code, fes := h.status(err)
-		h.setRetry(w, code)
-		http.Error(w, fes.Phrase(label), code)
+		h.fail(w, err, label)
 		return
 	}
 	w.Header().Set("Content-Type", ctype)

@@ -3,15 +3,16 @@ package web
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"shardlab/budget"
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/inference"
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/plan"
@@ -158,7 +159,7 @@ var durationType = reflect.TypeFor[time.Duration]()
 
 // planForm is the training form: its fields over the struct fields of
 // plan.Options, by JSON key, with the defaults of plan.DefaultOptions.
-var planForm = newForm(reflect.TypeFor[plan.Options](), looks, reflect.ValueOf(plan.DefaultOptions()))
+var planForm = newOptionsForm(looks, plan.DefaultOptions, plan.DefaultModel)
 
 // kindOf is the kind of input that holds a value of type t.
 func kindOf(t reflect.Type) string {
@@ -249,21 +250,6 @@ func plain(format string, a ...any) *fieldError {
 	return &fieldError{"", func(func(plan.Option) string) string { return msg }}
 }
 
-// optionsFrom reads the form's query into plan options over
-// plan.DefaultOptions. It only turns text into values of the options'
-// types: every rule about the values is plan's (see parseAll). A field
-// whose text is no value of its type is an error in the fieldErrors it
-// returns, and keeps its default in the options, so that parseAll can
-// check the others.
-func optionsFrom(q url.Values, c Config) (plan.Options, formValues, fieldErrors) {
-	o := plan.DefaultOptions()
-	vals, bad := planForm.read(q, reflect.ValueOf(&o))
-	if err := usePastedSpec(vals, c, plan.DefaultModel, &o.Model, &o.ModelSpec); err != nil {
-		bad = append(bad, err)
-	}
-	return o, vals, bad
-}
-
 // setValue sets v, of an input of kind, from its text s: decimal whole
 // numbers and finite decimal numbers only (no hexadecimal, underscores,
 // NaN or Inf), true or false, a Go duration.
@@ -319,17 +305,37 @@ func setValue(v reflect.Value, kind, s string) error {
 // option at fault (parseEach): the request when nothing is, else
 // fieldErrors in the training form's order.
 func parseAll(o plan.Options, bad fieldErrors) (plan.Request, error) {
-	return parseEach(planForm, o, bad, plan.ParseRequest, planFieldError)
+	return parseEach(planForm.form, o, bad, plan.ParseRequest)
 }
 
-// planFieldError is an error of plan.ParseRequest as the form shows it,
-// and whether it names an option.
-func planFieldError(err error) (*fieldError, bool) {
-	var oe *plan.OptionError
-	if !errors.As(err, &oe) {
+// optionError is an error that refuses one of a form's options, as the
+// form shows it, and whether err is one: a *plan.OptionError (plan's
+// options, and the job's options of the budget form), a
+// *budget.OptionError or a *inference.FieldError. Each names the option
+// by its JSON key.
+func optionError(err error) (*fieldError, bool) {
+	var pe *plan.OptionError
+	var be *budget.OptionError
+	var ie *inference.FieldError
+	var opt plan.Option
+	var phrase func(name func(plan.Option) string) string
+	switch {
+	case errors.As(err, &pe):
+		opt, phrase = pe.Option, pe.Phrase
+	case errors.As(err, &be):
+		opt = plan.Option(be.Option)
+		phrase = func(name func(plan.Option) string) string {
+			return fmt.Sprintf("%s %q: want %s", name(opt), be.Value, be.Want)
+		}
+	case errors.As(err, &ie):
+		opt = plan.Option(ie.Field)
+		phrase = func(name func(plan.Option) string) string {
+			return fmt.Sprintf("%s %s, want %s", name(opt), ie.Value, ie.Want)
+		}
+	default:
 		return nil, false
 	}
-	return &fieldError{oe.Option, oe.Phrase}, true
+	return &fieldError{opt, phrase}, true
 }
 
 // checkSpec bounds a pasted spec.

@@ -22,29 +22,29 @@ func FuzzOptionsFrom(f *testing.F) {
 		if err != nil {
 			return
 		}
-		o, _, bad := optionsFrom(q, c)
+		o, _, bad := planForm.options(q, c)
 		for _, fe := range bad {
 			if !planForm.has(fe.Option) {
-				t.Fatalf("optionsFrom(%q): error about %q, which the form has no field for", raw, fe.Option)
+				t.Fatalf("planForm.options(%q): error about %q, which the form has no field for", raw, fe.Option)
 			}
 		}
 		if len(o.ModelSpec) > c.MaxSpecBytes {
-			t.Fatalf("optionsFrom(%q): a spec of %d bytes passed the %d-byte bound", raw, len(o.ModelSpec), c.MaxSpecBytes)
+			t.Fatalf("planForm.options(%q): a spec of %d bytes passed the %d-byte bound", raw, len(o.ModelSpec), c.MaxSpecBytes)
 		}
 		if _, err := plan.ParseRequest(o); err != nil && !errors.Is(err, plan.ErrRequest) {
-			t.Fatalf("ParseRequest(optionsFrom(%q)): %v, want a plan.ErrRequest", raw, err)
+			t.Fatalf("ParseRequest(planForm.options(%q)): %v, want a plan.ErrRequest", raw, err)
 		}
 		_, err = parseAll(o, bad)
 		var fes fieldErrors
 		if err != nil && (!errors.As(err, &fes) || len(fes) == 0) {
 			var oe *plan.OptionError
 			if !errors.As(err, &oe) && !errors.Is(err, plan.ErrRequest) {
-				t.Fatalf("parseAll(optionsFrom(%q)): %T %v, want fieldErrors", raw, err, err)
+				t.Fatalf("parseAll(planForm.options(%q)): %T %v, want fieldErrors", raw, err, err)
 			}
 		}
 		for _, fe := range fes {
 			if fe.Option != "" && !planForm.has(fe.Option) {
-				t.Fatalf("parseAll(optionsFrom(%q)): error about %q, which the form has no field for", raw, fe.Option)
+				t.Fatalf("parseAll(planForm.options(%q)): error about %q, which the form has no field for", raw, fe.Option)
 			}
 		}
 	})
@@ -86,9 +86,9 @@ func FuzzServingForm(f *testing.F) {
 		if err != nil {
 			return
 		}
-		o, _, bad := h.servingOptions(q)
+		o, _, bad := servingForm.options(q, h.cfg)
 		_, err = parseServing(o, bad)
-		checkNamed(t, raw, err, servingForm)
+		checkNamed(t, raw, err, servingForm.form)
 	})
 }
 
@@ -103,9 +103,9 @@ func FuzzBudgetForm(f *testing.F) {
 		if err != nil {
 			return
 		}
-		o, _, bad := h.budgetOptions(q)
+		o, _, bad := budgetForm.options(q, h.cfg)
 		_, err = parseBudget(o, bad)
-		checkNamed(t, raw, err, budgetForm)
+		checkNamed(t, raw, err, budgetForm.form)
 	})
 }
 

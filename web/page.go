@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"embed"
 	"fmt"
 	"html/template"
@@ -125,16 +124,11 @@ func result(out outcome, name func(plan.Option) string) (resultView, error) {
 		if drawnHere[c.Name] {
 			continue // the page's own bars above
 		}
-		b, err := c.SVG()
+		svg, err := inlineSVG(c)
 		if err != nil {
 			return v, err
 		}
-		if i := bytes.Index(b, []byte("<svg")); i > 0 {
-			b = b[i:] // inline: no XML prolog
-		}
-		// named for assistive technology, as the page's own charts are
-		b = bytes.Replace(b, []byte("<svg"), []byte(`<svg role="img" aria-label="`+template.HTMLEscapeString(c.Title)+`"`), 1)
-		v.Scaling = append(v.Scaling, chartView{Name: c.Name, Title: c.Title, SVG: template.HTML(b)})
+		v.Scaling = append(v.Scaling, chartView{Name: c.Name, Title: c.Title, SVG: svg})
 	}
 	return v, nil
 }
@@ -143,7 +137,7 @@ func result(out outcome, name func(plan.Option) string) (resultView, error) {
 // every field at fault is flagged at once.
 func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	o, vals, bad := optionsFrom(q, h.cfg)
+	o, vals, bad := planForm.options(q, h.cfg)
 	d := pageData{TPUs: tpuNames()}
 	code := http.StatusOK
 	var err error = bad
@@ -190,16 +184,14 @@ const headerScaling = "X-Shardlab-Scaling"
 // serveScaling writes the scaling charts of the query's plan, the part of
 // the page the script asks for after the plan: an HTML fragment.
 func (h *Handler) serveScaling(w http.ResponseWriter, r *http.Request) {
-	o, _, bad := optionsFrom(r.URL.Query(), h.cfg)
+	o, _, bad := planForm.options(r.URL.Query(), h.cfg)
 	out, err := h.run(r.Context(), o, bad, true)
 	var v resultView
 	if err == nil {
 		v, err = result(out, label)
 	}
 	if err != nil {
-		code, fes := h.status(err)
-		h.setRetry(w, code)
-		http.Error(w, fes.Phrase(label), code)
+		h.fail(w, err, label)
 		return
 	}
 	h.render(w, http.StatusOK, "scaling", "charts", v)

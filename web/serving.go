@@ -2,20 +2,18 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
-	"reflect"
 	"strings"
 
 	"shardlab/chart"
 	"shardlab/export"
 	"shardlab/inference"
-	"shardlab/plan"
 )
 
 // servingLooks are the serving form's options, in the order it shows
@@ -58,41 +56,26 @@ func stringChoices(v []string) []choice {
 	return out
 }
 
-// servingLabel spells a serving option as the form labels it.
-func servingLabel(o plan.Option) string { return keyLabel(servingForm, o) }
-
 // servingForm is the serving form: its fields over the struct fields of
 // inference.Options, by JSON key.
-var servingForm = newForm(reflect.TypeFor[inference.Options](), servingLooks, reflect.ValueOf(inference.DefaultOptions()))
+var servingForm = newOptionsForm(servingLooks, inference.DefaultOptions, inference.DefaultModel)
 
-// servingOptions reads the serving form's query over
-// inference.DefaultOptions, with the pasted spec.
-func (h *Handler) servingOptions(q url.Values) (inference.Options, formValues, fieldErrors) {
-	o := inference.DefaultOptions()
-	vals, bad := servingForm.read(q, reflect.ValueOf(&o))
-	if err := usePastedSpec(vals, h.cfg, inference.DefaultModel, &o.Model, &o.ModelSpec); err != nil {
-		bad = append(bad, err)
-	}
-	return o, vals, bad
+// servingQuestion is the serving page (GET /serving) and its JSON download
+// (GET /download/serving.json, as shardlab inference --json prints it
+// without the simulation): the layouts, latency and throughput against
+// concurrency and the vllm serve line.
+var servingQuestion = question[inference.Options, servingView]{
+	optionsForm: servingForm,
+	answer:      (*Handler).servingRun,
+	page:        "serving.html",
+	file:        "serving.json",
+	json:        func(w io.Writer, v *servingView) error { return writeJSON(w, v.J) },
 }
 
 // parseServing checks the options with inference.ParseOptions and finds
 // every option at fault (parseEach), as parseAll does for plans.
 func parseServing(o inference.Options, bad fieldErrors) (inference.Question, error) {
-	return parseEach(servingForm, o, bad, inference.ParseOptions, servingFieldError)
-}
-
-// servingFieldError is an error of inference.ParseOptions as the form
-// shows it, and whether it names a field.
-func servingFieldError(err error) (*fieldError, bool) {
-	var fe *inference.FieldError
-	if !errors.As(err, &fe) {
-		return nil, false
-	}
-	opt := plan.Option(fe.Field)
-	return &fieldError{opt, func(name func(plan.Option) string) string {
-		return fmt.Sprintf("%s %s, want %s", name(opt), fe.Value, fe.Want)
-	}}, true
+	return parseEach(servingForm.form, o, bad, inference.ParseOptions)
 }
 
 // maxCurves is how many layouts the serving charts draw: the chosen and
@@ -114,7 +97,7 @@ type servingView struct {
 // under the handler's bounds: a search slot and the request's deadline
 // (work), as plans have; the search takes milliseconds, the simulation
 // up to seconds for many requests.
-func (h *Handler) servingRun(r *http.Request, o inference.Options, bad fieldErrors) (*servingView, error) {
+func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad fieldErrors) (*servingView, error) {
 	q, err := parseServing(o, bad)
 	if err != nil {
 		return nil, err
@@ -122,7 +105,7 @@ func (h *Handler) servingRun(r *http.Request, o inference.Options, bad fieldErro
 	req, id := q.Request, q.ModelID
 	var p inference.Plan
 	var sim inference.SimResult
-	err = h.work(r.Context(), func() error {
+	err = h.work(ctx, func() error {
 		var err error
 		if p, err = inference.Search(req); err != nil {
 			return err
@@ -175,8 +158,8 @@ func (h *Handler) servingRun(r *http.Request, o inference.Options, bad fieldErro
 	return v, nil
 }
 
-// inlineSVG is a chart of package chart as inline SVG, named for
-// assistive technology.
+// inlineSVG is a chart of package chart as inline SVG (no XML prolog),
+// named for assistive technology as the page's own charts are.
 func inlineSVG(c chart.Chart) (template.HTML, error) {
 	b, err := c.SVG()
 	if err != nil {
@@ -189,60 +172,11 @@ func inlineSVG(c chart.Chart) (template.HTML, error) {
 	return template.HTML(b), nil
 }
 
-// servingData is what the serving page's template takes.
-type servingData struct {
-	Groups []groupView
-	TPUs   []string
-	Error  string
-	Query  string
-	R      *servingView
-}
-
-// serveServing shows the serving form and, when the URL asks a question,
-// its plan: the layouts, latency and throughput against concurrency, the
-// vllm serve line and the JSON download. Every field at fault is flagged
-// at once.
-func (h *Handler) serveServing(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	o, vals, bad := h.servingOptions(q)
-	d := servingData{TPUs: tpuNames()}
-	code := http.StatusOK
-	var err error
-	if len(bad) > 0 {
-		err = bad
-	}
-	if len(q) > 0 {
-		if d.R, err = h.servingRun(r, o, bad); err == nil {
-			d.Query = q.Encode()
-		}
-	}
-	var fes fieldErrors
-	if err != nil {
-		code, fes = h.status(servingStatus(err))
-		h.setRetry(w, code)
-	}
-	d.Groups, d.Error = servingForm.view(vals, fes, servingLabel)
-	h.render(w, code, "serving.html", "page", d)
-}
-
 // errCannotServe is a serving question no layout can answer: a job that
 // cannot run, 422 as plan's NoPlanError is.
 type errCannotServe struct{ msg string }
 
 func (e errCannotServe) Error() string { return e.msg }
-
-// servingStatus is an error of the serving search as status reads it:
-// the inference package's bad values are the request's mistakes.
-func servingStatus(err error) error {
-	var fe *inference.FieldError
-	if errors.As(err, &fe) {
-		opt := plan.Option(fe.Field)
-		return &fieldError{opt, func(name func(plan.Option) string) string {
-			return fmt.Sprintf("%s %s, want %s", name(opt), fe.Value, fe.Want)
-		}}
-	}
-	return err
-}
 
 // render writes template name with d and status code, or, when it fails,
 // a 500 saying it could not render what (the page, the charts).
@@ -256,26 +190,4 @@ func (h *Handler) render(w http.ResponseWriter, code int, name, what string, d a
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	w.Write(b.Bytes())
-}
-
-// serveServingJSON downloads the query's serving plan as JSON, as
-// shardlab inference --json prints it without the simulation.
-func (h *Handler) serveServingJSON(w http.ResponseWriter, r *http.Request) {
-	o, _, bad := h.servingOptions(r.URL.Query())
-	v, err := h.servingRun(r, o, bad)
-	if err != nil {
-		code, fes := h.status(servingStatus(err))
-		h.setRetry(w, code)
-		http.Error(w, fes.Phrase(servingLabel), code)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Disposition", `attachment; filename="serving.json"`)
-	var b bytes.Buffer
-	if err := writeJSON(&b, v.J); err != nil {
-		h.cfg.Log.Printf("web: serving.json: %v", err)
-		http.Error(w, "internal error writing the JSON", http.StatusInternalServerError)
-		return
-	}
-	io.Copy(w, &b)
 }

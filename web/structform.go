@@ -126,23 +126,22 @@ func (f *form) view(vals formValues, fes fieldErrors, name func(plan.Option) str
 }
 
 // parseEach checks options o of form f with parse and finds every option
-// at fault, not only the first: each option parse refuses (named turns
-// its error into a fieldError naming the option, and reports whether it
-// names one) goes back to its default, the model with its pasted spec,
+// at fault, not only the first: each option parse refuses (an
+// optionError) goes back to its default, the model with its pasted spec,
 // and the rest are checked again, until they pass. Options in bad
 // (refused before, and at their defaults in o) are not checked again. It
 // returns what parse does when nothing is at fault, else bad and the
 // errors found, in the form's order, as fieldErrors; an error that names
 // no option ends the search, and is returned alone when nothing else is
 // at fault.
-func parseEach[O, R any](f *form, o O, bad fieldErrors, parse func(O) (R, error), named func(error) (*fieldError, bool)) (R, error) {
+func parseEach[O, R any](f *form, o O, bad fieldErrors, parse func(O) (R, error)) (R, error) {
 	ov := reflect.ValueOf(&o).Elem()
 	for range len(f.index) + 1 {
 		r, err := parse(o)
 		if err == nil && len(bad) == 0 {
 			return r, nil
 		}
-		fe, ok := named(err)
+		fe, ok := optionError(err)
 		if err == nil || !ok {
 			if len(bad) == 0 {
 				return r, err
@@ -205,11 +204,44 @@ func (f *form) label(o plan.Option) (string, bool) {
 
 // keyLabel spells option o as form f labels it, or by its JSON key when
 // f has no field for it.
-func keyLabel(f *form, o plan.Option) string {
+func (f *form) keyLabel(o plan.Option) string {
 	if l, ok := f.label(o); ok {
 		return l
 	}
 	return string(o)
+}
+
+// optionsForm is a form over the options O of the package that checks
+// them (plan.Options, inference.Options, budget.Options): its fields start
+// at the package's defaults, and a pasted spec it refuses puts the model
+// (O's Model, with the spec in ModelSpec) back to the package's default
+// model.
+type optionsForm[O any] struct {
+	*form
+	defaults func() O
+	model    string
+}
+
+func newOptionsForm[O any](looks []look, defaults func() O, model string) optionsForm[O] {
+	return optionsForm[O]{newForm(reflect.TypeFor[O](), looks, reflect.ValueOf(defaults())), defaults, model}
+}
+
+// options reads the form's query into options over the defaults, with the
+// pasted spec. It only turns text into values of the options' types: every
+// rule about the values is the package's (see parseEach). A field whose
+// text is no value of its type is an error in the fieldErrors it returns,
+// and keeps its default in the options, so that parseEach can check the
+// others.
+func (f optionsForm[O]) options(q url.Values, c Config) (O, formValues, fieldErrors) {
+	o := f.defaults()
+	ov := reflect.ValueOf(&o)
+	vals, bad := f.read(q, ov)
+	model := ov.Elem().FieldByName("Model").Addr().Interface().(*string)
+	spec := ov.Elem().FieldByName("ModelSpec").Addr().Interface().(*[]byte)
+	if err := usePastedSpec(vals, c, f.model, model, spec); err != nil {
+		bad = append(bad, err)
+	}
+	return o, vals, bad
 }
 
 // usePastedSpec, when the model chosen is the pasted spec, checks the spec

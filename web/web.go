@@ -40,6 +40,7 @@ import (
 	"strings"
 	"time"
 
+	"shardlab/budget"
 	"shardlab/chart"
 	"shardlab/export"
 	"shardlab/model"
@@ -124,10 +125,10 @@ func New(c Config) *Handler {
 	h.mux.HandleFunc("GET /download/maxtext.yaml", h.serveMaxText)
 	h.mux.HandleFunc("GET /download/plan.json", h.servePlanJSON)
 	h.mux.HandleFunc("GET /download/xpk.sh", h.serveXPK)
-	h.mux.HandleFunc("GET /serving", h.serveServing)
-	h.mux.HandleFunc("GET /download/serving.json", h.serveServingJSON)
-	h.mux.HandleFunc("GET /budget", h.serveBudget)
-	h.mux.HandleFunc("GET /download/budget.json", h.serveBudgetJSON)
+	h.mux.HandleFunc("GET /serving", servingQuestion.serve(h))
+	h.mux.HandleFunc("GET /download/serving.json", servingQuestion.serveJSON(h))
+	h.mux.HandleFunc("GET /budget", budgetQuestion.serve(h))
+	h.mux.HandleFunc("GET /download/budget.json", budgetQuestion.serveJSON(h))
 	h.mux.HandleFunc("GET /charts", h.serveScaling)
 	h.mux.HandleFunc("POST /api/plan", h.serveAPIPlan)
 	h.mux.HandleFunc("GET /api/catalog", serveCatalog)
@@ -247,16 +248,16 @@ func (h *Handler) run(ctx context.Context, o plan.Options, bad fieldErrors, with
 // mistakes from the server's failures, by the errors' types and the
 // sentinels they wrap, as the packages that refuse a value define them: a
 // mistake in the request (fieldErrors or a *fieldError of this package's
-// own checks, a *plan.OptionError, an error wrapping plan.ErrRequest,
-// model.ErrInvalid or export.ErrInvalid) is 400, naming its option when
-// it has one; a job that cannot run, or not as its target runs it
+// own checks, an optionError of plan, budget or inference, an error
+// wrapping plan.ErrRequest, budget.ErrRequest, model.ErrInvalid or
+// export.ErrInvalid) is 400, naming its option when it has one; a job that cannot run, or not as its target runs it
 // (*plan.NoPlanError, errUnfit, errCannotServe, export.ErrUnsupported),
 // is 422; a busy server is 503. Anything else is the server's: 500,
 // logged.
 func (h *Handler) status(err error) (int, fieldErrors) {
 	var fes fieldErrors
 	var fe *fieldError
-	var oe *plan.OptionError
+	named, isNamed := optionError(err)
 	var none *plan.NoPlanError
 	var unfit errUnfit
 	var cannot errCannotServe
@@ -266,8 +267,8 @@ func (h *Handler) status(err error) (int, fieldErrors) {
 		return http.StatusBadRequest, fes
 	case errors.As(err, &fe):
 		return http.StatusBadRequest, one(fe)
-	case errors.As(err, &oe):
-		return http.StatusBadRequest, one(&fieldError{oe.Option, oe.Phrase})
+	case isNamed:
+		return http.StatusBadRequest, one(named)
 	case errors.As(err, &none):
 		return http.StatusUnprocessableEntity, one(&fieldError{"", none.Phrase})
 	case errors.As(err, &unfit):
@@ -288,11 +289,19 @@ func (h *Handler) status(err error) (int, fieldErrors) {
 		return http.StatusServiceUnavailable, one(plain("the search took longer than %v and was abandoned; ask for fewer chips or a fixed batch, or use shardlab plan on the command line", h.cfg.Timeout))
 	case errors.Is(err, errGone):
 		return http.StatusServiceUnavailable, one(plain("%s", errGone)) // no one reads it
-	case errors.Is(err, plan.ErrRequest), errors.Is(err, model.ErrInvalid), errors.Is(err, export.ErrInvalid):
+	case errors.Is(err, plan.ErrRequest), errors.Is(err, budget.ErrRequest), errors.Is(err, model.ErrInvalid), errors.Is(err, export.ErrInvalid):
 		return http.StatusBadRequest, one(plain("%s", oneLine(err.Error())))
 	}
 	h.cfg.Log.Printf("web: %v", err)
 	return http.StatusInternalServerError, one(plain("internal error: %s", oneLine(err.Error())))
+}
+
+// fail answers a request that failed (a download, the charts fragment) in
+// plain text: err's status and text, with options spelt by name.
+func (h *Handler) fail(w http.ResponseWriter, err error, name func(plan.Option) string) {
+	code, fes := h.status(err)
+	h.setRetry(w, code)
+	http.Error(w, fes.Phrase(name), code)
 }
 
 // setRetry tells a client answered 503 when to try again.

@@ -130,7 +130,7 @@ func TestFormHasEveryOption(t *testing.T) {
 		t.Errorf("%d fields, want plan's %d options and the pasted spec", len(seen), len(plan.AllOptions()))
 	}
 	// the defaults read back as plan.DefaultOptions
-	o, _, bad := optionsFrom(nil, DefaultConfig())
+	o, _, bad := planForm.options(nil, DefaultConfig())
 	if len(bad) > 0 {
 		t.Fatalf("defaults refused: %v", bad)
 	}
@@ -144,7 +144,7 @@ func TestFormHasEveryOption(t *testing.T) {
 	for k, v := range valuesOf(x) {
 		q[string(k)] = []string{v}
 	}
-	back, _, bad := optionsFrom(q, DefaultConfig())
+	back, _, bad := planForm.options(q, DefaultConfig())
 	if len(bad) > 0 || !equalValues(valuesOf(back), valuesOf(x)) {
 		t.Errorf("round trip: %v (%v), want %v", valuesOf(back), bad, valuesOf(x))
 	}
