@@ -91,7 +91,7 @@ func (j *Job) phases(ps *stagePhases, sh *shape, st stage, logits float64) {
 	back := &ps.phase[0]
 	back.add("recomputed activations still live", walk.residuals)
 	back.add(BufferActivationGradients, walk.gradients)
-	back.add("MoE dispatch", j.expertBuffers(sh.b, sh.s))
+	back.add("MoE dispatch", j.dispatchBuffers(&sh.layer, sh.b, sh.s))
 	back.add("ring of experts", j.ringBuffers(sh.e, sh.b*sh.s))
 	layer, matrix := sh.inUse, sh.inUseMatrix
 	// a gathered buffer is whole on each of the chip's JAX devices
@@ -394,7 +394,9 @@ func (j *Job) recomputed(v *layerView, bw *backwardWidths) [numResiduals]float64
 	spec := j.Model
 	d := bw.d
 	for x := Query; x < NumTensors; x++ {
-		if v.places[x] == Recompute && j.needed(x) {
+		// an MoE layer's recomputed mlpwo is the dispatch's returned
+		// rows, which the layer phase counts (dispatchBuffers)
+		if v.places[x] == Recompute && j.needed(x) && x != MLPWo {
 			rec[x] = v.widths[x]
 		}
 	}

@@ -597,3 +597,36 @@ func TestEachDeviceOfAChipHoldsItsGatheredLayer(t *testing.T) {
 		}
 	}
 }
+
+// An MoE layer's mlpwo is its routed experts' output, which the combine's
+// router-weight gradient reads: Mixtral (2 routed rows a token, d_model
+// 4,096, every layer MoE), dropless, one 4,096-token sequence at tensor
+// 1, keeps 4,096·2·4,096 bf16 elements a layer when a policy saves it,
+// 67,108,864 bytes, and its dispatch buffers (2·2·4,096 elements a token)
+// lose that one of them; a dense model's mlpwo is never kept.
+func TestMoEMLPWoKeptByHand(t *testing.T) {
+	j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 256)
+	j.CapacityFactor = 0
+	j.Remat = RematCustom
+	var err error
+	if j.Custom, err = ParseCustom("mlpwo=device"); err != nil {
+		t.Fatal(err)
+	}
+	kept := j.rematOf(1, 4096, 4096, 1).device
+	v := j.layerAt(1)
+	dispatch := j.dispatchBuffers(&v, 1, 4096)
+	j.Custom, _ = ParseCustom("")
+	if got := kept - j.rematOf(1, 4096, 4096, 1).device; got != 67_108_864 {
+		t.Errorf("mlpwo=device keeps %.0f bytes a layer, want 67108864", got)
+	}
+	if got, want := dispatch, j.expertBuffers(1, 4096)-67_108_864; got != want {
+		t.Errorf("dispatch buffers with mlpwo kept = %.0f, want %.0f", got, want)
+	}
+	d := NewJob(lookup(t, "llama3-8b"), 4096, 256)
+	d.Remat = RematCustom
+	base := d.LayerActivations(1, 4096, 4096, 1)
+	d.Custom, _ = ParseCustom("mlpwo=device")
+	if got := d.LayerActivations(1, 4096, 4096, 1) - base; got != 0 || d.places()[MLPWo] != Recompute {
+		t.Errorf("a dense model's mlpwo=device keeps %.0f bytes, want 0 (place %v)", got, d.places()[MLPWo])
+	}
+}

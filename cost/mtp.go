@@ -48,11 +48,12 @@ func (j *Job) mtpParams(sh *shape) float64 {
 // mtpHeld is what one MTP module holds on a chip from its forward to its
 // backward for b sequences of s local tokens: its decoder layer's
 // residuals without remat (rematOf under RematNone: the layer's input,
-// which is the projection's output, the tagged projections and the
-// elementwise residuals), an MoE layer's dispatched and returned rows
-// (expertBuffers: the sorted inputs the up-projections' weight gradients
-// read, layers/moe.py permute, and the experts' outputs the combine's
-// router-weight gradient reads, unpermute) and the concatenation the
+// which is the projection's output, the tagged projections, an MoE
+// layer's routed output as mlpwo, and the elementwise residuals), an MoE
+// layer's dispatched rows (dispatchBuffers: the sorted inputs the
+// up-projections' weight gradients read, layers/moe.py permute; the
+// experts' outputs, which the combine's router-weight gradient reads,
+// are the mlpwo kept) and the concatenation the
 // projection's weight gradient reads, [tokens, 2·d_model], in the
 // activation dtype, split over tensor as the residual stream is. Zero
 // without MTP.
@@ -63,5 +64,6 @@ func (j *Job) mtpHeld(sh *shape) float64 {
 	l := j.mtpLayerJob()
 	tok := float64(sh.b) * float64(sh.s)
 	concat := 2 * float64(j.Model.DModel) / float64(sh.t) * tok * float64(j.Precision.Activation)
-	return l.rematOf(sh.b, sh.s, j.Seq, sh.t).device + l.expertBuffers(sh.b, sh.s) + concat
+	v := l.layerAt(sh.t)
+	return l.rematIn(v, sh.b, sh.s, j.Seq).device + l.dispatchBuffers(&v, sh.b, sh.s) + concat
 }

@@ -35,11 +35,11 @@ func TestMTPParamsByHand(t *testing.T) {
 // decoder layer keeps every residual (no jax.checkpoint), per token in
 // bf16 elements: its input 4,096, Q 4,096, K and V 1,024 each, the
 // attention output 4,096 and the out-projection's 4,096, wi_0 and wi_1
-// of the 2 routed experts 2·14,336 each, the two norms' outputs 8,192 and
-// the activation product 28,672: 112,640 elements, 225,280 bytes; the
-// fp32 statistics 4·(2 norms + 32 heads' log-sum-exp) = 136 bytes; the
-// dispatched and returned routed rows 2·2·4,096 elements, 32,768 bytes;
-// the concatenation 2·4,096 elements, 16,384 bytes. 274,568 bytes a
+// of the 2 routed experts 2·14,336 each, the experts' output (mlpwo)
+// 2·4,096, the two norms' outputs 8,192 and the activation product
+// 28,672: 120,832 elements, 241,664 bytes; the fp32 statistics 4·(2
+// norms + 32 heads' log-sum-exp) = 136 bytes; the dispatched rows
+// 2·4,096 elements, 16,384 bytes; the concatenation 2·4,096 elements, 16,384 bytes. 274,568 bytes a
 // token, 1,124,630,528 for 4,096 tokens. Its logits are whole even with
 // vocabulary tiling: 4,096·32,000·2 = 262,144,000 bytes.
 func TestMTPResidualsByHand(t *testing.T) {

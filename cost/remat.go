@@ -116,7 +116,7 @@ const (
 	OutProj                  // out_proj
 	MLPWi0                   // mlpwi_0 (mlpwi)
 	MLPWi1                   // mlpwi_1
-	MLPWo                    // mlpwo: its output feeds only the residual sum, so the backward never needs it
+	MLPWo                    // mlpwo: a dense MLP's feeds only the residual sum; an MoE layer's routed rows feed the combine
 	NumTensors
 )
 
@@ -197,7 +197,7 @@ func (j *Job) places() Places {
 	set(Device, LayerInput)
 	switch j.Remat {
 	case RematNone:
-		set(Device, Query, Key, Value, Context, OutProj, MLPWi0, MLPWi1)
+		set(Device, Query, Key, Value, Context, OutProj, MLPWi0, MLPWi1, MLPWo)
 	case RematMinimalWithContext:
 		set(Device, Query, Key, Value, Context, OutProj, MLPWi0, MLPWi1, MLPWo)
 	case RematMinimal:
@@ -243,7 +243,28 @@ func (j *Job) tensorWidths(t int) [NumTensors]float64 {
 	kvs := float64(kvShards(spec.KV(), t))
 	k, v := float64(spec.KV()*spec.QKHead())/kvs, float64(spec.KV()*spec.VHead())/kvs
 	f := j.mlpWidth() / tf
-	return [NumTensors]float64{LayerInput: d, Query: q, Key: k, Value: v, Context: ctx, OutProj: d, MLPWi0: f, MLPWi1: f, MLPWo: d}
+	return [NumTensors]float64{LayerInput: d, Query: q, Key: k, Value: v, Context: ctx, OutProj: d, MLPWi0: f, MLPWi1: f, MLPWo: j.routedOutWidth() / tf}
+}
+
+// routedOutWidth is the elements per token, averaged over the layers, of
+// the mlpwo tensor the backward pass needs (needed): an MoE layer's
+// routed experts' output before the combine, one d_model row per routed
+// row, each token's k padded to the capacity factor where one is set
+// (MaxText @e591f30c, layers/moe.py: sparse_matmul's _moe_body tags the
+// grouped GEMM's [rows, d_model] output "mlpwo", and dense_matmul its
+// [batch, experts, capacity, d_model] one); d_model without experts (a
+// dense MLP's, which the backward never reads).
+func (j *Job) routedOutWidth() float64 {
+	spec := j.Model
+	d := float64(spec.DModel)
+	if !spec.MoE() {
+		return d
+	}
+	pad := 1.0
+	if j.CapacityFactor > 0 {
+		pad = j.CapacityFactor
+	}
+	return float64(spec.MoELayers()) / float64(spec.Layers) * float64(spec.ExpertsPerToken) * pad * d
 }
 
 // tensorFLOPs is the forward FLOPs per token, on all chips together, of
@@ -268,14 +289,24 @@ func (j *Job) tensorFLOPs(x Tensor) float64 {
 }
 
 // needed reports whether the backward pass needs a tagged tensor other
-// than the layer input (which the scan always keeps): mlpwo feeds only
-// the residual sum, whose gradient needs neither operand, and so does
-// out_proj in a parallel block, where no norm reads the attention's
-// output; a model without a gated MLP has no mlpwi_1.
+// than the layer input (which the scan always keeps): a dense MLP's mlpwo
+// feeds only the residual sum, whose gradient needs neither operand, and
+// so does out_proj in a parallel block, where no norm reads the
+// attention's output; a model without a gated MLP has no mlpwi_1. An MoE
+// layer's mlpwo is its routed experts' output (routedOutWidth), which
+// the combine multiplies by the router's weights, so the weights'
+// gradient reads it (layers/moe.py unpermute's weight_sum einsum, and
+// dense_matmul's combine einsum, @e591f30c): a policy that saves it keeps
+// it. The Hunyuan3 author's AOT probe measures it: mlpwo=device adds
+// 242.97 GB of temporaries a device, 79 MoE layers of [393,216 routed
+// rows, 4,096] in bf16 being 254.4 GB (yangwhale/gpu-tpu-pedia
+// tpu/Hunyuan3-295B-Pretraining/AOT-COMPILE.md @3fa9ce17).
 func (j *Job) needed(x Tensor) bool {
 	switch x {
-	case LayerInput, MLPWo:
+	case LayerInput:
 		return false
+	case MLPWo:
+		return j.Model.MoE()
 	case OutProj:
 		return !j.Model.ParallelBlock
 	case MLPWi1:
