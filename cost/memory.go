@@ -305,6 +305,7 @@ const (
 	resStats      // layerStats, as elements of the activation dtype
 	resGatherAttn // the attention's input gathered over tensor, last read by the QKV weight gradients
 	resGatherMLP  // the MLP's, last read by its up-projections' weight gradients
+	resRoutedWi1  // the routed wi_1 output a policy saving mlpwi_1 leaves to recompute
 	numResiduals
 )
 
@@ -404,6 +405,9 @@ func (j *Job) recomputed(v *layerView, bw *backwardWidths) [numResiduals]float64
 	if !spec.ParallelBlock && spec.Norms() > 1 {
 		rec[resNorms], rec[resMidNorm] = rec[resNorms]-d, d
 	}
+	if v.places[MLPWi1] != Recompute && j.needed(MLPWi1) {
+		rec[resRoutedWi1] = v.widths[MLPWi1] - j.keptWidth(v, MLPWi1)
+	}
 	rec[resAct] = bw.f
 	rec[resProbs] = bw.heads
 	rec[resStats] = j.layerStats(v.t) / float64(j.Precision.Activation)
@@ -469,7 +473,7 @@ func (j *Job) backwardTable(bw *backwardWidths) (steps [9]tableStep, n, combine 
 	}
 	n += copy(steps[n:], []tableStep{
 		{stepMLPDown, d + f + dOut, one(resAct), 0},
-		{stepMLPActivation, d + dwi, [4]int{int(MLPWi0), int(MLPWi1), -1, -1}, 0},
+		{stepMLPActivation, d + dwi, [4]int{int(MLPWi0), int(MLPWi1), resRoutedWi1, -1}, 0},
 		{stepMLPUp, d + dwi + dn, [4]int{resMidNorm, resGatherMLP, -1, -1}, bw.regather},
 	})
 	if j.Model.ParallelBlock {

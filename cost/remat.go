@@ -288,6 +288,34 @@ func (j *Job) tensorFLOPs(x Tensor) float64 {
 	return 0
 }
 
+// routedWi1Width is the elements per token, averaged over the layers, of
+// an MoE layer's routed wi_1 output that no policy can keep under the
+// name mlpwi_1: MaxText's sparse_matmul (dropless) tags the routed
+// experts' wi_0 output "mlpwi_0" and "moe_mlpwi_0" but their wi_1
+// output only "moe_mlpwi_1" (layers/moe.py gmm_up, @e591f30c), so a
+// policy that saves mlpwi_1 keeps only the dense and shared experts'
+// part of it and the routed part is recomputed. dense_matmul (a
+// capacity factor) tags both names: 0 there, and without a gated MLP
+// or experts.
+func (j *Job) routedWi1Width() float64 {
+	spec := j.Model
+	if !spec.MoE() || !spec.GatedMLP || j.CapacityFactor > 0 {
+		return 0
+	}
+	return float64(spec.MoELayers()) / float64(spec.Layers) * float64(spec.ExpertsPerToken) * float64(spec.ExpertFF())
+}
+
+// keptWidth is what a policy that saves tagged tensor x keeps of it, in
+// elements per token at tensor parallelism t: its width less, for
+// mlpwi_1 under remat, the routed part no name covers (routedWi1Width).
+// Without remat every residual is kept whole.
+func (j *Job) keptWidth(v *layerView, x Tensor) float64 {
+	if x == MLPWi1 && j.Remat != RematNone {
+		return v.widths[x] - j.routedWi1Width()/float64(v.t)
+	}
+	return v.widths[x]
+}
+
 // needed reports whether the backward pass needs a tagged tensor other
 // than the layer input (which the scan always keeps): a dense MLP's mlpwo
 // feeds only the residual sum, whose gradient needs neither operand, and
@@ -344,6 +372,10 @@ func (j *Job) layerAt(t int) layerView {
 			v.recompute += j.tensorFLOPs(x)
 		}
 	}
+	if v.places[MLPWi1] != Recompute && j.needed(MLPWi1) && j.Remat != RematNone {
+		// the routed wi_1 GEMM is redone even so (routedWi1Width)
+		v.recompute += 2 * float64(j.Model.DModel) * j.routedWi1Width()
+	}
 	return v
 }
 
@@ -362,7 +394,7 @@ func (j *Job) rematIn(v layerView, b, s, seq int) remat {
 	tokens := float64(b) * float64(s)
 	r := remat{recompute: v.recompute}
 	for x := LayerInput; x < NumTensors; x++ {
-		bytes := e * tokens * v.widths[x]
+		bytes := e * tokens * j.keptWidth(&v, x)
 		switch v.places[x] {
 		case Device:
 			r.device += bytes
