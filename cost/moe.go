@@ -165,6 +165,17 @@ func (j *Job) expertBuffers(seqs, seqTokens int) float64 {
 	return 2*float64(rows)*float64(spec.DModel)*float64(j.Precision.Activation) + j.dispatchMasks(seqs, seqTokens)
 }
 
+// dispatchBuffers is expertBuffers for layer v, less the routed rows
+// its policy keeps on device as mlpwo (the experts' output the combine
+// reads, routedOutWidth): those are the held activations' already.
+func (j *Job) dispatchBuffers(v *layerView, seqs, seqTokens int) float64 {
+	b := j.expertBuffers(seqs, seqTokens)
+	if b > 0 && v.places[MLPWo] == Device {
+		b -= float64(seqs) * float64(seqTokens) * v.widths[MLPWo] * float64(j.Precision.Activation)
+	}
+	return b
+}
+
 // dispatchMasks is the bytes of the masks MaxText's dropping path builds
 // for seqs local sequences of seqTokens tokens, [batch, seq, experts,
 // capacity] each, live through the layer's backward (layers/moe.py

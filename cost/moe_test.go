@@ -597,3 +597,69 @@ func TestEachDeviceOfAChipHoldsItsGatheredLayer(t *testing.T) {
 		}
 	}
 }
+
+// An MoE layer's mlpwo is its routed experts' output, which the combine's
+// router-weight gradient reads: Mixtral (2 routed rows a token, d_model
+// 4,096, every layer MoE), dropless, one 4,096-token sequence at tensor
+// 1, keeps 4,096·2·4,096 bf16 elements a layer when a policy saves it,
+// 67,108,864 bytes, and its dispatch buffers (2·2·4,096 elements a token)
+// lose that one of them; a dense model's mlpwo is never kept.
+func TestMoEMLPWoKeptByHand(t *testing.T) {
+	j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 256)
+	j.CapacityFactor = 0
+	j.Remat = RematCustom
+	var err error
+	if j.Custom, err = ParseCustom("mlpwo=device"); err != nil {
+		t.Fatal(err)
+	}
+	kept := j.rematOf(1, 4096, 4096, 1).device
+	v := j.layerAt(1)
+	dispatch := j.dispatchBuffers(&v, 1, 4096)
+	j.Custom, _ = ParseCustom("")
+	if got := kept - j.rematOf(1, 4096, 4096, 1).device; got != 67_108_864 {
+		t.Errorf("mlpwo=device keeps %.0f bytes a layer, want 67108864", got)
+	}
+	if got, want := dispatch, j.expertBuffers(1, 4096)-67_108_864; got != want {
+		t.Errorf("dispatch buffers with mlpwo kept = %.0f, want %.0f", got, want)
+	}
+	d := NewJob(lookup(t, "llama3-8b"), 4096, 256)
+	d.Remat = RematCustom
+	base := d.LayerActivations(1, 4096, 4096, 1)
+	d.Custom, _ = ParseCustom("mlpwo=device")
+	if got := d.LayerActivations(1, 4096, 4096, 1) - base; got != 0 || d.places()[MLPWo] != Recompute {
+		t.Errorf("a dense model's mlpwo=device keeps %.0f bytes, want 0 (place %v)", got, d.places()[MLPWo])
+	}
+}
+
+// MaxText's sparse_matmul tags the routed experts' wi_1 output only
+// "moe_mlpwi_1", so mlpwi_1=device keeps nothing of Mixtral's (every
+// layer MoE, no shared expert) when dropless: the held bytes do not
+// change, the 2·14,336 routed elements a token are recomputed all the
+// same (the same FLOPs, 2·4,096·28,672 a token), and they are a
+// recomputed residual of the backward. With a capacity factor (1.25,
+// dense_matmul, which tags mlpwi_1) it keeps 4,096 tokens · 2·1.25·14,336
+// elements · 2 bytes = 293,601,280 bytes a layer.
+func TestRoutedWi1IsNotMLPWi1ByHand(t *testing.T) {
+	j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 256)
+	j.Remat, j.CapacityFactor = RematCustom, 0
+	keep := func(cf float64, custom string) (held, recompute, residual float64) {
+		j.CapacityFactor = cf
+		var err error
+		if j.Custom, err = ParseCustom(custom); err != nil {
+			t.Fatal(err)
+		}
+		v := j.layerAt(1)
+		bw := j.backwardWidths(&v, 4096, 4096)
+		return j.rematIn(v, 1, 4096, 4096).device, v.recompute, j.recomputed(&v, &bw)[resRoutedWi1]
+	}
+	h0, r0, _ := keep(0, "")
+	h1, r1, res := keep(0, "mlpwi_1=device")
+	if h1 != h0 || r1 != r0 || res != 28672 {
+		t.Errorf("dropless mlpwi_1=device: held +%.0f bytes, recompute FLOPs %.0f against %.0f, routed residual %.0f; want +0, equal, 28672", h1-h0, r1, r0, res)
+	}
+	h0, _, _ = keep(1.25, "")
+	h1, _, res = keep(1.25, "mlpwi_1=device")
+	if h1-h0 != 293_601_280 || res != 0 {
+		t.Errorf("capacity 1.25 mlpwi_1=device: held +%.0f bytes, routed residual %.0f; want +293601280, 0", h1-h0, res)
+	}
+}

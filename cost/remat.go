@@ -116,7 +116,7 @@ const (
 	OutProj                  // out_proj
 	MLPWi0                   // mlpwi_0 (mlpwi)
 	MLPWi1                   // mlpwi_1
-	MLPWo                    // mlpwo: its output feeds only the residual sum, so the backward never needs it
+	MLPWo                    // mlpwo: a dense MLP's feeds only the residual sum; an MoE layer's routed rows feed the combine
 	NumTensors
 )
 
@@ -197,7 +197,7 @@ func (j *Job) places() Places {
 	set(Device, LayerInput)
 	switch j.Remat {
 	case RematNone:
-		set(Device, Query, Key, Value, Context, OutProj, MLPWi0, MLPWi1)
+		set(Device, Query, Key, Value, Context, OutProj, MLPWi0, MLPWi1, MLPWo)
 	case RematMinimalWithContext:
 		set(Device, Query, Key, Value, Context, OutProj, MLPWi0, MLPWi1, MLPWo)
 	case RematMinimal:
@@ -243,7 +243,28 @@ func (j *Job) tensorWidths(t int) [NumTensors]float64 {
 	kvs := float64(kvShards(spec.KV(), t))
 	k, v := float64(spec.KV()*spec.QKHead())/kvs, float64(spec.KV()*spec.VHead())/kvs
 	f := j.mlpWidth() / tf
-	return [NumTensors]float64{LayerInput: d, Query: q, Key: k, Value: v, Context: ctx, OutProj: d, MLPWi0: f, MLPWi1: f, MLPWo: d}
+	return [NumTensors]float64{LayerInput: d, Query: q, Key: k, Value: v, Context: ctx, OutProj: d, MLPWi0: f, MLPWi1: f, MLPWo: j.routedOutWidth() / tf}
+}
+
+// routedOutWidth is the elements per token, averaged over the layers, of
+// the mlpwo tensor the backward pass needs (needed): an MoE layer's
+// routed experts' output before the combine, one d_model row per routed
+// row, each token's k padded to the capacity factor where one is set
+// (MaxText @e591f30c, layers/moe.py: sparse_matmul's _moe_body tags the
+// grouped GEMM's [rows, d_model] output "mlpwo", and dense_matmul its
+// [batch, experts, capacity, d_model] one); d_model without experts (a
+// dense MLP's, which the backward never reads).
+func (j *Job) routedOutWidth() float64 {
+	spec := j.Model
+	d := float64(spec.DModel)
+	if !spec.MoE() {
+		return d
+	}
+	pad := 1.0
+	if j.CapacityFactor > 0 {
+		pad = j.CapacityFactor
+	}
+	return float64(spec.MoELayers()) / float64(spec.Layers) * float64(spec.ExpertsPerToken) * pad * d
 }
 
 // tensorFLOPs is the forward FLOPs per token, on all chips together, of
@@ -267,15 +288,53 @@ func (j *Job) tensorFLOPs(x Tensor) float64 {
 	return 0
 }
 
+// routedWi1Width is the elements per token, averaged over the layers, of
+// an MoE layer's routed wi_1 output that no policy can keep under the
+// name mlpwi_1: MaxText's sparse_matmul (dropless) tags the routed
+// experts' wi_0 output "mlpwi_0" and "moe_mlpwi_0" but their wi_1
+// output only "moe_mlpwi_1" (layers/moe.py gmm_up, @e591f30c), so a
+// policy that saves mlpwi_1 keeps only the dense and shared experts'
+// part of it and the routed part is recomputed. dense_matmul (a
+// capacity factor) tags both names: 0 there, and without a gated MLP
+// or experts.
+func (j *Job) routedWi1Width() float64 {
+	spec := j.Model
+	if !spec.MoE() || !spec.GatedMLP || j.CapacityFactor > 0 {
+		return 0
+	}
+	return float64(spec.MoELayers()) / float64(spec.Layers) * float64(spec.ExpertsPerToken) * float64(spec.ExpertFF())
+}
+
+// keptWidth is what a policy that saves tagged tensor x keeps of it, in
+// elements per token at tensor parallelism t: its width less, for
+// mlpwi_1 under remat, the routed part no name covers (routedWi1Width).
+// Without remat every residual is kept whole.
+func (j *Job) keptWidth(v *layerView, x Tensor) float64 {
+	if x == MLPWi1 && j.Remat != RematNone {
+		return v.widths[x] - j.routedWi1Width()/float64(v.t)
+	}
+	return v.widths[x]
+}
+
 // needed reports whether the backward pass needs a tagged tensor other
-// than the layer input (which the scan always keeps): mlpwo feeds only
-// the residual sum, whose gradient needs neither operand, and so does
-// out_proj in a parallel block, where no norm reads the attention's
-// output; a model without a gated MLP has no mlpwi_1.
+// than the layer input (which the scan always keeps): a dense MLP's mlpwo
+// feeds only the residual sum, whose gradient needs neither operand, and
+// so does out_proj in a parallel block, where no norm reads the
+// attention's output; a model without a gated MLP has no mlpwi_1. An MoE
+// layer's mlpwo is its routed experts' output (routedOutWidth), which
+// the combine multiplies by the router's weights, so the weights'
+// gradient reads it (layers/moe.py unpermute's weight_sum einsum, and
+// dense_matmul's combine einsum, @e591f30c): a policy that saves it keeps
+// it. The Hunyuan3 author's AOT probe measures it: mlpwo=device adds
+// 242.97 GB of temporaries a device, 79 MoE layers of [393,216 routed
+// rows, 4,096] in bf16 being 254.4 GB (yangwhale/gpu-tpu-pedia
+// tpu/Hunyuan3-295B-Pretraining/AOT-COMPILE.md @3fa9ce17).
 func (j *Job) needed(x Tensor) bool {
 	switch x {
-	case LayerInput, MLPWo:
+	case LayerInput:
 		return false
+	case MLPWo:
+		return j.Model.MoE()
 	case OutProj:
 		return !j.Model.ParallelBlock
 	case MLPWi1:
@@ -313,6 +372,10 @@ func (j *Job) layerAt(t int) layerView {
 			v.recompute += j.tensorFLOPs(x)
 		}
 	}
+	if v.places[MLPWi1] != Recompute && j.needed(MLPWi1) && j.Remat != RematNone {
+		// the routed wi_1 GEMM is redone even so (routedWi1Width)
+		v.recompute += 2 * float64(j.Model.DModel) * j.routedWi1Width()
+	}
 	return v
 }
 
@@ -331,7 +394,7 @@ func (j *Job) rematIn(v layerView, b, s, seq int) remat {
 	tokens := float64(b) * float64(s)
 	r := remat{recompute: v.recompute}
 	for x := LayerInput; x < NumTensors; x++ {
-		bytes := e * tokens * v.widths[x]
+		bytes := e * tokens * j.keptWidth(&v, x)
 		switch v.places[x] {
 		case Device:
 			r.device += bytes

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"shardlab/mesh"
+	"shardlab/model"
 	"shardlab/schedule"
 	"shardlab/unit"
 )
@@ -35,8 +36,7 @@ func (j *Job) stageParams(sh *shape, st stage) float64 {
 	default:
 		ends = pc.Output + pc.FinalNorm
 	}
-	kv := float64(2 * j.Model.DModel * j.Model.KV() * j.Model.Head())
-	layer := (float64(pc.PerLayer())-kv)/float64(sh.t) + kv/float64(kvShards(j.Model.KV(), sh.t))
+	layer := denseLayerParams(j.Model, sh.t)
 	layers := float64(sh.ls) * layer
 	if j.Model.MoE() {
 		moe := j.moeLayersPerStage(sh)
@@ -44,7 +44,19 @@ func (j *Job) stageParams(sh *shape, st stage) float64 {
 	}
 	// MaxText shards the embed dimension of every weight but the routed
 	// experts' over fsdp and expert (base.yml's embed rule lists both)
-	return (layers+float64(ends)/float64(sh.t))/float64(sh.f*sh.e) + j.routedPerChip(sh)
+	p := (layers+float64(ends)/float64(sh.t))/float64(sh.f*sh.e) + j.routedPerChip(sh)
+	if sh.p == 1 || st == lastStage {
+		p += j.mtpParams(sh)
+	}
+	return p
+}
+
+// denseLayerParams is the parameters one chip holds of a dense layer of
+// spec, before fsdp and expert: split over tensor t, K/V over at most KV
+// shards.
+func denseLayerParams(spec model.Spec, t int) float64 {
+	kv := float64(2 * spec.DModel * spec.KV() * spec.Head())
+	return (float64(spec.ParamCount().PerLayer())-kv)/float64(t) + kv/float64(kvShards(spec.KV(), t))
 }
 
 // paramsPerChip is the parameters of the most loaded chip.

@@ -58,6 +58,13 @@ type Spec struct {
 	SharedExpertDFF  int `yaml:"shared_expert_d_ff,omitempty" json:"shared_expert_d_ff,omitempty"`
 	FirstDenseLayers int `yaml:"first_dense_layers,omitempty" json:"first_dense_layers,omitempty"`
 	MoEEvery         int `yaml:"moe_every,omitempty" json:"moe_every,omitempty"`
+	// MTPLayers is the modules of multi-token prediction trained beside
+	// the model (DeepSeek-AI 2024, arXiv 2412.19437 §2.2; MaxText's
+	// mtp_num_layers, 0 by default): each predicts one token further
+	// through its own decoder layer of the model's last layer type and
+	// the shared output layer (MaxText layers/multi_token_prediction.py
+	// @e591f30c). Training only: serving ignores it.
+	MTPLayers int `yaml:"mtp_layers,omitempty" json:"mtp_layers,omitempty"`
 
 	// Multi-head latent attention (DeepSeek-V2 and V3: DeepSeek-AI 2024,
 	// arXiv 2405.04434 §2.1) when KVLoRARank > 0: keys and values are
@@ -148,6 +155,30 @@ func (s Spec) IsMoELayer(i int) bool {
 	}
 	k := s.moeEvery()
 	return (i-s.FirstDenseLayers)%k == k-1
+}
+
+// MTPLayer is the decoder layer of one multi-token prediction module, as
+// a one-layer model: MaxText builds it from the blueprint of the model's
+// last layer (models/models.py, layer_types[-1], @e591f30c), a mixture of
+// experts when the last layer is one.
+func (s Spec) MTPLayer() Spec {
+	l := s
+	moe := s.IsMoELayer(s.Layers - 1)
+	l.Layers, l.FirstDenseLayers, l.MoEEvery, l.MTPLayers = 1, 0, 1, 0
+	if !moe {
+		l.Experts, l.ExpertsPerToken, l.SharedExperts, l.ExpertDFF, l.SharedExpertDFF = 0, 0, 0, 0, 0
+	}
+	return l
+}
+
+// MTPProjection is the parameters of a multi-token prediction module
+// beside its decoder layer: the projection of the normed embedding and
+// hidden state, concatenated, back to d_model (2·d_model × d_model, no
+// bias) and the two RMSNorm scales (layers/multi_token_prediction.py,
+// MultiTokenPredictionLayer.__init__, @e591f30c).
+func (s Spec) MTPProjection() int64 {
+	d := int64(s.DModel)
+	return 2*d*d + 2*d
 }
 
 // MoELayers counts the mixture-of-experts layers.

@@ -61,6 +61,12 @@ func (s Spec) Validate() error {
 	if s.NormsPerLayer < 0 || s.NormsPerLayer > 8 {
 		return bad("norms_per_layer", s.NormsPerLayer, "0 (= 2) up to 8")
 	}
+	if s.MTPLayers < 0 || s.MTPLayers > s.Layers {
+		return bad("mtp_layers", s.MTPLayers, fmt.Sprintf("0 up to layers (%d)", s.Layers))
+	}
+	if s.MTPLayers > 0 && (s.Hybrid() || s.Windowed()) {
+		return bad("mtp_layers", s.MTPLayers, "0 for a model with linear or local attention layers (shardlab does not model their MTP layer)")
+	}
 	if err := s.validateMoE(bad); err != nil {
 		return err
 	}

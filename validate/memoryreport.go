@@ -60,7 +60,7 @@ func (rep MemoryReport) WriteText(w io.Writer) error {
 			errText, capacity, r.verdict())
 	}
 	tw.Flush()
-	fmt.Fprintln(&b, "* the run has settings shardlab's configuration cannot state (memory.yaml's unmodelled: MTP, QK-norm, grad_dtype, XLA flags).")
+	fmt.Fprintln(&b, "* the run has settings shardlab's configuration cannot state (memory.yaml's unmodelled: QK-norm, grad_dtype, XLA flags).")
 	if rep.anyUnstated() {
 		fmt.Fprintln(&b, "not stated: the source says the step ran out of memory but not the bytes; such a case is held to refused or not only.")
 		fmt.Fprintln(&b, "+ the source states no capacity: the limit is cost's usable HBM per device (hw/xla_hbm.csv, the capacity XLA prints).")
