@@ -144,6 +144,11 @@ func setDecoder(set func(string, any), block string, m model.Spec) {
 	set("base_num_kv_heads", m.KV())
 	set("base_num_decoder_layers", m.Layers)
 	set("base_mlp_dim", m.DFF)
+	if m.MTPLayers > 0 {
+		// [base.yml] mtp_num_layers: the multi-token prediction modules
+		// (layers/multi_token_prediction.py), 0 by default
+		set("mtp_num_layers", m.MTPLayers)
+	}
 }
 
 // maxTextMoEModel writes a mixture of experts or a latent-attention model

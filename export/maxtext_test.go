@@ -431,6 +431,9 @@ var exportCases = append([]exportCase{
 	{"custom spec by its dimensions", func(o *plan.Options) {
 		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small.yaml", []byte(smallSpec), "v5p-16", "fsdp=8", "16"
 	}, map[string]any{"decoder_block": "llama2", "base_emb_dim": 2048, "base_num_kv_heads": 4, "head_dim": 128, "vocab_size": 32000, "logits_via_embedding": true}},
+	{"custom spec with multi-token prediction", func(o *plan.Options) {
+		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small.yaml", []byte(smallSpec+"mtp_layers: 1\n"), "v5p-16", "fsdp=8", "16"
+	}, map[string]any{"decoder_block": "llama2", "mtp_num_layers": 1}},
 	// MaxText ships mixtral-8x7b (models/mixtral-8x7b.yml @e591f30c): named,
 	// its dimensions, RoPE base and routing are the config's
 	{"mixtral expert parallel, capacity factor", func(o *plan.Options) {
