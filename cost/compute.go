@@ -56,14 +56,15 @@ type stepFLOPs struct {
 
 // computeFLOPs is j's stepFLOPs in shape sh at tokens per step.
 func (j *Job) computeFLOPs(sh *shape, tokens float64) stepFLOPs {
-	attnFwd := sh.flops.attention * tokens
+	attnFwd, mtpFwd := sh.flops.attention*tokens, sh.flops.mtpAttention*tokens
 	if j.Attention.SkipsMasked() {
-		attnFwd /= 2 // the kernel skips blocks above the causal diagonal
+		// the kernel skips blocks above the causal diagonal
+		attnFwd, mtpFwd = attnFwd/2, mtpFwd/2
 	}
 	fl := stepFLOPs{
 		matmul:    6*sh.flops.matmulParams*tokens + j.expertPadding(tokens),
 		recompute: sh.r.recompute * float64(j.Model.Layers) * tokens,
-		attention: 3 * attnFwd,
+		attention: 3 * (attnFwd + mtpFwd),
 	}
 	if sh.r.attention {
 		fl.attention += attnFwd
@@ -167,7 +168,7 @@ func mxuFLOPsPerChip(est *Estimate, sh *shape) float64 {
 	j := &est.Job
 	r := sh.r
 	tokens := float64(j.GlobalBatch) * float64(j.Seq)
-	return (6*float64(j.Model.MatmulParams()) + r.recompute*float64(j.Model.Layers)) * tokens / float64(est.Mesh.Chips())
+	return (6*sh.flops.matmulParams + r.recompute*float64(j.Model.Layers)) * tokens / float64(est.Mesh.Chips())
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }

@@ -1,6 +1,9 @@
 package cost
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // DeepSeek-V3 with its one MTP module (arXiv 2412.19437 §2.2) on v5p-512
 // at fsdp=256: the module's parameters a chip holds, by hand. Its
@@ -77,5 +80,43 @@ func TestMTPResidualsByHand(t *testing.T) {
 	j.Model.MTPLayers = 0
 	if got := j.mtpHeld(&sh) + j.mtpParams(&sh); got != 0 {
 		t.Errorf("without MTP: %.0f, want 0", got)
+	}
+}
+
+// A step pays the MTP module's work (cost computeFLOPs): Llama 3 8B with
+// one module, seq 4096, flash attention, 16 sequences. By hand, per token:
+// the module's decoder layer's matmuls (Q and O 2·4096², K and V
+// 2·4096·1024, the MLP 3·4096·14336: 218,103,808), the output layer run
+// again (128256·4096 = 525,336,576) and the projection (2·4096² =
+// 33,554,432), 6 FLOPs each forward and backward: 4,661,968,896; its
+// attention core 4·4096·4096 = 67,108,864 forward, halved by the causal
+// kernel, three times: 100,663,296. No remat recomputes any of it.
+// Model FLOPs grow by MaxText's count, the layer alone:
+// 6·218,103,808 + 3·67,108,864/2 = 1,409,286,144 a token.
+func TestMTPStepFLOPsByHand(t *testing.T) {
+	spec := lookup(t, "llama3-8b")
+	m := layout(t, "v5p-8", 1, "fsdp=4")
+	step := func(mtp int) *Estimate {
+		t.Helper()
+		s := spec
+		s.MTPLayers = mtp
+		j := NewJob(s, 4096, 16)
+		j.Remat, j.Attention, j.CausalFLOPs = RematFull, AttentionFlash, true
+		est, err := EstimateStep(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &est
+	}
+	without, with := step(0), step(1)
+	tokens := 16.0 * 4096
+	if got, want := float64(with.HardwareFLOPs-without.HardwareFLOPs)/tokens, 4_661_968_896.0+100_663_296; math.Abs(got-want) > 1 {
+		t.Errorf("the module adds %.0f hardware FLOPs a token, want %.0f", got, want)
+	}
+	if got, want := float64(with.ModelFLOPs-without.ModelFLOPs)/tokens, 1_409_286_144.0; math.Abs(got-want) > 1 {
+		t.Errorf("the module adds %.0f model FLOPs a token, want %.0f", got, want)
+	}
+	if with.Time.MXU <= without.Time.MXU || with.Time.Attention <= without.Time.Attention {
+		t.Errorf("MXU %v and attention %v with the module, %v and %v without: want both longer", with.Time.MXU, with.Time.Attention, without.Time.MXU, without.Time.Attention)
 	}
 }

@@ -25,20 +25,27 @@ type shape struct {
 }
 
 // jobFLOPs is what a job's FLOPs per token are whatever the layout: the
-// model's matmul parameters (Spec.MatmulParams), its attention FLOPs per
-// token at the job's sequence (Spec.AttentionFLOPsPerToken) and its FLOPs
-// per token in the job's attention convention (Spec.FLOPsPerToken).
+// matmul parameters a token runs through (Spec.MatmulParams and, with
+// multi-token prediction, Spec.MTPMatmulParams), the forward attention
+// core's FLOPs per token at the job's sequence of the layers remat may
+// recompute (Spec.AttentionFLOPsPerToken) and of the MTP modules' layers,
+// which it never does, and the model FLOPs per token in the job's
+// attention convention (Spec.FLOPsPerToken).
 type jobFLOPs struct {
-	matmulParams, attention, model float64
+	matmulParams, attention, mtpAttention, model float64
 }
 
 // flops is j's jobFLOPs.
 func (j *Job) flops() jobFLOPs {
-	return jobFLOPs{
-		matmulParams: float64(j.Model.MatmulParams()),
+	fl := jobFLOPs{
+		matmulParams: float64(j.Model.MatmulParams() + j.Model.MTPMatmulParams()),
 		attention:    j.Model.AttentionFLOPsPerToken(j.Seq),
 		model:        j.Model.FLOPsPerToken(j.Seq, j.CausalFLOPs),
 	}
+	if n := j.Model.MTPLayers; n > 0 {
+		fl.mtpAttention = float64(n) * j.Model.MTPLayer().AttentionFLOPsPerToken(j.Seq)
+	}
+	return fl
 }
 
 // flopsKey is what jobFLOPs depends on besides the model.

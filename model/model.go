@@ -181,6 +181,35 @@ func (s Spec) MTPProjection() int64 {
 	return 2*d*d + 2*d
 }
 
+// MTPMatmulParams is the matmul parameters a training token uses in the
+// multi-token prediction modules: each module's decoder layer (the active
+// ones of a mixture of experts, with its router), its projection
+// (2·d_model × d_model) and the shared output layer, which each module
+// runs again (layers/multi_token_prediction.py @e591f30c,
+// MultiTokenPredictionLayer.__call__ and MultiTokenPredictionBlock.
+// __call__: decoder.apply_output_head). 0 without MTP.
+func (s Spec) MTPMatmulParams() int64 {
+	if s.MTPLayers == 0 {
+		return 0
+	}
+	d := int64(s.DModel)
+	return int64(s.MTPLayers) * (s.MTPLayer().MatmulParams() + 2*d*d)
+}
+
+// MTPFLOPsPerToken is the model FLOPs a training token adds through the
+// multi-token prediction modules as MaxText counts them
+// (utils/maxtext_utils.py calculate_tflops_training_per_device
+// @e591f30c): each module's decoder layer, its matmuls and its attention,
+// forward and backward; not the projection nor the shared output layer
+// it runs again. 0 without MTP.
+func (s Spec) MTPFLOPsPerToken(seq int, causal bool) float64 {
+	if s.MTPLayers == 0 {
+		return 0
+	}
+	out := float64(int64(s.Vocab) * int64(s.DModel))
+	return float64(s.MTPLayers) * (s.MTPLayer().FLOPsPerToken(seq, causal) - 6*out)
+}
+
 // MoELayers counts the mixture-of-experts layers.
 func (s Spec) MoELayers() int {
 	if !s.MoE() {
@@ -454,7 +483,7 @@ func (s Spec) attentionWidth() float64 {
 //
 // Of a hybrid model only the softmax layers attend over the sequence;
 // the linear-attention layers add 3 × LinearAttentionFLOPsPerToken
-// (forward and backward).
+// (forward and backward). Multi-token prediction adds MTPFLOPsPerToken.
 func (s Spec) FLOPsPerToken(seq int, causal bool) float64 {
 	attn := 12 * float64(s.AttentionLayers()) * s.attentionWidth() * float64(seq)
 	if causal {
@@ -463,7 +492,7 @@ func (s Spec) FLOPsPerToken(seq int, causal bool) float64 {
 	if s.Windowed() {
 		attn = 12 * s.attentionKeys(seq, causal)
 	}
-	return 6*float64(s.MatmulParams()) + attn + 3*s.LinearAttentionFLOPsPerToken()
+	return 6*float64(s.MatmulParams()) + attn + 3*s.LinearAttentionFLOPsPerToken() + s.MTPFLOPsPerToken(seq, causal)
 }
 
 // AttentionFLOPsPerToken is the forward FLOPs of the attention core

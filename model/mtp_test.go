@@ -55,3 +55,33 @@ func TestValidateMTPLayers(t *testing.T) {
 		}
 	}
 }
+
+// A module's FLOPs, by hand, for a dense GQA model: d_model 2048, 16
+// heads of 128, 4 KV heads, gated d_ff 5632, vocabulary 32000. Its decoder
+// layer's matmuls: Q and O 2·2048² = 8,388,608, K and V 2·2048·512 =
+// 2,097,152, the MLP 3·2048·5632 = 34,603,008: 45,088,768. It runs the
+// output layer again, 32000·2048 = 65,536,000, and its projection
+// 2·2048² = 8,388,608: 119,013,376 matmul parameters a token uses. MaxText
+// counts the layer alone (maxtext_utils.py @e591f30c): 6·45,088,768 =
+// 270,532,608 FLOPs, plus its attention, 12·16·128·2048 = 50,331,648 at
+// seq 2048 (25,165,824 causal): 320,864,256, or 295,698,432 causal.
+func TestMTPFLOPsByHand(t *testing.T) {
+	s := Spec{Name: "m", Layers: 8, DModel: 2048, Heads: 16, KVHeads: 4, HeadDim: 128, DFF: 5632, Vocab: 32000, SeqLen: 2048, GatedMLP: true}
+	if s.MTPMatmulParams() != 0 || s.MTPFLOPsPerToken(2048, false) != 0 {
+		t.Errorf("without MTP: %d parameters, %g FLOPs; want 0", s.MTPMatmulParams(), s.MTPFLOPsPerToken(2048, false))
+	}
+	base := s.FLOPsPerToken(2048, true)
+	s.MTPLayers = 2
+	if got, want := s.MTPMatmulParams(), int64(2*119_013_376); got != want {
+		t.Errorf("MTPMatmulParams = %d, want %d", got, want)
+	}
+	if got, want := s.MTPFLOPsPerToken(2048, false), 2*320_864_256.0; got != want {
+		t.Errorf("MTPFLOPsPerToken(full) = %.0f, want %.0f", got, want)
+	}
+	if got, want := s.MTPFLOPsPerToken(2048, true), 2*295_698_432.0; got != want {
+		t.Errorf("MTPFLOPsPerToken(causal) = %.0f, want %.0f", got, want)
+	}
+	if got, want := s.FLOPsPerToken(2048, true)-base, 2*295_698_432.0; got != want {
+		t.Errorf("FLOPsPerToken grows by %.0f with two modules, want %.0f", got, want)
+	}
+}
