@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"shardlab/capacity"
@@ -253,6 +256,11 @@ func Sweep(r Request) (Result, error) {
 	if err := r.check(); err != nil {
 		return Result{}, err
 	}
+	return r.sweep()
+}
+
+// sweep is Sweep on a checked request.
+func (r Request) sweep() (Result, error) {
 	res := Result{Model: r.Plan.Model.Name, Tokens: r.Tokens, Region: r.Region, Deadline: r.Deadline.Seconds(), Budget: r.Budget,
 		Searched: fmt.Sprintf("slices of %s chips, %s of them", joinInts(r.SliceChips), joinInts(r.SliceCounts))}
 	fl, _ := flex(r.Limits)
@@ -371,17 +379,33 @@ type planned struct {
 }
 
 // planAll plans every configuration, in their order, once each: its rows
-// in every mode share the plan.
+// in every mode share the plan. The configurations are planned side by
+// side on Plan.Workers goroutines (0: one per CPU), each search on one:
+// a search's plan does not depend on how many workers cost its layouts
+// (plan.Request.Workers), and a sweep's many searches keep every CPU busy
+// where one search's merges and finish run on one.
 func (r Request) planAll(tasks []config) []planned {
 	out := make([]planned, len(tasks))
 	cache := new(plan.Cache) // the configurations share their estimators
-	for i, cf := range tasks {
-		pr := r.Plan
-		pr.Cache = cache
-		pr.Multislice = cf.ms
-		p, err := plan.Search(pr)
-		out[i] = planned{&p, err}
+	workers := r.Plan.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
 	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, len(tasks)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(tasks); i = int(next.Add(1) - 1) {
+				pr := r.Plan
+				pr.Cache, pr.Workers = cache, 1
+				pr.Multislice = tasks[i].ms
+				p, err := plan.Search(pr)
+				p.Request.Workers = r.Plan.Workers // as the request asked
+				out[i] = planned{&p, err}
+			}
+		})
+	}
+	wg.Wait()
 	return out
 }
 
