@@ -59,7 +59,20 @@ func TestPlansAsAlone(t *testing.T) {
 		n = 4
 	}
 	tasks := sampleConfigs(t, r, n, 31)
+	// and two no layout runs, whose errors name the fixes
+	for _, name := range []string{"v5p-8", "v6e-16"} {
+		s, err := hw.ParseAcceleratorType(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := hw.NewMultislice(s, 2, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, config{ms: ms})
+	}
 	got := r.planAll(tasks)
+	nones := 0
 	for i, cf := range tasks {
 		pr := r.Plan
 		pr.Multislice = cf.ms
@@ -68,8 +81,14 @@ func TestPlansAsAlone(t *testing.T) {
 		if err != nil && !errors.As(err, &none) {
 			t.Fatalf("%s: %v", cf.ms, err)
 		}
+		if none != nil {
+			nones++
+		}
 		if g, w := spell(t, got[i].p, got[i].err), spell(t, &p, err); g != w {
 			t.Errorf("%s: the sweep's plan differs from a search alone:\n%s\nwant\n%s", cf.ms, g, w)
 		}
+	}
+	if nones < 2 {
+		t.Errorf("%d configurations ran no layout, want at least 2 (2 × v5p-8, 2 × v6e-16)", nones)
 	}
 }
