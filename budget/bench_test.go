@@ -1,6 +1,8 @@
 package budget
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,8 +42,8 @@ func benchRequest(b *testing.B) Request {
 // development machine) and reports it as configurations (generation ×
 // slice × count) and rows (× mode) per second, seconds per sweep and,
 // where the process's CPU time is read, CPU seconds per sweep (steadier
-// than wall time on a shared machine). The search runs on GOMAXPROCS
-// workers: -cpu 1,2 compares one and two.
+// than wall time on a shared machine). The configurations are planned on
+// GOMAXPROCS goroutines (Request.planAll): -cpu 1,2 compares one and two.
 func BenchmarkSweep(b *testing.B) {
 	r := benchRequest(b)
 	var res Result
@@ -56,6 +58,76 @@ func BenchmarkSweep(b *testing.B) {
 		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/sweep")
 	}
 	configs := len(r.Generations) * len(DefaultSliceChips) * len(DefaultSliceCounts)
+	b.ReportMetric(float64(configs*b.N)/b.Elapsed().Seconds(), "configs/s")
+	b.ReportMetric(float64(len(res.Rows)*b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/sweep")
+}
+
+// wholeRequest is the whole sweep of issue 31: v4, v5e, v5p, v6e and
+// TPU7x, every slice size each has (hw.Chip.AcceleratorTypes), 1 to 4
+// slices, every mode, priced as benchRequest. It returns the request,
+// checked but for MaxConfigs, and how many configurations it plans.
+func wholeRequest(tb testing.TB) (Request, int) {
+	tb.Helper()
+	o := plan.DefaultOptions()
+	o.Model, o.Top = "llama3-70b", 1
+	pr, err := plan.ParseRequest(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gens := []hw.Generation{hw.V4, hw.V5e, hw.V5p, hw.V6e, hw.TPU7x}
+	var csv strings.Builder
+	csv.WriteString(header)
+	sizes := map[int]bool{}
+	configs := 0
+	for _, g := range gens {
+		for _, m := range modes {
+			csv.WriteString(string(g) + "," + string(m) + ",*,1,bench,2026-12-05,\n")
+		}
+		c, err := hw.Lookup(string(g))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, name := range c.AcceleratorTypes() {
+			s, err := hw.ParseAcceleratorType(name)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			sizes[s.Chips()] = true
+		}
+	}
+	ps, err := ParsePrices(strings.NewReader(csv.String()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := Request{Plan: pr, Tokens: 1e12, Region: "us-central1", Generations: gens, Modes: modes, Prices: ps,
+		SliceChips: slices.Sorted(maps.Keys(sizes)), SliceCounts: []int{1, 2, 3, 4}}
+	if r.Limits, err = DefaultLimits(); err != nil {
+		tb.Fatal(err)
+	}
+	for _, g := range gens {
+		c, _ := hw.Lookup(string(g))
+		cfgs, _ := r.configs(c)
+		configs += len(cfgs)
+	}
+	return r, configs
+}
+
+// BenchmarkSweepWhole times the whole sweep of issue 31 (wholeRequest),
+// reported as BenchmarkSweep reports the default one.
+func BenchmarkSweepWhole(b *testing.B) {
+	r, configs := wholeRequest(b)
+	var res Result
+	c0 := cputime.Self()
+	for b.Loop() {
+		var err error
+		if res, err = r.sweep(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if cpu := cputime.Self() - c0; c0 > 0 {
+		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/sweep")
+	}
 	b.ReportMetric(float64(configs*b.N)/b.Elapsed().Seconds(), "configs/s")
 	b.ReportMetric(float64(len(res.Rows)*b.N)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/sweep")

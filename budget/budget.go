@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"shardlab/capacity"
@@ -17,17 +20,23 @@ import (
 
 // The search's bounds when a Request leaves them empty: slices of 256
 // chips (v4, v5e, v5p, v6e and TPU7x all have one), 1, 2 or 4 of them.
-// Each configuration is one plan.Search, about 0.05 s of CPU for a 70B
-// model on the development machine, the configurations sharing their
-// estimators (plan.Cache) (BenchmarkSweep: the default sweep of 4
-// generations, 12 configurations, in about 0.6 s of CPU on one core).
+// Each configuration is one plan.Search, about 0.04 s of CPU for a 70B
+// model on a 256-chip slice on the development machine, the
+// configurations sharing their estimators (plan.Cache) and planned side
+// by side on every CPU (BenchmarkSweep: the default sweep of 4
+// generations, 12 configurations, in about 0.5 s of CPU).
 var (
 	DefaultSliceChips  = []int{256}
 	DefaultSliceCounts = []int{1, 2, 4}
 )
 
 // MaxConfigs bounds the (generation, slice, count) configurations one
-// request plans, so that a sweep answers in seconds to a minute.
+// request plans, so that a sweep answers in seconds. The costliest
+// configuration of issue 31's whole sweep (BenchmarkSweepWhole: every
+// slice size of five generations, 1 to 4 slices, 872 configurations in
+// about 38 s of CPU) is 4 slices of tpu7x-16384 at about 0.35 s of CPU
+// for a 70B model, so 64 configurations take at most about 25 s of CPU,
+// half that in wall time on two cores.
 const MaxConfigs = 64
 
 // Request is a budget question.
@@ -253,6 +262,11 @@ func Sweep(r Request) (Result, error) {
 	if err := r.check(); err != nil {
 		return Result{}, err
 	}
+	return r.sweep()
+}
+
+// sweep is Sweep on a checked request.
+func (r Request) sweep() (Result, error) {
 	res := Result{Model: r.Plan.Model.Name, Tokens: r.Tokens, Region: r.Region, Deadline: r.Deadline.Seconds(), Budget: r.Budget,
 		Searched: fmt.Sprintf("slices of %s chips, %s of them", joinInts(r.SliceChips), joinInts(r.SliceCounts))}
 	fl, _ := flex(r.Limits)
@@ -371,17 +385,33 @@ type planned struct {
 }
 
 // planAll plans every configuration, in their order, once each: its rows
-// in every mode share the plan.
+// in every mode share the plan. The configurations are planned side by
+// side on Plan.Workers goroutines (0: one per CPU), each search on one:
+// a search's plan does not depend on how many workers cost its layouts
+// (plan.Request.Workers), and a sweep's many searches keep every CPU busy
+// where one search's merges and finish run on one.
 func (r Request) planAll(tasks []config) []planned {
 	out := make([]planned, len(tasks))
 	cache := new(plan.Cache) // the configurations share their estimators
-	for i, cf := range tasks {
-		pr := r.Plan
-		pr.Cache = cache
-		pr.Multislice = cf.ms
-		p, err := plan.Search(pr)
-		out[i] = planned{&p, err}
+	workers := r.Plan.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
 	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, len(tasks)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(tasks); i = int(next.Add(1) - 1) {
+				pr := r.Plan
+				pr.Cache, pr.Workers = cache, 1
+				pr.Multislice = tasks[i].ms
+				p, err := plan.Search(pr)
+				p.Request.Workers = r.Plan.Workers // as the request asked
+				out[i] = planned{&p, err}
+			}
+		})
+	}
+	wg.Wait()
 	return out
 }
 

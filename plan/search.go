@@ -476,11 +476,16 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 			f.reason = outclassed
 			return 0, f
 		}
-		jb := *j
-		jb.GlobalBatch = f.batch
-		var err error
-		if *b, err = w.est.Bound(jb, *m); err != nil {
+		bm, err := w.memory(j, m)
+		if err != nil {
 			panic(err) // a layout of the same sizes ran this batch
+		}
+		if w.bars.full(t) && w.bars.outclassed(t, bm.ThroughputCeiling(f.batch), expert) {
+			f.reason = outclassed // its collectives make it too slow
+			return 0, f
+		}
+		if *b, err = bm.Bound(f.batch); err != nil {
+			panic(err)
 		}
 	} else {
 		var bm *cost.BatchMemory
