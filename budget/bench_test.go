@@ -17,15 +17,15 @@ import (
 // mode so that every configuration is planned and priced.
 func benchRequest(b *testing.B) Request {
 	b.Helper()
-	o := plan.DefaultOptions()
-	o.Model, o.Top = "llama3-70b", 1
-	pr, err := plan.ParseRequest(o)
-	if err != nil {
-		b.Fatal(err)
-	}
+	return pricedRequest(b, "llama3-70b", []hw.Generation{hw.V5e, hw.V5p, hw.V6e, hw.TPU7x})
+}
+
+// pricedRequest is model at 1T tokens in us-central1 on gens, every mode,
+// each generation and mode at a test price of $1 a chip-hour.
+func pricedRequest(tb testing.TB, model string, gens []hw.Generation) Request {
+	tb.Helper()
 	var csv strings.Builder
 	csv.WriteString(header)
-	gens := []hw.Generation{hw.V5e, hw.V5p, hw.V6e, hw.TPU7x}
 	for _, g := range gens {
 		for _, m := range modes {
 			csv.WriteString(string(g) + "," + string(m) + ",*,1,bench,2026-12-05,\n")
@@ -33,9 +33,22 @@ func benchRequest(b *testing.B) Request {
 	}
 	ps, err := ParsePrices(strings.NewReader(csv.String()))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	return Request{Plan: pr, Tokens: 1e12, Region: "us-central1", Generations: gens, Modes: modes, Prices: ps}
+	return Request{Plan: planRequest(tb, model), Tokens: 1e12, Region: "us-central1", Generations: gens, Modes: modes, Prices: ps}
+}
+
+// planRequest is the planner's default request for model, its best plan
+// only.
+func planRequest(tb testing.TB, model string) plan.Request {
+	tb.Helper()
+	o := plan.DefaultOptions()
+	o.Model, o.Top = model, 1
+	pr, err := plan.ParseRequest(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pr
 }
 
 // BenchmarkSweep times the default sweep (issue 31: well under 2 s on the
@@ -69,21 +82,10 @@ func BenchmarkSweep(b *testing.B) {
 // checked but for MaxConfigs, and how many configurations it plans.
 func wholeRequest(tb testing.TB) (Request, int) {
 	tb.Helper()
-	o := plan.DefaultOptions()
-	o.Model, o.Top = "llama3-70b", 1
-	pr, err := plan.ParseRequest(o)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	gens := []hw.Generation{hw.V4, hw.V5e, hw.V5p, hw.V6e, hw.TPU7x}
-	var csv strings.Builder
-	csv.WriteString(header)
+	r := pricedRequest(tb, "llama3-70b", gens)
 	sizes := map[int]bool{}
-	configs := 0
 	for _, g := range gens {
-		for _, m := range modes {
-			csv.WriteString(string(g) + "," + string(m) + ",*,1,bench,2026-12-05,\n")
-		}
 		c, err := hw.Lookup(string(g))
 		if err != nil {
 			tb.Fatal(err)
@@ -96,15 +98,12 @@ func wholeRequest(tb testing.TB) (Request, int) {
 			sizes[s.Chips()] = true
 		}
 	}
-	ps, err := ParsePrices(strings.NewReader(csv.String()))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	r := Request{Plan: pr, Tokens: 1e12, Region: "us-central1", Generations: gens, Modes: modes, Prices: ps,
-		SliceChips: slices.Sorted(maps.Keys(sizes)), SliceCounts: []int{1, 2, 3, 4}}
+	r.SliceChips, r.SliceCounts = slices.Sorted(maps.Keys(sizes)), []int{1, 2, 3, 4}
+	var err error
 	if r.Limits, err = DefaultLimits(); err != nil {
 		tb.Fatal(err)
 	}
+	configs := 0
 	for _, g := range gens {
 		c, _ := hw.Lookup(string(g))
 		cfgs, _ := r.configs(c)

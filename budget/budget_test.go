@@ -29,13 +29,7 @@ func testPrices(t *testing.T) Prices {
 // smallRequest is Llama 3 8B on one or two v6e-16 slices: fast to plan.
 func smallRequest(t *testing.T) Request {
 	t.Helper()
-	o := plan.DefaultOptions()
-	o.Model, o.Top = "llama3-8b", 1
-	pr, err := plan.ParseRequest(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Request{Plan: pr, Tokens: 1e10, Region: "us-central1", Generations: []hw.Generation{hw.V6e, hw.TPU7x},
+	return Request{Plan: planRequest(t, "llama3-8b"), Tokens: 1e10, Region: "us-central1", Generations: []hw.Generation{hw.V6e, hw.TPU7x},
 		Modes: []Mode{OnDemand, Spot}, SliceChips: []int{16}, SliceCounts: []int{1, 2}, Prices: testPrices(t)}
 }
 
