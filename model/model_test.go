@@ -342,10 +342,7 @@ func TestMixtralByHand(t *testing.T) {
 	// Mixtral 8x7B (Jiang et al. 2024, Table 1) by hand: per layer attention
 	// 2·4096² + 2·4096·1024, router 4096·8, 8 SwiGLU experts of 3·4096·14336,
 	// two RMSNorms; untied 32000 x 4096 embeddings and a final norm.
-	s, ok := Lookup("mixtral-8x7b")
-	if !ok {
-		t.Fatal("no mixtral-8x7b")
-	}
+	s := catalogSpec(t, "mixtral-8x7b")
 	attn, expert := int64(2*4096*4096+2*4096*1024), int64(3*4096*14336)
 	layer := attn + 4096*8 + 2*4096
 	emb := int64(2*32000*4096 + 4096)
@@ -518,10 +515,7 @@ func TestHFRepoIsTheRegexp(t *testing.T) {
 // gates and query/key norms the catalog does not count (60·4,096 +
 // 15·512 = 253,440), the catalog's non-expert count.
 func TestHybridQwen35(t *testing.T) {
-	s, ok := Lookup("qwen3.5-397b-a17b")
-	if !ok {
-		t.Fatal("qwen3.5-397b-a17b is not in the catalog")
-	}
+	s := catalogSpec(t, "qwen3.5-397b-a17b")
 	p := s.ParamCount()
 	if s.AttentionLayers() != 15 || s.LinearLayers() != 45 || p.LinearLayers != 45 {
 		t.Errorf("layers: %d softmax, %d linear, want 15 and 45", s.AttentionLayers(), s.LinearLayers())
@@ -570,4 +564,14 @@ func TestValidateLinear(t *testing.T) {
 	if err := base.Validate(); err != nil {
 		t.Errorf("the catalog entry: %v", err)
 	}
+}
+
+// catalogSpec is the catalog's model name, or the test's end.
+func catalogSpec(t *testing.T, name string) Spec {
+	t.Helper()
+	s, ok := Lookup(name)
+	if !ok {
+		t.Fatalf("%s is not in the catalog", name)
+	}
+	return s
 }

@@ -11,10 +11,7 @@ import (
 // every second from layer 1) is MoE too, and with one layer fewer the
 // last would be dense.
 func TestMTPLayer(t *testing.T) {
-	ds, ok := Lookup("deepseek3-671b")
-	if !ok {
-		t.Fatal("no deepseek3-671b")
-	}
+	ds := catalogSpec(t, "deepseek3-671b")
 	ds.MTPLayers = 1
 	l := ds.MTPLayer()
 	if l.Layers != 1 || l.MoELayers() != 1 || l.MTPLayers != 0 || l.Experts != 256 {

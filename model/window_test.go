@@ -15,10 +15,7 @@ import (
 // 4 × 5376. 50 local and 10 global layers; the tied embedding 262144 ×
 // 5376 = 1,409,286,144 and a final norm of 5376.
 func TestGemma4ByHand(t *testing.T) {
-	s, ok := Lookup("gemma4-31b")
-	if !ok {
-		t.Fatal("gemma4-31b not in the catalog")
-	}
+	s := catalogSpec(t, "gemma4-31b")
 	p := s.ParamCount()
 	if s.LocalLayers() != 50 || s.GlobalLayers() != 10 || p.GlobalLayers != 10 {
 		t.Errorf("layers: %d local, %d global, want 50 and 10", s.LocalLayers(), s.GlobalLayers())
