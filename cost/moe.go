@@ -273,8 +273,14 @@ func (j *Job) routedPerChip(sh *shape) float64 {
 	if !j.Model.MoE() {
 		return 0
 	}
+	return j.moeLayersPerStage(sh) * j.routedPerLayer(sh)
+}
+
+// routedPerLayer is one MoE layer's routed experts' parameters on a chip
+// (routedPerChip's sharding).
+func (j *Job) routedPerLayer(sh *shape) float64 {
 	pc := j.Model.ParamCount()
-	return j.moeLayersPerStage(sh) * float64(pc.Experts) * float64(pc.Expert) / float64(sh.e*sh.t*sh.f)
+	return float64(pc.Experts) * float64(pc.Expert) / float64(sh.e*sh.t*sh.f)
 }
 
 // addCost is two collectives one after the other.

@@ -38,9 +38,7 @@ func (j *Job) mtpParams(sh *shape) float64 {
 	l := j.mtpLayerJob()
 	layer, routed := denseLayerParams(l.Model, sh.t), 0.0
 	if l.Model.MoE() {
-		pc := l.Model.ParamCount()
-		layer = l.moeLayerParams(sh)
-		routed = float64(pc.Experts) * float64(pc.Expert) / float64(sh.e*sh.t*sh.f)
+		layer, routed = l.moeLayerParams(sh), l.routedPerLayer(sh)
 	}
 	return n * ((layer+float64(j.Model.MTPProjection()))/float64(sh.f*sh.e) + routed)
 }
