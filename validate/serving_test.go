@@ -492,20 +492,9 @@ func TestSimOptionsRangeRatio(t *testing.T) {
 // more than the client's 128 (--max-concurrency=128, tpu-recipes
 // inference/ironwood/vLLM/Qwen3.5-397B/README.md @c8cfe2f6).
 func TestServingDPAttentionRows(t *testing.T) {
-	rows, err := ServingRows()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, r := range rows {
-		if !r.DPAttention {
-			continue
-		}
-		n++
-		req, err := r.Request()
-		if err != nil {
-			t.Fatalf("%s: %v", r.ID, err)
-		}
+	rows, reqs := rowsWhere(t, func(r ServingRow) bool { return r.DPAttention })
+	for i, r := range rows {
+		req := reqs[i]
 		l := inference.Estimate(req, r.TP, r.DP)
 		if !req.AttentionDP() || l.AttentionDP != r.TP || l.Memory.Recurrent == 0 || !l.Fits {
 			t.Errorf("%s: attention DP %v over %d devices, states %d bytes, fits %v; want DP over %d, states, fits", r.ID, req.AttentionDP(), l.AttentionDP, l.Memory.Recurrent, l.Fits, r.TP)
@@ -514,7 +503,7 @@ func TestServingDPAttentionRows(t *testing.T) {
 			t.Errorf("%s: the replica runs %d sequences for %d clients, want 512 (64 on each of 8 schedulers) for 128", r.ID, o.MaxNumSeqs, r.Workload.Concurrency)
 		}
 	}
-	if n != 2 {
+	if n := len(rows); n != 2 {
 		t.Errorf("%d rows ran enable_dp_attention, want the 2 Qwen3.5-397B rows", n)
 	}
 }
@@ -540,30 +529,46 @@ func TestJetStreamSlotsPerDevice(t *testing.T) {
 // device, and only MoE rows may (a dense row asking is refused by the
 // serving model, naming the field).
 func TestServingMoEAllRowsRows(t *testing.T) {
-	rows, err := ServingRows()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, r := range rows {
-		if !r.MoEAllRows {
-			continue
-		}
-		n++
-		req, err := r.Request()
-		if err != nil {
-			t.Fatalf("%s: %v", r.ID, err)
-		}
+	rows, reqs := rowsWhere(t, func(r ServingRow) bool { return r.MoEAllRows })
+	for i, r := range rows {
+		req := reqs[i]
 		if !req.MoEAllRows || !strings.Contains(r.Notes, "2f76400") {
 			t.Errorf("%s: request all rows %v, notes name the image's tpu-inference %v; want both", r.ID, req.MoEAllRows, strings.Contains(r.Notes, "2f76400"))
 		}
 	}
-	if n != 3 {
+	if n := len(rows); n != 3 {
 		t.Errorf("%d rows dispatch all rows, want the 3 Qwen3-Coder-480B rows", n)
 	}
-	dense := rows[0]
+	all, err := ServingRows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense := all[0]
 	dense.MoEAllRows = true
 	if _, err := dense.Request(); err == nil || !strings.Contains(err.Error(), "moe_all_rows") {
 		t.Errorf("%s (%s) with moe_all_rows: error %v, want one naming moe_all_rows", dense.ID, dense.Model, err)
 	}
+}
+
+// rowsWhere is the serving table's rows that keep says, and their
+// requests.
+func rowsWhere(t *testing.T, keep func(ServingRow) bool) ([]ServingRow, []inference.Request) {
+	t.Helper()
+	rows, err := ServingRows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []ServingRow
+	var reqs []inference.Request
+	for _, r := range rows {
+		if !keep(r) {
+			continue
+		}
+		req, err := r.Request()
+		if err != nil {
+			t.Fatalf("%s: %v", r.ID, err)
+		}
+		out, reqs = append(out, r), append(reqs, req)
+	}
+	return out, reqs
 }
