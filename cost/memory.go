@@ -405,9 +405,7 @@ func (j *Job) recomputed(v *layerView, bw *backwardWidths) [numResiduals]float64
 	if !spec.ParallelBlock && spec.Norms() > 1 {
 		rec[resNorms], rec[resMidNorm] = rec[resNorms]-d, d
 	}
-	if v.places[MLPWi1] != Recompute && j.needed(MLPWi1) {
-		rec[resRoutedWi1] = v.widths[MLPWi1] - j.keptWidth(v, MLPWi1)
-	}
+	rec[resRoutedWi1] = j.redoneWi1(v) / float64(v.t)
 	rec[resAct] = bw.f
 	rec[resProbs] = bw.heads
 	rec[resStats] = j.layerStats(v.t) / float64(j.Precision.Activation)

@@ -305,13 +305,24 @@ func (j *Job) routedWi1Width() float64 {
 	return float64(spec.MoELayers()) / float64(spec.Layers) * float64(spec.ExpertsPerToken) * float64(spec.ExpertFF())
 }
 
+// redoneWi1 is the routed wi_1 output, in elements per token on all
+// chips, that layer v recomputes although its policy saves mlpwi_1
+// (routedWi1Width); 0 where the policy recomputes mlpwi_1 anyway, the
+// model has none, or nothing is rematerialized.
+func (j *Job) redoneWi1(v *layerView) float64 {
+	if v.places[MLPWi1] == Recompute || !j.needed(MLPWi1) || j.Remat == RematNone {
+		return 0
+	}
+	return j.routedWi1Width()
+}
+
 // keptWidth is what a policy that saves tagged tensor x keeps of it, in
 // elements per token at tensor parallelism t: its width less, for
-// mlpwi_1 under remat, the routed part no name covers (routedWi1Width).
-// Without remat every residual is kept whole.
+// mlpwi_1, the routed part it recomputes even so (redoneWi1). Without
+// remat every residual is kept whole.
 func (j *Job) keptWidth(v *layerView, x Tensor) float64 {
-	if x == MLPWi1 && j.Remat != RematNone {
-		return v.widths[x] - j.routedWi1Width()/float64(v.t)
+	if x == MLPWi1 {
+		return v.widths[x] - j.redoneWi1(v)/float64(v.t)
 	}
 	return v.widths[x]
 }
@@ -372,10 +383,7 @@ func (j *Job) layerAt(t int) layerView {
 			v.recompute += j.tensorFLOPs(x)
 		}
 	}
-	if v.places[MLPWi1] != Recompute && j.needed(MLPWi1) && j.Remat != RematNone {
-		// the routed wi_1 GEMM is redone even so (routedWi1Width)
-		v.recompute += 2 * float64(j.Model.DModel) * j.routedWi1Width()
-	}
+	v.recompute += 2 * float64(j.Model.DModel) * j.redoneWi1(&v)
 	return v
 }
 
