@@ -20,7 +20,7 @@ func ExampleSearch() {
 	}
 	fmt.Println(p.Best.Estimate.Mesh, p.Best.Tier, p.Best.Estimate.Job.GlobalBatch)
 	// Output:
-	// data=2(dcn),fsdp=64 FSDP inside, DP across slices 512
+	// data=2(dcn),fsdp=64 FSDP inside, DP across slices 128
 }
 
 // The {mesh} option counts JAX devices as MaxText does: tpu7x-128 is 64
