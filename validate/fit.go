@@ -21,9 +21,9 @@ import (
 // fitted: the single-slice rows, nearly all at 2k to 8k tokens, barely
 // tell it apart from the residual efficiency (a fit on them picked 0.35
 // and missed the one 128k-token run by 46 %); it stays at
-// cost.Calibrated()'s value. The DCN latency (0 to 1 ms by 25 µs) and the
-// slice jitter: the grid point that minimises the mean |error| of the
-// multislice calibration rows' MFU ratio to their series' one-slice row.
+// cost.Calibrated()'s value. The DCN latency and the slice jitter: the
+// grid point that minimises the summed |error| of the multislice
+// calibration rows' MFU ratio to their series' one-slice row (fitDCN).
 // Efficiencies are rounded to 0.001, the grid values are exact.
 func Fit(runs []Run) (cost.Calibration, error) {
 	c := cost.Calibrated()
