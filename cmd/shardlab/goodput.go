@@ -17,6 +17,20 @@ type goodputJSON struct {
 	RestartS     float64 `json:"restart_s"`
 	IntervalS    float64 `json:"checkpoint_interval_s"`
 	TimeToTrainS float64 `json:"time_to_train_s"`
+	// LowS and HighS are the time to train at the ends of the plan's
+	// measured error band (plan.Plan.Band; it scales with the step), as
+	// a budget row's prediction_band has them; absent without a band.
+	LowS  float64 `json:"low_time_to_train_s,omitempty"`
+	HighS float64 `json:"high_time_to_train_s,omitempty"`
+}
+
+// trainBand is the time to train s at the ends of p's band, or zeros
+// when p has none.
+func trainBand(p plan.Plan, s float64) (lo, hi float64) {
+	if p.Band.Rows == 0 {
+		return 0, 0
+	}
+	return p.Band.Step(s)
 }
 
 // planWithGoodput is a plan's JSON with its expected goodput.
@@ -37,8 +51,10 @@ func writeGoodputPlans(w io.Writer, plans []plan.Plan, asJSON bool, tokens float
 		out := make([]planWithGoodput, len(plans))
 		for i, p := range plans {
 			e := expectOf(p, tokens)
-			out[i] = planWithGoodput{JSON: p.JSON(flagName), Goodput: goodputJSON{Expectation: e, SaveS: e.Save.Seconds(),
-				RestartS: e.Restart.Seconds(), IntervalS: e.Interval.Seconds(), TimeToTrainS: e.TimeToTrain.Seconds()}}
+			g := goodputJSON{Expectation: e, SaveS: e.Save.Seconds(), RestartS: e.Restart.Seconds(),
+				IntervalS: e.Interval.Seconds(), TimeToTrainS: e.TimeToTrain.Seconds()}
+			g.LowS, g.HighS = trainBand(p, g.TimeToTrainS)
+			out[i] = planWithGoodput{JSON: p.JSON(flagName), Goodput: g}
 		}
 		if len(out) == 1 {
 			return writeJSON(w, out[0])
@@ -60,7 +76,11 @@ func writeGoodputPlans(w io.Writer, plans []plan.Plan, asJSON bool, tokens float
 			24*e.FailuresPerHour, unit.Plural(p.Best.Estimate.Mesh.Chips(), "chip"))
 		fmt.Fprintf(w, "  checkpoint save %v, restart %v; checkpoint every %v of work (Daly)\n",
 			unit.Seconds(e.Save.Seconds()), unit.Seconds(e.Restart.Seconds()), unit.Seconds(e.Interval.Seconds()))
-		fmt.Fprintf(w, "  goodput %.1f%%: %.3g tokens in %s\n", 100*e.Goodput, e.Tokens, days(e.TimeToTrain.Seconds()))
+		band := ""
+		if lo, hi := trainBand(p, e.TimeToTrain.Seconds()); hi > 0 {
+			band = fmt.Sprintf(" (%s to %s in the band)", days(lo), days(hi))
+		}
+		fmt.Fprintf(w, "  goodput %.1f%%: %.3g tokens in %s%s\n", 100*e.Goodput, e.Tokens, days(e.TimeToTrain.Seconds()), band)
 	}
 	return nil
 }

@@ -460,6 +460,43 @@ func TestIgnoredInput(t *testing.T) {
 	}
 }
 
+// TestPlanGoodputBandJSON: the time to train's band in plan --goodput
+// --json is the step's band scaled (the time to train is steps × step
+// time over goodput, so its ends are the step's ends over the step).
+func TestPlanGoodputBandJSON(t *testing.T) {
+	out, errOut, code := runCmd("plan", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--goodput", "--json", "--tokens", "1e11", "--top", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Step struct {
+			S float64 `json:"total_s"`
+		} `json:"step_time"`
+		Band struct {
+			Low  float64 `json:"low_step_time_s"`
+			High float64 `json:"high_step_time_s"`
+		} `json:"prediction_band"`
+		Goodput struct {
+			T    float64 `json:"time_to_train_s"`
+			Low  float64 `json:"low_time_to_train_s"`
+			High float64 `json:"high_time_to_train_s"`
+		} `json:"goodput"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	g, b := got.Goodput, got.Band
+	if g.T <= 0 || b.Low <= 0 || !(g.Low < g.T && g.T < g.High) {
+		t.Fatalf("time to train %v, band %v to %v; step band %v to %v", g.T, g.Low, g.High, b.Low, b.High)
+	}
+	step := got.Step.S
+	for _, c := range [][2]float64{{g.Low / g.T, b.Low / step}, {g.High / g.T, b.High / step}} {
+		if math.Abs(c[0]-c[1]) > 1e-9 {
+			t.Errorf("time to train's band ratio %v, the step's %v", c[0], c[1])
+		}
+	}
+}
+
 func TestPlanGoodput(t *testing.T) {
 	out, errOut, code := runCmd("plan", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--goodput", "--tokens", "1e9")
 	if code != 0 {
@@ -469,6 +506,9 @@ func TestPlanGoodput(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan --goodput lacks %q:\n%s", want, out)
 		}
+	}
+	if !strings.Contains(out, "days in the band)") && !strings.Contains(out, "hours in the band)") {
+		t.Errorf("plan --goodput gives no band for the time to train:\n%s", out)
 	}
 	if _, errOut, code := runCmd("plan", "--tokens", "1e9"); code != 2 || !strings.Contains(errOut, "--tokens 1e+09 needs --goodput") {
 		t.Errorf("--tokens without --goodput: exit %d, %q", code, errOut)
