@@ -87,10 +87,14 @@ type capacityReport struct {
 	MaintenanceEvents  int                `json:"maintenance_events"`
 	Tokens             float64            `json:"tokens"`
 	TimeToTrainS       float64            `json:"expected_time_to_train_s"`
-	SubBlockAvailable  float64            `json:"sub_block_availability_fraction"`
-	SparesFor95        int                `json:"spares_for_95_percent"`
-	SideBySide         modeComparison     `json:"side_by_side"`
-	Assumptions        []string           `json:"assumptions"`
+	// TimeToTrainLowS and TimeToTrainHighS: the time to train at the ends
+	// of the plan's measured error band (trainBand); absent without one.
+	TimeToTrainLowS   float64        `json:"low_expected_time_to_train_s,omitempty"`
+	TimeToTrainHighS  float64        `json:"high_expected_time_to_train_s,omitempty"`
+	SubBlockAvailable float64        `json:"sub_block_availability_fraction"`
+	SparesFor95       int            `json:"spares_for_95_percent"`
+	SideBySide        modeComparison `json:"side_by_side"`
+	Assumptions       []string       `json:"assumptions"`
 }
 
 // modeComparison is the same job, seed and rates in the other capacity
@@ -333,6 +337,7 @@ func (f *capacityFlags) report(p plan.Plan, res capacity.Reservation, pl capacit
 			"repair, recovery, startup, maintenance downtime and storage bandwidth are assumptions (flags)",
 		},
 	}
+	rep.TimeToTrainLowS, rep.TimeToTrainHighS = trainBand(p, rep.TimeToTrainS)
 	if mode == capacity.Managed {
 		rep.Assumptions = append(rep.Assumptions, fmt.Sprintf("managed holdback %.3g of the sub-blocks: the docs publish none", holdback))
 	}
@@ -363,7 +368,11 @@ func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) err
 	} else {
 		fmt.Fprintf(&b, "side by side, %s mode (%s), same seed: goodput %.4f\n", o.Mode, o.Setting, o.Goodput)
 	}
-	fmt.Fprintf(&b, "expected time to train %.3g tokens: %v\n", r.Tokens, secs(r.TimeToTrainS))
+	fmt.Fprintf(&b, "expected time to train %.3g tokens: %v", r.Tokens, secs(r.TimeToTrainS))
+	if r.TimeToTrainHighS > 0 {
+		fmt.Fprintf(&b, " (%v to %v in the step model's band)", secs(r.TimeToTrainLowS), secs(r.TimeToTrainHighS))
+	}
+	b.WriteString("\n")
 	if r.SparesFor95 >= 0 {
 		fmt.Fprintf(&b, "spare sub-blocks for 95 %% confidence that %d are healthy: %d\n", pl.Used, r.SparesFor95)
 	}

@@ -62,7 +62,8 @@ func TestCapacityText(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, w := range []string{"program_startup", "checkpoint_save", "checkpoint_restore", "wasted_progress",
-		"infrastructure_recovery", "waiting_for_capacity", "Young", "Daly", "simulated optimum", "expected time to train", "95 %"} {
+		"infrastructure_recovery", "waiting_for_capacity", "Young", "Daly", "simulated optimum", "expected time to train",
+		"in the step model's band)", "95 %"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("capacity output lacks %q", w)
 		}
