@@ -84,7 +84,7 @@ func Calibrated() Calibration {
 var calibrated = Calibration{
 	Efficiency:  map[hw.Generation]float64{hw.TPU7x: 0.723, hw.V4: 0.754, hw.V5e: 0.804, hw.V5p: 0.785, hw.V6e: 0.656},
 	Attention:   1,
-	Quantized:   0.867,
+	Quantized:   0.875,
 	DCNLatency:  2350 * time.Microsecond,
 	SliceJitter: 0.05,
 	Dropless:    2931,

@@ -52,6 +52,9 @@ func (e *Estimator) compute(est *Estimate, sh *shape) error {
 // in proportion to the step's tokens.
 type stepFLOPs struct {
 	matmul, recompute, attention, sortPerChip, dispatch float64
+	// bf16 is the part of matmul a quantized job still runs in bf16
+	// (headFLOPs); 0 without quantization.
+	bf16 float64
 }
 
 // computeFLOPs is j's stepFLOPs in shape sh at tokens per step.
@@ -86,14 +89,35 @@ func (j *Job) computeFLOPs(sh *shape, tokens float64) stepFLOPs {
 	// axes, the experts over expert, d_model over tensor).
 	fl.dispatch = j.denseDispatchFLOPs(tokens)
 	fl.sortPerChip = j.droplessExtra(tokens)*float64(sh.t) + fl.dispatch
+	if j.Quantization != QuantNone {
+		fl.bf16 = j.headFLOPs(tokens)
+	}
 	return fl
+}
+
+// headFLOPs is the matmul FLOPs a step spends outside the decoder layers,
+// which MaxText's quantization leaves in bf16: the output layer (or the
+// tied embedding's attend) and the multi-token prediction modules, forward
+// and backward. MaxText quantizes with qwix rules whose module_path is
+// "decoder/.*layers.*" (dot_general, gmm and ragged_dot of the decoder's
+// layers: layers/quantizations.py get_quantization_rule and
+// get_fp8_full_qwix_rule_w_sparsity @e591f30c); the output layer is
+// decoder/logits_dense or the shared token_embedder
+// (layers/decoders.py apply_output_head) and the MTP modules are the
+// model's mtp_block beside the decoder (models/models.py), so none of
+// them matches.
+func (j *Job) headFLOPs(tokens float64) float64 {
+	spec := &j.Model
+	out := float64(spec.Vocab) * float64(spec.DModel)
+	return 6 * (out + float64(spec.MTPMatmulParams())) * tokens
 }
 
 // matmulSeconds is the MXU's and the attention core's time per step, in
 // seconds, of fl on chips chips whose projections' GEMMs run at MXU
 // efficiency matmul and the attention core's at attention: the matmuls at
-// the quantized peak, the attention core and the sort at the bf16 peak,
-// all times the residual efficiency.
+// the quantized peak but those left in bf16 (stepFLOPs.bf16), the
+// attention core and the sort at the bf16 peak, all times the residual
+// efficiency.
 func (j *Job) matmulSeconds(chip *hw.Chip, chips float64, fl stepFLOPs, matmul, attention float64) (mxu, attn float64) {
 	peak, _ := j.matmulPeak(chip)
 	eff := j.efficiency(chip)
@@ -103,6 +127,9 @@ func (j *Job) matmulSeconds(chip *hw.Chip, chips float64, fl stepFLOPs, matmul, 
 		mmEff *= j.calibration().Quantized
 	}
 	mxu = (fl.matmul+fl.recompute)/chips/(peak*mmEff) + fl.sortPerChip/chips/(float64(chip.PeakBF16)*bf16Eff)
+	if fl.bf16 > 0 {
+		mxu += fl.bf16/chips/(float64(chip.PeakBF16)*bf16Eff) - fl.bf16/chips/(peak*mmEff)
+	}
 	attn = fl.attention / chips / (float64(chip.PeakBF16) * attention * eff * j.calibration().Attention)
 	return mxu, attn
 }

@@ -465,6 +465,37 @@ func TestDroplessSortIsNotQuantized(t *testing.T) {
 	}
 }
 
+func TestOutputLayerIsNotQuantized(t *testing.T) {
+	// MaxText's qwix rules quantize the decoder layers' matmuls only
+	// (module_path "decoder/.*layers.*"); the output layer runs in bf16.
+	// Llama 3 70B in fp8, no remat, on tpu7x: by hand, the MXU time is the
+	// step's matmul FLOPs but the output layer's (6·vocab·d_model a token)
+	// at the fp8 peak times the quantized efficiency, and the output
+	// layer's at the bf16 peak, both times the MXU and residual
+	// efficiencies.
+	m := layout(t, "tpu7x-128", 1, "fsdp=64")
+	spec := lookup(t, "llama3-70b")
+	j := NewJob(spec, 8192, 64)
+	j.Quantization, j.Remat = QuantFP8, RematNone
+	est, err := NewEstimator().Estimate(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chip := m.Multislice.Slice.Chip
+	tokens, chips := 64.0*8192, float64(m.Chips())
+	fp8, err := j.MatmulPeak(chip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eff := est.MatmulEfficiency * j.efficiency(&chip)
+	head := 6 * float64(spec.Vocab) * float64(spec.DModel) * tokens / chips
+	all := 6 * float64(spec.MatmulParams()) * tokens / chips
+	want := (all-head)/(fp8*eff*Calibrated().Quantized) + head/(float64(chip.PeakBF16)*eff)
+	if got := est.Time.MXU.Seconds(); math.Abs(got-want) > 1e-6*want {
+		t.Errorf("fp8 MXU time %.6g s, want %.6g s (the output layer in bf16)", got, want)
+	}
+}
+
 func TestDroplessSortIsNotSplitOverTensor(t *testing.T) {
 	// Every tensor rank routes and sorts the same tokens (MaxText shards
 	// the MoE layer's tokens over the batch and sequence axes, not
