@@ -119,7 +119,7 @@ func (s Slice) AcceleratorType() string { return s.Chip.AcceleratorType(s.Chips(
 // when it spans the 16-chip side of the pod ([mt-spec]: 8x16 wraps on its
 // long axis only). v2 and v3 are assumed to follow the same pod-side rule.
 func (s Slice) Wraps(i int) bool {
-	dims := s.Topology.Dims()
+	dims := s.Topology[:s.Topology.Rank()] // not Dims, which copies: a search places a mesh per layout
 	if i < 0 || i >= len(dims) {
 		return false
 	}
@@ -131,7 +131,13 @@ func (s Slice) Wraps(i int) bool {
 		}
 		return true
 	}
-	side := map[Generation]int{V2: 16, V3: 32, V5e: 16, V6e: 16}[s.Chip.Generation]
+	side := 0
+	switch s.Chip.Generation {
+	case V2, V5e, V6e:
+		side = 16
+	case V3:
+		side = 32
+	}
 	return dims[i] == side
 }
 

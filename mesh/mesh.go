@@ -143,6 +143,13 @@ func placeOrder() []Axis {
 	return order
 }
 
+// placing is placeOrder, worked out once: a search places a mesh per
+// layout it costs.
+var placing = placeOrder()
+
+// maxDims is the most torus dimensions a slice has (hw.Topology).
+const maxDims = len(hw.Topology{})
+
 // place assigns each ICI axis a share of the torus dimensions. Axes that
 // communicate on the critical path go first (tensor, context, then fsdp,
 // data, pipeline: the table's place column). As JAX's create_device_mesh
@@ -154,18 +161,21 @@ func placeOrder() []Axis {
 // in order the largest share that divides what is left: the greedy gcd
 // always completes because the factors multiply to the slice.
 func (m *Mesh) place() {
-	dims := m.Multislice.Slice.Topology.Dims()
-	left := append([]int(nil), dims...)
+	topo := m.Multislice.Slice.Topology
+	dims := topo[:topo.Rank()] // not Dims, which copies
+	var leftAll [maxDims]int
+	left := leftAll[:len(dims)]
+	copy(left, dims)
 	c := m.Multislice.Slice.Chip
-	for _, a := range placeOrder() {
+	for _, a := range placing {
 		n := m.degrees[a].ICI
 		l := Link{Tier: hw.ICI, Size: n, HopLatency: hw.ICIHopLatency}
-		whole := wholeDims(dims, left, n)
+		whole, some := wholeDims(dims, left, n)
 		for d := range dims {
 			if n == 1 {
 				break
 			}
-			if whole != nil && !whole[d] {
+			if some && !whole[d] {
 				continue
 			}
 			g := gcd(n, left[d])
@@ -198,51 +208,48 @@ func (m *Mesh) place() {
 
 // wholeDims picks untouched dimensions (left equal to dims, larger than
 // 1) whose sizes multiply to n: the first such set of three in
-// combination order, else of two, else one; nil when there is none.
-func wholeDims(dims, left []int, n int) []bool {
+// combination order, else of two, else one; false when there is none.
+func wholeDims(dims, left []int, n int) (set [maxDims]bool, ok bool) {
 	if n <= 1 {
-		return nil
+		return set, false
 	}
-	var free []int
+	var freeAll [maxDims]int
+	free := freeAll[:0]
 	for d := range dims {
 		if left[d] == dims[d] && dims[d] > 1 {
 			free = append(free, d)
 		}
 	}
 	for k := min(3, len(free)); k >= 1; k-- {
-		if set := subsetWithProduct(free, dims, k, n); set != nil {
-			out := make([]bool, len(dims))
-			for _, d := range set {
-				out[d] = true
+		if pick, ok := subsetWithProduct(free, dims, k, n); ok {
+			for _, d := range pick[:k] {
+				set[d] = true
 			}
-			return out
+			return set, true
 		}
 	}
-	return nil
+	return set, false
 }
 
-// subsetWithProduct is the first k of free, in combination order, whose
-// dims multiply to n, or nil.
-func subsetWithProduct(free, dims []int, k, n int) []int {
-	var pick []int
-	var rec func(start, prod int) bool
-	rec = func(start, prod int) bool {
-		if len(pick) == k {
-			return prod == n
-		}
-		for i := start; i < len(free); i++ {
-			pick = append(pick, free[i])
-			if rec(i+1, prod*dims[free[i]]) {
-				return true
-			}
-			pick = pick[:len(pick)-1]
-		}
-		return false
+// subsetWithProduct is the first k of free (at most three of at most
+// three), in combination order, whose dims multiply to n, or false.
+func subsetWithProduct(free, dims []int, k, n int) (pick [maxDims]int, ok bool) {
+	return pick, pickProduct(&pick, free, dims, k, n, 0, 0, 1)
+}
+
+// pickProduct is subsetWithProduct from pick's i-th entry on, the
+// entries before it chosen with product prod, the next from free[start:].
+func pickProduct(pick *[maxDims]int, free, dims []int, k, n, i, start, prod int) bool {
+	if i == k {
+		return prod == n
 	}
-	if rec(0, 1) {
-		return pick
+	for j := start; j < len(free); j++ {
+		pick[i] = free[j]
+		if pickProduct(pick, free, dims, k, n, i+1, j+1, prod*dims[free[j]]) {
+			return true
+		}
 	}
-	return nil
+	return false
 }
 
 func gcd(a, b int) int {

@@ -141,7 +141,9 @@ func factorizationsOver(n int, free []bool) [][]int {
 		}
 	}
 	sort.Ints(divs)
-	var out [][]int
+	// the tuples are laid end to end in one array, then cut: a search
+	// lists thousands
+	var flat []int
 	cur := make([]int, k)
 	var rec func(i, left int)
 	rec = func(i, left int) {
@@ -150,7 +152,7 @@ func factorizationsOver(n int, free []bool) [][]int {
 				return
 			}
 			cur[i] = left
-			out = append(out, append([]int(nil), cur...))
+			flat = append(flat, cur...)
 			return
 		}
 		if !free[i] {
@@ -169,5 +171,9 @@ func factorizationsOver(n int, free []bool) [][]int {
 		}
 	}
 	rec(0, n)
+	out := make([][]int, len(flat)/max(k, 1))
+	for i := range out {
+		out[i] = flat[i*k : (i+1)*k : (i+1)*k]
+	}
 	return out
 }

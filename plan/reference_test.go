@@ -67,7 +67,7 @@ func (w *worker) referenceTry(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb 
 		}
 	}
 	if reason != "" {
-		out.rejected = append(out.rejected, reason)
+		out.rejected = append(out.rejected, reasonRun{reason, 1})
 		return
 	}
 	out.offers = offer(out.offers, c, w.keep)

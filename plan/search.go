@@ -43,8 +43,14 @@ type worker struct {
 	// batch, each outcome a part of it, until they are merged.
 	arena []bounded
 	// rejects holds the reasons of the worker's outcomes in a batch in
-	// the same way.
-	rejects []cost.Reason
+	// the same way, a run of one reason as one entry (a mesh's
+	// combinations mostly fail for one reason in a row), the outcome
+	// being costed's from rejectsFrom on.
+	rejects     []reasonRun
+	rejectsFrom int
+	// fitChunk is where layout takes the batches it remembers from, a
+	// chunk at a time.
+	fitChunk []batchFit
 	// scheds is schedules by pipeline stages, and remats the remat
 	// policies a layout is costed with.
 	scheds map[int][]sched
@@ -209,7 +215,7 @@ type bounded struct {
 type outcome struct {
 	tier      Tier
 	evaluated int
-	rejected  []cost.Reason
+	rejected  []reasonRun
 	offers    []Candidate // finished layouts, best first, at most keep
 	bounded   []bounded   // layouts to finish if they can be kept (mesh unset)
 	unfit     *Candidate
@@ -252,14 +258,8 @@ func (s *searcher) finishBounded(w *worker) {
 func (s *searcher) merge(o outcome, m mesh.Mesh) {
 	s.evaluated += o.evaluated
 	rejected := s.rejected[o.tier]
-	for i := 0; i < len(o.rejected); {
-		// a mesh's combinations mostly fail for one reason in a row
-		r, n := o.rejected[i], 1
-		for i+n < len(o.rejected) && o.rejected[i+n] == r {
-			n++
-		}
-		rejected[r] += n
-		i += n
+	for _, rr := range o.rejected {
+		rejected[rr.reason] += rr.n
 	}
 	for _, c := range o.offers {
 		s.offerAll(c)
@@ -327,9 +327,10 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	known, seen := w.batches[sizes]
 	remember := !seen && w.req.Multislice.Slices > 1
 	start, startR := len(w.arena), len(w.rejects)
+	w.rejectsFrom = startR
 	var fits []batchFit
 	if remember {
-		fits = make([]batchFit, 0, len(scheds)*len(micro)*len(remats)*len(rings))
+		fits = w.takeFits(len(scheds) * len(micro) * len(remats) * len(rings))
 	}
 	i := 0
 	for _, sc := range scheds {
@@ -358,6 +359,35 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	out.bounded = w.arena[start:len(w.arena):len(w.arena)]
 	out.rejected = w.rejects[startR:len(w.rejects):len(w.rejects)]
 	return out
+}
+
+// reasonRun is n combinations in a row rejected for one reason.
+type reasonRun struct {
+	reason cost.Reason
+	n      int
+}
+
+// reject counts a combination of the outcome being costed as rejected
+// for reason r.
+func (w *worker) reject(r cost.Reason) {
+	if n := len(w.rejects); n > w.rejectsFrom && w.rejects[n-1].reason == r {
+		w.rejects[n-1].n++
+		return
+	}
+	w.rejects = append(w.rejects, reasonRun{r, 1})
+}
+
+// takeFits is an empty slice of capacity n for the batches of a layout's
+// combinations, cut from the worker's chunk: the layouts of a multislice
+// remember theirs for the search's length, and one allocation per chunk
+// is cheaper than one per layout.
+func (w *worker) takeFits(n int) []batchFit {
+	if cap(w.fitChunk)-len(w.fitChunk) < n {
+		w.fitChunk = make([]batchFit, 0, max(n, 4096))
+	}
+	l := len(w.fitChunk)
+	w.fitChunk = w.fitChunk[:l+n]
+	return w.fitChunk[l : l : l+n]
 }
 
 // sched is a pipeline schedule and its chunks per stage.
@@ -408,12 +438,14 @@ func (w *worker) schedulesOf(p int) []sched {
 // for a dropless mixture of experts over an expert axis MaxText's ring of
 // experts too.
 func (w *worker) rings(m mesh.Mesh) []bool {
-	rings := []bool{false}
 	if w.req.Model.MoE() && m.Size(mesh.Expert) > 1 && w.req.CapacityFactor <= 0 {
-		rings = append(rings, true)
+		return bothRings[:]
 	}
-	return rings
+	return bothRings[:1]
 }
+
+// bothRings is the expert dispatches rings returns parts of (read only).
+var bothRings = [2]bool{false, true}
 
 // try bounds one mesh run as c, with the batch a mesh of its sizes found
 // (prior) when there is one, and returns the batch.
@@ -437,7 +469,7 @@ func (w *worker) try(out *outcome, m *mesh.Mesh, c combo, prior *batchFit) batch
 		}
 		fallthrough
 	default:
-		w.rejects = append(w.rejects, fit.reason)
+		w.reject(fit.reason)
 	}
 	return fit
 }
