@@ -53,13 +53,14 @@ const (
 //
 // The backward pass of a layer: the recomputed activations and the
 // activation gradients at the step of it where they peak (layerBackward).
-// Then the weights: with FSDP, XLA
-// gathers each weight matrix separately and its latency-hiding scheduler
-// starts a gather only as far ahead as memory allows, so what must be
-// resident is three of the layer's largest matrices in the compute dtype:
-// the one in use, its unreduced gradient on the way to the reduce-scatter,
-// and the next one gathered ahead (never more than two layers). Without
-// FSDP but with fp32 weights: the bf16 copy of the layer in use. An MoE
+// Then the weights: with FSDP, the whole layer gathered in the compute
+// dtype (each weight is gathered once for the recompute and kept to its
+// last use in the backward, and at the first backward step every weight
+// of the layer is still to be used: layerInUse) and the unreduced
+// gradient of its largest weight on the way to the reduce-scatter. The
+// next layer's gathers, which the scheduler may start ahead of their use,
+// are not counted. Without FSDP but with fp32 weights: the bf16 copy of
+// the layer in use. An MoE
 // layer adds its dispatch buffers (expertBuffers) and the ring of experts
 // its gathered tokens (ringBuffers).
 //
