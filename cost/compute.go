@@ -126,10 +126,7 @@ func (j *Job) matmulSeconds(chip *hw.Chip, chips float64, fl stepFLOPs, matmul, 
 	if j.Quantization != QuantNone {
 		mmEff *= j.calibration().Quantized
 	}
-	mxu = (fl.matmul+fl.recompute)/chips/(peak*mmEff) + fl.sortPerChip/chips/(float64(chip.PeakBF16)*bf16Eff)
-	if fl.bf16 > 0 {
-		mxu += fl.bf16/chips/(float64(chip.PeakBF16)*bf16Eff) - fl.bf16/chips/(peak*mmEff)
-	}
+	mxu = (fl.matmul-fl.bf16+fl.recompute)/chips/(peak*mmEff) + (fl.bf16+fl.sortPerChip)/chips/(float64(chip.PeakBF16)*bf16Eff)
 	attn = fl.attention / chips / (float64(chip.PeakBF16) * attention * eff * j.calibration().Attention)
 	return mxu, attn
 }
