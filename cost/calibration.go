@@ -35,7 +35,11 @@ type Calibration struct {
 	// into the other slice's TPU ("TPU chips in different slices communicate
 	// by transferring data to CPUs (hosts) which in turn transmit the data
 	// over the data-center network", Cloud TPU Multislice overview). The
-	// bandwidth is the line rate, hw.Chip.DCNPerChip.
+	// bandwidth is the line rate, hw.Chip.DCNPerChip. Fitted (2.35 ms), it
+	// is far above a network round trip: it stands for all that a ring step
+	// across slices costs beyond its bytes at the line rate (host staging,
+	// the multislice runtime's synchronisation), which the published
+	// multislice series do not take apart.
 	DCNLatency time.Duration
 	// SliceJitter is the coefficient of variation of one slice's step time
 	// (input pipeline, host noise, DCN congestion). A multislice step ends

@@ -15,15 +15,13 @@ func (e *Estimator) communicate(est *Estimate, sh *shape) {
 	j := &est.Job
 	t, tpTime, tpAll := e.collectives(est, sh, true)
 
-	// the forward and backward passes: the optimizer waits for the last
-	// reduction, and host transfers that do not hide are waited for
-	tm := &est.Time
-	o := newOverlap(tm.MXU+tm.Attention+tm.Vector, sh.ls, sh.m)
+	o := newOverlap(est.Time.Passes(), sh.ls, sh.m)
 	ici := o.exposed(t.gradICI, t.gatherICI)
 	// What hides still takes its share of the chip (Calibration.Contention):
-	// the FSDP gathers and reductions, ring attention's K/V and the tensor-
-	// parallel collectives under their matmuls. DCN transfers go through
-	// the host and take none.
+	// the gradient reductions (data-parallel all-reduces and FSDP
+	// reduce-scatters) and weight gathers, ring attention's K/V and the
+	// tensor-parallel collectives under their matmuls. DCN transfers go
+	// through the host and take none.
 	hidden := t.gradICI + t.gatherICI - ici + max(tpAll-tpTime, 0)
 	est.Time.Contention = seconds(hidden.Seconds() * j.calibration().Contention)
 	est.Time.ICI = ici + est.Time.Contention + tpTime + t.ppICI + t.afterICI
@@ -142,8 +140,8 @@ func (t *tally) dataParallel(grads unit.Bytes) {
 	t.gradDCN += cost.DCNTime
 }
 
-// overlap is what a step's overlapped collectives hide under: the forward
-// and backward compute of all but one layer for the weight gathers (each
+// overlap is what a step's overlapped collectives hide under (Time.Passes):
+// the forward and backward compute of all but one layer for the weight gathers (each
 // prefetched a layer ahead of its use), and for the gradient reductions
 // the backward pass of the last micro-batch but its last layer (a layer's
 // reduction can start only when its backward has made the layer's

@@ -98,14 +98,12 @@ func (j *Job) computeFLOPs(sh *shape, tokens float64) stepFLOPs {
 // headFLOPs is the matmul FLOPs a step spends outside the decoder layers,
 // which MaxText's quantization leaves in bf16: the output layer (or the
 // tied embedding's attend) and the multi-token prediction modules, forward
-// and backward. MaxText quantizes with qwix rules whose module_path is
-// "decoder/.*layers.*" (dot_general, gmm and ragged_dot of the decoder's
-// layers: layers/quantizations.py get_quantization_rule and
-// get_fp8_full_qwix_rule_w_sparsity @e591f30c); the output layer is
-// decoder/logits_dense or the shared token_embedder
-// (layers/decoders.py apply_output_head) and the MTP modules are the
-// model's mtp_block beside the decoder (models/models.py), so none of
-// them matches.
+// and backward. MaxText says "We do not quantize the logits matmul"
+// (layers/decoders.py apply_output_head @e591f30c), and its qwix rules
+// match module_path "decoder/.*layers.*" only (layers/quantizations.py
+// get_quantization_rule, get_fp8_full_qwix_rule_w_sparsity), which
+// neither decoder/logits_dense nor the model's mtp_block, beside the
+// decoder (models/models.py), matches.
 func (j *Job) headFLOPs(tokens float64) float64 {
 	spec := &j.Model
 	out := float64(spec.Vocab) * float64(spec.DModel)

@@ -364,6 +364,34 @@ func TestOverlapTimeline(t *testing.T) {
 			}
 		}
 	}
+	// The weight gathers: L layers' compute, c each, one gather per layer
+	// on the link, each prefetched at most one layer ahead (it may start
+	// once the layer before it has started); a layer starts when its
+	// gather is done. The step waits from the end of the compute to the
+	// end of the last layer: gl ≤ c leaves the first gather, gl > c leaves
+	// L·gl − (L−1)·c.
+	gathers := func(layers int, c, gl time.Duration) time.Duration {
+		var link, start time.Duration // the link free, the last layer's start
+		for i := range layers {
+			if i > 0 {
+				link = max(link, start) // at most one layer ahead
+			}
+			link += gl
+			start = max(link, start+time.Duration(min(i, 1))*c)
+		}
+		return start + c - time.Duration(layers)*c
+	}
+	for _, layers := range []int{2, 32, 126} {
+		for _, ratio := range []float64{0.25, 1, 1.5, 4} {
+			c := 20 * time.Millisecond
+			gl := time.Duration(ratio * float64(c))
+			o := newOverlap(time.Duration(layers)*c, layers, 1)
+			got := o.exposed(0, time.Duration(layers)*gl)
+			if want := gathers(layers, c, gl); absDuration(got-want) > time.Microsecond {
+				t.Errorf("%d layers, gathers of %.3g c: exposed %v, the timeline %v", layers, ratio, got, want)
+			}
+		}
+	}
 	// With micro-batches the gradients are summed first: the reductions
 	// hide only under the last micro-batch's backward.
 	o := newOverlap(4*48*30*time.Millisecond*3/2, 48, 4)

@@ -100,6 +100,13 @@ type Time struct {
 	Step time.Duration `json:"step"`
 }
 
+// Passes is the forward and backward compute of the step, the time its
+// overlapped collectives can hide under: the matmuls, the attention core
+// and the vector work, not the optimizer update (it waits for the last
+// gradient reduction) nor host transfers that do not hide (they are
+// waited for).
+func (t Time) Passes() time.Duration { return t.MXU + t.Attention + t.Vector }
+
 // Comm is one kind of collective in a step, per chip.
 type Comm struct {
 	Axis     mesh.Axis

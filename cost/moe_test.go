@@ -466,33 +466,42 @@ func TestDroplessSortIsNotQuantized(t *testing.T) {
 }
 
 func TestOutputLayerIsNotQuantized(t *testing.T) {
-	// MaxText's qwix rules quantize the decoder layers' matmuls only
-	// (module_path "decoder/.*layers.*"); the output layer runs in bf16.
-	// Llama 3 70B in fp8, no remat, on tpu7x: by hand, the MXU time is the
-	// step's matmul FLOPs but the output layer's (6·vocab·d_model a token)
-	// at the fp8 peak times the quantized efficiency, and the output
-	// layer's at the bf16 peak, both times the MXU and residual
-	// efficiencies.
+	// MaxText quantizes the decoder layers' matmuls only (qwix
+	// module_path "decoder/.*layers.*"; "We do not quantize the logits
+	// matmul"); the output layer and a multi-token prediction module (the
+	// model's mtp_block, beside the decoder) run in bf16. Llama 3 70B in
+	// fp8, no remat, on tpu7x, and the same with one MTP module: by hand,
+	// the MXU time is the step's matmul FLOPs but the head's (6·vocab·d_model
+	// a token, plus the MTP module's matmuls) at the fp8 peak times the
+	// quantized efficiency, and the head's at the bf16 peak, both times the
+	// MXU and residual efficiencies.
 	m := layout(t, "tpu7x-128", 1, "fsdp=64")
-	spec := lookup(t, "llama3-70b")
-	j := NewJob(spec, 8192, 64)
-	j.Quantization, j.Remat = QuantFP8, RematNone
-	est, err := NewEstimator().Estimate(j, m)
-	if err != nil {
-		t.Fatal(err)
-	}
 	chip := m.Multislice.Slice.Chip
 	tokens, chips := 64.0*8192, float64(m.Chips())
-	fp8, err := j.MatmulPeak(chip)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eff := est.MatmulEfficiency * j.efficiency(&chip)
-	head := 6 * float64(spec.Vocab) * float64(spec.DModel) * tokens / chips
-	all := 6 * float64(spec.MatmulParams()) * tokens / chips
-	want := (all-head)/(fp8*eff*Calibrated().Quantized) + head/(float64(chip.PeakBF16)*eff)
-	if got := est.Time.MXU.Seconds(); math.Abs(got-want) > 1e-6*want {
-		t.Errorf("fp8 MXU time %.6g s, want %.6g s (the output layer in bf16)", got, want)
+	for _, mtp := range []int{0, 1} {
+		spec := lookup(t, "llama3-70b")
+		spec.MTPLayers = mtp
+		j := NewJob(spec, 8192, 64)
+		j.Quantization, j.Remat = QuantFP8, RematNone
+		est, err := NewEstimator().Estimate(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp8, err := j.MatmulPeak(chip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eff := est.MatmulEfficiency * j.efficiency(&chip)
+		mtpParams := float64(spec.MTPMatmulParams())
+		if (mtp > 0) != (mtpParams > 0) {
+			t.Fatalf("%d MTP layers: %g MTP matmul parameters", mtp, mtpParams)
+		}
+		head := 6 * (float64(spec.Vocab)*float64(spec.DModel) + mtpParams) * tokens / chips
+		all := 6 * (float64(spec.MatmulParams()) + mtpParams) * tokens / chips
+		want := (all-head)/(fp8*eff*Calibrated().Quantized) + head/(float64(chip.PeakBF16)*eff)
+		if got := est.Time.MXU.Seconds(); math.Abs(got-want) > 1e-6*want {
+			t.Errorf("%d MTP layers: fp8 MXU time %.6g s, want %.6g s (the output layer and MTP in bf16)", mtp, got, want)
+		}
 	}
 }
 

@@ -134,7 +134,7 @@ func because(rule, alt Candidate) string {
 				dcn += c.DCNTime
 			}
 		}
-		out += fmt.Sprintf("; its DCN collectives take %s a step and hide under %s of compute but for %s", dur(dcn), dur(a.Compute), dur(a.DCN))
+		out += fmt.Sprintf("; its DCN collectives take %s a step and hide under %s of compute but for %s", dur(dcn), dur(a.Passes()), dur(a.DCN))
 	}
 	if re.Job.Remat != ae.Job.Remat || re.MicroBatchSize != ae.MicroBatchSize || re.Job.GlobalBatch != ae.Job.GlobalBatch {
 		out += fmt.Sprintf("; it runs a global batch of %d with remat %s and %s per chip per micro-batch, the rule's choice %d with remat %s and %d",
