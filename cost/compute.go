@@ -101,9 +101,11 @@ func (j *Job) computeFLOPs(sh *shape, tokens float64) stepFLOPs {
 // and backward. MaxText says "We do not quantize the logits matmul"
 // (layers/decoders.py apply_output_head @e591f30c), and its qwix rules
 // match module_path "decoder/.*layers.*" only (layers/quantizations.py
-// get_quantization_rule, get_fp8_full_qwix_rule_w_sparsity), which
-// neither decoder/logits_dense nor the model's mtp_block, beside the
-// decoder (models/models.py), matches.
+// get_quantization_rule, get_fp8_full_qwix_rule_w_sparsity; their
+// op_names are dot_general, gmm and ragged_dot for fp8_full, dot_general
+// alone for int8, whose grouped expert GEMMs cost still times at the int8
+// rate), which neither decoder/logits_dense nor the model's mtp_block,
+// beside the decoder (models/models.py), matches.
 func (j *Job) headFLOPs(tokens float64) float64 {
 	spec := &j.Model
 	out := float64(spec.Vocab) * float64(spec.DModel)
