@@ -140,12 +140,13 @@ func (t *tally) dataParallel(grads unit.Bytes) {
 	t.gradDCN += cost.DCNTime
 }
 
-// overlap is what a step's overlapped collectives hide under (Time.Passes):
-// the forward and backward compute of all but one layer for the weight gathers (each
-// prefetched a layer ahead of its use), and for the gradient reductions
-// the backward pass of the last micro-batch but its last layer (a layer's
-// reduction can start only when its backward has made the layer's
-// gradient; with several micro-batches the gradients are summed first).
+// overlap is what a step's overlapped collectives hide under
+// (Time.Passes): the forward and backward compute of all but one layer
+// for the weight gathers (each prefetched a layer ahead of its use), and
+// for the gradient reductions the backward pass of the last micro-batch
+// but its last layer (a layer's reduction can start only when its
+// backward has made the layer's gradient; with several micro-batches the
+// gradients are summed first).
 // The backward pass is two thirds of the compute (twice the forward's
 // FLOPs).
 type overlap struct {

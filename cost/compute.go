@@ -108,8 +108,7 @@ func (j *Job) computeFLOPs(sh *shape, tokens float64) stepFLOPs {
 // beside the decoder (models/models.py), matches.
 func (j *Job) headFLOPs(tokens float64) float64 {
 	spec := &j.Model
-	out := float64(spec.Vocab) * float64(spec.DModel)
-	return 6 * (out + float64(spec.MTPMatmulParams())) * tokens
+	return 6 * float64(spec.OutputMatmulParams()+spec.MTPMatmulParams()) * tokens
 }
 
 // matmulSeconds is the MXU's and the attention core's time per step, in

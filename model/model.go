@@ -206,7 +206,7 @@ func (s Spec) MTPFLOPsPerToken(seq int, causal bool) float64 {
 	if s.MTPLayers == 0 {
 		return 0
 	}
-	out := float64(int64(s.Vocab) * int64(s.DModel))
+	out := float64(s.OutputMatmulParams())
 	return float64(s.MTPLayers) * (s.MTPLayer().FLOPsPerToken(seq, causal) - 6*out)
 }
 
@@ -449,17 +449,22 @@ func (s Spec) LargestMatrix() int64 {
 	return m
 }
 
+// OutputMatmulParams is the output (unembedding) projection's weights
+// that a token multiplies, vocab × d_model, whether the projection is its
+// own matrix or the tied embedding's.
+func (s Spec) OutputMatmulParams() int64 { return int64(s.Vocab) * int64(s.DModel) }
+
 // MatmulParams counts the weights that take part in a matrix multiply per
 // token: every block's projection matrices (for an MoE layer the router,
 // the routed experts a token runs and the shared experts) and the output
 // (unembedding) projection, tied or not. Embedding lookups, norms and
 // biases are not matmuls.
 func (s Spec) MatmulParams() int64 {
-	d, v := int64(s.DModel), int64(s.Vocab)
+	d := int64(s.DModel)
 	moe := int64(s.MoELayers())
 	dense := int64(s.Layers) - moe
 	n := int64(s.LocalLayers())*s.attentionMatmul() + int64(s.GlobalLayers())*s.globalAttentionMatmul() +
-		int64(s.LinearLayers())*s.linearMatmul() + dense*s.mlpMatmul(s.DFF) + v*d
+		int64(s.LinearLayers())*s.linearMatmul() + dense*s.mlpMatmul(s.DFF) + s.OutputMatmulParams()
 	if s.MoE() {
 		n += moe * (d*int64(s.Experts) + int64(s.ExpertsPerToken)*s.mlpMatmul(s.ExpertFF()) + int64(s.SharedExperts)*s.mlpMatmul(s.SharedFF()))
 	}
