@@ -212,8 +212,9 @@ func TestExpertAllToAllTime(t *testing.T) {
 // Capacity padding by hand: at capacity factor 1.25 Mixtral's routed
 // experts compute a quarter more rows than the active count, 0.25 × 6 ×
 // 32 layers × 2 experts × 176,160,768 params × tokens extra FLOPs, and
-// full remat recomputes the padded w_i0 and w_i1 (2 × 2·d·f of an
-// expert's 6 × 3·d·f, so 2/9 more); 1.0 adds none, and dropless at load
+// full remat recomputes the padded w_i0, w_i1 and w_o (the combine's
+// router-weight gradient reads w_o's output: 3 × 2·d·f of an expert's
+// 6 × 3·d·f, so 3/9 more); 1.0 adds none, and dropless at load
 // imbalance 1.5 adds half (the ragged rows are the tokens' own, so the
 // recompute adds nothing). A capacity factor also brings the dense
 // dispatch's einsums (denseDispatchFLOPs, held by hand in
@@ -236,7 +237,7 @@ func TestExpertPaddingFLOPs(t *testing.T) {
 	if got := hwFLOPs(0, 0); got != base {
 		t.Errorf("dropless balanced = %g FLOPs, want capacity 1's %g", got, base)
 	}
-	if got, want := hwFLOPs(1.25, 0)-base, 0.25*routed*(1+2.0/9); math.Abs(got-want) > 1e-6*want {
+	if got, want := hwFLOPs(1.25, 0)-base, 0.25*routed*(1+3.0/9); math.Abs(got-want) > 1e-6*want {
 		t.Errorf("capacity 1.25 adds %g FLOPs, want %g", got, want)
 	}
 	if got, want := hwFLOPs(0, 1.5)-base, 0.5*routed; math.Abs(got-want) > 1e-6*want {
@@ -701,5 +702,39 @@ func TestRoutedWi1IsNotMLPWi1ByHand(t *testing.T) {
 	h1, _, res = keep(1.25, "mlpwi_1=device")
 	if h1-h0 != 293_601_280 || res != 0 {
 		t.Errorf("capacity 1.25 mlpwi_1=device: held +%.0f bytes, routed residual %.0f; want +293601280, 0", h1-h0, res)
+	}
+}
+
+// A policy that does not keep an MoE layer's mlpwo redoes its routed
+// down-projection in the backward pass: Mixtral (d_model 4,096, 2 routed
+// experts of d_ff 14,336 a token, every layer MoE), dropless, redoes
+// 2·(2·14,336)·4,096 = 234,881,024 FLOPs a token and layer more under
+// full remat than with mlpwo=device beside everything full saves (its
+// layer input); with a capacity factor of 1.25 the padded rows are
+// computed too, 1.25 times that. A dense model's mlpwo redoes nothing.
+func TestMoEMLPWoRecomputedByHand(t *testing.T) {
+	for _, tt := range []struct {
+		cf   float64
+		want float64
+	}{
+		{0, 2 * 2 * 14336 * 4096},
+		{1.25, 1.25 * 2 * 2 * 14336 * 4096},
+	} {
+		j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 256)
+		j.CapacityFactor = tt.cf
+		j.Remat = RematCustom
+		var err error
+		if j.Custom, err = ParseCustom("mlpwo=device"); err != nil {
+			t.Fatal(err)
+		}
+		kept := j.rematOf(1, 4096, 4096, 1).recompute
+		j.Custom, _ = ParseCustom("")
+		if got := j.rematOf(1, 4096, 4096, 1).recompute - kept; got != tt.want {
+			t.Errorf("capacity factor %v: recomputing mlpwo adds %.0f FLOPs a token, want %.0f", tt.cf, got, tt.want)
+		}
+	}
+	d := NewJob(lookup(t, "llama3-8b"), 4096, 256)
+	if got := d.tensorFLOPs(MLPWo); got != 0 {
+		t.Errorf("a dense model's mlpwo recompute = %.0f FLOPs, want 0", got)
 	}
 }

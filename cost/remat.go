@@ -269,7 +269,12 @@ func (j *Job) routedOutWidth() float64 {
 
 // tensorFLOPs is the forward FLOPs per token, on all chips together, of
 // the projection that produces a tagged tensor (0 for the layer input and
-// for context, which the attention core makes).
+// for context, which the attention core makes). An MoE layer's mlpwo is
+// its routed experts' down-projection, k rows (padded to the capacity
+// factor) of expert d_ff × d_model each: the combine's gradient for the
+// router weights reads it (needed), so a policy that does not keep it
+// redoes that GEMM in the backward pass. A dense MLP's mlpwo is never
+// needed again, so it is never redone.
 func (j *Job) tensorFLOPs(x Tensor) float64 {
 	spec := j.Model
 	d := float64(spec.DModel)
@@ -284,6 +289,10 @@ func (j *Job) tensorFLOPs(x Tensor) float64 {
 		return 2 * d * float64(spec.KV()*spec.VHead())
 	case MLPWi0, MLPWi1:
 		return 2 * d * j.mlpWidth()
+	case MLPWo:
+		if spec.MoE() {
+			return 2 * float64(spec.ExpertFF()) * j.routedOutWidth()
+		}
 	}
 	return 0
 }
