@@ -52,8 +52,9 @@ func (e *Estimator) compute(est *Estimate, sh *shape) error {
 // in proportion to the step's tokens.
 type stepFLOPs struct {
 	matmul, recompute, attention, sortPerChip, dispatch float64
-	// bf16 is the part of matmul a quantized job still runs in bf16
-	// (headFLOPs); 0 without quantization.
+	// bf16 is the part of matmul and recompute a quantized job still
+	// runs in bf16 (headFLOPs, and UnquantizedExperts' routed GEMMs); 0
+	// without quantization.
 	bf16 float64
 }
 
@@ -91,8 +92,33 @@ func (j *Job) computeFLOPs(sh *shape, tokens float64) stepFLOPs {
 	fl.sortPerChip = j.droplessExtra(tokens)*float64(sh.t) + fl.dispatch
 	if j.Quantization != QuantNone {
 		fl.bf16 = j.headFLOPs(tokens)
+		if j.UnquantizedExperts() {
+			fl.bf16 += j.routedFLOPs(tokens) + sh.r.routed*float64(j.Model.Layers)*tokens
+		}
 	}
 	return fl
+}
+
+// UnquantizedExperts reports whether a quantized MoE job's routed expert
+// GEMMs still run in bf16 in the MaxText configuration shardlab exports
+// for it (export/maxtext.go: quantization through qwix,
+// use_qwix_quantization true). Qwix quantizes the ops its rule names
+// (qwix/_src/qconfig.py: op_names; qwix/_src/providers/qt.py intercepts
+// jax.lax.dot_general, jax.numpy.einsum and jax.lax.ragged_dot by those
+// names, and not the calls an intercepted op makes, @aa623acb), and
+// MaxText's rules name dot_general, gmm and ragged_dot for fp8_full but
+// dot_general alone for int8 (layers/quantizations.py
+// get_quantization_rule @e591f30c). Dropless, the routed experts are
+// grouped GEMMs, which layers/moe.py quantizes "only [for] fp8_full";
+// with a capacity factor they are dense_matmul's jnp.einsum calls (its
+// get_einsum returns jnp.einsum when the layer has no AQT quantization,
+// which qwix leaves it), an op neither rule names. So int8 leaves them in
+// bf16 either way, and fp8 with a capacity factor.
+func (j Job) UnquantizedExperts() bool {
+	if !j.Model.MoE() {
+		return false
+	}
+	return j.Quantization == QuantInt8 || j.CapacityFactor > 0
 }
 
 // headFLOPs is the matmul FLOPs a step spends outside the decoder layers,
@@ -103,9 +129,9 @@ func (j *Job) computeFLOPs(sh *shape, tokens float64) stepFLOPs {
 // match module_path "decoder/.*layers.*" only (layers/quantizations.py
 // get_quantization_rule, get_fp8_full_qwix_rule_w_sparsity; their
 // op_names are dot_general, gmm and ragged_dot for fp8_full, dot_general
-// alone for int8, whose grouped expert GEMMs cost still times at the int8
-// rate), which neither decoder/logits_dense nor the model's mtp_block,
-// beside the decoder (models/models.py), matches.
+// alone for int8: UnquantizedExperts), which neither decoder/logits_dense
+// nor the model's mtp_block, beside the decoder (models/models.py),
+// matches.
 func (j *Job) headFLOPs(tokens float64) float64 {
 	spec := &j.Model
 	return 6 * float64(spec.OutputMatmulParams()+spec.MTPMatmulParams()) * tokens

@@ -295,22 +295,43 @@ func addCost(a, b collective.Cost) collective.Cost {
 // sets the pace of the grouped GEMM. A factor at or below 1 adds nothing
 // (dropped tokens are not credited back).
 func (j *Job) expertPadding(tokens float64) float64 {
-	spec := j.Model
-	if !spec.MoE() {
+	factor := j.rowFactor()
+	if factor <= 1 {
 		return 0
 	}
-	factor := j.imbalance()
+	return (factor - 1) * j.activeRoutedFLOPs(tokens)
+}
+
+// rowFactor is the routed rows an expert GEMM computes over the tokens'
+// own k a token: the capacity factor where one is set, else the load
+// imbalance (the busiest expert sets the time).
+func (j *Job) rowFactor() float64 {
 	if j.CapacityFactor > 0 {
-		factor = j.CapacityFactor
+		return j.CapacityFactor
 	}
-	if factor <= 1 {
+	return j.imbalance()
+}
+
+// activeRoutedFLOPs is the routed experts' GEMM FLOPs of a step of
+// tokens, forward and backward, over the tokens' own k rows each; 0 for a
+// dense model.
+func (j *Job) activeRoutedFLOPs(tokens float64) float64 {
+	spec := j.Model
+	if !spec.MoE() {
 		return 0
 	}
 	pc := spec.ParamCount()
 	// one expert's parameters (its biases, if any, are a rounding error
 	// against its matrices)
-	routed := 6 * float64(pc.MoELayers) * float64(spec.ExpertsPerToken) * float64(pc.Expert) * tokens
-	return (factor - 1) * routed
+	return 6 * float64(pc.MoELayers) * float64(spec.ExpertsPerToken) * float64(pc.Expert) * tokens
+}
+
+// routedFLOPs is the routed experts' GEMM FLOPs a step of tokens
+// computes, forward and backward, padding included (rowFactor): the part
+// of the step's matmul FLOPs a quantized job may leave in bf16
+// (unquantizedExperts).
+func (j *Job) routedFLOPs(tokens float64) float64 {
+	return max(j.rowFactor(), 1) * j.activeRoutedFLOPs(tokens)
 }
 
 // denseDispatchFLOPs is the FLOPs of the einsums with which MaxText's

@@ -738,3 +738,41 @@ func TestMoEMLPWoRecomputedByHand(t *testing.T) {
 		t.Errorf("a dense model's mlpwo recompute = %.0f FLOPs, want 0", got)
 	}
 }
+
+// Which routed GEMMs a quantized MoE job runs in bf16, by hand for
+// Mixtral 8x7B (32 MoE layers, 2 routed experts of 3·4,096·14,336 =
+// 176,160,768 parameters a token) under full remat: dropless in fp8
+// (fp8_full's qwix rule names gmm) only the output layer stays in bf16
+// (6·32,000·4,096 FLOPs a token); in int8 (its rule names dot_general
+// alone) the routed GEMMs too, 6·32·2·176,160,768 a token forward and
+// backward and, full remat redoing wi_0, wi_1 and wo, a third of that
+// again; with a capacity factor of 1.25 (dense_matmul's jnp.einsum, which
+// neither rule names) fp8 leaves them in bf16 as well, padded rows
+// included, 1.25 times as many.
+func TestUnquantizedExpertsByHand(t *testing.T) {
+	m := layout(t, "v5p-128", 1, "fsdp=64")
+	tokens := 64.0 * 4096
+	head := 6 * 32000 * 4096 * tokens
+	routed := 6 * 32 * 2 * 176_160_768.0 * tokens
+	for _, tt := range []struct {
+		q    Quantization
+		cf   float64
+		want float64
+	}{
+		{QuantFP8, 0, head},
+		{QuantInt8, 0, head + routed*(1+1.0/3)},
+		{QuantFP8, 1.25, head + 1.25*routed*(1+1.0/3)},
+		{QuantInt8, 1.25, head + 1.25*routed*(1+1.0/3)},
+		{QuantNone, 0, 0},
+	} {
+		j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 64)
+		j.Quantization, j.CapacityFactor, j.Remat = tt.q, tt.cf, RematFull
+		sh, err := shapeOf(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := j.computeFLOPs(&sh, tokens).bf16; math.Abs(got-tt.want) > 1e-9*tt.want {
+			t.Errorf("%s, capacity factor %v: %g FLOPs in bf16, want %g", tt.q, tt.cf, got, tt.want)
+		}
+	}
+}

@@ -297,6 +297,26 @@ func (j *Job) tensorFLOPs(x Tensor) float64 {
 	return 0
 }
 
+// routedTensorFLOPs is the routed experts' share of tensorFLOPs(x): of an
+// MoE layer's MLP inputs, its k routed rows a token (padded to the
+// capacity factor where one is set), averaged over the layers as
+// mlpWidth is; mlpwo is routed whole. 0 for a dense model and for the
+// attention's tensors.
+func (j *Job) routedTensorFLOPs(x Tensor) float64 {
+	spec := j.Model
+	if !spec.MoE() {
+		return 0
+	}
+	switch x {
+	case MLPWi0, MLPWi1:
+		// routedOutWidth is the same rows d_model wide
+		return 2 * float64(spec.ExpertFF()) * j.routedOutWidth()
+	case MLPWo:
+		return j.tensorFLOPs(x)
+	}
+	return 0
+}
+
 // routedWi1Width is the elements per token, averaged over the layers, of
 // an MoE layer's routed wi_1 output that no policy can keep under the
 // name mlpwi_1: MaxText's sparse_matmul (dropless) tags the routed
@@ -367,10 +387,11 @@ func (j *Job) needed(x Tensor) bool {
 type remat struct {
 	device, offload float64 // bytes per layer kept in HBM and in host memory
 	// recompute is the forward FLOPs per token and layer, all chips
-	// together, of projections redone in the backward pass; attention says
-	// whether the attention core is redone too.
-	recompute float64
-	attention bool
+	// together, of projections redone in the backward pass, routed the
+	// routed experts' share of it; attention says whether the attention
+	// core is redone too.
+	recompute, routed float64
+	attention         bool
 }
 
 // layerView is what a decoder layer looks like on one chip whatever its
@@ -382,6 +403,7 @@ type layerView struct {
 	places    Places
 	widths    [NumTensors]float64
 	recompute float64 // remat.recompute
+	routed    float64 // remat.routed
 }
 
 // layerAt is j's layer with tensor parallelism t.
@@ -390,9 +412,12 @@ func (j *Job) layerAt(t int) layerView {
 	for x := LayerInput; x < NumTensors; x++ {
 		if v.places[x] == Recompute && j.needed(x) {
 			v.recompute += j.tensorFLOPs(x)
+			v.routed += j.routedTensorFLOPs(x)
 		}
 	}
-	v.recompute += 2 * float64(j.Model.DModel) * j.redoneWi1(&v)
+	wi1 := 2 * float64(j.Model.DModel) * j.redoneWi1(&v)
+	v.recompute += wi1
+	v.routed += wi1
 	return v
 }
 
@@ -409,7 +434,7 @@ func (j *Job) rematOf(b, s, seq, t int) remat {
 func (j *Job) rematIn(v layerView, b, s, seq int) remat {
 	e := float64(j.Precision.Activation)
 	tokens := float64(b) * float64(s)
-	r := remat{recompute: v.recompute}
+	r := remat{recompute: v.recompute, routed: v.routed}
 	for x := LayerInput; x < NumTensors; x++ {
 		bytes := e * tokens * j.keptWidth(&v, x)
 		switch v.places[x] {

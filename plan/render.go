@@ -493,8 +493,12 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 			100*mlo, 100*mhi, count(tlo), count(thi), count(tlo*n), count(thi*n))
 	}
 	if q := e.Job.Quantization; q != cost.QuantNone {
-		fmt.Fprintf(b, "  MFU %.1f%% of the %s peak, which the %s matmuls run at (the attention core runs at the %s peak)\n",
-			100*e.QuantizedMFU, q.Format(), q, hw.BF16)
+		bf16 := "the attention core and the output layer run"
+		if e.Job.UnquantizedExperts() {
+			bf16 = "the attention core, the output layer and the routed experts, which MaxText's qwix rules do not quantize here, run"
+		}
+		fmt.Fprintf(b, "  MFU %.1f%% of the %s peak, which the %s matmuls run at (%s at the %s peak)\n",
+			100*e.QuantizedMFU, q.Format(), q, bf16, hw.BF16)
 	}
 	fmt.Fprintf(b, "  %s\n", phrase(mfuConvention(e), name))
 	fmt.Fprintf(b, "  DCN traffic %v per step (all chips); ICI %v per chip\n", e.DCNBytesPerStep, e.ICIBytesPerChip)
