@@ -335,6 +335,17 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	i := 0
 	for _, sc := range scheds {
 		for _, mb := range micro {
+			if lo, hi := w.batchRange(&m, mb); hi < lo {
+				// no batch within the limit: every policy and dispatch
+				// of these micro-batches is rejected as fitBatch would
+				n := len(remats) * len(rings)
+				w.rejectBatchLimit(&out, n)
+				for range n * btoi(remember) {
+					fits = append(fits, batchFit{reason: ReasonBatchLimit})
+				}
+				i += n
+				continue
+			}
 			for _, r := range remats {
 				for _, ring := range rings {
 					var prior *batchFit
@@ -555,7 +566,6 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 // that bound and its batch is not looked for (0, when the request sets
 // none).
 func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batchFit, *cost.BatchMemory) {
-	// the expert axis shards the batch as data and fsdp do
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	reason := func(err error) cost.Reason {
 		var inf *cost.Infeasible
@@ -572,14 +582,8 @@ func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batch
 		}
 		return why
 	}
-	// per-shard batches are multiples of step: 1, or the chip's devices
-	// when they must split its sequences (microStep); the request's batch
-	// is the only one when it sets one
 	step := max(w.req.microStep, 1)
-	lo, hi := step*shards, w.req.MaxGlobalBatch/shards/step*step*shards
-	if w.req.GlobalBatch > 0 {
-		lo, hi = w.req.GlobalBatch, w.req.GlobalBatch
-	}
+	lo, hi := w.batchRange(m, j.MicroBatches)
 	if hi < lo {
 		return batchFit{reason: ReasonBatchLimit}, nil
 	}
@@ -609,6 +613,38 @@ func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batch
 		batch = bisect(1, hi/unit-1, func(n int) bool { return try(n*unit) == "" }) * unit
 	}
 	return batchFit{batch: batch}, bm
+}
+
+// batchRange is the global batches fitBatch weighs for m with mb
+// micro-batches, lo to hi in steps of lo; none when hi < lo (the limit,
+// ReasonBatchLimit). It depends on m's sizes and mb only.
+func (w *worker) batchRange(m *mesh.Mesh, mb int) (lo, hi int) {
+	if w.req.GlobalBatch > 0 {
+		return w.req.GlobalBatch, w.req.GlobalBatch
+	}
+	// the expert axis shards the batch as data and fsdp do; per-shard
+	// batches are multiples of step: 1, or the chip's devices when they
+	// must split its sequences (microStep)
+	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * mb
+	step := max(w.req.microStep, 1)
+	return step * shards, w.req.MaxGlobalBatch / shards / step * step * shards
+}
+
+// rejectBatchLimit counts n combinations of out, tried in a row, as
+// rejected for the batch limit.
+func (w *worker) rejectBatchLimit(out *outcome, n int) {
+	out.evaluated += n
+	for range n {
+		w.reject(ReasonBatchLimit)
+	}
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // bisect is the largest of lo to hi that fits, where lo does, weighing
