@@ -84,6 +84,10 @@ type searcher struct {
 	bars    bars
 	// layout costs a mesh: (*worker).layout.
 	layout func(*worker, mesh.Mesh) outcome
+	// bulk is set when the search rejects, in one step, the layouts
+	// with no batch within the limit (searcher.batchLimited), rather than
+	// costing them with layout.
+	bulk bool
 }
 
 // Search plans the request: on its multislice, or, when the request holds
@@ -113,13 +117,14 @@ func search(r Request) (Plan, error) {
 	if r.DeviceAxes != nil {
 		return searchDevices(r)
 	}
-	return searchWith(r, (*worker).layout)
+	return searchWith(r, (*worker).layout, true)
 }
 
 // searchWith is search of a request that passed defaults, each mesh costed
-// by layout.
-func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome) (Plan, error) {
-	s := &searcher{req: r, keep: r.Top, layout: layout, bars: bars{keep: r.Top},
+// by layout, those with no batch within the limit rejected in one step
+// when bulk is set.
+func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome, bulk bool) (Plan, error) {
+	s := &searcher{req: r, keep: r.Top, layout: layout, bulk: bulk, bars: bars{keep: r.Top},
 		rejected: map[Tier]map[cost.Reason]int{}, refusedDCN: map[cost.Reason]int{}, best: map[Tier][]Candidate{}}
 	for _, t := range tiers(r.Multislice.Slices) {
 		s.rejected[t] = map[cost.Reason]int{}

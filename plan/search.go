@@ -311,10 +311,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 		micro = micros[:]
 	}
 	if w.remats == nil {
-		w.remats = cost.SearchRemats()
-		if w.req.Remat != "" {
-			w.remats = []cost.Remat{w.req.Remat}
-		}
+		w.remats = rematsFor(&w.req)
 	}
 	remats := w.remats
 	scheds := w.schedules(p)
@@ -372,6 +369,15 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	return out
 }
 
+// rematsFor is the remat policies r's layouts are costed with: the
+// request's, or every one the search weighs.
+func rematsFor(r *Request) []cost.Remat {
+	if r.Remat != "" {
+		return []cost.Remat{r.Remat}
+	}
+	return cost.SearchRemats()
+}
+
 // reasonRun is n combinations in a row rejected for one reason.
 type reasonRun struct {
 	reason cost.Reason
@@ -423,14 +429,18 @@ func (w *worker) schedules(p int) []sched {
 	return l
 }
 
-// schedulesOf is schedules, worked out.
-func (w *worker) schedulesOf(p int) []sched {
-	scheds := []sched{{w.req.Schedule, max(w.req.Chunks, 1)}}
-	if p <= 1 || w.req.Schedule != "" {
+// schedulesOf is schedules, worked out (schedulesFor).
+func (w *worker) schedulesOf(p int) []sched { return schedulesFor(&w.req, p) }
+
+// schedulesFor is the schedules of r a mesh of p stages is costed with
+// (worker.schedules).
+func schedulesFor(r *Request, p int) []sched {
+	scheds := []sched{{r.Schedule, max(r.Chunks, 1)}}
+	if p <= 1 || r.Schedule != "" {
 		return scheds
 	}
 	one, chunked := schedule.OneFOneB, schedule.Interleaved
-	if w.req.Framework == FrameworkMaxText {
+	if r.Framework == FrameworkMaxText {
 		one, chunked = "", schedule.Circular
 	}
 	scheds = []sched{{schedule.GPipe, 1}}
@@ -438,7 +448,7 @@ func (w *worker) schedulesOf(p int) []sched {
 		scheds = append(scheds, sched{one, 1})
 	}
 	for _, v := range []int{2, 4} {
-		if w.req.Model.Layers%(p*v) == 0 {
+		if r.Model.Layers%(p*v) == 0 {
 			scheds = append(scheds, sched{chunked, v})
 		}
 	}
@@ -448,8 +458,11 @@ func (w *worker) schedulesOf(p int) []sched {
 // rings are the expert dispatches m is costed with: the all-to-alls, and
 // for a dropless mixture of experts over an expert axis MaxText's ring of
 // experts too.
-func (w *worker) rings(m mesh.Mesh) []bool {
-	if w.req.Model.MoE() && m.Size(mesh.Expert) > 1 && w.req.CapacityFactor <= 0 {
+func (w *worker) rings(m mesh.Mesh) []bool { return ringsFor(&w.req, m.Size(mesh.Expert)) }
+
+// ringsFor is rings of a mesh of r with an expert axis of size e.
+func ringsFor(r *Request, e int) []bool {
+	if r.Model.MoE() && e > 1 && r.CapacityFactor <= 0 {
 		return bothRings[:]
 	}
 	return bothRings[:1]
@@ -616,18 +629,23 @@ func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batch
 }
 
 // batchRange is the global batches fitBatch weighs for m with mb
-// micro-batches, lo to hi in steps of lo; none when hi < lo (the limit,
-// ReasonBatchLimit). It depends on m's sizes and mb only.
+// micro-batches (Request.batchRange).
 func (w *worker) batchRange(m *mesh.Mesh, mb int) (lo, hi int) {
-	if w.req.GlobalBatch > 0 {
-		return w.req.GlobalBatch, w.req.GlobalBatch
+	// the expert axis shards the batch as data and fsdp do
+	return w.req.batchRange(m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * mb)
+}
+
+// batchRange is the global batches a layout whose batch splits into
+// shards (data × fsdp × expert × micro-batches) is weighed at, lo to hi in
+// steps of lo; none when hi < lo (the limit, ReasonBatchLimit).
+func (r *Request) batchRange(shards int) (lo, hi int) {
+	if r.GlobalBatch > 0 {
+		return r.GlobalBatch, r.GlobalBatch
 	}
-	// the expert axis shards the batch as data and fsdp do; per-shard
-	// batches are multiples of step: 1, or the chip's devices when they
-	// must split its sequences (microStep)
-	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * mb
-	step := max(w.req.microStep, 1)
-	return step * shards, w.req.MaxGlobalBatch / shards / step * step * shards
+	// per-shard batches are multiples of step: 1, or the chip's devices
+	// when they must split its sequences (microStep)
+	step := max(r.microStep, 1)
+	return step * shards, r.MaxGlobalBatch / shards / step * step * shards
 }
 
 // rejectBatchLimit counts n combinations of out, tried in a row, as
