@@ -84,9 +84,11 @@ type searcher struct {
 	bars    bars
 	// layout costs a mesh: (*worker).layout.
 	layout func(*worker, mesh.Mesh) outcome
-	// bulk is set when the search rejects, in one step, the layouts
-	// with no batch within the limit (searcher.batchLimited), rather than
-	// costing them with layout.
+	// bulk is set when the search rejects in one step what has no batch
+	// within the limit: a layout at its fewest micro-batches
+	// (searcher.batchLimited) before layout costs it, and (worker.bulk) a
+	// layout's micro-batch counts as worker.layout comes to them. Unset,
+	// each combination is tried (TestBulkRejectionChangesNothing).
 	bulk bool
 }
 

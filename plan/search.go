@@ -36,6 +36,9 @@ type worker struct {
 	bound cost.Bound
 	est   *cost.Estimator
 	keep  int
+	// bulk is the search's (searcher.bulk): a layout's micro-batch
+	// counts with no batch within the limit are rejected in one step.
+	bulk bool
 	// bars is the throughput of the best layouts this worker knows of:
 	// those merged before the batch and its own since.
 	bars bars
@@ -332,7 +335,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	i := 0
 	for _, sc := range scheds {
 		for _, mb := range micro {
-			if lo, hi := w.batchRange(&m, mb); hi < lo {
+			if lo, hi := w.batchRange(&m, mb); w.bulk && hi < lo {
 				// no batch within the limit: every policy and dispatch
 				// of these micro-batches is rejected as fitBatch would
 				n := len(remats) * len(rings)
