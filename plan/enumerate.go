@@ -111,11 +111,19 @@ func (s *searcher) batchLimited(in, dn []int) int {
 	if lo, hi := s.req.batchRange(size[mesh.Data] * size[mesh.FSDP] * size[mesh.Expert] * p); hi >= lo {
 		return 0
 	}
-	micros := 1
+	micros := 1 // p, 2p, 4p and 8p when p > 1 (worker.layout)
 	if p > 1 {
 		micros = 4
 	}
-	return len(schedulesFor(&s.req, p)) * micros * len(rematsFor(&s.req)) * len(ringsFor(&s.req, size[mesh.Expert]))
+	scheds, ok := s.schedules[p]
+	if !ok {
+		if s.schedules == nil {
+			s.schedules = map[int]int{}
+		}
+		scheds = len(schedulesFor(&s.req, p))
+		s.schedules[p] = scheds
+	}
+	return scheds * micros * len(rematsFor(&s.req)) * len(ringsFor(&s.req, size[mesh.Expert]))
 }
 
 // byPipeline is fs ordered by pipeline degree, those of one degree in

@@ -90,6 +90,9 @@ type searcher struct {
 	// layout's micro-batch counts as worker.layout comes to them. Unset,
 	// each combination is tried (TestBulkRejectionChangesNothing).
 	bulk bool
+	// schedules counts, by pipeline stages, the schedules a layout is
+	// costed with (schedulesFor), for batchLimited.
+	schedules map[int]int
 }
 
 // Search plans the request: on its multislice, or, when the request holds
