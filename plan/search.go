@@ -166,40 +166,10 @@ func (b *bars) outclassed(t Tier, max float64, expert bool) bool {
 	return !expert || (b.haveExpert && max < b.expert)
 }
 
-// combo is one way to run a mesh: a pipeline schedule and its chunks, the
-// micro-batches, the remat policy and the expert dispatch.
-type combo struct {
-	k    schedule.Kind
-	v    int
-	mb   int
-	r    cost.Remat
-	ring bool
-}
-
 // contender is a bounded combination that may be kept, and its mesh.
 type contender struct {
 	bounded
 	m mesh.Mesh
-}
-
-// job is the request's job run as c.
-func (c combo) job(r Request) cost.Job { return c.with(r.job()) }
-
-// with is j run as c.
-func (c combo) with(j cost.Job) cost.Job {
-	c.set(&j, j.Schedule, j.Chunks)
-	return j
-}
-
-// set makes j run as c, on schedule k with v chunks where c names none.
-func (c combo) set(j *cost.Job, k schedule.Kind, v int) {
-	j.Schedule, j.Chunks = k, v
-	if c.k != "" {
-		j.Schedule, j.Chunks = c.k, c.v
-	}
-	j.MicroBatches = c.mb
-	j.Remat = c.r
-	j.RingOfExperts = c.ring
 }
 
 // bounded is a combination whose batch fits and that is not outclassed,
@@ -319,20 +289,10 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	remats := w.remats
 	scheds := w.schedules(p)
 	rings := w.rings(m)
-	var sizes [mesh.NumAxes]int
-	for a := range mesh.Axis(mesh.NumAxes) {
-		sizes[a] = m.Size(a)
-	}
 	w.family.ok = false // the last layout's
-	known, seen := w.batches[sizes]
-	remember := !seen && w.req.Multislice.Slices > 1
 	start, startR := len(w.arena), len(w.rejects)
 	w.rejectsFrom = startR
-	var fits []batchFit
-	if remember {
-		fits = w.takeFits(len(scheds) * len(micro) * len(remats) * len(rings))
-	}
-	i := 0
+	sm := w.memo(&m, len(scheds)*len(micro)*len(remats)*len(rings))
 	for _, sc := range scheds {
 		for _, mb := range micro {
 			if lo, hi := w.batchRange(&m, mb); w.bulk && hi < lo {
@@ -340,45 +300,23 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 				// of these micro-batches is rejected as fitBatch would
 				n := len(remats) * len(rings)
 				w.rejectBatchLimit(&out, n)
-				for range n * btoi(remember) {
-					fits = append(fits, batchFit{reason: ReasonBatchLimit})
+				for range n {
+					sm.next()
+					sm.keep(batchFit{reason: ReasonBatchLimit})
 				}
-				i += n
 				continue
 			}
 			for _, r := range remats {
 				for _, ring := range rings {
-					var prior *batchFit
-					if seen {
-						prior = &known[i]
-					}
-					i++
-					f := w.try(&out, &m, combo{sc.k, sc.v, mb, r, ring}, prior)
-					if remember {
-						fits = append(fits, f)
-					}
+					sm.keep(w.try(&out, &m, combo{sc.k, sc.v, mb, r, ring}, sm.next()))
 				}
 			}
 		}
 	}
-	if remember {
-		if w.batches == nil {
-			w.batches = map[[mesh.NumAxes]int][]batchFit{}
-		}
-		w.batches[sizes] = fits
-	}
+	w.remember(&sm)
 	out.bounded = w.arena[start:len(w.arena):len(w.arena)]
 	out.rejected = w.rejects[startR:len(w.rejects):len(w.rejects)]
 	return out
-}
-
-// rematsFor is the remat policies r's layouts are costed with: the
-// request's, or every one the search weighs.
-func rematsFor(r *Request) []cost.Remat {
-	if r.Remat != "" {
-		return []cost.Remat{r.Remat}
-	}
-	return cost.SearchRemats()
 }
 
 // reasonRun is n combinations in a row rejected for one reason.
@@ -396,83 +334,6 @@ func (w *worker) reject(r cost.Reason) {
 	}
 	w.rejects = append(w.rejects, reasonRun{r, 1})
 }
-
-// takeFits is an empty slice of capacity n for the batches of a layout's
-// combinations, cut from the worker's chunk: the layouts of a multislice
-// remember theirs for the search's length, and one allocation per chunk
-// is cheaper than one per layout.
-func (w *worker) takeFits(n int) []batchFit {
-	if cap(w.fitChunk)-len(w.fitChunk) < n {
-		w.fitChunk = make([]batchFit, 0, max(n, 4096))
-	}
-	l := len(w.fitChunk)
-	w.fitChunk = w.fitChunk[:l+n]
-	return w.fitChunk[l : l : l+n]
-}
-
-// sched is a pipeline schedule and its chunks per stage.
-type sched struct {
-	k schedule.Kind
-	v int
-}
-
-// schedules are the pipeline schedules a mesh of p stages is costed with:
-// the request's, or when it sets none and the mesh pipelines, GPipe, 1F1B
-// and the chunked schedule with 2 and 4 chunks where they divide the
-// layers (MaxText's, when the framework is MaxText: no 1F1B, circular).
-func (w *worker) schedules(p int) []sched {
-	if l, ok := w.scheds[p]; ok {
-		return l
-	}
-	if w.scheds == nil {
-		w.scheds = map[int][]sched{}
-	}
-	l := w.schedulesOf(p)
-	w.scheds[p] = l
-	return l
-}
-
-// schedulesOf is schedules, worked out (schedulesFor).
-func (w *worker) schedulesOf(p int) []sched { return schedulesFor(&w.req, p) }
-
-// schedulesFor is the schedules of r a mesh of p stages is costed with
-// (worker.schedules).
-func schedulesFor(r *Request, p int) []sched {
-	scheds := []sched{{r.Schedule, max(r.Chunks, 1)}}
-	if p <= 1 || r.Schedule != "" {
-		return scheds
-	}
-	one, chunked := schedule.OneFOneB, schedule.Interleaved
-	if r.Framework == FrameworkMaxText {
-		one, chunked = "", schedule.Circular
-	}
-	scheds = []sched{{schedule.GPipe, 1}}
-	if one != "" {
-		scheds = append(scheds, sched{one, 1})
-	}
-	for _, v := range []int{2, 4} {
-		if r.Model.Layers%(p*v) == 0 {
-			scheds = append(scheds, sched{chunked, v})
-		}
-	}
-	return scheds
-}
-
-// rings are the expert dispatches m is costed with: the all-to-alls, and
-// for a dropless mixture of experts over an expert axis MaxText's ring of
-// experts too.
-func (w *worker) rings(m mesh.Mesh) []bool { return ringsFor(&w.req, m.Size(mesh.Expert)) }
-
-// ringsFor is rings of a mesh of r with an expert axis of size e.
-func ringsFor(r *Request, e int) []bool {
-	if r.Model.MoE() && e > 1 && r.CapacityFactor <= 0 {
-		return bothRings[:]
-	}
-	return bothRings[:1]
-}
-
-// bothRings is the expert dispatches rings returns parts of (read only).
-var bothRings = [2]bool{false, true}
 
 // try bounds one mesh run as c, with the batch a mesh of its sizes found
 // (prior) when there is one, and returns the batch.
@@ -629,43 +490,6 @@ func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batch
 		batch = bisect(1, hi/unit-1, func(n int) bool { return try(n*unit) == "" }) * unit
 	}
 	return batchFit{batch: batch}, bm
-}
-
-// batchRange is the global batches fitBatch weighs for m with mb
-// micro-batches (Request.batchRange).
-func (w *worker) batchRange(m *mesh.Mesh, mb int) (lo, hi int) {
-	// the expert axis shards the batch as data and fsdp do
-	return w.req.batchRange(m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * mb)
-}
-
-// batchRange is the global batches a layout whose batch splits into
-// shards (data × fsdp × expert × micro-batches) is weighed at, lo to hi in
-// steps of lo; none when hi < lo (the limit, ReasonBatchLimit).
-func (r *Request) batchRange(shards int) (lo, hi int) {
-	if r.GlobalBatch > 0 {
-		return r.GlobalBatch, r.GlobalBatch
-	}
-	// per-shard batches are multiples of step: 1, or the chip's devices
-	// when they must split its sequences (microStep)
-	step := max(r.microStep, 1)
-	return step * shards, r.MaxGlobalBatch / shards / step * step * shards
-}
-
-// rejectBatchLimit counts n combinations of out, tried in a row, as
-// rejected for the batch limit.
-func (w *worker) rejectBatchLimit(out *outcome, n int) {
-	out.evaluated += n
-	for range n {
-		w.reject(ReasonBatchLimit)
-	}
-}
-
-// btoi is 1 for true, 0 for false.
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // bisect is the largest of lo to hi that fits, where lo does, weighing
