@@ -23,6 +23,10 @@ import (
 // ranks them. Then only the
 // combinations that can be kept are finished (finishBounded), the fastest
 // first: once a tier holds keep layouts, no slower one can enter it.
+// What has no batch within the limit is counted as rejected in one step,
+// not tried: a layout at its fewest micro-batches before its mesh is
+// built (searcher.batchLimited), and a layout's larger micro-batch counts
+// as layout comes to them (searcher.bulk).
 
 // worker costs meshes with its own estimator (whose caches are not safe to
 // share).
