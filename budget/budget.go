@@ -34,7 +34,7 @@ var (
 // request plans, so that a sweep answers in seconds. The costliest
 // configuration of issue 31's whole sweep (BenchmarkSweepWhole: every
 // slice size of five generations, 1 to 4 slices, 872 configurations in
-// about 29 s of CPU) is 4 slices of tpu7x-16384 at about 0.35 s of CPU
+// about 24 s of CPU) is 4 slices of tpu7x-16384 at about 0.35 s of CPU
 // for a 70B model, so 64 configurations take at most about 25 s of CPU,
 // half that in wall time on two cores.
 const MaxConfigs = 64

@@ -75,6 +75,11 @@ func (s *searcher) enumerate() {
 				s.rejected[tierOf(in, dn)][reason]++
 				continue
 			}
+			if n := s.batchLimited(in, dn); n > 0 {
+				s.rejected[tierOf(in, dn)][ReasonBatchLimit] += n
+				s.evaluated += n
+				continue
+			}
 			var degrees [mesh.NumAxes]mesh.Degree
 			for _, a := range mesh.All() {
 				degrees[a] = mesh.Degree{Axis: a, ICI: in[a], DCN: dn[a]}
@@ -87,6 +92,38 @@ func (s *searcher) enumerate() {
 		}
 	}
 	run.done()
+}
+
+// batchLimited is how many combinations worker.layout costs the layout of
+// ICI factors in and DCN factors dn over when no batch within the limit
+// splits over it with its fewest micro-batches (Request.batchRange), and
+// so with none of its counts, each a multiple of the fewest; 0 when one
+// may, or when the search costs every layout as it comes (bulk unset).
+func (s *searcher) batchLimited(in, dn []int) int {
+	if !s.bulk {
+		return 0
+	}
+	var size [mesh.NumAxes]int
+	for a := range size {
+		size[a] = in[a] * dn[a]
+	}
+	p := size[mesh.Pipeline] // the fewest micro-batches: 1, or p
+	if lo, hi := s.req.batchRange(size[mesh.Data] * size[mesh.FSDP] * size[mesh.Expert] * p); hi >= lo {
+		return 0
+	}
+	micros := 1 // p, 2p, 4p and 8p when p > 1 (worker.layout)
+	if p > 1 {
+		micros = 4
+	}
+	scheds, ok := s.schedules[p]
+	if !ok {
+		if s.schedules == nil {
+			s.schedules = map[int]int{}
+		}
+		scheds = len(schedulesFor(&s.req, p))
+		s.schedules[p] = scheds
+	}
+	return scheds * micros * len(rematsFor(&s.req)) * len(ringsFor(&s.req, size[mesh.Expert]))
 }
 
 // byPipeline is fs ordered by pipeline degree, those of one degree in

@@ -84,6 +84,15 @@ type searcher struct {
 	bars    bars
 	// layout costs a mesh: (*worker).layout.
 	layout func(*worker, mesh.Mesh) outcome
+	// bulk is set when the search rejects in one step what has no batch
+	// within the limit: a layout at its fewest micro-batches
+	// (searcher.batchLimited) before layout costs it, and (worker.bulk) a
+	// layout's micro-batch counts as worker.layout comes to them. Unset,
+	// each combination is tried (TestBulkRejectionChangesNothing).
+	bulk bool
+	// schedules counts, by pipeline stages, the schedules a layout is
+	// costed with (schedulesFor), for batchLimited.
+	schedules map[int]int
 }
 
 // Search plans the request: on its multislice, or, when the request holds
@@ -113,13 +122,14 @@ func search(r Request) (Plan, error) {
 	if r.DeviceAxes != nil {
 		return searchDevices(r)
 	}
-	return searchWith(r, (*worker).layout)
+	return searchWith(r, (*worker).layout, true)
 }
 
 // searchWith is search of a request that passed defaults, each mesh costed
-// by layout.
-func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome) (Plan, error) {
-	s := &searcher{req: r, keep: r.Top, layout: layout, bars: bars{keep: r.Top},
+// by layout, those with no batch within the limit rejected in one step
+// when bulk is set.
+func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome, bulk bool) (Plan, error) {
+	s := &searcher{req: r, keep: r.Top, layout: layout, bulk: bulk, bars: bars{keep: r.Top},
 		rejected: map[Tier]map[cost.Reason]int{}, refusedDCN: map[cost.Reason]int{}, best: map[Tier][]Candidate{}}
 	for _, t := range tiers(r.Multislice.Slices) {
 		s.rejected[t] = map[cost.Reason]int{}

@@ -20,7 +20,7 @@ func searchReference(r Request) (Plan, error) {
 	if err := r.defaults(); err != nil {
 		return Plan{}, err
 	}
-	return searchWith(r, (*worker).referenceLayout)
+	return searchWith(r, (*worker).referenceLayout, false)
 }
 
 // referenceLayout costs one mesh over its micro-batch counts and remat policies.

@@ -46,7 +46,7 @@ func (s *searcher) runner(n int) *runner {
 	r := &runner{s: s, workers: make([]*worker, max(w, 1)), outs: make([]outcome, meshBatch)}
 	for i, est := range s.req.Cache.take(len(r.workers)) {
 		job := s.req.job()
-		r.workers[i] = &worker{req: s.req, job: job, cur: job, est: est, keep: s.keep, bars: bars{keep: s.keep}}
+		r.workers[i] = &worker{req: s.req, job: job, cur: job, est: est, keep: s.keep, bulk: s.bulk, bars: bars{keep: s.keep}}
 	}
 	return r
 }

@@ -23,6 +23,10 @@ import (
 // ranks them. Then only the
 // combinations that can be kept are finished (finishBounded), the fastest
 // first: once a tier holds keep layouts, no slower one can enter it.
+// What has no batch within the limit is counted as rejected in one step,
+// not tried: a layout at its fewest micro-batches before its mesh is
+// built (searcher.batchLimited), and a layout's larger micro-batch counts
+// as layout comes to them (searcher.bulk).
 
 // worker costs meshes with its own estimator (whose caches are not safe to
 // share).
@@ -36,6 +40,9 @@ type worker struct {
 	bound cost.Bound
 	est   *cost.Estimator
 	keep  int
+	// bulk is the search's (searcher.bulk): a layout's micro-batch
+	// counts with no batch within the limit are rejected in one step.
+	bulk bool
 	// bars is the throughput of the best layouts this worker knows of:
 	// those merged before the batch and its own since.
 	bars bars
@@ -163,40 +170,10 @@ func (b *bars) outclassed(t Tier, max float64, expert bool) bool {
 	return !expert || (b.haveExpert && max < b.expert)
 }
 
-// combo is one way to run a mesh: a pipeline schedule and its chunks, the
-// micro-batches, the remat policy and the expert dispatch.
-type combo struct {
-	k    schedule.Kind
-	v    int
-	mb   int
-	r    cost.Remat
-	ring bool
-}
-
 // contender is a bounded combination that may be kept, and its mesh.
 type contender struct {
 	bounded
 	m mesh.Mesh
-}
-
-// job is the request's job run as c.
-func (c combo) job(r Request) cost.Job { return c.with(r.job()) }
-
-// with is j run as c.
-func (c combo) with(j cost.Job) cost.Job {
-	c.set(&j, j.Schedule, j.Chunks)
-	return j
-}
-
-// set makes j run as c, on schedule k with v chunks where c names none.
-func (c combo) set(j *cost.Job, k schedule.Kind, v int) {
-	j.Schedule, j.Chunks = k, v
-	if c.k != "" {
-		j.Schedule, j.Chunks = c.k, c.v
-	}
-	j.MicroBatches = c.mb
-	j.Remat = c.r
-	j.RingOfExperts = c.ring
 }
 
 // bounded is a combination whose batch fits and that is not outclassed,
@@ -311,51 +288,36 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 		micro = micros[:]
 	}
 	if w.remats == nil {
-		w.remats = cost.SearchRemats()
-		if w.req.Remat != "" {
-			w.remats = []cost.Remat{w.req.Remat}
-		}
+		w.remats = rematsFor(&w.req)
 	}
 	remats := w.remats
 	scheds := w.schedules(p)
 	rings := w.rings(m)
-	var sizes [mesh.NumAxes]int
-	for a := range mesh.Axis(mesh.NumAxes) {
-		sizes[a] = m.Size(a)
-	}
 	w.family.ok = false // the last layout's
-	known, seen := w.batches[sizes]
-	remember := !seen && w.req.Multislice.Slices > 1
 	start, startR := len(w.arena), len(w.rejects)
 	w.rejectsFrom = startR
-	var fits []batchFit
-	if remember {
-		fits = w.takeFits(len(scheds) * len(micro) * len(remats) * len(rings))
-	}
-	i := 0
+	sm := w.memo(&m, len(scheds)*len(micro)*len(remats)*len(rings))
 	for _, sc := range scheds {
 		for _, mb := range micro {
+			if lo, hi := w.batchRange(&m, mb); w.bulk && hi < lo {
+				// no batch within the limit: every policy and dispatch
+				// of these micro-batches is rejected as fitBatch would
+				n := len(remats) * len(rings)
+				w.rejectBatchLimit(&out, n)
+				for range n {
+					sm.next()
+					sm.keep(batchFit{reason: ReasonBatchLimit})
+				}
+				continue
+			}
 			for _, r := range remats {
 				for _, ring := range rings {
-					var prior *batchFit
-					if seen {
-						prior = &known[i]
-					}
-					i++
-					f := w.try(&out, &m, combo{sc.k, sc.v, mb, r, ring}, prior)
-					if remember {
-						fits = append(fits, f)
-					}
+					sm.keep(w.try(&out, &m, combo{sc.k, sc.v, mb, r, ring}, sm.next()))
 				}
 			}
 		}
 	}
-	if remember {
-		if w.batches == nil {
-			w.batches = map[[mesh.NumAxes]int][]batchFit{}
-		}
-		w.batches[sizes] = fits
-	}
+	w.remember(&sm)
 	out.bounded = w.arena[start:len(w.arena):len(w.arena)]
 	out.rejected = w.rejects[startR:len(w.rejects):len(w.rejects)]
 	return out
@@ -376,76 +338,6 @@ func (w *worker) reject(r cost.Reason) {
 	}
 	w.rejects = append(w.rejects, reasonRun{r, 1})
 }
-
-// takeFits is an empty slice of capacity n for the batches of a layout's
-// combinations, cut from the worker's chunk: the layouts of a multislice
-// remember theirs for the search's length, and one allocation per chunk
-// is cheaper than one per layout.
-func (w *worker) takeFits(n int) []batchFit {
-	if cap(w.fitChunk)-len(w.fitChunk) < n {
-		w.fitChunk = make([]batchFit, 0, max(n, 4096))
-	}
-	l := len(w.fitChunk)
-	w.fitChunk = w.fitChunk[:l+n]
-	return w.fitChunk[l : l : l+n]
-}
-
-// sched is a pipeline schedule and its chunks per stage.
-type sched struct {
-	k schedule.Kind
-	v int
-}
-
-// schedules are the pipeline schedules a mesh of p stages is costed with:
-// the request's, or when it sets none and the mesh pipelines, GPipe, 1F1B
-// and the chunked schedule with 2 and 4 chunks where they divide the
-// layers (MaxText's, when the framework is MaxText: no 1F1B, circular).
-func (w *worker) schedules(p int) []sched {
-	if l, ok := w.scheds[p]; ok {
-		return l
-	}
-	if w.scheds == nil {
-		w.scheds = map[int][]sched{}
-	}
-	l := w.schedulesOf(p)
-	w.scheds[p] = l
-	return l
-}
-
-// schedulesOf is schedules, worked out.
-func (w *worker) schedulesOf(p int) []sched {
-	scheds := []sched{{w.req.Schedule, max(w.req.Chunks, 1)}}
-	if p <= 1 || w.req.Schedule != "" {
-		return scheds
-	}
-	one, chunked := schedule.OneFOneB, schedule.Interleaved
-	if w.req.Framework == FrameworkMaxText {
-		one, chunked = "", schedule.Circular
-	}
-	scheds = []sched{{schedule.GPipe, 1}}
-	if one != "" {
-		scheds = append(scheds, sched{one, 1})
-	}
-	for _, v := range []int{2, 4} {
-		if w.req.Model.Layers%(p*v) == 0 {
-			scheds = append(scheds, sched{chunked, v})
-		}
-	}
-	return scheds
-}
-
-// rings are the expert dispatches m is costed with: the all-to-alls, and
-// for a dropless mixture of experts over an expert axis MaxText's ring of
-// experts too.
-func (w *worker) rings(m mesh.Mesh) []bool {
-	if w.req.Model.MoE() && m.Size(mesh.Expert) > 1 && w.req.CapacityFactor <= 0 {
-		return bothRings[:]
-	}
-	return bothRings[:1]
-}
-
-// bothRings is the expert dispatches rings returns parts of (read only).
-var bothRings = [2]bool{false, true}
 
 // try bounds one mesh run as c, with the batch a mesh of its sizes found
 // (prior) when there is one, and returns the batch.
@@ -555,7 +447,6 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 // that bound and its batch is not looked for (0, when the request sets
 // none).
 func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batchFit, *cost.BatchMemory) {
-	// the expert axis shards the batch as data and fsdp do
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	reason := func(err error) cost.Reason {
 		var inf *cost.Infeasible
@@ -572,14 +463,8 @@ func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batch
 		}
 		return why
 	}
-	// per-shard batches are multiples of step: 1, or the chip's devices
-	// when they must split its sequences (microStep); the request's batch
-	// is the only one when it sets one
 	step := max(w.req.microStep, 1)
-	lo, hi := step*shards, w.req.MaxGlobalBatch/shards/step*step*shards
-	if w.req.GlobalBatch > 0 {
-		lo, hi = w.req.GlobalBatch, w.req.GlobalBatch
-	}
+	lo, hi := w.batchRange(m, j.MicroBatches)
 	if hi < lo {
 		return batchFit{reason: ReasonBatchLimit}, nil
 	}
