@@ -63,6 +63,11 @@ type Request struct {
 	Prices                 Prices
 	// Limits are the capacity modes' cited terms; nil takes modes.csv.
 	Limits []Limit
+	// ChipPower, when given, adds each row's energy and emissions,
+	// estimates (RowEnergy) with Carbon, the regions' carbon table (nil
+	// takes carbon.csv).
+	ChipPower ChipPower
+	Carbon    Carbon
 }
 
 // Row is one configuration in one capacity mode.
@@ -98,6 +103,9 @@ type Row struct {
 	Band *RowBand `json:"prediction_band,omitempty"`
 	// Pareto is true when no other row is both faster and cheaper.
 	Pareto bool `json:"pareto"`
+	// Energy is the row's energy and emissions, estimates from the chip
+	// power the user gave; nil when none was.
+	Energy *RowEnergy `json:"energy,omitempty"`
 	// Warnings are the mode's terms the row may break (flex-start's run
 	// limit at the band's high end, its GKE single-host rule, its quota).
 	Warnings []string `json:"warnings"`
@@ -191,6 +199,13 @@ func (r *Request) check() error {
 			return err
 		}
 		r.Limits = ls
+	}
+	if r.Carbon == nil && r.ChipPower.Given() {
+		c, err := DefaultCarbon()
+		if err != nil {
+			return err
+		}
+		r.Carbon = c
 	}
 	if slices.Contains(r.Modes, Flex) {
 		if _, ok := flex(r.Limits); !ok {
@@ -349,7 +364,7 @@ func (r Request) generations(res *Result, fl flexTerms) ([]generationWork, []con
 			missing[why] = append(missing[why], string(m))
 		}
 		for _, why := range whys {
-			res.Unpriced = append(res.Unpriced, fmt.Sprintf("%s %s in %s: %s; give one with a price file",
+			res.Unpriced = append(res.Unpriced, fmt.Sprintf("%s %s in %s: %s; give one of your own (a price, or a price table)",
 				c.Generation, strings.Join(missing[why], ", "), r.Region, why))
 		}
 		if len(gw.priced) == 0 {
@@ -438,6 +453,13 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
 	if t := m.term(); t > 0 {
 		row.CommitmentUSD = float64(row.Chips) * t.Hours() * price.USDPerChipHour
 	}
+	if w, ok := r.ChipPower.Watts(row.Generation); ok {
+		var c *RegionCarbon
+		if rc, ok := r.Carbon.Lookup(r.Region); ok {
+			c = &rc
+		}
+		row.Energy = energyOf(row.Chips, row.TimeToTrain.Hours(), w, c)
+	}
 	return row
 }
 
@@ -502,6 +524,9 @@ func (r Request) notes(rows []Row) []string {
 	}
 	if cud {
 		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; the commitment bills the chips for the whole term (term bill) unless other work uses them")
+	}
+	if slices.ContainsFunc(rows, func(row Row) bool { return row.Energy != nil }) {
+		notes = append(notes, r.energyNotes()...)
 	}
 	return notes
 }

@@ -13,6 +13,10 @@ var pageTemplate = template.Must(template.New("budget").Funcs(template.FuncMap{
 	"days":    func(s float64) string { return Days(seconds(s)) },
 	"dollars": Dollars,
 	"inc":     func(i int) int { return i + 1 },
+	"energy":  func(e *RowEnergy) string { m, _ := e.columns(); return m },
+	"co2":     func(e *RowEnergy) string { _, c := e.columns(); return c },
+	"given":   func(p Price) bool { return p.Source == UserSource },
+	"origin":  Price.provenance,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -37,8 +41,8 @@ li { margin: 0.2em 0; }
 {{range .Charts}}<figure class="chart">{{.}}</figure>
 {{end}}
 {{if .R.Rows}}<table>
-<tr><th>#</th><th>TPU</th><th>chips</th><th>mode</th><th>step</th><th>goodput</th><th>time</th><th>time band</th><th>chip-hours</th><th>dollars</th><th>dollars band</th><th>$/B tokens</th><th>term bill</th><th>Pareto</th></tr>
-{{range $i, $r := .R.Rows}}<tr{{if $r.Pareto}} class="pareto"{{end}}><td>{{inc $i}}</td><td>{{if gt $r.Slices 1}}{{$r.Slices}} × {{end}}{{$r.AcceleratorType}}</td><td>{{$r.Chips}}</td><td>{{$r.Mode}}</td><td>{{printf "%.2fs" $r.StepS}}</td><td>{{printf "%.4f" $r.Goodput}}</td><td>{{days $r.TimeToTrainS}}</td><td>{{with $r.Band}}{{days .TimeLow}}-{{days .TimeHigh}}{{else}}-{{end}}</td><td>{{printf "%.0f" $r.ChipHours}}</td><td>{{dollars $r.USD}}</td><td>{{with $r.Band}}{{dollars .USDLow}}-{{dollars .USDHigh}}{{else}}-{{end}}</td><td>{{dollars $r.USDPerBTokens}}</td><td>{{if $r.CommitmentUSD}}{{dollars $r.CommitmentUSD}}{{else}}-{{end}}</td><td>{{if $r.Pareto}}*{{end}}</td></tr>
+<tr><th>#</th><th>TPU</th><th>chips</th><th>mode</th><th>step</th><th>goodput</th><th>time</th><th>time band</th><th>chip-hours</th><th>dollars</th><th>dollars band</th><th>$/B tokens</th><th>term bill</th>{{if .Energy}}<th>MWh</th><th>t CO2e</th>{{end}}<th>Pareto</th></tr>
+{{range $i, $r := .R.Rows}}<tr{{if $r.Pareto}} class="pareto"{{end}}><td>{{inc $i}}</td><td>{{if gt $r.Slices 1}}{{$r.Slices}} × {{end}}{{$r.AcceleratorType}}</td><td>{{$r.Chips}}</td><td>{{$r.Mode}}</td><td>{{printf "%.2fs" $r.StepS}}</td><td>{{printf "%.4f" $r.Goodput}}</td><td>{{days $r.TimeToTrainS}}</td><td>{{with $r.Band}}{{days .TimeLow}}-{{days .TimeHigh}}{{else}}-{{end}}</td><td>{{printf "%.0f" $r.ChipHours}}</td><td>{{dollars $r.USD}}</td><td>{{with $r.Band}}{{dollars .USDLow}}-{{dollars .USDHigh}}{{else}}-{{end}}</td><td>{{dollars $r.USDPerBTokens}}</td><td>{{if $r.CommitmentUSD}}{{dollars $r.CommitmentUSD}}{{else}}-{{end}}</td>{{if $.Energy}}<td>{{energy $r.Energy}}</td><td>{{co2 $r.Energy}}</td>{{end}}<td>{{if $r.Pareto}}*{{end}}</td></tr>
 {{end}}</table>
 <p>* on the Pareto front of time against dollars (bold){{with .Show}}; <code>{{.}}</code> prints the plan behind row N{{end}}.</p>
 {{else}}<p>No configuration meets the limits{{with .R.Nearest}}; nearest: {{.}}{{end}}.</p>
@@ -48,7 +52,7 @@ li { margin: 0.2em 0; }
 {{end}}{{end}}{{range .R.Unpriced}}<li>unpriced: {{.}}</li>
 {{end}}{{range .R.Dropped}}<li>dropped: {{.What}}: {{.Why}}</li>
 {{end}}{{range .R.Notes}}<li>note: {{.}}</li>
-{{end}}{{range .Prices}}<li>price: {{.Generation}} {{.Mode}} {{if eq .Region "*"}}(no region named){{else}}in {{.Region}}{{end}} ${{.USDPerChipHour}} per chip-hour, read {{.Read}} from <a href="{{.Source}}">{{.Source}}</a></li>
+{{end}}{{range .Prices}}<li>price: {{.Generation}} {{.Mode}} {{if eq .Region "*"}}(no region named){{else}}in {{.Region}}{{end}} ${{.USDPerChipHour}} per chip-hour, {{if given .}}{{origin .}}{{else}}read {{.Read}} from <a href="{{.Source}}">{{.Source}}</a>{{end}}</li>
 {{end}}</ul>
 {{end}}`))
 
@@ -78,7 +82,8 @@ func (res Result) writeHTML(w io.Writer, name, show string, charts [][]byte) err
 		Bands  []string
 		Prices []Price
 		Show   string
-	}{R: res, Bands: bands, Prices: res.PricesUsed(), Show: show}
+		Energy bool
+	}{R: res, Bands: bands, Prices: res.PricesUsed(), Show: show, Energy: res.energy()}
 	for _, c := range charts {
 		d.Charts = append(d.Charts, template.HTML(c))
 	}

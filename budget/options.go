@@ -48,6 +48,12 @@ type Options struct {
 	SliceCounts string `json:"slices"`
 	// SpotPreemptionsPerHour is an input: no public rate was found.
 	SpotPreemptionsPerHour float64 `json:"spot_preemptions_per_hour"`
+	// Price is prices of the user's own, GEN[:MODE]=DOLLARS a chip-hour in
+	// Region, comma-separated (ParseUserPrices); "" or 0: none.
+	Price string `json:"price"`
+	// ChipWatts is the chip power for an energy estimate: watts for every
+	// generation, or GEN=W pairs (ParseChipWatts); "" or 0: none.
+	ChipWatts string `json:"chip_watts"`
 }
 
 // The bounds of the options.
@@ -73,7 +79,7 @@ const (
 func DefaultOptions() Options {
 	return Options{Model: plan.DefaultModel, Tokens: DefaultTokens, MaxGlobalBatch: plan.DefaultOptions().MaxGlobalBatch,
 		Deadline: defaultDeadline, Budget: defaultBudgetDollar, Region: DefaultRegion, Generations: DefaultGenerations,
-		Modes: strings.Join(Modes(), ","), SliceChips: defaultSliceChips, SliceCounts: defaultSliceCounts}
+		Modes: strings.Join(Modes(), ","), SliceChips: defaultSliceChips, SliceCounts: defaultSliceCounts, Price: "0", ChipWatts: "0"}
 }
 
 // OptionError is an option ParseOptions (or one of the option parsers)
@@ -123,6 +129,13 @@ func ParseOptions(o Options, prices Prices) (Request, error) {
 		return r, &OptionError{"spot_preemptions_per_hour", strconv.FormatFloat(s, 'g', -1, 64), fmt.Sprintf("0 (none) to %d per slice per hour", MaxSpotPreemptions)}
 	}
 	r.SpotPreemptionsPerHour = o.SpotPreemptionsPerHour
+	if r.ChipPower, err = ParseChipWatts(o.ChipWatts); err != nil {
+		return r, err
+	}
+	user, err := ParseUserPrices(o.Price, r.Region)
+	if err != nil {
+		return r, err
+	}
 	if n := len(r.Generations) * len(r.SliceChips) * len(r.SliceCounts); n > MaxConfigs {
 		return r, &OptionError{"generations", o.Generations, fmt.Sprintf("with slice_chips and slices at most %d configurations; these make %d", MaxConfigs, n)}
 	}
@@ -136,7 +149,7 @@ func ParseOptions(o Options, prices Prices) (Request, error) {
 			return r, err
 		}
 	}
-	r.Prices = prices
+	r.Prices = prices.With(user)
 	return r, nil
 }
 

@@ -82,14 +82,25 @@ func TestParseCounts(t *testing.T) {
 // FuzzParseOptions: any text in the budget's text options is a request
 // or an OptionError, never a panic.
 func FuzzParseOptions(f *testing.F) {
-	f.Add("1T", "30d", "2M", "us-central1", "v6e", "spot", "256", "1,2")
-	f.Add("1e99", "-1h", "$", "", ",", "flex,flex", "0", "+1")
-	f.Fuzz(func(t *testing.T, tokens, deadline, dollars, region, gens, modes, chips, counts string) {
+	f.Add("1T", "30d", "2M", "us-central1", "v6e", "spot", "256", "1,2", "tpu7x=5.5", "v6e=300")
+	f.Add("1e99", "-1h", "$", "", ",", "flex,flex", "0", "+1", "tpu7x:=,", "=NaN")
+	f.Fuzz(func(t *testing.T, tokens, deadline, dollars, region, gens, modes, chips, counts, price, watts string) {
 		o := DefaultOptions()
 		o.Tokens, o.Deadline, o.Budget, o.Region, o.Generations, o.Modes, o.SliceChips, o.SliceCounts = tokens, deadline, dollars, region, gens, modes, chips, counts
+		o.Price, o.ChipWatts = price, watts
 		r, err := ParseOptions(o, Prices{})
 		if err == nil && (r.Tokens < 1 || len(r.Generations) == 0 || len(r.Modes) == 0) {
 			t.Errorf("ParseOptions(%+v) = %+v: accepted an empty question", o, r)
+		}
+		for _, p := range r.Prices {
+			if !(p.USDPerChipHour > 0 && p.USDPerChipHour <= MaxPrice) {
+				t.Errorf("ParseOptions(%+v): price %+v", o, p)
+			}
+		}
+		for _, w := range r.ChipPower.By {
+			if !(w > 0 && w <= MaxChipWatts) {
+				t.Errorf("ParseOptions(%+v): chip power %+v", o, r.ChipPower)
+			}
 		}
 	})
 }

@@ -317,3 +317,57 @@ var pricesCSV []byte
 // and the date it was read. Modes and regions without a citable price are
 // absent.
 func DefaultPrices() (Prices, error) { return ParsePrices(bytes.NewReader(pricesCSV)) }
+
+// UserSource is the source of a price the user gave (ParseUserPrices):
+// not a published figure, and dated by no reading.
+const UserSource = "given by the user"
+
+// ParseUserPrices reads prices of the user's own, for generations or
+// modes with no published price or to replace one: GEN[:MODE]=DOLLARS,
+// comma-separated (tpu7x=5.5,tpu7x:spot=2.2), a chip-hour in region, the
+// mode on-demand unless named. Nothing (or 0) is none.
+func ParseUserPrices(s, region string) (Prices, error) {
+	bad := &OptionError{"price", s, fmt.Sprintf("0 (none) or GEN[:MODE]=DOLLARS a chip-hour, comma-separated (tpu7x=5.5,tpu7x:spot=2.2); GEN one of the generations, MODE one of %s (on-demand when left out), dollars above 0 and at most %d", strings.Join(Modes(), ", "), MaxPrice)}
+	t := strings.TrimSpace(s)
+	if t == "" || t == "0" {
+		return nil, nil
+	}
+	items, ok := list(t)
+	if !ok {
+		return nil, bad
+	}
+	var out Prices
+	for _, it := range items {
+		key, v, found := strings.Cut(it, "=")
+		name, mode, hasMode := strings.Cut(key, ":")
+		p := Price{Mode: OnDemand, Region: region, Source: UserSource}
+		var err error
+		if p.Generation, err = generation(name); !found || err != nil {
+			return nil, bad
+		}
+		if hasMode {
+			if p.Mode, err = ParseMode(mode); err != nil {
+				return nil, bad
+			}
+		}
+		if p.USDPerChipHour, err = decimal(strings.TrimSpace(v), 0, MaxPrice); err != nil || p.USDPerChipHour <= 0 {
+			return nil, bad
+		}
+		if slices.ContainsFunc(out, func(q Price) bool { return q.Generation == p.Generation && q.Mode == p.Mode }) {
+			return nil, bad
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// With is the table with the user's prices: each replaces the row of its
+// generation, mode and region, and the others are kept.
+func (ps Prices) With(user Prices) Prices {
+	out := slices.DeleteFunc(slices.Clone(ps), func(p Price) bool {
+		return slices.ContainsFunc(user, func(u Price) bool {
+			return u.Generation == p.Generation && u.Mode == p.Mode && u.Region == p.Region
+		})
+	})
+	return append(out, user...)
+}

@@ -58,25 +58,7 @@ func (res Result) WriteText(w io.Writer, show string) error {
 		}
 		b.WriteString("\n")
 	} else {
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, " #\tTPU\tchips\tmode\tstep\tgoodput\ttime\ttime band\tchip-hours\tdollars\tdollars band\t$/B tokens\tterm bill\tPareto\t")
-		for i, row := range res.Rows {
-			front, term := "", "-"
-			if row.Pareto {
-				front = "*"
-			}
-			if row.CommitmentUSD > 0 {
-				term = Dollars(row.CommitmentUSD)
-			}
-			timeBand, usdBand := "-", "-"
-			if b := row.Band; b != nil {
-				timeBand = Days(seconds(b.TimeLow)) + "-" + Days(seconds(b.TimeHigh))
-				usdBand = Dollars(b.USDLow) + "-" + Dollars(b.USDHigh)
-			}
-			fmt.Fprintf(tw, " %d\t%s\t%d\t%s\t%.2fs\t%.4f\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", i+1, slicesName(row), row.Chips, row.Mode,
-				row.StepTime.Seconds(), row.Goodput, Days(row.TimeToTrain), timeBand, row.ChipHours, Dollars(row.USD), usdBand, Dollars(row.USDPerBTokens), term, front)
-		}
-		tw.Flush()
+		res.writeTable(&b)
 		b.WriteString("  * on the Pareto front of time against dollars")
 		if show != "" {
 			fmt.Fprintf(&b, "; %s prints the plan behind row N", show)
@@ -103,10 +85,67 @@ func (res Result) WriteText(w io.Writer, show string) error {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
 	for _, p := range res.PricesUsed() {
-		fmt.Fprintf(&b, "price: %s %s %s $%g per chip-hour, read %s from %s\n", p.Generation, p.Mode, regionWord(p.Region), p.USDPerChipHour, p.Read, p.Source)
+		fmt.Fprintf(&b, "price: %s %s %s $%g per chip-hour, %s\n", p.Generation, p.Mode, regionWord(p.Region), p.USDPerChipHour, p.provenance())
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTable writes the ranked table, with the energy columns when the
+// rows carry energy.
+func (res Result) writeTable(b *strings.Builder) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	energy := res.energy()
+	head := " #\tTPU\tchips\tmode\tstep\tgoodput\ttime\ttime band\tchip-hours\tdollars\tdollars band\t$/B tokens\tterm bill\t"
+	if energy {
+		head += "MWh\tt CO2e\t"
+	}
+	fmt.Fprintln(tw, head+"Pareto\t")
+	for i, row := range res.Rows {
+		front, term := "", "-"
+		if row.Pareto {
+			front = "*"
+		}
+		if row.CommitmentUSD > 0 {
+			term = Dollars(row.CommitmentUSD)
+		}
+		timeBand, usdBand := "-", "-"
+		if b := row.Band; b != nil {
+			timeBand = Days(seconds(b.TimeLow)) + "-" + Days(seconds(b.TimeHigh))
+			usdBand = Dollars(b.USDLow) + "-" + Dollars(b.USDHigh)
+		}
+		fmt.Fprintf(tw, " %d\t%s\t%d\t%s\t%.2fs\t%.4f\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t", i+1, slicesName(row), row.Chips, row.Mode,
+			row.StepTime.Seconds(), row.Goodput, Days(row.TimeToTrain), timeBand, row.ChipHours, Dollars(row.USD), usdBand, Dollars(row.USDPerBTokens), term)
+		if energy {
+			mwh, co2 := row.Energy.columns()
+			fmt.Fprintf(tw, "%s\t%s\t", mwh, co2)
+		}
+		fmt.Fprintf(tw, "%s\t\n", front)
+	}
+	tw.Flush()
+}
+
+// provenance says where a price comes from: the date it was read and its
+// source, or that the user gave it.
+func (p Price) provenance() string {
+	if p.Source == UserSource {
+		return UserSource + " (not a published price)"
+	}
+	return "read " + p.Read + " from " + p.Source
+}
+
+// energy reports whether the rows carry energy estimates.
+func (res Result) energy() bool {
+	return slices.ContainsFunc(res.Rows, func(row Row) bool { return row.Energy != nil })
+}
+
+// columns spells a row's energy in MWh and its emissions in tonnes of
+// CO2e, "-" for what it lacks.
+func (e *RowEnergy) columns() (mwh, co2 string) {
+	if e == nil {
+		return "-", "-"
+	}
+	return fmt.Sprintf("%.1f", e.KWh/1000), tonnes(e.KgCO2e)
 }
 
 // seconds is a duration of s seconds.

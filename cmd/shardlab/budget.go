@@ -17,6 +17,7 @@ import (
 // budgetFlags are the options of 'shardlab budget'.
 type budgetFlags struct {
 	model, maxBatch, region, prices  string
+	userPrice, chipWatts             string
 	html                             string
 	tokens, deadline, dollars        string
 	generations, modes, chips, count string
@@ -46,6 +47,8 @@ func newBudgetFlags() (*flag.FlagSet, *budgetFlags) {
 	floatVar(fs, &f.spot, "spot-preemptions-per-hour", 0, floatFlag{lo: 0, hi: 100, unit: "per slice per hour"},
 		"spot preemptions: no public rate was found, so it is an input (0: none)")
 	fs.StringVar(&f.prices, "prices", "", "a price table (CSV, as budget/prices.csv) to use instead of the built-in one")
+	parsedVar(fs, &f.userPrice, "price", d.Price, parseUserPrice, "prices of your own, GEN[:MODE]=DOLLARS a chip-hour in --region, comma-separated (tpu7x=5.5,tpu7x:spot=2.2; on-demand when MODE is left out), for a generation or mode with no published price or to replace one (0: none)")
+	parsedVar(fs, &f.chipWatts, "chip-watts", d.ChipWatts, parseChipWatts, "add an energy and CO2e estimate at this chip power, an assumption (no per-chip TPU power is published): watts for every generation (350) or GEN=W pairs (v6e=300,tpu7x=600) (0: none)")
 	intVar(fs, &f.show, "show", 0, 0, 1000, "0: the table", "print the plan behind row N of the table")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	fs.StringVar(&f.html, "html", "", "also write the table with its chart of time against dollars as one self-contained HTML `file`")
@@ -96,6 +99,9 @@ var (
 	parseModes       = check(budget.ParseModes)
 	parseChipList    = check(budget.ParseSliceChips)
 	parseCountList   = check(budget.ParseSliceCounts)
+	parseChipWatts   = check(budget.ParseChipWatts)
+	// the region only places the prices: any spelt one checks the syntax
+	parseUserPrice = check(func(s string) (budget.Prices, error) { return budget.ParseUserPrices(s, budget.DefaultRegion) })
 )
 
 func parseRegion(s string) error {
@@ -109,7 +115,8 @@ func parseRegion(s string) error {
 // budget.ParseOptions as the web page's form asks it.
 func (f *budgetFlags) request() (budget.Request, error) {
 	o := budget.Options{Model: f.model, Tokens: f.tokens, Seq: f.seq, MaxGlobalBatch: f.maxBatch, Deadline: f.deadline, Budget: f.dollars,
-		Region: f.region, Generations: f.generations, Modes: f.modes, SliceChips: f.chips, SliceCounts: f.count, SpotPreemptionsPerHour: f.spot}
+		Region: f.region, Generations: f.generations, Modes: f.modes, SliceChips: f.chips, SliceCounts: f.count, SpotPreemptionsPerHour: f.spot,
+		Price: f.userPrice, ChipWatts: f.chipWatts}
 	spec, err := specFile("--model", f.model)
 	if err != nil {
 		return budget.Request{}, err

@@ -31,6 +31,10 @@ func TestBudgetRefusesBadInput(t *testing.T) {
 		{withFlags(small, "--slices", "1,1"), []string{`budget: --slices "1,1"`, "distinct"}},
 		{withFlags(small, "--prices", badPrices), []string{"budget: --prices " + badPrices, "line 2", "usd_per_chip_hour \"-2\""}},
 		{withFlags(small, "--show", "9"), []string{"budget: --show 9", "the table has 2 rows"}},
+		{withFlags(small, "--price", "tpu7x=-5"), []string{`budget: --price "tpu7x=-5"`, "GEN[:MODE]=DOLLARS"}},
+		{withFlags(small, "--price", "tpu7x:daily=5"), []string{`budget: --price "tpu7x:daily=5"`, "on-demand, spot"}},
+		{withFlags(small, "--chip-watts", "NaN"), []string{`budget: --chip-watts "NaN"`, "watts a chip"}},
+		{withFlags(small, "--chip-watts", "v6e=0"), []string{`budget: --chip-watts "v6e=0"`, "at most 5000"}},
 	} {
 		fail(t, tt.args, tt.want...)
 	}
@@ -88,5 +92,25 @@ func TestBudgetHTML(t *testing.T) {
 	}
 	if !strings.Contains(out, "v6e-16") {
 		t.Errorf("stdout lacks the table:\n%s", out)
+	}
+}
+
+func TestBudgetPriceAndEnergy(t *testing.T) {
+	// --price prices TPU7x, said to be the user's; --chip-watts adds the
+	// energy and CO2e columns and says what they rest on
+	out, errOut, code := runCmd(withFlags(small, "--generations", "tpu7x,v6e", "--slice-chips", "64", "--slices", "1",
+		"--price", "tpu7x=5,v6e=2.5", "--chip-watts", "tpu7x=700,v6e=300")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, w := range []string{"tpu7x-128", "price: tpu7x on-demand in us-central1 $5 per chip-hour, given by the user (not a published price)",
+		"price: v6e on-demand in us-central1 $2.5 per chip-hour, given by the user", "MWh", "t CO2e",
+		"energy (an estimate): chips × the chip power you gave (tpu7x 700 W, v6e 300 W)", "us-central1's carbon-free energy share, 0.87"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "unpriced: tpu7x on-demand") {
+		t.Errorf("tpu7x on-demand priced by --price is still unpriced:\n%s", out)
 	}
 }
