@@ -42,9 +42,9 @@ li { margin: 0.2em 0; }
 {{end}}
 {{if .R.Rows}}<table>
 <tr><th>#</th><th>TPU</th><th>chips</th><th>mode</th><th>step</th><th>goodput</th><th>time</th><th>time band</th><th>chip-hours</th><th>dollars</th><th>dollars band</th><th>$/B tokens</th><th>term bill</th>{{if .Energy}}<th>MWh</th><th>t CO2e</th>{{end}}<th>Pareto</th></tr>
-{{range $i, $r := .R.Rows}}<tr{{if $r.Pareto}} class="pareto"{{end}}><td>{{inc $i}}</td><td>{{if gt $r.Slices 1}}{{$r.Slices}} × {{end}}{{$r.AcceleratorType}}</td><td>{{$r.Chips}}</td><td>{{$r.Mode}}</td><td>{{printf "%.2fs" $r.StepS}}</td><td>{{printf "%.4f" $r.Goodput}}</td><td>{{days $r.TimeToTrainS}}</td><td>{{with $r.Band}}{{days .TimeLow}}-{{days .TimeHigh}}{{else}}-{{end}}</td><td>{{printf "%.0f" $r.ChipHours}}</td><td>{{dollars $r.USD}}</td><td>{{with $r.Band}}{{dollars .USDLow}}-{{dollars .USDHigh}}{{else}}-{{end}}</td><td>{{dollars $r.USDPerBTokens}}</td><td>{{if $r.CommitmentUSD}}{{dollars $r.CommitmentUSD}}{{else}}-{{end}}</td>{{if $.Energy}}<td>{{energy $r.Energy}}</td><td>{{co2 $r.Energy}}</td>{{end}}<td>{{if $r.Pareto}}*{{end}}</td></tr>
+{{range $i, $r := .R.Rows}}<tr{{if $r.Pareto}} class="pareto"{{end}}><td>{{if $.Links}}<a href="{{index $.Links $i}}" title="the plan behind this row">{{inc $i}}</a>{{else}}{{inc $i}}{{end}}</td><td>{{if gt $r.Slices 1}}{{$r.Slices}} × {{end}}{{$r.AcceleratorType}}</td><td>{{$r.Chips}}</td><td>{{$r.Mode}}</td><td>{{printf "%.2fs" $r.StepS}}</td><td>{{printf "%.4f" $r.Goodput}}</td><td>{{days $r.TimeToTrainS}}</td><td>{{with $r.Band}}{{days .TimeLow}}-{{days .TimeHigh}}{{else}}-{{end}}</td><td>{{printf "%.0f" $r.ChipHours}}</td><td>{{dollars $r.USD}}</td><td>{{with $r.Band}}{{dollars .USDLow}}-{{dollars .USDHigh}}{{else}}-{{end}}</td><td>{{dollars $r.USDPerBTokens}}</td><td>{{if $r.CommitmentUSD}}{{dollars $r.CommitmentUSD}}{{else}}-{{end}}</td>{{if $.Energy}}<td>{{energy $r.Energy}}</td><td>{{co2 $r.Energy}}</td>{{end}}<td>{{if $r.Pareto}}*{{end}}</td></tr>
 {{end}}</table>
-<p>* on the Pareto front of time against dollars (bold){{with .Show}}; <code>{{.}}</code> prints the plan behind row N{{end}}.</p>
+<p>* on the Pareto front of time against dollars (bold){{with .Show}}; <code>{{.}}</code> prints the plan behind row N{{end}}{{if .Links}}; a row's number links to the plan behind it{{end}}.</p>
 {{else}}<p>No configuration meets the limits{{with .R.Nearest}}; nearest: {{.}}{{end}}.</p>
 {{end}}<ul>
 {{range .Bands}}<li>band: {{.}}</li>
@@ -61,17 +61,19 @@ li { margin: 0.2em 0; }
 // them as markup), the ranked table with its bands, and the unpriced,
 // dropped, notes and prices of WriteText; show is as WriteText's.
 func (res Result) WriteHTML(w io.Writer, show string, charts ...[]byte) error {
-	return res.writeHTML(w, "budget", show, charts)
+	return res.writeHTML(w, "budget", show, nil, charts)
 }
 
 // WriteHTMLBody writes what WriteHTML's page holds, without the page
-// around it: for a page of the caller's (the web UI's budget page).
-func (res Result) WriteHTMLBody(w io.Writer, show string, charts ...[]byte) error {
-	return res.writeHTML(w, "result", show, charts)
+// around it: for a page of the caller's (the web UI's budget page). link,
+// when not nil, is the address of the plan behind a row, which the row's
+// number links to.
+func (res Result) WriteHTMLBody(w io.Writer, show string, link func(Row) string, charts ...[]byte) error {
+	return res.writeHTML(w, "result", show, link, charts)
 }
 
 // writeHTML executes template name of the page with the result.
-func (res Result) writeHTML(w io.Writer, name, show string, charts [][]byte) error {
+func (res Result) writeHTML(w io.Writer, name, show string, link func(Row) string, charts [][]byte) error {
 	bands, share := res.bands()
 	for i, b := range bands {
 		bands[i] = fmt.Sprintf("validate's held-out %.0f %% band of the planner's error, %s", 100*share, b)
@@ -83,7 +85,13 @@ func (res Result) writeHTML(w io.Writer, name, show string, charts [][]byte) err
 		Prices []Price
 		Show   string
 		Energy bool
+		Links  []string // by row, when link is given
 	}{R: res, Bands: bands, Prices: res.PricesUsed(), Show: show, Energy: res.energy()}
+	if link != nil {
+		for _, row := range res.Rows {
+			d.Links = append(d.Links, link(row))
+		}
+	}
 	for _, c := range charts {
 		d.Charts = append(d.Charts, template.HTML(c))
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"net/url"
 	"strings"
 
 	"shardlab/budget"
@@ -91,10 +92,31 @@ func (h *Handler) budgetRun(ctx context.Context, o budget.Options, bad fieldErro
 		return nil, err
 	}
 	var b bytes.Buffer
-	if err := res.WriteHTMLBody(&b, "", svgs...); err != nil {
+	if err := res.WriteHTMLBody(&b, "", planLink(o), svgs...); err != nil {
 		return nil, err
 	}
 	return &budgetView{Result: res, Body: template.HTML(b.String())}, nil
+}
+
+// planLink is the address of the plan page that plans a budget row's
+// configuration as the budget did: the job's options (the model or the
+// pasted spec, the sequence, the batch limit), the row's accelerator type
+// and slice count, and plan's defaults for the rest, which are the
+// budget's (budget.ParseOptions). The plan page's best layout is the row's.
+func planLink(o budget.Options) func(budget.Row) string {
+	return func(row budget.Row) string {
+		po := plan.DefaultOptions()
+		po.Model, po.ModelSpec, po.Seq, po.MaxGlobalBatch = o.Model, o.ModelSpec, o.Seq, o.MaxGlobalBatch
+		po.TPU, po.Slices = row.AcceleratorType, row.Slices
+		v := valuesOf(po)
+		q := url.Values{}
+		for _, k := range []plan.Option{plan.OptionModel, optionModelSpec, plan.OptionTPU, plan.OptionSlices, plan.OptionSeq, plan.OptionMaxGlobalBatch} {
+			if s, ok := v[k]; ok && s != "" {
+				q.Set(string(k), s)
+			}
+		}
+		return "/?" + q.Encode()
+	}
 }
 
 // work runs fn in a search slot (acquire) under the request's deadline

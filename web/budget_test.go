@@ -2,10 +2,14 @@ package web
 
 import (
 	"encoding/json"
+	"html"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
+	"shardlab/budget"
 	"shardlab/plan"
 )
 
@@ -66,6 +70,51 @@ func TestBudgetFormHasEveryOption(t *testing.T) {
 	for o := range have {
 		if _, ok := budgetForm.index[o]; !ok && o != optionModelSpec {
 			t.Errorf("the budget form has %s, which budget.Options lacks", o)
+		}
+	}
+}
+
+// TestBudgetRowLinksToItsPlan: each row's number links to the plan page
+// for its configuration, and that page's best layout and step are the
+// row's (one click from a point to the plan behind it); a pasted spec
+// travels with the link.
+func TestBudgetRowLinksToItsPlan(t *testing.T) {
+	h := New(Config{})
+	for _, q := range []string{
+		smallBudget + "&seq=4096&max_global_batch=256",
+		"model=spec&model_spec=" + url.QueryEscape("name: tiny\nlayers: 4\nd_model: 1024\nheads: 8\nd_ff: 4096\nvocab: 32000\nseq_len: 2048\n") +
+			"&tokens=10B&generations=v6e&modes=on-demand&slice_chips=16&slices=1",
+	} {
+		var res budget.Result
+		code, body := get(t, h, "/download/budget.json?"+q)
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &res) != nil || len(res.Rows) == 0 {
+			t.Fatalf("GET /download/budget.json?%s = %d %.300s", q, code, body)
+		}
+		_, page := get(t, h, "/budget?"+q)
+		links := regexp.MustCompile(`<a href="(/\?[^"]+)" title="the plan behind this row">1</a>`).FindStringSubmatch(page)
+		if links == nil {
+			t.Fatalf("GET /budget?%s: row 1 has no plan link", q)
+		}
+		link := html.UnescapeString(links[1])
+		row := res.Rows[0]
+		if code, page := get(t, h, link); code != http.StatusOK || !strings.Contains(page, row.Layout) {
+			t.Errorf("GET %s = %d, lacks row 1's layout %s", link, code, row.Layout)
+		}
+		var p struct {
+			AcceleratorTyp string `json:"accelerator_type"`
+			Slices         int    `json:"slices"`
+			Top            []struct {
+				Layout string  `json:"layout"`
+				StepS  float64 `json:"step_time_s"`
+			} `json:"top"`
+		}
+		code, body = get(t, h, "/download/plan.json"+strings.TrimPrefix(link, "/"))
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &p) != nil || len(p.Top) == 0 {
+			t.Fatalf("GET /download/plan.json for %s = %d %.300s", link, code, body)
+		}
+		if best := p.Top[0]; best.Layout != row.Layout || p.AcceleratorTyp != row.AcceleratorType || p.Slices != row.Slices || best.StepS != row.StepS {
+			t.Errorf("%s: the plan is %s on %d × %s, step %g s; row 1 is %s on %d × %s, step %g s",
+				link, best.Layout, p.Slices, p.AcceleratorTyp, best.StepS, row.Layout, row.Slices, row.AcceleratorType, row.StepS)
 		}
 	}
 }
