@@ -1,8 +1,6 @@
 package budget
 
 import (
-	"maps"
-	"slices"
 	"strings"
 	"testing"
 
@@ -84,22 +82,11 @@ func wholeRequest(tb testing.TB) (Request, int) {
 	tb.Helper()
 	gens := []hw.Generation{hw.V4, hw.V5e, hw.V5p, hw.V6e, hw.TPU7x}
 	r := pricedRequest(tb, "llama3-70b", gens)
-	sizes := map[int]bool{}
-	for _, g := range gens {
-		c, err := hw.Lookup(string(g))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, name := range c.AcceleratorTypes() {
-			s, err := hw.ParseAcceleratorType(name)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			sizes[s.Chips()] = true
-		}
+	sizes, err := hw.SliceSizes(gens...)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	r.SliceChips, r.SliceCounts = slices.Sorted(maps.Keys(sizes)), []int{1, 2, 3, 4}
-	var err error
+	r.SliceChips, r.SliceCounts = sizes, []int{1, 2, 3, 4}
 	if r.Limits, err = DefaultLimits(); err != nil {
 		tb.Fatal(err)
 	}

@@ -163,6 +163,23 @@ func (c Chip) AcceleratorTypes() []string {
 	return out
 }
 
+// SliceSizes is the chips of every slice any of gens has
+// (AcceleratorTypes), each once, smallest first.
+func SliceSizes(gens ...Generation) ([]int, error) {
+	var out []int
+	for _, g := range gens {
+		c, err := Lookup(string(g))
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range c.defaultTopologies() {
+			out = append(out, t.Chips())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
 func (c Chip) validCounts() string {
 	names := c.AcceleratorTypes()
 	if len(names) > 12 {

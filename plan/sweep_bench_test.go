@@ -2,7 +2,6 @@ package plan
 
 import (
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,22 +25,10 @@ func wholeSweep(tb testing.TB) []Request {
 		tb.Fatal(err)
 	}
 	gens := []hw.Generation{hw.V4, hw.V5e, hw.V5p, hw.V6e, hw.TPU7x}
-	var sizes []int
-	for _, g := range gens {
-		c, err := hw.Lookup(string(g))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, name := range c.AcceleratorTypes() {
-			s, err := hw.ParseAcceleratorType(name)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			sizes = append(sizes, s.Chips())
-		}
+	sizes, err := hw.SliceSizes(gens...)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	slices.Sort(sizes)
-	sizes = slices.Compact(sizes)
 	var out []Request
 	for _, g := range gens {
 		c, _ := hw.Lookup(string(g))
