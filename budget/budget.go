@@ -166,6 +166,9 @@ type Result struct {
 	Deadline float64  `json:"deadline_s,omitempty"`
 	Budget   float64  `json:"budget_usd,omitempty"`
 	Notes    []string `json:"notes"`
+	// Carbon is the region's carbon figures behind the rows' emissions,
+	// when the rows carry energy and the table has the region.
+	Carbon *RegionCarbon `json:"carbon,omitempty"`
 }
 
 // ErrRequest is wrapped by the errors of a request Sweep refuses.
@@ -327,6 +330,9 @@ func (r Request) sweep() (Result, error) {
 		res.Rows[i].Pareto = true
 	}
 	res.Notes = r.notes(res.Rows)
+	if c, ok := r.Carbon.Lookup(r.Region); ok && res.energy() {
+		res.Carbon = &c
+	}
 	return res, nil
 }
 
@@ -528,7 +534,25 @@ func (r Request) notes(rows []Row) []string {
 	if slices.ContainsFunc(rows, func(row Row) bool { return row.Energy != nil }) {
 		notes = append(notes, r.energyNotes()...)
 	}
-	return notes
+	return append(notes, r.unused()...)
+}
+
+// unused names the user's prices and chip powers that no searched
+// generation and mode uses.
+func (r Request) unused() []string {
+	var out []string
+	for _, p := range r.Prices {
+		if p.Given && (!slices.Contains(r.Generations, p.Generation) || !slices.Contains(r.Modes, p.Mode)) {
+			out = append(out, fmt.Sprintf("your %s %s price is unused: the sweep does not search %s %s", p.Generation, p.Mode, p.Generation, p.Mode))
+		}
+	}
+	for g := range r.ChipPower.By {
+		if !slices.Contains(r.Generations, g) {
+			out = append(out, fmt.Sprintf("your chip power for %s is unused: the sweep does not search %s", g, g))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // name is the row's configuration and mode.

@@ -92,16 +92,6 @@ func parseCarbon(rec []string, line int) (RegionCarbon, error) {
 	return c, nil
 }
 
-// decimal reads a plain decimal number (digits, an optional fraction) in
-// [lo, hi].
-func decimal(s string, lo, hi float64) (float64, error) {
-	v, err := strconv.ParseFloat(s, 64)
-	if !numberRE.MatchString(s) || err != nil || v < lo || v > hi {
-		return 0, strconv.ErrSyntax
-	}
-	return v, nil
-}
-
 // Lookup is the region's row.
 func (c Carbon) Lookup(region string) (RegionCarbon, bool) {
 	i := slices.IndexFunc(c, func(rc RegionCarbon) bool { return rc.Region == region })
@@ -144,7 +134,8 @@ func (p ChipPower) Given() bool { return p.All > 0 || len(p.By) > 0 }
 // watts for every generation (350), or GEN=W pairs, comma-separated
 // (v6e=300,tpu7x=600), each above 0 and at most MaxChipWatts.
 func ParseChipWatts(s string) (ChipPower, error) {
-	bad := &OptionError{"chip_watts", s, fmt.Sprintf("0 (no energy estimate), watts a chip for every generation (350), or GEN=W pairs, comma-separated (v6e=300,tpu7x=600), each above 0 and at most %d", MaxChipWatts)}
+	want := fmt.Sprintf("0 (no energy estimate), watts a chip for every generation (350), or GEN=W pairs, comma-separated (v6e=300,tpu7x=600), each a decimal number above 0 and at most %d, each generation once", MaxChipWatts)
+	bad := &OptionError{"chip_watts", s, want}
 	t := strings.TrimSpace(s)
 	if t == "" || t == "0" {
 		return ChipPower{}, nil
@@ -166,6 +157,7 @@ func ParseChipWatts(s string) (ChipPower, error) {
 	}
 	p := ChipPower{By: map[hw.Generation]float64{}}
 	for _, it := range items {
+		bad := &OptionError{"chip_watts", s, want + fmt.Sprintf("; %q is not", it)}
 		name, v, found := strings.Cut(it, "=")
 		g, err := generation(name)
 		w, ok := watts(v)
@@ -187,8 +179,8 @@ func generation(s string) (hw.Generation, error) {
 }
 
 // RowEnergy is a row's energy and emissions, estimates from the chip
-// power the user gave: chips × watts × time to train, and of that the
-// share not on carbon-free energy at the grid's intensity.
+// power the user gave: chips × watts × time to train, and that energy at
+// the region's grid carbon intensity (location-based).
 type RowEnergy struct {
 	ChipWatts float64 `json:"chip_watts"`
 	KWh       float64 `json:"kwh"`
@@ -197,11 +189,16 @@ type RowEnergy struct {
 }
 
 // energyOf is the energy of a row of chips running for hours at watts a
-// chip, and its emissions where c, the region's carbon row, is known.
+// chip, and its emissions where c, the region's carbon row, is known:
+// location-based, every kWh at the grid's average intensity (the GHG
+// Protocol's location-based method, which Google's Carbon Footprint
+// reports beside its market-based one). The region's carbon-free share is
+// not taken off: Google's CFE counts the grid's own carbon-free supply,
+// which the grid's average intensity already has in it.
 func energyOf(chips int, hours, watts float64, c *RegionCarbon) *RowEnergy {
 	e := &RowEnergy{ChipWatts: watts, KWh: float64(chips) * watts * hours / 1000}
 	if c != nil {
-		kg := e.KWh * (1 - c.CFEShare) * c.GridGCO2PerKWh / 1000
+		kg := e.KWh * c.GridGCO2PerKWh / 1000
 		e.KgCO2e = &kg
 	}
 	return e
@@ -216,10 +213,10 @@ func (r Request) energyNotes() []string {
 		}
 	}
 	notes := []string{"energy (an estimate): chips × the chip power you gave (" + strings.Join(ws, ", ") +
-		") × time to train; no per-chip TPU power figure is published, so it counts what your figure counts (the chip alone, or its share of hosts, network and cooling)"}
+		") × time to train; no per-chip power was found for v5e, v5p, v6e or TPU7x, so it counts what your figure counts (the chip alone, or its share of hosts, network and cooling)"}
 	if c, ok := r.Carbon.Lookup(r.Region); ok {
-		notes = append(notes, fmt.Sprintf("CO2e (an estimate): energy × (1 − %s's carbon-free energy share, %g) × its grid's carbon intensity, %g gCO2eq/kWh: the hours not on carbon-free energy at the grid's average (Google's %d figures for %s, read %s from %s)",
-			c.Region, c.CFEShare, c.GridGCO2PerKWh, c.Year, c.Location, c.Read, c.Source))
+		notes = append(notes, fmt.Sprintf("CO2e (an estimate, location-based): energy × %s's grid carbon intensity, %g gCO2eq/kWh; Google matches %.0f %% of its hours there with carbon-free energy, which market-based accounting would credit (Google's %d figures for %s, read %s from %s)",
+			c.Region, c.GridGCO2PerKWh, 100*c.CFEShare, c.Year, c.Location, c.Read, c.Source))
 	} else {
 		notes = append(notes, fmt.Sprintf("CO2e: the carbon table has no row for %s, so no emissions are estimated", r.Region))
 	}
@@ -231,5 +228,17 @@ func tonnes(kg *float64) string {
 	if kg == nil || math.IsNaN(*kg) {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f", *kg/1000)
+	return sig3(*kg / 1000)
+}
+
+// sig3 spells v with three significant digits, without an exponent: 1234,
+// 98.1, 5.26, 0.0479, and "<0.001" below that.
+func sig3(v float64) string {
+	switch {
+	case v > 0 && v < 0.001:
+		return "<0.001"
+	case v >= 999.5:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }

@@ -3,6 +3,7 @@ package budget
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -10,11 +11,10 @@ import (
 	"shardlab/hw"
 )
 
-// The energy and emissions of a row by hand: chips × watts × hours, and of
-// that the share not on carbon-free energy at the grid's intensity. A
-// constructed carbon table gives us-central1 a quarter carbon-free at 400
-// g/kWh; v6e chips draw 250 W, TPU7x chips (unpriced here, so no rows)
-// 900 W.
+// The energy and emissions of a row by hand: chips × watts × hours, and
+// that energy at the grid's intensity (location-based). A constructed
+// carbon table gives us-central1 a quarter carbon-free at 400 g/kWh; v6e
+// chips draw 250 W, TPU7x chips (unpriced here, so no rows) 900 W.
 func TestEnergyByHand(t *testing.T) {
 	r := smallRequest(t)
 	var err error
@@ -39,18 +39,21 @@ func TestEnergyByHand(t *testing.T) {
 		if e == nil || e.ChipWatts != 250 || math.Abs(e.KWh-kwh) > 1e-9*kwh {
 			t.Fatalf("%s: energy %+v, want %d chips × 250 W × %.3f h = %.3f kWh", row.name(), e, row.Chips, hours, kwh)
 		}
-		if want := kwh * 0.75 * 400 / 1000; e.KgCO2e == nil || math.Abs(*e.KgCO2e-want) > 1e-9*want {
-			t.Errorf("%s: %v kg CO2e, want %.3f kWh × 0.75 × 400 g = %.3f kg", row.name(), e.KgCO2e, kwh, want)
+		if want := kwh * 400 / 1000; e.KgCO2e == nil || math.Abs(*e.KgCO2e-want) > 1e-9*want {
+			t.Errorf("%s: %v kg CO2e, want %.3f kWh × 400 g (location-based) = %.3f kg", row.name(), e.KgCO2e, kwh, want)
 		}
 	}
 	var b bytes.Buffer
 	if err := res.WriteText(&b, ""); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"MWh", "t CO2e", "energy (an estimate)", "v6e 250 W", "0.25", "400 gCO2eq/kWh"} {
+	for _, want := range []string{"MWh", "t CO2e", "energy (an estimate)", "v6e 250 W", "location-based", "400 gCO2eq/kWh", "25 % of its hours"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the text lacks %q:\n%s", want, b.String())
 		}
+	}
+	if res.Carbon == nil || res.Carbon.Region != "us-central1" || res.Carbon.GridGCO2PerKWh != 400 {
+		t.Errorf("the result's carbon figures: %+v, want us-central1's", res.Carbon)
 	}
 	// no row for the region: energy, but no emissions
 	r.Region = "europe-west4"
@@ -187,9 +190,9 @@ func TestParseUserPrices(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Prices{
-		{Generation: hw.TPU7x, Mode: OnDemand, Region: "europe-west4", USDPerChipHour: 5.5, Source: UserSource},
-		{Generation: hw.TPU7x, Mode: Spot, Region: "europe-west4", USDPerChipHour: 2.2, Source: UserSource},
-		{Generation: hw.V6e, Mode: CUD1y, Region: "europe-west4", USDPerChipHour: 1.5, Source: UserSource},
+		{Generation: hw.TPU7x, Mode: OnDemand, Region: "europe-west4", USDPerChipHour: 5.5, Source: UserSource, Given: true},
+		{Generation: hw.TPU7x, Mode: Spot, Region: "europe-west4", USDPerChipHour: 2.2, Source: UserSource, Given: true},
+		{Generation: hw.V6e, Mode: CUD1y, Region: "europe-west4", USDPerChipHour: 1.5, Source: UserSource, Given: true},
 	}
 	if len(ps) != len(want) {
 		t.Fatalf("%+v, want %+v", ps, want)
@@ -226,4 +229,86 @@ func TestParseUserPrices(t *testing.T) {
 			t.Errorf("%q: %v, want an OptionError on price", in, err)
 		}
 	}
+}
+
+// A price table cannot pass its rows off as the user's: only
+// ParseUserPrices marks a price given.
+func TestTablePriceIsNotGiven(t *testing.T) {
+	ps, err := ParsePrices(strings.NewReader(header + "tpu7x,on-demand,*,5," + UserSource + ",2026-12-06,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps[0].Given || !strings.Contains(ps[0].provenance(), "read 2026-12-06") {
+		t.Errorf("a table row with the user's source: given %v, %q", ps[0].Given, ps[0].provenance())
+	}
+}
+
+// Prices and chip powers the sweep never uses are named in its notes; an
+// error names the item at fault.
+func TestUnusedAndBadItems(t *testing.T) {
+	r := smallRequest(t)
+	user, err := ParseUserPrices("v5p=3,v6e:cud-3y=1", r.Region)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Prices = r.Prices.With(user)
+	if r.ChipPower, err = ParseChipWatts("v6e=300,v4=200"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Sweep(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(res.Notes, "\n")
+	for _, want := range []string{"your v5p on-demand price is unused", "your v6e cud-3y price is unused", "your chip power for v4 is unused"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the notes lack %q:\n%s", want, notes)
+		}
+	}
+	for _, tt := range []struct {
+		err  error
+		item string
+	}{
+		{func() error { _, err := ParseUserPrices("v6e=2,tpu7x=1e3", "us-central1"); return err }(), `"tpu7x=1e3" is not`},
+		{func() error { _, err := ParseChipWatts("v6e=300,v5p=-1"); return err }(), `"v5p=-1" is not`},
+	} {
+		if tt.err == nil || !strings.Contains(tt.err.Error(), tt.item) {
+			t.Errorf("%v, want it to name %s", tt.err, tt.item)
+		}
+	}
+	if got := sig3(0.04791); got != "0.0479" {
+		t.Errorf("sig3(0.04791) = %q", got)
+	}
+	if got := sig3(1234.5); got != "1234" && got != "1235" {
+		t.Errorf("sig3(1234.5) = %q", got)
+	}
+}
+
+func ExampleParseUserPrices() {
+	ps, err := ParseUserPrices("tpu7x=5.5,tpu7x:spot=2.2", "us-central1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, p := range ps {
+		fmt.Println(p.Generation, p.Mode, p.Region, p.USDPerChipHour, p.provenance())
+	}
+	_, err = ParseUserPrices("tpu7x=-1", "us-central1")
+	fmt.Println(err != nil)
+	// Output:
+	// tpu7x on-demand us-central1 5.5 given by the user (not a published price)
+	// tpu7x spot us-central1 2.2 given by the user (not a published price)
+	// true
+}
+
+func ExampleParseChipWatts() {
+	p, _ := ParseChipWatts("v6e=300,tpu7x=600")
+	for _, g := range []hw.Generation{hw.V6e, hw.TPU7x, hw.V5p} {
+		w, ok := p.Watts(g)
+		fmt.Println(g, w, ok)
+	}
+	// Output:
+	// v6e 300 true
+	// tpu7x 600 true
+	// v5p 0 false
 }

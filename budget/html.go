@@ -15,7 +15,6 @@ var pageTemplate = template.Must(template.New("budget").Funcs(template.FuncMap{
 	"inc":     func(i int) int { return i + 1 },
 	"energy":  func(e *RowEnergy) string { m, _ := e.columns(); return m },
 	"co2":     func(e *RowEnergy) string { _, c := e.columns(); return c },
-	"given":   func(p Price) bool { return p.Source == UserSource },
 	"origin":  Price.provenance,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -52,7 +51,7 @@ li { margin: 0.2em 0; }
 {{end}}{{end}}{{range .R.Unpriced}}<li>unpriced: {{.}}</li>
 {{end}}{{range .R.Dropped}}<li>dropped: {{.What}}: {{.Why}}</li>
 {{end}}{{range .R.Notes}}<li>note: {{.}}</li>
-{{end}}{{range .Prices}}<li>price: {{.Generation}} {{.Mode}} {{if eq .Region "*"}}(no region named){{else}}in {{.Region}}{{end}} ${{.USDPerChipHour}} per chip-hour, {{if given .}}{{origin .}}{{else}}read {{.Read}} from <a href="{{.Source}}">{{.Source}}</a>{{end}}</li>
+{{end}}{{range .Prices}}<li>price: {{.Generation}} {{.Mode}} {{if eq .Region "*"}}(no region named){{else}}in {{.Region}}{{end}} ${{.USDPerChipHour}} per chip-hour, {{if .Given}}{{origin .}}{{else}}read {{.Read}} from <a href="{{.Source}}">{{.Source}}</a>{{end}}</li>
 {{end}}</ul>
 {{end}}`))
 

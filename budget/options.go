@@ -139,9 +139,7 @@ func ParseOptions(o Options, prices Prices) (Request, error) {
 	if n := len(r.Generations) * len(r.SliceChips) * len(r.SliceCounts); n > MaxConfigs {
 		return r, &OptionError{"generations", o.Generations, fmt.Sprintf("with slice_chips and slices at most %d configurations; these make %d", MaxConfigs, n)}
 	}
-	po := plan.DefaultOptions()
-	po.Model, po.ModelSpec, po.Seq, po.MaxGlobalBatch, po.Top = o.Model, o.ModelSpec, o.Seq, o.MaxGlobalBatch, 1
-	if r.Plan, err = plan.ParseRequest(po); err != nil {
+	if r.Plan, err = plan.ParseRequest(o.PlanOptions()); err != nil {
 		return r, err
 	}
 	if prices == nil {
@@ -151,6 +149,16 @@ func ParseOptions(o Options, prices Prices) (Request, error) {
 	}
 	r.Prices = prices.With(user)
 	return r, nil
+}
+
+// PlanOptions are the planner's options a budget plans each
+// configuration with: plan's defaults, the job's own options (the model or
+// its spec, the sequence, the batch limit), the best plan only; the sweep
+// sets the TPU and the slices.
+func (o Options) PlanOptions() plan.Options {
+	po := plan.DefaultOptions()
+	po.Model, po.ModelSpec, po.Seq, po.MaxGlobalBatch, po.Top = o.Model, o.ModelSpec, o.Seq, o.MaxGlobalBatch, 1
+	return po
 }
 
 // countSuffixes are the decimal multipliers tokens and dollars take.

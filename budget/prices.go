@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -107,6 +106,10 @@ type Price struct {
 	// Read is the date the figure was read, YYYY-MM-DD.
 	Read string `json:"read"`
 	Note string `json:"note,omitempty"`
+	// Given marks a price the user gave (ParseUserPrices): not a
+	// published figure, and read on no date. A price table's rows never
+	// are.
+	Given bool `json:"given_by_user,omitempty"`
 }
 
 // Prices is a price table.
@@ -143,6 +146,17 @@ var (
 	regionRE = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+$`)
 	numberRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 )
+
+// decimal reads a plain decimal number (digits, an optional fraction) in
+// [lo, hi]: the form every figure of the package's data tables and the
+// user's prices and chip power take.
+func decimal(s string, lo, hi float64) (float64, error) {
+	v, err := strconv.ParseFloat(s, 64)
+	if !numberRE.MatchString(s) || err != nil || v < lo || v > hi {
+		return 0, strconv.ErrSyntax
+	}
+	return v, nil
+}
 
 // ValidRegion reports whether s is spelt as a Google Cloud region
 // (us-central1, europe-west4).
@@ -231,8 +245,8 @@ func parsePrice(rec []string, line int) (Price, error) {
 	if p.Region != AnyRegion && !ValidRegion(p.Region) {
 		return Price{}, refuse("region", p.Region, `a region such as us-central1, or "*" when the source names none`)
 	}
-	v, err := strconv.ParseFloat(rec[3], 64)
-	if !numberRE.MatchString(rec[3]) || err != nil || v <= 0 || v > MaxPrice || math.IsNaN(v) {
+	v, err := decimal(rec[3], 0, MaxPrice)
+	if err != nil || v <= 0 {
 		return Price{}, refuse("usd_per_chip_hour", rec[3], fmt.Sprintf("dollars per chip-hour, a decimal number above 0 and at most %d", MaxPrice))
 	}
 	p.USDPerChipHour = v
@@ -327,20 +341,21 @@ const UserSource = "given by the user"
 // comma-separated (tpu7x=5.5,tpu7x:spot=2.2), a chip-hour in region, the
 // mode on-demand unless named. Nothing (or 0) is none.
 func ParseUserPrices(s, region string) (Prices, error) {
-	bad := &OptionError{"price", s, fmt.Sprintf("0 (none) or GEN[:MODE]=DOLLARS a chip-hour, comma-separated (tpu7x=5.5,tpu7x:spot=2.2); GEN one of the generations, MODE one of %s (on-demand when left out), dollars above 0 and at most %d", strings.Join(Modes(), ", "), MaxPrice)}
+	want := fmt.Sprintf("0 (none) or GEN[:MODE]=DOLLARS a chip-hour, comma-separated (tpu7x=5.5,tpu7x:spot=2.2); GEN one of the generations, MODE one of %s (on-demand when left out), dollars a decimal number above 0 and at most %d, each generation and mode once", strings.Join(Modes(), ", "), MaxPrice)
 	t := strings.TrimSpace(s)
 	if t == "" || t == "0" {
 		return nil, nil
 	}
 	items, ok := list(t)
 	if !ok {
-		return nil, bad
+		return nil, &OptionError{"price", s, want + "; the list has an empty or repeated item"}
 	}
 	var out Prices
 	for _, it := range items {
+		bad := &OptionError{"price", s, want + fmt.Sprintf("; %q is not", it)}
 		key, v, found := strings.Cut(it, "=")
 		name, mode, hasMode := strings.Cut(key, ":")
-		p := Price{Mode: OnDemand, Region: region, Source: UserSource}
+		p := Price{Mode: OnDemand, Region: region, Source: UserSource, Given: true}
 		var err error
 		if p.Generation, err = generation(name); !found || err != nil {
 			return nil, bad

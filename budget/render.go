@@ -128,7 +128,7 @@ func (res Result) writeTable(b *strings.Builder) {
 // provenance says where a price comes from: the date it was read and its
 // source, or that the user gave it.
 func (p Price) provenance() string {
-	if p.Source == UserSource {
+	if p.Given {
 		return UserSource + " (not a published price)"
 	}
 	return "read " + p.Read + " from " + p.Source
@@ -145,7 +145,7 @@ func (e *RowEnergy) columns() (mwh, co2 string) {
 	if e == nil {
 		return "-", "-"
 	}
-	return fmt.Sprintf("%.1f", e.KWh/1000), tonnes(e.KgCO2e)
+	return sig3(e.KWh / 1000), tonnes(e.KgCO2e)
 }
 
 // seconds is a duration of s seconds.

@@ -80,16 +80,17 @@ func (j Job) Band(g hw.Generation) StepBand { return j.BandIn(StepBands, g) }
 
 // BandIn is the band for j on generation g in table: the first of these
 // cells with at least BandMinRows held-out rows — g and the quantized
-// class (a quantized job only), the quantized class, g and j's model
-// class, j's model class, every held-out row. The zero StepBand, when the
-// table has none of them.
+// class (a quantized job whose matmuls are quantized: not an MoE job
+// whose routed experts stay in bf16, UnquantizedExperts), the quantized
+// class, g and j's model class, j's model class, every held-out row. The
+// zero StepBand, when the table has none of them.
 func (j Job) BandIn(table []StepBand, g hw.Generation) StepBand {
 	type cell struct {
 		g hw.Generation
 		c ModelClass
 	}
 	var chain []cell
-	if j.Quantization != QuantNone {
+	if j.Quantization != QuantNone && !j.UnquantizedExperts() {
 		chain = append(chain, cell{g, ClassQuantized}, cell{"", ClassQuantized})
 	}
 	chain = append(chain, cell{g, j.Class()}, cell{"", j.Class()}, cell{"", ""})

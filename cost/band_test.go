@@ -56,3 +56,30 @@ func TestBandScales(t *testing.T) {
 		t.Errorf("Width() = %v, want %v", got, want)
 	}
 }
+
+// An MoE job whose routed experts stay in bf16 (int8, or a capacity
+// factor) takes its model class's band, not the quantized one, whose rows
+// quantize their experts; an fp8 dropless MoE job takes the quantized
+// band.
+func TestBandOfUnquantizedExperts(t *testing.T) {
+	table := []StepBand{
+		{Class: ClassQuantized, Low: -0.01, High: 0.01, Rows: BandMinRows},
+		{Class: ClassMoE, Low: -0.2, High: 0.2, Rows: BandMinRows},
+	}
+	for _, tt := range []struct {
+		q    Quantization
+		cf   float64
+		want ModelClass
+	}{
+		{QuantFP8, 0, ClassQuantized},
+		{QuantInt8, 0, ClassMoE},
+		{QuantFP8, 1.25, ClassMoE},
+		{QuantNone, 0, ClassMoE},
+	} {
+		j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 64)
+		j.Quantization, j.CapacityFactor = tt.q, tt.cf
+		if got := j.BandIn(table, hw.V5p); got.Class != tt.want {
+			t.Errorf("%s, capacity factor %v: the %s band, want %s", tt.q, tt.cf, got.Class, tt.want)
+		}
+	}
+}

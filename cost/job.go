@@ -81,7 +81,9 @@ func (p Precision) Name() string {
 // Quantization is the number format of the matmuls (MaxText quantization).
 type Quantization string
 
-// The formats: none (bf16), int8 (AQT) and fp8.
+// The formats: none (bf16), int8 and fp8, as MaxText runs them through
+// qwix (the config export writes): which matmuls each quantizes is
+// headFLOPs' and UnquantizedExperts' to say.
 const (
 	QuantNone Quantization = ""
 	QuantInt8 Quantization = "int8"
@@ -186,8 +188,9 @@ const DefaultHBMHeadroom = 0.0
 // they are listed once.
 type Settings struct {
 	Precision Precision
-	// Quantization runs the matmuls in int8 or fp8 at the chip's peak for
-	// that format.
+	// Quantization runs the decoder layers' matmuls that MaxText's qwix
+	// rules quantize in int8 or fp8 at the chip's peak for that format
+	// (the rest at the bf16 peak: headFLOPs, UnquantizedExperts).
 	Quantization Quantization
 	// Attention is the attention kernel; "" means flash.
 	Attention AttentionKind

@@ -776,3 +776,36 @@ func TestUnquantizedExpertsByHand(t *testing.T) {
 		}
 	}
 }
+
+// The routed experts' share of a layer's recompute, under every policy:
+// Mixtral's MLP is all routed experts (every layer MoE, no shared expert),
+// so the share is the recompute less the attention projections' (Q, K, V
+// and the output projection, 2·d_model·width each where the policy redoes
+// them), with or without a capacity factor, and with mlpwi_1 kept (a
+// policy that saves it still redoes the routed part, redoneWi1).
+func TestRoutedRecomputeShare(t *testing.T) {
+	policies := append(Remats(), RematCustom)
+	for _, cf := range []float64{0, 1.25} {
+		for _, r := range policies {
+			j := NewJob(lookup(t, "mixtral-8x7b"), 4096, 64)
+			j.CapacityFactor, j.Remat = cf, r
+			if r == RematCustom {
+				var err error
+				if j.Custom, err = ParseCustom("mlpwi_1=device,query_proj=device"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			v := j.layerAt(1)
+			attn := 0.0
+			for _, x := range []Tensor{Query, Key, Value, OutProj} {
+				if v.places[x] == Recompute && j.needed(x) {
+					attn += j.tensorFLOPs(x)
+				}
+			}
+			if got, want := v.routed, v.recompute-attn; math.Abs(got-want) > 1e-9*max(want, 1) {
+				t.Errorf("%s, capacity factor %v: routed recompute %g FLOPs a token, want %g (the recompute %g less the attention's %g)",
+					r, cf, got, want, v.recompute, attn)
+			}
+		}
+	}
+}

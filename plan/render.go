@@ -150,6 +150,10 @@ type ExpertsJSON struct {
 	AllToAllICI   float64 `json:"all_to_all_ici_s"`
 	AllToAllDCN   float64 `json:"all_to_all_dcn_s"`
 	AllToAllBytes int64   `json:"all_to_all_bytes_per_chip"`
+	// Format is the number format the routed experts' GEMMs run in: the
+	// job's quantization where MaxText's qwix rules quantize them, else
+	// bf16 (cost.Job.UnquantizedExperts).
+	Format string `json:"routed_experts_format"`
 }
 
 // expertsOf summarises the routing of an MoE estimate (nil when dense).
@@ -162,6 +166,10 @@ func expertsOf(e cost.Estimate) *ExpertsJSON {
 		CapacityFactor: e.Job.CapacityFactor, LoadImbalance: max(e.Job.LoadImbalance, 1), TokensPerExpert: e.TokensPerExpert, Dispatch: "all-to-all"}
 	if e.Job.RingOfExperts {
 		x.Dispatch = "ring of experts"
+	}
+	x.Format = string(e.Job.Quantization.Format())
+	if e.Job.Quantization == cost.QuantNone || e.Job.UnquantizedExperts() {
+		x.Format = string(hw.BF16)
 	}
 	for _, c := range e.Comms {
 		if c.Axis == mesh.Expert {

@@ -32,8 +32,8 @@ var budgetLooks = withModel([]look{
 	{"deadline", "Price", "Deadline", "drop what takes longer: 30d, 36h, 90m; 0: none", nil},
 	{"budget", "Price", "Budget", "drop what costs more: dollars with k or M (2M); 0: none", nil},
 	{"spot_preemptions_per_hour", "Price", "Spot preemptions", "per slice per hour: no public rate was found, so it is yours; 0: none", nil},
-	{"price", "Price", "Your prices", "GEN[:MODE]=dollars a chip-hour, comma-separated (tpu7x=5.5,tpu7x:spot=2.2), for what has no published price; 0: none", nil},
-	{"chip_watts", "Energy", "Chip power", "watts a chip for an energy and CO2e estimate, an assumption (none is published): 350, or v6e=300,tpu7x=600; 0: none", nil},
+	{"price", "Price", "Your prices", "GEN[:MODE]=dollars a chip-hour, comma-separated (tpu7x=5.5,tpu7x:spot=2.2), for what has no published price or to replace one; 0: none", nil},
+	{"chip_watts", "Energy", "Chip power", "watts a chip for an energy and CO2e estimate, an assumption (none was found for v5e, v5p, v6e or TPU7x): 350, or v6e=300,tpu7x=600; 0: none", nil},
 })
 
 // budgetForm is the budget form over budget.Options.
@@ -92,22 +92,29 @@ func (h *Handler) budgetRun(ctx context.Context, o budget.Options, bad fieldErro
 		return nil, err
 	}
 	var b bytes.Buffer
-	if err := res.WriteHTMLBody(&b, "", planLink(o), svgs...); err != nil {
+	var link func(budget.Row) string
+	if len(o.ModelSpec) <= maxLinkSpecBytes {
+		link = planLink(o)
+	}
+	if err := res.WriteHTMLBody(&b, "", link, svgs...); err != nil {
 		return nil, err
 	}
 	return &budgetView{Result: res, Body: template.HTML(b.String())}, nil
 }
 
+// maxLinkSpecBytes bounds the pasted spec a budget row's plan link
+// carries: every row's link repeats it, so a larger spec leaves the rows
+// without links rather than the page at megabytes.
+const maxLinkSpecBytes = 2 << 10
+
 // planLink is the address of the plan page that plans a budget row's
-// configuration as the budget did: the job's options (the model or the
-// pasted spec, the sequence, the batch limit), the row's accelerator type
-// and slice count, and plan's defaults for the rest, which are the
-// budget's (budget.ParseOptions). The plan page's best layout is the row's.
+// configuration as the budget did (budget.Options.PlanOptions, with the
+// row's accelerator type and slice count), its options that are not
+// plan's defaults in the query. The plan page's best layout is the row's.
 func planLink(o budget.Options) func(budget.Row) string {
 	return func(row budget.Row) string {
-		po := plan.DefaultOptions()
-		po.Model, po.ModelSpec, po.Seq, po.MaxGlobalBatch = o.Model, o.ModelSpec, o.Seq, o.MaxGlobalBatch
-		po.TPU, po.Slices = row.AcceleratorType, row.Slices
+		po := o.PlanOptions()
+		po.TPU, po.Slices, po.Top = row.AcceleratorType, row.Slices, plan.DefaultOptions().Top
 		v := valuesOf(po)
 		q := url.Values{}
 		for _, k := range []plan.Option{plan.OptionModel, optionModelSpec, plan.OptionTPU, plan.OptionSlices, plan.OptionSeq, plan.OptionMaxGlobalBatch} {

@@ -37,6 +37,12 @@ func TestBudgetPage(t *testing.T) {
 	if strings.Contains(body, `id="budget-result"`) {
 		t.Error("a budget shows beside the errors")
 	}
+	code, body = get(t, h, "/budget?"+smallBudget+"&price=tpu7x%3D-1&chip_watts=NaN")
+	for _, f := range []string{"price", "chip_watts"} {
+		if code != http.StatusBadRequest || !strings.Contains(body, `id="error-`+f+`"`) {
+			t.Errorf("GET /budget with a bad price and chip power = %d, %s not flagged", code, f)
+		}
+	}
 	if code, body := get(t, h, "/budget?model=llama9&tokens=1T"); code != http.StatusBadRequest || !strings.Contains(body, `id="error-model"`) {
 		t.Errorf("GET /budget?model=llama9 = %d, want the model flagged", code)
 	}

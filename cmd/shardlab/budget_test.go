@@ -105,7 +105,7 @@ func TestBudgetPriceAndEnergy(t *testing.T) {
 	}
 	for _, w := range []string{"tpu7x-128", "price: tpu7x on-demand in us-central1 $5 per chip-hour, given by the user (not a published price)",
 		"price: v6e on-demand in us-central1 $2.5 per chip-hour, given by the user", "MWh", "t CO2e",
-		"energy (an estimate): chips × the chip power you gave (tpu7x 700 W, v6e 300 W)", "us-central1's carbon-free energy share, 0.87"} {
+		"energy (an estimate): chips × the chip power you gave (tpu7x 700 W, v6e 300 W)", "us-central1's grid carbon intensity, 412.72 gCO2eq/kWh", "87 % of its hours"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output lacks %q:\n%s", w, out)
 		}

@@ -73,6 +73,9 @@ func TestGolden(t *testing.T) {
 		{"validate_serving_json", []string{"validate", "--serving", "--json"}},
 		{"budget_8b_v6e", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e,tpu7x", "--slice-chips", "16,32", "--slices", "1,2"}},
 		{"budget_8b_v6e_json", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--modes", "on-demand", "--slice-chips", "16", "--slices", "1,2", "--json"}},
+		{"budget_8b_price_energy", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e,tpu7x", "--modes", "on-demand", "--slice-chips", "16", "--slices", "1,2",
+			"--price", "tpu7x=5", "--chip-watts", "v6e=300,tpu7x=700"}},
+		{"plan_mixtral_int8", []string{"plan", "--model", "mixtral-8x7b", "--tpu", "v5p-128", "--quantization", "int8", "--top", "1"}},
 		{"budget_8b_v6e_show1", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--modes", "on-demand", "--slice-chips", "16", "--slices", "1", "--show", "1"}},
 	}
 	for _, tt := range tests {
