@@ -112,8 +112,8 @@ func DefaultCarbon() (Carbon, error) { return ParseCarbon(bytes.NewReader(carbon
 const MaxChipWatts = 5000
 
 // ChipPower is the power a chip draws, in watts: an assumption the user
-// states, since no per-chip TPU power figure is published. By holds a
-// generation's; All, when above 0, every other generation's.
+// states, since no per-chip figure was found for v5e, v5p, v6e or TPU7x.
+// By holds a generation's; All, when above 0, every other generation's.
 type ChipPower struct {
 	All float64
 	By  map[hw.Generation]float64

@@ -329,7 +329,7 @@ func (j *Job) activeRoutedFLOPs(tokens float64) float64 {
 // routedFLOPs is the routed experts' GEMM FLOPs a step of tokens
 // computes, forward and backward, padding included (rowFactor): the part
 // of the step's matmul FLOPs a quantized job may leave in bf16
-// (unquantizedExperts).
+// (UnquantizedExperts).
 func (j *Job) routedFLOPs(tokens float64) float64 {
 	return max(j.rowFactor(), 1) * j.activeRoutedFLOPs(tokens)
 }
