@@ -172,7 +172,8 @@ func ParseChipWatts(s string) (ChipPower, error) {
 	return p, nil
 }
 
-// generation reads a generation's name, as ParseGenerations does.
+// generation reads a generation's name (hw.Lookup's spellings), as
+// ParseGenerations, ParseChipWatts and ParseUserPrices take it.
 func generation(s string) (hw.Generation, error) {
 	c, err := hw.Lookup(strings.TrimSpace(s))
 	return c.Generation, err

@@ -254,10 +254,7 @@ func listOf[T any](s string, parse func(item string) (T, error)) ([]T, bool) {
 
 // ParseGenerations reads distinct TPU generations separated by commas.
 func ParseGenerations(s string) ([]hw.Generation, error) {
-	out, ok := listOf(s, func(it string) (hw.Generation, error) {
-		c, err := hw.Lookup(it)
-		return c.Generation, err
-	})
+	out, ok := listOf(s, generation)
 	if !ok {
 		var names []string
 		for _, c := range hw.Chips() {

@@ -290,29 +290,25 @@ func (j *Job) tensorFLOPs(x Tensor) float64 {
 	case MLPWi0, MLPWi1:
 		return 2 * d * j.mlpWidth()
 	case MLPWo:
-		if spec.MoE() {
-			return 2 * float64(spec.ExpertFF()) * j.routedOutWidth()
-		}
+		return j.routedTensorFLOPs(x)
 	}
 	return 0
 }
 
-// routedTensorFLOPs is the routed experts' share of tensorFLOPs(x): of an
-// MoE layer's MLP inputs, its k routed rows a token (padded to the
-// capacity factor where one is set), averaged over the layers as
-// mlpWidth is; mlpwo is routed whole. 0 for a dense model and for the
-// attention's tensors.
+// routedTensorFLOPs is the routed experts' share of tensorFLOPs(x): each
+// of an MoE layer's routed GEMMs (wi_0, wi_1 and wo, whose output mlpwo
+// is routed whole) is d_model × expert d_ff over the k routed rows a token
+// (padded to the capacity factor where one is set: routedOutWidth, the
+// same rows d_model wide), averaged over the layers as mlpWidth is. 0 for
+// a dense model and for the attention's tensors.
 func (j *Job) routedTensorFLOPs(x Tensor) float64 {
 	spec := j.Model
 	if !spec.MoE() {
 		return 0
 	}
 	switch x {
-	case MLPWi0, MLPWi1:
-		// routedOutWidth is the same rows d_model wide
+	case MLPWi0, MLPWi1, MLPWo:
 		return 2 * float64(spec.ExpertFF()) * j.routedOutWidth()
-	case MLPWo:
-		return j.tensorFLOPs(x)
 	}
 	return 0
 }
