@@ -9,7 +9,6 @@ import (
 	"unicode"
 
 	"shardlab/mesh"
-	"shardlab/model"
 	"shardlab/unit"
 )
 
@@ -23,9 +22,16 @@ type Buffer struct {
 // time, on top of the model state and the activations held for the
 // backward pass. The step's peak is the state, the held activations and
 // its largest phase.
+//
+// Recomputable is what XLA keeps live in the phase too when HBM allows,
+// and recomputes from what the phase holds anyway when it does not: not
+// part of the peak a job needs (Memory.Total), part of the one XLA's
+// memory report shows for a program that fits as written
+// (Memory.Nominal).
 type Phase struct {
-	Name    string   `json:"name"`
-	Buffers []Buffer `json:"buffers"`
+	Name         string   `json:"name"`
+	Buffers      []Buffer `json:"buffers"`
+	Recomputable []Buffer `json:"recomputable,omitempty"`
 }
 
 // Bytes is the phase's buffers together.
@@ -83,10 +89,14 @@ const (
 // device; with multi-token prediction, each module's logits and the
 // residuals of its decoder layer, which no remat covers (mtp.go).
 //
+// The output phase's recomputable buffer is the loss's fp32 exponentials
+// (lossExponentials), one per micro-batch whose logits are held.
+//
 // It writes them to ps, whose earlier phases it drops.
 func (j *Job) phases(ps *stagePhases, sh *shape, st stage, logits float64) {
 	e := float64(j.Precision.Activation)
 	ps.n, ps.phase[0].n, ps.phase[1].n = 0, 0, 0
+	ps.phase[0].rec, ps.phase[1].rec = Buffer{}, Buffer{}
 	walk := j.layerBackward(&sh.walk, sh.b, sh.s)
 	ps.step = walk.step
 	back := &ps.phase[0]
@@ -111,6 +121,7 @@ func (j *Job) phases(ps *stagePhases, sh *shape, st stage, logits float64) {
 		row := float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * e / float64(sh.t) / tiles
 		out.add("logits", logits*row)
 		out.add("logits gradient", row)
+		out.rec = Buffer{BufferLossExponentials, unit.Bytes(logits * j.lossExponentials(row))}
 		if n := float64(j.Model.MTPLayers); n > 0 {
 			// at the first of the losses' gradients every module's logits
 			// and residuals are still to be read; mtp.py calls
@@ -136,10 +147,12 @@ type stagePhases struct {
 	phase [2]phaseBuffers
 }
 
-// phaseBuffers is one phase's buffers.
+// phaseBuffers is one phase's buffers, and its recomputable one (rec,
+// none when its Bytes are 0).
 type phaseBuffers struct {
 	n   int
 	buf [6]Buffer
+	rec Buffer
 }
 
 // add appends a buffer of bytes, when there are any.
@@ -177,6 +190,9 @@ func (ps *stagePhases) list() []Phase {
 		start := len(bufs)
 		bufs = append(bufs, pb.buf[:pb.n]...)
 		out[i] = Phase{Name: ps.name(i), Buffers: bufs[start:len(bufs):len(bufs)]}
+		if pb.rec.Bytes > 0 {
+			out[i].Recomputable = []Buffer{pb.rec}
+		}
 	}
 	return out
 }
@@ -529,47 +545,6 @@ func (j *Job) layerBackward(ws *backwardSteps, b, s int) backwardWalk {
 		}
 	}
 	return best
-}
-
-// ErrorBand is how far the memory model's HBM estimate has been from what
-// XLA reported: the median |error| over the cases of validate's memory
-// table (validate/memory.yaml, set A: runs that compiled or ran, and runs
-// that ran out of memory, against the bytes XLA printed), and how many
-// cases that is.
-type ErrorBand struct {
-	Median float64
-	Cases  int
-}
-
-// The memory model's measured error, by model class. They are what
-// `shardlab validate --memory` measures, not fitted: validate's
-// TestMemoryErrorBands recomputes them from the table, so they change only
-// with the table or the model, and in the same commit.
-var (
-	MemoryErrorDense = ErrorBand{Median: 0.1971, Cases: 2}
-	MemoryErrorMoE   = ErrorBand{Median: 0.1273, Cases: 14}
-)
-
-// MemoryError is the measured error of j's memory estimate: its model
-// class's band.
-func (j Job) MemoryError() ErrorBand { return MemoryErrorOf(j.Model) }
-
-// MemoryErrorOf is the measured error of the memory estimate of a job of
-// model m: MemoryErrorMoE for a mixture of experts, else
-// MemoryErrorDense.
-func MemoryErrorOf(m model.Spec) ErrorBand {
-	if m.MoE() {
-		return MemoryErrorMoE
-	}
-	return MemoryErrorDense
-}
-
-// AtEdge reports whether a job estimated at used bytes of HBM fits usable
-// but leaves less free than the band's median error of its estimate: the
-// estimate's own measured error could take it over. Plans warn "HBM at
-// the edge" at it.
-func (b ErrorBand) AtEdge(used, usable unit.Bytes) bool {
-	return used <= usable && float64(usable-used) < b.Median*float64(used)
 }
 
 // MaxMicroBatch is the most sequences per chip per micro-batch with which

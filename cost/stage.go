@@ -176,8 +176,9 @@ func (j *Job) held(base *stageBase, sh *shape) (device, host unit.Bytes) {
 	return j.tempScaled(unit.Bytes(held * sh.r.device)), base.mem.Host + unit.Bytes(held*sh.r.offload)
 }
 
-// transient scales ps's buffers by TempScale and returns the largest
-// phase's bytes and which it is (the first on a tie).
+// transient scales ps's buffers (the recomputable ones too) by TempScale
+// and returns the largest phase's bytes and which it is (the first on a
+// tie).
 func (j *Job) transient(ps *stagePhases) (unit.Bytes, int) {
 	var max unit.Bytes
 	peak := 0
@@ -186,6 +187,7 @@ func (j *Job) transient(ps *stagePhases) (unit.Bytes, int) {
 		for k := range pb.buf[:pb.n] {
 			pb.buf[k].Bytes = j.tempScaled(pb.buf[k].Bytes)
 		}
+		pb.rec.Bytes = j.tempScaled(pb.rec.Bytes)
 		if b := pb.bytes(); b > max || i == 0 {
 			max, peak = b, i
 		}

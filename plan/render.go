@@ -204,6 +204,11 @@ type MemoryJSON struct {
 	// lists every phase's buffers.
 	Peak   string       `json:"peak_phase"`
 	Phases []cost.Phase `json:"phases"`
+	// XLAReport is what XLA's memory report of the step should read,
+	// compiled against the chip's compiler HBM (cost.Memory.Compiled),
+	// and XLARecomputes whether XLA recomputes to get there.
+	XLAReport     int64 `json:"xla_report_bytes"`
+	XLARecomputes bool  `json:"xla_recomputes"`
 }
 
 // StepJSON is the step time split, in seconds.
@@ -296,6 +301,8 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		Reasons: phrases(p.Reasons, name), Warnings: phrases(p.Warnings, name), Rejected: []RejectedJSON{}, Evaluated: p.Evaluated,
 		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{}, Experts: expertsOf(e), Band: bandOf(p),
 	}
+	report, squeezed := e.Memory.Compiled(ms.Slice.Chip.UsableHBM(0))
+	j.Memory.XLAReport, j.Memory.XLARecomputes = int64(report), squeezed
 	if q := e.Job.Quantization; q != cost.QuantNone {
 		j.QuantizedMFUPeak = string(q.Format())
 	}
@@ -368,7 +375,7 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 	fmt.Fprintf(&b, "  batch %s x %s = %s tokens per step (limit %s)\n\n",
 		unit.Plural(e.Job.GlobalBatch, "sequence"), unit.Plural(e.Job.Seq, "token"), count(float64(e.Job.GlobalBatch*e.Job.Seq)), unit.Plural(r.MaxGlobalBatch, "sequence"))
 	p.writeLayout(&b)
-	writeMemory(&b, e.Memory, p.MaxMicroBatch, p.MaxMicroBatchBound)
+	writeMemory(&b, e.Memory, r.Multislice.Slice.Chip, p.MaxMicroBatch, p.MaxMicroBatchBound)
 	p.writeTime(&b, name)
 	writeComms(&b, e.Comms)
 	p.writeNotes(&b, name)
@@ -428,36 +435,6 @@ func bound(r cost.Reason) (name, words string) {
 func boundJSON(r cost.Reason) string {
 	name, _ := bound(r)
 	return name
-}
-
-// writeMemory writes HBM per chip by component, what is left, and the
-// most sequences per chip per micro-batch that fit, with what stops one
-// more (limit: HBM, host memory, or the batch limit).
-func writeMemory(b *strings.Builder, m cost.Memory, most int, limit cost.Reason) {
-	fits := fmt.Sprintf("fits, %v left", m.Usable-m.Total())
-	if !m.Fits() {
-		fits = "DOES NOT FIT: " + m.Shortfall()
-	}
-	fmt.Fprintf(b, "HBM per chip: %v of %v usable (%v HBM), %s\n", m.Total(), m.Usable, m.HBM, fits)
-	if most > 0 {
-		_, stop := bound(limit)
-		fmt.Fprintf(b, "  at most %s per chip per micro-batch fit this layout (%s stops one more); the largest phase is the %s\n", unit.Plural(most, "sequence"), stop, m.Peak)
-	}
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	for _, c := range []struct {
-		name string
-		v    unit.Bytes
-	}{{"weights", m.Weights}, {"gradients", m.Gradients}, {"optimizer", m.Optimizer},
-		{"activations", m.Activations}, {"transient", m.Transient}} {
-		fmt.Fprintf(tw, "  %s\t%v\n", c.name, c.v)
-	}
-	switch {
-	case m.Host > 0 && m.HostUsable > 0:
-		fmt.Fprintf(tw, "  host memory\t%v\t(offloaded, per chip, of %v: the chip's share of its VM's RAM)\n", m.Host, m.HostUsable)
-	case m.Host > 0:
-		fmt.Fprintf(tw, "  host memory\t%v\t(offloaded, per chip; the VM's RAM is not published: not checked)\n", m.Host)
-	}
-	tw.Flush()
 }
 
 // writeTime writes the step time by part, the efficiencies, MFU and

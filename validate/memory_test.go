@@ -464,8 +464,9 @@ func FuzzParseMemory(f *testing.F) {
 
 // TestMemoryErrorBands holds the memory model's measured error that plan
 // warns with (cost.MemoryErrorDense, cost.MemoryErrorMoE) to what the
-// memory table gives: the median |error| over set A's cases of each
-// model class, to four decimals.
+// memory table gives: the median |error| of the peak a job needs (what
+// the fit answer weighs, not the report XLA would print) over set A's
+// cases of each model class, to four decimals.
 func TestMemoryErrorBands(t *testing.T) {
 	cases, err := MemoryCases()
 	if err != nil {
@@ -481,9 +482,9 @@ func TestMemoryErrorBands(t *testing.T) {
 			continue
 		}
 		if r.Case.Model.MoE() {
-			moe = append(moe, math.Abs(r.Error))
+			moe = append(moe, math.Abs(r.NeededError))
 		} else {
-			dense = append(dense, math.Abs(r.Error))
+			dense = append(dense, math.Abs(r.NeededError))
 		}
 	}
 	for _, c := range []struct {
@@ -555,5 +556,41 @@ func TestStatedOOMRefusedOrWarned(t *testing.T) {
 	}
 	if n < 5 {
 		t.Errorf("%d stated out-of-memory cases, want the 5 of sets A and B", n)
+	}
+}
+
+// TestMemoryResultPredictsXLAsReport holds memoryResult to
+// cost.Memory.Compiled's three cases, on a job that needs 60 GiB and
+// peaks at 64 as laid out (cost's TestCompiledRegimes): the report is
+// predicted as laid out under an 80 GiB capacity, at the capacity under
+// 62 (XLA recomputing to its limit), and at the needed peak under 50,
+// which refuses an out-of-memory case; refusal and the needed error
+// weigh the needed peak, whatever the report.
+func TestMemoryResultPredictsXLAsReport(t *testing.T) {
+	g := int64(unit.GiB)
+	mem := cost.Memory{Weights: 10 * unit.GiB, Optimizer: 10 * unit.GiB, Activations: 30 * unit.GiB, Transient: 10 * unit.GiB, Phases: []cost.Phase{
+		{Name: cost.PhaseLayerBackward, Buffers: []cost.Buffer{{Name: "a", Bytes: 10 * unit.GiB}}},
+		{Name: cost.PhaseOutput, Buffers: []cost.Buffer{{Name: "logits", Bytes: 8 * unit.GiB}},
+			Recomputable: []cost.Buffer{{Name: cost.BufferLossExponentials, Bytes: 6 * unit.GiB}}},
+	}}
+	for _, c := range []struct {
+		kind              string
+		capacity, want    int64
+		squeezed, atLimit bool
+		refused           bool
+	}{
+		{KindMemoryAnalysis, 80 * g, 64 * g, false, false, false},
+		{KindMemoryAnalysis, 62 * g, 62 * g, true, true, false},
+		{KindOOM, 50 * g, 60 * g, true, false, true},
+	} {
+		mc := MemoryCase{Kind: c.kind, Scope: ScopeTotal, ReportedBytes: 61 * g, CapacityBytes: c.capacity}
+		r := memoryResult(mc, mem, 1)
+		if r.Predicted != c.want || r.Squeezed != c.squeezed || r.AtLimit != c.atLimit || r.Refused != c.refused || r.Needed != 60*g {
+			t.Errorf("%s under %d GiB: predicted %d GiB, squeezed %v, at the limit %v, refused %v, needed %d GiB; want %d, %v, %v, %v, 60",
+				c.kind, c.capacity/g, r.Predicted/g, r.Squeezed, r.AtLimit, r.Refused, r.Needed/g, c.want/g, c.squeezed, c.atLimit, c.refused)
+		}
+		if want := float64(60-61) / 61; math.Abs(r.NeededError-want) > 1e-12 {
+			t.Errorf("%s: needed error %v, want %v", c.kind, r.NeededError, want)
+		}
 	}
 }

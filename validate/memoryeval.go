@@ -16,15 +16,26 @@ type MemoryResult struct {
 	// Memory is cost's estimate, per chip.
 	Memory         cost.Memory
 	DevicesPerChip int
-	// Total is the predicted peak; Arguments what the step takes in and
-	// gives back (the parameters and the optimizer state: XLA's
+	// Total is the peak XLA's report is predicted to show
+	// (cost.Memory.Compiled at Limit); Arguments what the step takes in
+	// and gives back (the parameters and the optimizer state: XLA's
 	// arguments, aliased to its outputs); Temp the rest (gradients, held
 	// activations, the largest phase's transients).
 	Total, Arguments, Temp int64
+	// Needed is the peak the step needs (cost.Memory.Total), which
+	// Refused and Warned weigh; Squeezed, whether the report is predicted
+	// after XLA recomputed what it could to fit (or ran out of memory);
+	// AtLimit, whether it is predicted at the limit because XLA
+	// recomputed to fit it (what it needs fits).
+	Needed            int64
+	Squeezed, AtLimit bool
 	// Predicted is Total or Temp, as the case's scope says, and Error is
-	// (Predicted − reported) / reported.
-	Predicted int64
-	Error     float64
+	// (Predicted − reported) / reported; NeededError is the same of
+	// Needed (less the arguments where the scope is temp), the error the
+	// plan's fit answer carries (cost.MemoryErrorDense, MemoryErrorMoE).
+	Predicted   int64
+	Error       float64
+	NeededError float64
 	// Refused: for an out-of-memory case, whether the prediction exceeds
 	// Limit, the HBM XLA had: the case's capacity_bytes, or where the
 	// source does not state it, cost's usable HBM per device.
@@ -74,23 +85,35 @@ func memoryResult(c MemoryCase, mem cost.Memory, per int) MemoryResult {
 	per = max(per, 1)
 	perDevice := func(b int64) int64 { return int64(math.Round(float64(b) / float64(per))) }
 	r := MemoryResult{Case: c, Memory: mem, DevicesPerChip: per,
-		Total: perDevice(int64(mem.Total())), Arguments: perDevice(int64(mem.Weights + mem.Optimizer)), Host: perDevice(int64(mem.Host)),
+		Needed: perDevice(int64(mem.Total())), Arguments: perDevice(int64(mem.Weights + mem.Optimizer)), Host: perDevice(int64(mem.Host)),
 		ArgumentError: math.NaN(), TempError: math.NaN(), HostError: math.NaN()}
+	r.Limit = c.CapacityBytes
+	if r.Limit == 0 {
+		r.Limit = perDevice(int64(mem.Usable))
+	}
+	// a temporaries-scope case's limit is on the temporaries alone
+	limit := r.Limit
+	if c.Scope == ScopeTemp {
+		limit += r.Arguments
+	}
+	report, squeezed := mem.Compiled(unit.Bytes(limit * int64(per)))
+	r.Total, r.Squeezed = perDevice(int64(report)), squeezed
+	r.AtLimit = squeezed && mem.Total() <= unit.Bytes(limit*int64(per))
 	r.Temp = r.Total - r.Arguments
 	r.Predicted = r.Total
 	if c.Scope == ScopeTemp {
 		r.Predicted = r.Temp
 	}
-	r.Error = math.NaN()
+	needed := r.Needed
+	if c.Scope == ScopeTemp {
+		needed -= r.Arguments
+	}
+	r.Error, r.NeededError = math.NaN(), math.NaN()
 	if c.BytesStated() {
-		r.Error = relErr(r.Predicted, c.ReportedBytes)
+		r.Error, r.NeededError = relErr(r.Predicted, c.ReportedBytes), relErr(needed, c.ReportedBytes)
 	}
-	r.Limit = c.CapacityBytes
-	if r.Limit == 0 && c.Kind == KindOOM {
-		r.Limit = perDevice(int64(mem.Usable))
-	}
-	r.Refused = c.Kind == KindOOM && r.Predicted > r.Limit
-	r.Warned = c.Kind == KindOOM && cost.MemoryErrorOf(c.Model).AtEdge(unit.Bytes(r.Predicted), unit.Bytes(r.Limit))
+	r.Refused = c.Kind == KindOOM && needed > r.Limit
+	r.Warned = c.Kind == KindOOM && cost.MemoryErrorOf(c.Model).AtEdge(unit.Bytes(needed), unit.Bytes(r.Limit))
 	if h := c.Breakdown.HostTemp; h > 0 {
 		r.HostError = relErr(r.Host, h)
 	}

@@ -25,6 +25,8 @@ func (r MemoryResult) verdict() string {
 		return "-"
 	case r.Predicted > c.CapacityBytes:
 		return "over capacity, but it compiled"
+	case r.Squeezed:
+		return "fits, XLA recomputing to its limit"
 	}
 	return "fits"
 }
@@ -39,6 +41,9 @@ func (rep MemoryReport) WriteText(w io.Writer) error {
 	fmt.Fprintln(&b, "HBM per JAX device: what XLA reported (validate/memory.yaml) against cost's estimate.")
 	fmt.Fprintln(&b, "TPU7x has two JAX devices per chip: its predictions are cost's per-chip bytes / 2; v4 and v5p (megacore) and v6e have one.")
 	fmt.Fprintln(&b, "scope total = arguments + temporaries; temp = XLA's HLO temporaries only. error = (predicted - reported) / reported.")
+	fmt.Fprintln(&b, "predicted = what XLA's report shows (cost's Memory.Compiled): the peak as laid out, with what XLA keeps while HBM allows (the")
+	fmt.Fprintln(&b, "loss's fp32 exponentials), where that fits the capacity; else the capacity, which XLA's rematerialization recomputes down to,")
+	fmt.Fprintln(&b, "where the peak the job needs fits it; else that needed peak. Fit and refusal weigh the needed peak, as plan does.")
 	fmt.Fprintln(&b)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "case\tset\tkind\tscope\treported\tpredicted\terror\tcapacity\tverdict")
@@ -165,7 +170,10 @@ type MemoryRowJSON struct {
 	PredictedTemp      int64     `json:"predicted_temp_bytes"`
 	PredictedHost      int64     `json:"predicted_host_bytes"`
 	Predicted          int64     `json:"predicted_bytes"`
+	PredictedNeeded    int64     `json:"predicted_needed_bytes"`
+	XLARecomputes      bool      `json:"xla_recomputes"`
 	Error              *float64  `json:"relative_error,omitempty"`
+	NeededError        *float64  `json:"needed_relative_error,omitempty"`
 	Refused            *bool     `json:"refused,omitempty"`
 	ArgumentError      *float64  `json:"argument_relative_error,omitempty"`
 	TempError          *float64  `json:"temp_relative_error,omitempty"`
@@ -195,6 +203,7 @@ func (r MemoryResult) JSON() MemoryRowJSON {
 		AcceleratorType: c.AcceleratorType, Slices: c.Slices, Model: c.Model.Name, DevicesPerChip: r.DevicesPerChip,
 		Reported: c.ReportedBytes, Capacity: c.CapacityBytes, Breakdown: c.Breakdown, PredictedChip: int64(r.Memory.Total()),
 		PredictedTotal: r.Total, PredictedArguments: r.Arguments, PredictedTemp: r.Temp, PredictedHost: r.Host, Predicted: r.Predicted, Error: finite(r.Error),
+		PredictedNeeded: r.Needed, XLARecomputes: r.Squeezed, NeededError: finite(r.NeededError),
 		ArgumentError: finite(r.ArgumentError), TempError: finite(r.TempError), HostError: finite(r.HostError), PeakPhase: r.Memory.Peak, Verdict: r.verdict(),
 		Unmodelled: c.Unmodelled, Source: c.Source}
 	if c.Kind == KindOOM {

@@ -105,6 +105,9 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 	default:
 		reported = log.Reported - r.Arguments
 	}
+	if r.AtLimit {
+		return nil, fmt.Errorf("the prediction is XLA's limit, %.2f GiB, which its rematerialization recomputes down to: a report there says how XLA squeezed the step, not how far the temporaries' model is off", float64(r.Limit)/(1<<30))
+	}
 	if reported <= 0 || r.Temp <= 0 {
 		return nil, fmt.Errorf("the log gives no temporaries to calibrate against (reported %d bytes, predicted arguments %d)", log.Reported, r.Arguments)
 	}

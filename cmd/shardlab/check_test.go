@@ -166,3 +166,34 @@ func TestPlanNamesWhatStopsTheBatch(t *testing.T) {
 		t.Errorf("plan --json: %d sequences bound by %q (%v), want 4 by host_memory", p.Most, p.Bound, err)
 	}
 }
+
+// TestCheckDeclinesAtTheLimit: where the plan's needed peak fits the
+// log's capacity but its laid-out peak does not, XLA recomputes down to
+// the capacity, so a report there says how XLA squeezed the step, not how
+// far the temporaries' model is off: check compares with the capacity
+// and writes no calibration. Llama 3 8B's default plan on v5p-8 needs
+// about 81.7 GiB a chip and lays out 89.5; an out-of-memory report
+// "Used 86G of 85G" is such a log.
+func TestCheckDeclinesAtTheLimit(t *testing.T) {
+	dir := t.TempDir()
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8"}
+	js, errOut, code := runCmd(append([]string{"plan", "--json"}, job...)...)
+	if code != 0 {
+		t.Fatalf("plan: exit %d %s", code, errOut)
+	}
+	var p struct {
+		M struct {
+			Total  int64 `json:"total_bytes"`
+			Report int64 `json:"xla_report_bytes"`
+		} `json:"hbm_used_per_chip"`
+	}
+	if err := json.Unmarshal([]byte(js), &p); err != nil || !(p.M.Total < 85<<30 && p.M.Report > 85<<30) {
+		t.Fatalf("plan --json: needed %d, laid out %d (%v): want 85 GiB between them", p.M.Total, p.M.Report, err)
+	}
+	log := writeLog(t, dir, "oom.log", "Ran out of memory in memory space hbm. Used 86G of 85G hbm.")
+	out, errOut, code := runCmd(append([]string{"check", "--compile-log", log}, job...)...)
+	if code != 0 || !strings.Contains(out, "85.00 GiB") || !strings.Contains(out, "no temporaries factor: the prediction is XLA's limit") {
+		t.Errorf("check: exit %d %s\n%s", code, errOut, out)
+	}
+	fail(t, append([]string{"check", "--compile-log", log, "--write-calibration", filepath.Join(dir, "c.json")}, job...), "--write-calibration", "XLA's limit")
+}

@@ -1,0 +1,94 @@
+package cost
+
+import (
+	"testing"
+
+	"shardlab/mesh"
+	"shardlab/unit"
+)
+
+// TestLossExponentialsByHand holds the output phase's recomputable buffer
+// to a hand count: the loss's fp32 exponentials are tokens per chip ×
+// vocabulary ÷ tensor ÷ vocabulary tiles × 4 bytes. Llama 3 8B (vocab
+// 128,256) at 8,192 tokens, 2 sequences per chip: 16,384 × 128,256 × 4 =
+// 8,405,385,216 bytes; with tensor=2 (the logits' vocabulary sharded)
+// 16,384 × 128,256 × 4 ÷ 2 = 4,202,692,608; with 4 vocabulary tiles,
+// 2,101,346,304. Nothing else of the memory changes, and Total does not
+// hold it.
+func TestLossExponentialsByHand(t *testing.T) {
+	e := NewEstimator()
+	for _, c := range []struct {
+		mesh  string
+		tiles int
+		want  unit.Bytes
+	}{
+		{"fsdp=8", 0, 8405385216},
+		{"fsdp=4,tensor=2", 0, 4202692608},
+		{"fsdp=8", 4, 2101346304},
+	} {
+		m := layout(t, "v5p-16", 1, c.mesh)
+		// 2 sequences per data-parallel shard
+		j := NewJob(lookup(t, "llama3-8b"), 8192, 2*m.Size(mesh.Data)*m.Size(mesh.FSDP))
+		j.VocabTiles = c.tiles
+		mem, err := e.Memory(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got unit.Bytes
+		for _, p := range mem.Phases {
+			for _, r := range p.Recomputable {
+				if p.Name != PhaseOutput || r.Name != BufferLossExponentials {
+					t.Errorf("%s: recomputable %q in phase %q", c.mesh, r.Name, p.Name)
+				}
+				got += r.Bytes
+			}
+		}
+		if got != c.want {
+			t.Errorf("%s, %d tiles: loss exponentials %d bytes, want %d", c.mesh, c.tiles, got, c.want)
+		}
+		if out := phaseBytes(mem, PhaseOutput); mem.Nominal() != mem.Total()-mem.Transient+max(mem.Transient, out+got) {
+			t.Errorf("%s: Nominal %v, want Total − Transient + max(Transient, output phase + exponentials)", c.mesh, mem.Nominal())
+		}
+	}
+}
+
+func phaseBytes(m Memory, name string) unit.Bytes {
+	for _, p := range m.Phases {
+		if p.Name == name {
+			return p.Bytes()
+		}
+	}
+	return 0
+}
+
+// TestCompiledRegimes holds what XLA's report is predicted to read to the
+// three cases, by hand: a job needing 60 GiB (state 20, activations 30,
+// largest phase 10) whose output phase (8 GiB) keeps 6 GiB of
+// recomputable exponentials, so that as laid out it peaks at 64 GiB.
+// Against 80 GiB it reads 64 as laid out; against 62, 62, XLA
+// recomputing to its limit; against 50, 60, out of memory with at least
+// what it needs.
+func TestCompiledRegimes(t *testing.T) {
+	g := unit.GiB
+	m := Memory{Weights: 10 * g, Optimizer: 10 * g, Activations: 30 * g, Transient: 10 * g, Phases: []Phase{
+		{Name: PhaseLayerBackward, Buffers: []Buffer{{"a", 10 * g}}},
+		{Name: PhaseOutput, Buffers: []Buffer{{"logits", 8 * g}}, Recomputable: []Buffer{{BufferLossExponentials, 6 * g}}},
+	}}
+	if m.Total() != 60*g || m.Nominal() != 64*g {
+		t.Fatalf("Total %v, Nominal %v, want 60 and 64 GiB", m.Total(), m.Nominal())
+	}
+	for _, c := range []struct {
+		limit, want unit.Bytes
+		squeezed    bool
+	}{{80 * g, 64 * g, false}, {64 * g, 64 * g, false}, {62 * g, 62 * g, true}, {60 * g, 60 * g, true}, {50 * g, 60 * g, true}} {
+		got, sq := m.Compiled(c.limit)
+		if got != c.want || sq != c.squeezed {
+			t.Errorf("Compiled(%v) = %v, %v, want %v, %v", c.limit, got, sq, c.want, c.squeezed)
+		}
+	}
+	// with no recomputable buffer the report is what the job needs
+	m.Phases[1].Recomputable = nil
+	if got, sq := m.Compiled(80 * g); got != 60*g || sq {
+		t.Errorf("without recomputable buffers Compiled(80 GiB) = %v, %v, want 60 GiB, false", got, sq)
+	}
+}
