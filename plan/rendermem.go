@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -57,10 +56,10 @@ func writeXLAReport(b *strings.Builder, m cost.Memory, chip hw.Chip) {
 	var names []string
 	for _, p := range m.Phases {
 		for _, r := range p.Recomputable {
-			names = append(names, r.Name)
+			names = appendNew(names, r.Name)
 		}
 	}
-	what := strings.Join(slices.Compact(names), " and ")
+	what := strings.Join(names, " and ")
 	per := max(chip.JAXDevicesPerChip, 1)
 	report, squeezed := m.Compiled(chip.UsableHBM(0))
 	device := report / unit.Bytes(per)
@@ -69,4 +68,14 @@ func writeXLAReport(b *strings.Builder, m cost.Memory, chip hw.Chip) {
 		return
 	}
 	fmt.Fprintf(b, "  XLA's memory report (train_compile) should read about %v a JAX device: as laid out the step also keeps %s, %v a chip, while HBM allows\n", device, what, extra)
+}
+
+// appendNew is names with n appended, unless it is among them.
+func appendNew(names []string, n string) []string {
+	for _, have := range names {
+		if have == n {
+			return names
+		}
+	}
+	return append(names, n)
 }
