@@ -15,6 +15,7 @@ import (
 	"shardlab/export"
 	"shardlab/mesh"
 	"shardlab/plan"
+	"shardlab/unit"
 	"shardlab/validate"
 )
 
@@ -179,12 +180,14 @@ func compileNote(p plan.Plan, flags string) string {
 	if e.Mesh.Size(mesh.Pipeline) > 1 {
 		flags += fmt.Sprintf(" --schedule %s --chunks %d", e.Job.Schedule, max(e.Job.Chunks, 1))
 	}
-	return fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM this plan needs, or fails as the TPU would):
+	chip := p.Request.Multislice.Slice.Chip
+	report, _ := e.Memory.Compiled(chip.UsableHBM(0))
+	return fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails as the TPU would):
   shardlab export maxtext%[1]s > %[2]s
   %[3]s 2>&1 | tee compile.log
   shardlab check --compile-log compile.log%[1]s --write-calibration calibration.json
 (then plan --calibration calibration.json plans with the compiler's temporaries)
-`, flags, cfg.File(), export.CompileCommand(p, cfg))
+`, flags, cfg.File(), export.CompileCommand(p, cfg), report/unit.Bytes(max(chip.JAXDevicesPerChip, 1)))
 }
 
 // jobFlags spells the flags given that describe the job and the hardware,
