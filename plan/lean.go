@@ -1,0 +1,117 @@
+package plan
+
+import (
+	"math"
+	"slices"
+
+	"shardlab/mesh"
+)
+
+// A lean search (Request.BestOnly) answers only what a plan's Best, Rule
+// and Band are, as the full search would (TestLeanSearchIsExact). Those
+// depend on few of the layouts the full search ranks:
+//
+//   - which tiers run at all (firstTiers reads the pool from them): a tier
+//     is never pruned before one of its layouts runs;
+//   - the best layout of the pool's tiers (Rule);
+//   - the fastest layout of all: beyondBand chooses it over the rule's
+//     when it lies outside the pool and is faster by more than the band.
+//
+// So a combination whose throughput is at most max need not be costed
+// when it is slower than the fastest layout known, and either its tier
+// cannot enter the pool (a tier before it in rule order runs) or a faster
+// layout of its own tier is known. Each test only grows truer as the
+// search goes on: the fastest layout and a tier's best only rise, and a
+// tier that left the pool does not come back. The Band is the job's
+// (cost.Job.Band), whichever layout runs it. The layouts outside the pool
+// that are not the fastest are then not their tier's best, and Rejected
+// and Evaluated count less than the full search's; a plan nothing runs is
+// searched again in full, so its error is the full search's.
+
+// leanBars is what bars needs to decide for a lean search.
+type leanBars struct {
+	on bool
+	// multislice and tooSmall are the request's: whether it has several
+	// slices, and whether the batch rule puts pipeline across slices in
+	// the pool beside DP or FSDP across them (searcher.batchRule).
+	multislice, tooSmall bool
+	// fastest is the throughput of the fastest layout known.
+	fastest float64
+	// out marks, by tierIndex, the tiers that can no longer enter the
+	// pool: a tier before them in rule order runs.
+	out [numTiers]bool
+}
+
+// leanBars is the lean bars of a search of r, before any layout runs.
+func (r *Request) leanBars() leanBars {
+	_, need, limit := r.batchRuleTokens()
+	return leanBars{on: true, multislice: r.Multislice.Slices > 1, tooSmall: limit < need}
+}
+
+// outclassedLean is bars.outclassed for a lean search.
+func (b *bars) outclassedLean(t Tier, max float64) bool {
+	i := tierIndex(t)
+	l := b.tier[i]
+	if len(l) == 0 || !(max < b.lean.fastest) {
+		return false // the tier's first layout that runs, or maybe the fastest
+	}
+	return b.lean.out[i] || max < l[0]
+}
+
+// raiseLean notes, for a lean search, a layout of tier t whose throughput
+// is v: the fastest known, and the tiers that leave the pool once t runs.
+func (b *bars) raiseLean(t Tier, v float64) {
+	b.lean.fastest = math.Max(b.lean.fastest, v)
+	n := 1
+	if b.lean.multislice {
+		n = 2
+	}
+	for _, u := range tiers(n) {
+		if b.after(t, u) {
+			b.lean.out[tierIndex(u)] = true
+		}
+	}
+}
+
+// after reports whether tier u cannot enter the pool once tier t runs
+// (searcher.chooseTiers): on one slice, a later in-slice strategy; with
+// pipeline across slices, a later in-slice one; without, every tier after
+// t in rule order, and pipeline across slices too unless the batch rule
+// says the batch is too small.
+func (b *bars) after(t, u Tier) bool {
+	if !b.lean.multislice {
+		return u.In > t.In
+	}
+	if t.Across == AcrossPipeline {
+		return u.Across == AcrossPipeline && u.In > t.In
+	}
+	if u.Across == AcrossPipeline {
+		return !b.lean.tooSmall
+	}
+	return u.In > t.In || u.In == t.In && u.Across > t.Across
+}
+
+// order is the order a search costs dcn, the cross-slice factorizations,
+// in: theirs, or for a lean search data across slices first, then FSDP,
+// then pipeline, each in its order in dcn, so that the tiers the rule
+// order reaches first raise the fastest known layout before those it
+// reaches last are costed.
+func (lb *leanBars) order(dcn [][]int) [][]int {
+	if !lb.on {
+		return dcn
+	}
+	ones := make([]int, mesh.NumAxes)
+	for i := range ones {
+		ones[i] = 1
+	}
+	rank := func(dn []int) int {
+		a := tierOf(ones, dn).Across
+		if a == AcrossNone { // tensor or context on DCN: refused
+			return int(AcrossPipeline) + 1
+		}
+		return int(a)
+	}
+	out := slices.Clone(dcn)
+	slices.SortStableFunc(out, func(x, y []int) int { return rank(x) - rank(y) })
+	return out
+}
