@@ -109,8 +109,19 @@ type Row struct {
 	// Warnings are the mode's terms the row may break (flex-start's run
 	// limit at the band's high end, its GKE single-host rule, its quota).
 	Warnings []string `json:"warnings"`
-	// Plan is the plan behind the row.
+	// Plan is the plan behind the row, as a lean search finds it
+	// (plan.Request.BestOnly): its Best, Rule and Band are the full
+	// search's, its other fields partial. FullPlan searches it in full.
 	Plan *plan.Plan `json:"-"`
+}
+
+// FullPlan is the row's plan as a full search finds it (plan.Search of
+// its request without BestOnly): the plan `shardlab plan` prints for the
+// row's configuration, with every layout ranked and every reason.
+func (row Row) FullPlan() (plan.Plan, error) {
+	r := row.Plan.Request
+	r.BestOnly = false
+	return plan.Search(r)
 }
 
 // RowBand is a row's time to train and dollars at the two ends of the
@@ -410,7 +421,10 @@ type planned struct {
 // side on Plan.Workers goroutines (0: one per CPU), each search on one:
 // a search's plan does not depend on how many workers cost its layouts
 // (plan.Request.Workers), and a sweep's many searches keep every CPU busy
-// where one search's merges and finish run on one.
+// where one search's merges and finish run on one. Each search is lean
+// (plan.Request.BestOnly): a row reads its plan's Best and Band, and a
+// configuration nothing runs on is searched in full, so its error names
+// every rejection.
 func (r Request) planAll(tasks []config) []planned {
 	out := make([]planned, len(tasks))
 	cache := new(plan.Cache) // the configurations share their estimators
@@ -424,7 +438,7 @@ func (r Request) planAll(tasks []config) []planned {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(tasks); i = int(next.Add(1) - 1) {
 				pr := r.Plan
-				pr.Cache, pr.Workers = cache, 1
+				pr.Cache, pr.Workers, pr.BestOnly = cache, 1, true // a row needs the plan's Best and Band
 				pr.Multislice = tasks[i].ms
 				p, err := plan.Search(pr)
 				p.Request.Workers = r.Plan.Workers // as the request asked
