@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"shardlab/cost"
 	"shardlab/mesh"
 )
 
@@ -114,4 +115,66 @@ func (lb *leanBars) order(dcn [][]int) [][]int {
 	out := slices.Clone(dcn)
 	slices.SortStableFunc(out, func(x, y []int) int { return rank(x) - rank(y) })
 	return out
+}
+
+// hopelessSet marks the (micro-batch count, remat policy) pairs of a
+// layout that worker.hopeless found none of whose combinations can be
+// kept: bit i·8+j for the i-th count and j-th policy.
+type hopelessSet uint64
+
+// has reports whether the pair of the mi-th micro-batch count and the
+// ri-th remat policy is marked.
+func (h hopelessSet) has(mi, ri int) bool { return h&(1<<(mi*8+ri)) != 0 }
+
+// hopelessFit is what a layout remembers (sizeMemo) of a combination it
+// did not cost: nothing, so that one of the same sizes elsewhere costs it
+// (its bound, +Inf, outclasses nothing).
+var hopelessFit = batchFit{bound: math.Inf(1)}
+
+// hopeless is, for a lean search, the pairs of micro-batch count and
+// remat policy of mesh m none of whose combinations, under any of its
+// schedules and at any batch within the limit, the bars can keep
+// (cost.BatchMemory.RangeCeiling, with the least stretch of the
+// schedules), and whether that is every pair. It looks only where m
+// pipelines over several schedules (where the combinations are many), of
+// a dense model, in a tier one of whose layouts runs already
+// (bars.outclassed), so the pool does not change. A pair with no batch
+// within the limit is not marked (none of its combinations runs: the
+// search rejects them), and does not keep the others from being every
+// pair.
+func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []cost.Remat) (hopelessSet, bool) {
+	t := TierOf(*m)
+	if !w.bars.lean.on || len(scheds) < 2 || len(remats) > 8 || w.req.Model.MoE() || len(w.bars.tier[tierIndex(t)]) == 0 {
+		return 0, false
+	}
+	defer func() { w.family.ok = false }()
+	var h hopelessSet
+	all := true
+	for mi, mb := range micro {
+		lo, hi := w.batchRange(m, mb)
+		if hi < lo {
+			continue // no batch within the limit: none runs
+		}
+		stretch := math.Inf(1)
+		for ri, r := range remats {
+			j := &w.cur
+			combo{scheds[0].k, scheds[0].v, mb, r, false}.set(j, w.job.Schedule, w.job.Chunks)
+			bm, err := w.memory(j, m)
+			if err != nil {
+				all = false
+				continue
+			}
+			if math.IsInf(stretch, 1) {
+				for _, sc := range scheds {
+					stretch = min(stretch, bm.Stretch(sc.k, sc.v))
+				}
+			}
+			if w.bars.outclassed(t, bm.RangeCeiling(lo, hi, stretch), false) {
+				h |= 1 << (mi*8 + ri)
+			} else {
+				all = false
+			}
+		}
+	}
+	return h, all
 }

@@ -314,11 +314,16 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	scheds := w.schedules(p)
 	rings := w.rings(m)
 	w.family.ok = false // the last layout's
+	hopeless, all := w.hopeless(&m, scheds, micro, remats)
+	if all {
+		out.evaluated = len(scheds) * len(micro) * len(remats) * len(rings)
+		return out
+	}
 	start, startR := len(w.arena), len(w.rejects)
 	w.rejectsFrom = startR
 	sm := w.memo(&m, len(scheds)*len(micro)*len(remats)*len(rings))
 	for _, sc := range scheds {
-		for _, mb := range micro {
+		for mi, mb := range micro {
 			if lo, hi := w.batchRange(&m, mb); w.bulk && hi < lo {
 				// no batch within the limit: every policy and dispatch
 				// of these micro-batches is rejected as fitBatch would
@@ -330,8 +335,14 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 				}
 				continue
 			}
-			for _, r := range remats {
+			for ri, r := range remats {
 				for _, ring := range rings {
+					if hopeless.has(mi, ri) {
+						out.evaluated++
+						sm.next()
+						sm.keep(hopelessFit)
+						continue
+					}
 					sm.keep(w.try(&out, &m, combo{sc.k, sc.v, mb, r, ring}, sm.next()))
 				}
 			}
