@@ -44,20 +44,29 @@ func (bm *BatchMemory) Stretch(k schedule.Kind, v int) float64 {
 // it is cut to the nanosecond, which moves comm by less than roundNs. So
 // the step is at least an affine function of b less roundNs, and b over
 // it is monotone in b: its largest is at lo or at hi, where the affine
-// function is at least the step there less twice roundNs.
+// function is at least the step there less twice roundNs. It is at hi
+// alone where that function's part that does not grow with the batch,
+// at least stretch·(fixed − 4) − 2 for the compute (computeFloor's fixed
+// part: the optimizer's update) and −1 for the collectives (every
+// collective's time is its bytes' plus its hops' latency, none negative,
+// and commFloor takes off a nanosecond), less roundNs, is not negative.
 func (bm *BatchMemory) RangeCeiling(lo, hi int, stretch float64) float64 {
 	f := bm.stepFloor()
 	if f.noPeak || bm.est.Job.Model.MoE() {
 		return math.Inf(1)
 	}
 	best := 0.0
-	for _, b := range [2]int{lo, hi} {
+	for _, b := range [2]int{hi, lo} {
 		c, ok := bm.ceilingStep(b)
 		stepNs := stretch*(c.floorNs-4) - 2 + c.commNs - 2*c.roundNs
 		if !ok || !(c.floorNs > 4) || !(stepNs > 0) {
 			return math.Inf(1)
 		}
 		best = max(best, float64(b)*float64(bm.est.Job.Seq)/(stepNs/1e9)/f.chips)
+		_, fixed := bm.computeFloor()
+		if lo == hi || stretch*(fixed*1e9*(1-slack)-4)-3-c.roundNs >= 0 {
+			break // the affine function's part that does not grow with the batch is not negative: b over it grows
+		}
 	}
 	return best * (1 + slack)
 }
