@@ -23,7 +23,10 @@ import (
 // cannot enter the pool (a tier before it in rule order runs) or a faster
 // layout of its own tier is known. Each test only grows truer as the
 // search goes on: the fastest layout and a tier's best only rise, and a
-// tier that left the pool does not come back. The Band is the job's
+// tier that left the pool does not come back. On a pipelined layout the
+// same test skips, before any is costed, the micro-batch counts and
+// remat policies that no schedule and no batch within the limit lets
+// pass (worker.hopeless). The Band is the job's
 // (cost.Job.Band), whichever layout runs it. The layouts outside the pool
 // that are not the fastest are then not their tier's best, and Rejected
 // and Evaluated count less than the full search's; a plan nothing runs is
@@ -155,21 +158,8 @@ func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []co
 		if hi < lo {
 			continue // no batch within the limit: none runs
 		}
-		stretch := math.Inf(1)
 		for ri, r := range remats {
-			j := &w.cur
-			combo{scheds[0].k, scheds[0].v, mb, r, false}.set(j, w.job.Schedule, w.job.Chunks)
-			bm, err := w.memory(j, m)
-			if err != nil {
-				all = false
-				continue
-			}
-			if math.IsInf(stretch, 1) {
-				for _, sc := range scheds {
-					stretch = min(stretch, bm.Stretch(sc.k, sc.v))
-				}
-			}
-			if w.bars.outclassed(t, bm.RangeCeiling(lo, hi, stretch), false) {
+			if c, ok := w.pairCeiling(m, scheds, mb, r, lo, hi); ok && w.bars.outclassed(t, c, false) {
 				h |= 1 << (mi*8 + ri)
 			} else {
 				all = false
@@ -177,4 +167,22 @@ func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []co
 		}
 	}
 	return h, all
+}
+
+// pairCeiling is at least the throughput of mesh m run with mb
+// micro-batches and remat policy r (and no ring of experts) under any of
+// scheds at any batch from lo to hi: cost.BatchMemory.RangeCeiling at the
+// least Stretch of the schedules. False where the job cannot run so.
+func (w *worker) pairCeiling(m *mesh.Mesh, scheds []sched, mb int, r cost.Remat, lo, hi int) (float64, bool) {
+	j := &w.cur
+	combo{scheds[0].k, scheds[0].v, mb, r, false}.set(j, w.job.Schedule, w.job.Chunks)
+	bm, err := w.memory(j, m)
+	if err != nil {
+		return 0, false
+	}
+	stretch := math.Inf(1)
+	for _, sc := range scheds {
+		stretch = min(stretch, bm.Stretch(sc.k, sc.v))
+	}
+	return bm.RangeCeiling(lo, hi, stretch), true
 }

@@ -4,6 +4,9 @@ import (
 	"flag"
 	"reflect"
 	"testing"
+
+	"shardlab/cost"
+	"shardlab/mesh"
 )
 
 var leanWhole = flag.Bool("lean-whole", false, "compare the lean search with the full one on every configuration of issue 31's whole sweep (minutes; not run by default)")
@@ -124,4 +127,87 @@ func TestLeanWholeSweep(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d configurations: the lean search's Best, Rule and Band are the full search's (%d chosen beyond the band)", same, len(rs), beyond)
+}
+
+// TestPairCeiling holds the ceiling a lean search skips combinations by
+// (worker.pairCeiling) to what it bounds: on a sample of the pipelined
+// layouts of dense jobs, for every micro-batch count and remat policy, it
+// is at least the throughput of every schedule the search costs the
+// layout with at every batch within the limit.
+func TestPairCeiling(t *testing.T) {
+	n := 0
+	for _, c := range []struct {
+		model, tpu string
+		slices     int
+	}{{"llama3-70b", "v5p-64", 2}, {"llama3-8b", "v6e-32", 4}, {"gemma2-9b", "v5e-32", 1}, {"qwen3-32b", "tpu7x-64", 2}} {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.Slices = c.model, c.tpu, c.slices
+		r, err := ParseRequest(o)
+		if err == nil {
+			err = r.defaults()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := r.job()
+		w := &worker{req: r, job: job, cur: job, est: cost.NewEstimator()}
+		for _, m := range pipelined(r, 40) {
+			p := m.Size(mesh.Pipeline)
+			scheds := w.schedules(p)
+			for _, mb := range []int{p, 2 * p, 4 * p, 8 * p} {
+				lo, hi := w.batchRange(&m, mb)
+				for _, rm := range rematsFor(&r) {
+					ceiling, ok := w.pairCeiling(&m, scheds, mb, rm, lo, hi)
+					if !ok || hi < lo {
+						continue
+					}
+					n++
+					for _, sc := range scheds {
+						j := combo{sc.k, sc.v, mb, rm, false}.job(r)
+						for b := lo; b <= hi; b += max(lo, (hi-lo)/lo/16*lo) {
+							j.GlobalBatch = b
+							bd, err := w.est.Bound(j, m)
+							if err != nil {
+								continue
+							}
+							if tp := w.est.Throughput(&bd); tp > ceiling {
+								t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d: throughput %v above the ceiling %v",
+									c.model, m, mb, rm, sc.k, sc.v, b, tp, ceiling)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if n < 300 {
+		t.Errorf("%d ceilings checked, want at least 300", n)
+	}
+}
+
+// pipelined is up to n of the layouts a search of r costs with a pipeline
+// axis, spread evenly over its factorizations.
+func pipelined(r Request, n int) []mesh.Mesh {
+	ms := r.Multislice
+	free := searchAxes(r.Model)
+	var all []mesh.Mesh
+	for _, dn := range factorizationsOver(ms.Slices, free) {
+		for _, in := range factorizationsOver(ms.Slice.Chips(), free) {
+			if in[mesh.Pipeline]*dn[mesh.Pipeline] == 1 || r.Model.Layers%(in[mesh.Pipeline]*dn[mesh.Pipeline]) != 0 {
+				continue
+			}
+			var degrees []mesh.Degree
+			for _, a := range mesh.All() {
+				degrees = append(degrees, mesh.Degree{Axis: a, ICI: in[a], DCN: dn[a]})
+			}
+			if m, err := mesh.New(ms, degrees...); err == nil {
+				all = append(all, m)
+			}
+		}
+	}
+	var out []mesh.Mesh
+	for i := 0; i < len(all); i += max(1, len(all)/n) {
+		out = append(out, all[i])
+	}
+	return out
 }
