@@ -158,8 +158,9 @@ func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []co
 		if hi < lo {
 			continue // no batch within the limit: none runs
 		}
+		stretch := math.Inf(1) // the schedules' least, once worked out
 		for ri, r := range remats {
-			if c, ok := w.pairCeiling(m, scheds, mb, r, lo, hi); ok && w.bars.outclassed(t, c, false) {
+			if c, ok := w.pairCeiling(m, scheds, mb, r, lo, hi, &stretch); ok && w.bars.outclassed(t, c, false) {
 				h |= 1 << (mi*8 + ri)
 			} else {
 				all = false
@@ -172,17 +173,20 @@ func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []co
 // pairCeiling is at least the throughput of mesh m run with mb
 // micro-batches and remat policy r (and no ring of experts) under any of
 // scheds at any batch from lo to hi: cost.BatchMemory.RangeCeiling at the
-// least Stretch of the schedules. False where the job cannot run so.
-func (w *worker) pairCeiling(m *mesh.Mesh, scheds []sched, mb int, r cost.Remat, lo, hi int) (float64, bool) {
+// least Stretch of the schedules, which it works out into stretch when
+// that is +Inf (it does not depend on the policy). False where the job
+// cannot run so.
+func (w *worker) pairCeiling(m *mesh.Mesh, scheds []sched, mb int, r cost.Remat, lo, hi int, stretch *float64) (float64, bool) {
 	j := &w.cur
 	combo{scheds[0].k, scheds[0].v, mb, r, false}.set(j, w.job.Schedule, w.job.Chunks)
 	bm, err := w.memory(j, m)
 	if err != nil {
 		return 0, false
 	}
-	stretch := math.Inf(1)
-	for _, sc := range scheds {
-		stretch = min(stretch, bm.Stretch(sc.k, sc.v))
+	if math.IsInf(*stretch, 1) {
+		for _, sc := range scheds {
+			*stretch = min(*stretch, bm.Stretch(sc.k, sc.v))
+		}
 	}
-	return bm.RangeCeiling(lo, hi, stretch), true
+	return bm.RangeCeiling(lo, hi, *stretch), true
 }

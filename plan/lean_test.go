@@ -2,6 +2,7 @@ package plan
 
 import (
 	"flag"
+	"math"
 	"reflect"
 	"testing"
 
@@ -157,7 +158,8 @@ func TestPairCeiling(t *testing.T) {
 			for _, mb := range []int{p, 2 * p, 4 * p, 8 * p} {
 				lo, hi := w.batchRange(&m, mb)
 				for _, rm := range rematsFor(&r) {
-					ceiling, ok := w.pairCeiling(&m, scheds, mb, rm, lo, hi)
+					stretch := math.Inf(1)
+					ceiling, ok := w.pairCeiling(&m, scheds, mb, rm, lo, hi, &stretch)
 					if !ok || hi < lo {
 						continue
 					}
