@@ -20,7 +20,8 @@ import (
 
 // The search's bounds when a Request leaves them empty: slices of 256
 // chips (v4, v5e, v5p, v6e and TPU7x all have one), 1, 2 or 4 of them.
-// Each configuration is one plan.Search, about 0.04 s of CPU for a 70B
+// Each configuration is one lean plan.Search (plan.Request.BestOnly:
+// planAll), at most about 0.04 s of CPU for a 70B
 // model on a 256-chip slice on the development machine, the
 // configurations sharing their estimators (plan.Cache) and planned side
 // by side on every CPU (BenchmarkSweep: the default sweep of 4
@@ -34,9 +35,9 @@ var (
 // request plans, so that a sweep answers in seconds. The costliest
 // configuration of issue 31's whole sweep (BenchmarkSweepWhole: every
 // slice size of five generations, 1 to 4 slices, 872 configurations in
-// about 24 s of CPU) is 4 slices of tpu7x-16384 at about 0.35 s of CPU
-// for a 70B model, so 64 configurations take at most about 25 s of CPU,
-// half that in wall time on two cores.
+// about 17 s of CPU, each a lean search) is 4 slices of tpu7x-10240 at
+// about 0.2 s of CPU for a 70B model, so 64 configurations take at most
+// about 13 s of CPU, half that in wall time on two cores.
 const MaxConfigs = 64
 
 // Request is a budget question.
