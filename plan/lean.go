@@ -12,8 +12,9 @@ import (
 // and Band are, as the full search would (TestLeanSearchIsExact). Those
 // depend on few of the layouts the full search ranks:
 //
-//   - which tiers run at all (firstTiers reads the pool from them): a tier
-//     is never pruned before one of its layouts runs;
+//   - which tiers that can still enter the pool run at all (firstTiers
+//     reads the pool from them): such a tier is not pruned before one of
+//     its layouts runs;
 //   - the best layout of the pool's tiers (Rule);
 //   - the fastest layout of all: beyondBand chooses it over the rule's
 //     when it lies outside the pool and is faster by more than the band.
@@ -26,11 +27,11 @@ import (
 // tier that left the pool does not come back. On a pipelined layout the
 // same test skips, before any is costed, the micro-batch counts and
 // remat policies that no schedule and no batch within the limit lets
-// pass (worker.hopeless). The Band is the job's
-// (cost.Job.Band), whichever layout runs it. The layouts outside the pool
-// that are not the fastest are then not their tier's best, and Rejected
-// and Evaluated count less than the full search's; a plan nothing runs is
-// searched again in full, so its error is the full search's.
+// pass (worker.hopeless). The Band is the job's (cost.Job.Band),
+// whichever layout runs it. The layouts outside the pool that are not the
+// fastest are then not their tier's best, and Rejected and Evaluated
+// count less than the full search's; a plan nothing runs is searched
+// again in full, so its error is the full search's.
 
 // leanBars is what bars needs to decide for a lean search.
 type leanBars struct {
@@ -55,11 +56,11 @@ func (r *Request) leanBars() leanBars {
 // outclassedLean is bars.outclassed for a lean search.
 func (b *bars) outclassedLean(t Tier, max float64) bool {
 	i := tierIndex(t)
-	l := b.tier[i]
-	if len(l) == 0 || !(max < b.lean.fastest) {
-		return false // the tier's first layout that runs, or maybe the fastest
+	if !(max < b.lean.fastest) {
+		return false // maybe the fastest
 	}
-	return b.lean.out[i] || max < l[0]
+	l := b.tier[i]
+	return b.lean.out[i] || len(l) > 0 && max < l[0]
 }
 
 // raiseLean notes, for a lean search, a layout of tier t whose throughput
@@ -147,7 +148,7 @@ var hopelessFit = batchFit{bound: math.Inf(1)}
 // pair.
 func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []cost.Remat) (hopelessSet, bool) {
 	t := TierOf(*m)
-	if !w.bars.lean.on || len(scheds) < 2 || len(remats) > 8 || w.req.Model.MoE() || len(w.bars.tier[tierIndex(t)]) == 0 {
+	if !w.bars.lean.on || len(scheds) < 2 || len(remats) > 8 || w.req.Model.MoE() || !w.bars.full(t) {
 		return 0, false
 	}
 	defer func() { w.family.ok = false }()

@@ -161,8 +161,15 @@ func (b *bars) raise(t Tier, v float64, expert bool) {
 }
 
 // full reports whether tier t holds keep layouts: until it does, it
-// outclasses none.
-func (b *bars) full(t Tier) bool { return len(b.tier[tierIndex(t)]) >= b.keep }
+// outclasses none. In a lean search one is enough, and a tier that can
+// no longer enter the pool needs none (outclassedLean).
+func (b *bars) full(t Tier) bool {
+	i := tierIndex(t)
+	if b.lean.on {
+		return len(b.tier[i]) > 0 || b.lean.out[i]
+	}
+	return len(b.tier[i]) >= b.keep
+}
 
 // outclassed reports whether a layout of tier t, with an expert axis or
 // not, whose throughput is at most max cannot be kept: keep layouts of its
