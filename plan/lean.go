@@ -29,9 +29,9 @@ import (
 // remat policies that no schedule and no batch within the limit lets
 // pass (worker.hopeless). The Band is the job's (cost.Job.Band),
 // whichever layout runs it. The layouts outside the pool that are not the
-// fastest are then not their tier's best, and Rejected and Evaluated
-// count less than the full search's; a plan nothing runs is searched
-// again in full, so its error is the full search's.
+// fastest are then not their tier's best, and Rejected counts less than
+// the full search's; a plan nothing runs is searched again in full, so
+// its error is the full search's.
 
 // leanBars is what bars needs to decide for a lean search.
 type leanBars struct {
@@ -141,8 +141,8 @@ var hopelessFit = batchFit{bound: math.Inf(1)}
 // (cost.BatchMemory.RangeCeiling, with the least stretch of the
 // schedules), and whether that is every pair. It looks only where m
 // pipelines over several schedules (where the combinations are many), of
-// a dense model, in a tier one of whose layouts runs already
-// (bars.outclassed), so the pool does not change. A pair with no batch
+// a dense model, in a tier one of whose layouts runs already or that can
+// no longer enter the pool (bars.full), so the pool does not change. A pair with no batch
 // within the limit is not marked (none of its combinations runs: the
 // search rejects them), and does not keep the others from being every
 // pair.
