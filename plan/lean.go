@@ -142,10 +142,10 @@ var hopelessFit = batchFit{bound: math.Inf(1)}
 // schedules), and whether that is every pair. It looks only where m
 // pipelines over several schedules (where the combinations are many), of
 // a dense model, in a tier one of whose layouts runs already or that can
-// no longer enter the pool (bars.full), so the pool does not change. A pair with no batch
-// within the limit is not marked (none of its combinations runs: the
-// search rejects them), and does not keep the others from being every
-// pair.
+// no longer enter the pool (bars.full), so the pool does not change. A
+// pair with no batch within the limit is not marked (none of its
+// combinations runs: the search rejects them), and does not keep the
+// others from being every pair.
 func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []cost.Remat) (hopelessSet, bool) {
 	t := TierOf(*m)
 	if !w.bars.lean.on || len(scheds) < 2 || len(remats) > 8 || w.req.Model.MoE() || !w.bars.full(t) {
