@@ -3,6 +3,7 @@ package budget
 import (
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -50,8 +51,10 @@ func spell(t *testing.T, p *plan.Plan, err error) string {
 
 // TestPlansAsAlone holds every configuration a sweep plans to the plan a
 // search of that configuration alone gives (no shared cache, the
-// default workers), text and JSON byte for byte, over a sample of the
-// whole sweep.
+// default workers, a full search), over a sample of the whole sweep: the
+// sweep's lean plan (plan.Request.BestOnly) has its Best, Rule and Band,
+// the row's FullPlan (what --show prints) is it, text and JSON byte for
+// byte, and where nothing runs the errors are, byte for byte.
 func TestPlansAsAlone(t *testing.T) {
 	r, _ := wholeRequest(t)
 	n := 12
@@ -84,8 +87,19 @@ func TestPlansAsAlone(t *testing.T) {
 		if none != nil {
 			nones++
 		}
-		if g, w := spell(t, got[i].p, got[i].err), spell(t, &p, err); g != w {
-			t.Errorf("%s: the sweep's plan differs from a search alone:\n%s\nwant\n%s", cf.ms, g, w)
+		if err != nil || got[i].err != nil {
+			if g, w := spell(t, got[i].p, got[i].err), spell(t, &p, err); g != w {
+				t.Errorf("%s: the sweep's plan differs from a search alone:\n%s\nwant\n%s", cf.ms, g, w)
+			}
+			continue
+		}
+		lean := got[i].p
+		if !reflect.DeepEqual(lean.Best, p.Best) || !reflect.DeepEqual(lean.Rule, p.Rule) || lean.Band != p.Band {
+			t.Errorf("%s: the sweep's best layout is %s, a search alone's %s", cf.ms, lean.Best.Estimate.Mesh, p.Best.Estimate.Mesh)
+		}
+		full, ferr := Row{Plan: lean}.FullPlan()
+		if g, w := spell(t, &full, ferr), spell(t, &p, err); g != w {
+			t.Errorf("%s: the row's full plan differs from a search alone:\n%s\nwant\n%s", cf.ms, g, w)
 		}
 	}
 	if nones < 2 {

@@ -20,7 +20,8 @@ import (
 
 // The search's bounds when a Request leaves them empty: slices of 256
 // chips (v4, v5e, v5p, v6e and TPU7x all have one), 1, 2 or 4 of them.
-// Each configuration is one plan.Search, about 0.04 s of CPU for a 70B
+// Each configuration is one lean plan.Search (plan.Request.BestOnly:
+// planAll), at most about 0.04 s of CPU for a 70B
 // model on a 256-chip slice on the development machine, the
 // configurations sharing their estimators (plan.Cache) and planned side
 // by side on every CPU (BenchmarkSweep: the default sweep of 4
@@ -34,9 +35,9 @@ var (
 // request plans, so that a sweep answers in seconds. The costliest
 // configuration of issue 31's whole sweep (BenchmarkSweepWhole: every
 // slice size of five generations, 1 to 4 slices, 872 configurations in
-// about 24 s of CPU) is 4 slices of tpu7x-16384 at about 0.35 s of CPU
-// for a 70B model, so 64 configurations take at most about 25 s of CPU,
-// half that in wall time on two cores.
+// about 17 s of CPU, each a lean search) is 4 slices of tpu7x-10240 at
+// about 0.2 s of CPU for a 70B model, so 64 configurations take at most
+// about 13 s of CPU, half that in wall time on two cores.
 const MaxConfigs = 64
 
 // Request is a budget question.
@@ -109,8 +110,19 @@ type Row struct {
 	// Warnings are the mode's terms the row may break (flex-start's run
 	// limit at the band's high end, its GKE single-host rule, its quota).
 	Warnings []string `json:"warnings"`
-	// Plan is the plan behind the row.
+	// Plan is the plan behind the row, as a lean search finds it
+	// (plan.Request.BestOnly): its Best, Rule and Band are the full
+	// search's, its other fields partial. FullPlan searches it in full.
 	Plan *plan.Plan `json:"-"`
+}
+
+// FullPlan is the row's plan as a full search finds it (plan.Search of
+// its request without BestOnly): the plan `shardlab plan` prints for the
+// row's configuration, with every layout ranked and every reason.
+func (row Row) FullPlan() (plan.Plan, error) {
+	r := row.Plan.Request
+	r.BestOnly = false
+	return plan.Search(r)
 }
 
 // RowBand is a row's time to train and dollars at the two ends of the
@@ -410,7 +422,10 @@ type planned struct {
 // side on Plan.Workers goroutines (0: one per CPU), each search on one:
 // a search's plan does not depend on how many workers cost its layouts
 // (plan.Request.Workers), and a sweep's many searches keep every CPU busy
-// where one search's merges and finish run on one.
+// where one search's merges and finish run on one. Each search is lean
+// (plan.Request.BestOnly): a row reads its plan's Best and Band, and a
+// configuration nothing runs on is searched in full, so its error names
+// every rejection.
 func (r Request) planAll(tasks []config) []planned {
 	out := make([]planned, len(tasks))
 	cache := new(plan.Cache) // the configurations share their estimators
@@ -424,7 +439,7 @@ func (r Request) planAll(tasks []config) []planned {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(tasks); i = int(next.Add(1) - 1) {
 				pr := r.Plan
-				pr.Cache, pr.Workers = cache, 1
+				pr.Cache, pr.Workers, pr.BestOnly = cache, 1, true // a row needs the plan's Best and Band
 				pr.Multislice = tasks[i].ms
 				p, err := plan.Search(pr)
 				p.Request.Workers = r.Plan.Workers // as the request asked

@@ -208,24 +208,44 @@ const slack = 1e-9
 // where that says nothing.
 func (bm *BatchMemory) ThroughputCeiling(globalBatch int) float64 {
 	f := bm.stepFloor()
-	sh, err := bm.shapeAt(globalBatch)
-	if f.noPeak || err != nil {
+	if f.noPeak {
 		return math.Inf(1)
+	}
+	c, ok := bm.ceilingStep(globalBatch)
+	stepNs := f.stretch*(c.floorNs-4) - 2 + c.commNs
+	if !ok || !(stepNs > 0) {
+		return math.Inf(1)
+	}
+	return float64(globalBatch) * float64(bm.est.Job.Seq) / (stepNs / 1e9) / f.chips * (1 + slack)
+}
+
+// ceilingTerms is what ThroughputCeiling's step at a batch is made of,
+// in nanoseconds: MaxThroughput's compute floor, before the bubble and
+// the slice sync stretch it, and the collectives' floor (commFloor); and
+// the most that rounding each collective's time to the nanosecond can
+// have moved the collectives' floor (roundNs, RangeCeiling).
+type ceilingTerms struct {
+	floorNs, commNs, roundNs float64
+}
+
+// ceilingStep is the ceilingTerms at globalBatch; false where the batch
+// does not split over the layout or the collectives' floor says nothing.
+func (bm *BatchMemory) ceilingStep(globalBatch int) (ceilingTerms, bool) {
+	sh, err := bm.shapeAt(globalBatch)
+	if err != nil {
+		return ceilingTerms{}, false
 	}
 	e, est := bm.e, &bm.est
 	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = globalBatch, sh.b, e.comms[:0]
 	comm := e.commFloor(est, sh)
+	round := roundingNs(est.Comms, sh)
 	e.comms = est.Comms
 	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = bm.shards, 0, nil
 	perShard, fixed := bm.computeFloor()
-	floorNs := (perShard*float64(globalBatch)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
-	commNs := comm * 1e9
-	commNs -= math.Abs(commNs) * slack
-	stepNs := f.stretch*(floorNs-4) - 2 + commNs
-	if !(stepNs > 0) || math.IsInf(comm, 0) {
-		return math.Inf(1)
-	}
-	return float64(globalBatch) * float64(est.Job.Seq) / (stepNs / 1e9) / f.chips * (1 + slack)
+	c := ceilingTerms{floorNs: (perShard*float64(globalBatch)/float64(bm.shards) + fixed) * 1e9 * (1 - slack), roundNs: round}
+	c.commNs = comm * 1e9
+	c.commNs -= math.Abs(c.commNs) * slack
+	return c, !math.IsInf(comm, 0)
 }
 
 // computeFloor is computeFloor of the job at one sequence per
@@ -245,9 +265,8 @@ func (bm *BatchMemory) stepFloor() *stepFloor {
 	if !f.ok {
 		j, m, sh := &bm.est.Job, &bm.est.Mesh, &bm.sh
 		_, err := j.matmulPeak(&m.Multislice.Slice.Chip)
-		pp := bm.e.pipe(j.Schedule, sh.p, sh.m, sh.v)
 		f.ok, f.noPeak, f.chips = true, err != nil, float64(m.Chips())
-		f.stretch = 1 + pp.bubble/(1-pp.bubble) + j.calibration().SliceJitter*bm.e.maxNormal(m.Multislice.Slices)
+		f.stretch = bm.Stretch(j.Schedule, sh.v)
 	}
 	return f
 }

@@ -219,9 +219,7 @@ func (s *searcher) batchRule(in Inside, canPipe bool) (tooSmall bool, n Note) {
 	r := s.req
 	ms := r.Multislice
 	chip := ms.Slice.Chip
-	min := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
-	need := min * collective.PracticalHeadroom
-	limit := float64(r.MaxGlobalBatch) * float64(r.Seq) / float64(ms.Slices)
+	min, need, limit := r.batchRuleTokens()
 	verdict := "enough: DP or FSDP across slices can hide its all-reduce"
 	switch {
 	case limit < need && canPipe:
@@ -232,6 +230,16 @@ func (s *searcher) batchRule(in Inside, canPipe bool) (tooSmall bool, n Note) {
 	bits := collective.MultisliceBitsPerParam(ms.Slices)
 	return limit < need, note(OptionMaxGlobalBatch, "Multislice batch rule: %d bits of DCN per parameter for %d slices, backward intensity 4·B/%d FLOP per bit against %.0f FLOP per DCN bit on %s, so %s tokens per slice break even and %s in practice hide the all-reduce; {max_global_batch} allows %s: %s",
 		bits, ms.Slices, bits, float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(min), count(need), count(limit), verdict)
+}
+
+// batchRuleTokens is the batch rule's tokens per slice: the break-even
+// (collective.MinTokensPerSlice), what hides the all-reduce in practice,
+// and what the batch limit allows; the batch is too small when the limit
+// is below the practical figure (searcher.batchRule).
+func (r *Request) batchRuleTokens() (min, need, limit float64) {
+	ms := r.Multislice
+	min = collective.MinTokensPerSlice(ms.Slice.Chip.PeakBF16, ms.DCNPerChip, ms.Slices)
+	return min, min * collective.PracticalHeadroom, float64(r.MaxGlobalBatch) * float64(r.Seq) / float64(ms.Slices)
 }
 
 // poolVerdict says which of the competing tiers won, and, when pipeline

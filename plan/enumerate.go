@@ -42,7 +42,7 @@ func (s *searcher) enumerate() {
 	// costed first, they raise the bars the pipelined ones must pass
 	// sooner. The plan does not depend on the order (searcher.merge).
 	ici = byPipeline(ici)
-	dcn := factorizationsOver(ms.Slices, free)
+	dcn := s.bars.lean.order(factorizationsOver(ms.Slices, free))
 	run := s.runner(0)
 	for _, dn := range dcn {
 		refused := false

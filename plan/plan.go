@@ -122,7 +122,13 @@ func search(r Request) (Plan, error) {
 	if r.DeviceAxes != nil {
 		return searchDevices(r)
 	}
-	return searchWith(r, (*worker).layout, true)
+	p, err := searchWith(r, (*worker).layout, true)
+	var none *NoPlanError
+	if r.BestOnly && errors.As(err, &none) {
+		r.BestOnly = false // the error names the full search's rejections
+		return searchWith(r, (*worker).layout, true)
+	}
+	return p, err
 }
 
 // searchWith is search of a request that passed defaults, each mesh costed
@@ -133,6 +139,9 @@ func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome, bulk bool) (
 		rejected: map[Tier]map[cost.Reason]int{}, refusedDCN: map[cost.Reason]int{}, best: map[Tier][]Candidate{}}
 	for _, t := range tiers(r.Multislice.Slices) {
 		s.rejected[t] = map[cost.Reason]int{}
+	}
+	if r.BestOnly && r.Axes == nil {
+		s.bars.lean = r.leanBars()
 	}
 	if r.Axes != nil {
 		m, err := askedMesh(r.Multislice, r.Axes, spellAxes(r.Axes))

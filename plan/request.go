@@ -65,6 +65,13 @@ type Request struct {
 	cost.Settings
 	// Top is how many ranked layouts to keep (at least 1).
 	Top int
+	// BestOnly asks a searched plan (Axes and DeviceAxes unset) for its
+	// Best, Rule and Band only, as the full search finds them, costing
+	// fewer combinations in full (a lean search: see lean.go). Its other
+	// fields hold what the lean search found: Top, Alternatives, Reasons
+	// and Warnings may name other layouts than the full search's, and
+	// Rejected count less. When nothing runs, the search is the full one.
+	BestOnly bool
 	// ExampleCost, when set, is the host CPU time to read and preprocess
 	// one sequence; the plan then checks with package infeed that the
 	// host's vCPUs keep the chips fed.

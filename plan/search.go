@@ -121,6 +121,8 @@ type bars struct {
 	tier       [numTiers][]float64 // by tierIndex
 	expert     float64
 	haveExpert bool
+	// lean, when on, holds a lean search's bars (leanBars).
+	lean leanBars
 }
 
 // numTiers is how many tiers there are: the in-slice strategies by the
@@ -136,12 +138,15 @@ func (b *bars) copyFrom(o *bars) {
 	for i := range b.tier {
 		b.tier[i] = append(b.tier[i][:0], o.tier[i]...)
 	}
-	b.keep, b.expert, b.haveExpert = o.keep, o.expert, o.haveExpert
+	b.keep, b.expert, b.haveExpert, b.lean = o.keep, o.expert, o.haveExpert, o.lean
 }
 
 // raise adds a layout of tier t, with an expert axis or not, whose
 // throughput is v.
 func (b *bars) raise(t Tier, v float64, expert bool) {
+	if b.lean.on {
+		b.raiseLean(t, v)
+	}
 	l := b.tier[tierIndex(t)]
 	i := sort.Search(len(l), func(i int) bool { return v > l[i] })
 	if i < b.keep {
@@ -156,13 +161,24 @@ func (b *bars) raise(t Tier, v float64, expert bool) {
 }
 
 // full reports whether tier t holds keep layouts: until it does, it
-// outclasses none.
-func (b *bars) full(t Tier) bool { return len(b.tier[tierIndex(t)]) >= b.keep }
+// outclasses none. In a lean search one is enough, and a tier that can
+// no longer enter the pool needs none (outclassedLean).
+func (b *bars) full(t Tier) bool {
+	i := tierIndex(t)
+	if b.lean.on {
+		return len(b.tier[i]) > 0 || b.lean.out[i]
+	}
+	return len(b.tier[i]) >= b.keep
+}
 
 // outclassed reports whether a layout of tier t, with an expert axis or
 // not, whose throughput is at most max cannot be kept: keep layouts of its
-// tier are faster, and with an expert axis so is the best of those.
+// tier are faster, and with an expert axis so is the best of those (in a
+// lean search, outclassedLean).
 func (b *bars) outclassed(t Tier, max float64, expert bool) bool {
+	if b.lean.on {
+		return b.outclassedLean(t, max)
+	}
 	l := b.tier[tierIndex(t)]
 	if len(l) < b.keep || !(max < l[b.keep-1]) {
 		return false
@@ -212,10 +228,7 @@ func (s *searcher) finishBounded(w *worker) {
 	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(s.bounded[b].tps, s.bounded[a].tps) })
 	for _, i := range order {
 		b := &s.bounded[i]
-		l := s.best[b.tier]
-		tier := len(l) < s.keep || !(b.tps < l[s.keep-1].Estimate.TokensPerSecondPerChip)
-		expert := b.expert && (s.expert == nil || !(b.tps < s.expert.Estimate.TokensPerSecondPerChip))
-		if !tier && !expert {
+		if !s.finishes(b) {
 			continue
 		}
 		j := b.c.job(s.req)
@@ -227,6 +240,20 @@ func (s *searcher) finishBounded(w *worker) {
 		s.offerAll(Candidate{Estimate: w.est.Finish(bd), Tier: b.tier})
 	}
 	s.bounded = nil
+}
+
+// finishes reports whether finishBounded finishes b, the fastest of those
+// left: it could be kept in its tier, or as the best with an expert axis;
+// in a lean search, it is its tier's first, or the final bars do not
+// outclass it.
+func (s *searcher) finishes(b *contender) bool {
+	l := s.best[b.tier]
+	if s.bars.lean.on {
+		return len(l) == 0 || !s.bars.outclassedLean(b.tier, b.tps)
+	}
+	tier := len(l) < s.keep || !(b.tps < l[s.keep-1].Estimate.TokensPerSecondPerChip)
+	expert := b.expert && (s.expert == nil || !(b.tps < s.expert.Estimate.TokensPerSecondPerChip))
+	return tier || expert
 }
 
 // merge adds the outcome of mesh m, as costing it in place would have. A
@@ -294,11 +321,16 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	scheds := w.schedules(p)
 	rings := w.rings(m)
 	w.family.ok = false // the last layout's
+	hopeless, all := w.hopeless(&m, scheds, micro, remats)
+	if all {
+		out.evaluated = len(scheds) * len(micro) * len(remats) * len(rings)
+		return out
+	}
 	start, startR := len(w.arena), len(w.rejects)
 	w.rejectsFrom = startR
 	sm := w.memo(&m, len(scheds)*len(micro)*len(remats)*len(rings))
 	for _, sc := range scheds {
-		for _, mb := range micro {
+		for mi, mb := range micro {
 			if lo, hi := w.batchRange(&m, mb); w.bulk && hi < lo {
 				// no batch within the limit: every policy and dispatch
 				// of these micro-batches is rejected as fitBatch would
@@ -310,8 +342,14 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 				}
 				continue
 			}
-			for _, r := range remats {
+			for ri, r := range remats {
 				for _, ring := range rings {
+					if hopeless.has(mi, ri) {
+						out.evaluated++
+						sm.next()
+						sm.keep(hopelessFit)
+						continue
+					}
 					sm.keep(w.try(&out, &m, combo{sc.k, sc.v, mb, r, ring}, sm.next()))
 				}
 			}

@@ -110,3 +110,36 @@ func BenchmarkSweepWholeConfigs(b *testing.B) {
 		b.ReportMetric(cpuRef.Seconds()/cpu.Seconds(), "x-reference-cpu")
 	}
 }
+
+// BenchmarkSweepWholeLean plans the configurations of issue 31's whole
+// sweep (wholeSweep) in each iteration twice under the same load: with
+// the lean search budget plans them with (Request.BestOnly), and with the
+// full search. It reports the lean search's configurations per second and
+// seconds per sweep, the full search's, and how many times faster the
+// lean search is, in wall time and, where the process's CPU time is read,
+// in CPU time.
+func BenchmarkSweepWholeLean(b *testing.B) {
+	rs := wholeSweep(b)
+	lean := func(r Request) (Plan, error) {
+		r.BestOnly = true
+		return Search(r)
+	}
+	var t, tRef, cpu, cpuRef time.Duration
+	for b.Loop() {
+		t0, c0 := time.Now(), cputime.Self()
+		planSweep(b, rs, lean)
+		t1, c1 := time.Now(), cputime.Self()
+		planSweep(b, rs, Search)
+		t, tRef = t+t1.Sub(t0), tRef+time.Since(t1)
+		cpu, cpuRef = cpu+c1-c0, cpuRef+cputime.Self()-c1
+	}
+	b.ReportMetric(float64(len(rs)*b.N)/t.Seconds(), "configs/s")
+	b.ReportMetric(t.Seconds()/float64(b.N), "s/sweep")
+	b.ReportMetric(tRef.Seconds()/float64(b.N), "full-s/sweep")
+	b.ReportMetric(tRef.Seconds()/t.Seconds(), "x-full")
+	if cpu > 0 {
+		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/sweep")
+		b.ReportMetric(cpuRef.Seconds()/float64(b.N), "full-cpu-s/sweep")
+		b.ReportMetric(cpuRef.Seconds()/cpu.Seconds(), "x-full-cpu")
+	}
+}

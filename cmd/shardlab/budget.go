@@ -179,11 +179,15 @@ func runBudget(args []string, stdout io.Writer) error {
 			return bad("budget: --show %d: the table has %d rows, want 1 to %d", f.show, len(res.Rows), len(res.Rows))
 		}
 		row := res.Rows[f.show-1]
+		p, err := row.FullPlan()
+		if err != nil {
+			return planError(err)
+		}
 		if f.json {
-			return row.Plan.WriteJSON(stdout, flagName)
+			return p.WriteJSON(stdout, flagName)
 		}
 		fmt.Fprintf(stdout, "row %d: %d × %s, %s\n\n", f.show, row.Slices, row.AcceleratorType, row.Mode)
-		return row.Plan.WriteText(stdout, flagName)
+		return p.WriteText(stdout, flagName)
 	}
 	if f.html != "" {
 		if err := writeBudgetHTML(f.html, res); err != nil {

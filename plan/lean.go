@@ -1,0 +1,193 @@
+package plan
+
+import (
+	"math"
+	"slices"
+
+	"shardlab/cost"
+	"shardlab/mesh"
+)
+
+// A lean search (Request.BestOnly) answers only what a plan's Best, Rule
+// and Band are, as the full search would (TestLeanSearchIsExact). Those
+// depend on few of the layouts the full search ranks:
+//
+//   - which tiers that can still enter the pool run at all (firstTiers
+//     reads the pool from them): such a tier is not pruned before one of
+//     its layouts runs;
+//   - the best layout of the pool's tiers (Rule);
+//   - the fastest layout of all: beyondBand chooses it over the rule's
+//     when it lies outside the pool and is faster by more than the band.
+//
+// So a combination whose throughput is at most max need not be costed
+// when it is slower than the fastest layout known, and either its tier
+// cannot enter the pool (a tier before it in rule order runs) or a faster
+// layout of its own tier is known. Each test only grows truer as the
+// search goes on: the fastest layout and a tier's best only rise, and a
+// tier that left the pool does not come back. On a pipelined layout the
+// same test skips, before any is costed, the micro-batch counts and
+// remat policies that no schedule and no batch within the limit lets
+// pass (worker.hopeless). The Band is the job's (cost.Job.Band),
+// whichever layout runs it. The layouts outside the pool that are not the
+// fastest are then not their tier's best, and Rejected counts less than
+// the full search's; a plan nothing runs is searched again in full, so
+// its error is the full search's.
+
+// leanBars is what bars needs to decide for a lean search.
+type leanBars struct {
+	on bool
+	// multislice and tooSmall are the request's: whether it has several
+	// slices, and whether the batch rule puts pipeline across slices in
+	// the pool beside DP or FSDP across them (searcher.batchRule).
+	multislice, tooSmall bool
+	// fastest is the throughput of the fastest layout known.
+	fastest float64
+	// out marks, by tierIndex, the tiers that can no longer enter the
+	// pool: a tier before them in rule order runs.
+	out [numTiers]bool
+}
+
+// leanBars is the lean bars of a search of r, before any layout runs.
+func (r *Request) leanBars() leanBars {
+	_, need, limit := r.batchRuleTokens()
+	return leanBars{on: true, multislice: r.Multislice.Slices > 1, tooSmall: limit < need}
+}
+
+// outclassedLean is bars.outclassed for a lean search.
+func (b *bars) outclassedLean(t Tier, max float64) bool {
+	i := tierIndex(t)
+	if !(max < b.lean.fastest) {
+		return false // maybe the fastest
+	}
+	l := b.tier[i]
+	return b.lean.out[i] || len(l) > 0 && max < l[0]
+}
+
+// raiseLean notes, for a lean search, a layout of tier t whose throughput
+// is v: the fastest known, and the tiers that leave the pool once t runs.
+func (b *bars) raiseLean(t Tier, v float64) {
+	b.lean.fastest = math.Max(b.lean.fastest, v)
+	n := 1
+	if b.lean.multislice {
+		n = 2
+	}
+	for _, u := range tiers(n) {
+		if b.after(t, u) {
+			b.lean.out[tierIndex(u)] = true
+		}
+	}
+}
+
+// after reports whether tier u cannot enter the pool once tier t runs
+// (searcher.chooseTiers): on one slice, a later in-slice strategy; with
+// pipeline across slices, a later in-slice one; without, every tier after
+// t in rule order, and pipeline across slices too unless the batch rule
+// says the batch is too small.
+func (b *bars) after(t, u Tier) bool {
+	if !b.lean.multislice {
+		return u.In > t.In
+	}
+	if t.Across == AcrossPipeline {
+		return u.Across == AcrossPipeline && u.In > t.In
+	}
+	if u.Across == AcrossPipeline {
+		return !b.lean.tooSmall
+	}
+	return u.In > t.In || u.In == t.In && u.Across > t.Across
+}
+
+// order is the order a search costs dcn, the cross-slice factorizations,
+// in: theirs, or for a lean search data across slices first, then FSDP,
+// then pipeline, each in its order in dcn, so that the tiers the rule
+// order reaches first raise the fastest known layout before those it
+// reaches last are costed.
+func (lb *leanBars) order(dcn [][]int) [][]int {
+	if !lb.on {
+		return dcn
+	}
+	ones := make([]int, mesh.NumAxes)
+	for i := range ones {
+		ones[i] = 1
+	}
+	rank := func(dn []int) int {
+		a := tierOf(ones, dn).Across
+		if a == AcrossNone { // tensor or context on DCN: refused
+			return int(AcrossPipeline) + 1
+		}
+		return int(a)
+	}
+	out := slices.Clone(dcn)
+	slices.SortStableFunc(out, func(x, y []int) int { return rank(x) - rank(y) })
+	return out
+}
+
+// hopelessSet marks the (micro-batch count, remat policy) pairs of a
+// layout that worker.hopeless found none of whose combinations can be
+// kept: bit i·8+j for the i-th count and j-th policy.
+type hopelessSet uint64
+
+// has reports whether the pair of the mi-th micro-batch count and the
+// ri-th remat policy is marked.
+func (h hopelessSet) has(mi, ri int) bool { return h&(1<<(mi*8+ri)) != 0 }
+
+// hopelessFit is what a layout remembers (sizeMemo) of a combination it
+// did not cost: nothing, so that one of the same sizes elsewhere costs it
+// (its bound, +Inf, outclasses nothing).
+var hopelessFit = batchFit{bound: math.Inf(1)}
+
+// hopeless is, for a lean search, the pairs of micro-batch count and
+// remat policy of mesh m none of whose combinations, under any of its
+// schedules and at any batch within the limit, the bars can keep
+// (cost.BatchMemory.RangeCeiling, with the least stretch of the
+// schedules), and whether that is every pair. It looks only where m
+// pipelines over several schedules (where the combinations are many), of
+// a dense model, in a tier one of whose layouts runs already or that can
+// no longer enter the pool (bars.full), so the pool does not change. A
+// pair with no batch within the limit is not marked (none of its
+// combinations runs: the search rejects them), and does not keep the
+// others from being every pair.
+func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []cost.Remat) (hopelessSet, bool) {
+	t := TierOf(*m)
+	if !w.bars.lean.on || len(scheds) < 2 || len(remats) > 8 || w.req.Model.MoE() || !w.bars.full(t) {
+		return 0, false
+	}
+	defer func() { w.family.ok = false }()
+	var h hopelessSet
+	all := true
+	for mi, mb := range micro {
+		lo, hi := w.batchRange(m, mb)
+		if hi < lo {
+			continue // no batch within the limit: none runs
+		}
+		stretch := math.Inf(1) // the schedules' least, once worked out
+		for ri, r := range remats {
+			if c, ok := w.pairCeiling(m, scheds, mb, r, lo, hi, &stretch); ok && w.bars.outclassed(t, c, false) {
+				h |= 1 << (mi*8 + ri)
+			} else {
+				all = false
+			}
+		}
+	}
+	return h, all
+}
+
+// pairCeiling is at least the throughput of mesh m run with mb
+// micro-batches and remat policy r (and no ring of experts) under any of
+// scheds at any batch from lo to hi: cost.BatchMemory.RangeCeiling at the
+// least Stretch of the schedules, which it works out into stretch when
+// that is +Inf (it does not depend on the policy). False where the job
+// cannot run so.
+func (w *worker) pairCeiling(m *mesh.Mesh, scheds []sched, mb int, r cost.Remat, lo, hi int, stretch *float64) (float64, bool) {
+	j := &w.cur
+	combo{scheds[0].k, scheds[0].v, mb, r, false}.set(j, w.job.Schedule, w.job.Chunks)
+	bm, err := w.memory(j, m)
+	if err != nil {
+		return 0, false
+	}
+	if math.IsInf(*stretch, 1) {
+		for _, sc := range scheds {
+			*stretch = min(*stretch, bm.Stretch(sc.k, sc.v))
+		}
+	}
+	return bm.RangeCeiling(lo, hi, *stretch), true
+}

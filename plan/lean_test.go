@@ -1,0 +1,215 @@
+package plan
+
+import (
+	"flag"
+	"math"
+	"reflect"
+	"testing"
+
+	"shardlab/cost"
+	"shardlab/mesh"
+)
+
+var leanWhole = flag.Bool("lean-whole", false, "compare the lean search with the full one on every configuration of issue 31's whole sweep (minutes; not run by default)")
+
+// leanDiff is how the lean search's plan of r (Request.BestOnly) differs
+// from the full search's in what the lean search answers (Best, Rule,
+// Band, and what Best determines), or "" when it does not. It also
+// returns whether the full search chose outside the rule order, and
+// whether nothing runs.
+func leanDiff(r Request) (diff string, beyond, none bool) {
+	full, errFull := Search(r)
+	r.BestOnly = true
+	lean, errLean := Search(r)
+	if errFull != nil || errLean != nil {
+		if errString(errFull) != errString(errLean) {
+			return "error " + errString(errLean) + ", want " + errString(errFull), false, false
+		}
+		return "", false, true
+	}
+	beyond = full.Best.Tier != full.Rule.Tier
+	for _, c := range []struct {
+		what      string
+		got, want any
+	}{
+		{"Best", lean.Best, full.Best},
+		{"Rule", lean.Rule, full.Rule},
+		{"Band", lean.Band, full.Band},
+		{"MaxMicroBatch", lean.MaxMicroBatch, full.MaxMicroBatch},
+		{"MaxMicroBatchBound", lean.MaxMicroBatchBound, full.MaxMicroBatchBound},
+	} {
+		if !reflect.DeepEqual(c.got, c.want) {
+			return c.what + " differs: lean " + lean.Best.Estimate.Mesh.String() + ", full " + full.Best.Estimate.Mesh.String(), beyond, false
+		}
+	}
+	return "", beyond, false
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "none"
+	}
+	return err.Error()
+}
+
+// TestLeanSearchIsExact checks that a lean search (Request.BestOnly)
+// answers Best, Rule and Band as the full search does, on requests that
+// reach each part of the rule order: one slice and several, dense and
+// mixture-of-experts models, pipeline across slices in the pool (a batch
+// limit below the Multislice batch rule's), a choice beyond the band, a
+// fixed batch, remat policy and schedule, and a job nothing runs.
+func TestLeanSearchIsExact(t *testing.T) {
+	type edit func(*Options)
+	cases := []struct {
+		name string
+		edit edit
+	}{
+		{"8b one slice", func(o *Options) { o.Model, o.TPU = "llama3-8b", "v5e-16" }},
+		{"8b two slices", func(o *Options) { o.Model, o.TPU, o.Slices = "llama3-8b", "v5e-32", 2 }},
+		{"8b four slices, pipeline across in the pool", func(o *Options) { o.Model, o.TPU, o.Slices, o.MaxGlobalBatch = "llama3-8b", "v5p-64", 4, "32" }},
+		{"8b two slices, beyond the band", func(o *Options) { o.Model, o.TPU, o.Slices, o.MaxGlobalBatch = "llama3-8b", "v5p-64", 2, "128" }},
+		{"8b four slices, beyond the band from pipeline across", func(o *Options) {
+			o.Model, o.TPU, o.Slices, o.MaxGlobalBatch = "llama3-8b", "v6e-64", 4, "128"
+		}},
+		{"70b one slice", func(o *Options) { o.Model, o.TPU = "llama3-70b", "v5p-128" }},
+		{"70b two slices", func(o *Options) { o.Model, o.TPU, o.Slices = "llama3-70b", "v6e-64", 2 }},
+		{"70b four slices, tpu7x", func(o *Options) { o.Model, o.TPU, o.Slices = "llama3-70b", "tpu7x-128", 4 }},
+		{"70b fixed batch", func(o *Options) { o.Model, o.TPU, o.Slices, o.GlobalBatch = "llama3-70b", "v5p-64", 2, "256" }},
+		{"70b fixed remat and schedule", func(o *Options) {
+			o.Model, o.TPU, o.Slices, o.Remat, o.Schedule = "llama3-70b", "v5p-64", 2, "full", "gpipe"
+		}},
+		{"mixtral one slice", func(o *Options) { o.Model, o.TPU = "mixtral-8x7b", "v5p-64" }},
+		{"mixtral two slices", func(o *Options) { o.Model, o.TPU, o.Slices = "mixtral-8x7b", "v6e-32", 2 }},
+		{"405b nothing runs", func(o *Options) { o.Model, o.TPU = "llama3-405b", "v5e-8" }},
+	}
+	beyond, none := 0, 0
+	for _, c := range cases {
+		o := DefaultOptions()
+		o.Top = 1
+		c.edit(&o)
+		r, err := ParseRequest(o)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		diff, b, n := leanDiff(r)
+		if diff != "" {
+			t.Errorf("%s: %s", c.name, diff)
+		}
+		if b {
+			beyond++
+		}
+		if n {
+			none++
+		}
+	}
+	if beyond == 0 || none == 0 {
+		t.Errorf("%d cases chose beyond the band and %d ran nothing, want some of each", beyond, none)
+	}
+}
+
+// TestLeanWholeSweep compares the lean search with the full one on every
+// configuration of issue 31's whole sweep (wholeSweep); run by hand with
+// -lean-whole.
+func TestLeanWholeSweep(t *testing.T) {
+	if !*leanWhole {
+		t.Skip("run with -lean-whole")
+	}
+	rs := wholeSweep(t)
+	same, beyond := 0, 0
+	for _, r := range rs {
+		diff, b, _ := leanDiff(r)
+		if diff != "" {
+			t.Errorf("%s: %s", r.Multislice, diff)
+			continue
+		}
+		same++
+		if b {
+			beyond++
+		}
+	}
+	t.Logf("%d of %d configurations: the lean search's Best, Rule and Band are the full search's (%d chosen beyond the band)", same, len(rs), beyond)
+}
+
+// TestPairCeiling holds the ceiling a lean search skips combinations by
+// (worker.pairCeiling) to what it bounds: on a sample of the pipelined
+// layouts of dense jobs, for every micro-batch count and remat policy, it
+// is at least the throughput of every schedule the search costs the
+// layout with at every batch within the limit.
+func TestPairCeiling(t *testing.T) {
+	n := 0
+	for _, c := range []struct {
+		model, tpu string
+		slices     int
+	}{{"llama3-70b", "v5p-64", 2}, {"llama3-8b", "v6e-32", 4}, {"gemma2-9b", "v5e-32", 1}, {"qwen3-32b", "tpu7x-64", 2}} {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.Slices = c.model, c.tpu, c.slices
+		r, err := ParseRequest(o)
+		if err == nil {
+			err = r.defaults()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := r.job()
+		w := &worker{req: r, job: job, cur: job, est: cost.NewEstimator()}
+		for _, m := range pipelined(r, 40) {
+			p := m.Size(mesh.Pipeline)
+			scheds := w.schedules(p)
+			for _, mb := range []int{p, 2 * p, 4 * p, 8 * p} {
+				lo, hi := w.batchRange(&m, mb)
+				for _, rm := range rematsFor(&r) {
+					stretch := math.Inf(1)
+					ceiling, ok := w.pairCeiling(&m, scheds, mb, rm, lo, hi, &stretch)
+					if !ok || hi < lo {
+						continue
+					}
+					n++
+					for _, sc := range scheds {
+						j := combo{sc.k, sc.v, mb, rm, false}.job(r)
+						for b := lo; b <= hi; b += max(lo, (hi-lo)/lo/16*lo) {
+							j.GlobalBatch = b
+							bd, err := w.est.Bound(j, m)
+							if err != nil {
+								continue
+							}
+							if tp := w.est.Throughput(&bd); tp > ceiling {
+								t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d: throughput %v above the ceiling %v",
+									c.model, m, mb, rm, sc.k, sc.v, b, tp, ceiling)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if n < 300 {
+		t.Errorf("%d ceilings checked, want at least 300", n)
+	}
+}
+
+// pipelined is up to n of the layouts a search of r costs with a pipeline
+// axis, spread evenly over its factorizations.
+func pipelined(r Request, n int) []mesh.Mesh {
+	ms := r.Multislice
+	free := searchAxes(r.Model)
+	var all []mesh.Mesh
+	for _, dn := range factorizationsOver(ms.Slices, free) {
+		for _, in := range factorizationsOver(ms.Slice.Chips(), free) {
+			if in[mesh.Pipeline]*dn[mesh.Pipeline] == 1 || r.Model.Layers%(in[mesh.Pipeline]*dn[mesh.Pipeline]) != 0 {
+				continue
+			}
+			var degrees []mesh.Degree
+			for _, a := range mesh.All() {
+				degrees = append(degrees, mesh.Degree{Axis: a, ICI: in[a], DCN: dn[a]})
+			}
+			if m, err := mesh.New(ms, degrees...); err == nil {
+				all = append(all, m)
+			}
+		}
+	}
+	var out []mesh.Mesh
+	for i := 0; i < len(all); i += max(1, len(all)/n) {
+		out = append(out, all[i])
+	}
+	return out
+}
