@@ -35,6 +35,11 @@ type Memory struct {
 	HostUsable unit.Bytes `json:"host_usable"`
 	HBM        unit.Bytes `json:"hbm"`
 	Usable     unit.Bytes `json:"usable"` // HBM less the headroom
+	// XLACapacity is the HBM XLA fits the program into
+	// (hw.Chip.XLACapacity), which Report compiles against.
+	XLACapacity unit.Bytes `json:"xla_capacity"`
+	// laidOut is, for a pipeline, the other costed stage's Nominal.
+	laidOut unit.Bytes
 }
 
 // Total is the sum of the components.

@@ -82,8 +82,8 @@ const (
 //
 // The output layer and loss, on the stage that has it: the logits of the
 // micro-batches held (one, or all of the last stage's where every forward
-// precedes the backward) and one's gradients in the compute dtype (XLA
-// fuses the fp32 softmax and loss row by row), split over the vocabulary
+// precedes the backward) and one's gradients in the compute dtype,
+// split over the vocabulary
 // tiles (MaxText num_vocab_tiling), and with FSDP (or several devices a
 // chip) the output layer's gathered weights and unreduced gradients, per
 // device; with multi-token prediction, each module's logits and the

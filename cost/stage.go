@@ -75,23 +75,35 @@ func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
 
 // memory is HBM per chip on the most loaded pipeline stage, its phases
 // spelled out.
+// The other stage of a pipeline lends it its laid-out peak (Nominal).
 func (e *Estimator) memory(j *Job, m *mesh.Mesh, sh *shape) Memory {
-	sm := e.mostLoaded(j, m, sh)
+	sm, other := e.stages(j, m, sh)
 	sm.mem.Phases, sm.mem.Peak = sm.phases.list(), sm.phases.name(sm.peak)
+	if sh.p > 1 {
+		other.mem.Phases = other.phases.list()
+		sm.mem.laidOut = other.mem.ownNominal()
+	}
 	return sm.mem
 }
 
 // mostLoaded is the stage of the two (the same when there is one pipeline
 // stage) whose HBM total is larger, the first on a tie.
 func (e *Estimator) mostLoaded(j *Job, m *mesh.Mesh, sh *shape) stageMemory {
+	sm, _ := e.stages(j, m, sh)
+	return sm
+}
+
+// stages is mostLoaded and, with a pipeline, the other stage.
+func (e *Estimator) stages(j *Job, m *mesh.Mesh, sh *shape) (most, other stageMemory) {
 	first := j.stageMemory(e.stageBase(j, m, sh, firstStage), sh, firstStage)
 	if sh.p == 1 {
-		return first
+		return first, first
 	}
-	if last := j.stageMemory(e.stageBase(j, m, sh, lastStage), sh, lastStage); last.mem.Total() > first.mem.Total() {
-		return last
+	last := j.stageMemory(e.stageBase(j, m, sh, lastStage), sh, lastStage)
+	if last.mem.Total() > first.mem.Total() {
+		return last, first
 	}
-	return first
+	return first, last
 }
 
 // stageBase is what a pipeline stage's HBM holds whatever the batch: its
@@ -112,12 +124,13 @@ func (e *Estimator) stageBase(j *Job, m *mesh.Mesh, sh *shape, st stage) stageBa
 	prec := j.Precision
 	params := sh.params[st]
 	mem := Memory{
-		Weights:    unit.Bytes(params * float64(prec.Weight+prec.Master)),
-		Gradients:  unit.Bytes(params * float64(prec.Gradient)),
-		Optimizer:  unit.Bytes(params * float64(prec.Optimizer)),
-		HBM:        chip.HBM,
-		Usable:     chip.UsableHBM(j.HBMHeadroom),
-		HostUsable: chip.HostRAMPerChip(),
+		Weights:     unit.Bytes(params * float64(prec.Weight+prec.Master)),
+		Gradients:   unit.Bytes(params * float64(prec.Gradient)),
+		Optimizer:   unit.Bytes(params * float64(prec.Optimizer)),
+		HBM:         chip.HBM,
+		Usable:      chip.UsableHBM(j.HBMHeadroom),
+		XLACapacity: chip.XLACapacity(),
+		HostUsable:  chip.HostRAMPerChip(),
 	}
 	if j.ParameterOffload {
 		mem.Host += mem.Weights

@@ -12,40 +12,54 @@ import "shardlab/unit"
 // which `shardlab validate --memory` holds to the compilers' reports and
 // `shardlab check` to a user's compile log.
 
-// BufferLossExponentials names the loss's fp32 exponentials, the
-// output phase's recomputable buffer (lossExponentials).
+// BufferLossExponentials names the loss's fp32 exponentials, the output
+// phase's recomputable buffer (lossExponentials).
 const BufferLossExponentials = "the loss's fp32 exponentials (exp_shifted)"
 
-// lossExponentials is the bytes of the loss's exponentials for logits of
+// lossExponentials is the bytes of a loss's exponentials for logits of
 // row bytes (one micro-batch's, in the compute dtype, over one vocabulary
 // tile). MaxText casts the logits to fp32 (base.yml cast_logits_to_fp32:
 // true) and its loss, cross_entropy_with_logits, is a custom VJP whose
 // forward returns exp_shifted = exp(logits - max) as a residual for the
 // backward (utils/max_utils.py _cross_entropy_with_logits_fwd,
-// @e591f30c): a [tokens, vocab] fp32 array. XLA materializes it: exp is
-// an expensive op its fusion does not duplicate into a consumer in
-// another computation, while the widening convert of the logits to fp32
-// it always duplicates, so the fp32 logits are read from the bf16 ones
-// and not kept (xla/service/instruction_fusion.cc IsExpensive,
+// @e591f30c): a [tokens, vocab] fp32 array. That XLA keeps it is an
+// inference from its generic fusion pass, not read from the TPU
+// compiler, which is not public: the residual has two readers, the
+// loss's sum in the forward and its gradient in the backward, and XLA
+// does not duplicate an exp into several consumers, while a widening
+// convert it always duplicates, so the fp32 logits are read from the
+// bf16 ones and not kept (xla/service/instruction_fusion.cc IsExpensive,
 // IsAlwaysDuplicable, openxla/xla@001918b7). It is recomputable: its
 // inputs, the logits and a per-row maximum, stay live until the backward
 // reads them, and XLA's rematerialization pass recomputes such values
 // when a program does not fit the HBM it compiles against
 // (--xla_tpu_max_hbm_size_mib sets that limit; docs/errors/error_1000.md,
-// openxla/xla@49aac430). With vocabulary tiling each tile's loss runs
-// its own forward and backward, so a tile's exponentials are what is
-// live. MTP's losses take the log-sum-exp by autodiff and keep no
-// exponentials (layers/multi_token_prediction.py
-// _cross_entropy_with_integer_labels, @e591f30c).
+// openxla/xla@49aac430). With vocabulary tiling each tile's loss runs its
+// own forward and backward, so a tile's exponentials are what is live.
+// An MTP module's loss (layers/multi_token_prediction.py
+// _cross_entropy_with_integer_labels, @e591f30c) takes jax's logsumexp,
+// whose custom JVP multiplies the tangent by exp(a - out) (jax/_src/ops/
+// special.py, jax-ml/jax@0f103d33): a [tokens, vocab] value too, but one
+// the forward does not read (it sums its own exp(a - max)), so its one
+// reader is the backward's product, into which fusion moves it, and it is
+// not kept; the Hunyuan3 reports, which such a buffer would put 25-33 %
+// over, agree.
 func (j *Job) lossExponentials(row float64) float64 {
 	return row / float64(j.Precision.Activation) * 4
 }
 
 // Nominal is the peak as XLA lays the step out when HBM allows: Total
 // with each phase's recomputable buffers on top of its own, at the phase
-// where that is largest. It is what XLA's memory report shows for a
-// program that fits as written.
+// where that is largest, and for a pipeline the larger of its two costed
+// stages' (the same program runs on every stage: the last holds the
+// exponentials, the first may need more). It is what XLA's memory report
+// shows for a program that fits as written.
 func (m Memory) Nominal() unit.Bytes {
+	return max(m.laidOut, m.ownNominal())
+}
+
+// ownNominal is Nominal of the stage m is.
+func (m Memory) ownNominal() unit.Bytes {
 	peak := m.Transient
 	for _, p := range m.Phases {
 		b := p.Bytes()
@@ -74,4 +88,10 @@ func (m Memory) Compiled(limit unit.Bytes) (report unit.Bytes, squeezed bool) {
 	default:
 		return t, true
 	}
+}
+
+// Report is Compiled against the chip's XLACapacity: what train_compile
+// should print for the plan, per chip (XLA prints it per JAX device).
+func (m Memory) Report() (report unit.Bytes, squeezed bool) {
+	return m.Compiled(m.XLACapacity)
 }

@@ -1,9 +1,11 @@
 package cost
 
 import (
+	"math"
 	"testing"
 
 	"shardlab/mesh"
+	"shardlab/schedule"
 	"shardlab/unit"
 )
 
@@ -90,5 +92,80 @@ func TestCompiledRegimes(t *testing.T) {
 	m.Phases[1].Recomputable = nil
 	if got, sq := m.Compiled(80 * g); got != 60*g || sq {
 		t.Errorf("without recomputable buffers Compiled(80 GiB) = %v, %v, want 60 GiB, false", got, sq)
+	}
+}
+
+// TestLaidOutPeakOfAPipeline: the same program runs on every pipeline
+// stage, so the laid-out peak (Nominal) is the larger of the two costed
+// stages', though the needed peak (Total) is the most loaded stage's.
+// Llama 3 70B on v5p-64, pipeline=2,fsdp=16, 1F1B over 8 micro-batches,
+// remat full, 128 sequences: the first stage needs more (the embedding,
+// more micro-batches in flight), the last lays out more (the loss's
+// exponentials); Nominal is the last's. Under GPipe the last stage holds
+// every micro-batch's logits, and so their exponentials: 8 times 1F1B's.
+func TestLaidOutPeakOfAPipeline(t *testing.T) {
+	e := NewEstimator()
+	m := layout(t, "v5p-64", 1, "pipeline=2,fsdp=16")
+	j := NewJob(lookup(t, "llama3-70b"), 8192, 128)
+	j.Remat, j.Schedule, j.MicroBatches = RematFull, schedule.OneFOneB, 8
+	sh, err := e.validShape(&j, &m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	most, other := e.stages(&j, &m, &sh)
+	most.mem.Phases, other.mem.Phases = most.phases.list(), other.phases.list()
+	if most.mem.ownNominal() >= other.mem.ownNominal() {
+		t.Fatalf("the most loaded stage lays out %v, the other %v: want the case where the other lays out more", most.mem.ownNominal(), other.mem.ownNominal())
+	}
+	mem, err := e.Memory(j, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem.Total() != most.mem.Total() || mem.Nominal() != other.mem.ownNominal() {
+		t.Errorf("Total %v, Nominal %v; want the most loaded stage's need %v and the other's laid-out peak %v", mem.Total(), mem.Nominal(), most.mem.Total(), other.mem.ownNominal())
+	}
+	exps := func(j Job) unit.Bytes {
+		mem, err := e.Memory(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b unit.Bytes
+		for _, p := range mem.Phases {
+			for _, r := range p.Recomputable {
+				b += r.Bytes
+			}
+		}
+		if b == 0 {
+			t.Fatalf("%s: no exponentials on the most loaded stage", j.Schedule)
+		}
+		return b
+	}
+	j.Schedule = schedule.GPipe
+	g := exps(j)
+	// the last stage is the most loaded under GPipe: 128 sequences over
+	// 16 fsdp shards and 8 micro-batches is one sequence a micro-batch,
+	// 8192 × 128,256 × 4 bytes of exponentials each, all 8 held
+	if want := unit.Bytes(8 * 8192 * 128256 * 4); g != want {
+		t.Errorf("GPipe's last stage keeps %v of exponentials, want 8 micro-batches' %v", g, want)
+	}
+}
+
+// TestTempScaleScalesTheExponentials: a compile log's temporaries factor
+// scales the recomputable buffer as it does every temporary.
+func TestTempScaleScalesTheExponentials(t *testing.T) {
+	e := NewEstimator()
+	m := layout(t, "v5p-16", 1, "fsdp=8")
+	j := NewJob(lookup(t, "llama3-8b"), 8192, 16)
+	rec := func(j Job) unit.Bytes {
+		mem, err := e.Memory(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mem.Phases[len(mem.Phases)-1].Recomputable[0].Bytes
+	}
+	base := rec(j)
+	j.TempScale = 1.5
+	if got := rec(j); got != unit.Bytes(math.Round(float64(base)*1.5)) {
+		t.Errorf("TempScale 1.5: exponentials %v, want 1.5 × %v", got, base)
 	}
 }

@@ -161,17 +161,28 @@ func (c Chip) DCNPerHost() unit.BytesPerSecond {
 // MXUs is the number of matrix units on the chip (0 when not published).
 func (c Chip) MXUs() int { return c.TensorCores * c.MXUsPerTensorCore }
 
+// XLACapacity is the HBM per chip that XLA's TPU compiler fits a program
+// into: the capacity its out-of-memory message prints per JAX device
+// (xla_hbm.csv, with sources) times the chip's devices, or, where no such
+// message was found, the HBM less AssumedReserve. XLA's
+// rematerialization recomputes values until a program fits it, so a
+// program squeezed to fit reports at most this.
+func (c Chip) XLACapacity() unit.Bytes {
+	if per, ok := xlaHBM[c.Generation]; ok {
+		return per * unit.Bytes(c.JAXDevicesPerChip)
+	}
+	return unit.Bytes(float64(c.HBM) * (1 - AssumedReserve))
+}
+
 // CompilerHBM is the HBM per chip that XLA's TPU compiler checks a program
-// against: the capacity its out-of-memory message prints per JAX device
-// (xla_hbm.csv, with sources), times the chip's devices, and never more
-// than the published HBM (v5p's 95.74 GiB limit is above the 95 GiB the
-// Cloud page rounds to). ok is false where no such message was found.
+// against (XLACapacity), never more than the published HBM for planning
+// (v5p's 95.74 GiB limit is above the 95 GiB the Cloud page rounds to).
+// ok is false where no out-of-memory message was found.
 func (c Chip) CompilerHBM() (b unit.Bytes, ok bool) {
-	per, ok := xlaHBM[c.Generation]
-	if !ok {
+	if _, ok := xlaHBM[c.Generation]; !ok {
 		return 0, false
 	}
-	return min(per*unit.Bytes(c.JAXDevicesPerChip), c.HBM), true
+	return min(c.XLACapacity(), c.HBM), true
 }
 
 // UsableHBM is the HBM a job may fill: what the compiler allows

@@ -204,10 +204,10 @@ type MemoryJSON struct {
 	// lists every phase's buffers.
 	Peak   string       `json:"peak_phase"`
 	Phases []cost.Phase `json:"phases"`
-	// XLAReport is what XLA's memory report of the step should read,
-	// compiled against the chip's compiler HBM (cost.Memory.Compiled),
-	// and XLARecomputes whether XLA recomputes to get there.
-	XLAReport     int64 `json:"xla_report_bytes"`
+	// XLAReport is what XLA's memory report of the step should read, per
+	// JAX device as XLA prints it (Plan.XLAReport; every other count here
+	// is per chip), and XLARecomputes whether XLA recomputes to get there.
+	XLAReport     int64 `json:"xla_report_bytes_per_jax_device"`
 	XLARecomputes bool  `json:"xla_recomputes"`
 }
 
@@ -301,7 +301,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		Reasons: phrases(p.Reasons, name), Warnings: phrases(p.Warnings, name), Rejected: []RejectedJSON{}, Evaluated: p.Evaluated,
 		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{}, Experts: expertsOf(e), Band: bandOf(p),
 	}
-	report, squeezed := e.Memory.Compiled(ms.Slice.Chip.UsableHBM(0))
+	report, squeezed := p.XLAReport()
 	j.Memory.XLAReport, j.Memory.XLARecomputes = int64(report), squeezed
 	if q := e.Job.Quantization; q != cost.QuantNone {
 		j.QuantizedMFUPeak = string(q.Format())
@@ -375,7 +375,7 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 	fmt.Fprintf(&b, "  batch %s x %s = %s tokens per step (limit %s)\n\n",
 		unit.Plural(e.Job.GlobalBatch, "sequence"), unit.Plural(e.Job.Seq, "token"), count(float64(e.Job.GlobalBatch*e.Job.Seq)), unit.Plural(r.MaxGlobalBatch, "sequence"))
 	p.writeLayout(&b)
-	writeMemory(&b, e.Memory, r.Multislice.Slice.Chip, p.MaxMicroBatch, p.MaxMicroBatchBound)
+	writeMemory(&b, p)
 	p.writeTime(&b, name)
 	writeComms(&b, e.Comms)
 	p.writeNotes(&b, name)

@@ -6,7 +6,6 @@ import (
 	"text/tabwriter"
 
 	"shardlab/cost"
-	"shardlab/hw"
 	"shardlab/unit"
 )
 
@@ -15,7 +14,8 @@ import (
 // (limit: HBM, host memory, or the batch limit), and, where XLA keeps
 // more than the job needs while HBM allows, what its memory report should
 // read (writeXLAReport).
-func writeMemory(b *strings.Builder, m cost.Memory, chip hw.Chip, most int, limit cost.Reason) {
+func writeMemory(b *strings.Builder, p Plan) {
+	m, most, limit := p.Best.Estimate.Memory, p.MaxMicroBatch, p.MaxMicroBatchBound
 	fits := fmt.Sprintf("fits, %v left", m.Usable-m.Total())
 	if !m.Fits() {
 		fits = "DOES NOT FIT: " + m.Shortfall()
@@ -25,7 +25,8 @@ func writeMemory(b *strings.Builder, m cost.Memory, chip hw.Chip, most int, limi
 		_, stop := bound(limit)
 		fmt.Fprintf(b, "  at most %s per chip per micro-batch fit this layout (%s stops one more); the largest phase is the %s\n", unit.Plural(most, "sequence"), stop, m.Peak)
 	}
-	writeXLAReport(b, m, chip)
+	report, squeezed := p.XLAReport()
+	writeXLAReport(b, m, report, squeezed)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	for _, c := range []struct {
 		name string
@@ -43,31 +44,38 @@ func writeMemory(b *strings.Builder, m cost.Memory, chip hw.Chip, most int, limi
 	tw.Flush()
 }
 
+// XLAReport is what the plan's train_compile should report per JAX device
+// (cost.Memory.Report, over the chip's devices: XLA prints it per device),
+// and whether XLA recomputes to get there.
+func (p Plan) XLAReport() (perDevice unit.Bytes, squeezed bool) {
+	report, squeezed := p.Best.Estimate.Memory.Report()
+	return report / unit.Bytes(max(p.Request.Multislice.Slice.Chip.JAXDevicesPerChip, 1)), squeezed
+}
+
 // writeXLAReport says, for a job that fits whose laid-out peak
 // (cost.Memory.Nominal) is above what it needs, what XLA's memory report
-// of it should read, per JAX device of chip, compiled against the chip's
-// compiler HBM: what `shardlab check --compile-log` holds a compile log
-// to.
-func writeXLAReport(b *strings.Builder, m cost.Memory, chip hw.Chip) {
-	extra := m.Nominal() - m.Total()
-	if extra <= 0 || !m.Fits() {
+// of it should read (report, per JAX device; squeezed where XLA
+// recomputes to fit): what `shardlab check --compile-log` holds a compile
+// log to.
+func writeXLAReport(b *strings.Builder, m cost.Memory, report unit.Bytes, squeezed bool) {
+	raise := m.Nominal() - m.Total()
+	if raise <= 0 || !m.Fits() {
 		return
 	}
 	var names []string
+	var kept unit.Bytes
 	for _, p := range m.Phases {
 		for _, r := range p.Recomputable {
 			names = appendNew(names, r.Name)
+			kept += r.Bytes
 		}
 	}
-	what := strings.Join(names, " and ")
-	per := max(chip.JAXDevicesPerChip, 1)
-	report, squeezed := m.Compiled(chip.UsableHBM(0))
-	device := report / unit.Bytes(per)
+	what := fmt.Sprintf("%s, %v a chip, which raise its peak by %v", strings.Join(names, " and "), kept, raise)
 	if squeezed {
-		fmt.Fprintf(b, "  XLA's memory report (train_compile) should read at most %v a JAX device, its limit: as laid out the step would also keep %s, %v a chip, which XLA recomputes to fit\n", device, what, extra)
+		fmt.Fprintf(b, "  XLA's memory report (train_compile) should read at most %v a JAX device, its limit: as laid out the step would also keep %s, and XLA recomputes them to fit\n", report, what)
 		return
 	}
-	fmt.Fprintf(b, "  XLA's memory report (train_compile) should read about %v a JAX device: as laid out the step also keeps %s, %v a chip, while HBM allows\n", device, what, extra)
+	fmt.Fprintf(b, "  XLA's memory report (train_compile) should read about %v a JAX device: as laid out the step also keeps %s, while HBM allows\n", report, what)
 }
 
 // appendNew is names with n appended, unless it is among them.

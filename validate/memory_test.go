@@ -594,3 +594,31 @@ func TestMemoryResultPredictsXLAsReport(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryResultWeighsTheNeededPeak: a job that needs 60 GiB and lays
+// out 88 (30 GiB of recomputable exponentials beside 8 of logits, over a
+// 10 GiB layer phase) against 80 GiB ran out of
+// memory: cost predicts XLA squeezing it to 80, but refusal and the
+// at-the-edge warning weigh the 60 it needs, which leaves 20 GiB, more
+// than the dense band's 20 % of 60: neither refused nor warned (weighing
+// the prediction would have warned). As a temp-scope case on a chip of
+// two JAX devices (20 GiB of arguments a chip, so 10 a device) with 35
+// GiB of temporaries allowed a device: the limit is 35 + 10 a device, 90
+// a chip, which the laid-out peak fits: 88 / 2 - 10 = 34 GiB of
+// temporaries a device, needing 60 / 2 - 10 = 20.
+func TestMemoryResultWeighsTheNeededPeak(t *testing.T) {
+	g := int64(unit.GiB)
+	mem := cost.Memory{Weights: 10 * unit.GiB, Optimizer: 10 * unit.GiB, Activations: 30 * unit.GiB, Transient: 10 * unit.GiB, Phases: []cost.Phase{
+		{Name: cost.PhaseLayerBackward, Buffers: []cost.Buffer{{Name: "a", Bytes: 10 * unit.GiB}}},
+		{Name: cost.PhaseOutput, Buffers: []cost.Buffer{{Name: "logits", Bytes: 8 * unit.GiB}},
+			Recomputable: []cost.Buffer{{Name: cost.BufferLossExponentials, Bytes: 30 * unit.GiB}}},
+	}}
+	r := memoryResult(MemoryCase{Kind: KindOOM, Scope: ScopeTotal, ReportedBytes: 85 * g, CapacityBytes: 80 * g}, mem, 1)
+	if r.Predicted != 80*g || !r.AtLimit || r.Refused || r.Warned {
+		t.Errorf("OOM at 80 GiB: predicted %d GiB, at the limit %v, refused %v, warned %v; want 80, true, false, false", r.Predicted/g, r.AtLimit, r.Refused, r.Warned)
+	}
+	r = memoryResult(MemoryCase{Kind: KindMemoryAnalysis, Scope: ScopeTemp, ReportedBytes: 34 * g, CapacityBytes: 35 * g}, mem, 2)
+	if r.Predicted != 34*g || r.Squeezed || r.Needed != 20*g || r.Arguments != 10*g {
+		t.Errorf("temp scope on two devices: predicted %d GiB, squeezed %v, needed %d, arguments %d; want 34, false, 20, 10", r.Predicted/g, r.Squeezed, r.Needed/g, r.Arguments/g)
+	}
+}

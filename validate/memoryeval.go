@@ -22,28 +22,30 @@ type MemoryResult struct {
 	// arguments, aliased to its outputs); Temp the rest (gradients, held
 	// activations, the largest phase's transients).
 	Total, Arguments, Temp int64
-	// Needed is the peak the step needs (cost.Memory.Total), which
-	// Refused and Warned weigh; Squeezed, whether the report is predicted
-	// after XLA recomputed what it could to fit (or ran out of memory);
-	// AtLimit, whether it is predicted at the limit because XLA
+	// Needed is the peak the step needs (cost.Memory.Total), in the
+	// case's scope as Predicted is (less the arguments where it is temp),
+	// which Refused and Warned weigh; Squeezed, whether the report is
+	// predicted after XLA recomputed what it could to fit (or ran out of
+	// memory); AtLimit, whether it is predicted at the limit because XLA
 	// recomputed to fit it (what it needs fits).
 	Needed            int64
 	Squeezed, AtLimit bool
 	// Predicted is Total or Temp, as the case's scope says, and Error is
 	// (Predicted − reported) / reported; NeededError is the same of
-	// Needed (less the arguments where the scope is temp), the error the
-	// plan's fit answer carries (cost.MemoryErrorDense, MemoryErrorMoE).
+	// Needed, the error the plan's fit answer carries
+	// (cost.MemoryErrorDense, MemoryErrorMoE).
 	Predicted   int64
 	Error       float64
 	NeededError float64
-	// Refused: for an out-of-memory case, whether the prediction exceeds
+	// Refused: for an out-of-memory case, whether the needed peak exceeds
 	// Limit, the HBM XLA had: the case's capacity_bytes, or where the
-	// source does not state it, cost's usable HBM per device.
+	// source does not state it, cost's usable HBM per device (what plan
+	// fits against).
 	Refused bool
 	Limit   int64
 	// Warned: for an out-of-memory case not refused, whether a plan of it
 	// would warn "HBM at the edge" (cost.ErrorBand.AtEdge of the model's
-	// class, at Predicted against Limit).
+	// class, at Needed against Limit).
 	Warned bool
 	// ArgumentError and TempError compare Arguments and Temp with a
 	// memory_analysis breakdown; NaN where the source does not give one.
@@ -91,29 +93,21 @@ func memoryResult(c MemoryCase, mem cost.Memory, per int) MemoryResult {
 	if r.Limit == 0 {
 		r.Limit = perDevice(int64(mem.Usable))
 	}
-	// a temporaries-scope case's limit is on the temporaries alone
-	limit := r.Limit
-	if c.Scope == ScopeTemp {
-		limit += r.Arguments
-	}
-	report, squeezed := mem.Compiled(unit.Bytes(limit * int64(per)))
+	limit := reportLimit(c, mem, r.Arguments, per)
+	report, squeezed := mem.Compiled(limit)
 	r.Total, r.Squeezed = perDevice(int64(report)), squeezed
-	r.AtLimit = squeezed && mem.Total() <= unit.Bytes(limit*int64(per))
+	r.AtLimit = squeezed && mem.Total() <= limit
 	r.Temp = r.Total - r.Arguments
 	r.Predicted = r.Total
 	if c.Scope == ScopeTemp {
-		r.Predicted = r.Temp
-	}
-	needed := r.Needed
-	if c.Scope == ScopeTemp {
-		needed -= r.Arguments
+		r.Predicted, r.Needed = r.Temp, r.Needed-r.Arguments
 	}
 	r.Error, r.NeededError = math.NaN(), math.NaN()
 	if c.BytesStated() {
-		r.Error, r.NeededError = relErr(r.Predicted, c.ReportedBytes), relErr(needed, c.ReportedBytes)
+		r.Error, r.NeededError = relErr(r.Predicted, c.ReportedBytes), relErr(r.Needed, c.ReportedBytes)
 	}
-	r.Refused = c.Kind == KindOOM && needed > r.Limit
-	r.Warned = c.Kind == KindOOM && cost.MemoryErrorOf(c.Model).AtEdge(unit.Bytes(needed), unit.Bytes(r.Limit))
+	r.Refused = c.Kind == KindOOM && r.Needed > r.Limit
+	r.Warned = c.Kind == KindOOM && cost.MemoryErrorOf(c.Model).AtEdge(unit.Bytes(r.Needed), unit.Bytes(r.Limit))
 	if h := c.Breakdown.HostTemp; h > 0 {
 		r.HostError = relErr(r.Host, h)
 	}
@@ -126,6 +120,22 @@ func memoryResult(c MemoryCase, mem cost.Memory, per int) MemoryResult {
 		}
 	}
 	return r
+}
+
+// reportLimit is the HBM per chip XLA is taken to compile case c against:
+// its stated capacity per device times per, plus the arguments where the
+// capacity is on the temporaries alone (a temp-scope case), or where it
+// states none the chip's XLA capacity (cost.Memory.XLACapacity: not the
+// planning limit, which may hold a headroom).
+func reportLimit(c MemoryCase, mem cost.Memory, arguments int64, per int) unit.Bytes {
+	if c.CapacityBytes == 0 {
+		return mem.XLACapacity
+	}
+	limit := c.CapacityBytes
+	if c.Scope == ScopeTemp {
+		limit += arguments
+	}
+	return unit.Bytes(limit * int64(per))
 }
 
 func relErr(got, want int64) float64 { return float64(got-want) / float64(want) }

@@ -15,7 +15,6 @@ import (
 	"shardlab/export"
 	"shardlab/mesh"
 	"shardlab/plan"
-	"shardlab/unit"
 	"shardlab/validate"
 )
 
@@ -167,7 +166,8 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 }
 
 // compileNote is what plan --verify prints: how to compile the plan ahead
-// of time on a CPU machine and hold the compiler's memory to the plan's.
+// of time on a CPU machine and hold the compiler's memory to the plan's,
+// with the report the compile should print (Plan.XLAReport).
 // The export and the check are given the plan's layout and batch as
 // flags, so that they cost the same plan.
 func compileNote(p plan.Plan, flags string) string {
@@ -180,14 +180,13 @@ func compileNote(p plan.Plan, flags string) string {
 	if e.Mesh.Size(mesh.Pipeline) > 1 {
 		flags += fmt.Sprintf(" --schedule %s --chunks %d", e.Job.Schedule, max(e.Job.Chunks, 1))
 	}
-	chip := p.Request.Multislice.Slice.Chip
-	report, _ := e.Memory.Compiled(chip.UsableHBM(0))
+	report, _ := p.XLAReport()
 	return fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails as the TPU would):
   shardlab export maxtext%[1]s > %[2]s
   %[3]s 2>&1 | tee compile.log
   shardlab check --compile-log compile.log%[1]s --write-calibration calibration.json
 (then plan --calibration calibration.json plans with the compiler's temporaries)
-`, flags, cfg.File(), export.CompileCommand(p, cfg), report/unit.Bytes(max(chip.JAXDevicesPerChip, 1)))
+`, flags, cfg.File(), export.CompileCommand(p, cfg), report)
 }
 
 // jobFlags spells the flags given that describe the job and the hardware,

@@ -184,7 +184,7 @@ func TestCheckDeclinesAtTheLimit(t *testing.T) {
 	var p struct {
 		M struct {
 			Total  int64 `json:"total_bytes"`
-			Report int64 `json:"xla_report_bytes"`
+			Report int64 `json:"xla_report_bytes_per_jax_device"`
 		} `json:"hbm_used_per_chip"`
 	}
 	if err := json.Unmarshal([]byte(js), &p); err != nil || !(p.M.Total < 85<<30 && p.M.Report > 85<<30) {
@@ -192,7 +192,7 @@ func TestCheckDeclinesAtTheLimit(t *testing.T) {
 	}
 	log := writeLog(t, dir, "oom.log", "Ran out of memory in memory space hbm. Used 86G of 85G hbm.")
 	out, errOut, code := runCmd(append([]string{"check", "--compile-log", log}, job...)...)
-	if code != 0 || !strings.Contains(out, "85.00 GiB") || !strings.Contains(out, "no temporaries factor: the prediction is XLA's limit") {
+	if code != 0 || !strings.Contains(out, "total  86.00 GiB  85.00 GiB") || !strings.Contains(out, "no temporaries factor: the prediction is XLA's limit") {
 		t.Errorf("check: exit %d %s\n%s", code, errOut, out)
 	}
 	fail(t, append([]string{"check", "--compile-log", log, "--write-calibration", filepath.Join(dir, "c.json")}, job...), "--write-calibration", "XLA's limit")
