@@ -568,11 +568,7 @@ func TestStatedOOMRefusedOrWarned(t *testing.T) {
 // weigh the needed peak, whatever the report.
 func TestMemoryResultPredictsXLAsReport(t *testing.T) {
 	g := int64(unit.GiB)
-	mem := cost.Memory{Weights: 10 * unit.GiB, Optimizer: 10 * unit.GiB, Activations: 30 * unit.GiB, Transient: 10 * unit.GiB, Phases: []cost.Phase{
-		{Name: cost.PhaseLayerBackward, Buffers: []cost.Buffer{{Name: "a", Bytes: 10 * unit.GiB}}},
-		{Name: cost.PhaseOutput, Buffers: []cost.Buffer{{Name: "logits", Bytes: 8 * unit.GiB}},
-			Recomputable: []cost.Buffer{{Name: cost.BufferLossExponentials, Bytes: 6 * unit.GiB}}},
-	}}
+	mem := sixtyGiBJob(6 * unit.GiB)
 	for _, c := range []struct {
 		kind              string
 		capacity, want    int64
@@ -608,11 +604,7 @@ func TestMemoryResultPredictsXLAsReport(t *testing.T) {
 // temporaries a device, needing 60 / 2 - 10 = 20.
 func TestMemoryResultWeighsTheNeededPeak(t *testing.T) {
 	g := int64(unit.GiB)
-	mem := cost.Memory{Weights: 10 * unit.GiB, Optimizer: 10 * unit.GiB, Activations: 30 * unit.GiB, Transient: 10 * unit.GiB, Phases: []cost.Phase{
-		{Name: cost.PhaseLayerBackward, Buffers: []cost.Buffer{{Name: "a", Bytes: 10 * unit.GiB}}},
-		{Name: cost.PhaseOutput, Buffers: []cost.Buffer{{Name: "logits", Bytes: 8 * unit.GiB}},
-			Recomputable: []cost.Buffer{{Name: cost.BufferLossExponentials, Bytes: 30 * unit.GiB}}},
-	}}
+	mem := sixtyGiBJob(30 * unit.GiB)
 	r := memoryResult(MemoryCase{Kind: KindOOM, Scope: ScopeTotal, ReportedBytes: 85 * g, CapacityBytes: 80 * g}, mem, 1)
 	if r.Predicted != 80*g || !r.AtLimit || r.Refused || r.Warned {
 		t.Errorf("OOM at 80 GiB: predicted %d GiB, at the limit %v, refused %v, warned %v; want 80, true, false, false", r.Predicted/g, r.AtLimit, r.Refused, r.Warned)
@@ -621,4 +613,15 @@ func TestMemoryResultWeighsTheNeededPeak(t *testing.T) {
 	if r.Predicted != 34*g || r.Squeezed || r.Needed != 20*g || r.Arguments != 10*g {
 		t.Errorf("temp scope on two devices: predicted %d GiB, squeezed %v, needed %d, arguments %d; want 34, false, 20, 10", r.Predicted/g, r.Squeezed, r.Needed/g, r.Arguments/g)
 	}
+}
+
+// sixtyGiBJob is a job that needs 60 GiB a chip (20 of state, 30 of held
+// activations, a 10 GiB layer phase) whose output phase holds 8 GiB of
+// logits and exps of recomputable exponentials.
+func sixtyGiBJob(exps unit.Bytes) cost.Memory {
+	return cost.Memory{Weights: 10 * unit.GiB, Optimizer: 10 * unit.GiB, Activations: 30 * unit.GiB, Transient: 10 * unit.GiB, Phases: []cost.Phase{
+		{Name: cost.PhaseLayerBackward, Buffers: []cost.Buffer{{Name: "a", Bytes: 10 * unit.GiB}}},
+		{Name: cost.PhaseOutput, Buffers: []cost.Buffer{{Name: "logits", Bytes: 8 * unit.GiB}},
+			Recomputable: []cost.Buffer{{Name: cost.BufferLossExponentials, Bytes: exps}}},
+	}}
 }
