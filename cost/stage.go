@@ -74,8 +74,8 @@ func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
 }
 
 // memory is HBM per chip on the most loaded pipeline stage, its phases
-// spelled out.
-// The other stage of a pipeline lends it its laid-out peak (Nominal).
+// spelled out; the other stage of a pipeline lends it its laid-out peak
+// (Memory.Nominal).
 func (e *Estimator) memory(j *Job, m *mesh.Mesh, sh *shape) Memory {
 	sm, other := e.stages(j, m, sh)
 	sm.mem.Phases, sm.mem.Peak = sm.phases.list(), sm.phases.name(sm.peak)
