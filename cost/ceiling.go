@@ -55,6 +55,7 @@ func (bm *BatchMemory) RangeCeiling(lo, hi int, stretch float64) float64 {
 	if f.noPeak || bm.est.Job.Model.MoE() {
 		return math.Inf(1)
 	}
+	_, fixed := bm.computeFloor()
 	best := 0.0
 	for _, b := range [2]int{hi, lo} {
 		c, ok := bm.ceilingStep(b)
@@ -63,7 +64,6 @@ func (bm *BatchMemory) RangeCeiling(lo, hi int, stretch float64) float64 {
 			return math.Inf(1)
 		}
 		best = max(best, float64(b)*float64(bm.est.Job.Seq)/(stepNs/1e9)/f.chips)
-		_, fixed := bm.computeFloor()
 		if lo == hi || stretch*(fixed*1e9*(1-slack)-4)-3-c.roundNs >= 0 {
 			break // the affine function's part that does not grow with the batch is not negative: b over it grows
 		}

@@ -80,13 +80,10 @@ func (w *worker) schedules(p int) []sched {
 	if w.scheds == nil {
 		w.scheds = map[int][]sched{}
 	}
-	l := w.schedulesOf(p)
+	l := schedulesFor(&w.req, p)
 	w.scheds[p] = l
 	return l
 }
-
-// schedulesOf is schedules, worked out (schedulesFor).
-func (w *worker) schedulesOf(p int) []sched { return schedulesFor(&w.req, p) }
 
 // schedulesFor is the schedules of r a mesh of p stages is costed with
 // (worker.schedules).

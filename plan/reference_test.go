@@ -36,7 +36,7 @@ func (w *worker) referenceLayout(m mesh.Mesh) outcome {
 		remats = []cost.Remat{w.req.Remat}
 	}
 	// the same schedules and expert dispatches as the search weighs
-	scheds, rings := w.schedulesOf(p), w.rings(m)
+	scheds, rings := schedulesFor(&w.req, p), w.rings(m)
 	for _, sc := range scheds {
 		for _, mb := range micro {
 			for _, r := range remats {
