@@ -37,7 +37,7 @@ func ExampleSearch() {
 	}
 	fmt.Printf("TP %d × DP %d on %d chips, up to %d sequences per replica\n", p.Best.TP, p.Best.DP, p.Best.Chips, p.Best.Memory.MaxSeqs)
 	// Output:
-	// TP 8 × DP 1 on 4 chips, up to 223 sequences per replica
+	// TP 8 × DP 1 on 4 chips, up to 219 sequences per replica
 }
 
 func ExampleActiveExperts() {

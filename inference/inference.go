@@ -207,6 +207,8 @@ func ActivationBytes(m model.Spec, tp, tokens, seqs int) unit.Bytes {
 
 // Memory is one device's HBM.
 type Memory struct {
+	// Capacity is what the runtime lets one device hold (bytes_limit:
+	// hw.Chip.XLACapacity per JAX device), below the published HBM.
 	Capacity    unit.Bytes `json:"hbm_capacity_bytes"`
 	Budget      unit.Bytes `json:"budget_bytes"` // capacity × gpu_memory_utilization
 	Weights     unit.Bytes `json:"weights_bytes"`
@@ -316,7 +318,11 @@ func (r Request) memory(l *Layout) {
 	c, tp := r.Slice.Chip, l.TP
 	per := c.JAXDevicesPerChip
 	m := &l.Memory
-	m.Capacity = c.HBM / unit.Bytes(per)
+	// tpu-inference sizes the KV cache from what the runtime says a
+	// device may hold (jax Device.memory_stats()["bytes_limit"],
+	// tpu_inference/utils.py hbm_usage_bytes @007cbee0), XLA's capacity,
+	// not the published HBM
+	m.Capacity = c.XLACapacity() / unit.Bytes(per)
 	m.Budget = unit.Bytes(float64(m.Capacity) * r.MemoryUtilization)
 	m.Weights = weightBytes(r.Model, tp, r.Weights, r.AttentionDP())
 	m.Activations = ActivationBytes(r.Model, tp, r.MaxNumBatchedTokens, l.SeqsEach)
