@@ -29,7 +29,8 @@ type Options struct {
 	// Seq is the sequence length in tokens; 0 takes the model's.
 	Seq int `json:"seq"`
 	// MaxGlobalBatch is the convergence limit on the global batch, in
-	// sequences or tokens (plan.ParseBatch).
+	// sequences or tokens (plan.ParseBatch); "" takes
+	// plan.DefaultMaxGlobalBatch.
 	MaxGlobalBatch string `json:"max_global_batch"`
 	// Deadline drops configurations that take longer: 30d, 36h, 90m; 0:
 	// none.

@@ -46,7 +46,9 @@ type Options struct {
 	// tokens (4Mitok); "" lets the planner choose it. See ParseBatch.
 	GlobalBatch string `json:"global_batch"`
 	// MaxGlobalBatch is the convergence limit on the global batch, in
-	// sequences or tokens.
+	// sequences or tokens; "" takes DefaultMaxGlobalBatch, raised to
+	// GlobalBatch when that is larger. A limit given below GlobalBatch is
+	// refused.
 	MaxGlobalBatch string `json:"max_global_batch"`
 	// Mesh asks for one layout (data=2(dcn),fsdp=64) instead of a search,
 	// in JAX devices as MaxText counts them (two a TPU7x chip; see
@@ -144,8 +146,7 @@ const (
 func DefaultOptions() Options {
 	return Options{
 		Model: DefaultModel, TPU: DefaultTPU, Slices: 1,
-		MaxGlobalBatch: "4Mitok",
-		Precision:      "maxtext", Quantization: "none", Attention: "flash",
+		Precision: "maxtext", Quantization: "none", Attention: "flash",
 		VocabTiles: 1, HBMHeadroom: cost.DefaultHBMHeadroom, Top: 5,
 		// MaxText's current MFU convention (PR 1988, 2025-07-22: maxtext_utils
 		// calculate_tflops_training_per_device halves causal attention)
@@ -236,17 +237,47 @@ func parseBatches(r *Request, o Options) error {
 	default:
 		r.Seq = o.Seq
 	}
-	if r.MaxGlobalBatch, err = ParseBatch(o.MaxGlobalBatch, r.Seq, false); err != nil {
-		return refuseBatch(OptionMaxGlobalBatch, o.MaxGlobalBatch, err)
+	if err = parseMaxBatch(r, o.MaxGlobalBatch); err != nil {
+		return err
 	}
 	if o.GlobalBatch != "" {
 		if r.GlobalBatch, err = ParseBatch(o.GlobalBatch, r.Seq, true); err != nil {
 			return refuseBatch(OptionGlobalBatch, o.GlobalBatch, err)
 		}
-		r.MaxGlobalBatch = max(r.MaxGlobalBatch, r.GlobalBatch)
+		switch {
+		case o.MaxGlobalBatch == "":
+			r.MaxGlobalBatch = max(r.MaxGlobalBatch, r.GlobalBatch)
+		case r.GlobalBatch > r.MaxGlobalBatch:
+			return refuse(OptionGlobalBatch, o.GlobalBatch, nil, " %q is %d sequences, above {max_global_batch} %q (%d sequences): raise the limit or lower the batch",
+				o.GlobalBatch, r.GlobalBatch, o.MaxGlobalBatch, r.MaxGlobalBatch)
+		}
 	}
 	if o.Mesh != "" {
 		return parseDeviceMesh(r, o.Mesh)
+	}
+	return nil
+}
+
+// DefaultMaxGlobalBatch is the convergence limit a request without one
+// takes; a user's own limit replaces it.
+const DefaultMaxGlobalBatch = "4Mitok"
+
+// parseMaxBatch reads the convergence limit into r.MaxGlobalBatch; value
+// is the option as given, "" for the default. The default limit is at
+// least one sequence, however long; one given below that is refused.
+func parseMaxBatch(r *Request, value string) error {
+	if value == "" {
+		n, err := ParseBatch(DefaultMaxGlobalBatch, r.Seq, false)
+		r.MaxGlobalBatch = max(n, 1)
+		var be *BatchError
+		if err != nil && !errors.As(err, &be) {
+			return err
+		}
+		return nil
+	}
+	var err error
+	if r.MaxGlobalBatch, err = ParseBatch(value, r.Seq, false); err != nil {
+		return refuseBatch(OptionMaxGlobalBatch, value, err)
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ var meshExample = mesh.Spell([]mesh.Degree{{Axis: mesh.Data, ICI: 1, DCN: 2}, {A
 var looks = withModel([]look{
 	{plan.OptionSeq, "Job", "Sequence length", "tokens; 0: the model's", nil},
 	{plan.OptionGlobalBatch, "Job", "Global batch", "sequences (512) or tokens (4Mitok); empty: the planner chooses", nil},
-	{plan.OptionMaxGlobalBatch, "Job", "Batch limit", "the convergence limit, sequences or tokens", nil},
+	{plan.OptionMaxGlobalBatch, "Job", "Batch limit", "the convergence limit, sequences or tokens; empty: " + plan.DefaultMaxGlobalBatch + ", or the global batch when larger", nil},
 	{plan.OptionTPU, "Hardware", "TPU type", "an accelerator type (tpu7x-8, v5p-128) or a generation (tpu7x): the smallest footprint that runs the job", nil},
 	{plan.OptionTopology, "Hardware", "Topology", "AxB or AxBxC; empty: the accelerator type's", nil},
 	{plan.OptionSlices, "Hardware", "Slices", "slices joined by DCN", nil},

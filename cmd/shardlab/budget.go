@@ -36,7 +36,7 @@ func newBudgetFlags() (*flag.FlagSet, *budgetFlags) {
 	fs.StringVar(&f.model, "model", d.Model, "catalog model name or a YAML/JSON spec file of at most 1 MiB")
 	parsedVar(fs, &f.tokens, "tokens", d.Tokens, parseTokens, "tokens to train: a number from 1 to 1e16 with an optional k, M, B or T (1T, 500B)")
 	intVar(fs, &f.seq, "seq", 0, 0, plan.MaxSeq, "0: the model's", "sequence length in tokens")
-	fs.StringVar(&f.maxBatch, "max-global-batch", d.MaxGlobalBatch, "convergence limit on the global batch, in sequences (512) or tokens (4Mitok)")
+	fs.StringVar(&f.maxBatch, "max-global-batch", d.MaxGlobalBatch, "convergence limit on the global batch, in sequences (512) or tokens (default "+plan.DefaultMaxGlobalBatch+")")
 	parsedVar(fs, &f.deadline, "deadline", d.Deadline, parseDeadline, "drop configurations that take longer: a duration from 0 (none) to 3650d, in d, h or m (30d, 36h)")
 	parsedVar(fs, &f.dollars, "budget", d.Budget, parseDollars, "drop configurations that cost more: dollars from 0 (none) to 1e12 with an optional k or M (2M, 500k)")
 	parsedVar(fs, &f.region, "region", d.Region, parseRegion, "Google Cloud region to price in (us-central1, europe-west4)")

@@ -52,7 +52,7 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 	floatVar(fs, &o.DCNGbps, "dcn-gbps", d.DCNGbps, floatFlag{lo: plan.MinDCNGbps, hi: plan.MaxDCNGbps, unit: "Gbit/s", zero: "the catalog's"}, "DCN bandwidth per host in Gbit/s")
 	intVar(fs, &o.Seq, "seq", d.Seq, 0, plan.MaxSeq, "0: the model's", "sequence length in tokens")
 	fs.StringVar(&o.GlobalBatch, "global-batch", d.GlobalBatch, "fix the global batch: N sequences, or Ntok tokens (k, M, Ki, Mi allowed: 4Mitok)")
-	fs.StringVar(&o.MaxGlobalBatch, "max-global-batch", d.MaxGlobalBatch, "convergence limit on the global batch, sequences or tokens")
+	fs.StringVar(&o.MaxGlobalBatch, "max-global-batch", d.MaxGlobalBatch, "convergence limit on the global batch, sequences or tokens (default "+plan.DefaultMaxGlobalBatch+", raised to --global-batch when that is larger; a limit given is never raised)")
 	fs.StringVar(&o.Mesh, "mesh", d.Mesh, "cost this one layout, in JAX devices as MaxText counts them (2 a TPU7x, v3 or v2 chip), e.g. "+meshExample+" (default: search all)")
 	remats := []string{}
 	for _, r := range cost.Remats() {
