@@ -14,6 +14,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/maxtext"
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/plan"
@@ -785,6 +786,41 @@ func TestLayoutCommentCountsDevices(t *testing.T) {
 		}
 		if out := b.String(); !strings.Contains(out, c.want) {
 			t.Errorf("%s --mesh %s: header lacks %q:\n%s", c.tpu, c.mesh, c.want, out)
+		}
+	}
+}
+
+// TestMaxTextVocabTilesSearched: a batch the planner picks itself meets
+// MaxText's rule for num_vocab_tiling ([types.py]: per_device_batch_size
+// × max_target_length a multiple of it), whatever the tile count, so the
+// plan it shows exports; before, `plan --vocab-tiles 3` showed a batch of
+// 28 on tpu7x-8 (3.5 × 8192 tokens a device) that the export refused.
+func TestMaxTextVocabTilesSearched(t *testing.T) {
+	for _, tt := range []struct {
+		model, tpu string
+		seq, tiles int
+	}{
+		{"llama3-8b", "tpu7x-8", 0, 3},
+		{"llama3-8b", "v5p-64", 0, 8},
+		{"llama3-8b", "v4-32", 1000, 7},
+		{"llama3-70b", "v6e-64", 0, 5},
+		{"llama3-8b", "tpu7x-64", 4095, 16},
+	} {
+		p := search(t, func(o *plan.Options) {
+			o.Model, o.TPU, o.Seq, o.VocabTiles, o.Top = tt.model, tt.tpu, tt.seq, tt.tiles, 1
+		})
+		c, err := MaxText(p)
+		if err != nil {
+			t.Errorf("%s on %s, %d tiles: batch %d: MaxText: %v", tt.model, tt.tpu, tt.tiles, p.Best.Estimate.Job.GlobalBatch, err)
+			continue
+		}
+		v, _ := c.Get(maxtext.PerDeviceBatchSize)
+		pdbs, ok := v.(float64)
+		if !ok {
+			t.Fatalf("%s = %v (%T), want a float64", maxtext.PerDeviceBatchSize, v, v)
+		}
+		if tokens := pdbs * float64(p.Best.Estimate.Job.Seq); math.Mod(tokens, float64(tt.tiles)) != 0 {
+			t.Errorf("%s on %s: %g tokens a device, not a multiple of %d tiles", tt.model, tt.tpu, tokens, tt.tiles)
 		}
 	}
 }

@@ -138,10 +138,33 @@ func (r *Request) batchRange(shards int) (lo, hi int) {
 	if r.GlobalBatch > 0 {
 		return r.GlobalBatch, r.GlobalBatch
 	}
-	// per-shard batches are multiples of step: 1, or the chip's devices
-	// when they must split its sequences (microStep)
-	step := max(r.microStep, 1)
-	return step * shards, r.MaxGlobalBatch / shards / step * step * shards
+	unit := r.batchUnit(shards)
+	return unit, r.MaxGlobalBatch / unit * unit
+}
+
+// batchUnit is the step of the global batches a layout whose batch splits
+// into shards is weighed at. Per-shard batches are multiples of step: 1,
+// or the chip's devices when they must split its sequences (microStep).
+// With the logits in VocabTiles chunks, MaxText also needs each JAX
+// device's tokens (per_device_batch_size × max_target_length) to be a
+// multiple of the tile count ([types.py], as export checks it), so the
+// batch is a multiple of tiles·devices / gcd(seq, tiles·devices) too.
+func (r *Request) batchUnit(shards int) int {
+	unit := max(r.microStep, 1) * shards
+	if r.VocabTiles > 1 && r.Seq > 0 {
+		n := r.VocabTiles * r.Multislice.Chips() * r.Multislice.Slice.Chip.JAXDevicesPerChip
+		v := n / gcd(r.Seq, n)
+		unit = unit / gcd(unit, v) * v
+	}
+	return unit
+}
+
+// gcd is the greatest common divisor of two positive numbers.
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // rejectBatchLimit counts n combinations of out, tried in a row, as

@@ -501,7 +501,6 @@ func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batch
 		}
 		return why
 	}
-	step := max(w.req.microStep, 1)
 	lo, hi := w.batchRange(m, j.MicroBatches)
 	if hi < lo {
 		return batchFit{reason: ReasonBatchLimit}, nil
@@ -528,7 +527,7 @@ func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batch
 		}
 	}
 	if batch == 0 {
-		unit := step * shards
+		unit := w.req.batchUnit(shards)
 		batch = bisect(1, hi/unit-1, func(n int) bool { return try(n*unit) == "" }) * unit
 	}
 	return batchFit{batch: batch}, bm
