@@ -58,7 +58,11 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 	for _, r := range cost.Remats() {
 		remats = append(remats, string(r))
 	}
-	choiceVar(fs, &o.Remat, "remat", d.Remat, remats, nil, "MaxText remat_policy (default: search none, minimal, save_dot_except_mlp, save_qkv_proj and full)")
+	var searched []string
+	for _, r := range cost.SearchRemats() {
+		searched = append(searched, string(r))
+	}
+	choiceVar(fs, &o.Remat, "remat", d.Remat, remats, nil, "MaxText remat_policy (default: search "+strings.Join(searched, ", ")+")")
 	fs.StringVar(&o.RematCustom, "remat-custom", d.RematCustom, "with --remat custom: tensor=device|offload|remat, comma-separated (decoder_layer_input, query_proj, key_proj,\nvalue_proj, context, out_proj, mlpwi_0, mlpwi_1, mlpwo)")
 	choiceVar(fs, &o.Quantization, "quantization", d.Quantization, []string{"none", "int8", "fp8"}, nil, "matmul format: none (bf16), int8 or fp8 (the chip's peak for that format)")
 	choiceVar(fs, &o.Attention, "attention", d.Attention, []string{"flash", "dot_product"}, nil, "attention kernel: flash (skips masked causal blocks, keeps no scores) or dot_product")
