@@ -391,6 +391,10 @@ func parseLimits(r *Request, o Options) error {
 		return refuse(OptionCapacityFactor, fl(o.CapacityFactor), nil, " %s, want 0 (dropless) or a factor in [%g, %d]", fl(o.CapacityFactor), MinCapacityFactor, MaxCapacityFactor)
 	case !(o.LoadImbalance == 0 || (o.LoadImbalance >= 1 && o.LoadImbalance <= MaxLoadImbalance)):
 		return refuse(OptionLoadImbalance, fl(o.LoadImbalance), nil, " %s, want 0 (balanced) or a ratio in [1, %d]", fl(o.LoadImbalance), MaxLoadImbalance)
+	case o.CapacityFactor != 0 && !r.Model.MoE():
+		return refuse(OptionCapacityFactor, fl(o.CapacityFactor), nil, " %s, but %s has no experts: it applies to a mixture-of-experts model only", fl(o.CapacityFactor), r.Model.Name)
+	case o.LoadImbalance != 0 && !r.Model.MoE():
+		return refuse(OptionLoadImbalance, fl(o.LoadImbalance), nil, " %s, but %s has no experts: it applies to a mixture-of-experts model only", fl(o.LoadImbalance), r.Model.Name)
 	case o.Top < 1 || o.Top > MaxTop:
 		return refuse(OptionTop, strconv.Itoa(o.Top), nil, " %d, want 1 to %d", o.Top, MaxTop)
 	case o.ExampleCost < 0 || o.ExampleCost > MaxExampleCost:

@@ -129,6 +129,8 @@ func TestParseRequestErrors(t *testing.T) {
 		{func(o *Options) { o.Efficiency = 1.5 }, OptionEfficiency, "--efficiency 1.5, want a number in [0.01, 1], or 0"},
 		{func(o *Options) { o.HBMHeadroom = 1 }, OptionHBMHeadroom, "--hbm-headroom 1, want a fraction in [0, 1)"},
 		{func(o *Options) { o.Top = 0 }, OptionTop, "--top 0, want 1 to 100"},
+		{func(o *Options) { o.CapacityFactor = 1.25 }, OptionCapacityFactor, "--capacity-factor 1.25, but llama3-8b has no experts: it applies to a mixture-of-experts model only"},
+		{func(o *Options) { o.LoadImbalance = 1.5 }, OptionLoadImbalance, "--load-imbalance 1.5, but llama3-8b has no experts"},
 		{func(o *Options) { o.ExampleCost = -time.Second }, OptionExampleCost, "--example-cost -1s, want 0s to 1h0m0s"},
 	}
 	for _, tt := range tests {
