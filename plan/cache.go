@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"shardlab/cost"
+	"shardlab/mesh"
 )
 
 // Cache keeps the estimators a search costs its layouts with for the
@@ -18,6 +19,41 @@ import (
 type Cache struct {
 	mu   sync.Mutex
 	ests []*cost.Estimator
+	// ici holds, by chips and searched axes, the in-slice factorizations
+	// ordered by pipeline degree (byPipeline), shared read only: a sweep
+	// plans each slice size at every slice count.
+	ici map[iciKey][][]int
+}
+
+// iciKey is what a slice's ordered factorizations depend on.
+type iciKey struct {
+	chips int
+	free  [mesh.NumAxes]bool
+}
+
+// iciFactorizations is byPipeline(factorizationsOver(chips, free)), from
+// c when it has them (read only), worked out and kept otherwise (not kept
+// when c is nil).
+func (c *Cache) iciFactorizations(chips int, free []bool) [][]int {
+	if c == nil {
+		return byPipeline(factorizationsOver(chips, free))
+	}
+	k := iciKey{chips: chips}
+	copy(k.free[:], free)
+	c.mu.Lock()
+	fs, ok := c.ici[k]
+	c.mu.Unlock()
+	if ok {
+		return fs
+	}
+	fs = byPipeline(factorizationsOver(chips, free))
+	c.mu.Lock()
+	if c.ici == nil {
+		c.ici = map[iciKey][][]int{}
+	}
+	c.ici[k] = fs
+	c.mu.Unlock()
+	return fs
 }
 
 // take returns n estimators: c's, then new ones (all new when c is nil).

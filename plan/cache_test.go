@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -43,5 +44,26 @@ func TestSearchIsTheSameWithACache(t *testing.T) {
 	}
 	if len(cache.ests) == 0 {
 		t.Error("the cache kept no estimator")
+	}
+}
+
+// TestCacheICIFactorizations checks the cache's in-slice factorizations
+// against those worked out afresh, for a dense and a mixture-of-experts
+// model's axes, asked twice (the second from the cache).
+func TestCacheICIFactorizations(t *testing.T) {
+	c := new(Cache)
+	for _, moe := range []bool{false, true} {
+		free := []bool{true, true, true, true, true, moe}
+		for _, chips := range []int{1, 8, 96, 256} {
+			want := byPipeline(factorizationsOver(chips, free))
+			for range 2 {
+				if got := c.iciFactorizations(chips, free); !reflect.DeepEqual(got, want) {
+					t.Errorf("iciFactorizations(%d, %v) = %d tuples, want %d (%v)", chips, free, len(got), len(want), want[:min(3, len(want))])
+				}
+			}
+		}
+	}
+	if len(c.ici) != 8 {
+		t.Errorf("the cache kept %d lists, want 8", len(c.ici))
 	}
 }

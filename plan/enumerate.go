@@ -37,11 +37,11 @@ func (s *searcher) enumerate() {
 	ms := s.req.Multislice
 	spec := s.req.Model
 	free := searchAxes(spec)
-	ici := factorizationsOver(ms.Slice.Chips(), free)
 	// Layouts without a pipeline pay no bubble and are mostly the faster:
 	// costed first, they raise the bars the pipelined ones must pass
-	// sooner. The plan does not depend on the order (searcher.merge).
-	ici = byPipeline(ici)
+	// sooner. The plan does not depend on the order (searcher.merge). The
+	// list is the cache's, read only.
+	ici := s.req.Cache.iciFactorizations(ms.Slice.Chips(), free)
 	dcn := s.bars.lean.order(factorizationsOver(ms.Slices, free))
 	run := s.runner(0)
 	for _, dn := range dcn {

@@ -43,7 +43,7 @@ func (s *searcher) runner(n int) *runner {
 	if n > 0 {
 		w = min(w, n)
 	}
-	r := &runner{s: s, workers: make([]*worker, max(w, 1)), outs: make([]outcome, meshBatch)}
+	r := &runner{s: s, workers: make([]*worker, max(w, 1)), batch: make([]mesh.Mesh, 0, meshBatch), outs: make([]outcome, meshBatch)}
 	for i, est := range s.req.Cache.take(len(r.workers)) {
 		job := s.req.job()
 		r.workers[i] = &worker{req: s.req, job: job, cur: job, est: est, keep: s.keep, bulk: s.bulk, bars: bars{keep: s.keep}}

@@ -61,12 +61,25 @@ func (t Tier) String() string {
 }
 
 // tiers lists the tiers of a multislice of n slices in rule order: the
-// in-slice strategy first, then the cross-slice one.
+// in-slice strategy first, then the cross-slice one. The list is shared
+// (read only): a lean search asks for it at every layout it keeps
+// (bars.raiseLean).
 func tiers(n int) []Tier {
-	across := []Across{AcrossNone}
 	if n > 1 {
-		across = []Across{AcrossDP, AcrossFSDP, AcrossPipeline}
+		return multisliceTiers
 	}
+	return oneSliceTiers
+}
+
+// oneSliceTiers and multisliceTiers are what tiers returns.
+var (
+	oneSliceTiers   = tiersAcross(AcrossNone)
+	multisliceTiers = tiersAcross(AcrossDP, AcrossFSDP, AcrossPipeline)
+)
+
+// tiersAcross lists every in-slice strategy with each of across, in rule
+// order.
+func tiersAcross(across ...Across) []Tier {
 	var out []Tier
 	for in := InDP; in <= InModel; in++ {
 		for _, a := range across {
