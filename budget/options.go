@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -128,6 +129,9 @@ func ParseOptions(o Options, prices Prices) (Request, error) {
 	}
 	if s := o.SpotPreemptionsPerHour; !(s >= 0 && s <= MaxSpotPreemptions) {
 		return r, &OptionError{"spot_preemptions_per_hour", strconv.FormatFloat(s, 'g', -1, 64), fmt.Sprintf("0 (none) to %d per slice per hour", MaxSpotPreemptions)}
+	}
+	if s := o.SpotPreemptionsPerHour; s != 0 && !slices.Contains(r.Modes, Spot) {
+		return r, &OptionError{"spot_preemptions_per_hour", strconv.FormatFloat(s, 'g', -1, 64), fmt.Sprintf("0 unless the modes (%s) include %s: the rate applies to spot capacity only", o.Modes, Spot)}
 	}
 	r.SpotPreemptionsPerHour = o.SpotPreemptionsPerHour
 	if r.ChipPower, err = ParseChipWatts(o.ChipWatts); err != nil {

@@ -35,6 +35,7 @@ func TestParseOptions(t *testing.T) {
 		{func(o *Options) { o.SliceChips = "0" }, "slice_chips"},
 		{func(o *Options) { o.SliceCounts = "65" }, "slices"},
 		{func(o *Options) { o.SpotPreemptionsPerHour = -1 }, "spot_preemptions_per_hour"},
+		{func(o *Options) { o.SpotPreemptionsPerHour, o.Modes = 0.5, "on-demand,cud-1y" }, "spot_preemptions_per_hour"},
 		{func(o *Options) { o.SliceChips = "8,16,32,64,128,256,512,1024"; o.SliceCounts = "1,2,3" }, "generations"}, // 96 configurations
 	} {
 		o := DefaultOptions()
