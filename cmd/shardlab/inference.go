@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
@@ -79,6 +80,9 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	}
 	o.ModelSpec = spec
 	if o.LengthMix != "fixed" && !strings.HasPrefix(o.LengthMix, "uniform:") {
+		if _, err := os.Stat(o.LengthMix); errors.Is(err, os.ErrNotExist) {
+			return bad("--length-mix %q: no such file, want fixed, uniform:A-B or a histogram file (lines %s)", o.LengthMix, inference.HistogramHeader)
+		}
 		if o.Histogram, err = readFile("--length-mix", o.LengthMix, maxMixBytes); err != nil {
 			return err
 		}

@@ -66,7 +66,7 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--tpu", "v5p-8"}, []string{"--tpu v5p", "tpu7x"}},
 		{[]string{"--prompt-len", "8000", "--output-len", "500", "--max-model-len", "8192"}, []string{"--output-len 500", "1 to 192"}},
 		{[]string{"--length-mix", "uniform:9-3"}, []string{`--length-mix "uniform:9-3"`, "uniform range", "1 <= A <= B"}},
-		{[]string{"--length-mix", "zipf"}, []string{"--length-mix zipf"}},
+		{[]string{"--length-mix", "zipf"}, []string{`--length-mix "zipf": no such file, want fixed, uniform:A-B or a histogram file (lines prompt_len,output_len,weight)`}},
 		{[]string{"--length-mix", "uniform:100-5000"}, []string{`--length-mix "uniform:100-5000"`, "requests of 10000", "max_model_len 8192"}},
 		{[]string{"--length-mix", badMix}, []string{"--length-mix", "line 3", "output_len", `"3x00"`}},
 		{[]string{"--num-requests", "0"}, []string{"--num-requests", `"0"`}},
