@@ -383,11 +383,13 @@ func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) err
 	return err
 }
 
-// secs renders seconds as a duration rounded for reading.
+// secs renders seconds as a duration rounded for reading, to at least
+// three significant digits: hours from 100 h (a 30-day horizon is 720h0m0s),
+// minutes from 1 h (an MTBF of 49.5 h is 49h30m0s), seconds from 1 min.
 func secs(s float64) time.Duration {
 	d := time.Duration(s * float64(time.Second))
 	switch {
-	case d >= 24*time.Hour:
+	case d >= 100*time.Hour:
 		return d.Round(time.Hour)
 	case d >= time.Hour:
 		return d.Round(time.Minute)

@@ -85,3 +85,22 @@ func TestCapacityUserSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestSecs: durations keep three significant digits, by hand.
+func TestSecs(t *testing.T) {
+	for _, c := range []struct {
+		s    float64
+		want string
+	}{
+		{720 * 3600, "720h0m0s"},
+		{123.4 * 3600, "123h0m0s"},
+		{49.5 * 3600, "49h30m0s"},
+		{3725.4, "1h2m0s"},
+		{75.46, "1m15s"},
+		{0.3804, "380ms"},
+	} {
+		if got := secs(c.s).String(); got != c.want {
+			t.Errorf("secs(%g) = %s, want %s", c.s, got, c.want)
+		}
+	}
+}
