@@ -182,8 +182,8 @@ func meshSettings(set func(string, any), c *MaxTextConfig, e cost.Estimate, ms h
 		c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): %s carries the in-chip factor %d, splitting each chip's %d sequences per micro-batch",
 			chip.Generation, perChip, maxtext.ICIKey(maxtext.Name(in)), perChip, e.MicroBatchSize))
 	case mesh.Context:
-		c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): %s carries the in-chip factor %d, since the chip's %d sequence(s) per micro-batch do not split over them",
-			chip.Generation, perChip, maxtext.ICIKey(maxtext.Name(in)), perChip, e.MicroBatchSize))
+		c.Comments = append(c.Comments, fmt.Sprintf("each %s chip is %d JAX devices (TensorCores): %s carries the in-chip factor %d, since the chip's micro-batch of %s does not split over them",
+			chip.Generation, perChip, maxtext.ICIKey(maxtext.Name(in)), perChip, unit.Plural(e.MicroBatchSize, "sequence")))
 	}
 	for _, tier := range []struct {
 		key func(string) string
