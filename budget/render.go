@@ -20,15 +20,27 @@ func Days(d time.Duration) string {
 	return fmt.Sprintf("%.1fh", d.Hours())
 }
 
-// Dollars spells an amount with a k or M suffix: $1.23M.
+// Dollars spells an amount to the cent below $1000, else with a k or M
+// suffix and at least three significant digits: $44.54, $1.84k, $102k,
+// $16.4M, $1230M.
 func Dollars(v float64) string {
-	switch a := math.Abs(v); {
-	case a >= 1e6:
-		return fmt.Sprintf("$%.2fM", v/1e6)
-	case a >= 1e3:
-		return fmt.Sprintf("$%.1fk", v/1e3)
+	a := math.Abs(v)
+	if a < 999.995 {
+		return fmt.Sprintf("$%.2f", v)
 	}
-	return fmt.Sprintf("$%.2f", v)
+	div, suffix := 1e3, "k"
+	if a >= 999.5e3 {
+		div, suffix = 1e6, "M"
+	}
+	// decimals keep three significant digits once rounded: 9995 is $10.0k
+	x := a / div
+	decimals := 2
+	if x >= 99.95 {
+		decimals = 0
+	} else if x >= 9.995 {
+		decimals = 1
+	}
+	return fmt.Sprintf("$%.*f%s", decimals, v/div, suffix)
 }
 
 // PricesUsed lists the distinct price rows behind the result's rows, in
