@@ -220,6 +220,11 @@ func TestParseErrors(t *testing.T) {
 		{"name: x\nlayers: 2\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\npublished_params: 7.5e9\n", `field published_params = "7.5e9"`},
 		{"base: &b {layers: 1.5}\n", "field base not found"},
 		{"<<: &b {layers: 2.5}\nname: x\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", `field layers = "2.5"`},
+		// fields each in range whose products are not (a 1.4e22-parameter
+		// spec was planned with a negative HBM and "fits")
+		{"name: x\nlayers: 16777216\nd_model: 65536\nheads: 512\nhead_dim: 128\nd_ff: 262144\nvocab: 128256\nseq_len: 8192\n", "field layers = 16777216, want a model of at most 2^50 (1.13e+15) parameters; with these widths it has about"},
+		{"name: x\nlayers: 2\nd_model: 64\nheads: 65536\nhead_dim: 65536\nd_ff: 1\nvocab: 1\nseq_len: 1\n", "field head_dim = 65536, want heads (65536) x head_dim at most 16777216"},
+		{"name: x\nlayers: 2048\nd_model: 1024\nheads: 8\nd_ff: 1\nvocab: 1\nseq_len: 16777216\n", "field seq_len = 16777216, want at most 8388608 tokens with 2048 layers of width 1024"},
 		// and names are text (issue 26: NUL and U+202E printed raw)
 		{`{"name":"x\u0000y","layers":2,"d_model":64,"heads":4,"d_ff":1,"vocab":1,"seq_len":1}`, `model: "x\x00y": field name = "x\x00y", want printable text: U+0000 at byte 1 is a control character`},
 		{`{"name":"gpt\u202e4","layers":2,"d_model":64,"heads":4,"d_ff":1,"vocab":1,"seq_len":1}`, `field name = "gpt\u202e4", want printable text: U+202E at byte 3 is a format character`},
@@ -574,4 +579,23 @@ func catalogSpec(t *testing.T, name string) Spec {
 		t.Fatalf("%s is not in the catalog", name)
 	}
 	return s
+}
+
+// TestSizeBounds: the largest products validateSize accepts, by hand: 1024
+// layers x 1024 wide x 2^24 tokens is exactly 2^44 values, and a model just
+// under 2^50 parameters is accepted with a count that is still exact.
+func TestSizeBounds(t *testing.T) {
+	s := Spec{Name: "x", Layers: 1024, DModel: 1024, Heads: 8, DFF: 1, Vocab: 1, SeqLen: 1 << 24}
+	if err := s.Validate(); err != nil {
+		t.Errorf("2^44 activation values: %v, want accepted", err)
+	}
+	// 2^12 layers of an MLP 2^16 wide by 2^16 x 3 (gated): 3 x 2^44
+	// parameters in the MLPs alone, above 2^50 / 4 and below 2^50
+	b := Spec{Name: "b", Layers: 1 << 12, DModel: 1 << 16, Heads: 512, HeadDim: 128, DFF: 1 << 16, Vocab: 1, SeqLen: 1, GatedMLP: true}
+	if err := b.Validate(); err != nil {
+		t.Fatalf("a %d-parameter model: %v, want accepted", b.ParamCount().Total(), err)
+	}
+	if got, min := b.ParamCount().Total(), int64(3)<<44; got < min || got > MaxParams {
+		t.Errorf("ParamCount().Total() = %d, want between 3 x 2^44 and 2^50", got)
+	}
 }

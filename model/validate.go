@@ -67,16 +67,12 @@ func (s Spec) Validate() error {
 	if s.MTPLayers > 0 && (s.Hybrid() || s.Windowed()) {
 		return bad("mtp_layers", s.MTPLayers, "0 for a model with linear or local attention layers (shardlab does not model their MTP layer)")
 	}
-	if err := s.validateMoE(bad); err != nil {
-		return err
+	for _, check := range []func(func(string, int, string) error) error{s.validateMoE, s.validateMLA, s.validateLinear, s.validateWindow} {
+		if err := check(bad); err != nil {
+			return err
+		}
 	}
-	if err := s.validateMLA(bad); err != nil {
-		return err
-	}
-	if err := s.validateLinear(bad); err != nil {
-		return err
-	}
-	if err := s.validateWindow(bad); err != nil {
+	if err := s.validateSize(name); err != nil {
 		return err
 	}
 	for _, f := range []struct {
@@ -227,6 +223,52 @@ func allZero(bad func(string, int, string) error, why string, fields ...specFiel
 		if f.v != 0 {
 			return bad(f.name, f.v, "0 "+why)
 		}
+	}
+	return nil
+}
+
+// MaxParams bounds a spec's parameter count: 2^50, about 1.1e15, some 500
+// times the largest published model, so that its bytes (16 a parameter
+// with fp32 Adam) and every count cost multiplies from it stay far inside
+// int64. MaxSequenceValues bounds one sequence's activations, layers x
+// seq_len x d_model values: 2^44, 64 times Llama 3.1 405B's at 128k tokens,
+// so that a device's batch of them stays countable too.
+const (
+	MaxParams         = 1 << 50
+	MaxSequenceValues = 1 << 44
+)
+
+// validateSize refuses a spec whose fields are each in range but whose
+// products are not: an attention wider than 2^24 (heads x head_dim), more
+// than MaxParams parameters, or a sequence of more than MaxSequenceValues
+// activations. The parameter bound is worked out in float64 from the
+// per-layer counts (each a product of two bounded fields, exact in int64),
+// every layer taken as the widest kind, so that it cannot overflow itself.
+func (s Spec) validateSize(name string) error {
+	refuse := func(field string, v int, want string) error {
+		return &FieldError{Model: name, Field: field, Value: fmt.Sprint(v), Want: want}
+	}
+	const width = 1 << 24
+	for _, g := range []Spec{s, s.Global()} {
+		if float64(g.Heads)*float64(g.QKHead()+g.VHead()) > 2*width {
+			return refuse("head_dim", g.Head(), fmt.Sprintf("heads (%d) x head_dim at most %d", g.Heads, width))
+		}
+	}
+	p := s.ParamCount()
+	layer := float64(p.Attention) + float64(p.GlobalAttention) + float64(p.LinearAttention) + float64(p.MLP) + float64(p.Norms) +
+		float64(p.Router) + float64(s.Experts)*float64(p.Expert) + float64(p.Shared)
+	if n := float64(p.Embedding) + float64(p.Output) + float64(s.Layers+s.MTPLayers)*layer; n > MaxParams {
+		return refuse("layers", s.Layers, fmt.Sprintf("a model of at most 2^50 (%.3g) parameters; with these widths it has about %.3g", float64(MaxParams), n))
+	}
+	return CheckSequence(name, s.Layers, s.DModel, s.SeqLen)
+}
+
+// CheckSequence refuses a sequence of seq tokens whose activations, layers
+// x seq x dModel values, pass MaxSequenceValues; the error names seq_len.
+func CheckSequence(model string, layers, dModel, seq int) error {
+	if v := float64(layers) * float64(dModel) * float64(seq); v > MaxSequenceValues {
+		return &FieldError{Model: model, Field: "seq_len", Value: fmt.Sprint(seq),
+			Want: fmt.Sprintf("at most %d tokens with %d layers of width %d (layers x seq_len x d_model at most 2^44 activation values)", MaxSequenceValues/(int64(layers)*int64(dModel)), layers, dModel)}
 	}
 	return nil
 }

@@ -237,6 +237,11 @@ func parseBatches(r *Request, o Options) error {
 	default:
 		r.Seq = o.Seq
 	}
+	if err := model.CheckSequence(r.Model.Name, r.Model.Layers, r.Model.DModel, r.Seq); err != nil {
+		var fe *model.FieldError
+		errors.As(err, &fe)
+		return refuse(OptionSeq, strconv.Itoa(r.Seq), nil, " %d, want %s", r.Seq, fe.Want)
+	}
 	if err = parseMaxBatch(r, o.MaxGlobalBatch); err != nil {
 		return err
 	}

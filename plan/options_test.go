@@ -106,6 +106,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{func(o *Options) { o.Slices = 0 }, OptionSlices, "--slices 0, want 1 to 4096"},
 		{func(o *Options) { o.DCNGbps = 0.01 }, OptionDCNGbps, "--dcn-gbps 0.01, want 0.1 to 100000 Gbit/s per host"},
 		{func(o *Options) { o.Seq = -1 }, OptionSeq, "--seq -1, want 0 to"},
+		{func(o *Options) { o.Model, o.Seq = "llama3-405b", 1<<24 }, OptionSeq, "--seq 16777216, want at most 8521760 tokens with 126 layers of width 16384"},
 		{func(o *Options) { o.MaxGlobalBatch = "lots" }, OptionMaxGlobalBatch, `--max-global-batch "lots": want N sequences`},
 		{func(o *Options) { o.GlobalBatch = "4Mtok" }, OptionGlobalBatch, `--global-batch "4Mtok": 4000000 tokens is not a whole number of 8192-token sequences`},
 		{func(o *Options) { o.Mesh = "data=4(tpu)" }, OptionMesh, "--mesh: mesh: data"},
