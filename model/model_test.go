@@ -208,7 +208,7 @@ func TestParseErrors(t *testing.T) {
 		{"name: x\nlayers: -1\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", "field layers = -1, want a positive integer"},
 		{"name: x\nlayers: 1\nd_model: 64\nheads: 4\nkv_heads: 3\nd_ff: 1\nvocab: 1\nseq_len: 1\n", "field kv_heads = 3, want 0 (= heads) or a divisor of heads (4)"},
 		{"name: x\nlayers: 1\nd_model: 65\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", "field head_dim = 0"},
-		{"name: x\nlayers: two\n", "malformed spec"},
+		{"name: x\nlayers: two\n", `model: x: field layers = "two", want a whole number in decimal digits`},
 		{"a: 1\n---\nb: 2\n", "field a not found"},
 		// issue 26: counts as written, not truncated or read in another base
 		{`{"name":"x","layers":1.5,"d_model":64,"heads":4,"d_ff":1,"vocab":1,"seq_len":1}`, `model: x: field layers = "1.5", want a whole number in decimal digits`},
@@ -219,6 +219,11 @@ func TestParseErrors(t *testing.T) {
 		{"name: x\nlayers: 2\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1_024\n", `field seq_len = "1_024"`},
 		{"name: x\nlayers: 2\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\npublished_params: 7.5e9\n", `field published_params = "7.5e9"`},
 		{"base: &b {layers: 1.5}\n", "field base not found"},
+		// counts the decoder cannot hold in an int are named by their field too
+		{"name: x\nlayers: 1e30\nd_model: 64\n", `model: x: field layers = "1e30", want a whole number in decimal digits`},
+		{"name: x\nlayers: .nan\n", `field layers = ".nan", want a whole number in decimal digits`},
+		{"name: x\nd_model: 99999999999999999999\n", `field d_model = "99999999999999999999", want a whole number in the field's range`},
+		{"name: x\nlayers: [1]\nd_model: [2]\n", "model: malformed spec: unmarshal errors: line 2: cannot unmarshal !!seq into int; line 3:"},
 		{"<<: &b {layers: 2.5}\nname: x\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", `field layers = "2.5"`},
 		// fields each in range whose products are not (a 1.4e22-parameter
 		// spec was planned with a negative HBM and "fits")

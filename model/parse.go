@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -22,7 +23,16 @@ func Parse(data []byte) (Spec, error) {
 		if err == io.EOF {
 			return Spec{}, fmt.Errorf("model: empty spec: %w; want fields name, layers, d_model, heads, d_ff, vocab, seq_len", ErrInvalid)
 		}
-		msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+		// a count the decoder cannot put in an int (1e30, .nan, 2^70) is
+		// named by its field; yaml.v3 decodes the rest, the name included
+		var doc yaml.Node
+		var te *yaml.TypeError
+		if errors.As(err, &te) && yaml.Unmarshal(data, &doc) == nil {
+			if ferr := wholeNumbers(s.Name, &doc, intFields()); ferr != nil {
+				return Spec{}, ferr
+			}
+		}
+		msg := strings.ReplaceAll(strings.ReplaceAll(err.Error(), ":\n  ", ": "), "\n  ", "; ")
 		return Spec{}, fmt.Errorf("model: malformed spec: %s: %w", strings.TrimPrefix(msg, "yaml: "), ErrInvalid)
 	}
 	var extra yaml.Node
@@ -69,33 +79,50 @@ func intFields() map[string]bool {
 
 // wholeNumbers checks that every integer field of the document n is
 // written as a whole decimal number (or left null), through aliases and
-// merge keys.
+// merge keys, each anchored node once (a document the decoder refused may
+// alias itself).
 func wholeNumbers(model string, n *yaml.Node, ints map[string]bool) error {
 	if model == "" {
 		model = "(unnamed)"
 	}
+	return numbersIn(model, n, ints, map[*yaml.Node]bool{})
+}
+
+// numbersIn is wholeNumbers' walk; seen holds the anchored nodes walked,
+// which an alias does not walk again.
+func numbersIn(model string, n *yaml.Node, ints map[string]bool, seen map[*yaml.Node]bool) error {
+	if n == nil || seen[n] {
+		return nil
+	}
+	if n.Anchor != "" {
+		seen[n] = true
+	}
 	switch n.Kind {
 	case yaml.DocumentNode, yaml.SequenceNode:
 		for _, c := range n.Content {
-			if err := wholeNumbers(model, c, ints); err != nil {
+			if err := numbersIn(model, c, ints, seen); err != nil {
 				return err
 			}
 		}
 	case yaml.AliasNode:
-		return wholeNumbers(model, n.Alias, ints)
+		return numbersIn(model, n.Alias, ints, seen)
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			for v.Kind == yaml.AliasNode && v.Alias != nil {
+			for v.Kind == yaml.AliasNode && v.Alias != nil && v.Alias != v {
 				v = v.Alias
 			}
 			switch {
 			case k.Tag == "!!merge":
-				if err := wholeNumbers(model, v, ints); err != nil {
+				if err := numbersIn(model, v, ints, seen); err != nil {
 					return err
 				}
 			case ints[k.Value] && v.Kind == yaml.ScalarNode && v.Tag != "!!null" && !decimal.MatchString(v.Value):
 				return &FieldError{Model: model, Field: k.Value, Value: strconv.QuoteToASCII(v.Value), Want: "a whole number in decimal digits"}
+			case ints[k.Value] && v.Kind == yaml.ScalarNode && v.Tag != "!!null":
+				if _, err := strconv.ParseInt(v.Value, 10, 64); err != nil {
+					return &FieldError{Model: model, Field: k.Value, Value: strconv.QuoteToASCII(v.Value), Want: "a whole number in the field's range (every count is at most 2^24, a published parameter count at most 2^63-1)"}
+				}
 			}
 		}
 	}
