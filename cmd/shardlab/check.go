@@ -176,7 +176,12 @@ func compileNote(p plan.Plan, flags string) string {
 		return fmt.Sprintf("Verify: MaxText cannot compile this plan as it is (%s)\n", oneLine(err.Error()))
 	}
 	e := p.Best.Estimate
-	flags += fmt.Sprintf(" --mesh '%s' --global-batch %d --remat %s", e.Mesh, e.Job.GlobalBatch, e.Job.Remat)
+	// --mesh takes JAX devices: a TPU7x chip is two
+	spec := e.Mesh.String()
+	if d, err := p.Devices(); err == nil {
+		spec = d.String()
+	}
+	flags += fmt.Sprintf(" --mesh '%s' --global-batch %d --remat %s", spec, e.Job.GlobalBatch, e.Job.Remat)
 	if e.Mesh.Size(mesh.Pipeline) > 1 {
 		flags += fmt.Sprintf(" --schedule %s --chunks %d", e.Job.Schedule, max(e.Job.Chunks, 1))
 	}

@@ -197,3 +197,29 @@ func TestCheckDeclinesAtTheLimit(t *testing.T) {
 	}
 	fail(t, append([]string{"check", "--compile-log", log, "--write-calibration", filepath.Join(dir, "c.json")}, job...), "--write-calibration", "XLA's limit")
 }
+
+// TestVerifyOnTPU7x: on a chip of two JAX devices, the export and check
+// plan --verify prints give --mesh in devices, as those commands take it:
+// the export writes the plan's own config, the check accepts the layout
+// (it printed the chips' 'data=4', which both refused).
+func TestVerifyOnTPU7x(t *testing.T) {
+	job := []string{"--model", "llama3-8b", "--tpu", "tpu7x-8"}
+	out, errOut, code := runCmd(append([]string{"plan", "--verify"}, job...)...)
+	i := strings.Index(out, "Verify before renting TPUs")
+	if code != 0 || i < 0 {
+		t.Fatalf("plan --verify: exit %d %s\n%s", code, errOut, out)
+	}
+	lines := strings.Split(out[i:], "\n")
+	exportArgs := strings.Fields(strings.ReplaceAll(strings.TrimSpace(strings.Split(lines[1], ">")[0]), "'", ""))[1:]
+	got, errOut, code := runCmd(exportArgs...)
+	want, _, _ := runCmd(append([]string{"export", "maxtext"}, job...)...)
+	if code != 0 || got != want {
+		t.Errorf("%v: exit %d %s; the config differs from export's own: %v", exportArgs, code, errOut, got != want)
+	}
+	checkArgs := strings.Fields(strings.ReplaceAll(strings.TrimSpace(lines[3]), "'", ""))[1:]
+	log := writeLog(t, t.TempDir(), "compile.log", "Used 1G of 94.75G hbm")
+	args := append([]string{"check", "--compile-log", log}, checkArgs[3:len(checkArgs)-2]...)
+	if _, errOut, code := runCmd(args...); code != 0 {
+		t.Errorf("%v: exit %d %s", args, code, errOut)
+	}
+}
