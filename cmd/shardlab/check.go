@@ -13,8 +13,10 @@ import (
 
 	"shardlab/cost"
 	"shardlab/export"
+	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/plan"
+	"shardlab/unit"
 	"shardlab/validate"
 )
 
@@ -69,6 +71,9 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	p := plans[0]
 	e := p.Best.Estimate
+	if err := checkLogCapacity(c.log, log, e.Mesh.Multislice.Slice.Chip); err != nil {
+		return err
+	}
 	r := validate.CompareLog(log, e.Memory, e.Mesh.Multislice.Slice.Chip.JAXDevicesPerChip)
 	// the comparison is of this plan, not of a case in the memory table
 	ms := e.Mesh.Multislice
@@ -90,6 +95,25 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, checkJSON{Log: log, Result: r.JSON(), Calibration: cal})
 	}
 	return writeCheck(stdout, log, r, cal, calErr)
+}
+
+// checkLogCapacity refuses a log that cannot be of the plan: an
+// out-of-memory message below its own capacity (XLA prints it only above),
+// or a capacity other than the one XLA gives a JAX device of the plan's
+// chip (hw/xla_hbm.csv), beyond the 1 % its two-decimal print can differ
+// by: the log was compiled for another chip.
+func checkLogCapacity(path string, log validate.CompileLog, chip hw.Chip) error {
+	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
+	if log.Kind == validate.KindOOM && log.Reported < log.Capacity {
+		return bad("check: --compile-log %s: an out-of-memory message at %s of %s: XLA prints it only above its capacity, want the log of the compile that failed", path, gib(log.Reported), gib(log.Capacity))
+	}
+	if _, known := chip.CompilerHBM(); known && log.Capacity > 0 {
+		per := chip.XLACapacity() / unit.Bytes(max(chip.JAXDevicesPerChip, 1))
+		if math.Abs(float64(log.Capacity)-float64(per)) > 0.01*float64(per) {
+			return bad("check: --compile-log %s: the log's capacity is %s a JAX device, %s's is %s (hw/xla_hbm.csv): it was compiled for another chip; give --tpu as the compile's compile_topology", path, gib(log.Capacity), chip.Generation, gib(int64(per)))
+		}
+	}
+	return nil
 }
 
 // calibrationOf is the factor that makes the prediction's temporaries what
