@@ -8,6 +8,7 @@ import (
 
 	"shardlab/maxtext"
 	"shardlab/mesh"
+	"shardlab/model"
 	"shardlab/plan"
 )
 
@@ -64,6 +65,12 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 				"a layout of data, fsdp and tensor only: the PyTorch/XLA SPMD export writes no pipeline or context parallelism; plan with {mesh} without it")
 		}
 	}
+	if n := e.Mesh.Size(mesh.Tensor); n > 1 {
+		if why := llamaModules(e.Job.Model); why != "" {
+			return PyTorchMesh{}, unsupported("pytorch", mesh.Tensor.String(), strconv.Itoa(n),
+				fmt.Sprintf("no tensor parallelism for %s: the tensor-parallel sharding the export writes names a Llama-style decoder layer's modules (self_attn.q_proj, k_proj, v_proj, o_proj; mlp.gate_proj, up_proj, down_proj), and %s; plan with {mesh} without tensor", e.Job.Model.Name, why))
+		}
+	}
 	out := PyTorchMesh{Comments: []string{
 		fmt.Sprintf("shardlab plan: %s on %s", e.Job.Model.Name, ms),
 		layoutComment(p),
@@ -85,6 +92,22 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 	}
 	out.Devices = ms.Chips() * perChip
 	return out, nil
+}
+
+// llamaModules says why a Hugging Face model of spec s lacks the modules
+// writeParamSharding's tensor-parallel plan names; "" when it has them.
+func llamaModules(s model.Spec) string {
+	switch {
+	case s.MLA():
+		return "its latent attention projects through q_a_proj, q_b_proj, kv_a_proj_with_mqa and kv_b_proj"
+	case s.MoE():
+		return "its experts are other modules (Mixtral's block_sparse_moe.experts[i].w1, w2, w3; DeepSeek's mlp.experts)"
+	case s.Hybrid():
+		return "its linear-attention layers have other projections"
+	case !s.GatedMLP:
+		return "its MLP has no gate projection"
+	}
+	return ""
 }
 
 // Shape is the mesh shape: ICI times DCN, axis by axis.

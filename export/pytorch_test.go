@@ -84,6 +84,24 @@ func TestPyTorchRefusesPipelineAndContext(t *testing.T) {
 	}
 }
 
+// TestPyTorchTensorNeedsLlamaModules: the tensor-parallel sharding names
+// a Llama-style layer's modules, so tensor parallelism is refused for
+// models whose Hugging Face modules differ (experts, latent attention, an
+// MLP without a gate), and kept for those that have them.
+func TestPyTorchTensorNeedsLlamaModules(t *testing.T) {
+	for _, c := range []struct {
+		model, why string
+	}{{"mixtral-8x7b", "experts"}, {"deepseek3-671b", "latent attention"}, {"gpt3-175b", "no gate projection"}, {"llama3-8b", ""}} {
+		_, err := PyTorch(pytorchPlan(t, c.model, "v5p-128", 1, "fsdp=16,tensor=4", ""))
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%s with tensor=4: %v, want an export", c.model, err)
+		case c.why != "" && (!errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "tensor 4; no tensor parallelism for "+c.model) || !strings.Contains(err.Error(), c.why)):
+			t.Errorf("%s with tensor=4: %v, want a refusal naming tensor and %q", c.model, err, c.why)
+		}
+	}
+}
+
 // signature is a Python function's parameters: the positional ones
 // (which may also be passed by keyword), the keyword-only ones, and which
 // of either have no default.
