@@ -272,6 +272,11 @@ type Layout struct {
 // Devices is the JAX devices the layout uses.
 func (l Layout) Devices() int { return l.TP * l.DP }
 
+// SchedulerSeqs is the max_num_seqs of each vLLM scheduler of l: a
+// replica's sequences, split over its attention-DP ranks, each of which
+// tpu-inference runs its own scheduler for [ti-dps].
+func (l Layout) SchedulerSeqs() int { return ceilDiv(l.SeqsEach, max(l.AttentionDP, 1)) }
+
 // MeetsSLO reports whether the layout fits and meets every SLO.
 func (l Layout) MeetsSLO() bool { return l.Fits && len(l.Misses) == 0 }
 

@@ -391,3 +391,44 @@ func TestMaxNumSeqs(t *testing.T) {
 		t.Errorf("%d sequences a replica: %v, want ErrNoFit naming max_num_seqs", MaxConcurrency, err)
 	}
 }
+
+// TestSchedulerBudget: vLLM refuses max_num_batched_tokens below
+// max_num_seqs (SchedulerConfig.verify_max_model_len, vllm/config/scheduler.py
+// @1f8758d584e8), so Search refuses a budget below the max_num_seqs of the
+// chosen layout's schedulers: Llama 3 70B on tpu7x-8 at 64 sequences
+// chooses TP 8 × DP 1, one scheduler of 64; DeepSeek V3 on tpu7x-16 at
+// max_num_seqs 64 a replica runs TP 16 as 16 attention-DP schedulers of
+// ⌈64/16⌉ = 4 each [ti-dps].
+func TestSchedulerBudget(t *testing.T) {
+	ds := request(t)
+	ds.Model, ds.Slice, ds.MaxModelLen, ds.Weights, ds.MaxNumSeqs = lookupT(t, "deepseek3-671b"), slice(t, "tpu7x-16"), 4096, FP8, 64
+	for _, c := range []struct {
+		name   string
+		r      Request
+		budget int
+		want   string // "" accepted, else the least budget the error names
+	}{
+		{"70b at its max_num_seqs", request(t), 64, ""},
+		{"70b one below", request(t), 63, "64 to 2097152"},
+		{"70b one token", request(t), 1, "64 to 2097152"},
+		{"deepseek a rank's 4", ds, 4, ""},
+		{"deepseek below a rank's", ds, 3, "4 to 2097152"},
+	} {
+		r := c.r
+		r.MaxNumBatchedTokens = c.budget
+		r, err := NewRequest(r)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		p, err := Search(r)
+		var fe *FieldError
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: budget %d refused: %v", c.name, c.budget, err)
+		case c.want == "" && p.Best.SchedulerSeqs() > c.budget:
+			t.Errorf("%s: budget %d accepted for %d sequences a scheduler", c.name, c.budget, p.Best.SchedulerSeqs())
+		case c.want != "" && (!errors.As(err, &fe) || fe.Field != "max_num_batched_tokens" || !strings.Contains(fe.Want, c.want) || !strings.Contains(fe.Want, "max_num_seqs")):
+			t.Errorf("%s: budget %d: %v, want a max_num_batched_tokens error accepting %s", c.name, c.budget, err, c.want)
+		}
+	}
+}

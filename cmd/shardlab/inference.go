@@ -97,7 +97,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	r, id, mix := q.Request, q.ModelID, q.Mix
 	p, err := inference.Search(r)
 	if err != nil {
-		return err
+		return inferenceError(err) // a token budget the chosen layout's vLLM refuses names its flag
 	}
 	load := inference.Load{Mix: mix, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate, Requests: q.Requests}
 	sim, err := inference.Simulate(r, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load}, rand.New(rand.NewPCG(q.Seed, 0)))
