@@ -75,8 +75,12 @@ func (p Plan) writeBest(w io.Writer) {
 		m.Capacity, r.MemoryUtilization, m.Budget, m.Weights, m.Activations, states, m.KVCache)
 	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all)\n",
 		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP)
-	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (prefill %v, all-reduce %v, step overhead %v); inter-token %v\n",
-		ms(b.TTFT), ms(b.PrefillCompute), ms(b.PrefillAllReduce), ms(b.DecodeOverhead), ms(b.ITL))
+	prefill := fmt.Sprintf("prefill %v, all-reduce %v, step overhead %v", ms(b.PrefillCompute), ms(b.PrefillAllReduce), ms(b.DecodeOverhead))
+	if b.PrefillSteps > 1 {
+		prefill = fmt.Sprintf("prefill in %d steps of at most %d tokens: compute %v, all-reduce %v, step overhead %d × %v",
+			b.PrefillSteps, r.MaxNumBatchedTokens, ms(b.PrefillCompute), ms(b.PrefillAllReduce), b.PrefillSteps, ms(b.DecodeOverhead))
+	}
+	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (%s); inter-token %v\n", ms(b.TTFT), prefill, ms(b.ITL))
 	fmt.Fprintf(w, "  = max(weights HBM %v, MXU %v) + max(KV HBM %v, attention MXU passes %v) + sampling %v + all-reduce %v + step overhead %v\n",
 		ms(b.DecodeMemory-b.DecodeKV), ms(b.DecodeCompute), ms(b.DecodeKV), ms(b.DecodeAttention), ms(b.DecodeSampling), ms(b.DecodeAllReduce), ms(b.DecodeOverhead))
 	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n\n", b.TokensPerSecond, b.PerChip)

@@ -319,3 +319,16 @@ func TestGemma4TrainingRefused(t *testing.T) {
 		t.Errorf("inference gemma4-31b on v6e-8: exit %d, %q; want 0 and the window's reason", code, errOut)
 	}
 }
+
+// TestInferencePrefillSteps: a prompt longer than --max-num-batched-tokens
+// is prefilled in ⌈prompt / budget⌉ steps, and the plan's TTFT says so,
+// each step paying vLLM's fixed step time.
+func TestInferencePrefillSteps(t *testing.T) {
+	out, errOut, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "v6e-8", "--prompt-len", "2500", "--max-num-batched-tokens", "1024", "--num-requests", "20")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "prefill in 3 steps of at most 1024 tokens") || !strings.Contains(out, "step overhead 3 × ") {
+		t.Errorf("a 2500-token prompt in a budget of 1024: output lacks its 3 prefill steps:\n%s", out)
+	}
+}
