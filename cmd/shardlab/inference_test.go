@@ -81,9 +81,15 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--data-parallel-size", "-1"}, []string{"--data-parallel-size", `"-1"`}},
 		{[]string{"--model", "deepseek3-671b", "--tensor-parallel-size", "3"}, []string{"--tensor-parallel-size 3", "latent attention", "256 experts"}},
 		{[]string{"--model", "gemma4-31b", "--tensor-parallel-size", "32", "--tpu", "tpu7x-16"}, []string{"--tensor-parallel-size 32", "KV heads"}},
+		{[]string{"--model", "deepseek3-671b", "--tpu", "tpu7x-64", "--enable-dp-attention=false"}, []string{"--enable-dp-attention false", "want true or unset for deepseek3-671b", "latent attention", "refuses"}},
 		{[]string{"--model", "gemma4-31b", "--max-model-len", "300000"}, []string{"--max-model-len 300000", "262144"}},
 	} {
 		fail(t, append([]string{"inference"}, c.args...), c.want...)
+	}
+	// --enable-dp-attention=false is what a model without latent attention
+	// runs anyway: accepted
+	if _, errOut, code := runCmd("inference", "--enable-dp-attention=false", "--num-requests", "10"); code != 0 {
+		t.Errorf("llama3-70b --enable-dp-attention=false: exit %d, %s; want 0", code, errOut)
 	}
 	// a question with no answer is exit 1, not a usage error
 	if _, errOut, code := runCmd("inference", "--concurrency", "60000"); code != 1 || !strings.Contains(errOut, "no layout fits") {
