@@ -247,7 +247,7 @@ type Layout struct {
 	Memory      Memory `json:"memory"`
 	// Fits: the requested concurrency fits in every replica's pages.
 	Fits bool `json:"fits"`
-	// Misses lists the SLOs the layout misses ("ITL 13.7ms > 9ms").
+	// Misses lists the SLOs the layout misses ("ITL 13.7 ms > 9 ms").
 	Misses []string `json:"misses_slo"`
 	// The rooflines of one replica at its share of the concurrency.
 	TTFT            time.Duration `json:"-"`
@@ -421,10 +421,10 @@ func (r Request) prefill(rc replicaCost, l *Layout) time.Duration {
 func (r Request) misses(l Layout) []string {
 	var out []string
 	if r.TTFTSLO > 0 && l.TTFT > r.TTFTSLO {
-		out = append(out, fmt.Sprintf("TTFT %v > %v", ms(l.TTFT), r.TTFTSLO))
+		out = append(out, fmt.Sprintf("TTFT %v > %v", secs(l.TTFT), secs(r.TTFTSLO)))
 	}
 	if r.ITLSLO > 0 && l.ITL > r.ITLSLO {
-		out = append(out, fmt.Sprintf("ITL %v > %v", ms(l.ITL), r.ITLSLO))
+		out = append(out, fmt.Sprintf("ITL %v > %v", secs(l.ITL), secs(r.ITLSLO)))
 	}
 	return out
 }

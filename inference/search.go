@@ -86,10 +86,10 @@ func (r Request) better(a, b Layout) bool {
 func (r Request) slos() string {
 	var s []string
 	if r.TTFTSLO > 0 {
-		s = append(s, fmt.Sprintf("TTFT ≤ %v", r.TTFTSLO))
+		s = append(s, fmt.Sprintf("TTFT ≤ %v", secs(r.TTFTSLO)))
 	}
 	if r.ITLSLO > 0 {
-		s = append(s, fmt.Sprintf("ITL ≤ %v", r.ITLSLO))
+		s = append(s, fmt.Sprintf("ITL ≤ %v", secs(r.ITLSLO)))
 	}
 	return strings.Join(s, " and ")
 }
@@ -174,7 +174,7 @@ func (r Request) schedulerBudget(b Layout) error {
 func objectiveReason(r Request, b Layout) string {
 	what := fmt.Sprintf("most output tokens/s per chip (%.0f) at %d concurrent sequences", b.PerChip, b.Concurrency)
 	if r.Objective == Latency {
-		what = fmt.Sprintf("least inter-token latency (%v, TTFT %v) at %d concurrent sequences", ms(b.ITL), ms(b.TTFT), b.Concurrency)
+		what = fmt.Sprintf("least inter-token latency (%v, TTFT %v) at %d concurrent sequences", secs(b.ITL), secs(b.TTFT), b.Concurrency)
 	}
 	if s := r.slos(); s != "" && b.MeetsSLO() {
 		what += " among the layouts that meet " + s

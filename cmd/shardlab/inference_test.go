@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"shardlab/export"
 	"shardlab/inference"
+	"shardlab/unit"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,8 +153,8 @@ func TestInferenceObjective(t *testing.T) {
 	}
 	slo := h + time.Millisecond
 	out, _, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--max-num-seqs", "64", "--num-requests", "20", "--itl-slo", slo.String())
-	itl := (h + 7880*time.Microsecond).Round(10 * time.Microsecond)
-	if code != 0 || !strings.Contains(out, "NO LAYOUT MEETS THE SLOs") || !strings.Contains(out, fmt.Sprintf("misses ITL %v > %v", itl, slo)) {
+	itl := unit.Seconds((h + 7880*time.Microsecond).Seconds()) // 15.58 ms: three digits, 15.6 ms
+	if code != 0 || !strings.Contains(out, "NO LAYOUT MEETS THE SLOs") || !strings.Contains(out, fmt.Sprintf("misses ITL %v > %v", itl, unit.Seconds(slo.Seconds()))) {
 		t.Errorf("--itl-slo 1ms: exit %d\n%s", code, out)
 	}
 }
