@@ -6,9 +6,10 @@
 // latent attention), the HBM of one device (weights, the paged KV cache in
 // the attention kernel's layout, activations, the share
 // --gpu-memory-utilization leaves), the largest number of concurrent
-// sequences at the maximum model length, the prefill (compute-bound) and
-// decode (HBM-bound) rooflines with their collectives, and the choice of a
-// layout by an objective (throughput or latency) under TTFT and ITL SLOs.
+// sequences at the maximum model length, the prefill (in chunks of the
+// token budget, one a step) and decode rooflines with their collectives,
+// and the choice of a layout by an objective (throughput or latency)
+// under TTFT and ITL SLOs.
 //
 // Sources, cited as [tag] below:
 //
@@ -246,7 +247,7 @@ type Layout struct {
 	Memory      Memory `json:"memory"`
 	// Fits: the requested concurrency fits in every replica's pages.
 	Fits bool `json:"fits"`
-	// Misses lists the SLOs the layout misses ("ITL 13.7ms > 9ms").
+	// Misses lists the SLOs the layout misses ("ITL 13.7 ms > 9 ms").
 	Misses []string `json:"misses_slo"`
 	// The rooflines of one replica at its share of the concurrency.
 	TTFT            time.Duration `json:"-"`
@@ -262,6 +263,11 @@ type Layout struct {
 	// (StepOverhead).
 	DecodeKV, DecodeAttention, DecodeSampling, DecodeOverhead time.Duration `json:"-"`
 	PrefillAllReduce                                          time.Duration `json:"-"`
+	// PrefillSteps is the steps a prompt's prefill takes: ⌈prompt_len /
+	// max_num_batched_tokens⌉ chunks, one a step. PrefillCompute and
+	// PrefillAllReduce are summed over them, and the TTFT pays
+	// DecodeOverhead once a step.
+	PrefillSteps int `json:"-"`
 	// ActiveExperts is the routed experts a decode step's sequences touch
 	// in one MoE layer (ActiveExperts), 0 for a dense model.
 	ActiveExperts   float64 `json:"active_experts_per_moe_layer,omitempty"`
@@ -271,6 +277,11 @@ type Layout struct {
 
 // Devices is the JAX devices the layout uses.
 func (l Layout) Devices() int { return l.TP * l.DP }
+
+// SchedulerSeqs is the max_num_seqs of each vLLM scheduler of l: a
+// replica's sequences, split over its attention-DP ranks, each of which
+// tpu-inference runs its own scheduler for [ti-dps].
+func (l Layout) SchedulerSeqs() int { return ceilDiv(l.SeqsEach, max(l.AttentionDP, 1)) }
 
 // MeetsSLO reports whether the layout fits and meets every SLO.
 func (l Layout) MeetsSLO() bool { return l.Fits && len(l.Misses) == 0 }
@@ -350,18 +361,9 @@ func (r Request) memory(l *Layout) {
 func (r Request) rooflines(l *Layout) {
 	m := &l.Memory
 	rc := newReplicaCost(r, l.TP)
-	// prefill of one prompt: compute-bound
-	P := r.PromptLen
 	l.DecodeOverhead = StepOverhead(VLLM)
 	w := r.Model.SlidingWindow
-	// causal: half the scores; a local layer's, up to its window; the
-	// output projection of every token (matmulTime's padded sequences)
-	prompt := Batch{Seqs: 1, PaddedSeqs: P, PaddedTokens: P, AttendedPairs: float64(P) * float64(P) / 2,
-		Window: WindowWork{AttendedPairs: model.AttendedPairs(0, P, w) - float64(P)/2}}
-	l.PrefillCompute = seconds(rc.matmulTime(prompt))
-	prefillMem := seconds(rc.weightsRead(P) / rc.bw)
-	l.PrefillAllReduce = rc.allReduce(P)
-	l.TTFT = max(l.PrefillCompute, prefillMem) + l.PrefillAllReduce + l.DecodeOverhead
+	l.TTFT = r.prefill(rc, l)
 	// decode step of SeqsEach sequences at their mean context: the
 	// simulator's step (Simulate) of that batch, padded as tpu-inference
 	// pads it, its terms kept apart
@@ -388,14 +390,41 @@ func (r Request) rooflines(l *Layout) {
 	l.PerChip = l.TokensPerSecond / float64(l.Chips)
 }
 
+// prefill fills in l's prefill of one prompt and returns its TTFT. The
+// scheduler gives a prompt at most max_num_batched_tokens tokens a step
+// [v-sched], so it runs in ⌈prompt / budget⌉ chunks, one a step, each
+// step bound by its chunk's MXU compute or the weights it reads, then
+// its all-reduces, then the engine's fixed step time (l.DecodeOverhead).
+// A chunk's queries attend causally within it and every key of the
+// chunks before it (half the scores of its own square; a local layer's
+// up to its window), and the output projection runs on every token
+// (matmulTime's padded sequences). It is a lone prompt's: the decode
+// tokens that share the budget in a loaded server are Simulate's.
+func (r Request) prefill(rc replicaCost, l *Layout) time.Duration {
+	P, w, budget := r.PromptLen, r.Model.SlidingWindow, max(r.MaxNumBatchedTokens, 1)
+	var roof time.Duration
+	l.PrefillCompute, l.PrefillAllReduce, l.PrefillSteps = 0, 0, 0
+	for c := 0; c < P; c += budget {
+		n := min(budget, P-c)
+		chunk := Batch{Seqs: 1, PaddedSeqs: n, PaddedTokens: n, AttendedPairs: model.AttendedPairs(c, n, 0) - float64(n)/2,
+			Window: WindowWork{AttendedPairs: model.AttendedPairs(c, n, w) - float64(n)/2}}
+		compute := seconds(rc.matmulTime(chunk))
+		l.PrefillCompute += compute
+		roof += max(compute, seconds(rc.weightsRead(n)/rc.bw))
+		l.PrefillAllReduce += rc.allReduce(n)
+		l.PrefillSteps++
+	}
+	return roof + l.PrefillAllReduce + time.Duration(l.PrefillSteps)*l.DecodeOverhead
+}
+
 // misses lists the SLOs l misses.
 func (r Request) misses(l Layout) []string {
 	var out []string
 	if r.TTFTSLO > 0 && l.TTFT > r.TTFTSLO {
-		out = append(out, fmt.Sprintf("TTFT %v > %v", ms(l.TTFT), r.TTFTSLO))
+		out = append(out, fmt.Sprintf("TTFT %v > %v", secs(l.TTFT), secs(r.TTFTSLO)))
 	}
 	if r.ITLSLO > 0 && l.ITL > r.ITLSLO {
-		out = append(out, fmt.Sprintf("ITL %v > %v", ms(l.ITL), r.ITLSLO))
+		out = append(out, fmt.Sprintf("ITL %v > %v", secs(l.ITL), secs(r.ITLSLO)))
 	}
 	return out
 }

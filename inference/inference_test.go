@@ -151,7 +151,7 @@ func TestDecodeRoofline(t *testing.T) {
 	ctx := 1024 + 512
 	bytes := float64(l.Memory.Weights) + float64(64*ctx)*float64(40*unit.KiB)
 	want := bytes / (7380e9 / 2)
-	if got := l.DecodeMemory.Seconds(); math.Abs(got-want) > 1e-9 {
+	if got := l.DecodeMemory.Seconds(); math.Abs(got-want) > 1e-8 {
 		t.Errorf("decode memory time = %g s, want %g", got, want)
 	}
 	if l.ITL < l.DecodeMemory || l.DecodeAllReduce <= 0 {
@@ -389,5 +389,91 @@ func TestMaxNumSeqs(t *testing.T) {
 	r.MaxNumSeqs = MaxConcurrency
 	if _, err := Search(r); !errors.Is(err, ErrNoFit) || !strings.Contains(err.Error(), "max_num_seqs") {
 		t.Errorf("%d sequences a replica: %v, want ErrNoFit naming max_num_seqs", MaxConcurrency, err)
+	}
+}
+
+// TestSchedulerBudget: vLLM refuses max_num_batched_tokens below
+// max_num_seqs (SchedulerConfig.verify_max_model_len, vllm/config/scheduler.py
+// @1f8758d584e8), so Search refuses a budget below the max_num_seqs of the
+// chosen layout's schedulers: Llama 3 70B on tpu7x-8 at 64 sequences
+// chooses TP 8 × DP 1, one scheduler of 64; DeepSeek V3 on tpu7x-16 at
+// max_num_seqs 64 a replica runs TP 16 as 16 attention-DP schedulers of
+// ⌈64/16⌉ = 4 each [ti-dps].
+func TestSchedulerBudget(t *testing.T) {
+	ds := request(t)
+	ds.Model, ds.Slice, ds.MaxModelLen, ds.Weights, ds.MaxNumSeqs = lookupT(t, "deepseek3-671b"), slice(t, "tpu7x-16"), 4096, FP8, 64
+	for _, c := range []struct {
+		name   string
+		r      Request
+		budget int
+		want   string // "" accepted, else the least budget the error names
+	}{
+		{"70b at its max_num_seqs", request(t), 64, ""},
+		{"70b one below", request(t), 63, "64 to 2097152"},
+		{"70b one token", request(t), 1, "64 to 2097152"},
+		{"deepseek a rank's 4", ds, 4, ""},
+		{"deepseek below a rank's", ds, 3, "4 to 2097152"},
+	} {
+		r := c.r
+		r.MaxNumBatchedTokens = c.budget
+		r, err := NewRequest(r)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		p, err := Search(r)
+		var fe *FieldError
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: budget %d refused: %v", c.name, c.budget, err)
+		case c.want == "" && p.Best.SchedulerSeqs() > c.budget:
+			t.Errorf("%s: budget %d accepted for %d sequences a scheduler", c.name, c.budget, p.Best.SchedulerSeqs())
+		case c.want != "" && (!errors.As(err, &fe) || fe.Field != "max_num_batched_tokens" || !strings.Contains(fe.Want, c.want) || !strings.Contains(fe.Want, "max_num_seqs")):
+			t.Errorf("%s: budget %d: %v, want a max_num_batched_tokens error accepting %s", c.name, c.budget, err, c.want)
+		}
+	}
+}
+
+// TestPrefillChunks: the scheduler gives a prompt at most
+// max_num_batched_tokens tokens a step, so Estimate's TTFT is
+// ⌈prompt / budget⌉ steps, each at its roofline plus the step's fixed
+// time (to the nanosecond each step's terms are truncated to). Derived
+// by hand for Llama 3 8B at TP 1 on one v6e chip (no all-reduce):
+//   - a 64-token prompt in a budget of 16 is 4 steps of 16 tokens, each
+//     bound by HBM (16 tokens are 16 × 2 × 8e9 ≈ 2.6e11 FLOPs, 0.3 ms at
+//     918 TFLOP/s, against 16 GB of weights at 1.6 TB/s, ~10 ms): TTFT =
+//     4 × (WeightBytes / HBM bandwidth + StepOverhead);
+//   - an 8192-token prompt in a budget of 4096 is 2 compute-bound steps
+//     (4096 tokens ≈ 6.6e13 FLOPs, 71 ms) whose FLOPs are the one step's
+//     of a budget of 8192: the second chunk's 4096 queries attend the
+//     first's 4096 keys and half their own, 4096² + 4096²/2, with the
+//     first's 4096²/2 the 8192²/2 of one step; so the TTFT is one step
+//     overhead more.
+func TestPrefillChunks(t *testing.T) {
+	base := Request{Model: lookupT(t, "llama3-8b"), Slice: slice(t, "v6e-1"), MaxModelLen: 8192 + 1,
+		Concurrency: 1, PromptLen: 64, OutputLen: 1, MemoryUtilization: 0.9, MaxNumBatchedTokens: 16}
+	base.Model.SeqLen = 8192 + 1
+	r, err := NewRequest(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Estimate(r, 1, 1)
+	c := r.Slice.Chip
+	step := float64(WeightBytes(r.Model, 1, BF16))/float64(c.HBMBandwidth) + StepOverhead(VLLM).Seconds()
+	if got, want := l.TTFT.Seconds(), 4*step; l.PrefillSteps != 4 || math.Abs(got-want) > 1e-8 {
+		t.Errorf("64 tokens in a budget of 16: TTFT %v in %d steps, want 4 × %.6f s = %.6f s", l.TTFT, l.PrefillSteps, step, want)
+	}
+	r.MaxNumBatchedTokens = 64
+	if one := Estimate(r, 1, 1); one.PrefillSteps != 1 || math.Abs(one.TTFT.Seconds()-step) > 1e-8 {
+		t.Errorf("64 tokens in a budget of 64: TTFT %v in %d steps, want 1 × %.6f s", one.TTFT, one.PrefillSteps, step)
+	}
+	r.PromptLen, r.MaxNumBatchedTokens = 8192, 8192
+	whole := Estimate(r, 1, 1)
+	r.MaxNumBatchedTokens = 4096
+	halves := Estimate(r, 1, 1)
+	diff := halves.TTFT - whole.TTFT
+	if whole.PrefillSteps != 1 || halves.PrefillSteps != 2 || halves.PrefillAllReduce != 0 ||
+		(diff-StepOverhead(VLLM)).Abs() > 2*time.Nanosecond || (halves.PrefillCompute-whole.PrefillCompute).Abs() > 2*time.Nanosecond {
+		t.Errorf("8192 tokens: budget 4096 TTFT %v (compute %v, %d steps), budget 8192 TTFT %v (compute %v, %d steps); want the same compute and one step overhead (%v) more",
+			halves.TTFT, halves.PrefillCompute, halves.PrefillSteps, whole.TTFT, whole.PrefillCompute, whole.PrefillSteps, StepOverhead(VLLM))
 	}
 }

@@ -253,7 +253,7 @@ func TestObjectiveAndSLOs(t *testing.T) {
 				t.Errorf("%s: TP %d misses %v, want missing: %v", c.name, l.TP, l.Misses, miss)
 			}
 		}
-		if c.effort && (len(p.Warnings) == 0 || !strings.Contains(p.Warnings[0], "no layout meets ITL ≤ "+r.ITLSLO.String())) {
+		if c.effort && (len(p.Warnings) == 0 || !strings.Contains(p.Warnings[0], "no layout meets ITL ≤ "+unit.Seconds(r.ITLSLO.Seconds()).String())) {
 			t.Errorf("%s: warnings %q, want one saying no layout meets the SLO", c.name, p.Warnings)
 		}
 	}

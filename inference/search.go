@@ -86,10 +86,10 @@ func (r Request) better(a, b Layout) bool {
 func (r Request) slos() string {
 	var s []string
 	if r.TTFTSLO > 0 {
-		s = append(s, fmt.Sprintf("TTFT ≤ %v", r.TTFTSLO))
+		s = append(s, fmt.Sprintf("TTFT ≤ %v", secs(r.TTFTSLO)))
 	}
 	if r.ITLSLO > 0 {
-		s = append(s, fmt.Sprintf("ITL ≤ %v", r.ITLSLO))
+		s = append(s, fmt.Sprintf("ITL ≤ %v", secs(r.ITLSLO)))
 	}
 	return strings.Join(s, " and ")
 }
@@ -115,6 +115,9 @@ func Search(r Request) (Plan, error) {
 		return p, fmt.Errorf("inference: %w: %s", ErrNoFit, noFit(r, p.Layouts))
 	}
 	b := p.Layouts[0]
+	if err := r.schedulerBudget(b); err != nil {
+		return p, err
+	}
 	p.Best = b
 	p.BestEffort = !b.MeetsSLO()
 	p.Reasons = append(p.Reasons, objectiveReason(r, b))
@@ -143,11 +146,35 @@ func Search(r Request) (Plan, error) {
 	return p, nil
 }
 
+// schedulerBudget refuses a token budget below the max_num_seqs that
+// b's serving command gives each of its schedulers, as vLLM refuses it:
+// SchedulerConfig.verify_max_model_len raises "max_num_batched_tokens
+// (…) must be greater than or equal to max_num_seqs (…)"
+// (vllm-project/vllm vllm/config/scheduler.py @1f8758d584e8, called from
+// SchedulerConfig.__post_init__). Its other rule, a budget of at least
+// max_model_len, holds only with chunked prefill off; SchedulerConfig
+// turns it on by default and the serving command leaves it on, so any
+// budget from max_num_seqs up is accepted (a budget above max_num_seqs ×
+// max_model_len only draws a logged warning there).
+func (r Request) schedulerBudget(b Layout) error {
+	seqs := b.SchedulerSeqs()
+	if r.MaxNumBatchedTokens >= seqs {
+		return nil
+	}
+	ranks := ""
+	if b.AttentionDP > 1 {
+		ranks = fmt.Sprintf(", %d sequences a replica over %d attention-DP schedulers", b.SeqsEach, b.AttentionDP)
+	}
+	return badInt("max_num_batched_tokens", r.MaxNumBatchedTokens, fmt.Sprintf(
+		"%d to %d: vLLM refuses a token budget below max_num_seqs, which the chosen layout (TP %d × DP %d) runs at %d%s (vllm/config/scheduler.py SchedulerConfig.verify_max_model_len)",
+		seqs, MaxTokens, b.TP, b.DP, seqs, ranks))
+}
+
 // objectiveReason says why b was chosen.
 func objectiveReason(r Request, b Layout) string {
 	what := fmt.Sprintf("most output tokens/s per chip (%.0f) at %d concurrent sequences", b.PerChip, b.Concurrency)
 	if r.Objective == Latency {
-		what = fmt.Sprintf("least inter-token latency (%v, TTFT %v) at %d concurrent sequences", ms(b.ITL), ms(b.TTFT), b.Concurrency)
+		what = fmt.Sprintf("least inter-token latency (%v, TTFT %v) at %d concurrent sequences", secs(b.ITL), secs(b.TTFT), b.Concurrency)
 	}
 	if s := r.slos(); s != "" && b.MeetsSLO() {
 		what += " among the layouts that meet " + s

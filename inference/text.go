@@ -75,10 +75,14 @@ func (p Plan) writeBest(w io.Writer) {
 		m.Capacity, r.MemoryUtilization, m.Budget, m.Weights, m.Activations, states, m.KVCache)
 	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all)\n",
 		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP)
-	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (prefill %v, all-reduce %v, step overhead %v); inter-token %v\n",
-		ms(b.TTFT), ms(b.PrefillCompute), ms(b.PrefillAllReduce), ms(b.DecodeOverhead), ms(b.ITL))
+	prefill := fmt.Sprintf("prefill %v, all-reduce %v, step overhead %v", secs(b.PrefillCompute), secs(b.PrefillAllReduce), secs(b.DecodeOverhead))
+	if b.PrefillSteps > 1 {
+		prefill = fmt.Sprintf("prefill in %d steps of at most %d tokens: compute %v, all-reduce %v, step overhead %d × %v",
+			b.PrefillSteps, r.MaxNumBatchedTokens, secs(b.PrefillCompute), secs(b.PrefillAllReduce), b.PrefillSteps, secs(b.DecodeOverhead))
+	}
+	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (%s); inter-token %v\n", secs(b.TTFT), prefill, secs(b.ITL))
 	fmt.Fprintf(w, "  = max(weights HBM %v, MXU %v) + max(KV HBM %v, attention MXU passes %v) + sampling %v + all-reduce %v + step overhead %v\n",
-		ms(b.DecodeMemory-b.DecodeKV), ms(b.DecodeCompute), ms(b.DecodeKV), ms(b.DecodeAttention), ms(b.DecodeSampling), ms(b.DecodeAllReduce), ms(b.DecodeOverhead))
+		secs(b.DecodeMemory-b.DecodeKV), secs(b.DecodeCompute), secs(b.DecodeKV), secs(b.DecodeAttention), secs(b.DecodeSampling), secs(b.DecodeAllReduce), secs(b.DecodeOverhead))
 	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n\n", b.TokensPerSecond, b.PerChip)
 }
 
@@ -91,12 +95,14 @@ func (p Plan) writeLayouts(w io.Writer) error {
 		if len(l.Misses) > 0 {
 			slo = "  misses " + strings.Join(l.Misses, ", ")
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%v\t%d\t%v\t%v\t%.0f\t%s\n", l.TP, l.EP, l.DP, l.Chips, l.Fits, l.DP*l.Memory.MaxSeqs, ms(l.TTFT), ms(l.ITL), l.PerChip, slo)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%v\t%d\t%v\t%v\t%.0f\t%s\n", l.TP, l.EP, l.DP, l.Chips, l.Fits, l.DP*l.Memory.MaxSeqs, secs(l.TTFT), secs(l.ITL), l.PerChip, slo)
 	}
 	return tw.Flush()
 }
 
-func ms(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+// secs is d as a report prints a duration: three significant digits in
+// s, ms, µs or ns (unit.Seconds).
+func secs(d time.Duration) unit.Seconds { return unit.Seconds(d.Seconds()) }
 
 // WriteText writes the simulation's measurements: the load it served,
 // throughput, and TTFT and ITL percentiles.
@@ -105,8 +111,8 @@ func (s SimResult) WriteText(w io.Writer, load string) error {
 		"  throughput %.0f output tokens/s (all replicas)\n"+
 		"  TTFT mean %v, p50 %v, p90 %v, p99 %v\n"+
 		"  ITL  mean %v, p50 %v, p90 %v, p99 %v\n",
-		s.Engine, load, s.Replicas, s.Requests, s.OutputTokens, ms(s.Duration), s.Steps, s.Preemptions, s.TokensPerSecond,
-		ms(s.TTFT.Mean), ms(s.TTFT.P50), ms(s.TTFT.P90), ms(s.TTFT.P99),
-		ms(s.ITL.Mean), ms(s.ITL.P50), ms(s.ITL.P90), ms(s.ITL.P99))
+		s.Engine, load, s.Replicas, s.Requests, s.OutputTokens, secs(s.Duration), s.Steps, s.Preemptions, s.TokensPerSecond,
+		secs(s.TTFT.Mean), secs(s.TTFT.P50), secs(s.TTFT.P90), secs(s.TTFT.P99),
+		secs(s.ITL.Mean), secs(s.ITL.P50), secs(s.ITL.P90), secs(s.ITL.P99))
 	return err
 }

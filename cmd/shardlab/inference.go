@@ -53,7 +53,7 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	intVar(fs, &o.DP, "data-parallel-size", 0, 0, 1<<16, "0: fill the slice",
 		"fix the replicas; with --tensor-parallel-size, TP × DP below the slice's devices leaves chips idle (the plan says so)")
 	fs.BoolVar(&o.EnableDPAttention, "enable-dp-attention", false,
-		"tpu-inference's enable_dp_attention: attention data-parallel across each replica's devices (latent-attention models always)")
+		"tpu-inference's enable_dp_attention: attention data-parallel across each replica's devices (latent-attention models always: false is refused for them)")
 	choiceVar(fs, &o.Objective, "objective", d.Objective, inference.Objectives, nil,
 		"throughput: the most output tokens/s per chip that meets the SLOs; latency: the least inter-token latency, then TTFT")
 	durationVar(fs, &o.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")
@@ -79,25 +79,20 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.ModelSpec = spec
-	if o.LengthMix != "fixed" && !strings.HasPrefix(o.LengthMix, "uniform:") {
-		if _, err := os.Stat(o.LengthMix); errors.Is(err, os.ErrNotExist) {
-			return bad("--length-mix %q: no such file, want fixed, uniform:A-B or a histogram file (lines %s)", o.LengthMix, inference.HistogramHeader)
-		}
-		if o.Histogram, err = readFile("--length-mix", o.LengthMix, maxMixBytes); err != nil {
-			return err
-		}
-		if o.Histogram == nil {
-			o.Histogram = []byte{} // an empty file is an empty histogram
-		}
+	if o.Histogram, err = readMix(o.LengthMix); err != nil {
+		return err
 	}
 	q, err := inference.ParseOptions(o)
 	if err != nil {
 		return inferenceError(err)
 	}
+	if err := dpAttentionOff(fs, q.Request); err != nil {
+		return err
+	}
 	r, id, mix := q.Request, q.ModelID, q.Mix
 	p, err := inference.Search(r)
 	if err != nil {
-		return err
+		return inferenceError(err) // a token budget the chosen layout's vLLM refuses names its flag
 	}
 	load := inference.Load{Mix: mix, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate, Requests: q.Requests}
 	sim, err := inference.Simulate(r, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load}, rand.New(rand.NewPCG(q.Seed, 0)))
@@ -122,6 +117,36 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout)
 	return sim.WriteText(stdout, what)
+}
+
+// dpAttentionOff refuses --enable-dp-attention=false for a model with
+// latent attention, which the plan can only serve attention data
+// parallel: tpu-inference raises "MLA models require ... DP attention"
+// when enable_dp_attention is not in --additional-config
+// (tpu_inference/platforms/tpu_platform.py
+// TpuPlatform.check_and_update_config @0021b4ac53aa), so the flag cannot
+// turn it off, and the serving command always sets it.
+func dpAttentionOff(fs *flag.FlagSet, r inference.Request) error {
+	if !setFlags(fs)["enable-dp-attention"] || r.DPAttention || !inference.DPAttention(r.Model) {
+		return nil
+	}
+	return bad("inference: --enable-dp-attention false, want true or unset for %s: its latent attention runs data parallel inside a replica, and tpu-inference refuses a latent-attention model without enable_dp_attention (tpu_platform.py check_and_update_config)", r.Model.Name)
+}
+
+// readMix reads the histogram file --length-mix names; nil for fixed and
+// uniform:A-B.
+func readMix(mix string) ([]byte, error) {
+	if mix == "fixed" || strings.HasPrefix(mix, "uniform:") {
+		return nil, nil
+	}
+	if _, err := os.Stat(mix); errors.Is(err, os.ErrNotExist) {
+		return nil, bad("--length-mix %q: no such file, want fixed, uniform:A-B or a histogram file (lines %s)", mix, inference.HistogramHeader)
+	}
+	h, err := readFile("--length-mix", mix, maxMixBytes)
+	if err == nil && h == nil {
+		h = []byte{} // an empty file is an empty histogram
+	}
+	return h, err
 }
 
 // maxMixBytes bounds a --length-mix histogram file.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"shardlab/export"
 	"shardlab/inference"
+	"shardlab/unit"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +61,8 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--kv-cache-dtype", "bf16"}, []string{"--kv-cache-dtype", `"bf16"`, "bfloat16"}},
 		{[]string{"--max-num-seqs", "0"}, []string{"--max-num-seqs", `"0"`, "from 1 to"}},
 		{[]string{"--max-num-seqs", "2.5"}, []string{"--max-num-seqs", `"2.5"`}},
+		{[]string{"--max-num-batched-tokens", "1"}, []string{"--max-num-batched-tokens 1", "64 to 2097152", "below max_num_seqs"}},
+		{[]string{"--max-num-seqs", "256", "--max-num-batched-tokens", "255", "--model", "llama3-8b"}, []string{"--max-num-batched-tokens 255", "256 to 2097152"}},
 		{[]string{"--max-num-seqs", "8", "--concurrency", "8"}, []string{"--concurrency 8", "when max_num_seqs is set: give one"}},
 		{[]string{"--max-num-seqs", "8", "--request-rate", "2"}, []string{"--max-num-seqs 8", "when request_rate is set"}},
 		{[]string{"--model", "gpt3-175b", "--max-model-len", "2048"}, []string{"model gpt3-175b", "no Hugging Face repository", "--hf-model"}},
@@ -79,9 +82,15 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--data-parallel-size", "-1"}, []string{"--data-parallel-size", `"-1"`}},
 		{[]string{"--model", "deepseek3-671b", "--tensor-parallel-size", "3"}, []string{"--tensor-parallel-size 3", "latent attention", "256 experts"}},
 		{[]string{"--model", "gemma4-31b", "--tensor-parallel-size", "32", "--tpu", "tpu7x-16"}, []string{"--tensor-parallel-size 32", "KV heads"}},
+		{[]string{"--model", "deepseek3-671b", "--tpu", "tpu7x-64", "--enable-dp-attention=false"}, []string{"--enable-dp-attention false", "want true or unset for deepseek3-671b", "latent attention", "refuses"}},
 		{[]string{"--model", "gemma4-31b", "--max-model-len", "300000"}, []string{"--max-model-len 300000", "262144"}},
 	} {
 		fail(t, append([]string{"inference"}, c.args...), c.want...)
+	}
+	// --enable-dp-attention=false is what a model without latent attention
+	// runs anyway: accepted
+	if _, errOut, code := runCmd("inference", "--enable-dp-attention=false", "--num-requests", "10"); code != 0 {
+		t.Errorf("llama3-70b --enable-dp-attention=false: exit %d, %s; want 0", code, errOut)
 	}
 	// a question with no answer is exit 1, not a usage error
 	if _, errOut, code := runCmd("inference", "--concurrency", "60000"); code != 1 || !strings.Contains(errOut, "no layout fits") {
@@ -144,8 +153,8 @@ func TestInferenceObjective(t *testing.T) {
 	}
 	slo := h + time.Millisecond
 	out, _, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--max-num-seqs", "64", "--num-requests", "20", "--itl-slo", slo.String())
-	itl := (h + 7880*time.Microsecond).Round(10 * time.Microsecond)
-	if code != 0 || !strings.Contains(out, "NO LAYOUT MEETS THE SLOs") || !strings.Contains(out, fmt.Sprintf("misses ITL %v > %v", itl, slo)) {
+	itl := unit.Seconds((h + 7880*time.Microsecond).Seconds()) // 15.58 ms: three digits, 15.6 ms
+	if code != 0 || !strings.Contains(out, "NO LAYOUT MEETS THE SLOs") || !strings.Contains(out, fmt.Sprintf("misses ITL %v > %v", itl, unit.Seconds(slo.Seconds()))) {
 		t.Errorf("--itl-slo 1ms: exit %d\n%s", code, out)
 	}
 }
@@ -315,5 +324,18 @@ func TestGemma4TrainingRefused(t *testing.T) {
 	if out, errOut, code := runCmd("inference", "--model", "gemma4-31b", "--tpu", "v6e-8", "--max-model-len", "4096", "--concurrency", "16", "--num-requests", "50"); code != 0 ||
 		!strings.Contains(out, "sliding window of 1024 tokens in 50 of 60 layers") {
 		t.Errorf("inference gemma4-31b on v6e-8: exit %d, %q; want 0 and the window's reason", code, errOut)
+	}
+}
+
+// TestInferencePrefillSteps: a prompt longer than --max-num-batched-tokens
+// is prefilled in ⌈prompt / budget⌉ steps, and the plan's TTFT says so,
+// each step paying vLLM's fixed step time.
+func TestInferencePrefillSteps(t *testing.T) {
+	out, errOut, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "v6e-8", "--prompt-len", "2500", "--max-num-batched-tokens", "1024", "--num-requests", "20")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "prefill in 3 steps of at most 1024 tokens") || !strings.Contains(out, "step overhead 3 × ") {
+		t.Errorf("a 2500-token prompt in a budget of 1024: output lacks its 3 prefill steps:\n%s", out)
 	}
 }
