@@ -1,0 +1,42 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestValidateOneReport: validate prints one report at a time, and --json
+// only with a report package validate has a JSON form of (the MFU table,
+// --memory, --serving). Two reports, or --json with --fit or --breakdown
+// (text only), are bad input: exit 2, nothing on stdout and one line
+// naming both flags. --fit --json printed the fit as text, --fit
+// --breakdown only the fit, --breakdown --json the JSON without the
+// breakdown.
+func TestValidateOneReport(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string // the flags the line names
+	}{
+		{[]string{"--fit", "--json"}, []string{"--fit", "--json"}},
+		{[]string{"--json", "--fit"}, []string{"--fit", "--json"}},
+		{[]string{"--breakdown", "--json"}, []string{"--breakdown", "--json"}},
+		{[]string{"--fit", "--breakdown"}, []string{"--fit", "--breakdown"}},
+		{[]string{"--memory", "--fit"}, []string{"--memory", "--fit"}},
+		{[]string{"--memory", "--breakdown", "--json"}, []string{"--memory", "--breakdown"}},
+		{[]string{"--serving", "--fit"}, []string{"--serving", "--fit"}},
+		{[]string{"--serving", "--breakdown"}, []string{"--serving", "--breakdown"}},
+		{[]string{"--memory", "--serving"}, []string{"--memory", "--serving"}},
+	}
+	for _, tt := range tests {
+		args := append([]string{"validate"}, tt.args...)
+		out, errOut, code := runCmd(args...)
+		line := strings.TrimSpace(errOut)
+		named := true
+		for _, f := range tt.want {
+			named = named && strings.Contains(line, f)
+		}
+		if code != 2 || out != "" || strings.Contains(line, "\n") || !named {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, nothing and one line naming %v", args, code, out, errOut, tt.want)
+		}
+	}
+}
