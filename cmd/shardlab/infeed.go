@@ -28,7 +28,7 @@ func newInfeedFlags() (*flag.FlagSet, *infeedFlags) {
 	fs := flag.NewFlagSet("infeed", flag.ContinueOnError)
 	var f infeedFlags
 	f.tpu = fs.String("tpu", "tpu7x", "TPU generation or accelerator type: its host VM sets the chips, vCPUs, NUMA nodes and PCIe bandwidth")
-	f.vcpus = newInt(fs, "vcpus", 0, 0, 4096, "0: the VM's", "vCPUs preprocessing input")
+	f.vcpus = newInt(fs, "vcpus", 0, 0, 4096, "0: the VM's", "vCPUs preprocessing input, at most the VM's")
 	f.cost = newDuration(fs, "example-cost", 2*time.Millisecond, 0, time.Hour, "", "CPU time to read and preprocess one example")
 	f.jitter = newFloat(fs, "jitter", 0, floatFlag{lo: 0, hi: 10}, "coefficient of variation of the example cost (log-normal)")
 	f.batch = newInt(fs, "batch", 256, 1, 1<<20, "", "examples per chip per step")
@@ -62,6 +62,14 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	}
 	c := infeed.ForChip(chip)
 	vmVCPUs := c.VCPUs
+	if *f.vcpus > vmVCPUs {
+		assumed := ""
+		if chip.Host.VCPUs == 0 {
+			assumed = fmt.Sprintf(" (assumed: %d per chip, not published)", hw.AssumedVCPUsPerChip)
+		}
+		return bad("infeed: --vcpus %d is more than the %s VM's %d vCPUs%s; want 1 to %d, or 0 for all of them",
+			*f.vcpus, chip.Host.MachineType, vmVCPUs, assumed, vmVCPUs)
+	}
 	if err := f.configure(&c, setFlags(fs), stderr); err != nil {
 		return err
 	}
