@@ -21,15 +21,7 @@ func TestInfeedVCPUsAboveVM(t *testing.T) {
 		{[]string{"infeed", "--tpu", "v4", "--vcpus", "17"}, []string{"--vcpus 17", "16 vCPUs", "assumed"}},
 	}
 	for _, tt := range tests {
-		out, errOut, code := runCmd(tt.args...)
-		line := strings.TrimSpace(errOut)
-		ok := code == 2 && out == "" && !strings.Contains(line, "\n")
-		for _, w := range tt.want {
-			ok = ok && strings.Contains(line, w)
-		}
-		if !ok {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, nothing and one line with %q", tt.args, code, out, errOut, tt.want)
-		}
+		fail(t, tt.args, tt.want...)
 	}
 	// the VM's own count and the default (0: the VM's) run
 	for _, args := range [][]string{{"infeed", "--vcpus", "224", "--steps", "4", "--sweep=false"}, {"infeed", "--tpu", "v4", "--vcpus", "16", "--steps", "4", "--sweep=false"}} {
@@ -52,15 +44,7 @@ func TestInfeedWorkBound(t *testing.T) {
 		{[]string{"infeed", "--batch", "250000", "--steps", "50", "--sweep=false"}, []string{"--steps 50 x --batch 250000 x 4 chips = 50000000 examples", "at most 10000000"}},
 		{[]string{"infeed", "--batch", "1048576", "--steps", "100000", "--sweep=false"}, []string{"= 419430400000 examples"}},
 	} {
-		out, errOut, code := runCmd(tt.args...)
-		line := strings.TrimSpace(errOut)
-		ok := code == 2 && out == "" && !strings.Contains(line, "\n")
-		for _, w := range tt.want {
-			ok = ok && strings.Contains(line, w)
-		}
-		if !ok {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, nothing and one line with %q", tt.args, code, out, errOut, tt.want)
-		}
+		fail(t, tt.args, tt.want...)
 	}
 	// at and just past each bound (4 chips: 250000 examples per chip in all)
 	for _, tt := range []struct {

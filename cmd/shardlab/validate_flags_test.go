@@ -1,9 +1,6 @@
 package main
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestValidateOneReport: validate prints one report at a time, and --json
 // only with a report package validate has a JSON form of (the MFU table,
@@ -28,15 +25,6 @@ func TestValidateOneReport(t *testing.T) {
 		{[]string{"--memory", "--serving"}, []string{"--memory", "--serving"}},
 	}
 	for _, tt := range tests {
-		args := append([]string{"validate"}, tt.args...)
-		out, errOut, code := runCmd(args...)
-		line := strings.TrimSpace(errOut)
-		named := true
-		for _, f := range tt.want {
-			named = named && strings.Contains(line, f)
-		}
-		if code != 2 || out != "" || strings.Contains(line, "\n") || !named {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, nothing and one line naming %v", args, code, out, errOut, tt.want)
-		}
+		fail(t, append([]string{"validate"}, tt.args...), tt.want...)
 	}
 }
