@@ -1,7 +1,6 @@
 package infeed
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"math"
@@ -27,23 +26,8 @@ type event struct {
 	worker int
 }
 
+// queue is a binary heap of events (queue.go).
 type queue []event
-
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].seq < q[j].seq
-}
-func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *queue) Push(x any)   { *q = append(*q, x.(event)) }
-func (q *queue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return e
-}
 
 type mxuState uint8
 
@@ -92,7 +76,8 @@ type Sim struct {
 	q       queue
 	chips   []chip
 	workers []int // NUMA node of each worker
-	idle    []bool
+	nodeEnd []int // with local placement, one past the last worker of each node
+	idle    idleSet
 	busy    time.Duration // summed over workers
 	rng     *rand.Rand
 	done    bool
@@ -103,8 +88,8 @@ func NewSim(c Config) (*Sim, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Sim{c: c, chips: make([]chip, c.Chips), workers: make([]int, c.VCPUs), idle: make([]bool, c.VCPUs),
-		rng: rand.New(rand.NewPCG(c.Seed, 0x1f))}
+	s := &Sim{c: c, chips: make([]chip, c.Chips), workers: make([]int, c.VCPUs), nodeEnd: make([]int, c.NUMANodes),
+		idle: newIdleSet(c.VCPUs), rng: rand.New(rand.NewPCG(c.Seed, 0x1f))}
 	for i := range s.chips {
 		s.chips[i].node = i * c.NUMANodes / c.Chips
 	}
@@ -113,7 +98,7 @@ func NewSim(c Config) (*Sim, error) {
 		if c.Placement == Node0 {
 			s.workers[w] = 0
 		}
-		s.idle[w] = true
+		s.nodeEnd[s.workers[w]] = w + 1 // a node's workers are consecutive
 	}
 	s.dispatch()
 	return s, nil
@@ -141,22 +126,22 @@ var ErrStuck = errors.New("simulation stuck")
 
 func (s *Sim) at(d time.Duration, k kind, chip, worker int) {
 	s.seq++
-	heap.Push(&s.q, event{at: s.now + d, seq: s.seq, kind: k, chip: chip, worker: worker})
+	s.q.push(event{at: s.now + d, seq: s.seq, kind: k, chip: chip, worker: worker})
 }
 
 // Step handles the next event; it returns false when every chip has run
 // every step and drained every result.
 func (s *Sim) Step() bool {
-	if s.q.Len() == 0 {
+	if len(s.q) == 0 {
 		s.done = true
 		return false
 	}
-	e := heap.Pop(&s.q).(event)
+	e := s.q.pop()
 	s.now = e.at
 	ch := &s.chips[e.chip]
 	switch e.kind {
 	case exampleDone:
-		s.idle[e.worker] = true
+		s.idle.add(e.worker)
 		ch.done++
 		if ch.done%s.c.Batch == 0 {
 			ch.assembled++
@@ -300,38 +285,50 @@ func (s *Sim) startMXUs() {
 	}
 }
 
-// dispatch gives idle workers the next example of the chip furthest
-// behind that they may serve, while that chip has a batch to produce.
+// dispatch gives idle workers, in index order, the next example of the
+// chip furthest behind that they may serve, while that chip has a batch
+// to produce.
 func (s *Sim) dispatch() {
-	for w := range s.workers {
-		if !s.idle[w] {
-			continue
-		}
-		best := -1
-		for i := range s.chips {
-			ch := &s.chips[i]
-			if s.c.Placement == Local && s.workers[w] != ch.node {
-				continue
-			}
-			// the host prepares at most one batch beyond those pushed into
-			// the infeed (a one-batch prefetch buffer in host memory)
-			if ch.started >= s.c.Batch*s.c.Steps || ch.started >= s.c.Batch*(ch.pushed+2) {
-				continue
-			}
-			if best < 0 || s.progress(i) < s.progress(best) {
-				best = i
-			}
-		}
+	for w := s.idle.next(0); w >= 0; w = s.idle.next(w + 1) {
+		best := s.chipFor(w)
 		if best < 0 {
-			continue // nothing this worker may serve now
+			// Nothing this worker may serve now, nor any later worker that
+			// may serve the same chips: dispatch only ever makes a chip
+			// less eligible. Those are the rest of its node's workers with
+			// local placement, and every worker otherwise.
+			if s.c.Placement != Local {
+				return
+			}
+			w = s.nodeEnd[s.workers[w]] - 1
+			continue
 		}
 		ch := &s.chips[best]
 		ch.started++
-		s.idle[w] = false
+		s.idle.remove(w)
 		d := s.exampleCost(s.workers[w] != ch.node)
 		s.busy += d
 		s.at(d, exampleDone, best, w)
 	}
+}
+
+// chipFor is the chip furthest behind that worker w may serve now, or -1.
+func (s *Sim) chipFor(w int) int {
+	best := -1
+	for i := range s.chips {
+		ch := &s.chips[i]
+		if s.c.Placement == Local && s.workers[w] != ch.node {
+			continue
+		}
+		// the host prepares at most one batch beyond those pushed into
+		// the infeed (a one-batch prefetch buffer in host memory)
+		if ch.started >= s.c.Batch*s.c.Steps || ch.started >= s.c.Batch*(ch.pushed+2) {
+			continue
+		}
+		if best < 0 || s.progress(i) < s.progress(best) {
+			best = i
+		}
+	}
+	return best
 }
 
 func (s *Sim) progress(i int) int { return s.chips[i].started }

@@ -105,8 +105,11 @@ func checkRunFlags(f *runFlags, set map[string]bool, stderr io.Writer) error {
 		return needs("plan-index", "plan FILE")
 	case set["data"] && *f.synthetic:
 		return bad("run: --data and --synthetic both name the training data; give one")
-	case (set["kill-step"] || set["hang"]) && *f.killRank < 0:
-		return bad("run: --kill-step and --hang need --kill-rank")
+	}
+	if err := checkFaultFlags(f, set); err != nil {
+		return err
+	}
+	switch {
 	case *f.killRank >= 0 && !mpi.Launched():
 		return bad("run: --kill-rank %d injects a fault into one MPI rank, but this is one process; start shardlab (built with -tags mpi) under mpirun", *f.killRank)
 	case *f.killRank >= 0 && (*f.killStep < 1 || *f.killStep > *f.steps):
@@ -382,6 +385,32 @@ func (ft fault) at(point string, step int) bool {
 func (fault) die() {
 	syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
+}
+
+// checkFaultFlags refuses the fault-injection flags that would do
+// nothing: --kill-step, --kill-point and --hang without --kill-rank, a
+// kill while writing a checkpoint without --checkpoint, and --hang at a
+// checkpoint (a rank hangs after a step only; at a checkpoint it dies).
+func checkFaultFlags(f *runFlags, set map[string]bool) error {
+	var given []string
+	for _, name := range []string{"kill-step", "kill-point", "hang"} {
+		if set[name] {
+			given = append(given, "--"+name)
+		}
+	}
+	switch {
+	case len(given) > 0 && *f.killRank < 0:
+		verb := "needs"
+		if len(given) > 1 {
+			verb = "need"
+		}
+		return bad("run: %s %s --kill-rank", strings.Join(given, " and "), verb)
+	case *f.killPoint != "step" && *f.ckptDir == "":
+		return bad("run: --kill-point %s needs --checkpoint DIR: the rank dies at a checkpoint", *f.killPoint)
+	case *f.killPoint != "step" && *f.hang:
+		return bad("run: --hang and --kill-point %s: a rank hangs after a step only (--kill-point step); at a checkpoint it dies", *f.killPoint)
+	}
+	return nil
 }
 
 // checkpointHooks writes a checkpoint to --checkpoint every --every steps

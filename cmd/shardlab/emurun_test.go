@@ -448,3 +448,28 @@ func TestRunFlashAttention(t *testing.T) {
 		t.Errorf("resume without --flash-attention: exit %d, stderr %q; want a refusal naming the flag", code, errOut)
 	}
 }
+
+// TestRunFaultFlags: a fault-injection flag that would do nothing is bad
+// input (exit 2, one line naming it), whichever it is: --kill-point
+// without --kill-rank exited 0 silently while --hang was refused. The
+// checks come before the one that asks for mpirun, so they hold in one
+// process too.
+func TestRunFaultFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--kill-point", "write"}, []string{"--kill-point needs --kill-rank"}},
+		{[]string{"run", "--kill-point", "written", "--checkpoint", dir}, []string{"--kill-point needs --kill-rank"}},
+		{[]string{"run", "--kill-point", "step"}, []string{"--kill-point needs --kill-rank"}},
+		{[]string{"run", "--kill-step", "2", "--hang"}, []string{"--kill-step and --hang need --kill-rank"}},
+		// the rank dies writing a checkpoint: there must be one to write
+		{[]string{"run", "--kill-rank", "1", "--kill-step", "2", "--kill-point", "write"}, []string{"--kill-point write needs --checkpoint"}},
+		// a rank hangs after a step; at a checkpoint it dies
+		{[]string{"run", "--kill-rank", "1", "--kill-step", "2", "--kill-point", "written", "--checkpoint", dir, "--hang"},
+			[]string{"--hang and --kill-point written", "--kill-point step"}},
+	} {
+		fail(t, tt.args, tt.want...)
+	}
+}

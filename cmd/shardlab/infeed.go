@@ -28,10 +28,10 @@ func newInfeedFlags() (*flag.FlagSet, *infeedFlags) {
 	fs := flag.NewFlagSet("infeed", flag.ContinueOnError)
 	var f infeedFlags
 	f.tpu = fs.String("tpu", "tpu7x", "TPU generation or accelerator type: its host VM sets the chips, vCPUs, NUMA nodes and PCIe bandwidth")
-	f.vcpus = newInt(fs, "vcpus", 0, 0, 4096, "0: the VM's", "vCPUs preprocessing input")
+	f.vcpus = newInt(fs, "vcpus", 0, 0, 4096, "0: the VM's", "vCPUs preprocessing input, at most the VM's")
 	f.cost = newDuration(fs, "example-cost", 2*time.Millisecond, 0, time.Hour, "", "CPU time to read and preprocess one example")
 	f.jitter = newFloat(fs, "jitter", 0, floatFlag{lo: 0, hi: 10}, "coefficient of variation of the example cost (log-normal)")
-	f.batch = newInt(fs, "batch", 256, 1, 1<<20, "", "examples per chip per step")
+	f.batch = newInt(fs, "batch", 256, 1, 1<<20, "", "examples per chip per step (steps x batch x chips: at most 10 million examples, 1 million with --sweep)")
 	f.exBytes = newInt64(fs, "example-bytes", 32<<10, 0, 1<<30, "", "bytes of one example copied into HBM")
 	f.compute = newDuration(fs, "compute", 50*time.Millisecond, time.Nanosecond, time.Hour, "", "MXU time per step")
 	f.paramLoad = newDuration(fs, "param-load", 0, 0, time.Hour, "", "time to load the step's parameters from HBM into the MXU")
@@ -40,9 +40,9 @@ func newInfeedFlags() (*flag.FlagSet, *infeedFlags) {
 	f.crossNUMA = newFloat(fs, "cross-numa", 1.3, floatFlag{lo: 1, hi: 10}, "example cost factor when a worker feeds a chip on the other NUMA node")
 	f.infeedDepth = newInt(fs, "infeed-depth", 2, 1, 1024, "", "batches the infeed queue holds per chip")
 	f.outfeedDepth = newInt(fs, "outfeed-depth", 2, 1, 1024, "", "results the outfeed queue holds per chip")
-	f.steps = newInt(fs, "steps", 50, 1, 100_000, "", "steps to simulate")
+	f.steps = newInt(fs, "steps", 50, 1, 100_000, "", "steps to simulate (steps x batch x chips: at most 10 million examples, 1 million with --sweep)")
 	f.seed = newUint64(fs, "seed", 1, 0, math.MaxUint64, "", "seed for the example-cost jitter")
-	f.sweep = fs.Bool("sweep", true, "find the fewest vCPUs that keep the chips busy")
+	f.sweep = fs.Bool("sweep", true, "find the fewest vCPUs that keep the chips busy (up to 24 more runs of the simulation: at most 1 million examples, steps x batch x chips)")
 	f.asJSON = fs.Bool("json", false, "print JSON")
 	return fs, &f
 }
@@ -62,7 +62,18 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	}
 	c := infeed.ForChip(chip)
 	vmVCPUs := c.VCPUs
+	if *f.vcpus > vmVCPUs {
+		assumed := ""
+		if chip.Host.VCPUs == 0 {
+			assumed = fmt.Sprintf(" (assumed: %d per chip, not published)", hw.AssumedVCPUsPerChip)
+		}
+		return bad("infeed: --vcpus %d is more than the %s VM's %d vCPUs%s; want 1 to %d, or 0 for all of them",
+			*f.vcpus, chip.Host.MachineType, vmVCPUs, assumed, vmVCPUs)
+	}
 	if err := f.configure(&c, setFlags(fs), stderr); err != nil {
+		return err
+	}
+	if err := checkInfeedWork(c, *f.sweep); err != nil {
 		return err
 	}
 	r, err := infeed.Run(c)
@@ -79,6 +90,29 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, infeedJSON(chip, c, r, vmVCPUs, sw))
 	}
 	return writeInfeed(stdout, chip, c, r, vmVCPUs, sw)
+}
+
+// The most examples (steps x batch x chips) the command simulates: the
+// simulation handles one event per example, at some 100-250 ns each, and
+// the sweep (infeed.MinVCPUs up to 4096 vCPUs: doubling from 1 or 2, then
+// bisecting) runs it up to 24 more times. Both bounds keep every accepted
+// command to seconds; package infeed itself accepts 50 million.
+const (
+	maxInfeedExamples = 10_000_000
+	maxSweepExamples  = 1_000_000
+)
+
+// checkInfeedWork refuses a run that would take more than seconds.
+func checkInfeedWork(c infeed.Config, sweep bool) error {
+	n := int64(c.Steps) * int64(c.Batch) * int64(c.Chips)
+	switch {
+	case sweep && n > maxSweepExamples:
+		return bad("infeed: --steps %d x --batch %d x %d chips = %d examples, want at most %d with --sweep (it runs the simulation up to 24 more times); give fewer, or --sweep=false (at most %d)",
+			c.Steps, c.Batch, c.Chips, n, maxSweepExamples, maxInfeedExamples)
+	case n > maxInfeedExamples:
+		return bad("infeed: --steps %d x --batch %d x %d chips = %d examples, want at most %d", c.Steps, c.Batch, c.Chips, n, maxInfeedExamples)
+	}
+	return nil
 }
 
 // infeedSweep is the result of --sweep: the fewest worker vCPUs that keep

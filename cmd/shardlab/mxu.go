@@ -90,7 +90,7 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	a, p, err := f.systolicArray(setFlags(fs), stderr)
+	a, p, err := f.systolicArray(setFlags(fs), compat, stderr)
 	if err != nil {
 		return err
 	}
@@ -125,8 +125,9 @@ func runMXU(args []string, stdout, stderr io.Writer) error {
 	return writeMXUText(stdout, a, g, p, compat, simulated, r, cf)
 }
 
-// systolicArray is the systolic array the flags describe, and the chip's preset.
-func (f *mxuFlags) systolicArray(set map[string]bool, stderr io.Writer) (systolic.Array, systolic.Preset, error) {
+// systolicArray is the systolic array the flags describe, and the chip's
+// preset; it warns of the flags that do not change the cycles counted.
+func (f *mxuFlags) systolicArray(set map[string]bool, compat systolic.Compat, stderr io.Writer) (systolic.Array, systolic.Preset, error) {
 	chip, _, err := parseTPU("--tpu", *f.tpu)
 	if err != nil {
 		return systolic.Array{}, systolic.Preset{}, err
@@ -142,8 +143,15 @@ func (f *mxuFlags) systolicArray(set map[string]bool, stderr io.Writer) (systoli
 		return a, p, usageError{err}
 	}
 	a.DoubleBuffer = *f.double
-	if set["double-buffer"] && a.Dataflow == systolic.OutputStationary {
+	scalesim := compat == systolic.CompatSCALESim
+	switch {
+	case set["double-buffer"] && a.Dataflow == systolic.OutputStationary:
 		warn(stderr, "mxu", "--double-buffer has no effect with --dataflow os: output stationary keeps no stationary operand to preload")
+	case set["double-buffer"] && scalesim:
+		warn(stderr, "mxu", "--double-buffer does not change the cycles with --compat scalesim: SCALE-Sim overlaps nothing across folds (only shardlab's own figures printed beside them change)")
+	}
+	if set["hbm-limit"] && scalesim {
+		warn(stderr, "mxu", "--hbm-limit does not change the cycles with --compat scalesim: SCALE-Sim counts no HBM stalls (only shardlab's own figures printed beside them change)")
 	}
 	a.BufferBytes = *f.buffer << 20
 	if *f.hbm {

@@ -15,8 +15,8 @@ func newValidateFlags() (*flag.FlagSet, *validateFlags) {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	var f validateFlags
 	fs.BoolVar(&f.json, "json", false, "print JSON")
-	fs.BoolVar(&f.breakdown, "breakdown", false, "print each run's step time by part")
-	fs.BoolVar(&f.fit, "fit", false, "print each calibration constant fitted on the calibration rows (what cost.Calibrated holds), the rows it was fitted on and its error on them and on the held-out rows")
+	fs.BoolVar(&f.breakdown, "breakdown", false, "print each run's step time by part (text only: not with --json or another report)")
+	fs.BoolVar(&f.fit, "fit", false, "print each calibration constant fitted on the calibration rows (what cost.Calibrated holds), the rows it was fitted on and its error on them and on the held-out rows (text only: not with --json or another report)")
 	fs.BoolVar(&f.memory, "memory", false, "print the memory table: cost's HBM estimate against what XLA reported (with --json: as JSON)")
 	fs.BoolVar(&f.serving, "serving", false, "print the serving table: shardlab inference's prediction against published TPU serving throughput (with --json: as JSON)")
 	return fs, &f
@@ -28,14 +28,14 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if f.memory && f.serving {
-		return bad("validate: --memory and --serving are two reports, give one")
+	if err := f.check(); err != nil {
+		return err
 	}
 	if f.memory {
-		return runValidateTable(f, stdout, "memory", validate.BuiltInMemoryReport)
+		return runValidateTable(f, stdout, validate.BuiltInMemoryReport)
 	}
 	if f.serving {
-		return runValidateTable(f, stdout, "serving", validate.BuiltInServingReport)
+		return runValidateTable(f, stdout, validate.BuiltInServingReport)
 	}
 	runs, err := validate.Runs()
 	if err != nil {
@@ -61,6 +61,29 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	return rep.WriteText(stdout)
 }
 
+// check refuses flags that ask for two reports (--memory, --serving,
+// --fit and --breakdown each print one) and --json with a report that
+// prints as text only (--fit, --breakdown: package validate has no JSON
+// form of them).
+func (f *validateFlags) check() error {
+	var given []string
+	for _, r := range []struct {
+		name string
+		set  bool
+	}{{"memory", f.memory}, {"serving", f.serving}, {"fit", f.fit}, {"breakdown", f.breakdown}} {
+		if r.set {
+			given = append(given, r.name)
+		}
+	}
+	switch {
+	case len(given) > 1:
+		return bad("validate: --%s and --%s are two reports, give one", given[0], given[1])
+	case f.json && (f.fit || f.breakdown):
+		return bad("validate: --%s prints text only, not --json; give one", given[0])
+	}
+	return nil
+}
+
 // tableReport is the report of one of validate's side tables (memory,
 // serving), which prints as text or JSON only.
 type tableReport interface {
@@ -68,14 +91,11 @@ type tableReport interface {
 	WriteJSON(io.Writer) error
 }
 
-// runValidateTable builds the report of the side table that flag --name
-// asks for (validate.BuiltInMemoryReport: the memory table costed;
+// runValidateTable builds the report of the side table that the flags ask
+// for (validate.BuiltInMemoryReport: the memory table costed;
 // validate.BuiltInServingReport: the serving model run on the serving
-// table) and prints it.
-func runValidateTable[R tableReport](f *validateFlags, stdout io.Writer, name string, build func() (R, error)) error {
-	if f.breakdown || f.fit {
-		return bad("validate: --%s goes with --json only, not --breakdown or --fit", name)
-	}
+// table) and prints it; check has refused the other reports' flags.
+func runValidateTable[R tableReport](f *validateFlags, stdout io.Writer, build func() (R, error)) error {
 	rep, err := build()
 	if err != nil {
 		return err

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"shardlab/infeed"
+)
+
+// TestInfeedVCPUsAboveVM: --vcpus above the VM's count is bad input (exit
+// 2, one line naming the VM's count); it was accepted and printed "4096 of
+// 224 vCPUs". The catalog's tpu7x VM has 224 vCPUs [gcp-7x]; v4's is the
+// stand-in of 4 per chip (hw.AssumedVCPUsPerChip), which the line says.
+func TestInfeedVCPUsAboveVM(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"infeed", "--vcpus", "4096"}, []string{"--vcpus 4096", "224 vCPUs", "want 1 to 224"}},
+		{[]string{"infeed", "--vcpus", "225", "--sweep=false"}, []string{"--vcpus 225", "224 vCPUs"}},
+		{[]string{"infeed", "--tpu", "v4", "--vcpus", "17"}, []string{"--vcpus 17", "16 vCPUs", "assumed"}},
+	}
+	for _, tt := range tests {
+		fail(t, tt.args, tt.want...)
+	}
+	// the VM's own count and the default (0: the VM's) run
+	for _, args := range [][]string{{"infeed", "--vcpus", "224", "--steps", "4", "--sweep=false"}, {"infeed", "--tpu", "v4", "--vcpus", "16", "--steps", "4", "--sweep=false"}} {
+		if out, errOut, code := runCmd(args...); code != 0 || errOut != "" || !strings.Contains(out, "vCPUs") {
+			t.Errorf("%v: exit %d, stderr %q; want 0 and the report", args, code, errOut)
+		}
+	}
+}
+
+// TestInfeedWorkBound: infeed --batch 25000 --steps 50 ran the sweep for
+// minutes (24 runs of 5 million events). steps x batch x chips is held to
+// 1 million examples with --sweep and 10 million without (exit 2, one line
+// naming the flags and the bound), and the bounds themselves are accepted.
+func TestInfeedWorkBound(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"infeed", "--batch", "25000", "--steps", "50"}, []string{"--steps 50 x --batch 25000 x 4 chips = 5000000 examples", "at most 1000000 with --sweep", "--sweep=false"}},
+		{[]string{"infeed", "--batch", "250000", "--steps", "50", "--sweep=false"}, []string{"--steps 50 x --batch 250000 x 4 chips = 50000000 examples", "at most 10000000"}},
+		{[]string{"infeed", "--batch", "1048576", "--steps", "100000", "--sweep=false"}, []string{"= 419430400000 examples"}},
+	} {
+		fail(t, tt.args, tt.want...)
+	}
+	// at and just past each bound (4 chips: 250000 examples per chip in all)
+	for _, tt := range []struct {
+		steps, batch int
+		sweep, ok    bool
+	}{
+		{100, 2500, true, true},
+		{1, 250_001, true, false},
+		{10, 250_000, false, true},
+		{1, 2_500_001, false, false},
+	} {
+		c := infeed.Config{Chips: 4, Steps: tt.steps, Batch: tt.batch}
+		if err := checkInfeedWork(c, tt.sweep); (err == nil) != tt.ok {
+			t.Errorf("checkInfeedWork(%d steps x %d x 4 chips, sweep %v) = %v, want accepted %v", tt.steps, tt.batch, tt.sweep, err, tt.ok)
+		}
+	}
+}
