@@ -28,10 +28,7 @@ func VLLMServe(p inference.Plan, modelID string) []string {
 	// ("Per-rank limits: max_seqs=...", DPScheduler in
 	// tpu_inference/core/sched/dp_scheduler.py @b8692ff0): the replica's
 	// sequences are split over its ranks.
-	seqs := b.SeqsEach
-	if d := b.AttentionDP; d > 1 {
-		seqs = (seqs + d - 1) / d
-	}
+	seqs := b.SchedulerSeqs()
 	args := []string{"vllm", "serve", modelID,
 		"--tensor-parallel-size", itoa(b.TP),
 		"--data-parallel-size", itoa(b.DP),
