@@ -166,7 +166,7 @@ func Step(p plan.Plan) (Chart, error) {
 		top = max(top, t.Step.Seconds()*scale)
 	}
 	step := p.Best.Estimate.Time.Step
-	pl := newPlot(fmt.Sprintf("Step time (chosen: %v)", step.Round(max(time.Microsecond, step/1000).Truncate(time.Microsecond))), "", unitName)
+	pl := newPlot(fmt.Sprintf("Step time (chosen: %v)", unit.Seconds(step.Seconds())), "", unitName)
 	if err := stacked(pl, labels, []string{"compute", "exposed ICI", "exposed DCN", "slice sync", "bubble"}, values); err != nil {
 		return Chart{}, err
 	}
