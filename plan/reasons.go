@@ -79,11 +79,39 @@ func warnings(p Plan) []Note {
 		w = append(w, note("", "MXU padding: %.1f%% of the %dx%d arrays' work is padding, mostly in %s (dimensions per chip that are not multiples of %d)",
 			100*e.PaddingLoss, ms.Slice.Chip.MXUDim, ms.Slice.Chip.MXUDim, strings.Join(e.RaggedGEMMs, ", "), ms.Slice.Chip.MXUDim))
 	}
+	if q := e.Job.Quantization; q != cost.QuantNone {
+		if n := quantizationGain(ms.Slice.Chip, q.Format()); n != "" {
+			w = append(w, note(OptionQuantization, "%s", n))
+		}
+	}
 	if p.Request.Efficiency > 0 {
 		w = append(w, note(OptionEfficiency, "compute assumes %.0f%% of the MXU-limited rate for work outside the arrays ({efficiency}), not the calibrated %.0f%%",
 			100*p.Request.Efficiency, 100*cost.Job{}.EfficiencyFor(ms.Slice.Chip)))
 	}
 	return w
+}
+
+// quantizationGain warns when a chip's published peak in format f is no
+// higher than its bf16 peak (v5p's fp8: the catalog's [gcp-v5p] gives
+// fp8 = bf16): the quantized matmuls run no faster, and the quantization's
+// own work makes the step slower than bf16's. It names the formats that
+// are faster on the chip; "" when f is.
+func quantizationGain(chip hw.Chip, f hw.Format) string {
+	peak, _ := chip.Peak(f)
+	if peak > chip.PeakBF16 {
+		return ""
+	}
+	var faster []string
+	for _, g := range []hw.Format{hw.Int8, hw.FP8} {
+		if p, ok := chip.Peak(g); ok && p > chip.PeakBF16 {
+			faster = append(faster, fmt.Sprintf("%s (%v)", g, p))
+		}
+	}
+	alt := "no format is faster than bf16 on it"
+	if len(faster) > 0 {
+		alt = strings.Join(faster, " and ") + " would be faster"
+	}
+	return fmt.Sprintf("%s buys no speed on %s: its published %s peak, %v, is its bf16 peak, so the quantized matmuls run no faster and the quantization's own work makes the step slower than bf16's; %s", f, chip.Generation, f, peak, alt)
 }
 
 // expertTime is the time of an estimate's expert-axis collectives.
