@@ -135,8 +135,11 @@ var catalog = [...]Chip{
 		PCIe:              32e9,                      // [sb-tpus]: 32 GB/s on v6e
 		JAXDevicesPerChip: 1,                         // [mt-spec]
 		MaxSliceChips:     256, PodChips: 256,        // [gcp-v6e]
-		Host:    Host{MachineType: "ct6e-standard-4t", Chips: 4, VCPUs: 180, RAM: 720 * unit.GB}, // [gcp-7x], [gcp-v6e]
-		Sources: []string{"cloud.google.com/tpu/docs/v6e", "cloud.google.com/tpu/docs/tpu7x", "scaling-book tpus.md"},
+		Host: Host{MachineType: "ct6e-standard-4t", Chips: 4, VCPUs: 180, RAM: 720 * unit.GB}, // [gcp-7x], [gcp-v6e]
+		// [gcp-v6e]: ct6e-standard-8t, the whole 8-chip host as one VM
+		// (its vCPUs and RAM not transcribed)
+		SingleHost: Host{MachineType: "ct6e-standard-8t", Chips: 8},
+		Sources:    []string{"cloud.google.com/tpu/docs/v6e", "cloud.google.com/tpu/docs/tpu7x", "scaling-book tpus.md"},
 	},
 	{
 		Generation: TPU7x, Name: "TPU7x (Ironwood)", AcceleratorPrefix: "tpu7x", Naming: CountsTensorCores,

@@ -122,6 +122,11 @@ type Chip struct {
 	AcceleratorPrefix string `json:"accelerator_type_prefix"`
 
 	Host Host `json:"host"`
+	// SingleHost is a larger VM type that holds a whole small slice, where
+	// the generation offers one beside Host (v6e's ct6e-standard-8t, 8
+	// chips, for serving); zero where none is offered. Only its machine
+	// type and chips are known.
+	SingleHost Host `json:"single_host,omitzero"`
 
 	// Sources lists where the numbers above come from.
 	Sources []string `json:"sources"`

@@ -477,3 +477,35 @@ func TestPrefillChunks(t *testing.T) {
 			halves.TTFT, halves.PrefillCompute, halves.PrefillSteps, whole.TTFT, whole.PrefillCompute, whole.PrefillSteps, StepOverhead(VLLM))
 	}
 }
+
+// TestSingleHostVM: v6e's ct6e-standard-4t VM holds 4 chips, but an 8-chip
+// v6e slice is also offered as one ct6e-standard-8t VM ([gcp-v6e]), which
+// the v6e-8 serving recipes run on: a layout of all 8 devices is planned
+// as one host, not warned of as multi-host; 16 devices still span hosts.
+func TestSingleHostVM(t *testing.T) {
+	for _, c := range []struct {
+		tpu      string
+		oneHost  bool
+		reasonVM bool
+	}{{"v6e-8", true, true}, {"v6e-4", true, false}, {"v6e-16", false, false}} {
+		r := request(t)
+		r.Slice = slice(t, c.tpu)
+		r.Model, _ = model.Lookup("llama3-8b")
+		r, err := NewRequest(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Search(r)
+		if err != nil {
+			t.Fatalf("%s: %v", c.tpu, err)
+		}
+		all := strings.Join(p.Warnings, "\n")
+		reasons := strings.Join(p.Reasons, "\n")
+		if multi := strings.Contains(all, "span"); multi == c.oneHost {
+			t.Errorf("%s with %d devices: warnings %q, want one host %v", c.tpu, p.Best.Devices(), all, c.oneHost)
+		}
+		if vm := strings.Contains(reasons, "one ct6e-standard-8t VM (8 chips)"); vm != c.reasonVM {
+			t.Errorf("%s: reasons %q, want the 8-chip VM named %v", c.tpu, reasons, c.reasonVM)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"shardlab/hw"
+	"shardlab/unit"
 )
 
 // noFit says why no layout serves the request: the most sequences any
@@ -129,7 +130,12 @@ func Search(r Request) (Plan, error) {
 	if r.Model.Windowed() {
 		p.Reasons = append(p.Reasons, windowReason(r, b))
 	}
-	hostDevices := c.Host.Chips * c.JAXDevicesPerChip
+	host := c.Host
+	if c.SingleHost.Chips > host.Chips && b.Devices() > host.Chips*c.JAXDevicesPerChip && b.Devices() <= c.SingleHost.Chips*c.JAXDevicesPerChip {
+		host = c.SingleHost
+		p.Reasons = append(p.Reasons, fmt.Sprintf("one host: %d devices fit one %s VM (%s)", b.Devices(), host.MachineType, unit.Plural(host.Chips, "chip")))
+	}
+	hostDevices := host.Chips * c.JAXDevicesPerChip
 	if b.Devices() <= hostDevices {
 		tested := "single-host tensor and data parallelism: tested by tpu-inference (docs/includes/parallelism.md)"
 		if c.Generation == hw.TPU7x {

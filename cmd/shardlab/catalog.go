@@ -170,6 +170,9 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 		fmt.Fprintf(tw, "DCN\tno Multislice\n")
 	}
 	fmt.Fprintf(tw, "host VM\t%s\n", hostText(c.Host))
+	if h := c.SingleHost; h.Chips > 0 {
+		fmt.Fprintf(tw, "single-host VM\t%s: %s as one VM (serving)\n", h.MachineType, unit.Plural(h.Chips, "chip"))
+	}
 	fmt.Fprintf(tw, "JAX devices per chip\t%d\n", c.JAXDevicesPerChip)
 	fmt.Fprintf(tw, "largest slice\t%s (pod %s)\n", unit.Plural(c.MaxSliceChips, "chip"), unit.Plural(c.PodChips, "chip"))
 	types := c.AcceleratorTypes()
