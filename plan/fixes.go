@@ -12,7 +12,8 @@ import (
 // parameter in place of 16), a remat policy that offloads what it saves
 // to host memory, the Adam state in host memory. Every change that runs
 // the job alone is listed, then the best combination of them when it
-// beats them all.
+// beats them all, then, for a fixed global batch, the batch the planner
+// picks below it.
 func fixes(r Request) []string {
 	singles, combos := tryFixes(r, openFixes(r))
 	var out []string
@@ -30,7 +31,27 @@ func fixes(r Request) []string {
 	if top != nil {
 		out = append(out, top.text)
 	}
+	if f, ok := smallerBatch(r); ok {
+		out = append(out, f.text)
+	}
 	return out
+}
+
+// smallerBatch is the fix of a fixed global batch too large to fit: the
+// plan the job gets with the batch left to the planner under a limit of
+// one sequence less, said with the batch it then picks.
+func smallerBatch(r Request) (fixFound, bool) {
+	if r.GlobalBatch <= 1 {
+		return fixFound{}, false
+	}
+	q := r
+	q.GlobalBatch, q.MaxGlobalBatch = 0, r.GlobalBatch-1
+	p, err := search(q)
+	if err != nil {
+		return fixFound{}, false
+	}
+	e := p.Best.Estimate
+	return fixFound{textf("{global_batch} %d: %s, remat %s, MFU %s", e.Job.GlobalBatch, e.Mesh, e.Job.Remat, e.MFUPeaks()), e.MFU}, true
 }
 
 // fix is one change to a request that may let its job fit.

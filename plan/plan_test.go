@@ -337,6 +337,29 @@ func TestNoPlanSaysWhatWouldFit(t *testing.T) {
 	}
 }
 
+// TestNoPlanSaysWhichBatchFits: a fixed global batch that no layout MaxText
+// runs fits (64 sequences of Llama 3 8B on v5p-8, unpipelined) names the
+// batch the planner picks below it, and that batch, fixed, plans.
+func TestNoPlanSaysWhichBatchFits(t *testing.T) {
+	r := request(t, "llama3-8b", "v5p-8", 1, 64)
+	r.GlobalBatch, r.Framework = 64, FrameworkMaxText
+	_, err := Search(r)
+	var none *NoPlanError
+	if !errors.As(err, &none) || len(none.Fixes) == 0 {
+		t.Fatalf("error = %v, want a NoPlanError with fixes", err)
+	}
+	var n int
+	last := none.Fixes[len(none.Fixes)-1]
+	if _, err := fmt.Sscanf(last, "{global_batch} %d:", &n); err != nil || n < 1 || n >= 64 {
+		t.Fatalf("last fix %q, want {global_batch} N below 64", last)
+	}
+	q := r
+	q.GlobalBatch = n
+	if p, err := Search(q); err != nil || p.Best.Estimate.Job.GlobalBatch != n {
+		t.Errorf("global batch %d fixed: %v, want a plan of it", n, err)
+	}
+}
+
 func TestFixedBatch(t *testing.T) {
 	r := request(t, "llama3-8b", "v5p-128", 1, 1024)
 	r.GlobalBatch = 256
