@@ -212,6 +212,10 @@ func ParseRequest(o Options) (Request, error) {
 	if r.Model, err = parseModel(o); err != nil {
 		return r, err
 	}
+	if err := cost.CheckTrainable(r.Model); err != nil {
+		why := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "cost: "), ": "+cost.ErrJob.Error())
+		return r, refuse(OptionModel, o.Model, err, " %s: %s", o.Model, why)
+	}
 	if r.Multislice, err = parseMultislice(o); err != nil {
 		return r, err
 	}

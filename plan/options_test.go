@@ -95,6 +95,7 @@ func TestParseRequestErrors(t *testing.T) {
 	}{
 		{func(o *Options) { o.Model = "llama4" }, OptionModel, `--model "llama4": want a catalog model (`},
 		{func(o *Options) { o.Model, o.ModelSpec = "bad.yaml", []byte("layers: [1") }, OptionModel, "--model bad.yaml: model: malformed spec"},
+		{func(o *Options) { o.Model = "gemma4-31b" }, OptionModel, "--model gemma4-31b: model = gemma4-31b (sliding_window 1024), want global attention in every layer: training a model with sliding-window layers is not modelled"},
 		{func(o *Options) { o.TPU = "v9" }, OptionTPU, `--tpu: hw: generation "v9"`},
 		{func(o *Options) { o.GlobalBatch, o.MaxGlobalBatch = "1024", "512" }, OptionGlobalBatch,
 			`--global-batch "1024" is 1024 sequences, above --max-global-batch "512" (512 sequences): raise the limit or lower the batch`},
