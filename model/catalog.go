@@ -78,7 +78,11 @@ var catalog = [...]Spec{
 	{
 		// Gemma Team 2024, "Gemma 2", Table 1: d_model 3584, 42 layers, 16 heads,
 		// 8 KV heads, head size 256, feedforward 14336 (x2 for GeGLU), vocab 256128;
-		// pre- and post-norms on both sub-layers; tied embeddings.
+		// pre- and post-norms on both sub-layers; tied embeddings. Its layers
+		// alternate a 4096-token sliding window with global attention; the
+		// spec gives every layer global attention (no sliding_window), so
+		// that training plans it: at its 8192-token sequence a local layer's
+		// causal attention is costed at 4/3 of its work.
 		Name: "gemma2-9b", Layers: 42, DModel: 3584, Heads: 16, KVHeads: 8, HeadDim: 256, DFF: 14336, Vocab: 256128, SeqLen: 8192,
 		GatedMLP: true, TiedEmbeddings: true, NormsPerLayer: 4,
 		Published: 9_242_164_736, Source: "Gemma 2 Table 2: 917,962,752 embedding + 8,324,201,984 non-embedding",
