@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -602,5 +603,24 @@ func TestSizeBounds(t *testing.T) {
 	}
 	if got, min := b.ParamCount().Total(), int64(3)<<44; got < min || got > MaxParams {
 		t.Errorf("ParamCount().Total() = %d, want between 3 x 2^44 and 2^50", got)
+	}
+}
+
+// TestYAMLRoundTrip: every catalog model written by YAML parses back to
+// itself, so 'model show NAME --spec' is a file --model takes.
+func TestYAMLRoundTrip(t *testing.T) {
+	for _, s := range Catalog() {
+		b, err := s.YAML()
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		got, err := Parse(b)
+		if err != nil {
+			t.Errorf("%s: its YAML does not parse: %v\n%s", s.Name, err, b)
+			continue
+		}
+		if !reflect.DeepEqual(got, s) {
+			t.Errorf("%s: round trip gives %+v, want %+v", s.Name, got, s)
+		}
 	}
 }

@@ -128,3 +128,7 @@ func numbersIn(model string, n *yaml.Node, ints map[string]bool, seen map[*yaml.
 	}
 	return nil
 }
+
+// YAML is the spec as the file Parse reads: its fields by their YAML
+// names, those left at zero that mean a default left out.
+func (s Spec) YAML() ([]byte, error) { return yaml.Marshal(s) }

@@ -23,31 +23,47 @@ var catalogUsage = map[string]string{
 	"model": `usage of shardlab model:
   shardlab model list [--json]        the model catalog
   shardlab model show NAME [--json]   a catalog model (llama3-8b) or a YAML/JSON spec file of at most 1 MiB
+  shardlab model show NAME --spec     the model as the YAML spec file --model takes, to edit and plan
 `,
 }
 
+// catalogOut is how hw and model print: text, --json, or (model show)
+// --spec, the spec file --model takes.
+type catalogOut struct{ json, spec bool }
+
 // newCatalogFlags defines the flags of hw and model.
-func newCatalogFlags(cmd string) (*flag.FlagSet, *bool) {
+func newCatalogFlags(cmd string) (*flag.FlagSet, *catalogOut) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	return fs, fs.Bool("json", false, "print JSON")
+	out := new(catalogOut)
+	fs.BoolVar(&out.json, "json", false, "print JSON")
+	if cmd == "model" {
+		fs.BoolVar(&out.spec, "spec", false, "show: print the model as the YAML spec file --model takes, to edit and plan")
+	}
+	return fs, out
 }
 
-// catalogArgs reads "list" or "show NAME" with an optional --json before or
+// catalogArgs reads "list" or "show NAME" with optional flags before or
 // after the name; -h gives the usage.
-func catalogArgs(cmd string, args []string) (sub string, names []string, asJSON bool, err error) {
+func catalogArgs(cmd string, args []string) (sub string, names []string, out catalogOut, err error) {
 	if len(args) > 0 && isHelp(args[0]) || len(args) > 1 && isHelp(args[1]) {
-		return "", nil, false, helpText(catalogUsage[cmd])
+		return "", nil, out, helpText(catalogUsage[cmd])
 	}
 	if len(args) == 0 {
-		return "", nil, false, bad("%s: want '%s list' or '%s show NAME'", cmd, cmd, cmd)
+		return "", nil, out, bad("%s: want '%s list' or '%s show NAME'", cmd, cmd, cmd)
 	}
-	fs, j := newCatalogFlags(cmd)
+	fs, o := newCatalogFlags(cmd)
 	fs.SetOutput(io.Discard)
 	names, err = parseInterleaved(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		err = helpText(catalogUsage[cmd])
 	}
-	return args[0], names, *j, err
+	switch {
+	case err == nil && o.spec && o.json:
+		err = bad("%s: --spec and --json: give one (--spec prints the YAML spec file, --json the spec with its counts)", cmd)
+	case err == nil && o.spec && args[0] != "show":
+		err = bad("%s %s: --spec prints one model, want '%s show NAME --spec'", cmd, args[0], cmd)
+	}
+	return args[0], names, *o, err
 }
 
 // parseInterleaved parses flags that may come before or after positional
@@ -78,13 +94,13 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 func runHW(args []string, stdout, stderr io.Writer) error {
 	return runCatalog("hw", args, "one NAME, a generation (v5p) or an accelerator type (v5p-128)",
 		func(asJSON bool) error { return listHW(stdout, asJSON) },
-		func(name string, asJSON bool) error { return showHW(name, asJSON, stdout) })
+		func(name string, out catalogOut) error { return showHW(name, out.json, stdout) })
 }
 
 // runCatalog runs catalog command cmd (hw, model): list, or show the one
 // name it is given (want says what show takes).
-func runCatalog(cmd string, args []string, want string, list func(asJSON bool) error, show func(name string, asJSON bool) error) error {
-	sub, names, asJSON, err := catalogArgs(cmd, args)
+func runCatalog(cmd string, args []string, want string, list func(asJSON bool) error, show func(name string, out catalogOut) error) error {
+	sub, names, out, err := catalogArgs(cmd, args)
 	if err != nil {
 		return err
 	}
@@ -93,12 +109,12 @@ func runCatalog(cmd string, args []string, want string, list func(asJSON bool) e
 		if len(names) > 0 {
 			return bad("%s list: unexpected argument %q; '%s show NAME' shows one", cmd, names[0], cmd)
 		}
-		return list(asJSON)
+		return list(out.json)
 	case "show":
 		if len(names) != 1 {
 			return bad("%s show: want %s", cmd, want)
 		}
-		return show(names[0], asJSON)
+		return show(names[0], out)
 	}
 	return bad("%s: unknown subcommand %q, want list or show", cmd, sub)
 }
@@ -222,13 +238,21 @@ func hostText(h hw.Host) string {
 func runModel(args []string, stdout, stderr io.Writer) error {
 	return runCatalog("model", args, "one NAME or spec file",
 		func(asJSON bool) error { return listModels(stdout, asJSON) },
-		func(name string, asJSON bool) error {
+		func(name string, out catalogOut) error {
 			s, err := loadModel("model show", name)
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			switch {
+			case out.json:
 				return writeJSON(stdout, s.Summarize())
+			case out.spec:
+				b, err := s.YAML()
+				if err != nil {
+					return err
+				}
+				_, err = stdout.Write(b)
+				return err
 			}
 			return showModel(stdout, s)
 		})
