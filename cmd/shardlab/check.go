@@ -132,16 +132,26 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 	if r.AtLimit {
 		return nil, fmt.Errorf("the prediction is XLA's limit, %.2f GiB, which its rematerialization recomputes down to: a report there says how XLA squeezed the step, not how far the temporaries' model is off", float64(r.Limit)/(1<<30))
 	}
-	if reported <= 0 || r.Temp <= 0 {
+	// An out-of-memory message reports what XLA could squeeze the step to,
+	// after its rematerialization: the needed peak's temporaries, not those
+	// as laid out (which keep what XLA recomputes when HBM runs short).
+	predicted := r.Temp
+	if log.Kind == validate.KindOOM {
+		predicted = r.Needed
+		if log.Scope != validate.ScopeTemp {
+			predicted -= r.Arguments
+		}
+	}
+	if reported <= 0 || predicted <= 0 {
 		return nil, fmt.Errorf("the log gives no temporaries to calibrate against (reported %d bytes, predicted arguments %d)", log.Reported, r.Arguments)
 	}
-	k := float64(reported) / float64(r.Temp)
+	k := float64(reported) / float64(predicted)
 	if !(k >= cost.MinTempScale && k <= cost.MaxTempScale) {
 		return nil, fmt.Errorf("the log's temporaries are %.2f times the prediction's, want %g to %g: is the log this plan's compile?", k, cost.MinTempScale, cost.MaxTempScale)
 	}
 	e := p.Best.Estimate
 	src := fmt.Sprintf("%s, against %s on %s %s, read %s", path, e.Job.Model.Name, p.Request.Multislice.Slice.AcceleratorType(), e.Mesh, time.Now().UTC().Format(time.DateOnly))
-	return &cost.MemoryCalibration{TempScale: k, Reported: reported, Predicted: r.Temp, Source: src}, nil
+	return &cost.MemoryCalibration{TempScale: k, Reported: reported, Predicted: predicted, Source: src}, nil
 }
 
 type checkJSON struct {

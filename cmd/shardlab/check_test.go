@@ -242,3 +242,31 @@ func TestCheckRefusesAnotherChipsLog(t *testing.T) {
 	fail(t, append([]string{"check", "--compile-log", writeLog(t, dir, "low.log", "Used 50G of 95.74G hbm")}, job...),
 		"an out-of-memory message at 50.00 GiB of 95.74 GiB: XLA prints it only above its capacity")
 }
+
+// TestCheckOOMCalibrationRefuses: an out-of-memory message reports what XLA
+// squeezed the step to, so the factor check writes is against the needed
+// peak's temporaries, and the plan calibrated with it refuses the layout
+// that failed (it said 91.4 GiB, fits, calibrated against the laid-out
+// temporaries); the needed peak is then the reported one.
+func TestCheckOOMCalibrationRefuses(t *testing.T) {
+	dir := t.TempDir()
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal"}
+	cal := filepath.Join(dir, "cal.json")
+	log := writeLog(t, dir, "oom.log", "Ran out of memory in memory space hbm. Used 100.5G of 95.74G hbm")
+	if _, errOut, code := runCmd(append([]string{"check", "--compile-log", log, "--write-calibration", cal}, job...)...); code != 0 {
+		t.Fatalf("check: exit %d %s", code, errOut)
+	}
+	js, _, _ := runCmd(append([]string{"plan", "--json", "--calibration", cal}, job...)...)
+	var p struct {
+		M struct {
+			Total int64 `json:"total_bytes"`
+		} `json:"hbm_used_per_chip"`
+		Fits bool `json:"fits"`
+	}
+	if err := json.Unmarshal([]byte(js), &p); err != nil {
+		t.Fatalf("plan --json: %v\n%s", err, js)
+	}
+	if want := int64(100.5 * (1 << 30)); p.Fits || p.M.Total < want-want/1000 || p.M.Total > want+want/1000 {
+		t.Errorf("calibrated plan: fits %v, needed %d bytes, want refused at the reported %d", p.Fits, p.M.Total, want)
+	}
+}
