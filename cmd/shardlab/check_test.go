@@ -270,3 +270,9 @@ func TestCheckOOMCalibrationRefuses(t *testing.T) {
 		t.Errorf("calibrated plan: fits %v, needed %d bytes, want refused at the reported %d", p.Fits, p.M.Total, want)
 	}
 }
+
+// TestVerifyNotJSON: --verify with --json would print no commands, and is
+// refused before any work.
+func TestVerifyNotJSON(t *testing.T) {
+	fail(t, []string{"plan", "--verify", "--json"}, "plan: --verify and --json")
+}

@@ -134,6 +134,9 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if err := f.charts.check(); err != nil {
 		return err
 	}
+	if f.verify && f.json {
+		return bad("plan: --verify and --json: --verify prints the commands that check a plan for people to run, which JSON does not carry; give one")
+	}
 	plans, err := f.plans("plan", setFlags(fs))
 	if err != nil {
 		return err
@@ -154,7 +157,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if f.verify && !f.json {
+	if f.verify {
 		for _, p := range plans {
 			if _, err := io.WriteString(stdout, "\n"+compileNote(p, jobFlags(fs))); err != nil {
 				return err
