@@ -33,13 +33,27 @@ type CompileLog struct {
 	Lines []string `json:"lines"`
 }
 
+// ErrInvalidLog is wrapped by the errors of a compile log that is not
+// what it claims (a size that is not one, a report that does not add up).
+// It is an ErrInvalid, named for what it is.
+var ErrInvalidLog error = invalidLog{}
+
+type invalidLog struct{}
+
+func (invalidLog) Error() string { return "invalid compile log" }
+
+// Is makes ErrInvalidLog an ErrInvalid.
+func (invalidLog) Is(target error) bool { return target == ErrInvalid }
+
 // ErrNoMemoryReport is returned for a log with no memory report in it.
 var ErrNoMemoryReport = errors.New("no memory report")
 
 var (
 	// XLA's TPU out-of-memory message: "Ran out of memory in memory space
 	// hbm. Used 33.27G of 30.75G hbm. Exceeded hbm capacity by 2.52G."
-	reUsed = regexp.MustCompile(`Used ([0-9.]+[KMGT]?B?) of ([0-9.]+[KMGT]?B?) hbm`)
+	// Its sizes are taken as any token, for logBytes to refuse by name
+	// what is not a size (1e30G, -5G, NaNG).
+	reUsed = regexp.MustCompile(`Used (\S+) of (\S+) hbm`)
 	// "total memory required for HLO temporaries (105.73G) exceeds
 	// available HBM (94.74G)".
 	reTemporaries = regexp.MustCompile(`HLO temporaries \(([0-9.]+[KMGT]?B?)\) exceeds available HBM \(([0-9.]+[KMGT]?B?)\)`)
@@ -174,7 +188,7 @@ func chooseReport(oom, usage, analysis *CompileLog) (CompileLog, error) {
 	}
 	if got != nil {
 		if got.Reported <= 0 || got.Kind == KindOOM && got.Capacity <= 0 {
-			return CompileLog{}, fmt.Errorf("validate: compile log: %q reports %d bytes of %d, want a positive number of bytes (and of capacity, for an out-of-memory message): %w", got.Lines[0], got.Reported, got.Capacity, ErrInvalid)
+			return CompileLog{}, fmt.Errorf("validate: compile log: %q reports %d bytes of %d, want a positive number of bytes (and of capacity, for an out-of-memory message): %w", got.Lines[0], got.Reported, got.Capacity, ErrInvalidLog)
 		}
 		return *got, nil
 	}
@@ -206,7 +220,7 @@ func parseAnalysis(line string) (CompileLog, bool, error) {
 	for _, m := range reStats.FindAllStringSubmatch(line, -1) {
 		v, err := strconv.ParseInt(m[2], 10, 64)
 		if err != nil {
-			return CompileLog{}, false, fmt.Errorf("validate: compile log: %s_size_in_bytes=%s: %w; want a whole number of bytes below 2^63", m[1], m[2], ErrInvalid)
+			return CompileLog{}, false, fmt.Errorf("validate: compile log: %s_size_in_bytes=%s: %w; want a whole number of bytes below 2^63", m[1], m[2], ErrInvalidLog)
 		}
 		set(m[1], v)
 	}
@@ -235,7 +249,7 @@ func parseAnalysis(line string) (CompileLog, bool, error) {
 		scope, total = ScopeTemp, b.Temp
 	}
 	if total <= 0 {
-		return CompileLog{}, false, fmt.Errorf("validate: compile log: memory analysis totals %d bytes (argument + output + temp − alias), want a positive number: %w", total, ErrInvalid)
+		return CompileLog{}, false, fmt.Errorf("validate: compile log: memory analysis totals %d bytes (argument + output + temp − alias), want a positive number: %w", total, ErrInvalidLog)
 	}
 	return CompileLog{Kind: KindMemoryAnalysis, Scope: scope, Reported: total, Breakdown: b, Lines: []string{strings.TrimSpace(line)}}, true, nil
 }
@@ -261,7 +275,7 @@ func logBytes(s string) (int64, error) {
 	v, err := strconv.ParseFloat(num, 64)
 	b := v * scale
 	if err != nil || math.IsNaN(b) || math.IsInf(b, 0) || b < 0 || b >= 1<<62 || strings.Count(num, ".") > 1 {
-		return 0, fmt.Errorf("validate: compile log: size %q, want a number of bytes with an optional K, M, G or T (binary, as XLA prints them): %w", s, ErrInvalid)
+		return 0, fmt.Errorf("validate: compile log: size %q, want a number of bytes with an optional K, M, G or T (binary, as XLA prints them): %w", s, ErrInvalidLog)
 	}
 	return int64(math.Round(b)), nil
 }
