@@ -80,7 +80,8 @@ type Row struct {
 	Mode            Mode          `json:"mode"`
 	// Layout is the planner's chosen mesh.
 	Layout string `json:"layout"`
-	// StepTime is the planner's step; Steps is the steps to train Tokens.
+	// StepTime is the planner's step; Steps is the whole steps that train
+	// Tokens (the last batch, partial or not, is a step).
 	StepTime time.Duration `json:"-"`
 	StepS    float64       `json:"step_s"`
 	Steps    float64       `json:"steps"`
@@ -459,12 +460,17 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
 	if m == Spot {
 		extra = r.SpotPreemptionsPerHour * float64(ms.Slices)
 	}
-	e := capacity.ExpectInterrupted(job, ms.Chips(), ms.Hosts(), r.Tokens, extra)
+	// a job trains whole steps: the last, partial batch is a whole step
 	batchTokens := float64(est.Job.GlobalBatch) * float64(est.Job.Seq)
+	steps := math.Ceil(r.Tokens / batchTokens)
+	e := capacity.ExpectInterrupted(job, ms.Chips(), ms.Hosts(), steps*batchTokens, extra)
 	row := Row{
 		Generation: ms.Slice.Chip.Generation, AcceleratorType: ms.Slice.AcceleratorType(), Slices: ms.Slices, Chips: ms.Chips(),
-		Mode: m, Layout: est.Mesh.String(), StepTime: est.Time.Step, Steps: r.Tokens / batchTokens,
+		Mode: m, Layout: est.Mesh.String(), StepTime: est.Time.Step, Steps: steps,
 		Goodput: e.Goodput, TimeToTrain: e.TimeToTrain, Price: price, Plan: p, Warnings: []string{},
+	}
+	if r.Tokens < batchTokens {
+		row.Warnings = append(row.Warnings, fmt.Sprintf("%.3g tokens are less than one step's batch of %.3g: the job is one step", r.Tokens, batchTokens))
 	}
 	row.StepS, row.TimeToTrainS = row.StepTime.Seconds(), row.TimeToTrain.Seconds()
 	row.ChipHours = float64(row.Chips) * row.TimeToTrain.Hours()

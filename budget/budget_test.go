@@ -42,10 +42,10 @@ func TestSweepByHand(t *testing.T) {
 		t.Fatalf("%d rows, want 4 (v6e-16 and 2 × v6e-16, on-demand and spot)", len(res.Rows))
 	}
 	for _, row := range res.Rows {
-		// by hand: steps × step time / goodput is the wall time; chips ×
-		// hours × price the dollars
+		// by hand: whole steps × step time / goodput is the wall time;
+		// chips × hours × price the dollars
 		e := row.Plan.Best.Estimate
-		steps := 1e10 / float64(e.Job.GlobalBatch*e.Job.Seq)
+		steps := math.Ceil(1e10 / float64(e.Job.GlobalBatch*e.Job.Seq))
 		hours := steps * e.Time.Step.Seconds() / row.Goodput / 3600
 		price := map[Mode]float64{OnDemand: 2, Spot: 1}[row.Mode]
 		want := float64(row.Chips) * hours * price
@@ -239,5 +239,23 @@ func TestModesShareOneSearch(t *testing.T) {
 	}
 	if len(plans) != 2 || len(res.Rows) != 4 {
 		t.Errorf("%d configurations in %d rows, want 2 in 4 (two modes each)", len(plans), len(res.Rows))
+	}
+}
+
+// TestWholeSteps: a job trains whole steps, so fewer tokens than one batch
+// are one step (it counted 0.000238 steps, 0 chip-hours and $0.00), with a
+// warning; the time is that step's.
+func TestWholeSteps(t *testing.T) {
+	r := smallRequest(t)
+	r.Tokens, r.Modes, r.SliceCounts = 1000, []Mode{OnDemand}, []int{1}
+	res, err := Sweep(r)
+	if err != nil || len(res.Rows) == 0 {
+		t.Fatalf("Sweep: %v, %d rows", err, len(res.Rows))
+	}
+	for _, row := range res.Rows {
+		step := row.Plan.Best.Estimate.Time.Step.Seconds()
+		if row.Steps != 1 || row.TimeToTrainS < step || row.USD <= 0 || len(row.Warnings) == 0 || !strings.Contains(row.Warnings[0], "the job is one step") {
+			t.Errorf("%s: %g steps, %g s (a step is %g s), $%g, warnings %q; want one step, a warning", row.name(), row.Steps, row.TimeToTrainS, step, row.USD, row.Warnings)
+		}
 	}
 }

@@ -75,7 +75,7 @@ func TestFlexStartCap(t *testing.T) {
 		}
 	}
 	for _, d := range long.Dropped {
-		if strings.HasSuffix(d.What, " flex-start") && strings.Contains(d.Why, "over flex-start's run limit of 7.0d") {
+		if strings.HasSuffix(d.What, " flex-start") && strings.Contains(d.Why, "over flex-start's run limit of 7d") {
 			capped++
 		}
 	}

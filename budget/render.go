@@ -10,14 +10,20 @@ import (
 	"time"
 
 	"shardlab/schema"
+	"shardlab/unit"
 )
 
-// Days spells a duration for a budget: days above two days, else hours.
+// Days spells a duration for a budget with three significant digits: in
+// days from two days, in hours from one hour, below that as unit.Seconds
+// does ("641 s").
 func Days(d time.Duration) string {
-	if d >= 48*time.Hour {
-		return fmt.Sprintf("%.1fd", d.Hours()/24)
+	switch {
+	case d >= 48*time.Hour:
+		return sig3(d.Hours()/24) + "d"
+	case d >= time.Hour:
+		return sig3(d.Hours()) + "h"
 	}
-	return fmt.Sprintf("%.1fh", d.Hours())
+	return unit.Seconds(d.Seconds()).String()
 }
 
 // Dollars spells an amount to the cent below $1000, else with a k or M
@@ -126,8 +132,8 @@ func (res Result) writeTable(b *strings.Builder) {
 			timeBand = Days(seconds(b.TimeLow)) + "-" + Days(seconds(b.TimeHigh))
 			usdBand = Dollars(b.USDLow) + "-" + Dollars(b.USDHigh)
 		}
-		fmt.Fprintf(tw, " %d\t%s\t%d\t%s\t%.2fs\t%.4f\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t", i+1, slicesName(row), row.Chips, row.Mode,
-			row.StepTime.Seconds(), row.Goodput, Days(row.TimeToTrain), timeBand, row.ChipHours, Dollars(row.USD), usdBand, Dollars(row.USDPerBTokens), term)
+		fmt.Fprintf(tw, " %d\t%s\t%d\t%s\t%v\t%.4f\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t", i+1, slicesName(row), row.Chips, row.Mode,
+			unit.Seconds(row.StepTime.Seconds()), row.Goodput, Days(row.TimeToTrain), timeBand, row.ChipHours, Dollars(row.USD), usdBand, Dollars(row.USDPerBTokens), term)
 		if energy {
 			mwh, co2 := row.Energy.columns()
 			fmt.Fprintf(tw, "%s\t%s\t", mwh, co2)

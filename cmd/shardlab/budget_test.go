@@ -45,7 +45,7 @@ func TestBudgetNoAnswerNamesTheNearest(t *testing.T) {
 	if code != exitError || !strings.Contains(errOut, "no priced configuration meets the limits; nearest: 2 × v6e-16 on-demand") {
 		t.Errorf("--deadline 1h: exit %d, stderr %q; want exit %d naming the nearest (2 × v6e-16)", code, errOut, exitError)
 	}
-	if !strings.Contains(out, "over the 1.0h deadline") {
+	if !strings.Contains(out, "over the 1h deadline") {
 		t.Errorf("--deadline 1h: stdout does not say why rows were dropped:\n%s", out)
 	}
 }
