@@ -174,10 +174,16 @@ func runBudget(args []string, stdout io.Writer) error {
 		}
 		return planError(err)
 	}
-	if f.show > 0 {
-		if f.show > len(res.Rows) {
-			return bad("budget: --show %d: the table has %d rows, want 1 to %d", f.show, len(res.Rows), len(res.Rows))
+	if f.show > len(res.Rows) {
+		return bad("budget: --show %d: the table has %d rows, want 1 to %d", f.show, len(res.Rows), len(res.Rows))
+	}
+	// the page is the table's, with --show too
+	if f.html != "" {
+		if err := writeBudgetHTML(f.html, res); err != nil {
+			return err
 		}
+	}
+	if f.show > 0 {
 		row := res.Rows[f.show-1]
 		p, err := row.FullPlan()
 		if err != nil {
@@ -188,11 +194,6 @@ func runBudget(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "row %d: %d × %s, %s\n\n", f.show, row.Slices, row.AcceleratorType, row.Mode)
 		return p.WriteText(stdout, flagName)
-	}
-	if f.html != "" {
-		if err := writeBudgetHTML(f.html, res); err != nil {
-			return err
-		}
 	}
 	if f.json {
 		err = res.WriteJSON(stdout)

@@ -93,6 +93,12 @@ func TestBudgetHTML(t *testing.T) {
 	if !strings.Contains(out, "v6e-16") {
 		t.Errorf("stdout lacks the table:\n%s", out)
 	}
+	// with --show, stdout has the row's plan and the page is still written
+	shown := filepath.Join(t.TempDir(), "shown.html")
+	out, errOut, code = runCmd(withFlags(small, "--show", "1", "--html", shown)...)
+	if page, err := os.ReadFile(shown); code != 0 || err != nil || !strings.Contains(string(page), "<table>") || !strings.Contains(out, "row 1:") {
+		t.Errorf("--show 1 --html: exit %d %s, page %v (%d bytes)", code, errOut, err, len(page))
+	}
 }
 
 func TestBudgetPriceAndEnergy(t *testing.T) {
