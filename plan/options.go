@@ -353,7 +353,21 @@ func parseSchedule(r *Request, o Options) error {
 	default:
 		r.Chunks = o.Chunks
 	}
+	if pipe := fixedPipeline(r.Axes); r.Axes != nil && pipe == 1 && r.Schedule != "" {
+		return refuse(OptionSchedule, o.Schedule, nil, " %s with {mesh} %q, which has no pipeline: a schedule orders a pipeline's micro-batches, want %s=N in {mesh} or no {schedule}", r.Schedule, o.Mesh, mesh.Pipeline)
+	}
 	return nil
+}
+
+// fixedPipeline is the pipeline degree of a fixed layout's axes.
+func fixedPipeline(axes []mesh.Degree) int {
+	n := 1
+	for _, d := range axes {
+		if d.Axis == mesh.Pipeline {
+			n *= d.ICI * d.DCN
+		}
+	}
+	return n
 }
 
 // parseNumerics reads the precision, the custom remat tensors,

@@ -118,6 +118,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{func(o *Options) { o.Remat = "some" }, OptionRemat, `--remat: cost: remat policy "some"`},
 		{func(o *Options) { o.Schedule = "zigzag" }, OptionSchedule, `--schedule: schedule: unknown schedule "zigzag"`},
 		{func(o *Options) { o.Chunks = 3 }, OptionChunks, "--chunks 3 needs --schedule interleaved or circular"},
+		{func(o *Options) { o.TPU, o.Mesh, o.Schedule = "v5p-8", "fsdp=4", "gpipe" }, OptionSchedule, `--schedule gpipe with --mesh "fsdp=4", which has no pipeline`},
 		{func(o *Options) { o.Chunks, o.Schedule = 1, "interleaved" }, OptionChunks, "--chunks 1 with --schedule interleaved, want 2 or more"},
 		{func(o *Options) { o.Chunks, o.Schedule = 65, "circular" }, OptionChunks, "--chunks 65, want 0 to 64"},
 		{func(o *Options) { o.Precision = "fp64" }, OptionPrecision, `--precision: cost: precision "fp64"`},
