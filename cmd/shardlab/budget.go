@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"shardlab/budget"
@@ -236,4 +237,39 @@ func nearest(res budget.Result) string {
 		return ""
 	}
 	return "; nearest: " + res.Nearest
+}
+
+// tokensFlag is a count of tokens as budget --tokens reads it (1T, 500B,
+// 1e12: budget.ParseTokens), for every command's --tokens.
+type tokensFlag struct {
+	p   *float64
+	err *flagValueError
+}
+
+func (f *tokensFlag) String() string {
+	if f == nil || f.p == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*f.p, 'g', -1, 64)
+}
+
+func (f *tokensFlag) Set(s string) error {
+	v, err := budget.ParseTokens(s)
+	if err != nil {
+		msg := err.Error()
+		var oe *budget.OptionError
+		if errors.As(err, &oe) {
+			msg = oe.Want
+		}
+		f.err = &flagValueError{s, msg}
+		return f.err
+	}
+	*f.p = v
+	return nil
+}
+
+// tokensVar defines a --tokens flag read as tokensFlag.
+func tokensVar(fs *flag.FlagSet, p *float64, value float64, usage string) {
+	*p = value
+	fs.Var(&tokensFlag{p: p}, "tokens", usage+": a `number` from 1 to 1e16 with an optional k, M, B or T (1T, 500B)")
 }

@@ -120,3 +120,17 @@ func TestBudgetPriceAndEnergy(t *testing.T) {
 		t.Errorf("tpu7x on-demand priced by --price is still unpriced:\n%s", out)
 	}
 }
+
+// TestTokensOneSyntax: every command's --tokens reads budget's counts
+// (1T, 500B, 1e12): plan --goodput and capacity answer 1T as 1e12, and
+// refuse what budget refuses, in one line.
+func TestTokensOneSyntax(t *testing.T) {
+	for _, cmd := range [][]string{{"plan", "--goodput", "--tpu", "v5p-8"}, {"capacity"}} {
+		a, errA, codeA := runCmd(append(cmd, "--tokens", "1T")...)
+		b, _, _ := runCmd(append(cmd, "--tokens", "1e12")...)
+		if codeA != 0 || a != b {
+			t.Errorf("%v --tokens 1T: exit %d %s; output differs from 1e12: %v", cmd, codeA, errA, a != b)
+		}
+		fail(t, append(cmd, "--tokens", "1X"), `--tokens "1X", want a number of tokens from 1 to 1e16`)
+	}
+}

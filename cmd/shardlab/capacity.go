@@ -57,7 +57,7 @@ func newCapacityFlags() (*flag.FlagSet, *capacityFlags) {
 	durationVar(fs, &f.maintEvery, "maintenance-every", capacity.DefaultMaintenanceEvery, 0, 3650*24*time.Hour, "0: none; else at least 24h",
 		"planned maintenance interval (All Capacity docs: not more often than every 90 days)")
 	durationVar(fs, &f.maintDown, "maintenance-down", capacity.DefaultMaintenanceDown, 0, 30*24*time.Hour, "", "how long maintained capacity is unavailable (an assumption)")
-	floatVar(fs, &f.tokens, "tokens", 1e12, floatFlag{lo: 1, hi: 1e16}, "tokens to train, for the expected time to train")
+	tokensVar(fs, &f.tokens, 1e12, "tokens to train, for the expected time to train")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	return fs, f
 }

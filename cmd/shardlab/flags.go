@@ -332,6 +332,8 @@ func failed(v flag.Value) *flagValueError {
 		return f.err
 	case *parsedFlag:
 		return f.err
+	case *tokensFlag:
+		return f.err
 	}
 	return nil
 }

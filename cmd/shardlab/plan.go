@@ -92,7 +92,7 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 		fs.BoolVar(&f.json, "json", false, "print JSON")
 		fs.BoolVar(&f.verify, "verify", false, "also print how to check the plan before renting TPUs: MaxText's ahead-of-time compile on a CPU machine, then shardlab check")
 		fs.BoolVar(&f.goodput, "goodput", false, "add the expected goodput: failures at the default chip rate, Daly's checkpoint interval, time to train --tokens")
-		floatVar(fs, &f.tokens, "tokens", 1e12, floatFlag{lo: 1, hi: 1e16}, "tokens to train, for --goodput's time to train")
+		tokensVar(fs, &f.tokens, 1e12, "tokens to train, for --goodput's time to train")
 		fs.StringVar(&f.charts.html, "html", "", "also write the plan with its charts as one self-contained HTML `file`")
 		fs.StringVar(&f.charts.svg, "svg", "", "also write the plan's charts as one SVG `file`")
 		fs.StringVar(&f.charts.png, "png", "", "also write the plan's charts as one PNG `file`")
