@@ -210,7 +210,7 @@ func ActivationBytes(m model.Spec, tp, tokens, seqs int) unit.Bytes {
 type Memory struct {
 	// Capacity is what the runtime lets one device hold (bytes_limit:
 	// hw.Chip.XLACapacity per JAX device), below the published HBM.
-	Capacity    unit.Bytes `json:"hbm_capacity_bytes"`
+	Capacity    unit.Bytes `json:"xla_capacity_bytes"`
 	Budget      unit.Bytes `json:"budget_bytes"` // capacity × gpu_memory_utilization
 	Weights     unit.Bytes `json:"weights_bytes"`
 	Activations unit.Bytes `json:"activations_bytes"`

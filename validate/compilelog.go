@@ -24,7 +24,7 @@ type CompileLog struct {
 	// Reported is the program's bytes in that scope; Capacity the HBM
 	// XLA had for it (0: not printed).
 	Reported int64 `json:"reported_bytes"`
-	Capacity int64 `json:"hbm_capacity_bytes,omitempty"`
+	Capacity int64 `json:"xla_capacity_bytes,omitempty"`
 	// Breakdown is what the log splits the bytes into, where it does:
 	// memory_analysis's argument, output, alias and temp, or the "Total
 	// hbm usage" block's arguments and program (as Argument and Temp).

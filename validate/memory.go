@@ -121,7 +121,7 @@ type MemoryCase struct {
 	// case whose source says only that it ran out of memory has no
 	// ReportedBytes (0): it is held to refused-or-not alone.
 	ReportedBytes int64     `yaml:"reported_bytes" json:"reported_bytes"`
-	CapacityBytes int64     `yaml:"capacity_bytes,omitempty" json:"hbm_capacity_bytes,omitempty"`
+	CapacityBytes int64     `yaml:"capacity_bytes,omitempty" json:"xla_capacity_bytes,omitempty"`
 	Breakdown     Breakdown `yaml:"breakdown,omitempty" json:"breakdown,omitzero"`
 	Quote         string    `yaml:"quote" json:"quote"`
 	// Unmodelled lists the run's settings that size a buffer and that the

@@ -162,7 +162,7 @@ type MemoryRowJSON struct {
 	Model              string    `json:"model"`
 	DevicesPerChip     int       `json:"jax_devices_per_chip"`
 	Reported           int64     `json:"reported_bytes,omitempty"`
-	Capacity           int64     `json:"hbm_capacity_bytes,omitempty"`
+	Capacity           int64     `json:"xla_capacity_bytes,omitempty"`
 	Breakdown          Breakdown `json:"breakdown,omitzero"`
 	PredictedChip      int64     `json:"predicted_total_bytes_per_chip"`
 	PredictedTotal     int64     `json:"predicted_total_bytes"`

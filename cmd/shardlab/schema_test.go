@@ -74,6 +74,7 @@ var quantityKeys = []struct {
 }{
 	{"HBM a chip (or JAX device) has", "hbm_capacity_bytes", []string{"capacity_bytes", "hbm_bytes", "hbm_total_bytes"}},
 	{"HBM usable after the headroom", "hbm_usable_capacity_bytes", []string{"hbm_usable_bytes", "usable_bytes", "usable_hbm_bytes"}},
+	{"HBM XLA lets a JAX device hold", "xla_capacity_bytes", []string{"bytes_limit", "xla_limit_bytes", "runtime_capacity_bytes"}},
 	{"HBM a layout takes", "hbm_used_bytes", []string{"memory_bytes", "hbm_use_bytes"}},
 	{"whether a layout fits in HBM", "fits", []string{"fits_in_hbm", "fit"}},
 	{"the accelerator type", "accelerator_type", []string{"tpu", "tpu_type", "accelerator"}},
