@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"flag"
 	"reflect"
 	"testing"
@@ -223,4 +224,48 @@ func pipelined(r Request, n int) []mesh.Mesh {
 		out = append(out, all[i])
 	}
 	return out
+}
+
+// TestLeanFixesAreTheFulls checks that a lean search nothing runs on
+// says what the full search says (its error, with the fixes, each of
+// whose searches is lean and not searched again in full: searchOnce):
+// on jobs that do not fit their slices, some with fixes, one with none.
+func TestLeanFixesAreTheFulls(t *testing.T) {
+	withFixes := 0
+	for _, c := range []struct {
+		model, tpu string
+		slices     int
+		seq        int
+	}{
+		{"llama3-70b", "v6e-32", 1, 8192},
+		{"llama3-70b", "v5litepod-16", 1, 0},
+		{"llama3-70b", "v5litepod-16", 2, 0},
+		{"llama3-405b", "v5p-64", 1, 0},
+		{"llama3-405b", "v5litepod-4", 1, 0},
+	} {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.Slices, o.Top = c.model, c.tpu, c.slices, 1
+		r, err := ParseRequest(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.seq > 0 {
+			r.Seq = c.seq
+		}
+		_, errFull := Search(r)
+		var none *NoPlanError
+		if !errors.As(errFull, &none) {
+			t.Fatalf("%s on %d x %s: error %v, want a NoPlanError", c.model, c.slices, c.tpu, errFull)
+		}
+		if len(none.Fixes) > 0 {
+			withFixes++
+		}
+		r.BestOnly = true
+		if _, errLean := Search(r); errString(errLean) != errString(errFull) || !reflect.DeepEqual(errLean, errFull) {
+			t.Errorf("%s on %d x %s: lean error %v, want %v", c.model, c.slices, c.tpu, errLean, errFull)
+		}
+	}
+	if withFixes < 2 {
+		t.Errorf("%d jobs with fixes, want at least 2", withFixes)
+	}
 }
