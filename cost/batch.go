@@ -234,11 +234,10 @@ type ceilingTerms struct {
 // ceilingStep is the ceilingTerms at globalBatch; false where the batch
 // does not split over the layout or the collectives' floor says nothing.
 func (bm *BatchMemory) ceilingStep(globalBatch int) (ceilingTerms, bool) {
-	sh, err := bm.shapeAt(globalBatch)
-	if err != nil {
+	comm, round, ok := bm.collectivesFloor(globalBatch)
+	if !ok {
 		return ceilingTerms{}, false
 	}
-	comm, round := bm.collectivesFloor(globalBatch, sh)
 	perShard, fixed := bm.computeFloor()
 	c := ceilingTerms{floorNs: (perShard*float64(globalBatch)/float64(bm.shards) + fixed) * 1e9 * (1 - slack), roundNs: round}
 	c.commNs = comm * 1e9
@@ -247,18 +246,26 @@ func (bm *BatchMemory) ceilingStep(globalBatch int) (ceilingTerms, bool) {
 }
 
 // collectivesFloor is commFloor of the job's collectives at globalBatch,
-// in shape sh (shapeAt's), and roundingNs of them. On a dense model it
-// is remembered (commMemo) by the batch and what of the remat policy and
+// in its shape (shapeAt's), and roundingNs of them; false where the
+// batch does not split over the layout. On a dense model it is
+// remembered (commMemo) by the batch and what of the remat policy and
 // the expert dispatch the collectives read (commKey), so that the
-// policies a search weighs a layout's batches with in turn share it.
-func (bm *BatchMemory) collectivesFloor(globalBatch int, sh *shape) (comm, round float64) {
+// policies a search weighs a layout's batches with in turn share it. The
+// policy's flags are the same at every batch (Job.rematIn reads them
+// from the layer), so they are read from the shape at one sequence per
+// shard, and a batch remembered is not shaped again.
+func (bm *BatchMemory) collectivesFloor(globalBatch int) (comm, round float64, ok bool) {
 	j := &bm.est.Job
-	k := commKey{batch: globalBatch, recompute: sh.r.recompute > 0, attention: sh.r.attention, ring: j.RingOfExperts}
-	memo := !j.Model.MoE()
+	k := commKey{batch: globalBatch, recompute: bm.sh.r.recompute > 0, attention: bm.sh.r.attention, ring: j.RingOfExperts}
+	memo := !j.Model.MoE() && globalBatch > 0 && globalBatch%bm.shards == 0
 	if memo {
 		if f, ok := bm.comm.get(k); ok {
-			return f.comm, f.round
+			return f.comm, f.round, true
 		}
+	}
+	sh, err := bm.shapeAt(globalBatch)
+	if err != nil {
+		return 0, 0, false
 	}
 	e, est := bm.e, &bm.est
 	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = globalBatch, sh.b, e.comms[:0]
@@ -269,7 +276,7 @@ func (bm *BatchMemory) collectivesFloor(globalBatch int, sh *shape) (comm, round
 	if memo {
 		bm.comm.put(k, commFloors{comm: comm, round: round})
 	}
-	return comm, round
+	return comm, round, true
 }
 
 // commKey is what, besides the layout and the job Reset set, a dense

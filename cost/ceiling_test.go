@@ -105,7 +105,8 @@ func TestRangeCeiling(t *testing.T) {
 // and RangeCeiling at several batches, repeats among them; each answer
 // must equal, bit for bit, that of a BatchMemory of a fresh estimator
 // made for the policy and asked at that batch alone. Some answers must
-// come from the memo, and some policies must miss it.
+// come from the memo, and some policies must miss it; the policy's flags
+// the memo is keyed by must be the same at every batch.
 func TestCollectivesFloorMemo(t *testing.T) {
 	parallel := lookup(t, "llama3-8b")
 	parallel.ParallelBlock = true
@@ -148,6 +149,10 @@ func TestCollectivesFloorMemo(t *testing.T) {
 					t.Fatalf("%s on %s, %s, batch %d: %v", c.spec.Name, c.layout, r, b, err)
 				}
 				k := commKey{batch: b, recompute: sh.r.recompute > 0, attention: sh.r.attention}
+				if k.recompute != (bm.sh.r.recompute > 0) || k.attention != bm.sh.r.attention {
+					t.Errorf("%s on %s, %s, batch %d: the policy's flags %v %v, at one sequence per shard %v %v",
+						c.spec.Name, c.layout, r, b, k.recompute, k.attention, bm.sh.r.recompute > 0, bm.sh.r.attention)
+				}
 				if _, ok := bm.comm.get(k); ok {
 					hits++
 				} else {
