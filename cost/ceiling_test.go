@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"fmt"
 	"shardlab/model"
 	"testing"
 
@@ -143,41 +144,11 @@ func TestCollectivesFloorMemo(t *testing.T) {
 			jr := j
 			jr.Remat = r
 			for _, per := range []int{8, 1, 8, 3, 1} {
-				b := per * bm.shards
-				sh, err := bm.shapeAt(b)
-				if err != nil {
-					t.Fatalf("%s on %s, %s, batch %d: %v", c.spec.Name, c.layout, r, b, err)
-				}
-				k := commKey{batch: b, recompute: sh.r.recompute > 0, attention: sh.r.attention}
-				if k.recompute != (bm.sh.r.recompute > 0) || k.attention != bm.sh.r.attention {
-					t.Errorf("%s on %s, %s, batch %d: the policy's flags %v %v, at one sequence per shard %v %v",
-						c.spec.Name, c.layout, r, b, k.recompute, k.attention, bm.sh.r.recompute > 0, bm.sh.r.attention)
-				}
-				if _, ok := bm.comm.get(k); ok {
+				name := fmt.Sprintf("%s on %s, %s, batch %d", c.spec.Name, c.layout, r, per*bm.shards)
+				if compareFloors(t, name, &bm, jr, m, per*bm.shards) {
 					hits++
 				} else {
 					misses++
-				}
-				got, gotOK := bm.ceilingStep(b)
-				gotTC, gotRC := bm.ThroughputCeiling(b), bm.RangeCeiling(bm.shards, b, 1.25)
-				fresh, err := NewEstimator().BatchMemory(jr, m)
-				if err != nil {
-					t.Fatalf("%s on %s, %s: %v", c.spec.Name, c.layout, r, err)
-				}
-				want, wantOK := fresh.ceilingStep(b)
-				if got != want || gotOK != wantOK {
-					t.Errorf("%s on %s, %s, batch %d: ceilingStep %+v %v, want %+v %v", c.spec.Name, c.layout, r, b, got, gotOK, want, wantOK)
-				}
-				for _, x := range []struct {
-					what      string
-					got, want float64
-				}{
-					{"ThroughputCeiling", gotTC, freshCeiling(jr, m, b, func(f *BatchMemory) float64 { return f.ThroughputCeiling(b) })},
-					{"RangeCeiling", gotRC, freshCeiling(jr, m, b, func(f *BatchMemory) float64 { return f.RangeCeiling(f.shards, b, 1.25) })},
-				} {
-					if x.got != x.want {
-						t.Errorf("%s on %s, %s, batch %d: %s %v, want %v", c.spec.Name, c.layout, r, b, x.what, x.got, x.want)
-					}
 				}
 			}
 		}
@@ -186,6 +157,43 @@ func TestCollectivesFloorMemo(t *testing.T) {
 	if hits < 100 || misses < 40 {
 		t.Errorf("%d answers from the memo and %d worked out, want at least 100 and 40", hits, misses)
 	}
+}
+
+// compareFloors compares bm's ceilings at batch b, with what bm remembers,
+// with those of a BatchMemory of jr on m from a fresh estimator, and
+// reports whether bm answered from its memo.
+func compareFloors(t *testing.T, name string, bm *BatchMemory, jr Job, m mesh.Mesh, b int) (hit bool) {
+	t.Helper()
+	sh, err := bm.shapeAt(b)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	k := commKey{batch: b, recompute: sh.r.recompute > 0, attention: sh.r.attention}
+	if k.recompute != (bm.sh.r.recompute > 0) || k.attention != bm.sh.r.attention {
+		t.Errorf("%s: the policy's flags %v %v, at one sequence per shard %v %v", name, k.recompute, k.attention, bm.sh.r.recompute > 0, bm.sh.r.attention)
+	}
+	_, hit = bm.comm.get(k)
+	got, gotOK := bm.ceilingStep(b)
+	gotTC, gotRC := bm.ThroughputCeiling(b), bm.RangeCeiling(bm.shards, b, 1.25)
+	fresh, err := NewEstimator().BatchMemory(jr, m)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if want, wantOK := fresh.ceilingStep(b); got != want || gotOK != wantOK {
+		t.Errorf("%s: ceilingStep %+v %v, want %+v %v", name, got, gotOK, want, wantOK)
+	}
+	for _, x := range []struct {
+		what      string
+		got, want float64
+	}{
+		{"ThroughputCeiling", gotTC, freshCeiling(jr, m, b, func(f *BatchMemory) float64 { return f.ThroughputCeiling(b) })},
+		{"RangeCeiling", gotRC, freshCeiling(jr, m, b, func(f *BatchMemory) float64 { return f.RangeCeiling(f.shards, b, 1.25) })},
+	} {
+		if x.got != x.want {
+			t.Errorf("%s: %s %v, want %v", name, x.what, x.got, x.want)
+		}
+	}
+	return hit
 }
 
 // freshCeiling is f of a BatchMemory of j on m from a fresh estimator.
