@@ -33,6 +33,9 @@ type BatchMemory struct {
 	state, usable unit.Bytes
 	floor         stepFloor   // MaxThroughput's, once worked out
 	ps            stagePhases // Check's scratch
+	// comm is the collectives' floors ceilingStep last worked out, for
+	// the layout and job Reset set (collectivesFloor)
+	comm commMemo
 }
 
 // BatchMemory checks j on m as Memory does, but for the global batch, and
@@ -49,7 +52,7 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 // a BatchMemory is too large to copy each time. On an error bm is left
 // unusable.
 func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
-	bm.e, bm.n, bm.state, bm.floor = e, 1, 0, stepFloor{}
+	bm.e, bm.n, bm.state, bm.floor, bm.comm = e, 1, 0, stepFloor{}, commMemo{}
 	bm.est = Estimate{Mesh: *m, Job: *j}
 	jb := &bm.est.Job
 	jb.GlobalBatch = 1
@@ -231,21 +234,89 @@ type ceilingTerms struct {
 // ceilingStep is the ceilingTerms at globalBatch; false where the batch
 // does not split over the layout or the collectives' floor says nothing.
 func (bm *BatchMemory) ceilingStep(globalBatch int) (ceilingTerms, bool) {
-	sh, err := bm.shapeAt(globalBatch)
-	if err != nil {
+	comm, round, ok := bm.collectivesFloor(globalBatch)
+	if !ok {
 		return ceilingTerms{}, false
 	}
-	e, est := bm.e, &bm.est
-	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = globalBatch, sh.b, e.comms[:0]
-	comm := e.commFloor(est, sh)
-	round := roundingNs(est.Comms, sh)
-	e.comms = est.Comms
-	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = bm.shards, 0, nil
 	perShard, fixed := bm.computeFloor()
 	c := ceilingTerms{floorNs: (perShard*float64(globalBatch)/float64(bm.shards) + fixed) * 1e9 * (1 - slack), roundNs: round}
 	c.commNs = comm * 1e9
 	c.commNs -= math.Abs(c.commNs) * slack
 	return c, !math.IsInf(comm, 0)
+}
+
+// collectivesFloor is commFloor of the job's collectives at globalBatch,
+// in its shape (shapeAt's), and roundingNs of them; false where the
+// batch does not split over the layout. On a dense model it is
+// remembered (commMemo) by the batch and what of the remat policy and
+// the expert dispatch the collectives read (commKey), so that the
+// policies a search weighs a layout's batches with in turn share it. The
+// policy's flags are the same at every batch (Job.rematIn reads them
+// from the layer), so they are read from the shape at one sequence per
+// shard, and a batch remembered is not shaped again.
+func (bm *BatchMemory) collectivesFloor(globalBatch int) (comm, round float64, ok bool) {
+	j := &bm.est.Job
+	k := commKey{batch: globalBatch, recompute: bm.sh.r.recompute > 0, attention: bm.sh.r.attention, ring: j.RingOfExperts}
+	memo := !j.Model.MoE() && globalBatch > 0 && globalBatch%bm.shards == 0
+	if memo {
+		if f, ok := bm.comm.get(k); ok {
+			return f.comm, f.round, true
+		}
+	}
+	sh, err := bm.shapeAt(globalBatch)
+	if err != nil {
+		return 0, 0, false
+	}
+	e, est := bm.e, &bm.est
+	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = globalBatch, sh.b, e.comms[:0]
+	comm = e.commFloor(est, sh)
+	round = roundingNs(est.Comms, sh)
+	e.comms = est.Comms
+	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = bm.shards, 0, nil
+	if memo {
+		bm.comm.put(k, commFloors{comm: comm, round: round})
+	}
+	return comm, round, true
+}
+
+// commKey is what, besides the layout and the job Reset set, a dense
+// model's collectives read (Estimator.collectives with its tally, at
+// the batch's shape): the global batch, whether the remat policy
+// recomputes anything (the tensor-parallel collectives run again in the
+// forward it recomputes: tensorParallel, parallelTensor) and whether it
+// recomputes the attention core (tensorParallel; ring attention's K/V
+// gradients: tally.context), and the expert dispatch. Nothing else of
+// the policy reaches them: its layer's footprint (shape.layerShape, the
+// rest of shape.r) is memory's. A mixture of experts' dispatch reads
+// more of the shape, and is not remembered.
+type commKey struct {
+	batch                      int
+	recompute, attention, ring bool
+}
+
+// commFloors is collectivesFloor's answer.
+type commFloors struct{ comm, round float64 }
+
+// commMemo holds the last few collectivesFloor answers by key: a
+// RangeCeiling asks at two batches per policy.
+type commMemo struct {
+	k       [4]commKey
+	f       [4]commFloors
+	n, next int
+}
+
+func (c *commMemo) get(k commKey) (commFloors, bool) {
+	for i := range c.n {
+		if c.k[i] == k {
+			return c.f[i], true
+		}
+	}
+	return commFloors{}, false
+}
+
+func (c *commMemo) put(k commKey, f commFloors) {
+	c.k[c.next], c.f[c.next] = k, f
+	c.next, c.n = (c.next+1)%len(c.k), min(c.n+1, len(c.k))
 }
 
 // computeFloor is computeFloor of the job at one sequence per

@@ -1,6 +1,8 @@
 package cost
 
 import (
+	"fmt"
+	"shardlab/model"
 	"testing"
 
 	"shardlab/mesh"
@@ -93,4 +95,112 @@ func TestRangeCeiling(t *testing.T) {
 	if n < 300 || near < n/2 {
 		t.Errorf("RangeCeiling within 1.5 times the fastest in %d of %d ranges, want at least half of at least 300", near, n)
 	}
+}
+
+// TestCollectivesFloorMemo holds the collectives' floors a BatchMemory
+// remembers across its policies (collectivesFloor, commMemo) to the
+// uncached computation: on layouts with tensor (a sequential and a
+// parallel block), context, fsdp, data and pipeline over ICI and DCN, and
+// a mixture of experts (not remembered), one BatchMemory walks every
+// policy in turn (SetPolicy) and is asked ceilingStep, ThroughputCeiling
+// and RangeCeiling at several batches, repeats among them; each answer
+// must equal, bit for bit, that of a BatchMemory of a fresh estimator
+// made for the policy and asked at that batch alone. Some answers must
+// come from the memo, and some policies must miss it; the policy's flags
+// the memo is keyed by must be the same at every batch.
+func TestCollectivesFloorMemo(t *testing.T) {
+	parallel := lookup(t, "llama3-8b")
+	parallel.ParallelBlock = true
+	cases := []struct {
+		spec       model.Spec
+		accel      string
+		slices     int
+		layout     string
+		k          schedule.Kind
+		chunks, mb int
+	}{
+		{lookup(t, "llama3-70b"), "v5p-128", 2, "fsdp=16,pipeline=4,pipeline=2(dcn)", schedule.GPipe, 1, 8},
+		{lookup(t, "llama3-70b"), "v5p-128", 2, "data=2(dcn),tensor=8,pipeline=4,context=2", schedule.Interleaved, 2, 8},
+		{lookup(t, "llama3-70b"), "tpu7x-128", 4, "data=2,tensor=4,pipeline=2,context=4,pipeline=4(dcn)", schedule.OneFOneB, 1, 16},
+		{lookup(t, "llama3-8b"), "v5litepod-64", 2, "fsdp=4,tensor=4,pipeline=4,fsdp=2(dcn)", schedule.Circular, 2, 4},
+		{parallel, "v6e-64", 1, "data=2,tensor=4,pipeline=2,context=4", schedule.GPipe, 1, 2},
+		{lookup(t, "gemma2-9b"), "v5litepod-16", 1, "data=2,tensor=8", schedule.GPipe, 1, 1},
+		{lookup(t, "mixtral-8x7b"), "v5p-64", 1, "fsdp=4,expert=2,tensor=4", schedule.GPipe, 1, 1},
+	}
+	hits, misses := 0, 0
+	for _, c := range cases {
+		m := layout(t, c.accel, c.slices, c.layout)
+		j := NewJob(c.spec, c.spec.SeqLen, 1)
+		j.Schedule, j.Chunks, j.MicroBatches = c.k, c.chunks, c.mb
+		e := NewEstimator()
+		var bm BatchMemory
+		if err := bm.Reset(e, &j, &m); err != nil {
+			t.Fatalf("%s on %s: %v", c.spec.Name, c.layout, err)
+		}
+		for _, r := range Remats() {
+			if r == RematCustom || bm.SetPolicy(r, false) != nil {
+				continue
+			}
+			jr := j
+			jr.Remat = r
+			for _, per := range []int{8, 1, 8, 3, 1} {
+				name := fmt.Sprintf("%s on %s, %s, batch %d", c.spec.Name, c.layout, r, per*bm.shards)
+				if compareFloors(t, name, &bm, jr, m, per*bm.shards) {
+					hits++
+				} else {
+					misses++
+				}
+			}
+		}
+	}
+	t.Logf("%d hits, %d misses", hits, misses)
+	if hits < 100 || misses < 40 {
+		t.Errorf("%d answers from the memo and %d worked out, want at least 100 and 40", hits, misses)
+	}
+}
+
+// compareFloors compares bm's ceilings at batch b, with what bm remembers,
+// with those of a BatchMemory of jr on m from a fresh estimator, and
+// reports whether bm answered from its memo.
+func compareFloors(t *testing.T, name string, bm *BatchMemory, jr Job, m mesh.Mesh, b int) (hit bool) {
+	t.Helper()
+	sh, err := bm.shapeAt(b)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	k := commKey{batch: b, recompute: sh.r.recompute > 0, attention: sh.r.attention}
+	if k.recompute != (bm.sh.r.recompute > 0) || k.attention != bm.sh.r.attention {
+		t.Errorf("%s: the policy's flags %v %v, at one sequence per shard %v %v", name, k.recompute, k.attention, bm.sh.r.recompute > 0, bm.sh.r.attention)
+	}
+	_, hit = bm.comm.get(k)
+	got, gotOK := bm.ceilingStep(b)
+	gotTC, gotRC := bm.ThroughputCeiling(b), bm.RangeCeiling(bm.shards, b, 1.25)
+	fresh, err := NewEstimator().BatchMemory(jr, m)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if want, wantOK := fresh.ceilingStep(b); got != want || gotOK != wantOK {
+		t.Errorf("%s: ceilingStep %+v %v, want %+v %v", name, got, gotOK, want, wantOK)
+	}
+	for _, x := range []struct {
+		what      string
+		got, want float64
+	}{
+		{"ThroughputCeiling", gotTC, freshCeiling(jr, m, b, func(f *BatchMemory) float64 { return f.ThroughputCeiling(b) })},
+		{"RangeCeiling", gotRC, freshCeiling(jr, m, b, func(f *BatchMemory) float64 { return f.RangeCeiling(f.shards, b, 1.25) })},
+	} {
+		if x.got != x.want {
+			t.Errorf("%s: %s %v, want %v", name, x.what, x.got, x.want)
+		}
+	}
+	return hit
+}
+
+// freshCeiling is f of a BatchMemory of j on m from a fresh estimator.
+func freshCeiling(j Job, m mesh.Mesh, b int, f func(*BatchMemory) float64) float64 {
+	bm, err := NewEstimator().BatchMemory(j, m)
+	if err != nil {
+		return -1
+	}
+	return f(&bm)
 }

@@ -268,8 +268,10 @@ func (m *Mesh) Size(a Axis) int { return m.degrees[a].Size() }
 // Degrees returns every axis's degree in canonical order.
 func (m Mesh) Degrees() []Degree { return append([]Degree(nil), m.degrees[:]...) }
 
-// Chips is the total number of chips.
-func (m *Mesh) Chips() int { return m.Multislice.Chips() }
+// Chips is the total number of chips (hw.Multislice.Chips), read from
+// the topology in place: a search asks it per layout and batch, and
+// Multislice and Slice are large to copy for their value receivers.
+func (m *Mesh) Chips() int { return m.Multislice.Slice.Topology.Chips() * m.Multislice.Slices }
 
 // String spells the layout in the syntax Parse reads, e.g.
 // "data=2(dcn),fsdp=64"; degree-1 axes are left out.

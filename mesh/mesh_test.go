@@ -246,3 +246,32 @@ func TestDegreeStringParses(t *testing.T) {
 		}
 	}
 }
+
+// TestChipsIsTheMultislices holds Mesh.Chips, read from the topology in
+// place, to hw.Multislice.Chips: on every accelerator type of every chip,
+// on one to four slices where it runs them.
+func TestChipsIsTheMultislices(t *testing.T) {
+	n := 0
+	for _, c := range hw.Chips() {
+		for _, accel := range c.AcceleratorTypes() {
+			for slices := 1; slices <= 4; slices++ {
+				s, err := hw.ParseAcceleratorType(accel)
+				if err != nil {
+					t.Fatal(err)
+				}
+				spec := fmt.Sprintf("data=%d(dcn),fsdp=%d", slices, s.Chips())
+				m, err := ParseOn(accel, slices, spec)
+				if err != nil {
+					continue // no Multislice on the generation
+				}
+				n++
+				if got, want := m.Chips(), m.Multislice.Chips(); got != want {
+					t.Errorf("%s x %d: Chips() = %d, want %d", accel, slices, got, want)
+				}
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("%d meshes compared, want at least 100", n)
+	}
+}

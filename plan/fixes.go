@@ -96,7 +96,7 @@ func tryFixes(r Request, changes []fix) (singles, combos []fixFound) {
 		if !ok {
 			continue
 		}
-		p, err := search(q)
+		p, err := searchOnce(q) // only whether it runs, and its Best
 		if err != nil {
 			continue
 		}

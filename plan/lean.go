@@ -121,73 +121,103 @@ func (lb *leanBars) order(dcn [][]int) [][]int {
 	return out
 }
 
-// hopelessSet marks the (micro-batch count, remat policy) pairs of a
-// layout that worker.hopeless found none of whose combinations can be
-// kept: bit i·8+j for the i-th count and j-th policy.
-type hopelessSet uint64
+// hopelessSet marks the (schedule, micro-batch count, remat policy)
+// triples of a layout that worker.hopeless found none of whose
+// combinations can be kept: by the schedule's index, bit i·8+j for the
+// i-th count and j-th policy.
+type hopelessSet [maxHopelessScheds]uint32
 
-// has reports whether the pair of the mi-th micro-batch count and the
-// ri-th remat policy is marked.
-func (h hopelessSet) has(mi, ri int) bool { return h&(1<<(mi*8+ri)) != 0 }
+// maxHopelessScheds is the most schedules worker.hopeless weighs a
+// layout's pairs under (schedulesFor's most: GPipe, 1F1B and two chunk
+// counts).
+const maxHopelessScheds = 4
+
+// has reports whether the triple of the si-th schedule, the mi-th
+// micro-batch count and the ri-th remat policy is marked.
+func (h *hopelessSet) has(si, mi, ri int) bool { return h[si]&(1<<(mi*8+ri)) != 0 }
 
 // hopelessFit is what a layout remembers (sizeMemo) of a combination it
 // did not cost: nothing, so that one of the same sizes elsewhere costs it
 // (its bound, +Inf, outclasses nothing).
 var hopelessFit = batchFit{bound: math.Inf(1)}
 
-// hopeless is, for a lean search, the pairs of micro-batch count and
-// remat policy of mesh m none of whose combinations, under any of its
-// schedules and at any batch within the limit, the bars can keep
-// (cost.BatchMemory.RangeCeiling, with the least stretch of the
-// schedules), and whether that is every pair. It looks only where m
-// pipelines over several schedules (where the combinations are many), of
-// a dense model, in a tier one of whose layouts runs already or that can
-// no longer enter the pool (bars.full), so the pool does not change. A
-// pair with no batch within the limit is not marked (none of its
-// combinations runs: the search rejects them), and does not keep the
-// others from being every pair.
+// hopeless is, for a lean search, the triples of schedule, micro-batch
+// count and remat policy of mesh m none of whose combinations, at any
+// batch within the limit, the bars can keep, and whether that is every
+// triple. A pair of count and policy is marked under every schedule
+// where its ceiling with the least stretch of the schedules
+// (cost.BatchMemory.RangeCeiling) says so, and otherwise under each
+// schedule whose own ceiling (at its Stretch) does: the least stretch
+// bounds every schedule's throughput, a schedule's own only its. It
+// looks only where m pipelines over several schedules (where the
+// combinations are many), of a dense model, in a tier one of whose
+// layouts runs already or that can no longer enter the pool (bars.full),
+// so the pool does not change. A pair with no batch within the limit is
+// not marked (none of its combinations runs: the search rejects them),
+// and does not keep the others from being every triple.
 func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []cost.Remat) (hopelessSet, bool) {
 	t := TierOf(*m)
-	if !w.bars.lean.on || len(scheds) < 2 || len(remats) > 8 || w.req.Model.MoE() || !w.bars.full(t) {
-		return 0, false
+	var h hopelessSet
+	if !w.bars.lean.on || len(scheds) < 2 || len(scheds) > maxHopelessScheds || len(remats) > 8 || w.req.Model.MoE() || !w.bars.full(t) {
+		return h, false
 	}
 	defer func() { w.family.ok = false }()
-	var h hopelessSet
 	all := true
 	for mi, mb := range micro {
 		lo, hi := w.batchRange(m, mb)
 		if hi < lo {
 			continue // no batch within the limit: none runs
 		}
-		stretch := math.Inf(1) // the schedules' least, once worked out
+		var st stretches // the schedules', once worked out
 		for ri, r := range remats {
-			if c, ok := w.pairCeiling(m, scheds, mb, r, lo, hi, &stretch); ok && w.bars.outclassed(t, c, false) {
-				h |= 1 << (mi*8 + ri)
-			} else {
-				all = false
+			bit := uint32(1) << (mi*8 + ri)
+			bm, ok := w.pairMemory(m, scheds, mb, r, &st)
+			if ok && w.bars.outclassed(t, bm.RangeCeiling(lo, hi, st.least), false) {
+				for si := range scheds {
+					h[si] |= bit
+				}
+				continue
+			}
+			for si := range scheds {
+				if ok && w.bars.outclassed(t, bm.RangeCeiling(lo, hi, st.of[si]), false) {
+					h[si] |= bit
+				} else {
+					all = false
+				}
 			}
 		}
 	}
 	return h, all
 }
 
-// pairCeiling is at least the throughput of mesh m run with mb
-// micro-batches and remat policy r (and no ring of experts) under any of
-// scheds at any batch from lo to hi: cost.BatchMemory.RangeCeiling at the
-// least Stretch of the schedules, which it works out into stretch when
-// that is +Inf (it does not depend on the policy). False where the job
-// cannot run so.
-func (w *worker) pairCeiling(m *mesh.Mesh, scheds []sched, mb int, r cost.Remat, lo, hi int, stretch *float64) (float64, bool) {
+// stretches is the Stretch of each schedule a layout is weighed under
+// (cost.BatchMemory.Stretch), by index, and the least of them, once ok.
+type stretches struct {
+	ok    bool
+	of    [maxHopelessScheds]float64
+	least float64
+}
+
+// pairMemory is the memory of mesh m run with mb micro-batches and remat
+// policy r (and no ring of experts) under the first of scheds, whose
+// ceilings (cost.BatchMemory.RangeCeiling) bound the throughput under
+// every schedule of stretch at least theirs, and it works out st, the
+// schedules' stretches, when not ok (they do not depend on the policy).
+// False where the job cannot run so.
+func (w *worker) pairMemory(m *mesh.Mesh, scheds []sched, mb int, r cost.Remat, st *stretches) (*cost.BatchMemory, bool) {
 	j := &w.cur
 	combo{scheds[0].k, scheds[0].v, mb, r, false}.set(j, w.job.Schedule, w.job.Chunks)
 	bm, err := w.memory(j, m)
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
-	if math.IsInf(*stretch, 1) {
-		for _, sc := range scheds {
-			*stretch = min(*stretch, bm.Stretch(sc.k, sc.v))
+	if !st.ok {
+		st.least = math.Inf(1)
+		for si, sc := range scheds {
+			st.of[si] = bm.Stretch(sc.k, sc.v)
+			st.least = min(st.least, st.of[si])
 		}
+		st.ok = true
 	}
-	return bm.RangeCeiling(lo, hi, *stretch), true
+	return bm, true
 }

@@ -1,8 +1,8 @@
 package plan
 
 import (
+	"errors"
 	"flag"
-	"math"
 	"reflect"
 	"testing"
 
@@ -130,13 +130,16 @@ func TestLeanWholeSweep(t *testing.T) {
 	t.Logf("%d of %d configurations: the lean search's Best, Rule and Band are the full search's (%d chosen beyond the band)", same, len(rs), beyond)
 }
 
-// TestPairCeiling holds the ceiling a lean search skips combinations by
-// (worker.pairCeiling) to what it bounds: on a sample of the pipelined
-// layouts of dense jobs, for every micro-batch count and remat policy, it
-// is at least the throughput of every schedule the search costs the
-// layout with at every batch within the limit.
+// TestPairCeiling holds the ceilings a lean search skips combinations by
+// (worker.hopeless) to what they bound: on a sample of the pipelined
+// layouts of dense jobs, for every micro-batch count and remat policy,
+// the ceiling with the least stretch of the schedules is at least the
+// throughput of every schedule the search costs the layout with at every
+// batch within the limit, and each schedule's own ceiling (at its
+// Stretch) at least that schedule's; some schedules' own ceilings must
+// be below the least stretch's, or they would skip nothing more.
 func TestPairCeiling(t *testing.T) {
-	n := 0
+	n, lower := 0, 0
 	for _, c := range []struct {
 		model, tpu string
 		slices     int
@@ -158,13 +161,21 @@ func TestPairCeiling(t *testing.T) {
 			for _, mb := range []int{p, 2 * p, 4 * p, 8 * p} {
 				lo, hi := w.batchRange(&m, mb)
 				for _, rm := range rematsFor(&r) {
-					stretch := math.Inf(1)
-					ceiling, ok := w.pairCeiling(&m, scheds, mb, rm, lo, hi, &stretch)
+					var st stretches
+					bm, ok := w.pairMemory(&m, scheds, mb, rm, &st)
 					if !ok || hi < lo {
 						continue
 					}
+					least := bm.RangeCeiling(lo, hi, st.least)
+					var own [maxHopelessScheds]float64
+					for si := range scheds {
+						own[si] = bm.RangeCeiling(lo, hi, st.of[si])
+						if own[si] < least {
+							lower++
+						}
+					}
 					n++
-					for _, sc := range scheds {
+					for si, sc := range scheds {
 						j := combo{sc.k, sc.v, mb, rm, false}.job(r)
 						for b := lo; b <= hi; b += max(lo, (hi-lo)/lo/16*lo) {
 							j.GlobalBatch = b
@@ -172,9 +183,9 @@ func TestPairCeiling(t *testing.T) {
 							if err != nil {
 								continue
 							}
-							if tp := w.est.Throughput(&bd); tp > ceiling {
-								t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d: throughput %v above the ceiling %v",
-									c.model, m, mb, rm, sc.k, sc.v, b, tp, ceiling)
+							if tp := w.est.Throughput(&bd); tp > least || tp > own[si] {
+								t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d: throughput %v above the ceiling %v or the schedule's own %v",
+									c.model, m, mb, rm, sc.k, sc.v, b, tp, least, own[si])
 							}
 						}
 					}
@@ -182,8 +193,9 @@ func TestPairCeiling(t *testing.T) {
 			}
 		}
 	}
-	if n < 300 {
-		t.Errorf("%d ceilings checked, want at least 300", n)
+	t.Logf("%d ceilings, %d own below", n, lower)
+	if n < 300 || lower < n/4 {
+		t.Errorf("%d ceilings checked, %d schedules' own below the least stretch's, want at least 300 and a quarter as many", n, lower)
 	}
 }
 
@@ -212,4 +224,48 @@ func pipelined(r Request, n int) []mesh.Mesh {
 		out = append(out, all[i])
 	}
 	return out
+}
+
+// TestLeanFixesAreTheFulls checks that a lean search nothing runs on
+// says what the full search says (its error, with the fixes, each of
+// whose searches is lean and not searched again in full: searchOnce):
+// on jobs that do not fit their slices, some with fixes, one with none.
+func TestLeanFixesAreTheFulls(t *testing.T) {
+	withFixes := 0
+	for _, c := range []struct {
+		model, tpu string
+		slices     int
+		seq        int
+	}{
+		{"llama3-70b", "v6e-32", 1, 8192},
+		{"llama3-70b", "v5litepod-16", 1, 0},
+		{"llama3-70b", "v5litepod-16", 2, 0},
+		{"llama3-405b", "v5p-64", 1, 0},
+		{"llama3-405b", "v5litepod-4", 1, 0},
+	} {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.Slices, o.Top = c.model, c.tpu, c.slices, 1
+		r, err := ParseRequest(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.seq > 0 {
+			r.Seq = c.seq
+		}
+		_, errFull := Search(r)
+		var none *NoPlanError
+		if !errors.As(errFull, &none) {
+			t.Fatalf("%s on %d x %s: error %v, want a NoPlanError", c.model, c.slices, c.tpu, errFull)
+		}
+		if len(none.Fixes) > 0 {
+			withFixes++
+		}
+		r.BestOnly = true
+		if _, errLean := Search(r); errString(errLean) != errString(errFull) || !reflect.DeepEqual(errLean, errFull) {
+			t.Errorf("%s on %d x %s: lean error %v, want %v", c.model, c.slices, c.tpu, errLean, errFull)
+		}
+	}
+	if withFixes < 2 {
+		t.Errorf("%d jobs with fixes, want at least 2", withFixes)
+	}
 }

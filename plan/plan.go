@@ -115,7 +115,19 @@ func Search(r Request) (Plan, error) {
 
 // search is Search on one multislice, without looking for fixes when
 // nothing runs.
-func search(r Request) (Plan, error) {
+func search(r Request) (Plan, error) { return searchFor(r, true) }
+
+// searchOnce is search, but a lean search (Request.BestOnly) that runs
+// nothing returns its own error, not the full search's: whether anything
+// runs, and the Best when it does, are the full search's
+// (TestLeanSearchIsExact), and a caller that reads only those (tryFixes)
+// need not search again for the error's rejections.
+func searchOnce(r Request) (Plan, error) { return searchFor(r, false) }
+
+// searchFor is search, a lean search that runs nothing searched again
+// in full when fullError is set, so that its error names the full
+// search's rejections.
+func searchFor(r Request, fullError bool) (Plan, error) {
 	if err := r.defaults(); err != nil {
 		return Plan{}, err
 	}
@@ -124,7 +136,7 @@ func search(r Request) (Plan, error) {
 	}
 	p, err := searchWith(r, (*worker).layout, true)
 	var none *NoPlanError
-	if r.BestOnly && errors.As(err, &none) {
+	if fullError && r.BestOnly && errors.As(err, &none) {
 		r.BestOnly = false // the error names the full search's rejections
 		return searchWith(r, (*worker).layout, true)
 	}

@@ -329,7 +329,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	start, startR := len(w.arena), len(w.rejects)
 	w.rejectsFrom = startR
 	sm := w.memo(&m, len(scheds)*len(micro)*len(remats)*len(rings))
-	for _, sc := range scheds {
+	for si, sc := range scheds {
 		for mi, mb := range micro {
 			if lo, hi := w.batchRange(&m, mb); w.bulk && hi < lo {
 				// no batch within the limit: every policy and dispatch
@@ -344,7 +344,7 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 			}
 			for ri, r := range remats {
 				for _, ring := range rings {
-					if hopeless.has(mi, ri) {
+					if hopeless.has(si, mi, ri) {
 						out.evaluated++
 						sm.next()
 						sm.keep(hopelessFit)
