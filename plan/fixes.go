@@ -46,7 +46,7 @@ func smallerBatch(r Request) (fixFound, bool) {
 	}
 	q := r
 	q.GlobalBatch, q.MaxGlobalBatch = 0, r.GlobalBatch-1
-	p, err := search(q)
+	p, err := searchOnce(q) // only whether it runs, and its Best
 	if err != nil {
 		return fixFound{}, false
 	}
