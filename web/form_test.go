@@ -65,7 +65,7 @@ func FuzzDecodeAPI(f *testing.F) {
 			t.Fatalf("decodeAPI(%q): both malformed and bad values", body)
 		}
 		for _, fe := range bad {
-			if !apiKeys[string(fe.Option)] {
+			if _, ok := apiKeys[string(fe.Option)]; !ok {
 				t.Fatalf("decodeAPI(%q): error %q about %q, no key of the API", body, fe.Error(), fe.Option)
 			}
 		}
