@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/url"
 	"time"
 
@@ -24,8 +25,8 @@ const optionPin = "pin"
 
 // pinView is one pinned plan, or the error that stops it.
 type pinView struct {
-	Index int    // from 1
-	Query string // the form's query that asks it
+	Index int          // from 1
+	Query template.URL // the form's query that asks it
 	Label string
 	J     plan.JSON
 	Error string
@@ -55,8 +56,8 @@ func (h *Handler) compare(ctx context.Context, pins []string) (*compareView, err
 	var plans []plan.Plan
 	var labels []string
 	for i, pin := range pins {
-		pv := pinView{Index: i + 1, Query: pin}
 		q, err := url.ParseQuery(pin)
+		pv := pinView{Index: i + 1, Query: queryURL(q)}
 		if err == nil {
 			q.Del(optionPin)
 			o, _, bad := planForm.options(q, h.cfg)

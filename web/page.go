@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
 
 	"shardlab/chart"
 	"shardlab/plan"
@@ -104,7 +106,10 @@ type pageData struct {
 	TPUs    []string
 	Error   string // an error that concerns no field
 	Results []resultView
-	Query   string // the form's query, for downloads
+	Query   template.URL // the form's query, for the link to the page
+	// PlanQuery is the form's query without the pins, for the downloads
+	// and the scaling charts, which read no pins.
+	PlanQuery template.URL
 	// Pins are the pinned plans' queries; Compare shows them.
 	Pins    []string
 	Compare *compareView
@@ -154,7 +159,10 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 			if v, err = result(out, label); err == nil {
 				v.ScalingLater = later
 				d.Results = []resultView{v}
-				d.Query = q.Encode()
+				d.Query = queryURL(q)
+				pq := maps.Clone(q)
+				pq.Del(optionPin)
+				d.PlanQuery = queryURL(pq)
 			}
 		}
 	}
@@ -176,6 +184,12 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	d.Groups, d.Error = planForm.view(vals, fes, label)
 	h.render(w, code, "page.html", "page", d)
 }
+
+// queryURL is query q as the query part of a link, which html/template
+// writes as it is: a string there is escaped whole ("a=1&b=2" becomes
+// a%3d1%26b%3d2, one key with no value), so the links asked for the
+// defaults.
+func queryURL(q url.Values) template.URL { return template.URL(q.Encode()) }
 
 // headerScaling is the request header with which the page's script asks
 // for a page without its scaling charts ("later").

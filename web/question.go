@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"html/template"
 	"io"
 	"net/http"
 
@@ -28,7 +29,7 @@ type questionPage[V any] struct {
 	Groups []groupView
 	TPUs   []string // the TPU field's suggestions, on a form that has one
 	Error  string
-	Query  string
+	Query  template.URL
 	R      *V
 }
 
@@ -49,7 +50,7 @@ func (qn question[O, V]) serve(h *Handler) http.HandlerFunc {
 		}
 		if len(q) > 0 {
 			if d.R, err = qn.answer(h, r.Context(), o, bad); err == nil {
-				d.Query = q.Encode()
+				d.Query = queryURL(q)
 			}
 		}
 		var fes fieldErrors

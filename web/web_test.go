@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
 	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -564,6 +566,64 @@ func TestAPIRefusesNull(t *testing.T) {
 		var e apiError
 		if err := json.Unmarshal([]byte(answer), &e); err != nil || code != http.StatusBadRequest || e.Option != key || !strings.Contains(e.Error, key+": null, want ") {
 			t.Errorf("POST %s = %d %s, want 400 naming %q", body, code, answer, key)
+		}
+	}
+}
+
+// TestPageLinksAskThePagesQuestion: every link of a page that answered
+// (its downloads, its scaling charts, the link to it) asks for what the
+// page shows, and is taken. html/template escaped the query whole in an
+// href (model%3dllama3-8b%26tpu%3dv5p-8, one key with no value), so the
+// downloads, the charts and the shared link were the default job's.
+func TestPageLinksAskThePagesQuestion(t *testing.T) {
+	h := New(Config{})
+	q := "model=llama3-8b&slices=2&tpu=v5p-8" // as url.Values.Encode sorts it
+	pin := "pin=" + url.QueryEscape("model=llama3-8b&tpu=tpu7x-8")
+	links := regexp.MustCompile(`(?:href|data-src)="(/(?:download/[a-z.]+|charts)\?[^"]*)"`)
+	share := regexp.MustCompile(`id="share" href="([^"]*)"`)
+	for _, tc := range []struct {
+		path, query string
+		links       int    // downloads and charts
+		json        string // the JSON download
+		want        []string
+	}{
+		{"/", q + "&" + pin, 4, "/download/plan.json", []string{`"accelerator_type": "v5p-8"`, `"slices": 2,`}},
+		{"/", q, 4, "/download/plan.json", []string{`"accelerator_type": "v5p-8"`, `"slices": 2,`}},
+		{"/serving", "model=llama3-8b&tpu=v6e-4", 1, "/download/serving.json", []string{`"accelerator_type": "v6e-4"`}},
+		{"/budget", smallBudget + "&region=us-central1", 1, "/download/budget.json", []string{`"region": "us-central1"`, `"tokens": 100000000000`}},
+	} {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, tc.path+"?"+tc.query, nil)
+		r.Header.Set(headerScaling, "later") // as the script asks: the charts by their link
+		h.ServeHTTP(rec, r)
+		page := rec.Body.String()
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET %s?%s = %d", tc.path, tc.query, rec.Code)
+		}
+		asked, _ := url.ParseQuery(tc.query)
+		if m := share.FindStringSubmatch(page); m == nil || html.UnescapeString(m[1]) != tc.path+"?"+asked.Encode() {
+			t.Errorf("GET %s?%s: the link to it is %q, want %s", tc.path, tc.query, m, tc.path+"?"+asked.Encode())
+		}
+		asked.Del("pin") // the downloads and charts read no pins
+		ms := links.FindAllStringSubmatch(page, -1)
+		if len(ms) != tc.links {
+			t.Errorf("GET %s?%s: %d downloads and charts, want %d", tc.path, tc.query, len(ms), tc.links)
+		}
+		for _, m := range ms {
+			link := html.UnescapeString(m[1])
+			path, query, _ := strings.Cut(link, "?")
+			if query != asked.Encode() {
+				t.Errorf("GET %s?%s: its link %s asks %q, want %q", tc.path, tc.query, link, query, asked.Encode())
+			}
+			code, body := get(t, h, link)
+			if code != http.StatusOK {
+				t.Errorf("GET %s?%s: its link %s = %d %.300s", tc.path, tc.query, link, code, body)
+			}
+			for _, w := range tc.want {
+				if path == tc.json && !strings.Contains(body, w) {
+					t.Errorf("GET %s?%s: its download %s lacks %s: %.300s", tc.path, tc.query, link, w, body)
+				}
+			}
 		}
 	}
 }
