@@ -56,17 +56,14 @@ func (h *Handler) compare(ctx context.Context, pins []string) (*compareView, err
 	var plans []plan.Plan
 	var labels []string
 	for i, pin := range pins {
-		q, err := url.ParseQuery(pin)
+		q, _ := url.ParseQuery(pin) // a malformed pin is refused below
 		pv := pinView{Index: i + 1, Query: queryURL(q)}
+		o, _, bad := planForm.options(pin, h.cfg, nil)
+		out, err := h.run(ctx, o, bad, false)
 		if err == nil {
-			q.Del(optionPin)
-			o, _, bad := planForm.options(q, h.cfg)
-			var out outcome
-			if out, err = h.run(ctx, o, bad, false); err == nil {
-				pv.J = out.plan.JSON(label)
-				pv.Label = pinLabel(i+1, out.plan)
-				plans, labels = append(plans, out.plan), append(labels, pv.Label)
-			}
+			pv.J = out.plan.JSON(label)
+			pv.Label = pinLabel(i+1, out.plan)
+			plans, labels = append(plans, out.plan), append(labels, pv.Label)
 		}
 		if errors.Is(err, errGone) && client.Err() == nil {
 			err = errTimeout // the pins' deadline, not the client, ended it

@@ -142,7 +142,7 @@ func result(out outcome, name func(plan.Option) string) (resultView, error) {
 // every field at fault is flagged at once.
 func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	o, vals, bad := planForm.options(q, h.cfg)
+	o, vals, bad := planForm.options(r.URL.RawQuery, h.cfg, pageKeys)
 	d := pageData{TPUs: tpuNames()}
 	code := http.StatusOK
 	var err error = bad
@@ -191,6 +191,10 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 // defaults.
 func queryURL(q url.Values) template.URL { return template.URL(q.Encode()) }
 
+// pageKeys are the query keys the page reads besides its form's: the
+// pinned plans, each its own pin.
+var pageKeys = queryKeys{optionPin: true}
+
 // headerScaling is the request header with which the page's script asks
 // for a page without its scaling charts ("later").
 const headerScaling = "X-Shardlab-Scaling"
@@ -198,7 +202,7 @@ const headerScaling = "X-Shardlab-Scaling"
 // serveScaling writes the scaling charts of the query's plan, the part of
 // the page the script asks for after the plan: an HTML fragment.
 func (h *Handler) serveScaling(w http.ResponseWriter, r *http.Request) {
-	o, _, bad := planForm.options(r.URL.Query(), h.cfg)
+	o, _, bad := planForm.options(r.URL.RawQuery, h.cfg, nil)
 	out, err := h.run(r.Context(), o, bad, true)
 	var v resultView
 	if err == nil {

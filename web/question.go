@@ -38,7 +38,7 @@ type questionPage[V any] struct {
 func (qn question[O, V]) serve(h *Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		o, vals, bad := qn.options(q, h.cfg)
+		o, vals, bad := qn.options(r.URL.RawQuery, h.cfg, nil)
 		var d questionPage[V]
 		if qn.has(plan.OptionTPU) {
 			d.TPUs = tpuNames()
@@ -66,7 +66,7 @@ func (qn question[O, V]) serve(h *Handler) http.HandlerFunc {
 // serveJSON downloads the query's answer as JSON.
 func (qn question[O, V]) serveJSON(h *Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		o, _, bad := qn.options(r.URL.Query(), h.cfg)
+		o, _, bad := qn.options(r.URL.RawQuery, h.cfg, nil)
 		v, err := qn.answer(h, r.Context(), o, bad)
 		if err != nil {
 			h.fail(w, err, qn.keyLabel)

@@ -570,6 +570,106 @@ func TestAPIRefusesNull(t *testing.T) {
 	}
 }
 
+// TestQueryRefuses: every address that reads a query refuses, naming the
+// key, a key it does not read and a key given twice, before any search:
+// they were ignored, so /download/plan.json?...&slicez=4 planned one
+// slice and slices=2&slices=4 planned 2 with a 200 (review of the web
+// API). A malformed pair, which url.Values drops, is refused too.
+func TestQueryRefuses(t *testing.T) {
+	var logged bytes.Buffer
+	h := New(Config{Log: log.New(&logged, "", 0)})
+	q := "model=llama3-8b&tpu=v5p-8"
+	serving := "model=llama3-8b&tpu=v6e-8"
+	for _, tc := range []struct {
+		name, target string
+		want         string
+	}{
+		{"misspelt key", "/download/plan.json?" + q + "&slicez=4", `unknown query key "slicez", want one of model, model_spec, seq,`},
+		{"key twice", "/download/plan.json?" + q + "&slices=2&slices=4", `query key "slices" given 2 times ("2", "4"), want it once`},
+		{"key in capitals", "/download/plan.json?" + q + "&Slices=2", `unknown query key "Slices"; keys are case-sensitive, want "slices"`},
+		{"malformed pair", "/download/plan.json?" + q + "&slices=%zz", `malformed query: invalid URL escape "%zz"`},
+		{"semicolon", "/download/plan.json?" + q + ";slices=2", "malformed query: invalid semicolon separator in query"},
+		{"empty key", "/download/plan.json?" + q + "&=4", `unknown query key ""`},
+		{"maxtext: a pin", "/download/maxtext.yaml?" + q + "&pin=" + url.QueryEscape(q), `unknown query key "pin"`},
+		{"maxtext: an xpk key", "/download/maxtext.yaml?" + q + "&cluster=c", `unknown query key "cluster"`},
+		{"xpk: unknown key", "/download/xpk.sh?" + q + "&zone=us-east5", `unknown query key "zone", want one of model,`},
+		{"xpk: cluster twice", "/download/xpk.sh?" + q + "&cluster=a&cluster=b", `query key "cluster" given 2 times ("a", "b"), want it once`},
+		{"xpk: bad capacity", "/download/xpk.sh?" + q + "&capacity=spoot", `capacity: "spoot", want reservation, spot, on-demand, flex`},
+		{"xpk: bad workload", "/download/xpk.sh?" + q + "&workload=W1", `workload: "W1", want at most 40 lower-case letters`},
+		{"xpk: bad max_restarts", "/download/xpk.sh?" + q + "&max_restarts=three", `max_restarts: "three", want a whole number, 0 or more`},
+		{"xpk: negative max_restarts", "/download/xpk.sh?" + q + "&max_restarts=-1", `max_restarts: "-1", want a whole number, 0 or more`},
+		{"xpk: every bad option at once", "/download/xpk.sh?" + q + "&cluster=A&workload=B&capacity=x&max_restarts=y&slices=0",
+			`Slices 0, want 1 to 4096; cluster: "A", want at most 40`},
+		{"xpk: a reservation under spot", "/download/xpk.sh?" + q + "&capacity=spot&reservation=foo", `--reservation "foo"; only with --capacity reservation, not "spot"`},
+		{"xpk: reservation mode without one", "/download/xpk.sh?" + q + "&capacity=reservation", "--capacity reservation; want --reservation NAME too"},
+		{"budget: unknown key", "/download/budget.json?" + smallBudget + "&prices=/etc/passwd", `unknown query key "prices"`},
+		{"budget: key twice", "/download/budget.json?" + smallBudget + "&tokens=1T", `query key "tokens" given 2 times ("100B", "1T"), want it once`},
+		{"serving: unknown key", "/download/serving.json?" + serving + "&max_len=8192", `unknown query key "max_len"`},
+		{"serving: a plan key", "/download/serving.json?" + serving + "&slices=2", `unknown query key "slices"`},
+		{"charts: unknown key", "/charts?" + q + "&slicez=4", `unknown query key "slicez"`},
+		{"charts: a pin", "/charts?" + q + "&pin=" + url.QueryEscape(q), `unknown query key "pin"`},
+		{"page: unknown key", "/?" + q + "&slicez=4", `unknown query key &#34;slicez&#34;`},
+		{"page: key twice", "/?" + q + "&tpu=v5p-16", `query key &#34;tpu&#34; given 2 times`},
+		{"serving page: unknown key", "/serving?" + serving + "&tpus=v6e-8", `unknown query key &#34;tpus&#34;`},
+		{"budget page: key twice", "/budget?" + smallBudget + "&modes=spot", `query key &#34;modes&#34; given 2 times`},
+	} {
+		code, body := get(t, h, tc.target)
+		if code != http.StatusBadRequest || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: GET %s = %d %.400s, want 400 with %q", tc.name, tc.target, code, body, tc.want)
+		}
+		noTrace(t, tc.name, body)
+	}
+	// a key twice on the page is flagged at its field
+	if _, body := get(t, h, "/?"+q+"&slices=2&slices=4"); !strings.Contains(body, `id="error-slices"`) {
+		t.Errorf("GET /?...&slices=2&slices=4: the Slices field is not flagged")
+	}
+	// a pin's own query is checked as the page's: its error in its column
+	code, body := get(t, h, "/?"+q+"&pin="+url.QueryEscape(q+"&slicez=4"))
+	if code != http.StatusOK || !strings.Contains(body, `unknown query key &#34;slicez&#34;`) {
+		t.Errorf("a pin with an unknown key: %d, want its error in its column", code)
+	}
+	if logged.Len() > 0 {
+		t.Errorf("mistakes in queries were logged as server errors:\n%s", logged.String())
+	}
+}
+
+// TestXPKOptions: the xpk download takes export xpk's own options by
+// their keys (workload, capacity, reservation, max_restarts besides the
+// cluster and the image), each written into the command as the CLI
+// writes it; they were ignored with a 200 (review of the web API).
+func TestXPKOptions(t *testing.T) {
+	h := New(Config{})
+	q := "/download/xpk.sh?model=llama3-8b&tpu=v5p-8"
+	for _, tc := range []struct {
+		query      string
+		want, lack []string
+	}{
+		{"", []string{"--cluster my-cluster", "--workload shardlab", "run_name=shardlab", "--max-restarts 0"}, []string{"--spot", "--reservation"}},
+		{"&capacity=spot&max_restarts=3&workload=w1", []string{"--workload w1", "run_name=w1", "--spot", "--max-restarts 3"}, []string{"--reservation"}},
+		{"&capacity=On-Demand", []string{"--on-demand"}, nil},
+		{"&capacity=flex", []string{"--flex"}, nil},
+		{"&capacity=reservation&reservation=res-1", []string{"--reservation res-1"}, []string{"--spot"}},
+		// a reservation alone asks for reservation capacity, as export xpk --reservation does
+		{"&reservation=res-1", []string{"--reservation res-1"}, nil},
+	} {
+		code, body := get(t, h, q+tc.query)
+		if code != http.StatusOK {
+			t.Errorf("GET %s = %d %.300s, want 200", q+tc.query, code, body)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("GET %s lacks %q:\n%s", q+tc.query, w, body)
+			}
+		}
+		for _, l := range tc.lack {
+			if strings.Contains(body, l) {
+				t.Errorf("GET %s has %q:\n%s", q+tc.query, l, body)
+			}
+		}
+	}
+}
+
 // TestPageLinksAskThePagesQuestion: every link of a page that answered
 // (its downloads, its scaling charts, the link to it) asks for what the
 // page shows, and is taken. html/template escaped the query whole in an
