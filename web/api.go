@@ -137,15 +137,15 @@ func checkMediaType(hd http.Header) *fieldError {
 	return nil
 }
 
-// apiKeys are the JSON keys of apiRequest, which a body must spell
-// exactly: encoding/json alone matches keys in any case, so "Model" would
-// set model past DisallowUnknownFields.
+// apiKeys are the JSON keys of apiRequest, each with the type of its
+// field, which a body must spell exactly: encoding/json alone matches keys
+// in any case, so "Model" would set model past DisallowUnknownFields.
 var apiKeys = jsonKeys(reflect.TypeFor[apiRequest]())
 
-// jsonKeys are the keys encoding/json decodes into struct type t,
-// with those of its embedded structs.
-func jsonKeys(t reflect.Type) map[string]bool {
-	keys := map[string]bool{}
+// jsonKeys are the keys encoding/json decodes into struct type t, with
+// those of its embedded structs, each with the type of its field.
+func jsonKeys(t reflect.Type) map[string]reflect.Type {
+	keys := map[string]reflect.Type{}
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
@@ -153,9 +153,9 @@ func jsonKeys(t reflect.Type) map[string]bool {
 		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
 			maps.Copy(keys, jsonKeys(f.Type))
 		case name == "":
-			keys[f.Name] = true
+			keys[f.Name] = f.Type
 		default:
-			keys[name] = true
+			keys[name] = f.Type
 		}
 	}
 	return keys
@@ -163,9 +163,10 @@ func jsonKeys(t reflect.Type) map[string]bool {
 
 // decodeAPI reads body into req: one UTF-8 JSON object, nothing after it,
 // whose keys are apiKeys spelt exactly, each at most once. A body that is
-// not such an object is malformed (one error); a value of the wrong type
-// is an error about its key, among bad (every such key), and leaves its
-// field as it was, so that the others can be checked.
+// not such an object is malformed (one error); a value of the wrong type,
+// or null (which encoding/json would take as "leave the default"), is an
+// error about its key, among bad (every such key), and leaves its field as
+// it was, so that the others can be checked.
 func decodeAPI(body []byte, req *apiRequest) (bad fieldErrors, malformed *fieldError) {
 	keys, values, malformed := readAPIObject(body)
 	if malformed != nil {
@@ -174,6 +175,10 @@ func decodeAPI(body []byte, req *apiRequest) (bad fieldErrors, malformed *fieldE
 	// the keys are checked: decode each value into its field, so that
 	// every value of the wrong type is found
 	for _, key := range keys {
+		if string(bytes.TrimSpace(values[key])) == "null" {
+			bad = append(bad, textOf(plan.Option(key), "null, want %s; leave %q out for its default", wantOf(apiKeys[key]), key))
+			continue
+		}
 		one, err := json.Marshal(map[string]json.RawMessage{key: values[key]})
 		if err != nil {
 			return nil, jsonError(err)
@@ -240,7 +245,7 @@ func readAPIObject(body []byte) ([]string, map[string]json.RawMessage, *fieldErr
 // checkAPIKey refuses a key the API does not have (naming the one it
 // misses by case), or one already seen.
 func checkAPIKey(key string, seen map[string]bool) *fieldError {
-	if !apiKeys[key] {
+	if _, ok := apiKeys[key]; !ok {
 		for k := range apiKeys {
 			if strings.EqualFold(k, key) {
 				return &fieldError{plan.Option(k), func(func(plan.Option) string) string {
@@ -280,11 +285,7 @@ func jsonKind(tok json.Token) string {
 func jsonError(err error) *fieldError {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		want := map[reflect.Kind]string{reflect.Int: "a whole number", reflect.Int64: "a whole number (nanoseconds)", reflect.Float64: "a number",
-			reflect.String: "a string", reflect.Bool: "true or false"}[te.Type.Kind()]
-		if want == "" {
-			want = "a " + te.Type.Kind().String()
-		}
+		want := wantOf(te.Type)
 		field := strings.TrimPrefix(te.Field, "Options.")
 		return &fieldError{plan.Option(field), func(func(plan.Option) string) string {
 			return fmt.Sprintf("malformed request: field %q: want %s", field, want)
@@ -294,6 +295,19 @@ func jsonError(err error) *fieldError {
 		return plain("malformed request: the body ends inside the JSON object")
 	}
 	return plain("malformed request: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// wantOf is the JSON value a field of type t takes, in words.
+func wantOf(t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	want := map[reflect.Kind]string{reflect.Int: "a whole number", reflect.Int64: "a whole number (nanoseconds)", reflect.Float64: "a number",
+		reflect.String: "a string", reflect.Bool: "true or false"}[t.Kind()]
+	if want == "" {
+		want = "a " + t.Kind().String()
+	}
+	return want
 }
 
 // catalog is the body of GET /api/catalog.

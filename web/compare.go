@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/url"
 	"time"
 
@@ -24,8 +25,8 @@ const optionPin = "pin"
 
 // pinView is one pinned plan, or the error that stops it.
 type pinView struct {
-	Index int    // from 1
-	Query string // the form's query that asks it
+	Index int          // from 1
+	Query template.URL // the form's query that asks it
 	Label string
 	J     plan.JSON
 	Error string
@@ -55,17 +56,14 @@ func (h *Handler) compare(ctx context.Context, pins []string) (*compareView, err
 	var plans []plan.Plan
 	var labels []string
 	for i, pin := range pins {
-		pv := pinView{Index: i + 1, Query: pin}
-		q, err := url.ParseQuery(pin)
+		q, _ := url.ParseQuery(pin) // a malformed pin is refused below
+		pv := pinView{Index: i + 1, Query: queryURL(q)}
+		o, _, bad := planForm.options(pin, h.cfg, nil)
+		out, err := h.run(ctx, o, bad, false)
 		if err == nil {
-			q.Del(optionPin)
-			o, _, bad := planForm.options(q, h.cfg)
-			var out outcome
-			if out, err = h.run(ctx, o, bad, false); err == nil {
-				pv.J = out.plan.JSON(label)
-				pv.Label = pinLabel(i+1, out.plan)
-				plans, labels = append(plans, out.plan), append(labels, pv.Label)
-			}
+			pv.J = out.plan.JSON(label)
+			pv.Label = pinLabel(i+1, out.plan)
+			plans, labels = append(plans, out.plan), append(labels, pv.Label)
 		}
 		if errors.Is(err, errGone) && client.Err() == nil {
 			err = errTimeout // the pins' deadline, not the client, ended it

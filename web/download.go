@@ -1,10 +1,12 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -22,7 +24,7 @@ func (h *Handler) serveMaxText(w http.ResponseWriter, r *http.Request) {
 		}
 		return "shardlab.yml"
 	}
-	h.download(w, r, fileName, "application/yaml", func(w io.Writer, p plan.Plan) error {
+	h.download(w, r, nil, nil, fileName, "application/yaml", func(w io.Writer, p plan.Plan) error {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
 			return errUnfit{mem.Shortfall()}
 		}
@@ -34,13 +36,22 @@ func (h *Handler) serveMaxText(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// The query parameters of the xpk download: the cluster, and the image
-// that has MaxText (one of the two).
+// The query parameters of the xpk download besides the plan's: export
+// xpk's own flags (export.XPKOptions), spelt as keys.
 const (
 	optionCluster         plan.Option = "cluster"
+	optionWorkload        plan.Option = "workload"
 	optionDockerImage     plan.Option = "docker_image"
 	optionBaseDockerImage plan.Option = "base_docker_image"
+	optionCapacity        plan.Option = "capacity"
+	optionReservation     plan.Option = "reservation"
+	optionMaxRestarts     plan.Option = "max_restarts"
 )
+
+// xpkKeys are the xpk download's query keys besides the plan form's, each
+// read once.
+var xpkKeys = queryKeys{string(optionCluster): false, string(optionWorkload): false, string(optionDockerImage): false,
+	string(optionBaseDockerImage): false, string(optionCapacity): false, string(optionReservation): false, string(optionMaxRestarts): false}
 
 // defaultBaseDockerImage is the xpk download's image when the query names
 // none: the local image MaxText's build_maxtext_docker_image makes, to
@@ -49,28 +60,10 @@ const (
 const defaultBaseDockerImage = "maxtext_base_image"
 
 // serveXPK plans the query and downloads the xpk command that launches
-// it, for the cluster the query's cluster names (my-cluster when none) and
-// the image it names (docker_image, or base_docker_image; when neither,
-// defaultBaseDockerImage).
+// it, with the query's xpk options (xpkOptions).
 func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	cluster := q.Get(string(optionCluster))
-	if cluster == "" {
-		cluster = "my-cluster"
-	}
-	xo := export.XPKOptions{Cluster: cluster, Workload: "shardlab",
-		DockerImage: q.Get(string(optionDockerImage)), BaseDockerImage: q.Get(string(optionBaseDockerImage))}
-	if xo.DockerImage == "" && xo.BaseDockerImage == "" {
-		xo.BaseDockerImage = defaultBaseDockerImage
-	}
-	var ee *export.Error
-	if err := export.ValidName(string(optionCluster), cluster); errors.As(err, &ee) {
-		// checked before the search, which a bad name would waste
-		fe := textOf(optionCluster, "%s, %s", ee.Value, ee.Want)
-		http.Error(w, fe.Phrase(label), http.StatusBadRequest)
-		return
-	}
-	h.download(w, r, fixedName("xpk.sh"), "text/x-shellscript", func(w io.Writer, p plan.Plan) error {
+	xo, bad := xpkOptions(r.URL.Query())
+	h.download(w, r, xpkKeys, bad, fixedName("xpk.sh"), "text/x-shellscript", func(w io.Writer, p plan.Plan) error {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
 			return errUnfit{mem.Shortfall()}
 		}
@@ -78,9 +71,52 @@ func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// xpkOptions are the xpk download's options in query q, as export xpk's
+// flags set them: the cluster (my-cluster when none), the workload
+// (shardlab when none), the image (docker_image, or base_docker_image;
+// when neither, defaultBaseDockerImage), the capacity mode (the cluster's
+// when none; reservation when only a reservation is named) and
+// max_restarts (0 when none). A value export checks alone is refused here,
+// before the search it would waste, naming its key; what export checks of
+// them together (a reservation under another mode, both images, shell
+// characters) it refuses after the search.
+func xpkOptions(q url.Values) (export.XPKOptions, fieldErrors) {
+	get := func(o plan.Option) string { return q.Get(string(o)) }
+	xo := export.XPKOptions{Cluster: cmp.Or(get(optionCluster), "my-cluster"), Workload: cmp.Or(get(optionWorkload), "shardlab"),
+		DockerImage: get(optionDockerImage), BaseDockerImage: get(optionBaseDockerImage), Reservation: get(optionReservation)}
+	if xo.DockerImage == "" && xo.BaseDockerImage == "" {
+		xo.BaseDockerImage = defaultBaseDockerImage
+	}
+	var bad fieldErrors
+	refuse := func(o plan.Option, err error) {
+		var ee *export.Error
+		switch {
+		case errors.As(err, &ee):
+			bad = append(bad, textOf(o, "%s, %s", ee.Value, ee.Want))
+		case err != nil:
+			bad = append(bad, textOf(o, "%v", err))
+		}
+	}
+	refuse(optionCluster, export.ValidName(string(optionCluster), xo.Cluster))
+	refuse(optionWorkload, export.ValidName(string(optionWorkload), xo.Workload))
+	c, err := export.ParseCapacity(get(optionCapacity))
+	refuse(optionCapacity, err)
+	if xo.Capacity = c; xo.Reservation != "" && c == export.CapacityDefault {
+		xo.Capacity = export.CapacityReservation
+	}
+	if s := get(optionMaxRestarts); s != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 {
+			bad = append(bad, textOf(optionMaxRestarts, "%q, want a whole number, 0 or more", s))
+		}
+		xo.MaxRestarts = max(n, 0)
+	}
+	return xo, bad
+}
+
 // servePlanJSON plans the query and downloads what plan --json prints.
 func (h *Handler) servePlanJSON(w http.ResponseWriter, r *http.Request) {
-	h.download(w, r, fixedName("plan.json"), "application/json", func(w io.Writer, p plan.Plan) error {
+	h.download(w, r, nil, nil, fixedName("plan.json"), "application/json", func(w io.Writer, p plan.Plan) error {
 		return p.WriteJSON(w, plan.Option.Flag)
 	})
 }
@@ -96,15 +132,21 @@ func (e errUnfit) Error() string {
 // fixedName names a download the same whatever the plan.
 func fixedName(name string) func(plan.Plan) string { return func(plan.Plan) string { return name } }
 
-func (h *Handler) download(w http.ResponseWriter, r *http.Request, name func(plan.Plan) string, ctype string, write func(io.Writer, plan.Plan) error) {
-	o, _, bad := planForm.options(r.URL.Query(), h.cfg)
-	out, err := h.run(r.Context(), o, bad, false)
+// download plans the query, whose keys are the plan form's and keys, and
+// writes the plan as write does, named by name; more are mistakes in the
+// values of keys. The query's mistakes (checkQuery, the form's values,
+// more) are refused before the search, each named by its key or the
+// form's label.
+func (h *Handler) download(w http.ResponseWriter, r *http.Request, keys queryKeys, more fieldErrors,
+	name func(plan.Plan) string, ctype string, write func(io.Writer, plan.Plan) error) {
+	o, _, bad := planForm.options(r.URL.RawQuery, h.cfg, keys)
+	out, err := h.run(r.Context(), o, append(bad, more...), false)
 	var b strings.Builder
 	if err == nil {
 		err = write(&b, out.plan)
 	}
 	if err != nil {
-		h.fail(w, err, label)
+		h.fail(w, err, planForm.keyLabel)
 		return
 	}
 	w.Header().Set("Content-Type", ctype)

@@ -2,14 +2,14 @@ package web
 
 import (
 	"errors"
-	"net/url"
 	"testing"
 
 	"shardlab/plan"
 )
 
-// FuzzOptionsFrom: any query reads into options or a fieldError naming a
-// form field, without panicking, and what it reads plan.ParseRequest
+// FuzzOptionsFrom: any query reads into options or fieldErrors, each
+// naming a form field or none (a malformed query, an unknown key), without
+// panicking, and what it reads plan.ParseRequest
 // either takes or refuses with an OptionError.
 func FuzzOptionsFrom(f *testing.F) {
 	for _, q := range []string{"", "model=llama3-8b&tpu=tpu7x-8", "slices=x", "model=spec&model_spec=layers%3A+2",
@@ -18,13 +18,9 @@ func FuzzOptionsFrom(f *testing.F) {
 	}
 	c := New(Config{MaxSpecBytes: 512}).cfg
 	f.Fuzz(func(t *testing.T, raw string) {
-		q, err := url.ParseQuery(raw)
-		if err != nil {
-			return
-		}
-		o, _, bad := planForm.options(q, c)
+		o, _, bad := planForm.options(raw, c, nil)
 		for _, fe := range bad {
-			if !planForm.has(fe.Option) {
+			if fe.Option != "" && !planForm.has(fe.Option) {
 				t.Fatalf("planForm.options(%q): error about %q, which the form has no field for", raw, fe.Option)
 			}
 		}
@@ -34,7 +30,7 @@ func FuzzOptionsFrom(f *testing.F) {
 		if _, err := plan.ParseRequest(o); err != nil && !errors.Is(err, plan.ErrRequest) {
 			t.Fatalf("ParseRequest(planForm.options(%q)): %v, want a plan.ErrRequest", raw, err)
 		}
-		_, err = parseAll(o, bad)
+		_, err := parseAll(o, bad)
 		var fes fieldErrors
 		if err != nil && (!errors.As(err, &fes) || len(fes) == 0) {
 			var oe *plan.OptionError
@@ -65,7 +61,7 @@ func FuzzDecodeAPI(f *testing.F) {
 			t.Fatalf("decodeAPI(%q): both malformed and bad values", body)
 		}
 		for _, fe := range bad {
-			if !apiKeys[string(fe.Option)] {
+			if _, ok := apiKeys[string(fe.Option)]; !ok {
 				t.Fatalf("decodeAPI(%q): error %q about %q, no key of the API", body, fe.Error(), fe.Option)
 			}
 		}
@@ -82,12 +78,8 @@ func FuzzServingForm(f *testing.F) {
 	}
 	h := New(Config{MaxSpecBytes: 512})
 	f.Fuzz(func(t *testing.T, raw string) {
-		q, err := url.ParseQuery(raw)
-		if err != nil {
-			return
-		}
-		o, _, bad := servingForm.options(q, h.cfg)
-		_, err = parseServing(o, bad)
+		o, _, bad := servingForm.options(raw, h.cfg, nil)
+		_, err := parseServing(o, bad)
 		checkNamed(t, raw, err, servingForm.form)
 	})
 }
@@ -99,12 +91,8 @@ func FuzzBudgetForm(f *testing.F) {
 	}
 	h := New(Config{MaxSpecBytes: 512})
 	f.Fuzz(func(t *testing.T, raw string) {
-		q, err := url.ParseQuery(raw)
-		if err != nil {
-			return
-		}
-		o, _, bad := budgetForm.options(q, h.cfg)
-		_, err = parseBudget(o, bad)
+		o, _, bad := budgetForm.options(raw, h.cfg, nil)
+		_, err := parseBudget(o, bad)
 		checkNamed(t, raw, err, budgetForm.form)
 	})
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
 
 	"shardlab/chart"
 	"shardlab/plan"
@@ -104,7 +106,10 @@ type pageData struct {
 	TPUs    []string
 	Error   string // an error that concerns no field
 	Results []resultView
-	Query   string // the form's query, for downloads
+	Query   template.URL // the form's query, for the link to the page
+	// PlanQuery is the form's query without the pins, for the downloads
+	// and the scaling charts, which read no pins.
+	PlanQuery template.URL
 	// Pins are the pinned plans' queries; Compare shows them.
 	Pins    []string
 	Compare *compareView
@@ -137,7 +142,7 @@ func result(out outcome, name func(plan.Option) string) (resultView, error) {
 // every field at fault is flagged at once.
 func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	o, vals, bad := planForm.options(q, h.cfg)
+	o, vals, bad := planForm.options(r.URL.RawQuery, h.cfg, pageKeys)
 	d := pageData{TPUs: tpuNames()}
 	code := http.StatusOK
 	var err error = bad
@@ -154,7 +159,10 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 			if v, err = result(out, label); err == nil {
 				v.ScalingLater = later
 				d.Results = []resultView{v}
-				d.Query = q.Encode()
+				d.Query = queryURL(q)
+				pq := maps.Clone(q)
+				pq.Del(optionPin)
+				d.PlanQuery = queryURL(pq)
 			}
 		}
 	}
@@ -177,6 +185,16 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, code, "page.html", "page", d)
 }
 
+// queryURL is query q as the query part of a link, which html/template
+// writes as it is: a string there is escaped whole ("a=1&b=2" becomes
+// a%3d1%26b%3d2, one key with no value), so the links asked for the
+// defaults.
+func queryURL(q url.Values) template.URL { return template.URL(q.Encode()) }
+
+// pageKeys are the query keys the page reads besides its form's: the
+// pinned plans, each its own pin.
+var pageKeys = queryKeys{optionPin: true}
+
 // headerScaling is the request header with which the page's script asks
 // for a page without its scaling charts ("later").
 const headerScaling = "X-Shardlab-Scaling"
@@ -184,7 +202,7 @@ const headerScaling = "X-Shardlab-Scaling"
 // serveScaling writes the scaling charts of the query's plan, the part of
 // the page the script asks for after the plan: an HTML fragment.
 func (h *Handler) serveScaling(w http.ResponseWriter, r *http.Request) {
-	o, _, bad := planForm.options(r.URL.Query(), h.cfg)
+	o, _, bad := planForm.options(r.URL.RawQuery, h.cfg, nil)
 	out, err := h.run(r.Context(), o, bad, true)
 	var v resultView
 	if err == nil {

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"html/template"
 	"io"
 	"net/http"
 
@@ -28,7 +29,7 @@ type questionPage[V any] struct {
 	Groups []groupView
 	TPUs   []string // the TPU field's suggestions, on a form that has one
 	Error  string
-	Query  string
+	Query  template.URL
 	R      *V
 }
 
@@ -37,7 +38,7 @@ type questionPage[V any] struct {
 func (qn question[O, V]) serve(h *Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		o, vals, bad := qn.options(q, h.cfg)
+		o, vals, bad := qn.options(r.URL.RawQuery, h.cfg, nil)
 		var d questionPage[V]
 		if qn.has(plan.OptionTPU) {
 			d.TPUs = tpuNames()
@@ -49,7 +50,7 @@ func (qn question[O, V]) serve(h *Handler) http.HandlerFunc {
 		}
 		if len(q) > 0 {
 			if d.R, err = qn.answer(h, r.Context(), o, bad); err == nil {
-				d.Query = q.Encode()
+				d.Query = queryURL(q)
 			}
 		}
 		var fes fieldErrors
@@ -65,7 +66,7 @@ func (qn question[O, V]) serve(h *Handler) http.HandlerFunc {
 // serveJSON downloads the query's answer as JSON.
 func (qn question[O, V]) serveJSON(h *Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		o, _, bad := qn.options(r.URL.Query(), h.cfg)
+		o, _, bad := qn.options(r.URL.RawQuery, h.cfg, nil)
 		v, err := qn.answer(h, r.Context(), o, bad)
 		if err != nil {
 			h.fail(w, err, qn.keyLabel)

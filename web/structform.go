@@ -2,9 +2,12 @@ package web
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"shardlab/plan"
@@ -226,16 +229,24 @@ func newOptionsForm[O any](looks []look, defaults func() O, model string) option
 	return optionsForm[O]{newForm(reflect.TypeFor[O](), looks, reflect.ValueOf(defaults())), defaults, model}
 }
 
-// options reads the form's query into options over the defaults, with the
-// pasted spec. It only turns text into values of the options' types: every
-// rule about the values is the package's (see parseEach). A field whose
-// text is no value of its type is an error in the fieldErrors it returns,
-// and keeps its default in the options, so that parseEach can check the
-// others.
-func (f optionsForm[O]) options(q url.Values, c Config) (O, formValues, fieldErrors) {
+// options reads the form's query, raw as in the address, into options
+// over the defaults, with the pasted spec. It only turns text into values
+// of the options' types: every rule about the values is the package's
+// (see parseEach). A field whose text is no value of its type is an error
+// in the fieldErrors it returns, and keeps its default in the options, so
+// that parseEach can check the others; so is what the address does not
+// read: a pair that is no key=value (url.ParseQuery drops it), a key
+// neither the form's nor in also, or one given twice (checkQuery).
+func (f optionsForm[O]) options(raw string, c Config, also queryKeys) (O, formValues, fieldErrors) {
+	q, err := url.ParseQuery(raw)
+	bad := f.checkQuery(q, also)
+	if err != nil {
+		bad = append(fieldErrors{plain("malformed query: %v, want key=value pairs joined by &", err)}, bad...)
+	}
 	o := f.defaults()
 	ov := reflect.ValueOf(&o)
-	vals, bad := f.read(q, ov)
+	vals, read := f.read(q, ov)
+	bad = append(bad, read...)
 	model := ov.Elem().FieldByName("Model").Addr().Interface().(*string)
 	spec := ov.Elem().FieldByName("ModelSpec").Addr().Interface().(*[]byte)
 	if err := usePastedSpec(vals, c, f.model, model, spec); err != nil {
@@ -258,6 +269,60 @@ func usePastedSpec(vals formValues, c Config, def string, model *string, spec *[
 	}
 	*model, *spec = "custom", []byte(text)
 	return nil
+}
+
+// queryKeys are the query keys an address reads besides its form's
+// fields, each with whether it may be given more than once (the page's
+// pins).
+type queryKeys map[string]bool
+
+// checkQuery refuses, each by its key, what an address with form f does
+// not read: a key that is neither a field of f nor in also (a misspelt
+// "slicez" would leave slices at its default), and a key given more than
+// once that also does not let repeat (only the first was read). The
+// page's form and links send each field once.
+func (f *form) checkQuery(q url.Values, also queryKeys) fieldErrors {
+	var bad fieldErrors
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		repeat, extra := also[k]
+		switch {
+		case !extra && !f.has(plan.Option(k)):
+			bad = append(bad, f.unknownKey(k, also))
+		case len(q[k]) > 1 && !repeat:
+			vs := make([]string, len(q[k]))
+			for i, v := range q[k] {
+				vs[i] = strconv.Quote(clip(v, 40))
+			}
+			msg := fmt.Sprintf("query key %q given %d times (%s), want it once", k, len(vs), strings.Join(vs, ", "))
+			bad = append(bad, &fieldError{plan.Option(k), func(func(plan.Option) string) string { return msg }})
+		}
+	}
+	return bad
+}
+
+// unknownKey refuses query key k, which neither form f nor also has,
+// naming the key it misses by case or else every key the address reads.
+func (f *form) unknownKey(k string, also queryKeys) *fieldError {
+	var keys []string
+	for _, fl := range f.fields {
+		keys = append(keys, string(fl.Option))
+	}
+	keys = append(keys, slices.Sorted(maps.Keys(also))...)
+	for _, want := range keys {
+		if strings.EqualFold(want, k) {
+			msg := fmt.Sprintf("unknown query key %q; keys are case-sensitive, want %q", k, want)
+			return &fieldError{plan.Option(want), func(func(plan.Option) string) string { return msg }}
+		}
+	}
+	return plain("unknown query key %q, want one of %s", k, strings.Join(keys, ", "))
+}
+
+// clip is s cut to at most n runes, with an ellipsis when cut.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 func hasChoice(cs []choice, v string) bool {

@@ -130,7 +130,7 @@ func TestFormHasEveryOption(t *testing.T) {
 		t.Errorf("%d fields, want plan's %d options and the pasted spec", len(seen), len(plan.AllOptions()))
 	}
 	// the defaults read back as plan.DefaultOptions
-	o, _, bad := planForm.options(nil, DefaultConfig())
+	o, _, bad := planForm.options("", DefaultConfig(), nil)
 	if len(bad) > 0 {
 		t.Fatalf("defaults refused: %v", bad)
 	}
@@ -140,11 +140,11 @@ func TestFormHasEveryOption(t *testing.T) {
 	// every option's value round-trips through the form
 	x := plan.DefaultOptions()
 	x.Slices, x.DCNGbps, x.OptimizerOffload, x.CausalFLOPs, x.ExampleCost, x.Topology = 2, 12.5, true, false, 3e6, "4x4"
-	q := map[string][]string{}
+	q := url.Values{}
 	for k, v := range valuesOf(x) {
-		q[string(k)] = []string{v}
+		q.Set(string(k), v)
 	}
-	back, _, bad := planForm.options(q, DefaultConfig())
+	back, _, bad := planForm.options(q.Encode(), DefaultConfig(), nil)
 	if len(bad) > 0 || !equalValues(valuesOf(back), valuesOf(x)) {
 		t.Errorf("round trip: %v (%v), want %v", valuesOf(back), bad, valuesOf(x))
 	}
