@@ -35,7 +35,7 @@ var (
 // request plans, so that a sweep answers in seconds. The costliest
 // configuration of issue 31's whole sweep (BenchmarkSweepWhole: every
 // slice size of five generations, 1 to 4 slices, 872 configurations in
-// about 15 s of CPU, each a lean search) is 4 slices of tpu7x-10240 at
+// about 14 s of CPU, each a lean search) is 4 slices of tpu7x-10240 at
 // about 0.2 s of CPU for a 70B model, so 64 configurations take at most
 // about 13 s of CPU, half that in wall time on two cores.
 const MaxConfigs = 64
