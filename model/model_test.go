@@ -205,12 +205,12 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"", "empty spec"},
 		{"layers: [", "malformed spec"},
-		{"name: x\nlayer: 2\n", "field layer not found"},
+		{"name: x\nlayer: 2\n", `model: x: line 2: field "layer" is not a spec field, want one of name, layers, d_model,`},
 		{"name: x\nlayers: -1\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", "field layers = -1, want a positive integer"},
 		{"name: x\nlayers: 1\nd_model: 64\nheads: 4\nkv_heads: 3\nd_ff: 1\nvocab: 1\nseq_len: 1\n", "field kv_heads = 3, want 0 (= heads) or a divisor of heads (4)"},
 		{"name: x\nlayers: 1\nd_model: 65\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", "field head_dim = 0"},
 		{"name: x\nlayers: two\n", `model: x: field layers = "two", want a whole number in decimal digits`},
-		{"a: 1\n---\nb: 2\n", "field a not found"},
+		{"a: 1\n---\nb: 2\n", `field "a" is not a spec field`},
 		// issue 26: counts as written, not truncated or read in another base
 		{`{"name":"x","layers":1.5,"d_model":64,"heads":4,"d_ff":1,"vocab":1,"seq_len":1}`, `model: x: field layers = "1.5", want a whole number in decimal digits`},
 		{"name: x\nlayers: 2\nd_model: 64.0\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", `field d_model = "64.0", want a whole number`},
@@ -219,7 +219,7 @@ func TestParseErrors(t *testing.T) {
 		{"name: x\nlayers: 010\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\n", `field layers = "010"`},
 		{"name: x\nlayers: 2\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1_024\n", `field seq_len = "1_024"`},
 		{"name: x\nlayers: 2\nd_model: 64\nheads: 4\nd_ff: 1\nvocab: 1\nseq_len: 1\npublished_params: 7.5e9\n", `field published_params = "7.5e9"`},
-		{"base: &b {layers: 1.5}\n", "field base not found"},
+		{"base: &b {layers: 1.5}\n", `field "base" is not a spec field`},
 		// counts the decoder cannot hold in an int are named by their field too
 		{"name: x\nlayers: 1e30\nd_model: 64\n", `model: x: field layers = "1e30", want a whole number in decimal digits`},
 		{"name: x\nlayers: .nan\n", `field layers = ".nan", want a whole number in decimal digits`},

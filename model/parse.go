@@ -31,6 +31,9 @@ func Parse(data []byte) (Spec, error) {
 			if ferr := wholeNumbers(s.Name, &doc, intFields()); ferr != nil {
 				return Spec{}, ferr
 			}
+			if ferr := unknownField(s.Name, te); ferr != nil {
+				return Spec{}, ferr
+			}
 		}
 		msg := strings.ReplaceAll(strings.ReplaceAll(err.Error(), ":\n  ", ": "), "\n  ", "; ")
 		return Spec{}, fmt.Errorf("model: malformed spec: %s: %w", strings.TrimPrefix(msg, "yaml: "), ErrInvalid)
@@ -132,3 +135,33 @@ func numbersIn(model string, n *yaml.Node, ints map[string]bool, seen map[*yaml.
 // YAML is the spec as the file Parse reads: its fields by their YAML
 // names, those left at zero that mean a default left out.
 func (s Spec) YAML() ([]byte, error) { return yaml.Marshal(s) }
+
+// reUnknown is yaml.v3's error for a key KnownFields refuses.
+var reUnknown = regexp.MustCompile(`^line (\d+): field (.+) not found in type model\.Spec$`)
+
+// unknownField names the first key of te that is no spec field, and the
+// fields a spec has; nil when te has none.
+func unknownField(model string, te *yaml.TypeError) error {
+	if model == "" {
+		model = "(unnamed)"
+	}
+	for _, e := range te.Errors {
+		if m := reUnknown.FindStringSubmatch(e); m != nil {
+			return fmt.Errorf("model: %s: line %s: field %s is not a spec field, want one of %s: %w",
+				model, m[1], strconv.QuoteToASCII(m[2]), strings.Join(specFields(), ", "), ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// specFields are the spec's fields by their YAML names, in its order.
+func specFields() []string {
+	var out []string
+	t := reflect.TypeFor[Spec]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
