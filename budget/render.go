@@ -70,7 +70,11 @@ func (res Result) WriteText(w io.Writer, show string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on %.3g tokens, prices for %s; searched %s\n\n", res.Model, res.Tokens, res.Region, res.Searched)
 	if len(res.Rows) == 0 {
-		b.WriteString("no configuration meets the limits")
+		if res.Deadline > 0 || res.Budget > 0 {
+			b.WriteString("no configuration meets the limits")
+		} else {
+			b.WriteString("no configuration is both priced and able to run the job (unpriced and dropped below)")
+		}
 		if res.Nearest != "" {
 			fmt.Fprintf(&b, "; nearest: %s", res.Nearest)
 		}

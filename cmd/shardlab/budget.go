@@ -201,8 +201,12 @@ func runBudget(args []string, stdout io.Writer) error {
 	} else {
 		err = res.WriteText(stdout, "--show N")
 	}
-	if err == nil && len(res.Rows) == 0 {
+	switch {
+	case err != nil || len(res.Rows) > 0:
+	case res.Deadline > 0 || res.Budget > 0:
 		err = errors.New("budget: no priced configuration meets the limits" + nearest(res))
+	default:
+		err = errors.New("budget: no configuration is both priced and able to run the job: see unpriced and dropped")
 	}
 	return err
 }

@@ -134,3 +134,12 @@ func TestTokensOneSyntax(t *testing.T) {
 		fail(t, append(cmd, "--tokens", "1X"), `--tokens "1X", want a number of tokens from 1 to 1e16`)
 	}
 }
+
+// TestBudgetNothingPriced: with no deadline or budget, a sweep whose rows
+// are all unpriced does not blame limits the user never gave.
+func TestBudgetNothingPriced(t *testing.T) {
+	out, errOut, code := runCmd("budget", "--model", "llama3-8b", "--generations", "v4", "--modes", "cud-3y", "--slice-chips", "16", "--slices", "1")
+	if code != exitError || !strings.Contains(errOut, "no configuration is both priced and able to run the job") || !strings.Contains(out, "unpriced: v4 cud-3y") {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	}
+}
