@@ -491,14 +491,7 @@ func TestSingleHostVM(t *testing.T) {
 		r := request(t)
 		r.Slice = slice(t, c.tpu)
 		r.Model, _ = model.Lookup("llama3-8b")
-		r, err := NewRequest(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Search(r)
-		if err != nil {
-			t.Fatalf("%s: %v", c.tpu, err)
-		}
+		_, p := searched(t, r)
 		all := strings.Join(p.Warnings, "\n")
 		reasons := strings.Join(p.Reasons, "\n")
 		if multi := strings.Contains(all, "span"); multi == c.oneHost {
@@ -508,4 +501,19 @@ func TestSingleHostVM(t *testing.T) {
 			t.Errorf("%s: reasons %q, want the 8-chip VM named %v", c.tpu, reasons, c.reasonVM)
 		}
 	}
+}
+
+// searched is NewRequest(r) and its plan, failing the test on either's
+// error.
+func searched(t testing.TB, r Request) (Request, Plan) {
+	t.Helper()
+	r, err := NewRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, p
 }

@@ -26,14 +26,7 @@ func TestTextDurations(t *testing.T) {
 	r := request(t)
 	r.Objective, r.TTFTSLO, r.ITLSLO = Latency, 40*time.Millisecond, 9*time.Millisecond
 	r.PromptLen, r.OutputLen, r.MaxNumBatchedTokens = 8000, 100, 64
-	r, err := NewRequest(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Search(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, p := searched(t, r)
 	var b strings.Builder
 	if err := p.WriteText(&b, "vllm serve m"); err != nil {
 		t.Fatal(err)
