@@ -113,6 +113,11 @@ func TestTopology(t *testing.T) {
 		{v5e, "0x4", false, nil},
 		{v5e, "4xx4", false, nil},
 	}
+	// a dimension of seven digits is refused saying the bound, not only the
+	// form, which 1000000x1000000x1000000 has
+	if _, err := ParseTopology(v5p, "1000000x1000000x1000000"); err == nil || !strings.Contains(err.Error(), "positive integers below 1000000") {
+		t.Errorf("ParseTopology(v5p, 1000000x1000000x1000000) error = %v, want the dimensions' bound", err)
+	}
 	for _, tt := range tests {
 		s, err := ParseTopology(tt.chip, tt.in)
 		if (err == nil) != tt.ok {

@@ -248,7 +248,7 @@ func ParseTopology(c Chip, s string) (Slice, error) {
 	t, ok := parseDims(strings.TrimSpace(s))
 	if !ok {
 		return Slice{}, &ParseError{Input: s, Field: "topology", Err: ErrBadTopology,
-			Valid: fmt.Sprintf("%d positive integers joined by x, e.g. %s", c.TorusDims, c.defaultTopologies()[0])}
+			Valid: fmt.Sprintf("%d positive integers below 1000000 joined by x, e.g. %s", c.TorusDims, c.defaultTopologies()[0])}
 	}
 	return NewSlice(c, t)
 }

@@ -543,8 +543,11 @@ func ParseBatch(s string, seq int, exact bool) (int, error) {
 		return fail("want %s", want)
 	}
 	v *= mult
-	if !(v > 0) || v > 1e15 {
+	switch {
+	case !(v > 0):
 		return fail("want a positive batch: %s", want)
+	case v > 1e15:
+		return fail("want at most %d sequences (%.3g %s is too many)", MaxBatch, v, map[bool]string{true: "tokens", false: "sequences"}[tokens])
 	}
 	if v != math.Trunc(v) {
 		return fail("want a whole number of %s", map[bool]string{true: "tokens", false: "sequences"}[tokens])

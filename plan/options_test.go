@@ -109,6 +109,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{func(o *Options) { o.Seq = -1 }, OptionSeq, "--seq -1, want 0 to"},
 		{func(o *Options) { o.Model, o.Seq = "llama3-405b", 1<<24 }, OptionSeq, "--seq 16777216, want at most 8521760 tokens with 126 layers of width 16384"},
 		{func(o *Options) { o.MaxGlobalBatch = "lots" }, OptionMaxGlobalBatch, `--max-global-batch "lots": want N sequences`},
+		{func(o *Options) { o.GlobalBatch = "999999999999999999999tok" }, OptionGlobalBatch, "want at most 1073741824 sequences (1e+21 tokens is too many)"},
 		{func(o *Options) { o.GlobalBatch = "4Mtok" }, OptionGlobalBatch, `--global-batch "4Mtok": 4000000 tokens is not a whole number of 8192-token sequences`},
 		{func(o *Options) { o.Mesh = "data=4(tpu)" }, OptionMesh, "--mesh: mesh: data"},
 		// a layout that does not fit the slices asked for is the user's mistake, named at parse time
