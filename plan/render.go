@@ -40,11 +40,12 @@ type JSON struct {
 	MicroBatches int        `json:"micro_batches"`
 	MicroBatch   int        `json:"sequences_per_chip_per_micro_batch"`
 	Remat        string     `json:"remat"`
-	Schedule     string     `json:"schedule"`
-	Chunks       int        `json:"chunks_per_device"`
-	Memory       MemoryJSON `json:"hbm_used_per_chip"`
-	HBM          int64      `json:"hbm_capacity_bytes"`
-	HBMUsable    int64      `json:"hbm_usable_capacity_bytes"`
+	// Schedule is the pipeline's schedule; absent without a pipeline.
+	Schedule  string     `json:"schedule,omitempty"`
+	Chunks    int        `json:"chunks_per_device"`
+	Memory    MemoryJSON `json:"hbm_used_per_chip"`
+	HBM       int64      `json:"hbm_capacity_bytes"`
+	HBMUsable int64      `json:"hbm_usable_capacity_bytes"`
 	// HostOffloaded is what the plan offloads to host memory per chip,
 	// HostRAM the chip's share of its VM's RAM it is held to (left out
 	// where the RAM is not published).
@@ -108,6 +109,16 @@ type BandJSON struct {
 	TokensChipHigh float64 `json:"high_tokens_per_s_per_chip"`
 	TokensLow      float64 `json:"low_tokens_per_s"`
 	TokensHigh     float64 `json:"high_tokens_per_s"`
+}
+
+// pipelineSchedule is the estimate's schedule where its layout has a
+// pipeline, "" where it has none (a schedule orders a pipeline's
+// micro-batches).
+func pipelineSchedule(e cost.Estimate) string {
+	if e.Mesh.Size(mesh.Pipeline) > 1 {
+		return string(e.Job.Schedule)
+	}
+	return ""
 }
 
 // layoutOf is the plan's layout in chips and in JAX devices.
@@ -284,7 +295,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		Layout:  layoutOf(p),
 		Devices: ms.Chips() * max(ms.Slice.Chip.JAXDevicesPerChip, 1),
 		Seq:     e.Job.Seq, GlobalBatch: e.Job.GlobalBatch, GlobalTokens: e.Job.GlobalBatch * e.Job.Seq, MaxBatch: p.Request.MaxGlobalBatch,
-		MicroBatches: e.Job.MicroBatches, MicroBatch: e.MicroBatchSize, Remat: string(e.Job.Remat), Schedule: string(e.Job.Schedule), Chunks: max(e.Job.Chunks, 1),
+		MicroBatches: e.Job.MicroBatches, MicroBatch: e.MicroBatchSize, Remat: string(e.Job.Remat), Schedule: pipelineSchedule(e), Chunks: max(e.Job.Chunks, 1),
 		Memory: MemoryJSON{
 			Weights: int64(e.Memory.Weights), Gradients: int64(e.Memory.Gradients), Optimizer: int64(e.Memory.Optimizer),
 			Activations: int64(e.Memory.Activations), Transient: int64(e.Memory.Transient), Total: int64(e.Memory.Total()),

@@ -138,3 +138,26 @@ func TestJSONHBMCapacityAndUse(t *testing.T) {
 		t.Errorf("hw show tpu7x: hbm_capacity_bytes = %v, plan on tpu7x-128 says %v", got, capacity)
 	}
 }
+
+// TestScheduleOnlyWithPipeline: plan --json names a schedule only for a
+// layout with a pipeline, whose micro-batches it orders.
+func TestScheduleOnlyWithPipeline(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--json", "--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4"}, ""},
+		{[]string{"plan", "--json", "--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=2,pipeline=2", "--schedule", "gpipe"}, "gpipe"},
+	} {
+		out, errOut, code := runCmd(c.args...)
+		var p struct {
+			Schedule *string `json:"schedule"`
+		}
+		if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil {
+			t.Fatalf("%v: exit %d %s %v", c.args, code, errOut, err)
+		}
+		if got := p.Schedule; (got == nil) != (c.want == "") || got != nil && *got != c.want {
+			t.Errorf("%v: schedule %v, want %q (absent when empty)", c.args, got, c.want)
+		}
+	}
+}

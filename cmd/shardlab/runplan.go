@@ -122,7 +122,7 @@ func checkPlanJob(path string, p plan.JSON) error {
 	case p.Seq < 1:
 		return field("seq_len", p.Seq, "a positive number of tokens")
 	}
-	if _, err := schedule.ParseKind(p.Schedule); err != nil {
+	if _, err := schedule.ParseKind(p.Schedule); p.Schedule != "" && err != nil {
 		return bad("--plan %s: schedule %q, want gpipe, 1f1b, interleaved or circular", path, p.Schedule)
 	}
 	if p.Chunks < 0 || p.Chunks > plan.MaxChunks {
@@ -144,7 +144,7 @@ func (pj planJob) apply(f *runFlags, set map[string]bool, stderr io.Writer) {
 	if !set["micro-batches"] {
 		*f.micro = pj.micro
 	}
-	if !set["schedule"] {
+	if !set["schedule"] && pj.schedule != "" { // "": no pipeline, the flag's default
 		*f.sched = pj.schedule
 		if !set["chunks"] {
 			*f.chunks = pj.chunks
