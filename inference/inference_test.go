@@ -373,14 +373,7 @@ func TestKVCacheDtypeRequest(t *testing.T) {
 func TestMaxNumSeqs(t *testing.T) {
 	r := request(t)
 	r.MaxNumSeqs = 24
-	r, err := NewRequest(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Search(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, p := searched(t, r)
 	for _, l := range p.Layouts {
 		if l.SeqsEach != 24 || l.Concurrency != 24*l.DP {
 			t.Errorf("TP %d DP %d: %d sequences a replica, %d in all; want 24, %d", l.TP, l.DP, l.SeqsEach, l.Concurrency, 24*l.DP)

@@ -264,19 +264,12 @@ func TestObjectiveAndSLOs(t *testing.T) {
 func TestFewerChipsOnlyWhenAsked(t *testing.T) {
 	r := request(t)
 	r.TP, r.DP = 4, 1
-	r, err := NewRequest(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Search(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, p := searched(t, r)
 	if p.Best.Chips != 2 || len(p.Layouts) != 1 || !strings.Contains(strings.Join(p.Reasons, "\n"), "the other 2 chips idle") {
 		t.Errorf("TP 4 × DP 1 on tpu7x-8: %d chips, %d layouts, reasons %q", p.Best.Chips, len(p.Layouts), p.Reasons)
 	}
 	r.DP = 0 // TP 4 alone fills the VM with 2 replicas
-	p, err = Search(r)
+	p, err := Search(r)
 	if err != nil {
 		t.Fatal(err)
 	}
