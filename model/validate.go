@@ -72,7 +72,7 @@ func (s Spec) Validate() error {
 			return err
 		}
 	}
-	if err := s.validateSize(name); err != nil {
+	if err := s.validateSize(bad); err != nil {
 		return err
 	}
 	for _, f := range []struct {
@@ -244,10 +244,7 @@ const (
 // activations. The parameter bound is worked out in float64 from the
 // per-layer counts (each a product of two bounded fields, exact in int64),
 // every layer taken as the widest kind, so that it cannot overflow itself.
-func (s Spec) validateSize(name string) error {
-	refuse := func(field string, v int, want string) error {
-		return &FieldError{Model: name, Field: field, Value: fmt.Sprint(v), Want: want}
-	}
+func (s Spec) validateSize(refuse func(string, int, string) error) error {
 	const width = 1 << 24
 	for _, g := range []Spec{s, s.Global()} {
 		if float64(g.Heads)*float64(g.QKHead()+g.VHead()) > 2*width {
@@ -260,15 +257,26 @@ func (s Spec) validateSize(name string) error {
 	if n := float64(p.Embedding) + float64(p.Output) + float64(s.Layers+s.MTPLayers)*layer; n > MaxParams {
 		return refuse("layers", s.Layers, fmt.Sprintf("a model of at most 2^50 (%.3g) parameters; with these widths it has about %.3g", float64(MaxParams), n))
 	}
-	return CheckSequence(name, s.Layers, s.DModel, s.SeqLen)
+	if want := sequenceWant(s.Layers, s.DModel, s.SeqLen); want != "" {
+		return refuse("seq_len", s.SeqLen, want)
+	}
+	return nil
 }
 
 // CheckSequence refuses a sequence of seq tokens whose activations, layers
 // x seq x dModel values, pass MaxSequenceValues; the error names seq_len.
 func CheckSequence(model string, layers, dModel, seq int) error {
-	if v := float64(layers) * float64(dModel) * float64(seq); v > MaxSequenceValues {
-		return &FieldError{Model: model, Field: "seq_len", Value: fmt.Sprint(seq),
-			Want: fmt.Sprintf("at most %d tokens with %d layers of width %d (layers x seq_len x d_model at most 2^44 activation values)", MaxSequenceValues/(int64(layers)*int64(dModel)), layers, dModel)}
+	if want := sequenceWant(layers, dModel, seq); want != "" {
+		return &FieldError{Model: model, Field: "seq_len", Value: fmt.Sprint(seq), Want: want}
 	}
 	return nil
+}
+
+// sequenceWant is what CheckSequence wants of seq, "" when it passes.
+func sequenceWant(layers, dModel, seq int) string {
+	if float64(layers)*float64(dModel)*float64(seq) <= MaxSequenceValues {
+		return ""
+	}
+	return fmt.Sprintf("at most %d tokens with %d layers of width %d (layers x seq_len x d_model at most 2^44 activation values)",
+		MaxSequenceValues/(int64(layers)*int64(dModel)), layers, dModel)
 }

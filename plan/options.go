@@ -364,7 +364,7 @@ func fixedPipeline(axes []mesh.Degree) int {
 	n := 1
 	for _, d := range axes {
 		if d.Axis == mesh.Pipeline {
-			n *= d.ICI * d.DCN
+			n *= d.Size()
 		}
 	}
 	return n

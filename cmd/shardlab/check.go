@@ -97,13 +97,16 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	return writeCheck(stdout, log, r, cal, calErr)
 }
 
+// gib spells a compile log's bytes as check prints them: GiB to two
+// decimals, as XLA's own G.
+func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
+
 // checkLogCapacity refuses a log that cannot be of the plan: an
 // out-of-memory message below its own capacity (XLA prints it only above),
 // or a capacity other than the one XLA gives a JAX device of the plan's
 // chip (hw/xla_hbm.csv), beyond the 1 % its two-decimal print can differ
 // by: the log was compiled for another chip.
 func checkLogCapacity(path string, log validate.CompileLog, chip hw.Chip) error {
-	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
 	if log.Kind == validate.KindOOM && log.Reported < log.Capacity {
 		return bad("check: --compile-log %s: an out-of-memory message at %s of %s: XLA prints it only above its capacity, want the log of the compile that failed", path, gib(log.Reported), gib(log.Capacity))
 	}
@@ -163,7 +166,6 @@ type checkJSON struct {
 // writeCheck writes the comparison for people.
 func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, cal *cost.MemoryCalibration, calErr error) error {
 	var b strings.Builder
-	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
 	fmt.Fprintf(&b, "compile log: %s (%s), per JAX device\n", log.Kind, log.Scope)
 	for _, l := range log.Lines {
 		fmt.Fprintf(&b, "  %s\n", l)
