@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"shardlab/budget"
@@ -59,15 +58,14 @@ func newBudgetFlags() (*flag.FlagSet, *budgetFlags) {
 // parsedFlag is a string flag whose value a parser checks as it is set;
 // the command parses it again, knowing it is valid.
 type parsedFlag struct {
-	stringValue
+	flagValue[string]
 	parse func(string) error
 	usage string
 }
 
 func (f *parsedFlag) Set(s string) error {
 	if err := f.parse(s); err != nil {
-		f.err = &flagValueError{s, err.Error()}
-		return f.err
+		return f.refuse(s, err.Error())
 	}
 	*f.p = s
 	return nil
@@ -75,7 +73,7 @@ func (f *parsedFlag) Set(s string) error {
 
 func parsedVar(fs *flag.FlagSet, p *string, name, value string, parse func(string) error, usage string) {
 	*p = value
-	fs.Var(&parsedFlag{stringValue: stringValue{p: p}, parse: parse, usage: usage}, name, usage)
+	fs.Var(&parsedFlag{flagValue: flagValue[string]{p: p}, parse: parse, usage: usage}, name, usage)
 }
 
 // check adapts an option parser of package budget to a flag's check,
@@ -245,17 +243,7 @@ func nearest(res budget.Result) string {
 
 // tokensFlag is a count of tokens as budget --tokens reads it (1T, 500B,
 // 1e12: budget.ParseTokens), for every command's --tokens.
-type tokensFlag struct {
-	p   *float64
-	err *flagValueError
-}
-
-func (f *tokensFlag) String() string {
-	if f == nil || f.p == nil {
-		return "0"
-	}
-	return strconv.FormatFloat(*f.p, 'g', -1, 64)
-}
+type tokensFlag struct{ flagValue[float64] }
 
 func (f *tokensFlag) Set(s string) error {
 	v, err := budget.ParseTokens(s)
@@ -265,8 +253,7 @@ func (f *tokensFlag) Set(s string) error {
 		if errors.As(err, &oe) {
 			msg = oe.Want
 		}
-		f.err = &flagValueError{s, msg}
-		return f.err
+		return f.refuse(s, msg)
 	}
 	*f.p = v
 	return nil
@@ -275,5 +262,5 @@ func (f *tokensFlag) Set(s string) error {
 // tokensVar defines a --tokens flag read as tokensFlag.
 func tokensVar(fs *flag.FlagSet, p *float64, value float64, usage string) {
 	*p = value
-	fs.Var(&tokensFlag{p: p}, "tokens", usage+": a `number` from 1 to 1e16 with an optional k, M, B or T (1T, 500B)")
+	fs.Var(&tokensFlag{flagValue[float64]{p: p}}, "tokens", usage+": a `number` from 1 to 1e16 with an optional k, M, B or T (1T, 500B)")
 }

@@ -28,32 +28,50 @@ type flagValueError struct {
 
 func (e *flagValueError) Error() string { return "want " + e.want }
 
+// flagValue is what every checked flag holds: where the value goes, and the
+// error of the value it last refused (failed reads it after parsing).
+type flagValue[T any] struct {
+	p   *T
+	err *flagValueError
+}
+
+// String is the value as fmt prints it; the zero Value that -h makes
+// (p nil) prints T's zero, so that -h leaves out "(default 0)".
+func (v *flagValue[T]) String() string {
+	if v == nil || v.p == nil {
+		var zero T
+		return fmt.Sprint(zero)
+	}
+	return fmt.Sprint(*v.p)
+}
+
+func (v *flagValue[T]) Get() any { return *v.p }
+
+// refuse records input s as refused, with what is accepted, and returns
+// that error for Set to return.
+func (v *flagValue[T]) refuse(s, want string) error {
+	v.err = &flagValueError{s, want}
+	return v.err
+}
+
+// refused is the error of the value last refused, nil if none.
+func (v *flagValue[T]) refused() *flagValueError { return v.err }
+
 // floatFlag is a float64 flag that accepts a finite value in [lo, hi]
 // (either end open), and 0 when zero says what 0 means.
 type floatFlag struct {
-	p              *float64
+	flagValue[float64]
 	lo, hi         float64
 	loOpen, hiOpen bool
 	zero           string // what 0 means when it lies outside the range ("the catalog's")
 	unit           string // appended to the range ("Gbit/s per host")
-	err            *flagValueError
 }
-
-func (f *floatFlag) String() string {
-	if f == nil || f.p == nil {
-		return "0" // the zero Value, so that -h leaves out "(default 0)"
-	}
-	return strconv.FormatFloat(*f.p, 'g', -1, 64)
-}
-
-func (f *floatFlag) Get() any { return *f.p }
 
 func (f *floatFlag) Set(s string) error {
 	// decimal only: ParseFloat also reads Go's hexadecimal floats (0x1p-2)
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || strings.ContainsAny(s, "xX") || !f.accepts(v) {
-		f.err = &flagValueError{s, f.want()}
-		return f.err
+		return f.refuse(s, f.want())
 	}
 	*f.p = v
 	return nil
@@ -97,26 +115,15 @@ func (f *floatFlag) usage() string {
 // number in [lo, hi]; note says what special values inside the range mean
 // ("0: the model's").
 type intFlag[T int | int64 | uint64] struct {
-	p      *T
+	flagValue[T]
 	lo, hi T
 	note   string
-	err    *flagValueError
 }
-
-func (f *intFlag[T]) String() string {
-	if f == nil || f.p == nil {
-		return "0"
-	}
-	return fmt.Sprint(*f.p)
-}
-
-func (f *intFlag[T]) Get() any { return *f.p }
 
 func (f *intFlag[T]) Set(s string) error {
 	v, ok := parseWhole[T](strings.TrimSpace(s))
 	if !ok || v < f.lo || v > f.hi {
-		f.err = &flagValueError{s, f.want()}
-		return f.err
+		return f.refuse(s, f.want())
 	}
 	*f.p = v
 	return nil
@@ -158,26 +165,15 @@ func (f *intFlag[T]) rangeText() string {
 
 // durationFlag is a time.Duration flag that accepts a duration in [lo, hi].
 type durationFlag struct {
-	p      *time.Duration
+	flagValue[time.Duration]
 	lo, hi time.Duration
 	note   string
-	err    *flagValueError
 }
-
-func (f *durationFlag) String() string {
-	if f == nil || f.p == nil {
-		return "0s"
-	}
-	return f.p.String()
-}
-
-func (f *durationFlag) Get() any { return *f.p }
 
 func (f *durationFlag) Set(s string) error {
 	v, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil || v < f.lo || v > f.hi {
-		f.err = &flagValueError{s, f.want()}
-		return f.err
+		return f.refuse(s, f.want())
 	}
 	*f.p = v
 	return nil
@@ -208,27 +204,11 @@ func usageNote(rangeText, note string) string {
 	return " (" + rangeText + ")"
 }
 
-// stringValue is what every checked string flag holds: the value, and
-// the error of the value it last refused.
-type stringValue struct {
-	p   *string
-	err *flagValueError
-}
-
-func (f *stringValue) String() string {
-	if f == nil || f.p == nil {
-		return ""
-	}
-	return *f.p
-}
-
-func (f *stringValue) Get() any { return *f.p }
-
 // choiceFlag is a string flag with enumerated values, matched in any case:
 // the value is lower-cased and must be one of choices (or an alias that
 // parse, the owning package's parser, accepts).
 type choiceFlag struct {
-	stringValue
+	flagValue[string]
 	choices []string
 	parse   func(string) error // optional: accepts aliases the owner allows
 }
@@ -243,8 +223,7 @@ func (f *choiceFlag) Set(s string) error {
 		ok = f.parse(v) == nil
 	}
 	if !ok {
-		f.err = &flagValueError{s, f.want()}
-		return f.err
+		return f.refuse(s, f.want())
 	}
 	*f.p = v
 	return nil
@@ -259,14 +238,13 @@ func (f *choiceFlag) want() string {
 }
 
 // addrFlag is a listen address, host:port, with a numeric port.
-type addrFlag struct{ stringValue }
+type addrFlag struct{ flagValue[string] }
 
 func (f *addrFlag) Set(s string) error {
 	host, port, err := net.SplitHostPort(strings.TrimSpace(s))
 	n, ok := parseWhole[int](port)
 	if err != nil || !ok || strings.Trim(port, "0123456789") != "" || n > 65535 || !listenHost(host) {
-		f.err = &flagValueError{s, f.want()}
-		return f.err
+		return f.refuse(s, f.want())
 	}
 	*f.p = net.JoinHostPort(host, port)
 	return nil
@@ -309,31 +287,14 @@ func listenHost(host string) bool {
 
 func addrVar(fs *flag.FlagSet, p *string, name, value, usage string) {
 	*p = value
-	f := &addrFlag{stringValue{p: p}}
+	f := &addrFlag{flagValue[string]{p: p}}
 	fs.Var(f, name, usage+" (an `address`: "+f.want()+")")
 }
 
 // failed is the error of the flag value that stopped parsing, if any.
 func failed(v flag.Value) *flagValueError {
-	switch f := v.(type) {
-	case *floatFlag:
-		return f.err
-	case *intFlag[int]:
-		return f.err
-	case *intFlag[int64]:
-		return f.err
-	case *intFlag[uint64]:
-		return f.err
-	case *durationFlag:
-		return f.err
-	case *choiceFlag:
-		return f.err
-	case *addrFlag:
-		return f.err
-	case *parsedFlag:
-		return f.err
-	case *tokensFlag:
-		return f.err
+	if f, ok := v.(interface{ refused() *flagValueError }); ok {
+		return f.refused()
 	}
 	return nil
 }
@@ -349,31 +310,31 @@ func floatVar(fs *flag.FlagSet, p *float64, name string, value float64, f floatF
 
 func intVar(fs *flag.FlagSet, p *int, name string, value, lo, hi int, note, usage string) {
 	*p = value
-	f := &intFlag[int]{p: p, lo: lo, hi: hi, note: note}
+	f := &intFlag[int]{flagValue: flagValue[int]{p: p}, lo: lo, hi: hi, note: note}
 	fs.Var(f, name, usage+usageNote(f.rangeText(), note))
 }
 
 func int64Var(fs *flag.FlagSet, p *int64, name string, value, lo, hi int64, note, usage string) {
 	*p = value
-	f := &intFlag[int64]{p: p, lo: lo, hi: hi, note: note}
+	f := &intFlag[int64]{flagValue: flagValue[int64]{p: p}, lo: lo, hi: hi, note: note}
 	fs.Var(f, name, usage+usageNote(f.rangeText(), note))
 }
 
 func uint64Var(fs *flag.FlagSet, p *uint64, name string, value, lo, hi uint64, note, usage string) {
 	*p = value
-	f := &intFlag[uint64]{p: p, lo: lo, hi: hi, note: note}
+	f := &intFlag[uint64]{flagValue: flagValue[uint64]{p: p}, lo: lo, hi: hi, note: note}
 	fs.Var(f, name, usage+usageNote(f.rangeText(), note))
 }
 
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value, lo, hi time.Duration, note, usage string) {
 	*p = value
-	f := &durationFlag{p: p, lo: lo, hi: hi, note: note}
+	f := &durationFlag{flagValue: flagValue[time.Duration]{p: p}, lo: lo, hi: hi, note: note}
 	fs.Var(f, name, usage+usageNote(f.rangeText(), note))
 }
 
 func choiceVar(fs *flag.FlagSet, p *string, name, value string, choices []string, parse func(string) error, usage string) {
 	*p = value
-	f := &choiceFlag{stringValue: stringValue{p: p}, choices: choices, parse: parse}
+	f := &choiceFlag{flagValue: flagValue[string]{p: p}, choices: choices, parse: parse}
 	fs.Var(f, name, usage+" (a `string`: "+f.want()+", in any case)")
 }
 
