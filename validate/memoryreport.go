@@ -33,18 +33,22 @@ func (r MemoryResult) verdict() string {
 
 func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
+// memoryPreamble is what the memory report's columns mean.
+const memoryPreamble = `HBM per JAX device: what XLA reported (validate/memory.yaml) against cost's estimate.
+TPU7x has two JAX devices per chip: its predictions are cost's per-chip bytes / 2; v4 and v5p (megacore) and v6e have one.
+scope total = arguments + temporaries; temp = XLA's HLO temporaries only. error = (predicted - reported) / reported.
+predicted = what XLA's report shows (cost's Memory.Compiled): the peak as laid out, with what XLA keeps while HBM allows (the
+loss's fp32 exponentials), where that fits the capacity; else the capacity, which XLA's rematerialization recomputes down to,
+where the peak the job needs fits it; else that needed peak. Fit and refusal weigh the needed peak, as plan does.
+
+`
+
 // WriteText writes the memory report for people: a row per case, the
 // argument and temporary split where the source gives it, and each set's
 // summary.
 func (rep MemoryReport) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintln(&b, "HBM per JAX device: what XLA reported (validate/memory.yaml) against cost's estimate.")
-	fmt.Fprintln(&b, "TPU7x has two JAX devices per chip: its predictions are cost's per-chip bytes / 2; v4 and v5p (megacore) and v6e have one.")
-	fmt.Fprintln(&b, "scope total = arguments + temporaries; temp = XLA's HLO temporaries only. error = (predicted - reported) / reported.")
-	fmt.Fprintln(&b, "predicted = what XLA's report shows (cost's Memory.Compiled): the peak as laid out, with what XLA keeps while HBM allows (the")
-	fmt.Fprintln(&b, "loss's fp32 exponentials), where that fits the capacity; else the capacity, which XLA's rematerialization recomputes down to,")
-	fmt.Fprintln(&b, "where the peak the job needs fits it; else that needed peak. Fit and refusal weigh the needed peak, as plan does.")
-	fmt.Fprintln(&b)
+	b.WriteString(memoryPreamble)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "case\tset\tkind\tscope\treported\tpredicted\terror\tcapacity\tverdict")
 	for _, r := range rep.Results {

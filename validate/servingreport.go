@@ -26,20 +26,24 @@ func finite(x float64) *float64 {
 	return &x
 }
 
+// servingPreamble is what the serving report's columns mean; its verbs
+// take the engines' fitted step times, vLLM's then JetStream's.
+const servingPreamble = `Serving: published TPU serving figures (validate/serving.yaml) against shardlab's serving model at each row's configuration.
+predicted = inference.Simulate of the row's run: its engine's scheduler (vLLM: continuous batching, chunked prefill in the token
+budget, paged KV cache, preemption, tpu-inference's padding; JetStream: one prompt a prefill into a free slot, generate steps over
+all slots attending the whole cache) at the row's TP, concurrency (a closed loop of clients), prompts and mean lengths; each step
+costs its matmul roofline, then the attention's KV read and decode queries' MXU passes, the TP all-reduces and the engine's
+fixed step time (fitted on the calibration rows only: vllm %v, jetstream %v). An int8 KV cache is costed as one byte.
+error = (predicted - published) / published output tokens/s; a row is refused when its sequences do not fit the KV cache.
+
+`
+
 // WriteText writes the serving report for people: a row per published
 // figure with the prediction and its error, the latencies where
 // published, the rows not modelled, and each set's summary.
 func (rep ServingReport) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintln(&b, "Serving: published TPU serving figures (validate/serving.yaml) against shardlab's serving model at each row's configuration.")
-	fmt.Fprintln(&b, "predicted = inference.Simulate of the row's run: its engine's scheduler (vLLM: continuous batching, chunked prefill in the token")
-	fmt.Fprintln(&b, "budget, paged KV cache, preemption, tpu-inference's padding; JetStream: one prompt a prefill into a free slot, generate steps over")
-	fmt.Fprintln(&b, "all slots attending the whole cache) at the row's TP, concurrency (a closed loop of clients), prompts and mean lengths; each step")
-	fmt.Fprintln(&b, "costs its matmul roofline, then the attention's KV read and decode queries' MXU passes, the TP all-reduces and the engine's")
-	fmt.Fprintf(&b, "fixed step time (fitted on the calibration rows only: vllm %v, jetstream %v). An int8 KV cache is costed as one byte.\n",
-		inference.StepOverhead(inference.VLLM), inference.StepOverhead(inference.JetStream))
-	fmt.Fprintln(&b, "error = (predicted - published) / published output tokens/s; a row is refused when its sequences do not fit the KV cache.")
-	fmt.Fprintln(&b)
+	fmt.Fprintf(&b, servingPreamble, inference.StepOverhead(inference.VLLM), inference.StepOverhead(inference.JetStream))
 	rep.writeRows(&b)
 	rep.writeLatency(&b)
 	rep.writeNotModelled(&b)
