@@ -47,8 +47,7 @@ var budgetForm = newOptionsForm(budgetLooks, budget.DefaultOptions, plan.Default
 var budgetQuestion = question[budget.Options, budgetView]{
 	optionsForm: budgetForm,
 	answer:      (*Handler).budgetRun,
-	page:        "budget.html",
-	file:        "budget.json",
+	name:        "budget",
 	json:        func(w io.Writer, v *budgetView) error { return v.Result.WriteJSON(w) },
 }
 

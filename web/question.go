@@ -19,10 +19,20 @@ type question[O, V any] struct {
 	// answer answers the options under the handler's bounds; bad are the
 	// options the form refused already.
 	answer func(h *Handler, ctx context.Context, o O, bad fieldErrors) (*V, error)
-	page   string // the page's template
-	file   string // the JSON download's name
-	json   func(w io.Writer, v *V) error
+	// name names the page once: GET /name shows it from the template
+	// name.html, GET /download/name.json downloads the answer as JSON.
+	name string
+	json func(w io.Writer, v *V) error
 }
+
+// register serves the question's page and its JSON download on h.
+func (qn question[O, V]) register(h *Handler) {
+	h.mux.HandleFunc("GET /"+qn.name, qn.serve(h))
+	h.mux.HandleFunc("GET /download/"+qn.file(), qn.serveJSON(h))
+}
+
+// file is the JSON download's name.
+func (qn question[O, V]) file() string { return qn.name + ".json" }
 
 // questionPage is what a question's page template takes.
 type questionPage[V any] struct {
@@ -59,7 +69,7 @@ func (qn question[O, V]) serve(h *Handler) http.HandlerFunc {
 			h.setRetry(w, code)
 		}
 		d.Groups, d.Error = qn.view(vals, fes, qn.keyLabel)
-		h.render(w, code, qn.page, "page", d)
+		h.render(w, code, qn.name+".html", "page", d)
 	}
 }
 
@@ -74,12 +84,12 @@ func (qn question[O, V]) serveJSON(h *Handler) http.HandlerFunc {
 		}
 		var b bytes.Buffer
 		if err := qn.json(&b, v); err != nil {
-			h.cfg.Log.Printf("web: %s: %v", qn.file, err)
+			h.cfg.Log.Printf("web: %s: %v", qn.file(), err)
 			http.Error(w, "internal error writing the JSON", http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Disposition", `attachment; filename="`+qn.file+`"`)
+		w.Header().Set("Content-Disposition", `attachment; filename="`+qn.file()+`"`)
 		w.Write(b.Bytes())
 	}
 }

@@ -67,8 +67,7 @@ var servingForm = newOptionsForm(servingLooks, inference.DefaultOptions, inferen
 var servingQuestion = question[inference.Options, servingView]{
 	optionsForm: servingForm,
 	answer:      (*Handler).servingRun,
-	page:        "serving.html",
-	file:        "serving.json",
+	name:        "serving",
 	json:        func(w io.Writer, v *servingView) error { return writeJSON(w, v.J) },
 }
 
