@@ -111,6 +111,12 @@ func (d *device) recv(op schedule.Op) []float32 {
 	return d.ep.Arrive(peer, m)
 }
 
+// recvMat is op's input (recv) as the matrix a stage passes on: micro-batch
+// mb's tokens by d_model, activations forward and their gradients backward.
+func (d *device) recvMat(op schedule.Op, mb micro) Mat[float32] {
+	return Mat[float32]{R: mb.n(), C: d.c.DModel, D: d.recv(op)}
+}
+
 // stepState is what a device keeps between the passes of one step.
 type stepState struct {
 	micros []micro
@@ -189,7 +195,6 @@ func (d *device) chunkLayers(k int) (lo, hi int) {
 // the last virtual stage, else a send to the next.
 func (d *device) forward(st *stepState, op schedule.Op) {
 	mb := st.micros[op.MicroBatch]
-	n := mb.n()
 	first, last := d.stageEnds(op)
 	var x Mat[float32]
 	// a single stage keeps its gathered ends from the embedding to the
@@ -202,7 +207,7 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 			d.release(0, ends)
 		}
 	} else {
-		x = Mat[float32]{R: n, C: d.c.DModel, D: d.recv(op)}
+		x = d.recvMat(op, mb)
 	}
 	lo, hi := d.chunkLayers(op.Chunk)
 	saved := make([]*acts[float32], hi-lo)
@@ -238,7 +243,7 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 	st.heads[op.MicroBatch] = ha
 	d.holdHead(ha)
 	if !d.tc.BlocksOnlyClock {
-		d.compute(fmt.Sprintf("F%d head", op.MicroBatch), 2*float64(n)*float64(d.c.DModel*d.c.Vocab), st.rate)
+		d.compute(fmt.Sprintf("F%d head", op.MicroBatch), 2*float64(mb.n())*float64(d.c.DModel*d.c.Vocab), st.rate)
 	}
 }
 
@@ -247,7 +252,6 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 // embedding's on virtual stage 0, else a send to the previous.
 func (d *device) backward(st *stepState, op schedule.Op) {
 	mb := st.micros[op.MicroBatch]
-	n := mb.n()
 	first, last := d.stageEnds(op)
 	var dx Mat[float32]
 	var endsGrad []float32
@@ -263,10 +267,10 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 		d.mem.drop(ha.x.D, ha.h.D, ha.rstd, ha.logits.D, ha.probs.D)
 		st.heads[op.MicroBatch] = nil
 		if !d.tc.BlocksOnlyClock {
-			d.compute(fmt.Sprintf("B%d head", op.MicroBatch), 4*float64(n)*float64(d.c.DModel*d.c.Vocab), st.rate)
+			d.compute(fmt.Sprintf("B%d head", op.MicroBatch), 4*float64(mb.n())*float64(d.c.DModel*d.c.Vocab), st.rate)
 		}
 	} else {
-		dx = Mat[float32]{R: n, C: d.c.DModel, D: d.recv(op)}
+		dx = d.recvMat(op, mb)
 	}
 	d.mode = classActGrads
 	d.mem.hold(classActGrads, d.elem, dx.D)
