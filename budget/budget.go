@@ -88,12 +88,14 @@ type Row struct {
 	// Goodput is the fraction of wall time spent on kept work
 	// (capacity.ExpectInterrupted).
 	Goodput float64 `json:"goodput_fraction"`
-	// TimeToTrain is the wall time: steps × step time / goodput.
-	TimeToTrain  time.Duration `json:"-"`
-	TimeToTrainS float64       `json:"time_to_train_s"`
-	ChipHours    float64       `json:"chip_hours"`
-	Price        Price         `json:"price"`
-	USD          float64       `json:"usd"`
+	// TimeToTrainS is the wall time in seconds: steps × step time /
+	// goodput. It is a float, not a time.Duration: a legitimate question
+	// (1e16 tokens on one small slice) takes thousands of years, past
+	// time.Duration's 292.
+	TimeToTrainS float64 `json:"time_to_train_s"`
+	ChipHours    float64 `json:"chip_hours"`
+	Price        Price   `json:"price"`
+	USD          float64 `json:"usd"`
 	// USDPerBTokens is dollars per billion tokens trained.
 	USDPerBTokens float64 `json:"usd_per_billion_tokens"`
 	// CommitmentUSD is the least a commitment mode bills: the chips for
@@ -337,7 +339,7 @@ func (r Request) sweep() (Result, error) {
 	}
 	res.Rows = r.limit(all, &res)
 	slices.SortStableFunc(res.Rows, func(a, b Row) int {
-		return cmp.Or(cmp.Compare(a.USD, b.USD), cmp.Compare(a.TimeToTrain, b.TimeToTrain))
+		return cmp.Or(cmp.Compare(a.USD, b.USD), cmp.Compare(a.TimeToTrainS, b.TimeToTrainS))
 	})
 	for _, i := range Pareto(res.Rows) {
 		res.Rows[i].Pareto = true
@@ -467,13 +469,13 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
 	row := Row{
 		Generation: ms.Slice.Chip.Generation, AcceleratorType: ms.Slice.AcceleratorType(), Slices: ms.Slices, Chips: ms.Chips(),
 		Mode: m, Layout: est.Mesh.String(), StepTime: est.Time.Step, Steps: steps,
-		Goodput: e.Goodput, TimeToTrain: e.TimeToTrain, Price: price, Plan: p, Warnings: []string{},
+		Goodput: e.Goodput, TimeToTrainS: float64(e.TimeToTrain), Price: price, Plan: p, Warnings: []string{},
 	}
 	if r.Tokens < batchTokens {
 		row.Warnings = append(row.Warnings, fmt.Sprintf("%.3g tokens are less than one step's batch of %.3g: the job is one step", r.Tokens, batchTokens))
 	}
-	row.StepS, row.TimeToTrainS = row.StepTime.Seconds(), row.TimeToTrain.Seconds()
-	row.ChipHours = float64(row.Chips) * row.TimeToTrain.Hours()
+	row.StepS = row.StepTime.Seconds()
+	row.ChipHours = float64(row.Chips) * row.TimeToTrainS / 3600
 	row.USD = row.ChipHours * price.USDPerChipHour
 	row.USDPerBTokens = row.USD / (r.Tokens / 1e9)
 	row.Band = bandOf(p.Band, row)
@@ -485,7 +487,7 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
 		if rc, ok := r.Carbon.Lookup(r.Region); ok {
 			c = &rc
 		}
-		row.Energy = energyOf(row.Chips, row.TimeToTrain.Hours(), w, c)
+		row.Energy = energyOf(row.Chips, row.TimeToTrainS/3600, w, c)
 	}
 	return row
 }
@@ -496,8 +498,8 @@ func (r Request) limit(rows []Row, res *Result) []Row {
 	var kept, over []Row
 	for _, row := range rows {
 		var why []string
-		if r.Deadline > 0 && row.TimeToTrain > r.Deadline {
-			why = append(why, fmt.Sprintf("takes %s, over the %s deadline", Days(row.TimeToTrain), Days(r.Deadline)))
+		if r.Deadline > 0 && row.TimeToTrainS > r.Deadline.Seconds() {
+			why = append(why, fmt.Sprintf("takes %s, over the %s deadline", Days(row.TimeToTrainS), Days(r.Deadline.Seconds())))
 		}
 		if r.Budget > 0 && row.USD > r.Budget {
 			why = append(why, fmt.Sprintf("costs %s, over the %s budget", Dollars(row.USD), Dollars(r.Budget)))
@@ -514,7 +516,7 @@ func (r Request) limit(rows []Row, res *Result) []Row {
 		excess := func(row Row) float64 {
 			x := 0.0
 			if r.Deadline > 0 {
-				x = max(x, row.TimeToTrain.Seconds()/r.Deadline.Seconds())
+				x = max(x, row.TimeToTrainS/r.Deadline.Seconds())
 			}
 			if r.Budget > 0 {
 				x = max(x, row.USD/r.Budget)
@@ -522,7 +524,7 @@ func (r Request) limit(rows []Row, res *Result) []Row {
 			return x
 		}
 		best := slices.MinFunc(over, func(a, b Row) int { return cmp.Compare(excess(a), excess(b)) })
-		res.Nearest = fmt.Sprintf("%s: %s, %s", best.name(), Days(best.TimeToTrain), Dollars(best.USD))
+		res.Nearest = fmt.Sprintf("%s: %s, %s", best.name(), Days(best.TimeToTrainS), Dollars(best.USD))
 	}
 	return kept
 }
@@ -547,7 +549,7 @@ func (r Request) notes(rows []Row) []string {
 		notes = append(notes, fmt.Sprintf("spot: %g preemptions per slice-hour, as given", r.SpotPreemptionsPerHour))
 	}
 	if fl, ok := flex(r.Limits); ok && slices.Contains(r.Modes, Flex) {
-		notes = append(notes, fmt.Sprintf("flex-start: at most %s a request (%s); a longer job is dropped, as it needs new requests that each wait for capacity", Days(fl.maxRun), fl.source))
+		notes = append(notes, fmt.Sprintf("flex-start: at most %s a request (%s); a longer job is dropped, as it needs new requests that each wait for capacity", Days(fl.maxRun.Seconds()), fl.source))
 	}
 	if cud {
 		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; the commitment bills the chips for the whole term (term bill) unless other work uses them")
@@ -590,7 +592,7 @@ func Pareto(rows []Row) []int {
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int {
-		return cmp.Or(cmp.Compare(rows[a].TimeToTrain, rows[b].TimeToTrain), cmp.Compare(rows[a].USD, rows[b].USD))
+		return cmp.Or(cmp.Compare(rows[a].TimeToTrainS, rows[b].TimeToTrainS), cmp.Compare(rows[a].USD, rows[b].USD))
 	})
 	var front []int
 	var last *Row
@@ -599,7 +601,7 @@ func Pareto(rows []Row) []int {
 		switch {
 		case last == nil || row.USD < last.USD:
 			front, last = append(front, i), row
-		case row.USD == last.USD && row.TimeToTrain == last.TimeToTrain:
+		case row.USD == last.USD && row.TimeToTrainS == last.TimeToTrainS:
 			front = append(front, i)
 		}
 	}

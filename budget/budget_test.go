@@ -102,9 +102,9 @@ func TestSpotPreemptionsCostTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := calm.Rows[0], stormy.Rows[0]; !(b.Goodput < a.Goodput && b.TimeToTrain > a.TimeToTrain && b.USD > a.USD) {
+	if a, b := calm.Rows[0], stormy.Rows[0]; !(b.Goodput < a.Goodput && b.TimeToTrainS > a.TimeToTrainS && b.USD > a.USD) {
 		t.Errorf("0.5 preemptions an hour: goodput %v, time %v, $%.0f; want below %v, above %v and $%.0f",
-			b.Goodput, b.TimeToTrain, b.USD, a.Goodput, a.TimeToTrain, a.USD)
+			b.Goodput, b.TimeToTrainS, b.USD, a.Goodput, a.TimeToTrainS, a.USD)
 	}
 	if !slices.ContainsFunc(calm.Notes, func(n string) bool { return strings.Contains(n, "preemption rate") }) {
 		t.Errorf("notes %q do not say the spot preemption rate is an input", calm.Notes)
@@ -124,7 +124,7 @@ func TestDeadlineAndBudget(t *testing.T) {
 		t.Skipf("the fastest row is the cheapest (%s): no trade-off to filter", fast.name())
 	}
 	// a deadline only the fastest meets
-	r.Deadline = fast.TimeToTrain + time.Second
+	r.Deadline = time.Duration(fast.TimeToTrainS*float64(time.Second)) + time.Second
 	res, err := Sweep(r)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func paretoBrute(rows []Row) []int {
 	for i, a := range rows {
 		dominated := false
 		for j, b := range rows {
-			if i != j && b.TimeToTrain <= a.TimeToTrain && b.USD <= a.USD && (b.TimeToTrain < a.TimeToTrain || b.USD < a.USD) {
+			if i != j && b.TimeToTrainS <= a.TimeToTrainS && b.USD <= a.USD && (b.TimeToTrainS < a.TimeToTrainS || b.USD < a.USD) {
 				dominated = true
 				break
 			}
@@ -198,12 +198,12 @@ func TestParetoAgainstBruteForce(t *testing.T) {
 	// a constructed case: (days, dollars); A, C and E are on the front, B
 	// is dominated by A, D by C, F ties E exactly and is on it too
 	rows := []Row{
-		{TimeToTrain: 10 * 24 * time.Hour, USD: 500}, // A
-		{TimeToTrain: 12 * 24 * time.Hour, USD: 500}, // B
-		{TimeToTrain: 20 * 24 * time.Hour, USD: 300}, // C
-		{TimeToTrain: 25 * 24 * time.Hour, USD: 350}, // D
-		{TimeToTrain: 40 * 24 * time.Hour, USD: 100}, // E
-		{TimeToTrain: 40 * 24 * time.Hour, USD: 100}, // F
+		{TimeToTrainS: 10 * 86400, USD: 500}, // A
+		{TimeToTrainS: 12 * 86400, USD: 500}, // B
+		{TimeToTrainS: 20 * 86400, USD: 300}, // C
+		{TimeToTrainS: 25 * 86400, USD: 350}, // D
+		{TimeToTrainS: 40 * 86400, USD: 100}, // E
+		{TimeToTrainS: 40 * 86400, USD: 100}, // F
 	}
 	if got, want := Pareto(rows), []int{0, 2, 4, 5}; !slices.Equal(got, want) {
 		t.Errorf("Pareto(constructed) = %v, want %v", got, want)
@@ -213,7 +213,7 @@ func TestParetoAgainstBruteForce(t *testing.T) {
 	for n := range 500 {
 		rows := make([]Row, rng.IntN(12))
 		for i := range rows {
-			rows[i] = Row{TimeToTrain: time.Duration(rng.IntN(6)) * time.Hour, USD: float64(rng.IntN(6))}
+			rows[i] = Row{TimeToTrainS: float64(rng.IntN(6)) * 3600, USD: float64(rng.IntN(6))}
 		}
 		if got, want := Pareto(rows), paretoBrute(rows); !slices.Equal(got, want) {
 			t.Fatalf("case %d: Pareto = %v, brute force %v; rows %+v", n, got, want, rows)
@@ -257,5 +257,44 @@ func TestWholeSteps(t *testing.T) {
 		if row.Steps != 1 || row.TimeToTrainS < step || row.USD <= 0 || len(row.Warnings) == 0 || !strings.Contains(row.Warnings[0], "the job is one step") {
 			t.Errorf("%s: %g steps, %g s (a step is %g s), $%g, warnings %q; want one step, a warning", row.name(), row.Steps, row.TimeToTrainS, step, row.USD, row.Warnings)
 		}
+	}
+}
+
+func TestSweepBeyondDurationRange(t *testing.T) {
+	// 1e16 tokens (the most a request takes) on one v6e-16 take thousands
+	// of years, past time.Duration's 292 (9.22e9 s): the row is still
+	// whole steps × step time / goodput, and chips × hours × price, all
+	// positive, and the table prints no negative time or dollars.
+	r := smallRequest(t)
+	r.Tokens, r.Generations, r.Modes, r.SliceCounts = 1e16, []hw.Generation{hw.V6e}, []Mode{OnDemand}, []int{1}
+	res, err := Sweep(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 {
+		t.Fatalf("%d rows, want 1 (v6e-16 on-demand)", len(res.Rows))
+	}
+	row := res.Rows[0]
+	e := row.Plan.Best.Estimate
+	steps := math.Ceil(1e16 / float64(e.Job.GlobalBatch*e.Job.Seq))
+	secs := steps * e.Time.Step.Seconds() / row.Goodput
+	if secs < 1e10 {
+		t.Fatalf("by hand %g s: not past time.Duration's range, the test proves nothing", secs)
+	}
+	if math.Abs(row.TimeToTrainS-secs)/secs > 1e-9 {
+		t.Errorf("time to train %g s, want %g steps × %v / %v = %g s", row.TimeToTrainS, steps, e.Time.Step, row.Goodput, secs)
+	}
+	if want := float64(row.Chips) * secs / 3600 * 2; math.Abs(row.USD-want)/want > 1e-9 {
+		t.Errorf("$%g, want %d chips × %g h × $2 = $%g", row.USD, row.Chips, secs/3600, want)
+	}
+	if b := row.Band; b == nil || !(0 < b.TimeLow && b.TimeLow <= row.TimeToTrainS && row.TimeToTrainS <= b.TimeHigh) {
+		t.Errorf("band %+v does not hold the time to train %g s", b, row.TimeToTrainS)
+	}
+	var text strings.Builder
+	if err := res.WriteText(&text, ""); err != nil {
+		t.Fatal(err)
+	}
+	if days := Days(secs); !strings.Contains(text.String(), " "+days+" ") || strings.Contains(text.String(), "$-") {
+		t.Errorf("table does not print %s (%g s) or prints negative dollars:\n%s", days, secs, text.String())
 	}
 }

@@ -33,7 +33,7 @@ func TestEnergyByHand(t *testing.T) {
 		t.Fatal("no rows")
 	}
 	for _, row := range res.Rows {
-		hours := row.TimeToTrain.Hours()
+		hours := row.TimeToTrainS / 3600
 		kwh := float64(row.Chips) * 250 * hours / 1000
 		e := row.Energy
 		if e == nil || e.ChipWatts != 250 || math.Abs(e.KWh-kwh) > 1e-9*kwh {

@@ -10,7 +10,7 @@ import (
 // with its bands, and what the text output says besides, with every
 // price's source as a link. It needs nothing outside the file.
 var pageTemplate = template.Must(template.New("budget").Funcs(template.FuncMap{
-	"days":    func(s float64) string { return Days(seconds(s)) },
+	"days":    Days,
 	"dollars": Dollars,
 	"inc":     func(i int) int { return i + 1 },
 	"energy":  func(e *RowEnergy) string { m, _ := e.columns(); return m },

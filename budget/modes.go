@@ -169,12 +169,12 @@ func (t flexTerms) offers(g hw.Generation, region string) string {
 // the run limit), or the terms it may break: the limit at the band's high
 // end, GKE's single-host rule for a multi-host slice, the default quota.
 func (t flexTerms) check(row Row) (why string, warnings []string) {
-	if row.TimeToTrain > t.maxRun {
-		return fmt.Sprintf("takes %s, over flex-start's run limit of %s a request (%s)", Days(row.TimeToTrain), Days(t.maxRun), t.source), nil
+	if row.TimeToTrainS > t.maxRun.Seconds() {
+		return fmt.Sprintf("takes %s, over flex-start's run limit of %s a request (%s)", Days(row.TimeToTrainS), Days(t.maxRun.Seconds()), t.source), nil
 	}
-	if b := row.Band; b != nil && time.Duration(b.TimeHigh*float64(time.Second)) > t.maxRun {
+	if b := row.Band; b != nil && b.TimeHigh > t.maxRun.Seconds() {
 		warnings = append(warnings, fmt.Sprintf("%s: the band's high end, %s, is over flex-start's %s limit",
-			row.name(), Days(time.Duration(b.TimeHigh*float64(time.Second))), Days(t.maxRun)))
+			row.name(), Days(b.TimeHigh), Days(t.maxRun.Seconds())))
 	}
 	if hosts := row.Plan.Request.Multislice.Slice.Hosts(); t.gkeSingleHost && hosts > 1 {
 		warnings = append(warnings, fmt.Sprintf("%s: a slice of %d hosts; on GKE flex-start is for single-host TPU slice node pools (modes.csv), through the Cloud TPU API no such limit is listed", row.name(), hosts))

@@ -70,8 +70,8 @@ func TestFlexStartCap(t *testing.T) {
 	}
 	var capped int
 	for _, row := range long.Rows {
-		if row.Mode == Flex && row.TimeToTrain > 7*24*time.Hour {
-			t.Errorf("%s takes %s, over flex-start's 7 days, but is in the table", row.name(), Days(row.TimeToTrain))
+		if row.Mode == Flex && row.TimeToTrainS > 7*86400 {
+			t.Errorf("%s takes %s, over flex-start's 7 days, but is in the table", row.name(), Days(row.TimeToTrainS))
 		}
 	}
 	for _, d := range long.Dropped {
@@ -81,7 +81,7 @@ func TestFlexStartCap(t *testing.T) {
 	}
 	onDemandLong := 0
 	for _, row := range long.Rows {
-		if row.Mode == OnDemand && row.TimeToTrain > 7*24*time.Hour {
+		if row.Mode == OnDemand && row.TimeToTrainS > 7*86400 {
 			onDemandLong++
 		}
 	}

@@ -7,23 +7,22 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"shardlab/schema"
 	"shardlab/unit"
 )
 
-// Days spells a duration for a budget with three significant digits: in
+// Days spells s seconds for a budget with three significant digits: in
 // days from two days, in hours from one hour, below that as unit.Seconds
 // does ("641 s").
-func Days(d time.Duration) string {
+func Days(s float64) string {
 	switch {
-	case d >= 48*time.Hour:
-		return sig3(d.Hours()/24) + "d"
-	case d >= time.Hour:
-		return sig3(d.Hours()) + "h"
+	case s >= 48*3600:
+		return sig3(s/86400) + "d"
+	case s >= 3600:
+		return sig3(s/3600) + "h"
 	}
-	return unit.Seconds(d.Seconds()).String()
+	return unit.Seconds(s).String()
 }
 
 // Dollars spells an amount to the cent below $1000, else with a k or M
@@ -133,11 +132,11 @@ func (res Result) writeTable(b *strings.Builder) {
 		}
 		timeBand, usdBand := "-", "-"
 		if b := row.Band; b != nil {
-			timeBand = Days(seconds(b.TimeLow)) + "-" + Days(seconds(b.TimeHigh))
+			timeBand = Days(b.TimeLow) + "-" + Days(b.TimeHigh)
 			usdBand = Dollars(b.USDLow) + "-" + Dollars(b.USDHigh)
 		}
 		fmt.Fprintf(tw, " %d\t%s\t%d\t%s\t%v\t%.4f\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t", i+1, slicesName(row), row.Chips, row.Mode,
-			unit.Seconds(row.StepTime.Seconds()), row.Goodput, Days(row.TimeToTrain), timeBand, row.ChipHours, Dollars(row.USD), usdBand, Dollars(row.USDPerBTokens), term)
+			unit.Seconds(row.StepTime.Seconds()), row.Goodput, Days(row.TimeToTrainS), timeBand, row.ChipHours, Dollars(row.USD), usdBand, Dollars(row.USDPerBTokens), term)
 		if energy {
 			mwh, co2 := row.Energy.columns()
 			fmt.Fprintf(tw, "%s\t%s\t", mwh, co2)
@@ -169,9 +168,6 @@ func (e *RowEnergy) columns() (mwh, co2 string) {
 	}
 	return sig3(e.KWh / 1000), tonnes(e.KgCO2e)
 }
-
-// seconds is a duration of s seconds.
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // bands names the distinct bands behind the rows, with their errors, and
 // the share of held-out rows a band holds.

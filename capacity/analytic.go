@@ -3,6 +3,8 @@ package capacity
 import (
 	"math"
 	"time"
+
+	"shardlab/unit"
 )
 
 // JobFailureRate is how often the job is interrupted by failures, per hour:
@@ -116,9 +118,11 @@ type Expectation struct {
 	Interval        time.Duration `json:"-"`
 	Goodput         float64       `json:"goodput_fraction"`
 	// TimeToTrain is the wall-clock time to train Tokens tokens at the
-	// job's throughput times the goodput.
-	Tokens      float64       `json:"tokens"`
-	TimeToTrain time.Duration `json:"-"`
+	// job's throughput times the goodput, in float seconds: a legitimate
+	// question (1e16 tokens on one small slice) takes thousands of years,
+	// past time.Duration's 292.
+	Tokens      float64      `json:"tokens"`
+	TimeToTrain unit.Seconds `json:"-"`
 }
 
 // Expect computes the expectation for job on chips chips and hosts hosts,
@@ -140,7 +144,7 @@ func ExpectInterrupted(job Job, chips, hosts int, tokens, extraPerHour float64) 
 	g := ExpectedGoodput(interval, save, restart, rate)
 	e := Expectation{FailuresPerHour: rate, Save: save, Restart: restart, Interval: interval, Goodput: g, Tokens: tokens}
 	if job.TokensPerSecond > 0 && g > 0 {
-		e.TimeToTrain = time.Duration(tokens / (job.TokensPerSecond * g) * float64(time.Second))
+		e.TimeToTrain = unit.Seconds(tokens / (job.TokensPerSecond * g))
 	}
 	return e
 }

@@ -327,7 +327,7 @@ func TestExpectByHand(t *testing.T) {
 		t.Errorf("goodput %v, want %v in (0, 1)", e.Goodput, g)
 	}
 	want := 1e12 / (1e7 * e.Goodput)
-	if got := e.TimeToTrain.Seconds(); math.Abs(got-want)/want > 1e-9 {
+	if got := float64(e.TimeToTrain); math.Abs(got-want)/want > 1e-9 {
 		t.Errorf("time to train %v s, want %v s", got, want)
 	}
 }
@@ -350,5 +350,25 @@ func TestExpectInterruptedAddsPreemptions(t *testing.T) {
 	}
 	if z := ExpectInterrupted(job, 9216, 2304, 1e12, 0); z != base {
 		t.Errorf("ExpectInterrupted(..., 0) = %+v, want Expect's %+v", z, base)
+	}
+}
+
+func TestExpectBeyondDurationRange(t *testing.T) {
+	// time.Duration ends at 2^63 ns, 9.22e9 s (292 years). A job of 1 token
+	// a second takes tokens/goodput seconds: 1e6 tokens well inside that
+	// range, 9.2e9 tokens at its end, 1e16 tokens (budget's largest, 317
+	// million years at this rate) far beyond; each must be the same
+	// formula's positive answer, and time must scale with tokens.
+	job := Job{TokensPerSecond: 1, Checkpoint: 1e12}
+	first := Expect(job, 9216, 2304, 1e6)
+	for _, tokens := range []float64{1e6, 9.2e9, 1e16} {
+		e := Expect(job, 9216, 2304, tokens)
+		want := tokens / e.Goodput / 3600
+		if got := e.TimeToTrain.Hours(); !(got > 0) || math.Abs(got-want)/want > 1e-12 {
+			t.Errorf("%g tokens at 1 token/s, goodput %v: time to train %v hours, want %v", tokens, e.Goodput, got, want)
+		}
+		if got, want := e.TimeToTrain.Hours()/first.TimeToTrain.Hours(), tokens/1e6; math.Abs(got-want)/want > 1e-12 {
+			t.Errorf("%g tokens take %v times as long as 1e6, want %v", tokens, got, want)
+		}
 	}
 }

@@ -99,6 +99,9 @@ func sig3(v float64) string {
 // float seconds in keys ending in _s.
 type Seconds float64
 
+// Hours is s in hours.
+func (s Seconds) Hours() float64 { return float64(s) / 3600 }
+
 // String formats s with three significant digits and the largest of s, ms,
 // µs and ns that keeps the number at least 1: "14.8 s", "17.4 ms", "524 µs".
 // Zero is "0 s"; durations of 1000 s and more stay in seconds ("3600 s").

@@ -386,15 +386,26 @@ func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) err
 // secs renders seconds as a duration rounded for reading, to at least
 // three significant digits: hours from 100 h (a 30-day horizon is 720h0m0s),
 // minutes from 1 h (an MTBF of 49.5 h is 49h30m0s), seconds from 1 min.
-func secs(s float64) time.Duration {
-	d := time.Duration(s * float64(time.Second))
+func secs(s float64) span { return span(s) }
+
+// span is float seconds as secs renders them: in time.Duration's spelling,
+// past its 292 years too (a time to train of thousands of years).
+type span float64
+
+func (s span) String() string {
+	if float64(s) >= float64(math.MaxInt64)/1e9 {
+		return fmt.Sprintf("%.0fh0m0s", math.Round(float64(s)/3600))
+	}
+	d := time.Duration(float64(s) * float64(time.Second))
 	switch {
 	case d >= 100*time.Hour:
-		return d.Round(time.Hour)
+		d = d.Round(time.Hour)
 	case d >= time.Hour:
-		return d.Round(time.Minute)
+		d = d.Round(time.Minute)
 	case d >= time.Minute:
-		return d.Round(time.Second)
+		d = d.Round(time.Second)
+	default:
+		d = d.Round(10 * time.Millisecond)
 	}
-	return d.Round(10 * time.Millisecond)
+	return d.String()
 }

@@ -98,6 +98,10 @@ func TestSecs(t *testing.T) {
 		{3725.4, "1h2m0s"},
 		{75.46, "1m15s"},
 		{0.3804, "380ms"},
+		// past time.Duration's 2^63 ns (9.22e9 s, 292 years): the same
+		// spelling, not a wrapped negative one
+		{9.3e9, "2583333h0m0s"},
+		{5.7e10, "15833333h0m0s"},
 	} {
 		if got := secs(c.s).String(); got != c.want {
 			t.Errorf("secs(%g) = %s, want %s", c.s, got, c.want)

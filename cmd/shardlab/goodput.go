@@ -52,7 +52,7 @@ func writeGoodputPlans(w io.Writer, plans []plan.Plan, asJSON bool, tokens float
 		for i, p := range plans {
 			e := expectOf(p, tokens)
 			g := goodputJSON{Expectation: e, SaveS: e.Save.Seconds(), RestartS: e.Restart.Seconds(),
-				IntervalS: e.Interval.Seconds(), TimeToTrainS: e.TimeToTrain.Seconds()}
+				IntervalS: e.Interval.Seconds(), TimeToTrainS: float64(e.TimeToTrain)}
 			g.LowS, g.HighS = trainBand(p, g.TimeToTrainS)
 			out[i] = planWithGoodput{JSON: p.JSON(flagName), Goodput: g}
 		}
@@ -77,10 +77,10 @@ func writeGoodputPlans(w io.Writer, plans []plan.Plan, asJSON bool, tokens float
 		fmt.Fprintf(w, "  checkpoint save %v, restart %v; checkpoint every %v of work (Daly)\n",
 			unit.Seconds(e.Save.Seconds()), unit.Seconds(e.Restart.Seconds()), unit.Seconds(e.Interval.Seconds()))
 		band := ""
-		if lo, hi := trainBand(p, e.TimeToTrain.Seconds()); hi > 0 {
+		if lo, hi := trainBand(p, float64(e.TimeToTrain)); hi > 0 {
 			band = fmt.Sprintf(" (%s to %s in the band)", days(lo), days(hi))
 		}
-		fmt.Fprintf(w, "  goodput %.1f%%: %.3g tokens in %s%s\n", 100*e.Goodput, e.Tokens, days(e.TimeToTrain.Seconds()), band)
+		fmt.Fprintf(w, "  goodput %.1f%%: %.3g tokens in %s%s\n", 100*e.Goodput, e.Tokens, days(float64(e.TimeToTrain)), band)
 	}
 	return nil
 }
