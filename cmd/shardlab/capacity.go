@@ -49,7 +49,7 @@ func newCapacityFlags() (*flag.FlagSet, *capacityFlags) {
 	durationVar(fs, &f.interval, "checkpoint-every", 0, 0, 7*24*time.Hour, "0: Daly's interval", "productive time between checkpoints")
 	int64Var(fs, &f.seed, "seed", 1, 0, math.MaxInt32, "", "random seed")
 	floatVar(fs, &f.chipRate, "chip-failure-rate", capacity.DefaultChipFailuresPerHour, floatFlag{lo: 0, hi: 1, unit: "per chip per hour"},
-		"unexpected failures (default from Llama 3's 419 interruptions in 54 days on 16,384 GPUs)")
+		"unexpected failures (default from Llama 3's 419 interruptions in 54 days on 16,384 GPUs; 0: none, so no Young or Daly interval, and without --checkpoint-every the job checkpoints only before maintenance)")
 	floatVar(fs, &f.storage, "storage-gbps", float64(capacity.DefaultStoragePerHost)*8/1e9, floatFlag{lo: 0.01, hi: 10_000, unit: "Gbit/s per host"}, "checkpoint write and read bandwidth of each host (an assumption)")
 	durationVar(fs, &f.repair, "repair", capacity.DefaultRepair, 0, 90*24*time.Hour, "", "mean time to repair a failed host (an assumption)")
 	durationVar(fs, &f.recovery, "recovery", capacity.DefaultRecovery, 0, 24*time.Hour, "", "time to detect a failure and reschedule the slice (an assumption)")
@@ -74,8 +74,10 @@ type capacityReport struct {
 	RestoreS           float64            `json:"checkpoint_restore_s"`
 	JobFailuresPerHour float64            `json:"job_failures_per_hour"`
 	IntervalS          float64            `json:"checkpoint_interval_s"`
-	YoungS             float64            `json:"young_interval_s"`
-	DalyS              float64            `json:"daly_interval_s"`
+	// YoungS and DalyS are absent with no failures (--chip-failure-rate
+	// 0): √(2·C·M) has no finite value for an infinite MTBF M.
+	YoungS             *float64           `json:"young_interval_s,omitempty"`
+	DalyS              *float64           `json:"daly_interval_s,omitempty"`
 	SimulatedOptimumS  float64            `json:"simulated_optimum_interval_s"`
 	SimulatedOptimumFr float64            `json:"simulated_optimum_goodput_fraction"`
 	HorizonS           float64            `json:"horizon_s"`
@@ -212,7 +214,11 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep := f.report(p, res, pl, mode, holdback, job, cfg, r)
-	rep.JobFailuresPerHour, rep.YoungS, rep.DalyS = lambda, young.Seconds(), daly.Seconds()
+	rep.JobFailuresPerHour = lambda
+	if lambda > 0 {
+		ys, ds := young.Seconds(), daly.Seconds()
+		rep.YoungS, rep.DalyS = &ys, &ds
+	}
 	rep.SimulatedOptimumS, rep.SimulatedOptimumFr = bestAt.Seconds(), best
 	rep.SideBySide = otherMode(f, slice, mode, cfg)
 	if f.json {
@@ -223,9 +229,11 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 
 // simConfig is the failure simulation the flags ask for the placement:
 // the job's checkpoint saved and restored by the slices' hosts, and the
-// checkpoint interval --interval, else Daly's optimum for the job's
-// failure rate. It returns that rate (per hour) and Young's and Daly's
-// intervals too.
+// checkpoint interval --checkpoint-every, else Daly's optimum for the
+// job's failure rate. It returns that rate (per hour) and Young's and
+// Daly's intervals too. With no failures (rate 0) Young's and Daly's
+// √(2·C·M) has no finite value, and they are returned as 0; the job then
+// checkpoints only before maintenance (the interval is the horizon).
 func (f *capacityFlags) simConfig(pl capacity.Placement, job capacity.Job, slice hw.Slice, gran capacity.Granularity) (cfg capacity.Config, lambda float64, young, daly time.Duration) {
 	save := capacity.CheckpointTime(job.Checkpoint, f.slices*slice.Hosts(), unit.BytesPerSecond(f.storage*1e9/8))
 	cfg = capacity.Config{
@@ -234,12 +242,15 @@ func (f *capacityFlags) simConfig(pl capacity.Placement, job capacity.Job, slice
 		Granularity: gran, Horizon: time.Duration(f.days) * 24 * time.Hour, Seed: uint64(f.seed),
 	}
 	lambda = capacity.JobFailureRate(pl, f.chipRate)
-	mtbf := capacity.MaxHorizon
-	if lambda > 0 {
-		mtbf = time.Duration(math.Min(float64(capacity.MaxHorizon), float64(time.Hour)/lambda))
-	}
-	young, daly = capacity.Young(save, mtbf), capacity.Daly(save, mtbf)
 	cfg.Interval = f.interval
+	if lambda == 0 {
+		if cfg.Interval == 0 {
+			cfg.Interval = cfg.Horizon
+		}
+		return cfg, 0, 0, 0
+	}
+	mtbf := time.Duration(math.Min(float64(capacity.MaxHorizon), float64(time.Hour)/lambda))
+	young, daly = capacity.Young(save, mtbf), capacity.Daly(save, mtbf)
 	if cfg.Interval == 0 {
 		cfg.Interval = max(daly, time.Second)
 	}
@@ -332,11 +343,11 @@ func (f *capacityFlags) report(p plan.Plan, res capacity.Reservation, pl capacit
 		HostFailures: r.HostFailures, Interruptions: r.Interruptions, MaintenanceEvents: r.MaintenanceEvents,
 		Tokens: f.tokens, TimeToTrainS: f.tokens / (job.TokensPerSecond * math.Max(r.Goodput(), 1e-9)),
 		SubBlockAvailable: avail, SparesFor95: capacity.SparesFor(pl.Used, avail, 0.95, res.SubBlocks()),
-		Assumptions: []string{
-			"a TPU chip fails as often as an H100 in Llama 3's run",
-			"repair, recovery, startup, maintenance downtime and storage bandwidth are assumptions (flags)",
-		},
 	}
+	if f.chipRate == capacity.DefaultChipFailuresPerHour {
+		rep.Assumptions = append(rep.Assumptions, "a TPU chip fails as often as an H100 in Llama 3's run")
+	}
+	rep.Assumptions = append(rep.Assumptions, "repair, recovery, startup, maintenance downtime and storage bandwidth are assumptions (flags)")
 	rep.TimeToTrainLowS, rep.TimeToTrainHighS = trainBand(p, rep.TimeToTrainS)
 	if mode == capacity.Managed {
 		rep.Assumptions = append(rep.Assumptions, fmt.Sprintf("managed holdback %.3g of the sub-blocks: the docs publish none", holdback))
@@ -354,10 +365,20 @@ func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) err
 	}
 	fmt.Fprintf(&b, "\n%s: %.0f tokens/s; checkpoint state %v, save %v, restore %v\n", r.Model, r.TokensPerS, r.StateBytes,
 		secs(r.SaveS), secs(r.RestoreS))
-	fmt.Fprintf(&b, "failures: %.4f per hour on the job's chips (MTBF %v); sub-block availability %.5f\n",
-		r.JobFailuresPerHour, secs(3600/math.Max(r.JobFailuresPerHour, 1e-12)), r.SubBlockAvailable)
-	fmt.Fprintf(&b, "checkpoint interval %v; Young %v, Daly %v, simulated optimum %v (goodput %.4f, 8 seeds)\n",
-		secs(r.IntervalS), secs(r.YoungS), secs(r.DalyS), secs(r.SimulatedOptimumS), r.SimulatedOptimumFr)
+	if r.JobFailuresPerHour == 0 {
+		fmt.Fprintf(&b, "failures: none on the job's chips (MTBF infinite); sub-block availability %.5f\n", r.SubBlockAvailable)
+		every := secs(r.IntervalS).String()
+		if r.IntervalS == r.HorizonS {
+			every += " (the horizon: checkpoints only before maintenance)"
+		}
+		fmt.Fprintf(&b, "checkpoint interval %s; Young and Daly: none with no failures, simulated optimum %v (goodput %.4f, 8 seeds)\n",
+			every, secs(r.SimulatedOptimumS), r.SimulatedOptimumFr)
+	} else {
+		fmt.Fprintf(&b, "failures: %.4f per hour on the job's chips (MTBF %v); sub-block availability %.5f\n",
+			r.JobFailuresPerHour, secs(3600/r.JobFailuresPerHour), r.SubBlockAvailable)
+		fmt.Fprintf(&b, "checkpoint interval %v; Young %v, Daly %v, simulated optimum %v (goodput %.4f, 8 seeds)\n",
+			secs(r.IntervalS), secs(*r.YoungS), secs(*r.DalyS), secs(r.SimulatedOptimumS), r.SimulatedOptimumFr)
+	}
 	fmt.Fprintf(&b, "\nsimulated %v, seed %d: goodput %.4f; %d host failures, %d interruptions, %d maintenance waves\n",
 		secs(r.HorizonS), r.Seed, r.Goodput, r.HostFailures, r.Interruptions, r.MaintenanceEvents)
 	for _, k := range []string{"program_startup", "checkpoint_save", "checkpoint_restore", "wasted_progress", "infrastructure_recovery", "waiting_for_capacity"} {

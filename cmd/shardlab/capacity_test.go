@@ -108,3 +108,39 @@ func TestSecs(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacityNoFailures: --chip-failure-rate 0 means no failures: an
+// infinite MTBF, no Young or Daly interval (√(2·C·M) has no finite
+// value), checkpoints only before maintenance, and no claim that the
+// failure rate is Llama 3's. An explicit rate drops that claim too.
+func TestCapacityNoFailures(t *testing.T) {
+	out, errOut, code := runCmd("capacity", "--chip-failure-rate", "0", "--days", "10")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"failures: none on the job's chips (MTBF infinite)",
+		"checkpoint interval 240h0m0s (the horizon: checkpoints only before maintenance); Young and Daly: none with no failures"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--chip-failure-rate 0 lacks %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"-2562047h", "Young 4h", "as often as an H100"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("--chip-failure-rate 0 prints %q:\n%s", bad, out)
+		}
+	}
+	js, errOut, code := runCmd("capacity", "--chip-failure-rate", "0", "--days", "10", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(js, "young_interval_s") || strings.Contains(js, "daly_interval_s") || !strings.Contains(js, `"checkpoint_interval_s": 864000,`) {
+		t.Errorf("--chip-failure-rate 0 --json: want no Young or Daly interval and the 10-day horizon as the interval:\n%s", js)
+	}
+	out, errOut, code = runCmd("capacity", "--chip-failure-rate", "1e-3", "--days", "10")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "as often as an H100") {
+		t.Errorf("an explicit --chip-failure-rate 1e-3 still claims Llama 3's rate:\n%s", out)
+	}
+}
