@@ -201,7 +201,7 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	}
 	p, err := plan.Search(req)
 	if err != nil {
-		return planError(err)
+		return capacityPlanError(err)
 	}
 	job := capacity.JobOf(p)
 	cfg, lambda, young, daly := f.simConfig(pl, job, slice, gran)
@@ -268,16 +268,55 @@ func (f *capacityFlags) request() (plan.Request, hw.Slice, error) {
 	o.ModelSpec = spec
 	req, err := plan.ParseRequest(o)
 	if err != nil {
-		return plan.Request{}, hw.Slice{}, planError(err)
+		return plan.Request{}, hw.Slice{}, capacityPlanError(err)
 	}
 	slice, err := hw.ParseTPU(f.tpu)
 	if err != nil {
-		return plan.Request{}, hw.Slice{}, planError(err)
+		return plan.Request{}, hw.Slice{}, capacityPlanError(err)
 	}
 	if slice.Chips() == 0 {
 		return plan.Request{}, hw.Slice{}, bad("capacity: --tpu %q names no slice size; give an accelerator type such as tpu7x-256", f.tpu)
 	}
 	return req, slice, nil
+}
+
+// capacityOption spells a plan option in capacity's words: as its flag
+// where capacity has one (--model, --tpu, --slices), else as plan's
+// default, which capacity plans with and has no flag for.
+func capacityOption(o plan.Option) string {
+	switch o {
+	case plan.OptionModel, plan.OptionTPU, plan.OptionSlices:
+		return o.Flag()
+	}
+	return "plan's default " + o.String()
+}
+
+// capacityPlanError is a plan error in capacity's words (capacityOption):
+// capacity takes the model, slice and slice count and plans the rest with
+// plan's defaults, so when no layout runs the job it says what capacity's
+// user can change, and which of plan's flags would make it run.
+func capacityPlanError(err error) error {
+	var oe *plan.OptionError
+	var none *plan.NoPlanError
+	switch {
+	case errors.As(err, &oe):
+		return phrasedError{oe.Phrase(capacityOption), err}
+	case errors.As(err, &none):
+		bare := *none
+		bare.Fixes = nil
+		msg := "capacity: " + bare.Phrase(capacityOption) + "; capacity plans with plan's defaults for the rest: change --model, --tpu or --slices"
+		if len(none.Fixes) > 0 {
+			fixes := make([]string, len(none.Fixes))
+			for i, f := range none.Fixes {
+				fixes[i] = plan.Note{Text: f}.Phrase(plan.Option.Flag)
+			}
+			msg += "; shardlab plan would run it with " + strings.Join(fixes, "; or ")
+		} else {
+			msg += ", or ask shardlab plan, whose flags set the rest"
+		}
+		return phrasedError{msg, err}
+	}
+	return err
 }
 
 // modeSettings checks --holdback and --spares against the mode and returns

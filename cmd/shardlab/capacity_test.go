@@ -144,3 +144,34 @@ func TestCapacityNoFailures(t *testing.T) {
 		t.Errorf("an explicit --chip-failure-rate 1e-3 still claims Llama 3's rate:\n%s", out)
 	}
 }
+
+// TestCapacityNoPlanNamesItsFlags: when no layout runs the job, capacity
+// says so as capacity, names only flags capacity has (plan's other
+// options, which capacity leaves at plan's defaults, by name), and says
+// which of plan's flags would run it, as plan's. Issue 30: each command
+// maps plan's fields to its own words.
+func TestCapacityNoPlanNamesItsFlags(t *testing.T) {
+	own := commandFlags["capacity"]()
+	planFlags := commandFlags["plan"]()
+	for _, args := range [][]string{
+		{"--blocks", "64", "--slices", "4096", "--days", "3650"},                    // the batch limit
+		{"--tpu", "tpu7x-128", "--slices", "1", "--model", "qwen3-coder-480b-a35b"}, // HBM, with plan's fixes
+	} {
+		_, errOut, code := runCmd(append([]string{"capacity"}, args...)...)
+		if code != 1 || !strings.HasPrefix(errOut, "shardlab: capacity: no layout can run this job") {
+			t.Errorf("capacity %q: exit %d, stderr %q; want 1 and capacity's no-layout error", args, code, errOut)
+			continue
+		}
+		mine, plans, _ := strings.Cut(errOut, "shardlab plan")
+		for _, m := range flagMention.FindAllStringSubmatch(mine, -1) {
+			if own.Lookup(m[1]) == nil {
+				t.Errorf("capacity %q names --%s, which capacity does not have: %s", args, m[1], errOut)
+			}
+		}
+		for _, m := range flagMention.FindAllStringSubmatch(plans, -1) {
+			if planFlags.Lookup(m[1]) == nil {
+				t.Errorf("capacity %q says plan would run it with --%s, which plan does not have: %s", args, m[1], errOut)
+			}
+		}
+	}
+}
