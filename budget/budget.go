@@ -83,7 +83,7 @@ type Row struct {
 	// StepTime is the planner's step; Steps is the whole steps that train
 	// Tokens (the last batch, partial or not, is a step).
 	StepTime time.Duration `json:"-"`
-	StepS    float64       `json:"step_s"`
+	StepS    float64       `json:"step_time_s"`
 	Steps    float64       `json:"steps"`
 	// Goodput is the fraction of wall time spent on kept work
 	// (capacity.ExpectInterrupted).

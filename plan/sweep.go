@@ -36,7 +36,7 @@ const (
 type SweepPoint struct {
 	X                      float64 `json:"x"`
 	Layout                 string  `json:"layout"`
-	StepSeconds            float64 `json:"step_s"`
+	StepSeconds            float64 `json:"step_time_s"`
 	MFU                    float64 `json:"mfu_fraction"`
 	TokensPerSecondPerChip float64 `json:"tokens_per_s_per_chip"`
 }

@@ -91,6 +91,97 @@ var quantityKeys = []struct {
 	{"JAX devices of a plan's chips", "devices", []string{"device_count", "jax_devices", "num_devices"}},
 	{"time to train at the band's fast end", "low_time_to_train_s", []string{"time_to_train_low_s", "min_time_to_train_s"}},
 	{"dollars at the band's low end", "low_usd", []string{"usd_low", "min_usd"}},
+	{"a step's time", "step_time_s", []string{"step_s", "step_seconds", "step_time_seconds"}},
+}
+
+// restated are the words a key may restate its unit with: a key ending in
+// _s that also says time, one ending in _bytes that also says size, a
+// count that also says num or count. Two keys that differ only in such
+// words name one quantity twice (budget's step_s beside plan's
+// step_time_s).
+var restated = map[string]map[string]bool{
+	"_s":     {"time": true, "duration": true, "seconds": true, "secs": true},
+	"_bytes": {"size": true, "memory": true, "mem": true},
+	"":       {"num": true, "count": true},
+}
+
+// bareKey is key without the words that restate its unit (restated).
+func bareKey(key string) string {
+	words := strings.Split(key, "_")
+	var out []string
+	for i, w := range words {
+		last := i == len(words)-1
+		drop := len(words) > 1 && restated[""][w] && (!last || w == "count")
+		for suffix, ws := range restated {
+			drop = drop || suffix != "" && !last && strings.HasSuffix(key, suffix) && ws[w]
+		}
+		if !drop {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, "_")
+}
+
+// distinctBareKeys are keys whose bare forms (bareKey) meet but which
+// name different quantities, each with why.
+var distinctBareKeys = map[string]string{
+	"duration_s": "validate --serving's benchmark run length (export.ServingRun), not mxu compare's time_s, one GEMM's time on a processor",
+	"time_s":     "mxu compare's time of one GEMM on a processor (systolic.Comparison), not a serving benchmark's duration_s",
+}
+
+// TestJSONKeysRestateNoUnit walks every command's JSON and fails for two
+// keys, in any commands, that differ only in words restating their unit
+// (bareKey): one quantity with two keys, which quantityKeys lists only
+// once someone has found it.
+func TestJSONKeysRestateNoUnit(t *testing.T) {
+	first := map[string]string{} // key -> first command printing it
+	for _, args := range jsonCommands {
+		walkKeys(decodeJSON(t, args...), "", func(_, key string, _ any) {
+			if _, ok := first[key]; !ok {
+				first[key] = strings.Join(args, " ")
+			}
+		})
+	}
+	byBare := map[string][]string{}
+	for k := range first {
+		if distinctBareKeys[k] == "" {
+			byBare[bareKey(k)] = append(byBare[bareKey(k)], k)
+		}
+	}
+	for _, keys := range byBare {
+		if len(keys) > 1 {
+			sort.Strings(keys)
+			var where []string
+			for _, k := range keys {
+				where = append(where, fmt.Sprintf("%s (shardlab %s)", k, first[k]))
+			}
+			t.Errorf("one quantity, %d keys: %s; want one key per quantity", len(keys), strings.Join(where, ", "))
+		}
+	}
+	for k := range distinctBareKeys {
+		if first[k] == "" {
+			t.Errorf("distinctBareKeys lists %s, which no command prints now: drop it", k)
+		}
+	}
+}
+
+// TestBareKey: the words that restate a unit go, the others stay, by hand.
+func TestBareKey(t *testing.T) {
+	for _, c := range []struct{ key, want string }{
+		{"step_time_s", "step_s"},
+		{"step_s", "step_s"},
+		{"time_to_train_s", "to_train_s"},
+		{"weights_size_bytes", "weights_bytes"},
+		{"num_devices", "devices"},
+		{"device_count", "device"},
+		{"count", "count"},
+		{"time_zone", "time_zone"},
+		{"tokens_per_s", "tokens_per_s"},
+	} {
+		if got := bareKey(c.key); got != c.want {
+			t.Errorf("bareKey(%q) = %q, want %q", c.key, got, c.want)
+		}
+	}
 }
 
 // jsonType is a JSON value's kind.
