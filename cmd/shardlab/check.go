@@ -232,7 +232,8 @@ func compileNote(p plan.Plan, flags string) string {
 
 // jobFlags spells the flags given that describe the job and the hardware,
 // as export and check take them (not the layout, batch and remat, which
-// compileNote adds from the plan, nor plan's own).
+// compileNote adds from the plan, nor plan's own): --name value, and a
+// bool flag --name=value, the one form the flag package reads it in.
 func jobFlags(fs *flag.FlagSet) string {
 	skip := map[string]bool{"mesh": true, "global-batch": true, "remat": true, "max-global-batch": true, "top": true, "json": true,
 		"verify": true, "goodput": true, "tokens": true, "html": true, "svg": true, "png": true, "example-cost": true, "framework": true, "schedule": true, "chunks": true}
@@ -245,7 +246,13 @@ func jobFlags(fs *flag.FlagSet) string {
 		if strings.ContainsAny(v, " '\"\\$`*?[]{}()<>|&;#~!") || v == "" {
 			v = "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 		}
-		fmt.Fprintf(&b, " --%s %s", f.Name, v)
+		// a bool flag takes its value only after "=": "--causal-flops
+		// false" is --causal-flops (true) and an argument "false"
+		sep := " "
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			sep = "="
+		}
+		fmt.Fprintf(&b, " --%s%s%s", f.Name, sep, v)
 	})
 	return b.String()
 }

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"flag"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// shellWords splits a command line as sh does for what plan --verify
+// prints: words apart at blanks, single quotes kept together (with the
+// quote, backslash, quote, quote of an escaped quote inside them), up to
+// a redirection or pipe.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var w strings.Builder
+	inWord, quoted := false, false
+	for _, r := range line {
+		switch {
+		case r == '\'':
+			quoted, inWord = !quoted, true
+		case quoted:
+			w.WriteRune(r)
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, w.String())
+				w.Reset()
+				inWord = false
+			}
+		case r == '>' || r == '|':
+			if inWord {
+				t.Fatalf("%q: a redirection inside a word", line)
+			}
+			return words
+		case strings.ContainsRune("\\\"$`;&()<*?", r):
+			t.Fatalf("%q: %q outside quotes, which sh would read", line, r)
+		default:
+			w.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quoted {
+		t.Fatalf("%q: an unclosed quote", line)
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
+}
+
+// verifyLines are the export and check command lines plan --verify prints
+// for args, as sh splits them (without "shardlab").
+func verifyLines(t *testing.T, args ...string) (exportArgs, checkArgs []string) {
+	t.Helper()
+	out, errOut, code := runCmd(append([]string{"plan", "--verify"}, args...)...)
+	i := strings.Index(out, "Verify before renting TPUs")
+	if code != 0 || i < 0 {
+		t.Fatalf("plan --verify %v: exit %d %s\n%s", args, code, errOut, out)
+	}
+	lines := strings.Split(out[i:], "\n")
+	exportArgs, checkArgs = shellWords(t, strings.TrimSpace(lines[1])), shellWords(t, strings.TrimSpace(lines[3]))
+	if exportArgs[0] != "shardlab" || checkArgs[0] != "shardlab" {
+		t.Fatalf("the verify lines:\n%s", out[i:])
+	}
+	return exportArgs[1:], checkArgs[1:]
+}
+
+// jobOptions are the flags' options without what compileNote adds from the
+// plan (layout, batch, remat, schedule) and what only plan takes.
+func jobOptions(f *planFlags) planFlags {
+	g := *f
+	g.Mesh, g.GlobalBatch, g.Remat, g.Schedule, g.Chunks = "", "", "", "", 0
+	g.Framework, g.Top, g.ExampleCost, g.verify, g.json, g.charts, g.goodput, g.tokens = "", 0, 0, false, false, chartFiles{}, false, 0
+	return g
+}
+
+// TestVerifyLinesRoundTrip: every flag plan --verify passes on reads back
+// through export maxtext's and check's own flag sets as the value plan
+// took, with no argument left over; a bool flag, true or false, too (it
+// printed "--optimizer-offload true", which the flag package reads as
+// --optimizer-offload and an argument "true", and "--causal-flops false"
+// as --causal-flops true).
+func TestVerifyLinesRoundTrip(t *testing.T) {
+	for _, bools := range [][]string{
+		{"--optimizer-offload", "--parameter-offload", "--causal-flops=false"},
+		{"--optimizer-offload=true", "--parameter-offload=false", "--causal-flops=true"},
+		{"--optimizer-offload=false", "--causal-flops"},
+	} {
+		args := append([]string{"--model", "llama3-8b", "--tpu", "v5p-8", "--precision", "bf16", "--seq", "4096", "--hbm-headroom", "0.1"}, bools...)
+		pfs, want := newPlanFlags("plan", false)
+		if err := pfs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		exportArgs, checkArgs := verifyLines(t, args...)
+		if exportArgs[0] != "export" || exportArgs[1] != "maxtext" || checkArgs[0] != "check" {
+			t.Fatalf("export %v, check %v", exportArgs, checkArgs)
+		}
+		efs, ef, _ := newExportFlags("maxtext")
+		cfs, cf, _ := newCheckFlags()
+		for _, c := range []struct {
+			name string
+			fs   *flag.FlagSet
+			f    *planFlags
+			args []string
+		}{{"export maxtext", efs, ef, exportArgs[2:]}, {"check", cfs, cf, checkArgs[1:]}} {
+			if err := c.fs.Parse(c.args); err != nil || c.fs.NArg() != 0 {
+				t.Errorf("%s %q: %v, arguments left %q", c.name, c.args, err, c.fs.Args())
+				continue
+			}
+			if got, want := jobOptions(c.f), jobOptions(want); !reflect.DeepEqual(got, want) {
+				t.Errorf("plan %q: %s reads its line %q as\n%+v, want\n%+v", args, c.name, c.args, got, want)
+			}
+		}
+	}
+}
