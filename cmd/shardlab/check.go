@@ -30,7 +30,7 @@ func newCheckFlags() (*flag.FlagSet, *planFlags, *checkFlags) {
 	fs, f := newPlanFlags("check", true)
 	var c checkFlags
 	fs.StringVar(&c.log, "compile-log", "", "the log of a compile of this plan's MaxText config (train_compile's 'Memory analysis', or XLA's out-of-memory message) (required)")
-	fs.StringVar(&c.calibration, "write-calibration", "", "also write the temporaries' factor this log gives to this `file`, for plan --calibration")
+	fs.StringVar(&c.calibration, "write-calibration", "", "also write the temporaries' factor this log gives to this `file`, for plan --calibration:\nagainst the model without a factor, whatever --calibration or --temp-scale this check has")
 	fs.BoolVar(&c.json, "json", false, "print JSON")
 	return fs, f, &c
 }
@@ -78,23 +78,58 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	// the comparison is of this plan, not of a case in the memory table
 	ms := e.Mesh.Multislice
 	r.Case.Generation, r.Case.AcceleratorType, r.Case.Slices, r.Case.Model = string(ms.Slice.Chip.Generation), ms.Slice.AcceleratorType(), max(ms.Slices, 1), p.Request.Model
-	cal, calErr := calibrationOf(log, r, c.log, p)
+	// The factor is against the uncalibrated model, whatever --calibration
+	// or --temp-scale this check was given: plan --calibration applies it
+	// to that model, so a factor against a scaled prediction would
+	// compound (the same log would give a different file each time).
+	raw, err := uncalibrated(log, r, e)
+	if err != nil {
+		return err
+	}
+	cal, calErr := calibrationOf(log, raw, c.log, p)
 	if c.calibration != "" {
-		if calErr != nil {
-			return usageError{fmt.Errorf("check: --write-calibration: %w", calErr)}
-		}
-		b, err := json.MarshalIndent(cal, "", "  ")
-		if err != nil {
+		if err := writeCalibration(c.calibration, cal, calErr); err != nil {
 			return err
-		}
-		if err := os.WriteFile(c.calibration, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("check: --write-calibration %s: %w", c.calibration, err)
 		}
 	}
 	if c.json {
 		return writeJSON(stdout, checkJSON{Log: log, Result: r.JSON(), Calibration: cal})
 	}
-	return writeCheck(stdout, log, r, cal, calErr)
+	return writeCheck(stdout, log, r, cal, calErr, e.Job.TempScale)
+}
+
+// writeCalibration writes cal to the file at path, or refuses with calErr,
+// why the log gives no factor.
+func writeCalibration(path string, cal *cost.MemoryCalibration, calErr error) error {
+	if calErr != nil {
+		return usageError{fmt.Errorf("check: --write-calibration: %w", calErr)}
+	}
+	b, err := json.MarshalIndent(cal, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("check: --write-calibration %s: %w", path, err)
+	}
+	return nil
+}
+
+// uncalibrated is the comparison r of log with the estimate e, made
+// against e's layout costed without its temporaries' factor, where it has
+// one (r itself when not).
+func uncalibrated(log validate.CompileLog, r validate.MemoryResult, e cost.Estimate) (validate.MemoryResult, error) {
+	if e.Job.TempScale == 0 {
+		return r, nil
+	}
+	j := e.Job
+	j.TempScale = 0
+	u, err := cost.EstimateStep(j, e.Mesh)
+	if err != nil {
+		return r, fmt.Errorf("check: the plan without its temporaries' factor: %w", err)
+	}
+	raw := validate.CompareLog(log, u.Memory, e.Mesh.Multislice.Slice.Chip.JAXDevicesPerChip)
+	raw.Case = r.Case
+	return raw, nil
 }
 
 // gib spells a compile log's bytes as check prints them: GiB to two
@@ -164,7 +199,9 @@ type checkJSON struct {
 }
 
 // writeCheck writes the comparison for people.
-func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, cal *cost.MemoryCalibration, calErr error) error {
+// scale is the temporaries' factor r's prediction was made with (0:
+// none); the factor cal is against the model without it.
+func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, cal *cost.MemoryCalibration, calErr error, scale float64) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "compile log: %s (%s), per JAX device\n", log.Kind, log.Scope)
 	for _, l := range log.Lines {
@@ -192,8 +229,12 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 	}
 	switch {
 	case cal != nil:
-		fmt.Fprintf(&b, "temporaries factor %.3f (reported %s, predicted %s): plan --temp-scale %.3f, or --calibration with --write-calibration's file, plans with it\n",
-			cal.TempScale, gib(cal.Reported), gib(cal.Predicted), cal.TempScale)
+		against := ""
+		if scale > 0 {
+			against = fmt.Sprintf(" by the model without the factor %.3f given; this factor replaces that one, it does not multiply it", scale)
+		}
+		fmt.Fprintf(&b, "temporaries factor %.3f (reported %s, predicted %s%s): plan --temp-scale %.3f, or --calibration with --write-calibration's file, plans with it\n",
+			cal.TempScale, gib(cal.Reported), gib(cal.Predicted), against, cal.TempScale)
 	default:
 		fmt.Fprintf(&b, "no temporaries factor: %v\n", calErr)
 	}

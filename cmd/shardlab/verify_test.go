@@ -1,10 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"shardlab/cost"
 )
 
 // shellWords splits a command line as sh does for what plan --verify
@@ -111,6 +117,69 @@ func TestVerifyLinesRoundTrip(t *testing.T) {
 			if got, want := jobOptions(c.f), jobOptions(want); !reflect.DeepEqual(got, want) {
 				t.Errorf("plan %q: %s reads its line %q as\n%+v, want\n%+v", args, c.name, c.args, got, want)
 			}
+		}
+	}
+}
+
+// TestCheckCalibratesTheUncalibratedModel: the factor check writes is
+// against the model without a factor, whatever --calibration or
+// --temp-scale it is given, since plan --calibration applies the file's
+// factor to that model. Worked by hand: a memory analysis whose
+// temporaries are twice the uncalibrated prediction's T gives 2 (reported
+// 2T, predicted T) checked bare, checked with the file that gave (it gave
+// 1, 2T against the scaled 2T), and checked with --temp-scale 1.5 (it gave
+// 1.333).
+func TestCheckCalibratesTheUncalibratedModel(t *testing.T) {
+	dir := t.TempDir()
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal"}
+	seed := writeLog(t, dir, "seed.log", "Used 200G of 95.74G hbm")
+	js, errOut, code := runCmd(append([]string{"check", "--compile-log", seed, "--json"}, job...)...)
+	var pred struct {
+		R struct {
+			A int64 `json:"predicted_argument_bytes"`
+			T int64 `json:"predicted_temp_bytes"`
+		} `json:"comparison"`
+	}
+	if err := json.Unmarshal([]byte(js), &pred); err != nil || code != 0 || pred.R.T <= 0 {
+		t.Fatalf("check --json: exit %d %s %v\n%s", code, errOut, err, js)
+	}
+	a, tmp := pred.R.A, pred.R.T
+	log := writeLog(t, dir, "compile.log", fmt.Sprintf("Memory analysis: CompiledMemoryStats(argument_size_in_bytes=%d, output_size_in_bytes=%d, alias_size_in_bytes=%d, temp_size_in_bytes=%d)", a, a, a, 2*tmp))
+	read := func(path string) cost.MemoryCalibration {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := cost.ParseMemoryCalibration(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Source, _, _ = strings.Cut(c.Source, ", read ") // the date it was read
+		return c
+	}
+	first := filepath.Join(dir, "first.json")
+	if _, errOut, code := runCmd(append([]string{"check", "--compile-log", log, "--write-calibration", first}, job...)...); code != 0 {
+		t.Fatalf("check: exit %d %s", code, errOut)
+	}
+	want := read(first)
+	if want.TempScale != 2 || want.Reported != 2*tmp || want.Predicted != tmp {
+		t.Fatalf("check: factor %g (reported %d, predicted %d), want 2 (%d over %d)", want.TempScale, want.Reported, want.Predicted, 2*tmp, tmp)
+	}
+	for _, tt := range []struct {
+		given  []string
+		factor string // the factor given, as the factor line spells it
+	}{{[]string{"--calibration", first}, "2.000"}, {[]string{"--temp-scale", "1.5"}, "1.500"}} {
+		again := filepath.Join(dir, "again.json")
+		args := append(append([]string{"check", "--compile-log", log, "--write-calibration", again}, tt.given...), job...)
+		out, errOut, code := runCmd(args...)
+		if code != 0 {
+			t.Fatalf("check %v: exit %d %s", tt.given, code, errOut)
+		}
+		if got := read(again); got != want {
+			t.Errorf("check %v wrote %+v, want what the check without it wrote, %+v", tt.given, got, want)
+		}
+		if !strings.Contains(out, "temporaries factor 2.000") || !strings.Contains(out, "without the factor "+tt.factor+" given; this factor replaces that one") {
+			t.Errorf("check %v: the factor line\n%s", tt.given, out)
 		}
 	}
 }
