@@ -14,6 +14,7 @@ import (
 	"shardlab/cost"
 	"shardlab/export"
 	"shardlab/hw"
+	"shardlab/maxtext"
 	"shardlab/mesh"
 	"shardlab/plan"
 	"shardlab/unit"
@@ -244,13 +245,18 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 
 // compileNote is what plan --verify prints: how to compile the plan ahead
 // of time on a CPU machine and hold the compiler's memory to the plan's,
-// with the report the compile should print (Plan.XLAReport).
+// with the report the compile should print (Plan.XLAReport); for a slice
+// MaxText's compile has no compile_topology for (v2, v3, v4 beyond 4096
+// chips' TensorCores), that there is none.
 // The export and the check are given the plan's layout and batch as
 // flags, so that they cost the same plan.
 func compileNote(p plan.Plan, flags string) string {
 	cfg, err := export.MaxText(p)
 	if err != nil {
 		return fmt.Sprintf("Verify: MaxText cannot compile this plan as it is (%s)\n", oneLine(err.Error()))
+	}
+	if t := export.CompileTopology(p.Request.Multislice.Slice); !maxtext.IsCompileTopology(t) {
+		return fmt.Sprintf("Verify: MaxText has no ahead-of-time compile target for this slice: compile_topology %s is not among the names its train_compile knows (utils/accelerator_to_spec_map.py), so there is no compile to check the plan with before renting TPUs\n", t)
 	}
 	e := p.Best.Estimate
 	// --mesh takes JAX devices: a TPU7x chip is two

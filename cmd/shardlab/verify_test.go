@@ -183,3 +183,35 @@ func TestCheckCalibratesTheUncalibratedModel(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyNamesOnlyMaxTextsTopologies: plan --verify prints a
+// train_compile line only for a compile_topology MaxText's
+// accelerator_to_spec_map.py @e591f30c has; for v2 and v3 slices (no key
+// there) and a v4 beyond v4-4096 (--topology 16x16x16 is a v4-8192) it
+// says there is no ahead-of-time compile target instead of a command
+// MaxText refuses.
+func TestVerifyNamesOnlyMaxTextsTopologies(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		target string // the compile_topology printed, "" for none
+	}{
+		{[]string{"--model", "gemma-2b", "--tpu", "v3-8"}, ""},
+		{[]string{"--model", "gemma-2b", "--tpu", "v2-8"}, ""},
+		{[]string{"--model", "llama3-8b", "--tpu", "v4-4096", "--topology", "16x16x16", "--mesh", "fsdp=4096", "--global-batch", "4096"}, ""},
+		{[]string{"--model", "llama3-8b", "--tpu", "v4-4096", "--mesh", "fsdp=2048", "--global-batch", "2048"}, "v4-4096"},
+		{[]string{"--model", "gemma-2b", "--tpu", "v5litepod-8", "--mesh", "fsdp=8"}, "v5e-8"},
+	} {
+		out, errOut, code := runCmd(append([]string{"plan", "--verify"}, tt.args...)...)
+		if code != 0 {
+			t.Errorf("plan --verify %v: exit %d %s", tt.args, code, errOut)
+			continue
+		}
+		compile, none := strings.Contains(out, "python3 -m maxtext"), strings.Contains(out, "Verify: MaxText has no ahead-of-time compile target for this slice")
+		switch {
+		case tt.target == "" && (compile || !none):
+			t.Errorf("plan --verify %v: want no compile command and the note that there is no target:\n%s", tt.args, out)
+		case tt.target != "" && (none || !strings.Contains(out, "compile_topology="+tt.target+" ")):
+			t.Errorf("plan --verify %v: want compile_topology=%s:\n%s", tt.args, tt.target, out)
+		}
+	}
+}
