@@ -476,6 +476,11 @@ func parseMultislice(o Options) (hw.Multislice, error) {
 	case o.DCNGbps != 0 && !(o.DCNGbps >= MinDCNGbps && o.DCNGbps <= MaxDCNGbps):
 		v := strconv.FormatFloat(o.DCNGbps, 'g', -1, 64)
 		return hw.Multislice{}, refuse(OptionDCNGbps, v, nil, " %s, want %g to %g Gbit/s per host, or 0 for the catalog's", v, float64(MinDCNGbps), float64(MaxDCNGbps))
+	case o.DCNGbps != 0 && o.Slices == 1:
+		// meaningless with the other options, as {chunks} without a
+		// chunked schedule or {capacity_factor} on a dense model
+		v := strconv.FormatFloat(o.DCNGbps, 'g', -1, 64)
+		return hw.Multislice{}, refuse(OptionDCNGbps, v, nil, " %s with {slices} 1: one slice sends nothing over DCN, so its bandwidth changes nothing; give {slices} 2 or more, or no {dcn_gbps}", v)
 	}
 	ms, err := hw.NewMultislice(slice, o.Slices, unit.BitsPerSecond(o.DCNGbps*1e9))
 	if err != nil {

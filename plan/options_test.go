@@ -106,6 +106,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{func(o *Options) { o.TPU, o.Slices = "v3-32", 2 }, OptionSlices, "Multislice"},
 		{func(o *Options) { o.Slices = 0 }, OptionSlices, "--slices 0, want 1 to 4096"},
 		{func(o *Options) { o.DCNGbps = 0.01 }, OptionDCNGbps, "--dcn-gbps 0.01, want 0.1 to 100000 Gbit/s per host"},
+		{func(o *Options) { o.TPU, o.DCNGbps = "v5p-8", 100 }, OptionDCNGbps, "--dcn-gbps 100 with --slices 1: one slice sends nothing over DCN, so its bandwidth changes nothing; give --slices 2 or more, or no --dcn-gbps"},
 		{func(o *Options) { o.Seq = -1 }, OptionSeq, "--seq -1, want 0 to"},
 		{func(o *Options) { o.Model, o.Seq = "llama3-405b", 1<<24 }, OptionSeq, "--seq 16777216, want at most 8521760 tokens with 126 layers of width 16384"},
 		{func(o *Options) { o.MaxGlobalBatch = "lots" }, OptionMaxGlobalBatch, `--max-global-batch "lots": want N sequences`},
