@@ -16,3 +16,25 @@ func TestPlanRefusesContradictions(t *testing.T) {
 	fail(t, []string{"plan", "--svg", p, "--png", p}, "--svg "+p+" and --png "+p+" name one file")
 	fail(t, []string{"plan", "--html", p, "--png", filepath.Join(dir, ".", "x", "..", "p.png")}, "--html "+p+" and --png", "name one file")
 }
+
+// TestShownModelIsNoSpec: what 'model show --json' prints, given back as
+// --model, is refused saying what it is and which command prints the spec
+// (it listed every spec field after `field "schema" is not a spec field`);
+// what that command prints plans.
+func TestShownModelIsNoSpec(t *testing.T) {
+	dir := t.TempDir()
+	shown, errOut, code := runCmd("model", "show", "llama3-8b", "--json")
+	if code != 0 {
+		t.Fatalf("model show --json: exit %d %s", code, errOut)
+	}
+	path := writeLog(t, dir, "m.json", shown)
+	want := "--model " + path + `: holds "schema": it is what 'shardlab model show --json' prints, not a spec; 'shardlab model show llama3-8b --spec' prints the model as a spec`
+	fail(t, []string{"plan", "--model", path}, want)
+	spec, errOut, code := runCmd("model", "show", "llama3-8b", "--spec")
+	if code != 0 {
+		t.Fatalf("model show --spec: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := runCmd("plan", "--model", writeLog(t, dir, "m.yaml", spec), "--tpu", "v5p-8", "--mesh", "fsdp=4"); code != 0 {
+		t.Errorf("plan --model (model show --spec): exit %d %s", code, errOut)
+	}
+}
