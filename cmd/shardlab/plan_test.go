@@ -38,3 +38,12 @@ func TestShownModelIsNoSpec(t *testing.T) {
 		t.Errorf("plan --model (model show --spec): exit %d %s", code, errOut)
 	}
 }
+
+// TestPlanChunksAgainstFixedMesh: with one layout fixed, chunks that do not
+// split the layers over its pipeline contradict the user's own flags: exit
+// 2 naming --chunks and the values that work (it exited 1 with "16 layouts
+// where pipeline does not divide the layers").
+func TestPlanChunksAgainstFixedMesh(t *testing.T) {
+	fail(t, []string{"plan", "--model", "llama3-8b", "--tpu", "v5p-8", "--schedule", "circular", "--chunks", "3", "--mesh", "pipeline=4"},
+		`--chunks 3 with --mesh "pipeline=4"`, "want 1, 2, 4 or 8")
+}
