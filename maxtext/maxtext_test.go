@@ -1,6 +1,7 @@
 package maxtext
 
 import (
+	"os"
 	"testing"
 
 	"shardlab/mesh"
@@ -143,5 +144,29 @@ func TestKeys(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("key %q, want %q", tt.got, tt.want)
 		}
+	}
+}
+
+// TestIsCompileTopology: the names MaxText's accelerator_to_spec_map.py
+// @e591f30c has and has not (no v2 or v3 key; v4 up to v4-4096), and the
+// embedded list is the one export's tests hold CompileTopology to.
+func TestIsCompileTopology(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{
+		{"v5p-8", true}, {"v5e-256", true}, {"v6e-4", true}, {"tpu7x-8", true}, {"v4-4096", true}, {"v4-8", true},
+		{"v3-8", false}, {"v2-8", false}, {"v3-32", false}, {"v4-8192", false}, {"v5litepod-16", false}, {"", false},
+	} {
+		if got := IsCompileTopology(tt.name); got != tt.want {
+			t.Errorf("IsCompileTopology(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	export, err := os.ReadFile("../export/testdata/maxtext-compile-topologies.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(export) != compileTopologies {
+		t.Error("compile-topologies.txt differs from export/testdata/maxtext-compile-topologies.txt: both are MaxText's list at one commit")
 	}
 }

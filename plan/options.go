@@ -356,7 +356,38 @@ func parseSchedule(r *Request, o Options) error {
 	if pipe := fixedPipeline(r.Axes); r.Axes != nil && pipe == 1 && r.Schedule != "" {
 		return refuse(OptionSchedule, o.Schedule, nil, " %s with {mesh} %q, which has no pipeline: a schedule orders a pipeline's micro-batches, want %s=N in {mesh} or no {schedule}", r.Schedule, o.Mesh, mesh.Pipeline)
 	}
-	return nil
+	return fixedChunks(r, o)
+}
+
+// fixedChunks refuses chunks that cannot split the model's layers over a
+// fixed layout's pipeline: each of its stages holds chunks chunks of
+// layers / (pipeline x chunks) layers (cost's rule), so where some other
+// number of chunks would, the chunks are what contradicts the layout; the
+// error names those that do.
+func fixedChunks(r *Request, o Options) error {
+	pipe := fixedPipeline(r.Axes)
+	if r.Axes == nil || pipe == 1 || !r.Schedule.Chunked() || r.Model.Layers%(pipe*max(r.Chunks, 1)) == 0 {
+		return nil
+	}
+	var fit []string
+	for v := 1; v <= MaxChunks; v++ {
+		if r.Model.Layers%(pipe*v) == 0 && (v > 1 || r.Schedule != schedule.Interleaved) {
+			fit = append(fit, strconv.Itoa(v))
+		}
+	}
+	if len(fit) == 0 {
+		return nil // the pipeline alone does not divide the layers: no chunks would
+	}
+	given := strconv.Itoa(o.Chunks)
+	if o.Chunks == 0 {
+		given = fmt.Sprintf("0 (%d for %s)", max(r.Chunks, 1), r.Schedule)
+	}
+	want := strings.Join(fit, ", ")
+	if n := len(fit); n > 1 {
+		want = strings.Join(fit[:n-1], ", ") + " or " + fit[n-1]
+	}
+	return refuse(OptionChunks, given, nil, " %s with {mesh} %q: %s's %d layers over pipeline %d x %d chunks is no whole number of layers a chunk, want %s",
+		given, o.Mesh, r.Model.Name, r.Model.Layers, pipe, max(r.Chunks, 1), want)
 }
 
 // fixedPipeline is the pipeline degree of a fixed layout's axes.
@@ -476,6 +507,11 @@ func parseMultislice(o Options) (hw.Multislice, error) {
 	case o.DCNGbps != 0 && !(o.DCNGbps >= MinDCNGbps && o.DCNGbps <= MaxDCNGbps):
 		v := strconv.FormatFloat(o.DCNGbps, 'g', -1, 64)
 		return hw.Multislice{}, refuse(OptionDCNGbps, v, nil, " %s, want %g to %g Gbit/s per host, or 0 for the catalog's", v, float64(MinDCNGbps), float64(MaxDCNGbps))
+	case o.DCNGbps != 0 && o.Slices == 1:
+		// meaningless with the other options, as {chunks} without a
+		// chunked schedule or {capacity_factor} on a dense model
+		v := strconv.FormatFloat(o.DCNGbps, 'g', -1, 64)
+		return hw.Multislice{}, refuse(OptionDCNGbps, v, nil, " %s with {slices} 1: one slice sends nothing over DCN, so its bandwidth changes nothing; give {slices} 2 or more, or no {dcn_gbps}", v)
 	}
 	ms, err := hw.NewMultislice(slice, o.Slices, unit.BitsPerSecond(o.DCNGbps*1e9))
 	if err != nil {

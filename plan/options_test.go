@@ -106,6 +106,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{func(o *Options) { o.TPU, o.Slices = "v3-32", 2 }, OptionSlices, "Multislice"},
 		{func(o *Options) { o.Slices = 0 }, OptionSlices, "--slices 0, want 1 to 4096"},
 		{func(o *Options) { o.DCNGbps = 0.01 }, OptionDCNGbps, "--dcn-gbps 0.01, want 0.1 to 100000 Gbit/s per host"},
+		{func(o *Options) { o.TPU, o.DCNGbps = "v5p-8", 100 }, OptionDCNGbps, "--dcn-gbps 100 with --slices 1: one slice sends nothing over DCN, so its bandwidth changes nothing; give --slices 2 or more, or no --dcn-gbps"},
 		{func(o *Options) { o.Seq = -1 }, OptionSeq, "--seq -1, want 0 to"},
 		{func(o *Options) { o.Model, o.Seq = "llama3-405b", 1<<24 }, OptionSeq, "--seq 16777216, want at most 8521760 tokens with 126 layers of width 16384"},
 		{func(o *Options) { o.MaxGlobalBatch = "lots" }, OptionMaxGlobalBatch, `--max-global-batch "lots": want N sequences`},
@@ -121,6 +122,14 @@ func TestParseRequestErrors(t *testing.T) {
 		{func(o *Options) { o.Chunks = 3 }, OptionChunks, "--chunks 3 needs --schedule interleaved or circular"},
 		{func(o *Options) { o.TPU, o.Mesh, o.Schedule = "v5p-8", "fsdp=4", "gpipe" }, OptionSchedule, `--schedule gpipe with --mesh "fsdp=4", which has no pipeline`},
 		{func(o *Options) { o.Chunks, o.Schedule = 1, "interleaved" }, OptionChunks, "--chunks 1 with --schedule interleaved, want 2 or more"},
+		// 32 layers over pipeline 4 x v chunks: v divides 8
+		{func(o *Options) { o.TPU, o.Mesh, o.Schedule, o.Chunks = "v5p-8", "pipeline=4", "circular", 3 }, OptionChunks,
+			`--chunks 3 with --mesh "pipeline=4": llama3-8b's 32 layers over pipeline 4 x 3 chunks is no whole number of layers a chunk, want 1, 2, 4 or 8`},
+		// 18 layers over pipeline 2 x v chunks: v divides 9, and interleaved takes 2 or more
+		{func(o *Options) {
+			o.Model, o.TPU, o.Mesh, o.Schedule = "gemma-2b", "v5p-8", "pipeline=2,fsdp=2", "interleaved"
+		}, OptionChunks,
+			`--chunks 0 (2 for interleaved) with --mesh "pipeline=2,fsdp=2": gemma-2b's 18 layers over pipeline 2 x 2 chunks is no whole number of layers a chunk, want 3 or 9`},
 		{func(o *Options) { o.Chunks, o.Schedule = 65, "circular" }, OptionChunks, "--chunks 65, want 0 to 64"},
 		{func(o *Options) { o.Precision = "fp64" }, OptionPrecision, `--precision: cost: precision "fp64"`},
 		{func(o *Options) { o.Precision = "" }, OptionPrecision, `--precision: cost: precision ""`},

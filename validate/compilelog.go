@@ -64,14 +64,16 @@ var (
 	// jax's CompiledMemoryStats repr: "argument_size_in_bytes=23352871936".
 	// host_temp_size_in_bytes is what XLA places in pinned host memory
 	// (offloaded activations).
-	reStats = regexp.MustCompile(`\b(argument|output|alias|temp|host_temp|generated_code)_size_in_bytes=([0-9]+)`)
+	// Its sizes are taken as any token up to a comma, parenthesis or
+	// space, for parseAnalysis to refuse by name what is not one (-5).
+	reStats = regexp.MustCompile(`\b(argument|output|alias|temp|host_temp|generated_code)_size_in_bytes=([^\s,)]*)`)
 	// MaxText's print of it (max_utils.print_compiled_memory_stats, GB =
 	// 1024³ bytes): "Total estimated memory size: 100.4 GB, estimated
 	// output size: 44.5 GB, estimated temp size: 55.9 GB, estimated
 	// argument size: 44.5 GB", and its older wording "Total memory size:
 	// 70.0 GB, Output size: 44.5 GB, Temp size: 25.5 GB, Argument size:
 	// 44.5 GB".
-	reMaxText      = regexp.MustCompile(`(?i)\b(host )?(output|temp|argument) size: ([0-9.]+) GB`)
+	reMaxText      = regexp.MustCompile(`(?i)\b(host )?(output|temp|argument) size: ([^\s,]+) GB`)
 	reMaxTextTotal = regexp.MustCompile(`(?i)\btotal (?:estimated )?memory size: ([0-9.]+) GB`)
 )
 
@@ -198,41 +200,14 @@ func chooseReport(oom, usage, analysis *CompileLog) (CompileLog, error) {
 // parseAnalysis reads one line of jax's memory_analysis repr or of
 // MaxText's print of it; ok is false when the line is neither.
 func parseAnalysis(line string) (CompileLog, bool, error) {
-	var b Breakdown
-	var seen int
-	set := func(field string, v int64) {
-		switch strings.ToLower(field) {
-		case "argument":
-			b.Argument = v
-		case "output":
-			b.Output = v
-		case "alias":
-			b.Alias = v
-		case "temp":
-			b.Temp = v
-		case "generated_code":
-			b.GeneratedCode = v
-		case "host_temp", "host temp":
-			b.HostTemp = v
-		}
-		seen++
-	}
-	for _, m := range reStats.FindAllStringSubmatch(line, -1) {
-		v, err := strconv.ParseInt(m[2], 10, 64)
-		if err != nil {
-			return CompileLog{}, false, fmt.Errorf("validate: compile log: %s_size_in_bytes=%s: %w; want a whole number of bytes below 2^63", m[1], m[2], ErrInvalidLog)
-		}
-		set(m[1], v)
-	}
-	for _, m := range reMaxText.FindAllStringSubmatch(line, -1) {
-		v, err := logBytes(m[3] + "G")
-		if err != nil {
-			return CompileLog{}, false, err
-		}
-		set(m[1]+m[2], v) // "host temp": offloaded, not HBM
-	}
-	if seen == 0 || b.Temp == 0 && b.Argument == 0 {
-		return CompileLog{}, false, nil
+	b, sizes, err := analysisSizes(line)
+	switch {
+	case err != nil:
+		return CompileLog{}, false, err
+	case sizes == "":
+		return CompileLog{}, false, nil // no argument or temp size: not a report
+	case b.Temp == 0 && b.Argument == 0:
+		return CompileLog{}, false, fmt.Errorf("validate: compile log: %s: %w; want a positive argument or temp size (the parameters and optimizer state, or the step's temporaries)", sizes, ErrInvalidLog)
 	}
 	// MaxText prints the total (argument + output + temp − alias) but not
 	// the alias: it is what the total leaves.
@@ -252,6 +227,49 @@ func parseAnalysis(line string) (CompileLog, bool, error) {
 		return CompileLog{}, false, fmt.Errorf("validate: compile log: memory analysis totals %d bytes (argument + output + temp − alias), want a positive number: %w", total, ErrInvalidLog)
 	}
 	return CompileLog{Kind: KindMemoryAnalysis, Scope: scope, Reported: total, Breakdown: b, Lines: []string{strings.TrimSpace(line)}}, true, nil
+}
+
+// analysisSizes reads the sizes of one line of jax's memory_analysis repr
+// or of MaxText's print of it; sizes spells those of its argument and
+// temp sizes as the line does ("argument_size_in_bytes=0,
+// temp_size_in_bytes=0"), "" when it has neither. A size that is not a
+// whole number of bytes, 0 or more, is refused by its field's name.
+func analysisSizes(line string) (b Breakdown, sizes string, err error) {
+	var named []string
+	set := func(field string, v int64, spelt string) {
+		switch strings.ToLower(field) {
+		case "argument":
+			b.Argument = v
+		case "output":
+			b.Output = v
+		case "alias":
+			b.Alias = v
+		case "temp":
+			b.Temp = v
+		case "generated_code":
+			b.GeneratedCode = v
+		case "host_temp", "host temp":
+			b.HostTemp = v
+		}
+		if f := strings.ToLower(field); f == "argument" || f == "temp" {
+			named = append(named, spelt)
+		}
+	}
+	for _, m := range reStats.FindAllStringSubmatch(line, -1) {
+		v, err := strconv.ParseInt(m[2], 10, 64)
+		if err != nil || v < 0 || strings.TrimLeft(m[2], "0123456789") != "" {
+			return b, "", fmt.Errorf("validate: compile log: %s_size_in_bytes=%s: %w; want a whole number of bytes, 0 or more, below 2^63", m[1], m[2], ErrInvalidLog)
+		}
+		set(m[1], v, m[0])
+	}
+	for _, m := range reMaxText.FindAllStringSubmatch(line, -1) {
+		v, err := logBytes(m[3] + "G")
+		if err != nil {
+			return b, "", fmt.Errorf("validate: compile log: %q: %w; want a number of GB, 0 or more, below 2^32", m[0], ErrInvalidLog)
+		}
+		set(m[1]+m[2], v, m[0]) // "host temp": offloaded, not HBM
+	}
+	return b, strings.Join(named, ", "), nil
 }
 
 // logBytes reads a size as XLA prints it: a decimal number and an optional

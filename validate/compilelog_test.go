@@ -95,6 +95,32 @@ func TestParseCompileLogRefuses(t *testing.T) {
 	}
 }
 
+// TestParseCompileLogNamesTheField: a memory analysis with a size that
+// cannot be (negative, or every size 0) is refused naming the field as the
+// log spells it; it was read with the negative size left out (its scope
+// silently "temp"), or as "no memory report" naming nothing.
+func TestParseCompileLogNamesTheField(t *testing.T) {
+	for _, tt := range []struct{ log, want string }{
+		{"Memory analysis: CompiledMemoryStats(argument_size_in_bytes=-5, output_size_in_bytes=0, alias_size_in_bytes=0, temp_size_in_bytes=1000)",
+			"argument_size_in_bytes=-5: invalid compile log; want a whole number of bytes, 0 or more"},
+		{"CompiledMemoryStats(argument_size_in_bytes=8, output_size_in_bytes=8, alias_size_in_bytes=8, temp_size_in_bytes=-1)",
+			"temp_size_in_bytes=-1: invalid compile log"},
+		{"CompiledMemoryStats(argument_size_in_bytes=8, output_size_in_bytes=8, alias_size_in_bytes=8, temp_size_in_bytes=1.5e9)",
+			"temp_size_in_bytes=1.5e9: invalid compile log"},
+		{"Memory analysis: CompiledMemoryStats(generated_code_size_in_bytes=0, argument_size_in_bytes=0, output_size_in_bytes=0, alias_size_in_bytes=0, temp_size_in_bytes=0)",
+			"argument_size_in_bytes=0, temp_size_in_bytes=0: invalid compile log; want a positive argument or temp size"},
+		{"Total memory size: 0.0 GB, Output size: 0.0 GB, Temp size: 0.0 GB, Argument size: 0.0 GB",
+			"Temp size: 0.0 GB, Argument size: 0.0 GB: invalid compile log; want a positive argument or temp size"},
+		{"Total memory size: 70.0 GB, Output size: 44.5 GB, Temp size: -25.5 GB, Argument size: 44.5 GB",
+			`"Temp size: -25.5 GB": invalid compile log; want a number of GB, 0 or more`},
+	} {
+		_, err := ParseCompileLog(tt.log)
+		if !errors.Is(err, ErrInvalidLog) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseCompileLog(%q) = %v, want an ErrInvalidLog saying %q", tt.log, err, tt.want)
+		}
+	}
+}
+
 // FuzzParseCompileLog: the parser never panics, and what it accepts
 // reports a positive number of bytes of a known kind and scope.
 func FuzzParseCompileLog(f *testing.F) {
@@ -102,6 +128,8 @@ func FuzzParseCompileLog(f *testing.F) {
 	f.Add("Total hbm usage >= 46.85G:\n    reserved        260.00M \n    program          46.60G \n    arguments            0B \n")
 	f.Add("CompiledMemoryStats(argument_size_in_bytes=2, output_size_in_bytes=2, alias_size_in_bytes=2, temp_size_in_bytes=8)")
 	f.Add("Total memory size: 70.0 GB, Output size: 44.5 GB, Temp size: 25.5 GB, Argument size: 44.5 GB")
+	f.Add("CompiledMemoryStats(argument_size_in_bytes=-5, output_size_in_bytes=0, alias_size_in_bytes=0, temp_size_in_bytes=8)")
+	f.Add("CompiledMemoryStats(argument_size_in_bytes=0, output_size_in_bytes=0, alias_size_in_bytes=0, temp_size_in_bytes=0)")
 	f.Fuzz(func(t *testing.T, log string) {
 		got, err := ParseCompileLog(log)
 		if err != nil {

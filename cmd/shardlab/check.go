@@ -14,6 +14,7 @@ import (
 	"shardlab/cost"
 	"shardlab/export"
 	"shardlab/hw"
+	"shardlab/maxtext"
 	"shardlab/mesh"
 	"shardlab/plan"
 	"shardlab/unit"
@@ -30,7 +31,7 @@ func newCheckFlags() (*flag.FlagSet, *planFlags, *checkFlags) {
 	fs, f := newPlanFlags("check", true)
 	var c checkFlags
 	fs.StringVar(&c.log, "compile-log", "", "the log of a compile of this plan's MaxText config (train_compile's 'Memory analysis', or XLA's out-of-memory message) (required)")
-	fs.StringVar(&c.calibration, "write-calibration", "", "also write the temporaries' factor this log gives to this `file`, for plan --calibration")
+	fs.StringVar(&c.calibration, "write-calibration", "", "also write the temporaries' factor this log gives to this `file`, for plan --calibration:\nagainst the model without a factor, whatever --calibration or --temp-scale this check has")
 	fs.BoolVar(&c.json, "json", false, "print JSON")
 	return fs, f, &c
 }
@@ -78,23 +79,58 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	// the comparison is of this plan, not of a case in the memory table
 	ms := e.Mesh.Multislice
 	r.Case.Generation, r.Case.AcceleratorType, r.Case.Slices, r.Case.Model = string(ms.Slice.Chip.Generation), ms.Slice.AcceleratorType(), max(ms.Slices, 1), p.Request.Model
-	cal, calErr := calibrationOf(log, r, c.log, p)
+	// The factor is against the uncalibrated model, whatever --calibration
+	// or --temp-scale this check was given: plan --calibration applies it
+	// to that model, so a factor against a scaled prediction would
+	// compound (the same log would give a different file each time).
+	raw, err := uncalibrated(log, r, e)
+	if err != nil {
+		return err
+	}
+	cal, calErr := calibrationOf(log, raw, c.log, p)
 	if c.calibration != "" {
-		if calErr != nil {
-			return usageError{fmt.Errorf("check: --write-calibration: %w", calErr)}
-		}
-		b, err := json.MarshalIndent(cal, "", "  ")
-		if err != nil {
+		if err := writeCalibration(c.calibration, cal, calErr); err != nil {
 			return err
-		}
-		if err := os.WriteFile(c.calibration, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("check: --write-calibration %s: %w", c.calibration, err)
 		}
 	}
 	if c.json {
 		return writeJSON(stdout, checkJSON{Log: log, Result: r.JSON(), Calibration: cal})
 	}
-	return writeCheck(stdout, log, r, cal, calErr)
+	return writeCheck(stdout, log, r, cal, calErr, e.Job.TempScale)
+}
+
+// writeCalibration writes cal to the file at path, or refuses with calErr,
+// why the log gives no factor.
+func writeCalibration(path string, cal *cost.MemoryCalibration, calErr error) error {
+	if calErr != nil {
+		return usageError{fmt.Errorf("check: --write-calibration: %w", calErr)}
+	}
+	b, err := json.MarshalIndent(cal, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("check: --write-calibration %s: %w", path, err)
+	}
+	return nil
+}
+
+// uncalibrated is the comparison r of log with the estimate e, made
+// against e's layout costed without its temporaries' factor, where it has
+// one (r itself when not).
+func uncalibrated(log validate.CompileLog, r validate.MemoryResult, e cost.Estimate) (validate.MemoryResult, error) {
+	if e.Job.TempScale == 0 {
+		return r, nil
+	}
+	j := e.Job
+	j.TempScale = 0
+	u, err := cost.EstimateStep(j, e.Mesh)
+	if err != nil {
+		return r, fmt.Errorf("check: the plan without its temporaries' factor: %w", err)
+	}
+	raw := validate.CompareLog(log, u.Memory, e.Mesh.Multislice.Slice.Chip.JAXDevicesPerChip)
+	raw.Case = r.Case
+	return raw, nil
 }
 
 // gib spells a compile log's bytes as check prints them: GiB to two
@@ -164,7 +200,9 @@ type checkJSON struct {
 }
 
 // writeCheck writes the comparison for people.
-func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, cal *cost.MemoryCalibration, calErr error) error {
+// scale is the temporaries' factor r's prediction was made with (0:
+// none); the factor cal is against the model without it.
+func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, cal *cost.MemoryCalibration, calErr error, scale float64) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "compile log: %s (%s), per JAX device\n", log.Kind, log.Scope)
 	for _, l := range log.Lines {
@@ -192,8 +230,12 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 	}
 	switch {
 	case cal != nil:
-		fmt.Fprintf(&b, "temporaries factor %.3f (reported %s, predicted %s): plan --temp-scale %.3f, or --calibration with --write-calibration's file, plans with it\n",
-			cal.TempScale, gib(cal.Reported), gib(cal.Predicted), cal.TempScale)
+		against := ""
+		if scale > 0 {
+			against = fmt.Sprintf(" by the model without the factor %.3f given; this factor replaces that one, it does not multiply it", scale)
+		}
+		fmt.Fprintf(&b, "temporaries factor %.3f (reported %s, predicted %s%s): plan --temp-scale %.3f, or --calibration with --write-calibration's file, plans with it\n",
+			cal.TempScale, gib(cal.Reported), gib(cal.Predicted), against, cal.TempScale)
 	default:
 		fmt.Fprintf(&b, "no temporaries factor: %v\n", calErr)
 	}
@@ -203,13 +245,18 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 
 // compileNote is what plan --verify prints: how to compile the plan ahead
 // of time on a CPU machine and hold the compiler's memory to the plan's,
-// with the report the compile should print (Plan.XLAReport).
+// with the report the compile should print (Plan.XLAReport); for a slice
+// MaxText's compile has no compile_topology for (v2, v3, v4 beyond 4096
+// chips' TensorCores), that there is none.
 // The export and the check are given the plan's layout and batch as
 // flags, so that they cost the same plan.
 func compileNote(p plan.Plan, flags string) string {
 	cfg, err := export.MaxText(p)
 	if err != nil {
 		return fmt.Sprintf("Verify: MaxText cannot compile this plan as it is (%s)\n", oneLine(err.Error()))
+	}
+	if t := export.CompileTopology(p.Request.Multislice.Slice); !maxtext.IsCompileTopology(t) {
+		return fmt.Sprintf("Verify: MaxText has no ahead-of-time compile target for this slice: compile_topology %s is not among the names its train_compile knows (utils/accelerator_to_spec_map.py), so there is no compile to check the plan with before renting TPUs\n", t)
 	}
 	e := p.Best.Estimate
 	// --mesh takes JAX devices: a TPU7x chip is two
@@ -232,7 +279,8 @@ func compileNote(p plan.Plan, flags string) string {
 
 // jobFlags spells the flags given that describe the job and the hardware,
 // as export and check take them (not the layout, batch and remat, which
-// compileNote adds from the plan, nor plan's own).
+// compileNote adds from the plan, nor plan's own): --name value, and a
+// bool flag --name=value, the one form the flag package reads it in.
 func jobFlags(fs *flag.FlagSet) string {
 	skip := map[string]bool{"mesh": true, "global-batch": true, "remat": true, "max-global-batch": true, "top": true, "json": true,
 		"verify": true, "goodput": true, "tokens": true, "html": true, "svg": true, "png": true, "example-cost": true, "framework": true, "schedule": true, "chunks": true}
@@ -245,7 +293,13 @@ func jobFlags(fs *flag.FlagSet) string {
 		if strings.ContainsAny(v, " '\"\\$`*?[]{}()<>|&;#~!") || v == "" {
 			v = "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 		}
-		fmt.Fprintf(&b, " --%s %s", f.Name, v)
+		// a bool flag takes its value only after "=": "--causal-flops
+		// false" is --causal-flops (true) and an argument "false"
+		sep := " "
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			sep = "="
+		}
+		fmt.Fprintf(&b, " --%s%s%s", f.Name, sep, v)
 	})
 	return b.String()
 }

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"shardlab/cost"
@@ -131,6 +133,9 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := distinctOutputs(f.charts); err != nil {
+		return err
+	}
 	if err := f.charts.check(); err != nil {
 		return err
 	}
@@ -170,6 +175,33 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// distinctOutputs refuses two of --html, --svg and --png naming one file,
+// which the later would overwrite.
+func distinctOutputs(c chartFiles) error {
+	outs := []struct{ flag, path string }{{"--html", c.html}, {"--svg", c.svg}, {"--png", c.png}}
+	for i, a := range outs {
+		for _, b := range outs[i+1:] {
+			if a.path != "" && b.path != "" && samePath(a.path, b.path) {
+				return bad("plan: %s %s and %s %s name one file, which would hold only the last written; give each its own file", a.flag, a.path, b.flag, b.path)
+			}
+		}
+	}
+	return nil
+}
+
+// samePath reports whether a and b name one file: one path once cleaned
+// and made absolute, or, where both exist, one file (a link to it).
+func samePath(a, b string) bool {
+	if fa, err := os.Stat(a); err == nil {
+		if fb, err := os.Stat(b); err == nil {
+			return os.SameFile(fa, fb)
+		}
+	}
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == ab
 }
 
 // plans asks plan the questions the flags ask.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -167,7 +168,28 @@ func specFile(what, name string) ([]byte, error) {
 	if err == nil && data == nil {
 		data = []byte{} // an empty file is an empty spec, not a catalog name
 	}
+	if err == nil {
+		err = notShown(what, name, data)
+	}
 	return data, err
+}
+
+// notShown refuses a spec file that is what 'model show --json' prints
+// (a JSON object with a schema key, and counts a spec does not take),
+// saying how to get the spec: its model's 'model show NAME --spec'.
+func notShown(what, name string, data []byte) error {
+	var shown map[string]json.RawMessage
+	if json.Unmarshal(data, &shown) != nil || shown[schema.Key] == nil {
+		return nil
+	}
+	var shownName string
+	if json.Unmarshal(shown["name"], &shownName) != nil {
+		shownName = ""
+	}
+	if _, ok := model.Lookup(shownName); !ok {
+		shownName = "NAME" // not a catalog model: its spec is a file already
+	}
+	return bad("%s %s: holds %q: it is what 'shardlab model show --json' prints, not a spec; 'shardlab model show %s --spec' prints the model as a spec", what, name, schema.Key, shownName)
 }
 
 // parseTPU reads --tpu everywhere it appears: a generation (tpu7x) or an

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// TestPlanRefusesContradictions: flags that other flags make meaningless
+// or that contradict each other are refused with exit 2, naming both:
+// --dcn-gbps on one slice (no DCN; it was ignored), and two chart files
+// at one path (the SVG was silently overwritten by the PNG).
+func TestPlanRefusesContradictions(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "p.png")
+	fail(t, []string{"plan", "--model", "llama3-8b", "--tpu", "v5p-8", "--dcn-gbps", "100"}, "--dcn-gbps 100 with --slices 1", "--slices 2 or more")
+	fail(t, []string{"plan", "--svg", p, "--png", p}, "--svg "+p+" and --png "+p+" name one file")
+	fail(t, []string{"plan", "--html", p, "--png", filepath.Join(dir, ".", "x", "..", "p.png")}, "--html "+p+" and --png", "name one file")
+}
+
+// TestShownModelIsNoSpec: what 'model show --json' prints, given back as
+// --model, is refused saying what it is and which command prints the spec
+// (it listed every spec field after `field "schema" is not a spec field`);
+// what that command prints plans.
+func TestShownModelIsNoSpec(t *testing.T) {
+	dir := t.TempDir()
+	shown, errOut, code := runCmd("model", "show", "llama3-8b", "--json")
+	if code != 0 {
+		t.Fatalf("model show --json: exit %d %s", code, errOut)
+	}
+	path := writeLog(t, dir, "m.json", shown)
+	want := "--model " + path + `: holds "schema": it is what 'shardlab model show --json' prints, not a spec; 'shardlab model show llama3-8b --spec' prints the model as a spec`
+	fail(t, []string{"plan", "--model", path}, want)
+	spec, errOut, code := runCmd("model", "show", "llama3-8b", "--spec")
+	if code != 0 {
+		t.Fatalf("model show --spec: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := runCmd("plan", "--model", writeLog(t, dir, "m.yaml", spec), "--tpu", "v5p-8", "--mesh", "fsdp=4"); code != 0 {
+		t.Errorf("plan --model (model show --spec): exit %d %s", code, errOut)
+	}
+}
+
+// TestPlanChunksAgainstFixedMesh: with one layout fixed, chunks that do not
+// split the layers over its pipeline contradict the user's own flags: exit
+// 2 naming --chunks and the values that work (it exited 1 with "16 layouts
+// where pipeline does not divide the layers").
+func TestPlanChunksAgainstFixedMesh(t *testing.T) {
+	fail(t, []string{"plan", "--model", "llama3-8b", "--tpu", "v5p-8", "--schedule", "circular", "--chunks", "3", "--mesh", "pipeline=4"},
+		`--chunks 3 with --mesh "pipeline=4"`, "want 1, 2, 4 or 8")
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"shardlab/cost"
+)
+
+// shellWords splits a command line as sh does for what plan --verify
+// prints: words apart at blanks, single quotes kept together (with the
+// quote, backslash, quote, quote of an escaped quote inside them), up to
+// a redirection or pipe.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var w strings.Builder
+	inWord, quoted := false, false
+	for _, r := range line {
+		switch {
+		case r == '\'':
+			quoted, inWord = !quoted, true
+		case quoted:
+			w.WriteRune(r)
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, w.String())
+				w.Reset()
+				inWord = false
+			}
+		case r == '>' || r == '|':
+			if inWord {
+				t.Fatalf("%q: a redirection inside a word", line)
+			}
+			return words
+		case strings.ContainsRune("\\\"$`;&()<*?", r):
+			t.Fatalf("%q: %q outside quotes, which sh would read", line, r)
+		default:
+			w.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quoted {
+		t.Fatalf("%q: an unclosed quote", line)
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
+}
+
+// verifyLines are the export and check command lines plan --verify prints
+// for args, as sh splits them (without "shardlab").
+func verifyLines(t *testing.T, args ...string) (exportArgs, checkArgs []string) {
+	t.Helper()
+	out, errOut, code := runCmd(append([]string{"plan", "--verify"}, args...)...)
+	i := strings.Index(out, "Verify before renting TPUs")
+	if code != 0 || i < 0 {
+		t.Fatalf("plan --verify %v: exit %d %s\n%s", args, code, errOut, out)
+	}
+	lines := strings.Split(out[i:], "\n")
+	exportArgs, checkArgs = shellWords(t, strings.TrimSpace(lines[1])), shellWords(t, strings.TrimSpace(lines[3]))
+	if exportArgs[0] != "shardlab" || checkArgs[0] != "shardlab" {
+		t.Fatalf("the verify lines:\n%s", out[i:])
+	}
+	return exportArgs[1:], checkArgs[1:]
+}
+
+// jobOptions are the flags' options without what compileNote adds from the
+// plan (layout, batch, remat, schedule) and what only plan takes.
+func jobOptions(f *planFlags) planFlags {
+	g := *f
+	g.Mesh, g.GlobalBatch, g.Remat, g.Schedule, g.Chunks = "", "", "", "", 0
+	g.Framework, g.Top, g.ExampleCost, g.verify, g.json, g.charts, g.goodput, g.tokens = "", 0, 0, false, false, chartFiles{}, false, 0
+	return g
+}
+
+// TestVerifyLinesRoundTrip: every flag plan --verify passes on reads back
+// through export maxtext's and check's own flag sets as the value plan
+// took, with no argument left over; a bool flag, true or false, too (it
+// printed "--optimizer-offload true", which the flag package reads as
+// --optimizer-offload and an argument "true", and "--causal-flops false"
+// as --causal-flops true).
+func TestVerifyLinesRoundTrip(t *testing.T) {
+	for _, bools := range [][]string{
+		{"--optimizer-offload", "--parameter-offload", "--causal-flops=false"},
+		{"--optimizer-offload=true", "--parameter-offload=false", "--causal-flops=true"},
+		{"--optimizer-offload=false", "--causal-flops"},
+	} {
+		args := append([]string{"--model", "llama3-8b", "--tpu", "v5p-8", "--precision", "bf16", "--seq", "4096", "--hbm-headroom", "0.1"}, bools...)
+		pfs, want := newPlanFlags("plan", false)
+		if err := pfs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		exportArgs, checkArgs := verifyLines(t, args...)
+		if exportArgs[0] != "export" || exportArgs[1] != "maxtext" || checkArgs[0] != "check" {
+			t.Fatalf("export %v, check %v", exportArgs, checkArgs)
+		}
+		efs, ef, _ := newExportFlags("maxtext")
+		cfs, cf, _ := newCheckFlags()
+		for _, c := range []struct {
+			name string
+			fs   *flag.FlagSet
+			f    *planFlags
+			args []string
+		}{{"export maxtext", efs, ef, exportArgs[2:]}, {"check", cfs, cf, checkArgs[1:]}} {
+			if err := c.fs.Parse(c.args); err != nil || c.fs.NArg() != 0 {
+				t.Errorf("%s %q: %v, arguments left %q", c.name, c.args, err, c.fs.Args())
+				continue
+			}
+			if got, want := jobOptions(c.f), jobOptions(want); !reflect.DeepEqual(got, want) {
+				t.Errorf("plan %q: %s reads its line %q as\n%+v, want\n%+v", args, c.name, c.args, got, want)
+			}
+		}
+	}
+}
+
+// TestCheckCalibratesTheUncalibratedModel: the factor check writes is
+// against the model without a factor, whatever --calibration or
+// --temp-scale it is given, since plan --calibration applies the file's
+// factor to that model. Worked by hand: a memory analysis whose
+// temporaries are twice the uncalibrated prediction's T gives 2 (reported
+// 2T, predicted T) checked bare, checked with the file that gave (it gave
+// 1, 2T against the scaled 2T), and checked with --temp-scale 1.5 (it gave
+// 1.333).
+func TestCheckCalibratesTheUncalibratedModel(t *testing.T) {
+	dir := t.TempDir()
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal"}
+	seed := writeLog(t, dir, "seed.log", "Used 200G of 95.74G hbm")
+	js, errOut, code := runCmd(append([]string{"check", "--compile-log", seed, "--json"}, job...)...)
+	var pred struct {
+		R struct {
+			A int64 `json:"predicted_argument_bytes"`
+			T int64 `json:"predicted_temp_bytes"`
+		} `json:"comparison"`
+	}
+	if err := json.Unmarshal([]byte(js), &pred); err != nil || code != 0 || pred.R.T <= 0 {
+		t.Fatalf("check --json: exit %d %s %v\n%s", code, errOut, err, js)
+	}
+	a, tmp := pred.R.A, pred.R.T
+	log := writeLog(t, dir, "compile.log", fmt.Sprintf("Memory analysis: CompiledMemoryStats(argument_size_in_bytes=%d, output_size_in_bytes=%d, alias_size_in_bytes=%d, temp_size_in_bytes=%d)", a, a, a, 2*tmp))
+	read := func(path string) cost.MemoryCalibration {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := cost.ParseMemoryCalibration(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Source, _, _ = strings.Cut(c.Source, ", read ") // the date it was read
+		return c
+	}
+	first := filepath.Join(dir, "first.json")
+	if _, errOut, code := runCmd(append([]string{"check", "--compile-log", log, "--write-calibration", first}, job...)...); code != 0 {
+		t.Fatalf("check: exit %d %s", code, errOut)
+	}
+	want := read(first)
+	if want.TempScale != 2 || want.Reported != 2*tmp || want.Predicted != tmp {
+		t.Fatalf("check: factor %g (reported %d, predicted %d), want 2 (%d over %d)", want.TempScale, want.Reported, want.Predicted, 2*tmp, tmp)
+	}
+	for _, tt := range []struct {
+		given  []string
+		factor string // the factor given, as the factor line spells it
+	}{{[]string{"--calibration", first}, "2.000"}, {[]string{"--temp-scale", "1.5"}, "1.500"}} {
+		again := filepath.Join(dir, "again.json")
+		args := append(append([]string{"check", "--compile-log", log, "--write-calibration", again}, tt.given...), job...)
+		out, errOut, code := runCmd(args...)
+		if code != 0 {
+			t.Fatalf("check %v: exit %d %s", tt.given, code, errOut)
+		}
+		if got := read(again); got != want {
+			t.Errorf("check %v wrote %+v, want what the check without it wrote, %+v", tt.given, got, want)
+		}
+		if !strings.Contains(out, "temporaries factor 2.000") || !strings.Contains(out, "without the factor "+tt.factor+" given; this factor replaces that one") {
+			t.Errorf("check %v: the factor line\n%s", tt.given, out)
+		}
+	}
+}
+
+// TestVerifyNamesOnlyMaxTextsTopologies: plan --verify prints a
+// train_compile line only for a compile_topology MaxText's
+// accelerator_to_spec_map.py @e591f30c has; for v2 and v3 slices (no key
+// there) and a v4 beyond v4-4096 (--topology 16x16x16 is a v4-8192) it
+// says there is no ahead-of-time compile target instead of a command
+// MaxText refuses.
+func TestVerifyNamesOnlyMaxTextsTopologies(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		target string // the compile_topology printed, "" for none
+	}{
+		{[]string{"--model", "gemma-2b", "--tpu", "v3-8"}, ""},
+		{[]string{"--model", "gemma-2b", "--tpu", "v2-8"}, ""},
+		{[]string{"--model", "llama3-8b", "--tpu", "v4-4096", "--topology", "16x16x16", "--mesh", "fsdp=4096", "--global-batch", "4096"}, ""},
+		{[]string{"--model", "llama3-8b", "--tpu", "v4-4096", "--mesh", "fsdp=2048", "--global-batch", "2048"}, "v4-4096"},
+		{[]string{"--model", "gemma-2b", "--tpu", "v5litepod-8", "--mesh", "fsdp=8"}, "v5e-8"},
+	} {
+		out, errOut, code := runCmd(append([]string{"plan", "--verify"}, tt.args...)...)
+		if code != 0 {
+			t.Errorf("plan --verify %v: exit %d %s", tt.args, code, errOut)
+			continue
+		}
+		compile, none := strings.Contains(out, "python3 -m maxtext"), strings.Contains(out, "Verify: MaxText has no ahead-of-time compile target for this slice")
+		switch {
+		case tt.target == "" && (compile || !none):
+			t.Errorf("plan --verify %v: want no compile command and the note that there is no target:\n%s", tt.args, out)
+		case tt.target != "" && (none || !strings.Contains(out, "compile_topology="+tt.target+" ")):
+			t.Errorf("plan --verify %v: want compile_topology=%s:\n%s", tt.args, tt.target, out)
+		}
+	}
+}
