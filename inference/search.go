@@ -58,7 +58,10 @@ func Candidates(r Request) [][2]int {
 // better orders two layouts for r: those that fit first, then those that
 // meet the SLOs, then by the objective (throughput: the most output
 // tokens/s per chip, then the least ITL; latency: the least ITL, then
-// TTFT, then the most tokens/s per chip), then the fewest chips.
+// TTFT, then the most tokens/s per chip), then the fewest chips. Under a
+// request rate every layout that keeps up serves the offered tokens/s
+// (AtRate), so the throughput objective takes the fewest chips (the most
+// tokens/s per chip), then the least ITL.
 func (r Request) better(a, b Layout) bool {
 	if a.Fits != b.Fits {
 		return a.Fits
@@ -179,6 +182,10 @@ func (r Request) schedulerBudget(b Layout) error {
 // objectiveReason says why b was chosen.
 func objectiveReason(r Request, b Layout) string {
 	what := fmt.Sprintf("most output tokens/s per chip (%.0f) at %d concurrent sequences", b.PerChip, b.Concurrency)
+	if r.RequestRate > 0 {
+		what = fmt.Sprintf("serves the offered %.0f output tokens/s (%.0f per chip) at %d concurrent sequences; the least inter-token latency (%v) of the layouts that keep up on the fewest chips",
+			b.TokensPerSecond, b.PerChip, b.Concurrency, secs(b.ITL))
+	}
 	if r.Objective == Latency {
 		what = fmt.Sprintf("least inter-token latency (%v, TTFT %v) at %d concurrent sequences", secs(b.ITL), secs(b.TTFT), b.Concurrency)
 	}
