@@ -2,33 +2,11 @@ package inference
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"shardlab/hw"
 	"shardlab/unit"
 )
-
-// noFit says why no layout serves the request: the most sequences any
-// fits.
-func noFit(r Request, layouts []Layout) string {
-	most := 0
-	for _, l := range layouts {
-		most = max(most, l.DP*l.Memory.MaxSeqs)
-	}
-	why := fmt.Sprintf("%d concurrent sequences of %d tokens do not fit on %s (at most %d do)", r.Concurrency, r.MaxModelLen, r.Slice.AcceleratorType(), most)
-	if r.MaxNumSeqs > 0 {
-		most = 0
-		for _, l := range layouts {
-			most = max(most, l.Memory.MaxSeqs)
-		}
-		why = fmt.Sprintf("%d sequences of %d tokens a replica (max_num_seqs) do not fit on %s (at most %d do)", r.MaxNumSeqs, r.MaxModelLen, r.Slice.AcceleratorType(), most)
-	}
-	if r.RequestRate > 0 {
-		why = fmt.Sprintf("%g requests/s of %d+%d tokens need more sequences at once than fit on %s (at most %d do)", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
-	}
-	return why
-}
 
 // Candidates are the (TP, DP) layouts a request is searched over: every
 // tensor-parallel size (or the request's) with the replicas that fill the
@@ -105,16 +83,7 @@ func (r Request) slos() string {
 // when none fits, Search returns ErrNoFit.
 func Search(r Request) (Plan, error) {
 	c := r.Slice.Chip
-	p := Plan{Request: r}
-	for _, td := range Candidates(r) {
-		l := Estimate(r, td[0], td[1])
-		if r.RequestRate > 0 {
-			l = AtRate(r, td[0], td[1])
-			l.Misses = r.misses(l)
-		}
-		p.Layouts = append(p.Layouts, l)
-	}
-	sort.SliceStable(p.Layouts, func(i, j int) bool { return r.better(p.Layouts[i], p.Layouts[j]) })
+	p := Plan{Request: r, Layouts: costed(r)}
 	if len(p.Layouts) == 0 || !p.Layouts[0].Fits {
 		return p, fmt.Errorf("inference: %w: %s", ErrNoFit, noFit(r, p.Layouts))
 	}
