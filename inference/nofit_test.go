@@ -70,3 +70,28 @@ func TestNoFitWeights(t *testing.T) {
 		}
 	}
 }
+// TestLayoutsNotApplicable: a layout that does not fit prints no TTFT,
+// ITL or tokens/s in the table, numbers that cannot happen.
+func TestLayoutsNotApplicable(t *testing.T) {
+	r := request(t)
+	r.MemoryUtilization = 0.92
+	_, p := searched(t, r)
+	var b strings.Builder
+	if err := p.WriteText(&b, "vllm serve m"); err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, line := range strings.Split(b.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || f[4] != "false" {
+			continue
+		}
+		seen = true
+		if got := strings.Join(f[6:], " "); got != "n/a n/a n/a" {
+			t.Errorf("row %q: TTFT, ITL and tok/s/chip %q, want n/a n/a n/a", line, got)
+		}
+	}
+	if !seen {
+		t.Errorf("no layout that does not fit in\n%s", b.String())
+	}
+}
