@@ -70,6 +70,7 @@ func TestNoFitWeights(t *testing.T) {
 		}
 	}
 }
+
 // TestLayoutsNotApplicable: a layout that does not fit prints no TTFT,
 // ITL or tokens/s in the table, numbers that cannot happen.
 func TestLayoutsNotApplicable(t *testing.T) {
