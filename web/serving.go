@@ -109,11 +109,7 @@ var servingLate = timeoutError{what: "the serving plan and its simulation", ende
 // milliseconds, the simulation up to seconds for many requests, and it
 // stops at the deadline, freeing its slot.
 func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad fieldErrors) (*servingView, error) {
-	if n := o.NumRequests; (n < 1 || n > h.cfg.MaxSimRequests) && !bad.has(optionNumRequests) {
-		bad = append(bad, textOf(optionNumRequests, "%d, want 1 to %d simulated requests on the web (the command line takes up to %d)", n, h.cfg.MaxSimRequests, inference.MaxSimRequests))
-		o.NumRequests = inference.DefaultOptions().NumRequests
-	}
-	q, err := parseServing(o, bad)
+	q, err := parseServing(o, h.boundRequests(&o, bad))
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +167,17 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 		v.Charts = append(v.Charts, chartView{Name: c.Name, Title: c.Title, SVG: sv})
 	}
 	return v, nil
+}
+
+// boundRequests refuses a simulation of more requests than
+// Config.MaxSimRequests, naming num_requests and the range, and sets
+// them to the default (parseEach checks no refused option again).
+func (h *Handler) boundRequests(o *inference.Options, bad fieldErrors) fieldErrors {
+	if n := o.NumRequests; (n < 1 || n > h.cfg.MaxSimRequests) && !bad.has(optionNumRequests) {
+		bad = append(bad, textOf(optionNumRequests, "%d, want 1 to %d simulated requests on the web (the command line takes up to %d)", n, h.cfg.MaxSimRequests, inference.MaxSimRequests))
+		o.NumRequests = inference.DefaultOptions().NumRequests
+	}
+	return bad
 }
 
 // inlineSVG is a chart of package chart as inline SVG (no XML prolog),
