@@ -434,6 +434,13 @@ func (r Request) misses(l Layout) []string {
 // with N, so N is raised from 1 until it holds (at most MaxConcurrency;
 // beyond that the layout does not fit). The layout's Concurrency field
 // says what N came to.
+//
+// A layout that keeps up serves what is offered: rate × OutputLen output
+// tokens/s, the N sequences in the server over their time in it (Little's
+// law) times the tokens each brings. N/ITL, the throughput at a fixed
+// concurrency, would count as output the sequences still in prefill and
+// the spare slots of N rounded up to whole sequences (and to whole
+// sequences a replica), a capacity the arrivals never fill.
 func AtRate(r Request, tp, dp int) Layout {
 	n := 1
 	for {
@@ -443,6 +450,8 @@ func AtRate(r Request, tp, dp int) Layout {
 		inServer := l.TTFT.Seconds() + float64(r.OutputLen)*l.ITL.Seconds()
 		need := int(math.Ceil(r.RequestRate * inServer))
 		if need <= n {
+			l.TokensPerSecond = r.RequestRate * float64(r.OutputLen)
+			l.PerChip = l.TokensPerSecond / float64(l.Chips)
 			return l
 		}
 		if need > MaxConcurrency || !l.Fits {

@@ -510,3 +510,38 @@ func searched(t testing.TB, r Request) (Request, Plan) {
 	}
 	return r, p
 }
+
+// TestAtRateThroughput: under an offered rate a layout that keeps up
+// serves what is offered and no more. By hand: 2 requests/s of 1024
+// output tokens each are 2 × 1024 = 2048 output tokens/s, 512 a chip on
+// the 4 chips of tpu7x-8, on every layout that keeps up (whatever its
+// concurrency rounds up to). With every layout on the same chips and the
+// same throughput, the throughput objective takes the least ITL.
+func TestAtRateThroughput(t *testing.T) {
+	r := request(t)
+	r.RequestRate = 2
+	r, err := NewRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for _, l := range p.Layouts {
+		if !l.Fits {
+			continue
+		}
+		kept++
+		if l.TokensPerSecond != 2048 || l.PerChip != 512 {
+			t.Errorf("TP %d × DP %d at 2 requests/s of 1024 tokens: %g output tokens/s (%g a chip), want 2048 (512)", l.TP, l.DP, l.TokensPerSecond, l.PerChip)
+		}
+		if l.ITL < p.Best.ITL {
+			t.Errorf("chose TP %d × DP %d (ITL %v) over TP %d × DP %d (ITL %v), which serves the same load on as many chips", p.Best.TP, p.Best.DP, p.Best.ITL, l.TP, l.DP, l.ITL)
+		}
+	}
+	if kept < 2 {
+		t.Errorf("%d layouts keep up with 2 requests/s on tpu7x-8, want at least 2 for the tie", kept)
+	}
+}

@@ -2,33 +2,11 @@ package inference
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"shardlab/hw"
 	"shardlab/unit"
 )
-
-// noFit says why no layout serves the request: the most sequences any
-// fits.
-func noFit(r Request, layouts []Layout) string {
-	most := 0
-	for _, l := range layouts {
-		most = max(most, l.DP*l.Memory.MaxSeqs)
-	}
-	why := fmt.Sprintf("%d concurrent sequences of %d tokens do not fit on %s (at most %d do)", r.Concurrency, r.MaxModelLen, r.Slice.AcceleratorType(), most)
-	if r.MaxNumSeqs > 0 {
-		most = 0
-		for _, l := range layouts {
-			most = max(most, l.Memory.MaxSeqs)
-		}
-		why = fmt.Sprintf("%d sequences of %d tokens a replica (max_num_seqs) do not fit on %s (at most %d do)", r.MaxNumSeqs, r.MaxModelLen, r.Slice.AcceleratorType(), most)
-	}
-	if r.RequestRate > 0 {
-		why = fmt.Sprintf("%g requests/s of %d+%d tokens need more sequences at once than fit on %s (at most %d do)", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
-	}
-	return why
-}
 
 // Candidates are the (TP, DP) layouts a request is searched over: every
 // tensor-parallel size (or the request's) with the replicas that fill the
@@ -58,7 +36,10 @@ func Candidates(r Request) [][2]int {
 // better orders two layouts for r: those that fit first, then those that
 // meet the SLOs, then by the objective (throughput: the most output
 // tokens/s per chip, then the least ITL; latency: the least ITL, then
-// TTFT, then the most tokens/s per chip), then the fewest chips.
+// TTFT, then the most tokens/s per chip), then the fewest chips. Under a
+// request rate every layout that keeps up serves the offered tokens/s
+// (AtRate), so the throughput objective takes the fewest chips (the most
+// tokens/s per chip), then the least ITL.
 func (r Request) better(a, b Layout) bool {
 	if a.Fits != b.Fits {
 		return a.Fits
@@ -102,16 +83,7 @@ func (r Request) slos() string {
 // when none fits, Search returns ErrNoFit.
 func Search(r Request) (Plan, error) {
 	c := r.Slice.Chip
-	p := Plan{Request: r}
-	for _, td := range Candidates(r) {
-		l := Estimate(r, td[0], td[1])
-		if r.RequestRate > 0 {
-			l = AtRate(r, td[0], td[1])
-			l.Misses = r.misses(l)
-		}
-		p.Layouts = append(p.Layouts, l)
-	}
-	sort.SliceStable(p.Layouts, func(i, j int) bool { return r.better(p.Layouts[i], p.Layouts[j]) })
+	p := Plan{Request: r, Layouts: costed(r)}
 	if len(p.Layouts) == 0 || !p.Layouts[0].Fits {
 		return p, fmt.Errorf("inference: %w: %s", ErrNoFit, noFit(r, p.Layouts))
 	}
@@ -179,6 +151,10 @@ func (r Request) schedulerBudget(b Layout) error {
 // objectiveReason says why b was chosen.
 func objectiveReason(r Request, b Layout) string {
 	what := fmt.Sprintf("most output tokens/s per chip (%.0f) at %d concurrent sequences", b.PerChip, b.Concurrency)
+	if r.RequestRate > 0 {
+		what = fmt.Sprintf("serves the offered %.0f output tokens/s (%.0f per chip) at %d concurrent sequences; the least inter-token latency (%v) of the layouts that keep up on the fewest chips",
+			b.TokensPerSecond, b.PerChip, b.Concurrency, secs(b.ITL))
+	}
 	if r.Objective == Latency {
 		what = fmt.Sprintf("least inter-token latency (%v, TTFT %v) at %d concurrent sequences", secs(b.ITL), secs(b.TTFT), b.Concurrency)
 	}

@@ -62,6 +62,7 @@ package inference
 // caching, speculative decoding.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -526,7 +527,15 @@ type SimOptions struct {
 	// StepOverhead, when not nil, replaces the engine's fixed time a
 	// step (StepOverhead); validate's calibration sets it.
 	StepOverhead *time.Duration
+	// Stop, when closed, stops the simulation at its next step: Simulate
+	// then returns ErrStopped and no result (a server passes its
+	// request's deadline, a context's Done). Nil: run to the end.
+	Stop <-chan struct{}
 }
+
+// ErrStopped is Simulate's error when SimOptions.Stop closed before the
+// simulation ended.
+var ErrStopped = errors.New("inference: simulation stopped before its end")
 
 // Simulate serves o.Load on layout l of request r: one replica is
 // simulated with its share of the load (the concurrency, rate and
@@ -589,6 +598,11 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 		return SimResult{}, err
 	}
 	for s.Step() {
+		select {
+		case <-o.Stop:
+			return SimResult{}, ErrStopped
+		default:
+		}
 	}
 	res := s.Result()
 	res.Replicas = dp

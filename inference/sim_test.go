@@ -468,3 +468,29 @@ func TestSimAsyncScheduling(t *testing.T) {
 	}
 	diffLines(t, transcript(t, s), []string{"t=0s 0:2", "t=1ms 0:1 finished [0]", "t=2ms 1:2", "t=3ms 1:1 finished [1]"})
 }
+
+// TestSimulateStops: a closed Stop ends the simulation at its first step
+// with ErrStopped; a nil one runs it to the end, the same result as
+// without it (the same seed gives the same bytes).
+func TestSimulateStops(t *testing.T) {
+	r := request(t)
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := Load{Mix: FixedMix(r.PromptLen, r.OutputLen), Concurrency: 64, Requests: 1 << 20}
+	stop := make(chan struct{})
+	close(stop)
+	if _, err := Simulate(r, p.Best, SimOptions{Engine: VLLM, Load: load, Stop: stop}, rand.New(rand.NewPCG(1, 0))); !errors.Is(err, ErrStopped) {
+		t.Errorf("Simulate of %d requests with Stop closed: %v, want ErrStopped", load.Requests, err)
+	}
+	load.Requests = 100
+	a, err := Simulate(r, p.Best, SimOptions{Engine: VLLM, Load: load}, rand.New(rand.NewPCG(1, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Simulate(r, p.Best, SimOptions{Engine: VLLM, Load: load, Stop: make(chan struct{})}, rand.New(rand.NewPCG(1, 0)))
+	if err != nil || !reflect.DeepEqual(a, b) {
+		t.Errorf("with an open Stop: %+v, %v; without: %+v", b, err, a)
+	}
+}

@@ -95,7 +95,12 @@ func (p Plan) writeLayouts(w io.Writer) error {
 		if len(l.Misses) > 0 {
 			slo = "  misses " + strings.Join(l.Misses, ", ")
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%v\t%d\t%v\t%v\t%.0f\t%s\n", l.TP, l.EP, l.DP, l.Chips, l.Fits, l.DP*l.Memory.MaxSeqs, secs(l.TTFT), secs(l.ITL), l.PerChip, slo)
+		ttft, itl, tps := secs(l.TTFT).String(), secs(l.ITL).String(), fmt.Sprintf("%.0f", l.PerChip)
+		if !l.Fits {
+			// the load does not fit its pages: it cannot run at it
+			ttft, itl, tps = "n/a", "n/a", "n/a"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%v\t%d\t%s\t%s\t%s\t%s\n", l.TP, l.EP, l.DP, l.Chips, l.Fits, l.DP*l.Memory.MaxSeqs, ttft, itl, tps, slo)
 	}
 	return tw.Flush()
 }

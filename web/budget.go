@@ -72,7 +72,8 @@ func (h *Handler) budgetRun(ctx context.Context, o budget.Options, bad fieldErro
 		return nil, err
 	}
 	var res budget.Result
-	if err := h.work(ctx, func() (e error) {
+	late := timeoutError{what: "the budget", ended: "was abandoned", advice: "use shardlab budget on the command line"}
+	if err := h.work(ctx, late, func(<-chan struct{}) (e error) {
 		res, e = budget.Sweep(req)
 		return e
 	}); err != nil {
@@ -125,9 +126,12 @@ func planLink(o budget.Options) func(budget.Row) string {
 	}
 }
 
-// work runs fn in a search slot (acquire) under the request's deadline
-// (errTimeout). Work the deadline abandons keeps its slot until it ends.
-func (h *Handler) work(ctx context.Context, fn func() error) error {
+// work runs fn in a search slot (acquire) under the request's deadline,
+// past which it answers late (a timeoutError, errTimeout): fn gets the
+// deadline's Done as stop, closed at the deadline or when the client goes
+// away, and work that heeds it ends there and frees its slot; work that
+// does not keeps its slot until it ends.
+func (h *Handler) work(ctx context.Context, late timeoutError, fn func(stop <-chan struct{}) error) error {
 	if err := h.acquire(ctx); err != nil {
 		return err
 	}
@@ -145,15 +149,18 @@ func (h *Handler) work(ctx context.Context, fn func() error) error {
 			<-h.slots
 			done <- err
 		}()
-		err = fn()
+		err = fn(ctx.Done())
 	}()
+	var err error
 	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		if client.Err() != nil {
-			return errGone
+	case err = <-done:
+		if err == nil || ctx.Err() == nil {
+			return err // not stopped: its own answer
 		}
-		return errTimeout
+	case <-ctx.Done():
 	}
+	if client.Err() != nil {
+		return errGone
+	}
+	return late
 }

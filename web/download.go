@@ -145,7 +145,12 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request, keys queryKey
 	if err == nil {
 		err = write(&b, out.plan)
 	}
-	if err != nil {
+	switch {
+	case err != nil && ctype == "application/json":
+		code, fes := h.status(err)
+		h.writeAPIError(w, code, fes) // a JSON download's error is JSON too
+		return
+	case err != nil:
 		h.fail(w, err, planForm.keyLabel)
 		return
 	}

@@ -321,3 +321,30 @@ func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 func postTo(ctx context.Context, c *http.Client, url, body string) (answer, error) {
 	return badRequest{body: body}.do(ctx, c, url)
 }
+
+// TestServingStopsAtTheDeadline: a serving download whose simulation runs
+// past the deadline (65536 requests on one replica: seconds) is answered
+// 503 with the API's JSON error, whose advice is the serving page's, and
+// its simulation stops there and frees its slot, so that a cheap request
+// right after it is served, not kept waiting behind abandoned work until
+// its own QueueWait runs out. The deadline is the Config's, so the test
+// waits a fraction of a second, not 30 s. More requests than the web
+// simulates are refused at once, naming num_requests and its range.
+func TestServingStopsAtTheDeadline(t *testing.T) {
+	h := New(Config{Timeout: 100 * time.Millisecond, MaxSearches: 1, QueueWait: time.Second})
+	serving := "/download/serving.json?model=llama3-70b&tpu=tpu7x-8&num_requests="
+	start := time.Now()
+	code, body := get(t, h, serving+"65536")
+	msg := errorOf(t, "serving.json", body)
+	if code != http.StatusServiceUnavailable || !strings.Contains(msg, "num_requests") || strings.Contains(msg, "shardlab plan") || strings.Contains(msg, "batch") {
+		t.Errorf("GET serving.json of 65536 requests with a 100ms deadline = %d %q, want 503 advising fewer num_requests", code, msg)
+	}
+	if code, body := post(t, h, cheapPlan); code != http.StatusOK {
+		t.Errorf("a cheap plan right after an abandoned simulation = %d %.300s, want 200: the simulation kept its slot", code, body)
+	}
+	t.Logf("both answered in %v", time.Since(start))
+	code, body = get(t, h, serving+"65537")
+	if msg := errorOf(t, "serving.json", body); code != http.StatusBadRequest || !strings.Contains(msg, "num_requests: 65537, want 1 to 65536") {
+		t.Errorf("GET serving.json of 65537 requests = %d %q, want 400 naming num_requests and 1 to 65536", code, msg)
+	}
+}

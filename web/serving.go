@@ -14,6 +14,7 @@ import (
 	"shardlab/chart"
 	"shardlab/export"
 	"shardlab/inference"
+	"shardlab/plan"
 )
 
 // servingLooks are the serving form's options, in the order it shows
@@ -43,6 +44,10 @@ var servingLooks = withModel([]look{
 	{"seed", "Simulation", "Seed", "seed of the simulation's lengths and arrivals", nil},
 	{"num_requests", "Simulation", "Requests", "requests the simulation serves", nil},
 })
+
+// optionNumRequests is the serving form's num_requests, which the web
+// bounds below the command line's (Config.MaxSimRequests).
+const optionNumRequests plan.Option = "num_requests"
 
 func objectiveChoices() []choice { return stringChoices(inference.Objectives) }
 func weightChoices() []choice    { return stringChoices([]string{"bf16", "fp8", "int8"}) }
@@ -92,25 +97,32 @@ type servingView struct {
 	Sim string
 }
 
+// servingLate is a serving plan's timeout: its simulation stops at the
+// deadline.
+var servingLate = timeoutError{what: "the serving plan and its simulation", ended: "were stopped",
+	advice: "ask for fewer simulated requests (num_requests), or use shardlab inference on the command line"}
+
 // servingRun is the serving plan of the options, with its simulation,
-// under the handler's bounds: a search slot and the request's deadline
-// (work), as plans have; the search takes milliseconds, the simulation
-// up to seconds for many requests.
+// under the handler's bounds: at most MaxSimRequests simulated requests
+// (more are refused, naming num_requests, before any work), a search
+// slot and the request's deadline (work), as plans have; the search takes
+// milliseconds, the simulation up to seconds for many requests, and it
+// stops at the deadline, freeing its slot.
 func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad fieldErrors) (*servingView, error) {
-	q, err := parseServing(o, bad)
+	q, err := parseServing(o, h.boundRequests(&o, bad))
 	if err != nil {
 		return nil, err
 	}
 	req, id := q.Request, q.ModelID
 	var p inference.Plan
 	var sim inference.SimResult
-	err = h.work(ctx, func() error {
+	err = h.work(ctx, servingLate, func(stop <-chan struct{}) error {
 		var err error
 		if p, err = inference.Search(req); err != nil {
 			return err
 		}
 		load := inference.Load{Mix: q.Mix, Concurrency: p.Best.Concurrency, RequestRate: req.RequestRate, Requests: q.Requests}
-		sim, err = inference.Simulate(req, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load}, rand.New(rand.NewPCG(q.Seed, 0)))
+		sim, err = inference.Simulate(req, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load, Stop: stop}, rand.New(rand.NewPCG(q.Seed, 0)))
 		return err
 	})
 	if err != nil {
@@ -155,6 +167,17 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 		v.Charts = append(v.Charts, chartView{Name: c.Name, Title: c.Title, SVG: sv})
 	}
 	return v, nil
+}
+
+// boundRequests refuses a simulation of more requests than
+// Config.MaxSimRequests, naming num_requests and the range, and sets
+// them to the default (parseEach checks no refused option again).
+func (h *Handler) boundRequests(o *inference.Options, bad fieldErrors) fieldErrors {
+	if n := o.NumRequests; (n < 1 || n > h.cfg.MaxSimRequests) && !bad.has(optionNumRequests) {
+		bad = append(bad, textOf(optionNumRequests, "%d, want 1 to %d simulated requests on the web (the command line takes up to %d)", n, h.cfg.MaxSimRequests, inference.MaxSimRequests))
+		o.NumRequests = inference.DefaultOptions().NumRequests
+	}
+	return bad
 }
 
 // inlineSVG is a chart of package chart as inline SVG (no XML prolog),

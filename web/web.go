@@ -22,7 +22,8 @@
 // deadline, at most a few searches run at once and a bounded queue of
 // requests waits a few seconds for them (then 503 with Retry-After),
 // nothing in a request reaches the file system, and errors are one line
-// of text (next to the form field they concern), never a stack trace. A
+// of text (next to the form field they concern; a JSON object with the
+// schema first for the API and the JSON downloads), never a stack trace. A
 // mistake in a request is a 4xx that names the field at fault; only the
 // server's own failures are 500s, and only they are logged. The page and
 // its script and style are embedded: the page needs no network.
@@ -68,6 +69,10 @@ type Config struct {
 	// QueueWait is how long a request waits in the queue for a search
 	// before it gets 503, with a Retry-After of as many seconds.
 	QueueWait time.Duration
+	// MaxSimRequests bounds the requests a serving page simulates
+	// (num_requests): the command line takes up to
+	// inference.MaxSimRequests, minutes of work.
+	MaxSimRequests int
 	// Log receives one line per server error (never for a mistake in a
 	// request); nil discards.
 	Log *log.Logger
@@ -78,7 +83,7 @@ type Config struct {
 // requests waiting up to DefaultQueueWait for them.
 func DefaultConfig() Config {
 	return Config{MaxBodyBytes: 64 << 10, MaxSpecBytes: 16 << 10, MaxChips: 1 << 16, Timeout: 30 * time.Second,
-		MaxSearches: 2, MaxQueue: 256, QueueWait: DefaultQueueWait}
+		MaxSearches: 2, MaxQueue: 256, QueueWait: DefaultQueueWait, MaxSimRequests: 1 << 16}
 }
 
 // DefaultQueueWait is how long a request waits for a search by default:
@@ -115,6 +120,7 @@ func New(c Config) *Handler {
 	positive(&c.MaxSearches, d.MaxSearches)
 	positive(&c.MaxQueue, d.MaxQueue)
 	positive(&c.QueueWait, d.QueueWait)
+	positive(&c.MaxSimRequests, d.MaxSimRequests)
 	if c.Log == nil {
 		c.Log = log.New(io.Discard, "", 0)
 	}
@@ -152,6 +158,19 @@ var (
 	errTimeout   = errors.New("timeout")
 	errGone      = errors.New("the client went away")
 )
+
+// timeoutError is errTimeout for one kind of work: what ran over the
+// deadline, how it ended (stopped, or abandoned while it runs on), and
+// what to ask instead.
+type timeoutError struct{ what, ended, advice string }
+
+func (e timeoutError) Error() string        { return e.what + " " + errTimeout.Error() }
+func (e timeoutError) Is(target error) bool { return target == errTimeout }
+
+// planLate is a plan search's timeout: plan.Search takes no stop, so the
+// search runs on in its slot.
+var planLate = timeoutError{what: "the search", ended: "was abandoned",
+	advice: "ask for fewer chips or a fixed batch, or use shardlab plan on the command line"}
 
 // outcome is a search with its charts.
 type outcome struct {
@@ -237,7 +256,7 @@ func (h *Handler) run(ctx context.Context, o plan.Options, bad fieldErrors, with
 		if client.Err() != nil {
 			return outcome{}, errGone
 		}
-		return outcome{}, errTimeout
+		return outcome{}, planLate
 	}
 }
 
@@ -259,6 +278,7 @@ func (h *Handler) status(err error) (int, fieldErrors) {
 	var none *plan.NoPlanError
 	var unfit errUnfit
 	var cannot errCannotServe
+	late := planLate
 	one := func(e *fieldError) fieldErrors { return fieldErrors{e} }
 	switch {
 	case errors.As(err, &fes) && len(fes) > 0:
@@ -284,7 +304,8 @@ func (h *Handler) status(err error) (int, fieldErrors) {
 	case errors.Is(err, errWaited):
 		return http.StatusServiceUnavailable, one(plain("busy: no search came free within %v (%d run at once); try again in a moment", h.cfg.QueueWait, h.cfg.MaxSearches))
 	case errors.Is(err, errTimeout):
-		return http.StatusServiceUnavailable, one(plain("the search took longer than %v and was abandoned; ask for fewer chips or a fixed batch, or use shardlab plan on the command line", h.cfg.Timeout))
+		errors.As(err, &late)
+		return http.StatusServiceUnavailable, one(plain("%s took longer than %v and %s; %s", late.what, h.cfg.Timeout, late.ended, late.advice))
 	case errors.Is(err, errGone):
 		return http.StatusServiceUnavailable, one(plain("%s", errGone)) // no one reads it
 	case errors.Is(err, plan.ErrRequest), errors.Is(err, budget.ErrRequest), errors.Is(err, model.ErrInvalid), errors.Is(err, export.ErrInvalid):

@@ -106,7 +106,10 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	if f.json {
 		out := export.Serving(p, cmd)
 		out.Simulation = export.Simulation(sim, mix, q.Seed)
-		return writeJSON(stdout, out)
+		if err := writeJSON(stdout, out); err != nil {
+			return err
+		}
+		return bestEffort(p)
 	}
 	if err := writeInference(stdout, p, cmd); err != nil {
 		return err
@@ -116,7 +119,20 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", mix, r.RequestRate, q.Seed)
 	}
 	fmt.Fprintln(stdout)
-	return sim.WriteText(stdout, what)
+	if err := sim.WriteText(stdout, what); err != nil {
+		return err
+	}
+	return bestEffort(p)
+}
+
+// bestEffort is the error of a plan no layout of which meets the SLOs:
+// the best effort is printed, and the exit status is 1, as when no
+// layout fits, so that a script sees the miss.
+func bestEffort(p inference.Plan) error {
+	if !p.BestEffort {
+		return nil
+	}
+	return fmt.Errorf("inference: no layout meets the SLOs (%s): the best effort is shown above", strings.Join(p.Best.Misses, ", "))
 }
 
 // dpAttentionOff refuses --enable-dp-attention=false for a model with

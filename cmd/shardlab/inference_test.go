@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -128,8 +129,9 @@ func TestInferenceWholeVM(t *testing.T) {
 // replica: throughput picks TP 1 × DP 8 (ITL 7.88 ms beyond vLLM's fixed
 // step time h, which every layout's TTFT and ITL carry); --itl-slo h+5ms
 // moves it to TP 2 × DP 4, as does --ttft-slo h+7ms; --objective latency
-// picks TP 8; an SLO no layout meets prints the best effort, marked, with
-// exit 0.
+// picks TP 8; an SLO no layout meets prints the best effort, marked (text
+// and JSON on stdout), and exits 1 with a line on stderr naming the miss,
+// as plan and budget do when nothing can run.
 func TestInferenceObjective(t *testing.T) {
 	h := inference.StepOverhead(inference.VLLM)
 	for _, c := range []struct {
@@ -145,7 +147,14 @@ func TestInferenceObjective(t *testing.T) {
 		{[]string{"--itl-slo", (h + time.Millisecond).String()}, 1, true},
 	} {
 		args := append([]string{"inference", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--max-num-seqs", "64", "--num-requests", "20", "--json"}, c.args...)
-		v := decodeJSON(t, args...).(map[string]any)
+		out, errOut, code := runCmd(args...)
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("shardlab %s: exit %d, %v: %s", strings.Join(args, " "), code, err, errOut)
+		}
+		if want := map[bool]int{false: 0, true: 1}[c.effort]; code != want || c.effort != strings.Contains(errOut, "no layout meets") {
+			t.Errorf("shardlab %s: exit %d, stderr %q; want exit %d", strings.Join(args, " "), code, errOut, want)
+		}
 		l := v["layout"].(map[string]any)
 		if l["tensor_parallel_size"] != c.tp || l["chips"] != 4.0 || v["best_effort"] != c.effort || l["meets_slo"] == c.effort {
 			t.Errorf("shardlab %s: TP %v on %v chips, best effort %v, meets %v; want TP %v on 4, %v", strings.Join(args, " "), l["tensor_parallel_size"], l["chips"], v["best_effort"], l["meets_slo"], c.tp, c.effort)
@@ -154,7 +163,7 @@ func TestInferenceObjective(t *testing.T) {
 	slo := h + time.Millisecond
 	out, _, code := runCmd("inference", "--model", "llama3-8b", "--tpu", "tpu7x-8", "--max-num-seqs", "64", "--num-requests", "20", "--itl-slo", slo.String())
 	itl := unit.Seconds((h + 7880*time.Microsecond).Seconds()) // 15.58 ms: three digits, 15.6 ms
-	if code != 0 || !strings.Contains(out, "NO LAYOUT MEETS THE SLOs") || !strings.Contains(out, fmt.Sprintf("misses ITL %v > %v", itl, unit.Seconds(slo.Seconds()))) {
+	if code != 1 || !strings.Contains(out, "simulated (") || !strings.Contains(out, "NO LAYOUT MEETS THE SLOs") || !strings.Contains(out, fmt.Sprintf("misses ITL %v > %v", itl, unit.Seconds(slo.Seconds()))) {
 		t.Errorf("--itl-slo 1ms: exit %d\n%s", code, out)
 	}
 }

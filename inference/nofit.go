@@ -1,0 +1,132 @@
+package inference
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"shardlab/hw"
+)
+
+// noFit says why no layout serves the request: when the weights (with
+// the activation buffers) leave no HBM for pages on every layout, what
+// they take and what a device may hold, and what would fit (weightsWhy);
+// else the most sequences any layout holds.
+func noFit(r Request, layouts []Layout) string {
+	if why := weightsWhy(r, layouts); why != "" {
+		return why
+	}
+	most := 0
+	for _, l := range layouts {
+		most = max(most, l.DP*l.Memory.MaxSeqs)
+	}
+	why := fmt.Sprintf("%d concurrent sequences of %d tokens do not fit on %s (at most %d do)", r.Concurrency, r.MaxModelLen, r.Slice.AcceleratorType(), most)
+	if r.MaxNumSeqs > 0 {
+		most = 0
+		for _, l := range layouts {
+			most = max(most, l.Memory.MaxSeqs)
+		}
+		why = fmt.Sprintf("%d sequences of %d tokens a replica (max_num_seqs) do not fit on %s (at most %d do)", r.MaxNumSeqs, r.MaxModelLen, r.Slice.AcceleratorType(), most)
+	}
+	if r.RequestRate > 0 {
+		why = fmt.Sprintf("%g requests/s of %d+%d tokens need more sequences at once than fit on %s (at most %d do)", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
+	}
+	return why
+}
+
+// weightsWhy is noFit's reason when no layout has HBM left for a single
+// page: the weights a device holds on the layout that splits them most,
+// against the budget of a device, and the weight formats and larger
+// slices of the same generation that would serve the request (each
+// checked by costing it); "" when some layout has room for pages.
+func weightsWhy(r Request, layouts []Layout) string {
+	if len(layouts) == 0 {
+		return ""
+	}
+	least := layouts[0]
+	for _, l := range layouts {
+		if l.Memory.KVCache > 0 {
+			return ""
+		}
+		if l.Memory.Weights < least.Memory.Weights {
+			least = l
+		}
+	}
+	m := least.Memory
+	what := fmt.Sprintf("weights %s: %s's weights (%v in all) take %v a device at TP %d, the widest split on %s", r.Weights, r.Model.Name,
+		WeightBytes(r.Model, 1, r.Weights), m.Weights, least.TP, r.Slice.AcceleratorType())
+	if m.Weights < m.Budget {
+		what += fmt.Sprintf(", and with the activation buffers (%v) leave no room for the KV cache in", m.Activations)
+	} else {
+		what += ", more than"
+	}
+	what += fmt.Sprintf(" the %v a device may hold (%v × gpu_memory_utilization %g)", m.Budget, m.Capacity, r.MemoryUtilization)
+	var fits []string
+	if q := r; r.Weights == BF16 {
+		q.Weights = FP8
+		if l, ok := fitting(q); ok {
+			fits = append(fits, fmt.Sprintf("weights fp8 or int8 (TP %d × DP %d)", l.TP, l.DP))
+		}
+	}
+	if s, l, ok := largerSlice(r); ok {
+		fits = append(fits, fmt.Sprintf("tpu %s (TP %d × DP %d)", s.AcceleratorType(), l.TP, l.DP))
+	}
+	if len(fits) == 0 {
+		nor := fmt.Sprintf("no larger %s slice would fit it", r.Slice.Chip.Generation)
+		if r.Weights == BF16 {
+			nor = fmt.Sprintf("neither fp8 weights nor a larger %s slice would fit it", r.Slice.Chip.Generation)
+		}
+		return what + "; " + nor
+	}
+	return what + "; it fits with " + strings.Join(fits, " or with ")
+}
+
+// fitting is the best layout for r when one fits.
+func fitting(r Request) (Layout, bool) {
+	l := costed(r)
+	if len(l) == 0 || !l[0].Fits {
+		return Layout{}, false
+	}
+	return l[0], true
+}
+
+// largerSlice is the smallest slice of r's generation, larger than r's,
+// on which r fits, and its best layout. The slices are tried while they
+// widen the tensor parallelism: beyond that a larger slice only adds
+// replicas, each holding as many weights as before.
+func largerSlice(r Request) (hw.Slice, Layout, bool) {
+	c, chips := r.Slice.Chip, r.Slice.Chips()
+	widest := last(tpSizes(r.Model, r.Slice, r.AttentionDP()))
+	for _, name := range c.AcceleratorTypes() {
+		s, err := hw.ParseAcceleratorType(name)
+		if err != nil || s.Chips() <= chips {
+			continue
+		}
+		w := last(tpSizes(r.Model, s, r.AttentionDP()))
+		if w <= widest {
+			break
+		}
+		widest = w
+		q := r
+		q.Slice, q.TP, q.DP = s, 0, 0
+		if l, ok := fitting(q); ok {
+			return s, l, true
+		}
+	}
+	return hw.Slice{}, Layout{}, false
+}
+
+// costed costs every candidate layout of r, best first.
+func costed(r Request) []Layout {
+	var out []Layout
+	for _, td := range Candidates(r) {
+		l := Estimate(r, td[0], td[1])
+		if r.RequestRate > 0 {
+			l = AtRate(r, td[0], td[1])
+			l.Misses = r.misses(l)
+		}
+		out = append(out, l)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return r.better(out[i], out[j]) })
+	return out
+}
