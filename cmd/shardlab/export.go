@@ -72,7 +72,7 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	plans, err := f.plans(name, setFlags(fs))
+	p, err := exportPlan(name, fs, f)
 	if err != nil {
 		return err
 	}
@@ -89,29 +89,42 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 			e.xpk.Capacity = export.CapacityReservation
 		}
 	}
-	for _, p := range plans {
-		if mem := p.Best.Estimate.Memory; !mem.Fits() {
-			return fmt.Errorf("export: the layout does not fit (%s); nothing exported", mem.Shortfall())
-		}
+	if mem := p.Best.Estimate.Memory; !mem.Fits() {
+		return fmt.Errorf("export: the layout does not fit (%s); nothing exported", mem.Shortfall())
 	}
 	// Everything is made before anything is written: a refused plan
 	// leaves stdout empty.
 	var b strings.Builder
-	for i, p := range plans {
-		if i > 0 {
-			// YAML's document separator; a blank line between shell commands
-			if target == "maxtext" && e.format == "yaml" {
-				fmt.Fprintln(&b, "---")
-			} else {
-				fmt.Fprintln(&b)
-			}
-		}
-		if err := writeExport(&b, target, p, e); err != nil {
-			return planError(err)
-		}
+	if err := writeExport(&b, target, p, e); err != nil {
+		return planError(err)
 	}
 	_, err = io.WriteString(stdout, b.String())
 	return err
+}
+
+// exportPlan plans the one job an export writes.
+func exportPlan(name string, fs *flag.FlagSet, f *planFlags) (plan.Plan, error) {
+	// An export is one job's config, which an engine loads as one
+	// (MaxText's OmegaConf.load refuses a second YAML document): with no
+	// job named it is the default job the --model and --tpu help name,
+	// as the web UI's download is, not plan's two built-in examples.
+	set := setFlags(fs)
+	if !set["model"] && !set["tpu"] && !set["mesh"] && !set["topology"] {
+		if set["slices"] {
+			// as plan: a slice count is of a TPU the user names
+			return plan.Plan{}, bad("%s: --slices %d needs --tpu (or --model, --mesh or --topology): without them %s writes the default job, %s on one %s",
+				name, f.Slices, name, plan.DefaultModel, plan.DefaultTPU)
+		}
+		set["model"] = true
+	}
+	plans, err := f.plans(name, set)
+	if err != nil {
+		return plan.Plan{}, err
+	}
+	if len(plans) != 1 {
+		return plan.Plan{}, fmt.Errorf("%s: %d jobs planned, want one", name, len(plans))
+	}
+	return plans[0], nil
 }
 
 // writeExport writes one plan for target.
