@@ -43,3 +43,27 @@ func ExampleXPK() {
 	// Output:
 	// [--cluster ironwood --workload llama-70b --base-docker-image maxtext_base_image --tpu-type tpu7x-4x4x8 --num-slices 2 --spot --max-restarts 2]
 }
+
+// A reservation is named as Compute Engine names resources; xpk also
+// takes another project's by its path.
+func ExampleValidReservation() {
+	for _, r := range []string{"res-1", "projects/my-project/reservations/res-1", "r;id"} {
+		fmt.Println(export.ValidReservation("--reservation", r))
+	}
+	// Output:
+	// <nil>
+	// <nil>
+	// export: xpk: --reservation "r;id"; want a Compute Engine resource name: at most 63 lower-case letters, digits and hyphens, starting with a letter and not ending with a hyphen
+}
+
+// An image is named by Docker's image reference grammar: a repository
+// path in lower case, a tag, a digest.
+func ExampleValidImage() {
+	for _, img := range []string{"maxtext_base_image", "gcr.io/my-project/maxtext:2026-08-22", "gcr.io/my-project/MaxText"} {
+		fmt.Println(export.ValidImage("--docker-image", img))
+	}
+	// Output:
+	// <nil>
+	// <nil>
+	// export: xpk: --docker-image "gcr.io/my-project/MaxText"; want the repository path in lower-case (Docker's image reference grammar)
+}

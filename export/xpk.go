@@ -198,30 +198,49 @@ const noImage = "xpk's default image is python:3.10, which has no MaxText: pass 
 	"or --base-docker-image maxtext_base_image, the local image MaxText's build_maxtext_docker_image makes, " +
 	"to which xpk adds the working directory (run xpk in the MaxText checkout)"
 
-// XPKArgs are the arguments after `xpk workload create`: each flag
-// followed by its value, if it takes one.
-func XPKArgs(p plan.Plan, o XPKOptions) ([]string, error) {
+// validate checks the options as xpk will, each name by its own rule
+// and named by its own flag.
+func (o XPKOptions) validate() error {
 	if err := ValidName("--cluster", o.Cluster); err != nil {
-		return nil, err
+		return err
 	}
 	if err := ValidName("--workload", o.Workload); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := ParseCapacity(string(o.Capacity)); err != nil {
-		return nil, err
+		return err
+	}
+	if o.Reservation != "" {
+		if err := ValidReservation("--reservation", o.Reservation); err != nil {
+			return err
+		}
+	}
+	for _, img := range []struct{ field, name string }{{"--docker-image", o.DockerImage}, {"--base-docker-image", o.BaseDockerImage}} {
+		if img.name != "" {
+			if err := ValidImage(img.field, img.name); err != nil {
+				return err
+			}
+		}
 	}
 	switch {
 	case o.Capacity == CapacityReservation && o.Reservation == "":
-		return nil, &Error{Target: "xpk", Field: "--capacity", Value: "reservation", Want: "want --reservation NAME too", Err: ErrInvalid}
+		return &Error{Target: "xpk", Field: "--capacity", Value: "reservation", Want: "want --reservation NAME too", Err: ErrInvalid}
 	case o.Capacity != CapacityReservation && o.Reservation != "":
-		return nil, &Error{Target: "xpk", Field: "--reservation", Value: strconv.Quote(o.Reservation), Want: fmt.Sprintf("only with --capacity reservation, not %q", o.Capacity), Err: ErrInvalid}
+		return &Error{Target: "xpk", Field: "--reservation", Value: strconv.Quote(o.Reservation), Want: fmt.Sprintf("only with --capacity reservation, not %q", o.Capacity), Err: ErrInvalid}
 	case o.DockerImage != "" && o.BaseDockerImage != "":
 		// [xpk] ../core/docker_image.py use_base_docker_image_or_docker_image
-		return nil, &Error{Target: "xpk", Field: "--docker-image and --base-docker-image", Value: strconv.Quote(o.DockerImage) + " and " + strconv.Quote(o.BaseDockerImage), Want: "want one of them: xpk refuses the two together", Err: ErrInvalid}
-	case strings.ContainsAny(o.Reservation+o.DockerImage+o.BaseDockerImage, " '\"\\\n\t$`"):
-		return nil, &Error{Target: "xpk", Field: "--reservation, --docker-image or --base-docker-image", Value: strconv.Quote(o.Reservation + o.DockerImage + o.BaseDockerImage), Want: "want a name without spaces, quotes or shell characters", Err: ErrInvalid}
+		return &Error{Target: "xpk", Field: "--docker-image and --base-docker-image", Value: strconv.Quote(o.DockerImage) + " and " + strconv.Quote(o.BaseDockerImage), Want: "want one of them: xpk refuses the two together", Err: ErrInvalid}
 	case o.MaxRestarts < 0:
-		return nil, &Error{Target: "xpk", Field: "--max-restarts", Value: strconv.Itoa(o.MaxRestarts), Want: "want 0 or more", Err: ErrInvalid}
+		return &Error{Target: "xpk", Field: "--max-restarts", Value: strconv.Itoa(o.MaxRestarts), Want: "want 0 or more", Err: ErrInvalid}
+	}
+	return nil
+}
+
+// XPKArgs are the arguments after `xpk workload create`: each flag
+// followed by its value, if it takes one.
+func XPKArgs(p plan.Plan, o XPKOptions) ([]string, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
 	tpu, err := XPKTPUType(p)
 	if err != nil {

@@ -122,8 +122,16 @@ func TestXPKRefuses(t *testing.T) {
 		{"bad capacity", func(o *XPKOptions) { o.Capacity = "preemptible" }, []string{"capacity", `"preemptible"`, "reservation, spot, on-demand, flex"}},
 		{"reservation unnamed", func(o *XPKOptions) { o.Capacity = CapacityReservation }, []string{"--capacity reservation", "--reservation NAME"}},
 		{"reservation with spot", func(o *XPKOptions) { o.Capacity, o.Reservation = CapacitySpot, "r" }, []string{"--reservation", `"spot"`}},
-		{"shell in image", func(o *XPKOptions) { o.DockerImage = "img; rm -rf /" }, []string{"--docker-image", "shell"}},
-		{"shell in base image", func(o *XPKOptions) { o.DockerImage, o.BaseDockerImage = "", "img`x`" }, []string{"--base-docker-image", "shell"}},
+		{"shell in image", func(o *XPKOptions) { o.DockerImage = "img; rm -rf /" }, []string{"--docker-image", `"img; rm -rf /"`, "Docker's image reference"}},
+		{"shell in base image", func(o *XPKOptions) { o.DockerImage, o.BaseDockerImage = "", "img`x`" }, []string{"--base-docker-image", "\"img`x`\"", "Docker's image reference"}},
+		// review item 16: the reservation alone, named by its flag, not
+		// run together with the image
+		{"shell in reservation", func(o *XPKOptions) {
+			o.Capacity, o.Reservation, o.DockerImage, o.BaseDockerImage = CapacityReservation, "r$(id)", "", "x"
+		},
+			[]string{"--reservation \"r$(id)\";", "Compute Engine"}},
+		{"semicolon in reservation", func(o *XPKOptions) { o.Capacity, o.Reservation = CapacityReservation, "r;id" }, []string{"--reservation \"r;id\";", "lower-case letters, digits and hyphens"}},
+		{"upper-case image", func(o *XPKOptions) { o.DockerImage = "gcr.io/p/MaxText" }, []string{"--docker-image \"gcr.io/p/MaxText\";", "lower-case"}},
 		// xpk's default image, python:3.10, has no MaxText
 		{"no image", func(o *XPKOptions) { o.DockerImage = "" }, []string{"python:3.10", "--docker-image", "--base-docker-image maxtext_base_image", "docker_upload_runner.sh"}},
 		{"both images", func(o *XPKOptions) { o.BaseDockerImage = "maxtext_base_image" }, []string{"--docker-image and --base-docker-image", "one of them"}},
@@ -140,6 +148,10 @@ func TestXPKRefuses(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: error %q lacks %q", tt.name, err, w)
 			}
+		}
+		// the reservation's own value, not the image's with it
+		if tt.name == "shell in reservation" && strings.Contains(err.Error(), "image") {
+			t.Errorf("%s: error %q names the image", tt.name, err)
 		}
 	}
 	if _, err := XPKArgs(p, ok); err != nil {
@@ -191,6 +203,141 @@ func FuzzValidName(f *testing.F) {
 		}
 		if err == nil && shellQuote(s) != s {
 			t.Errorf("valid name %q needs shell quoting", s)
+		}
+	})
+}
+
+// TestValidReservation holds --reservation to the names xpk reads
+// ([xpk] ../core/reservation.py _try_parse_reservation: a reservation,
+// under projects/PROJECT/reservations/ when another project's, with
+// /reservationBlocks/BLOCK and /reservationSubBlocks/SUB_BLOCK after it),
+// each a Compute Engine resource name (Compute Engine API v1,
+// Reservation.name: 1-63 characters matching [a-z]([-a-z0-9]*[a-z0-9])?)
+// and the project an ID (Resource Manager, Project.projectId: 6 to 30
+// lower-case letters, digits or hyphens, starting with a letter, not
+// ending with a hyphen).
+func TestValidReservation(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want string // "" if valid, else what the error says
+	}{
+		{"res-1", ""},
+		{"a", ""},
+		{strings.Repeat("a", 63), ""},
+		{"projects/my-project/reservations/res-1", ""},
+		{"res-1/reservationBlocks/block-7", ""},
+		{"projects/my-project/reservations/res-1/reservationBlocks/b1/reservationSubBlocks/s2", ""},
+		{strings.Repeat("a", 64), "at most 63"},
+		{"r;id", `"r;id"`},
+		{"r$(id)", `"r$(id)"`},
+		{"Res-1", `"Res-1"`},
+		{"res-", `"res-"`},
+		{"1res", `"1res"`},
+		{"res_1", `"res_1"`},
+		{"", `""`},
+		// xpk's workload create takes one (NAP: "only support a single
+		// reservation", [xpk] ../core/nap.py)
+		{"a,b", `"a,b"`},
+		{"projects/p/reservations/res-1", `project "p"`},
+		{"projects/my-project-/reservations/res-1", `project "my-project-"`},
+		{"projects/my-project/res-1", "projects/PROJECT/reservations/NAME"},
+		{"res-1/reservationBlocks/Block", `block "Block"`},
+		{"res-1/reservationBlocks/b1/reservationSubBlocks/", `sub-block ""`},
+		{"res-1/blocks/b1", "projects/PROJECT/reservations/NAME"},
+	} {
+		err := ValidReservation("--reservation", tt.in)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("ValidReservation(%q) = %v, want nil", tt.in, err)
+		case tt.want != "" && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "--reservation "+strconv.Quote(tt.in)) || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("ValidReservation(%q) = %v, want ErrInvalid naming --reservation %q and %q", tt.in, err, tt.in, tt.want)
+		}
+	}
+}
+
+// TestValidImage holds --docker-image and --base-docker-image to Docker's
+// image reference grammar, which xpk hands them to (the JobSet's image,
+// or docker buildx build FROM / crane mutate, [xpk] ../core/docker_image.py):
+// cases from distribution/reference's own TestReferenceParse
+// (reference_test.go @0965666a), and the digests the OCI image spec
+// registers (descriptor.md: sha256 64, sha512 128 lower-case hex digits).
+func TestValidImage(t *testing.T) {
+	sha256 := "sha256:" + strings.Repeat("f", 64)
+	for _, tt := range []struct {
+		in    string
+		valid bool
+	}{
+		{"maxtext_base_image", true},
+		{"test_com", true},
+		{"test.com:tag", true},
+		{"test.com:5000", true},
+		{"test:5000/repo", true},
+		{"test:5000/repo:tag@" + sha256, true},
+		{"lowercase:Uppercase", true},
+		{strings.Repeat("a/", 127) + "a:tag-puts-this-over-max", true},
+		{"sub-dom1.foo.com/bar/baz/quux:some-long-tag", true},
+		{"b.gcr.io/test.example.com/my-app:test.example.com", true},
+		{"xn--n3h.com/myimage:xn--n3h.com", true},
+		{"[2001:db8::1]:5000/repo", true},
+		{"gcr.io/p/maxtext@sha512:" + strings.Repeat("0", 128), true},
+		{"", false},
+		{":justtag", false},
+		{"@" + sha256, false},
+		{"repo@sha256:" + strings.Repeat("f", 34), false},
+		{"validname@invaliddigest:" + strings.Repeat("f", 64), false},
+		{"Uppercase:tag", false},
+		{"test:5000/Uppercase/lowercase:tag", false},
+		{"domain/" + strings.Repeat("a", 256) + ":tag", false},
+		{"aa/asdf$$^/aa", false},
+		{"registry/画像:v1", false},
+		{"img:" + strings.Repeat("t", 129), false},
+		{"repo@sha256:" + strings.Repeat("F", 64), false},
+	} {
+		err := ValidImage("--docker-image", tt.in)
+		if (err == nil) != tt.valid {
+			t.Errorf("ValidImage(%q) = %v, want valid %v", tt.in, err, tt.valid)
+		}
+		if err != nil && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "--docker-image "+strconv.Quote(tt.in))) {
+			t.Errorf("ValidImage(%q) = %v, want ErrInvalid naming --docker-image and the value", tt.in, err)
+		}
+	}
+}
+
+func FuzzValidReservation(f *testing.F) {
+	for _, s := range []string{"res-1", "r;id", "projects/my-project/reservations/r", "r/reservationBlocks/b", "A", "a-", strings.Repeat("a", 64)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := ValidReservation("--reservation", s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), strconv.Quote(s)) {
+				t.Errorf("ValidReservation(%q) error %q does not name the value", s, err)
+			}
+			return
+		}
+		// a valid path is resource names and IDs joined by /: nothing a
+		// shell reads, since xpk runs it in one unquoted
+		if shellQuote(s) != s {
+			t.Errorf("valid reservation %q needs shell quoting", s)
+		}
+	})
+}
+
+func FuzzValidImage(f *testing.F) {
+	for _, s := range []string{"maxtext_base_image", "gcr.io/p/m:1", "a@sha256:" + strings.Repeat("a", 64), "A", "a b", "a;b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := ValidImage("--base-docker-image", s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), strconv.Quote(s)) {
+				t.Errorf("ValidImage(%q) error %q does not name the value", s, err)
+			}
+			return
+		}
+		// the grammar's characters: none a shell runs
+		if strings.ContainsAny(s, " \t\n'\"\\$`;&|<>()*?!~#{}") {
+			t.Errorf("valid image %q has a shell character", s)
 		}
 	})
 }

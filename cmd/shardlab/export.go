@@ -47,7 +47,7 @@ func newExportFlags(target string) (*flag.FlagSet, *planFlags, *exportFlags) {
 		}
 		choiceVar(fs, &e.capacity, "capacity", "", modes, nil,
 			"how GKE finds the TPUs (default: the cluster's)")
-		fs.StringVar(&e.xpk.Reservation, "reservation", "", "reservation name, with --capacity reservation")
+		fs.StringVar(&e.xpk.Reservation, "reservation", "", "reservation, with --capacity reservation: its name, or another project's as projects/PROJECT/reservations/NAME\n(xpk also takes /reservationBlocks/BLOCK and /reservationSubBlocks/SUB_BLOCK after it)")
 		intVar(fs, &e.xpk.MaxRestarts, "max-restarts", 0, 0, maxRestarts, "", "times the JobSet is restarted after a failure (xpk --max-restarts)")
 	}
 	return fs, f, &e

@@ -85,3 +85,37 @@ func TestExportWithoutJobIsOneConfig(t *testing.T) {
 	// speaks of the export's default job, not of plan's examples
 	fail(t, []string{"export", "maxtext", "--slices", "2"}, "export maxtext: --slices 2 needs --tpu", "writes the default job, llama3-8b on one tpu7x-8")
 }
+
+// TestExportXPKNames: review item 16. Each name is checked by its own
+// rule and the error names its own flag and value: a reservation shown
+// run together with the image, under three flags' names, told the user
+// neither which flag nor which value was wrong.
+func TestExportXPKNames(t *testing.T) {
+	base := []string{"export", "xpk", "--cluster", "c", "--tpu", "v5p-8"}
+	for _, tt := range []struct {
+		args []string
+		want string // "" to pass
+	}{
+		{[]string{"--base-docker-image", "x", "--reservation", "r$(id)"}, `shardlab: export: xpk: --reservation "r$(id)"; want a Compute Engine resource name`},
+		{[]string{"--base-docker-image", "x", "--reservation", "r;id"}, `shardlab: export: xpk: --reservation "r;id"; want a Compute Engine resource name`},
+		{[]string{"--base-docker-image", "x y", "--reservation", "r"}, `shardlab: export: xpk: --base-docker-image "x y"; want an image by Docker's image reference grammar`},
+		{[]string{"--docker-image", "gcr.io/p/Img"}, `shardlab: export: xpk: --docker-image "gcr.io/p/Img"; want the repository path in lower-case`},
+		{[]string{"--base-docker-image", "x", "--reservation", "projects/my-project/reservations/r"}, ""},
+		{[]string{"--docker-image", "us-docker.pkg.dev/p/r/maxtext:1", "--capacity", "reservation", "--reservation", "res-1"}, ""},
+	} {
+		args := append(append([]string{}, base...), tt.args...)
+		out, errOut, code := runCmd(args...)
+		switch {
+		case tt.want == "" && code != 0:
+			t.Errorf("%s: exit %d: %s", strings.Join(args, " "), code, errOut)
+		case tt.want == "":
+			// the name is written as given, on its flag
+			r := tt.args[len(tt.args)-1]
+			if !strings.Contains(out, "  --reservation "+r+" \\\n") {
+				t.Errorf("%s: --reservation %s not written", strings.Join(args, " "), r)
+			}
+		case code != 2 || !strings.HasPrefix(errOut, tt.want) || out != "":
+			t.Errorf("%s: exit %d, stderr %q, %d bytes out; want exit 2, %q…, nothing out", strings.Join(args, " "), code, errOut, len(out), tt.want)
+		}
+	}
+}
