@@ -19,3 +19,17 @@ func ExampleMinVCPUs() {
 	// Output:
 	// 42 true 50ms
 }
+
+// A host of 40 vCPUs feeds the chips 2 % late; the sweep finds the 42
+// that keep them busy, and its verdict is the run's.
+func ExampleSweepVCPUs() {
+	c7, _ := hw.Lookup("tpu7x")
+	c := infeed.ForChip(c7)
+	c.VCPUs = 40
+	r, s, _ := infeed.SweepVCPUs(c, 4096)
+	fmt.Println(r.StepTime, r.Bound(), "|", s.VCPUs, s.Found, s.Result.Bound())
+	fmt.Println(r.Bound().Verdict())
+	// Output:
+	// 51.2ms host | 42 true mxu
+	// input-bound: the host does not keep the infeed full and the ready MXU waits
+}

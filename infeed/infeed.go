@@ -171,11 +171,13 @@ type Result struct {
 	CopyBusy  float64
 	MXUBusy   float64 // computing (parameter loads included)
 	DrainBusy float64
-	Stalls    Stalls // per chip, averaged
-}
-
-// InputBound reports whether the MXU waited on input for more than 5 % of
-// the run.
-func (r Result) InputBound() bool {
-	return r.Stalls.InfeedEmpty+r.Stalls.HBMCopy > r.Makespan/20
+	Stalls    Stalls // per chip, averaged, over the whole run
+	// StepStalls are the MXU's waits in one steady-state step, by reason,
+	// over the steps StepTime is measured on, averaged over chips. Between
+	// two steps the MXU is working or waiting for a reason, so StepTime is
+	// ParamLoad + Compute + StepStalls.Total() (to integer division's
+	// nanoseconds). What the MXU waits on need not be what sets the step
+	// (Bound): a late batch's copy is still running when the MXU turns to
+	// it.
+	StepStalls Stalls
 }

@@ -65,6 +65,9 @@ type chip struct {
 	busyDrain   time.Duration
 	stalls      Stalls
 	blockedFrom time.Duration
+	// the stalls when the steady state's first and last steps ended
+	// (firstEnd, lastEnd): all the MXU's waits before those steps
+	midStalls, lastStalls Stalls
 }
 
 // Sim is the discrete-event simulation: a state machine over an event
@@ -149,7 +152,7 @@ func (s *Sim) Step() bool {
 		}
 	case copyDone:
 		ch.copying = false
-		ch.busyCopy += s.copyTime()
+		ch.busyCopy += s.c.copyTime()
 		ch.hbm++
 		s.pushInfeed(e.chip) // room freed in the infeed queue
 		s.startCopy(e.chip)
@@ -160,9 +163,9 @@ func (s *Sim) Step() bool {
 		ch.busyMXU += s.c.ParamLoad + s.c.Compute
 		ch.finished++
 		if ch.finished == s.midStep() {
-			ch.firstEnd = s.now
+			ch.firstEnd, ch.midStalls = s.now, ch.stalls
 		}
-		ch.lastEnd = s.now
+		ch.lastEnd, ch.lastStalls = s.now, ch.stalls
 		ch.hbm--
 		s.startCopy(e.chip) // an HBM buffer is free
 		if ch.outfeed < s.c.OutfeedDepth {
@@ -190,9 +193,10 @@ func (s *Sim) Step() bool {
 	return true
 }
 
-func (s *Sim) copyTime() time.Duration {
-	bytes := float64(s.c.ExampleBytes) * float64(s.c.Batch)
-	return time.Duration(math.Ceil(bytes / float64(s.c.PCIe) * 1e9))
+// copyTime is the time to copy one batch over PCIe into HBM.
+func (c Config) copyTime() time.Duration {
+	bytes := float64(c.ExampleBytes) * float64(c.Batch)
+	return time.Duration(math.Ceil(bytes / float64(c.PCIe) * 1e9))
 }
 
 // pushInfeed moves assembled batches into the infeed queue while it has
@@ -216,7 +220,7 @@ func (s *Sim) startCopy(i int) {
 	ch.copying = true
 	ch.infeed--
 	s.updateWait(i)
-	s.at(s.copyTime(), copyDone, i, 0)
+	s.at(s.c.copyTime(), copyDone, i, 0)
 }
 
 func (s *Sim) startDrain(i int) {
@@ -361,6 +365,7 @@ func (s *Sim) Result() Result {
 	}
 	n := float64(len(s.chips))
 	var step time.Duration
+	var waits Stalls
 	for i := range s.chips {
 		ch := &s.chips[i]
 		r.CopyBusy += float64(ch.busyCopy) / float64(s.now) / n
@@ -370,10 +375,15 @@ func (s *Sim) Result() Result {
 		r.Stalls.HBMCopy += ch.stalls.HBMCopy / time.Duration(n)
 		r.Stalls.OutfeedFull += ch.stalls.OutfeedFull / time.Duration(n)
 		if k := s.midStep(); ch.finished > k {
-			step += (ch.lastEnd - ch.firstEnd) / time.Duration(ch.finished-k)
+			steps := time.Duration(ch.finished - k)
+			step += (ch.lastEnd - ch.firstEnd) / steps
+			waits.InfeedEmpty += (ch.lastStalls.InfeedEmpty - ch.midStalls.InfeedEmpty) / steps
+			waits.HBMCopy += (ch.lastStalls.HBMCopy - ch.midStalls.HBMCopy) / steps
+			waits.OutfeedFull += (ch.lastStalls.OutfeedFull - ch.midStalls.OutfeedFull) / steps
 		}
 	}
 	r.StepTime = step / time.Duration(n)
+	r.StepStalls = Stalls{InfeedEmpty: waits.InfeedEmpty / time.Duration(n), HBMCopy: waits.HBMCopy / time.Duration(n), OutfeedFull: waits.OutfeedFull / time.Duration(n)}
 	r.HostBusy = float64(s.busy) / (float64(s.now) * float64(len(s.workers)))
 	r.ExamplesPerSecond = float64(s.c.Steps*s.c.Batch*s.c.Chips) / s.now.Seconds()
 	return r

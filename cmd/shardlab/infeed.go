@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,15 +77,17 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	if err := checkInfeedWork(c, *f.sweep); err != nil {
 		return err
 	}
-	r, err := infeed.Run(c)
+	var r infeed.Result
+	var sw *infeed.Sweep
+	if *f.sweep {
+		var s infeed.Sweep
+		r, s, err = infeed.SweepVCPUs(c, 4096)
+		sw = &s
+	} else {
+		r, err = infeed.Run(c)
+	}
 	if err != nil {
 		return usageError{err}
-	}
-	sw := infeedSweep{on: *f.sweep}
-	if sw.on {
-		if sw.need, _, sw.ok, err = infeed.MinVCPUs(c, 4096); err != nil {
-			return err
-		}
 	}
 	if *f.asJSON {
 		return writeJSON(stdout, infeedJSON(chip, c, r, vmVCPUs, sw))
@@ -113,13 +116,6 @@ func checkInfeedWork(c infeed.Config, sweep bool) error {
 		return bad("infeed: --steps %d x --batch %d x %d chips = %d examples, want at most %d", c.Steps, c.Batch, c.Chips, n, maxInfeedExamples)
 	}
 	return nil
-}
-
-// infeedSweep is the result of --sweep: the fewest worker vCPUs that keep
-// the chips busy, and whether any count up to the search's limit does.
-type infeedSweep struct {
-	on, ok bool
-	need   int
 }
 
 // configure applies the flags to the host model c.
@@ -162,7 +158,7 @@ func infeedAssumed(chip hw.Chip, c infeed.Config, vmVCPUs int) (words, keys []st
 	return words, keys
 }
 
-func infeedJSON(chip hw.Chip, c infeed.Config, r infeed.Result, vmVCPUs int, sw infeedSweep) map[string]any {
+func infeedJSON(chip hw.Chip, c infeed.Config, r infeed.Result, vmVCPUs int, sw *infeed.Sweep) map[string]any {
 	_, assumedKeys := infeedAssumed(chip, c, vmVCPUs)
 	out := map[string]any{
 		"generation": chip.Generation, "machine_type": chip.Host.MachineType, "chips_per_host": c.Chips,
@@ -175,14 +171,14 @@ func infeedJSON(chip hw.Chip, c infeed.Config, r infeed.Result, vmVCPUs int, sw 
 			"outfeed_full_s": r.Stalls.OutfeedFull.Seconds()},
 		"input_bound": r.InputBound(), "chips_busy": r.Busy(),
 	}
-	if sw.on {
-		out["min_worker_vcpus"] = sw.need
-		out["min_worker_vcpus_found"] = sw.ok
+	if sw != nil {
+		out["min_worker_vcpus"] = sw.VCPUs
+		out["min_worker_vcpus_found"] = sw.Found
 	}
 	return out
 }
 
-func writeInfeed(w io.Writer, chip hw.Chip, c infeed.Config, r infeed.Result, vmVCPUs int, sw infeedSweep) error {
+func writeInfeed(w io.Writer, chip hw.Chip, c infeed.Config, r infeed.Result, vmVCPUs int, sw *infeed.Sweep) error {
 	assumed, _ := infeedAssumed(chip, c, vmVCPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	vmHas := fmt.Sprintf("the VM has %d", vmVCPUs)
@@ -208,24 +204,39 @@ func writeInfeed(w io.Writer, chip hw.Chip, c infeed.Config, r infeed.Result, vm
 		unit.Seconds(c.Compute.Seconds()), unit.Seconds(c.Drain.Seconds()))
 	fmt.Fprintf(tw, "step time\t%v steady state over %s (%v in all)\n", unit.Seconds(r.StepTime.Seconds()), unit.Plural(c.Steps, "step"),
 		unit.Seconds(r.Makespan.Seconds()))
-	fmt.Fprintf(tw, "throughput\t%.0f examples/s for the host\n", r.ExamplesPerSecond)
+	fmt.Fprintf(tw, "throughput\t%s examples/s for the host\n", rate(r.ExamplesPerSecond))
 	fmt.Fprintf(tw, "busy\thost vCPUs %.1f%%, HBM copy %.1f%%, MXU %.1f%%, outfeed drain %.1f%%\n", 100*r.HostBusy, 100*r.CopyBusy, 100*r.MXUBusy, 100*r.DrainBusy)
 	fmt.Fprintf(tw, "MXU stalls\tinfeed empty %v, HBM copy %v, outfeed full %v\n", unit.Seconds(r.Stalls.InfeedEmpty.Seconds()),
 		unit.Seconds(r.Stalls.HBMCopy.Seconds()), unit.Seconds(r.Stalls.OutfeedFull.Seconds()))
-	verdict := "the MXU is the bottleneck: input keeps up"
-	switch {
-	case r.Stalls.OutfeedFull > r.Makespan/20:
-		verdict = "the outfeed fills: the host drains results too slowly and the ready MXU waits"
-	case r.InputBound():
-		verdict = "input-bound: the host does not keep the infeed full and the ready MXU waits"
-	}
-	fmt.Fprintf(tw, "verdict\t%s\n", verdict)
-	if sw.on {
-		if sw.ok {
-			fmt.Fprintf(tw, "vCPUs needed\t%d per host (%.1f per chip) to keep the chips busy; %s\n", sw.need, float64(sw.need)/float64(c.Chips), vmHas)
-		} else {
-			fmt.Fprintf(tw, "vCPUs needed\tmore than %d per host: the chips stay input-bound\n", sw.need)
-		}
+	fmt.Fprintf(tw, "verdict\t%s\n", r.Bound().Verdict())
+	if sw != nil {
+		fmt.Fprintf(tw, "vCPUs needed\t%s\n", sweepLine(c, sw, vmHas))
 	}
 	return tw.Flush()
+}
+
+// sweepLine says what the sweep found: the vCPUs with which the host keeps
+// up, and whether the chips are then busy or wait on another stage.
+func sweepLine(c infeed.Config, sw *infeed.Sweep, vmHas string) string {
+	if !sw.Found {
+		return fmt.Sprintf("more than %d per host: the chips stay input-bound", sw.VCPUs)
+	}
+	perHost := fmt.Sprintf("%d per host (%.1f per chip)", sw.VCPUs, float64(sw.VCPUs)/float64(c.Chips))
+	switch b := sw.Result.Bound(); b {
+	case infeed.MXUBound:
+		return fmt.Sprintf("%s to keep the chips busy; %s", perHost, vmHas)
+	case infeed.CopyBound:
+		return fmt.Sprintf("%s keep up with the chips, which then wait on the copy into HBM (more vCPUs do not help); %s", perHost, vmHas)
+	default:
+		return fmt.Sprintf("%s keep up with the chips, which then wait on the outfeed drain (more vCPUs do not help); %s", perHost, vmHas)
+	}
+}
+
+// rate spells a throughput: whole numbers from 100 up, three significant
+// digits below (0.284, not 0).
+func rate(x float64) string {
+	if x >= 100 {
+		return fmt.Sprintf("%.0f", x)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,6 +61,53 @@ func TestInfeedWorkBound(t *testing.T) {
 		c := infeed.Config{Chips: 4, Steps: tt.steps, Batch: tt.batch}
 		if err := checkInfeedWork(c, tt.sweep); (err == nil) != tt.ok {
 			t.Errorf("checkInfeedWork(%d steps x %d x 4 chips, sweep %v) = %v, want accepted %v", tt.steps, tt.batch, tt.sweep, err, tt.ok)
+		}
+	}
+}
+
+// TestInfeedVerdictIsTheSweeps: review item 11. The verdict said "the
+// MXU is the bottleneck: input keeps up" over a step stretched by input
+// and a sweep that asked for more vCPUs than ran, and the sweep said 2
+// vCPUs "keep the chips busy" with the MXU 0 % busy behind a 1 h drain,
+// over "throughput 0 examples/s". Both now read one bound
+// (infeed.Result.Bound): the host bounds the step exactly when the sweep
+// needs more vCPUs than ran, and the sweep says the chips are busy only
+// when the verdict does.
+func TestInfeedVerdictIsTheSweeps(t *testing.T) {
+	need := regexp.MustCompile(`vCPUs needed  (more than )?(\d+) per host`)
+	for _, tt := range []struct {
+		args  []string
+		vcpus int // the workers that ran
+	}{
+		{[]string{"--jitter", "10"}, 224},
+		{[]string{"--jitter", "5"}, 224},
+		{[]string{"--jitter", "2", "--seed", "3"}, 224},
+		{[]string{"--vcpus", "40"}, 40},
+		{[]string{"--vcpus", "41", "--jitter", "0.5"}, 41},
+		{[]string{"--vcpus", "42"}, 42},
+		{[]string{"--drain", "1h"}, 224},
+		{[]string{"--example-bytes", "8388608"}, 224},
+	} {
+		args := append([]string{"infeed"}, tt.args...)
+		out, errOut, code := runCmd(args...)
+		m := need.FindStringSubmatch(out)
+		if code != 0 || m == nil {
+			t.Errorf("%v: exit %d, %s%s", args, code, errOut, out)
+			continue
+		}
+		n, _ := strconv.Atoi(m[2])
+		host := strings.Contains(out, "verdict       input-bound: the host")
+		busy := strings.Contains(out, "verdict       the MXU is the bottleneck")
+		if more := m[1] != "" || n > tt.vcpus; host != more {
+			t.Errorf("%v: verdict host-bound %v, but the sweep needs %s%d vCPUs of the %d that ran:\n%s", args, host, m[1], n, tt.vcpus, out)
+		}
+		// with the host keeping up, the chips at the sweep's count are what
+		// they are at the run's: busy, or waiting on the same stage
+		if !host && busy != strings.Contains(out, "to keep the chips busy") {
+			t.Errorf("%v: the verdict and the sweep disagree on whether the chips are busy:\n%s", args, out)
+		}
+		if strings.Contains(out, "throughput    0 ") {
+			t.Errorf("%v: a throughput of 0 for a run that finished:\n%s", args, out)
 		}
 	}
 }
