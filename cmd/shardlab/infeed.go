@@ -169,7 +169,9 @@ func infeedJSON(chip hw.Chip, c infeed.Config, r infeed.Result, vmVCPUs int, sw 
 			"outfeed_drain_fraction": r.DrainBusy},
 		"mxu_stalls": map[string]float64{"infeed_empty_s": r.Stalls.InfeedEmpty.Seconds(), "hbm_copy_s": r.Stalls.HBMCopy.Seconds(),
 			"outfeed_full_s": r.Stalls.OutfeedFull.Seconds()},
-		"input_bound": r.InputBound(), "chips_busy": r.Busy(),
+		"mxu_stalls_per_step": map[string]float64{"infeed_empty_s": r.StepStalls.InfeedEmpty.Seconds(), "hbm_copy_s": r.StepStalls.HBMCopy.Seconds(),
+			"outfeed_full_s": r.StepStalls.OutfeedFull.Seconds()},
+		"bound": r.Bound(), "input_bound": r.InputBound(), "chips_busy": r.Busy(),
 	}
 	if sw != nil {
 		out["min_worker_vcpus"] = sw.VCPUs
@@ -208,6 +210,9 @@ func writeInfeed(w io.Writer, chip hw.Chip, c infeed.Config, r infeed.Result, vm
 	fmt.Fprintf(tw, "busy\thost vCPUs %.1f%%, HBM copy %.1f%%, MXU %.1f%%, outfeed drain %.1f%%\n", 100*r.HostBusy, 100*r.CopyBusy, 100*r.MXUBusy, 100*r.DrainBusy)
 	fmt.Fprintf(tw, "MXU stalls\tinfeed empty %v, HBM copy %v, outfeed full %v\n", unit.Seconds(r.Stalls.InfeedEmpty.Seconds()),
 		unit.Seconds(r.Stalls.HBMCopy.Seconds()), unit.Seconds(r.Stalls.OutfeedFull.Seconds()))
+	fmt.Fprintf(tw, "a step\t%v of MXU work + waits: infeed empty %v, HBM copy %v, outfeed full %v (steady state)\n",
+		unit.Seconds((c.ParamLoad + c.Compute).Seconds()), unit.Seconds(r.StepStalls.InfeedEmpty.Seconds()),
+		unit.Seconds(r.StepStalls.HBMCopy.Seconds()), unit.Seconds(r.StepStalls.OutfeedFull.Seconds()))
 	fmt.Fprintf(tw, "verdict\t%s\n", r.Bound().Verdict())
 	if sw != nil {
 		fmt.Fprintf(tw, "vCPUs needed\t%s\n", sweepLine(c, sw, vmHas))
