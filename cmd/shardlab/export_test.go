@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"shardlab/web"
 )
 
 // yamlDocuments decodes a YAML stream document by document, as PyYAML's
@@ -84,6 +88,13 @@ func TestExportWithoutJobIsOneConfig(t *testing.T) {
 	// a slice count is of a TPU the user names, as in plan; the refusal
 	// speaks of the export's default job, not of plan's examples
 	fail(t, []string{"export", "maxtext", "--slices", "2"}, "export maxtext: --slices 2 needs --tpu", "writes the default job, llama3-8b on one tpu7x-8")
+	// the web UI's download with no options is the same config
+	want, _, _ := runCmd("export", "maxtext")
+	rec := httptest.NewRecorder()
+	web.New(web.Config{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/download/maxtext.yaml", nil))
+	if rec.Code != http.StatusOK || rec.Body.String() != want {
+		t.Errorf("GET /download/maxtext.yaml = %d, %d bytes; want export maxtext's %d", rec.Code, rec.Body.Len(), len(want))
+	}
 }
 
 // TestExportXPKNames: review item 16. Each name is checked by its own
