@@ -6,7 +6,8 @@
 // drains it. It reports each stage's busy and idle time and why the MXU
 // stalled (infeed empty, HBM copy, outfeed full) — the seed's point that a
 // ready MXU waits when the host does not keep the infeed full or drain the
-// outfeed — and finds how many vCPUs keep a chip busy.
+// outfeed — says which stage bounds the step (Result.Bound), and finds how
+// many vCPUs keep up with the chips (SweepVCPUs).
 package infeed
 
 import (

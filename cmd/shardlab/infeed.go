@@ -43,7 +43,7 @@ func newInfeedFlags() (*flag.FlagSet, *infeedFlags) {
 	f.outfeedDepth = newInt(fs, "outfeed-depth", 2, 1, 1024, "", "results the outfeed queue holds per chip")
 	f.steps = newInt(fs, "steps", 50, 1, 100_000, "", "steps to simulate (steps x batch x chips: at most 10 million examples, 1 million with --sweep)")
 	f.seed = newUint64(fs, "seed", 1, 0, math.MaxUint64, "", "seed for the example-cost jitter")
-	f.sweep = fs.Bool("sweep", true, "find the fewest vCPUs that keep the chips busy (up to 24 more runs of the simulation: at most 1 million examples, steps x batch x chips)")
+	f.sweep = fs.Bool("sweep", true, "find the fewest vCPUs with which the host keeps up: that keep the chips busy, or past which only the HBM copy or the outfeed drain holds them\n(up to 24 more runs of the simulation: at most 1 million examples, steps x batch x chips)")
 	f.asJSON = fs.Bool("json", false, "print JSON")
 	return fs, &f
 }
