@@ -25,7 +25,8 @@ var meshExample = mesh.Spell([]mesh.Degree{{Axis: mesh.Data, ICI: 1, DCN: 2}, {A
 type planFlags struct {
 	plan.Options
 	// model and tpu are "" when not given: without them, nor --mesh or
-	// --topology, the command shows plan's built-in examples.
+	// --topology, plan shows its built-in examples and an export writes
+	// the default job (exportPlan).
 	model, tpu string
 	json       bool
 	// verify prints how to compile the plan ahead of time and check it.
