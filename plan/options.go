@@ -356,7 +356,37 @@ func parseSchedule(r *Request, o Options) error {
 	if pipe := fixedPipeline(r.Axes); r.Axes != nil && pipe == 1 && r.Schedule != "" {
 		return refuse(OptionSchedule, o.Schedule, nil, " %s with {mesh} %q, which has no pipeline: a schedule orders a pipeline's micro-batches, want %s=N in {mesh} or no {schedule}", r.Schedule, o.Mesh, mesh.Pipeline)
 	}
+	if err := fixedStages(r, o); err != nil {
+		return err
+	}
 	return fixedChunks(r, o)
+}
+
+// fixedStages refuses a fixed layout whose pipeline does not divide the
+// model's layers: each stage holds layers / pipeline of them (cost's
+// rule), so no batch, schedule or remat policy runs it; the error names
+// the pipeline degrees that do.
+func fixedStages(r *Request, o Options) error {
+	pipe := fixedPipeline(r.Axes)
+	if r.Axes == nil || r.Model.Layers%pipe == 0 {
+		return nil
+	}
+	var fit []string
+	for p := 1; p <= r.Model.Layers; p++ {
+		if r.Model.Layers%p == 0 {
+			fit = append(fit, strconv.Itoa(p))
+		}
+	}
+	return refuse(OptionMesh, o.Mesh, nil, " %q: pipeline %d does not divide %s's %d layers into whole stages, want a pipeline degree of %s",
+		o.Mesh, pipe, r.Model.Name, r.Model.Layers, orList(fit))
+}
+
+// orList is items joined as a sentence says them: "1, 2 or 4".
+func orList(items []string) string {
+	if n := len(items); n > 1 {
+		return strings.Join(items[:n-1], ", ") + " or " + items[n-1]
+	}
+	return strings.Join(items, "")
 }
 
 // fixedChunks refuses chunks that cannot split the model's layers over a
@@ -382,10 +412,7 @@ func fixedChunks(r *Request, o Options) error {
 	if o.Chunks == 0 {
 		given = fmt.Sprintf("0 (%d for %s)", max(r.Chunks, 1), r.Schedule)
 	}
-	want := strings.Join(fit, ", ")
-	if n := len(fit); n > 1 {
-		want = strings.Join(fit[:n-1], ", ") + " or " + fit[n-1]
-	}
+	want := orList(fit)
 	return refuse(OptionChunks, given, nil, " %s with {mesh} %q: %s's %d layers over pipeline %d x %d chunks is no whole number of layers a chunk, want %s",
 		given, o.Mesh, r.Model.Name, r.Model.Layers, pipe, max(r.Chunks, 1), want)
 }

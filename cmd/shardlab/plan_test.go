@@ -47,3 +47,12 @@ func TestPlanChunksAgainstFixedMesh(t *testing.T) {
 	fail(t, []string{"plan", "--model", "llama3-8b", "--tpu", "v5p-8", "--schedule", "circular", "--chunks", "3", "--mesh", "pipeline=4"},
 		`--chunks 3 with --mesh "pipeline=4"`, "want 1, 2, 4 or 8")
 }
+
+// TestPlanPipelineAgainstLayers: a fixed layout whose pipeline does not
+// divide the model's layers is the user's own contradiction: exit 2 naming
+// --mesh and the pipeline degrees that work (it exited 1 with "16 layouts
+// where pipeline does not divide the layers").
+func TestPlanPipelineAgainstLayers(t *testing.T) {
+	fail(t, []string{"plan", "--model", "llama3-8b", "--tpu", "v5p-384", "--mesh", "pipeline=3,fsdp=64"},
+		`--mesh "pipeline=3,fsdp=64": pipeline 3 does not divide llama3-8b's 32 layers`, "want a pipeline degree of 1, 2, 4, 8, 16 or 32")
+}
