@@ -34,44 +34,53 @@ type ServingJSON struct {
 
 // LayoutJSON is one serving layout in ServingJSON.
 type LayoutJSON struct {
-	TP                  int              `json:"tensor_parallel_size"`
-	DP                  int              `json:"data_parallel_size"`
-	EP                  int              `json:"expert_parallel_size"`
-	AttentionDP         int              `json:"attention_data_parallel_size"`
-	Chips               int              `json:"chips"`
-	DevicesPerChip      int              `json:"jax_devices_per_chip"`
-	SeqsPerReplica      int              `json:"sequences_per_replica"`
-	Concurrency         int              `json:"concurrency_sequences"`
-	Fits                bool             `json:"fits"`
-	MeetsSLO            bool             `json:"meets_slo"`
-	Misses              []string         `json:"misses_slo"`
-	ActiveExperts       float64          `json:"active_experts_per_moe_layer,omitempty"`
-	Memory              inference.Memory `json:"memory_per_device"`
-	TTFT                float64          `json:"ttft_s"`
-	ITL                 float64          `json:"inter_token_latency_s"`
-	PrefillCompute      float64          `json:"prefill_compute_s"`
-	PrefillAllReduce    float64          `json:"prefill_all_reduce_s"`
-	DecodeMemory        float64          `json:"decode_hbm_s"`
-	DecodeCompute       float64          `json:"decode_compute_s"`
-	DecodeAllReduce     float64          `json:"decode_all_reduce_s"`
-	DecodeKV            float64          `json:"decode_kv_hbm_s"`
-	DecodeAttention     float64          `json:"decode_attention_mxu_s"`
-	DecodeSampling      float64          `json:"decode_sampling_s"`
-	StepOverhead        float64          `json:"step_overhead_s"`
-	TokensPerSecond     float64          `json:"output_tokens_per_s"`
-	TokensPerSecondChip float64          `json:"output_tokens_per_s_per_chip"`
+	TP             int              `json:"tensor_parallel_size"`
+	DP             int              `json:"data_parallel_size"`
+	EP             int              `json:"expert_parallel_size"`
+	AttentionDP    int              `json:"attention_data_parallel_size"`
+	Chips          int              `json:"chips"`
+	DevicesPerChip int              `json:"jax_devices_per_chip"`
+	SeqsPerReplica int              `json:"sequences_per_replica"`
+	Concurrency    int              `json:"concurrency_sequences"`
+	Fits           bool             `json:"fits"`
+	MeetsSLO       bool             `json:"meets_slo"`
+	Misses         []string         `json:"misses_slo"`
+	ActiveExperts  float64          `json:"active_experts_per_moe_layer,omitempty"`
+	Memory         inference.Memory `json:"memory_per_device"`
+	// TTFT, ITL and the tokens/s are null for a layout that does not
+	// fit (Fits false): it cannot run at the load, so they cannot happen.
+	TTFT                *float64 `json:"ttft_s"`
+	ITL                 *float64 `json:"inter_token_latency_s"`
+	PrefillCompute      float64  `json:"prefill_compute_s"`
+	PrefillAllReduce    float64  `json:"prefill_all_reduce_s"`
+	DecodeMemory        float64  `json:"decode_hbm_s"`
+	DecodeCompute       float64  `json:"decode_compute_s"`
+	DecodeAllReduce     float64  `json:"decode_all_reduce_s"`
+	DecodeKV            float64  `json:"decode_kv_hbm_s"`
+	DecodeAttention     float64  `json:"decode_attention_mxu_s"`
+	DecodeSampling      float64  `json:"decode_sampling_s"`
+	StepOverhead        float64  `json:"step_overhead_s"`
+	TokensPerSecond     *float64 `json:"output_tokens_per_s"`
+	TokensPerSecondChip *float64 `json:"output_tokens_per_s_per_chip"`
 }
 
 func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
+	// ifFits is v, or nil (null) when the load does not fit l's pages.
+	ifFits := func(v float64) *float64 {
+		if !l.Fits {
+			return nil
+		}
+		return &v
+	}
 	return LayoutJSON{
 		TP: l.TP, DP: l.DP, EP: l.EP, AttentionDP: l.AttentionDP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
 		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
 		ActiveExperts: l.ActiveExperts, Memory: l.Memory,
-		TTFT: l.TTFT.Seconds(), ITL: l.ITL.Seconds(),
+		TTFT: ifFits(l.TTFT.Seconds()), ITL: ifFits(l.ITL.Seconds()),
 		PrefillCompute: l.PrefillCompute.Seconds(), PrefillAllReduce: l.PrefillAllReduce.Seconds(),
 		DecodeMemory: l.DecodeMemory.Seconds(), DecodeCompute: l.DecodeCompute.Seconds(), DecodeAllReduce: l.DecodeAllReduce.Seconds(),
 		DecodeKV: l.DecodeKV.Seconds(), DecodeAttention: l.DecodeAttention.Seconds(), DecodeSampling: l.DecodeSampling.Seconds(), StepOverhead: l.DecodeOverhead.Seconds(),
-		TokensPerSecond: l.TokensPerSecond, TokensPerSecondChip: l.PerChip,
+		TokensPerSecond: ifFits(l.TokensPerSecond), TokensPerSecondChip: ifFits(l.PerChip),
 	}
 }
 

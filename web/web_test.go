@@ -335,6 +335,13 @@ func TestServingPage(t *testing.T) {
 			t.Errorf("GET /serving = %d, lacks %q", code, want)
 		}
 	}
+	// TP 1 × DP 8 does not fit (all 141 GB of weights a replica): its
+	// TTFT, ITL and tokens/s are n/a, with no number to sort on.
+	if i := strings.Index(body, `<td data-v="1">1</td><td data-v="8">8</td><td data-v="1">1</td><td data-v="4">4</td>`); i < 0 {
+		t.Errorf("GET /serving: no TP 1 × DP 8 row")
+	} else if row, _, _ := strings.Cut(body[i:], "</tr>"); strings.Count(row, "<td>n/a</td>") != 4 {
+		t.Errorf("GET /serving: TP 1 × DP 8 (does not fit) row has %d n/a cells, want 4 (TTFT, ITL, tokens/s, per chip):\n%s", strings.Count(row, "<td>n/a</td>"), row)
+	}
 	for _, c := range []struct{ q, field string }{
 		{"model=nope&tpu=tpu7x-8", "model"},
 		{"model=llama3-70b&tpu=v5p-8", "tpu"},

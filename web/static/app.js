@@ -207,6 +207,7 @@
         };
         rows.sort(function (a, b) {
           var x = key(a), y = key(b);
+          if (num && (isNaN(x) || isNaN(y))) { return isNaN(x) - isNaN(y); } // n/a (a layout that does not fit) last either way
           var d = num ? x - y : (x < y ? -1 : x > y ? 1 : 0);
           return asc ? d : -d;
         });

@@ -1,0 +1,66 @@
+package export
+
+import (
+	"encoding/json"
+	"testing"
+
+	"shardlab/hw"
+	"shardlab/inference"
+	"shardlab/model"
+)
+
+// TestServingNoFitIsNull checks that a layout whose load does not fit its
+// pages has null TTFT, ITL and tokens/s in JSON (it cannot run at the
+// load, so those numbers cannot happen; the text and the web page print
+// n/a), and that a layout that fits carries the numbers it was costed at.
+// llama3-70b on tpu7x-8 at 64 sequences: TP 1 × DP 8 holds all the
+// weights in one device and does not fit (README's inference example).
+func TestServingNoFitIsNull(t *testing.T) {
+	m, _ := model.Lookup("llama3-70b")
+	s, _ := hw.ParseAcceleratorType("tpu7x-8")
+	r, err := inference.NewRequest(inference.Request{
+		Model: m, Slice: s, MaxModelLen: 8192, Concurrency: 64, PromptLen: 1024, OutputLen: 1024,
+		MemoryUtilization: 0.9, MaxNumBatchedTokens: 4096,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := inference.Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(Serving(p, []string{"vllm", "serve"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Layouts []map[string]any `json:"layouts"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"ttft_s", "inter_token_latency_s", "output_tokens_per_s", "output_tokens_per_s_per_chip"}
+	fit, nofit := 0, 0
+	for i, l := range got.Layouts {
+		want := []float64{p.Layouts[i].TTFT.Seconds(), p.Layouts[i].ITL.Seconds(), p.Layouts[i].TokensPerSecond, p.Layouts[i].PerChip}
+		for k, key := range keys {
+			v, ok := l[key]
+			switch {
+			case !ok:
+				t.Errorf("layout %d (fits %v): no %s, want the key (null when it does not fit)", i, l["fits"], key)
+			case l["fits"] == false && v != nil:
+				t.Errorf("layout %d (TP %v, does not fit): %s = %v, want null", i, l["tensor_parallel_size"], key, v)
+			case l["fits"] == true && v != want[k]:
+				t.Errorf("layout %d (TP %v, fits): %s = %v, want %v", i, l["tensor_parallel_size"], key, v, want[k])
+			}
+		}
+		if l["fits"] == true {
+			fit++
+		} else {
+			nofit++
+		}
+	}
+	if fit == 0 || nofit == 0 {
+		t.Errorf("%d layouts fit and %d do not, want some of each to test", fit, nofit)
+	}
+}
