@@ -19,7 +19,9 @@ const compileModule = "python3 -m maxtext.trainers.pre_train.train_compile"
 // CompileTopology is MaxText's compile_topology name for the plan's slice:
 // its accelerator type, with v5e's v5litepod prefix as MaxText spells it,
 // v5e (utils/accelerator_to_spec_map.py @e591f30c: "v5e-256"; v4, v5p and
-// TPU7x count TensorCores there, as their accelerator types do).
+// TPU7x count TensorCores there, as their accelerator types do). Whether
+// MaxText knows the name is package maxtext's to say (its list of names,
+// maxtext.IsCompileTopology): it has none for v2 or v3.
 func CompileTopology(s hw.Slice) string {
 	t := s.AcceleratorType()
 	if rest, ok := strings.CutPrefix(t, s.Chip.AcceleratorPrefix+"-"); ok && s.Chip.Generation == hw.V5e {

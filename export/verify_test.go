@@ -1,32 +1,23 @@
 package export
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"shardlab/hw"
+	"shardlab/maxtext"
 	"shardlab/plan"
 )
 
 // TestCompileTopologyIsMaxTexts holds CompileTopology to MaxText's own list
-// of compile_topology names (testdata/maxtext-compile-topologies.txt, from
+// of compile_topology names (maxtext.CompileTopologies, from
 // accelerator_to_spec_map.py @e591f30c): every name of a generation
 // shardlab plans, read as an accelerator type (v5e's as v5litepod), comes
 // back as itself, and every slice shardlab accepts for those names maps to
 // a name in the list.
 func TestCompileTopologyIsMaxTexts(t *testing.T) {
-	data, err := os.ReadFile("testdata/maxtext-compile-topologies.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	known := map[string]bool{}
 	var checked int
-	for _, l := range strings.Split(string(data), "\n") {
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		known[l] = true
+	for _, l := range maxtext.CompileTopologies() {
 		accel, ok := strings.CutPrefix(l, "v5e-")
 		if ok {
 			accel = "v5litepod-" + accel
@@ -50,7 +41,7 @@ func TestCompileTopologyIsMaxTexts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := CompileTopology(s); !known[got] {
+		if got := CompileTopology(s); !maxtext.IsCompileTopology(got) {
 			t.Errorf("CompileTopology(%s) = %q, not a name MaxText accepts", accel, got)
 		}
 	}

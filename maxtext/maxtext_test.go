@@ -1,7 +1,7 @@
 package maxtext
 
 import (
-	"os"
+	"strings"
 	"testing"
 
 	"shardlab/mesh"
@@ -148,8 +148,8 @@ func TestKeys(t *testing.T) {
 }
 
 // TestIsCompileTopology: the names MaxText's accelerator_to_spec_map.py
-// @e591f30c has and has not (no v2 or v3 key; v4 up to v4-4096), and the
-// embedded list is the one export's tests hold CompileTopology to.
+// @e591f30c has and has not (no v2 or v3 key; v4 up to v4-4096), and
+// CompileTopologies lists exactly the names IsCompileTopology accepts.
 func TestIsCompileTopology(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -162,11 +162,23 @@ func TestIsCompileTopology(t *testing.T) {
 			t.Errorf("IsCompileTopology(%q) = %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	export, err := os.ReadFile("../export/testdata/maxtext-compile-topologies.txt")
-	if err != nil {
-		t.Fatal(err)
+	list := CompileTopologies()
+	seen := map[string]bool{}
+	for _, n := range list {
+		if !IsCompileTopology(n) || seen[n] || strings.TrimSpace(n) != n || strings.HasPrefix(n, "#") {
+			t.Errorf("CompileTopologies has %q (accepted %v, repeated %v), want each accepted name once", n, IsCompileTopology(n), seen[n])
+		}
+		seen[n] = true
 	}
-	if string(export) != compileTopologies {
-		t.Error("compile-topologies.txt differs from export/testdata/maxtext-compile-topologies.txt: both are MaxText's list at one commit")
+	if len(seen) != len(topologies) {
+		t.Errorf("CompileTopologies has %d names, IsCompileTopology accepts %d", len(seen), len(topologies))
+	}
+	// accelerator_to_spec_map.py @e591f30c: its first key and its v4 keys' last
+	if len(list) == 0 || list[0] != "tpu7x-2" || !seen["v4-4096"] {
+		t.Errorf("CompileTopologies = %.5q..., want MaxText's keys from tpu7x-2, with v4-4096", list)
+	}
+	list[0] = "changed"
+	if CompileTopologies()[0] == "changed" {
+		t.Error("CompileTopologies returns its own slice, want a copy")
 	}
 }

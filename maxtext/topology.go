@@ -14,16 +14,25 @@ import (
 //go:embed compile-topologies.txt
 var compileTopologies string
 
-// topologies is compileTopologies as a set.
-var topologies = func() map[string]bool {
+// topologyNames is compileTopologies' names in the file's order, and topologies
+// the same as a set.
+var topologyNames, topologies = func() ([]string, map[string]bool) {
+	var list []string
 	set := map[string]bool{}
 	for _, l := range strings.Split(compileTopologies, "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") && !set[l] {
+			list = append(list, l)
 			set[l] = true
 		}
 	}
-	return set
+	return list, set
 }()
+
+// CompileTopologies is every compile_topology name MaxText's ahead-of-time
+// compile knows (those IsCompileTopology accepts), in the order of its
+// accelerator_to_spec_map.py, including some shardlab does not plan
+// ("tpu7x-2", GPU systems). The slice is the caller's.
+func CompileTopologies() []string { return append([]string(nil), topologyNames...) }
 
 // IsCompileTopology reports whether MaxText's ahead-of-time compile
 // (train_compile) knows the compile_topology name: one of its
