@@ -41,19 +41,22 @@ var ErrUnsupported = errors.New("the target cannot run the plan as costed")
 // its value and what is accepted.
 type Error struct {
 	Target string // "maxtext" or "xpk"
-	Field  string
-	Value  string
-	Want   string
-	Err    error
+	// Field is the setting, named by the target's key, or a planner
+	// option in braces ({reservation}) that Phrase spells as the front
+	// end does (a library error names no CLI flag).
+	Field string
+	Value string
+	Want  string
+	Err   error
 }
 
 func (e *Error) Error() string { return e.Phrase(nil) }
 
-// Phrase is the error with the planner options Want names in braces
-// ({global_batch}) spelt by name: the CLI's flags, the web UI's fields;
-// nil spells them as plan.Option does.
+// Phrase is the error with the planner options Field and Want name in
+// braces ({global_batch}, {reservation}) spelt by name: the CLI's flags,
+// the web UI's fields or query keys; nil spells them as plan.Option does.
 func (e *Error) Phrase(name func(plan.Option) string) string {
-	return fmt.Sprintf("export: %s: %s %s; %s", e.Target, e.Field, e.Value, plan.Note{Text: e.Want}.Phrase(name))
+	return fmt.Sprintf("export: %s: %s %s; %s", e.Target, plan.Note{Text: e.Field}.Phrase(name), e.Value, plan.Note{Text: e.Want}.Phrase(name))
 }
 
 func (e *Error) Unwrap() error { return e.Err }

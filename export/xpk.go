@@ -193,29 +193,31 @@ func XPK(w io.Writer, p plan.Plan, o XPKOptions) error {
 // default: MaxText 0.2.3 (3190805a, 2026-06-12) has no
 // ici_context_usp_ulysses_parallelism, which the export writes, and its
 // config refuses unknown keys.
-const noImage = "xpk's default image is python:3.10, which has no MaxText: pass --docker-image with an image that has MaxText at e591f30c or later " +
+const noImage = "xpk's default image is python:3.10, which has no MaxText: pass {docker_image} with an image that has MaxText at e591f30c or later " +
 	"(one uploaded with MaxText's src/dependencies/scripts/docker_upload_runner.sh, gcr.io/PROJECT/NAME), " +
-	"or --base-docker-image maxtext_base_image, the local image MaxText's build_maxtext_docker_image makes, " +
+	"or {base_docker_image} maxtext_base_image, the local image MaxText's build_maxtext_docker_image makes, " +
 	"to which xpk adds the working directory (run xpk in the MaxText checkout)"
 
-// validate checks the options as xpk will, each name by its own rule
-// and named by its own flag.
+// validate checks the options as xpk will, each name by its own rule.
+// Its errors name fields as plan options in braces ({reservation},
+// {docker_image}), which Error.Phrase spells in the front end's words: the
+// CLI's flags, the web's query keys.
 func (o XPKOptions) validate() error {
-	if err := ValidName("--cluster", o.Cluster); err != nil {
+	if err := ValidName("{cluster}", o.Cluster); err != nil {
 		return err
 	}
-	if err := ValidName("--workload", o.Workload); err != nil {
+	if err := ValidName("{workload}", o.Workload); err != nil {
 		return err
 	}
 	if _, err := ParseCapacity(string(o.Capacity)); err != nil {
 		return err
 	}
 	if o.Reservation != "" {
-		if err := ValidReservation("--reservation", o.Reservation); err != nil {
+		if err := ValidReservation("{reservation}", o.Reservation); err != nil {
 			return err
 		}
 	}
-	for _, img := range []struct{ field, name string }{{"--docker-image", o.DockerImage}, {"--base-docker-image", o.BaseDockerImage}} {
+	for _, img := range []struct{ field, name string }{{"{docker_image}", o.DockerImage}, {"{base_docker_image}", o.BaseDockerImage}} {
 		if img.name != "" {
 			if err := ValidImage(img.field, img.name); err != nil {
 				return err
@@ -224,14 +226,14 @@ func (o XPKOptions) validate() error {
 	}
 	switch {
 	case o.Capacity == CapacityReservation && o.Reservation == "":
-		return &Error{Target: "xpk", Field: "--capacity", Value: "reservation", Want: "want --reservation NAME too", Err: ErrInvalid}
+		return &Error{Target: "xpk", Field: "{capacity}", Value: "reservation", Want: "want {reservation} NAME too", Err: ErrInvalid}
 	case o.Capacity != CapacityReservation && o.Reservation != "":
-		return &Error{Target: "xpk", Field: "--reservation", Value: strconv.Quote(o.Reservation), Want: fmt.Sprintf("only with --capacity reservation, not %q", o.Capacity), Err: ErrInvalid}
+		return &Error{Target: "xpk", Field: "{reservation}", Value: strconv.Quote(o.Reservation), Want: fmt.Sprintf("only with {capacity} reservation, not %q", o.Capacity), Err: ErrInvalid}
 	case o.DockerImage != "" && o.BaseDockerImage != "":
 		// [xpk] ../core/docker_image.py use_base_docker_image_or_docker_image
-		return &Error{Target: "xpk", Field: "--docker-image and --base-docker-image", Value: strconv.Quote(o.DockerImage) + " and " + strconv.Quote(o.BaseDockerImage), Want: "want one of them: xpk refuses the two together", Err: ErrInvalid}
+		return &Error{Target: "xpk", Field: "{docker_image} and {base_docker_image}", Value: strconv.Quote(o.DockerImage) + " and " + strconv.Quote(o.BaseDockerImage), Want: "want one of them: xpk refuses the two together", Err: ErrInvalid}
 	case o.MaxRestarts < 0:
-		return &Error{Target: "xpk", Field: "--max-restarts", Value: strconv.Itoa(o.MaxRestarts), Want: "want 0 or more", Err: ErrInvalid}
+		return &Error{Target: "xpk", Field: "{max_restarts}", Value: strconv.Itoa(o.MaxRestarts), Want: "want 0 or more", Err: ErrInvalid}
 	}
 	return nil
 }

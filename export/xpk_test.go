@@ -144,9 +144,19 @@ func TestXPKRefuses(t *testing.T) {
 			t.Errorf("%s: error %v, want ErrInvalid", tt.name, err)
 			continue
 		}
+		// a library error names fields, which each front end spells: the
+		// CLI as its flags (here), the web as its query keys
+		var xe *Error
+		if !errors.As(err, &xe) {
+			t.Errorf("%s: error %v, want an *Error", tt.name, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "--") {
+			t.Errorf("%s: error %q names a CLI flag, want fields", tt.name, err)
+		}
 		for _, w := range tt.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: error %q lacks %q", tt.name, err, w)
+			if got := xe.Phrase(plan.Option.Flag); !strings.Contains(got, w) {
+				t.Errorf("%s: error spelt with flags %q lacks %q", tt.name, got, w)
 			}
 		}
 		// the reservation's own value, not the image's with it

@@ -30,7 +30,8 @@ const (
 	reservationForm  = "NAME, or projects/PROJECT/reservations/NAME for another project's, with /reservationBlocks/BLOCK and /reservationSubBlocks/SUB_BLOCK after it"
 )
 
-// ValidReservation checks a reservation (field is its flag) as xpk reads
+// ValidReservation checks a reservation (field names it: the caller's
+// word, or a plan option in braces that Error.Phrase spells) as xpk reads
 // it ([xpk] ../core/reservation.py _try_parse_reservation): one
 // reservation (a workload create's node auto-provisioning takes a single
 // one, [xpk] ../core/nap.py) in one of the forms of reservationForm.
@@ -97,7 +98,8 @@ var (
 // the longest path of an image, in bytes.
 const maxRepository = 255
 
-// ValidImage checks an image name (field is its flag) as Docker parses it
+// ValidImage checks an image name (field names it, as ValidReservation's
+// does) as Docker parses it
 // (distribution/reference Parse): xpk puts --docker-image in the JobSet's
 // container image and --base-docker-image in a Dockerfile's FROM for
 // docker buildx build, or gives it to crane mutate ([xpk]

@@ -76,10 +76,11 @@ func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 // (shardlab when none), the image (docker_image, or base_docker_image;
 // when neither, defaultBaseDockerImage), the capacity mode (the cluster's
 // when none; reservation when only a reservation is named) and
-// max_restarts (0 when none). A value export checks alone is refused here,
-// before the search it would waste, naming its key; what export checks of
-// them together (a reservation under another mode, both images, shell
-// characters) it refuses after the search.
+// max_restarts (0 when none). A value export checks alone (a name, the
+// reservation, an image) is refused here, before the search it would
+// waste, naming its key; what export checks of them together (a
+// reservation under another mode, both images) it refuses after the
+// search, its fields spelt as the query's keys (export.Error.Phrase).
 func xpkOptions(q url.Values) (export.XPKOptions, fieldErrors) {
 	get := func(o plan.Option) string { return q.Get(string(o)) }
 	xo := export.XPKOptions{Cluster: cmp.Or(get(optionCluster), "my-cluster"), Workload: cmp.Or(get(optionWorkload), "shardlab"),
@@ -99,6 +100,17 @@ func xpkOptions(q url.Values) (export.XPKOptions, fieldErrors) {
 	}
 	refuse(optionCluster, export.ValidName(string(optionCluster), xo.Cluster))
 	refuse(optionWorkload, export.ValidName(string(optionWorkload), xo.Workload))
+	if xo.Reservation != "" {
+		refuse(optionReservation, export.ValidReservation(string(optionReservation), xo.Reservation))
+	}
+	for _, img := range []struct {
+		o    plan.Option
+		name string
+	}{{optionDockerImage, get(optionDockerImage)}, {optionBaseDockerImage, get(optionBaseDockerImage)}} {
+		if img.name != "" {
+			refuse(img.o, export.ValidImage(string(img.o), img.name))
+		}
+	}
 	c, err := export.ParseCapacity(get(optionCapacity))
 	refuse(optionCapacity, err)
 	if xo.Capacity = c; xo.Reservation != "" && c == export.CapacityDefault {

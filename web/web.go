@@ -278,6 +278,7 @@ func (h *Handler) status(err error) (int, fieldErrors) {
 	var none *plan.NoPlanError
 	var unfit errUnfit
 	var cannot errCannotServe
+	var xe *export.Error
 	late := planLate
 	one := func(e *fieldError) fieldErrors { return fieldErrors{e} }
 	switch {
@@ -295,7 +296,7 @@ func (h *Handler) status(err error) (int, fieldErrors) {
 		return http.StatusUnprocessableEntity, one(plain("%s", cannot.Error()))
 	case errors.Is(err, export.ErrUnsupported):
 		msg := err.Error()
-		if xe := (*export.Error)(nil); errors.As(err, &xe) {
+		if errors.As(err, &xe) {
 			msg = xe.Phrase(label)
 		}
 		return http.StatusUnprocessableEntity, one(plain("%s", oneLine(msg)))
@@ -308,6 +309,9 @@ func (h *Handler) status(err error) (int, fieldErrors) {
 		return http.StatusServiceUnavailable, one(plain("%s took longer than %v and %s; %s", late.what, h.cfg.Timeout, late.ended, late.advice))
 	case errors.Is(err, errGone):
 		return http.StatusServiceUnavailable, one(plain("%s", errGone)) // no one reads it
+	case errors.Is(err, export.ErrInvalid) && errors.As(err, &xe):
+		// its fields in the front end's words (the xpk download's query keys)
+		return http.StatusBadRequest, one(&fieldError{"", func(name func(plan.Option) string) string { return oneLine(xe.Phrase(name)) }})
 	case errors.Is(err, plan.ErrRequest), errors.Is(err, budget.ErrRequest), errors.Is(err, model.ErrInvalid), errors.Is(err, export.ErrInvalid):
 		return http.StatusBadRequest, one(plain("%s", oneLine(err.Error())))
 	}

@@ -258,12 +258,14 @@ var foreignFlags = func() map[string]string {
 }()
 
 // xpkFlags are xpk's own flags, which shardlab's export xpk takes under
-// xpk's names and export/xpk.go's errors name as xpk's (AI-Hypercomputer/xpk
-// src/xpk/parser/workload.py @367c8382): the xpk command line is that
-// file's dialect.
+// xpk's names and export/xpk.go writes in the xpk command
+// (AI-Hypercomputer/xpk src/xpk/parser/workload.py @367c8382): the xpk
+// command line is that file's dialect. Its errors name fields
+// ({reservation}), which each front end spells; the capacity flag is
+// written as "--" and the mode (--spot), so --capacity is not among them.
 var xpkFlags = func() map[string]string {
 	out := map[string]string{}
-	for _, f := range []string{"cluster", "workload", "capacity", "reservation", "docker-image", "base-docker-image", "max-restarts"} {
+	for _, f := range []string{"cluster", "workload", "reservation", "docker-image", "base-docker-image", "max-restarts"} {
 		out["export/xpk.go --"+f] = "xpk workload create's own flag --" + f + ", in the xpk command export writes"
 	}
 	return out
