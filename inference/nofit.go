@@ -3,18 +3,60 @@ package inference
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"shardlab/hw"
+	"shardlab/unit"
 )
+
+// NoFitError is a request no layout serves (it unwraps to ErrNoFit): why,
+// in the package's words, and the changes of one field each with which it
+// fits, checked by costing.
+type NoFitError struct {
+	Why  string
+	Fits []Fit
+}
+
+// Fit is a field's value with which a request fits, and the layout it
+// then gets.
+type Fit struct {
+	Field, Value string
+	TP, DP       int
+}
+
+func (e *NoFitError) Error() string { return e.Phrase(nil) }
+
+// Phrase is the error with each field of Fits spelt by name (the CLI's
+// flags); nil spells them as the package does (max_model_len).
+func (e *NoFitError) Phrase(name func(field string) string) string {
+	if name == nil {
+		name = func(f string) string { return f }
+	}
+	s := "inference: " + ErrNoFit.Error() + ": " + e.Why
+	for i, f := range e.Fits {
+		sep := "; it fits with "
+		if i > 0 {
+			sep = " or with "
+		}
+		s += fmt.Sprintf("%s%s %s (TP %d × DP %d)", sep, name(f.Field), f.Value, f.TP, f.DP)
+	}
+	return s
+}
+
+func (e *NoFitError) Unwrap() error { return ErrNoFit }
 
 // noFit says why no layout serves the request: when the weights (with
 // the activation buffers) leave no HBM for pages on every layout, what
 // they take and what a device may hold, and what would fit (weightsWhy);
-// else the most sequences any layout holds.
-func noFit(r Request, layouts []Layout) string {
+// when no layout holds one sequence's pages, what they need and what is
+// left (pagesWhy); else the most sequences any layout holds.
+func noFit(r Request, layouts []Layout) *NoFitError {
 	if why := weightsWhy(r, layouts); why != "" {
-		return why
+		return &NoFitError{Why: why}
+	}
+	if e := pagesWhy(r, layouts); e != nil {
+		return e
 	}
 	most := 0
 	for _, l := range layouts {
@@ -31,7 +73,64 @@ func noFit(r Request, layouts []Layout) string {
 	if r.RequestRate > 0 {
 		why = fmt.Sprintf("%g requests/s of %d+%d tokens need more sequences at once than fit on %s (at most %d do)", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
 	}
-	return why
+	return &NoFitError{Why: why}
+}
+
+// pagesWhy is noFit's reason when some layout has HBM left for pages but
+// none for one sequence's pages of max_model_len tokens: what they need
+// and what is left a device, on the layout with the most room for them,
+// and the longest max_model_len that fits (shorterFit); nil when some
+// layout holds a sequence.
+func pagesWhy(r Request, layouts []Layout) *NoFitError {
+	var best Layout
+	var need, left unit.Bytes
+	for _, l := range layouts {
+		m := l.Memory
+		if m.MaxSeqs > 0 {
+			return nil
+		}
+		n := unit.Bytes(ceilDiv(r.MaxModelLen, m.BlockSize)*m.BlockSize) * m.KVPerToken
+		if best.TP == 0 || float64(m.KVCache)/float64(n) > float64(left)/float64(need) {
+			best, need, left = l, n, m.KVCache
+		}
+	}
+	if best.TP == 0 {
+		return nil
+	}
+	e := &NoFitError{Why: fmt.Sprintf("one sequence's KV pages of max_model_len %d tokens do not fit on %s: they need %v a device, and %v is left for the KV cache at TP %d × DP %d (%v of weights)",
+		r.MaxModelLen, r.Slice.AcceleratorType(), need, left, best.TP, best.DP, best.Memory.Weights)}
+	if n, l, ok := shorterFit(r); ok {
+		e.Fits = append(e.Fits, Fit{Field: "max_model_len", Value: strconv.Itoa(n), TP: l.TP, DP: l.DP})
+	}
+	return e
+}
+
+// shorterFit is the longest max_model_len below r's, at least r's prompt
+// and output, with which r fits, and its best layout, found by bisection
+// (a shorter length needs fewer pages) and checked by costing.
+func shorterFit(r Request) (int, Layout, bool) {
+	try := func(n int) (Layout, bool) {
+		q := r
+		q.MaxModelLen = n
+		if _, err := NewRequest(q); err != nil {
+			return Layout{}, false
+		}
+		return fitting(q)
+	}
+	lo, hi := r.PromptLen+r.OutputLen, r.MaxModelLen // lo fits, hi does not
+	best, ok := try(lo)
+	if !ok || lo >= hi {
+		return 0, Layout{}, false
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if l, ok := try(mid); ok {
+			lo, best = mid, l
+		} else {
+			hi = mid
+		}
+	}
+	return lo, best, true
 }
 
 // weightsWhy is noFit's reason when no layout has HBM left for a single

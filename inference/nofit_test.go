@@ -2,6 +2,7 @@ package inference
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,5 +95,73 @@ func TestLayoutsNotApplicable(t *testing.T) {
 	}
 	if !seen {
 		t.Errorf("no layout that does not fit in\n%s", b.String())
+	}
+}
+
+// TestNoFitPages: when every layout has HBM left for the KV cache but not
+// for one sequence's pages of max_model_len tokens, the error says so (the
+// pages one sequence needs and what is left, on the layout with the most
+// room for them) instead of "1 concurrent sequences ... (at most 0 do)",
+// and names the longest max_model_len that does fit, checked by costing:
+// it fits and one token more does not. Gemma 4 31B on v6e-4 at its whole
+// 262,144-token context: ~57 GiB of bf16 weights leave each of the four
+// chips a few GiB, short of one sequence's 262,144 tokens.
+func TestNoFitPages(t *testing.T) {
+	r := noFitRequest(t, "gemma4-31b", "v6e-4")
+	r.MaxModelLen = 262144
+	_, err := Search(r)
+	var ne *NoFitError
+	if !errors.Is(err, ErrNoFit) || !errors.As(err, &ne) {
+		t.Fatalf("gemma4-31b on v6e-4 at 262144 tokens: %v, want a *NoFitError (ErrNoFit)", err)
+	}
+	// the layout with the most room for one sequence's pages, by hand
+	var best Layout
+	var need, left unit.Bytes
+	for _, l := range costed(r) {
+		m := l.Memory
+		if m.MaxSeqs > 0 {
+			t.Fatalf("TP %d × DP %d holds %d sequences: not a no-fit case", l.TP, l.DP, m.MaxSeqs)
+		}
+		n := unit.Bytes((r.MaxModelLen+m.BlockSize-1)/m.BlockSize*m.BlockSize) * m.KVPerToken
+		if best.TP == 0 || float64(m.KVCache)/float64(n) > float64(left)/float64(need) {
+			best, need, left = l, n, m.KVCache
+		}
+	}
+	if left == 0 {
+		t.Fatal("no layout has HBM left for the KV cache: a weights case, not a pages case")
+	}
+	msg := err.Error()
+	for _, s := range []string{"one sequence's KV pages", "max_model_len 262144", need.String(), left.String(), "max_model_len "} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("%q does not say %q", msg, s)
+		}
+	}
+	for _, s := range []string{"concurrent sequences", "at most 0", "--"} {
+		if strings.Contains(msg, s) {
+			t.Errorf("%q says %q", msg, s)
+		}
+	}
+	if len(ne.Fits) != 1 || ne.Fits[0].Field != "max_model_len" {
+		t.Fatalf("fits %+v, want one: max_model_len", ne.Fits)
+	}
+	n, err := strconv.Atoi(ne.Fits[0].Value)
+	if err != nil || n >= r.MaxModelLen {
+		t.Fatalf("suggested max_model_len %q, want a whole number below %d", ne.Fits[0].Value, r.MaxModelLen)
+	}
+	q := r
+	q.MaxModelLen = n
+	if p, err := Search(q); err != nil || p.Best.TP != ne.Fits[0].TP || p.Best.DP != ne.Fits[0].DP {
+		t.Errorf("max_model_len %d: %v (TP %d × DP %d), the error says it fits with TP %d × DP %d", n, err, p.Best.TP, p.Best.DP, ne.Fits[0].TP, ne.Fits[0].DP)
+	}
+	q.MaxModelLen = n + 1
+	if _, err := Search(q); !errors.Is(err, ErrNoFit) {
+		t.Errorf("max_model_len %d: %v, want no fit (%d is the longest that fits)", n+1, err, n)
+	}
+	if want := "max_model_len " + ne.Fits[0].Value; !strings.Contains(msg, want) {
+		t.Errorf("%q does not suggest %q", msg, want)
+	}
+	// a front end spells the field its own way
+	if got := ne.Phrase(func(f string) string { return "--" + strings.ReplaceAll(f, "_", "-") }); !strings.Contains(got, "--max-model-len "+ne.Fits[0].Value) {
+		t.Errorf("Phrase with flags = %q, want --max-model-len %s", got, ne.Fits[0].Value)
 	}
 }

@@ -80,12 +80,12 @@ func (r Request) slos() string {
 // by the request's objective among those that fit and meet its SLOs. When
 // some fit but none meets the SLOs, the plan is the best effort by the
 // same order, marked BestEffort with a warning naming what it misses;
-// when none fits, Search returns ErrNoFit.
+// when none fits, Search returns a *NoFitError (ErrNoFit).
 func Search(r Request) (Plan, error) {
 	c := r.Slice.Chip
 	p := Plan{Request: r, Layouts: costed(r)}
 	if len(p.Layouts) == 0 || !p.Layouts[0].Fits {
-		return p, fmt.Errorf("inference: %w: %s", ErrNoFit, noFit(r, p.Layouts))
+		return p, noFit(r, p.Layouts)
 	}
 	b := p.Layouts[0]
 	if err := r.schedulerBudget(b); err != nil {

@@ -172,11 +172,20 @@ const maxMixBytes = 1 << 20
 // names as its flag: tensor_parallel_size → --tensor-parallel-size.
 func inferenceError(err error) error {
 	var fe *inference.FieldError
-	if errors.As(err, &fe) {
-		return usageError{fmt.Errorf("inference: --%s %s, want %s", strings.ReplaceAll(fe.Field, "_", "-"), fe.Value, fe.Want)}
+	var ne *inference.NoFitError
+	switch {
+	case errors.As(err, &fe):
+		return usageError{fmt.Errorf("inference: %s %s, want %s", fieldFlag(fe.Field), fe.Value, fe.Want)}
+	case errors.As(err, &ne):
+		// what would fit, named by its flag (exit 1: a question with no answer)
+		return phrasedError{ne.Phrase(fieldFlag), err}
 	}
 	return err
 }
+
+// fieldFlag is the flag of an inference field: max_model_len is
+// --max-model-len.
+func fieldFlag(field string) string { return "--" + strings.ReplaceAll(field, "_", "-") }
 
 func writeInference(w io.Writer, p inference.Plan, cmd []string) error {
 	return p.WriteText(w, export.ShellQuote(cmd))
