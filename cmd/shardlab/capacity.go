@@ -41,8 +41,8 @@ func newCapacityFlags() (*flag.FlagSet, *capacityFlags) {
 	choiceVar(fs, &f.mode, "mode", "all-capacity", capacity.Modes(), parseMode, "capacity mode")
 	choiceVar(fs, &f.granularity, "maintenance-by", "sub-block", capacity.Granularities(), parseGranularity, "All Capacity maintenance granularity (a VM takes its sub-block's slice down)")
 	intVar(fs, &f.blocks, "blocks", 1, 1, capacity.MaxBlocks, "", "blocks in the reservation (144 TPU7x sub-blocks each)")
-	intVar(fs, &f.subBlockChips, "sub-block-chips", 0, 0, 1<<16, "0: the generation's published size", "chips in one sub-block, where Google's public docs give none (v6e); with --block-chips, the sizes are yours")
-	intVar(fs, &f.blockChips, "block-chips", 0, 0, 1<<22, "0: the generation's published size", "chips in one block, a whole number of sub-blocks (v6e, with --sub-block-chips)")
+	intVar(fs, &f.subBlockChips, "sub-block-chips", 0, 0, 1<<16, "0: the generation's published size", "chips in one sub-block, where Google's public docs give none (v6e); with --block-chips, the sizes are yours\n(refused for tpu7x, whose sizes are published)")
+	intVar(fs, &f.blockChips, "block-chips", 0, 0, 1<<22, "0: the generation's published size", "chips in one block, a whole number of sub-blocks (v6e, with --sub-block-chips; refused for tpu7x)")
 	intVar(fs, &f.spares, "spares", 2, 0, capacity.MaxBlocks*144, "", "spare sub-blocks set aside for the job (All Capacity mode; 0 in managed mode)")
 	floatVar(fs, &f.holdback, "holdback", defaultHoldback, floatFlag{lo: 0, hi: 0.5}, "managed mode: fraction of sub-blocks Compute Engine holds back (an assumption: the docs publish none)")
 	intVar(fs, &f.days, "days", 30, 1, 3650, "", "simulated days")
@@ -138,10 +138,25 @@ func otherMode(f *capacityFlags, slice hw.Slice, mode capacity.Mode, cfg capacit
 }
 
 // hierarchy is the reservation's hierarchy: the generation's published
-// one, or, with --sub-block-chips and --block-chips, the user's.
+// one, or, with --sub-block-chips and --block-chips, the user's, for a
+// generation whose sizes are not published (v6e). On one whose sizes are
+// published (TPU7x) the flags are refused: they would replace cited sizes.
 func (f *capacityFlags) hierarchy(chip hw.Chip, mode capacity.Mode) (capacity.Hierarchy, error) {
 	if err := capacity.CheckMode(chip, mode); err != nil {
 		return capacity.Hierarchy{}, usageError{err}
+	}
+	if f.subBlockChips > 0 || f.blockChips > 0 {
+		if pub, err := capacity.HierarchyOf(chip); err == nil {
+			var given []string
+			if f.subBlockChips > 0 {
+				given = append(given, fmt.Sprintf("--sub-block-chips %d", f.subBlockChips))
+			}
+			if f.blockChips > 0 {
+				given = append(given, fmt.Sprintf("--block-chips %d", f.blockChips))
+			}
+			return pub, bad("capacity: %s on %s: want neither: they are for v6e, whose sizes Google's public docs do not state; %s's are published: %s",
+				strings.Join(given, " and "), chip.Generation, chip.Generation, pub.Sizes())
+		}
 	}
 	switch {
 	case f.subBlockChips > 0 && f.blockChips > 0:

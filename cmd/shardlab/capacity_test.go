@@ -49,6 +49,12 @@ func TestCapacityRefuses(t *testing.T) {
 		{[]string{"--tpu", "v6e-256", "--mode", "all-capacity"}, []string{"v6e", "--sub-block-chips", "--block-chips"}},
 		{[]string{"--tpu", "v6e-256", "--sub-block-chips", "64"}, []string{"give both"}},
 		{[]string{"--tpu", "v6e-256", "--sub-block-chips", "48", "--block-chips", "1024"}, []string{"sub-block chips 48", "v6e-"}},
+		// TPU7x's sizes are published (hw, gke-ac): the v6e flags do not
+		// replace them, with or without the other flag
+		{[]string{"--tpu", "tpu7x-256", "--sub-block-chips", "128", "--block-chips", "1024", "--slices", "2"},
+			[]string{"--sub-block-chips 128 and --block-chips 1024", "tpu7x", "want neither", "for v6e", "4x4x4 (64 chips)", "144 to a block (9216 chips)"}},
+		{[]string{"--tpu", "tpu7x-256", "--block-chips", "9216"}, []string{"--block-chips 9216 on tpu7x", "want neither", "for v6e", "published"}},
+		{[]string{"--tpu", "tpu7x-256", "--mode", "managed", "--sub-block-chips", "64"}, []string{"--sub-block-chips 64 on tpu7x", "want neither"}},
 	} {
 		fail(t, append([]string{"capacity"}, c.args...), c.want...)
 	}
