@@ -50,6 +50,19 @@ func ExpectedGoodput(interval, save, restart time.Duration, perHour float64) flo
 	return float64(interval) / e
 }
 
+// ExpectRun is the renewal-reward goodput (ExpectedGoodput) of the job Run
+// simulates for p under cfg: failures at the job's rate (JobFailureRate),
+// a checkpoint every cfg.Interval of work at cfg.Save, and each restart
+// paying recovery, startup and a restore. It leaves out what only the
+// simulation has: planned maintenance, and waiting for a spare (spares
+// are taken to be at hand, as Expect takes them), so with the default
+// rates, durations and Daly's interval it is Expect's goodput for the
+// same job. It does not depend on cfg.Seed or cfg.Horizon.
+func ExpectRun(p Placement, cfg Config) float64 {
+	restart := cfg.Recovery + cfg.Startup + cfg.Restore
+	return ExpectedGoodput(cfg.Interval, cfg.Save, restart, JobFailureRate(p, cfg.ChipFailuresPerHour))
+}
+
 // Availability is the steady-state fraction of time a sub-block is healthy
 // when it fails at rate perHour and takes repair on average to return:
 // 1 / (1 + λ·MTTR).

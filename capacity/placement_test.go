@@ -210,4 +210,9 @@ func TestUserHierarchy(t *testing.T) {
 	if _, err := UserHierarchy(tpu(t, "v5p-8").Chip, 64, 1024); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("UserHierarchy(v5p) = %v, want ErrUnsupported", err)
 	}
+	// TPU7x's sizes are published (gke-ac: 4x4x4 sub-blocks, 144 to a
+	// block): the user's do not replace them, even valid ones
+	if h, err := UserHierarchy(tpu(t, "tpu7x-256").Chip, 128, 1024); err == nil || !strings.Contains(err.Error(), "published") {
+		t.Errorf("UserHierarchy(tpu7x, 128, 1024) = %+v, %v; want a refusal naming the published sizes", h, err)
+	}
 }

@@ -110,10 +110,15 @@ func HierarchyOf(chip hw.Chip) (Hierarchy, error) {
 // (v6e [ac-overview]'s table stops after its host row): a sub-block of
 // subBlockChips chips, shaped as the generation's slice of that many chips,
 // and blocks of blockChips chips, a whole number of sub-blocks. Its source
-// says the sizes are the user's.
+// says the sizes are the user's. A generation whose sizes are published
+// (TPU7x [gke-ac]) is refused: the user's would replace cited figures.
 func UserHierarchy(chip hw.Chip, subBlockChips, blockChips int) (Hierarchy, error) {
 	if !hasAllCapacity(chip.Generation) {
 		return Hierarchy{}, &Error{Field: "generation", Value: string(chip.Generation), Want: "a generation with All Capacity mode (v6e or tpu7x)", Err: ErrUnsupported}
+	}
+	if pub, err := HierarchyOf(chip); err == nil {
+		return Hierarchy{}, refuse("generation", string(chip.Generation), "one whose sizes Google's public docs do not state (v6e) for sizes of the user's; %s's are published: %s",
+			chip.Generation, pub.Sizes())
 	}
 	s, err := hw.ParseAcceleratorType(chip.AcceleratorType(subBlockChips))
 	if err != nil || s.Chips() != subBlockChips {
@@ -124,6 +129,12 @@ func UserHierarchy(chip hw.Chip, subBlockChips, blockChips int) (Hierarchy, erro
 	}
 	return Hierarchy{Chip: chip, SubBlock: s.Topology, SubBlocksPerBlock: blockChips / subBlockChips,
 		Sources: []string{fmt.Sprintf("the user's: a sub-block of %d chips (%s) and a block of %d chips; Google's public docs do not state %s's", subBlockChips, s.Topology, blockChips, chip.Generation)}}, nil
+}
+
+// Sizes spells the hierarchy's sizes: "sub-blocks of 4x4x4 (64 chips),
+// 144 to a block (9216 chips)".
+func (h Hierarchy) Sizes() string {
+	return fmt.Sprintf("sub-blocks of %s (%d chips), %d to a block (%d chips)", h.SubBlock, h.SubBlockChips(), h.SubBlocksPerBlock, h.BlockChips())
 }
 
 // SubBlockChips is the chips in one sub-block.

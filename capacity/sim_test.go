@@ -372,3 +372,38 @@ func TestExpectBeyondDurationRange(t *testing.T) {
 		}
 	}
 }
+
+// TestExpectRunIsExpect: the expectation of a simulated run at the default
+// rates, durations and storage bandwidth, checkpointing at Daly's interval,
+// is Expect's for the same job on the same chips and hosts (capacity's
+// expected time to train is plan --goodput's and budget's), and the
+// simulation's mean over seeds agrees with it within four standard errors
+// where spares are always at hand.
+func TestExpectRunIsExpect(t *testing.T) {
+	s, err := hw.ParseTPU("tpu7x-512") // 256 chips, 4 sub-blocks, 64 hosts
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(s.Chip, AllCapacity, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Place(r, s, 2, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := Job{TokensPerSecond: 1.37e6, Checkpoint: 788 << 30}
+	e := Expect(job, 512, 128, 1e12)
+	save := CheckpointTime(job.Checkpoint, 128, DefaultStoragePerHost)
+	mtbf := time.Duration(float64(time.Hour) / JobFailureRate(p, DefaultChipFailuresPerHour))
+	c := Config{ChipFailuresPerHour: DefaultChipFailuresPerHour, Repair: time.Minute, Recovery: DefaultRecovery, Startup: DefaultStartup,
+		Save: save, Restore: save, Interval: Daly(save, mtbf), Horizon: 365 * day}
+	if got := ExpectRun(p, c); got != e.Goodput {
+		t.Errorf("ExpectRun = %v, want Expect's %v", got, e.Goodput)
+	}
+	got, se := meanGoodput(t, p, c, 20)
+	t.Logf("simulated %.5f ± %.5f, expected %.5f", got, se, e.Goodput)
+	if math.Abs(got-e.Goodput) > 4*se {
+		t.Errorf("mean goodput %.5f ± %.5f (20 seeds), want %.5f within 4 standard errors", got, se, e.Goodput)
+	}
+}

@@ -41,8 +41,8 @@ func newCapacityFlags() (*flag.FlagSet, *capacityFlags) {
 	choiceVar(fs, &f.mode, "mode", "all-capacity", capacity.Modes(), parseMode, "capacity mode")
 	choiceVar(fs, &f.granularity, "maintenance-by", "sub-block", capacity.Granularities(), parseGranularity, "All Capacity maintenance granularity (a VM takes its sub-block's slice down)")
 	intVar(fs, &f.blocks, "blocks", 1, 1, capacity.MaxBlocks, "", "blocks in the reservation (144 TPU7x sub-blocks each)")
-	intVar(fs, &f.subBlockChips, "sub-block-chips", 0, 0, 1<<16, "0: the generation's published size", "chips in one sub-block, where Google's public docs give none (v6e); with --block-chips, the sizes are yours")
-	intVar(fs, &f.blockChips, "block-chips", 0, 0, 1<<22, "0: the generation's published size", "chips in one block, a whole number of sub-blocks (v6e, with --sub-block-chips)")
+	intVar(fs, &f.subBlockChips, "sub-block-chips", 0, 0, 1<<16, "0: the generation's published size", "chips in one sub-block, where Google's public docs give none (v6e); with --block-chips, the sizes are yours\n(refused for tpu7x, whose sizes are published)")
+	intVar(fs, &f.blockChips, "block-chips", 0, 0, 1<<22, "0: the generation's published size", "chips in one block, a whole number of sub-blocks (v6e, with --sub-block-chips; refused for tpu7x)")
 	intVar(fs, &f.spares, "spares", 2, 0, capacity.MaxBlocks*144, "", "spare sub-blocks set aside for the job (All Capacity mode; 0 in managed mode)")
 	floatVar(fs, &f.holdback, "holdback", defaultHoldback, floatFlag{lo: 0, hi: 0.5}, "managed mode: fraction of sub-blocks Compute Engine holds back (an assumption: the docs publish none)")
 	intVar(fs, &f.days, "days", 30, 1, 3650, "", "simulated days")
@@ -88,9 +88,18 @@ type capacityReport struct {
 	Interruptions      int                `json:"interruptions"`
 	MaintenanceEvents  int                `json:"maintenance_events"`
 	Tokens             float64            `json:"tokens"`
-	TimeToTrainS       float64            `json:"expected_time_to_train_s"`
-	// TimeToTrainLowS and TimeToTrainHighS: the time to train at the ends
-	// of the plan's measured error band (trainBand); absent without one.
+	// ExpectedGoodput is the renewal-reward expectation of the simulated
+	// job (capacity.ExpectRun): failures, checkpoints and restarts, with
+	// spares at hand and no maintenance. With the default flags it is
+	// plan --goodput's and budget's goodput for the same job.
+	ExpectedGoodput float64 `json:"expected_goodput_fraction"`
+	// TimeToTrainS is the time to train at ExpectedGoodput; SimulatedS at
+	// this seed's simulated goodput, one sample.
+	TimeToTrainS float64 `json:"expected_time_to_train_s"`
+	SimulatedS   float64 `json:"simulated_time_to_train_s"`
+	// TimeToTrainLowS and TimeToTrainHighS: the expected time to train at
+	// the ends of the plan's measured error band (trainBand); absent
+	// without one.
 	TimeToTrainLowS   float64        `json:"low_expected_time_to_train_s,omitempty"`
 	TimeToTrainHighS  float64        `json:"high_expected_time_to_train_s,omitempty"`
 	SubBlockAvailable float64        `json:"sub_block_availability_fraction"`
@@ -138,10 +147,25 @@ func otherMode(f *capacityFlags, slice hw.Slice, mode capacity.Mode, cfg capacit
 }
 
 // hierarchy is the reservation's hierarchy: the generation's published
-// one, or, with --sub-block-chips and --block-chips, the user's.
+// one, or, with --sub-block-chips and --block-chips, the user's, for a
+// generation whose sizes are not published (v6e). On one whose sizes are
+// published (TPU7x) the flags are refused: they would replace cited sizes.
 func (f *capacityFlags) hierarchy(chip hw.Chip, mode capacity.Mode) (capacity.Hierarchy, error) {
 	if err := capacity.CheckMode(chip, mode); err != nil {
 		return capacity.Hierarchy{}, usageError{err}
+	}
+	if f.subBlockChips > 0 || f.blockChips > 0 {
+		if pub, err := capacity.HierarchyOf(chip); err == nil {
+			var given []string
+			if f.subBlockChips > 0 {
+				given = append(given, fmt.Sprintf("--sub-block-chips %d", f.subBlockChips))
+			}
+			if f.blockChips > 0 {
+				given = append(given, fmt.Sprintf("--block-chips %d", f.blockChips))
+			}
+			return pub, bad("capacity: %s on %s: want neither: they are for v6e, whose sizes Google's public docs do not state; %s's are published: %s",
+				strings.Join(given, " and "), chip.Generation, chip.Generation, pub.Sizes())
+		}
 	}
 	switch {
 	case f.subBlockChips > 0 && f.blockChips > 0:
@@ -380,13 +404,15 @@ func (f *capacityFlags) report(p plan.Plan, res capacity.Reservation, pl capacit
 			"infrastructure_recovery": r.Badput.InfrastructureRecovery.Seconds(), "waiting_for_capacity": r.Badput.WaitingForCapacity.Seconds(),
 		},
 		HostFailures: r.HostFailures, Interruptions: r.Interruptions, MaintenanceEvents: r.MaintenanceEvents,
-		Tokens: f.tokens, TimeToTrainS: f.tokens / (job.TokensPerSecond * math.Max(r.Goodput(), 1e-9)),
+		Tokens: f.tokens, ExpectedGoodput: capacity.ExpectRun(pl, cfg),
+		SimulatedS:        f.tokens / (job.TokensPerSecond * math.Max(r.Goodput(), 1e-9)),
 		SubBlockAvailable: avail, SparesFor95: capacity.SparesFor(pl.Used, avail, 0.95, res.SubBlocks()),
 	}
 	if f.chipRate == capacity.DefaultChipFailuresPerHour {
 		rep.Assumptions = append(rep.Assumptions, "a TPU chip fails as often as an H100 in Llama 3's run")
 	}
 	rep.Assumptions = append(rep.Assumptions, "repair, recovery, startup, maintenance downtime and storage bandwidth are assumptions (flags)")
+	rep.TimeToTrainS = f.tokens / (job.TokensPerSecond * math.Max(rep.ExpectedGoodput, 1e-9))
 	rep.TimeToTrainLowS, rep.TimeToTrainHighS = trainBand(p, rep.TimeToTrainS)
 	if mode == capacity.Managed {
 		rep.Assumptions = append(rep.Assumptions, fmt.Sprintf("managed holdback %.3g of the sub-blocks: the docs publish none", holdback))
@@ -428,11 +454,13 @@ func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) err
 	} else {
 		fmt.Fprintf(&b, "side by side, %s mode (%s), same seed: goodput %.4f\n", o.Mode, o.Setting, o.Goodput)
 	}
+	fmt.Fprintf(&b, "expected goodput %.4f (renewal reward: failures, checkpoints, restarts; spares at hand, no maintenance): at the default flags, plan --goodput's and budget's\n",
+		r.ExpectedGoodput)
 	fmt.Fprintf(&b, "expected time to train %.3g tokens: %v", r.Tokens, secs(r.TimeToTrainS))
 	if r.TimeToTrainHighS > 0 {
 		fmt.Fprintf(&b, " (%v to %v in the step model's band)", secs(r.TimeToTrainLowS), secs(r.TimeToTrainHighS))
 	}
-	b.WriteString("\n")
+	fmt.Fprintf(&b, "; %v at seed %d's simulated goodput %.4f\n", secs(r.SimulatedS), r.Seed, r.Goodput)
 	if r.SparesFor95 >= 0 {
 		fmt.Fprintf(&b, "spare sub-blocks for 95 %% confidence that %d are healthy: %d\n", pl.Used, r.SparesFor95)
 	}

@@ -54,7 +54,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	f.meshSpec = fs.String("mesh", defaultRunMesh, "layout, e.g. "+defaultRunMesh)
 	f.planPath = fs.String("plan", "", "take the layout, topology, global batch, micro-batches, schedule, chunks and (when the emulator runs it) sequence length\nfrom 'shardlab plan --json' output in FILE (at most 4 MiB)")
 	f.planIndex = newInt(fs, "plan-index", 0, 0, 1023, "", "with --plan: which plan of the array 'shardlab plan --json' prints without model or TPU flags, from 0")
-	f.layers = newInt(fs, "layers", 4, 1, 1024, "", "model layers")
+	f.layers = newInt(fs, "layers", 4, 1, maxRunLayers, "", "model layers (with --plan, and not given: the fewest from 4 that the plan's pipeline x chunks split)")
 	f.dModel = newInt(fs, "d-model", 64, 1, 1<<16, "", "model width")
 	f.heads = newInt(fs, "heads", 4, 1, 4096, "", "attention heads")
 	f.kvHeads = newInt(fs, "kv-heads", 2, 1, 4096, "", "key/value heads")
@@ -155,11 +155,7 @@ func pipelineSchedule(name string, chunks int, m mesh.Mesh, layers, micro int) (
 	if err != nil {
 		return "", 0, usageError{err}
 	}
-	p := m.Size(mesh.Pipeline)
-	v := max(chunks, 1)
-	if chunks == 0 && k == schedule.Interleaved {
-		v = 2
-	}
+	p, v := m.Size(mesh.Pipeline), chunksOf(k, chunks)
 	switch {
 	case v > 1 && !k.Chunked():
 		return "", 0, bad("run: --chunks %d with --schedule %s, want 1 (interleaved and circular split a device's layers into chunks)", chunks, k)
@@ -173,6 +169,15 @@ func pipelineSchedule(name string, chunks int, m mesh.Mesh, layers, micro int) (
 		return "", 0, bad("run: --micro-batches %d with --schedule %s over %s, want a multiple of %d", micro, k, axisFactor(mesh.Pipeline, p), p)
 	}
 	return k, v, nil
+}
+
+// chunksOf is the chunks per device that --chunks gives schedule k: 0 is
+// 2 for interleaved, else 1.
+func chunksOf(k schedule.Kind, chunks int) int {
+	if chunks == 0 && k == schedule.Interleaved {
+		return 2
+	}
+	return max(chunks, 1)
 }
 
 // parseLink reads --fail-link A-B: two different device numbers.
@@ -278,6 +283,7 @@ func (f *runFlags) layout(set map[string]bool, stderr io.Writer) (mesh.Mesh, err
 		var pj planJob
 		if m, pj, err = meshFromPlan(*f.planPath, *f.planIndex, set["plan-index"]); err == nil {
 			pj.apply(f, set, stderr)
+			err = f.splitLayers(m, set, stderr)
 		}
 	} else {
 		m, err = meshOn(*f.tpu, *f.slices, *f.meshSpec)

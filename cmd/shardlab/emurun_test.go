@@ -247,6 +247,56 @@ func TestRunPlanFromPlanJSON(t *testing.T) {
 	fail(t, []string{"run", "--plan", write("bare.json", b)}, "--plan", "not what 'shardlab plan --json' prints")
 }
 
+// TestRunPlanPipelinedLayers: a pipelined plan runs as it stands (the
+// defects67 item 11 case, pipeline=8 circular with 2 chunks, stopped at
+// --layers' default 4): without --layers, run trains the fewest layers
+// from that default up that pipeline x chunks split, and says so; an
+// explicit --layers that does not split is refused, naming the flag.
+func TestRunPlanPipelinedLayers(t *testing.T) {
+	out, errOut, code := runCmd("plan", "--model", "llama3-8b", "--tpu", "v5p-32", "--mesh", "data=2,pipeline=8", "--schedule", "circular", "--chunks", "2", "--json")
+	if code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errOut)
+	}
+	path := filepath.Join(t.TempDir(), "pp.json")
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--plan", path, "--synthetic", "--steps", "1", "--quiet", "--d-model", "32", "--d-ff", "64", "--seq", "16"}
+	out, errOut, code = runCmd(append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("run --plan of a pipeline=8 circular plan with 2 chunks: exit %d: %s", code, errOut)
+	}
+	var o runOut
+	if err := json.Unmarshal([]byte(out), &o); err != nil {
+		t.Fatal(err)
+	}
+	// 8 stages x 2 chunks: 16 pieces, so 16 layers
+	if o.Model.Layers != 16 || o.Schedule != "circular" || o.Chunks != 2 || o.Layout != "data=2,pipeline=8" {
+		t.Errorf("run --plan: %d layers, %s with %d chunks on %s; want 16 layers, circular with 2 chunks on data=2,pipeline=8",
+			o.Model.Layers, o.Schedule, o.Chunks, o.Layout)
+	}
+	for _, want := range []string{"pipeline=8 x 2 chunks", "training 16 layers", "--layers"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("run --plan: stderr %q lacks %q", errOut, want)
+		}
+	}
+	// the command line's schedule wins and its chunks count: 1f1b has 1,
+	// so 8 layers
+	if o := runJSONOut(t, append(args, "--schedule", "1f1b")...); o.Model.Layers != 8 {
+		t.Errorf("run --plan --schedule 1f1b over pipeline=8: %d layers, want 8", o.Model.Layers)
+	}
+	fail(t, append(args, "--layers", "4"), "--layers 4", "pipeline=8 x 2 chunks", "want a multiple of 16 layers")
+	fail(t, append(args, "--layers", "24"), "--layers 24", "want a multiple of 16 layers")
+	// 64 stages x 32 chunks: no layer count run takes splits 2048 ways
+	deep := filepath.Join(t.TempDir(), "deep.json")
+	plan := `{"accelerator_type": "v5p-128", "slices": 1, "global_batch_sequences": 64, "micro_batches": 64, "seq_len": 16,
+		"schedule": "circular", "chunks_per_device": 32, "layout": {"axes": [{"name": "pipeline", "ici": 64, "dcn": 1}]}}`
+	if err := os.WriteFile(deep, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fail(t, []string{"run", "--plan", deep, "--synthetic"}, "--plan "+deep, "pipeline=64 x 32 chunks", "2048 ways", "1024 layers")
+}
+
 // TestRunDiverges: a learning rate far too high makes the loss explode;
 // the run stops there, still reports (text and JSON), and exits 1.
 func TestRunDiverges(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"shardlab/plan"
 	"shardlab/schedule"
 	"shardlab/schema"
+	"shardlab/unit"
 )
 
 // The emulator trains small models on a few cores. It takes a plan's
@@ -159,6 +160,35 @@ func (pj planJob) apply(f *runFlags, set map[string]bool, stderr io.Writer) {
 	}
 	warn(stderr, "run", "the plan's %d sequences of %d tokens are more than the emulator trains per step (sequences of at most %d tokens, %d tokens a step); training %d sequences of %d tokens (set --seq to choose)",
 		*f.batch, pj.seq, maxPlanSeq, maxPlanTokens, *f.batch, *f.seq)
+}
+
+// maxRunLayers bounds --layers.
+const maxRunLayers = 1024
+
+// splitLayers, when the command line does not set --layers, makes it the
+// fewest layers from its default up that the plan's pipeline x chunks
+// split (the schedule and chunks apply has settled, as pipelineSchedule
+// reads them), and says so, as apply says of the sequence length. An
+// explicit --layers is left for pipelineSchedule to refuse by name.
+func (f *runFlags) splitLayers(m mesh.Mesh, set map[string]bool, stderr io.Writer) error {
+	k, err := schedule.ParseKind(*f.sched)
+	if set["layers"] || err != nil {
+		return nil
+	}
+	p, v := m.Size(mesh.Pipeline), chunksOf(k, *f.chunks)
+	n := p * v
+	if *f.layers%n == 0 {
+		return nil
+	}
+	split := fmt.Sprintf("the plan's %s x %s", axisFactor(mesh.Pipeline, p), unit.Plural(v, "chunk"))
+	if n > maxRunLayers {
+		return bad("run: --plan %s: %s split the layers %d ways, more than the %d layers the emulator trains", *f.planPath, split, n, maxRunLayers)
+	}
+	def := *f.layers
+	*f.layers = (def + n - 1) / n * n
+	warn(stderr, "run", "%s split the layers %d ways; training %d layers, not --layers' default %d (set --layers to a multiple of %d to choose)",
+		split, n, *f.layers, def, n)
+	return nil
 }
 
 // meshOn lays spec out on slices of --tpu: an accelerator type, or a
