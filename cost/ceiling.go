@@ -2,6 +2,7 @@ package cost
 
 import (
 	"math"
+	"time"
 
 	"shardlab/schedule"
 )
@@ -87,4 +88,90 @@ func roundingNs(comms []Comm, sh *shape) float64 {
 		n += 8 * 3 * float64(c.Count) * float64(max(sh.ls, 1))
 	}
 	return n
+}
+
+// leastStep is at most the step, in nanoseconds, of the estimator's
+// Throughput at the batch whose ceiling terms are c, under a schedule of
+// the given Stretch: the least the step can be over every compute time
+// at least MaxThroughput's floor, the collectives' exposure worked out
+// as communicate works it out at that compute. It is -Inf where the
+// calibration's Contention is negative.
+//
+// Why: Throughput's step is C + bubble + sync + ICI + DCN, with C the
+// compute (Time.Compute), at least floorNs − 4 (MaxThroughput), and the
+// bubble and sync each C times a factor cut to the nanosecond, so
+// together at least (stretch − 1)·C − 2. The passes P (Time.Passes) are C
+// less the optimizer's update, which is computeFloor's fixed part cut to
+// the nanosecond (the same product), and less the offload, none
+// negative: P ≤ C − fixed + 1 ns. On each tier, overlap.exposed(grad,
+// gather) is the largest of total − window, grad − bwdWindow and
+// total/ls cut to the nanosecond (none exceeds total, so its min with
+// total changes nothing), and the windows are P's fixed shares cut
+// toward zero, at most P's shares times (1 + slack): so the exposed time
+// is at least E(P) = max(total − w·P, grad − bw·P, total/ls), each
+// piece's slope as newOverlap's shares, and E falls as P grows, so it is
+// at least E(C − fixed + 1). On ICI communicate adds the contention, the
+// share s of what hides, hidden·s cut to the nanosecond with hidden not
+// negative (exposed ≤ total; tensor-parallel time hidden ≥ tpAll − its
+// exposed time tp), and the tensor-parallel exposed time: ICI ≥ exposed
+// + s·(total − exposed + tpAll − tp) + tp + path − 1 ≥ (1 − s)·exposed +
+// s·(total + tpAll) + path − 1 for s = min(Contention, 1) in [0, 1];
+// DCN is its exposed time plus its path. So the step is at least g(C) =
+// stretch·C − 3 + (1 − s)·E_ICI(C − fixed + 1) + E_DCN(C − fixed + 1) +
+// s·(total_ICI + tpAll) + path_ICI + path_DCN, for the compute C it has.
+// g is convex and piecewise affine in C (a sum of maxima of affine
+// functions with factors not negative) and grows without end (stretch ≥
+// 1, and each E is constant for large C), so its least over C at least
+// the floor is at the floor or at a C where two pieces of one E meet,
+// all of which leastStep weighs. Every term is at least commFloor's
+// (E_DCN ≥ total_DCN/ls, E_ICI ≥ 0), so the step is no less than
+// ThroughputCeiling's was with commFloor alone.
+func (bm *BatchMemory) leastStep(c *ceilingTerms, stretch float64) float64 {
+	share := min(bm.est.Job.calibration().Contention, 1)
+	if share < 0 {
+		return math.Inf(-1) // hiding would save more than it takes
+	}
+	_, fixed := bm.computeFloor()
+	sh, p := &bm.sh, &c.parts
+	ici, dcn := overlapFloor(p.gradICI, p.gatherICI, sh.ls, sh.m), overlapFloor(p.gradDCN, p.gatherDCN, sh.ls, sh.m)
+	path := share*float64(p.gradICI+p.gatherICI+p.tpAll) + float64(p.pathICI+p.pathDCN) - 3
+	toPasses := 1 - fixed*1e9 // P ≤ C + toPasses
+	g := func(compute float64) float64 {
+		x := compute + toPasses
+		return stretch*compute + (1-share)*ici.at(x) + dcn.at(x) + path
+	}
+	lo := c.floorNs - 4
+	least := g(lo)
+	for _, e := range [2]*exposure{&ici, &dcn} {
+		for i := range e {
+			for k := i + 1; k < len(e); k++ {
+				if dw := e[i].w - e[k].w; dw != 0 {
+					if at := (e[i].a-e[k].a)/dw - toPasses; at > lo {
+						least = min(least, g(at))
+					}
+				}
+			}
+		}
+	}
+	return least
+}
+
+// exposure is overlap.exposed(grad, gather) from below as a function of
+// the passes' time x in nanoseconds: the largest of its pieces a − w·x.
+type exposure [3]struct{ a, w float64 }
+
+// overlapFloor is the exposure of a tier's gradient reductions grad and
+// gathers gather in a shape of ls layers per stage and m micro-batches:
+// total − window, grad − bwdWindow (newOverlap's shares of the passes,
+// raised by slack for their rounding) and total/ls as exposed cuts it.
+func overlapFloor(grad, gather time.Duration, ls, m int) exposure {
+	total, l := grad+gather, float64(ls)
+	w := (l - 1) / l * (1 + slack)
+	bw := 2.0 / 3 / float64(m) * (l - 1) / l * (1 + slack)
+	return exposure{{float64(total), w}, {float64(grad), bw}, {float64(time.Duration(float64(total) / l)), 0}}
+}
+
+// at is the exposure at passes of x nanoseconds.
+func (e *exposure) at(x float64) float64 {
+	return max(e[0].a-e[0].w*x, e[1].a-e[1].w*x, e[2].a-e[2].w*x)
 }

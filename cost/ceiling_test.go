@@ -2,9 +2,11 @@ package cost
 
 import (
 	"fmt"
+	"math"
 	"shardlab/model"
 	"testing"
 
+	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
@@ -203,4 +205,137 @@ func freshCeiling(j Job, m mesh.Mesh, b int, f func(*BatchMemory) float64) float
 		return -1
 	}
 	return f(&bm)
+}
+
+// TestThroughputCeilingOverLayouts holds ThroughputCeiling to what it
+// bounds on every layout of a few slices (each ordered factorization of
+// the chips over data, fsdp, tensor, pipeline and context, and of the
+// slices over data, fsdp or pipeline), dense models with a sequential and
+// a parallel block: at every remat policy, schedule, micro-batch count
+// and a few batches, the ceiling is at least Throughput of the batch's
+// Bound, and never above the ceiling of the collectives' floor alone
+// (commFloor, which leastStep tightens: the compute floor stretched plus
+// commFloor). It must be tighter than that floor's somewhere: within 1.1
+// times the throughput in more batches.
+func TestThroughputCeilingOverLayouts(t *testing.T) {
+	parallel := lookup(t, "llama3-8b")
+	parallel.ParallelBlock = true
+	cases := []struct {
+		spec   model.Spec
+		accel  string
+		slices int
+	}{
+		{lookup(t, "llama3-70b"), "v5p-64", 2},
+		{lookup(t, "llama3-8b"), "v5litepod-16", 1},
+		{parallel, "v6e-16", 2},
+		{lookup(t, "llama3-70b"), "tpu7x-32", 4},
+	}
+	axes := []string{"data", "fsdp", "tensor", "pipeline", "context"}
+	e := NewEstimator()
+	n, near, nearFloor := 0, 0, 0
+	for _, c := range cases {
+		sl, err := hw.ParseAcceleratorType(c.accel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chips := sl.Chips()
+		for _, in := range factorsOver(chips, len(axes)) {
+			for _, across := range []string{"data", "fsdp", "pipeline"} {
+				spec := ""
+				for i, a := range axes {
+					spec += fmt.Sprintf("%s=%d,", a, in[i])
+				}
+				m, err := mesh.ParseOn(c.accel, c.slices, fmt.Sprintf("%s%s=%d(dcn)", spec, across, c.slices))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, j := range ceilingJobs(c.spec, m.Size(mesh.Pipeline)) {
+					bm, err := e.BatchMemory(j, m)
+					if err != nil {
+						continue // the layout does not run the job
+					}
+					for _, per := range []int{1, 4, 16} {
+						b := per * bm.shards
+						bd, err := bm.Bound(b)
+						if err != nil {
+							t.Fatalf("%s on %v, batch %d: %v", c.spec.Name, m, b, err)
+						}
+						got, want := bm.ThroughputCeiling(b), e.Throughput(&bd)
+						floor := commFloorCeiling(&bm, b)
+						n++
+						if got < want || got > floor {
+							t.Errorf("%s on %v, %s, %s with %d chunks, %d micro-batches, batch %d: ceiling %v, want at least the throughput %v and at most commFloor's ceiling %v",
+								c.spec.Name, m, j.Remat, j.Schedule, j.Chunks, j.MicroBatches, b, got, want, floor)
+						}
+						if got <= 1.1*want {
+							near++
+						}
+						if floor <= 1.1*want {
+							nearFloor++
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d batches: ceiling within 1.1 times the throughput in %d, commFloor's in %d", n, near, nearFloor)
+	if n < 5000 || near <= nearFloor {
+		t.Errorf("ceiling within 1.1 times the throughput in %d of %d batches, commFloor's in %d: want at least 5000 batches, and more near", near, n, nearFloor)
+	}
+}
+
+// ceilingJobs is spec's job at every remat policy the search weighs, and
+// for p > 1 stages every schedule at p and 4p micro-batches.
+func ceilingJobs(spec model.Spec, p int) []Job {
+	type sc struct {
+		k schedule.Kind
+		v int
+	}
+	scheds, micros := []sc{{"", 1}}, []int{1}
+	if p > 1 {
+		scheds, micros = []sc{{schedule.GPipe, 1}, {schedule.OneFOneB, 1}, {schedule.Interleaved, 2}}, []int{p, 4 * p}
+	}
+	var out []Job
+	for _, r := range SearchRemats() {
+		for _, s := range scheds {
+			for _, mb := range micros {
+				j := NewJob(spec, spec.SeqLen, 1)
+				j.Remat, j.MicroBatches = r, mb
+				if s.k != "" {
+					j.Schedule, j.Chunks = s.k, s.v
+				}
+				out = append(out, j)
+			}
+		}
+	}
+	return out
+}
+
+// commFloorCeiling is the ceiling at batch b from the compute floor,
+// stretched, and commFloor alone: ThroughputCeiling before leastStep.
+func commFloorCeiling(bm *BatchMemory, b int) float64 {
+	f := bm.stepFloor()
+	c, ok := bm.ceilingStep(b)
+	stepNs := f.stretch*(c.floorNs-4) - 2 + c.commNs
+	if f.noPeak || !ok || !(stepNs > 0) {
+		return math.Inf(1)
+	}
+	return float64(b) * float64(bm.est.Job.Seq) / (stepNs / 1e9) / f.chips * (1 + slack)
+}
+
+// factorsOver lists every ordered k-tuple of positive integers whose
+// product is n.
+func factorsOver(n, k int) [][]int {
+	if k == 1 {
+		return [][]int{{n}}
+	}
+	var out [][]int
+	for d := 1; d <= n; d++ {
+		if n%d == 0 {
+			for _, rest := range factorsOver(n/d, k-1) {
+				out = append(out, append([]int{d}, rest...))
+			}
+		}
+	}
+	return out
 }
