@@ -28,10 +28,12 @@ func (bm *BatchMemory) Stretch(k schedule.Kind, v int) float64 {
 // shards) under every schedule whose Stretch is at least stretch (the
 // same micro-batches and remat policy): at least its ThroughputCeiling
 // there. +Inf where it cannot say, and for a mixture of experts, whose
-// dispatch rounds its tokens to each expert's capacity.
+// dispatch rounds its tokens to each expert's capacity. With no remat
+// (RematNone) it bounds every policy's Throughput as well.
 //
-// Why: ThroughputCeiling(b) is b tokens over the step
-// stretch·(floor(b) − 4) − 2 + comm(b) (in nanoseconds). Neither floor
+// Why: Throughput's step at b is at least stretch·(floor(b) − 4) − 2 +
+// comm(b) (in nanoseconds; leastStep's step, ThroughputCeiling's, is at
+// least that, every term of it at least commFloor's). Neither floor
 // nor comm reads the schedule: the compute's floor is the shape's
 // (computeFloor), and the collectives' floor counts the pipeline's fill
 // and drain sends, which do not depend on its chunks (tally.pipeline); so
@@ -51,6 +53,15 @@ func (bm *BatchMemory) Stretch(k schedule.Kind, v int) float64 {
 // part: the optimizer's update) and −1 for the collectives (every
 // collective's time is its bytes' plus its hops' latency, none negative,
 // and commFloor takes off a nanosecond), less roundNs, is not negative.
+// With no remat, floor and comm are at most any policy's at the same
+// batch: the compute's floor adds no recomputed projections and no second
+// attention core (shape.r's recompute and attention), and its vector work
+// makes three passes where every other policy makes four (vectorBytes);
+// its collectives are the others' but for those a recomputed forward
+// repeats (commKey's flags: tensor parallel, ring attention), and
+// commFloor only grows with each. So every policy's step is at least no
+// remat's affine function at each batch, and b over it is at most this
+// ceiling.
 func (bm *BatchMemory) RangeCeiling(lo, hi int, stretch float64) float64 {
 	f := bm.stepFloor()
 	if f.noPeak || bm.est.Job.Model.MoE() {

@@ -169,6 +169,12 @@ func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []co
 			continue // no batch within the limit: none runs
 		}
 		var st stretches // the schedules', once worked out
+		if w.noRematHopeless(m, scheds, mb, lo, hi, remats, &st) {
+			for si := range scheds {
+				h[si] |= uint32(1)<<(mi*8+len(remats)) - uint32(1)<<(mi*8)
+			}
+			continue
+		}
 		for ri, r := range remats {
 			bit := uint32(1) << (mi*8 + ri)
 			bm, ok := w.pairMemory(m, scheds, mb, r, &st)
@@ -188,6 +194,23 @@ func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []co
 		}
 	}
 	return h, all
+}
+
+// noRematHopeless reports whether every remat policy of remats, under
+// every schedule of scheds, with mb micro-batches, is hopeless on mesh m
+// at every batch from lo to hi, by one ceiling: that of the job with no
+// remat (cost.RematNone) over the range, with the least stretch of the
+// schedules (worked out in st). With no remat the ceiling's every term is
+// at most any policy's (cost.BatchMemory.RangeCeiling), so it bounds
+// every policy's throughput too. It does not look where the request
+// weighs one policy (that policy's own ceiling is as cheap), and is false
+// where the job cannot run so (the pairs' own memories then say why).
+func (w *worker) noRematHopeless(m *mesh.Mesh, scheds []sched, mb, lo, hi int, remats []cost.Remat, st *stretches) bool {
+	if len(remats) < 2 {
+		return false
+	}
+	bm, ok := w.pairMemory(m, scheds, mb, cost.RematNone, st)
+	return ok && w.bars.outclassed(TierOf(*m), bm.RangeCeiling(lo, hi, st.least), false)
 }
 
 // stretches is the Stretch of each schedule a layout is weighed under

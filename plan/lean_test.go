@@ -137,9 +137,12 @@ func TestLeanWholeSweep(t *testing.T) {
 // throughput of every schedule the search costs the layout with at every
 // batch within the limit, and each schedule's own ceiling (at its
 // Stretch) at least that schedule's; some schedules' own ceilings must
-// be below the least stretch's, or they would skip nothing more.
+// be below the least stretch's, or they would skip nothing more. The
+// ceiling with no remat (worker.noRematHopeless) must be at least every
+// policy's throughput too, and near enough to skip: within 1.25 times the
+// largest of the policies' own least-stretch ceilings in most cases.
 func TestPairCeiling(t *testing.T) {
-	n, lower := 0, 0
+	n, lower, counts, near := 0, 0, 0, 0
 	for _, c := range []struct {
 		model, tpu string
 		slices     int
@@ -160,6 +163,13 @@ func TestPairCeiling(t *testing.T) {
 			scheds := w.schedules(p)
 			for _, mb := range []int{p, 2 * p, 4 * p, 8 * p} {
 				lo, hi := w.batchRange(&m, mb)
+				var st stretches
+				bn, ok := w.pairMemory(&m, scheds, mb, cost.RematNone, &st)
+				if !ok || hi < lo {
+					continue
+				}
+				none, largest := bn.RangeCeiling(lo, hi, st.least), 0.0
+				counts++
 				for _, rm := range rematsFor(&r) {
 					var st stretches
 					bm, ok := w.pairMemory(&m, scheds, mb, rm, &st)
@@ -167,6 +177,7 @@ func TestPairCeiling(t *testing.T) {
 						continue
 					}
 					least := bm.RangeCeiling(lo, hi, st.least)
+					largest = max(largest, least)
 					var own [maxHopelessScheds]float64
 					for si := range scheds {
 						own[si] = bm.RangeCeiling(lo, hi, st.of[si])
@@ -183,19 +194,25 @@ func TestPairCeiling(t *testing.T) {
 							if err != nil {
 								continue
 							}
-							if tp := w.est.Throughput(&bd); tp > least || tp > own[si] {
-								t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d: throughput %v above the ceiling %v or the schedule's own %v",
-									c.model, m, mb, rm, sc.k, sc.v, b, tp, least, own[si])
+							if tp := w.est.Throughput(&bd); tp > least || tp > own[si] || tp > none {
+								t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d: throughput %v above the ceiling %v, the schedule's own %v or no remat's %v",
+									c.model, m, mb, rm, sc.k, sc.v, b, tp, least, own[si], none)
 							}
 						}
 					}
 				}
+				if none <= 1.25*largest {
+					near++
+				}
 			}
 		}
 	}
-	t.Logf("%d ceilings, %d own below", n, lower)
+	t.Logf("%d ceilings, %d own below; %d counts, no remat's within 1.25 times the policies' in %d", n, lower, counts, near)
 	if n < 300 || lower < n/4 {
 		t.Errorf("%d ceilings checked, %d schedules' own below the least stretch's, want at least 300 and a quarter as many", n, lower)
+	}
+	if counts < 100 || near < counts/2 {
+		t.Errorf("no remat's ceiling within 1.25 times the policies' in %d of %d micro-batch counts, want at least half of at least 100", near, counts)
 	}
 }
 
