@@ -29,7 +29,9 @@ func (bm *BatchMemory) Stretch(k schedule.Kind, v int) float64 {
 // same micro-batches and remat policy): at least its ThroughputCeiling
 // there. +Inf where it cannot say, and for a mixture of experts, whose
 // dispatch rounds its tokens to each expert's capacity. With no remat
-// (RematNone) it bounds every policy's Throughput as well.
+// (RematNone) it bounds every policy's Throughput as well. It is the
+// least of two ceilings: the one below, from commFloor, and
+// exposedCeiling's, from the collectives' exposure.
 //
 // Why: Throughput's step at b is at least stretch·(floor(b) − 4) − 2 +
 // comm(b) (in nanoseconds; leastStep's step, ThroughputCeiling's, is at
@@ -78,6 +80,80 @@ func (bm *BatchMemory) RangeCeiling(lo, hi int, stretch float64) float64 {
 		best = max(best, float64(b)*float64(bm.est.Job.Seq)/(stepNs/1e9)/f.chips)
 		if lo == hi || stretch*(fixed*1e9*(1-slack)-4)-3-c.roundNs >= 0 {
 			break // the affine function's part that does not grow with the batch is not negative: b over it grows
+		}
+	}
+	return min(best*(1+slack), bm.exposedCeiling(lo, hi, stretch))
+}
+
+// exposedCeiling is a second ceiling RangeCeiling takes the least of, at
+// least the same throughputs: with the gathers and reductions exposed as
+// leastStep exposes them, each tier's exposure bounded from below by a
+// fixed mixture of its pieces, so that the bound on the step stays
+// affine in the batch. +Inf where it cannot say.
+//
+// Why: leastStep's g(C) is at least the step at each batch b for the
+// compute C the step has, C at least floor(b) − 4. Each tier's E(x) =
+// max of its pieces a_i − w_i·x is at least any mixture of them, weights
+// not negative and summing to one; with the ICI exposure at its piece i
+// alone and the DCN's at its piece j by μ and its constant piece (total
+// cut per layer) by 1 − μ, g(C) is at least σ·C + R, σ = stretch − (1 −
+// s)·w_i − μ·w_j, and μ = min(1, (stretch − (1 − s)·w_i)/w_j) keeps σ
+// not negative (stretch ≥ 1 > (1 − s)·w_i), so the least over C is σ at
+// the floor plus R. Each piece's a is a tally part (total, grad) or the
+// total cut per layer, and R weighs each collective's time by at most
+// one (the contention share s and the exposure's 1 − s, or μ and 1 − μ,
+// together), so as for commFloor it is affine in b but for roundNs
+// (which sums each collective's rounding) and the two cuts per layer
+// (under a nanosecond each): the step is at least an affine function of b
+// less roundNs and 2, at least that at lo and hi less twice roundNs and
+// 2, and b over it is largest at one of them. Every mixture gives a
+// ceiling; exposedCeiling weighs the nine pairs (i, j). With no remat,
+// every part is at most any policy's (RangeCeiling) and leastStep's g
+// grows with each, so it bounds every policy's throughput too.
+func (bm *BatchMemory) exposedCeiling(lo, hi int, stretch float64) float64 {
+	f := bm.stepFloor()
+	share := min(bm.est.Job.calibration().Contention, 1)
+	if f.noPeak || bm.est.Job.Model.MoE() || share < 0 {
+		return math.Inf(1)
+	}
+	_, fixed := bm.computeFloor()
+	toPasses := 1 - fixed*1e9 // the passes are at most the compute plus this (leastStep)
+	// at each end: the two tiers' exposures, and the rest of the step but
+	// the compute
+	var ici, dcn [2]exposure
+	var rest, floor [2]float64
+	for e, b := range [2]int{lo, hi} {
+		c, ok := bm.ceilingStep(b)
+		if !ok || !(c.floorNs > 4) {
+			return math.Inf(1)
+		}
+		p := &c.parts
+		ici[e], dcn[e] = overlapFloor(p.gradICI, p.gatherICI, bm.sh.ls, bm.sh.m), overlapFloor(p.gradDCN, p.gatherDCN, bm.sh.ls, bm.sh.m)
+		rest[e] = share*float64(p.gradICI+p.gatherICI+p.tpAll) + float64(p.pathICI+p.pathDCN) - 3 - 2*c.roundNs - 2
+		floor[e] = c.floorNs - 4
+	}
+	best := math.Inf(1)
+	for i := range 3 {
+		for j := range 3 {
+			// the weights are the same at both ends: the pieces' slopes
+			// are the shape's
+			slope, mu := stretch-(1-share)*ici[0][i].w, 1.0
+			if w := dcn[0][j].w; w > 0 {
+				mu = min(1, slope/w)
+			}
+			slope -= mu * dcn[0][j].w
+			most := 0.0
+			for e, b := range [2]int{lo, hi} {
+				x, y := &ici[e], &dcn[e]
+				exposed := (1-share)*(x[i].a-x[i].w*toPasses) + mu*(y[j].a-y[j].w*toPasses) + (1-mu)*y[2].a
+				stepNs := slope*floor[e] + exposed + rest[e]
+				if !(stepNs > 0) {
+					most = math.Inf(1)
+					break
+				}
+				most = max(most, float64(b)*float64(bm.est.Job.Seq)/(stepNs/1e9)/f.chips)
+			}
+			best = min(best, most)
 		}
 	}
 	return best * (1 + slack)

@@ -17,7 +17,9 @@ import (
 // over a range of batches with the least stretch of the schedules is at
 // least every schedule's ThroughputCeiling and Throughput at every batch
 // of the range; and near enough to be of use, within 1.5 times the
-// fastest in most ranges.
+// fastest in most ranges. The exposure's ceiling (exposedCeiling) must be
+// the lower of RangeCeiling's two in many ranges, and within 1.1 times
+// the fastest in some.
 func TestRangeCeiling(t *testing.T) {
 	e := NewEstimator()
 	type sc struct {
@@ -38,7 +40,7 @@ func TestRangeCeiling(t *testing.T) {
 		{"qwen3-32b", "v5p-256", 1, "fsdp=4,tensor=8,pipeline=4"},
 		{"gpt3-175b", "v4-256", 2, "tensor=8,pipeline=8,context=2,data=2(dcn)"},
 	}
-	n, near := 0, 0
+	n, near, exposed, close := 0, 0, 0, 0
 	for _, c := range cases {
 		m := layout(t, c.accel, c.slices, c.layout)
 		spec := lookup(t, c.model)
@@ -64,6 +66,10 @@ func TestRangeCeiling(t *testing.T) {
 				for _, rg := range []struct{ lo, hi int }{{1, 1}, {1, 8}, {2, 30}, {1, 64}} {
 					lo, hi := rg.lo*bm.shards, rg.hi*bm.shards
 					got := bm.RangeCeiling(lo, hi, stretch)
+					ex := bm.exposedCeiling(lo, hi, stretch)
+					if ex < got {
+						t.Errorf("%s on %s, %d micro-batches, %s, batches %d to %d: exposedCeiling %v below RangeCeiling %v, the least of it", c.model, c.layout, mb, r, lo, hi, ex, got)
+					}
 					fastest := 0.0
 					for _, s := range ok {
 						js := j
@@ -89,13 +95,22 @@ func TestRangeCeiling(t *testing.T) {
 					if got <= 1.5*fastest {
 						near++
 					}
+					if ex == got && !math.IsInf(ex, 1) {
+						exposed++
+					}
+					if ex <= 1.1*fastest {
+						close++
+					}
 				}
 			}
 		}
 	}
-	t.Logf("%d ranges, %d within 1.5 times", n, near)
+	t.Logf("%d ranges, %d within 1.5 times; the exposure's the lower in %d, within 1.1 times in %d", n, near, exposed, close)
 	if n < 300 || near < n/2 {
 		t.Errorf("RangeCeiling within 1.5 times the fastest in %d of %d ranges, want at least half of at least 300", near, n)
+	}
+	if exposed < n/4 || close < n/10 {
+		t.Errorf("exposedCeiling the lower in %d of %d ranges and within 1.1 times the fastest in %d, want a quarter and a tenth", exposed, n, close)
 	}
 }
 
