@@ -262,3 +262,41 @@ func overlapFloor(grad, gather time.Duration, ls, m int) exposure {
 func (e *exposure) at(x float64) float64 {
 	return max(e[0].a-e[0].w*x, e[1].a-e[1].w*x, e[2].a-e[2].w*x)
 }
+
+// BoundCeiling is at least the estimator's Throughput of b, a Bound of
+// the job at its batch (BatchMemory.Bound): its step's compute, bubble
+// and sync as b has them, and its collectives (collectivesFloor's,
+// remembered from the ceilings at the batch) exposed under b's passes as
+// communicate exposes them, but for the tensor-parallel collectives'
+// exposed part, of which it counts only the contention share. +Inf where
+// it cannot say, and for a mixture of experts (whose collectives are not
+// remembered).
+//
+// Why: communicate's DCN time is overlap.exposed of the DCN gathers and
+// reductions under the passes, plus the fill and drain and what runs
+// after the loop, all of which BoundCeiling works out as it does. Its ICI
+// time is the exposed gathers and reductions x, the contention (hidden·s
+// cut to the nanosecond, hidden = total − x + max(tpAll − tp, 0), s the
+// Contention), the tensor-parallel exposed time tp and the rest as on
+// DCN; with s' = min(s, 1) and hidden not negative it is at least x +
+// s'·(total − x + tpAll − tp) + tp − 1 + rest ≥ x + s'·(total − x +
+// tpAll) − 1 + rest, tp being between 0 and tpAll.
+func (bm *BatchMemory) BoundCeiling(b *Bound) float64 {
+	share := min(bm.est.Job.calibration().Contention, 1)
+	if bm.est.Job.Model.MoE() || share < 0 {
+		return math.Inf(1)
+	}
+	f, ok := bm.collectivesFloor(b.est.Job.GlobalBatch)
+	if !ok {
+		return math.Inf(1)
+	}
+	p, t := &f.parts, &b.est.Time
+	o := newOverlap(t.Passes(), b.sh.ls, b.sh.m)
+	ici := o.exposed(p.gradICI, p.gatherICI)
+	stepNs := float64(t.Compute+t.Bubble+t.Sync+ici+p.pathICI+o.exposed(p.gradDCN, p.gatherDCN)+p.pathDCN) +
+		share*float64(p.gradICI+p.gatherICI-ici+p.tpAll) - 1
+	if !(stepNs > 0) {
+		return math.Inf(1)
+	}
+	return float64(b.est.Job.GlobalBatch) * float64(b.est.Job.Seq) / (stepNs / 1e9) / float64(b.est.Mesh.Chips()) * (1 + slack)
+}

@@ -231,7 +231,9 @@ func freshCeiling(j Job, m mesh.Mesh, b int, f func(*BatchMemory) float64) float
 // Bound, and never above the ceiling of the collectives' floor alone
 // (commFloor, which leastStep tightens: the compute floor stretched plus
 // commFloor). It must be tighter than that floor's somewhere: within 1.1
-// times the throughput in more batches.
+// times the throughput in more batches. BoundCeiling of the batch's Bound
+// must lie between the throughput and the ceiling, and be within 1.1
+// times the throughput in more batches still.
 func TestThroughputCeilingOverLayouts(t *testing.T) {
 	parallel := lookup(t, "llama3-8b")
 	parallel.ParallelBlock = true
@@ -247,7 +249,7 @@ func TestThroughputCeilingOverLayouts(t *testing.T) {
 	}
 	axes := []string{"data", "fsdp", "tensor", "pipeline", "context"}
 	e := NewEstimator()
-	n, near, nearFloor := 0, 0, 0
+	n, near, nearFloor, nearBound := 0, 0, 0, 0
 	for _, c := range cases {
 		sl, err := hw.ParseAcceleratorType(c.accel)
 		if err != nil {
@@ -285,6 +287,12 @@ func TestThroughputCeilingOverLayouts(t *testing.T) {
 						if got <= 1.1*want {
 							near++
 						}
+						if bc := bm.BoundCeiling(&bd); bc < want || bc > got {
+							t.Errorf("%s on %v, %s, %s with %d chunks, %d micro-batches, batch %d: BoundCeiling %v, want between the throughput %v and the ceiling %v",
+								c.spec.Name, m, j.Remat, j.Schedule, j.Chunks, j.MicroBatches, b, bc, want, got)
+						} else if bc <= 1.1*want {
+							nearBound++
+						}
 						if floor <= 1.1*want {
 							nearFloor++
 						}
@@ -293,9 +301,9 @@ func TestThroughputCeilingOverLayouts(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d batches: ceiling within 1.1 times the throughput in %d, commFloor's in %d", n, near, nearFloor)
-	if n < 5000 || near <= nearFloor {
-		t.Errorf("ceiling within 1.1 times the throughput in %d of %d batches, commFloor's in %d: want at least 5000 batches, and more near", near, n, nearFloor)
+	t.Logf("%d batches: ceiling within 1.1 times the throughput in %d, commFloor's in %d, BoundCeiling in %d", n, near, nearFloor, nearBound)
+	if n < 5000 || near <= nearFloor || nearBound <= near {
+		t.Errorf("ceiling within 1.1 times the throughput in %d of %d batches, commFloor's in %d, BoundCeiling in %d: want at least 5000 batches, each nearer in more", near, n, nearFloor, nearBound)
 	}
 }
 
