@@ -106,7 +106,14 @@ func (bm *BatchMemory) RangeCeiling(lo, hi int, stretch float64) float64 {
 // (which sums each collective's rounding) and the two cuts per layer
 // (under a nanosecond each): the step is at least an affine function of b
 // less roundNs and 2, at least that at lo and hi less twice roundNs and
-// 2, and b over it is largest at one of them. Every mixture gives a
+// 2, and b over it is largest at one of them: at hi where its part
+// that does not grow with the batch is not negative, which it is where
+// stretch·(fixed − 4) − 5 − roundNs is (fixed the floor's, in
+// nanoseconds): the floor's part is fixed − 4 at slope σ, each piece's
+// −w·x at x = C + 1 − fixed adds w·(fixed − 1) ≥ w·(fixed − 4) of the
+// rest of stretch, every collective's affine time is not negative at no
+// batch (its latency and the bytes that do not grow with the batch), and
+// the constants are −3, −2 and −roundNs. Every mixture gives a
 // ceiling; exposedCeiling weighs the nine pairs (i, j). With no remat,
 // every part is at most any policy's (RangeCeiling) and leastStep's g
 // grows with each, so it bounds every policy's throughput too.
@@ -122,10 +129,14 @@ func (bm *BatchMemory) exposedCeiling(lo, hi int, stretch float64) float64 {
 	// the compute
 	var ici, dcn [2]exposure
 	var rest, floor [2]float64
-	for e, b := range [2]int{lo, hi} {
-		c, ok := bm.ceilingStep(b)
+	ends, n := [2]int{hi, lo}, 2
+	for e := 0; e < n; e++ {
+		c, ok := bm.ceilingStep(ends[e])
 		if !ok || !(c.floorNs > 4) {
 			return math.Inf(1)
+		}
+		if lo == hi || stretch*(fixed*1e9*(1-slack)-4)-5-c.roundNs >= 0 {
+			n = 1 // every mixture's part that does not grow with the batch is not negative: b over it grows
 		}
 		p := &c.parts
 		ici[e], dcn[e] = overlapFloor(p.gradICI, p.gatherICI, bm.sh.ls, bm.sh.m), overlapFloor(p.gradDCN, p.gatherDCN, bm.sh.ls, bm.sh.m)
@@ -143,7 +154,7 @@ func (bm *BatchMemory) exposedCeiling(lo, hi int, stretch float64) float64 {
 			}
 			slope -= mu * dcn[0][j].w
 			most := 0.0
-			for e, b := range [2]int{lo, hi} {
+			for e := range n {
 				x, y := &ici[e], &dcn[e]
 				exposed := (1-share)*(x[i].a-x[i].w*toPasses) + mu*(y[j].a-y[j].w*toPasses) + (1-mu)*y[2].a
 				stepNs := slope*floor[e] + exposed + rest[e]
@@ -151,7 +162,7 @@ func (bm *BatchMemory) exposedCeiling(lo, hi int, stretch float64) float64 {
 					most = math.Inf(1)
 					break
 				}
-				most = max(most, float64(b)*float64(bm.est.Job.Seq)/(stepNs/1e9)/f.chips)
+				most = max(most, float64(ends[e])*float64(bm.est.Job.Seq)/(stepNs/1e9)/f.chips)
 			}
 			best = min(best, most)
 		}
