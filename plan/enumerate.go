@@ -46,6 +46,7 @@ func (s *searcher) enumerate() {
 	run := s.runner(0)
 	var early refusals
 	defer early.addTo(s.rejected)
+	divides := make([]int8, ms.Slice.Chips()+1) // refusal's, by tensor degree
 	for _, dn := range dcn {
 		refused := false
 		for _, a := range mesh.All() {
@@ -59,7 +60,7 @@ func (s *searcher) enumerate() {
 			continue
 		}
 		for _, in := range ici {
-			if r := s.refusal(in, dn); r >= 0 {
+			if r := s.refusal(in, dn, divides); r >= 0 {
 				early.add(tierOf(in, dn), r)
 				continue
 			}
@@ -84,11 +85,20 @@ func (s *searcher) enumerate() {
 
 // refusal is why enumerate rejects the factorization of ICI factors in
 // and DCN factors dn before it builds its mesh, as an index in
-// refusalReasons; -1 for none.
-func (s *searcher) refusal(in, dn []int) int {
+// refusalReasons; -1 for none. divides remembers cost.TensorDivides by
+// tensor degree (1 yes, 2 no, 0 not yet asked), which copies the model
+// each time it is asked.
+func (s *searcher) refusal(in, dn []int, divides []int8) int {
 	spec, ms := &s.req.Model, &s.req.Multislice
+	t := in[mesh.Tensor]
+	if divides[t] == 0 {
+		divides[t] = 2
+		if cost.TensorDivides(*spec, t) {
+			divides[t] = 1
+		}
+	}
 	switch {
-	case !cost.TensorDivides(*spec, in[mesh.Tensor]):
+	case divides[t] == 2:
 		return 0
 	case spec.Layers%(in[mesh.Pipeline]*dn[mesh.Pipeline]) != 0:
 		return 1
