@@ -148,17 +148,20 @@ var hopelessFit = batchFit{bound: math.Inf(1)}
 // where its ceiling with the least stretch of the schedules
 // (cost.BatchMemory.RangeCeiling) says so, and otherwise under each
 // schedule whose own ceiling (at its Stretch) does: the least stretch
-// bounds every schedule's throughput, a schedule's own only its. It
-// looks only where m pipelines over several schedules (where the
-// combinations are many), of a dense model, in a tier one of whose
-// layouts runs already or that can no longer enter the pool (bars.full),
-// so the pool does not change. A pair with no batch within the limit is
-// not marked (none of its combinations runs: the search rejects them),
-// and does not keep the others from being every triple.
+// bounds every schedule's throughput, a schedule's own only its; first,
+// one ceiling with no remat (noRematHopeless) may mark a count's every
+// pair. Where m is weighed under one schedule (it does not pipeline, or
+// the request sets its schedule), only that ceiling is weighed: each
+// pair's own is what try weighs. It looks only at a dense model, in a
+// tier one of whose layouts runs already or that can no longer enter the
+// pool (bars.full), so the pool does not change. A pair with no batch
+// within the limit is not marked (none of its combinations runs: the
+// search rejects them), and does not keep the others from being every
+// triple.
 func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []cost.Remat) (hopelessSet, bool) {
 	t := TierOf(*m)
 	var h hopelessSet
-	if !w.bars.lean.on || len(scheds) < 2 || len(scheds) > maxHopelessScheds || len(remats) > 8 || w.req.Model.MoE() || !w.bars.full(t) {
+	if !w.bars.lean.on || len(scheds) > maxHopelessScheds || len(remats) > 8 || w.req.Model.MoE() || !w.bars.full(t) {
 		return h, false
 	}
 	defer func() { w.family.ok = false }()
@@ -173,6 +176,10 @@ func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []co
 			for si := range scheds {
 				h[si] |= uint32(1)<<(mi*8+len(remats)) - uint32(1)<<(mi*8)
 			}
+			continue
+		}
+		if len(scheds) < 2 {
+			all = false // one schedule: try weighs each policy's own ceilings
 			continue
 		}
 		for ri, r := range remats {
