@@ -22,26 +22,8 @@ import (
 // the fastest in some.
 func TestRangeCeiling(t *testing.T) {
 	e := NewEstimator()
-	type sc struct {
-		k schedule.Kind
-		v int
-	}
-	scheds := []sc{{schedule.GPipe, 1}, {schedule.OneFOneB, 1}, {schedule.Interleaved, 2}, {schedule.Interleaved, 4}, {schedule.Circular, 2}}
-	cases := []struct {
-		model, accel string
-		slices       int
-		layout       string
-	}{
-		{"llama3-70b", "v5p-128", 2, "fsdp=16,pipeline=4,pipeline=2(dcn)"},
-		{"llama3-70b", "v5p-128", 2, "data=2(dcn),tensor=8,pipeline=4,context=2"},
-		{"llama3-70b", "tpu7x-128", 4, "data=2,tensor=4,pipeline=2,context=4,pipeline=4(dcn)"},
-		{"llama3-8b", "v5litepod-64", 2, "fsdp=4,tensor=4,pipeline=4,fsdp=2(dcn)"},
-		{"gemma2-9b", "v6e-64", 1, "data=2,tensor=4,pipeline=2,context=4"},
-		{"qwen3-32b", "v5p-256", 1, "fsdp=4,tensor=8,pipeline=4"},
-		{"gpt3-175b", "v4-256", 2, "tensor=8,pipeline=8,context=2,data=2(dcn)"},
-	}
 	n, near, exposed, close := 0, 0, 0, 0
-	for _, c := range cases {
+	for _, c := range rangeCases {
 		m := layout(t, c.accel, c.slices, c.layout)
 		spec := lookup(t, c.model)
 		p := m.Size(mesh.Pipeline)
@@ -53,9 +35,9 @@ func TestRangeCeiling(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s on %s: %v", c.model, c.layout, err)
 				}
-				var ok []sc
+				var ok []rangeSched
 				stretch := 0.0
-				for _, s := range scheds {
+				for _, s := range rangeScheds {
 					if spec.Layers%(p*s.v) == 0 {
 						ok = append(ok, s)
 						if st := bm.Stretch(s.k, s.v); stretch == 0 || st < stretch {
@@ -112,6 +94,31 @@ func TestRangeCeiling(t *testing.T) {
 	if exposed < n/4 || close < n/10 {
 		t.Errorf("exposedCeiling the lower in %d of %d ranges and within 1.1 times the fastest in %d, want a quarter and a tenth", exposed, n, close)
 	}
+}
+
+// rangeSched is a pipeline schedule and its chunks.
+type rangeSched struct {
+	k schedule.Kind
+	v int
+}
+
+// rangeScheds are the schedules TestRangeCeiling weighs a layout under,
+// where they divide its layers.
+var rangeScheds = []rangeSched{{schedule.GPipe, 1}, {schedule.OneFOneB, 1}, {schedule.Interleaved, 2}, {schedule.Interleaved, 4}, {schedule.Circular, 2}}
+
+// rangeCases are TestRangeCeiling's pipelined layouts of dense models.
+var rangeCases = []struct {
+	model, accel string
+	slices       int
+	layout       string
+}{
+	{"llama3-70b", "v5p-128", 2, "fsdp=16,pipeline=4,pipeline=2(dcn)"},
+	{"llama3-70b", "v5p-128", 2, "data=2(dcn),tensor=8,pipeline=4,context=2"},
+	{"llama3-70b", "tpu7x-128", 4, "data=2,tensor=4,pipeline=2,context=4,pipeline=4(dcn)"},
+	{"llama3-8b", "v5litepod-64", 2, "fsdp=4,tensor=4,pipeline=4,fsdp=2(dcn)"},
+	{"gemma2-9b", "v6e-64", 1, "data=2,tensor=4,pipeline=2,context=4"},
+	{"qwen3-32b", "v5p-256", 1, "fsdp=4,tensor=8,pipeline=4"},
+	{"gpt3-175b", "v4-256", 2, "tensor=8,pipeline=8,context=2,data=2(dcn)"},
 }
 
 // TestCollectivesFloorMemo holds the collectives' floors a BatchMemory
