@@ -206,47 +206,53 @@ func (bm *BatchMemory) MaxThroughput(lo, hi int) float64 {
 const slack = 1e-9
 
 // ThroughputCeiling is at least the estimator's Throughput of the job's
-// Bound at globalBatch, without its compute: MaxThroughput's step at the
-// batch and at least the collectives' share of it (commFloor). It is +Inf
-// where that says nothing.
+// Bound at globalBatch, without its compute: the least step its
+// collectives allow where the compute is at least MaxThroughput's floor
+// (leastStep). It is +Inf where that says nothing.
 func (bm *BatchMemory) ThroughputCeiling(globalBatch int) float64 {
 	f := bm.stepFloor()
 	if f.noPeak {
 		return math.Inf(1)
 	}
 	c, ok := bm.ceilingStep(globalBatch)
-	stepNs := f.stretch*(c.floorNs-4) - 2 + c.commNs
-	if !ok || !(stepNs > 0) {
+	if !ok {
+		return math.Inf(1)
+	}
+	stepNs := bm.leastStep(&c, f.stretch)
+	if !(stepNs > 0) {
 		return math.Inf(1)
 	}
 	return float64(globalBatch) * float64(bm.est.Job.Seq) / (stepNs / 1e9) / f.chips * (1 + slack)
 }
 
-// ceilingTerms is what ThroughputCeiling's step at a batch is made of,
-// in nanoseconds: MaxThroughput's compute floor, before the bubble and
-// the slice sync stretch it, and the collectives' floor (commFloor); and
-// the most that rounding each collective's time to the nanosecond can
-// have moved the collectives' floor (roundNs, RangeCeiling).
+// ceilingTerms is what the ceilings' step at a batch is made of, in
+// nanoseconds: MaxThroughput's compute floor, before the bubble and the
+// slice sync stretch it, and the collectives' floor (commFloor); the
+// most that rounding each collective's time to the nanosecond can have
+// moved the collectives' floor (roundNs, RangeCeiling); and the
+// collectives' parts, which ThroughputCeiling exposes (leastStep).
 type ceilingTerms struct {
 	floorNs, commNs, roundNs float64
+	parts                    commParts
 }
 
 // ceilingStep is the ceilingTerms at globalBatch; false where the batch
 // does not split over the layout or the collectives' floor says nothing.
 func (bm *BatchMemory) ceilingStep(globalBatch int) (ceilingTerms, bool) {
-	comm, round, ok := bm.collectivesFloor(globalBatch)
+	f, ok := bm.collectivesFloor(globalBatch)
 	if !ok {
 		return ceilingTerms{}, false
 	}
 	perShard, fixed := bm.computeFloor()
-	c := ceilingTerms{floorNs: (perShard*float64(globalBatch)/float64(bm.shards) + fixed) * 1e9 * (1 - slack), roundNs: round}
+	c := ceilingTerms{floorNs: (perShard*float64(globalBatch)/float64(bm.shards) + fixed) * 1e9 * (1 - slack), roundNs: f.round, parts: f.parts}
+	comm := f.comm
 	c.commNs = comm * 1e9
 	c.commNs -= math.Abs(c.commNs) * slack
 	return c, !math.IsInf(comm, 0)
 }
 
 // collectivesFloor is commFloor of the job's collectives at globalBatch,
-// in its shape (shapeAt's), and roundingNs of them; false where the
+// in its shape (shapeAt's), roundingNs of them and their commParts; false where the
 // batch does not split over the layout. On a dense model it is
 // remembered (commMemo) by the batch and what of the remat policy and
 // the expert dispatch the collectives read (commKey), so that the
@@ -254,29 +260,30 @@ func (bm *BatchMemory) ceilingStep(globalBatch int) (ceilingTerms, bool) {
 // policy's flags are the same at every batch (Job.rematIn reads them
 // from the layer), so they are read from the shape at one sequence per
 // shard, and a batch remembered is not shaped again.
-func (bm *BatchMemory) collectivesFloor(globalBatch int) (comm, round float64, ok bool) {
+func (bm *BatchMemory) collectivesFloor(globalBatch int) (commFloors, bool) {
 	j := &bm.est.Job
 	k := commKey{batch: globalBatch, recompute: bm.sh.r.recompute > 0, attention: bm.sh.r.attention, ring: j.RingOfExperts}
 	memo := !j.Model.MoE() && globalBatch > 0 && globalBatch%bm.shards == 0
 	if memo {
 		if f, ok := bm.comm.get(k); ok {
-			return f.comm, f.round, true
+			return f, true
 		}
 	}
 	sh, err := bm.shapeAt(globalBatch)
 	if err != nil {
-		return 0, 0, false
+		return commFloors{}, false
 	}
 	e, est := bm.e, &bm.est
 	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = globalBatch, sh.b, e.comms[:0]
-	comm = e.commFloor(est, sh)
-	round = roundingNs(est.Comms, sh)
+	f := commFloors{parts: e.commParts(est, sh)}
+	f.comm = f.parts.floor(j.calibration().Contention, sh.ls)
+	f.round = roundingNs(est.Comms, sh)
 	e.comms = est.Comms
 	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = bm.shards, 0, nil
 	if memo {
-		bm.comm.put(k, commFloors{comm: comm, round: round})
+		bm.comm.put(k, f)
 	}
-	return comm, round, true
+	return f, true
 }
 
 // commKey is what, besides the layout and the job Reset set, a dense
@@ -295,7 +302,10 @@ type commKey struct {
 }
 
 // commFloors is collectivesFloor's answer.
-type commFloors struct{ comm, round float64 }
+type commFloors struct {
+	comm, round float64
+	parts       commParts
+}
 
 // commMemo holds the last few collectivesFloor answers by key: a
 // RangeCeiling asks at two batches per policy.

@@ -2,9 +2,11 @@ package cost
 
 import (
 	"fmt"
+	"math"
 	"shardlab/model"
 	"testing"
 
+	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
@@ -15,29 +17,13 @@ import (
 // over a range of batches with the least stretch of the schedules is at
 // least every schedule's ThroughputCeiling and Throughput at every batch
 // of the range; and near enough to be of use, within 1.5 times the
-// fastest in most ranges.
+// fastest in most ranges. The exposure's ceiling (exposedCeiling) must be
+// the lower of RangeCeiling's two in many ranges, and within 1.1 times
+// the fastest in some.
 func TestRangeCeiling(t *testing.T) {
 	e := NewEstimator()
-	type sc struct {
-		k schedule.Kind
-		v int
-	}
-	scheds := []sc{{schedule.GPipe, 1}, {schedule.OneFOneB, 1}, {schedule.Interleaved, 2}, {schedule.Interleaved, 4}, {schedule.Circular, 2}}
-	cases := []struct {
-		model, accel string
-		slices       int
-		layout       string
-	}{
-		{"llama3-70b", "v5p-128", 2, "fsdp=16,pipeline=4,pipeline=2(dcn)"},
-		{"llama3-70b", "v5p-128", 2, "data=2(dcn),tensor=8,pipeline=4,context=2"},
-		{"llama3-70b", "tpu7x-128", 4, "data=2,tensor=4,pipeline=2,context=4,pipeline=4(dcn)"},
-		{"llama3-8b", "v5litepod-64", 2, "fsdp=4,tensor=4,pipeline=4,fsdp=2(dcn)"},
-		{"gemma2-9b", "v6e-64", 1, "data=2,tensor=4,pipeline=2,context=4"},
-		{"qwen3-32b", "v5p-256", 1, "fsdp=4,tensor=8,pipeline=4"},
-		{"gpt3-175b", "v4-256", 2, "tensor=8,pipeline=8,context=2,data=2(dcn)"},
-	}
-	n, near := 0, 0
-	for _, c := range cases {
+	n, near, exposed, close := 0, 0, 0, 0
+	for _, c := range rangeCases {
 		m := layout(t, c.accel, c.slices, c.layout)
 		spec := lookup(t, c.model)
 		p := m.Size(mesh.Pipeline)
@@ -49,9 +35,9 @@ func TestRangeCeiling(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s on %s: %v", c.model, c.layout, err)
 				}
-				var ok []sc
+				var ok []rangeSched
 				stretch := 0.0
-				for _, s := range scheds {
+				for _, s := range rangeScheds {
 					if spec.Layers%(p*s.v) == 0 {
 						ok = append(ok, s)
 						if st := bm.Stretch(s.k, s.v); stretch == 0 || st < stretch {
@@ -62,6 +48,10 @@ func TestRangeCeiling(t *testing.T) {
 				for _, rg := range []struct{ lo, hi int }{{1, 1}, {1, 8}, {2, 30}, {1, 64}} {
 					lo, hi := rg.lo*bm.shards, rg.hi*bm.shards
 					got := bm.RangeCeiling(lo, hi, stretch)
+					ex := bm.exposedCeiling(lo, hi, stretch)
+					if ex < got {
+						t.Errorf("%s on %s, %d micro-batches, %s, batches %d to %d: exposedCeiling %v below RangeCeiling %v, the least of it", c.model, c.layout, mb, r, lo, hi, ex, got)
+					}
 					fastest := 0.0
 					for _, s := range ok {
 						js := j
@@ -87,14 +77,48 @@ func TestRangeCeiling(t *testing.T) {
 					if got <= 1.5*fastest {
 						near++
 					}
+					if ex == got && !math.IsInf(ex, 1) {
+						exposed++
+					}
+					if ex <= 1.1*fastest {
+						close++
+					}
 				}
 			}
 		}
 	}
-	t.Logf("%d ranges, %d within 1.5 times", n, near)
+	t.Logf("%d ranges, %d within 1.5 times; the exposure's the lower in %d, within 1.1 times in %d", n, near, exposed, close)
 	if n < 300 || near < n/2 {
 		t.Errorf("RangeCeiling within 1.5 times the fastest in %d of %d ranges, want at least half of at least 300", near, n)
 	}
+	if exposed < n/4 || close < n/10 {
+		t.Errorf("exposedCeiling the lower in %d of %d ranges and within 1.1 times the fastest in %d, want a quarter and a tenth", exposed, n, close)
+	}
+}
+
+// rangeSched is a pipeline schedule and its chunks.
+type rangeSched struct {
+	k schedule.Kind
+	v int
+}
+
+// rangeScheds are the schedules TestRangeCeiling weighs a layout under,
+// where they divide its layers.
+var rangeScheds = []rangeSched{{schedule.GPipe, 1}, {schedule.OneFOneB, 1}, {schedule.Interleaved, 2}, {schedule.Interleaved, 4}, {schedule.Circular, 2}}
+
+// rangeCases are TestRangeCeiling's pipelined layouts of dense models.
+var rangeCases = []struct {
+	model, accel string
+	slices       int
+	layout       string
+}{
+	{"llama3-70b", "v5p-128", 2, "fsdp=16,pipeline=4,pipeline=2(dcn)"},
+	{"llama3-70b", "v5p-128", 2, "data=2(dcn),tensor=8,pipeline=4,context=2"},
+	{"llama3-70b", "tpu7x-128", 4, "data=2,tensor=4,pipeline=2,context=4,pipeline=4(dcn)"},
+	{"llama3-8b", "v5litepod-64", 2, "fsdp=4,tensor=4,pipeline=4,fsdp=2(dcn)"},
+	{"gemma2-9b", "v6e-64", 1, "data=2,tensor=4,pipeline=2,context=4"},
+	{"qwen3-32b", "v5p-256", 1, "fsdp=4,tensor=8,pipeline=4"},
+	{"gpt3-175b", "v4-256", 2, "tensor=8,pipeline=8,context=2,data=2(dcn)"},
 }
 
 // TestCollectivesFloorMemo holds the collectives' floors a BatchMemory
@@ -203,4 +227,159 @@ func freshCeiling(j Job, m mesh.Mesh, b int, f func(*BatchMemory) float64) float
 		return -1
 	}
 	return f(&bm)
+}
+
+// TestThroughputCeilingOverLayouts holds ThroughputCeiling to what it
+// bounds on every layout of a few slices (each ordered factorization of
+// the chips over data, fsdp, tensor, pipeline and context, and of the
+// slices over data, fsdp or pipeline), dense models with a sequential and
+// a parallel block: at every remat policy, schedule, micro-batch count
+// and a few batches, the ceiling is at least Throughput of the batch's
+// Bound, and never above the ceiling of the collectives' floor alone
+// (commFloor, which leastStep tightens: the compute floor stretched plus
+// commFloor). It must be tighter than that floor's somewhere: within 1.1
+// times the throughput in more batches. BoundCeiling of the batch's Bound
+// must lie between the throughput and the ceiling, and be within 1.1
+// times the throughput in more batches still.
+func TestThroughputCeilingOverLayouts(t *testing.T) {
+	parallel := lookup(t, "llama3-8b")
+	parallel.ParallelBlock = true
+	cases := []struct {
+		spec   model.Spec
+		accel  string
+		slices int
+	}{
+		{lookup(t, "llama3-70b"), "v5p-64", 2},
+		{lookup(t, "llama3-8b"), "v5litepod-16", 1},
+		{parallel, "v6e-16", 2},
+		{lookup(t, "llama3-70b"), "tpu7x-32", 4},
+	}
+	axes := []string{"data", "fsdp", "tensor", "pipeline", "context"}
+	e := NewEstimator()
+	n, near, nearFloor, nearBound := 0, 0, 0, 0
+	for _, c := range cases {
+		sl, err := hw.ParseAcceleratorType(c.accel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chips := sl.Chips()
+		for _, in := range factorsOver(chips, len(axes)) {
+			for _, across := range []string{"data", "fsdp", "pipeline"} {
+				spec := ""
+				for i, a := range axes {
+					spec += fmt.Sprintf("%s=%d,", a, in[i])
+				}
+				m, err := mesh.ParseOn(c.accel, c.slices, fmt.Sprintf("%s%s=%d(dcn)", spec, across, c.slices))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, j := range ceilingJobs(c.spec, m.Size(mesh.Pipeline)) {
+					bm, err := e.BatchMemory(j, m)
+					if err != nil {
+						continue // the layout does not run the job
+					}
+					for _, per := range []int{1, 4, 16} {
+						b := per * bm.shards
+						bd, err := bm.Bound(b)
+						if err != nil {
+							t.Fatalf("%s on %v, batch %d: %v", c.spec.Name, m, b, err)
+						}
+						got, want := bm.ThroughputCeiling(b), e.Throughput(&bd)
+						floor := commFloorCeiling(&bm, b)
+						n++
+						if got < want || got > floor {
+							t.Errorf("%s on %v, %s, %s with %d chunks, %d micro-batches, batch %d: ceiling %v, want at least the throughput %v and at most commFloor's ceiling %v",
+								c.spec.Name, m, j.Remat, j.Schedule, j.Chunks, j.MicroBatches, b, got, want, floor)
+						}
+						if got <= 1.1*want {
+							near++
+						}
+						if bc := bm.BoundCeiling(&bd); bc < want || bc > got {
+							t.Errorf("%s on %v, %s, %s with %d chunks, %d micro-batches, batch %d: BoundCeiling %v, want between the throughput %v and the ceiling %v",
+								c.spec.Name, m, j.Remat, j.Schedule, j.Chunks, j.MicroBatches, b, bc, want, got)
+						} else if bc <= 1.1*want {
+							nearBound++
+						}
+						if floor <= 1.1*want {
+							nearFloor++
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d batches: ceiling within 1.1 times the throughput in %d, commFloor's in %d, BoundCeiling in %d", n, near, nearFloor, nearBound)
+	if n < 5000 || near <= nearFloor || nearBound <= near {
+		t.Errorf("ceiling within 1.1 times the throughput in %d of %d batches, commFloor's in %d, BoundCeiling in %d: want at least 5000 batches, each nearer in more", near, n, nearFloor, nearBound)
+	}
+}
+
+// ceilingJobs is spec's job at every remat policy the search weighs, and
+// for p > 1 stages every schedule at p and 4p micro-batches.
+func ceilingJobs(spec model.Spec, p int) []Job {
+	type sc struct {
+		k schedule.Kind
+		v int
+	}
+	scheds, micros := []sc{{"", 1}}, []int{1}
+	if p > 1 {
+		scheds, micros = []sc{{schedule.GPipe, 1}, {schedule.OneFOneB, 1}, {schedule.Interleaved, 2}}, []int{p, 4 * p}
+	}
+	var out []Job
+	for _, r := range SearchRemats() {
+		for _, s := range scheds {
+			for _, mb := range micros {
+				j := NewJob(spec, spec.SeqLen, 1)
+				j.Remat, j.MicroBatches = r, mb
+				if s.k != "" {
+					j.Schedule, j.Chunks = s.k, s.v
+				}
+				out = append(out, j)
+			}
+		}
+	}
+	return out
+}
+
+// commFloorCeiling is the ceiling at batch b from the compute floor,
+// stretched, and commFloor alone: ThroughputCeiling before leastStep.
+func commFloorCeiling(bm *BatchMemory, b int) float64 {
+	f := bm.stepFloor()
+	c, ok := bm.ceilingStep(b)
+	stepNs := f.stretch*(c.floorNs-4) - 2 + c.commNs
+	if f.noPeak || !ok || !(stepNs > 0) {
+		return math.Inf(1)
+	}
+	return float64(b) * float64(bm.est.Job.Seq) / (stepNs / 1e9) / f.chips * (1 + slack)
+}
+
+// factorsOver lists every ordered k-tuple of positive integers whose
+// product is n.
+func factorsOver(n, k int) [][]int {
+	if k == 1 {
+		return [][]int{{n}}
+	}
+	var out [][]int
+	for d := 1; d <= n; d++ {
+		if n%d == 0 {
+			for _, rest := range factorsOver(n/d, k-1) {
+				out = append(out, append([]int{d}, rest...))
+			}
+		}
+	}
+	return out
+}
+
+// TestKindIndex holds the pipeline cache's key (kindIndex) to
+// schedule.Kinds: each schedule its own place, and none for a name that
+// is not one.
+func TestKindIndex(t *testing.T) {
+	for i, k := range schedule.Kinds() {
+		if got := kindIndex(k); got != i {
+			t.Errorf("kindIndex(%q) = %d, want %d", k, got, i)
+		}
+	}
+	if got := kindIndex("zigzag"); got != -1 {
+		t.Errorf("kindIndex(zigzag) = %d, want -1", got)
+	}
 }

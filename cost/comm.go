@@ -62,15 +62,40 @@ func (e *Estimator) collectives(est *Estimate, sh *shape, exposure bool) (t tall
 // gathers and reductions stays exposed. It is less by a nanosecond for
 // Contention's rounding. est.Comms is left with the collectives.
 func (e *Estimator) commFloor(est *Estimate, sh *shape) float64 {
+	p := e.commParts(est, sh)
+	return p.floor(est.Job.calibration().Contention, sh.ls)
+}
+
+// commParts is a step's collectives' times by how communicate exposes
+// them (tally's), without their exposure.
+type commParts struct {
+	// gradICI, gatherICI, gradDCN and gatherDCN overlap the passes
+	// (overlap.exposed); tpAll is every tensor-parallel collective's
+	// time, which hides under its matmuls but for its exposed part;
+	// pathICI and pathDCN are on the critical path (the pipeline's fill
+	// and drain, the collectives after the loop).
+	gradICI, gatherICI, gradDCN, gatherDCN, tpAll, pathICI, pathDCN time.Duration
+}
+
+// commParts is est's collectives' commParts, est.Comms left with the
+// collectives.
+func (e *Estimator) commParts(est *Estimate, sh *shape) commParts {
 	t, _, tpAll := e.collectives(est, sh, false)
-	share := min(est.Job.calibration().Contention, 1)
+	return commParts{gradICI: t.gradICI, gatherICI: t.gatherICI, gradDCN: t.gradDCN, gatherDCN: t.gatherDCN,
+		tpAll: tpAll, pathICI: t.ppICI + t.afterICI, pathDCN: t.ppDCN + t.afterDCN}
+}
+
+// floor is commFloor of p, in shape of ls layers per stage, where the
+// calibration's Contention is contention.
+func (p commParts) floor(contention float64, ls int) float64 {
+	share := min(contention, 1)
 	if share < 0 {
 		return math.Inf(-1) // hiding would save more than it takes
 	}
-	overlapped := t.gradICI + t.gatherICI + tpAll
-	dcn := t.gradDCN + t.gatherDCN
-	return share*overlapped.Seconds() + (t.ppICI + t.afterICI).Seconds() +
-		time.Duration(float64(dcn)/float64(sh.ls)).Seconds() + (t.ppDCN + t.afterDCN).Seconds() - 1e-9
+	overlapped := p.gradICI + p.gatherICI + p.tpAll
+	dcn := p.gradDCN + p.gatherDCN
+	return share*overlapped.Seconds() + p.pathICI.Seconds() +
+		time.Duration(float64(dcn)/float64(ls)).Seconds() + p.pathDCN.Seconds() - 1e-9
 }
 
 // tally collects a step's collectives into est.Comms and their times by

@@ -44,6 +44,9 @@ func (s *searcher) enumerate() {
 	ici := s.req.Cache.iciFactorizations(ms.Slice.Chips(), free)
 	dcn := s.bars.lean.order(factorizationsOver(ms.Slices, free))
 	run := s.runner(0)
+	var early refusals
+	defer early.addTo(s.rejected)
+	divides := make([]int8, ms.Slice.Chips()+1) // refusal's, by tensor degree
 	for _, dn := range dcn {
 		refused := false
 		for _, a := range mesh.All() {
@@ -57,22 +60,8 @@ func (s *searcher) enumerate() {
 			continue
 		}
 		for _, in := range ici {
-			t, p, c := in[mesh.Tensor], in[mesh.Pipeline]*dn[mesh.Pipeline], in[mesh.Context]*dn[mesh.Context]
-			reason := cost.Reason("")
-			switch {
-			case !cost.TensorDivides(spec, t):
-				reason = cost.ReasonHeads
-			case spec.Layers%p != 0:
-				reason = cost.ReasonLayers
-			case s.req.Seq%c != 0:
-				reason = cost.ReasonSeq
-			case !cost.ExpertDivides(spec.Experts, in[mesh.Expert]*dn[mesh.Expert]):
-				reason = cost.ReasonExperts
-			case dn[mesh.Expert] > 1 && in[mesh.Expert] < min(spec.Experts, ms.Slice.Chips()):
-				reason = ReasonExpertDCNFirst
-			}
-			if reason != "" {
-				s.rejected[tierOf(in, dn)][reason]++
+			if r := s.refusal(in, dn, divides); r >= 0 {
+				early.add(tierOf(in, dn), r)
 				continue
 			}
 			if n := s.batchLimited(in, dn); n > 0 {
@@ -92,6 +81,66 @@ func (s *searcher) enumerate() {
 		}
 	}
 	run.done()
+}
+
+// refusal is why enumerate rejects the factorization of ICI factors in
+// and DCN factors dn before it builds its mesh, as an index in
+// refusalReasons; -1 for none. divides remembers cost.TensorDivides by
+// tensor degree (1 yes, 2 no, 0 not yet asked), which copies the model
+// each time it is asked.
+func (s *searcher) refusal(in, dn []int, divides []int8) int {
+	spec, ms := &s.req.Model, &s.req.Multislice
+	t := in[mesh.Tensor]
+	if divides[t] == 0 {
+		divides[t] = 2
+		if cost.TensorDivides(*spec, t) {
+			divides[t] = 1
+		}
+	}
+	switch {
+	case divides[t] == 2:
+		return 0
+	case spec.Layers%(in[mesh.Pipeline]*dn[mesh.Pipeline]) != 0:
+		return 1
+	case s.req.Seq%(in[mesh.Context]*dn[mesh.Context]) != 0:
+		return 2
+	case !cost.ExpertDivides(spec.Experts, in[mesh.Expert]*dn[mesh.Expert]):
+		return 3
+	case dn[mesh.Expert] > 1 && in[mesh.Expert] < min(spec.Experts, ms.Slice.Chips()):
+		return 4
+	}
+	return -1
+}
+
+// refusalReasons are the reasons enumerate rejects a factorization for
+// before it builds its mesh, in the order it asks.
+var refusalReasons = [...]cost.Reason{cost.ReasonHeads, cost.ReasonLayers, cost.ReasonSeq, cost.ReasonExperts, ReasonExpertDCNFirst}
+
+// refusals counts the factorizations enumerate rejects before it builds
+// their meshes, by tier (tierIndex) and reason (refusalReasons): a search
+// of a large slice rejects hundreds of thousands, and an array is
+// cheaper to count in than the searcher's maps, which addTo fills once.
+type refusals struct {
+	tier [numTiers]Tier
+	n    [numTiers][len(refusalReasons)]int
+}
+
+// add counts a factorization of tier t rejected for refusalReasons[r].
+func (rf *refusals) add(t Tier, r int) {
+	i := tierIndex(t)
+	rf.tier[i] = t
+	rf.n[i][r]++
+}
+
+// addTo adds the counts to rejected (the searcher's, by tier and reason).
+func (rf *refusals) addTo(rejected map[Tier]map[cost.Reason]int) {
+	for i, row := range rf.n {
+		for r, n := range row {
+			if n > 0 {
+				rejected[rf.tier[i]][refusalReasons[r]] += n
+			}
+		}
+	}
 }
 
 // batchLimited is how many combinations worker.layout costs the layout of

@@ -148,17 +148,20 @@ var hopelessFit = batchFit{bound: math.Inf(1)}
 // where its ceiling with the least stretch of the schedules
 // (cost.BatchMemory.RangeCeiling) says so, and otherwise under each
 // schedule whose own ceiling (at its Stretch) does: the least stretch
-// bounds every schedule's throughput, a schedule's own only its. It
-// looks only where m pipelines over several schedules (where the
-// combinations are many), of a dense model, in a tier one of whose
-// layouts runs already or that can no longer enter the pool (bars.full),
-// so the pool does not change. A pair with no batch within the limit is
-// not marked (none of its combinations runs: the search rejects them),
-// and does not keep the others from being every triple.
+// bounds every schedule's throughput, a schedule's own only its; first,
+// one ceiling with no remat (noRematHopeless) may mark a count's every
+// pair. Where m is weighed under one schedule (it does not pipeline, or
+// the request sets its schedule), only that ceiling is weighed: each
+// pair's own is what try weighs. It looks only at a dense model, in a
+// tier one of whose layouts runs already or that can no longer enter the
+// pool (bars.full), so the pool does not change. A pair with no batch
+// within the limit is not marked (none of its combinations runs: the
+// search rejects them), and does not keep the others from being every
+// triple.
 func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []cost.Remat) (hopelessSet, bool) {
 	t := TierOf(*m)
 	var h hopelessSet
-	if !w.bars.lean.on || len(scheds) < 2 || len(scheds) > maxHopelessScheds || len(remats) > 8 || w.req.Model.MoE() || !w.bars.full(t) {
+	if !w.bars.lean.on || len(scheds) > maxHopelessScheds || len(remats) > 8 || w.req.Model.MoE() || !w.bars.full(t) {
 		return h, false
 	}
 	defer func() { w.family.ok = false }()
@@ -169,6 +172,16 @@ func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []co
 			continue // no batch within the limit: none runs
 		}
 		var st stretches // the schedules', once worked out
+		if w.noRematHopeless(m, scheds, mb, lo, hi, remats, &st) {
+			for si := range scheds {
+				h[si] |= uint32(1)<<(mi*8+len(remats)) - uint32(1)<<(mi*8)
+			}
+			continue
+		}
+		if len(scheds) < 2 {
+			all = false // one schedule: try weighs each policy's own ceilings
+			continue
+		}
 		for ri, r := range remats {
 			bit := uint32(1) << (mi*8 + ri)
 			bm, ok := w.pairMemory(m, scheds, mb, r, &st)
@@ -188,6 +201,23 @@ func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []co
 		}
 	}
 	return h, all
+}
+
+// noRematHopeless reports whether every remat policy of remats, under
+// every schedule of scheds, with mb micro-batches, is hopeless on mesh m
+// at every batch from lo to hi, by one ceiling: that of the job with no
+// remat (cost.RematNone) over the range, with the least stretch of the
+// schedules (worked out in st). With no remat the ceiling's every term is
+// at most any policy's (cost.BatchMemory.RangeCeiling), so it bounds
+// every policy's throughput too. It does not look where the request
+// weighs one policy (that policy's own ceiling is as cheap), and is false
+// where the job cannot run so (the pairs' own memories then say why).
+func (w *worker) noRematHopeless(m *mesh.Mesh, scheds []sched, mb, lo, hi int, remats []cost.Remat, st *stretches) bool {
+	if len(remats) < 2 {
+		return false
+	}
+	bm, ok := w.pairMemory(m, scheds, mb, cost.RematNone, st)
+	return ok && w.bars.outclassed(TierOf(*m), bm.RangeCeiling(lo, hi, st.least), false)
 }
 
 // stretches is the Stretch of each schedule a layout is weighed under

@@ -137,9 +137,12 @@ func TestLeanWholeSweep(t *testing.T) {
 // throughput of every schedule the search costs the layout with at every
 // batch within the limit, and each schedule's own ceiling (at its
 // Stretch) at least that schedule's; some schedules' own ceilings must
-// be below the least stretch's, or they would skip nothing more.
+// be below the least stretch's, or they would skip nothing more. The
+// ceiling with no remat (worker.noRematHopeless) must be at least every
+// policy's throughput too, and near enough to skip: within 1.25 times the
+// largest of the policies' own least-stretch ceilings in most cases.
 func TestPairCeiling(t *testing.T) {
-	n, lower := 0, 0
+	n, lower, counts, near := 0, 0, 0, 0
 	for _, c := range []struct {
 		model, tpu string
 		slices     int
@@ -156,10 +159,18 @@ func TestPairCeiling(t *testing.T) {
 		job := r.job()
 		w := &worker{req: r, job: job, cur: job, est: cost.NewEstimator()}
 		for _, m := range pipelined(r, 40) {
+			w.family.ok = false // the last layout's (as worker.layout starts)
 			p := m.Size(mesh.Pipeline)
 			scheds := w.schedules(p)
 			for _, mb := range []int{p, 2 * p, 4 * p, 8 * p} {
 				lo, hi := w.batchRange(&m, mb)
+				var st stretches
+				bn, ok := w.pairMemory(&m, scheds, mb, cost.RematNone, &st)
+				if !ok || hi < lo {
+					continue
+				}
+				none, largest := bn.RangeCeiling(lo, hi, st.least), 0.0
+				counts++
 				for _, rm := range rematsFor(&r) {
 					var st stretches
 					bm, ok := w.pairMemory(&m, scheds, mb, rm, &st)
@@ -167,6 +178,7 @@ func TestPairCeiling(t *testing.T) {
 						continue
 					}
 					least := bm.RangeCeiling(lo, hi, st.least)
+					largest = max(largest, least)
 					var own [maxHopelessScheds]float64
 					for si := range scheds {
 						own[si] = bm.RangeCeiling(lo, hi, st.of[si])
@@ -183,20 +195,102 @@ func TestPairCeiling(t *testing.T) {
 							if err != nil {
 								continue
 							}
-							if tp := w.est.Throughput(&bd); tp > least || tp > own[si] {
-								t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d: throughput %v above the ceiling %v or the schedule's own %v",
-									c.model, m, mb, rm, sc.k, sc.v, b, tp, least, own[si])
+							if tp := w.est.Throughput(&bd); tp > least || tp > own[si] || tp > none {
+								t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d: throughput %v above the ceiling %v, the schedule's own %v or no remat's %v",
+									c.model, m, mb, rm, sc.k, sc.v, b, tp, least, own[si], none)
 							}
 						}
+					}
+				}
+				if none <= 1.25*largest {
+					near++
+				}
+			}
+		}
+	}
+	t.Logf("%d ceilings, %d own below; %d counts, no remat's within 1.25 times the policies' in %d", n, lower, counts, near)
+	if n < 300 || lower < n/4 {
+		t.Errorf("%d ceilings checked, %d schedules' own below the least stretch's, want at least 300 and a quarter as many", n, lower)
+	}
+	if counts < 100 || near < counts/2 {
+		t.Errorf("no remat's ceiling within 1.25 times the policies' in %d of %d micro-batch counts, want at least half of at least 100", near, counts)
+	}
+}
+
+// TestNoRematCeilingUnpipelined holds the ceiling with no remat that a
+// lean search marks a layout without a pipeline hopeless by
+// (worker.noRematHopeless) to every policy's throughput at every batch
+// within the limit, on a sample of such layouts of dense jobs.
+func TestNoRematCeilingUnpipelined(t *testing.T) {
+	n := 0
+	for _, c := range []struct {
+		model, tpu string
+		slices     int
+	}{{"llama3-70b", "v5p-64", 2}, {"llama3-8b", "v6e-32", 4}, {"gemma2-9b", "v5e-32", 1}} {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.Slices = c.model, c.tpu, c.slices
+		r, err := ParseRequest(o)
+		if err == nil {
+			err = r.defaults()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := r.job()
+		w := &worker{req: r, job: job, cur: job, est: cost.NewEstimator()}
+		all := unpipelined(r)
+		for i := 0; i < len(all); i += max(1, len(all)/40) {
+			m := all[i]
+			w.family.ok = false // the last layout's (as worker.layout starts)
+			scheds := w.schedules(1)
+			lo, hi := w.batchRange(&m, 1)
+			var st stretches
+			bn, ok := w.pairMemory(&m, scheds, 1, cost.RematNone, &st)
+			if !ok || hi < lo {
+				continue
+			}
+			none := bn.RangeCeiling(lo, hi, st.least)
+			n++
+			for _, rm := range rematsFor(&r) {
+				j := combo{scheds[0].k, scheds[0].v, 1, rm, false}.job(r)
+				for b := lo; b <= hi; b += max(lo, (hi-lo)/lo/16*lo) {
+					j.GlobalBatch = b
+					bd, err := w.est.Bound(j, m)
+					if err != nil {
+						continue
+					}
+					if tp := w.est.Throughput(&bd); tp > none {
+						t.Errorf("%s on %s, %s, batch %d: throughput %v above no remat's ceiling %v", c.model, m, rm, b, tp, none)
 					}
 				}
 			}
 		}
 	}
-	t.Logf("%d ceilings, %d own below", n, lower)
-	if n < 300 || lower < n/4 {
-		t.Errorf("%d ceilings checked, %d schedules' own below the least stretch's, want at least 300 and a quarter as many", n, lower)
+	if n < 60 {
+		t.Errorf("%d layouts checked, want at least 60", n)
 	}
+}
+
+// unpipelined is the layouts a search of r costs without a pipeline axis.
+func unpipelined(r Request) []mesh.Mesh {
+	ms := r.Multislice
+	free := searchAxes(r.Model)
+	var all []mesh.Mesh
+	for _, dn := range factorizationsOver(ms.Slices, free) {
+		for _, in := range factorizationsOver(ms.Slice.Chips(), free) {
+			if in[mesh.Pipeline]*dn[mesh.Pipeline] != 1 {
+				continue
+			}
+			var degrees []mesh.Degree
+			for _, a := range mesh.All() {
+				degrees = append(degrees, mesh.Degree{Axis: a, ICI: in[a], DCN: dn[a]})
+			}
+			if m, err := mesh.New(ms, degrees...); err == nil {
+				all = append(all, m)
+			}
+		}
+	}
+	return all
 }
 
 // pipelined is up to n of the layouts a search of r costs with a pipeline

@@ -18,7 +18,8 @@ import (
 // combination that cannot beat the bars of the layouts known so far is
 // dropped as soon as a ceiling on its throughput shows it (before its
 // batch is looked for: cost.BatchMemory.MaxThroughput; before its bound:
-// ThroughputCeiling; before its collectives: its bound), and the others'
+// ThroughputCeiling; before its collectives: its bound, and BoundCeiling
+// with the collectives remembered from the ceilings), and the others'
 // throughput is worked out in full (cost.Throughput), which is all that
 // ranks them. Then only the
 // combinations that can be kept are finished (finishBounded), the fastest
@@ -412,7 +413,8 @@ const outclassed cost.Reason = "outclassed"
 // within the limit; prior's when a layout of m's sizes found it) and costs
 // the step of m, a layout of tier t with an expert axis or not. It returns
 // the throughput (cost.Throughput) and the batch, or why there is none:
-// outclassed when the step's bound (cost.Bound), or before the batch is
+// outclassed when the step's bound (cost.Bound) or its ceiling with the
+// collectives (cost.BatchMemory.BoundCeiling), or before the batch is
 // found every batch's (cost.BatchMemory.MaxThroughput), or before the
 // bound is worked out the batch's ceiling with its collectives
 // (cost.BatchMemory.ThroughputCeiling), is already too slow.
@@ -429,6 +431,7 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 	}
 	b := &w.bound
 	f := batchFit{}
+	var bm *cost.BatchMemory
 	if prior != nil {
 		f = *prior
 		if f.reason != "" {
@@ -438,8 +441,8 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 			f.reason = outclassed
 			return 0, f
 		}
-		bm, err := w.memory(j, m)
-		if err != nil {
+		var err error
+		if bm, err = w.memory(j, m); err != nil {
 			panic(err) // a layout of the same sizes ran this batch
 		}
 		if w.bars.full(t) && w.bars.outclassed(t, bm.ThroughputCeiling(f.batch), expert) {
@@ -450,7 +453,6 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 			panic(err)
 		}
 	} else {
-		var bm *cost.BatchMemory
 		if f, bm = w.fitBatch(j, m, t, expert); f.reason != "" {
 			return 0, f
 		}
@@ -470,8 +472,8 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 		}
 		f.bound = b.TokensPerSecondPerChip()
 	}
-	if w.bars.outclassed(t, f.bound, expert) {
-		f.reason = outclassed
+	if w.bars.outclassed(t, f.bound, expert) || w.bars.full(t) && w.bars.outclassed(t, bm.BoundCeiling(b), expert) {
+		f.reason = outclassed // its compute, or with it its collectives, too slow
 		return 0, f
 	}
 	return w.est.Throughput(b), f
