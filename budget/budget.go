@@ -322,19 +322,7 @@ func (r Request) sweep() (Result, error) {
 			if err != nil {
 				return Result{}, err
 			}
-			for _, m := range gw.priced {
-				price, _ := r.Prices.Lookup(gw.chip.Generation, m, r.Region)
-				row := r.row(p, cf.ms, m, price)
-				if m == Flex {
-					why, warnings := fl.check(row)
-					row.Warnings = append(row.Warnings, warnings...)
-					if why != "" {
-						res.Dropped = append(res.Dropped, Dropped{What: row.name(), Why: why})
-						continue
-					}
-				}
-				all = append(all, row)
-			}
+			all = append(all, r.priced(p, cf.ms, gw, fl, &res)...)
 		}
 	}
 	res.Rows = r.limit(all, &res)
@@ -349,6 +337,29 @@ func (r Request) sweep() (Result, error) {
 		res.Carbon = &c
 	}
 	return res, nil
+}
+
+// priced is plan p on ms in each of the generation's priced modes: its
+// rows, and in res those dropped with their reasons (a job that keeps no
+// work between its interruptions, flex-start's run limit).
+func (r Request) priced(p *plan.Plan, ms hw.Multislice, gw generationWork, fl flexTerms, res *Result) []Row {
+	var rows []Row
+	for _, m := range gw.priced {
+		price, _ := r.Prices.Lookup(gw.chip.Generation, m, r.Region)
+		row, e := r.row(p, ms, m, price)
+		why := stalled(row, e)
+		if why == "" && m == Flex {
+			var warnings []string
+			why, warnings = fl.check(row)
+			row.Warnings = append(row.Warnings, warnings...)
+		}
+		if why != "" {
+			res.Dropped = append(res.Dropped, Dropped{What: row.name(), Why: why})
+			continue
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // generations sorts the request's generations into what to plan: each
@@ -454,8 +465,8 @@ func (r Request) planAll(tasks []config) []planned {
 	return out
 }
 
-// row prices plan p on ms in mode m.
-func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
+// row prices plan p on ms in mode m; e is the goodput behind it.
+func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) (row Row, e capacity.Expectation) {
 	est := p.Best.Estimate
 	job := capacity.JobOf(*p)
 	extra := 0.0
@@ -465,8 +476,8 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
 	// a job trains whole steps: the last, partial batch is a whole step
 	batchTokens := float64(est.Job.GlobalBatch) * float64(est.Job.Seq)
 	steps := math.Ceil(r.Tokens / batchTokens)
-	e := capacity.ExpectInterrupted(job, ms.Chips(), ms.Hosts(), steps*batchTokens, extra)
-	row := Row{
+	e = capacity.ExpectInterrupted(job, ms.Chips(), ms.Hosts(), steps*batchTokens, extra)
+	row = Row{
 		Generation: ms.Slice.Chip.Generation, AcceleratorType: ms.Slice.AcceleratorType(), Slices: ms.Slices, Chips: ms.Chips(),
 		Mode: m, Layout: est.Mesh.String(), StepTime: est.Time.Step, Steps: steps,
 		Goodput: e.Goodput, TimeToTrainS: float64(e.TimeToTrain), Price: price, Plan: p, Warnings: []string{},
@@ -489,7 +500,7 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
 		}
 		row.Energy = energyOf(row.Chips, row.TimeToTrainS/3600, w, c)
 	}
-	return row
+	return row, e
 }
 
 // limit drops the rows over the deadline or budget, with their reasons,
