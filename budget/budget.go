@@ -198,8 +198,8 @@ func (r *Request) check() error {
 	switch {
 	case !(r.Tokens >= 1 && r.Tokens <= 1e16):
 		return refuse("tokens", r.Tokens, "from 1 to 1e16")
-	case !ValidRegion(r.Region):
-		return refuse("region", fmt.Sprintf("%q", r.Region), "a region such as us-central1")
+	case !KnownRegion(r.Region):
+		return refuse("region", fmt.Sprintf("%q", r.Region), regionsWant(r.Region))
 	case len(r.Generations) == 0:
 		return refuse("generations", "[]", "at least one generation")
 	case len(r.Modes) == 0:

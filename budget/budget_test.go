@@ -162,6 +162,7 @@ func TestSweepRefuses(t *testing.T) {
 		{"negative tokens", func(r *Request) { r.Tokens = -1 }},
 		{"NaN tokens", func(r *Request) { r.Tokens = math.NaN() }},
 		{"bad region", func(r *Request) { r.Region = "mars" }},
+		{"unknown region", func(r *Request) { r.Region = "mars-north1" }},
 		{"no modes", func(r *Request) { r.Modes = nil }},
 		{"negative deadline", func(r *Request) { r.Deadline = -time.Hour }},
 		{"infinite budget", func(r *Request) { r.Budget = math.Inf(1) }},

@@ -142,7 +142,7 @@ func FuzzParseCarbon(f *testing.F) {
 			return
 		}
 		for _, rc := range c {
-			if !(rc.CFEShare >= 0 && rc.CFEShare <= 1 && rc.GridGCO2PerKWh >= 0 && rc.GridGCO2PerKWh <= MaxGridGCO2) || !ValidRegion(rc.Region) {
+			if !(rc.CFEShare >= 0 && rc.CFEShare <= 1 && rc.GridGCO2PerKWh >= 0 && rc.GridGCO2PerKWh <= MaxGridGCO2) || !regionSpelling(rc.Region) {
 				t.Errorf("accepted %+v", rc)
 			}
 		}

@@ -112,8 +112,8 @@ func ParseOptions(o Options, prices Prices) (Request, error) {
 	if r.Budget, err = ParseDollars(o.Budget); err != nil {
 		return r, err
 	}
-	if r.Region = strings.TrimSpace(o.Region); !ValidRegion(r.Region) {
-		return r, &OptionError{"region", o.Region, "a Google Cloud region such as us-central1 or europe-west4"}
+	if r.Region, err = ParseRegion(o.Region); err != nil {
+		return r, err
 	}
 	if r.Generations, err = ParseGenerations(o.Generations); err != nil {
 		return r, err

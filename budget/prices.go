@@ -158,9 +158,10 @@ func decimal(s string, lo, hi float64) (float64, error) {
 	return v, nil
 }
 
-// ValidRegion reports whether s is spelt as a Google Cloud region
-// (us-central1, europe-west4).
-func ValidRegion(s string) bool { return regionRE.MatchString(s) }
+// regionSpelling reports whether s is spelt as a Google Cloud region
+// (us-central1, europe-west4): the carbon table's rows, which make the
+// list of regions (Regions) others are checked against.
+func regionSpelling(s string) bool { return regionRE.MatchString(s) }
 
 // ParsePrices reads a price table: CSV with the header
 // generation,mode,region,usd_per_chip_hour,source,read,note and one row per
@@ -242,8 +243,8 @@ func parsePrice(rec []string, line int) (Price, error) {
 	if p.Mode, err = ParseMode(rec[1]); err != nil || string(p.Mode) != rec[1] {
 		return Price{}, refuse("mode", rec[1], "one of "+strings.Join(Modes(), ", "))
 	}
-	if p.Region != AnyRegion && !ValidRegion(p.Region) {
-		return Price{}, refuse("region", p.Region, `a region such as us-central1, or "*" when the source names none`)
+	if p.Region != AnyRegion && !KnownRegion(p.Region) {
+		return Price{}, refuse("region", p.Region, `"*" when the source names no region, or `+regionsWant(p.Region))
 	}
 	v, err := decimal(rec[3], 0, MaxPrice)
 	if err != nil || v <= 0 {

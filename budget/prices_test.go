@@ -67,6 +67,7 @@ func TestParsePricesErrors(t *testing.T) {
 		{"alias, not the name", header + "trillium,on-demand,*,2.70,src,2026-12-04,\n", "generation", 2},
 		{"unknown mode", header + "v6e,flex,*,2.70,src,2026-12-04,\n", "mode", 2},
 		{"bad region", header + "v6e,on-demand,US Central,2.70,src,2026-12-04,\n", "region", 2},
+		{"unknown region", header + "v6e,on-demand,mars-north1,2.70,src,2026-12-04,\n", "region", 2},
 		{"zero price", header + "v6e,on-demand,*,0,src,2026-12-04,\n", "usd_per_chip_hour", 2},
 		{"negative price", header + "v6e,on-demand,*,-2.70,src,2026-12-04,\n", "usd_per_chip_hour", 2},
 		{"NaN price", header + "v6e,on-demand,*,NaN,src,2026-12-04,\n", "usd_per_chip_hour", 2},
@@ -118,6 +119,7 @@ func FuzzParsePrices(f *testing.F) {
 	f.Add([]byte(header + "v6e,on-demand,*,2.70,https://example.com/a,2026-12-04,\n"))
 	f.Add([]byte(header + "v4,cud-1y,us-central2,3,\"a, b\",2022-08-11,\"say \"\"x\"\"\"\n"))
 	f.Add([]byte("generation,mode\n"))
+	f.Add([]byte(header + "v6e,on-demand,mars-north1,2.7,http://x,2026-12-04,n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ps, err := ParsePrices(bytes.NewReader(data))
 		if err != nil {
@@ -126,6 +128,11 @@ func FuzzParsePrices(f *testing.F) {
 				t.Fatalf("error %v is not a *ParseError", err)
 			}
 			return
+		}
+		for _, p := range ps {
+			if p.Region != AnyRegion && !KnownRegion(p.Region) {
+				t.Fatalf("accepted region %q", p.Region)
+			}
 		}
 		var b bytes.Buffer
 		if err := ps.WriteCSV(&b); err != nil {

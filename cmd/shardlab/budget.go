@@ -39,7 +39,7 @@ func newBudgetFlags() (*flag.FlagSet, *budgetFlags) {
 	fs.StringVar(&f.maxBatch, "max-global-batch", d.MaxGlobalBatch, "convergence limit on the global batch, in sequences (512) or tokens (default "+plan.DefaultMaxGlobalBatch+")")
 	parsedVar(fs, &f.deadline, "deadline", d.Deadline, parseDeadline, "drop configurations that take longer: a duration from 0 (none) to 3650d, in d, h or m (30d, 36h)")
 	parsedVar(fs, &f.dollars, "budget", d.Budget, parseDollars, "drop configurations that cost more: dollars from 0 (none) to 1e12 with an optional k or M (2M, 500k)")
-	parsedVar(fs, &f.region, "region", d.Region, parseRegion, "Google Cloud region to price in (us-central1, europe-west4)")
+	parsedVar(fs, &f.region, "region", d.Region, parseRegion, "Google Cloud region to price in, one of the 44 of budget/carbon.csv (Google's region-carbon-info), in any case (us-central1, europe-west4)")
 	parsedVar(fs, &f.generations, "generations", d.Generations, parseGenerations, "comma-separated TPU generations (v4, v5e, v5p, v6e, tpu7x)")
 	parsedVar(fs, &f.modes, "modes", d.Modes, parseModes, "comma-separated capacity modes ("+strings.Join(budget.Modes(), ", ")+")")
 	parsedVar(fs, &f.chips, "slice-chips", d.SliceChips, parseChipList, "comma-separated slice sizes in chips to search, each from 1 to 9216")
@@ -99,16 +99,10 @@ var (
 	parseChipList    = check(budget.ParseSliceChips)
 	parseCountList   = check(budget.ParseSliceCounts)
 	parseChipWatts   = check(budget.ParseChipWatts)
-	// the region only places the prices: any spelt one checks the syntax
+	parseRegion      = check(budget.ParseRegion)
+	// the region only places the prices: any known one checks the syntax
 	parseUserPrice = check(func(s string) (budget.Prices, error) { return budget.ParseUserPrices(s, budget.DefaultRegion) })
 )
-
-func parseRegion(s string) error {
-	if !budget.ValidRegion(strings.TrimSpace(s)) {
-		return errors.New("a Google Cloud region such as us-central1 or europe-west4")
-	}
-	return nil
-}
 
 // request is the budget question the flags ask, through
 // budget.ParseOptions as the web page's form asks it.

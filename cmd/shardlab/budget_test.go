@@ -16,13 +16,19 @@ func TestBudgetRefusesBadInput(t *testing.T) {
 	if err := os.WriteFile(badPrices, []byte("generation,mode,region,usd_per_chip_hour,source,read,note\nv6e,on-demand,*,-2,src,2026-12-04,\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	marsPrices := filepath.Join(dir, "mars.csv")
+	if err := os.WriteFile(marsPrices, []byte("generation,mode,region,usd_per_chip_hour,source,read,note\nv6e,on-demand,mars-north1,2.7,http://x,2026-12-04,n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		args []string
 		want []string
 	}{
 		{withFlags(small, "--tokens", "-1T"), []string{`budget: --tokens "-1T"`, "from 1 to 1e16"}},
 		{withFlags(small, "--tokens", "1X"), []string{`--tokens "1X"`, "k, M, B or T"}},
-		{withFlags(small, "--region", "mars"), []string{`budget: --region "mars"`, "us-central1"}},
+		{withFlags(small, "--region", "mars"), []string{`budget: --region "mars"`, "one of the 44 of budget/carbon.csv", "us-…"}},
+		{withFlags(small, "--region", "mars-north1"), []string{`budget: --region "mars-north1"`, "one of the 44 of budget/carbon.csv"}},
+		{withFlags(small, "--prices", marsPrices), []string{"budget: --prices " + marsPrices, "line 2", `region "mars-north1"`, "one of the 44"}},
 		{withFlags(small, "--modes", "on-demand,flexi"), []string{`budget: --modes "on-demand,flexi"`, "on-demand, spot, cud-1y, cud-3y, flex-start"}},
 		{withFlags(small, "--html", filepath.Join(dir, "no", "such", "dir", "b.html")), []string{"budget: --html"}},
 		{withFlags(small, "--generations", "v9"), []string{`budget: --generations "v9"`, "v6e"}},
@@ -37,6 +43,15 @@ func TestBudgetRefusesBadInput(t *testing.T) {
 		{withFlags(small, "--chip-watts", "v6e=0"), []string{`budget: --chip-watts "v6e=0"`, "at most 5000"}},
 	} {
 		fail(t, tt.args, tt.want...)
+	}
+}
+
+// TestBudgetRegionAnyCase: --region is an enumerated value, matched in
+// any case as README says (EUROPE-WEST4 was refused).
+func TestBudgetRegionAnyCase(t *testing.T) {
+	out, errOut, code := runCmd(withFlags(small, "--slices", "1", "--region", "EUROPE-WEST4")...)
+	if code != 0 || !strings.Contains(out, "prices for europe-west4;") {
+		t.Errorf("--region EUROPE-WEST4: exit %d %s, stdout:\n%s", code, errOut, out)
 	}
 }
 
