@@ -166,7 +166,8 @@ func regionSpelling(s string) bool { return regionRE.MatchString(s) }
 // ParsePrices reads a price table: CSV with the header
 // generation,mode,region,usd_per_chip_hour,source,read,note and one row per
 // generation, mode and region. Every field but note is required; a
-// generation, mode and region appear at most once.
+// generation, mode and region appear at most once. The generation, mode
+// and region match in any case and are kept in lower case.
 func ParsePrices(r io.Reader) (Prices, error) {
 	seen := map[[3]string]int{}
 	return readCSV(r, priceHeader, "price", func(rec []string, line int) (Price, error) {
@@ -230,21 +231,23 @@ func parsePrice(rec []string, line int) (Price, error) {
 	refuse := func(field, value, want string) error {
 		return &ParseError{Line: line, Field: field, Value: value, Want: want}
 	}
-	p := Price{Region: rec[2], Source: rec[4], Read: rec[5], Note: rec[6]}
+	// enumerated values match in any case, as the flags' do; a name, not
+	// an alias (trillium, flex)
+	p := Price{Region: strings.ToLower(rec[2]), Source: rec[4], Read: rec[5], Note: rec[6]}
 	c, err := hw.Lookup(rec[0])
-	if err != nil || string(c.Generation) != rec[0] {
+	if err != nil || !strings.EqualFold(string(c.Generation), rec[0]) {
 		var names []string
 		for _, c := range hw.Chips() {
 			names = append(names, string(c.Generation))
 		}
-		return Price{}, refuse("generation", rec[0], "one of "+strings.Join(names, ", "))
+		return Price{}, refuse("generation", rec[0], "one of "+strings.Join(names, ", ")+", in any case")
 	}
 	p.Generation = c.Generation
-	if p.Mode, err = ParseMode(rec[1]); err != nil || string(p.Mode) != rec[1] {
-		return Price{}, refuse("mode", rec[1], "one of "+strings.Join(Modes(), ", "))
+	if p.Mode, err = ParseMode(rec[1]); err != nil || !strings.EqualFold(string(p.Mode), rec[1]) {
+		return Price{}, refuse("mode", rec[1], "one of "+strings.Join(Modes(), ", ")+", in any case")
 	}
 	if p.Region != AnyRegion && !KnownRegion(p.Region) {
-		return Price{}, refuse("region", p.Region, `"*" when the source names no region, or `+regionsWant(p.Region))
+		return Price{}, refuse("region", rec[2], `"*" when the source names no region, or `+regionsWant(rec[2]))
 	}
 	v, err := decimal(rec[3], 0, MaxPrice)
 	if err != nil || v <= 0 {

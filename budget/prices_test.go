@@ -77,6 +77,8 @@ func TestParsePricesErrors(t *testing.T) {
 		{"bad date", header + "v6e,on-demand,*,2.70,src,2026-13-04,\n", "read", 2},
 		{"no date", header + "v6e,on-demand,*,2.70,src,,\n", "read", 2},
 		{"duplicate row", header + good + good, "region", 3},
+		{"duplicate row in another case", header + good + "V6E,On-Demand,*,2.70,https://example.com/a,2026-12-04,\n", "region", 3},
+		{"space around the generation", header + " v6e,on-demand,*,2.70,src,2026-12-04,\n", "generation", 2},
 		{"control in note", header + "v6e,on-demand,*,2.70,src,2026-12-04,\"a\x01\"\n", "note", 2},
 		{"bare quote", header + "v6e,on-demand,*,2.70,sr\"c,2026-12-04,\n", "", 2},
 	}
@@ -93,6 +95,22 @@ func TestParsePricesErrors(t *testing.T) {
 		if !strings.HasPrefix(err.Error(), "budget: prices line ") {
 			t.Errorf("%s: error %q does not name the package and line", tt.name, err)
 		}
+	}
+}
+
+// TestParsePricesAnyCase: a price table's generation, mode and region
+// match in any case, as README says of every enumerated value and as the
+// flags do (V6E and On-Demand exited 2), and are kept as the names.
+func TestParsePricesAnyCase(t *testing.T) {
+	ps, err := ParsePrices(strings.NewReader(header + "V6E,On-Demand,EUROPE-WEST4,2.7,src,2026-12-04,\nTPU7X,CUD-1Y,*,3,src,2026-12-04,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := ps.Lookup(hw.V6e, OnDemand, "europe-west4"); !ok || p.Region != "europe-west4" || p.USDPerChipHour != 2.7 {
+		t.Errorf("V6E,On-Demand,EUROPE-WEST4: Lookup(v6e, on-demand, europe-west4) = %+v, %v", p, ok)
+	}
+	if _, ok := ps.Lookup(hw.TPU7x, CUD1y, "us-east1"); !ok {
+		t.Errorf("TPU7X,CUD-1Y,*: no tpu7x cud-1y price")
 	}
 }
 
@@ -120,6 +138,7 @@ func FuzzParsePrices(f *testing.F) {
 	f.Add([]byte(header + "v4,cud-1y,us-central2,3,\"a, b\",2022-08-11,\"say \"\"x\"\"\"\n"))
 	f.Add([]byte("generation,mode\n"))
 	f.Add([]byte(header + "v6e,on-demand,mars-north1,2.7,http://x,2026-12-04,n\n"))
+	f.Add([]byte(header + "V6E,On-Demand,EUROPE-WEST4,2.7,http://x,2026-12-04,n\nv6e,on-demand,europe-west4,2.7,http://x,2026-12-04,n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ps, err := ParsePrices(bytes.NewReader(data))
 		if err != nil {
@@ -132,6 +151,9 @@ func FuzzParsePrices(f *testing.F) {
 		for _, p := range ps {
 			if p.Region != AnyRegion && !KnownRegion(p.Region) {
 				t.Fatalf("accepted region %q", p.Region)
+			}
+			if _, err := ParseMode(string(p.Mode)); err != nil || strings.ToLower(string(p.Generation)) != string(p.Generation) {
+				t.Fatalf("accepted %q %q, not the names in lower case", p.Generation, p.Mode)
 			}
 		}
 		var b bytes.Buffer
