@@ -17,9 +17,9 @@ import (
 // us-central1, nothing for TPU7x.
 func testPrices(t *testing.T) Prices {
 	t.Helper()
-	ps, err := ParsePrices(strings.NewReader(header +
-		"v6e,on-demand,us-central1,2,test table,2026-12-04,\n" +
-		"v6e,spot,us-central1,1,test table,2026-12-04,\n"))
+	ps, err := ParsePrices(strings.NewReader(header+
+		"v6e,on-demand,us-central1,2,test table,2026-12-04,\n"+
+		"v6e,spot,us-central1,1,test table,2026-12-04,\n"), testToday)
 	if err != nil {
 		t.Fatal(err)
 	}

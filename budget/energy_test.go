@@ -234,7 +234,7 @@ func TestParseUserPrices(t *testing.T) {
 // A price table cannot pass its rows off as the user's: only
 // ParseUserPrices marks a price given.
 func TestTablePriceIsNotGiven(t *testing.T) {
-	ps, err := ParsePrices(strings.NewReader(header + "tpu7x,on-demand,*,5," + UserSource + ",2026-12-06,\n"))
+	ps, err := ParsePrices(strings.NewReader(header+"tpu7x,on-demand,*,5,"+UserSource+",2026-12-06,\n"), testToday)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,11 +167,19 @@ func regionSpelling(s string) bool { return regionRE.MatchString(s) }
 // generation,mode,region,usd_per_chip_hour,source,read,note and one row per
 // generation, mode and region. Every field but note is required; a
 // generation, mode and region appear at most once. The generation, mode
-// and region match in any case and are kept in lower case.
-func ParsePrices(r io.Reader) (Prices, error) {
+// and region match in any case and are kept in lower case. A price was
+// read on or before today, the caller's date (the package reads no
+// clock).
+func ParsePrices(r io.Reader, today time.Time) (Prices, error) {
+	return parsePrices(r, today.Format(time.DateOnly))
+}
+
+// parsePrices is ParsePrices with the last date a price may have been
+// read on, YYYY-MM-DD.
+func parsePrices(r io.Reader, today string) (Prices, error) {
 	seen := map[[3]string]int{}
 	return readCSV(r, priceHeader, "price", func(rec []string, line int) (Price, error) {
-		p, err := parsePrice(rec, line)
+		p, err := parsePrice(rec, line, today)
 		if err != nil {
 			return Price{}, err
 		}
@@ -226,8 +234,8 @@ func readCSV[T any](r io.Reader, header []string, what string, parse func(rec []
 	return rows, nil
 }
 
-// parsePrice reads one row.
-func parsePrice(rec []string, line int) (Price, error) {
+// parsePrice reads one row, read on or before today (YYYY-MM-DD).
+func parsePrice(rec []string, line int, today string) (Price, error) {
 	refuse := func(field, value, want string) error {
 		return &ParseError{Line: line, Field: field, Value: value, Want: want}
 	}
@@ -256,6 +264,9 @@ func parsePrice(rec []string, line int) (Price, error) {
 	p.USDPerChipHour = v
 	if err := checkProvenance(refuse, "price", p.Source, p.Read, p.Note); err != nil {
 		return Price{}, err
+	}
+	if p.Read > today { // dates as YYYY-MM-DD sort as strings
+		return Price{}, refuse("read", p.Read, "the date the price was read, on or before today ("+today+")")
 	}
 	return p, nil
 }
@@ -333,8 +344,9 @@ var pricesCSV []byte
 
 // DefaultPrices is the table in prices.csv: every figure with its source
 // and the date it was read. Modes and regions without a citable price are
-// absent.
-func DefaultPrices() (Prices, error) { return ParsePrices(bytes.NewReader(pricesCSV)) }
+// absent. The package reads no clock: TestTablesReadInThePast holds the
+// table's dates before the test's today.
+func DefaultPrices() (Prices, error) { return parsePrices(bytes.NewReader(pricesCSV), "9999-12-31") }
 
 // UserSource is the source of a price the user gave (ParseUserPrices):
 // not a published figure, and dated by no reading.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"shardlab/budget"
 	"shardlab/chart"
@@ -139,7 +140,7 @@ func (f *budgetFlags) priceTable() (budget.Prices, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps, err := budget.ParsePrices(bytes.NewReader(data))
+	ps, err := budget.ParsePrices(bytes.NewReader(data), time.Now())
 	if err != nil {
 		return nil, bad("budget: --prices %s: %s", f.prices, strings.TrimPrefix(err.Error(), "budget: "))
 	}

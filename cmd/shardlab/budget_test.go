@@ -16,6 +16,10 @@ func TestBudgetRefusesBadInput(t *testing.T) {
 	if err := os.WriteFile(badPrices, []byte("generation,mode,region,usd_per_chip_hour,source,read,note\nv6e,on-demand,*,-2,src,2026-12-04,\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	futurePrices := filepath.Join(dir, "future.csv")
+	if err := os.WriteFile(futurePrices, []byte("generation,mode,region,usd_per_chip_hour,source,read,note\nv6e,on-demand,*,2.7,http://x,2099-01-01,n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	marsPrices := filepath.Join(dir, "mars.csv")
 	if err := os.WriteFile(marsPrices, []byte("generation,mode,region,usd_per_chip_hour,source,read,note\nv6e,on-demand,mars-north1,2.7,http://x,2026-12-04,n\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -28,6 +32,7 @@ func TestBudgetRefusesBadInput(t *testing.T) {
 		{withFlags(small, "--tokens", "1X"), []string{`--tokens "1X"`, "k, M, B or T"}},
 		{withFlags(small, "--region", "mars"), []string{`budget: --region "mars"`, "one of the 44 of budget/carbon.csv", "us-…"}},
 		{withFlags(small, "--region", "mars-north1"), []string{`budget: --region "mars-north1"`, "one of the 44 of budget/carbon.csv"}},
+		{withFlags(small, "--prices", futurePrices), []string{"budget: --prices " + futurePrices, "line 2", `read "2099-01-01"`, "on or before today"}},
 		{withFlags(small, "--prices", marsPrices), []string{"budget: --prices " + marsPrices, "line 2", `region "mars-north1"`, "one of the 44"}},
 		{withFlags(small, "--modes", "on-demand,flexi"), []string{`budget: --modes "on-demand,flexi"`, "on-demand, spot, cud-1y, cud-3y, flex-start"}},
 		{withFlags(small, "--html", filepath.Join(dir, "no", "such", "dir", "b.html")), []string{"budget: --html"}},
