@@ -176,11 +176,13 @@ type Result struct {
 	Unpriced []string  `json:"unpriced"`
 	Dropped  []Dropped `json:"dropped"`
 	// Nearest, when no row meets the deadline or budget, names the row
-	// that comes closest.
-	Nearest  string   `json:"nearest,omitempty"`
-	Deadline float64  `json:"deadline_s,omitempty"`
-	Budget   float64  `json:"budget_usd,omitempty"`
-	Notes    []string `json:"notes"`
+	// that comes closest (Request.nearer) with its time and dollars, and
+	// NearestRow is that row.
+	Nearest    string   `json:"nearest,omitempty"`
+	NearestRow *Row     `json:"nearest_row,omitempty"`
+	Deadline   float64  `json:"deadline_s,omitempty"`
+	Budget     float64  `json:"budget_usd,omitempty"`
+	Notes      []string `json:"notes"`
 	// Carbon is the region's carbon figures behind the rows' emissions,
 	// when the rows carry energy and the table has the region.
 	Carbon *RegionCarbon `json:"carbon,omitempty"`
@@ -523,21 +525,40 @@ func (r Request) limit(rows []Row, res *Result) []Row {
 		res.Dropped = append(res.Dropped, Dropped{What: row.name(), Why: strings.Join(why, "; ")})
 	}
 	if len(kept) == 0 && len(over) > 0 {
-		// nearest: the least relative excess over the limits
-		excess := func(row Row) float64 {
-			x := 0.0
-			if r.Deadline > 0 {
-				x = max(x, row.TimeToTrainS/r.Deadline.Seconds())
-			}
-			if r.Budget > 0 {
-				x = max(x, row.USD/r.Budget)
-			}
-			return x
-		}
-		best := slices.MinFunc(over, func(a, b Row) int { return cmp.Compare(excess(a), excess(b)) })
+		best := slices.MinFunc(over, r.nearer)
 		res.Nearest = fmt.Sprintf("%s: %s, %s", best.name(), Days(best.TimeToTrainS), Dollars(best.USD))
+		res.NearestRow = &best
 	}
 	return kept
+}
+
+// nearer orders rows over the limits, nearest first: by their worst
+// relative excess over the deadline and budget, ties by the other one
+// (both limits given), then the cheaper, then the faster. A tie over a
+// deadline alone goes to the cheaper row (the same configuration on
+// demand and committed takes the same time), one over a budget alone to
+// the faster.
+func (r Request) nearer(a, b Row) int {
+	excess := func(row Row) (worst, other float64) {
+		var x []float64
+		if r.Deadline > 0 {
+			x = append(x, row.TimeToTrainS/r.Deadline.Seconds())
+		}
+		if r.Budget > 0 {
+			x = append(x, row.USD/r.Budget)
+		}
+		slices.Sort(x)
+		switch len(x) {
+		case 0:
+			return 0, 0
+		case 1:
+			return x[0], 0
+		}
+		return x[1], x[0]
+	}
+	wa, oa := excess(a)
+	wb, ob := excess(b)
+	return cmp.Or(cmp.Compare(wa, wb), cmp.Compare(oa, ob), cmp.Compare(a.USD, b.USD), cmp.Compare(a.TimeToTrainS, b.TimeToTrainS))
 }
 
 // notes are the assumptions the rows rest on.

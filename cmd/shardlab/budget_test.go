@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +68,25 @@ func TestBudgetNoAnswerNamesTheNearest(t *testing.T) {
 	}
 	if !strings.Contains(out, "over the 1h deadline") {
 		t.Errorf("--deadline 1h: stdout does not say why rows were dropped:\n%s", out)
+	}
+	// --json: the nearest as text and as a row to act on
+	out, _, code = runCmd(withFlags(small, "--deadline", "1h", "--json")...)
+	var j struct {
+		Nearest    string `json:"nearest"`
+		NearestRow *struct {
+			AcceleratorType string  `json:"accelerator_type"`
+			Slices          int     `json:"slices"`
+			Mode            string  `json:"mode"`
+			TimeToTrainS    float64 `json:"time_to_train_s"`
+			USD             float64 `json:"usd"`
+		} `json:"nearest_row"`
+	}
+	if err := json.Unmarshal([]byte(out), &j); err != nil || code != exitError {
+		t.Fatalf("--deadline 1h --json: exit %d, %v", code, err)
+	}
+	if n := j.NearestRow; n == nil || n.AcceleratorType != "v6e-16" || n.Slices != 2 || n.Mode != "on-demand" || !(n.TimeToTrainS > 3600) || !(n.USD > 0) ||
+		!strings.HasPrefix(j.Nearest, "2 × v6e-16 on-demand: ") {
+		t.Errorf("--deadline 1h --json: nearest %q, nearest_row %+v; want 2 × v6e-16 on-demand, over an hour", j.Nearest, n)
 	}
 }
 
