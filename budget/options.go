@@ -124,6 +124,9 @@ func ParseOptions(o Options, prices Prices) (Request, error) {
 	if r.SliceChips, err = ParseSliceChips(o.SliceChips); err != nil {
 		return r, err
 	}
+	if _, want, ok := unknownSize(r.Generations, r.SliceChips); !ok {
+		return r, &OptionError{"slice_chips", o.SliceChips, want}
+	}
 	if r.SliceCounts, err = ParseSliceCounts(o.SliceCounts); err != nil {
 		return r, err
 	}

@@ -43,7 +43,7 @@ func newBudgetFlags() (*flag.FlagSet, *budgetFlags) {
 	parsedVar(fs, &f.region, "region", d.Region, parseRegion, "Google Cloud region to price in, one of the 44 of budget/carbon.csv (Google's region-carbon-info), in any case (us-central1, europe-west4)")
 	parsedVar(fs, &f.generations, "generations", d.Generations, parseGenerations, "comma-separated TPU generations (v4, v5e, v5p, v6e, tpu7x)")
 	parsedVar(fs, &f.modes, "modes", d.Modes, parseModes, "comma-separated capacity modes ("+strings.Join(budget.Modes(), ", ")+")")
-	parsedVar(fs, &f.chips, "slice-chips", d.SliceChips, parseChipList, "comma-separated slice sizes in chips to search, each from 1 to 9216")
+	parsedVar(fs, &f.chips, "slice-chips", d.SliceChips, parseChipList, "comma-separated slice sizes in chips to search, each from 1 to 9216 and one a generation searched has")
 	parsedVar(fs, &f.count, "slices", d.SliceCounts, parseCountList, "comma-separated slice counts to search, each from 1 to 64")
 	floatVar(fs, &f.spot, "spot-preemptions-per-hour", 0, floatFlag{lo: 0, hi: 100, unit: "per slice per hour"},
 		"spot preemptions: no public rate was found, so it is an input (0: none)")
@@ -124,7 +124,7 @@ func (f *budgetFlags) request() (budget.Request, error) {
 	var oe *budget.OptionError
 	switch {
 	case errors.As(err, &oe):
-		return r, bad("budget: --%s %q: %s", strings.ReplaceAll(oe.Option, "_", "-"), oe.Value, oe.Want)
+		return r, bad("budget: --%s %q: want %s", strings.ReplaceAll(oe.Option, "_", "-"), oe.Value, oe.Want)
 	case err != nil:
 		return r, planError(err)
 	}
