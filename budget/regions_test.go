@@ -2,6 +2,7 @@ package budget
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -57,4 +58,14 @@ func TestTablesNameKnownRegions(t *testing.T) {
 			}
 		}
 	}
+}
+
+func ExampleParseRegion() {
+	r, err := ParseRegion("EUROPE-WEST4")
+	fmt.Println(r, err, KnownRegion(r))
+	_, err = ParseRegion("mars-north1")
+	fmt.Println(err != nil, len(Regions()))
+	// Output:
+	// europe-west4 <nil> true
+	// true 44
 }
