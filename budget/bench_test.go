@@ -29,7 +29,7 @@ func pricedRequest(tb testing.TB, model string, gens []hw.Generation) Request {
 			csv.WriteString(string(g) + "," + string(m) + ",*,1,bench,2026-12-05,\n")
 		}
 	}
-	ps, err := ParsePrices(strings.NewReader(csv.String()))
+	ps, err := ParsePrices(strings.NewReader(csv.String()), testToday)
 	if err != nil {
 		tb.Fatal(err)
 	}

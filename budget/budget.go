@@ -176,11 +176,13 @@ type Result struct {
 	Unpriced []string  `json:"unpriced"`
 	Dropped  []Dropped `json:"dropped"`
 	// Nearest, when no row meets the deadline or budget, names the row
-	// that comes closest.
-	Nearest  string   `json:"nearest,omitempty"`
-	Deadline float64  `json:"deadline_s,omitempty"`
-	Budget   float64  `json:"budget_usd,omitempty"`
-	Notes    []string `json:"notes"`
+	// that comes closest (Request.nearer) with its time and dollars, and
+	// NearestRow is that row.
+	Nearest    string   `json:"nearest,omitempty"`
+	NearestRow *Row     `json:"nearest_row,omitempty"`
+	Deadline   float64  `json:"deadline_s,omitempty"`
+	Budget     float64  `json:"budget_usd,omitempty"`
+	Notes      []string `json:"notes"`
 	// Carbon is the region's carbon figures behind the rows' emissions,
 	// when the rows carry energy and the table has the region.
 	Carbon *RegionCarbon `json:"carbon,omitempty"`
@@ -198,8 +200,8 @@ func (r *Request) check() error {
 	switch {
 	case !(r.Tokens >= 1 && r.Tokens <= 1e16):
 		return refuse("tokens", r.Tokens, "from 1 to 1e16")
-	case !ValidRegion(r.Region):
-		return refuse("region", fmt.Sprintf("%q", r.Region), "a region such as us-central1")
+	case !KnownRegion(r.Region):
+		return refuse("region", fmt.Sprintf("%q", r.Region), regionsWant(r.Region))
 	case len(r.Generations) == 0:
 		return refuse("generations", "[]", "at least one generation")
 	case len(r.Modes) == 0:
@@ -241,6 +243,9 @@ func (r *Request) check() error {
 			return refuse("slice chips", n, "a positive number of chips")
 		}
 	}
+	if bad, want, ok := unknownSize(r.Generations, r.SliceChips); !ok {
+		return refuse("slice chips", bad, want)
+	}
 	for _, n := range r.SliceCounts {
 		if n < 1 || n > plan.MaxSlices {
 			return refuse("slice count", n, fmt.Sprintf("from 1 to %d", plan.MaxSlices))
@@ -263,8 +268,8 @@ func (r Request) configs(c hw.Chip) ([]config, []Dropped) {
 	var out []config
 	var dropped []Dropped
 	for _, chips := range r.SliceChips {
-		s, err := hw.ParseAcceleratorType(c.AcceleratorType(chips))
-		if err != nil || chips > c.MaxSliceChips || chips < c.Host.Chips {
+		s, ok := trainingSlice(c, chips)
+		if !ok {
 			dropped = append(dropped, Dropped{What: fmt.Sprintf("%s, %d-chip slices", c.Generation, chips),
 				Why: fmt.Sprintf("%s has no %d-chip training slice", c.Generation, chips)})
 			continue
@@ -322,19 +327,7 @@ func (r Request) sweep() (Result, error) {
 			if err != nil {
 				return Result{}, err
 			}
-			for _, m := range gw.priced {
-				price, _ := r.Prices.Lookup(gw.chip.Generation, m, r.Region)
-				row := r.row(p, cf.ms, m, price)
-				if m == Flex {
-					why, warnings := fl.check(row)
-					row.Warnings = append(row.Warnings, warnings...)
-					if why != "" {
-						res.Dropped = append(res.Dropped, Dropped{What: row.name(), Why: why})
-						continue
-					}
-				}
-				all = append(all, row)
-			}
+			all = append(all, r.priced(p, cf.ms, gw, fl, &res)...)
 		}
 	}
 	res.Rows = r.limit(all, &res)
@@ -349,6 +342,29 @@ func (r Request) sweep() (Result, error) {
 		res.Carbon = &c
 	}
 	return res, nil
+}
+
+// priced is plan p on ms in each of the generation's priced modes: its
+// rows, and in res those dropped with their reasons (a job that keeps no
+// work between its interruptions, flex-start's run limit).
+func (r Request) priced(p *plan.Plan, ms hw.Multislice, gw generationWork, fl flexTerms, res *Result) []Row {
+	var rows []Row
+	for _, m := range gw.priced {
+		price, _ := r.Prices.Lookup(gw.chip.Generation, m, r.Region)
+		row, e := r.row(p, ms, m, price)
+		why := stalled(row, e)
+		if why == "" && m == Flex {
+			var warnings []string
+			why, warnings = fl.check(row)
+			row.Warnings = append(row.Warnings, warnings...)
+		}
+		if why != "" {
+			res.Dropped = append(res.Dropped, Dropped{What: row.name(), Why: why})
+			continue
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // generations sorts the request's generations into what to plan: each
@@ -454,8 +470,8 @@ func (r Request) planAll(tasks []config) []planned {
 	return out
 }
 
-// row prices plan p on ms in mode m.
-func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
+// row prices plan p on ms in mode m; e is the goodput behind it.
+func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) (row Row, e capacity.Expectation) {
 	est := p.Best.Estimate
 	job := capacity.JobOf(*p)
 	extra := 0.0
@@ -465,8 +481,8 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
 	// a job trains whole steps: the last, partial batch is a whole step
 	batchTokens := float64(est.Job.GlobalBatch) * float64(est.Job.Seq)
 	steps := math.Ceil(r.Tokens / batchTokens)
-	e := capacity.ExpectInterrupted(job, ms.Chips(), ms.Hosts(), steps*batchTokens, extra)
-	row := Row{
+	e = capacity.ExpectInterrupted(job, ms.Chips(), ms.Hosts(), steps*batchTokens, extra)
+	row = Row{
 		Generation: ms.Slice.Chip.Generation, AcceleratorType: ms.Slice.AcceleratorType(), Slices: ms.Slices, Chips: ms.Chips(),
 		Mode: m, Layout: est.Mesh.String(), StepTime: est.Time.Step, Steps: steps,
 		Goodput: e.Goodput, TimeToTrainS: float64(e.TimeToTrain), Price: price, Plan: p, Warnings: []string{},
@@ -489,7 +505,7 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) Row {
 		}
 		row.Energy = energyOf(row.Chips, row.TimeToTrainS/3600, w, c)
 	}
-	return row
+	return row, e
 }
 
 // limit drops the rows over the deadline or budget, with their reasons,
@@ -512,21 +528,40 @@ func (r Request) limit(rows []Row, res *Result) []Row {
 		res.Dropped = append(res.Dropped, Dropped{What: row.name(), Why: strings.Join(why, "; ")})
 	}
 	if len(kept) == 0 && len(over) > 0 {
-		// nearest: the least relative excess over the limits
-		excess := func(row Row) float64 {
-			x := 0.0
-			if r.Deadline > 0 {
-				x = max(x, row.TimeToTrainS/r.Deadline.Seconds())
-			}
-			if r.Budget > 0 {
-				x = max(x, row.USD/r.Budget)
-			}
-			return x
-		}
-		best := slices.MinFunc(over, func(a, b Row) int { return cmp.Compare(excess(a), excess(b)) })
+		best := slices.MinFunc(over, r.nearer)
 		res.Nearest = fmt.Sprintf("%s: %s, %s", best.name(), Days(best.TimeToTrainS), Dollars(best.USD))
+		res.NearestRow = &best
 	}
 	return kept
+}
+
+// nearer orders rows over the limits, nearest first: by their worst
+// relative excess over the deadline and budget, ties by the other one
+// (both limits given), then the cheaper, then the faster. A tie over a
+// deadline alone goes to the cheaper row (the same configuration on
+// demand and committed takes the same time), one over a budget alone to
+// the faster.
+func (r Request) nearer(a, b Row) int {
+	excess := func(row Row) (worst, other float64) {
+		var x []float64
+		if r.Deadline > 0 {
+			x = append(x, row.TimeToTrainS/r.Deadline.Seconds())
+		}
+		if r.Budget > 0 {
+			x = append(x, row.USD/r.Budget)
+		}
+		slices.Sort(x)
+		switch len(x) {
+		case 0:
+			return 0, 0
+		case 1:
+			return x[0], 0
+		}
+		return x[1], x[0]
+	}
+	wa, oa := excess(a)
+	wb, ob := excess(b)
+	return cmp.Or(cmp.Compare(wa, wb), cmp.Compare(oa, ob), cmp.Compare(a.USD, b.USD), cmp.Compare(a.TimeToTrainS, b.TimeToTrainS))
 }
 
 // notes are the assumptions the rows rest on.

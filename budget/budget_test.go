@@ -17,9 +17,9 @@ import (
 // us-central1, nothing for TPU7x.
 func testPrices(t *testing.T) Prices {
 	t.Helper()
-	ps, err := ParsePrices(strings.NewReader(header +
-		"v6e,on-demand,us-central1,2,test table,2026-12-04,\n" +
-		"v6e,spot,us-central1,1,test table,2026-12-04,\n"))
+	ps, err := ParsePrices(strings.NewReader(header+
+		"v6e,on-demand,us-central1,2,test table,2026-12-04,\n"+
+		"v6e,spot,us-central1,1,test table,2026-12-04,\n"), testToday)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +162,7 @@ func TestSweepRefuses(t *testing.T) {
 		{"negative tokens", func(r *Request) { r.Tokens = -1 }},
 		{"NaN tokens", func(r *Request) { r.Tokens = math.NaN() }},
 		{"bad region", func(r *Request) { r.Region = "mars" }},
+		{"unknown region", func(r *Request) { r.Region = "mars-north1" }},
 		{"no modes", func(r *Request) { r.Modes = nil }},
 		{"negative deadline", func(r *Request) { r.Deadline = -time.Hour }},
 		{"infinite budget", func(r *Request) { r.Budget = math.Inf(1) }},

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"shardlab/hw"
 )
@@ -69,7 +70,7 @@ func parseCarbon(rec []string, line int) (RegionCarbon, error) {
 		return &ParseError{Line: line, Field: field, Value: value, Want: want}
 	}
 	c := RegionCarbon{Region: rec[0], Location: rec[1], Source: rec[5], Read: rec[6]}
-	if !ValidRegion(c.Region) {
+	if !regionSpelling(c.Region) {
 		return c, refuse("region", c.Region, "a region such as us-central1")
 	}
 	if strings.TrimSpace(c.Location) == "" || c.Location != strings.TrimSpace(c.Location) || hasControl(c.Location) {
@@ -107,6 +108,60 @@ var carbonCSV []byte
 // DefaultCarbon is the table in carbon.csv: Google's 2024 figures for
 // every region, read from GoogleCloudPlatform/region-carbon-info.
 func DefaultCarbon() (Carbon, error) { return ParseCarbon(bytes.NewReader(carbonCSV)) }
+
+// regions is the regions of carbon.csv, in its order; nil if the table
+// does not parse (TestDefaultCarbon holds it valid).
+var regions = sync.OnceValue(func() []string {
+	c, err := DefaultCarbon()
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(c))
+	for i, rc := range c {
+		out[i] = rc.Region
+	}
+	return out
+})
+
+// Regions lists the Google Cloud regions: those of carbon.csv, which
+// Google's region-carbon-info gives for every region it runs (44 in its
+// 2024 table). It is the one list the package checks a region against
+// (ParseRegion, Sweep, a price table's rows); a region opened after it
+// is refused until the table has it.
+func Regions() []string { return slices.Clone(regions()) }
+
+// KnownRegion reports whether s is one of Regions, spelt in lower case.
+func KnownRegion(s string) bool { return slices.Contains(regions(), s) }
+
+// ParseRegion reads a Google Cloud region, one of Regions in any case.
+func ParseRegion(s string) (string, error) {
+	r := strings.ToLower(strings.TrimSpace(s))
+	if !KnownRegion(r) {
+		return "", &OptionError{"region", s, regionsWant(s)}
+	}
+	return r, nil
+}
+
+// regionsWant says which regions are accepted in place of s: those of
+// its area (us-, europe-), else the areas there are.
+func regionsWant(s string) string {
+	all := regions()
+	want := fmt.Sprintf("a Google Cloud region, one of the %d of budget/carbon.csv (Google's region-carbon-info)", len(all))
+	area, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "-")
+	var near, areas []string
+	for _, r := range all {
+		if strings.HasPrefix(r, area+"-") {
+			near = append(near, r)
+		}
+		if a, _, _ := strings.Cut(r, "-"); !slices.Contains(areas, a+"-…") {
+			areas = append(areas, a+"-…")
+		}
+	}
+	if len(near) > 0 {
+		return want + "; in " + area + "-: " + strings.Join(near, ", ")
+	}
+	return want + ": " + strings.Join(areas, ", ")
+}
 
 // MaxChipWatts bounds a chip's stated power, in watts.
 const MaxChipWatts = 5000

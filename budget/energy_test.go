@@ -142,7 +142,7 @@ func FuzzParseCarbon(f *testing.F) {
 			return
 		}
 		for _, rc := range c {
-			if !(rc.CFEShare >= 0 && rc.CFEShare <= 1 && rc.GridGCO2PerKWh >= 0 && rc.GridGCO2PerKWh <= MaxGridGCO2) || !ValidRegion(rc.Region) {
+			if !(rc.CFEShare >= 0 && rc.CFEShare <= 1 && rc.GridGCO2PerKWh >= 0 && rc.GridGCO2PerKWh <= MaxGridGCO2) || !regionSpelling(rc.Region) {
 				t.Errorf("accepted %+v", rc)
 			}
 		}
@@ -234,7 +234,7 @@ func TestParseUserPrices(t *testing.T) {
 // A price table cannot pass its rows off as the user's: only
 // ParseUserPrices marks a price given.
 func TestTablePriceIsNotGiven(t *testing.T) {
-	ps, err := ParsePrices(strings.NewReader(header + "tpu7x,on-demand,*,5," + UserSource + ",2026-12-06,\n"))
+	ps, err := ParsePrices(strings.NewReader(header+"tpu7x,on-demand,*,5,"+UserSource+",2026-12-06,\n"), testToday)
 	if err != nil {
 		t.Fatal(err)
 	}

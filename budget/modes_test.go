@@ -49,9 +49,9 @@ func TestDefaultLimits(t *testing.T) {
 // a flex-start price the user gives.
 func flexRequest(t *testing.T, tokens float64) Request {
 	t.Helper()
-	ps, err := ParsePrices(strings.NewReader(header +
-		"v6e,on-demand,us-east5,2,test table,2026-12-04,\n" +
-		"v6e,flex-start,us-east5,1,test table,2026-12-04,\n"))
+	ps, err := ParsePrices(strings.NewReader(header+
+		"v6e,on-demand,us-east5,2,test table,2026-12-04,\n"+
+		"v6e,flex-start,us-east5,1,test table,2026-12-04,\n"), testToday)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,8 +112,8 @@ func ParseOptions(o Options, prices Prices) (Request, error) {
 	if r.Budget, err = ParseDollars(o.Budget); err != nil {
 		return r, err
 	}
-	if r.Region = strings.TrimSpace(o.Region); !ValidRegion(r.Region) {
-		return r, &OptionError{"region", o.Region, "a Google Cloud region such as us-central1 or europe-west4"}
+	if r.Region, err = ParseRegion(o.Region); err != nil {
+		return r, err
 	}
 	if r.Generations, err = ParseGenerations(o.Generations); err != nil {
 		return r, err
@@ -123,6 +123,9 @@ func ParseOptions(o Options, prices Prices) (Request, error) {
 	}
 	if r.SliceChips, err = ParseSliceChips(o.SliceChips); err != nil {
 		return r, err
+	}
+	if _, want, ok := unknownSize(r.Generations, r.SliceChips); !ok {
+		return r, &OptionError{"slice_chips", o.SliceChips, want}
 	}
 	if r.SliceCounts, err = ParseSliceCounts(o.SliceCounts); err != nil {
 		return r, err

@@ -3,6 +3,7 @@ package budget
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +35,8 @@ func TestParseOptions(t *testing.T) {
 		{func(o *Options) { o.Modes = "free" }, "modes"},
 		{func(o *Options) { o.SliceChips = "0" }, "slice_chips"},
 		{func(o *Options) { o.SliceCounts = "65" }, "slices"},
+		{func(o *Options) { o.SliceChips = "3" }, "slice_chips"},                                 // no generation has it
+		{func(o *Options) { o.SliceChips, o.Generations = "256,512", "v5e,v6e" }, "slice_chips"}, // v5p has 512, neither of these
 		{func(o *Options) { o.SpotPreemptionsPerHour = -1 }, "spot_preemptions_per_hour"},
 		{func(o *Options) { o.SpotPreemptionsPerHour, o.Modes = 0.5, "on-demand,cud-1y" }, "spot_preemptions_per_hour"},
 		{func(o *Options) { o.SliceChips = "8,16,32,64,128,256,512,1024"; o.SliceCounts = "1,2,3" }, "generations"}, // 96 configurations
@@ -51,6 +54,32 @@ func TestParseOptions(t *testing.T) {
 	var pe *plan.OptionError
 	if _, err := ParseOptions(o, nil); !errors.As(err, &pe) || pe.Option != plan.OptionModel {
 		t.Errorf("ParseOptions(model llama9) = %v, want plan's OptionError on model", err)
+	}
+}
+
+// TestSliceSizeNoGenerationHas: a slice size none of the generations
+// searched trains on is bad input, named with the sizes each has (it was
+// a dropped configuration each and exit 1, "no configuration able to run
+// the job"); a size one of them has is searched, and dropped for the
+// others.
+func TestSliceSizeNoGenerationHas(t *testing.T) {
+	o := DefaultOptions()
+	o.SliceChips, o.Generations = "3", "v6e,v5p"
+	_, err := ParseOptions(o, nil)
+	var oe *OptionError
+	// v6e's slices (hw's catalog): 4 to 256 chips; v5p's past 12 listed
+	// end in its largest, 6144 chips
+	if !errors.As(err, &oe) || oe.Option != "slice_chips" || oe.Value != "3" ||
+		!strings.Contains(oe.Want, "(3 is none's): v6e 4, 8, 16, 32, 64, 128, 256; v5p 4, 8, 16, ") || !strings.HasSuffix(oe.Want, ", …, 6144") {
+		t.Errorf("slice chips 3: %v, want an OptionError on slice_chips naming v6e's and v5p's sizes", err)
+	}
+	r := Request{Tokens: 1e9, Region: "us-central1", Generations: []hw.Generation{hw.V6e}, Modes: []Mode{OnDemand}, SliceChips: []int{16, 3}}
+	if _, err := Sweep(r); !errors.Is(err, ErrRequest) || !strings.Contains(err.Error(), "slice chips 3") {
+		t.Errorf("Sweep with 3-chip slices: %v, want a request error naming slice chips 3", err)
+	}
+	o.SliceChips = "256,512"
+	if _, err := ParseOptions(o, nil); err != nil {
+		t.Errorf("slice chips 256,512 of v6e and v5p: %v, want searched (v5p has 512)", err)
 	}
 }
 

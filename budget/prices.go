@@ -158,18 +158,28 @@ func decimal(s string, lo, hi float64) (float64, error) {
 	return v, nil
 }
 
-// ValidRegion reports whether s is spelt as a Google Cloud region
-// (us-central1, europe-west4).
-func ValidRegion(s string) bool { return regionRE.MatchString(s) }
+// regionSpelling reports whether s is spelt as a Google Cloud region
+// (us-central1, europe-west4): the carbon table's rows, which make the
+// list of regions (Regions) others are checked against.
+func regionSpelling(s string) bool { return regionRE.MatchString(s) }
 
 // ParsePrices reads a price table: CSV with the header
 // generation,mode,region,usd_per_chip_hour,source,read,note and one row per
 // generation, mode and region. Every field but note is required; a
-// generation, mode and region appear at most once.
-func ParsePrices(r io.Reader) (Prices, error) {
+// generation, mode and region appear at most once. The generation, mode
+// and region match in any case and are kept in lower case. A price was
+// read on or before today, the caller's date (the package reads no
+// clock).
+func ParsePrices(r io.Reader, today time.Time) (Prices, error) {
+	return parsePrices(r, today.Format(time.DateOnly))
+}
+
+// parsePrices is ParsePrices with the last date a price may have been
+// read on, YYYY-MM-DD.
+func parsePrices(r io.Reader, today string) (Prices, error) {
 	seen := map[[3]string]int{}
 	return readCSV(r, priceHeader, "price", func(rec []string, line int) (Price, error) {
-		p, err := parsePrice(rec, line)
+		p, err := parsePrice(rec, line, today)
 		if err != nil {
 			return Price{}, err
 		}
@@ -224,26 +234,28 @@ func readCSV[T any](r io.Reader, header []string, what string, parse func(rec []
 	return rows, nil
 }
 
-// parsePrice reads one row.
-func parsePrice(rec []string, line int) (Price, error) {
+// parsePrice reads one row, read on or before today (YYYY-MM-DD).
+func parsePrice(rec []string, line int, today string) (Price, error) {
 	refuse := func(field, value, want string) error {
 		return &ParseError{Line: line, Field: field, Value: value, Want: want}
 	}
-	p := Price{Region: rec[2], Source: rec[4], Read: rec[5], Note: rec[6]}
+	// enumerated values match in any case, as the flags' do; a name, not
+	// an alias (trillium, flex)
+	p := Price{Region: strings.ToLower(rec[2]), Source: rec[4], Read: rec[5], Note: rec[6]}
 	c, err := hw.Lookup(rec[0])
-	if err != nil || string(c.Generation) != rec[0] {
+	if err != nil || !strings.EqualFold(string(c.Generation), rec[0]) {
 		var names []string
 		for _, c := range hw.Chips() {
 			names = append(names, string(c.Generation))
 		}
-		return Price{}, refuse("generation", rec[0], "one of "+strings.Join(names, ", "))
+		return Price{}, refuse("generation", rec[0], "one of "+strings.Join(names, ", ")+", in any case")
 	}
 	p.Generation = c.Generation
-	if p.Mode, err = ParseMode(rec[1]); err != nil || string(p.Mode) != rec[1] {
-		return Price{}, refuse("mode", rec[1], "one of "+strings.Join(Modes(), ", "))
+	if p.Mode, err = ParseMode(rec[1]); err != nil || !strings.EqualFold(string(p.Mode), rec[1]) {
+		return Price{}, refuse("mode", rec[1], "one of "+strings.Join(Modes(), ", ")+", in any case")
 	}
-	if p.Region != AnyRegion && !ValidRegion(p.Region) {
-		return Price{}, refuse("region", p.Region, `a region such as us-central1, or "*" when the source names none`)
+	if p.Region != AnyRegion && !KnownRegion(p.Region) {
+		return Price{}, refuse("region", rec[2], `"*" when the source names no region, or `+regionsWant(rec[2]))
 	}
 	v, err := decimal(rec[3], 0, MaxPrice)
 	if err != nil || v <= 0 {
@@ -252,6 +264,9 @@ func parsePrice(rec []string, line int) (Price, error) {
 	p.USDPerChipHour = v
 	if err := checkProvenance(refuse, "price", p.Source, p.Read, p.Note); err != nil {
 		return Price{}, err
+	}
+	if p.Read > today { // dates as YYYY-MM-DD sort as strings
+		return Price{}, refuse("read", p.Read, "the date the price was read, on or before today ("+today+")")
 	}
 	return p, nil
 }
@@ -329,8 +344,9 @@ var pricesCSV []byte
 
 // DefaultPrices is the table in prices.csv: every figure with its source
 // and the date it was read. Modes and regions without a citable price are
-// absent.
-func DefaultPrices() (Prices, error) { return ParsePrices(bytes.NewReader(pricesCSV)) }
+// absent. The package reads no clock: TestTablesReadInThePast holds the
+// table's dates before the test's today.
+func DefaultPrices() (Prices, error) { return parsePrices(bytes.NewReader(pricesCSV), "9999-12-31") }
 
 // UserSource is the source of a price the user gave (ParseUserPrices):
 // not a published figure, and dated by no reading.

@@ -7,11 +7,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"shardlab/hw"
 )
 
 const header = "generation,mode,region,usd_per_chip_hour,source,read,note\n"
+
+// testToday is the date the tests read their price tables on.
+var testToday = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 
 func TestDefaultPrices(t *testing.T) {
 	ps, err := DefaultPrices()
@@ -67,6 +71,7 @@ func TestParsePricesErrors(t *testing.T) {
 		{"alias, not the name", header + "trillium,on-demand,*,2.70,src,2026-12-04,\n", "generation", 2},
 		{"unknown mode", header + "v6e,flex,*,2.70,src,2026-12-04,\n", "mode", 2},
 		{"bad region", header + "v6e,on-demand,US Central,2.70,src,2026-12-04,\n", "region", 2},
+		{"unknown region", header + "v6e,on-demand,mars-north1,2.70,src,2026-12-04,\n", "region", 2},
 		{"zero price", header + "v6e,on-demand,*,0,src,2026-12-04,\n", "usd_per_chip_hour", 2},
 		{"negative price", header + "v6e,on-demand,*,-2.70,src,2026-12-04,\n", "usd_per_chip_hour", 2},
 		{"NaN price", header + "v6e,on-demand,*,NaN,src,2026-12-04,\n", "usd_per_chip_hour", 2},
@@ -75,12 +80,16 @@ func TestParsePricesErrors(t *testing.T) {
 		{"no source", header + "v6e,on-demand,*,2.70,,2026-12-04,\n", "source", 2},
 		{"bad date", header + "v6e,on-demand,*,2.70,src,2026-13-04,\n", "read", 2},
 		{"no date", header + "v6e,on-demand,*,2.70,src,,\n", "read", 2},
+		{"read tomorrow", header + "v6e,on-demand,*,2.70,src,2026-12-07,\n", "read", 2},
+		{"read in 2099", header + "v6e,on-demand,*,2.70,src,2099-01-01,\n", "read", 2},
 		{"duplicate row", header + good + good, "region", 3},
+		{"duplicate row in another case", header + good + "V6E,On-Demand,*,2.70,https://example.com/a,2026-12-04,\n", "region", 3},
+		{"space around the generation", header + " v6e,on-demand,*,2.70,src,2026-12-04,\n", "generation", 2},
 		{"control in note", header + "v6e,on-demand,*,2.70,src,2026-12-04,\"a\x01\"\n", "note", 2},
 		{"bare quote", header + "v6e,on-demand,*,2.70,sr\"c,2026-12-04,\n", "", 2},
 	}
 	for _, tt := range tests {
-		_, err := ParsePrices(strings.NewReader(tt.in))
+		_, err := ParsePrices(strings.NewReader(tt.in), testToday)
 		var pe *ParseError
 		if !errors.As(err, &pe) || !errors.Is(err, ErrPrices) {
 			t.Errorf("%s: ParsePrices = %v, want a *ParseError", tt.name, err)
@@ -95,6 +104,75 @@ func TestParsePricesErrors(t *testing.T) {
 	}
 }
 
+// TestParsePricesAnyCase: a price table's generation, mode and region
+// match in any case, as README says of every enumerated value and as the
+// flags do (V6E and On-Demand exited 2), and are kept as the names.
+func TestParsePricesAnyCase(t *testing.T) {
+	ps, err := ParsePrices(strings.NewReader(header+"V6E,On-Demand,EUROPE-WEST4,2.7,src,2026-12-04,\nTPU7X,CUD-1Y,*,3,src,2026-12-04,\n"), testToday)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := ps.Lookup(hw.V6e, OnDemand, "europe-west4"); !ok || p.Region != "europe-west4" || p.USDPerChipHour != 2.7 {
+		t.Errorf("V6E,On-Demand,EUROPE-WEST4: Lookup(v6e, on-demand, europe-west4) = %+v, %v", p, ok)
+	}
+	if _, ok := ps.Lookup(hw.TPU7x, CUD1y, "us-east1"); !ok {
+		t.Errorf("TPU7X,CUD-1Y,*: no tpu7x cud-1y price")
+	}
+}
+
+// TestParsePricesReadByToday: a price was read on or before the caller's
+// today (2099-01-01 was accepted and printed as "read 2099-01-01"); today
+// itself is in the past enough, and the day after is not.
+func TestParsePricesReadByToday(t *testing.T) {
+	row := func(read string) string { return header + "v6e,on-demand,*,2.70,src," + read + ",\n" }
+	if ps, err := ParsePrices(strings.NewReader(row("2026-12-06")), testToday); err != nil || ps[0].Read != "2026-12-06" {
+		t.Errorf("read today: %v, %v; want accepted", ps, err)
+	}
+	_, err := ParsePrices(strings.NewReader(row("2026-12-07")), testToday)
+	if err == nil || !strings.Contains(err.Error(), `read "2026-12-07": want the date the price was read, on or before today (2026-12-06)`) {
+		t.Errorf("read tomorrow: %v; want refused naming today", err)
+	}
+	// today is the caller's date where it is: late on the 6th in UTC is
+	// already the 7th in Tokyo
+	tokyo := time.FixedZone("JST", 9*3600)
+	if _, err := ParsePrices(strings.NewReader(row("2026-12-07")), time.Date(2026, 12, 6, 20, 0, 0, 0, time.UTC).In(tokyo)); err != nil {
+		t.Errorf("read on the 7th in Tokyo, where it is the 7th: %v", err)
+	}
+}
+
+// TestTablesReadInThePast: the built-in tables were read before the test
+// runs (the package reads no clock, so their dates are checked here).
+func TestTablesReadInThePast(t *testing.T) {
+	today := time.Now().Format(time.DateOnly)
+	ps, err := DefaultPrices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.Read > today {
+			t.Errorf("prices.csv: %s %s read %s, after today (%s)", p.Generation, p.Mode, p.Read, today)
+		}
+	}
+	ls, err := DefaultLimits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ls {
+		if l.Read > today {
+			t.Errorf("modes.csv: %+v read after today (%s)", l, today)
+		}
+	}
+	c, err := DefaultCarbon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range c {
+		if rc.Read > today {
+			t.Errorf("carbon.csv: %s read %s, after today (%s)", rc.Region, rc.Read, today)
+		}
+	}
+}
+
 func TestPricesRoundTrip(t *testing.T) {
 	ps, err := DefaultPrices()
 	if err != nil {
@@ -104,7 +182,7 @@ func TestPricesRoundTrip(t *testing.T) {
 	if err := ps.WriteCSV(&b); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ParsePrices(&b)
+	got, err := ParsePrices(&b, testToday)
 	if err != nil || !reflect.DeepEqual(got, ps) {
 		t.Errorf("ParsePrices(WriteCSV(prices)) = %+v, %v; want %+v", got, err, ps)
 	}
@@ -118,8 +196,12 @@ func FuzzParsePrices(f *testing.F) {
 	f.Add([]byte(header + "v6e,on-demand,*,2.70,https://example.com/a,2026-12-04,\n"))
 	f.Add([]byte(header + "v4,cud-1y,us-central2,3,\"a, b\",2022-08-11,\"say \"\"x\"\"\"\n"))
 	f.Add([]byte("generation,mode\n"))
+	f.Add([]byte(header + "v6e,on-demand,mars-north1,2.7,http://x,2026-12-04,n\n"))
+	f.Add([]byte(header + "v6e,on-demand,*,2.7,http://x,2099-01-01,n\n"))
+	f.Add([]byte(header + "v6e,on-demand,*,2.7,http://x,2026-12-06,n\n"))
+	f.Add([]byte(header + "V6E,On-Demand,EUROPE-WEST4,2.7,http://x,2026-12-04,n\nv6e,on-demand,europe-west4,2.7,http://x,2026-12-04,n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ps, err := ParsePrices(bytes.NewReader(data))
+		ps, err := ParsePrices(bytes.NewReader(data), testToday)
 		if err != nil {
 			var pe *ParseError
 			if !errors.As(err, &pe) {
@@ -127,11 +209,22 @@ func FuzzParsePrices(f *testing.F) {
 			}
 			return
 		}
+		for _, p := range ps {
+			if p.Region != AnyRegion && !KnownRegion(p.Region) {
+				t.Fatalf("accepted region %q", p.Region)
+			}
+			if p.Read > "2026-12-06" {
+				t.Fatalf("accepted a price read on %s, after today (2026-12-06)", p.Read)
+			}
+			if _, err := ParseMode(string(p.Mode)); err != nil || strings.ToLower(string(p.Generation)) != string(p.Generation) {
+				t.Fatalf("accepted %q %q, not the names in lower case", p.Generation, p.Mode)
+			}
+		}
 		var b bytes.Buffer
 		if err := ps.WriteCSV(&b); err != nil {
 			t.Fatal(err)
 		}
-		again, err := ParsePrices(&b)
+		again, err := ParsePrices(&b, testToday)
 		if err != nil || !reflect.DeepEqual(again, ps) {
 			t.Fatalf("round trip: %+v, %v; want %+v", again, err, ps)
 		}
@@ -139,8 +232,8 @@ func FuzzParsePrices(f *testing.F) {
 }
 
 func ExampleParsePrices() {
-	ps, err := ParsePrices(strings.NewReader("generation,mode,region,usd_per_chip_hour,source,read,note\n" +
-		"v6e,on-demand,*,2.70,Trillium GA announcement,2026-12-04,starting price\n"))
+	ps, err := ParsePrices(strings.NewReader("generation,mode,region,usd_per_chip_hour,source,read,note\n"+
+		"v6e,on-demand,*,2.70,Trillium GA announcement,2026-12-04,starting price\n"), time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		panic(err)
 	}

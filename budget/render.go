@@ -13,14 +13,17 @@ import (
 )
 
 // Days spells s seconds for a budget with three significant digits: in
-// days from two days, in hours from one hour, below that as unit.Seconds
-// does ("641 s").
+// days from two days, in hours from one hour, in minutes from 999.5 s
+// (where seconds would take a fourth digit: 2653 s is "44.2m"), below
+// that as unit.Seconds does ("641 s").
 func Days(s float64) string {
 	switch {
 	case s >= 48*3600:
 		return sig3(s/86400) + "d"
 	case s >= 3600:
 		return sig3(s/3600) + "h"
+	case s >= 999.5:
+		return sig3(s/60) + "m"
 	}
 	return unit.Seconds(s).String()
 }

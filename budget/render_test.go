@@ -1,6 +1,9 @@
 package budget
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestDollars: amounts keep three significant digits, by hand, including
 // where rounding carries into the next unit.
@@ -24,6 +27,45 @@ func TestDollars(t *testing.T) {
 	} {
 		if got := Dollars(c.v); got != c.want {
 			t.Errorf("Dollars(%g) = %s, want %s", c.v, got, c.want)
+		}
+	}
+}
+
+// TestDays: a budget's durations keep three significant digits, as README
+// says of every duration in text: minutes where seconds would take a
+// fourth digit (2653 s printed as "2653 s"), by hand.
+func TestDays(t *testing.T) {
+	for _, c := range []struct {
+		s    float64
+		want string
+	}{
+		{36, "36 s"},
+		{641, "641 s"},
+		{999.4, "999 s"},
+		{999.5, "16.7m"}, // 999.5 s would round to 1000 s
+		{2572, "42.9m"},  // the review's 2572 s-2854 s band
+		{2653, "44.2m"},  // and its 2653 s row
+		{2854, "47.6m"},
+		{3600, "1h"},
+		{5148, "1.43h"},
+		{48 * 3600, "2d"},
+		{14.7 * 86400, "14.7d"},
+	} {
+		if got := Days(c.s); got != c.want {
+			t.Errorf("Days(%g) = %s, want %s", c.s, got, c.want)
+		}
+	}
+	// no number below 1000 days takes more than three significant digits
+	for s := 1.0; s < 1000*86400; s *= 1.013 {
+		got := Days(s)
+		digits := 0
+		for _, r := range strings.TrimLeft(strings.Split(got, " ")[0], "0.") {
+			if r >= '0' && r <= '9' {
+				digits++
+			}
+		}
+		if digits > 3 {
+			t.Errorf("Days(%g) = %s: more than three significant digits", s, got)
 		}
 	}
 }

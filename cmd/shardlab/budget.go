@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"shardlab/budget"
 	"shardlab/chart"
@@ -39,10 +40,10 @@ func newBudgetFlags() (*flag.FlagSet, *budgetFlags) {
 	fs.StringVar(&f.maxBatch, "max-global-batch", d.MaxGlobalBatch, "convergence limit on the global batch, in sequences (512) or tokens (default "+plan.DefaultMaxGlobalBatch+")")
 	parsedVar(fs, &f.deadline, "deadline", d.Deadline, parseDeadline, "drop configurations that take longer: a duration from 0 (none) to 3650d, in d, h or m (30d, 36h)")
 	parsedVar(fs, &f.dollars, "budget", d.Budget, parseDollars, "drop configurations that cost more: dollars from 0 (none) to 1e12 with an optional k or M (2M, 500k)")
-	parsedVar(fs, &f.region, "region", d.Region, parseRegion, "Google Cloud region to price in (us-central1, europe-west4)")
+	parsedVar(fs, &f.region, "region", d.Region, parseRegion, "Google Cloud region to price in, one of the 44 of budget/carbon.csv (Google's region-carbon-info), in any case (us-central1, europe-west4)")
 	parsedVar(fs, &f.generations, "generations", d.Generations, parseGenerations, "comma-separated TPU generations (v4, v5e, v5p, v6e, tpu7x)")
 	parsedVar(fs, &f.modes, "modes", d.Modes, parseModes, "comma-separated capacity modes ("+strings.Join(budget.Modes(), ", ")+")")
-	parsedVar(fs, &f.chips, "slice-chips", d.SliceChips, parseChipList, "comma-separated slice sizes in chips to search, each from 1 to 9216")
+	parsedVar(fs, &f.chips, "slice-chips", d.SliceChips, parseChipList, "comma-separated slice sizes in chips to search, each from 1 to 9216 and one a generation searched has")
 	parsedVar(fs, &f.count, "slices", d.SliceCounts, parseCountList, "comma-separated slice counts to search, each from 1 to 64")
 	floatVar(fs, &f.spot, "spot-preemptions-per-hour", 0, floatFlag{lo: 0, hi: 100, unit: "per slice per hour"},
 		"spot preemptions: no public rate was found, so it is an input (0: none)")
@@ -99,16 +100,10 @@ var (
 	parseChipList    = check(budget.ParseSliceChips)
 	parseCountList   = check(budget.ParseSliceCounts)
 	parseChipWatts   = check(budget.ParseChipWatts)
-	// the region only places the prices: any spelt one checks the syntax
+	parseRegion      = check(budget.ParseRegion)
+	// the region only places the prices: any known one checks the syntax
 	parseUserPrice = check(func(s string) (budget.Prices, error) { return budget.ParseUserPrices(s, budget.DefaultRegion) })
 )
-
-func parseRegion(s string) error {
-	if !budget.ValidRegion(strings.TrimSpace(s)) {
-		return errors.New("a Google Cloud region such as us-central1 or europe-west4")
-	}
-	return nil
-}
 
 // request is the budget question the flags ask, through
 // budget.ParseOptions as the web page's form asks it.
@@ -129,7 +124,7 @@ func (f *budgetFlags) request() (budget.Request, error) {
 	var oe *budget.OptionError
 	switch {
 	case errors.As(err, &oe):
-		return r, bad("budget: --%s %q: %s", strings.ReplaceAll(oe.Option, "_", "-"), oe.Value, oe.Want)
+		return r, bad("budget: --%s %q: want %s", strings.ReplaceAll(oe.Option, "_", "-"), oe.Value, oe.Want)
 	case err != nil:
 		return r, planError(err)
 	}
@@ -145,7 +140,7 @@ func (f *budgetFlags) priceTable() (budget.Prices, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps, err := budget.ParsePrices(bytes.NewReader(data))
+	ps, err := budget.ParsePrices(bytes.NewReader(data), time.Now())
 	if err != nil {
 		return nil, bad("budget: --prices %s: %s", f.prices, strings.TrimPrefix(err.Error(), "budget: "))
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,19 +17,31 @@ func TestBudgetRefusesBadInput(t *testing.T) {
 	if err := os.WriteFile(badPrices, []byte("generation,mode,region,usd_per_chip_hour,source,read,note\nv6e,on-demand,*,-2,src,2026-12-04,\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	futurePrices := filepath.Join(dir, "future.csv")
+	if err := os.WriteFile(futurePrices, []byte("generation,mode,region,usd_per_chip_hour,source,read,note\nv6e,on-demand,*,2.7,http://x,2099-01-01,n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	marsPrices := filepath.Join(dir, "mars.csv")
+	if err := os.WriteFile(marsPrices, []byte("generation,mode,region,usd_per_chip_hour,source,read,note\nv6e,on-demand,mars-north1,2.7,http://x,2026-12-04,n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		args []string
 		want []string
 	}{
 		{withFlags(small, "--tokens", "-1T"), []string{`budget: --tokens "-1T"`, "from 1 to 1e16"}},
 		{withFlags(small, "--tokens", "1X"), []string{`--tokens "1X"`, "k, M, B or T"}},
-		{withFlags(small, "--region", "mars"), []string{`budget: --region "mars"`, "us-central1"}},
+		{withFlags(small, "--region", "mars"), []string{`budget: --region "mars"`, "one of the 44 of budget/carbon.csv", "us-…"}},
+		{withFlags(small, "--region", "mars-north1"), []string{`budget: --region "mars-north1"`, "one of the 44 of budget/carbon.csv"}},
+		{withFlags(small, "--prices", futurePrices), []string{"budget: --prices " + futurePrices, "line 2", `read "2099-01-01"`, "on or before today"}},
+		{withFlags(small, "--prices", marsPrices), []string{"budget: --prices " + marsPrices, "line 2", `region "mars-north1"`, "one of the 44"}},
 		{withFlags(small, "--modes", "on-demand,flexi"), []string{`budget: --modes "on-demand,flexi"`, "on-demand, spot, cud-1y, cud-3y, flex-start"}},
 		{withFlags(small, "--html", filepath.Join(dir, "no", "such", "dir", "b.html")), []string{"budget: --html"}},
 		{withFlags(small, "--generations", "v9"), []string{`budget: --generations "v9"`, "v6e"}},
 		{withFlags(small, "--deadline", "30"), []string{`budget: --deadline "30"`, "in d, h or m"}},
 		{withFlags(small, "--budget", "-5"), []string{`budget: --budget "-5"`, "dollars from 0"}},
 		{withFlags(small, "--slices", "1,1"), []string{`budget: --slices "1,1"`, "distinct"}},
+		{withFlags(small, "--slice-chips", "3"), []string{`budget: --slice-chips "3": want slice sizes`, "v6e 4, 8, 16, 32, 64, 128, 256"}},
 		{withFlags(small, "--prices", badPrices), []string{"budget: --prices " + badPrices, "line 2", "usd_per_chip_hour \"-2\""}},
 		{withFlags(small, "--show", "9"), []string{"budget: --show 9", "the table has 2 rows"}},
 		{withFlags(small, "--price", "tpu7x=-5"), []string{`budget: --price "tpu7x=-5"`, "GEN[:MODE]=DOLLARS"}},
@@ -40,6 +53,15 @@ func TestBudgetRefusesBadInput(t *testing.T) {
 	}
 }
 
+// TestBudgetRegionAnyCase: --region is an enumerated value, matched in
+// any case as README says (EUROPE-WEST4 was refused).
+func TestBudgetRegionAnyCase(t *testing.T) {
+	out, errOut, code := runCmd(withFlags(small, "--slices", "1", "--region", "EUROPE-WEST4")...)
+	if code != 0 || !strings.Contains(out, "prices for europe-west4;") {
+		t.Errorf("--region EUROPE-WEST4: exit %d %s, stdout:\n%s", code, errOut, out)
+	}
+}
+
 func TestBudgetNoAnswerNamesTheNearest(t *testing.T) {
 	out, errOut, code := runCmd(withFlags(small, "--deadline", "1h")...)
 	if code != exitError || !strings.Contains(errOut, "no priced configuration meets the limits; nearest: 2 × v6e-16 on-demand") {
@@ -47,6 +69,25 @@ func TestBudgetNoAnswerNamesTheNearest(t *testing.T) {
 	}
 	if !strings.Contains(out, "over the 1h deadline") {
 		t.Errorf("--deadline 1h: stdout does not say why rows were dropped:\n%s", out)
+	}
+	// --json: the nearest as text and as a row to act on
+	out, _, code = runCmd(withFlags(small, "--deadline", "1h", "--json")...)
+	var j struct {
+		Nearest    string `json:"nearest"`
+		NearestRow *struct {
+			AcceleratorType string  `json:"accelerator_type"`
+			Slices          int     `json:"slices"`
+			Mode            string  `json:"mode"`
+			TimeToTrainS    float64 `json:"time_to_train_s"`
+			USD             float64 `json:"usd"`
+		} `json:"nearest_row"`
+	}
+	if err := json.Unmarshal([]byte(out), &j); err != nil || code != exitError {
+		t.Fatalf("--deadline 1h --json: exit %d, %v", code, err)
+	}
+	if n := j.NearestRow; n == nil || n.AcceleratorType != "v6e-16" || n.Slices != 2 || n.Mode != "on-demand" || !(n.TimeToTrainS > 3600) || !(n.USD > 0) ||
+		!strings.HasPrefix(j.Nearest, "2 × v6e-16 on-demand: ") {
+		t.Errorf("--deadline 1h --json: nearest %q, nearest_row %+v; want 2 × v6e-16 on-demand, over an hour", j.Nearest, n)
 	}
 }
 

@@ -1,0 +1,35 @@
+package budget
+
+import (
+	"fmt"
+
+	"shardlab/capacity"
+)
+
+// stalled is why a row is no configuration, "" when it is one. The job
+// keeps work only when a restart (recovery, startup and the restore,
+// e.Restart), a step and the checkpoint that keeps it (e.Save) run
+// through without an interruption. When its interruptions (hardware
+// failures, and spot preemptions in spot mode: e.FailuresPerHour, λ)
+// come on average at least that often, the mean run between two of
+// them ends before a step is kept: each restart keeps its first step
+// with probability e^(−λ·(R+step+C)) ≤ 1/e, and the expected time to
+// keep work grows as e^(λR) (capacity.ExpectedGoodput's renewal
+// model). At 100 preemptions an hour and a 20-minute restart that is
+// e^33: a goodput of about 1e-59, a time to train past 1e50 days.
+func stalled(row Row, e capacity.Expectation) string {
+	if !(e.FailuresPerHour > 0) {
+		return ""
+	}
+	between := 3600 / e.FailuresPerHour // seconds
+	need := (e.Restart + row.StepTime + e.Save).Seconds()
+	if between > need {
+		return ""
+	}
+	what := "failures"
+	if row.Mode == Spot {
+		what = "spot preemptions and failures"
+	}
+	return fmt.Sprintf("%s every %s on average, no longer than the %s a restart, one step and its checkpoint take: most restarts are interrupted before they keep a step (goodput %.2g)",
+		what, Days(between), Days(need), e.Goodput)
+}
