@@ -20,10 +20,12 @@ import (
 )
 
 // apiRequest is the body of POST /api/plan: plan's options by their JSON
-// keys, over plan.DefaultOptions, and a pasted spec (named by "model", or
-// "custom" when neither names it).
+// keys, over plan.DefaultOptions, with the model and a pasted spec apart
+// (each nil when left out), which modelKeys.pick chooses from as the
+// query's addresses do.
 type apiRequest struct {
 	plan.Options
+	Model     *string `json:"model"`
 	ModelSpec *string `json:"model_spec"`
 }
 
@@ -80,26 +82,22 @@ func (h *Handler) serveAPIPlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := apiRequest{Options: plan.DefaultOptions()}
-	req.Model = "" // set below: the catalog default, or the name of a pasted spec
 	bad, malformed := decodeAPI(body, &req)
 	if malformed != nil {
 		h.writeAPIError(w, http.StatusBadRequest, fieldErrors{malformed})
 		return
 	}
 	o := req.Options
-	switch {
-	case o.Model == "" && req.ModelSpec != nil:
-		o.Model = "custom"
-	case o.Model == "":
-		o.Model = plan.DefaultModel
+	var keys modelKeys
+	if req.Model != nil {
+		keys.model, keys.hasModel = *req.Model, true
 	}
 	if req.ModelSpec != nil {
-		if fe := checkSpec(*req.ModelSpec, h.cfg); fe != nil {
-			bad = append(bad, fe)
-			o.Model = plan.DefaultModel
-		} else {
-			o.ModelSpec = []byte(*req.ModelSpec)
-		}
+		keys.spec, keys.hasSpec = *req.ModelSpec, true
+	}
+	var fe *fieldError
+	if o.Model, o.ModelSpec, fe = keys.pick(h.cfg, plan.DefaultModel); fe != nil {
+		bad = append(bad, fe)
 	}
 	out, err := h.run(r.Context(), o, bad, false)
 	if err != nil {

@@ -249,26 +249,14 @@ func (f optionsForm[O]) options(raw string, c Config, also queryKeys) (O, formVa
 	bad = append(bad, read...)
 	model := ov.Elem().FieldByName("Model").Addr().Interface().(*string)
 	spec := ov.Elem().FieldByName("ModelSpec").Addr().Interface().(*[]byte)
-	if err := usePastedSpec(vals, c, f.model, model, spec); err != nil {
-		bad = append(bad, err)
+	keys := modelKeys{model: *model, hasModel: q.Has(string(plan.OptionModel)), spec: vals[optionModelSpec], hasSpec: q.Has(string(optionModelSpec))}
+	var fe *fieldError
+	if *model, *spec, fe = keys.pick(c, f.model); fe != nil {
+		bad = append(bad, fe)
+	} else if *spec != nil {
+		vals[plan.OptionModel] = specModel // the form shows the spec it planned
 	}
 	return o, vals, bad
-}
-
-// usePastedSpec, when the model chosen is the pasted spec, checks the spec
-// in vals and sets model and spec to plan it; a bad spec is the error it
-// returns, and model goes back to def.
-func usePastedSpec(vals formValues, c Config, def string, model *string, spec *[]byte) *fieldError {
-	if *model != specModel {
-		return nil
-	}
-	text := vals[optionModelSpec]
-	if err := checkSpec(text, c); err != nil {
-		*model = def
-		return err
-	}
-	*model, *spec = "custom", []byte(text)
-	return nil
 }
 
 // queryKeys are the query keys an address reads besides its form's
