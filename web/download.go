@@ -76,9 +76,10 @@ func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 // (shardlab when none), the image (docker_image, or base_docker_image;
 // when neither, defaultBaseDockerImage), the capacity mode (the cluster's
 // when none; reservation when only a reservation is named) and
-// max_restarts (0 when none). A value export checks alone (a name, the
-// reservation, an image) is refused here, before the search it would
-// waste, naming its key; what export checks of them together (a
+// max_restarts (0 when none; at most export.MaxRestarts, as the CLI's
+// flag). A value export checks alone (a name, the reservation, an image,
+// the restarts) is refused here, before the search it would waste,
+// naming its key; what export checks of them together (a
 // reservation under another mode, both images) it refuses after the
 // search, its fields spelt as the query's keys (export.Error.Phrase).
 func xpkOptions(q url.Values) (export.XPKOptions, fieldErrors) {
@@ -118,10 +119,11 @@ func xpkOptions(q url.Values) (export.XPKOptions, fieldErrors) {
 	}
 	if s := get(optionMaxRestarts); s != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 0 {
-			bad = append(bad, textOf(optionMaxRestarts, "%q, want a whole number, 0 or more", s))
+		if err != nil || n < 0 || n > export.MaxRestarts {
+			bad = append(bad, textOf(optionMaxRestarts, "%q, want a whole number from 0 to %d", s, export.MaxRestarts))
+			n = 0
 		}
-		xo.MaxRestarts = max(n, 0)
+		xo.MaxRestarts = n
 	}
 	return xo, bad
 }
