@@ -60,6 +60,22 @@ func (h *Handler) writeAPIError(w http.ResponseWriter, code int, fes fieldErrors
 	writeJSON(w, e)
 }
 
+// jsonRoute serves fn at path, a JSON address, for method (GET takes
+// HEAD too, as the mux's patterns do); any other method gets the API's
+// JSON error object with 405 and the Allow header, where the mux would
+// answer text/plain.
+func (h *Handler) jsonRoute(method, path string, fn http.HandlerFunc) {
+	h.mux.HandleFunc(method+" "+path, fn)
+	allow := []string{method}
+	if method == http.MethodGet {
+		allow = append(allow, http.MethodHead)
+	}
+	h.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		h.writeAPIError(w, http.StatusMethodNotAllowed, fieldErrors{plain("method %s, want %s", r.Method, strings.Join(allow, " or "))})
+	})
+}
+
 // writeJSON writes v, a JSON object, with its schema version first, as
 // every JSON document shardlab prints.
 func writeJSON(w io.Writer, v any) error { return schema.Write(w, v) }
