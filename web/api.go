@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
+	"math/big"
 	"mime"
 	"net/http"
 	"reflect"
@@ -193,6 +195,13 @@ func decodeAPI(body []byte, req *apiRequest) (bad fieldErrors, malformed *fieldE
 			bad = append(bad, textOf(plan.Option(key), "null, want %s; leave %q out for its default", wantOf(apiKeys[key]), key))
 			continue
 		}
+		var text string
+		if json.Unmarshal(values[key], &text) == nil {
+			if fe := notText(plan.Option(key), text); fe != nil {
+				bad = append(bad, fe)
+				continue
+			}
+		}
 		one, err := json.Marshal(map[string]json.RawMessage{key: values[key]})
 		if err != nil {
 			return nil, jsonError(err)
@@ -201,6 +210,9 @@ func decodeAPI(body []byte, req *apiRequest) (bad fieldErrors, malformed *fieldE
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(req); err != nil {
 			fe := jsonError(err)
+			if past := pastRange(key, values[key]); past != nil {
+				fe = past
+			}
 			if fe.Option == "" {
 				return nil, fe
 			}
@@ -208,6 +220,38 @@ func decodeAPI(body []byte, req *apiRequest) (bad fieldErrors, malformed *fieldE
 		}
 	}
 	return bad, nil
+}
+
+// pastRange is the error for raw, a whole number too large for the
+// integer field of plan.Options that key names, in the words of plan's
+// own range check (its refusal of the nearest value the field holds,
+// with raw for that value); nil when raw is no whole number, or plan
+// takes the nearest value or refuses it for another option.
+func pastRange(key string, raw json.RawMessage) *fieldError {
+	f, _, err := big.ParseFloat(string(bytes.TrimSpace(raw)), 10, 256, big.ToNearestEven)
+	idx, ok := planForm.index[plan.Option(key)]
+	if err != nil || !f.IsInt() || !ok {
+		return nil
+	}
+	o := plan.DefaultOptions()
+	fv := reflect.ValueOf(&o).Elem().FieldByIndex(idx)
+	if fv.Kind() != reflect.Int && fv.Kind() != reflect.Int64 {
+		return nil
+	}
+	nearest := int64(math.MaxInt64)
+	if f.Sign() < 0 {
+		nearest = math.MinInt64
+	}
+	fv.SetInt(nearest)
+	_, err = plan.ParseRequest(o)
+	var pe *plan.OptionError
+	if !errors.As(err, &pe) || pe.Option != plan.Option(key) || pe.Value == "" {
+		return nil
+	}
+	text := string(bytes.TrimSpace(raw))
+	return &fieldError{pe.Option, func(name func(plan.Option) string) string {
+		return strings.Replace(pe.Phrase(name), pe.Value, text, 1)
+	}}
 }
 
 // readAPIObject reads body as one JSON object whose keys are the API's,

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -83,13 +85,19 @@ func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 // reservation under another mode, both images) it refuses after the
 // search, its fields spelt as the query's keys (export.Error.Phrase).
 func xpkOptions(q url.Values) (export.XPKOptions, fieldErrors) {
+	var bad fieldErrors
+	for _, k := range slices.Sorted(maps.Keys(xpkKeys)) {
+		if fe := notText(plan.Option(k), q.Get(k)); fe != nil {
+			bad = append(bad, fe)
+			q.Del(k) // its default: refused once, for what it is
+		}
+	}
 	get := func(o plan.Option) string { return q.Get(string(o)) }
 	xo := export.XPKOptions{Cluster: cmp.Or(get(optionCluster), "my-cluster"), Workload: cmp.Or(get(optionWorkload), "shardlab"),
 		DockerImage: get(optionDockerImage), BaseDockerImage: get(optionBaseDockerImage), Reservation: get(optionReservation)}
 	if xo.DockerImage == "" && xo.BaseDockerImage == "" {
 		xo.BaseDockerImage = defaultBaseDockerImage
 	}
-	var bad fieldErrors
 	refuse := func(o plan.Option, err error) {
 		var ee *export.Error
 		switch {

@@ -389,6 +389,21 @@ func (k modelKeys) pick(c Config, def string) (string, []byte, *fieldError) {
 	return def, nil, refuse(plan.OptionModel, `%[1]s %[3]q: want a catalog model (%[4]s), or a YAML or JSON spec in %[2]s`)
 }
 
+// notText refuses value v of option o when it is not printable text, by
+// the rule and in the words with which the CLI refuses such a flag value
+// (model.NotText: a control or format character, a line separator, bytes
+// that are not UTF-8); the pasted spec, whose lines model.Parse reads, is
+// held to it only where the spec's own text fields are.
+func notText(o plan.Option, v string) *fieldError {
+	if o == optionModelSpec {
+		return nil
+	}
+	if why := model.NotText(v); why != "" {
+		return textOf(o, "%q, want printable text: %s", v, why)
+	}
+	return nil
+}
+
 // checkSize refuses a request whose search the server does not run: more
 // chips than the limit (the CLI plans any size).
 func checkSize(r plan.Request, c Config) error {

@@ -106,5 +106,8 @@ func TestAPIModelSpecRule(t *testing.T) {
 	}
 }
 
-// unquote is a page's text with its entities for quotes undone.
-func unquote(body string) string { return strings.ReplaceAll(body, "&#34;", `"`) }
+// unquote is a page's text with its entities for quotes and plus signs
+// undone.
+func unquote(body string) string {
+	return strings.NewReplacer("&#34;", `"`, "&#43;", "+").Replace(body)
+}

@@ -79,18 +79,22 @@ func (f *form) values(v reflect.Value) formValues {
 }
 
 // read sets the options ov (a pointer to a struct of f's type, at its
-// defaults) from the query: a field whose text is no value of its type is
-// an error and keeps its default.
+// defaults) from the query: a field whose text is not printable text
+// (notText) or no value of its type is an error and keeps its default.
 func (f *form) read(q url.Values, ov reflect.Value) (formValues, fieldErrors) {
 	vals := f.values(ov.Elem())
+	var bad fieldErrors
+	refused := map[plan.Option]bool{}
 	for _, fl := range f.fields {
 		if vs, ok := q[string(fl.Option)]; ok && len(vs) > 0 {
 			vals[fl.Option] = vs[0]
+			if fe := notText(fl.Option, vs[0]); fe != nil {
+				bad, refused[fl.Option] = append(bad, fe), true
+			}
 		}
 	}
-	var bad fieldErrors
 	for _, fl := range f.fields {
-		if fl.index == nil {
+		if fl.index == nil || refused[fl.Option] {
 			continue
 		}
 		if err := setValue(ov.Elem().FieldByIndex(fl.index), fl.Kind, vals[fl.Option]); err != nil {
