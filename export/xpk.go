@@ -78,8 +78,15 @@ type XPKOptions struct {
 	Capacity                     Capacity
 	// Reservation names the reservation under CapacityReservation.
 	Reservation string
+	// MaxRestarts is how often the JobSet is restarted after a failure,
+	// 0 to the package's MaxRestarts.
 	MaxRestarts int
 }
+
+// MaxRestarts bounds XPKOptions.MaxRestarts, which every front end takes
+// up to it: xpk takes any count, but a JobSet restarted more than this is
+// failing, not recovering (and JobSet's maxRestarts is an int32).
+const MaxRestarts = 1000
 
 //go:embed xpk-tpu-types.txt
 var xpkTPUTypesFile string
@@ -232,8 +239,8 @@ func (o XPKOptions) validate() error {
 	case o.DockerImage != "" && o.BaseDockerImage != "":
 		// [xpk] ../core/docker_image.py use_base_docker_image_or_docker_image
 		return &Error{Target: "xpk", Field: "{docker_image} and {base_docker_image}", Value: strconv.Quote(o.DockerImage) + " and " + strconv.Quote(o.BaseDockerImage), Want: "want one of them: xpk refuses the two together", Err: ErrInvalid}
-	case o.MaxRestarts < 0:
-		return &Error{Target: "xpk", Field: "{max_restarts}", Value: strconv.Itoa(o.MaxRestarts), Want: "want 0 or more", Err: ErrInvalid}
+	case o.MaxRestarts < 0 || o.MaxRestarts > MaxRestarts:
+		return &Error{Target: "xpk", Field: "{max_restarts}", Value: strconv.Itoa(o.MaxRestarts), Want: fmt.Sprintf("want 0 to %d", MaxRestarts), Err: ErrInvalid}
 	}
 	return nil
 }

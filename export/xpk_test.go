@@ -136,6 +136,7 @@ func TestXPKRefuses(t *testing.T) {
 		{"no image", func(o *XPKOptions) { o.DockerImage = "" }, []string{"python:3.10", "--docker-image", "--base-docker-image maxtext_base_image", "docker_upload_runner.sh"}},
 		{"both images", func(o *XPKOptions) { o.BaseDockerImage = "maxtext_base_image" }, []string{"--docker-image and --base-docker-image", "one of them"}},
 		{"negative restarts", func(o *XPKOptions) { o.MaxRestarts = -1 }, []string{"--max-restarts", "-1"}},
+		{"too many restarts", func(o *XPKOptions) { o.MaxRestarts = MaxRestarts + 1 }, []string{"--max-restarts", "1001", "want 0 to 1000"}},
 	} {
 		o := ok
 		tt.edit(&o)

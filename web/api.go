@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
+	"math/big"
 	"mime"
 	"net/http"
 	"reflect"
@@ -20,10 +22,12 @@ import (
 )
 
 // apiRequest is the body of POST /api/plan: plan's options by their JSON
-// keys, over plan.DefaultOptions, and a pasted spec (named by "model", or
-// "custom" when neither names it).
+// keys, over plan.DefaultOptions, with the model and a pasted spec apart
+// (each nil when left out), which modelKeys.pick chooses from as the
+// query's addresses do.
 type apiRequest struct {
 	plan.Options
+	Model     *string `json:"model"`
 	ModelSpec *string `json:"model_spec"`
 }
 
@@ -58,6 +62,22 @@ func (h *Handler) writeAPIError(w http.ResponseWriter, code int, fes fieldErrors
 	writeJSON(w, e)
 }
 
+// jsonRoute serves fn at path, a JSON address, for method (GET takes
+// HEAD too, as the mux's patterns do); any other method gets the API's
+// JSON error object with 405 and the Allow header, where the mux would
+// answer text/plain.
+func (h *Handler) jsonRoute(method, path string, fn http.HandlerFunc) {
+	h.mux.HandleFunc(method+" "+path, fn)
+	allow := []string{method}
+	if method == http.MethodGet {
+		allow = append(allow, http.MethodHead)
+	}
+	h.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		h.writeAPIError(w, http.StatusMethodNotAllowed, fieldErrors{plain("method %s, want %s", r.Method, strings.Join(allow, " or "))})
+	})
+}
+
 // writeJSON writes v, a JSON object, with its schema version first, as
 // every JSON document shardlab prints.
 func writeJSON(w io.Writer, v any) error { return schema.Write(w, v) }
@@ -80,26 +100,22 @@ func (h *Handler) serveAPIPlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := apiRequest{Options: plan.DefaultOptions()}
-	req.Model = "" // set below: the catalog default, or the name of a pasted spec
 	bad, malformed := decodeAPI(body, &req)
 	if malformed != nil {
 		h.writeAPIError(w, http.StatusBadRequest, fieldErrors{malformed})
 		return
 	}
 	o := req.Options
-	switch {
-	case o.Model == "" && req.ModelSpec != nil:
-		o.Model = "custom"
-	case o.Model == "":
-		o.Model = plan.DefaultModel
+	var keys modelKeys
+	if req.Model != nil {
+		keys.model, keys.hasModel = *req.Model, true
 	}
 	if req.ModelSpec != nil {
-		if fe := checkSpec(*req.ModelSpec, h.cfg); fe != nil {
-			bad = append(bad, fe)
-			o.Model = plan.DefaultModel
-		} else {
-			o.ModelSpec = []byte(*req.ModelSpec)
-		}
+		keys.spec, keys.hasSpec = *req.ModelSpec, true
+	}
+	var fe *fieldError
+	if o.Model, o.ModelSpec, fe = keys.pick(h.cfg, plan.DefaultModel); fe != nil {
+		bad = append(bad, fe)
 	}
 	out, err := h.run(r.Context(), o, bad, false)
 	if err != nil {
@@ -179,6 +195,13 @@ func decodeAPI(body []byte, req *apiRequest) (bad fieldErrors, malformed *fieldE
 			bad = append(bad, textOf(plan.Option(key), "null, want %s; leave %q out for its default", wantOf(apiKeys[key]), key))
 			continue
 		}
+		var text string
+		if json.Unmarshal(values[key], &text) == nil {
+			if fe := notText(plan.Option(key), text); fe != nil {
+				bad = append(bad, fe)
+				continue
+			}
+		}
 		one, err := json.Marshal(map[string]json.RawMessage{key: values[key]})
 		if err != nil {
 			return nil, jsonError(err)
@@ -187,6 +210,9 @@ func decodeAPI(body []byte, req *apiRequest) (bad fieldErrors, malformed *fieldE
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(req); err != nil {
 			fe := jsonError(err)
+			if past := pastRange(key, values[key]); past != nil {
+				fe = past
+			}
 			if fe.Option == "" {
 				return nil, fe
 			}
@@ -194,6 +220,38 @@ func decodeAPI(body []byte, req *apiRequest) (bad fieldErrors, malformed *fieldE
 		}
 	}
 	return bad, nil
+}
+
+// pastRange is the error for raw, a whole number too large for the
+// integer field of plan.Options that key names, in the words of plan's
+// own range check (its refusal of the nearest value the field holds,
+// with raw for that value); nil when raw is no whole number, or plan
+// takes the nearest value or refuses it for another option.
+func pastRange(key string, raw json.RawMessage) *fieldError {
+	f, _, err := big.ParseFloat(string(bytes.TrimSpace(raw)), 10, 256, big.ToNearestEven)
+	idx, ok := planForm.index[plan.Option(key)]
+	if err != nil || !f.IsInt() || !ok {
+		return nil
+	}
+	o := plan.DefaultOptions()
+	fv := reflect.ValueOf(&o).Elem().FieldByIndex(idx)
+	if fv.Kind() != reflect.Int && fv.Kind() != reflect.Int64 {
+		return nil
+	}
+	nearest := int64(math.MaxInt64)
+	if f.Sign() < 0 {
+		nearest = math.MinInt64
+	}
+	fv.SetInt(nearest)
+	_, err = plan.ParseRequest(o)
+	var pe *plan.OptionError
+	if !errors.As(err, &pe) || pe.Option != plan.Option(key) || pe.Value == "" {
+		return nil
+	}
+	text := string(bytes.TrimSpace(raw))
+	return &fieldError{pe.Option, func(name func(plan.Option) string) string {
+		return strings.Replace(pe.Phrase(name), pe.Value, text, 1)
+	}}
 }
 
 // readAPIObject reads body as one JSON object whose keys are the API's,

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,19 +78,26 @@ func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 // (shardlab when none), the image (docker_image, or base_docker_image;
 // when neither, defaultBaseDockerImage), the capacity mode (the cluster's
 // when none; reservation when only a reservation is named) and
-// max_restarts (0 when none). A value export checks alone (a name, the
-// reservation, an image) is refused here, before the search it would
-// waste, naming its key; what export checks of them together (a
+// max_restarts (0 when none; at most export.MaxRestarts, as the CLI's
+// flag). A value export checks alone (a name, the reservation, an image,
+// the restarts) is refused here, before the search it would waste,
+// naming its key; what export checks of them together (a
 // reservation under another mode, both images) it refuses after the
 // search, its fields spelt as the query's keys (export.Error.Phrase).
 func xpkOptions(q url.Values) (export.XPKOptions, fieldErrors) {
+	var bad fieldErrors
+	for _, k := range slices.Sorted(maps.Keys(xpkKeys)) {
+		if fe := notText(plan.Option(k), q.Get(k)); fe != nil {
+			bad = append(bad, fe)
+			q.Del(k) // its default: refused once, for what it is
+		}
+	}
 	get := func(o plan.Option) string { return q.Get(string(o)) }
 	xo := export.XPKOptions{Cluster: cmp.Or(get(optionCluster), "my-cluster"), Workload: cmp.Or(get(optionWorkload), "shardlab"),
 		DockerImage: get(optionDockerImage), BaseDockerImage: get(optionBaseDockerImage), Reservation: get(optionReservation)}
 	if xo.DockerImage == "" && xo.BaseDockerImage == "" {
 		xo.BaseDockerImage = defaultBaseDockerImage
 	}
-	var bad fieldErrors
 	refuse := func(o plan.Option, err error) {
 		var ee *export.Error
 		switch {
@@ -118,10 +127,11 @@ func xpkOptions(q url.Values) (export.XPKOptions, fieldErrors) {
 	}
 	if s := get(optionMaxRestarts); s != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 0 {
-			bad = append(bad, textOf(optionMaxRestarts, "%q, want a whole number, 0 or more", s))
+		if err != nil || n < 0 || n > export.MaxRestarts {
+			bad = append(bad, textOf(optionMaxRestarts, "%q, want a whole number from 0 to %d", s, export.MaxRestarts))
+			n = 0
 		}
-		xo.MaxRestarts = max(n, 0)
+		xo.MaxRestarts = n
 	}
 	return xo, bad
 }

@@ -62,7 +62,8 @@ type look struct {
 }
 
 // withModel is a form's options ls after the two every form begins with:
-// the catalog model, and the pasted spec used when the model is "spec".
+// the catalog model, and the pasted spec (modelKeys.pick chooses between
+// them).
 func withModel(ls []look) []look {
 	return append([]look{
 		{plan.OptionModel, "Job", "Model", "", modelChoices},
@@ -338,13 +339,67 @@ func optionError(err error) (*fieldError, bool) {
 	return &fieldError{opt, phrase}, true
 }
 
-// checkSpec bounds a pasted spec.
-func checkSpec(spec string, c Config) *fieldError {
+// modelKeys are what a request says of its model: the model key's value
+// and the model_spec key's, each with whether it is given at all.
+type modelKeys struct {
+	model, spec       string
+	hasModel, hasSpec bool
+}
+
+// pick is the one rule by which every address and the API choose the
+// model from modelKeys: the model to plan (def when neither key is given)
+// and the spec's bytes (nil for a catalog model), or the error naming the
+// keys at fault, with def and no spec, so that the other options are
+// checked. A model_spec given (not blank) is planned, named by its own
+// name, else by model, else "custom"; model may then be left out, "spec"
+// (the form's choice of the pasted spec) or any name but a catalog
+// model's, which is a contradiction. A blank model_spec (what the form
+// sends beside a catalog model) goes only with a catalog model, and model
+// "spec", or a name the catalog lacks, only with a model_spec.
+func (k modelKeys) pick(c Config, def string) (string, []byte, *fieldError) {
+	_, catalog := model.Lookup(k.model)
+	catalog = catalog && k.hasModel
+	given := k.hasSpec && strings.TrimSpace(k.spec) != ""
+	// refuse names option o in text whose verbs are model's name
+	// (%[1]s), model_spec's (%[2]s), model's value (%[3]q) and the
+	// catalog's names (%[4]s)
+	refuse := func(o plan.Option, text string) *fieldError {
+		return &fieldError{o, func(name func(plan.Option) string) string {
+			return fmt.Sprintf(text, name(plan.OptionModel), name(optionModelSpec), k.model, strings.Join(model.Names(), ", "))
+		}}
+	}
 	switch {
-	case strings.TrimSpace(spec) == "":
-		return textOf(optionModelSpec, "empty; paste a YAML or JSON spec, or choose a catalog model")
-	case len(spec) > c.MaxSpecBytes:
-		return textOf(optionModelSpec, "%d bytes, want at most %d", len(spec), c.MaxSpecBytes)
+	case given && catalog:
+		return def, nil, refuse(plan.OptionModel, `%[1]s %[3]q is a catalog model and %[2]s is given too: want one of them (beside %[2]s, %[1]s may be left out, "spec", or the spec's name)`)
+	case given && len(k.spec) > c.MaxSpecBytes:
+		return def, nil, textOf(optionModelSpec, "%d bytes, want at most %d", len(k.spec), c.MaxSpecBytes)
+	case given && (!k.hasModel || k.model == specModel):
+		return "custom", []byte(k.spec), nil
+	case given:
+		return k.model, []byte(k.spec), nil
+	case catalog:
+		return k.model, nil, nil
+	case k.hasSpec:
+		return def, nil, refuse(optionModelSpec, "%[2]s: empty; paste a YAML or JSON spec, or choose a catalog model")
+	case k.model == specModel:
+		return def, nil, refuse(optionModelSpec, `%[2]s: none given, and %[1]s %[3]q plans it; paste a YAML or JSON spec, or choose a catalog model`)
+	case !k.hasModel:
+		return def, nil, nil
+	}
+	return def, nil, refuse(plan.OptionModel, `%[1]s %[3]q: want a catalog model (%[4]s), or a YAML or JSON spec in %[2]s`)
+}
+
+// notText refuses value v of option o when it is not printable text, by
+// the rule and in the words with which the CLI refuses such a flag value
+// (model.NotText: a control or format character, a line separator, bytes
+// that are not UTF-8); the pasted spec, whose lines model.Parse reads, is
+// held to it only where the spec's own text fields are.
+func notText(o plan.Option, v string) *fieldError {
+	if o == optionModelSpec {
+		return nil
+	}
+	if why := model.NotText(v); why != "" {
+		return textOf(o, "%q, want printable text: %s", v, why)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ type question[O, V any] struct {
 // register serves the question's page and its JSON download on h.
 func (qn question[O, V]) register(h *Handler) {
 	h.mux.HandleFunc("GET /"+qn.name, qn.serve(h))
-	h.mux.HandleFunc("GET /download/"+qn.file(), qn.serveJSON(h))
+	h.jsonRoute(http.MethodGet, "/download/"+qn.file(), qn.serveJSON(h))
 }
 
 // file is the JSON download's name.

@@ -79,18 +79,22 @@ func (f *form) values(v reflect.Value) formValues {
 }
 
 // read sets the options ov (a pointer to a struct of f's type, at its
-// defaults) from the query: a field whose text is no value of its type is
-// an error and keeps its default.
+// defaults) from the query: a field whose text is not printable text
+// (notText) or no value of its type is an error and keeps its default.
 func (f *form) read(q url.Values, ov reflect.Value) (formValues, fieldErrors) {
 	vals := f.values(ov.Elem())
+	var bad fieldErrors
+	refused := map[plan.Option]bool{}
 	for _, fl := range f.fields {
 		if vs, ok := q[string(fl.Option)]; ok && len(vs) > 0 {
 			vals[fl.Option] = vs[0]
+			if fe := notText(fl.Option, vs[0]); fe != nil {
+				bad, refused[fl.Option] = append(bad, fe), true
+			}
 		}
 	}
-	var bad fieldErrors
 	for _, fl := range f.fields {
-		if fl.index == nil {
+		if fl.index == nil || refused[fl.Option] {
 			continue
 		}
 		if err := setValue(ov.Elem().FieldByIndex(fl.index), fl.Kind, vals[fl.Option]); err != nil {
@@ -249,26 +253,14 @@ func (f optionsForm[O]) options(raw string, c Config, also queryKeys) (O, formVa
 	bad = append(bad, read...)
 	model := ov.Elem().FieldByName("Model").Addr().Interface().(*string)
 	spec := ov.Elem().FieldByName("ModelSpec").Addr().Interface().(*[]byte)
-	if err := usePastedSpec(vals, c, f.model, model, spec); err != nil {
-		bad = append(bad, err)
+	keys := modelKeys{model: *model, hasModel: q.Has(string(plan.OptionModel)), spec: vals[optionModelSpec], hasSpec: q.Has(string(optionModelSpec))}
+	var fe *fieldError
+	if *model, *spec, fe = keys.pick(c, f.model); fe != nil {
+		bad = append(bad, fe)
+	} else if *spec != nil {
+		vals[plan.OptionModel] = specModel // the form shows the spec it planned
 	}
 	return o, vals, bad
-}
-
-// usePastedSpec, when the model chosen is the pasted spec, checks the spec
-// in vals and sets model and spec to plan it; a bad spec is the error it
-// returns, and model goes back to def.
-func usePastedSpec(vals formValues, c Config, def string, model *string, spec *[]byte) *fieldError {
-	if *model != specModel {
-		return nil
-	}
-	text := vals[optionModelSpec]
-	if err := checkSpec(text, c); err != nil {
-		*model = def
-		return err
-	}
-	*model, *spec = "custom", []byte(text)
-	return nil
 }
 
 // queryKeys are the query keys an address reads besides its form's

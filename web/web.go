@@ -129,13 +129,13 @@ func New(c Config) *Handler {
 	h.mux.HandleFunc("GET /{$}", h.servePage)
 	h.mux.HandleFunc("GET /static/{name}", serveStatic)
 	h.mux.HandleFunc("GET /download/maxtext.yaml", h.serveMaxText)
-	h.mux.HandleFunc("GET /download/plan.json", h.servePlanJSON)
+	h.jsonRoute(http.MethodGet, "/download/plan.json", h.servePlanJSON)
 	h.mux.HandleFunc("GET /download/xpk.sh", h.serveXPK)
 	servingQuestion.register(h)
 	budgetQuestion.register(h)
 	h.mux.HandleFunc("GET /charts", h.serveScaling)
-	h.mux.HandleFunc("POST /api/plan", h.serveAPIPlan)
-	h.mux.HandleFunc("GET /api/catalog", serveCatalog)
+	h.jsonRoute(http.MethodPost, "/api/plan", h.serveAPIPlan)
+	h.jsonRoute(http.MethodGet, "/api/catalog", serveCatalog)
 	return h
 }
 

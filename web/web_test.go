@@ -603,8 +603,8 @@ func TestQueryRefuses(t *testing.T) {
 		{"xpk: cluster twice", "/download/xpk.sh?" + q + "&cluster=a&cluster=b", `query key "cluster" given 2 times ("a", "b"), want it once`},
 		{"xpk: bad capacity", "/download/xpk.sh?" + q + "&capacity=spoot", `capacity: "spoot", want reservation, spot, on-demand, flex`},
 		{"xpk: bad workload", "/download/xpk.sh?" + q + "&workload=W1", `workload: "W1", want at most 40 lower-case letters`},
-		{"xpk: bad max_restarts", "/download/xpk.sh?" + q + "&max_restarts=three", `max_restarts: "three", want a whole number, 0 or more`},
-		{"xpk: negative max_restarts", "/download/xpk.sh?" + q + "&max_restarts=-1", `max_restarts: "-1", want a whole number, 0 or more`},
+		{"xpk: bad max_restarts", "/download/xpk.sh?" + q + "&max_restarts=three", `max_restarts: "three", want a whole number from 0 to 1000`},
+		{"xpk: negative max_restarts", "/download/xpk.sh?" + q + "&max_restarts=-1", `max_restarts: "-1", want a whole number from 0 to 1000`},
 		{"xpk: every bad option at once", "/download/xpk.sh?" + q + "&cluster=A&workload=B&capacity=x&max_restarts=y&slices=0",
 			`Slices 0, want 1 to 4096; cluster: "A", want at most 40`},
 		// export's XPK checks name fields; the web spells them as its query keys, not the CLI's flags

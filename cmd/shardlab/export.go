@@ -18,10 +18,6 @@ type exportFlags struct {
 	capacity string
 }
 
-// maxRestarts bounds --max-restarts: xpk takes any count, but a JobSet
-// restarted more than this is failing, not recovering.
-const maxRestarts = 1000
-
 // newExportFlags defines the flags of export maxtext or export xpk:
 // plan's (without --json, --top and --example-cost) and the target's own.
 func newExportFlags(target string) (*flag.FlagSet, *planFlags, *exportFlags) {
@@ -48,7 +44,7 @@ func newExportFlags(target string) (*flag.FlagSet, *planFlags, *exportFlags) {
 		choiceVar(fs, &e.capacity, "capacity", "", modes, nil,
 			"how GKE finds the TPUs (default: the cluster's)")
 		fs.StringVar(&e.xpk.Reservation, "reservation", "", "reservation, with --capacity reservation: its name, or another project's as projects/PROJECT/reservations/NAME\n(xpk also takes /reservationBlocks/BLOCK and /reservationSubBlocks/SUB_BLOCK after it)")
-		intVar(fs, &e.xpk.MaxRestarts, "max-restarts", 0, 0, maxRestarts, "", "times the JobSet is restarted after a failure (xpk --max-restarts)")
+		intVar(fs, &e.xpk.MaxRestarts, "max-restarts", 0, 0, export.MaxRestarts, "", "times the JobSet is restarted after a failure (xpk --max-restarts)")
 	}
 	return fs, f, &e
 }
