@@ -345,15 +345,20 @@ func (r Request) sweep() (Result, error) {
 }
 
 // priced is plan p on ms in each of the generation's priced modes: its
-// rows, and in res those dropped with their reasons (a job that keeps no
-// work between its interruptions, flex-start's run limit).
+// rows, and in res those dropped with their reasons (flex-start's run
+// limit). A row whose interruptions come as often as it can keep a step
+// (stalled) is kept, with that warning: it trains, slowly, and a
+// deadline or budget drops it like any other row.
 func (r Request) priced(p *plan.Plan, ms hw.Multislice, gw generationWork, fl flexTerms, res *Result) []Row {
 	var rows []Row
 	for _, m := range gw.priced {
 		price, _ := r.Prices.Lookup(gw.chip.Generation, m, r.Region)
 		row, e := r.row(p, ms, m, price)
-		why := stalled(row, e)
-		if why == "" && m == Flex {
+		if w := stalled(row, e); w != "" {
+			row.Warnings = append(row.Warnings, w)
+		}
+		why := ""
+		if m == Flex {
 			var warnings []string
 			why, warnings = fl.check(row)
 			row.Warnings = append(row.Warnings, warnings...)

@@ -6,7 +6,8 @@ import (
 	"shardlab/capacity"
 )
 
-// stalled is why a row is no configuration, "" when it is one. The job
+// stalled is the warning for a row whose interruptions come as often as
+// it can keep a step, "" for the others. The job
 // keeps work only when a restart (recovery, startup and the restore,
 // e.Restart), a step and the checkpoint that keeps it (e.Save) run
 // through without an interruption. When its interruptions (hardware
@@ -16,7 +17,9 @@ import (
 // with probability e^(−λ·(R+step+C)) ≤ 1/e, and the expected time to
 // keep work grows as e^(λR) (capacity.ExpectedGoodput's renewal
 // model). At 100 preemptions an hour and a 20-minute restart that is
-// e^33: a goodput of about 1e-59, a time to train past 1e50 days.
+// e^33: a goodput of about 1e-59, a time to train past 1e50 days; at the
+// threshold itself the goodput is still about a third, a configuration
+// that trains. So the row stays, and the warning says why it is slow.
 func stalled(row Row, e capacity.Expectation) string {
 	if !(e.FailuresPerHour > 0) {
 		return ""
