@@ -36,6 +36,9 @@ type BatchMemory struct {
 	// comm is the collectives' floors ceilingStep last worked out, for
 	// the layout and job Reset set (collectivesFloor)
 	comm commMemo
+	// ok is whether Reset (or Reschedule) last succeeded, so that the
+	// layout's shape holds for Reschedule
+	ok bool
 }
 
 // BatchMemory checks j on m as Memory does, but for the global batch, and
@@ -52,7 +55,7 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 // a BatchMemory is too large to copy each time. On an error bm is left
 // unusable.
 func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
-	bm.e, bm.n, bm.state, bm.floor, bm.comm = e, 1, 0, stepFloor{}, commMemo{}
+	bm.e, bm.n, bm.state, bm.floor, bm.comm, bm.ok = e, 1, 0, stepFloor{}, commMemo{}, false
 	bm.est = Estimate{Mesh: *m, Job: *j}
 	jb := &bm.est.Job
 	jb.GlobalBatch = 1
@@ -75,6 +78,68 @@ func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 	}
 	bm.usable = bm.stages[0].mem.Usable
 	bm.at = bm.sh
+	bm.ok = true
+	return nil
+}
+
+// Reschedule makes bm what Reset(e, j, m) makes of it, where e and m are
+// those bm was last Reset with: a search weighs a layout's memory under
+// every schedule and micro-batch count in turn, and most of Reset's work
+// does not read them. Where bm's last Reset (or Reschedule) succeeded and
+// j is its job but for the schedule, the chunks, the micro-batches, the
+// global batch, the remat policy and the ring of experts (compared whole,
+// so anything else differing takes Reset's path), it keeps the shape's
+// degrees, its tokens and layers per chip, the parameters, the FLOPs and
+// each stage's state: shapeWith and stageBase work them out from the
+// mesh and the rest of the job alone, at one sequence per micro-batch
+// whatever the micro-batches (the batch is the shards). The layer's
+// footprint is kept too unless the policy or the dispatch changed, as
+// SetPolicy keeps it. It works out again what reads what changed: the
+// checks (Job.validate, Job.shapeErr, in Reset's order; the checks the
+// last Reset passed read none of it), the shards and the micro-batches
+// in flight (setInFlight). TestRescheduleIsReset holds it to Reset.
+func (bm *BatchMemory) Reschedule(j *Job) error {
+	old := &bm.est.Job
+	same := *j
+	same.Schedule, same.Chunks, same.MicroBatches = old.Schedule, old.Chunks, old.MicroBatches
+	same.GlobalBatch, same.Remat, same.RingOfExperts = old.GlobalBatch, old.Remat, old.RingOfExperts
+	if !bm.ok || same != *old {
+		m := bm.est.Mesh
+		return bm.Reset(bm.e, j, &m)
+	}
+	policy := j.Remat != old.Remat || j.RingOfExperts != old.RingOfExperts
+	e := bm.e
+	bm.n, bm.state, bm.floor, bm.comm, bm.ok = 1, 0, stepFloor{}, commMemo{}, false
+	bm.est = Estimate{Mesh: bm.est.Mesh, Job: *j}
+	jb := &bm.est.Job
+	jb.GlobalBatch = 1
+	if err := e.validate(jb); err != nil {
+		return err
+	}
+	sh := &bm.sh
+	sh.m, sh.v = jb.MicroBatches, 1
+	if jb.Schedule.Chunked() {
+		sh.v = max(jb.Chunks, 1)
+	}
+	if err := jb.shapeErr(sh); err != nil {
+		return err
+	}
+	bm.shards = sh.d * sh.f * sh.e * sh.m
+	jb.GlobalBatch = bm.shards
+	if policy {
+		sh.layerShape = e.layerShape(jb, sh)
+		jb.setBatch(sh, 1)
+	}
+	if sh.p > 1 {
+		bm.n = 2
+	}
+	for i := range bm.stages[:bm.n] {
+		b := &bm.stages[i]
+		e.setInFlight(b, jb, sh, stage(i))
+		bm.state = max(bm.state, b.mem.State())
+	}
+	bm.at = bm.sh
+	bm.ok = true
 	return nil
 }
 

@@ -277,6 +277,71 @@ func TestBatchMemorySetPolicy(t *testing.T) {
 	}
 }
 
+// TestRescheduleIsReset holds Reschedule to BatchMemory: for every case,
+// one memory walked through schedules with their chunks, micro-batch
+// counts, remat policies and dispatches in turn (and once a job that
+// differs elsewhere too), weighed at two batches after each step so that
+// what Reschedule must forget is set, is the same memory as BatchMemory
+// of that job on the layout, or returns the same error.
+func TestRescheduleIsReset(t *testing.T) {
+	e := NewEstimator()
+	type step struct {
+		k        schedule.Kind
+		chunks   int
+		micros   []int
+		dropout  bool
+		policies []Remat
+	}
+	steps := []step{
+		{schedule.GPipe, 1, []int{1, 8, 4}, false, []Remat{RematNone, RematFull}},
+		{schedule.OneFOneB, 1, []int{4, 2, 1}, false, []Remat{RematMinimal}},
+		{schedule.Interleaved, 2, []int{8, 6, 16}, false, []Remat{RematFull, RematNone}},
+		{schedule.Circular, 4, []int{4, 8}, true, []Remat{RematNone}}, // Dropout: Reset's path
+		{schedule.Circular, 2, []int{8, 1}, false, []Remat{RematSaveDotExceptMLP}},
+	}
+	n, errs := 0, 0
+	for _, c := range batchCases(t) {
+		m := layout(t, c.accel, c.slices, c.layout)
+		bm, err := e.BatchMemory(c.j, m)
+		if err != nil {
+			continue
+		}
+		for _, s := range steps {
+			for _, mb := range s.micros {
+				for _, r := range append(s.policies, c.j.Remat) {
+					for _, ring := range []bool{c.j.RingOfExperts, c.j.Model.MoE()} {
+						j := c.j
+						j.Schedule, j.Chunks, j.MicroBatches, j.Remat, j.RingOfExperts = s.k, s.chunks, mb, r, ring
+						j.Dropout = j.Dropout != s.dropout
+						j.GlobalBatch = 7
+						gotErr := bm.Reschedule(&j)
+						want, wantErr := e.BatchMemory(j, m)
+						if !reflect.DeepEqual(gotErr, wantErr) {
+							t.Errorf("%s with %s x %d, %d micro-batches, %s, ring %v: Reschedule's error %v, want %v", c.name, s.k, s.chunks, mb, r, ring, gotErr, wantErr)
+							continue
+						}
+						if wantErr != nil {
+							errs++
+							continue
+						}
+						got := bm
+						got.ps = stagePhases{} // Check's scratch, set below
+						if !reflect.DeepEqual(got, want) {
+							t.Errorf("%s with %s x %d, %d micro-batches, %s, ring %v: Reschedule differs from BatchMemory", c.name, s.k, s.chunks, mb, r, ring)
+						}
+						n++
+						_, _ = bm.Check(2 * bm.shards)
+						_ = bm.ThroughputCeiling(bm.shards)
+					}
+				}
+			}
+		}
+	}
+	if n < 300 || errs < 50 {
+		t.Errorf("%d memories and %d errors compared, want at least 300 and 50", n, errs)
+	}
+}
+
 // TestMaxThroughputBoundsTheBound: for every case and every remat
 // policy, no batch in a range runs faster than MaxThroughput of the range
 // says (the search drops a combination by it without finding its batch),

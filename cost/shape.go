@@ -182,20 +182,8 @@ func shapeWith(j *Job, m *mesh.Mesh, e *Estimator) (shape, error) {
 	if j.Schedule.Chunked() {
 		sh.v = max(j.Chunks, 1)
 	}
-	spec := j.Model
-	switch {
-	case !TensorDivides(spec, sh.t):
-		return sh, &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads, %d KV heads, d_ff %d over %s", spec.Heads, spec.KV(), spec.DFF, mesh.Degree{Axis: mesh.Tensor, ICI: sh.t, DCN: 1})}
-	case spec.Layers%(sh.p*sh.v) != 0:
-		return sh, &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over %s x %d chunks", spec.Layers, mesh.Degree{Axis: mesh.Pipeline, ICI: sh.p, DCN: 1}, sh.v)}
-	case sh.p > 1 && j.Schedule.Chunked() && sh.m%sh.p != 0:
-		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%s needs micro-batches (%d) a multiple of %s", j.Schedule, sh.m, mesh.Degree{Axis: mesh.Pipeline, ICI: sh.p, DCN: 1})}
-	case !ExpertDivides(spec.Experts, sh.e):
-		return sh, &Infeasible{Reason: ReasonExperts, Detail: expertDetail(spec.Experts, sh.e)}
-	case j.Seq%sh.c != 0:
-		return sh, &Infeasible{Reason: ReasonSeq, Detail: fmt.Sprintf("%d tokens over %s", j.Seq, mesh.Degree{Axis: mesh.Context, ICI: sh.c, DCN: 1})}
-	case sh.p == 1 && sh.m > 1:
-		return sh, &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%d micro-batches", sh.m)}
+	if err := j.shapeErr(&sh); err != nil {
+		return sh, err
 	}
 	// the expert axis shards the batch too (MaxText's activation_batch
 	// rule lists data, fsdp and expert)
@@ -204,13 +192,34 @@ func shapeWith(j *Job, m *mesh.Mesh, e *Estimator) (shape, error) {
 		return sh, &Infeasible{Reason: ReasonBatch, Detail: batchDetail(j.GlobalBatch, sh)}
 	}
 	sh.s = j.Seq / sh.c
-	sh.ls = spec.Layers / sh.p
+	sh.ls = j.Model.Layers / sh.p
 	if e != nil {
 		sh.layerShape = e.layerShape(j, &sh)
 	} else {
 		sh.layerShape = j.layerShape(&sh)
 	}
 	return j.withBatch(sh, j.GlobalBatch/shards), nil
+}
+
+// shapeErr is why a layout of sh's degrees, micro-batches and chunks
+// cannot run j whatever its batch, in shapeWith's order, or nil.
+func (j *Job) shapeErr(sh *shape) error {
+	spec := &j.Model
+	switch {
+	case !TensorDivides(*spec, sh.t):
+		return &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads, %d KV heads, d_ff %d over %s", spec.Heads, spec.KV(), spec.DFF, mesh.Degree{Axis: mesh.Tensor, ICI: sh.t, DCN: 1})}
+	case spec.Layers%(sh.p*sh.v) != 0:
+		return &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over %s x %d chunks", spec.Layers, mesh.Degree{Axis: mesh.Pipeline, ICI: sh.p, DCN: 1}, sh.v)}
+	case sh.p > 1 && j.Schedule.Chunked() && sh.m%sh.p != 0:
+		return &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%s needs micro-batches (%d) a multiple of %s", j.Schedule, sh.m, mesh.Degree{Axis: mesh.Pipeline, ICI: sh.p, DCN: 1})}
+	case !ExpertDivides(spec.Experts, sh.e):
+		return &Infeasible{Reason: ReasonExperts, Detail: expertDetail(spec.Experts, sh.e)}
+	case j.Seq%sh.c != 0:
+		return &Infeasible{Reason: ReasonSeq, Detail: fmt.Sprintf("%d tokens over %s", j.Seq, mesh.Degree{Axis: mesh.Context, ICI: sh.c, DCN: 1})}
+	case sh.p == 1 && sh.m > 1:
+		return &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%d micro-batches", sh.m)}
+	}
+	return nil
 }
 
 // batchDetail says why a global batch does not split over sh's shards.

@@ -141,8 +141,17 @@ func (e *Estimator) stageBase(j *Job, m *mesh.Mesh, sh *shape, st stage) stageBa
 		mem.Optimizer = 0
 	}
 	mem.Gradients = j.tempScaled(mem.Gradients)
+	b := stageBase{mem: mem}
+	e.setInFlight(&b, j, sh, st)
+	return b
+}
+
+// setInFlight sets b's micro-batches in flight and of logits held, for
+// stage st: the part of the stage's base that reads the schedule, its
+// chunks and the micro-batches (BatchMemory.Reschedule).
+func (e *Estimator) setInFlight(b *stageBase, j *Job, sh *shape, st stage) {
 	pp := e.pipe(j.Schedule, sh.p, sh.m, sh.v)
-	b := stageBase{mem: mem, inFlight: pp.inFlight, logits: 1}
+	b.inFlight, b.logits = pp.inFlight, 1
 	if st == lastStage {
 		b.inFlight = pp.lastInFlight
 	}
@@ -152,7 +161,6 @@ func (e *Estimator) stageBase(j *Job, m *mesh.Mesh, sh *shape, st stage) stageBa
 	if sh.p > 1 && (j.Schedule == schedule.GPipe || j.Schedule == schedule.Circular) {
 		b.logits = pp.lastInFlight
 	}
-	return b
 }
 
 // tempScaled is b scaled by TempScale (1 when it is 0).

@@ -157,14 +157,14 @@ var hopelessFit = batchFit{bound: math.Inf(1)}
 // pool (bars.full), so the pool does not change. A pair with no batch
 // within the limit is not marked (none of its combinations runs: the
 // search rejects them), and does not keep the others from being every
-// triple.
+// triple. The layout's memory it leaves (worker.family) is the layout's,
+// which try reschedules (worker.memory).
 func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []cost.Remat) (hopelessSet, bool) {
 	t := TierOf(*m)
 	var h hopelessSet
 	if !w.bars.lean.on || len(scheds) > maxHopelessScheds || len(remats) > 8 || w.req.Model.MoE() || !w.bars.full(t) {
 		return h, false
 	}
-	defer func() { w.family.ok = false }()
 	all := true
 	for mi, mb := range micro {
 		lo, hi := w.batchRange(m, mb)

@@ -97,7 +97,13 @@ func (w *worker) memory(j *cost.Job, m *mesh.Mesh) (*cost.BatchMemory, error) {
 		}
 		return &f.bm, f.bm.SetPolicy(j.Remat, j.RingOfExperts)
 	}
-	err := f.bm.Reset(w.est, j, m)
+	var err error
+	if f.ok && f.err == nil {
+		// f.bm is this layout's (worker.layout forgets the last's)
+		err = f.bm.Reschedule(j)
+	} else {
+		err = f.bm.Reset(w.est, j, m)
+	}
 	var inf *cost.Infeasible
 	f.ok, f.k, f.v, f.mb, f.err = err == nil || errors.As(err, &inf), j.Schedule, j.Chunks, j.MicroBatches, err
 	return &f.bm, err
