@@ -26,11 +26,17 @@ const (
 // production is the one stage whose rate emerges from the simulation (its
 // vCPUs, their placement, the examples' jitter). In the steady state every
 // stage passes a batch a step, so the step is the longest of the stages'
-// periods: a step within 1 % of the longest fixed period is that stage's,
-// the MXU's first where they tie (its waits, StepStalls, are then within
-// 1 % of its work), and a longer one is the host's.
+// periods: a step within 1 % of the MXU's own work is the MXU's (its
+// waits, StepStalls, are then within 1 % of its work, whatever stage is
+// slightly slower: a run too short to fill that stage's buffers never
+// waits on it), else a step within 1 % of the longest fixed period is
+// that stage's, and a longer one is the host's.
 func (r Result) Bound() Bound {
-	b, longest := MXUBound, r.Config.ParamLoad+r.Config.Compute
+	mxu := r.Config.ParamLoad + r.Config.Compute
+	if r.StepTime <= mxu+mxu/100 {
+		return MXUBound
+	}
+	b, longest := MXUBound, mxu
 	for _, p := range r.Config.periods() {
 		if p.period > longest {
 			b, longest = p.bound, p.period
