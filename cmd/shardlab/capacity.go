@@ -106,6 +106,9 @@ type capacityReport struct {
 	SparesFor95       int            `json:"spares_for_95_percent"`
 	SideBySide        modeComparison `json:"side_by_side"`
 	Assumptions       []string       `json:"assumptions"`
+	// Warnings say where the expectation leaves out what the simulated
+	// run met (waiting for capacity, maintenance).
+	Warnings []string `json:"warnings"`
 }
 
 // modeComparison is the same job, seed and rates in the other capacity
@@ -413,6 +416,7 @@ func (f *capacityFlags) report(p plan.Plan, res capacity.Reservation, pl capacit
 	}
 	rep.Assumptions = append(rep.Assumptions, "repair, recovery, startup, maintenance downtime and storage bandwidth are assumptions (flags)")
 	rep.TimeToTrainS = f.tokens / (job.TokensPerSecond * math.Max(rep.ExpectedGoodput, 1e-9))
+	rep.Warnings = expectationGaps(r, rep.SimulatedS)
 	rep.TimeToTrainLowS, rep.TimeToTrainHighS = trainBand(p, rep.TimeToTrainS)
 	if mode == capacity.Managed {
 		rep.Assumptions = append(rep.Assumptions, fmt.Sprintf("managed holdback %.3g of the sub-blocks: the docs publish none", holdback))
@@ -421,6 +425,20 @@ func (f *capacityFlags) report(p plan.Plan, res capacity.Reservation, pl capacit
 		rep.Assumptions = append(rep.Assumptions, res.Hierarchy.Sources...)
 	}
 	return rep
+}
+
+// expectationGaps warns where the expected goodput (capacity.ExpectRun:
+// spares at hand, no maintenance) leaves out what the simulated run r
+// met: time waiting for capacity (too few spares for the failures) and
+// maintenance waves. Its simulated time to train, simS, then speaks for
+// the reservation.
+func expectationGaps(r capacity.Result, simS float64) []string {
+	wait := r.Badput.WaitingForCapacity
+	if wait <= 0 && r.MaintenanceEvents == 0 {
+		return []string{}
+	}
+	return []string{fmt.Sprintf("the simulated run also waited %v for capacity (%.3g %% of it) and saw %s, which the expected goodput leaves out; its simulated time to train is %v (one seed)",
+		secs(wait.Seconds()), 100*wait.Seconds()/r.Horizon.Seconds(), unit.Plural(r.MaintenanceEvents, "maintenance wave"), secs(simS))}
 }
 
 func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) error {
@@ -466,6 +484,9 @@ func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) err
 	}
 	for _, a := range r.Assumptions {
 		fmt.Fprintf(&b, "assumption: %s\n", a)
+	}
+	for _, a := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", a)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
