@@ -365,20 +365,21 @@ func parseSchedule(r *Request, o Options) error {
 // fixedStages refuses a fixed layout whose pipeline does not divide the
 // model's layers: each stage holds layers / pipeline of them (cost's
 // rule), so no batch, schedule or remat policy runs it; the error names
-// the pipeline degrees that do.
+// the pipeline degrees that do and that the chips split into.
 func fixedStages(r *Request, o Options) error {
 	pipe := fixedPipeline(r.Axes)
 	if r.Axes == nil || r.Model.Layers%pipe == 0 {
 		return nil
 	}
+	chips := r.Multislice.Chips()
 	var fit []string
 	for p := 1; p <= r.Model.Layers; p++ {
-		if r.Model.Layers%p == 0 {
+		if r.Model.Layers%p == 0 && chips%p == 0 {
 			fit = append(fit, strconv.Itoa(p))
 		}
 	}
-	return refuse(OptionMesh, o.Mesh, nil, " %q: pipeline %d does not divide %s's %d layers into whole stages, want a pipeline degree of %s",
-		o.Mesh, pipe, r.Model.Name, r.Model.Layers, orList(fit))
+	return refuse(OptionMesh, o.Mesh, nil, " %q: pipeline %d does not divide %s's %d layers into whole stages, want a pipeline degree of %s (dividing the layers and the %d chips)",
+		o.Mesh, pipe, r.Model.Name, r.Model.Layers, orList(fit), chips)
 }
 
 // orList is items joined as a sentence says them: "1, 2 or 4".

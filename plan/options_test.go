@@ -123,8 +123,11 @@ func TestParseRequestErrors(t *testing.T) {
 		{func(o *Options) { o.TPU, o.Mesh, o.Schedule = "v5p-8", "fsdp=4", "gpipe" }, OptionSchedule, `--schedule gpipe with --mesh "fsdp=4", which has no pipeline`},
 		{func(o *Options) { o.Chunks, o.Schedule = 1, "interleaved" }, OptionChunks, "--chunks 1 with --schedule interleaved, want 2 or more"},
 		// a fixed pipeline that does not divide the layers is the user's layout, refused by --mesh
+		// 80 layers on 32 chips: 5, 10, 20, 40 and 80 divide the layers, not the chips
+		{func(o *Options) { o.Model, o.TPU, o.Mesh = "llama3-70b", "v5p-64", "pipeline=32" }, OptionMesh,
+			`want a pipeline degree of 1, 2, 4, 8 or 16 (dividing the layers and the 32 chips)`},
 		{func(o *Options) { o.TPU, o.Mesh = "v5p-384", "pipeline=3,fsdp=64" }, OptionMesh,
-			`--mesh "pipeline=3,fsdp=64": pipeline 3 does not divide llama3-8b's 32 layers into whole stages, want a pipeline degree of 1, 2, 4, 8, 16 or 32`},
+			`--mesh "pipeline=3,fsdp=64": pipeline 3 does not divide llama3-8b's 32 layers into whole stages, want a pipeline degree of 1, 2, 4, 8, 16 or 32 (dividing the layers and the 192 chips)`},
 		// 32 layers over pipeline 4 x v chunks: v divides 8
 		{func(o *Options) { o.TPU, o.Mesh, o.Schedule, o.Chunks = "v5p-8", "pipeline=4", "circular", 3 }, OptionChunks,
 			`--chunks 3 with --mesh "pipeline=4": llama3-8b's 32 layers over pipeline 4 x 3 chunks is no whole number of layers a chunk, want 1, 2, 4 or 8`},
