@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -15,17 +16,24 @@ import (
 // Days spells s seconds for a budget with three significant digits: in
 // days from two days, in hours from one hour, in minutes from 999.5 s
 // (where seconds would take a fourth digit: 2653 s is "44.2m"), below
-// that as unit.Seconds does ("641 s").
+// that as unit.Seconds does ("641 s"). The bounds are weighed after
+// rounding, so 3599 s is "1h", not "60m", and 47.97 hours "2d", not "48h".
 func Days(s float64) string {
 	switch {
-	case s >= 48*3600:
+	case s >= 48*3600 || round3(s/3600) >= 48:
 		return sig3(s/86400) + "d"
-	case s >= 3600:
+	case s >= 3600 || round3(s/60) >= 60:
 		return sig3(s/3600) + "h"
 	case s >= 999.5:
 		return sig3(s/60) + "m"
 	}
 	return unit.Seconds(s).String()
+}
+
+// round3 is v rounded to three significant digits, as sig3 prints it.
+func round3(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
+	return r
 }
 
 // Dollars spells an amount to the cent below $1000, else with a k or M

@@ -49,6 +49,9 @@ func TestDays(t *testing.T) {
 		{3600, "1h"},
 		{5148, "1.43h"},
 		{48 * 3600, "2d"},
+		{3599, "1h"},         // 59.98 minutes round to 60: an hour (it printed "60m")
+		{47.97 * 3600, "2d"}, // 47.97 hours round to 48: two days (it printed "48h")
+		{47.94 * 3600, "47.9h"},
 		{14.7 * 86400, "14.7d"},
 	} {
 		if got := Days(c.s); got != c.want {
