@@ -369,17 +369,3 @@ func factorsOver(n, k int) [][]int {
 	}
 	return out
 }
-
-// TestKindIndex holds the pipeline cache's key (kindIndex) to
-// schedule.Kinds: each schedule its own place, and none for a name that
-// is not one.
-func TestKindIndex(t *testing.T) {
-	for i, k := range schedule.Kinds() {
-		if got := kindIndex(k); got != i {
-			t.Errorf("kindIndex(%q) = %d, want %d", k, got, i)
-		}
-	}
-	if got := kindIndex("zigzag"); got != -1 {
-		t.Errorf("kindIndex(zigzag) = %d, want -1", got)
-	}
-}

@@ -258,30 +258,15 @@ func EstimateStep(j Job, m mesh.Mesh) (Estimate, error) { return NewEstimator().
 
 // pipeKey names a simulated schedule: kind, stages, micro-batches, chunks.
 type pipeKey struct {
-	kind    int // the schedule's place in schedule.Kinds: a search asks
+	kind    int // the schedule's place in schedule.Kinds (Kind.Index): a search asks
 	p, m, v int // millions of times, and ints hash faster than its name
-}
-
-// kindIndex is k's place in schedule.Kinds, -1 for none.
-func kindIndex(k schedule.Kind) int {
-	switch k {
-	case schedule.GPipe:
-		return 0
-	case schedule.OneFOneB:
-		return 1
-	case schedule.Interleaved:
-		return 2
-	case schedule.Circular:
-		return 3
-	}
-	return -1
 }
 
 func (e *Estimator) pipe(k schedule.Kind, p, m, v int) pipe {
 	if p == 1 {
 		return pipe{inFlight: 1, lastInFlight: 1}
 	}
-	key := pipeKey{kindIndex(k), p, m, v}
+	key := pipeKey{k.Index(), p, m, v}
 	// a layout's stages and its ceilings ask for one schedule in a row
 	if l := &e.lastPipe; l.ok && l.k == key {
 		return l.p

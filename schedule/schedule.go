@@ -37,8 +37,25 @@ const (
 	Circular Kind = "circular"
 )
 
-// Kinds lists the schedules.
-func Kinds() []Kind { return []Kind{GPipe, OneFOneB, Interleaved, Circular} }
+// kinds is the schedules, in the order Kinds lists them and Index counts.
+var kinds = [...]Kind{GPipe, OneFOneB, Interleaved, Circular}
+
+// Kinds lists the schedules (a fresh slice: the caller may keep it).
+func Kinds() []Kind {
+	k := kinds
+	return k[:]
+}
+
+// Index is k's place in Kinds, -1 for a name that is no schedule: an int
+// a cache can key a schedule by.
+func (k Kind) Index() int {
+	for i, x := range kinds {
+		if x == k {
+			return i
+		}
+	}
+	return -1
+}
 
 // Chunked reports whether a schedule splits a device's layers into chunks.
 func (k Kind) Chunked() bool { return k == Interleaved || k == Circular }

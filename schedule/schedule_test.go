@@ -183,3 +183,21 @@ func ExampleSchedule_Simulate() {
 	// stage 3 |...0aa1bb2cc3dd......|
 	// bubble 0.429
 }
+
+// TestKindIndex: Index is each schedule's place in Kinds (the pipeline
+// cache's key in cost), and -1 for a name that is no schedule.
+func TestKindIndex(t *testing.T) {
+	for i, k := range Kinds() {
+		if got := k.Index(); got != i {
+			t.Errorf("%q.Index() = %d, want %d", k, got, i)
+		}
+	}
+	if got := Kind("zigzag").Index(); got != -1 {
+		t.Errorf("zigzag.Index() = %d, want -1", got)
+	}
+	ks := Kinds()
+	ks[0] = "changed"
+	if Kinds()[0] != GPipe {
+		t.Error("Kinds shares its array with its callers")
+	}
+}
