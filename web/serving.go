@@ -42,7 +42,7 @@ var servingLooks = withModel([]look{
 	{"max_num_batched_tokens", "Memory", "Batched tokens", "vLLM's max_num_batched_tokens: the prefill chunk and activation buffers", nil},
 	{"length_mix", "Simulation", "Length mix", "the simulated requests' lengths: fixed (the prompt and output lengths) or uniform:A-B (a histogram file: the CLI)", nil},
 	{"seed", "Simulation", "Seed", "seed of the simulation's lengths and arrivals", nil},
-	{"num_requests", "Simulation", "Requests", "requests the simulation serves", nil},
+	{optionNumRequests, "Simulation", "Requests", "requests the simulation serves", nil},
 })
 
 // optionNumRequests is the serving form's num_requests, which the web
