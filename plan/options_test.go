@@ -87,72 +87,75 @@ func TestParseRequest(t *testing.T) {
 	}
 }
 
+// requestErrors are TestParseRequestErrors' cases: an edit of the
+// default options, the option its error names, and what the error says.
+var requestErrors = []struct {
+	edit func(*Options)
+	opt  Option
+	want string // in the error phrased with flag names
+}{
+	{func(o *Options) { o.Model = "llama4" }, OptionModel, `--model "llama4": want a catalog model (`},
+	{func(o *Options) { o.Model, o.ModelSpec = "bad.yaml", []byte("layers: [1") }, OptionModel, "--model bad.yaml: model: malformed spec"},
+	{func(o *Options) { o.Model = "gemma4-31b" }, OptionModel, "--model gemma4-31b: model = gemma4-31b (sliding_window 1024), want global attention in every layer: training a model with sliding-window layers is not modelled"},
+	{func(o *Options) { o.TPU = "v9" }, OptionTPU, `--tpu: hw: generation "v9"`},
+	{func(o *Options) { o.GlobalBatch, o.MaxGlobalBatch = "1024", "512" }, OptionGlobalBatch,
+		`--global-batch "1024" is 1024 sequences, above --max-global-batch "512" (512 sequences): raise the limit or lower the batch`},
+	{func(o *Options) { o.Seq, o.MaxGlobalBatch = 8<<20, "4Mitok" }, OptionMaxGlobalBatch, "4194304 tokens is less than one sequence of 8388608"},
+	{func(o *Options) { o.TPU = "" }, OptionTPU, `--tpu: hw: generation ""`},
+	{func(o *Options) { o.TPU, o.Slices = "tpu7x", 2 }, OptionTPU, "--tpu tpu7x names no size; give an accelerator type (e.g. tpu7x-16) to use --topology, --slices or --dcn-gbps"},
+	{func(o *Options) { o.TPU, o.Topology = "v5p-128", "4x4x6" }, OptionTopology, `--topology: hw: topology "4x4x6"`},
+	{func(o *Options) { o.TPU, o.Slices = "v3-32", 2 }, OptionSlices, "Multislice"},
+	{func(o *Options) { o.Slices = 0 }, OptionSlices, "--slices 0, want 1 to 4096"},
+	{func(o *Options) { o.DCNGbps = 0.01 }, OptionDCNGbps, "--dcn-gbps 0.01, want 0.1 to 100000 Gbit/s per host"},
+	{func(o *Options) { o.TPU, o.DCNGbps = "v5p-8", 100 }, OptionDCNGbps, "--dcn-gbps 100 with --slices 1: one slice sends nothing over DCN, so its bandwidth changes nothing; give --slices 2 or more, or no --dcn-gbps"},
+	{func(o *Options) { o.Seq = -1 }, OptionSeq, "--seq -1, want 0 to"},
+	{func(o *Options) { o.Model, o.Seq = "llama3-405b", 1<<24 }, OptionSeq, "--seq 16777216, want at most 8521760 tokens with 126 layers of width 16384"},
+	{func(o *Options) { o.MaxGlobalBatch = "lots" }, OptionMaxGlobalBatch, `--max-global-batch "lots": want N sequences`},
+	{func(o *Options) { o.GlobalBatch = "999999999999999999999tok" }, OptionGlobalBatch, "want at most 1073741824 sequences (1e+21 tokens is too many)"},
+	{func(o *Options) { o.GlobalBatch = "4Mtok" }, OptionGlobalBatch, `--global-batch "4Mtok": 4000000 tokens is not a whole number of 8192-token sequences`},
+	{func(o *Options) { o.Mesh = "data=4(tpu)" }, OptionMesh, "--mesh: mesh: data"},
+	// a layout that does not fit the slices asked for is the user's mistake, named at parse time
+	{func(o *Options) { o.Mesh = "data=3" }, OptionMesh, "--mesh: mesh: ICI factors = 3"},
+	{func(o *Options) { o.Mesh, o.TPU, o.Slices = "fsdp=4,tensor=2(dcn)", "v5p-8", 2 }, OptionMesh, "--mesh: mesh: tensor = 2 over DCN: tensor parallelism over DCN"},
+	{func(o *Options) { o.Mesh, o.TPU, o.Slices = "fsdp=4,context=2(dcn)", "v5p-8", 2 }, OptionMesh, "--mesh: mesh: context = 2 over DCN: context parallelism over DCN"},
+	{func(o *Options) { o.Remat = "some" }, OptionRemat, `--remat: cost: remat policy "some"`},
+	{func(o *Options) { o.Schedule = "zigzag" }, OptionSchedule, `--schedule: schedule: unknown schedule "zigzag"`},
+	{func(o *Options) { o.Chunks = 3 }, OptionChunks, "--chunks 3 needs --schedule interleaved or circular"},
+	{func(o *Options) { o.TPU, o.Mesh, o.Schedule = "v5p-8", "fsdp=4", "gpipe" }, OptionSchedule, `--schedule gpipe with --mesh "fsdp=4", which has no pipeline`},
+	{func(o *Options) { o.Chunks, o.Schedule = 1, "interleaved" }, OptionChunks, "--chunks 1 with --schedule interleaved, want 2 or more"},
+	// a fixed pipeline that does not divide the layers is the user's layout, refused by --mesh
+	// 80 layers on 32 chips: 5, 10, 20, 40 and 80 divide the layers, not the chips
+	{func(o *Options) { o.Model, o.TPU, o.Mesh = "llama3-70b", "v5p-64", "pipeline=32" }, OptionMesh,
+		`want a pipeline degree of 1, 2, 4, 8 or 16 (dividing the layers and the 32 chips)`},
+	{func(o *Options) { o.TPU, o.Mesh = "v5p-384", "pipeline=3,fsdp=64" }, OptionMesh,
+		`--mesh "pipeline=3,fsdp=64": pipeline 3 does not divide llama3-8b's 32 layers into whole stages, want a pipeline degree of 1, 2, 4, 8, 16 or 32 (dividing the layers and the 192 chips)`},
+	// 32 layers over pipeline 4 x v chunks: v divides 8
+	{func(o *Options) { o.TPU, o.Mesh, o.Schedule, o.Chunks = "v5p-8", "pipeline=4", "circular", 3 }, OptionChunks,
+		`--chunks 3 with --mesh "pipeline=4": llama3-8b's 32 layers over pipeline 4 x 3 chunks is no whole number of layers a chunk, want 1, 2, 4 or 8`},
+	// 18 layers over pipeline 2 x v chunks: v divides 9, and interleaved takes 2 or more
+	{func(o *Options) {
+		o.Model, o.TPU, o.Mesh, o.Schedule = "gemma-2b", "v5p-8", "pipeline=2,fsdp=2", "interleaved"
+	}, OptionChunks,
+		`--chunks 0 (2 for interleaved) with --mesh "pipeline=2,fsdp=2": gemma-2b's 18 layers over pipeline 2 x 2 chunks is no whole number of layers a chunk, want 3 or 9`},
+	{func(o *Options) { o.Chunks, o.Schedule = 65, "circular" }, OptionChunks, "--chunks 65, want 0 to 64"},
+	{func(o *Options) { o.Precision = "fp64" }, OptionPrecision, `--precision: cost: precision "fp64"`},
+	{func(o *Options) { o.Precision = "" }, OptionPrecision, `--precision: cost: precision ""`},
+	{func(o *Options) { o.RematCustom = "query_proj=offload" }, OptionRematCustom, `--remat-custom "query_proj=offload" needs --remat custom`},
+	{func(o *Options) { o.Remat, o.RematCustom = "custom", "bogus=device" }, OptionRematCustom, `--remat-custom: cost: tensor "bogus"`},
+	{func(o *Options) { o.Quantization = "fp4" }, OptionQuantization, `--quantization: cost: quantization "fp4"`},
+	{func(o *Options) { o.TPU, o.Quantization = "v5litepod-4", "fp8" }, OptionQuantization, "--quantization: cost: quantization fp8: TPU v5e publishes no fp8 peak"},
+	{func(o *Options) { o.Attention = "" }, OptionAttention, `--attention "", want flash or dot_product`},
+	{func(o *Options) { o.VocabTiles = 0 }, OptionVocabTiles, "--vocab-tiles 0, want 1 to 65536"},
+	{func(o *Options) { o.Efficiency = 1.5 }, OptionEfficiency, "--efficiency 1.5, want a number in [0.01, 1], or 0"},
+	{func(o *Options) { o.HBMHeadroom = 1 }, OptionHBMHeadroom, "--hbm-headroom 1, want a fraction in [0, 1)"},
+	{func(o *Options) { o.Top = 0 }, OptionTop, "--top 0, want 1 to 100"},
+	{func(o *Options) { o.CapacityFactor = 1.25 }, OptionCapacityFactor, "--capacity-factor 1.25, but llama3-8b has no experts: it applies to a mixture-of-experts model only"},
+	{func(o *Options) { o.LoadImbalance = 1.5 }, OptionLoadImbalance, "--load-imbalance 1.5, but llama3-8b has no experts"},
+	{func(o *Options) { o.ExampleCost = -time.Second }, OptionExampleCost, "--example-cost -1s, want 0s to 1h0m0s"},
+}
+
 func TestParseRequestErrors(t *testing.T) {
-	tests := []struct {
-		edit func(*Options)
-		opt  Option
-		want string // in the error phrased with flag names
-	}{
-		{func(o *Options) { o.Model = "llama4" }, OptionModel, `--model "llama4": want a catalog model (`},
-		{func(o *Options) { o.Model, o.ModelSpec = "bad.yaml", []byte("layers: [1") }, OptionModel, "--model bad.yaml: model: malformed spec"},
-		{func(o *Options) { o.Model = "gemma4-31b" }, OptionModel, "--model gemma4-31b: model = gemma4-31b (sliding_window 1024), want global attention in every layer: training a model with sliding-window layers is not modelled"},
-		{func(o *Options) { o.TPU = "v9" }, OptionTPU, `--tpu: hw: generation "v9"`},
-		{func(o *Options) { o.GlobalBatch, o.MaxGlobalBatch = "1024", "512" }, OptionGlobalBatch,
-			`--global-batch "1024" is 1024 sequences, above --max-global-batch "512" (512 sequences): raise the limit or lower the batch`},
-		{func(o *Options) { o.Seq, o.MaxGlobalBatch = 8<<20, "4Mitok" }, OptionMaxGlobalBatch, "4194304 tokens is less than one sequence of 8388608"},
-		{func(o *Options) { o.TPU = "" }, OptionTPU, `--tpu: hw: generation ""`},
-		{func(o *Options) { o.TPU, o.Slices = "tpu7x", 2 }, OptionTPU, "--tpu tpu7x names no size; give an accelerator type (e.g. tpu7x-16) to use --topology, --slices or --dcn-gbps"},
-		{func(o *Options) { o.TPU, o.Topology = "v5p-128", "4x4x6" }, OptionTopology, `--topology: hw: topology "4x4x6"`},
-		{func(o *Options) { o.TPU, o.Slices = "v3-32", 2 }, OptionSlices, "Multislice"},
-		{func(o *Options) { o.Slices = 0 }, OptionSlices, "--slices 0, want 1 to 4096"},
-		{func(o *Options) { o.DCNGbps = 0.01 }, OptionDCNGbps, "--dcn-gbps 0.01, want 0.1 to 100000 Gbit/s per host"},
-		{func(o *Options) { o.TPU, o.DCNGbps = "v5p-8", 100 }, OptionDCNGbps, "--dcn-gbps 100 with --slices 1: one slice sends nothing over DCN, so its bandwidth changes nothing; give --slices 2 or more, or no --dcn-gbps"},
-		{func(o *Options) { o.Seq = -1 }, OptionSeq, "--seq -1, want 0 to"},
-		{func(o *Options) { o.Model, o.Seq = "llama3-405b", 1<<24 }, OptionSeq, "--seq 16777216, want at most 8521760 tokens with 126 layers of width 16384"},
-		{func(o *Options) { o.MaxGlobalBatch = "lots" }, OptionMaxGlobalBatch, `--max-global-batch "lots": want N sequences`},
-		{func(o *Options) { o.GlobalBatch = "999999999999999999999tok" }, OptionGlobalBatch, "want at most 1073741824 sequences (1e+21 tokens is too many)"},
-		{func(o *Options) { o.GlobalBatch = "4Mtok" }, OptionGlobalBatch, `--global-batch "4Mtok": 4000000 tokens is not a whole number of 8192-token sequences`},
-		{func(o *Options) { o.Mesh = "data=4(tpu)" }, OptionMesh, "--mesh: mesh: data"},
-		// a layout that does not fit the slices asked for is the user's mistake, named at parse time
-		{func(o *Options) { o.Mesh = "data=3" }, OptionMesh, "--mesh: mesh: ICI factors = 3"},
-		{func(o *Options) { o.Mesh, o.TPU, o.Slices = "fsdp=4,tensor=2(dcn)", "v5p-8", 2 }, OptionMesh, "--mesh: mesh: tensor = 2 over DCN: tensor parallelism over DCN"},
-		{func(o *Options) { o.Mesh, o.TPU, o.Slices = "fsdp=4,context=2(dcn)", "v5p-8", 2 }, OptionMesh, "--mesh: mesh: context = 2 over DCN: context parallelism over DCN"},
-		{func(o *Options) { o.Remat = "some" }, OptionRemat, `--remat: cost: remat policy "some"`},
-		{func(o *Options) { o.Schedule = "zigzag" }, OptionSchedule, `--schedule: schedule: unknown schedule "zigzag"`},
-		{func(o *Options) { o.Chunks = 3 }, OptionChunks, "--chunks 3 needs --schedule interleaved or circular"},
-		{func(o *Options) { o.TPU, o.Mesh, o.Schedule = "v5p-8", "fsdp=4", "gpipe" }, OptionSchedule, `--schedule gpipe with --mesh "fsdp=4", which has no pipeline`},
-		{func(o *Options) { o.Chunks, o.Schedule = 1, "interleaved" }, OptionChunks, "--chunks 1 with --schedule interleaved, want 2 or more"},
-		// a fixed pipeline that does not divide the layers is the user's layout, refused by --mesh
-		// 80 layers on 32 chips: 5, 10, 20, 40 and 80 divide the layers, not the chips
-		{func(o *Options) { o.Model, o.TPU, o.Mesh = "llama3-70b", "v5p-64", "pipeline=32" }, OptionMesh,
-			`want a pipeline degree of 1, 2, 4, 8 or 16 (dividing the layers and the 32 chips)`},
-		{func(o *Options) { o.TPU, o.Mesh = "v5p-384", "pipeline=3,fsdp=64" }, OptionMesh,
-			`--mesh "pipeline=3,fsdp=64": pipeline 3 does not divide llama3-8b's 32 layers into whole stages, want a pipeline degree of 1, 2, 4, 8, 16 or 32 (dividing the layers and the 192 chips)`},
-		// 32 layers over pipeline 4 x v chunks: v divides 8
-		{func(o *Options) { o.TPU, o.Mesh, o.Schedule, o.Chunks = "v5p-8", "pipeline=4", "circular", 3 }, OptionChunks,
-			`--chunks 3 with --mesh "pipeline=4": llama3-8b's 32 layers over pipeline 4 x 3 chunks is no whole number of layers a chunk, want 1, 2, 4 or 8`},
-		// 18 layers over pipeline 2 x v chunks: v divides 9, and interleaved takes 2 or more
-		{func(o *Options) {
-			o.Model, o.TPU, o.Mesh, o.Schedule = "gemma-2b", "v5p-8", "pipeline=2,fsdp=2", "interleaved"
-		}, OptionChunks,
-			`--chunks 0 (2 for interleaved) with --mesh "pipeline=2,fsdp=2": gemma-2b's 18 layers over pipeline 2 x 2 chunks is no whole number of layers a chunk, want 3 or 9`},
-		{func(o *Options) { o.Chunks, o.Schedule = 65, "circular" }, OptionChunks, "--chunks 65, want 0 to 64"},
-		{func(o *Options) { o.Precision = "fp64" }, OptionPrecision, `--precision: cost: precision "fp64"`},
-		{func(o *Options) { o.Precision = "" }, OptionPrecision, `--precision: cost: precision ""`},
-		{func(o *Options) { o.RematCustom = "query_proj=offload" }, OptionRematCustom, `--remat-custom "query_proj=offload" needs --remat custom`},
-		{func(o *Options) { o.Remat, o.RematCustom = "custom", "bogus=device" }, OptionRematCustom, `--remat-custom: cost: tensor "bogus"`},
-		{func(o *Options) { o.Quantization = "fp4" }, OptionQuantization, `--quantization: cost: quantization "fp4"`},
-		{func(o *Options) { o.TPU, o.Quantization = "v5litepod-4", "fp8" }, OptionQuantization, "--quantization: cost: quantization fp8: TPU v5e publishes no fp8 peak"},
-		{func(o *Options) { o.Attention = "" }, OptionAttention, `--attention "", want flash or dot_product`},
-		{func(o *Options) { o.VocabTiles = 0 }, OptionVocabTiles, "--vocab-tiles 0, want 1 to 65536"},
-		{func(o *Options) { o.Efficiency = 1.5 }, OptionEfficiency, "--efficiency 1.5, want a number in [0.01, 1], or 0"},
-		{func(o *Options) { o.HBMHeadroom = 1 }, OptionHBMHeadroom, "--hbm-headroom 1, want a fraction in [0, 1)"},
-		{func(o *Options) { o.Top = 0 }, OptionTop, "--top 0, want 1 to 100"},
-		{func(o *Options) { o.CapacityFactor = 1.25 }, OptionCapacityFactor, "--capacity-factor 1.25, but llama3-8b has no experts: it applies to a mixture-of-experts model only"},
-		{func(o *Options) { o.LoadImbalance = 1.5 }, OptionLoadImbalance, "--load-imbalance 1.5, but llama3-8b has no experts"},
-		{func(o *Options) { o.ExampleCost = -time.Second }, OptionExampleCost, "--example-cost -1s, want 0s to 1h0m0s"},
-	}
-	for _, tt := range tests {
+	for _, tt := range requestErrors {
 		o := DefaultOptions()
 		tt.edit(&o)
 		_, err := ParseRequest(o)
