@@ -476,3 +476,21 @@ func TestWithFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestLongValueErrorIsClipped: an error echoes the user's value, and a
+// 100 KB --model made a 100 KB error line. The line keeps its start (the
+// flag and the value's beginning) and its end (what is accepted) within
+// maxErrorLine bytes, saying how much is elided; a multi-byte value is cut
+// at rune boundaries (fail checks the line is printable text).
+func TestLongValueErrorIsClipped(t *testing.T) {
+	for _, v := range []string{strings.Repeat("x", 100000), strings.Repeat("é", 50000)} {
+		fail(t, []string{"plan", "--model", v}, `--model "`, "bytes elided]…", "nor a readable YAML/JSON file")
+		_, errOut, _ := runCmd("plan", "--model", v)
+		if n := len(errOut); n > maxErrorLine+len("shardlab: \n") {
+			t.Errorf("a %d-byte --model: a %d-byte error line, want at most %d", len(v), n, maxErrorLine)
+		}
+	}
+	if got := clipLine("short"); got != "short" {
+		t.Errorf("clipLine(short) = %q", got)
+	}
+}

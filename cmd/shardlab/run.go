@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"unicode/utf8"
 
 	"shardlab/cost"
 	"shardlab/emu"
@@ -67,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &reported) {
 		return reported.code
 	}
-	fmt.Fprintf(stderr, "shardlab: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "shardlab: %s\n", clipLine(oneLine(err.Error())))
 	var stopped *mpi.StoppedError
 	switch {
 	case isUsage(err):
@@ -89,6 +90,30 @@ func (e reportedError) Error() string { return e.err.Error() }
 func (e reportedError) Unwrap() error { return e.err }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// maxErrorLine bounds the error line run prints. An error echoes the
+// user's value, so a 100 KB --model made a 100 KB line; past the bound
+// the middle is elided, keeping the start (the command, the flag and the
+// value's beginning) and the end (what is accepted). No error of
+// shardlab's own words comes near it.
+const maxErrorLine = 4096
+
+// clipLine is s, or s with its middle elided to keep it within
+// maxErrorLine bytes, cut at rune boundaries.
+func clipLine(s string) string {
+	if len(s) <= maxErrorLine {
+		return s
+	}
+	head, tail := maxErrorLine/4, maxErrorLine/2
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	from := len(s) - tail
+	for from < len(s) && !utf8.RuneStart(s[from]) {
+		from++
+	}
+	return fmt.Sprintf("%s…[%d bytes elided]…%s", s[:head], from-head, s[from:])
+}
 
 func isHelp(s string) bool { return s == "-h" || s == "-help" || s == "--help" || s == "help" }
 
