@@ -89,12 +89,7 @@ func TestStepIsWorkPlusWaits(t *testing.T) {
 		c.Placement = []Placement{Local, Interleaved, Node0}[rng.IntN(3)]
 		c.Batch = 1 + rng.IntN(40)
 		c.Jitter = rng.Float64() * 3
-		c.ExampleBytes = 1024 * 1 << rng.IntN(8)
-		c.PCIe = unit.BytesPerSecond(1e6 * float64(1+rng.IntN(100)))
-		c.InfeedDepth, c.HBMBuffers, c.OutfeedDepth = 1+rng.IntN(3), 1+rng.IntN(3), 1+rng.IntN(3)
-		c.Compute = time.Duration(1+rng.IntN(5000)) * time.Microsecond
-		c.Drain = time.Duration(rng.IntN(6000)) * time.Microsecond
-		c.ParamLoad = time.Duration(rng.IntN(1000)) * time.Microsecond
+		randomStages(rng, &c)
 		c.Steps = 2 + rng.IntN(30)
 		c.Seed = uint64(n)
 		r, err := Run(c)
@@ -174,12 +169,7 @@ func TestFixedPeriodsAreTheSimulations(t *testing.T) {
 		c.Chips = 1 + rng.IntN(4)
 		c.ExampleCost = 0
 		c.Batch = 1 + rng.IntN(40)
-		c.ExampleBytes = 1024 * 1 << rng.IntN(8)
-		c.PCIe = unit.BytesPerSecond(1e6 * float64(1+rng.IntN(100)))
-		c.InfeedDepth, c.HBMBuffers, c.OutfeedDepth = 1+rng.IntN(3), 1+rng.IntN(3), 1+rng.IntN(3)
-		c.Compute = time.Duration(1+rng.IntN(5000)) * time.Microsecond
-		c.Drain = time.Duration(rng.IntN(6000)) * time.Microsecond
-		c.ParamLoad = time.Duration(rng.IntN(1000)) * time.Microsecond
+		randomStages(rng, &c)
 		c.Steps = 400
 		r, err := Run(c)
 		if err != nil {
@@ -193,4 +183,16 @@ func TestFixedPeriodsAreTheSimulations(t *testing.T) {
 			t.Errorf("config %d %+v: step %v (bound %q), want the longest period %v", n, c, r.StepTime, r.Bound(), longest)
 		}
 	}
+}
+
+// randomStages draws c's fixed stages from rng: the examples' bytes and
+// the PCIe bandwidth (the copy), the queues' depths, the MXU's work and
+// parameter load, and the outfeed's drain.
+func randomStages(rng *rand.Rand, c *Config) {
+	c.ExampleBytes = 1024 * 1 << rng.IntN(8)
+	c.PCIe = unit.BytesPerSecond(1e6 * float64(1+rng.IntN(100)))
+	c.InfeedDepth, c.HBMBuffers, c.OutfeedDepth = 1+rng.IntN(3), 1+rng.IntN(3), 1+rng.IntN(3)
+	c.Compute = time.Duration(1+rng.IntN(5000)) * time.Microsecond
+	c.Drain = time.Duration(rng.IntN(6000)) * time.Microsecond
+	c.ParamLoad = time.Duration(rng.IntN(1000)) * time.Microsecond
 }

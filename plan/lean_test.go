@@ -147,17 +147,7 @@ func TestPairCeiling(t *testing.T) {
 		model, tpu string
 		slices     int
 	}{{"llama3-70b", "v5p-64", 2}, {"llama3-8b", "v6e-32", 4}, {"gemma2-9b", "v5e-32", 1}, {"qwen3-32b", "tpu7x-64", 2}} {
-		o := DefaultOptions()
-		o.Model, o.TPU, o.Slices = c.model, c.tpu, c.slices
-		r, err := ParseRequest(o)
-		if err == nil {
-			err = r.defaults()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		job := r.job()
-		w := &worker{req: r, job: job, cur: job, est: cost.NewEstimator()}
+		w, r := testWorker(t, c.model, c.tpu, c.slices)
 		for _, m := range pipelined(r, 40) {
 			w.family.ok = false // the last layout's (as worker.layout starts)
 			p := m.Size(mesh.Pipeline)
@@ -227,17 +217,7 @@ func TestNoRematCeilingUnpipelined(t *testing.T) {
 		model, tpu string
 		slices     int
 	}{{"llama3-70b", "v5p-64", 2}, {"llama3-8b", "v6e-32", 4}, {"gemma2-9b", "v5e-32", 1}} {
-		o := DefaultOptions()
-		o.Model, o.TPU, o.Slices = c.model, c.tpu, c.slices
-		r, err := ParseRequest(o)
-		if err == nil {
-			err = r.defaults()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		job := r.job()
-		w := &worker{req: r, job: job, cur: job, est: cost.NewEstimator()}
+		w, r := testWorker(t, c.model, c.tpu, c.slices)
 		all := unpipelined(r)
 		for i := 0; i < len(all); i += max(1, len(all)/40) {
 			m := all[i]
@@ -362,4 +342,22 @@ func TestLeanFixesAreTheFulls(t *testing.T) {
 	if withFixes < 2 {
 		t.Errorf("%d jobs with fixes, want at least 2", withFixes)
 	}
+}
+
+// testWorker is a worker, with an estimator of its own, for the default
+// request of model on slices slices of tpu, its defaults filled in as a
+// search fills them, and the request.
+func testWorker(t *testing.T, model, tpu string, slices int) (*worker, Request) {
+	t.Helper()
+	o := DefaultOptions()
+	o.Model, o.TPU, o.Slices = model, tpu, slices
+	r, err := ParseRequest(o)
+	if err == nil {
+		err = r.defaults()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := r.job()
+	return &worker{req: r, job: job, cur: job, est: cost.NewEstimator()}, r
 }
