@@ -25,7 +25,7 @@ import (
 var layers = map[string][]string{
 	"unit":                      nil,
 	"schema":                    nil, // not in ARCHITECTURE.md: the one version of every JSON document (issue 28), at the bottom so any renderer may use it
-	"hw":                        {"unit"},
+	"hw":                        {"unit", "internal/enum"},
 	"model":                     nil,
 	"mesh":                      {"hw", "collective"}, // collective beyond ARCHITECTURE.md: mesh.Link.Collective, the one conversion of a placed link
 	"collective":                {"hw", "unit"},
@@ -49,6 +49,7 @@ var layers = map[string][]string{
 	"emu/mpi":                   {"emu/fabric"},
 	"trace":                     nil,
 	"internal/golden":           nil,
+	"internal/enum":             nil, // not in ARCHITECTURE.md: one generic name table for small integer types (issue 30), under hw so that hw.NameCount, mesh.Axis and capacity's modes share it
 	"internal/cputime":          nil, // test helper: the process's CPU time for the benchmarks
 	"collective/collectivetest": {"collective"},
 	"cmd/shardlab":              {"*"},
