@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"shardlab/hw"
+	"shardlab/internal/enum"
 )
 
 // Mode is a reservation's capacity mode [ac-modes].
@@ -33,25 +34,20 @@ const (
 	AllCapacity
 )
 
-var modeNames = [...]string{Managed: "managed", AllCapacity: "all-capacity"}
+var modeNames = enum.New[Mode]("Mode", []string{Managed: "managed", AllCapacity: "all-capacity"})
 
-func (m Mode) String() string {
-	if m < 0 || int(m) >= len(modeNames) {
-		return fmt.Sprintf("Mode(%d)", int(m))
-	}
-	return modeNames[m]
-}
+func (m Mode) String() string { return modeNames.String(m) }
 
 // MarshalText writes the name, so JSON says "all-capacity".
 func (m Mode) MarshalText() ([]byte, error) {
-	if m < 0 || int(m) >= len(modeNames) {
+	if !modeNames.Valid(m) {
 		return nil, fmt.Errorf("capacity: mode %d, want managed or all-capacity", int(m))
 	}
-	return []byte(modeNames[m]), nil
+	return []byte(m.String()), nil
 }
 
 // Modes lists the accepted mode names.
-func Modes() []string { return append([]string(nil), modeNames[:]...) }
+func Modes() []string { return modeNames.List() }
 
 // ErrUnsupported is wrapped by errors for a generation or mode the
 // reservation model does not cover.
@@ -247,10 +243,8 @@ func ParseMode(s string) (Mode, error) {
 	if v == "allcapacity" {
 		v = "all-capacity"
 	}
-	for i, n := range modeNames {
-		if v == n {
-			return Mode(i), nil
-		}
+	if m, ok := modeNames.Lookup(v); ok {
+		return m, nil
 	}
 	return 0, refuse("mode", fmt.Sprintf("%q", s), "managed or all-capacity")
 }

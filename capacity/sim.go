@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"shardlab/internal/enum"
 	"shardlab/unit"
 )
 
@@ -21,17 +22,12 @@ const (
 	ByReservation                    // the whole reservation at once
 )
 
-var granularityNames = [...]string{BySubBlock: "sub-block", ByBlock: "block", ByReservation: "reservation"}
+var granularityNames = enum.New[Granularity]("Granularity", []string{BySubBlock: "sub-block", ByBlock: "block", ByReservation: "reservation"})
 
-func (g Granularity) String() string {
-	if g < 0 || int(g) >= len(granularityNames) {
-		return fmt.Sprintf("Granularity(%d)", int(g))
-	}
-	return granularityNames[g]
-}
+func (g Granularity) String() string { return granularityNames.String(g) }
 
 // Granularities lists the accepted granularity names.
-func Granularities() []string { return append([]string(nil), granularityNames[:]...) }
+func Granularities() []string { return granularityNames.List() }
 
 // Default rates and durations. Each says where it comes from; the ones no
 // source gives are assumptions, and every one can be overridden.
@@ -472,10 +468,8 @@ func ParseGranularity(s string) (Granularity, error) {
 	case "vm", "host":
 		return BySubBlock, nil
 	}
-	for i, n := range granularityNames {
-		if v == n {
-			return Granularity(i), nil
-		}
+	if g, ok := granularityNames.Lookup(v); ok {
+		return g, nil
 	}
 	return 0, refuse("granularity", fmt.Sprintf("%q", s), "sub-block (or vm, host), block or reservation")
 }

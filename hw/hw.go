@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"shardlab/internal/enum"
 	"shardlab/unit"
 )
 
@@ -38,33 +39,27 @@ const (
 	CountsChips
 )
 
-var nameCounts = [...]string{CountsTensorCores: "tensor_cores", CountsChips: "chips"}
+var nameCounts = enum.New[NameCount]("NameCount", []string{CountsTensorCores: "tensor_cores", CountsChips: "chips"})
 
 // String is what the number counts: "tensor_cores" or "chips".
-func (n NameCount) String() string {
-	if n < 0 || int(n) >= len(nameCounts) {
-		return fmt.Sprintf("NameCount(%d)", int(n))
-	}
-	return nameCounts[n]
-}
+func (n NameCount) String() string { return nameCounts.String(n) }
 
 // MarshalText writes the name, so JSON says "chips", not 1.
 func (n NameCount) MarshalText() ([]byte, error) {
-	if n < 0 || int(n) >= len(nameCounts) {
+	if !nameCounts.Valid(n) {
 		return nil, fmt.Errorf("hw: name count %d, want %s or %s", int(n), CountsTensorCores, CountsChips)
 	}
-	return []byte(nameCounts[n]), nil
+	return []byte(n.String()), nil
 }
 
 // UnmarshalText reads what MarshalText writes.
 func (n *NameCount) UnmarshalText(b []byte) error {
-	for i, s := range nameCounts {
-		if string(b) == s {
-			*n = NameCount(i)
-			return nil
-		}
+	v, ok := nameCounts.Lookup(string(b))
+	if !ok {
+		return fmt.Errorf("hw: name count %q, want %s or %s", b, CountsTensorCores, CountsChips)
 	}
-	return fmt.Errorf("hw: name count %q, want %s or %s", b, CountsTensorCores, CountsChips)
+	*n = v
+	return nil
 }
 
 // Host is the VM that holds a group of chips. Slices are built from whole

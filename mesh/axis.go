@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"shardlab/internal/enum"
 )
 
 // Axis is a parallelism axis. The axes are small integers in the order
@@ -11,8 +13,9 @@ import (
 // entry per axis; NumAxes counts them.
 type Axis int
 
-// The axes, in canonical order. Adding one is a row here and in axes below
-// (plus its formulas in cost and emu); everything else iterates.
+// The axes, in canonical order. Adding one is a row here, in axisNames and
+// in axes below (plus its formulas in cost and emu); everything else
+// iterates.
 const (
 	Data Axis = iota
 	FSDP
@@ -24,9 +27,13 @@ const (
 	NumAxes = iota // the number of axes
 )
 
+// axisNames is the one name table of the axes, as ParseAxis reads them.
+var axisNames = enum.New[Axis]("Axis", []string{
+	Data: "data", FSDP: "fsdp", Tensor: "tensor", Pipeline: "pipeline", Context: "context", Expert: "expert",
+})
+
 // axisInfo is one row of the axis table.
 type axisInfo struct {
-	name string
 	// place is the order in which ICI axes claim torus dimensions: axes
 	// whose collectives sit on the critical path first.
 	place int
@@ -35,19 +42,20 @@ type axisInfo struct {
 	overDCN error
 }
 
-// axes is the axis table: the one place an axis's name and properties live.
+// axes is the axis table: the one place an axis's properties live (its
+// name is in axisNames).
 var axes = [NumAxes]axisInfo{
-	Data:     {name: "data", place: 4},
-	FSDP:     {name: "fsdp", place: 3},
-	Tensor:   {name: "tensor", place: 0, overDCN: ErrTensorOverDCN},
-	Pipeline: {name: "pipeline", place: 5},
-	Context:  {name: "context", place: 1, overDCN: ErrContextOverDCN},
+	Data:     {place: 4},
+	FSDP:     {place: 3},
+	Tensor:   {place: 0, overDCN: ErrTensorOverDCN},
+	Pipeline: {place: 5},
+	Context:  {place: 1, overDCN: ErrContextOverDCN},
 	// Expert parallelism splits a mixture-of-experts layer's experts over
 	// chips; its dispatch and combine all-to-alls are fine-grained, so it
 	// claims torus dimensions right after tensor and context. It may cross
 	// slices (MaxText's dcn_expert_parallelism), which the planner does
 	// only with a reason.
-	Expert: {name: "expert", place: 2},
+	Expert: {place: 2},
 }
 
 // All returns every axis in canonical order.
@@ -60,37 +68,23 @@ func All() []Axis {
 }
 
 // Valid reports whether a is one of the axes.
-func (a Axis) Valid() bool { return a >= 0 && int(a) < NumAxes }
+func (a Axis) Valid() bool { return axisNames.Valid(a) }
 
 // String is the axis's name as Parse reads it ("data", "fsdp", …).
-func (a Axis) String() string {
-	if !a.Valid() {
-		return "Axis(" + strconv.Itoa(int(a)) + ")"
-	}
-	return axes[a].name
-}
+func (a Axis) String() string { return axisNames.String(a) }
 
 // CrossesDCN reports whether the axis may have a DCN factor above 1.
 func (a Axis) CrossesDCN() bool { return a.Valid() && axes[a].overDCN == nil }
 
 // ParseAxis reads an axis name, ignoring case and surrounding space.
 func ParseAxis(s string) (Axis, error) {
-	n := strings.ToLower(strings.TrimSpace(s))
-	for _, a := range All() {
-		if axes[a].name == n {
-			return a, nil
-		}
+	if a, ok := axisNames.Lookup(strings.ToLower(strings.TrimSpace(s))); ok {
+		return a, nil
 	}
 	return -1, &Error{Field: "axis", Value: strconv.Quote(s), Want: "one of " + axisList(), Err: ErrInvalid}
 }
 
-func axisList() string {
-	names := make([]string, NumAxes)
-	for i, a := range All() {
-		names[i] = a.String()
-	}
-	return strings.Join(names, ", ")
-}
+func axisList() string { return strings.Join(axisNames.List(), ", ") }
 
 // MarshalText writes the axis's name, so JSON carries "data", not 0.
 func (a Axis) MarshalText() ([]byte, error) {

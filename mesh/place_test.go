@@ -12,6 +12,9 @@ import (
 // TestEveryAxis walks the axis table generically: a new axis is covered by
 // adding its row.
 func TestEveryAxis(t *testing.T) {
+	if n := len(axisNames.List()); n != NumAxes {
+		t.Errorf("axisNames has %d names, want one for each of the %d axes", n, NumAxes)
+	}
 	places := map[int]Axis{}
 	for _, a := range All() {
 		if got, err := ParseAxis(a.String()); err != nil || got != a {
