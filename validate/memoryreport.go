@@ -63,7 +63,7 @@ func (rep MemoryReport) WriteText(w io.Writer) error {
 			capacity = gib(r.Limit) + " +"
 		}
 		if c.BytesStated() {
-			reported, errText = gib(c.ReportedBytes), fmt.Sprintf("%+.1f%%", 100*r.Error)
+			reported, errText = gib(c.ReportedBytes), pct(r.Error)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, c.Set, c.Kind, c.Scope, reported, gib(r.Predicted),
 			errText, capacity, r.verdict())
@@ -131,13 +131,13 @@ func (rep MemoryReport) writeBreakdown(b *strings.Builder) {
 		n++
 		arg, argErr, temp, tempErr, host, hostErr := "-", "-", "-", "-", "-", "-"
 		if bd.Argument > 0 {
-			arg, argErr = gib(bd.Argument), fmt.Sprintf("%+.1f%%", 100*r.ArgumentError)
+			arg, argErr = gib(bd.Argument), pct(r.ArgumentError)
 		}
 		if bd.Temp > 0 {
-			temp, tempErr = gib(bd.Temp), fmt.Sprintf("%+.1f%%", 100*r.TempError)
+			temp, tempErr = gib(bd.Temp), pct(r.TempError)
 		}
 		if bd.HostTemp > 0 {
-			host, hostErr = gib(bd.HostTemp), fmt.Sprintf("%+.1f%%", 100*r.HostError)
+			host, hostErr = gib(bd.HostTemp), pct(r.HostError)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Case.ID, arg, gib(r.Arguments), argErr, temp, gib(r.Temp), tempErr, host, gib(r.Host), hostErr)
 	}
