@@ -37,6 +37,30 @@ func ExampleAll() {
 	// [pipeline: the layout has no pipeline]
 }
 
+// Draw draws the charts asked for that apply, in that order, and says why
+// the others do not.
+func ExampleDraw() {
+	r, err := plan.ParseRequest(plan.DefaultOptions())
+	if err != nil {
+		panic(err)
+	}
+	p, err := plan.Search(r)
+	if err != nil {
+		panic(err)
+	}
+	charts, skipped, err := chart.Draw(p, chart.Pipeline, chart.Step)
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range charts {
+		fmt.Println(c.Name)
+	}
+	fmt.Println(skipped)
+	// Output:
+	// step
+	// [pipeline: the layout has no pipeline]
+}
+
 // Serving draws a serving plan's layouts against concurrency: latency
 // and throughput, one line per layout.
 func ExampleServing() {

@@ -396,7 +396,14 @@ func (s *swatch) Thumbnail(c *draw.Canvas) {
 // step, slices, batch, pipeline; skipped says why the others do not apply
 // ("pipeline: the layout has no pipeline").
 func All(p plan.Plan) (charts []Chart, skipped []string, err error) {
-	for _, f := range []func(plan.Plan) (Chart, error){Memory, Step, Slices, Batch, Pipeline} {
+	return Draw(p, Memory, Step, Slices, Batch, Pipeline)
+}
+
+// Draw draws the charts of the plan that apply, in the order given, as
+// All does for every chart: skipped says why the others do not apply; any
+// other error stops it.
+func Draw(p plan.Plan, draws ...func(plan.Plan) (Chart, error)) (charts []Chart, skipped []string, err error) {
+	for _, f := range draws {
 		c, err := f(p)
 		switch {
 		case errors.Is(err, ErrNotApplicable):

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -149,21 +148,9 @@ func planBars(p plan.Plan) []hchart {
 
 // scalingCharts are package chart's charts that search the plan again
 // (slices, batch) and the pipeline's timeline, which apply to the plan;
-// skipped says why the others do not, as chart.All does.
+// skipped says why the others do not (chart.Draw).
 func scalingCharts(p plan.Plan) (charts []chart.Chart, skipped []string, err error) {
-	for _, f := range []func(plan.Plan) (chart.Chart, error){chart.Slices, chart.Batch, chart.Pipeline} {
-		c, err := f(p)
-		switch {
-		case errors.Is(err, chart.ErrNotApplicable):
-			why := strings.TrimPrefix(err.Error(), "chart: ")
-			skipped = append(skipped, strings.TrimSuffix(why, ": "+chart.ErrNotApplicable.Error()))
-		case err != nil:
-			return nil, nil, err
-		default:
-			charts = append(charts, c)
-		}
-	}
-	return charts, skipped, nil
+	return chart.Draw(p, chart.Slices, chart.Batch, chart.Pipeline)
 }
 
 // drawnHere are the names of package chart's charts the page draws itself.
