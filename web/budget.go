@@ -143,7 +143,7 @@ func (h *Handler) work(ctx context.Context, late timeoutError, fn func(stop <-ch
 		var err error
 		defer func() {
 			if v := recover(); v != nil {
-				h.cfg.Log.Printf("web: work panicked: %v", v)
+				h.cfg.Log.Printf("web: %s panicked: %v", late.what, v)
 				err = fmt.Errorf("internal error while searching")
 			}
 			<-h.slots

@@ -32,7 +32,6 @@ package web
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log"
 	"math"
@@ -211,8 +210,8 @@ func (h *Handler) acquire(ctx context.Context) error {
 // run searches the options, with the charts when withCharts, under the
 // handler's bounds: options that plan refuses (all of them, with bad, the
 // mistakes the front end found: parseAll) or the server does not search
-// are refused before the queue; then a search slot (acquire) and
-// the request's deadline (errTimeout). A search the deadline abandons
+// are refused before the queue; then a search slot and the request's
+// deadline (work, which answers errTimeout past it). A search the deadline abandons
 // keeps its slot until it ends, so abandoned work still counts against
 // MaxSearches.
 func (h *Handler) run(ctx context.Context, o plan.Options, bad fieldErrors, withCharts bool) (outcome, error) {
@@ -223,41 +222,19 @@ func (h *Handler) run(ctx context.Context, o plan.Options, bad fieldErrors, with
 	if err := checkSize(req, h.cfg); err != nil {
 		return outcome{}, err
 	}
-	if err := h.acquire(ctx); err != nil {
+	var out outcome
+	err = h.work(ctx, planLate, func(<-chan struct{}) error {
+		var err error
+		if out.plan, err = plan.Search(req); err != nil || !withCharts {
+			return err
+		}
+		out.charts, out.skipped, err = scalingCharts(out.plan)
+		return err
+	})
+	if err != nil {
 		return outcome{}, err
 	}
-	client := ctx
-	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
-	defer cancel()
-	type searched struct {
-		out outcome
-		err error
-	}
-	done := make(chan searched, 1)
-	go func() {
-		var res searched
-		defer func() {
-			if v := recover(); v != nil {
-				h.cfg.Log.Printf("web: search %+v panicked: %v", o, v)
-				res.err = fmt.Errorf("internal error while searching")
-			}
-			<-h.slots // free the slot before answering, so the next request finds it
-			done <- res
-		}()
-		res.out.plan, res.err = plan.Search(req)
-		if res.err == nil && withCharts {
-			res.out.charts, res.out.skipped, res.err = scalingCharts(res.out.plan)
-		}
-	}()
-	select {
-	case res := <-done:
-		return res.out, res.err
-	case <-ctx.Done():
-		if client.Err() != nil {
-			return outcome{}, errGone
-		}
-		return outcome{}, planLate
-	}
+	return out, nil
 }
 
 // status is the HTTP status of an error of a request, and the error as
