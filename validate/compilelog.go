@@ -304,13 +304,6 @@ func logBytes(s string) (int64, error) {
 func CompareLog(log CompileLog, mem cost.Memory, devicesPerChip int) MemoryResult {
 	c := MemoryCase{Kind: log.Kind, Scope: log.Scope, ReportedBytes: log.Reported, CapacityBytes: log.Capacity, Breakdown: log.Breakdown}
 	r := memoryResult(c, mem, devicesPerChip)
-	if log.Kind != KindMemoryAnalysis {
-		if b := log.Breakdown; b.Argument > 0 {
-			r.ArgumentError = relErr(r.Arguments, b.Argument)
-		}
-		if b := log.Breakdown; b.Temp > 0 {
-			r.TempError = relErr(r.Temp, b.Temp)
-		}
-	}
+	r.compareBreakdown(log.Breakdown) // whatever the log's kind: memoryResult compares a memory_analysis case's only
 	return r
 }

@@ -112,14 +112,20 @@ func memoryResult(c MemoryCase, mem cost.Memory, per int) MemoryResult {
 		r.HostError = relErr(r.Host, h)
 	}
 	if c.Kind == KindMemoryAnalysis {
-		if b := c.Breakdown; b.Argument > 0 {
-			r.ArgumentError = relErr(r.Arguments, b.Argument)
-		}
-		if b := c.Breakdown; b.Temp > 0 {
-			r.TempError = relErr(r.Temp, b.Temp)
-		}
+		r.compareBreakdown(c.Breakdown)
 	}
 	return r
+}
+
+// compareBreakdown sets the errors of cost's arguments and temporaries
+// against the breakdown's, where it gives them.
+func (r *MemoryResult) compareBreakdown(b Breakdown) {
+	if b.Argument > 0 {
+		r.ArgumentError = relErr(r.Arguments, b.Argument)
+	}
+	if b.Temp > 0 {
+		r.TempError = relErr(r.Temp, b.Temp)
+	}
 }
 
 // reportLimit is the HBM per chip XLA is taken to compile case c against:
