@@ -13,6 +13,7 @@ import (
 	"math"
 	"time"
 
+	"shardlab/internal/enum"
 	"shardlab/unit"
 )
 
@@ -28,21 +29,11 @@ const (
 	SendRecv
 )
 
-func (o Op) String() string {
-	switch o {
-	case AllReduce:
-		return "all-reduce"
-	case AllGather:
-		return "all-gather"
-	case ReduceScatter:
-		return "reduce-scatter"
-	case AllToAll:
-		return "all-to-all"
-	case SendRecv:
-		return "send/recv"
-	}
-	return fmt.Sprintf("Op(%d)", int(o))
-}
+var opNames = enum.New[Op]("Op", []string{
+	AllReduce: "all-reduce", AllGather: "all-gather", ReduceScatter: "reduce-scatter", AllToAll: "all-to-all", SendRecv: "send/recv",
+})
+
+func (o Op) String() string { return opNames.String(o) }
 
 // Bytes is what one device sends in op among n devices on a ring, where size
 // is the full buffer: the all-reduced buffer, the gathered result of an

@@ -183,3 +183,14 @@ func TestAllToAllCost(t *testing.T) {
 		t.Errorf("AllToAllCost on one device = %+v, want nothing", got)
 	}
 }
+
+// TestOpNames: each operation's name, as shardlab's text and traces print
+// it, and the type and number for a value that is no operation.
+func TestOpNames(t *testing.T) {
+	for op, want := range map[Op]string{AllReduce: "all-reduce", AllGather: "all-gather", ReduceScatter: "reduce-scatter",
+		AllToAll: "all-to-all", SendRecv: "send/recv", SendRecv + 1: "Op(5)", -1: "Op(-1)"} {
+		if got := op.String(); got != want {
+			t.Errorf("Op(%d).String() = %q, want %q", int(op), got, want)
+		}
+	}
+}

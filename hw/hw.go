@@ -328,12 +328,6 @@ const (
 	DCN             // the data-center network, across slices
 )
 
-func (t Tier) String() string {
-	switch t {
-	case ICI:
-		return "ICI"
-	case DCN:
-		return "DCN"
-	}
-	return fmt.Sprintf("Tier(%d)", int(t))
-}
+var tierNames = enum.New[Tier]("Tier", []string{ICI: "ICI", DCN: "DCN"})
+
+func (t Tier) String() string { return tierNames.String(t) }

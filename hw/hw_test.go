@@ -525,3 +525,13 @@ func TestHostRAMPerChip(t *testing.T) {
 		}
 	}
 }
+
+// TestTierNames: the two networks' names, and the type and number for a
+// value that is neither.
+func TestTierNames(t *testing.T) {
+	for tier, want := range map[Tier]string{ICI: "ICI", DCN: "DCN", DCN + 1: "Tier(2)"} {
+		if got := tier.String(); got != want {
+			t.Errorf("Tier(%d).String() = %q, want %q", int(tier), got, want)
+		}
+	}
+}

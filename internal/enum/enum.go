@@ -1,7 +1,8 @@
 // Package enum names the values of a small integer type: one table,
 // indexed by the value, that the type's String, MarshalText and parser all
-// read, so that each name is written once, beside its constant. mesh.Axis,
-// hw.NameCount and capacity.Mode keep their names in one.
+// read, so that each name is written once, beside its constant: mesh.Axis,
+// hw.NameCount and hw.Tier, capacity.Mode and collective.Op keep their names
+// in one.
 package enum
 
 import "strconv"
