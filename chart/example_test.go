@@ -9,9 +9,8 @@ import (
 	"shardlab/plan"
 )
 
-// All draws the charts of a plan that apply to it; a plan without a
-// pipeline has no pipeline chart.
-func ExampleAll() {
+// defaultPlan is the plan of shardlab plan's default options.
+func defaultPlan() plan.Plan {
 	r, err := plan.ParseRequest(plan.DefaultOptions())
 	if err != nil {
 		panic(err)
@@ -20,6 +19,13 @@ func ExampleAll() {
 	if err != nil {
 		panic(err)
 	}
+	return p
+}
+
+// All draws the charts of a plan that apply to it; a plan without a
+// pipeline has no pipeline chart.
+func ExampleAll() {
+	p := defaultPlan()
 	charts, skipped, err := chart.All(p)
 	if err != nil {
 		panic(err)
@@ -40,14 +46,7 @@ func ExampleAll() {
 // Draw draws the charts asked for that apply, in that order, and says why
 // the others do not.
 func ExampleDraw() {
-	r, err := plan.ParseRequest(plan.DefaultOptions())
-	if err != nil {
-		panic(err)
-	}
-	p, err := plan.Search(r)
-	if err != nil {
-		panic(err)
-	}
+	p := defaultPlan()
 	charts, skipped, err := chart.Draw(p, chart.Pipeline, chart.Step)
 	if err != nil {
 		panic(err)
