@@ -3,6 +3,7 @@ package inference
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -147,5 +148,27 @@ func TestSimulateAtRateCap(t *testing.T) {
 	offered := r.RequestRate * float64(r.OutputLen)
 	if sim.TokensPerSecond < 0.95*offered {
 		t.Errorf("simulated %.0f output tokens/s at max_num_seqs %d, want the offered %.0f within 5 %% (the drain is about 3 %%)", sim.TokensPerSecond, p.Best.SeqsEach, offered)
+	}
+}
+
+// TestSearchShortOfCap: a plan whose replicas' pages hold fewer than the
+// cap warns how often an arrival waits and does not claim the cap in its
+// reasons; one that holds it says so in a reason. Llama 3 70B at TP 2 ×
+// DP 4 on tpu7x-8 holds 16 sequences a replica, short of the 17 that
+// 1.2 requests/s ask for (TestAtRateShortOfCap's kind); TP 8 holds 225.
+func TestSearchShortOfCap(t *testing.T) {
+	for _, c := range []struct {
+		tp, dp int
+		short  bool
+	}{{2, 4, true}, {8, 1, false}} {
+		r := request(t)
+		r.RequestRate, r.TP, r.DP = 1.2, c.tp, c.dp
+		r, p := searched(t, r)
+		warned := strings.Contains(strings.Join(p.Warnings, "\n"), "find it full and wait")
+		claimed := strings.Contains(strings.Join(p.Reasons, "\n"), "admits 99% of arrivals at once")
+		if p.Best.ShortOfCap != c.short || warned != c.short || claimed == c.short {
+			t.Errorf("TP %d × DP %d at %g/s: short of its cap %v, warned %v, reason claims the cap %v; want short %v\nreasons: %q\nwarnings: %q",
+				c.tp, c.dp, r.RequestRate, p.Best.ShortOfCap, warned, claimed, c.short, p.Reasons, p.Warnings)
+		}
 	}
 }

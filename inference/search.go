@@ -98,11 +98,10 @@ func Search(r Request) (Plan, error) {
 	p.Best = b
 	p.BestEffort = !b.MeetsSLO()
 	p.Reasons = append(p.Reasons, objectiveReason(r, b))
-	if r.RequestRate > 0 {
-		p.Reasons = append(p.Reasons, admitReason(r, b))
-	}
 	if b.ShortOfCap {
 		p.Warnings = append(p.Warnings, shortWarning(r, b))
+	} else if r.RequestRate > 0 {
+		p.Reasons = append(p.Reasons, admitReason(r, b))
 	}
 	p.Reasons = append(p.Reasons, chipsReason(r, b))
 	if p.BestEffort {
