@@ -34,19 +34,26 @@ type ServingJSON struct {
 
 // LayoutJSON is one serving layout in ServingJSON.
 type LayoutJSON struct {
-	TP             int              `json:"tensor_parallel_size"`
-	DP             int              `json:"data_parallel_size"`
-	EP             int              `json:"expert_parallel_size"`
-	AttentionDP    int              `json:"attention_data_parallel_size"`
-	Chips          int              `json:"chips"`
-	DevicesPerChip int              `json:"jax_devices_per_chip"`
-	SeqsPerReplica int              `json:"sequences_per_replica"`
-	Concurrency    int              `json:"concurrency_sequences"`
-	Fits           bool             `json:"fits"`
-	MeetsSLO       bool             `json:"meets_slo"`
-	Misses         []string         `json:"misses_slo"`
-	ActiveExperts  float64          `json:"active_experts_per_moe_layer,omitempty"`
-	Memory         inference.Memory `json:"memory_per_device"`
+	TP             int `json:"tensor_parallel_size"`
+	DP             int `json:"data_parallel_size"`
+	EP             int `json:"expert_parallel_size"`
+	AttentionDP    int `json:"attention_data_parallel_size"`
+	Chips          int `json:"chips"`
+	DevicesPerChip int `json:"jax_devices_per_chip"`
+	SeqsPerReplica int `json:"sequences_per_replica"`
+	Concurrency    int `json:"concurrency_sequences"`
+	// Under a request rate, for a layout that fits: a replica's mean
+	// sequences (Little's law; concurrency_sequences is their ceiling
+	// over all replicas) and the probability that an arrival finds its
+	// replica's sequences_per_replica all taken and waits (the Poisson
+	// tail at that cap, inference.AtRate). Absent otherwise.
+	MeanSeqs      *float64         `json:"mean_sequences_per_replica,omitempty"`
+	FullOnArrival *float64         `json:"full_on_arrival_fraction,omitempty"`
+	Fits          bool             `json:"fits"`
+	MeetsSLO      bool             `json:"meets_slo"`
+	Misses        []string         `json:"misses_slo"`
+	ActiveExperts float64          `json:"active_experts_per_moe_layer,omitempty"`
+	Memory        inference.Memory `json:"memory_per_device"`
 	// TTFT, ITL and the tokens/s are null for a layout that does not
 	// fit (Fits false): it cannot run at the load, so they cannot happen.
 	TTFT                *float64 `json:"ttft_s"`
@@ -72,7 +79,12 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
 		}
 		return &v
 	}
+	var mean, full *float64
+	if p.Request.RequestRate > 0 && l.Fits {
+		mean, full = &l.MeanSeqs, &l.FullOnArrival
+	}
 	return LayoutJSON{
+		MeanSeqs: mean, FullOnArrival: full,
 		TP: l.TP, DP: l.DP, EP: l.EP, AttentionDP: l.AttentionDP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
 		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
 		ActiveExperts: l.ActiveExperts, Memory: l.Memory,

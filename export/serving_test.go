@@ -2,6 +2,8 @@ package export
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
 	"testing"
 
 	"shardlab/hw"
@@ -62,5 +64,54 @@ func TestServingNoFitIsNull(t *testing.T) {
 	}
 	if fit == 0 || nofit == 0 {
 		t.Errorf("%d layouts fit and %d do not, want some of each to test", fit, nofit)
+	}
+}
+
+// TestServingAtRateCap: at 2 requests/s of 1024+1024 tokens, the plan's
+// vllm serve line sizes --max-num-seqs for Poisson arrivals, not for
+// their mean: the least c with P(N ≤ c−1) ≥ 0.99 for N Poisson with the
+// mean the JSON reports (M/G/∞), computed here by the recurrence
+// P(N = k+1) = P(N = k)·mean/(k+1) from e^−mean, and the JSON's
+// full_on_arrival_fraction is P(N ≥ c).
+func TestServingAtRateCap(t *testing.T) {
+	m, _ := model.Lookup("llama3-70b")
+	s, _ := hw.ParseAcceleratorType("tpu7x-8")
+	r, err := inference.NewRequest(inference.Request{
+		Model: m, Slice: s, MaxModelLen: 8192, RequestRate: 2, PromptLen: 1024, OutputLen: 1024,
+		MemoryUtilization: 0.92, MaxNumBatchedTokens: 4096,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := inference.Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := VLLMServe(p, "meta-llama/Meta-Llama-3-70B")
+	got := -1
+	for i, a := range cmd[:len(cmd)-1] {
+		if a == "--max-num-seqs" {
+			got, _ = strconv.Atoi(cmd[i+1])
+		}
+	}
+	j := Serving(p, cmd)
+	if j.Layout.MeanSeqs == nil || j.Layout.FullOnArrival == nil {
+		t.Fatalf("at 2 requests/s the layout has no mean_sequences_per_replica or full_on_arrival_fraction")
+	}
+	mean := *j.Layout.MeanSeqs
+	c, term, cdf := 0, math.Exp(-mean), 0.0 // cdf: P(N ≤ c−1)
+	for cdf < 0.99 {
+		cdf += term
+		c++
+		term *= mean / float64(c)
+	}
+	if got != c || got <= j.Concurrency {
+		t.Errorf("--max-num-seqs %d at 2 requests/s (mean %.2f, concurrency %d), want the 99%% cap %d, above the mean", got, mean, j.Concurrency, c)
+	}
+	if full := *j.Layout.FullOnArrival; math.Abs(full-(1-cdf)) > 1e-12 {
+		t.Errorf("full_on_arrival_fraction %g, want P(N ≥ %d) = %g", full, c, 1-cdf)
+	}
+	if j.Layout.SeqsPerReplica != got {
+		t.Errorf("sequences_per_replica %d, want the --max-num-seqs %d", j.Layout.SeqsPerReplica, got)
 	}
 }

@@ -92,3 +92,21 @@ func ExampleSweepConcurrency() {
 	// Output:
 	// TP 8 × DP 1: 1 to 128 sequences, ITL 13.5ms to 17.9ms
 }
+
+func ExampleAtRate() {
+	m, _ := model.Lookup("llama3-70b")
+	s, _ := hw.ParseAcceleratorType("tpu7x-8")
+	r, err := inference.NewRequest(inference.Request{
+		Model: m, Slice: s, MaxModelLen: 8192, RequestRate: 2, PromptLen: 1024, OutputLen: 1024,
+		MemoryUtilization: 0.92, MaxNumBatchedTokens: 4096,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	l := inference.AtRate(r, 8, 1)
+	fmt.Printf("%.1f sequences on average; max_num_seqs %d, full on arrival %.2f%%; ITL %v\n",
+		l.MeanSeqs, l.SeqsEach, 100*l.FullOnArrival, l.ITL.Round(100_000))
+	// Output:
+	// 29.3 sequences on average; max_num_seqs 44, full on arrival 0.68%; ITL 15.2ms
+}

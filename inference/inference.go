@@ -240,11 +240,22 @@ type Layout struct {
 	// (latent attention: TP; else 1).
 	AttentionDP int `json:"attention_data_parallel_size"`
 	Chips       int `json:"chips"`
-	SeqsEach    int `json:"sequences_per_replica"`
+	// SeqsEach is the sequences each replica runs at once, its
+	// max_num_seqs, at which its memory and latencies are costed.
+	SeqsEach int `json:"sequences_per_replica"`
 	// Concurrency is the sequences in the server across replicas: the
-	// request's, or what its request rate comes to on this layout.
-	Concurrency int    `json:"concurrency_sequences"`
-	Memory      Memory `json:"memory"`
+	// request's, or what its request rate comes to on this layout on
+	// average (Little's law, AtRate; SeqsEach is then the cap above it).
+	Concurrency int `json:"concurrency_sequences"`
+	// Under a request rate (AtRate): MeanSeqs is a replica's mean
+	// sequences (Little's law), SeqsEach the cap that admits
+	// AdmitQuantile of the arrivals at once (or what the pages hold,
+	// ShortOfCap), and FullOnArrival the probability that an arrival
+	// finds all SeqsEach taken and waits. Zero without a rate.
+	MeanSeqs      float64 `json:"mean_sequences_per_replica,omitempty"`
+	FullOnArrival float64 `json:"full_on_arrival_fraction,omitempty"`
+	ShortOfCap    bool    `json:"short_of_cap,omitempty"`
+	Memory        Memory  `json:"memory"`
 	// Fits: the requested concurrency fits in every replica's pages.
 	Fits bool `json:"fits"`
 	// Misses lists the SLOs the layout misses ("ITL 13.7 ms > 9 ms").
@@ -427,39 +438,6 @@ func (r Request) misses(l Layout) []string {
 		out = append(out, fmt.Sprintf("ITL %v > %v", secs(l.ITL), secs(r.ITLSLO)))
 	}
 	return out
-}
-
-// AtRate costs a layout at the concurrency Little's law gives for
-// r.RequestRate: N = rate × (TTFT + OutputLen × ITL(N)). The ITL grows
-// with N, so N is raised from 1 until it holds (at most MaxConcurrency;
-// beyond that the layout does not fit). The layout's Concurrency field
-// says what N came to.
-//
-// A layout that keeps up serves what is offered: rate × OutputLen output
-// tokens/s, the N sequences in the server over their time in it (Little's
-// law) times the tokens each brings. N/ITL, the throughput at a fixed
-// concurrency, would count as output the sequences still in prefill and
-// the spare slots of N rounded up to whole sequences (and to whole
-// sequences a replica), a capacity the arrivals never fill.
-func AtRate(r Request, tp, dp int) Layout {
-	n := 1
-	for {
-		r.Concurrency = n
-		l := Estimate(r, tp, dp)
-		l.Concurrency = n
-		inServer := l.TTFT.Seconds() + float64(r.OutputLen)*l.ITL.Seconds()
-		need := int(math.Ceil(r.RequestRate * inServer))
-		if need <= n {
-			l.TokensPerSecond = r.RequestRate * float64(r.OutputLen)
-			l.PerChip = l.TokensPerSecond / float64(l.Chips)
-			return l
-		}
-		if need > MaxConcurrency || !l.Fits {
-			l.Fits = false
-			return l
-		}
-		n = need
-	}
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }

@@ -33,8 +33,9 @@ func Candidates(r Request) [][2]int {
 	return out
 }
 
-// better orders two layouts for r: those that fit first, then those that
-// meet the SLOs, then by the objective (throughput: the most output
+// better orders two layouts for r: those that fit first, then (under a
+// request rate) those whose pages hold the cap AtRate sizes them for,
+// then those that meet the SLOs, then by the objective (throughput: the most output
 // tokens/s per chip, then the least ITL; latency: the least ITL, then
 // TTFT, then the most tokens/s per chip), then the fewest chips. Under a
 // request rate every layout that keeps up serves the offered tokens/s
@@ -43,6 +44,9 @@ func Candidates(r Request) [][2]int {
 func (r Request) better(a, b Layout) bool {
 	if a.Fits != b.Fits {
 		return a.Fits
+	}
+	if a.ShortOfCap != b.ShortOfCap {
+		return b.ShortOfCap // under a rate, the layouts whose pages hold the cap
 	}
 	if a.MeetsSLO() != b.MeetsSLO() {
 		return a.MeetsSLO()
@@ -94,6 +98,11 @@ func Search(r Request) (Plan, error) {
 	p.Best = b
 	p.BestEffort = !b.MeetsSLO()
 	p.Reasons = append(p.Reasons, objectiveReason(r, b))
+	if b.ShortOfCap {
+		p.Warnings = append(p.Warnings, shortWarning(r, b))
+	} else if r.RequestRate > 0 {
+		p.Reasons = append(p.Reasons, admitReason(r, b))
+	}
 	p.Reasons = append(p.Reasons, chipsReason(r, b))
 	if p.BestEffort {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("no layout meets %s at %d concurrent sequences: best effort shown, which misses %s", r.slos(), b.Concurrency, strings.Join(b.Misses, " and ")))
@@ -152,7 +161,7 @@ func (r Request) schedulerBudget(b Layout) error {
 func objectiveReason(r Request, b Layout) string {
 	what := fmt.Sprintf("most output tokens/s per chip (%.0f) at %d concurrent sequences", b.PerChip, b.Concurrency)
 	if r.RequestRate > 0 {
-		what = fmt.Sprintf("serves the offered %.0f output tokens/s (%.0f per chip) at %d concurrent sequences; the least inter-token latency (%v) of the layouts that keep up on the fewest chips",
+		what = fmt.Sprintf("serves the offered %.0f output tokens/s (%.0f per chip) at %d concurrent sequences on average; the least inter-token latency (%v) of the layouts that keep up on the fewest chips",
 			b.TokensPerSecond, b.PerChip, b.Concurrency, secs(b.ITL))
 	}
 	if r.Objective == Latency {

@@ -521,7 +521,7 @@ type SimOptions struct {
 	// (under attention data parallelism one a device, each with its own
 	// max_num_seqs [ti-dps]); 0: the request's max_num_seqs (a
 	// replica's), else the layout's sequences a replica (under a request
-	// rate, what Little's law gives on it).
+	// rate, the cap AtRate sizes it to).
 	MaxNumSeqs int
 	Load       Load
 	// StepOverhead, when not nil, replaces the engine's fixed time a

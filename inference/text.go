@@ -30,7 +30,7 @@ func (p Plan) writeRequest(w io.Writer) {
 	r, b := p.Request, p.Best
 	load := fmt.Sprintf("%d concurrent sequences", b.Concurrency)
 	if r.RequestRate > 0 {
-		load = fmt.Sprintf("%g requests/s (%d sequences in the server on this layout)", r.RequestRate, b.Concurrency)
+		load = fmt.Sprintf("%g requests/s (%d sequences in the server on average on this layout)", r.RequestRate, b.Concurrency)
 	}
 	if r.MaxNumSeqs > 0 {
 		load = fmt.Sprintf("max_num_seqs %d a replica (%d concurrent sequences)", r.MaxNumSeqs, b.Concurrency)

@@ -40,7 +40,7 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	intVar(fs, &o.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the model's", "longest sequence, prompt and output, in tokens")
 	intVar(fs, &o.Concurrency, "concurrency", inference.DefaultRequest().Concurrency, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
 	floatVar(fs, &o.RequestRate, "request-rate", 0, floatFlag{lo: 0.001, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
-		"arrival rate of requests; the concurrency is then what Little's law gives on each layout")
+		fmt.Sprintf("arrival rate of requests; the concurrency is then what Little's law gives on each layout, and max-num-seqs the cap that admits %g%% of Poisson arrivals at once", 100*inference.AdmitQuantile))
 	intVar(fs, &o.PromptLen, "prompt-len", d.PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request")
 	intVar(fs, &o.OutputLen, "output-len", d.OutputLen, 1, inference.MaxTokens, "", "output tokens per request")
 	choiceVar(fs, &o.Weights, "weights", d.Weights, []string{"bf16", "fp8", "int8"}, nil, "weight precision")
