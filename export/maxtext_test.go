@@ -251,6 +251,9 @@ func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 	} else if _, ok := vals["num_pipeline_microbatches"]; ok {
 		t.Errorf("%s: num_pipeline_microbatches without a pipeline", name)
 	}
+	if !jaxAcceptsMesh(t, p, vals) {
+		t.Errorf("%s: JAX cannot lay these ICI factors on the slice without splitting a physical axis, and allow_split_physical_axes is not true: MaxText's create_device_mesh refuses the mesh (jax mesh_utils.py _create_device_mesh_for_nd_torus)", name)
+	}
 	checkModel(t, name, e.Job.Model, c)
 	oneOf("remat_policy", allowedRemat)
 	if vals["remat_policy"] == "custom" {
