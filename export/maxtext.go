@@ -200,6 +200,14 @@ func meshSettings(set func(string, any), c *MaxTextConfig, e cost.Estimate, ms h
 			set(tier.key(a), n)
 		}
 	}
+	if needsSplit(ms.Slice, ici, e.Mesh.Size(mesh.Pipeline) > 1) {
+		// shardlab places an axis on part of a torus dimension where no
+		// whole ones fit (mesh.Mesh.place); JAX does so only when allowed,
+		// and MaxText's default refuses the mesh (maxtext_utils.py
+		// create_device_mesh @e591f30c)
+		set("allow_split_physical_axes", true)
+		c.Comments = append(c.Comments, fmt.Sprintf("the ICI factors do not each take whole dimensions of the %s torus, so JAX's device mesh splits one (allow_split_physical_axes)", ms.Slice.Topology))
+	}
 	return perChip, nil
 }
 

@@ -136,14 +136,24 @@ func maxTextDenseModel(set func(string, any), m model.Spec) (maxTextArch, error)
 }
 
 // setDecoder writes the decoder block and the dimensions every block
-// takes: width, query and KV heads, layers and MLP width.
+// takes: width, query and KV heads, layers and MLP width. The MLP width,
+// base_mlp_dim, is the dense layers' d_ff; a model of MoE layers only
+// has none, and MaxText refuses one whose base_mlp_dim differs from
+// base_moe_mlp_dim ([types.py] lines 3896-3911: "For a fully MoE model,
+// base_mlp_dim must equal base_moe_mlp_dim"; its mixtral block builds the
+// experts base_mlp_dim wide, models/mixtral.py line 115 @e591f30c), so
+// there it is the experts' width.
 func setDecoder(set func(string, any), block string, m model.Spec) {
 	set("decoder_block", block)
 	set("base_emb_dim", m.DModel)
 	set("base_num_query_heads", m.Heads)
 	set("base_num_kv_heads", m.KV())
 	set("base_num_decoder_layers", m.Layers)
-	set("base_mlp_dim", m.DFF)
+	if m.MoE() && m.FirstDenseLayers == 0 {
+		set("base_mlp_dim", m.ExpertFF())
+	} else {
+		set("base_mlp_dim", m.DFF)
+	}
 	if m.MTPLayers > 0 {
 		// [base.yml] mtp_num_layers: the multi-token prediction modules
 		// (layers/multi_token_prediction.py), 0 by default

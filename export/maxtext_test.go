@@ -251,6 +251,9 @@ func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 	} else if _, ok := vals["num_pipeline_microbatches"]; ok {
 		t.Errorf("%s: num_pipeline_microbatches without a pipeline", name)
 	}
+	if !jaxAcceptsMesh(t, p, vals) {
+		t.Errorf("%s: JAX cannot lay these ICI factors on the slice without splitting a physical axis, and allow_split_physical_axes is not true: MaxText's create_device_mesh refuses the mesh (jax mesh_utils.py _create_device_mesh_for_nd_torus)", name)
+	}
 	checkModel(t, name, e.Job.Model, c)
 	oneOf("remat_policy", allowedRemat)
 	if vals["remat_policy"] == "custom" {
@@ -370,11 +373,29 @@ func checkModel(t *testing.T, name string, m model.Spec, c MaxTextConfig) {
 		t.Errorf("%s: enable_dropout %v, want false: base.yml's is true, and shardlab costs no dropout", name, written["enable_dropout"])
 	}
 	for k, want := range map[string]int{"base_emb_dim": m.DModel, "base_num_query_heads": m.Heads, "base_num_kv_heads": m.KV(),
-		"base_num_decoder_layers": m.Layers, "base_mlp_dim": m.DFF, "vocab_size": m.Vocab} {
+		"base_num_decoder_layers": m.Layers, "base_mlp_dim": denseWidth(m), "vocab_size": m.Vocab} {
 		if written[k] != want {
 			t.Errorf("%s: %s = %v, want the spec's %d", name, k, written[k], want)
 		}
 	}
+	// types.py @e591f30c lines 3896-3911: a fully MoE model (no first
+	// dense layers) is refused unless base_mlp_dim = base_moe_mlp_dim
+	if fd, _ := written["first_num_dense_layers"].(int); m.MoE() && fd == 0 {
+		if moe, ok := written["base_moe_mlp_dim"]; ok && written["base_mlp_dim"] != moe {
+			t.Errorf("%s: base_mlp_dim %v, base_moe_mlp_dim %v: MaxText refuses a fully MoE model whose two differ", name, written["base_mlp_dim"], moe)
+		}
+	}
+}
+
+// denseWidth is the width of the spec's dense MLP as MaxText sizes it
+// (base_mlp_dim): the spec's d_ff where it has dense layers; in a model
+// of MoE layers only, the experts' (MaxText's mixtral block builds its
+// experts base_mlp_dim wide, models/mixtral.py line 115 @e591f30c).
+func denseWidth(m model.Spec) int {
+	if m.MoE() && m.FirstDenseLayers == 0 {
+		return m.ExpertFF()
+	}
+	return m.DFF
 }
 
 // search plans a job as the CLI does.
@@ -472,6 +493,12 @@ var exportCases = append([]exportCase{
 	{"custom MoE spec on the mixtral block", func(o *plan.Options) {
 		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small-moe.yaml", []byte(strings.Replace(smallSpec, "tied_embeddings: true", "experts: 8\nexperts_per_token: 2", 1)), "v5p-16", "fsdp=2,expert=4", "16"
 	}, map[string]any{"decoder_block": "mixtral", "num_experts": 8, "base_moe_mlp_dim": 5632, "enable_dropout": false}},
+	// a spec whose experts are narrower than its d_ff (Qwen3-MoE-like):
+	// MaxText refuses a fully MoE model with base_mlp_dim apart from
+	// base_moe_mlp_dim (types.py @e591f30c lines 3896-3911)
+	{"custom MoE spec with narrower experts", func(o *plan.Options) {
+		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small-moe.yaml", []byte(strings.Replace(smallSpec, "tied_embeddings: true", "experts: 8\nexperts_per_token: 2\nexpert_d_ff: 1408", 1)), "v5p-16", "fsdp=2,expert=4", "16"
+	}, map[string]any{"decoder_block": "mixtral", "base_moe_mlp_dim": 1408, "base_mlp_dim": 1408}},
 }, caseEachRemat()...)
 
 type exportCase struct {

@@ -8,7 +8,8 @@ import (
 )
 
 // VLLMServe is the `vllm serve` command line that runs a serving plan with
-// the tpu-inference backend, one argument a string: the model (modelID,
+// the tpu-inference backend, one argument a string, behind `env
+// NEW_MODEL_DESIGN=1` where the plan runs attention data parallel: the model (modelID,
 // a Hugging Face repository or a local path), the tensor- and
 // data-parallel sizes, the maximum model length, the scheduler's sequence
 // and token budgets, the KV cache's dtype and page size, and the HBM
@@ -29,14 +30,23 @@ func VLLMServe(p inference.Plan, modelID string) []string {
 	// tpu_inference/core/sched/dp_scheduler.py @b8692ff0): the replica's
 	// sequences are split over its ranks.
 	seqs := b.SchedulerSeqs()
-	args := []string{"vllm", "serve", modelID,
+	var args []string
+	if r.AttentionDP() {
+		// tpu-inference runs attention data parallelism only under
+		// NEW_MODEL_DESIGN=1 and refuses to start without it
+		// (layers/common/sharding.py ShardingConfigManager.validate; for
+		// MLA, platforms/tpu_platform.py check_and_update_config;
+		// @b8692ff0): set in the server's environment by env(1)
+		args = append(args, "env", newModelDesign+"=1")
+	}
+	args = append(args, "vllm", "serve", modelID,
 		"--tensor-parallel-size", itoa(b.TP),
 		"--data-parallel-size", itoa(b.DP),
 		"--max-model-len", itoa(r.MaxModelLen),
 		"--max-num-seqs", itoa(seqs),
 		"--max-num-batched-tokens", itoa(r.MaxNumBatchedTokens),
 		"--kv-cache-dtype", kv,
-	}
+	)
 	if !inference.DPAttention(r.Model) {
 		// an MLA plan leaves the page size to tpu-inference (1024), which
 		// vLLM's --block-size choices (at most 256) cannot name

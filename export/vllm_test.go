@@ -69,6 +69,13 @@ func TestCheckVLLMServeRefuses(t *testing.T) {
 		{"vllm", "serve", "m", "--kv-cache-dtype", "bf16"},
 		{"vllm", "serve", "m", "--max-model-len"},
 		{"vllm", "run", "m"},
+		// tpu-inference refuses attention data parallelism without
+		// NEW_MODEL_DESIGN=1 (layers/common/sharding.py validate, and
+		// platforms/tpu_platform.py for MLA, @b8692ff0)
+		{"vllm", "serve", "m", "--additional-config", `{"sharding":{"sharding_strategy":{"enable_dp_attention":true}}}`},
+		{"env", "NEW_MODEL_DESIGN=0", "vllm", "serve", "m", "--additional-config", `{"sharding":{"sharding_strategy":{"enable_dp_attention":true}}}`},
+		{"env", "NEW_MODEL_DESIGN", "vllm", "serve", "m"},
+		{"env", "vllm", "run", "m"},
 	} {
 		if _, err := CheckVLLMServe(args); err == nil {
 			t.Errorf("CheckVLLMServe(%q) accepted", args)
@@ -116,6 +123,12 @@ func TestVLLMServeMoEAndMLA(t *testing.T) {
 		if seen["--max-num-seqs"] != strconv.Itoa(want) || c.mla != (p.Best.AttentionDP > 1) {
 			t.Errorf("%s: --max-num-seqs %s for %d sequences a replica over %d attention-DP ranks, want %d", c.model, seen["--max-num-seqs"], p.Best.SeqsEach, p.Best.AttentionDP, want)
 		}
+		// attention data parallelism runs only under NEW_MODEL_DESIGN=1
+		// (tpu-inference layers/common/sharding.py validate @b8692ff0), set
+		// in the command's environment
+		if env := slices.Equal(args[:2], []string{"env", "NEW_MODEL_DESIGN=1"}); env != c.mla {
+			t.Errorf("%s: command starts %q: NEW_MODEL_DESIGN=1 %v, want %v", c.model, args[:2], env, c.mla)
+		}
 		_, block := seen["--block-size"]
 		if seen["--enable-expert-parallel"] != "true" || block == c.mla || c.mla != (seen["--additional-config"] == `{"sharding":{"sharding_strategy":{"enable_dp_attention":true}}}`) {
 			t.Errorf("%s: %q", c.model, args)
@@ -128,12 +141,16 @@ func TestVLLMServeMoEAndMLA(t *testing.T) {
 	if seen, err := CheckVLLMServe([]string{"vllm", "serve", "m", "--enable-expert-parallel", "--max-num-seqs", "8"}); err != nil || seen["--max-num-seqs"] != "8" {
 		t.Errorf("--enable-expert-parallel --max-num-seqs 8: %v, %v", seen, err)
 	}
+	dp := []string{"env", "NEW_MODEL_DESIGN=1", "vllm", "serve", "m", "--additional-config", `{"sharding":{"sharding_strategy":{"enable_dp_attention":true}}}`}
+	if _, err := CheckVLLMServe(dp); err != nil {
+		t.Errorf("%q: %v", dp, err)
+	}
 }
 
 // FuzzCheckVLLMServe: any argument list is accepted or refused, never a
 // panic.
 func FuzzCheckVLLMServe(f *testing.F) {
-	for _, s := range []string{"vllm serve m --enable-expert-parallel", "vllm serve m --max-num-seqs", "vllm serve m --kv-cache-dtype fp8 --enable-expert-parallel --block-size 16", "vllm"} {
+	for _, s := range []string{"vllm serve m --enable-expert-parallel", "vllm serve m --max-num-seqs", "env A=1 vllm serve m", "env vllm", "vllm serve m --kv-cache-dtype fp8 --enable-expert-parallel --block-size 16", "vllm"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

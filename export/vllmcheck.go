@@ -2,6 +2,7 @@ package export
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,15 +34,65 @@ var vllmServeOptions = func() map[string][]string {
 // takes no value (vLLM's bool engine args, argparse.BooleanOptionalAction).
 const flagNoValue = "(no-value)"
 
+// newModelDesign is tpu-inference's environment variable for its new
+// model design (tpu_inference/envs.py @b8692ff0, read by env_bool: "1" or
+// "true" in any case), under which alone it runs attention data
+// parallelism.
+const newModelDesign = "NEW_MODEL_DESIGN"
+
 // CheckVLLMServe holds a vllm serve command line (VLLMServe's) to vLLM's
-// engine args: after "vllm serve MODEL", option and value pairs, each
-// option one vLLM defines and each value one it accepts where it lists
-// them. It returns the options' values.
+// engine args: optionally `env NAME=VALUE ...`, then after "vllm serve
+// MODEL", option and value pairs, each option one vLLM defines and each
+// value one it accepts where it lists them; and to tpu-inference's rule
+// that enable_dp_attention in --additional-config runs only with
+// NEW_MODEL_DESIGN=1 in the environment (layers/common/sharding.py
+// ShardingConfigManager.validate @b8692ff0). It returns the options'
+// values and the environment's, by name.
 func CheckVLLMServe(args []string) (map[string]string, error) {
+	seen := map[string]string{}
+	if len(args) > 0 && args[0] == "env" {
+		args = args[1:]
+		for len(args) > 0 && args[0] != "vllm" {
+			name, value, ok := strings.Cut(args[0], "=")
+			if !ok || name == "" {
+				return nil, fmt.Errorf("export: vllm serve: env argument %q, want NAME=VALUE", args[0])
+			}
+			seen[name] = value
+			args = args[1:]
+		}
+	}
 	if len(args) < 3 || args[0] != "vllm" || args[1] != "serve" {
 		return nil, fmt.Errorf("export: vllm serve: command %q, want vllm serve MODEL and options", args)
 	}
-	seen := map[string]string{}
+	if err := checkVLLMOptions(args, seen); err != nil {
+		return nil, err
+	}
+	if dpAttention(seen["--additional-config"]) && !envTrue(seen[newModelDesign]) {
+		return nil, fmt.Errorf("export: vllm serve: enable_dp_attention with %s=%q, want %s=1: tpu-inference refuses attention data parallelism without it (layers/common/sharding.py @b8692ff0)",
+			newModelDesign, seen[newModelDesign], newModelDesign)
+	}
+	return seen, nil
+}
+
+// dpAttention reports whether an --additional-config JSON value turns on
+// tpu-inference's attention data parallelism.
+func dpAttention(config string) bool {
+	var c struct {
+		Sharding struct {
+			Strategy struct {
+				DPAttention bool `json:"enable_dp_attention"`
+			} `json:"sharding_strategy"`
+		} `json:"sharding"`
+	}
+	return config != "" && json.Unmarshal([]byte(config), &c) == nil && c.Sharding.Strategy.DPAttention
+}
+
+// envTrue is tpu-inference's env_bool: "1" or "true" in any case.
+func envTrue(v string) bool { return v == "1" || strings.EqualFold(v, "true") }
+
+// checkVLLMOptions reads args' option and value pairs after "vllm serve
+// MODEL" into seen.
+func checkVLLMOptions(args []string, seen map[string]string) error {
 	for i := 3; i < len(args); i += 2 {
 		choices, ok := vllmServeOptions[args[i]]
 		if ok && slices.Equal(choices, []string{flagNoValue}) {
@@ -51,13 +102,13 @@ func CheckVLLMServe(args []string) (map[string]string, error) {
 		}
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("export: vllm serve: %s is not one of vLLM's engine args (testdata/vllm_serve_options.txt)", args[i])
+			return fmt.Errorf("export: vllm serve: %s is not one of vLLM's engine args (testdata/vllm_serve_options.txt)", args[i])
 		case i+1 >= len(args):
-			return nil, fmt.Errorf("export: vllm serve: %s has no value", args[i])
+			return fmt.Errorf("export: vllm serve: %s has no value", args[i])
 		case choices != nil && !slices.Contains(choices, args[i+1]):
-			return nil, fmt.Errorf("export: vllm serve: %s %s, want one of %v", args[i], args[i+1], choices)
+			return fmt.Errorf("export: vllm serve: %s %s, want one of %v", args[i], args[i+1], choices)
 		}
 		seen[args[i]] = args[i+1]
 	}
-	return seen, nil
+	return nil
 }

@@ -150,3 +150,22 @@ func normal(devices Factors, a mesh.Axis) Factors {
 	devices[a] = max(devices[a], 1)
 	return devices
 }
+
+// meshAxes is MaxText's mesh_axes ([base.yml] line 531), each by the
+// <axis> of its ici_<axis>_parallelism key (mesh_axes' "stage" is
+// pipeline's).
+var meshAxes = []string{"diloco", "data", "pipeline", "fsdp", "fsdp_transpose", "context", "context_usp_ulysses",
+	"context_autoregressive", "tensor", "tensor_sequence", "expert", "autoregressive"}
+
+// MeshAxes is the order in which MaxText's create_device_mesh lays out
+// the ICI factors ([maxtext_utils.py], ordered by increasing network
+// intensity), each axis by the name ICIKey takes: base.yml's mesh_axes,
+// with the pipeline's stage moved before data when the job is pipelined
+// (configs/types.py @e591f30c lines 3633-3640). The slice is the caller's.
+func MeshAxes(pipelined bool) []string {
+	out := append([]string(nil), meshAxes...)
+	if pipelined {
+		out[1], out[2] = out[2], out[1]
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package maxtext
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -180,5 +181,31 @@ func TestIsCompileTopology(t *testing.T) {
 	list[0] = "changed"
 	if CompileTopologies()[0] == "changed" {
 		t.Error("CompileTopologies returns its own slice, want a copy")
+	}
+}
+
+// TestMeshAxes: MaxText's mesh_axes ([base.yml] line 531: diloco, data,
+// stage, fsdp, fsdp_transpose, context, context_usp_ulysses,
+// context_autoregressive, tensor, tensor_sequence, expert, autoregressive),
+// each named by its ici_<axis>_parallelism key, so one of Axes; pipelined,
+// stage comes before data (configs/types.py @e591f30c lines 3633-3640).
+func TestMeshAxes(t *testing.T) {
+	want := []string{"diloco", "data", "pipeline", "fsdp", "fsdp_transpose", "context", "context_usp_ulysses",
+		"context_autoregressive", "tensor", "tensor_sequence", "expert", "autoregressive"}
+	if got := MeshAxes(false); !slices.Equal(got, want) {
+		t.Errorf("MeshAxes(false) = %q, want %q", got, want)
+	}
+	got := MeshAxes(true)
+	if got[1] != "pipeline" || got[2] != "data" || !slices.Equal(got[3:], want[3:]) {
+		t.Errorf("MeshAxes(true) = %q, want stage (pipeline) before data", got)
+	}
+	for _, a := range got {
+		if !slices.Contains(Axes, a) {
+			t.Errorf("mesh axis %q has no ici_%s_parallelism key in Axes", a, a)
+		}
+	}
+	MeshAxes(true)[0] = "changed"
+	if MeshAxes(false)[0] != "diloco" {
+		t.Error("MeshAxes returns its own table: a caller changed it")
 	}
 }
