@@ -156,3 +156,26 @@ func TestAtEdge(t *testing.T) {
 		t.Error("MemoryErrorOf: want the MoE band for a mixture of experts and the dense band otherwise")
 	}
 }
+
+// TestPlacesStringRoundTrips: a custom policy spelt by Places.String reads
+// back as the same places, the offloaded layer input included (review:
+// "decoder_layer_input=offload" printed as "custom ()"); the layer input
+// kept on the device, as the scan always keeps it, is left unsaid.
+func TestPlacesStringRoundTrips(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"decoder_layer_input=offload", "decoder_layer_input=offload"},
+		{"decoder_layer_input=offload,query_proj=device", "decoder_layer_input=offload,query_proj=device"},
+		{"decoder_layer_input=device,out_proj=offload", "out_proj=offload"},
+		{"", ""},
+	} {
+		p, err := ParseCustom(c.in)
+		if err != nil {
+			t.Fatalf("%q: %v", c.in, err)
+		}
+		got := p.String()
+		back, err := ParseCustom(got)
+		if got != c.want || err != nil || back != p {
+			t.Errorf("%q spelt %q (reads back equal: %v, %v), want %q", c.in, got, back == p, err, c.want)
+		}
+	}
+}

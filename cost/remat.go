@@ -172,10 +172,13 @@ func ParseCustom(s string) (Places, error) {
 	return p, nil
 }
 
+// String spells the places as the {remat_custom} option takes them: each
+// tensor kept or offloaded, but the layer input only where it is
+// offloaded (the scan always carries it on the device).
 func (p Places) String() string {
 	var parts []string
 	for t, pl := range p {
-		if pl != Recompute && Tensor(t) != LayerInput {
+		if pl != Recompute && (Tensor(t) != LayerInput || pl != Device) {
 			parts = append(parts, fmt.Sprintf("%s=%s", Tensor(t), pl))
 		}
 	}

@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"shardlab/hw"
@@ -47,6 +49,15 @@ func spellMesh(degrees []mesh.Degree) string {
 		return s
 	}
 	return "single device"
+}
+
+// canonicalMesh is degrees spelt with their axes in mesh's order, so
+// that two spellings of one mesh ("context=2,fsdp=64" and
+// "fsdp=64,context=2") compare equal.
+func canonicalMesh(degrees []mesh.Degree) string {
+	sorted := slices.Clone(degrees)
+	slices.SortStableFunc(sorted, func(a, b mesh.Degree) int { return cmp.Compare(a.Axis, b.Axis) })
+	return spellMesh(sorted)
 }
 
 // factors is degrees' ICI factors by axis (1 for an axis not named).
@@ -209,7 +220,7 @@ func product(degrees []mesh.Degree) int {
 func searchDevices(r Request) (Plan, error) {
 	chip := r.Multislice.Slice.Chip
 	per := chip.JAXDevicesPerChip
-	asked := spellMesh(r.DeviceAxes)
+	asked, want := spellMesh(r.DeviceAxes), canonicalMesh(r.DeviceAxes)
 	if _, err := checkDevices(r.Multislice, r.DeviceAxes, asked); err != nil {
 		return Plan{}, err
 	}
@@ -233,7 +244,7 @@ func searchDevices(r Request) (Plan, error) {
 		d, err := p.Devices()
 		e := p.Best.Estimate
 		switch {
-		case err == nil && spellMesh(d.Degrees) == asked:
+		case err == nil && canonicalMesh(d.Degrees) == want:
 			if best == nil || better(p.Best, best.Best) {
 				best = &p
 			}

@@ -104,3 +104,27 @@ func TestMeshOnOneDeviceChips(t *testing.T) {
 		t.Errorf("v5p plan text mentions JAX devices (%v):\n%s", err, b.String())
 	}
 }
+
+// TestMeshAxisOrder: a mesh asked in devices is the same mesh in any
+// order of its axes (review: "context=2,fsdp=64" on tpu7x-128 was refused
+// as not being MaxText's "fsdp=64,context=2", which it asked to give).
+func TestMeshAxisOrder(t *testing.T) {
+	for _, c := range []struct{ mesh, same, batch string }{
+		{"context=2,fsdp=64", "fsdp=64,context=2", "64"},
+		{"tensor=2,fsdp=64", "fsdp=64,tensor=2", ""},
+	} {
+		p, err := devicePlan(t, c.mesh, c.batch)
+		if err != nil {
+			t.Fatalf("--mesh %s: %v", c.mesh, err)
+		}
+		q, err := devicePlan(t, c.same, c.batch)
+		if err != nil {
+			t.Fatalf("--mesh %s: %v", c.same, err)
+		}
+		d, _ := p.Devices()
+		e, f := p.Best.Estimate, q.Best.Estimate
+		if d.String() != c.same || e.Mesh.String() != f.Mesh.String() || e.Time.Step != f.Time.Step {
+			t.Errorf("--mesh %s: devices %s, chips %s, step %v; want those of --mesh %s: %s, %v", c.mesh, d, e.Mesh, e.Time.Step, c.same, f.Mesh, f.Time.Step)
+		}
+	}
+}
