@@ -28,6 +28,9 @@ type FitRow struct {
 	FittedError, HeldOutError float64
 }
 
+// FitRows is the fit report, a row per constant (FitReport).
+type FitRows []FitRow
+
 // FitReport fits the calibration on runs (Fit) and says, for each
 // constant, on which rows and how far off it is on the rest. The
 // efficiencies are fitted per generation on its single-slice rows with
@@ -35,7 +38,7 @@ type FitRow struct {
 // the slice jitter on the multislice rows; the quantized efficiency on
 // the int8 and fp8 rows; the dropless width on the dropless MoE rows. The
 // attention factor is not fitted.
-func FitReport(runs []Run) ([]FitRow, error) {
+func FitReport(runs []Run) (FitRows, error) {
 	cal, err := Fit(runs)
 	if err != nil {
 		return nil, err
@@ -93,9 +96,9 @@ func medianOrNaN(xs []float64) float64 {
 	return median(xs)
 }
 
-// WriteFitReport prints the constants, then the rows each was fitted on
-// and held out from.
-func WriteFitReport(w io.Writer, rows []FitRow) error {
+// WriteText prints the constants, then the rows each was fitted on and
+// held out from (shardlab validate --fit).
+func (rows FitRows) WriteText(w io.Writer) error {
 	pct := func(x float64) string {
 		if math.IsNaN(x) {
 			return "-"

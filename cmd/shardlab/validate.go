@@ -46,7 +46,7 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return validate.WriteFitReport(stdout, rows)
+		return rows.WriteText(stdout)
 	}
 	rep, err := validate.Evaluate(runs, nil)
 	if err != nil {
@@ -56,7 +56,7 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 		return rep.WriteJSON(stdout)
 	}
 	if *breakdown {
-		return rep.WriteBreakdown(stdout)
+		return rep.StepTimes().WriteText(stdout)
 	}
 	return rep.WriteText(stdout)
 }
