@@ -10,6 +10,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/schema"
 	"shardlab/unit"
 )
 
@@ -20,13 +21,25 @@ import (
 // false) before any fit.
 type FitRow struct {
 	Constant string
-	Value    string
-	Fitted   []string // run IDs
-	HeldOut  []string
+	// Value is the constant as the text prints it; Amount is the same
+	// constant unrounded in SI units: seconds where Unit is "s" (the DCN
+	// latency), else a plain number as cost.Calibration holds it (an
+	// efficiency, a share, a coefficient of variation, the dropless width).
+	Value  string
+	Amount float64
+	Unit   string
+	// Fit is false for a constant Fit does not fit (the attention factor,
+	// cost.Calibrated's).
+	Fit     bool
+	Fitted  []string // run IDs
+	HeldOut []string
 	// FittedError and HeldOutError are the median |error| of the
 	// predicted MFU; NaN with no rows.
 	FittedError, HeldOutError float64
 }
+
+// FitRows is the fit report, a row per constant (FitReport).
+type FitRows []FitRow
 
 // FitReport fits the calibration on runs (Fit) and says, for each
 // constant, on which rows and how far off it is on the rest. The
@@ -35,7 +48,7 @@ type FitRow struct {
 // the slice jitter on the multislice rows; the quantized efficiency on
 // the int8 and fp8 rows; the dropless width on the dropless MoE rows. The
 // attention factor is not fitted.
-func FitReport(runs []Run) ([]FitRow, error) {
+func FitReport(runs []Run) (FitRows, error) {
 	cal, err := Fit(runs)
 	if err != nil {
 		return nil, err
@@ -44,8 +57,8 @@ func FitReport(runs []Run) ([]FitRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	row := func(name, value string, in func(Run) bool) FitRow {
-		fr := FitRow{Constant: name, Value: value}
+	row := func(name, value string, amount float64, in func(Run) bool) FitRow {
+		fr := FitRow{Constant: name, Value: value, Amount: amount, Fit: true}
 		var fitted, held []float64
 		for _, r := range rep.Results {
 			if !in(r.Run) {
@@ -70,17 +83,21 @@ func FitReport(runs []Run) ([]FitRow, error) {
 	}
 	slices.Sort(gens)
 	for _, g := range gens {
-		out = append(out, row("efficiency "+g, fmt.Sprintf("%.3f", cal.Efficiency[hw.Generation(g)]), func(r Run) bool {
+		eff := cal.Efficiency[hw.Generation(g)]
+		out = append(out, row("efficiency "+g, fmt.Sprintf("%.3f", eff), eff, func(r Run) bool {
 			return kindOf(r) == kindSingle && r.Generation == g
 		}))
 	}
+	latency := row("dcn latency", cal.DCNLatency.String(), cal.DCNLatency.Seconds(), of(kindMulti))
+	latency.Unit = "s"
+	attention := cost.Calibrated().Attention
 	out = append(out,
-		row("contention", fmt.Sprintf("%.2f", cal.Contention), of(kindSingle)),
-		row("quantized", fmt.Sprintf("%.3f", cal.Quantized), of(kindQuantized)),
-		row("dropless moe", fmt.Sprintf("%.0f (per-row width)", cal.Dropless), of(kindDropless)),
-		row("dcn latency", cal.DCNLatency.String(), of(kindMulti)),
-		row("slice jitter", fmt.Sprintf("%.4f", cal.SliceJitter), of(kindMulti)),
-		FitRow{Constant: "attention", Value: fmt.Sprintf("%.2f (not fitted: cost.Calibrated's)", cost.Calibrated().Attention),
+		row("contention", fmt.Sprintf("%.2f", cal.Contention), cal.Contention, of(kindSingle)),
+		row("quantized", fmt.Sprintf("%.3f", cal.Quantized), cal.Quantized, of(kindQuantized)),
+		row("dropless moe", fmt.Sprintf("%.0f (per-row width)", cal.Dropless), cal.Dropless, of(kindDropless)),
+		latency,
+		row("slice jitter", fmt.Sprintf("%.4f", cal.SliceJitter), cal.SliceJitter, of(kindMulti)),
+		FitRow{Constant: "attention", Value: fmt.Sprintf("%.2f (not fitted: cost.Calibrated's)", attention), Amount: attention,
 			FittedError: math.NaN(), HeldOutError: math.NaN()},
 	)
 	return out, nil
@@ -93,9 +110,9 @@ func medianOrNaN(xs []float64) float64 {
 	return median(xs)
 }
 
-// WriteFitReport prints the constants, then the rows each was fitted on
-// and held out from.
-func WriteFitReport(w io.Writer, rows []FitRow) error {
+// WriteText prints the constants, then the rows each was fitted on and
+// held out from (shardlab validate --fit).
+func (rows FitRows) WriteText(w io.Writer) error {
 	pct := func(x float64) string {
 		if math.IsNaN(x) {
 			return "-"
@@ -129,4 +146,47 @@ func orNone(ids []string) string {
 		return "none"
 	}
 	return strings.Join(ids, ", ")
+}
+
+// FitJSON is the machine-readable fit report (shardlab validate --fit
+// --json).
+type FitJSON struct {
+	Constants []FitRowJSON `json:"constants"`
+}
+
+// FitRowJSON is one constant of the calibration: its value (Value, or
+// ValueS for a time), the runs it was fitted on and held out from, and
+// the median |relative error| of the predicted MFU on each, absent with
+// no runs.
+type FitRowJSON struct {
+	Constant     string   `json:"constant"`
+	Value        *float64 `json:"value,omitempty"`
+	ValueS       *float64 `json:"value_s,omitempty"`
+	Fit          bool     `json:"fitted"`
+	FittedRuns   []string `json:"fitted_runs"`
+	FittedError  *float64 `json:"fitted_median_abs_error,omitempty"`
+	HeldOutRuns  []string `json:"held_out_runs"`
+	HeldOutError *float64 `json:"held_out_median_abs_error,omitempty"`
+}
+
+// JSON returns the fit report's machine-readable form.
+func (rows FitRows) JSON() FitJSON {
+	out := FitJSON{Constants: []FitRowJSON{}}
+	for _, r := range rows {
+		amount := r.Amount
+		row := FitRowJSON{Constant: r.Constant, Fit: r.Fit, FittedRuns: append([]string{}, r.Fitted...),
+			FittedError: finite(r.FittedError), HeldOutRuns: append([]string{}, r.HeldOut...), HeldOutError: finite(r.HeldOutError)}
+		if r.Unit == "s" {
+			row.ValueS = &amount
+		} else {
+			row.Value = &amount
+		}
+		out.Constants = append(out.Constants, row)
+	}
+	return out
+}
+
+// WriteJSON writes the fit report as indented JSON.
+func (rows FitRows) WriteJSON(w io.Writer) error {
+	return schema.Write(w, rows.JSON())
 }

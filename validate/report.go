@@ -160,22 +160,6 @@ func (rep Report) WriteJSON(w io.Writer) error {
 	return schema.Write(w, rep.JSON())
 }
 
-// WriteBreakdown writes each run's step time by part, to see where a
-// prediction goes wrong.
-func (rep Report) WriteBreakdown(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run	step s	matmul	attention	memory-bound	optimizer	offload	ICI	DCN	slice sync	bubble	MXU eff	batch	")
-	for _, r := range rep.Results {
-		t := r.Estimate.Time
-		st := t.Step.Seconds()
-		pct := func(d float64) string { return fmt.Sprintf("%.1f%%", 100*d/st) }
-		fmt.Fprintf(tw, "%s\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t\n", r.Run.ID, st, pct(t.MXU.Seconds()), pct(t.Attention.Seconds()),
-			pct(t.Vector.Seconds()), pct(t.Optimizer.Seconds()), pct(t.Offload.Seconds()), pct(t.ICI.Seconds()), pct(t.DCN.Seconds()), pct(t.Sync.Seconds()),
-			pct(t.Bubble.Seconds()), r.Estimate.MXUEfficiency, r.Estimate.Job.GlobalBatch)
-	}
-	return tw.Flush()
-}
-
 // quantizedPeak is the format a quantized run's matmuls run in and the
 // ratio of the chip's bf16 peak to that format's peak (MFU against the
 // bf16 peak times it is MFU against the format's), or 0 for a bf16 run.

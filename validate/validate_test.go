@@ -403,7 +403,7 @@ func TestFitReportSaysWhereEachConstantComesFrom(t *testing.T) {
 func TestBreakdownHeaderNamesEveryColumn(t *testing.T) {
 	rep := builtInReport(t)
 	var b strings.Builder
-	if err := rep.WriteBreakdown(&b); err != nil {
+	if err := rep.StepTimes().WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
 	cols := regexp.MustCompile(`\S+(?: \S+)*`)

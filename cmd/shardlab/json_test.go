@@ -44,6 +44,8 @@ var jsonCommands = [][]string{
 	{"validate", "--json"},
 	{"validate", "--memory", "--json"},
 	{"validate", "--serving", "--json"},
+	{"validate", "--fit", "--json"},
+	{"validate", "--breakdown", "--json"},
 	{"check", "--compile-log", "testdata/compile_memory_analysis.log", "--model", "llama3-8b", "--tpu", "v5p-8", "--json"},
 }
 

@@ -71,6 +71,8 @@ func TestGolden(t *testing.T) {
 		{"model_show_llama3-8b", []string{"model", "show", "llama3-8b"}},
 		{"validate_serving", []string{"validate", "--serving"}},
 		{"validate_serving_json", []string{"validate", "--serving", "--json"}},
+		{"validate_fit_json", []string{"validate", "--fit", "--json"}},
+		{"validate_breakdown_json", []string{"validate", "--breakdown", "--json"}},
 		{"budget_8b_v6e", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e,tpu7x", "--slice-chips", "16,32", "--slices", "1,2"}},
 		{"budget_8b_v6e_json", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--modes", "on-demand", "--slice-chips", "16", "--slices", "1,2", "--json"}},
 		{"budget_8b_price_energy", []string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e,tpu7x", "--modes", "on-demand", "--slice-chips", "16", "--slices", "1,2",

@@ -15,8 +15,8 @@ func newValidateFlags() (*flag.FlagSet, *validateFlags) {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	var f validateFlags
 	fs.BoolVar(&f.json, "json", false, "print JSON")
-	fs.BoolVar(&f.breakdown, "breakdown", false, "print each run's step time by part (text only: not with --json or another report)")
-	fs.BoolVar(&f.fit, "fit", false, "print each calibration constant fitted on the calibration rows (what cost.Calibrated holds), the rows it was fitted on and its error on them and on the held-out rows (text only: not with --json or another report)")
+	fs.BoolVar(&f.breakdown, "breakdown", false, "print each run's step time by part (with --json: as JSON, each part in seconds)")
+	fs.BoolVar(&f.fit, "fit", false, "print each calibration constant fitted on the calibration rows (what cost.Calibrated holds), the rows it was fitted on and its error on them and on the held-out rows (with --json: as JSON)")
 	fs.BoolVar(&f.memory, "memory", false, "print the memory table: cost's HBM estimate against what XLA reported (with --json: as JSON)")
 	fs.BoolVar(&f.serving, "serving", false, "print the serving table: shardlab inference's prediction against published TPU serving throughput (with --json: as JSON)")
 	return fs, &f
@@ -24,7 +24,6 @@ func newValidateFlags() (*flag.FlagSet, *validateFlags) {
 
 func runValidate(args []string, stdout, stderr io.Writer) error {
 	fs, f := newValidateFlags()
-	asJSON, breakdown, fit := &f.json, &f.breakdown, &f.fit
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -41,30 +40,22 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *fit {
-		rows, err := validate.FitReport(runs)
-		if err != nil {
-			return err
-		}
-		return validate.WriteFitReport(stdout, rows)
+	if f.fit {
+		return runValidateTable(f, stdout, func() (validate.FitRows, error) { return validate.FitReport(runs) })
 	}
 	rep, err := validate.Evaluate(runs, nil)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return rep.WriteJSON(stdout)
+	if f.breakdown {
+		return writeValidateReport(f, stdout, rep.StepTimes())
 	}
-	if *breakdown {
-		return rep.WriteBreakdown(stdout)
-	}
-	return rep.WriteText(stdout)
+	return writeValidateReport(f, stdout, rep)
 }
 
 // check refuses flags that ask for two reports (--memory, --serving,
-// --fit and --breakdown each print one) and --json with a report that
-// prints as text only (--fit, --breakdown: package validate has no JSON
-// form of them).
+// --fit and --breakdown each print one; --json prints any of them, or
+// the MFU table, as JSON).
 func (f *validateFlags) check() error {
 	var given []string
 	for _, r := range []struct {
@@ -75,31 +66,35 @@ func (f *validateFlags) check() error {
 			given = append(given, r.name)
 		}
 	}
-	switch {
-	case len(given) > 1:
+	if len(given) > 1 {
 		return bad("validate: --%s and --%s are two reports, give one", given[0], given[1])
-	case f.json && (f.fit || f.breakdown):
-		return bad("validate: --%s prints text only, not --json; give one", given[0])
 	}
 	return nil
 }
 
-// tableReport is the report of one of validate's side tables (memory,
-// serving), which prints as text or JSON only.
-type tableReport interface {
+// validateReport is one of validate's reports (the MFU table, the fit,
+// the step times, the memory and serving tables), which prints as text
+// or JSON.
+type validateReport interface {
 	WriteText(io.Writer) error
 	WriteJSON(io.Writer) error
 }
 
-// runValidateTable builds the report of the side table that the flags ask
-// for (validate.BuiltInMemoryReport: the memory table costed;
+// runValidateTable builds the report that the flags ask for
+// (validate.BuiltInMemoryReport: the memory table costed;
 // validate.BuiltInServingReport: the serving model run on the serving
-// table) and prints it; check has refused the other reports' flags.
-func runValidateTable[R tableReport](f *validateFlags, stdout io.Writer, build func() (R, error)) error {
+// table; validate.FitReport: the calibration fitted) and prints it; check
+// has refused the other reports' flags.
+func runValidateTable[R validateReport](f *validateFlags, stdout io.Writer, build func() (R, error)) error {
 	rep, err := build()
 	if err != nil {
 		return err
 	}
+	return writeValidateReport(f, stdout, rep)
+}
+
+// writeValidateReport prints rep as JSON with --json, else as text.
+func writeValidateReport(f *validateFlags, stdout io.Writer, rep validateReport) error {
 	if f.json {
 		return rep.WriteJSON(stdout)
 	}
