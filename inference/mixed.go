@@ -21,8 +21,9 @@ import (
 // that arrived during the round before it, K Poisson distributed with
 // mean λ·R (λ the replica's rate, R the mean round). Their K·P tokens go
 // in chunks of the budget that the N decode tokens leave, one a step (on
-// a replica with DP ranks, each rank its share of the prompts in its own
-// budget [ti-dps]), and each of those steps also decodes a token of each
+// a replica with DP ranks, the prompts in groups of one a rank, as its
+// DP scheduler deals them, each rank's in its own budget [ti-dps]), and
+// each of those steps also decodes a token of each
 // of the N sequences; a round with no arrival is one decode-only step.
 // T_K is the round's time, the sum of its steps' times as Simulate costs
 // them (Server.batch, replica), and S_K its steps. Over many rounds the
@@ -103,24 +104,29 @@ func (a arrivals) steadyState(step stepTime) (steady, bool) {
 func near(x, y float64) bool { return math.Abs(x-y) <= 1e-9*math.Abs(y) }
 
 // expect is E[T_K] and E[S_K], a round's mean time and steps, for K
-// Poisson with mean mu and decode sequences decoding; false when the
-// decode tokens leave a scheduler no budget for a prompt. The Poisson
-// sum stops past the mean once a term is below 1e-15, and is divided by
-// the probability it covers.
+// prompts, Poisson with mean mu, and decode sequences decoding; false
+// when the decode tokens leave a scheduler no budget for a prompt. On a
+// replica of DP ranks the prompts come in groups of one a rank, K/ranks
+// groups Poisson with mean mu/ranks: the DP scheduler holds new requests
+// until as many are pending as it has ranks (or as many ranks idle, or
+// 30 s) and then deals them to the ranks together [ti-dps]; its wait is
+// before the requests take a slot, and not counted. The Poisson sum
+// stops past the mean once a term is below 1e-15, and is divided by the
+// probability it covers.
 func (a arrivals) expect(step stepTime, decode int, mu float64) (t, s float64, ok bool) {
 	free := a.budget - ceilDiv(decode, a.ranks)
 	if free < 1 {
 		return 0, 0, false
 	}
-	cover := 0.0
+	cover, groups := 0.0, mu/float64(a.ranks)
 	for k := 0; ; k++ {
 		p := 1.0
 		if mu > 0 {
-			p = poissonTerm(k, mu)
+			p = poissonTerm(k, groups)
 		}
-		rt, rs := a.round(step, decode, k, free)
+		rt, rs := a.round(step, decode, k*a.ranks, free)
 		t, s, cover = t+p*rt, s+p*float64(rs), cover+p
-		if mu == 0 || (float64(k) > mu && p < 1e-15) {
+		if mu == 0 || (float64(k) > groups && p < 1e-15) {
 			return t / cover, s / cover, true
 		}
 	}

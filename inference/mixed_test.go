@@ -102,8 +102,16 @@ func TestSteadyStateChunked(t *testing.T) {
 // tokens with 50 tokens a step left deal 2 prompts to rank 0 (4 steps)
 // and 1 to rank 1 (2 steps): a round of 4 steps whose busiest rank
 // computes 50 tokens of 1 prompt in each, the first two steps carrying
-// both ranks' chunks.
+// both ranks' chunks. The prompts come in groups of one a rank: with a
+// budget that holds them all and a step of 1 s + 1 s a prompt of the
+// busiest rank, a round of k groups takes 1 + k seconds in one step, and
+// over k Poisson with mean μ/2, E[T] = 1 + μ/2 (1.3 s at μ = 0.6).
 func TestSteadyStateRanks(t *testing.T) {
+	big := arrivals{prompt: 100, ranks: 2, budget: 1 << 20}
+	perPrompt := func(_ int, _ []work, _, rankPrompts int) float64 { return 1 + float64(rankPrompts) }
+	if tm, steps, ok := big.expect(perPrompt, 10, 0.6); !ok || math.Abs(tm-1.3) > 1e-12 || steps != 1 {
+		t.Errorf("2 ranks, mean 0.6 prompts a round: E[T] %g s, E[S] %g (ok %v), want 1.3 s, 1", tm, steps, ok)
+	}
 	a := arrivals{prompt: 100, ranks: 2}
 	var got [][3]int
 	step := func(decode int, prefill []work, rankTokens, rankPrompts int) float64 {
