@@ -11,8 +11,8 @@ import (
 // [v-sched], so the prompts that arrive while the replica decodes join
 // its next steps, and tpu-inference pads those steps' tokens to its
 // buckets [ti-pad]. A step that carries a prompt's chunk is longer than a
-// decode-only one (llama3-70b on tpu7x-8, TP 8: 80 ms against 22 ms at
-// 200 sequences), so the mean step, the ITL a decoding sequence sees on
+// decode-only one (llama3-70b on tpu7x-8, TP 8: about 80 ms against
+// 22 ms at about 200 sequences, in the simulation), so the mean step, the ITL a decoding sequence sees on
 // average, is longer than the decode-only roofline, and with it every
 // request's time in the server and, by Little's law [little], the
 // sequences the replica holds.
@@ -23,8 +23,8 @@ import (
 // in chunks of the budget that the N decode tokens leave, one a step (on
 // a replica with DP ranks, the prompts in groups of one a rank, as its
 // DP scheduler deals them, each rank's in its own budget [ti-dps]), and
-// each of those steps also decodes a token of each
-// of the N sequences; a round with no arrival is one decode-only step.
+// each of those steps also decodes a token of each of the N sequences;
+// a round with no arrival is one decode-only step.
 // T_K is the round's time, the sum of its steps' times as Simulate costs
 // them (Server.batch, replica), and S_K its steps. Over many rounds the
 // mean step is t = E[T_K] / E[S_K] (renewal-reward), and Little's law
