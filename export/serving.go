@@ -43,11 +43,15 @@ type LayoutJSON struct {
 	SeqsPerReplica int `json:"sequences_per_replica"`
 	Concurrency    int `json:"concurrency_sequences"`
 	// Under a request rate, for a layout that fits: a replica's mean
-	// sequences (Little's law; concurrency_sequences is their ceiling
-	// over all replicas) and the probability that an arrival finds its
-	// replica's sequences_per_replica all taken and waits (the Poisson
-	// tail at that cap, inference.AtRate). Absent otherwise.
+	// sequences (Little's law at its mean step; concurrency_sequences is
+	// their ceiling over all replicas), that mean step with the arriving
+	// prompts' chunks in it (the ITL a sequence sees on average;
+	// inter_token_latency_s is the decode-only step at the cap), and the
+	// probability that an arrival finds its replica's
+	// sequences_per_replica all taken and waits (the Poisson tail at that
+	// cap, inference.AtRate). Absent otherwise.
 	MeanSeqs      *float64         `json:"mean_sequences_per_replica,omitempty"`
+	MeanStep      *float64         `json:"mean_step_s,omitempty"`
 	FullOnArrival *float64         `json:"full_on_arrival_fraction,omitempty"`
 	Fits          bool             `json:"fits"`
 	MeetsSLO      bool             `json:"meets_slo"`
@@ -79,12 +83,12 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
 		}
 		return &v
 	}
-	var mean, full *float64
+	var mean, step, full *float64
 	if p.Request.RequestRate > 0 && l.Fits {
-		mean, full = &l.MeanSeqs, &l.FullOnArrival
+		mean, step, full = &l.MeanSeqs, new(l.MeanStep.Seconds()), &l.FullOnArrival
 	}
 	return LayoutJSON{
-		MeanSeqs: mean, FullOnArrival: full,
+		MeanSeqs: mean, MeanStep: step, FullOnArrival: full,
 		TP: l.TP, DP: l.DP, EP: l.EP, AttentionDP: l.AttentionDP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
 		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
 		ActiveExperts: l.ActiveExperts, Memory: l.Memory,

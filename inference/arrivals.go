@@ -29,13 +29,15 @@ const AdmitQuantile = 0.99
 // r.RequestRate, sized for the fluctuation of its load, not only for its
 // mean.
 //
-// The mean: by Little's law [little] the sequences in the server are the
-// rate times a request's time in it, N = rate × (TTFT + OutputLen ×
-// ITL(N)). The ITL grows with N, so N is raised from 1 until it holds (at
-// most MaxConcurrency; beyond that the layout does not fit). The
-// layout's Concurrency says what N came to, and MeanSeqs is a replica's
-// share of it, rate/DP × time in the server (the replicas split the
-// arrivals, a Poisson process each).
+// The mean: by Little's law [little] the sequences in a replica are its
+// rate times a request's time in it, N = rate/DP × (TTFT + OutputLen ×
+// t), where t is the replica's mean step with the arriving prompts'
+// chunks in it, longer than a decode-only step and growing with N
+// (steadyState finds the fixed point, littleMean). MeanSeqs is N and
+// MeanStep t; the layout's Concurrency is N over all replicas, rounded
+// up (the replicas split the arrivals, a Poisson process each). A rate
+// whose steady state needs more sequences than the pages hold (or
+// MaxConcurrency), or has none, saturates the layout: it does not fit.
 //
 // The cap: with Poisson arrivals and a server that admits every request
 // up to its cap, the sequences in a replica are Poisson distributed with
@@ -55,10 +57,11 @@ const AdmitQuantile = 0.99
 // concurrency, would count the spare slots of the cap, a capacity the
 // arrivals seldom fill.
 func AtRate(r Request, tp, dp int) Layout {
-	n, mean, l := littleMean(r, tp, dp)
+	n, st, l := littleMean(r, tp, dp)
 	if !l.Fits {
 		return l
 	}
+	mean := st.mean
 	want := poissonQuantile(mean, AdmitQuantile) + 1
 	c := want
 	for c > 0 && float64(c) > mean {
@@ -69,7 +72,7 @@ func AtRate(r Request, tp, dp int) Layout {
 		}
 		c = min(c-1, l.Memory.MaxSeqs) // what the pages hold at this batch, or fewer
 	}
-	l.Concurrency, l.MeanSeqs = n, mean
+	l.Concurrency, l.MeanSeqs, l.MeanStep = n, mean, seconds(st.step)
 	if !l.Fits || float64(c) <= mean {
 		l.Fits = false
 		return l
@@ -81,28 +84,30 @@ func AtRate(r Request, tp, dp int) Layout {
 	return l
 }
 
-// littleMean finds the concurrency Little's law gives for r.RequestRate
-// on a layout of tp devices a replica and dp replicas: the least n (all
-// replicas') with n ≥ rate × time in the server at n, a replica's mean
-// sequences at it (rate/dp × that time), and the layout costed at n
-// (Fits false when n does not fit or exceeds MaxConcurrency).
-func littleMean(r Request, tp, dp int) (int, float64, Layout) {
-	n := 1
-	for {
-		r.Concurrency = n
-		l := Estimate(r, tp, dp)
-		l.Concurrency = n
-		inServer := l.TTFT.Seconds() + float64(r.OutputLen)*l.ITL.Seconds()
-		need := int(math.Ceil(r.RequestRate * inServer))
-		if need <= n {
-			return n, r.RequestRate / float64(dp) * inServer, l
-		}
-		if need > MaxConcurrency || !l.Fits {
-			l.Fits = false
-			return n, 0, l
-		}
-		n = need
+// littleMean finds the mean sequences r.RequestRate keeps on a layout
+// of tp devices a replica and dp replicas, its mixed steps counted
+// (steadyState): the concurrency (all replicas', rounded up), a
+// replica's mean sequences and its mean step. The replicas split the
+// arrivals, a Poisson process each of rate/dp. The steps are Simulate's
+// (replica) at a lone prompt's TTFT (Estimate at one sequence a
+// replica), the decoding sequences at their mean context, prompt plus
+// half the output, and max_num_seqs what the pages hold. The layout
+// returned is that estimate, Fits false when the rate saturates it (the
+// sequences its steady state needs exceed what its pages hold or
+// MaxConcurrency, or it has no steady state).
+func littleMean(r Request, tp, dp int) (int, steady, Layout) {
+	r.Concurrency = dp
+	l := Estimate(r, tp, dp)
+	if !l.Fits {
+		return dp, steady{}, l
 	}
+	srv, cost := replica(r, l, VLLM, l.Memory.MaxSeqs, StepOverhead(VLLM))
+	a := arrivals{rate: r.RequestRate / float64(dp), ttft: l.TTFT.Seconds(), prompt: r.PromptLen, output: r.OutputLen,
+		budget: r.MaxNumBatchedTokens, ranks: max(srv.Ranks, 1), limit: min(l.Memory.MaxSeqs, MaxConcurrency/dp)}
+	st, ok := a.steadyState(mixedStep(srv, cost, r.PromptLen+r.OutputLen/2))
+	n := int(math.Ceil(st.mean * float64(dp)))
+	l.Concurrency, l.Fits = n, ok
+	return n, st, l
 }
 
 // poissonTerm is P(N = k) for N Poisson with the given mean, e^−mean ·
@@ -151,8 +156,8 @@ func poissonQuantile(mean, p float64) int {
 // admitReason says how a layout under a request rate is sized: the mean
 // sequences a replica, the cap, and how often an arrival finds it full.
 func admitReason(r Request, b Layout) string {
-	return fmt.Sprintf("max_num_seqs %d a replica: each replica's %g requests/s keep %.1f sequences in it on average (Little's law), Poisson-distributed (M/G/∞ with Poisson arrivals); %d admits %g%% of arrivals at once, and %.2g%% find all %d taken and wait; the memory and latencies are costed at %d",
-		b.SeqsEach, r.RequestRate/float64(b.DP), b.MeanSeqs, b.SeqsEach, 100*AdmitQuantile, 100*b.FullOnArrival, b.SeqsEach, b.SeqsEach)
+	return fmt.Sprintf("max_num_seqs %d a replica: each replica's %g requests/s keep %.1f sequences in it on average (Little's law, at a mean step of %v with the arriving prompts' chunks), Poisson-distributed (M/G/∞ with Poisson arrivals); %d admits %g%% of arrivals at once, and %.2g%% find all %d taken and wait; the memory and latencies are costed at %d",
+		b.SeqsEach, r.RequestRate/float64(b.DP), b.MeanSeqs, secs(b.MeanStep), b.SeqsEach, 100*AdmitQuantile, 100*b.FullOnArrival, b.SeqsEach, b.SeqsEach)
 }
 
 // shortWarning says that b's pages hold fewer sequences than the cap its

@@ -94,14 +94,10 @@ func (s *Sim) bestRank() int {
 }
 
 // dpPadding is the padded tokens and requests of a step over DP ranks,
-// from what each rank scheduled [ti-dps].
-func (s *Sim) dpPadding() (tokens, seqs int) {
-	d := len(s.ranks)
-	var t, q int
-	for i := range s.ranks {
-		t, q = max(t, s.ranks[i].tokens), max(q, s.ranks[i].seqs)
-	}
-	minTokens := max(16, nextPow2(d*s.srv.KVPacking)) / d
+// from the busiest rank's tokens and requests [ti-dps].
+func (srv Server) dpPadding(tokens, seqs int) (int, int) {
+	d := max(srv.Ranks, 1)
+	minTokens := max(16, nextPow2(d*srv.KVPacking)) / d
 	minSeqs := max(8, nextPow2(d)) / d
-	return d * max(minTokens, nextPow2(t)), d * min(max(minSeqs, nextPow2(q)), max(minSeqs, s.srv.MaxNumSeqs))
+	return d * max(minTokens, nextPow2(tokens)), d * min(max(minSeqs, nextPow2(seqs)), max(minSeqs, srv.MaxNumSeqs))
 }

@@ -39,7 +39,8 @@ func TestSimHandScheduleDPRanks(t *testing.T) {
 	}
 }
 
-// TestDPPadding: a step over DP ranks is padded per rank [ti-dps]. With
+// TestDPPadding: a step over DP ranks is padded per rank, from its
+// busiest rank's tokens and requests [ti-dps]. With
 // 2 ranks, KV packing 2 and max_num_seqs 4: the token paddings start at
 // max(16, next_power_of_2(2·2)) = 16, 8 a rank; the request paddings at
 // max(8, next_power_of_2(2)) = 8, 4 a rank.
@@ -48,22 +49,20 @@ func TestSimHandScheduleDPRanks(t *testing.T) {
 //	ranks of 9 and 0 tokens, 1 and 0 requests: 2·16 = 32 tokens, 2·4 = 8
 //	ranks of 700 and 5 tokens, 3 and 1 requests: 2·1024, 2·4
 func TestDPPadding(t *testing.T) {
-	s := &Sim{srv: Server{MaxNumSeqs: 4, Ranks: 2, KVPacking: 2}, ranks: make([]rank, 2)}
+	srv := Server{MaxNumSeqs: 4, Ranks: 2, KVPacking: 2}
 	for _, c := range []struct{ t0, t1, q0, q1, tokens, seqs int }{
 		{8, 3, 2, 1, 16, 8},
 		{9, 0, 1, 0, 32, 8},
 		{700, 5, 3, 1, 2048, 8},
 	} {
-		s.ranks[0].tokens, s.ranks[1].tokens, s.ranks[0].seqs, s.ranks[1].seqs = c.t0, c.t1, c.q0, c.q1
-		if tok, seq := s.dpPadding(); tok != c.tokens || seq != c.seqs {
+		if tok, seq := srv.dpPadding(max(c.t0, c.t1), max(c.q0, c.q1)); tok != c.tokens || seq != c.seqs {
 			t.Errorf("ranks of %d, %d tokens and %d, %d requests: padded %d tokens, %d requests, want %d, %d", c.t0, c.t1, c.q0, c.q1, tok, seq, c.tokens, c.seqs)
 		}
 	}
 	// 8 ranks, fp8 KV (packing 4): tokens from max(16, 32)/8 = 4 a rank,
 	// requests from max(8, 8)/8 = 1 a rank
-	s = &Sim{srv: Server{MaxNumSeqs: 64, Ranks: 8, KVPacking: 4}, ranks: make([]rank, 8)}
-	s.ranks[3].tokens, s.ranks[3].seqs = 1, 1
-	if tok, seq := s.dpPadding(); tok != 32 || seq != 8 {
+	srv = Server{MaxNumSeqs: 64, Ranks: 8, KVPacking: 4}
+	if tok, seq := srv.dpPadding(1, 1); tok != 32 || seq != 8 {
 		t.Errorf("8 ranks, one request of 1 token: padded %d tokens, %d requests, want 32, 8", tok, seq)
 	}
 }

@@ -105,8 +105,8 @@ func ExampleAtRate() {
 		return
 	}
 	l := inference.AtRate(r, 8, 1)
-	fmt.Printf("%.1f sequences on average; max_num_seqs %d, full on arrival %.2f%%; ITL %v\n",
-		l.MeanSeqs, l.SeqsEach, 100*l.FullOnArrival, l.ITL.Round(100_000))
+	fmt.Printf("%.1f sequences on average at a mean step of %v; max_num_seqs %d, full on arrival %.2f%%; ITL %v\n",
+		l.MeanSeqs, l.MeanStep.Round(100_000), l.SeqsEach, 100*l.FullOnArrival, l.ITL.Round(100_000))
 	// Output:
-	// 29.3 sequences on average; max_num_seqs 44, full on arrival 0.68%; ITL 15.2ms
+	// 35.5 sequences on average at a mean step of 17.3ms; max_num_seqs 51, full on arrival 0.83%; ITL 15.3ms
 }

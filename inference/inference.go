@@ -252,10 +252,15 @@ type Layout struct {
 	// AdmitQuantile of the arrivals at once (or what the pages hold,
 	// ShortOfCap), and FullOnArrival the probability that an arrival
 	// finds all SeqsEach taken and waits. Zero without a rate.
-	MeanSeqs      float64 `json:"mean_sequences_per_replica,omitempty"`
-	FullOnArrival float64 `json:"full_on_arrival_fraction,omitempty"`
-	ShortOfCap    bool    `json:"short_of_cap,omitempty"`
-	Memory        Memory  `json:"memory"`
+	MeanSeqs float64 `json:"mean_sequences_per_replica,omitempty"`
+	// MeanStep is, under a request rate, a replica's mean step with
+	// the arriving prompts' chunks in it (steadyState): the ITL a
+	// decoding sequence sees on average, and what MeanSeqs comes from.
+	// ITL is the decode-only step at SeqsEach.
+	MeanStep      time.Duration `json:"-"`
+	FullOnArrival float64       `json:"full_on_arrival_fraction,omitempty"`
+	ShortOfCap    bool          `json:"short_of_cap,omitempty"`
+	Memory        Memory        `json:"memory"`
 	// Fits: the requested concurrency fits in every replica's pages.
 	Fits bool `json:"fits"`
 	// Misses lists the SLOs the layout misses ("ITL 13.7 ms > 9 ms").

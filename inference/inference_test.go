@@ -270,9 +270,12 @@ func FuzzParseDtype(f *testing.F) {
 	})
 }
 
-// TestAtRate: the concurrency Little's law gives is the smallest N with
-// N ≥ rate × (TTFT + output × ITL(N)), checked against Estimate at N and
-// N−1.
+// TestAtRate: the concurrency under a rate is Little's law at the mean
+// step with the arriving prompts' chunks, N = ⌈rate × (TTFT + output ×
+// MeanStep)⌉, and that mean step is longer than the decode-only step at
+// the same batch (Estimate's ITL at N), which a step carrying a chunk of
+// a 1024-token prompt only lengthens: so N is above the least N with
+// N ≥ rate × (TTFT + output × ITL(N)), the decode-only fixed point.
 func TestAtRate(t *testing.T) {
 	r := request(t)
 	r.RequestRate = 2
@@ -280,20 +283,24 @@ func TestAtRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inServer := func(n int) float64 {
+	decodeOnly := func(n int) (float64, time.Duration) {
 		q := r
 		q.Concurrency = n
 		l := Estimate(q, 8, 1)
-		return r.RequestRate * (l.TTFT.Seconds() + float64(r.OutputLen)*l.ITL.Seconds())
+		return r.RequestRate * (l.TTFT.Seconds() + float64(r.OutputLen)*l.ITL.Seconds()), l.ITL
 	}
 	l := AtRate(r, 8, 1)
 	n := l.Concurrency
-	if !l.Fits || float64(n) < inServer(n) || (n > 1 && float64(n-1) >= inServer(n-1)) {
-		t.Errorf("AtRate(2/s) = %d sequences (fits %v): rate × time in server is %.2f at N and %.2f at N−1", n, l.Fits, inServer(n), inServer(n-1))
+	little := r.RequestRate * (l.TTFT.Seconds() + float64(r.OutputLen)*l.MeanStep.Seconds())
+	if !l.Fits || n != int(math.Ceil(little)) || math.Abs(l.MeanSeqs-little) > 1e-6*little {
+		t.Errorf("AtRate(2/s) = %d sequences, mean %.3f (fits %v); rate × (TTFT + output × mean step %v) = %.3f", n, l.MeanSeqs, l.Fits, l.MeanStep, little)
 	}
-	// 2 requests/s of 1024 output tokens at ~6 ms each stay ~12 s: ~25 in the server
-	if n < 10 || n > 40 {
-		t.Errorf("AtRate(2/s) = %d sequences, want about 25", n)
+	least := 1
+	for need, _ := decodeOnly(least); float64(least) < need; need, _ = decodeOnly(least) {
+		least = int(math.Ceil(need))
+	}
+	if _, itl := decodeOnly(n); l.MeanStep <= itl || n <= least {
+		t.Errorf("AtRate(2/s): mean step %v at %d sequences, decode-only %v; decode-only fixed point %d; want the mixed step and its N above them", l.MeanStep, n, itl, least)
 	}
 	r.RequestRate = 1e5
 	if l := AtRate(r, 8, 1); l.Fits {

@@ -71,7 +71,7 @@ func noFit(r Request, layouts []Layout) *NoFitError {
 		why = fmt.Sprintf("%d sequences of %d tokens a replica (max_num_seqs) do not fit on %s (at most %d do)", r.MaxNumSeqs, r.MaxModelLen, r.Slice.AcceleratorType(), most)
 	}
 	if r.RequestRate > 0 {
-		why = fmt.Sprintf("%g requests/s of %d+%d tokens need more sequences at once than fit on %s (at most %d do)", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
+		why = fmt.Sprintf("%g requests/s of %d+%d tokens saturate %s: at the mean step with the arriving prompts' chunks they keep more sequences at once than fit (at most %d do), or the steps cannot keep up", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
 	}
 	return &NoFitError{Why: why}
 }

@@ -111,7 +111,8 @@ type Request struct {
 	// RequestRate, when positive, replaces Concurrency: requests arrive at
 	// this rate per second and the concurrency is what Little's law gives,
 	// the rate times a request's time in the server (TTFT plus its output
-	// tokens at the inter-token latency), found per layout; each
+	// tokens at the mean step, the arriving prompts' chunks counted),
+	// found per layout; each
 	// replica's max_num_seqs is then the cap that admits AdmitQuantile of
 	// the arrivals at once (AtRate).
 	RequestRate float64

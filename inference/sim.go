@@ -235,6 +235,7 @@ type Sim struct {
 	last        StepRecord
 	sched       []*sequence // a step's sequences and tokens, reused
 	n           []int
+	work        []work
 }
 
 // NewSim checks srv and load and returns a simulation whose steps take
@@ -367,37 +368,57 @@ func (s *Sim) Last() StepRecord {
 }
 
 // batch is the step of the sequences sched, n[i] tokens of sched[i], as
-// tpu-inference pads it, with its prefill kernel's blocks when the
-// server models them (QueryBlock).
+// tpu-inference pads it (Server.batch).
 func (s *Sim) batch(sched []*sequence, n []int) Batch {
-	b := Batch{Seqs: len(sched)}
+	s.work = s.work[:0]
 	for i, q := range sched {
-		b.Tokens += n[i]
-		b.ContextTokens += q.computed + n[i]
-		b.AttendedPairs += float64(n[i]) * (float64(q.computed) + float64(n[i]+1)/2)
-		if n[i] == 1 {
+		s.work = append(s.work, work{computed: q.computed, n: n[i]})
+	}
+	var tokens, seqs int // the busiest DP rank's [ti-dps]
+	for i := range s.ranks {
+		tokens, seqs = max(tokens, s.ranks[i].tokens), max(seqs, s.ranks[i].seqs)
+	}
+	return s.srv.batch(s.work, tokens, seqs)
+}
+
+// work is one sequence's part of a step: the tokens it has computed
+// (its context in the KV cache) and the n scheduled for it.
+type work struct{ computed, n int }
+
+// batch is the step of the sequences w, as tpu-inference pads it
+// [ti-pad] (over DP ranks, from the busiest rank's rankTokens and
+// rankSeqs [ti-dps]), with its prefill kernel's blocks when the server
+// models them (QueryBlock). Simulate's steps and AtRate's mixed steps
+// are both built here.
+func (srv Server) batch(w []work, rankTokens, rankSeqs int) Batch {
+	b := Batch{Seqs: len(w)}
+	for _, q := range w {
+		b.Tokens += q.n
+		b.ContextTokens += q.computed + q.n
+		b.AttendedPairs += float64(q.n) * (float64(q.computed) + float64(q.n+1)/2)
+		if q.n == 1 {
 			b.DecodeKeys += q.computed + 1
 		}
 	}
-	b.PaddedTokens, b.PaddedSeqs = paddedTokens(b.Tokens), paddedSeqs(b.Seqs, s.srv.MaxNumSeqs)
-	if len(s.ranks) > 1 {
-		b.PaddedTokens, b.PaddedSeqs = s.dpPadding()
+	b.PaddedTokens, b.PaddedSeqs = paddedTokens(b.Tokens), paddedSeqs(b.Seqs, srv.MaxNumSeqs)
+	if srv.Ranks > 1 {
+		b.PaddedTokens, b.PaddedSeqs = srv.dpPadding(rankTokens, rankSeqs)
 	}
-	bq := min(s.srv.QueryBlock, max(b.PaddedTokens/2, 1))
-	if s.srv.QueryBlock > 0 {
-		for i, q := range sched {
-			if n[i] > 1 {
-				pairs, kv := prefillKernel(q.computed, n[i], bq, s.srv.KeyBlock, 0)
-				b.PrefillPairs += float64(n[i]) * (float64(q.computed) + float64(n[i]+1)/2)
-				b.PrefillContext += q.computed + n[i]
+	bq := min(srv.QueryBlock, max(b.PaddedTokens/2, 1))
+	if srv.QueryBlock > 0 {
+		for _, q := range w {
+			if q.n > 1 {
+				pairs, kv := prefillKernel(q.computed, q.n, bq, srv.KeyBlock, 0)
+				b.PrefillPairs += float64(q.n) * (float64(q.computed) + float64(q.n+1)/2)
+				b.PrefillContext += q.computed + q.n
 				b.KernelPairs, b.KernelKVTokens = b.KernelPairs+pairs, b.KernelKVTokens+kv
 			}
 		}
 	}
-	if s.srv.Window > 0 {
-		bqw := min(s.srv.WindowQueryBlock, max(b.PaddedTokens/2, 1))
-		for i, q := range sched {
-			b.Window.add(q.computed, n[i], s.srv.Window, s.srv.WindowQueryBlock > 0, bqw, s.srv.KeyBlock)
+	if srv.Window > 0 {
+		bqw := min(srv.WindowQueryBlock, max(b.PaddedTokens/2, 1))
+		for _, q := range w {
+			b.Window.add(q.computed, q.n, srv.Window, srv.WindowQueryBlock > 0, bqw, srv.KeyBlock)
 		}
 	}
 	return b
@@ -558,33 +579,12 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	load.Concurrency = ceilDiv(load.Concurrency, dp)
 	load.RequestRate /= float64(dp)
 	load.Requests = ceilDiv(load.Requests, dp)
-	srv := Server{Engine: o.Engine, MaxNumSeqs: o.MaxNumSeqs, MaxNumBatchedTokens: r.MaxNumBatchedTokens,
-		BlockSize: l.Memory.BlockSize, Pages: l.Memory.Pages, MaxModelLen: r.MaxModelLen, AsyncScheduling: o.Engine == VLLM}
-	if o.Engine == VLLM && !r.Model.MLA() { // latent attention has a kernel of its own
-		attnTP := l.TP
-		if r.AttentionDP() {
-			attnTP = 1 // every head of the device's own sequences
-		}
-		// each layer kind at its own query heads a KV head [ti-swa]
-		srv.QueryBlock, srv.KeyBlock = kernelBlocks(r.Slice.Chip.Generation, r.Model.Global(), attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
-		srv.WindowQueryBlock, _ = kernelBlocks(r.Slice.Chip.Generation, r.Model, attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
+	seqs := o.MaxNumSeqs
+	if seqs == 0 {
+		seqs = r.MaxNumSeqs
 	}
-	srv.Window = r.Model.SlidingWindow
-	if o.Engine == VLLM && l.AttentionDP > 1 {
-		// one scheduler a DP rank, each device its own sequences [ti-dps]
-		srv.Ranks, srv.KVPacking = l.AttentionDP, max(4/max(r.KVCache.Bytes(), 1), 1)
-	}
-	if srv.MaxNumSeqs == 0 {
-		srv.MaxNumSeqs = r.MaxNumSeqs
-	}
-	if srv.MaxNumSeqs == 0 {
-		srv.MaxNumSeqs = max(l.SeqsEach, 1)
-	}
-	srv.MaxNumSeqs = ceilDiv(srv.MaxNumSeqs, max(srv.Ranks, 1)) // a replica's, split over its schedulers
-	rc := newReplicaCost(r, l.TP)
-	kv := float64(l.Memory.KVPerToken)
-	if o.Engine == JetStream {
-		kv = float64(r.Model.AttentionLayers() * 2 * max(r.Model.KV()/l.TP, 1) * r.Model.Head() * r.KVCache.Bytes())
+	if seqs == 0 {
+		seqs = max(l.SeqsEach, 1)
 	}
 	overhead := StepOverhead(o.Engine)
 	if o.StepOverhead != nil {
@@ -593,7 +593,8 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	if overhead < 0 {
 		return SimResult{}, &FieldError{Field: "step_overhead", Value: overhead.String(), Want: "a time of 0 or more"}
 	}
-	s, err := NewSim(srv, load, rc.step(kv, rc.decodeKeyTime(o.Engine), overhead, o.Engine), rng)
+	srv, cost := replica(r, l, o.Engine, seqs, overhead)
+	s, err := NewSim(srv, load, cost, rng)
 	if err != nil {
 		return SimResult{}, err
 	}
@@ -608,6 +609,37 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	res.Replicas = dp
 	res.TokensPerSecond *= float64(dp)
 	return res, nil
+}
+
+// replica is one replica of layout l of request r on engine e as
+// Simulate runs it: the engine's settings, with maxNumSeqs the
+// replica's max_num_seqs (split evenly over its schedulers), and the
+// time of its steps (step), with overhead the engine's fixed time a
+// step. AtRate costs its mixed steps with the same two.
+func replica(r Request, l Layout, e Engine, maxNumSeqs int, overhead time.Duration) (Server, func(Batch) time.Duration) {
+	srv := Server{Engine: e, MaxNumSeqs: maxNumSeqs, MaxNumBatchedTokens: r.MaxNumBatchedTokens,
+		BlockSize: l.Memory.BlockSize, Pages: l.Memory.Pages, MaxModelLen: r.MaxModelLen, AsyncScheduling: e == VLLM}
+	if e == VLLM && !r.Model.MLA() { // latent attention has a kernel of its own
+		attnTP := l.TP
+		if r.AttentionDP() {
+			attnTP = 1 // every head of the device's own sequences
+		}
+		// each layer kind at its own query heads a KV head [ti-swa]
+		srv.QueryBlock, srv.KeyBlock = kernelBlocks(r.Slice.Chip.Generation, r.Model.Global(), attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
+		srv.WindowQueryBlock, _ = kernelBlocks(r.Slice.Chip.Generation, r.Model, attnTP, max(l.Memory.BlockSize, 1), r.MaxModelLen)
+	}
+	srv.Window = r.Model.SlidingWindow
+	if e == VLLM && l.AttentionDP > 1 {
+		// one scheduler a DP rank, each device its own sequences [ti-dps]
+		srv.Ranks, srv.KVPacking = l.AttentionDP, max(4/max(r.KVCache.Bytes(), 1), 1)
+	}
+	srv.MaxNumSeqs = ceilDiv(srv.MaxNumSeqs, max(srv.Ranks, 1)) // a replica's, split over its schedulers
+	rc := newReplicaCost(r, l.TP)
+	kv := float64(l.Memory.KVPerToken)
+	if e == JetStream {
+		kv = float64(r.Model.AttentionLayers() * 2 * max(r.Model.KV()/l.TP, 1) * r.Model.Head() * r.KVCache.Bytes())
+	}
+	return srv, rc.step(kv, rc.decodeKeyTime(e), overhead, e)
 }
 
 // step is the time of a batch on one replica of engine e whose devices
