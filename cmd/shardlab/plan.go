@@ -31,8 +31,10 @@ type planFlags struct {
 	json       bool
 	// verify prints how to compile the plan ahead of time and check it.
 	verify bool
-	// calibration is a memory calibration file, for TempScale.
+	// calibration is a memory calibration file, for TempScale, and cal
+	// what plans read from it.
 	calibration string
+	cal         *cost.MemoryCalibration
 	// goodput adds the expected goodput (package capacity) for tokens
 	// tokens to each plan.
 	goodput bool
@@ -150,10 +152,14 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if set := setFlags(fs); set["tokens"] && !f.goodput {
 		return bad("plan: --tokens %g needs --goodput", f.tokens)
 	}
+	notes := make([]*calibrationJSON, len(plans))
+	for i, p := range plans {
+		notes[i] = calibrationNote(p, f.calibration, f.cal, f.TempScale)
+	}
 	if f.goodput {
-		err = writeGoodputPlans(stdout, plans, f.json, f.tokens)
+		err = writeGoodputPlans(stdout, plans, notes, f.json, f.tokens)
 	} else {
-		err = writePlans(stdout, plans, f.json)
+		err = writePlans(stdout, plans, notes, f.json)
 	}
 	if err != nil {
 		return err
@@ -219,7 +225,7 @@ func (f *planFlags) plans(name string, set map[string]bool) ([]plan.Plan, error)
 		if err != nil {
 			return nil, bad("%s: --calibration %s: %s", name, f.calibration, err)
 		}
-		f.TempScale = c.TempScale
+		f.TempScale, f.cal = c.TempScale, &c
 	}
 	opts, err := f.options(name, set)
 	if err != nil {
@@ -273,26 +279,39 @@ func planError(err error) error {
 	return err
 }
 
-func writePlans(stdout io.Writer, plans []plan.Plan, asJSON bool) error {
+// calibratedPlan is a plan's JSON with the temporaries' factor it was
+// made with, absent without one.
+type calibratedPlan struct {
+	plan.JSON
+	Calibration *calibrationJSON `json:"temporaries_calibration,omitempty"`
+}
+
+// writePlans writes the plans, each with its note of the temporaries'
+// factor (notes[i], nil for none).
+func writePlans(stdout io.Writer, plans []plan.Plan, notes []*calibrationJSON, asJSON bool) error {
+	out := make([]calibratedPlan, len(plans))
+	for i, p := range plans {
+		out[i] = calibratedPlan{p.JSON(flagName), notes[i]}
+	}
 	switch {
 	case asJSON && len(plans) == 1:
-		return plans[0].WriteJSON(stdout, flagName)
+		return writeJSON(stdout, out[0])
 	case asJSON:
-		out := make([]plan.JSON, len(plans))
-		for i, p := range plans {
-			out[i] = p.JSON(flagName)
-		}
 		return writeJSON(stdout, struct {
-			Plans []plan.JSON `json:"plans"`
+			Plans []calibratedPlan `json:"plans"`
 		}{out})
-	default:
-		for i, p := range plans {
-			if i > 0 {
-				fmt.Fprintln(stdout, "\n"+strings.Repeat("=", 72)+"\n")
-			}
-			if err := p.WriteText(stdout, flagName); err != nil {
+	}
+	for i, p := range plans {
+		if i > 0 {
+			fmt.Fprintln(stdout, "\n"+strings.Repeat("=", 72)+"\n")
+		}
+		if notes[i] != nil {
+			if err := notes[i].writeText(stdout); err != nil {
 				return err
 			}
+		}
+		if err := p.WriteText(stdout, flagName); err != nil {
+			return err
 		}
 	}
 	return nil
