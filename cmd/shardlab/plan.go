@@ -146,7 +146,9 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		return bad("plan: --verify and --json: --verify prints the commands that check a plan for people to run, which JSON does not carry; give one")
 	}
 	plans, err := f.plans("plan", setFlags(fs))
-	if err != nil {
+	if err != nil && f.json {
+		return failJSON(stdout, err)
+	} else if err != nil {
 		return err
 	}
 	if set := setFlags(fs); set["tokens"] && !f.goodput {
