@@ -167,6 +167,9 @@ func runBudget(args []string, stdout io.Writer) error {
 	} else if err != nil {
 		return f.fail(stdout, planError(err))
 	}
+	if f.show > 0 && len(res.Rows) == 0 {
+		return f.fail(stdout, fmt.Errorf("budget: --show %d: the table is empty, so it has no row to show: %s; run without --show for the table and what it dropped", f.show, strings.TrimPrefix(noRows(res).Error(), "budget: ")))
+	}
 	if f.show > len(res.Rows) {
 		return bad("budget: --show %d: the table has %d rows, want 1 to %d", f.show, len(res.Rows), len(res.Rows))
 	}
@@ -202,14 +205,7 @@ func (f *budgetFlags) fail(stdout io.Writer, err error) error {
 // writeBudget writes the table, and returns why it has no rows (exit 1):
 // with --json the document carries that error too (failJSONDoc).
 func writeBudget(w io.Writer, res budget.Result, asJSON bool) error {
-	var none error
-	switch {
-	case len(res.Rows) > 0:
-	case res.Deadline > 0 || res.Budget > 0:
-		none = errors.New("budget: no priced configuration meets the limits" + nearest(res))
-	default:
-		none = errors.New("budget: no configuration is both priced and able to run the job: see unpriced and dropped")
-	}
+	none := noRows(res)
 	if !asJSON {
 		if err := res.WriteText(w, "--show N"); err != nil {
 			return err
@@ -224,6 +220,17 @@ func writeBudget(w io.Writer, res budget.Result, asJSON bool) error {
 		return err
 	}
 	return failJSONDoc(w, b.Bytes(), none)
+}
+
+// noRows is why the table has no row, nil when it has one.
+func noRows(res budget.Result) error {
+	switch {
+	case len(res.Rows) > 0:
+		return nil
+	case res.Deadline > 0 || res.Budget > 0:
+		return errors.New("budget: no priced configuration meets the limits" + nearest(res))
+	}
+	return errors.New("budget: no configuration is both priced and able to run the job: see unpriced and dropped")
 }
 
 // writeBudgetHTML writes the budget's page with its chart to path; a

@@ -54,3 +54,20 @@ func TestJSONErrorDocument(t *testing.T) {
 	}
 	fail(t, []string{"plan", "--json", "--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "pipeline=3"}, "--mesh")
 }
+
+// TestBudgetShowEmptyTable: --show on a table without a row said "want 1
+// to 0"; it says the table is empty and why, exit 1 as the table itself,
+// and with --json writes that error as a document.
+func TestBudgetShowEmptyTable(t *testing.T) {
+	args := []string{"budget", "--model", "llama3-405b", "--tokens", "100B", "--generations", "v5e", "--slice-chips", "4", "--slices", "1", "--show", "1"}
+	out, errOut, code := runCmd(args...)
+	want := "shardlab: budget: --show 1: the table is empty, so it has no row to show: no configuration is both priced and able to run the job"
+	if code != 1 || out != "" || !strings.HasPrefix(errOut, want) || strings.Contains(errOut, "want 1 to 0") {
+		t.Errorf("shardlab %s: exit %d, stdout %q, stderr %q; want exit 1 and %q", strings.Join(args, " "), code, out, errOut, want)
+	}
+	out, _, code = runCmd(append(args, "--json")...)
+	var doc struct{ Error string }
+	if err := json.Unmarshal([]byte(out), &doc); code != 1 || err != nil || !strings.HasPrefix("shardlab: "+doc.Error, want) {
+		t.Errorf("shardlab %s --json: exit %d, %v, error %q; want exit 1 and the error as a document", strings.Join(args, " "), code, err, doc.Error)
+	}
+}
