@@ -11,9 +11,11 @@ import (
 
 	"shardlab/cost"
 	"shardlab/export"
+	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/plan"
 	"shardlab/schedule"
+	"shardlab/unit"
 )
 
 // meshExample is the layout --mesh's help shows, data=2(dcn),fsdp=64 as
@@ -154,6 +156,11 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if set := setFlags(fs); set["tokens"] && !f.goodput {
 		return bad("plan: --tokens %g needs --goodput", f.tokens)
 	}
+	if !f.json && len(plans) == 1 {
+		if _, err := io.WriteString(stdout, topologyNote(f.tpu, f.Topology, plans[0])); err != nil {
+			return err
+		}
+	}
 	notes := make([]*calibrationJSON, len(plans))
 	for i, p := range plans {
 		notes[i] = calibrationNote(p, f.calibration, f.cal, f.TempScale)
@@ -184,6 +191,24 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// topologyNote says what --topology replaced, when it is not the
+// accelerator type's own: that type's default topology, and the slice the
+// plan is of (--tpu v5p-128 --topology 4x4x8 plans a v5p-256); "" when
+// --topology is not given or is the default.
+func topologyNote(tpu, topology string, p plan.Plan) string {
+	of := tpu
+	if tpu == "" {
+		tpu, of = plan.DefaultTPU, plan.DefaultTPU+", --tpu's default"
+	}
+	def, err := hw.ParseAcceleratorType(tpu)
+	got := p.Request.Multislice.Slice
+	if topology == "" || err != nil || def.Topology == got.Topology {
+		return ""
+	}
+	return fmt.Sprintf("Note: --topology %s replaced the default topology of %s (%s, %s): the plan's slice is a %s (%s, %s)\n\n",
+		topology, of, def.Topology, unit.Plural(def.Chips(), "chip"), got.AcceleratorType(), got.Topology, unit.Plural(got.Chips(), "chip"))
 }
 
 // distinctOutputs refuses two of --html, --svg and --png naming one file,
