@@ -316,14 +316,14 @@ type calibratedPlan struct {
 // writePlans writes the plans, each with its note of the temporaries'
 // factor (notes[i], nil for none).
 func writePlans(stdout io.Writer, plans []plan.Plan, notes []*calibrationJSON, asJSON bool) error {
-	out := make([]calibratedPlan, len(plans))
-	for i, p := range plans {
-		out[i] = calibratedPlan{p.JSON(flagName), notes[i]}
-	}
-	switch {
-	case asJSON && len(plans) == 1:
-		return writeJSON(stdout, out[0])
-	case asJSON:
+	if asJSON {
+		out := make([]calibratedPlan, len(plans))
+		for i, p := range plans {
+			out[i] = calibratedPlan{p.JSON(flagName), notes[i]}
+		}
+		if len(out) == 1 {
+			return writeJSON(stdout, out[0])
+		}
 		return writeJSON(stdout, struct {
 			Plans []calibratedPlan `json:"plans"`
 		}{out})
