@@ -162,11 +162,13 @@ func runBudget(args []string, stdout io.Writer) error {
 		return err
 	}
 	res, err := budget.Sweep(r)
-	if err != nil {
-		if errors.Is(err, budget.ErrRequest) {
-			return usageError{err}
-		}
-		return planError(err)
+	if errors.Is(err, budget.ErrRequest) {
+		return usageError{err}
+	} else if err != nil {
+		return f.fail(stdout, planError(err))
+	}
+	if f.show > 0 && len(res.Rows) == 0 {
+		return f.fail(stdout, fmt.Errorf("budget: --show %d: the table is empty, so it has no row to show: %s; run without --show for the table and what it dropped", f.show, strings.TrimPrefix(noRows(res).Error(), "budget: ")))
 	}
 	if f.show > len(res.Rows) {
 		return bad("budget: --show %d: the table has %d rows, want 1 to %d", f.show, len(res.Rows), len(res.Rows))
@@ -181,7 +183,7 @@ func runBudget(args []string, stdout io.Writer) error {
 		row := res.Rows[f.show-1]
 		p, err := row.FullPlan()
 		if err != nil {
-			return planError(err)
+			return f.fail(stdout, planError(err))
 		}
 		if f.json {
 			return p.WriteJSON(stdout, flagName)
@@ -189,19 +191,46 @@ func runBudget(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "row %d: %d × %s, %s\n\n", f.show, row.Slices, row.AcceleratorType, row.Mode)
 		return p.WriteText(stdout, flagName)
 	}
+	return writeBudget(stdout, res, f.json)
+}
+
+// fail is err, written on stdout as JSON too with --json (failJSON).
+func (f *budgetFlags) fail(stdout io.Writer, err error) error {
 	if f.json {
-		err = res.WriteJSON(stdout)
-	} else {
-		err = res.WriteText(stdout, "--show N")
-	}
-	switch {
-	case err != nil || len(res.Rows) > 0:
-	case res.Deadline > 0 || res.Budget > 0:
-		err = errors.New("budget: no priced configuration meets the limits" + nearest(res))
-	default:
-		err = errors.New("budget: no configuration is both priced and able to run the job: see unpriced and dropped")
+		return failJSON(stdout, err)
 	}
 	return err
+}
+
+// writeBudget writes the table, and returns why it has no rows (exit 1):
+// with --json the document carries that error too (failJSONDoc).
+func writeBudget(w io.Writer, res budget.Result, asJSON bool) error {
+	none := noRows(res)
+	if !asJSON {
+		if err := res.WriteText(w, "--show N"); err != nil {
+			return err
+		}
+		return none
+	}
+	if none == nil {
+		return res.WriteJSON(w)
+	}
+	var b bytes.Buffer
+	if err := res.WriteJSON(&b); err != nil {
+		return err
+	}
+	return failJSONDoc(w, b.Bytes(), none)
+}
+
+// noRows is why the table has no row, nil when it has one.
+func noRows(res budget.Result) error {
+	switch {
+	case len(res.Rows) > 0:
+		return nil
+	case res.Deadline > 0 || res.Budget > 0:
+		return errors.New("budget: no priced configuration meets the limits" + nearest(res))
+	}
+	return errors.New("budget: no configuration is both priced and able to run the job: see unpriced and dropped")
 }
 
 // writeBudgetHTML writes the budget's page with its chart to path; a

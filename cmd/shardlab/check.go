@@ -189,7 +189,7 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 		return nil, fmt.Errorf("the log's temporaries are %.2f times the prediction's, want %g to %g: is the log this plan's compile?", k, cost.MinTempScale, cost.MaxTempScale)
 	}
 	e := p.Best.Estimate
-	src := fmt.Sprintf("%s, against %s on %s %s, read %s", path, e.Job.Model.Name, p.Request.Multislice.Slice.AcceleratorType(), e.Mesh, time.Now().UTC().Format(time.DateOnly))
+	src := calibrationSource(path, e.Job.Model.Name, p.Request.Multislice.Slice.AcceleratorType(), e.Mesh.String(), time.Now().UTC().Format(time.DateOnly))
 	return &cost.MemoryCalibration{TempScale: k, Reported: reported, Predicted: predicted, Source: src}, nil
 }
 

@@ -421,6 +421,8 @@ func (o *onceValue) Set(s string) error {
 		err = bad("%s: --%s given twice (%s, then %s), want it once", o.g.fs.Name(), o.name, strconv.Quote(*o.first), strconv.Quote(s))
 	} else if why := model.NotText(s); why != "" {
 		err = bad("%s: --%s %s, want printable text: %s", o.g.fs.Name(), o.name, strconv.Quote(s), why)
+	} else if !o.isBool && strings.TrimSpace(s) == "" {
+		err = bad("%s: --%s %s is empty, want %s; leave --%s out for its default", o.g.fs.Name(), o.name, strconv.Quote(s), emptyWant(o.name, o.Value), o.name)
 	}
 	if err != nil {
 		if o.g.err == nil {
@@ -430,6 +432,56 @@ func (o *onceValue) Set(s string) error {
 	}
 	o.first = &s
 	return o.Value.Set(s)
+}
+
+// acceptedText says what the plain string flags accept, by flag name (one
+// name has one meaning in every command), for the error that refuses an
+// empty value: an explicitly empty value took the default silently.
+// Flags of the bounded kinds say it themselves (want).
+var acceptedText = map[string]string{
+	"model":             "a catalog model name (shardlab model list) or a YAML/JSON spec file",
+	"tpu":               "an accelerator type (v5p-128) or a generation (v5p)",
+	"topology":          "a slice topology AxB or AxBxC (4x4x8)",
+	"mesh":              "a layout of axis=degree pairs, e.g. " + meshExample,
+	"global-batch":      "N sequences or Ntok tokens (512, 4Mitok)",
+	"max-global-batch":  "N sequences or Ntok tokens (512, 4Mitok)",
+	"remat-custom":      "tensor=device|offload|remat pairs, comma-separated",
+	"calibration":       "a calibration file that 'shardlab check --write-calibration' wrote",
+	"compile-log":       "a compile log file",
+	"write-calibration": "a file to write",
+	"html":              "a file to write",
+	"svg":               "a file to write",
+	"png":               "a file to write",
+	"trace":             "a file to write",
+	"prices":            "a price table file (CSV, as budget/prices.csv)",
+	"hf-model":          "a Hugging Face repository id owner/name or a path",
+	"length-mix":        "fixed, uniform:A-B or a histogram file",
+	"array":             "an array size ROWSxCOLS (128x128)",
+	"checkpoint":        "a directory to write checkpoints to",
+	"data":              "a text file or a directory of .go/.txt/.md files",
+	"fail-link":         "two device numbers A-B (3-4)",
+	"plan":              "a file that 'shardlab plan --json' wrote",
+	"cluster":           "a GKE cluster name",
+	"workload":          "a workload name",
+	"docker-image":      "a container image",
+	"base-docker-image": "a container image",
+	"reservation":       "a reservation name, or projects/PROJECT/reservations/NAME",
+	"tokens":            "a number of tokens from 1 to 1e16 with an optional k, M, B or T (1T, 500B)",
+}
+
+// emptyWant is what flag name, holding v, accepts: v's own range where it
+// has one, else acceptedText's line.
+func emptyWant(name string, v flag.Value) string {
+	switch v := v.(type) {
+	case interface{ want() string }:
+		return v.want()
+	case *parsedFlag:
+		return v.usage
+	}
+	if w, ok := acceptedText[name]; ok {
+		return w
+	}
+	return "a value"
 }
 
 // onceBool is onceValue for a boolean flag, which takes no value.

@@ -36,7 +36,8 @@ func trainBand(p plan.Plan, s float64) (lo, hi float64) {
 // planWithGoodput is a plan's JSON with its expected goodput.
 type planWithGoodput struct {
 	plan.JSON
-	Goodput goodputJSON `json:"goodput"`
+	Goodput     goodputJSON      `json:"goodput"`
+	Calibration *calibrationJSON `json:"temporaries_calibration,omitempty"`
 }
 
 // expectOf is the analytic goodput of a plan's chosen layout.
@@ -46,7 +47,9 @@ func expectOf(p plan.Plan, tokens float64) capacity.Expectation {
 	return capacity.Expect(capacity.JobOf(p), chips, chips/m.Multislice.Slice.Chip.Host.Chips, tokens)
 }
 
-func writeGoodputPlans(w io.Writer, plans []plan.Plan, asJSON bool, tokens float64) error {
+// writeGoodputPlans writes the plans with their expected goodput, each
+// with its note of the temporaries' factor (notes[i], nil for none).
+func writeGoodputPlans(w io.Writer, plans []plan.Plan, notes []*calibrationJSON, asJSON bool, tokens float64) error {
 	if asJSON {
 		out := make([]planWithGoodput, len(plans))
 		for i, p := range plans {
@@ -54,7 +57,7 @@ func writeGoodputPlans(w io.Writer, plans []plan.Plan, asJSON bool, tokens float
 			g := goodputJSON{Expectation: e, SaveS: e.Save.Seconds(), RestartS: e.Restart.Seconds(),
 				IntervalS: e.Interval.Seconds(), TimeToTrainS: float64(e.TimeToTrain)}
 			g.LowS, g.HighS = trainBand(p, g.TimeToTrainS)
-			out[i] = planWithGoodput{JSON: p.JSON(flagName), Goodput: g}
+			out[i] = planWithGoodput{JSON: p.JSON(flagName), Goodput: g, Calibration: notes[i]}
 		}
 		if len(out) == 1 {
 			return writeJSON(w, out[0])
@@ -66,6 +69,11 @@ func writeGoodputPlans(w io.Writer, plans []plan.Plan, asJSON bool, tokens float
 	for i, p := range plans {
 		if i > 0 {
 			fmt.Fprintln(w, "\n"+strings.Repeat("=", 72)+"\n")
+		}
+		if notes[i] != nil {
+			if err := notes[i].writeText(w); err != nil {
+				return err
+			}
 		}
 		if err := p.WriteText(w, flagName); err != nil {
 			return err

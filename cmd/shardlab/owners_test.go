@@ -198,6 +198,7 @@ var axisRule = ownerRule{
 		"chart/plan.go pipeline":       "the name of the pipeline-schedule chart (a file and element name), not an axis",
 		"cost/remat.go context":        "MaxText's checkpoint name of the attention output tensor (layers/attentions.py), not the context axis",
 		"cmd/shardlab/emurun.go data":  "run's --data flag: the training text, not the data axis",
+		"cmd/shardlab/flags.go data":   "what run's --data flag accepts (acceptedText), not the data axis",
 		"cmd/shardlab/runckpt.go data": "the checkpoint header's field naming the training data (--data), not the data axis",
 		"plan/tier.go pipeline": "plan's name of a cross-slice strategy (plan.Across: DP, FSDP or pipeline), printed " +
 			"beside DP and FSDP; the strategy puts the pipeline axis across slices, but the word names the strategy",

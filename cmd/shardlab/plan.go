@@ -11,9 +11,11 @@ import (
 
 	"shardlab/cost"
 	"shardlab/export"
+	"shardlab/hw"
 	"shardlab/mesh"
 	"shardlab/plan"
 	"shardlab/schedule"
+	"shardlab/unit"
 )
 
 // meshExample is the layout --mesh's help shows, data=2(dcn),fsdp=64 as
@@ -31,8 +33,10 @@ type planFlags struct {
 	json       bool
 	// verify prints how to compile the plan ahead of time and check it.
 	verify bool
-	// calibration is a memory calibration file, for TempScale.
+	// calibration is a memory calibration file, for TempScale, and cal
+	// what plans read from it.
 	calibration string
+	cal         *cost.MemoryCalibration
 	// goodput adds the expected goodput (package capacity) for tokens
 	// tokens to each plan.
 	goodput bool
@@ -144,16 +148,27 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		return bad("plan: --verify and --json: --verify prints the commands that check a plan for people to run, which JSON does not carry; give one")
 	}
 	plans, err := f.plans("plan", setFlags(fs))
-	if err != nil {
+	if err != nil && f.json {
+		return failJSON(stdout, err)
+	} else if err != nil {
 		return err
 	}
 	if set := setFlags(fs); set["tokens"] && !f.goodput {
 		return bad("plan: --tokens %g needs --goodput", f.tokens)
 	}
+	if !f.json && len(plans) == 1 {
+		if _, err := io.WriteString(stdout, topologyNote(f.tpu, f.Topology, plans[0])); err != nil {
+			return err
+		}
+	}
+	notes := make([]*calibrationJSON, len(plans))
+	for i, p := range plans {
+		notes[i] = calibrationNote(p, f.calibration, f.cal, f.TempScale)
+	}
 	if f.goodput {
-		err = writeGoodputPlans(stdout, plans, f.json, f.tokens)
+		err = writeGoodputPlans(stdout, plans, notes, f.json, f.tokens)
 	} else {
-		err = writePlans(stdout, plans, f.json)
+		err = writePlans(stdout, plans, notes, f.json)
 	}
 	if err != nil {
 		return err
@@ -176,6 +191,24 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// topologyNote says what --topology replaced, when it is not the
+// accelerator type's own: that type's default topology, and the slice the
+// plan is of (--tpu v5p-128 --topology 4x4x8 plans a v5p-256); "" when
+// --topology is not given or is the default.
+func topologyNote(tpu, topology string, p plan.Plan) string {
+	of := tpu
+	if tpu == "" {
+		tpu, of = plan.DefaultTPU, plan.DefaultTPU+", --tpu's default"
+	}
+	def, err := hw.ParseAcceleratorType(tpu)
+	got := p.Request.Multislice.Slice
+	if topology == "" || err != nil || def.Topology == got.Topology {
+		return ""
+	}
+	return fmt.Sprintf("Note: --topology %s replaced the default topology of %s (%s, %s): the plan's slice is a %s (%s, %s)\n\n",
+		topology, of, def.Topology, unit.Plural(def.Chips(), "chip"), got.AcceleratorType(), got.Topology, unit.Plural(got.Chips(), "chip"))
 }
 
 // distinctOutputs refuses two of --html, --svg and --png naming one file,
@@ -219,7 +252,7 @@ func (f *planFlags) plans(name string, set map[string]bool) ([]plan.Plan, error)
 		if err != nil {
 			return nil, bad("%s: --calibration %s: %s", name, f.calibration, err)
 		}
-		f.TempScale = c.TempScale
+		f.TempScale, f.cal = c.TempScale, &c
 	}
 	opts, err := f.options(name, set)
 	if err != nil {
@@ -273,26 +306,39 @@ func planError(err error) error {
 	return err
 }
 
-func writePlans(stdout io.Writer, plans []plan.Plan, asJSON bool) error {
-	switch {
-	case asJSON && len(plans) == 1:
-		return plans[0].WriteJSON(stdout, flagName)
-	case asJSON:
-		out := make([]plan.JSON, len(plans))
+// calibratedPlan is a plan's JSON with the temporaries' factor it was
+// made with, absent without one.
+type calibratedPlan struct {
+	plan.JSON
+	Calibration *calibrationJSON `json:"temporaries_calibration,omitempty"`
+}
+
+// writePlans writes the plans, each with its note of the temporaries'
+// factor (notes[i], nil for none).
+func writePlans(stdout io.Writer, plans []plan.Plan, notes []*calibrationJSON, asJSON bool) error {
+	if asJSON {
+		out := make([]calibratedPlan, len(plans))
 		for i, p := range plans {
-			out[i] = p.JSON(flagName)
+			out[i] = calibratedPlan{p.JSON(flagName), notes[i]}
+		}
+		if len(out) == 1 {
+			return writeJSON(stdout, out[0])
 		}
 		return writeJSON(stdout, struct {
-			Plans []plan.JSON `json:"plans"`
+			Plans []calibratedPlan `json:"plans"`
 		}{out})
-	default:
-		for i, p := range plans {
-			if i > 0 {
-				fmt.Fprintln(stdout, "\n"+strings.Repeat("=", 72)+"\n")
-			}
-			if err := p.WriteText(stdout, flagName); err != nil {
+	}
+	for i, p := range plans {
+		if i > 0 {
+			fmt.Fprintln(stdout, "\n"+strings.Repeat("=", 72)+"\n")
+		}
+		if notes[i] != nil {
+			if err := notes[i].writeText(stdout); err != nil {
 				return err
 			}
+		}
+		if err := p.WriteText(stdout, flagName); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -55,4 +56,26 @@ func TestPlanChunksAgainstFixedMesh(t *testing.T) {
 func TestPlanPipelineAgainstLayers(t *testing.T) {
 	fail(t, []string{"plan", "--model", "llama3-8b", "--tpu", "v5p-384", "--mesh", "pipeline=3,fsdp=64"},
 		`--mesh "pipeline=3,fsdp=64": pipeline 3 does not divide llama3-8b's 32 layers`, "want a pipeline degree of 1, 2, 4, 8, 16 or 32")
+}
+
+// TestPlanNotesTopology: --topology that is not the accelerator type's
+// own planned another slice silently (--tpu v5p-128 --topology 4x4x8 is a
+// v5p-256); plan says what it replaced and what it plans, and says
+// nothing of the type's own topology.
+func TestPlanNotesTopology(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tpu", "v5p-128", "--topology", "4x4x8"}, "Note: --topology 4x4x8 replaced the default topology of v5p-128 (4x4x4, 64 chips): the plan's slice is a v5p-256 (4x4x8, 128 chips)\n\n"},
+		{[]string{"--topology", "4x4x8"}, "Note: --topology 4x4x8 replaced the default topology of tpu7x-8, --tpu's default (2x2x1, 4 chips): the plan's slice is a tpu7x-256 (4x4x8, 128 chips)\n\n"},
+		{[]string{"--tpu", "v5p-128", "--topology", "4x4x4"}, ""},
+	} {
+		args := append([]string{"plan", "--model", "llama3-8b"}, c.args...)
+		out, errOut, code := runCmd(args...)
+		got, _, _ := strings.Cut(out, "llama3-8b (")
+		if code != 0 || got != c.want {
+			t.Errorf("shardlab %s: exit %d %s, before the plan %q, want %q", strings.Join(args, " "), code, errOut, got, c.want)
+		}
+	}
 }

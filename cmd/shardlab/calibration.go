@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"shardlab/cost"
+	"shardlab/hw"
+	"shardlab/plan"
+)
+
+// A temporaries' factor (--calibration FILE or --temp-scale X) changes a
+// plan's answer: the plan says so, in text a line before the plan and in
+// JSON a key beside it, and a calibration measured on another model or TPU
+// generation is warned about. check writes a calibration file's source
+// (calibrationSource) and plan reads the job back from it
+// (parseCalibrationSource): one format, here.
+
+// scalesText is what a temporaries' factor scales.
+const scalesText = "the estimate of the step's temporaries (gradients, held activations, the largest phase; not the parameters or the optimizer state)"
+
+// calibrationSource is the source check writes in a calibration file: the
+// compile log at path, the job it was read against (model, one slice's
+// accelerator type, the layout in chips) and the day.
+func calibrationSource(path, model, accel, layout, day string) string {
+	return fmt.Sprintf("%s, against %s on %s %s, read %s", path, model, accel, layout, day)
+}
+
+// measuredJob is the job a calibration was measured on, as its source
+// names it.
+type measuredJob struct {
+	Model  string     `json:"model"`
+	Accel  string     `json:"accelerator_type"`
+	Layout layoutSpec `json:"layout"`
+}
+
+// layoutSpec is a layout in chips, as plan --json's layout.spec.
+type layoutSpec struct {
+	Spec string `json:"spec"`
+}
+
+// parseCalibrationSource reads the job back from a source
+// calibrationSource wrote; ok is false for a source it did not write (a
+// file written by hand). The path may hold anything, so the job is what
+// follows its last ", against "; a layout may hold a space ("single
+// chip"), an accelerator type none.
+func parseCalibrationSource(src string) (job measuredJob, ok bool) {
+	i := strings.LastIndex(src, ", against ")
+	if i < 0 {
+		return job, false
+	}
+	rest := src[i+len(", against "):]
+	j := strings.LastIndex(rest, ", read ")
+	if j < 0 {
+		return job, false
+	}
+	rest = rest[:j]
+	k := strings.LastIndex(rest, " on ")
+	if k <= 0 {
+		return job, false
+	}
+	accel, layout, found := strings.Cut(rest[k+len(" on "):], " ")
+	if !found || accel == "" || layout == "" {
+		return job, false
+	}
+	return measuredJob{Model: rest[:k], Accel: accel, Layout: layoutSpec{layout}}, true
+}
+
+// calibrationJSON is what a plan says of the temporaries' factor it was
+// made with (plan --json's temporaries_calibration).
+type calibrationJSON struct {
+	TempScale float64 `json:"temp_scale"`
+	// Flag is the flag that gave it, --calibration or --temp-scale.
+	Flag string `json:"flag"`
+	File string `json:"file,omitempty"`
+	// Scales is what it scales.
+	Scales string `json:"scales"`
+	// Source is the calibration file's source, and MeasuredOn the job
+	// read from it (absent where the source does not name one).
+	Source     string       `json:"source,omitempty"`
+	MeasuredOn *measuredJob `json:"measured_on,omitempty"`
+	Warnings   []string     `json:"warnings"`
+}
+
+// calibrationNote is what plan p says of the temporaries' factor: cal,
+// read from file, or else scale from --temp-scale; nil without one (a
+// factor of 0 or 1 changes nothing).
+func calibrationNote(p plan.Plan, file string, cal *cost.MemoryCalibration, scale float64) *calibrationJSON {
+	switch {
+	case cal != nil:
+		c := &calibrationJSON{TempScale: cal.TempScale, Flag: "--calibration", File: file, Scales: scalesText, Source: cal.Source, Warnings: []string{}}
+		if job, ok := parseCalibrationSource(cal.Source); ok {
+			c.MeasuredOn = &job
+		}
+		c.Warnings = calibrationWarnings(p, c.MeasuredOn)
+		return c
+	case scale != 0 && scale != 1:
+		return &calibrationJSON{TempScale: scale, Flag: "--temp-scale", Scales: scalesText, Warnings: []string{}}
+	}
+	return nil
+}
+
+// calibrationWarnings are the ways plan p's job is not the one a
+// calibration was measured on: another model or TPU generation, or a
+// source that does not say.
+func calibrationWarnings(p plan.Plan, job *measuredJob) []string {
+	if job == nil {
+		return []string{"the calibration's source does not name the job it was measured on, so whether its model and TPU generation are this plan's is unchecked"}
+	}
+	w := []string{}
+	if m := p.Request.Model.Name; job.Model != m {
+		w = append(w, fmt.Sprintf("the calibration was measured on %s, this plan is of %s: a factor measured on one model need not hold for another", job.Model, m))
+	}
+	gen := p.Request.Multislice.Slice.Chip.Generation
+	s, err := hw.ParseAcceleratorType(job.Accel)
+	switch {
+	case err != nil:
+		w = append(w, fmt.Sprintf("the calibration was measured on %s, not an accelerator type this tool knows, so whether it is this plan's generation (%s) is unchecked", job.Accel, gen))
+	case s.Chip.Generation != gen:
+		w = append(w, fmt.Sprintf("the calibration was measured on %s (%s), this plan is on %s: a factor measured on one TPU generation need not hold for another", job.Accel, s.Chip.Generation, gen))
+	}
+	return w
+}
+
+// writeText writes the note for people: a line, and a line per warning.
+func (c *calibrationJSON) writeText(w io.Writer) error {
+	var b strings.Builder
+	if c.Flag == "--temp-scale" {
+		fmt.Fprintf(&b, "Calibration: --temp-scale %g scales %s by %g\n", c.TempScale, c.Scales, c.TempScale)
+	} else {
+		on := "a job its source does not name"
+		if j := c.MeasuredOn; j != nil {
+			on = fmt.Sprintf("%s on %s, layout %s", j.Model, j.Accel, j.Layout.Spec)
+		}
+		fmt.Fprintf(&b, "Calibration: --calibration %s scales %s by %.3f, measured by a compile of %s (source: %s)\n", c.File, c.Scales, c.TempScale, on, c.Source)
+	}
+	for _, x := range c.Warnings {
+		fmt.Fprintf(&b, "  warning: %s\n", x)
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
