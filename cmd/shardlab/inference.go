@@ -92,7 +92,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	r, id, mix := q.Request, q.ModelID, q.Mix
 	p, err := inference.Search(r)
 	if err != nil {
-		return inferenceError(err) // a token budget the chosen layout's vLLM refuses names its flag
+		return f.searchError(stdout, err)
 	}
 	load := inference.Load{Mix: mix, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate, Requests: q.Requests}
 	sim, err := inference.Simulate(r, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load}, rand.New(rand.NewPCG(q.Seed, 0)))
@@ -170,6 +170,16 @@ const maxMixBytes = 1 << 20
 
 // inferenceError spells the request field an error of package inference
 // names as its flag: tensor_parallel_size → --tensor-parallel-size.
+// searchError is a search's error as the flags name it, written on stdout
+// as JSON too with --json when the request cannot be served (failJSON).
+func (f *inferenceFlags) searchError(stdout io.Writer, err error) error {
+	err = inferenceError(err) // a token budget the chosen layout's vLLM refuses names its flag
+	if f.json {
+		return failJSON(stdout, err)
+	}
+	return err
+}
+
 func inferenceError(err error) error {
 	var fe *inference.FieldError
 	var ne *inference.NoFitError

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"shardlab/inference"
 	"shardlab/plan"
 	"shardlab/schema"
 )
@@ -62,9 +63,15 @@ func failJSONDoc(w io.Writer, doc []byte, err error) error {
 func errorDoc(err error) errorJSON {
 	doc := errorJSON{Error: clipLine(oneLine(err.Error())), Fixes: []string{}}
 	var none *plan.NoPlanError
-	if errors.As(err, &none) {
+	var unfit *inference.NoFitError
+	switch {
+	case errors.As(err, &none):
 		for _, f := range none.Fixes {
 			doc.Fixes = append(doc.Fixes, phraseFix(f))
+		}
+	case errors.As(err, &unfit):
+		for _, f := range unfit.Fits {
+			doc.Fixes = append(doc.Fixes, fmt.Sprintf("%s %s (TP %d × DP %d)", fieldFlag(f.Field), f.Value, f.TP, f.DP))
 		}
 	}
 	return doc

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"shardlab/inference"
 	"shardlab/schema"
 )
 
@@ -69,5 +70,33 @@ func TestBudgetShowEmptyTable(t *testing.T) {
 	var doc struct{ Error string }
 	if err := json.Unmarshal([]byte(out), &doc); code != 1 || err != nil || !strings.HasPrefix("shardlab: "+doc.Error, want) {
 		t.Errorf("shardlab %s --json: exit %d, %v, error %q; want exit 1 and the error as a document", strings.Join(args, " "), code, err, doc.Error)
+	}
+}
+
+// TestInferenceJSONErrorDocument: inference --json on a request no layout
+// serves wrote nothing on stdout; it writes the error document, and a
+// NoFitError's fits, spelt as flags with the layout each gets, are its
+// fixes, as the error line says them.
+func TestInferenceJSONErrorDocument(t *testing.T) {
+	args := []string{"inference", "--model", "llama3-405b", "--tpu", "v6e-8", "--json"}
+	out, errOut, code := runCmd(args...)
+	var doc errorJSON
+	if err := json.Unmarshal([]byte(out), &doc); code != 1 || err != nil || doc.Fixes == nil {
+		t.Fatalf("shardlab %s: exit %d (want 1), %v, fixes %v\nstdout %.300s\nstderr %s", strings.Join(args, " "), code, err, doc.Fixes, out, errOut)
+	}
+	if line := strings.TrimPrefix(strings.TrimSuffix(errOut, "\n"), "shardlab: "); doc.Error != line {
+		t.Errorf("error %q, want stderr's line %q", doc.Error, line)
+	}
+	ne := &inference.NoFitError{Why: "one sequence's pages do not fit", Fits: []inference.Fit{{Field: "max_model_len", Value: "4096", TP: 8, DP: 1}, {Field: "max_model_len", Value: "2048", TP: 4, DP: 2}}}
+	err := inferenceError(ne)
+	got := errorDoc(err)
+	want := []string{"--max-model-len 4096 (TP 8 × DP 1)", "--max-model-len 2048 (TP 4 × DP 2)"}
+	if fmt.Sprint(got.Fixes) != fmt.Sprint(want) {
+		t.Errorf("fixes %q, want %q", got.Fixes, want)
+	}
+	for _, f := range got.Fixes {
+		if !strings.Contains(got.Error, f) {
+			t.Errorf("fix %q is not in the error line %q", f, got.Error)
+		}
 	}
 }
