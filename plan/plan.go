@@ -114,33 +114,26 @@ func Search(r Request) (Plan, error) {
 }
 
 // search is Search on one multislice, without looking for fixes when
-// nothing runs.
-func search(r Request) (Plan, error) { return searchFor(r, true) }
-
-// searchOnce is search, but a lean search (Request.BestOnly) that runs
-// nothing returns its own error, not the full search's: whether anything
-// runs, and the Best when it does, are the full search's
-// (TestLeanSearchIsExact), and a caller that reads only those (tryFixes)
-// need not search again for the error's rejections.
-func searchOnce(r Request) (Plan, error) { return searchFor(r, false) }
-
-// searchFor is search, a lean search that runs nothing searched again
-// in full when fullError is set, so that its error names the full
-// search's rejections.
-func searchFor(r Request, fullError bool) (Plan, error) {
+// nothing runs. A lean search (Request.BestOnly) that runs nothing
+// returns the full search's error, not searching again: until a
+// combination runs no bar rises (bars.raise), so the lean bars outclass
+// nothing (outclassedLean: no throughput is below the fastest, 0),
+// hold no tier full and mark nothing hopeless (worker.hopeless), and the
+// lean search costs every combination the full one costs, as it costs
+// it; only the cross-slice factorizations come in another order
+// (leanBars.order), and the rejections are counted by reason whatever
+// the order, a layout remembering its sizes' reasons (worker.batches)
+// finding the one it would itself. TestLeanFixesAreTheFulls and the
+// -lean-whole sweep (TestLeanWholeSweep) hold the errors to the full
+// search's.
+func search(r Request) (Plan, error) {
 	if err := r.defaults(); err != nil {
 		return Plan{}, err
 	}
 	if r.DeviceAxes != nil {
 		return searchDevices(r)
 	}
-	p, err := searchWith(r, (*worker).layout, true)
-	var none *NoPlanError
-	if fullError && r.BestOnly && errors.As(err, &none) {
-		r.BestOnly = false // the error names the full search's rejections
-		return searchWith(r, (*worker).layout, true)
-	}
-	return p, err
+	return searchWith(r, (*worker).layout, true)
 }
 
 // searchWith is search of a request that passed defaults, each mesh costed
