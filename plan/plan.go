@@ -63,7 +63,9 @@ var ErrNoPlan = errors.New("no layout can run this job")
 
 // search state
 type searcher struct {
-	req      Request
+	req Request
+	// est is the estimator the plan's notes and its largest micro-batch
+	// are costed with, once the layouts are (the cache's: Cache.take).
 	est      *cost.Estimator
 	rejected map[Tier]map[cost.Reason]int
 	// refusedDCN counts the factorizations that put tensor or context on
@@ -161,12 +163,15 @@ func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome, bulk bool) (
 	} else {
 		s.enumerate()
 	}
+	ests := r.Cache.take(1)
+	defer r.Cache.give(ests)
+	s.est = ests[0]
 	p, err := s.choose()
 	if err != nil {
 		return p, err
 	}
 	e := p.Best.Estimate
 	shards := max(e.Job.GlobalBatch/max(e.MicroBatchSize, 1), 1)
-	p.MaxMicroBatch, p.MaxMicroBatchBound, err = cost.NewEstimator().MaxMicroBatchBound(e.Job, e.Mesh, max(MaxBatch/shards, 1))
+	p.MaxMicroBatch, p.MaxMicroBatchBound, err = s.est.MaxMicroBatchBound(e.Job, e.Mesh, max(MaxBatch/shards, 1))
 	return p, err
 }
