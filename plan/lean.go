@@ -30,8 +30,10 @@ import (
 // pass (worker.hopeless). The Band is the job's (cost.Job.Band),
 // whichever layout runs it. The layouts outside the pool that are not the
 // fastest are then not their tier's best, and Rejected counts less than
-// the full search's; a plan nothing runs is searched again in full, so
-// its error is the full search's.
+// the full search's; where nothing runs, no bar rose, the lean search
+// costed what the full one costs, and its error is the full search's
+// (search). A lean search costs a sample of the layouts first
+// (sampleStride), so that the fastest known rises sooner.
 
 // leanBars is what bars needs to decide for a lean search.
 type leanBars struct {
