@@ -447,8 +447,8 @@ type planned struct {
 // a search's plan does not depend on how many workers cost its layouts
 // (plan.Request.Workers), and a sweep's many searches keep every CPU busy
 // where one search's merges and finish run on one. Each search is lean
-// (plan.Request.BestOnly): a row reads its plan's Best and Band, and a
-// configuration nothing runs on is searched in full, so its error names
+// (plan.Request.BestOnly): a row reads its plan's Best and Band, and the
+// error of a configuration nothing runs on is the full search's, naming
 // every rejection.
 func (r Request) planAll(tasks []config) []planned {
 	out := make([]planned, len(tasks))

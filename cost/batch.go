@@ -27,10 +27,12 @@ type BatchMemory struct {
 	sh     shape
 	at     shape // sh at the batch last weighed (shapeAt)
 	shards int   // sequences per step the batch is a multiple of
-	stages [2]stageBase
-	n      int // pipeline stages to weigh: 1, or the first and last
-	// state is the larger stage state: no batch takes less HBM
+	n      int   // pipeline stages to weigh: 1, or the first and last
+	// stages are each stage's base, and state the larger stage state (no
+	// batch takes less HBM), once staged (stage)
+	stages        [2]stageBase
 	state, usable unit.Bytes
+	staged        bool
 	floor         stepFloor   // MaxThroughput's, once worked out
 	ps            stagePhases // Check's scratch
 	// comm is the collectives' floors ceilingStep last worked out, for
@@ -55,7 +57,8 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 // a BatchMemory is too large to copy each time. On an error bm is left
 // unusable.
 func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
-	bm.e, bm.n, bm.state, bm.floor, bm.comm, bm.ok = e, 1, 0, stepFloor{}, commMemo{}, false
+	bm.e, bm.n, bm.floor, bm.comm, bm.ok = e, 1, stepFloor{}, commMemo{}, false
+	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
 	bm.est = Estimate{Mesh: *m, Job: *j}
 	jb := &bm.est.Job
 	jb.GlobalBatch = 1
@@ -68,15 +71,9 @@ func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 	if err = e.shapeInto(&bm.sh, jb, m); err != nil {
 		return err
 	}
-	sh := &bm.sh
-	bm.stages[0] = e.stageBase(jb, m, sh, firstStage)
-	if sh.p > 1 {
-		bm.stages[1], bm.n = e.stageBase(jb, m, sh, lastStage), 2
+	if bm.sh.p > 1 {
+		bm.n = 2
 	}
-	for _, b := range bm.stages[:bm.n] {
-		bm.state = max(bm.state, b.mem.State())
-	}
-	bm.usable = bm.stages[0].mem.Usable
 	bm.at = bm.sh
 	bm.ok = true
 	return nil
@@ -89,15 +86,17 @@ func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 // j is its job but for the schedule, the chunks, the micro-batches, the
 // global batch, the remat policy and the ring of experts (compared whole,
 // so anything else differing takes Reset's path), it keeps the shape's
-// degrees, its tokens and layers per chip, the parameters, the FLOPs and
-// each stage's state: shapeWith and stageBase work them out from the
-// mesh and the rest of the job alone, at one sequence per micro-batch
-// whatever the micro-batches (the batch is the shards). The layer's
+// degrees, its tokens and layers per chip, the parameters (each stage's
+// state) and the FLOPs: shapeWith works them out from the mesh and the
+// rest of the job alone, at one sequence per micro-batch whatever the
+// micro-batches (the batch is the shards). The layer's
 // footprint is kept too unless the policy or the dispatch changed, as
 // SetPolicy keeps it. It works out again what reads what changed: the
 // checks (Job.validate, Job.shapeErr, in Reset's order; the checks the
-// last Reset passed read none of it), the shards and the micro-batches
-// in flight (setInFlight). TestRescheduleIsReset holds it to Reset.
+// last Reset passed read none of it) and the shards, and, as Reset does,
+// leaves the stages' bases with their micro-batches in flight to the
+// first weighing that needs them (stage). TestRescheduleIsReset holds it
+// to Reset.
 func (bm *BatchMemory) Reschedule(j *Job) error {
 	old := &bm.est.Job
 	same := *j
@@ -109,7 +108,8 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 	}
 	policy := j.Remat != old.Remat || j.RingOfExperts != old.RingOfExperts
 	e := bm.e
-	bm.n, bm.state, bm.floor, bm.comm, bm.ok = 1, 0, stepFloor{}, commMemo{}, false
+	bm.n, bm.floor, bm.comm, bm.ok = 1, stepFloor{}, commMemo{}, false
+	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
 	bm.est = Estimate{Mesh: bm.est.Mesh, Job: *j}
 	jb := &bm.est.Job
 	jb.GlobalBatch = 1
@@ -133,14 +133,29 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 	if sh.p > 1 {
 		bm.n = 2
 	}
-	for i := range bm.stages[:bm.n] {
-		b := &bm.stages[i]
-		e.setInFlight(b, jb, sh, stage(i))
-		bm.state = max(bm.state, b.mem.State())
-	}
 	bm.at = bm.sh
 	bm.ok = true
 	return nil
+}
+
+// stage works out each stage's base and the larger stage state, for the
+// job and layout Reset (or Reschedule) last set, the first time Total or
+// Check needs them: the ceilings a search skips most layouts by read
+// neither, and a stage's base reads only the layout, the stage's
+// parameters, the job's precision, offload, headroom and temporaries'
+// scale (none of which Reschedule changes) and its schedule's micro-batches
+// in flight (setInFlight), not the remat policy or the dispatch
+// (SetPolicy), so it is what Reset worked it out as before.
+func (bm *BatchMemory) stage() {
+	if bm.staged {
+		return
+	}
+	for i := range bm.stages[:bm.n] {
+		bm.stages[i] = bm.e.stageBase(&bm.est.Job, &bm.est.Mesh, &bm.sh, stage(i))
+		bm.state = max(bm.state, bm.stages[i].mem.State())
+	}
+	bm.usable = bm.stages[0].mem.Usable
+	bm.staged = true
 }
 
 // SetPolicy makes bm what Estimator.BatchMemory returns for its job with
@@ -186,6 +201,7 @@ func (bm *BatchMemory) Total(globalBatch int) (unit.Bytes, error) {
 	if err != nil {
 		return 0, err
 	}
+	bm.stage()
 	total := unit.Bytes(0)
 	for i, b := range bm.stages[:bm.n] {
 		total = max(total, bm.est.Job.stageMemory(b, sh, stage(i)).mem.Total())
@@ -211,6 +227,7 @@ func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
 	if err != nil {
 		return "", err
 	}
+	bm.stage()
 	if bm.state > bm.usable {
 		return ReasonHBM, nil
 	}

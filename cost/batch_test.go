@@ -327,6 +327,11 @@ func TestRescheduleIsReset(t *testing.T) {
 						got := bm
 						got.ps = stagePhases{} // Check's scratch, set below
 						if !reflect.DeepEqual(got, want) {
+							t.Errorf("%s with %s x %d, %d micro-batches, %s, ring %v: Reschedule differs from BatchMemory before either is staged", c.name, s.k, s.chunks, mb, r, ring)
+						}
+						got.stage() // as Check and Total do
+						want.stage()
+						if !reflect.DeepEqual(got, want) {
 							t.Errorf("%s with %s x %d, %d micro-batches, %s, ring %v: Reschedule differs from BatchMemory", c.name, s.k, s.chunks, mb, r, ring)
 						}
 						n++

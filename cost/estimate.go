@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"shardlab/collective"
@@ -178,9 +179,10 @@ type Estimate struct {
 }
 
 // Estimator computes estimates, remembering what layouts share: the
-// pipeline schedules it has simulated, the MXU efficiency of each GEMM
-// shape, a layer's shape and a stage's parameters for its model. It is
-// not safe for concurrent use.
+// pipeline schedules it has simulated (those any estimator simulated are
+// shared: simulated), the MXU efficiency of each GEMM shape, a layer's
+// shape and a stage's parameters for its model. It is not safe for
+// concurrent use.
 type Estimator struct {
 	// model is the last model spec that passed its checks (model.Spec is
 	// a value: a search costs one spec thousands of times).
@@ -256,6 +258,14 @@ func (e *Estimator) validate(j *Job) error {
 // EstimateStep is NewEstimator().Estimate.
 func EstimateStep(j Job, m mesh.Mesh) (Estimate, error) { return NewEstimator().Estimate(j, m) }
 
+// simulated holds the pipe of every schedule an estimator simulated, by
+// its pipeKey, for every estimator: a simulation reads nothing but its
+// key, and a sweep's searches each cost with estimators of their own (as
+// a plan's notes and its largest micro-batch do with a new one), each of
+// which simulated the schedules the others had. An estimator still keeps
+// its own map (pipes), which is cheaper to read than this one.
+var simulated sync.Map
+
 // pipeKey names a simulated schedule: kind, stages, micro-batches, chunks.
 type pipeKey struct {
 	kind    int // the schedule's place in schedule.Kinds (Kind.Index): a search asks
@@ -276,12 +286,17 @@ func (e *Estimator) pipe(k schedule.Kind, p, m, v int) pipe {
 		e.lastPipe.k, e.lastPipe.p, e.lastPipe.ok = key, r, true
 		return r
 	}
-	s, err := schedule.NewChunked(k, p, m, v)
-	if err != nil || key.kind < 0 {
-		panic(fmt.Sprintf("cost: schedule %q: %v", k, err)) // validated by shapeOf
+	if s, ok := simulated.Load(key); ok {
+		r = s.(pipe)
+	} else {
+		s, err := schedule.NewChunked(k, p, m, v)
+		if err != nil || key.kind < 0 {
+			panic(fmt.Sprintf("cost: schedule %q: %v", k, err)) // validated by shapeOf
+		}
+		tl := s.Simulate(1, 2, 0)
+		r = pipe{bubble: tl.Bubble(), inFlight: float64(tl.PeakInFlight[0]) / float64(v), lastInFlight: float64(tl.PeakInFlight[p-1]) / float64(v)}
+		simulated.Store(key, r)
 	}
-	tl := s.Simulate(1, 2, 0)
-	r = pipe{bubble: tl.Bubble(), inFlight: float64(tl.PeakInFlight[0]) / float64(v), lastInFlight: float64(tl.PeakInFlight[p-1]) / float64(v)}
 	e.pipes[key] = r
 	e.lastPipe.k, e.lastPipe.p, e.lastPipe.ok = key, r, true
 	return r

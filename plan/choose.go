@@ -105,7 +105,7 @@ func (s *searcher) explain(p *Plan, pool []Tier) {
 	if r.Model.MoE() {
 		p.Reasons = append(p.Reasons, s.expertNote(*p))
 	}
-	p.Reasons = append(p.Reasons, frameworkNotes(*p, cost.NewEstimator())...)
+	p.Reasons = append(p.Reasons, frameworkNotes(*p, s.est)...)
 	p.Warnings = warnings(*p)
 }
 

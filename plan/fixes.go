@@ -46,7 +46,7 @@ func smallerBatch(r Request) (fixFound, bool) {
 	}
 	q := r
 	q.GlobalBatch, q.MaxGlobalBatch = 0, r.GlobalBatch-1
-	p, err := searchOnce(q) // only whether it runs, and its Best
+	p, err := search(q) // only whether it runs, and its Best
 	if err != nil {
 		return fixFound{}, false
 	}
@@ -96,7 +96,7 @@ func tryFixes(r Request, changes []fix) (singles, combos []fixFound) {
 		if !ok {
 			continue
 		}
-		p, err := searchOnce(q) // only whether it runs, and its Best
+		p, err := search(q) // only whether it runs, and its Best
 		if err != nil {
 			continue
 		}

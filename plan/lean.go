@@ -30,8 +30,10 @@ import (
 // pass (worker.hopeless). The Band is the job's (cost.Job.Band),
 // whichever layout runs it. The layouts outside the pool that are not the
 // fastest are then not their tier's best, and Rejected counts less than
-// the full search's; a plan nothing runs is searched again in full, so
-// its error is the full search's.
+// the full search's; where nothing runs, no bar rose, the lean search
+// costed what the full one costs, and its error is the full search's
+// (search). A lean search costs a sample of the layouts first
+// (sampleStride), so that the fastest known rises sooner.
 
 // leanBars is what bars needs to decide for a lean search.
 type leanBars struct {
@@ -242,12 +244,31 @@ func (w *worker) pairMemory(m *mesh.Mesh, scheds []sched, mb int, r cost.Remat, 
 		return nil, false
 	}
 	if !st.ok {
-		st.least = math.Inf(1)
-		for si, sc := range scheds {
-			st.of[si] = bm.Stretch(sc.k, sc.v)
-			st.least = min(st.least, st.of[si])
-		}
-		st.ok = true
+		*st = w.stretchesOf(bm, m.Size(mesh.Pipeline), scheds, mb)
 	}
 	return bm, true
+}
+
+// stretchesOf is the stretches of scheds (those of p stages) with mb
+// micro-batches, worked out from bm, the memory of a layout of p stages
+// run with mb micro-batches, the first time and remembered: a Stretch
+// reads only the schedule, its chunks, the stages, the micro-batches,
+// the slices and the job's calibration (cost.BatchMemory.Stretch), and
+// all but the first four are the search's, so every layout of p stages
+// weighed with mb micro-batches has the same.
+func (w *worker) stretchesOf(bm *cost.BatchMemory, p int, scheds []sched, mb int) stretches {
+	key := [2]int{p, mb}
+	if st, ok := w.stretches[key]; ok {
+		return st
+	}
+	st := stretches{ok: true, least: math.Inf(1)}
+	for si, sc := range scheds {
+		st.of[si] = bm.Stretch(sc.k, sc.v)
+		st.least = min(st.least, st.of[si])
+	}
+	if w.stretches == nil {
+		w.stretches = map[[2]int]stretches{}
+	}
+	w.stretches[key] = st
+	return st
 }

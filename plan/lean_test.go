@@ -302,7 +302,7 @@ func pipelined(r Request, n int) []mesh.Mesh {
 
 // TestLeanFixesAreTheFulls checks that a lean search nothing runs on
 // says what the full search says (its error, with the fixes, each of
-// whose searches is lean and not searched again in full: searchOnce):
+// whose searches is lean: search), not searching again in full:
 // on jobs that do not fit their slices, some with fixes, one with none.
 func TestLeanFixesAreTheFulls(t *testing.T) {
 	withFixes := 0

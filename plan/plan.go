@@ -63,7 +63,9 @@ var ErrNoPlan = errors.New("no layout can run this job")
 
 // search state
 type searcher struct {
-	req      Request
+	req Request
+	// est is the estimator the plan's notes and its largest micro-batch
+	// are costed with, once the layouts are (the cache's: Cache.take).
 	est      *cost.Estimator
 	rejected map[Tier]map[cost.Reason]int
 	// refusedDCN counts the factorizations that put tensor or context on
@@ -114,33 +116,26 @@ func Search(r Request) (Plan, error) {
 }
 
 // search is Search on one multislice, without looking for fixes when
-// nothing runs.
-func search(r Request) (Plan, error) { return searchFor(r, true) }
-
-// searchOnce is search, but a lean search (Request.BestOnly) that runs
-// nothing returns its own error, not the full search's: whether anything
-// runs, and the Best when it does, are the full search's
-// (TestLeanSearchIsExact), and a caller that reads only those (tryFixes)
-// need not search again for the error's rejections.
-func searchOnce(r Request) (Plan, error) { return searchFor(r, false) }
-
-// searchFor is search, a lean search that runs nothing searched again
-// in full when fullError is set, so that its error names the full
-// search's rejections.
-func searchFor(r Request, fullError bool) (Plan, error) {
+// nothing runs. A lean search (Request.BestOnly) that runs nothing
+// returns the full search's error, not searching again: until a
+// combination runs no bar rises (bars.raise), so the lean bars outclass
+// nothing (outclassedLean: no throughput is below the fastest, 0),
+// hold no tier full and mark nothing hopeless (worker.hopeless), and the
+// lean search costs every combination the full one costs, as it costs
+// it; only the cross-slice factorizations come in another order
+// (leanBars.order), and the rejections are counted by reason whatever
+// the order, a layout remembering its sizes' reasons (worker.batches)
+// finding the one it would itself. TestLeanFixesAreTheFulls and the
+// -lean-whole sweep (TestLeanWholeSweep) hold the errors to the full
+// search's.
+func search(r Request) (Plan, error) {
 	if err := r.defaults(); err != nil {
 		return Plan{}, err
 	}
 	if r.DeviceAxes != nil {
 		return searchDevices(r)
 	}
-	p, err := searchWith(r, (*worker).layout, true)
-	var none *NoPlanError
-	if fullError && r.BestOnly && errors.As(err, &none) {
-		r.BestOnly = false // the error names the full search's rejections
-		return searchWith(r, (*worker).layout, true)
-	}
-	return p, err
+	return searchWith(r, (*worker).layout, true)
 }
 
 // searchWith is search of a request that passed defaults, each mesh costed
@@ -168,12 +163,15 @@ func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome, bulk bool) (
 	} else {
 		s.enumerate()
 	}
+	ests := r.Cache.take(1)
+	defer r.Cache.give(ests)
+	s.est = ests[0]
 	p, err := s.choose()
 	if err != nil {
 		return p, err
 	}
 	e := p.Best.Estimate
 	shards := max(e.Job.GlobalBatch/max(e.MicroBatchSize, 1), 1)
-	p.MaxMicroBatch, p.MaxMicroBatchBound, err = cost.NewEstimator().MaxMicroBatchBound(e.Job, e.Mesh, max(MaxBatch/shards, 1))
+	p.MaxMicroBatch, p.MaxMicroBatchBound, err = s.est.MaxMicroBatchBound(e.Job, e.Mesh, max(MaxBatch/shards, 1))
 	return p, err
 }

@@ -70,7 +70,8 @@ type Request struct {
 	// fewer combinations in full (a lean search: see lean.go). Its other
 	// fields hold what the lean search found: Top, Alternatives, Reasons
 	// and Warnings may name other layouts than the full search's, and
-	// Rejected count less. When nothing runs, the search is the full one.
+	// Rejected count less. When nothing runs, its error is the full
+	// search's (search).
 	BestOnly bool
 	// ExampleCost, when set, is the host CPU time to read and preprocess
 	// one sequence; the plan then checks with package infeed that the

@@ -73,6 +73,9 @@ type worker struct {
 	// being costed was last weighed with, which its remat policies and
 	// expert dispatches share (cost.BatchMemory.Policy).
 	family family
+	// stretches is the schedules' stretches by pipeline stages and
+	// micro-batches (stretchesOf).
+	stretches map[[2]int]stretches
 }
 
 // family is a layout's memory with one schedule, its chunks and
