@@ -225,8 +225,12 @@ func (h *Handler) run(ctx context.Context, o plan.Options, bad fieldErrors, with
 	var out outcome
 	err = h.work(ctx, planLate, func(<-chan struct{}) error {
 		var err error
-		if out.plan, err = plan.Search(req); err != nil || !withCharts {
+		if out.plan, err = plan.Search(req); err != nil {
 			return err
+		}
+		out.plan.WeighOffload()
+		if !withCharts {
+			return nil
 		}
 		out.charts, out.skipped, err = scalingCharts(out.plan)
 		return err

@@ -270,6 +270,7 @@ func (f *planFlags) plans(name string, set map[string]bool) ([]plan.Plan, error)
 		if err != nil {
 			return nil, planError(err)
 		}
+		p.WeighOffload()
 		plans = append(plans, p)
 	}
 	return plans, nil
