@@ -1,5 +1,7 @@
 package inference
 
+import "fmt"
+
 // The fit rule: which layouts vLLM runs, and which run their sequences
 // without preemption. Sources, cited as [tag] below:
 //
@@ -37,4 +39,25 @@ func fitsOne(pages, perSeq int) bool { return pages >= perSeq }
 // break-even rather than a guarantee.
 func holds(pages, blockSize, seqs, tokens int) bool {
 	return seqs*ceilDiv(tokens, blockSize) <= pages
+}
+
+// heldTokens is the tokens each sequence is counted at by holds:
+// r.SeqTokens, the longest request of a length mix, or else every
+// request's prompt and output. Of a mix, every running sequence at the
+// longest length it has is the guarantee; the simulation measures what
+// the mix's lengths do.
+func (r Request) heldTokens() int {
+	if r.SeqTokens > 0 {
+		return r.SeqTokens
+	}
+	return r.PromptLen + r.OutputLen
+}
+
+// heldLengths names heldTokens: "1024+1024 tokens", or "up to 3000
+// tokens (the longest request)".
+func (r Request) heldLengths() string {
+	if r.SeqTokens > 0 {
+		return fmt.Sprintf("up to %d tokens (the longest request)", r.SeqTokens)
+	}
+	return fmt.Sprintf("%d+%d tokens", r.PromptLen, r.OutputLen)
 }

@@ -120,3 +120,37 @@ func TestPreferHeld(t *testing.T) {
 		t.Error("no concurrency had both a held and a preempting layout; the test needs one")
 	}
 }
+
+// TestPreemptsAtMixLongest: with a length mix the plan checks for
+// preemption at the mix's longest request, the guarantee for every
+// running sequence whatever it draws. Llama 3 70B on tpu7x-8, 512
+// sequences: TP 8's pages hold 902 of 1024+1024 tokens but 225 of the
+// 8192 that uniform:1-4096 can reach.
+func TestPreemptsAtMixLongest(t *testing.T) {
+	for _, c := range []struct {
+		mix      string
+		tokens   int
+		preempts bool
+		says     string
+	}{{"fixed", 0, false, "of 1024+1024 tokens at once"}, {"uniform:1-4096", 8192, true, "of up to 8192 tokens (the longest request) at once"}} {
+		o := DefaultOptions()
+		o.MaxModelLen, o.Concurrency, o.TP, o.LengthMix = 8192, 512, 8, c.mix
+		q, err := ParseOptions(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Search(q.Request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(append(p.Reasons, p.Warnings...), "\n")
+		if q.Request.SeqTokens != c.tokens || p.Best.Preempts != c.preempts || !strings.Contains(text, c.says) {
+			t.Errorf("%s: counted at %d tokens, preempts %v, plan %q; want %d, %v, saying %q", c.mix, q.Request.SeqTokens, p.Best.Preempts, text, c.tokens, c.preempts, c.says)
+		}
+	}
+	r := request(t)
+	r.SeqTokens = r.MaxModelLen + 1
+	if _, err := NewRequest(r); err == nil || !strings.Contains(err.Error(), "seq_tokens 8193") {
+		t.Errorf("seq_tokens above max_model_len: %v, want an error naming it", err)
+	}
+}

@@ -230,8 +230,8 @@ type Memory struct {
 	// fit in one replica.
 	MaxSeqs int `json:"max_seqs_at_max_model_len"`
 	// HeldSeqs is the most sequences of the requests' full length,
-	// prompt_len + output_len tokens, whose pages fit in one replica at
-	// once (holds).
+	// prompt_len + output_len tokens (or the longest request's,
+	// Request.SeqTokens), whose pages fit in one replica at once (holds).
 	HeldSeqs int `json:"held_seqs_at_request_len"`
 }
 
@@ -377,9 +377,9 @@ func (r Request) memory(l *Layout) {
 	pages := int(m.KVCache / (m.KVPerToken * unit.Bytes(m.BlockSize)))
 	perSeq := ceilDiv(r.MaxModelLen, m.BlockSize)
 	m.Pages, m.MaxSeqs = l.AttentionDP*pages, l.AttentionDP*(pages/perSeq)
-	m.HeldSeqs = l.AttentionDP * (pages / ceilDiv(r.PromptLen+r.OutputLen, m.BlockSize))
+	m.HeldSeqs = l.AttentionDP * (pages / ceilDiv(r.heldTokens(), m.BlockSize))
 	l.Fits = fitsOne(pages, perSeq)
-	l.Preempts = l.Fits && !holds(pages, m.BlockSize, l.SchedulerSeqs(), r.PromptLen+r.OutputLen)
+	l.Preempts = l.Fits && !holds(pages, m.BlockSize, l.SchedulerSeqs(), r.heldTokens())
 }
 
 // rooflines fills in l's prefill and decode times, the TTFT and the ITL

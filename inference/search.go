@@ -217,15 +217,15 @@ func shardReason(r Request, b Layout) string {
 			heads += fmt.Sprintf("; the %d routed experts split along their width (a decode step of %d sequences touching %.1f a layer)", m.Experts, b.SeqsEach, b.ActiveExperts)
 		}
 	}
-	return fmt.Sprintf("%s; each device holds %v of weights, and the replica's pages hold %d sequences of %d+%d tokens at once (%d of max_model_len %d, of which vLLM needs one to start)",
-		heads, b.Memory.Weights, b.Memory.HeldSeqs, r.PromptLen, r.OutputLen, b.Memory.MaxSeqs, r.MaxModelLen)
+	return fmt.Sprintf("%s; each device holds %v of weights, and the replica's pages hold %d sequences of %s at once (%d of max_model_len %d, of which vLLM needs one to start)",
+		heads, b.Memory.Weights, b.Memory.HeldSeqs, r.heldLengths(), b.Memory.MaxSeqs, r.MaxModelLen)
 }
 
 // preemptWarning says that b's pages do not hold its sequences at their
 // full length at once, so that vLLM preempts some of them [v-alloc].
 func preemptWarning(r Request, b Layout) string {
-	return fmt.Sprintf("preemption: a replica's pages hold %d sequences of %d+%d tokens at once, fewer than the %d it runs (max_num_seqs): vLLM allocates pages as sequences grow and, when they run out, preempts the last running sequence to recompute it later (vllm/v1/core/sched/scheduler.py); the latencies above assume none",
-		b.Memory.HeldSeqs, r.PromptLen, r.OutputLen, b.SeqsEach)
+	return fmt.Sprintf("preemption: a replica's pages hold %d sequences of %s at once, fewer than the %d it runs (max_num_seqs): vLLM allocates pages as sequences grow and, when they run out, preempts the last running sequence to recompute it later (vllm/v1/core/sched/scheduler.py); the latencies above assume none",
+		b.Memory.HeldSeqs, r.heldLengths(), b.SeqsEach)
 }
 
 // modelWarnings are what the serving command needs beyond its flags.

@@ -73,8 +73,8 @@ func (p Plan) writeBest(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nHBM per device: %v × %g = %v: weights %v, activations %v%s, KV cache %v\n",
 		m.Capacity, r.MemoryUtilization, m.Budget, m.Weights, m.Activations, states, m.KVCache)
-	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all), %d of %d+%d at once\n",
-		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP, m.HeldSeqs, r.PromptLen, r.OutputLen)
+	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all), %d of %s at once\n",
+		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP, m.HeldSeqs, strings.TrimSuffix(r.heldLengths(), " tokens"))
 	prefill := fmt.Sprintf("prefill %v, all-reduce %v, step overhead %v", secs(b.PrefillCompute), secs(b.PrefillAllReduce), secs(b.DecodeOverhead))
 	if b.PrefillSteps > 1 {
 		prefill = fmt.Sprintf("prefill in %d steps of at most %d tokens: compute %v, all-reduce %v, step overhead %d × %v",
