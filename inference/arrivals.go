@@ -67,13 +67,13 @@ func AtRate(r Request, tp, dp int) Layout {
 	for c > 0 && float64(c) > mean {
 		r.Concurrency = c * dp
 		l = Estimate(r, tp, dp)
-		if l.Fits {
+		if l.Fits && !l.Preempts {
 			break
 		}
-		c = min(c-1, l.Memory.MaxSeqs) // what the pages hold at this batch, or fewer
+		c = min(c-1, l.Memory.HeldSeqs) // what the pages hold at the requests' lengths at this batch, or fewer
 	}
 	l.Concurrency, l.MeanSeqs, l.MeanStep = n, mean, seconds(st.step)
-	if !l.Fits || float64(c) <= mean {
+	if !l.Fits || l.Preempts || float64(c) <= mean {
 		l.Fits = false
 		return l
 	}
@@ -101,9 +101,9 @@ func littleMean(r Request, tp, dp int) (int, steady, Layout) {
 	if !l.Fits {
 		return dp, steady{}, l
 	}
-	srv, cost := replica(r, l, VLLM, l.Memory.MaxSeqs, StepOverhead(VLLM))
+	srv, cost := replica(r, l, VLLM, l.Memory.HeldSeqs, StepOverhead(VLLM))
 	a := arrivals{rate: r.RequestRate / float64(dp), ttft: l.TTFT.Seconds(), prompt: r.PromptLen, output: r.OutputLen,
-		budget: r.MaxNumBatchedTokens, ranks: max(srv.Ranks, 1), limit: min(l.Memory.MaxSeqs, MaxConcurrency/dp)}
+		budget: r.MaxNumBatchedTokens, ranks: max(srv.Ranks, 1), limit: min(l.Memory.HeldSeqs, MaxConcurrency/dp)}
 	st, ok := a.steadyState(mixedStep(srv, cost, r.PromptLen+r.OutputLen/2))
 	n := int(math.Ceil(st.mean * float64(dp)))
 	l.Concurrency, l.Fits = n, ok

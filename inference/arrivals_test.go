@@ -3,7 +3,6 @@ package inference
 import (
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 )
@@ -88,39 +87,6 @@ func TestAtRateCap(t *testing.T) {
 	}
 }
 
-// TestAtRateShortOfCap: when a replica's pages hold more than the mean
-// but fewer than the cap, the layout runs at what they hold and says how
-// often an arrival then waits; when they hold no more than the mean, it
-// does not fit. Llama 3 70B at TP 2 × DP 4 on tpu7x-8 holds 16 sequences
-// of 8192 tokens a replica.
-func TestAtRateShortOfCap(t *testing.T) {
-	r := request(t)
-	holds := Estimate(r, 2, 4).Memory.MaxSeqs
-	short := 0
-	for _, rate := range []float64{0.25, 0.5, 0.75, 1, 1.25, 1.5} {
-		r.RequestRate = rate
-		l := AtRate(r, 2, 4)
-		switch {
-		case l.Fits && l.ShortOfCap:
-			short++
-			if l.SeqsEach > holds || float64(l.SeqsEach) <= l.MeanSeqs || l.FullOnArrival <= 1-AdmitQuantile ||
-				l.FullOnArrival != 1-poissonCDF(l.SeqsEach-1, l.MeanSeqs) {
-				t.Errorf("%g/s short of its cap: %d sequences a replica (pages hold %d, mean %.2f), full on arrival %g; want what the pages hold, above the mean, and the Poisson tail there above %g",
-					rate, l.SeqsEach, holds, l.MeanSeqs, l.FullOnArrival, 1-AdmitQuantile)
-			}
-		case l.Fits:
-			if l.SeqsEach != poissonQuantile(l.MeanSeqs, AdmitQuantile)+1 {
-				t.Errorf("%g/s: %d sequences a replica, want the cap %d", rate, l.SeqsEach, poissonQuantile(l.MeanSeqs, AdmitQuantile)+1)
-			}
-		case l.MeanSeqs != 0 && l.MeanSeqs < float64(holds)-1:
-			t.Errorf("%g/s does not fit though its mean %.2f is below the %d sequences the pages hold", rate, l.MeanSeqs, holds)
-		}
-	}
-	if short == 0 {
-		t.Errorf("no rate put TP 2 × DP 4 short of its cap (pages hold %d a replica); the test needs one", holds)
-	}
-}
-
 // TestSimulateAtRateCap serves the plan for 2 requests/s on tpu7x-8 in
 // the simulator (vLLM's scheduler, Poisson arrivals) at the max_num_seqs
 // the plan exports, with a 1 s TTFT SLO that the plan's 44 ms TTFT
@@ -148,27 +114,5 @@ func TestSimulateAtRateCap(t *testing.T) {
 	offered := r.RequestRate * float64(r.OutputLen)
 	if sim.TokensPerSecond < 0.95*offered {
 		t.Errorf("simulated %.0f output tokens/s at max_num_seqs %d, want the offered %.0f within 5 %% (the drain is about 3 %%)", sim.TokensPerSecond, p.Best.SeqsEach, offered)
-	}
-}
-
-// TestSearchShortOfCap: a plan whose replicas' pages hold fewer than the
-// cap warns how often an arrival waits and does not claim the cap in its
-// reasons; one that holds it says so in a reason. Llama 3 70B at TP 2 ×
-// DP 4 on tpu7x-8 holds 16 sequences a replica, short of the 17 that
-// 1.2 requests/s ask for (TestAtRateShortOfCap's kind); TP 8 holds 225.
-func TestSearchShortOfCap(t *testing.T) {
-	for _, c := range []struct {
-		tp, dp int
-		short  bool
-	}{{2, 4, true}, {8, 1, false}} {
-		r := request(t)
-		r.RequestRate, r.TP, r.DP = 1.2, c.tp, c.dp
-		r, p := searched(t, r)
-		warned := strings.Contains(strings.Join(p.Warnings, "\n"), "find it full and wait")
-		claimed := strings.Contains(strings.Join(p.Reasons, "\n"), "admits 99% of arrivals at once")
-		if p.Best.ShortOfCap != c.short || warned != c.short || claimed == c.short {
-			t.Errorf("TP %d × DP %d at %g/s: short of its cap %v, warned %v, reason claims the cap %v; want short %v\nreasons: %q\nwarnings: %q",
-				c.tp, c.dp, r.RequestRate, p.Best.ShortOfCap, warned, claimed, c.short, p.Reasons, p.Warnings)
-		}
 	}
 }

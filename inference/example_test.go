@@ -35,9 +35,9 @@ func ExampleSearch() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("TP %d × DP %d on %d chips, up to %d sequences per replica\n", p.Best.TP, p.Best.DP, p.Best.Chips, p.Best.Memory.MaxSeqs)
+	fmt.Printf("TP %d × DP %d on %d chips, pages for %d sequences of max_model_len per replica\n", p.Best.TP, p.Best.DP, p.Best.Chips, p.Best.Memory.MaxSeqs)
 	// Output:
-	// TP 8 × DP 1 on 4 chips, up to 219 sequences per replica
+	// TP 8 × DP 1 on 4 chips, pages for 219 sequences of max_model_len per replica
 }
 
 func ExampleActiveExperts() {
@@ -90,7 +90,7 @@ func ExampleSweepConcurrency() {
 	fmt.Printf("TP %d × DP %d: %d to %d sequences, ITL %v to %v\n", c.TP, c.DP, first.Concurrency, last.Concurrency,
 		first.ITL.Round(100_000), last.ITL.Round(100_000))
 	// Output:
-	// TP 8 × DP 1: 1 to 128 sequences, ITL 13.5ms to 17.9ms
+	// TP 8 × DP 1: 1 to 512 sequences, ITL 13.5ms to 35.4ms
 }
 
 func ExampleAtRate() {

@@ -5,11 +5,12 @@
 // parallelism of a mixture of experts, attention data parallelism under
 // latent attention), the HBM of one device (weights, the paged KV cache in
 // the attention kernel's layout, activations, the share
-// --gpu-memory-utilization leaves), the largest number of concurrent
-// sequences at the maximum model length, the prefill (in chunks of the
-// token budget, one a step) and decode rooflines with their collectives,
-// and the choice of a layout by an objective (throughput or latency)
-// under TTFT and ITL SLOs.
+// --gpu-memory-utilization leaves), whether vLLM starts a layout (its
+// pages hold one sequence of the maximum model length) and whether they
+// hold its sequences at the requests' lengths without preemption, the
+// prefill (in chunks of the token budget, one a step) and decode
+// rooflines with their collectives, and the choice of a layout by an
+// objective (throughput or latency) under TTFT and ITL SLOs.
 //
 // Sources, cited as [tag] below:
 //
@@ -228,6 +229,10 @@ type Memory struct {
 	// MaxSeqs is the most sequences of max-model-len tokens whose pages
 	// fit in one replica.
 	MaxSeqs int `json:"max_seqs_at_max_model_len"`
+	// HeldSeqs is the most sequences of the requests' full length,
+	// prompt_len + output_len tokens (or the longest request's,
+	// Request.SeqTokens), whose pages fit in one replica at once (holds).
+	HeldSeqs int `json:"held_seqs_at_request_len"`
 }
 
 // Layout is one way to serve the model.
@@ -261,8 +266,14 @@ type Layout struct {
 	FullOnArrival float64       `json:"full_on_arrival_fraction,omitempty"`
 	ShortOfCap    bool          `json:"short_of_cap,omitempty"`
 	Memory        Memory        `json:"memory"`
-	// Fits: the requested concurrency fits in every replica's pages.
+	// Fits: vLLM starts the layout: a scheduler's pages hold one
+	// sequence of max_model_len tokens (fitsOne). max_num_seqs is a cap
+	// of the scheduler, not pages reserved.
 	Fits bool `json:"fits"`
+	// Preempts: the layout fits but its pages do not hold its
+	// sequences at their full length at once (holds), so vLLM preempts
+	// running sequences to recompute them later when the pages run out.
+	Preempts bool `json:"preempts,omitempty"`
 	// Misses lists the SLOs the layout misses ("ITL 13.7 ms > 9 ms").
 	Misses []string `json:"misses_slo"`
 	// The rooflines of one replica at its share of the concurrency.
@@ -314,7 +325,9 @@ type Plan struct {
 	Warnings   []string
 }
 
-// ErrNoFit is returned when no layout holds the requested concurrency.
+// ErrNoFit is returned when vLLM would start no layout (the weights leave
+// no room, or no scheduler's pages hold one sequence of max_model_len
+// tokens), or, under a request rate, none keeps up with it.
 var ErrNoFit = errors.New("no layout fits")
 
 // Estimate costs one layout of tp devices a replica and dp replicas. tp
@@ -364,11 +377,14 @@ func (r Request) memory(l *Layout) {
 	if r.Model.MLA() {
 		m.BlockSize = mlaPageSize
 	}
+	// a scheduler's pages: the device's, each attention shard holding
+	// whole sequences [ti-dps]
 	pages := int(m.KVCache / (m.KVPerToken * unit.Bytes(m.BlockSize)))
 	perSeq := ceilDiv(r.MaxModelLen, m.BlockSize)
-	// each attention shard holds whole sequences
 	m.Pages, m.MaxSeqs = l.AttentionDP*pages, l.AttentionDP*(pages/perSeq)
-	l.Fits = m.MaxSeqs >= l.SeqsEach
+	m.HeldSeqs = l.AttentionDP * (pages / ceilDiv(r.heldTokens(), m.BlockSize))
+	l.Fits = fitsOne(pages, perSeq)
+	l.Preempts = l.Fits && !holds(pages, m.BlockSize, l.SchedulerSeqs(), r.heldTokens())
 }
 
 // rooflines fills in l's prefill and decode times, the TTFT and the ITL

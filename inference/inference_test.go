@@ -197,9 +197,11 @@ func TestSearch(t *testing.T) {
 			t.Errorf("layout TP %d DP %d uses %d devices on %d chips, want all 8 on 4", l.TP, l.DP, l.Devices(), l.Chips)
 		}
 	}
-	r.Concurrency = 100000 / 2
-	if _, err := Search(r); !errors.Is(err, ErrNoFit) {
-		t.Errorf("50000 sequences of 8192 tokens on tpu7x-8: %v, want ErrNoFit", err)
+	// vLLM starts a server whose pages hold one sequence of max_model_len
+	// tokens and preempts when they run out: 50000 sequences fit and preempt
+	r.Concurrency, r.MaxNumBatchedTokens = 100000/2, 1<<16
+	if p, err := Search(r); err != nil || !p.Best.Fits || !p.Best.Preempts {
+		t.Errorf("50000 sequences of 1024+1024 tokens on tpu7x-8: %v, fits %v, preempts %v; want a plan that fits and preempts", err, p.Best.Fits, p.Best.Preempts)
 	}
 }
 
@@ -386,9 +388,11 @@ func TestMaxNumSeqs(t *testing.T) {
 			t.Errorf("TP %d DP %d: %d sequences a replica, %d in all; want 24, %d", l.TP, l.DP, l.SeqsEach, l.Concurrency, 24*l.DP)
 		}
 	}
-	r.MaxNumSeqs = MaxConcurrency
-	if _, err := Search(r); !errors.Is(err, ErrNoFit) || !strings.Contains(err.Error(), "max_num_seqs") {
-		t.Errorf("%d sequences a replica: %v, want ErrNoFit naming max_num_seqs", MaxConcurrency, err)
+	// max_num_seqs caps the scheduler and reserves no pages: the most a
+	// replica may run fits, preempting
+	r.MaxNumSeqs, r.MaxNumBatchedTokens = MaxConcurrency, MaxConcurrency
+	if p, err := Search(r); err != nil || !p.Best.Preempts || !strings.Contains(strings.Join(p.Warnings, "\n"), "preemption") {
+		t.Errorf("%d sequences a replica: %v, preempts %v, warnings %q; want a plan warning of preemption", MaxConcurrency, err, p.Best.Preempts, p.Warnings)
 	}
 }
 

@@ -140,14 +140,21 @@ func TestSteadyStateRanks(t *testing.T) {
 // HBM); tpu7x-16 at 8/s, TP 8 × DP 2 at 84 a replica, 5.9 s. Sized by the mixed
 // step, each plan's simulated mean TTFT is within the SLO, and its mean
 // step is the simulation's mean ITL within 5 % (at 4/s 23.3 ms planned,
-// 23.1 ms simulated). 8/s saturates tpu7x-8 (a step with a prompt's
-// chunk takes about 80 ms there) and is refused; tpu7x-16 serves it.
+// 23.1 ms simulated). With the fit rule at the requests' own lengths
+// (fit.go: TP 4's pages hold 345 sequences of 1024+1024 tokens, 86 of
+// max_model_len 8192), TP 4 × DP 2 serves 8/s on tpu7x-8 too (simulated
+// TTFT mean 246 ms, no preemption); 10/s saturates it and is refused.
+// On that layout the planned mean step, 53.1 ms, is 15 % above the
+// simulated mean ITL, 46.2 ms, a gap the 5 % check (established on TP 8)
+// does not cover: there the check is only that the plan errs high, so
+// that it does not size the server below its load.
 func TestSimulateAtRateMixed(t *testing.T) {
 	for _, c := range []struct {
-		tpu  string
-		rate float64
-		fits bool
-	}{{"tpu7x-8", 4, true}, {"tpu7x-8", 8, false}, {"tpu7x-16", 8, true}} {
+		tpu   string
+		rate  float64
+		fits  bool
+		close bool // the planned mean step within 5 % of the simulated ITL, else not below it
+	}{{"tpu7x-8", 4, true, true}, {"tpu7x-8", 8, true, false}, {"tpu7x-8", 10, false, false}, {"tpu7x-16", 8, true, true}} {
 		r := request(t)
 		r.Slice, r.RequestRate, r.TTFTSLO = slice(t, c.tpu), c.rate, time.Second
 		r, err := NewRequest(r)
@@ -173,7 +180,9 @@ func TestSimulateAtRateMixed(t *testing.T) {
 			t.Errorf("%s at %g/s: simulated TTFT mean %v at max_num_seqs %d (mean %.1f), want within the %v SLO",
 				c.tpu, c.rate, sim.TTFT.Mean, p.Best.SeqsEach, p.Best.MeanSeqs, r.TTFTSLO)
 		}
-		if d := math.Abs(p.Best.MeanStep.Seconds()/sim.ITL.Mean.Seconds() - 1); d > 0.05 {
+		if d := p.Best.MeanStep.Seconds()/sim.ITL.Mean.Seconds() - 1; !c.close && d < 0 {
+			t.Errorf("%s at %g/s: planned mean step %v below the simulated mean ITL %v", c.tpu, c.rate, p.Best.MeanStep, sim.ITL.Mean)
+		} else if d = math.Abs(d); c.close && d > 0.05 {
 			t.Errorf("%s at %g/s: planned mean step %v, simulated mean ITL %v (%.1f%% apart), want within 5%%",
 				c.tpu, c.rate, p.Best.MeanStep, sim.ITL.Mean, 100*d)
 		}

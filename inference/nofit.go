@@ -49,8 +49,10 @@ func (e *NoFitError) Unwrap() error { return ErrNoFit }
 // noFit says why no layout serves the request: when the weights (with
 // the activation buffers) leave no HBM for pages on every layout, what
 // they take and what a device may hold, and what would fit (weightsWhy);
-// when no layout holds one sequence's pages, what they need and what is
-// left (pagesWhy); else the most sequences any layout holds.
+// when no layout's pages hold one sequence of max_model_len tokens, what
+// they need and what is left (pagesWhy), the one rule vLLM refuses a
+// server by (fitsOne); else, under a request rate, that no layout vLLM
+// starts keeps up with it.
 func noFit(r Request, layouts []Layout) *NoFitError {
 	if why := weightsWhy(r, layouts); why != "" {
 		return &NoFitError{Why: why}
@@ -58,20 +60,10 @@ func noFit(r Request, layouts []Layout) *NoFitError {
 	if e := pagesWhy(r, layouts); e != nil {
 		return e
 	}
-	most := 0
-	for _, l := range layouts {
-		most = max(most, l.DP*l.Memory.MaxSeqs)
-	}
-	why := fmt.Sprintf("%d concurrent sequences of %d tokens do not fit on %s (at most %d do)", r.Concurrency, r.MaxModelLen, r.Slice.AcceleratorType(), most)
-	if r.MaxNumSeqs > 0 {
-		most = 0
-		for _, l := range layouts {
-			most = max(most, l.Memory.MaxSeqs)
-		}
-		why = fmt.Sprintf("%d sequences of %d tokens a replica (max_num_seqs) do not fit on %s (at most %d do)", r.MaxNumSeqs, r.MaxModelLen, r.Slice.AcceleratorType(), most)
-	}
+	why := fmt.Sprintf("no layout of %s serves %d concurrent sequences of %d+%d tokens", r.Slice.AcceleratorType(), r.Concurrency, r.PromptLen, r.OutputLen)
 	if r.RequestRate > 0 {
-		why = fmt.Sprintf("%g requests/s of %d+%d tokens saturate %s: at the mean step with the arriving prompts' chunks they keep more sequences at once than fit (at most %d do), or the steps cannot keep up", r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), most)
+		why = fmt.Sprintf("%g requests/s of %d+%d tokens saturate %s: at the mean step with the arriving prompts' chunks they keep more sequences at once than the pages hold at the requests' lengths or than the %d accepted, or the steps cannot keep up",
+			r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), MaxConcurrency)
 	}
 	return &NoFitError{Why: why}
 }
@@ -86,8 +78,8 @@ func pagesWhy(r Request, layouts []Layout) *NoFitError {
 	var need, left unit.Bytes
 	for _, l := range layouts {
 		m := l.Memory
-		if m.MaxSeqs > 0 {
-			return nil
+		if l.Fits || m.MaxSeqs > 0 {
+			return nil // one sequence fits (fitsOne): the layout failed on its load
 		}
 		n := unit.Bytes(ceilDiv(r.MaxModelLen, m.BlockSize)*m.BlockSize) * m.KVPerToken
 		if best.TP == 0 || float64(m.KVCache)/float64(n) > float64(left)/float64(need) {

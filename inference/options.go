@@ -115,6 +115,9 @@ func ParseOptions(o Options) (Question, error) {
 	if q.Mix, err = o.mix(r); err != nil {
 		return Question{}, err
 	}
+	if o.Histogram != nil || o.LengthMix != "fixed" {
+		q.Request.SeqTokens = q.Mix.Longest() // the plan's preemption check, at the mix's longest request
+	}
 	if o.NumRequests < 1 || o.NumRequests > MaxSimRequests {
 		return Question{}, badInt("num_requests", o.NumRequests, fmt.Sprintf("1 to %d", MaxSimRequests))
 	}

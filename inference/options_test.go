@@ -95,8 +95,9 @@ func FuzzParseOptions(f *testing.F) {
 }
 
 // TestSweepConcurrency: each curve's points are Estimate at rising
-// concurrency, all fitting, the layout's own concurrency among them, and
-// the next power of two past the last no longer fits; output tokens/s
+// concurrency, all held by the pages without preemption, the layout's own
+// concurrency among them, and the next power of two past the last no
+// longer held; output tokens/s
 // never falls as the batch grows (decode reads the weights once a step).
 func TestSweepConcurrency(t *testing.T) {
 	q, err := ParseOptions(DefaultOptions())
@@ -114,8 +115,8 @@ func TestSweepConcurrency(t *testing.T) {
 		}
 		own := false
 		for i, l := range c.Points {
-			if !l.Fits {
-				t.Errorf("TP %d DP %d: point %d (concurrency %d) does not fit", c.TP, c.DP, i, l.Concurrency)
+			if !l.Fits || l.Preempts {
+				t.Errorf("TP %d DP %d: point %d (concurrency %d): fits %v, preempts %v; want held", c.TP, c.DP, i, l.Concurrency, l.Fits, l.Preempts)
 			}
 			own = own || l.Concurrency == r.Concurrency
 			if i > 0 && (l.Concurrency <= c.Points[i-1].Concurrency || l.TokensPerSecond < c.Points[i-1].TokensPerSecond) {
@@ -130,11 +131,11 @@ func TestSweepConcurrency(t *testing.T) {
 		}
 		rr := r
 		rr.Concurrency = next
-		if next <= MaxConcurrency && Estimate(rr, c.TP, c.DP).Fits {
-			t.Errorf("TP %d DP %d: stops at %d, but %d fits", c.TP, c.DP, last, next)
+		if l := Estimate(rr, c.TP, c.DP); next <= MaxConcurrency && l.Fits && !l.Preempts {
+			t.Errorf("TP %d DP %d: stops at %d, but %d is held", c.TP, c.DP, last, next)
 		}
-		if fitsOwn := Estimate(r, c.TP, c.DP).Fits; fitsOwn != own {
-			t.Errorf("TP %d DP %d: own concurrency %d among the points = %v, want %v (whether it fits)", c.TP, c.DP, r.Concurrency, own, fitsOwn)
+		if l := Estimate(r, c.TP, c.DP); (l.Fits && !l.Preempts) != own {
+			t.Errorf("TP %d DP %d: own concurrency %d among the points = %v, want %v (whether it is held)", c.TP, c.DP, r.Concurrency, own, !own)
 		}
 	}
 }

@@ -118,8 +118,13 @@ type Request struct {
 	RequestRate float64
 	PromptLen   int // tokens per request
 	OutputLen   int // tokens per request
-	Weights     Dtype
-	KVCache     Dtype
+	// SeqTokens, when set, is the tokens a sequence is counted at when
+	// its pages are checked for preemption (holds): the longest request
+	// of the load, prompt and output (ParseOptions sets it from a length
+	// mix's Longest). 0: PromptLen + OutputLen, every request's.
+	SeqTokens int
+	Weights   Dtype
+	KVCache   Dtype
 	// KVCacheDtype is vLLM's --kv-cache-dtype as given (one of
 	// KVCacheDtypes). When set, NewRequest sets KVCache from it; when
 	// empty, NewRequest sets it to the value that stores KVCache (auto
@@ -231,6 +236,9 @@ func NewRequest(r Request) (Request, error) {
 	}
 	if r.OutputLen < 1 || r.PromptLen+r.OutputLen > r.MaxModelLen {
 		return Request{}, badInt("output_len", r.OutputLen, fmt.Sprintf("1 to %d (max_model_len %d less prompt_len %d)", r.MaxModelLen-r.PromptLen, r.MaxModelLen, r.PromptLen))
+	}
+	if r.SeqTokens < 0 || r.SeqTokens > r.MaxModelLen {
+		return Request{}, badInt("seq_tokens", r.SeqTokens, fmt.Sprintf("0 (prompt_len + output_len) or 1 to %d (max_model_len)", r.MaxModelLen))
 	}
 	if err := r.dtypes(); err != nil {
 		return Request{}, err

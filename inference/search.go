@@ -33,7 +33,9 @@ func Candidates(r Request) [][2]int {
 	return out
 }
 
-// better orders two layouts for r: those that fit first, then (under a
+// better orders two layouts for r: those that fit first, then those
+// whose pages hold their sequences without preemption (of two that
+// preempt, the one whose replicas' pages hold the most), then (under a
 // request rate) those whose pages hold the cap AtRate sizes them for,
 // then those that meet the SLOs, then by the objective (throughput: the most output
 // tokens/s per chip, then the least ITL; latency: the least ITL, then
@@ -44,6 +46,12 @@ func Candidates(r Request) [][2]int {
 func (r Request) better(a, b Layout) bool {
 	if a.Fits != b.Fits {
 		return a.Fits
+	}
+	if a.Preempts != b.Preempts {
+		return b.Preempts // the rooflines assume no preemption
+	}
+	if ha, hb := a.DP*a.Memory.HeldSeqs, b.DP*b.Memory.HeldSeqs; a.Preempts && ha != hb {
+		return ha > hb // both preempt: the one whose pages hold the most
 	}
 	if a.ShortOfCap != b.ShortOfCap {
 		return b.ShortOfCap // under a rate, the layouts whose pages hold the cap
@@ -104,6 +112,9 @@ func Search(r Request) (Plan, error) {
 		p.Reasons = append(p.Reasons, admitReason(r, b))
 	}
 	p.Reasons = append(p.Reasons, chipsReason(r, b))
+	if b.Preempts {
+		p.Warnings = append(p.Warnings, preemptWarning(r, b))
+	}
 	if p.BestEffort {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("no layout meets %s at %d concurrent sequences: best effort shown, which misses %s", r.slos(), b.Concurrency, strings.Join(b.Misses, " and ")))
 	}
@@ -206,7 +217,15 @@ func shardReason(r Request, b Layout) string {
 			heads += fmt.Sprintf("; the %d routed experts split along their width (a decode step of %d sequences touching %.1f a layer)", m.Experts, b.SeqsEach, b.ActiveExperts)
 		}
 	}
-	return fmt.Sprintf("%s; each device holds %v of weights, and the replica pages for %d sequences of %d tokens", heads, b.Memory.Weights, b.Memory.MaxSeqs, r.MaxModelLen)
+	return fmt.Sprintf("%s; each device holds %v of weights, and the replica's pages hold %d sequences of %s at once (%d of max_model_len %d, of which vLLM needs one to start)",
+		heads, b.Memory.Weights, b.Memory.HeldSeqs, r.heldLengths(), b.Memory.MaxSeqs, r.MaxModelLen)
+}
+
+// preemptWarning says that b's pages do not hold its sequences at their
+// full length at once, so that vLLM preempts some of them [v-alloc].
+func preemptWarning(r Request, b Layout) string {
+	return fmt.Sprintf("preemption: a replica's pages hold %d sequences of %s at once, fewer than the %d it runs (max_num_seqs): vLLM allocates pages as sequences grow and, when they run out, preempts the last running sequence to recompute it later (vllm/v1/core/sched/scheduler.py); the latencies above assume none",
+		b.Memory.HeldSeqs, r.heldLengths(), b.SeqsEach)
 }
 
 // modelWarnings are what the serving command needs beyond its flags.

@@ -5,8 +5,9 @@ package inference
 type Curve struct {
 	TP, DP int
 	// Points are the layout at concurrency 1, 2, 4, … up to the most
-	// whose pages fit (the last point fits; twice it does not, or it is
-	// MaxConcurrency), with the layout's own concurrency in its place.
+	// its pages hold at the requests' lengths without preemption (the
+	// last point holds; twice it does not, or it is MaxConcurrency), with
+	// the layout's own concurrency in its place.
 	Points []Layout
 }
 
@@ -30,14 +31,16 @@ func SweepConcurrency(r Request, layouts []Layout) []Curve {
 }
 
 // Levels are the concurrencies SweepConcurrency costs layout l at: the
-// powers of two from 1 while its pages hold them (at most
-// MaxConcurrency), with l's own concurrency among them when it fits.
+// powers of two from 1 while its pages hold them at the requests'
+// lengths without preemption (at most MaxConcurrency), with l's own
+// concurrency among them when they hold it.
 func Levels(r Request, l Layout) []int {
 	tp, dp := l.TP, l.DP
 	var out []int
 	fits := func(n int) bool {
 		r.Concurrency, r.RequestRate, r.MaxNumSeqs = n, 0, 0
-		return Estimate(r, tp, dp).Fits
+		l := Estimate(r, tp, dp)
+		return l.Fits && !l.Preempts
 	}
 	own := l.Concurrency
 	for n := 1; n <= MaxConcurrency && fits(n); n *= 2 {

@@ -73,8 +73,8 @@ func (p Plan) writeBest(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nHBM per device: %v × %g = %v: weights %v, activations %v%s, KV cache %v\n",
 		m.Capacity, r.MemoryUtilization, m.Budget, m.Weights, m.Activations, states, m.KVCache)
-	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all)\n",
-		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP)
+	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all), %d of %s at once\n",
+		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP, m.HeldSeqs, strings.TrimSuffix(r.heldLengths(), " tokens"))
 	prefill := fmt.Sprintf("prefill %v, all-reduce %v, step overhead %v", secs(b.PrefillCompute), secs(b.PrefillAllReduce), secs(b.DecodeOverhead))
 	if b.PrefillSteps > 1 {
 		prefill = fmt.Sprintf("prefill in %d steps of at most %d tokens: compute %v, all-reduce %v, step overhead %d × %v",
@@ -86,21 +86,30 @@ func (p Plan) writeBest(w io.Writer) {
 	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n\n", b.TokensPerSecond, b.PerChip)
 }
 
-// writeLayouts writes every layout considered, one row each.
+// writeLayouts writes every layout considered, one row each: whether
+// vLLM starts it (fits), the sequences its pages hold at the requests'
+// lengths across its replicas, and whether it preempts.
 func (p Plan) writeLayouts(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "TP\tEP\tDP\tchips\tfits\tmax seqs\tTTFT\tITL\ttok/s/chip\t")
+	fmt.Fprintln(tw, "TP\tEP\tDP\tchips\tfits\theld seqs\tTTFT\tITL\ttok/s/chip\t")
 	for _, l := range p.Layouts {
-		slo := ""
+		var notes []string
+		if l.Preempts {
+			notes = append(notes, "preempts")
+		}
 		if len(l.Misses) > 0 {
-			slo = "  misses " + strings.Join(l.Misses, ", ")
+			notes = append(notes, "misses "+strings.Join(l.Misses, ", "))
+		}
+		slo := ""
+		if len(notes) > 0 {
+			slo = "  " + strings.Join(notes, "; ")
 		}
 		ttft, itl, tps := secs(l.TTFT).String(), secs(l.ITL).String(), fmt.Sprintf("%.0f", l.PerChip)
 		if !l.Fits {
 			// the load does not fit its pages: it cannot run at it
 			ttft, itl, tps = "n/a", "n/a", "n/a"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%v\t%d\t%s\t%s\t%s\t%s\n", l.TP, l.EP, l.DP, l.Chips, l.Fits, l.DP*l.Memory.MaxSeqs, ttft, itl, tps, slo)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%v\t%d\t%s\t%s\t%s\t%s\n", l.TP, l.EP, l.DP, l.Chips, l.Fits, l.DP*l.Memory.HeldSeqs, ttft, itl, tps, slo)
 	}
 	return tw.Flush()
 }

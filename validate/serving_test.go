@@ -572,3 +572,44 @@ func rowsWhere(t *testing.T, keep func(ServingRow) bool) ([]ServingRow, []infere
 	}
 	return out, reqs
 }
+
+// TestServingFitAgreesWithInference: validate --serving and shardlab
+// inference decide whether a row's server fits by one rule, inference's
+// (Layout.Fits: vLLM starts a server whose pages hold one sequence of
+// max_model_len tokens), whatever sequences each runs: validate costs a
+// row at its clients' concurrency, shardlab inference at its
+// max_num_seqs a replica (the row's, or its concurrency when it sets
+// none), each at the row's tensor-parallel size and replicas.
+func TestServingFitAgreesWithInference(t *testing.T) {
+	rows, err := ServingRows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := EvaluateServing(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range rep.Results {
+		row := res.Row
+		if !res.Modelled {
+			continue
+		}
+		req, err := row.Request()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs := row.MaxNumSeqs * row.schedulers()
+		if seqs == 0 {
+			seqs = (row.Workload.Concurrency + row.DP - 1) / row.DP
+		}
+		req.MaxNumSeqs, req.DP, req.Concurrency = seqs, row.DP, 0
+		req.MaxNumBatchedTokens = max(req.MaxNumBatchedTokens, seqs) // the budget's own rule is not the fit's
+		if req, err = inference.NewRequest(req); err != nil {
+			t.Fatalf("%s: %v", row.ID, err)
+		}
+		_, err = inference.Search(req)
+		if refused := errors.Is(err, inference.ErrNoFit); refused != res.Refused() || (err != nil && !refused) {
+			t.Errorf("%s: shardlab inference at max_num_seqs %d: %v; validate refused %v", row.ID, seqs, err, res.Refused())
+		}
+	}
+}

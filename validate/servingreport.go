@@ -34,7 +34,7 @@ budget, paged KV cache, preemption, tpu-inference's padding; JetStream: one prom
 all slots attending the whole cache) at the row's TP, concurrency (a closed loop of clients), prompts and mean lengths; each step
 costs its matmul roofline, then the attention's KV read and decode queries' MXU passes, the TP all-reduces and the engine's
 fixed step time (fitted on the calibration rows only: vllm %v, jetstream %v). An int8 KV cache is costed as one byte.
-error = (predicted - published) / published output tokens/s; a row is refused when its sequences do not fit the KV cache.
+error = (predicted - published) / published output tokens/s; a row is refused when its KV cache does not hold one sequence of its max_model_len (vLLM's start-up check).
 
 `
 

@@ -101,8 +101,8 @@ func TestInferenceBadInput(t *testing.T) {
 		t.Errorf("gemma4-31b at 262144 tokens on v6e-4: exit %d, %q; want 1, one sequence's pages and --max-model-len", code, errOut)
 	}
 	// a question with no answer is exit 1, not a usage error
-	if _, errOut, code := runCmd("inference", "--concurrency", "60000"); code != 1 || !strings.Contains(errOut, "no layout fits") {
-		t.Errorf("60000 sequences: exit %d, %q; want 1 and no layout fits", code, errOut)
+	if _, errOut, code := runCmd("inference", "--model", "llama3-405b", "--tpu", "tpu7x-8"); code != 1 || !strings.Contains(errOut, "no layout fits") {
+		t.Errorf("llama3-405b on tpu7x-8: exit %d, %q; want 1 and no layout fits", code, errOut)
 	}
 }
 
