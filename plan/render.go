@@ -222,6 +222,15 @@ type MemoryJSON struct {
 	XLARecomputes bool  `json:"xla_recomputes"`
 }
 
+// StepOf is a step's time by part as StepJSON spells it, in seconds: the
+// one mapping plan --json and validate's step-time report use.
+func StepOf(t cost.Time) StepJSON {
+	return StepJSON{Compute: t.Compute.Seconds(), Matmuls: t.MXU.Seconds(), Attention: t.Attention.Seconds(),
+		Vector: t.Vector.Seconds(), Optimizer: t.Optimizer.Seconds(), Offload: t.Offload.Seconds(),
+		ICI: t.ICI.Seconds(), Contention: t.Contention.Seconds(), DCN: t.DCN.Seconds(), Sync: t.Sync.Seconds(),
+		Bubble: t.Bubble.Seconds(), Total: t.Step.Seconds()}
+}
+
 // StepJSON is the step time split, in seconds.
 type StepJSON struct {
 	Compute   float64 `json:"compute_s"`
@@ -302,10 +311,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 			Peak: e.Memory.Peak, Phases: e.Memory.Phases,
 		},
 		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), HostOffloaded: int64(e.Memory.Host), HostRAM: int64(e.Memory.HostUsable), Fits: e.Memory.Fits(), MaxMicroBatch: p.MaxMicroBatch, MaxMicroBatchBound: boundJSON(p.MaxMicroBatchBound),
-		Step: StepJSON{Compute: e.Time.Compute.Seconds(), Matmuls: e.Time.MXU.Seconds(), Attention: e.Time.Attention.Seconds(),
-			Vector: e.Time.Vector.Seconds(), Optimizer: e.Time.Optimizer.Seconds(), Offload: e.Time.Offload.Seconds(),
-			ICI: e.Time.ICI.Seconds(), Contention: e.Time.Contention.Seconds(), DCN: e.Time.DCN.Seconds(), Sync: e.Time.Sync.Seconds(),
-			Bubble: e.Time.Bubble.Seconds(), Total: e.Time.Step.Seconds()},
+		Step:   StepOf(e.Time),
 		Bubble: e.Bubble, MFU: e.MFU, MFUPeak: string(hw.BF16), QuantizedMFU: e.QuantizedMFU, MFUCausal: e.Job.CausalFLOPs, MFUOther: e.MFUOther, HFU: e.HFU, Efficiency: e.Job.EfficiencyFor(ms.Slice.Chip), MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
 		DCNBytes: int64(e.DCNBytesPerStep), ICIBytesChip: int64(e.ICIBytesPerChip),

@@ -54,12 +54,7 @@ type StepRowJSON struct {
 func (s StepTimes) JSON() StepTimesJSON {
 	out := StepTimesJSON{Rows: []StepRowJSON{}}
 	for _, r := range s.Results {
-		t := r.Estimate.Time
-		out.Rows = append(out.Rows, StepRowJSON{ID: r.Run.ID,
-			Step: plan.StepJSON{Compute: t.Compute.Seconds(), Matmuls: t.MXU.Seconds(), Attention: t.Attention.Seconds(),
-				Vector: t.Vector.Seconds(), Optimizer: t.Optimizer.Seconds(), Offload: t.Offload.Seconds(),
-				ICI: t.ICI.Seconds(), Contention: t.Contention.Seconds(), DCN: t.DCN.Seconds(), Sync: t.Sync.Seconds(),
-				Bubble: t.Bubble.Seconds(), Total: t.Step.Seconds()},
+		out.Rows = append(out.Rows, StepRowJSON{ID: r.Run.ID, Step: plan.StepOf(r.Estimate.Time),
 			MXU: r.Estimate.MXUEfficiency, GlobalBatch: r.Estimate.Job.GlobalBatch})
 	}
 	return out
