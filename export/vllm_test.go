@@ -76,6 +76,10 @@ func TestCheckVLLMServeRefuses(t *testing.T) {
 		{"env", "NEW_MODEL_DESIGN=0", "vllm", "serve", "m", "--additional-config", `{"sharding":{"sharding_strategy":{"enable_dp_attention":true}}}`},
 		{"env", "NEW_MODEL_DESIGN", "vllm", "serve", "m"},
 		{"env", "vllm", "run", "m"},
+		// vLLM parses --additional-config as a JSON object (json.loads):
+		// a malformed one is refused, not read as attention DP off
+		{"vllm", "serve", "m", "--additional-config", `{"sharding":`},
+		{"vllm", "serve", "m", "--additional-config", `[1]`},
 	} {
 		if _, err := CheckVLLMServe(args); err == nil {
 			t.Errorf("CheckVLLMServe(%q) accepted", args)

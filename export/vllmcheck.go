@@ -67,7 +67,11 @@ func CheckVLLMServe(args []string) (map[string]string, error) {
 	if err := checkVLLMOptions(args, seen); err != nil {
 		return nil, err
 	}
-	if dpAttention(seen["--additional-config"]) && !envTrue(seen[newModelDesign]) {
+	dp, err := dpAttention(seen["--additional-config"])
+	if err != nil {
+		return nil, err
+	}
+	if dp && !envTrue(seen[newModelDesign]) {
 		return nil, fmt.Errorf("export: vllm serve: enable_dp_attention with %s=%q, want %s=1: tpu-inference refuses attention data parallelism without it (layers/common/sharding.py @b8692ff0)",
 			newModelDesign, seen[newModelDesign], newModelDesign)
 	}
@@ -76,7 +80,9 @@ func CheckVLLMServe(args []string) (map[string]string, error) {
 
 // dpAttention reports whether an --additional-config JSON value turns on
 // tpu-inference's attention data parallelism.
-func dpAttention(config string) bool {
+// A value that is not a JSON object is refused, as vLLM refuses it
+// (its --additional-config is parsed with json.loads into a dict).
+func dpAttention(config string) (bool, error) {
 	var c struct {
 		Sharding struct {
 			Strategy struct {
@@ -84,7 +90,13 @@ func dpAttention(config string) bool {
 			} `json:"sharding_strategy"`
 		} `json:"sharding"`
 	}
-	return config != "" && json.Unmarshal([]byte(config), &c) == nil && c.Sharding.Strategy.DPAttention
+	if config == "" {
+		return false, nil
+	}
+	if err := json.Unmarshal([]byte(config), &c); err != nil {
+		return false, fmt.Errorf("export: vllm serve: --additional-config %q: %v, want a JSON object", config, err)
+	}
+	return c.Sharding.Strategy.DPAttention, nil
 }
 
 // envTrue is tpu-inference's env_bool: "1" or "true" in any case.
