@@ -32,8 +32,9 @@ import (
 // and TTFT an arriving prompt's at the load, from the same rounds
 // (meanFirst, below): its wait for the round in progress, the step
 // async scheduling has already scheduled, and its prompt's chunks behind
-// those of the prompts that arrived before it in its round. Each step then computes N decode tokens and,
-// on average, λ·t·P prompt tokens, so at any fixed point the replica's
+// those of the prompts that arrived before it in its round. Each step
+// then computes N decode tokens and, on average, λ·t·P prompt tokens,
+// so at any fixed point the replica's
 // token throughput, (N + λ·t·P)/t = λ·(P + L_out) + λ·TTFT/t, exceeds
 // what arrives, λ·(P + L_out): a fixed point is a steady state that keeps
 // up.
@@ -262,7 +263,9 @@ func mixedStep(srv Server, cost func(Batch) time.Duration, ctx int) stepTime {
 // Given T_k, M and j, its point in its arrival round is Beta(j+1,
 // M−j+1) distributed (uniform, conditioned on j of M before it), and
 // its wait for the round's end T_k·(1 − that): on average
-// T_k·(M−j+1)/(M+2).
+// T_k·(M−j+1)/(M+2). On a replica of DP ranks the batch is dealt to the
+// ranks in turn as it is, not in whole groups of one a rank, and the DP
+// scheduler's wait for a group (expect) is not counted.
 
 // promptEnds is, for a round that prefills k prompts alongside decode
 // sequences, the time from the round's start to the end of the step
@@ -324,12 +327,15 @@ func (a arrivals) batches(step stepTime, decode int, rs rounds, fn func(w, round
 // time to the step that ends its prompt.
 func (a arrivals) meanFirst(step stepTime, decode int, rs rounds, t float64) float64 {
 	sum := 0.0
-	a.batches(step, decode, rs, func(w, round float64, ends []float64) {
+	if rs.time > 0 {
+		sum = rs.time2 / (2 * rs.time) // the wait for the round in progress
+	}
+	a.batches(step, decode, rs, func(w, _ float64, ends []float64) {
 		e := 0.0
 		for _, x := range ends {
 			e += x
 		}
-		sum += w * (round/2 + e/float64(len(ends)))
+		sum += w * e / float64(len(ends))
 	})
 	if a.async {
 		sum += t
