@@ -50,9 +50,15 @@ type LayoutJSON struct {
 	// probability that an arrival finds its replica's
 	// sequences_per_replica all taken and waits (the Poisson tail at that
 	// cap, inference.AtRate). Absent otherwise.
-	MeanSeqs      *float64         `json:"mean_sequences_per_replica,omitempty"`
-	MeanStep      *float64         `json:"mean_step_s,omitempty"`
-	FullOnArrival *float64         `json:"full_on_arrival_fraction,omitempty"`
+	MeanSeqs      *float64 `json:"mean_sequences_per_replica,omitempty"`
+	MeanStep      *float64 `json:"mean_step_s,omitempty"`
+	FullOnArrival *float64 `json:"full_on_arrival_fraction,omitempty"`
+	// TTFTUnderLoad is, under a request rate, for a layout that fits, an
+	// arriving prompt's time to its first token at the load (its mean,
+	// which the TTFT SLO is checked against, and percentiles;
+	// inference.Layout.LoadTTFT); ttft_s is a lone prompt's on an idle
+	// replica. Absent otherwise.
+	TTFTUnderLoad *Percentiles     `json:"ttft_under_load_s,omitempty"`
 	Fits          bool             `json:"fits"`
 	MeetsSLO      bool             `json:"meets_slo"`
 	Misses        []string         `json:"misses_slo"`
@@ -84,11 +90,13 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
 		return &v
 	}
 	var mean, step, full *float64
+	var first *Percentiles
 	if p.Request.RequestRate > 0 && l.Fits {
 		mean, step, full = &l.MeanSeqs, new(l.MeanStep.Seconds()), &l.FullOnArrival
+		first = new(percentiles(l.LoadTTFT))
 	}
 	return LayoutJSON{
-		MeanSeqs: mean, MeanStep: step, FullOnArrival: full,
+		MeanSeqs: mean, MeanStep: step, FullOnArrival: full, TTFTUnderLoad: first,
 		TP: l.TP, DP: l.DP, EP: l.EP, AttentionDP: l.AttentionDP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
 		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
 		ActiveExperts: l.ActiveExperts, Memory: l.Memory,
@@ -142,11 +150,14 @@ type Percentiles struct {
 	P99  float64 `json:"p99"`
 }
 
+// percentiles is p in seconds.
+func percentiles(p inference.Percentiles) Percentiles {
+	return Percentiles{p.Mean.Seconds(), p.P50.Seconds(), p.P90.Seconds(), p.P99.Seconds()}
+}
+
 // Simulation is simulation s of lengths mix and seed as JSON.
 func Simulation(s inference.SimResult, mix inference.LengthMix, seed uint64) *SimJSON {
-	pc := func(p inference.Percentiles) Percentiles {
-		return Percentiles{p.Mean.Seconds(), p.P50.Seconds(), p.P90.Seconds(), p.P99.Seconds()}
-	}
+	pc := percentiles
 	return &SimJSON{Engine: s.Engine.String(), LengthMix: mix.String(), Seed: seed, Replicas: s.Replicas, Requests: s.Requests, OutputTokens: s.OutputTokens,
 		Steps: s.Steps, Preemptions: s.Preemptions, Duration: s.Duration.Seconds(), TokensPerSecond: s.TokensPerSecond, TTFT: pc(s.TTFT), ITL: pc(s.ITL)}
 }

@@ -111,12 +111,17 @@ func TestServingAtRateCap(t *testing.T) {
 	if full := *j.Layout.FullOnArrival; math.Abs(full-(1-cdf)) > 1e-12 {
 		t.Errorf("full_on_arrival_fraction %g, want P(N ≥ %d) = %g", full, c, 1-cdf)
 	}
-	// Little's law with the JSON's own mean step and TTFT: 2/s × (TTFT + 1024 × step)
-	if j.Layout.MeanStep == nil || j.Layout.TTFT == nil {
-		t.Fatalf("at 2 requests/s the layout has no mean_step_s or ttft_s")
+	// Little's law with the JSON's own mean step and TTFT at the load:
+	// 2/s × (TTFT + 1024 × step)
+	if j.Layout.MeanStep == nil || j.Layout.TTFTUnderLoad == nil {
+		t.Fatalf("at 2 requests/s the layout has no mean_step_s or ttft_under_load_s")
 	}
-	if want := 2 * (*j.Layout.TTFT + 1024**j.Layout.MeanStep); math.Abs(mean-want) > 1e-6*want {
-		t.Errorf("mean_sequences_per_replica %g, want 2/s × (ttft_s %g + 1024 × mean_step_s %g) = %g", mean, *j.Layout.TTFT, *j.Layout.MeanStep, want)
+	ttft := j.Layout.TTFTUnderLoad.Mean
+	if want := 2 * (ttft + 1024**j.Layout.MeanStep); math.Abs(mean-want) > 1e-6*want {
+		t.Errorf("mean_sequences_per_replica %g, want 2/s × (ttft_under_load_s.mean %g + 1024 × mean_step_s %g) = %g", mean, ttft, *j.Layout.MeanStep, want)
+	}
+	if ttft <= *j.Layout.TTFT {
+		t.Errorf("ttft_under_load_s.mean %g, want above the idle replica's ttft_s %g", ttft, *j.Layout.TTFT)
 	}
 	if j.Layout.SeqsPerReplica != got {
 		t.Errorf("sequences_per_replica %d, want the --max-num-seqs %d", j.Layout.SeqsPerReplica, got)

@@ -72,7 +72,7 @@ func AtRate(r Request, tp, dp int) Layout {
 		}
 		c = min(c-1, l.Memory.HeldSeqs) // what the pages hold at the requests' lengths at this batch, or fewer
 	}
-	l.Concurrency, l.MeanSeqs, l.MeanStep = n, mean, seconds(st.step)
+	l.Concurrency, l.MeanSeqs, l.MeanStep, l.LoadTTFT = n, mean, seconds(st.step), st.first
 	if !l.Fits || l.Preempts || float64(c) <= mean {
 		l.Fits = false
 		return l
@@ -102,8 +102,8 @@ func littleMean(r Request, tp, dp int) (int, steady, Layout) {
 		return dp, steady{}, l
 	}
 	srv, cost := replica(r, l, VLLM, l.Memory.HeldSeqs, StepOverhead(VLLM))
-	a := arrivals{rate: r.RequestRate / float64(dp), ttft: l.TTFT.Seconds(), prompt: r.PromptLen, output: r.OutputLen,
-		budget: r.MaxNumBatchedTokens, ranks: max(srv.Ranks, 1), limit: min(l.Memory.HeldSeqs, MaxConcurrency/dp)}
+	a := arrivals{rate: r.RequestRate / float64(dp), prompt: r.PromptLen, output: r.OutputLen, budget: r.MaxNumBatchedTokens,
+		ranks: max(srv.Ranks, 1), limit: min(l.Memory.HeldSeqs, MaxConcurrency/dp), async: srv.AsyncScheduling}
 	st, ok := a.steadyState(mixedStep(srv, cost, r.PromptLen+r.OutputLen/2))
 	n := int(math.Ceil(st.mean * float64(dp)))
 	l.Concurrency, l.Fits = n, ok

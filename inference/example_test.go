@@ -105,8 +105,8 @@ func ExampleAtRate() {
 		return
 	}
 	l := inference.AtRate(r, 8, 1)
-	fmt.Printf("%.1f sequences on average at a mean step of %v; max_num_seqs %d, full on arrival %.2f%%; ITL %v\n",
-		l.MeanSeqs, l.MeanStep.Round(100_000), l.SeqsEach, 100*l.FullOnArrival, l.ITL.Round(100_000))
+	fmt.Printf("%.1f sequences on average at a mean step of %v; max_num_seqs %d, full on arrival %.2f%%; ITL %v; TTFT at the load %v, p99 %v\n",
+		l.MeanSeqs, l.MeanStep.Round(100_000), l.SeqsEach, 100*l.FullOnArrival, l.ITL.Round(100_000), l.LoadTTFT.Mean.Round(100_000), l.LoadTTFT.P99.Round(100_000))
 	// Output:
-	// 35.5 sequences on average at a mean step of 17.3ms; max_num_seqs 51, full on arrival 0.83%; ITL 15.3ms
+	// 35.6 sequences on average at a mean step of 17.3ms; max_num_seqs 51, full on arrival 0.88%; ITL 15.3ms; TTFT at the load 113.5ms, p99 218.6ms
 }

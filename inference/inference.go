@@ -300,6 +300,14 @@ type Layout struct {
 	ActiveExperts   float64 `json:"active_experts_per_moe_layer,omitempty"`
 	TokensPerSecond float64 `json:"output_tokens_per_s"`
 	PerChip         float64 `json:"output_tokens_per_s_per_chip"`
+
+	// LoadTTFT is, under a request rate, the time to the first token of
+	// an arriving prompt in a replica's steady state (steadyState): its
+	// wait for the step in progress, then its prompt's chunks in the
+	// steps beside the decodes and the other prompts that arrived with
+	// it; its mean is what Little's law and the TTFT SLO take. TTFT is a
+	// lone prompt's on an idle replica. Zero without a rate.
+	LoadTTFT Percentiles `json:"-"`
 }
 
 // Devices is the JAX devices the layout uses.
@@ -452,11 +460,21 @@ func (r Request) prefill(rc replicaCost, l *Layout) time.Duration {
 // misses lists the SLOs l misses.
 func (r Request) misses(l Layout) []string {
 	var out []string
-	if r.TTFTSLO > 0 && l.TTFT > r.TTFTSLO {
-		out = append(out, fmt.Sprintf("TTFT %v > %v", secs(l.TTFT), secs(r.TTFTSLO)))
+	ttft, itl := l.TTFT, l.ITL
+	if r.RequestRate > 0 {
+		// at the offered load (AtRate): the TTFT an arriving prompt sees,
+		// and the mean step with the arriving prompts' chunks, the ITL a
+		// decoding sequence sees on average
+		ttft = l.LoadTTFT.Mean
+		if l.MeanStep > 0 {
+			itl = l.MeanStep
+		}
 	}
-	if r.ITLSLO > 0 && l.ITL > r.ITLSLO {
-		out = append(out, fmt.Sprintf("ITL %v > %v", secs(l.ITL), secs(r.ITLSLO)))
+	if r.TTFTSLO > 0 && ttft > r.TTFTSLO {
+		out = append(out, fmt.Sprintf("TTFT %v > %v", secs(ttft), secs(r.TTFTSLO)))
+	}
+	if r.ITLSLO > 0 && itl > r.ITLSLO {
+		out = append(out, fmt.Sprintf("ITL %v > %v", secs(itl), secs(r.ITLSLO)))
 	}
 	return out
 }

@@ -293,9 +293,9 @@ func TestAtRate(t *testing.T) {
 	}
 	l := AtRate(r, 8, 1)
 	n := l.Concurrency
-	little := r.RequestRate * (l.TTFT.Seconds() + float64(r.OutputLen)*l.MeanStep.Seconds())
+	little := r.RequestRate * (l.LoadTTFT.Mean.Seconds() + float64(r.OutputLen)*l.MeanStep.Seconds())
 	if !l.Fits || n != int(math.Ceil(little)) || math.Abs(l.MeanSeqs-little) > 1e-6*little {
-		t.Errorf("AtRate(2/s) = %d sequences, mean %.3f (fits %v); rate × (TTFT + output × mean step %v) = %.3f", n, l.MeanSeqs, l.Fits, l.MeanStep, little)
+		t.Errorf("AtRate(2/s) = %d sequences, mean %.3f (fits %v); rate × (TTFT at the load %v + output × mean step %v) = %.3f", n, l.MeanSeqs, l.Fits, l.LoadTTFT.Mean, l.MeanStep, little)
 	}
 	least := 1
 	for need, _ := decodeOnly(least); float64(least) < need; need, _ = decodeOnly(least) {

@@ -28,9 +28,13 @@ import (
 // T_K is the round's time, the sum of its steps' times as Simulate costs
 // them (Server.batch, replica), and S_K its steps. Over many rounds the
 // mean step is t = E[T_K] / E[S_K] (renewal-reward), and Little's law
-// closes the loop: N = λ·(TTFT + L_out·t), with TTFT a lone prompt's and
-// L_out the output tokens. Each step then computes N decode tokens and,
-// on average, λ·t·P prompt tokens, so at any fixed point the replica's
+// closes the loop: N = λ·(TTFT + L_out·t), with L_out the output tokens
+// and TTFT an arriving prompt's at the load, from the same rounds
+// (meanFirst, below): its wait for the round in progress, the step
+// async scheduling has already scheduled, and its prompt's chunks behind
+// those of the prompts that arrived before it in its round. Each step
+// then computes N decode tokens and, on average, λ·t·P prompt tokens,
+// so at any fixed point the replica's
 // token throughput, (N + λ·t·P)/t = λ·(P + L_out) + λ·TTFT/t, exceeds
 // what arrives, λ·(P + L_out): a fixed point is a steady state that keeps
 // up.
@@ -42,9 +46,12 @@ import (
 // (stochastically) with λ·t, and N with t. Its iterates from 0 then rise
 // to its least fixed point, or, when it has none, past the sequences the
 // replica holds, where the rate is refused as saturated (the same holds
-// when the decode tokens leave no budget for a prompt). Rounds of several
-// steps are iterated the same way, and their convergence is tested
-// (TestSteadyStateChunked).
+// when the decode tokens leave no budget for a prompt). The TTFT is
+// iterated with t from 0, and is non-decreasing in t and N the same way
+// (its steps' times grow with N, its round's prompts with λ·t, and the
+// wait and the async step with the steps), so the joint map stays
+// monotone. Rounds of several steps are iterated the same way, and
+// their convergence is tested (TestSteadyStateChunked).
 
 // stepTime is the seconds of one step of a replica that decodes a token
 // of each of decode sequences and computes the prompt chunks prefill, of
@@ -56,19 +63,21 @@ type stepTime func(decode int, prefill []work, rankTokens, rankPrompts int) floa
 // state is found from.
 type arrivals struct {
 	rate           float64 // requests a second to the replica, a Poisson process
-	ttft           float64 // seconds: a lone prompt's time to its first token
 	prompt, output int     // tokens a request
 	budget         int     // max_num_batched_tokens of a scheduler
 	ranks          int     // the replica's schedulers (DP ranks; 1: one)
 	limit          int     // the most sequences the replica holds
+	async          bool    // vLLM's async scheduling: a step is scheduled while the one before it runs [v-async]
 }
 
 // steady is a replica's steady state: the mean sequences in it (Little's
-// law), its mean step and round in seconds, and the iterations that
-// found them.
+// law), its mean step and round in seconds, an arriving prompt's time
+// to its first token (ttft its mean, first its distribution) and the
+// iterations that found them.
 type steady struct {
-	mean, step, round float64
-	iterations        int
+	mean, step, round, ttft float64
+	first                   Percentiles
+	iterations              int
 }
 
 // maxIterations bounds steadyState's iterations.
@@ -77,68 +86,100 @@ const maxIterations = 1000
 // steadyState is the least fixed point of a's rounds with steps of time
 // step, and false when there is none below a.limit sequences (the rate
 // saturates the replica) or the iterations do not settle to within a
-// billionth.
+// billionth. Little's law takes the TTFT under the load (meanFirst),
+// iterated jointly with the step and the round from 0.
 func (a arrivals) steadyState(step stepTime) (steady, bool) {
-	var t, r float64 // the mean step and round
+	var t, r, ttft float64 // the mean step, round and TTFT
 	n := -1
 	for i := 1; i <= maxIterations; i++ {
-		mean := a.rate * (a.ttft + float64(a.output)*t)
+		mean := a.rate * (ttft + float64(a.output)*t)
 		next := int(math.Ceil(mean))
 		if next > a.limit || a.rate*r > float64(a.limit) {
-			return steady{mean: mean, step: t, round: r, iterations: i}, false
+			return steady{mean: mean, step: t, round: r, ttft: ttft, iterations: i}, false
 		}
-		eT, eS, ok := a.expect(step, next, a.rate*r)
+		rs, ok := a.expect(step, next, a.rate*r)
 		if !ok {
-			return steady{mean: mean, step: t, round: r, iterations: i}, false
+			return steady{mean: mean, step: t, round: r, ttft: ttft, iterations: i}, false
 		}
-		settled := next == n && near(eT/eS, t) && near(eT, r)
-		t, r, n = eT/eS, eT, next
+		eT, eS := rs.time, rs.steps
+		f := a.meanFirst(step, next, rs, eT/eS)
+		settled := next == n && near(eT/eS, t) && near(eT, r) && near(f, ttft)
+		t, r, n, ttft = eT/eS, eT, next, f
 		if settled {
-			return steady{mean: a.rate * (a.ttft + float64(a.output)*t), step: t, round: r, iterations: i}, true
+			first := firstPercentiles(a.firstAtoms(step, n, rs, t))
+			return steady{mean: a.rate * (ttft + float64(a.output)*t), step: t, round: r, ttft: ttft, first: first, iterations: i}, true
 		}
 	}
-	return steady{step: t, round: r, iterations: maxIterations}, false
+	return steady{step: t, round: r, ttft: ttft, iterations: maxIterations}, false
 }
 
 // near reports whether x is within a billionth of y.
 func near(x, y float64) bool { return math.Abs(x-y) <= 1e-9*math.Abs(y) }
 
-// expect is E[T_K] and E[S_K], a round's mean time and steps, for K
-// prompts, Poisson with mean mu, and decode sequences decoding; false
-// when the decode tokens leave a scheduler no budget for a prompt. On a
-// replica of DP ranks the prompts come in groups of one a rank, K/ranks
-// groups Poisson with mean mu/ranks: the DP scheduler holds new requests
-// until as many are pending as it has ranks (or as many ranks idle, or
-// 30 s) and then deals them to the ranks together [ti-dps]; its wait is
-// before the requests take a slot, and not counted. The Poisson sum
-// stops past the mean once a term is below 1e-15, and is divided by the
-// probability it covers.
-func (a arrivals) expect(step stepTime, decode int, mu float64) (t, s float64, ok bool) {
+// rounds is the distribution of a round: the probability and time of a
+// round of k groups of prompts (roundOf[k]), and its mean time, second
+// moment of time and mean steps.
+type rounds struct {
+	of                 []roundOf
+	time, time2, steps float64
+}
+
+type roundOf struct{ p, time float64 }
+
+// expect is the rounds for K prompts, Poisson with mean mu, and decode
+// sequences decoding: E[T_K], E[T_K²], E[S_K]; false when the decode
+// tokens leave a scheduler no budget for a prompt. On a replica of DP
+// ranks the prompts come in groups of one a rank, K/ranks groups Poisson
+// with mean mu/ranks: the DP scheduler holds new requests until as many
+// are pending as it has ranks (or as many ranks idle, or 30 s) and then
+// deals them to the ranks together [ti-dps]; its wait is before the
+// requests take a slot, and not counted. The Poisson sum stops past the
+// mean once a term is below 1e-15, and is divided by the probability it
+// covers.
+func (a arrivals) expect(step stepTime, decode int, mu float64) (rounds, bool) {
 	free := a.budget - ceilDiv(decode, a.ranks)
 	if free < 1 {
-		return 0, 0, false
+		return rounds{}, false
 	}
+	var rs rounds
 	cover, groups := 0.0, mu/float64(a.ranks)
 	for k := 0; ; k++ {
 		p := 1.0
 		if mu > 0 {
 			p = poissonTerm(k, groups)
 		}
-		rt, rs := a.round(step, decode, k*a.ranks, free)
-		t, s, cover = t+p*rt, s+p*float64(rs), cover+p
+		rt, n := a.round(step, decode, k*a.ranks, free)
+		rs.of = append(rs.of, roundOf{p, rt})
+		rs.time, rs.time2, rs.steps, cover = rs.time+p*rt, rs.time2+p*rt*rt, rs.steps+p*float64(n), cover+p
 		if mu == 0 || (float64(k) > groups && p < 1e-15) {
-			return t / cover, s / cover, true
+			break
 		}
 	}
+	for i := range rs.of {
+		rs.of[i].p /= cover
+	}
+	rs.time, rs.time2, rs.steps = rs.time/cover, rs.time2/cover, rs.steps/cover
+	return rs, true
 }
 
 // round is the time and steps of a round that prefills k prompts
-// alongside decode sequences: the prompts dealt to the ranks in turn,
-// each rank's in order in chunks of free tokens, one a step [v-sched];
-// with no prompt, one decode step.
+// alongside decode sequences (roundSteps).
 func (a arrivals) round(step stepTime, decode, k, free int) (float64, int) {
+	steps := a.roundSteps(step, decode, k, free)
+	t := 0.0
+	for _, s := range steps {
+		t += s
+	}
+	return t, len(steps)
+}
+
+// roundSteps is the time of each step of a round that prefills k
+// prompts alongside decode sequences: the prompts dealt to the ranks in
+// turn, each rank's in order in chunks of free tokens, one a step
+// [v-sched]; with no prompt, one decode step.
+func (a arrivals) roundSteps(step stepTime, decode, k, free int) []float64 {
 	if k == 0 {
-		return step(decode, nil, 0, 0), 1
+		return []float64{step(decode, nil, 0, 0)}
 	}
 	perRank := make([][][]work, 0, a.ranks) // each rank's chunks, step by step
 	for j := range min(a.ranks, k) {
@@ -148,9 +189,9 @@ func (a arrivals) round(step stepTime, decode, k, free int) (float64, int) {
 		}
 		perRank = append(perRank, a.chunks(prompts, free))
 	}
-	t, steps := 0.0, len(perRank[0]) // the first rank has the most prompts
+	out := make([]float64, len(perRank[0])) // the first rank has the most prompts
 	var prefill []work
-	for i := range steps {
+	for i := range out {
 		prefill = prefill[:0]
 		rankTokens, rankPrompts := 0, 0
 		for _, c := range perRank {
@@ -163,9 +204,9 @@ func (a arrivals) round(step stepTime, decode, k, free int) (float64, int) {
 				rankTokens, rankPrompts = max(rankTokens, tokens), max(rankPrompts, len(c[i]))
 			}
 		}
-		t += step(decode, prefill, rankTokens, rankPrompts)
+		out[i] = step(decode, prefill, rankTokens, rankPrompts)
 	}
-	return t, steps
+	return out
 }
 
 // chunks is one scheduler's steps of k prompts in chunks of free tokens
@@ -204,4 +245,191 @@ func mixedStep(srv Server, cost func(Batch) time.Duration, ctx int) stepTime {
 		each := ceilDiv(decode, max(srv.Ranks, 1))
 		return cost(srv.batch(w, each+rankTokens, each+rankPrompts)).Seconds()
 	}
+}
+
+// An arriving prompt's time to its first token in the steady state, in
+// the rounds' terms. A Poisson arrival finds a round in progress with
+// probability proportional to its time [pasta] (a round of k groups:
+// P(K = k)·T_k / E[T_K]), at a point uniform in it, so its wait for the
+// round to end is on average E[T_K²] / (2·E[T_K]). Under async
+// scheduling [v-async] the step after is already scheduled without it:
+// a mean step more. Its prompt is then prefilled in the next round,
+// with the M other prompts that arrived in the same round, M Poisson
+// with mean λ·T_k; it is uniformly placed among them (given M, the
+// prompts before it are uniform on 0..M: Poisson splitting by a uniform
+// point), and the j before it are computed first [v-sched]. Its first
+// token comes with the step that computes its last prompt token
+// (promptEnds), each step costed with all M + 1 prompts' chunks.
+// Given T_k, M and j, its point in its arrival round is Beta(j+1,
+// M−j+1) distributed (uniform, conditioned on j of M before it), and
+// its wait for the round's end T_k·(1 − that): on average
+// T_k·(M−j+1)/(M+2). On a replica of DP ranks the batch is dealt to the
+// ranks in turn as it is, not in whole groups of one a rank, and the DP
+// scheduler's wait for a group (expect) is not counted.
+
+// promptEnds is, for a round that prefills k prompts alongside decode
+// sequences, the time from the round's start to the end of the step
+// that computes each prompt's last token: prompt j is dealt to rank
+// j mod ranks, the (j/ranks)-th there, and that rank's chunks reach its
+// last token, the ((j/ranks)+1)·P-th, in step ⌈((j/ranks)+1)·P / free⌉.
+func (a arrivals) promptEnds(step stepTime, decode, k, free int) []float64 {
+	steps := a.roundSteps(step, decode, k, free)
+	for i := 1; i < len(steps); i++ {
+		steps[i] += steps[i-1]
+	}
+	out := make([]float64, k)
+	for j := range out {
+		out[j] = steps[ceilDiv((j/a.ranks+1)*a.prompt, free)-1]
+	}
+	return out
+}
+
+// batches calls fn for each round an arriving prompt can find in
+// progress and each count of other prompts that arrive in it, with the
+// probability of both, the round's time and the prompts' ends
+// (promptEnds) when they are prefilled together. Each Poisson sum stops
+// past its mean once a term is below 1e-15, and is divided by the
+// probability it covers.
+func (a arrivals) batches(step stepTime, decode int, rs rounds, fn func(w, round float64, ends []float64)) {
+	free := a.budget - ceilDiv(decode, a.ranks)
+	ends := map[int][]float64{}
+	var ps []float64
+	for _, r := range rs.of {
+		w := r.p // a round of no time: weighted by its probability
+		if rs.time > 0 {
+			w = r.p * r.time / rs.time
+		}
+		mu, cover := a.rate*r.time, 0.0
+		ps = ps[:0]
+		for m := 0; ; m++ {
+			p := 1.0
+			if mu > 0 {
+				p = poissonTerm(m, mu)
+			}
+			ps, cover = append(ps, p), cover+p
+			if mu == 0 || (float64(m) > mu && p < 1e-15) {
+				break
+			}
+		}
+		for m, p := range ps {
+			if ends[m] == nil {
+				ends[m] = a.promptEnds(step, decode, m+1, free)
+			}
+			fn(w*p/cover, r.time, ends[m])
+		}
+	}
+}
+
+// meanFirst is the mean time to the first token of a prompt that
+// arrives at the steady state of rounds rs with decode sequences and a
+// mean step of t seconds: the mean wait for the round in progress to
+// end, the async step, and the mean over its place in its batch of the
+// time to the step that ends its prompt.
+func (a arrivals) meanFirst(step stepTime, decode int, rs rounds, t float64) float64 {
+	sum := 0.0
+	if rs.time > 0 {
+		sum = rs.time2 / (2 * rs.time) // the wait for the round in progress
+	}
+	a.batches(step, decode, rs, func(w, _ float64, ends []float64) {
+		e := 0.0
+		for _, x := range ends {
+			e += x
+		}
+		sum += w * e / float64(len(ends))
+	})
+	if a.async {
+		sum += t
+	}
+	return sum
+}
+
+// firstAtom is one case of an arriving prompt: its probability w, its
+// time to its first token from the end of the round it arrived in
+// (base), that round's time, and the prompts before it (ahead) and
+// with it (others) in its batch.
+type firstAtom struct {
+	w, base, round float64
+	ahead, others  int
+}
+
+// firstAtoms is the distribution of the time to the first token that
+// meanFirst averages, case by case.
+func (a arrivals) firstAtoms(step stepTime, decode int, rs rounds, t float64) []firstAtom {
+	wait := 0.0
+	if a.async {
+		wait = t
+	}
+	var out []firstAtom
+	a.batches(step, decode, rs, func(w, round float64, ends []float64) {
+		for j, e := range ends {
+			out = append(out, firstAtom{w: w / float64(len(ends)), base: wait + e, round: round, ahead: j, others: len(ends) - 1})
+		}
+	})
+	return out
+}
+
+// cdf is P(base + wait ≤ x) for the atom, its wait for its round's end
+// round·V with V Beta(others−ahead+1, ahead+1): P(V ≤ y) is the
+// probability of at least others−ahead+1 successes in others+1 trials
+// of probability y (the k-th of n uniforms is Beta(k, n−k+1), and is
+// at most y when at least k of them are).
+func (f firstAtom) cdf(x float64) float64 {
+	switch {
+	case x < f.base:
+		return 0
+	case f.round <= 0 || x >= f.base+f.round:
+		return 1
+	}
+	return binomialTail(f.others+1, f.others-f.ahead+1, (x-f.base)/f.round)
+}
+
+// binomialTail is P(B ≥ a) for B binomial of n trials of probability y
+// in (0, 1), its terms by their ratio from the larger end's: from y^n
+// down when y ≥ 1/2, else 1 − the terms below a from (1−y)^n up.
+func binomialTail(n, a int, y float64) float64 {
+	sum := 0.0
+	if y >= 0.5 {
+		p := math.Pow(y, float64(n))
+		for i := n; i >= a; i-- {
+			sum += p
+			p *= float64(i) / float64(n-i+1) * (1 - y) / y
+		}
+		return min(sum, 1)
+	}
+	p := math.Pow(1-y, float64(n))
+	for i := 0; i < a; i++ {
+		sum += p
+		p *= float64(n-i) / float64(i+1) * y / (1 - y)
+	}
+	return max(1-sum, 0)
+}
+
+// firstPercentiles is the mean and nearest percentiles of the atoms'
+// distribution: each p-quantile the least x with P(TTFT ≤ x) ≥ p, found
+// by bisection to a nanosecond.
+func firstPercentiles(atoms []firstAtom) Percentiles {
+	if len(atoms) == 0 {
+		return Percentiles{}
+	}
+	mean, lo0, hi0 := 0.0, math.Inf(1), 0.0
+	for _, f := range atoms {
+		mean += f.w * (f.base + f.round*float64(f.others-f.ahead+1)/float64(f.others+2))
+		lo0, hi0 = min(lo0, f.base), max(hi0, f.base+f.round)
+	}
+	q := func(p float64) time.Duration {
+		lo, hi := lo0, hi0
+		for hi-lo > 1e-10 {
+			mid, c := (lo+hi)/2, 0.0
+			for _, f := range atoms {
+				c += f.w * f.cdf(mid)
+			}
+			if c >= p {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		return seconds(hi)
+	}
+	return Percentiles{Mean: seconds(mean), P50: q(0.50), P90: q(0.90), P99: q(0.99)}
 }

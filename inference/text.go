@@ -83,6 +83,11 @@ func (p Plan) writeBest(w io.Writer) {
 	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (%s); inter-token %v\n", secs(b.TTFT), prefill, secs(b.ITL))
 	fmt.Fprintf(w, "  = max(weights HBM %v, MXU %v) + max(KV HBM %v, attention MXU passes %v) + sampling %v + all-reduce %v + step overhead %v\n",
 		secs(b.DecodeMemory-b.DecodeKV), secs(b.DecodeCompute), secs(b.DecodeKV), secs(b.DecodeAttention), secs(b.DecodeSampling), secs(b.DecodeAllReduce), secs(b.DecodeOverhead))
+	if r.RequestRate > 0 && b.Fits {
+		f := b.LoadTTFT
+		fmt.Fprintf(w, "  TTFT at %g requests/s (steady state, behind the step in progress and the prompts that arrived with it): mean %v, p90 %v, p99 %v; the TTFT SLO takes the mean\n",
+			r.RequestRate, secs(f.Mean), secs(f.P90), secs(f.P99))
+	}
 	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n\n", b.TokensPerSecond, b.PerChip)
 }
 
