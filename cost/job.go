@@ -297,8 +297,9 @@ func checkTrainable(spec *model.Spec) error {
 		return fmt.Errorf("cost: model = %s (full_attention_every %d), want softmax attention in every layer: training a hybrid linear-attention model is not modelled: %w",
 			spec.Name, spec.FullAttentionEvery, ErrJob)
 	case spec.Windowed() && !sameAttentionShape(spec):
-		return fmt.Errorf("cost: model = %s (sliding_window %d), want global attention in every layer or global layers of the local layers' KV heads and head width: training a model with sliding-window layers of another shape is not modelled: %w",
-			spec.Name, spec.SlidingWindow, ErrJob)
+		g := spec.Global()
+		return fmt.Errorf("cost: model = %s (sliding_window %d), want global attention in every layer: training a model with sliding-window layers is not modelled unless its global layers attend as its local ones (global layers: %d KV heads of %d, keys as values %v; local: %d of %d): %w",
+			spec.Name, spec.SlidingWindow, g.KV(), g.Head(), spec.GlobalKeyAsValue, spec.KV(), spec.Head(), ErrJob)
 	case spec.SharedExpertDFF != 0 && spec.SharedExpertDFF != spec.ExpertFF():
 		return fmt.Errorf("cost: model = %s (shared_expert_d_ff %d), want shared experts as wide as the routed ones (%d): training them at their own width is not modelled: %w",
 			spec.Name, spec.SharedExpertDFF, spec.ExpertFF(), ErrJob)
