@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -188,5 +189,26 @@ func TestCausalWindowFLOPsByHand(t *testing.T) {
 	full.SlidingWindow, full.GlobalAttentionEvery = 0, 0
 	if a, b := full.CausalAttentionFLOPsPerToken(8), full.AttentionFLOPsPerToken(8)/2; a != b || a != 4*8*4*4 {
 		t.Errorf("without a window CausalAttentionFLOPsPerToken(8) = %v, want half of %v = %v", a, 2*b, 4*8*4*4)
+	}
+}
+// TestGemma2FLOPsMaxText: gemma2-9b's and gemma2-27b's attention FLOPs
+// per training token as MaxText's calculate_gemma2_tflops_training_per_device
+// (utils/maxtext_utils.py @e591f30c) writes them, one decoder layer of its
+// per [local, global] pair: (2·S²·H·D + 4·(S·W − W²/2)·H·D) · layers/2 · 3
+// per sequence, W = min(sliding_window_size, S); divided by the S tokens.
+func TestGemma2FLOPsMaxText(t *testing.T) {
+	for _, name := range []string{"gemma2-9b", "gemma2-27b"} {
+		s, _ := Lookup(name)
+		if !s.Windowed() {
+			t.Fatalf("%s has no sliding window", name)
+		}
+		S, W, H, D := 8192.0, 4096.0, float64(s.Heads), float64(s.HeadDim)
+		global := 2 * S * S * H * D
+		local := 4 * (S*W - 0.5*W*W) * H * D
+		want := (global + local) * float64(s.Layers/2) * 3 / S
+		got := s.FLOPsPerToken(8192, true) - 6*float64(s.MatmulParams())
+		if math.Abs(got-want) > 1e-12*want {
+			t.Errorf("%s: attention FLOPs per causal training token = %v, want MaxText's %v", name, got, want)
+		}
 	}
 }
