@@ -191,6 +191,7 @@ func TestCausalWindowFLOPsByHand(t *testing.T) {
 		t.Errorf("without a window CausalAttentionFLOPsPerToken(8) = %v, want half of %v = %v", a, 2*b, 4*8*4*4)
 	}
 }
+
 // TestGemma2FLOPsMaxText: gemma2-9b's and gemma2-27b's attention FLOPs
 // per training token as MaxText's calculate_gemma2_tflops_training_per_device
 // (utils/maxtext_utils.py @e591f30c) writes them, one decoder layer of its
