@@ -62,8 +62,9 @@ type stepFLOPs struct {
 func (j *Job) computeFLOPs(sh *shape, tokens float64) stepFLOPs {
 	attnFwd, mtpFwd := sh.flops.attention*tokens, sh.flops.mtpAttention*tokens
 	if j.Attention.SkipsMasked() {
-		// the kernel skips blocks above the causal diagonal
-		attnFwd, mtpFwd = attnFwd/2, mtpFwd/2
+		// the kernel skips blocks above the causal diagonal and, in a
+		// local layer, those behind the window (jobFLOPs)
+		attnFwd, mtpFwd = sh.flops.attentionSkipping*tokens, mtpFwd/2
 	}
 	fl := stepFLOPs{
 		matmul:    6*sh.flops.matmulParams*tokens + j.expertPadding(tokens),

@@ -278,13 +278,15 @@ func (j *Job) validate() error {
 }
 
 // CheckTrainable reports whether cost models training the model: the
-// layer walk, the remat policies and the attention time are those of
-// softmax attention over the whole sequence in layers of one shape, with
-// shared experts as wide as the routed ones, so a hybrid model's
-// gated-delta-rule layers, a model with sliding-window layers (whose
-// global layers have other heads), and shared experts of their own width
-// (all modelled for serving only, in inference) are refused rather than
-// costed as something else.
+// layer walk and the remat policies are those of softmax attention in
+// layers of one shape, with shared experts as wide as the routed ones,
+// so a hybrid model's gated-delta-rule layers, a model with
+// sliding-window layers whose global layers have other KV heads or head
+// widths (Gemma 4), and shared experts of their own width (all modelled
+// for serving only, in inference) are refused rather than costed as
+// something else. Sliding-window layers of the global layers' shape
+// (Gemma 2) are trainable: only their attention core's work differs
+// (jobFLOPs).
 func CheckTrainable(spec model.Spec) error { return checkTrainable(&spec) }
 
 // checkTrainable is CheckTrainable, the spec read in place (a search
@@ -294,14 +296,23 @@ func checkTrainable(spec *model.Spec) error {
 	case spec.Hybrid():
 		return fmt.Errorf("cost: model = %s (full_attention_every %d), want softmax attention in every layer: training a hybrid linear-attention model is not modelled: %w",
 			spec.Name, spec.FullAttentionEvery, ErrJob)
-	case spec.Windowed():
-		return fmt.Errorf("cost: model = %s (sliding_window %d), want global attention in every layer: training a model with sliding-window layers is not modelled: %w",
-			spec.Name, spec.SlidingWindow, ErrJob)
+	case spec.Windowed() && !sameAttentionShape(spec):
+		g := spec.Global()
+		return fmt.Errorf("cost: model = %s (sliding_window %d), want global attention in every layer: training a model with sliding-window layers is not modelled unless its global layers attend as its local ones (global layers: %d KV heads of %d, keys as values %v; local: %d of %d): %w",
+			spec.Name, spec.SlidingWindow, g.KV(), g.Head(), spec.GlobalKeyAsValue, spec.KV(), spec.Head(), ErrJob)
 	case spec.SharedExpertDFF != 0 && spec.SharedExpertDFF != spec.ExpertFF():
 		return fmt.Errorf("cost: model = %s (shared_expert_d_ff %d), want shared experts as wide as the routed ones (%d): training them at their own width is not modelled: %w",
 			spec.Name, spec.SharedExpertDFF, spec.ExpertFF(), ErrJob)
 	}
 	return nil
+}
+
+// sameAttentionShape reports whether a windowed spec's global layers
+// attend with its local layers' KV heads and head widths, their values
+// projected as the local layers' are.
+func sameAttentionShape(spec *model.Spec) bool {
+	g := spec.Global()
+	return g.KV() == spec.KV() && g.QKHead() == spec.QKHead() && g.VHead() == spec.VHead() && !spec.GlobalKeyAsValue
 }
 
 // validateSettings is validate without the model's own checks, which an

@@ -28,19 +28,39 @@ type shape struct {
 // matmul parameters a token runs through (Spec.MatmulParams and, with
 // multi-token prediction, Spec.MTPMatmulParams), the forward attention
 // core's FLOPs per token at the job's sequence of the layers remat may
-// recompute (Spec.AttentionFLOPsPerToken) and of the MTP modules' layers,
-// which it never does, and the model FLOPs per token in the job's
-// attention convention (Spec.FLOPsPerToken).
+// recompute and of the MTP modules' layers, which it never does, and the
+// model FLOPs per token in the job's attention convention
+// (Spec.FLOPsPerToken).
+//
+// The decoder layers' attention core is counted twice, by the kernel
+// that runs it. attention is dot_product's: every key of the sequence in
+// every layer, a local layer's too, since MaxText's dot_product computes
+// the whole [seq, seq] score matrix and only then masks it
+// (layers/attention_op.py apply_attention_dot: qk_product over the whole
+// key sequence, then apply_mask_to_logits with generate_attention_mask's
+// mask, whose sliding_mask spans all kv_seq_len columns, @e591f30c).
+// attentionSkipping is flash (splash) attention's, which skips the blocks
+// its mask leaves empty: the causal pairs (Spec.CausalAttentionFLOPsPerToken),
+// a local layer's stopping at the window, since MaxText hands splash
+// CausalMask & LocalMask(window_size=(W−1, W)) for a LOCAL_SLIDING layer
+// (layers/attention_op.py tpu_flash_attention @e591f30c) and the kernel
+// runs only the blocks that mask keeps.
 type jobFLOPs struct {
-	matmulParams, attention, mtpAttention, model float64
+	matmulParams, attention, attentionSkipping, mtpAttention, model float64
 }
 
 // flops is j's jobFLOPs.
 func (j *Job) flops() jobFLOPs {
+	spec := &j.Model
 	fl := jobFLOPs{
-		matmulParams: float64(j.Model.MatmulParams() + j.Model.MTPMatmulParams()),
-		attention:    j.Model.AttentionFLOPsPerToken(j.Seq),
-		model:        j.Model.FLOPsPerToken(j.Seq, j.CausalFLOPs),
+		matmulParams:      float64(spec.MatmulParams() + spec.MTPMatmulParams()),
+		attention:         spec.AttentionFLOPsPerToken(j.Seq),
+		attentionSkipping: spec.CausalAttentionFLOPsPerToken(j.Seq),
+		model:             spec.FLOPsPerToken(j.Seq, j.CausalFLOPs),
+	}
+	if spec.Windowed() {
+		global, local := spec.KeyFLOPs()
+		fl.attention = (global + local) * float64(j.Seq)
 	}
 	if n := j.Model.MTPLayers; n > 0 {
 		fl.mtpAttention = float64(n) * j.Model.MTPLayer().AttentionFLOPsPerToken(j.Seq)

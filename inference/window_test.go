@@ -271,3 +271,19 @@ func TestWindowKernelBlocks(t *testing.T) {
 		t.Errorf("kernelBlocks(local layer) = %d, %d, want 1024, 512", q, k)
 	}
 }
+
+// TestGemma2KVBytesByHand: gemma2-9b's 21 local layers (window 4096) and
+// 21 global ones cache 8 KV heads of 256 alike; bf16 at TP 8 a device
+// holds one head, a row of 2 elements, 1 word of 2, 1·2·256·2 = 1,024
+// bytes a layer: 21,504 bytes a token in each kind, 43,008 in all (the
+// serving plan's 42.0 KiB). A 6,656-token sequence reads 6,656 rows in
+// a global layer and 4,096 in a local one.
+func TestGemma2KVBytesByHand(t *testing.T) {
+	m := lookup(t, "gemma2-9b")
+	if got := KVBytesPerToken(m, 8, BF16); got != 43_008 {
+		t.Errorf("KVBytesPerToken(gemma2-9b, TP 8, bf16) = %d, want 43008", got)
+	}
+	if got, want := KVBytes(m, 8, BF16, 6656), unit.Bytes(6656*21_504+4096*21_504); got != want {
+		t.Errorf("KVBytes(gemma2-9b, 6656) = %d, want %d (global layers 6656 tokens, local layers 4096)", got, want)
+	}
+}

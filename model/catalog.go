@@ -79,17 +79,27 @@ var catalog = [...]Spec{
 		// Gemma Team 2024, "Gemma 2", Table 1: d_model 3584, 42 layers, 16 heads,
 		// 8 KV heads, head size 256, feedforward 14336 (x2 for GeGLU), vocab 256128;
 		// pre- and post-norms on both sub-layers; tied embeddings. Its layers
-		// alternate a 4096-token sliding window with global attention; the
-		// spec gives every layer global attention (no sliding_window), so
-		// that training plans it: at its 8192-token sequence a local layer's
-		// causal attention is costed at 4/3 of its work.
+		// alternate local attention over a 4096-token sliding window with
+		// global attention over the 8192-token context, the same heads in both
+		// (Table 1: sliding window size 4096, global attention span 8192; HF
+		// config sliding_window 4096; MaxText configs/models/gemma2-9b.yml
+		// @e591f30c: sliding_window_size 4096 and 21 decoder layers, each a
+		// [local_attention, global_attention] pair): the even layers (from 0)
+		// local, as HF's Gemma 2 layers are (is_sliding for layer_idx % 2 == 0).
 		Name: "gemma2-9b", Layers: 42, DModel: 3584, Heads: 16, KVHeads: 8, HeadDim: 256, DFF: 14336, Vocab: 256128, SeqLen: 8192,
+		SlidingWindow: 4096, GlobalAttentionEvery: 2,
 		GatedMLP: true, TiedEmbeddings: true, NormsPerLayer: 4,
 		Published: 9_242_164_736, Source: "Gemma 2 Table 2: 917,962,752 embedding + 8,324,201,984 non-embedding",
 		HFModel: "google/gemma-2-9b",
 	},
 	{
+		// Gemma 2 27B, the same paper's Table 1: d_model 4608, 46 layers, 32
+		// heads, 16 KV heads of 128, feedforward 36864; local and global
+		// layers alternating as gemma2-9b's, sliding window 4096 (HF config
+		// sliding_window 4096; MaxText configs/models/gemma2-27b.yml @e591f30c:
+		// sliding_window_size 4096, 23 [local, global] decoder layers).
 		Name: "gemma2-27b", Layers: 46, DModel: 4608, Heads: 32, KVHeads: 16, HeadDim: 128, DFF: 36864, Vocab: 256128, SeqLen: 8192,
+		SlidingWindow: 4096, GlobalAttentionEvery: 2,
 		GatedMLP: true, TiedEmbeddings: true, NormsPerLayer: 4,
 		Published: 27_227_718_144, Source: "Gemma 2 Table 2: 26,047,480,320 non-embedding, plus the 256128 x 4608 embedding",
 		HFModel: "google/gemma-2-27b",

@@ -125,9 +125,14 @@ func AttendedPairs(c, n, window int) float64 {
 // layer, summed over the layers and weighted by the layer's attention
 // width (H·(Q_k+Q_v)/2), at sequence length seq: seq in a global layer
 // and at most the window in a local one; with causal set, a causal
-// sequence's mean: half of seq in a global layer (as MaxText halves it),
-// and in a local one its AttendedPairs over the sequence less the same
-// half a position, so that a window as long as the sequence halves too.
+// sequence's mean as MaxText counts it (utils/maxtext_utils.py
+// calculate_gemma2_tflops_training_per_device and
+// calculate_mixed_attention_model_tflops_training_per_device @e591f30c):
+// half of seq in a global layer (S²/2 pairs, S(S+1)/2 less half a key
+// per query) and in a local one (S·W − W²/2)/S with W the window cut to
+// the sequence: the pairs AttendedPairs counts, S·W − W²/2 + W/2, less
+// W/2, which for a window as long as the sequence is a global layer's
+// S²/2.
 func (s Spec) attentionKeys(seq int, causal bool) float64 {
 	g := s.Global()
 	full := float64(seq)
@@ -136,13 +141,27 @@ func (s Spec) attentionKeys(seq int, causal bool) float64 {
 	}
 	n := float64(s.GlobalLayers()) * g.attentionWidth() * full
 	if s.Windowed() {
-		local := float64(min(seq, s.SlidingWindow))
+		w := float64(min(seq, s.SlidingWindow))
+		local := w
 		if causal {
-			local = (AttendedPairs(0, seq, s.SlidingWindow) - float64(seq)/2) / float64(seq)
+			local = (AttendedPairs(0, seq, s.SlidingWindow) - w/2) / float64(seq)
 		}
 		n += float64(s.LocalLayers()) * s.attentionWidth() * local
 	}
 	return n
+}
+
+// CausalAttentionFLOPsPerToken is the forward FLOPs of the attention
+// core per token over the (query, key) pairs a causal mask keeps, as
+// MaxText counts them (attentionKeys): half of AttentionFLOPsPerToken
+// without a window; with one, a local layer's keys stop at the window.
+// It is the work of a kernel that skips the masked blocks, as MaxText's
+// splash attention does for its causal and local masks.
+func (s Spec) CausalAttentionFLOPsPerToken(seq int) float64 {
+	if s.Windowed() {
+		return 4 * s.attentionKeys(seq, true)
+	}
+	return s.AttentionFLOPsPerToken(seq) / 2
 }
 
 // globalAttentionMatmul is one global layer's attention projection

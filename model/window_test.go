@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -158,5 +159,57 @@ func TestValidateWindow(t *testing.T) {
 	}
 	if _, err := Parse([]byte(strings.Replace(spec, "sliding_window: 512", "sliding_window: 1.5", 1))); err == nil || !strings.Contains(err.Error(), "sliding_window") {
 		t.Errorf("Parse(sliding_window 1.5) = %v, want an error naming sliding_window", err)
+	}
+}
+
+// TestCausalWindowFLOPsByHand: four layers, every second global, a window
+// of 3 over 8 positions, 2 heads of 4 (H·Q = 8). Causal pairs by hand: a
+// global layer S²/2 = 32 (as MaxText halves S²); a local layer
+// S·W − W²/2 = 24 − 4.5 = 19.5 (MaxText's formula), the keys
+// 1, 2, 3, 3, 3, 3, 3, 3 = 21 its queries see less W/2 = 1.5. Per token
+// and forward, 4·H·Q·pairs/S summed: 4·8·(2·32 + 2·19.5)/8 = 412; a
+// training token 3 times that, 1236, beside 6 per matmul parameter.
+func TestCausalWindowFLOPsByHand(t *testing.T) {
+	s := Spec{Name: "tiny-window", Layers: 4, DModel: 8, Heads: 2, KVHeads: 2, HeadDim: 4, DFF: 16, Vocab: 32, SeqLen: 8,
+		SlidingWindow: 3, GlobalAttentionEvery: 2}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CausalAttentionFLOPsPerToken(8); got != 412 {
+		t.Errorf("CausalAttentionFLOPsPerToken(8) = %v, want 412", got)
+	}
+	if got := s.FLOPsPerToken(8, true) - 6*float64(s.MatmulParams()); got != 1236 {
+		t.Errorf("FLOPsPerToken(8, causal) less 6·matmul params = %v, want 1236", got)
+	}
+	// not causal: a local query sees the window, 3 keys; a global one 8
+	if got := s.AttentionFLOPsPerToken(8); got != 4*8*(2*8+2*3) {
+		t.Errorf("AttentionFLOPsPerToken(8) = %v, want %v", got, 4*8*(2*8+2*3))
+	}
+	full := s
+	full.SlidingWindow, full.GlobalAttentionEvery = 0, 0
+	if a, b := full.CausalAttentionFLOPsPerToken(8), full.AttentionFLOPsPerToken(8)/2; a != b || a != 4*8*4*4 {
+		t.Errorf("without a window CausalAttentionFLOPsPerToken(8) = %v, want half of %v = %v", a, 2*b, 4*8*4*4)
+	}
+}
+
+// TestGemma2FLOPsMaxText: gemma2-9b's and gemma2-27b's attention FLOPs
+// per training token as MaxText's calculate_gemma2_tflops_training_per_device
+// (utils/maxtext_utils.py @e591f30c) writes them, one decoder layer of its
+// per [local, global] pair: (2·S²·H·D + 4·(S·W − W²/2)·H·D) · layers/2 · 3
+// per sequence, W = min(sliding_window_size, S); divided by the S tokens.
+func TestGemma2FLOPsMaxText(t *testing.T) {
+	for _, name := range []string{"gemma2-9b", "gemma2-27b"} {
+		s, _ := Lookup(name)
+		if !s.Windowed() {
+			t.Fatalf("%s has no sliding window", name)
+		}
+		S, W, H, D := 8192.0, 4096.0, float64(s.Heads), float64(s.HeadDim)
+		global := 2 * S * S * H * D
+		local := 4 * (S*W - 0.5*W*W) * H * D
+		want := (global + local) * float64(s.Layers/2) * 3 / S
+		got := s.FLOPsPerToken(8192, true) - 6*float64(s.MatmulParams())
+		if math.Abs(got-want) > 1e-12*want {
+			t.Errorf("%s: attention FLOPs per causal training token = %v, want MaxText's %v", name, got, want)
+		}
 	}
 }
