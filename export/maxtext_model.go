@@ -124,9 +124,9 @@ var blockExample = map[string]string{"llama2": "llama3-8b", "mixtral": "mixtral-
 // llama2 decoder block (gated MLP, RMSNorm, rotary positions, no
 // biases; models/llama2-7b.yml), refusing any other.
 func maxTextDenseModel(set func(string, any), m model.Spec) (maxTextArch, error) {
-	if !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 || m.ParallelBlock {
+	if !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 || m.ParallelBlock || m.Windowed() {
 		return maxTextArch{}, unsupported("maxtext", "model", m.Name,
-			"it is no MaxText model config, and only a sequential gated-MLP model without biases, LayerNorm, learned positions or extra norms is MaxText's llama2 decoder block; set model_name in MaxText yourself")
+			"it is no MaxText model config, and only a sequential gated-MLP model without biases, LayerNorm, learned positions, extra norms or sliding-window layers is MaxText's llama2 decoder block (it attends globally in every layer); set model_name in MaxText yourself")
 	}
 	setDecoder(set, "llama2", m)
 	set("head_dim", m.Head())
@@ -174,8 +174,8 @@ func maxTextMoEModel(set func(string, any), m model.Spec) (maxTextArch, error) {
 		return maxTextArch{}, unsupported("maxtext", "model", m.Name, why+"; set model_name in MaxText yourself")
 	}
 	switch {
-	case !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 || m.TiedEmbeddings || m.ParallelBlock:
-		return refuse("MaxText's MoE decoder blocks (mixtral, deepseek) are sequential gated-MLP models without biases, LayerNorm, learned positions, extra norms or tied embeddings")
+	case !m.GatedMLP || m.Biases || m.LayerNorm || m.LearnedPositions || m.NormsPerLayer > 2 || m.TiedEmbeddings || m.ParallelBlock || m.Windowed():
+		return refuse("MaxText's MoE decoder blocks (mixtral, deepseek) are sequential gated-MLP models without biases, LayerNorm, learned positions, extra norms, tied embeddings or sliding-window layers")
 	case !m.MoE():
 		return refuse("latent attention without experts is no MaxText decoder block shardlab writes")
 	case m.MoEEvery > 1:

@@ -593,6 +593,12 @@ func TestMaxTextRefuses(t *testing.T) {
 		{"parallel block", func(o *plan.Options) {
 			o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small.yaml", []byte(smallSpec+"parallel_block: true\nnorms_per_layer: 1\n"), "v5p-16", "fsdp=8", "16"
 		}, []string{"sequential", "model_name"}},
+		// the llama2 block attends globally in every layer: a custom spec
+		// with sliding-window layers (which cost now trains) would train
+		// as another model (gemma2 review)
+		{"sliding window", func(o *plan.Options) {
+			o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small.yaml", []byte(smallSpec+"sliding_window: 64\nglobal_attention_every: 2\n"), "v5p-16", "fsdp=8", "16"
+		}, []string{"sliding-window", "model_name"}},
 	} {
 		_, err := MaxText(search(t, tt.edit))
 		if !errors.Is(err, ErrUnsupported) {
