@@ -18,7 +18,9 @@ const maxAccumulation = 64
 
 // accumulation is the micro-batches a mesh m without a pipeline is costed
 // with: 1 where the request lets the planner choose the batch (a smaller
-// batch fits better than accumulating), or where one micro-batch of the
+// batch fits better than accumulating), where it names the layout (the
+// plan then costs that layout as given and shows by how much it misses,
+// what check compares a compile log with), or where one micro-batch of the
 // request's global batch runs under some remat policy and dispatch; else
 // the fewest of 2, 4, 8, … with which one does, so that the batch still
 // splits into whole sequences per shard (Request.batchUnit); 1 where none
@@ -26,7 +28,7 @@ const maxAccumulation = 64
 // search and the whole one cost a layout alike.
 func (w *worker) accumulation(m *mesh.Mesh, remats []cost.Remat, rings []bool) int {
 	b := w.req.GlobalBatch
-	if b == 0 || m.Size(mesh.Pipeline) > 1 {
+	if b == 0 || w.req.Axes != nil || m.Size(mesh.Pipeline) > 1 {
 		return 1
 	}
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert)
