@@ -119,6 +119,9 @@ var rangeCases = []struct {
 	{"gemma2-9b", "v6e-64", 1, "data=2,tensor=4,pipeline=2,context=4"},
 	{"qwen3-32b", "v5p-256", 1, "fsdp=4,tensor=8,pipeline=4"},
 	{"gpt3-175b", "v4-256", 2, "tensor=8,pipeline=8,context=2,data=2(dcn)"},
+	// no pipeline: the micro-batches are gradient accumulation's
+	{"llama3-8b", "v6e-16", 1, "fsdp=8,tensor=2"},
+	{"llama3-70b", "v5p-128", 2, "fsdp=32,context=2,data=2(dcn)"},
 }
 
 // TestCollectivesFloorMemo holds the collectives' floors a BatchMemory
@@ -315,13 +318,14 @@ func TestThroughputCeilingOverLayouts(t *testing.T) {
 }
 
 // ceilingJobs is spec's job at every remat policy the search weighs, and
-// for p > 1 stages every schedule at p and 4p micro-batches.
+// for p > 1 stages every schedule at p and 4p micro-batches, and without
+// a pipeline one micro-batch and four (gradient accumulation).
 func ceilingJobs(spec model.Spec, p int) []Job {
 	type sc struct {
 		k schedule.Kind
 		v int
 	}
-	scheds, micros := []sc{{"", 1}}, []int{1}
+	scheds, micros := []sc{{"", 1}}, []int{1, 4}
 	if p > 1 {
 		scheds, micros = []sc{{schedule.GPipe, 1}, {schedule.OneFOneB, 1}, {schedule.Interleaved, 2}}, []int{p, 4 * p}
 	}

@@ -196,9 +196,18 @@ func (j *Job) vectorBytes(sh *shape, r remat) float64 {
 // optimizerBytes is the HBM traffic of the Adam update per chip: it reads
 // the weights, gradients and both moments and writes the weights and
 // moments back.
+//
+// Under gradient accumulation (a job's micro-batches without a pipeline)
+// each micro-batch's gradient is added to the accumulator as well
+// (accumulator): the sum reads both and writes the accumulator, once
+// per micro-batch (gradient_accumulation.py's accumulate_gradient).
 func (j *Job) optimizerBytes(sh *shape) float64 {
 	p := j.Precision
-	return j.paramsPerChip(sh) * float64(2*(p.Weight+p.Master)+p.Gradient+2*p.Optimizer)
+	per := float64(2*(p.Weight+p.Master) + p.Gradient + 2*p.Optimizer)
+	if sh.p == 1 && sh.m > 1 {
+		per += float64(sh.m * (p.Gradient + 2*p.Weight))
+	}
+	return j.paramsPerChip(sh) * per
 }
 
 // offloadBytes is what moves over PCIe per chip per step: offloaded

@@ -430,11 +430,15 @@ func TestInfeasible(t *testing.T) {
 		{"tensor=64", 64, 1, ReasonHeads},    // 32 heads
 		{"pipeline=64", 64, 8, ReasonLayers}, // 32 layers
 		{"data=64", 65, 1, ReasonBatch},
-		{"data=64", 64, 2, ReasonMicroBatch},
+		{"data=64", 64, 2, ReasonBatch}, // 64 sequences in 2 micro-batches over 64 chips
+		{"data=64", 128, 2, ReasonAccumulate},
 	}
 	for _, tt := range tests {
 		j := NewJob(spec, 8192, tt.batch)
 		j.MicroBatches = tt.micro
+		if tt.reason == ReasonAccumulate {
+			j.Quantization = QuantFP8 // MaxText types.py refuses fp8 with gradient accumulation
+		}
 		_, err := EstimateStep(j, layout(t, "v5p-128", 1, tt.layout))
 		var inf *Infeasible
 		if !errors.As(err, &inf) || inf.Reason != tt.reason {

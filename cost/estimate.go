@@ -91,7 +91,7 @@ type Time struct {
 	MXU       time.Duration `json:"mxu"`       // the projections and the output layer, with recompute
 	Attention time.Duration `json:"attention"` // the attention core
 	Vector    time.Duration `json:"vector"`    // memory-bound work at HBM bandwidth
-	Optimizer time.Duration `json:"optimizer"` // the Adam update at HBM bandwidth
+	Optimizer time.Duration `json:"optimizer"` // the Adam update (and gradient accumulation's sums) at HBM bandwidth
 	Offload   time.Duration `json:"offload"`   // host transfers that do not hide under the matmuls
 	// ICI is the exposed ICI communication, with the compute time the
 	// hidden ICI collectives take from the chip: Contention, a part of

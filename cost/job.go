@@ -142,8 +142,11 @@ type Job struct {
 	// step.
 	Seq         int
 	GlobalBatch int
-	// MicroBatches is the number of pipeline micro-batches per step (1
-	// without pipeline parallelism).
+	// MicroBatches is the number of micro-batches per step, run one after
+	// another: with pipeline parallelism the pipeline's (MaxText
+	// num_pipeline_microbatches); without, MaxText's gradient accumulation
+	// (gradient_accumulation_steps: a scan over the micro-batches that sums
+	// their gradients, utils/gradient_accumulation.py), 1 for none.
 	MicroBatches int
 	Schedule     schedule.Kind
 	// Chunks is the chunks of layers per pipeline device for the
@@ -246,6 +249,7 @@ const (
 	ReasonSeq         Reason = "context does not divide the sequence"
 	ReasonBatch       Reason = "global batch does not split evenly over data, fsdp and micro-batches"
 	ReasonMicroBatch  Reason = "micro-batches given without pipeline stages"
+	ReasonAccumulate  Reason = "gradient accumulation with fp8 quantization"
 	ReasonHBM         Reason = "does not fit in HBM"
 	ReasonHost        Reason = "does not fit in host RAM (offloaded buffers)"
 	ReasonTensorDCN   Reason = "tensor parallelism over DCN"

@@ -140,10 +140,24 @@ func (e *Estimator) stageBase(j *Job, m *mesh.Mesh, sh *shape, st stage) stageBa
 		mem.Host += mem.Optimizer
 		mem.Optimizer = 0
 	}
-	mem.Gradients = j.tempScaled(mem.Gradients)
+	mem.Gradients = j.tempScaled(mem.Gradients) + accumulator(j, sh, params)
 	b := stageBase{mem: mem}
 	e.setInFlight(&b, j, sh, st)
 	return b
+}
+
+// accumulator is the bytes per chip of gradient accumulation's sum of
+// the micro-batches' gradients, params per chip of it: MaxText's
+// gradient_accumulation_loss_and_grad (utils/gradient_accumulation.py,
+// maxtext e591f30) carries it through its scan as jnp.zeros_like of the
+// parameters, sharded as they are, so it takes the weights' dtype
+// (weight_dtype), beside the gradient each micro-batch's backward makes.
+// A pipeline's micro-batches and a single micro-batch have none.
+func accumulator(j *Job, sh *shape, params float64) unit.Bytes {
+	if sh.p > 1 || sh.m <= 1 {
+		return 0
+	}
+	return unit.Bytes(params * float64(j.Precision.Weight))
 }
 
 // setInFlight sets b's micro-batches in flight and of logits held, for

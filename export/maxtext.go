@@ -129,11 +129,15 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	set("num_slices", ms.Slices)
 
 	devices := ms.Chips() * perChip
-	pdbs, err := perDeviceBatch(j.GlobalBatch, devices)
+	accumulate := accumulation(e)
+	pdbs, err := perDeviceBatch(j.GlobalBatch/accumulate, devices)
 	if err != nil {
 		return c, err
 	}
 	set(maxtext.PerDeviceBatchSize, pdbs)
+	if accumulate > 1 {
+		set(maxtext.GradientAccumulationSteps, accumulate)
+	}
 	set("max_target_length", j.Seq)
 
 	if err := pipeline(set, e, mt); err != nil {
@@ -257,6 +261,16 @@ func kernels(set func(string, any), j cost.Job, pdbs float64) error {
 	}
 	set("num_vocab_tiling", tiles)
 	return nil
+}
+
+// accumulation is the gradient_accumulation_steps MaxText runs e's job
+// with: its micro-batches on a layout without a pipeline (cost.Job), else
+// 1 (a pipeline's micro-batches are num_pipeline_microbatches).
+func accumulation(e cost.Estimate) int {
+	if e.Mesh.Size(mesh.Pipeline) > 1 {
+		return 1
+	}
+	return max(e.Job.MicroBatches, 1)
 }
 
 // perDeviceBatch is the per_device_batch_size that makes MaxText train on

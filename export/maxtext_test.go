@@ -226,10 +226,22 @@ func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 	if inChip == 1 && num("ici_fsdp_parallelism") != e.Mesh.Degree(mesh.FSDP).ICI*perChip && e.MicroBatchSize%perChip == 0 {
 		t.Errorf("%s: the in-chip factor is not on fsdp though each chip's %d sequences split over its devices", name, e.MicroBatchSize)
 	}
-	// batch: types.py trains on int(devices x per_device_batch_size)
+	// batch: types.py trains on int(devices x per_device_batch_size) x
+	// gradient_accumulation_steps (a PositiveInt, 1 unless written; not
+	// with fp8), accumulated over the costed micro-batches of a layout
+	// without a pipeline
+	steps := 1
+	if _, ok := vals["gradient_accumulation_steps"]; ok {
+		steps = num("gradient_accumulation_steps")
+		if steps < 2 || e.Mesh.Size(mesh.Pipeline) > 1 || steps != e.Job.MicroBatches || vals["quantization"] == "fp8" {
+			t.Errorf("%s: gradient_accumulation_steps %d written with %s, costed %d micro-batches, quantization %v", name, steps, e.Mesh, e.Job.MicroBatches, vals["quantization"])
+		}
+	} else if e.Mesh.Size(mesh.Pipeline) == 1 && e.Job.MicroBatches > 1 {
+		t.Errorf("%s: %d micro-batches costed without a pipeline, no gradient_accumulation_steps written", name, e.Job.MicroBatches)
+	}
 	pdbs, ok := vals["per_device_batch_size"].(float64)
-	if !ok || int(float64(devices*ms.Slices)*pdbs) != e.Job.GlobalBatch {
-		t.Errorf("%s: per_device_batch_size %v x %d devices is not the costed %d sequences", name, vals["per_device_batch_size"], devices*ms.Slices, e.Job.GlobalBatch)
+	if !ok || int(float64(devices*ms.Slices)*pdbs)*steps != e.Job.GlobalBatch {
+		t.Errorf("%s: per_device_batch_size %v x %d devices x %d accumulated is not the costed %d sequences", name, vals["per_device_batch_size"], devices*ms.Slices, steps, e.Job.GlobalBatch)
 	}
 	if num("max_target_length") != e.Job.Seq {
 		t.Errorf("%s: max_target_length %d, costed %d", name, num("max_target_length"), e.Job.Seq)
@@ -499,6 +511,15 @@ var exportCases = append([]exportCase{
 	{"custom MoE spec with narrower experts", func(o *plan.Options) {
 		o.Model, o.ModelSpec, o.TPU, o.Mesh, o.GlobalBatch = "small-moe.yaml", []byte(strings.Replace(smallSpec, "tied_embeddings: true", "experts: 8\nexperts_per_token: 2\nexpert_d_ff: 1408", 1)), "v5p-16", "fsdp=2,expert=4", "16"
 	}, map[string]any{"decoder_block": "mixtral", "base_moe_mlp_dim": 1408, "base_mlp_dim": 1408}},
+	// a fixed batch one pass does not fit: gradient accumulation, one
+	// sequence a chip per micro-batch (a v6e chip is one device), as the
+	// expert review asked MaxText to run them
+	{"gradient accumulation", func(o *plan.Options) {
+		o.Model, o.TPU, o.GlobalBatch, o.Framework = "llama3-8b", "v6e-8", "64", "maxtext"
+	}, map[string]any{"ici_fsdp_parallelism": 8, "per_device_batch_size": 1.0, "gradient_accumulation_steps": 8}},
+	{"gradient accumulation, 70b", func(o *plan.Options) {
+		o.Model, o.TPU, o.GlobalBatch, o.Framework = "llama3-70b", "v6e-256", "2048", "maxtext"
+	}, map[string]any{"per_device_batch_size": 1.0, "gradient_accumulation_steps": 8}},
 }, caseEachRemat()...)
 
 type exportCase struct {

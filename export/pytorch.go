@@ -54,7 +54,7 @@ type PyTorchMesh struct {
 
 // PyTorch lays the plan's layout out as a PyTorch/XLA SPMD mesh. Pipeline
 // and context parallelism have no SPMD form in PyTorch/XLA here and are
-// refused, naming the axis.
+// refused, naming the axis; so is gradient accumulation, a training loop's.
 func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 	e := p.Best.Estimate
 	ms := p.Request.Multislice
@@ -64,6 +64,10 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 			return PyTorchMesh{}, unsupported("pytorch", a.String(), strconv.Itoa(n),
 				"a layout of data, fsdp and tensor only: the PyTorch/XLA SPMD export writes no pipeline or context parallelism; plan with {mesh} without it")
 		}
+	}
+	if g := accumulation(e); g > 1 {
+		return PyTorchMesh{}, unsupported("pytorch", "gradient accumulation", strconv.Itoa(g),
+			fmt.Sprintf("none: the PyTorch/XLA SPMD export writes a mesh and shardings, not the training loop that would run the step as %d micro-batches of %d sequences; plan with a {global_batch} of at most one micro-batch's %d sequences, or export to MaxText (gradient_accumulation_steps)", g, e.Job.GlobalBatch/g, e.Job.GlobalBatch/g))
 	}
 	if n := e.Mesh.Size(mesh.Tensor); n > 1 {
 		if why := llamaModules(e.Job.Model); why != "" {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"shardlab/mesh"
 	"shardlab/plan"
 )
 
@@ -81,6 +82,26 @@ func TestPyTorchRefusesPipelineAndContext(t *testing.T) {
 		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), axis+" 2") {
 			t.Errorf("%s: %v, want a refusal naming %s", layout, err, axis)
 		}
+	}
+}
+
+// TestPyTorchRefusesAccumulation: a plan that accumulates gradients
+// (64 sequences of Llama 3 8B on v6e-8 do) is refused, with the
+// micro-batches, since the export writes no training loop; one that does
+// not is exported.
+func TestPyTorchRefusesAccumulation(t *testing.T) {
+	p := search(t, func(o *plan.Options) { o.Model, o.TPU, o.GlobalBatch = "llama3-8b", "v6e-8", "64" })
+	g := p.Best.Estimate.Job.MicroBatches
+	if g < 2 || p.Best.Estimate.Mesh.Size(mesh.Pipeline) > 1 {
+		t.Fatalf("%s with %d micro-batches, want gradient accumulation", p.Best.Estimate.Mesh, g)
+	}
+	_, err := PyTorch(p)
+	if want := fmt.Sprintf("gradient accumulation %d; none:", g); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), want) {
+		t.Errorf("PyTorch = %v, want a refusal containing %q", err, want)
+	}
+	p = search(t, func(o *plan.Options) { o.Model, o.TPU, o.GlobalBatch = "llama3-8b", "v6e-8", "8" })
+	if _, err := PyTorch(p); err != nil {
+		t.Errorf("8 sequences, %d micro-batches: %v", p.Best.Estimate.Job.MicroBatches, err)
 	}
 }
 

@@ -52,6 +52,14 @@ func DCNKey(name string) string { return "dcn_" + name + "_parallelism" }
 // takes that many times it.
 const PerDeviceBatchSize = "per_device_batch_size"
 
+// GradientAccumulationSteps is MaxText's key for the micro-batches a step
+// accumulates gradients over, one after another ([base.yml]; a
+// PositiveInt, default 1, in configs/types.py @e591f30c). The step trains
+// on devices x per_device_batch_size x it sequences
+// (calculate_global_batch_sizes), so per_device_batch_size is one
+// micro-batch's; types.py refuses it above 1 with fp8 quantization.
+const GradientAccumulationSteps = "gradient_accumulation_steps"
+
 // NoAxis is InChipAxis's answer when no axis can carry the factor.
 const NoAxis mesh.Axis = -1
 

@@ -75,6 +75,11 @@ func TestLeanSearchIsExact(t *testing.T) {
 		{"70b two slices", func(o *Options) { o.Model, o.TPU, o.Slices = "llama3-70b", "v6e-64", 2 }},
 		{"70b four slices, tpu7x", func(o *Options) { o.Model, o.TPU, o.Slices = "llama3-70b", "tpu7x-128", 4 }},
 		{"70b fixed batch", func(o *Options) { o.Model, o.TPU, o.Slices, o.GlobalBatch = "llama3-70b", "v5p-64", 2, "256" }},
+		{"8b fixed batch, accumulated", func(o *Options) { o.Model, o.TPU, o.GlobalBatch = "llama3-8b", "v6e-8", "64" }},
+		{"8b two slices, fixed batch, accumulated", func(o *Options) { o.Model, o.TPU, o.Slices, o.GlobalBatch = "llama3-8b", "v5e-32", 2, "512" }},
+		{"70b fixed batch, accumulated, MaxText", func(o *Options) {
+			o.Model, o.TPU, o.GlobalBatch, o.Framework = "llama3-70b", "v6e-256", "2048", "maxtext"
+		}},
 		{"70b fixed remat and schedule", func(o *Options) {
 			o.Model, o.TPU, o.Slices, o.Remat, o.Schedule = "llama3-70b", "v5p-64", 2, "full", "gpipe"
 		}},

@@ -421,19 +421,29 @@ func (p Plan) writeLayout(b *strings.Builder) {
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t\n", d.Axis, d.ICI, d.DCN, d.Size())
 	}
 	tw.Flush()
-	micro := "no pipeline"
-	if e.Job.MicroBatches > 1 || e.Mesh.Size(mesh.Pipeline) > 1 {
-		micro = fmt.Sprintf("%s (%s)", unit.Plural(e.Job.MicroBatches, "micro-batch"), e.Job.Schedule)
-		if e.Job.Schedule.Chunked() {
-			micro = fmt.Sprintf("%s (%s, %s per device)", unit.Plural(e.Job.MicroBatches, "micro-batch"), e.Job.Schedule, unit.Plural(max(e.Job.Chunks, 1), "chunk"))
-		}
-	}
+	micro := microText(&e)
 	remat := string(e.Job.Remat)
 	if e.Job.Remat == cost.RematCustom {
 		remat += " (" + e.Job.Custom.String() + ")"
 	}
 	fmt.Fprintf(b, "  remat %s, %s, %s per chip per micro-batch\n", remat, micro, unit.Plural(e.MicroBatchSize, "sequence"))
 	fmt.Fprintf(b, "  precision %s%s, %s attention\n\n", e.Job.Precision.Name(), quantNote(e.Job), attentionName(e.Job))
+}
+
+// microText names e's micro-batches: a pipeline's, under its schedule;
+// without a pipeline, gradient accumulation's (MaxText
+// gradient_accumulation_steps), or none.
+func microText(e *cost.Estimate) string {
+	n := unit.Plural(e.Job.MicroBatches, "micro-batch")
+	switch {
+	case e.Mesh.Size(mesh.Pipeline) > 1 && e.Job.Schedule.Chunked():
+		return fmt.Sprintf("%s (%s, %s per device)", n, e.Job.Schedule, unit.Plural(max(e.Job.Chunks, 1), "chunk"))
+	case e.Mesh.Size(mesh.Pipeline) > 1:
+		return fmt.Sprintf("%s (%s)", n, e.Job.Schedule)
+	case e.Job.MicroBatches > 1:
+		return "gradient accumulation " + n
+	}
+	return "no pipeline"
 }
 
 // bound names what stops the batch (MaxMicroBatchBound): as plan JSON

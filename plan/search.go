@@ -331,6 +331,9 @@ func (w *worker) layout(m mesh.Mesh) outcome {
 	scheds := w.schedules(p)
 	rings := w.rings(m)
 	w.family.ok = false // the last layout's
+	if p == 1 {
+		micros[0] = w.accumulation(&m, remats, rings)
+	}
 	hopeless, all := w.hopeless(&m, scheds, micro, remats)
 	if all {
 		out.evaluated = len(scheds) * len(micro) * len(remats) * len(rings)

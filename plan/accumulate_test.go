@@ -1,0 +1,75 @@
+package plan
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"shardlab/cost"
+	"shardlab/mesh"
+)
+
+// parsed is the default Options, edited, parsed, failing t on an error.
+func parsed(t *testing.T, edit func(*Options)) Request {
+	t.Helper()
+	o := DefaultOptions()
+	edit(&o)
+	r, err := ParseRequest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestAccumulatedPlans: the review's two MaxText requests, a global batch
+// larger than one forward and backward pass fits, plan as gradient
+// accumulation on a layout without a pipeline — the fewest micro-batches
+// that fit: with half as many the same layout does not fit (cost's own
+// estimate) — and the plan's text names it.
+func TestAccumulatedPlans(t *testing.T) {
+	for _, c := range []struct{ model, tpu, batch string }{
+		{"llama3-8b", "v6e-8", "64"},
+		{"llama3-70b", "v6e-256", "2048"},
+	} {
+		r := parsed(t, func(o *Options) { o.Model, o.TPU, o.GlobalBatch, o.Framework = c.model, c.tpu, c.batch, "maxtext" })
+		p, err := Search(r)
+		if err != nil {
+			t.Fatalf("%s on %s, batch %s: %v", c.model, c.tpu, c.batch, err)
+		}
+		e := p.Best.Estimate
+		g := e.Job.MicroBatches
+		if e.Mesh.Size(mesh.Pipeline) != 1 || g < 2 || fmt.Sprint(e.Job.GlobalBatch) != c.batch || !e.Memory.Fits() {
+			t.Fatalf("%s on %s: %s, %d micro-batches, batch %d, fits %v; want gradient accumulation of batch %s that fits",
+				c.model, c.tpu, e.Mesh, g, e.Job.GlobalBatch, e.Memory.Fits(), c.batch)
+		}
+		j := e.Job
+		j.MicroBatches = g / 2
+		if half, err := cost.EstimateStep(j, e.Mesh); err == nil && half.Memory.Fits() {
+			t.Errorf("%s on %s: %s fits in %d micro-batches, planned with %d", c.model, c.tpu, e.Mesh, g/2, g)
+		}
+		var b bytes.Buffer
+		if err := p.WriteText(&b, Option.Flag); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("gradient accumulation %d micro-batches", g); !strings.Contains(b.String(), want) {
+			t.Errorf("%s on %s: plan text lacks %q", c.model, c.tpu, want)
+		}
+	}
+}
+
+// TestAccumulationOnlyWhereNeeded: where the fixed batch runs in one
+// micro-batch (16 sequences of Llama 3 8B on v6e-8 as fsdp=8 do, 2 a
+// chip, under full remat), no layout without a pipeline accumulates.
+func TestAccumulationOnlyWhereNeeded(t *testing.T) {
+	r := parsed(t, func(o *Options) { o.Model, o.TPU, o.GlobalBatch, o.Top = "llama3-8b", "v6e-8", "16", 5 })
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(p.Top, p.Alternatives...) {
+		if e := c.Estimate; e.Mesh.Size(mesh.Pipeline) == 1 && e.Job.MicroBatches != 1 {
+			t.Errorf("%s accumulates over %d micro-batches, want 1", e.Mesh, e.Job.MicroBatches)
+		}
+	}
+}
