@@ -73,3 +73,26 @@ func TestAccumulationOnlyWhereNeeded(t *testing.T) {
 		}
 	}
 }
+
+// TestAccumulationJSON: a plan that accumulates says so in JSON by
+// MaxText's key, gradient_accumulation_steps, beside micro_batches; a
+// pipeline's micro-batches and a plan in one pass leave it out.
+func TestAccumulationJSON(t *testing.T) {
+	r := request(t, "llama3-8b", "v6e-8", 1, 512)
+	r.GlobalBatch = 64
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := p.JSON(nil)
+	if j.MicroBatches <= 1 || j.Accumulation != j.MicroBatches {
+		t.Errorf("micro_batches %d, gradient_accumulation_steps %d; want both the plan's accumulation, above 1", j.MicroBatches, j.Accumulation)
+	}
+	r.GlobalBatch = 0
+	if p, err = Search(r); err != nil {
+		t.Fatal(err)
+	}
+	if j := p.JSON(nil); j.Accumulation != 0 {
+		t.Errorf("one pass: gradient_accumulation_steps %d, want absent", j.Accumulation)
+	}
+}

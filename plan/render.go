@@ -38,8 +38,11 @@ type JSON struct {
 	GlobalTokens int        `json:"global_batch_tokens"`
 	MaxBatch     int        `json:"max_global_batch_sequences"`
 	MicroBatches int        `json:"micro_batches"`
-	MicroBatch   int        `json:"sequences_per_chip_per_micro_batch"`
-	Remat        string     `json:"remat"`
+	// Accumulation is, without a pipeline, the micro-batches as MaxText's
+	// gradient_accumulation_steps; absent when the step is one pass.
+	Accumulation int    `json:"gradient_accumulation_steps,omitempty"`
+	MicroBatch   int    `json:"sequences_per_chip_per_micro_batch"`
+	Remat        string `json:"remat"`
 	// Schedule is the pipeline's schedule; absent without a pipeline.
 	Schedule  string     `json:"schedule,omitempty"`
 	Chunks    int        `json:"chunks_per_device"`
@@ -304,7 +307,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		Layout:  layoutOf(p),
 		Devices: ms.Chips() * max(ms.Slice.Chip.JAXDevicesPerChip, 1),
 		Seq:     e.Job.Seq, GlobalBatch: e.Job.GlobalBatch, GlobalTokens: e.Job.GlobalBatch * e.Job.Seq, MaxBatch: p.Request.MaxGlobalBatch,
-		MicroBatches: e.Job.MicroBatches, MicroBatch: e.MicroBatchSize, Remat: string(e.Job.Remat), Schedule: pipelineSchedule(e), Chunks: max(e.Job.Chunks, 1),
+		MicroBatches: e.Job.MicroBatches, Accumulation: accumulation(&e), MicroBatch: e.MicroBatchSize, Remat: string(e.Job.Remat), Schedule: pipelineSchedule(e), Chunks: max(e.Job.Chunks, 1),
 		Memory: MemoryJSON{
 			Weights: int64(e.Memory.Weights), Gradients: int64(e.Memory.Gradients), Optimizer: int64(e.Memory.Optimizer),
 			Activations: int64(e.Memory.Activations), Transient: int64(e.Memory.Transient), Total: int64(e.Memory.Total()),
@@ -440,10 +443,19 @@ func microText(e *cost.Estimate) string {
 		return fmt.Sprintf("%s (%s, %s per device)", n, e.Job.Schedule, unit.Plural(max(e.Job.Chunks, 1), "chunk"))
 	case e.Mesh.Size(mesh.Pipeline) > 1:
 		return fmt.Sprintf("%s (%s)", n, e.Job.Schedule)
-	case e.Job.MicroBatches > 1:
+	case accumulation(e) > 0:
 		return "gradient accumulation " + n
 	}
 	return "no pipeline"
+}
+
+// accumulation is e's gradient accumulation steps: its micro-batches
+// without a pipeline, or 0 (none) for one pass or a pipeline's.
+func accumulation(e *cost.Estimate) int {
+	if e.Mesh.Size(mesh.Pipeline) > 1 || e.Job.MicroBatches <= 1 {
+		return 0
+	}
+	return e.Job.MicroBatches
 }
 
 // bound names what stops the batch (MaxMicroBatchBound): as plan JSON
