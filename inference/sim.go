@@ -146,7 +146,7 @@ type Load struct {
 }
 
 // MaxSimRequests bounds a simulation's requests.
-const MaxSimRequests = 1 << 22
+const MaxSimRequests = 1 << 18
 
 // Batch is one step's work: what its time is computed from.
 type Batch struct {

@@ -478,7 +478,7 @@ func TestSimulateStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	load := Load{Mix: FixedMix(r.PromptLen, r.OutputLen), Concurrency: 64, Requests: 1 << 20}
+	load := Load{Mix: FixedMix(r.PromptLen, r.OutputLen), Concurrency: 64, Requests: MaxSimRequests}
 	stop := make(chan struct{})
 	close(stop)
 	if _, err := Simulate(r, p.Best, SimOptions{Engine: VLLM, Load: load, Stop: stop}, rand.New(rand.NewPCG(1, 0))); !errors.Is(err, ErrStopped) {
