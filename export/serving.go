@@ -58,8 +58,12 @@ type LayoutJSON struct {
 	// which the TTFT SLO is checked against, and percentiles;
 	// inference.Layout.LoadTTFT); ttft_s is a lone prompt's on an idle
 	// replica. Absent otherwise.
-	TTFTUnderLoad *Percentiles     `json:"ttft_under_load_s,omitempty"`
-	Fits          bool             `json:"fits"`
+	TTFTUnderLoad *Percentiles `json:"ttft_under_load_s,omitempty"`
+	Fits          bool         `json:"fits"`
+	// Preempts: the layout fits but its pages do not hold its sequences
+	// at their full length at once, so vLLM preempts some
+	// (inference.Layout.Preempts). Absent otherwise.
+	Preempts      bool             `json:"preempts,omitempty"`
 	MeetsSLO      bool             `json:"meets_slo"`
 	Misses        []string         `json:"misses_slo"`
 	ActiveExperts float64          `json:"active_experts_per_moe_layer,omitempty"`
@@ -98,7 +102,7 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
 	return LayoutJSON{
 		MeanSeqs: mean, MeanStep: step, FullOnArrival: full, TTFTUnderLoad: first,
 		TP: l.TP, DP: l.DP, EP: l.EP, AttentionDP: l.AttentionDP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
-		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
+		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, Preempts: l.Preempts, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
 		ActiveExperts: l.ActiveExperts, Memory: l.Memory,
 		TTFT: ifFits(l.TTFT.Seconds()), ITL: ifFits(l.ITL.Seconds()),
 		PrefillCompute: l.PrefillCompute.Seconds(), PrefillAllReduce: l.PrefillAllReduce.Seconds(),

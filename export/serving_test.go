@@ -127,3 +127,36 @@ func TestServingAtRateCap(t *testing.T) {
 		t.Errorf("sequences_per_replica %d, want the --max-num-seqs %d", j.Layout.SeqsPerReplica, got)
 	}
 }
+
+// TestServingPreempts: a layout whose pages do not hold its sequences at
+// their full length says so in JSON (preempts), as the plan's warning
+// does; one that holds them leaves the key out. The tpu-recipes v6e-8
+// Llama 3.3 70B server (256 sequences, 2048 tokens) preempts at TP 8.
+func TestServingPreempts(t *testing.T) {
+	m, _ := model.Lookup("llama3-70b")
+	s, _ := hw.ParseAcceleratorType("v6e-8")
+	r, err := inference.NewRequest(inference.Request{
+		Model: m, Slice: s, MaxModelLen: 2048, MaxNumSeqs: 256, PromptLen: 1000, OutputLen: 1000,
+		MemoryUtilization: 0.98, MaxNumBatchedTokens: 512,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := inference.Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := Serving(p, []string{"vllm", "serve"})
+	preempts := 0
+	for i, l := range out.Layouts {
+		if l.Preempts != p.Layouts[i].Preempts {
+			t.Errorf("layout %d: preempts %v, the plan's %v", i, l.Preempts, p.Layouts[i].Preempts)
+		}
+		if l.Preempts {
+			preempts++
+		}
+	}
+	if preempts == 0 || !p.Best.Preempts {
+		t.Errorf("%d layouts preempt, best preempts %v: want the recipe's to", preempts, p.Best.Preempts)
+	}
+}
