@@ -158,3 +158,50 @@ func TestPreemptsAtMixLongest(t *testing.T) {
 		t.Errorf("seq_tokens above max_model_len: %v, want an error naming it", err)
 	}
 }
+
+// TestMixWarnsAtRate: under a request rate the plan is sized for
+// prompt_len and output_len; a length mix whose means differ by more
+// than a tenth is warned of (code review: uniform:16-4000 at 4/s claimed
+// a 1 s TTFT for 1024+1024 tokens while its simulation's requests averaged
+// 2008+2008 and waited 69 s). The means by hand: a uniform range's
+// midpoints; a histogram's weighted bins, (100·1 + 300·3)/4 = 250 and
+// (10·1 + 50·3)/4 = 40.
+func TestMixWarnsAtRate(t *testing.T) {
+	for _, c := range []struct {
+		mix  string
+		rate float64
+		warn bool
+	}{{"uniform:16-4000", 1, true}, {"uniform:16-4000", 0, false}, {"uniform:1000-1048", 1, false}, {"fixed", 1, false}} {
+		o := DefaultOptions()
+		o.LengthMix, o.RequestRate = c.mix, c.rate
+		if c.rate > 0 {
+			o.Concurrency = 0
+		}
+		q, err := ParseOptions(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Search(q.Request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(strings.Join(p.Warnings, "\n"), "length mix's mean is")
+		if got != c.warn {
+			t.Errorf("%s at %g/s: warned %v, want %v (warnings %q)", c.mix, c.rate, got, c.warn, p.Warnings)
+		}
+	}
+	m, err := ParseLengthMix("uniform:16-4000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, o := m.Means(); p != 2008 || o != 2008 {
+		t.Errorf("uniform:16-4000 means %g+%g, want 2008+2008", p, o)
+	}
+	h, err := ParseHistogram([]byte("prompt_len,output_len,weight\n100,10,1\n300,50,3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, o := h.Means(); p != 250 || o != 40 {
+		t.Errorf("histogram means %g+%g, want 250+40", p, o)
+	}
+}

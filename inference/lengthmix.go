@@ -192,15 +192,22 @@ func (m LengthMix) Longest() int {
 
 // meanOutput is the mean output length of the mix.
 func (m LengthMix) meanOutput() float64 {
+	_, out := m.Means()
+	return out
+}
+
+// Means is the mean prompt and output lengths of the mix.
+func (m LengthMix) Means() (prompt, output float64) {
 	if m.bins == nil {
-		return float64(m.olo+m.ohi) / 2
+		return float64(m.lo+m.hi) / 2, float64(m.olo+m.ohi) / 2
 	}
-	sum, prev := 0.0, 0.0
+	prev := 0.0
 	for i, b := range m.bins {
-		sum += float64(b.OutputLen) * (m.cum[i] - prev)
-		prev = m.cum[i]
+		w := m.cum[i] - prev
+		prompt, output, prev = prompt+float64(b.PromptLen)*w, output+float64(b.OutputLen)*w, m.cum[i]
 	}
-	return sum / m.cum[len(m.cum)-1]
+	total := m.cum[len(m.cum)-1]
+	return prompt / total, output / total
 }
 
 // Sample draws one request's prompt and output lengths.

@@ -117,6 +117,7 @@ func ParseOptions(o Options) (Question, error) {
 	}
 	if o.Histogram != nil || o.LengthMix != "fixed" {
 		q.Request.SeqTokens = q.Mix.Longest() // the plan's preemption check, at the mix's longest request
+		q.Request.MixMeans[0], q.Request.MixMeans[1] = q.Mix.Means()
 	}
 	if o.NumRequests < 1 || o.NumRequests > MaxSimRequests {
 		return Question{}, badInt("num_requests", o.NumRequests, fmt.Sprintf("1 to %d", MaxSimRequests))

@@ -123,8 +123,13 @@ type Request struct {
 	// of the load, prompt and output (ParseOptions sets it from a length
 	// mix's Longest). 0: PromptLen + OutputLen, every request's.
 	SeqTokens int
-	Weights   Dtype
-	KVCache   Dtype
+	// MixMeans, when set, is the mean prompt and output lengths of the
+	// load's length mix (ParseOptions sets it): under a request rate the
+	// plan is sized for PromptLen and OutputLen, and warns where the mix
+	// differs from them.
+	MixMeans [2]float64
+	Weights  Dtype
+	KVCache  Dtype
 	// KVCacheDtype is vLLM's --kv-cache-dtype as given (one of
 	// KVCacheDtypes). When set, NewRequest sets KVCache from it; when
 	// empty, NewRequest sets it to the value that stores KVCache (auto
