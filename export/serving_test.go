@@ -18,19 +18,10 @@ import (
 // llama3-70b on tpu7x-8 at 64 sequences: TP 1 × DP 8 holds all the
 // weights in one device and does not fit (README's inference example).
 func TestServingNoFitIsNull(t *testing.T) {
-	m, _ := model.Lookup("llama3-70b")
-	s, _ := hw.ParseAcceleratorType("tpu7x-8")
-	r, err := inference.NewRequest(inference.Request{
-		Model: m, Slice: s, MaxModelLen: 8192, Concurrency: 64, PromptLen: 1024, OutputLen: 1024,
+	p := servingPlan(t, "llama3-70b", "tpu7x-8", inference.Request{
+		MaxModelLen: 8192, Concurrency: 64, PromptLen: 1024, OutputLen: 1024,
 		MemoryUtilization: 0.9, MaxNumBatchedTokens: 4096,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := inference.Search(r)
-	if err != nil {
-		t.Fatal(err)
-	}
 	b, err := json.Marshal(Serving(p, []string{"vllm", "serve"}))
 	if err != nil {
 		t.Fatal(err)
@@ -74,19 +65,10 @@ func TestServingNoFitIsNull(t *testing.T) {
 // P(N = k+1) = P(N = k)·mean/(k+1) from e^−mean, and the JSON's
 // full_on_arrival_fraction is P(N ≥ c).
 func TestServingAtRateCap(t *testing.T) {
-	m, _ := model.Lookup("llama3-70b")
-	s, _ := hw.ParseAcceleratorType("tpu7x-8")
-	r, err := inference.NewRequest(inference.Request{
-		Model: m, Slice: s, MaxModelLen: 8192, RequestRate: 2, PromptLen: 1024, OutputLen: 1024,
+	p := servingPlan(t, "llama3-70b", "tpu7x-8", inference.Request{
+		MaxModelLen: 8192, RequestRate: 2, PromptLen: 1024, OutputLen: 1024,
 		MemoryUtilization: 0.92, MaxNumBatchedTokens: 4096,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := inference.Search(r)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd := VLLMServe(p, "meta-llama/Meta-Llama-3-70B")
 	got := -1
 	for i, a := range cmd[:len(cmd)-1] {
@@ -133,19 +115,10 @@ func TestServingAtRateCap(t *testing.T) {
 // does; one that holds them leaves the key out. The tpu-recipes v6e-8
 // Llama 3.3 70B server (256 sequences, 2048 tokens) preempts at TP 8.
 func TestServingPreempts(t *testing.T) {
-	m, _ := model.Lookup("llama3-70b")
-	s, _ := hw.ParseAcceleratorType("v6e-8")
-	r, err := inference.NewRequest(inference.Request{
-		Model: m, Slice: s, MaxModelLen: 2048, MaxNumSeqs: 256, PromptLen: 1000, OutputLen: 1000,
+	p := servingPlan(t, "llama3-70b", "v6e-8", inference.Request{
+		MaxModelLen: 2048, MaxNumSeqs: 256, PromptLen: 1000, OutputLen: 1000,
 		MemoryUtilization: 0.98, MaxNumBatchedTokens: 512,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := inference.Search(r)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := Serving(p, []string{"vllm", "serve"})
 	preempts := 0
 	for i, l := range out.Layouts {
@@ -159,4 +132,24 @@ func TestServingPreempts(t *testing.T) {
 	if preempts == 0 || !p.Best.Preempts {
 		t.Errorf("%d layouts preempt, best preempts %v: want the recipe's to", preempts, p.Best.Preempts)
 	}
+}
+
+// servingPlan is inference's plan of r (its Model and Slice set from
+// modelName and tpu), checked by NewRequest.
+func servingPlan(t *testing.T, modelName, tpu string, r inference.Request) inference.Plan {
+	t.Helper()
+	r.Model, _ = model.Lookup(modelName)
+	s, err := hw.ParseAcceleratorType(tpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Slice = s
+	if r, err = inference.NewRequest(r); err != nil {
+		t.Fatal(err)
+	}
+	p, err := inference.Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
