@@ -2,6 +2,7 @@ package inference
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"shardlab/model"
@@ -164,5 +165,37 @@ func TestSteadyStateBounded(t *testing.T) {
 				c.rate, c.prompt, c.output, c.tp, c.dp, ok, st.why, evals, done, maxWork)
 		}
 		t.Logf("%g/s of %d+%d tokens, TP %d × DP %d: refused (why %d) after %d iterations, %d step evaluations, work %d", c.rate, c.prompt, c.output, c.tp, c.dp, st.why, st.iterations, evals, done)
+	}
+}
+
+// TestRefusalNamesWhy: the refusal of 70000/s of 1+1-token requests on
+// TP 8 (llama3-8b), whose steady state is not found within maxWork,
+// says that it did not settle, not that the rate saturates the slice;
+// 40/s of 6000+500 tokens with a 512-token budget saturates every
+// layout of tpu7x-8 by the budget alone, and says so.
+func TestRefusalNamesWhy(t *testing.T) {
+	m, ok := model.Lookup("llama3-8b")
+	if !ok {
+		t.Fatal("no llama3-8b in the catalog")
+	}
+	for _, c := range []struct {
+		maxLen, prompt, output, budget, tp, dp int
+		rate                                   float64
+		want, not                              string
+	}{
+		{2, 1, 1, 1 << 21, 8, 1, 70000, "did not settle", "saturate tpu7x-8"},
+		{8192, 6000, 500, 512, 0, 0, 40, "saturate tpu7x-8", "did not settle"},
+	} {
+		r := request(t)
+		r.Model, r.MaxModelLen, r.PromptLen, r.OutputLen, r.MaxNumBatchedTokens, r.RequestRate = m, c.maxLen, c.prompt, c.output, c.budget, c.rate
+		r.TP, r.DP = c.tp, c.dp
+		r, err := NewRequest(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Search(r)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), c.not) {
+			t.Errorf("%g/s of %d+%d tokens: %v, want a refusal that says %q, not %q", c.rate, c.prompt, c.output, err, c.want, c.not)
+		}
 	}
 }
