@@ -110,6 +110,21 @@ func littleMean(r Request, tp, dp int) (int, steady, Layout) {
 	return n, st, l
 }
 
+// unsettledAt is the first of layouts on which r's steady state did not
+// settle (steadyState, why unsettled), found again as AtRate found it,
+// for noFit to name; false when every layout saturates or does not fit.
+func unsettledAt(r Request, layouts []Layout) (Layout, bool) {
+	for _, l := range layouts {
+		if l.Fits {
+			continue
+		}
+		if _, st, _ := littleMean(r, l.TP, l.DP); st.why == unsettled {
+			return l, true
+		}
+	}
+	return Layout{}, false
+}
+
 // poissonTerm is P(N = k) for N Poisson with the given mean, e^−mean ·
 // mean^k / k!, computed from its logarithm so that neither mean^k nor k!
 // overflows and e^−mean does not underflow on its own.

@@ -72,45 +72,108 @@ type arrivals struct {
 
 // steady is a replica's steady state: the mean sequences in it (Little's
 // law), its mean step and round in seconds, an arriving prompt's time
-// to its first token (ttft its mean, first its distribution) and the
-// iterations that found them.
+// to its first token (ttft its mean, first its distribution), and the
+// iterations and work (maxWork) that found them.
 type steady struct {
 	mean, step, round, ttft float64
 	first                   Percentiles
 	iterations              int
+	why                     int // when refused: saturated or unsettled
+	work                    int // the work that found it (maxWork)
 }
 
 // maxIterations bounds steadyState's iterations.
 const maxIterations = 1000
 
+// maxWork bounds the work of one steadyState, its step evaluations (the
+// stepTime calls of its rounds and its prompts' ends), each weighted by
+// the sequences it costs, 1 + decode + prompt chunks, as mixedStep lists
+// them, and its TTFT's cases (atomsWork): past it the state is refused
+// as not settled, a reason of its own (unsettled), so that no request
+// rate holds the planner for long. Each iteration's work is bounded
+// before it is done (expectWork, batchWork). The goldens and tests fit
+// within it (their plans are unchanged), and so does the layout that
+// serves 20/s of 6000+500 tokens with a 512-token budget (llama3-8b,
+// tpu7x-8, TP 1 × DP 8: between 10 and 25 million, mostly promptEnds
+// costed afresh each iteration); 25 million take about half a second.
+const maxWork = 25_000_000
+
+// Why a steady state is refused: its sequences or round pass the limit,
+// or its prompts' tokens a step reach what the budget leaves (saturated);
+// or it did not settle within maxIterations or maxWork.
+const (
+	saturated = iota + 1
+	unsettled
+)
+
 // steadyState is the least fixed point of a's rounds with steps of time
 // step, and false when there is none below a.limit sequences (the rate
-// saturates the replica) or the iterations do not settle to within a
-// billionth. Little's law takes the TTFT under the load (meanFirst),
+// saturates the replica: why saturated) or the iterations do not settle
+// to within a billionth within maxIterations and maxWork (why
+// unsettled). Little's law takes the TTFT under the load (meanFirst),
 // iterated jointly with the step and the round from 0.
+//
+// An iterate whose arriving prompt tokens a step, a.rate·t·P a rank,
+// reach what the budget leaves a rank beside its decode sequences is
+// refused at once as saturated (a.saturates): at a fixed point they are
+// below it, and the iterates rise to the least fixed point.
 func (a arrivals) steadyState(step stepTime) (steady, bool) {
+	done := 0
+	counted := func(decode int, prefill []work, rankTokens, rankPrompts int) float64 {
+		done += 1 + decode + len(prefill)
+		return step(decode, prefill, rankTokens, rankPrompts)
+	}
 	var t, r, ttft float64 // the mean step, round and TTFT
 	n := -1
 	for i := 1; i <= maxIterations; i++ {
 		mean := a.rate * (ttft + float64(a.output)*t)
 		next := int(math.Ceil(mean))
-		if next > a.limit || a.rate*r > float64(a.limit) {
-			return steady{mean: mean, step: t, round: r, ttft: ttft, iterations: i}, false
+		out := steady{mean: mean, step: t, round: r, ttft: ttft, iterations: i, why: saturated}
+		if next > a.limit || a.rate*r > float64(a.limit) || a.saturates(t, next) {
+			return out, false
 		}
-		rs, ok := a.expect(step, next, a.rate*r)
+		if out.why = unsettled; done+a.expectWork(next, a.rate*r) > maxWork {
+			return out, false
+		}
+		rs, ok := a.expect(counted, next, a.rate*r)
 		if !ok {
-			return steady{mean: mean, step: t, round: r, ttft: ttft, iterations: i}, false
+			out.why = saturated
+			return out, false
+		}
+		if done+a.batchWork(next, rs) > maxWork {
+			return out, false
 		}
 		eT, eS := rs.time, rs.steps
-		f := a.meanFirst(step, next, rs, eT/eS)
+		f := a.meanFirst(counted, next, rs, eT/eS)
 		settled := next == n && near(eT/eS, t) && near(eT, r) && near(f, ttft)
 		t, r, n, ttft = eT/eS, eT, next, f
 		if settled {
-			first := firstPercentiles(a.firstAtoms(step, n, rs, t))
-			return steady{mean: a.rate * (ttft + float64(a.output)*t), step: t, round: r, ttft: ttft, first: first, iterations: i}, true
+			if done+a.batchWork(n, rs)+a.atomsWork(rs) > maxWork {
+				return steady{mean: a.rate * (ttft + float64(a.output)*t), step: t, round: r, ttft: ttft, iterations: i, why: unsettled}, false
+			}
+			first := firstPercentiles(a.firstAtoms(counted, n, rs, t))
+			return steady{mean: a.rate * (ttft + float64(a.output)*t), step: t, round: r, ttft: ttft, first: first, iterations: i, work: done}, true
 		}
 	}
-	return steady{step: t, round: r, ttft: ttft, iterations: maxIterations}, false
+	return steady{step: t, round: r, ttft: ttft, iterations: maxIterations, why: unsettled}, false
+}
+
+// saturates reports whether prompts arriving at a.rate, at a mean step
+// of t seconds, bring a rank at least the tokens a step that its budget
+// leaves beside decode sequences: a.rate·t·P / ranks ≥ free. At a fixed
+// point they are below it. Each rank computes at most free prompt tokens
+// a step, and a round with no prompt, of probability p0 = P(K = 0) > 0,
+// computes none, so the rounds' K·P tokens, μ·P on average (μ = λ·R),
+// take E[S] ≥ μ·P/(ranks·free) + p0 steps, and with R = t·E[S],
+// λ·t·P/ranks = μ·P/(ranks·E[S]) < free. The iterates rise to the least
+// fixed point (t and N up, the free tokens down), so an iterate at or
+// past it shows that there is none below the limit, where the iteration
+// would otherwise run (TestSaturatesAsIterated checks it against the
+// iteration without the test). A settled state holds the bound within
+// its tolerance, a billionth.
+func (a arrivals) saturates(t float64, decode int) bool {
+	free := a.budget - ceilDiv(decode, a.ranks)
+	return a.rate*t*float64(a.prompt)/float64(a.ranks) >= float64(free)
 }
 
 // near reports whether x is within a billionth of y.
@@ -133,9 +196,9 @@ type roundOf struct{ p, time float64 }
 // with mean mu/ranks: the DP scheduler holds new requests until as many
 // are pending as it has ranks (or as many ranks idle, or 30 s) and then
 // deals them to the ranks together [ti-dps]; its wait is before the
-// requests take a slot, and not counted. The Poisson sum stops past the
-// mean once a term is below 1e-15, and is divided by the probability it
-// covers.
+// requests take a slot, and not counted. The Poisson sum is over
+// poissonSpan's terms, and is divided by the probability it covers; the
+// rounds are costed incrementally (fullRounds).
 func (a arrivals) expect(step stepTime, decode int, mu float64) (rounds, bool) {
 	free := a.budget - ceilDiv(decode, a.ranks)
 	if free < 1 {
@@ -143,23 +206,114 @@ func (a arrivals) expect(step stepTime, decode int, mu float64) (rounds, bool) {
 	}
 	var rs rounds
 	cover, groups := 0.0, mu/float64(a.ranks)
-	for k := 0; ; k++ {
+	lo, hi := poissonSpan(groups)
+	fr := fullRounds{a: a, step: step, decode: decode, free: free}
+	for k := lo; k <= hi; k++ {
 		p := 1.0
 		if mu > 0 {
 			p = poissonTerm(k, groups)
 		}
-		rt, n := a.round(step, decode, k*a.ranks, free)
+		rt, n := fr.round(k)
 		rs.of = append(rs.of, roundOf{p, rt})
 		rs.time, rs.time2, rs.steps, cover = rs.time+p*rt, rs.time2+p*rt*rt, rs.steps+p*float64(n), cover+p
-		if mu == 0 || (float64(k) > groups && p < 1e-15) {
-			break
-		}
 	}
 	for i := range rs.of {
 		rs.of[i].p /= cover
 	}
 	rs.time, rs.time2, rs.steps = rs.time/cover, rs.time2/cover, rs.steps/cover
 	return rs, true
+}
+
+// leftTail is c in poissonSpan's first term ⌊mean − c·√mean⌋:
+// √(2·ln 10¹⁵) ≈ 8.31, so that the terms left out weigh below 1e-15.
+var leftTail = math.Sqrt(2 * math.Log(1e15))
+
+// poissonSpan is the terms lo..hi of a Poisson distribution with the
+// given mean that expect and batches sum: from ⌊mean − c·√mean⌋ (0 for
+// a mean up to c² ≈ 69), c = leftTail, to the first past the mean below
+// 1e-15 (a mean of 0: the term 0 alone). The terms below lo weigh less
+// than 1e-15 (Chernoff): for X Poisson with mean μ and s > 0,
+// P(X ≤ a) ≤ e^{sa}·E[e^{−sX}] = exp(sa + μ(e^{−s} − 1)), which at
+// e^{−s} = a/μ, for a = u·μ with 0 < u < 1, is exp(−μ·h(u)) with
+// h(u) = u·ln u − u + 1; h(u) ≥ (1 − u)²/2, as their difference is 0 at
+// u = 1 and its derivative, ln u + 1 − u, is at most 0 (ln u ≤ u − 1).
+// So P(X ≤ μ − x) ≤ exp(−x²/(2μ)), and at x = c·√μ, exp(−c²/2) = 1e-15
+// (at a = 0, e^{−μ} ≤ e^{−μ/2}).
+func poissonSpan(mean float64) (lo, hi int) {
+	if mean <= 0 {
+		return 0, 0
+	}
+	lo = max(0, int(math.Floor(mean-leftTail*math.Sqrt(mean))))
+	for k := max(lo, int(mean)); ; k++ {
+		if float64(k) > mean && poissonTerm(k, mean) < 1e-15 {
+			return lo, k
+		}
+	}
+}
+
+// fullRounds costs the rounds of k groups of prompts, one a rank, with
+// decode sequences and free tokens a rank a step, as round does, each
+// step once: every rank has k prompts, so each step but a round's last
+// computes free tokens a rank, the same whatever k (the tokens
+// [i·free, (i+1)·free) of the ranks' prompts in turn). full[i] is the
+// time of the first i such steps, summed in round's order.
+type fullRounds struct {
+	a            arrivals
+	step         stepTime
+	decode, free int
+	full         []float64
+	buf          []work
+}
+
+// round is the time and steps of a round of k groups (round).
+func (fr *fullRounds) round(k int) (float64, int) {
+	if k == 0 {
+		return fr.step(fr.decode, nil, 0, 0), 1
+	}
+	tokens := k * fr.a.prompt // each rank's
+	s := ceilDiv(tokens, fr.free)
+	if len(fr.full) == 0 {
+		fr.full = append(fr.full, 0)
+	}
+	for i := len(fr.full) - 1; i < s-1; i++ {
+		fr.full = append(fr.full, fr.full[i]+fr.stepAt(i*fr.free, (i+1)*fr.free))
+	}
+	return fr.full[s-1] + fr.stepAt((s-1)*fr.free, tokens), s
+}
+
+// stepAt is the time of a step whose every rank computes the tokens
+// [from, to) of its prompts, in chunks split at the prompts' ends
+// (chunks).
+func (fr *fullRounds) stepAt(from, to int) float64 {
+	p := fr.a.prompt
+	fr.buf = fr.buf[:0]
+	for pos := from; pos < to; {
+		done := pos % p
+		n := min(p-done, to-pos)
+		fr.buf = append(fr.buf, work{computed: done, n: n})
+		pos += n
+	}
+	chunk := len(fr.buf)
+	for range fr.a.ranks - 1 {
+		fr.buf = append(fr.buf, fr.buf[:chunk]...)
+	}
+	return fr.step(fr.decode, fr.buf, to-from, chunk)
+}
+
+// expectWork bounds the work (maxWork) of expect(decode, mu): each
+// round's last step and each full step of the longest once, each with
+// the decode sequences and at most free/P + 2 chunks a rank, or its
+// prompts.
+func (a arrivals) expectWork(decode int, mu float64) int {
+	free := a.budget - ceilDiv(decode, a.ranks)
+	if free < 1 {
+		return 0
+	}
+	lo, hi := poissonSpan(mu / float64(a.ranks))
+	if hi == 0 {
+		return 1 + decode
+	}
+	return (ceilDiv(hi*a.prompt, free) + hi - lo) * (1 + decode + a.ranks*min(hi, free/a.prompt+2))
 }
 
 // round is the time and steps of a round that prefills k prompts
@@ -287,9 +441,8 @@ func (a arrivals) promptEnds(step stepTime, decode, k, free int) []float64 {
 // batches calls fn for each round an arriving prompt can find in
 // progress and each count of other prompts that arrive in it, with the
 // probability of both, the round's time and the prompts' ends
-// (promptEnds) when they are prefilled together. Each Poisson sum stops
-// past its mean once a term is below 1e-15, and is divided by the
-// probability it covers.
+// (promptEnds) when they are prefilled together. Each Poisson sum is
+// over poissonSpan's terms, and is divided by the probability it covers.
 func (a arrivals) batches(step stepTime, decode int, rs rounds, fn func(w, round float64, ends []float64)) {
 	free := a.budget - ceilDiv(decode, a.ranks)
 	ends := map[int][]float64{}
@@ -300,18 +453,17 @@ func (a arrivals) batches(step stepTime, decode int, rs rounds, fn func(w, round
 			w = r.p * r.time / rs.time
 		}
 		mu, cover := a.rate*r.time, 0.0
+		lo, hi := poissonSpan(mu)
 		ps = ps[:0]
-		for m := 0; ; m++ {
+		for m := lo; m <= hi; m++ {
 			p := 1.0
 			if mu > 0 {
 				p = poissonTerm(m, mu)
 			}
 			ps, cover = append(ps, p), cover+p
-			if mu == 0 || (float64(m) > mu && p < 1e-15) {
-				break
-			}
 		}
-		for m, p := range ps {
+		for i, p := range ps {
+			m := lo + i
 			if ends[m] == nil {
 				ends[m] = a.promptEnds(step, decode, m+1, free)
 			}
@@ -320,20 +472,57 @@ func (a arrivals) batches(step stepTime, decode int, rs rounds, fn func(w, round
 	}
 }
 
+// batchWork bounds the work (maxWork) of batches over rs with decode
+// sequences: promptEnds's steps for each count of prompts in any round's
+// span, 1 + m a batch in ⌈⌈(m+1)/ranks⌉·P / free⌉ steps, each with the
+// decode sequences and at most its prompts' chunks.
+func (a arrivals) batchWork(decode int, rs rounds) int {
+	free := a.budget - ceilDiv(decode, a.ranks)
+	lo, hi := math.MaxInt, 0
+	for _, r := range rs.of {
+		l, h := poissonSpan(a.rate * r.time)
+		lo, hi = min(lo, l), max(hi, h)
+	}
+	n := 0
+	for m := lo; m <= hi && free > 0; m++ {
+		n += ceilDiv(ceilDiv(m+1, a.ranks)*a.prompt, free) * (1 + decode + min(m+1, a.ranks*(free/a.prompt+2)))
+	}
+	return n
+}
+
+// atomsWork is the work (maxWork) of firstAtoms's cases of rs and of
+// their percentiles: each round's batches of m + 1 prompts, m over its
+// span, one a place in the batch, each of whose distributions sums up
+// to m + 2 binomial terms.
+func (a arrivals) atomsWork(rs rounds) int {
+	n := 0
+	for _, r := range rs.of {
+		lo, hi := poissonSpan(a.rate * r.time)
+		for m := lo; m <= hi; m++ {
+			n += (m + 1) * (m + 2)
+		}
+	}
+	return n
+}
+
 // meanFirst is the mean time to the first token of a prompt that
 // arrives at the steady state of rounds rs with decode sequences and a
 // mean step of t seconds: the mean wait for the round in progress to
 // end, the async step, and the mean over its place in its batch of the
-// time to the step that ends its prompt.
+// time to the step that ends its prompt (summed once a batch size).
 func (a arrivals) meanFirst(step stepTime, decode int, rs rounds, t float64) float64 {
 	sum := 0.0
 	if rs.time > 0 {
 		sum = rs.time2 / (2 * rs.time) // the wait for the round in progress
 	}
+	sums := map[int]float64{} // each batch's ends, by its prompts
 	a.batches(step, decode, rs, func(w, _ float64, ends []float64) {
-		e := 0.0
-		for _, x := range ends {
-			e += x
+		e, ok := sums[len(ends)]
+		if !ok {
+			for _, x := range ends {
+				e += x
+			}
+			sums[len(ends)] = e
 		}
 		sum += w * e / float64(len(ends))
 	})

@@ -64,6 +64,10 @@ func noFit(r Request, layouts []Layout) *NoFitError {
 	if r.RequestRate > 0 {
 		why = fmt.Sprintf("%g requests/s of %d+%d tokens saturate %s: at the mean step with the arriving prompts' chunks they keep more sequences at once than the pages hold at the requests' lengths or than the %d accepted, or the steps cannot keep up",
 			r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), MaxConcurrency)
+		if l, ok := unsettledAt(r, layouts); ok {
+			why = fmt.Sprintf("%g requests/s of %d+%d tokens: no layout of %s keeps up with them, and on TP %d × DP %d the search for their steady state did not settle within %d units of work (step evaluations by their sequences) or %d iterations (it is not known to saturate it)",
+				r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), l.TP, l.DP, maxWork, maxIterations)
+		}
 	}
 	return &NoFitError{Why: why}
 }
