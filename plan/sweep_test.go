@@ -17,13 +17,7 @@ import (
 // searchOptions plans the default options changed by edit.
 func searchOptions(t *testing.T, edit func(*Options)) Plan {
 	t.Helper()
-	o := DefaultOptions()
-	edit(&o)
-	r, err := ParseRequest(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Search(r)
+	p, err := Search(parsed(t, edit))
 	if err != nil {
 		t.Fatal(err)
 	}
