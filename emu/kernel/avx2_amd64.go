@@ -32,10 +32,10 @@ func peakAVX2(n int)
 func peakAVX512(n int)
 
 //go:noescape
-func add32(dst, x *float32, n int)
+func add32(a, b *float32, n int)
 
 //go:noescape
-func add64(dst, x *float32, n int)
+func add64(a, b *float32, n int)
 
 //go:noescape
 func expSub16(dst, src *float32, n int, shift float32)

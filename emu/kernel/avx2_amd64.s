@@ -11,6 +11,42 @@
 // the instructions written out in full (go tool objdump shows the same
 // bytes); they carry the line of the macro's use.
 
+// The frames: kernels declared alike in avx2_amd64.go load their
+// arguments with one macro, defined here above every TEXT so that vet's
+// asmdecl, which reads the file line by line, does not check its FP
+// names against the function before it (it does not look inside a
+// macro's use either: the kernels' tests against plain Go hold the
+// offsets).
+//
+// FRAME8X32 loads add8x32's and add8x32rows's (a, b, kc, lda, ldb, c,
+// ldc) into SI, DI, CX, R9, R10, DX and R8, the strides in bytes.
+#define FRAME8X32 \
+	MOVQ a+0(FP), SI; \
+	MOVQ b+8(FP), DI; \
+	MOVQ kc+16(FP), CX; \
+	MOVQ lda+24(FP), R9; \
+	SHLQ $2, R9; \
+	MOVQ ldb+32(FP), R10; \
+	SHLQ $2, R10; \
+	MOVQ c+40(FP), DX; \
+	MOVQ ldc+48(FP), R8; \
+	SHLQ $2, R8
+
+// FRAMESUMS loads the vector sums' (a, b, n) into DI, SI and CX.
+#define FRAMESUMS \
+	MOVQ a+0(FP), DI; \
+	MOVQ b+8(FP), SI; \
+	MOVQ n+16(FP), CX
+
+// FRAMEFAN loads reduceFan's (ins, nin, outs, nout, n) into R8, R9, R10,
+// R11 and CX.
+#define FRAMEFAN \
+	MOVQ ins+0(FP), R8; \
+	MOVQ nin+8(FP), R9; \
+	MOVQ outs+16(FP), R10; \
+	MOVQ nout+24(FP), R11; \
+	MOVQ n+32(FP), CX
+
 // CLEAR4(XOR, R0, R1, R2, R3) clears four vector registers, each XORed
 // with itself; ZERO_Y0_Y7 clears Y0–Y7 and ZERO_Z0_Z15 Z0–Z15.
 #define CLEAR4(XOR, R0, R1, R2, R3) \
@@ -149,16 +185,7 @@ loop4:
 // thirty-two at b+p·ldb: a packed strip (lda 8, ldb 32) or the matrices
 // in place.
 TEXT ·add8x32(SB), NOSPLIT, $0-56
-	MOVQ a+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ kc+16(FP), CX
-	MOVQ lda+24(FP), R9
-	SHLQ $2, R9
-	MOVQ ldb+32(FP), R10
-	SHLQ $2, R10
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
-	SHLQ $2, R8
+	FRAME8X32
 	ZERO_Z0_Z15
 
 loop8:
@@ -178,18 +205,9 @@ loop8:
 // a+ii·lda+p (an untransposed A, lda floats a row) and b's thirty-two at
 // b+p·ldb; the same FMA chains in the same order.
 TEXT ·add8x32rows(SB), NOSPLIT, $0-56
-	MOVQ a+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ kc+16(FP), CX
-	MOVQ lda+24(FP), R9
-	SHLQ $2, R9
+	FRAME8X32
 	LEAQ (R9)(R9*2), R11
 	LEAQ (SI)(R9*4), R12
-	MOVQ ldb+32(FP), R10
-	SHLQ $2, R10
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
-	SHLQ $2, R8
 	ZERO_Z0_Z15
 
 rows8:
@@ -285,12 +303,14 @@ TEXT ·peakAVX512(SB), NOSPLIT, $0-8
 	VMOVUPS V2, (2*W) M; \
 	VMOVUPS V3, (3*W) M
 
-// SUMS(loop, SHIFT, V0, V1, V2, V3, W, BOTH) adds the rounds at SI into
-// those at DI and, when BOTH is STORE4, writes the sums back to SI too
-// (sumBoth); with BOTH SKIP4 it leaves SI alone (add).
+// SUMS(loop, SHIFT, V0, V1, V2, V3, W, BOTH) is a vector sum's body over
+// its frame (a, b, n): it adds the rounds at b (SI) into those at a (DI)
+// and, when BOTH is STORE4, writes the sums back to b too (sumBoth); with
+// BOTH SKIP4 it leaves b alone (add).
 #define SKIP4(V0, V1, V2, V3, W, M)
 
 #define SUMS(loop, SHIFT, V0, V1, V2, V3, W, BOTH) \
+	FRAMESUMS; \
 	SHRQ $SHIFT, CX; \
 loop: \
 	LOAD4(V0, V1, V2, V3, W, (DI)); \
@@ -304,22 +324,16 @@ loop: \
 	VZEROUPPER; \
 	RET
 
-// func add32(dst, x *float32, n int)
+// func add32(a, b *float32, n int)
 //
-// dst[i] += x[i] for n floats, n a positive multiple of 32 (AVX2).
+// a[i] += b[i] for n floats, n a positive multiple of 32 (AVX2).
 TEXT ·add32(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
 	SUMS(addloop2, 5, Y0, Y1, Y2, Y3, 32, SKIP4)
 
-// func add64(dst, x *float32, n int)
+// func add64(a, b *float32, n int)
 //
-// dst[i] += x[i] for n floats, n a positive multiple of 64 (AVX-512).
+// a[i] += b[i] for n floats, n a positive multiple of 64 (AVX-512).
 TEXT ·add64(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
 	SUMS(addloop5, 6, Z0, Z1, Z2, Z3, 64, SKIP4)
 
 // BCAST(C, Z) fills Z with the float32 whose bits are C.
@@ -383,18 +397,12 @@ exploop:
 //
 // a[i] = b[i] = a[i] + b[i] for n floats, n a positive multiple of 64 (AVX-512).
 TEXT ·sumBoth64(SB), NOSPLIT, $0-24
-	MOVQ a+0(FP), DI
-	MOVQ b+8(FP), SI
-	MOVQ n+16(FP), CX
 	SUMS(sumloop5, 6, Z0, Z1, Z2, Z3, 64, STORE4)
 
 // func sumBoth32(a, b *float32, n int)
 //
 // sumBoth64 with AVX2, n a positive multiple of 32.
 TEXT ·sumBoth32(SB), NOSPLIT, $0-24
-	MOVQ a+0(FP), DI
-	MOVQ b+8(FP), SI
-	MOVQ n+16(FP), CX
 	SUMS(sumloop2, 5, Y0, Y1, Y2, Y3, 32, STORE4)
 
 // EACH(top, done, N, LIST, P, OP, V0, V1, V2, V3, W) runs
@@ -411,10 +419,11 @@ top: \
 	JMP top
 
 // REDUCEFAN(SHIFT, V0, V1, V2, V3, W, loop, in, out, st, next) is
-// reduceFan over n>>SHIFT rounds at DX: it sums a round over the nin
+// reduceFan over its frame, n>>SHIFT rounds at DX: it sums a round over the nin
 // (R9) inputs in ins (R8), then stores it to the nout (R11) outputs in
 // outs (R10). loop, in, out, st and next are its labels.
 #define REDUCEFAN(SHIFT, V0, V1, V2, V3, W, loop, in, out, st, next) \
+	FRAMEFAN; \
 	SHRQ $SHIFT, CX; \
 	XORQ DX, DX; \
 loop: \
@@ -439,20 +448,10 @@ next: \
 // outs[k][e] for every k (AVX-512, 64 floats a round: every input of a
 // round is read before any output of it is written).
 TEXT ·reduceFan64(SB), NOSPLIT, $0-40
-	MOVQ ins+0(FP), R8
-	MOVQ nin+8(FP), R9
-	MOVQ outs+16(FP), R10
-	MOVQ nout+24(FP), R11
-	MOVQ n+32(FP), CX
 	REDUCEFAN(6, Z0, Z1, Z2, Z3, 64, fanloop5, fanin5, fanout5, fanst5, fannext5)
 
 // func reduceFan32(ins *unsafe.Pointer, nin int, outs *unsafe.Pointer, nout int, n int)
 //
 // reduceFan64 with AVX2, n a positive multiple of 32.
 TEXT ·reduceFan32(SB), NOSPLIT, $0-40
-	MOVQ ins+0(FP), R8
-	MOVQ nin+8(FP), R9
-	MOVQ outs+16(FP), R10
-	MOVQ nout+24(FP), R11
-	MOVQ n+32(FP), CX
 	REDUCEFAN(5, Y0, Y1, Y2, Y3, 32, fanloop2, fanin2, fanout2, fanst2, fannext2)

@@ -22,8 +22,8 @@ func add8x32rows(a, b *float32, kc, lda, ldb int, c *float32, ldc int) {
 func peakAVX2(n int)   { panic("kernel: not built for this platform") }
 func peakAVX512(n int) { panic("kernel: not built for this platform") }
 
-func add32(dst, x *float32, n int) { panic("kernel: not built for this platform") }
-func add64(dst, x *float32, n int) { panic("kernel: not built for this platform") }
+func add32(a, b *float32, n int) { panic("kernel: not built for this platform") }
+func add64(a, b *float32, n int) { panic("kernel: not built for this platform") }
 
 func expSub16(dst, src *float32, n int, shift float32) { panic("kernel: not built for this platform") }
 
