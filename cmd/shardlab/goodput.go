@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"shardlab/capacity"
 	"shardlab/plan"
@@ -47,50 +46,33 @@ func expectOf(p plan.Plan, tokens float64) capacity.Expectation {
 	return capacity.Expect(capacity.JobOf(p), chips, chips/m.Multislice.Slice.Chip.Host.Chips, tokens)
 }
 
-// writeGoodputPlans writes the plans with their expected goodput, each
-// with its note of the temporaries' factor (notes[i], nil for none).
+// writeGoodputPlans writes the plans as writePlans does, each with its
+// expected goodput.
 func writeGoodputPlans(w io.Writer, plans []plan.Plan, notes []*calibrationJSON, asJSON bool, tokens float64) error {
-	if asJSON {
-		out := make([]planWithGoodput, len(plans))
-		for i, p := range plans {
-			e := expectOf(p, tokens)
-			g := goodputJSON{Expectation: e, SaveS: e.Save.Seconds(), RestartS: e.Restart.Seconds(),
-				IntervalS: e.Interval.Seconds(), TimeToTrainS: float64(e.TimeToTrain)}
-			g.LowS, g.HighS = trainBand(p, g.TimeToTrainS)
-			out[i] = planWithGoodput{JSON: p.JSON(flagName), Goodput: g, Calibration: notes[i]}
-		}
-		if len(out) == 1 {
-			return writeJSON(w, out[0])
-		}
-		return writeJSON(w, struct {
-			Plans []planWithGoodput `json:"plans"`
-		}{out})
-	}
-	for i, p := range plans {
-		if i > 0 {
-			fmt.Fprintln(w, "\n"+strings.Repeat("=", 72)+"\n")
-		}
-		if notes[i] != nil {
-			if err := notes[i].writeText(w); err != nil {
-				return err
-			}
-		}
-		if err := p.WriteText(w, flagName); err != nil {
-			return err
-		}
+	doc := func(p plan.Plan, note *calibrationJSON) planWithGoodput {
 		e := expectOf(p, tokens)
-		fmt.Fprintf(w, "\nGoodput (expected; shardlab capacity simulates a reservation):\n")
-		fmt.Fprintf(w, "  %.2f job failures a day over %s (Llama 3's rate per chip, an assumption), spares at hand\n",
-			24*e.FailuresPerHour, unit.Plural(p.Best.Estimate.Mesh.Chips(), "chip"))
-		fmt.Fprintf(w, "  checkpoint save %v, restart %v; checkpoint every %v of work (Daly)\n",
-			unit.Seconds(e.Save.Seconds()), unit.Seconds(e.Restart.Seconds()), unit.Seconds(e.Interval.Seconds()))
-		band := ""
-		if lo, hi := trainBand(p, float64(e.TimeToTrain)); hi > 0 {
-			band = fmt.Sprintf(" (%s to %s in the band)", days(lo), days(hi))
-		}
-		fmt.Fprintf(w, "  goodput %.1f%%: %.3g tokens in %s%s\n", 100*e.Goodput, e.Tokens, days(float64(e.TimeToTrain)), band)
+		g := goodputJSON{Expectation: e, SaveS: e.Save.Seconds(), RestartS: e.Restart.Seconds(),
+			IntervalS: e.Interval.Seconds(), TimeToTrainS: float64(e.TimeToTrain)}
+		g.LowS, g.HighS = trainBand(p, g.TimeToTrainS)
+		return planWithGoodput{JSON: p.JSON(flagName), Goodput: g, Calibration: note}
 	}
-	return nil
+	return writePlans(w, plans, notes, asJSON, doc, func(w io.Writer, p plan.Plan) { writeGoodput(w, p, tokens) })
+}
+
+// writeGoodput writes the expected goodput of p's chosen layout, training
+// tokens tokens.
+func writeGoodput(w io.Writer, p plan.Plan, tokens float64) {
+	e := expectOf(p, tokens)
+	fmt.Fprintf(w, "\nGoodput (expected; shardlab capacity simulates a reservation):\n")
+	fmt.Fprintf(w, "  %.2f job failures a day over %s (Llama 3's rate per chip, an assumption), spares at hand\n",
+		24*e.FailuresPerHour, unit.Plural(p.Best.Estimate.Mesh.Chips(), "chip"))
+	fmt.Fprintf(w, "  checkpoint save %v, restart %v; checkpoint every %v of work (Daly)\n",
+		unit.Seconds(e.Save.Seconds()), unit.Seconds(e.Restart.Seconds()), unit.Seconds(e.Interval.Seconds()))
+	band := ""
+	if lo, hi := trainBand(p, float64(e.TimeToTrain)); hi > 0 {
+		band = fmt.Sprintf(" (%s to %s in the band)", days(lo), days(hi))
+	}
+	fmt.Fprintf(w, "  goodput %.1f%%: %.3g tokens in %s%s\n", 100*e.Goodput, e.Tokens, days(float64(e.TimeToTrain)), band)
 }
 
 // days spells a duration in days, or hours below two days.

@@ -168,7 +168,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if f.goodput {
 		err = writeGoodputPlans(stdout, plans, notes, f.json, f.tokens)
 	} else {
-		err = writePlans(stdout, plans, notes, f.json)
+		err = writePlans(stdout, plans, notes, f.json, calibrated, nil)
 	}
 	if err != nil {
 		return err
@@ -315,32 +315,44 @@ type calibratedPlan struct {
 }
 
 // writePlans writes the plans, each with its note of the temporaries'
-// factor (notes[i], nil for none).
-func writePlans(stdout io.Writer, plans []plan.Plan, notes []*calibrationJSON, asJSON bool) error {
+// factor (notes[i], nil for none): as JSON, each plan's doc — the one
+// plan's document, or {"plans": [...]} for several; as text, each plan
+// after its note and followed by more's lines (nil for none), a rule
+// between plans. plan --goodput's plans are these with their goodput.
+func writePlans[T any](w io.Writer, plans []plan.Plan, notes []*calibrationJSON, asJSON bool,
+	doc func(plan.Plan, *calibrationJSON) T, more func(io.Writer, plan.Plan)) error {
 	if asJSON {
-		out := make([]calibratedPlan, len(plans))
+		out := make([]T, len(plans))
 		for i, p := range plans {
-			out[i] = calibratedPlan{p.JSON(flagName), notes[i]}
+			out[i] = doc(p, notes[i])
 		}
 		if len(out) == 1 {
-			return writeJSON(stdout, out[0])
+			return writeJSON(w, out[0])
 		}
-		return writeJSON(stdout, struct {
-			Plans []calibratedPlan `json:"plans"`
+		return writeJSON(w, struct {
+			Plans []T `json:"plans"`
 		}{out})
 	}
 	for i, p := range plans {
 		if i > 0 {
-			fmt.Fprintln(stdout, "\n"+strings.Repeat("=", 72)+"\n")
+			fmt.Fprintln(w, "\n"+strings.Repeat("=", 72)+"\n")
 		}
 		if notes[i] != nil {
-			if err := notes[i].writeText(stdout); err != nil {
+			if err := notes[i].writeText(w); err != nil {
 				return err
 			}
 		}
-		if err := p.WriteText(stdout, flagName); err != nil {
+		if err := p.WriteText(w, flagName); err != nil {
 			return err
+		}
+		if more != nil {
+			more(w, p)
 		}
 	}
 	return nil
+}
+
+// calibrated is a plan's JSON with its note of the temporaries' factor.
+func calibrated(p plan.Plan, note *calibrationJSON) calibratedPlan {
+	return calibratedPlan{p.JSON(flagName), note}
 }
