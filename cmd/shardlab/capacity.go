@@ -318,32 +318,26 @@ func capacityOption(o plan.Option) string {
 	return "plan's default " + o.String()
 }
 
-// capacityPlanError is a plan error in capacity's words (capacityOption):
-// capacity takes the model, slice and slice count and plans the rest with
-// plan's defaults, so when no layout runs the job it says what capacity's
-// user can change, and which of plan's flags would make it run.
-func capacityPlanError(err error) error {
-	var oe *plan.OptionError
-	var none *plan.NoPlanError
-	switch {
-	case errors.As(err, &oe):
-		return phrasedError{oe.Phrase(capacityOption), err}
-	case errors.As(err, &none):
-		bare := *none
-		bare.Fixes = nil
-		msg := "capacity: " + bare.Phrase(capacityOption) + "; capacity plans with plan's defaults for the rest: change --model, --tpu or --slices"
-		if len(none.Fixes) > 0 {
-			fixes := make([]string, len(none.Fixes))
-			for i, f := range none.Fixes {
-				fixes[i] = plan.Note{Text: f}.Phrase(plan.Option.Flag)
-			}
-			msg += "; shardlab plan would run it with " + strings.Join(fixes, "; or ")
-		} else {
-			msg += ", or ask shardlab plan, whose flags set the rest"
-		}
-		return phrasedError{msg, err}
+// capacityPlanError is a plan error in capacity's words (capacityOption,
+// capacityNoPlan).
+func capacityPlanError(err error) error { return phrased(err, capacityOption, capacityNoPlan) }
+
+// capacityNoPlan words a search that found no layout: capacity takes the
+// model, slice and slice count and plans the rest with plan's defaults,
+// so it says what capacity's user can change, and which of plan's flags
+// would make the job run.
+func capacityNoPlan(none *plan.NoPlanError) string {
+	bare := *none
+	bare.Fixes = nil
+	msg := "capacity: " + bare.Phrase(capacityOption) + "; capacity plans with plan's defaults for the rest: change --model, --tpu or --slices"
+	if len(none.Fixes) == 0 {
+		return msg + ", or ask shardlab plan, whose flags set the rest"
 	}
-	return err
+	fixes := make([]string, len(none.Fixes))
+	for i, f := range none.Fixes {
+		fixes[i] = plan.Note{Text: f}.Phrase(plan.Option.Flag)
+	}
+	return msg + "; shardlab plan would run it with " + strings.Join(fixes, "; or ")
 }
 
 // modeSettings checks --holdback and --spares against the mode and returns

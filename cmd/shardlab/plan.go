@@ -293,16 +293,24 @@ func (e phrasedError) Unwrap() error { return e.err }
 
 // planError spells the options an error of package plan names as flags.
 func planError(err error) error {
+	return phrased(err, flagName, func(none *plan.NoPlanError) string { return "plan: " + none.Phrase(flagName) })
+}
+
+// phrased is err, an error of package plan or export, with the options
+// it names spelt by spell in a command's words: an option error and an
+// export error as they phrase them with spell, a search with no layout as
+// noPlan words it. Any other error is err.
+func phrased(err error, spell func(plan.Option) string, noPlan func(*plan.NoPlanError) string) error {
 	var oe *plan.OptionError
 	var none *plan.NoPlanError
 	var xe *export.Error
 	switch {
 	case errors.As(err, &oe):
-		return phrasedError{oe.Phrase(flagName), err}
+		return phrasedError{oe.Phrase(spell), err}
 	case errors.As(err, &none):
-		return phrasedError{"plan: " + none.Phrase(flagName), err}
+		return phrasedError{noPlan(none), err}
 	case errors.As(err, &xe):
-		return phrasedError{xe.Phrase(flagName), err}
+		return phrasedError{xe.Phrase(spell), err}
 	}
 	return err
 }
