@@ -62,14 +62,16 @@ const (
 	classWeights
 	classOutput
 	classOther
+	numClasses
 )
 
 // meter tracks current use and the breakdown at the peak: the model state
 // by component, and every other live buffer by its class and its bytes at
 // the TPU dtype, keyed by a pointer to its first element.
 type meter struct {
-	cur, peak   Memory
-	curT, peakT Transients
+	cur, peak Memory
+	// curC and peakC are the bytes by class, now and at the peak.
+	curC, peakC [numClasses]int64
 	live        map[any]metered
 }
 
@@ -85,29 +87,26 @@ func (m *meter) change(f func(*Memory)) {
 
 func (m *meter) check() {
 	if m.cur.Total() > m.peak.Total() {
-		m.peak, m.peakT = m.cur, m.curT
+		m.peak, m.peakC = m.cur, m.curC
 	}
 }
 
-// add counts bytes (negative to take them off) in class c.
+// add counts bytes (negative to take them off) in class c: the
+// activations held for the backward pass, or a class of the transients.
 func (m *meter) add(c class, bytes int64) {
-	t := &m.curT
-	switch c {
-	case classActivations:
+	m.curC[c] += bytes
+	if c == classActivations {
 		m.cur.Activations += bytes
 		return
-	case classRecomputed:
-		t.Recomputed += bytes
-	case classActGrads:
-		t.ActivationGradients += bytes
-	case classWeights:
-		t.Weights += bytes
-	case classOutput:
-		t.Output += bytes
-	default:
-		t.Other += bytes
 	}
 	m.cur.Transient += bytes
+}
+
+// transients is Memory.Transient at the peak by class.
+func (m *meter) transients() Transients {
+	b := &m.peakC
+	return Transients{Recomputed: b[classRecomputed], ActivationGradients: b[classActGrads], Weights: b[classWeights],
+		Output: b[classOutput], Other: b[classOther]}
 }
 
 // hold meters x, elems of size bytes each, in class c; x already metered

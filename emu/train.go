@@ -497,7 +497,7 @@ func (r *run) finish() (*Result, error) {
 	tc, res := r.tc, r.res
 	for _, d := range r.devs {
 		res.Devices = append(res.Devices, DeviceStats{ID: d.id, Coord: d.coord, Slice: tc.Mesh.Slice(d.id), Sent: d.ep.Sent(), SentByAxis: d.ep.SentByAxis(),
-			Control: d.ep.ControlBytes(), Memory: d.mem.peak, Transients: d.mem.peakT, Busy: d.busy, Clock: d.ep.Clock()})
+			Control: d.ep.ControlBytes(), Memory: d.mem.peak, Transients: d.mem.transients(), Busy: d.busy, Clock: d.ep.Clock()})
 		res.Trace = append(res.Trace, d.trace...)
 		res.Trace = append(res.Trace, d.ep.Spans()...)
 	}
