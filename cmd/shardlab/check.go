@@ -47,34 +47,27 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if c.log == "" {
-		return bad("check: --compile-log is required: the log of MaxText's train_compile of the plan (plan --verify prints the command)")
-	}
-	if c.calibration != "" {
-		if err := checkOutputFile("--write-calibration", c.calibration); err != nil {
-			return err
-		}
-	}
-	text, err := readFile("--compile-log", c.log, maxCompileLog)
-	if err != nil {
+	doc, err := checkDoc(fs, f, c)
+	if err != nil && c.json {
+		return failJSON(stdout, err)
+	} else if err != nil {
 		return err
 	}
-	log, err := validate.ParseCompileLog(string(text))
+	_, err = io.WriteString(stdout, doc)
+	return err
+}
+
+// checkDoc is runCheck's document, JSON with --json, once its flags are
+// parsed; nothing is written before it is whole, so that with --json a
+// job that cannot run writes its error document alone. The comparison
+// names the temporaries' factor its prediction was made with, as plan
+// does (calibrationNote).
+func checkDoc(fs *flag.FlagSet, f *planFlags, c *checkFlags) (string, error) {
+	log, p, err := checkInputs(fs, f, c)
 	if err != nil {
-		return usageError{fmt.Errorf("check: --compile-log %s: %w", c.log, err)}
+		return "", err
 	}
-	plans, err := f.plans("check", setFlags(fs))
-	if err != nil {
-		return err
-	}
-	if len(plans) != 1 {
-		return bad("check: give the plan the log compiled (--model, --tpu, --slices, --mesh, --global-batch as export maxtext took them), not the built-in examples")
-	}
-	p := plans[0]
 	e := p.Best.Estimate
-	if err := checkLogCapacity(c.log, log, e.Mesh.Multislice.Slice.Chip); err != nil {
-		return err
-	}
 	r := validate.CompareLog(log, e.Memory, e.Mesh.Multislice.Slice.Chip.JAXDevicesPerChip)
 	// the comparison is of this plan, not of a case in the memory table
 	ms := e.Mesh.Multislice
@@ -85,18 +78,56 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	// compound (the same log would give a different file each time).
 	raw, err := uncalibrated(log, r, e)
 	if err != nil {
-		return err
+		return "", err
 	}
 	cal, calErr := calibrationOf(log, raw, c.log, p)
 	if c.calibration != "" {
 		if err := writeCalibration(c.calibration, cal, calErr); err != nil {
-			return err
+			return "", err
 		}
 	}
+	note := calibrationNote(p, f.calibration, f.cal, f.TempScale)
+	var b strings.Builder
 	if c.json {
-		return writeJSON(stdout, checkJSON{Log: log, Result: r.JSON(), Calibration: cal})
+		err = writeJSON(&b, checkJSON{Log: log, Result: r.JSON(), Calibration: cal, Given: note})
+	} else if err = writeCheck(&b, log, r, cal, calErr, e.Job.TempScale); err == nil && note != nil {
+		err = note.writeText(&b)
 	}
-	return writeCheck(stdout, log, r, cal, calErr, e.Job.TempScale)
+	return b.String(), err
+}
+
+// checkInputs reads and parses the compile log and plans the one job it
+// compiled, whose slice's HBM must be the log's.
+func checkInputs(fs *flag.FlagSet, f *planFlags, c *checkFlags) (validate.CompileLog, plan.Plan, error) {
+	var none validate.CompileLog
+	if c.log == "" {
+		return none, plan.Plan{}, bad("check: --compile-log is required: the log of MaxText's train_compile of the plan (plan --verify prints the command)")
+	}
+	if c.calibration != "" {
+		if err := checkOutputFile("--write-calibration", c.calibration); err != nil {
+			return none, plan.Plan{}, err
+		}
+	}
+	text, err := readFile("--compile-log", c.log, maxCompileLog)
+	if err != nil {
+		return none, plan.Plan{}, err
+	}
+	log, err := validate.ParseCompileLog(string(text))
+	if err != nil {
+		return none, plan.Plan{}, usageError{fmt.Errorf("check: --compile-log %s: %w", c.log, err)}
+	}
+	plans, err := f.plans("check", setFlags(fs))
+	if err != nil {
+		return none, plan.Plan{}, err
+	}
+	if len(plans) != 1 {
+		return none, plan.Plan{}, bad("check: give the plan the log compiled (--model, --tpu, --slices, --mesh, --global-batch as export maxtext took them), not the built-in examples")
+	}
+	p := plans[0]
+	if err := checkLogCapacity(c.log, log, p.Best.Estimate.Mesh.Multislice.Slice.Chip); err != nil {
+		return none, plan.Plan{}, err
+	}
+	return log, p, nil
 }
 
 // writeCalibration writes cal to the file at path, or refuses with calErr,
@@ -197,6 +228,9 @@ type checkJSON struct {
 	Log         validate.CompileLog     `json:"compile_log"`
 	Result      validate.MemoryRowJSON  `json:"comparison"`
 	Calibration *cost.MemoryCalibration `json:"calibration,omitempty"`
+	// Given is the temporaries' factor the prediction was made with
+	// (--calibration or --temp-scale), as plan --json says it.
+	Given *calibrationJSON `json:"temporaries_calibration,omitempty"`
 }
 
 // writeCheck writes the comparison for people.
