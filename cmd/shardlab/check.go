@@ -303,12 +303,27 @@ func compileNote(p plan.Plan, flags string) string {
 		flags += fmt.Sprintf(" --schedule %s --chunks %d", e.Job.Schedule, max(e.Job.Chunks, 1))
 	}
 	report, _ := p.XLAReport()
-	return fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails as the TPU would):
+	return compileTopologyNote(p.Request.Multislice.Slice) + fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails as the TPU would):
   shardlab export maxtext%[1]s > %[2]s
   %[3]s 2>&1 | tee compile.log
   shardlab check --compile-log compile.log%[1]s --write-calibration calibration.json
 (then plan --calibration calibration.json plans with the compiler's temporaries)
 `, flags, cfg.File(), export.CompileCommand(p, cfg), report)
+}
+
+// compileTopologyNote is what plan --verify says of a slice whose
+// topology is not its accelerator type's default (--topology): MaxText's
+// compile_topology names the type only (accelerator_to_spec_map.py
+// @e591f30c has one topology a type), so the compile is of the type's
+// own topology. The HBM a device needs is the same program's: the mesh's
+// shape and every device's arrays do not depend on the torus's shape.
+func compileTopologyNote(s hw.Slice) string {
+	def, err := hw.ParseAcceleratorType(s.AcceleratorType())
+	if err != nil || def.Topology == s.Topology {
+		return ""
+	}
+	return fmt.Sprintf("Note: compile_topology names the accelerator type only, so MaxText's compile lays %s out on the topology its table gives the type (utils/accelerator_to_spec_map.py), not the %s given; the HBM it reports a device is the same program's (the mesh and each device's arrays do not depend on the torus's shape), the collectives' placement is not\n",
+		s.AcceleratorType(), s.Topology)
 }
 
 // jobFlags spells the flags given that describe the job and the hardware,
