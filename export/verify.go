@@ -6,7 +6,10 @@ import (
 	"strings"
 
 	"shardlab/hw"
+	"shardlab/maxtext"
+	"shardlab/mesh"
 	"shardlab/plan"
+	"shardlab/unit"
 )
 
 // compileModule is MaxText's ahead-of-time compile (src/maxtext/trainers/
@@ -42,4 +45,91 @@ func CompileCommand(p plan.Plan, c MaxTextConfig) string {
 	ms := p.Request.Multislice
 	return fmt.Sprintf("%s %s run_name=%s compile_topology=%s compile_topology_num_slices=%s",
 		compileModule, c.File(), c.RunName, CompileTopology(ms.Slice), strconv.Itoa(ms.Slices))
+}
+
+// Verification is how to check a plan's memory with MaxText's compiler
+// before renting TPUs (plan --verify, and the web page): export the
+// plan's config, compile it ahead of time on a CPU machine
+// (CompileCommand), and hold the compiler's report to the plan's with
+// shardlab check. Where there is no compile, Unavailable says why and the
+// rest is empty.
+type Verification struct {
+	Unavailable string
+	// TopologyNote says, for a slice whose topology is not its type's
+	// default, that the compile is of the type's own (CompileTopologyNote).
+	TopologyNote string
+	// Flags are the job's flags as the caller spells them (--model,
+	// --tpu, ...) and the plan's layout, batch and remat (--mesh in JAX
+	// devices, --global-batch, --remat; a pipeline's --schedule and
+	// --chunks), as export and check take them.
+	Flags      string
+	ConfigFile string
+	Compile    string
+	// Report is what XLA's memory report should read a JAX device by the
+	// plan (plan.Plan.XLAReport).
+	Report unit.Bytes
+}
+
+// Verify is plan p's Verification. The flags name the job first, from
+// the plan (--model, --tpu, a --topology other than the type's default,
+// --slices above one), so that export and check plan this job and no
+// default or example: model is how the caller names the model (a spec's
+// file), or empty for the plan's model's name. jobFlags are the caller's
+// other flags of the job (--seq, --precision, ...) as it spells them;
+// the plan's layout flags follow.
+func Verify(p plan.Plan, model, jobFlags string) Verification {
+	cfg, err := MaxText(p)
+	if err != nil {
+		return Verification{Unavailable: fmt.Sprintf("MaxText cannot compile this plan as it is (%s)", strings.Join(strings.Fields(err.Error()), " "))}
+	}
+	if t := CompileTopology(p.Request.Multislice.Slice); !maxtext.IsCompileTopology(t) {
+		return Verification{Unavailable: fmt.Sprintf("MaxText has no ahead-of-time compile target for this slice: compile_topology %s is not among the names its train_compile knows (utils/accelerator_to_spec_map.py), so there is no compile to check the plan with before renting TPUs", t)}
+	}
+	e := p.Best.Estimate
+	// --mesh takes JAX devices: a TPU7x chip is two
+	spec := e.Mesh.String()
+	if d, err := p.Devices(); err == nil {
+		spec = d.String()
+	}
+	flags := jobIdentity(p, model) + jobFlags + fmt.Sprintf(" --mesh '%s' --global-batch %d --remat %s", spec, e.Job.GlobalBatch, e.Job.Remat)
+	if e.Mesh.Size(mesh.Pipeline) > 1 {
+		flags += fmt.Sprintf(" --schedule %s --chunks %d", e.Job.Schedule, max(e.Job.Chunks, 1))
+	}
+	report, _ := p.XLAReport()
+	return Verification{TopologyNote: CompileTopologyNote(p.Request.Multislice.Slice), Flags: flags,
+		ConfigFile: cfg.File(), Compile: CompileCommand(p, cfg), Report: report}
+}
+
+// jobIdentity is the flags that name plan p's job: model (or the plan's
+// model's name), the accelerator type, a topology other than the type's
+// default and a slice count above one.
+func jobIdentity(p plan.Plan, model string) string {
+	ms := p.Request.Multislice
+	if model == "" {
+		model = p.Request.Model.Name
+	}
+	args := []string{"--model", model, "--tpu", ms.Slice.AcceleratorType()}
+	if def, err := hw.ParseAcceleratorType(ms.Slice.AcceleratorType()); err == nil && def.Topology != ms.Slice.Topology {
+		args = append(args, "--topology", ms.Slice.Topology.String())
+	}
+	if ms.Slices > 1 {
+		args = append(args, "--slices", strconv.Itoa(ms.Slices))
+	}
+	return " " + ShellQuote(args)
+}
+
+// CompileTopologyNote is what a verification says of a slice whose
+// topology is not its accelerator type's default (plan --topology):
+// MaxText's compile_topology names the type only
+// (accelerator_to_spec_map.py @e591f30c has one topology a type), so the
+// compile is of the type's own topology. The HBM a device needs is the
+// same program's: the mesh's shape and every device's arrays do not
+// depend on the torus's shape. Empty for a default topology.
+func CompileTopologyNote(s hw.Slice) string {
+	def, err := hw.ParseAcceleratorType(s.AcceleratorType())
+	if err != nil || def.Topology == s.Topology {
+		return ""
+	}
+	return fmt.Sprintf("compile_topology names the accelerator type only, so MaxText's compile lays %s out on the topology its table gives the type (utils/accelerator_to_spec_map.py), not the %s given; the HBM it reports a device is the same program's (the mesh and each device's arrays do not depend on the torus's shape), the collectives' placement is not",
+		s.AcceleratorType(), s.Topology)
 }

@@ -14,8 +14,6 @@ import (
 	"shardlab/cost"
 	"shardlab/export"
 	"shardlab/hw"
-	"shardlab/maxtext"
-	"shardlab/mesh"
 	"shardlab/plan"
 	"shardlab/unit"
 	"shardlab/validate"
@@ -284,46 +282,21 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 // chips' TensorCores), that there is none.
 // The export and the check are given the plan's layout and batch as
 // flags, so that they cost the same plan.
-func compileNote(p plan.Plan, flags string) string {
-	cfg, err := export.MaxText(p)
-	if err != nil {
-		return fmt.Sprintf("Verify: MaxText cannot compile this plan as it is (%s)\n", oneLine(err.Error()))
+func compileNote(p plan.Plan, model, flags string) string {
+	v := export.Verify(p, model, flags)
+	if v.Unavailable != "" {
+		return "Verify: " + v.Unavailable + "\n"
 	}
-	if t := export.CompileTopology(p.Request.Multislice.Slice); !maxtext.IsCompileTopology(t) {
-		return fmt.Sprintf("Verify: MaxText has no ahead-of-time compile target for this slice: compile_topology %s is not among the names its train_compile knows (utils/accelerator_to_spec_map.py), so there is no compile to check the plan with before renting TPUs\n", t)
+	note := ""
+	if v.TopologyNote != "" {
+		note = "Note: " + v.TopologyNote + "\n"
 	}
-	e := p.Best.Estimate
-	// --mesh takes JAX devices: a TPU7x chip is two
-	spec := e.Mesh.String()
-	if d, err := p.Devices(); err == nil {
-		spec = d.String()
-	}
-	flags += fmt.Sprintf(" --mesh '%s' --global-batch %d --remat %s", spec, e.Job.GlobalBatch, e.Job.Remat)
-	if e.Mesh.Size(mesh.Pipeline) > 1 {
-		flags += fmt.Sprintf(" --schedule %s --chunks %d", e.Job.Schedule, max(e.Job.Chunks, 1))
-	}
-	report, _ := p.XLAReport()
-	return compileTopologyNote(p.Request.Multislice.Slice) + fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails as the TPU would):
+	return note + fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails as the TPU would):
   shardlab export maxtext%[1]s > %[2]s
   %[3]s 2>&1 | tee compile.log
   shardlab check --compile-log compile.log%[1]s --write-calibration calibration.json
 (then plan --calibration calibration.json plans with the compiler's temporaries)
-`, flags, cfg.File(), export.CompileCommand(p, cfg), report)
-}
-
-// compileTopologyNote is what plan --verify says of a slice whose
-// topology is not its accelerator type's default (--topology): MaxText's
-// compile_topology names the type only (accelerator_to_spec_map.py
-// @e591f30c has one topology a type), so the compile is of the type's
-// own topology. The HBM a device needs is the same program's: the mesh's
-// shape and every device's arrays do not depend on the torus's shape.
-func compileTopologyNote(s hw.Slice) string {
-	def, err := hw.ParseAcceleratorType(s.AcceleratorType())
-	if err != nil || def.Topology == s.Topology {
-		return ""
-	}
-	return fmt.Sprintf("Note: compile_topology names the accelerator type only, so MaxText's compile lays %s out on the topology its table gives the type (utils/accelerator_to_spec_map.py), not the %s given; the HBM it reports a device is the same program's (the mesh and each device's arrays do not depend on the torus's shape), the collectives' placement is not\n",
-		s.AcceleratorType(), s.Topology)
+`, v.Flags, v.ConfigFile, v.Compile, v.Report)
 }
 
 // jobFlags spells the flags given that describe the job and the hardware,
@@ -331,17 +304,14 @@ func compileTopologyNote(s hw.Slice) string {
 // compileNote adds from the plan, nor plan's own): --name value, and a
 // bool flag --name=value, the one form the flag package reads it in.
 func jobFlags(fs *flag.FlagSet) string {
-	skip := map[string]bool{"mesh": true, "global-batch": true, "remat": true, "max-global-batch": true, "top": true, "json": true,
+	skip := map[string]bool{"model": true, "tpu": true, "topology": true, "slices": true, "mesh": true, "global-batch": true, "remat": true, "max-global-batch": true, "top": true, "json": true,
 		"verify": true, "goodput": true, "tokens": true, "html": true, "svg": true, "png": true, "example-cost": true, "framework": true, "schedule": true, "chunks": true}
 	var b strings.Builder
 	fs.Visit(func(f *flag.Flag) {
 		if skip[f.Name] {
 			return
 		}
-		v := f.Value.String()
-		if strings.ContainsAny(v, " '\"\\$`*?[]{}()<>|&;#~!") || v == "" {
-			v = "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
-		}
+		v := export.ShellQuote([]string{f.Value.String()})
 		// a bool flag takes its value only after "=": "--causal-flops
 		// false" is --causal-flops (true) and an argument "false"
 		sep := " "
