@@ -313,4 +313,3 @@ func TestCheckJSONErrorAndCalibration(t *testing.T) {
 		t.Errorf("check --json --temp-scale 1.5: exit %d %v %s, temporaries_calibration %+v", code, err, errOut, js.Given)
 	}
 }
-
