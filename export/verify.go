@@ -133,3 +133,20 @@ func CompileTopologyNote(s hw.Slice) string {
 	return fmt.Sprintf("compile_topology names the accelerator type only, so MaxText's compile lays %s out on the topology its table gives the type (utils/accelerator_to_spec_map.py), not the %s given; the HBM it reports a device is the same program's (the mesh and each device's arrays do not depend on the torus's shape), the collectives' placement is not",
 		s.AcceleratorType(), s.Topology)
 }
+
+// VerifyOwns reports whether Verify's flags leave option o to Verify: it
+// writes the job's identity (model, TPU, topology, slices) and the
+// plan's layout, batch, remat and schedule from the plan itself, and the
+// options that only steer plan's search (the batch limit, the framework,
+// how many layouts to show, the input pipeline's example cost) do not
+// describe the job that export and check plan. A caller leaves these out
+// of the job flags it passes.
+func VerifyOwns(o plan.Option) bool {
+	switch o {
+	case plan.OptionModel, plan.OptionTPU, plan.OptionTopology, plan.OptionSlices,
+		plan.OptionMesh, plan.OptionGlobalBatch, plan.OptionRemat, plan.OptionSchedule, plan.OptionChunks,
+		plan.OptionMaxGlobalBatch, plan.OptionFramework, plan.OptionTop, plan.OptionExampleCost:
+		return true
+	}
+	return false
+}

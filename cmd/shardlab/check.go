@@ -304,11 +304,11 @@ func compileNote(p plan.Plan, model, flags string) string {
 // compileNote adds from the plan, nor plan's own): --name value, and a
 // bool flag --name=value, the one form the flag package reads it in.
 func jobFlags(fs *flag.FlagSet) string {
-	skip := map[string]bool{"model": true, "tpu": true, "topology": true, "slices": true, "mesh": true, "global-batch": true, "remat": true, "max-global-batch": true, "top": true, "json": true,
-		"verify": true, "goodput": true, "tokens": true, "html": true, "svg": true, "png": true, "example-cost": true, "framework": true, "schedule": true, "chunks": true}
+	// plan's own flags, besides those export.Verify writes or leaves out
+	own := map[string]bool{"json": true, "verify": true, "goodput": true, "tokens": true, "html": true, "svg": true, "png": true}
 	var b strings.Builder
 	fs.Visit(func(f *flag.Flag) {
-		if skip[f.Name] {
+		if own[f.Name] || export.VerifyOwns(plan.Option(strings.ReplaceAll(f.Name, "-", "_"))) {
 			return
 		}
 		v := export.ShellQuote([]string{f.Value.String()})
