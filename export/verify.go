@@ -58,26 +58,47 @@ type Verification struct {
 	// TopologyNote says, for a slice whose topology is not its type's
 	// default, that the compile is of the type's own (CompileTopologyNote).
 	TopologyNote string
-	// Flags are the job's flags as the caller spells them (--model,
-	// --tpu, ...) and the plan's layout, batch and remat (--mesh in JAX
-	// devices, --global-batch, --remat; a pipeline's --schedule and
-	// --chunks), as export and check take them.
-	Flags      string
-	ConfigFile string
-	Compile    string
+	// Job names the job, from the plan (the model, the accelerator type, a
+	// topology other than the type's default, a slice count above one),
+	// so that export and check plan this job and no default or example;
+	// Layout is the plan's layout (in JAX devices: a TPU7x chip is two),
+	// batch and remat, and a pipeline's schedule and chunks. Each value is
+	// quoted for a POSIX shell; the front end spells the options
+	// (Verification.Args).
+	Job, Layout []OptionValue
+	ConfigFile  string
+	Compile     string
 	// Report is what XLA's memory report should read a JAX device by the
 	// plan (plan.Plan.XLAReport).
 	Report unit.Bytes
 }
 
-// Verify is plan p's Verification. The flags name the job first, from
-// the plan (--model, --tpu, a --topology other than the type's default,
-// --slices above one), so that export and check plan this job and no
-// default or example: model is how the caller names the model (a spec's
-// file), or empty for the plan's model's name. jobFlags are the caller's
-// other flags of the job (--seq, --precision, ...) as it spells them;
-// the plan's layout flags follow.
-func Verify(p plan.Plan, model, jobFlags string) Verification {
+// OptionValue is an option of a verification's commands and its value,
+// quoted for a POSIX shell.
+type OptionValue struct {
+	Option plan.Option
+	Value  string
+}
+
+// Args is the commands' options: the job's, then other, the caller's
+// further options of the job as it spells them, then the layout's, each
+// spelt by spell (the front end's words for an option).
+func (v Verification) Args(spell func(plan.Option) string, other string) string {
+	var b strings.Builder
+	write := func(ovs []OptionValue) {
+		for _, ov := range ovs {
+			fmt.Fprintf(&b, " %s %s", spell(ov.Option), ov.Value)
+		}
+	}
+	write(v.Job)
+	b.WriteString(other)
+	write(v.Layout)
+	return b.String()
+}
+
+// Verify is plan p's Verification: model is how the caller names the
+// model (a spec's file), or empty for the plan's model's name.
+func Verify(p plan.Plan, model string) Verification {
 	cfg, err := MaxText(p)
 	if err != nil {
 		return Verification{Unavailable: fmt.Sprintf("MaxText cannot compile this plan as it is (%s)", strings.Join(strings.Fields(err.Error()), " "))}
@@ -86,36 +107,37 @@ func Verify(p plan.Plan, model, jobFlags string) Verification {
 		return Verification{Unavailable: fmt.Sprintf("MaxText has no ahead-of-time compile target for this slice: compile_topology %s is not among the names its train_compile knows (utils/accelerator_to_spec_map.py), so there is no compile to check the plan with before renting TPUs", t)}
 	}
 	e := p.Best.Estimate
-	// --mesh takes JAX devices: a TPU7x chip is two
 	spec := e.Mesh.String()
 	if d, err := p.Devices(); err == nil {
 		spec = d.String()
 	}
-	flags := jobIdentity(p, model) + jobFlags + fmt.Sprintf(" --mesh '%s' --global-batch %d --remat %s", spec, e.Job.GlobalBatch, e.Job.Remat)
+	quote := func(s string) string { return ShellQuote([]string{s}) }
+	layout := []OptionValue{{plan.OptionMesh, "'" + spec + "'"}, {plan.OptionGlobalBatch, strconv.Itoa(e.Job.GlobalBatch)}, {plan.OptionRemat, quote(fmt.Sprint(e.Job.Remat))}}
 	if e.Mesh.Size(mesh.Pipeline) > 1 {
-		flags += fmt.Sprintf(" --schedule %s --chunks %d", e.Job.Schedule, max(e.Job.Chunks, 1))
+		layout = append(layout, OptionValue{plan.OptionSchedule, quote(fmt.Sprint(e.Job.Schedule))}, OptionValue{plan.OptionChunks, strconv.Itoa(max(e.Job.Chunks, 1))})
 	}
 	report, _ := p.XLAReport()
-	return Verification{TopologyNote: CompileTopologyNote(p.Request.Multislice.Slice), Flags: flags,
+	return Verification{TopologyNote: CompileTopologyNote(p.Request.Multislice.Slice), Job: jobIdentity(p, model), Layout: layout,
 		ConfigFile: cfg.File(), Compile: CompileCommand(p, cfg), Report: report}
 }
 
-// jobIdentity is the flags that name plan p's job: model (or the plan's
-// model's name), the accelerator type, a topology other than the type's
-// default and a slice count above one.
-func jobIdentity(p plan.Plan, model string) string {
+// jobIdentity is the options that name plan p's job: model (or the
+// plan's model's name), the accelerator type, a topology other than the
+// type's default and a slice count above one.
+func jobIdentity(p plan.Plan, model string) []OptionValue {
 	ms := p.Request.Multislice
 	if model == "" {
 		model = p.Request.Model.Name
 	}
-	args := []string{"--model", model, "--tpu", ms.Slice.AcceleratorType()}
+	quote := func(s string) string { return ShellQuote([]string{s}) }
+	ovs := []OptionValue{{plan.OptionModel, quote(model)}, {plan.OptionTPU, quote(ms.Slice.AcceleratorType())}}
 	if def, err := hw.ParseAcceleratorType(ms.Slice.AcceleratorType()); err == nil && def.Topology != ms.Slice.Topology {
-		args = append(args, "--topology", ms.Slice.Topology.String())
+		ovs = append(ovs, OptionValue{plan.OptionTopology, ms.Slice.Topology.String()})
 	}
 	if ms.Slices > 1 {
-		args = append(args, "--slices", strconv.Itoa(ms.Slices))
+		ovs = append(ovs, OptionValue{plan.OptionSlices, strconv.Itoa(ms.Slices)})
 	}
-	return " " + ShellQuote(args)
+	return ovs
 }
 
 // CompileTopologyNote is what a verification says of a slice whose

@@ -34,10 +34,11 @@ func verifyOf(p plan.Plan, o plan.Options) verifyView {
 	if len(o.ModelSpec) > 0 {
 		model, v.SpecFile = specFile, specFile
 	}
-	v.Verification = export.Verify(p, model, formFlags(o))
+	v.Verification = export.Verify(p, model)
 	if v.Unavailable == "" {
-		v.Export = fmt.Sprintf("shardlab export maxtext%s > %s", v.Flags, v.ConfigFile)
-		v.Check = fmt.Sprintf("shardlab check --compile-log compile.log%s --write-calibration calibration.json", v.Flags)
+		args := v.Args(plan.Option.Flag, formFlags(o))
+		v.Export = fmt.Sprintf("shardlab export maxtext%s > %s", args, v.ConfigFile)
+		v.Check = fmt.Sprintf("shardlab check --compile-log compile.log%s --write-calibration calibration.json", args)
 	}
 	return v
 }

@@ -283,7 +283,7 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 // The export and the check are given the plan's layout and batch as
 // flags, so that they cost the same plan.
 func compileNote(p plan.Plan, model, flags string) string {
-	v := export.Verify(p, model, flags)
+	v := export.Verify(p, model)
 	if v.Unavailable != "" {
 		return "Verify: " + v.Unavailable + "\n"
 	}
@@ -296,7 +296,7 @@ func compileNote(p plan.Plan, model, flags string) string {
   %[3]s 2>&1 | tee compile.log
   shardlab check --compile-log compile.log%[1]s --write-calibration calibration.json
 (then plan --calibration calibration.json plans with the compiler's temporaries)
-`, v.Flags, v.ConfigFile, v.Compile, v.Report)
+`, v.Args(plan.Option.Flag, flags), v.ConfigFile, v.Compile, v.Report)
 }
 
 // jobFlags spells the flags given that describe the job and the hardware,
