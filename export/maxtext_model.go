@@ -92,10 +92,20 @@ func maxTextModel(set func(string, any), c *MaxTextConfig, m model.Spec) (maxTex
 		parts[i] = s.Key + " " + s.Value.(string)
 	}
 	c.Comments = append(c.Comments,
-		fmt.Sprintf("%s is no MaxText model: written by its dimensions on MaxText's %s decoder block. The spec does not give these keys of the block's configs, so base.yml's values stand; set them to the model's (MaxText's models/%s.yml @e591f30c has that model's):",
-			m.Name, a.block, blockExample[a.block]),
+		fmt.Sprintf("%s: written by its dimensions on MaxText's %s decoder block. The spec does not give these keys of the block's configs, so base.yml's values stand; set them to the model's (MaxText's models/%s.yml @e591f30c has that model's):",
+			notMaxTextModel(m), a.block, blockExample[a.block]),
 		"  "+strings.Join(parts, ", "))
 	return a, nil
+}
+
+// notMaxTextModel says why spec m is not written as a MaxText model:
+// none has its name, or it is one MaxText ships (model_name) changed,
+// so that MaxText's config of that name would train another model.
+func notMaxTextModel(m model.Spec) string {
+	if a, ok := maxTextModels[m.Name]; ok {
+		return fmt.Sprintf("%s is not MaxText's %s: its dimensions differ from the catalog's model of that name, which MaxText's models/%s.yml trains", m.Name, a.name, a.name)
+	}
+	return m.Name + " is no MaxText model"
 }
 
 // blockUnset are, for each decoder block a spec is written on, the keys

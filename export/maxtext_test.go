@@ -878,3 +878,33 @@ func TestMaxTextVocabTilesSearched(t *testing.T) {
 		}
 	}
 }
+
+// TestChangedMaxTextModelIsNamed: a spec named as a model MaxText ships
+// but changed (here Llama 3 8B with 16 layers) is written by its
+// dimensions, and its comment said "llama3-8b is no MaxText model", which
+// is false of the name; it says the spec is not MaxText's model of that
+// name. A spec of a name MaxText does not ship keeps the old words.
+func TestChangedMaxTextModelIsNamed(t *testing.T) {
+	m, ok := model.Lookup("llama3-8b")
+	if !ok {
+		t.Fatal("llama3-8b not in the catalog")
+	}
+	m.Layers = 16
+	var c MaxTextConfig
+	set := func(k string, v any) { c.Settings = append(c.Settings, Setting{k, v}) }
+	if _, err := maxTextModel(set, &c, m); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(c.Comments, "\n")
+	if !strings.Contains(got, "llama3-8b is not MaxText's llama3-8b: its dimensions differ") || strings.Contains(got, "no MaxText model") {
+		t.Errorf("changed llama3-8b: comments\n%s", got)
+	}
+	if v, set := c.Get("model_name"); set {
+		t.Errorf("changed llama3-8b: model_name %v written", v)
+	}
+	m.Name = "my-8b"
+	c = MaxTextConfig{}
+	if _, err := maxTextModel(set, &c, m); err != nil || !strings.Contains(strings.Join(c.Comments, "\n"), "my-8b is no MaxText model") {
+		t.Errorf("my-8b: %v, comments %q", err, c.Comments)
+	}
+}

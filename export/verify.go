@@ -6,7 +6,10 @@ import (
 	"strings"
 
 	"shardlab/hw"
+	"shardlab/maxtext"
+	"shardlab/mesh"
 	"shardlab/plan"
+	"shardlab/unit"
 )
 
 // compileModule is MaxText's ahead-of-time compile (src/maxtext/trainers/
@@ -42,4 +45,130 @@ func CompileCommand(p plan.Plan, c MaxTextConfig) string {
 	ms := p.Request.Multislice
 	return fmt.Sprintf("%s %s run_name=%s compile_topology=%s compile_topology_num_slices=%s",
 		compileModule, c.File(), c.RunName, CompileTopology(ms.Slice), strconv.Itoa(ms.Slices))
+}
+
+// Verification is how to check a plan's memory with MaxText's compiler
+// before renting TPUs (plan --verify, and the web page): export the
+// plan's config, compile it ahead of time on a CPU machine
+// (CompileCommand), and hold the compiler's report to the plan's with
+// shardlab check. Where there is no compile, Unavailable says why and the
+// rest is empty.
+type Verification struct {
+	Unavailable string
+	// TopologyNote says, for a slice whose topology is not its type's
+	// default, that the compile is of the type's own (CompileTopologyNote).
+	TopologyNote string
+	// Job names the job, from the plan (the model, the accelerator type, a
+	// topology other than the type's default, a slice count above one),
+	// so that export and check plan this job and no default or example;
+	// Layout is the plan's layout (in JAX devices: a TPU7x chip is two),
+	// batch and remat, and a pipeline's schedule and chunks. Each value is
+	// quoted for a POSIX shell; the front end spells the options
+	// (Verification.Args).
+	Job, Layout []OptionValue
+	ConfigFile  string
+	Compile     string
+	// Report is what XLA's memory report should read a JAX device by the
+	// plan (plan.Plan.XLAReport).
+	Report unit.Bytes
+}
+
+// OptionValue is an option of a verification's commands and its value,
+// quoted for a POSIX shell.
+type OptionValue struct {
+	Option plan.Option
+	Value  string
+}
+
+// Args is the commands' options: the job's, then other, the caller's
+// further options of the job as it spells them, then the layout's, each
+// spelt by spell (the front end's words for an option).
+func (v Verification) Args(spell func(plan.Option) string, other string) string {
+	var b strings.Builder
+	write := func(ovs []OptionValue) {
+		for _, ov := range ovs {
+			fmt.Fprintf(&b, " %s %s", spell(ov.Option), ov.Value)
+		}
+	}
+	write(v.Job)
+	b.WriteString(other)
+	write(v.Layout)
+	return b.String()
+}
+
+// Verify is plan p's Verification: model is how the caller names the
+// model (a spec's file), or empty for the plan's model's name.
+func Verify(p plan.Plan, model string) Verification {
+	cfg, err := MaxText(p)
+	if err != nil {
+		return Verification{Unavailable: fmt.Sprintf("MaxText cannot compile this plan as it is (%s)", strings.Join(strings.Fields(err.Error()), " "))}
+	}
+	if t := CompileTopology(p.Request.Multislice.Slice); !maxtext.IsCompileTopology(t) {
+		return Verification{Unavailable: fmt.Sprintf("MaxText has no ahead-of-time compile target for this slice: compile_topology %s is not among the names its train_compile knows (utils/accelerator_to_spec_map.py), so there is no compile to check the plan with before renting TPUs", t)}
+	}
+	e := p.Best.Estimate
+	spec := e.Mesh.String()
+	if d, err := p.Devices(); err == nil {
+		spec = d.String()
+	}
+	quote := func(s string) string { return ShellQuote([]string{s}) }
+	layout := []OptionValue{{plan.OptionMesh, "'" + spec + "'"}, {plan.OptionGlobalBatch, strconv.Itoa(e.Job.GlobalBatch)}, {plan.OptionRemat, quote(fmt.Sprint(e.Job.Remat))}}
+	if e.Mesh.Size(mesh.Pipeline) > 1 {
+		layout = append(layout, OptionValue{plan.OptionSchedule, quote(fmt.Sprint(e.Job.Schedule))}, OptionValue{plan.OptionChunks, strconv.Itoa(max(e.Job.Chunks, 1))})
+	}
+	report, _ := p.XLAReport()
+	return Verification{TopologyNote: CompileTopologyNote(p.Request.Multislice.Slice), Job: jobIdentity(p, model), Layout: layout,
+		ConfigFile: cfg.File(), Compile: CompileCommand(p, cfg), Report: report}
+}
+
+// jobIdentity is the options that name plan p's job: model (or the
+// plan's model's name), the accelerator type, a topology other than the
+// type's default and a slice count above one.
+func jobIdentity(p plan.Plan, model string) []OptionValue {
+	ms := p.Request.Multislice
+	if model == "" {
+		model = p.Request.Model.Name
+	}
+	quote := func(s string) string { return ShellQuote([]string{s}) }
+	ovs := []OptionValue{{plan.OptionModel, quote(model)}, {plan.OptionTPU, quote(ms.Slice.AcceleratorType())}}
+	if def, err := hw.ParseAcceleratorType(ms.Slice.AcceleratorType()); err == nil && def.Topology != ms.Slice.Topology {
+		ovs = append(ovs, OptionValue{plan.OptionTopology, ms.Slice.Topology.String()})
+	}
+	if ms.Slices > 1 {
+		ovs = append(ovs, OptionValue{plan.OptionSlices, strconv.Itoa(ms.Slices)})
+	}
+	return ovs
+}
+
+// CompileTopologyNote is what a verification says of a slice whose
+// topology is not its accelerator type's default (plan --topology):
+// MaxText's compile_topology names the type only
+// (accelerator_to_spec_map.py @e591f30c has one topology a type), so the
+// compile is of the type's own topology. The HBM a device needs is the
+// same program's: the mesh's shape and every device's arrays do not
+// depend on the torus's shape. Empty for a default topology.
+func CompileTopologyNote(s hw.Slice) string {
+	def, err := hw.ParseAcceleratorType(s.AcceleratorType())
+	if err != nil || def.Topology == s.Topology {
+		return ""
+	}
+	return fmt.Sprintf("compile_topology names the accelerator type only, so MaxText's compile lays %s out on the topology its table gives the type (utils/accelerator_to_spec_map.py), not the %s given; the HBM it reports a device is the same program's (the mesh and each device's arrays do not depend on the torus's shape), the collectives' placement is not",
+		s.AcceleratorType(), s.Topology)
+}
+
+// VerifyOwns reports whether Verify's flags leave option o to Verify: it
+// writes the job's identity (model, TPU, topology, slices) and the
+// plan's layout, batch, remat and schedule from the plan itself, and the
+// options that only steer plan's search (the batch limit, the framework,
+// how many layouts to show, the input pipeline's example cost) do not
+// describe the job that export and check plan. A caller leaves these out
+// of the job flags it passes.
+func VerifyOwns(o plan.Option) bool {
+	switch o {
+	case plan.OptionModel, plan.OptionTPU, plan.OptionTopology, plan.OptionSlices,
+		plan.OptionMesh, plan.OptionGlobalBatch, plan.OptionRemat, plan.OptionSchedule, plan.OptionChunks,
+		plan.OptionMaxGlobalBatch, plan.OptionFramework, plan.OptionTop, plan.OptionExampleCost:
+		return true
+	}
+	return false
 }

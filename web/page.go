@@ -93,6 +93,9 @@ type resultView struct {
 	Skipped      []string
 	// Tiers are the chosen layout and the best of each other tier.
 	Tiers []plan.RankJSON
+	// Verify is how to verify the plan before renting TPUs; nil in plan
+	// --html's report, which prints them as plan --verify does.
+	Verify *verifyView
 	// Goodput is the chosen layout's expected goodput.
 	Goodput goodputView
 }
@@ -158,6 +161,8 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 			var v resultView
 			if v, err = result(out, label); err == nil {
 				v.ScalingLater = later
+				vv := verifyOf(out.plan, o)
+				v.Verify = &vv
 				d.Results = []resultView{v}
 				d.Query = queryURL(q)
 				pq := maps.Clone(q)

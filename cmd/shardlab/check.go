@@ -14,8 +14,6 @@ import (
 	"shardlab/cost"
 	"shardlab/export"
 	"shardlab/hw"
-	"shardlab/maxtext"
-	"shardlab/mesh"
 	"shardlab/plan"
 	"shardlab/unit"
 	"shardlab/validate"
@@ -47,34 +45,27 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if c.log == "" {
-		return bad("check: --compile-log is required: the log of MaxText's train_compile of the plan (plan --verify prints the command)")
-	}
-	if c.calibration != "" {
-		if err := checkOutputFile("--write-calibration", c.calibration); err != nil {
-			return err
-		}
-	}
-	text, err := readFile("--compile-log", c.log, maxCompileLog)
-	if err != nil {
+	doc, err := checkDoc(fs, f, c)
+	if err != nil && c.json {
+		return failJSON(stdout, err)
+	} else if err != nil {
 		return err
 	}
-	log, err := validate.ParseCompileLog(string(text))
+	_, err = io.WriteString(stdout, doc)
+	return err
+}
+
+// checkDoc is runCheck's document, JSON with --json, once its flags are
+// parsed; nothing is written before it is whole, so that with --json a
+// job that cannot run writes its error document alone. The comparison
+// names the temporaries' factor its prediction was made with, as plan
+// does (calibrationNote).
+func checkDoc(fs *flag.FlagSet, f *planFlags, c *checkFlags) (string, error) {
+	log, p, err := checkInputs(fs, f, c)
 	if err != nil {
-		return usageError{fmt.Errorf("check: --compile-log %s: %w", c.log, err)}
+		return "", err
 	}
-	plans, err := f.plans("check", setFlags(fs))
-	if err != nil {
-		return err
-	}
-	if len(plans) != 1 {
-		return bad("check: give the plan the log compiled (--model, --tpu, --slices, --mesh, --global-batch as export maxtext took them), not the built-in examples")
-	}
-	p := plans[0]
 	e := p.Best.Estimate
-	if err := checkLogCapacity(c.log, log, e.Mesh.Multislice.Slice.Chip); err != nil {
-		return err
-	}
 	r := validate.CompareLog(log, e.Memory, e.Mesh.Multislice.Slice.Chip.JAXDevicesPerChip)
 	// the comparison is of this plan, not of a case in the memory table
 	ms := e.Mesh.Multislice
@@ -85,18 +76,56 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	// compound (the same log would give a different file each time).
 	raw, err := uncalibrated(log, r, e)
 	if err != nil {
-		return err
+		return "", err
 	}
 	cal, calErr := calibrationOf(log, raw, c.log, p)
 	if c.calibration != "" {
 		if err := writeCalibration(c.calibration, cal, calErr); err != nil {
-			return err
+			return "", err
 		}
 	}
+	note := calibrationNote(p, f.calibration, f.cal, f.TempScale)
+	var b strings.Builder
 	if c.json {
-		return writeJSON(stdout, checkJSON{Log: log, Result: r.JSON(), Calibration: cal})
+		err = writeJSON(&b, checkJSON{Log: log, Result: r.JSON(), Calibration: cal, Given: note})
+	} else if err = writeCheck(&b, log, r, cal, calErr, e.Job.TempScale); err == nil && note != nil {
+		err = note.writeText(&b)
 	}
-	return writeCheck(stdout, log, r, cal, calErr, e.Job.TempScale)
+	return b.String(), err
+}
+
+// checkInputs reads and parses the compile log and plans the one job it
+// compiled, whose slice's HBM must be the log's.
+func checkInputs(fs *flag.FlagSet, f *planFlags, c *checkFlags) (validate.CompileLog, plan.Plan, error) {
+	var none validate.CompileLog
+	if c.log == "" {
+		return none, plan.Plan{}, bad("check: --compile-log is required: the log of MaxText's train_compile of the plan (plan --verify prints the command)")
+	}
+	if c.calibration != "" {
+		if err := checkOutputFile("--write-calibration", c.calibration); err != nil {
+			return none, plan.Plan{}, err
+		}
+	}
+	text, err := readFile("--compile-log", c.log, maxCompileLog)
+	if err != nil {
+		return none, plan.Plan{}, err
+	}
+	log, err := validate.ParseCompileLog(string(text))
+	if err != nil {
+		return none, plan.Plan{}, usageError{fmt.Errorf("check: --compile-log %s: %w", c.log, err)}
+	}
+	plans, err := f.plans("check", setFlags(fs))
+	if err != nil {
+		return none, plan.Plan{}, err
+	}
+	if len(plans) != 1 {
+		return none, plan.Plan{}, bad("check: give the plan the log compiled (--model, --tpu, --slices, --mesh, --global-batch as export maxtext took them), not the built-in examples")
+	}
+	p := plans[0]
+	if err := checkLogCapacity(c.log, log, p.Best.Estimate.Mesh.Multislice.Slice.Chip); err != nil {
+		return none, plan.Plan{}, err
+	}
+	return log, p, nil
 }
 
 // writeCalibration writes cal to the file at path, or refuses with calErr,
@@ -197,6 +226,9 @@ type checkJSON struct {
 	Log         validate.CompileLog     `json:"compile_log"`
 	Result      validate.MemoryRowJSON  `json:"comparison"`
 	Calibration *cost.MemoryCalibration `json:"calibration,omitempty"`
+	// Given is the temporaries' factor the prediction was made with
+	// (--calibration or --temp-scale), as plan --json says it.
+	Given *calibrationJSON `json:"temporaries_calibration,omitempty"`
 }
 
 // writeCheck writes the comparison for people.
@@ -250,31 +282,21 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 // chips' TensorCores), that there is none.
 // The export and the check are given the plan's layout and batch as
 // flags, so that they cost the same plan.
-func compileNote(p plan.Plan, flags string) string {
-	cfg, err := export.MaxText(p)
-	if err != nil {
-		return fmt.Sprintf("Verify: MaxText cannot compile this plan as it is (%s)\n", oneLine(err.Error()))
+func compileNote(p plan.Plan, model, flags string) string {
+	v := export.Verify(p, model)
+	if v.Unavailable != "" {
+		return "Verify: " + v.Unavailable + "\n"
 	}
-	if t := export.CompileTopology(p.Request.Multislice.Slice); !maxtext.IsCompileTopology(t) {
-		return fmt.Sprintf("Verify: MaxText has no ahead-of-time compile target for this slice: compile_topology %s is not among the names its train_compile knows (utils/accelerator_to_spec_map.py), so there is no compile to check the plan with before renting TPUs\n", t)
+	note := ""
+	if v.TopologyNote != "" {
+		note = "Note: " + v.TopologyNote + "\n"
 	}
-	e := p.Best.Estimate
-	// --mesh takes JAX devices: a TPU7x chip is two
-	spec := e.Mesh.String()
-	if d, err := p.Devices(); err == nil {
-		spec = d.String()
-	}
-	flags += fmt.Sprintf(" --mesh '%s' --global-batch %d --remat %s", spec, e.Job.GlobalBatch, e.Job.Remat)
-	if e.Mesh.Size(mesh.Pipeline) > 1 {
-		flags += fmt.Sprintf(" --schedule %s --chunks %d", e.Job.Schedule, max(e.Job.Chunks, 1))
-	}
-	report, _ := p.XLAReport()
-	return fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails as the TPU would):
+	return note + fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails as the TPU would):
   shardlab export maxtext%[1]s > %[2]s
   %[3]s 2>&1 | tee compile.log
   shardlab check --compile-log compile.log%[1]s --write-calibration calibration.json
 (then plan --calibration calibration.json plans with the compiler's temporaries)
-`, flags, cfg.File(), export.CompileCommand(p, cfg), report)
+`, v.Args(plan.Option.Flag, flags), v.ConfigFile, v.Compile, v.Report)
 }
 
 // jobFlags spells the flags given that describe the job and the hardware,
@@ -282,17 +304,14 @@ func compileNote(p plan.Plan, flags string) string {
 // compileNote adds from the plan, nor plan's own): --name value, and a
 // bool flag --name=value, the one form the flag package reads it in.
 func jobFlags(fs *flag.FlagSet) string {
-	skip := map[string]bool{"mesh": true, "global-batch": true, "remat": true, "max-global-batch": true, "top": true, "json": true,
-		"verify": true, "goodput": true, "tokens": true, "html": true, "svg": true, "png": true, "example-cost": true, "framework": true, "schedule": true, "chunks": true}
+	// plan's own flags, besides those export.Verify writes or leaves out
+	own := map[string]bool{"json": true, "verify": true, "goodput": true, "tokens": true, "html": true, "svg": true, "png": true}
 	var b strings.Builder
 	fs.Visit(func(f *flag.Flag) {
-		if skip[f.Name] {
+		if own[f.Name] || export.VerifyOwns(plan.Option(strings.ReplaceAll(f.Name, "-", "_"))) {
 			return
 		}
-		v := f.Value.String()
-		if strings.ContainsAny(v, " '\"\\$`*?[]{}()<>|&;#~!") || v == "" {
-			v = "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
-		}
+		v := export.ShellQuote([]string{f.Value.String()})
 		// a bool flag takes its value only after "=": "--causal-flops
 		// false" is --causal-flops (true) and an argument "false"
 		sep := " "

@@ -276,3 +276,40 @@ func TestCheckOOMCalibrationRefuses(t *testing.T) {
 func TestVerifyNotJSON(t *testing.T) {
 	fail(t, []string{"plan", "--verify", "--json"}, "plan: --verify and --json")
 }
+
+// TestCheckJSONErrorAndCalibration: check --json on a job that cannot run
+// wrote nothing on stdout (plan and budget write an error document); and
+// a check given --temp-scale compared the log with the scaled prediction
+// without saying so. Now the error is a document as plan's, and the
+// factor is named as plan names it (text and JSON).
+func TestCheckJSONErrorAndCalibration(t *testing.T) {
+	dir := t.TempDir()
+	log := writeLog(t, dir, "oom.log", "Ran out of memory in memory space hbm. Used 40.1G of 31.25G hbm")
+	out, errOut, code := runCmd("check", "--json", "--compile-log", log, "--model", "llama3-70b", "--tpu", "v6e-32", "--seq", "8192", "--max-global-batch", "524288tok")
+	var doc struct {
+		Error string   `json:"error"`
+		Fixes []string `json:"fixes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); code != 1 || err != nil || doc.Error == "" || len(doc.Fixes) == 0 {
+		t.Fatalf("check --json of a job that cannot run: exit %d (want 1), %v, %+v\nstdout %.300s\nstderr %s", code, err, doc, out, errOut)
+	}
+	if line := strings.TrimPrefix(strings.TrimSuffix(errOut, "\n"), "shardlab: "); doc.Error != line {
+		t.Errorf("error %q, want stderr's line %q", doc.Error, line)
+	}
+	job := []string{"--compile-log", writeLog(t, dir, "v5p.log", "Ran out of memory in memory space hbm. Used 100.5G of 95.74G hbm"),
+		"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal", "--temp-scale", "1.5"}
+	text, errOut, code := runCmd(append([]string{"check"}, job...)...)
+	if code != 0 || !strings.Contains(text, "Calibration: --temp-scale 1.5 scales") {
+		t.Errorf("check --temp-scale 1.5: exit %d %s, want its Calibration line:\n%s", code, errOut, text)
+	}
+	out, errOut, code = runCmd(append([]string{"check", "--json"}, job...)...)
+	var js struct {
+		Given struct {
+			TempScale float64 `json:"temp_scale"`
+			Flag      string  `json:"flag"`
+		} `json:"temporaries_calibration"`
+	}
+	if err := json.Unmarshal([]byte(out), &js); code != 0 || err != nil || js.Given.Flag != "--temp-scale" || js.Given.TempScale != 1.5 {
+		t.Errorf("check --json --temp-scale 1.5: exit %d %v %s, temporaries_calibration %+v", code, err, errOut, js.Given)
+	}
+}

@@ -94,7 +94,26 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 	if err := writeExport(&b, target, p, e); err != nil {
 		return planError(err)
 	}
-	_, err = io.WriteString(stdout, b.String())
+	if _, err = io.WriteString(stdout, b.String()); err != nil {
+		return err
+	}
+	return exportCalibrationNote(stderr, name, p, f)
+}
+
+// exportCalibrationNote says on stderr (stdout is the engine's file)
+// which temporaries' factor the exported plan was made with, as plan
+// names it (calibrationNote): a layout or batch the calibration changed
+// is in the file, and nothing in it says so.
+func exportCalibrationNote(stderr io.Writer, name string, p plan.Plan, f *planFlags) error {
+	note := calibrationNote(p, f.calibration, f.cal, f.TempScale)
+	if note == nil {
+		return nil
+	}
+	var b strings.Builder
+	if err := note.writeText(&b); err != nil {
+		return err
+	}
+	_, err := io.WriteString(stderr, name+": "+strings.TrimSuffix(b.String(), "\n"))
 	return err
 }
 

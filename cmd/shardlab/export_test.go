@@ -130,3 +130,25 @@ func TestExportXPKNames(t *testing.T) {
 		}
 	}
 }
+
+// TestExportNamesCalibration: export took --temp-scale (or --calibration)
+// and wrote a config whose layout and batch it may have changed, without
+// saying so anywhere. Now stderr names it as plan does; without one,
+// stderr stays empty.
+func TestExportNamesCalibration(t *testing.T) {
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8"}
+	for _, target := range []string{"maxtext", "xpk", "pytorch"} {
+		args := append([]string{"export", target}, job...)
+		if target == "xpk" {
+			args = append(args, "--cluster", "c", "--base-docker-image", "maxtext_base_image")
+		}
+		out, errOut, code := runCmd(append(args, "--temp-scale", "1.5")...)
+		want := "export " + target + ": Calibration: --temp-scale 1.5 scales"
+		if code != 0 || out == "" || !strings.HasPrefix(errOut, want) {
+			t.Errorf("%v --temp-scale 1.5: exit %d, stderr %q, want it to start %q", args, code, errOut, want)
+		}
+		if _, errOut, code := runCmd(args...); code != 0 || errOut != "" {
+			t.Errorf("%v: exit %d, stderr %q, want none", args, code, errOut)
+		}
+	}
+}

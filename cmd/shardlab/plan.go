@@ -180,7 +180,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	if f.verify {
 		for _, p := range plans {
-			if _, err := io.WriteString(stdout, "\n"+compileNote(p, jobFlags(fs))); err != nil {
+			if _, err := io.WriteString(stdout, "\n"+compileNote(p, f.model, jobFlags(fs))); err != nil {
 				return err
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -213,5 +214,40 @@ func TestVerifyNamesOnlyMaxTextsTopologies(t *testing.T) {
 		case tt.target != "" && (none || !strings.Contains(out, "compile_topology="+tt.target+" ")):
 			t.Errorf("plan --verify %v: want compile_topology=%s:\n%s", tt.args, tt.target, out)
 		}
+	}
+}
+
+// TestVerifyCommandsNameTheJob: plan --verify without flags plans the two
+// built-in examples, and the second's export and check commands carried
+// only its layout (--mesh 'data=2(dcn),...'), so they planned the default
+// job, which refused the DCN factor. The commands now name the job from
+// the plan; each export runs and writes the file its compile names.
+func TestVerifyCommandsNameTheJob(t *testing.T) {
+	out, errOut, code := runCmd("plan", "--verify")
+	if code != 0 {
+		t.Fatalf("plan --verify: exit %d %s", code, errOut)
+	}
+	var exports int
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "shardlab export maxtext ") {
+			continue
+		}
+		exports++
+		cmdLine, file, ok := strings.Cut(line, " > ")
+		if !ok {
+			t.Fatalf("export line without a file: %s", line)
+		}
+		args := shellWords(t, cmdLine)[1:]
+		if !slices.Contains(args, "--model") || !slices.Contains(args, "--tpu") {
+			t.Errorf("%s: the job is not named", line)
+		}
+		cfg, errOut, code := runCmd(args...)
+		if code != 0 || !strings.Contains(cfg, "run_name="+strings.TrimSuffix(file, ".yml")) {
+			t.Errorf("%s: exit %d %s, config run_name not %s:\n%.300s", line, code, errOut, file, cfg)
+		}
+	}
+	if exports != 2 {
+		t.Errorf("%d export commands, want one for each of the 2 examples:\n%s", exports, out)
 	}
 }

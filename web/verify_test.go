@@ -1,0 +1,66 @@
+package web
+
+import (
+	"html"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"shardlab/plan"
+)
+
+// verifySection is the page's verify steps, unescaped.
+func verifySection(t *testing.T, target string) string {
+	t.Helper()
+	code, body := get(t, New(Config{}), target)
+	i, j := strings.Index(body, "<h3>Verify before renting TPUs</h3>"), strings.Index(body, "<h3>Goodput")
+	if code != http.StatusOK || i < 0 || j < i {
+		t.Fatalf("GET %s = %d, no verify steps: %.400s", target, code, body)
+	}
+	return html.UnescapeString(body[i:j])
+}
+
+// TestPageVerifySteps: plan --verify printed how to compile a plan ahead
+// of time and check the compiler's memory against it; the page (issue
+// 27's "and the web UI") said nothing. It shows the compile of the file
+// its MaxText download writes, and the check with the job named and the
+// options the form changed, as flags.
+func TestPageVerifySteps(t *testing.T) {
+	o := plan.DefaultOptions()
+	o.Model, o.TPU, o.Slices, o.Seq, o.CausalFLOPs = "llama3-70b", "tpu7x-128", 2, 4096, false
+	q := queryOf(o)
+	v := verifySection(t, "/?"+q)
+	_, yml := get(t, New(Config{}), "/download/maxtext.yaml?"+q)
+	for _, want := range []string{
+		"compile_topology=tpu7x-128 compile_topology_num_slices=2",
+		"shardlab check --compile-log compile.log --model llama3-70b --tpu tpu7x-128 --slices 2 --seq 4096 --causal-flops=false --mesh '",
+		"--write-calibration calibration.json",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("verify steps lack %q:\n%s", want, v)
+		}
+	}
+	// the compile names the file the download is, whose run_name it sets
+	file := strings.Fields(v[strings.Index(v, "train_compile ")+len("train_compile "):])[0]
+	if !strings.Contains(yml, "run_name="+strings.TrimSuffix(file, ".yml")) {
+		t.Errorf("the compile names %s, the download is another config:\n%.300s", file, yml)
+	}
+	if strings.Contains(v, "--max-global-batch") || strings.Contains(v, "--framework") {
+		t.Errorf("verify steps pass an option only the search reads:\n%s", v)
+	}
+}
+
+// TestPageVerifySpecAndNoTarget: a pasted spec is named by the file the
+// page asks it saved in; a slice MaxText cannot compile for says so.
+func TestPageVerifySpecAndNoTarget(t *testing.T) {
+	spec := "name: small\ngated_mlp: true\nlayers: 8\nd_model: 1024\nheads: 8\nd_ff: 4096\nvocab: 32000\nseq_len: 2048\n"
+	v := verifySection(t, "/?model=spec&tpu=v5p-8&model_spec="+url.QueryEscape(spec))
+	if !strings.Contains(v, "save the model spec as <code>model.yml</code>") || !strings.Contains(v, "--model model.yml --tpu v5p-8") {
+		t.Errorf("pasted spec's verify steps:\n%s", v)
+	}
+	v = verifySection(t, "/?model=spec&tpu=v3-8&model_spec="+url.QueryEscape(spec))
+	if !strings.Contains(v, "no ahead-of-time compile target") || strings.Contains(v, "shardlab check") {
+		t.Errorf("v3-8's verify steps:\n%s", v)
+	}
+}
