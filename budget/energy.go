@@ -286,15 +286,3 @@ func tonnes(kg *float64) string {
 	}
 	return sig3(*kg / 1000)
 }
-
-// sig3 spells v with three significant digits, without an exponent: 1234,
-// 98.1, 5.26, 0.0479, and "<0.001" below that.
-func sig3(v float64) string {
-	switch {
-	case v > 0 && v < 0.001:
-		return "<0.001"
-	case v >= 999.5:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
