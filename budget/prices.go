@@ -142,10 +142,7 @@ func (e *ParseError) Error() string {
 
 func (e *ParseError) Unwrap() error { return ErrPrices }
 
-var (
-	regionRE = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+$`)
-	numberRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
-)
+var numberRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
 // decimal reads a plain decimal number (digits, an optional fraction) in
 // [lo, hi]: the form every figure of the package's data tables and the
@@ -157,11 +154,6 @@ func decimal(s string, lo, hi float64) (float64, error) {
 	}
 	return v, nil
 }
-
-// regionSpelling reports whether s is spelt as a Google Cloud region
-// (us-central1, europe-west4): the carbon table's rows, which make the
-// list of regions (Regions) others are checked against.
-func regionSpelling(s string) bool { return regionRE.MatchString(s) }
 
 // ParsePrices reads a price table: CSV with the header
 // generation,mode,region,usd_per_chip_hour,source,read,note and one row per
