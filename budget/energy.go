@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,14 @@ const (
 	maxCarbonYear = 2100
 	MaxGridGCO2   = 2000
 )
+
+// regionRE is a Google Cloud region's spelling.
+var regionRE = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+$`)
+
+// regionSpelling reports whether s is spelt as a Google Cloud region
+// (us-central1, europe-west4): the carbon table's rows, which make the
+// list of regions (Regions) others are checked against.
+func regionSpelling(s string) bool { return regionRE.MatchString(s) }
 
 // ParseCarbon reads a carbon table: CSV with the header
 // region,location,year,cfe_share,grid_gco2eq_per_kwh,source,read and one
@@ -285,16 +294,4 @@ func tonnes(kg *float64) string {
 		return "-"
 	}
 	return sig3(*kg / 1000)
-}
-
-// sig3 spells v with three significant digits, without an exponent: 1234,
-// 98.1, 5.26, 0.0479, and "<0.001" below that.
-func sig3(v float64) string {
-	switch {
-	case v > 0 && v < 0.001:
-		return "<0.001"
-	case v >= 999.5:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -93,14 +92,6 @@ func validLimit(name, v string) bool {
 
 // zoneRE is a zone: a region and a letter (us-east5-a).
 var zoneRE = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+-[a-z]$`)
-
-func parseWhole(s string) (int, bool) {
-	if s == "" || strings.TrimLeft(s, "0123456789") != "" || len(s) > 9 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(s)
-	return n, err == nil
-}
 
 //go:embed modes.csv
 var modesCSV []byte

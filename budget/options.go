@@ -102,28 +102,20 @@ func (e *OptionError) Unwrap() error { return ErrRequest }
 // plan's *plan.OptionError for the job's options.
 func ParseOptions(o Options, prices Prices) (Request, error) {
 	var r Request
+	for _, parse := range []func() error{
+		into(&r.Tokens, ParseTokens, o.Tokens),
+		into(&r.Deadline, ParseDeadline, o.Deadline),
+		into(&r.Budget, ParseDollars, o.Budget),
+		into(&r.Region, ParseRegion, o.Region),
+		into(&r.Generations, ParseGenerations, o.Generations),
+		into(&r.Modes, ParseModes, o.Modes),
+		into(&r.SliceChips, ParseSliceChips, o.SliceChips),
+	} {
+		if err := parse(); err != nil {
+			return r, err
+		}
+	}
 	var err error
-	if r.Tokens, err = ParseTokens(o.Tokens); err != nil {
-		return r, err
-	}
-	if r.Deadline, err = ParseDeadline(o.Deadline); err != nil {
-		return r, err
-	}
-	if r.Budget, err = ParseDollars(o.Budget); err != nil {
-		return r, err
-	}
-	if r.Region, err = ParseRegion(o.Region); err != nil {
-		return r, err
-	}
-	if r.Generations, err = ParseGenerations(o.Generations); err != nil {
-		return r, err
-	}
-	if r.Modes, err = ParseModes(o.Modes); err != nil {
-		return r, err
-	}
-	if r.SliceChips, err = ParseSliceChips(o.SliceChips); err != nil {
-		return r, err
-	}
 	if _, want, ok := unknownSize(r.Generations, r.SliceChips); !ok {
 		return r, &OptionError{"slice_chips", o.SliceChips, want}
 	}
@@ -157,6 +149,15 @@ func ParseOptions(o Options, prices Prices) (Request, error) {
 	}
 	r.Prices = prices.With(user)
 	return r, nil
+}
+
+// into is the step of ParseOptions that parses option s into the
+// request's field dst.
+func into[T any](dst *T, parse func(string) (T, error), s string) func() error {
+	return func() (err error) {
+		*dst, err = parse(s)
+		return err
+	}
 }
 
 // PlanOptions are the planner's options a budget plans each

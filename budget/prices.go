@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,26 +141,31 @@ func (e *ParseError) Error() string {
 
 func (e *ParseError) Unwrap() error { return ErrPrices }
 
-var (
-	regionRE = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+$`)
-	numberRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
-)
+// digits reports whether s is one or more decimal digits, the figures'
+// spelling: no sign, space, exponent or other base.
+func digits(s string) bool { return s != "" && strings.TrimLeft(s, "0123456789") == "" }
 
 // decimal reads a plain decimal number (digits, an optional fraction) in
 // [lo, hi]: the form every figure of the package's data tables and the
 // user's prices and chip power take.
 func decimal(s string, lo, hi float64) (float64, error) {
+	whole, frac, dot := strings.Cut(s, ".")
 	v, err := strconv.ParseFloat(s, 64)
-	if !numberRE.MatchString(s) || err != nil || v < lo || v > hi {
+	if !digits(whole) || dot && !digits(frac) || err != nil || v < lo || v > hi {
 		return 0, strconv.ErrSyntax
 	}
 	return v, nil
 }
 
-// regionSpelling reports whether s is spelt as a Google Cloud region
-// (us-central1, europe-west4): the carbon table's rows, which make the
-// list of regions (Regions) others are checked against.
-func regionSpelling(s string) bool { return regionRE.MatchString(s) }
+// parseWhole reads a whole number written in at most nine digits: the
+// form the limits table's counts take (modes.csv).
+func parseWhole(s string) (int, bool) {
+	if !digits(s) || len(s) > 9 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
+}
 
 // ParsePrices reads a price table: CSV with the header
 // generation,mode,region,usd_per_chip_hour,source,read,note and one row per

@@ -30,6 +30,18 @@ func Days(s float64) string {
 	return unit.Seconds(s).String()
 }
 
+// sig3 spells v with three significant digits, without an exponent: 1234,
+// 98.1, 5.26, 0.0479, and "<0.001" below that.
+func sig3(v float64) string {
+	switch {
+	case v > 0 && v < 0.001:
+		return "<0.001"
+	case v >= 999.5:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
 // round3 is v rounded to three significant digits, as sig3 prints it.
 func round3(v float64) float64 {
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)

@@ -11,12 +11,15 @@ package chart
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
 	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -128,6 +131,11 @@ var palette = []color.Color{
 
 func colour(i int) color.Color { return palette[i%len(palette)] }
 
+// ErrNotApplicable is wrapped by the errors of a chart that does not apply
+// to a plan (scaling for a fixed mesh, the pipeline of a plan without
+// one).
+var ErrNotApplicable = errors.New("chart does not apply")
+
 // newPlot is a plot with the charts' fonts and a title.
 func newPlot(title, x, y string) *plot.Plot {
 	p := plot.New()
@@ -165,3 +173,66 @@ func niceMax(v float64) float64 {
 	}
 	return 10 * e
 }
+
+// hline is a dashed horizontal line at y across the plot, in the legend
+// as name.
+func hline(p *plot.Plot, y float64, name string, i int) {
+	f := plotter.NewFunction(func(float64) float64 { return y })
+	f.Color = colour(i)
+	f.Width = vg.Points(1.2)
+	f.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(f)
+	p.Legend.Add(name, f)
+}
+
+// vline is a dashed vertical line at x across the plot's y range, in the
+// legend as name.
+type vline struct {
+	x    float64
+	name string
+	draw.LineStyle
+}
+
+func newVLine(p *plot.Plot, x float64, name string, i int) {
+	l := &vline{x: x, name: name, LineStyle: draw.LineStyle{Color: colour(i), Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(4), vg.Points(3)}}}
+	p.Add(l)
+	p.Legend.Add(name, l)
+}
+
+func (l *vline) Plot(c draw.Canvas, p *plot.Plot) {
+	tx, _ := p.Transforms(&c)
+	x := tx(l.x)
+	c.StrokeLine2(l.LineStyle, x, c.Min.Y, x, c.Max.Y)
+}
+
+func (l *vline) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return l.x, l.x, math.Inf(1), math.Inf(-1)
+}
+
+func (l *vline) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(l.LineStyle, c.Min.X, y, c.Max.X, y)
+}
+
+// shortTicks are gonum's default ticks labelled without trailing zeros
+// (2500, not 2500.00).
+var shortTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
+})
+
+// log2Ticks marks the powers of two of a log-scaled axis.
+var log2Ticks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for v := math.Exp2(math.Floor(math.Log2(lo))); v <= hi*1.0001; v *= 2 {
+		if v >= lo*0.9999 {
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		}
+	}
+	return ts
+})

@@ -3,7 +3,6 @@ package chart
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -82,46 +81,6 @@ func stacked(p *plot.Plot, labels, series []string, values [][]float64) error {
 	return nil
 }
 
-// hline is a dashed horizontal line at y across the plot, in the legend
-// as name.
-func hline(p *plot.Plot, y float64, name string, i int) {
-	f := plotter.NewFunction(func(float64) float64 { return y })
-	f.Color = colour(i)
-	f.Width = vg.Points(1.2)
-	f.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	p.Add(f)
-	p.Legend.Add(name, f)
-}
-
-// vline is a dashed vertical line at x across the plot's y range, in the
-// legend as name.
-type vline struct {
-	x    float64
-	name string
-	draw.LineStyle
-}
-
-func newVLine(p *plot.Plot, x float64, name string, i int) {
-	l := &vline{x: x, name: name, LineStyle: draw.LineStyle{Color: colour(i), Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(4), vg.Points(3)}}}
-	p.Add(l)
-	p.Legend.Add(name, l)
-}
-
-func (l *vline) Plot(c draw.Canvas, p *plot.Plot) {
-	tx, _ := p.Transforms(&c)
-	x := tx(l.x)
-	c.StrokeLine2(l.LineStyle, x, c.Min.Y, x, c.Max.Y)
-}
-
-func (l *vline) DataRange() (xmin, xmax, ymin, ymax float64) {
-	return l.x, l.x, math.Inf(1), math.Inf(-1)
-}
-
-func (l *vline) Thumbnail(c *draw.Canvas) {
-	y := c.Center().Y
-	c.StrokeLine2(l.LineStyle, c.Min.X, y, c.Max.X, y)
-}
-
 const gib = 1 << 30
 
 // Memory is HBM per chip by component (weights, gradients, optimizer
@@ -174,11 +133,6 @@ func Step(p plan.Plan) (Chart, error) {
 	return newChart("step", "Step time by what the chip waits on", pl), nil
 }
 
-// ErrNotApplicable is wrapped by the errors of a chart that does not apply
-// to a plan (scaling for a fixed mesh, the pipeline of a plan without
-// one).
-var ErrNotApplicable = errors.New("chart does not apply")
-
 // point is one search of a scaling chart.
 type point struct {
 	x, mfu, tokens float64
@@ -214,29 +168,6 @@ func scalingPlots(pts []point, title, xLabel string) (*plot.Plot, *plot.Plot, er
 	}
 	return mfu, tok, nil
 }
-
-// shortTicks are gonum's default ticks labelled without trailing zeros
-// (2500, not 2500.00).
-var shortTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(lo, hi)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
-		}
-	}
-	return ts
-})
-
-// log2Ticks marks the powers of two of a log-scaled axis.
-var log2Ticks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
-	var ts []plot.Tick
-	for v := math.Exp2(math.Floor(math.Log2(lo))); v <= hi*1.0001; v *= 2 {
-		if v >= lo*0.9999 {
-			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
-		}
-	}
-	return ts
-})
 
 // sweepPlots is p's sweep of kind (sweep) and its MFU and tokens/s per
 // chip plots, the x axis log-scaled by powers of two where there is more

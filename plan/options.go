@@ -3,7 +3,6 @@ package plan
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -263,30 +262,6 @@ func parseBatches(r *Request, o Options) error {
 	}
 	if o.Mesh != "" {
 		return parseDeviceMesh(r, o.Mesh)
-	}
-	return nil
-}
-
-// DefaultMaxGlobalBatch is the convergence limit a request without one
-// takes; a user's own limit replaces it.
-const DefaultMaxGlobalBatch = "4Mitok"
-
-// parseMaxBatch reads the convergence limit into r.MaxGlobalBatch; value
-// is the option as given, "" for the default. The default limit is at
-// least one sequence, however long; one given below that is refused.
-func parseMaxBatch(r *Request, value string) error {
-	if value == "" {
-		n, err := ParseBatch(DefaultMaxGlobalBatch, r.Seq, false)
-		r.MaxGlobalBatch = max(n, 1)
-		var be *BatchError
-		if err != nil && !errors.As(err, &be) {
-			return err
-		}
-		return nil
-	}
-	var err error
-	if r.MaxGlobalBatch, err = ParseBatch(value, r.Seq, false); err != nil {
-		return refuseBatch(OptionMaxGlobalBatch, value, err)
 	}
 	return nil
 }
@@ -552,82 +527,122 @@ func parseMultislice(o Options) (hw.Multislice, error) {
 	return ms, nil
 }
 
-// BatchError is a global batch ParseBatch refuses: the input, and what is
-// wrong with it and accepted. It wraps ErrRequest.
-type BatchError struct {
-	Input  string
-	Reason string
+// Request is a planning question, as ParseRequest makes it from Options.
+type Request struct {
+	Model model.Spec
+	// Multislice is where to plan. A multislice of no slices that holds
+	// only a chip (what ParseRequest makes of a bare generation, tpu7x)
+	// asks for the smallest footprint of the chip's generation that runs
+	// the job: see SearchScope.
+	Multislice hw.Multislice
+	// Seq is tokens per sequence; 0 means the model's SeqLen.
+	Seq int
+	// GlobalBatch fixes the sequences per step; 0 lets the planner choose
+	// the largest batch that fits, up to MaxGlobalBatch.
+	GlobalBatch int
+	// MaxGlobalBatch is the convergence limit in sequences per step.
+	MaxGlobalBatch int
+	// Axes, when set, asks for this one layout (each named axis's degree)
+	// instead of searching.
+	Axes []mesh.Degree
+	// DeviceAxes, when set, is the layout asked in JAX devices, on a chip
+	// of several (TPU7x): Axes is then one of its chip readings, and
+	// Search costs each reading until one's MaxText mesh is DeviceAxes
+	// (Plan.Devices). nil on a chip of one device, where Axes says it all.
+	DeviceAxes []mesh.Degree
+	// microStep, when above 1, makes the planner's batch put a multiple
+	// of it sequences on each chip per micro-batch (the fsdp reading of a
+	// device mesh: the chip's devices split its sequences).
+	microStep int
+	// Remat fixes the rematerialisation policy; "" searches all.
+	Remat cost.Remat
+	// Custom places the tagged tensors when Remat is custom.
+	Custom cost.Places
+	// Schedule fixes the pipeline schedule, with Chunks for interleaved
+	// and circular; "" searches GPipe, 1F1B and interleaved 1F1B with 2
+	// and 4 chunks.
+	Schedule schedule.Kind
+	Chunks   int
+	// Framework, when FrameworkMaxText, searches only the schedules
+	// MaxText runs.
+	Framework Framework
+	// Workers is how many goroutines cost layouts (0: one per CPU). The
+	// plan is the same for every count.
+	Workers int
+	// Cache, when set, keeps the search's estimators for the searches
+	// after it that share it (a budget sweep's); nil: none kept. The plan
+	// is the same either way.
+	Cache *Cache
+	// Settings are cost.Job's, as they are, except that the zero
+	// Precision, which no job can have, means cost.MaxTextPrecision (and
+	// HBMHeadroom 0 keeps none free; cost.DefaultHBMHeadroom is the usual
+	// value).
+	cost.Settings
+	// Top is how many ranked layouts to keep (at least 1).
+	Top int
+	// BestOnly asks a searched plan (Axes and DeviceAxes unset) for its
+	// Best, Rule and Band only, as the full search finds them, costing
+	// fewer combinations in full (a lean search: see lean.go). Its other
+	// fields hold what the lean search found: Top, Alternatives, Reasons
+	// and Warnings may name other layouts than the full search's, and
+	// Rejected count less. When nothing runs, its error is the full
+	// search's (search).
+	BestOnly bool
+	// ExampleCost, when set, is the host CPU time to read and preprocess
+	// one sequence; the plan then checks with package infeed that the
+	// host's vCPUs keep the chips fed.
+	ExampleCost time.Duration
 }
 
-func (e *BatchError) Error() string { return fmt.Sprintf("plan: batch %q: %s", e.Input, e.Reason) }
+// ErrRequest is wrapped by errors in the request.
+var ErrRequest = errors.New("invalid request")
 
-func (e *BatchError) Unwrap() error { return ErrRequest }
-
-// refuseBatch names the option a BatchError concerns.
-func refuseBatch(o Option, value string, err error) error {
-	var be *BatchError
-	if errors.As(err, &be) {
-		return refuse(o, value, err, " %q: %s", value, be.Reason)
+func (r *Request) defaults() error {
+	if r.Seq == 0 {
+		r.Seq = r.Model.SeqLen
 	}
-	return refuseErr(o, value, err)
-}
-
-// ParseBatch reads a global batch: "512" or "512seq" sequences, or
-// "4Mitok" / "4194304tok" tokens (k = 1e3, M = 1e6, G = 1e9, Ki = 1024,
-// Mi = 1024², Gi = 1024³), and returns it in sequences of seq tokens,
-// at most MaxBatch. Tokens are rounded down to whole sequences; exact
-// refuses a remainder instead. Errors are *BatchError.
-func ParseBatch(s string, seq int, exact bool) (int, error) {
-	in := strings.TrimSpace(s)
-	want := "N sequences (512 or 512seq) or N tokens (4Mitok, 2Mtok, 1048576tok)"
-	fail := func(format string, a ...any) (int, error) {
-		return 0, &BatchError{Input: s, Reason: fmt.Sprintf(format, a...)}
+	if r.Precision == (cost.Precision{}) {
+		r.Precision = cost.MaxTextPrecision()
 	}
-	if seq < 1 {
-		return fail("sequences of %d tokens, want a positive sequence length", seq)
+	if r.Top < 1 {
+		r.Top = 1
 	}
-	in, tokens := strings.CutSuffix(in, "tok")
-	if !tokens {
-		in, _ = strings.CutSuffix(in, "seq")
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("plan: %s = %v, want %s: %w", field, v, want, ErrRequest)
 	}
-	mult := 1.0
-	for _, m := range []struct {
-		suffix string
-		v      float64
-	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}} {
-		if rest, ok := strings.CutSuffix(in, m.suffix); ok {
-			in, mult = rest, m.v
-			break
-		}
-	}
-	// decimal only: no exponent, NaN or Inf, nor Go's hexadecimal floats
-	// (0x1p9) and their underscores, which ParseFloat reads
-	v, err := strconv.ParseFloat(in, 64)
-	if err != nil || in == "" || strings.ContainsAny(in, "eEnNiIxX_") {
-		return fail("want %s", want)
-	}
-	v *= mult
 	switch {
-	case !(v > 0):
-		return fail("want a positive batch: %s", want)
-	case v > 1e15:
-		return fail("want at most %d sequences (%.3g %s is too many)", MaxBatch, v, map[bool]string{true: "tokens", false: "sequences"}[tokens])
+	case r.Seq < 0:
+		return bad("seq", r.Seq, "a positive number of tokens")
+	case r.GlobalBatch < 0:
+		return bad("global batch", r.GlobalBatch, "a positive number of sequences (or 0 to let the planner choose)")
+	case r.MaxGlobalBatch <= 0:
+		return bad("max global batch", r.MaxGlobalBatch, "a positive number of sequences")
+	case r.GlobalBatch > r.MaxGlobalBatch:
+		return bad("global batch", r.GlobalBatch, fmt.Sprintf("at most the max global batch (%d)", r.MaxGlobalBatch))
+	case r.Multislice.Chips() == 0:
+		return bad("topology", "none", "a slice")
+	case r.VocabTiles < 0:
+		return bad("vocab tiles", r.VocabTiles, "a positive count")
+	case r.ExampleCost < 0:
+		return bad("example cost", r.ExampleCost, "a non-negative duration")
 	}
-	if v != math.Trunc(v) {
-		return fail("want a whole number of %s", map[bool]string{true: "tokens", false: "sequences"}[tokens])
+	if _, err := r.job().MatmulPeak(r.Multislice.Slice.Chip); err != nil {
+		return fmt.Errorf("plan: %w: %w", err, ErrRequest)
 	}
-	n := int(v)
-	if tokens {
-		if n < seq {
-			return fail("%d tokens is less than one sequence of %d", n, seq)
-		}
-		if exact && n%seq != 0 {
-			return fail("%d tokens is not a whole number of %d-token sequences", n, seq)
-		}
-		n /= seq
+	if err := cost.CheckTrainable(r.Model); err != nil {
+		return fmt.Errorf("plan: %w: %w", err, ErrRequest)
 	}
-	if n > MaxBatch {
-		return fail("want at most %d sequences", MaxBatch)
+	return r.Model.Validate()
+}
+
+func (r Request) job() cost.Job {
+	j := cost.NewJob(r.Model, r.Seq, 1)
+	j.Schedule = r.Schedule
+	if j.Schedule == "" {
+		j.Schedule = schedule.OneFOneB
 	}
-	return n, nil
+	j.Chunks = r.Chunks
+	j.Custom = r.Custom
+	j.Settings = r.Settings
+	return j
 }

@@ -103,17 +103,16 @@ type Config struct {
 // memory case has no published MFU; the FLOP convention, which Setup
 // checks and memory does not use, is "none".
 func (c Config) Run(id string) Run {
-	return Run{ID: id, Config: c, Published: Published{FLOPsConvention: "none"}}
+	return Run{Cited: Cited{ID: id}, Config: c, Published: Published{FLOPsConvention: "none"}}
 }
 
 // MemoryCase is one number XLA reported for a stated training
 // configuration: what a step needed (an out-of-memory failure) or used.
 type MemoryCase struct {
-	ID     string `yaml:"id" json:"id"`
-	Source Source `yaml:"source" json:"source"`
-	Date   string `yaml:"date" json:"date"`
-	Set    string `yaml:"set" json:"set"`
-	Kind   string `yaml:"kind" json:"kind"`
+	Cited `yaml:",inline"`
+	Date  string `yaml:"date" json:"date"`
+	Set   string `yaml:"set" json:"set"`
+	Kind  string `yaml:"kind" json:"kind"`
 	// Scope is ScopeTotal or ScopeTemp.
 	Scope string `yaml:"scope" json:"scope"`
 	// ReportedBytes is the number, per JAX device; CapacityBytes the HBM
@@ -138,19 +137,16 @@ func MemoryCases() ([]MemoryCase, error) { return ParseMemory(memoryYAML) }
 // numbers where whole ones belong, NaN and infinities are errors, each
 // naming its case and field.
 func ParseMemory(data []byte) ([]MemoryCase, error) {
-	return parseTable(data, memoryTable, func(c *MemoryCase) string { return c.ID }, (*MemoryCase).check)
+	return parseTable[MemoryCase](data, memoryTable)
 }
 
 // BytesStated says whether the source gives the bytes; an oom case may
 // say only that the step ran out of memory.
 func (c MemoryCase) BytesStated() bool { return c.ReportedBytes > 0 }
 
-// check validates a case once it is decoded: its source, its number and
-// its configuration.
+// check validates a case once it is decoded (parseTable has checked its
+// source): its number and its configuration.
 func (c *MemoryCase) check() error {
-	if err := c.Source.check(); err != nil {
-		return err
-	}
 	if err := checkDate(c.Date); err != nil {
 		return err
 	}

@@ -350,9 +350,9 @@ func TestMemorySummary(t *testing.T) {
 func TestMemorySummaryUnstated(t *testing.T) {
 	gib := int64(unit.GiB)
 	mem := cost.Memory{Weights: 8 * unit.GiB, Gradients: 8 * unit.GiB, Optimizer: 16 * unit.GiB, Activations: 20 * unit.GiB, Transient: 8 * unit.GiB, Usable: 64 * unit.GiB}
-	stated := memoryResult(MemoryCase{ID: "s", Set: SetB, Kind: KindCompiledUsage, Scope: ScopeTotal, ReportedBytes: 50 * gib}, mem, 1)
-	missed := memoryResult(MemoryCase{ID: "m", Set: SetB, Kind: KindOOM, Scope: ScopeTotal}, mem, 1)
-	refused := memoryResult(MemoryCase{ID: "r", Set: SetB, Kind: KindOOM, Scope: ScopeTemp, CapacityBytes: 30 * gib}, mem, 1)
+	stated := memoryResult(MemoryCase{Cited: Cited{ID: "s"}, Set: SetB, Kind: KindCompiledUsage, Scope: ScopeTotal, ReportedBytes: 50 * gib}, mem, 1)
+	missed := memoryResult(MemoryCase{Cited: Cited{ID: "m"}, Set: SetB, Kind: KindOOM, Scope: ScopeTotal}, mem, 1)
+	refused := memoryResult(MemoryCase{Cited: Cited{ID: "r"}, Set: SetB, Kind: KindOOM, Scope: ScopeTemp, CapacityBytes: 30 * gib}, mem, 1)
 	if missed.Refused || !refused.Refused || missed.Limit != 64*gib || refused.Limit != 30*gib {
 		t.Fatalf("refused %v (limit %d), %v (limit %d), want false at 64 GiB, true at 30 GiB", missed.Refused, missed.Limit, refused.Refused, refused.Limit)
 	}

@@ -63,11 +63,10 @@ type ServingPublished struct {
 // ServingRow is one published serving figure and the configuration it
 // was measured at.
 type ServingRow struct {
-	ID     string `yaml:"id" json:"id"`
-	Source Source `yaml:"source" json:"source"`
-	Date   string `yaml:"date" json:"date"`
-	Read   string `yaml:"read" json:"read"`
-	Set    string `yaml:"set" json:"set"`
+	Cited `yaml:",inline"`
+	Date  string `yaml:"date" json:"date"`
+	Read  string `yaml:"read" json:"read"`
+	Set   string `yaml:"set" json:"set"`
 	// Calibration marks a row the engine's fixed step time is fitted on
 	// (FitStepOverhead); the others are held out. Marked by a rule set
 	// before fitting (serving.yaml's header).
@@ -110,7 +109,7 @@ func ServingRows() ([]ServingRow, error) { return ParseServing(servingYAML) }
 // naming its row and field, and so is a modelled row whose configuration
 // shardlab's serving model refuses.
 func ParseServing(data []byte) ([]ServingRow, error) {
-	return parseTable(data, servingTable, func(r *ServingRow) string { return r.ID }, (*ServingRow).check)
+	return parseTable[ServingRow](data, servingTable)
 }
 
 // maxDevices bounds a row's parallelism before the slice's devices are
@@ -120,12 +119,10 @@ const maxDevices = 1 << 20
 // servingDtypes are the formats a row may state.
 var servingDtypes = []string{"bf16", "int8", "fp8"}
 
-// check validates a row once it is decoded; for a modelled row, that the
-// serving model takes its configuration.
+// check validates a row once it is decoded (parseTable has checked its
+// source); for a modelled row, that the serving model takes its
+// configuration.
 func (r *ServingRow) check() error {
-	if err := r.Source.check(); err != nil {
-		return err
-	}
 	if err := r.checkProvenance(); err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ func TestParseServingErrors(t *testing.T) {
 // output tokens/s = 800 over the sum of the steps. The errors are against
 // published figures of 1000 tokens/s and 10 ms.
 func TestServingHandComputed(t *testing.T) {
-	row := ServingRow{ID: "hand", Set: SetA, Engine: EngineVLLM, Model: "llama2-7b", AcceleratorType: "v5litepod-1", TP: 1, DP: 1,
+	row := ServingRow{Cited: Cited{ID: "hand"}, Set: SetA, Engine: EngineVLLM, Model: "llama2-7b", AcceleratorType: "v5litepod-1", TP: 1, DP: 1,
 		Weights: "bf16", KVCache: "bf16", MaxModelLen: 512, MaxBatched: 512, MemoryUtil: 1,
 		Workload:  Workload{Dataset: DatasetRandom, NumPrompts: 4, Concurrency: 4, InputLen: 100, OutputLen: 200},
 		Published: ServingPublished{Metric: "hand", OutputTokensPerS: 1000, MeanITLms: 10}}
@@ -363,7 +363,7 @@ func ExampleParseServing() {
 // nothing; published above the prediction with no step time, it fits 0
 // (a fixed time is not negative).
 func TestFitStepOverhead(t *testing.T) {
-	row := ServingRow{ID: "hand", Set: SetA, Calibration: true, Engine: EngineVLLM, Model: "llama2-7b", AcceleratorType: "v5litepod-1", TP: 1, DP: 1,
+	row := ServingRow{Cited: Cited{ID: "hand"}, Set: SetA, Calibration: true, Engine: EngineVLLM, Model: "llama2-7b", AcceleratorType: "v5litepod-1", TP: 1, DP: 1,
 		Weights: "bf16", KVCache: "bf16", MaxModelLen: 512, MaxBatched: 512, MemoryUtil: 1,
 		Workload:  Workload{Dataset: DatasetRandom, NumPrompts: 4, Concurrency: 4, InputLen: 100, OutputLen: 200},
 		Published: ServingPublished{Metric: "hand", OutputTokensPerS: 1}}
@@ -446,7 +446,7 @@ func TestServingAccuracy(t *testing.T) {
 func ExampleFitStepOverhead() {
 	// one calibration row: four requests of 100 + 200 tokens on one v5e
 	// chip, published at 200 output tokens/s
-	row := ServingRow{ID: "hand", Set: SetA, Calibration: true, Engine: EngineVLLM, Model: "llama2-7b", AcceleratorType: "v5litepod-1",
+	row := ServingRow{Cited: Cited{ID: "hand"}, Set: SetA, Calibration: true, Engine: EngineVLLM, Model: "llama2-7b", AcceleratorType: "v5litepod-1",
 		TP: 1, DP: 1, Weights: "bf16", KVCache: "bf16", MaxModelLen: 512, MaxBatched: 512, MemoryUtil: 1,
 		Workload:  Workload{Dataset: DatasetRandom, NumPrompts: 4, Concurrency: 4, InputLen: 100, OutputLen: 200},
 		Published: ServingPublished{Metric: "hand", OutputTokensPerS: 200}}
@@ -473,7 +473,7 @@ func ExampleFitStepOverhead() {
 // as InferenceX's client draws them (1024·0.8 = 819.2 → 819, 8192·0.8 =
 // 6553.6 → 6553); without one, every request has the published lengths.
 func TestSimOptionsRangeRatio(t *testing.T) {
-	row := ServingRow{ID: "r", Engine: EngineVLLM, Workload: Workload{Dataset: DatasetRandom, NumPrompts: 320, Concurrency: 64, InputLen: 8192, OutputLen: 1024, RangeRatio: 0.8}}
+	row := ServingRow{Cited: Cited{ID: "r"}, Engine: EngineVLLM, Workload: Workload{Dataset: DatasetRandom, NumPrompts: 320, Concurrency: 64, InputLen: 8192, OutputLen: 1024, RangeRatio: 0.8}}
 	if got, want := row.SimOptions().Load.Mix.String(), "uniform prompt 6553-8192, output 819-1024"; got != want {
 		t.Errorf("range ratio 0.8: mix %q, want %q", got, want)
 	}
@@ -515,7 +515,7 @@ func TestServingDPAttentionRows(t *testing.T) {
 // replica holds them all.
 func TestJetStreamSlotsPerDevice(t *testing.T) {
 	for _, c := range []struct{ dp, conc, want int }{{8, 512, 64}, {8, 1024, 128}, {1, 96, 96}, {8, 12, 2}} {
-		row := ServingRow{ID: "j", Engine: EngineJetStreamPyTorch, TP: 8 / c.dp, DP: c.dp,
+		row := ServingRow{Cited: Cited{ID: "j"}, Engine: EngineJetStreamPyTorch, TP: 8 / c.dp, DP: c.dp,
 			Workload: Workload{Dataset: DatasetRandom, NumPrompts: 2 * c.conc, Concurrency: c.conc, InputLen: 110, OutputLen: 305}}
 		if got := row.SimOptions().MaxNumSeqs; got != c.want {
 			t.Errorf("DP %d, batch %d: %d slots a device, want %d", c.dp, c.conc, got, c.want)

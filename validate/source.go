@@ -6,6 +6,17 @@ import (
 	"time"
 )
 
+// Cited is what every row of a table (a run, a memory case, a serving
+// row) starts with: its id, unique in its table, and where it was
+// published. parseTable checks both for every row.
+type Cited struct {
+	ID     string `yaml:"id" json:"id"`
+	Source Source `yaml:"source" json:"source"`
+}
+
+// cited is the row's id and source, for parseTable.
+func (c *Cited) cited() *Cited { return c }
+
 // Source says where a row of a table (a run, a memory case, a serving
 // figure, a batch verdict) was published: a file (Path) or an issue or
 // pull request (Issue) of Repo, at Commit where known, or a web page

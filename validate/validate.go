@@ -71,8 +71,7 @@ func (p Published) attentionShare() (float64, error) {
 
 // Run is one published training run.
 type Run struct {
-	ID     string `yaml:"id" json:"id"`
-	Source Source `yaml:"source" json:"source"`
+	Cited `yaml:",inline"`
 	// Config is the run's model, hardware, layout, batch and settings.
 	Config      `yaml:",inline"`
 	Doubtful    string         `yaml:"doubtful,omitempty" json:"doubtful,omitempty"`
@@ -101,15 +100,13 @@ var ErrInvalid = errors.New("invalid run table")
 // and so is a row whose source, layout, flags or published MFU is not
 // valid.
 func Parse(data []byte) ([]Run, error) {
-	return parseTable(data, runsTable, func(r *Run) string { return r.ID }, (*Run).check)
+	return parseTable[Run](data, runsTable)
 }
 
-// check validates a run once it is decoded: its source, that Setup takes
-// it, its flags, batch verdict and published MFU.
+// check validates a run once it is decoded (parseTable has checked its
+// source): that Setup takes it, its flags, batch verdict and published
+// MFU.
 func (r *Run) check() error {
-	if err := r.Source.check(); err != nil {
-		return err
-	}
 	if _, _, err := r.Setup(); err != nil {
 		return err
 	}

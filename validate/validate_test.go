@@ -132,7 +132,7 @@ func TestMultisliceSeries(t *testing.T) {
 func TestSetupCountsChipsNotDevices(t *testing.T) {
 	// TPU7x: MaxText's ici_fsdp 128 on tpu7x-128 (64 chips of two devices)
 	// is fsdp=64 over chips.
-	r := Run{ID: "x", Config: Config{AcceleratorType: "tpu7x-128", Slices: 1, SeqLen: 4096, GlobalBatch: 128,
+	r := Run{Cited: Cited{ID: "x"}, Config: Config{AcceleratorType: "tpu7x-128", Slices: 1, SeqLen: 4096, GlobalBatch: 128,
 		Model:       testSpec,
 		Layout:      Layout{ICIFSDP: 128},
 		RematPolicy: "full"}, Published: Published{MFU: 0.5, FLOPsConvention: "causal"}}
@@ -247,7 +247,7 @@ func TestMoERowsAreHeldOutAndReported(t *testing.T) {
 
 func TestCapacityFactorRefused(t *testing.T) {
 	for _, cf := range []float64{math.NaN(), math.Inf(1), -2, 65} {
-		r := Run{ID: "x", Config: Config{AcceleratorType: "v5p-8", Slices: 1, SeqLen: 4096, GlobalBatch: 8, RematPolicy: "full",
+		r := Run{Cited: Cited{ID: "x"}, Config: Config{AcceleratorType: "v5p-8", Slices: 1, SeqLen: 4096, GlobalBatch: 8, RematPolicy: "full",
 			Model:  model.Spec{Name: "m", Layers: 2, DModel: 256, Heads: 4, DFF: 512, Vocab: 1000, SeqLen: 4096, GatedMLP: true, Experts: 4, ExpertsPerToken: 2},
 			Layout: Layout{ICIFSDP: 4}, CapacityFactor: cf}, Published: Published{MFU: 0.5, MFUSource: "published", FLOPsConvention: "full"}}
 		if _, _, err := r.Setup(); err == nil || !strings.Contains(err.Error(), "capacity_factor") {
@@ -263,14 +263,14 @@ func TestAttentionKinds(t *testing.T) {
 		in   string
 		want cost.AttentionKind
 	}{{"", ""}, {"flash", ""}, {"dot_product", cost.AttentionDot}, {"flash_noncausal", cost.AttentionFlashNonCausal}} {
-		r := Run{ID: "x", Config: Config{AcceleratorType: "v5litepod-16", Slices: 1, SeqLen: 4096, GlobalBatch: 16, Model: testSpec,
+		r := Run{Cited: Cited{ID: "x"}, Config: Config{AcceleratorType: "v5litepod-16", Slices: 1, SeqLen: 4096, GlobalBatch: 16, Model: testSpec,
 			Layout: Layout{ICIFSDP: 16}, RematPolicy: "full", Attention: tt.in}, Published: Published{MFU: 0.5, FLOPsConvention: "full"}}
 		j, _, err := r.Setup()
 		if err != nil || j.Attention != tt.want {
 			t.Errorf("attention %q: %q, %v; want %q", tt.in, j.Attention, err, tt.want)
 		}
 	}
-	r := Run{ID: "x", Config: Config{AcceleratorType: "v5litepod-16", Slices: 1, SeqLen: 4096, GlobalBatch: 16, Model: testSpec,
+	r := Run{Cited: Cited{ID: "x"}, Config: Config{AcceleratorType: "v5litepod-16", Slices: 1, SeqLen: 4096, GlobalBatch: 16, Model: testSpec,
 		Layout: Layout{ICIFSDP: 16}, RematPolicy: "full", Attention: "splash2"}, Published: Published{MFU: 0.5, FLOPsConvention: "full"}}
 	if _, _, err := r.Setup(); err == nil || !strings.Contains(err.Error(), "flash_noncausal") {
 		t.Errorf("attention splash2: %v, want an error naming the accepted kinds", err)

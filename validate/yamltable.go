@@ -235,8 +235,12 @@ func (e *RowError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 // parseTable reads a table (a YAML list of mappings) into rows of T:
 // unknown fields, fractional numbers where whole ones belong, NaN and
 // infinities are errors, each naming its row and field; every row has a
-// unique id (id reads it) and passes check.
-func parseTable[T any](data []byte, t table, id func(*T) string, check func(*T) error) ([]T, error) {
+// unique id, a valid source (Cited) and passes its own check.
+func parseTable[T any, P interface {
+	*T
+	cited() *Cited
+	check() error
+}](data []byte, t table) ([]T, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("validate: %s table: %s: %w", t.name, strings.ReplaceAll(err.Error(), "\n", "; "), ErrInvalid)
@@ -264,18 +268,22 @@ func parseTable[T any](data []byte, t table, id func(*T) string, check func(*T) 
 	}
 	seen := map[string]bool{}
 	for i := range rows {
-		r := &rows[i]
-		if rid := id(r); strings.TrimSpace(rid) == "" || strings.ContainsAny(rid, " \t\n") || seen[rid] {
-			return nil, fmt.Errorf("validate: %s %s %d: id = %q, want a unique id without spaces: %w", t.name, t.row, i+1, rid, ErrInvalid)
+		r := P(&rows[i])
+		c := r.cited()
+		if strings.TrimSpace(c.ID) == "" || strings.ContainsAny(c.ID, " \t\n") || seen[c.ID] {
+			return nil, fmt.Errorf("validate: %s %s %d: id = %q, want a unique id without spaces: %w", t.name, t.row, i+1, c.ID, ErrInvalid)
 		}
-		seen[id(r)] = true
+		seen[c.ID] = true
 		if i < len(list.Content) {
 			if err := numbers(list.Content[i], reflect.TypeFor[T](), ""); err != nil {
-				return nil, t.rowError(id(r), err)
+				return nil, t.rowError(c.ID, err)
 			}
 		}
-		if err := check(r); err != nil {
-			return nil, t.rowError(id(r), err)
+		if err := c.Source.check(); err != nil {
+			return nil, t.rowError(c.ID, err)
+		}
+		if err := r.check(); err != nil {
+			return nil, t.rowError(c.ID, err)
 		}
 	}
 	return rows, nil

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"embed"
 	"fmt"
 	"html/template"
@@ -267,4 +268,32 @@ func WriteReport(w io.Writer, reports ...Report) error {
 		d.Results = append(d.Results, v)
 	}
 	return templates().t.ExecuteTemplate(w, "page.html", d)
+}
+
+// inlineSVG is a chart of package chart as inline SVG (no XML prolog),
+// named for assistive technology as the page's own charts are.
+func inlineSVG(c chart.Chart) (template.HTML, error) {
+	b, err := c.SVG()
+	if err != nil {
+		return "", err
+	}
+	if i := bytes.Index(b, []byte("<svg")); i > 0 {
+		b = b[i:]
+	}
+	b = bytes.Replace(b, []byte("<svg"), []byte(`<svg role="img" aria-label="`+template.HTMLEscapeString(c.Title)+`"`), 1)
+	return template.HTML(b), nil
+}
+
+// render writes template name with d and status code, or, when it fails,
+// a 500 saying it could not render what (the page, the charts).
+func (h *Handler) render(w http.ResponseWriter, code int, name, what string, d any) {
+	var b bytes.Buffer
+	if err := h.page.t.ExecuteTemplate(&b, name, d); err != nil {
+		h.cfg.Log.Printf("web: %s: %v", name, err)
+		http.Error(w, "internal error rendering the "+what, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	w.Write(b.Bytes())
 }

@@ -32,6 +32,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"math"
@@ -205,6 +206,45 @@ func (h *Handler) acquire(ctx context.Context) error {
 	case <-ctx.Done():
 		return errGone
 	}
+}
+
+// work runs fn in a search slot (acquire) under the request's deadline,
+// past which it answers late (a timeoutError, errTimeout): fn gets the
+// deadline's Done as stop, closed at the deadline or when the client goes
+// away, and work that heeds it ends there and frees its slot; work that
+// does not keeps its slot until it ends.
+func (h *Handler) work(ctx context.Context, late timeoutError, fn func(stop <-chan struct{}) error) error {
+	if err := h.acquire(ctx); err != nil {
+		return err
+	}
+	client := ctx
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() {
+			if v := recover(); v != nil {
+				h.cfg.Log.Printf("web: %s panicked: %v", late.what, v)
+				err = fmt.Errorf("internal error while searching")
+			}
+			<-h.slots
+			done <- err
+		}()
+		err = fn(ctx.Done())
+	}()
+	var err error
+	select {
+	case err = <-done:
+		if err == nil || ctx.Err() == nil {
+			return err // not stopped: its own answer
+		}
+	case <-ctx.Done():
+	}
+	if client.Err() != nil {
+		return errGone
+	}
+	return late
 }
 
 // run searches the options, with the charts when withCharts, under the
