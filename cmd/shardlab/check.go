@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -46,12 +47,17 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	doc, err := checkDoc(fs, f, c)
-	if err != nil && c.json {
+	switch {
+	case doc != "" && err != nil && c.json:
+		// the comparison, with why no calibration was written
+		return failJSONDoc(stdout, []byte(doc), err)
+	case err != nil && c.json:
 		return failJSON(stdout, err)
-	} else if err != nil {
-		return err
+	case doc != "":
+		if _, werr := io.WriteString(stdout, doc); werr != nil {
+			return werr
+		}
 	}
-	_, err = io.WriteString(stdout, doc)
 	return err
 }
 
@@ -79,9 +85,10 @@ func checkDoc(fs *flag.FlagSet, f *planFlags, c *checkFlags) (string, error) {
 		return "", err
 	}
 	cal, calErr := calibrationOf(log, raw, c.log, p)
+	var written error
 	if c.calibration != "" {
-		if err := writeCalibration(c.calibration, cal, calErr); err != nil {
-			return "", err
+		if written = writeCalibration(c.calibration, cal, calErr); isUsage(written) {
+			return "", written
 		}
 	}
 	note := calibrationNote(p, f.calibration, f.cal, f.TempScale)
@@ -91,7 +98,10 @@ func checkDoc(fs *flag.FlagSet, f *planFlags, c *checkFlags) (string, error) {
 	} else if err = writeCheck(&b, log, r, cal, calErr, e.Job.TempScale); err == nil && note != nil {
 		err = note.writeText(&b)
 	}
-	return b.String(), err
+	if err != nil {
+		return "", err
+	}
+	return b.String(), written
 }
 
 // checkInputs reads and parses the compile log and plans the one job it
@@ -128,11 +138,27 @@ func checkInputs(fs *flag.FlagSet, f *planFlags, c *checkFlags) (validate.Compil
 	return log, p, nil
 }
 
+// errWrongLog is a calibration refused because the log cannot be of the
+// plan's compile.
+type errWrongLog struct{ error }
+
+func (e errWrongLog) Unwrap() error { return e.error }
+
 // writeCalibration writes cal to the file at path, or refuses with calErr,
 // why the log gives no factor.
+//
+// A log that gives no factor though it may be the plan's (a report at
+// XLA's limit, no temporaries) is the comparison without a file: exit 1
+// after the comparison is printed. A factor outside the accepted range
+// says the log is not the plan's compile: a usage error, as the other
+// logs check refuses.
 func writeCalibration(path string, cal *cost.MemoryCalibration, calErr error) error {
-	if calErr != nil {
+	var wrong errWrongLog
+	switch {
+	case errors.As(calErr, &wrong):
 		return usageError{fmt.Errorf("check: --write-calibration: %w", calErr)}
+	case calErr != nil:
+		return fmt.Errorf("check: --write-calibration %s: nothing written: %w", path, calErr)
 	}
 	b, err := json.MarshalIndent(cal, "", "  ")
 	if err != nil {
@@ -197,25 +223,27 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 	default:
 		reported = log.Reported - r.Arguments
 	}
-	if r.AtLimit {
-		return nil, fmt.Errorf("the prediction is XLA's limit, %.2f GiB, which its rematerialization recomputes down to: a report there says how XLA squeezed the step, not how far the temporaries' model is off", float64(r.Limit)/(1<<30))
-	}
 	// An out-of-memory message reports what XLA could squeeze the step to,
 	// after its rematerialization: the needed peak's temporaries, not those
-	// as laid out (which keep what XLA recomputes when HBM runs short).
+	// as laid out (which keep what XLA recomputes when HBM runs short). It
+	// calibrates against them also where the plan put the laid-out step
+	// above XLA's limit: the needed peak was too low, by the factor.
 	predicted := r.Temp
-	if log.Kind == validate.KindOOM {
+	switch {
+	case log.Kind == validate.KindOOM:
 		predicted = r.Needed
 		if log.Scope != validate.ScopeTemp {
 			predicted -= r.Arguments
 		}
+	case r.AtLimit:
+		return nil, fmt.Errorf("the prediction is XLA's limit, %.2f GiB, which its rematerialization recomputes down to: a report there says how XLA squeezed the step, not how far the temporaries' model is off", float64(r.Limit)/(1<<30))
 	}
 	if reported <= 0 || predicted <= 0 {
 		return nil, fmt.Errorf("the log gives no temporaries to calibrate against (reported %d bytes, predicted arguments %d)", log.Reported, r.Arguments)
 	}
 	k := float64(reported) / float64(predicted)
 	if !(k >= cost.MinTempScale && k <= cost.MaxTempScale) {
-		return nil, fmt.Errorf("the log's temporaries are %.2f times the prediction's, want %g to %g: is the log this plan's compile?", k, cost.MinTempScale, cost.MaxTempScale)
+		return nil, errWrongLog{fmt.Errorf("the log's temporaries are %.2f times the prediction's, want %g to %g: is the log this plan's compile?", k, cost.MinTempScale, cost.MaxTempScale)}
 	}
 	e := p.Best.Estimate
 	src := calibrationSource(path, e.Job.Model.Name, p.Request.Multislice.Slice.AcceleratorType(), e.Mesh.String(), time.Now().UTC().Format(time.DateOnly))
