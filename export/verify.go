@@ -97,8 +97,13 @@ func (v Verification) Args(spell func(plan.Option) string, other string) string 
 }
 
 // Verify is plan p's Verification: model is how the caller names the
-// model (a spec's file), or empty for the plan's model's name.
+// model (a spec's file), or empty for the plan's model's name. A layout
+// that does not fit has none: export writes no config of it.
 func Verify(p plan.Plan, model string) Verification {
+	if mem := p.Best.Estimate.Memory; !mem.Fits() {
+		// export writes no config of a layout that does not fit
+		return Verification{Unavailable: fmt.Sprintf("the layout does not fit (%s), and export writes no config of a layout that does not fit, so there is nothing to compile; a layout that fits can be verified", mem.Shortfall())}
+	}
 	cfg, err := MaxText(p)
 	if err != nil {
 		return Verification{Unavailable: fmt.Sprintf("MaxText cannot compile this plan as it is (%s)", strings.Join(strings.Fields(err.Error()), " "))}

@@ -64,3 +64,13 @@ func TestPageVerifySpecAndNoTarget(t *testing.T) {
 		t.Errorf("v3-8's verify steps:\n%s", v)
 	}
 }
+
+// TestPageVerifyUnfit: the page offered the verify steps for a layout
+// that does not fit, whose download answers 422; it says there is
+// nothing to compile.
+func TestPageVerifyUnfit(t *testing.T) {
+	v := verifySection(t, "/?model=llama3-405b&tpu=tpu7x-256&mesh="+url.QueryEscape("fsdp=64,tensor=4")+"&global_batch=256&remat=save_qkv_proj")
+	if !strings.Contains(v, "the layout does not fit (HBM by ") || strings.Contains(v, "shardlab check") {
+		t.Errorf("verify steps of a layout that does not fit:\n%s", v)
+	}
+}

@@ -251,3 +251,13 @@ func TestVerifyCommandsNameTheJob(t *testing.T) {
 		t.Errorf("%d export commands, want one for each of the 2 examples:\n%s", exports, out)
 	}
 }
+
+// TestVerifyUnfitLayout: a --mesh layout that does not fit got the verify
+// steps, whose export then refused to write the config ("the layout does
+// not fit ... nothing exported"). It says there is nothing to compile.
+func TestVerifyUnfitLayout(t *testing.T) {
+	out, _, code := runCmd("plan", "--verify", "--model", "llama3-405b", "--tpu", "tpu7x-256", "--mesh", "fsdp=64,tensor=4", "--global-batch", "256", "--remat", "save_qkv_proj")
+	if code != 1 || !strings.Contains(out, "Verify: the layout does not fit (HBM by ") || strings.Contains(out, "shardlab export") {
+		t.Errorf("plan --verify of a layout that does not fit: exit %d (want 1)\n%s", code, out)
+	}
+}
