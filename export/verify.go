@@ -55,6 +55,10 @@ func CompileCommand(p plan.Plan, c MaxTextConfig) string {
 // rest is empty.
 type Verification struct {
 	Unavailable string
+	// Refused is why MaxText cannot run the plan as it is (export's
+	// error, which names options for the front end to spell); the rest
+	// is empty then.
+	Refused error
 	// TopologyNote says, for a slice whose topology is not its type's
 	// default, that the compile is of the type's own (CompileTopologyNote).
 	TopologyNote string
@@ -106,7 +110,7 @@ func Verify(p plan.Plan, model string) Verification {
 	}
 	cfg, err := MaxText(p)
 	if err != nil {
-		return Verification{Unavailable: fmt.Sprintf("MaxText cannot compile this plan as it is (%s)", strings.Join(strings.Fields(err.Error()), " "))}
+		return Verification{Refused: err}
 	}
 	if t := CompileTopology(p.Request.Multislice.Slice); !maxtext.IsCompileTopology(t) {
 		return Verification{Unavailable: fmt.Sprintf("MaxText has no ahead-of-time compile target for this slice: compile_topology %s is not among the names its train_compile knows (utils/accelerator_to_spec_map.py), so there is no compile to check the plan with before renting TPUs", t)}

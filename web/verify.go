@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -35,6 +36,13 @@ func verifyOf(p plan.Plan, o plan.Options) verifyView {
 		model, v.SpecFile = specFile, specFile
 	}
 	v.Verification = export.Verify(p, model)
+	if err := v.Refused; err != nil {
+		text := err.Error()
+		if xe := (*export.Error)(nil); errors.As(err, &xe) {
+			text = xe.Phrase(label)
+		}
+		v.Unavailable = "MaxText cannot compile this plan as it is (" + strings.Join(strings.Fields(text), " ") + ")"
+	}
 	if v.Unavailable == "" {
 		args := v.Args(plan.Option.Flag, formFlags(o))
 		v.Export = fmt.Sprintf("shardlab export maxtext%s > %s", args, v.ConfigFile)

@@ -74,3 +74,13 @@ func TestPageVerifyUnfit(t *testing.T) {
 		t.Errorf("verify steps of a layout that does not fit:\n%s", v)
 	}
 }
+
+// TestPageVerifyRefusedNamesFields: where MaxText cannot run the plan,
+// the page said why in export's plain words; it names the options by the
+// form's labels, as its other errors do.
+func TestPageVerifyRefusedNamesFields(t *testing.T) {
+	v := verifySection(t, "/?model=llama3-8b&tpu=v5p-8&slices=2&mesh="+url.QueryEscape("fsdp=4,pipeline=2(dcn)")+"&global_batch=32&schedule=1f1b")
+	if want := "pass " + label(plan.OptionSchedule) + " gpipe"; !strings.Contains(v, "MaxText cannot compile this plan as it is") || !strings.Contains(v, want) {
+		t.Errorf("verify steps where MaxText refuses the schedule, want %q:\n%s", want, v)
+	}
+}

@@ -312,6 +312,9 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 // flags, so that they cost the same plan.
 func compileNote(p plan.Plan, model, flags string) string {
 	v := export.Verify(p, model)
+	if v.Refused != nil {
+		return fmt.Sprintf("Verify: MaxText cannot compile this plan as it is (%s)\n", oneLine(planError(v.Refused).Error()))
+	}
 	if v.Unavailable != "" {
 		return "Verify: " + v.Unavailable + "\n"
 	}

@@ -261,3 +261,12 @@ func TestVerifyUnfitLayout(t *testing.T) {
 		t.Errorf("plan --verify of a layout that does not fit: exit %d (want 1)\n%s", code, out)
 	}
 }
+
+// TestVerifyRefusedSpellsFlags: where MaxText cannot run the plan, plan
+// --verify said "pass pipeline schedule gpipe", no flag; it spells them.
+func TestVerifyRefusedSpellsFlags(t *testing.T) {
+	out, errOut, code := runCmd("plan", "--verify", "--model", "llama3-8b", "--tpu", "v5p-8", "--slices", "2", "--mesh", "fsdp=4,pipeline=2(dcn)", "--global-batch", "32", "--schedule", "1f1b")
+	if code != 0 || !strings.Contains(out, "Verify: MaxText cannot compile this plan as it is (") || !strings.Contains(out, "pass --schedule gpipe") {
+		t.Errorf("plan --verify of a 1F1B plan: exit %d %s\n%s", code, errOut, out)
+	}
+}
