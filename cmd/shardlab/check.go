@@ -259,6 +259,13 @@ type checkJSON struct {
 	Given *calibrationJSON `json:"temporaries_calibration,omitempty"`
 }
 
+// argumentTolerance is how far a compile's arguments may be from the
+// plan's parameters and optimizer state before check warns that the log
+// may not be of the plan: on validate's memory table they agree within
+// 1.4 % (`shardlab validate --memory`), so 5 % is far outside the
+// model's error.
+const argumentTolerance = 0.05
+
 // writeCheck writes the comparison for people.
 // scale is the temporaries' factor r's prediction was made with (0:
 // none); the factor cal is against the model without it.
@@ -281,6 +288,10 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 		fmt.Fprintf(tw, "host temporaries (offloaded activations)\t%s\t%s\t%+.1f%%\n", gib(bd.HostTemp), gib(r.Host), 100*r.HostError)
 	}
 	tw.Flush()
+	if bd := log.Breakdown; bd.Argument > 0 && math.Abs(r.ArgumentError) > argumentTolerance {
+		fmt.Fprintf(&b, "warning: the compile's arguments are %+.1f%% off the plan's parameters and optimizer state (within %.0f%% on validate's memory table): the log may be of another dtype, optimizer or sharding; a factor scales the temporaries only\n",
+			100*r.ArgumentError, 100*argumentTolerance)
+	}
 	if log.Kind == validate.KindOOM {
 		verdict := "the plan said it fits: the prediction is short"
 		if r.Refused {

@@ -323,3 +323,22 @@ func TestCheckJSONErrorAndCalibration(t *testing.T) {
 		t.Errorf("check --json --temp-scale 1.5: exit %d %v %s, temporaries_calibration %+v", code, err, errOut, js.Given)
 	}
 }
+
+// TestCheckWarnsOfOtherArguments: a compile whose arguments are far from
+// the plan's parameters and optimizer state (here 30.0 GB against the
+// plan's 22.4 GiB) was calibrated on its temporaries alone without a
+// word; check warns that the log may be of another job.
+func TestCheckWarnsOfOtherArguments(t *testing.T) {
+	dir := t.TempDir()
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal"}
+	for _, c := range []struct {
+		arg  string
+		warn bool
+	}{{"30.0", true}, {"22.5", false}} {
+		log := writeLog(t, dir, "m.log", "Memory analysis: Total memory size: 80.0 GB, Output size: "+c.arg+" GB, Temp size: 50.0 GB, Argument size: "+c.arg+" GB, Host temp size: 0.0 GB.")
+		out, errOut, code := runCmd(append([]string{"check", "--compile-log", log}, job...)...)
+		if got := strings.Contains(out, "warning: the compile's arguments are"); code != 0 || got != c.warn {
+			t.Errorf("arguments %s GB: exit %d %s, warned %v, want %v:\n%s", c.arg, code, errOut, got, c.warn, out)
+		}
+	}
+}
