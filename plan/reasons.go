@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +47,21 @@ func torusOrMesh(s hw.Slice) string {
 	return "mesh"
 }
 
+// roomier names, for a plan at the edge, the fastest layout the plan
+// shows (its chosen tier's top layouts, then the other tiers' best) that
+// leaves more HBM than the memory model's measured error, and what it
+// costs; empty where none does.
+func roomier(p Plan, band cost.ErrorBand) string {
+	for _, c := range slices.Concat(p.Top, p.Alternatives) {
+		e := c.Estimate
+		if total, usable := e.Memory.Total(), e.Memory.Usable; e.Memory.Fits() && !band.AtEdge(total, usable) {
+			return fmt.Sprintf("; the fastest layout shown that leaves more is %s, remat %s, %d sequences (%v left; MFU %.1f%% against %.1f%%)",
+				e.Mesh.String(), e.Job.Remat, e.Job.GlobalBatch, usable-total, 100*e.MFU, 100*p.Best.Estimate.MFU)
+		}
+	}
+	return ""
+}
+
 func warnings(p Plan) []Note {
 	var w []Note
 	e := p.Best.Estimate
@@ -63,8 +79,8 @@ func warnings(p Plan) []Note {
 		if e.Job.Model.MoE() {
 			class = "mixture-of-experts"
 		}
-		w = append(w, note("", "HBM at the edge: %v left of %v usable, less than the memory model's measured error (%.0f%% median against what XLA reported, %d %s cases); compile the plan ahead of time with MaxText's train_compile, which runs on a CPU machine, before renting TPUs",
-			usable-total, usable, 100*band.Median, band.Cases, class))
+		w = append(w, note("", "HBM at the edge: %v left of %v usable, less than the memory model's measured error (%.0f%% median against what XLA reported, %d %s cases); compile the plan ahead of time with MaxText's train_compile, which runs on a CPU machine, before renting TPUs%s",
+			usable-total, usable, 100*band.Median, band.Cases, class, roomier(p, band)))
 	}
 	ms := p.Request.Multislice
 	if ms.Slices > 1 && e.Mesh.Degree(mesh.Data).DCN*e.Mesh.Degree(mesh.FSDP).DCN > 1 {
