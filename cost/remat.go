@@ -185,6 +185,23 @@ func (p Places) String() string {
 	return strings.Join(parts, ",")
 }
 
+// NamedNone is the named-tensor policy closest to RematNone, as MaxText
+// can state it (remat_policy custom): every tagged tensor kept on device
+// but the MLP's output projection, which feeds only the residual sum, so
+// the backward pass never reads it (keeping it would hold HBM RematNone
+// does not count). MaxText has no policy that keeps every activation:
+// under a custom policy it recomputes what is not named (the norms'
+// outputs, the MLP's activation product: elementwiseResiduals), which
+// RematNone keeps.
+func NamedNone() Places {
+	var p Places
+	for t := range p {
+		p[t] = Device
+	}
+	p[MLPWo] = Recompute
+	return p
+}
+
 // places gives each tagged tensor's place under the policy. The sets are
 // MaxText's (layers/decoders.py, get_remat_policy): minimal is
 // checkpoint_dots_with_no_batch_dims, which keeps every projection output;

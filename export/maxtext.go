@@ -348,14 +348,10 @@ func pipeline(set func(string, any), e cost.Estimate, mt maxTextArch) error {
 func remat(set func(string, any), j cost.Job, mt maxTextArch) error {
 	r, places := j.Remat, j.Custom
 	if r == cost.RematNone {
-		// cost keeps every tagged tensor the backward pass reads; mlpwo
-		// feeds only the residual sum, so the backward never reads it and
-		// saving it would hold HBM cost did not count
-		r = cost.RematCustom
-		for t := range places {
-			places[t] = cost.Device
-		}
-		places[cost.MLPWo] = cost.Recompute
+		// MaxText has no policy that keeps every activation: the closest
+		// it states (cost.NamedNone), which the plan's framework note
+		// costs and plan --verify's check compares with
+		r, places = cost.RematCustom, cost.NamedNone()
 	}
 	set("remat_policy", string(r))
 	if r != cost.RematCustom {

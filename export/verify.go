@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/maxtext"
 	"shardlab/mesh"
@@ -121,13 +122,42 @@ func Verify(p plan.Plan, model string) Verification {
 		spec = d.String()
 	}
 	quote := func(s string) string { return ShellQuote([]string{s}) }
-	layout := []OptionValue{{plan.OptionMesh, "'" + spec + "'"}, {plan.OptionGlobalBatch, strconv.Itoa(e.Job.GlobalBatch)}, {plan.OptionRemat, quote(fmt.Sprint(e.Job.Remat))}}
+	layout := []OptionValue{{plan.OptionMesh, "'" + spec + "'"}, {plan.OptionGlobalBatch, strconv.Itoa(e.Job.GlobalBatch)}}
+	switch e.Job.Remat {
+	case cost.RematNone:
+		// the policy the export writes for it, which the compile runs
+		layout = append(layout, OptionValue{plan.OptionRemat, string(cost.RematCustom)}, OptionValue{plan.OptionRematCustom, quote(cost.NamedNone().String())})
+	case cost.RematCustom:
+		layout = append(layout, OptionValue{plan.OptionRemat, string(cost.RematCustom)}, OptionValue{plan.OptionRematCustom, quote(e.Job.Custom.String())})
+	default:
+		layout = append(layout, OptionValue{plan.OptionRemat, quote(fmt.Sprint(e.Job.Remat))})
+	}
 	if e.Mesh.Size(mesh.Pipeline) > 1 {
 		layout = append(layout, OptionValue{plan.OptionSchedule, quote(fmt.Sprint(e.Job.Schedule))}, OptionValue{plan.OptionChunks, strconv.Itoa(max(e.Job.Chunks, 1))})
 	}
-	report, _ := p.XLAReport()
+	report, err := namedReport(p)
+	if err != nil {
+		return Verification{Refused: err}
+	}
 	return Verification{TopologyNote: CompileTopologyNote(p.Request.Multislice.Slice), Job: jobIdentity(p, model), Layout: layout,
 		ConfigFile: cfg.File(), Compile: CompileCommand(p, cfg), Report: report}
+}
+
+// namedReport is what XLA's memory report of the exported config should
+// read a JAX device: the plan's (plan.Plan.XLAReport), or for a plan
+// without remat, of the policy the export writes for it (cost.NamedNone),
+// which MaxText compiles.
+func namedReport(p plan.Plan) (unit.Bytes, error) {
+	if j := p.Best.Estimate.Job; j.Remat == cost.RematNone {
+		j.Remat, j.Custom = cost.RematCustom, cost.NamedNone()
+		e, err := cost.EstimateStep(j, p.Best.Estimate.Mesh)
+		if err != nil {
+			return 0, err
+		}
+		p.Best.Estimate = e
+	}
+	report, _ := p.XLAReport()
+	return report, nil
 }
 
 // jobIdentity is the options that name plan p's job: model (or the
@@ -175,7 +205,7 @@ func CompileTopologyNote(s hw.Slice) string {
 func VerifyOwns(o plan.Option) bool {
 	switch o {
 	case plan.OptionModel, plan.OptionTPU, plan.OptionTopology, plan.OptionSlices,
-		plan.OptionMesh, plan.OptionGlobalBatch, plan.OptionRemat, plan.OptionSchedule, plan.OptionChunks,
+		plan.OptionMesh, plan.OptionGlobalBatch, plan.OptionRemat, plan.OptionRematCustom, plan.OptionSchedule, plan.OptionChunks,
 		plan.OptionMaxGlobalBatch, plan.OptionFramework, plan.OptionTop, plan.OptionExampleCost:
 		return true
 	}

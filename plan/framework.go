@@ -44,6 +44,9 @@ func maxTextSchedule(k schedule.Kind) (schedule.Kind, bool) {
 func frameworkNotes(p Plan, est *cost.Estimator) []Note {
 	e := p.Best.Estimate
 	notes := []Note{note("", "framework: MaxText (JAX), which the Cloud TPU guidance points to for training at scale with explicit sharding; PyTorch/XLA SPMD for portable PyTorch code; vLLM with tpu-inference for serving")}
+	if n, ok := namedNoneNote(e, est); ok {
+		notes = append(notes, n)
+	}
 	if e.Mesh.Size(mesh.Pipeline) <= 1 {
 		return notes
 	}
@@ -67,4 +70,23 @@ func frameworkNotes(p Plan, est *cost.Estimator) []Note {
 	}
 	return append(notes, note(OptionSchedule, "MaxText cannot run the %s schedule (its backward pass is autodiff of a forward scan: all forwards, then all backwards); its closest, %s on the same layout, %s (%v of HBM, step %v); plan with {schedule} %s to choose among what MaxText runs",
 		e.Job.Schedule, k, cmp, alt.Memory.Total(), unit.Seconds(alt.Time.Step.Seconds()), k))
+}
+
+// namedNoneNote says, for a plan without remat, what MaxText runs in its
+// place: it has no policy that keeps every activation, and its closest,
+// a custom policy with every named tensor on device (cost.NamedNone, what
+// export writes and plan --verify's check compares with), recomputes the
+// unnamed elementwise tensors: costed on the same layout.
+func namedNoneNote(e cost.Estimate, est *cost.Estimator) (Note, bool) {
+	if e.Job.Remat != cost.RematNone {
+		return Note{}, false
+	}
+	j := e.Job
+	j.Remat, j.Custom = cost.RematCustom, cost.NamedNone()
+	alt, err := est.Estimate(j, e.Mesh)
+	if err != nil {
+		return note(OptionRemat, "MaxText has no remat policy that keeps every activation, and its closest, custom with every named tensor on device, cannot be costed on this layout: %v", err), true
+	}
+	return note(OptionRemat, "MaxText has no remat policy that keeps every activation: export writes its closest, {remat} custom with every named tensor on device ({remat_custom} %s), under which MaxText recomputes the norms' outputs and the MLP's activation product; so costed it needs %v of HBM against %v, step %v against %v",
+		j.Custom.String(), alt.Memory.Total(), e.Memory.Total(), unit.Seconds(alt.Time.Step.Seconds()), unit.Seconds(e.Time.Step.Seconds())), true
 }

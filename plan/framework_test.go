@@ -1,9 +1,11 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"shardlab/cost"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
@@ -85,5 +87,37 @@ func TestFrameworkOption(t *testing.T) {
 	o.Framework, o.Schedule = "maxtext", "1f1b"
 	if _, err := ParseRequest(o); err == nil || !strings.Contains(err.Error(), "gpipe") {
 		t.Errorf("maxtext with 1f1b: %v", err)
+	}
+}
+
+// TestNamedNoneNote: MaxText has no remat policy that keeps every
+// activation; a plan without remat says what MaxText runs in its place
+// (custom with every named tensor on device, cost.NamedNone), costed on
+// the same layout: less HBM (the unnamed elementwise tensors are
+// recomputed, not held) and a step no shorter (they run again).
+func TestNamedNoneNote(t *testing.T) {
+	p, err := Search(parsed(t, func(o *Options) {
+		o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.Remat = "llama3-8b", "tpu7x-8", "fsdp=8", "8", "none"
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.Best.Estimate
+	j := e.Job
+	j.Remat, j.Custom = cost.RematCustom, cost.NamedNone()
+	alt, err := cost.EstimateStep(j, e.Mesh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(alt.Memory.Total() < e.Memory.Total() && alt.Time.Step >= e.Time.Step) {
+		t.Errorf("named none: %v, step %v; none: %v, step %v", alt.Memory.Total(), alt.Time.Step, e.Memory.Total(), e.Time.Step)
+	}
+	want := fmt.Sprintf("needs %v of HBM against %v", alt.Memory.Total(), e.Memory.Total())
+	var found bool
+	for _, n := range p.Reasons {
+		found = found || strings.Contains(n.Phrase(nil), "MaxText has no remat policy that keeps every activation") && strings.Contains(n.Phrase(nil), want)
+	}
+	if !found {
+		t.Errorf("no reason says what MaxText runs for remat none (%q): %v", want, p.Reasons)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -268,5 +269,53 @@ func TestVerifyRefusedSpellsFlags(t *testing.T) {
 	out, errOut, code := runCmd("plan", "--verify", "--model", "llama3-8b", "--tpu", "v5p-8", "--slices", "2", "--mesh", "fsdp=4,pipeline=2(dcn)", "--global-batch", "32", "--schedule", "1f1b")
 	if code != 0 || !strings.Contains(out, "Verify: MaxText cannot compile this plan as it is (") || !strings.Contains(out, "pass --schedule gpipe") {
 		t.Errorf("plan --verify of a 1F1B plan: exit %d %s\n%s", code, errOut, out)
+	}
+}
+
+// TestVerifyRematNone: MaxText has no policy that keeps every
+// activation, and export writes remat none as custom with every named
+// tensor on device; plan --verify's check compared the compile with the
+// plan's none (110 GiB for Llama 3 8B on tpu7x-8 at 8 sequences), and
+// its expected report was none's, about 12 GiB above what that compile
+// holds. The verify lines now carry the policy the export writes: the
+// printed export writes the same file as exporting the plan, and a
+// compile log at the printed report checks at 0 %.
+func TestVerifyRematNone(t *testing.T) {
+	job := []string{"--model", "llama3-8b", "--tpu", "tpu7x-8", "--mesh", "fsdp=8", "--global-batch", "8", "--remat", "none"}
+	exportArgs, checkArgs := verifyLines(t, job...)
+	if !slices.Contains(exportArgs, "custom") || !slices.Contains(checkArgs, "--remat-custom") {
+		t.Fatalf("verify lines of a none plan: export %q, check %q", exportArgs, checkArgs)
+	}
+	printed, errOut, code := runCmd(exportArgs...)
+	direct, _, _ := runCmd(append([]string{"export", "maxtext"}, job...)...)
+	// the same settings; the comments carry each plan's own estimate
+	settings := func(yml string) string {
+		var keep []string
+		for _, l := range strings.Split(yml, "\n") {
+			if !strings.HasPrefix(l, "#") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	if code != 0 || settings(printed) != settings(direct) {
+		t.Errorf("the printed export (exit %d %s) writes other settings than exporting the plan:\n%s\n--- against ---\n%s", code, errOut, printed, direct)
+	}
+	out, _, _ := runCmd(append([]string{"plan", "--verify"}, job...)...)
+	_, rest, _ := strings.Cut(out, "by this plan about ")
+	report, _, _ := strings.Cut(rest, " a JAX device")
+	log := writeLog(t, t.TempDir(), "m.log", "Memory analysis: Total memory size: 50.0 GB, Output size: 10.0 GB, Temp size: 40.0 GB, Argument size: 10.0 GB, Host temp size: 0.0 GB.")
+	args := slices.Clone(checkArgs[:len(checkArgs)-2]) // without --write-calibration
+	args[slices.Index(args, "compile.log")] = log
+	got, errOut, code := runCmd(args...)
+	// check's prediction is the report the verify line printed (47.7 GiB
+	// there, 47.74 GiB in check's table)
+	var reported, predicted, want float64
+	_, row, _ := strings.Cut(got, "\ntotal")
+	if _, err := fmt.Sscanf(row, " %f GiB %f GiB", &reported, &predicted); err != nil || code != 0 {
+		t.Fatalf("check: exit %d %s %v\n%s", code, errOut, err, got)
+	}
+	if _, err := fmt.Sscanf(report, "%f GiB", &want); err != nil || math.Abs(predicted-want) > 0.05 {
+		t.Errorf("check predicts %.2f GiB, the verify line printed %s (%v)", predicted, report, err)
 	}
 }
