@@ -520,6 +520,10 @@ var exportCases = append([]exportCase{
 	{"gradient accumulation, 70b", func(o *plan.Options) {
 		o.Model, o.TPU, o.GlobalBatch, o.Framework = "llama3-70b", "v6e-256", "2048", "maxtext"
 	}, map[string]any{"per_device_batch_size": 1.0, "gradient_accumulation_steps": 8}},
+	// the steps given with the layout, as plan --verify's export asks
+	{"gradient accumulation given", func(o *plan.Options) {
+		o.Model, o.TPU, o.Seq, o.GlobalBatch, o.Mesh, o.GradientAccumulationSteps = "llama3-8b", "v6e-8", 4096, "64", "fsdp=8", 4
+	}, map[string]any{"ici_fsdp_parallelism": 8, "per_device_batch_size": 2.0, "gradient_accumulation_steps": 4}},
 }, caseEachRemat()...)
 
 type exportCase struct {

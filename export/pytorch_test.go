@@ -86,7 +86,8 @@ func TestPyTorchRefusesPipelineAndContext(t *testing.T) {
 }
 
 // TestPyTorchRefusesAccumulation: a plan that accumulates gradients
-// (64 sequences of Llama 3 8B on v6e-8 do) is refused, with the
+// (64 sequences of Llama 3 8B on v6e-8 do), searched or asked as its
+// layout with plan's gradient_accumulation_steps, is refused, with the
 // micro-batches, since the export writes no training loop; one that does
 // not is exported.
 func TestPyTorchRefusesAccumulation(t *testing.T) {
@@ -98,6 +99,13 @@ func TestPyTorchRefusesAccumulation(t *testing.T) {
 	_, err := PyTorch(p)
 	if want := fmt.Sprintf("gradient accumulation %d; none:", g); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), want) {
 		t.Errorf("PyTorch = %v, want a refusal containing %q", err, want)
+	}
+	// the same layout asked with its micro-batches given
+	p = search(t, func(o *plan.Options) {
+		o.Model, o.TPU, o.GlobalBatch, o.Mesh, o.GradientAccumulationSteps = "llama3-8b", "v6e-8", "64", p.Best.Estimate.Mesh.String(), g
+	})
+	if _, err := PyTorch(p); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), fmt.Sprintf("gradient accumulation %d; none:", g)) {
+		t.Errorf("--mesh with %d steps given: PyTorch = %v, want the same refusal", g, err)
 	}
 	p = search(t, func(o *plan.Options) { o.Model, o.TPU, o.GlobalBatch = "llama3-8b", "v6e-8", "8" })
 	if _, err := PyTorch(p); err != nil {

@@ -67,9 +67,10 @@ type Verification struct {
 	// topology other than the type's default, a slice count above one),
 	// so that export and check plan this job and no default or example;
 	// Layout is the plan's layout (in JAX devices: a TPU7x chip is two),
-	// batch and remat, and a pipeline's schedule and chunks. Each value is
-	// quoted for a POSIX shell; the front end spells the options
-	// (Verification.Args).
+	// batch and remat, its gradient_accumulation_steps when above 1 (with
+	// a mesh given, plan, export and check accumulate only when told to),
+	// and a pipeline's schedule and chunks. Each value is quoted for a
+	// POSIX shell; the front end spells the options (Verification.Args).
 	Job, Layout []OptionValue
 	ConfigFile  string
 	Compile     string
@@ -131,6 +132,9 @@ func Verify(p plan.Plan, model string) Verification {
 		layout = append(layout, OptionValue{plan.OptionRemat, string(cost.RematCustom)}, OptionValue{plan.OptionRematCustom, quote(e.Job.Custom.String())})
 	default:
 		layout = append(layout, OptionValue{plan.OptionRemat, quote(fmt.Sprint(e.Job.Remat))})
+	}
+	if g := accumulation(e); g > 1 {
+		layout = append(layout, OptionValue{plan.OptionGradientAccumulationSteps, strconv.Itoa(g)})
 	}
 	if e.Mesh.Size(mesh.Pipeline) > 1 {
 		layout = append(layout, OptionValue{plan.OptionSchedule, quote(fmt.Sprint(e.Job.Schedule))}, OptionValue{plan.OptionChunks, strconv.Itoa(max(e.Job.Chunks, 1))})
@@ -197,7 +201,8 @@ func CompileTopologyNote(s hw.Slice) string {
 
 // VerifyOwns reports whether Verify's flags leave option o to Verify: it
 // writes the job's identity (model, TPU, topology, slices) and the
-// plan's layout, batch, remat and schedule from the plan itself, and the
+// plan's layout, batch, remat, accumulation and schedule from the plan
+// itself, and the
 // options that only steer plan's search (the batch limit, the framework,
 // how many layouts to show, the input pipeline's example cost) do not
 // describe the job that export and check plan. A caller leaves these out
@@ -205,7 +210,7 @@ func CompileTopologyNote(s hw.Slice) string {
 func VerifyOwns(o plan.Option) bool {
 	switch o {
 	case plan.OptionModel, plan.OptionTPU, plan.OptionTopology, plan.OptionSlices,
-		plan.OptionMesh, plan.OptionGlobalBatch, plan.OptionRemat, plan.OptionRematCustom, plan.OptionSchedule, plan.OptionChunks,
+		plan.OptionMesh, plan.OptionGlobalBatch, plan.OptionRemat, plan.OptionRematCustom, plan.OptionGradientAccumulationSteps, plan.OptionSchedule, plan.OptionChunks,
 		plan.OptionMaxGlobalBatch, plan.OptionFramework, plan.OptionTop, plan.OptionExampleCost:
 		return true
 	}

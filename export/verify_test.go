@@ -1,6 +1,7 @@
 package export
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -56,5 +57,36 @@ func TestCompileCommand(t *testing.T) {
 	want := "python3 -m maxtext.trainers.pre_train.train_compile shardlab-llama3-70b.yml run_name=shardlab-llama3-70b compile_topology=tpu7x-128 compile_topology_num_slices=2"
 	if got := CompileCommand(p, c); got != want {
 		t.Errorf("CompileCommand = %q, want %q", got, want)
+	}
+}
+
+// TestVerifyLayoutNamesAccumulation: a plan that accumulates gradients
+// (64 sequences of Llama 3 8B on v6e-8, 8 micro-batches) gives its
+// steps in the verification's layout, since with its mesh given plan
+// accumulates only when told to; a plan in one pass and one whose
+// micro-batches are a pipeline's do not.
+func TestVerifyLayoutNamesAccumulation(t *testing.T) {
+	steps := func(p plan.Plan) string {
+		for _, ov := range Verify(p, "").Layout {
+			if ov.Option == plan.OptionGradientAccumulationSteps {
+				return ov.Value
+			}
+		}
+		return ""
+	}
+	p := search(t, func(o *plan.Options) { o.Model, o.TPU, o.GlobalBatch = "llama3-8b", "v6e-8", "64" })
+	if g, got := p.Best.Estimate.Job.MicroBatches, steps(p); g < 2 || got != strconv.Itoa(g) {
+		t.Errorf("accumulating over %d micro-batches: %s %q, want %d", g, plan.OptionGradientAccumulationSteps, got, g)
+	}
+	for _, edit := range []func(*plan.Options){
+		func(o *plan.Options) { o.Model, o.TPU, o.GlobalBatch = "llama3-8b", "v6e-8", "8" },
+		func(o *plan.Options) {
+			o.Model, o.TPU, o.Mesh, o.GlobalBatch, o.Schedule = "llama3-8b", "v5p-8", "pipeline=2,fsdp=2", "16", "gpipe"
+		},
+	} {
+		p := search(t, edit)
+		if e, got := p.Best.Estimate, steps(p); got != "" {
+			t.Errorf("%s with %d micro-batches: %s %q, want none", e.Mesh, e.Job.MicroBatches, plan.OptionGradientAccumulationSteps, got)
+		}
 	}
 }

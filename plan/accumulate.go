@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"strconv"
+
 	"shardlab/cost"
 	"shardlab/mesh"
 )
@@ -11,13 +13,56 @@ import (
 // gradient_accumulation_steps micro-batches one after another, summing
 // their gradients (utils/gradient_accumulation.py, maxtext e591f30), and
 // cost costs such a job as its micro-batches without a pipeline.
+//
+// The search chooses the micro-batches of each layout it tries
+// (accumulation). A layout given as {mesh} with a fixed {global_batch} is
+// costed as one pass, unless {gradient_accumulation_steps} names its
+// micro-batches: then the plan, its export and check all cost the job
+// MaxText runs with that key (export.Verify names it).
+
+// MaxAccumulationSteps is the largest {gradient_accumulation_steps}: the
+// steps divide the global batch, at most MaxBatch sequences.
+const MaxAccumulationSteps = MaxBatch
+
+// parseAccumulation reads {gradient_accumulation_steps}: 0 lets the planner
+// choose; a count is of a fixed layout ({mesh}, without a pipeline: MaxText
+// runs a pipeline's micro-batches as num_pipeline_microbatches, and the
+// two together are not modelled) and a fixed {global_batch} it divides,
+// for MaxText trains on int(devices x per_device_batch_size) x
+// gradient_accumulation_steps sequences a step (configs/types.py
+// calculate_global_batch_sizes @e591f30c), and it refuses fp8 with
+// accumulation (its validation there: "FP8 quantization is not compatible
+// with gradient accumulation").
+func parseAccumulation(r *Request, o Options) error {
+	g := o.GradientAccumulationSteps
+	v := strconv.Itoa(g)
+	switch {
+	case g < 0 || g > MaxAccumulationSteps:
+		return refuse(OptionGradientAccumulationSteps, v, nil, " %d, want 0 to %d (0: the planner chooses)", g, MaxAccumulationSteps)
+	case g == 0:
+		return nil
+	case r.Axes == nil:
+		return refuse(OptionGradientAccumulationSteps, v, nil, " %d needs {mesh}: a search chooses each layout's micro-batches itself; give the layout as {mesh}, or 0", g)
+	case r.GlobalBatch == 0:
+		return refuse(OptionGradientAccumulationSteps, v, nil, " %d needs {global_batch}: MaxText's step is gradient_accumulation_steps micro-batches of a batch it is given (configs/types.py), so give {global_batch}, or 0", g)
+	case r.GlobalBatch%g != 0:
+		return refuse(OptionGradientAccumulationSteps, v, nil, " %d does not divide {global_batch} %d: MaxText's step is gradient_accumulation_steps micro-batches of one size (configs/types.py calculate_global_batch_sizes), want a divisor of %d", g, r.GlobalBatch, r.GlobalBatch)
+	case g > 1 && fixedPipeline(r.Axes) > 1:
+		return refuse(OptionGradientAccumulationSteps, v, nil, " %d with {mesh} %q, which has a pipeline: a pipeline's micro-batches are its own (MaxText num_pipeline_microbatches) and accumulation over a pipeline is not modelled, want 1 or 0, or a {mesh} without %s", g, o.Mesh, mesh.Pipeline)
+	case g > 1 && r.Quantization == cost.QuantFP8:
+		return refuse(OptionGradientAccumulationSteps, v, nil, " %d with {quantization} fp8: MaxText refuses FP8 quantization with gradient accumulation (configs/types.py), want 1 or 0", g)
+	}
+	r.Accumulation = g
+	return nil
+}
 
 // maxAccumulation is the most micro-batches the search accumulates a
 // layout's step over.
 const maxAccumulation = 64
 
 // accumulation is the micro-batches a mesh m without a pipeline is costed
-// with: 1 where the request lets the planner choose the batch (a smaller
+// with: the request's Accumulation when it gives one; else 1 where the
+// request lets the planner choose the batch (a smaller
 // batch fits better than accumulating), where it names the layout (the
 // plan then costs that layout as given and shows by how much it misses,
 // what check compares a compile log with), or where one micro-batch of the
@@ -27,6 +72,9 @@ const maxAccumulation = 64
 // does. It reads memory alone, never the search's bars, so the lean
 // search and the whole one cost a layout alike.
 func (w *worker) accumulation(m *mesh.Mesh, remats []cost.Remat, rings []bool) int {
+	if w.req.Accumulation > 0 && m.Size(mesh.Pipeline) == 1 {
+		return w.req.Accumulation
+	}
 	b := w.req.GlobalBatch
 	if b == 0 || w.req.Axes != nil || m.Size(mesh.Pipeline) > 1 {
 		return 1

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -94,5 +95,44 @@ func TestAccumulationJSON(t *testing.T) {
 	}
 	if j := p.JSON(nil); j.Accumulation != 0 {
 		t.Errorf("one pass: gradient_accumulation_steps %d, want absent", j.Accumulation)
+	}
+}
+
+// TestGivenAccumulation: the gemma2-27b job the review found (v6e-64, 256
+// sequences) searches its way to fsdp=64 with 4 micro-batches. Asked as
+// that layout ({mesh}, its remat) with {gradient_accumulation_steps} 4, it
+// is costed as the search costed it; without the option, as one pass of
+// the whole batch, which misses HBM; with 2, as 2 micro-batches, the
+// count given and not the search's, though it misses HBM too (cost's own
+// estimate of the 2-micro-batch job).
+func TestGivenAccumulation(t *testing.T) {
+	job := func(o *Options) { o.Model, o.TPU, o.GlobalBatch = "gemma2-27b", "v6e-64", "256" }
+	searched, err := Search(parsed(t, job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := searched.Best.Estimate
+	if want.Job.MicroBatches != 4 || want.Mesh.String() != "fsdp=64" {
+		t.Fatalf("searched %s with %d micro-batches, want fsdp=64 with 4 (the review's plan)", want.Mesh, want.Job.MicroBatches)
+	}
+	for _, c := range []struct {
+		steps, micro int
+		fits         bool
+	}{{4, 4, true}, {0, 1, false}, {2, 2, false}} {
+		r := parsed(t, func(o *Options) {
+			job(o)
+			o.Mesh, o.Remat, o.GradientAccumulationSteps = "fsdp=64", string(want.Job.Remat), c.steps
+		})
+		p, err := Search(r)
+		if err != nil {
+			t.Fatalf("steps %d: %v", c.steps, err)
+		}
+		e := p.Best.Estimate
+		if e.Job.MicroBatches != c.micro || e.Memory.Fits() != c.fits || e.Job.GlobalBatch != 256 {
+			t.Errorf("steps %d: %d micro-batches of batch %d, fits %v; want %d, 256, %v", c.steps, e.Job.MicroBatches, e.Job.GlobalBatch, e.Memory.Fits(), c.micro, c.fits)
+		}
+		if c.steps == 4 && !reflect.DeepEqual(e, want) {
+			t.Errorf("steps 4: %+v\nwant the search's %+v", e, want)
+		}
 	}
 }

@@ -17,34 +17,35 @@ type Option string
 
 // The options, one per field of Options.
 const (
-	OptionModel            Option = "model"
-	OptionTPU              Option = "tpu"
-	OptionTopology         Option = "topology"
-	OptionSlices           Option = "slices"
-	OptionDCNGbps          Option = "dcn_gbps"
-	OptionSeq              Option = "seq"
-	OptionGlobalBatch      Option = "global_batch"
-	OptionMaxGlobalBatch   Option = "max_global_batch"
-	OptionMesh             Option = "mesh"
-	OptionRemat            Option = "remat"
-	OptionRematCustom      Option = "remat_custom"
-	OptionSchedule         Option = "schedule"
-	OptionChunks           Option = "chunks"
-	OptionFramework        Option = "framework"
-	OptionPrecision        Option = "precision"
-	OptionQuantization     Option = "quantization"
-	OptionAttention        Option = "attention"
-	OptionOptimizerOffload Option = "optimizer_offload"
-	OptionParameterOffload Option = "parameter_offload"
-	OptionVocabTiles       Option = "vocab_tiles"
-	OptionEfficiency       Option = "efficiency"
-	OptionHBMHeadroom      Option = "hbm_headroom"
-	OptionTempScale        Option = "temp_scale"
-	OptionCausalFLOPs      Option = "causal_flops"
-	OptionCapacityFactor   Option = "capacity_factor"
-	OptionLoadImbalance    Option = "load_imbalance"
-	OptionTop              Option = "top"
-	OptionExampleCost      Option = "example_cost"
+	OptionModel                     Option = "model"
+	OptionTPU                       Option = "tpu"
+	OptionTopology                  Option = "topology"
+	OptionSlices                    Option = "slices"
+	OptionDCNGbps                   Option = "dcn_gbps"
+	OptionSeq                       Option = "seq"
+	OptionGlobalBatch               Option = "global_batch"
+	OptionMaxGlobalBatch            Option = "max_global_batch"
+	OptionMesh                      Option = "mesh"
+	OptionRemat                     Option = "remat"
+	OptionRematCustom               Option = "remat_custom"
+	OptionSchedule                  Option = "schedule"
+	OptionChunks                    Option = "chunks"
+	OptionGradientAccumulationSteps Option = "gradient_accumulation_steps"
+	OptionFramework                 Option = "framework"
+	OptionPrecision                 Option = "precision"
+	OptionQuantization              Option = "quantization"
+	OptionAttention                 Option = "attention"
+	OptionOptimizerOffload          Option = "optimizer_offload"
+	OptionParameterOffload          Option = "parameter_offload"
+	OptionVocabTiles                Option = "vocab_tiles"
+	OptionEfficiency                Option = "efficiency"
+	OptionHBMHeadroom               Option = "hbm_headroom"
+	OptionTempScale                 Option = "temp_scale"
+	OptionCausalFLOPs               Option = "causal_flops"
+	OptionCapacityFactor            Option = "capacity_factor"
+	OptionLoadImbalance             Option = "load_imbalance"
+	OptionTop                       Option = "top"
+	OptionExampleCost               Option = "example_cost"
 )
 
 // optionWords is plan's own wording of each option, in the order of
@@ -57,6 +58,7 @@ var optionWords = [...]struct {
 	{OptionDCNGbps, "DCN Gbit/s"}, {OptionSeq, "sequence length"}, {OptionGlobalBatch, "global batch"},
 	{OptionMaxGlobalBatch, "max global batch"}, {OptionMesh, "mesh"}, {OptionRemat, "remat policy"},
 	{OptionRematCustom, "custom remat"}, {OptionSchedule, "pipeline schedule"}, {OptionFramework, "framework"}, {OptionChunks, "chunks"},
+	{OptionGradientAccumulationSteps, "gradient accumulation steps"},
 	{OptionPrecision, "precision"}, {OptionQuantization, "quantization"}, {OptionAttention, "attention"},
 	{OptionOptimizerOffload, "optimizer offload"}, {OptionParameterOffload, "parameter offload"},
 	{OptionVocabTiles, "vocab tiles"}, {OptionEfficiency, "efficiency"}, {OptionHBMHeadroom, "HBM headroom"}, {OptionTempScale, "temporaries' calibration"},

@@ -71,6 +71,11 @@ type Options struct {
 	// interleaved and circular schedules; 0 takes 2 for interleaved and 1
 	// for circular.
 	Chunks int `json:"chunks"`
+	// GradientAccumulationSteps, with Mesh and GlobalBatch, runs the step
+	// as this many micro-batches one after another (MaxText
+	// gradient_accumulation_steps); 0 lets the planner choose, as it does
+	// for a search. See accumulate.go.
+	GradientAccumulationSteps int `json:"gradient_accumulation_steps"`
 	// Precision is maxtext, bf16 or zero (cost.ParsePrecision).
 	Precision string `json:"precision"`
 	// Quantization is the matmuls' format: none, int8 or fp8.
@@ -218,7 +223,7 @@ func ParseRequest(o Options) (Request, error) {
 	if r.Multislice, err = parseMultislice(o); err != nil {
 		return r, err
 	}
-	for _, step := range []func(*Request, Options) error{parseBatches, parseSchedule, parseNumerics, parseLimits} {
+	for _, step := range []func(*Request, Options) error{parseBatches, parseSchedule, parseNumerics, parseLimits, parseAccumulation} {
 		if err := step(&r, o); err != nil {
 			return r, err
 		}
@@ -563,6 +568,10 @@ type Request struct {
 	// and 4 chunks.
 	Schedule schedule.Kind
 	Chunks   int
+	// Accumulation, when above 0, is the micro-batches a fixed layout
+	// (Axes) without a pipeline runs its fixed GlobalBatch in (MaxText
+	// gradient_accumulation_steps); 0 lets the planner choose.
+	Accumulation int
 	// Framework, when FrameworkMaxText, searches only the schedules
 	// MaxText runs.
 	Framework Framework

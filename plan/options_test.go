@@ -66,6 +66,12 @@ func TestParseRequest(t *testing.T) {
 			func(r Request) bool { return r.Schedule == schedule.Interleaved && r.Chunks == 2 }},
 		{"circular keeps 0 chunks (cost: 1)", func(o *Options) { o.Schedule = "circular" },
 			func(r Request) bool { return r.Schedule == schedule.Circular && r.Chunks == 0 }},
+		{"accumulation steps of a fixed layout and batch", func(o *Options) {
+			o.TPU, o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps = "v5p-8", "fsdp=4", "64", 8
+		}, func(r Request) bool { return r.Accumulation == 8 }},
+		{"1 step over a pipeline is no accumulation", func(o *Options) {
+			o.TPU, o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps = "v5p-8", "pipeline=2,fsdp=2", "64", 1
+		}, func(r Request) bool { return r.Accumulation == 1 }},
 		{"dot-product attention", func(o *Options) { o.Attention = "dot-product" }, func(r Request) bool { return r.Attention == cost.AttentionDot }},
 		{"a bare generation holds only the chip", func(o *Options) { o.TPU = "ironwood" },
 			func(r Request) bool {
@@ -138,6 +144,22 @@ var requestErrors = []struct {
 	}, OptionChunks,
 		`--chunks 0 (2 for interleaved) with --mesh "pipeline=2,fsdp=2": gemma-2b's 18 layers over pipeline 2 x 2 chunks is no whole number of layers a chunk, want 3 or 9`},
 	{func(o *Options) { o.Chunks, o.Schedule = 65, "circular" }, OptionChunks, "--chunks 65, want 0 to 64"},
+	{func(o *Options) { o.GradientAccumulationSteps = -1 }, OptionGradientAccumulationSteps, "--gradient-accumulation-steps -1, want 0 to 1073741824 (0: the planner chooses)"},
+	{func(o *Options) { o.GlobalBatch, o.GradientAccumulationSteps = "64", 4 }, OptionGradientAccumulationSteps, "--gradient-accumulation-steps 4 needs --mesh: a search chooses each layout's micro-batches itself"},
+	{func(o *Options) { o.TPU, o.Mesh, o.GradientAccumulationSteps = "v5p-8", "fsdp=4", 4 }, OptionGradientAccumulationSteps, "--gradient-accumulation-steps 4 needs --global-batch"},
+	// MaxText's step is gradient_accumulation_steps micro-batches of one size (configs/types.py calculate_global_batch_sizes)
+	{func(o *Options) {
+		o.TPU, o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps = "v5p-8", "fsdp=4", "96", 64
+	}, OptionGradientAccumulationSteps,
+		"--gradient-accumulation-steps 64 does not divide --global-batch 96: MaxText's step is gradient_accumulation_steps micro-batches of one size"},
+	{func(o *Options) {
+		o.TPU, o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps = "v5p-8", "pipeline=2,fsdp=2", "64", 4
+	}, OptionGradientAccumulationSteps,
+		`--gradient-accumulation-steps 4 with --mesh "pipeline=2,fsdp=2", which has a pipeline`},
+	// configs/types.py: "FP8 quantization is not compatible with gradient accumulation."
+	{func(o *Options) {
+		o.TPU, o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps, o.Quantization = "tpu7x-8", "fsdp=8", "64", 2, "fp8"
+	}, OptionGradientAccumulationSteps, "--gradient-accumulation-steps 2 with --quantization fp8: MaxText refuses"},
 	{func(o *Options) { o.Precision = "fp64" }, OptionPrecision, `--precision: cost: precision "fp64"`},
 	{func(o *Options) { o.Precision = "" }, OptionPrecision, `--precision: cost: precision ""`},
 	{func(o *Options) { o.RematCustom = "query_proj=offload" }, OptionRematCustom, `--remat-custom "query_proj=offload" needs --remat custom`},

@@ -87,6 +87,7 @@ var looks = withModel([]look{
 	{plan.OptionMesh, "Layout", "Mesh", "one layout to cost, e.g. " + meshExample + "; empty: search all", nil},
 	{plan.OptionSchedule, "Layout", "Pipeline schedule", "", scheduleChoices},
 	{plan.OptionChunks, "Layout", "Chunks", "layer chunks per pipeline device; 0: 2 for interleaved, 1 for circular", nil},
+	{plan.OptionGradientAccumulationSteps, "Layout", "Gradient accumulation", "with a Mesh and a Global batch: micro-batches a step (MaxText gradient_accumulation_steps); 0: the planner chooses", nil},
 	{plan.OptionFramework, "Layout", "Framework", "search only what the framework runs", frameworkChoices},
 	{plan.OptionTop, "Layout", "Top layouts", "ranked layouts to show", nil},
 	{plan.OptionRemat, "Memory", "Remat policy", "MaxText remat_policy", rematChoices},

@@ -84,3 +84,31 @@ func TestPageVerifyRefusedNamesFields(t *testing.T) {
 		t.Errorf("verify steps where MaxText refuses the schedule, want %q:\n%s", want, v)
 	}
 }
+
+// TestPageVerifyAccumulation: gemma2-27b on v6e-64 at 256 sequences plans
+// fsdp=64 with 4 micro-batches, and the page's download says
+// gradient_accumulation_steps: 4; its export and check commands gave the
+// layout alone, which plan costs as one pass (46.7 GiB over HBM). They
+// now give the steps, and the form asked that layout with those steps
+// downloads the same config.
+func TestPageVerifyAccumulation(t *testing.T) {
+	o := plan.DefaultOptions()
+	o.Model, o.TPU, o.GlobalBatch = "gemma2-27b", "v6e-64", "256"
+	v := verifySection(t, "/?"+queryOf(o))
+	_, yml := get(t, New(Config{}), "/download/maxtext.yaml?"+queryOf(o))
+	if !strings.Contains(yml, "\ngradient_accumulation_steps: 4\n") {
+		t.Fatalf("the download does not accumulate 4 micro-batches:\n%s", yml)
+	}
+	for _, cmd := range []string{"shardlab export maxtext ", "shardlab check "} {
+		i := strings.Index(v, cmd)
+		if line, _, _ := strings.Cut(v[max(i, 0):], "\n"); i < 0 || !strings.Contains(line, " --mesh 'fsdp=64' ") || !strings.Contains(line, " --gradient-accumulation-steps 4") {
+			t.Errorf("%s line lacks the layout with --gradient-accumulation-steps 4:\n%s", cmd, v)
+		}
+	}
+	remat := strings.Trim(strings.SplitN(yml[strings.Index(yml, "\nremat_policy:")+len("\nremat_policy:"):], "\n", 2)[0], " '")
+	asked := o
+	asked.Mesh, asked.Remat, asked.GradientAccumulationSteps = "fsdp=64", remat, 4
+	if _, again := get(t, New(Config{}), "/download/maxtext.yaml?"+queryOf(asked)); again != yml {
+		t.Errorf("the layout asked with 4 steps (remat %s) downloads another config:\n%s\nwant\n%s", remat, again, yml)
+	}
+}

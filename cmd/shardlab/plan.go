@@ -84,6 +84,8 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 		choiceVar(fs, &o.Framework, "framework", d.Framework, []string{"maxtext"}, nil, "search only what this framework runs: maxtext (gpipe and circular pipelines; default: every schedule)")
 	}
 	intVar(fs, &o.Chunks, "chunks", d.Chunks, 0, plan.MaxChunks, "0: 2 for interleaved, 1 for circular", "chunks of layers per pipeline device (interleaved; circular: MaxText num_pipeline_repeats)")
+	intVar(fs, &o.GradientAccumulationSteps, "gradient-accumulation-steps", d.GradientAccumulationSteps, 0, plan.MaxAccumulationSteps, "0: the planner chooses",
+		"with --mesh and --global-batch: run the step as this many micro-batches, summing their gradients (MaxText gradient_accumulation_steps)")
 	choiceVar(fs, &o.Precision, "precision", d.Precision, []string{"maxtext", "bf16", "zero"}, nil, "maxtext (weight_dtype float32: fp32 weights, grads and Adam moments, 16 B/param), bf16 (weight_dtype bfloat16: 8 B/param) or zero (bf16 weights and grads, fp32 master and moments, 16 B/param)")
 	floatVar(fs, &o.Efficiency, "efficiency", d.Efficiency, floatFlag{lo: plan.MinEfficiency, hi: 1, zero: "the generation's calibrated value"}, "residual efficiency of the matmuls after their MXU shapes")
 	floatVar(fs, &o.HBMHeadroom, "hbm-headroom", d.HBMHeadroom, floatFlag{lo: 0, hi: 1, hiOpen: true}, "fraction of HBM kept free")

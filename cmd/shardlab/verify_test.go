@@ -75,10 +75,11 @@ func verifyLines(t *testing.T, args ...string) (exportArgs, checkArgs []string) 
 }
 
 // jobOptions are the flags' options without what compileNote adds from the
-// plan (layout, batch, remat, schedule) and what only plan takes.
+// plan (layout, batch, remat, accumulation, schedule) and what only plan
+// takes.
 func jobOptions(f *planFlags) planFlags {
 	g := *f
-	g.Mesh, g.GlobalBatch, g.Remat, g.Schedule, g.Chunks = "", "", "", "", 0
+	g.Mesh, g.GlobalBatch, g.Remat, g.Schedule, g.Chunks, g.GradientAccumulationSteps = "", "", "", "", 0, 0
 	g.Framework, g.Top, g.ExampleCost, g.verify, g.json, g.charts, g.goodput, g.tokens = "", 0, 0, false, false, chartFiles{}, false, 0
 	return g
 }

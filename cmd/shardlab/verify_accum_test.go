@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// accumPlan is what plan --json says of a plan's gradient accumulation and
+// of the memory XLA's report should read.
+type accumPlan struct {
+	Steps int `json:"gradient_accumulation_steps"`
+	HBM   struct {
+		Weights    int64 `json:"weights_bytes"`
+		Optimizer  int64 `json:"optimizer_bytes"`
+		Report     int64 `json:"xla_report_bytes_per_jax_device"`
+		Recomputes bool  `json:"xla_recomputes"`
+	} `json:"hbm_used_per_chip"`
+}
+
+// TestVerifyCommandsReproduceAccumulation: for a plan that accumulates
+// gradients, plan --verify printed export and check commands with --mesh
+// and no accumulation, which cost one pass of the whole batch: the export
+// of gemma2-27b on v6e-64 at 256 sequences (fsdp=64, 4 micro-batches,
+// 29.1 GiB) exited 1, 46.7 GiB over HBM, and the check held the
+// compiler's report of the 4 micro-batches against that pass (a factor
+// ~0.35). The printed commands now carry --gradient-accumulation-steps:
+// the export runs and writes the config the search's own export writes,
+// and check, given a log that reads what the plan predicts (its
+// arguments, weights and optimizer state, and its XLA report), finds no
+// error, and, where the report is not XLA's limit, a factor of 1.
+func TestVerifyCommandsReproduceAccumulation(t *testing.T) {
+	for _, tt := range []struct {
+		job, planOnly []string
+	}{
+		{[]string{"--model", "gemma2-27b", "--tpu", "v6e-64", "--global-batch", "256"}, nil},
+		{[]string{"--model", "llama3-70b", "--tpu", "v6e-256", "--global-batch", "2048"}, []string{"--framework", "maxtext"}},
+	} {
+		args := append(slices.Clone(tt.job), tt.planOnly...)
+		js, errOut, code := runCmd(append([]string{"plan", "--json"}, args...)...)
+		var p accumPlan
+		if err := json.Unmarshal([]byte(js), &p); err != nil || code != 0 || p.Steps < 2 {
+			t.Fatalf("plan --json %v: exit %d %s %v, gradient_accumulation_steps %d, want an accumulating plan", args, code, errOut, err, p.Steps)
+		}
+		exportArgs, checkArgs := verifyLines(t, args...)
+		if i := slices.Index(exportArgs, "--gradient-accumulation-steps"); i < 0 || exportArgs[i+1] != strconv.Itoa(p.Steps) {
+			t.Errorf("plan --verify %v: export %q, want --gradient-accumulation-steps %d", args, exportArgs, p.Steps)
+		}
+		cfg, errOut, code := runCmd(exportArgs...)
+		searched, _, _ := runCmd(append([]string{"export", "maxtext"}, tt.job...)...)
+		if code != 0 || cfg != searched || !strings.Contains(cfg, fmt.Sprintf("\ngradient_accumulation_steps: %d\n", p.Steps)) {
+			t.Errorf("%q: exit %d %s; its config differs from the searched export's or lacks gradient_accumulation_steps %d:\n%.400s", exportArgs, code, errOut, p.Steps, cfg)
+		}
+		checkPrinted(t, checkArgs, p)
+	}
+}
+
+// checkPrinted runs plan --verify's check line checkArgs on a compile log
+// that reads plan p's prediction.
+func checkPrinted(t *testing.T, checkArgs []string, p accumPlan) {
+	t.Helper()
+	dir := t.TempDir()
+	a := p.HBM.Weights + p.HBM.Optimizer
+	log := writeLog(t, dir, "compile.log", fmt.Sprintf("Memory analysis: CompiledMemoryStats(argument_size_in_bytes=%d, output_size_in_bytes=%d, alias_size_in_bytes=%d, temp_size_in_bytes=%d)", a, a, a, p.HBM.Report-a))
+	cal := filepath.Join(dir, "calibration.json")
+	args := slices.Clone(checkArgs)
+	i, j := slices.Index(args, "compile.log"), slices.Index(args, "--write-calibration")
+	if i < 0 || j < 0 || j+1 >= len(args) {
+		t.Fatalf("check line %q: want --compile-log compile.log and --write-calibration FILE", checkArgs)
+	}
+	args[i], args[j+1] = log, cal
+	js, errOut, code := runCmd(append(slices.Concat(args[:j], args[j+2:]), "--json")...)
+	var got struct {
+		C struct {
+			Err float64 `json:"relative_error"`
+		} `json:"comparison"`
+	}
+	if err := json.Unmarshal([]byte(js), &got); err != nil || code != 0 || math.Abs(got.C.Err) > 1e-4 {
+		t.Errorf("%q --json: exit %d %s %v, relative error %g, want 0 on a log of the plan's prediction", args, code, errOut, err, got.C.Err)
+	}
+	if p.HBM.Recomputes {
+		return // the report is XLA's limit: there is no factor to take
+	}
+	if _, errOut, code := runCmd(args...); code != 0 {
+		t.Fatalf("%q: exit %d %s", args, code, errOut)
+	}
+	text, err := readFile("--write-calibration", cal, 1<<20)
+	var c struct {
+		Scale float64 `json:"temp_scale"`
+	}
+	if err == nil {
+		err = json.Unmarshal(text, &c)
+	}
+	if err != nil || math.Abs(c.Scale-1) > 1e-3 {
+		t.Errorf("%q wrote temp_scale %g (%v), want 1 on a log of the plan's prediction", args, c.Scale, err)
+	}
+}
