@@ -17,6 +17,14 @@ const (
 	lastStage
 )
 
+// String names st as StageMemory does: "first" or "last".
+func (st stage) String() string {
+	if st == lastStage {
+		return "last"
+	}
+	return "first"
+}
+
 // stageParams is the parameters one chip of a stage holds: the stage's
 // layers, plus the input embedding (first stage) or the final norm and
 // output layer (last stage; a tied output keeps its own copy of the
@@ -74,14 +82,16 @@ func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
 }
 
 // memory is HBM per chip on the most loaded pipeline stage, its phases
-// spelled out; the other stage of a pipeline lends it its laid-out peak
-// (Memory.Nominal).
+// spelled out; the other stage of a pipeline, where it lays out a larger
+// peak, is its LaidOut (Memory.Nominal).
 func (e *Estimator) memory(j *Job, m *mesh.Mesh, sh *shape) Memory {
 	sm, other := e.stages(j, m, sh)
 	sm.mem.Phases, sm.mem.Peak = sm.phases.list(), sm.phases.name(sm.peak)
 	if sh.p > 1 {
-		other.mem.Phases = other.phases.list()
-		sm.mem.laidOut = other.mem.ownNominal()
+		other.mem.Phases, other.mem.Peak = other.phases.list(), other.phases.name(other.peak)
+		if other.mem.ownNominal() > sm.mem.ownNominal() {
+			sm.mem.LaidOut = &StageMemory{Stage: other.st.String(), Memory: other.mem}
+		}
 	}
 	return sm.mem
 }
@@ -100,6 +110,7 @@ func (e *Estimator) stages(j *Job, m *mesh.Mesh, sh *shape) (most, other stageMe
 		return first, first
 	}
 	last := j.stageMemory(e.stageBase(j, m, sh, lastStage), sh)
+	last.st = lastStage
 	if last.mem.Total() > first.mem.Total() {
 		return last, first
 	}
@@ -245,6 +256,7 @@ type stageMemory struct {
 	mem    Memory
 	phases stagePhases
 	peak   int
+	st     stage // which stage (stages sets the last's)
 }
 
 func (j *Job) stageMemory(base stageBase, sh *shape) stageMemory {
