@@ -203,8 +203,8 @@ func (bm *BatchMemory) Total(globalBatch int) (unit.Bytes, error) {
 	}
 	bm.stage()
 	total := unit.Bytes(0)
-	for i, b := range bm.stages[:bm.n] {
-		total = max(total, bm.est.Job.stageMemory(b, sh, stage(i)).mem.Total())
+	for _, b := range bm.stages[:bm.n] {
+		total = max(total, bm.est.Job.stageMemory(b, sh).mem.Total())
 	}
 	return total, nil
 }
@@ -233,7 +233,7 @@ func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
 	}
 	var why Reason
 	for i := range bm.stages[:bm.n] {
-		switch r := bm.est.Job.stageReason(&bm.stages[i], sh, stage(i), &bm.ps); r {
+		switch r := bm.est.Job.stageReason(&bm.stages[i], sh, &bm.ps); r {
 		case ReasonHBM:
 			return r, nil
 		case ReasonHost:

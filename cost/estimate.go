@@ -39,8 +39,18 @@ type Memory struct {
 	// XLACapacity is the HBM XLA fits the program into
 	// (hw.Chip.XLACapacity), which Report compiles against.
 	XLACapacity unit.Bytes `json:"xla_capacity"`
-	// laidOut is, for a pipeline, the other costed stage's Nominal.
-	laidOut unit.Bytes
+	// LaidOut is, for a pipeline whose other costed stage lays out a
+	// larger peak than this one (the same program runs on every stage,
+	// so XLA's report shows the larger: Nominal), that stage; nil
+	// otherwise.
+	LaidOut *StageMemory `json:"laid_out_stage,omitempty"`
+}
+
+// StageMemory is a pipeline stage's Memory and which it is: "first" or
+// "last".
+type StageMemory struct {
+	Stage string `json:"stage"`
+	Memory
 }
 
 // Total is the sum of the components.

@@ -80,20 +80,20 @@ const (
 // (package maxtext: Devices), so on such a chip every layer is gathered
 // per device even where the chip layout has no fsdp.
 //
-// The output layer and loss, on the stage that has it: the logits of the
-// micro-batches held (one, or all of the last stage's where every forward
-// precedes the backward) and one's gradients in the compute dtype,
-// split over the vocabulary
-// tiles (MaxText num_vocab_tiling), and with FSDP (or several devices a
-// chip) the output layer's gathered weights and unreduced gradients, per
+// The output layer and loss, on a stage that runs them (out, setInFlight):
+// the logits of the sequences it works on at once (outputSeqs: one
+// micro-batch's, or a pipeline's whole batch's share) and their
+// gradients in the compute dtype, split over the vocabulary tiles
+// (MaxText num_vocab_tiling), and with FSDP (or several devices a chip)
+// the output layer's gathered weights and unreduced gradients, per
 // device; with multi-token prediction, each module's logits and the
 // residuals of its decoder layer, which no remat covers (mtp.go).
 //
 // The output phase's recomputable buffer is the loss's fp32 exponentials
-// (lossExponentials), one per micro-batch whose logits are held.
+// of the same logits (lossExponentials).
 //
 // It writes them to ps, whose earlier phases it drops.
-func (j *Job) phases(ps *stagePhases, sh *shape, st stage, logits float64) {
+func (j *Job) phases(ps *stagePhases, sh *shape, out outputSpan) {
 	e := float64(j.Precision.Activation)
 	ps.n, ps.phase[0].n, ps.phase[1].n = 0, 0, 0
 	ps.phase[0].rec, ps.phase[1].rec = Buffer{}, Buffer{}
@@ -115,25 +115,31 @@ func (j *Job) phases(ps *stagePhases, sh *shape, st stage, logits float64) {
 		back.add("compute-dtype copy of the layer's weights", layer*e)
 	}
 	ps.n = 1
-	if sh.p == 1 || st == lastStage {
-		out := &ps.phase[1]
-		tiles := float64(max(j.VocabTiles, 1))
-		row := float64(sh.b) * float64(sh.s) * float64(j.Model.Vocab) * e / float64(sh.t) / tiles
-		out.add("logits", logits*row)
-		out.add("logits gradient", row)
-		out.rec = Buffer{BufferLossExponentials, unit.Bytes(logits * j.lossExponentials(row))}
-		if n := float64(j.Model.MTPLayers); n > 0 {
-			// at the first of the losses' gradients every module's logits
-			// and residuals are still to be read; mtp.py calls
-			// apply_output_head, not the vocabulary-tiled loss, so its
-			// logits are whole
-			out.add("MTP logits", logits*n*row*tiles)
-			out.add("MTP layers' residuals (no remat)", logits*n*j.mtpHeld(sh))
-		}
-		if sh.f > 1 || sh.dev > 1 {
-			out.add("gathered output layer and its unreduced gradient (FSDP)", dev*2*float64(j.Model.Vocab)*float64(j.Model.DModel)/float64(sh.t)*e)
-		}
+	if out != outputNone {
+		j.outputPhase(&ps.phase[1], sh, outputSeqs(sh, out))
 		ps.n = 2
+	}
+}
+
+// outputPhase writes the output layer and loss phase (phases) for seqs
+// sequences per chip to op.
+func (j *Job) outputPhase(op *phaseBuffers, sh *shape, seqs float64) {
+	e := float64(j.Precision.Activation)
+	tiles := float64(max(j.VocabTiles, 1))
+	row := seqs * float64(sh.s) * float64(j.Model.Vocab) * e / float64(sh.t) / tiles
+	op.add("logits", row)
+	op.add("logits gradient", row)
+	op.rec = Buffer{BufferLossExponentials, unit.Bytes(j.lossExponentials(row))}
+	if n := float64(j.Model.MTPLayers); n > 0 {
+		// at the first of the losses' gradients every module's logits
+		// and residuals are still to be read; mtp.py calls
+		// apply_output_head, not the vocabulary-tiled loss, so its
+		// logits are whole; mtpHeld is a micro-batch's
+		op.add("MTP logits", n*row*tiles)
+		op.add("MTP layers' residuals (no remat)", seqs/float64(sh.b)*n*j.mtpHeld(sh))
+	}
+	if sh.f > 1 || sh.dev > 1 {
+		op.add("gathered output layer and its unreduced gradient (FSDP)", float64(sh.dev)*2*float64(j.Model.Vocab)*float64(j.Model.DModel)/float64(sh.t)*e)
 	}
 }
 

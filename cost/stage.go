@@ -17,6 +17,14 @@ const (
 	lastStage
 )
 
+// String names st as StageMemory does: "first" or "last".
+func (st stage) String() string {
+	if st == lastStage {
+		return "last"
+	}
+	return "first"
+}
+
 // stageParams is the parameters one chip of a stage holds: the stage's
 // layers, plus the input embedding (first stage) or the final norm and
 // output layer (last stage; a tied output keeps its own copy of the
@@ -74,14 +82,16 @@ func (e *Estimator) Memory(j Job, m mesh.Mesh) (Memory, error) {
 }
 
 // memory is HBM per chip on the most loaded pipeline stage, its phases
-// spelled out; the other stage of a pipeline lends it its laid-out peak
-// (Memory.Nominal).
+// spelled out; the other stage of a pipeline, where it lays out a larger
+// peak, is its LaidOut (Memory.Nominal).
 func (e *Estimator) memory(j *Job, m *mesh.Mesh, sh *shape) Memory {
 	sm, other := e.stages(j, m, sh)
 	sm.mem.Phases, sm.mem.Peak = sm.phases.list(), sm.phases.name(sm.peak)
 	if sh.p > 1 {
-		other.mem.Phases = other.phases.list()
-		sm.mem.laidOut = other.mem.ownNominal()
+		other.mem.Phases, other.mem.Peak = other.phases.list(), other.phases.name(other.peak)
+		if other.mem.ownNominal() > sm.mem.ownNominal() {
+			sm.mem.LaidOut = &StageMemory{Stage: other.st.String(), Memory: other.mem}
+		}
 	}
 	return sm.mem
 }
@@ -95,11 +105,12 @@ func (e *Estimator) mostLoaded(j *Job, m *mesh.Mesh, sh *shape) stageMemory {
 
 // stages is mostLoaded and, with a pipeline, the other stage.
 func (e *Estimator) stages(j *Job, m *mesh.Mesh, sh *shape) (most, other stageMemory) {
-	first := j.stageMemory(e.stageBase(j, m, sh, firstStage), sh, firstStage)
+	first := j.stageMemory(e.stageBase(j, m, sh, firstStage), sh)
 	if sh.p == 1 {
 		return first, first
 	}
-	last := j.stageMemory(e.stageBase(j, m, sh, lastStage), sh, lastStage)
+	last := j.stageMemory(e.stageBase(j, m, sh, lastStage), sh)
+	last.st = lastStage
 	if last.mem.Total() > first.mem.Total() {
 		return last, first
 	}
@@ -112,12 +123,31 @@ func (e *Estimator) stages(j *Job, m *mesh.Mesh, sh *shape) (most, other stageMe
 // flight.
 type stageBase struct {
 	mem      Memory
-	inFlight float64 // micro-batches of activations held
-	logits   float64 // micro-batches of logits held
+	inFlight float64    // micro-batches of activations held
+	output   outputSpan // the sequences its output layer and loss work on
 }
 
+// outputSpan is the sequences a stage's output layer and loss work on at
+// once (outputSeqs).
+type outputSpan uint8
+
+const (
+	// outputNone: the stage has no output layer (the first stage of a
+	// 1F1B or interleaved pipeline).
+	outputNone outputSpan = iota
+	// outputMicroBatch: one micro-batch's sequences, without a pipeline
+	// (gradient accumulation runs the loss in each micro-batch's pass)
+	// and on the last stage of a 1F1B or interleaved pipeline.
+	outputMicroBatch
+	// outputWholeBatch: the pipeline's whole batch, its share of it
+	// sharded over data, pipeline, fsdp and expert, on every stage
+	// (MaxText's pipelines).
+	outputWholeBatch
+)
+
 // stageBase is stage st's: the first holds the most micro-batches in
-// flight and the embedding, the last the output layer and the logits.
+// flight and the embedding, the last the output layer (setInFlight says
+// which stages run the output layer and loss).
 func (e *Estimator) stageBase(j *Job, m *mesh.Mesh, sh *shape, st stage) stageBase {
 	ms := &m.Multislice
 	chip := &ms.Slice.Chip
@@ -160,21 +190,55 @@ func accumulator(j *Job, sh *shape, params float64) unit.Bytes {
 	return unit.Bytes(params * float64(j.Precision.Weight))
 }
 
-// setInFlight sets b's micro-batches in flight and of logits held, for
-// stage st: the part of the stage's base that reads the schedule, its
-// chunks and the micro-batches (BatchMemory.Reschedule).
+// setInFlight sets b's micro-batches in flight and the span of its
+// output layer and loss, for stage st: the part of the stage's base that
+// reads the schedule, its chunks and the micro-batches
+// (BatchMemory.Reschedule).
+//
+// MaxText's pipelines (GPipe and circular) run the output layer and the
+// loss after the pipeline, on the whole batch, on every stage: the
+// decoder applies pipeline_module to the whole batch and then
+// apply_output_head to its output (layers/decoders.py Decoder.__call__,
+// @e591f30c), whose logits are sharded ("activation_embed_and_logits_batch",
+// "activation_length", "activation_vocab"), the batch over data, stage,
+// fsdp, fsdp_transpose and expert (configs/base.yml logical_axis_rules);
+// loss_fn takes cross_entropy_with_logits of the logits model.apply
+// returns for the whole batch and constrains the per-token loss to the
+// same batch sharding (trainers/pre_train/train.py loss_fn), and the
+// pipeline's output, state_io [stages, micro-batches/stages, micro-batch,
+// ...], has the stage axis on its first dimension (layers/pipeline.py
+// init_states, __call__), so each stage's chips hold their share of the
+// whole batch. A 1F1B or interleaved schedule (Megatron's, which MaxText
+// does not run) starts a micro-batch's backward on the last stage right
+// after its forward, so its loss runs there, one micro-batch at a time.
 func (e *Estimator) setInFlight(b *stageBase, j *Job, sh *shape, st stage) {
 	pp := e.pipe(j.Schedule, sh.p, sh.m, sh.v)
-	b.inFlight, b.logits = pp.inFlight, 1
+	b.inFlight, b.output = pp.inFlight, outputMicroBatch
 	if st == lastStage {
 		b.inFlight = pp.lastInFlight
 	}
-	// Where every forward runs before the first backward (GPipe, and
-	// MaxText's circular pipeline), the last stage holds each of its
-	// micro-batches' logits until that micro-batch's backward.
-	if sh.p > 1 && (j.Schedule == schedule.GPipe || j.Schedule == schedule.Circular) {
-		b.logits = pp.lastInFlight
+	switch {
+	case sh.p == 1:
+	case j.Schedule == schedule.GPipe || j.Schedule == schedule.Circular:
+		b.output = outputWholeBatch
+	case st != lastStage:
+		b.output = outputNone
 	}
+}
+
+// outputSeqs is the sequences per chip whose logits the output layer and
+// loss hold at once, for span out: a micro-batch's, or the chip's share
+// of the whole batch, which the pipeline axis splits too (the batch the
+// data, fsdp and expert axes leave a chip, over the stages, rounded up
+// as XLA pads an uneven shard).
+func outputSeqs(sh *shape, out outputSpan) float64 {
+	switch out {
+	case outputNone:
+		return 0
+	case outputWholeBatch:
+		return math.Ceil(float64(sh.b) * float64(sh.m) / float64(sh.p))
+	}
+	return float64(sh.b)
 }
 
 // tempScaled is b scaled by TempScale (1 when it is 0).
@@ -192,13 +256,14 @@ type stageMemory struct {
 	mem    Memory
 	phases stagePhases
 	peak   int
+	st     stage // which stage (stages sets the last's)
 }
 
-func (j *Job) stageMemory(base stageBase, sh *shape, st stage) stageMemory {
+func (j *Job) stageMemory(base stageBase, sh *shape) stageMemory {
 	sm := stageMemory{mem: base.mem}
 	mem := &sm.mem
 	mem.Activations, mem.Host = j.held(&base, sh)
-	j.phases(&sm.phases, sh, st, base.logits)
+	j.phases(&sm.phases, sh, base.output)
 	mem.Transient, sm.peak = j.transient(&sm.phases)
 	return sm
 }
@@ -230,17 +295,17 @@ func (j *Job) transient(ps *stagePhases) (unit.Bytes, int) {
 	return max, peak
 }
 
-// stageReason is stageMemory(base, sh, st).mem.Reason(): where the state
+// stageReason is stageMemory(base, sh).mem.Reason(): where the state
 // and the held activations alone exceed the usable HBM, ReasonHBM
 // without the phases (whose buffers only add to them). It lists the
 // phases in ps.
-func (j *Job) stageReason(base *stageBase, sh *shape, st stage, ps *stagePhases) Reason {
+func (j *Job) stageReason(base *stageBase, sh *shape, ps *stagePhases) Reason {
 	mem := base.mem
 	mem.Activations, mem.Host = j.held(base, sh)
 	if mem.Total() > mem.Usable {
 		return ReasonHBM
 	}
-	j.phases(ps, sh, st, base.logits)
+	j.phases(ps, sh, base.output)
 	mem.Transient, _ = j.transient(ps)
 	return mem.Reason()
 }

@@ -51,11 +51,14 @@ func (j *Job) lossExponentials(row float64) float64 {
 // Nominal is the peak as XLA lays the step out when HBM allows: Total
 // with each phase's recomputable buffers on top of its own, at the phase
 // where that is largest, and for a pipeline the larger of its two costed
-// stages' (the same program runs on every stage: the last holds the
-// exponentials, the first may need more). It is what XLA's memory report
-// shows for a program that fits as written.
+// stages' (the same program runs on every stage: the one with the
+// exponentials may not be the one that needs more; LaidOut). It is what
+// XLA's memory report shows for a program that fits as written.
 func (m Memory) Nominal() unit.Bytes {
-	return max(m.laidOut, m.ownNominal())
+	if m.LaidOut != nil {
+		return max(m.LaidOut.ownNominal(), m.ownNominal())
+	}
+	return m.ownNominal()
 }
 
 // ownNominal is Nominal of the stage m is.

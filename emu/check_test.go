@@ -405,14 +405,17 @@ func peaks(t *testing.T, m mesh.Mesh, pj peakJob) (got, want peak) {
 	return got, costPeak(mem)
 }
 
+// TestPeakMemoryOfAllForwardSchedules: GPipe and circular run every
+// micro-batch's forward before the first backward, so the stages hold
+// each micro-batch's activations: cost's held activations are what the
+// emulator measures on its peak device. The totals are not compared: the
+// emulator runs the output layer and loss on the last stage inside the
+// schedule, each micro-batch's head live until its backward (Megatron's
+// placement), while MaxText, and cost after it, runs them after the
+// pipeline on each stage's share of the whole batch (cost setInFlight,
+// layers/decoders.py @e591f30c); until the emulator runs the head
+// MaxText's way, its last stage measures more by those heads (logged).
 func TestPeakMemoryOfAllForwardSchedules(t *testing.T) {
-	// GPipe and circular run every micro-batch's forward before the first
-	// backward, so the last stage holds each held micro-batch's head: cost's
-	// needed peak counts its logits (the exponentials, which XLA can
-	// recompute, only in its laid-out one); the emulator also keeps the
-	// softmax and the final norm's input and
-	// output, so it measures more. Cost must not be above what the
-	// emulator measures, nor far below: within 25 % (it is 10 to 21 %).
 	for _, tt := range []struct {
 		layout string
 		micro  int
@@ -423,11 +426,10 @@ func TestPeakMemoryOfAllForwardSchedules(t *testing.T) {
 		{"pipeline=2,data=2", 4, schedule.Circular, 2},
 	} {
 		got, want := peaks(t, layout(t, "v5litepod-4", 1, tt.layout), peakJob{micro: tt.micro, sched: tt.sched, chunks: tt.chunks})
-		peak := got.Total()
-		ratio := float64(peak) / float64(want.Total())
-		t.Logf("%s %s: measured peak %v, cost %v (%.3f)", tt.sched, tt.layout, unit.Bytes(peak), unit.Bytes(want.Total()), ratio)
-		if ratio < 1 || ratio > 1.25 {
-			t.Errorf("%s on %s: measured peak %d bytes, cost %d (%.3f), want cost at or up to 25 %% below", tt.sched, tt.layout, peak, want, ratio)
+		t.Logf("%s %s: measured peak %v (output layer %v), cost %v (output layer at its peak phase %v)", tt.sched, tt.layout,
+			unit.Bytes(got.Total()), unit.Bytes(got.Output), unit.Bytes(want.Total()), unit.Bytes(want.Output))
+		if got.Activations != want.Activations {
+			t.Errorf("%s on %s: held activations measured %d bytes, cost %d", tt.sched, tt.layout, got.Activations, want.Activations)
 		}
 	}
 }

@@ -223,6 +223,9 @@ type MemoryJSON struct {
 	// is per chip), and XLARecomputes whether XLA recomputes to get there.
 	XLAReport     int64 `json:"xla_report_bytes_per_jax_device"`
 	XLARecomputes bool  `json:"xla_recomputes"`
+	// LaidOut is the pipeline stage whose laid-out peak the report is,
+	// where it is not this one (absent otherwise).
+	LaidOut *LaidOutJSON `json:"laid_out_stage,omitempty"`
 }
 
 // StepOf is a step's time by part as StepJSON spells it, in seconds: the
@@ -322,7 +325,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{}, Experts: expertsOf(e), Band: bandOf(p),
 	}
 	report, squeezed := p.XLAReport()
-	j.Memory.XLAReport, j.Memory.XLARecomputes = int64(report), squeezed
+	j.Memory.XLAReport, j.Memory.XLARecomputes, j.Memory.LaidOut = int64(report), squeezed, laidOutJSON(e.Memory)
 	if q := e.Job.Quantization; q != cost.QuantNone {
 		j.QuantizedMFUPeak = string(q.Format())
 	}

@@ -56,26 +56,62 @@ func (p Plan) XLAReport() (perDevice unit.Bytes, squeezed bool) {
 // (cost.Memory.Nominal) is above what it needs, what XLA's memory report
 // of it should read (report, per JAX device; squeezed where XLA
 // recomputes to fit): what `shardlab check --compile-log` holds a compile
-// log to.
+// log to. Where another pipeline stage lays out the larger peak
+// (cost.Memory.LaidOut), it names that stage, what it needs and what it
+// keeps.
 func writeXLAReport(b *strings.Builder, m cost.Memory, report unit.Bytes, squeezed bool) {
 	raise := m.Nominal() - m.Total()
 	if raise <= 0 || !m.Fits() {
 		return
 	}
-	var names []string
-	var kept unit.Bytes
-	for _, p := range m.Phases {
+	names, kept := recomputable(m.Phases)
+	subject := "as laid out the step"
+	what := fmt.Sprintf("%s, %v a chip, which raise its peak by %v", strings.Join(names, " and "), kept, raise)
+	if l := m.LaidOut; l != nil {
+		names, kept = recomputable(l.Phases)
+		subject = fmt.Sprintf("the same program runs on every pipeline stage, and as laid out the %s stage, which needs %v (its largest phase the %s),", l.Stage, l.Total(), l.Peak)
+		what = fmt.Sprintf("%s, %v a chip, which raise the peak above this stage's %v by %v", strings.Join(names, " and "), kept, m.Total(), raise)
+	}
+	if squeezed {
+		fmt.Fprintf(b, "  XLA's memory report (train_compile) should read at most %v a JAX device, its limit: %s would also keep %s, and XLA recomputes them to fit\n", report, subject, what)
+		return
+	}
+	fmt.Fprintf(b, "  XLA's memory report (train_compile) should read about %v a JAX device: %s also keeps %s, while HBM allows\n", report, subject, what)
+}
+
+// recomputable is the names of the recomputable buffers of phases, each
+// once, and their bytes together.
+func recomputable(phases []cost.Phase) (names []string, kept unit.Bytes) {
+	for _, p := range phases {
 		for _, r := range p.Recomputable {
 			names = appendNew(names, r.Name)
 			kept += r.Bytes
 		}
 	}
-	what := fmt.Sprintf("%s, %v a chip, which raise its peak by %v", strings.Join(names, " and "), kept, raise)
-	if squeezed {
-		fmt.Fprintf(b, "  XLA's memory report (train_compile) should read at most %v a JAX device, its limit: as laid out the step would also keep %s, and XLA recomputes them to fit\n", report, what)
-		return
+	return names, kept
+}
+
+// LaidOutJSON is, for a pipeline, the stage whose laid-out peak XLA's
+// report shows where it is not the most loaded one (cost.Memory.LaidOut):
+// which stage, what it needs (total_bytes, its largest phase
+// transient_bytes) and its phases with their recomputable buffers, from
+// which the report is total − transient + the largest phase with its
+// recomputable buffers, over the chip's JAX devices.
+type LaidOutJSON struct {
+	Stage     string       `json:"stage"`
+	Total     int64        `json:"total_bytes"`
+	Transient int64        `json:"transient_bytes"`
+	Peak      string       `json:"peak_phase"`
+	Phases    []cost.Phase `json:"phases"`
+}
+
+// laidOutJSON is m's LaidOut for MemoryJSON, nil where there is none.
+func laidOutJSON(m cost.Memory) *LaidOutJSON {
+	l := m.LaidOut
+	if l == nil {
+		return nil
 	}
-	fmt.Fprintf(b, "  XLA's memory report (train_compile) should read about %v a JAX device: as laid out the step also keeps %s, while HBM allows\n", report, what)
+	return &LaidOutJSON{Stage: l.Stage, Total: int64(l.Total()), Transient: int64(l.Transient), Peak: l.Peak, Phases: l.Phases}
 }
 
 // appendNew is names with n appended, unless it is among them.
