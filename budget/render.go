@@ -14,12 +14,15 @@ import (
 )
 
 // Days spells s seconds for a budget with three significant digits: in
-// days from two days, in hours from one hour, in minutes from 999.5 s
+// (Julian) years from two years, in days from two days, in hours from one hour, in minutes from 999.5 s
 // (where seconds would take a fourth digit: 2653 s is "44.2m"), below
 // that as unit.Seconds does ("641 s"). The bounds are weighed after
 // rounding, so 3599 s is "1h", not "60m", and 47.97 hours "2d", not "48h".
 func Days(s float64) string {
+	const year = 365.25 * 86400 // a Julian year
 	switch {
+	case s >= 2*year || round3(s/86400) >= 731:
+		return sig3(s/year) + "y"
 	case s >= 48*3600 || round3(s/3600) >= 48:
 		return sig3(s/86400) + "d"
 	case s >= 3600 || round3(s/60) >= 60:

@@ -53,6 +53,10 @@ func TestDays(t *testing.T) {
 		{47.97 * 3600, "2d"}, // 47.97 hours round to 48: two days (it printed "48h")
 		{47.94 * 3600, "47.9h"},
 		{14.7 * 86400, "14.7d"},
+		{730 * 86400, "730d"},
+		{731 * 86400, "2y"}, // from two years in years: --tokens 1e16 printed day counts of six and seven digits
+		{1e5 * 86400, "274y"},
+		{4.2e7 * 365.25 * 86400, "42000000y"},
 	} {
 		if got := Days(c.s); got != c.want {
 			t.Errorf("Days(%g) = %s, want %s", c.s, got, c.want)
