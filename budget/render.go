@@ -51,16 +51,19 @@ func round3(v float64) float64 {
 	return r
 }
 
-// Dollars spells an amount to the cent below $1000, else with a k or M
-// suffix and at least three significant digits: $44.54, $1.84k, $102k,
-// $16.4M, $1230M.
+// Dollars spells an amount to the cent below $1000, else with a k, M or
+// B suffix and at least three significant digits: $44.54, $1.84k, $102k,
+// $16.4M, $1.23B.
 func Dollars(v float64) string {
 	a := math.Abs(v)
 	if a < 999.995 {
 		return fmt.Sprintf("$%.2f", v)
 	}
 	div, suffix := 1e3, "k"
-	if a >= 999.5e3 {
+	switch {
+	case a >= 999.5e6:
+		div, suffix = 1e9, "B"
+	case a >= 999.5e3:
 		div, suffix = 1e6, "M"
 	}
 	// decimals keep three significant digits once rounded: 9995 is $10.0k

@@ -23,7 +23,10 @@ func TestDollars(t *testing.T) {
 		{999700, "$1.00M"},
 		{8.214e6, "$8.21M"},
 		{16.42e6, "$16.4M"},
-		{1.234e9, "$1234M"},
+		{999.4e6, "$999M"},
+		{999.6e6, "$1.00B"},
+		{1.234e9, "$1.23B"}, // it printed $1234M
+		{4.293e12, "$4293B"},
 	} {
 		if got := Dollars(c.v); got != c.want {
 			t.Errorf("Dollars(%g) = %s, want %s", c.v, got, c.want)
