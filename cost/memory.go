@@ -1,13 +1,6 @@
 package cost
 
 import (
-	"encoding/json"
-	"fmt"
-	"math"
-	"slices"
-	"strings"
-	"unicode"
-
 	"shardlab/mesh"
 	"shardlab/unit"
 )
@@ -624,56 +617,3 @@ const (
 	MinTempScale = 0.25
 	MaxTempScale = 8.0
 )
-
-// MemoryCalibration is what a compile of a job reported of its
-// temporaries (everything but the parameters and the optimizer state,
-// which XLA counts as the program's arguments) against cost's estimate of
-// the same job: Job.TempScale = Reported / Predicted makes the estimate
-// match it. `shardlab check --compile-log` writes one; `plan
-// --calibration` reads it.
-type MemoryCalibration struct {
-	TempScale float64 `json:"temp_scale"`
-	Reported  int64   `json:"reported_temp_bytes_per_device"`
-	Predicted int64   `json:"predicted_temp_bytes_per_device"`
-	// Source names the compile log and the job it was read against.
-	Source string `json:"source"`
-}
-
-// ParseMemoryCalibration reads a calibration file: one JSON object with
-// exactly MemoryCalibration's keys, a temp_scale in [MinTempScale,
-// MaxTempScale] that is Reported / Predicted, and a source.
-func ParseMemoryCalibration(data []byte) (MemoryCalibration, error) {
-	var c MemoryCalibration
-	bad := func(format string, a ...any) (MemoryCalibration, error) {
-		return MemoryCalibration{}, fmt.Errorf("cost: memory calibration: "+format+": %w", append(a, ErrJob)...)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
-		return bad("not one JSON object (%v)", err)
-	}
-	want := []string{"temp_scale", "reported_temp_bytes_per_device", "predicted_temp_bytes_per_device", "source"}
-	for k := range raw {
-		if !slices.Contains(want, k) {
-			return bad("key %q, want only %s", k, strings.Join(want, ", "))
-		}
-	}
-	for _, k := range want {
-		if _, ok := raw[k]; !ok {
-			return bad("no %s", k)
-		}
-	}
-	if err := json.Unmarshal(data, &c); err != nil {
-		return bad("%v", err)
-	}
-	switch {
-	case !(c.TempScale >= MinTempScale && c.TempScale <= MaxTempScale):
-		return bad("temp_scale %v, want a factor in [%g, %g]", c.TempScale, MinTempScale, MaxTempScale)
-	case c.Reported <= 0 || c.Predicted <= 0:
-		return bad("reported and predicted temp bytes %d and %d, want positive numbers", c.Reported, c.Predicted)
-	case math.Abs(c.TempScale-float64(c.Reported)/float64(c.Predicted)) > 1e-6*c.TempScale:
-		return bad("temp_scale %v, want reported / predicted = %v", c.TempScale, float64(c.Reported)/float64(c.Predicted))
-	case strings.TrimSpace(c.Source) == "" || strings.ContainsFunc(c.Source, func(r rune) bool { return !unicode.IsPrint(r) }):
-		return bad("source %q, want printable text naming the compile log", c.Source)
-	}
-	return c, nil
-}

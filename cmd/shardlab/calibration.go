@@ -33,6 +33,9 @@ type measuredJob struct {
 	Model  string     `json:"model"`
 	Accel  string     `json:"accelerator_type"`
 	Layout layoutSpec `json:"layout"`
+	// Remat is the job's remat policy, where the file records it (check
+	// writes cost.MeasuredJob; a source alone does not say).
+	Remat cost.Remat `json:"remat,omitempty"`
 }
 
 // layoutSpec is a layout in chips, as plan --json's layout.spec.
@@ -90,7 +93,9 @@ func calibrationNote(p plan.Plan, file string, cal *cost.MemoryCalibration, scal
 	switch {
 	case cal != nil:
 		c := &calibrationJSON{TempScale: cal.TempScale, Flag: "--calibration", File: file, Scales: scalesText, Source: cal.Source, Warnings: []string{}}
-		if job, ok := parseCalibrationSource(cal.Source); ok {
+		if j := cal.Job; j != nil {
+			c.MeasuredOn = &measuredJob{j.Model, j.AcceleratorType, layoutSpec{j.Layout}, j.Remat}
+		} else if job, ok := parseCalibrationSource(cal.Source); ok {
 			c.MeasuredOn = &job
 		}
 		c.Warnings = calibrationWarnings(p, c.MeasuredOn)
@@ -119,6 +124,9 @@ func calibrationWarnings(p plan.Plan, job *measuredJob) []string {
 		w = append(w, fmt.Sprintf("the calibration was measured on %s, not an accelerator type this tool knows, so whether it is this plan's generation (%s) is unchecked", job.Accel, gen))
 	case s.Chip.Generation != gen:
 		w = append(w, fmt.Sprintf("the calibration was measured on %s (%s), this plan is on %s: a factor measured on one TPU generation need not hold for another", job.Accel, s.Chip.Generation, gen))
+	}
+	if r := p.Best.Estimate.Job.Remat; job.Remat != "" && job.Remat != r {
+		w = append(w, fmt.Sprintf("the calibration was measured under remat %s, this plan's layout uses %s: the temporaries of one policy are other tensors than another's, so its factor need not hold", job.Remat, r))
 	}
 	return w
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"shardlab/cost"
 	"strings"
 	"testing"
 )
@@ -17,7 +18,7 @@ func TestCalibrationSourceRoundTrip(t *testing.T) {
 		{"x.log", "my model on v5p", "v5litepod-1", "single chip"},
 	} {
 		got, ok := parseCalibrationSource(calibrationSource(c.path, c.model, c.accel, c.layout, "2026-12-07"))
-		if want := (measuredJob{c.model, c.accel, layoutSpec{c.layout}}); !ok || got != want {
+		if want := (measuredJob{c.model, c.accel, layoutSpec{c.layout}, ""}); !ok || got != want {
 			t.Errorf("parseCalibrationSource(calibrationSource(%q, %q, %q, %q)) = %+v, %v, want %+v", c.path, c.model, c.accel, c.layout, got, ok, want)
 		}
 	}
@@ -48,7 +49,8 @@ func TestPlanNamesCalibration(t *testing.T) {
 	}
 	other := []string{"plan", "--calibration", cal, "--model", "llama3-70b", "--tpu", "v6e-256", "--mesh", "fsdp=256"}
 	out, _, _ = runCmd(other...)
-	for _, w := range []string{"warning: the calibration was measured on llama3-8b, this plan is of llama3-70b", "warning: the calibration was measured on v5p-8 (v5p), this plan is on v6e"} {
+	for _, w := range []string{"warning: the calibration was measured on llama3-8b, this plan is of llama3-70b", "warning: the calibration was measured on v5p-8 (v5p), this plan is on v6e",
+		"warning: the calibration was measured under remat minimal, this plan's layout uses "} {
 		if !strings.Contains(out, w) {
 			t.Errorf("plan --calibration (another model and TPU): no %q in\n%.800s", w, out)
 		}
@@ -60,8 +62,8 @@ func TestPlanNamesCalibration(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &p); err != nil || p.C == nil {
 		t.Fatalf("plan --calibration --json: %v, no temporaries_calibration\n%.300s", err, js)
 	}
-	if c := p.C; c.Flag != "--calibration" || c.File != cal || c.MeasuredOn == nil || *c.MeasuredOn != (measuredJob{"llama3-8b", "v5p-8", layoutSpec{"fsdp=4"}}) || len(c.Warnings) != 2 || c.TempScale < 0.88 || c.TempScale > 0.89 {
-		t.Errorf("plan --calibration --json: temporaries_calibration %+v, want the file, its job llama3-8b on v5p-8 fsdp=4, 0.883 and two warnings", c)
+	if c := p.C; c.Flag != "--calibration" || c.File != cal || c.MeasuredOn == nil || *c.MeasuredOn != (measuredJob{"llama3-8b", "v5p-8", layoutSpec{"fsdp=4"}, cost.RematMinimal}) || len(c.Warnings) != 3 || c.TempScale < 0.88 || c.TempScale > 0.89 {
+		t.Errorf("plan --calibration --json: temporaries_calibration %+v, want the file, its job llama3-8b on v5p-8 fsdp=4 under remat minimal, 0.883 and three warnings", c)
 	}
 	out, _, _ = runCmd(append([]string{"plan", "--temp-scale", "1.5"}, job...)...)
 	if !strings.HasPrefix(out, "Calibration: --temp-scale 1.5 scales the estimate of the step's temporaries") {

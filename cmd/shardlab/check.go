@@ -247,7 +247,9 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 	}
 	e := p.Best.Estimate
 	src := calibrationSource(path, e.Job.Model.Name, p.Request.Multislice.Slice.AcceleratorType(), e.Mesh.String(), time.Now().UTC().Format(time.DateOnly))
-	return &cost.MemoryCalibration{TempScale: k, Reported: reported, Predicted: predicted, Source: src}, nil
+	job := &cost.MeasuredJob{Model: e.Job.Model.Name, AcceleratorType: p.Request.Multislice.Slice.AcceleratorType(), Layout: e.Mesh.String(),
+		Remat: e.Job.Remat, GlobalBatch: e.Job.GlobalBatch, MicroBatches: max(e.Job.MicroBatches, 1)}
+	return &cost.MemoryCalibration{TempScale: k, Reported: reported, Predicted: predicted, Source: src, Job: job}, nil
 }
 
 type checkJSON struct {

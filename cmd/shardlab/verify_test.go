@@ -178,7 +178,7 @@ func TestCheckCalibratesTheUncalibratedModel(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("check %v: exit %d %s", tt.given, code, errOut)
 		}
-		if got := read(again); got != want {
+		if got := read(again); !reflect.DeepEqual(got, want) {
 			t.Errorf("check %v wrote %+v, want what the check without it wrote, %+v", tt.given, got, want)
 		}
 		if !strings.Contains(out, "temporaries factor 2.000") || !strings.Contains(out, "without the factor "+tt.factor+" given; this factor replaces that one") {
