@@ -10,7 +10,6 @@ import (
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/schedule"
-	"shardlab/unit"
 
 	"shardlab/emu"
 )
@@ -308,10 +307,13 @@ type peakJob struct {
 	bf16   bool // mixed precision: bf16 activations, fp32 state
 }
 
-// peak is one device's peak memory by class, measured or predicted.
+// peak is one device's peak memory by class, measured or predicted;
+// headLogits is cost's logits in its output phase, whether or not that is
+// its peak.
 type peak struct {
 	emu.Memory
 	emu.Transients
+	headLogits int64
 }
 
 type classBytes struct {
@@ -341,6 +343,11 @@ func costPeak(mem cost.Memory) peak {
 	p := peak{Memory: emu.Memory{Weights: int64(mem.Weights), Gradients: int64(mem.Gradients), Optimizer: int64(mem.Optimizer),
 		Activations: int64(mem.Activations), Transient: int64(mem.Transient)}}
 	for _, ph := range mem.Phases {
+		for _, b := range ph.Buffers {
+			if ph.Name == cost.PhaseOutput && b.Name == "logits" {
+				p.headLogits = int64(b.Bytes)
+			}
+		}
 		if ph.Name != mem.Peak {
 			continue
 		}
@@ -383,7 +390,7 @@ func peaks(t *testing.T, m mesh.Mesh, pj peakJob) (got, want peak) {
 	}
 	for _, d := range r.Devices {
 		if d.Memory.Total() > got.Total() {
-			got = peak{d.Memory, d.Transients}
+			got = peak{Memory: d.Memory, Transients: d.Transients}
 		}
 	}
 	j := job(32, pj.micro, pj.sched)
@@ -407,15 +414,20 @@ func peaks(t *testing.T, m mesh.Mesh, pj peakJob) (got, want peak) {
 
 // TestPeakMemoryOfAllForwardSchedules: GPipe and circular run every
 // micro-batch's forward before the first backward, so the stages hold
-// each micro-batch's activations: cost's held activations are what the
-// emulator measures on its peak device. The totals are not compared: the
-// emulator runs the output layer and loss on the last stage inside the
-// schedule, each micro-batch's head live until its backward (Megatron's
-// placement), while MaxText, and cost after it, runs them after the
-// pipeline on each stage's share of the whole batch (cost setInFlight,
-// layers/decoders.py @e591f30c); until the emulator runs the head
-// MaxText's way, its last stage measures more by those heads (logged).
+// each micro-batch's activations, and then, as MaxText does, the output
+// layer and loss on every stage over its share of the whole batch (cost
+// setInFlight, emu headPhase, layers/decoders.py @e591f30c). The state
+// and the held activations are cost's to the byte on the peak device;
+// its output layer class is what the emulator's head keeps per token
+// (x, the final norm's output and its gradient at the compute dtype, the
+// norm's fp32 scale, the fp32 logits, softmax and logits gradient: 580
+// bytes for d_model 16, vocabulary 32, fp32) for the tokens of cost's
+// output phase (its logits bytes over 4 × vocabulary); the total is
+// cost's or up to 25 % above it (the emulator's fp32 softmax and norm
+// tensors, the output layer's copy and gradient a stage before the last
+// holds, which cost counts only with FSDP).
 func TestPeakMemoryOfAllForwardSchedules(t *testing.T) {
+	const perToken = 3*16*4 + 4 + 3*32*4
 	for _, tt := range []struct {
 		layout string
 		micro  int
@@ -424,12 +436,24 @@ func TestPeakMemoryOfAllForwardSchedules(t *testing.T) {
 	}{
 		{"pipeline=4", 4, schedule.GPipe, 1},
 		{"pipeline=2,data=2", 4, schedule.Circular, 2},
+		{"pipeline=4", 8, schedule.GPipe, 1},
+		{"pipeline=2,data=2", 2, schedule.GPipe, 1},
 	} {
 		got, want := peaks(t, layout(t, "v5litepod-4", 1, tt.layout), peakJob{micro: tt.micro, sched: tt.sched, chunks: tt.chunks})
-		t.Logf("%s %s: measured peak %v (output layer %v), cost %v (output layer at its peak phase %v)", tt.sched, tt.layout,
-			unit.Bytes(got.Total()), unit.Bytes(got.Output), unit.Bytes(want.Total()), unit.Bytes(want.Output))
-		if got.Activations != want.Activations {
-			t.Errorf("%s on %s: held activations measured %d bytes, cost %d", tt.sched, tt.layout, got.Activations, want.Activations)
+		name := fmt.Sprintf("%s %s %d micro-batches", tt.sched, tt.layout, tt.micro)
+		for _, c := range got.classes(want) {
+			t.Logf("%s: %-22s measured %7d cost %7d", name, c.name, c.got, c.want)
+			if c.name == "weights" || c.name == "gradients" || c.name == "optimizer" || c.name == "held activations" {
+				if c.got != c.want {
+					t.Errorf("%s: %s measured %d bytes, cost %d", name, c.name, c.got, c.want)
+				}
+			}
+		}
+		if tokens := want.headLogits / (4 * 32); want.headLogits == 0 || got.Output != tokens*perToken {
+			t.Errorf("%s: output layer measured %d bytes, want %d tokens (cost's output phase) × %d", name, got.Output, tokens, perToken)
+		}
+		if ratio := float64(got.Total()) / float64(want.Total()); ratio < 1 || ratio > 1.25 {
+			t.Errorf("%s: measured peak %d bytes, cost %d (%.3f), want cost at or up to 25 %% below", name, got.Total(), want.Total(), ratio)
 		}
 	}
 }

@@ -300,16 +300,40 @@ func (sh shapes) meter(tc *TrainConfig, dm deviceMemory, ops []schedule.Op) (mem
 		grads += e * kv
 	}
 	back := grads + rerunE
-	if dm.last {
-		trans += float64(mostHeads) * sh.headActs
-		// the output layer's: the final norm's input, output and scales, the
-		// logits and their softmax, their gradient (fp32) and the final
-		// norm's output gradient
-		head := float64(mostHeads)*(e*2*sh.ntok*sh.d+4*sh.ntok+8*sh.ntok*sh.v) + 4*sh.ntok*sh.v + e*sh.ntok*sh.d
-		back = max(back, head)
+	headTrans, head, outs := sh.head(tc, dm, mostHeads, e)
+	mem.Transient = sat(inUse + max(back, head) + outs)
+	return mem, activations, trans + headTrans
+}
+
+// head is the output layer's part of a device's peak (meter): what it
+// adds to the transients as the emulator stores them, its metered bytes,
+// and what the last stage holds of the pipeline's output or its gradient
+// across the layers' passes when the head runs after the pipeline
+// (headAfter). The metered bytes are the final norm's input, output and
+// scales, the logits and their softmax, their gradient (fp32) and the
+// final norm's output gradient, for mostHeads micro-batches' tokens
+// held (one's gradient) on the last stage, or for the device's share of
+// its whole batch on every stage with the head after the pipeline
+// (headShare), a stage before the last with the output layer and its
+// gradient.
+func (sh shapes) head(tc *TrainConfig, dm deviceMemory, mostHeads int, e float64) (trans, head, outs float64) {
+	if !tc.headAfter() {
+		if !dm.last {
+			return 0, 0, 0
+		}
+		n := float64(mostHeads)
+		head = n*(e*2*sh.ntok*sh.d+4*sh.ntok+8*sh.ntok*sh.v) + 4*sh.ntok*sh.v + e*sh.ntok*sh.d
+		return n * sh.headActs, head, 0
 	}
-	mem.Transient = sat(inUse + back)
-	return mem, activations, trans
+	p, m := float64(tc.Mesh.Size(mesh.Pipeline)), float64(tc.MicroBatches)
+	tok := math.Ceil(m*sh.b/p) * sh.s
+	head = e*2*tok*sh.d + 4*tok + 8*tok*sh.v + 4*tok*sh.v + e*tok*sh.d
+	trans = 4 * (3*tok*sh.d + tok + 3*tok*sh.v)
+	if !dm.last {
+		w := sh.d + sh.d*sh.v // the final norm and the output layer
+		return trans + 4*2*w, head + e*2*w, 0
+	}
+	return trans + 4*m*sh.ntok*sh.d, head, e * m * sh.ntok * sh.d
 }
 
 // inFlight is the most micro-batch chunks whose forward a device's ops

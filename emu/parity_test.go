@@ -74,6 +74,13 @@ func TestParityWithOneDevice(t *testing.T) {
 		{"pipeline interleaved 1F1B, 4 micro-batches", "v5litepod-4", 1, "pipeline=2,data=2", 4, schedule.Interleaved, false, 2},
 		{"pipeline circular, 2 repeats", "v5litepod-4", 1, "pipeline=2,data=2", 2, schedule.Circular, false, 2},
 		{"pipeline circular, 4 stages", "v5litepod-4", 1, "pipeline=4", 4, schedule.Circular, false, 1},
+		// the output layer and loss after the pipeline, on every stage: the
+		// output layer gathered over fsdp; stages with no sequences of the
+		// head (1 sequence a device over 2 stages, the last without; 2
+		// over 4, the last two without)
+		{"pipeline GPipe x fsdp x tensor", "v5litepod-8", 1, "fsdp=2,pipeline=2,tensor=2", 2, schedule.GPipe, false, 0},
+		{"pipeline GPipe, 1 sequence over 2 stages", "v5litepod-16", 1, "pipeline=2,data=8", 1, schedule.GPipe, false, 0},
+		{"pipeline GPipe, 2 sequences over 4 stages", "v5litepod-16", 1, "pipeline=4,data=4", 2, schedule.GPipe, false, 0},
 		{"pipeline(dcn) interleaved x tensor", "v5litepod-4", 2, "pipeline=2(dcn),tensor=2,fsdp=2", 2, schedule.Interleaved, false, 2},
 	}
 	for _, tt := range tests {

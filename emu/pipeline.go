@@ -122,7 +122,11 @@ type stepState struct {
 	micros []micro
 	saved  [][][]*acts[float32] // per micro-batch, chunk and layer of the chunk
 	heads  []*headActs[float32]
-	rate   float64
+	// outs and douts are, with the head after the pipeline (headAfter),
+	// each micro-batch's output of the last virtual stage and its
+	// gradient, on the last stage
+	outs, douts []Mat[float32]
+	rate        float64
 }
 
 // step runs one training step on this device: its op list's forward and
@@ -130,7 +134,8 @@ type stepState struct {
 // data and context, and Adam on its shard.
 func (d *device) step(batch [][]int, rate float64) {
 	mbs := d.tc.MicroBatches
-	st := &stepState{micros: d.micros(batch), saved: make([][][]*acts[float32], mbs), heads: make([]*headActs[float32], mbs), rate: rate}
+	st := &stepState{micros: d.micros(batch), saved: make([][][]*acts[float32], mbs), heads: make([]*headActs[float32], mbs),
+		outs: make([]Mat[float32], mbs), douts: make([]Mat[float32], mbs), rate: rate}
 	for i := range st.saved {
 		st.saved[i] = make([][]*acts[float32], d.tc.Chunks)
 	}
@@ -138,12 +143,19 @@ func (d *device) step(batch [][]int, rate float64) {
 		in.got = 0
 	}
 	d.loss = 0
+	head := d.tc.headAfter()
 	for _, op := range d.tc.sched.Ops[d.coord[mesh.Pipeline]] {
 		if op.Pass == schedule.Forward {
 			d.forward(st, op)
-		} else {
-			d.backward(st, op)
+			continue
 		}
+		if head {
+			// every forward has run (GPipe and circular run them all
+			// first): the output layer and loss, on every stage
+			d.headPhase(st)
+			head = false
+		}
+		d.backward(st, op)
 	}
 	d.update()
 }
@@ -192,7 +204,8 @@ func (d *device) chunkLayers(k int) (lo, hi int) {
 
 // forward runs op's forward pass: the embedding on virtual stage 0, else
 // the previous stage's activations; the chunk's layers; then the head on
-// the last virtual stage, else a send to the next.
+// the last virtual stage (or, with the head after the pipeline, headAfter,
+// the output kept for it), else a send to the next.
 func (d *device) forward(st *stepState, op schedule.Op) {
 	mb := st.micros[op.MicroBatch]
 	first, last := d.stageEnds(op)
@@ -234,6 +247,12 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 		d.mem.drop(x.D) // sent: a copy went
 		return
 	}
+	if d.tc.headAfter() {
+		// the pipeline's output, kept for the head after the pipeline
+		st.outs[op.MicroBatch] = x
+		d.mem.hold(classOutput, d.elem, x.D)
+		return
+	}
 	if !first {
 		ends = d.gather(0)
 	}
@@ -247,7 +266,8 @@ func (d *device) forward(st *stepState, op schedule.Op) {
 	}
 }
 
-// backward runs op's backward pass: the head's on the last virtual stage,
+// backward runs op's backward pass: the head's on the last virtual stage
+// (or, with the head after the pipeline, the gradient headPhase left),
 // else the next stage's gradients; the chunk's layers in reverse; then the
 // embedding's on virtual stage 0, else a send to the previous.
 func (d *device) backward(st *stepState, op schedule.Op) {
@@ -255,11 +275,17 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 	first, last := d.stageEnds(op)
 	var dx Mat[float32]
 	var endsGrad []float32
-	if first || last {
+	after := d.tc.headAfter()
+	if first || last && !after {
 		endsGrad = d.gradBuf(0)
 	}
 	d.mode = classOutput
-	if last {
+	switch {
+	case last && after:
+		// the gradient of the pipeline's output, from the head after
+		// the pipeline (headPhase)
+		dx, st.douts[op.MicroBatch] = st.douts[op.MicroBatch], Mat[float32]{}
+	case last:
 		ends := d.gatherHead()
 		ha := st.heads[op.MicroBatch]
 		dx = headBack(d.c, d.bindEnds(ends), d.bindEnds(endsGrad), ha, mb, colls[float32](d))
@@ -269,7 +295,7 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 		if !d.tc.BlocksOnlyClock {
 			d.compute(fmt.Sprintf("B%d head", op.MicroBatch), 4*float64(mb.n())*float64(d.c.DModel*d.c.Vocab), st.rate)
 		}
-	} else {
+	default:
 		dx = d.recvMat(op, mb)
 	}
 	d.mode = classActGrads
@@ -282,7 +308,7 @@ func (d *device) backward(st *stepState, op schedule.Op) {
 	} else {
 		d.send(op, dx.D)
 	}
-	if first || last {
+	if first || last && !after {
 		d.scatterGrad(0, endsGrad)
 	}
 }

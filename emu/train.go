@@ -443,13 +443,15 @@ func (r *run) step(step int) error {
 	return nil
 }
 
-// loss is the step's loss: each last-stage device's in its slot, gathered
-// from every process (a sum with one term per slot), then added in device
-// order, so the same bits however the devices are spread over processes.
+// loss is the step's loss: each device's that ran the head (the last
+// stage's, or every stage's with the head after the pipeline, headAfter)
+// in its slot, gathered from every process (a sum with one term per
+// slot), then added in device order, so the same bits however the
+// devices are spread over processes.
 func (r *run) loss() (float64, error) {
 	losses := make([]float64, r.tc.Mesh.Chips())
 	for _, d := range r.devs {
-		if d.coord[mesh.Tensor] == 0 && d.last {
+		if d.coord[mesh.Tensor] == 0 && (d.last || r.tc.headAfter()) {
 			losses[d.id] = d.loss
 		}
 	}

@@ -464,6 +464,14 @@ func (e *Endpoint) get(from int) Message {
 // the fabric's pp gives (no time without one).
 func (e *Endpoint) Send(to int, x []float32) { e.put("send/recv", mesh.Pipeline.String(), to, x) }
 
+// SendHead sends x to device to, a stage of the same pipeline, for the
+// output layer and loss a GPipe or circular pipeline runs after its
+// passes on every stage; it is counted apart from the passes' sends
+// ("pipeline head send/recv"). Recv receives it.
+func (e *Endpoint) SendHead(to int, x []float32) {
+	e.put("head send/recv", mesh.Pipeline.String(), to, x)
+}
+
 // Recv receives from device from.
 func (e *Endpoint) Recv(from int) []float32 { return e.Arrive(from, e.Take(from)) }
 
