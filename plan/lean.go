@@ -187,14 +187,14 @@ func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []co
 		for ri, r := range remats {
 			bit := uint32(1) << (mi*8 + ri)
 			bm, ok := w.pairMemory(m, scheds, mb, r, &st)
-			if ok && w.bars.outclassed(t, bm.RangeCeiling(lo, hi, st.least), false) {
+			if ok && w.rangeOutclassed(t, bm, lo, hi, st.least) {
 				for si := range scheds {
 					h[si] |= bit
 				}
 				continue
 			}
 			for si := range scheds {
-				if ok && w.bars.outclassed(t, bm.RangeCeiling(lo, hi, st.of[si]), false) {
+				if ok && w.rangeOutclassed(t, bm, lo, hi, st.of[si]) {
 					h[si] |= bit
 				} else {
 					all = false
@@ -219,7 +219,15 @@ func (w *worker) noRematHopeless(m *mesh.Mesh, scheds []sched, mb, lo, hi int, r
 		return false
 	}
 	bm, ok := w.pairMemory(m, scheds, mb, cost.RematNone, st)
-	return ok && w.bars.outclassed(TierOf(*m), bm.RangeCeiling(lo, hi, st.least), false)
+	return ok && w.rangeOutclassed(TierOf(*m), bm, lo, hi, st.least)
+}
+
+// rangeOutclassed reports whether the bars outclass, for a dense layout
+// of tier t, bm.RangeCeiling(lo, hi, stretch): bars.outclassed holds of
+// every throughput below one it holds of, so the cheaper of the
+// ceiling's two parts is weighed first (cost.BatchMemory.RangeCeilingBelow).
+func (w *worker) rangeOutclassed(t Tier, bm *cost.BatchMemory, lo, hi int, stretch float64) bool {
+	return bm.RangeCeilingBelow(lo, hi, stretch, func(v float64) bool { return w.bars.outclassed(t, v, false) })
 }
 
 // stretches is the Stretch of each schedule a layout is weighed under
