@@ -194,7 +194,8 @@ func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []co
 				continue
 			}
 			for si := range scheds {
-				if ok && w.rangeOutclassed(t, bm, lo, hi, st.of[si]) {
+				// a schedule of the least stretch has the ceiling just weighed
+				if ok && st.of[si] != st.least && w.rangeOutclassed(t, bm, lo, hi, st.of[si]) {
 					h[si] |= bit
 				} else {
 					all = false
