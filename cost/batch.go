@@ -274,7 +274,7 @@ func (bm *BatchMemory) MaxThroughput(lo, hi int) float64 {
 	best := 0.0
 	for _, b := range [2]int{lo, hi} {
 		floorNs := (perShard*float64(b)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
-		stepNs := f.stretch*(floorNs-4) - 2
+		stepNs := bm.jobStretch()*(floorNs-4) - 2
 		if !(stepNs > 0) {
 			return math.Inf(1)
 		}
@@ -300,7 +300,7 @@ func (bm *BatchMemory) ThroughputCeiling(globalBatch int) float64 {
 	if !ok {
 		return math.Inf(1)
 	}
-	stepNs := bm.leastStep(&c, f.stretch)
+	stepNs := bm.leastStep(&c, bm.jobStretch())
 	if !(stepNs > 0) {
 		return math.Inf(1)
 	}
@@ -426,12 +426,22 @@ func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
 func (bm *BatchMemory) stepFloor() *stepFloor {
 	f := &bm.floor
 	if !f.ok {
-		j, m, sh := &bm.est.Job, &bm.est.Mesh, &bm.sh
+		j, m := &bm.est.Job, &bm.est.Mesh
 		_, err := j.matmulPeak(&m.Multislice.Slice.Chip)
 		f.ok, f.noPeak, f.chips = true, err != nil, float64(m.Chips())
-		f.stretch = bm.Stretch(j.Schedule, sh.v)
 	}
 	return f
+}
+
+// jobStretch is the Stretch of the job's own schedule, worked out the
+// first time it is asked for (the ceilings over a range of schedules,
+// which a search weighs most, take theirs from the caller).
+func (bm *BatchMemory) jobStretch() float64 {
+	f := bm.stepFloor()
+	if !f.stretchOK {
+		f.stretch, f.stretchOK = bm.Stretch(bm.est.Job.Schedule, bm.sh.v), true
+	}
+	return f.stretch
 }
 
 // stepFloor is what the ceilings on throughput find once for a job's
@@ -441,6 +451,7 @@ func (bm *BatchMemory) stepFloor() *stepFloor {
 type stepFloor struct {
 	ok, noPeak     bool
 	stretch, chips float64
+	stretchOK      bool // stretch is worked out (jobStretch)
 	// computeFloor's at one sequence per micro-batch, for the policy
 	// set, when computeOK
 	computeOK       bool
