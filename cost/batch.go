@@ -243,6 +243,20 @@ func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
 	return why, nil
 }
 
+// StateExceeds reports whether the job's state alone, its larger stage's
+// weights, gradients and optimizer state (Memory.State), exceeds the
+// usable HBM: Check is then ReasonHBM at every batch it weighs. The state
+// reads the layout's parameters per stage, the job's precision, offload
+// and temporaries' scale, and gradient accumulation's sum of a job's
+// micro-batches without a pipeline (stageBase), not the schedule, its
+// chunks, the remat policy, the expert dispatch or, on a pipeline, the
+// micro-batches: on a pipelined layout it says the same for every job
+// Reschedule and SetPolicy make of this one.
+func (bm *BatchMemory) StateExceeds() bool {
+	bm.stage()
+	return bm.state > bm.usable
+}
+
 // Bound is the estimator's Bound of the job at globalBatch, the job
 // checked and its shape worked out once for every batch.
 func (bm *BatchMemory) Bound(globalBatch int) (Bound, error) {
