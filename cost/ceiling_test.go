@@ -96,6 +96,68 @@ func TestRangeCeiling(t *testing.T) {
 	}
 }
 
+// TestRangeCeilingBelow holds RangeCeilingBelow to RangeCeiling: on
+// TestRangeCeiling's layouts, for every micro-batch count, remat policy,
+// range of batches and several stretches, below as a bar (v < bar) must
+// hold of RangeCeiling exactly where RangeCeilingBelow says it does, for
+// bars at, just above and just below, and between, each of the two
+// ceilings it is the least of (commCeiling, exposedCeiling), and for none
+// and every throughput. Some bars must be met by the first ceiling alone,
+// some only by the exposure's, and some by neither.
+func TestRangeCeilingBelow(t *testing.T) {
+	e := NewEstimator()
+	byComm, byExposed, neither := 0, 0, 0
+	for _, c := range rangeCases {
+		m := layout(t, c.accel, c.slices, c.layout)
+		spec := lookup(t, c.model)
+		p := m.Size(mesh.Pipeline)
+		for _, mb := range []int{p, 4 * p} {
+			for _, r := range SearchRemats() {
+				j := NewJob(spec, spec.SeqLen, 1)
+				j.Schedule, j.Chunks, j.MicroBatches, j.Remat = schedule.GPipe, 1, mb, r
+				bm, err := e.BatchMemory(j, m)
+				if err != nil {
+					t.Fatalf("%s on %s: %v", c.model, c.layout, err)
+				}
+				for _, rg := range []struct{ lo, hi int }{{1, 1}, {1, 8}, {2, 30}} {
+					lo, hi := rg.lo*bm.shards, rg.hi*bm.shards
+					for _, stretch := range []float64{1, 1.3, bm.Stretch(schedule.GPipe, 1)} {
+						got := bm.RangeCeiling(lo, hi, stretch)
+						comm, ok := bm.commCeiling(lo, hi, stretch)
+						ex := bm.exposedCeiling(lo, hi, stretch)
+						bars := []float64{0, math.Inf(1), got, ex, (comm + ex) / 2}
+						if ok {
+							bars = append(bars, comm)
+						}
+						for _, x := range bars[2:] {
+							bars = append(bars, x*(1+1e-9), x*(1-1e-9))
+						}
+						for _, bar := range bars {
+							want := got < bar
+							if below := bm.RangeCeilingBelow(lo, hi, stretch, func(v float64) bool { return v < bar }); below != want {
+								t.Errorf("%s on %s, %d micro-batches, %s, batches %d to %d, stretch %v, bar %v: RangeCeilingBelow %v, RangeCeiling %v (its parts %v, %v)",
+									c.model, c.layout, mb, r, lo, hi, stretch, bar, below, got, comm, ex)
+							}
+							switch {
+							case ok && comm < bar:
+								byComm++
+							case want:
+								byExposed++
+							default:
+								neither++
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("bars met by the first ceiling %d, by the exposure's alone %d, by neither %d", byComm, byExposed, neither)
+	if byComm == 0 || byExposed == 0 || neither == 0 {
+		t.Errorf("bars met by the first ceiling %d, by the exposure's alone %d, by neither %d: want some of each", byComm, byExposed, neither)
+	}
+}
+
 // rangeSched is a pipeline schedule and its chunks.
 type rangeSched struct {
 	k schedule.Kind
