@@ -77,6 +77,13 @@ type Verification struct {
 	// Report is what XLA's memory report should read a JAX device by the
 	// plan (plan.Plan.XLAReport).
 	Report unit.Bytes
+	// TempScale is the temporaries' factor the plan was made with (0:
+	// none): check's calibration file replaces it, so plan takes the file
+	// in its place. NamedNone says the plan has no remat and the commands
+	// carry the policy MaxText runs for it (cost.NamedNone): the file's
+	// factor is that policy's, to plan with it.
+	TempScale float64
+	NamedNone bool
 }
 
 // OptionValue is an option of a verification's commands and its value,
@@ -144,7 +151,7 @@ func Verify(p plan.Plan, model string) Verification {
 		return Verification{Refused: err}
 	}
 	return Verification{TopologyNote: CompileTopologyNote(p.Request.Multislice.Slice), Job: jobIdentity(p, model), Layout: layout,
-		ConfigFile: cfg.File(), Compile: CompileCommand(p, cfg), Report: report}
+		ConfigFile: cfg.File(), Compile: CompileCommand(p, cfg), Report: report, TempScale: e.Job.TempScale, NamedNone: e.Job.Remat == cost.RematNone}
 }
 
 // namedReport is what XLA's memory report of the exported config should
