@@ -67,7 +67,7 @@ type Verification struct {
 	// topology other than the type's default, a slice count above one),
 	// so that export and check plan this job and no default or example;
 	// Layout is the plan's layout (in JAX devices: a TPU7x chip is two),
-	// batch and remat, its gradient_accumulation_steps when above 1 (with
+	// batch and remat (for none, the custom policy the export writes), its gradient_accumulation_steps when above 1 (with
 	// a mesh given, plan, export and check accumulate only when told to),
 	// and a pipeline's schedule and chunks. Each value is quoted for a
 	// POSIX shell; the front end spells the options (Verification.Args).
@@ -75,7 +75,8 @@ type Verification struct {
 	ConfigFile  string
 	Compile     string
 	// Report is what XLA's memory report should read a JAX device by the
-	// plan (plan.Plan.XLAReport).
+	// plan (plan.Plan.XLAReport), or for a plan without remat by the
+	// policy the export writes for it (namedReport).
 	Report unit.Bytes
 	// TempScale is the temporaries' factor the plan was made with (0:
 	// none): check's calibration file replaces it, so plan takes the file
