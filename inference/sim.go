@@ -269,8 +269,10 @@ func NewSim(srv Server, load Load, cost func(Batch) time.Duration, rng *rand.Ran
 			return nil, badInt("ranks", srv.Ranks, fmt.Sprintf("0 or 1 (one scheduler) to %d DP ranks", MaxConcurrency))
 		case srv.Ranks > 1 && (srv.KVPacking < 1 || srv.KVPacking > 8):
 			return nil, badInt("kv_packing", srv.KVPacking, "1 to 8 KV values a 32-bit word with DP ranks")
-		case srv.Pages/max(srv.Ranks, 1) < ceilDiv(load.Mix.Longest(), srv.BlockSize):
-			return nil, badInt("pages", srv.Pages, fmt.Sprintf("at least %d a scheduler (%d of them), the pages of the longest request (%d tokens in pages of %d)", ceilDiv(load.Mix.Longest(), srv.BlockSize), max(srv.Ranks, 1), load.Mix.Longest(), srv.BlockSize))
+		case !fitsOne(srv.Pages/max(srv.Ranks, 1), ceilDiv(srv.MaxModelLen, srv.BlockSize)):
+			// vLLM's start-up check [v-kvcheck]: one max_model_len sequence
+			// (the longest request is at most that long)
+			return nil, badInt("pages", srv.Pages, fmt.Sprintf("at least %d a scheduler (%d of them), the pages of one max_model_len sequence (%d tokens in pages of %d), which vLLM's start-up checks", ceilDiv(srv.MaxModelLen, srv.BlockSize), max(srv.Ranks, 1), srv.MaxModelLen, srv.BlockSize))
 		case srv.QueryBlock < 0 || srv.QueryBlock > MaxTokens:
 			return nil, badInt("query_block", srv.QueryBlock, fmt.Sprintf("0 (not modelled) to %d tokens", MaxTokens))
 		case srv.QueryBlock > 0 && (srv.KeyBlock < 1 || srv.KeyBlock > MaxTokens):

@@ -166,7 +166,10 @@ func TestSimHandBatchKernel(t *testing.T) {
 //	     2 gets its prompt.
 //	t=8..12: 2 decodes tokens 2 to 6.
 func TestSimPreemption(t *testing.T) {
-	srv := Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 4, MaxModelLen: 64}
+	// max_model_len 16: the 4 pages hold one such sequence, vLLM's
+	// start-up check, and two of these requests at their full 10 tokens
+	// do not fit at once
+	srv := Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 4, MaxModelLen: 16}
 	s, err := NewSim(srv, Load{Mix: FixedMix(4, 6), Concurrency: 3, Requests: 3}, perStep, rand.New(rand.NewPCG(1, 0)))
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +284,7 @@ func TestSimulateDeterministic(t *testing.T) {
 
 // TestNewSimErrors: each invalid setting names its field.
 func TestNewSimErrors(t *testing.T) {
-	ok := Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 4, MaxModelLen: 64}
+	ok := Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 4, MaxModelLen: 16}
 	load := Load{Mix: FixedMix(4, 6), Concurrency: 3, Requests: 3}
 	tests := []struct {
 		name  string
@@ -290,14 +293,18 @@ func TestNewSimErrors(t *testing.T) {
 		field string
 	}{
 		{"too few pages", Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 2, MaxModelLen: 64}, load, "pages"},
+		// the pages hold the longest request (10 tokens) but not one of
+		// max_model_len 64, which vLLM's start-up check asks (it was
+		// accepted: the check read the longest request)
+		{"pages under max_model_len", Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 4, MaxModelLen: 64}, load, "pages"},
 		{"no mix", ok, Load{Concurrency: 3, Requests: 3}, "length_mix"},
-		{"too long", ok, Load{Mix: FixedMix(60, 6), Concurrency: 3, Requests: 3}, "length_mix"},
+		{"too long", ok, Load{Mix: FixedMix(12, 6), Concurrency: 3, Requests: 3}, "length_mix"},
 		{"no requests", ok, Load{Mix: FixedMix(4, 6), Concurrency: 3}, "requests"},
 		{"no clients", ok, Load{Mix: FixedMix(4, 6), Requests: 3}, "concurrency"},
 		{"budget", Server{Engine: VLLM, MaxNumSeqs: 4, BlockSize: 4, Pages: 4, MaxModelLen: 64}, load, "max_num_batched_tokens"},
 		{"engine", Server{Engine: 7, MaxNumSeqs: 4, MaxModelLen: 64}, load, "engine"},
-		{"query block", Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 4, MaxModelLen: 64, QueryBlock: -1}, load, "query_block"},
-		{"key block", Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 4, MaxModelLen: 64, QueryBlock: 4}, load, "key_block"},
+		{"query block", Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 4, MaxModelLen: 16, QueryBlock: -1}, load, "query_block"},
+		{"key block", Server{Engine: VLLM, MaxNumSeqs: 4, MaxNumBatchedTokens: 8, BlockSize: 4, Pages: 4, MaxModelLen: 16, QueryBlock: 4}, load, "key_block"},
 	}
 	for _, tt := range tests {
 		_, err := NewSim(tt.srv, tt.load, perStep, rand.New(rand.NewPCG(1, 0)))
