@@ -87,7 +87,8 @@ func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 // global batch, the remat policy and the ring of experts (compared whole,
 // so anything else differing takes Reset's path), it keeps the shape's
 // degrees, its tokens and layers per chip, the parameters (each stage's
-// state) and the FLOPs: shapeWith works them out from the mesh and the
+// state; worked out again where the schedule moves the model's ends,
+// headOnEveryStage) and the FLOPs: shapeWith works them out from the mesh and the
 // rest of the job alone, at one sequence per micro-batch whatever the
 // micro-batches (the batch is the shards). The layer's
 // footprint is kept too unless the policy or the dispatch changed, as
@@ -107,6 +108,7 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 		return bm.Reset(bm.e, j, &m)
 	}
 	policy := j.Remat != old.Remat || j.RingOfExperts != old.RingOfExperts
+	head := j.headOnEveryStage(bm.sh.p) != old.headOnEveryStage(bm.sh.p)
 	e := bm.e
 	bm.n, bm.floor, bm.comm, bm.ok = 1, stepFloor{}, commMemo{}, false
 	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
@@ -129,6 +131,9 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 	if policy {
 		sh.layerShape = e.layerShape(jb, sh)
 		jb.setBatch(sh, 1)
+	}
+	if head {
+		e.setParams(sh, jb)
 	}
 	if sh.p > 1 {
 		bm.n = 2
@@ -356,8 +361,10 @@ func (bm *BatchMemory) collectivesFloor(globalBatch int) (commFloors, bool) {
 		return commFloors{}, false
 	}
 	e, est := bm.e, &bm.est
+	least := *sh
+	bm.leastParams(&least)
 	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = globalBatch, sh.b, e.comms[:0]
-	f := commFloors{parts: e.commParts(est, sh)}
+	f := commFloors{parts: e.commParts(est, &least)}
 	f.comm = f.parts.floor(j.calibration().Contention, sh.ls)
 	f.round = roundingNs(est.Comms, sh)
 	e.comms = est.Comms
@@ -416,10 +423,24 @@ func (c *commMemo) put(k commKey, f commFloors) {
 func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
 	f := &bm.floor
 	if !f.computeOK {
-		f.perShard, f.fixed = bm.est.Job.computeFloor(&bm.est.Mesh, &bm.sh)
+		least := bm.sh
+		bm.leastParams(&least)
+		f.perShard, f.fixed = bm.est.Job.computeFloor(&bm.est.Mesh, &least)
 		f.computeOK = true
 	}
 	return f.perShard, f.fixed
+}
+
+// leastParams sets sh's parameters to the fewest any schedule lays out
+// on its stages: Megatron's, with the input embedding on the first stage
+// and the output layer on the last (headOnEveryStage false), which hold
+// no more on either stage than MaxText's, every stage with all of them,
+// and leave no gradients of them to sum over the stages (tally.
+// pipelineHead). The ceilings' floors (collectivesFloor, computeFloor)
+// read them, so that a ceiling worked out under one schedule bounds the
+// others' throughput (RangeCeiling).
+func (bm *BatchMemory) leastParams(sh *shape) {
+	bm.e.setParamsHead(sh, &bm.est.Job, false)
 }
 
 // stepFloor is bm.floor, worked out the first time.

@@ -38,6 +38,7 @@ func (e *Estimator) collectives(est *Estimate, sh *shape, exposure bool) (t tall
 	params := j.paramsPerChip(sh)
 	grads := unit.Bytes(params * float64(prec.Gradient))
 	t.dataParallel(grads)
+	t.pipelineHead(unit.Bytes(sh.head * float64(prec.Gradient)))
 	t.fsdp(grads, unit.Bytes(params*float64(min(prec.Weight, prec.Activation))))
 	act := unit.Bytes(float64(sh.b) * float64(sh.s) * float64(j.Model.DModel) * float64(prec.Activation))
 	first := len(est.Comms)
@@ -161,6 +162,29 @@ func (t *tally) dataParallel(grads unit.Bytes) {
 	d, c := m.Degree(mesh.Data), m.Degree(mesh.Context)
 	cost := t.perLayer(collective.AllReduce, grads, d.ICI*c.ICI, m.Link(mesh.Data, mesh.Context).Collective(), d.DCN*c.DCN)
 	t.add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, true)
+	t.gradICI += cost.ICITime
+	t.gradDCN += cost.DCNTime
+}
+
+// pipelineHead: the gradients of the embedding, final norm and output
+// layer a MaxText pipeline keeps on every stage (headOnEveryStage), grads
+// bytes per chip after FSDP's reduce-scatter, summed over the stages,
+// which ran them on their own shares of the batch: the embedding's output
+// enters the pipeline as state_io, the stage axis on its first dimension
+// (layers/pipeline.py init_states, lines 248-255 @e591f30c), and the
+// logits shard the batch over data, stage, fsdp and expert
+// (layers/decoders.py apply_output_head, lines 807-809,
+// "activation_embed_and_logits_batch" in configs/base.yml line 538). One all-reduce across the stage groups
+// (over slices too with a pipeline across DCN), overlapped with the
+// backward pass as the other gradient reductions are.
+func (t *tally) pipelineHead(grads unit.Bytes) {
+	m := &t.est.Mesh
+	if grads == 0 {
+		return
+	}
+	pa := m.Degree(mesh.Pipeline)
+	cost := collective.Hierarchical(collective.AllReduce, grads, pa.ICI, m.Link(mesh.Pipeline).Collective(), pa.DCN, t.dcn(pa.DCN))
+	t.add(mesh.Pipeline, "embedding and output gradient all-reduce", collective.AllReduce, 1, cost, true)
 	t.gradICI += cost.ICITime
 	t.gradDCN += cost.DCNTime
 }

@@ -1,0 +1,115 @@
+package cost
+
+import (
+	"testing"
+
+	"shardlab/collective"
+	"shardlab/mesh"
+	"shardlab/schedule"
+	"shardlab/unit"
+)
+
+// Llama 3 8B by hand: a layer is q and o 4096 × 4096 each, k and v
+// 4096 × 1024 each, the MLP 3 × 4096 × 14,336 and two norms of 4096,
+// 218,112,000 parameters; 16 of them a stage is 3,489,792,000. The
+// embedding and the untied output layer are 128,256 × 4096 =
+// 525,336,576 each, the final norm 4096.
+const (
+	llama8bStageLayers = 16 * 218_112_000
+	llama8bVocabMatrix = 128_256 * 4096
+	llama8bFinalNorm   = 4096
+)
+
+// TestPipelineHeadOnEveryStage holds each stage's state to a hand
+// derivation, Llama 3 8B on v5p-16 as fsdp=4,pipeline=2 (MaxTextPrecision:
+// fp32 weights and gradients, two fp32 Adam moments). In MaxText's
+// pipelines (GPipe, circular) every stage holds the embedding, the final
+// norm and the output layer (headOnEveryStage): (3,489,792,000 +
+// 2 × 525,336,576 + 4096) / 4 = 1,135,117,312 parameters a chip on both
+// stages. Megatron's (1F1B) puts the embedding on the first stage,
+// (3,489,792,000 + 525,336,576) / 4 = 1,003,782,144, and the norm and
+// output layer on the last, 1,003,783,168.
+func TestPipelineHeadOnEveryStage(t *testing.T) {
+	e := NewEstimator()
+	m := layout(t, "v5p-16", 1, "fsdp=4,pipeline=2")
+	cases := []struct {
+		k           schedule.Kind
+		chunks      int
+		first, last int64 // parameters a chip
+	}{
+		{schedule.GPipe, 1, 1_135_117_312, 1_135_117_312},
+		{schedule.Circular, 2, 1_135_117_312, 1_135_117_312},
+		{schedule.OneFOneB, 1, 1_003_782_144, 1_003_783_168},
+	}
+	for _, c := range cases {
+		if got := int64(llama8bStageLayers+2*llama8bVocabMatrix+llama8bFinalNorm) / 4; c.k != schedule.OneFOneB && got != c.first {
+			t.Fatalf("hand derivation: %d, want %d", got, c.first)
+		}
+		j := NewJob(lookup(t, "llama3-8b"), 8192, 32)
+		j.Schedule, j.MicroBatches, j.Chunks = c.k, 8, c.chunks
+		sh, err := e.validShape(&j, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range []struct {
+			s      stage
+			params int64
+		}{{firstStage, c.first}, {lastStage, c.last}} {
+			got := e.stageBase(&j, &m, &sh, st.s).mem
+			want := Memory{Weights: unit.Bytes(st.params * 4), Gradients: unit.Bytes(st.params * 4), Optimizer: unit.Bytes(st.params * 8)}
+			if got.Weights != want.Weights || got.Gradients != want.Gradients || got.Optimizer != want.Optimizer {
+				t.Errorf("%s, %s stage: weights, gradients, optimizer %d, %d, %d bytes, want %d, %d, %d", c.k, st.s,
+					got.Weights, got.Gradients, got.Optimizer, want.Weights, want.Gradients, want.Optimizer)
+			}
+		}
+	}
+}
+
+// TestPipelineHeadGradientAllReduce holds the all-reduce of the ends'
+// gradients over the stages to a hand derivation: the embedding, norm
+// and output layer's share a chip holds, (2 × 525,336,576 + 4096) / 4 =
+// 262,669,312 parameters, 1,050,677,248 bytes of fp32 gradient; a ring
+// all-reduce over 2 stages sends 2 × (2 − 1) / 2 of it, 1,050,677,248
+// bytes a chip, over ICI with the stages in one slice and over DCN with
+// them across two. Megatron's 1F1B has none.
+func TestPipelineHeadGradientAllReduce(t *testing.T) {
+	const grads = (2*llama8bVocabMatrix + llama8bFinalNorm) / 4 * 4
+	if want := int64(1_050_677_248); grads != want {
+		t.Fatalf("hand derivation: %d, want %d", grads, want)
+	}
+	cases := []struct {
+		accel    string
+		slices   int
+		spec     string
+		k        schedule.Kind
+		ici, dcn unit.Bytes
+	}{
+		{"v5p-16", 1, "fsdp=4,pipeline=2", schedule.GPipe, grads, 0},
+		{"v5p-8", 2, "fsdp=4,pipeline=2(dcn)", schedule.GPipe, 0, grads},
+		{"v5p-16", 1, "fsdp=4,pipeline=2", schedule.OneFOneB, 0, 0},
+	}
+	for _, c := range cases {
+		j := NewJob(lookup(t, "llama3-8b"), 8192, 32)
+		j.Schedule, j.MicroBatches = c.k, 8
+		est, err := EstimateStep(j, layout(t, c.accel, c.slices, c.spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found *Comm
+		for i := range est.Comms {
+			if cm := &est.Comms[i]; cm.Axis == mesh.Pipeline && cm.Op == collective.AllReduce {
+				found = cm
+			}
+		}
+		switch {
+		case c.ici+c.dcn == 0 && found != nil:
+			t.Errorf("%s on %s: %s of %d bytes, want none", c.k, c.spec, found.What, found.ICIBytes+found.DCNBytes)
+		case c.ici+c.dcn == 0:
+		case found == nil:
+			t.Errorf("%s on %s: no all-reduce over the stages", c.k, c.spec)
+		case found.ICIBytes != c.ici || found.DCNBytes != c.dcn || !found.Overlapped:
+			t.Errorf("%s on %s: ICI %d, DCN %d bytes, overlapped %v; want %d, %d, true", c.k, c.spec,
+				found.ICIBytes, found.DCNBytes, found.Overlapped, c.ici, c.dcn)
+		}
+	}
+}
