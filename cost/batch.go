@@ -108,7 +108,7 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 		return bm.Reset(bm.e, j, &m)
 	}
 	policy := j.Remat != old.Remat || j.RingOfExperts != old.RingOfExperts
-	head := j.headOnEveryStage(bm.sh.p) != old.headOnEveryStage(bm.sh.p)
+	ends := j.endsOf(bm.sh.p) != old.endsOf(bm.sh.p)
 	e := bm.e
 	bm.n, bm.floor, bm.comm, bm.ok = 1, stepFloor{}, commMemo{}, false
 	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
@@ -132,7 +132,7 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 		sh.layerShape = e.layerShape(jb, sh)
 		jb.setBatch(sh, 1)
 	}
-	if head {
+	if ends {
 		e.setParams(sh, jb)
 	}
 	if sh.p > 1 {
@@ -431,16 +431,20 @@ func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
 	return f.perShard, f.fixed
 }
 
-// leastParams sets sh's parameters to the fewest any schedule lays out
-// on its stages: Megatron's, with the input embedding on the first stage
-// and the output layer on the last (headOnEveryStage false), which hold
-// no more on either stage than MaxText's, every stage with all of them,
-// and leave no gradients of them to sum over the stages (tally.
-// pipelineHead). The ceilings' floors (collectivesFloor, computeFloor)
-// read them, so that a ceiling worked out under one schedule bounds the
-// others' throughput (RangeCeiling).
+// leastParams sets sh's parameters to fewer than any schedule lays out
+// on its stages: with a pipeline, the layers' alone (endsNone). Megatron's
+// layout (the embedding on the first stage, the output layer on the last)
+// holds fewer than MaxText's (all of them on every stage) but gathers
+// its ends for every micro-batch where MaxText's gathers them once a
+// step (tally.fsdpHead), so neither's collectives are at most the
+// other's; without the ends they are at most both. The ceilings' floors
+// (collectivesFloor, computeFloor) read them, so that a ceiling worked
+// out under one schedule bounds the others' throughput (RangeCeiling).
+// Without a pipeline there is one layout, and sh keeps it.
 func (bm *BatchMemory) leastParams(sh *shape) {
-	bm.e.setParamsHead(sh, &bm.est.Job, false)
+	if sh.p > 1 {
+		bm.e.setParamsEnds(sh, &bm.est.Job, endsNone)
+	}
 }
 
 // stepFloor is bm.floor, worked out the first time.

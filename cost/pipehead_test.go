@@ -113,3 +113,50 @@ func TestPipelineHeadGradientAllReduce(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineHeadGatheredOnce holds the FSDP collectives of a MaxText
+// pipeline to a hand derivation, Llama 3 8B on v5p-16 as
+// fsdp=4,pipeline=2, GPipe over 8 micro-batches: the embedding, norm and
+// output layer (262,669,312 parameters a chip) are gathered in bf16 for
+// the forward and the backward once a step, 2 × 3/4 × 4 × 525,338,624 =
+// 3,152,031,744 bytes a chip, and their fp32 gradient reduce-scattered
+// once, 3/4 × 4 × 1,050,677,248 = 3,152,031,744; the stage's 16 layers
+// (872,448,000 parameters a chip) are gathered twice per micro-batch, 16 ×
+// 3/4 × 4 × 1,744,896,000 = 83,755,008,000 bytes, and reduce-scattered once
+// per micro-batch, 8 × 3/4 × 4 × 3,489,792,000 = 83,755,008,000.
+func TestPipelineHeadGatheredOnce(t *testing.T) {
+	if got := int64(llama8bStageLayers) / 4; got != 872_448_000 {
+		t.Fatalf("hand derivation: %d layer parameters a chip, want 872,448,000", got)
+	}
+	j := NewJob(lookup(t, "llama3-8b"), 8192, 32)
+	j.Schedule, j.MicroBatches = schedule.GPipe, 8
+	est, err := EstimateStep(j, layout(t, "v5p-16", 1, "fsdp=4,pipeline=2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		count int
+		bytes unit.Bytes
+	}{
+		"embedding and output all-gather":     {2, 3_152_031_744},
+		"embedding and output reduce-scatter": {1, 3_152_031_744},
+		"weight all-gather":                   {16, 83_755_008_000},
+		"gradient reduce-scatter":             {8, 83_755_008_000},
+	}
+	seen := 0
+	for _, c := range est.Comms {
+		w, ok := want[c.What]
+		if c.Axis != mesh.FSDP || !ok {
+			continue
+		}
+		seen++
+		// the layers' collectives are issued one per layer, each
+		// rounded down to the byte
+		if c.Count != w.count || c.ICIBytes > w.bytes || c.ICIBytes < w.bytes-unit.Bytes(16*c.Count) || c.DCNBytes != 0 {
+			t.Errorf("%s: %d of them, ICI %d, DCN %d bytes; want %d, %d, 0", c.What, c.Count, c.ICIBytes, c.DCNBytes, w.count, w.bytes)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d of the %d FSDP collectives found in %v", seen, len(want), est.Comms)
+	}
+}

@@ -161,31 +161,30 @@ func (e *Estimator) shapeInto(sh *shape, j *Job, m *mesh.Mesh) error {
 // setParams sets sh.params and sh.head to j's stagesParams and
 // headParams, from e's cache.
 func (e *Estimator) setParams(sh *shape, j *Job) {
-	e.setParamsHead(sh, j, j.headOnEveryStage(sh.p))
+	e.setParamsEnds(sh, j, j.endsOf(sh.p))
 }
 
-// setParamsHead is setParams with the model's ends on every stage or not
-// (head).
-func (e *Estimator) setParamsHead(sh *shape, j *Job, head bool) {
-	k := paramsKey{sh.t, sh.f, sh.e, sh.p, sh.ls, head}
+// setParamsEnds is setParams with the model's ends laid out as ends.
+func (e *Estimator) setParamsEnds(sh *shape, j *Job, ends endsLayout) {
+	k := paramsKey{sh.t, sh.f, sh.e, sh.p, sh.ls, ends}
 	params, ok := e.params[k]
 	if !ok {
-		params = j.stagesParams(sh, head)
+		params = j.stagesParams(sh, ends)
 		e.params[k] = params
 	}
-	sh.params, sh.head = params, j.headParams(sh, head)
+	sh.params, sh.head = params, j.headParams(sh, ends)
 }
 
 // paramsKey is what stageParams depends on besides the model: the shape's
-// degrees and whether the pipeline keeps its ends on every stage.
+// degrees and where the pipeline lays out the model's ends.
 type paramsKey struct {
 	t, f, e, p, ls int
-	head           bool
+	ends           endsLayout
 }
 
 // stagesParams is stageParams of the first and the last stage.
-func (j *Job) stagesParams(sh *shape, head bool) [2]float64 {
-	return [2]float64{j.stageParams(sh, firstStage, head), j.stageParams(sh, lastStage, head)}
+func (j *Job) stagesParams(sh *shape, ends endsLayout) [2]float64 {
+	return [2]float64{j.stageParams(sh, firstStage, ends), j.stageParams(sh, lastStage, ends)}
 }
 
 // withBatch is sh with b sequences per chip per micro-batch.
@@ -203,8 +202,8 @@ func (j *Job) setBatch(sh *shape, b int) {
 func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	sh, err := shapeWith(&j, &m, nil)
 	if err == nil {
-		head := j.headOnEveryStage(sh.p)
-		sh.params, sh.head = j.stagesParams(&sh, head), j.headParams(&sh, head)
+		ends := j.endsOf(sh.p)
+		sh.params, sh.head = j.stagesParams(&sh, ends), j.headParams(&sh, ends)
 		sh.flops = j.flops()
 	}
 	return sh, err

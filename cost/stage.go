@@ -26,26 +26,27 @@ func (st stage) String() string {
 }
 
 // stageParams is the parameters one chip of a stage holds: the stage's
-// layers, plus the ends of the model (headParams): in MaxText's pipelines
-// all of them on every stage (head: headOnEveryStage); in Megatron's
-// (1F1B, interleaved) the input
-// embedding on the first stage and the final norm and output layer on the
-// last (a tied output keeps its own copy of the embedding there); sharded
-// over tensor and fsdp.
+// layers, plus the ends of the model as ends lays them out (endsOf):
+// without a pipeline all of them; in MaxText's pipelines all of them on
+// every stage; in Megatron's (1F1B, interleaved) the input embedding on
+// the first stage and the final norm and output layer on the last (a
+// tied output keeps its own copy of the embedding there); sharded over
+// tensor and fsdp.
 // With more tensor shards than key/value heads, each K/V head is
 // replicated on t/KV chips (Megatron's GQA layout).
-func (j *Job) stageParams(sh *shape, st stage, head bool) float64 {
+func (j *Job) stageParams(sh *shape, st stage, ends endsLayout) float64 {
 	pc := j.Model.ParamCount()
-	var ends int64
+	var n int64
 	switch {
-	case sh.p == 1 || head:
-		ends = pc.Embedding + pc.Output + pc.FinalNorm
+	case sh.p == 1 || ends == endsEvery:
+		n = pc.Embedding + pc.Output + pc.FinalNorm
+	case ends == endsNone:
 	case st == firstStage:
-		ends = pc.Embedding
+		n = pc.Embedding
 	case j.Model.TiedEmbeddings:
-		ends = pc.Embedding + pc.FinalNorm
+		n = pc.Embedding + pc.FinalNorm
 	default:
-		ends = pc.Output + pc.FinalNorm
+		n = pc.Output + pc.FinalNorm
 	}
 	layer := denseLayerParams(j.Model, sh.t)
 	layers := float64(sh.ls) * layer
@@ -55,11 +56,34 @@ func (j *Job) stageParams(sh *shape, st stage, head bool) float64 {
 	}
 	// MaxText shards the embed dimension of every weight but the routed
 	// experts' over fsdp and expert (base.yml's embed rule lists both)
-	p := (layers+float64(ends)/float64(sh.t))/float64(sh.f*sh.e) + j.routedPerChip(sh)
+	p := (layers+float64(n)/float64(sh.t))/float64(sh.f*sh.e) + j.routedPerChip(sh)
 	if sh.p == 1 || st == lastStage {
 		p += j.mtpParams(sh)
 	}
 	return p
+}
+
+// endsLayout is where a pipeline lays out the model's ends: the input
+// embedding, the final norm and the output layer.
+type endsLayout uint8
+
+const (
+	// endsSplit: Megatron's, the embedding on the first stage, the
+	// norm and the output layer on the last.
+	endsSplit endsLayout = iota
+	// endsEvery: MaxText's, all of them on every stage (headOnEveryStage).
+	endsEvery
+	// endsNone: none of them on any stage, fewer parameters than either
+	// layout lays out (BatchMemory.leastParams).
+	endsNone
+)
+
+// endsOf is where j lays out the ends of a pipeline of p stages.
+func (j *Job) endsOf(p int) endsLayout {
+	if j.headOnEveryStage(p) {
+		return endsEvery
+	}
+	return endsSplit
 }
 
 // headOnEveryStage reports whether a pipeline of p stages keeps the input
@@ -82,10 +106,10 @@ func (j *Job) headOnEveryStage(p int) bool {
 
 // headParams is the parameters of the embedding, final norm and output
 // layer one chip holds that its replicas on the other pipeline stages
-// hold too (head: headOnEveryStage), sharded as stageParams shards them;
-// 0 without head.
-func (j *Job) headParams(sh *shape, head bool) float64 {
-	if !head {
+// hold too (ends endsEvery), sharded as stageParams shards them; 0 for
+// the other layouts.
+func (j *Job) headParams(sh *shape, ends endsLayout) float64 {
+	if ends != endsEvery || sh.p <= 1 {
 		return 0
 	}
 	pc := j.Model.ParamCount()
