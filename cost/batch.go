@@ -147,10 +147,12 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 // job and layout Reset (or Reschedule) last set, the first time Total or
 // Check needs them: the ceilings a search skips most layouts by read
 // neither, and a stage's base reads only the layout, the stage's
-// parameters, the job's precision, offload, headroom and temporaries'
-// scale (none of which Reschedule changes) and its schedule's micro-batches
-// in flight (setInFlight), not the remat policy or the dispatch
-// (SetPolicy), so it is what Reset worked it out as before.
+// parameters (which Reschedule works out again where the schedule moves
+// the model's ends), the job's precision, offload, headroom and
+// temporaries' scale (none of which Reschedule changes) and its
+// schedule's micro-batches in flight (setInFlight), not the remat policy
+// or the dispatch (SetPolicy), so it is what Reset worked it out as
+// before.
 func (bm *BatchMemory) stage() {
 	if bm.staged {
 		return
