@@ -250,6 +250,20 @@ func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
 	return why, nil
 }
 
+// StateExceeds reports whether the job's state alone, its larger stage's
+// weights, gradients and optimizer state (Memory.State), exceeds the
+// usable HBM: Check is then ReasonHBM at every batch it weighs. The state
+// reads the layout's parameters per stage, the job's precision, offload
+// and temporaries' scale, and gradient accumulation's sum of a job's
+// micro-batches without a pipeline (stageBase), not the schedule, its
+// chunks, the remat policy, the expert dispatch or, on a pipeline, the
+// micro-batches: on a pipelined layout it says the same for every job
+// Reschedule and SetPolicy make of this one.
+func (bm *BatchMemory) StateExceeds() bool {
+	bm.stage()
+	return bm.state > bm.usable
+}
+
 // Bound is the estimator's Bound of the job at globalBatch, the job
 // checked and its shape worked out once for every batch.
 func (bm *BatchMemory) Bound(globalBatch int) (Bound, error) {
@@ -281,7 +295,7 @@ func (bm *BatchMemory) MaxThroughput(lo, hi int) float64 {
 	best := 0.0
 	for _, b := range [2]int{lo, hi} {
 		floorNs := (perShard*float64(b)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
-		stepNs := f.stretch*(floorNs-4) - 2
+		stepNs := bm.jobStretch()*(floorNs-4) - 2
 		if !(stepNs > 0) {
 			return math.Inf(1)
 		}
@@ -307,7 +321,7 @@ func (bm *BatchMemory) ThroughputCeiling(globalBatch int) float64 {
 	if !ok {
 		return math.Inf(1)
 	}
-	stepNs := bm.leastStep(&c, f.stretch)
+	stepNs := bm.leastStep(&c, bm.jobStretch())
 	if !(stepNs > 0) {
 		return math.Inf(1)
 	}
@@ -453,12 +467,22 @@ func (bm *BatchMemory) leastParams(sh *shape) {
 func (bm *BatchMemory) stepFloor() *stepFloor {
 	f := &bm.floor
 	if !f.ok {
-		j, m, sh := &bm.est.Job, &bm.est.Mesh, &bm.sh
+		j, m := &bm.est.Job, &bm.est.Mesh
 		_, err := j.matmulPeak(&m.Multislice.Slice.Chip)
 		f.ok, f.noPeak, f.chips = true, err != nil, float64(m.Chips())
-		f.stretch = bm.Stretch(j.Schedule, sh.v)
 	}
 	return f
+}
+
+// jobStretch is the Stretch of the job's own schedule, worked out the
+// first time it is asked for (the ceilings over a range of schedules,
+// which a search weighs most, take theirs from the caller).
+func (bm *BatchMemory) jobStretch() float64 {
+	f := bm.stepFloor()
+	if !f.stretchOK {
+		f.stretch, f.stretchOK = bm.Stretch(bm.est.Job.Schedule, bm.sh.v), true
+	}
+	return f.stretch
 }
 
 // stepFloor is what the ceilings on throughput find once for a job's
@@ -468,6 +492,7 @@ func (bm *BatchMemory) stepFloor() *stepFloor {
 type stepFloor struct {
 	ok, noPeak     bool
 	stretch, chips float64
+	stretchOK      bool // stretch is worked out (jobStretch)
 	// computeFloor's at one sequence per micro-batch, for the policy
 	// set, when computeOK
 	computeOK       bool

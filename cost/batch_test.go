@@ -423,3 +423,66 @@ func TestThroughputCeiling(t *testing.T) {
 		t.Errorf("ThroughputCeiling within 1.5 times the throughput in %d of %d batches, want at least half of at least 200", near, n)
 	}
 }
+
+// TestStateExceeds holds StateExceeds to Check: on layouts of a 70B
+// model whose state per chip is above and below the usable HBM, with and
+// without a pipeline, for every schedule, micro-batch count, remat policy
+// and, for a mixture of experts, dispatch (each a fresh BatchMemory), it
+// must say the same for every job of a layout, and where it says the
+// state exceeds, Check must be ReasonHBM at every batch weighed, the
+// smallest to many times it. Both answers must occur, each with and
+// without a pipeline.
+func TestStateExceeds(t *testing.T) {
+	e := NewEstimator()
+	cases := []struct{ model, accel, layout string }{
+		{"llama3-70b", "v5p-16", "fsdp=8"},
+		{"llama3-70b", "v5p-64", "fsdp=32"},
+		{"llama3-70b", "v5p-64", "data=4,fsdp=8"},
+		{"llama3-70b", "v5p-64", "data=2,fsdp=16"},
+		{"llama3-70b", "v5p-64", "fsdp=4,pipeline=8"},
+		{"llama3-70b", "v5p-64", "data=4,pipeline=8"},
+		{"mixtral-8x7b", "v5p-16", "expert=8"},
+		{"mixtral-8x7b", "v5p-64", "fsdp=4,expert=8"},
+	}
+	seen := map[[2]bool]int{}
+	for _, c := range cases {
+		m := layout(t, c.accel, 1, c.layout)
+		spec := lookup(t, c.model)
+		p := m.Size(mesh.Pipeline)
+		micros, scheds := []int{1, 2, 4}, []rangeSched{{schedule.GPipe, 1}}
+		if p > 1 {
+			micros, scheds = []int{p, 2 * p, 4 * p, 8 * p}, rangeScheds
+		}
+		first, n := false, 0
+		for _, s := range scheds {
+			for _, mb := range micros {
+				for _, r := range Remats() {
+					for _, ring := range []bool{false, spec.MoE()} {
+						j := NewJob(spec, spec.SeqLen, 1)
+						j.Schedule, j.Chunks, j.MicroBatches, j.Remat, j.RingOfExperts = s.k, s.v, mb, r, ring
+						bm, err := e.BatchMemory(j, m)
+						if err != nil {
+							continue
+						}
+						got := bm.StateExceeds()
+						if n == 0 {
+							first = got
+						} else if got != first && (p > 1 || mb == micros[0]) {
+							t.Errorf("%s on %s, %s x %d, %d micro-batches, %s, ring %v: StateExceeds %v, %v for the layout's first job", c.model, c.layout, s.k, s.v, mb, r, ring, got, first)
+						}
+						n++
+						for _, k := range []int{1, 2, 7, 64} {
+							if why, err := bm.Check(k * bm.shards); got && (err != nil || why != ReasonHBM) {
+								t.Errorf("%s on %s, %s x %d, %d micro-batches, %s, batch %d: StateExceeds, but Check says %q, %v", c.model, c.layout, s.k, s.v, mb, r, k*bm.shards, why, err)
+							}
+						}
+					}
+				}
+			}
+		}
+		seen[[2]bool{first, p > 1}]++
+	}
+	if len(seen) < 4 {
+		t.Errorf("StateExceeds by (its answer, pipelined): %v, want every pair", seen)
+	}
+}

@@ -30,8 +30,35 @@ func (bm *BatchMemory) Stretch(k schedule.Kind, v int) float64 {
 // there. +Inf where it cannot say, and for a mixture of experts, whose
 // dispatch rounds its tokens to each expert's capacity. With no remat
 // (RematNone) it bounds every policy's Throughput as well. It is the
-// least of two ceilings: the one below, from commFloor, and
-// exposedCeiling's, from the collectives' exposure.
+// least of two ceilings: commCeiling's, from commFloor (+Inf where that
+// one cannot say), and exposedCeiling's, from the collectives' exposure.
+func (bm *BatchMemory) RangeCeiling(lo, hi int, stretch float64) float64 {
+	c, ok := bm.commCeiling(lo, hi, stretch)
+	if !ok {
+		return math.Inf(1)
+	}
+	return min(c, bm.exposedCeiling(lo, hi, stretch))
+}
+
+// RangeCeilingBelow reports whether below holds of RangeCeiling(lo, hi,
+// stretch), for a below that holds of every number less than one it
+// holds of (as a bar does: x < bar). A search asks only that, of most
+// layouts, and the exposure's ceiling costs more than the one from
+// commFloor: it is weighed only where the other is not below, since such
+// a below holds of the least of two numbers exactly where it holds of
+// either (neither ceiling is NaN: each is +Inf, or a throughput at a
+// positive step).
+func (bm *BatchMemory) RangeCeilingBelow(lo, hi int, stretch float64, below func(float64) bool) bool {
+	c, ok := bm.commCeiling(lo, hi, stretch)
+	if !ok {
+		return below(math.Inf(1))
+	}
+	return below(c) || below(bm.exposedCeiling(lo, hi, stretch))
+}
+
+// commCeiling is the first of RangeCeiling's two ceilings, at least the
+// same throughputs, from the collectives' floor; false where it cannot
+// say (RangeCeiling is then +Inf), and for a mixture of experts.
 //
 // Why: Throughput's step at b is at least stretch·(floor(b) − 4) − 2 +
 // comm(b) (in nanoseconds; leastStep's step, ThroughputCeiling's, is at
@@ -67,10 +94,10 @@ func (bm *BatchMemory) Stretch(k schedule.Kind, v int) float64 {
 // commFloor only grows with each. So every policy's step is at least no
 // remat's affine function at each batch, and b over it is at most this
 // ceiling.
-func (bm *BatchMemory) RangeCeiling(lo, hi int, stretch float64) float64 {
+func (bm *BatchMemory) commCeiling(lo, hi int, stretch float64) (float64, bool) {
 	f := bm.stepFloor()
 	if f.noPeak || bm.est.Job.Model.MoE() {
-		return math.Inf(1)
+		return 0, false
 	}
 	_, fixed := bm.computeFloor()
 	best := 0.0
@@ -78,14 +105,14 @@ func (bm *BatchMemory) RangeCeiling(lo, hi int, stretch float64) float64 {
 		c, ok := bm.ceilingStep(b)
 		stepNs := stretch*(c.floorNs-4) - 2 + c.commNs - 2*c.roundNs
 		if !ok || !(c.floorNs > 4) || !(stepNs > 0) {
-			return math.Inf(1)
+			return 0, false
 		}
 		best = max(best, float64(b)*float64(bm.est.Job.Seq)/(stepNs/1e9)/f.chips)
 		if lo == hi || stretch*(fixed*1e9*(1-slack)-4)-3-c.roundNs >= 0 {
 			break // the affine function's part that does not grow with the batch is not negative: b over it grows
 		}
 	}
-	return min(best*(1+slack), bm.exposedCeiling(lo, hi, stretch))
+	return best * (1 + slack), true
 }
 
 // exposedCeiling is a second ceiling RangeCeiling takes the least of, at

@@ -3,11 +3,11 @@ package cost
 import (
 	"fmt"
 	"math"
-	"shardlab/model"
 	"testing"
 
 	"shardlab/hw"
 	"shardlab/mesh"
+	"shardlab/model"
 	"shardlab/schedule"
 )
 
@@ -23,76 +23,115 @@ import (
 func TestRangeCeiling(t *testing.T) {
 	e := NewEstimator()
 	n, near, exposed, close := 0, 0, 0, 0
-	for _, c := range rangeCases {
-		m := layout(t, c.accel, c.slices, c.layout)
-		spec := lookup(t, c.model)
+	eachRangeJob(t, e, []int{1, 2, 4, 8}, func(rj rangeJob) {
+		c, m, spec, mb, r, j, bm := rj, rj.m, rj.spec, rj.mb, rj.r, rj.j, rj.bm
 		p := m.Size(mesh.Pipeline)
-		for _, mb := range []int{p, 2 * p, 4 * p, 8 * p} {
-			for _, r := range SearchRemats() {
-				j := NewJob(spec, spec.SeqLen, 1)
-				j.Schedule, j.Chunks, j.MicroBatches, j.Remat = schedule.GPipe, 1, mb, r
-				bm, err := e.BatchMemory(j, m)
-				if err != nil {
-					t.Fatalf("%s on %s: %v", c.model, c.layout, err)
-				}
-				var ok []rangeSched
-				stretch := 0.0
-				for _, s := range rangeScheds {
-					if spec.Layers%(p*s.v) == 0 {
-						ok = append(ok, s)
-						if st := bm.Stretch(s.k, s.v); stretch == 0 || st < stretch {
-							stretch = st
-						}
-					}
-				}
-				for _, rg := range []struct{ lo, hi int }{{1, 1}, {1, 8}, {2, 30}, {1, 64}} {
-					lo, hi := rg.lo*bm.shards, rg.hi*bm.shards
-					got := bm.RangeCeiling(lo, hi, stretch)
-					ex := bm.exposedCeiling(lo, hi, stretch)
-					if ex < got {
-						t.Errorf("%s on %s, %d micro-batches, %s, batches %d to %d: exposedCeiling %v below RangeCeiling %v, the least of it", c.model, c.layout, mb, r, lo, hi, ex, got)
-					}
-					fastest := 0.0
-					for _, s := range ok {
-						js := j
-						js.Schedule, js.Chunks = s.k, s.v
-						bs, err := e.BatchMemory(js, m)
-						if err != nil {
-							t.Fatalf("%s on %s, %s: %v", c.model, c.layout, s.k, err)
-						}
-						for b := lo; b <= hi; b += lo {
-							bd, err := bs.Bound(b)
-							if err != nil {
-								t.Fatalf("%s on %s, batch %d: %v", c.model, c.layout, b, err)
-							}
-							tp, ceil := e.Throughput(&bd), bs.ThroughputCeiling(b)
-							fastest = max(fastest, tp)
-							if got < tp || got < ceil {
-								t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d of %d to %d: RangeCeiling %v, below the ceiling %v or the throughput %v",
-									c.model, c.layout, mb, r, s.k, s.v, b, lo, hi, got, ceil, tp)
-							}
-						}
-					}
-					n++
-					if got <= 1.5*fastest {
-						near++
-					}
-					if ex == got && !math.IsInf(ex, 1) {
-						exposed++
-					}
-					if ex <= 1.1*fastest {
-						close++
-					}
+		var ok []rangeSched
+		stretch := 0.0
+		for _, s := range rangeScheds {
+			if spec.Layers%(p*s.v) == 0 {
+				ok = append(ok, s)
+				if st := bm.Stretch(s.k, s.v); stretch == 0 || st < stretch {
+					stretch = st
 				}
 			}
 		}
-	}
+		for _, rg := range []struct{ lo, hi int }{{1, 1}, {1, 8}, {2, 30}, {1, 64}} {
+			lo, hi := rg.lo*bm.shards, rg.hi*bm.shards
+			got := bm.RangeCeiling(lo, hi, stretch)
+			ex := bm.exposedCeiling(lo, hi, stretch)
+			if ex < got {
+				t.Errorf("%s on %s, %d micro-batches, %s, batches %d to %d: exposedCeiling %v below RangeCeiling %v, the least of it", c.model, c.layout, mb, r, lo, hi, ex, got)
+			}
+			fastest := 0.0
+			for _, s := range ok {
+				js := j
+				js.Schedule, js.Chunks = s.k, s.v
+				bs, err := e.BatchMemory(js, m)
+				if err != nil {
+					t.Fatalf("%s on %s, %s: %v", c.model, c.layout, s.k, err)
+				}
+				for b := lo; b <= hi; b += lo {
+					bd, err := bs.Bound(b)
+					if err != nil {
+						t.Fatalf("%s on %s, batch %d: %v", c.model, c.layout, b, err)
+					}
+					tp, ceil := e.Throughput(&bd), bs.ThroughputCeiling(b)
+					fastest = max(fastest, tp)
+					if got < tp || got < ceil {
+						t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d of %d to %d: RangeCeiling %v, below the ceiling %v or the throughput %v",
+							c.model, c.layout, mb, r, s.k, s.v, b, lo, hi, got, ceil, tp)
+					}
+				}
+			}
+			n++
+			if got <= 1.5*fastest {
+				near++
+			}
+			if ex == got && !math.IsInf(ex, 1) {
+				exposed++
+			}
+			if ex <= 1.1*fastest {
+				close++
+			}
+		}
+	})
 	t.Logf("%d ranges, %d within 1.5 times; the exposure's the lower in %d, within 1.1 times in %d", n, near, exposed, close)
 	if n < 300 || near < n/2 {
 		t.Errorf("RangeCeiling within 1.5 times the fastest in %d of %d ranges, want at least half of at least 300", near, n)
 	}
 	if exposed < n/4 || close < n/10 {
 		t.Errorf("exposedCeiling the lower in %d of %d ranges and within 1.1 times the fastest in %d, want a quarter and a tenth", exposed, n, close)
+	}
+}
+
+// TestRangeCeilingBelow holds RangeCeilingBelow to RangeCeiling: on
+// TestRangeCeiling's layouts, for every micro-batch count, remat policy,
+// range of batches and several stretches, below as a bar (v < bar) must
+// hold of RangeCeiling exactly where RangeCeilingBelow says it does, for
+// bars at, just above and just below, and between, each of the two
+// ceilings it is the least of (commCeiling, exposedCeiling), and for none
+// and every throughput. Some bars must be met by the first ceiling alone,
+// some only by the exposure's, and some by neither.
+func TestRangeCeilingBelow(t *testing.T) {
+	e := NewEstimator()
+	byComm, byExposed, neither := 0, 0, 0
+	eachRangeJob(t, e, []int{1, 4}, func(rj rangeJob) {
+		c, mb, r, bm := rj, rj.mb, rj.r, rj.bm
+		for _, rg := range []struct{ lo, hi int }{{1, 1}, {1, 8}, {2, 30}} {
+			lo, hi := rg.lo*bm.shards, rg.hi*bm.shards
+			for _, stretch := range []float64{1, 1.3, bm.Stretch(schedule.GPipe, 1)} {
+				got := bm.RangeCeiling(lo, hi, stretch)
+				comm, ok := bm.commCeiling(lo, hi, stretch)
+				ex := bm.exposedCeiling(lo, hi, stretch)
+				bars := []float64{0, math.Inf(1), got, ex, (comm + ex) / 2}
+				if ok {
+					bars = append(bars, comm)
+				}
+				for _, x := range bars[2:] {
+					bars = append(bars, x*(1+1e-9), x*(1-1e-9))
+				}
+				for _, bar := range bars {
+					want := got < bar
+					if below := bm.RangeCeilingBelow(lo, hi, stretch, func(v float64) bool { return v < bar }); below != want {
+						t.Errorf("%s on %s, %d micro-batches, %s, batches %d to %d, stretch %v, bar %v: RangeCeilingBelow %v, RangeCeiling %v (its parts %v, %v)",
+							c.model, c.layout, mb, r, lo, hi, stretch, bar, below, got, comm, ex)
+					}
+					switch {
+					case ok && comm < bar:
+						byComm++
+					case want:
+						byExposed++
+					default:
+						neither++
+					}
+				}
+			}
+		}
+	})
+	t.Logf("bars met by the first ceiling %d, by the exposure's alone %d, by neither %d", byComm, byExposed, neither)
+	if byComm == 0 || byExposed == 0 || neither == 0 {
+		t.Errorf("bars met by the first ceiling %d, by the exposure's alone %d, by neither %d: want some of each", byComm, byExposed, neither)
 	}
 }
 
@@ -107,6 +146,41 @@ type rangeSched struct {
 var rangeScheds = []rangeSched{{schedule.GPipe, 1}, {schedule.OneFOneB, 1}, {schedule.Interleaved, 2}, {schedule.Interleaved, 4}, {schedule.Circular, 2}}
 
 // rangeCases are TestRangeCeiling's pipelined layouts of dense models.
+// rangeJob is one of the range tests' jobs: a layout of rangeCases, a
+// micro-batch count and a remat policy, under GPipe, with its memory.
+type rangeJob struct {
+	model, layout string
+	spec          model.Spec
+	m             mesh.Mesh
+	mb            int
+	r             Remat
+	j             Job
+	bm            BatchMemory
+}
+
+// eachRangeJob calls f on every layout of rangeCases with every
+// micro-batch count of mults times its stages and every searched remat
+// policy.
+func eachRangeJob(t *testing.T, e *Estimator, mults []int, f func(rj rangeJob)) {
+	t.Helper()
+	for _, c := range rangeCases {
+		m := layout(t, c.accel, c.slices, c.layout)
+		spec := lookup(t, c.model)
+		p := m.Size(mesh.Pipeline)
+		for _, k := range mults {
+			for _, r := range SearchRemats() {
+				j := NewJob(spec, spec.SeqLen, 1)
+				j.Schedule, j.Chunks, j.MicroBatches, j.Remat = schedule.GPipe, 1, k*p, r
+				bm, err := e.BatchMemory(j, m)
+				if err != nil {
+					t.Fatalf("%s on %s: %v", c.model, c.layout, err)
+				}
+				f(rangeJob{c.model, c.layout, spec, m, k * p, r, j, bm})
+			}
+		}
+	}
+}
+
 var rangeCases = []struct {
 	model, accel string
 	slices       int

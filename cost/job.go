@@ -249,7 +249,6 @@ const (
 	ReasonSeq         Reason = "context does not divide the sequence"
 	ReasonBatch       Reason = "global batch does not split evenly over data, fsdp and micro-batches"
 	ReasonMicroBatch  Reason = "micro-batches given without pipeline stages"
-	ReasonAccumulate  Reason = "gradient accumulation with fp8 quantization"
 	ReasonHBM         Reason = "does not fit in HBM"
 	ReasonHost        Reason = "does not fit in host RAM (offloaded buffers)"
 	ReasonTensorDCN   Reason = "tensor parallelism over DCN"

@@ -37,8 +37,10 @@ type MeasuredJob struct {
 	AcceleratorType string `json:"accelerator_type"`
 	Layout          string `json:"layout"`
 	Remat           Remat  `json:"remat"`
-	GlobalBatch     int    `json:"global_batch"`
-	MicroBatches    int    `json:"micro_batches"`
+	// RematCustom is a custom policy's places (Places.String).
+	RematCustom  string `json:"remat_custom,omitempty"`
+	GlobalBatch  int    `json:"global_batch"`
+	MicroBatches int    `json:"micro_batches"`
 }
 
 // check refuses a measured job a calibration file cannot have come from.
@@ -51,6 +53,8 @@ func (m MeasuredJob) check() error {
 		return fmt.Errorf("measured_on model %q, accelerator_type %q, layout %q, want printable text each", m.Model, m.AcceleratorType, m.Layout)
 	case !slices.Contains(policies[:], m.Remat):
 		return fmt.Errorf("measured_on remat %q, want a remat policy", m.Remat)
+	case m.RematCustom != "" && m.Remat != RematCustom:
+		return fmt.Errorf("measured_on remat_custom %q with remat %q, want remat custom", m.RematCustom, m.Remat)
 	case m.GlobalBatch < 1 || m.MicroBatches < 1 || m.MicroBatches > m.GlobalBatch:
 		return fmt.Errorf("measured_on global_batch %d, micro_batches %d, want 1 <= micro_batches <= global_batch", m.GlobalBatch, m.MicroBatches)
 	}

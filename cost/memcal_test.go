@@ -16,7 +16,7 @@ func TestMeasuredJobParsed(t *testing.T) {
 	}
 	good := `{"model": "llama3-8b", "accelerator_type": "v5p-8", "layout": "fsdp=4", "remat": "minimal", "global_batch": 8, "micro_batches": 1}`
 	c, err := ParseMemoryCalibration([]byte("{" + base + `, "measured_on": ` + good + "}"))
-	if err != nil || c.Job == nil || *c.Job != (MeasuredJob{"llama3-8b", "v5p-8", "fsdp=4", RematMinimal, 8, 1}) {
+	if err != nil || c.Job == nil || *c.Job != (MeasuredJob{"llama3-8b", "v5p-8", "fsdp=4", RematMinimal, "", 8, 1}) {
 		t.Errorf("with measured_on: %+v, %v", c.Job, err)
 	}
 	for _, bad := range []struct{ job, want string }{

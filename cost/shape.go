@@ -254,10 +254,6 @@ func (j *Job) shapeErr(sh *shape) error {
 		return &Infeasible{Reason: ReasonExperts, Detail: expertDetail(spec.Experts, sh.e)}
 	case j.Seq%sh.c != 0:
 		return &Infeasible{Reason: ReasonSeq, Detail: fmt.Sprintf("%d tokens over %s", j.Seq, mesh.Degree{Axis: mesh.Context, ICI: sh.c, DCN: 1})}
-	case sh.p == 1 && sh.m > 1 && j.Quantization == QuantFP8:
-		// MaxText configs/types.py: "FP8 quantization is not compatible
-		// with gradient accumulation."
-		return &Infeasible{Reason: ReasonAccumulate, Detail: fmt.Sprintf("gradient accumulation over %d micro-batches with fp8 quantization", sh.m)}
 	}
 	return nil
 }

@@ -227,8 +227,8 @@ func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 		t.Errorf("%s: the in-chip factor is not on fsdp though each chip's %d sequences split over its devices", name, e.MicroBatchSize)
 	}
 	// batch: types.py trains on int(devices x per_device_batch_size) x
-	// gradient_accumulation_steps (a PositiveInt, 1 unless written; not
-	// with fp8), accumulated over the costed micro-batches of a layout
+	// gradient_accumulation_steps (a PositiveInt, 1 unless written; its
+	// fp8 refusal is of "fp8", not the "fp8_full" export writes), accumulated over the costed micro-batches of a layout
 	// without a pipeline
 	steps := 1
 	if _, ok := vals["gradient_accumulation_steps"]; ok {

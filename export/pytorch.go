@@ -66,8 +66,13 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 		}
 	}
 	if g := accumulation(e); g > 1 {
+		given := ""
+		if p.Request.Accumulation > 1 {
+			// the planner did not choose it: the user's option asked for it
+			given = "{gradient_accumulation_steps} 1 (or 0) and "
+		}
 		return PyTorchMesh{}, unsupported("pytorch", "gradient accumulation", strconv.Itoa(g),
-			fmt.Sprintf("none: the PyTorch/XLA SPMD export writes a mesh and shardings, not the training loop that would run the step as %d micro-batches of %d sequences; plan with a {global_batch} of at most one micro-batch's %d sequences, or export to MaxText (gradient_accumulation_steps)", g, e.Job.GlobalBatch/g, e.Job.GlobalBatch/g))
+			fmt.Sprintf("none: the PyTorch/XLA SPMD export writes a mesh and shardings, not the training loop that would run the step as %d micro-batches of %d sequences; plan with %sa {global_batch} of at most one micro-batch's %d sequences, or export to MaxText (gradient_accumulation_steps)", g, e.Job.GlobalBatch/g, given, e.Job.GlobalBatch/g))
 	}
 	if n := e.Mesh.Size(mesh.Tensor); n > 1 {
 		if why := llamaModules(e.Job.Model); why != "" {

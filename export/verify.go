@@ -67,7 +67,7 @@ type Verification struct {
 	// topology other than the type's default, a slice count above one),
 	// so that export and check plan this job and no default or example;
 	// Layout is the plan's layout (in JAX devices: a TPU7x chip is two),
-	// batch and remat, its gradient_accumulation_steps when above 1 (with
+	// batch and remat (for none, the custom policy the export writes), its gradient_accumulation_steps when above 1 (with
 	// a mesh given, plan, export and check accumulate only when told to),
 	// and a pipeline's schedule and chunks. Each value is quoted for a
 	// POSIX shell; the front end spells the options (Verification.Args).
@@ -75,8 +75,16 @@ type Verification struct {
 	ConfigFile  string
 	Compile     string
 	// Report is what XLA's memory report should read a JAX device by the
-	// plan (plan.Plan.XLAReport).
+	// plan (plan.Plan.XLAReport), or for a plan without remat by the
+	// policy the export writes for it (namedReport).
 	Report unit.Bytes
+	// TempScale is the temporaries' factor the plan was made with (0:
+	// none): check's calibration file replaces it, so plan takes the file
+	// in its place. NamedNone says the plan has no remat and the commands
+	// carry the policy MaxText runs for it (cost.NamedNone): the file's
+	// factor is that policy's, to plan with it.
+	TempScale float64
+	NamedNone bool
 }
 
 // OptionValue is an option of a verification's commands and its value,
@@ -144,7 +152,7 @@ func Verify(p plan.Plan, model string) Verification {
 		return Verification{Refused: err}
 	}
 	return Verification{TopologyNote: CompileTopologyNote(p.Request.Multislice.Slice), Job: jobIdentity(p, model), Layout: layout,
-		ConfigFile: cfg.File(), Compile: CompileCommand(p, cfg), Report: report}
+		ConfigFile: cfg.File(), Compile: CompileCommand(p, cfg), Report: report, TempScale: e.Job.TempScale, NamedNone: e.Job.Remat == cost.RematNone}
 }
 
 // namedReport is what XLA's memory report of the exported config should

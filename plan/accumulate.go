@@ -2,6 +2,7 @@ package plan
 
 import (
 	"strconv"
+	"strings"
 
 	"shardlab/cost"
 	"shardlab/mesh"
@@ -49,11 +50,45 @@ func parseAccumulation(r *Request, o Options) error {
 		return refuse(OptionGradientAccumulationSteps, v, nil, " %d does not divide {global_batch} %d: MaxText's step is gradient_accumulation_steps micro-batches of one size (configs/types.py calculate_global_batch_sizes), want a divisor of %d", g, r.GlobalBatch, r.GlobalBatch)
 	case g > 1 && fixedPipeline(r.Axes) > 1:
 		return refuse(OptionGradientAccumulationSteps, v, nil, " %d with {mesh} %q, which has a pipeline: a pipeline's micro-batches are its own (MaxText num_pipeline_microbatches) and accumulation over a pipeline is not modelled, want 1 or 0, or a {mesh} without %s", g, o.Mesh, mesh.Pipeline)
-	case g > 1 && r.Quantization == cost.QuantFP8:
-		return refuse(OptionGradientAccumulationSteps, v, nil, " %d with {quantization} fp8: MaxText refuses FP8 quantization with gradient accumulation (configs/types.py), want 1 or 0", g)
+	}
+	if n := batchShards(r.Axes); g > 1 && r.DeviceAxes == nil && (r.GlobalBatch/g)%n != 0 {
+		return refuse(OptionGradientAccumulationSteps, v, nil, " %d leaves micro-batches of %d sequences, which do not split over {mesh} %q's %d batch shards (data x fsdp x expert, MaxText's activation_batch), want one of %s",
+			g, r.GlobalBatch/g, o.Mesh, n, accumulationsThatSplit(r.GlobalBatch, n))
 	}
 	r.Accumulation = g
 	return nil
+}
+
+// batchShards is the batch's shards of a layout asked as axes: data, fsdp
+// and expert split it (MaxText's activation_batch rule; cost's shape
+// refuses a batch they do not divide).
+func batchShards(axes []mesh.Degree) int {
+	n := 1
+	for _, d := range axes {
+		if d.Axis == mesh.Data || d.Axis == mesh.FSDP || d.Axis == mesh.Expert {
+			n *= d.ICI * d.DCN
+		}
+	}
+	return n
+}
+
+// accumulationsThatSplit lists the step counts whose micro-batches of
+// batch the n batch shards divide: "1, 2, 4" (at most twelve, then
+// "...").
+func accumulationsThatSplit(batch, n int) string {
+	var ok []string
+	for g := 1; g <= batch && len(ok) <= 12; g++ {
+		if batch%g == 0 && (batch/g)%n == 0 {
+			ok = append(ok, strconv.Itoa(g))
+		}
+	}
+	if len(ok) > 12 {
+		ok = append(ok[:12], "...")
+	}
+	if len(ok) == 0 {
+		return "none: the batch itself does not split over them"
+	}
+	return strings.Join(ok, ", ")
 }
 
 // maxAccumulation is the most micro-batches the search accumulates a

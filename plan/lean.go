@@ -27,7 +27,8 @@ import (
 // tier that left the pool does not come back. On a pipelined layout the
 // same test skips, before any is costed, the micro-batch counts and
 // remat policies that no schedule and no batch within the limit lets
-// pass (worker.hopeless). The Band is the job's (cost.Job.Band),
+// pass (worker.hopeless), and a layout whose state alone exceeds the
+// usable HBM, which no combination runs. The Band is the job's (cost.Job.Band),
 // whichever layout runs it. The layouts outside the pool that are not the
 // fastest are then not their tier's best, and Rejected counts less than
 // the full search's; where nothing runs, no bar rose, the lean search
@@ -159,13 +160,18 @@ var hopelessFit = batchFit{bound: math.Inf(1)}
 // pool (bars.full), so the pool does not change. A pair with no batch
 // within the limit is not marked (none of its combinations runs: the
 // search rejects them), and does not keep the others from being every
-// triple. The layout's memory it leaves (worker.family) is the layout's,
-// which try reschedules (worker.memory).
+// triple. Before any ceiling, a layout whose state alone exceeds the
+// usable HBM is every triple (stateExceeds): none of its combinations
+// runs, so none can be kept. The layout's memory it leaves
+// (worker.family) is the layout's, which try reschedules (worker.memory).
 func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []cost.Remat) (hopelessSet, bool) {
 	t := TierOf(*m)
 	var h hopelessSet
 	if !w.bars.lean.on || len(scheds) > maxHopelessScheds || len(remats) > 8 || w.req.Model.MoE() || !w.bars.full(t) {
 		return h, false
+	}
+	if w.stateExceeds(m, scheds[0], micro[0]) {
+		return h, true
 	}
 	all := true
 	for mi, mb := range micro {
@@ -187,14 +193,15 @@ func (w *worker) hopeless(m *mesh.Mesh, scheds []sched, micro []int, remats []co
 		for ri, r := range remats {
 			bit := uint32(1) << (mi*8 + ri)
 			bm, ok := w.pairMemory(m, scheds, mb, r, &st)
-			if ok && w.bars.outclassed(t, bm.RangeCeiling(lo, hi, st.least), false) {
+			if ok && w.rangeOutclassed(t, bm, lo, hi, st.least) {
 				for si := range scheds {
 					h[si] |= bit
 				}
 				continue
 			}
 			for si := range scheds {
-				if ok && w.bars.outclassed(t, bm.RangeCeiling(lo, hi, st.of[si]), false) {
+				// a schedule of the least stretch has the ceiling just weighed
+				if ok && st.of[si] != st.least && w.rangeOutclassed(t, bm, lo, hi, st.of[si]) {
 					h[si] |= bit
 				} else {
 					all = false
@@ -219,7 +226,30 @@ func (w *worker) noRematHopeless(m *mesh.Mesh, scheds []sched, mb, lo, hi int, r
 		return false
 	}
 	bm, ok := w.pairMemory(m, scheds, mb, cost.RematNone, st)
-	return ok && w.bars.outclassed(TierOf(*m), bm.RangeCeiling(lo, hi, st.least), false)
+	return ok && w.rangeOutclassed(TierOf(*m), bm, lo, hi, st.least)
+}
+
+// rangeOutclassed reports whether the bars outclass, for a dense layout
+// of tier t, bm.RangeCeiling(lo, hi, stretch): bars.outclassed holds of
+// every throughput below one it holds of, so the cheaper of the
+// ceiling's two parts is weighed first (cost.BatchMemory.RangeCeilingBelow).
+func (w *worker) rangeOutclassed(t Tier, bm *cost.BatchMemory, lo, hi int, stretch float64) bool {
+	return bm.RangeCeilingBelow(lo, hi, stretch, func(v float64) bool { return w.bars.outclassed(t, v, false) })
+}
+
+// stateExceeds reports whether the state of mesh m alone, run under
+// schedule sc with mb micro-batches and no remat, exceeds the usable HBM
+// (cost.BatchMemory.StateExceeds): then no combination of m runs, at any
+// batch, since no schedule, remat policy or dispatch, nor on a pipeline
+// the micro-batch count, changes the state, and a layout without one is
+// weighed with one count (worker.layout). False where that job cannot
+// run for another reason: each combination's own reason is then the
+// search's.
+func (w *worker) stateExceeds(m *mesh.Mesh, sc sched, mb int) bool {
+	j := &w.cur
+	combo{sc.k, sc.v, mb, cost.RematNone, false}.set(j, w.job.Schedule, w.job.Chunks)
+	bm, err := w.memory(j, m)
+	return err == nil && bm.StateExceeds()
 }
 
 // stretches is the Stretch of each schedule a layout is weighed under

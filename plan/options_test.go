@@ -156,10 +156,10 @@ var requestErrors = []struct {
 		o.TPU, o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps = "v5p-8", "pipeline=2,fsdp=2", "64", 4
 	}, OptionGradientAccumulationSteps,
 		`--gradient-accumulation-steps 4 with --mesh "pipeline=2,fsdp=2", which has a pipeline`},
-	// configs/types.py: "FP8 quantization is not compatible with gradient accumulation."
+	// cost's shape refuses a micro-batch data x fsdp x expert do not split
 	{func(o *Options) {
-		o.TPU, o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps, o.Quantization = "tpu7x-8", "fsdp=8", "64", 2, "fp8"
-	}, OptionGradientAccumulationSteps, "--gradient-accumulation-steps 2 with --quantization fp8: MaxText refuses"},
+		o.TPU, o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps = "v5p-64", "fsdp=32", "64", 4
+	}, OptionGradientAccumulationSteps, `--gradient-accumulation-steps 4 leaves micro-batches of 16 sequences, which do not split over --mesh "fsdp=32"'s 32 batch shards (data x fsdp x expert, MaxText's activation_batch), want one of 1, 2`},
 	{func(o *Options) { o.Precision = "fp64" }, OptionPrecision, `--precision: cost: precision "fp64"`},
 	{func(o *Options) { o.Precision = "" }, OptionPrecision, `--precision: cost: precision ""`},
 	{func(o *Options) { o.RematCustom = "query_proj=offload" }, OptionRematCustom, `--remat-custom "query_proj=offload" needs --remat custom`},

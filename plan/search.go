@@ -497,7 +497,10 @@ func (w *worker) fit(j *cost.Job, m *mesh.Mesh, prior *batchFit, t Tier, expert 
 // but no batch up to the largest could be kept
 // (cost.BatchMemory.MaxThroughput), the combination is outclassed with
 // that bound and its batch is not looked for (0, when the request sets
-// none).
+// none). Where the state alone exceeds the usable HBM
+// (cost.BatchMemory.StateExceeds) no batch is weighed: Check is ReasonHBM
+// at every multiple of the shards, as the batches it would weigh are (but
+// a request's batch, which Check may refuse first).
 func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batchFit, *cost.BatchMemory) {
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	reason := func(err error) cost.Reason {
@@ -522,6 +525,9 @@ func (w *worker) fitBatch(j *cost.Job, m *mesh.Mesh, t Tier, expert bool) (batch
 	var err error
 	if bm, err = w.memory(j, m); err != nil {
 		return batchFit{reason: reason(err)}, nil
+	}
+	if hi%shards == 0 && bm.StateExceeds() {
+		return batchFit{reason: cost.ReasonHBM}, nil
 	}
 	// What a batch needs never falls as it grows (cost's
 	// TestBatchMemoryGrowsWithTheBatch): where the largest batch fits, as

@@ -112,3 +112,13 @@ func TestPageVerifyAccumulation(t *testing.T) {
 		t.Errorf("the layout asked with 4 steps (remat %s) downloads another config:\n%s\nwant\n%s", remat, again, yml)
 	}
 }
+
+// TestPageVerifyCalibrateAdvice: with a temporaries' scale set, the page
+// told the user to plan with the calibration file "with the same flags",
+// which plan refuses beside the scale; it says in place of it.
+func TestPageVerifyCalibrateAdvice(t *testing.T) {
+	v := verifySection(t, "/?model=llama3-8b&tpu=v5p-64&temp_scale=1.1")
+	if !strings.Contains(v, "with the same flags, in place of the temporaries' scale,") {
+		t.Errorf("verify steps with temp_scale:\n%s", v)
+	}
+}

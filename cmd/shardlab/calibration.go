@@ -34,8 +34,10 @@ type measuredJob struct {
 	Accel  string     `json:"accelerator_type"`
 	Layout layoutSpec `json:"layout"`
 	// Remat is the job's remat policy, where the file records it (check
-	// writes cost.MeasuredJob; a source alone does not say).
-	Remat cost.Remat `json:"remat,omitempty"`
+	// writes cost.MeasuredJob; a source alone does not say), with a custom
+	// policy's places.
+	Remat       cost.Remat `json:"remat,omitempty"`
+	RematCustom string     `json:"remat_custom,omitempty"`
 }
 
 // layoutSpec is a layout in chips, as plan --json's layout.spec.
@@ -94,7 +96,7 @@ func calibrationNote(p plan.Plan, file string, cal *cost.MemoryCalibration, scal
 	case cal != nil:
 		c := &calibrationJSON{TempScale: cal.TempScale, Flag: "--calibration", File: file, Scales: scalesText, Source: cal.Source, Warnings: []string{}}
 		if j := cal.Job; j != nil {
-			c.MeasuredOn = &measuredJob{j.Model, j.AcceleratorType, layoutSpec{j.Layout}, j.Remat}
+			c.MeasuredOn = &measuredJob{j.Model, j.AcceleratorType, layoutSpec{j.Layout}, j.Remat, j.RematCustom}
 		} else if job, ok := parseCalibrationSource(cal.Source); ok {
 			c.MeasuredOn = &job
 		}
@@ -125,8 +127,12 @@ func calibrationWarnings(p plan.Plan, job *measuredJob) []string {
 	case s.Chip.Generation != gen:
 		w = append(w, fmt.Sprintf("the calibration was measured on %s (%s), this plan is on %s: a factor measured on one TPU generation need not hold for another", job.Accel, s.Chip.Generation, gen))
 	}
-	if r := p.Best.Estimate.Job.Remat; job.Remat != "" && job.Remat != r {
-		w = append(w, fmt.Sprintf("the calibration was measured under remat %s, this plan's layout uses %s: the temporaries of one policy are other tensors than another's, so its factor need not hold", job.Remat, r))
+	e := p.Best.Estimate.Job
+	switch {
+	case job.Remat != "" && job.Remat != e.Remat:
+		w = append(w, fmt.Sprintf("the calibration was measured under remat %s, this plan's layout uses %s: the temporaries of one policy are other tensors than another's, so its factor need not hold", job.Remat, e.Remat))
+	case job.RematCustom != "" && e.Remat == cost.RematCustom && job.RematCustom != e.Custom.String():
+		w = append(w, fmt.Sprintf("the calibration was measured under remat custom %s, this plan's layout uses custom %s: the temporaries of one policy are other tensors than another's, so its factor need not hold", job.RematCustom, e.Custom.String()))
 	}
 	return w
 }

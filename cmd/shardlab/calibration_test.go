@@ -18,7 +18,7 @@ func TestCalibrationSourceRoundTrip(t *testing.T) {
 		{"x.log", "my model on v5p", "v5litepod-1", "single chip"},
 	} {
 		got, ok := parseCalibrationSource(calibrationSource(c.path, c.model, c.accel, c.layout, "2026-12-07"))
-		if want := (measuredJob{c.model, c.accel, layoutSpec{c.layout}, ""}); !ok || got != want {
+		if want := (measuredJob{c.model, c.accel, layoutSpec{c.layout}, "", ""}); !ok || got != want {
 			t.Errorf("parseCalibrationSource(calibrationSource(%q, %q, %q, %q)) = %+v, %v, want %+v", c.path, c.model, c.accel, c.layout, got, ok, want)
 		}
 	}
@@ -62,7 +62,7 @@ func TestPlanNamesCalibration(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &p); err != nil || p.C == nil {
 		t.Fatalf("plan --calibration --json: %v, no temporaries_calibration\n%.300s", err, js)
 	}
-	if c := p.C; c.Flag != "--calibration" || c.File != cal || c.MeasuredOn == nil || *c.MeasuredOn != (measuredJob{"llama3-8b", "v5p-8", layoutSpec{"fsdp=4"}, cost.RematMinimal}) || len(c.Warnings) != 3 || c.TempScale < 0.88 || c.TempScale > 0.89 {
+	if c := p.C; c.Flag != "--calibration" || c.File != cal || c.MeasuredOn == nil || *c.MeasuredOn != (measuredJob{"llama3-8b", "v5p-8", layoutSpec{"fsdp=4"}, cost.RematMinimal, ""}) || len(c.Warnings) != 3 || c.TempScale < 0.88 || c.TempScale > 0.89 {
 		t.Errorf("plan --calibration --json: temporaries_calibration %+v, want the file, its job llama3-8b on v5p-8 fsdp=4 under remat minimal, 0.883 and three warnings", c)
 	}
 	out, _, _ = runCmd(append([]string{"plan", "--temp-scale", "1.5"}, job...)...)

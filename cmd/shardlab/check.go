@@ -94,7 +94,11 @@ func checkDoc(fs *flag.FlagSet, f *planFlags, c *checkFlags) (string, error) {
 	note := calibrationNote(p, f.calibration, f.cal, f.TempScale)
 	var b strings.Builder
 	if c.json {
-		err = writeJSON(&b, checkJSON{Log: log, Result: r.JSON(), Calibration: cal, Given: note})
+		warnings := []string{}
+		if w := argumentWarning(log, r); w != "" {
+			warnings = append(warnings, w)
+		}
+		err = writeJSON(&b, checkJSON{Log: log, Result: r.JSON(), Calibration: cal, Given: note, Warnings: warnings})
 	} else if err = writeCheck(&b, log, r, cal, calErr, e.Job.TempScale); err == nil && note != nil {
 		err = note.writeText(&b)
 	}
@@ -249,6 +253,9 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 	src := calibrationSource(path, e.Job.Model.Name, p.Request.Multislice.Slice.AcceleratorType(), e.Mesh.String(), time.Now().UTC().Format(time.DateOnly))
 	job := &cost.MeasuredJob{Model: e.Job.Model.Name, AcceleratorType: p.Request.Multislice.Slice.AcceleratorType(), Layout: e.Mesh.String(),
 		Remat: e.Job.Remat, GlobalBatch: e.Job.GlobalBatch, MicroBatches: max(e.Job.MicroBatches, 1)}
+	if e.Job.Remat == cost.RematCustom {
+		job.RematCustom = e.Job.Custom.String()
+	}
 	return &cost.MemoryCalibration{TempScale: k, Reported: reported, Predicted: predicted, Source: src, Job: job}, nil
 }
 
@@ -259,6 +266,8 @@ type checkJSON struct {
 	// Given is the temporaries' factor the prediction was made with
 	// (--calibration or --temp-scale), as plan --json says it.
 	Given *calibrationJSON `json:"temporaries_calibration,omitempty"`
+	// Warnings are the text's warnings (argumentWarning).
+	Warnings []string `json:"warnings"`
 }
 
 // argumentTolerance is how far a compile's arguments may be from the
@@ -267,6 +276,23 @@ type checkJSON struct {
 // 1.4 % (`shardlab validate --memory`), so 5 % is far outside the
 // model's error.
 const argumentTolerance = 0.05
+
+// argumentWarning is what check warns of a compile whose arguments are
+// further from the plan's parameters and optimizer state than
+// argumentTolerance, the compile's bytes against the plan's; empty
+// otherwise.
+func argumentWarning(log validate.CompileLog, r validate.MemoryResult) string {
+	bd := log.Breakdown
+	if bd.Argument <= 0 || r.Arguments <= 0 {
+		return ""
+	}
+	off := float64(bd.Argument)/float64(r.Arguments) - 1
+	if math.Abs(off) <= argumentTolerance {
+		return ""
+	}
+	return fmt.Sprintf("the compile's arguments, %s, are %+.1f%% against the plan's parameters and optimizer state, %s (they agree within %.0f%% on validate's memory table): the log may be of another dtype, optimizer or sharding; a factor scales the temporaries only",
+		gib(bd.Argument), 100*off, gib(r.Arguments), 100*argumentTolerance)
+}
 
 // writeCheck writes the comparison for people.
 // scale is the temporaries' factor r's prediction was made with (0:
@@ -290,9 +316,8 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 		fmt.Fprintf(tw, "host temporaries (offloaded activations)\t%s\t%s\t%+.1f%%\n", gib(bd.HostTemp), gib(r.Host), 100*r.HostError)
 	}
 	tw.Flush()
-	if bd := log.Breakdown; bd.Argument > 0 && math.Abs(r.ArgumentError) > argumentTolerance {
-		fmt.Fprintf(&b, "warning: the compile's arguments are %+.1f%% off the plan's parameters and optimizer state (within %.0f%% on validate's memory table): the log may be of another dtype, optimizer or sharding; a factor scales the temporaries only\n",
-			100*r.ArgumentError, 100*argumentTolerance)
+	if w := argumentWarning(log, r); w != "" {
+		fmt.Fprintf(&b, "warning: %s\n", w)
 	}
 	if log.Kind == validate.KindOOM {
 		verdict := "the plan said it fits: the prediction is short"
@@ -339,8 +364,24 @@ func compileNote(p plan.Plan, model, flags string) string {
   shardlab export maxtext%[1]s > %[2]s
   %[3]s 2>&1 | tee compile.log
   shardlab check --compile-log compile.log%[1]s --write-calibration calibration.json
-(then plan --calibration calibration.json plans with the compiler's temporaries)
-`, v.Args(plan.Option.Flag, flags), v.ConfigFile, v.Compile, v.Report)
+(then plan --calibration calibration.json%[5]s plans with the compiler's temporaries)
+`, v.Args(plan.Option.Flag, flags), v.ConfigFile, v.Compile, v.Report, calibrateAdvice(v))
+}
+
+// calibrateAdvice is what plan needs beside the calibration file check
+// writes, to plan with it: the file in place of a factor the plan was
+// given (plan refuses two), and for a plan without remat the policy the
+// factor was measured under (the commands' --remat custom, what MaxText
+// runs for none).
+func calibrateAdvice(v export.Verification) string {
+	s := ""
+	if v.TempScale != 0 {
+		s += ", in place of the temporaries' factor given (--temp-scale or --calibration),"
+	}
+	if v.NamedNone {
+		s += " with the commands' --remat custom --remat-custom (the policy it is measured under, MaxText's for none)"
+	}
+	return s
 }
 
 // jobFlags spells the flags given that describe the job and the hardware,

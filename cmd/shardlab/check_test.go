@@ -337,8 +337,19 @@ func TestCheckWarnsOfOtherArguments(t *testing.T) {
 	}{{"30.0", true}, {"22.5", false}} {
 		log := writeLog(t, dir, "m.log", "Memory analysis: Total memory size: 80.0 GB, Output size: "+c.arg+" GB, Temp size: 50.0 GB, Argument size: "+c.arg+" GB, Host temp size: 0.0 GB.")
 		out, errOut, code := runCmd(append([]string{"check", "--compile-log", log}, job...)...)
-		if got := strings.Contains(out, "warning: the compile's arguments are"); code != 0 || got != c.warn {
+		if got := strings.Contains(out, "warning: the compile's arguments, "); code != 0 || got != c.warn {
 			t.Errorf("arguments %s GB: exit %d %s, warned %v, want %v:\n%s", c.arg, code, errOut, got, c.warn, out)
+		}
+		// the compile's 30 GiB is a third above the plan's 22.44 (it said -25.2 %)
+		if c.warn && !strings.Contains(out, "are +33.") {
+			t.Errorf("arguments %s GB: the warning's sign or base:\n%s", c.arg, out)
+		}
+		js, _, _ := runCmd(append([]string{"check", "--json", "--compile-log", log}, job...)...)
+		var doc struct {
+			Warnings []string `json:"warnings"`
+		}
+		if err := json.Unmarshal([]byte(js), &doc); err != nil || (len(doc.Warnings) == 1) != c.warn || doc.Warnings == nil {
+			t.Errorf("arguments %s GB: check --json warnings %q (%v), want the text's", c.arg, doc.Warnings, err)
 		}
 	}
 }

@@ -320,3 +320,22 @@ func TestVerifyRematNone(t *testing.T) {
 		t.Errorf("check predicts %.2f GiB, the verify line printed %s (%v)", predicted, report, err)
 	}
 }
+
+// TestVerifyCalibrateAdvice: the closing advice said "plan --calibration
+// calibration.json", which plan refuses beside the --temp-scale the
+// commands carry, and for a plan without remat the file's factor is the
+// named policy's (the commands' --remat custom), not none's.
+func TestVerifyCalibrateAdvice(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--temp-scale", "1.1"}, "(then plan --calibration calibration.json, in place of the temporaries' factor given"},
+		{[]string{"--mesh", "fsdp=8", "--global-batch", "8", "--remat", "none"}, "with the commands' --remat custom --remat-custom (the policy it is measured under"},
+	} {
+		out, errOut, code := runCmd(append([]string{"plan", "--verify", "--model", "llama3-8b", "--tpu", "tpu7x-8"}, c.args...)...)
+		if code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("plan --verify %v: exit %d %s, want %q in\n%s", c.args, code, errOut, c.want, out)
+		}
+	}
+}
