@@ -177,19 +177,38 @@ func (t *tally) dataParallel(grads unit.Bytes) {
 // (layers/pipeline.py init_states, lines 248-255 @e591f30c), and the
 // logits shard the batch over data, stage, fsdp and expert
 // (layers/decoders.py apply_output_head, lines 807-809,
-// "activation_embed_and_logits_batch" in configs/base.yml line 538). One all-reduce across the stage groups
-// (over slices too with a pipeline across DCN), overlapped with the
-// backward pass as the other gradient reductions are.
+// "activation_embed_and_logits_batch" in configs/base.yml line 538). One
+// all-reduce across the stage groups (over slices too with a pipeline
+// across DCN) for each part, by when its gradient is ready: the output
+// layer's and final norm's come first in the backward pass (the head's
+// backward runs before the pipeline's), so their all-reduce overlaps the
+// pipeline's backward as the other gradient reductions do; the
+// embedding's is made last, by the embedding's backward after the
+// pipeline's, so nothing is left to hide its all-reduce under and it is
+// on the critical path. With tied embeddings the one matrix's gradient is
+// complete only then, so all of it is exposed.
 func (t *tally) pipelineHead(grads unit.Bytes) {
-	m := &t.est.Mesh
 	if grads == 0 {
 		return
 	}
+	pc := t.est.Job.Model.ParamCount()
+	emb := unit.Bytes(float64(grads) * float64(pc.Embedding) / float64(pc.Embedding+pc.Output+pc.FinalNorm))
+	early := t.stageAllReduce(grads - emb)
+	t.add(mesh.Pipeline, "final norm and output gradient all-reduce", collective.AllReduce, 1, early, true)
+	t.gradICI += early.ICITime
+	t.gradDCN += early.DCNTime
+	late := t.stageAllReduce(emb)
+	t.add(mesh.Pipeline, "embedding gradient all-reduce", collective.AllReduce, 1, late, false)
+	t.afterICI += late.ICITime
+	t.afterDCN += late.DCNTime
+}
+
+// stageAllReduce is an all-reduce of size bytes across the pipeline's
+// stages.
+func (t *tally) stageAllReduce(size unit.Bytes) collective.Cost {
+	m := &t.est.Mesh
 	pa := m.Degree(mesh.Pipeline)
-	cost := collective.Hierarchical(collective.AllReduce, grads, pa.ICI, m.Link(mesh.Pipeline).Collective(), pa.DCN, t.dcn(pa.DCN))
-	t.add(mesh.Pipeline, "embedding and output gradient all-reduce", collective.AllReduce, 1, cost, true)
-	t.gradICI += cost.ICITime
-	t.gradDCN += cost.DCNTime
+	return collective.Hierarchical(collective.AllReduce, size, pa.ICI, m.Link(mesh.Pipeline).Collective(), pa.DCN, t.dcn(pa.DCN))
 }
 
 // overlap is what a step's overlapped collectives hide under
