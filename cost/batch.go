@@ -87,7 +87,8 @@ func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 // global batch, the remat policy and the ring of experts (compared whole,
 // so anything else differing takes Reset's path), it keeps the shape's
 // degrees, its tokens and layers per chip, the parameters (each stage's
-// state) and the FLOPs: shapeWith works them out from the mesh and the
+// state; worked out again where the schedule moves the model's ends,
+// headOnEveryStage) and the FLOPs: shapeWith works them out from the mesh and the
 // rest of the job alone, at one sequence per micro-batch whatever the
 // micro-batches (the batch is the shards). The layer's
 // footprint is kept too unless the policy or the dispatch changed, as
@@ -107,6 +108,7 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 		return bm.Reset(bm.e, j, &m)
 	}
 	policy := j.Remat != old.Remat || j.RingOfExperts != old.RingOfExperts
+	ends := j.endsOf(bm.sh.p) != old.endsOf(bm.sh.p)
 	e := bm.e
 	bm.n, bm.floor, bm.comm, bm.ok = 1, stepFloor{}, commMemo{}, false
 	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
@@ -130,6 +132,9 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 		sh.layerShape = e.layerShape(jb, sh)
 		jb.setBatch(sh, 1)
 	}
+	if ends {
+		e.setParams(sh, jb)
+	}
 	if sh.p > 1 {
 		bm.n = 2
 	}
@@ -142,10 +147,12 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 // job and layout Reset (or Reschedule) last set, the first time Total or
 // Check needs them: the ceilings a search skips most layouts by read
 // neither, and a stage's base reads only the layout, the stage's
-// parameters, the job's precision, offload, headroom and temporaries'
-// scale (none of which Reschedule changes) and its schedule's micro-batches
-// in flight (setInFlight), not the remat policy or the dispatch
-// (SetPolicy), so it is what Reset worked it out as before.
+// parameters (which Reschedule works out again where the schedule moves
+// the model's ends), the job's precision, offload, headroom and
+// temporaries' scale (none of which Reschedule changes) and its
+// schedule's micro-batches in flight (setInFlight), not the remat policy
+// or the dispatch (SetPolicy), so it is what Reset worked it out as
+// before.
 func (bm *BatchMemory) stage() {
 	if bm.staged {
 		return
@@ -370,8 +377,10 @@ func (bm *BatchMemory) collectivesFloor(globalBatch int) (commFloors, bool) {
 		return commFloors{}, false
 	}
 	e, est := bm.e, &bm.est
+	least := *sh
+	bm.leastParams(&least)
 	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = globalBatch, sh.b, e.comms[:0]
-	f := commFloors{parts: e.commParts(est, sh)}
+	f := commFloors{parts: e.commParts(est, &least)}
 	f.comm = f.parts.floor(j.calibration().Contention, sh.ls)
 	f.round = roundingNs(est.Comms, sh)
 	e.comms = est.Comms
@@ -430,10 +439,28 @@ func (c *commMemo) put(k commKey, f commFloors) {
 func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
 	f := &bm.floor
 	if !f.computeOK {
-		f.perShard, f.fixed = bm.est.Job.computeFloor(&bm.est.Mesh, &bm.sh)
+		least := bm.sh
+		bm.leastParams(&least)
+		f.perShard, f.fixed = bm.est.Job.computeFloor(&bm.est.Mesh, &least)
 		f.computeOK = true
 	}
 	return f.perShard, f.fixed
+}
+
+// leastParams sets sh's parameters to fewer than any schedule lays out
+// on its stages: with a pipeline, the layers' alone (endsNone). Megatron's
+// layout (the embedding on the first stage, the output layer on the last)
+// holds fewer than MaxText's (all of them on every stage) but gathers
+// its ends for every micro-batch where MaxText's gathers them once a
+// step (tally.fsdpHead), so neither's collectives are at most the
+// other's; without the ends they are at most both. The ceilings' floors
+// (collectivesFloor, computeFloor) read them, so that a ceiling worked
+// out under one schedule bounds the others' throughput (RangeCeiling).
+// Without a pipeline there is one layout, and sh keeps it.
+func (bm *BatchMemory) leastParams(sh *shape) {
+	if sh.p > 1 {
+		bm.e.setParamsEnds(sh, &bm.est.Job, endsNone)
+	}
 }
 
 // stepFloor is bm.floor, worked out the first time.

@@ -63,8 +63,11 @@ func (bm *BatchMemory) RangeCeilingBelow(lo, hi int, stretch float64, below func
 // Why: Throughput's step at b is at least stretch·(floor(b) − 4) − 2 +
 // comm(b) (in nanoseconds; leastStep's step, ThroughputCeiling's, is at
 // least that, every term of it at least commFloor's). Neither floor
-// nor comm reads the schedule: the compute's floor is the shape's
-// (computeFloor), and the collectives' floor counts the pipeline's fill
+// nor comm reads the schedule: both take the fewest parameters any
+// schedule lays out on a stage (leastParams; MaxText's schedules hold
+// more and sum their ends' gradients over the stages besides), the
+// compute's floor is the shape's (computeFloor), and the collectives'
+// floor counts the pipeline's fill
 // and drain sends, which do not depend on its chunks (tally.pipeline); so
 // the least stretch bounds every schedule's step from below wherever
 // floor(b) > 4. floor is affine in b by construction, and comm(b) is

@@ -38,7 +38,11 @@ func (e *Estimator) collectives(est *Estimate, sh *shape, exposure bool) (t tall
 	params := j.paramsPerChip(sh)
 	grads := unit.Bytes(params * float64(prec.Gradient))
 	t.dataParallel(grads)
-	t.fsdp(grads, unit.Bytes(params*float64(min(prec.Weight, prec.Activation))))
+	gathered := unit.Bytes(params * float64(min(prec.Weight, prec.Activation)))
+	headGrads, headGathered := unit.Bytes(sh.head*float64(prec.Gradient)), unit.Bytes(sh.head*float64(min(prec.Weight, prec.Activation)))
+	t.pipelineHead(headGrads)
+	t.fsdp(grads-headGrads, gathered-headGathered)
+	t.fsdpHead(headGrads, headGathered)
 	act := unit.Bytes(float64(sh.b) * float64(sh.s) * float64(j.Model.DModel) * float64(prec.Activation))
 	first := len(est.Comms)
 	tpTime = e.tensorParallel(est, sh, act, t.add, exposure)
@@ -165,6 +169,48 @@ func (t *tally) dataParallel(grads unit.Bytes) {
 	t.gradDCN += cost.DCNTime
 }
 
+// pipelineHead: the gradients of the embedding, final norm and output
+// layer a MaxText pipeline keeps on every stage (headOnEveryStage), grads
+// bytes per chip after FSDP's reduce-scatter, summed over the stages,
+// which ran them on their own shares of the batch: the embedding's output
+// enters the pipeline as state_io, the stage axis on its first dimension
+// (layers/pipeline.py init_states, lines 248-255 @e591f30c), and the
+// logits shard the batch over data, stage, fsdp and expert
+// (layers/decoders.py apply_output_head, lines 807-809,
+// "activation_embed_and_logits_batch" in configs/base.yml line 538). One
+// all-reduce across the stage groups (over slices too with a pipeline
+// across DCN) for each part, by when its gradient is ready: the output
+// layer's and final norm's come first in the backward pass (the head's
+// backward runs before the pipeline's), so their all-reduce overlaps the
+// pipeline's backward as the other gradient reductions do; the
+// embedding's is made last, by the embedding's backward after the
+// pipeline's, so nothing is left to hide its all-reduce under and it is
+// on the critical path. With tied embeddings the one matrix's gradient is
+// complete only then, so all of it is exposed.
+func (t *tally) pipelineHead(grads unit.Bytes) {
+	if grads == 0 {
+		return
+	}
+	pc := t.est.Job.Model.ParamCount()
+	emb := unit.Bytes(float64(grads) * float64(pc.Embedding) / float64(pc.Embedding+pc.Output+pc.FinalNorm))
+	early := t.stageAllReduce(grads - emb)
+	t.add(mesh.Pipeline, "final norm and output gradient all-reduce", collective.AllReduce, 1, early, true)
+	t.gradICI += early.ICITime
+	t.gradDCN += early.DCNTime
+	late := t.stageAllReduce(emb)
+	t.add(mesh.Pipeline, "embedding gradient all-reduce", collective.AllReduce, 1, late, false)
+	t.afterICI += late.ICITime
+	t.afterDCN += late.DCNTime
+}
+
+// stageAllReduce is an all-reduce of size bytes across the pipeline's
+// stages.
+func (t *tally) stageAllReduce(size unit.Bytes) collective.Cost {
+	m := &t.est.Mesh
+	pa := m.Degree(mesh.Pipeline)
+	return collective.Hierarchical(collective.AllReduce, size, pa.ICI, m.Link(mesh.Pipeline).Collective(), pa.DCN, t.dcn(pa.DCN))
+}
+
 // overlap is what a step's overlapped collectives hide under
 // (Time.Passes): the forward and backward compute of all but one layer
 // for the weight gathers (each prefetched a layer ahead of its use), and
@@ -202,7 +248,9 @@ func (o overlap) exposed(grad, gather time.Duration) time.Duration {
 }
 
 // fsdp: gather the weights (in the compute dtype) before forward and again
-// before backward, reduce-scatter the gradients, per micro-batch.
+// before backward, reduce-scatter the gradients, per micro-batch; grads
+// and gathered are the layers' (and, but for MaxText's pipelines, the
+// model's ends': fsdpHead).
 func (t *tally) fsdp(grads, gathered unit.Bytes) {
 	m, sh := &t.est.Mesh, t.sh
 	if sh.f*sh.e <= 1 {
@@ -215,7 +263,7 @@ func (t *tally) fsdp(grads, gathered unit.Bytes) {
 		// the routed experts over fsdp, the rest over fsdp and expert
 		e := m.Degree(mesh.Expert)
 		share := unit.Bytes(0)
-		if params := t.est.Job.paramsPerChip(sh); params > 0 {
+		if params := t.est.Job.paramsPerChip(sh) - sh.head; params > 0 {
 			share = unit.Bytes(float64(gathered) * routed / params)
 		}
 		gshare := unit.Bytes(float64(grads) * float64(share) / max(float64(gathered), 1))
@@ -235,6 +283,35 @@ func (t *tally) fsdp(grads, gathered unit.Bytes) {
 	t.gatherDCN += ag.Scale(2 * sh.m).DCNTime
 	t.gradICI += rs.Scale(sh.m).ICITime
 	t.gradDCN += rs.Scale(sh.m).DCNTime
+}
+
+// fsdpHead: the FSDP gathers and reduce-scatter of the embedding, final
+// norm and output layer a MaxText pipeline keeps on every stage (grads
+// and gathered bytes per chip, sh.head's): MaxText applies them once a
+// step, to the whole batch, before and after pipeline_module (layers/
+// decoders.py Decoder.__call__, lines 871-930 and 1315 @e591f30c), not
+// once per micro-batch as the pipelined layers, so they are gathered for
+// the forward and again for the backward and their gradient reduced once.
+// embed_vocab shards them over fsdp and expert (configs/base.yml line 545).
+func (t *tally) fsdpHead(grads, gathered unit.Bytes) {
+	m, sh := &t.est.Mesh, t.sh
+	if grads == 0 || sh.f*sh.e <= 1 {
+		return
+	}
+	f, e := m.Degree(mesh.FSDP), m.Degree(mesh.Expert)
+	link := m.Link(mesh.FSDP).Collective()
+	if sh.e > 1 {
+		link = m.Link(mesh.FSDP, mesh.Expert).Collective()
+	}
+	nICI, nDCN, n := f.ICI*e.ICI, f.DCN*e.DCN, unit.Bytes(sh.f*sh.e)
+	ag := collective.Hierarchical(collective.AllGather, gathered*n, nICI, link, nDCN, t.dcn(nDCN))
+	rs := collective.Hierarchical(collective.ReduceScatter, grads*n, nICI, link, nDCN, t.dcn(nDCN))
+	t.add(mesh.FSDP, "embedding and output all-gather", collective.AllGather, 2, ag, true)
+	t.add(mesh.FSDP, "embedding and output reduce-scatter", collective.ReduceScatter, 1, rs, true)
+	t.gatherICI += ag.Scale(2).ICITime
+	t.gatherDCN += ag.Scale(2).DCNTime
+	t.gradICI += rs.ICITime
+	t.gradDCN += rs.DCNTime
 }
 
 // context: ring attention passes every chip's K and V blocks around the

@@ -103,10 +103,10 @@ func TestExpertParamsPerChip(t *testing.T) {
 	if got, want := j.routedPerChip(&ep), 704_643_072.0; got != want {
 		t.Errorf("routed experts per chip = %.0f, want %.0f", got, want)
 	}
-	if got, want := j.stageParams(&ep, firstStage), j.stageParams(&fsdp, firstStage); math.Abs(got-want) > 1 {
+	if got, want := j.stageParams(&ep, firstStage, endsSplit), j.stageParams(&fsdp, firstStage, endsSplit); math.Abs(got-want) > 1 {
 		t.Errorf("params per chip on fsdp=8,expert=8 = %.0f, want fsdp=64's %.0f", got, want)
 	}
-	if got, want := j.stageParams(&fsdp, firstStage), float64(spec.ParamCount().Total())/64; math.Abs(got-want) > 1 {
+	if got, want := j.stageParams(&fsdp, firstStage, endsSplit), float64(spec.ParamCount().Total())/64; math.Abs(got-want) > 1 {
 		t.Errorf("params per chip on fsdp=64 = %.0f, want total/64 = %.0f", got, want)
 	}
 	if ep.b != 1 || fsdp.b != 1 {

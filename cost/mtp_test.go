@@ -28,7 +28,7 @@ func TestMTPParamsByHand(t *testing.T) {
 	}
 	without := j
 	without.Model.MTPLayers = 0
-	if got, want := j.stageParams(&sh, lastStage)-without.stageParams(&sh, lastStage), 45_351_800.0; got != want {
+	if got, want := j.stageParams(&sh, lastStage, endsSplit)-without.stageParams(&sh, lastStage, endsSplit), 45_351_800.0; got != want {
 		t.Errorf("MTP adds %.0f parameters to the last stage's chip, want %.0f", got, want)
 	}
 }

@@ -19,8 +19,10 @@ type shape struct {
 	dev           int // JAX devices per chip (hw.Chip.JAXDevicesPerChip, at least 1)
 	layerShape
 	r remat // the layer's footprint at b sequences
-	// params is stageParams of the first and the last stage.
+	// params is stageParams of the first and the last stage, head the
+	// part of each that every stage holds (headParams)
 	params [2]float64
+	head   float64
 	flops  jobFLOPs
 }
 
@@ -148,13 +150,7 @@ func (e *Estimator) shapeInto(sh *shape, j *Job, m *mesh.Mesh) error {
 	if *sh, err = shapeWith(j, m, e); err != nil {
 		return err
 	}
-	k := paramsKey{sh.t, sh.f, sh.e, sh.p, sh.ls}
-	params, ok := e.params[k]
-	if !ok {
-		params = j.stagesParams(sh)
-		e.params[k] = params
-	}
-	sh.params = params
+	e.setParams(sh, j)
 	if k := (flopsKey{j.Seq, j.CausalFLOPs}); !e.flopsOK || e.flopsKey != k {
 		e.flops, e.flopsKey, e.flopsOK = j.flops(), k, true
 	}
@@ -162,12 +158,33 @@ func (e *Estimator) shapeInto(sh *shape, j *Job, m *mesh.Mesh) error {
 	return nil
 }
 
-// paramsKey is what stageParams depends on besides the model.
-type paramsKey struct{ t, f, e, p, ls int }
+// setParams sets sh.params and sh.head to j's stagesParams and
+// headParams, from e's cache.
+func (e *Estimator) setParams(sh *shape, j *Job) {
+	e.setParamsEnds(sh, j, j.endsOf(sh.p))
+}
+
+// setParamsEnds is setParams with the model's ends laid out as ends.
+func (e *Estimator) setParamsEnds(sh *shape, j *Job, ends endsLayout) {
+	k := paramsKey{sh.t, sh.f, sh.e, sh.p, sh.ls, ends}
+	params, ok := e.params[k]
+	if !ok {
+		params = j.stagesParams(sh, ends)
+		e.params[k] = params
+	}
+	sh.params, sh.head = params, j.headParams(sh, ends)
+}
+
+// paramsKey is what stageParams depends on besides the model: the shape's
+// degrees and where the pipeline lays out the model's ends.
+type paramsKey struct {
+	t, f, e, p, ls int
+	ends           endsLayout
+}
 
 // stagesParams is stageParams of the first and the last stage.
-func (j *Job) stagesParams(sh *shape) [2]float64 {
-	return [2]float64{j.stageParams(sh, firstStage), j.stageParams(sh, lastStage)}
+func (j *Job) stagesParams(sh *shape, ends endsLayout) [2]float64 {
+	return [2]float64{j.stageParams(sh, firstStage, ends), j.stageParams(sh, lastStage, ends)}
 }
 
 // withBatch is sh with b sequences per chip per micro-batch.
@@ -185,7 +202,8 @@ func (j *Job) setBatch(sh *shape, b int) {
 func shapeOf(j Job, m mesh.Mesh) (shape, error) {
 	sh, err := shapeWith(&j, &m, nil)
 	if err == nil {
-		sh.params = j.stagesParams(&sh)
+		ends := j.endsOf(sh.p)
+		sh.params, sh.head = j.stagesParams(&sh, ends), j.headParams(&sh, ends)
 		sh.flops = j.flops()
 	}
 	return sh, err

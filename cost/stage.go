@@ -26,23 +26,27 @@ func (st stage) String() string {
 }
 
 // stageParams is the parameters one chip of a stage holds: the stage's
-// layers, plus the input embedding (first stage) or the final norm and
-// output layer (last stage; a tied output keeps its own copy of the
-// embedding there), all of it with one stage; sharded over tensor and fsdp.
+// layers, plus the ends of the model as ends lays them out (endsOf):
+// without a pipeline all of them; in MaxText's pipelines all of them on
+// every stage; in Megatron's (1F1B, interleaved) the input embedding on
+// the first stage and the final norm and output layer on the last (a
+// tied output keeps its own copy of the embedding there); sharded over
+// tensor and fsdp.
 // With more tensor shards than key/value heads, each K/V head is
 // replicated on t/KV chips (Megatron's GQA layout).
-func (j *Job) stageParams(sh *shape, st stage) float64 {
+func (j *Job) stageParams(sh *shape, st stage, ends endsLayout) float64 {
 	pc := j.Model.ParamCount()
-	var ends int64
+	var n int64
 	switch {
-	case sh.p == 1:
-		ends = pc.Embedding + pc.Output + pc.FinalNorm
+	case sh.p == 1 || ends == endsEvery:
+		n = pc.Embedding + pc.Output + pc.FinalNorm
+	case ends == endsNone:
 	case st == firstStage:
-		ends = pc.Embedding
+		n = pc.Embedding
 	case j.Model.TiedEmbeddings:
-		ends = pc.Embedding + pc.FinalNorm
+		n = pc.Embedding + pc.FinalNorm
 	default:
-		ends = pc.Output + pc.FinalNorm
+		n = pc.Output + pc.FinalNorm
 	}
 	layer := denseLayerParams(j.Model, sh.t)
 	layers := float64(sh.ls) * layer
@@ -52,11 +56,64 @@ func (j *Job) stageParams(sh *shape, st stage) float64 {
 	}
 	// MaxText shards the embed dimension of every weight but the routed
 	// experts' over fsdp and expert (base.yml's embed rule lists both)
-	p := (layers+float64(ends)/float64(sh.t))/float64(sh.f*sh.e) + j.routedPerChip(sh)
+	p := (layers+float64(n)/float64(sh.t))/float64(sh.f*sh.e) + j.routedPerChip(sh)
 	if sh.p == 1 || st == lastStage {
 		p += j.mtpParams(sh)
 	}
 	return p
+}
+
+// endsLayout is where a pipeline lays out the model's ends: the input
+// embedding, the final norm and the output layer.
+type endsLayout uint8
+
+const (
+	// endsSplit: Megatron's, the embedding on the first stage, the
+	// norm and the output layer on the last.
+	endsSplit endsLayout = iota
+	// endsEvery: MaxText's, all of them on every stage (headOnEveryStage).
+	endsEvery
+	// endsNone: none of them on any stage, fewer parameters than either
+	// layout lays out (BatchMemory.leastParams).
+	endsNone
+)
+
+// endsOf is where j lays out the ends of a pipeline of p stages.
+func (j *Job) endsOf(p int) endsLayout {
+	if j.headOnEveryStage(p) {
+		return endsEvery
+	}
+	return endsSplit
+}
+
+// headOnEveryStage reports whether a pipeline of p stages keeps the input
+// embedding, the final norm and the output layer on every stage, as
+// MaxText's pipelines (GPipe and circular) do: only the decoder layers
+// go into pipeline_module (layers/decoders.py Decoder.__call__, lines
+// 894-930 @e591f30c), whose nnx.vmap over the stages names their stacked
+// axis "layers" (layers/pipeline.py line 679) and base.yml maps "layers"
+// to "stage" (configs/base.yml logical_axis_rules, line 608); the token
+// embedding is the Transformer's (models/models.py line 353), its table
+// sharded ("vocab", "embed_vocab") (layers/embeddings.py lines 130-137),
+// the output layer's kernel ("embed_vocab", "vocab") and the final norm's
+// scale ("norm",) (layers/decoders.py apply_output_head, lines 794-837),
+// and "vocab" maps to tensor, "embed_vocab" to fsdp, context and expert,
+// "norm" to tensor (base.yml lines 544-545, 607), none to "stage": every
+// stage's chips hold the same share of them.
+func (j *Job) headOnEveryStage(p int) bool {
+	return p > 1 && (j.Schedule == schedule.GPipe || j.Schedule == schedule.Circular)
+}
+
+// headParams is the parameters of the embedding, final norm and output
+// layer one chip holds that its replicas on the other pipeline stages
+// hold too (ends endsEvery), sharded as stageParams shards them; 0 for
+// the other layouts.
+func (j *Job) headParams(sh *shape, ends endsLayout) float64 {
+	if ends != endsEvery || sh.p <= 1 {
+		return 0
+	}
+	pc := j.Model.ParamCount()
+	return float64(pc.Embedding+pc.Output+pc.FinalNorm) / float64(sh.t*sh.f*sh.e)
 }
 
 // denseLayerParams is the parameters one chip holds of a dense layer of
@@ -146,8 +203,9 @@ const (
 )
 
 // stageBase is stage st's: the first holds the most micro-batches in
-// flight and the embedding, the last the output layer (setInFlight says
-// which stages run the output layer and loss).
+// flight, and in Megatron's layout the embedding, the last the output
+// layer (stageParams; setInFlight says which stages run the output layer
+// and loss).
 func (e *Estimator) stageBase(j *Job, m *mesh.Mesh, sh *shape, st stage) stageBase {
 	ms := &m.Multislice
 	chip := &ms.Slice.Chip
@@ -219,7 +277,7 @@ func (e *Estimator) setInFlight(b *stageBase, j *Job, sh *shape, st stage) {
 	}
 	switch {
 	case sh.p == 1:
-	case j.Schedule == schedule.GPipe || j.Schedule == schedule.Circular:
+	case j.headOnEveryStage(sh.p):
 		b.output = outputWholeBatch
 	case st != lastStage:
 		b.output = outputNone

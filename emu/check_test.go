@@ -201,7 +201,9 @@ func TestChunkedPipelineBytesEqualCost(t *testing.T) {
 	// Each pipeline boundary carries every micro-batch's activations
 	// forward and their gradients back. Interleaved and circular schedules
 	// have p·v−1 boundaries, v−1 of them from the last stage round to the
-	// first; package cost counts the same.
+	// first; package cost counts the same. GPipe and circular pipelines
+	// (MaxText's) also all-reduce the ends' gradients over the stages, a
+	// ring over the same links (emu reduceEnds, cost pipelineHead).
 	tests := []struct {
 		k                    schedule.Kind
 		layout               string
@@ -424,8 +426,8 @@ func peaks(t *testing.T, m mesh.Mesh, pj peakJob) (got, want peak) {
 // bytes for d_model 16, vocabulary 32, fp32) for the tokens of cost's
 // output phase (its logits bytes over 4 × vocabulary); the total is
 // cost's or up to 25 % above it (the emulator's fp32 softmax and norm
-// tensors, the output layer's copy and gradient a stage before the last
-// holds, which cost counts only with FSDP).
+// tensors). Every stage holds the embedding, final norm and output layer
+// as MaxText's do, so the state is the same on each.
 func TestPeakMemoryOfAllForwardSchedules(t *testing.T) {
 	const perToken = 3*16*4 + 4 + 3*32*4
 	for _, tt := range []struct {

@@ -220,7 +220,7 @@ func (ts *templates) of(tc *TrainConfig, coord mesh.Coord) *Params[float32] {
 	if p, ok := ts.pieces[key]; ok {
 		return p
 	}
-	p := shard(ts.full, tc.Model, key[1], m.Size(mesh.Tensor), key[2], m.Size(mesh.Expert), key[0], m.Size(mesh.Pipeline), tc.Chunks)
+	p := shard(ts.full, tc.Model, key[1], m.Size(mesh.Tensor), key[2], m.Size(mesh.Expert), key[0], m.Size(mesh.Pipeline), tc.Chunks, tc.headAfter())
 	ts.pieces[key] = p
 	return p
 }

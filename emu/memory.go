@@ -195,12 +195,15 @@ func (sh shapes) device(tc *TrainConfig, si int) deviceMemory {
 	c := tc.Model
 	d, v := sh.d, sh.v
 	padded := func(n, f float64) float64 { return math.Ceil(n/f) * f }
-	first, last := si == 0, si == tc.Mesh.Size(mesh.Pipeline)-1
+	last := si == tc.Mesh.Size(mesh.Pipeline)-1
+	// the stages that hold the embeddings and the output layer: every one
+	// with the head after the pipeline (shard)
+	first, head := si == 0 || tc.headAfter(), last || tc.headAfter()
 	ends := 0.0
-	if first || last && c.Tied {
+	if first || head && c.Tied {
 		ends += v*d + sh.seq*d
 	}
-	if last {
+	if head {
 		ends += d
 		if !c.Tied {
 			ends += d * v
@@ -314,8 +317,8 @@ func (sh shapes) meter(tc *TrainConfig, dm deviceMemory, ops []schedule.Op) (mem
 // final norm's output gradient, for mostHeads micro-batches' tokens
 // held (one's gradient) on the last stage, or for the device's share of
 // its whole batch on every stage with the head after the pipeline
-// (headShare), a stage before the last with the output layer and its
-// gradient.
+// (headShare), each stage with its own output layer (deviceMemory's
+// ends).
 func (sh shapes) head(tc *TrainConfig, dm deviceMemory, mostHeads int, e float64) (trans, head, outs float64) {
 	if !tc.headAfter() {
 		if !dm.last {
@@ -330,8 +333,7 @@ func (sh shapes) head(tc *TrainConfig, dm deviceMemory, mostHeads int, e float64
 	head = e*2*tok*sh.d + 4*tok + 8*tok*sh.v + 4*tok*sh.v + e*tok*sh.d
 	trans = 4 * (3*tok*sh.d + tok + 3*tok*sh.v)
 	if !dm.last {
-		w := sh.d + sh.d*sh.v // the final norm and the output layer
-		return trans + 4*2*w, head + e*2*w, 0
+		return trans, head, 0
 	}
 	return trans + 4*m*sh.ntok*sh.d, head, e * m * sh.ntok * sh.d
 }

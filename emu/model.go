@@ -224,15 +224,17 @@ func stageLayers(layers, si, p, v int) []int {
 // layers, holds: its chunks' layers (stageLayers), column- and row-split
 // over tensor, of an MoE layer's experts its expert rank's 1/ep; the
 // embeddings on the first stage (and the last when tied), the final norm
-// and output on the last.
-func shard[T Float](full *Params[T], c Config, ti, t, ei, ep, si, p, v int) *Params[T] {
+// and output on the last, or, with everywhere (MaxText's GPipe and
+// circular pipelines, headAfter), all of them on every stage.
+func shard[T Float](full *Params[T], c Config, ti, t, ei, ep, si, p, v int, everywhere bool) *Params[T] {
 	hd := c.headDim()
 	qh, kvh, f, fe := c.Heads/t, c.KVHeads/t, c.DFF/t, c.expertFF()/t
 	out := &Params[T]{}
-	if si == 0 || (si == p-1 && c.Tied) {
+	first, last := si == 0 || everywhere, si == p-1 || everywhere
+	if first || (last && c.Tied) {
 		out.Emb, out.Pos = full.Emb.Clone(), full.Pos.Clone()
 	}
-	if si == p-1 {
+	if last {
 		out.NF = append([]T(nil), full.NF...)
 		if !c.Tied {
 			out.Out = full.Out.Clone()

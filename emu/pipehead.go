@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"shardlab/emu/kernel"
 	"shardlab/mesh"
 	"shardlab/schedule"
 )
@@ -15,9 +16,11 @@ import (
 // train.py). The emulator does the same: the last virtual stage keeps
 // each micro-batch's output (outs); between the last forward and the
 // first backward every stage of the pipeline runs the head on its share
-// of the device's batch (headShare), with the output layer the last stage
-// holds, and the gradient of the pipeline's output goes back to the last
-// stage, where each micro-batch's backward starts from it. 1F1B and
+// of the device's batch (headShare) with its own copy of the final norm
+// and output layer (every stage holds the ends, as MaxText's stages do;
+// reduceEnds sums their gradients over the stages before the update),
+// and the gradient of the pipeline's output goes back to the last stage,
+// where each micro-batch's backward starts from it. 1F1B and
 // interleaved (Megatron's schedules) run the head inside the schedule, a
 // micro-batch at a time on the last stage.
 
@@ -63,28 +66,22 @@ func (d *device) headPhase(st *stepState) {
 }
 
 // stageHead is headPhase on a stage before the last: it takes its share
-// of the pipeline's output and the output layer from the last stage, and
-// sends back the share's gradient and the output layer's.
+// of the pipeline's output from the last stage, runs the head on it with
+// its own copy of the final norm and output layer (every stage holds the
+// ends, shard), and sends the share's gradient back; the output layer's
+// gradient stays in its own accumulator until reduceEnds.
 func (d *device) stageHead(st *stepState, mb micro) {
 	last := d.pipe[len(d.pipe)-1]
 	d.mode = classOutput
 	x := Mat[float32]{R: mb.n(), C: d.c.DModel, D: d.ep.Recv(last)}
 	d.mem.hold(classOutput, d.elem, x.D)
-	w := d.ep.Recv(last) // the final norm and the output layer, in the compute dtype
-	d.mem.hold(classWeights, d.elem, w)
-	g := d.take(len(w))
-	clear(g)
-	d.mem.hold(classWeights, d.elem, g) // their gradient, reduced on the last stage
-	bind := func(b []float32) *Params[float32] {
-		dm := d.c.DModel
-		return &Params[float32]{NF: b[:dm:dm], Out: Mat[float32]{R: dm, C: d.c.Vocab, D: b[dm:]}}
-	}
-	dx := d.runHead(st, bind(w), bind(g), x, mb)
+	ends := d.gatherHead()
+	endsGrad := d.gradBuf(0)
+	dx := d.runHead(st, d.bindEnds(ends), d.bindEnds(endsGrad), x, mb)
+	d.release(0, ends)
+	d.scatterGrad(0, endsGrad)
 	d.ep.SendHead(last, dx.D)
-	d.ep.SendHead(last, g)
 	d.recycle(dx)
-	d.mem.drop(w, g)
-	d.give(g)
 }
 
 // runHead runs the head forward and backward over x, the output of the
@@ -107,21 +104,18 @@ func (d *device) runHead(st *stepState, p, g *Params[float32], x Mat[float32], m
 }
 
 // lastHead is headPhase on the last stage: it hands each stage its share
-// of the pipeline's output (st.outs) and the output layer, runs the head
-// on its own share, adds the other stages' gradients of the output layer
-// to its own, stage by stage, and cuts the gradient of the pipeline's
-// output into the micro-batches' (st.douts) for their backward passes.
+// of the pipeline's output (st.outs), runs the head on its own share, and
+// cuts the gradient of the pipeline's output, the stages' shares', into
+// the micro-batches' (st.douts) for their backward passes.
 func (d *device) lastHead(st *stepState, seqs int) {
 	p := len(d.pipe)
 	ends := d.gatherHead()
-	w := d.headPart(ends)
 	d.mode = classOutput
 	for si := range p - 1 {
 		if lo, hi := headShare(seqs, si, p); lo < hi {
 			x := d.outRows(st, lo, hi)
 			d.ep.SendHead(d.pipe[si], x.D)
 			d.recycle(x)
-			d.ep.SendHead(d.pipe[si], w)
 		}
 	}
 	// its own share, and the pipeline's output is let go
@@ -140,18 +134,13 @@ func (d *device) lastHead(st *stepState, seqs int) {
 		dxs[p-1] = d.runHead(st, d.bindEnds(ends), d.bindEnds(endsGrad), x, shareMicro(st.micros, lo, hi))
 	}
 	d.release(0, ends)
-	gw := d.headPart(endsGrad)
+	d.scatterGrad(0, endsGrad)
 	for si := range p - 1 {
 		if lo, hi := headShare(seqs, si, p); lo < hi {
 			dxs[si] = Mat[float32]{R: (hi - lo) * st.micros[0].s, C: d.c.DModel, D: d.ep.Recv(d.pipe[si])}
 			d.mem.hold(classActGrads, d.elem, dxs[si].D)
-			g := d.ep.Recv(d.pipe[si])
-			for i, v := range g {
-				gw[i] += v
-			}
 		}
 	}
-	d.scatterGrad(0, endsGrad)
 	d.cutGrads(st, dxs)
 }
 
@@ -185,4 +174,34 @@ func (d *device) cutGrads(st *stepState, dxs []Mat[float32]) {
 		d.recycle(dx)
 	}
 	d.mode = classOther
+}
+
+// reduceEnds sums the gradients of the ends (this device's shard of group
+// 0) over the pipeline's stages, each of which holds the ends with the
+// head after the pipeline: MaxText's all-reduce over the stage axis of
+// the gradients of the parameters it does not shard over it (the
+// embedding, final norm and output layer, configs/base.yml
+// logical_axis_rules @e591f30c). The emulator runs it as a ring over the
+// pipeline's links, point to point, so it is counted with the passes'
+// sends ("pipeline send/recv"): a reduce-scatter, after which stage si
+// holds part si+1 summed, then an all-gather, each stage sending p−1 of
+// the p parts each way. Every stage ends with the same sums, bit for bit
+// (each part is summed once and copied), so the stages' copies stay
+// equal.
+func (d *device) reduceEnds() {
+	p, si := len(d.pipe), d.coord[mesh.Pipeline]
+	g := d.grad[0]
+	next, prev := d.pipe[(si+1)%p], d.pipe[(si+p-1)%p]
+	part := func(k int) []float32 {
+		k = (k%p + p) % p
+		return g[k*len(g)/p : (k+1)*len(g)/p]
+	}
+	for r := range p - 1 {
+		d.ep.Send(next, part(si-r))
+		kernel.Add(part(si-r-1), d.ep.Recv(prev))
+	}
+	for r := range p - 1 {
+		d.ep.Send(next, part(si+1-r))
+		copy(part(si-r), d.ep.Recv(prev))
+	}
 }

@@ -394,9 +394,13 @@ func (d *device) doneGroups(li int, buf, experts []float32, done func(gi int, bu
 	}
 }
 
-// update sums the gradients over the replicas (data and context), then
-// takes an Adam step on this device's shard.
+// update sums the gradients over the replicas (data and context), and
+// the ends' over the stages when every stage holds them (reduceEnds),
+// then takes an Adam step on this device's shard.
 func (d *device) update() {
+	if d.tc.headAfter() {
+		d.reduceEnds()
+	}
 	// the step's spare buffers go with it, so what stays allocated
 	// between steps is what EstimateMemory's Static counts
 	d.spare = nil
