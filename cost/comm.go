@@ -191,8 +191,7 @@ func (t *tally) pipelineHead(grads unit.Bytes) {
 	if grads == 0 {
 		return
 	}
-	pc := t.est.Job.Model.ParamCount()
-	emb := unit.Bytes(float64(grads) * float64(pc.Embedding) / float64(pc.Embedding+pc.Output+pc.FinalNorm))
+	emb := t.embeddingPart(grads)
 	early := t.stageAllReduce(grads - emb)
 	t.add(mesh.Pipeline, "final norm and output gradient all-reduce", collective.AllReduce, 1, early, true)
 	t.gradICI += early.ICITime
@@ -201,6 +200,15 @@ func (t *tally) pipelineHead(grads unit.Bytes) {
 	t.add(mesh.Pipeline, "embedding gradient all-reduce", collective.AllReduce, 1, late, false)
 	t.afterICI += late.ICITime
 	t.afterDCN += late.DCNTime
+}
+
+// embeddingPart is the token embedding's bytes of size bytes spread over
+// the pipeline's ends (embedding, final norm, output layer) by their
+// parameters: the part whose gradient the backward pass makes last, at
+// its very end, so that its reductions cannot hide under it.
+func (t *tally) embeddingPart(size unit.Bytes) unit.Bytes {
+	pc := t.est.Job.Model.ParamCount()
+	return unit.Bytes(float64(size) * float64(pc.Embedding) / float64(pc.Embedding+pc.Output+pc.FinalNorm))
 }
 
 // stageAllReduce is an all-reduce of size bytes across the pipeline's
@@ -291,8 +299,11 @@ func (t *tally) fsdp(grads, gathered unit.Bytes) {
 // step, to the whole batch, before and after pipeline_module (layers/
 // decoders.py Decoder.__call__, lines 871-930 and 1315 @e591f30c), not
 // once per micro-batch as the pipelined layers, so they are gathered for
-// the forward and again for the backward and their gradient reduced once.
-// embed_vocab shards them over fsdp and expert (configs/base.yml line 545).
+// the forward and again for the backward and their gradient reduced once:
+// the output layer's and the final norm's under the backward pass, which
+// makes them first, the embedding's after it (embeddingPart), as its
+// all-reduce over the stages (pipelineHead). embed_vocab shards them over
+// fsdp and expert (configs/base.yml line 545).
 func (t *tally) fsdpHead(grads, gathered unit.Bytes) {
 	m, sh := &t.est.Mesh, t.sh
 	if grads == 0 || sh.f*sh.e <= 1 {
@@ -305,13 +316,18 @@ func (t *tally) fsdpHead(grads, gathered unit.Bytes) {
 	}
 	nICI, nDCN, n := f.ICI*e.ICI, f.DCN*e.DCN, unit.Bytes(sh.f*sh.e)
 	ag := collective.Hierarchical(collective.AllGather, gathered*n, nICI, link, nDCN, t.dcn(nDCN))
-	rs := collective.Hierarchical(collective.ReduceScatter, grads*n, nICI, link, nDCN, t.dcn(nDCN))
+	emb := t.embeddingPart(grads)
+	early := collective.Hierarchical(collective.ReduceScatter, (grads-emb)*n, nICI, link, nDCN, t.dcn(nDCN))
+	late := collective.Hierarchical(collective.ReduceScatter, emb*n, nICI, link, nDCN, t.dcn(nDCN))
 	t.add(mesh.FSDP, "embedding and output all-gather", collective.AllGather, 2, ag, true)
-	t.add(mesh.FSDP, "embedding and output reduce-scatter", collective.ReduceScatter, 1, rs, true)
+	t.add(mesh.FSDP, "final norm and output reduce-scatter", collective.ReduceScatter, 1, early, true)
+	t.add(mesh.FSDP, "embedding reduce-scatter", collective.ReduceScatter, 1, late, false)
 	t.gatherICI += ag.Scale(2).ICITime
 	t.gatherDCN += ag.Scale(2).DCNTime
-	t.gradICI += rs.ICITime
-	t.gradDCN += rs.DCNTime
+	t.gradICI += early.ICITime
+	t.gradDCN += early.DCNTime
+	t.afterICI += late.ICITime
+	t.afterDCN += late.DCNTime
 }
 
 // context: ring attention passes every chip's K and V blocks around the

@@ -76,8 +76,8 @@ func TestPipelineHeadOnEveryStage(t *testing.T) {
 // output layer's and norm's gradients are made first in the backward (the
 // head's runs before the pipeline's), so their all-reduce overlaps it;
 // the embedding's is made last, so its all-reduce is on the critical
-// path (tally's after-the-loop time, all of its time). Megatron's 1F1B
-// has neither.
+// path (tally's after-the-loop time, with the embedding's FSDP
+// reduce-scatter all of it). Megatron's 1F1B has neither.
 func TestPipelineHeadGradientAllReduce(t *testing.T) {
 	const emb, out = llama8bVocabMatrix / 4 * 4, (llama8bVocabMatrix + llama8bFinalNorm) / 4 * 4
 	if emb != 525_336_576 || out != 525_340_672 {
@@ -104,9 +104,13 @@ func TestPipelineHeadGradientAllReduce(t *testing.T) {
 			t.Fatal(err)
 		}
 		found := map[string]Comm{}
+		var embRS Comm // the embedding's FSDP reduce-scatter, after the backward too
 		for _, cm := range est.Comms {
-			if cm.Axis == mesh.Pipeline && cm.Op == collective.AllReduce {
+			switch {
+			case cm.Axis == mesh.Pipeline && cm.Op == collective.AllReduce:
 				found[cm.What] = cm
+			case cm.Axis == mesh.FSDP && cm.What == "embedding reduce-scatter":
+				embRS = cm
 			}
 		}
 		if c.k == schedule.OneFOneB {
@@ -134,9 +138,9 @@ func TestPipelineHeadGradientAllReduce(t *testing.T) {
 			t.Fatal(err)
 		}
 		tl, _, _ := e.collectives(&Estimate{Job: j, Mesh: m}, &sh, false)
-		if late.ICITime+late.DCNTime == 0 || tl.afterICI != late.ICITime || tl.afterDCN != late.DCNTime {
-			t.Errorf("%s on %s: on the critical path ICI %v, DCN %v; want the embedding's all-reduce, %v, %v",
-				c.k, c.spec, tl.afterICI, tl.afterDCN, late.ICITime, late.DCNTime)
+		if late.ICITime+late.DCNTime == 0 || embRS.ICITime == 0 || tl.afterICI != late.ICITime+embRS.ICITime || tl.afterDCN != late.DCNTime+embRS.DCNTime {
+			t.Errorf("%s on %s: on the critical path ICI %v, DCN %v; want the embedding's all-reduce and reduce-scatter, %v + %v, %v + %v",
+				c.k, c.spec, tl.afterICI, tl.afterDCN, late.ICITime, embRS.ICITime, late.DCNTime, embRS.DCNTime)
 		}
 	}
 }
@@ -147,7 +151,11 @@ func TestPipelineHeadGradientAllReduce(t *testing.T) {
 // output layer (262,669,312 parameters a chip) are gathered in bf16 for
 // the forward and the backward once a step, 2 × 3/4 × 4 × 525,338,624 =
 // 3,152,031,744 bytes a chip, and their fp32 gradient reduce-scattered
-// once, 3/4 × 4 × 1,050,677,248 = 3,152,031,744; the stage's 16 layers
+// once, 3/4 × 4 × 1,050,677,248 = 3,152,031,744: the output layer's and
+// final norm's (131,335,168 parameters a chip: 3/4 × 4 × 525,340,672 =
+// 1,576,022,016) under the backward pass, the embedding's (131,334,144:
+// 3/4 × 4 × 525,336,576 = 1,576,009,728), made at its very end, after
+// it, on the critical path; the stage's 16 layers
 // (872,448,000 parameters a chip) are gathered twice per micro-batch, 16 ×
 // 3/4 × 4 × 1,744,896,000 = 83,755,008,000 bytes, and reduce-scattered once
 // per micro-batch, 8 × 3/4 × 4 × 3,489,792,000 = 83,755,008,000.
@@ -162,13 +170,15 @@ func TestPipelineHeadGatheredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]struct {
-		count int
-		bytes unit.Bytes
+		count      int
+		bytes      unit.Bytes
+		overlapped bool
 	}{
-		"embedding and output all-gather":     {2, 3_152_031_744},
-		"embedding and output reduce-scatter": {1, 3_152_031_744},
-		"weight all-gather":                   {16, 83_755_008_000},
-		"gradient reduce-scatter":             {8, 83_755_008_000},
+		"embedding and output all-gather":      {2, 3_152_031_744, true},
+		"final norm and output reduce-scatter": {1, 1_576_022_016, true},
+		"embedding reduce-scatter":             {1, 1_576_009_728, false},
+		"weight all-gather":                    {16, 83_755_008_000, true},
+		"gradient reduce-scatter":              {8, 83_755_008_000, true},
 	}
 	seen := 0
 	for _, c := range est.Comms {
@@ -179,8 +189,8 @@ func TestPipelineHeadGatheredOnce(t *testing.T) {
 		seen++
 		// the layers' collectives are issued one per layer, each
 		// rounded down to the byte
-		if c.Count != w.count || c.ICIBytes > w.bytes || c.ICIBytes < w.bytes-unit.Bytes(16*c.Count) || c.DCNBytes != 0 {
-			t.Errorf("%s: %d of them, ICI %d, DCN %d bytes; want %d, %d, 0", c.What, c.Count, c.ICIBytes, c.DCNBytes, w.count, w.bytes)
+		if c.Count != w.count || c.ICIBytes > w.bytes || c.ICIBytes < w.bytes-unit.Bytes(16*c.Count) || c.DCNBytes != 0 || c.Overlapped != w.overlapped {
+			t.Errorf("%s: %d of them, ICI %d, DCN %d bytes, overlapped %v; want %d, %d, 0, %v", c.What, c.Count, c.ICIBytes, c.DCNBytes, c.Overlapped, w.count, w.bytes, w.overlapped)
 		}
 	}
 	if seen != len(want) {
