@@ -130,22 +130,21 @@ func Verify(p plan.Plan, model string) Verification {
 	if d, err := p.Devices(); err == nil {
 		spec = d.String()
 	}
-	quote := func(s string) string { return ShellQuote([]string{s}) }
 	layout := []OptionValue{{plan.OptionMesh, "'" + spec + "'"}, {plan.OptionGlobalBatch, strconv.Itoa(e.Job.GlobalBatch)}}
 	switch e.Job.Remat {
 	case cost.RematNone:
 		// the policy the export writes for it, which the compile runs
-		layout = append(layout, OptionValue{plan.OptionRemat, string(cost.RematCustom)}, OptionValue{plan.OptionRematCustom, quote(cost.NamedNone().String())})
+		layout = append(layout, OptionValue{plan.OptionRemat, string(cost.RematCustom)}, OptionValue{plan.OptionRematCustom, ShellWord(cost.NamedNone().String())})
 	case cost.RematCustom:
-		layout = append(layout, OptionValue{plan.OptionRemat, string(cost.RematCustom)}, OptionValue{plan.OptionRematCustom, quote(e.Job.Custom.String())})
+		layout = append(layout, OptionValue{plan.OptionRemat, string(cost.RematCustom)}, OptionValue{plan.OptionRematCustom, ShellWord(e.Job.Custom.String())})
 	default:
-		layout = append(layout, OptionValue{plan.OptionRemat, quote(fmt.Sprint(e.Job.Remat))})
+		layout = append(layout, OptionValue{plan.OptionRemat, ShellWord(fmt.Sprint(e.Job.Remat))})
 	}
 	if g := accumulation(e); g > 1 {
 		layout = append(layout, OptionValue{plan.OptionGradientAccumulationSteps, strconv.Itoa(g)})
 	}
 	if e.Mesh.Size(mesh.Pipeline) > 1 {
-		layout = append(layout, OptionValue{plan.OptionSchedule, quote(fmt.Sprint(e.Job.Schedule))}, OptionValue{plan.OptionChunks, strconv.Itoa(max(e.Job.Chunks, 1))})
+		layout = append(layout, OptionValue{plan.OptionSchedule, ShellWord(fmt.Sprint(e.Job.Schedule))}, OptionValue{plan.OptionChunks, strconv.Itoa(max(e.Job.Chunks, 1))})
 	}
 	report, err := namedReport(p)
 	if err != nil {
@@ -180,8 +179,7 @@ func jobIdentity(p plan.Plan, model string) []OptionValue {
 	if model == "" {
 		model = p.Request.Model.Name
 	}
-	quote := func(s string) string { return ShellQuote([]string{s}) }
-	ovs := []OptionValue{{plan.OptionModel, quote(model)}, {plan.OptionTPU, quote(ms.Slice.AcceleratorType())}}
+	ovs := []OptionValue{{plan.OptionModel, ShellWord(model)}, {plan.OptionTPU, ShellWord(ms.Slice.AcceleratorType())}}
 	if def, err := hw.ParseAcceleratorType(ms.Slice.AcceleratorType()); err == nil && def.Topology != ms.Slice.Topology {
 		ovs = append(ovs, OptionValue{plan.OptionTopology, ms.Slice.Topology.String()})
 	}

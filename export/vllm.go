@@ -63,15 +63,20 @@ func VLLMServe(p inference.Plan, modelID string) []string {
 }
 
 // ShellQuote joins a command line for a POSIX shell, quoting the
-// arguments that need it.
+// arguments that need it (ShellWord).
 func ShellQuote(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@+,") == "" {
-			out[i] = a
-			continue
-		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		out[i] = ShellWord(a)
 	}
 	return strings.Join(out, " ")
+}
+
+// ShellWord is one argument for a POSIX shell: as it is where it holds
+// only characters the shell reads as they are, else in single quotes.
+func ShellWord(a string) string {
+	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@+,") == "" {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }

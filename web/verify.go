@@ -66,7 +66,7 @@ func formFlags(o plan.Options) string {
 		if planForm.typ.FieldByIndex(fl.index).Type.Kind() == reflect.Bool {
 			sep = "="
 		}
-		fmt.Fprintf(&b, " %s%s%s", fl.Option.Flag(), sep, export.ShellQuote([]string{vals[fl.Option]}))
+		fmt.Fprintf(&b, " %s%s%s", fl.Option.Flag(), sep, export.ShellWord(vals[fl.Option]))
 	}
 	return b.String()
 }

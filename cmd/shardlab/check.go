@@ -396,7 +396,7 @@ func jobFlags(fs *flag.FlagSet) string {
 		if own[f.Name] || export.VerifyOwns(plan.Option(strings.ReplaceAll(f.Name, "-", "_"))) {
 			return
 		}
-		v := export.ShellQuote([]string{f.Value.String()})
+		v := export.ShellWord(f.Value.String())
 		// a bool flag takes its value only after "=": "--causal-flops
 		// false" is --causal-flops (true) and an argument "false"
 		sep := " "
