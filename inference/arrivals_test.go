@@ -3,8 +3,11 @@ package inference
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+
+	"shardlab/model"
 )
 
 // TestPoissonQuantile holds the Poisson CDF and its quantile to values
@@ -114,5 +117,55 @@ func TestSimulateAtRateCap(t *testing.T) {
 	offered := r.RequestRate * float64(r.OutputLen)
 	if sim.TokensPerSecond < 0.95*offered {
 		t.Errorf("simulated %.0f output tokens/s at max_num_seqs %d, want the offered %.0f within 5 %% (the drain is about 3 %%)", sim.TokensPerSecond, p.Best.SeqsEach, offered)
+	}
+}
+
+// TestRateChoosesByLoadLatency: under a request rate the layouts that
+// keep up all serve the offered tokens/s, and the throughput objective
+// breaks the tie by the ITL a sequence sees at the load (Request.Seen:
+// the mean step with the arriving prompts' chunks), not the idle
+// server's decode-only step. For Llama 3 8B on v6e-8 at 20 requests/s of
+// 2000+300 tokens, TP 8 has the least decode-only step but the longest
+// mean one (every prompt's chunks run on the one replica); the plan
+// takes the least mean step, and the simulator (a second, step-by-step
+// implementation) agrees: its mean ITL and TTFT are below TP 8's. The
+// layouts table prints the latencies at the load.
+func TestRateChoosesByLoadLatency(t *testing.T) {
+	r := request(t)
+	r.Model, _ = model.Lookup("llama3-8b")
+	r.Slice, r.RequestRate, r.PromptLen, r.OutputLen, r.MemoryUtilization = slice(t, "v6e-8"), 20, 2000, 300, 0.92
+	r, p := searched(t, r)
+	idle := p.Best
+	for _, l := range p.Layouts {
+		if _, i := r.Seen(l); l.Fits && !l.ShortOfCap && l.PerChip == p.Best.PerChip {
+			if _, bi := r.Seen(p.Best); i < bi {
+				t.Errorf("chose TP %d × DP %d (mean step %v), want TP %d × DP %d (mean step %v)", p.Best.TP, p.Best.DP, bi, l.TP, l.DP, i)
+			}
+			if l.ITL < idle.ITL {
+				idle = l
+			}
+		}
+	}
+	if idle.TP == p.Best.TP {
+		t.Fatalf("the least idle ITL is the chosen layout's (TP %d): the case no longer tells the two apart", idle.TP)
+	}
+	load := Load{Mix: FixedMix(r.PromptLen, r.OutputLen), RequestRate: r.RequestRate, Requests: 400}
+	sim := func(l Layout) SimResult {
+		s, err := Simulate(r, l, SimOptions{Engine: VLLM, Load: load}, rand.New(rand.NewPCG(1, 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if b, i := sim(p.Best), sim(idle); b.ITL.Mean >= i.ITL.Mean || b.TTFT.Mean >= i.TTFT.Mean {
+		t.Errorf("simulated: chosen TP %d mean ITL %v, TTFT %v; the idle choice TP %d %v, %v; want the chosen lower",
+			p.Best.TP, b.ITL.Mean, b.TTFT.Mean, idle.TP, i.ITL.Mean, i.TTFT.Mean)
+	}
+	var out strings.Builder
+	if err := p.writeLayouts(&out); err != nil {
+		t.Fatal(err)
+	}
+	if ttft, _ := r.Seen(p.Best); !strings.Contains(out.String(), "TTFT at load") || !strings.Contains(out.String(), secs(ttft).String()) || ttft != p.Best.LoadTTFT.Mean {
+		t.Errorf("layouts table at a rate, want the TTFT at the load (%v) under \"TTFT at load\":\n%s", secs(p.Best.LoadTTFT.Mean), out.String())
 	}
 }

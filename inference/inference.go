@@ -457,19 +457,31 @@ func (r Request) prefill(rc replicaCost, l *Layout) time.Duration {
 	return roof + l.PrefillAllReduce + time.Duration(l.PrefillSteps)*l.DecodeOverhead
 }
 
-// misses lists the SLOs l misses.
-func (r Request) misses(l Layout) []string {
-	var out []string
-	ttft, itl := l.TTFT, l.ITL
+// Seen is the TTFT and ITL a request sees on l: under a request rate,
+// at the offered load (AtRate): the mean TTFT of an arriving prompt,
+// behind the step in progress and the prompts that arrived with it, and
+// the mean step with the arriving prompts' chunks, the ITL a decoding
+// sequence sees on average; else, or where AtRate found no steady state,
+// a lone prompt's TTFT on an idle replica and the decode-only step at
+// the layout's concurrency. The SLOs, the objective and the layouts
+// table all take these.
+func (r Request) Seen(l Layout) (ttft, itl time.Duration) {
+	ttft, itl = l.TTFT, l.ITL
 	if r.RequestRate > 0 {
-		// at the offered load (AtRate): the TTFT an arriving prompt sees,
-		// and the mean step with the arriving prompts' chunks, the ITL a
-		// decoding sequence sees on average
-		ttft = l.LoadTTFT.Mean
+		if l.LoadTTFT.Mean > 0 {
+			ttft = l.LoadTTFT.Mean
+		}
 		if l.MeanStep > 0 {
 			itl = l.MeanStep
 		}
 	}
+	return ttft, itl
+}
+
+// misses lists the SLOs l misses.
+func (r Request) misses(l Layout) []string {
+	var out []string
+	ttft, itl := r.Seen(l)
 	if r.TTFTSLO > 0 && ttft > r.TTFTSLO {
 		out = append(out, fmt.Sprintf("TTFT %v > %v", secs(ttft), secs(r.TTFTSLO)))
 	}

@@ -60,19 +60,21 @@ func (r Request) better(a, b Layout) bool {
 	if a.MeetsSLO() != b.MeetsSLO() {
 		return a.MeetsSLO()
 	}
+	ta, ia := r.Seen(a)
+	tb, ib := r.Seen(b)
 	if r.Objective == Latency {
-		if a.ITL != b.ITL {
-			return a.ITL < b.ITL
+		if ia != ib {
+			return ia < ib
 		}
-		if a.TTFT != b.TTFT {
-			return a.TTFT < b.TTFT
+		if ta != tb {
+			return ta < tb
 		}
 	}
 	if a.PerChip != b.PerChip {
 		return a.PerChip > b.PerChip
 	}
-	if a.ITL != b.ITL {
-		return a.ITL < b.ITL
+	if ia != ib {
+		return ia < ib
 	}
 	return a.Chips < b.Chips
 }
@@ -172,13 +174,17 @@ func (r Request) schedulerBudget(b Layout) error {
 
 // objectiveReason says why b was chosen.
 func objectiveReason(r Request, b Layout) string {
+	ttft, itl := r.Seen(b)
 	what := fmt.Sprintf("most output tokens/s per chip (%.0f) at %d concurrent sequences", b.PerChip, b.Concurrency)
 	if r.RequestRate > 0 {
-		what = fmt.Sprintf("serves the offered %.0f output tokens/s (%.0f per chip) at %d concurrent sequences on average; the least inter-token latency (%v) of the layouts that keep up on the fewest chips",
-			b.TokensPerSecond, b.PerChip, b.Concurrency, secs(b.ITL))
+		what = fmt.Sprintf("serves the offered %.0f output tokens/s (%.0f per chip) at %d concurrent sequences on average; the least inter-token latency at the load (mean %v) of the layouts that keep up on the fewest chips",
+			b.TokensPerSecond, b.PerChip, b.Concurrency, secs(itl))
 	}
 	if r.Objective == Latency {
-		what = fmt.Sprintf("least inter-token latency (%v, TTFT %v) at %d concurrent sequences", secs(b.ITL), secs(b.TTFT), b.Concurrency)
+		what = fmt.Sprintf("least inter-token latency (%v, TTFT %v) at %d concurrent sequences", secs(itl), secs(ttft), b.Concurrency)
+		if r.RequestRate > 0 {
+			what = fmt.Sprintf("least inter-token latency at the load (mean %v, TTFT mean %v) at %d concurrent sequences on average", secs(itl), secs(ttft), b.Concurrency)
+		}
 	}
 	if s := r.slos(); s != "" && b.MeetsSLO() {
 		what += " among the layouts that meet " + s

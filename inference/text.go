@@ -96,7 +96,12 @@ func (p Plan) writeBest(w io.Writer) {
 // lengths across its replicas, and whether it preempts.
 func (p Plan) writeLayouts(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "TP\tEP\tDP\tchips\tfits\theld seqs\tTTFT\tITL\ttok/s/chip\t")
+	lat := "TTFT\tITL"
+	if p.Request.RequestRate > 0 {
+		// Request.Seen: the means at the offered load
+		lat = "TTFT at load\tITL at load"
+	}
+	fmt.Fprintln(tw, "TP\tEP\tDP\tchips\tfits\theld seqs\t"+lat+"\ttok/s/chip\t")
 	for _, l := range p.Layouts {
 		var notes []string
 		if l.Preempts {
@@ -109,7 +114,8 @@ func (p Plan) writeLayouts(w io.Writer) error {
 		if len(notes) > 0 {
 			slo = "  " + strings.Join(notes, "; ")
 		}
-		ttft, itl, tps := secs(l.TTFT).String(), secs(l.ITL).String(), fmt.Sprintf("%.0f", l.PerChip)
+		t, i := p.Request.Seen(l)
+		ttft, itl, tps := secs(t).String(), secs(i).String(), fmt.Sprintf("%.0f", l.PerChip)
 		if !l.Fits {
 			// the load does not fit its pages: it cannot run at it
 			ttft, itl, tps = "n/a", "n/a", "n/a"
