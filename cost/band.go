@@ -61,7 +61,7 @@ var StepBands = []StepBand{
 	{Generation: hw.V5p, Class: ClassDense, Low: -0.0468, High: 0.1655, Rows: 11},
 	{Generation: hw.V6e, Class: ClassDense, Low: -0.0305, High: 0.0758, Rows: 8},
 	{Generation: hw.TPU7x, Class: ClassDense, Low: -0.0154, High: 0.0818, Rows: 6},
-	{Generation: hw.V5p, Class: ClassMoE, Low: -0.0501, High: 0.3666, Rows: 3},
+	{Generation: hw.V5p, Class: ClassMoE, Low: -0.0204, High: 0.3666, Rows: 3},
 	{Generation: hw.V6e, Class: ClassMoE, Low: -0.1477, High: -0.0189, Rows: 3},
 	{Generation: hw.TPU7x, Class: ClassMoE, Low: -0.0109, High: -0.0039, Rows: 2},
 	{Generation: hw.TPU7x, Class: ClassQuantized, Low: 0.0039, High: 0.0776, Rows: 3},
