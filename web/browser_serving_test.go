@@ -61,13 +61,18 @@ func TestBrowserServing(t *testing.T) {
 	if err := chromedp.Do(ctx, retype("#in-prompt_len", "0"), retype("#in-gpu_memory_utilization", "2")); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(ctx, "two fields flagged", `document.querySelectorAll(".field.bad").length === 2`); err != nil {
-		t.Fatal(err)
-	}
-	flagged, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(".field.bad")).map(function (f) {
+	flaggedJS := `Array.from(document.querySelectorAll(".field.bad")).map(function (f) {
 		var input = f.querySelector("input, select"), e = f.querySelector("p.error");
 		return f.id + (input.getAttribute("aria-invalid") === "true" && e ? " " + e.textContent : " unmarked");
-	})`))
+	})`
+	// the page answers each keystroke, and an answer to a value half
+	// typed (the utilization field empty) also flags two fields: wait
+	// for the answer to the whole values, which names the 2
+	if err := waitFor(ctx, "two fields flagged", flaggedJS+`.length === 2 && `+flaggedJS+`[1].indexOf("utilization 2,") >= 0`); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](flaggedJS))
+		t.Fatalf("%v; flagged %q", err, got)
+	}
+	flagged, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](flaggedJS))
 	if err != nil {
 		t.Fatal(err)
 	}
