@@ -107,7 +107,7 @@ type ExpectedReport struct {
 func (v Verification) Steps(c Commands) Steps {
 	s := Steps{Of: v, Commands: []Command{}, Notes: []string{}, UnavailableReason: v.Why, Unavailable: v.Unavailable}
 	if v.Refused != nil {
-		s.Unavailable = "MaxText cannot compile this plan as it is (" + strings.Join(strings.Fields(refusal(v.Refused, c.Spell)), " ") + ")"
+		s.Unavailable = Refusal(v.Refused, c.Spell)
 	}
 	if s.Unavailable != "" {
 		return s
@@ -150,16 +150,18 @@ func (v Verification) notes() []string {
 	return notes
 }
 
-// refusal is why MaxText cannot run a plan, with the options it names
-// spelt by spell.
-func refusal(err error, spell func(plan.Option) string) string {
+// Refusal says that MaxText cannot compile a plan as it is, and why: err
+// (Verification.Refused) on one line, with the options it names spelt by
+// spell.
+func Refusal(err error, spell func(plan.Option) string) string {
+	text := err.Error()
 	var xe *Error
 	var oe *plan.OptionError
 	switch {
 	case errors.As(err, &xe):
-		return xe.Phrase(spell)
+		text = xe.Phrase(spell)
 	case errors.As(err, &oe):
-		return oe.Phrase(spell)
+		text = oe.Phrase(spell)
 	}
-	return err.Error()
+	return "MaxText cannot compile this plan as it is (" + strings.Join(strings.Fields(text), " ") + ")"
 }

@@ -80,7 +80,8 @@ type Verification struct {
 	// batch and remat (for none, the custom policy the export writes), its gradient_accumulation_steps when above 1 (with
 	// a mesh given, plan, export and check accumulate only when told to),
 	// and a pipeline's schedule and chunks. Each value is quoted for a
-	// POSIX shell; the front end spells the options (Verification.Args).
+	// POSIX shell (OptionValue); the front end spells the options
+	// (Verification.Steps).
 	Job, Layout []OptionValue
 	ConfigFile  string
 	// Compile is the compile's command line (CompileCommand), CompileArgs

@@ -1,9 +1,7 @@
 package web
 
 import (
-	"errors"
 	"reflect"
-	"strings"
 
 	"shardlab/export"
 	"shardlab/plan"
@@ -63,11 +61,7 @@ func viewOf(s export.Steps, specFile string) verifyView {
 func verifyOf(p plan.Plan, o plan.Options) verifyView {
 	v := viewOf(stepsOf(p, o))
 	if err := v.Refused; err != nil {
-		text := err.Error()
-		if xe := (*export.Error)(nil); errors.As(err, &xe) {
-			text = xe.Phrase(label)
-		}
-		v.Unavailable = "MaxText cannot compile this plan as it is (" + strings.Join(strings.Fields(text), " ") + ")"
+		v.Unavailable = export.Refusal(err, label)
 	}
 	return v
 }
