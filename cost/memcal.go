@@ -29,9 +29,11 @@ type MemoryCalibration struct {
 // MeasuredJob is the job a memory calibration was measured on: the
 // model, one slice's accelerator type, the layout in chips, the remat
 // policy, the global batch and the micro-batches a step (gradient
-// accumulation or a pipeline's). A factor holds for the family of layouts
-// it was measured on; under another remat policy the temporaries are
-// other tensors.
+// accumulation or a pipeline's). A factor is XLA's temporaries of the
+// program it was measured on over the model's: under another remat
+// policy the temporaries are other tensors, and on another layout, global
+// batch or micro-batch count another program's, for which it is a guess
+// (plan warns of each).
 type MeasuredJob struct {
 	Model           string `json:"model"`
 	AcceleratorType string `json:"accelerator_type"`

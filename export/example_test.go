@@ -67,3 +67,26 @@ func ExampleValidImage() {
 	// <nil>
 	// export: xpk: --docker-image "gcr.io/my-project/MaxText"; want the repository path in lower-case (Docker's image reference grammar)
 }
+
+// A front end spells shardlab's commands (here as the command line does,
+// with the job's option the plan was given besides the model and TPU);
+// the steps give each command as arguments and as a shell line.
+func ExampleVerification_Steps() {
+	o := plan.DefaultOptions()
+	o.Model, o.TPU, o.Seq = "llama3-8b", "v5p-8", 4096
+	r, _ := plan.ParseRequest(o)
+	p, _ := plan.Search(r)
+	s := export.Verify(p, "").Steps(export.Commands{Spell: plan.Option.Flag, Job: []string{"--seq", "4096"},
+		Export: []string{"shardlab", "export", "maxtext"}, Check: []string{"shardlab", "check"},
+		CheckLog: "--compile-log", CheckCalibration: "--write-calibration"})
+	for _, c := range s.Commands {
+		fmt.Printf("%s: %d arguments\n  %s\n", c.Step, len(c.Args), c.Line)
+	}
+	// Output:
+	// export: 15 arguments
+	//   shardlab export maxtext --model llama3-8b --tpu v5p-8 --seq 4096 --mesh 'fsdp=4' --global-batch 20 --remat minimal > shardlab-llama3-8b.yml
+	// compile: 7 arguments
+	//   python3 -m maxtext.trainers.pre_train.train_compile shardlab-llama3-8b.yml run_name=shardlab-llama3-8b compile_topology=v5p-8 compile_topology_num_slices=1 2>&1 | tee compile.log
+	// check: 18 arguments
+	//   shardlab check --compile-log compile.log --model llama3-8b --tpu v5p-8 --seq 4096 --mesh 'fsdp=4' --global-batch 20 --remat minimal --write-calibration calibration.json
+}

@@ -43,9 +43,15 @@ func CompileTopology(s hw.Slice) string {
 // memory_analysis) or XLA's out-of-memory message, which `shardlab check
 // --compile-log` reads.
 func CompileCommand(p plan.Plan, c MaxTextConfig) string {
+	return ShellQuote(CompileArgs(p, c))
+}
+
+// CompileArgs is CompileCommand as the program and its arguments, one
+// word each.
+func CompileArgs(p plan.Plan, c MaxTextConfig) []string {
 	ms := p.Request.Multislice
-	return fmt.Sprintf("%s %s run_name=%s compile_topology=%s compile_topology_num_slices=%s",
-		compileModule, c.File(), c.RunName, CompileTopology(ms.Slice), strconv.Itoa(ms.Slices))
+	return append(strings.Fields(compileModule), c.File(), "run_name="+c.RunName,
+		"compile_topology="+CompileTopology(ms.Slice), "compile_topology_num_slices="+strconv.Itoa(ms.Slices))
 }
 
 // Verification is how to check a plan's memory with MaxText's compiler
@@ -56,6 +62,10 @@ func CompileCommand(p plan.Plan, c MaxTextConfig) string {
 // rest is empty.
 type Verification struct {
 	Unavailable string
+	// Why names the kind of reason there is no compile, for a script to
+	// branch on (WhyUnfit, WhyNoCompileTopology, WhyRefused); empty with
+	// the steps.
+	Why string
 	// Refused is why MaxText cannot run the plan as it is (export's
 	// error, which names options for the front end to spell); the rest
 	// is empty then.
@@ -70,14 +80,24 @@ type Verification struct {
 	// batch and remat (for none, the custom policy the export writes), its gradient_accumulation_steps when above 1 (with
 	// a mesh given, plan, export and check accumulate only when told to),
 	// and a pipeline's schedule and chunks. Each value is quoted for a
-	// POSIX shell; the front end spells the options (Verification.Args).
+	// POSIX shell (OptionValue); the front end spells the options
+	// (Verification.Steps).
 	Job, Layout []OptionValue
 	ConfigFile  string
+	// Compile is the compile's command line (CompileCommand), CompileArgs
+	// its words.
 	Compile     string
+	CompileArgs []string
 	// Report is what XLA's memory report should read a JAX device by the
 	// plan (plan.Plan.XLAReport), or for a plan without remat by the
 	// policy the export writes for it (namedReport).
 	Report unit.Bytes
+	// Recomputes says XLA recomputes to reach Report, at most
+	// XLACapacity, the HBM XLA lets a JAX device hold (hw.Chip.XLACapacity
+	// over the chip's devices): a compile above it fails with XLA's
+	// out-of-memory message.
+	Recomputes  bool
+	XLACapacity unit.Bytes
 	// TempScale is the temporaries' factor the plan was made with (0:
 	// none): check's calibration file replaces it, so plan takes the file
 	// in its place. NamedNone says the plan has no remat and the commands
@@ -87,27 +107,47 @@ type Verification struct {
 	NamedNone bool
 }
 
-// OptionValue is an option of a verification's commands and its value,
-// quoted for a POSIX shell.
+// Why a verification has no compile (Verification.Why).
+const (
+	// WhyUnfit: the layout does not fit, and export writes no config of it.
+	WhyUnfit = "layout_does_not_fit"
+	// WhyNoCompileTopology: MaxText's train_compile has no
+	// compile_topology for the slice.
+	WhyNoCompileTopology = "no_compile_topology"
+	// WhyRefused: MaxText cannot run the plan as it is (Refused).
+	WhyRefused = "maxtext_refuses"
+)
+
+// OptionValue is an option of a verification's commands and its value:
+// Arg as one argument, Value quoted for a POSIX shell.
 type OptionValue struct {
 	Option plan.Option
 	Value  string
+	Arg    string
 }
 
-// Args is the commands' options: the job's, then other, the caller's
-// further options of the job as it spells them, then the layout's, each
-// spelt by spell (the front end's words for an option).
-func (v Verification) Args(spell func(plan.Option) string, other string) string {
+// word is option o with value arg, quoted where a shell needs it.
+func word(o plan.Option, arg string) OptionValue { return OptionValue{o, ShellWord(arg), arg} }
+
+// options are the commands' options, as arguments and as shell text: the
+// job's, then other, the caller's further options of the job as it
+// spells them (one argument each), then the layout's, each spelt by
+// spell (the front end's words for an option).
+func (v Verification) options(spell func(plan.Option) string, other []string) (args []string, line string) {
 	var b strings.Builder
 	write := func(ovs []OptionValue) {
 		for _, ov := range ovs {
+			args = append(args, spell(ov.Option), ov.Arg)
 			fmt.Fprintf(&b, " %s %s", spell(ov.Option), ov.Value)
 		}
 	}
 	write(v.Job)
-	b.WriteString(other)
+	for _, a := range other {
+		args = append(args, a)
+		b.WriteString(" " + ShellWord(a))
+	}
 	write(v.Layout)
-	return b.String()
+	return args, b.String()
 }
 
 // Verify is plan p's Verification: model is how the caller names the
@@ -116,59 +156,62 @@ func (v Verification) Args(spell func(plan.Option) string, other string) string 
 func Verify(p plan.Plan, model string) Verification {
 	if mem := p.Best.Estimate.Memory; !mem.Fits() {
 		// export writes no config of a layout that does not fit
-		return Verification{Unavailable: fmt.Sprintf("the layout does not fit (%s), and export writes no config of a layout that does not fit, so there is nothing to compile; a layout that fits can be verified", mem.Shortfall())}
+		return Verification{Why: WhyUnfit, Unavailable: fmt.Sprintf("the layout does not fit (%s), and export writes no config of a layout that does not fit, so there is nothing to compile; a layout that fits can be verified", mem.Shortfall())}
 	}
 	cfg, err := MaxText(p)
 	if err != nil {
-		return Verification{Refused: err}
+		return Verification{Why: WhyRefused, Refused: err}
 	}
 	if t := CompileTopology(p.Request.Multislice.Slice); !maxtext.IsCompileTopology(t) {
-		return Verification{Unavailable: fmt.Sprintf("MaxText has no ahead-of-time compile target for this slice: compile_topology %s is not among the names its train_compile knows (utils/accelerator_to_spec_map.py), so there is no compile to check the plan with before renting TPUs", t)}
+		return Verification{Why: WhyNoCompileTopology, Unavailable: fmt.Sprintf("MaxText has no ahead-of-time compile target for this slice: compile_topology %s is not among the names its train_compile knows (utils/accelerator_to_spec_map.py), so there is no compile to check the plan with before renting TPUs", t)}
 	}
 	e := p.Best.Estimate
 	spec := e.Mesh.String()
 	if d, err := p.Devices(); err == nil {
 		spec = d.String()
 	}
-	layout := []OptionValue{{plan.OptionMesh, "'" + spec + "'"}, {plan.OptionGlobalBatch, strconv.Itoa(e.Job.GlobalBatch)}}
+	// the mesh is quoted always, as a layout's parentheses need
+	layout := []OptionValue{{plan.OptionMesh, "'" + spec + "'", spec}, word(plan.OptionGlobalBatch, strconv.Itoa(e.Job.GlobalBatch))}
 	switch e.Job.Remat {
 	case cost.RematNone:
 		// the policy the export writes for it, which the compile runs
-		layout = append(layout, OptionValue{plan.OptionRemat, string(cost.RematCustom)}, OptionValue{plan.OptionRematCustom, ShellWord(cost.NamedNone().String())})
+		layout = append(layout, word(plan.OptionRemat, string(cost.RematCustom)), word(plan.OptionRematCustom, cost.NamedNone().String()))
 	case cost.RematCustom:
-		layout = append(layout, OptionValue{plan.OptionRemat, string(cost.RematCustom)}, OptionValue{plan.OptionRematCustom, ShellWord(e.Job.Custom.String())})
+		layout = append(layout, word(plan.OptionRemat, string(cost.RematCustom)), word(plan.OptionRematCustom, e.Job.Custom.String()))
 	default:
-		layout = append(layout, OptionValue{plan.OptionRemat, ShellWord(fmt.Sprint(e.Job.Remat))})
+		layout = append(layout, word(plan.OptionRemat, fmt.Sprint(e.Job.Remat)))
 	}
 	if g := accumulation(e); g > 1 {
-		layout = append(layout, OptionValue{plan.OptionGradientAccumulationSteps, strconv.Itoa(g)})
+		layout = append(layout, word(plan.OptionGradientAccumulationSteps, strconv.Itoa(g)))
 	}
 	if e.Mesh.Size(mesh.Pipeline) > 1 {
-		layout = append(layout, OptionValue{plan.OptionSchedule, ShellWord(fmt.Sprint(e.Job.Schedule))}, OptionValue{plan.OptionChunks, strconv.Itoa(max(e.Job.Chunks, 1))})
+		layout = append(layout, word(plan.OptionSchedule, fmt.Sprint(e.Job.Schedule)), word(plan.OptionChunks, strconv.Itoa(max(e.Job.Chunks, 1))))
 	}
-	report, err := namedReport(p)
+	report, recomputes, err := namedReport(p)
 	if err != nil {
-		return Verification{Refused: err}
+		return Verification{Why: WhyRefused, Refused: err}
 	}
 	return Verification{TopologyNote: CompileTopologyNote(p.Request.Multislice.Slice), Job: jobIdentity(p, model), Layout: layout,
-		ConfigFile: cfg.File(), Compile: CompileCommand(p, cfg), Report: report, TempScale: e.Job.TempScale, NamedNone: e.Job.Remat == cost.RematNone}
+		ConfigFile: cfg.File(), Compile: CompileCommand(p, cfg), CompileArgs: CompileArgs(p, cfg), Report: report, Recomputes: recomputes,
+		XLACapacity: e.Memory.XLACapacity / unit.Bytes(max(p.Request.Multislice.Slice.Chip.JAXDevicesPerChip, 1)),
+		TempScale:   e.Job.TempScale, NamedNone: e.Job.Remat == cost.RematNone}
 }
 
 // namedReport is what XLA's memory report of the exported config should
 // read a JAX device: the plan's (plan.Plan.XLAReport), or for a plan
 // without remat, of the policy the export writes for it (cost.NamedNone),
 // which MaxText compiles.
-func namedReport(p plan.Plan) (unit.Bytes, error) {
+func namedReport(p plan.Plan) (report unit.Bytes, recomputes bool, err error) {
 	if j := p.Best.Estimate.Job; j.Remat == cost.RematNone {
 		j.Remat, j.Custom = cost.RematCustom, cost.NamedNone()
 		e, err := cost.EstimateStep(j, p.Best.Estimate.Mesh)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		p.Best.Estimate = e
 	}
-	report, _ := p.XLAReport()
-	return report, nil
+	report, recomputes = p.XLAReport()
+	return report, recomputes, nil
 }
 
 // jobIdentity is the options that name plan p's job: model (or the
@@ -179,12 +222,12 @@ func jobIdentity(p plan.Plan, model string) []OptionValue {
 	if model == "" {
 		model = p.Request.Model.Name
 	}
-	ovs := []OptionValue{{plan.OptionModel, ShellWord(model)}, {plan.OptionTPU, ShellWord(ms.Slice.AcceleratorType())}}
+	ovs := []OptionValue{word(plan.OptionModel, model), word(plan.OptionTPU, ms.Slice.AcceleratorType())}
 	if def, err := hw.ParseAcceleratorType(ms.Slice.AcceleratorType()); err == nil && def.Topology != ms.Slice.Topology {
-		ovs = append(ovs, OptionValue{plan.OptionTopology, ms.Slice.Topology.String()})
+		ovs = append(ovs, word(plan.OptionTopology, ms.Slice.Topology.String()))
 	}
 	if ms.Slices > 1 {
-		ovs = append(ovs, OptionValue{plan.OptionSlices, strconv.Itoa(ms.Slices)})
+		ovs = append(ovs, word(plan.OptionSlices, strconv.Itoa(ms.Slices)))
 	}
 	return ovs
 }

@@ -14,6 +14,7 @@ import (
 
 	"shardlab/export"
 	"shardlab/plan"
+	"shardlab/schema"
 )
 
 // serveMaxText plans the query and downloads the chosen layout as a
@@ -136,10 +137,20 @@ func xpkOptions(q url.Values) (export.XPKOptions, fieldErrors) {
 	return xo, bad
 }
 
-// servePlanJSON plans the query and downloads what plan --json prints.
+// planJSON is plan.json: what plan --json --verify prints, the plan with
+// the verify steps the page shows under it.
+type planJSON struct {
+	plan.JSON
+	Verify export.Steps `json:"verify"`
+}
+
+// servePlanJSON plans the query and downloads what plan --json --verify
+// prints, the steps spelt as the page spells them.
 func (h *Handler) servePlanJSON(w http.ResponseWriter, r *http.Request) {
+	o, _, _ := planForm.options(r.URL.RawQuery, h.cfg, nil)
 	h.download(w, r, nil, nil, fixedName("plan.json"), "application/json", func(w io.Writer, p plan.Plan) error {
-		return p.WriteJSON(w, plan.Option.Flag)
+		steps, _ := stepsOf(p, o)
+		return schema.Write(w, planJSON{p.JSON(plan.Option.Flag), steps})
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/url"
 
 	"shardlab/chart"
+	"shardlab/export"
 	"shardlab/plan"
 	"shardlab/unit"
 )
@@ -94,8 +95,8 @@ type resultView struct {
 	Skipped      []string
 	// Tiers are the chosen layout and the best of each other tier.
 	Tiers []plan.RankJSON
-	// Verify is how to verify the plan before renting TPUs; nil in plan
-	// --html's report, which prints them as plan --verify does.
+	// Verify is how to verify the plan before renting TPUs; in plan
+	// --html's report, only with --verify (Report.Verify).
 	Verify *verifyView
 	// Goodput is the chosen layout's expected goodput.
 	Goodput goodputView
@@ -239,17 +240,20 @@ func serveStatic(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-// Report is one plan of an HTML report, with its charts (chart.All).
+// Report is one plan of an HTML report, with its charts (chart.All) and
+// its verify steps as the caller spells them (nil: none).
 type Report struct {
 	Plan    plan.Plan
 	Charts  []chart.Chart
 	Skipped []string
+	Verify  *export.Steps
 }
 
 // WriteReport writes the plans as one self-contained HTML page (shardlab
 // plan --html): the results the web page shows, with the charts inline
-// and the style and script in the page, so it opens offline. Options are
-// spelt as flags, as the CLI prints them.
+// and the style and script in the page, so it opens offline, and the
+// verify steps of a report that has them. Options are spelt as flags, as
+// the CLI prints them.
 func WriteReport(w io.Writer, reports ...Report) error {
 	css, err := static.ReadFile("static/style.css")
 	if err != nil {
@@ -264,6 +268,10 @@ func WriteReport(w io.Writer, reports ...Report) error {
 		v, err := result(outcome{plan: r.Plan, charts: r.Charts, skipped: r.Skipped}, plan.Option.Flag)
 		if err != nil {
 			return err
+		}
+		if r.Verify != nil {
+			vv := viewOf(*r.Verify, "")
+			v.Verify = &vv
 		}
 		d.Results = append(d.Results, v)
 	}

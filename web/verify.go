@@ -1,10 +1,7 @@
 package web
 
 import (
-	"errors"
-	"fmt"
 	"reflect"
-	"strings"
 
 	"shardlab/export"
 	"shardlab/plan"
@@ -15,12 +12,14 @@ import (
 const specFile = "model.yml"
 
 // verifyView is how the page says to verify a plan before renting TPUs,
-// the steps plan --verify prints (export.Verify): compile the MaxText
-// config the page downloads ahead of time on a CPU machine, and hold the
-// compiler's report to the plan's with shardlab check.
+// the steps plan --verify prints (export.Verify, export.Steps): compile
+// the MaxText config the page downloads ahead of time on a CPU machine,
+// and hold the compiler's report to the plan's with shardlab check.
 type verifyView struct {
 	export.Verification
-	// Export and Check are the shardlab commands, with the options
+	// Steps are the steps as plan.json carries them.
+	Steps export.Steps
+	// Export and Check are the shardlab commands' lines, with the options
 	// the form was given as flags.
 	Export, Check string
 	// SpecFile is where to save the pasted spec, which --model names;
@@ -28,45 +27,61 @@ type verifyView struct {
 	SpecFile string
 }
 
-// verifyOf is plan p's verify steps for the form's options o.
-func verifyOf(p plan.Plan, o plan.Options) verifyView {
-	var v verifyView
-	model := ""
+// webCommands is how the page spells shardlab's commands in the verify
+// steps: as the command line does, with the options o sets away from
+// their defaults as flags (formFlags).
+func webCommands(o plan.Options) export.Commands {
+	return export.Commands{Spell: plan.Option.Flag, Job: formFlags(o), Export: []string{"shardlab", "export", "maxtext"},
+		Check: []string{"shardlab", "check"}, CheckLog: "--compile-log", CheckCalibration: "--write-calibration"}
+}
+
+// stepsOf is plan p's verify steps for the form's options o, and the file
+// a pasted spec is to be saved in (empty for a catalog model).
+func stepsOf(p plan.Plan, o plan.Options) (export.Steps, string) {
+	model, file := "", ""
 	if len(o.ModelSpec) > 0 {
-		model, v.SpecFile = specFile, specFile
+		model, file = specFile, specFile
 	}
-	v.Verification = export.Verify(p, model)
+	return export.Verify(p, model).Steps(webCommands(o)), file
+}
+
+// viewOf is the view of steps s; specFile is where a pasted spec is to be
+// saved ("" for none).
+func viewOf(s export.Steps, specFile string) verifyView {
+	v := verifyView{Verification: s.Of, Steps: s, SpecFile: specFile}
+	v.Unavailable = s.Unavailable
+	if s.Available {
+		v.Export, v.Check = s.Commands[0].Line, s.Commands[2].Line
+	}
+	return v
+}
+
+// verifyOf is plan p's verify steps for the form's options o, a refusal
+// phrased with the form's labels, as the page's other errors are.
+func verifyOf(p plan.Plan, o plan.Options) verifyView {
+	v := viewOf(stepsOf(p, o))
 	if err := v.Refused; err != nil {
-		text := err.Error()
-		if xe := (*export.Error)(nil); errors.As(err, &xe) {
-			text = xe.Phrase(label)
-		}
-		v.Unavailable = "MaxText cannot compile this plan as it is (" + strings.Join(strings.Fields(text), " ") + ")"
-	}
-	if v.Unavailable == "" {
-		args := v.Args(plan.Option.Flag, formFlags(o))
-		v.Export = fmt.Sprintf("shardlab export maxtext%s > %s", args, v.ConfigFile)
-		v.Check = fmt.Sprintf("shardlab check --compile-log compile.log%s --write-calibration calibration.json", args)
+		v.Unavailable = export.Refusal(err, label)
 	}
 	return v
 }
 
 // formFlags spells the options o sets away from their defaults as the
-// command line's flags, in the form's order, leaving out those
-// export.Verify writes from the plan (export.VerifyOwns): a bool as
-// --name=value, the one form the flag package reads it in.
-func formFlags(o plan.Options) string {
+// command line's flags, in the form's order, one argument each, leaving
+// out those export.Verify writes from the plan (export.VerifyOwns): a
+// bool as --name=value, the one form the flag package reads it in.
+func formFlags(o plan.Options) []string {
 	vals, defs := planForm.values(reflect.ValueOf(o)), planForm.values(planForm.form.defaults)
-	var b strings.Builder
+	var args []string
 	for _, fl := range planForm.fields {
 		if fl.index == nil || export.VerifyOwns(fl.Option) || vals[fl.Option] == defs[fl.Option] {
 			continue
 		}
-		sep := " "
 		if planForm.typ.FieldByIndex(fl.index).Type.Kind() == reflect.Bool {
-			sep = "="
+			args = append(args, fl.Option.Flag()+"="+vals[fl.Option])
+			continue
 		}
-		fmt.Fprintf(&b, " %s%s%s", fl.Option.Flag(), sep, export.ShellWord(vals[fl.Option]))
+		args = append(args, fl.Option.Flag(), vals[fl.Option])
 	}
-	return b.String()
+	return args
 }

@@ -1,12 +1,14 @@
 package web
 
 import (
+	"encoding/json"
 	"html"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
+	"shardlab/export"
 	"shardlab/plan"
 )
 
@@ -120,5 +122,37 @@ func TestPageVerifyCalibrateAdvice(t *testing.T) {
 	v := verifySection(t, "/?model=llama3-8b&tpu=v5p-64&temp_scale=1.1")
 	if !strings.Contains(v, "with the same flags, in place of the temporaries' scale,") {
 		t.Errorf("verify steps with temp_scale:\n%s", v)
+	}
+}
+
+// TestPlanJSONCarriesVerify: the page shows the verify steps under the
+// plan, and its plan.json download had none of them. It carries them as
+// plan --json --verify does: the export and check lines the page shows,
+// with the options the form changed, and the compile of the config the
+// page downloads; where there is nothing to compile, why.
+func TestPlanJSONCarriesVerify(t *testing.T) {
+	o := plan.DefaultOptions()
+	o.Model, o.TPU, o.Seq, o.CausalFLOPs = "llama3-8b", "v5p-8", 4096, false
+	q := queryOf(o)
+	v := verifySection(t, "/?"+q)
+	code, body := get(t, New(Config{}), "/download/plan.json?"+q)
+	var d struct {
+		Verify *export.Steps `json:"verify"`
+	}
+	if err := json.Unmarshal([]byte(body), &d); code != http.StatusOK || err != nil || d.Verify == nil || len(d.Verify.Commands) != 3 {
+		t.Fatalf("GET /download/plan.json = %d, %v, verify %+v\n%.300s", code, err, d.Verify, body)
+	}
+	c := d.Verify.Commands
+	for _, line := range []string{c[1].Line, c[2].Line} {
+		if !strings.Contains(v, line) {
+			t.Errorf("plan.json's line %q is not the page's:\n%s", line, v)
+		}
+	}
+	if !strings.Contains(v, "The download is what <code>"+c[0].Line+"</code> writes") || !strings.Contains(c[0].Line, " --seq 4096 --causal-flops=false ") {
+		t.Errorf("plan.json's export %q is not the page's, with the form's options:\n%s", c[0].Line, v)
+	}
+	_, body = get(t, New(Config{}), "/download/plan.json?model=gemma-2b&tpu=v3-8")
+	if err := json.Unmarshal([]byte(body), &d); err != nil || d.Verify == nil || d.Verify.Available || d.Verify.UnavailableReason != export.WhyNoCompileTopology {
+		t.Errorf("v3-8's plan.json: %v, verify %+v, want why there is no compile", err, d.Verify)
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/plan"
+	"shardlab/unit"
 )
 
 // A temporaries' factor (--calibration FILE or --temp-scale X) changes a
 // plan's answer: the plan says so, in text a line before the plan and in
-// JSON a key beside it, and a calibration measured on another model or TPU
-// generation is warned about. check writes a calibration file's source
+// JSON a key beside it, and a calibration measured on another model, TPU
+// generation, remat policy, layout, global batch or micro-batches is
+// warned about. check writes a calibration file's source
 // (calibrationSource) and plan reads the job back from it
 // (parseCalibrationSource): one format, here.
 
@@ -38,6 +40,11 @@ type measuredJob struct {
 	// policy's places.
 	Remat       cost.Remat `json:"remat,omitempty"`
 	RematCustom string     `json:"remat_custom,omitempty"`
+	// GlobalBatch and MicroBatches are the job's global batch in sequences
+	// and the micro-batches of its step, where the file records them (0:
+	// a source alone does not say).
+	GlobalBatch  int `json:"global_batch,omitempty"`
+	MicroBatches int `json:"micro_batches,omitempty"`
 }
 
 // layoutSpec is a layout in chips, as plan --json's layout.spec.
@@ -96,7 +103,7 @@ func calibrationNote(p plan.Plan, file string, cal *cost.MemoryCalibration, scal
 	case cal != nil:
 		c := &calibrationJSON{TempScale: cal.TempScale, Flag: "--calibration", File: file, Scales: scalesText, Source: cal.Source, Warnings: []string{}}
 		if j := cal.Job; j != nil {
-			c.MeasuredOn = &measuredJob{j.Model, j.AcceleratorType, layoutSpec{j.Layout}, j.Remat, j.RematCustom}
+			c.MeasuredOn = &measuredJob{j.Model, j.AcceleratorType, layoutSpec{j.Layout}, j.Remat, j.RematCustom, j.GlobalBatch, j.MicroBatches}
 		} else if job, ok := parseCalibrationSource(cal.Source); ok {
 			c.MeasuredOn = &job
 		}
@@ -109,7 +116,8 @@ func calibrationNote(p plan.Plan, file string, cal *cost.MemoryCalibration, scal
 }
 
 // calibrationWarnings are the ways plan p's job is not the one a
-// calibration was measured on: another model or TPU generation, or a
+// calibration was measured on: another model or TPU generation, remat
+// policy, layout, global batch or micro-batches (stepWarnings), or a
 // source that does not say.
 func calibrationWarnings(p plan.Plan, job *measuredJob) []string {
 	if job == nil {
@@ -133,6 +141,29 @@ func calibrationWarnings(p plan.Plan, job *measuredJob) []string {
 		w = append(w, fmt.Sprintf("the calibration was measured under remat %s, this plan's layout uses %s: the temporaries of one policy are other tensors than another's, so its factor need not hold", job.Remat, e.Remat))
 	case job.RematCustom != "" && e.Remat == cost.RematCustom && job.RematCustom != e.Custom.String():
 		w = append(w, fmt.Sprintf("the calibration was measured under remat custom %s, this plan's layout uses custom %s: the temporaries of one policy are other tensors than another's, so its factor need not hold", job.RematCustom, e.Custom.String()))
+	}
+	return append(w, stepWarnings(p, job)...)
+}
+
+// stepWarnings are the ways plan p's chosen layout runs another program
+// than the one a calibration was measured on, whatever its policy: another
+// layout (each device's shards of the weights, activations and gradients,
+// and the collectives' buffers, are another program's), or another global
+// batch or count of micro-batches (the sequences a device holds at once).
+// XLA's temporaries of one program are a guess for another's. A file
+// that does not record the batch (a source alone) is held to its layout.
+func stepWarnings(p plan.Plan, job *measuredJob) []string {
+	var w []string
+	e := p.Best.Estimate
+	if l := e.Mesh.String(); job.Layout.Spec != l {
+		w = append(w, fmt.Sprintf("the calibration was measured on layout %s, this plan's is %s: a factor measured on one layout's program is a guess for another's", job.Layout.Spec, l))
+	}
+	if job.GlobalBatch == 0 {
+		return w
+	}
+	if gb, mb := e.Job.GlobalBatch, max(e.Job.MicroBatches, 1); job.GlobalBatch != gb || job.MicroBatches != mb {
+		w = append(w, fmt.Sprintf("the calibration was measured at a global batch of %s in %s, this plan's layout runs %s in %s: a factor measured on one batch's program is a guess for another's, whose devices hold other sequences at once",
+			unit.Plural(job.GlobalBatch, "sequence"), unit.Plural(job.MicroBatches, "micro-batch"), unit.Plural(gb, "sequence"), unit.Plural(mb, "micro-batch")))
 	}
 	return w
 }

@@ -18,7 +18,7 @@ func TestCalibrationSourceRoundTrip(t *testing.T) {
 		{"x.log", "my model on v5p", "v5litepod-1", "single chip"},
 	} {
 		got, ok := parseCalibrationSource(calibrationSource(c.path, c.model, c.accel, c.layout, "2026-12-07"))
-		if want := (measuredJob{c.model, c.accel, layoutSpec{c.layout}, "", ""}); !ok || got != want {
+		if want := (measuredJob{c.model, c.accel, layoutSpec{c.layout}, "", "", 0, 0}); !ok || got != want {
 			t.Errorf("parseCalibrationSource(calibrationSource(%q, %q, %q, %q)) = %+v, %v, want %+v", c.path, c.model, c.accel, c.layout, got, ok, want)
 		}
 	}
@@ -62,8 +62,8 @@ func TestPlanNamesCalibration(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &p); err != nil || p.C == nil {
 		t.Fatalf("plan --calibration --json: %v, no temporaries_calibration\n%.300s", err, js)
 	}
-	if c := p.C; c.Flag != "--calibration" || c.File != cal || c.MeasuredOn == nil || *c.MeasuredOn != (measuredJob{"llama3-8b", "v5p-8", layoutSpec{"fsdp=4"}, cost.RematMinimal, ""}) || len(c.Warnings) != 3 || c.TempScale < 0.88 || c.TempScale > 0.89 {
-		t.Errorf("plan --calibration --json: temporaries_calibration %+v, want the file, its job llama3-8b on v5p-8 fsdp=4 under remat minimal, 0.883 and three warnings", c)
+	if c := p.C; c.Flag != "--calibration" || c.File != cal || c.MeasuredOn == nil || *c.MeasuredOn != (measuredJob{"llama3-8b", "v5p-8", layoutSpec{"fsdp=4"}, cost.RematMinimal, "", 8, 1}) || len(c.Warnings) != 5 || c.TempScale < 0.88 || c.TempScale > 0.89 {
+		t.Errorf("plan --calibration --json: temporaries_calibration %+v, want the file, its job llama3-8b on v5p-8 fsdp=4 under remat minimal at 8 sequences in 1 micro-batch, 0.883 and five warnings (model, generation, remat, layout, batch)", c)
 	}
 	out, _, _ = runCmd(append([]string{"plan", "--temp-scale", "1.5"}, job...)...)
 	if !strings.HasPrefix(out, "Calibration: --temp-scale 1.5 scales the estimate of the step's temporaries") {
@@ -72,6 +72,45 @@ func TestPlanNamesCalibration(t *testing.T) {
 	for _, s := range []string{"1", "0"} {
 		if out, _, _ := runCmd(append([]string{"plan", "--temp-scale", s}, job...)...); strings.Contains(out, "Calibration") {
 			t.Errorf("plan --temp-scale %s (no change) names a calibration: %.300s", s, out)
+		}
+	}
+}
+
+// TestCalibrationWarnsOtherProgram: a factor measured on one layout's
+// program was taken for another's without a word. A file measured on
+// llama3-8b on v5p-8, fsdp=4, 8 sequences in one pass under remat
+// minimal, held to a plan of the same model, generation and policy: its
+// own job warns of nothing; another layout, another global batch, or the
+// same batch in two micro-batches each warn of that, and only that.
+func TestCalibrationWarnsOtherProgram(t *testing.T) {
+	cal := filepath.Join(t.TempDir(), "cal.json")
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--remat", "minimal"}
+	measured := append([]string{"--mesh", "fsdp=4", "--global-batch", "8"}, job...)
+	if _, errOut, code := runCmd(append([]string{"check", "--compile-log", "testdata/compile_memory_analysis.log", "--write-calibration", cal}, measured...)...); code != 0 {
+		t.Fatalf("check: exit %d %s", code, errOut)
+	}
+	for _, c := range []struct {
+		args []string
+		want string // the one warning, "" for none
+	}{
+		{[]string{"--mesh", "fsdp=4", "--global-batch", "8"}, ""},
+		{[]string{"--mesh", "fsdp=2,tensor=2", "--global-batch", "8"}, "the calibration was measured on layout fsdp=4, this plan's is fsdp=2,tensor=2: a factor measured on one layout's program is a guess for another's"},
+		{[]string{"--mesh", "fsdp=4", "--global-batch", "4"}, "the calibration was measured at a global batch of 8 sequences in 1 micro-batch, this plan's layout runs 4 sequences in 1 micro-batch"},
+		{[]string{"--mesh", "fsdp=4", "--global-batch", "8", "--gradient-accumulation-steps", "2"}, "the calibration was measured at a global batch of 8 sequences in 1 micro-batch, this plan's layout runs 8 sequences in 2 micro-batches"},
+	} {
+		args := append(append([]string{"plan", "--json", "--calibration", cal}, job...), c.args...)
+		js, errOut, code := runCmd(args...)
+		var p struct {
+			C *calibrationJSON `json:"temporaries_calibration"`
+		}
+		if err := json.Unmarshal([]byte(js), &p); code != 0 || err != nil || p.C == nil {
+			t.Fatalf("%v: exit %d %s %v\n%.300s", args, code, errOut, err, js)
+		}
+		switch w := p.C.Warnings; {
+		case c.want == "" && len(w) != 0:
+			t.Errorf("%v: warnings %q, want none (the job measured)", c.args, w)
+		case c.want != "" && (len(w) != 1 || !strings.HasPrefix(w[0], c.want)):
+			t.Errorf("%v: warnings %q, want one starting %q", c.args, w, c.want)
 		}
 	}
 }

@@ -341,31 +341,41 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 	return err
 }
 
-// compileNote is what plan --verify prints: how to compile the plan ahead
-// of time on a CPU machine and hold the compiler's memory to the plan's,
-// with the report the compile should print (Plan.XLAReport); for a slice
-// MaxText's compile has no compile_topology for (v2, v3, v4 beyond 4096
-// chips' TensorCores), that there is none.
-// The export and the check are given the plan's layout and batch as
-// flags, so that they cost the same plan.
-func compileNote(p plan.Plan, model, flags string) string {
-	v := export.Verify(p, model)
-	if v.Refused != nil {
-		return fmt.Sprintf("Verify: MaxText cannot compile this plan as it is (%s)\n", oneLine(planError(v.Refused).Error()))
-	}
-	if v.Unavailable != "" {
-		return "Verify: " + v.Unavailable + "\n"
+// cliCommands is how the command line spells shardlab's commands in a
+// verification's steps: options as flags, with the job flags given
+// (jobFlags) and check's own two flags.
+func cliCommands(flags []string) export.Commands {
+	return export.Commands{Spell: plan.Option.Flag, Job: flags, Export: []string{"shardlab", "export", "maxtext"},
+		Check: []string{"shardlab", "check"}, CheckLog: "--compile-log", CheckCalibration: "--write-calibration"}
+}
+
+// verifySteps is plan p's verify steps as the command line spells them:
+// model is --model as given ("" for the plan's model's name), flags the
+// job flags given (jobFlags). The export and the check are given the
+// plan's layout and batch as flags, so that they cost the same plan.
+func verifySteps(p plan.Plan, model string, flags []string) export.Steps {
+	return export.Verify(p, model).Steps(cliCommands(flags))
+}
+
+// compileNote is what plan --verify prints of steps s: how to compile the
+// plan ahead of time on a CPU machine and hold the compiler's memory to
+// the plan's, with the report the compile should print (Plan.XLAReport);
+// for a slice MaxText's compile has no compile_topology for (v2, v3, v4
+// beyond 4096 chips' TensorCores), that there is none.
+func compileNote(s export.Steps) string {
+	if !s.Available {
+		return "Verify: " + s.Unavailable + "\n"
 	}
 	note := ""
-	if v.TopologyNote != "" {
+	if v := s.Of; v.TopologyNote != "" {
 		note = "Note: " + v.TopologyNote + "\n"
 	}
 	return note + fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails as the TPU would):
-  shardlab export maxtext%[1]s > %[2]s
-  %[3]s 2>&1 | tee compile.log
-  shardlab check --compile-log compile.log%[1]s --write-calibration calibration.json
-(then plan --calibration calibration.json%[5]s plans with the compiler's temporaries)
-`, v.Args(plan.Option.Flag, flags), v.ConfigFile, v.Compile, v.Report, calibrateAdvice(v))
+  %[1]s
+  %[2]s
+  %[3]s
+(then plan --calibration %[6]s%[5]s plans with the compiler's temporaries)
+`, s.Commands[0].Line, s.Commands[1].Line, s.Commands[2].Line, s.Of.Report, calibrateAdvice(s.Of), s.Calibration)
 }
 
 // calibrateAdvice is what plan needs beside the calibration file check
@@ -386,24 +396,24 @@ func calibrateAdvice(v export.Verification) string {
 
 // jobFlags spells the flags given that describe the job and the hardware,
 // as export and check take them (not the layout, batch and remat, which
-// compileNote adds from the plan, nor plan's own): --name value, and a
-// bool flag --name=value, the one form the flag package reads it in.
-func jobFlags(fs *flag.FlagSet) string {
+// export.Verify adds from the plan, nor plan's own), one argument each:
+// --name and its value, and a bool flag --name=value, the one form the
+// flag package reads it in.
+func jobFlags(fs *flag.FlagSet) []string {
 	// plan's own flags, besides those export.Verify writes or leaves out
 	own := map[string]bool{"json": true, "verify": true, "goodput": true, "tokens": true, "html": true, "svg": true, "png": true}
-	var b strings.Builder
+	var args []string
 	fs.Visit(func(f *flag.Flag) {
 		if own[f.Name] || export.VerifyOwns(plan.Option(strings.ReplaceAll(f.Name, "-", "_"))) {
 			return
 		}
-		v := export.ShellWord(f.Value.String())
 		// a bool flag takes its value only after "=": "--causal-flops
 		// false" is --causal-flops (true) and an argument "false"
-		sep := " "
 		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
-			sep = "="
+			args = append(args, "--"+f.Name+"="+f.Value.String())
+			return
 		}
-		fmt.Fprintf(&b, " --%s%s%s", f.Name, sep, v)
+		args = append(args, "--"+f.Name, f.Value.String())
 	})
-	return b.String()
+	return args
 }

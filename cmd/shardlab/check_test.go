@@ -281,12 +281,6 @@ func TestCheckOOMCalibrationRefuses(t *testing.T) {
 	}
 }
 
-// TestVerifyNotJSON: --verify with --json would print no commands, and is
-// refused before any work.
-func TestVerifyNotJSON(t *testing.T) {
-	fail(t, []string{"plan", "--verify", "--json"}, "plan: --verify and --json")
-}
-
 // TestCheckJSONErrorAndCalibration: check --json on a job that cannot run
 // wrote nothing on stdout (plan and budget write an error document); and
 // a check given --temp-scale compared the log with the scaled prediction

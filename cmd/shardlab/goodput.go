@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"shardlab/capacity"
+	"shardlab/export"
 	"shardlab/plan"
 	"shardlab/unit"
 )
@@ -37,6 +38,7 @@ type planWithGoodput struct {
 	plan.JSON
 	Goodput     goodputJSON      `json:"goodput"`
 	Calibration *calibrationJSON `json:"temporaries_calibration,omitempty"`
+	Verify      *export.Steps    `json:"verify,omitempty"`
 }
 
 // expectOf is the analytic goodput of a plan's chosen layout.
@@ -48,15 +50,15 @@ func expectOf(p plan.Plan, tokens float64) capacity.Expectation {
 
 // writeGoodputPlans writes the plans as writePlans does, each with its
 // expected goodput.
-func writeGoodputPlans(w io.Writer, plans []plan.Plan, notes []*calibrationJSON, asJSON bool, tokens float64) error {
-	doc := func(p plan.Plan, note *calibrationJSON) planWithGoodput {
+func writeGoodputPlans(w io.Writer, plans []plan.Plan, adds []addenda, asJSON bool, tokens float64) error {
+	doc := func(p plan.Plan, a addenda) planWithGoodput {
 		e := expectOf(p, tokens)
 		g := goodputJSON{Expectation: e, SaveS: e.Save.Seconds(), RestartS: e.Restart.Seconds(),
 			IntervalS: e.Interval.Seconds(), TimeToTrainS: float64(e.TimeToTrain)}
 		g.LowS, g.HighS = trainBand(p, g.TimeToTrainS)
-		return planWithGoodput{JSON: p.JSON(flagName), Goodput: g, Calibration: note}
+		return planWithGoodput{JSON: p.JSON(flagName), Goodput: g, Calibration: a.note, Verify: a.verify}
 	}
-	return writePlans(w, plans, notes, asJSON, doc, func(w io.Writer, p plan.Plan) { writeGoodput(w, p, tokens) })
+	return writePlans(w, plans, adds, asJSON, doc, func(w io.Writer, p plan.Plan) { writeGoodput(w, p, tokens) })
 }
 
 // writeGoodput writes the expected goodput of p's chosen layout, training

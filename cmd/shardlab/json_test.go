@@ -41,6 +41,7 @@ var jsonCommands = [][]string{
 	{"model", "show", "llama3-8b", "--json"},
 	{"plan", "--model", "llama3-70b", "--tpu", "v5p-256", "--quantization", "int8", "--json", "--top", "2"},
 	{"plan", "--model", "llama3-70b", "--tpu", "tpu7x-64", "--quantization", "fp8", "--goodput", "--json", "--top", "1"},
+	{"plan", "--model", "llama3-8b", "--tpu", "v5p-8", "--remat", "none", "--verify", "--json"}, // the verify steps' keys
 	{"validate", "--json"},
 	{"validate", "--memory", "--json"},
 	{"validate", "--serving", "--json"},

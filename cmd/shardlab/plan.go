@@ -99,7 +99,7 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 		durationVar(fs, &o.ExampleCost, "example-cost", d.ExampleCost, 0, plan.MaxExampleCost, "0: skip the check",
 			"host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed")
 		fs.BoolVar(&f.json, "json", false, "print JSON")
-		fs.BoolVar(&f.verify, "verify", false, "also print how to check the plan before renting TPUs: MaxText's ahead-of-time compile on a CPU machine, then shardlab check")
+		fs.BoolVar(&f.verify, "verify", false, "also print how to check the plan before renting TPUs: MaxText's ahead-of-time compile on a CPU machine, then shardlab check\n(with --json as each plan's verify key, with --html as a section of the report)")
 		fs.BoolVar(&f.goodput, "goodput", false, "add the expected goodput: failures at the default chip rate, Daly's checkpoint interval, time to train --tokens")
 		tokensVar(fs, &f.tokens, 1e12, "tokens to train, for --goodput's time to train")
 		fs.StringVar(&f.charts.html, "html", "", "also write the plan with its charts as one self-contained HTML `file`")
@@ -146,9 +146,6 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if err := f.charts.check(); err != nil {
 		return err
 	}
-	if f.verify && f.json {
-		return bad("plan: --verify and --json: --verify prints the commands that check a plan for people to run, which JSON does not carry; give one")
-	}
 	plans, err := f.plans("plan", setFlags(fs))
 	if err != nil && f.json {
 		return failJSON(stdout, err)
@@ -163,26 +160,30 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	notes := make([]*calibrationJSON, len(plans))
+	adds := make([]addenda, len(plans))
 	for i, p := range plans {
-		notes[i] = calibrationNote(p, f.calibration, f.cal, f.TempScale)
+		adds[i].note = calibrationNote(p, f.calibration, f.cal, f.TempScale)
+		if f.verify {
+			s := verifySteps(p, f.model, jobFlags(fs))
+			adds[i].verify = &s
+		}
 	}
 	if f.goodput {
-		err = writeGoodputPlans(stdout, plans, notes, f.json, f.tokens)
+		err = writeGoodputPlans(stdout, plans, adds, f.json, f.tokens)
 	} else {
-		err = writePlans(stdout, plans, notes, f.json, calibrated, nil)
+		err = writePlans(stdout, plans, adds, f.json, calibrated, nil)
 	}
 	if err != nil {
 		return err
 	}
 	if f.charts.any() {
-		if err := f.charts.write(plans); err != nil {
+		if err := f.charts.write(plans, adds); err != nil {
 			return err
 		}
 	}
-	if f.verify {
-		for _, p := range plans {
-			if _, err := io.WriteString(stdout, "\n"+compileNote(p, f.model, jobFlags(fs))); err != nil {
+	for _, a := range adds {
+		if a.verify != nil && !f.json {
+			if _, err := io.WriteString(stdout, "\n"+compileNote(*a.verify)); err != nil {
 				return err
 			}
 		}
@@ -317,24 +318,33 @@ func phrased(err error, spell func(plan.Option) string, noPlan func(*plan.NoPlan
 	return err
 }
 
+// addenda are what plan's flags add to a plan: the note of the
+// temporaries' factor it was made with (nil for none), and with --verify
+// its verify steps (nil without).
+type addenda struct {
+	note   *calibrationJSON
+	verify *export.Steps
+}
+
 // calibratedPlan is a plan's JSON with the temporaries' factor it was
-// made with, absent without one.
+// made with, absent without one, and with --verify its verify steps.
 type calibratedPlan struct {
 	plan.JSON
 	Calibration *calibrationJSON `json:"temporaries_calibration,omitempty"`
+	Verify      *export.Steps    `json:"verify,omitempty"`
 }
 
-// writePlans writes the plans, each with its note of the temporaries'
-// factor (notes[i], nil for none): as JSON, each plan's doc — the one
-// plan's document, or {"plans": [...]} for several; as text, each plan
-// after its note and followed by more's lines (nil for none), a rule
-// between plans. plan --goodput's plans are these with their goodput.
-func writePlans[T any](w io.Writer, plans []plan.Plan, notes []*calibrationJSON, asJSON bool,
-	doc func(plan.Plan, *calibrationJSON) T, more func(io.Writer, plan.Plan)) error {
+// writePlans writes the plans, each with its addenda (adds[i]): as JSON,
+// each plan's doc — the one plan's document, or {"plans": [...]} for
+// several; as text, each plan after its note and followed by more's
+// lines (nil for none), a rule between plans (the verify steps follow
+// them all). plan --goodput's plans are these with their goodput.
+func writePlans[T any](w io.Writer, plans []plan.Plan, adds []addenda, asJSON bool,
+	doc func(plan.Plan, addenda) T, more func(io.Writer, plan.Plan)) error {
 	if asJSON {
 		out := make([]T, len(plans))
 		for i, p := range plans {
-			out[i] = doc(p, notes[i])
+			out[i] = doc(p, adds[i])
 		}
 		if len(out) == 1 {
 			return writeJSON(w, out[0])
@@ -347,8 +357,8 @@ func writePlans[T any](w io.Writer, plans []plan.Plan, notes []*calibrationJSON,
 		if i > 0 {
 			fmt.Fprintln(w, "\n"+strings.Repeat("=", 72)+"\n")
 		}
-		if notes[i] != nil {
-			if err := notes[i].writeText(w); err != nil {
+		if n := adds[i].note; n != nil {
+			if err := n.writeText(w); err != nil {
 				return err
 			}
 		}
@@ -362,7 +372,7 @@ func writePlans[T any](w io.Writer, plans []plan.Plan, notes []*calibrationJSON,
 	return nil
 }
 
-// calibrated is a plan's JSON with its note of the temporaries' factor.
-func calibrated(p plan.Plan, note *calibrationJSON) calibratedPlan {
-	return calibratedPlan{p.JSON(flagName), note}
+// calibrated is a plan's JSON with its addenda.
+func calibrated(p plan.Plan, a addenda) calibratedPlan {
+	return calibratedPlan{p.JSON(flagName), a.note, a.verify}
 }

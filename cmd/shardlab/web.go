@@ -83,16 +83,17 @@ func (c chartFiles) check() error {
 	return nil
 }
 
-// write draws the plans' charts into the files asked for.
-func (c chartFiles) write(plans []plan.Plan) error {
+// write draws the plans' charts into the files asked for, the HTML
+// report with each plan's verify steps where asked for (adds[i].verify).
+func (c chartFiles) write(plans []plan.Plan, adds []addenda) error {
 	var reports []web.Report
 	var all []chart.Chart
-	for _, p := range plans {
+	for i, p := range plans {
 		charts, skipped, err := chart.All(p)
 		if err != nil {
 			return err
 		}
-		reports = append(reports, web.Report{Plan: p, Charts: charts, Skipped: skipped})
+		reports = append(reports, web.Report{Plan: p, Charts: charts, Skipped: skipped, Verify: adds[i].verify})
 		all = append(all, charts...)
 	}
 	for _, f := range []struct {
