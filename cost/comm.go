@@ -170,7 +170,8 @@ func (t *tally) dataParallel(grads unit.Bytes) {
 }
 
 // pipelineHead: the gradients of the embedding, final norm and output
-// layer a MaxText pipeline keeps on every stage (headOnEveryStage), grads
+// layer and of the multi-token prediction modules, which a MaxText
+// pipeline keeps on every stage (headOnEveryStage, holdsMTP), grads
 // bytes per chip after FSDP's reduce-scatter, summed over the stages,
 // which ran them on their own shares of the batch: the embedding's output
 // enters the pipeline as state_io, the stage axis on its first dimension
@@ -185,15 +186,17 @@ func (t *tally) dataParallel(grads unit.Bytes) {
 // pipeline's backward as the other gradient reductions do; the
 // embedding's is made last, by the embedding's backward after the
 // pipeline's, so nothing is left to hide its all-reduce under and it is
-// on the critical path. With tied embeddings the one matrix's gradient is
-// complete only then, so all of it is exposed.
+// on the critical path. The MTP modules' gradients come with the output
+// layer's (their losses' backward runs before the pipeline's). With tied
+// embeddings the one matrix's gradient is complete only then, so all of
+// it is exposed.
 func (t *tally) pipelineHead(grads unit.Bytes) {
 	if grads == 0 {
 		return
 	}
 	emb := t.embeddingPart(grads)
 	early := t.stageAllReduce(grads - emb)
-	t.add(mesh.Pipeline, "final norm and output gradient all-reduce", collective.AllReduce, 1, early, true)
+	t.add(mesh.Pipeline, t.headWhat("gradient all-reduce"), collective.AllReduce, 1, early, true)
 	t.gradICI += early.ICITime
 	t.gradDCN += early.DCNTime
 	late := t.stageAllReduce(emb)
@@ -203,12 +206,36 @@ func (t *tally) pipelineHead(grads unit.Bytes) {
 }
 
 // embeddingPart is the token embedding's bytes of size bytes spread over
-// the pipeline's ends (embedding, final norm, output layer) by their
-// parameters: the part whose gradient the backward pass makes last, at
-// its very end, so that its reductions cannot hide under it.
+// the pipeline's ends (embedding, final norm, output layer and the
+// multi-token prediction modules, sh.head) by their parameters on a
+// chip: the part whose gradient the backward pass makes last, at its very
+// end, so that its reductions cannot hide under it. The MTP modules'
+// backward runs with the output layer's, before the pipeline's (their
+// loss reads the pipeline's output: holdsMTP).
 func (t *tally) embeddingPart(size unit.Bytes) unit.Bytes {
-	pc := t.est.Job.Model.ParamCount()
-	return unit.Bytes(float64(size) * float64(pc.Embedding) / float64(pc.Embedding+pc.Output+pc.FinalNorm))
+	j, sh := &t.est.Job, t.sh
+	pc := j.Model.ParamCount()
+	mtp := j.mtpParams(sh) * float64(sh.t*sh.f*sh.e) // as many as the others, over the same shards
+	return unit.Bytes(float64(size) * float64(pc.Embedding) / (float64(pc.Embedding+pc.Output+pc.FinalNorm) + mtp))
+}
+
+// headGatherWhat names the all-gather of the pipeline's ends:
+// "embedding and output", with MTP where the model has modules.
+func (t *tally) headGatherWhat() string {
+	if t.est.Job.Model.MTPLayers > 0 {
+		return "embedding, output and MTP all-gather"
+	}
+	return "embedding and output all-gather"
+}
+
+// headWhat names the collective of the pipeline's ends but the
+// embedding, after what: "final norm and output", with "and MTP" where
+// the model has multi-token prediction modules.
+func (t *tally) headWhat(what string) string {
+	if t.est.Job.Model.MTPLayers > 0 {
+		return "final norm, output and MTP " + what
+	}
+	return "final norm and output " + what
 }
 
 // stageAllReduce is an all-reduce of size bytes across the pipeline's
@@ -294,16 +321,20 @@ func (t *tally) fsdp(grads, gathered unit.Bytes) {
 }
 
 // fsdpHead: the FSDP gathers and reduce-scatter of the embedding, final
-// norm and output layer a MaxText pipeline keeps on every stage (grads
-// and gathered bytes per chip, sh.head's): MaxText applies them once a
-// step, to the whole batch, before and after pipeline_module (layers/
-// decoders.py Decoder.__call__, lines 871-930 and 1315 @e591f30c), not
+// norm and output layer and the multi-token prediction modules a MaxText
+// pipeline keeps on every stage (grads and gathered bytes per chip,
+// sh.head's): MaxText applies them once a step, to the whole batch,
+// before and after pipeline_module (layers/decoders.py Decoder.__call__,
+// lines 871-930 and 1315 @e591f30c; the modules after the decoder,
+// models/models.py Transformer.__call__, lines 243-254), not
 // once per micro-batch as the pipelined layers, so they are gathered for
 // the forward and again for the backward and their gradient reduced once:
 // the output layer's and the final norm's under the backward pass, which
 // makes them first, the embedding's after it (embeddingPart), as its
-// all-reduce over the stages (pipelineHead). embed_vocab shards them over
-// fsdp and expert (configs/base.yml line 545).
+// all-reduce over the stages (pipelineHead). embed_vocab and embed shard
+// them over fsdp and expert (configs/base.yml lines 545 and 605); an MoE
+// MTP layer's routed experts, which MaxText gathers over fsdp alone
+// (tally.fsdp), are counted here as the rest.
 func (t *tally) fsdpHead(grads, gathered unit.Bytes) {
 	m, sh := &t.est.Mesh, t.sh
 	if grads == 0 || sh.f*sh.e <= 1 {
@@ -319,8 +350,8 @@ func (t *tally) fsdpHead(grads, gathered unit.Bytes) {
 	emb := t.embeddingPart(grads)
 	early := collective.Hierarchical(collective.ReduceScatter, (grads-emb)*n, nICI, link, nDCN, t.dcn(nDCN))
 	late := collective.Hierarchical(collective.ReduceScatter, emb*n, nICI, link, nDCN, t.dcn(nDCN))
-	t.add(mesh.FSDP, "embedding and output all-gather", collective.AllGather, 2, ag, true)
-	t.add(mesh.FSDP, "final norm and output reduce-scatter", collective.ReduceScatter, 1, early, true)
+	t.add(mesh.FSDP, t.headGatherWhat(), collective.AllGather, 2, ag, true)
+	t.add(mesh.FSDP, t.headWhat("reduce-scatter"), collective.ReduceScatter, 1, early, true)
 	t.add(mesh.FSDP, "embedding reduce-scatter", collective.ReduceScatter, 1, late, false)
 	t.gatherICI += ag.Scale(2).ICITime
 	t.gatherDCN += ag.Scale(2).DCNTime
