@@ -273,12 +273,16 @@ func newDevice(tc *TrainConfig, id int, ep *fabric.Endpoint, ts *templates) *dev
 	// context (cost's weightShards), so the context axis holds no
 	// replicas to all-reduce over: its chips' gradients are summed by the
 	// reduce-scatter
-	d.fsdpG = fabric.Group(m, id, mesh.FSDP, mesh.Context)
+	weights := []mesh.Axis{mesh.FSDP}
+	if m.Size(mesh.Context) > 1 {
+		weights = append(weights, mesh.Context)
+	}
+	d.fsdpG = fabric.Group(m, id, weights...)
 	d.gradG = fabric.Group(m, id, mesh.Data)
 	d.expertG = fabric.Group(m, id, mesh.Expert)
 	d.denseG = d.fsdpG
 	if d.expertG.Size() > 1 {
-		d.denseG = fabric.Group(m, id, mesh.FSDP, mesh.Context, mesh.Expert)
+		d.denseG = fabric.Group(m, id, append(weights, mesh.Expert)...)
 	}
 	sh := ts.of(tc, d.coord)
 	d.tmpl = sh
