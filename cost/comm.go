@@ -141,7 +141,7 @@ func (t *tally) add(axis mesh.Axis, what string, op collective.Op, count int, co
 		ICIBytes: cost.ICIBytes, DCNBytes: cost.DCNBytes, ICITime: cost.ICITime, DCNTime: cost.DCNTime, Overlapped: overlapped})
 }
 
-// dataParallel: gradients summed over the replicas (data and context), one
+// dataParallel: gradients summed over the replicas (data), one
 // all-reduce per scanned layer, each ring step across slices paying the
 // DCN latency. They overlap the backward pass as FSDP's reduce-scatters
 // do (overlap): a layer's all-reduce starts when the last micro-batch's
@@ -156,21 +156,24 @@ func (t *tally) add(axis mesh.Axis, what string, op collective.Op, count int, co
 // assumed before: with DCNLatency and SliceJitter refitted on the same
 // calibration rows, the calibration rows' summed |MFU ratio error| falls
 // from 0.300 to 0.188 and the held-out series' ratios within 0.03 of the
-// published go from 7 to 11 of 16 (validate.Fit).
+// published go from 7 to 11 of 16 (validate.Fit). The context axis
+// holds no replicas: it shards the weights as fsdp does (weightShards),
+// so its chips' gradients are summed by fsdp's reduce-scatter.
 func (t *tally) dataParallel(grads unit.Bytes) {
 	m, sh := &t.est.Mesh, t.sh
-	if sh.d*sh.c <= 1 {
+	if sh.d <= 1 {
 		return
 	}
-	d, c := m.Degree(mesh.Data), m.Degree(mesh.Context)
-	cost := t.perLayer(collective.AllReduce, grads, d.ICI*c.ICI, m.Link(mesh.Data, mesh.Context).Collective(), d.DCN*c.DCN)
+	d := m.Degree(mesh.Data)
+	cost := t.perLayer(collective.AllReduce, grads, d.ICI, m.Link(mesh.Data).Collective(), d.DCN)
 	t.add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, true)
 	t.gradICI += cost.ICITime
 	t.gradDCN += cost.DCNTime
 }
 
 // pipelineHead: the gradients of the embedding, final norm and output
-// layer a MaxText pipeline keeps on every stage (headOnEveryStage), grads
+// layer and of the multi-token prediction modules, which a MaxText
+// pipeline keeps on every stage (headOnEveryStage, holdsMTP), grads
 // bytes per chip after FSDP's reduce-scatter, summed over the stages,
 // which ran them on their own shares of the batch: the embedding's output
 // enters the pipeline as state_io, the stage axis on its first dimension
@@ -185,15 +188,17 @@ func (t *tally) dataParallel(grads unit.Bytes) {
 // pipeline's backward as the other gradient reductions do; the
 // embedding's is made last, by the embedding's backward after the
 // pipeline's, so nothing is left to hide its all-reduce under and it is
-// on the critical path. With tied embeddings the one matrix's gradient is
-// complete only then, so all of it is exposed.
+// on the critical path. The MTP modules' gradients come with the output
+// layer's (their losses' backward runs before the pipeline's). With tied
+// embeddings the one matrix's gradient is complete only then, so all of
+// it is exposed.
 func (t *tally) pipelineHead(grads unit.Bytes) {
 	if grads == 0 {
 		return
 	}
 	emb := t.embeddingPart(grads)
 	early := t.stageAllReduce(grads - emb)
-	t.add(mesh.Pipeline, "final norm and output gradient all-reduce", collective.AllReduce, 1, early, true)
+	t.add(mesh.Pipeline, t.headWhat("gradient all-reduce"), collective.AllReduce, 1, early, true)
 	t.gradICI += early.ICITime
 	t.gradDCN += early.DCNTime
 	late := t.stageAllReduce(emb)
@@ -203,12 +208,36 @@ func (t *tally) pipelineHead(grads unit.Bytes) {
 }
 
 // embeddingPart is the token embedding's bytes of size bytes spread over
-// the pipeline's ends (embedding, final norm, output layer) by their
-// parameters: the part whose gradient the backward pass makes last, at
-// its very end, so that its reductions cannot hide under it.
+// the pipeline's ends (embedding, final norm, output layer and the
+// multi-token prediction modules, sh.head) by their parameters on a
+// chip: the part whose gradient the backward pass makes last, at its very
+// end, so that its reductions cannot hide under it. The MTP modules'
+// backward runs with the output layer's, before the pipeline's (their
+// loss reads the pipeline's output: holdsMTP).
 func (t *tally) embeddingPart(size unit.Bytes) unit.Bytes {
-	pc := t.est.Job.Model.ParamCount()
-	return unit.Bytes(float64(size) * float64(pc.Embedding) / float64(pc.Embedding+pc.Output+pc.FinalNorm))
+	j, sh := &t.est.Job, t.sh
+	pc := j.Model.ParamCount()
+	mtp := j.mtpParams(sh) * float64(sh.t*sh.weightShards()*sh.e) // as many as the others, over the same shards
+	return unit.Bytes(float64(size) * float64(pc.Embedding) / (float64(pc.Embedding+pc.Output+pc.FinalNorm) + mtp))
+}
+
+// headGatherWhat names the all-gather of the pipeline's ends:
+// "embedding and output", with MTP where the model has modules.
+func (t *tally) headGatherWhat() string {
+	if t.est.Job.Model.MTPLayers > 0 {
+		return "embedding, output and MTP all-gather"
+	}
+	return "embedding and output all-gather"
+}
+
+// headWhat names the collective of the pipeline's ends but the
+// embedding, after what: "final norm and output", with "and MTP" where
+// the model has multi-token prediction modules.
+func (t *tally) headWhat(what string) string {
+	if t.est.Job.Model.MTPLayers > 0 {
+		return "final norm, output and MTP " + what
+	}
+	return "final norm and output " + what
 }
 
 // stageAllReduce is an all-reduce of size bytes across the pipeline's
@@ -255,35 +284,62 @@ func (o overlap) exposed(grad, gather time.Duration) time.Duration {
 	return min(x, total)
 }
 
-// fsdp: gather the weights (in the compute dtype) before forward and again
-// before backward, reduce-scatter the gradients, per micro-batch; grads
-// and gathered are the layers' (and, but for MaxText's pipelines, the
-// model's ends': fsdpHead).
-func (t *tally) fsdp(grads, gathered unit.Bytes) {
+// weightGroup is the chips a weight's embed dimension is split over
+// (weightShards): fsdp, context where the layout has it, and with expert
+// the expert axis; its ICI and DCN degrees and link.
+type weightGroup struct {
+	ici, dcn int
+	link     collective.Link
+}
+
+func (t *tally) weightGroup(expert bool) weightGroup {
 	m, sh := &t.est.Mesh, t.sh
-	if sh.f*sh.e <= 1 {
+	var buf [3]mesh.Axis
+	axes := append(buf[:0], mesh.FSDP)
+	if sh.c > 1 {
+		axes = append(axes, mesh.Context)
+	}
+	if expert {
+		axes = append(axes, mesh.Expert)
+	}
+	g := weightGroup{ici: 1, dcn: 1}
+	for _, a := range axes {
+		d := m.Degree(a)
+		g.ici, g.dcn = g.ici*d.ICI, g.dcn*d.DCN
+	}
+	g.link = m.Link(axes...).Collective()
+	return g
+}
+
+// fsdp: gather the weights (in the compute dtype) before forward and again
+// before backward, reduce-scatter the gradients, per micro-batch, over
+// fsdp and context (weightShards) and, but for the routed experts,
+// expert; grads and gathered are the layers' (and, but for MaxText's
+// pipelines, the model's ends': fsdpHead).
+func (t *tally) fsdp(grads, gathered unit.Bytes) {
+	sh := t.sh
+	if sh.weightShards()*sh.e <= 1 {
 		return
 	}
-	f := m.Degree(mesh.FSDP)
-	fl := m.Link(mesh.FSDP).Collective()
+	fc := t.weightGroup(false)
+	n := unit.Bytes(sh.weightShards())
 	var ag, rs collective.Cost
-	if routed := t.est.Job.routedPerChip(sh); sh.e > 1 || routed > 0 {
-		// the routed experts over fsdp, the rest over fsdp and expert
-		e := m.Degree(mesh.Expert)
+	if routed := t.est.Job.routedShard(sh); sh.e > 1 || routed > 0 {
+		// the routed experts over fsdp and context, the rest over expert too
 		share := unit.Bytes(0)
 		if params := t.est.Job.paramsPerChip(sh) - sh.head; params > 0 {
 			share = unit.Bytes(float64(gathered) * routed / params)
 		}
 		gshare := unit.Bytes(float64(grads) * float64(share) / max(float64(gathered), 1))
-		ag = t.perLayer(collective.AllGather, share*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
-		rs = t.perLayer(collective.ReduceScatter, gshare*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
-		fe := m.Link(mesh.FSDP, mesh.Expert).Collective()
-		n := unit.Bytes(sh.f * sh.e)
-		ag = addCost(ag, t.perLayer(collective.AllGather, (gathered-share)*n, f.ICI*e.ICI, fe, f.DCN*e.DCN))
-		rs = addCost(rs, t.perLayer(collective.ReduceScatter, (grads-gshare)*n, f.ICI*e.ICI, fe, f.DCN*e.DCN))
+		ag = t.perLayer(collective.AllGather, share*n, fc.ici, fc.link, fc.dcn)
+		rs = t.perLayer(collective.ReduceScatter, gshare*n, fc.ici, fc.link, fc.dcn)
+		fe := t.weightGroup(true)
+		n *= unit.Bytes(sh.e)
+		ag = addCost(ag, t.perLayer(collective.AllGather, (gathered-share)*n, fe.ici, fe.link, fe.dcn))
+		rs = addCost(rs, t.perLayer(collective.ReduceScatter, (grads-gshare)*n, fe.ici, fe.link, fe.dcn))
 	} else {
-		ag = t.perLayer(collective.AllGather, gathered*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
-		rs = t.perLayer(collective.ReduceScatter, grads*unit.Bytes(sh.f), f.ICI, fl, f.DCN)
+		ag = t.perLayer(collective.AllGather, gathered*n, fc.ici, fc.link, fc.dcn)
+		rs = t.perLayer(collective.ReduceScatter, grads*n, fc.ici, fc.link, fc.dcn)
 	}
 	t.add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
 	t.add(mesh.FSDP, "gradient reduce-scatter", collective.ReduceScatter, sh.m, rs, true)
@@ -294,33 +350,33 @@ func (t *tally) fsdp(grads, gathered unit.Bytes) {
 }
 
 // fsdpHead: the FSDP gathers and reduce-scatter of the embedding, final
-// norm and output layer a MaxText pipeline keeps on every stage (grads
-// and gathered bytes per chip, sh.head's): MaxText applies them once a
-// step, to the whole batch, before and after pipeline_module (layers/
-// decoders.py Decoder.__call__, lines 871-930 and 1315 @e591f30c), not
+// norm and output layer and the multi-token prediction modules a MaxText
+// pipeline keeps on every stage (grads and gathered bytes per chip,
+// sh.head's): MaxText applies them once a step, to the whole batch,
+// before and after pipeline_module (layers/decoders.py Decoder.__call__,
+// lines 871-930 and 1315 @e591f30c; the modules after the decoder,
+// models/models.py Transformer.__call__, lines 243-254), not
 // once per micro-batch as the pipelined layers, so they are gathered for
 // the forward and again for the backward and their gradient reduced once:
 // the output layer's and the final norm's under the backward pass, which
 // makes them first, the embedding's after it (embeddingPart), as its
-// all-reduce over the stages (pipelineHead). embed_vocab shards them over
-// fsdp and expert (configs/base.yml line 545).
+// all-reduce over the stages (pipelineHead). embed_vocab and embed shard
+// them over fsdp, context and expert (weightShards); an MoE
+// MTP layer's routed experts, which MaxText gathers over fsdp alone
+// (tally.fsdp), are counted here as the rest.
 func (t *tally) fsdpHead(grads, gathered unit.Bytes) {
-	m, sh := &t.est.Mesh, t.sh
-	if grads == 0 || sh.f*sh.e <= 1 {
+	sh := t.sh
+	if grads == 0 || sh.weightShards()*sh.e <= 1 {
 		return
 	}
-	f, e := m.Degree(mesh.FSDP), m.Degree(mesh.Expert)
-	link := m.Link(mesh.FSDP).Collective()
-	if sh.e > 1 {
-		link = m.Link(mesh.FSDP, mesh.Expert).Collective()
-	}
-	nICI, nDCN, n := f.ICI*e.ICI, f.DCN*e.DCN, unit.Bytes(sh.f*sh.e)
+	g := t.weightGroup(sh.e > 1)
+	link, nICI, nDCN, n := g.link, g.ici, g.dcn, unit.Bytes(sh.weightShards()*sh.e)
 	ag := collective.Hierarchical(collective.AllGather, gathered*n, nICI, link, nDCN, t.dcn(nDCN))
 	emb := t.embeddingPart(grads)
 	early := collective.Hierarchical(collective.ReduceScatter, (grads-emb)*n, nICI, link, nDCN, t.dcn(nDCN))
 	late := collective.Hierarchical(collective.ReduceScatter, emb*n, nICI, link, nDCN, t.dcn(nDCN))
-	t.add(mesh.FSDP, "embedding and output all-gather", collective.AllGather, 2, ag, true)
-	t.add(mesh.FSDP, "final norm and output reduce-scatter", collective.ReduceScatter, 1, early, true)
+	t.add(mesh.FSDP, t.headGatherWhat(), collective.AllGather, 2, ag, true)
+	t.add(mesh.FSDP, t.headWhat("reduce-scatter"), collective.ReduceScatter, 1, early, true)
 	t.add(mesh.FSDP, "embedding reduce-scatter", collective.ReduceScatter, 1, late, false)
 	t.gatherICI += ag.Scale(2).ICITime
 	t.gatherDCN += ag.Scale(2).DCNTime

@@ -52,7 +52,8 @@ const (
 //
 // The backward pass of a layer: the recomputed activations and the
 // activation gradients at the step of it where they peak (layerBackward).
-// Then the weights: with FSDP, the whole layer gathered in the compute
+// Then the weights: with FSDP (fsdp, context or expert shards, as
+// MaxText shards the weights: weightShards), the whole layer gathered in the compute
 // dtype (each weight is gathered once for the recompute and kept to its
 // last use in the backward, and at the first backward step every weight
 // of the layer is still to be used: layerInUse) and the unreduced
@@ -77,7 +78,8 @@ const (
 // the logits of the sequences it works on at once (outputSeqs: one
 // micro-batch's, or a pipeline's whole batch's share) and their
 // gradients in the compute dtype, split over the vocabulary tiles
-// (MaxText num_vocab_tiling), and with FSDP (or several devices a chip)
+// (MaxText num_vocab_tiling), and with fsdp or context (weightShards;
+// or several devices a chip)
 // the output layer's gathered weights and unreduced gradients, per
 // device; with multi-token prediction, each module's logits and the
 // residuals of its decoder layer, which no remat covers (mtp.go).
@@ -101,7 +103,7 @@ func (j *Job) phases(ps *stagePhases, sh *shape, out outputSpan) {
 	// a gathered buffer is whole on each of the chip's JAX devices
 	dev := float64(sh.dev)
 	switch {
-	case sh.f*sh.e > 1 || sh.dev > 1:
+	case sh.weightShards()*sh.e > 1 || sh.dev > 1:
 		back.add("gathered weights (FSDP)", dev*layer*e)
 		back.add("unreduced weight gradient (FSDP)", dev*matrix*e)
 	case j.Precision.Weight > j.Precision.Activation || j.ParameterOffload:
@@ -131,7 +133,7 @@ func (j *Job) outputPhase(op *phaseBuffers, sh *shape, seqs float64) {
 		op.add("MTP logits", n*row*tiles)
 		op.add("MTP layers' residuals (no remat)", seqs/float64(sh.b)*n*j.mtpHeld(sh))
 	}
-	if sh.f > 1 || sh.dev > 1 {
+	if sh.weightShards() > 1 || sh.dev > 1 {
 		op.add("gathered output layer and its unreduced gradient (FSDP)", float64(sh.dev)*2*float64(j.Model.Vocab)*float64(j.Model.DModel)/float64(sh.t)*e)
 	}
 }

@@ -28,8 +28,8 @@ func (j *Job) mtpLayerJob() Job {
 // that holds the output layer: each one's decoder layer sharded as the
 // model's layers are (stageParams) and its projection (model.Spec.
 // MTPProjection: kernel_axes ("embed", None), the embed dimension over
-// fsdp and expert; the norms' scales with it, a rounding error). Zero
-// without MTP.
+// fsdp, context and expert: weightShards; the norms' scales with it, a
+// rounding error). Zero without MTP.
 func (j *Job) mtpParams(sh *shape) float64 {
 	n := float64(j.Model.MTPLayers)
 	if n == 0 {
@@ -38,9 +38,9 @@ func (j *Job) mtpParams(sh *shape) float64 {
 	l := j.mtpLayerJob()
 	layer, routed := denseLayerParams(l.Model, sh.t), 0.0
 	if l.Model.MoE() {
-		layer, routed = l.moeLayerParams(sh), l.routedPerLayer(sh)
+		layer, routed = l.moeLayerParams(sh), l.routedPerLayer(sh)/float64(sh.c)
 	}
-	return n * ((layer+float64(j.Model.MTPProjection()))/float64(sh.f*sh.e) + routed)
+	return n * ((layer+float64(j.Model.MTPProjection()))/float64(sh.weightShards()*sh.e) + routed)
 }
 
 // mtpHeld is what one MTP module holds on a chip from its forward to its

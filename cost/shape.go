@@ -166,7 +166,7 @@ func (e *Estimator) setParams(sh *shape, j *Job) {
 
 // setParamsEnds is setParams with the model's ends laid out as ends.
 func (e *Estimator) setParamsEnds(sh *shape, j *Job, ends endsLayout) {
-	k := paramsKey{sh.t, sh.f, sh.e, sh.p, sh.ls, ends}
+	k := paramsKey{sh.t, sh.f, sh.c, sh.e, sh.p, sh.ls, ends}
 	params, ok := e.params[k]
 	if !ok {
 		params = j.stagesParams(sh, ends)
@@ -178,8 +178,8 @@ func (e *Estimator) setParamsEnds(sh *shape, j *Job, ends endsLayout) {
 // paramsKey is what stageParams depends on besides the model: the shape's
 // degrees and where the pipeline lays out the model's ends.
 type paramsKey struct {
-	t, f, e, p, ls int
-	ends           endsLayout
+	t, f, c, e, p, ls int
+	ends              endsLayout
 }
 
 // stagesParams is stageParams of the first and the last stage.

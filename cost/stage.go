@@ -31,7 +31,8 @@ func (st stage) String() string {
 // every stage; in Megatron's (1F1B, interleaved) the input embedding on
 // the first stage and the final norm and output layer on the last (a
 // tied output keeps its own copy of the embedding there); sharded over
-// tensor and fsdp.
+// tensor, fsdp, context and expert (weightShards). The multi-token prediction modules go where the
+// output layer goes (holdsMTP).
 // With more tensor shards than key/value heads, each K/V head is
 // replicated on t/KV chips (Megatron's GQA layout).
 func (j *Job) stageParams(sh *shape, st stage, ends endsLayout) float64 {
@@ -54,13 +55,59 @@ func (j *Job) stageParams(sh *shape, st stage, ends endsLayout) float64 {
 		moe := j.moeLayersPerStage(sh)
 		layers = (float64(sh.ls)-moe)*layer + moe*j.moeLayerParams(sh)
 	}
-	// MaxText shards the embed dimension of every weight but the routed
-	// experts' over fsdp and expert (base.yml's embed rule lists both)
-	p := (layers+float64(n)/float64(sh.t))/float64(sh.f*sh.e) + j.routedPerChip(sh)
-	if sh.p == 1 || st == lastStage {
+	// MaxText shards the embed dimension of every weight over fsdp and
+	// context, and but the routed experts' over expert (weightShards)
+	p := (layers+float64(n)/float64(sh.t))/float64(sh.weightShards()*sh.e) + j.routedShard(sh)
+	if j.holdsMTP(sh, st, ends) {
 		p += j.mtpParams(sh)
 	}
 	return p
+}
+
+// weightShards is how many ways a weight's embed dimension is split
+// besides the expert axis: fsdp × context. MaxText's rules for every
+// logical axis a weight's model dimension takes list context beside fsdp
+// (configs/base.yml logical_axis_rules @e591f30c: embed_vocab, line 545,
+// the embedding's and the output layer's; q_lora and kv_lora, lines
+// 568-572; embed_moe, lines 587-588, the routed experts' (layers/moe.py
+// lines 472-473: ("exp", "embed_moe", "mlp_moe")); embed, lines 605-606,
+// every other kernel's), and expert too but for embed_moe: context
+// parallelism shards the weights as FSDP does, and MaxText says so
+// ("The main communications are the same as FSDP (all gather weights and
+// synchronize gradients)", docs/guides/optimization/sharding.md, "CP
+// Arithmetic Intensity"). The norms' scales ("norm": tensor, line 607)
+// go with their layers, a rounding error.
+func (sh *shape) weightShards() int { return sh.f * sh.c }
+
+// routedShard is the routed experts' parameters one chip of a stage
+// holds: routedPerChip's over fsdp, expert and tensor, over context too
+// (embed_moe: weightShards).
+func (j *Job) routedShard(sh *shape) float64 {
+	return j.routedPerChip(sh) / float64(sh.c)
+}
+
+// holdsMTP reports whether stage st holds the multi-token prediction
+// modules (mtpParams) in layout ends: without a pipeline, and in
+// MaxText's pipelines on every stage, as the output layer is: the
+// modules are the Transformer's mtp_block, beside the decoder and not in
+// its pipeline_module (models/models.py Transformer.setup, lines 94-110,
+// and __call__, lines 243-254 @e591f30c), run on the decoder's
+// hidden_state, the pipeline's output for the whole batch (layers/
+// decoders.py Decoder.__call__, lines 928-930 and 1290, returned at
+// 1319), and their weights' logical axes name no "layers" axis, so none
+// maps to "stage": the projection's kernel ("embed", None) and the norms'
+// ("norm",) (layers/multi_token_prediction.py MultiTokenPredictionLayer.
+// __init__, lines 175-199), the decoder layer's as the model's layers'
+// but unscanned. In Megatron's layout they sit with the output layer on
+// the last stage; endsNone holds none of them.
+func (j *Job) holdsMTP(sh *shape, st stage, ends endsLayout) bool {
+	switch {
+	case sh.p == 1 || ends == endsEvery:
+		return true
+	case ends == endsSplit:
+		return st == lastStage
+	}
+	return false
 }
 
 // endsLayout is where a pipeline lays out the model's ends: the input
@@ -105,15 +152,16 @@ func (j *Job) headOnEveryStage(p int) bool {
 }
 
 // headParams is the parameters of the embedding, final norm and output
-// layer one chip holds that its replicas on the other pipeline stages
-// hold too (ends endsEvery), sharded as stageParams shards them; 0 for
-// the other layouts.
+// layer, and the multi-token prediction modules (holdsMTP), one chip
+// holds that its replicas on the other pipeline stages hold too (ends
+// endsEvery), sharded as stageParams shards them; 0 for the other
+// layouts.
 func (j *Job) headParams(sh *shape, ends endsLayout) float64 {
 	if ends != endsEvery || sh.p <= 1 {
 		return 0
 	}
 	pc := j.Model.ParamCount()
-	return float64(pc.Embedding+pc.Output+pc.FinalNorm) / float64(sh.t*sh.f*sh.e)
+	return float64(pc.Embedding+pc.Output+pc.FinalNorm)/float64(sh.t*sh.weightShards()*sh.e) + j.mtpParams(sh)
 }
 
 // denseLayerParams is the parameters one chip holds of a dense layer of

@@ -164,8 +164,9 @@ type device struct {
 
 	tensorG, contextG, fsdpG, gradG collective.Group
 	// expertG is the expert-parallel group; denseG shards everything but
-	// the routed experts (fsdp × expert, MaxText's embed rule), fsdpG the
-	// routed experts.
+	// the routed experts (fsdp × context × expert, MaxText's embed rule),
+	// fsdpG the routed experts (fsdp × context, embed_moe); gradG sums
+	// the gradients over the replicas (data).
 	expertG, denseG collective.Group
 	// moeGroup is, per layer of tmpl, the param group of its routed
 	// experts, or -1 for a dense layer.
@@ -268,12 +269,20 @@ func newDevice(tc *TrainConfig, id int, ep *fabric.Endpoint, ts *templates) *dev
 	d.inbox = inboxes(tc.sched, si, d.pipe)
 	d.tensorG = fabric.Group(m, id, mesh.Tensor)
 	d.contextG = fabric.Group(m, id, mesh.Context)
-	d.fsdpG = fabric.Group(m, id, mesh.FSDP)
-	d.gradG = fabric.Group(m, id, mesh.Data, mesh.Context)
+	// MaxText shards every weight's embed dimension over fsdp and
+	// context (cost's weightShards), so the context axis holds no
+	// replicas to all-reduce over: its chips' gradients are summed by the
+	// reduce-scatter
+	weights := []mesh.Axis{mesh.FSDP}
+	if m.Size(mesh.Context) > 1 {
+		weights = append(weights, mesh.Context)
+	}
+	d.fsdpG = fabric.Group(m, id, weights...)
+	d.gradG = fabric.Group(m, id, mesh.Data)
 	d.expertG = fabric.Group(m, id, mesh.Expert)
 	d.denseG = d.fsdpG
 	if d.expertG.Size() > 1 {
-		d.denseG = fabric.Group(m, id, mesh.FSDP, mesh.Expert)
+		d.denseG = fabric.Group(m, id, append(weights, mesh.Expert)...)
 	}
 	sh := ts.of(tc, d.coord)
 	d.tmpl = sh
@@ -353,8 +362,8 @@ func (d *device) groupsOf(p *Params[float32]) [][][]float32 {
 	return out
 }
 
-// shardOf is the group param group gi is sharded over: fsdp for routed
-// experts, fsdp × expert for the rest.
+// shardOf is the group param group gi is sharded over: fsdp × context
+// for routed experts, fsdp × context × expert for the rest.
 func (d *device) shardOf(gi int) collective.Group {
 	if gi > len(d.moeGroup) {
 		return d.fsdpG

@@ -117,8 +117,8 @@ func EstimateMemory(tc TrainConfig) (Footprint, error) {
 // forward keep for the backward.
 type shapes struct {
 	d, v, seq, hd, qd, kvd, ft, qh float64
-	fs, cp                         float64
-	fd                             float64 // shards of everything but the routed experts: fsdp × expert
+	fs, cp                         float64 // the routed experts' shards, fsdp × context; context
+	fd                             float64 // shards of everything but the routed experts: fsdp × context × expert
 	layer                          float64 // one dense block on one tensor rank
 	perStage                       float64 // layers per pipeline device
 	b, s, ntok                     float64
@@ -134,7 +134,10 @@ func shapesOf(tc *TrainConfig) shapes {
 	c, m := tc.Model, tc.Mesh
 	f64 := func(x int) float64 { return float64(x) }
 	t, ep := m.Size(mesh.Tensor), m.Size(mesh.Expert)
-	sh := shapes{d: f64(c.DModel), v: f64(c.Vocab), seq: f64(c.Seq), hd: f64(c.headDim()), fs: f64(m.Size(mesh.FSDP)), cp: f64(m.Size(mesh.Context))}
+	sh := shapes{d: f64(c.DModel), v: f64(c.Vocab), seq: f64(c.Seq), hd: f64(c.headDim()), cp: f64(m.Size(mesh.Context))}
+	// every weight's embed dimension is sharded over fsdp and context, and
+	// but the routed experts' over expert (newDevice's groups)
+	sh.fs = f64(m.Size(mesh.FSDP)) * sh.cp
 	sh.fd = sh.fs * f64(ep)
 	d, v, hd := sh.d, sh.v, sh.hd
 	sh.qd, sh.kvd, sh.ft = f64(c.Heads/t)*hd, f64(c.KVHeads/t)*hd, f64(c.DFF/t)
@@ -142,7 +145,7 @@ func shapesOf(tc *TrainConfig) shapes {
 	attn := 2*d + d*sh.qd + 2*d*sh.kvd + sh.qd*d
 	sh.layer = attn + 2*d*sh.ft + sh.ft*d
 	sh.perStage = f64(c.Layers / m.Size(mesh.Pipeline))
-	sh.b = f64(tc.GlobalBatch) / (f64(m.Size(mesh.Data)) * sh.fd) / f64(tc.MicroBatches)
+	sh.b = f64(tc.GlobalBatch) / (f64(m.Size(mesh.Data)) * f64(m.Size(mesh.FSDP)) * f64(ep)) / f64(tc.MicroBatches)
 	sh.s = sh.seq / sh.cp
 	ntok := sh.b * sh.s
 	sh.ntok = ntok

@@ -131,7 +131,7 @@ type stepState struct {
 
 // step runs one training step on this device: its op list's forward and
 // backward passes over the micro-batches, the gradient all-reduce over
-// data and context, and Adam on its shard.
+// data, and Adam on its shard.
 func (d *device) step(batch [][]int, rate float64) {
 	mbs := d.tc.MicroBatches
 	st := &stepState{micros: d.micros(batch), saved: make([][][]*acts[float32], mbs), heads: make([]*headActs[float32], mbs),
@@ -394,7 +394,8 @@ func (d *device) doneGroups(li int, buf, experts []float32, done func(gi int, bu
 	}
 }
 
-// update sums the gradients over the replicas (data and context), and
+// update sums the gradients over the replicas (data; context shards the
+// weights as fsdp does, and its reduce-scatter sums them there), and
 // the ends' over the stages when every stage holds them (reduceEnds),
 // then takes an Adam step on this device's shard.
 func (d *device) update() {

@@ -18,7 +18,7 @@ func TestRunDefault(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"8 virtual chips", "2 slices of v5litepod-4 (2x2, 4 chips each; 8 chips in all)", "data=2(dcn),fsdp=2,tensor=2", "Go sources under",
-		"data×context all-reduce", "tensor all-reduce", "fsdp all-gather", "peak memory per chip", "simulated"} {
+		"data all-reduce", "tensor all-reduce", "fsdp all-gather", "peak memory per chip", "simulated"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
