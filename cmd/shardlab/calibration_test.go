@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"shardlab/cost"
 	"strings"
@@ -112,5 +113,47 @@ func TestCalibrationWarnsOtherProgram(t *testing.T) {
 		case c.want != "" && (len(w) != 1 || !strings.HasPrefix(w[0], c.want)):
 			t.Errorf("%v: warnings %q, want one starting %q", c.args, w, c.want)
 		}
+	}
+}
+
+// TestCheckRematNone: export writes --remat none as MaxText's custom
+// policy with every named tensor on device (cost.NamedNone), and that is
+// what a compile of the export ran. check given --remat none compares
+// the log with that policy, not with none's costing (they differ by
+// 27 % on this log), says so, and its calibration file records the
+// custom policy: the same factor and file as check given the policy.
+func TestCheckRematNone(t *testing.T) {
+	dir := t.TempDir()
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "4"}
+	run := func(name string, remat ...string) (string, string) {
+		t.Helper()
+		cal := filepath.Join(dir, name)
+		args := append(append([]string{"check", "--compile-log", "testdata/compile_memory_analysis.log", "--write-calibration", cal}, job...), remat...)
+		out, errOut, code := runCmd(args...)
+		if code != 0 {
+			t.Fatalf("check %v: exit %d %s", remat, code, errOut)
+		}
+		data, err := os.ReadFile(cal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, string(data)
+	}
+	noneOut, noneFile := run("none.json", "--remat", "none")
+	customOut, customFile := run("custom.json", "--remat", "custom", "--remat-custom", cost.NamedNone().String())
+	factor := func(out string) string {
+		_, rest, _ := strings.Cut(out, "temporaries factor ")
+		f, _, _ := strings.Cut(rest, " ")
+		return f
+	}
+	if factor(noneOut) == "" || factor(noneOut) != factor(customOut) || noneFile != customFile {
+		t.Errorf("check --remat none: factor %q, file\n%s\nwant check --remat custom's: %q, file\n%s", factor(noneOut), noneFile, factor(customOut), customFile)
+	}
+	if !strings.HasPrefix(noneOut, "note: --remat none: MaxText has no policy that keeps every activation") || strings.Contains(customOut, "note: --remat none") {
+		t.Errorf("check --remat none does not say what it compared (or check --remat custom does):\n%.300s\n%.300s", noneOut, customOut)
+	}
+	js, _, _ := runCmd(append(append([]string{"check", "--compile-log", "testdata/compile_memory_analysis.log", "--json"}, job...), "--remat", "none")...)
+	if !strings.Contains(js, `"warnings": [`+"\n"+`    "--remat none: MaxText has no policy`) {
+		t.Errorf("check --remat none --json: the translation is not among the warnings:\n%.2000s", js)
 	}
 }

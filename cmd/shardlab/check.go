@@ -67,6 +67,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 // names the temporaries' factor its prediction was made with, as plan
 // does (calibrationNote).
 func checkDoc(fs *flag.FlagSet, f *planFlags, c *checkFlags) (string, error) {
+	named := compiledNone(f)
 	log, p, err := checkInputs(fs, f, c)
 	if err != nil {
 		return "", err
@@ -95,17 +96,39 @@ func checkDoc(fs *flag.FlagSet, f *planFlags, c *checkFlags) (string, error) {
 	var b strings.Builder
 	if c.json {
 		warnings := []string{}
-		if w := argumentWarning(log, r); w != "" {
-			warnings = append(warnings, w)
+		for _, w := range []string{named, argumentWarning(log, r)} {
+			if w != "" {
+				warnings = append(warnings, w)
+			}
 		}
 		err = writeJSON(&b, checkJSON{Log: log, Result: r.JSON(), Calibration: cal, Given: note, Warnings: warnings})
-	} else if err = writeCheck(&b, log, r, cal, calErr, e.Job.TempScale); err == nil && note != nil {
-		err = note.writeText(&b)
+	} else {
+		if named != "" {
+			fmt.Fprintf(&b, "note: %s\n", named)
+		}
+		if err = writeCheck(&b, log, r, cal, calErr, e.Job.TempScale); err == nil && note != nil {
+			err = note.writeText(&b)
+		}
 	}
 	if err != nil {
 		return "", err
 	}
 	return b.String(), written
+}
+
+// compiledNone sets check's plan to the policy MaxText compiles for a
+// job given without remat (--remat none, no --remat-custom): MaxText has
+// no policy that keeps every activation, and export writes its closest,
+// custom with every named tensor on device (cost.NamedNone), which is
+// what the log compiled; comparing it with none's costing would measure
+// another program (plan --verify's commands carry the custom policy
+// already). It returns what it did, for the output, or "".
+func compiledNone(f *planFlags) string {
+	if !strings.EqualFold(strings.TrimSpace(f.Remat), string(cost.RematNone)) || f.RematCustom != "" {
+		return ""
+	}
+	f.Remat, f.RematCustom = string(cost.RematCustom), cost.NamedNone().String()
+	return fmt.Sprintf("--remat none: MaxText has no policy that keeps every activation, and export maxtext writes its closest, --remat custom --remat-custom %s, which is what the log compiled: the comparison and any calibration are of that policy", f.RematCustom)
 }
 
 // checkInputs reads and parses the compile log and plans the one job it
