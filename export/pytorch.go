@@ -138,9 +138,11 @@ func tuple(xs []int) string {
 
 func names(xs []string) string { return "('" + strings.Join(xs, "', '") + "')" }
 
-// WritePython writes the mesh, the input sharding, the partition specs of a
-// Llama-style decoder layer (torch nn.Linear weights are [out, in]) and
-// FSDPv2, as Python for a PyTorch/XLA SPMD training script.
+// WritePython writes the mesh, the input sharding and the parameters'
+// sharding (with tensor parallelism the partition specs of a Llama-style
+// model's layers and embeddings, torch nn.Linear weights being [out, in],
+// then FSDPv2; with FSDP FSDPv2), as Python for a PyTorch/XLA SPMD
+// training script.
 func (m PyTorchMesh) WritePython(w io.Writer) error {
 	var b strings.Builder
 	for _, c := range m.Comments {
@@ -182,23 +184,13 @@ def shard_input(input_ids):
 }
 
 // writeParamSharding writes how the parameters are sharded for a mesh of
-// shape (data, fsdp, model): by partition specs with tensor parallelism,
-// by FSDPv2 with FSDP alone, not at all with data parallelism alone.
+// shape (data, fsdp, model): with tensor parallelism by partition specs
+// and FSDPv2 for the rest, by FSDPv2 with FSDP alone, not at all with data
+// parallelism alone.
 func writeParamSharding(b *strings.Builder, shape []int) {
 	switch {
 	case shape[2] > 1:
-		b.WriteString(`
-# Tensor parallelism with FSDP (2D sharding; nn.Linear weights are [out, in]):
-# column-parallel projections split their outputs over 'model', row-parallel
-# ones their inputs, and the other dimension goes over 'fsdp'. FSDPv2 is not
-# used: it shards over 'fsdp' alone, on each parameter's largest dimension.
-def shard_decoder_layer(layer):
-    for w in (layer.self_attn.q_proj.weight, layer.self_attn.k_proj.weight, layer.self_attn.v_proj.weight,
-              layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight):
-        xs.mark_sharding(w, mesh, ('model', 'fsdp'))
-    for w in (layer.self_attn.o_proj.weight, layer.mlp.down_proj.weight):
-        xs.mark_sharding(w, mesh, ('fsdp', 'model'))
-`)
+		b.WriteString(tensorParallelPython)
 	case shape[1] > 1:
 		// the input's batch is over ('data', 'fsdp'); FSDPv2 shards the
 		// output's over 'fsdp' only unless told the data axis
@@ -218,3 +210,52 @@ def wrap_model(model):
 `)
 	}
 }
+
+// tensorParallelPython shards a Llama-style model (Hugging Face
+// LlamaForCausalLM: model.embed_tokens, model.layers, model.norm, lm_head)
+// as cost shards it (cost.Job.stageParams, after MaxText's
+// logical_axis_rules): every matmul weight over tensor and fsdp, the
+// embedding and output layer with the vocabulary over tensor ("vocab")
+// and d_model over fsdp ("embed_vocab"), the logits' vocabulary over
+// tensor. The decoder layers and the two [vocab, d_model] tables are
+// marked by hand; FSDPv2 then shards "only ... params which are not
+// already sharded", the norms, over 'fsdp' on their one dimension (cost
+// also splits them over tensor: d_model of a layer's 2 norms, a few MB a
+// device even for Llama 3 70B), and marks the forward's output with its
+// shard_output, which its default cannot do for a Hugging Face
+// ModelOutput (a tensor or a tuple only): torch_xla/experimental/
+// spmd_fully_sharded_data_parallel.py and docs/source/perf/fsdp_spmd.md
+// ("Sharding output", output.logits) @41398bff. mark_sharding annotates
+// an XLA tensor (its docstring's nn.Linear(32, 10).to('xla')), so the
+// model moves to the device first.
+const tensorParallelPython = `
+# Tensor parallelism with FSDP (2D sharding; nn.Linear weights are [out, in]):
+# column-parallel projections split their outputs over 'model', row-parallel
+# ones their inputs, and the other dimension goes over 'fsdp'.
+def shard_decoder_layer(layer):
+    for w in (layer.self_attn.q_proj.weight, layer.self_attn.k_proj.weight, layer.self_attn.v_proj.weight,
+              layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight):
+        xs.mark_sharding(w, mesh, ('model', 'fsdp'))
+    for w in (layer.self_attn.o_proj.weight, layer.mlp.down_proj.weight):
+        xs.mark_sharding(w, mesh, ('fsdp', 'model'))
+
+# The logits [batch, seq, vocab] of a Hugging Face causal LM's output: the batch
+# as the input's, the vocabulary over 'model' as the output layer splits it.
+def shard_logits(output, mesh):
+    xs.mark_sharding(output.logits, mesh, (('data', 'fsdp'), None, 'model'))
+
+# The whole model (LlamaForCausalLM), before its optimizer is made: the decoder
+# layers as above; the input embedding and the output layer, [vocab, d_model]
+# both, vocab over 'model' and d_model over 'fsdp' (a tied output layer is the
+# embedding); then FSDPv2, which shards only the parameters not sharded yet (the
+# norms, over 'fsdp') and the output. mesh is keyword-only.
+def wrap_model(model):
+    model = model.to('xla')
+    for layer in model.model.layers:
+        shard_decoder_layer(layer)
+    embed = model.model.embed_tokens.weight
+    xs.mark_sharding(embed, mesh, ('model', 'fsdp'))
+    if model.lm_head.weight is not embed:
+        xs.mark_sharding(model.lm_head.weight, mesh, ('model', 'fsdp'))
+    return FSDPv2(model, mesh=mesh, shard_output=shard_logits)
+`

@@ -3,13 +3,16 @@ package export
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"shardlab/mesh"
+	"shardlab/model"
 	"shardlab/plan"
 )
 
@@ -257,8 +260,9 @@ func callProblems(py string, sigs map[string]signature) []string {
 
 // TestPyTorchPythonCallsMatchTorchXLA: every layout's Python calls
 // torch_xla as its signatures at the cited commit allow (FSDPv2's mesh is
-// keyword-only), FSDPv2 only for FSDP without tensor parallelism, and told
-// the data axis when there is one.
+// keyword-only), FSDPv2 for FSDP, told the data axis when there is one,
+// and with tensor parallelism for the parameters left unmarked, given
+// the logits' sharding.
 func TestPyTorchPythonCallsMatchTorchXLA(t *testing.T) {
 	sigs := readSignatures(t)
 	for _, tt := range []struct {
@@ -286,8 +290,11 @@ func TestPyTorchPythonCallsMatchTorchXLA(t *testing.T) {
 			t.Errorf("%s: FSDPv2 is not the API's class", what)
 		}
 		shape := m.Shape()
-		if want := shape[1] > 1 && shape[2] == 1; strings.Contains(py, "FSDPv2(") != want {
-			t.Errorf("%s: FSDPv2 called %v, want %v (FSDP without tensor parallelism):\n%s", what, !want, want, py)
+		if want := shape[1] > 1 || shape[2] > 1; strings.Contains(py, "FSDPv2(") != want {
+			t.Errorf("%s: FSDPv2 called %v, want %v (FSDP, or tensor parallelism's leftover parameters):\n%s", what, !want, want, py)
+		}
+		if want := shape[2] > 1; strings.Contains(py, "shard_output=shard_logits") != want {
+			t.Errorf("%s: FSDPv2 given shard_logits %v, want %v (the logits' vocabulary over 'model' with tensor parallelism):\n%s", what, !want, want, py)
 		}
 		if want := shape[0] > 1 && shape[1] > 1 && shape[2] == 1; strings.Contains(py, "extra_data_axis='data'") != want {
 			t.Errorf("%s: extra_data_axis='data' written %v, want %v: the output's batch is over ('data', 'fsdp') as the input's:\n%s", what, !want, want, py)
@@ -316,5 +323,172 @@ func TestCallProblemsCatches(t *testing.T) {
 	good := "m = FSDPv2(model, mesh=mesh, extra_data_axis='data'); xs.Mesh(np.arange(8), (2, 4), ('data', 'fsdp'))"
 	if p := callProblems(good, sigs); len(p) > 0 {
 		t.Errorf("callProblems(%q) = %q, want none", good, p)
+	}
+}
+
+// hfParam is one parameter of a Hugging Face LlamaForCausalLM: its name
+// as named_parameters gives it (the layer index as {i}) and its shape.
+type hfParam struct {
+	name string
+	dims []int
+}
+
+// llamaParams lists a Llama-style model's parameters as Hugging Face's
+// modeling_llama.py builds them: embed_tokens [vocab, d], each layer's
+// q/k/v/o and gate/up/down projections ([out, in]) and its two RMSNorm
+// weights, the final norm and, untied, lm_head [vocab, d].
+func llamaParams(t *testing.T, s model.Spec) []hfParam {
+	t.Helper()
+	d, v, f := s.DModel, s.Vocab, s.DFF
+	q, kv := s.Heads*s.Head(), s.KV()*s.Head()
+	l := "model.layers.{i}."
+	ps := []hfParam{{"model.embed_tokens.weight", []int{v, d}},
+		{l + "self_attn.q_proj.weight", []int{q, d}}, {l + "self_attn.k_proj.weight", []int{kv, d}},
+		{l + "self_attn.v_proj.weight", []int{kv, d}}, {l + "self_attn.o_proj.weight", []int{d, q}},
+		{l + "mlp.gate_proj.weight", []int{f, d}}, {l + "mlp.up_proj.weight", []int{f, d}}, {l + "mlp.down_proj.weight", []int{d, f}},
+		{l + "input_layernorm.weight", []int{d}}, {l + "post_attention_layernorm.weight", []int{d}},
+		{"model.norm.weight", []int{d}}}
+	if !s.TiedEmbeddings {
+		ps = append(ps, hfParam{"lm_head.weight", []int{v, d}})
+	}
+	var n int64
+	for _, p := range ps {
+		size := int64(1)
+		for _, x := range p.dims {
+			size *= int64(x)
+		}
+		if strings.Contains(p.name, "{i}") {
+			size *= int64(s.Layers)
+		}
+		n += size
+	}
+	if want := s.ParamCount().Total(); n != want {
+		t.Fatalf("%s: the Hugging Face parameters add up to %d, the model's count is %d", s.Name, n, want)
+	}
+	return ps
+}
+
+// scriptSharding reads the generated Python: the partition spec each
+// parameter is marked with (by name, the layer's as model.layers.{i}.…,
+// and only when wrap_model runs shard_decoder_layer on every layer), and
+// whether wrap_model wraps the model in FSDPv2, which shards the rest.
+func scriptSharding(py string) (specs map[string][]string, fsdpv2 bool) {
+	specs = map[string][]string{}
+	_, wrap, _ := strings.Cut(py, "def wrap_model(model):")
+	spec := func(s string) []string { // ('model', 'fsdp') -> [model fsdp]
+		var out []string
+		for _, a := range regexp.MustCompile(`'[a-z]+'|None|\(\(.*?\)`).FindAllString(strings.TrimSpace(s)[1:], -1) {
+			out = append(out, strings.NewReplacer("'", "", "(", "", ")", "", " ", "").Replace(a))
+		}
+		return out
+	}
+	if regexp.MustCompile(`for layer in model\.model\.layers:\n\s+shard_decoder_layer\(layer\)`).MatchString(wrap) {
+		for _, m := range regexp.MustCompile(`for w in \(([^)]*)\):\n\s+xs\.mark_sharding\(w, mesh, (\(.*\))\)`).FindAllStringSubmatch(py, -1) {
+			for _, w := range strings.Split(m[1], ",") {
+				specs["model.layers.{i}."+strings.TrimPrefix(strings.TrimSpace(w), "layer.")] = spec(m[2])
+			}
+		}
+	}
+	vars := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+(\w+) = model\.([\w.]+)$`).FindAllStringSubmatch(wrap, -1) {
+		vars[m[1]] = m[2]
+	}
+	for _, m := range regexp.MustCompile(`xs\.mark_sharding\(([\w.]+), mesh, (\(.*\))\)`).FindAllStringSubmatch(wrap, -1) {
+		name, ok := vars[m[1]]
+		if !ok {
+			name = strings.TrimPrefix(m[1], "model.")
+		}
+		specs[name] = spec(m[2])
+	}
+	return specs, regexp.MustCompile(`return FSDPv2\(model,`).MatchString(wrap)
+}
+
+// TestPyTorchShardsEveryParameter: with tensor parallelism the script
+// shards every parameter of the model (Hugging Face's list, checked to
+// add up to the model's count): the decoder layers' and the embedding's
+// and output layer's by hand over 'model' and 'fsdp', the norms by
+// FSDPv2 over 'fsdp'; and a device holds the parameters the plan costs a
+// chip (within 0.1%: the norms, which cost splits over tensor too).
+// Before, embed_tokens and lm_head were left whole on every device.
+func TestPyTorchShardsEveryParameter(t *testing.T) {
+	for _, tt := range []struct{ model, tpu, layout string }{
+		{"llama3-70b", "v5p-64", "fsdp=8,tensor=4"}, {"llama3-8b", "v5p-64", "data=2,fsdp=4,tensor=4"}, {"gemma-7b", "v5p-32", "fsdp=4,tensor=4"},
+	} {
+		p := pytorchPlan(t, tt.model, tt.tpu, 1, tt.layout, "")
+		m, err := PyTorch(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := m.WritePython(&b); err != nil {
+			t.Fatal(err)
+		}
+		specs, fsdpv2 := scriptSharding(b.String())
+		size := map[string]int{"None": 1}
+		for i, n := range m.Names {
+			size[n] = m.Shape()[i]
+		}
+		e := p.Best.Estimate
+		var perDevice float64
+		for _, par := range llamaParams(t, e.Job.Model) {
+			n := float64(e.Job.Model.Layers)
+			if !strings.Contains(par.name, "{i}") {
+				n = 1
+			}
+			split := 1
+			sp, marked := specs[par.name]
+			switch {
+			case marked && len(sp) != len(par.dims):
+				t.Errorf("%s %s: %s marked %v, a spec for %d dimensions", tt.model, tt.layout, par.name, sp, len(par.dims))
+			case marked:
+				for _, axes := range sp {
+					for _, a := range strings.Split(axes, ",") {
+						split *= size[a]
+					}
+				}
+			case fsdpv2:
+				split = size["fsdp"] // FSDPv2: over 'fsdp', on the largest dimension
+			default:
+				t.Errorf("%s %s: %s is left replicated", tt.model, tt.layout, par.name)
+			}
+			if len(par.dims) == 2 && !slices.Contains(sp, "model") {
+				t.Errorf("%s %s: %s marked %v, not over 'model' as the plan costs it", tt.model, tt.layout, par.name, sp)
+			}
+			for _, x := range par.dims {
+				n *= float64(x)
+			}
+			perDevice += n / float64(split)
+		}
+		costed := float64(e.Memory.Optimizer) / float64(e.Job.Precision.Optimizer) / float64(p.Request.Multislice.Slice.Chip.JAXDevicesPerChip)
+		if math.Abs(perDevice/costed-1) > 1e-3 {
+			t.Errorf("%s %s: the script leaves %.4g parameters a device, the plan costs %.4g", tt.model, tt.layout, perDevice, costed)
+		}
+		if strings.Contains(b.String(), "FSDPv2 is not used") {
+			t.Errorf("%s %s: still says FSDPv2 is not used", tt.model, tt.layout)
+		}
+	}
+}
+
+// TestPyTorchPythonParses: every layout's script is Python that parses
+// (python3's ast module; skipped without python3).
+func TestPyTorchPythonParses(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	for _, layout := range []string{"fsdp=32", "data=32", "data=2,fsdp=16", "fsdp=8,tensor=4", "data=8,tensor=4"} {
+		m, err := PyTorch(pytorchPlan(t, "llama3-8b", "v5p-64", 1, layout, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := m.WritePython(&b); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(py, "-c", "import ast, sys; ast.parse(sys.stdin.read())")
+		cmd.Stdin = strings.NewReader(b.String())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: the script does not parse: %v\n%s\n%s", layout, err, out, b.String())
+		}
 	}
 }

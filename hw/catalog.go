@@ -92,7 +92,16 @@ var catalog = [...]Chip{
 		DCNPerChip:        unit.BitsPerSecond(25e9), // [gcp-v5e]: 2x100 Gbps NICs per 8-chip host
 		JAXDevicesPerChip: 1,                        // [mt-spec]
 		MaxSliceChips:     256, PodChips: 256,       // [gcp-v5e]: 16x16
-		Host:    Host{MachineType: "ct5lp-hightpu-4t", Chips: 4, VCPUs: 112, RAM: 192 * unit.GB, NUMANodes: 1}, // [gcp-v5e]
+		Host: Host{MachineType: "ct5lp-hightpu-4t", Chips: 4, VCPUs: 112, RAM: 192 * unit.GB, NUMANodes: 1}, // [gcp-v5e]
+		// [gcp-v5e] VM types: "Each TPU VM in a v5e TPU slice contains 1, 4
+		// or 8 chips"; its slice-shape table gives 2x4 one host and 1x1 an
+		// eighth of one. (xpk @367c838 creates a GKE 2x4 as two
+		// ct5lp-hightpu-4t VMs; the Cloud TPU accelerator type
+		// v5litepod-8 is the one 8-chip VM.)
+		SliceHosts: []Host{
+			{MachineType: "ct5lp-hightpu-1t", Chips: 1, VCPUs: 24, RAM: 48 * unit.GB, NUMANodes: 1},
+			{MachineType: "ct5lp-hightpu-8t", Chips: 8, VCPUs: 224, RAM: 384 * unit.GB, NUMANodes: 2},
+		},
 		Sources: []string{"cloud.google.com/tpu/docs/v5e", "scaling-book tpus.md"},
 	},
 	{

@@ -117,6 +117,14 @@ type Chip struct {
 	AcceleratorPrefix string `json:"accelerator_type_prefix"`
 
 	Host Host `json:"host"`
+	// SliceHosts lists the VMs that hold a whole slice of exactly their
+	// chips by themselves and are what that slice is made of, where that VM
+	// is not Host: [gcp-v5e] gives v5e's 1x1 one ct5lp-hightpu-1t and its
+	// 2x4 (v5litepod-8) one ct5lp-hightpu-8t, of the three v5e VM types
+	// (1, 4 or 8 chips), while 2x2 and every larger v5e slice are
+	// ct5lp-hightpu-4t VMs. Slice.Host picks among them; every entry's RAM
+	// per chip equals Host's, so HostRAMPerChip holds for every slice.
+	SliceHosts []Host `json:"slice_hosts,omitempty"`
 	// SingleHost is a larger VM type that holds a whole small slice, where
 	// the generation offers one beside Host (v6e's ct6e-standard-8t, 8
 	// chips, for serving); zero where none is offered. Only its machine
@@ -153,7 +161,8 @@ func (c Chip) Peak(f Format) (unit.FLOPsPerSecond, bool) {
 	return p, p > 0
 }
 
-// DCNPerHost is the data-center network bandwidth of one host (VM).
+// DCNPerHost is the data-center network bandwidth of one Host VM (a
+// slice's own VM may hold other chips: Multislice.DCNPerHost).
 func (c Chip) DCNPerHost() unit.BytesPerSecond {
 	return c.DCNPerChip * unit.BytesPerSecond(c.Host.Chips)
 }
@@ -274,6 +283,7 @@ func Chips() []Chip {
 
 func (c Chip) clone() Chip {
 	c.Host.DataDisks = append([]string(nil), c.Host.DataDisks...)
+	c.SliceHosts = append([]Host(nil), c.SliceHosts...)
 	c.Sources = append([]string(nil), c.Sources...)
 	return c
 }

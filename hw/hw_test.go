@@ -29,7 +29,7 @@ func TestParseAcceleratorType(t *testing.T) {
 		{"v5p-128", V5p, 64, "4x4x4", 16},          // [gcp-v5p]
 		{"v5p-8960", V5p, 4480, "8x20x28", 1120},   // [mt-spec]
 		{"v5p-12288", V5p, 6144, "16x16x24", 1536}, // [gcp-v5p]: the largest v5p slice
-		{"v5litepod-8", V5e, 8, "2x4", 2},          // [gcp-v5e]: 8 chips
+		{"v5litepod-8", V5e, 8, "2x4", 1},          // [gcp-v5e]: 8 chips, one host (ct5lp-hightpu-8t)
 		{"v5litepod-256", V5e, 256, "16x16", 64},
 		{"v5e-16", V5e, 16, "4x4", 4},                  // MaxText/xpk spelling
 		{"v6e-8", V6e, 8, "2x4", 2},                    // [gcp-v6e]

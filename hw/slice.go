@@ -104,9 +104,28 @@ type Slice struct {
 // Chips is the number of chips in the slice.
 func (s Slice) Chips() int { return s.Topology.Chips() }
 
+// Host is the VM the slice is made of: the chip's SliceHosts entry of
+// exactly the slice's chips (v5e's 2x4 is one ct5lp-hightpu-8t), else the
+// chip's Host. A slice with no topology gets the chip's Host.
+func (s Slice) Host() Host {
+	n := s.Chips()
+	for _, h := range s.Chip.SliceHosts {
+		if h.Chips == n {
+			return h
+		}
+	}
+	return s.Chip.Host
+}
+
 // Hosts is the number of VMs in the slice.
 func (s Slice) Hosts() int {
-	return max(1, s.Chips()/s.Chip.Host.Chips)
+	return max(1, s.Chips()/s.Host().Chips)
+}
+
+// DCNPerHost is the catalog's data-center network bandwidth of one of the
+// slice's VMs (Host): its chips' shares.
+func (s Slice) DCNPerHost() unit.BytesPerSecond {
+	return s.Chip.DCNPerChip * unit.BytesPerSecond(s.Host().Chips)
 }
 
 // AcceleratorType spells the slice as Cloud TPU does ("v5p-128").
@@ -328,7 +347,7 @@ func NewMultislice(s Slice, n int, dcnPerHost unit.BytesPerSecond) (Multislice, 
 	}
 	per := s.Chip.DCNPerChip
 	if dcnPerHost > 0 {
-		per = dcnPerHost / unit.BytesPerSecond(s.Chip.Host.Chips)
+		per = dcnPerHost / unit.BytesPerSecond(s.Host().Chips)
 	}
 	if n > 1 && per == 0 {
 		return Multislice{}, &ParseError{Input: string(s.Chip.Generation), Field: "slices", Err: ErrNoMultislice,
@@ -343,9 +362,9 @@ func (m Multislice) Chips() int { return m.Slice.Chips() * m.Slices }
 // Hosts is the total number of VMs.
 func (m Multislice) Hosts() int { return m.Slice.Hosts() * m.Slices }
 
-// DCNPerHost is the DCN bandwidth of one host.
+// DCNPerHost is the DCN bandwidth of one of the slices' VMs (Slice.Host).
 func (m Multislice) DCNPerHost() unit.BytesPerSecond {
-	return m.DCNPerChip * unit.BytesPerSecond(m.Slice.Chip.Host.Chips)
+	return m.DCNPerChip * unit.BytesPerSecond(m.Slice.Host().Chips)
 }
 
 // String names the slices and counts chips per slice and in all, since the

@@ -1,8 +1,11 @@
 package hw
 
 import (
+	"reflect"
 	"slices"
 	"testing"
+
+	"shardlab/unit"
 )
 
 func TestSliceSizes(t *testing.T) {
@@ -18,5 +21,87 @@ func TestSliceSizes(t *testing.T) {
 	}
 	if _, err := SliceSizes("v9"); err == nil {
 		t.Error("SliceSizes(v9): no error")
+	}
+}
+
+// TestV5eSliceHosts checks every v5e slice shape against the rows of
+// cloud.google.com/tpu/docs/v5e: its slice-shape table (topology, chips,
+// hosts, where a host is the 8-chip machine: "Chips per host 8") and its
+// VM-type table (ct5lp-hightpu-1t: 24 vCPUs, 48 GB, 1 NUMA node; -4t: 112,
+// 192 GB, 1; -8t: 224, 384 GB, 2). A slice of at most one host is one VM
+// of its chips; a larger one is made of ct5lp-hightpu-4t VMs, four to a
+// host (GKE's multi-host v5e node pools; the v5e doc's "Each TPU VM in a
+// v5e TPU slice contains 1, 4 or 8 chips").
+func TestV5eSliceHosts(t *testing.T) {
+	vm := map[string]Host{
+		"ct5lp-hightpu-1t": {MachineType: "ct5lp-hightpu-1t", Chips: 1, VCPUs: 24, RAM: 48 * unit.GB, NUMANodes: 1},
+		"ct5lp-hightpu-4t": {MachineType: "ct5lp-hightpu-4t", Chips: 4, VCPUs: 112, RAM: 192 * unit.GB, NUMANodes: 1},
+		"ct5lp-hightpu-8t": {MachineType: "ct5lp-hightpu-8t", Chips: 8, VCPUs: 224, RAM: 384 * unit.GB, NUMANodes: 2},
+	}
+	rows := []struct {
+		topology    string
+		chips       int
+		docHosts    float64 // the doc's "Number of hosts" (1/8, 1/2, 1, 2, …)
+		machineType string
+	}{
+		{"1x1", 1, 1.0 / 8, "ct5lp-hightpu-1t"},
+		{"2x2", 4, 1.0 / 2, "ct5lp-hightpu-4t"},
+		{"2x4", 8, 1, "ct5lp-hightpu-8t"},
+		{"4x4", 16, 2, "ct5lp-hightpu-4t"},
+		{"4x8", 32, 4, "ct5lp-hightpu-4t"},
+		{"8x8", 64, 8, "ct5lp-hightpu-4t"},
+		{"8x16", 128, 16, "ct5lp-hightpu-4t"},
+		{"16x16", 256, 32, "ct5lp-hightpu-4t"},
+	}
+	c, err := Lookup("v5e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		s, err := ParseTopology(c, r.topology)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := vm[r.machineType]
+		wantVMs := max(1, r.chips/want.Chips)
+		if got := s.Host(); !reflect.DeepEqual(got, want) || s.Chips() != r.chips || s.Hosts() != wantVMs {
+			t.Errorf("v5e %s: %d chips on %d × %+v, want %d chips on %d × %+v", r.topology, s.Chips(), s.Hosts(), got, r.chips, wantVMs, want)
+		}
+		if single := s.Hosts() == 1; single != (r.docHosts <= 1) {
+			t.Errorf("v5e %s: %d VMs, but the doc gives %g hosts", r.topology, s.Hosts(), r.docHosts)
+		}
+	}
+}
+
+// TestSliceHostsShareRAM: every VM a slice may be made of gives each chip
+// the RAM that the generation's Host does, so Chip.HostRAMPerChip (which
+// cost reads without the slice) holds for every slice.
+func TestSliceHostsShareRAM(t *testing.T) {
+	for _, c := range Chips() {
+		for _, h := range c.SliceHosts {
+			if got, want := h.RAM/unit.Bytes(h.Chips), c.HostRAMPerChip(); got != want {
+				t.Errorf("%s %s: %v RAM a chip, %s gives %v", c.Generation, h.MachineType, got, c.Host.MachineType, want)
+			}
+		}
+	}
+}
+
+// TestMultisliceDCNPerHost: a multislice of v5litepod-8 has one
+// ct5lp-hightpu-8t VM a slice, so a host's DCN is 8 chips' share (2 × 100
+// Gbit/s NICs a host, [gcp-v5e]), and an override per host is split 8 ways.
+func TestMultisliceDCNPerHost(t *testing.T) {
+	s, err := ParseAcceleratorType("v5litepod-8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMultislice(s, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.DCNPerHost().Bits(); got != 200e9 || m.Hosts() != 2 {
+		t.Errorf("2 × v5litepod-8: %v bit/s a host, %d hosts, want 2e11 and 2", got, m.Hosts())
+	}
+	if m, err = NewMultislice(s, 2, unit.BitsPerSecond(400e9)); err != nil || m.DCNPerChip.Bits() != 50e9 {
+		t.Errorf("2 × v5litepod-8 at 400 Gbit/s a host: %v bit/s a chip (%v), want 5e10", m.DCNPerChip.Bits(), err)
 	}
 }

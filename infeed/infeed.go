@@ -82,13 +82,19 @@ const (
 // ErrInvalid is wrapped by configuration errors.
 var ErrInvalid = errors.New("invalid infeed config")
 
-// ForChip fills a host configuration from the catalog: its chips, vCPUs
-// and PCIe bandwidth (package hw's assumptions where they are not
-// published), and NUMA nodes (1 where not published).
-func ForChip(c hw.Chip) Config {
-	numa := max(c.Host.NUMANodes, 1)
+// ForChip fills a host configuration from the catalog for the chip's Host
+// VM: its chips, vCPUs and PCIe bandwidth (package hw's assumptions where
+// they are not published), and NUMA nodes (1 where not published).
+func ForChip(c hw.Chip) Config { return forHost(c, c.Host) }
+
+// ForSlice is ForChip for the VM the slice is made of (hw.Slice.Host):
+// v5litepod-8's one 8-chip ct5lp-hightpu-8t, not v5e's 4-chip Host.
+func ForSlice(s hw.Slice) Config { return forHost(s.Chip, s.Host()) }
+
+func forHost(c hw.Chip, h hw.Host) Config {
+	numa := max(h.NUMANodes, 1)
 	return Config{
-		Chips: c.Host.Chips, VCPUs: c.Host.VCPUsOrAssumed(), NUMANodes: numa, Placement: Local, CrossNUMA: 1.3,
+		Chips: h.Chips, VCPUs: h.VCPUsOrAssumed(), NUMANodes: numa, Placement: Local, CrossNUMA: 1.3,
 		Batch: 256, ExampleCost: 2 * time.Millisecond, ExampleBytes: 32 * unit.KiB, PCIe: c.PCIeOrAssumed(),
 		InfeedDepth: 2, HBMBuffers: 2, OutfeedDepth: 2,
 		ParamLoad: 0, Compute: 50 * time.Millisecond, Drain: time.Millisecond, Steps: 50, Seed: 1,

@@ -126,7 +126,7 @@ func Search(r Request) (Plan, error) {
 	if r.Model.Windowed() {
 		p.Reasons = append(p.Reasons, windowReason(r, b))
 	}
-	host := c.Host
+	host := r.Slice.Host()
 	if c.SingleHost.Chips > host.Chips && b.Devices() > host.Chips*c.JAXDevicesPerChip && b.Devices() <= c.SingleHost.Chips*c.JAXDevicesPerChip {
 		host = c.SingleHost
 		p.Reasons = append(p.Reasons, fmt.Sprintf("one host: %d devices fit one %s VM (%s)", b.Devices(), host.MachineType, unit.Plural(host.Chips, "chip")))

@@ -13,8 +13,9 @@ import (
 // the VM has is flagged input-bound.
 func (p *Plan) checkInput() error {
 	e := p.Best.Estimate
-	chip := p.Request.Multislice.Slice.Chip
-	c := infeed.ForChip(chip)
+	slice := p.Request.Multislice.Slice
+	host := slice.Host()
+	c := infeed.ForSlice(slice)
 	// each chip receives its share of the step's sequences (at least one:
 	// with tensor or context parallelism several chips read the same one)
 	c.Batch = max(1, e.Job.GlobalBatch/e.Mesh.Chips())
@@ -25,7 +26,7 @@ func (p *Plan) checkInput() error {
 	c.Steps = 12
 	// search up to 16 times the VM's vCPUs, or 4096 where its count is not
 	// published
-	vm := chip.Host.VCPUs
+	vm := host.VCPUs
 	limit := 4096
 	if vm > 0 {
 		limit = 16 * vm
@@ -36,7 +37,7 @@ func (p *Plan) checkInput() error {
 	}
 	has := fmt.Sprintf("the VM has %d", vm)
 	if vm == 0 {
-		has = fmt.Sprintf("the %s VM's vCPU count is not published", chip.Host.MachineType)
+		has = fmt.Sprintf("the %s VM's vCPU count is not published", host.MachineType)
 	}
 	perChip := float64(n) / float64(c.Chips)
 	switch {
@@ -45,7 +46,7 @@ func (p *Plan) checkInput() error {
 			unit.Plural(n, "vCPU"), unit.Plural(c.Batch, "sequence"), dur(c.ExampleCost), dur(e.Time.Step), has))
 	case vm > 0 && n > vm:
 		p.Warnings = append(p.Warnings, note(OptionExampleCost, "input-bound: needs %s per host (%.0f per chip) to keep the chips fed at %s per sequence, and the %s VM has %d; the step would stretch to %s",
-			unit.Plural(n, "vCPU"), perChip, dur(c.ExampleCost), chip.Host.MachineType, vm, dur(stepWith(c, vm))))
+			unit.Plural(n, "vCPU"), perChip, dur(c.ExampleCost), host.MachineType, vm, dur(stepWith(c, vm))))
 	default:
 		p.Reasons = append(p.Reasons, note(OptionExampleCost, "input: the chips stay fed with %s per host (%.1f per chip) at %s per sequence (infeed simulation; %s)",
 			unit.Plural(n, "vCPU"), perChip, dur(c.ExampleCost), has))

@@ -15,12 +15,12 @@ import (
 
 func scopeReason(ms hw.Multislice) string {
 	s := ms.Slice
-	c := s.Chip
+	vm := s.Host().MachineType
 	switch {
 	case ms.Slices == 1 && s.Hosts() == 1:
-		return fmt.Sprintf("single host: %s is one %s VM with %s", s.AcceleratorType(), c.Host.MachineType, unit.Plural(s.Chips(), "chip"))
+		return fmt.Sprintf("single host: %s is one %s VM with %s", s.AcceleratorType(), vm, unit.Plural(s.Chips(), "chip"))
 	case ms.Slices == 1:
-		return fmt.Sprintf("one slice: %s (%s VMs) joined by ICI in %s %s %s", unit.Plural(s.Hosts(), "host"), c.Host.MachineType,
+		return fmt.Sprintf("one slice: %s (%s VMs) joined by ICI in %s %s %s", unit.Plural(s.Hosts(), "host"), vm,
 			article(s.Topology.String()), s.Topology, torusOrMesh(s))
 	}
 	return fmt.Sprintf("multislice: %d slices of %s (%s %s) joined by DCN at %.0f Gbit/s per host",

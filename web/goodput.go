@@ -21,7 +21,7 @@ type goodputView struct {
 func goodputOf(p plan.Plan) goodputView {
 	m := p.Best.Estimate.Mesh
 	chips := m.Chips()
-	e := capacity.Expect(capacity.JobOf(p), chips, chips/m.Multislice.Slice.Chip.Host.Chips, 1e12)
+	e := capacity.Expect(capacity.JobOf(p), chips, m.Multislice.Hosts(), 1e12)
 	v := goodputView{FailuresPerDay: 24 * e.FailuresPerHour, SaveS: e.Save.Seconds(), RestartS: e.Restart.Seconds(),
 		EveryS: e.Interval.Seconds(), Goodput: e.Goodput, Tokens: e.Tokens, DaysToTrain: e.TimeToTrain.Hours() / 24}
 	if p.Band.Rows > 0 {

@@ -180,15 +180,7 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "TensorCores\t%d, %s, MXU %dx%d\n", c.TensorCores, mxus, c.MXUDim, c.MXUDim)
 	fmt.Fprintf(tw, "ICI\t%dD torus, %d links of %v each way\n", c.TorusDims, c.ICILinks, c.ICILinkBandwidth)
-	if c.DCNPerChip > 0 {
-		fmt.Fprintf(tw, "DCN\t%.1f Gbit/s per chip, %.0f Gbit/s per host\n", c.DCNPerChip.Bits()/1e9, c.DCNPerHost().Bits()/1e9)
-	} else {
-		fmt.Fprintf(tw, "DCN\tno Multislice\n")
-	}
-	fmt.Fprintf(tw, "host VM\t%s\n", hostText(c.Host))
-	if h := c.SingleHost; h.Chips > 0 {
-		fmt.Fprintf(tw, "single-host VM\t%s: %s as one VM (serving)\n", h.MachineType, unit.Plural(h.Chips, "chip"))
-	}
+	writeVMs(tw, c, slice)
 	fmt.Fprintf(tw, "JAX devices per chip\t%d\n", c.JAXDevicesPerChip)
 	fmt.Fprintf(tw, "largest slice\t%s (pod %s)\n", unit.Plural(c.MaxSliceChips, "chip"), unit.Plural(c.PodChips, "chip"))
 	types := c.AcceleratorTypes()
@@ -198,6 +190,30 @@ func showHW(name string, asJSON bool, w io.Writer) error {
 	fmt.Fprintf(tw, "accelerator types\t%s\n", strings.Join(types, ", "))
 	fmt.Fprintf(tw, "sources\t%s\n", strings.Join(c.Sources, "; "))
 	return tw.Flush()
+}
+
+// writeVMs writes the DCN and the VMs of a generation, or of one
+// accelerator type when slice is one: the VM it is made of (v5litepod-8's
+// ct5lp-hightpu-8t).
+func writeVMs(tw io.Writer, c hw.Chip, slice *hw.Slice) {
+	vm := hw.Slice{Chip: c} // a generation alone: its Host VM
+	if slice != nil {
+		vm = *slice
+	}
+	if c.DCNPerChip > 0 {
+		fmt.Fprintf(tw, "DCN\t%.1f Gbit/s per chip, %.0f Gbit/s per host\n", c.DCNPerChip.Bits()/1e9, vm.DCNPerHost().Bits()/1e9)
+	} else {
+		fmt.Fprintf(tw, "DCN\tno Multislice\n")
+	}
+	fmt.Fprintf(tw, "host VM\t%s\n", hostText(vm.Host()))
+	for _, h := range c.SliceHosts {
+		if slice == nil {
+			fmt.Fprintf(tw, "whole-slice VM\t%s (the whole %d-chip slice)\n", hostText(h), h.Chips)
+		}
+	}
+	if h := c.SingleHost; h.Chips > 0 {
+		fmt.Fprintf(tw, "single-host VM\t%s: %s as one VM (serving)\n", h.MachineType, unit.Plural(h.Chips, "chip"))
+	}
 }
 
 // showHWJSON writes a generation as JSON, inside its accelerator type

@@ -357,7 +357,7 @@ func (f *runFlags) connect(m mesh.Mesh) (*mpi.Job, error) {
 	if !mpi.Launched() {
 		return nil, nil
 	}
-	job, err := mpi.Connect(m.Multislice.Hosts(), m.Multislice.Slice.Chip.Host.Chips, *f.mpiTimeout)
+	job, err := mpi.Connect(m.Multislice.Hosts(), m.Multislice.Slice.Host().Chips, *f.mpiTimeout)
 	if err != nil {
 		return nil, usageError{err}
 	}

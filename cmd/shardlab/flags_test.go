@@ -306,7 +306,12 @@ func TestTPUEverywhere(t *testing.T) {
 		fail(t, append(slices.Clone(words), "--tpu", "v9"), "--tpu", `"v9"`, "unknown TPU generation", "v5p")
 		fail(t, append(slices.Clone(words), "--tpu", "v5p-7"), "--tpu", `"v5p-7"`, "v5p-8")
 	}
-	fail(t, []string{"infeed", "--tpu", "v5litepod-1"}, "--tpu v5litepod-1", "host")
+	// a slice smaller than the VM the catalog has for it (v6e's 4-chip
+	// ct6e-standard-4t); v5litepod-1 is a whole ct5lp-hightpu-1t VM
+	fail(t, []string{"infeed", "--tpu", "v6e-1"}, "--tpu v6e-1", "host")
+	if out, errOut, code := runCmd("infeed", "--tpu", "v5litepod-1"); code != 0 || !strings.Contains(out, "ct5lp-hightpu-1t): 1 chip, 24 of 24 vCPUs") {
+		t.Errorf("shardlab infeed --tpu v5litepod-1: exit %d, want the 1-chip ct5lp-hightpu-1t VM:\n%s%s", code, out, errOut)
+	}
 }
 
 // TestFlagValueStrings: -h must not panic on the zero values.

@@ -45,7 +45,7 @@ type planWithGoodput struct {
 func expectOf(p plan.Plan, tokens float64) capacity.Expectation {
 	m := p.Best.Estimate.Mesh
 	chips := m.Chips()
-	return capacity.Expect(capacity.JobOf(p), chips, chips/m.Multislice.Slice.Chip.Host.Chips, tokens)
+	return capacity.Expect(capacity.JobOf(p), chips, m.Multislice.Hosts(), tokens)
 }
 
 // writeGoodputPlans writes the plans as writePlans does, each with its

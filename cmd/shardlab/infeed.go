@@ -57,19 +57,24 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if slice != nil && slice.Chips() < chip.Host.Chips {
-		return bad("infeed: --tpu %s has %d chips, less than the %d-chip %s host this simulates; give a generation (%s) or a type of whole hosts",
-			*f.tpu, slice.Chips(), chip.Host.Chips, chip.Host.MachineType, chip.Generation)
+	vm := hw.Slice{Chip: chip} // a generation alone: its Host VM
+	if slice != nil {
+		vm = *slice
 	}
-	c := infeed.ForChip(chip)
+	host := vm.Host()
+	if slice != nil && slice.Chips() < host.Chips {
+		return bad("infeed: --tpu %s has %d chips, less than the %d-chip %s host this simulates; give a generation (%s) or a type of whole hosts",
+			*f.tpu, slice.Chips(), host.Chips, host.MachineType, chip.Generation)
+	}
+	c := infeed.ForSlice(vm)
 	vmVCPUs := c.VCPUs
 	if *f.vcpus > vmVCPUs {
 		assumed := ""
-		if chip.Host.VCPUs == 0 {
+		if host.VCPUs == 0 {
 			assumed = fmt.Sprintf(" (assumed: %d per chip, not published)", hw.AssumedVCPUsPerChip)
 		}
 		return bad("infeed: --vcpus %d is more than the %s VM's %d vCPUs%s; want 1 to %d, or 0 for all of them",
-			*f.vcpus, chip.Host.MachineType, vmVCPUs, assumed, vmVCPUs)
+			*f.vcpus, host.MachineType, vmVCPUs, assumed, vmVCPUs)
 	}
 	if err := f.configure(&c, setFlags(fs), stderr); err != nil {
 		return err
@@ -90,9 +95,9 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	if *f.asJSON {
-		return writeJSON(stdout, infeedJSON(chip, c, r, vmVCPUs, sw))
+		return writeJSON(stdout, infeedJSON(vm, c, r, vmVCPUs, sw))
 	}
-	return writeInfeed(stdout, chip, c, r, vmVCPUs, sw)
+	return writeInfeed(stdout, vm, c, r, vmVCPUs, sw)
 }
 
 // The most examples (steps x batch x chips) the command simulates: the
@@ -140,14 +145,16 @@ func (f *infeedFlags) configure(c *infeed.Config, set map[string]bool, stderr io
 }
 
 // infeedAssumed lists what the catalog's sources do not publish for the
-// chip's VM and what stands in for it, in words and as the JSON keys.
-func infeedAssumed(chip hw.Chip, c infeed.Config, vmVCPUs int) (words, keys []string) {
+// slice's VM (vm.Host) and what stands in for it, in words and as the JSON
+// keys.
+func infeedAssumed(vm hw.Slice, c infeed.Config, vmVCPUs int) (words, keys []string) {
+	chip, host := vm.Chip, vm.Host()
 	keys = []string{}
-	if chip.Host.VCPUs == 0 {
+	if host.VCPUs == 0 {
 		words = append(words, fmt.Sprintf("vCPUs (%d: shardlab's stand-in of %d per chip)", vmVCPUs, hw.AssumedVCPUsPerChip))
 		keys = append(keys, "host_vcpus")
 	}
-	if chip.Host.NUMANodes == 0 {
+	if host.NUMANodes == 0 {
 		words = append(words, fmt.Sprintf("NUMA nodes (%d)", c.NUMANodes))
 		keys = append(keys, "numa_nodes")
 	}
@@ -158,10 +165,11 @@ func infeedAssumed(chip hw.Chip, c infeed.Config, vmVCPUs int) (words, keys []st
 	return words, keys
 }
 
-func infeedJSON(chip hw.Chip, c infeed.Config, r infeed.Result, vmVCPUs int, sw *infeed.Sweep) map[string]any {
-	_, assumedKeys := infeedAssumed(chip, c, vmVCPUs)
+func infeedJSON(vm hw.Slice, c infeed.Config, r infeed.Result, vmVCPUs int, sw *infeed.Sweep) map[string]any {
+	chip, host := vm.Chip, vm.Host()
+	_, assumedKeys := infeedAssumed(vm, c, vmVCPUs)
 	out := map[string]any{
-		"generation": chip.Generation, "machine_type": chip.Host.MachineType, "chips_per_host": c.Chips,
+		"generation": chip.Generation, "machine_type": host.MachineType, "chips_per_host": c.Chips,
 		"worker_vcpus": c.VCPUs, "host_vcpus": vmVCPUs, "numa_nodes": c.NUMANodes, "pcie_bytes_per_s_per_chip": c.PCIe,
 		"assumed": assumedKeys, "placement": c.Placement, "batch_examples_per_chip": c.Batch, "example_cost_s": c.ExampleCost.Seconds(),
 		"step_time_s": r.StepTime.Seconds(), "makespan_s": r.Makespan.Seconds(), "examples_per_s": r.ExamplesPerSecond,
@@ -180,25 +188,26 @@ func infeedJSON(chip hw.Chip, c infeed.Config, r infeed.Result, vmVCPUs int, sw 
 	return out
 }
 
-func writeInfeed(w io.Writer, chip hw.Chip, c infeed.Config, r infeed.Result, vmVCPUs int, sw *infeed.Sweep) error {
-	assumed, _ := infeedAssumed(chip, c, vmVCPUs)
+func writeInfeed(w io.Writer, vm hw.Slice, c infeed.Config, r infeed.Result, vmVCPUs int, sw *infeed.Sweep) error {
+	chip, host := vm.Chip, vm.Host()
+	assumed, _ := infeedAssumed(vm, c, vmVCPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	vmHas := fmt.Sprintf("the VM has %d", vmVCPUs)
 	vcpuNote, numaNote, pcieNote := "", "", ""
-	if chip.Host.VCPUs == 0 {
+	if host.VCPUs == 0 {
 		vmHas = fmt.Sprintf("the VM is assumed to have %d", vmVCPUs)
 		vcpuNote = " (assumed)"
 	}
-	if chip.Host.NUMANodes == 0 {
+	if host.NUMANodes == 0 {
 		numaNote = " (assumed)"
 	}
 	if chip.PCIe == 0 {
 		pcieNote = " (assumed)"
 	}
-	fmt.Fprintf(tw, "host\t%s (%s): %s, %d of %s%s, %s%s, workers %s\n", chip.Name, chip.Host.MachineType, unit.Plural(c.Chips, "chip"),
+	fmt.Fprintf(tw, "host\t%s (%s): %s, %d of %s%s, %s%s, workers %s\n", chip.Name, host.MachineType, unit.Plural(c.Chips, "chip"),
 		c.VCPUs, unit.Plural(vmVCPUs, "vCPU"), vcpuNote, unit.Plural(c.NUMANodes, "NUMA node"), numaNote, c.Placement)
 	if len(assumed) > 0 {
-		fmt.Fprintf(tw, "assumed\tnot published for %s in the catalog's sources: %s\n", chip.Host.MachineType, strings.Join(assumed, "; "))
+		fmt.Fprintf(tw, "assumed\tnot published for %s in the catalog's sources: %s\n", host.MachineType, strings.Join(assumed, "; "))
 	}
 	fmt.Fprintf(tw, "input\t%s per chip per step at %v each (jitter %.2f), %v per example over %v PCIe%s\n", unit.Plural(c.Batch, "example"),
 		unit.Seconds(c.ExampleCost.Seconds()), c.Jitter, c.ExampleBytes, c.PCIe, pcieNote)

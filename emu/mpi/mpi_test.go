@@ -106,8 +106,9 @@ func TestBindings(t *testing.T) {
 	}
 }
 
-// meshFor lays out n hosts of 4 v5e chips: n/… slices of v5litepod-4 (one
-// host each) or v5litepod-8 (two hosts each).
+// meshFor lays out n hosts of 4 chips: n/… slices of v5litepod-4 (one
+// ct5lp-hightpu-4t each) or v6e-8 (two ct6e-standard-4t each; v5litepod-8
+// is one 8-chip VM).
 func meshFor(t *testing.T, accel string, slices int, spec string) mesh.Mesh {
 	m, err := mesh.ParseOn(accel, slices, spec)
 	if err != nil {
@@ -133,9 +134,9 @@ func TestParityWithInProcess(t *testing.T) {
 			{"v5litepod-4", 2, "pipeline=2(dcn),data=4", 2, schedule.Interleaved, 2},
 			// the experts' all-to-alls across the ranks (the mixture-of-experts model)
 			{"v5litepod-4", 2, "expert=2(dcn),expert=2,tensor=2", 1, schedule.OneFOneB, 1}},
-		4: {{"v5litepod-8", 2, "data=2(dcn),fsdp=4,tensor=2", 1, schedule.OneFOneB, 1}, {"v5litepod-8", 2, "fsdp=2(dcn),pipeline=2,data=4", 2, schedule.OneFOneB, 1},
-			{"v5litepod-8", 2, "pipeline=2(dcn),data=8", 2, schedule.Circular, 2},
-			{"v5litepod-8", 2, "data=2(dcn),expert=4,fsdp=2", 1, schedule.OneFOneB, 1}},
+		4: {{"v6e-8", 2, "data=2(dcn),fsdp=4,tensor=2", 1, schedule.OneFOneB, 1}, {"v6e-8", 2, "fsdp=2(dcn),pipeline=2,data=4", 2, schedule.OneFOneB, 1},
+			{"v6e-8", 2, "pipeline=2(dcn),data=8", 2, schedule.Circular, 2},
+			{"v6e-8", 2, "data=2(dcn),expert=4,fsdp=2", 1, schedule.OneFOneB, 1}},
 	}[world.Size()]
 	if layouts == nil {
 		t.Skipf("parity layouts are for 2 and 4 ranks, not %d", world.Size())
@@ -155,7 +156,7 @@ func TestParityWithInProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := world.NewTransport(m.Multislice.Slice.Chip.Host.Chips)
+		tr := world.NewTransport(m.Multislice.Slice.Host().Chips)
 		dist := tc
 		dist.Remote = tr
 		got, err := emu.Train(dist)
@@ -201,7 +202,7 @@ func twoSliceMesh(t *testing.T) mesh.Mesh {
 	case 2:
 		return meshFor(t, "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2")
 	case 4:
-		return meshFor(t, "v5litepod-8", 2, "data=2(dcn),fsdp=4,tensor=2")
+		return meshFor(t, "v6e-8", 2, "data=2(dcn),fsdp=4,tensor=2")
 	}
 	t.Skipf("layouts are for 2 and 4 ranks, not %d", world.Size())
 	return mesh.Mesh{}
@@ -228,7 +229,7 @@ func TestSharedMemory(t *testing.T) {
 		if off {
 			os.Setenv("SHARDLAB_MPI_SHM", "off")
 		}
-		tr := world.NewTransport(m.Multislice.Slice.Chip.Host.Chips)
+		tr := world.NewTransport(m.Multislice.Slice.Host().Chips)
 		sharing := tr.shm != nil
 		shared = shared || sharing
 		run := tc
@@ -263,7 +264,7 @@ func TestSharedMemory(t *testing.T) {
 			t.Logf("the ranks share no memory here (another machine, or no memfd or /proc): copies only")
 		case !off:
 			// each device lends half its buffer; odd lengths differ by a float a step
-			steps := int64(tc.Steps) * int64(m.Multislice.Slice.Chip.Host.Chips)
+			steps := int64(tc.Steps) * int64(m.Multislice.Slice.Host().Chips)
 			if d := 2*lent - dcn; d < -4*steps || d > 4*steps {
 				t.Errorf("%d bytes lent in shared memory, want half the %d DCN bytes the devices counted", lent, dcn)
 			}
@@ -318,7 +319,7 @@ func TestArena(t *testing.T) {
 // this run in flight for the next one.
 func train(t *testing.T, tc emu.TrainConfig) (*emu.Result, error) {
 	t.Helper()
-	tr := world.NewTransport(tc.Mesh.Multislice.Slice.Chip.Host.Chips)
+	tr := world.NewTransport(tc.Mesh.Multislice.Slice.Host().Chips)
 	tc.Remote = tr
 	res, err := emu.Train(tc)
 	tr.Stop()
