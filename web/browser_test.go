@@ -60,6 +60,13 @@ const browserDeadline = 3 * time.Minute
 // download) 503. The queue's own behaviour is tested in queue_test.go.
 var browserConfig = Config{QueueWait: time.Minute, Timeout: 2 * time.Minute}
 
+// testConfig is the server the other tests ask, but for those of the
+// bounds themselves: the default but for its waits, browserConfig's. A
+// plan of llama3-70b on two tpu7x-128 slices takes well under a second
+// alone and took over the default 30 s Timeout (503) on a CI machine
+// running some fifty jobs on two cores.
+var testConfig = browserConfig
+
 // newBrowser starts a headless Chromium for the test, with a deadline for
 // everything the test does in it.
 func newBrowser(t *testing.T, d time.Duration) context.Context {

@@ -21,7 +21,7 @@ const smallBudget = "model=llama3-8b&tokens=100B&generations=v6e&modes=on-demand
 // and the time-against-dollars chart; every bad field is flagged at once,
 // each beside itself, with a 400.
 func TestBudgetPage(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	code, body := get(t, h, "/budget?"+smallBudget)
 	for _, want := range []string{`id="budget-result"`, "<svg", "time against dollars", "on the Pareto front", "v6e-16", "/download/budget.json?"} {
 		if code != http.StatusOK || !strings.Contains(body, want) {
@@ -50,7 +50,7 @@ func TestBudgetPage(t *testing.T) {
 
 // TestBudgetJSON: the download is shardlab budget --json's result.
 func TestBudgetJSON(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	code, body := get(t, h, "/download/budget.json?"+smallBudget)
 	var j struct {
 		Model string            `json:"model"`
@@ -85,7 +85,7 @@ func TestBudgetFormHasEveryOption(t *testing.T) {
 // row's (one click from a point to the plan behind it); a pasted spec
 // travels with the link.
 func TestBudgetRowLinksToItsPlan(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	for _, q := range []string{
 		smallBudget + "&seq=4096&max_global_batch=256",
 		"model=spec&model_spec=" + url.QueryEscape("name: tiny\nlayers: 4\nd_model: 1024\nheads: 8\nd_ff: 4096\nvocab: 32000\nseq_len: 2048\n") +

@@ -13,7 +13,7 @@ import (
 // text/plain "Method Not Allowed", which a JSON client cannot parse
 // (review 2, item 9).
 func TestJSONEndpointsRefuseMethodsInJSON(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	for _, tc := range []struct{ method, target, allow string }{
 		{http.MethodGet, "/api/plan", "POST"},
 		{http.MethodPut, "/api/plan", "POST"},

@@ -204,7 +204,7 @@ func TestAPILoad(t *testing.T) {
 	// DefaultQueueWait (5 s) drains 200 small searches two at a time on
 	// an idle machine, but not on a loaded CI machine, where they then get
 	// 503: the queue's wait is tested in TestQueue, the load here.
-	h := New(Config{Log: log.New(&logged, "", 0), QueueWait: 2 * time.Minute})
+	h := New(Config{Log: log.New(&logged, "", 0), QueueWait: 2 * time.Minute, Timeout: 2 * time.Minute})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: valid + bad}}

@@ -41,7 +41,7 @@ const (
 // model, the answer was the default's or that model's, with a 200
 // (review 2, item 1).
 func TestModelSpecOnEveryEndpoint(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	spec := "model_spec=" + url.QueryEscape(tinySpec)
 	for _, e := range specEndpoints {
 		for _, model := range []string{"", "model=spec&", "model=custom&"} {
@@ -91,7 +91,7 @@ func TestModelSpecOnEveryEndpoint(t *testing.T) {
 
 // TestAPIModelSpecRule: POST /api/plan follows the same rule.
 func TestAPIModelSpecRule(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	spec := strings.ReplaceAll(tinySpec, "\n", `\n`)
 	for _, body := range []string{`{"model": "llama3-70b", "model_spec": "` + spec + `"}`, `{"model": "custom"}`, `{"model": "spec"}`} {
 		code, answer := post(t, h, body)

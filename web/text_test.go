@@ -13,7 +13,7 @@ import (
 // TPU type ending in U+202E and "want a whole number" for example_cost
 // 1e30 (review 2, item 10).
 func TestBadValuesGiveTheCLIsReason(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	for _, tc := range []struct{ target, want string }{
 		{"/download/plan.json?model=llama3-8b&tpu=v5p-8%E2%80%AE", `tpu: "v5p-8\u202e", want printable text: U+202E at byte 5 is a format character`},
 		{"/download/budget.json?" + smallBudget + "&region=us-central1%E2%80%AE", `region: "us-central1\u202e", want printable text: U+202E at byte 11 is a format character`},

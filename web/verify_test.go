@@ -15,7 +15,7 @@ import (
 // verifySection is the page's verify steps, unescaped.
 func verifySection(t *testing.T, target string) string {
 	t.Helper()
-	code, body := get(t, New(Config{}), target)
+	code, body := get(t, New(testConfig), target)
 	i, j := strings.Index(body, "<h3>Verify before renting TPUs</h3>"), strings.Index(body, "<h3>Goodput")
 	if code != http.StatusOK || i < 0 || j < i {
 		t.Fatalf("GET %s = %d, no verify steps: %.400s", target, code, body)
@@ -33,7 +33,7 @@ func TestPageVerifySteps(t *testing.T) {
 	o.Model, o.TPU, o.Slices, o.Seq, o.CausalFLOPs = "llama3-70b", "tpu7x-128", 2, 4096, false
 	q := queryOf(o)
 	v := verifySection(t, "/?"+q)
-	_, yml := get(t, New(Config{}), "/download/maxtext.yaml?"+q)
+	_, yml := get(t, New(testConfig), "/download/maxtext.yaml?"+q)
 	for _, want := range []string{
 		"compile_topology=tpu7x-128 compile_topology_num_slices=2",
 		"shardlab check --compile-log compile.log --model llama3-70b --tpu tpu7x-128 --slices 2 --seq 4096 --causal-flops=false --mesh '",
@@ -97,7 +97,7 @@ func TestPageVerifyAccumulation(t *testing.T) {
 	o := plan.DefaultOptions()
 	o.Model, o.TPU, o.GlobalBatch = "gemma2-27b", "v6e-64", "256"
 	v := verifySection(t, "/?"+queryOf(o))
-	_, yml := get(t, New(Config{}), "/download/maxtext.yaml?"+queryOf(o))
+	_, yml := get(t, New(testConfig), "/download/maxtext.yaml?"+queryOf(o))
 	if !strings.Contains(yml, "\ngradient_accumulation_steps: 4\n") {
 		t.Fatalf("the download does not accumulate 4 micro-batches:\n%s", yml)
 	}
@@ -110,7 +110,7 @@ func TestPageVerifyAccumulation(t *testing.T) {
 	remat := strings.Trim(strings.SplitN(yml[strings.Index(yml, "\nremat_policy:")+len("\nremat_policy:"):], "\n", 2)[0], " '")
 	asked := o
 	asked.Mesh, asked.Remat, asked.GradientAccumulationSteps = "fsdp=64", remat, 4
-	if _, again := get(t, New(Config{}), "/download/maxtext.yaml?"+queryOf(asked)); again != yml {
+	if _, again := get(t, New(testConfig), "/download/maxtext.yaml?"+queryOf(asked)); again != yml {
 		t.Errorf("the layout asked with 4 steps (remat %s) downloads another config:\n%s\nwant\n%s", remat, again, yml)
 	}
 }
@@ -135,7 +135,7 @@ func TestPlanJSONCarriesVerify(t *testing.T) {
 	o.Model, o.TPU, o.Seq, o.CausalFLOPs = "llama3-8b", "v5p-8", 4096, false
 	q := queryOf(o)
 	v := verifySection(t, "/?"+q)
-	code, body := get(t, New(Config{}), "/download/plan.json?"+q)
+	code, body := get(t, New(testConfig), "/download/plan.json?"+q)
 	var d struct {
 		Verify *export.Steps `json:"verify"`
 	}
@@ -151,7 +151,7 @@ func TestPlanJSONCarriesVerify(t *testing.T) {
 	if !strings.Contains(v, "The download is what <code>"+c[0].Line+"</code> writes") || !strings.Contains(c[0].Line, " --seq 4096 --causal-flops=false ") {
 		t.Errorf("plan.json's export %q is not the page's, with the form's options:\n%s", c[0].Line, v)
 	}
-	_, body = get(t, New(Config{}), "/download/plan.json?model=gemma-2b&tpu=v3-8")
+	_, body = get(t, New(testConfig), "/download/plan.json?model=gemma-2b&tpu=v3-8")
 	if err := json.Unmarshal([]byte(body), &d); err != nil || d.Verify == nil || d.Verify.Available || d.Verify.UnavailableReason != export.WhyNoCompileTopology {
 		t.Errorf("v3-8's plan.json: %v, verify %+v, want why there is no compile", err, d.Verify)
 	}

@@ -49,7 +49,7 @@ func noTrace(t *testing.T, what, body string) {
 }
 
 func TestPageEmpty(t *testing.T) {
-	code, body := get(t, New(Config{}), "/")
+	code, body := get(t, New(testConfig), "/")
 	if code != http.StatusOK {
 		t.Fatalf("GET / = %d, want 200", code)
 	}
@@ -65,7 +65,7 @@ func TestPageEmpty(t *testing.T) {
 
 func TestPageDefaultJob(t *testing.T) {
 	q := queryOf(plan.DefaultOptions())
-	code, body := get(t, New(Config{}), "/?"+q)
+	code, body := get(t, New(testConfig), "/?"+q)
 	if code != http.StatusOK {
 		t.Fatalf("GET /?%s = %d, want 200: %.500s", q, code, body)
 	}
@@ -82,7 +82,7 @@ func TestPageDefaultJob(t *testing.T) {
 		t.Error("the page spells an option as a flag")
 	}
 	// the same URL gives the same page: a link shares the plan
-	if _, again := get(t, New(Config{}), "/?"+q); again != body {
+	if _, again := get(t, New(testConfig), "/?"+q); again != body {
 		t.Error("the same URL gave two different pages")
 	}
 }
@@ -102,7 +102,7 @@ func TestPageBadInput(t *testing.T) {
 		{"model=spec&model_spec=layers%3A+-1", 400, "model", ""},
 		{"model=llama3-8b&max_global_batch=lots", 400, "max_global_batch", "Batch limit"},
 	} {
-		code, body := get(t, New(Config{}), "/?"+tc.query)
+		code, body := get(t, New(testConfig), "/?"+tc.query)
 		if code != tc.code {
 			t.Errorf("GET /?%s = %d, want %d", tc.query, code, tc.code)
 		}
@@ -120,7 +120,7 @@ func TestPageBadInput(t *testing.T) {
 }
 
 func TestAPIPlan(t *testing.T) {
-	code, body := post(t, New(Config{}), `{"model": "llama3-8b", "tpu": "tpu7x-8"}`)
+	code, body := post(t, New(testConfig), `{"model": "llama3-8b", "tpu": "tpu7x-8"}`)
 	if code != http.StatusOK {
 		t.Fatalf("POST /api/plan = %d: %s", code, body)
 	}
@@ -178,7 +178,7 @@ func TestAPIRefuses(t *testing.T) {
 }
 
 func TestCatalog(t *testing.T) {
-	code, body := get(t, New(Config{}), "/api/catalog")
+	code, body := get(t, New(testConfig), "/api/catalog")
 	if code != http.StatusOK {
 		t.Fatalf("GET /api/catalog = %d", code)
 	}
@@ -204,7 +204,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestDownloads(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	q := queryOf(plan.DefaultOptions())
 	code, body := get(t, h, "/download/maxtext.yaml?"+q)
 	if code != http.StatusOK || !strings.Contains(body, "ici_data_parallelism:") {
@@ -273,7 +273,7 @@ func TestReport(t *testing.T) {
 // TestPageNoPlan: a job no layout can run is an error above the results,
 // in the page's words, with the form kept.
 func TestPageNoPlan(t *testing.T) {
-	code, body := get(t, New(Config{}), "/?model=llama3-405b&tpu=v5e-1")
+	code, body := get(t, New(testConfig), "/?model=llama3-405b&tpu=v5e-1")
 	if code != http.StatusUnprocessableEntity {
 		t.Errorf("GET a job that cannot run = %d, want 422", code)
 	}
@@ -310,7 +310,7 @@ func TestAPISpecName(t *testing.T) {
 		{`{"model": "tiny", "model_spec": "name: mine\n` + spec + `"}`, "mine"},
 		{`{}`, plan.DefaultModel},
 	} {
-		code, body := post(t, New(Config{}), tc.body)
+		code, body := post(t, New(testConfig), tc.body)
 		var j plan.JSON
 		if err := json.Unmarshal([]byte(body), &j); code != http.StatusOK || err != nil {
 			t.Errorf("POST %s = %d %v: %.300s", tc.body, code, err, body)
@@ -327,7 +327,7 @@ func TestAPISpecName(t *testing.T) {
 // latency and throughput charts; a bad field is flagged beside itself,
 // every bad field at once, with a 400.
 func TestServingPage(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	code, body := get(t, h, "/serving?model=llama3-70b&tpu=tpu7x-8&max_model_len=8192")
 	for _, want := range []string{"vllm serve meta-llama/Meta-Llama-3-70B", `id="serving-layouts"`, `data-chart="latency"`, `data-chart="throughput"`,
 		"/download/serving.json?", "Time to first token", `id="serving-sim"`, "simulated (vllm scheduler, fixed 1024&#43;1024 lengths"} {
@@ -369,7 +369,7 @@ func TestServingPage(t *testing.T) {
 
 // TestServingJSON: the download is shardlab inference --json's plan.
 func TestServingJSON(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	code, body := get(t, h, "/download/serving.json?model=llama3-8b&tpu=v6e-8")
 	var j export.ServingJSON
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &j) != nil || j.Model != "llama3-8b" || len(j.Command) == 0 || len(j.Layouts) == 0 || j.Simulation == nil {
@@ -400,7 +400,7 @@ func TestServingFormHasEveryOption(t *testing.T) {
 }
 
 func TestPageShowsGoodput(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	code, body := get(t, h, "/?"+queryOf(plan.DefaultOptions()))
 	if code != http.StatusOK || !strings.Contains(body, `id="goodput"`) || !strings.Contains(body, "(Daly)") {
 		t.Errorf("GET / = %d; no goodput section", code)
@@ -462,7 +462,7 @@ func TestUserMistakes(t *testing.T) {
 // (RFC 9110 section 8.3.1), with at most charset=utf-8, and refuses other
 // types and charsets with 415 rather than reading them as UTF-8 JSON.
 func TestAPIMediaType(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	for _, tc := range []struct {
 		contentType []string
 		code        int
@@ -499,7 +499,7 @@ func TestAPIMediaType(t *testing.T) {
 // any case (so "Model" set model past the unknown-field rule), takes the
 // last of a repeated key and decodes null as an empty request.
 func TestAPIExactJSON(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	for _, tc := range []struct {
 		name, body string
 		option     string
@@ -537,7 +537,7 @@ func TestAPIExactJSON(t *testing.T) {
 // the web API: the README promises null is refused). Every key the API
 // has is checked, and a null is found among other bad values.
 func TestAPIRefusesNull(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	for _, tc := range []struct {
 		name, body string
 		options    []string // the options of the errors, in the form's order
@@ -655,7 +655,7 @@ func TestQueryRefuses(t *testing.T) {
 // cluster and the image), each written into the command as the CLI
 // writes it; they were ignored with a 200 (review of the web API).
 func TestXPKOptions(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	q := "/download/xpk.sh?model=llama3-8b&tpu=v5p-8"
 	for _, tc := range []struct {
 		query      string
@@ -693,7 +693,7 @@ func TestXPKOptions(t *testing.T) {
 // href (model%3dllama3-8b%26tpu%3dv5p-8, one key with no value), so the
 // downloads, the charts and the shared link were the default job's.
 func TestPageLinksAskThePagesQuestion(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	q := "model=llama3-8b&slices=2&tpu=v5p-8" // as url.Values.Encode sorts it
 	pin := "pin=" + url.QueryEscape("model=llama3-8b&tpu=tpu7x-8")
 	links := regexp.MustCompile(`(?:href|data-src)="(/(?:download/[a-z.]+|charts)\?[^"]*)"`)
@@ -765,7 +765,7 @@ func TestAPIKeysAreTheOptions(t *testing.T) {
 // serves, an error's too, is an object whose first key is the schema
 // version, as every --json output of the CLI.
 func TestJSONAnswersStartWithTheSchema(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	answers := map[string]func() (int, string){
 		"POST /api/plan":          func() (int, string) { return post(t, h, `{"model": "llama3-8b", "tpu": "v5p-8"}`) },
 		"POST /api/plan (error)":  func() (int, string) { return post(t, h, `{"tpu": "v9z-8"}`) },
@@ -795,7 +795,7 @@ func TestJSONAnswersStartWithTheSchema(t *testing.T) {
 func TestPageNamesTheMFUPeak(t *testing.T) {
 	o := plan.DefaultOptions()
 	o.Model, o.TPU = "llama3-8b", "v5p-8"
-	code, body := get(t, New(Config{}), "/?"+queryOf(o))
+	code, body := get(t, New(testConfig), "/?"+queryOf(o))
 	if code != http.StatusOK {
 		t.Fatalf("GET / = %d %.300s", code, body)
 	}
@@ -828,7 +828,7 @@ func TestPageNamesTheMFUPeak(t *testing.T) {
 // TestPageShowsBand: the plan view carries the error band of the step,
 // MFU, tokens/s and time to train, from the plan's own band (issue 29).
 func TestPageShowsBand(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	o := plan.DefaultOptions()
 	code, body := get(t, h, "/?"+queryOf(o))
 	req, err := plan.ParseRequest(o)
@@ -854,7 +854,7 @@ func TestPageShowsBand(t *testing.T) {
 // beside the host memory it is held to (plan JSON's
 // host_offloaded_per_chip_bytes and host_ram_per_chip_bytes).
 func TestPageShowsHostMemory(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	o := plan.DefaultOptions()
 	o.Model, o.TPU, o.Mesh, o.Remat, o.RematCustom = "llama3-8b", "v5p-8", "fsdp=4", "custom", "decoder_layer_input=offload"
 	req, err := plan.ParseRequest(o)

@@ -15,7 +15,7 @@ import (
 // TestNoPlanInWords: a job that cannot run is refused in words, most
 // common reason first, never as "×count"; the API's JSON says the same.
 func TestNoPlanInWords(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	code, body := get(t, h, "/?model=llama3-405b&tpu=v5e-4")
 	if code != http.StatusUnprocessableEntity {
 		t.Fatalf("GET = %d, want 422", code)
@@ -55,7 +55,7 @@ func TestNoPlanInWords(t *testing.T) {
 // them, on the page (an error next to each field) and in the API (one
 // entry per key in "errors"), where before only the first was named.
 func TestAllBadFieldsAtOnce(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	bad := map[string]string{ // option: a part of its error
 		"slices": "want a whole number", "seq": "-1", "remat": "bogus", "hbm_headroom": "fraction", "top": "want a whole number",
 		"attention": "want flash or dot_product", "dcn_gbps": "want a decimal number", "example_cost": "duration",
@@ -166,7 +166,7 @@ func equalValues(a, b formValues) bool {
 // has the plan and its bars but leaves the scaling charts, which search
 // the plan again, to GET /charts, which gives them for the same query.
 func TestScalingLater(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	q := "model=llama3-8b&tpu=tpu7x-8"
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodGet, "/?"+q, nil)
@@ -198,7 +198,7 @@ func TestScalingLater(t *testing.T) {
 // that cannot plan shows its error in its column; more than MaxPins is a
 // 400 naming the limit.
 func TestComparePins(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	q1, q2 := "model=llama3-8b&tpu=tpu7x-8", "model=llama3-8b&tpu=v5p-8&remat=full"
 	pins := "&pin=" + url.QueryEscape(q1) + "&pin=" + url.QueryEscape(q2)
 	code, body := get(t, h, "/?"+q1+pins)

@@ -11,7 +11,7 @@ import (
 // more with a 400 naming the key; it wrote --max-restarts 2147483648,
 // which JobSet's int32 maxRestarts cannot hold (review 2, item 2).
 func TestXPKMaxRestartsBound(t *testing.T) {
-	h := New(Config{})
+	h := New(testConfig)
 	q := "/download/xpk.sh?model=llama3-8b&tpu=v5p-8&max_restarts="
 	for _, v := range []string{"1001", "5000", "2147483648", "99999999999", "-1", "three"} {
 		code, body := get(t, h, q+v)
