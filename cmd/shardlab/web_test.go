@@ -145,3 +145,34 @@ func TestWebDownloadsEqualJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestWebExportDownloadsEqualExport: the plan page's MaxText and xpk
+// downloads are what export maxtext and export xpk print for the same
+// options, byte for byte: both plan as an export to MaxText does
+// (export.MaxTextOptions, only what MaxText runs). Review defects100 #10:
+// for llama3-8b on 2 × v5p-32 at 2 Mi tokens a step the page's search
+// (every schedule) chose an interleaved pipeline and the download
+// answered 422, while export maxtext wrote fsdp=2(dcn),fsdp=16.
+func TestWebExportDownloadsEqualExport(t *testing.T) {
+	h := web.New(web.Config{})
+	const q = "model=llama3-8b&tpu=v5p-32&slices=2&global_batch=2Mitok"
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-32", "--slices", "2", "--global-batch", "2Mitok"}
+	for _, tc := range []struct {
+		path string
+		args []string
+	}{
+		{"/download/maxtext.yaml?" + q, append([]string{"export", "maxtext"}, job...)},
+		{"/download/xpk.sh?" + q + "&cluster=c&workload=w&base_docker_image=img",
+			append([]string{"export", "xpk", "--cluster", "c", "--workload", "w", "--base-docker-image", "img"}, job...)},
+	} {
+		want, errOut, code := runCmd(tc.args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, errOut)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+		if rec.Code != http.StatusOK || rec.Body.String() != want {
+			t.Errorf("GET %s = %d, differs from %v:\n%.600s\nwant:\n%.600s", tc.path, rec.Code, tc.args, rec.Body.String(), want)
+		}
+	}
+}
