@@ -483,17 +483,16 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) (row R
 	if m == Spot {
 		extra = r.SpotPreemptionsPerHour * float64(ms.Slices)
 	}
-	// a job trains whole steps: the last, partial batch is a whole step
-	batchTokens := float64(est.Job.GlobalBatch) * float64(est.Job.Seq)
-	steps := math.Ceil(r.Tokens / batchTokens)
-	e = capacity.ExpectInterrupted(job, ms.Chips(), ms.Hosts(), steps*batchTokens, extra)
+	// a job trains whole steps (capacity.Job.Steps), as capacity and plan
+	// --goodput count them
+	e = capacity.ExpectInterrupted(job, ms.Chips(), ms.Hosts(), r.Tokens, extra)
 	row = Row{
 		Generation: ms.Slice.Chip.Generation, AcceleratorType: ms.Slice.AcceleratorType(), Slices: ms.Slices, Chips: ms.Chips(),
-		Mode: m, Layout: est.Mesh.String(), StepTime: est.Time.Step, Steps: steps,
+		Mode: m, Layout: est.Mesh.String(), StepTime: est.Time.Step, Steps: job.Steps(r.Tokens),
 		Goodput: e.Goodput, TimeToTrainS: float64(e.TimeToTrain), Price: price, Plan: p, Warnings: []string{},
 	}
-	if r.Tokens < batchTokens {
-		row.Warnings = append(row.Warnings, fmt.Sprintf("%.3g tokens are less than one step's batch of %.3g: the job is one step", r.Tokens, batchTokens))
+	if r.Tokens < job.BatchTokens {
+		row.Warnings = append(row.Warnings, fmt.Sprintf("%.3g tokens are less than one step's batch of %.3g: the job is one step", r.Tokens, job.BatchTokens))
 	}
 	row.StepS = row.StepTime.Seconds()
 	row.ChipHours = float64(row.Chips) * row.TimeToTrainS / 3600
