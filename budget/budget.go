@@ -337,7 +337,7 @@ func (r Request) sweep() (Result, error) {
 	for _, i := range Pareto(res.Rows) {
 		res.Rows[i].Pareto = true
 	}
-	res.Notes = r.notes(res.Rows)
+	res.Notes = r.notes(res.Rows, fl)
 	if c, ok := r.Carbon.Lookup(r.Region); ok && res.energy() {
 		res.Carbon = &c
 	}
@@ -388,7 +388,7 @@ func (r Request) generations(res *Result, fl flexTerms) ([]generationWork, []con
 		var whys []string
 		missing := map[string][]string{} // reason → modes
 		for _, m := range r.Modes {
-			if m == Flex && fl.offers(c.Generation, r.Region) != "" {
+			if !r.offered(fl, c.Generation, m) {
 				notOffered = append(notOffered, string(c.Generation))
 				continue
 			}
@@ -569,7 +569,7 @@ func (r Request) nearer(a, b Row) int {
 }
 
 // notes are the assumptions the rows rest on.
-func (r Request) notes(rows []Row) []string {
+func (r Request) notes(rows []Row, fl flexTerms) []string {
 	notes := []string{
 		"time to train = steps × step time / goodput; goodput from capacity's failure and checkpoint model (Daly's interval, its default failure rate and storage bandwidth)",
 		"dollars = chips × time to train × price per chip-hour; prices are list prices as cited, without taxes, storage or network",
@@ -596,16 +596,22 @@ func (r Request) notes(rows []Row) []string {
 	if slices.ContainsFunc(rows, func(row Row) bool { return row.Energy != nil }) {
 		notes = append(notes, r.energyNotes()...)
 	}
-	return append(notes, r.unused()...)
+	return append(notes, r.unused(fl)...)
 }
 
 // unused names the user's prices and chip powers that no searched
-// generation and mode uses.
-func (r Request) unused() []string {
+// generation and mode uses: a generation or mode the request does not
+// name, or flex-start where fl does not offer it for the generation in
+// the request's region (the sweep drops it, as generations does).
+func (r Request) unused(fl flexTerms) []string {
 	var out []string
 	for _, p := range r.Prices {
-		if p.Given && (!slices.Contains(r.Generations, p.Generation) || !slices.Contains(r.Modes, p.Mode)) {
+		switch {
+		case !p.Given:
+		case !slices.Contains(r.Generations, p.Generation) || !slices.Contains(r.Modes, p.Mode):
 			out = append(out, fmt.Sprintf("your %s %s price is unused: the sweep does not search %s %s", p.Generation, p.Mode, p.Generation, p.Mode))
+		case !r.offered(fl, p.Generation, p.Mode):
+			out = append(out, fmt.Sprintf("your %s %s price is unused: %s is not offered for %s in %s", p.Generation, p.Mode, p.Mode, p.Generation, r.Region))
 		}
 	}
 	for g := range r.ChipPower.By {

@@ -299,3 +299,37 @@ func TestSweepBeyondDurationRange(t *testing.T) {
 		t.Errorf("table does not print %s (%g s) or prints negative dollars:\n%s", days, secs, text.String())
 	}
 }
+
+// TestUnusedFlexPrice: a flex-start price given for a generation
+// flex-start is not offered for in the region is named unused, as a price
+// for a generation or mode the sweep does not search is (defects100 #12:
+// v6e:flex-start=1 in us-central1 was silently unused); where it is
+// offered (v6e in us-east5-a) it is used and not named.
+func TestUnusedFlexPrice(t *testing.T) {
+	ls, err := DefaultLimits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		region string
+		unused bool
+	}{{"us-central1", true}, {"us-east5", false}} {
+		r := smallRequest(t)
+		r.Region, r.Generations, r.Modes, r.SliceCounts, r.Limits = tc.region, []hw.Generation{hw.V6e}, []Mode{OnDemand, Flex}, []int{1}, ls
+		user, err := ParseUserPrices("v6e=2,v6e:flex-start=1", r.Region)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Prices = r.Prices.With(user)
+		res, err := Sweep(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(res.Notes, "\n")
+		want := "your v6e flex-start price is unused: flex-start is not offered for v6e in " + tc.region
+		if got := strings.Contains(notes, want); got != tc.unused || strings.Contains(notes, "on-demand price is unused") {
+			t.Errorf("%s: the notes name the flex-start price unused %v, want %v (and the on-demand price used):\n%s",
+				tc.region, got, tc.unused, notes)
+		}
+	}
+}
