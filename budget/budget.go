@@ -161,6 +161,11 @@ func bandOf(b cost.StepBand, row Row) *RowBand {
 type Dropped struct {
 	What string `json:"what"`
 	Why  string `json:"why"`
+	// fixes are changes to the planner's options under which the
+	// configuration would run (plan.NoPlanError.Fixes), texts that name
+	// plan options as {key}: options budget does not sweep, which Why
+	// says once a front end spells them (Result.Phrase).
+	fixes []string
 }
 
 // Result is the answer: the rows that meet the limits, cheapest first,
@@ -321,7 +326,9 @@ func (r Request) sweep() (Result, error) {
 			var none *plan.NoPlanError
 			if errors.As(err, &none) {
 				what := fmt.Sprintf("%d × %s", cf.ms.Slices, cf.ms.Slice.AcceleratorType())
-				res.Dropped = append(res.Dropped, Dropped{What: what, Why: "no layout runs the job: " + oneLine(none.Phrase(nil))})
+				reasons := *none
+				reasons.Fixes = nil // the planner's options: Phrase says them
+				res.Dropped = append(res.Dropped, Dropped{What: what, Why: "no layout runs the job: " + oneLine(reasons.Phrase(nil)), fixes: none.Fixes})
 				continue
 			}
 			if err != nil {

@@ -333,3 +333,35 @@ func TestUnusedFlexPrice(t *testing.T) {
 		}
 	}
 }
+
+// TestDroppedFixesArePlanners: a configuration no layout runs is dropped
+// with the planner's fixes, which change options budget does not sweep
+// (precision, offload, remat): the result says them only as a front end
+// spells them (Phrase), naming the planner that takes them, never in
+// plan's words as if budget took them (defects100 #13: "it would run with
+// precision bf16: …" under budget, which has no precision option).
+func TestDroppedFixesArePlanners(t *testing.T) {
+	r := smallRequest(t)
+	r.Generations, r.Modes, r.SliceChips, r.SliceCounts = []hw.Generation{hw.V6e}, []Mode{OnDemand}, []int{4}, []int{1}
+	res, err := Sweep(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Dropped) != 1 || res.Dropped[0].What != "1 × v6e-4" || len(res.Dropped[0].fixes) == 0 {
+		t.Fatalf("dropped %+v, want 1 × v6e-4 with the planner's fixes", res.Dropped)
+	}
+	if why := res.Dropped[0].Why; strings.Contains(why, "precision") || strings.Contains(why, "would run") {
+		t.Errorf("unphrased, the dropped line names plan's options in plan's words: %s", why)
+	}
+	named := res.Phrase("PLANNER", func(o plan.Option) string { return "<" + string(o) + ">" })
+	why := named.Dropped[0].Why
+	if want := "; PLANNER would run it with options budget does not sweep: <precision> bf16: "; !strings.Contains(why, want) {
+		t.Errorf("phrased: %s\nwant it to contain %q", why, want)
+	}
+	if strings.Count(why, "would run") != 1 || strings.Contains(why, "{") || strings.Contains(why, "precision bf16") {
+		t.Errorf("phrased: %s\nwant the fixes said once, every option by the front end's name", why)
+	}
+	if again := named.Phrase("PLANNER", nil).Dropped[0].Why; again != why || res.Dropped[0].Why == why {
+		t.Errorf("phrasing twice gives %q, and the unphrased result %q: want the first phrasing kept and the result unchanged", again, res.Dropped[0].Why)
+	}
+}

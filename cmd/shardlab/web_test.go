@@ -133,6 +133,9 @@ func TestWebDownloadsEqualJSON(t *testing.T) {
 			[]string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--length-mix", "uniform:100-2000", "--seed", "7", "--num-requests", "200"}},
 		{"/download/budget.json?model=llama3-8b&tokens=100B&generations=v6e&modes=on-demand,spot&slice_chips=16&slices=1,2&spot_preemptions_per_hour=0.1",
 			[]string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--modes", "on-demand,spot", "--slice-chips", "16", "--slices", "1,2", "--spot-preemptions-per-hour", "0.1"}},
+		// a configuration dropped with the planner's fixes: both say them in shardlab plan's flags
+		{"/download/budget.json?model=llama3-8b&tokens=10B&generations=v6e,tpu7x&modes=on-demand&slice_chips=4&slices=1&price=tpu7x%3D5",
+			[]string{"budget", "--model", "llama3-8b", "--tokens", "10B", "--generations", "v6e,tpu7x", "--modes", "on-demand", "--slice-chips", "4", "--slices", "1", "--price", "tpu7x=5"}},
 	} {
 		want, errOut, code := runCmd(append(tc.args, "--json")...)
 		if code != 0 {
