@@ -161,6 +161,11 @@ func bandOf(b cost.StepBand, row Row) *RowBand {
 type Dropped struct {
 	What string `json:"what"`
 	Why  string `json:"why"`
+	// fixes are changes to the planner's options under which the
+	// configuration would run (plan.NoPlanError.Fixes), texts that name
+	// plan options as {key}: options budget does not sweep, which Why
+	// says once a front end spells them (Result.Phrase).
+	fixes []string
 }
 
 // Result is the answer: the rows that meet the limits, cheapest first,
@@ -321,7 +326,9 @@ func (r Request) sweep() (Result, error) {
 			var none *plan.NoPlanError
 			if errors.As(err, &none) {
 				what := fmt.Sprintf("%d × %s", cf.ms.Slices, cf.ms.Slice.AcceleratorType())
-				res.Dropped = append(res.Dropped, Dropped{What: what, Why: "no layout runs the job: " + oneLine(none.Phrase(nil))})
+				reasons := *none
+				reasons.Fixes = nil // the planner's options: Phrase says them
+				res.Dropped = append(res.Dropped, Dropped{What: what, Why: "no layout runs the job: " + oneLine(reasons.Phrase(nil)), fixes: none.Fixes})
 				continue
 			}
 			if err != nil {
@@ -337,7 +344,7 @@ func (r Request) sweep() (Result, error) {
 	for _, i := range Pareto(res.Rows) {
 		res.Rows[i].Pareto = true
 	}
-	res.Notes = r.notes(res.Rows)
+	res.Notes = r.notes(res.Rows, fl)
 	if c, ok := r.Carbon.Lookup(r.Region); ok && res.energy() {
 		res.Carbon = &c
 	}
@@ -388,7 +395,7 @@ func (r Request) generations(res *Result, fl flexTerms) ([]generationWork, []con
 		var whys []string
 		missing := map[string][]string{} // reason → modes
 		for _, m := range r.Modes {
-			if m == Flex && fl.offers(c.Generation, r.Region) != "" {
+			if !r.offered(fl, c.Generation, m) {
 				notOffered = append(notOffered, string(c.Generation))
 				continue
 			}
@@ -483,17 +490,16 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) (row R
 	if m == Spot {
 		extra = r.SpotPreemptionsPerHour * float64(ms.Slices)
 	}
-	// a job trains whole steps: the last, partial batch is a whole step
-	batchTokens := float64(est.Job.GlobalBatch) * float64(est.Job.Seq)
-	steps := math.Ceil(r.Tokens / batchTokens)
-	e = capacity.ExpectInterrupted(job, ms.Chips(), ms.Hosts(), steps*batchTokens, extra)
+	// a job trains whole steps (capacity.Job.Steps), as capacity and plan
+	// --goodput count them
+	e = capacity.ExpectInterrupted(job, ms.Chips(), ms.Hosts(), r.Tokens, extra)
 	row = Row{
 		Generation: ms.Slice.Chip.Generation, AcceleratorType: ms.Slice.AcceleratorType(), Slices: ms.Slices, Chips: ms.Chips(),
-		Mode: m, Layout: est.Mesh.String(), StepTime: est.Time.Step, Steps: steps,
+		Mode: m, Layout: est.Mesh.String(), StepTime: est.Time.Step, Steps: job.Steps(r.Tokens),
 		Goodput: e.Goodput, TimeToTrainS: float64(e.TimeToTrain), Price: price, Plan: p, Warnings: []string{},
 	}
-	if r.Tokens < batchTokens {
-		row.Warnings = append(row.Warnings, fmt.Sprintf("%.3g tokens are less than one step's batch of %.3g: the job is one step", r.Tokens, batchTokens))
+	if r.Tokens < job.BatchTokens {
+		row.Warnings = append(row.Warnings, fmt.Sprintf("%.3g tokens are less than one step's batch of %.3g: the job is one step", r.Tokens, job.BatchTokens))
 	}
 	row.StepS = row.StepTime.Seconds()
 	row.ChipHours = float64(row.Chips) * row.TimeToTrainS / 3600
@@ -570,7 +576,7 @@ func (r Request) nearer(a, b Row) int {
 }
 
 // notes are the assumptions the rows rest on.
-func (r Request) notes(rows []Row) []string {
+func (r Request) notes(rows []Row, fl flexTerms) []string {
 	notes := []string{
 		"time to train = steps × step time / goodput; goodput from capacity's failure and checkpoint model (Daly's interval, its default failure rate and storage bandwidth)",
 		"dollars = chips × time to train × price per chip-hour; prices are list prices as cited, without taxes, storage or network",
@@ -597,16 +603,22 @@ func (r Request) notes(rows []Row) []string {
 	if slices.ContainsFunc(rows, func(row Row) bool { return row.Energy != nil }) {
 		notes = append(notes, r.energyNotes()...)
 	}
-	return append(notes, r.unused()...)
+	return append(notes, r.unused(fl)...)
 }
 
 // unused names the user's prices and chip powers that no searched
-// generation and mode uses.
-func (r Request) unused() []string {
+// generation and mode uses: a generation or mode the request does not
+// name, or flex-start where fl does not offer it for the generation in
+// the request's region (the sweep drops it, as generations does).
+func (r Request) unused(fl flexTerms) []string {
 	var out []string
 	for _, p := range r.Prices {
-		if p.Given && (!slices.Contains(r.Generations, p.Generation) || !slices.Contains(r.Modes, p.Mode)) {
+		switch {
+		case !p.Given:
+		case !slices.Contains(r.Generations, p.Generation) || !slices.Contains(r.Modes, p.Mode):
 			out = append(out, fmt.Sprintf("your %s %s price is unused: the sweep does not search %s %s", p.Generation, p.Mode, p.Generation, p.Mode))
+		case !r.offered(fl, p.Generation, p.Mode):
+			out = append(out, fmt.Sprintf("your %s %s price is unused: %s is not offered for %s in %s", p.Generation, p.Mode, p.Mode, p.Generation, r.Region))
 		}
 	}
 	for g := range r.ChipPower.By {

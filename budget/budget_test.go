@@ -299,3 +299,69 @@ func TestSweepBeyondDurationRange(t *testing.T) {
 		t.Errorf("table does not print %s (%g s) or prints negative dollars:\n%s", days, secs, text.String())
 	}
 }
+
+// TestUnusedFlexPrice: a flex-start price given for a generation
+// flex-start is not offered for in the region is named unused, as a price
+// for a generation or mode the sweep does not search is (defects100 #12:
+// v6e:flex-start=1 in us-central1 was silently unused); where it is
+// offered (v6e in us-east5-a) it is used and not named.
+func TestUnusedFlexPrice(t *testing.T) {
+	ls, err := DefaultLimits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		region string
+		unused bool
+	}{{"us-central1", true}, {"us-east5", false}} {
+		r := smallRequest(t)
+		r.Region, r.Generations, r.Modes, r.SliceCounts, r.Limits = tc.region, []hw.Generation{hw.V6e}, []Mode{OnDemand, Flex}, []int{1}, ls
+		user, err := ParseUserPrices("v6e=2,v6e:flex-start=1", r.Region)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Prices = r.Prices.With(user)
+		res, err := Sweep(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(res.Notes, "\n")
+		want := "your v6e flex-start price is unused: flex-start is not offered for v6e in " + tc.region
+		if got := strings.Contains(notes, want); got != tc.unused || strings.Contains(notes, "on-demand price is unused") {
+			t.Errorf("%s: the notes name the flex-start price unused %v, want %v (and the on-demand price used):\n%s",
+				tc.region, got, tc.unused, notes)
+		}
+	}
+}
+
+// TestDroppedFixesArePlanners: a configuration no layout runs is dropped
+// with the planner's fixes, which change options budget does not sweep
+// (precision, offload, remat): the result says them only as a front end
+// spells them (Phrase), naming the planner that takes them, never in
+// plan's words as if budget took them (defects100 #13: "it would run with
+// precision bf16: …" under budget, which has no precision option).
+func TestDroppedFixesArePlanners(t *testing.T) {
+	r := smallRequest(t)
+	r.Generations, r.Modes, r.SliceChips, r.SliceCounts = []hw.Generation{hw.V6e}, []Mode{OnDemand}, []int{4}, []int{1}
+	res, err := Sweep(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Dropped) != 1 || res.Dropped[0].What != "1 × v6e-4" || len(res.Dropped[0].fixes) == 0 {
+		t.Fatalf("dropped %+v, want 1 × v6e-4 with the planner's fixes", res.Dropped)
+	}
+	if why := res.Dropped[0].Why; strings.Contains(why, "precision") || strings.Contains(why, "would run") {
+		t.Errorf("unphrased, the dropped line names plan's options in plan's words: %s", why)
+	}
+	named := res.Phrase("PLANNER", func(o plan.Option) string { return "<" + string(o) + ">" })
+	why := named.Dropped[0].Why
+	if want := "; PLANNER would run it with options budget does not sweep: <precision> bf16: "; !strings.Contains(why, want) {
+		t.Errorf("phrased: %s\nwant it to contain %q", why, want)
+	}
+	if strings.Count(why, "would run") != 1 || strings.Contains(why, "{") || strings.Contains(why, "precision bf16") {
+		t.Errorf("phrased: %s\nwant the fixes said once, every option by the front end's name", why)
+	}
+	if again := named.Phrase("PLANNER", nil).Dropped[0].Why; again != why || res.Dropped[0].Why == why {
+		t.Errorf("phrasing twice gives %q, and the unphrased result %q: want the first phrasing kept and the result unchanged", again, res.Dropped[0].Why)
+	}
+}

@@ -156,6 +156,13 @@ func (t flexTerms) offers(g hw.Generation, region string) string {
 	return "flex-start offers " + strings.Join(where, "; ") + " (" + t.source + ")"
 }
 
+// offered is whether generation g is on offer in mode m in the request's
+// region: every mode is but flex-start, which fl offers in a few zones.
+// The sweep searches only what is offered.
+func (r Request) offered(fl flexTerms, g hw.Generation, m Mode) bool {
+	return m != Flex || fl.offers(g, r.Region) == ""
+}
+
 // check is why a flex-start row cannot run (its time to train is over
 // the run limit), or the terms it may break: the limit at the band's high
 // end, GKE's single-host rule for a multi-host slice, the default quota.

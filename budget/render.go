@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"shardlab/plan"
 	"shardlab/schema"
 	"shardlab/unit"
 )
@@ -244,4 +245,26 @@ func (res Result) WriteJSON(w io.Writer) error {
 		out.Unpriced = []string{}
 	}
 	return schema.Write(w, out)
+}
+
+// Phrase is the result with each dropped configuration's fixes in a front
+// end's words: they change options of the planner that budget does not
+// sweep (precision, offload, remat), so Why says which planner would run
+// the configuration with them (planner: the CLI's plan command, the web
+// UI's plan page), each option spelt by name (its flag, the page's
+// label). A result not phrased says no fixes.
+func (res Result) Phrase(planner string, name func(plan.Option) string) Result {
+	res.Dropped = slices.Clone(res.Dropped)
+	for i, d := range res.Dropped {
+		if len(d.fixes) == 0 {
+			continue
+		}
+		fixes := make([]string, len(d.fixes))
+		for j, f := range d.fixes {
+			fixes[j] = plan.Note{Text: f}.Phrase(name)
+		}
+		res.Dropped[i].Why += fmt.Sprintf("; %s would run it with options budget does not sweep: %s", planner, strings.Join(fixes, "; or "))
+		res.Dropped[i].fixes = nil // phrased once
+	}
+	return res
 }

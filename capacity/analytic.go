@@ -130,8 +130,9 @@ type Expectation struct {
 	Restart         time.Duration `json:"-"`
 	Interval        time.Duration `json:"-"`
 	Goodput         float64       `json:"goodput_fraction"`
-	// TimeToTrain is the wall-clock time to train Tokens tokens at the
-	// job's throughput times the goodput, in float seconds: a legitimate
+	// TimeToTrain is the wall-clock time to train Tokens tokens, in the
+	// job's whole steps (Job.TimeToTrain), at the job's throughput times
+	// the goodput, in float seconds: a legitimate
 	// question (1e16 tokens on one small slice) takes thousands of years,
 	// past time.Duration's 292.
 	Tokens      float64      `json:"tokens"`
@@ -157,7 +158,7 @@ func ExpectInterrupted(job Job, chips, hosts int, tokens, extraPerHour float64) 
 	g := ExpectedGoodput(interval, save, restart, rate)
 	e := Expectation{FailuresPerHour: rate, Save: save, Restart: restart, Interval: interval, Goodput: g, Tokens: tokens}
 	if job.TokensPerSecond > 0 && g > 0 {
-		e.TimeToTrain = unit.Seconds(tokens / (job.TokensPerSecond * g))
+		e.TimeToTrain = job.TimeToTrain(tokens, g)
 	}
 	return e
 }

@@ -104,6 +104,17 @@ func layoutComment(p plan.Plan) string {
 	return fmt.Sprintf("layout %s, MFU %s estimated, step %v", spec, e.MFUPeaks(), unit.Seconds(e.Time.Step.Seconds()))
 }
 
+// MaxTextOptions are options o as an export that MaxText runs (its config,
+// and the xpk command that launches it) plans them: searching only what
+// MaxText runs (plan.FrameworkMaxText), whatever framework o names, so that
+// the layout chosen is one MaxText runs as costed. Every front end's
+// MaxText and xpk export plans through it: the CLI's and the web UI's
+// downloads of the same options are the same file.
+func MaxTextOptions(o plan.Options) plan.Options {
+	o.Framework = string(plan.FrameworkMaxText)
+	return o
+}
+
 // MaxText turns the plan's chosen layout and job into MaxText settings. It
 // refuses, with an error wrapping ErrUnsupported, a plan MaxText would run
 // differently from how it was costed.

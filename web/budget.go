@@ -95,10 +95,13 @@ func (h *Handler) budgetRun(ctx context.Context, o budget.Options, bad fieldErro
 	if len(o.ModelSpec) <= maxLinkSpecBytes {
 		link = planLink(o)
 	}
-	if err := res.WriteHTMLBody(&b, "", link, svgs...); err != nil {
+	// a dropped configuration's fixes are plan's options, which budget
+	// does not take: the page names the plan page's fields, and the JSON
+	// download, as budget --json prints it, shardlab plan's flags
+	if err := res.Phrase("the plan page", label).WriteHTMLBody(&b, "", link, svgs...); err != nil {
 		return nil, err
 	}
-	return &budgetView{Result: res, Body: template.HTML(b.String())}, nil
+	return &budgetView{Result: res.Phrase("shardlab plan", plan.Option.Flag), Body: template.HTML(b.String())}, nil
 }
 
 // maxLinkSpecBytes bounds the pasted spec a budget row's plan link

@@ -124,3 +124,21 @@ func TestBudgetRowLinksToItsPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetDroppedNamesPlanPage: a configuration dropped for want of a
+// layout is said with the planner's fixes in the plan page's words, its
+// fields' labels, since the budget form has none of those options; the
+// JSON download says them as budget --json does, shardlab plan's flags
+// (defects100 #13).
+func TestBudgetDroppedNamesPlanPage(t *testing.T) {
+	h := New(Config{})
+	const q = "model=llama3-8b&tokens=10B&generations=v6e&modes=on-demand&slice_chips=4&slices=1"
+	_, body := get(t, h, "/budget?"+q)
+	if want := "the plan page would run it with options budget does not sweep: " + label(plan.OptionPrecision) + " bf16: "; !strings.Contains(html.UnescapeString(body), want) {
+		t.Errorf("GET /budget?%s lacks %q", q, want)
+	}
+	_, body = get(t, h, "/download/budget.json?"+q)
+	if want := "shardlab plan would run it with options budget does not sweep: --precision bf16: "; !strings.Contains(body, want) {
+		t.Errorf("GET /download/budget.json?%s lacks %q:\n%.2000s", q, want, body)
+	}
+}

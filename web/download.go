@@ -27,7 +27,7 @@ func (h *Handler) serveMaxText(w http.ResponseWriter, r *http.Request) {
 		}
 		return "shardlab.yml"
 	}
-	h.download(w, r, nil, nil, fileName, "application/yaml", func(w io.Writer, p plan.Plan) error {
+	h.download(w, r, export.MaxTextOptions, nil, nil, fileName, "application/yaml", func(w io.Writer, p plan.Plan) error {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
 			return errUnfit{mem.Shortfall()}
 		}
@@ -66,7 +66,7 @@ const defaultBaseDockerImage = "maxtext_base_image"
 // it, with the query's xpk options (xpkOptions).
 func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 	xo, bad := xpkOptions(r.URL.Query())
-	h.download(w, r, xpkKeys, bad, fixedName("xpk.sh"), "text/x-shellscript", func(w io.Writer, p plan.Plan) error {
+	h.download(w, r, export.MaxTextOptions, xpkKeys, bad, fixedName("xpk.sh"), "text/x-shellscript", func(w io.Writer, p plan.Plan) error {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
 			return errUnfit{mem.Shortfall()}
 		}
@@ -148,7 +148,7 @@ type planJSON struct {
 // prints, the steps spelt as the page spells them.
 func (h *Handler) servePlanJSON(w http.ResponseWriter, r *http.Request) {
 	o, _, _ := planForm.options(r.URL.RawQuery, h.cfg, nil)
-	h.download(w, r, nil, nil, fixedName("plan.json"), "application/json", func(w io.Writer, p plan.Plan) error {
+	h.download(w, r, nil, nil, nil, fixedName("plan.json"), "application/json", func(w io.Writer, p plan.Plan) error {
 		steps, _ := stepsOf(p, o)
 		return schema.Write(w, planJSON{p.JSON(plan.Option.Flag), steps})
 	})
@@ -169,10 +169,15 @@ func fixedName(name string) func(plan.Plan) string { return func(plan.Plan) stri
 // writes the plan as write does, named by name; more are mistakes in the
 // values of keys. The query's mistakes (checkQuery, the form's values,
 // more) are refused before the search, each named by its key or the
-// form's label.
-func (h *Handler) download(w http.ResponseWriter, r *http.Request, keys queryKeys, more fieldErrors,
+// form's label. A target that is not what plan --json prints plans with
+// the options as its CLI export does (target: export.MaxTextOptions for
+// MaxText and xpk); nil plans the query's options as they are.
+func (h *Handler) download(w http.ResponseWriter, r *http.Request, target func(plan.Options) plan.Options, keys queryKeys, more fieldErrors,
 	name func(plan.Plan) string, ctype string, write func(io.Writer, plan.Plan) error) {
 	o, _, bad := planForm.options(r.URL.RawQuery, h.cfg, keys)
+	if target != nil {
+		o = target(o)
+	}
 	out, err := h.run(r.Context(), o, append(bad, more...), false)
 	var b strings.Builder
 	if err == nil {

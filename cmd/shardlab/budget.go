@@ -167,6 +167,9 @@ func runBudget(args []string, stdout io.Writer) error {
 	} else if err != nil {
 		return f.fail(stdout, planError(err))
 	}
+	// a dropped configuration's fixes are plan's options, which budget
+	// does not take: name the command that does, with its flags
+	res = res.Phrase("shardlab plan", flagName)
 	if f.show > 0 && len(res.Rows) == 0 {
 		return f.fail(stdout, fmt.Errorf("budget: --show %d: the table is empty, so it has no row to show: %s; run without --show for the table and what it dropped", f.show, strings.TrimPrefix(noRows(res).Error(), "budget: ")))
 	}

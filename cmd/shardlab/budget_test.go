@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -182,5 +183,41 @@ func TestBudgetNothingPriced(t *testing.T) {
 	out, errOut, code := runCmd("budget", "--model", "llama3-8b", "--generations", "v4", "--modes", "cud-3y", "--slice-chips", "16", "--slices", "1")
 	if code != exitError || !strings.Contains(errOut, "no configuration is both priced and able to run the job") || !strings.Contains(out, "unpriced: v4 cud-3y") {
 		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	}
+}
+
+// TestBudgetDroppedNamesPlanFlags: a configuration no layout runs is
+// dropped with the fixes the planner finds, which are plan's options:
+// the line names shardlab plan and spells them as its flags, each one
+// plan has and budget does not (defects100 #13: "it would run with
+// precision bf16 …; or optimizer offload …", in the web form's words,
+// options budget -h does not list).
+func TestBudgetDroppedNamesPlanFlags(t *testing.T) {
+	out, errOut, code := runCmd("budget", "--tokens", "10B", "--slice-chips", "4", "--slices", "1", "--generations", "v6e", "--modes", "on-demand")
+	// v6e-4 is the only configuration: the table is empty, exit 1
+	if code != 1 || !strings.Contains(errOut, "no configuration is both priced and able to run the job") {
+		t.Fatalf("exit %d: %s; want 1, no configuration runs", code, errOut)
+	}
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "dropped: 1 × v6e-4: no layout runs the job") {
+			line = l
+		}
+	}
+	const says = "; shardlab plan would run it with options budget does not sweep: --precision bf16: "
+	if !strings.Contains(line, says) {
+		t.Fatalf("budget says of v6e-4 %q, want it to contain %q:\n%s", line, says, out)
+	}
+	planFS, _ := newPlanFlags("plan", false)
+	budgetFS, _ := newBudgetFlags()
+	flags := regexp.MustCompile(`--[a-z][a-z0-9-]*`).FindAllString(line, -1)
+	for _, f := range flags {
+		name := strings.TrimPrefix(f, "--")
+		if planFS.Lookup(name) == nil || budgetFS.Lookup(name) != nil {
+			t.Errorf("the dropped line names %s: plan has it %v, budget %v; want a flag of plan's alone", f, planFS.Lookup(name) != nil, budgetFS.Lookup(name) != nil)
+		}
+	}
+	if words := regexp.MustCompile(`(^|[^-])(precision|optimizer offload|remat policy)`).FindString(line); words != "" {
+		t.Errorf("the dropped line names an option in plan's own words, %q: %s", words, line)
 	}
 }

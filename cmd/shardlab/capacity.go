@@ -402,14 +402,14 @@ func (f *capacityFlags) report(p plan.Plan, res capacity.Reservation, pl capacit
 		},
 		HostFailures: r.HostFailures, Interruptions: r.Interruptions, MaintenanceEvents: r.MaintenanceEvents,
 		Tokens: f.tokens, ExpectedGoodput: capacity.ExpectRun(pl, cfg),
-		SimulatedS:        f.tokens / (job.TokensPerSecond * math.Max(r.Goodput(), 1e-9)),
+		SimulatedS:        float64(job.TimeToTrain(f.tokens, math.Max(r.Goodput(), 1e-9))),
 		SubBlockAvailable: avail, SparesFor95: capacity.SparesFor(pl.Used, avail, 0.95, res.SubBlocks()),
 	}
 	if f.chipRate == capacity.DefaultChipFailuresPerHour {
 		rep.Assumptions = append(rep.Assumptions, "a TPU chip fails as often as an H100 in Llama 3's run")
 	}
 	rep.Assumptions = append(rep.Assumptions, "repair, recovery, startup, maintenance downtime and storage bandwidth are assumptions (flags)")
-	rep.TimeToTrainS = f.tokens / (job.TokensPerSecond * math.Max(rep.ExpectedGoodput, 1e-9))
+	rep.TimeToTrainS = float64(job.TimeToTrain(f.tokens, math.Max(rep.ExpectedGoodput, 1e-9)))
 	rep.Warnings = expectationGaps(r, rep.SimulatedS)
 	rep.TimeToTrainLowS, rep.TimeToTrainHighS = trainBand(p, rep.TimeToTrainS)
 	if mode == capacity.Managed {

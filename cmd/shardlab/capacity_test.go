@@ -210,8 +210,9 @@ func TestCapacityExpectedTimeToTrain(t *testing.T) {
 		t.Errorf("seeds 1 and 4: expected %v and %v s, simulated %v and %v s; want the expectation the same and the samples different",
 			c.ExpectedS, s4.ExpectedS, c.SimulatedS, s4.SimulatedS)
 	}
-	expectedByHand(t, c)
-	expectedIsPlanAndBudgets(t, job, c)
+	p := planGoodputOf(t, job, "1T")
+	expectedByHand(t, c, float64(p.Batch*p.Seq))
+	expectedIsPlanAndBudgets(t, c, p)
 
 	// the text says which figure is which
 	text, errOut, code := runCmd(append([]string{"capacity", "--days", "30"}, job...)...)
@@ -259,8 +260,8 @@ func capacityExpected(t *testing.T, seed string, job []string) capacityExpectati
 }
 
 // expectedByHand works c's expected goodput and times out from its own
-// figures.
-func expectedByHand(t *testing.T, c capacityExpectation) {
+// figures and the job's step of batchTokens tokens.
+func expectedByHand(t *testing.T, c capacityExpectation, batchTokens float64) {
 	t.Helper()
 	// 512 chips at Llama 3's 419 failures in 54 days on 16,384 GPUs:
 	// 0.0101 an hour
@@ -281,65 +282,110 @@ func expectedByHand(t *testing.T, c capacityExpectation) {
 	if first := 1 - c.SaveS/c.IntervalS - l*(c.IntervalS/2+c.SaveS+r); math.Abs(c.Expected-first) > 1e-4 {
 		t.Errorf("expected goodput %v, want about %v to first order", c.Expected, first)
 	}
-	if want := c.Tokens / (c.TokensPerS * c.Expected); math.Abs(c.ExpectedS-want)/want > 1e-12 {
-		t.Errorf("expected time to train %v s, want tokens / (tokens/s x expected goodput) = %v s", c.ExpectedS, want)
+	// a job trains whole steps, the last partial batch a whole one
+	trained := math.Ceil(c.Tokens/batchTokens) * batchTokens
+	if want := trained / (c.TokensPerS * c.Expected); math.Abs(c.ExpectedS-want)/want > 1e-12 {
+		t.Errorf("expected time to train %v s, want whole steps' tokens / (tokens/s x expected goodput) = %v s", c.ExpectedS, want)
 	}
-	if want := c.Tokens / (c.TokensPerS * c.Goodput); math.Abs(c.SimulatedS-want)/want > 1e-12 {
-		t.Errorf("simulated time to train %v s, want tokens / (tokens/s x simulated goodput) = %v s", c.SimulatedS, want)
+	if want := trained / (c.TokensPerS * c.Goodput); math.Abs(c.SimulatedS-want)/want > 1e-12 {
+		t.Errorf("simulated time to train %v s, want whole steps' tokens / (tokens/s x simulated goodput) = %v s", c.SimulatedS, want)
 	}
 	if !(c.ExpectedLowS < c.ExpectedS && c.ExpectedS < c.ExpectedHighS) {
 		t.Errorf("expected time to train %v s outside its band %v to %v s", c.ExpectedS, c.ExpectedLowS, c.ExpectedHighS)
 	}
 }
 
-// expectedIsPlanAndBudgets holds c's expectation to plan --goodput's and
-// budget's for the same job.
-func expectedIsPlanAndBudgets(t *testing.T, job []string, c capacityExpectation) {
+// planGoodput is what plan --goodput --json says of a job's batch and
+// expected goodput.
+type planGoodput struct {
+	Batch int `json:"global_batch_sequences"`
+	Seq   int `json:"seq_len"`
+	Step  struct {
+		S float64 `json:"total_s"`
+	} `json:"step_time"`
+	Goodput struct {
+		Goodput float64 `json:"goodput_fraction"`
+		TimeS   float64 `json:"time_to_train_s"`
+	} `json:"goodput"`
+}
+
+func planGoodputOf(t *testing.T, job []string, tokens string) planGoodput {
 	t.Helper()
-	out, errOut, code := runCmd(append([]string{"plan", "--goodput", "--json"}, job...)...)
+	out, errOut, code := runCmd(append([]string{"plan", "--goodput", "--json", "--tokens", tokens}, job...)...)
 	if code != 0 {
 		t.Fatalf("plan --goodput: exit %d: %s", code, errOut)
 	}
-	var p struct {
-		Batch   int `json:"global_batch_sequences"`
-		Seq     int `json:"seq_len"`
-		Goodput struct {
-			Goodput float64 `json:"goodput_fraction"`
-			TimeS   float64 `json:"time_to_train_s"`
-		} `json:"goodput"`
-	}
+	var p planGoodput
 	if err := json.Unmarshal([]byte(out), &p); err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(p.Goodput.Goodput-c.Expected) > 1e-15 || math.Abs(p.Goodput.TimeS-c.ExpectedS)/c.ExpectedS > 1e-12 {
-		t.Errorf("capacity expects goodput %v, %v s; plan --goodput %v, %v s", c.Expected, c.ExpectedS, p.Goodput.Goodput, p.Goodput.TimeS)
-	}
-	// budget trains whole steps: its time is capacity's scaled by steps x
-	// batch tokens / tokens
-	out, errOut, code = runCmd("budget", "--json", "--model", "llama3-70b", "--generations", "tpu7x", "--slice-chips", "256", "--slices", "2",
-		"--modes", "on-demand", "--price", "tpu7x=5")
+	return p
+}
+
+// budgetRow is one row of budget --json.
+type budgetRow struct {
+	Type    string  `json:"accelerator_type"`
+	Slices  int     `json:"slices"`
+	Steps   float64 `json:"steps"`
+	StepS   float64 `json:"step_time_s"`
+	Goodput float64 `json:"goodput_fraction"`
+	TimeS   float64 `json:"time_to_train_s"`
+}
+
+func budgetRows(t *testing.T, args ...string) []budgetRow {
+	t.Helper()
+	out, errOut, code := runCmd(append([]string{"budget", "--json", "--modes", "on-demand", "--price", "tpu7x=5"}, args...)...)
 	if code != 0 {
 		t.Fatalf("budget: exit %d: %s", code, errOut)
 	}
 	var b struct {
-		Rows []struct {
-			Type    string  `json:"accelerator_type"`
-			Slices  int     `json:"slices"`
-			Steps   float64 `json:"steps"`
-			Goodput float64 `json:"goodput_fraction"`
-			TimeS   float64 `json:"time_to_train_s"`
-		} `json:"rows"`
+		Rows []budgetRow `json:"rows"`
 	}
 	if err := json.Unmarshal([]byte(out), &b); err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Rows) != 1 || b.Rows[0].Type != "tpu7x-512" || b.Rows[0].Slices != 2 {
-		t.Fatalf("budget rows %+v, want one of 2 x tpu7x-512", b.Rows)
+	return b.Rows
+}
+
+// expectedIsPlanAndBudgets holds c's expectation to plan --goodput's, p,
+// and budget's for the same job: all three count whole steps
+// (capacity.Job.Steps).
+func expectedIsPlanAndBudgets(t *testing.T, c capacityExpectation, p planGoodput) {
+	t.Helper()
+	if math.Abs(p.Goodput.Goodput-c.Expected) > 1e-15 || math.Abs(p.Goodput.TimeS-c.ExpectedS)/c.ExpectedS > 1e-12 {
+		t.Errorf("capacity expects goodput %v, %v s; plan --goodput %v, %v s", c.Expected, c.ExpectedS, p.Goodput.Goodput, p.Goodput.TimeS)
 	}
-	row := b.Rows[0]
-	scale := row.Steps * float64(p.Batch*p.Seq) / c.Tokens
-	if math.Abs(row.Goodput-c.Expected) > 1e-15 || math.Abs(row.TimeS/scale-c.ExpectedS)/c.ExpectedS > 1e-9 {
-		t.Errorf("capacity expects goodput %v, %v s; budget %v, %v s for %v x the tokens", c.Expected, c.ExpectedS, row.Goodput, row.TimeS, scale)
+	rows := budgetRows(t, "--model", "llama3-70b", "--generations", "tpu7x", "--slice-chips", "256", "--slices", "2")
+	if len(rows) != 1 || rows[0].Type != "tpu7x-512" || rows[0].Slices != 2 {
+		t.Fatalf("budget rows %+v, want one of 2 x tpu7x-512", rows)
+	}
+	if row := rows[0]; math.Abs(row.Goodput-c.Expected) > 1e-15 || math.Abs(row.TimeS-c.ExpectedS)/c.ExpectedS > 1e-12 {
+		t.Errorf("capacity expects goodput %v, %v s; budget %v, %v s", c.Expected, c.ExpectedS, row.Goodput, row.TimeS)
+	}
+}
+
+// TestTimeToTrainOneToken: one token takes one whole step in capacity,
+// plan --goodput and budget alike: the step over the goodput (defects100
+// #11: capacity said 0 s, 3.6e-07 s in JSON, and plan --goodput 0.0 hours,
+// where budget said 758 ms, one 755 ms step over its goodput).
+func TestTimeToTrainOneToken(t *testing.T) {
+	rows := budgetRows(t, "--tokens", "1", "--generations", "tpu7x", "--slice-chips", "128", "--slices", "1")
+	if len(rows) != 1 || rows[0].Type != "tpu7x-256" || rows[0].Steps != 1 {
+		t.Fatalf("budget rows %+v, want one of tpu7x-256, one step", rows)
+	}
+	row := rows[0]
+	want := row.StepS / row.Goodput
+	if math.Abs(row.TimeS-want)/want > 1e-12 {
+		t.Errorf("budget: %v s for one token, want one %v s step / goodput %v = %v s", row.TimeS, row.StepS, row.Goodput, want)
+	}
+	job := []string{"--model", "llama3-8b", "--tpu", "tpu7x-256", "--slices", "1"}
+	p := planGoodputOf(t, job, "1")
+	if p.Step.S != row.StepS || math.Abs(p.Goodput.TimeS-want)/want > 1e-12 {
+		t.Errorf("plan --goodput: %v s for one token (step %v s), want budget's %v s (step %v s)", p.Goodput.TimeS, p.Step.S, want, row.StepS)
+	}
+	c := capacityExpected(t, "1", append(job, "--tokens", "1"))
+	if math.Abs(c.ExpectedS-want)/want > 1e-12 {
+		t.Errorf("capacity: expected %v s for one token, want budget's %v s", c.ExpectedS, want)
 	}
 }
 

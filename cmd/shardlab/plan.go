@@ -48,7 +48,7 @@ type planFlags struct {
 // writes only the chosen layout and so has no --json, --top or
 // --example-cost (whose input check only adds warnings). Defaults and
 // bounds are plan's.
-func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
+func newPlanFlags(name string, exporting bool) (*flag.FlagSet, *planFlags) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	f := planFlags{Options: plan.DefaultOptions()}
 	o, d := &f.Options, plan.DefaultOptions()
@@ -77,9 +77,9 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 	fs.BoolVar(&o.ParameterOffload, "parameter-offload", d.ParameterOffload, "keep the parameters in host memory (MaxText parameter_memory_host_offload)")
 	intVar(fs, &o.VocabTiles, "vocab-tiles", d.VocabTiles, 1, plan.MaxVocabTiles, "", "split the logits and loss into this many chunks (MaxText num_vocab_tiling)")
 	choiceVar(fs, &o.Schedule, "schedule", d.Schedule, []string{"gpipe", "1f1b", "interleaved", "circular"}, parseSchedule, "pipeline schedule (default: search gpipe, 1f1b and interleaved with 2 and 4 chunks)")
-	if export {
+	if exporting {
 		// An export runs on MaxText: search only what it runs.
-		o.Framework = string(plan.FrameworkMaxText)
+		*o = export.MaxTextOptions(*o)
 	} else {
 		choiceVar(fs, &o.Framework, "framework", d.Framework, []string{"maxtext"}, nil, "search only what this framework runs: maxtext (gpipe and circular pipelines; default: every schedule)")
 	}
@@ -94,7 +94,7 @@ func newPlanFlags(name string, export bool) (*flag.FlagSet, *planFlags) {
 	floatVar(fs, &o.CapacityFactor, "capacity-factor", d.CapacityFactor, floatFlag{lo: plan.MinCapacityFactor, hi: plan.MaxCapacityFactor, zero: "dropless (MaxText sparse_matmul, megablox)"}, "mixture of experts: each expert takes at most ceil(factor x tokens x k / experts) rows per device, the rest dropped (MaxText capacity_factor)")
 	floatVar(fs, &o.LoadImbalance, "load-imbalance", d.LoadImbalance, floatFlag{lo: 1, hi: plan.MaxLoadImbalance, zero: "balanced"}, "mixture of experts, dropless: the busiest expert's tokens over the mean")
 	fs.BoolVar(&o.CausalFLOPs, "causal-flops", d.CausalFLOPs, "MFU counts causal attention as half its FLOPs, MaxText's convention since its PR 1988 (false: in full, PaLM's); the step time does not change")
-	if !export {
+	if !exporting {
 		intVar(fs, &o.Top, "top", d.Top, 1, plan.MaxTop, "", "how many ranked layouts to show")
 		durationVar(fs, &o.ExampleCost, "example-cost", d.ExampleCost, 0, plan.MaxExampleCost, "0: skip the check",
 			"host CPU time to read and preprocess one sequence; checks the VM's vCPUs keep the chips fed")

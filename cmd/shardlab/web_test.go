@@ -133,6 +133,9 @@ func TestWebDownloadsEqualJSON(t *testing.T) {
 			[]string{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--length-mix", "uniform:100-2000", "--seed", "7", "--num-requests", "200"}},
 		{"/download/budget.json?model=llama3-8b&tokens=100B&generations=v6e&modes=on-demand,spot&slice_chips=16&slices=1,2&spot_preemptions_per_hour=0.1",
 			[]string{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--modes", "on-demand,spot", "--slice-chips", "16", "--slices", "1,2", "--spot-preemptions-per-hour", "0.1"}},
+		// a configuration dropped with the planner's fixes: both say them in shardlab plan's flags
+		{"/download/budget.json?model=llama3-8b&tokens=10B&generations=v6e,tpu7x&modes=on-demand&slice_chips=4&slices=1&price=tpu7x%3D5",
+			[]string{"budget", "--model", "llama3-8b", "--tokens", "10B", "--generations", "v6e,tpu7x", "--modes", "on-demand", "--slice-chips", "4", "--slices", "1", "--price", "tpu7x=5"}},
 	} {
 		want, errOut, code := runCmd(append(tc.args, "--json")...)
 		if code != 0 {
@@ -142,6 +145,37 @@ func TestWebDownloadsEqualJSON(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
 		if rec.Code != http.StatusOK || rec.Body.String() != want {
 			t.Errorf("GET %s = %d, differs from %v --json:\n%.400s\nwant:\n%.400s", tc.path, rec.Code, tc.args, rec.Body.String(), want)
+		}
+	}
+}
+
+// TestWebExportDownloadsEqualExport: the plan page's MaxText and xpk
+// downloads are what export maxtext and export xpk print for the same
+// options, byte for byte: both plan as an export to MaxText does
+// (export.MaxTextOptions, only what MaxText runs). Review defects100 #10:
+// for llama3-8b on 2 × v5p-32 at 2 Mi tokens a step the page's search
+// (every schedule) chose an interleaved pipeline and the download
+// answered 422, while export maxtext wrote fsdp=2(dcn),fsdp=16.
+func TestWebExportDownloadsEqualExport(t *testing.T) {
+	h := web.New(web.Config{})
+	const q = "model=llama3-8b&tpu=v5p-32&slices=2&global_batch=2Mitok"
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-32", "--slices", "2", "--global-batch", "2Mitok"}
+	for _, tc := range []struct {
+		path string
+		args []string
+	}{
+		{"/download/maxtext.yaml?" + q, append([]string{"export", "maxtext"}, job...)},
+		{"/download/xpk.sh?" + q + "&cluster=c&workload=w&base_docker_image=img",
+			append([]string{"export", "xpk", "--cluster", "c", "--workload", "w", "--base-docker-image", "img"}, job...)},
+	} {
+		want, errOut, code := runCmd(tc.args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, errOut)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+		if rec.Code != http.StatusOK || rec.Body.String() != want {
+			t.Errorf("GET %s = %d, differs from %v:\n%.600s\nwant:\n%.600s", tc.path, rec.Code, tc.args, rec.Body.String(), want)
 		}
 	}
 }
