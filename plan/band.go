@@ -88,6 +88,8 @@ func premise(rule, alt Tier) string {
 	}
 	switch {
 	case rule.In == alt.In:
+	case alt.In < rule.In:
+		inside = "that sharding the state inside a slice, over ICI, costs less than sharding it across slices, over DCN"
 	case rule.In == InDP:
 		inside = "that pure data parallelism inside a slice is the cheapest while a replica fits"
 	case rule.In == InFSDP:

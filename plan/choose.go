@@ -114,9 +114,12 @@ func (s *searcher) explain(p *Plan, pool []Tier) {
 // then FSDP when a replica does not fit, then tensor, context or pipeline.
 // Across slices, with that in-slice strategy kept ("the same sharding
 // strategy that worked within a single slice can be kept within each
-// slice"): data parallelism, then FSDP when memory needs it; pipeline only
-// when DP or FSDP across slices would need a global batch above the limit
-// to hide its all-reduce, or when neither can run.
+// slice"): data parallelism, which shards no state, so the in-slice
+// strategy is the one that fits a replica sharded inside the slice alone;
+// FSDP only when memory needs it, when no in-slice strategy fits with
+// DP across; pipeline only when DP or FSDP across slices would need a
+// global batch above the limit to hide its all-reduce, or when neither
+// can run.
 func (s *searcher) chooseTiers(p *Plan) []Tier {
 	ms := s.req.Multislice
 	chosen, pipe := s.firstTiers()
@@ -157,9 +160,15 @@ func (s *searcher) chooseTiers(p *Plan) []Tier {
 	return pool
 }
 
-// firstTiers returns the first tier in rule order, in-slice strategy first,
-// with DP or FSDP across slices (or one slice) that has a layout that
-// runs, and the first with pipeline across slices; nil where none runs.
+// firstTiers returns the first tier in rule order with DP or FSDP across
+// slices (or one slice) that has a layout that runs, and the first with
+// pipeline across slices; nil where none runs. DP across slices shards no
+// state, so with it each in-slice strategy holds a replica's state as
+// the in-slice axes alone shard it: the first in-slice strategy that runs
+// with DP across slices is the one whose premise (pure DP while a whole
+// replica fits, then FSDP, then model parallelism) holds. Only when none
+// runs does memory bind across slices, and FSDP across them is tried,
+// again with each in-slice strategy in order.
 func (s *searcher) firstTiers() (chosen, pipe *Tier) {
 	ms := s.req.Multislice
 	has := func(t Tier) bool { return len(s.best[t]) > 0 }
@@ -167,11 +176,10 @@ func (s *searcher) firstTiers() (chosen, pipe *Tier) {
 	if ms.Slices > 1 {
 		across = []Across{AcrossDP, AcrossFSDP}
 	}
-	for in := InDP; in <= InModel && chosen == nil; in++ {
-		for _, a := range across {
+	for _, a := range across {
+		for in := InDP; in <= InModel && chosen == nil; in++ {
 			if t := (Tier{in, a}); has(t) {
 				chosen = &t
-				break
 			}
 		}
 	}
@@ -184,16 +192,21 @@ func (s *searcher) firstTiers() (chosen, pipe *Tier) {
 }
 
 // insideNote says why the in-slice strategy is in; best is a tier with
-// that strategy that runs.
+// that strategy that runs. Its premise is about a replica's state as the
+// in-slice axes alone shard it: where best keeps DP across slices (or is
+// one slice), that is best's own state; where best shards the state
+// across slices too (FSDP or pipeline there), no layout that keeps a
+// whole replica in each slice runs, and the note says so (acrossNote).
 func (s *searcher) insideNote(in Inside, best Tier) Note {
 	r := s.req
 	ms := r.Multislice
-	inside := func(in Inside) []Tier {
+	if best.Across != AcrossNone && best.Across != AcrossDP {
+		return s.acrossStateNote(in, best)
+	}
+	whole := func(ins ...Inside) []Tier {
 		var out []Tier
-		for _, t := range tiers(ms.Slices) {
-			if t.In == in {
-				out = append(out, t)
-			}
+		for _, in := range ins {
+			out = append(out, Tier{in, best.Across})
 		}
 		return out
 	}
@@ -203,12 +216,42 @@ func (s *searcher) insideNote(in Inside, best Tier) Note {
 		return note("", "inside %s: pure data parallelism: a full replica's weights, gradients and optimizer state (%v) fit in %v of usable HBM per chip with room for %s of activations",
 			sliceWord(ms), b.Memory.State(), b.Memory.Usable, unit.Plural(b.MicroBatchSize, "sequence"))
 	case InFSDP:
-		state := unit.Bytes(float64(r.Model.ParamCount().Total()) * float64(r.Precision.StateBytes()))
-		return note("", "inside %s: FSDP: pure data parallelism cannot run (%s): a full replica's state is %v against %v of usable HBM, so weights, gradients and optimizer state are sharded over fsdp",
-			sliceWord(ms), s.rejectedSummary(inside(InDP)...), state, ms.Slice.Chip.UsableHBM(r.HBMHeadroom))
+		return note("", "inside %s: FSDP: pure data parallelism%s cannot run (%s): a full replica's state is %v against %v of usable HBM, so weights, gradients and optimizer state are sharded over fsdp",
+			sliceWord(ms), wholeWord(ms), s.rejectedSummary(whole(InDP)...), r.replicaState(), ms.Slice.Chip.UsableHBM(r.HBMHeadroom))
 	}
-	return note("", "inside %s: no data-parallel or FSDP layout can run (%s); tensor, context or pipeline parallelism inside a slice is needed",
-		sliceWord(ms), s.rejectedSummary(append(inside(InDP), inside(InFSDP)...)...))
+	return note("", "inside %s: no data-parallel or FSDP layout%s can run (%s); tensor, context or pipeline parallelism inside a slice is needed",
+		sliceWord(ms), wholeWord(ms), s.rejectedSummary(whole(InDP, InFSDP)...))
+}
+
+// acrossStateNote is insideNote where no layout with DP across slices
+// runs, so that best, the tier chosen, shards the state across slices
+// too: the in-slice strategy, and the state a chip holds as best's
+// layout shards it, not a whole replica's.
+func (s *searcher) acrossStateNote(in Inside, best Tier) Note {
+	r := s.req
+	var dp []Tier
+	for i := InDP; i <= InModel; i++ {
+		dp = append(dp, Tier{i, AcrossDP})
+	}
+	b := s.best[best][0].Estimate
+	what := [...]string{"pure data parallelism", "FSDP", "tensor, context or pipeline parallelism"}[in]
+	return note("", "inside each slice: %s, with the state sharded across slices too: no layout that keeps a whole replica in each slice runs (%s; a full replica's state is %v against %v of usable HBM), and %s holds %v of state a chip",
+		what, s.rejectedSummary(dp...), r.replicaState(), b.Memory.Usable, b.Mesh, b.Memory.State())
+}
+
+// replicaState is a full replica's weights, gradients and optimizer state
+// at the request's precision, unsharded.
+func (r *Request) replicaState() unit.Bytes {
+	return unit.Bytes(float64(r.Model.ParamCount().Total()) * float64(r.Precision.StateBytes()))
+}
+
+// wholeWord qualifies, on a multislice, the layouts insideNote counts:
+// those that keep a whole replica in each slice (DP across slices).
+func wholeWord(ms hw.Multislice) string {
+	if ms.Slices > 1 {
+		return " with a whole replica in each slice"
+	}
+	return ""
 }
 
 // batchRule applies the Multislice batch rule: whether the batch limit

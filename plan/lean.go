@@ -82,10 +82,12 @@ func (b *bars) raiseLean(t Tier, v float64) {
 }
 
 // after reports whether tier u cannot enter the pool once tier t runs
-// (searcher.chooseTiers): on one slice, a later in-slice strategy; with
-// pipeline across slices, a later in-slice one; without, every tier after
-// t in rule order, and pipeline across slices too unless the batch rule
-// says the batch is too small.
+// (searcher.firstTiers): on one slice, a later in-slice strategy; with
+// pipeline across slices, a later in-slice one; with DP across slices,
+// a later in-slice one with DP across and every one with FSDP across;
+// with FSDP across, a later in-slice one with FSDP across; and, once DP
+// or FSDP across slices runs, pipeline across slices too unless the batch
+// rule says the batch is too small.
 func (b *bars) after(t, u Tier) bool {
 	if !b.lean.multislice {
 		return u.In > t.In
@@ -96,7 +98,7 @@ func (b *bars) after(t, u Tier) bool {
 	if u.Across == AcrossPipeline {
 		return !b.lean.tooSmall
 	}
-	return u.In > t.In || u.In == t.In && u.Across > t.Across
+	return u.Across > t.Across || u.Across == t.Across && u.In > t.In
 }
 
 // order is the order a search costs dcn, the cross-slice factorizations,

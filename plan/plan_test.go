@@ -69,7 +69,7 @@ func TestRuleFSDPWhenMemoryBinds(t *testing.T) {
 	if p.Best.Tier != (Tier{InFSDP, AcrossDP}) {
 		t.Fatalf("chose %s (%s), want FSDP inside, DP across slices", p.Best.Estimate.Mesh, p.Best.Tier)
 	}
-	if p.Rejected[cost.ReasonHBM] == 0 || !regexp.MustCompile(`FSDP: pure data parallelism cannot run \([0-9,]+ layouts do not fit in HBM`).MatchString(reasons(p)) {
+	if p.Rejected[cost.ReasonHBM] == 0 || !regexp.MustCompile(`FSDP: pure data parallelism with a whole replica in each slice cannot run \([0-9,]+ layouts do not fit in HBM`).MatchString(reasons(p)) {
 		t.Errorf("reasons do not say DP does not fit:\n%s", reasons(p))
 	}
 	// FSDP inside the slice, data parallelism across the two: memory

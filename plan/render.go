@@ -3,7 +3,6 @@ package plan
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -276,12 +275,18 @@ type RejectedJSON struct {
 
 // RankJSON summarises a ranked layout.
 type RankJSON struct {
-	Tier         string  `json:"tier"`
-	Layout       string  `json:"layout"`
-	Remat        string  `json:"remat"`
-	MicroBatches int     `json:"micro_batches"`
-	GlobalBatch  int     `json:"global_batch_sequences"`
-	StepSeconds  float64 `json:"step_time_s"`
+	Tier         string `json:"tier"`
+	Layout       string `json:"layout"`
+	Remat        string `json:"remat"`
+	MicroBatches int    `json:"micro_batches"`
+	// Schedule and Chunks are the layout's pipeline schedule and its
+	// chunks of layers per device, as JSON's: schedule absent without a
+	// pipeline, so that rows that differ only in them can be told apart
+	// and run again (--schedule, --chunks).
+	Schedule    string  `json:"schedule,omitempty"`
+	Chunks      int     `json:"chunks_per_device"`
+	GlobalBatch int     `json:"global_batch_sequences"`
+	StepSeconds float64 `json:"step_time_s"`
 	// MFU is against the bf16 peak, QuantizedMFU against the quantized
 	// format's, as in JSON.
 	MFU          float64 `json:"mfu_fraction"`
@@ -293,7 +298,7 @@ type RankJSON struct {
 func rank(c Candidate) RankJSON {
 	e := c.Estimate
 	return RankJSON{Tier: c.Tier.String(), Layout: e.Mesh.String(), Remat: string(e.Job.Remat), MicroBatches: e.Job.MicroBatches,
-		GlobalBatch: e.Job.GlobalBatch, StepSeconds: e.Time.Step.Seconds(), MFU: e.MFU, QuantizedMFU: e.QuantizedMFU, TokensChip: e.TokensPerSecondPerChip,
+		Schedule: pipelineSchedule(e), Chunks: max(e.Job.Chunks, 1), GlobalBatch: e.Job.GlobalBatch, StepSeconds: e.Time.Step.Seconds(), MFU: e.MFU, QuantizedMFU: e.QuantizedMFU, TokensChip: e.TokensPerSecondPerChip,
 		HBMBytes: int64(e.Memory.Total())}
 }
 
@@ -627,38 +632,6 @@ func trimLines(s string) string {
 		lines[i] = strings.TrimRight(l, " ")
 	}
 	return strings.Join(lines, "\n")
-}
-
-// table writes candidates a row each, with MFU against the bf16 peak and,
-// for quantized candidates, against their format's peak in a column of
-// its own.
-func table(b *strings.Builder, cs []Candidate) {
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	var formats []hw.Format
-	for _, c := range cs {
-		if q := c.Estimate.Job.Quantization; q != cost.QuantNone && !slices.Contains(formats, q.Format()) {
-			formats = append(formats, q.Format())
-		}
-	}
-	fmt.Fprintf(tw, "  #\tlayout\ttier\tremat\tmicro\tbatch\tstep\tMFU %s\t", hw.BF16)
-	for _, f := range formats {
-		fmt.Fprintf(tw, "MFU %s\t", f)
-	}
-	fmt.Fprintln(tw, "tokens/s/chip\tHBM\t")
-	for i, c := range cs {
-		e := c.Estimate
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d\t%d\t%s\t%.1f%%\t", i+1, e.Mesh, c.Tier, e.Job.Remat, e.Job.MicroBatches,
-			e.Job.GlobalBatch, dur(e.Time.Step), 100*e.MFU)
-		for _, f := range formats {
-			if e.Job.Quantization.Format() == f {
-				fmt.Fprintf(tw, "%.1f%%\t", 100*e.QuantizedMFU)
-			} else {
-				fmt.Fprint(tw, "-\t")
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%v\t\n", count(e.TokensPerSecondPerChip), e.Memory.Total())
-	}
-	tw.Flush()
 }
 
 // dur prints a duration in the one text format (unit.Seconds).

@@ -60,8 +60,10 @@ func (t Tier) String() string {
 	return fmt.Sprintf("%s inside, %s across slices", t.In, t.Across)
 }
 
-// tiers lists the tiers of a multislice of n slices in rule order: the
-// in-slice strategy first, then the cross-slice one. The list is shared
+// tiers lists the tiers of a multislice of n slices by in-slice strategy,
+// then by cross-slice one, each in rule order (searcher.firstTiers
+// applies the rule order: DP across slices with each in-slice strategy
+// before FSDP across them). The list is shared
 // (read only): a lean search asks for it at every layout it keeps
 // (bars.raiseLean).
 func tiers(n int) []Tier {
@@ -77,8 +79,8 @@ var (
 	multisliceTiers = tiersAcross(AcrossDP, AcrossFSDP, AcrossPipeline)
 )
 
-// tiersAcross lists every in-slice strategy with each of across, in rule
-// order.
+// tiersAcross lists every in-slice strategy with each of across, in the
+// order tiers gives.
 func tiersAcross(across ...Across) []Tier {
 	var out []Tier
 	for in := InDP; in <= InModel; in++ {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -162,5 +163,63 @@ func TestScheduleOnlyWithPipeline(t *testing.T) {
 		if got := p.Schedule; (got == nil) != (c.want == "") || got != nil && *got != c.want {
 			t.Errorf("%v: schedule %v, want %q (absent when empty)", c.args, got, c.want)
 		}
+	}
+}
+
+// TestRanksNameScheduleAndChunks is review 3's defect 4: the ranked rows
+// of llama3-8b on 2 x v5p-32, data=16,pipeline=2(dcn), differ only in
+// their pipeline schedule and chunks, and top[] gives both, so that a row
+// can be run again: the flags a row names (--schedule, --chunks, --remat)
+// cost that row's step. The text table has the two columns too.
+func TestRanksNameScheduleAndChunks(t *testing.T) {
+	args := []string{"plan", "--model", "llama3-8b", "--tpu", "v5p-32", "--slices", "2", "--global-batch", "2Mitok",
+		"--mesh", "data=16,pipeline=2(dcn)"}
+	type row struct {
+		Layout   string  `json:"layout"`
+		Remat    string  `json:"remat"`
+		Micro    int     `json:"micro_batches"`
+		Schedule *string `json:"schedule"`
+		Chunks   int     `json:"chunks_per_device"`
+		Step     float64 `json:"step_time_s"`
+	}
+	var p struct {
+		Top []row `json:"top"`
+	}
+	out, errOut, code := runCmd(append(args, "--json", "--top", "3")...)
+	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil || len(p.Top) != 3 {
+		t.Fatalf("%v: exit %d %s %v, %d rows", args, code, errOut, err, len(p.Top))
+	}
+	seen := map[string]bool{}
+	for i, r := range p.Top {
+		if r.Schedule == nil || r.Chunks < 1 {
+			t.Fatalf("top[%d] = %+v, want a schedule and chunks_per_device", i, r)
+		}
+		if r.Layout != p.Top[0].Layout || r.Remat != p.Top[0].Remat || r.Micro != p.Top[0].Micro {
+			t.Errorf("top[%d] = %+v, want the layout, remat and micro-batches of top[0] %+v", i, r, p.Top[0])
+		}
+		k := *r.Schedule + "/" + strconv.Itoa(r.Chunks)
+		if seen[k] {
+			t.Errorf("top[%d]: schedule %s and chunks %d again: rows cannot be told apart", i, *r.Schedule, r.Chunks)
+		}
+		seen[k] = true
+	}
+	// Each row again, from the flags it names.
+	for i, r := range p.Top {
+		again := append(slices.Clone(args), "--json", "--top", "1", "--schedule", *r.Schedule, "--chunks", strconv.Itoa(r.Chunks), "--remat", r.Remat)
+		var q struct {
+			Top []row `json:"top"`
+		}
+		out, errOut, code := runCmd(again...)
+		if err := json.Unmarshal([]byte(out), &q); code != 0 || err != nil || len(q.Top) != 1 {
+			t.Fatalf("%v: exit %d %s %v", again, code, errOut, err)
+		}
+		if q.Top[0].Step != r.Step || q.Top[0].Micro != r.Micro {
+			t.Errorf("top[%d] run again with %v: step %v s, %d micro-batches, want the row's %v s, %d", i, again[len(args)+3:], q.Top[0].Step, q.Top[0].Micro, r.Step, r.Micro)
+		}
+	}
+	text, _, _ := runCmd(append(args, "--top", "3")...)
+	if !regexp.MustCompile(`(?m)^  #\s+layout\s+tier\s+remat\s+schedule\s+chunks\s+micro`).MatchString(text) ||
+		!regexp.MustCompile(`(?m)^  2\s+data=16,pipeline=2\(dcn\)\s.*\s`+regexp.QuoteMeta(*p.Top[1].Schedule)+`\s+`+strconv.Itoa(p.Top[1].Chunks)+`\s`).MatchString(text) {
+		t.Errorf("text table has no schedule and chunks columns, or row 2 is not top[1]'s %s/%d:\n%s", *p.Top[1].Schedule, p.Top[1].Chunks, text)
 	}
 }
