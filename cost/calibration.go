@@ -91,7 +91,7 @@ var calibrated = Calibration{
 	Quantized:   0.875,
 	DCNLatency:  2350 * time.Microsecond,
 	SliceJitter: 0.05,
-	Dropless:    2731,
+	Dropless:    2124,
 	Contention:  0.28,
 }
 

@@ -56,6 +56,23 @@ type stepFLOPs struct {
 	// runs in bf16 (headFLOPs, and UnquantizedExperts' routed GEMMs); 0
 	// without quantization.
 	bf16 float64
+	// tiles is the part of matmul the grouped GEMMs' tiles spend on
+	// other experts' rows (gmmTilePadding), in bf16 too where the routed
+	// GEMMs are (tilesBF16). Unlike the rest it does not grow with the
+	// tokens of a micro-batch: (G − 1)·(tm − 1) rows a GEMM.
+	tiles     float64
+	tilesBF16 bool
+}
+
+// withoutTiles is fl less its tiles: what grows with the batch, the
+// floor computeFloor takes (the tiles' rows are never negative).
+func (fl stepFLOPs) withoutTiles() stepFLOPs {
+	fl.matmul -= fl.tiles
+	if fl.tilesBF16 {
+		fl.bf16 -= fl.tiles
+	}
+	fl.tiles, fl.tilesBF16 = 0, false
+	return fl
 }
 
 // computeFLOPs is j's stepFLOPs in shape sh at tokens per step.
@@ -91,10 +108,16 @@ func (j *Job) computeFLOPs(sh *shape, tokens float64) stepFLOPs {
 	// axes, the experts over expert, d_model over tensor).
 	fl.dispatch = j.denseDispatchFLOPs(tokens)
 	fl.sortPerChip = j.droplessExtra(tokens)*float64(sh.t) + fl.dispatch
+	// The routed GEMMs, the recomputed ones too, and the rows of other
+	// experts their tiles compute (gmmTilePadding).
+	routed := j.routedFLOPs(tokens) + sh.r.routed*float64(j.Model.Layers)*tokens
+	fl.tiles = j.gmmTilePadding(sh) * routed
+	fl.matmul += fl.tiles
 	if j.Quantization != QuantNone {
 		fl.bf16 = j.headFLOPs(tokens)
 		if j.UnquantizedExperts() {
-			fl.bf16 += j.routedFLOPs(tokens) + sh.r.routed*float64(j.Model.Layers)*tokens
+			fl.bf16 += routed + fl.tiles
+			fl.tilesBF16 = true
 		}
 	}
 	return fl
@@ -238,13 +261,15 @@ func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }
 // sequences per micro-batch) and what does not (fixed). It is compute
 // with every GEMM at the MXU's full efficiency (systolic.Preset.Efficiency
 // is useful MACs over the arrays' capacity, at most 1, and mxuStats'
-// means of it are too), the vector work and the optimizer's update as
+// means of it are too) and without the grouped GEMMs' tiles of other
+// experts' rows (a fixed cost a micro-batch, which the fewest sequences
+// would overstate), the vector work and the optimizer's update as
 // compute has them, and nothing offloaded.
 func (j *Job) computeFloor(m *mesh.Mesh, sh *shape) (perBatch, fixed float64) {
 	chip := &m.Multislice.Slice.Chip
 	shards := sh.d * sh.f * sh.e * sh.m
 	tokens := float64(sh.b*shards) * float64(j.Seq)
-	mxu, attn := j.matmulSeconds(chip, float64(m.Chips()), j.computeFLOPs(sh, tokens), 1, 1)
+	mxu, attn := j.matmulSeconds(chip, float64(m.Chips()), j.computeFLOPs(sh, tokens).withoutTiles(), 1, 1)
 	bw := float64(chip.HBMBandwidth)
 	return mxu + attn + j.vectorBytes(sh, sh.r)/bw, j.optimizerBytes(sh) / bw
 }

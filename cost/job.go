@@ -227,6 +227,12 @@ type Settings struct {
 	// LoadImbalance is the most loaded expert's tokens over the mean,
 	// dropless (1 or 0: perfectly balanced).
 	LoadImbalance float64
+	// GMMTile is the row tile of a dropless MoE layer's grouped GEMMs,
+	// averaged over the nine a layer runs (wi_0, wi_1 and wo, each as the
+	// forward gmm, the lhs-gradient gmm and the rhs-gradient tgmm): a tile
+	// computes all its rows whichever expert they belong to
+	// (gmmTilePadding). 0 means MaxText's default, GMMTileRows.
+	GMMTile float64
 }
 
 // NewJob returns a job with MaxText precision, 1F1B, full remat and the
@@ -359,6 +365,9 @@ func (j *Job) validateSettings() error {
 	}
 	if !(j.LoadImbalance == 0 || (j.LoadImbalance >= 1 && j.LoadImbalance <= 64)) {
 		return bad("load imbalance", j.LoadImbalance, "0 (balanced) or a ratio in [1, 64]")
+	}
+	if !(j.GMMTile == 0 || (j.GMMTile >= 1 && j.GMMTile <= MaxGMMTile)) {
+		return bad("grouped GEMM tile", j.GMMTile, fmt.Sprintf("0 (MaxText's %d rows) or a mean row tile in [1, %d]", GMMTileRows, MaxGMMTile))
 	}
 	return j.ringErr()
 }

@@ -334,6 +334,56 @@ func (j *Job) routedFLOPs(tokens float64) float64 {
 	return max(j.rowFactor(), 1) * j.activeRoutedFLOPs(tokens)
 }
 
+// GMMTileRows is the row tile of MaxText's grouped GEMMs: base.yml's
+// tile_batch_seq (512 at MaxText @9ca35d7e and @3eb77db3, the tiling
+// layers/moe.py sparse_matmul passes megablox's gmm as (min(tile_batch_seq,
+// m), …)) and, since, its wi_tile_*_batch_seq and wo_tile_*_batch_seq for
+// each of the forward, lhs-gradient and rhs-gradient kernels (512 each in
+// base.yml @e591f30c). A recipe may set its own (the TPU7x fp8 recipes
+// do), and tokamax's unquantized ragged_dot, which MaxText calls without a
+// tiling, takes its own tuned tiles: Job.GMMTile says so.
+const GMMTileRows = 512
+
+// MaxGMMTile is the largest row tile a job may state (Job.GMMTile).
+const MaxGMMTile = 65536
+
+// gmmTilePadding is the share of its routed GEMMs' work a dropless MoE
+// layer spends on rows of other experts: the grouped GEMM steps over the
+// rows in tiles of tm and computes every tile a group touches in full,
+// masking the rows outside the group when it stores (megablox gmm.py
+// make_group_metadata and _get_store_mask @9ca35d7e, the same in tokamax's
+// pallas_mosaic_tpu_kernel.py: "If a group starts somewhere other than
+// the start of a tile … we need to compute that full tile", tiles_m ≤
+// visited ≤ tiles_m + num_groups − 1). Each of a device's G local experts
+// but the first starts at a row that is a multiple of tm with
+// probability 1/tm, so the expected extra rows are (G − 1)·(tm − 1), tm
+// the job's mean tile (Job.GMMTile; the extra rows are linear in it), over
+// the m routed rows the device's GEMM holds (TokensPerExpert × G, per JAX
+// device): (G − 1)(tm − 1)/m. The lhs-gradient gmm and the rhs-gradient
+// tgmm visit the same tiles (megablox ops.py _gmm_bwd passes the same
+// group sizes and tiling), so the share holds for the backward and any
+// recomputed forward too. An empty group visits no tile in gmm, so at
+// most min(G, m) groups count. Zero with a capacity factor
+// (dense_matmul's einsums have no groups) or a dense model.
+func (j *Job) gmmTilePadding(sh *shape) float64 {
+	spec := j.Model
+	if !spec.MoE() || j.CapacityFactor > 0 {
+		return 0
+	}
+	g := float64(spec.Experts / max(sh.e, 1))
+	m := j.TokensPerExpert(sh.b, sh.s, sh.e) * g / float64(max(sh.dev, 1))
+	tile := j.GMMTile
+	if tile <= 0 {
+		tile = GMMTileRows
+	}
+	// an empty group visits no tile: at most m of the groups hold a row
+	starts := min(g, m) - 1
+	if starts <= 0 {
+		return 0
+	}
+	return starts * (min(tile, m) - 1) / m
+}
+
 // denseDispatchFLOPs is the FLOPs of the einsums with which MaxText's
 // dropping path moves the tokens to and from the experts' capacity
 // buffers (layers/moe.py dense_matmul @e591f30c, capacity_factor > 0 in

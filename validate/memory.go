@@ -97,6 +97,12 @@ type Config struct {
 	// CapacityFactor is MaxText's capacity_factor for a mixture of experts:
 	// -1 (or 0) dropless, else the factor its dropping dispatch pads to.
 	CapacityFactor float64 `yaml:"capacity_factor,omitempty" json:"capacity_factor,omitempty"`
+	// GMMTileRows is the row tile of a dropless mixture of experts'
+	// grouped GEMMs, the mean over a layer's nine (cost.Job.GMMTile),
+	// where the run's kernels did not tile at MaxText's default 512 rows:
+	// a recipe's wi_tile_*_batch_seq and wo_tile_*_batch_seq, or the tiles
+	// tokamax's ragged_dot tunes for itself. 0: the default.
+	GMMTileRows float64 `yaml:"gmm_tile_rows,omitempty" json:"gmm_tile_rows,omitempty"`
 }
 
 // Run is the configuration as a row of the runs table, for Run.Setup. A

@@ -249,10 +249,29 @@ func (r Run) job() (cost.Job, error) {
 	case cf > 0:
 		j.CapacityFactor = cf
 	}
+	if j.GMMTile, err = r.gmmTile(); err != nil {
+		return cost.Job{}, err
+	}
 	if j.Attention, err = r.attention(); err != nil {
 		return cost.Job{}, err
 	}
 	return j, nil
+}
+
+// gmmTile is the run's gmm_tile_rows: unset (MaxText's default tile),
+// or, for a dropless mixture of experts, the mean row tile of its
+// grouped GEMMs.
+func (r Run) gmmTile() (float64, error) {
+	switch g := r.GMMTileRows; {
+	case g == 0:
+		return 0, nil
+	case math.IsNaN(g) || g < 1 || g > cost.MaxGMMTile:
+		return 0, bad("gmm_tile_rows", g, fmt.Sprintf("unset or a mean row tile in [1, %d]", cost.MaxGMMTile))
+	case !r.Model.MoE() || r.CapacityFactor > 0:
+		return 0, bad("gmm_tile_rows", g, "unset but for a dropless mixture of experts (the only run with grouped GEMMs)")
+	default:
+		return g, nil
+	}
 }
 
 // precision is the bytes of the run's parameters, gradients, optimizer
