@@ -49,16 +49,7 @@ func TestPipelineMTPOnEveryStage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, st := range []struct {
-			s      stage
-			params int64
-		}{{firstStage, c.first}, {lastStage, c.last}} {
-			got := e.stageBase(&j, &m, &sh, st.s).mem
-			if want := unit.Bytes(st.params * 16); got.Weights+got.Gradients+got.Optimizer != want {
-				t.Errorf("%s, %s stage: weights, gradients, optimizer %d + %d + %d bytes, want %d", c.k, st.s,
-					got.Weights, got.Gradients, got.Optimizer, want)
-			}
-		}
+		stagesHold(t, e, &j, &m, &sh, c.first, c.last)
 		if want := 0.0; c.k != schedule.OneFOneB {
 			want = 262_669_312 + 62_918_656
 			if sh.head != want {

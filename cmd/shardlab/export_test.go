@@ -91,7 +91,7 @@ func TestExportWithoutJobIsOneConfig(t *testing.T) {
 	// the web UI's download with no options is the same config
 	want, _, _ := runCmd("export", "maxtext")
 	rec := httptest.NewRecorder()
-	web.New(web.Config{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/download/maxtext.yaml", nil))
+	web.New(webTest).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/download/maxtext.yaml", nil))
 	if rec.Code != http.StatusOK || rec.Body.String() != want {
 		t.Errorf("GET /download/maxtext.yaml = %d, %d bytes; want export maxtext's %d", rec.Code, rec.Body.Len(), len(want))
 	}

@@ -10,14 +10,19 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"shardlab/web"
 )
 
+// webTest is the server the tests ask: the default but for its waits (a
+// loaded CI machine outlasts the default 30 s Timeout; web's testConfig).
+var webTest = web.Config{QueueWait: time.Minute, Timeout: 2 * time.Minute}
+
 // TestAPIEqualsPlanJSON: POST /api/plan prints what plan --json prints for
 // the same request.
 func TestAPIEqualsPlanJSON(t *testing.T) {
-	h := web.New(web.Config{})
+	h := web.New(webTest)
 	for _, tc := range []struct {
 		body string
 		args []string
@@ -122,7 +127,7 @@ func TestWebFlags(t *testing.T) {
 // byte for byte: one parser (inference.ParseOptions, budget.ParseOptions)
 // and one renderer behind both.
 func TestWebDownloadsEqualJSON(t *testing.T) {
-	h := web.New(web.Config{})
+	h := web.New(webTest)
 	for _, tc := range []struct {
 		path string
 		args []string
@@ -137,15 +142,22 @@ func TestWebDownloadsEqualJSON(t *testing.T) {
 		{"/download/budget.json?model=llama3-8b&tokens=10B&generations=v6e,tpu7x&modes=on-demand&slice_chips=4&slices=1&price=tpu7x%3D5",
 			[]string{"budget", "--model", "llama3-8b", "--tokens", "10B", "--generations", "v6e,tpu7x", "--modes", "on-demand", "--slice-chips", "4", "--slices", "1", "--price", "tpu7x=5"}},
 	} {
-		want, errOut, code := runCmd(append(tc.args, "--json")...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", tc.args, code, errOut)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
-		if rec.Code != http.StatusOK || rec.Body.String() != want {
-			t.Errorf("GET %s = %d, differs from %v --json:\n%.400s\nwant:\n%.400s", tc.path, rec.Code, tc.args, rec.Body.String(), want)
-		}
+		downloadIsCommand(t, h, tc.path, append(tc.args, "--json"))
+	}
+}
+
+// downloadIsCommand checks that GET path on h answers 200 with what the
+// command args prints, byte for byte.
+func downloadIsCommand(t *testing.T, h http.Handler, path string, args []string) {
+	t.Helper()
+	want, errOut, code := runCmd(args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errOut)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	if rec.Code != http.StatusOK || rec.Body.String() != want {
+		t.Errorf("GET %s = %d, differs from %v:\n%.600s\nwant:\n%.600s", path, rec.Code, args, rec.Body.String(), want)
 	}
 }
 
@@ -157,7 +169,7 @@ func TestWebDownloadsEqualJSON(t *testing.T) {
 // (every schedule) chose an interleaved pipeline and the download
 // answered 422, while export maxtext wrote fsdp=2(dcn),fsdp=16.
 func TestWebExportDownloadsEqualExport(t *testing.T) {
-	h := web.New(web.Config{})
+	h := web.New(webTest)
 	const q = "model=llama3-8b&tpu=v5p-32&slices=2&global_batch=2Mitok"
 	job := []string{"--model", "llama3-8b", "--tpu", "v5p-32", "--slices", "2", "--global-batch", "2Mitok"}
 	for _, tc := range []struct {
@@ -168,14 +180,6 @@ func TestWebExportDownloadsEqualExport(t *testing.T) {
 		{"/download/xpk.sh?" + q + "&cluster=c&workload=w&base_docker_image=img",
 			append([]string{"export", "xpk", "--cluster", "c", "--workload", "w", "--base-docker-image", "img"}, job...)},
 	} {
-		want, errOut, code := runCmd(tc.args...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", tc.args, code, errOut)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
-		if rec.Code != http.StatusOK || rec.Body.String() != want {
-			t.Errorf("GET %s = %d, differs from %v:\n%.600s\nwant:\n%.600s", tc.path, rec.Code, tc.args, rec.Body.String(), want)
-		}
+		downloadIsCommand(t, h, tc.path, tc.args)
 	}
 }
