@@ -96,7 +96,7 @@ func TestInferenceBadInput(t *testing.T) {
 	// one sequence's pages do not fit: the error says so and names the
 	// flag of the length that would fit (inference's TestNoFitPages costs it)
 	if _, errOut, code := runCmd("inference", "--model", "gemma4-31b", "--tpu", "v6e-4", "--concurrency", "1", "--max-model-len", "262144"); code != 1 ||
-		!strings.Contains(errOut, "one sequence's KV pages of max_model_len 262144 tokens") || !strings.Contains(errOut, "it fits with --max-model-len ") ||
+		!strings.Contains(errOut, "one sequence's KV pages of --max-model-len 262144 tokens") || !strings.Contains(errOut, "it fits with --max-model-len ") ||
 		strings.Contains(errOut, "1 concurrent sequences") {
 		t.Errorf("gemma4-31b at 262144 tokens on v6e-4: exit %d, %q; want 1, one sequence's pages and --max-model-len", code, errOut)
 	}
