@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"shardlab/export"
@@ -353,5 +354,37 @@ func TestInferencePrefillSteps(t *testing.T) {
 	}
 	if !strings.Contains(out, "prefill in 3 steps of at most 1024 tokens") || !strings.Contains(out, "step overhead 3 × ") {
 		t.Errorf("a 2500-token prompt in a budget of 1024: output lacks its 3 prefill steps:\n%s", out)
+	}
+}
+
+// TestInferenceJSONBreakdown: --json's latency parts add up to ttft_s
+// and inter_token_latency_s, for a dense model, a mixture of experts
+// whose prefill is bound by its weights' read, and a hybrid model with
+// linear attention (its JSON had no key for the prefill's weights read
+// nor for the recurrent states, so neither total could be rebuilt).
+func TestInferenceJSONBreakdown(t *testing.T) {
+	for _, args := range [][]string{
+		{"--model", "llama3-8b", "--tpu", "v6e-8", "--prompt-len", "6000", "--output-len", "100", "--max-num-batched-tokens", "2048"},
+		{"--model", "qwen3-coder-480b-a35b", "--max-model-len", "4096", "--weights", "fp8", "--kv-cache-dtype", "fp8"},
+		{"--model", "qwen3.5-397b-a17b", "--tpu", "tpu7x-16", "--enable-dp-attention", "--weights", "fp8", "--kv-cache-dtype", "fp8"},
+	} {
+		v := decodeJSON(t, append([]string{"inference", "--num-requests", "10", "--json"}, args...)...).(map[string]any)
+		l := v["layout"].(map[string]any)
+		f := func(k string) float64 {
+			x, ok := l[k].(float64)
+			if !ok {
+				t.Fatalf("%v: layout has no number %s", args, k)
+			}
+			return x
+		}
+		ttft := f("prefill_roofline_s") + f("prefill_all_reduce_s") + f("prefill_steps")*f("step_overhead_s")
+		itl := max(f("decode_hbm_s")-f("decode_kv_hbm_s"), f("decode_compute_s")) + max(f("decode_kv_hbm_s"), f("decode_attention_mxu_s")) +
+			f("decode_linear_attention_s") + f("decode_moe_dispatch_s") + f("decode_sampling_s") + f("decode_all_reduce_s") + f("step_overhead_s")
+		if math.Abs(ttft-f("ttft_s")) > 1e-8 || math.Abs(itl-f("inter_token_latency_s")) > 1e-8 {
+			t.Errorf("%v: ttft_s %g, its parts %g; inter_token_latency_s %g, its parts %g", args, f("ttft_s"), ttft, f("inter_token_latency_s"), itl)
+		}
+		if f("prefill_roofline_s") < max(f("prefill_compute_s"), f("prefill_weights_hbm_s")) {
+			t.Errorf("%v: prefill_roofline_s %g below its MXU %g or weights %g", args, f("prefill_roofline_s"), f("prefill_compute_s"), f("prefill_weights_hbm_s"))
+		}
 	}
 }
