@@ -230,8 +230,8 @@ type Memory struct {
 	// fit in one replica.
 	MaxSeqs int `json:"max_seqs_at_max_model_len"`
 	// HeldSeqs is the most sequences of the requests' full length,
-	// prompt_len + output_len tokens (or the longest request's,
-	// Request.SeqTokens), whose pages fit in one replica at once (holds).
+	// prompt_len + output_len tokens (or a length mix's longest request,
+	// Request.Mix), whose pages fit in one replica at once (holds).
 	HeldSeqs int `json:"held_seqs_at_request_len"`
 }
 
@@ -420,7 +420,7 @@ func (r Request) rooflines(l *Layout) {
 	// decode step of SeqsEach sequences at their mean context: the
 	// simulator's step (Simulate) of that batch, padded as tpu-inference
 	// pads it, its terms kept apart
-	ctx := r.PromptLen + r.OutputLen/2
+	ctx := r.decodeContext()
 	B := l.SeqsEach
 	kv := float64(m.KVPerToken)
 	b := Batch{Seqs: B, PaddedSeqs: paddedSeqs(B, max(r.MaxNumSeqs, B)), Tokens: B, PaddedTokens: paddedTokens(B),

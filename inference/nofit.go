@@ -64,13 +64,13 @@ func noFit(r Request, layouts []Layout) *NoFitError {
 	if e := pagesWhy(r, layouts); e != nil {
 		return e
 	}
-	why := fmt.Sprintf("no layout of %s serves %d concurrent sequences of %d+%d tokens", r.Slice.AcceleratorType(), r.Concurrency, r.PromptLen, r.OutputLen)
+	why := fmt.Sprintf("no layout of %s serves %d concurrent sequences of %s", r.Slice.AcceleratorType(), r.Concurrency, r.lengths())
 	if r.RequestRate > 0 {
-		why = fmt.Sprintf("%g requests/s of %d+%d tokens saturate %s: at the mean step with the arriving prompts' chunks they keep more sequences at once than the pages hold at the requests' lengths or than the %d accepted, or the steps cannot keep up",
-			r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), MaxConcurrency)
+		why = fmt.Sprintf("%g requests/s of %s saturate %s: at the mean step with the arriving prompts' chunks they keep more sequences at once than the pages hold at the requests' lengths or than the %d accepted, or the steps cannot keep up",
+			r.RequestRate, r.lengths(), r.Slice.AcceleratorType(), MaxConcurrency)
 		if l, ok := unsettledAt(r, layouts); ok {
-			why = fmt.Sprintf("%g requests/s of %d+%d tokens: no layout of %s keeps up with them, and on TP %d × DP %d the search for their steady state did not settle within %d units of work (step evaluations by their sequences) or %d iterations (it is not known to saturate it)",
-				r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), l.TP, l.DP, maxWork, maxIterations)
+			why = fmt.Sprintf("%g requests/s of %s: no layout of %s keeps up with them, and on TP %d × DP %d the search for their steady state did not settle within %d units of work (step evaluations by their sequences) or %d iterations (it is not known to saturate it)",
+				r.RequestRate, r.lengths(), r.Slice.AcceleratorType(), l.TP, l.DP, maxWork, maxIterations)
 		}
 	}
 	return &NoFitError{Why: why}
@@ -117,7 +117,7 @@ func shorterFit(r Request) (int, Layout, bool) {
 		}
 		return fitting(q)
 	}
-	lo, hi := r.PromptLen+r.OutputLen, r.MaxModelLen // lo fits, hi does not
+	lo, hi := r.heldTokens(), r.MaxModelLen // lo fits, hi does not
 	best, ok := try(lo)
 	if !ok || lo >= hi {
 		return 0, Layout{}, false

@@ -2,7 +2,6 @@ package inference
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"shardlab/hw"
@@ -115,10 +114,12 @@ func Search(r Request) (Plan, error) {
 		p.Reasons = append(p.Reasons, admitReason(r, b))
 	}
 	p.Reasons = append(p.Reasons, chipsReason(r, b))
+	if m := r.mixReason(); m != "" {
+		p.Reasons = append(p.Reasons, m)
+	}
 	if b.Preempts {
 		p.Warnings = append(p.Warnings, preemptWarning(r, b))
 	}
-	p.Warnings = append(p.Warnings, r.mixWarnings()...)
 	if p.BestEffort {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("no layout meets %s at %d concurrent sequences: best effort shown, which misses %s", r.slos(), b.Concurrency, strings.Join(b.Misses, " and ")))
 	}
@@ -253,18 +254,4 @@ func modelWarnings(r Request, b Layout) []string {
 		out = append(out, "expert parallelism: experts are costed by the average routed load; the busiest device of a step may read more")
 	}
 	return out
-}
-
-// mixWarnings warns, under a request rate, where the length mix's mean
-// prompt or output differs from PromptLen or OutputLen, which the plan's
-// rate sizing (AtRate) takes, by more than a tenth: the simulation draws
-// the mix, so its requests are not the ones the plan was sized for.
-func (r Request) mixWarnings() []string {
-	p, o := r.MixMeans[0], r.MixMeans[1]
-	off := func(mean float64, n int) bool { return math.Abs(mean-float64(n)) > 0.1*float64(n) }
-	if r.RequestRate <= 0 || p == 0 || (!off(p, r.PromptLen) && !off(o, r.OutputLen)) {
-		return nil
-	}
-	return []string{fmt.Sprintf("the plan is sized for requests of %d+%d tokens (prompt_len, output_len), and the length mix's mean is %.0f+%.0f: give its means to size it for the mix",
-		r.PromptLen, r.OutputLen, p, o)}
 }

@@ -39,8 +39,8 @@ func (p Plan) writeRequest(w io.Writer) {
 	if r.KVCacheDtype != "" && r.KVCacheDtype != kv {
 		kv = fmt.Sprintf("%s (%s)", r.KVCacheDtype, r.KVCache)
 	}
-	fmt.Fprintf(w, "serving %s on %s (%s, %s a chip): max model len %d, %s of %d+%d tokens, weights %s, KV cache %s\n",
-		r.Model.Name, r.Slice.AcceleratorType(), unit.Plural(r.Slice.Chips(), "chip"), unit.Plural(r.Slice.Chip.JAXDevicesPerChip, "JAX device"), r.MaxModelLen, load, r.PromptLen, r.OutputLen, r.Weights, kv)
+	fmt.Fprintf(w, "serving %s on %s (%s, %s a chip): max model len %d, %s of %s, weights %s, KV cache %s\n",
+		r.Model.Name, r.Slice.AcceleratorType(), unit.Plural(r.Slice.Chips(), "chip"), unit.Plural(r.Slice.Chip.JAXDevicesPerChip, "JAX device"), r.MaxModelLen, load, r.lengths(), r.Weights, kv)
 	goal := "objective " + string(r.Objective)
 	if s := r.slos(); s != "" {
 		goal += ", SLOs " + s

@@ -12,6 +12,7 @@ import (
 
 	"shardlab/export"
 	"shardlab/inference"
+	"shardlab/unit"
 )
 
 // inferenceFlags are the options of shardlab inference: the serving
@@ -58,7 +59,7 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 		"throughput: the most output tokens/s per chip that meets the SLOs; latency: the least inter-token latency, then TTFT")
 	durationVar(fs, &o.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")
 	durationVar(fs, &o.ITLSLO, "itl-slo", 0, 0, time.Hour, "0: no target", "inter-token latency target at the offered load")
-	fs.StringVar(&o.LengthMix, "length-mix", d.LengthMix, "the simulated requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+")")
+	fs.StringVar(&o.LengthMix, "length-mix", d.LengthMix, "the requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+"); a mix is planned at its mean request and its longest, and simulated")
 	uint64Var(fs, &o.Seed, "seed", d.Seed, 0, 1<<63, "", "seed of the simulation's lengths and arrivals")
 	intVar(fs, &o.NumRequests, "num-requests", d.NumRequests, 1, inference.MaxSimRequests, "", "requests the simulation serves")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
@@ -79,6 +80,9 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.ModelSpec = spec
+	if err := lengthsOnce(fs, o.LengthMix); err != nil {
+		return err
+	}
 	if o.Histogram, err = readMix(o.LengthMix); err != nil {
 		return err
 	}
@@ -102,6 +106,8 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	} else if err != nil {
 		return inferenceError(err)
 	}
+	misses := p.SimMisses(sim)
+	p.Warnings = append(p.Warnings, misses...)
 	cmd := export.VLLMServe(p, id)
 	if f.json {
 		out := export.Serving(p, cmd)
@@ -109,7 +115,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
-		return bestEffort(p)
+		return unborne(p, misses)
 	}
 	if err := writeInference(stdout, p, cmd); err != nil {
 		return err
@@ -122,7 +128,18 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	if err := sim.WriteText(stdout, what); err != nil {
 		return err
 	}
-	return bestEffort(p)
+	return unborne(p, misses)
+}
+
+// unborne is the error of a plan that misses its SLOs (bestEffort) or
+// that its own simulation does not bear out (misses, inference's
+// Plan.SimMisses, printed among the plan's warnings): exit 1 either way,
+// so that a script sees it.
+func unborne(p inference.Plan, misses []string) error {
+	if err := bestEffort(p); err != nil || len(misses) == 0 {
+		return err
+	}
+	return fmt.Errorf("inference: the simulation does not bear the plan out (%s above): its steady state does not hold for these requests", unit.Plural(len(misses), "warning"))
 }
 
 // bestEffort is the error of a plan no layout of which meets the SLOs:
@@ -147,6 +164,19 @@ func dpAttentionOff(fs *flag.FlagSet, r inference.Request) error {
 		return nil
 	}
 	return bad("inference: --enable-dp-attention false, want true or unset for %s: its latent attention runs data parallel inside a replica, and tpu-inference refuses a latent-attention model without enable_dp_attention (tpu_platform.py check_and_update_config)", r.Model.Name)
+}
+
+// lengthsOnce refuses --prompt-len or --output-len beside a length mix,
+// which replaces them with its mean request: the plan could take only
+// one of them.
+func lengthsOnce(fs *flag.FlagSet, mix string) error {
+	set := setFlags(fs)
+	for _, name := range []string{"prompt-len", "output-len"} {
+		if set[name] && mix != "fixed" {
+			return bad("inference: --%s %s, want it unset with --length-mix %s: the plan takes the mix's mean request, its simulation the mix", name, fs.Lookup(name).Value, mix)
+		}
+	}
+	return nil
 }
 
 // readMix reads the histogram file --length-mix names; nil for fixed and

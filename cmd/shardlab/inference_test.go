@@ -74,6 +74,7 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--length-mix", "zipf"}, []string{`--length-mix "zipf": no such file, want fixed, uniform:A-B or a histogram file (lines prompt_len,output_len,weight)`}},
 		{[]string{"--length-mix", "uniform:100-5000"}, []string{`--length-mix "uniform:100-5000"`, "requests of 10000", "max_model_len 8192"}},
 		{[]string{"--length-mix", badMix}, []string{"--length-mix", "line 3", "output_len", `"3x00"`}},
+		{[]string{"--length-mix", "uniform:10-20", "--output-len", "500"}, []string{"--output-len 500", "unset with --length-mix uniform:10-20", "mean request"}},
 		{[]string{"--num-requests", "0"}, []string{"--num-requests", `"0"`}},
 		{[]string{"--seed", "-1"}, []string{"--seed", `"-1"`}},
 		{[]string{"--objective", "fast"}, []string{"--objective", `"fast"`, "throughput or latency"}},
@@ -386,5 +387,38 @@ func TestInferenceJSONBreakdown(t *testing.T) {
 		if f("prefill_roofline_s") < max(f("prefill_compute_s"), f("prefill_weights_hbm_s")) {
 			t.Errorf("%v: prefill_roofline_s %g below its MXU %g or weights %g", args, f("prefill_roofline_s"), f("prefill_compute_s"), f("prefill_weights_hbm_s"))
 		}
+	}
+}
+
+// TestInferenceSimulationBearsOut: where the plan's own simulation serves
+// far less than it says, the plan warns and the exit status is 1, as for
+// a missed SLO, in text and JSON. A mix of 5% long outputs (100+4000
+// tokens) among short ones at 5/s on v6e-8: the plan admits 99% of
+// arrivals at once at its mean, 25 ms to the first token; the
+// simulation's long requests hold their slots, a tail of arrivals waits
+// (p99 1.7 s) and the mean TTFT is over three times the plan's.
+func TestInferenceSimulationBearsOut(t *testing.T) {
+	h := filepath.Join(t.TempDir(), "mix.csv")
+	if err := os.WriteFile(h, []byte("prompt_len,output_len,weight\n100,4000,0.05\n100,10,0.95\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"inference", "--model", "llama3-8b", "--tpu", "v6e-8", "--request-rate", "5", "--length-mix", h}
+	out, errOut, code := runCmd(args...)
+	if code != 1 || !strings.Contains(out, "warning: the simulation's mean TTFT is") || !strings.Contains(errOut, "the simulation does not bear the plan out") {
+		t.Errorf("exit %d, stderr %q, want 1, a warning in the plan and the error", code, errOut)
+	}
+	jout, _, code := runCmd(append(args, "--json")...)
+	var v struct{ Warnings []string }
+	if err := json.Unmarshal([]byte(jout), &v); err != nil || code != 1 || !strings.Contains(strings.Join(v.Warnings, "\n"), "the simulation's mean TTFT") {
+		t.Errorf("--json: exit %d, %v, warnings %q; want 1 and the simulation's warning", code, err, v.Warnings)
+	}
+	// the review's mix at a rate the plan at it keeps up with: exit 0
+	if _, errOut, code := runCmd("inference", "--request-rate", "1", "--length-mix", "uniform:2000-4000", "--num-requests", "300"); code != 0 {
+		t.Errorf("uniform:2000-4000 at 1/s: exit %d, %s; want 0", code, errOut)
+	}
+	// at 2/s it is planned at its lengths, which no layout of tpu7x-8 keeps up with
+	if _, errOut, code := runCmd("inference", "--request-rate", "2", "--length-mix", "uniform:2000-4000", "--num-requests", "300"); code != 1 ||
+		!strings.Contains(errOut, "2 requests/s of uniform 2000-4000 lengths (mean 3000+3000 tokens, up to 8000) saturate tpu7x-8") {
+		t.Errorf("uniform:2000-4000 at 2/s: exit %d, %q; want 1, saturated at the mix's lengths", code, errOut)
 	}
 }
