@@ -31,7 +31,7 @@ type Options struct {
 	// repository or a path; "" takes the catalog model's repository.
 	HFModel string `json:"hf_model"`
 	// MaxModelLen is the longest sequence, prompt and output, in tokens;
-	// 0 takes the model's.
+	// 0 takes the catalog's sequence length for the model.
 	MaxModelLen int `json:"max_model_len"`
 	// Concurrency is the sequences decoding at once across the replicas;
 	// 0 takes DefaultRequest's unless RequestRate or MaxNumSeqs is set,
@@ -41,7 +41,9 @@ type Options struct {
 	RequestRate float64 `json:"request_rate"`
 	PromptLen   int     `json:"prompt_len"`
 	OutputLen   int     `json:"output_len"`
-	// Weights is the weights' format: bf16, fp8 or int8.
+	// Weights is the weights' format: bf16, fp8 or int8; "" takes the
+	// checkpoint's (Request.Checkpoint: the catalog's record of the
+	// repository vllm serve loads, else bf16).
 	Weights string `json:"weights"`
 	// MaxNumSeqs is vLLM's max_num_seqs (0: unset).
 	MaxNumSeqs int `json:"max_num_seqs"`
@@ -99,7 +101,7 @@ const (
 func DefaultOptions() Options {
 	d := DefaultRequest()
 	return Options{Model: DefaultModel, TPU: DefaultTPU, PromptLen: d.PromptLen, OutputLen: d.OutputLen,
-		Weights: string(d.Weights), KVCacheDtype: "auto", MemoryUtilization: d.MemoryUtilization,
+		Weights: "", KVCacheDtype: "auto", MemoryUtilization: d.MemoryUtilization,
 		MaxNumBatchedTokens: d.MaxNumBatchedTokens, Objective: string(Throughput),
 		LengthMix: "fixed", Seed: 1, NumRequests: 1000}
 }
@@ -174,6 +176,9 @@ func (o Options) request(mix LengthMix) (Request, string, error) {
 	r.Weights, r.KVCacheDtype = Dtype(o.Weights), o.KVCacheDtype
 	r.MemoryUtilization, r.MaxNumBatchedTokens, r.TP, r.DP = o.MemoryUtilization, o.MaxNumBatchedTokens, o.TP, o.DP
 	r.DPAttention, r.Mix = o.EnableDPAttention, mix
+	if o.HFModel == "" || o.HFModel == spec.HFModel {
+		r.Checkpoint = Dtype(spec.HFDtype) // the catalog's record of the repository served
+	}
 	r.Objective, r.TTFTSLO, r.ITLSLO = Objective(strings.ToLower(o.Objective)), o.TTFTSLO, o.ITLSLO
 	if r, err = NewRequest(r); err != nil {
 		return Request{}, "", err

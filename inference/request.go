@@ -104,8 +104,11 @@ var Generations = []hw.Generation{hw.V5e, hw.V6e, hw.TPU7x}
 type Request struct {
 	Model model.Spec
 	// Slice is the TPU: its chips are the most a plan may use.
-	Slice       hw.Slice
-	MaxModelLen int // tokens; 0: the model's
+	Slice hw.Slice
+	// MaxModelLen is the longest sequence, in tokens; 0 takes the
+	// catalog's sequence length for the model (model.Spec.SeqLen), the
+	// most it accepts.
+	MaxModelLen int
 	// Concurrency is the number of sequences decoding together.
 	Concurrency int
 	// RequestRate, when positive, replaces Concurrency: requests arrive at
@@ -127,9 +130,18 @@ type Request struct {
 	// rounded, and the pages are checked for preemption (holds) at its
 	// longest request. The zero value: every request PromptLen +
 	// OutputLen tokens (Lengths).
-	Mix     LengthMix
+	Mix LengthMix
+	// Weights is the weights' format; "" takes Checkpoint's.
 	Weights Dtype
 	KVCache Dtype
+	// Checkpoint is the format the checkpoint vllm serve loads stores its
+	// weights in, as the model catalog records it (model.Spec.HFDtype;
+	// ParseOptions sets it when the command loads the catalog's
+	// repository); "" is bf16, the format of the checkpoints the catalog
+	// records nothing for. vLLM reads a quantized checkpoint's format
+	// from its config.json, so weights other than it need a conversion
+	// or tpu-inference's quantization rules (modelWarnings).
+	Checkpoint Dtype
 	// KVCacheDtype is vLLM's --kv-cache-dtype as given (one of
 	// KVCacheDtypes). When set, NewRequest sets KVCache from it; when
 	// empty, NewRequest sets it to the value that stores KVCache (auto
@@ -202,12 +214,12 @@ const (
 )
 
 // DefaultRequest is a request with shardlab inference's defaults: 64
-// sequences decoding together, 1024-token prompts and outputs, bf16
-// weights and KV cache, vLLM's default gpu_memory_utilization (0.92) and
+// sequences decoding together, 1024-token prompts and outputs, the
+// checkpoint's weights (Weights ""), a bf16 KV cache, vLLM's default gpu_memory_utilization (0.92) and
 // tpu-inference's daily benchmarks' 4096 batched tokens. Model and Slice
 // are the caller's.
 func DefaultRequest() Request {
-	return Request{Concurrency: 64, PromptLen: 1024, OutputLen: 1024, Weights: "bf16", KVCache: "bf16",
+	return Request{Concurrency: 64, PromptLen: 1024, OutputLen: 1024, KVCache: "bf16",
 		MemoryUtilization: 0.92, MaxNumBatchedTokens: 4096}
 }
 
@@ -231,7 +243,7 @@ func NewRequest(r Request) (Request, error) {
 		r.MaxModelLen = r.Model.SeqLen
 	}
 	if r.MaxModelLen < 2 || r.MaxModelLen > r.Model.SeqLen {
-		return Request{}, badInt("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (%s's context)", r.Model.SeqLen, r.Model.Name))
+		return Request{}, badInt("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (the catalog's sequence length for %s)", r.Model.SeqLen, r.Model.Name))
 	}
 	if err := r.concurrency(); err != nil {
 		return Request{}, err
@@ -407,11 +419,19 @@ func (r *Request) concurrency() error {
 // dtypes checks and fills the weights' and the KV cache's formats, and
 // the KV cache's dtype as vLLM spells it.
 func (r *Request) dtypes() error {
+	if r.Checkpoint == "" {
+		r.Checkpoint = BF16
+	}
+	v, err := ParseDtype("weights", string(r.Checkpoint))
+	if err != nil {
+		return &FieldError{Field: "checkpoint", Value: strconv.Quote(string(r.Checkpoint)), Want: "bf16, fp8 or int8 (the model's hf_dtype)"}
+	}
+	r.Checkpoint = v
 	for _, d := range []struct {
 		field string
 		v     *Dtype
 		def   Dtype
-	}{{"weights", &r.Weights, BF16}, {"kv_cache_dtype", &r.KVCache, BF16}} {
+	}{{"weights", &r.Weights, r.Checkpoint}, {"kv_cache_dtype", &r.KVCache, BF16}} {
 		if *d.v == "" {
 			*d.v = d.def
 		}

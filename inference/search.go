@@ -114,8 +114,10 @@ func Search(r Request) (Plan, error) {
 		p.Reasons = append(p.Reasons, admitReason(r, b))
 	}
 	p.Reasons = append(p.Reasons, chipsReason(r, b))
-	if m := r.mixReason(); m != "" {
-		p.Reasons = append(p.Reasons, m)
+	for _, s := range []string{r.mixReason(), checkpointReason(r)} {
+		if s != "" {
+			p.Reasons = append(p.Reasons, s)
+		}
 	}
 	if b.Preempts {
 		p.Warnings = append(p.Warnings, preemptWarning(r, b))
@@ -244,8 +246,8 @@ func modelWarnings(r Request, b Layout) []string {
 		out = append(out, fmt.Sprintf("TP %d is beyond the KV cache's useful split (%d = 2·%d KV heads / %d %s elements per 32-bit word): each device's page rows are padded to whole words, so a token's %s KV takes %v per device, as much as at TP %d",
 			b.TP, KVUsefulSplit(r.Model, r.KVCache), r.Model.KV(), r.KVCache.packing(), r.KVCache, r.KVCache, b.Memory.KVPerToken, KVUsefulSplit(r.Model, r.KVCache)))
 	}
-	if r.Weights != BF16 {
-		out = append(out, fmt.Sprintf("%s weights: vllm serve needs a %s checkpoint or tpu-inference's qwix quantization rules in --additional-config; the command below sets neither", r.Weights, r.Weights))
+	if w := weightsWarning(r); w != "" {
+		out = append(out, w)
 	}
 	if DPAttention(r.Model) {
 		out = append(out, "latent attention: tpu-inference needs NEW_MODEL_DESIGN=1 in the server's environment and enable_dp_attention in --additional-config (tpu_platform.py); the page size is left to tpu-inference (1024 tokens), as vLLM's --block-size accepts at most 256")
@@ -254,4 +256,28 @@ func modelWarnings(r Request, b Layout) []string {
 		out = append(out, "expert parallelism: experts are costed by the average routed load; the busiest device of a step may read more")
 	}
 	return out
+}
+
+// weightsWarning says what serving weights other than the checkpoint's
+// takes: vLLM reads a quantized checkpoint's format from its config.json
+// (quantization_config) and loads its weights so; "" when the weights
+// are the checkpoint's.
+func weightsWarning(r Request) string {
+	switch {
+	case r.Weights == r.Checkpoint:
+		return ""
+	case r.Checkpoint == BF16:
+		return fmt.Sprintf("%s weights: vllm serve needs a %s checkpoint or tpu-inference's qwix quantization rules in --additional-config; the command below sets neither", r.Weights, r.Weights)
+	}
+	return fmt.Sprintf("%s weights: the checkpoint stores %s (%s), and vLLM loads it so (its config.json's quantization_config); the command below serves %s, not the %s costed here, unless it is given a %s copy of the checkpoint",
+		r.Weights, r.Checkpoint, r.Model.HFDtypeSource, r.Checkpoint, r.Weights, r.Weights)
+}
+
+// checkpointReason says that the weights are a quantized checkpoint's
+// own, and where the catalog has that from; "" for bf16 or other weights.
+func checkpointReason(r Request) string {
+	if r.Weights != r.Checkpoint || r.Checkpoint == BF16 {
+		return ""
+	}
+	return fmt.Sprintf("%s weights: the checkpoint's own (%s), which vLLM loads as they are", r.Weights, r.Model.HFDtypeSource)
 }

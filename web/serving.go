@@ -47,8 +47,10 @@ var servingLooks = withModel([]look{
 const optionNumRequests plan.Option = "num_requests"
 
 func objectiveChoices() []choice { return stringChoices(inference.Objectives) }
-func weightChoices() []choice    { return stringChoices([]string{"bf16", "fp8", "int8"}) }
-func kvChoices() []choice        { return stringChoices(inference.KVCacheDtypes) }
+func weightChoices() []choice {
+	return append([]choice{{"", "the checkpoint's"}}, stringChoices([]string{"bf16", "fp8", "int8"})...)
+}
+func kvChoices() []choice { return stringChoices(inference.KVCacheDtypes) }
 
 func stringChoices(v []string) []choice {
 	out := make([]choice, len(v))

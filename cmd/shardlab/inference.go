@@ -12,6 +12,7 @@ import (
 
 	"shardlab/export"
 	"shardlab/inference"
+	"shardlab/model"
 	"shardlab/unit"
 )
 
@@ -38,13 +39,14 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	fs.StringVar(&o.Model, "model", d.Model, "catalog model name or a YAML/JSON spec file of at most 1 MiB")
 	fs.StringVar(&o.TPU, "tpu", d.TPU, "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16; a generation alone (tpu7x) is one VM")
 	fs.StringVar(&o.HFModel, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: the catalog model's repository)")
-	intVar(fs, &o.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the model's", "longest sequence, prompt and output, in tokens")
+	intVar(fs, &o.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the catalog's sequence length for the model", "longest sequence, prompt and output, in tokens, at most the catalog's sequence length (seq_len: the training length or the native context, whichever the catalog describes the model at; vLLM's own default, the checkpoint's max_position_embeddings, may be longer)")
 	intVar(fs, &o.Concurrency, "concurrency", inference.DefaultRequest().Concurrency, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
 	floatVar(fs, &o.RequestRate, "request-rate", 0, floatFlag{lo: 0.001, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
 		fmt.Sprintf("arrival rate of requests; the concurrency is then what Little's law gives on each layout, and max-num-seqs the cap that admits %g%% of Poisson arrivals at once", 100*inference.AdmitQuantile))
 	intVar(fs, &o.PromptLen, "prompt-len", d.PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request")
 	intVar(fs, &o.OutputLen, "output-len", d.OutputLen, 1, inference.MaxTokens, "", "output tokens per request")
-	choiceVar(fs, &o.Weights, "weights", d.Weights, []string{"bf16", "fp8", "int8"}, nil, "weight precision")
+	choiceVar(fs, &o.Weights, "weights", d.Weights, []string{"bf16", "fp8", "int8"}, nil,
+		"weight precision (default: the checkpoint's, as the model catalog records it: "+checkpointDtypes()+")")
 	intVar(fs, &o.MaxNumSeqs, "max-num-seqs", 0, 1, inference.MaxConcurrency, "default: --concurrency",
 		"vLLM's max_num_seqs: sequences each replica runs at once (the concurrency is this times the replicas)")
 	choiceVar(fs, &o.KVCacheDtype, "kv-cache-dtype", d.KVCacheDtype, inference.KVCacheDtypes, nil, "vLLM's KV cache dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte")
@@ -64,6 +66,18 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	intVar(fs, &o.NumRequests, "num-requests", d.NumRequests, 1, inference.MaxSimRequests, "", "requests the simulation serves")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	return fs, f
+}
+
+// checkpointDtypes lists the catalog models whose checkpoints are not
+// bf16, with their formats: "fp8 for deepseek3-671b, else bf16".
+func checkpointDtypes() string {
+	var s []string
+	for _, name := range model.Names() {
+		if m, ok := model.Lookup(name); ok && m.HFDtype != "" && m.HFDtype != "bf16" {
+			s = append(s, m.HFDtype+" for "+name)
+		}
+	}
+	return strings.Join(append(s, "else bf16"), ", ")
 }
 
 func runInference(args []string, stdout, stderr io.Writer) error {
