@@ -120,8 +120,7 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 		if p, err = inference.Search(req); err != nil {
 			return err
 		}
-		load := inference.Load{Mix: q.Mix, Concurrency: p.Best.Concurrency, RequestRate: req.RequestRate, Requests: q.Requests}
-		sim, err = inference.Simulate(req, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load, Stop: stop}, rand.New(rand.NewPCG(q.Seed, 0)))
+		sim, err = inference.Simulate(req, p.Best, inference.SimOptions{Engine: inference.VLLM, Stop: stop, Load: inference.Load{Mix: q.Mix, Concurrency: p.Best.Concurrency, RequestRate: req.RequestRate, Requests: q.Requests}}, rand.New(rand.NewPCG(q.Seed, 0)))
 		return err
 	})
 	if err != nil {

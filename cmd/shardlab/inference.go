@@ -94,10 +94,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.ModelSpec = spec
-	if err := lengthsOnce(fs, o.LengthMix); err != nil {
-		return err
-	}
-	if o.Histogram, err = readMix(o.LengthMix); err != nil {
+	if o.Histogram, err = readMix(fs, o.LengthMix); err != nil {
 		return err
 	}
 	q, err := inference.ParseOptions(o)
@@ -120,8 +117,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	} else if err != nil {
 		return inferenceError(err)
 	}
-	misses := p.SimMisses(sim)
-	p.Warnings = append(p.Warnings, misses...)
+	p.Warnings = append(p.Warnings, p.SimMisses(sim)...)
 	cmd := export.VLLMServe(p, id)
 	if f.json {
 		out := export.Serving(p, cmd)
@@ -129,7 +125,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
-		return unborne(p, misses)
+		return unborne(p, sim)
 	}
 	if err := writeInference(stdout, p, cmd); err != nil {
 		return err
@@ -142,14 +138,15 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	if err := sim.WriteText(stdout, what); err != nil {
 		return err
 	}
-	return unborne(p, misses)
+	return unborne(p, sim)
 }
 
 // unborne is the error of a plan that misses its SLOs (bestEffort) or
-// that its own simulation does not bear out (misses, inference's
+// that its own simulation sim does not bear out (inference's
 // Plan.SimMisses, printed among the plan's warnings): exit 1 either way,
 // so that a script sees it.
-func unborne(p inference.Plan, misses []string) error {
+func unborne(p inference.Plan, sim inference.SimResult) error {
+	misses := p.SimMisses(sim)
 	if err := bestEffort(p); err != nil || len(misses) == 0 {
 		return err
 	}
@@ -194,8 +191,12 @@ func lengthsOnce(fs *flag.FlagSet, mix string) error {
 }
 
 // readMix reads the histogram file --length-mix names; nil for fixed and
-// uniform:A-B.
-func readMix(mix string) ([]byte, error) {
+// uniform:A-B. It refuses --prompt-len or --output-len beside a mix
+// (lengthsOnce).
+func readMix(fs *flag.FlagSet, mix string) ([]byte, error) {
+	if err := lengthsOnce(fs, mix); err != nil {
+		return nil, err
+	}
 	if mix == "fixed" || strings.HasPrefix(mix, "uniform:") {
 		return nil, nil
 	}
