@@ -70,16 +70,32 @@ type LayoutJSON struct {
 	Memory        inference.Memory `json:"memory_per_device"`
 	// TTFT, ITL and the tokens/s are null for a layout that does not
 	// fit (Fits false): it cannot run at the load, so they cannot happen.
-	TTFT                *float64 `json:"ttft_s"`
-	ITL                 *float64 `json:"inter_token_latency_s"`
-	PrefillCompute      float64  `json:"prefill_compute_s"`
-	PrefillAllReduce    float64  `json:"prefill_all_reduce_s"`
-	DecodeMemory        float64  `json:"decode_hbm_s"`
-	DecodeCompute       float64  `json:"decode_compute_s"`
-	DecodeAllReduce     float64  `json:"decode_all_reduce_s"`
-	DecodeKV            float64  `json:"decode_kv_hbm_s"`
-	DecodeAttention     float64  `json:"decode_attention_mxu_s"`
-	DecodeSampling      float64  `json:"decode_sampling_s"`
+	TTFT             *float64 `json:"ttft_s"`
+	ITL              *float64 `json:"inter_token_latency_s"`
+	PrefillCompute   float64  `json:"prefill_compute_s"`
+	PrefillAllReduce float64  `json:"prefill_all_reduce_s"`
+	// PrefillWeights is the prompt's chunks' weights read from HBM,
+	// PrefillRoofline their time, each chunk the longer of its MXU time
+	// (prefill_compute_s) and that read: ttft_s is prefill_roofline_s +
+	// prefill_all_reduce_s + prefill_steps × step_overhead_s.
+	PrefillWeights  float64 `json:"prefill_weights_hbm_s"`
+	PrefillRoofline float64 `json:"prefill_roofline_s"`
+	PrefillSteps    int     `json:"prefill_steps"`
+	DecodeMemory    float64 `json:"decode_hbm_s"`
+	DecodeCompute   float64 `json:"decode_compute_s"`
+	DecodeAllReduce float64 `json:"decode_all_reduce_s"`
+	DecodeKV        float64 `json:"decode_kv_hbm_s"`
+	DecodeAttention float64 `json:"decode_attention_mxu_s"`
+	DecodeSampling  float64 `json:"decode_sampling_s"`
+	// DecodeLinear is a hybrid model's linear-attention recurrent
+	// states, DecodeDispatch a mixture of experts' moving of its routed
+	// rows, in a decode step (0 for models without): inter_token_latency_s
+	// is max(decode_hbm_s − decode_kv_hbm_s, decode_compute_s) +
+	// max(decode_kv_hbm_s, decode_attention_mxu_s) +
+	// decode_linear_attention_s + decode_moe_dispatch_s +
+	// decode_sampling_s + decode_all_reduce_s + step_overhead_s.
+	DecodeLinear        float64  `json:"decode_linear_attention_s"`
+	DecodeDispatch      float64  `json:"decode_moe_dispatch_s"`
 	StepOverhead        float64  `json:"step_overhead_s"`
 	TokensPerSecond     *float64 `json:"output_tokens_per_s"`
 	TokensPerSecondChip *float64 `json:"output_tokens_per_s_per_chip"`
@@ -106,6 +122,8 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
 		ActiveExperts: l.ActiveExperts, Memory: l.Memory,
 		TTFT: ifFits(l.TTFT.Seconds()), ITL: ifFits(l.ITL.Seconds()),
 		PrefillCompute: l.PrefillCompute.Seconds(), PrefillAllReduce: l.PrefillAllReduce.Seconds(),
+		PrefillWeights: l.PrefillWeights.Seconds(), PrefillRoofline: l.PrefillRoofline.Seconds(), PrefillSteps: l.PrefillSteps,
+		DecodeLinear: l.DecodeLinear.Seconds(), DecodeDispatch: l.DecodeDispatch.Seconds(),
 		DecodeMemory: l.DecodeMemory.Seconds(), DecodeCompute: l.DecodeCompute.Seconds(), DecodeAllReduce: l.DecodeAllReduce.Seconds(),
 		DecodeKV: l.DecodeKV.Seconds(), DecodeAttention: l.DecodeAttention.Seconds(), DecodeSampling: l.DecodeSampling.Seconds(), StepOverhead: l.DecodeOverhead.Seconds(),
 		TokensPerSecond: ifFits(l.TokensPerSecond), TokensPerSecondChip: ifFits(l.PerChip),

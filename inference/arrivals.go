@@ -51,8 +51,8 @@ const AdmitQuantile = 0.99
 // hold no more than the mean, the queue grows without bound and the
 // layout does not fit.
 //
-// A layout that keeps up serves what is offered: rate × OutputLen output
-// tokens/s, the N sequences in the server over their time in it (Little's
+// A layout that keeps up serves what is offered: rate × the mean
+// OutputLen output tokens/s (Request.meanOutput), the N sequences in the server over their time in it (Little's
 // law) times the tokens each brings. N/ITL, the throughput at a fixed
 // concurrency, would count the spare slots of the cap, a capacity the
 // arrivals seldom fill.
@@ -79,7 +79,7 @@ func AtRate(r Request, tp, dp int) Layout {
 	}
 	l.ShortOfCap = c < want
 	l.FullOnArrival = max(1-poissonCDF(c-1, mean), 0)
-	l.TokensPerSecond = r.RequestRate * float64(r.OutputLen)
+	l.TokensPerSecond = r.RequestRate * r.meanOutput()
 	l.PerChip = l.TokensPerSecond / float64(l.Chips)
 	return l
 }
@@ -104,7 +104,7 @@ func littleMean(r Request, tp, dp int) (int, steady, Layout) {
 	srv, cost := replica(r, l, VLLM, l.Memory.HeldSeqs, StepOverhead(VLLM))
 	a := arrivals{rate: r.RequestRate / float64(dp), prompt: r.PromptLen, output: r.OutputLen, budget: r.MaxNumBatchedTokens,
 		ranks: max(srv.Ranks, 1), limit: min(l.Memory.HeldSeqs, MaxConcurrency/dp), async: srv.AsyncScheduling}
-	st, ok := a.steadyState(mixedStep(srv, cost, r.PromptLen+r.OutputLen/2))
+	st, ok := a.steadyState(mixedStep(srv, cost, r.decodeContext()))
 	n := int(math.Ceil(st.mean * float64(dp)))
 	l.Concurrency, l.Fits = n, ok
 	return n, st, l

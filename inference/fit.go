@@ -41,23 +41,41 @@ func holds(pages, blockSize, seqs, tokens int) bool {
 	return seqs*ceilDiv(tokens, blockSize) <= pages
 }
 
-// heldTokens is the tokens each sequence is counted at by holds:
-// r.SeqTokens, the longest request of a length mix, or else every
-// request's prompt and output. Of a mix, every running sequence at the
-// longest length it has is the guarantee; the simulation measures what
-// the mix's lengths do.
-func (r Request) heldTokens() int {
-	if r.SeqTokens > 0 {
-		return r.SeqTokens
-	}
-	return r.PromptLen + r.OutputLen
-}
+// heldTokens is the tokens each sequence is counted at by holds: the
+// longest request of r's lengths (Request.Lengths), every request's
+// prompt and output when they are fixed. Of a mix, every running
+// sequence at the longest length it has is the guarantee; the
+// simulation measures what the mix's lengths do.
+func (r Request) heldTokens() int { return r.Lengths().Longest() }
 
-// heldLengths names heldTokens: "1024+1024 tokens", or "up to 3000
-// tokens (the longest request)".
+// heldLengths names heldTokens: "1024+1024 tokens", or "up to 8000
+// tokens (the length mix's longest request)".
 func (r Request) heldLengths() string {
-	if r.SeqTokens > 0 {
-		return fmt.Sprintf("up to %d tokens (the longest request)", r.SeqTokens)
+	if !r.Mix.zero() {
+		return fmt.Sprintf("up to %d tokens (the length mix's longest request)", r.heldTokens())
 	}
 	return fmt.Sprintf("%d+%d tokens", r.PromptLen, r.OutputLen)
+}
+
+// lengths names the requests' lengths as the plan takes them: "1024+1024
+// tokens", or a mix with its mean request and its longest.
+func (r Request) lengths() string {
+	if !r.Mix.zero() {
+		return fmt.Sprintf("%s lengths (mean %d+%d tokens, up to %d)", r.Mix, r.PromptLen, r.OutputLen, r.heldTokens())
+	}
+	return fmt.Sprintf("%d+%d tokens", r.PromptLen, r.OutputLen)
+}
+
+// mixReason says which of a length mix's lengths the plan takes for
+// what; "" for fixed lengths.
+func (r Request) mixReason() string {
+	if r.Mix.zero() {
+		return ""
+	}
+	what := "the prefill, the decode context (%d tokens, each request weighted by its output) and the throughput"
+	if r.RequestRate > 0 {
+		what = "the prefill, the decode context (%d tokens, each request weighted by its output), Little's law and the offered throughput"
+	}
+	return fmt.Sprintf("lengths: the %s mix's mean request, %d+%d tokens, for "+what+"; its longest, %d tokens, for what the pages must hold without preemption",
+		r.Mix, r.PromptLen, r.OutputLen, r.decodeContext(), r.heldTokens())
 }

@@ -230,8 +230,8 @@ type Memory struct {
 	// fit in one replica.
 	MaxSeqs int `json:"max_seqs_at_max_model_len"`
 	// HeldSeqs is the most sequences of the requests' full length,
-	// prompt_len + output_len tokens (or the longest request's,
-	// Request.SeqTokens), whose pages fit in one replica at once (holds).
+	// prompt_len + output_len tokens (or a length mix's longest request,
+	// Request.Mix), whose pages fit in one replica at once (holds).
 	HeldSeqs int `json:"held_seqs_at_request_len"`
 }
 
@@ -289,11 +289,24 @@ type Layout struct {
 	// (samplingBytes), DecodeOverhead vLLM's fixed time a step
 	// (StepOverhead).
 	DecodeKV, DecodeAttention, DecodeSampling, DecodeOverhead time.Duration `json:"-"`
-	PrefillAllReduce                                          time.Duration `json:"-"`
+	// DecodeLinear is a hybrid model's linear-attention recurrences in a
+	// decode step (each sequence's state read and written back, or their
+	// FLOPs: replicaCost.linearAttention), DecodeDispatch a mixture of
+	// experts' moving of the routed rows (replicaCost.moeDispatch); 0
+	// for models without. The ITL is max(DecodeMemory − DecodeKV,
+	// DecodeCompute) + max(DecodeKV, DecodeAttention) + DecodeLinear +
+	// DecodeDispatch + DecodeSampling + DecodeAllReduce + DecodeOverhead.
+	DecodeLinear, DecodeDispatch time.Duration `json:"-"`
+	PrefillAllReduce             time.Duration `json:"-"`
+	// PrefillWeights is the HBM time of the weights the prompt's chunks
+	// read, PrefillRoofline what the chunks take, each the longer of its
+	// MXU time (PrefillCompute) and its weights' read; the TTFT is
+	// PrefillRoofline + PrefillAllReduce + PrefillSteps × DecodeOverhead.
+	PrefillWeights, PrefillRoofline time.Duration `json:"-"`
 	// PrefillSteps is the steps a prompt's prefill takes: ⌈prompt_len /
-	// max_num_batched_tokens⌉ chunks, one a step. PrefillCompute and
-	// PrefillAllReduce are summed over them, and the TTFT pays
-	// DecodeOverhead once a step.
+	// max_num_batched_tokens⌉ chunks, one a step. PrefillCompute,
+	// PrefillWeights, PrefillRoofline and PrefillAllReduce are summed
+	// over them, and the TTFT pays DecodeOverhead once a step.
 	PrefillSteps int `json:"-"`
 	// ActiveExperts is the routed experts a decode step's sequences touch
 	// in one MoE layer (ActiveExperts), 0 for a dense model.
@@ -407,7 +420,7 @@ func (r Request) rooflines(l *Layout) {
 	// decode step of SeqsEach sequences at their mean context: the
 	// simulator's step (Simulate) of that batch, padded as tpu-inference
 	// pads it, its terms kept apart
-	ctx := r.PromptLen + r.OutputLen/2
+	ctx := r.decodeContext()
 	B := l.SeqsEach
 	kv := float64(m.KVPerToken)
 	b := Batch{Seqs: B, PaddedSeqs: paddedSeqs(B, max(r.MaxNumSeqs, B)), Tokens: B, PaddedTokens: paddedTokens(B),
@@ -425,6 +438,8 @@ func (r Request) rooflines(l *Layout) {
 	l.DecodeAttention = seconds(rc.kvShare(B) * rc.byKind(float64(B*ctx), float64(B*wctx), rc.keyLocal(VLLM)) * keyTime)
 	l.DecodeAllReduce = rc.allReduce(b.PaddedTokens)
 	l.DecodeSampling = seconds(rc.sampling(b.PaddedSeqs))
+	l.DecodeLinear = seconds(rc.linearAttention(b))
+	l.DecodeDispatch = seconds(rc.moeDispatch(b.PaddedTokens))
 	l.ITL = rc.step(kv, keyTime, l.DecodeOverhead, VLLM)(b)
 	l.TokensPerSecond = float64(l.DP*B) / l.ITL.Seconds()
 	l.PerChip = l.TokensPerSecond / float64(l.Chips)
@@ -442,19 +457,19 @@ func (r Request) rooflines(l *Layout) {
 // tokens that share the budget in a loaded server are Simulate's.
 func (r Request) prefill(rc replicaCost, l *Layout) time.Duration {
 	P, w, budget := r.PromptLen, r.Model.SlidingWindow, max(r.MaxNumBatchedTokens, 1)
-	var roof time.Duration
-	l.PrefillCompute, l.PrefillAllReduce, l.PrefillSteps = 0, 0, 0
+	l.PrefillCompute, l.PrefillWeights, l.PrefillRoofline, l.PrefillAllReduce, l.PrefillSteps = 0, 0, 0, 0, 0
 	for c := 0; c < P; c += budget {
 		n := min(budget, P-c)
 		chunk := Batch{Seqs: 1, PaddedSeqs: n, PaddedTokens: n, AttendedPairs: model.AttendedPairs(c, n, 0) - float64(n)/2,
 			Window: WindowWork{AttendedPairs: model.AttendedPairs(c, n, w) - float64(n)/2}}
-		compute := seconds(rc.matmulTime(chunk))
+		compute, read := seconds(rc.matmulTime(chunk)), seconds(rc.weightsRead(n)/rc.bw)
 		l.PrefillCompute += compute
-		roof += max(compute, seconds(rc.weightsRead(n)/rc.bw))
+		l.PrefillWeights += read
+		l.PrefillRoofline += max(compute, read)
 		l.PrefillAllReduce += rc.allReduce(n)
 		l.PrefillSteps++
 	}
-	return roof + l.PrefillAllReduce + time.Duration(l.PrefillSteps)*l.DecodeOverhead
+	return l.PrefillRoofline + l.PrefillAllReduce + time.Duration(l.PrefillSteps)*l.DecodeOverhead
 }
 
 // Seen is the TTFT and ITL a request sees on l: under a request rate,

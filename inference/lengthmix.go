@@ -190,6 +190,19 @@ func (m LengthMix) Longest() int {
 	return n
 }
 
+// longestOutput is the most output tokens a request of the mix can
+// have.
+func (m LengthMix) longestOutput() int {
+	if m.bins == nil {
+		return m.ohi
+	}
+	n := 0
+	for _, b := range m.bins {
+		n = max(n, b.OutputLen)
+	}
+	return n
+}
+
 // meanOutput is the mean output length of the mix.
 func (m LengthMix) meanOutput() float64 {
 	_, out := m.Means()
@@ -208,6 +221,31 @@ func (m LengthMix) Means() (prompt, output float64) {
 	}
 	total := m.cum[len(m.cum)-1]
 	return prompt / total, output / total
+}
+
+// zero reports whether m is the zero value, no mix.
+func (m LengthMix) zero() bool { return m.bins == nil && m.hi == 0 }
+
+// MeanContext is the mean context of a decoding sequence of the mix, a
+// request's prompt plus half its output, each request weighted by its
+// output tokens, the steps it decodes in: E[o·(p + o/2)] / E[o]. A
+// long output stays in the batch longer, so a decode step finds more
+// long requests than the arrivals bring. Of a uniform mix, whose prompt
+// and output are independent, E[p] + E[o²]/(2·E[o]), E[o²] the
+// variance of the whole numbers olo to ohi, ((ohi−olo+1)² − 1)/12, plus
+// the mean's square.
+func (m LengthMix) MeanContext() float64 {
+	if m.bins == nil {
+		p, o := m.Means()
+		n := float64(m.ohi - m.olo + 1)
+		return p + ((n*n-1)/12+o*o)/(2*o)
+	}
+	num, den, prev := 0.0, 0.0, 0.0
+	for i, b := range m.bins {
+		w := (m.cum[i] - prev) * float64(b.OutputLen)
+		num, den, prev = num+w*(float64(b.PromptLen)+float64(b.OutputLen)/2), den+w, m.cum[i]
+	}
+	return num / den
 }
 
 // Sample draws one request's prompt and output lengths.

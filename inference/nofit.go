@@ -2,17 +2,18 @@ package inference
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 
 	"shardlab/hw"
 	"shardlab/unit"
 )
 
 // NoFitError is a request no layout serves (it unwraps to ErrNoFit): why,
-// in the package's words, and the changes of one field each with which it
-// fits, checked by costing.
+// and the changes of one field each with which it fits, checked by
+// costing. Why names the request's fields as {field} (its JSON key in
+// braces: {max_model_len}), which Phrase spells.
 type NoFitError struct {
 	Why  string
 	Fits []Fit
@@ -33,7 +34,7 @@ func (e *NoFitError) Phrase(name func(field string) string) string {
 	if name == nil {
 		name = func(f string) string { return f }
 	}
-	s := "inference: " + ErrNoFit.Error() + ": " + e.Why
+	s := "inference: " + ErrNoFit.Error() + ": " + fieldMarks.ReplaceAllStringFunc(e.Why, func(m string) string { return name(m[1 : len(m)-1]) })
 	for i, f := range e.Fits {
 		sep := "; it fits with "
 		if i > 0 {
@@ -46,6 +47,9 @@ func (e *NoFitError) Phrase(name func(field string) string) string {
 
 func (e *NoFitError) Unwrap() error { return ErrNoFit }
 
+// fieldMarks finds the fields a NoFitError's Why names: {max_model_len}.
+var fieldMarks = regexp.MustCompile(`\{(weights|tpu|max_model_len|gpu_memory_utilization)\}`)
+
 // noFit says why no layout serves the request: when the weights (with
 // the activation buffers) leave no HBM for pages on every layout, what
 // they take and what a device may hold, and what would fit (weightsWhy);
@@ -54,19 +58,19 @@ func (e *NoFitError) Unwrap() error { return ErrNoFit }
 // server by (fitsOne); else, under a request rate, that no layout vLLM
 // starts keeps up with it.
 func noFit(r Request, layouts []Layout) *NoFitError {
-	if why := weightsWhy(r, layouts); why != "" {
-		return &NoFitError{Why: why}
+	if e := weightsWhy(r, layouts); e != nil {
+		return e
 	}
 	if e := pagesWhy(r, layouts); e != nil {
 		return e
 	}
-	why := fmt.Sprintf("no layout of %s serves %d concurrent sequences of %d+%d tokens", r.Slice.AcceleratorType(), r.Concurrency, r.PromptLen, r.OutputLen)
+	why := fmt.Sprintf("no layout of %s serves %d concurrent sequences of %s", r.Slice.AcceleratorType(), r.Concurrency, r.lengths())
 	if r.RequestRate > 0 {
-		why = fmt.Sprintf("%g requests/s of %d+%d tokens saturate %s: at the mean step with the arriving prompts' chunks they keep more sequences at once than the pages hold at the requests' lengths or than the %d accepted, or the steps cannot keep up",
-			r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), MaxConcurrency)
+		why = fmt.Sprintf("%g requests/s of %s saturate %s: at the mean step with the arriving prompts' chunks they keep more sequences at once than the pages hold at the requests' lengths or than the %d accepted, or the steps cannot keep up",
+			r.RequestRate, r.lengths(), r.Slice.AcceleratorType(), MaxConcurrency)
 		if l, ok := unsettledAt(r, layouts); ok {
-			why = fmt.Sprintf("%g requests/s of %d+%d tokens: no layout of %s keeps up with them, and on TP %d × DP %d the search for their steady state did not settle within %d units of work (step evaluations by their sequences) or %d iterations (it is not known to saturate it)",
-				r.RequestRate, r.PromptLen, r.OutputLen, r.Slice.AcceleratorType(), l.TP, l.DP, maxWork, maxIterations)
+			why = fmt.Sprintf("%g requests/s of %s: no layout of %s keeps up with them, and on TP %d × DP %d the search for their steady state did not settle within %d units of work (step evaluations by their sequences) or %d iterations (it is not known to saturate it)",
+				r.RequestRate, r.lengths(), r.Slice.AcceleratorType(), l.TP, l.DP, maxWork, maxIterations)
 		}
 	}
 	return &NoFitError{Why: why}
@@ -93,7 +97,7 @@ func pagesWhy(r Request, layouts []Layout) *NoFitError {
 	if best.TP == 0 {
 		return nil
 	}
-	e := &NoFitError{Why: fmt.Sprintf("one sequence's KV pages of max_model_len %d tokens do not fit on %s: they need %v a device, and %v is left for the KV cache at TP %d × DP %d (%v of weights)",
+	e := &NoFitError{Why: fmt.Sprintf("one sequence's KV pages of {max_model_len} %d tokens do not fit on %s: they need %v a device, and %v is left for the KV cache at TP %d × DP %d (%v of weights)",
 		r.MaxModelLen, r.Slice.AcceleratorType(), need, left, best.TP, best.DP, best.Memory.Weights)}
 	if n, l, ok := shorterFit(r); ok {
 		e.Fits = append(e.Fits, Fit{Field: "max_model_len", Value: strconv.Itoa(n), TP: l.TP, DP: l.DP})
@@ -113,7 +117,7 @@ func shorterFit(r Request) (int, Layout, bool) {
 		}
 		return fitting(q)
 	}
-	lo, hi := r.PromptLen+r.OutputLen, r.MaxModelLen // lo fits, hi does not
+	lo, hi := r.heldTokens(), r.MaxModelLen // lo fits, hi does not
 	best, ok := try(lo)
 	if !ok || lo >= hi {
 		return 0, Layout{}, false
@@ -131,49 +135,53 @@ func shorterFit(r Request) (int, Layout, bool) {
 
 // weightsWhy is noFit's reason when no layout has HBM left for a single
 // page: the weights a device holds on the layout that splits them most,
-// against the budget of a device, and the weight formats and larger
-// slices of the same generation that would serve the request (each
-// checked by costing it); "" when some layout has room for pages.
-func weightsWhy(r Request, layouts []Layout) string {
+// against the budget of a device, and as Fits the weight formats and the
+// smallest larger slice of the same generation that would serve the
+// request (each checked by costing it); nil when some layout has room
+// for pages.
+func weightsWhy(r Request, layouts []Layout) *NoFitError {
 	if len(layouts) == 0 {
-		return ""
+		return nil
 	}
 	least := layouts[0]
 	for _, l := range layouts {
 		if l.Memory.KVCache > 0 {
-			return ""
+			return nil
 		}
 		if l.Memory.Weights < least.Memory.Weights {
 			least = l
 		}
 	}
 	m := least.Memory
-	what := fmt.Sprintf("weights %s: %s's weights (%v in all) take %v a device at TP %d, the widest split on %s", r.Weights, r.Model.Name,
+	what := fmt.Sprintf("{weights} %s: %s's weights (%v in all) take %v a device at TP %d, the widest split on %s", r.Weights, r.Model.Name,
 		WeightBytes(r.Model, 1, r.Weights), m.Weights, least.TP, r.Slice.AcceleratorType())
 	if m.Weights < m.Budget {
 		what += fmt.Sprintf(", and with the activation buffers (%v) leave no room for the KV cache in", m.Activations)
 	} else {
 		what += ", more than"
 	}
-	what += fmt.Sprintf(" the %v a device may hold (%v × gpu_memory_utilization %g)", m.Budget, m.Capacity, r.MemoryUtilization)
-	var fits []string
-	if q := r; r.Weights == BF16 {
-		q.Weights = FP8
+	e := &NoFitError{Why: what + fmt.Sprintf(" the %v a device may hold (%v × {gpu_memory_utilization} %g)", m.Budget, m.Capacity, r.MemoryUtilization)}
+	for _, w := range []Dtype{FP8, Int8} {
+		q := r
+		q.Weights = w
+		if w.Bytes() >= r.Weights.Bytes() {
+			continue // no smaller than the request's
+		}
 		if l, ok := fitting(q); ok {
-			fits = append(fits, fmt.Sprintf("weights fp8 or int8 (TP %d × DP %d)", l.TP, l.DP))
+			e.Fits = append(e.Fits, Fit{Field: "weights", Value: string(w), TP: l.TP, DP: l.DP})
 		}
 	}
 	if s, l, ok := largerSlice(r); ok {
-		fits = append(fits, fmt.Sprintf("tpu %s (TP %d × DP %d)", s.AcceleratorType(), l.TP, l.DP))
+		e.Fits = append(e.Fits, Fit{Field: "tpu", Value: s.AcceleratorType(), TP: l.TP, DP: l.DP})
 	}
-	if len(fits) == 0 {
+	if len(e.Fits) == 0 {
 		nor := fmt.Sprintf("no larger %s slice would fit it", r.Slice.Chip.Generation)
 		if r.Weights == BF16 {
-			nor = fmt.Sprintf("neither fp8 weights nor a larger %s slice would fit it", r.Slice.Chip.Generation)
+			nor = fmt.Sprintf("neither fp8 nor int8 weights nor a larger %s slice would fit it", r.Slice.Chip.Generation)
 		}
-		return what + "; " + nor
+		e.Why += "; " + nor
 	}
-	return what + "; it fits with " + strings.Join(fits, " or with ")
+	return e
 }
 
 // fitting is the best layout for r when one fits.

@@ -39,9 +39,10 @@ func TestNoFitWeights(t *testing.T) {
 		model, tpu string
 		tp         int
 		want, not  []string
+		fits       []string // field=value of each Fit
 	}{
-		{"llama3-405b", "tpu7x-8", 8, []string{"weights bf16", "weights fp8"}, []string{"tpu7x-16", "concurrent sequences"}},
-		{"llama3-8b", "v5litepod-1", 1, []string{"weights bf16", "weights fp8", "v5litepod-4"}, []string{"concurrent sequences"}},
+		{"llama3-405b", "tpu7x-8", 8, []string{"weights bf16", "weights fp8"}, []string{"tpu7x-16", "concurrent sequences"}, []string{"weights=fp8", "weights=int8"}},
+		{"llama3-8b", "v5litepod-1", 1, []string{"weights bf16", "weights fp8", "v5litepod-4"}, []string{"concurrent sequences"}, []string{"weights=fp8", "weights=int8", "tpu=v5litepod-4"}},
 	} {
 		r := noFitRequest(t, c.model, c.tpu)
 		_, err := Search(r)
@@ -60,12 +61,8 @@ func TestNoFitWeights(t *testing.T) {
 				t.Errorf("%s on %s: %q says %q", c.model, c.tpu, err, s)
 			}
 		}
-		// what it suggests fits
-		f := r
-		f.Weights = FP8
-		if _, err := Search(f); err != nil {
-			t.Errorf("%s on %s in fp8: %v, the error suggests it fits", c.model, c.tpu, err)
-		}
+		// what it suggests fits, as a Fit a front end can spell
+		checkFits(t, err, c.model+" on "+c.tpu, r, c.fits)
 		if l.Memory.Weights < l.Memory.Budget-l.Memory.Activations || l.Memory.Weights < unit.GiB {
 			t.Errorf("%s on %s: weights %v a device within %v: not a weights case", c.model, c.tpu, l.Memory.Weights, l.Memory.Budget)
 		}
@@ -163,5 +160,46 @@ func TestNoFitPages(t *testing.T) {
 	// a front end spells the field its own way
 	if got := ne.Phrase(func(f string) string { return "--" + strings.ReplaceAll(f, "_", "-") }); !strings.Contains(got, "--max-model-len "+ne.Fits[0].Value) {
 		t.Errorf("Phrase with flags = %q, want --max-model-len %s", got, ne.Fits[0].Value)
+	}
+}
+
+// checkFits: a weights error carries its fixes as Fits (field=value
+// each, in order), each of which fits with the layout it names, and
+// Phrase spells every field it names, in the reason and in the fixes.
+func checkFits(t *testing.T, err error, what string, r Request, want []string) {
+	t.Helper()
+	var ne *NoFitError
+	if !errors.As(err, &ne) {
+		t.Fatalf("%s: %v, want a *NoFitError", what, err)
+	}
+	var got []string
+	for _, f := range ne.Fits {
+		got = append(got, f.Field+"="+f.Value)
+		q := r
+		switch f.Field {
+		case "weights":
+			q.Weights = Dtype(f.Value)
+		case "tpu":
+			s, err := ParseTPU(f.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.Slice = s
+		}
+		if p, err := Search(q); err != nil || p.Best.TP != f.TP || p.Best.DP != f.DP {
+			t.Errorf("%s with %s %s: %v (TP %d × DP %d), the error says it fits with TP %d × DP %d", what, f.Field, f.Value, err, p.Best.TP, p.Best.DP, f.TP, f.DP)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("%s: fits %v, want %v", what, got, want)
+	}
+	flags := ne.Phrase(func(f string) string { return "--" + strings.ReplaceAll(f, "_", "-") })
+	for _, s := range []string{"--weights " + string(r.Weights) + ":", "--gpu-memory-utilization 0.92", "--weights fp8 (TP"} {
+		if !strings.Contains(flags, s) {
+			t.Errorf("%s: Phrase with flags = %q, want %q", what, flags, s)
+		}
+	}
+	if strings.Contains(flags, "{") || strings.Contains(ne.Error(), "{") {
+		t.Errorf("%s: a field mark left in %q", what, flags)
 	}
 }

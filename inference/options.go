@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,7 +31,7 @@ type Options struct {
 	// repository or a path; "" takes the catalog model's repository.
 	HFModel string `json:"hf_model"`
 	// MaxModelLen is the longest sequence, prompt and output, in tokens;
-	// 0 takes the model's.
+	// 0 takes the catalog's sequence length for the model.
 	MaxModelLen int `json:"max_model_len"`
 	// Concurrency is the sequences decoding at once across the replicas;
 	// 0 takes DefaultRequest's unless RequestRate or MaxNumSeqs is set,
@@ -40,7 +41,9 @@ type Options struct {
 	RequestRate float64 `json:"request_rate"`
 	PromptLen   int     `json:"prompt_len"`
 	OutputLen   int     `json:"output_len"`
-	// Weights is the weights' format: bf16, fp8 or int8.
+	// Weights is the weights' format: bf16, fp8 or int8; "" takes the
+	// checkpoint's (Request.Checkpoint: the catalog's record of the
+	// repository vllm serve loads, else bf16).
 	Weights string `json:"weights"`
 	// MaxNumSeqs is vLLM's max_num_seqs (0: unset).
 	MaxNumSeqs int `json:"max_num_seqs"`
@@ -61,9 +64,10 @@ type Options struct {
 	// TTFTSLO and ITLSLO are latency targets at the offered load; 0: none.
 	TTFTSLO time.Duration `json:"ttft_slo"`
 	ITLSLO  time.Duration `json:"itl_slo"`
-	// LengthMix is the simulated requests' lengths: fixed (PromptLen and
-	// OutputLen), uniform:A-B, or, with Histogram, the histogram's name
-	// (its file).
+	// LengthMix is the requests' lengths, which the plan and the
+	// simulation both take: fixed (PromptLen and OutputLen), uniform:A-B,
+	// or, with Histogram, the histogram's name (its file). A mix replaces
+	// PromptLen and OutputLen with its mean request (Request.Mix).
 	LengthMix string `json:"length_mix"`
 	// Histogram is a length histogram (ParseHistogram); the front end
 	// reads it. When set, LengthMix only names it.
@@ -97,58 +101,57 @@ const (
 func DefaultOptions() Options {
 	d := DefaultRequest()
 	return Options{Model: DefaultModel, TPU: DefaultTPU, PromptLen: d.PromptLen, OutputLen: d.OutputLen,
-		Weights: string(d.Weights), KVCacheDtype: "auto", MemoryUtilization: d.MemoryUtilization,
+		Weights: "", KVCacheDtype: "auto", MemoryUtilization: d.MemoryUtilization,
 		MaxNumBatchedTokens: d.MaxNumBatchedTokens, Objective: string(Throughput),
 		LengthMix: "fixed", Seed: 1, NumRequests: 1000}
 }
 
 // ParseOptions checks o and returns the question: the request
-// (NewRequest's), the model's name for vllm serve and the simulation's
-// load. The first option at fault is a *FieldError naming it by its JSON
-// key.
+// (NewRequest's, planned at the length mix when one is given: its mean
+// request and its longest, Request.Mix), the model's name for vllm
+// serve and the simulation's load. The first option at fault is a
+// *FieldError naming it by its JSON key.
 func ParseOptions(o Options) (Question, error) {
-	r, id, err := o.request()
+	mix, err := o.mix()
 	if err != nil {
 		return Question{}, err
 	}
-	q := Question{Request: r, ModelID: id, Seed: o.Seed, Requests: o.NumRequests}
-	if q.Mix, err = o.mix(r); err != nil {
+	r, id, err := o.request(mix)
+	if fe := (*FieldError)(nil); errors.As(err, &fe) && fe.Field == "length_mix" {
+		fe.Value = strconv.Quote(o.LengthMix) // as the option names it
+	}
+	if err != nil {
 		return Question{}, err
 	}
-	if o.Histogram != nil || o.LengthMix != "fixed" {
-		q.Request.SeqTokens = q.Mix.Longest() // the plan's preemption check, at the mix's longest request
-		q.Request.MixMeans[0], q.Request.MixMeans[1] = q.Mix.Means()
-	}
+	q := Question{Request: r, ModelID: id, Mix: r.Lengths(), Seed: o.Seed, Requests: o.NumRequests}
 	if o.NumRequests < 1 || o.NumRequests > MaxSimRequests {
 		return Question{}, badInt("num_requests", o.NumRequests, fmt.Sprintf("1 to %d", MaxSimRequests))
 	}
 	return q, nil
 }
 
-// mix reads the simulation's length mix, no longer than r's max model
-// length.
-func (o Options) mix(r Request) (LengthMix, error) {
+// mix reads the requests' length mix: the zero LengthMix for fixed
+// (prompt_len and output_len), else a uniform range or a histogram.
+func (o Options) mix() (LengthMix, error) {
 	var m LengthMix
 	var err error
 	switch {
 	case o.Histogram != nil:
 		m, err = ParseHistogram(o.Histogram)
 	case o.LengthMix == "fixed":
-		m = FixedMix(r.PromptLen, r.OutputLen)
+		return LengthMix{}, nil
 	default:
 		m, err = ParseLengthMix(o.LengthMix)
 	}
 	if err != nil {
 		return m, &FieldError{Field: "length_mix", Value: strconv.Quote(o.LengthMix), Want: "fixed, uniform:A-B or a length histogram: " + strings.TrimPrefix(err.Error(), "inference: ")}
 	}
-	if m.Longest() > r.MaxModelLen {
-		return m, &FieldError{Field: "length_mix", Value: strconv.Quote(o.LengthMix), Want: fmt.Sprintf("requests of at most max_model_len %d tokens; it has requests of %d", r.MaxModelLen, m.Longest())}
-	}
 	return m, nil
 }
 
-// request reads the serving request and the model's name for vllm serve.
-func (o Options) request() (Request, string, error) {
+// request reads the serving request of the requests' lengths mix and
+// the model's name for vllm serve.
+func (o Options) request(mix LengthMix) (Request, string, error) {
 	spec, err := o.model()
 	if err != nil {
 		return Request{}, "", err
@@ -172,7 +175,10 @@ func (o Options) request() (Request, string, error) {
 	r.RequestRate, r.PromptLen, r.OutputLen, r.MaxNumSeqs = o.RequestRate, o.PromptLen, o.OutputLen, o.MaxNumSeqs
 	r.Weights, r.KVCacheDtype = Dtype(o.Weights), o.KVCacheDtype
 	r.MemoryUtilization, r.MaxNumBatchedTokens, r.TP, r.DP = o.MemoryUtilization, o.MaxNumBatchedTokens, o.TP, o.DP
-	r.DPAttention = o.EnableDPAttention
+	r.DPAttention, r.Mix = o.EnableDPAttention, mix
+	if o.HFModel == "" || o.HFModel == spec.HFModel {
+		r.Checkpoint = Dtype(spec.HFDtype) // the catalog's record of the repository served
+	}
 	r.Objective, r.TTFTSLO, r.ITLSLO = Objective(strings.ToLower(o.Objective)), o.TTFTSLO, o.ITLSLO
 	if r, err = NewRequest(r); err != nil {
 		return Request{}, "", err

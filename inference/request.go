@@ -104,8 +104,11 @@ var Generations = []hw.Generation{hw.V5e, hw.V6e, hw.TPU7x}
 type Request struct {
 	Model model.Spec
 	// Slice is the TPU: its chips are the most a plan may use.
-	Slice       hw.Slice
-	MaxModelLen int // tokens; 0: the model's
+	Slice hw.Slice
+	// MaxModelLen is the longest sequence, in tokens; 0 takes the
+	// catalog's sequence length for the model (model.Spec.SeqLen), the
+	// most it accepts.
+	MaxModelLen int
 	// Concurrency is the number of sequences decoding together.
 	Concurrency int
 	// RequestRate, when positive, replaces Concurrency: requests arrive at
@@ -116,20 +119,29 @@ type Request struct {
 	// replica's max_num_seqs is then the cap that admits AdmitQuantile of
 	// the arrivals at once (AtRate).
 	RequestRate float64
-	PromptLen   int // tokens per request
-	OutputLen   int // tokens per request
-	// SeqTokens, when set, is the tokens a sequence is counted at when
-	// its pages are checked for preemption (holds): the longest request
-	// of the load, prompt and output (ParseOptions sets it from a length
-	// mix's Longest). 0: PromptLen + OutputLen, every request's.
-	SeqTokens int
-	// MixMeans, when set, is the mean prompt and output lengths of the
-	// load's length mix (ParseOptions sets it): under a request rate the
-	// plan is sized for PromptLen and OutputLen, and warns where the mix
-	// differs from them.
-	MixMeans [2]float64
-	Weights  Dtype
-	KVCache  Dtype
+	// PromptLen and OutputLen are every request's tokens, or, with Mix,
+	// its mean request's (NewRequest sets them): the plan's prefill,
+	// decode context, Little's law and throughput take them.
+	PromptLen int
+	OutputLen int
+	// Mix, when set, is the requests' lengths when they vary: a uniform
+	// mix or a histogram (ParseLengthMix, UniformMix, ParseHistogram).
+	// NewRequest then sets PromptLen and OutputLen to its mean lengths,
+	// rounded, and the pages are checked for preemption (holds) at its
+	// longest request. The zero value: every request PromptLen +
+	// OutputLen tokens (Lengths).
+	Mix LengthMix
+	// Weights is the weights' format; "" takes Checkpoint's.
+	Weights Dtype
+	KVCache Dtype
+	// Checkpoint is the format the checkpoint vllm serve loads stores its
+	// weights in, as the model catalog records it (model.Spec.HFDtype;
+	// ParseOptions sets it when the command loads the catalog's
+	// repository); "" is bf16, the format of the checkpoints the catalog
+	// records nothing for. vLLM reads a quantized checkpoint's format
+	// from its config.json, so weights other than it need a conversion
+	// or tpu-inference's quantization rules (modelWarnings).
+	Checkpoint Dtype
 	// KVCacheDtype is vLLM's --kv-cache-dtype as given (one of
 	// KVCacheDtypes). When set, NewRequest sets KVCache from it; when
 	// empty, NewRequest sets it to the value that stores KVCache (auto
@@ -202,12 +214,12 @@ const (
 )
 
 // DefaultRequest is a request with shardlab inference's defaults: 64
-// sequences decoding together, 1024-token prompts and outputs, bf16
-// weights and KV cache, vLLM's default gpu_memory_utilization (0.92) and
+// sequences decoding together, 1024-token prompts and outputs, the
+// checkpoint's weights (Weights ""), a bf16 KV cache, vLLM's default gpu_memory_utilization (0.92) and
 // tpu-inference's daily benchmarks' 4096 batched tokens. Model and Slice
 // are the caller's.
 func DefaultRequest() Request {
-	return Request{Concurrency: 64, PromptLen: 1024, OutputLen: 1024, Weights: "bf16", KVCache: "bf16",
+	return Request{Concurrency: 64, PromptLen: 1024, OutputLen: 1024, KVCache: "bf16",
 		MemoryUtilization: 0.92, MaxNumBatchedTokens: 4096}
 }
 
@@ -231,9 +243,12 @@ func NewRequest(r Request) (Request, error) {
 		r.MaxModelLen = r.Model.SeqLen
 	}
 	if r.MaxModelLen < 2 || r.MaxModelLen > r.Model.SeqLen {
-		return Request{}, badInt("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (%s's context)", r.Model.SeqLen, r.Model.Name))
+		return Request{}, badInt("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (the catalog's sequence length for %s)", r.Model.SeqLen, r.Model.Name))
 	}
 	if err := r.concurrency(); err != nil {
+		return Request{}, err
+	}
+	if err := r.lengthMix(); err != nil {
 		return Request{}, err
 	}
 	if r.PromptLen < 1 || r.PromptLen >= r.MaxModelLen {
@@ -241,9 +256,6 @@ func NewRequest(r Request) (Request, error) {
 	}
 	if r.OutputLen < 1 || r.PromptLen+r.OutputLen > r.MaxModelLen {
 		return Request{}, badInt("output_len", r.OutputLen, fmt.Sprintf("1 to %d (max_model_len %d less prompt_len %d)", r.MaxModelLen-r.PromptLen, r.MaxModelLen, r.PromptLen))
-	}
-	if r.SeqTokens < 0 || r.SeqTokens > r.MaxModelLen {
-		return Request{}, badInt("seq_tokens", r.SeqTokens, fmt.Sprintf("0 (prompt_len + output_len) or 1 to %d (max_model_len)", r.MaxModelLen))
 	}
 	if err := r.dtypes(); err != nil {
 		return Request{}, err
@@ -261,6 +273,53 @@ func NewRequest(r Request) (Request, error) {
 		return Request{}, err
 	}
 	return r, nil
+}
+
+// lengthMix checks that r.Mix's requests fit in max_model_len and sets
+// PromptLen and OutputLen to its mean request, rounded (to the whole
+// tokens below its means if rounding up would pass max_model_len).
+func (r *Request) lengthMix() error {
+	if r.Mix.zero() {
+		return nil
+	}
+	if n := r.Mix.Longest(); n > r.MaxModelLen {
+		return &FieldError{Field: "length_mix", Value: strconv.Quote(r.Mix.String()), Want: fmt.Sprintf("requests of at most max_model_len %d tokens; it has requests of %d", r.MaxModelLen, n)}
+	}
+	p, o := r.Mix.Means()
+	r.PromptLen, r.OutputLen = max(int(math.Round(p)), 1), max(int(math.Round(o)), 1)
+	if r.PromptLen+r.OutputLen > r.MaxModelLen {
+		r.PromptLen, r.OutputLen = max(int(p), 1), max(int(o), 1)
+	}
+	return nil
+}
+
+// Lengths is the requests' lengths: Mix, or every request PromptLen +
+// OutputLen tokens. The plan and the simulation both take them.
+func (r Request) Lengths() LengthMix {
+	if r.Mix.zero() {
+		return FixedMix(r.PromptLen, r.OutputLen)
+	}
+	return r.Mix
+}
+
+// decodeContext is the mean context of a decoding sequence, the KV a
+// decode step reads a sequence: of fixed lengths PromptLen + OutputLen/2;
+// of a mix, its sequences weighted by the steps they decode in
+// (LengthMix.MeanContext), as a step finds them.
+func (r Request) decodeContext() int {
+	if r.Mix.zero() {
+		return r.PromptLen + r.OutputLen/2
+	}
+	return int(math.Round(r.Mix.MeanContext()))
+}
+
+// meanOutput is the mean output tokens of a request: what each brings
+// to the throughput of a request rate.
+func (r Request) meanOutput() float64 {
+	if r.Mix.zero() {
+		return float64(r.OutputLen)
+	}
+	return r.Mix.meanOutput()
 }
 
 // goals checks the objective and the SLOs.
@@ -360,11 +419,19 @@ func (r *Request) concurrency() error {
 // dtypes checks and fills the weights' and the KV cache's formats, and
 // the KV cache's dtype as vLLM spells it.
 func (r *Request) dtypes() error {
+	if r.Checkpoint == "" {
+		r.Checkpoint = BF16
+	}
+	v, err := ParseDtype("weights", string(r.Checkpoint))
+	if err != nil {
+		return &FieldError{Field: "checkpoint", Value: strconv.Quote(string(r.Checkpoint)), Want: "bf16, fp8 or int8 (the model's hf_dtype)"}
+	}
+	r.Checkpoint = v
 	for _, d := range []struct {
 		field string
 		v     *Dtype
 		def   Dtype
-	}{{"weights", &r.Weights, BF16}, {"kv_cache_dtype", &r.KVCache, BF16}} {
+	}{{"weights", &r.Weights, r.Checkpoint}, {"kv_cache_dtype", &r.KVCache, BF16}} {
 		if *d.v == "" {
 			*d.v = d.def
 		}

@@ -2,7 +2,6 @@ package inference
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"shardlab/hw"
@@ -115,10 +114,14 @@ func Search(r Request) (Plan, error) {
 		p.Reasons = append(p.Reasons, admitReason(r, b))
 	}
 	p.Reasons = append(p.Reasons, chipsReason(r, b))
+	for _, s := range []string{r.mixReason(), checkpointReason(r)} {
+		if s != "" {
+			p.Reasons = append(p.Reasons, s)
+		}
+	}
 	if b.Preempts {
 		p.Warnings = append(p.Warnings, preemptWarning(r, b))
 	}
-	p.Warnings = append(p.Warnings, r.mixWarnings()...)
 	if p.BestEffort {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("no layout meets %s at %d concurrent sequences: best effort shown, which misses %s", r.slos(), b.Concurrency, strings.Join(b.Misses, " and ")))
 	}
@@ -243,8 +246,8 @@ func modelWarnings(r Request, b Layout) []string {
 		out = append(out, fmt.Sprintf("TP %d is beyond the KV cache's useful split (%d = 2·%d KV heads / %d %s elements per 32-bit word): each device's page rows are padded to whole words, so a token's %s KV takes %v per device, as much as at TP %d",
 			b.TP, KVUsefulSplit(r.Model, r.KVCache), r.Model.KV(), r.KVCache.packing(), r.KVCache, r.KVCache, b.Memory.KVPerToken, KVUsefulSplit(r.Model, r.KVCache)))
 	}
-	if r.Weights != BF16 {
-		out = append(out, fmt.Sprintf("%s weights: vllm serve needs a %s checkpoint or tpu-inference's qwix quantization rules in --additional-config; the command below sets neither", r.Weights, r.Weights))
+	if w := weightsWarning(r); w != "" {
+		out = append(out, w)
 	}
 	if DPAttention(r.Model) {
 		out = append(out, "latent attention: tpu-inference needs NEW_MODEL_DESIGN=1 in the server's environment and enable_dp_attention in --additional-config (tpu_platform.py); the page size is left to tpu-inference (1024 tokens), as vLLM's --block-size accepts at most 256")
@@ -255,16 +258,26 @@ func modelWarnings(r Request, b Layout) []string {
 	return out
 }
 
-// mixWarnings warns, under a request rate, where the length mix's mean
-// prompt or output differs from PromptLen or OutputLen, which the plan's
-// rate sizing (AtRate) takes, by more than a tenth: the simulation draws
-// the mix, so its requests are not the ones the plan was sized for.
-func (r Request) mixWarnings() []string {
-	p, o := r.MixMeans[0], r.MixMeans[1]
-	off := func(mean float64, n int) bool { return math.Abs(mean-float64(n)) > 0.1*float64(n) }
-	if r.RequestRate <= 0 || p == 0 || (!off(p, r.PromptLen) && !off(o, r.OutputLen)) {
-		return nil
+// weightsWarning says what serving weights other than the checkpoint's
+// takes: vLLM reads a quantized checkpoint's format from its config.json
+// (quantization_config) and loads its weights so; "" when the weights
+// are the checkpoint's.
+func weightsWarning(r Request) string {
+	switch {
+	case r.Weights == r.Checkpoint:
+		return ""
+	case r.Checkpoint == BF16:
+		return fmt.Sprintf("%s weights: vllm serve needs a %s checkpoint or tpu-inference's qwix quantization rules in --additional-config; the command below sets neither", r.Weights, r.Weights)
 	}
-	return []string{fmt.Sprintf("the plan is sized for requests of %d+%d tokens (prompt_len, output_len), and the length mix's mean is %.0f+%.0f: give its means to size it for the mix",
-		r.PromptLen, r.OutputLen, p, o)}
+	return fmt.Sprintf("%s weights: the checkpoint stores %s (%s), and vLLM loads it so (its config.json's quantization_config); the command below serves %s, not the %s costed here, unless it is given a %s copy of the checkpoint",
+		r.Weights, r.Checkpoint, r.Model.HFDtypeSource, r.Checkpoint, r.Weights, r.Weights)
+}
+
+// checkpointReason says that the weights are a quantized checkpoint's
+// own, and where the catalog has that from; "" for bf16 or other weights.
+func checkpointReason(r Request) string {
+	if r.Weights != r.Checkpoint || r.Checkpoint == BF16 {
+		return ""
+	}
+	return fmt.Sprintf("%s weights: the checkpoint's own (%s), which vLLM loads as they are", r.Weights, r.Model.HFDtypeSource)
 }

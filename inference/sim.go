@@ -221,6 +221,7 @@ type Sim struct {
 	now         time.Duration
 	issued      int
 	nextArrival time.Duration
+	lastArrival time.Duration
 	arrived     []*sequence // arrivals not yet admitted (closed loop)
 	ranks       []rank
 	pending     []*sequence   // held by the DP scheduler until flushed [ti-dps]
@@ -302,6 +303,7 @@ func (s *Sim) interArrival() time.Duration {
 func (s *Sim) issue(t time.Duration) {
 	p, o := s.load.Mix.Sample(s.rng)
 	s.arrived = append(s.arrived, &sequence{id: s.issued, arrival: t, prompt: p, output: o})
+	s.lastArrival = max(s.lastArrival, t)
 	s.issued++
 }
 
@@ -520,6 +522,9 @@ type SimResult struct {
 	Steps        int
 	Preemptions  int
 	Duration     time.Duration
+	// LastArrival is when the last request arrived (0 in a closed loop,
+	// whose clients all start at once).
+	LastArrival time.Duration
 	// TokensPerSecond is output tokens a second.
 	TokensPerSecond float64
 	TTFT, ITL       Percentiles
@@ -528,7 +533,7 @@ type SimResult struct {
 // Result is the simulation's measurements so far.
 func (s *Sim) Result() SimResult {
 	r := SimResult{Engine: s.srv.Engine, Replicas: 1, Requests: s.finished, OutputTokens: s.outTokens, Steps: s.steps,
-		Preemptions: s.preemptions, Duration: s.now, TTFT: percentiles(s.ttft), ITL: s.itl.percentiles()}
+		Preemptions: s.preemptions, Duration: s.now, LastArrival: s.lastArrival, TTFT: percentiles(s.ttft), ITL: s.itl.percentiles()}
 	if s.now > 0 {
 		r.TokensPerSecond = float64(s.outTokens) / s.now.Seconds()
 	}

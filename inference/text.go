@@ -39,8 +39,8 @@ func (p Plan) writeRequest(w io.Writer) {
 	if r.KVCacheDtype != "" && r.KVCacheDtype != kv {
 		kv = fmt.Sprintf("%s (%s)", r.KVCacheDtype, r.KVCache)
 	}
-	fmt.Fprintf(w, "serving %s on %s (%s, %s a chip): max model len %d, %s of %d+%d tokens, weights %s, KV cache %s\n",
-		r.Model.Name, r.Slice.AcceleratorType(), unit.Plural(r.Slice.Chips(), "chip"), unit.Plural(r.Slice.Chip.JAXDevicesPerChip, "JAX device"), r.MaxModelLen, load, r.PromptLen, r.OutputLen, r.Weights, kv)
+	fmt.Fprintf(w, "serving %s on %s (%s, %s a chip): max model len %d, %s of %s, weights %s, KV cache %s\n",
+		r.Model.Name, r.Slice.AcceleratorType(), unit.Plural(r.Slice.Chips(), "chip"), unit.Plural(r.Slice.Chip.JAXDevicesPerChip, "JAX device"), r.MaxModelLen, load, r.lengths(), r.Weights, kv)
 	goal := "objective " + string(r.Objective)
 	if s := r.slos(); s != "" {
 		goal += ", SLOs " + s
@@ -75,20 +75,41 @@ func (p Plan) writeBest(w io.Writer) {
 		m.Capacity, r.MemoryUtilization, m.Budget, m.Weights, m.Activations, states, m.KVCache)
 	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all), %d of %s at once\n",
 		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP, m.HeldSeqs, strings.TrimSuffix(r.heldLengths(), " tokens"))
-	prefill := fmt.Sprintf("prefill %v, all-reduce %v, step overhead %v", secs(b.PrefillCompute), secs(b.PrefillAllReduce), secs(b.DecodeOverhead))
-	if b.PrefillSteps > 1 {
-		prefill = fmt.Sprintf("prefill in %d steps of at most %d tokens: compute %v, all-reduce %v, step overhead %d × %v",
-			b.PrefillSteps, r.MaxNumBatchedTokens, secs(b.PrefillCompute), secs(b.PrefillAllReduce), b.PrefillSteps, secs(b.DecodeOverhead))
-	}
-	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (%s); inter-token %v\n", secs(b.TTFT), prefill, secs(b.ITL))
-	fmt.Fprintf(w, "  = max(weights HBM %v, MXU %v) + max(KV HBM %v, attention MXU passes %v) + sampling %v + all-reduce %v + step overhead %v\n",
-		secs(b.DecodeMemory-b.DecodeKV), secs(b.DecodeCompute), secs(b.DecodeKV), secs(b.DecodeAttention), secs(b.DecodeSampling), secs(b.DecodeAllReduce), secs(b.DecodeOverhead))
+	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (%s); inter-token %v\n", secs(b.TTFT), prefillParts(r, b), secs(b.ITL))
+	fmt.Fprintf(w, "  = max(weights HBM %v, MXU %v) + max(KV HBM %v, attention MXU passes %v)%s + sampling %v + all-reduce %v + step overhead %v\n",
+		secs(b.DecodeMemory-b.DecodeKV), secs(b.DecodeCompute), secs(b.DecodeKV), secs(b.DecodeAttention), decodeExtras(b), secs(b.DecodeSampling), secs(b.DecodeAllReduce), secs(b.DecodeOverhead))
 	if r.RequestRate > 0 && b.Fits {
 		f := b.LoadTTFT
 		fmt.Fprintf(w, "  TTFT at %g requests/s (steady state, behind the step in progress and the prompts that arrived with it): mean %v, p90 %v, p99 %v; the TTFT SLO takes the mean\n",
 			r.RequestRate, secs(f.Mean), secs(f.P90), secs(f.P99))
 	}
 	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n\n", b.TokensPerSecond, b.PerChip)
+}
+
+// prefillParts names the terms of b's TTFT, which add up to it: the
+// prefill roofline (each chunk the longer of its MXU time and its
+// weights' HBM read), the all-reduces and the step overheads.
+func prefillParts(r Request, b Layout) string {
+	roof := fmt.Sprintf("max(MXU %v, weights HBM %v)", secs(b.PrefillCompute), secs(b.PrefillWeights))
+	if b.PrefillSteps > 1 {
+		return fmt.Sprintf("prefill in %d steps of at most %d tokens: %v, each step the longer of its MXU time and its weights' HBM read (MXU %v, weights HBM %v in all), all-reduce %v, step overhead %d × %v",
+			b.PrefillSteps, r.MaxNumBatchedTokens, secs(b.PrefillRoofline), secs(b.PrefillCompute), secs(b.PrefillWeights), secs(b.PrefillAllReduce), b.PrefillSteps, secs(b.DecodeOverhead))
+	}
+	return fmt.Sprintf("prefill %v = %s, all-reduce %v, step overhead %v", secs(b.PrefillRoofline), roof, secs(b.PrefillAllReduce), secs(b.DecodeOverhead))
+}
+
+// decodeExtras names the terms of b's ITL that only some models have:
+// a hybrid model's linear-attention recurrences and a mixture of
+// experts' dispatch of the routed rows.
+func decodeExtras(b Layout) string {
+	s := ""
+	if b.DecodeLinear > 0 {
+		s += fmt.Sprintf(" + linear-attention recurrent states %v", secs(b.DecodeLinear))
+	}
+	if b.DecodeDispatch > 0 {
+		s += fmt.Sprintf(" + MoE dispatch of the routed rows %v", secs(b.DecodeDispatch))
+	}
+	return s
 }
 
 // writeLayouts writes every layout considered, one row each: whether

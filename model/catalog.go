@@ -170,6 +170,10 @@ var catalog = [...]Spec{
 		QLoRARank: 1536, KVLoRARank: 512, QKRopeHeadDim: 64, VHeadDim: 128,
 		Published: 671e9, PublishedActive: 37e9, Source: "DeepSeek-V3 Technical Report, abstract (671B total, 37B activated per token)",
 		HFModel: "deepseek-ai/DeepSeek-V3-Base",
+		// The released checkpoints store their weights in fp8 (e4m3, one
+		// scale per 128×128 block), config.json's quantization_config
+		// saying so, which vLLM reads from the checkpoint.
+		HFDtype: "fp8", HFDtypeSource: "deepseek-ai/DeepSeek-V3 README_WEIGHTS.md, FP8 Weight Documentation: quantization_config quant_method fp8, fmt e4m3, 128x128 blocks",
 	},
 	{
 		// Qwen Team 2025, "Qwen3 Technical Report" (arXiv 2505.09388) Table 1 and the released

@@ -129,6 +129,11 @@ type Spec struct {
 	// weights, owner/name, as vllm serve and transformers name it (e.g.
 	// meta-llama/Meta-Llama-3-70B); empty when there is no official one.
 	HFModel string `yaml:"hf_model,omitempty" json:"hf_model,omitempty"`
+	// HFDtype is the format HFModel's checkpoint stores its weights in
+	// where it is not bf16 (fp8), and HFDtypeSource where that is
+	// given; empty: bf16, or not recorded.
+	HFDtype       string `yaml:"hf_dtype,omitempty" json:"hf_dtype,omitempty"`
+	HFDtypeSource string `yaml:"hf_dtype_source,omitempty" json:"hf_dtype_source,omitempty"`
 }
 
 // MoE reports whether the model has mixture-of-experts layers.

@@ -93,7 +93,7 @@ func (s Spec) Validate() error {
 // separators, or bytes that are not UTF-8.
 func (s Spec) validateText() error {
 	model := s.Name
-	for _, f := range []struct{ name, v string }{{"name", s.Name}, {"source", s.Source}} {
+	for _, f := range []struct{ name, v string }{{"name", s.Name}, {"source", s.Source}, {"hf_dtype_source", s.HFDtypeSource}} {
 		if f.name == "name" {
 			model = strconv.QuoteToASCII(s.Name) // not printed raw while refused
 		}
@@ -105,6 +105,10 @@ func (s Spec) validateText() error {
 	if s.HFModel != "" && !hfRepo(s.HFModel) || strings.Contains(s.HFModel, "--") || strings.Contains(s.HFModel, "..") {
 		return &FieldError{Model: strconv.QuoteToASCII(s.Name), Field: "hf_model", Value: strconv.QuoteToASCII(s.HFModel),
 			Want: "a Hugging Face repository id owner/name (letters, digits, '-', '_' and '.', each part 1 to 96 long, starting and ending with a letter or digit, no '--' or '..')"}
+	}
+	if d := s.HFDtype; d != "" && (d != "bf16" && d != "fp8" && d != "int8" || s.HFModel == "" || s.HFDtypeSource == "") {
+		return &FieldError{Model: s.Name, Field: "hf_dtype", Value: strconv.QuoteToASCII(d),
+			Want: "empty (bf16), or bf16, fp8 or int8 with hf_model and hf_dtype_source (where the checkpoint's format is given)"}
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ var servingLooks = withModel([]look{
 	{"kv_cache_dtype", "Memory", "KV cache dtype", "vLLM's --kv-cache-dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte", kvChoices},
 	{"gpu_memory_utilization", "Memory", "Memory utilization", "vLLM's gpu_memory_utilization: the share of a device's HBM it may fill", nil},
 	{"max_num_batched_tokens", "Memory", "Batched tokens", "vLLM's max_num_batched_tokens: the prefill chunk and activation buffers", nil},
-	{"length_mix", "Simulation", "Length mix", "the simulated requests' lengths: fixed (the prompt and output lengths) or uniform:A-B (a histogram file: the CLI)", nil},
+	{"length_mix", "Simulation", "Length mix", "the requests' lengths, planned at their mean and longest request and simulated: fixed (the prompt and output lengths) or uniform:A-B (a histogram file: the CLI)", nil},
 	{"seed", "Simulation", "Seed", "seed of the simulation's lengths and arrivals", nil},
 	{optionNumRequests, "Simulation", "Requests", "requests the simulation serves", nil},
 })
@@ -47,8 +47,10 @@ var servingLooks = withModel([]look{
 const optionNumRequests plan.Option = "num_requests"
 
 func objectiveChoices() []choice { return stringChoices(inference.Objectives) }
-func weightChoices() []choice    { return stringChoices([]string{"bf16", "fp8", "int8"}) }
-func kvChoices() []choice        { return stringChoices(inference.KVCacheDtypes) }
+func weightChoices() []choice {
+	return append([]choice{{"", "the checkpoint's"}}, stringChoices([]string{"bf16", "fp8", "int8"})...)
+}
+func kvChoices() []choice { return stringChoices(inference.KVCacheDtypes) }
 
 func stringChoices(v []string) []choice {
 	out := make([]choice, len(v))
@@ -118,8 +120,7 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 		if p, err = inference.Search(req); err != nil {
 			return err
 		}
-		load := inference.Load{Mix: q.Mix, Concurrency: p.Best.Concurrency, RequestRate: req.RequestRate, Requests: q.Requests}
-		sim, err = inference.Simulate(req, p.Best, inference.SimOptions{Engine: inference.VLLM, Load: load, Stop: stop}, rand.New(rand.NewPCG(q.Seed, 0)))
+		sim, err = inference.Simulate(req, p.Best, inference.SimOptions{Engine: inference.VLLM, Stop: stop, Load: inference.Load{Mix: q.Mix, Concurrency: p.Best.Concurrency, RequestRate: req.RequestRate, Requests: q.Requests}}, rand.New(rand.NewPCG(q.Seed, 0)))
 		return err
 	})
 	if err != nil {
@@ -129,6 +130,7 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 		}
 		return nil, err
 	}
+	p.Warnings = append(p.Warnings, p.SimMisses(sim)...) // as the CLI's
 	cmd := export.VLLMServe(p, id)
 	v := &servingView{Plan: p, J: export.Serving(p, cmd), Command: export.ShellQuote(cmd)}
 	v.J.Simulation = export.Simulation(sim, q.Mix, q.Seed)

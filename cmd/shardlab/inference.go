@@ -12,6 +12,8 @@ import (
 
 	"shardlab/export"
 	"shardlab/inference"
+	"shardlab/model"
+	"shardlab/unit"
 )
 
 // inferenceFlags are the options of shardlab inference: the serving
@@ -37,13 +39,14 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	fs.StringVar(&o.Model, "model", d.Model, "catalog model name or a YAML/JSON spec file of at most 1 MiB")
 	fs.StringVar(&o.TPU, "tpu", d.TPU, "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16; a generation alone (tpu7x) is one VM")
 	fs.StringVar(&o.HFModel, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: the catalog model's repository)")
-	intVar(fs, &o.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the model's", "longest sequence, prompt and output, in tokens")
+	intVar(fs, &o.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the catalog's sequence length for the model", "longest sequence, prompt and output, in tokens, at most the catalog's sequence length (seq_len: the training length or the native context, whichever the catalog describes the model at; vLLM's own default, the checkpoint's max_position_embeddings, may be longer)")
 	intVar(fs, &o.Concurrency, "concurrency", inference.DefaultRequest().Concurrency, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
 	floatVar(fs, &o.RequestRate, "request-rate", 0, floatFlag{lo: 0.001, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
 		fmt.Sprintf("arrival rate of requests; the concurrency is then what Little's law gives on each layout, and max-num-seqs the cap that admits %g%% of Poisson arrivals at once", 100*inference.AdmitQuantile))
 	intVar(fs, &o.PromptLen, "prompt-len", d.PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request")
 	intVar(fs, &o.OutputLen, "output-len", d.OutputLen, 1, inference.MaxTokens, "", "output tokens per request")
-	choiceVar(fs, &o.Weights, "weights", d.Weights, []string{"bf16", "fp8", "int8"}, nil, "weight precision")
+	choiceVar(fs, &o.Weights, "weights", d.Weights, []string{"bf16", "fp8", "int8"}, nil,
+		"weight precision (default: the checkpoint's, as the model catalog records it: "+checkpointDtypes()+")")
 	intVar(fs, &o.MaxNumSeqs, "max-num-seqs", 0, 1, inference.MaxConcurrency, "default: --concurrency",
 		"vLLM's max_num_seqs: sequences each replica runs at once (the concurrency is this times the replicas)")
 	choiceVar(fs, &o.KVCacheDtype, "kv-cache-dtype", d.KVCacheDtype, inference.KVCacheDtypes, nil, "vLLM's KV cache dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte")
@@ -58,11 +61,23 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 		"throughput: the most output tokens/s per chip that meets the SLOs; latency: the least inter-token latency, then TTFT")
 	durationVar(fs, &o.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")
 	durationVar(fs, &o.ITLSLO, "itl-slo", 0, 0, time.Hour, "0: no target", "inter-token latency target at the offered load")
-	fs.StringVar(&o.LengthMix, "length-mix", d.LengthMix, "the simulated requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+")")
+	fs.StringVar(&o.LengthMix, "length-mix", d.LengthMix, "the requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+"); a mix is planned at its mean request and its longest, and simulated")
 	uint64Var(fs, &o.Seed, "seed", d.Seed, 0, 1<<63, "", "seed of the simulation's lengths and arrivals")
 	intVar(fs, &o.NumRequests, "num-requests", d.NumRequests, 1, inference.MaxSimRequests, "", "requests the simulation serves")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	return fs, f
+}
+
+// checkpointDtypes lists the catalog models whose checkpoints are not
+// bf16, with their formats: "fp8 for deepseek3-671b, else bf16".
+func checkpointDtypes() string {
+	var s []string
+	for _, name := range model.Names() {
+		if m, ok := model.Lookup(name); ok && m.HFDtype != "" && m.HFDtype != "bf16" {
+			s = append(s, m.HFDtype+" for "+name)
+		}
+	}
+	return strings.Join(append(s, "else bf16"), ", ")
 }
 
 func runInference(args []string, stdout, stderr io.Writer) error {
@@ -79,7 +94,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.ModelSpec = spec
-	if o.Histogram, err = readMix(o.LengthMix); err != nil {
+	if o.Histogram, err = readMix(fs, o.LengthMix); err != nil {
 		return err
 	}
 	q, err := inference.ParseOptions(o)
@@ -102,6 +117,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	} else if err != nil {
 		return inferenceError(err)
 	}
+	p.Warnings = append(p.Warnings, p.SimMisses(sim)...)
 	cmd := export.VLLMServe(p, id)
 	if f.json {
 		out := export.Serving(p, cmd)
@@ -109,7 +125,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
-		return bestEffort(p)
+		return unborne(p, sim)
 	}
 	if err := writeInference(stdout, p, cmd); err != nil {
 		return err
@@ -122,7 +138,19 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	if err := sim.WriteText(stdout, what); err != nil {
 		return err
 	}
-	return bestEffort(p)
+	return unborne(p, sim)
+}
+
+// unborne is the error of a plan that misses its SLOs (bestEffort) or
+// that its own simulation sim does not bear out (inference's
+// Plan.SimMisses, printed among the plan's warnings): exit 1 either way,
+// so that a script sees it.
+func unborne(p inference.Plan, sim inference.SimResult) error {
+	misses := p.SimMisses(sim)
+	if err := bestEffort(p); err != nil || len(misses) == 0 {
+		return err
+	}
+	return fmt.Errorf("inference: the simulation does not bear the plan out (%s above): its steady state does not hold for these requests", unit.Plural(len(misses), "warning"))
 }
 
 // bestEffort is the error of a plan no layout of which meets the SLOs:
@@ -149,9 +177,26 @@ func dpAttentionOff(fs *flag.FlagSet, r inference.Request) error {
 	return bad("inference: --enable-dp-attention false, want true or unset for %s: its latent attention runs data parallel inside a replica, and tpu-inference refuses a latent-attention model without enable_dp_attention (tpu_platform.py check_and_update_config)", r.Model.Name)
 }
 
+// lengthsOnce refuses --prompt-len or --output-len beside a length mix,
+// which replaces them with its mean request: the plan could take only
+// one of them.
+func lengthsOnce(fs *flag.FlagSet, mix string) error {
+	set := setFlags(fs)
+	for _, name := range []string{"prompt-len", "output-len"} {
+		if set[name] && mix != "fixed" {
+			return bad("inference: --%s %s, want it unset with --length-mix %s: the plan takes the mix's mean request, its simulation the mix", name, fs.Lookup(name).Value, mix)
+		}
+	}
+	return nil
+}
+
 // readMix reads the histogram file --length-mix names; nil for fixed and
-// uniform:A-B.
-func readMix(mix string) ([]byte, error) {
+// uniform:A-B. It refuses --prompt-len or --output-len beside a mix
+// (lengthsOnce).
+func readMix(fs *flag.FlagSet, mix string) ([]byte, error) {
+	if err := lengthsOnce(fs, mix); err != nil {
+		return nil, err
+	}
 	if mix == "fixed" || strings.HasPrefix(mix, "uniform:") {
 		return nil, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"shardlab/export"
@@ -73,6 +74,7 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--length-mix", "zipf"}, []string{`--length-mix "zipf": no such file, want fixed, uniform:A-B or a histogram file (lines prompt_len,output_len,weight)`}},
 		{[]string{"--length-mix", "uniform:100-5000"}, []string{`--length-mix "uniform:100-5000"`, "requests of 10000", "max_model_len 8192"}},
 		{[]string{"--length-mix", badMix}, []string{"--length-mix", "line 3", "output_len", `"3x00"`}},
+		{[]string{"--length-mix", "uniform:10-20", "--output-len", "500"}, []string{"--output-len 500", "unset with --length-mix uniform:10-20", "mean request"}},
 		{[]string{"--num-requests", "0"}, []string{"--num-requests", `"0"`}},
 		{[]string{"--seed", "-1"}, []string{"--seed", `"-1"`}},
 		{[]string{"--objective", "fast"}, []string{"--objective", `"fast"`, "throughput or latency"}},
@@ -96,7 +98,7 @@ func TestInferenceBadInput(t *testing.T) {
 	// one sequence's pages do not fit: the error says so and names the
 	// flag of the length that would fit (inference's TestNoFitPages costs it)
 	if _, errOut, code := runCmd("inference", "--model", "gemma4-31b", "--tpu", "v6e-4", "--concurrency", "1", "--max-model-len", "262144"); code != 1 ||
-		!strings.Contains(errOut, "one sequence's KV pages of max_model_len 262144 tokens") || !strings.Contains(errOut, "it fits with --max-model-len ") ||
+		!strings.Contains(errOut, "one sequence's KV pages of --max-model-len 262144 tokens") || !strings.Contains(errOut, "it fits with --max-model-len ") ||
 		strings.Contains(errOut, "1 concurrent sequences") {
 		t.Errorf("gemma4-31b at 262144 tokens on v6e-4: exit %d, %q; want 1, one sequence's pages and --max-model-len", code, errOut)
 	}
@@ -353,5 +355,70 @@ func TestInferencePrefillSteps(t *testing.T) {
 	}
 	if !strings.Contains(out, "prefill in 3 steps of at most 1024 tokens") || !strings.Contains(out, "step overhead 3 × ") {
 		t.Errorf("a 2500-token prompt in a budget of 1024: output lacks its 3 prefill steps:\n%s", out)
+	}
+}
+
+// TestInferenceJSONBreakdown: --json's latency parts add up to ttft_s
+// and inter_token_latency_s, for a dense model, a mixture of experts
+// whose prefill is bound by its weights' read, and a hybrid model with
+// linear attention (its JSON had no key for the prefill's weights read
+// nor for the recurrent states, so neither total could be rebuilt).
+func TestInferenceJSONBreakdown(t *testing.T) {
+	for _, args := range [][]string{
+		{"--model", "llama3-8b", "--tpu", "v6e-8", "--prompt-len", "6000", "--output-len", "100", "--max-num-batched-tokens", "2048"},
+		{"--model", "qwen3-coder-480b-a35b", "--max-model-len", "4096", "--weights", "fp8", "--kv-cache-dtype", "fp8"},
+		{"--model", "qwen3.5-397b-a17b", "--tpu", "tpu7x-16", "--enable-dp-attention", "--weights", "fp8", "--kv-cache-dtype", "fp8"},
+	} {
+		v := decodeJSON(t, append([]string{"inference", "--num-requests", "10", "--json"}, args...)...).(map[string]any)
+		l := v["layout"].(map[string]any)
+		f := func(k string) float64 {
+			x, ok := l[k].(float64)
+			if !ok {
+				t.Fatalf("%v: layout has no number %s", args, k)
+			}
+			return x
+		}
+		ttft := f("prefill_roofline_s") + f("prefill_all_reduce_s") + f("prefill_steps")*f("step_overhead_s")
+		itl := max(f("decode_hbm_s")-f("decode_kv_hbm_s"), f("decode_compute_s")) + max(f("decode_kv_hbm_s"), f("decode_attention_mxu_s")) +
+			f("decode_linear_attention_s") + f("decode_moe_dispatch_s") + f("decode_sampling_s") + f("decode_all_reduce_s") + f("step_overhead_s")
+		if math.Abs(ttft-f("ttft_s")) > 1e-8 || math.Abs(itl-f("inter_token_latency_s")) > 1e-8 {
+			t.Errorf("%v: ttft_s %g, its parts %g; inter_token_latency_s %g, its parts %g", args, f("ttft_s"), ttft, f("inter_token_latency_s"), itl)
+		}
+		if f("prefill_roofline_s") < max(f("prefill_compute_s"), f("prefill_weights_hbm_s")) {
+			t.Errorf("%v: prefill_roofline_s %g below its MXU %g or weights %g", args, f("prefill_roofline_s"), f("prefill_compute_s"), f("prefill_weights_hbm_s"))
+		}
+	}
+}
+
+// TestInferenceSimulationBearsOut: where the plan's own simulation serves
+// far less than it says, the plan warns and the exit status is 1, as for
+// a missed SLO, in text and JSON. A mix of 5% long outputs (100+4000
+// tokens) among short ones at 5/s on v6e-8: the plan admits 99% of
+// arrivals at once at its mean, 25 ms to the first token; the
+// simulation's long requests hold their slots, a tail of arrivals waits
+// (p99 1.7 s) and the mean TTFT is over three times the plan's.
+func TestInferenceSimulationBearsOut(t *testing.T) {
+	h := filepath.Join(t.TempDir(), "mix.csv")
+	if err := os.WriteFile(h, []byte("prompt_len,output_len,weight\n100,4000,0.05\n100,10,0.95\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"inference", "--model", "llama3-8b", "--tpu", "v6e-8", "--request-rate", "5", "--length-mix", h}
+	out, errOut, code := runCmd(args...)
+	if code != 1 || !strings.Contains(out, "warning: the simulation's mean TTFT is") || !strings.Contains(errOut, "the simulation does not bear the plan out") {
+		t.Errorf("exit %d, stderr %q, want 1, a warning in the plan and the error", code, errOut)
+	}
+	jout, _, code := runCmd(append(args, "--json")...)
+	var v struct{ Warnings []string }
+	if err := json.Unmarshal([]byte(jout), &v); err != nil || code != 1 || !strings.Contains(strings.Join(v.Warnings, "\n"), "the simulation's mean TTFT") {
+		t.Errorf("--json: exit %d, %v, warnings %q; want 1 and the simulation's warning", code, err, v.Warnings)
+	}
+	// the review's mix at a rate the plan at it keeps up with: exit 0
+	if _, errOut, code := runCmd("inference", "--request-rate", "1", "--length-mix", "uniform:2000-4000", "--num-requests", "300"); code != 0 {
+		t.Errorf("uniform:2000-4000 at 1/s: exit %d, %s; want 0", code, errOut)
+	}
+	// at 2/s it is planned at its lengths, which no layout of tpu7x-8 keeps up with
+	if _, errOut, code := runCmd("inference", "--request-rate", "2", "--length-mix", "uniform:2000-4000", "--num-requests", "300"); code != 1 ||
+		!strings.Contains(errOut, "2 requests/s of uniform 2000-4000 lengths (mean 3000+3000 tokens, up to 8000) saturate tpu7x-8") {
+		t.Errorf("uniform:2000-4000 at 2/s: exit %d, %q; want 1, saturated at the mix's lengths", code, errOut)
 	}
 }

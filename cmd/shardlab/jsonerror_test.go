@@ -26,6 +26,11 @@ func TestJSONErrorDocument(t *testing.T) {
 			[]string{"--precision bf16: ", "--optimizer-offload: ", "--precision bf16 --remat minimal_offloaded: "}, ""},
 		{[]string{"budget", "--model", "llama3-405b", "--tokens", "100B", "--generations", "v5e", "--slice-chips", "4", "--slices", "1", "--json"},
 			nil, "rows"},
+		// the weights do not fit: the formats and slices that fit, as flags
+		{[]string{"inference", "--model", "llama3-405b", "--tpu", "tpu7x-8", "--concurrency", "1", "--json"},
+			[]string{"--weights fp8 (TP 8", "--weights int8 (TP 8"}, ""},
+		{[]string{"inference", "--model", "llama3-8b", "--tpu", "v5litepod-1", "--max-model-len", "8192", "--concurrency", "1", "--json"},
+			[]string{"--weights fp8 (TP 1", "--weights int8 (TP 1", "--tpu v5litepod-4 (TP "}, ""},
 	} {
 		out, errOut, code := runCmd(c.args...)
 		name := strings.Join(c.args, " ")
