@@ -192,24 +192,36 @@ func writeParamSharding(b *strings.Builder, shape []int) {
 	case shape[2] > 1:
 		b.WriteString(tensorParallelPython)
 	case shape[1] > 1:
-		// the input's batch is over ('data', 'fsdp'); FSDPv2 shards the
-		// output's over 'fsdp' only unless told the data axis
-		extra := ""
-		if shape[0] > 1 {
-			extra = ", extra_data_axis='data'"
-		}
-		fmt.Fprintf(b, `
-# FSDP: FSDPv2 shards each parameter over 'fsdp' on its largest dimension,
-# and the output's batch dimension as the input's. mesh is keyword-only.
-def wrap_model(model):
-    return FSDPv2(model, mesh=mesh%s)
-`, extra)
+		b.WriteString(fsdpPython)
 	default:
 		b.WriteString(`
 # Data parallelism only: the parameters are replicated; only the input is sharded.
 `)
 	}
 }
+
+// fsdpPython wraps the model in FSDPv2, which shards each parameter over
+// 'fsdp' on its largest dimension, with a shard_output of its own: FSDPv2's
+// default marks a tensor or a tuple's first element and raises
+// RuntimeError ("The output type is not supported") on anything else,
+// which a Hugging Face causal LM's ModelOutput (an OrderedDict) is
+// (torch_xla/experimental/spmd_fully_sharded_data_parallel.py lines
+// 130-150 @41398bff; docs/source/perf/fsdp_spmd.md, "Sharding output").
+// The output's batch goes over ('data', 'fsdp') as the input's, which
+// the default would do only when told extra_data_axis.
+const fsdpPython = `
+# The forward's output, its batch over the data-parallel axes as the input's: a
+# Hugging Face causal LM's logits, a tuple's first element, or a tensor (FSDPv2's
+# own default takes only the last two and raises on a ModelOutput).
+def shard_batch_output(output, mesh):
+    out = output.logits if hasattr(output, 'logits') else output[0] if isinstance(output, tuple) else output
+    xs.mark_sharding(out, mesh, (('data', 'fsdp'),) + (None,) * (out.dim() - 1))
+
+# FSDP: FSDPv2 shards each parameter over 'fsdp' on its largest dimension.
+# mesh is keyword-only.
+def wrap_model(model):
+    return FSDPv2(model, mesh=mesh, shard_output=shard_batch_output)
+`
 
 // tensorParallelPython shards a Llama-style model (Hugging Face
 // LlamaForCausalLM: model.embed_tokens, model.layers, model.norm, lm_head)

@@ -296,8 +296,9 @@ func TestPyTorchPythonCallsMatchTorchXLA(t *testing.T) {
 		if want := shape[2] > 1; strings.Contains(py, "shard_output=shard_logits") != want {
 			t.Errorf("%s: FSDPv2 given shard_logits %v, want %v (the logits' vocabulary over 'model' with tensor parallelism):\n%s", what, !want, want, py)
 		}
-		if want := shape[0] > 1 && shape[1] > 1 && shape[2] == 1; strings.Contains(py, "extra_data_axis='data'") != want {
-			t.Errorf("%s: extra_data_axis='data' written %v, want %v: the output's batch is over ('data', 'fsdp') as the input's:\n%s", what, !want, want, py)
+		// FSDPv2's default shard_output raises on a Hugging Face ModelOutput
+		if want := shape[1] > 1 && shape[2] == 1; strings.Contains(py, "shard_output=shard_batch_output") != want {
+			t.Errorf("%s: FSDPv2 given shard_batch_output %v, want %v (the output's batch over ('data', 'fsdp') whatever the output's type):\n%s", what, !want, want, py)
 		}
 		if strings.Contains(py, "dimension 0 of every") {
 			t.Errorf("%s: says FSDPv2 shards dimension 0; it shards each parameter's largest dimension (shard_maximal=True):\n%s", what, py)
@@ -490,5 +491,51 @@ func TestPyTorchPythonParses(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("%s: the script does not parse: %v\n%s\n%s", layout, err, out, b.String())
 		}
+	}
+}
+
+// TestPyTorchShardsAnyOutput runs the FSDP script's shard_batch_output in
+// python3 (skipped without it) on the three outputs a model's forward
+// gives, with xs.mark_sharding recorded: a Hugging Face ModelOutput (an
+// OrderedDict with logits, on which FSDPv2's own default raises
+// RuntimeError), a tuple and a tensor. Each has its batch over ('data',
+// 'fsdp') and the rest unsharded, one entry a dimension.
+func TestPyTorchShardsAnyOutput(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	m, err := PyTorch(pytorchPlan(t, "llama3-8b", "v5p-64", 1, "data=2,fsdp=16", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := m.WritePython(&b); err != nil {
+		t.Fatal(err)
+	}
+	_, fn, ok := strings.Cut(b.String(), "def shard_batch_output(")
+	fn, _, _ = strings.Cut(fn, "\n\n")
+	if !ok {
+		t.Fatalf("no shard_batch_output in the FSDP script:\n%s", b.String())
+	}
+	script := `import collections
+marked = []
+class xs:
+    @staticmethod
+    def mark_sharding(t, mesh, spec): marked.append((t.name, spec))
+class T:
+    def __init__(self, name, n): self.name, self.n = name, n
+    def dim(self): return self.n
+class ModelOutput(collections.OrderedDict):
+    def __init__(self, logits): super().__init__(logits=logits); self.logits = logits
+def shard_batch_output(` + fn + `
+for out in (ModelOutput(T('logits', 3)), (T('first', 3), T('second', 2)), T('tensor', 2)):
+    shard_batch_output(out, None)
+print(marked)
+`
+	out, err := exec.Command(py, "-c", script).CombinedOutput()
+	want := "[('logits', (('data', 'fsdp'), None, None)), ('first', (('data', 'fsdp'), None, None)), ('tensor', (('data', 'fsdp'), None))]\n"
+	if err != nil || string(out) != want {
+		t.Errorf("shard_batch_output: %v\n%s\nwant %s", err, out, want)
 	}
 }
