@@ -2,6 +2,7 @@ package inference
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -71,9 +72,75 @@ func noFit(r Request, layouts []Layout) *NoFitError {
 		if l, ok := unsettledAt(r, layouts); ok {
 			why = fmt.Sprintf("%g requests/s of %s: no layout of %s keeps up with them, and on TP %d × DP %d the search for their steady state did not settle within %d units of work (step evaluations by their sequences) or %d iterations (it is not known to saturate it)",
 				r.RequestRate, r.lengths(), r.Slice.AcceleratorType(), l.TP, l.DP, maxWork, maxIterations)
+			return &NoFitError{Why: why}
 		}
+		return &NoFitError{Why: why, Fits: rateFits(r)}
 	}
 	return &NoFitError{Why: why}
+}
+
+// rateFits are the changes of one field with which a request rate that
+// saturates r's slice is served, each checked by costing it: the
+// highest rate the slice keeps up with (maxRate), and the smallest
+// larger slice of the generation, up to rateSlices times the chips,
+// that keeps up with the rate (more replicas share the arrivals).
+func rateFits(r Request) []Fit {
+	var fits []Fit
+	if rate, l, ok := maxRate(r); ok {
+		fits = append(fits, Fit{Field: "request_rate", Value: strconv.FormatFloat(rate, 'g', -1, 64), TP: l.TP, DP: l.DP})
+	}
+	chips := r.Slice.Chips()
+	for _, name := range r.Slice.Chip.AcceleratorTypes() {
+		s, err := hw.ParseAcceleratorType(name)
+		if err != nil || s.Chips() <= chips || r.TP > 0 || r.DP > 0 {
+			continue
+		}
+		if s.Chips() > rateSlices*chips {
+			break
+		}
+		q := r
+		q.Slice = s
+		if l, ok := fitting(q); ok {
+			fits = append(fits, Fit{Field: "tpu", Value: s.AcceleratorType(), TP: l.TP, DP: l.DP})
+			break
+		}
+	}
+	return fits
+}
+
+// rateSlices bounds the larger slices rateFits tries: up to this many
+// times the request's chips.
+const rateSlices = 8
+
+// maxRate is the highest request rate below r's, to three significant
+// figures rounded down, that some layout of r's slice keeps up with, and
+// that layout: a bisection on the rate (a slice that keeps up with a
+// rate keeps up with any lower one: its steady state holds fewer
+// sequences at shorter steps), to within 1 %, then the figure rounded
+// down and costed again.
+func maxRate(r Request) (float64, Layout, bool) {
+	lo, hi := 0.0, r.RequestRate
+	for hi-lo > 0.01*hi {
+		mid := (lo + hi) / 2
+		q := r
+		q.RequestRate = mid
+		if _, ok := fitting(q); ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if lo <= 0 {
+		return 0, Layout{}, false
+	}
+	p := math.Pow(10, math.Floor(math.Log10(lo))-2)
+	q := r
+	q.RequestRate = math.Floor(lo/p) * p
+	if q.RequestRate < MinRequestRate {
+		return 0, Layout{}, false
+	}
+	l, ok := fitting(q)
+	return q.RequestRate, l, ok
 }
 
 // pagesWhy is noFit's reason when some layout has HBM left for pages but

@@ -203,3 +203,44 @@ func checkFits(t *testing.T, err error, what string, r Request, want []string) {
 		t.Errorf("%s: a field mark left in %q", what, flags)
 	}
 }
+
+// TestSaturatedRateFits: a request rate no layout keeps up with names
+// what would serve it, each checked here by planning again: the highest
+// rate the slice keeps up with (to three figures, rounded down; 2 %
+// above it saturates the slice again, so it is the edge, not a guess)
+// and a larger slice of the generation. The review's case: 2 requests/s
+// of uniform 2000-4000 tokens saturate tpu7x-8, and the error named no
+// fix.
+func TestSaturatedRateFits(t *testing.T) {
+	o := DefaultOptions()
+	o.RequestRate, o.LengthMix, o.MaxModelLen = 2, "uniform:2000-4000", 8192
+	q, err := ParseOptions(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := q.Request
+	_, err = Search(r)
+	var ne *NoFitError
+	if !errors.As(err, &ne) || len(ne.Fits) != 2 || ne.Fits[0].Field != "request_rate" || ne.Fits[1].Field != "tpu" {
+		t.Fatalf("Search at 2/s: %v, want no fit with a rate and a slice that serve it", err)
+	}
+	rate, err := strconv.ParseFloat(ne.Fits[0].Value, 64)
+	if err != nil || rate >= r.RequestRate || rate <= 0 {
+		t.Fatalf("the rate fix %q, want a rate below %g", ne.Fits[0].Value, r.RequestRate)
+	}
+	at := func(rate float64, tpu string) error {
+		q := r
+		q.RequestRate, q.Slice = rate, slice(t, tpu)
+		_, err := Search(q)
+		return err
+	}
+	if err := at(rate, "tpu7x-8"); err != nil {
+		t.Errorf("at the fix's %g requests/s: %v", rate, err)
+	}
+	if err := at(1.02*rate, "tpu7x-8"); !errors.Is(err, ErrNoFit) {
+		t.Errorf("at %g requests/s, 2 %% above the fix: %v, want it saturated (the fix is the edge)", 1.02*rate, err)
+	}
+	if err := at(r.RequestRate, ne.Fits[1].Value); err != nil {
+		t.Errorf("on the fix's %s: %v", ne.Fits[1].Value, err)
+	}
+}

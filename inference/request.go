@@ -213,6 +213,10 @@ const (
 	MaxRequestRate = 1 << 20
 )
 
+// MinRequestRate is the least request rate the front ends take (a
+// request an hour is 0.00028/s): a lower one is a mistake for 0.
+const MinRequestRate = 0.001
+
 // DefaultRequest is a request with shardlab inference's defaults: 64
 // sequences decoding together, 1024-token prompts and outputs, the
 // checkpoint's weights (Weights ""), a bf16 KV cache, vLLM's default gpu_memory_utilization (0.92) and
