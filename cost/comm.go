@@ -362,8 +362,8 @@ func (t *tally) fsdp(grads, gathered unit.Bytes) {
 // makes them first, the embedding's after it (embeddingPart), as its
 // all-reduce over the stages (pipelineHead). embed_vocab and embed shard
 // them over fsdp, context and expert (weightShards); an MoE
-// MTP layer's routed experts, which MaxText gathers over fsdp alone
-// (tally.fsdp), are counted here as the rest.
+// MTP layer's routed experts, which MaxText gathers over fsdp and
+// context (tally.fsdp, embed_moe), are counted here as the rest.
 func (t *tally) fsdpHead(grads, gathered unit.Bytes) {
 	sh := t.sh
 	if grads == 0 || sh.weightShards()*sh.e <= 1 {

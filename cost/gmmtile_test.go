@@ -112,10 +112,12 @@ func TestGMMTilePaddingEdges(t *testing.T) {
 	}
 	// one sequence of 4 tokens, top-2, over a chip's 2 JAX devices: m = 4
 	// rows a device, at most 4 of the 8 groups hold a row, and a tile is
-	// min(512, 4) = 4 rows: (4 − 1)(4 − 1)/4.
+	// min(512, 4) = 4 rows, all of them: each of the 4 groups computes the
+	// one tile whole, 16 rows for 4 (megabloxTiles), 3 extra a row.
 	few := shape{b: 1, s: 4, e: 1, dev: 2}
-	if got, want := j.gmmTilePadding(&few), 3.0*3/4; math.Abs(got-want) > 1e-12 {
-		t.Errorf("m = 4 rows over 8 experts: gmmTilePadding = %g, want %g", got, want)
+	want := float64(megabloxTiles([]int{1, 1, 1, 1}, 4)*4-4) / 4
+	if got := j.gmmTilePadding(&few); want != 3 || math.Abs(got-want) > 1e-12 {
+		t.Errorf("m = 4 rows over 8 experts: gmmTilePadding = %g, want %g (megablox's tiles)", got, want)
 	}
 	j.GMMTile = -1
 	if err := j.validate(); err == nil {

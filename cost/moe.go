@@ -359,7 +359,8 @@ const MaxGMMTile = 65536
 // probability 1/tm, so the expected extra rows are (G − 1)·(tm − 1), tm
 // the job's mean tile (Job.GMMTile; the extra rows are linear in it), over
 // the m routed rows the device's GEMM holds (TokensPerExpert × G, per JAX
-// device): (G − 1)(tm − 1)/m. The lhs-gradient gmm and the rhs-gradient
+// device): (G − 1)(tm − 1)/m, or G − 1 where the m rows fit one tile
+// (each group's visit computes all m). The lhs-gradient gmm and the rhs-gradient
 // tgmm visit the same tiles (megablox ops.py _gmm_bwd passes the same
 // group sizes and tiling), so the share holds for the backward and any
 // recomputed forward too. An empty group visits no tile in gmm, so at
@@ -381,7 +382,12 @@ func (j *Job) gmmTilePadding(sh *shape) float64 {
 	if starts <= 0 {
 		return 0
 	}
-	return starts * (min(tile, m) - 1) / m
+	if m <= tile {
+		// the tile is min(tile, m) = m rows: one tile holds every row,
+		// and each group that holds one computes it whole
+		return starts
+	}
+	return starts * (tile - 1) / m
 }
 
 // denseDispatchFLOPs is the FLOPs of the einsums with which MaxText's
