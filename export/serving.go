@@ -70,8 +70,14 @@ type LayoutJSON struct {
 	Memory        inference.Memory `json:"memory_per_device"`
 	// TTFT, ITL and the tokens/s are null for a layout that does not
 	// fit (Fits false): it cannot run at the load, so they cannot happen.
-	TTFT             *float64 `json:"ttft_s"`
-	ITL              *float64 `json:"inter_token_latency_s"`
+	TTFT *float64 `json:"ttft_s"`
+	ITL  *float64 `json:"inter_token_latency_s"`
+	// TTFTSeen and ITLSeen are what the plan ranks the layouts and checks
+	// the SLOs by (inference.Request.Seen): under a request rate the mean
+	// TTFT at the load and the mean step, else ttft_s and
+	// inter_token_latency_s; null for a layout that does not fit.
+	TTFTSeen         *float64 `json:"ttft_seen_s"`
+	ITLSeen          *float64 `json:"itl_seen_s"`
 	PrefillCompute   float64  `json:"prefill_compute_s"`
 	PrefillAllReduce float64  `json:"prefill_all_reduce_s"`
 	// PrefillWeights is the prompt's chunks' weights read from HBM,
@@ -115,7 +121,9 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
 		mean, step, full = &l.MeanSeqs, new(l.MeanStep.Seconds()), &l.FullOnArrival
 		first = new(percentiles(l.LoadTTFT))
 	}
+	ttft, itl := p.Request.Seen(l)
 	return LayoutJSON{
+		TTFTSeen: ifFits(ttft.Seconds()), ITLSeen: ifFits(itl.Seconds()),
 		MeanSeqs: mean, MeanStep: step, FullOnArrival: full, TTFTUnderLoad: first,
 		TP: l.TP, DP: l.DP, EP: l.EP, AttentionDP: l.AttentionDP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
 		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, Preempts: l.Preempts, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),

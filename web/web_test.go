@@ -887,3 +887,32 @@ func errorOf(t *testing.T, target, body string) string {
 	}
 	return e.Error
 }
+
+// TestServingPageLatenciesAtLoad: under a request rate the serving page
+// shows the latencies the plan ranks the layouts and checks the SLOs by,
+// at the load (inference.Request.Seen; the CLI's table heads them "at
+// load"), not the idle server's: llama3-8b on v6e-8 at 20 requests/s of
+// 2000+300 tokens, whose chosen layout's mean step is longer than its
+// idle decode step.
+func TestServingPageLatenciesAtLoad(t *testing.T) {
+	code, body := get(t, New(testConfig), "/serving?model=llama3-8b&tpu=v6e-8&request_rate=20&prompt_len=2000&output_len=300&num_requests=50")
+	if code != http.StatusOK {
+		t.Fatalf("GET /serving at 20/s: %d\n%.500s", code, body)
+	}
+	_, js := get(t, New(testConfig), "/download/serving.json?model=llama3-8b&tpu=v6e-8&request_rate=20&prompt_len=2000&output_len=300&num_requests=50")
+	var p struct {
+		Layout struct {
+			ITL     float64 `json:"inter_token_latency_s"`
+			ITLSeen float64 `json:"itl_seen_s"`
+			Step    float64 `json:"mean_step_s"`
+		} `json:"layout"`
+	}
+	if err := json.Unmarshal([]byte(js), &p); err != nil || p.Layout.ITLSeen != p.Layout.Step || p.Layout.ITLSeen <= p.Layout.ITL {
+		t.Fatalf("serving.json at 20/s: itl_seen_s %g, mean_step_s %g, inter_token_latency_s %g (%v); want the mean step, above the idle step",
+			p.Layout.ITLSeen, p.Layout.Step, p.Layout.ITL, err)
+	}
+	seen := unit.Seconds(p.Layout.ITLSeen).String()
+	if !strings.Contains(body, "ITL at load <b>"+seen+"</b>") || !strings.Contains(body, ">ITL at load</th>") {
+		t.Errorf("the page does not show the ITL at the load (%s) in its summary and table header", seen)
+	}
+}
