@@ -185,6 +185,17 @@ func (p Places) String() string {
 	return strings.Join(parts, ",")
 }
 
+// MaxTextRemat is the policy MaxText runs for remat r with places p: r
+// and p as they are, but for RematNone, which MaxText has no policy for,
+// RematCustom with NamedNone's places. Export writes it, verify compiles
+// it, check compares a log with it and plan notes what it costs.
+func MaxTextRemat(r Remat, p Places) (Remat, Places) {
+	if r == RematNone {
+		return RematCustom, NamedNone()
+	}
+	return r, p
+}
+
 // NamedNone is the named-tensor policy closest to RematNone, as MaxText
 // can state it (remat_policy custom): every tagged tensor kept on device
 // but the MLP's output projection, which feeds only the residual sum, so

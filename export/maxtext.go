@@ -357,13 +357,10 @@ func pipeline(set func(string, any), e cost.Estimate, mt maxTextArch) error {
 // device. Custom writes the place of every tagged tensor ([base.yml] lines
 // 359-383), so none keeps a default.
 func remat(set func(string, any), j cost.Job, mt maxTextArch) error {
-	r, places := j.Remat, j.Custom
-	if r == cost.RematNone {
-		// MaxText has no policy that keeps every activation: the closest
-		// it states (cost.NamedNone), which the plan's framework note
-		// costs and plan --verify's check compares with
-		r, places = cost.RematCustom, cost.NamedNone()
-	}
+	// MaxText has no policy that keeps every activation: for none the
+	// closest it states (cost.NamedNone), which the plan's framework note
+	// costs and plan --verify's check compares with
+	r, places := cost.MaxTextRemat(j.Remat, j.Custom)
 	set("remat_policy", string(r))
 	if r != cost.RematCustom {
 		return nil

@@ -203,7 +203,7 @@ func Verify(p plan.Plan, model string) Verification {
 // which MaxText compiles.
 func namedReport(p plan.Plan) (report unit.Bytes, recomputes bool, err error) {
 	if j := p.Best.Estimate.Job; j.Remat == cost.RematNone {
-		j.Remat, j.Custom = cost.RematCustom, cost.NamedNone()
+		j.Remat, j.Custom = cost.MaxTextRemat(j.Remat, j.Custom)
 		e, err := cost.EstimateStep(j, p.Best.Estimate.Mesh)
 		if err != nil {
 			return 0, false, err

@@ -82,7 +82,7 @@ func namedNoneNote(e cost.Estimate, est *cost.Estimator) (Note, bool) {
 		return Note{}, false
 	}
 	j := e.Job
-	j.Remat, j.Custom = cost.RematCustom, cost.NamedNone()
+	j.Remat, j.Custom = cost.MaxTextRemat(j.Remat, j.Custom)
 	alt, err := est.Estimate(j, e.Mesh)
 	if err != nil {
 		return note(OptionRemat, "MaxText has no remat policy that keeps every activation, and its closest, custom with every named tensor on device, cannot be costed on this layout: %v", err), true

@@ -127,7 +127,8 @@ func compiledNone(f *planFlags) string {
 	if !strings.EqualFold(strings.TrimSpace(f.Remat), string(cost.RematNone)) || f.RematCustom != "" {
 		return ""
 	}
-	f.Remat, f.RematCustom = string(cost.RematCustom), cost.NamedNone().String()
+	r, places := cost.MaxTextRemat(cost.RematNone, cost.Places{})
+	f.Remat, f.RematCustom = string(r), places.String()
 	return fmt.Sprintf("--remat none: MaxText has no policy that keeps every activation, and export maxtext writes its closest, --remat custom --remat-custom %s, which is what the log compiled: the comparison and any calibration are of that policy", f.RematCustom)
 }
 
