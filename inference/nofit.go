@@ -89,10 +89,13 @@ func rateFits(r Request) []Fit {
 	if rate, l, ok := maxRate(r); ok {
 		fits = append(fits, Fit{Field: "request_rate", Value: strconv.FormatFloat(rate, 'g', -1, 64), TP: l.TP, DP: l.DP})
 	}
+	if r.TP > 0 || r.DP > 0 {
+		return fits // a fixed layout: another slice would not change it
+	}
 	chips := r.Slice.Chips()
 	for _, name := range r.Slice.Chip.AcceleratorTypes() {
 		s, err := hw.ParseAcceleratorType(name)
-		if err != nil || s.Chips() <= chips || r.TP > 0 || r.DP > 0 {
+		if err != nil || s.Chips() <= chips {
 			continue
 		}
 		if s.Chips() > rateSlices*chips {
@@ -117,10 +120,12 @@ const rateSlices = 8
 // that layout: a bisection on the rate (a slice that keeps up with a
 // rate keeps up with any lower one: its steady state holds fewer
 // sequences at shorter steps), to within 1 %, then the figure rounded
-// down and costed again.
+// down and costed again. The bisection stops once the rate is below
+// MinRequestRate: where no rate keeps up, hi would halve towards zero
+// for a thousand costings.
 func maxRate(r Request) (float64, Layout, bool) {
 	lo, hi := 0.0, r.RequestRate
-	for hi-lo > 0.01*hi {
+	for hi-lo > 0.01*hi && hi >= MinRequestRate {
 		mid := (lo + hi) / 2
 		q := r
 		q.RequestRate = mid
