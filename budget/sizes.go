@@ -10,10 +10,10 @@ import (
 )
 
 // trainingSlice is chip c's slice of chips chips, if it has one to train
-// on: a listed slice of at least a host.
+// on: a listed slice of whole VMs (hw.Slice.WholeHosts).
 func trainingSlice(c hw.Chip, chips int) (hw.Slice, bool) {
 	s, err := hw.ParseAcceleratorType(c.AcceleratorType(chips))
-	return s, err == nil && chips <= c.MaxSliceChips && chips >= c.Host.Chips
+	return s, err == nil && chips <= c.MaxSliceChips && s.WholeHosts()
 }
 
 // unknownSize is a size of sizes none of gens has a training slice of,

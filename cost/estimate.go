@@ -30,7 +30,7 @@ type Memory struct {
 	Phases    []Phase    `json:"phases"`
 	// Host is what offloaded activations, parameters or optimizer state
 	// occupy in host memory, per chip, and HostUsable the host memory a
-	// chip has for them (hw.Chip.HostRAMPerChip; 0 where its VM's RAM is
+	// chip has for them (hw.Slice.HostRAMPerChip; 0 where its VM's RAM is
 	// not published, and then Host is not checked).
 	Host       unit.Bytes `json:"host"`
 	HostUsable unit.Bytes `json:"host_usable"`

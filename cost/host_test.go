@@ -58,12 +58,12 @@ func TestMaxMicroBatchHostBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := layout(t, "tpu7x-512", 1, "fsdp=256")
-	chip := m.Multislice.Slice.Chip
+	slice := m.Multislice.Slice
 	perSeq := unit.Bytes(126 * 8192 * 16384 * 2)
-	if got, want := chip.HostRAMPerChip(), 960*unit.GB/4; got != want {
+	if got, want := slice.HostRAMPerChip(), 960*unit.GB/4; got != want {
 		t.Fatalf("host RAM per chip %v, want %v", got, want)
 	}
-	want := int(chip.HostRAMPerChip() / perSeq)
+	want := int(slice.HostRAMPerChip() / perSeq)
 	if want != 7 {
 		t.Fatalf("hand derivation: %d sequences, want 7", want)
 	}

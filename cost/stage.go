@@ -266,7 +266,7 @@ func (e *Estimator) stageBase(j *Job, m *mesh.Mesh, sh *shape, st stage) stageBa
 		HBM:         chip.HBM,
 		Usable:      chip.UsableHBM(j.HBMHeadroom),
 		XLACapacity: chip.XLACapacity(),
-		HostUsable:  chip.HostRAMPerChip(),
+		HostUsable:  ms.Slice.HostRAMPerChip(),
 	}
 	if j.ParameterOffload {
 		mem.Host += mem.Weights

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"shardlab/plan"
+	"shardlab/unit"
 )
 
 // Capacity is how xpk asks GKE for the TPUs ([xpk]
@@ -91,13 +92,33 @@ const MaxRestarts = 1000
 //go:embed xpk-tpu-types.txt
 var xpkTPUTypesFile string
 
-// xpkTPUTypes is the set of --tpu-type values xpk accepts.
-var xpkTPUTypes = func() map[string]bool {
-	m := map[string]bool{}
+// xpkVMs is how xpk makes the slice of a TPU type: its system
+// characteristics' gce_machine_type, chips_per_vm and vms_per_slice
+// ([xpk-sc] get_tpu_system_characteristics_map).
+type xpkVMs struct {
+	MachineType string
+	ChipsPerVM  int
+	VMs         int
+}
+
+// xpkTPUTypes holds the --tpu-type values xpk accepts, each with the VMs
+// xpk makes its slice of.
+var xpkTPUTypes = func() map[string]xpkVMs {
+	m := map[string]xpkVMs{}
 	for _, l := range strings.Split(xpkTPUTypesFile, "\n") {
-		if l != "" && !strings.HasPrefix(l, "#") {
-			m[l] = true
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
 		}
+		f := strings.Fields(l)
+		if len(f) != 4 {
+			panic("export: xpk-tpu-types.txt: want NAME MACHINE_TYPE CHIPS_PER_VM VMS_PER_SLICE, got " + strconv.Quote(l))
+		}
+		chips, err1 := strconv.Atoi(f[2])
+		vms, err2 := strconv.Atoi(f[3])
+		if err1 != nil || err2 != nil || chips < 1 || vms < 1 {
+			panic("export: xpk-tpu-types.txt: bad counts in " + strconv.Quote(l))
+		}
+		m[f[0]] = xpkVMs{MachineType: f[1], ChipsPerVM: chips, VMs: vms}
 	}
 	return m
 }()
@@ -110,7 +131,7 @@ var xpkTPUTypes = func() map[string]bool {
 func XPKTPUType(p plan.Plan) (string, error) {
 	s := p.Request.Multislice.Slice
 	t := s.Chip.AcceleratorPrefix + "-" + s.Topology.String()
-	if !xpkTPUTypes[t] {
+	if _, ok := xpkTPUTypes[t]; !ok {
 		// xpk's shapes of the same number of chips, to plan with instead
 		var same []string
 		for k := range xpkTPUTypes {
@@ -135,6 +156,39 @@ func XPKTPUType(p plan.Plan) (string, error) {
 }
 
 const xpkCommit = "AI-Hypercomputer/xpk@367c8382"
+
+// XPKWarnings are what the plan assumes that the xpk command does not run
+// as: where xpk makes the slice of other VMs than the plan's
+// (hw.Slice.Host), the plan's host count, each host's infeed and its DCN
+// bandwidth differ from what runs. xpk @367c8382 makes every slice of
+// 4-chip VMs but the 1-chip ones ([xpk-sc] compute_chips_per_vm: "1 if
+// get_topology_product(topology) == 1 else 4"), so v5litepod-8 and v6e-8, which the Cloud TPU API makes one 8-chip
+// VM (ct5lp-hightpu-8t, ct6e-standard-8t), are two ct5lp-hightpu-4t or
+// ct6e-standard-4t VMs under xpk. None for a slice xpk has no type of
+// (XPKTPUType refuses it).
+func XPKWarnings(p plan.Plan) []string {
+	s := p.Request.Multislice.Slice
+	x, ok := xpkTPUTypes[s.Chip.AcceleratorPrefix+"-"+s.Topology.String()]
+	h := s.Host()
+	if !ok || x.MachineType == h.MachineType && x.VMs == s.Hosts() {
+		return nil
+	}
+	var differ []string
+	if x.VMs != s.Hosts() {
+		differ = append(differ, fmt.Sprintf("the host count (%d, not %d)", x.VMs, s.Hosts()))
+	}
+	differ = append(differ, "each VM's input pipeline (infeed)")
+	if per := s.Chip.DCNPerChip.Bits() / 1e9; per > 0 {
+		differ = append(differ, fmt.Sprintf("its DCN bandwidth (%.0f Gbit/s a VM, not %.0f)", per*float64(x.ChipsPerVM), per*float64(h.Chips)))
+	}
+	what := differ[len(differ)-1]
+	if n := len(differ); n > 1 {
+		what = strings.Join(differ[:n-1], ", ") + " and " + what
+	}
+	return []string{fmt.Sprintf("xpk (%s) makes %s of %s of %s each, where the plan has %s of %s: %s differ from what runs",
+		xpkCommit, s.AcceleratorType(), unit.Plural(x.VMs, x.MachineType+" VM"), unit.Plural(x.ChipsPerVM, "chip"),
+		unit.Plural(s.Hosts(), h.MachineType+" VM"), unit.Plural(h.Chips, "chip"), what)}
+}
 
 // chips multiplies out a shape, "4x4x8"; 0 if it is not one.
 func chips(shape string) int {

@@ -17,7 +17,10 @@ import (
 func TestXPKFlagsAreXPKs(t *testing.T) {
 	flags := readList(t, "testdata/xpk-workload-create-flags.txt")
 	keys := readList(t, "testdata/maxtext-base-keys.txt")
-	types := readList(t, "xpk-tpu-types.txt")
+	types := map[string]bool{} // the first word of each line; the VMs follow
+	for l := range readList(t, "xpk-tpu-types.txt") {
+		types[strings.Fields(l)[0]] = true
+	}
 	opts := []XPKOptions{
 		{Cluster: "c", Workload: "w", BaseDockerImage: "maxtext_base_image"},
 		{Cluster: "my-cluster", Workload: "llama-70b", DockerImage: "gcr.io/p/maxtext:latest", Capacity: CapacityReservation, Reservation: "res-1", MaxRestarts: 5},
@@ -351,4 +354,58 @@ func FuzzValidImage(f *testing.F) {
 			t.Errorf("valid image %q has a shell character", s)
 		}
 	})
+}
+
+// TestXPKTPUVMs: the VMs the embedded list gives a few TPU types match
+// AI-Hypercomputer/xpk src/xpk/core/system_characteristics.py @367c8382
+// read by hand: v6e's 1x1 on machine_type='ct6e-standard-1t' (lines
+// 697-705) and 2x2 and 2x4 on 'ct6e-standard-4t' (706-716),
+// v5litepod's 2x4 on 'ct5lp-hightpu-4t' (825-833), tpu7x's on
+// 'tpu7x-standard-4t', chips_per_vm 4 but for a 1-chip topology and
+// vms_per_slice the chips over it (compute_chips_per_vm,
+// compute_vms_per_slice).
+func TestXPKTPUVMs(t *testing.T) {
+	for name, want := range map[string]xpkVMs{
+		"v6e-1x1":       {"ct6e-standard-1t", 1, 1},
+		"v6e-4":         {"ct6e-standard-4t", 4, 1},
+		"v6e-2x4":       {"ct6e-standard-4t", 4, 2},
+		"v6e-16x16":     {"ct6e-standard-4t", 4, 64},
+		"v5litepod-2x4": {"ct5lp-hightpu-4t", 4, 2},
+		"tpu7x-4x4x8":   {"tpu7x-standard-4t", 4, 32},
+		"v5p-2x2x1":     {"ct5p-hightpu-4t", 4, 1},
+	} {
+		if got, ok := xpkTPUTypes[name]; !ok || got != want {
+			t.Errorf("xpk %s: %+v (listed %v), want %+v", name, got, ok, want)
+		}
+	}
+}
+
+// TestXPKWarnings: where xpk makes the slice of other VMs than the plan
+// has (hw.Slice.Host), the export warns, naming both and xpk's commit.
+// v5litepod-8 is one ct5lp-hightpu-8t (cloud.google.com/tpu/docs/v5e) and
+// v6e-8 one ct6e-standard-8t (cloud.google.com/tpu/docs/v6e), but xpk
+// @367c8382 makes each two 4-chip VMs (TestXPKTPUVMs): 2 hosts, not 1, and
+// half the DCN a VM (v5e 25 Gbit/s a chip, v6e 100). Slices xpk makes as
+// the plan does warn of nothing.
+func TestXPKWarnings(t *testing.T) {
+	for _, c := range []struct {
+		model, tpu string
+		want       string // "" for none
+	}{
+		{"gemma-2b", "v5litepod-8", "xpk (AI-Hypercomputer/xpk@367c8382) makes v5litepod-8 of 2 ct5lp-hightpu-4t VMs of 4 chips each, where the plan has 1 ct5lp-hightpu-8t VM of 8 chips: " +
+			"the host count (2, not 1), each VM's input pipeline (infeed) and its DCN bandwidth (100 Gbit/s a VM, not 200) differ from what runs"},
+		{"llama3-8b", "v6e-8", "xpk (AI-Hypercomputer/xpk@367c8382) makes v6e-8 of 2 ct6e-standard-4t VMs of 4 chips each, where the plan has 1 ct6e-standard-8t VM of 8 chips: " +
+			"the host count (2, not 1), each VM's input pipeline (infeed) and its DCN bandwidth (400 Gbit/s a VM, not 800) differ from what runs"},
+		{"llama3-8b", "v5litepod-16", ""},
+		{"llama3-8b", "v6e-16", ""},
+		{"gemma-2b", "v6e-4", ""},
+		{"llama3-8b", "tpu7x-8", ""},
+		{"llama3-8b", "v5p-8", ""},
+	} {
+		p := search(t, func(o *plan.Options) { o.Model, o.TPU = c.model, c.tpu })
+		got := strings.Join(XPKWarnings(p), "\n")
+		if got != c.want {
+			t.Errorf("XPKWarnings(%s on %s) = %q, want %q", c.model, c.tpu, got, c.want)
+		}
+	}
 }

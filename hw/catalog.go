@@ -145,9 +145,15 @@ var catalog = [...]Chip{
 		JAXDevicesPerChip: 1,                         // [mt-spec]
 		MaxSliceChips:     256, PodChips: 256,        // [gcp-v6e]
 		Host: Host{MachineType: "ct6e-standard-4t", Chips: 4, VCPUs: 180, RAM: 720 * unit.GB}, // [gcp-7x], [gcp-v6e]
-		// [gcp-v6e]: ct6e-standard-8t, the whole 8-chip host as one VM
-		// (its vCPUs and RAM not transcribed)
-		SingleHost: Host{MachineType: "ct6e-standard-8t", Chips: 8},
+		// [gcp-v6e] slice shapes: 2x4 is accelerator type v6e-8, one
+		// ct6e-standard-8t VM (8 chips, the whole host: "Single-host"); 2x4
+		// on two ct6e-standard-4t VMs has no accelerator type and "is only
+		// supported when using the GKE API" (xpk @367c838 creates v6e-8
+		// that way: export warns). Every larger v6e slice is
+		// ct6e-standard-4t VMs. The 8t's vCPUs and RAM are in no stored
+		// source, so they are left unpublished (0). (v6e-1 is a
+		// ct6e-standard-1t by the same table, not yet transcribed.)
+		SliceHosts: []Host{{MachineType: "ct6e-standard-8t", Chips: 8}},
 		Sources:    []string{"cloud.google.com/tpu/docs/v6e", "cloud.google.com/tpu/docs/tpu7x", "scaling-book tpus.md"},
 	},
 	{

@@ -116,20 +116,17 @@ type Chip struct {
 	// ("v5litepod" for v5e).
 	AcceleratorPrefix string `json:"accelerator_type_prefix"`
 
+	// Host is the generation's usual VM, the one its multi-host slices are
+	// made of; a slice's own VM is Slice.Host.
 	Host Host `json:"host"`
 	// SliceHosts lists the VMs that hold a whole slice of exactly their
 	// chips by themselves and are what that slice is made of, where that VM
 	// is not Host: [gcp-v5e] gives v5e's 1x1 one ct5lp-hightpu-1t and its
 	// 2x4 (v5litepod-8) one ct5lp-hightpu-8t, of the three v5e VM types
 	// (1, 4 or 8 chips), while 2x2 and every larger v5e slice are
-	// ct5lp-hightpu-4t VMs. Slice.Host picks among them; every entry's RAM
-	// per chip equals Host's, so HostRAMPerChip holds for every slice.
+	// ct5lp-hightpu-4t VMs; [gcp-v6e] gives v6e-8 one ct6e-standard-8t.
+	// Slice.Host picks among them.
 	SliceHosts []Host `json:"slice_hosts,omitempty"`
-	// SingleHost is a larger VM type that holds a whole small slice, where
-	// the generation offers one beside Host (v6e's ct6e-standard-8t, 8
-	// chips, for serving); zero where none is offered. Only its machine
-	// type and chips are known.
-	SingleHost Host `json:"single_host,omitzero"`
 
 	// Sources lists where the numbers above come from.
 	Sources []string `json:"sources"`
@@ -159,12 +156,6 @@ func (c Chip) Peak(f Format) (unit.FLOPsPerSecond, bool) {
 		p = c.PeakFP8
 	}
 	return p, p > 0
-}
-
-// DCNPerHost is the data-center network bandwidth of one Host VM (a
-// slice's own VM may hold other chips: Multislice.DCNPerHost).
-func (c Chip) DCNPerHost() unit.BytesPerSecond {
-	return c.DCNPerChip * unit.BytesPerSecond(c.Host.Chips)
 }
 
 // MXUs is the number of matrix units on the chip (0 when not published).
@@ -204,21 +195,6 @@ func (c Chip) UsableHBM(headroom float64) unit.Bytes {
 		b = unit.Bytes(float64(c.HBM) * (1 - AssumedReserve))
 	}
 	return unit.Bytes(float64(b) * (1 - headroom))
-}
-
-// HostRAMPerChip is the host memory one chip's offloaded buffers may
-// fill: its share of its TPU VM's RAM (Host.RAM over Host.Chips; every
-// chip of a VM offloads the same), 0 where the catalog has no RAM for the
-// VM. MaxText offloads remat-policy tensors to JAX's pinned_host memory
-// (offload_dst="pinned_host", src/maxtext/layers/decoders.py @e591f30c),
-// which is that RAM. The operating system, the runtime and the input
-// pipeline take some of it too, so a job over this surely cannot run and
-// one near it may not.
-func (c Chip) HostRAMPerChip() unit.Bytes {
-	if c.Host.RAM == 0 || c.Host.Chips == 0 {
-		return 0
-	}
-	return c.Host.RAM / unit.Bytes(c.Host.Chips)
 }
 
 // Assumptions for the numbers the catalog does not publish for every

@@ -32,7 +32,7 @@ func TestParseAcceleratorType(t *testing.T) {
 		{"v5litepod-8", V5e, 8, "2x4", 1},          // [gcp-v5e]: 8 chips, one host (ct5lp-hightpu-8t)
 		{"v5litepod-256", V5e, 256, "16x16", 64},
 		{"v5e-16", V5e, 16, "4x4", 4},                  // MaxText/xpk spelling
-		{"v6e-8", V6e, 8, "2x4", 2},                    // [gcp-v6e]
+		{"v6e-8", V6e, 8, "2x4", 1},                    // [gcp-v6e]: v6e-8 is one ct6e-standard-8t VM
 		{"v6e-256", V6e, 256, "16x16", 64},             // [gcp-v6e]
 		{"tpu7x-8", TPU7x, 4, "2x2x1", 1},              // [mt-spec]: 4 chips, one tpu7x-standard-4t VM
 		{"tpu7x-128", TPU7x, 64, "4x4x4", 16},          // [mt-spec]
@@ -193,9 +193,9 @@ func TestCatalogNumbers(t *testing.T) {
 		t.Errorf("tpu7x bidirectional ICI per chip = %v, want 1.2e12", got)
 	}
 	// [gcp-v5p]: 200 Gbps DCN per host.
-	c, _ = Lookup("v5p")
-	if got := c.DCNPerHost().Bits(); got != 200e9 {
-		t.Errorf("v5p DCN per host = %v bit/s, want 200e9", got)
+	s, _ := ParseAcceleratorType("v5p-8")
+	if got := s.DCNPerHost().Bits(); got != 200e9 {
+		t.Errorf("v5p-8 DCN per host = %v bit/s, want 200e9", got)
 	}
 }
 
@@ -508,20 +508,28 @@ func TestPeak(t *testing.T) {
 	}
 }
 
-// TestHostRAMPerChip: a chip's share of its VM's RAM, from the catalog's
-// host (ct5p-hightpu-4t: 448 GB over 4 chips; tpu7x-standard-4t: 960 GB
-// over 4), and 0 for v4, whose VM's RAM the catalog does not publish.
+// TestHostRAMPerChip: a chip's share of the RAM of the VM its slice is
+// made of, from the VM tables: ct5p-hightpu-4t's 448 GB over 4 chips
+// ([gcp-v5p]), tpu7x-standard-4t's 960 GB over 4 ([gcp-7x]),
+// ct5lp-hightpu-8t's 384 GB over 8 and ct5lp-hightpu-1t's 48 GB over 1
+// ([gcp-v5e]), ct6e-standard-4t's 720 GB over 4 ([gcp-7x]); 0 for v4 and
+// for v6e-8's ct6e-standard-8t, whose RAM the catalog does not publish
+// (v6e-16 is made of 4t VMs, so its chips still have 180 GB each).
 func TestHostRAMPerChip(t *testing.T) {
 	for _, c := range []struct {
-		g    Generation
+		tpu  string
 		want unit.Bytes
-	}{{V5p, 112 * unit.GB}, {TPU7x, 240 * unit.GB}, {V4, 0}} {
-		chip, err := Lookup(string(c.g))
+	}{
+		{"v5p-8", 112 * unit.GB}, {"tpu7x-8", 240 * unit.GB}, {"v4-8", 0},
+		{"v5litepod-8", 48 * unit.GB}, {"v5litepod-1", 48 * unit.GB}, {"v5litepod-16", 48 * unit.GB},
+		{"v6e-8", 0}, {"v6e-16", 180 * unit.GB},
+	} {
+		s, err := ParseAcceleratorType(c.tpu)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := chip.HostRAMPerChip(); got != c.want {
-			t.Errorf("%s: %v a chip, want %v", c.g, got, c.want)
+		if got := s.HostRAMPerChip(); got != c.want {
+			t.Errorf("%s: %v a chip, want %v", c.tpu, got, c.want)
 		}
 	}
 }

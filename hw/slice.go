@@ -107,14 +107,16 @@ func (s Slice) Chips() int { return s.Topology.Chips() }
 // Host is the VM the slice is made of: the chip's SliceHosts entry of
 // exactly the slice's chips (v5e's 2x4 is one ct5lp-hightpu-8t), else the
 // chip's Host. A slice with no topology gets the chip's Host.
-func (s Slice) Host() Host {
-	n := s.Chips()
-	for _, h := range s.Chip.SliceHosts {
+func (s Slice) Host() Host { return s.Chip.sliceHost(s.Chips()) }
+
+// sliceHost is the VM a slice of n chips is made of (Slice.Host).
+func (c Chip) sliceHost(n int) Host {
+	for _, h := range c.SliceHosts {
 		if h.Chips == n {
 			return h
 		}
 	}
-	return s.Chip.Host
+	return c.Host
 }
 
 // Hosts is the number of VMs in the slice.
@@ -122,10 +124,36 @@ func (s Slice) Hosts() int {
 	return max(1, s.Chips()/s.Host().Chips)
 }
 
+// WholeHosts reports whether the slice is made of whole VMs the catalog
+// sells (Host): v5litepod-1 is one whole ct5lp-hightpu-1t and v5litepod-4
+// one ct5lp-hightpu-4t, while v6e-1 is a quarter of v6e's
+// ct6e-standard-4t. A slice with no topology is not.
+func (s Slice) WholeHosts() bool { return s.Chip.wholeHosts(s.Chips()) }
+
+// wholeHosts is WholeHosts for a slice of n chips, which the parsers ask
+// before they have a topology.
+func (c Chip) wholeHosts(n int) bool { return n > 0 && n%c.sliceHost(n).Chips == 0 }
+
 // DCNPerHost is the catalog's data-center network bandwidth of one of the
 // slice's VMs (Host): its chips' shares.
 func (s Slice) DCNPerHost() unit.BytesPerSecond {
 	return s.Chip.DCNPerChip * unit.BytesPerSecond(s.Host().Chips)
+}
+
+// HostRAMPerChip is the host memory one chip's offloaded buffers may
+// fill: its share of the RAM of the VM the slice is made of (Host's RAM
+// over its chips; every chip of a VM offloads the same), 0 where the
+// catalog has no RAM for that VM. MaxText offloads remat-policy tensors
+// to JAX's pinned_host memory (offload_dst="pinned_host",
+// src/maxtext/layers/decoders.py @e591f30c), which is that RAM. The
+// operating system, the runtime and the input pipeline take some of it
+// too, so a job over this surely cannot run and one near it may not.
+func (s Slice) HostRAMPerChip() unit.Bytes {
+	h := s.Host()
+	if h.RAM == 0 || h.Chips == 0 {
+		return 0
+	}
+	return h.RAM / unit.Bytes(h.Chips)
 }
 
 // AcceleratorType spells the slice as Cloud TPU does ("v5p-128").
@@ -222,7 +250,7 @@ func NewSlice(c Chip, t Topology) (Slice, error) {
 			return Slice{}, bad
 		}
 	}
-	if t.Chips() < c.Host.Chips && c.Generation == TPU7x {
+	if c.Generation == TPU7x && !c.wholeHosts(t.Chips()) {
 		return Slice{}, &ParseError{Input: t.String(), Field: "topology", Err: ErrPartialHost,
 			Valid: fmt.Sprintf("TPU7x slices are whole %s VMs of %d chips, from 2x2x1", c.Host.MachineType, c.Host.Chips)}
 	}
@@ -292,7 +320,7 @@ func ParseAcceleratorType(s string) (Slice, error) {
 		return Slice{}, &ParseError{Input: s, Field: "count", Err: ErrBadCount, Valid: c.validCounts()}
 	}
 	chips, ok := c.chipsPerName(n)
-	if ok && c.Generation == TPU7x && chips < c.Host.Chips {
+	if ok && c.Generation == TPU7x && !c.wholeHosts(chips) {
 		return Slice{}, &ParseError{Input: s, Field: "count", Err: ErrPartialHost,
 			Valid: fmt.Sprintf("TPU7x is sold in whole %s VMs of %d chips: %s", c.Host.MachineType, c.Host.Chips, c.validCounts())}
 	}

@@ -73,15 +73,61 @@ func TestV5eSliceHosts(t *testing.T) {
 	}
 }
 
-// TestSliceHostsShareRAM: every VM a slice may be made of gives each chip
-// the RAM that the generation's Host does, so Chip.HostRAMPerChip (which
-// cost reads without the slice) holds for every slice.
-func TestSliceHostsShareRAM(t *testing.T) {
-	for _, c := range Chips() {
-		for _, h := range c.SliceHosts {
-			if got, want := h.RAM/unit.Bytes(h.Chips), c.HostRAMPerChip(); got != want {
-				t.Errorf("%s %s: %v RAM a chip, %s gives %v", c.Generation, h.MachineType, got, c.Host.MachineType, want)
-			}
+// TestV6eSliceHosts checks v6e's slice shapes against the table of
+// cloud.google.com/tpu/docs/v6e (topology, chips, VMs, accelerator type,
+// machine type): v6e-4 is one ct6e-standard-4t, v6e-8 one
+// ct6e-standard-8t (its two-4t form has no accelerator type: GKE only),
+// and each larger slice two ct6e-standard-4t VMs a host. (1x1, one
+// ct6e-standard-1t by the table, is not in the catalog yet.)
+func TestV6eSliceHosts(t *testing.T) {
+	for _, r := range []struct {
+		tpu         string
+		vms         int
+		machineType string
+	}{
+		{"v6e-4", 1, "ct6e-standard-4t"}, {"v6e-8", 1, "ct6e-standard-8t"}, {"v6e-16", 4, "ct6e-standard-4t"},
+		{"v6e-32", 8, "ct6e-standard-4t"}, {"v6e-64", 16, "ct6e-standard-4t"}, {"v6e-128", 32, "ct6e-standard-4t"},
+		{"v6e-256", 64, "ct6e-standard-4t"},
+	} {
+		s, err := ParseAcceleratorType(r.tpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Host().MachineType; got != r.machineType || s.Hosts() != r.vms {
+			t.Errorf("%s: %d × %s, want %d × %s", r.tpu, s.Hosts(), got, r.vms, r.machineType)
+		}
+	}
+}
+
+// TestWholeHosts: a slice is whole VMs when its chips fill the VMs it is
+// made of: v5litepod-1 is a whole ct5lp-hightpu-1t ([gcp-v5e] VM types:
+// 1, 4 or 8 chips), v6e-1 a quarter of the catalog's 4-chip
+// ct6e-standard-4t, the smallest v4, v5p and tpu7x slices one 4-chip VM
+// each; a generation alone (no topology) is no slice of hosts.
+func TestWholeHosts(t *testing.T) {
+	for _, c := range []struct {
+		tpu  string
+		want bool
+	}{
+		{"v5litepod-1", true}, {"v5litepod-4", true}, {"v5litepod-8", true}, {"v5litepod-256", true},
+		{"v6e-1", false}, {"v6e-4", true}, {"v6e-8", true}, {"v6e-16", true},
+		{"v4-8", true}, {"v5p-8", true}, {"tpu7x-8", true}, {"v2-8", true}, {"v3-8", true},
+	} {
+		s, err := ParseAcceleratorType(c.tpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.WholeHosts(); got != c.want {
+			t.Errorf("%s (%d chips on %s): WholeHosts() = %v, want %v", c.tpu, s.Chips(), s.Host().MachineType, got, c.want)
+		}
+	}
+	for _, g := range []string{"v5e", "tpu7x"} {
+		s, err := ParseTPU(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.WholeHosts() {
+			t.Errorf("%s alone: WholeHosts() = true, want false (no topology)", g)
 		}
 	}
 }
@@ -103,5 +149,21 @@ func TestMultisliceDCNPerHost(t *testing.T) {
 	}
 	if m, err = NewMultislice(s, 2, unit.BitsPerSecond(400e9)); err != nil || m.DCNPerChip.Bits() != 50e9 {
 		t.Errorf("2 × v5litepod-8 at 400 Gbit/s a host: %v bit/s a chip (%v), want 5e10", m.DCNPerChip.Bits(), err)
+	}
+	// v6e-8 is one ct6e-standard-8t: the whole host's 4 × 200 Gbps NICs
+	// ([gcp-v6e]), where a 4-chip VM of a larger slice has half of them
+	for _, c := range []struct {
+		tpu   string
+		hosts int
+		bits  float64
+	}{{"v6e-8", 2, 800e9}, {"v6e-16", 8, 400e9}} {
+		s, err := ParseAcceleratorType(c.tpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := NewMultislice(s, 2, 0)
+		if err != nil || m.DCNPerHost().Bits() != c.bits || m.Hosts() != c.hosts {
+			t.Errorf("2 × %s: %v bit/s a host, %d hosts (%v), want %v and %d", c.tpu, m.DCNPerHost().Bits(), m.Hosts(), err, c.bits, c.hosts)
+		}
 	}
 }

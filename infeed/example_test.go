@@ -9,8 +9,8 @@ import (
 )
 
 func ExampleMinVCPUs() {
-	c7, _ := hw.Lookup("tpu7x")
-	c := infeed.ForChip(c7) // tpu7x-standard-4t: 4 chips, 224 vCPUs, 2 NUMA nodes
+	s7, _ := hw.ParseAcceleratorType("tpu7x-8")
+	c := infeed.ForSlice(s7) // one tpu7x-standard-4t: 4 chips, 224 vCPUs, 2 NUMA nodes
 	c.ExampleCost = 2 * time.Millisecond
 	c.Batch = 256
 	c.Compute = 50 * time.Millisecond
@@ -23,8 +23,8 @@ func ExampleMinVCPUs() {
 // A host of 40 vCPUs feeds the chips 2 % late; the sweep finds the 42
 // that keep them busy, and its verdict is the run's.
 func ExampleSweepVCPUs() {
-	c7, _ := hw.Lookup("tpu7x")
-	c := infeed.ForChip(c7)
+	s7, _ := hw.ParseAcceleratorType("tpu7x-8")
+	c := infeed.ForSlice(s7)
 	c.VCPUs = 40
 	r, s, _ := infeed.SweepVCPUs(c, 4096)
 	fmt.Println(r.StepTime, r.Bound(), "|", s.VCPUs, s.Found, s.Result.Bound())

@@ -82,16 +82,13 @@ const (
 // ErrInvalid is wrapped by configuration errors.
 var ErrInvalid = errors.New("invalid infeed config")
 
-// ForChip fills a host configuration from the catalog for the chip's Host
-// VM: its chips, vCPUs and PCIe bandwidth (package hw's assumptions where
-// they are not published), and NUMA nodes (1 where not published).
-func ForChip(c hw.Chip) Config { return forHost(c, c.Host) }
-
-// ForSlice is ForChip for the VM the slice is made of (hw.Slice.Host):
-// v5litepod-8's one 8-chip ct5lp-hightpu-8t, not v5e's 4-chip Host.
-func ForSlice(s hw.Slice) Config { return forHost(s.Chip, s.Host()) }
-
-func forHost(c hw.Chip, h hw.Host) Config {
+// ForSlice fills a host configuration from the catalog for one VM of the
+// slice (hw.Slice.Host: v5litepod-8's one 8-chip ct5lp-hightpu-8t, not
+// v5e's usual 4-chip VM): its chips, vCPUs and PCIe bandwidth (package
+// hw's assumptions where they are not published), and NUMA nodes (1 where
+// not published).
+func ForSlice(s hw.Slice) Config {
+	c, h := s.Chip, s.Host()
 	numa := max(h.NUMANodes, 1)
 	return Config{
 		Chips: h.Chips, VCPUs: h.VCPUsOrAssumed(), NUMANodes: numa, Placement: Local, CrossNUMA: 1.3,

@@ -83,8 +83,8 @@ func TestNUMAPlacement(t *testing.T) {
 	// A TPU7x VM: 4 chips, 2 NUMA nodes. With every worker on node 0, the
 	// chips on node 1 are fed across the socket link (1.3x per example) and
 	// the host falls behind where local placement keeps up.
-	c7, _ := hw.Lookup("tpu7x")
-	c := ForChip(c7)
+	s7, _ := hw.ParseAcceleratorType("tpu7x-8")
+	c := ForSlice(s7)
 	c.VCPUs = 48
 	c.Compute = 44 * time.Millisecond // 12 vCPUs per chip: ceil(256/12)·2 ms = 44 ms
 	c.Steps = 20
@@ -235,4 +235,28 @@ func FuzzParsePlacement(f *testing.F) {
 			t.Fatalf("ParsePlacement(%q) = %q", s, p)
 		}
 	})
+}
+
+// TestForSlice: the host simulated is one VM of the slice, as the VM
+// tables give it: v5litepod-8 is one ct5lp-hightpu-8t (8 chips, 224
+// vCPUs, 2 NUMA nodes) and v5litepod-16 ct5lp-hightpu-4t VMs (4, 112, 1)
+// (cloud.google.com/tpu/docs/v5e); v6e-8 is one ct6e-standard-8t (8 chips,
+// cloud.google.com/tpu/docs/v6e), whose vCPUs are not published, so hw's
+// AssumedVCPUsPerChip for each of its 8 chips.
+func TestForSlice(t *testing.T) {
+	for _, c := range []struct {
+		tpu                string
+		chips, vcpus, numa int
+	}{
+		{"v5litepod-8", 8, 224, 2}, {"v5litepod-16", 4, 112, 1},
+		{"v6e-8", 8, 8 * hw.AssumedVCPUsPerChip, 1}, {"v6e-16", 4, 180, 1},
+	} {
+		s, err := hw.ParseAcceleratorType(c.tpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ForSlice(s); got.Chips != c.chips || got.VCPUs != c.vcpus || got.NUMANodes != c.numa {
+			t.Errorf("ForSlice(%s): %d chips, %d vCPUs, %d NUMA nodes; want %d, %d, %d", c.tpu, got.Chips, got.VCPUs, got.NUMANodes, c.chips, c.vcpus, c.numa)
+		}
+	}
 }

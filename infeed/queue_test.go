@@ -83,11 +83,11 @@ func TestIdleSet(t *testing.T) {
 // 2500 examples per chip per step, for 50 steps; it needs about 400
 // vCPUs, so it runs the simulation 17 times (9 doubling, 8 bisecting).
 func BenchmarkMinVCPUs(b *testing.B) {
-	chip, err := hw.Lookup("tpu7x")
+	s, err := hw.ParseAcceleratorType("tpu7x-8")
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := ForChip(chip)
+	c := ForSlice(s)
 	c.Batch = 2500
 	for b.Loop() {
 		if _, _, _, err := MinVCPUs(c, 4096); err != nil {

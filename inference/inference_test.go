@@ -482,10 +482,10 @@ func TestPrefillChunks(t *testing.T) {
 	}
 }
 
-// TestSingleHostVM: v6e's ct6e-standard-4t VM holds 4 chips, but an 8-chip
-// v6e slice is also offered as one ct6e-standard-8t VM ([gcp-v6e]), which
-// the v6e-8 serving recipes run on: a layout of all 8 devices is planned
-// as one host, not warned of as multi-host; 16 devices still span hosts.
+// TestSingleHostVM: v6e's ct6e-standard-4t VM holds 4 chips, but v6e-8 is
+// one ct6e-standard-8t VM ([gcp-v6e]; hw.Slice.Host), which the v6e-8
+// serving recipes run on: a layout of all 8 devices is planned as one
+// host, not warned of as multi-host; 16 devices still span hosts.
 func TestSingleHostVM(t *testing.T) {
 	for _, c := range []struct {
 		tpu      string

@@ -215,7 +215,7 @@ func (o Options) model() (model.Spec, error) {
 
 // ParseTPU reads the TPU of a serving question: an accelerator type
 // (tpu7x-8, v6e-8), or a generation alone, which is its smallest slice of
-// whole hosts (one VM: tpu7x-8, v5litepod-4).
+// whole VMs (hw.Slice.WholeHosts: tpu7x-8, v6e-4, v5litepod-1).
 func ParseTPU(s string) (hw.Slice, error) {
 	slice, err := hw.ParseTPU(s)
 	if err != nil {
@@ -227,7 +227,7 @@ func ParseTPU(s string) (hw.Slice, error) {
 	c := slice.Chip
 	for _, name := range c.AcceleratorTypes() {
 		s, err := hw.ParseAcceleratorType(name)
-		if err == nil && s.Chips() >= c.Host.Chips {
+		if err == nil && s.WholeHosts() {
 			return s, nil
 		}
 	}

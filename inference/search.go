@@ -130,11 +130,12 @@ func Search(r Request) (Plan, error) {
 		p.Reasons = append(p.Reasons, windowReason(r, b))
 	}
 	host := r.Slice.Host()
-	if c.SingleHost.Chips > host.Chips && b.Devices() > host.Chips*c.JAXDevicesPerChip && b.Devices() <= c.SingleHost.Chips*c.JAXDevicesPerChip {
-		host = c.SingleHost
+	hostDevices := host.Chips * c.JAXDevicesPerChip
+	if host.Chips > c.Host.Chips && b.Devices() > c.Host.Chips*c.JAXDevicesPerChip && b.Devices() <= hostDevices {
+		// the slice is one VM larger than the generation's usual one
+		// (v6e-8's ct6e-standard-8t): say so where the usual VM would not hold the layout
 		p.Reasons = append(p.Reasons, fmt.Sprintf("one host: %d devices fit one %s VM (%s)", b.Devices(), host.MachineType, unit.Plural(host.Chips, "chip")))
 	}
-	hostDevices := host.Chips * c.JAXDevicesPerChip
 	if b.Devices() <= hostDevices {
 		tested := "single-host tensor and data parallelism: tested by tpu-inference (docs/includes/parallelism.md)"
 		if c.Generation == hw.TPU7x {

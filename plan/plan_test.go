@@ -532,12 +532,25 @@ func TestSearchScope(t *testing.T) {
 			t.Errorf("%s on %s: reasons lack %q:\n%s", tt.model, tt.gen, tt.reason, reasons(p))
 		}
 	}
+	// v5litepod-1 is a whole ct5lp-hightpu-1t VM (hw.Slice.WholeHosts;
+	// cloud.google.com/tpu/docs/v5e VM types): a job that fits one v5e
+	// chip plans on it, not on the 4-chip VM of v5e's usual host
+	v5e, err := hw.Lookup("v5e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := request(t, "llama3-8b", "tpu7x-8", 1, 8)
+	r.Model = model.Spec{Name: "small", Layers: 4, DModel: 512, Heads: 8, DFF: 2048, Vocab: 32000, SeqLen: 512, GatedMLP: true}
+	p, err := SearchScope(r, v5e, 16)
+	if ms := p.Request.Multislice; err != nil || ms.Slice.AcceleratorType() != "v5litepod-1" || !strings.Contains(reasons(p), "single host: v5litepod-1 is one ct5lp-hightpu-1t VM") {
+		t.Errorf("a small model on v5e: %v on %s (%v), want v5litepod-1, one ct5lp-hightpu-1t:\n%s", err, ms, ms.Slice.Host().MachineType, reasons(p))
+	}
 	// a layout that fits no footprint tried is the user's mistake, named
 	c, err := hw.Lookup("tpu7x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := request(t, "llama3-8b", "tpu7x-8", 1, 512)
+	r = request(t, "llama3-8b", "tpu7x-8", 1, 512)
 	r.Axes = []mesh.Degree{{Axis: mesh.Data, ICI: 3, DCN: 1}}
 	_, err = SearchScope(r, c, 16)
 	var oe *OptionError

@@ -48,7 +48,7 @@ func SearchScope(r Request, c hw.Chip, maxSlices int) (Plan, error) {
 		if err != nil {
 			return Plan{}, err
 		}
-		if s.Chips() < c.Host.Chips || s.Chips() > c.MaxSliceChips {
+		if !s.WholeHosts() || s.Chips() > c.MaxSliceChips {
 			continue // partial hosts are not training slices; v5p lists names past its largest single slice
 		}
 		largest = s

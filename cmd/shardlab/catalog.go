@@ -211,9 +211,6 @@ func writeVMs(tw io.Writer, c hw.Chip, slice *hw.Slice) {
 			fmt.Fprintf(tw, "whole-slice VM\t%s (the whole %d-chip slice)\n", hostText(h), h.Chips)
 		}
 	}
-	if h := c.SingleHost; h.Chips > 0 {
-		fmt.Fprintf(tw, "single-host VM\t%s: %s as one VM (serving)\n", h.MachineType, unit.Plural(h.Chips, "chip"))
-	}
 }
 
 // showHWJSON writes a generation as JSON, inside its accelerator type

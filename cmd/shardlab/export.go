@@ -97,6 +97,14 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 	if _, err = io.WriteString(stdout, b.String()); err != nil {
 		return err
 	}
+	if target == "xpk" {
+		// on stderr, as the calibration note: stdout is the command
+		for _, w := range export.XPKWarnings(p) {
+			if _, err := fmt.Fprintf(stderr, "%s: warning: %s\n", name, w); err != nil {
+				return err
+			}
+		}
+	}
 	return exportCalibrationNote(stderr, name, p, f)
 }
 

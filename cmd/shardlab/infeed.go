@@ -62,7 +62,7 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 		vm = *slice
 	}
 	host := vm.Host()
-	if slice != nil && slice.Chips() < host.Chips {
+	if slice != nil && !slice.WholeHosts() {
 		return bad("infeed: --tpu %s has %d chips, less than the %d-chip %s host this simulates; give a generation (%s) or a type of whole hosts",
 			*f.tpu, slice.Chips(), host.Chips, host.MachineType, chip.Generation)
 	}

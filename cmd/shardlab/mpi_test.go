@@ -69,7 +69,7 @@ var mpiCases = []struct {
 	args []string
 }{
 	{2, []string{"--tpu", "v5litepod-4", "--slices", "2", "--mesh", "data=2(dcn),fsdp=2,tensor=2"}},
-	{4, []string{"--tpu", "v6e-8", "--slices", "2", "--mesh", "data=2(dcn),fsdp=4,tensor=2"}},
+	{4, []string{"--tpu", "v5p-16", "--slices", "2", "--mesh", "data=2(dcn),fsdp=4,tensor=2"}},
 }
 
 func common(extra ...string) []string {

@@ -231,12 +231,12 @@ func parseTPU(what, s string) (hw.Chip, *hw.Slice, error) {
 	return slice.Chip, &slice, nil
 }
 
-// hostSlice is a generation's smallest slice of whole hosts (tpu7x-8,
-// v5p-8, v5litepod-4).
+// hostSlice is a generation's smallest slice of whole VMs
+// (hw.Slice.WholeHosts: tpu7x-8, v5p-8, v5litepod-1).
 func hostSlice(c hw.Chip) (hw.Slice, error) {
 	for _, name := range c.AcceleratorTypes() {
 		s, err := hw.ParseAcceleratorType(name)
-		if err == nil && s.Chips() >= c.Host.Chips {
+		if err == nil && s.WholeHosts() {
 			return s, nil
 		}
 	}

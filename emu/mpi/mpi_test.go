@@ -107,8 +107,8 @@ func TestBindings(t *testing.T) {
 }
 
 // meshFor lays out n hosts of 4 chips: n/… slices of v5litepod-4 (one
-// ct5lp-hightpu-4t each) or v6e-8 (two ct6e-standard-4t each; v5litepod-8
-// is one 8-chip VM).
+// ct5lp-hightpu-4t each) or v5p-16 (2x2x2: two ct5p-hightpu-4t each;
+// v5litepod-8 and v6e-8 are one 8-chip VM each).
 func meshFor(t *testing.T, accel string, slices int, spec string) mesh.Mesh {
 	m, err := mesh.ParseOn(accel, slices, spec)
 	if err != nil {
@@ -134,9 +134,9 @@ func TestParityWithInProcess(t *testing.T) {
 			{"v5litepod-4", 2, "pipeline=2(dcn),data=4", 2, schedule.Interleaved, 2},
 			// the experts' all-to-alls across the ranks (the mixture-of-experts model)
 			{"v5litepod-4", 2, "expert=2(dcn),expert=2,tensor=2", 1, schedule.OneFOneB, 1}},
-		4: {{"v6e-8", 2, "data=2(dcn),fsdp=4,tensor=2", 1, schedule.OneFOneB, 1}, {"v6e-8", 2, "fsdp=2(dcn),pipeline=2,data=4", 2, schedule.OneFOneB, 1},
-			{"v6e-8", 2, "pipeline=2(dcn),data=8", 2, schedule.Circular, 2},
-			{"v6e-8", 2, "data=2(dcn),expert=4,fsdp=2", 1, schedule.OneFOneB, 1}},
+		4: {{"v5p-16", 2, "data=2(dcn),fsdp=4,tensor=2", 1, schedule.OneFOneB, 1}, {"v5p-16", 2, "fsdp=2(dcn),pipeline=2,data=4", 2, schedule.OneFOneB, 1},
+			{"v5p-16", 2, "pipeline=2(dcn),data=8", 2, schedule.Circular, 2},
+			{"v5p-16", 2, "data=2(dcn),expert=4,fsdp=2", 1, schedule.OneFOneB, 1}},
 	}[world.Size()]
 	if layouts == nil {
 		t.Skipf("parity layouts are for 2 and 4 ranks, not %d", world.Size())
@@ -202,7 +202,7 @@ func twoSliceMesh(t *testing.T) mesh.Mesh {
 	case 2:
 		return meshFor(t, "v5litepod-4", 2, "data=2(dcn),fsdp=2,tensor=2")
 	case 4:
-		return meshFor(t, "v6e-8", 2, "data=2(dcn),fsdp=4,tensor=2")
+		return meshFor(t, "v5p-16", 2, "data=2(dcn),fsdp=4,tensor=2")
 	}
 	t.Skipf("layouts are for 2 and 4 ranks, not %d", world.Size())
 	return mesh.Mesh{}

@@ -1,8 +1,10 @@
 """Regenerates xpk-workload-create-flags.txt (here) and ../xpk-tpu-types.txt.
 
 It builds xpk's own argparse parser for `xpk workload create` and asks xpk's
-system-characteristics table for the TPU types `--tpu-type` accepts. Run it in
-a checkout of AI-Hypercomputer/xpk (the commit named in the files' headers):
+system-characteristics table for the TPU types `--tpu-type` accepts and, for
+each, the VMs xpk makes its slice of: gce_machine_type, chips_per_vm and
+vms_per_slice, after the name on its line. Run it in a checkout of
+AI-Hypercomputer/xpk (the commit named in the files' headers):
 
   PYTHONPATH=src python3 xpk_lists.py flags ruamel argcomplete
   PYTHONPATH=src python3 xpk_lists.py tpu-types ruamel argcomplete
@@ -46,7 +48,8 @@ sys.modules['xpk.commands.workload'] = cmd
 
 from xpk.parser.workload import set_workload_create_parser  # noqa: E402
 from xpk.core.system_characteristics import (  # noqa: E402
-    AcceleratorType, get_system_characteristics_keys_by_accelerator_type)
+    AcceleratorType, UserFacingNameToSystemCharacteristics,
+    get_system_characteristics_keys_by_accelerator_type)
 
 if sys.argv[1] == 'flags':
     p = argparse.ArgumentParser()
@@ -55,4 +58,5 @@ if sys.argv[1] == 'flags':
         print(f)
 else:
     for k in get_system_characteristics_keys_by_accelerator_type([AcceleratorType.TPU]):
-        print(k)
+        sc = UserFacingNameToSystemCharacteristics[k]
+        print(k, sc.gce_machine_type, sc.chips_per_vm, sc.vms_per_slice)
