@@ -43,7 +43,7 @@ type Options struct {
 	OutputLen   int     `json:"output_len"`
 	// Weights is the weights' format: bf16, fp8 or int8; "" takes the
 	// checkpoint's (Request.Checkpoint: the catalog's record of the
-	// repository vllm serve loads, else bf16).
+	// model's own repository, else bf16, whatever HFModel names).
 	Weights string `json:"weights"`
 	// MaxNumSeqs is vLLM's max_num_seqs (0: unset).
 	MaxNumSeqs int `json:"max_num_seqs"`
@@ -176,9 +176,10 @@ func (o Options) request(mix LengthMix) (Request, string, error) {
 	r.Weights, r.KVCacheDtype = Dtype(o.Weights), o.KVCacheDtype
 	r.MemoryUtilization, r.MaxNumBatchedTokens, r.TP, r.DP = o.MemoryUtilization, o.MaxNumBatchedTokens, o.TP, o.DP
 	r.DPAttention, r.Mix = o.EnableDPAttention, mix
-	if o.HFModel == "" || o.HFModel == spec.HFModel {
-		r.Checkpoint = Dtype(spec.HFDtype) // the catalog's record of the repository served
-	}
+	// the model's record of its own repository's format, whatever
+	// repository is served: shardlab reads no other checkpoint, and the
+	// plan warns when it serves another (checkpointWarning)
+	r.Checkpoint, r.HFModel = Dtype(spec.HFDtype), o.HFModel
 	r.Objective, r.TTFTSLO, r.ITLSLO = Objective(strings.ToLower(o.Objective)), o.TTFTSLO, o.ITLSLO
 	if r, err = NewRequest(r); err != nil {
 		return Request{}, "", err

@@ -135,13 +135,18 @@ type Request struct {
 	Weights Dtype
 	KVCache Dtype
 	// Checkpoint is the format the checkpoint vllm serve loads stores its
-	// weights in, as the model catalog records it (model.Spec.HFDtype;
-	// ParseOptions sets it when the command loads the catalog's
-	// repository); "" is bf16, the format of the checkpoints the catalog
-	// records nothing for. vLLM reads a quantized checkpoint's format
-	// from its config.json, so weights other than it need a conversion
-	// or tpu-inference's quantization rules (modelWarnings).
+	// weights in, as the model catalog records it for the model's own
+	// repository (model.Spec.HFDtype, which ParseOptions sets whatever
+	// HFModel names); "" is bf16, the format of the checkpoints the
+	// catalog records nothing for. vLLM reads a quantized checkpoint's
+	// format from its config.json, so weights other than it need a
+	// conversion or tpu-inference's quantization rules (modelWarnings).
 	Checkpoint Dtype
+	// HFModel is the repository or path vllm serve loads when the caller
+	// names one ("": the model's own, model.Spec.HFModel). Another than
+	// the model's own is a checkpoint shardlab cannot read: the plan
+	// takes Checkpoint for it and warns so (checkpointWarning).
+	HFModel string
 	// KVCacheDtype is vLLM's --kv-cache-dtype as given (one of
 	// KVCacheDtypes). When set, NewRequest sets KVCache from it; when
 	// empty, NewRequest sets it to the value that stores KVCache (auto

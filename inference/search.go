@@ -247,6 +247,9 @@ func modelWarnings(r Request, b Layout) []string {
 		out = append(out, fmt.Sprintf("TP %d is beyond the KV cache's useful split (%d = 2·%d KV heads / %d %s elements per 32-bit word): each device's page rows are padded to whole words, so a token's %s KV takes %v per device, as much as at TP %d",
 			b.TP, KVUsefulSplit(r.Model, r.KVCache), r.Model.KV(), r.KVCache.packing(), r.KVCache, r.KVCache, b.Memory.KVPerToken, KVUsefulSplit(r.Model, r.KVCache)))
 	}
+	if w := checkpointWarning(r); w != "" {
+		out = append(out, w)
+	}
 	if w := weightsWarning(r); w != "" {
 		out = append(out, w)
 	}
@@ -257,6 +260,28 @@ func modelWarnings(r Request, b Layout) []string {
 		out = append(out, "expert parallelism: experts are costed by the average routed load; the busiest device of a step may read more")
 	}
 	return out
+}
+
+// checkpointWarning says that the checkpoint vllm serve loads is not the
+// model's own repository, whose format the catalog records
+// (model.Spec.HFDtype): shardlab reads no checkpoint, so the plan takes
+// the catalog's format for it (a local copy of DeepSeek-V3 is fp8 as the
+// released one is), and a checkpoint stored otherwise needs the weights
+// given; "" for the model's own repository.
+func checkpointWarning(r Request) string {
+	if r.HFModel == "" || r.HFModel == r.Model.HFModel {
+		return ""
+	}
+	if r.Model.HFModel == "" {
+		return fmt.Sprintf("checkpoint: the catalog records no checkpoint of %s, and shardlab does not read %s's config.json: its weights are taken to be stored in %s; if they are stored in another format, give weights that format",
+			r.Model.Name, r.HFModel, r.Checkpoint)
+	}
+	from := ""
+	if r.Model.HFDtypeSource != "" {
+		from = " (" + r.Model.HFDtypeSource + ")"
+	}
+	return fmt.Sprintf("checkpoint: %s is not %s's own repository %s, and shardlab does not read its config.json: the checkpoint's format is taken from the catalog, %s as %s stores its weights%s; if %s stores another format, give weights that format",
+		r.HFModel, r.Model.Name, r.Model.HFModel, r.Checkpoint, r.Model.HFModel, from, r.HFModel)
 }
 
 // weightsWarning says what serving weights other than the checkpoint's

@@ -172,8 +172,10 @@ var catalog = [...]Spec{
 		HFModel: "deepseek-ai/DeepSeek-V3-Base",
 		// The released checkpoints store their weights in fp8 (e4m3, one
 		// scale per 128×128 block), config.json's quantization_config
-		// saying so, which vLLM reads from the checkpoint.
-		HFDtype: "fp8", HFDtypeSource: "deepseek-ai/DeepSeek-V3 README_WEIGHTS.md, FP8 Weight Documentation: quantization_config quant_method fp8, fmt e4m3, 128x128 blocks",
+		// saying so, which vLLM reads from the checkpoint. README_WEIGHTS.md
+		// read at 9b4e9788 (2025-08-28), unchanged since the release commit
+		// 4c2fdb8f (2024-12-26).
+		HFDtype: "fp8", HFDtypeSource: "deepseek-ai/DeepSeek-V3 README_WEIGHTS.md @9b4e9788, FP8 Weight Documentation: quantization_config quant_method fp8, fmt e4m3, 128x128 blocks",
 	},
 	{
 		// Qwen Team 2025, "Qwen3 Technical Report" (arXiv 2505.09388) Table 1 and the released
