@@ -154,6 +154,7 @@ func TestPreemptsAtMixLongest(t *testing.T) {
 		}
 	}
 	r := request(t)
+	r.PromptLen, r.OutputLen = 0, 0 // the mix's
 	var err error
 	if r.Mix, err = ParseLengthMix("uniform:100-4100"); err != nil {
 		t.Fatal(err)

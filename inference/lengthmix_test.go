@@ -178,3 +178,41 @@ func FuzzParseHistogram(f *testing.F) {
 		}
 	})
 }
+
+// TestLengthsBesideMix: a request with a length mix and lengths of its
+// own is refused, naming the length and the mix: the mix would replace
+// them with its mean request (the web form and the JSON API did so
+// silently; only the CLI refused, review of dcd4fab #3). Unset lengths
+// take the mix's mean request, here (10+20)/2 = 15 rounded to 15 each,
+// and a request NewRequest returned is accepted again as it is (a
+// shorter max_model_len is tried so: shorterFit).
+func TestLengthsBesideMix(t *testing.T) {
+	mix, err := ParseLengthMix("uniform:10-20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		prompt, output int
+		field          string // "" accepted
+	}{{0, 0, ""}, {1024, 0, "prompt_len"}, {0, 7, "output_len"}, {15, 15, "prompt_len"}} {
+		r := request(t)
+		r.Mix, r.PromptLen, r.OutputLen = mix, c.prompt, c.output
+		got, err := NewRequest(r)
+		var fe *FieldError
+		switch {
+		case c.field == "" && err != nil:
+			t.Errorf("mix with %d+%d tokens: %v, want accepted", c.prompt, c.output, err)
+		case c.field == "" && (got.PromptLen != 15 || got.OutputLen != 15):
+			t.Errorf("mix alone: planned at %d+%d tokens, want its mean 15+15", got.PromptLen, got.OutputLen)
+		case c.field != "" && (!errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(err.Error(), "unset beside length_mix (uniform 10-20)")):
+			t.Errorf("mix with %d+%d tokens: %v, want a FieldError on %s naming length_mix", c.prompt, c.output, err, c.field)
+		}
+		if c.field != "" {
+			continue
+		}
+		again, err := NewRequest(got)
+		if err != nil || again.PromptLen != got.PromptLen || again.OutputLen != got.OutputLen {
+			t.Errorf("NewRequest of its own request: %+v, %v; want it accepted as it is", again, err)
+		}
+	}
+}

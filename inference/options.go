@@ -39,8 +39,12 @@ type Options struct {
 	Concurrency int `json:"concurrency"`
 	// RequestRate, when positive, is the requests arriving per second.
 	RequestRate float64 `json:"request_rate"`
-	PromptLen   int     `json:"prompt_len"`
-	OutputLen   int     `json:"output_len"`
+	// PromptLen and OutputLen are every request's tokens; 0 (unset) takes
+	// DefaultRequest's, or with a length mix its mean request's. Giving
+	// one beside a mix is an error (NewRequest), as the mix would
+	// replace it.
+	PromptLen int `json:"prompt_len"`
+	OutputLen int `json:"output_len"`
 	// Weights is the weights' format: bf16, fp8 or int8; "" takes the
 	// checkpoint's (Request.Checkpoint: the catalog's record of the
 	// model's own repository, else bf16, whatever HFModel names).
@@ -97,10 +101,12 @@ const (
 )
 
 // DefaultOptions are the options of a question that sets nothing but its
-// model and TPU: DefaultRequest's values, as the front ends show them.
+// model and TPU: DefaultRequest's values, as the front ends show them,
+// with the lengths and the concurrency unset (0), as a length mix, a
+// request rate or max_num_seqs would set them.
 func DefaultOptions() Options {
 	d := DefaultRequest()
-	return Options{Model: DefaultModel, TPU: DefaultTPU, PromptLen: d.PromptLen, OutputLen: d.OutputLen,
+	return Options{Model: DefaultModel, TPU: DefaultTPU,
 		Weights: "", KVCacheDtype: "auto", MemoryUtilization: d.MemoryUtilization,
 		MaxNumBatchedTokens: d.MaxNumBatchedTokens, Objective: string(Throughput),
 		LengthMix: "fixed", Seed: 1, NumRequests: 1000}
@@ -172,7 +178,16 @@ func (o Options) request(mix LengthMix) (Request, string, error) {
 		r.Concurrency = o.Concurrency
 	}
 	r.Model, r.Slice, r.MaxModelLen = spec, slice, o.MaxModelLen
-	r.RequestRate, r.PromptLen, r.OutputLen, r.MaxNumSeqs = o.RequestRate, o.PromptLen, o.OutputLen, o.MaxNumSeqs
+	if !mix.zero() {
+		r.PromptLen, r.OutputLen = 0, 0 // the mix's mean request (NewRequest)
+	}
+	if o.PromptLen != 0 {
+		r.PromptLen = o.PromptLen // beside a mix, refused by NewRequest
+	}
+	if o.OutputLen != 0 {
+		r.OutputLen = o.OutputLen
+	}
+	r.RequestRate, r.MaxNumSeqs = o.RequestRate, o.MaxNumSeqs
 	r.Weights, r.KVCacheDtype = Dtype(o.Weights), o.KVCacheDtype
 	r.MemoryUtilization, r.MaxNumBatchedTokens, r.TP, r.DP = o.MemoryUtilization, o.MaxNumBatchedTokens, o.TP, o.DP
 	r.DPAttention, r.Mix = o.EnableDPAttention, mix

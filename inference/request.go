@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -45,9 +46,22 @@ type FieldError struct {
 	Want  string
 }
 
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("inference: %s %s, want %s", e.Field, e.Value, e.Want)
+func (e *FieldError) Error() string { return e.Phrase(nil) }
+
+// Phrase is the error with its field, and the fields Want names as
+// {field} (the JSON key in braces: {length_mix}), spelt by name (the
+// CLI's flags, the web form's labels); nil spells them as the package
+// does (length_mix).
+func (e *FieldError) Phrase(name func(field string) string) string {
+	if name == nil {
+		name = func(f string) string { return f }
+	}
+	want := wantMarks.ReplaceAllStringFunc(e.Want, func(m string) string { return name(m[1 : len(m)-1]) })
+	return fmt.Sprintf("inference: %s %s, want %s", name(e.Field), e.Value, want)
 }
+
+// wantMarks finds the fields a FieldError's Want names: {length_mix}.
+var wantMarks = regexp.MustCompile(`\{[a-z][a-z0-9]*(_[a-z0-9]+)*\}`)
 
 func (e *FieldError) Unwrap() error { return ErrBadValue }
 
@@ -126,11 +140,15 @@ type Request struct {
 	OutputLen int
 	// Mix, when set, is the requests' lengths when they vary: a uniform
 	// mix or a histogram (ParseLengthMix, UniformMix, ParseHistogram).
-	// NewRequest then sets PromptLen and OutputLen to its mean lengths,
-	// rounded, and the pages are checked for preemption (holds) at its
-	// longest request. The zero value: every request PromptLen +
-	// OutputLen tokens (Lengths).
+	// PromptLen and OutputLen are then unset (0: NewRequest refuses
+	// lengths given beside a mix, which it would replace) and NewRequest
+	// sets them to its mean lengths, rounded; the pages are checked for
+	// preemption (holds) at its longest request. The zero value: every
+	// request PromptLen + OutputLen tokens (Lengths).
 	Mix LengthMix
+	// meanOfMix says that NewRequest set PromptLen and OutputLen from
+	// Mix, so that a request it returned is accepted again.
+	meanOfMix bool
 	// Weights is the weights' format; "" takes Checkpoint's.
 	Weights Dtype
 	KVCache Dtype
@@ -284,12 +302,23 @@ func NewRequest(r Request) (Request, error) {
 	return r, nil
 }
 
-// lengthMix checks that r.Mix's requests fit in max_model_len and sets
-// PromptLen and OutputLen to its mean request, rounded (to the whole
-// tokens below its means if rounding up would pass max_model_len).
+// lengthMix checks that r.Mix comes without lengths of its own (unless
+// NewRequest set them from it) and that its requests fit in
+// max_model_len, and sets PromptLen and OutputLen to its mean request,
+// rounded (to the whole tokens below its means if rounding up would pass
+// max_model_len).
 func (r *Request) lengthMix() error {
 	if r.Mix.zero() {
 		return nil
+	}
+	for _, l := range []struct {
+		field string
+		v     int
+	}{{"prompt_len", r.PromptLen}, {"output_len", r.OutputLen}} {
+		if l.v != 0 && !r.meanOfMix {
+			return &FieldError{Field: l.field, Value: strconv.Itoa(l.v),
+				Want: fmt.Sprintf("it unset beside {length_mix} (%s): the mix gives the requests' lengths, and the plan takes its mean request", r.Mix)}
+		}
 	}
 	if n := r.Mix.Longest(); n > r.MaxModelLen {
 		return &FieldError{Field: "length_mix", Value: strconv.Quote(r.Mix.String()), Want: fmt.Sprintf("requests of at most max_model_len %d tokens; it has requests of %d", r.MaxModelLen, n)}
@@ -299,6 +328,7 @@ func (r *Request) lengthMix() error {
 	if r.PromptLen+r.OutputLen > r.MaxModelLen {
 		r.PromptLen, r.OutputLen = max(int(p), 1), max(int(o), 1)
 	}
+	r.meanOfMix = true
 	return nil
 }
 

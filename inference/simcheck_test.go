@@ -34,6 +34,7 @@ func TestSimMisses(t *testing.T) {
 		}
 		r := q.Request
 		if r.Mix = c.plan; !c.plan.zero() {
+			r.PromptLen, r.OutputLen = 0, 0 // the mix's mean request
 			if r, err = NewRequest(r); err != nil {
 				t.Fatal(err)
 			}

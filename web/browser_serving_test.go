@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,7 +59,7 @@ func TestBrowserServing(t *testing.T) {
 		t.Errorf("#dl-serving-json: the download %.200q lacks %s", got, `"vllm_serve_command"`)
 	}
 
-	if err := chromedp.Do(ctx, retype("#in-prompt_len", "0"), retype("#in-gpu_memory_utilization", "2")); err != nil {
+	if err := chromedp.Do(ctx, retype("#in-prompt_len", "-1"), retype("#in-gpu_memory_utilization", "2")); err != nil {
 		t.Fatal(err)
 	}
 	flaggedJS := `Array.from(document.querySelectorAll(".field.bad")).map(function (f) {
@@ -76,7 +77,7 @@ func TestBrowserServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"field-prompt_len Prompt length 0, want 1 to", "field-gpu_memory_utilization Memory utilization 2, want a number in (0, 1]"}
+	want := []string{"field-prompt_len Prompt length -1, want 1 to", "field-gpu_memory_utilization Memory utilization 2, want a number in (0, 1]"}
 	for i, w := range want {
 		if i >= len(flagged) || !strings.HasPrefix(flagged[i], w) {
 			t.Errorf("flagged %q, want each of %q in form order", flagged, want)
@@ -88,6 +89,48 @@ func TestBrowserServing(t *testing.T) {
 	}
 	if err := waitFor(ctx, "the flags cleared and a plan", `document.querySelectorAll(".field.bad").length === 0 && !!document.getElementById("serving-summary")`); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBrowserServingMixLeavesLengths: a length mix other than fixed
+// disables the prompt and output lengths, and the form sends them only
+// without one: the form sent its lengths always, and the server replaced
+// them with the mix's mean request in silence (review of dcd4fab #3; the
+// server now refuses both, TestServingLengthsBesideMix). Back to fixed,
+// the typed length is sent and planned again.
+func TestBrowserServingMixLeavesLengths(t *testing.T) {
+	ctx := newBrowser(t, browserDeadline)
+	srv := httptest.NewServer(New(browserConfig))
+	t.Cleanup(srv.Close)
+	sim := func(lengths string) string {
+		return `(document.getElementById("serving-sim") || {textContent: ""}).textContent.indexOf("simulated (vllm scheduler, ` + lengths + ` lengths") === 0 && document.querySelectorAll(".field.bad").length === 0`
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/serving?model=llama3-8b&tpu=v6e-8&num_requests=50&prompt_len=2048"), chromedp.WaitVisible(chromedp.CSS("#serving-sim"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, "the plan of 2048-token prompts", sim("fixed 2048+1024")); err != nil {
+		t.Fatal(err)
+	}
+	state := `[location.search, String(document.getElementById("in-prompt_len").disabled), String(document.getElementById("in-output_len").disabled)]`
+	for _, c := range []struct {
+		mix, lengths string
+		sent         bool // prompt_len=2048 in the address
+	}{{"uniform:100-300", "uniform 100-300", false}, {"fixed", "fixed 2048+1024", true}} {
+		if err := chromedp.Do(ctx, retype("#in-length_mix", c.mix)); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitFor(ctx, "the plan of length mix "+c.mix, sim(c.lengths)); err != nil {
+			got, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(".field.bad p.error")).map(function (e) { return e.textContent; })`))
+			t.Fatalf("%v; flagged %q", err, got)
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](state))
+		if err != nil {
+			t.Fatal(err)
+		}
+		disabled := strconv.FormatBool(!c.sent)
+		if len(got) != 3 || strings.Contains(got[0], "prompt_len=2048") != c.sent || got[1] != disabled || got[2] != disabled {
+			t.Errorf("length mix %s: address, prompt and output lengths disabled = %q; want prompt_len=2048 sent %v, lengths disabled %s", c.mix, got, c.sent, disabled)
+		}
 	}
 }
 

@@ -332,7 +332,7 @@ func optionError(err error) (*fieldError, bool) {
 	case errors.As(err, &ie):
 		opt = plan.Option(ie.Field)
 		phrase = func(name func(plan.Option) string) string {
-			return fmt.Sprintf("%s %s, want %s", name(opt), ie.Value, ie.Want)
+			return strings.TrimPrefix(ie.Phrase(func(f string) string { return name(plan.Option(f)) }), "inference: ")
 		}
 	default:
 		return nil, false

@@ -21,8 +21,8 @@ import (
 var servingLooks = withModel([]look{
 	{"hf_model", "Job", "Hugging Face model", "what vllm serve loads: owner/name or a path; empty: the catalog model's repository", nil},
 	{"max_model_len", "Job", "Max model length", "tokens, prompt and output; 0: the model's context", nil},
-	{"prompt_len", "Job", "Prompt length", "tokens per request", nil},
-	{"output_len", "Job", "Output length", "tokens per request", nil},
+	{"prompt_len", "Job", "Prompt length", fmt.Sprintf("tokens per request, with a fixed length mix; 0: %d", inference.DefaultRequest().PromptLen), nil},
+	{"output_len", "Job", "Output length", fmt.Sprintf("tokens per request, with a fixed length mix; 0: %d", inference.DefaultRequest().OutputLen), nil},
 	{"tpu", "Hardware", "TPU type", "an accelerator type (tpu7x-8, v6e-8) or a generation alone: one VM of it", nil},
 	{"concurrency", "Load", "Concurrency", "sequences decoding at once across the replicas; 0: 64, unless the request rate or max_num_seqs sets it", nil},
 	{"request_rate", "Load", "Request rate", "requests/s; the concurrency is then what Little's law gives on each layout; 0: use the concurrency", nil},
@@ -37,7 +37,7 @@ var servingLooks = withModel([]look{
 	{"kv_cache_dtype", "Memory", "KV cache dtype", "vLLM's --kv-cache-dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte", kvChoices},
 	{"gpu_memory_utilization", "Memory", "Memory utilization", "vLLM's gpu_memory_utilization: the share of a device's HBM it may fill", nil},
 	{"max_num_batched_tokens", "Memory", "Batched tokens", "vLLM's max_num_batched_tokens: the prefill chunk and activation buffers", nil},
-	{"length_mix", "Simulation", "Length mix", "the requests' lengths, planned at their mean and longest request and simulated: fixed (the prompt and output lengths) or uniform:A-B (a histogram file: the CLI)", nil},
+	{"length_mix", "Simulation", "Length mix", "the requests' lengths, planned at their mean and longest request and simulated: fixed (the prompt and output lengths) or uniform:A-B, which sets them (a histogram file: the CLI)", nil},
 	{"seed", "Simulation", "Seed", "seed of the simulation's lengths and arrivals", nil},
 	{optionNumRequests, "Simulation", "Requests", "requests the simulation serves", nil},
 })

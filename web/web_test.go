@@ -359,7 +359,7 @@ func TestServingPage(t *testing.T) {
 		t.Errorf("GET /serving for llama3-405b on v5e-4 = %d, want 422 saying no layout fits:\n%.300s", code, body)
 	}
 	// every bad field at once
-	code, body = get(t, h, "/serving?model=llama3-70b&tpu=tpu7x-8&prompt_len=0&weights=fp4&gpu_memory_utilization=2&ttft_slo=x&length_mix=zipf&seed=-1")
+	code, body = get(t, h, "/serving?model=llama3-70b&tpu=tpu7x-8&prompt_len=-1&weights=fp4&gpu_memory_utilization=2&ttft_slo=x&length_mix=zipf&seed=-1")
 	for _, f := range []string{"prompt_len", "weights", "gpu_memory_utilization", "ttft_slo", "length_mix", "seed"} {
 		if code != http.StatusBadRequest || !strings.Contains(body, `id="error-`+f+`"`) {
 			t.Errorf("GET /serving with six bad fields = %d, %s not flagged", code, f)
@@ -377,6 +377,33 @@ func TestServingJSON(t *testing.T) {
 	}
 	if code, _ := get(t, h, "/download/serving.json?model=llama3-8b&tpu=v6e-8&prompt_len=-1"); code != http.StatusBadRequest {
 		t.Errorf("GET /download/serving.json with a bad prompt length = %d, want 400", code)
+	}
+}
+
+// TestServingLengthsBesideMix: the serving JSON and page refuse a prompt
+// or output length beside a length mix (400 naming the length and the
+// mix), which replaced them with its mean request in silence (review of
+// dcd4fab #3); the lengths unset (0, the form's default, which a form
+// sent without its script carries) take the mix's.
+func TestServingLengthsBesideMix(t *testing.T) {
+	h := New(testConfig)
+	const q = "model=llama3-8b&tpu=v6e-8&num_requests=50&length_mix=uniform:100-300"
+	for _, c := range []struct{ extra, field, value string }{{"&prompt_len=500", "prompt_len", "500"}, {"&output_len=1024", "output_len", "1024"}} {
+		target := "/download/serving.json?" + q + c.extra
+		code, body := get(t, h, target)
+		var e struct{ Option string }
+		json.Unmarshal([]byte(body), &e)
+		if msg := errorOf(t, target, body); code != http.StatusBadRequest || e.Option != c.field || !strings.Contains(msg, c.field+" "+c.value+", want it unset beside length_mix (uniform 100-300)") {
+			t.Errorf("GET %s = %d, option %q, %q; want 400 naming %s %s and length_mix", target, code, e.Option, msg, c.field, c.value)
+		}
+		code, body = get(t, h, "/serving?"+q+c.extra)
+		if code != http.StatusBadRequest || !strings.Contains(body, `id="error-`+c.field+`"`) || !strings.Contains(body, "want it unset beside Length mix") {
+			t.Errorf("GET /serving?%s%s = %d, want 400 with %s flagged, naming the length mix by its label", q, c.extra, code, c.field)
+		}
+	}
+	code, body := get(t, h, "/serving?"+q+"&prompt_len=0&output_len=0")
+	if code != http.StatusOK || !strings.Contains(body, "simulated (vllm scheduler, uniform 100-300 lengths") {
+		t.Errorf("GET /serving with the mix and the lengths unset = %d, want 200 and the mix simulated:\n%.300s", code, body)
 	}
 }
 

@@ -43,8 +43,8 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	intVar(fs, &o.Concurrency, "concurrency", inference.DefaultRequest().Concurrency, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
 	floatVar(fs, &o.RequestRate, "request-rate", 0, floatFlag{lo: inference.MinRequestRate, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
 		fmt.Sprintf("arrival rate of requests; the concurrency is then what Little's law gives on each layout, and max-num-seqs the cap that admits %g%% of Poisson arrivals at once", 100*inference.AdmitQuantile))
-	intVar(fs, &o.PromptLen, "prompt-len", d.PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request")
-	intVar(fs, &o.OutputLen, "output-len", d.OutputLen, 1, inference.MaxTokens, "", "output tokens per request")
+	intVar(fs, &o.PromptLen, "prompt-len", inference.DefaultRequest().PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request (not with --length-mix other than fixed)")
+	intVar(fs, &o.OutputLen, "output-len", inference.DefaultRequest().OutputLen, 1, inference.MaxTokens, "", "output tokens per request (not with --length-mix other than fixed)")
 	choiceVar(fs, &o.Weights, "weights", d.Weights, []string{"bf16", "fp8", "int8"}, nil,
 		"weight precision (default: the checkpoint's, as the model catalog records it: "+checkpointDtypes()+")")
 	intVar(fs, &o.MaxNumSeqs, "max-num-seqs", 0, 1, inference.MaxConcurrency, "default: --concurrency",
@@ -86,15 +86,13 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o := f.opt
-	if !setFlags(fs)["concurrency"] {
-		o.Concurrency = 0 // the default, unless the rate or max_num_seqs sets it
-	}
+	unsetDefaults(fs, &o)
 	spec, err := specFile("--model", o.Model)
 	if err != nil {
 		return err
 	}
 	o.ModelSpec = spec
-	if o.Histogram, err = readMix(fs, o.LengthMix); err != nil {
+	if o.Histogram, err = readMix(o.LengthMix); err != nil {
 		return err
 	}
 	q, err := inference.ParseOptions(o)
@@ -141,6 +139,21 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	return unborne(p, sim)
 }
 
+// unsetDefaults sets the options whose flags were not given, and whose
+// defaults others replace, to 0 (unset): the concurrency, which a rate
+// or max_num_seqs sets, and the lengths, which a length mix sets.
+func unsetDefaults(fs *flag.FlagSet, o *inference.Options) {
+	set := setFlags(fs)
+	for _, v := range []struct {
+		flag string
+		to   *int
+	}{{"concurrency", &o.Concurrency}, {"prompt-len", &o.PromptLen}, {"output-len", &o.OutputLen}} {
+		if !set[v.flag] {
+			*v.to = 0
+		}
+	}
+}
+
 // unborne is the error of a plan that misses its SLOs (bestEffort) or
 // that its own simulation sim does not bear out (inference's
 // Plan.SimMisses, printed among the plan's warnings): exit 1 either way,
@@ -177,26 +190,9 @@ func dpAttentionOff(fs *flag.FlagSet, r inference.Request) error {
 	return bad("inference: --enable-dp-attention false, want true or unset for %s: its latent attention runs data parallel inside a replica, and tpu-inference refuses a latent-attention model without enable_dp_attention (tpu_platform.py check_and_update_config)", r.Model.Name)
 }
 
-// lengthsOnce refuses --prompt-len or --output-len beside a length mix,
-// which replaces them with its mean request: the plan could take only
-// one of them.
-func lengthsOnce(fs *flag.FlagSet, mix string) error {
-	set := setFlags(fs)
-	for _, name := range []string{"prompt-len", "output-len"} {
-		if set[name] && mix != "fixed" {
-			return bad("inference: --%s %s, want it unset with --length-mix %s: the plan takes the mix's mean request, its simulation the mix", name, fs.Lookup(name).Value, mix)
-		}
-	}
-	return nil
-}
-
 // readMix reads the histogram file --length-mix names; nil for fixed and
-// uniform:A-B. It refuses --prompt-len or --output-len beside a mix
-// (lengthsOnce).
-func readMix(fs *flag.FlagSet, mix string) ([]byte, error) {
-	if err := lengthsOnce(fs, mix); err != nil {
-		return nil, err
-	}
+// uniform:A-B.
+func readMix(mix string) ([]byte, error) {
 	if mix == "fixed" || strings.HasPrefix(mix, "uniform:") {
 		return nil, nil
 	}
@@ -230,7 +226,7 @@ func inferenceError(err error) error {
 	var ne *inference.NoFitError
 	switch {
 	case errors.As(err, &fe):
-		return usageError{fmt.Errorf("inference: %s %s, want %s", fieldFlag(fe.Field), fe.Value, fe.Want)}
+		return usageError{errors.New(fe.Phrase(fieldFlag))}
 	case errors.As(err, &ne):
 		// what would fit, named by its flag (exit 1: a question with no answer)
 		return phrasedError{ne.Phrase(fieldFlag), err}

@@ -24,6 +24,22 @@
     model.addEventListener("change", sync);
     sync();
 
+    // lengths: a length mix other than fixed gives the requests' lengths
+    // (the serving form), so the prompt and output lengths are disabled
+    // and left out of the query, which refuses them beside a mix.
+    var mix = form.elements["length_mix"];
+    var lengths = function () {
+      if (!mix) { return; }
+      ["prompt_len", "output_len"].forEach(function (n) {
+        if (form.elements[n]) { form.elements[n].disabled = mix.value !== "fixed"; }
+      });
+    };
+    if (mix) {
+      mix.addEventListener("input", lengths);
+      mix.addEventListener("change", lengths);
+    }
+    lengths();
+
     // query is the form's state: every field that differs from its
     // default, and the model and TPU always, so that the address asks a
     // question.
