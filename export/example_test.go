@@ -76,9 +76,7 @@ func ExampleVerification_Steps() {
 	o.Model, o.TPU, o.Seq = "llama3-8b", "v5p-8", 4096
 	r, _ := plan.ParseRequest(o)
 	p, _ := plan.Search(r)
-	s := export.Verify(p, "").Steps(export.Commands{Spell: plan.Option.Flag, Job: []string{"--seq", "4096"},
-		Export: []string{"shardlab", "export", "maxtext"}, Check: []string{"shardlab", "check"},
-		CheckLog: "--compile-log", CheckCalibration: "--write-calibration"})
+	s := export.Verify(p, "").Steps(export.Commands{Spell: plan.Option.Flag, Job: []string{"--seq", "4096"}})
 	for _, c := range s.Commands {
 		fmt.Printf("%s: %d arguments\n  %s\n", c.Step, len(c.Args), c.Line)
 	}

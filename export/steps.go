@@ -23,21 +23,35 @@ const (
 	StepCheck   = "check"
 )
 
-// Commands is how a front end spells shardlab's own commands in a
-// verification's steps; package export spells none of shardlab's flags.
+// The options of shardlab check that a verification's check step gives
+// (check's own, not a plan's): the compile's log it reads and the
+// calibration file it writes. A front end spells them as it spells a
+// plan's options (Commands.Spell).
+const (
+	OptionCompileLog       plan.Option = "compile_log"
+	OptionWriteCalibration plan.Option = "write_calibration"
+)
+
+// shardlab's own commands in a verification's steps: export's, which
+// writes the plan's MaxText config to its standard output, and check's,
+// which holds a compile's log to the plan; each before its options.
+var (
+	exportCommand = []string{"shardlab", "export", "maxtext"}
+	checkCommand  = []string{"shardlab", "check"}
+)
+
+// Commands is how a front end spells the options of shardlab's own
+// commands in a verification's steps; package export builds the commands
+// (Verification.Steps) and spells none of shardlab's flags.
 type Commands struct {
-	// Spell spells an option as the commands take it.
+	// Spell spells an option as the commands take it: a plan's
+	// (plan.Option) and check's own (OptionCompileLog,
+	// OptionWriteCalibration).
 	Spell func(plan.Option) string
 	// Job are the job's further options as the front end spells them,
 	// one argument each (a flag, its value, or flag=value), between the
 	// job's identity and its layout; VerifyOwns's options are Verify's.
 	Job []string
-	// Export writes the plan's MaxText config to its standard output,
-	// and Check holds a compile's log to the plan, each before its
-	// options; CheckLog and CheckCalibration are check's options that name
-	// the log and the calibration file it writes.
-	Export, Check              []string
-	CheckLog, CheckCalibration string
 }
 
 // Steps is how to verify a plan before renting TPUs (Verify), the one
@@ -113,13 +127,14 @@ func (v Verification) Steps(c Commands) Steps {
 		return s
 	}
 	opts, line := v.options(c.Spell, c.Job)
-	export := append(append([]string{}, c.Export...), opts...)
-	check := append(append(append([]string{}, c.Check...), c.CheckLog, CompileLogFile), opts...)
-	check = append(check, c.CheckCalibration, CalibrationFile)
+	checkLog, checkCal := c.Spell(OptionCompileLog), c.Spell(OptionWriteCalibration)
+	export := append(append([]string{}, exportCommand...), opts...)
+	check := append(append(append([]string{}, checkCommand...), checkLog, CompileLogFile), opts...)
+	check = append(check, checkCal, CalibrationFile)
 	s.Commands = []Command{
-		{Step: StepExport, Args: export, Line: ShellQuote(c.Export) + line + " > " + ShellWord(v.ConfigFile), Stdout: v.ConfigFile},
+		{Step: StepExport, Args: export, Line: ShellQuote(exportCommand) + line + " > " + ShellWord(v.ConfigFile), Stdout: v.ConfigFile},
 		{Step: StepCompile, Args: v.CompileArgs, Line: v.Compile + " 2>&1 | tee " + CompileLogFile, Stdout: CompileLogFile},
-		{Step: StepCheck, Args: check, Line: ShellQuote(c.Check) + " " + ShellWord(c.CheckLog) + " " + CompileLogFile + line + " " + ShellWord(c.CheckCalibration) + " " + CalibrationFile},
+		{Step: StepCheck, Args: check, Line: ShellQuote(checkCommand) + " " + ShellWord(checkLog) + " " + CompileLogFile + line + " " + ShellWord(checkCal) + " " + CalibrationFile},
 	}
 	s.Available, s.ConfigFile, s.CompileLog, s.Calibration = true, v.ConfigFile, CompileLogFile, CalibrationFile
 	s.Expected = &ExpectedReport{PerDevice: int64(v.Report), Recomputes: v.Recomputes, Capacity: int64(v.XLACapacity)}

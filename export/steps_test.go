@@ -53,8 +53,7 @@ func shWords(t *testing.T, line string) []string {
 // topology, slices) and job options that need quoting; the front end's
 // words are the ones used, in order.
 func TestStepsArgsAreTheirLines(t *testing.T) {
-	c := Commands{Spell: func(o plan.Option) string { return "-" + string(o) }, Job: []string{"-seq", "it's a b", "-x=1"},
-		Export: []string{"sl", "export"}, Check: []string{"sl", "check"}, CheckLog: "-log", CheckCalibration: "-cal"}
+	c := Commands{Spell: func(o plan.Option) string { return "-" + string(o) }, Job: []string{"-seq", "it's a b", "-x=1"}}
 	for _, edit := range []func(*plan.Options){
 		func(o *plan.Options) { o.Model, o.TPU, o.GlobalBatch = "llama3-8b", "v6e-8", "64" },
 		func(o *plan.Options) {
@@ -74,8 +73,8 @@ func TestStepsArgsAreTheirLines(t *testing.T) {
 			}
 		}
 		ex, ck := s.Commands[0].Args, s.Commands[2].Args
-		if !slices.Equal(ex[:2], c.Export) || !slices.Contains(ex, "it's a b") || !slices.Equal(ck[:4], []string{"sl", "check", "-log", CompileLogFile}) ||
-			!slices.Equal(ck[len(ck)-2:], []string{"-cal", CalibrationFile}) || !slices.Equal(ex[2:], ck[4:len(ck)-2]) {
+		if !slices.Equal(ex[:3], []string{"shardlab", "export", "maxtext"}) || !slices.Contains(ex, "it's a b") || !slices.Equal(ck[:4], []string{"shardlab", "check", "-compile_log", CompileLogFile}) ||
+			!slices.Equal(ck[len(ck)-2:], []string{"-write_calibration", CalibrationFile}) || !slices.Equal(ex[3:], ck[4:len(ck)-2]) {
 			t.Errorf("export %q, check %q: want the front end's words, the same options in both", ex, ck)
 		}
 	}

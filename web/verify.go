@@ -28,11 +28,10 @@ type verifyView struct {
 }
 
 // webCommands is how the page spells shardlab's commands in the verify
-// steps: as the command line does, with the options o sets away from
-// their defaults as flags (formFlags).
+// steps: as the command line does (the user runs them there), with the
+// options o sets away from their defaults as flags (formFlags).
 func webCommands(o plan.Options) export.Commands {
-	return export.Commands{Spell: plan.Option.Flag, Job: formFlags(o), Export: []string{"shardlab", "export", "maxtext"},
-		Check: []string{"shardlab", "check"}, CheckLog: "--compile-log", CheckCalibration: "--write-calibration"}
+	return export.Commands{Spell: plan.Option.Flag, Job: formFlags(o)}
 }
 
 // stepsOf is plan p's verify steps for the form's options o, and the file

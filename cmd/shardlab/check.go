@@ -366,11 +366,10 @@ func writeCheck(w io.Writer, log validate.CompileLog, r validate.MemoryResult, c
 }
 
 // cliCommands is how the command line spells shardlab's commands in a
-// verification's steps: options as flags, with the job flags given
-// (jobFlags) and check's own two flags.
+// verification's steps: options as flags (check's own two too), with the
+// job flags given (jobFlags).
 func cliCommands(flags []string) export.Commands {
-	return export.Commands{Spell: plan.Option.Flag, Job: flags, Export: []string{"shardlab", "export", "maxtext"},
-		Check: []string{"shardlab", "check"}, CheckLog: "--compile-log", CheckCalibration: "--write-calibration"}
+	return export.Commands{Spell: plan.Option.Flag, Job: flags}
 }
 
 // verifySteps is plan p's verify steps as the command line spells them:

@@ -244,9 +244,7 @@ func flagRule(flags map[string]bool) ownerRule {
 
 // foreignFlags are xpk's and vLLM's own flags, which shardlab's export xpk
 // and inference take under the tools' own names, and which the files that
-// write those command lines spell as the tools' flags; and the two flags
-// of check's own that the web page, a front end like cmd, prints in the
-// command line with which a user verifies a plan.
+// write those command lines spell as the tools' flags.
 var foreignFlags = func() map[string]string {
 	out := map[string]string{}
 	for k, v := range xpkFlags {
@@ -257,9 +255,6 @@ var foreignFlags = func() map[string]string {
 		out["export/vllm.go --"+f] = "vllm serve's own flag --" + f + ", in the command export writes (vllm-project/vllm vllm/engine/arg_utils.py @99d7eb5d; export/testdata/vllm_serve_options.txt)"
 	}
 	out["web/serving.go --kv-cache-dtype"] = "the serving form's help names vLLM's flag --kv-cache-dtype as vLLM's, the field it sets"
-	for _, f := range []string{"compile-log", "write-calibration"} {
-		out["web/verify.go --"+f] = "the plan page, a front end, prints the shardlab check command line the user runs to verify the plan (its other options spelt by plan.Option.Flag)"
-	}
 	return out
 }()
 
