@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,45 @@ func (h *Handler) serveMaxText(w http.ResponseWriter, r *http.Request) {
 		}
 		return cfg.WriteYAML(w)
 	})
+}
+
+// heldView says which layout the page's MaxText and xpk downloads hold
+// when it is not the layout the page shows. The downloads plan as MaxText
+// runs (export.MaxTextOptions), so where MaxText cannot run the shown
+// layout (a 1F1B or interleaved pipeline: maxtext issue #752) they hold
+// MaxText's best, another layout: J is its plan, as the page shows
+// plans, and Why says why the shown layout is not it. Where MaxText runs
+// no layout of the job, J is nil and None says why there is no download.
+type heldView struct {
+	J         *plan.JSON
+	Why, None string
+}
+
+// maxTextHeld is the heldView of the page's plan p of options o: nil when
+// the downloads hold p's layout, as they do when MaxText runs it (their
+// search, over the schedules MaxText runs, finds it first: the page's
+// search has every candidate theirs has, TestMaxTextDownloadNamesItsLayout).
+func (h *Handler) maxTextHeld(ctx context.Context, o plan.Options, p plan.Plan) *heldView {
+	_, err := export.MaxText(p)
+	if err == nil {
+		return nil
+	}
+	v := &heldView{Why: export.Refusal(err, label)}
+	out, err := h.run(ctx, export.MaxTextOptions(o), nil, false)
+	if err == nil {
+		_, err = export.MaxText(out.plan)
+	}
+	if mem := out.plan.Best.Estimate.Memory; err == nil && !mem.Fits() {
+		err = errUnfit{mem.Shortfall()}
+	}
+	if err != nil {
+		_, fes := h.status(err)
+		v.None = oneLine(fes.Phrase(label))
+		return v
+	}
+	j := out.plan.JSON(label)
+	v.J = &j
+	return v
 }
 
 // The query parameters of the xpk download besides the plan's: export

@@ -98,6 +98,9 @@ type resultView struct {
 	// Verify is how to verify the plan before renting TPUs; in plan
 	// --html's report, only with --verify (Report.Verify).
 	Verify *verifyView
+	// MaxText, on the page, is the layout its MaxText and xpk downloads
+	// hold where it is not the one shown (nil: the one shown).
+	MaxText *heldView
 	// Goodput is the chosen layout's expected goodput.
 	Goodput goodputView
 }
@@ -165,6 +168,7 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 				v.ScalingLater = later
 				vv := verifyOf(out.plan, o)
 				v.Verify = &vv
+				v.MaxText = h.maxTextHeld(r.Context(), o, out.plan)
 				d.Results = []resultView{v}
 				d.Query = queryURL(q)
 				pq := maps.Clone(q)
