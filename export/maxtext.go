@@ -106,13 +106,19 @@ func layoutComment(p plan.Plan) string {
 
 // MaxTextOptions are options o as an export that MaxText runs (its config,
 // and the xpk command that launches it) plans them: searching only what
-// MaxText runs (plan.FrameworkMaxText), whatever framework o names, so that
-// the layout chosen is one MaxText runs as costed. Every front end's
-// MaxText and xpk export plans through it: the CLI's and the web UI's
-// downloads of the same options are the same file.
-func MaxTextOptions(o plan.Options) plan.Options {
+// MaxText runs (plan.FrameworkMaxText), so that the layout chosen is one
+// MaxText runs as costed. The framework o names is read as plan reads it
+// (plan.ParseFramework): none or any (the export limits the search to
+// MaxText's) or maxtext; another is refused, naming the framework
+// option, not replaced. Every front end's MaxText and xpk export plans
+// through it: the CLI's and the web UI's downloads of the same options
+// are the same file.
+func MaxTextOptions(o plan.Options) (plan.Options, error) {
+	if _, err := plan.ParseFramework(o.Framework); err != nil {
+		return o, err
+	}
 	o.Framework = string(plan.FrameworkMaxText)
-	return o
+	return o, nil
 }
 
 // MaxText turns the plan's chosen layout and job into MaxText settings. It

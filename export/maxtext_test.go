@@ -912,3 +912,25 @@ func TestChangedMaxTextModelIsNamed(t *testing.T) {
 		t.Errorf("my-8b: %v, comments %q", err, c.Comments)
 	}
 }
+
+// TestMaxTextOptionsFramework: an export to MaxText plans only what
+// MaxText runs, and a framework the options name is read as plan reads it:
+// none, any or maxtext (any case) plan as MaxText; another is refused,
+// naming the framework option, not replaced by maxtext.
+func TestMaxTextOptionsFramework(t *testing.T) {
+	for _, c := range []struct {
+		framework string
+		ok        bool
+	}{{"", true}, {"any", true}, {"MaxText", true}, {"pytorch", false}, {"maxtext2", false}} {
+		o := plan.DefaultOptions()
+		o.Framework = c.framework
+		got, err := MaxTextOptions(o)
+		var oe *plan.OptionError
+		switch {
+		case c.ok && (err != nil || got.Framework != string(plan.FrameworkMaxText)):
+			t.Errorf("MaxTextOptions(framework %q) = %q, %v; want maxtext", c.framework, got.Framework, err)
+		case !c.ok && (!errors.As(err, &oe) || oe.Option != plan.OptionFramework || !strings.Contains(err.Error(), `"`+c.framework+`", want maxtext or empty`)):
+			t.Errorf("MaxTextOptions(framework %q) = %v, want an OptionError on framework naming the value and maxtext", c.framework, err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	"shardlab/cost"
 	"shardlab/mesh"
@@ -20,6 +21,19 @@ type Framework string
 
 // FrameworkMaxText limits the search to what MaxText runs.
 const FrameworkMaxText Framework = "maxtext"
+
+// ParseFramework reads the framework option, in any case: "" or any (no
+// limit: the zero Framework) or maxtext (FrameworkMaxText); anything else
+// is an *OptionError naming the option.
+func ParseFramework(s string) (Framework, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "any":
+		return "", nil
+	case string(FrameworkMaxText):
+		return FrameworkMaxText, nil
+	}
+	return "", refuse(OptionFramework, s, nil, " %q, want maxtext or empty (any schedule)", s)
+}
 
 // maxTextSchedule is the schedule MaxText runs for a pipeline that asks
 // for k, and whether it is k itself. MaxText's pipeline is one scan over

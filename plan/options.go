@@ -310,15 +310,11 @@ func parseSchedule(r *Request, o Options) error {
 			return refuseErr(OptionSchedule, o.Schedule, err)
 		}
 	}
-	switch strings.ToLower(strings.TrimSpace(o.Framework)) {
-	case "", "any":
-	case "maxtext":
-		r.Framework = FrameworkMaxText
-		if _, ok := maxTextSchedule(r.Schedule); r.Schedule != "" && !ok {
-			return refuse(OptionSchedule, string(r.Schedule), nil, " %s: MaxText runs its pipelines GPipe-style or circularly (maxtext issue #752), want {schedule} gpipe or {schedule} circular", r.Schedule)
-		}
-	default:
-		return refuse(OptionFramework, o.Framework, nil, " %q, want maxtext or empty (any schedule)", o.Framework)
+	if r.Framework, err = ParseFramework(o.Framework); err != nil {
+		return err
+	}
+	if _, ok := maxTextSchedule(r.Schedule); r.Framework == FrameworkMaxText && r.Schedule != "" && !ok {
+		return refuse(OptionSchedule, string(r.Schedule), nil, " %s: MaxText runs its pipelines GPipe-style or circularly (maxtext issue #752), want {schedule} gpipe or {schedule} circular", r.Schedule)
 	}
 	chunks := strconv.Itoa(o.Chunks)
 	switch {

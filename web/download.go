@@ -62,7 +62,11 @@ func (h *Handler) maxTextHeld(ctx context.Context, o plan.Options, p plan.Plan) 
 		return nil
 	}
 	v := &heldView{Why: export.Refusal(err, label)}
-	out, err := h.run(ctx, export.MaxTextOptions(o), nil, false)
+	var out outcome
+	o, err = export.MaxTextOptions(o)
+	if err == nil {
+		out, err = h.run(ctx, o, nil, false)
+	}
 	if err == nil {
 		_, err = export.MaxText(out.plan)
 	}
@@ -211,12 +215,24 @@ func fixedName(name string) func(plan.Plan) string { return func(plan.Plan) stri
 // more) are refused before the search, each named by its key or the
 // form's label. A target that is not what plan --json prints plans with
 // the options as its CLI export does (target: export.MaxTextOptions for
-// MaxText and xpk); nil plans the query's options as they are.
-func (h *Handler) download(w http.ResponseWriter, r *http.Request, target func(plan.Options) plan.Options, keys queryKeys, more fieldErrors,
+// MaxText and xpk, which refuses a framework the query names that the
+// export cannot honour, with the query's other mistakes); nil plans the
+// query's options as they are.
+func (h *Handler) download(w http.ResponseWriter, r *http.Request, target func(plan.Options) (plan.Options, error), keys queryKeys, more fieldErrors,
 	name func(plan.Plan) string, ctype string, write func(io.Writer, plan.Plan) error) {
 	o, _, bad := planForm.options(r.URL.RawQuery, h.cfg, keys)
 	if target != nil {
-		o = target(o)
+		to, err := target(o)
+		fe, named := optionError(err)
+		switch {
+		case named:
+			bad = append(bad, fe)
+		case err != nil:
+			h.fail(w, err, planForm.keyLabel)
+			return
+		default:
+			o = to
+		}
 	}
 	out, err := h.run(r.Context(), o, append(bad, more...), false)
 	var b strings.Builder

@@ -76,3 +76,26 @@ func TestMaxTextDownloadNamesItsLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestDownloadFramework: the MaxText and xpk downloads plan as MaxText
+// runs, and a framework their query names that they cannot honour is
+// refused, 400 naming it (by the form's label, as the downloads name
+// their fields), the value and what is accepted: it was
+// replaced by maxtext in silence (review of dcd4fab, the framework
+// query). maxtext, any and none (the page's own values) download.
+func TestDownloadFramework(t *testing.T) {
+	h := New(testConfig)
+	const q = "model=llama3-8b&tpu=v5p-8"
+	for _, path := range []string{"/download/maxtext.yaml?" + q, "/download/xpk.sh?" + q + "&cluster=c"} {
+		for _, c := range []struct {
+			framework string
+			code      int
+		}{{"pytorch", http.StatusBadRequest}, {"MaxTexts", http.StatusBadRequest}, {"maxtext", http.StatusOK}, {"any", http.StatusOK}, {"", http.StatusOK}} {
+			code, body := get(t, h, path+"&framework="+c.framework)
+			want := `Framework "` + c.framework + `", want maxtext or empty` // the form's label, as the downloads name their keys
+			if code != c.code || c.code != http.StatusOK && !strings.Contains(body, want) {
+				t.Errorf("GET %s&framework=%s = %d %.300q, want %d%s", path, c.framework, code, body, c.code, map[bool]string{true: " saying " + want}[c.code != http.StatusOK])
+			}
+		}
+	}
+}

@@ -78,8 +78,7 @@ func newPlanFlags(name string, exporting bool) (*flag.FlagSet, *planFlags) {
 	intVar(fs, &o.VocabTiles, "vocab-tiles", d.VocabTiles, 1, plan.MaxVocabTiles, "", "split the logits and loss into this many chunks (MaxText num_vocab_tiling)")
 	choiceVar(fs, &o.Schedule, "schedule", d.Schedule, []string{"gpipe", "1f1b", "interleaved", "circular"}, parseSchedule, "pipeline schedule (default: search gpipe, 1f1b and interleaved with 2 and 4 chunks)")
 	if exporting {
-		// An export runs on MaxText: search only what it runs.
-		*o = export.MaxTextOptions(*o)
+		maxTextOnly(o)
 	} else {
 		choiceVar(fs, &o.Framework, "framework", d.Framework, []string{"maxtext"}, nil, "search only what this framework runs: maxtext (gpipe and circular pipelines; default: every schedule)")
 	}
@@ -277,6 +276,18 @@ func (f *planFlags) plans(name string, set map[string]bool) ([]plan.Plan, error)
 		plans = append(plans, p)
 	}
 	return plans, nil
+}
+
+// maxTextOnly sets an export's default options o to plan as MaxText runs
+// (export.MaxTextOptions): an export runs on MaxText, so it searches only
+// what MaxText runs. The defaults name no framework, which it could
+// refuse: an error is a broken default, not a user's mistake.
+func maxTextOnly(o *plan.Options) {
+	mo, err := export.MaxTextOptions(*o)
+	if err != nil {
+		panic("shardlab: the default options' framework: " + err.Error())
+	}
+	*o = mo
 }
 
 // flagName spells a plan option as the flag that sets it:
