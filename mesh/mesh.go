@@ -64,6 +64,7 @@ type Mesh struct {
 	Multislice hw.Multislice
 	degrees    [NumAxes]Degree
 	links      [NumAxes]Link
+	custom     Custom
 }
 
 // New validates the degrees for ms. Axes not named have degree 1; an axis

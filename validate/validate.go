@@ -38,6 +38,11 @@ type Layout struct {
 	DCNPipeline int `yaml:"dcn_pipeline" json:"dcn_pipeline"`
 	ICIExpert   int `yaml:"ici_expert,omitempty" json:"ici_expert,omitempty"`
 	DCNExpert   int `yaml:"dcn_expert,omitempty" json:"dcn_expert,omitempty"`
+	// CustomMesh is MaxText's custom_mesh where the run's config set it and
+	// MaxText applied it (on one slice only with allow_split_physical_axes
+	// true: max_utils.py create_device_mesh @449b4fe); mesh.ParseCustom
+	// reads it and mesh.NewCustom places it. "": none.
+	CustomMesh string `yaml:"custom_mesh,omitempty" json:"custom_mesh,omitempty"`
 }
 
 // Published is what the run's source reports.
@@ -172,6 +177,10 @@ func (r Run) mesh(j cost.Job) (mesh.Mesh, error) {
 		return mesh.Mesh{}, err
 	}
 	l := r.Layout
+	custom, err := mesh.ParseCustom(l.CustomMesh)
+	if err != nil {
+		return mesh.Mesh{}, err
+	}
 	var devices maxtext.Factors
 	devices[mesh.Data], devices[mesh.FSDP], devices[mesh.Tensor], devices[mesh.Pipeline] = l.ICIData, l.ICIFSDP, l.ICITensor, l.ICIPipeline
 	devices[mesh.Context] = max(l.ICISequence, 1) * max(l.ICIContext, 1)
@@ -186,9 +195,12 @@ func (r Run) mesh(j cost.Job) (mesh.Mesh, error) {
 		for _, a := range mesh.All() {
 			axes[a] = mesh.Degree{Axis: a, ICI: ici[a], DCN: max(dcn[a], 1)}
 		}
-		return mesh.New(ms, axes...)
+		return mesh.NewCustom(ms, custom, axes...)
 	}
 	per := s.Chip.JAXDevicesPerChip
+	if custom != mesh.Standard && per > 1 {
+		return mesh.Mesh{}, bad("layout.custom_mesh", custom, fmt.Sprintf("unset on %s, whose chip is %d JAX devices: MaxText's hybrid rings reshape a 16x16 slice of one-device chips", s.Chip.Name, per))
+	}
 	chips, _, err := maxtext.Chips(devices, r.SeqLen, per, func(c maxtext.Factors) (int, error) {
 		m, err := build(c)
 		if err != nil {
@@ -203,7 +215,41 @@ func (r Run) mesh(j cost.Job) (mesh.Mesh, error) {
 	if err != nil {
 		return mesh.Mesh{}, bad("layout", fmt.Sprintf("%+v", l), fmt.Sprintf("ici fsdp, context or data a multiple of the %d devices per chip", per))
 	}
-	return build(chips)
+	m, err := build(chips)
+	if err != nil {
+		return mesh.Mesh{}, err
+	}
+	return m, ringOrder(m)
+}
+
+// ringOrder checks that MaxText lists a hybrid ring's axis of 64 before
+// its axis of 4 (mesh_axes: maxtext.MeshAxes), as mesh.NewCustom places
+// them: reshape_mesh_to_rings' (64, 4) array is reshaped to the ICI
+// factors in mesh_axes' order (max_utils.py create_device_mesh
+// @449b4fe), so the other order would not put the axis of 4 on the
+// rings.
+func ringOrder(m mesh.Mesh) error {
+	if m.Custom() == mesh.Standard {
+		return nil
+	}
+	at := map[string]int{}
+	for i, name := range maxtext.MeshAxes(m.Size(mesh.Pipeline) > 1) {
+		at[name] = i
+	}
+	var ring, over mesh.Axis
+	for _, d := range m.Degrees() {
+		switch d.ICI {
+		case 4:
+			ring = d.Axis
+		case 64:
+			over = d.Axis
+		}
+	}
+	if at[maxtext.Name(over)] > at[maxtext.Name(ring)] {
+		return bad("layout.custom_mesh", m.Custom(), fmt.Sprintf("a layout whose axis of 64 (%s) comes before its axis of 4 (%s) in MaxText's mesh_axes, the only order modelled",
+			maxtext.Name(over), maxtext.Name(ring)))
+	}
+	return nil
 }
 
 // job is the run's model, batch, remat, precision and kernels as a cost

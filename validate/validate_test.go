@@ -198,6 +198,7 @@ func TestParseRunsAsTheOtherTables(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add(runsYAML)
 	f.Add([]byte("- id: a\n  accelerator_type: v5p-8\n  global_batch_sequences: 1\n"))
+	f.Add([]byte("- id: a\n  accelerator_type: v6e-256\n  global_batch_sequences: 1\n  layout: {ici_fsdp: 64, ici_expert: 4, custom_mesh: hybrid_ring_64x4}\n"))
 	f.Add([]byte("- id: a\n  accelerator_type: v5p-8\n  global_batch_sequences: 1\n  batch_tuned: {verdict: memory, evidence: e, source: {repo: a/b, path: p, commit: abcdef0}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rs, err := Parse(data)
