@@ -215,7 +215,8 @@ func hasPrefix(prefix string) bool {
 
 // XPK writes the `xpk workload create` command that launches the plan:
 // its TPU type and slices, the capacity and restarts asked for, and the
-// MaxText trainer with the plan's settings as --command.
+// MaxText trainer with the plan's settings as --command, after comments
+// that say what it is, XPKWarnings under their title line.
 func XPK(w io.Writer, p plan.Plan, o XPKOptions) error {
 	args, err := XPKArgs(p, o)
 	if err != nil {
@@ -226,8 +227,15 @@ func XPK(w io.Writer, p plan.Plan, o XPKOptions) error {
 		return err
 	}
 	var b strings.Builder
-	for _, l := range cfg.Comments {
+	for i, l := range cfg.Comments {
 		fmt.Fprintf(&b, "# %s\n", l)
+		if i > 0 {
+			continue
+		}
+		// under the title, so that a downloaded copy carries them too
+		for _, w := range XPKWarnings(p) {
+			fmt.Fprintf(&b, "# warning: %s\n", w)
+		}
 	}
 	b.WriteString("# --command has the costed job only: add where it writes (base_output_directory) and what it reads (dataset_type, dataset_path)\n")
 	b.WriteString("# the MaxText settings it carries, over base.yml:\n")

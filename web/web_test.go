@@ -223,6 +223,14 @@ func TestDownloads(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "--docker-image gcr.io/p/maxtext") || strings.Contains(body, "--base-docker-image") {
 		t.Errorf("GET /download/xpk.sh?docker_image= = %d %.300s", code, body)
 	}
+	// xpk makes v6e-8 of two 4-chip VMs where the plan has one 8-chip VM
+	// (export.XPKWarnings): the downloaded script says so, as export xpk does
+	o := plan.DefaultOptions()
+	o.TPU = "v6e-8"
+	code, body = get(t, h, "/download/xpk.sh?"+queryOf(o)+"&cluster=c")
+	if code != http.StatusOK || !strings.Contains(body, "\n# warning: xpk (AI-Hypercomputer/xpk@367c8382) makes v6e-8 of 2 ct6e-standard-4t VMs") {
+		t.Errorf("GET /download/xpk.sh for v6e-8 = %d %.400s, want the VMs warning", code, body)
+	}
 	code, body = get(t, h, "/download/xpk.sh?"+q+"&docker_image=a&base_docker_image=b")
 	if code != http.StatusBadRequest {
 		t.Errorf("GET /download/xpk.sh with both images = %d %.300s, want 400 (xpk refuses the two together)", code, body)

@@ -168,5 +168,11 @@ func TestExportXPKWarnsOfVMs(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "--tpu-type") || !strings.HasPrefix(errOut, c.want) || (c.want == "") != (errOut == "") {
 			t.Errorf("shardlab %s: exit %d, stderr %q, want it to start %q", strings.Join(args, " "), code, errOut, c.want)
 		}
+		// the script carries it too, under its title, for a copy kept
+		lines := strings.SplitN(out, "\n", 3)
+		if want := strings.TrimPrefix(c.want, "export xpk: "); len(lines) < 3 || !strings.HasPrefix(lines[0], "# shardlab plan: ") ||
+			strings.HasPrefix(lines[1], "# warning: ") != (want != "") || !strings.HasPrefix(lines[1], "# "+want) || strings.Count(out, "# warning: ") != min(1, len(want)) {
+			t.Errorf("shardlab %s: stdout starts %q, want its second line to start %q", strings.Join(args, " "), out[:min(len(out), 300)], "# "+want)
+		}
 	}
 }
