@@ -134,6 +134,15 @@ func (s Slice) WholeHosts() bool { return s.Chip.wholeHosts(s.Chips()) }
 // before they have a topology.
 func (c Chip) wholeHosts(n int) bool { return n > 0 && n%c.sliceHost(n).Chips == 0 }
 
+// HostSlice is the slice of one of the generation's usual VMs (Host):
+// what a generation alone names where one VM is meant (serving, the
+// emulator's run): tpu7x-8, v5p-8, v5litepod-4, v6e-4. Smaller whole VMs
+// (v5e's 1-chip ct5lp-hightpu-1t) and larger ones (v5e's 8-chip
+// ct5lp-hightpu-8t) are named by their accelerator types.
+func (c Chip) HostSlice() (Slice, error) {
+	return ParseAcceleratorType(c.AcceleratorType(c.Host.Chips))
+}
+
 // DCNPerHost is the catalog's data-center network bandwidth of one of the
 // slice's VMs (Host): its chips' shares.
 func (s Slice) DCNPerHost() unit.BytesPerSecond {

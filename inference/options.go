@@ -230,8 +230,8 @@ func (o Options) model() (model.Spec, error) {
 }
 
 // ParseTPU reads the TPU of a serving question: an accelerator type
-// (tpu7x-8, v6e-8), or a generation alone, which is its smallest slice of
-// whole VMs (hw.Slice.WholeHosts: tpu7x-8, v6e-4, v5litepod-1).
+// (tpu7x-8, v6e-8), or a generation alone, which is one of its usual VMs
+// (hw.Chip.HostSlice: tpu7x-8, v6e-4, v5litepod-4).
 func ParseTPU(s string) (hw.Slice, error) {
 	slice, err := hw.ParseTPU(s)
 	if err != nil {
@@ -240,12 +240,9 @@ func ParseTPU(s string) (hw.Slice, error) {
 	if slice.Chips() > 0 {
 		return slice, nil
 	}
-	c := slice.Chip
-	for _, name := range c.AcceleratorTypes() {
-		s, err := hw.ParseAcceleratorType(name)
-		if err == nil && s.WholeHosts() {
-			return s, nil
-		}
+	one, err := slice.Chip.HostSlice()
+	if err != nil {
+		return hw.Slice{}, &FieldError{Field: "tpu", Value: strconv.Quote(s), Want: "an accelerator type: " + err.Error()}
 	}
-	return hw.Slice{}, &FieldError{Field: "tpu", Value: strconv.Quote(s), Want: "an accelerator type: the catalog has no slice of whole hosts of " + string(c.Generation)}
+	return one, nil
 }

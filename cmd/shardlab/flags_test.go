@@ -284,7 +284,7 @@ func TestTPUEverywhere(t *testing.T) {
 		"infeed":         {{"--tpu", "Ironwood", "--steps", "4", "--sweep=false"}, {"--tpu", "tpu7x-8", "--steps", "4", "--sweep=false"}},
 		"capacity":       {{"--tpu", "TPU7X-256", "--days", "1"}, {"--tpu", "tpu7x-128", "--days", "1"}},
 		"check":          {{"--tpu", "v5p"}, {"--tpu", "V5P-8"}}, // with a compile log, below
-		"run": {{"--tpu", "v5litepod", "--slices", "1", "--mesh", "data=1", "--steps", "1", "--synthetic", "--quiet"},
+		"run": {{"--tpu", "v5litepod", "--slices", "1", "--mesh", "data=4", "--steps", "1", "--synthetic", "--quiet"},
 			{"--tpu", "V5LITEPOD-4", "--slices", "1", "--mesh", "data=4", "--steps", "1", "--synthetic", "--quiet"}},
 	}
 	eachFlag(t, func(cmd string, fl *flag.Flag) {
@@ -312,11 +312,12 @@ func TestTPUEverywhere(t *testing.T) {
 	if out, errOut, code := runCmd("infeed", "--tpu", "v5litepod-1"); code != 0 || !strings.Contains(out, "ct5lp-hightpu-1t): 1 chip, 24 of 24 vCPUs") {
 		t.Errorf("shardlab infeed --tpu v5litepod-1: exit %d, want the 1-chip ct5lp-hightpu-1t VM:\n%s%s", code, out, errOut)
 	}
-	// run on a generation alone takes its smallest slice of whole VMs
-	// (hw.Slice.WholeHosts), for v5e the one-VM v5litepod-1
-	args := []string{"run", "--tpu", "v5litepod", "--slices", "1", "--mesh", "data=1", "--steps", "1", "--synthetic", "--quiet"}
-	if out, errOut, code := runCmd(args...); code != 0 || !strings.Contains(out, "v5litepod-1 (1x1, 1 chip)") {
-		t.Errorf("shardlab %s: exit %d, want v5litepod-1:\n%s%s", strings.Join(args, " "), code, out, errOut)
+	// run on a generation alone takes one of its usual VMs
+	// (hw.Chip.HostSlice), for v5e v5litepod-4, where the default mesh
+	// (fsdp=2,tensor=2 a slice) runs (review 119 #1: v5litepod-1 refused it)
+	args := []string{"run", "--tpu", "v5litepod", "--steps", "1", "--synthetic", "--quiet"}
+	if out, errOut, code := runCmd(args...); code != 0 || !strings.Contains(out, "of v5litepod-4 (2x2, 4 chips") {
+		t.Errorf("shardlab %s: exit %d, want v5litepod-4:\n%s%s", strings.Join(args, " "), code, out, errOut)
 	}
 }
 

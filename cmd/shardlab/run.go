@@ -231,16 +231,14 @@ func parseTPU(what, s string) (hw.Chip, *hw.Slice, error) {
 	return slice.Chip, &slice, nil
 }
 
-// hostSlice is a generation's smallest slice of whole VMs
-// (hw.Slice.WholeHosts: tpu7x-8, v5p-8, v5litepod-1).
+// hostSlice is one of a generation's usual VMs (hw.Chip.HostSlice:
+// tpu7x-8, v5p-8, v5litepod-4).
 func hostSlice(c hw.Chip) (hw.Slice, error) {
-	for _, name := range c.AcceleratorTypes() {
-		s, err := hw.ParseAcceleratorType(name)
-		if err == nil && s.WholeHosts() {
-			return s, nil
-		}
+	s, err := c.HostSlice()
+	if err != nil {
+		return hw.Slice{}, bad("--tpu %s: %v", c.Generation, err)
 	}
-	return hw.Slice{}, bad("--tpu %s: no slice of whole hosts in the catalog", c.Generation)
+	return s, nil
 }
 
 // writeJSON writes v, a JSON object, with its schema version first.

@@ -192,7 +192,7 @@ func (f *runFlags) splitLayers(m mesh.Mesh, set map[string]bool, stderr io.Write
 }
 
 // meshOn lays spec out on slices of --tpu: an accelerator type, or a
-// generation for its smallest slice of whole hosts.
+// generation for one of its usual VMs (hw.Chip.HostSlice).
 func meshOn(tpu string, slices int, spec string) (mesh.Mesh, error) {
 	chip, slice, err := parseTPU("--tpu", tpu)
 	if err != nil {
