@@ -145,15 +145,17 @@ var catalog = [...]Chip{
 		JAXDevicesPerChip: 1,                         // [mt-spec]
 		MaxSliceChips:     256, PodChips: 256,        // [gcp-v6e]
 		Host: Host{MachineType: "ct6e-standard-4t", Chips: 4, VCPUs: 180, RAM: 720 * unit.GB}, // [gcp-7x], [gcp-v6e]
-		// [gcp-v6e] slice shapes: 2x4 is accelerator type v6e-8, one
-		// ct6e-standard-8t VM (8 chips, the whole host: "Single-host"); 2x4
-		// on two ct6e-standard-4t VMs has no accelerator type and "is only
-		// supported when using the GKE API" (xpk @367c838 creates v6e-8
-		// that way: export warns). Every larger v6e slice is
-		// ct6e-standard-4t VMs. The 8t's vCPUs and RAM are in no stored
-		// source, so they are left unpublished (0). (v6e-1 is a
-		// ct6e-standard-1t by the same table, not yet transcribed.)
-		SliceHosts: []Host{{MachineType: "ct6e-standard-8t", Chips: 8}},
+		// [gcp-v6e] slice shapes: 2x4 is either one ct6e-standard-8t VM
+		// (accelerator type v6e-8 in the TPU API, "optimized for
+		// inference") or two ct6e-standard-4t VMs (GKE). Training slices
+		// are costed as the two 4t VMs: that is how xpk @367c838 makes
+		// v6e-8 (export's xpk target), how the published v6e-8 recipes
+		// ran (tpu-recipes training/trillium Llama3.1-8B v6e-8: GKE
+		// "v6e-4" nodes, topology 2x4), and the 8t's vCPUs and RAM are in
+		// no stored source. Serving, which needs all 8 chips on one VM,
+		// takes the 8t (SingleHost). (v6e-1 is a ct6e-standard-1t by the
+		// same table, not yet transcribed.)
+		SingleHost: Host{MachineType: "ct6e-standard-8t", Chips: 8},
 		Sources:    []string{"cloud.google.com/tpu/docs/v6e", "cloud.google.com/tpu/docs/tpu7x", "scaling-book tpus.md"},
 	},
 	{

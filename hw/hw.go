@@ -124,9 +124,14 @@ type Chip struct {
 	// is not Host: [gcp-v5e] gives v5e's 1x1 one ct5lp-hightpu-1t and its
 	// 2x4 (v5litepod-8) one ct5lp-hightpu-8t, of the three v5e VM types
 	// (1, 4 or 8 chips), while 2x2 and every larger v5e slice are
-	// ct5lp-hightpu-4t VMs; [gcp-v6e] gives v6e-8 one ct6e-standard-8t.
-	// Slice.Host picks among them.
+	// ct5lp-hightpu-4t VMs. Slice.Host picks among them.
 	SliceHosts []Host `json:"slice_hosts,omitempty"`
+	// SingleHost is a larger VM that holds a whole small slice for
+	// serving, where the generation offers one beside Host and training
+	// slices are costed as Host VMs (v6e's ct6e-standard-8t, 8 chips: the
+	// catalog's comment says why); zero where none is offered. Only its
+	// machine type and chips are known.
+	SingleHost Host `json:"single_host,omitzero"`
 
 	// Sources lists where the numbers above come from.
 	Sources []string `json:"sources"`

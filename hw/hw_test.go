@@ -32,7 +32,7 @@ func TestParseAcceleratorType(t *testing.T) {
 		{"v5litepod-8", V5e, 8, "2x4", 1},          // [gcp-v5e]: 8 chips, one host (ct5lp-hightpu-8t)
 		{"v5litepod-256", V5e, 256, "16x16", 64},
 		{"v5e-16", V5e, 16, "4x4", 4},                  // MaxText/xpk spelling
-		{"v6e-8", V6e, 8, "2x4", 1},                    // [gcp-v6e]: v6e-8 is one ct6e-standard-8t VM
+		{"v6e-8", V6e, 8, "2x4", 2},                    // [gcp-v6e]: 2x4 on two ct6e-standard-4t VMs, as GKE and xpk make it (catalog)
 		{"v6e-256", V6e, 256, "16x16", 64},             // [gcp-v6e]
 		{"tpu7x-8", TPU7x, 4, "2x2x1", 1},              // [mt-spec]: 4 chips, one tpu7x-standard-4t VM
 		{"tpu7x-128", TPU7x, 64, "4x4x4", 16},          // [mt-spec]
@@ -512,9 +512,9 @@ func TestPeak(t *testing.T) {
 // made of, from the VM tables: ct5p-hightpu-4t's 448 GB over 4 chips
 // ([gcp-v5p]), tpu7x-standard-4t's 960 GB over 4 ([gcp-7x]),
 // ct5lp-hightpu-8t's 384 GB over 8 and ct5lp-hightpu-1t's 48 GB over 1
-// ([gcp-v5e]), ct6e-standard-4t's 720 GB over 4 ([gcp-7x]); 0 for v4 and
-// for v6e-8's ct6e-standard-8t, whose RAM the catalog does not publish
-// (v6e-16 is made of 4t VMs, so its chips still have 180 GB each).
+// ([gcp-v5e]), ct6e-standard-4t's 720 GB over 4 ([gcp-7x]) on v6e-8 (two
+// 4t VMs, as GKE and xpk make it) and v6e-16; 0 for v4, whose VM's RAM
+// the catalog does not publish.
 func TestHostRAMPerChip(t *testing.T) {
 	for _, c := range []struct {
 		tpu  string
@@ -522,7 +522,7 @@ func TestHostRAMPerChip(t *testing.T) {
 	}{
 		{"v5p-8", 112 * unit.GB}, {"tpu7x-8", 240 * unit.GB}, {"v4-8", 0},
 		{"v5litepod-8", 48 * unit.GB}, {"v5litepod-1", 48 * unit.GB}, {"v5litepod-16", 48 * unit.GB},
-		{"v6e-8", 0}, {"v6e-16", 180 * unit.GB},
+		{"v6e-8", 180 * unit.GB}, {"v6e-16", 180 * unit.GB},
 	} {
 		s, err := ParseAcceleratorType(c.tpu)
 		if err != nil {

@@ -240,16 +240,16 @@ func FuzzParsePlacement(f *testing.F) {
 // TestForSlice: the host simulated is one VM of the slice, as the VM
 // tables give it: v5litepod-8 is one ct5lp-hightpu-8t (8 chips, 224
 // vCPUs, 2 NUMA nodes) and v5litepod-16 ct5lp-hightpu-4t VMs (4, 112, 1)
-// (cloud.google.com/tpu/docs/v5e); v6e-8 is one ct6e-standard-8t (8 chips,
-// cloud.google.com/tpu/docs/v6e), whose vCPUs are not published, so hw's
-// AssumedVCPUsPerChip for each of its 8 chips.
+// (cloud.google.com/tpu/docs/v5e); v6e-8 is costed as the two
+// ct6e-standard-4t VMs (4 chips, 180 vCPUs) GKE and xpk make it of
+// (cloud.google.com/tpu/docs/v6e; hw's catalog says why).
 func TestForSlice(t *testing.T) {
 	for _, c := range []struct {
 		tpu                string
 		chips, vcpus, numa int
 	}{
 		{"v5litepod-8", 8, 224, 2}, {"v5litepod-16", 4, 112, 1},
-		{"v6e-8", 8, 8 * hw.AssumedVCPUsPerChip, 1}, {"v6e-16", 4, 180, 1},
+		{"v6e-8", 4, 180, 1}, {"v6e-16", 4, 180, 1},
 	} {
 		s, err := hw.ParseAcceleratorType(c.tpu)
 		if err != nil {

@@ -482,10 +482,11 @@ func TestPrefillChunks(t *testing.T) {
 	}
 }
 
-// TestSingleHostVM: v6e's ct6e-standard-4t VM holds 4 chips, but v6e-8 is
-// one ct6e-standard-8t VM ([gcp-v6e]; hw.Slice.Host), which the v6e-8
-// serving recipes run on: a layout of all 8 devices is planned as one
-// host, not warned of as multi-host; 16 devices still span hosts.
+// TestSingleHostVM: v6e's ct6e-standard-4t VM holds 4 chips, but v6e-8
+// is also one ct6e-standard-8t VM ([gcp-v6e]: "optimized for inference";
+// hw.Chip.SingleHost), which the v6e-8 serving recipes run on: a layout
+// of all 8 devices is planned as one host, not warned of as multi-host;
+// on v6e-16 16 devices span hosts (and no 8t is claimed).
 func TestSingleHostVM(t *testing.T) {
 	for _, c := range []struct {
 		tpu      string

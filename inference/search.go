@@ -130,12 +130,14 @@ func Search(r Request) (Plan, error) {
 		p.Reasons = append(p.Reasons, windowReason(r, b))
 	}
 	host := r.Slice.Host()
-	hostDevices := host.Chips * c.JAXDevicesPerChip
-	if host.Chips > c.Host.Chips && b.Devices() > c.Host.Chips*c.JAXDevicesPerChip && b.Devices() <= hostDevices {
-		// the slice is one VM larger than the generation's usual one
-		// (v6e-8's ct6e-standard-8t): say so where the usual VM would not hold the layout
+	if single := c.SingleHost; single.Chips > host.Chips && r.Slice.Chips() <= single.Chips && b.Devices() > host.Chips*c.JAXDevicesPerChip {
+		// the slice fits one VM larger than the one training slices
+		// are made of (v6e-8's ct6e-standard-8t): serving takes it
+		// where the smaller VM would not hold the layout
+		host = single
 		p.Reasons = append(p.Reasons, fmt.Sprintf("one host: %d devices fit one %s VM (%s)", b.Devices(), host.MachineType, unit.Plural(host.Chips, "chip")))
 	}
+	hostDevices := host.Chips * c.JAXDevicesPerChip
 	if b.Devices() <= hostDevices {
 		tested := "single-host tensor and data parallelism: tested by tpu-inference (docs/includes/parallelism.md)"
 		if c.Generation == hw.TPU7x {

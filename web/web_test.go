@@ -223,13 +223,13 @@ func TestDownloads(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "--docker-image gcr.io/p/maxtext") || strings.Contains(body, "--base-docker-image") {
 		t.Errorf("GET /download/xpk.sh?docker_image= = %d %.300s", code, body)
 	}
-	// xpk makes v6e-8 of two 4-chip VMs where the plan has one 8-chip VM
-	// (export.XPKWarnings): the downloaded script says so, as export xpk does
+	// xpk makes v5litepod-8 of two 4-chip VMs where the plan has one 8-chip
+	// VM (export.XPKWarnings): the downloaded script says so, as export xpk does
 	o := plan.DefaultOptions()
-	o.TPU = "v6e-8"
+	o.Model, o.TPU = "gemma-2b", "v5litepod-8"
 	code, body = get(t, h, "/download/xpk.sh?"+queryOf(o)+"&cluster=c")
-	if code != http.StatusOK || !strings.Contains(body, "\n# warning: xpk (AI-Hypercomputer/xpk@367c8382) makes v6e-8 of 2 ct6e-standard-4t VMs") {
-		t.Errorf("GET /download/xpk.sh for v6e-8 = %d %.400s, want the VMs warning", code, body)
+	if code != http.StatusOK || !strings.Contains(body, "\n# warning: xpk (AI-Hypercomputer/xpk@367c8382) makes v5litepod-8 of 2 ct5lp-hightpu-4t VMs") {
+		t.Errorf("GET /download/xpk.sh for v5litepod-8 = %d %.400s, want the VMs warning", code, body)
 	}
 	code, body = get(t, h, "/download/xpk.sh?"+q+"&docker_image=a&base_docker_image=b")
 	if code != http.StatusBadRequest {

@@ -211,6 +211,9 @@ func writeVMs(tw io.Writer, c hw.Chip, slice *hw.Slice) {
 			fmt.Fprintf(tw, "whole-slice VM\t%s (the whole %d-chip slice)\n", hostText(h), h.Chips)
 		}
 	}
+	if h := c.SingleHost; h.Chips > 0 {
+		fmt.Fprintf(tw, "single-host VM\t%s: %s as one VM (serving; training slices are costed as %s VMs)\n", h.MachineType, unit.Plural(h.Chips, "chip"), c.Host.MachineType)
+	}
 }
 
 // showHWJSON writes a generation as JSON, inside its accelerator type

@@ -153,17 +153,18 @@ func TestExportNamesCalibration(t *testing.T) {
 	}
 }
 
-// TestExportXPKWarnsOfVMs: v6e-8 is one ct6e-standard-8t VM
-// (cloud.google.com/tpu/docs/v6e), which the plan costs, but xpk @367c8382
-// makes it two ct6e-standard-4t VMs (export.XPKWarnings): export xpk
-// writes the command and says so on stderr; on v6e-16, which xpk makes of
-// the plan's 4t VMs, stderr stays empty.
+// TestExportXPKWarnsOfVMs: v5litepod-8 is one ct5lp-hightpu-8t VM
+// (cloud.google.com/tpu/docs/v5e), which the plan costs, but xpk
+// @367c8382 makes it two ct5lp-hightpu-4t VMs (export.XPKWarnings):
+// export xpk writes the command and says so on stderr; on v6e-8, which
+// xpk makes of the two ct6e-standard-4t VMs the plan costs, stderr stays
+// empty.
 func TestExportXPKWarnsOfVMs(t *testing.T) {
 	for _, c := range []struct{ tpu, want string }{
-		{"v6e-8", "export xpk: warning: xpk (AI-Hypercomputer/xpk@367c8382) makes v6e-8 of 2 ct6e-standard-4t VMs of 4 chips each, where the plan has 1 ct6e-standard-8t VM of 8 chips: the host count (2, not 1)"},
-		{"v6e-16", ""},
+		{"v5litepod-8", "export xpk: warning: xpk (AI-Hypercomputer/xpk@367c8382) makes v5litepod-8 of 2 ct5lp-hightpu-4t VMs of 4 chips each, where the plan has 1 ct5lp-hightpu-8t VM of 8 chips: the host count (2, not 1)"},
+		{"v6e-8", ""},
 	} {
-		args := []string{"export", "xpk", "--model", "llama3-8b", "--tpu", c.tpu, "--cluster", "c", "--base-docker-image", "maxtext_base_image"}
+		args := []string{"export", "xpk", "--model", "gemma-2b", "--tpu", c.tpu, "--cluster", "c", "--base-docker-image", "maxtext_base_image"}
 		out, errOut, code := runCmd(args...)
 		if code != 0 || !strings.Contains(out, "--tpu-type") || !strings.HasPrefix(errOut, c.want) || (c.want == "") != (errOut == "") {
 			t.Errorf("shardlab %s: exit %d, stderr %q, want it to start %q", strings.Join(args, " "), code, errOut, c.want)
