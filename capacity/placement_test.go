@@ -216,3 +216,22 @@ func TestUserHierarchy(t *testing.T) {
 		t.Errorf("UserHierarchy(tpu7x, 128, 1024) = %+v, %v; want a refusal naming the published sizes", h, err)
 	}
 }
+
+// TestSubBlockHosts: a sub-block's hosts are those a slice of its shape
+// is made of (hw.Slice.Hosts): v6e's 2x4 is two ct6e-standard-4t VMs and
+// its 4x4 four, as training slices are costed; a v5e 2x4 (no All Capacity
+// mode; built by hand) one ct5lp-hightpu-8t ([gcp-v5e]), not two of v5e's
+// usual 4-chip VMs.
+func TestSubBlockHosts(t *testing.T) {
+	v6e := tpu(t, "v6e").Chip
+	for _, c := range []struct{ sub, want int }{{8, 2}, {16, 4}} {
+		h, err := UserHierarchy(v6e, c.sub, 64)
+		if err != nil || h.SubBlockHosts() != c.want {
+			t.Errorf("v6e sub-block of %d chips: %d hosts (%v), want %d", c.sub, h.SubBlockHosts(), err, c.want)
+		}
+	}
+	v5e := tpu(t, "v5litepod-8")
+	if got := (Hierarchy{Chip: v5e.Chip, SubBlock: v5e.Topology, SubBlocksPerBlock: 1}).SubBlockHosts(); got != 1 {
+		t.Errorf("v5e 2x4 sub-block: %d hosts, want 1", got)
+	}
+}

@@ -136,8 +136,9 @@ func (h Hierarchy) Sizes() string {
 // SubBlockChips is the chips in one sub-block.
 func (h Hierarchy) SubBlockChips() int { return h.SubBlock.Chips() }
 
-// SubBlockHosts is the hosts in one sub-block; the host size is hw's.
-func (h Hierarchy) SubBlockHosts() int { return h.SubBlockChips() / h.Chip.Host.Chips }
+// SubBlockHosts is the hosts in one sub-block, as a slice of its shape is
+// made of them (hw.Slice.Hosts: a v5e 2x4 sub-block is one 8-chip VM).
+func (h Hierarchy) SubBlockHosts() int { return hw.Slice{Chip: h.Chip, Topology: h.SubBlock}.Hosts() }
 
 // BlockChips is the chips in one block.
 func (h Hierarchy) BlockChips() int { return h.SubBlockChips() * h.SubBlocksPerBlock }

@@ -384,7 +384,8 @@ func TestXPKTPUVMs(t *testing.T) {
 // has (hw.Slice.Host), the export warns, naming both and xpk's commit.
 // v5litepod-8 is one ct5lp-hightpu-8t (cloud.google.com/tpu/docs/v5e),
 // but xpk @367c8382 makes it two 4-chip VMs (TestXPKTPUVMs): 2 hosts, not
-// 1, and half the DCN a VM (v5e 25 Gbit/s a chip). Slices xpk makes as the
+// 1, and another VM for the input check (each chip's DCN share, which the
+// collectives are costed on, is the same: not named). Slices xpk makes as the
 // plan does warn of nothing: v6e-8, which training plans cost as the two
 // ct6e-standard-4t VMs xpk makes it of (hw's catalog), among them.
 func TestXPKWarnings(t *testing.T) {
@@ -393,7 +394,7 @@ func TestXPKWarnings(t *testing.T) {
 		want       string // "" for none
 	}{
 		{"gemma-2b", "v5litepod-8", "xpk (AI-Hypercomputer/xpk@367c8382) makes v5litepod-8 of 2 ct5lp-hightpu-4t VMs of 4 chips each, where the plan has 1 ct5lp-hightpu-8t VM of 8 chips: " +
-			"the host count (2, not 1), each VM's input pipeline (infeed) and its DCN bandwidth (100 Gbit/s a VM, not 200) differ from what runs"},
+			"the host count (2, not 1) and the VM the plan's input check simulates (infeed) differ from what runs"},
 		{"llama3-8b", "v6e-8", ""},
 		{"llama3-8b", "v5litepod-16", ""},
 		{"llama3-8b", "v6e-16", ""},
