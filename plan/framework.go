@@ -22,17 +22,25 @@ type Framework string
 // FrameworkMaxText limits the search to what MaxText runs.
 const FrameworkMaxText Framework = "maxtext"
 
+// FrameworkAny is the framework option's word for no limit, the zero
+// Framework (as is the empty option).
+const FrameworkAny = "any"
+
+// Frameworks are the framework option's words, in the order a front end
+// lists them: every one ParseFramework accepts but the empty option.
+func Frameworks() []string { return []string{FrameworkAny, string(FrameworkMaxText)} }
+
 // ParseFramework reads the framework option, in any case: "" or any (no
 // limit: the zero Framework) or maxtext (FrameworkMaxText); anything else
 // is an *OptionError naming the option.
 func ParseFramework(s string) (Framework, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "any":
+	case "", FrameworkAny:
 		return "", nil
 	case string(FrameworkMaxText):
 		return FrameworkMaxText, nil
 	}
-	return "", refuse(OptionFramework, s, nil, " %q, want maxtext or empty (any schedule)", s)
+	return "", refuse(OptionFramework, s, nil, " %q, want %s or empty (any: every schedule; maxtext: what MaxText runs)", s, strings.Join(Frameworks(), " or "))
 }
 
 // maxTextSchedule is the schedule MaxText runs for a pipeline that asks

@@ -80,7 +80,7 @@ func newPlanFlags(name string, exporting bool) (*flag.FlagSet, *planFlags) {
 	if exporting {
 		maxTextOnly(o)
 	} else {
-		choiceVar(fs, &o.Framework, "framework", d.Framework, []string{"maxtext"}, nil, "search only what this framework runs: maxtext (gpipe and circular pipelines; default: every schedule)")
+		choiceVar(fs, &o.Framework, "framework", d.Framework, plan.Frameworks(), nil, "search only what this framework runs: maxtext (gpipe and circular pipelines); any (default): every schedule")
 	}
 	intVar(fs, &o.Chunks, "chunks", d.Chunks, 0, plan.MaxChunks, "0: 2 for interleaved, 1 for circular", "chunks of layers per pipeline device (interleaved; circular: MaxText num_pipeline_repeats)")
 	intVar(fs, &o.GradientAccumulationSteps, "gradient-accumulation-steps", d.GradientAccumulationSteps, 0, plan.MaxAccumulationSteps, "0: the planner chooses",
