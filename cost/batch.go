@@ -41,6 +41,14 @@ type BatchMemory struct {
 	// ok is whether Reset (or Reschedule) last succeeded, so that the
 	// layout's shape holds for Reschedule
 	ok bool
+	// least is the parameters leastParams lays out on the stages, once
+	// leastOK: they read the layout's degrees alone, which Reschedule
+	// and SetPolicy keep, so Reset forgets them
+	least   [2]float64
+	leastOK bool
+	// floors remembers computeFloor's answers for the layout Reset set,
+	// by micro-batches, policy and dispatch (floorKey)
+	floors floorMemo
 }
 
 // BatchMemory checks j on m as Memory does, but for the global batch, and
@@ -57,7 +65,8 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 // a BatchMemory is too large to copy each time. On an error bm is left
 // unusable.
 func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
-	bm.e, bm.n, bm.floor, bm.comm, bm.ok = e, 1, stepFloor{}, commMemo{}, false
+	bm.e, bm.n, bm.floor, bm.comm, bm.ok, bm.leastOK = e, 1, stepFloor{}, commMemo{}, false, false
+	bm.floors.n, bm.floors.next = 0, 0
 	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
 	bm.est = Estimate{Mesh: *m, Job: *j}
 	jb := &bm.est.Job
@@ -96,8 +105,9 @@ func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 // checks (Job.validate, Job.shapeErr, in Reset's order; the checks the
 // last Reset passed read none of it) and the shards, and, as Reset does,
 // leaves the stages' bases with their micro-batches in flight to the
-// first weighing that needs them (stage). TestRescheduleIsReset holds it
-// to Reset.
+// first weighing that needs them (stage). What the ceilings remember of
+// the layout it keeps (leastParams, computeFloor).
+// TestRescheduleIsReset holds it to Reset.
 func (bm *BatchMemory) Reschedule(j *Job) error {
 	old := &bm.est.Job
 	same := *j
@@ -435,16 +445,63 @@ func (c *commMemo) put(k commKey, f commFloors) {
 }
 
 // computeFloor is computeFloor of the job at one sequence per
-// micro-batch, worked out once per policy.
+// micro-batch, worked out once per micro-batch count, policy and
+// dispatch of the layout Reset set (floorMemo): a search weighs each of
+// them under every schedule in turn (Reschedule), and the floor does not
+// read the schedule or its chunks. It reads the layout, the shape's
+// degrees, layers per stage, micro-batches, tokens and FLOPs, its remat
+// flags at one sequence (the policy's) and leastParams' parameters,
+// which no schedule moves, and of the job all but the schedule, the
+// chunks and the global batch; and Reschedule and SetPolicy change
+// nothing else of the job (Reschedule's "same" job), a change of
+// anything else taking Reset's path, which forgets them.
+// TestRescheduleIsReset holds it to the floor worked out afresh.
 func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
 	f := &bm.floor
 	if !f.computeOK {
-		least := bm.sh
-		bm.leastParams(&least)
-		f.perShard, f.fixed = bm.est.Job.computeFloor(&bm.est.Mesh, &least)
+		j := &bm.est.Job
+		k := floorKey{j.MicroBatches, j.Remat, j.RingOfExperts}
+		var ok bool
+		if f.perShard, f.fixed, ok = bm.floors.get(k); !ok {
+			least := bm.sh
+			bm.leastParams(&least)
+			f.perShard, f.fixed = j.computeFloor(&bm.est.Mesh, &least)
+			bm.floors.put(k, f.perShard, f.fixed)
+		}
 		f.computeOK = true
 	}
 	return f.perShard, f.fixed
+}
+
+// floorKey is what of a job Reschedule and SetPolicy change that
+// computeFloor reads.
+type floorKey struct {
+	micro int
+	remat Remat
+	ring  bool
+}
+
+// floorMemo holds a layout's compute floors by floorKey: its micro-batch
+// counts (at most four) by its policies (at most five with the ceilings'
+// RematNone) and dispatches (two), the oldest forgotten first past that.
+type floorMemo struct {
+	k               [40]floorKey
+	perShard, fixed [40]float64
+	n, next         int
+}
+
+func (c *floorMemo) get(k floorKey) (perShard, fixed float64, ok bool) {
+	for i := range c.n {
+		if c.k[i] == k {
+			return c.perShard[i], c.fixed[i], true
+		}
+	}
+	return 0, 0, false
+}
+
+func (c *floorMemo) put(k floorKey, perShard, fixed float64) {
+	c.k[c.next], c.perShard[c.next], c.fixed[c.next] = k, perShard, fixed
+	c.next, c.n = (c.next+1)%len(c.k), min(c.n+1, len(c.k))
 }
 
 // leastParams sets sh's parameters to fewer than any schedule lays out
@@ -457,10 +514,22 @@ func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
 // (collectivesFloor, computeFloor) read them, so that a ceiling worked
 // out under one schedule bounds the others' throughput (RangeCeiling).
 // Without a pipeline there is one layout, and sh keeps it.
+//
+// The ceilings ask for them at every batch and policy they weigh, so
+// they are worked out (Estimator.setParamsEnds, a map's look-up) once per
+// Reset: endsNone's parameters read the shape's degrees and layers per
+// stage (paramsKey), which neither Reschedule nor SetPolicy nor a batch
+// changes, and its head holds none (headParams).
 func (bm *BatchMemory) leastParams(sh *shape) {
-	if sh.p > 1 {
-		bm.e.setParamsEnds(sh, &bm.est.Job, endsNone)
+	if sh.p <= 1 {
+		return
 	}
+	if !bm.leastOK {
+		bm.e.setParamsEnds(sh, &bm.est.Job, endsNone)
+		bm.least, bm.leastOK = sh.params, true
+		return
+	}
+	sh.params, sh.head = bm.least, 0
 }
 
 // stepFloor is bm.floor, worked out the first time.
