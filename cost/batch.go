@@ -36,7 +36,8 @@ type BatchMemory struct {
 	floor         stepFloor   // MaxThroughput's, once worked out
 	ps            stagePhases // Check's scratch
 	// comm is the collectives' floors ceilingStep last worked out, for
-	// the layout and job Reset set (collectivesFloor)
+	// the layout Reset set and the jobs Reschedule and SetPolicy made
+	// of its job since (collectivesFloor)
 	comm commMemo
 	// ok is whether Reset (or Reschedule) last succeeded, so that the
 	// layout's shape holds for Reschedule
@@ -65,8 +66,8 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 // a BatchMemory is too large to copy each time. On an error bm is left
 // unusable.
 func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
-	bm.e, bm.n, bm.floor, bm.comm, bm.ok, bm.leastOK = e, 1, stepFloor{}, commMemo{}, false, false
-	bm.floors.n, bm.floors.next = 0, 0
+	bm.e, bm.n, bm.floor, bm.ok, bm.leastOK = e, 1, stepFloor{}, false, false
+	bm.comm.n, bm.comm.next, bm.floors.n, bm.floors.next = 0, 0, 0, 0
 	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
 	bm.est = Estimate{Mesh: *m, Job: *j}
 	jb := &bm.est.Job
@@ -106,7 +107,7 @@ func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 // last Reset passed read none of it) and the shards, and, as Reset does,
 // leaves the stages' bases with their micro-batches in flight to the
 // first weighing that needs them (stage). What the ceilings remember of
-// the layout it keeps (leastParams, computeFloor).
+// the layout it keeps (leastParams, computeFloor, collectivesFloor).
 // TestRescheduleIsReset holds it to Reset.
 func (bm *BatchMemory) Reschedule(j *Job) error {
 	old := &bm.est.Job
@@ -120,7 +121,7 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 	policy := j.Remat != old.Remat || j.RingOfExperts != old.RingOfExperts
 	ends := j.endsOf(bm.sh.p) != old.endsOf(bm.sh.p)
 	e := bm.e
-	bm.n, bm.floor, bm.comm, bm.ok = 1, stepFloor{}, commMemo{}, false
+	bm.n, bm.floor, bm.ok = 1, stepFloor{}, false
 	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
 	bm.est = Estimate{Mesh: bm.est.Mesh, Job: *j}
 	jb := &bm.est.Job
@@ -367,15 +368,22 @@ func (bm *BatchMemory) ceilingStep(globalBatch int) (ceilingTerms, bool) {
 // collectivesFloor is commFloor of the job's collectives at globalBatch,
 // in its shape (shapeAt's), roundingNs of them and their commParts; false where the
 // batch does not split over the layout. On a dense model it is
-// remembered (commMemo) by the batch and what of the remat policy and
-// the expert dispatch the collectives read (commKey), so that the
-// policies a search weighs a layout's batches with in turn share it. The
+// remembered (commMemo) by the batch, the micro-batches and what of the
+// remat policy and the expert dispatch the collectives read (commKey),
+// so that the policies and schedules a search weighs a layout's batches
+// with in turn share it: Reset forgets it, Reschedule does not. The
 // policy's flags are the same at every batch (Job.rematIn reads them
 // from the layer), so they are read from the shape at one sequence per
-// shard, and a batch remembered is not shaped again.
+// shard, and a batch remembered is not shaped again. No schedule
+// reaches the answer: the collectives are worked out with leastParams'
+// parameters (no schedule's ends), and of the schedule's chunks only the
+// stage sends' bytes and time read them (tally.pipeline), which none of
+// commParts, commFloor and roundingNs (which counts each collective's
+// Count, 1 for the sends) reads; their fill and drain do not.
+// TestRescheduleIsReset holds the remembered answers to fresh ones.
 func (bm *BatchMemory) collectivesFloor(globalBatch int) (commFloors, bool) {
 	j := &bm.est.Job
-	k := commKey{batch: globalBatch, recompute: bm.sh.r.recompute > 0, attention: bm.sh.r.attention, ring: j.RingOfExperts}
+	k := commKey{batch: globalBatch, micro: j.MicroBatches, recompute: bm.sh.r.recompute > 0, attention: bm.sh.r.attention, ring: j.RingOfExperts}
 	memo := !j.Model.MoE() && globalBatch > 0 && globalBatch%bm.shards == 0
 	if memo {
 		if f, ok := bm.comm.get(k); ok {
@@ -409,10 +417,13 @@ func (bm *BatchMemory) collectivesFloor(globalBatch int) (commFloors, bool) {
 // recomputes the attention core (tensorParallel; ring attention's K/V
 // gradients: tally.context), and the expert dispatch. Nothing else of
 // the policy reaches them: its layer's footprint (shape.layerShape, the
-// rest of shape.r) is memory's. A mixture of experts' dispatch reads
-// more of the shape, and is not remembered.
+// rest of shape.r) is memory's. With the micro-batches, which set the
+// shape's sequences per micro-batch at the batch and how often the
+// layers' collectives run, it is also all a schedule changes that they
+// read (collectivesFloor). A mixture of experts' dispatch reads more of
+// the shape, and is not remembered.
 type commKey struct {
-	batch                      int
+	batch, micro               int
 	recompute, attention, ring bool
 }
 
@@ -423,10 +434,12 @@ type commFloors struct {
 }
 
 // commMemo holds the last few collectivesFloor answers by key: a
-// RangeCeiling asks at two batches per policy.
+// RangeCeiling asks at two batches per policy, and a search asks again
+// under each schedule, at the batch it finds, for each micro-batch
+// count.
 type commMemo struct {
-	k       [4]commKey
-	f       [4]commFloors
+	k       [16]commKey
+	f       [16]commFloors
 	n, next int
 }
 

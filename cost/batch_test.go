@@ -283,8 +283,8 @@ func TestBatchMemorySetPolicy(t *testing.T) {
 // differs elsewhere too), weighed at two batches after each step so that
 // what Reschedule must forget is set, is the same memory as BatchMemory
 // of that job on the layout, or returns the same error; what it keeps of
-// the layout (the least parameters and compute floors: forgetLayout)
-// gives the ceilings' terms the fresh memory works out,
+// the layout (the least parameters, compute and collectives' floors:
+// forgetLayout) gives the ceilings' terms the fresh memory works out,
 // and the one memory is Reset from case to case, so that what Reset
 // must forget is set too.
 func TestRescheduleIsReset(t *testing.T) {
@@ -494,10 +494,10 @@ func TestStateExceeds(t *testing.T) {
 }
 
 // forgetLayout forgets what bm remembers of its layout across Reschedule
-// and SetPolicy (the least parameters and the compute floors), as Reset
-// does.
+// and SetPolicy (the least parameters, the compute floors and the
+// collectives' floors), as Reset does.
 func forgetLayout(bm *BatchMemory) {
-	bm.least, bm.leastOK, bm.floors = [2]float64{}, false, floorMemo{}
+	bm.least, bm.leastOK, bm.floors, bm.comm = [2]float64{}, false, floorMemo{}, commMemo{}
 }
 
 // sameCeilingTerms checks that bm, rescheduled, has the compute floor and

@@ -269,7 +269,7 @@ func compareFloors(t *testing.T, name string, bm *BatchMemory, jr Job, m mesh.Me
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	k := commKey{batch: b, recompute: sh.r.recompute > 0, attention: sh.r.attention}
+	k := commKey{batch: b, micro: bm.est.Job.MicroBatches, recompute: sh.r.recompute > 0, attention: sh.r.attention}
 	if k.recompute != (bm.sh.r.recompute > 0) || k.attention != bm.sh.r.attention {
 		t.Errorf("%s: the policy's flags %v %v, at one sequence per shard %v %v", name, k.recompute, k.attention, bm.sh.r.recompute > 0, bm.sh.r.attention)
 	}
