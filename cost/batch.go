@@ -36,11 +36,20 @@ type BatchMemory struct {
 	floor         stepFloor   // MaxThroughput's, once worked out
 	ps            stagePhases // Check's scratch
 	// comm is the collectives' floors ceilingStep last worked out, for
-	// the layout and job Reset set (collectivesFloor)
+	// the layout Reset set and the jobs Reschedule and SetPolicy made
+	// of its job since (collectivesFloor)
 	comm commMemo
 	// ok is whether Reset (or Reschedule) last succeeded, so that the
 	// layout's shape holds for Reschedule
 	ok bool
+	// least is the parameters leastParams lays out on the stages, once
+	// leastOK: they read the layout's degrees alone, which Reschedule
+	// and SetPolicy keep, so Reset forgets them
+	least   [2]float64
+	leastOK bool
+	// floors remembers computeFloor's answers for the layout Reset set,
+	// by micro-batches, policy and dispatch (floorKey)
+	floors floorMemo
 }
 
 // BatchMemory checks j on m as Memory does, but for the global batch, and
@@ -57,7 +66,8 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 // a BatchMemory is too large to copy each time. On an error bm is left
 // unusable.
 func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
-	bm.e, bm.n, bm.floor, bm.comm, bm.ok = e, 1, stepFloor{}, commMemo{}, false
+	bm.e, bm.n, bm.floor, bm.ok, bm.leastOK = e, 1, stepFloor{}, false, false
+	bm.comm.n, bm.comm.next, bm.floors.n, bm.floors.next = 0, 0, 0, 0
 	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
 	bm.est = Estimate{Mesh: *m, Job: *j}
 	jb := &bm.est.Job
@@ -96,8 +106,9 @@ func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 // checks (Job.validate, Job.shapeErr, in Reset's order; the checks the
 // last Reset passed read none of it) and the shards, and, as Reset does,
 // leaves the stages' bases with their micro-batches in flight to the
-// first weighing that needs them (stage). TestRescheduleIsReset holds it
-// to Reset.
+// first weighing that needs them (stage). What the ceilings remember of
+// the layout it keeps (leastParams, computeFloor, collectivesFloor).
+// TestRescheduleIsReset holds it to Reset.
 func (bm *BatchMemory) Reschedule(j *Job) error {
 	old := &bm.est.Job
 	same := *j
@@ -110,7 +121,7 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 	policy := j.Remat != old.Remat || j.RingOfExperts != old.RingOfExperts
 	ends := j.endsOf(bm.sh.p) != old.endsOf(bm.sh.p)
 	e := bm.e
-	bm.n, bm.floor, bm.comm, bm.ok = 1, stepFloor{}, commMemo{}, false
+	bm.n, bm.floor, bm.ok = 1, stepFloor{}, false
 	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
 	bm.est = Estimate{Mesh: bm.est.Mesh, Job: *j}
 	jb := &bm.est.Job
@@ -357,15 +368,22 @@ func (bm *BatchMemory) ceilingStep(globalBatch int) (ceilingTerms, bool) {
 // collectivesFloor is commFloor of the job's collectives at globalBatch,
 // in its shape (shapeAt's), roundingNs of them and their commParts; false where the
 // batch does not split over the layout. On a dense model it is
-// remembered (commMemo) by the batch and what of the remat policy and
-// the expert dispatch the collectives read (commKey), so that the
-// policies a search weighs a layout's batches with in turn share it. The
+// remembered (commMemo) by the batch, the micro-batches and what of the
+// remat policy and the expert dispatch the collectives read (commKey),
+// so that the policies and schedules a search weighs a layout's batches
+// with in turn share it: Reset forgets it, Reschedule does not. The
 // policy's flags are the same at every batch (Job.rematIn reads them
 // from the layer), so they are read from the shape at one sequence per
-// shard, and a batch remembered is not shaped again.
+// shard, and a batch remembered is not shaped again. No schedule
+// reaches the answer: the collectives are worked out with leastParams'
+// parameters (no schedule's ends), and of the schedule's chunks only the
+// stage sends' bytes and time read them (tally.pipeline), which none of
+// commParts, commFloor and roundingNs (which counts each collective's
+// Count, 1 for the sends) reads; their fill and drain do not.
+// TestRescheduleIsReset holds the remembered answers to fresh ones.
 func (bm *BatchMemory) collectivesFloor(globalBatch int) (commFloors, bool) {
 	j := &bm.est.Job
-	k := commKey{batch: globalBatch, recompute: bm.sh.r.recompute > 0, attention: bm.sh.r.attention, ring: j.RingOfExperts}
+	k := commKey{batch: globalBatch, micro: j.MicroBatches, recompute: bm.sh.r.recompute > 0, attention: bm.sh.r.attention, ring: j.RingOfExperts}
 	memo := !j.Model.MoE() && globalBatch > 0 && globalBatch%bm.shards == 0
 	if memo {
 		if f, ok := bm.comm.get(k); ok {
@@ -399,10 +417,13 @@ func (bm *BatchMemory) collectivesFloor(globalBatch int) (commFloors, bool) {
 // recomputes the attention core (tensorParallel; ring attention's K/V
 // gradients: tally.context), and the expert dispatch. Nothing else of
 // the policy reaches them: its layer's footprint (shape.layerShape, the
-// rest of shape.r) is memory's. A mixture of experts' dispatch reads
-// more of the shape, and is not remembered.
+// rest of shape.r) is memory's. With the micro-batches, which set the
+// shape's sequences per micro-batch at the batch and how often the
+// layers' collectives run, it is also all a schedule changes that they
+// read (collectivesFloor). A mixture of experts' dispatch reads more of
+// the shape, and is not remembered.
 type commKey struct {
-	batch                      int
+	batch, micro               int
 	recompute, attention, ring bool
 }
 
@@ -413,10 +434,12 @@ type commFloors struct {
 }
 
 // commMemo holds the last few collectivesFloor answers by key: a
-// RangeCeiling asks at two batches per policy.
+// RangeCeiling asks at two batches per policy, and a search asks again
+// under each schedule, at the batch it finds, for each micro-batch
+// count.
 type commMemo struct {
-	k       [4]commKey
-	f       [4]commFloors
+	k       [16]commKey
+	f       [16]commFloors
 	n, next int
 }
 
@@ -435,16 +458,63 @@ func (c *commMemo) put(k commKey, f commFloors) {
 }
 
 // computeFloor is computeFloor of the job at one sequence per
-// micro-batch, worked out once per policy.
+// micro-batch, worked out once per micro-batch count, policy and
+// dispatch of the layout Reset set (floorMemo): a search weighs each of
+// them under every schedule in turn (Reschedule), and the floor does not
+// read the schedule or its chunks. It reads the layout, the shape's
+// degrees, layers per stage, micro-batches, tokens and FLOPs, its remat
+// flags at one sequence (the policy's) and leastParams' parameters,
+// which no schedule moves, and of the job all but the schedule, the
+// chunks and the global batch; and Reschedule and SetPolicy change
+// nothing else of the job (Reschedule's "same" job), a change of
+// anything else taking Reset's path, which forgets them.
+// TestRescheduleIsReset holds it to the floor worked out afresh.
 func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
 	f := &bm.floor
 	if !f.computeOK {
-		least := bm.sh
-		bm.leastParams(&least)
-		f.perShard, f.fixed = bm.est.Job.computeFloor(&bm.est.Mesh, &least)
+		j := &bm.est.Job
+		k := floorKey{j.MicroBatches, j.Remat, j.RingOfExperts}
+		var ok bool
+		if f.perShard, f.fixed, ok = bm.floors.get(k); !ok {
+			least := bm.sh
+			bm.leastParams(&least)
+			f.perShard, f.fixed = j.computeFloor(&bm.est.Mesh, &least)
+			bm.floors.put(k, f.perShard, f.fixed)
+		}
 		f.computeOK = true
 	}
 	return f.perShard, f.fixed
+}
+
+// floorKey is what of a job Reschedule and SetPolicy change that
+// computeFloor reads.
+type floorKey struct {
+	micro int
+	remat Remat
+	ring  bool
+}
+
+// floorMemo holds a layout's compute floors by floorKey: its micro-batch
+// counts (at most four) by its policies (at most five with the ceilings'
+// RematNone) and dispatches (two), the oldest forgotten first past that.
+type floorMemo struct {
+	k               [40]floorKey
+	perShard, fixed [40]float64
+	n, next         int
+}
+
+func (c *floorMemo) get(k floorKey) (perShard, fixed float64, ok bool) {
+	for i := range c.n {
+		if c.k[i] == k {
+			return c.perShard[i], c.fixed[i], true
+		}
+	}
+	return 0, 0, false
+}
+
+func (c *floorMemo) put(k floorKey, perShard, fixed float64) {
+	c.k[c.next], c.perShard[c.next], c.fixed[c.next] = k, perShard, fixed
+	c.next, c.n = (c.next+1)%len(c.k), min(c.n+1, len(c.k))
 }
 
 // leastParams sets sh's parameters to fewer than any schedule lays out
@@ -457,10 +527,22 @@ func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
 // (collectivesFloor, computeFloor) read them, so that a ceiling worked
 // out under one schedule bounds the others' throughput (RangeCeiling).
 // Without a pipeline there is one layout, and sh keeps it.
+//
+// The ceilings ask for them at every batch and policy they weigh, so
+// they are worked out (Estimator.setParamsEnds, a map's look-up) once per
+// Reset: endsNone's parameters read the shape's degrees and layers per
+// stage (paramsKey), which neither Reschedule nor SetPolicy nor a batch
+// changes, and its head holds none (headParams).
 func (bm *BatchMemory) leastParams(sh *shape) {
-	if sh.p > 1 {
-		bm.e.setParamsEnds(sh, &bm.est.Job, endsNone)
+	if sh.p <= 1 {
+		return
 	}
+	if !bm.leastOK {
+		bm.e.setParamsEnds(sh, &bm.est.Job, endsNone)
+		bm.least, bm.leastOK = sh.params, true
+		return
+	}
+	sh.params, sh.head = bm.least, 0
 }
 
 // stepFloor is bm.floor, worked out the first time.

@@ -282,7 +282,11 @@ func TestBatchMemorySetPolicy(t *testing.T) {
 // counts, remat policies and dispatches in turn (and once a job that
 // differs elsewhere too), weighed at two batches after each step so that
 // what Reschedule must forget is set, is the same memory as BatchMemory
-// of that job on the layout, or returns the same error.
+// of that job on the layout, or returns the same error; what it keeps of
+// the layout (the least parameters, compute and collectives' floors:
+// forgetLayout) gives the ceilings' terms the fresh memory works out,
+// and the one memory is Reset from case to case, so that what Reset
+// must forget is set too.
 func TestRescheduleIsReset(t *testing.T) {
 	e := NewEstimator()
 	type step struct {
@@ -300,10 +304,10 @@ func TestRescheduleIsReset(t *testing.T) {
 		{schedule.Circular, 2, []int{8, 1}, false, []Remat{RematSaveDotExceptMLP}},
 	}
 	n, errs := 0, 0
+	var bm BatchMemory // Reset from one layout to the next, as a search's
 	for _, c := range batchCases(t) {
 		m := layout(t, c.accel, c.slices, c.layout)
-		bm, err := e.BatchMemory(c.j, m)
-		if err != nil {
+		if err := bm.Reset(e, &c.j, &m); err != nil {
 			continue
 		}
 		for _, s := range steps {
@@ -326,6 +330,7 @@ func TestRescheduleIsReset(t *testing.T) {
 						}
 						got := bm
 						got.ps = stagePhases{} // Check's scratch, set below
+						forgetLayout(&got)     // checked below, against want's
 						if !reflect.DeepEqual(got, want) {
 							t.Errorf("%s with %s x %d, %d micro-batches, %s, ring %v: Reschedule differs from BatchMemory before either is staged", c.name, s.k, s.chunks, mb, r, ring)
 						}
@@ -335,6 +340,7 @@ func TestRescheduleIsReset(t *testing.T) {
 							t.Errorf("%s with %s x %d, %d micro-batches, %s, ring %v: Reschedule differs from BatchMemory", c.name, s.k, s.chunks, mb, r, ring)
 						}
 						n++
+						sameCeilingTerms(t, &bm, &want, fmt.Sprintf("%s with %s x %d, %d micro-batches, %s, ring %v", c.name, s.k, s.chunks, mb, r, ring))
 						_, _ = bm.Check(2 * bm.shards)
 						_ = bm.ThroughputCeiling(bm.shards)
 					}
@@ -484,5 +490,32 @@ func TestStateExceeds(t *testing.T) {
 	}
 	if len(seen) < 4 {
 		t.Errorf("StateExceeds by (its answer, pipelined): %v, want every pair", seen)
+	}
+}
+
+// forgetLayout forgets what bm remembers of its layout across Reschedule
+// and SetPolicy (the least parameters, the compute floors and the
+// collectives' floors), as Reset does.
+func forgetLayout(bm *BatchMemory) {
+	bm.least, bm.leastOK, bm.floors, bm.comm = [2]float64{}, false, floorMemo{}, commMemo{}
+}
+
+// sameCeilingTerms checks that bm, rescheduled, has the compute floor and
+// the ceilings' terms at two batches that want, its job's BatchMemory
+// worked out afresh, has: what bm remembers of its layout
+// (forgetLayout) answers as working it out again would.
+func sameCeilingTerms(t *testing.T, bm, want *BatchMemory, what string) {
+	t.Helper()
+	gp, gf := bm.computeFloor()
+	wp, wf := want.computeFloor()
+	if gp != wp || gf != wf {
+		t.Errorf("%s: computeFloor %v, %v after Reschedule, want %v, %v", what, gp, gf, wp, wf)
+	}
+	for _, b := range []int{bm.shards, 3 * bm.shards} {
+		got, gotOK := bm.ceilingStep(b)
+		want, wantOK := want.ceilingStep(b)
+		if gotOK != wantOK || got != want {
+			t.Errorf("%s: ceilingStep(%d) %+v, %v after Reschedule, want %+v, %v", what, b, got, gotOK, want, wantOK)
+		}
 	}
 }

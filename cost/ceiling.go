@@ -30,33 +30,77 @@ func (bm *BatchMemory) Stretch(k schedule.Kind, v int) float64 {
 // there. +Inf where it cannot say, and for a mixture of experts, whose
 // dispatch rounds its tokens to each expert's capacity. With no remat
 // (RematNone) it bounds every policy's Throughput as well. It is the
-// least of two ceilings: commCeiling's, from commFloor (+Inf where that
-// one cannot say), and exposedCeiling's, from the collectives' exposure.
+// least of three ceilings: computeCeiling's, from the compute's floor
+// alone; commCeiling's, from commFloor (+Inf where that one cannot
+// say); and exposedCeiling's, from the collectives' exposure.
 func (bm *BatchMemory) RangeCeiling(lo, hi int, stretch float64) float64 {
+	least := bm.computeCeiling(lo, hi, stretch)
 	c, ok := bm.commCeiling(lo, hi, stretch)
 	if !ok {
-		return math.Inf(1)
+		return least
 	}
-	return min(c, bm.exposedCeiling(lo, hi, stretch))
+	return min(least, c, bm.exposedCeiling(lo, hi, stretch))
 }
 
 // RangeCeilingBelow reports whether below holds of RangeCeiling(lo, hi,
 // stretch), for a below that holds of every number less than one it
 // holds of (as a bar does: x < bar). A search asks only that, of most
-// layouts, and the exposure's ceiling costs more than the one from
-// commFloor: it is weighed only where the other is not below, since such
-// a below holds of the least of two numbers exactly where it holds of
-// either (neither ceiling is NaN: each is +Inf, or a throughput at a
-// positive step).
+// layouts, and the ceilings cost more each than the one before:
+// computeCeiling's works out no collective, and the exposure's more than
+// the one from commFloor. Each is weighed only where those before it are
+// not below, since such a below holds of the least of several numbers
+// exactly where it holds of one of them (no ceiling is NaN: each is
+// +Inf, or a throughput at a positive step).
 func (bm *BatchMemory) RangeCeilingBelow(lo, hi int, stretch float64, below func(float64) bool) bool {
+	if below(bm.computeCeiling(lo, hi, stretch)) {
+		return true
+	}
 	c, ok := bm.commCeiling(lo, hi, stretch)
 	if !ok {
-		return below(math.Inf(1))
+		return false // the compute's ceiling, the least, is not below
 	}
 	return below(c) || below(bm.exposedCeiling(lo, hi, stretch))
 }
 
-// commCeiling is the first of RangeCeiling's two ceilings, at least the
+// computeCeiling is the first of RangeCeiling's three ceilings, at least
+// the same throughputs, from the compute's floor alone, with no
+// collective worked out; +Inf where it cannot say, and for a mixture of
+// experts (as RangeCeiling) or a negative Contention (where commFloor is
+// -Inf: hiding would save more than it takes).
+//
+// Why: as commCeiling says, Throughput's step at b is at least
+// stretch·(floor(b) − 4) − 2 + comm(b) in nanoseconds, for every schedule
+// whose Stretch is at least stretch, wherever floor(b) > 4; and comm(b),
+// commFloor's, is at least −1 where the Contention is not negative (each
+// of its terms is a share not negative of a time, or a time, less a
+// nanosecond; one more covers its floating-point rounding, which slack
+// covers in commCeiling). So the step is at least stretch·(floor(b) − 4)
+// − 4, which is affine in b as floor is (computeFloor), and b over it is
+// monotone:
+// the largest is at lo or at hi, where it is positive at both ends (then
+// floor(lo) > 4, floor growing with b). With no remat the floor is at
+// most any policy's (commCeiling), so it bounds every policy's
+// throughput too. It is MaxThroughput's ceiling at stretch, but for the
+// collectives' nanosecond.
+func (bm *BatchMemory) computeCeiling(lo, hi int, stretch float64) float64 {
+	f := bm.stepFloor()
+	if f.noPeak || bm.est.Job.Model.MoE() || bm.est.Job.calibration().Contention < 0 {
+		return math.Inf(1)
+	}
+	perShard, fixed := bm.computeFloor()
+	best := 0.0
+	for _, b := range [2]int{lo, hi} {
+		floorNs := (perShard*float64(b)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
+		stepNs := stretch*(floorNs-4) - 4
+		if !(stepNs > 0) {
+			return math.Inf(1)
+		}
+		best = max(best, float64(b)*float64(bm.est.Job.Seq)/(stepNs/1e9)/f.chips)
+	}
+	return best * (1 + slack)
+}
+
+// commCeiling is the second of RangeCeiling's three ceilings, at least the
 // same throughputs, from the collectives' floor; false where it cannot
 // say (RangeCeiling is then +Inf), and for a mixture of experts.
 //
@@ -115,7 +159,7 @@ func (bm *BatchMemory) commCeiling(lo, hi int, stretch float64) (float64, bool) 
 	return best * (1 + slack), true
 }
 
-// exposedCeiling is a second ceiling RangeCeiling takes the least of, at
+// exposedCeiling is a third ceiling RangeCeiling takes the least of, at
 // least the same throughputs: with the gathers and reductions exposed as
 // leastStep exposes them, each tier's exposure bounded from below by a
 // fixed mixture of its pieces, so that the bound on the step stays

@@ -16,10 +16,11 @@ import (
 // ICI and DCN): for every micro-batch count and remat policy, the ceiling
 // over a range of batches with the least stretch of the schedules is at
 // least every schedule's ThroughputCeiling and Throughput at every batch
-// of the range; and near enough to be of use, within 1.5 times the
-// fastest in most ranges. The exposure's ceiling (exposedCeiling) must be
-// the lower of RangeCeiling's two in many ranges, and within 1.1 times
-// the fastest in some.
+// of the range, and so is the compute's ceiling (computeCeiling) alone;
+// and near enough to be of use, within 1.5 times the fastest in most
+// ranges. The exposure's ceiling (exposedCeiling) must be the least of
+// RangeCeiling's three in many ranges, and within 1.1 times the fastest
+// in some.
 func TestRangeCeiling(t *testing.T) {
 	e := NewEstimator()
 	n, near, exposed, close := 0, 0, 0, 0
@@ -39,7 +40,7 @@ func TestRangeCeiling(t *testing.T) {
 		for _, rg := range []struct{ lo, hi int }{{1, 1}, {1, 8}, {2, 30}, {1, 64}} {
 			lo, hi := rg.lo*bm.shards, rg.hi*bm.shards
 			got := bm.RangeCeiling(lo, hi, stretch)
-			ex := bm.exposedCeiling(lo, hi, stretch)
+			ex, cc := bm.exposedCeiling(lo, hi, stretch), bm.computeCeiling(lo, hi, stretch)
 			if ex < got {
 				t.Errorf("%s on %s, %d micro-batches, %s, batches %d to %d: exposedCeiling %v below RangeCeiling %v, the least of it", c.model, c.layout, mb, r, lo, hi, ex, got)
 			}
@@ -61,6 +62,10 @@ func TestRangeCeiling(t *testing.T) {
 					if got < tp || got < ceil {
 						t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d of %d to %d: RangeCeiling %v, below the ceiling %v or the throughput %v",
 							c.model, c.layout, mb, r, s.k, s.v, b, lo, hi, got, ceil, tp)
+					}
+					if cc < tp || cc < ceil { // the least of three, it is rarely RangeCeiling
+						t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d of %d to %d: computeCeiling %v, below the ceiling %v or the throughput %v",
+							c.model, c.layout, mb, r, s.k, s.v, b, lo, hi, cc, ceil, tp)
 					}
 				}
 			}
@@ -89,13 +94,14 @@ func TestRangeCeiling(t *testing.T) {
 // TestRangeCeiling's layouts, for every micro-batch count, remat policy,
 // range of batches and several stretches, below as a bar (v < bar) must
 // hold of RangeCeiling exactly where RangeCeilingBelow says it does, for
-// bars at, just above and just below, and between, each of the two
-// ceilings it is the least of (commCeiling, exposedCeiling), and for none
-// and every throughput. Some bars must be met by the first ceiling alone,
-// some only by the exposure's, and some by neither.
+// bars at, just above and just below, and between, each of the three
+// ceilings it is the least of (computeCeiling, commCeiling,
+// exposedCeiling), and for none and every throughput. Some bars must be
+// met by the compute's ceiling, some by commFloor's and not the
+// compute's, some only by the exposure's, and some by none.
 func TestRangeCeilingBelow(t *testing.T) {
 	e := NewEstimator()
-	byComm, byExposed, neither := 0, 0, 0
+	byCompute, byComm, byExposed, neither := 0, 0, 0, 0
 	eachRangeJob(t, e, []int{1, 4}, func(rj rangeJob) {
 		c, mb, r, bm := rj, rj.mb, rj.r, rj.bm
 		for _, rg := range []struct{ lo, hi int }{{1, 1}, {1, 8}, {2, 30}} {
@@ -104,7 +110,8 @@ func TestRangeCeilingBelow(t *testing.T) {
 				got := bm.RangeCeiling(lo, hi, stretch)
 				comm, ok := bm.commCeiling(lo, hi, stretch)
 				ex := bm.exposedCeiling(lo, hi, stretch)
-				bars := []float64{0, math.Inf(1), got, ex, (comm + ex) / 2}
+				cc := bm.computeCeiling(lo, hi, stretch)
+				bars := []float64{0, math.Inf(1), got, ex, (comm + ex) / 2, cc, (cc + ex) / 2}
 				if ok {
 					bars = append(bars, comm)
 				}
@@ -114,10 +121,12 @@ func TestRangeCeilingBelow(t *testing.T) {
 				for _, bar := range bars {
 					want := got < bar
 					if below := bm.RangeCeilingBelow(lo, hi, stretch, func(v float64) bool { return v < bar }); below != want {
-						t.Errorf("%s on %s, %d micro-batches, %s, batches %d to %d, stretch %v, bar %v: RangeCeilingBelow %v, RangeCeiling %v (its parts %v, %v)",
-							c.model, c.layout, mb, r, lo, hi, stretch, bar, below, got, comm, ex)
+						t.Errorf("%s on %s, %d micro-batches, %s, batches %d to %d, stretch %v, bar %v: RangeCeilingBelow %v, RangeCeiling %v (its parts %v, %v, %v)",
+							c.model, c.layout, mb, r, lo, hi, stretch, bar, below, got, cc, comm, ex)
 					}
 					switch {
+					case cc < bar:
+						byCompute++
 					case ok && comm < bar:
 						byComm++
 					case want:
@@ -129,9 +138,9 @@ func TestRangeCeilingBelow(t *testing.T) {
 			}
 		}
 	})
-	t.Logf("bars met by the first ceiling %d, by the exposure's alone %d, by neither %d", byComm, byExposed, neither)
-	if byComm == 0 || byExposed == 0 || neither == 0 {
-		t.Errorf("bars met by the first ceiling %d, by the exposure's alone %d, by neither %d: want some of each", byComm, byExposed, neither)
+	t.Logf("bars met by the compute's ceiling %d, by commFloor's and not the compute's %d, by the exposure's alone %d, by none %d", byCompute, byComm, byExposed, neither)
+	if byCompute == 0 || byComm == 0 || byExposed == 0 || neither == 0 {
+		t.Errorf("bars met by the compute's ceiling %d, by commFloor's and not the compute's %d, by the exposure's alone %d, by none %d: want some of each", byCompute, byComm, byExposed, neither)
 	}
 }
 
@@ -269,7 +278,7 @@ func compareFloors(t *testing.T, name string, bm *BatchMemory, jr Job, m mesh.Me
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	k := commKey{batch: b, recompute: sh.r.recompute > 0, attention: sh.r.attention}
+	k := commKey{batch: b, micro: bm.est.Job.MicroBatches, recompute: sh.r.recompute > 0, attention: sh.r.attention}
 	if k.recompute != (bm.sh.r.recompute > 0) || k.attention != bm.sh.r.attention {
 		t.Errorf("%s: the policy's flags %v %v, at one sequence per shard %v %v", name, k.recompute, k.attention, bm.sh.r.recompute > 0, bm.sh.r.attention)
 	}

@@ -233,8 +233,9 @@ func (w *worker) noRematHopeless(m *mesh.Mesh, scheds []sched, mb, lo, hi int, r
 
 // rangeOutclassed reports whether the bars outclass, for a dense layout
 // of tier t, bm.RangeCeiling(lo, hi, stretch): bars.outclassed holds of
-// every throughput below one it holds of, so the cheaper of the
-// ceiling's two parts is weighed first (cost.BatchMemory.RangeCeilingBelow).
+// every throughput below one it holds of, so the ceiling's parts are
+// weighed cheapest first, each only where those before it are not below
+// (cost.BatchMemory.RangeCeilingBelow).
 func (w *worker) rangeOutclassed(t Tier, bm *cost.BatchMemory, lo, hi int, stretch float64) bool {
 	return bm.RangeCeilingBelow(lo, hi, stretch, func(v float64) bool { return w.bars.outclassed(t, v, false) })
 }
