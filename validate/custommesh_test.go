@@ -104,3 +104,24 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestCustomMeshShown: the report says which rows were placed on a custom
+// mesh, in its text (the layout column) and its JSON (custom_mesh), so a
+// reader can tell that plan, which places create_device_mesh's way, will
+// not reproduce that row's step (review 119 #5).
+func TestCustomMeshShown(t *testing.T) {
+	rep, err := Evaluate([]Run{rowByID(t, customRow)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, js strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "fsdp=64,expert=4 on hybrid_ring_64x4") || !strings.Contains(js.String(), `"custom_mesh": "hybrid_ring_64x4"`) {
+		t.Errorf("%s: text and JSON do not name its custom mesh:\n%s\n%.600s", customRow, text.String(), js.String())
+	}
+}

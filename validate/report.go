@@ -9,6 +9,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/mesh"
 	"shardlab/schema"
 )
 
@@ -101,7 +102,10 @@ type RowJSON struct {
 	Slices      int    `json:"slices"`
 	Model       string `json:"model"`
 	Layout      string `json:"layout"`
-	Remat       string `json:"remat"`
+	// CustomMesh is MaxText's custom_mesh the run's layout was placed on
+	// (layout.custom_mesh in runs.yaml), absent for create_device_mesh's.
+	CustomMesh string `json:"custom_mesh,omitempty"`
+	Remat      string `json:"remat"`
 	// Published and Predicted are MFU against the chip's bf16 peak.
 	Published float64 `json:"published_mfu_fraction"`
 	Predicted float64 `json:"predicted_mfu_fraction"`
@@ -118,6 +122,15 @@ type RowJSON struct {
 	Source             Source  `json:"source"`
 }
 
+// layoutCell is a row's layout in the text table: the mesh, and the
+// custom_mesh MaxText placed it on where it is not create_device_mesh's.
+func layoutCell(m mesh.Mesh) string {
+	if c := m.Custom(); c != mesh.Standard {
+		return m.String() + " on " + c.String()
+	}
+	return m.String()
+}
+
 // JSON returns the report's machine-readable form.
 func (rep Report) JSON() JSON {
 	out := JSON{Rows: []RowJSON{}, Overall: rep.Summary(HeldOut), Calibration: rep.Summary(Calibration),
@@ -126,7 +139,7 @@ func (rep Report) JSON() JSON {
 		e := r.Estimate
 		out.Rows = append(out.Rows, RowJSON{ID: r.Run.ID, Generation: string(e.Mesh.Multislice.Slice.Chip.Generation),
 			Accelerator: r.Run.AcceleratorType, Slices: max(r.Run.Slices, 1), Model: r.Run.Model.Name, Layout: e.Mesh.String(),
-			Remat: string(e.Job.Remat), Published: r.Run.Published.MFU, Predicted: r.Predicted, Error: r.Error,
+			CustomMesh: e.Mesh.Custom().String(), Remat: string(e.Job.Remat), Published: r.Run.Published.MFU, Predicted: r.Predicted, Error: r.Error,
 			Fits: e.Memory.Fits(), HBMUsed: int64(e.Memory.Total()), HBMUsable: int64(e.Memory.Usable), Calibration: r.Run.Calibration,
 			MFUPeak: string(hw.BF16), Source: r.Run.Source})
 		if f, ratio := r.quantizedPeak(); ratio > 0 {
@@ -204,7 +217,7 @@ func (rep Report) WriteText(w io.Writer) error {
 			published += fmt.Sprintf(" / %.1f%% %s", 100*r.Run.Published.MFU*ratio, f)
 			predicted += fmt.Sprintf(" / %.1f%% %s", 100*r.Predicted*ratio, f)
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%+.1f%%\t%s\t\n", r.Run.ID, mark, e.Mesh, e.Job.Remat,
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%+.1f%%\t%s\t\n", r.Run.ID, mark, layoutCell(e.Mesh), e.Job.Remat,
 			published, predicted, 100*r.Error, fits)
 	}
 	tw.Flush()
