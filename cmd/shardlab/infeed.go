@@ -63,8 +63,8 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 	}
 	host := vm.Host()
 	if slice != nil && !slice.WholeHosts() {
-		return bad("infeed: --tpu %s has %d chips, less than the %d-chip %s host this simulates; give a generation (%s) or a type of whole hosts",
-			*f.tpu, slice.Chips(), host.Chips, host.MachineType, chip.Generation)
+		return bad("infeed: --tpu %s has %s, less than the %d-chip %s host this simulates; give a generation (%s) or a type of whole hosts",
+			*f.tpu, unit.Plural(slice.Chips(), "chip"), host.Chips, host.MachineType, chip.Generation)
 	}
 	c := infeed.ForSlice(vm)
 	vmVCPUs := c.VCPUs
