@@ -223,12 +223,15 @@ func showHWJSON(w io.Writer, c hw.Chip, slice *hw.Slice) error {
 		return writeJSON(w, c)
 	}
 	return writeJSON(w, struct {
-		AcceleratorType string  `json:"accelerator_type"`
-		Topology        string  `json:"topology"`
-		Chips           int     `json:"chips"`
-		Hosts           int     `json:"hosts"`
-		Chip            hw.Chip `json:"chip"`
-	}{slice.AcceleratorType(), slice.Topology.String(), slice.Chips(), slice.Hosts(), c})
+		AcceleratorType string `json:"accelerator_type"`
+		Topology        string `json:"topology"`
+		Chips           int    `json:"chips"`
+		Hosts           int    `json:"hosts"`
+		// VM is the VM the slice is made of (hw.Slice.Host), which is
+		// not always the chip's usual host (v5litepod-8's 8-chip VM).
+		VM   hw.Host `json:"vm"`
+		Chip hw.Chip `json:"chip"`
+	}{slice.AcceleratorType(), slice.Topology.String(), slice.Chips(), slice.Hosts(), slice.Host(), c})
 }
 
 // hostText describes a host VM: its machine type, chips, vCPUs, RAM,

@@ -223,3 +223,22 @@ func TestRanksNameScheduleAndChunks(t *testing.T) {
 		t.Errorf("text table has no schedule and chunks columns, or row 2 is not top[1]'s %s/%d:\n%s", *p.Top[1].Schedule, p.Top[1].Chunks, text)
 	}
 }
+
+// TestHWShowSliceVM: hw show of an accelerator type names, in its JSON,
+// the VM the slice is made of (hw.Slice.Host), which a consumer cannot
+// read off chip.host: v5litepod-8 is one ct5lp-hightpu-8t of 8 chips
+// (cloud.google.com/tpu/docs/v5e), v5litepod-16 four ct5lp-hightpu-4t
+// (review 119 #9).
+func TestHWShowSliceVM(t *testing.T) {
+	for _, c := range []struct {
+		tpu, vm string
+		chips   float64
+		hosts   float64
+	}{{"v5litepod-8", "ct5lp-hightpu-8t", 8, 1}, {"v5litepod-16", "ct5lp-hightpu-4t", 4, 4}} {
+		s := decodeJSON(t, "hw", "show", c.tpu, "--json").(map[string]any)
+		vm, _ := s["vm"].(map[string]any)
+		if vm["machine_type"] != c.vm || vm["chips"] != c.chips || s["hosts"] != c.hosts {
+			t.Errorf("hw show %s --json: vm %v, hosts %v; want %s of %v chips, %v hosts", c.tpu, vm, s["hosts"], c.vm, c.chips, c.hosts)
+		}
+	}
+}
