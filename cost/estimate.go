@@ -78,8 +78,15 @@ func (m Memory) Reason() Reason {
 }
 
 // HostFits reports whether what is offloaded stays within the host
-// memory a chip has, where that is known.
+// memory a chip has, where that is known. Where it is not, it is true and
+// HostUnchecked says so: a caller that reports a fit must say that host
+// memory was not checked.
 func (m Memory) HostFits() bool { return m.HostUsable == 0 || m.Host <= m.HostUsable }
+
+// HostUnchecked reports whether the step offloads to host memory (Host >
+// 0) on a VM whose RAM the catalog does not publish (HostUsable == 0), so
+// that HostFits could not hold it to anything.
+func (m Memory) HostUnchecked() bool { return m.Host > 0 && m.HostUsable == 0 }
 
 // Shortfall says what does not fit and by how much: "HBM by 2.0 GiB",
 // "host memory by 30 GiB", or both joined by "and"; "" when it fits.

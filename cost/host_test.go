@@ -8,25 +8,30 @@ import (
 )
 
 // TestMemoryHostFits: offloaded bytes are held to the chip's share of
-// its VM's RAM where that is published, and not checked where it is not;
+// its VM's RAM where that is published, and not checked where it is not
+// (HostUnchecked says so, and only where something is offloaded);
 // Shortfall names each memory that overflows and by how much.
 func TestMemoryHostFits(t *testing.T) {
 	tests := []struct {
-		name      string
-		m         Memory
-		fits      bool
-		shortfall []string
+		name            string
+		m               Memory
+		fits, unchecked bool
+		shortfall       []string
 	}{
-		{"nothing offloaded", Memory{Weights: 5, Usable: 10, HostUsable: 4}, true, nil},
-		{"host within its RAM", Memory{Weights: 5, Usable: 10, Host: 4, HostUsable: 4}, true, nil},
-		{"RAM not published", Memory{Weights: 5, Usable: 10, Host: 1 << 40}, true, nil},
-		{"host over", Memory{Weights: 5, Usable: 10, Host: 7, HostUsable: 4}, false, []string{"host memory by 3 B (7 B offloaded per chip, 4 B of its VM's RAM)"}},
-		{"HBM over", Memory{Weights: 12, Usable: 10}, false, []string{"HBM by 2 B"}},
-		{"both over", Memory{Weights: 12, Usable: 10, Host: 5, HostUsable: 4}, false, []string{"HBM by 2 B", " and ", "host memory by 1 B"}},
+		{"nothing offloaded", Memory{Weights: 5, Usable: 10, HostUsable: 4}, true, false, nil},
+		{"nothing offloaded, RAM not published", Memory{Weights: 5, Usable: 10}, true, false, nil},
+		{"host within its RAM", Memory{Weights: 5, Usable: 10, Host: 4, HostUsable: 4}, true, false, nil},
+		{"RAM not published", Memory{Weights: 5, Usable: 10, Host: 1 << 40}, true, true, nil},
+		{"host over", Memory{Weights: 5, Usable: 10, Host: 7, HostUsable: 4}, false, false, []string{"host memory by 3 B (7 B offloaded per chip, 4 B of its VM's RAM)"}},
+		{"HBM over", Memory{Weights: 12, Usable: 10}, false, false, []string{"HBM by 2 B"}},
+		{"both over", Memory{Weights: 12, Usable: 10, Host: 5, HostUsable: 4}, false, false, []string{"HBM by 2 B", " and ", "host memory by 1 B"}},
 	}
 	for _, tt := range tests {
 		if got := tt.m.Fits(); got != tt.fits {
 			t.Errorf("%s: Fits %v, want %v", tt.name, got, tt.fits)
+		}
+		if got := tt.m.HostUnchecked(); got != tt.unchecked {
+			t.Errorf("%s: HostUnchecked %v, want %v", tt.name, got, tt.unchecked)
 		}
 		s := tt.m.Shortfall()
 		if (s == "") != tt.fits {
@@ -37,6 +42,36 @@ func TestMemoryHostFits(t *testing.T) {
 				t.Errorf("%s: Shortfall %q, want it to say %q", tt.name, s, w)
 			}
 		}
+	}
+}
+
+// TestHostUncheckedOnV4: the catalog publishes no RAM for v4's VM
+// (ct4p-hightpu-4t: cloud.google.com/tpu/docs/v4 gives its chips, not its
+// RAM), so what Llama 3 8B's minimal_offloaded policy moves to the host
+// there is unchecked; on v6e-4, one ct6e-standard-4t whose 720 GB
+// [gcp-v6e] serve 4 chips, it is checked against 180 GB a chip.
+func TestHostUncheckedOnV4(t *testing.T) {
+	j := NewJob(lookup(t, "llama3-8b"), 8192, 8)
+	j.Remat = RematMinimalOffloaded
+	e := NewEstimator()
+	for _, c := range []struct {
+		tpu       string
+		ram       unit.Bytes
+		unchecked bool
+	}{{"v4-8", 0, true}, {"v6e-4", 720 * unit.GB / 4, false}} {
+		m := layout(t, c.tpu, 1, "fsdp=4")
+		mem, err := e.Memory(j, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mem.Host == 0 || mem.HostUsable != c.ram || mem.HostUnchecked() != c.unchecked {
+			t.Errorf("%s: host %v offloaded of %v, unchecked %v; want something offloaded of %v, unchecked %v",
+				c.tpu, mem.Host, mem.HostUsable, mem.HostUnchecked(), c.ram, c.unchecked)
+		}
+	}
+	j.Remat = RematMinimal
+	if mem, err := e.Memory(j, layout(t, "v4-8", 1, "fsdp=4")); err != nil || mem.HostUnchecked() {
+		t.Errorf("v4-8 with nothing offloaded: host %v, unchecked %v (%v); want nothing unchecked", mem.Host, mem.HostUnchecked(), err)
 	}
 }
 

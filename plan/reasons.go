@@ -83,6 +83,9 @@ func warnings(p Plan) []Note {
 			usable-total, usable, 100*band.Median, band.Cases, class, roomier(p, band)))
 	}
 	ms := p.Request.Multislice
+	if m := e.Memory; m.HostUnchecked() {
+		w = append(w, hostUnchecked(m, ms.Slice))
+	}
 	if ms.Slices > 1 && e.Mesh.Degree(mesh.Data).DCN*e.Mesh.Degree(mesh.FSDP).DCN > 1 {
 		chip := ms.Slice.Chip
 		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
@@ -105,6 +108,15 @@ func warnings(p Plan) []Note {
 			100*p.Request.Efficiency, 100*cost.Job{}.EfficiencyFor(ms.Slice.Chip)))
 	}
 	return w
+}
+
+// hostUnchecked warns that what a plan offloads to host memory (m.Host)
+// is held to no RAM, because the catalog does not publish the RAM of the
+// VM the slice is made of (cost.Memory.HostUnchecked): the one wording of
+// it, which the CLI, the JSON and the web page all carry.
+func hostUnchecked(m cost.Memory, s hw.Slice) Note {
+	return note("", "host RAM not checked: %v a chip is offloaded to host memory, and the RAM of the %s VM is not published",
+		m.Host, s.Host().MachineType)
 }
 
 // quantizationGain warns when a chip's published peak in format f is no

@@ -1,6 +1,9 @@
 package plan
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,5 +71,58 @@ func TestRoomierLayout(t *testing.T) {
 	}
 	if got := roomier(q, q.Best.Estimate.Job.MemoryError()); got != "" {
 		t.Errorf("8B on v5litepod-16, every shown layout at the edge: %q, want none", got)
+	}
+}
+
+// TestHostUncheckedWarning (review 119 #3): a plan that offloads on a
+// slice whose VM's RAM the catalog does not publish (v4's
+// ct4p-hightpu-4t: cloud.google.com/tpu/docs/v4 gives no RAM) carries a
+// warning, in its text and its JSON's warnings, naming what is offloaded
+// and the VM; before, only the text's memory line said "not checked".
+// Offload by the remat policy and by the optimizer offload both warn; the
+// same job on v6e-4, whose ct6e-standard-4t publishes 720 GB, and a v4
+// plan that offloads nothing do not.
+func TestHostUncheckedWarning(t *testing.T) {
+	for _, c := range []struct {
+		tpu, remat string
+		optimizer  bool
+		want       bool
+	}{
+		{"v4-8", "minimal_offloaded", false, true},
+		{"v4-8", "full", true, true},
+		{"v6e-4", "minimal_offloaded", false, false},
+		{"v4-8", "full", false, false},
+	} {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.Remat, o.Precision, o.OptimizerOffload = "llama3-8b", c.tpu, c.remat, "bf16", c.optimizer
+		r, err := ParseRequest(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Search(r)
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		m := p.Best.Estimate.Memory
+		if c.want != (m.Host > 0 && m.HostUsable == 0) {
+			t.Fatalf("%+v: the case does not hold: %v offloaded of %v a chip", c, m.Host, m.HostUsable)
+		}
+		want := fmt.Sprintf("host RAM not checked: %v a chip is offloaded to host memory, and the RAM of the %s VM is not published",
+			m.Host, r.Multislice.Slice.Host().MachineType)
+		var text, js strings.Builder
+		if err := p.WriteText(&text, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.WriteJSON(&js, nil); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct{ Warnings []string }
+		if err := json.Unmarshal([]byte(js.String()), &doc); err != nil {
+			t.Fatal(err)
+		}
+		inJSON := slices.Contains(doc.Warnings, want)
+		if got := strings.Contains(warns(p), "host RAM not checked"); got != c.want || inJSON != c.want || strings.Contains(text.String(), want) != c.want {
+			t.Errorf("%+v: warned %v (JSON %v), want %v: %q\nwarnings:\n%s", c, got, inJSON, c.want, want, warns(p))
+		}
 	}
 }

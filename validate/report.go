@@ -116,10 +116,13 @@ type RowJSON struct {
 	QuantizedMFUPeak   string  `json:"quantized_mfu_peak,omitempty"`
 	Error              float64 `json:"relative_error"`
 	Fits               bool    `json:"fits"`
-	HBMUsed            int64   `json:"hbm_used_bytes"`
-	HBMUsable          int64   `json:"hbm_usable_capacity_bytes"`
-	Calibration        bool    `json:"calibration"`
-	Source             Source  `json:"source"`
+	// HostRAMUnchecked: the run offloads to a VM whose RAM is not
+	// published, so Fits held it to HBM alone (cost.Memory.HostUnchecked).
+	HostRAMUnchecked bool   `json:"host_ram_unchecked,omitempty"`
+	HBMUsed          int64  `json:"hbm_used_bytes"`
+	HBMUsable        int64  `json:"hbm_usable_capacity_bytes"`
+	Calibration      bool   `json:"calibration"`
+	Source           Source `json:"source"`
 }
 
 // layoutCell is a row's layout in the text table: the mesh, and the
@@ -140,7 +143,7 @@ func (rep Report) JSON() JSON {
 		out.Rows = append(out.Rows, RowJSON{ID: r.Run.ID, Generation: string(e.Mesh.Multislice.Slice.Chip.Generation),
 			Accelerator: r.Run.AcceleratorType, Slices: max(r.Run.Slices, 1), Model: r.Run.Model.Name, Layout: e.Mesh.String(),
 			CustomMesh: e.Mesh.Custom().String(), Remat: string(e.Job.Remat), Published: r.Run.Published.MFU, Predicted: r.Predicted, Error: r.Error,
-			Fits: e.Memory.Fits(), HBMUsed: int64(e.Memory.Total()), HBMUsable: int64(e.Memory.Usable), Calibration: r.Run.Calibration,
+			Fits: e.Memory.Fits(), HostRAMUnchecked: e.Memory.HostUnchecked(), HBMUsed: int64(e.Memory.Total()), HBMUsable: int64(e.Memory.Usable), Calibration: r.Run.Calibration,
 			MFUPeak: string(hw.BF16), Source: r.Run.Source})
 		if f, ratio := r.quantizedPeak(); ratio > 0 {
 			row := &out.Rows[len(out.Rows)-1]
@@ -191,6 +194,31 @@ func (r Result) quantizedPeak() (hw.Format, float64) {
 	return f, float64(bf16) / float64(q)
 }
 
+// fitsCell is a row's HBM column: what it uses of the usable HBM, and
+// whether it does not fit or fits with its host RAM unchecked.
+func fitsCell(m cost.Memory) string {
+	fits := fmt.Sprintf("%v of %v", m.Total(), m.Usable)
+	switch {
+	case !m.Fits():
+		fits += " DOES NOT FIT"
+	case m.HostUnchecked():
+		fits += ", host RAM unchecked"
+	}
+	return fits
+}
+
+// writeLine writes the summary line of a set of runs named name: its
+// errors and how many fit, and how many have their host RAM unchecked,
+// where any do.
+func (s Stats) writeLine(b *strings.Builder, name string) {
+	unchecked := ""
+	if s.HostUnchecked > 0 {
+		unchecked = fmt.Sprintf(", host RAM unchecked %d", s.HostUnchecked)
+	}
+	fmt.Fprintf(b, "  %-22s %3d runs  median |error| %5.1f%%  90th percentile %5.1f%%  max %5.1f%%  fit (HBM, host RAM) %d/%d%s\n",
+		name, s.N, 100*s.Median, 100*s.P90, 100*s.Max, s.Fit, s.N, unchecked)
+}
+
 // WriteText writes the report for people: a row per run, then the error
 // over the held-out rows, overall and per generation, and the multislice
 // series.
@@ -201,10 +229,7 @@ func (rep Report) WriteText(w io.Writer) error {
 	fmt.Fprintln(tw, "run\tlayout\tremat\tpublished\tpredicted\terror\tHBM\t")
 	for _, r := range rep.Results {
 		e := r.Estimate
-		fits := fmt.Sprintf("%v of %v", e.Memory.Total(), e.Memory.Usable)
-		if !e.Memory.Fits() {
-			fits += " DOES NOT FIT"
-		}
+		fits := fitsCell(e.Memory)
 		mark := ""
 		if r.Run.Calibration {
 			mark = " (cal)"
@@ -221,10 +246,7 @@ func (rep Report) WriteText(w io.Writer) error {
 			published, predicted, 100*r.Error, fits)
 	}
 	tw.Flush()
-	stat := func(name string, s Stats) {
-		fmt.Fprintf(&b, "  %-22s %3d runs  median |error| %5.1f%%  90th percentile %5.1f%%  max %5.1f%%  fit (HBM, host RAM) %d/%d\n",
-			name, s.N, 100*s.Median, 100*s.P90, 100*s.Max, s.Fit, s.N)
-	}
+	stat := func(name string, s Stats) { s.writeLine(&b, name) }
 	fmt.Fprintf(&b, "\nMFU error, (predicted − published) / published:\n")
 	stat("held out (dense)", rep.Summary(HeldOut))
 	stat("calibration rows", rep.Summary(Calibration))

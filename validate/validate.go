@@ -426,8 +426,12 @@ type Stats struct {
 	P90    float64 `json:"p90_abs_error"`
 	Max    float64 `json:"max_abs_error"`
 	// Fit counts the runs that fit (cost.Memory.Fits: HBM, and host RAM
-	// for what they offload); the key keeps its first name.
-	Fit int `json:"fit_in_hbm"`
+	// for what they offload); the key keeps its first name. HostUnchecked
+	// counts the runs that fit HBM and offload to a VM whose RAM is not
+	// published (cost.Memory.HostUnchecked): they are not counted in Fit,
+	// as nothing held them to host RAM.
+	Fit           int `json:"fit_in_hbm"`
+	HostUnchecked int `json:"host_ram_unchecked"`
 }
 
 // Summary is the error over the rows that keep the predicate.
@@ -439,7 +443,10 @@ func (rep Report) Summary(keep func(Result) bool) Stats {
 			continue
 		}
 		errs = append(errs, math.Abs(r.Error))
-		if r.Estimate.Memory.Fits() {
+		switch m := r.Estimate.Memory; {
+		case m.Fits() && m.HostUnchecked():
+			st.HostUnchecked++
+		case m.Fits():
 			st.Fit++
 		}
 	}

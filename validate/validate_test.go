@@ -416,3 +416,55 @@ func TestBreakdownHeaderNamesEveryColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestHostUncheckedIsNoFit (review 119 #2 and #3): a run that offloads
+// to a VM whose RAM the catalog does not publish was counted as fitting
+// host RAM (cost.Memory.HostFits is true there). The v4-22b-1slice row
+// with its remat full and again with minimal_offloaded, which moves the
+// projection outputs to host memory of v4's ct4p-hightpu-4t (RAM not
+// published): the first fits, the second is counted as host RAM
+// unchecked, not as a fit, in the summary, its text and the row's.
+func TestHostUncheckedIsNoFit(t *testing.T) {
+	rows := string(runsYAML)
+	start := strings.Index(rows, "- id: v4-22b-1slice\n")
+	if start < 0 {
+		t.Fatal("runs.yaml has no v4-22b-1slice row")
+	}
+	end := strings.Index(rows[start+1:], "\n- id: ") + start + 2
+	row := rows[start:end]
+	offload := strings.Replace(strings.Replace(row, "remat_policy: full\n", "remat_policy: minimal_offloaded\n", 1),
+		"- id: v4-22b-1slice\n", "- id: v4-22b-1slice-offloaded\n", 1)
+	if !strings.Contains(offload, "remat_policy: minimal_offloaded\n") {
+		t.Fatal("the v4-22b-1slice row has no remat full")
+	}
+	rs, err := Parse([]byte(row + offload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Evaluate(rs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, unchecked := range []bool{false, true} {
+		m := rep.Results[i].Estimate.Memory
+		if m.Total() > m.Usable || (m.Host > 0) != unchecked || m.HostUsable != 0 {
+			t.Fatalf("%s: the case does not hold: HBM %v of %v, host %v of %v", rs[i].ID, m.Total(), m.Usable, m.Host, m.HostUsable)
+		}
+		if js := rep.JSON().Rows[i]; js.HostRAMUnchecked != unchecked || !js.Fits {
+			t.Errorf("%s: row JSON fits %v, host_ram_unchecked %v; want true, %v", rs[i].ID, js.Fits, js.HostRAMUnchecked, unchecked)
+		}
+	}
+	all := func(Result) bool { return true }
+	if st := rep.Summary(all); st.N != 2 || st.Fit != 1 || st.HostUnchecked != 1 {
+		t.Errorf("Summary = %+v, want 2 runs, 1 fit, 1 host RAM unchecked", st)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fit (HBM, host RAM) 1/2, host RAM unchecked 1\n", ", host RAM unchecked"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text does not say %q:\n%s", want, text.String())
+		}
+	}
+}

@@ -887,24 +887,44 @@ func TestPageShowsBand(t *testing.T) {
 
 // TestPageShowsHostMemory: a plan that offloads shows what it offloads
 // beside the host memory it is held to (plan JSON's
-// host_offloaded_per_chip_bytes and host_ram_per_chip_bytes).
+// host_offloaded_per_chip_bytes and host_ram_per_chip_bytes); on a VM
+// whose RAM the catalog does not publish (v4's ct4p-hightpu-4t) it says
+// that this is not checked, and lists the plan's warning of it (review
+// 119 #3: the page showed only "host memory N offloaded").
 func TestPageShowsHostMemory(t *testing.T) {
 	h := New(testConfig)
-	o := plan.DefaultOptions()
-	o.Model, o.TPU, o.Mesh, o.Remat, o.RematCustom = "llama3-8b", "v5p-8", "fsdp=4", "custom", "decoder_layer_input=offload"
-	req, err := plan.ParseRequest(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Search(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := p.JSON(nil)
-	want := fmt.Sprintf("host memory %s offloaded of %s", unit.Bytes(j.HostOffloaded), unit.Bytes(j.HostRAM))
-	code, body := get(t, h, "/?"+queryOf(o))
-	if code != http.StatusOK || j.HostOffloaded == 0 || !strings.Contains(body, want) {
-		t.Errorf("GET / = %d; want %q in the summary", code, want)
+	for _, c := range []struct{ tpu, unchecked string }{{"v5p-8", ""}, {"v4-8", " (its VM's RAM is not published: not checked)"}} {
+		o := plan.DefaultOptions()
+		o.Model, o.TPU, o.Mesh, o.Remat, o.RematCustom = "llama3-8b", c.tpu, "fsdp=4", "custom", "decoder_layer_input=offload"
+		req, err := plan.ParseRequest(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.Search(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := p.JSON(nil)
+		want := fmt.Sprintf("host memory %s offloaded of %s", unit.Bytes(j.HostOffloaded), unit.Bytes(j.HostRAM))
+		warned := false
+		if c.unchecked != "" {
+			want = fmt.Sprintf("host memory %s offloaded%s", unit.Bytes(j.HostOffloaded), c.unchecked)
+			for _, w := range j.Warnings {
+				warned = warned || strings.HasPrefix(w, "host RAM not checked: ")
+			}
+			if !warned || j.HostRAM != 0 {
+				t.Fatalf("%s: the case does not hold: host RAM %v, warnings %q", c.tpu, j.HostRAM, j.Warnings)
+			}
+		}
+		code, body := get(t, h, "/?"+queryOf(o))
+		if code != http.StatusOK || j.HostOffloaded == 0 || !strings.Contains(body, want) {
+			t.Errorf("%s: GET / = %d; want %q in the summary", c.tpu, code, want)
+		}
+		for _, w := range j.Warnings {
+			if !strings.Contains(body, "<li>"+html.EscapeString(w)+"</li>") {
+				t.Errorf("%s: GET / does not list the warning %q", c.tpu, w)
+			}
+		}
 	}
 }
 
