@@ -198,18 +198,9 @@ func (o Options) request(mix LengthMix) (Request, string, error) {
 	r.Weights, r.KVCacheDtype = Dtype(o.Weights), o.KVCacheDtype
 	r.MemoryUtilization, r.MaxNumBatchedTokens, r.TP, r.DP = o.MemoryUtilization, o.MaxNumBatchedTokens, o.TP, o.DP
 	r.DPAttention, r.Mix = o.EnableDPAttention, mix
-	// the format given, else the model's record of its own repository's,
-	// whatever repository is served: shardlab reads no checkpoint, and the
-	// plan warns when it serves another of a format not given
-	// (checkpointWarning)
-	r.Checkpoint, r.HFModel = Dtype(spec.HFDtype), o.HFModel
-	if o.CheckpointDtype != "" {
-		d, err := ParseDtype("checkpoint_dtype", o.CheckpointDtype)
-		if err != nil {
-			return Request{}, "", &FieldError{Field: "checkpoint_dtype", Value: strconv.Quote(o.CheckpointDtype),
-				Want: "bf16, fp8 or int8, the format the checkpoint vllm serve loads ({hf_model}) stores its weights in, or empty for the catalog's record of the model's own repository"}
-		}
-		r.Checkpoint, r.CheckpointGiven = d, true
+	r.HFModel = o.HFModel
+	if r.Checkpoint, r.CheckpointGiven, err = o.checkpoint(spec); err != nil {
+		return Request{}, "", err
 	}
 	r.Objective, r.TTFTSLO, r.ITLSLO = Objective(strings.ToLower(o.Objective)), o.TTFTSLO, o.ITLSLO
 	if r, err = NewRequest(r); err != nil {
@@ -224,6 +215,23 @@ func (o Options) request(mix LengthMix) (Request, string, error) {
 			Want: fmt.Sprintf("a Hugging Face id owner/name or a path for the vllm serve line (model %s names no Hugging Face repository)", spec.Name)}
 	}
 	return r, id, nil
+}
+
+// checkpoint is the format the checkpoint vllm serve loads stores its
+// weights in, and whether it was given: CheckpointDtype, else the model's
+// record of its own repository's, whatever repository is served
+// (shardlab reads no checkpoint, and the plan warns when it serves
+// another of a format not given: checkpointWarning).
+func (o Options) checkpoint(spec model.Spec) (Dtype, bool, error) {
+	if o.CheckpointDtype == "" {
+		return Dtype(spec.HFDtype), false, nil
+	}
+	d, err := ParseDtype("checkpoint_dtype", o.CheckpointDtype)
+	if err != nil {
+		return "", false, &FieldError{Field: "checkpoint_dtype", Value: strconv.Quote(o.CheckpointDtype),
+			Want: "bf16, fp8 or int8, the format the checkpoint vllm serve loads ({hf_model}) stores its weights in, or empty for the catalog's record of the model's own repository"}
+	}
+	return d, true, nil
 }
 
 // model finds the catalog model, or parses the spec.

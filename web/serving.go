@@ -139,10 +139,7 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 		return nil, err
 	}
 	p.Warnings = append(p.Warnings, p.SimMisses(sim)...) // as the CLI's
-	cmd := export.VLLMServe(p, id)
-	asLabel := func(f string) string { return servingForm.keyLabel(plan.Option(f)) }
-	asFlag := func(f string) string { return plan.Option(f).Flag() }
-	v := &servingView{Plan: p, J: export.Serving(p.Phrase(asLabel), cmd), Download: export.Serving(p.Phrase(asFlag), cmd), Command: export.ShellQuote(cmd)}
+	v := newServingView(p, id)
 	v.J.Simulation = export.Simulation(sim, q.Mix, q.Seed)
 	v.Download.Simulation = v.J.Simulation
 	what := fmt.Sprintf("%s lengths, %d concurrent clients", q.Mix, p.Best.Concurrency)
@@ -177,6 +174,16 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 		v.Charts = append(v.Charts, chartView{Name: c.Name, Title: c.Title, SVG: sv})
 	}
 	return v, nil
+}
+
+// newServingView is plan p served as id: its JSON with the options its
+// notes name spelt as the form labels them (the page's) and as flags (the
+// download's), and its vllm serve line.
+func newServingView(p inference.Plan, id string) *servingView {
+	cmd := export.VLLMServe(p, id)
+	asLabel := func(f string) string { return servingForm.keyLabel(plan.Option(f)) }
+	asFlag := func(f string) string { return plan.Option(f).Flag() }
+	return &servingView{Plan: p, J: export.Serving(p.Phrase(asLabel), cmd), Download: export.Serving(p.Phrase(asFlag), cmd), Command: export.ShellQuote(cmd)}
 }
 
 // boundRequests refuses a simulation of more requests than
