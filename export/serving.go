@@ -139,7 +139,11 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
 }
 
 // Serving is plan p as JSON with cmd, its vllm serve line (VLLMServe).
+// The options its reasons and warnings name are spelt as
+// inference.Plan.Phrase(nil) spells them unless p was spelt already (the
+// CLI spells them as flags, the web page as its form's labels).
 func Serving(p inference.Plan, cmd []string) ServingJSON {
+	p = p.Phrase(nil)
 	r := p.Request
 	out := ServingJSON{
 		Model: r.Model.Name, TPU: r.Slice.AcceleratorType(), MaxModelLen: r.MaxModelLen, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate,

@@ -342,8 +342,13 @@ type Plan struct {
 	// BestEffort: no layout meets the SLOs; Best is the one that comes
 	// closest by the objective, and Warnings say what it misses.
 	BestEffort bool
-	Reasons    []string
-	Warnings   []string
+	// Reasons and Warnings name the options they concern as {key} (the
+	// Options field's JSON key: {checkpoint_dtype}), with braces of their
+	// own doubled, until Phrase spells them.
+	Reasons  []string
+	Warnings []string
+	// spelt says that Phrase has spelt Reasons and Warnings.
+	spelt bool
 }
 
 // ErrNoFit is returned when vLLM would start no layout (the weights leave

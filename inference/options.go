@@ -45,10 +45,17 @@ type Options struct {
 	// replace it.
 	PromptLen int `json:"prompt_len"`
 	OutputLen int `json:"output_len"`
-	// Weights is the weights' format: bf16, fp8 or int8; "" takes the
-	// checkpoint's (Request.Checkpoint: the catalog's record of the
-	// model's own repository, else bf16, whatever HFModel names).
+	// Weights is the weights' format, the serving precision: bf16, fp8 or
+	// int8; "" takes the checkpoint's (Request.Checkpoint: CheckpointDtype,
+	// else the catalog's record of the model's own repository, else bf16).
 	Weights string `json:"weights"`
+	// CheckpointDtype is the format the checkpoint vllm serve loads
+	// (HFModel, or the model's own repository) stores its weights in:
+	// bf16, fp8 or int8; "" takes the catalog's record of the model's own
+	// repository (model.Spec.HFDtype), else bf16. shardlab reads no
+	// checkpoint, so this is how a local copy or another repository
+	// states its format (Request.CheckpointGiven).
+	CheckpointDtype string `json:"checkpoint_dtype"`
 	// MaxNumSeqs is vLLM's max_num_seqs (0: unset).
 	MaxNumSeqs int `json:"max_num_seqs"`
 	// KVCacheDtype is vLLM's --kv-cache-dtype, one of KVCacheDtypes.
@@ -191,10 +198,10 @@ func (o Options) request(mix LengthMix) (Request, string, error) {
 	r.Weights, r.KVCacheDtype = Dtype(o.Weights), o.KVCacheDtype
 	r.MemoryUtilization, r.MaxNumBatchedTokens, r.TP, r.DP = o.MemoryUtilization, o.MaxNumBatchedTokens, o.TP, o.DP
 	r.DPAttention, r.Mix = o.EnableDPAttention, mix
-	// the model's record of its own repository's format, whatever
-	// repository is served: shardlab reads no other checkpoint, and the
-	// plan warns when it serves another (checkpointWarning)
-	r.Checkpoint, r.HFModel = Dtype(spec.HFDtype), o.HFModel
+	r.HFModel = o.HFModel
+	if r.Checkpoint, r.CheckpointGiven, err = o.checkpoint(spec); err != nil {
+		return Request{}, "", err
+	}
 	r.Objective, r.TTFTSLO, r.ITLSLO = Objective(strings.ToLower(o.Objective)), o.TTFTSLO, o.ITLSLO
 	if r, err = NewRequest(r); err != nil {
 		return Request{}, "", err
@@ -208,6 +215,23 @@ func (o Options) request(mix LengthMix) (Request, string, error) {
 			Want: fmt.Sprintf("a Hugging Face id owner/name or a path for the vllm serve line (model %s names no Hugging Face repository)", spec.Name)}
 	}
 	return r, id, nil
+}
+
+// checkpoint is the format the checkpoint vllm serve loads stores its
+// weights in, and whether it was given: CheckpointDtype, else the model's
+// record of its own repository's, whatever repository is served
+// (shardlab reads no checkpoint, and the plan warns when it serves
+// another of a format not given: checkpointWarning).
+func (o Options) checkpoint(spec model.Spec) (Dtype, bool, error) {
+	if o.CheckpointDtype == "" {
+		return Dtype(spec.HFDtype), false, nil
+	}
+	d, err := ParseDtype("checkpoint_dtype", o.CheckpointDtype)
+	if err != nil {
+		return "", false, &FieldError{Field: "checkpoint_dtype", Value: strconv.Quote(o.CheckpointDtype),
+			Want: "bf16, fp8 or int8, the format the checkpoint vllm serve loads ({hf_model}) stores its weights in, or empty for the catalog's record of the model's own repository"}
+	}
+	return d, true, nil
 }
 
 // model finds the catalog model, or parses the spec.

@@ -153,17 +153,23 @@ type Request struct {
 	Weights Dtype
 	KVCache Dtype
 	// Checkpoint is the format the checkpoint vllm serve loads stores its
-	// weights in, as the model catalog records it for the model's own
-	// repository (model.Spec.HFDtype, which ParseOptions sets whatever
-	// HFModel names); "" is bf16, the format of the checkpoints the
-	// catalog records nothing for. vLLM reads a quantized checkpoint's
-	// format from its config.json, so weights other than it need a
-	// conversion or tpu-inference's quantization rules (modelWarnings).
+	// weights in: as the caller gives it (CheckpointGiven), else as the
+	// model catalog records it for the model's own repository
+	// (model.Spec.HFDtype, which ParseOptions sets whatever HFModel
+	// names); "" is bf16, the format of the checkpoints the catalog
+	// records nothing for. vLLM reads a quantized checkpoint's format
+	// from its config.json, so weights other than it need a conversion or
+	// tpu-inference's quantization rules (modelWarnings).
 	Checkpoint Dtype
+	// CheckpointGiven says that Checkpoint is the caller's word for the
+	// checkpoint's format (Options.CheckpointDtype), not the catalog's.
+	CheckpointGiven bool
 	// HFModel is the repository or path vllm serve loads when the caller
-	// names one ("": the model's own, model.Spec.HFModel). Another than
-	// the model's own is a checkpoint shardlab cannot read: the plan
-	// takes Checkpoint for it and warns so (checkpointWarning).
+	// names one ("": the model's own, model.Spec.HFModel; Hugging Face
+	// ids are case-insensitive, so a case variant of it is it). Another
+	// than the model's own is a checkpoint shardlab cannot read: unless
+	// CheckpointGiven, the plan takes the catalog's format for it and
+	// warns so (checkpointWarning).
 	HFModel string
 	// KVCacheDtype is vLLM's --kv-cache-dtype as given (one of
 	// KVCacheDtypes). When set, NewRequest sets KVCache from it; when

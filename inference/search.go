@@ -266,30 +266,66 @@ func modelWarnings(r Request, b Layout) []string {
 
 // checkpointWarning says that the checkpoint vllm serve loads is not the
 // model's own repository, whose format the catalog records
-// (model.Spec.HFDtype): shardlab reads no checkpoint, so the plan takes
-// the catalog's format for it (a local copy of DeepSeek-V3 is fp8 as the
-// released one is), and a checkpoint stored otherwise needs the weights
-// given; "" for the model's own repository.
+// (model.Spec.HFDtype), and that its format was not given: shardlab reads
+// no checkpoint, so the plan takes the catalog's format for it (a local
+// copy of DeepSeek-V3 is fp8 as the released one is), and names the
+// option that states another ({checkpoint_dtype}, which Plan.Phrase
+// spells); or that the format given for the model's own repository is
+// not the one the catalog records. "" for the model's own repository or
+// a case variant of it (Hugging Face ids are case-insensitive), and for
+// another whose format is given.
 func checkpointWarning(r Request) string {
-	if r.HFModel == "" || r.HFModel == r.Model.HFModel {
+	catalog := Dtype(r.Model.HFDtype)
+	if catalog == "" {
+		catalog = BF16
+	}
+	name, own, hf := literal(r.Model.Name), literal(r.Model.HFModel), literal(r.HFModel)
+	switch {
+	case ownRepository(r) && r.CheckpointGiven && r.Checkpoint != catalog && r.Model.HFModel != "":
+		return fmt.Sprintf("checkpoint: {checkpoint_dtype} is %s, but the catalog records %s for %s's own repository %s%s: the plan takes the %s given",
+			r.Checkpoint, catalog, name, own, catalogSource(r), r.Checkpoint)
+	case ownRepository(r) || r.CheckpointGiven:
+		return ""
+	case r.Model.HFModel == "":
+		return fmt.Sprintf("checkpoint: the catalog records no checkpoint of %s, and shardlab does not read %s's config.json: its weights are taken to be stored in %s; if they are stored in another format, set {checkpoint_dtype} to it",
+			name, hf, r.Checkpoint)
+	}
+	return fmt.Sprintf("checkpoint: %s is not %s's own repository %s, and shardlab does not read its config.json: the checkpoint's format is taken from the catalog, %s as %s stores its weights%s; if %s stores another format, set {checkpoint_dtype} to it",
+		hf, name, own, r.Checkpoint, own, catalogSource(r), hf)
+}
+
+// ownRepository says that vllm serve loads the model's own repository:
+// HFModel is unset or names it in any case, as the Hugging Face Hub
+// resolves a repository id whatever its case ("repo ids are case
+// insensitive across the Hub": huggingface/huggingface_hub issue #2090,
+// a maintainer's comment of 2024-03-06; issue #1453 shows
+// mbzuai/bactrian-x answered as MBZUAI/Bactrian-X).
+func ownRepository(r Request) bool {
+	return r.HFModel == "" || r.Model.HFModel != "" && strings.EqualFold(r.HFModel, r.Model.HFModel)
+}
+
+// catalogSource is where the catalog has the format of the model's own
+// repository from, " (source)", or "".
+func catalogSource(r Request) string {
+	if r.Model.HFDtypeSource == "" {
 		return ""
 	}
-	if r.Model.HFModel == "" {
-		return fmt.Sprintf("checkpoint: the catalog records no checkpoint of %s, and shardlab does not read %s's config.json: its weights are taken to be stored in %s; if they are stored in another format, give weights that format",
-			r.Model.Name, r.HFModel, r.Checkpoint)
+	return " (" + literal(r.Model.HFDtypeSource) + ")"
+}
+
+// checkpointSource is where the plan has the checkpoint's format from:
+// the option that gives it, or the catalog's source.
+func checkpointSource(r Request) string {
+	if r.CheckpointGiven {
+		return " (as {checkpoint_dtype} gives it)"
 	}
-	from := ""
-	if r.Model.HFDtypeSource != "" {
-		from = " (" + r.Model.HFDtypeSource + ")"
-	}
-	return fmt.Sprintf("checkpoint: %s is not %s's own repository %s, and shardlab does not read its config.json: the checkpoint's format is taken from the catalog, %s as %s stores its weights%s; if %s stores another format, give weights that format",
-		r.HFModel, r.Model.Name, r.Model.HFModel, r.Checkpoint, r.Model.HFModel, from, r.HFModel)
+	return catalogSource(r)
 }
 
 // weightsWarning says what serving weights other than the checkpoint's
 // takes: vLLM reads a quantized checkpoint's format from its config.json
 // (quantization_config) and loads its weights so; "" when the weights
-// are the checkpoint's.
+// are the checkpoint's, as given or as the catalog records it.
 func weightsWarning(r Request) string {
 	switch {
 	case r.Weights == r.Checkpoint:
@@ -297,15 +333,15 @@ func weightsWarning(r Request) string {
 	case r.Checkpoint == BF16:
 		return fmt.Sprintf("%s weights: vllm serve needs a %s checkpoint or tpu-inference's qwix quantization rules in --additional-config; the command below sets neither", r.Weights, r.Weights)
 	}
-	return fmt.Sprintf("%s weights: the checkpoint stores %s (%s), and vLLM loads it so (its config.json's quantization_config); the command below serves %s, not the %s costed here, unless it is given a %s copy of the checkpoint",
-		r.Weights, r.Checkpoint, r.Model.HFDtypeSource, r.Checkpoint, r.Weights, r.Weights)
+	return fmt.Sprintf("%s weights: the checkpoint stores %s%s, and vLLM loads it so (its config.json's quantization_config); the command below serves %s, not the %s costed here, unless it is given a %s copy of the checkpoint",
+		r.Weights, r.Checkpoint, checkpointSource(r), r.Checkpoint, r.Weights, r.Weights)
 }
 
 // checkpointReason says that the weights are a quantized checkpoint's
-// own, and where the catalog has that from; "" for bf16 or other weights.
+// own, and where the plan has that from; "" for bf16 or other weights.
 func checkpointReason(r Request) string {
 	if r.Weights != r.Checkpoint || r.Checkpoint == BF16 {
 		return ""
 	}
-	return fmt.Sprintf("%s weights: the checkpoint's own (%s), which vLLM loads as they are", r.Weights, r.Model.HFDtypeSource)
+	return fmt.Sprintf("%s weights: the checkpoint's own%s, which vLLM loads as they are", r.Weights, checkpointSource(r))
 }

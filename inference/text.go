@@ -3,6 +3,8 @@ package inference
 import (
 	"fmt"
 	"io"
+	"reflect"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,7 +15,10 @@ import (
 // WriteText writes the plan as shardlab inference prints it: the request,
 // the chosen layout with its reasons and warnings, memory, latency and
 // throughput, every layout, and command, the serving command line.
+// Options its reasons and warnings name are spelt as Phrase(nil) spells
+// them, unless p was spelt already.
 func (p Plan) WriteText(w io.Writer, command string) error {
+	p = p.Phrase(nil)
 	p.writeRequest(w)
 	p.writeBest(w)
 	if err := p.writeLayouts(w); err != nil {
@@ -21,6 +26,56 @@ func (p Plan) WriteText(w io.Writer, command string) error {
 	}
 	_, err := fmt.Fprintf(w, "\n%s\n", command)
 	return err
+}
+
+// Phrase is p with the options its reasons and warnings name as {key}
+// (the JSON key of an Options field in braces: {checkpoint_dtype}) spelt
+// by name, the CLI's flags or the web form's labels, and their own
+// braces undoubled; nil spells the options as the package does
+// (checkpoint_dtype). A plan Phrase returned is returned as it is.
+func (p Plan) Phrase(name func(field string) string) Plan {
+	if p.spelt {
+		return p
+	}
+	if name == nil {
+		name = func(f string) string { return f }
+	}
+	spell := func(notes []string) []string {
+		out := make([]string, len(notes))
+		for i, s := range notes {
+			out[i] = optionMarks.ReplaceAllStringFunc(s, func(m string) string {
+				if m == "{{" || m == "}}" {
+					return m[:1]
+				}
+				return name(m[1 : len(m)-1])
+			})
+		}
+		return out
+	}
+	p.Reasons, p.Warnings, p.spelt = spell(p.Reasons), spell(p.Warnings), true
+	return p
+}
+
+// optionMarks finds what Phrase spells in a plan's notes: {key} for the
+// JSON key of each Options field, and doubled braces, which stand for
+// their own (literal doubles the braces of text from outside, such as a
+// path given as hf_model).
+var optionMarks = func() *regexp.Regexp {
+	t := reflect.TypeFor[Options]()
+	var keys []string
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); k != "" && k != "-" {
+			keys = append(keys, regexp.QuoteMeta(k))
+		}
+	}
+	return regexp.MustCompile(`\{\{|\}\}|\{(` + strings.Join(keys, "|") + `)\}`)
+}()
+
+// literal is text from outside (a path, a name, a source) as a plan's
+// notes hold it: its braces doubled, so that Phrase reads none of them
+// as an option.
+func literal(s string) string {
+	return strings.NewReplacer("{", "{{", "}", "}}").Replace(s)
 }
 
 // writeRequest writes what was asked: the model, the TPU, the load, the

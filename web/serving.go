@@ -33,7 +33,8 @@ var servingLooks = withModel([]look{
 	{"tensor_parallel_size", "Layout", "Tensor-parallel size", "JAX devices a replica (TPU7x: 2 a chip); 0: search", nil},
 	{"data_parallel_size", "Layout", "Replicas", "data-parallel size; 0: fill the slice", nil},
 	{"enable_dp_attention", "Layout", "Data-parallel attention", "tpu-inference's enable_dp_attention: attention data-parallel across a replica's devices", nil},
-	{"weights", "Memory", "Weights", "the weights' format", weightChoices},
+	{"weights", "Memory", "Weights", "the weights' format, as served", weightChoices},
+	{"checkpoint_dtype", "Memory", "Checkpoint format", "the format the checkpoint vllm serve loads (the Hugging Face model) stores its weights in; shardlab reads no checkpoint", checkpointChoices},
 	{"kv_cache_dtype", "Memory", "KV cache dtype", "vLLM's --kv-cache-dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte", kvChoices},
 	{"gpu_memory_utilization", "Memory", "Memory utilization", "vLLM's gpu_memory_utilization: the share of a device's HBM it may fill", nil},
 	{"max_num_batched_tokens", "Memory", "Batched tokens", "vLLM's max_num_batched_tokens: the prefill chunk and activation buffers", nil},
@@ -49,6 +50,9 @@ const optionNumRequests plan.Option = "num_requests"
 func objectiveChoices() []choice { return stringChoices(inference.Objectives) }
 func weightChoices() []choice {
 	return append([]choice{{"", "the checkpoint's"}}, stringChoices([]string{"bf16", "fp8", "int8"})...)
+}
+func checkpointChoices() []choice {
+	return append([]choice{{"", "the catalog's"}}, stringChoices([]string{"bf16", "fp8", "int8"})...)
 }
 func kvChoices() []choice { return stringChoices(inference.KVCacheDtypes) }
 
@@ -72,7 +76,7 @@ var servingQuestion = question[inference.Options, servingView]{
 	optionsForm: servingForm,
 	answer:      (*Handler).servingRun,
 	name:        "serving",
-	json:        func(w io.Writer, v *servingView) error { return writeJSON(w, v.J) },
+	json:        func(w io.Writer, v *servingView) error { return writeJSON(w, v.Download) },
 }
 
 // parseServing checks the options with inference.ParseOptions and finds
@@ -94,6 +98,10 @@ type servingView struct {
 	Skipped string
 	// Sim is the simulation as shardlab inference prints it.
 	Sim string
+	// Download is J with the options its notes name spelt as flags, as
+	// shardlab inference --json spells them; J spells them as the form
+	// labels them.
+	Download export.ServingJSON
 }
 
 // servingLate is a serving plan's timeout: its simulation stops at the
@@ -131,9 +139,9 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 		return nil, err
 	}
 	p.Warnings = append(p.Warnings, p.SimMisses(sim)...) // as the CLI's
-	cmd := export.VLLMServe(p, id)
-	v := &servingView{Plan: p, J: export.Serving(p, cmd), Command: export.ShellQuote(cmd)}
+	v := newServingView(p, id)
 	v.J.Simulation = export.Simulation(sim, q.Mix, q.Seed)
+	v.Download.Simulation = v.J.Simulation
 	what := fmt.Sprintf("%s lengths, %d concurrent clients", q.Mix, p.Best.Concurrency)
 	if req.RequestRate > 0 {
 		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", q.Mix, req.RequestRate, q.Seed)
@@ -166,6 +174,16 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 		v.Charts = append(v.Charts, chartView{Name: c.Name, Title: c.Title, SVG: sv})
 	}
 	return v, nil
+}
+
+// newServingView is plan p served as id: its JSON with the options its
+// notes name spelt as the form labels them (the page's) and as flags (the
+// download's), and its vllm serve line.
+func newServingView(p inference.Plan, id string) *servingView {
+	cmd := export.VLLMServe(p, id)
+	asLabel := func(f string) string { return servingForm.keyLabel(plan.Option(f)) }
+	asFlag := func(f string) string { return plan.Option(f).Flag() }
+	return &servingView{Plan: p, J: export.Serving(p.Phrase(asLabel), cmd), Download: export.Serving(p.Phrase(asFlag), cmd), Command: export.ShellQuote(cmd)}
 }
 
 // boundRequests refuses a simulation of more requests than

@@ -46,7 +46,9 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	intVar(fs, &o.PromptLen, "prompt-len", inference.DefaultRequest().PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request (not with --length-mix other than fixed)")
 	intVar(fs, &o.OutputLen, "output-len", inference.DefaultRequest().OutputLen, 1, inference.MaxTokens, "", "output tokens per request (not with --length-mix other than fixed)")
 	choiceVar(fs, &o.Weights, "weights", d.Weights, []string{"bf16", "fp8", "int8"}, nil,
-		"weight precision (default: the checkpoint's, as the model catalog records it: "+checkpointDtypes()+")")
+		"weight precision served (default: the checkpoint's, --checkpoint-dtype)")
+	choiceVar(fs, &o.CheckpointDtype, "checkpoint-dtype", d.CheckpointDtype, []string{"bf16", "fp8", "int8"}, nil,
+		"the format the checkpoint vllm serve loads (--hf-model) stores its weights in; shardlab reads no checkpoint (default: the model catalog's record of the model's own repository: "+checkpointDtypes()+")")
 	intVar(fs, &o.MaxNumSeqs, "max-num-seqs", 0, 1, inference.MaxConcurrency, "default: --concurrency",
 		"vLLM's max_num_seqs: sequences each replica runs at once (the concurrency is this times the replicas)")
 	choiceVar(fs, &o.KVCacheDtype, "kv-cache-dtype", d.KVCacheDtype, inference.KVCacheDtypes, nil, "vLLM's KV cache dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte")
@@ -116,6 +118,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		return inferenceError(err)
 	}
 	p.Warnings = append(p.Warnings, p.SimMisses(sim)...)
+	p = p.Phrase(fieldFlag) // the options its notes name, as flags
 	cmd := export.VLLMServe(p, id)
 	if f.json {
 		out := export.Serving(p, cmd)
