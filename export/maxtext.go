@@ -97,11 +97,18 @@ func (c MaxTextConfig) Get(key string) (any, bool) {
 // count, with the chip layout beside it where a chip is several devices.
 func layoutComment(p plan.Plan) string {
 	e := p.Best.Estimate
-	spec := e.Mesh.String()
+	return fmt.Sprintf("layout %s, MFU %s estimated, step %v", layoutSpec(p), e.MFUPeaks(), unit.Seconds(e.Time.Step.Seconds()))
+}
+
+// layoutSpec is the plan's layout in JAX devices, as its mesh option
+// takes it and the engines count, with the chip layout beside it where a
+// chip is several devices.
+func layoutSpec(p plan.Plan) string {
+	e := p.Best.Estimate
 	if d, err := p.Devices(); err == nil && d.Devices != d.Chips {
-		spec = fmt.Sprintf("%s in JAX devices (%s in chips)", d, e.Mesh)
+		return fmt.Sprintf("%s in JAX devices (%s in chips)", d, e.Mesh)
 	}
-	return fmt.Sprintf("layout %s, MFU %s estimated, step %v", spec, e.MFUPeaks(), unit.Seconds(e.Time.Step.Seconds()))
+	return e.Mesh.String()
 }
 
 // MaxTextOptions are options o as an export that MaxText runs (its config,

@@ -210,7 +210,11 @@ func hasPrefix(prefix string) bool {
 // its TPU type and slices, the capacity and restarts asked for, and the
 // MaxText trainer with the plan's settings as --command, after comments
 // that say what it is, XPKWarnings under their title line.
-func XPK(w io.Writer, p plan.Plan, o XPKOptions) error {
+func XPK(w io.Writer, p plan.Plan, o XPKOptions) error { return writeXPK(w, p, o, "") }
+
+// writeXPK is XPK with a note, if any, as a comment under the title
+// (Held.XPK).
+func writeXPK(w io.Writer, p plan.Plan, o XPKOptions, note string) error {
 	args, err := XPKArgs(p, o)
 	if err != nil {
 		return err
@@ -219,6 +223,7 @@ func XPK(w io.Writer, p plan.Plan, o XPKOptions) error {
 	if err != nil {
 		return err
 	}
+	cfg = cfg.withNote(note)
 	var b strings.Builder
 	for i, l := range cfg.Comments {
 		fmt.Fprintf(&b, "# %s\n", l)

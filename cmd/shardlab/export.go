@@ -68,7 +68,7 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	p, err := exportPlan(name, fs, f)
+	p, held, err := exportPlan(name, target, fs, f)
 	if err != nil {
 		return err
 	}
@@ -91,21 +91,37 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 	// Everything is made before anything is written: a refused plan
 	// leaves stdout empty.
 	var b strings.Builder
-	if err := writeExport(&b, target, p, e); err != nil {
+	if err := writeExport(&b, target, p, held, e); err != nil {
 		return planError(err)
 	}
 	if _, err = io.WriteString(stdout, b.String()); err != nil {
 		return err
 	}
-	if target == "xpk" {
-		// on stderr, as the calibration note: stdout is the command
-		for _, w := range export.XPKWarnings(p) {
-			if _, err := fmt.Fprintf(stderr, "%s: warning: %s\n", name, w); err != nil {
-				return err
-			}
-		}
+	if err := exportNotes(stderr, name, target, p, held); err != nil {
+		return err
 	}
 	return exportCalibrationNote(stderr, name, p, f)
+}
+
+// exportNotes says on stderr (stdout is the file) what the file's header
+// says of it: that it holds MaxText's best, not plan's choice (held), and
+// for xpk what the plan assumes that xpk does not run as.
+func exportNotes(stderr io.Writer, name, target string, p plan.Plan, held *export.Held) error {
+	var lines []string
+	if held != nil {
+		lines = append(lines, held.Note())
+	}
+	if target == "xpk" {
+		for _, w := range export.XPKWarnings(p) {
+			lines = append(lines, "warning: "+w)
+		}
+	}
+	for _, l := range lines {
+		if _, err := fmt.Fprintf(stderr, "%s: %s\n", name, l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // exportCalibrationNote says on stderr (stdout is the engine's file)
@@ -125,8 +141,10 @@ func exportCalibrationNote(stderr io.Writer, name string, p plan.Plan, f *planFl
 	return err
 }
 
-// exportPlan plans the one job an export writes.
-func exportPlan(name string, fs *flag.FlagSet, f *planFlags) (plan.Plan, error) {
+// exportPlan plans the one job an export to target writes, and for
+// MaxText and xpk, where that is not what plan chooses for the same
+// flags, what it holds instead (export.MaxTextHeld).
+func exportPlan(name, target string, fs *flag.FlagSet, f *planFlags) (plan.Plan, *export.Held, error) {
 	// An export is one job's config, which an engine loads as one
 	// (MaxText's OmegaConf.load refuses a second YAML document): with no
 	// job named it is the default job the --model and --tpu help name,
@@ -135,23 +153,57 @@ func exportPlan(name string, fs *flag.FlagSet, f *planFlags) (plan.Plan, error) 
 	if !set["model"] && !set["tpu"] && !set["mesh"] && !set["topology"] {
 		if set["slices"] {
 			// as plan: a slice count is of a TPU the user names
-			return plan.Plan{}, bad("%s: --slices %d needs --tpu (or --model, --mesh or --topology): without them %s writes the default job, %s on one %s",
+			return plan.Plan{}, nil, bad("%s: --slices %d needs --tpu (or --model, --mesh or --topology): without them %s writes the default job, %s on one %s",
 				name, f.Slices, name, plan.DefaultModel, plan.DefaultTPU)
 		}
 		set["model"] = true
 	}
-	plans, err := f.plans(name, set)
+	opts, err := f.questions(name, set)
 	if err != nil {
-		return plan.Plan{}, err
+		return plan.Plan{}, nil, err
 	}
-	if len(plans) != 1 {
-		return plan.Plan{}, fmt.Errorf("%s: %d jobs planned, want one", name, len(plans))
+	if len(opts) != 1 {
+		return plan.Plan{}, nil, fmt.Errorf("%s: %d jobs planned, want one", name, len(opts))
 	}
-	return plans[0], nil
+	o := opts[0]
+	if target == "pytorch" {
+		p, err := searchOptions(o)
+		return p, nil, err
+	}
+	return maxTextPlan(o)
 }
 
-// writeExport writes one plan for target.
-func writeExport(b *strings.Builder, target string, p plan.Plan, e *exportFlags) error {
+// maxTextPlan plans options o (export.MaxTextOptions'), as an export to
+// MaxText writes them: plan's choice for the same flags, over every
+// schedule, where MaxText runs it, else MaxText's best
+// (export.MaxTextHeld), searched only then. The export's own request is
+// read first, so that what it refuses (a schedule MaxText does not run)
+// is refused before any search, and a job with no plan at all is refused
+// by the export's own search, as it says why.
+func maxTextPlan(o plan.Options) (plan.Plan, *export.Held, error) {
+	if _, err := plan.ParseRequest(o); err != nil {
+		return plan.Plan{}, nil, planError(err)
+	}
+	shown := o
+	shown.Framework = plan.DefaultOptions().Framework
+	p, err := searchOptions(shown)
+	if err != nil {
+		p, err = searchOptions(o)
+		return p, nil, err
+	}
+	held, err := export.MaxTextHeld(shown, p, searchOptions)
+	switch {
+	case err != nil:
+		return plan.Plan{}, nil, planError(err)
+	case held != nil:
+		return held.Plan, held, nil
+	}
+	return p, nil, nil
+}
+
+// writeExport writes one plan for target: for MaxText and xpk, held's
+// where it is not plan's choice (non-nil).
+func writeExport(b *strings.Builder, target string, p plan.Plan, held *export.Held, e *exportFlags) error {
 	switch {
 	case target == "pytorch":
 		m, err := export.PyTorch(p)
@@ -166,11 +218,18 @@ func writeExport(b *strings.Builder, target string, p plan.Plan, e *exportFlags)
 		if o.Workload == "" {
 			o.Workload = export.RunName(p.Request.Model.Name)
 		}
-		if err := export.XPK(b, p, o); err != nil {
+		write := func() error { return export.XPK(b, p, o) }
+		if held != nil {
+			write = func() error { return held.XPK(b, o) }
+		}
+		if err := write(); err != nil {
 			return err
 		}
 	default:
 		cfg, err := export.MaxText(p)
+		if held != nil {
+			cfg, err = held.MaxText()
+		}
 		if err != nil {
 			return err
 		}

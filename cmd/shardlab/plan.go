@@ -242,6 +242,49 @@ func samePath(a, b string) bool {
 
 // plans asks plan the questions the flags ask.
 func (f *planFlags) plans(name string, set map[string]bool) ([]plan.Plan, error) {
+	opts, err := f.questions(name, set)
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]plan.Request, len(opts))
+	for i, o := range opts {
+		if reqs[i], err = plan.ParseRequest(o); err != nil {
+			return nil, planError(err)
+		}
+	}
+	var plans []plan.Plan
+	for _, r := range reqs {
+		p, err := searchRequest(r)
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
+}
+
+// searchOptions plans one job's options o, as plans does.
+func searchOptions(o plan.Options) (plan.Plan, error) {
+	r, err := plan.ParseRequest(o)
+	if err != nil {
+		return plan.Plan{}, planError(err)
+	}
+	return searchRequest(r)
+}
+
+// searchRequest plans request r.
+func searchRequest(r plan.Request) (plan.Plan, error) {
+	p, err := plan.Search(r)
+	if err != nil {
+		return plan.Plan{}, planError(err)
+	}
+	p.WeighOffload()
+	return p, nil
+}
+
+// questions are the options of the questions the flags ask (options),
+// with the temporaries' factor of a calibration file read first.
+func (f *planFlags) questions(name string, set map[string]bool) ([]plan.Options, error) {
 	if f.calibration != "" {
 		if set["temp-scale"] {
 			return nil, bad("%s: --calibration and --temp-scale both set the temporaries' factor; give one", name)
@@ -256,26 +299,7 @@ func (f *planFlags) plans(name string, set map[string]bool) ([]plan.Plan, error)
 		}
 		f.TempScale, f.cal = c.TempScale, &c
 	}
-	opts, err := f.options(name, set)
-	if err != nil {
-		return nil, err
-	}
-	reqs := make([]plan.Request, len(opts))
-	for i, o := range opts {
-		if reqs[i], err = plan.ParseRequest(o); err != nil {
-			return nil, planError(err)
-		}
-	}
-	var plans []plan.Plan
-	for _, r := range reqs {
-		p, err := plan.Search(r)
-		if err != nil {
-			return nil, planError(err)
-		}
-		p.WeighOffload()
-		plans = append(plans, p)
-	}
-	return plans, nil
+	return f.options(name, set)
 }
 
 // maxTextOnly sets an export's default options o to plan as MaxText runs
