@@ -113,3 +113,17 @@ func (c MaxTextConfig) withNote(note string) MaxTextConfig {
 	c.Comments = slices.Insert(slices.Clone(c.Comments), 1, note)
 	return c
 }
+
+// Steps are the verify steps of the plan held (Verify, Verification.Steps),
+// for a front end to give where it shows the plan MaxText cannot run but
+// its MaxText export holds MaxText's best: Held names that layout, and
+// the first note says the steps are its, with Note.
+func (h *Held) Steps(model string, c Commands) Steps {
+	s := Verify(h.Plan, model).Steps(c)
+	s.Held = h.Plan.Best.Estimate.Mesh.String()
+	if d, err := h.Plan.Devices(); err == nil {
+		s.Held = d.String()
+	}
+	s.Notes = append([]string{"the steps are of the layout a MaxText export holds, not of the plan: " + h.Note()}, s.Notes...)
+	return s
+}

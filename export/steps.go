@@ -79,8 +79,13 @@ type Steps struct {
 	Expected *ExpectedReport `json:"expected_report,omitempty"`
 	// Notes say what the commands alone do not: a compile of another
 	// topology, a plan without remat compiled under MaxText's policy for
-	// none, a temporaries' factor the calibration replaces.
+	// none, a temporaries' factor the calibration replaces, and first,
+	// with Held, whose steps they are.
 	Notes []string `json:"notes"`
+	// Held, where the plan is one MaxText cannot run and its MaxText
+	// export holds MaxText's best (Held.Steps), is that layout, in JAX
+	// devices as the mesh option takes it: the steps are its.
+	Held string `json:"held_layout,omitempty"`
 }
 
 // Command is one step's command.

@@ -52,35 +52,41 @@ type heldView struct {
 	Why, None string
 }
 
-// maxTextHeld is the heldView of the page's plan p of options o: nil when
-// the downloads hold p's layout, as they do when MaxText runs it (their
-// search, over the schedules MaxText runs, finds it first: the page's
-// search has every candidate theirs has, TestMaxTextDownloadNamesItsLayout).
-func (h *Handler) maxTextHeld(ctx context.Context, o plan.Options, p plan.Plan) *heldView {
-	_, err := export.MaxText(p)
-	if err == nil {
-		return nil
+// maxTextHeld is the heldView of the page's plan p of options o, and the
+// plan its downloads hold (export.MaxTextHeld, searched as the page
+// searches): nil for both when the downloads hold p's layout, as they do
+// where MaxText runs it; a Held only where they hold MaxText's best.
+func (h *Handler) maxTextHeld(ctx context.Context, o plan.Options, p plan.Plan) (*heldView, *export.Held) {
+	held, err := h.heldOf(ctx, o, p)
+	if held == nil {
+		return nil, nil
 	}
-	v := &heldView{Why: export.Refusal(err, label)}
-	var out outcome
-	o, err = export.MaxTextOptions(o)
-	if err == nil {
-		out, err = h.run(ctx, o, nil, false)
-	}
-	if err == nil {
-		_, err = export.MaxText(out.plan)
-	}
-	if mem := out.plan.Best.Estimate.Memory; err == nil && !mem.Fits() {
-		err = errUnfit{mem.Shortfall()}
-	}
+	v := &heldView{Why: export.Refusal(held.Refused, label)}
 	if err != nil {
 		_, fes := h.status(err)
 		v.None = oneLine(fes.Phrase(label))
-		return v
+		return v, nil
 	}
-	j := out.plan.JSON(label)
+	j := held.Plan.JSON(label)
 	v.J = &j
-	return v
+	return v, held
+}
+
+// heldOf is export.MaxTextHeld of the plan p of options o, searched as
+// the page searches, with a plan held that does not fit refused
+// (errUnfit), as its download is.
+func (h *Handler) heldOf(ctx context.Context, o plan.Options, p plan.Plan) (*export.Held, error) {
+	held, err := export.MaxTextHeld(o, p, func(o plan.Options) (plan.Plan, error) {
+		out, err := h.run(ctx, o, nil, false)
+		return out.plan, err
+	})
+	if held == nil || err != nil {
+		return held, err
+	}
+	if mem := held.Plan.Best.Estimate.Memory; !mem.Fits() {
+		return held, errUnfit{mem.Shortfall()}
+	}
+	return held, nil
 }
 
 // The query parameters of the xpk download besides the plan's: export
@@ -189,11 +195,16 @@ type planJSON struct {
 }
 
 // servePlanJSON plans the query and downloads what plan --json --verify
-// prints, the steps spelt as the page spells them.
+// prints, the steps spelt as the page spells them: as the page's, those
+// of the layout the MaxText download holds where it is MaxText's best in
+// place of the plan (Steps.Held names it).
 func (h *Handler) servePlanJSON(w http.ResponseWriter, r *http.Request) {
 	o, _, _ := planForm.options(r.URL.RawQuery, h.cfg, nil)
 	h.download(w, r, nil, nil, nil, fixedName("plan.json"), "application/json", func(w io.Writer, p plan.Plan) error {
 		steps, _ := stepsOf(p, o)
+		if held, err := h.heldOf(r.Context(), o, p); held != nil && err == nil {
+			steps, _ = heldStepsOf(held, o)
+		}
 		return schema.Write(w, planJSON{p.JSON(plan.Option.Flag), steps})
 	})
 }

@@ -1,9 +1,11 @@
 package web
 
 import (
+	"encoding/json"
 	"html"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -96,6 +98,87 @@ func TestDownloadFramework(t *testing.T) {
 			if code != c.code || c.code != http.StatusOK && !strings.Contains(body, want) {
 				t.Errorf("GET %s&framework=%s = %d %.300q, want %d%s", path, c.framework, code, body, c.code, map[bool]string{true: " saying " + want}[c.code != http.StatusOK])
 			}
+		}
+	}
+}
+
+// verifyJSON is plan.json's verify key, as far as the tests read it.
+type verifyJSON struct {
+	Available bool   `json:"available"`
+	Held      string `json:"held_layout"`
+	Notes     []string
+	Commands  []struct {
+		Args []string `json:"args"`
+		Line string   `json:"line"`
+	} `json:"commands"`
+}
+
+// planJSONVerify downloads plan.json for query q and reads its verify.
+func planJSONVerify(t *testing.T, h http.Handler, q string) verifyJSON {
+	t.Helper()
+	code, body := get(t, h, "/download/plan.json?"+q)
+	var j struct {
+		Verify verifyJSON `json:"verify"`
+	}
+	if err := json.Unmarshal([]byte(body), &j); code != http.StatusOK || err != nil {
+		t.Fatalf("GET /download/plan.json?%s = %d, %v: %.300s", q, code, err, body)
+	}
+	return j.Verify
+}
+
+// verifyHeld is the page's label over verify steps that are of the
+// layout the MaxText YAML holds, not of the layout shown.
+var verifyHeld = regexp.MustCompile(`<p class="note verify-held">(.*)</p>`)
+
+// TestVerifyStepsAreOfTheDownload: where the page's MaxText YAML holds
+// MaxText's best in place of the layout shown (a 1F1B pipeline), the
+// verify section said only that MaxText cannot compile the shown plan,
+// and gave no steps for the YAML the user downloads (review 119 #11). It
+// now gives that layout's steps, labelled as such, and plan.json's verify
+// has them with held_layout naming it: the same commands as the steps of
+// the plan searched over what MaxText runs (framework maxtext, a second
+// path to MaxText's best), whose page shows it with no label. Where the
+// YAML holds the layout shown there is no label and no held_layout.
+func TestVerifyStepsAreOfTheDownload(t *testing.T) {
+	h := New(testConfig)
+	for _, c := range []struct {
+		q    string
+		held bool
+	}{
+		{"model=llama3-70b&tpu=v5p-32&global_batch=2Mitok", true},
+		{"model=llama3-70b&tpu=v5p-32&global_batch=2Mitok&schedule=gpipe", false},
+	} {
+		_, yaml := get(t, h, "/download/maxtext.yaml?"+c.q)
+		y := yamlLayout.FindStringSubmatch(yaml)
+		if y == nil {
+			t.Fatalf("%s: the YAML names no layout: %.300s", c.q, yaml)
+		}
+		got, best := planJSONVerify(t, h, c.q), planJSONVerify(t, h, c.q+"&framework=maxtext")
+		code, body := get(t, h, "/?"+c.q)
+		label := ""
+		if m := verifyHeld.FindStringSubmatch(body); m != nil {
+			label = html.UnescapeString(tags.ReplaceAllString(m[1], ""))
+		}
+		lines := func(v verifyJSON) (l []string) {
+			for _, c := range v.Commands {
+				l = append(l, c.Line)
+			}
+			return l
+		}
+		switch {
+		case code != http.StatusOK:
+			t.Fatalf("GET /?%s = %d", c.q, code)
+		case !c.held && (got.Held != "" || label != ""):
+			t.Errorf("%s: the YAML holds the layout shown; verify's held_layout %q, label %q", c.q, got.Held, label)
+		case !c.held:
+		case !got.Available || got.Held != y[1] || !slices.Equal(lines(got), lines(best)) || best.Held != "":
+			t.Errorf("%s: plan.json's verify: available %v, held_layout %q, commands %q; want the steps of the YAML's %s, those of framework maxtext's plan %q",
+				c.q, got.Available, got.Held, lines(got), y[1], lines(best))
+		case len(got.Notes) == 0 || !strings.Contains(got.Notes[0], "MaxText's best, "+y[1]+" ("):
+			t.Errorf("%s: plan.json's verify notes %q do not say first whose steps they are", c.q, got.Notes)
+		case !strings.Contains(label, "MaxText's best, "+y[1]+", not the layout shown: MaxText cannot compile this plan as it is") ||
+			!strings.Contains(body, html.EscapeString(got.Commands[0].Line)) || !strings.Contains(strings.Join(got.Commands[0].Args, " "), " --mesh "+y[1]+" "):
+			t.Errorf("%s: the page's verify section: label %q; want the YAML's %s named, and its export step %q", c.q, label, y[1], got.Commands[0].Line)
 		}
 	}
 }

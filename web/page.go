@@ -167,8 +167,11 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 			if v, err = result(out, label); err == nil {
 				v.ScalingLater = later
 				vv := verifyOf(out.plan, o)
+				var held *export.Held
+				if v.MaxText, held = h.maxTextHeld(r.Context(), o, out.plan); held != nil {
+					vv = heldVerifyOf(held, o) // the steps of what the YAML holds
+				}
 				v.Verify = &vv
-				v.MaxText = h.maxTextHeld(r.Context(), o, out.plan)
 				d.Results = []resultView{v}
 				d.Query = queryURL(q)
 				pq := maps.Clone(q)

@@ -25,6 +25,10 @@ type verifyView struct {
 	// SpecFile is where to save the pasted spec, which --model names;
 	// empty for a catalog model.
 	SpecFile string
+	// HeldWhy, where the steps are of the layout the MaxText download
+	// holds (Steps.Held) and not of the plan shown, says why the shown
+	// one is not it, in the form's labels.
+	HeldWhy string
 }
 
 // webCommands is how the page spells shardlab's commands in the verify
@@ -37,11 +41,25 @@ func webCommands(o plan.Options) export.Commands {
 // stepsOf is plan p's verify steps for the form's options o, and the file
 // a pasted spec is to be saved in (empty for a catalog model).
 func stepsOf(p plan.Plan, o plan.Options) (export.Steps, string) {
-	model, file := "", ""
-	if len(o.ModelSpec) > 0 {
-		model, file = specFile, specFile
-	}
+	model, file := modelOf(o)
 	return export.Verify(p, model).Steps(webCommands(o)), file
+}
+
+// heldStepsOf is stepsOf of the plan held, which the MaxText download
+// holds in place of the plan shown (export.Held.Steps).
+func heldStepsOf(held *export.Held, o plan.Options) (export.Steps, string) {
+	model, file := modelOf(o)
+	return held.Steps(model, webCommands(o)), file
+}
+
+// modelOf is how the verify steps' commands name the model of options o
+// (export.Verify's model: empty for a catalog model, which they name),
+// and the file a pasted spec is to be saved in.
+func modelOf(o plan.Options) (model, file string) {
+	if len(o.ModelSpec) > 0 {
+		return specFile, specFile
+	}
+	return "", ""
 }
 
 // viewOf is the view of steps s; specFile is where a pasted spec is to be
@@ -62,6 +80,18 @@ func verifyOf(p plan.Plan, o plan.Options) verifyView {
 	if err := v.Refused; err != nil {
 		v.Unavailable = export.Refusal(err, label)
 	}
+	return v
+}
+
+// heldVerifyOf is verifyOf for a page whose MaxText download holds
+// MaxText's best in place of the plan shown: the steps of the layout
+// downloaded, labelled with why the shown one is not it.
+func heldVerifyOf(held *export.Held, o plan.Options) verifyView {
+	v := viewOf(heldStepsOf(held, o))
+	if err := v.Refused; err != nil {
+		v.Unavailable = export.Refusal(err, label)
+	}
+	v.HeldWhy = export.Refusal(held.Refused, label)
 	return v
 }
 
