@@ -118,8 +118,9 @@ func layoutSpec(p plan.Plan) string {
 // (plan.ParseFramework): none or any (the export limits the search to
 // MaxText's) or maxtext; another is refused, naming the framework
 // option, not replaced. Every front end's MaxText and xpk export plans
-// through it: the CLI's and the web UI's downloads of the same options
-// are the same file.
+// through it where MaxText cannot run plan's own choice (MaxTextHeld):
+// the CLI's and the web UI's downloads of the same options are the same
+// file.
 func MaxTextOptions(o plan.Options) (plan.Options, error) {
 	if _, err := plan.ParseFramework(o.Framework); err != nil {
 		return o, err

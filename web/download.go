@@ -19,7 +19,7 @@ import (
 )
 
 // serveMaxText plans the query and downloads the chosen layout as a
-// MaxText config.
+// MaxText config (MaxText's best where MaxText cannot run it, download).
 func (h *Handler) serveMaxText(w http.ResponseWriter, r *http.Request) {
 	// MaxText reads a config file only by a name ending in .yml.
 	fileName := func(p plan.Plan) string {
@@ -28,11 +28,14 @@ func (h *Handler) serveMaxText(w http.ResponseWriter, r *http.Request) {
 		}
 		return "shardlab.yml"
 	}
-	h.download(w, r, export.MaxTextOptions, nil, nil, fileName, "application/yaml", func(w io.Writer, p plan.Plan) error {
+	h.download(w, r, true, nil, nil, fileName, "application/yaml", func(w io.Writer, p plan.Plan, held *export.Held) error {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
 			return errUnfit{mem.Shortfall()}
 		}
 		cfg, err := export.MaxText(p)
+		if held != nil {
+			cfg, err = held.MaxText()
+		}
 		if err != nil {
 			return err
 		}
@@ -41,10 +44,10 @@ func (h *Handler) serveMaxText(w http.ResponseWriter, r *http.Request) {
 }
 
 // heldView says which layout the page's MaxText and xpk downloads hold
-// when it is not the layout the page shows. The downloads plan as MaxText
-// runs (export.MaxTextOptions), so where MaxText cannot run the shown
-// layout (a 1F1B or interleaved pipeline: maxtext issue #752) they hold
-// MaxText's best, another layout: J is its plan, as the page shows
+// when it is not the layout the page shows. Where MaxText cannot run the
+// shown layout (a 1F1B or interleaved pipeline: maxtext issue #752) they
+// hold MaxText's best (export.MaxTextHeld), another layout, and a comment
+// under their title says so: J is its plan, as the page shows
 // plans, and Why says why the shown layout is not it. Where MaxText runs
 // no layout of the job, J is nil and None says why there is no download.
 type heldView struct {
@@ -116,9 +119,12 @@ const defaultBaseDockerImage = "maxtext_base_image"
 // it, with the query's xpk options (xpkOptions).
 func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 	xo, bad := xpkOptions(r.URL.Query())
-	h.download(w, r, export.MaxTextOptions, xpkKeys, bad, fixedName("xpk.sh"), "text/x-shellscript", func(w io.Writer, p plan.Plan) error {
+	h.download(w, r, true, xpkKeys, bad, fixedName("xpk.sh"), "text/x-shellscript", func(w io.Writer, p plan.Plan, held *export.Held) error {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
 			return errUnfit{mem.Shortfall()}
+		}
+		if held != nil {
+			return held.XPK(w, xo)
 		}
 		return export.XPK(w, p, xo)
 	})
@@ -200,7 +206,7 @@ type planJSON struct {
 // place of the plan (Steps.Held names it).
 func (h *Handler) servePlanJSON(w http.ResponseWriter, r *http.Request) {
 	o, _, _ := planForm.options(r.URL.RawQuery, h.cfg, nil)
-	h.download(w, r, nil, nil, nil, fixedName("plan.json"), "application/json", func(w io.Writer, p plan.Plan) error {
+	h.download(w, r, false, nil, nil, fixedName("plan.json"), "application/json", func(w io.Writer, p plan.Plan, _ *export.Held) error {
 		steps, _ := stepsOf(p, o)
 		if held, err := h.heldOf(r.Context(), o, p); held != nil && err == nil {
 			steps, _ = heldStepsOf(held, o)
@@ -224,31 +230,40 @@ func fixedName(name string) func(plan.Plan) string { return func(plan.Plan) stri
 // writes the plan as write does, named by name; more are mistakes in the
 // values of keys. The query's mistakes (checkQuery, the form's values,
 // more) are refused before the search, each named by its key or the
-// form's label. A target that is not what plan --json prints plans with
-// the options as its CLI export does (target: export.MaxTextOptions for
-// MaxText and xpk, which refuses a framework the query names that the
-// export cannot honour, with the query's other mistakes); nil plans the
-// query's options as they are.
-func (h *Handler) download(w http.ResponseWriter, r *http.Request, target func(plan.Options) (plan.Options, error), keys queryKeys, more fieldErrors,
-	name func(plan.Plan) string, ctype string, write func(io.Writer, plan.Plan) error) {
+// form's label. A download to MaxText (maxText: its YAML, the xpk
+// command) plans as its CLI export does: the query's options as the page
+// plans them, then, where MaxText cannot run that plan, MaxText's best
+// (export.MaxTextHeld), which write gets with the Held that says so; a
+// framework the query names that the export cannot honour
+// (export.MaxTextOptions), and what the export's own request refuses, are
+// refused before any search, with the query's other mistakes.
+func (h *Handler) download(w http.ResponseWriter, r *http.Request, maxText bool, keys queryKeys, more fieldErrors,
+	name func(plan.Plan) string, ctype string, write func(io.Writer, plan.Plan, *export.Held) error) {
 	o, _, bad := planForm.options(r.URL.RawQuery, h.cfg, keys)
-	if target != nil {
-		to, err := target(o)
+	bad = append(bad, more...)
+	if maxText {
+		mo, err := export.MaxTextOptions(o)
 		fe, named := optionError(err)
-		switch {
-		case named:
-			bad = append(bad, fe)
-		case err != nil:
+		if named {
+			bad = append(bad, fe) // refused with the query's other mistakes
+		} else if err == nil {
+			_, err = parseAll(mo, bad) // the export's own request
+		}
+		if err != nil && !named {
 			h.fail(w, err, planForm.keyLabel)
 			return
-		default:
-			o = to
 		}
 	}
-	out, err := h.run(r.Context(), o, append(bad, more...), false)
+	out, err := h.run(r.Context(), o, bad, false)
+	p, held := out.plan, (*export.Held)(nil)
+	if err == nil && maxText {
+		if held, err = h.heldOf(r.Context(), o, p); held != nil && err == nil {
+			p = held.Plan
+		}
+	}
 	var b strings.Builder
 	if err == nil {
-		err = write(&b, out.plan)
+		err = write(&b, p, held)
 	}
 	switch {
 	case err != nil && ctype == "application/json":
@@ -260,7 +275,7 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request, target func(p
 		return
 	}
 	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("Content-Disposition", `attachment; filename="`+name(out.plan)+`"`)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name(p)+`"`)
 	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 	io.WriteString(w, b.String())
 }
