@@ -31,13 +31,25 @@ func (d Degree) Size() int { return d.ICI * d.DCN }
 
 // ErrTensorOverDCN rejects tensor parallelism across slices.
 var ErrTensorOverDCN = errors.New("tensor parallelism over DCN is not supported: " +
-	"it all-reduces activations inside every layer, on the critical path, and DCN has about " +
-	"1/20 of ICI's bandwidth per chip; keep tensor inside a slice and use data or pipeline across slices")
+	"it all-reduces activations inside every layer, on the critical path, over a fraction of ICI's bandwidth; " +
+	"keep tensor inside a slice and use data, fsdp or pipeline across slices")
 
 // ErrContextOverDCN rejects context parallelism across slices.
 var ErrContextOverDCN = errors.New("context parallelism over DCN is not supported: " +
 	"ring attention passes every layer's keys and values around the ring, the same fine-grained traffic as tensor " +
 	"parallelism; keep context inside a slice and use data, fsdp or pipeline across slices")
+
+// dcnShare is err with what DCN gives a chip of ms against its ICI, from
+// the catalog (one way: DCNPerChip against ICILinks x ICILinkBandwidth),
+// where both are known: v5p's 6.25 GB/s against 540 GB/s is 1/86.
+func dcnShare(err error, ms hw.Multislice) error {
+	c := ms.Slice.Chip
+	dcn, ici := float64(ms.DCNPerChip), float64(c.ICILinkBandwidth)*float64(c.ICILinks)
+	if dcn <= 0 || ici <= 0 {
+		return err
+	}
+	return fmt.Errorf("%w (on %s DCN gives each chip %.3g GB/s against ICI's %.3g GB/s, 1/%.0f)", err, c.Generation, dcn/1e9, ici/1e9, ici/dcn)
+}
 
 // ErrInvalid is wrapped by every other layout error.
 var ErrInvalid = errors.New("invalid mesh")
@@ -94,7 +106,7 @@ func New(ms hw.Multislice, degrees ...Degree) (Mesh, error) {
 	}
 	for _, a := range All() {
 		if d := m.degrees[a]; d.DCN > 1 && !a.CrossesDCN() {
-			return Mesh{}, &Error{Field: a.String(), Value: fmt.Sprintf("%d over DCN", d.DCN), Err: axes[a].overDCN}
+			return Mesh{}, &Error{Field: a.String(), Value: fmt.Sprintf("%d over DCN", d.DCN), Err: dcnShare(axes[a].overDCN, ms)}
 		}
 	}
 	if ms.Slices == 1 {
