@@ -42,14 +42,24 @@ func webCommands(o plan.Options) export.Commands {
 // a pasted spec is to be saved in (empty for a catalog model).
 func stepsOf(p plan.Plan, o plan.Options) (export.Steps, string) {
 	model, file := modelOf(o)
-	return export.Verify(p, model).Steps(webCommands(o)), file
+	return specNoted(export.Verify(p, model).Steps(webCommands(o)), file), file
+}
+
+// specNoted is steps s with a note, where the commands name a pasted spec
+// by the file it is to be saved in, saying so: plan.json carries no
+// page to say it (review 123 #12).
+func specNoted(s export.Steps, file string) export.Steps {
+	if file != "" && s.Available {
+		s.Notes = append(s.Notes, "save the model spec pasted into the page as "+file+": the commands' --model names it")
+	}
+	return s
 }
 
 // heldStepsOf is stepsOf of the plan held, which the MaxText download
 // holds in place of the plan shown (export.Held.Steps).
 func heldStepsOf(held *export.Held, o plan.Options) (export.Steps, string) {
 	model, file := modelOf(o)
-	return held.Steps(model, webCommands(o)), file
+	return specNoted(held.Steps(model, webCommands(o)), file), file
 }
 
 // modelOf is how the verify steps' commands name the model of options o

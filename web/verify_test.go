@@ -61,6 +61,11 @@ func TestPageVerifySpecAndNoTarget(t *testing.T) {
 	if !strings.Contains(v, "save the model spec as <code>model.yml</code>") || !strings.Contains(v, "--model model.yml --tpu v5p-8") {
 		t.Errorf("pasted spec's verify steps:\n%s", v)
 	}
+	// plan.json, which has no page around its steps, says so in a note
+	code, body := get(t, New(testConfig), "/download/plan.json?model=spec&tpu=v5p-8&model_spec="+url.QueryEscape(spec))
+	if code != http.StatusOK || !strings.Contains(body, `"save the model spec pasted into the page as model.yml: the commands' --model names it"`) {
+		t.Errorf("plan.json of a pasted spec = %d, want its verify notes to say where to save the spec:\n%.2000s", code, body)
+	}
 	v = verifySection(t, "/?model=spec&tpu=v3-8&model_spec="+url.QueryEscape(spec))
 	if !strings.Contains(v, "no ahead-of-time compile target") || strings.Contains(v, "shardlab check") {
 		t.Errorf("v3-8's verify steps:\n%s", v)
