@@ -16,10 +16,13 @@ import (
 // cost costs such a job as its micro-batches without a pipeline.
 //
 // The search chooses the micro-batches of each layout it tries
-// (accumulation). A layout given as {mesh} with a fixed {global_batch} is
-// costed as one pass, unless {gradient_accumulation_steps} names its
-// micro-batches: then the plan, its export and check all cost the job
-// MaxText runs with that key (export.Verify names it).
+// (accumulation). A layout given as {mesh} with a fixed {global_batch}
+// runs in the micro-batches {gradient_accumulation_steps} names; with 0
+// (the planner chooses) in the fewest that fit, of the counts that divide
+// the batch into micro-batches its batch shards split
+// (fixedAccumulation), which the plan's reasons name
+// (accumulationNote); the plan, its export and check then all cost the
+// job MaxText runs with that key (export.Verify names it).
 
 // MaxAccumulationSteps is the largest {gradient_accumulation_steps}: the
 // steps divide the global batch, at most MaxBatch sequences.
@@ -97,26 +100,49 @@ const maxAccumulation = 64
 
 // accumulation is the micro-batches a mesh m without a pipeline is costed
 // with: the request's Accumulation when it gives one; else 1 where the
-// request lets the planner choose the batch (a smaller
-// batch fits better than accumulating), where it names the layout (the
-// plan then costs that layout as given and shows by how much it misses,
-// what check compares a compile log with), or where one micro-batch of the
-// request's global batch runs under some remat policy and dispatch; else
-// the fewest of 2, 4, 8, … with which one does, so that the batch still
-// splits into whole sequences per shard (Request.batchUnit); 1 where none
-// does. It reads memory alone, never the search's bars, so the lean
-// search and the whole one cost a layout alike.
+// request lets the planner choose the batch (a smaller batch fits better
+// than accumulating); for a layout the request names, the fewest of the
+// counts MaxText can run that fit (fixedAccumulation); else 1 where one
+// micro-batch of the request's global batch runs under some remat policy
+// and dispatch; else the fewest of 2, 4, 8, … with which one does, so
+// that the batch still splits into whole sequences per shard
+// (Request.batchUnit); 1 where none does. It reads memory alone, never
+// the search's bars, so the lean search and the whole one cost a layout
+// alike.
 func (w *worker) accumulation(m *mesh.Mesh, remats []cost.Remat, rings []bool) int {
 	if w.req.Accumulation > 0 && m.Size(mesh.Pipeline) == 1 {
 		return w.req.Accumulation
 	}
 	b := w.req.GlobalBatch
-	if b == 0 || w.req.Axes != nil || m.Size(mesh.Pipeline) > 1 {
+	if b == 0 || m.Size(mesh.Pipeline) > 1 {
 		return 1
 	}
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert)
+	if w.req.Axes != nil {
+		return w.fixedAccumulation(m, shards, remats, rings)
+	}
 	for g := 1; g <= maxAccumulation && b%w.req.batchUnit(shards*g) == 0; g *= 2 {
 		if w.runs(m, g, remats, rings) {
+			return g
+		}
+	}
+	return 1
+}
+
+// fixedAccumulation is the micro-batches of a layout the request names
+// (m, whose batch splits into shards) when the request leaves them to the
+// planner: the fewest g that fit under some remat policy and dispatch
+// (runs) of those MaxText can run, which divide the global batch into g
+// micro-batches of one size (it trains on int(devices x
+// per_device_batch_size) x gradient_accumulation_steps sequences a step:
+// configs/types.py calculate_global_batch_sizes @e591f30c) that split
+// into whole sequences per shard (Request.batchUnit, as parseAccumulation
+// asks of a count given); 1, one pass, where none fits, so that the plan
+// shows the layout as asked and by how much it misses.
+func (w *worker) fixedAccumulation(m *mesh.Mesh, shards int, remats []cost.Remat, rings []bool) int {
+	b, u := w.req.GlobalBatch, w.req.batchUnit(shards)
+	for g := 1; g <= min(b, MaxAccumulationSteps); g++ {
+		if b%g == 0 && (b/g)%u == 0 && w.runs(m, g, remats, rings) {
 			return g
 		}
 	}
@@ -141,4 +167,39 @@ func (w *worker) runs(m *mesh.Mesh, g int, remats []cost.Remat, rings []bool) bo
 		}
 	}
 	return false
+}
+
+// accumulationNote is the reason a plan of a layout the request names
+// runs its global batch in micro-batches the request did not give
+// (fixedAccumulation): one pass misses, by the shortfall est costs it at,
+// and the count is the fewest that fit of those MaxText can run. ok is
+// false for any other plan.
+func accumulationNote(p Plan, est *cost.Estimator) (n Note, ok bool) {
+	r, e := p.Request, p.Best.Estimate
+	g := p.ChosenAccumulation()
+	if g == 0 {
+		return Note{}, false
+	}
+	one := e.Job
+	one.MicroBatches = 1
+	miss := "it does not fit"
+	if o, err := est.Estimate(one, e.Mesh); err == nil && o.Memory.Shortfall() != "" {
+		miss = "misses " + o.Memory.Shortfall()
+	}
+	shards := e.Mesh.Size(mesh.Data) * e.Mesh.Size(mesh.FSDP) * e.Mesh.Size(mesh.Expert)
+	return note(OptionGradientAccumulationSteps, "gradient accumulation, chosen by the planner: {global_batch} %d in one pass on %s under remat %s %s, so the step runs as %d micro-batches of %d sequences (MaxText gradient_accumulation_steps %d), the fewest that fit of the counts MaxText can run here (%s: configs/types.py trains on micro-batches of one size, and each must split over the layout's %d batch shards); {gradient_accumulation_steps} fixes another count",
+		r.GlobalBatch, e.Mesh, e.Job.Remat, miss, g, r.GlobalBatch/g, g, accumulationsThatSplit(r.GlobalBatch, r.batchUnit(shards)), shards), true
+}
+
+// ChosenAccumulation is the micro-batches, above 1, the planner chose to
+// run the global batch of a layout the request names in
+// (fixedAccumulation), the request giving none; 0 for a plan in one pass,
+// of a count given, of a search or with a pipeline. A compile log does
+// not say which count it compiled, so check asks for it then.
+func (p Plan) ChosenAccumulation() int {
+	r, e := p.Request, p.Best.Estimate
+	if r.Axes == nil && r.DeviceAxes == nil || r.Accumulation > 0 || e.Mesh.Size(mesh.Pipeline) > 1 || e.Job.MicroBatches <= 1 || !e.Memory.Fits() {
+		return 0
+	}
+	return e.Job.MicroBatches
 }

@@ -101,10 +101,12 @@ func TestAccumulationJSON(t *testing.T) {
 // TestGivenAccumulation: the gemma2-27b job the review found (v6e-64, 256
 // sequences) searches its way to fsdp=64 with 4 micro-batches. Asked as
 // that layout ({mesh}, its remat) with {gradient_accumulation_steps} 4, it
-// is costed as the search costed it; without the option, as one pass of
-// the whole batch, which misses HBM; with 2, as 2 micro-batches, the
-// count given and not the search's, though it misses HBM too (cost's own
-// estimate of the 2-micro-batch job).
+// is costed as the search costed it; without the option (0, the planner
+// chooses) as the search costed it too: 4 is the fewest micro-batches
+// that fit of 1, 2 and 4 (it costed one pass of the whole batch, which
+// misses HBM, review 123 #3); with 2, as 2 micro-batches, the count given
+// and not the planner's, though it misses HBM (cost's own estimate of
+// the 2-micro-batch job).
 func TestGivenAccumulation(t *testing.T) {
 	job := func(o *Options) { o.Model, o.TPU, o.GlobalBatch = "gemma2-27b", "v6e-64", "256" }
 	searched, err := Search(parsed(t, job))
@@ -118,7 +120,7 @@ func TestGivenAccumulation(t *testing.T) {
 	for _, c := range []struct {
 		steps, micro int
 		fits         bool
-	}{{4, 4, true}, {0, 1, false}, {2, 2, false}} {
+	}{{4, 4, true}, {0, 4, true}, {2, 2, false}} {
 		r := parsed(t, func(o *Options) {
 			job(o)
 			o.Mesh, o.Remat, o.GradientAccumulationSteps = "fsdp=64", string(want.Job.Remat), c.steps
@@ -131,8 +133,52 @@ func TestGivenAccumulation(t *testing.T) {
 		if e.Job.MicroBatches != c.micro || e.Memory.Fits() != c.fits || e.Job.GlobalBatch != 256 {
 			t.Errorf("steps %d: %d micro-batches of batch %d, fits %v; want %d, 256, %v", c.steps, e.Job.MicroBatches, e.Job.GlobalBatch, e.Memory.Fits(), c.micro, c.fits)
 		}
-		if c.steps == 4 && !reflect.DeepEqual(e, want) {
-			t.Errorf("steps 4: %+v\nwant the search's %+v", e, want)
+		if c.fits && !reflect.DeepEqual(e, want) {
+			t.Errorf("steps %d: %+v\nwant the search's %+v", c.steps, e, want)
 		}
+	}
+}
+
+// TestFixedMeshChoosesAccumulation: review 123 #3. Llama 3 70B on 4 slices
+// of v5p-128 asked as {mesh} data=4(dcn),fsdp=64 with {global_batch} 768
+// and no {gradient_accumulation_steps} was costed in one pass, 3
+// sequences a chip, and refused (HBM by 34.6 GiB) though 3 micro-batches
+// fit. By hand: the 256 batch shards split micro-batches of 768/g
+// sequences for g = 1 and 3 only (768 = 3 x 256), so with one pass
+// missing (cost's own estimate) the planner's count is 3; the plan's
+// reasons say it chose it, and a count given (1) is kept, missing.
+func TestFixedMeshChoosesAccumulation(t *testing.T) {
+	job := func(steps int) func(*Options) {
+		return func(o *Options) {
+			o.Model, o.TPU, o.Slices, o.Mesh = "llama3-70b", "v5p-128", 4, "data=4(dcn),fsdp=64"
+			o.Remat, o.GlobalBatch, o.GradientAccumulationSteps = "save_dot_except_mlp", "768", steps
+		}
+	}
+	if got := accumulationsThatSplit(768, 256); got != "1, 3" {
+		t.Fatalf("accumulationsThatSplit(768, 256) = %q, want \"1, 3\"", got)
+	}
+	p, err := Search(parsed(t, job(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.Best.Estimate
+	if e.Job.MicroBatches != 3 || e.Job.GlobalBatch != 768 || !e.Memory.Fits() {
+		t.Fatalf("%s: %d micro-batches of batch %d, fits %v; want 3 of 768 that fit", e.Mesh, e.Job.MicroBatches, e.Job.GlobalBatch, e.Memory.Fits())
+	}
+	one := e.Job
+	one.MicroBatches = 1
+	if o, err := cost.EstimateStep(one, e.Mesh); err != nil || o.Memory.Fits() {
+		t.Fatalf("one pass: fits %v (%v), want a miss: then 1 is the planner's count", err == nil && o.Memory.Fits(), err)
+	}
+	var said bool
+	for _, n := range p.Reasons {
+		said = said || n.Option == OptionGradientAccumulationSteps && strings.Contains(n.String(), "gradient_accumulation_steps 3") && strings.Contains(n.String(), "chosen by the planner")
+	}
+	if !said {
+		t.Errorf("reasons %v: none says the planner chose gradient_accumulation_steps 3", p.Reasons)
+	}
+	given, err := Search(parsed(t, job(1)))
+	if g := given.Best.Estimate; g.Job.MicroBatches != 1 || g.Memory.Fits() {
+		t.Errorf("steps 1 given: %d micro-batches, fits %v (%v); want the 1 given, missing", g.Job.MicroBatches, g.Memory.Fits(), err)
 	}
 }

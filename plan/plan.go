@@ -170,6 +170,9 @@ func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome, bulk bool) (
 	if err != nil {
 		return p, err
 	}
+	if n, ok := accumulationNote(p, s.est); ok {
+		p.Reasons = append(p.Reasons, n)
+	}
 	e := p.Best.Estimate
 	shards := max(e.Job.GlobalBatch/max(e.MicroBatchSize, 1), 1)
 	p.MaxMicroBatch, p.MaxMicroBatchBound, err = s.est.MaxMicroBatchBound(e.Job, e.Mesh, max(MaxBatch/shards, 1))

@@ -74,9 +74,10 @@ func TestPageVerifySpecAndNoTarget(t *testing.T) {
 
 // TestPageVerifyUnfit: the page offered the verify steps for a layout
 // that does not fit, whose download answers 422; it says there is
-// nothing to compile.
+// nothing to compile. The layout is of one pass, given: the planner
+// would run the batch as 2 micro-batches, which fit.
 func TestPageVerifyUnfit(t *testing.T) {
-	v := verifySection(t, "/?model=llama3-405b&tpu=tpu7x-256&mesh="+url.QueryEscape("fsdp=64,tensor=4")+"&global_batch=256&remat=save_qkv_proj")
+	v := verifySection(t, "/?model=llama3-405b&tpu=tpu7x-256&mesh="+url.QueryEscape("fsdp=64,tensor=4")+"&global_batch=256&remat=save_qkv_proj&gradient_accumulation_steps=1")
 	if !strings.Contains(v, "the layout does not fit (HBM by ") || strings.Contains(v, "shardlab check") {
 		t.Errorf("verify steps of a layout that does not fit:\n%s", v)
 	}

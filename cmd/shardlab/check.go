@@ -160,6 +160,11 @@ func checkInputs(fs *flag.FlagSet, f *planFlags, c *checkFlags) (validate.Compil
 		return none, plan.Plan{}, bad("check: give the plan the log compiled (--model, --tpu, --slices, --mesh, --global-batch as export maxtext took them), not the built-in examples")
 	}
 	p := plans[0]
+	if g := p.ChosenAccumulation(); g > 0 {
+		// the planner's count depends on the calibration the check is
+		// given; the compiled config's count does not
+		return none, plan.Plan{}, bad("check: give --gradient-accumulation-steps as the compiled config's gradient_accumulation_steps (1 where it has none): the log does not say, and the plan of these flags runs --global-batch %d as %d micro-batches it chose (what export maxtext writes for them)", p.Request.GlobalBatch, g)
+	}
 	if err := checkLogCapacity(c.log, log, p.Best.Estimate.Mesh.Multislice.Slice.Chip); err != nil {
 		return none, plan.Plan{}, err
 	}

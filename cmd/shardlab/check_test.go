@@ -186,7 +186,8 @@ func TestPlanNamesWhatStopsTheBatch(t *testing.T) {
 // user most needed was hidden). The calibrated plan refuses the layout.
 func TestCheckAtTheLimit(t *testing.T) {
 	dir := t.TempDir()
-	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "28", "--remat", "full"}
+	// the log is of one pass; calibrated, the planner would accumulate
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "28", "--remat", "full", "--gradient-accumulation-steps", "1"}
 	js, errOut, code := runCmd(append([]string{"plan", "--json"}, job...)...)
 	var p struct {
 		M struct {
@@ -260,7 +261,8 @@ func TestCheckRefusesAnotherChipsLog(t *testing.T) {
 // temporaries); the needed peak is then the reported one.
 func TestCheckOOMCalibrationRefuses(t *testing.T) {
 	dir := t.TempDir()
-	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal"}
+	// the log is of one pass; calibrated, the planner would accumulate
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal", "--gradient-accumulation-steps", "1"}
 	cal := filepath.Join(dir, "cal.json")
 	log := writeLog(t, dir, "oom.log", "Ran out of memory in memory space hbm. Used 100.5G of 95.74G hbm")
 	if _, errOut, code := runCmd(append([]string{"check", "--compile-log", log, "--write-calibration", cal}, job...)...); code != 0 {
@@ -301,7 +303,8 @@ func TestCheckJSONErrorAndCalibration(t *testing.T) {
 		t.Errorf("error %q, want stderr's line %q", doc.Error, line)
 	}
 	job := []string{"--compile-log", writeLog(t, dir, "v5p.log", "Ran out of memory in memory space hbm. Used 100.5G of 95.74G hbm"),
-		"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal", "--temp-scale", "1.5"}
+		"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal", "--temp-scale", "1.5",
+		"--gradient-accumulation-steps", "1"} // one pass: scaled, the planner would accumulate
 	text, errOut, code := runCmd(append([]string{"check"}, job...)...)
 	if code != 0 || !strings.Contains(text, "Calibration: --temp-scale 1.5 scales") {
 		t.Errorf("check --temp-scale 1.5: exit %d %s, want its Calibration line:\n%s", code, errOut, text)

@@ -100,3 +100,44 @@ func checkPrinted(t *testing.T, checkArgs []string, p accumPlan) {
 		t.Errorf("%q wrote temp_scale %g (%v), want 1 on a log of the plan's prediction", args, c.Scale, err)
 	}
 }
+
+// TestMeshPlansItsAccumulation: review 123 #3. plan with --mesh and
+// --global-batch and no --gradient-accumulation-steps (its help: "0: the
+// planner chooses") costed llama3-70b's 768 sequences on 4 x v5p-128 as
+// data=4(dcn),fsdp=64 in one pass and exited 1, "HBM by 34.6 GiB", though
+// 3 micro-batches fit (34.1 GiB left). It now plans 3 (768/g splits over
+// the 256 batch shards for g = 1 and 3 only), says why, and the printed
+// export carries the count and writes the config of the count given;
+// --gradient-accumulation-steps 1 is kept and misses, exit 1.
+func TestMeshPlansItsAccumulation(t *testing.T) {
+	job := []string{"--model", "llama3-70b", "--tpu", "v5p-128", "--slices", "4", "--mesh", "data=4(dcn),fsdp=64", "--remat", "save_dot_except_mlp", "--global-batch", "768"}
+	out, errOut, code := runCmd(append([]string{"plan"}, job...)...)
+	for _, want := range []string{"gradient accumulation 3 micro-batches", "fits, 34.1 GiB left", "gradient accumulation, chosen by the planner", "misses HBM by 34.6 GiB", "gradient_accumulation_steps 3"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("plan %v: exit %d %s, want exit 0 and %q in:\n%s", job, code, errOut, want, out)
+		}
+	}
+	exportArgs, checkArgs := verifyLines(t, job...)
+	for _, args := range [][]string{exportArgs, checkArgs} {
+		if i := slices.Index(args, "--gradient-accumulation-steps"); i < 0 || args[i+1] != "3" {
+			t.Errorf("plan --verify: %q, want --gradient-accumulation-steps 3", args)
+		}
+	}
+	cfg, errOut, code := runCmd(exportArgs...)
+	chosen, _, _ := runCmd(append([]string{"export", "maxtext"}, job...)...)
+	if code != 0 || cfg != chosen || !strings.Contains(cfg, "\ngradient_accumulation_steps: 3\n") {
+		t.Errorf("%q: exit %d %s; want the config of 3 micro-batches that export of the plan's flags writes:\n%.400s", exportArgs, code, errOut, cfg)
+	}
+	_, errOut, code = runCmd(append([]string{"plan", "--gradient-accumulation-steps", "1"}, job...)...)
+	if code != 1 || !strings.Contains(errOut, "does not fit: HBM by 34.6 GiB") {
+		t.Errorf("plan --gradient-accumulation-steps 1: exit %d %q, want 1 and the one pass's miss", code, errOut)
+	}
+	// a compile log does not say its count: check asks for it
+	log := writeLog(t, t.TempDir(), "compile.log", "Ran out of memory in memory space hbm. Used 130G of 95.74G hbm")
+	if _, errOut, code = runCmd(append([]string{"check", "--compile-log", log}, job...)...); code != 2 || !strings.Contains(errOut, "give --gradient-accumulation-steps as the compiled config's") {
+		t.Errorf("check without --gradient-accumulation-steps: exit %d %q, want 2 asking for it", code, errOut)
+	}
+	if out, errOut, code = runCmd(append([]string{"check", "--compile-log", log, "--gradient-accumulation-steps", "1"}, job...)...); code != 0 || !strings.Contains(out, "out of memory at 130.00 GiB") {
+		t.Errorf("check --gradient-accumulation-steps 1: exit %d %s\n%s", code, errOut, out)
+	}
+}

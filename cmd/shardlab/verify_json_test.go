@@ -77,7 +77,7 @@ func TestVerifyJSONUnavailable(t *testing.T) {
 		args   []string
 		reason string
 	}{
-		{[]string{"--model", "llama3-405b", "--tpu", "tpu7x-256", "--mesh", "fsdp=64,tensor=4", "--global-batch", "256", "--remat", "save_qkv_proj"}, export.WhyUnfit},
+		{[]string{"--model", "llama3-405b", "--tpu", "tpu7x-256", "--mesh", "fsdp=64,tensor=4", "--global-batch", "256", "--remat", "save_qkv_proj", "--gradient-accumulation-steps", "1"}, export.WhyUnfit},
 		{[]string{"--model", "gemma-2b", "--tpu", "v3-8"}, export.WhyNoCompileTopology},
 		{[]string{"--model", "llama3-8b", "--tpu", "v5p-8", "--slices", "2", "--mesh", "fsdp=4,pipeline=2(dcn)", "--global-batch", "32", "--schedule", "1f1b"}, export.WhyRefused},
 	} {

@@ -134,7 +134,9 @@ func TestVerifyLinesRoundTrip(t *testing.T) {
 // 1.333).
 func TestCheckCalibratesTheUncalibratedModel(t *testing.T) {
 	dir := t.TempDir()
-	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal"}
+	// the logs are of one pass; under --temp-scale 1.5 the planner would
+	// accumulate (check then asks for the count)
+	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal", "--gradient-accumulation-steps", "1"}
 	seed := writeLog(t, dir, "seed.log", "Used 200G of 95.74G hbm")
 	js, errOut, code := runCmd(append([]string{"check", "--compile-log", seed, "--json"}, job...)...)
 	var pred struct {
@@ -257,8 +259,10 @@ func TestVerifyCommandsNameTheJob(t *testing.T) {
 // TestVerifyUnfitLayout: a --mesh layout that does not fit got the verify
 // steps, whose export then refused to write the config ("the layout does
 // not fit ... nothing exported"). It says there is nothing to compile.
+// The layout is of one pass, given: the planner would run the batch as 2
+// micro-batches, which fit.
 func TestVerifyUnfitLayout(t *testing.T) {
-	out, _, code := runCmd("plan", "--verify", "--model", "llama3-405b", "--tpu", "tpu7x-256", "--mesh", "fsdp=64,tensor=4", "--global-batch", "256", "--remat", "save_qkv_proj")
+	out, _, code := runCmd("plan", "--verify", "--model", "llama3-405b", "--tpu", "tpu7x-256", "--mesh", "fsdp=64,tensor=4", "--global-batch", "256", "--remat", "save_qkv_proj", "--gradient-accumulation-steps", "1")
 	if code != 1 || !strings.Contains(out, "Verify: the layout does not fit (HBM by ") || strings.Contains(out, "shardlab export") {
 		t.Errorf("plan --verify of a layout that does not fit: exit %d (want 1)\n%s", code, out)
 	}
