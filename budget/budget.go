@@ -178,8 +178,11 @@ type Result struct {
 	Rows     []Row   `json:"rows"`
 	// Unpriced names the generations and modes the table has no price for
 	// in the region.
-	Unpriced []string  `json:"unpriced"`
-	Dropped  []Dropped `json:"dropped"`
+	Unpriced []string `json:"unpriced"`
+	// Timed are the configurations of generations without a price, timed
+	// where a deadline is the only limit (Timed), fastest first.
+	Timed   []Timed   `json:"unpriced_rows,omitempty"`
+	Dropped []Dropped `json:"dropped"`
 	// Nearest, when no row meets the deadline or budget, names the row
 	// that comes closest (Request.nearer) with its time and dollars, and
 	// NearestRow is that row.
@@ -335,8 +338,12 @@ func (r Request) sweep() (Result, error) {
 				return Result{}, err
 			}
 			all = append(all, r.priced(p, cf.ms, gw, fl, &res)...)
+			if len(gw.priced) == 0 {
+				res.Timed = append(res.Timed, r.timed(p, cf.ms, gw.unpriced, fl, &res)...)
+			}
 		}
 	}
+	slices.SortStableFunc(res.Timed, func(a, b Timed) int { return cmp.Compare(a.TimeToTrainS, b.TimeToTrainS) })
 	res.Rows = r.limit(all, &res)
 	slices.SortStableFunc(res.Rows, func(a, b Row) int {
 		return cmp.Or(cmp.Compare(a.USD, b.USD), cmp.Compare(a.TimeToTrainS, b.TimeToTrainS))
@@ -344,7 +351,7 @@ func (r Request) sweep() (Result, error) {
 	for _, i := range Pareto(res.Rows) {
 		res.Rows[i].Pareto = true
 	}
-	res.Notes = r.notes(res.Rows, fl)
+	res.Notes = r.notes(res.Rows, res.Timed, fl)
 	if c, ok := r.Carbon.Lookup(r.Region); ok && res.energy() {
 		res.Carbon = &c
 	}
@@ -407,6 +414,7 @@ func (r Request) generations(res *Result, fl flexTerms) ([]generationWork, []con
 			if regs := r.Prices.regions(c.Generation, m); len(regs) > 0 {
 				why = "the table prices it only in " + strings.Join(regs, ", ")
 			}
+			gw.unpriced = append(gw.unpriced, m)
 			if missing[why] == nil {
 				whys = append(whys, why)
 			}
@@ -416,8 +424,8 @@ func (r Request) generations(res *Result, fl flexTerms) ([]generationWork, []con
 			res.Unpriced = append(res.Unpriced, fmt.Sprintf("%s %s in %s: %s; give one of your own (a price, or a price table)",
 				c.Generation, strings.Join(missing[why], ", "), r.Region, why))
 		}
-		if len(gw.priced) == 0 {
-			continue // nothing to price: do not plan it
+		if len(gw.priced) == 0 && (len(gw.unpriced) == 0 || !r.timesUnpriced()) {
+			continue // nothing to price nor to time: do not plan it
 		}
 		gw.cfgs, gw.dropped = r.configs(c)
 		gw.first = len(tasks)
@@ -432,14 +440,16 @@ func (r Request) generations(res *Result, fl flexTerms) ([]generationWork, []con
 }
 
 // generationWork is what a generation's part of the sweep plans: its
-// priced modes, its configurations (tasks[first:first+len(cfgs)]) and the
-// sizes it has no slice of.
+// priced modes, its unpriced ones (offered, without a price), its
+// configurations (tasks[first:first+len(cfgs)]) and the sizes it has no
+// slice of.
 type generationWork struct {
-	chip    hw.Chip
-	priced  []Mode
-	cfgs    []config
-	first   int
-	dropped []Dropped
+	chip     hw.Chip
+	priced   []Mode
+	unpriced []Mode
+	cfgs     []config
+	first    int
+	dropped  []Dropped
 }
 
 // planned is one configuration's plan, or why there is none.
@@ -575,15 +585,16 @@ func (r Request) nearer(a, b Row) int {
 	return cmp.Or(cmp.Compare(wa, wb), cmp.Compare(oa, ob), cmp.Compare(a.USD, b.USD), cmp.Compare(a.TimeToTrainS, b.TimeToTrainS))
 }
 
-// notes are the assumptions the rows rest on.
-func (r Request) notes(rows []Row, fl flexTerms) []string {
+// notes are the assumptions the rows and the unpriced timed rows rest on.
+func (r Request) notes(rows []Row, timed []Timed, fl flexTerms) []string {
 	notes := []string{
 		"time to train = steps × step time / goodput; goodput from capacity's failure and checkpoint model (Daly's interval, its default failure rate and storage bandwidth)",
 		"dollars = chips × time to train × price per chip-hour; prices are list prices as cited, without taxes, storage or network",
 	}
 	var spot, cud bool
 	for _, m := range r.Modes {
-		if slices.ContainsFunc(rows, func(row Row) bool { return row.Mode == m }) {
+		if slices.ContainsFunc(rows, func(row Row) bool { return row.Mode == m }) ||
+			slices.ContainsFunc(timed, func(t Timed) bool { return slices.Contains(t.Modes, m) }) {
 			notes = append(notes, fmt.Sprintf("%s: %s", m, m.Terms()))
 			spot = spot || m == Spot
 			cud = cud || m == CUD1y || m == CUD3y

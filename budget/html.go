@@ -44,11 +44,12 @@ li { margin: 0.2em 0; }
 {{range $i, $r := .R.Rows}}<tr{{if $r.Pareto}} class="pareto"{{end}}><td>{{if $.Links}}<a href="{{index $.Links $i}}" title="the plan behind this row">{{inc $i}}</a>{{else}}{{inc $i}}{{end}}</td><td>{{if gt $r.Slices 1}}{{$r.Slices}} × {{end}}{{$r.AcceleratorType}}</td><td>{{$r.Chips}}</td><td>{{$r.Mode}}</td><td>{{printf "%.2fs" $r.StepS}}</td><td>{{printf "%.4f" $r.Goodput}}</td><td>{{days $r.TimeToTrainS}}</td><td>{{with $r.Band}}{{days .TimeLow}}-{{days .TimeHigh}}{{else}}-{{end}}</td><td>{{printf "%.0f" $r.ChipHours}}</td><td>{{dollars $r.USD}}</td><td>{{with $r.Band}}{{dollars .USDLow}}-{{dollars .USDHigh}}{{else}}-{{end}}</td><td>{{dollars $r.USDPerBTokens}}</td><td>{{if $r.CommitmentUSD}}{{dollars $r.CommitmentUSD}}{{else}}-{{end}}</td>{{if $.Energy}}<td>{{energy $r.Energy}}</td><td>{{co2 $r.Energy}}</td>{{end}}<td>{{if $r.Pareto}}*{{end}}</td></tr>
 {{end}}</table>
 <p>* on the Pareto front of time against dollars (bold){{with .Show}}; <code>{{.}}</code> prints the plan behind row N{{end}}{{if .Links}}; a row's number links to the plan behind it{{end}}.</p>
-{{else}}<p>No configuration meets the limits{{with .R.Nearest}}; nearest: {{.}}{{end}}.</p>
+{{else}}<p>No priced configuration meets the limits{{with .R.Nearest}}; nearest: {{.}}{{end}}.</p>
 {{end}}<ul>
 {{range .Bands}}<li>band: {{.}}</li>
 {{end}}{{range .R.Rows}}{{range .Warnings}}<li>warning: {{.}}</li>
 {{end}}{{end}}{{range .R.Unpriced}}<li>unpriced: {{.}}</li>
+{{end}}{{range .R.Timed}}<li>unpriced, timed for the deadline: {{.Line $.R.Deadline}}</li>
 {{end}}{{range .R.Dropped}}<li>dropped: {{.What}}: {{.Why}}</li>
 {{end}}{{range .R.Notes}}<li>note: {{.}}</li>
 {{end}}{{range .Prices}}<li>price: {{.Generation}} {{.Mode}} {{if eq .Region "*"}}(no region named){{else}}in {{.Region}}{{end}} ${{.USDPerChipHour}} per chip-hour, {{if .Given}}{{origin .}}{{else}}read {{.Read}} from <a href="{{.Source}}">{{.Source}}</a>{{end}}</li>

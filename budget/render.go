@@ -100,7 +100,7 @@ func (res Result) WriteText(w io.Writer, show string) error {
 	fmt.Fprintf(&b, "%s on %.3g tokens, prices for %s; searched %s\n\n", res.Model, res.Tokens, res.Region, res.Searched)
 	if len(res.Rows) == 0 {
 		if res.Deadline > 0 || res.Budget > 0 {
-			b.WriteString("no configuration meets the limits")
+			b.WriteString("no priced configuration meets the limits")
 		} else {
 			b.WriteString("no configuration is both priced and able to run the job (unpriced and dropped below)")
 		}
@@ -128,6 +128,12 @@ func (res Result) WriteText(w io.Writer, show string) error {
 	}
 	for _, u := range res.Unpriced {
 		fmt.Fprintf(&b, "unpriced: %s\n", u)
+	}
+	for _, t := range res.Timed {
+		fmt.Fprintf(&b, "unpriced, timed for the deadline: %s\n", t.Line(res.Deadline))
+		for _, w := range t.Warnings {
+			fmt.Fprintf(&b, "warning: %s: %s\n", t.Name(), w)
+		}
 	}
 	for _, d := range res.Dropped {
 		fmt.Fprintf(&b, "dropped: %s: %s\n", d.What, d.Why)

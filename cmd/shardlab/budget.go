@@ -231,7 +231,11 @@ func noRows(res budget.Result) error {
 	case len(res.Rows) > 0:
 		return nil
 	case res.Deadline > 0 || res.Budget > 0:
-		return errors.New("budget: no priced configuration meets the limits" + nearest(res))
+		msg := "budget: no priced configuration meets the limits" + nearest(res)
+		if m := res.TimedMeeting(); len(m) > 0 {
+			msg += fmt.Sprintf("; without a price, %s meets the deadline: give its price with --price or --prices to rank it", strings.Join(m, "; "))
+		}
+		return errors.New(msg)
 	}
 	return errors.New("budget: no configuration is both priced and able to run the job: see unpriced and dropped")
 }

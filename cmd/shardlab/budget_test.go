@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -219,5 +220,58 @@ func TestBudgetDroppedNamesPlanFlags(t *testing.T) {
 	}
 	if words := regexp.MustCompile(`(^|[^-])(precision|optimizer offload|remat policy)`).FindString(line); words != "" {
 		t.Errorf("the dropped line names an option in plan's own words, %q: %s", words, line)
+	}
+}
+
+// TestBudgetDeadlineTimesUnpriced: with a deadline alone, a generation
+// without a price (TPU7x) was planned not at all, so whether it would
+// meet the deadline went unsaid (review 123 #11). It is now timed and
+// listed as unpriced, without dollars (no usd key, never free), and when
+// no priced row meets the deadline the exit is 1 with the nearest and the
+// unpriced that would meet it named. Its time is the one the same
+// configuration gets as a priced row once a price is given (--price
+// tpu7x=2), whose dollars are then chips × hours × 2 by hand. With a
+// budget as well, dollars are asked for and nothing unpriced is timed.
+func TestBudgetDeadlineTimesUnpriced(t *testing.T) {
+	job := []string{"budget", "--model", "llama3-70b", "--generations", "v6e,tpu7x", "--modes", "on-demand", "--deadline", "5d"}
+	out, errOut, code := runCmd(job...)
+	if code != exitError || !strings.Contains(out, "unpriced, timed for the deadline: 4 × tpu7x-512 on-demand: ") ||
+		!strings.Contains(out, "meets the 5d deadline; dollars unknown (no price)") ||
+		!strings.Contains(errOut, "no priced configuration meets the limits; nearest: 4 × v6e-256 on-demand") ||
+		!strings.Contains(errOut, "without a price, 4 × tpu7x-512 on-demand meets the deadline") {
+		t.Fatalf("--deadline 5d: exit %d (want %d)\nstderr %s\nstdout %s", code, exitError, errOut, out)
+	}
+	js, _, _ := runCmd(append(job, "--json")...)
+	var doc struct {
+		Timed []map[string]any `json:"unpriced_rows"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || len(doc.Timed) != 3 {
+		t.Fatalf("--json: %v, unpriced_rows %v, want 3 (1, 2, 4 slices)", err, doc.Timed)
+	}
+	first := doc.Timed[0]
+	if _, ok := first["usd"]; ok || first["accelerator_type"] != "tpu7x-512" || first["slices"] != 4.0 || first["meets_deadline"] != true {
+		t.Errorf("unpriced_rows[0] = %v, want 4 × tpu7x-512 meeting the deadline, without dollars", first)
+	}
+	priced, _, _ := runCmd(append(job, "--json", "--price", "tpu7x=2")...)
+	var p struct {
+		Rows []struct {
+			AcceleratorType string  `json:"accelerator_type"`
+			Slices          int     `json:"slices"`
+			Chips           int     `json:"chips"`
+			TimeToTrainS    float64 `json:"time_to_train_s"`
+			USD             float64 `json:"usd"`
+		} `json:"rows"`
+		Timed []any `json:"unpriced_rows"`
+	}
+	if err := json.Unmarshal([]byte(priced), &p); err != nil || len(p.Rows) != 1 || len(p.Timed) != 0 {
+		t.Fatalf("--price tpu7x=2 --json: %v, rows %+v, unpriced_rows %v: want the one priced row", err, p.Rows, p.Timed)
+	}
+	r := p.Rows[0]
+	if want := float64(r.Chips) * r.TimeToTrainS / 3600 * 2; r.AcceleratorType != "tpu7x-512" || r.Slices != 4 || r.TimeToTrainS != first["time_to_train_s"] || math.Abs(r.USD-want) > 1e-6*want {
+		t.Errorf("priced row %+v: want 4 × tpu7x-512 in the unpriced row's %v s, at $%.0f", r, first["time_to_train_s"], want)
+	}
+	js, _, _ = runCmd(append(job, "--json", "--budget", "1B")...)
+	if strings.Contains(js, "unpriced_rows") {
+		t.Errorf("--deadline 5d --budget 1B: unpriced rows timed though dollars are asked for:\n%.500s", js)
 	}
 }

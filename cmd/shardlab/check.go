@@ -181,7 +181,8 @@ func (e errWrongLog) Unwrap() error { return e.error }
 // why the log gives no factor.
 //
 // A log that gives no factor though it may be the plan's (a report at
-// XLA's limit, no temporaries) is the comparison without a file: exit 1
+// XLA's limit, an out-of-memory message below the plan's needed peak, no
+// temporaries) is the comparison without a file: exit 1
 // after the comparison is printed. A factor outside the accepted range
 // says the log is not the plan's compile: a usage error, as the other
 // logs check refuses.
@@ -260,7 +261,9 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 	// after its rematerialization: the needed peak's temporaries, not those
 	// as laid out (which keep what XLA recomputes when HBM runs short). It
 	// calibrates against them also where the plan put the laid-out step
-	// above XLA's limit: the needed peak was too low, by the factor.
+	// above XLA's limit: the needed peak was too low, by the factor. It
+	// only bounds the step from below (XLA stopped squeezing above the
+	// limit), so it raises the model and never lowers it (oomLowers).
 	predicted := r.Temp
 	switch {
 	case log.Kind == validate.KindOOM:
@@ -278,6 +281,9 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 	if !(k >= cost.MinTempScale && k <= cost.MaxTempScale) {
 		return nil, errWrongLog{fmt.Errorf("the log's temporaries are %.2f times the prediction's, want %g to %g: is the log this plan's compile?", k, cost.MinTempScale, cost.MaxTempScale)}
 	}
+	if log.Kind == validate.KindOOM && k < 1 {
+		return nil, oomLowers(log, r, k)
+	}
 	e := p.Best.Estimate
 	src := calibrationSource(path, e.Job.Model.Name, p.Request.Multislice.Slice.AcceleratorType(), e.Mesh.String(), time.Now().UTC().Format(time.DateOnly))
 	job := &cost.MeasuredJob{Model: e.Job.Model.Name, AcceleratorType: p.Request.Multislice.Slice.AcceleratorType(), Layout: e.Mesh.String(),
@@ -286,6 +292,17 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 		job.RematCustom = e.Job.Custom.String()
 	}
 	return &cost.MemoryCalibration{TempScale: k, Reported: reported, Predicted: predicted, Source: src, Job: job}, nil
+}
+
+// oomLowers is why an out-of-memory message gives no factor below 1 (k):
+// its bytes are what XLA's rematerialization squeezed the failed step to,
+// recomputing beyond the policy the plan costs, a bound from below on
+// the step and not its peak as laid out. A plan whose needed peak is
+// above them already refused the layout; a factor from them would lower
+// every later plan's temporaries by a squeeze XLA makes only when the
+// step does not fit, and so accept layouts like the one that failed.
+func oomLowers(log validate.CompileLog, r validate.MemoryResult, k float64) error {
+	return fmt.Errorf("the plan's needed peak, %s, is above the %s XLA's out-of-memory message reports of %s: the message is what XLA squeezed the failed step to, a bound from below, so a factor from it (%.3f) would lower later plans below a compile that failed; recompile at a batch that fits to calibrate", gib(r.Needed), gib(log.Reported), gib(log.Capacity), k)
 }
 
 type checkJSON struct {
