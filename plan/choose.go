@@ -102,6 +102,9 @@ func (s *searcher) explain(p *Plan, pool []Tier) {
 	if r.Axes == nil {
 		s.beyondBand(p)
 	}
+	if at := s.across.at; at > 0 {
+		p.Reasons[at] = s.acrossNote(*p)
+	}
 	if r.Model.MoE() {
 		p.Reasons = append(p.Reasons, s.expertNote(*p))
 	}
@@ -137,23 +140,18 @@ func (s *searcher) chooseTiers(p *Plan) []Tier {
 		return []Tier{*chosen}
 	}
 	var pool []Tier
+	s.across.in = in
 	if chosen != nil {
 		pool = []Tier{*chosen}
-		switch chosen.Across {
-		case AcrossDP:
-			p.Reasons = append(p.Reasons, note("", "across slices: data parallelism, the Multislice default: only the gradients cross DCN, once per step"))
-		case AcrossFSDP:
-			p.Reasons = append(p.Reasons, note("", "across slices: FSDP, because data parallelism across slices does not fit (%s): sharding the state over the slices too makes room",
-				s.rejectedSummary(Tier{in, AcrossDP})))
-		}
+		s.across.reserve(p)
 	}
 	tooSmall, rule := s.batchRule(in, pipe != nil)
 	p.Reasons = append(p.Reasons, rule)
 	switch {
 	case chosen == nil && pipe != nil:
 		pool = []Tier{*pipe}
-		p.Reasons = append(p.Reasons, note("", "across slices: pipeline parallelism, because neither data parallelism nor FSDP across slices can run (%s)",
-			s.rejectedSummary(Tier{in, AcrossDP}, Tier{in, AcrossFSDP})))
+		s.across.pipeOnly = true
+		s.across.reserve(p)
 	case tooSmall && pipe != nil:
 		pool = append(pool, *pipe)
 	}
