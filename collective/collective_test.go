@@ -113,7 +113,7 @@ func TestMultisliceMinimumBatch(t *testing.T) {
 		{32, 352000, 700000},
 	}
 	for _, tt := range tests {
-		got := MinTokensPerSlice(v4.PeakBF16, v4.DCNPerChip, tt.slices)
+		got := MinTokensPerSlice(v4.PeakBF16, v4.DCNPerChip, tt.slices, 1, 1) // dense: active = total
 		if got != tt.min {
 			t.Errorf("MinTokensPerSlice(v4, %d slices) = %v, want %v", tt.slices, got, tt.min)
 		}
@@ -122,9 +122,37 @@ func TestMultisliceMinimumBatch(t *testing.T) {
 			t.Errorf("practical minimum %v, want about %v", p, tt.practical)
 		}
 		// At the minimum, intensity equals the chip's FLOP per DCN bit.
-		if i := DCNIntensity(got, tt.slices); i != 22000 {
+		if i := DCNIntensity(got, tt.slices, 1, 1); i != 22000 {
 			t.Errorf("DCNIntensity at the minimum = %v, want 22000", i)
 		}
+	}
+}
+
+func TestMultisliceMinimumBatchMoE(t *testing.T) {
+	// A mixture of experts, by hand. DeepSeek-V3 (arXiv:2412.19437,
+	// abstract: "671B total parameters with 37B activated for each
+	// token") on 8 slices of v5p (459 TFLOP/s bf16, 50 Gbit/s of DCN a
+	// chip; Cloud TPU v5p docs): the all-reduce carries 64 bits for each
+	// of the 671B gradients, 64·671e9 bits; the backward pass does 4
+	// FLOPs per active parameter per token, 4·B·37e9 FLOPs. They take as
+	// long when 4·B·37e9/459e12 = 64·671e9/50e9, so
+	// B = 64/4 · 459e12/50e9 · 671/37 = 146,880 · 18.135 = 2,663,689
+	// tokens per slice (146,880 for a dense model of 671B).
+	peak, dcn := unit.FLOPsPerSecond(459e12), unit.BitsPerSecond(50e9)
+	const active, total = 37e9, 671e9
+	if got, want := MinTokensPerSlice(peak, dcn, 8, total, total), 146880.0; math.Abs(got-want) > 0.5 {
+		t.Errorf("MinTokensPerSlice(v5p, 8 slices, dense) = %v, want %v", got, want)
+	}
+	got := MinTokensPerSlice(peak, dcn, 8, active, total)
+	if want := 2663689.0; math.Abs(got-want) > 1 {
+		t.Errorf("MinTokensPerSlice(v5p, 8 slices, 37B of 671B active) = %v, want %v", got, want)
+	}
+	// at the break-even the intensity is the chip's FLOP per DCN bit
+	if i, want := DCNIntensity(got, 8, active, total), 459e12/50e9; math.Abs(i-want) > 1e-6*want {
+		t.Errorf("DCNIntensity at the MoE break-even = %v, want %v", i, want)
+	}
+	if got := MinTokensPerSlice(peak, dcn, 8, 0, total); got != 0 {
+		t.Errorf("MinTokensPerSlice with no active parameters = %v, want 0", got)
 	}
 }
 

@@ -19,6 +19,15 @@ import "shardlab/unit"
 //     bits/s. For 275 TFLOP/s chips with 12.5 Gbit/s of DCN each this is
 //     176k tokens per slice (pod) for two slices and 352k for more, and the
 //     doc recommends about twice that in practice (350k and 700k).
+//
+// The guidance's models are dense: every parameter a gradient is reduced
+// for is one each token runs. A mixture of experts' token runs only the
+// active parameters (its top-k experts, the shared ones, attention and
+// the rest), so its backward pass does 4·B·N_active FLOPs, while the
+// all-reduce still carries the gradient of all N_total parameters (every
+// expert's weights are replicated across the slices): the intensity is
+// 4·B·(N_active/N_total)/64 and the break-even batch N_total/N_active
+// times the dense one.
 
 // GradientBits is the width of the gradients the DCN all-reduce carries in
 // that guidance (fp32).
@@ -39,24 +48,33 @@ func MultisliceBitsPerParam(slices int) int {
 }
 
 // DCNIntensity is the backward pass's FLOPs per bit of DCN traffic for
-// tokensPerSlice tokens per slice: 4·B / bits-per-parameter.
-func DCNIntensity(tokensPerSlice float64, slices int) float64 {
+// tokensPerSlice tokens per slice of a model with total parameters, of
+// which a token runs active: 4·B·(active/total) / bits-per-parameter. The
+// backward pass does 4 FLOPs per parameter a token runs, while the
+// all-reduce carries the gradient of every parameter; for a dense model
+// active = total and this is the guidance's 4·B/32 or 4·B/64, for a
+// mixture of experts (whose tokens run top-k of the experts) it is that
+// times active/total.
+func DCNIntensity(tokensPerSlice float64, slices int, active, total int64) float64 {
 	bits := MultisliceBitsPerParam(slices)
-	if bits == 0 {
+	if bits == 0 || total <= 0 {
 		return 0
 	}
-	return 4 * tokensPerSlice / float64(bits)
+	return 4 * tokensPerSlice * float64(active) / float64(total) / float64(bits)
 }
 
 // MinTokensPerSlice is the smallest batch per slice, in tokens, at which the
 // backward pass hides the DCN gradient all-reduce: the B that makes
-// DCNIntensity equal to peak FLOP/s over DCN bits/s per chip.
-func MinTokensPerSlice(peak unit.FLOPsPerSecond, dcnPerChip unit.BytesPerSecond, slices int) float64 {
+// DCNIntensity equal to peak FLOP/s over DCN bits/s per chip, the
+// guidance's bits/4 · peak/DCN for a dense model, total/active times that
+// for a mixture of experts. It is 0 for one slice, no DCN, or no active
+// parameters.
+func MinTokensPerSlice(peak unit.FLOPsPerSecond, dcnPerChip unit.BytesPerSecond, slices int, active, total int64) float64 {
 	bits := MultisliceBitsPerParam(slices)
-	if bits == 0 || dcnPerChip <= 0 {
+	if bits == 0 || dcnPerChip <= 0 || active <= 0 {
 		return 0
 	}
-	return float64(bits) / 4 * float64(peak) / dcnPerChip.Bits()
+	return float64(bits) / 4 * float64(peak) / dcnPerChip.Bits() * float64(total) / float64(active)
 }
 
 // PracticalHeadroom is the factor the Multislice guidance applies on top of

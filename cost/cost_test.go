@@ -283,6 +283,18 @@ func TestDCNBitsPerParam(t *testing.T) {
 }
 
 func TestDCNStrongScalingThreshold(t *testing.T) {
+	dense := model.Spec{Name: "wide", Layers: 64, DModel: 4096, Heads: 32, DFF: 16384, Vocab: 256, SeqLen: 128, TiedEmbeddings: true}
+	// the same with 8 experts, 2 a token: the backward pass runs about
+	// half the parameters the all-reduce carries, so the break-even is
+	// about twice the dense one (collective.MinTokensPerSlice)
+	moe := dense
+	moe.Name, moe.Experts, moe.ExpertsPerToken, moe.ExpertDFF = "wide-moe", 8, 2, 4096
+	for _, spec := range []model.Spec{dense, moe} {
+		t.Run(spec.Name, func(t *testing.T) { dcnStrongScalingThreshold(t, spec) })
+	}
+}
+
+func dcnStrongScalingThreshold(t *testing.T, spec model.Spec) {
 	// The Multislice rule's break-even, collective.MinTokensPerSlice (the
 	// seed's 4·B/32 FLOP per bit against the chip's FLOP/s per DCN bit),
 	// must fall out of this package's overlap model: just above the
@@ -291,7 +303,6 @@ func TestDCNStrongScalingThreshold(t *testing.T) {
 	// it does not. The rule knows bandwidth only, so the DCN latency and
 	// the slice jitter are 0 here; a tiny vocabulary keeps the gradients
 	// the layers'.
-	spec := model.Spec{Name: "wide", Layers: 64, DModel: 4096, Heads: 32, DFF: 16384, Vocab: 256, SeqLen: 128, TiedEmbeddings: true}
 	m := layout(t, "v4-8", 2, "data=4,data=2(dcn)")
 	chip := m.Multislice.Slice.Chip
 	cal := Calibrated()
@@ -307,17 +318,18 @@ func TestDCNStrongScalingThreshold(t *testing.T) {
 		return est
 	}
 	// The rule assumes the chip computes the backward's 4 FLOPs per
-	// parameter per token at a rate C; here C is what the model's forward
-	// and backward compute (matmuls, attention and vector work, not the
-	// optimizer) make of 6 FLOPs per parameter per token.
+	// active parameter per token at a rate C; here C is what the model's
+	// forward and backward compute (matmuls, attention and vector work,
+	// not the optimizer) make of 6 FLOPs per active parameter per token.
 	rate := func(seqs int) unit.FLOPsPerSecond {
 		e := estimate(seqs)
 		tm := e.Time
 		tokens := float64(seqs) * 128 / 4 // per chip
-		return unit.FLOPsPerSecond(6 * float64(spec.ParamCount().Total()) * tokens / (tm.MXU + tm.Attention + tm.Vector).Seconds())
+		return unit.FLOPsPerSecond(6 * float64(spec.ParamCount().Active()) * tokens / (tm.MXU + tm.Attention + tm.Vector).Seconds())
 	}
-	raw := collective.MinTokensPerSlice(chip.PeakBF16, chip.DCNPerChip, 2)
-	min := collective.MinTokensPerSlice(rate(int(raw/128/4)*4), chip.DCNPerChip, 2)
+	n := spec.ParamCount()
+	raw := collective.MinTokensPerSlice(chip.PeakBF16, chip.DCNPerChip, 2, n.Active(), n.Total())
+	min := collective.MinTokensPerSlice(rate(int(raw/128/4)*4), chip.DCNPerChip, 2, n.Active(), n.Total())
 	for _, c := range []struct {
 		factor float64
 		hidden bool

@@ -102,6 +102,9 @@ func (s *searcher) explain(p *Plan, pool []Tier) {
 	if r.Axes == nil {
 		s.beyondBand(p)
 	}
+	if at := s.across.at; at > 0 {
+		p.Reasons[at] = s.acrossNote(*p)
+	}
 	if r.Model.MoE() {
 		p.Reasons = append(p.Reasons, s.expertNote(*p))
 	}
@@ -137,23 +140,18 @@ func (s *searcher) chooseTiers(p *Plan) []Tier {
 		return []Tier{*chosen}
 	}
 	var pool []Tier
+	s.across.in = in
 	if chosen != nil {
 		pool = []Tier{*chosen}
-		switch chosen.Across {
-		case AcrossDP:
-			p.Reasons = append(p.Reasons, note("", "across slices: data parallelism, the Multislice default: only the gradients cross DCN, once per step"))
-		case AcrossFSDP:
-			p.Reasons = append(p.Reasons, note("", "across slices: FSDP, because data parallelism across slices does not fit (%s): sharding the state over the slices too makes room",
-				s.rejectedSummary(Tier{in, AcrossDP})))
-		}
+		s.across.reserve(p)
 	}
 	tooSmall, rule := s.batchRule(in, pipe != nil)
 	p.Reasons = append(p.Reasons, rule)
 	switch {
 	case chosen == nil && pipe != nil:
 		pool = []Tier{*pipe}
-		p.Reasons = append(p.Reasons, note("", "across slices: pipeline parallelism, because neither data parallelism nor FSDP across slices can run (%s)",
-			s.rejectedSummary(Tier{in, AcrossDP}, Tier{in, AcrossFSDP})))
+		s.across.pipeOnly = true
+		s.across.reserve(p)
 	case tooSmall && pipe != nil:
 		pool = append(pool, *pipe)
 	}
@@ -271,27 +269,50 @@ func (s *searcher) batchRule(in Inside, canPipe bool) (tooSmall bool, n Note) {
 		verdict = fmt.Sprintf("too small, but no layout with pipeline parallelism across slices can run (%s)", s.rejectedSummary(Tier{in, AcrossPipeline}))
 	}
 	bits := collective.MultisliceBitsPerParam(ms.Slices)
-	return limit < need, note(OptionMaxGlobalBatch, "Multislice batch rule: %d bits of DCN per parameter for %d slices, backward intensity 4·B/%d FLOP per bit against %.0f FLOP per DCN bit on %s, so %s tokens per slice break even and %s in practice hide the all-reduce; {max_global_batch} allows %s: %s",
-		bits, ms.Slices, bits, float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(min), count(need), count(limit), verdict)
+	return limit < need, note(OptionMaxGlobalBatch, "Multislice batch rule: %d bits of DCN per parameter for %d slices, backward intensity %s against %.0f FLOP per DCN bit on %s, so %s tokens per slice break even and %s in practice hide the all-reduce; {max_global_batch} allows %s: %s",
+		bits, ms.Slices, r.intensityWords(bits), float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(min), count(need), count(limit), verdict)
+}
+
+// intensityWords is the batch rule's backward intensity over DCN as the
+// note writes it: 4·B/bits for a dense model; for a mixture of experts,
+// whose backward runs only the active parameters while the all-reduce
+// carries all of them, 4·B·(active/total)/bits, with the two counts.
+func (r *Request) intensityWords(bits int) string {
+	n := r.Model.ParamCount()
+	if n.Active() == n.Total() {
+		return fmt.Sprintf("4·B/%d FLOP per bit", bits)
+	}
+	return fmt.Sprintf("4·B·%.3f/%d FLOP per bit (MoE: the backward pass runs the %.2fB active parameters, the all-reduce carries all %.2fB)",
+		float64(n.Active())/float64(n.Total()), bits, float64(n.Active())/1e9, float64(n.Total())/1e9)
 }
 
 // batchRuleTokens is the batch rule's tokens per slice: the break-even
-// (collective.MinTokensPerSlice), what hides the all-reduce in practice,
-// and what the batch limit allows; the batch is too small when the limit
-// is below the practical figure (searcher.batchRule).
+// (Request.breakEvenTokens), what hides the all-reduce in practice, and
+// what the batch limit allows; the batch is too small when the limit is
+// below the practical figure (searcher.batchRule).
 func (r *Request) batchRuleTokens() (min, need, limit float64) {
 	ms := r.Multislice
-	min = collective.MinTokensPerSlice(ms.Slice.Chip.PeakBF16, ms.DCNPerChip, ms.Slices)
+	min = r.breakEvenTokens()
 	return min, min * collective.PracticalHeadroom, float64(r.MaxGlobalBatch) * float64(r.Seq) / float64(ms.Slices)
+}
+
+// breakEvenTokens is the tokens per slice at which the backward pass of
+// r's model hides the DCN gradient all-reduce of its multislice
+// (collective.MinTokensPerSlice), with the model's own active and total
+// parameter counts: a mixture of experts' backward runs its active
+// parameters while the all-reduce carries all of them. Every use of the
+// Multislice batch rule asks this.
+func (r *Request) breakEvenTokens() float64 {
+	ms, n := r.Multislice, r.Model.ParamCount()
+	return collective.MinTokensPerSlice(ms.Slice.Chip.PeakBF16, ms.DCNPerChip, ms.Slices, n.Active(), n.Total())
 }
 
 // poolVerdict says which of the competing tiers won, and, when pipeline
 // across slices won, the batch DP or FSDP across slices would have needed.
 func (s *searcher) poolVerdict(best Candidate, pool []Tier) Note {
 	ms := s.req.Multislice
-	chip := ms.Slice.Chip
 	if best.Tier.Across == AcrossPipeline {
-		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices) * collective.PracticalHeadroom
+		need := s.req.breakEvenTokens() * collective.PracticalHeadroom
 		batch := math.Ceil(need * float64(ms.Slices) / float64(s.req.Seq))
 		return note(OptionMaxGlobalBatch, "%s wins: %.0f tokens/s per chip; DP or FSDP across slices would have needed a global batch of at least %.0f sequences (%s tokens per slice) to hide its all-reduce, above {max_global_batch} (%d)",
 			best.Tier, best.Estimate.TokensPerSecondPerChip, batch, count(need), s.req.MaxGlobalBatch)

@@ -95,6 +95,9 @@ type searcher struct {
 	// schedules counts, by pipeline stages, the schedules a layout is
 	// costed with (schedulesFor), for batchLimited.
 	schedules map[int]int
+	// across is where the rule order put the across-slices reason, and
+	// what it saw there, for acrossNote once the layout is chosen.
+	across acrossSlot
 }
 
 // Search plans the request: on its multislice, or, when the request holds

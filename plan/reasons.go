@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"shardlab/collective"
 	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/mesh"
@@ -87,8 +86,7 @@ func warnings(p Plan) []Note {
 		w = append(w, hostUnchecked(m, ms.Slice))
 	}
 	if ms.Slices > 1 && e.Mesh.Degree(mesh.Data).DCN*e.Mesh.Degree(mesh.FSDP).DCN > 1 {
-		chip := ms.Slice.Chip
-		need := collective.MinTokensPerSlice(chip.PeakBF16, ms.DCNPerChip, ms.Slices)
+		need := p.Request.breakEvenTokens()
 		have := float64(e.Job.GlobalBatch) * float64(e.Job.Seq) / float64(ms.Slices)
 		if have < need {
 			w = append(w, note("", "%.0fk tokens per slice is below the %.0fk the Multislice rule needs to hide the DCN all-reduce", have/1e3, need/1e3))

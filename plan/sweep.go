@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"shardlab/collective"
 	"shardlab/hw"
 	"shardlab/schema"
 	"shardlab/unit"
@@ -50,7 +49,7 @@ type Sweep struct {
 	XLabel string       `json:"x_label"`
 	Points []SweepPoint `json:"points"`
 	// MinBatch, for a batch sweep of a multislice, is the Multislice
-	// minimum global batch (MinBatch); MaxBatch the request's max global
+	// minimum global batch (Request.MinBatch); MaxBatch the request's max global
 	// batch.
 	MinBatch float64 `json:"multislice_min_batch,omitempty"`
 	MaxBatch int     `json:"max_global_batch,omitempty"`
@@ -72,15 +71,15 @@ func SliceCounts(c hw.Chip, n int) []int {
 	return append(out, top)
 }
 
-// MinBatch is the smallest global batch, in sequences of seq tokens, at
-// which the backward pass of a multislice hides the DCN gradient
-// all-reduce (collective.MinTokensPerSlice on every slice), or 0 for one
-// slice.
-func MinBatch(ms hw.Multislice, seq int) float64 {
-	if seq < 1 {
+// MinBatch is the smallest global batch, in sequences of the request's
+// sequence length, at which the backward pass of its model on its
+// multislice hides the DCN gradient all-reduce (the Multislice batch
+// rule's break-even on every slice), or 0 for one slice.
+func (r *Request) MinBatch() float64 {
+	if r.Seq < 1 {
 		return 0
 	}
-	return collective.MinTokensPerSlice(ms.Slice.Chip.PeakBF16, ms.DCNPerChip, ms.Slices) * float64(ms.Slices) / float64(seq)
+	return r.breakEvenTokens() * float64(r.Multislice.Slices) / float64(r.Seq)
 }
 
 // Batches are the global batches, in sequences, a batch sweep searches:
@@ -135,7 +134,7 @@ func SweepOf(p Plan, kind SweepKind) (Sweep, error) {
 		}
 	case SweepBatch:
 		s.XLabel = "global batch (sequences of " + unit.Plural(r.Seq, "token") + ")"
-		s.MinBatch, s.MaxBatch = MinBatch(ms, r.Seq), r.MaxGlobalBatch
+		s.MinBatch, s.MaxBatch = r.MinBatch(), r.MaxGlobalBatch
 		xs = Batches(r.MaxGlobalBatch, s.MinBatch)
 		edit = func(q *Request, b int) error { q.GlobalBatch = b; return nil }
 	default:

@@ -83,7 +83,7 @@ func TestBatches(t *testing.T) {
 // states the break-even tokens per slice the plan used.
 func TestMinBatch(t *testing.T) {
 	p := searchOptions(t, func(o *Options) { o.Model = "llama3-70b"; o.TPU = "tpu7x-128"; o.Slices = 2 })
-	got := MinBatch(p.Request.Multislice, p.Request.Seq)
+	got := p.Request.MinBatch()
 	tokens := got * float64(p.Request.Seq) / 2
 	var rule string
 	for _, n := range p.Reasons {
