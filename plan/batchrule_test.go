@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"shardlab/collective"
 )
 
 // TestBatchRuleAsksTheModelsParameters holds the Multislice batch rule to
@@ -52,6 +54,25 @@ func TestBatchRuleAsksTheModelsParameters(t *testing.T) {
 		}
 		if want := count(2 * tc.min); !strings.Contains(text, want+" in practice") {
 			t.Errorf("%s: batch rule %q does not say %s in practice", tc.model, text, want)
+		}
+	}
+}
+
+// TestBitsWords: the guidance's 32 bits per parameter for two slices is
+// what a ring all-reduce of fp32 gradients sends (2(n−1)/n·32 = 32), its
+// 64 for more slices a bound the ring reaches as n grows: 48 for 4, 56 for
+// 8 (review 123 #12: the note said 64 for 4 slices as if exact).
+func TestBitsWords(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{
+		{2, "32 bits of DCN per parameter for 2 slices"},
+		{4, "at most 64 bits of DCN per parameter for 4 slices (a ring all-reduce of fp32 gradients sends 48)"},
+		{8, "at most 64 bits of DCN per parameter for 8 slices (a ring all-reduce of fp32 gradients sends 56)"},
+	} {
+		if got := bitsWords(collective.MultisliceBitsPerParam(c.n), c.n); got != c.want {
+			t.Errorf("bitsWords(%d slices) = %q, want %q", c.n, got, c.want)
 		}
 	}
 }

@@ -269,8 +269,20 @@ func (s *searcher) batchRule(in Inside, canPipe bool) (tooSmall bool, n Note) {
 		verdict = fmt.Sprintf("too small, but no layout with pipeline parallelism across slices can run (%s)", s.rejectedSummary(Tier{in, AcrossPipeline}))
 	}
 	bits := collective.MultisliceBitsPerParam(ms.Slices)
-	return limit < need, note(OptionMaxGlobalBatch, "Multislice batch rule: %d bits of DCN per parameter for %d slices, backward intensity %s against %.0f FLOP per DCN bit on %s, so %s tokens per slice break even and %s in practice hide the all-reduce; {max_global_batch} allows %s: %s",
-		bits, ms.Slices, r.intensityWords(bits), float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(min), count(need), count(limit), verdict)
+	return limit < need, note(OptionMaxGlobalBatch, "Multislice batch rule: %s, backward intensity %s against %.0f FLOP per DCN bit on %s, so %s tokens per slice break even and %s in practice hide the all-reduce; {max_global_batch} allows %s: %s",
+		bitsWords(bits, ms.Slices), r.intensityWords(bits), float64(chip.PeakBF16)/ms.DCNPerChip.Bits(), chip.Generation, count(min), count(need), count(limit), verdict)
+}
+
+// bitsWords is the guidance's DCN bits per parameter for n slices as the
+// batch rule's note writes it: above two slices its 64 is a bound, which
+// a ring all-reduce of fp32 gradients reaches only as n grows
+// (2(n−1)/n·32: 48 for 4 slices, 56 for 8; review 123 #12).
+func bitsWords(bits, n int) string {
+	if n <= 2 {
+		return fmt.Sprintf("%d bits of DCN per parameter for %d slices", bits, n)
+	}
+	ring := 2 * float64(n-1) / float64(n) * collective.GradientBits
+	return fmt.Sprintf("at most %d bits of DCN per parameter for %d slices (a ring all-reduce of fp32 gradients sends %.3g)", bits, n, ring)
 }
 
 // intensityWords is the batch rule's backward intensity over DCN as the
