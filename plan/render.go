@@ -61,7 +61,10 @@ type JSON struct {
 	// "batch_limit".
 	MaxMicroBatchBound string   `json:"max_fitting_bound"`
 	Step               StepJSON `json:"step_time"`
-	Bubble             float64  `json:"bubble_fraction"`
+	// Bubble is the fraction of the schedule's makespan a stage sits idle
+	// (schedule.Timeline.Bubble); the step's share the text prints is
+	// Step.Bubble over Step.Total.
+	Bubble float64 `json:"bubble_fraction"`
 	// MFU, MFUOther and HFU are against the peak MFUPeak names, the
 	// chip's bf16 peak; a quantized plan has QuantizedMFU against its
 	// format's peak (QuantizedMFUPeak, int8 or fp8) besides.
