@@ -50,7 +50,7 @@ func stepsOf(p plan.Plan, o plan.Options) (export.Steps, string) {
 // page to say it (review 123 #12).
 func specNoted(s export.Steps, file string) export.Steps {
 	if file != "" && s.Available {
-		s.Notes = append(s.Notes, "save the model spec pasted into the page as "+file+": the commands' --model names it")
+		s.Notes = append(s.Notes, "save the model spec pasted into the page as "+file+": the commands' "+plan.OptionModel.Flag()+" names it")
 	}
 	return s
 }

@@ -362,7 +362,8 @@ func TestCheckWarnsOfOtherArguments(t *testing.T) {
 // needed peak (45G) still calibrates, by a factor above 1.
 func TestCheckOOMNeverLowers(t *testing.T) {
 	dir := t.TempDir()
-	job := []string{"--model", "llama3-8b", "--tpu", "v4-16", "--mesh", "fsdp=8", "--global-batch", "32", "--remat", "full"}
+	// one pass, as the log compiled (the planner would accumulate)
+	job := []string{"--model", "llama3-8b", "--tpu", "v4-16", "--mesh", "fsdp=8", "--global-batch", "32", "--remat", "full", "--gradient-accumulation-steps", "1"}
 	js, errOut, code := runCmd(append([]string{"plan", "--json"}, job...)...)
 	var p struct {
 		M struct {
