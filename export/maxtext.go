@@ -191,7 +191,7 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	if err := kernels(set, j, pdbs); err != nil {
 		return c, err
 	}
-	if err := contextParallel(set, &c, j, c.devices(mesh.Context), c.devices(mesh.Tensor)); err != nil {
+	if err := contextParallel(set, &c, j, mt.block, c.devices(mesh.Context), c.devices(mesh.Tensor)); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -31,7 +31,7 @@ const (
 // one is refused with what to change. ctx and tensor are MaxText's
 // context and tensor sizes in JAX devices (ici × dcn): the in-chip factor
 // on context is context parallelism too.
-func contextParallel(set func(string, any), c *MaxTextConfig, j cost.Job, ctx, tensor int) error {
+func contextParallel(set func(string, any), c *MaxTextConfig, j cost.Job, block string, ctx, tensor int) error {
 	if ctx <= 1 {
 		return nil // no context axis: the strategy is never read
 	}
@@ -49,6 +49,9 @@ func contextParallel(set func(string, any), c *MaxTextConfig, j cost.Job, ctx, t
 	}
 	if att := attentionKernel(j); att != cost.AttentionFlash {
 		return refuse("attention", string(att), "runs only with attention flash (Tokamax Splash)", "pass {attention} flash, or "+otherMesh)
+	}
+	if kind, ok := localAttentionBlocks[block]; ok {
+		return refuse("decoder_block", block, fmt.Sprintf("runs only global or latent attention layers (layers/attention_op.py line 625 @e591f30c), and MaxText's %s block has %s layers", block, kind), otherMesh)
 	}
 	m := j.Model
 	if m.MTPLayers > 0 {
@@ -73,6 +76,13 @@ func contextParallel(set func(string, any), c *MaxTextConfig, j cost.Job, ctx, t
 	}
 	return nil
 }
+
+// localAttentionBlocks are MaxText's decoder blocks with layers of another
+// attention_type than global or mla (common_types.py AttentionType), by
+// that type: gemma2's, gemma3's and gemma4's local layers attend over a
+// sliding window, llama4's RoPE layers in chunks (models/gemma2.py,
+// gemma3.py, gemma4.py, llama4.py line 386 @e591f30c).
+var localAttentionBlocks = map[string]string{"gemma2": "local_sliding", "gemma3": "local_sliding", "gemma4": "local_sliding", "llama4": "chunk"}
 
 // attentionKernel is the attention MaxText runs j with: flash unless j
 // asks for another (kernels writes it).

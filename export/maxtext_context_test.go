@@ -106,19 +106,23 @@ func TestContextStrategyRefuses(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
 		j           cost.Job
+		block       string
 		ctx, tensor int
 		field       string
 	}{
-		{"odd size", cost.Job{Model: llama, Seq: 8192}, 3, 1, "context_parallel_size"},
+		{"odd size", cost.Job{Model: llama, Seq: 8192}, "llama2", 3, 1, "context_parallel_size"},
 		// 8192 = 2^13: 128^2 = 2^14 does not divide it, 64^2 = 2^12 does
-		{"seq not a multiple of size squared", cost.Job{Model: llama, Seq: 8192}, 128, 1, "max_target_length"},
-		{"dot_product", cost.Job{Model: llama, Seq: 8192, Settings: cost.Settings{Attention: cost.AttentionDot}}, 2, 1, "attention"},
-		{"MTP", cost.Job{Model: mtp, Seq: 8192}, 2, 1, "mtp_num_layers"},
-		{"K/V heads over tensor", cost.Job{Model: llama, Seq: 8192}, 2, 16, "ici_tensor_parallelism"},
+		{"seq not a multiple of size squared", cost.Job{Model: llama, Seq: 8192}, "llama2", 128, 1, "max_target_length"},
+		{"dot_product", cost.Job{Model: llama, Seq: 8192, Settings: cost.Settings{Attention: cost.AttentionDot}}, "llama2", 2, 1, "attention"},
+		// attention_op.py line 625: local_sliding and chunk layers refused
+		{"gemma2's sliding-window layers", cost.Job{Model: llama, Seq: 8192}, "gemma2", 2, 1, "decoder_block"},
+		{"llama4's chunked layers", cost.Job{Model: llama, Seq: 8192}, "llama4", 2, 1, "decoder_block"},
+		{"MTP", cost.Job{Model: mtp, Seq: 8192}, "llama2", 2, 1, "mtp_num_layers"},
+		{"K/V heads over tensor", cost.Job{Model: llama, Seq: 8192}, "llama2", 2, 16, "ici_tensor_parallelism"},
 	} {
 		var c MaxTextConfig
 		set := func(k string, v any) { c.Settings = append(c.Settings, Setting{k, v}) }
-		err := contextParallel(set, &c, tt.j, tt.ctx, tt.tensor)
+		err := contextParallel(set, &c, tt.j, tt.block, tt.ctx, tt.tensor)
 		var ee *Error
 		if !errors.As(err, &ee) || ee.Field != tt.field || !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "ring") {
 			t.Errorf("%s: contextParallel = %v, want an unsupported %s naming the ring", tt.name, err, tt.field)
@@ -129,7 +133,7 @@ func TestContextStrategyRefuses(t *testing.T) {
 	}
 	var c MaxTextConfig
 	set := func(k string, v any) { c.Settings = append(c.Settings, Setting{k, v}) }
-	if err := contextParallel(set, &c, cost.Job{Model: llama, Seq: 8192}, 64, 8); err != nil {
+	if err := contextParallel(set, &c, cost.Job{Model: llama, Seq: 8192}, "llama2", 64, 8); err != nil {
 		t.Errorf("context 64, tensor 8, seq 8192 (64^2 = 4096 divides it): %v", err)
 	}
 }
