@@ -92,6 +92,20 @@ func (c MaxTextConfig) Get(key string) (any, bool) {
 	return nil, false
 }
 
+// devices is axis a's size in MaxText's JAX devices, its ici_* factor
+// times its dcn_* factor as written (1 where either is not).
+func (c MaxTextConfig) devices(a mesh.Axis) int {
+	n := 1
+	for _, k := range []string{maxtext.ICIKey(maxtext.Name(a)), maxtext.DCNKey(maxtext.Name(a))} {
+		if v, ok := c.Get(k); ok {
+			if f, ok := v.(int); ok {
+				n *= f
+			}
+		}
+	}
+	return n
+}
+
 // layoutComment is the plan's layout, MFU and step time for an export's
 // header: the layout in JAX devices, as --mesh takes it and the engines
 // count, with the chip layout beside it where a chip is several devices.
@@ -175,6 +189,9 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 		return c, err
 	}
 	if err := kernels(set, j, pdbs); err != nil {
+		return c, err
+	}
+	if err := contextParallel(set, &c, j, mt.block, c.devices(mesh.Context), c.devices(mesh.Tensor)); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -286,6 +286,7 @@ func checkMaxText(t *testing.T, name string, p plan.Plan, c MaxTextConfig) {
 		t.Errorf("%s: opt_type written: the plan does not choose the optimizer", name)
 	}
 	oneOf("attention", allowedAttn)
+	checkContext(t, name, e, vals)
 	if _, ok := vals["quantization"]; ok {
 		oneOf("quantization", allowedQuant)
 	}
