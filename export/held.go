@@ -105,6 +105,25 @@ func (h *Held) MaxText() (MaxTextConfig, error) {
 // comment under its title.
 func (h *Held) XPK(w io.Writer, o XPKOptions) error { return writeXPK(w, h.Plan, o, h.Note()) }
 
+// MaxTextOf is the MaxText config an export of plan p writes: that of
+// what it holds in p's place where held is not nil (Held.MaxText), else
+// p's own. Every front end asks it.
+func MaxTextOf(p plan.Plan, held *Held) (MaxTextConfig, error) {
+	if held != nil {
+		return held.MaxText()
+	}
+	return MaxText(p)
+}
+
+// XPKOf writes the xpk command an export of plan p writes, as MaxTextOf
+// makes its config.
+func XPKOf(w io.Writer, p plan.Plan, held *Held, o XPKOptions) error {
+	if held != nil {
+		return held.XPK(w, o)
+	}
+	return XPK(w, p, o)
+}
+
 // withNote is c with note, unless empty, as a comment under its title.
 func (c MaxTextConfig) withNote(note string) MaxTextConfig {
 	if note == "" || len(c.Comments) == 0 {

@@ -32,10 +32,7 @@ func (h *Handler) serveMaxText(w http.ResponseWriter, r *http.Request) {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
 			return errUnfit{mem.Shortfall()}
 		}
-		cfg, err := export.MaxText(p)
-		if held != nil {
-			cfg, err = held.MaxText()
-		}
+		cfg, err := export.MaxTextOf(p, held)
 		if err != nil {
 			return err
 		}
@@ -123,10 +120,7 @@ func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
 			return errUnfit{mem.Shortfall()}
 		}
-		if held != nil {
-			return held.XPK(w, xo)
-		}
-		return export.XPK(w, p, xo)
+		return export.XPKOf(w, p, held, xo)
 	})
 }
 

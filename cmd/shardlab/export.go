@@ -218,18 +218,11 @@ func writeExport(b *strings.Builder, target string, p plan.Plan, held *export.He
 		if o.Workload == "" {
 			o.Workload = export.RunName(p.Request.Model.Name)
 		}
-		write := func() error { return export.XPK(b, p, o) }
-		if held != nil {
-			write = func() error { return held.XPK(b, o) }
-		}
-		if err := write(); err != nil {
+		if err := export.XPKOf(b, p, held, o); err != nil {
 			return err
 		}
 	default:
-		cfg, err := export.MaxText(p)
-		if held != nil {
-			cfg, err = held.MaxText()
-		}
+		cfg, err := export.MaxTextOf(p, held)
 		if err != nil {
 			return err
 		}
