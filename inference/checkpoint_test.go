@@ -174,4 +174,10 @@ func TestPlanPhrase(t *testing.T) {
 	if err := p.WriteText(&b, "vllm serve m"); err != nil || !strings.Contains(b.String(), "set checkpoint_dtype to it") {
 		t.Errorf("WriteText of an unspelt plan: %v, want checkpoint_dtype spelt by its key:\n%s", err, b.String())
 	}
+	// Phrase spells only the keys of Options' fields: {not_an_option}
+	// names none and stays as it is.
+	odd := Plan{Reasons: []string{"{tpu} beside {not_an_option}"}}.Phrase(flag)
+	if want := "--tpu beside {not_an_option}"; odd.Reasons[0] != want {
+		t.Errorf("Phrase(flags) of %q = %q, want %q", "{tpu} beside {not_an_option}", odd.Reasons[0], want)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"shardlab/hw"
+	"shardlab/internal/braces"
 	"shardlab/unit"
 )
 
@@ -279,7 +280,7 @@ func checkpointWarning(r Request) string {
 	if catalog == "" {
 		catalog = BF16
 	}
-	name, own, hf := literal(r.Model.Name), literal(r.Model.HFModel), literal(r.HFModel)
+	name, own, hf := braces.Literal(r.Model.Name), braces.Literal(r.Model.HFModel), braces.Literal(r.HFModel)
 	switch {
 	case ownRepository(r) && r.CheckpointGiven && r.Checkpoint != catalog && r.Model.HFModel != "":
 		return fmt.Sprintf("checkpoint: {checkpoint_dtype} is %s, but the catalog records %s for %s's own repository %s%s: the plan takes the %s given",
@@ -310,7 +311,7 @@ func catalogSource(r Request) string {
 	if r.Model.HFDtypeSource == "" {
 		return ""
 	}
-	return " (" + literal(r.Model.HFDtypeSource) + ")"
+	return " (" + braces.Literal(r.Model.HFDtypeSource) + ")"
 }
 
 // checkpointSource is where the plan has the checkpoint's format from:

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"shardlab/internal/braces"
 	"shardlab/unit"
 )
 
@@ -43,12 +43,7 @@ func (p Plan) Phrase(name func(field string) string) Plan {
 	spell := func(notes []string) []string {
 		out := make([]string, len(notes))
 		for i, s := range notes {
-			out[i] = optionMarks.ReplaceAllStringFunc(s, func(m string) string {
-				if m == "{{" || m == "}}" {
-					return m[:1]
-				}
-				return name(m[1 : len(m)-1])
-			})
+			out[i] = braces.Spell(s, name, isOptionKey)
 		}
 		return out
 	}
@@ -56,27 +51,21 @@ func (p Plan) Phrase(name func(field string) string) Plan {
 	return p
 }
 
-// optionMarks finds what Phrase spells in a plan's notes: {key} for the
-// JSON key of each Options field, and doubled braces, which stand for
-// their own (literal doubles the braces of text from outside, such as a
-// path given as hf_model).
-var optionMarks = func() *regexp.Regexp {
+// optionKeys are what Phrase spells in a plan's notes as {key}: the JSON
+// key of each Options field; braces.Literal doubles the braces of text
+// from outside (a path given as hf_model), which Phrase then undoubles.
+var optionKeys = func() map[string]bool {
 	t := reflect.TypeFor[Options]()
-	var keys []string
+	keys := map[string]bool{}
 	for i := range t.NumField() {
 		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); k != "" && k != "-" {
-			keys = append(keys, regexp.QuoteMeta(k))
+			keys[k] = true
 		}
 	}
-	return regexp.MustCompile(`\{\{|\}\}|\{(` + strings.Join(keys, "|") + `)\}`)
+	return keys
 }()
 
-// literal is text from outside (a path, a name, a source) as a plan's
-// notes hold it: its braces doubled, so that Phrase reads none of them
-// as an option.
-func literal(s string) string {
-	return strings.NewReplacer("{", "{{", "}", "}}").Replace(s)
-}
+func isOptionKey(k string) bool { return optionKeys[k] }
 
 // writeRequest writes what was asked: the model, the TPU, the load, the
 // dtypes, the objective and the SLOs, and whether the plan is a best

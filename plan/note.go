@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"shardlab/cost"
+	"shardlab/internal/braces"
 )
 
 // Option names a user-level setting of a planning question: a field of
@@ -133,37 +134,17 @@ func textf(format string, a ...any) string {
 // literal formats a value as fmt would, with its braces doubled.
 type literal struct{ v any }
 
-var doubleBraces = strings.NewReplacer("{", "{{", "}", "}}")
-
 func (l literal) Format(f fmt.State, verb rune) {
-	io.WriteString(f, doubleBraces.Replace(fmt.Sprintf(fmt.FormatString(f, verb), l.v)))
+	io.WriteString(f, braces.Literal(fmt.Sprintf(fmt.FormatString(f, verb), l.v)))
 }
 
 // phrase spells the options a text names as {key} with name (Option.String
-// when nil), and undoubles its other braces.
+// when nil), and undoubles its other braces (braces.Spell, every key).
 func phrase(t string, name func(Option) string) string {
-	if !strings.ContainsAny(t, "{}") {
-		return t
-	}
 	if name == nil {
 		name = Option.String
 	}
-	var b strings.Builder
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		switch {
-		case (c == '{' || c == '}') && i+1 < len(t) && t[i+1] == c:
-			i++
-		case c == '{':
-			if j := strings.IndexByte(t[i:], '}'); j > 1 {
-				b.WriteString(name(Option(t[i+1 : i+j])))
-				i += j
-				continue
-			}
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
+	return braces.Spell(t, func(k string) string { return name(Option(k)) }, nil)
 }
 
 // ReasonBatchLimit rejects a layout whose smallest global batch, one

@@ -33,11 +33,11 @@ var layers = map[string][]string{
 	"systolic":                  {"hw"},
 	"infeed":                    {"hw"},
 	"cost":                      {"hw", "model", "mesh", "collective", "schedule", "systolic"},
-	"plan":                      {"cost", "infeed", "schema", "maxtext"}, // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries; maxtext: the {mesh} option counts JAX devices by MaxText's in-chip rule (issue 28)
+	"plan":                      {"cost", "infeed", "schema", "maxtext", "internal/braces"}, // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries; maxtext: the {mesh} option counts JAX devices by MaxText's in-chip rule (issue 28)
 	"validate":                  {"plan", "cost", "inference", "maxtext"},
 	"capacity":                  {"hw", "plan"},
 	"budget":                    {"plan", "capacity"},
-	"inference":                 {"hw", "model", "collective", "mesh"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus
+	"inference":                 {"hw", "model", "collective", "mesh", "internal/braces"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus
 	"maxtext":                   {"mesh", "model"},
 	"export":                    {"plan", "inference", "maxtext"},
 	"chart":                     {"plan", "budget", "inference"}, // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI; budget's time against dollars (issue 31); serving latency and throughput against concurrency (issue 32)
@@ -50,6 +50,7 @@ var layers = map[string][]string{
 	"trace":                     nil,
 	"internal/golden":           nil,
 	"internal/enum":             nil, // not in ARCHITECTURE.md: one generic name table for small integer types (issue 30), under hw so that hw.NameCount, mesh.Axis and capacity's modes share it
+	"internal/braces":           nil, // not in ARCHITECTURE.md: the {key} markup of notes (issue 30), under plan and inference so that both spell their options with one reader
 	"internal/cputime":          nil, // test helper: the process's CPU time for the benchmarks
 	"collective/collectivetest": {"collective"},
 	"cmd/shardlab":              {"*"},
