@@ -3,11 +3,11 @@ package inference
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 
 	"shardlab/hw"
+	"shardlab/internal/braces"
 	"shardlab/unit"
 )
 
@@ -29,13 +29,14 @@ type Fit struct {
 
 func (e *NoFitError) Error() string { return e.Phrase(nil) }
 
-// Phrase is the error with each field of Fits spelt by name (the CLI's
-// flags); nil spells them as the package does (max_model_len).
+// Phrase is the error with the fields Why names as {field} and each
+// field of Fits spelt by name (the CLI's flags), as Plan.Phrase spells a
+// note; nil spells them as the package does (max_model_len).
 func (e *NoFitError) Phrase(name func(field string) string) string {
 	if name == nil {
 		name = func(f string) string { return f }
 	}
-	s := "inference: " + ErrNoFit.Error() + ": " + fieldMarks.ReplaceAllStringFunc(e.Why, func(m string) string { return name(m[1 : len(m)-1]) })
+	s := "inference: " + ErrNoFit.Error() + ": " + braces.Spell(e.Why, name, isOptionKey)
 	for i, f := range e.Fits {
 		sep := "; it fits with "
 		if i > 0 {
@@ -47,9 +48,6 @@ func (e *NoFitError) Phrase(name func(field string) string) string {
 }
 
 func (e *NoFitError) Unwrap() error { return ErrNoFit }
-
-// fieldMarks finds the fields a NoFitError's Why names: {max_model_len}.
-var fieldMarks = regexp.MustCompile(`\{(weights|tpu|max_model_len|gpu_memory_utilization)\}`)
 
 // noFit says why no layout serves the request: when the weights (with
 // the activation buffers) leave no HBM for pages on every layout, what
@@ -65,13 +63,13 @@ func noFit(r Request, layouts []Layout) *NoFitError {
 	if e := pagesWhy(r, layouts); e != nil {
 		return e
 	}
-	why := fmt.Sprintf("no layout of %s serves %d concurrent sequences of %s", r.Slice.AcceleratorType(), r.Concurrency, r.lengths())
+	why := fmt.Sprintf("no layout of %s serves %d concurrent sequences of %s", r.Slice.AcceleratorType(), r.Concurrency, braces.Literal(r.lengths()))
 	if r.RequestRate > 0 {
 		why = fmt.Sprintf("%g requests/s of %s saturate %s: at the mean step with the arriving prompts' chunks they keep more sequences at once than the pages hold at the requests' lengths or than the %d accepted, or the steps cannot keep up",
-			r.RequestRate, r.lengths(), r.Slice.AcceleratorType(), MaxConcurrency)
+			r.RequestRate, braces.Literal(r.lengths()), r.Slice.AcceleratorType(), MaxConcurrency)
 		if l, ok := unsettledAt(r, layouts); ok {
 			why = fmt.Sprintf("%g requests/s of %s: no layout of %s keeps up with them, and on TP %d × DP %d the search for their steady state did not settle within %d units of work (step evaluations by their sequences) or %d iterations (it is not known to saturate it)",
-				r.RequestRate, r.lengths(), r.Slice.AcceleratorType(), l.TP, l.DP, maxWork, maxIterations)
+				r.RequestRate, braces.Literal(r.lengths()), r.Slice.AcceleratorType(), l.TP, l.DP, maxWork, maxIterations)
 			return &NoFitError{Why: why}
 		}
 		return &NoFitError{Why: why, Fits: rateFits(r)}
@@ -225,7 +223,7 @@ func weightsWhy(r Request, layouts []Layout) *NoFitError {
 		}
 	}
 	m := least.Memory
-	what := fmt.Sprintf("{weights} %s: %s's weights (%v in all) take %v a device at TP %d, the widest split on %s", r.Weights, r.Model.Name,
+	what := fmt.Sprintf("{weights} %s: %s's weights (%v in all) take %v a device at TP %d, the widest split on %s", r.Weights, braces.Literal(r.Model.Name),
 		WeightBytes(r.Model, 1, r.Weights), m.Weights, least.TP, r.Slice.AcceleratorType())
 	if m.Weights < m.Budget {
 		what += fmt.Sprintf(", and with the activation buffers (%v) leave no room for the KV cache in", m.Activations)

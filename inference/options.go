@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"shardlab/hw"
+	"shardlab/internal/braces"
 	"shardlab/model"
 )
 
@@ -157,7 +158,7 @@ func (o Options) mix() (LengthMix, error) {
 		m, err = ParseLengthMix(o.LengthMix)
 	}
 	if err != nil {
-		return m, &FieldError{Field: "length_mix", Value: strconv.Quote(o.LengthMix), Want: "fixed, uniform:A-B or a length histogram: " + strings.TrimPrefix(err.Error(), "inference: ")}
+		return m, &FieldError{Field: "length_mix", Value: strconv.Quote(o.LengthMix), Want: "fixed, uniform:A-B or a length histogram: " + braces.Literal(strings.TrimPrefix(err.Error(), "inference: "))}
 	}
 	return m, nil
 }
@@ -212,7 +213,7 @@ func (o Options) request(mix LengthMix) (Request, string, error) {
 	}
 	if id == "" {
 		return Request{}, "", &FieldError{Field: "hf_model", Value: `""`,
-			Want: fmt.Sprintf("a Hugging Face id owner/name or a path for the vllm serve line (model %s names no Hugging Face repository)", spec.Name)}
+			Want: fmt.Sprintf("a Hugging Face id owner/name or a path for the vllm serve line (model %s names no Hugging Face repository)", braces.Literal(spec.Name))}
 	}
 	return r, id, nil
 }
@@ -239,7 +240,7 @@ func (o Options) model() (model.Spec, error) {
 	if o.ModelSpec != nil {
 		s, err := model.Parse(o.ModelSpec)
 		if err != nil {
-			return s, &FieldError{Field: "model", Value: o.Model, Want: "a valid YAML or JSON spec: " + err.Error()}
+			return s, &FieldError{Field: "model", Value: o.Model, Want: "a valid YAML or JSON spec: " + braces.Literal(err.Error())}
 		}
 		if s.Name == "" {
 			s.Name = o.Model
@@ -259,14 +260,14 @@ func (o Options) model() (model.Spec, error) {
 func ParseTPU(s string) (hw.Slice, error) {
 	slice, err := hw.ParseTPU(s)
 	if err != nil {
-		return hw.Slice{}, &FieldError{Field: "tpu", Value: strconv.Quote(s), Want: "an accelerator type (tpu7x-8, v6e-8) or a generation (tpu7x): " + err.Error()}
+		return hw.Slice{}, &FieldError{Field: "tpu", Value: strconv.Quote(s), Want: "an accelerator type (tpu7x-8, v6e-8) or a generation (tpu7x): " + braces.Literal(err.Error())}
 	}
 	if slice.Chips() > 0 {
 		return slice, nil
 	}
 	one, err := slice.Chip.HostSlice()
 	if err != nil {
-		return hw.Slice{}, &FieldError{Field: "tpu", Value: strconv.Quote(s), Want: "an accelerator type: " + err.Error()}
+		return hw.Slice{}, &FieldError{Field: "tpu", Value: strconv.Quote(s), Want: "an accelerator type: " + braces.Literal(err.Error())}
 	}
 	return one, nil
 }

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"shardlab/hw"
+	"shardlab/internal/braces"
 	"shardlab/model"
 )
 
@@ -50,18 +50,15 @@ func (e *FieldError) Error() string { return e.Phrase(nil) }
 
 // Phrase is the error with its field, and the fields Want names as
 // {field} (the JSON key in braces: {length_mix}), spelt by name (the
-// CLI's flags, the web form's labels); nil spells them as the package
-// does (length_mix).
+// CLI's flags, the web form's labels) as Plan.Phrase spells a note; nil
+// spells them as the package does (length_mix).
 func (e *FieldError) Phrase(name func(field string) string) string {
 	if name == nil {
 		name = func(f string) string { return f }
 	}
-	want := wantMarks.ReplaceAllStringFunc(e.Want, func(m string) string { return name(m[1 : len(m)-1]) })
+	want := braces.Spell(e.Want, name, isOptionKey)
 	return fmt.Sprintf("inference: %s %s, want %s", name(e.Field), e.Value, want)
 }
-
-// wantMarks finds the fields a FieldError's Want names: {length_mix}.
-var wantMarks = regexp.MustCompile(`\{[a-z][a-z0-9]*(_[a-z0-9]+)*\}`)
 
 func (e *FieldError) Unwrap() error { return ErrBadValue }
 
@@ -276,7 +273,7 @@ func NewRequest(r Request) (Request, error) {
 		r.MaxModelLen = r.Model.SeqLen
 	}
 	if r.MaxModelLen < 2 || r.MaxModelLen > r.Model.SeqLen {
-		return Request{}, badInt("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (the catalog's sequence length for %s)", r.Model.SeqLen, r.Model.Name))
+		return Request{}, badInt("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (the catalog's sequence length for %s)", r.Model.SeqLen, braces.Literal(r.Model.Name)))
 	}
 	if err := r.concurrency(); err != nil {
 		return Request{}, err
@@ -323,7 +320,7 @@ func (r *Request) lengthMix() error {
 	}{{"prompt_len", r.PromptLen}, {"output_len", r.OutputLen}} {
 		if l.v != 0 && !r.meanOfMix {
 			return &FieldError{Field: l.field, Value: strconv.Itoa(l.v),
-				Want: fmt.Sprintf("it unset beside {length_mix} (%s): the mix gives the requests' lengths, and the plan takes its mean request", r.Mix)}
+				Want: fmt.Sprintf("it unset beside {length_mix} (%s): the mix gives the requests' lengths, and the plan takes its mean request", braces.Literal(r.Mix.String()))}
 		}
 	}
 	if n := r.Mix.Longest(); n > r.MaxModelLen {
@@ -391,7 +388,7 @@ func (r *Request) parallelism() error {
 	c := r.Slice.Chip
 	devices := r.Slice.Chips() * c.JAXDevicesPerChip
 	if r.MoEAllRows && !r.Model.MoE() {
-		return &FieldError{Field: "moe_all_rows", Value: "true", Want: fmt.Sprintf("false for %s, which has no experts", r.Model.Name)}
+		return &FieldError{Field: "moe_all_rows", Value: "true", Want: fmt.Sprintf("false for %s, which has no experts", braces.Literal(r.Model.Name))}
 	}
 	if r.DPAttention && !r.Model.MLA() {
 		// tpu-inference's attention data parallelism is TP / max(1,
@@ -404,7 +401,7 @@ func (r *Request) parallelism() error {
 		if 2*r.Model.KV() > p {
 			return &FieldError{Field: "enable_dp_attention", Value: "true", Want: fmt.Sprintf(
 				"false for %s with a %s KV cache: tpu-inference would run attention data parallel over TP/%d devices with tensor parallelism of %d inside (2·%d KV heads / %d a word), which shardlab does not model",
-				r.Model.Name, r.KVCache, 2*r.Model.KV()/p, 2*r.Model.KV()/p, r.Model.KV(), p)}
+				braces.Literal(r.Model.Name), r.KVCache, 2*r.Model.KV()/p, 2*r.Model.KV()/p, r.Model.KV(), p)}
 		}
 	}
 	if r.TP != 0 {
