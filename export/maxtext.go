@@ -130,14 +130,19 @@ func layoutSpec(p plan.Plan) string {
 // MaxText runs (plan.FrameworkMaxText), so that the layout chosen is one
 // MaxText runs as costed. The framework o names is read as plan reads it
 // (plan.ParseFramework): none or any (the export limits the search to
-// MaxText's) or maxtext; another is refused, naming the framework
-// option, not replaced. Every front end's MaxText and xpk export plans
+// MaxText's) or maxtext; another (pytorch too) is refused, naming the
+// framework option, not replaced. Every front end's MaxText and xpk export plans
 // through it where MaxText cannot run plan's own choice (MaxTextHeld):
 // the CLI's and the web UI's downloads of the same options are the same
 // file.
 func MaxTextOptions(o plan.Options) (plan.Options, error) {
-	if _, err := plan.ParseFramework(o.Framework); err != nil {
+	f, err := plan.ParseFramework(o.Framework)
+	if err != nil {
 		return o, err
+	}
+	if f != "" && f != plan.FrameworkMaxText {
+		return o, &plan.OptionError{Option: plan.OptionFramework, Value: o.Framework,
+			Text: fmt.Sprintf("{%s} %q, want %s, %s or empty for an export to MaxText", plan.OptionFramework, o.Framework, plan.FrameworkAny, plan.FrameworkMaxText)}
 	}
 	o.Framework = string(plan.FrameworkMaxText)
 	return o, nil

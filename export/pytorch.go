@@ -50,35 +50,19 @@ type PyTorchMesh struct {
 	// Devices is the devices of the whole multislice: the mesh's size.
 	Devices  int
 	Comments []string
+	// Job is the job the plan was costed as.
+	Job PyTorchJob
 }
 
-// PyTorch lays the plan's layout out as a PyTorch/XLA SPMD mesh. Pipeline
-// and context parallelism have no SPMD form in PyTorch/XLA here and are
-// refused, naming the axis; so is gradient accumulation, a training loop's.
+// PyTorch lays the plan's layout out as a PyTorch/XLA SPMD mesh, with the
+// job it was costed as (PyTorchMesh.Job). What the export cannot write as
+// costed is refused, naming it (pytorchRefusal).
 func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 	e := p.Best.Estimate
 	ms := p.Request.Multislice
 	chip := ms.Slice.Chip
-	for _, a := range []mesh.Axis{mesh.Pipeline, mesh.Context} {
-		if n := e.Mesh.Size(a); n > 1 {
-			return PyTorchMesh{}, unsupported("pytorch", a.String(), strconv.Itoa(n),
-				"a layout of data, fsdp and tensor only: the PyTorch/XLA SPMD export writes no pipeline or context parallelism; plan with {mesh} without it")
-		}
-	}
-	if g := accumulation(e); g > 1 {
-		given := ""
-		if p.Request.Accumulation > 1 {
-			// the planner did not choose it: the user's option asked for it
-			given = "{gradient_accumulation_steps} 1 (or 0) and "
-		}
-		return PyTorchMesh{}, unsupported("pytorch", "gradient accumulation", strconv.Itoa(g),
-			fmt.Sprintf("none: the PyTorch/XLA SPMD export writes a mesh and shardings, not the training loop that would run the step as %d micro-batches of %d sequences; plan with %sa {global_batch} of at most one micro-batch's %d sequences, or export to MaxText (gradient_accumulation_steps)", g, e.Job.GlobalBatch/g, given, e.Job.GlobalBatch/g))
-	}
-	if n := e.Mesh.Size(mesh.Tensor); n > 1 {
-		if why := llamaModules(e.Job.Model); why != "" {
-			return PyTorchMesh{}, unsupported("pytorch", mesh.Tensor.String(), strconv.Itoa(n),
-				fmt.Sprintf("no tensor parallelism for %s: the tensor-parallel sharding the export writes names a Llama-style decoder layer's modules (self_attn.q_proj, k_proj, v_proj, o_proj; mlp.gate_proj, up_proj, down_proj), and %s; plan with {mesh} without tensor", e.Job.Model.Name, why))
-		}
+	if err := pytorchRefusal(p); err != nil {
+		return PyTorchMesh{}, err
 	}
 	out := PyTorchMesh{Comments: []string{
 		fmt.Sprintf("shardlab plan: %s on %s", e.Job.Model.Name, ms),
@@ -100,7 +84,40 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 		out.Comments = append(out.Comments, fmt.Sprintf("each %s chip is %d PJRT devices (TensorCores): fsdp carries the in-chip factor %d", chip.Generation, perChip, perChip))
 	}
 	out.Devices = ms.Chips() * perChip
+	shape := out.Shape()
+	out.Job = pytorchJob(p, shape[0]*shape[1])
 	return out, nil
+}
+
+// pytorchRefusal is why the export cannot write plan p as it was costed,
+// nil when it can: pipeline, context and expert parallelism (no SPMD
+// form here), gradient accumulation (a training loop's), tensor
+// parallelism on a model without a Llama-style layer's modules, and the
+// job's settings PyTorch/XLA is not told here (pytorchSettings).
+func pytorchRefusal(p plan.Plan) error {
+	e := p.Best.Estimate
+	for _, a := range []mesh.Axis{mesh.Pipeline, mesh.Context, mesh.Expert} {
+		if n := e.Mesh.Size(a); n > 1 {
+			return unsupported("pytorch", a.String(), strconv.Itoa(n),
+				"a layout of data, fsdp and tensor only: the PyTorch/XLA SPMD export writes no pipeline, context or expert parallelism; plan with {mesh} without it")
+		}
+	}
+	if g := accumulation(e); g > 1 {
+		given := ""
+		if p.Request.Accumulation > 1 {
+			// the planner did not choose it: the user's option asked for it
+			given = "{gradient_accumulation_steps} 1 (or 0) and "
+		}
+		return unsupported("pytorch", "gradient accumulation", strconv.Itoa(g),
+			fmt.Sprintf("none: the PyTorch/XLA SPMD export writes a mesh and shardings, not the training loop that would run the step as %d micro-batches of %d sequences; plan with %sa {global_batch} of at most one micro-batch's %d sequences, or export to MaxText (gradient_accumulation_steps)", g, e.Job.GlobalBatch/g, given, e.Job.GlobalBatch/g))
+	}
+	if n := e.Mesh.Size(mesh.Tensor); n > 1 {
+		if why := llamaModules(e.Job.Model); why != "" {
+			return unsupported("pytorch", mesh.Tensor.String(), strconv.Itoa(n),
+				fmt.Sprintf("no tensor parallelism for %s: the tensor-parallel sharding the export writes names a Llama-style decoder layer's modules (self_attn.q_proj, k_proj, v_proj, o_proj; mlp.gate_proj, up_proj, down_proj), and %s; plan with {mesh} without tensor", e.Job.Model.Name, why))
+		}
+	}
+	return pytorchSettings(e.Job)
 }
 
 // llamaModules says why a Hugging Face model of spec s lacks the modules
@@ -149,6 +166,7 @@ func (m PyTorchMesh) WritePython(w io.Writer) error {
 		fmt.Fprintf(&b, "# %s\n", c)
 	}
 	m.writeMesh(&b)
+	m.Job.writeJob(&b)
 	writeParamSharding(&b, m.Shape())
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -166,10 +184,10 @@ import numpy as np
 import torch_xla.runtime as xr
 import torch_xla.distributed.spmd as xs
 from torch_xla.experimental.spmd_fully_sharded_data_parallel import SpmdFullyShardedDataParallel as FSDPv2
-
+%s
 xr.use_spmd()
 assert xr.global_runtime_device_count() == %d, "the plan is for %d devices"
-`, m.Devices, m.Devices)
+`, m.Job.imports(), m.Devices, m.Devices)
 	if multi {
 		fmt.Fprintf(b, "mesh = xs.HybridMesh(ici_mesh_shape=%s, dcn_mesh_shape=%s, axis_names=%s)\n", tuple(m.ICI), tuple(m.DCN), names(m.Names))
 	} else {
@@ -196,6 +214,8 @@ func writeParamSharding(b *strings.Builder, shape []int) {
 	default:
 		b.WriteString(`
 # Data parallelism only: the parameters are replicated; only the input is sharded.
+def wrap_model(model):
+    return remat(model)
 `)
 	}
 }
@@ -220,7 +240,7 @@ def shard_batch_output(output, mesh):
 # FSDP: FSDPv2 shards each parameter over 'fsdp' on its largest dimension.
 # mesh is keyword-only.
 def wrap_model(model):
-    return FSDPv2(model, mesh=mesh, shard_output=shard_batch_output)
+    return FSDPv2(remat(model), mesh=mesh, shard_output=shard_batch_output)
 `
 
 // tensorParallelPython shards a Llama-style model (Hugging Face
@@ -269,5 +289,5 @@ def wrap_model(model):
     xs.mark_sharding(embed, mesh, ('model', 'fsdp'))
     if model.lm_head.weight is not embed:
         xs.mark_sharding(model.lm_head.weight, mesh, ('model', 'fsdp'))
-    return FSDPv2(model, mesh=mesh, shard_output=shard_logits)
+    return FSDPv2(remat(model), mesh=mesh, shard_output=shard_logits)
 `

@@ -20,6 +20,7 @@ func pytorchPlan(t *testing.T, modelName, tpu string, slices int, layout, batch 
 	t.Helper()
 	o := plan.DefaultOptions()
 	o.Model, o.TPU, o.Slices, o.Mesh, o.GlobalBatch = modelName, tpu, slices, layout, batch
+	o.Framework = string(plan.FrameworkPyTorch)
 	r, err := plan.ParseRequest(o)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,9 @@ func TestPyTorchRefusesAccumulation(t *testing.T) {
 		!strings.Contains(err.Error(), "plan with gradient accumulation steps 1 (or 0) and a global batch") {
 		t.Errorf("--mesh with %d steps given: PyTorch = %v, want the same refusal, naming the option", g, err)
 	}
-	p = search(t, func(o *plan.Options) { o.Model, o.TPU, o.GlobalBatch = "llama3-8b", "v6e-8", "8" })
+	p = search(t, func(o *plan.Options) {
+		o.Model, o.TPU, o.GlobalBatch, o.Framework = "llama3-8b", "v6e-8", "8", string(plan.FrameworkPyTorch)
+	})
 	if _, err := PyTorch(p); err != nil {
 		t.Errorf("8 sequences, %d micro-batches: %v", p.Best.Estimate.Job.MicroBatches, err)
 	}
@@ -401,7 +404,7 @@ func scriptSharding(py string) (specs map[string][]string, fsdpv2 bool) {
 		}
 		specs[name] = spec(m[2])
 	}
-	return specs, regexp.MustCompile(`return FSDPv2\(model,`).MatchString(wrap)
+	return specs, regexp.MustCompile(`return FSDPv2\(remat\(model\),`).MatchString(wrap)
 }
 
 // TestPyTorchShardsEveryParameter: with tensor parallelism the script

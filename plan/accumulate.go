@@ -114,7 +114,7 @@ func (w *worker) accumulation(m *mesh.Mesh, remats []cost.Remat, rings []bool) i
 		return w.req.Accumulation
 	}
 	b := w.req.GlobalBatch
-	if b == 0 || m.Size(mesh.Pipeline) > 1 {
+	if b == 0 || m.Size(mesh.Pipeline) > 1 || w.req.Framework == FrameworkPyTorch {
 		return 1
 	}
 	shards := m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert)

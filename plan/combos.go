@@ -42,10 +42,14 @@ func (c combo) set(j *cost.Job, k schedule.Kind, v int) {
 }
 
 // rematsFor is the remat policies r's layouts are costed with: the
-// request's, or every one the search weighs.
+// request's, or every one the search weighs (PyTorchRemats for
+// FrameworkPyTorch).
 func rematsFor(r *Request) []cost.Remat {
-	if r.Remat != "" {
+	switch {
+	case r.Remat != "":
 		return []cost.Remat{r.Remat}
+	case r.Framework == FrameworkPyTorch:
+		return PyTorchRemats
 	}
 	return cost.SearchRemats()
 }

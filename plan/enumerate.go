@@ -8,7 +8,6 @@ import (
 
 	"shardlab/cost"
 	"shardlab/mesh"
-	"shardlab/model"
 )
 
 // ReasonExpertDCNFirst rejects expert parallelism across slices while a
@@ -35,7 +34,7 @@ func overDCN(a mesh.Axis) cost.Reason {
 // axes (ICI) and of the slice count over the axes that may cross DCN.
 func (s *searcher) enumerate() {
 	ms := s.req.Multislice
-	free := searchAxes(s.req.Model)
+	free := searchAxes(&s.req)
 	// Layouts without a pipeline pay no bubble and are mostly the faster:
 	// costed first, they raise the bars the pipelined ones must pass
 	// sooner. The plan does not depend on the order (searcher.merge). The
@@ -225,13 +224,17 @@ func byPipeline(fs [][]int) [][]int {
 	return out
 }
 
-// searchAxes marks, indexed by mesh.Axis, the axes the search splits:
-// every axis, but expert only for a mixture of experts (a dense model has
-// nothing to split over it).
-func searchAxes(spec model.Spec) []bool {
+// searchAxes marks, indexed by mesh.Axis, the axes the search for r
+// splits: every axis, but expert only for a mixture of experts (a dense
+// model has nothing to split over it), and only data, fsdp and tensor for
+// FrameworkPyTorch.
+func searchAxes(r *Request) []bool {
 	free := make([]bool, mesh.NumAxes)
 	for _, a := range mesh.All() {
-		free[a] = a != mesh.Expert || spec.MoE()
+		free[a] = a != mesh.Expert || r.Model.MoE()
+		if r.Framework == FrameworkPyTorch {
+			free[a] = a == mesh.Data || a == mesh.FSDP || a == mesh.Tensor
+		}
 	}
 	return free
 }

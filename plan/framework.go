@@ -22,25 +22,45 @@ type Framework string
 // FrameworkMaxText limits the search to what MaxText runs.
 const FrameworkMaxText Framework = "maxtext"
 
+// FrameworkPyTorch limits the search to what the PyTorch/XLA SPMD export
+// writes: data, fsdp and tensor parallelism (no pipeline, context or
+// expert axis), the step in one pass (no gradient accumulation, a
+// training loop's), and the remat policies PyTorchRemats.
+const FrameworkPyTorch Framework = "pytorch"
+
+// PyTorchRemats are the remat policies PyTorch/XLA is told here: none (no
+// checkpointing), and full as torch_xla's checkpoint_module on each
+// decoder layer, which runs the layer's forward under
+// torch_xla.utils.checkpoint.checkpoint: the layer keeps its inputs and is
+// recomputed in the backward pass, what MaxText's full keeps
+// (torch_xla/distributed/fsdp/utils.py, checkpoint_module, and
+// docs/source/perf/fsdp_spmd.md, "Gradient checkpointing", pytorch/xla
+// @41398bff). MaxText's other policies keep chosen tensors of a layer
+// (jax.checkpoint policies), which checkpoint_module has no form of.
+var PyTorchRemats = []cost.Remat{cost.RematNone, cost.RematFull}
+
 // FrameworkAny is the framework option's word for no limit, the zero
 // Framework (as is the empty option).
 const FrameworkAny = "any"
 
 // Frameworks are the framework option's words, in the order a front end
 // lists them: every one ParseFramework accepts but the empty option.
-func Frameworks() []string { return []string{FrameworkAny, string(FrameworkMaxText)} }
+func Frameworks() []string {
+	return []string{FrameworkAny, string(FrameworkMaxText), string(FrameworkPyTorch)}
+}
 
 // ParseFramework reads the framework option, in any case: "" or any (no
-// limit: the zero Framework) or maxtext (FrameworkMaxText); anything else
-// is an *OptionError naming the option.
+// limit: the zero Framework), maxtext (FrameworkMaxText) or pytorch
+// (FrameworkPyTorch); anything else is an *OptionError naming
+// the option.
 func ParseFramework(s string) (Framework, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+	switch f := strings.ToLower(strings.TrimSpace(s)); f {
 	case "", FrameworkAny:
 		return "", nil
-	case string(FrameworkMaxText):
-		return FrameworkMaxText, nil
+	case string(FrameworkMaxText), string(FrameworkPyTorch):
+		return Framework(f), nil
 	}
-	return "", refuse(OptionFramework, s, nil, " %q, want %s or empty (any: every schedule; maxtext: what MaxText runs)", s, strings.Join(Frameworks(), " or "))
+	return "", refuse(OptionFramework, s, nil, " %q, want %s or empty (any: every schedule; maxtext: what MaxText runs; pytorch: what the PyTorch/XLA export writes)", s, strings.Join(Frameworks(), ", "))
 }
 
 // maxTextSchedule is the schedule MaxText runs for a pipeline that asks
@@ -65,6 +85,9 @@ func maxTextSchedule(k schedule.Kind) (schedule.Kind, bool) {
 // under the schedule it does run.
 func frameworkNotes(p Plan, est *cost.Estimator) []Note {
 	e := p.Best.Estimate
+	if p.Request.Framework == FrameworkPyTorch {
+		return []Note{note(OptionFramework, "framework: PyTorch/XLA SPMD, {framework} pytorch: the search kept to what its export writes, data, fsdp and tensor parallelism in one pass a step with remat none or full (torch_xla's checkpoint_module on each decoder layer)")}
+	}
 	notes := []Note{note("", "framework: MaxText (JAX), which the Cloud TPU guidance points to for training at scale with explicit sharding; PyTorch/XLA SPMD for portable PyTorch code; vLLM with tpu-inference for serving")}
 	if n, ok := namedNoneNote(e, est); ok {
 		notes = append(notes, n)

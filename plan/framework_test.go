@@ -80,7 +80,7 @@ func TestFrameworkMaxTextSearchesOnlyItsSchedules(t *testing.T) {
 func TestFrameworkOption(t *testing.T) {
 	o := DefaultOptions()
 	o.Framework = "megatron"
-	if _, err := ParseRequest(o); err == nil || !strings.Contains(err.Error(), `"megatron", want any or maxtext`) {
+	if _, err := ParseRequest(o); err == nil || !strings.Contains(err.Error(), `"megatron", want any, maxtext, pytorch`) {
 		t.Errorf("framework megatron: %v", err)
 	}
 	o = DefaultOptions()

@@ -259,7 +259,7 @@ func TestNoRematCeilingUnpipelined(t *testing.T) {
 // unpipelined is the layouts a search of r costs without a pipeline axis.
 func unpipelined(r Request) []mesh.Mesh {
 	ms := r.Multislice
-	free := searchAxes(r.Model)
+	free := searchAxes(&r)
 	var all []mesh.Mesh
 	for _, dn := range factorizationsOver(ms.Slices, free) {
 		for _, in := range factorizationsOver(ms.Slice.Chips(), free) {
@@ -282,7 +282,7 @@ func unpipelined(r Request) []mesh.Mesh {
 // axis, spread evenly over its factorizations.
 func pipelined(r Request, n int) []mesh.Mesh {
 	ms := r.Multislice
-	free := searchAxes(r.Model)
+	free := searchAxes(&r)
 	var all []mesh.Mesh
 	for _, dn := range factorizationsOver(ms.Slices, free) {
 		for _, in := range factorizationsOver(ms.Slice.Chips(), free) {

@@ -54,10 +54,10 @@ func TestExpertOverDCNOnlyOnceItFillsASlice(t *testing.T) {
 			t.Errorf("plan proposes %s", c.Estimate.Mesh)
 		}
 	}
-	if !searchAxes(r.Model)[mesh.Expert] {
+	if !searchAxes(&r)[mesh.Expert] {
 		t.Error("searchAxes holds expert at 1 for a mixture of experts")
 	}
-	if searchAxes(request(t, "llama3-8b", "v5p-8", 1, 64).Model)[mesh.Expert] {
+	if dense := request(t, "llama3-8b", "v5p-8", 1, 64); searchAxes(&dense)[mesh.Expert] {
 		t.Error("searchAxes splits expert for a dense model")
 	}
 }

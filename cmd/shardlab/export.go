@@ -23,9 +23,8 @@ type exportFlags struct {
 func newExportFlags(target string) (*flag.FlagSet, *planFlags, *exportFlags) {
 	fs, f := newPlanFlags("export "+target, true)
 	if target == "pytorch" {
-		// PyTorch/XLA runs no pipeline here: the MaxText limit on
-		// schedules does not apply.
-		f.Framework = ""
+		// search only what the PyTorch/XLA export writes
+		f.Framework = string(plan.FrameworkPyTorch)
 	}
 	var e exportFlags
 	switch target {
