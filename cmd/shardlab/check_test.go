@@ -103,6 +103,27 @@ func writeLog(t *testing.T, dir, name, text string) string {
 	return p
 }
 
+// predicted is the plan of job's arguments and temporaries a JAX device,
+// as check --json compares a log with them: read from the comparison of
+// a compile that failed (exit 1, the comparison printed).
+func predicted(t *testing.T, job []string) (arguments, temp int64) {
+	t.Helper()
+	seed := writeLog(t, t.TempDir(), "seed.log", "Used 900G of 95.74G hbm")
+	js, errOut, code := runCmd(append([]string{"check", "--compile-log", seed, "--json"}, job...)...)
+	var doc struct {
+		R struct {
+			A int64 `json:"predicted_argument_bytes"`
+			T int64 `json:"predicted_temp_bytes"`
+		} `json:"comparison"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || code != 1 || doc.R.A <= 0 || doc.R.T <= 0 {
+		t.Fatalf("check --json of %v: exit %d %s %v\n%s", job, code, errOut, err, js)
+	}
+	return doc.R.A, doc.R.T
+}
+
+// TestCheckRefuses: bad input is a usage error (exit 2), with nothing on
+// stdout.
 func TestCheckRefuses(t *testing.T) {
 	dir := t.TempDir()
 	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8"}
@@ -110,7 +131,8 @@ func TestCheckRefuses(t *testing.T) {
 	fail(t, append([]string{"check", "--compile-log", writeLog(t, dir, "empty.log", "step 1 loss 2.1\n")}, job...), "--compile-log", "no memory report")
 	fail(t, append([]string{"check", "--compile-log", writeLog(t, dir, "bad.log", "Used 1.2.3G of 30G hbm")}, job...), "--compile-log", "size")
 	tiny := writeLog(t, dir, "tiny.log", "CompiledMemoryStats(argument_size_in_bytes=1, output_size_in_bytes=1, alias_size_in_bytes=1, temp_size_in_bytes=1)")
-	fail(t, append([]string{"check", "--compile-log", tiny, "--write-calibration", filepath.Join(dir, "c.json")}, job...), "--write-calibration", "is the log this plan's compile")
+	fail(t, append([]string{"check", "--compile-log", tiny, "--write-calibration", dir}, job...), "--write-calibration")
+	fail(t, append([]string{"check", "--compile-log", dir}, job...), "--compile-log")
 	fail(t, []string{"plan", "--calibration", tiny}, "--calibration", "memory calibration")
 	fail(t, []string{"plan", "--calibration", tiny, "--temp-scale", "2"}, "--calibration and --temp-scale")
 	fail(t, []string{"plan", "--temp-scale", "9"}, "--temp-scale")
@@ -134,7 +156,8 @@ func TestCheckHostTemp(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &p); err != nil || p.Host <= 0 || p.RAM != 112e9 {
 		t.Fatalf("plan --json: offloaded %d, RAM %d (%v), want some offloaded and ct5p-hightpu-4t's 448 GB / 4", p.Host, p.RAM, err)
 	}
-	log := writeLog(t, dir, "compile.log", fmt.Sprintf("CompiledMemoryStats(argument_size_in_bytes=1000, output_size_in_bytes=1000, alias_size_in_bytes=1000, temp_size_in_bytes=1000, host_temp_size_in_bytes=%d)", 2*p.Host))
+	a, tmp := predicted(t, job)
+	log := writeLog(t, dir, "compile.log", fmt.Sprintf("CompiledMemoryStats(argument_size_in_bytes=%d, output_size_in_bytes=%[1]d, alias_size_in_bytes=%[1]d, temp_size_in_bytes=%d, host_temp_size_in_bytes=%d)", a, tmp, 2*p.Host))
 	out, errOut, code := runCmd(append([]string{"check", "--compile-log", log}, job...)...)
 	if code != 0 {
 		t.Fatalf("check: exit %d %s", code, errOut)
@@ -200,8 +223,9 @@ func TestCheckAtTheLimit(t *testing.T) {
 	}
 	cal := filepath.Join(dir, "c.json")
 	oom := writeLog(t, dir, "oom.log", "Ran out of memory in memory space hbm. Used 101G of 95.74G hbm.")
+	// the compile failed: exit 1, and the factor is written
 	out, errOut, code := runCmd(append([]string{"check", "--compile-log", oom, "--write-calibration", cal}, job...)...)
-	if code != 0 || !strings.Contains(out, "out of memory at 101.00 GiB of 95.74 GiB: the plan said it fits") || !strings.Contains(out, "temporaries factor") {
+	if code != 1 || !strings.HasPrefix(out, "the compile failed:") || !strings.Contains(out, "out of memory at 101.00 GiB of 95.74 GiB: the plan said it fits") || !strings.Contains(out, "temporaries factor") {
 		t.Errorf("check of the OOM: exit %d %s\n%s", code, errOut, out)
 	}
 	if js, errOut, code = runCmd(append([]string{"plan", "--json", "--calibration", cal}, job...)...); code != 1 || !strings.Contains(errOut, "the --mesh layout does not fit") {
@@ -237,21 +261,28 @@ func TestVerifyOnTPU7x(t *testing.T) {
 	checkArgs := strings.Fields(strings.ReplaceAll(strings.TrimSpace(lines[3]), "'", ""))[1:]
 	log := writeLog(t, t.TempDir(), "compile.log", "Used 200G of 94.75G hbm")
 	args := append([]string{"check", "--compile-log", log}, checkArgs[3:len(checkArgs)-2]...)
-	if _, errOut, code := runCmd(args...); code != 0 {
-		t.Errorf("%v: exit %d %s", args, code, errOut)
+	// accepted: compared, and the compile failed (exit 1), not refused (2)
+	if out, errOut, code := runCmd(args...); code != 1 || !strings.HasPrefix(out, "the compile failed: XLA ran out of memory at 200.00 GiB of 94.75 GiB") {
+		t.Errorf("%v: exit %d %s\n%s", args, code, errOut, out)
 	}
 }
 
 // TestCheckRefusesAnotherChipsLog: a log whose capacity is another chip's
 // (v6e's 31.25 GiB checked as v5p's), or an out-of-memory message below
-// its own capacity, cannot be of the plan: check refuses it, naming both.
+// its own capacity, cannot be of the plan: check refuses it, naming both,
+// after the comparison (exit 1: the log is read, and not this plan's).
 func TestCheckRefusesAnotherChipsLog(t *testing.T) {
 	dir := t.TempDir()
 	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal"}
-	fail(t, append([]string{"check", "--compile-log", writeLog(t, dir, "v6e.log", "Used 40.1G of 31.25G hbm")}, job...),
-		"the log's capacity is 31.25 GiB a JAX device, v5p's is 95.74 GiB")
-	fail(t, append([]string{"check", "--compile-log", writeLog(t, dir, "low.log", "Used 50G of 95.74G hbm")}, job...),
-		"an out-of-memory message at 50.00 GiB of 95.74 GiB: XLA prints it only above its capacity")
+	for log, want := range map[string]string{
+		"Used 40.1G of 31.25G hbm": "the capacity it prints is 31.25 GiB a JAX device, v5p's is 95.74 GiB",
+		"Used 50G of 95.74G hbm":   "an out-of-memory message at 50.00 GiB of 95.74 GiB: XLA prints one only above its capacity",
+	} {
+		out, errOut, code := runCmd(append([]string{"check", "--compile-log", writeLog(t, dir, "c.log", log)}, job...)...)
+		if code != 1 || !strings.HasPrefix(out, "not this plan's compile: ") || !strings.Contains(errOut, "is not this plan's compile: ") || !strings.Contains(errOut, want) {
+			t.Errorf("check of %q: exit %d %s, want 1 saying %q\n%s", log, code, errOut, want, out)
+		}
+	}
 }
 
 // TestCheckOOMCalibrationRefuses: an out-of-memory message reports what XLA
@@ -265,8 +296,8 @@ func TestCheckOOMCalibrationRefuses(t *testing.T) {
 	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal", "--gradient-accumulation-steps", "1"}
 	cal := filepath.Join(dir, "cal.json")
 	log := writeLog(t, dir, "oom.log", "Ran out of memory in memory space hbm. Used 100.5G of 95.74G hbm")
-	if _, errOut, code := runCmd(append([]string{"check", "--compile-log", log, "--write-calibration", cal}, job...)...); code != 0 {
-		t.Fatalf("check: exit %d %s", code, errOut)
+	if _, errOut, code := runCmd(append([]string{"check", "--compile-log", log, "--write-calibration", cal}, job...)...); code != 1 {
+		t.Fatalf("check: exit %d %s, want 1: the compile failed", code, errOut)
 	}
 	js, _, _ := runCmd(append([]string{"plan", "--json", "--calibration", cal}, job...)...)
 	var p struct {
@@ -306,7 +337,7 @@ func TestCheckJSONErrorAndCalibration(t *testing.T) {
 		"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal", "--temp-scale", "1.5",
 		"--gradient-accumulation-steps", "1"} // one pass: scaled, the planner would accumulate
 	text, errOut, code := runCmd(append([]string{"check"}, job...)...)
-	if code != 0 || !strings.Contains(text, "Calibration: --temp-scale 1.5 scales") {
+	if code != 1 || !strings.Contains(text, "Calibration: --temp-scale 1.5 scales") {
 		t.Errorf("check --temp-scale 1.5: exit %d %s, want its Calibration line:\n%s", code, errOut, text)
 	}
 	out, errOut, code = runCmd(append([]string{"check", "--json"}, job...)...)
@@ -316,37 +347,44 @@ func TestCheckJSONErrorAndCalibration(t *testing.T) {
 			Flag      string  `json:"flag"`
 		} `json:"temporaries_calibration"`
 	}
-	if err := json.Unmarshal([]byte(out), &js); code != 0 || err != nil || js.Given.Flag != "--temp-scale" || js.Given.TempScale != 1.5 {
+	if err := json.Unmarshal([]byte(out), &js); code != 1 || err != nil || js.Given.Flag != "--temp-scale" || js.Given.TempScale != 1.5 {
 		t.Errorf("check --json --temp-scale 1.5: exit %d %v %s, temporaries_calibration %+v", code, err, errOut, js.Given)
 	}
 }
 
 // TestCheckWarnsOfOtherArguments: a compile whose arguments are far from
-// the plan's parameters and optimizer state (here 30.0 GB against the
-// plan's 22.4 GiB) was calibrated on its temporaries alone without a
-// word; check warns that the log may be of another job.
+// the plan's parameters and optimizer state was calibrated on its
+// temporaries alone without a word. Against the plan's 22.44 GiB, 24.0 GB
+// (+7.0 %) is warned of, and 30.0 GB (+33.7 %) and review 128 #4's 44.5
+// GB (+98.3 %) are beyond validate.ArgumentBound's 10 %: not this plan's
+// compile, exit 1, with no file and no --temp-scale advice.
 func TestCheckWarnsOfOtherArguments(t *testing.T) {
 	dir := t.TempDir()
 	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal"}
 	for _, c := range []struct {
-		arg  string
-		warn bool
-	}{{"30.0", true}, {"22.5", false}} {
+		arg, off string
+		code     int
+		warn     bool
+	}{{"24.0", "+7.0%", 0, true}, {"22.5", "", 0, false}, {"30.0", "+33.7%", 1, false}, {"44.5", "+98.3%", 1, false}} {
 		log := writeLog(t, dir, "m.log", "Memory analysis: Total memory size: 80.0 GB, Output size: "+c.arg+" GB, Temp size: 50.0 GB, Argument size: "+c.arg+" GB, Host temp size: 0.0 GB.")
-		out, errOut, code := runCmd(append([]string{"check", "--compile-log", log}, job...)...)
-		if got := strings.Contains(out, "warning: the compile's arguments, "); code != 0 || got != c.warn {
-			t.Errorf("arguments %s GB: exit %d %s, warned %v, want %v:\n%s", c.arg, code, errOut, got, c.warn, out)
+		cal := filepath.Join(dir, "cal.json")
+		os.Remove(cal)
+		out, errOut, code := runCmd(append([]string{"check", "--compile-log", log, "--write-calibration", cal}, job...)...)
+		_, statErr := os.Stat(cal)
+		if got := strings.Contains(out, "warning: the compile's arguments, "); code != c.code || got != c.warn || (statErr == nil) != (c.code == 0) || !strings.Contains(out, c.off) {
+			t.Errorf("arguments %s GB: exit %d %s, warned %v, file %v, want exit %d, warned %v, %s:\n%s", c.arg, code, errOut, got, statErr, c.code, c.warn, c.off, out)
 		}
-		// the compile's 30 GiB is a third above the plan's 22.44 (it said -25.2 %)
-		if c.warn && !strings.Contains(out, "are +33.") {
-			t.Errorf("arguments %s GB: the warning's sign or base:\n%s", c.arg, out)
+		if c.code == 1 && (strings.Contains(out, "--temp-scale") || !strings.Contains(errOut, c.arg+"0 GiB, are "+c.off+" against the job's parameters and optimizer state, 22.44 GiB, beyond the 10%")) {
+			t.Errorf("arguments %s GB: a refusal must name both figures and give no factor:\nstderr %s\n%s", c.arg, errOut, out)
 		}
 		js, _, _ := runCmd(append([]string{"check", "--json", "--compile-log", log}, job...)...)
 		var doc struct {
 			Warnings []string `json:"warnings"`
+			Error    string   `json:"error"`
+			Cal      any      `json:"calibration"`
 		}
-		if err := json.Unmarshal([]byte(js), &doc); err != nil || (len(doc.Warnings) == 1) != c.warn || doc.Warnings == nil {
-			t.Errorf("arguments %s GB: check --json warnings %q (%v), want the text's", c.arg, doc.Warnings, err)
+		if err := json.Unmarshal([]byte(js), &doc); err != nil || (len(doc.Warnings) == 1) != c.warn || doc.Warnings == nil || (doc.Error != "") != (c.code == 1) || (doc.Cal == nil) != (c.code == 1) {
+			t.Errorf("arguments %s GB: check --json warnings %q, error %q, calibration %v (%v), want the text's", c.arg, doc.Warnings, doc.Error, doc.Cal, err)
 		}
 	}
 }
@@ -357,9 +395,10 @@ func TestCheckWarnsOfOtherArguments(t *testing.T) {
 // #6). Llama 3 8B on v4-16 at fsdp=8, 32 sequences, full remat needs about
 // 40.6 GiB a device against v4's 30.75: "Used 33.27G of 30.75G" is below
 // that, and check offered --temp-scale 0.751, which would make later plans
-// accept what failed. It now prints the comparison, no factor, and with
-// --write-calibration writes no file and exits 1; a message above the
-// needed peak (45G) still calibrates, by a factor above 1.
+// accept what failed. It now prints the comparison and no factor, and
+// with --write-calibration writes no file; a message above the needed
+// peak (45G) still calibrates, by a factor above 1. Each exits 1: the
+// compile failed.
 func TestCheckOOMNeverLowers(t *testing.T) {
 	dir := t.TempDir()
 	// one pass, as the log compiled (the planner would accumulate)
@@ -375,7 +414,7 @@ func TestCheckOOMNeverLowers(t *testing.T) {
 	}
 	oom := writeLog(t, dir, "oom.log", "Ran out of memory in memory space hbm. Used 33.27G of 30.75G hbm. Exceeded hbm capacity by 2.52G.")
 	out, errOut, code := runCmd(append([]string{"check", "--compile-log", oom}, job...)...)
-	if code != 0 || !strings.Contains(out, "total  33.27 GiB") || strings.Contains(out, "--temp-scale") ||
+	if code != 1 || !strings.Contains(out, "total  33.27 GiB") || strings.Contains(out, "--temp-scale") ||
 		!strings.Contains(out, "no temporaries factor: the plan's needed peak") || !strings.Contains(out, "recompile at a batch that fits") {
 		t.Errorf("check of an OOM below the needed peak: exit %d %s\n%s", code, errOut, out)
 	}
@@ -386,7 +425,7 @@ func TestCheckOOMNeverLowers(t *testing.T) {
 		t.Errorf("check --write-calibration of an OOM below the needed peak: exit %d (want 1, no file; %v)\nstdout %s\nstderr %s", code, err, out, errOut)
 	}
 	above := writeLog(t, dir, "above.log", "Ran out of memory in memory space hbm. Used 45G of 30.75G hbm.")
-	if out, errOut, code = runCmd(append([]string{"check", "--compile-log", above, "--write-calibration", cal}, job...)...); code != 0 {
+	if out, errOut, code = runCmd(append([]string{"check", "--compile-log", above, "--write-calibration", cal}, job...)...); code != 1 {
 		t.Fatalf("check of an OOM above the needed peak: exit %d %s\n%s", code, errOut, out)
 	}
 	b, err := os.ReadFile(cal)
@@ -395,5 +434,89 @@ func TestCheckOOMNeverLowers(t *testing.T) {
 	}
 	if err != nil || json.Unmarshal(b, &c) != nil || c.TempScale <= 1 {
 		t.Errorf("calibration of an OOM above the needed peak: %v %s, want a factor above 1", err, b)
+	}
+}
+
+// checkExitRow is one row of TestCheckExitTable: a compile log (or none)
+// checked against a job, the exit status, the text's first line, and
+// with --json the document's top-level compiled and fits (absent: a
+// document without them) and whether it holds a factor.
+type checkExitRow struct {
+	name, log string
+	job       []string
+	code      int
+	first     string
+	compiled  *bool
+	fits      *bool
+	factor    bool
+}
+
+// TestCheckExitTable holds check to its exit table (checkExits, README's
+// Memory section), a row at a time, in text and JSON, and its usage to
+// the table. Llama 3 8B on v5p-8 at fsdp=4, 8 sequences, remat minimal,
+// fits (89.53 GiB laid out, 22.44 GiB of arguments a device); on v4-16 at
+// 32 sequences, full remat, it needs 40.6 GiB of v4's 30.75 (refused);
+// at 28 sequences, full remat, the laid-out step is XLA's limit on v5p.
+func TestCheckExitTable(t *testing.T) {
+	fits := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal"}
+	refused := []string{"--model", "llama3-8b", "--tpu", "v4-16", "--mesh", "fsdp=8", "--global-batch", "32", "--remat", "full", "--gradient-accumulation-steps", "1"}
+	limit := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "28", "--remat", "full", "--gradient-accumulation-steps", "1"}
+	a, tmp := predicted(t, fits)
+	stats := func(arg, temp int64) string {
+		return fmt.Sprintf("Memory analysis: CompiledMemoryStats(argument_size_in_bytes=%d, output_size_in_bytes=%[1]d, alias_size_in_bytes=%[1]d, temp_size_in_bytes=%d)", arg, temp)
+	}
+	yes, no := true, false
+	for _, row := range []checkExitRow{
+		{"compiled, a factor", stats(a, tmp*6/5), fits, 0, "compile log: memory_analysis", &yes, &yes, true},
+		// review 128 #5: 115.23 GiB against v5p's 95.74, warned of (MaxText's own doc shows such a run)
+		{"compiled, above the device", stats(a, 99634149376), fits, 0, "compile log: memory_analysis", &yes, &yes, true},
+		{"failed where the plan fits (MISSED)", "Ran out of memory in memory space hbm. Used 101.2G of 95.74G hbm.", fits, 1, "the compile failed: XLA ran out of memory at 101.20 GiB of 95.74 GiB a JAX device (the plan said it fits: verdict MISSED): do not launch this plan as it is; plan with the compiler's temporaries (plan --temp-scale 1.329", &no, &yes, true},
+		{"failed as the plan said", "Ran out of memory in memory space hbm. Used 45G of 30.75G hbm.", refused, 1, "the compile failed: XLA ran out of memory at 45.00 GiB of 30.75 GiB a JAX device (as the plan said: it does not fit)", &no, &no, true},
+		{"failed, no factor", "Ran out of memory in memory space hbm. Used 33.27G of 30.75G hbm.", refused, 1, "the compile failed: XLA ran out of memory at 33.27 GiB of 30.75 GiB a JAX device (as the plan said: it does not fit): do not launch this plan as it is; compile a smaller --global-batch", &no, &no, false},
+		{"no factor: at XLA's limit", "Memory analysis: Total memory size: 95.7 GB, Output size: 22.4 GB, Temp size: 73.3 GB, Argument size: 22.4 GB, Host temp size: 0.0 GB.", limit, 1, "compile log: memory_analysis", &yes, &yes, false},
+		{"not this plan's: arguments", "Total memory size: 70.0 GB, Output size: 44.5 GB, Temp size: 25.5 GB, Argument size: 44.5 GB", fits, 1, "not this plan's compile: validate: compile log: the compile's arguments, 44.50 GiB, are +98.3% against the job's parameters and optimizer state, 22.44 GiB", &yes, &yes, false},
+		{"not this plan's: temporaries", "CompiledMemoryStats(argument_size_in_bytes=0, temp_size_in_bytes=5)", fits, 1, "not this plan's compile: the log's temporaries are 0.00 times the prediction's, want 0.25 to 8", &yes, &yes, false},
+		{"not this plan's: another chip", "Used 40.1G of 31.25G hbm", fits, 1, "not this plan's compile: validate: compile log: the capacity it prints is 31.25 GiB", &no, &yes, false},
+		{"not this plan's: below capacity", "Used 60.2G of 95.74G hbm", fits, 1, "not this plan's compile: validate: compile log: an out-of-memory message at 60.20 GiB of 95.74 GiB", &no, &yes, false},
+		{"the flags' plan cannot run", "Used 101.2G of 95.74G hbm", []string{"--model", "llama3-70b", "--tpu", "v6e-32", "--seq", "8192", "--max-global-batch", "524288tok"}, 1, "", nil, nil, false},
+		{"usage: no memory report", "step 1 loss 2.1", fits, 2, "", nil, nil, false},
+		{"usage: a bad flag", "Used 101.2G of 95.74G hbm", append([]string{"--global-batch", "x"}, fits...), 2, "", nil, nil, false},
+		{"usage: no log", "", fits, 2, "", nil, nil, false},
+	} {
+		checkExit(t, row)
+	}
+	help, _, code := runCmd("check", "-h")
+	_, table, _ := strings.Cut(help, "\nexit status:\n")
+	if code != 0 || !strings.Contains(table, "  0  the log is of a compile of this plan that succeeded") || !strings.Contains(table, "\n  1  ") || !strings.Contains(table, "\n  2  bad input") {
+		t.Errorf("check -h: exit %d, want the exit table:\n%s", code, help)
+	}
+}
+
+// checkExit runs row's check as text and as JSON.
+func checkExit(t *testing.T, row checkExitRow) {
+	t.Helper()
+	args := append([]string{"check"}, row.job...)
+	if row.log != "" {
+		args = append(args, "--compile-log", writeLog(t, t.TempDir(), "c.log", row.log))
+	}
+	out, errOut, code := runCmd(args...)
+	if code != row.code || !strings.HasPrefix(out, row.first) || (code == 0) != (errOut == "") || code == 2 && out != "" {
+		t.Errorf("%s: exit %d, want %d, stdout starting %q:\nstderr %s\n%s", row.name, code, row.code, row.first, errOut, out)
+	}
+	js, _, code := runCmd(append(args, "--json")...)
+	if code == 2 || row.compiled == nil {
+		if code != row.code || code == 2 && js != "" {
+			t.Errorf("%s --json: exit %d, want %d\n%s", row.name, code, row.code, js)
+		}
+		return
+	}
+	var doc struct {
+		Compiled, Fits *bool
+		Error          string
+		Calibration    *struct{ TempScale float64 } `json:"calibration"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || code != row.code || doc.Compiled == nil || *doc.Compiled != *row.compiled ||
+		doc.Fits == nil || *doc.Fits != *row.fits || (doc.Error == "") != (code == 0) || (doc.Calibration != nil) != row.factor {
+		t.Errorf("%s --json: exit %d (%v), want %d, compiled %v, fits %v, an error %v, a factor %v:\n%.600s", row.name, code, err, row.code, *row.compiled, *row.fits, code != 0, row.factor, js)
 	}
 }

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"shardlab/cost"
+	"shardlab/hw"
+	"shardlab/plan"
+	"shardlab/validate"
+)
+
+// checkResult is one check: the log held against the plan, whether the
+// log can be the plan's compile, and the temporaries' factor it gives or
+// why it gives none.
+type checkResult struct {
+	log validate.CompileLog
+	// r is the comparison with the plan as given (its factor, if any).
+	r validate.MemoryResult
+	// fits is the plan's own answer, as plan --json's fits.
+	fits bool
+	// mismatch is why the log cannot be the plan's compile
+	// (validate.ErrNotThisJob), nil where it can be.
+	mismatch error
+	// cal is the factor against the model without one, or calErr why
+	// there is none.
+	cal    *cost.MemoryCalibration
+	calErr error
+	// chip is the plan's, which the log's bytes are held to.
+	chip hw.Chip
+}
+
+// checkPlan holds log against plan p, read from path: the comparison with
+// the plan as given, whether the log can be its compile, and the factor
+// against the uncalibrated model. A log that cannot be the plan's gives
+// no factor.
+func checkPlan(log validate.CompileLog, p plan.Plan, path string) (checkResult, error) {
+	e := p.Best.Estimate
+	ms := e.Mesh.Multislice
+	chip := ms.Slice.Chip
+	r := validate.CompareLog(log, e.Memory, chip.JAXDevicesPerChip)
+	// the comparison is of this plan, not of a case in the memory table
+	r.Case.Generation, r.Case.AcceleratorType, r.Case.Slices, r.Case.Model = string(chip.Generation), ms.Slice.AcceleratorType(), max(ms.Slices, 1), p.Request.Model
+	// The factor is against the uncalibrated model, whatever --calibration
+	// or --temp-scale this check was given: plan --calibration applies it
+	// to that model, so a factor against a scaled prediction would
+	// compound (the same log would give a different file each time).
+	raw, err := uncalibrated(log, r, e)
+	if err != nil {
+		return checkResult{}, err
+	}
+	res := checkResult{log: log, r: r, fits: e.Memory.Fits(), chip: chip, mismatch: validate.LogMismatch(log, r, chip)}
+	if res.mismatch == nil {
+		res.cal, res.calErr = calibrationOf(log, raw, path, p)
+		if errors.Is(res.calErr, validate.ErrNotThisJob) {
+			res.mismatch = res.calErr
+		}
+	}
+	if res.mismatch != nil {
+		res.cal, res.calErr = nil, res.mismatch
+	}
+	return res, nil
+}
+
+// status is check's exit status (checkExits) as an error: nil for 0, or
+// for 1 the line stderr gets, what stops the plan first. written is what
+// writing the calibration file returned.
+func (res checkResult) status(c *checkFlags, written error) error {
+	var why []string
+	switch {
+	case res.mismatch != nil:
+		why = append(why, fmt.Sprintf("--compile-log %s is not this plan's compile: %v", c.log, res.mismatch))
+		if c.calibration != "" {
+			why = append(why, fmt.Sprintf("--write-calibration %s: nothing written", c.calibration))
+		}
+		written = nil
+	case !res.log.Compiled():
+		why = append(why, res.failed())
+	case res.cal == nil && written == nil:
+		why = append(why, fmt.Sprintf("no temporaries factor: %v", res.calErr))
+	}
+	if written != nil {
+		why = append(why, written.Error())
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("check: %s", strings.Join(why, "; "))
+}
+
+// failed is what check says first of a compile that failed.
+func (res checkResult) failed() string {
+	said := "the plan said it fits: verdict MISSED"
+	if res.r.Refused {
+		said = "as the plan said: it does not fit"
+	}
+	return fmt.Sprintf("the compile failed: XLA ran out of memory at %s of %s a JAX device (%s): do not launch this plan as it is", gib(res.log.Reported), gib(res.log.Capacity), said)
+}
+
+// headline is the text's first line where the exit status is 1 for the
+// log itself: a compile that failed, with what to do, or a log that is not
+// the plan's; "" otherwise.
+func (res checkResult) headline() string {
+	switch {
+	case res.mismatch != nil:
+		return fmt.Sprintf("not this plan's compile: %v: no verdict and no temporaries factor from it; check the log of the compile plan --verify prints for these flags (--tpu as its compile_topology, the model, --mesh, --global-batch and remat as export maxtext wrote them)\n", res.mismatch)
+	case !res.log.Compiled():
+		advice := "compile a smaller --global-batch (or another --mesh) and check it again"
+		if res.cal != nil {
+			advice = fmt.Sprintf("plan with the compiler's temporaries (plan --temp-scale %.3f, or --calibration with --write-calibration's file), which picks a batch and layout that fit, or %s", res.cal.TempScale, advice)
+		}
+		return res.failed() + "; " + advice + "\n"
+	}
+	return ""
+}
+
+// writeCalibration writes cal to the file at path, or says why nothing
+// is written (calErr, why the log gives no factor).
+func writeCalibration(path string, cal *cost.MemoryCalibration, calErr error) error {
+	if calErr != nil {
+		return fmt.Errorf("--write-calibration %s: nothing written: %w", path, calErr)
+	}
+	b, err := json.MarshalIndent(cal, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--write-calibration %s: %w", path, err)
+	}
+	return nil
+}
+
+// uncalibrated is the comparison r of log with the estimate e, made
+// against e's layout costed without its temporaries' factor, where it has
+// one (r itself when not).
+func uncalibrated(log validate.CompileLog, r validate.MemoryResult, e cost.Estimate) (validate.MemoryResult, error) {
+	if e.Job.TempScale == 0 {
+		return r, nil
+	}
+	j := e.Job
+	j.TempScale = 0
+	u, err := cost.EstimateStep(j, e.Mesh)
+	if err != nil {
+		return r, fmt.Errorf("check: the plan without its temporaries' factor: %w", err)
+	}
+	raw := validate.CompareLog(log, u.Memory, e.Mesh.Multislice.Slice.Chip.JAXDevicesPerChip)
+	raw.Case = r.Case
+	return raw, nil
+}
+
+// gib spells a compile log's bytes as check prints them: GiB to two
+// decimals, as XLA's own G.
+func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
+
+// calibrationOf is the factor that makes the prediction's temporaries what
+// the log reports: the log's temporaries are its temp, or its program,
+// or, where it gives only a total, the total less the predicted arguments
+// (cost's arguments match the compilers' within 1.4 % on the memory table).
+// A factor outside cost's range says the log is not the plan's compile
+// (validate.ErrNotThisJob).
+func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string, p plan.Plan) (*cost.MemoryCalibration, error) {
+	reported := log.Breakdown.Temp
+	switch {
+	case reported > 0:
+	case log.Scope == validate.ScopeTemp:
+		reported = log.Reported
+	default:
+		reported = log.Reported - r.Arguments
+	}
+	// An out-of-memory message reports what XLA could squeeze the step to,
+	// after its rematerialization: the needed peak's temporaries, not those
+	// as laid out (which keep what XLA recomputes when HBM runs short). It
+	// calibrates against them also where the plan put the laid-out step
+	// above XLA's limit: the needed peak was too low, by the factor. It
+	// only bounds the step from below (XLA stopped squeezing above the
+	// limit), so it raises the model and never lowers it (oomLowers).
+	predicted := r.Temp
+	switch {
+	case log.Kind == validate.KindOOM:
+		predicted = r.Needed
+		if log.Scope != validate.ScopeTemp {
+			predicted -= r.Arguments
+		}
+	case r.AtLimit:
+		return nil, fmt.Errorf("the prediction is XLA's limit, %.2f GiB, which its rematerialization recomputes down to: a report there says how XLA squeezed the step, not how far the temporaries' model is off", float64(r.Limit)/(1<<30))
+	}
+	if reported <= 0 || predicted <= 0 {
+		return nil, fmt.Errorf("the log gives no temporaries to calibrate against (reported %d bytes, predicted arguments %d)", log.Reported, r.Arguments)
+	}
+	k := float64(reported) / float64(predicted)
+	if !(k >= cost.MinTempScale && k <= cost.MaxTempScale) {
+		return nil, fmt.Errorf("the log's temporaries are %.2f times the prediction's, want %g to %g: %w", k, cost.MinTempScale, cost.MaxTempScale, validate.ErrNotThisJob)
+	}
+	if log.Kind == validate.KindOOM && k < 1 {
+		return nil, oomLowers(log, r, k)
+	}
+	e := p.Best.Estimate
+	src := calibrationSource(path, e.Job.Model.Name, p.Request.Multislice.Slice.AcceleratorType(), e.Mesh.String(), time.Now().UTC().Format(time.DateOnly))
+	job := &cost.MeasuredJob{Model: e.Job.Model.Name, AcceleratorType: p.Request.Multislice.Slice.AcceleratorType(), Layout: e.Mesh.String(),
+		Remat: e.Job.Remat, GlobalBatch: e.Job.GlobalBatch, MicroBatches: max(e.Job.MicroBatches, 1)}
+	if e.Job.Remat == cost.RematCustom {
+		job.RematCustom = e.Job.Custom.String()
+	}
+	return &cost.MemoryCalibration{TempScale: k, Reported: reported, Predicted: predicted, Source: src, Job: job}, nil
+}
+
+// oomLowers is why an out-of-memory message gives no factor below 1 (k):
+// its bytes are what XLA's rematerialization squeezed the failed step to,
+// recomputing beyond the policy the plan costs, a bound from below on
+// the step and not its peak as laid out. A plan whose needed peak is
+// above them already refused the layout; a factor from them would lower
+// every later plan's temporaries by a squeeze XLA makes only when the
+// step does not fit, and so accept layouts like the one that failed.
+func oomLowers(log validate.CompileLog, r validate.MemoryResult, k float64) error {
+	return fmt.Errorf("the plan's needed peak, %s, is above the %s XLA's out-of-memory message reports of %s: the message is what XLA squeezed the failed step to, a bound from below, so a factor from it (%.3f) would lower later plans below a compile that failed; recompile at a batch that fits to calibrate", gib(r.Needed), gib(log.Reported), gib(log.Capacity), k)
+}
+
+type checkJSON struct {
+	// Compiled is whether the compile succeeded (false: the log is XLA's
+	// out-of-memory message, and check exits 1); Fits is the plan's own
+	// answer, as plan --json's fits. Compiled false with Fits true is the
+	// verdict MISSED.
+	Compiled    bool                    `json:"compiled"`
+	Fits        bool                    `json:"fits"`
+	Log         validate.CompileLog     `json:"compile_log"`
+	Result      validate.MemoryRowJSON  `json:"comparison"`
+	Calibration *cost.MemoryCalibration `json:"calibration,omitempty"`
+	// Given is the temporaries' factor the prediction was made with
+	// (--calibration or --temp-scale), as plan --json says it.
+	Given *calibrationJSON `json:"temporaries_calibration,omitempty"`
+	// Warnings are the text's warnings (checkResult.warnings).
+	Warnings []string `json:"warnings"`
+}
+
+// json is the check's document; named is what compiledNone did, note the
+// factor the prediction was made with.
+func (res checkResult) json(named string, note *calibrationJSON) checkJSON {
+	warnings := []string{}
+	for _, w := range append([]string{named}, res.warnings()...) {
+		if w != "" {
+			warnings = append(warnings, w)
+		}
+	}
+	return checkJSON{Compiled: res.log.Compiled(), Fits: res.fits, Log: res.log, Result: res.r.JSON(), Calibration: res.cal, Given: note, Warnings: warnings}
+}
+
+// argumentTolerance is how far a compile's arguments may be from the
+// plan's parameters and optimizer state before check warns that the log
+// may not be of the plan: on validate's memory table they agree within
+// 1.4 % (`shardlab validate --memory`), so 5 % is far outside the
+// model's error. Beyond validate.ArgumentBound the log is refused.
+const argumentTolerance = 0.05
+
+// warnings are what check warns of the log: arguments further from the
+// plan's parameters and optimizer state than argumentTolerance (and
+// within validate.ArgumentBound, beyond which the log is refused), and a
+// compile that reports more than the chip's device holds.
+func (res checkResult) warnings() []string {
+	var out []string
+	if off, ok := validate.ArgumentOff(res.log, res.r); ok && math.Abs(off) > argumentTolerance && math.Abs(off) <= validate.ArgumentBound {
+		out = append(out, fmt.Sprintf("the compile's arguments, %s, are %+.1f%% against the plan's parameters and optimizer state, %s (they agree within %.0f%% on validate's memory table): the log may be of another dtype, optimizer or sharding; a factor scales the temporaries only",
+			gib(res.log.Breakdown.Argument), 100*off, gib(res.r.Arguments), 100*argumentTolerance))
+	}
+	if per, above := validate.AboveCapacity(res.log, res.chip); above {
+		_, known := validate.DeviceCapacity(res.chip)
+		of := "hw/xla_hbm.csv"
+		if !known {
+			of = "its published HBM"
+		}
+		out = append(out, fmt.Sprintf("the compile reports %s a JAX device, above the %s a %s device holds (%s): a compile that succeeded reports that only where jax's memory analysis over-counts, adding buffers whatever their lifetimes (MaxText's understand_logs_and_metrics.md: \"the compiler could over-estimate the HBM usage\"; its v5p-8 run reports 100.4 GB and trained); a log of another chip's compile is not this plan's: give --tpu as its compile_topology",
+			gib(res.log.Reported), gib(per), res.chip.Generation, of))
+	}
+	return out
+}
+
+// writeText writes the check for people: first what stops the plan, if
+// anything does; named is what compiledNone did, note the factor the
+// prediction was made with and scale that factor (0: none), which the
+// factor written replaces.
+func (res checkResult) writeText(w io.Writer, named string, note *calibrationJSON, scale float64) error {
+	var b strings.Builder
+	b.WriteString(res.headline())
+	if named != "" {
+		fmt.Fprintf(&b, "note: %s\n", named)
+	}
+	res.writeTable(&b)
+	for _, warn := range res.warnings() {
+		fmt.Fprintf(&b, "warning: %s\n", warn)
+	}
+	log, r, cal := res.log, res.r, res.cal
+	if log.Kind == validate.KindOOM {
+		verdict := "the plan said it fits: the prediction is short"
+		if r.Refused {
+			verdict = "the plan said it does not fit either"
+		}
+		fmt.Fprintf(&b, "out of memory at %s of %s: %s\n", gib(log.Reported), gib(log.Capacity), verdict)
+	}
+	switch {
+	case res.mismatch != nil:
+		b.WriteString("no temporaries factor: the log is not this plan's compile (the first line)\n")
+	case cal != nil:
+		against := ""
+		if scale > 0 {
+			against = fmt.Sprintf(" by the model without the factor %.3f given; this factor replaces that one, it does not multiply it", scale)
+		}
+		fmt.Fprintf(&b, "temporaries factor %.3f (reported %s, predicted %s%s): plan --temp-scale %.3f, or --calibration with --write-calibration's file, plans with it\n",
+			cal.TempScale, gib(cal.Reported), gib(cal.Predicted), against, cal.TempScale)
+	default:
+		fmt.Fprintf(&b, "no temporaries factor: %v\n", res.calErr)
+	}
+	if note != nil {
+		if err := note.writeText(&b); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeTable writes the log's lines and its bytes against the plan's, by
+// component where the log splits them.
+func (res checkResult) writeTable(b *strings.Builder) {
+	log, r := res.log, res.r
+	fmt.Fprintf(b, "compile log: %s (%s), per JAX device\n", log.Kind, log.Scope)
+	for _, l := range log.Lines {
+		fmt.Fprintf(b, "  %s\n", l)
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\treported\tpredicted\terror")
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%+.1f%%\n", log.Scope, gib(log.Reported), gib(r.Predicted), 100*r.Error)
+	if bd := log.Breakdown; bd.Argument > 0 && !math.IsNaN(r.ArgumentError) {
+		fmt.Fprintf(tw, "arguments (parameters, optimizer state)\t%s\t%s\t%+.1f%%\n", gib(bd.Argument), gib(r.Arguments), 100*r.ArgumentError)
+	}
+	if bd := log.Breakdown; bd.Temp > 0 && !math.IsNaN(r.TempError) {
+		fmt.Fprintf(tw, "temporaries (gradients, activations, the largest phase)\t%s\t%s\t%+.1f%%\n", gib(bd.Temp), gib(r.Temp), 100*r.TempError)
+	}
+	if bd := log.Breakdown; bd.HostTemp > 0 && !math.IsNaN(r.HostError) {
+		fmt.Fprintf(tw, "host temporaries (offloaded activations)\t%s\t%s\t%+.1f%%\n", gib(bd.HostTemp), gib(r.Host), 100*r.HostError)
+	}
+	tw.Flush()
+}
