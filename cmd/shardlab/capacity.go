@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"shardlab/budget"
 	"shardlab/capacity"
 	"shardlab/hw"
 	"shardlab/plan"
@@ -466,7 +467,7 @@ func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) err
 	} else {
 		fmt.Fprintf(&b, "side by side, %s mode (%s), same seed: goodput %.4f\n", o.Mode, o.Setting, o.Goodput)
 	}
-	fmt.Fprintf(&b, "expected goodput %.4f (renewal reward: failures, checkpoints, restarts; spares at hand, no maintenance): at the default flags, plan --goodput's and budget's\n",
+	fmt.Fprintf(&b, "expected goodput %.4f (renewal reward: failures, checkpoints, restarts; spares at hand, no maintenance), as plan --goodput and budget compute it, at capacity's default flags\n",
 		r.ExpectedGoodput)
 	fmt.Fprintf(&b, "expected time to train %.3g tokens: %v", r.Tokens, secs(r.TimeToTrainS))
 	if r.TimeToTrainHighS > 0 {
@@ -497,7 +498,8 @@ type span float64
 
 func (s span) String() string {
 	if float64(s) >= float64(math.MaxInt64)/1e9 {
-		return fmt.Sprintf("%.0fh0m0s", math.Round(float64(s)/3600))
+		// past time.Duration's 292 years: hours, and the years beside them
+		return fmt.Sprintf("%.0fh0m0s (%s years)", math.Round(float64(s)/3600), strings.TrimSuffix(budget.Days(float64(s)), "y"))
 	}
 	d := time.Duration(float64(s) * float64(time.Second))
 	switch {

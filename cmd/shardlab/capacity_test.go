@@ -110,9 +110,10 @@ func TestSecs(t *testing.T) {
 		{75.46, "1m15s"},
 		{0.3804, "380ms"},
 		// past time.Duration's 2^63 ns (9.22e9 s, 292 years): the same
-		// spelling, not a wrapped negative one
-		{9.3e9, "2583333h0m0s"},
-		{5.7e10, "15833333h0m0s"},
+		// spelling, not a wrapped negative one, and the Julian years beside
+		// it (9.3e9 / 31,557,600 s = 294.7; 5.7e10 / 31,557,600 = 1806.2)
+		{9.3e9, "2583333h0m0s (295 years)"},
+		{5.7e10, "15833333h0m0s (1806 years)"},
 	} {
 		if got := secs(c.s).String(); got != c.want {
 			t.Errorf("secs(%g) = %s, want %s", c.s, got, c.want)

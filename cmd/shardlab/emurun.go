@@ -291,6 +291,9 @@ func (f *runFlags) layout(set map[string]bool, stderr io.Writer) (mesh.Mesh, err
 	if err != nil {
 		return m, err
 	}
+	if n := m.Size(mesh.Expert); n > 1 && *f.experts == 0 {
+		return m, bad("run: the layout %s splits experts %d ways, and the emulated model is dense: give it experts with --experts N (a multiple of %d)", m, n, n)
+	}
 	if k, _ := schedule.ParseKind(*f.sched); set["schedule"] && !k.Chunked() && m.Size(mesh.Pipeline) == 1 {
 		warn(stderr, "run", "--schedule has no effect: layout %s has no pipeline", m)
 	}

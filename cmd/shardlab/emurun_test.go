@@ -151,7 +151,7 @@ func TestRunFailures(t *testing.T) {
 		{[]string{"run", "--fail-link", "3-4"}, 2, "share no ring"},
 		{[]string{"run", "--mesh", "data=2(dcn),fsdp=2"}, 2, "ICI factors = 2"},
 		{[]string{"run", "--mesh", "pod=8"}, 2, `axis = "pod"`},
-		{[]string{"run", "--tpu", "v5litepod-4", "--slices", "1", "--mesh", "expert=4"}, 2, "expert=4: the model is dense, with no experts to split"},
+		{[]string{"run", "--tpu", "v5litepod-4", "--slices", "1", "--mesh", "expert=4"}, 2, "splits experts 4 ways, and the emulated model is dense: give it experts with --experts N"},
 		{[]string{"run", "--tpu", "v5litepod-4", "--slices", "1", "--mesh", "expert=4", "--experts", "6"}, 2, "expert=4 must divide the 6 experts"},
 		{[]string{"run", "--capacity-factor", "2"}, 2, "--capacity-factor needs --experts N"},
 		{[]string{"run", "--experts", "4", "--capacity-factor", "NaN"}, 2, "capacity-factor"},
@@ -413,6 +413,10 @@ func TestRunCountLimits(t *testing.T) {
 		{[]string{"--micro-batches", "5000"}, `--micro-batches "5000", want a whole number from 0 to 4096`},
 		{[]string{"--heads", "-1"}, `--heads "-1", want a whole number from 1 to 4096`},
 		{[]string{"--slices", "4096", "--mesh", "data=4096(dcn),fsdp=2,tensor=2"}, "16384 chips, more virtual chips than one process runs (at most 4096)"},
+		// a mesh that does not cover the slices names the flags that set them
+		{[]string{"--tpu", "tpu7x-8", "--mesh", "fsdp=4"}, "run: --mesh fsdp=4 on --slices 2 of --tpu tpu7x-8: mesh: DCN factors = 1"},
+		// an expert axis on the dense default model points to --experts
+		{[]string{"--mesh", "expert=2,fsdp=2,data=2(dcn)"}, "splits experts 2 ways, and the emulated model is dense: give it experts with --experts N (a multiple of 2)"},
 	} {
 		_, errOut, code := runCmd(append([]string{"run", "--synthetic", "--quiet"}, tt.args...)...)
 		if code != 2 || !strings.Contains(errOut, tt.want) {

@@ -212,5 +212,9 @@ func meshOn(tpu string, slices int, spec string) (mesh.Mesh, error) {
 	if ms.Chips() > maxRunChips {
 		return mesh.Mesh{}, bad("run: %s is %d chips, more virtual chips than one process runs (at most %d)", ms, ms.Chips(), maxRunChips)
 	}
-	return mesh.Parse(ms, spec)
+	m, err := mesh.Parse(ms, spec)
+	if err != nil {
+		return m, bad("run: --mesh %s on --slices %d of --tpu %s: %v", spec, slices, tpu, err)
+	}
+	return m, nil
 }
