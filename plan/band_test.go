@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"shardlab/cost"
 	"shardlab/mesh"
 )
 
@@ -161,5 +162,40 @@ func TestBandPrinted(t *testing.T) {
 	}
 	if !(j.StepLow < e.Time.Step.Seconds() && e.Time.Step.Seconds() < j.StepHigh && j.MFULow < e.MFU && e.MFU < j.MFUHigh) {
 		t.Errorf("band %+v does not hold the prediction (step %v, MFU %v)", j, e.Time.Step, e.MFU)
+	}
+}
+
+// TestBandNamesItsOwnCell: a band pooled past the job's own cell says so
+// in JSON as the text does: a quantized v5p job (no quantized v5p row in
+// validate's table) carries the dense v5p band with own_runs "quantized v5p
+// runs" and 0 rows; a dense v4 job (2 dense v4 rows, fewer than
+// cost.BandMinRows) the dense band of every generation with "dense v4
+// runs", 2; a dense v5p job (11 rows) its own band and no own_runs.
+func TestBandNamesItsOwnCell(t *testing.T) {
+	for _, c := range []struct {
+		model, tpu, quant string
+		runs              string
+		rows              int
+	}{
+		{"llama3-8b", "v5p-16", "int8", "quantized v5p runs", 0},
+		{"llama3-8b", "v4-16", "", "dense v4 runs", 2},
+		{"llama3-8b", "v5p-16", "", "", 0},
+	} {
+		r := request(t, c.model, c.tpu, 1, 512)
+		r.Quantization = cost.Quantization(c.quant)
+		p, err := Search(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := p.JSON(nil).Band
+		if j == nil {
+			t.Fatalf("%s on %s: no prediction_band", c.model, c.tpu)
+		}
+		switch {
+		case c.runs == "" && (j.OwnRuns != "" || j.OwnRows != nil):
+			t.Errorf("%s on %s %s: own cell %q %v, want none: the band is the job's own", c.model, c.tpu, c.quant, j.OwnRuns, j.OwnRows)
+		case c.runs != "" && (j.OwnRuns != c.runs || j.OwnRows == nil || *j.OwnRows != c.rows):
+			t.Errorf("%s on %s %s: own cell %q %v, want %q with %d rows", c.model, c.tpu, c.quant, j.OwnRuns, j.OwnRows, c.runs, c.rows)
+		}
 	}
 }

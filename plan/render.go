@@ -114,6 +114,11 @@ type BandJSON struct {
 	TokensChipHigh float64 `json:"high_tokens_per_s_per_chip"`
 	TokensLow      float64 `json:"low_tokens_per_s"`
 	TokensHigh     float64 `json:"high_tokens_per_s"`
+	// OwnRuns and OwnRows are the job's own cell (its generation and
+	// class, quantized for a quantized job) and its held-out rows, where
+	// the band pooled past it for its few rows ("quantized v5p runs", 0).
+	OwnRuns string `json:"own_runs,omitempty"`
+	OwnRows *int   `json:"own_held_out_rows,omitempty"`
 }
 
 // pipelineSchedule is the estimate's schedule where its layout has a
@@ -148,6 +153,9 @@ func bandOf(p Plan) *BandJSON {
 	x.MFULow, x.MFUHigh = b.Rate(e.MFU)
 	x.TokensChipLow, x.TokensChipHigh = b.Rate(e.TokensPerSecondPerChip)
 	x.TokensLow, x.TokensHigh = x.TokensChipLow*n, x.TokensChipHigh*n
+	if own, pooled := ownCell(b, e.Job, p.Request.Multislice.Slice.Chip.Generation); pooled {
+		x.OwnRuns, x.OwnRows = own.Runs(), &own.Rows
+	}
 	return x
 }
 
@@ -556,15 +564,26 @@ func secondsOf(s float64) time.Duration { return time.Duration(s * 1e9) }
 // tpu7x runs have 6".
 func bandName(b cost.StepBand, j cost.Job, g hw.Generation) string {
 	s := fmt.Sprintf("validate's held-out %.0f %% band for %s, %d rows", 100*(cost.BandHigh-cost.BandLow), b.Runs(), b.Rows)
+	if own, pooled := ownCell(b, j, g); pooled {
+		s += fmt.Sprintf("; %s have %d", own.Runs(), own.Rows)
+	}
+	return s
+}
+
+// ownCell is the band cell of job j's own generation g and class (the
+// quantized class for a quantized job), with its held-out rows, and
+// whether band b is another cell's: pooled past j's for its few rows.
+func ownCell(b cost.StepBand, j cost.Job, g hw.Generation) (cost.StepBand, bool) {
 	own := cost.StepBand{Generation: g, Class: j.Class()}
 	if j.Quantization != cost.QuantNone {
 		own.Class = cost.ClassQuantized
 	}
-	if b.Generation != own.Generation || b.Class != own.Class {
-		c, _ := cost.BandCell(own.Generation, own.Class)
-		s += fmt.Sprintf("; %s have %d", own.Runs(), c.Rows)
+	if b.Generation == own.Generation && b.Class == own.Class {
+		return own, false
 	}
-	return s
+	c, _ := cost.BandCell(own.Generation, own.Class)
+	own.Rows = c.Rows
+	return own, true
 }
 
 // span is "lo-hi" from the two as printed, the unit once when they share
