@@ -212,7 +212,12 @@ func TestNewRequestErrors(t *testing.T) {
 		edit func(*Request)
 		want []string
 	}{
-		{"tp above kv heads", func(r *Request) { r.TP = 16; r.Slice = slice(t, "tpu7x-16") }, []string{"tensor_parallel_size 16", "1, 2, 4, 8"}},
+		// 48 heads, 8 KV heads: 12 divides the heads and is neither a
+		// divisor nor a multiple of the KV heads; 16, 24 and 48 are
+		// multiples (tpu-inference replicates the KV heads)
+		{"tp neither divisor nor multiple of kv heads", func(r *Request) {
+			r.Model, r.MaxModelLen, r.TP, r.Slice = lookupT(t, "mixtral-8x22b"), 4096, 12, slice(t, "tpu7x-384")
+		}, []string{"tensor_parallel_size 12", "one of 1, 2, 4, 8, 16, 24, 48", "divisor or a multiple of the 8 KV heads"}},
 		{"tp not dividing", func(r *Request) { r.TP = 3 }, []string{"tensor_parallel_size 3"}},
 		{"max model len", func(r *Request) { r.MaxModelLen = 8193 }, []string{"max_model_len 8193", "2 to 8192"}},
 		{"zero concurrency", func(r *Request) { r.Concurrency = 0 }, []string{"concurrency 0"}},

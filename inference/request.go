@@ -414,7 +414,7 @@ func (r *Request) parallelism() error {
 			found = found || t == r.TP
 		}
 		if !found {
-			rule := fmt.Sprintf("it must divide the %d attention heads and, as tpu-inference shards the KV cache by head, divide the %d KV heads", r.Model.Heads, r.Model.KV())
+			rule := headsRule(r.Model)
 			if DPAttention(r.Model) {
 				rule = "latent attention runs data-parallel inside a replica, so any size"
 			} else if r.AttentionDP() {
