@@ -460,7 +460,7 @@ func TestSchedulerBudget(t *testing.T) {
 func TestPrefillChunks(t *testing.T) {
 	base := Request{Model: lookupT(t, "llama3-8b"), Slice: slice(t, "v6e-1"), MaxModelLen: 8192 + 1,
 		Concurrency: 1, PromptLen: 64, OutputLen: 1, MemoryUtilization: 0.9, MaxNumBatchedTokens: 16}
-	base.Model.SeqLen = 8192 + 1
+	base.Model.SeqLen, base.Model.MaxPositions = 8192+1, 8192+1
 	r, err := NewRequest(base)
 	if err != nil {
 		t.Fatal(err)
