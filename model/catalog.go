@@ -67,9 +67,9 @@ var catalog = [...]Spec{
 		// Gemma Team 2024, "Gemma: Open Models Based on Gemini Research and
 		// Technology" (arXiv 2403.08295), Table 1, as MaxText's configs/models/gemma-7b.yml
 		// @e591f30c: d_model 3072, 28 layers, 16 heads and 16 KV heads of 256,
-		// feedforward 24576 (GeGLU), vocab 256128, tied embeddings. Trained at a context of 8192
-		// tokens, config.json's max_position_embeddings 8192 (as copies naming google/gemma-7b
-		// print it, e.g. huggingface.co/PrunaAI/google-gemma-7b-HQQ-4bit-smashed).
+		// feedforward 24576 (GeGLU), vocab 256128, tied embeddings. Its config.json's
+		// max_position_embeddings is 8192, as copies naming google/gemma-7b print it
+		// (huggingface.co/PrunaAI/google-gemma-7b-HQQ-4bit-smashed config.json).
 		Name: "gemma-7b", Layers: 28, DModel: 3072, Heads: 16, KVHeads: 16, HeadDim: 256, DFF: 24576, Vocab: 256128, SeqLen: 8192, MaxPositions: 8192,
 		GatedMLP: true, TiedEmbeddings: true,
 		Published: 8_538_074_112, Source: "Gemma Table 2: 786,825,216 embedding + 7,751,248,896 non-embedding",
