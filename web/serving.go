@@ -134,7 +134,9 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 	if err != nil {
 		var fe *inference.FieldError
 		if errors.Is(err, inference.ErrNoFit) || errors.As(err, &fe) && fe.Field == "pages" {
-			return nil, errCannotServe{strings.TrimPrefix(oneLine(err.Error()), "inference: ")}
+			var unfit *inference.NoFitError
+			errors.As(err, &unfit)
+			return nil, errCannotServe{strings.TrimPrefix(oneLine(err.Error()), "inference: "), unfit}
 		}
 		return nil, err
 	}
@@ -198,7 +200,11 @@ func (h *Handler) boundRequests(o *inference.Options, bad fieldErrors) fieldErro
 }
 
 // errCannotServe is a serving question no layout can answer: a job that
-// cannot run, 422 as plan's NoPlanError is.
-type errCannotServe struct{ msg string }
+// cannot run, 422 as plan's NoPlanError is; unfit is inference's error
+// where it says what would fit (its Fits), else nil.
+type errCannotServe struct {
+	msg   string
+	unfit *inference.NoFitError
+}
 
 func (e errCannotServe) Error() string { return e.msg }
