@@ -132,13 +132,7 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 		return err
 	})
 	if err != nil {
-		var fe *inference.FieldError
-		if errors.Is(err, inference.ErrNoFit) || errors.As(err, &fe) && fe.Field == "pages" {
-			var unfit *inference.NoFitError
-			errors.As(err, &unfit)
-			return nil, errCannotServe{strings.TrimPrefix(oneLine(err.Error()), "inference: "), unfit}
-		}
-		return nil, err
+		return nil, cannotServe(err)
 	}
 	p.Warnings = append(p.Warnings, p.SimMisses(sim)...) // as the CLI's
 	v := newServingView(p, id)
@@ -208,3 +202,16 @@ type errCannotServe struct {
 }
 
 func (e errCannotServe) Error() string { return e.msg }
+
+// cannotServe is err as errCannotServe where it says that no layout
+// serves the question (inference.ErrNoFit, or no scheduler's pages), else
+// err.
+func cannotServe(err error) error {
+	var fe *inference.FieldError
+	if errors.Is(err, inference.ErrNoFit) || errors.As(err, &fe) && fe.Field == "pages" {
+		var unfit *inference.NoFitError
+		errors.As(err, &unfit)
+		return errCannotServe{strings.TrimPrefix(oneLine(err.Error()), "inference: "), unfit}
+	}
+	return err
+}
