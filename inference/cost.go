@@ -50,6 +50,10 @@ type replicaCost struct {
 	// over the layers that attend the whole context, coreLocal over the
 	// local layers of a model with a sliding window (0 without).
 	matmul, attnMatmul, logits, core, coreLocal float64
+	// kvCopies is the key and value projections' FLOPs of one token
+	// that a device adds, above its 1/tp share of attnMatmul, by
+	// computing a replicated KV head (replicatedKVFLOPs); 0 without.
+	kvCopies float64
 	// kvLocal is the share of a token's KV bytes the local layers hold
 	// (localKVShare; 0 without a window).
 	kvLocal float64
@@ -78,6 +82,9 @@ func newReplicaCost(r Request, tp int) replicaCost {
 		matmul: 2 * float64(m.MatmulParams()), attnMatmul: attentionMatmulFLOPs(m),
 		logits: 2 * float64(m.Vocab) * float64(m.DModel), kvLocal: localKVShare(m, tp, r.KVCache, r.AttentionDP())}
 	rc.core, rc.coreLocal = attentionCoreFLOPs(m)
+	if !rc.dp {
+		rc.kvCopies = replicatedKVFLOPs(m, tp)
+	}
 	rc.wPeak = rc.peak
 	if p, ok := c.Peak(hw.FP8); ok && r.Weights == FP8 {
 		rc.wPeak = float64(p) / float64(per)
@@ -232,6 +239,23 @@ func attentionMatmulFLOPs(m model.Spec) float64 {
 	return 2 * n
 }
 
+// replicatedKVFLOPs is the matmul FLOPs of one token that each device
+// of a tp-way replica computes beyond its 1/tp share of the attention
+// projections, where tp is above a layer kind's KV heads: tpu-inference
+// replicates the K and V projections' weights so that each device holds
+// one KV head [ti-shard], and computes that head's key and value, 2 ×
+// d_model × head_dim each a layer, where its share would be KV/tp of
+// one. 0 where tp does not exceed the KV heads.
+func replicatedKVFLOPs(m model.Spec, tp int) float64 {
+	var n float64
+	for _, k := range layerKinds(m) {
+		if kv := k.m.KV(); tp > kv {
+			n += float64(k.layers) * 2 * float64(k.kvProj) * float64(m.DModel) * float64(k.m.Head()) * (1 - float64(kv)/float64(tp))
+		}
+	}
+	return n
+}
+
 // moeDispatch is the seconds the busiest device spends moving the routed
 // rows of a step of tokens (padded) tokens, in the ops that only move
 // them [ti-ep]: tpu-inference's fused_moe_func sorts the tokens' top-k
@@ -299,7 +323,7 @@ func (rc replicaCost) matmulByPeak(b Batch) (weights, rest float64) {
 		window -= b.Window.PrefillPairs
 	}
 	t := float64(b.PaddedTokens)
-	weights = t*(rc.matmul-rc.attnMatmul-rc.logits-rc.routed)/tp + rc.expertFLOPs(b.PaddedTokens) + s*t*rc.attnMatmul
+	weights = t*(rc.matmul-rc.attnMatmul-rc.logits-rc.routed)/tp + rc.expertFLOPs(b.PaddedTokens) + s*t*rc.attnMatmul + t*rc.kvCopies
 	return weights, float64(b.PaddedSeqs)*rc.logits/tp + s*(pairs*rc.core+window*rc.coreLocal)
 }
 

@@ -2,6 +2,7 @@ package inference
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"shardlab/hw"
@@ -78,11 +79,12 @@ func TestHybridMemory(t *testing.T) {
 
 // TestDPAttentionRequest: enable_dp_attention is accepted where
 // tpu-inference makes the whole replica attention-parallel (2·KV heads
-// within one KV word, [ti-dpattn]) and opens tensor-parallel sizes past
-// the KV heads; else it names the field.
+// within one KV word, [ti-dpattn]); else it names the field. Without it
+// Qwen3.5's 2 KV heads take TP 1 and 2 and, replicated, the multiples 4
+// and 8 that divide its 32 heads and 16 linear key heads [ti-shard].
 func TestDPAttentionRequest(t *testing.T) {
-	if sizes := tpSizes(lookup(t, "qwen3.5-397b-a17b"), qwen35Request(t, true).Slice, false); len(sizes) != 2 {
-		t.Errorf("without attention DP Qwen3.5's 2 KV heads allow TP %v, want 1 and 2", sizes)
+	if sizes := tpSizes(lookup(t, "qwen3.5-397b-a17b"), qwen35Request(t, true).Slice, false); !slices.Equal(sizes, []int{1, 2, 4, 8}) {
+		t.Errorf("without attention DP Qwen3.5's 2 KV heads allow TP %v on tpu7x-8, want 1, 2, 4, 8", sizes)
 	}
 	r := qwen35Request(t, true)
 	if !r.AttentionDP() {

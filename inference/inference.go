@@ -16,9 +16,18 @@
 //
 //	[ti-kv]    vllm-project/tpu-inference:tpu_inference/kernels/ragged_paged_attention/v3/kernel.py
 //	           get_kv_cache_shape, get_dtype_packing @b8692ff0
-//	[ti-shard] vllm-project/tpu-inference:tpu_inference/runner/kv_cache.py get_kv_cache_shape_with_mesh;
-//	           tpu_inference/layers/vllm/custom_ops/linear.py (KV heads replicated when TP > KV heads);
-//	           tpu_inference/layers/common/sharding.py (the KV cache's useful split, 2·KV heads/packing) @b8692ff0
+//	[ti-shard] vllm-project/tpu-inference @b8692ff0: tpu_inference/utils.py 240-246 get_padded_num_heads
+//	           (heads below the sharding size are padded to it, which must be a multiple of them;
+//	           above it they must be a multiple of it), used for the KV cache by
+//	           runner/kv_cache_manager.py get_kv_cache_spec 531-533 ("Pad num_kv_heads to multiple
+//	           of TP size") and for the weights by models/jax/llama3.py and qwen3.py;
+//	           runner/kv_cache.py get_kv_cache_shape_with_mesh 91-100 (each device's cache is
+//	           get_kv_cache_shape of padded KV heads / TP: one head a device above the KV heads);
+//	           layers/common/attention_interface.py 393-406 (keys and values repeated TP/KV times,
+//	           "We replicate KV heads to match tp_size", a ValueError unless TP is a multiple);
+//	           layers/vllm/custom_ops/linear.py 73-115 (the K and V projections' weights
+//	           replicated likewise, one KV head a device); layers/common/sharding.py (the KV
+//	           cache's useful split, 2·KV heads/packing)
 //	[ti-info]  vllm-project/tpu-inference:tpu_inference/tpu_info.py get_num_cores_per_chip
 //	           (1 on v5litepod and v6e, else 2) @b8692ff0
 //	[ti-page]  vllm-project/tpu-inference:tpu_inference/layers/vllm/backends/flash_attn.py
@@ -44,13 +53,14 @@ import (
 	"shardlab/unit"
 )
 
-// TPSizes are the tensor-parallel sizes, in JAX devices, that s can run
-// with shards holding whole KV heads: divisors of the KV heads (which also
-// divide the attention heads) that fit in s's devices and take either part
-// of one chip or whole chips that divide s's chips. tpu-inference would
-// also replicate KV heads for a TP that is a multiple of them [ti-shard].
-// Then every further shard holds a copy of the same KV cache, so the split
-// stops at the KV heads.
+// TPSizes are the tensor-parallel sizes, in JAX devices, that s can run:
+// sizes that divide the attention heads (and a hybrid model's
+// linear-attention key heads, split by head [ti-gdn]) and are a divisor
+// or a multiple of the KV heads of every layer kind, that fit in s's
+// devices and take either part of one chip or whole chips that divide
+// s's chips. Above the KV heads tpu-inference replicates them, TP/KV
+// copies of each, so that each device holds one [ti-shard]; a size
+// neither a divisor nor a multiple of them it refuses.
 //
 // Under latent attention the heads are not split (attention runs
 // data-parallel inside a replica [ti-mla]), so any size that fits whole
@@ -60,14 +70,10 @@ func TPSizes(m model.Spec, s hw.Slice) []int { return tpSizes(m, s, DPAttention(
 // tpSizes is TPSizes with attention data parallel (dp) or not.
 func tpSizes(m model.Spec, s hw.Slice, dp bool) []int {
 	per := s.Chip.JAXDevicesPerChip
-	limit := m.KV()
-	if dp {
-		limit = s.Chips() * per
-	}
 	var out []int
-	for t := 1; t <= min(limit, s.Chips()*per); t++ {
+	for t := 1; t <= s.Chips()*per; t++ {
 		whole := t <= per || (t%per == 0 && s.Chips()%(t/per) == 0)
-		heads := m.KV()%t == 0 && m.Heads%t == 0
+		heads := headsSplit(m, t)
 		if dp {
 			heads = !m.MoE() || m.Experts%t == 0
 		}
@@ -77,6 +83,63 @@ func tpSizes(m model.Spec, s hw.Slice, dp bool) []int {
 	}
 	return out
 }
+
+// headsSplit reports whether tensor parallelism tp splits m's heads as
+// tpu-inference can: tp divides the attention heads (and a hybrid
+// model's linear-attention key heads, whose value heads are a multiple
+// of them), and each layer kind's KV heads are a multiple of tp or
+// divide it, when tpu-inference replicates them tp/KV times
+// (get_padded_num_heads [ti-shard]).
+func headsSplit(m model.Spec, tp int) bool {
+	if m.Hybrid() && m.LinearKeyHeads%tp != 0 {
+		return false
+	}
+	for _, k := range layerKinds(m) {
+		kv := k.m.KV()
+		if k.m.Heads%tp != 0 || (kv%tp != 0 && tp%kv != 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// headsRule says in words what headsSplit holds tensor parallelism to,
+// for an error that refuses a size.
+func headsRule(m model.Spec) string {
+	kv := fmt.Sprintf("the %d KV heads", m.KV())
+	if g := m.Global(); m.Windowed() && g.KV() != m.KV() {
+		kv = fmt.Sprintf("the %d KV heads of the local layers and the %d of the global ones", m.KV(), g.KV())
+	}
+	rule := fmt.Sprintf("it must divide the %d attention heads", m.Heads)
+	if m.Hybrid() {
+		rule += fmt.Sprintf(" and the %d linear-attention key heads", m.LinearKeyHeads)
+	}
+	return rule + fmt.Sprintf(" and be a divisor or a multiple of %s, as tpu-inference shards the KV cache by head and above the KV heads replicates each, TP/KV copies (utils.py get_padded_num_heads)", kv)
+}
+
+// kvHeadsPerDevice says how a tp-way replica holds kind m's KV heads:
+// its share of them, or, above them, each replicated tp/KV times, one a
+// device [ti-shard].
+func kvHeadsPerDevice(m model.Spec, tp int) string {
+	if n := kvReplicas(m, tp); n > 1 {
+		return fmt.Sprintf("the %d KV heads replicated ×%d (TP/KV), one per device, as tpu-inference pads KV heads to the TP size", m.KV(), n)
+	}
+	return fmt.Sprintf("%d of %d KV heads per device", m.KV()/tp, m.KV())
+}
+
+// replicated is ", each replicated ×n (TP/KV)" where a tp-way replica
+// holds n copies of kind m's KV heads, else "".
+func replicated(m model.Spec, tp int) string {
+	if n := kvReplicas(m, tp); n > 1 {
+		return fmt.Sprintf(", each replicated ×%d (TP/KV)", n)
+	}
+	return ""
+}
+
+// kvReplicas is how many copies of each KV head of kind m tpu-inference
+// holds in a tp-way replica: tp/KV above the KV heads, else 1
+// [ti-shard].
+func kvReplicas(m model.Spec, tp int) int { return max(tp/m.KV(), 1) }
 
 // BlockSize is the page size tpu-inference picks when --block-size is not
 // given [ti-page]: 16 above 8192 tokens, else max-model-len rounded up to a

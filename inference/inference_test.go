@@ -212,7 +212,12 @@ func TestNewRequestErrors(t *testing.T) {
 		edit func(*Request)
 		want []string
 	}{
-		{"tp above kv heads", func(r *Request) { r.TP = 16; r.Slice = slice(t, "tpu7x-16") }, []string{"tensor_parallel_size 16", "1, 2, 4, 8"}},
+		// 48 heads, 8 KV heads: 12 divides the heads and is neither a
+		// divisor nor a multiple of the KV heads; 16, 24 and 48 are
+		// multiples (tpu-inference replicates the KV heads)
+		{"tp neither divisor nor multiple of kv heads", func(r *Request) {
+			r.Model, r.MaxModelLen, r.TP, r.Slice = lookupT(t, "mixtral-8x22b"), 4096, 12, slice(t, "tpu7x-384")
+		}, []string{"tensor_parallel_size 12", "one of 1, 2, 4, 8, 16, 24, 48", "divisor or a multiple of the 8 KV heads"}},
 		{"tp not dividing", func(r *Request) { r.TP = 3 }, []string{"tensor_parallel_size 3"}},
 		{"max model len", func(r *Request) { r.MaxModelLen = 8193 }, []string{"max_model_len 8193", "2 to 8192"}},
 		{"zero concurrency", func(r *Request) { r.Concurrency = 0 }, []string{"concurrency 0"}},
@@ -455,7 +460,7 @@ func TestSchedulerBudget(t *testing.T) {
 func TestPrefillChunks(t *testing.T) {
 	base := Request{Model: lookupT(t, "llama3-8b"), Slice: slice(t, "v6e-1"), MaxModelLen: 8192 + 1,
 		Concurrency: 1, PromptLen: 64, OutputLen: 1, MemoryUtilization: 0.9, MaxNumBatchedTokens: 16}
-	base.Model.SeqLen = 8192 + 1
+	base.Model.SeqLen, base.Model.MaxPositions = 8192+1, 8192+1
 	r, err := NewRequest(base)
 	if err != nil {
 		t.Fatal(err)

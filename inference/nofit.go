@@ -42,9 +42,29 @@ func (e *NoFitError) Phrase(name func(field string) string) string {
 		if i > 0 {
 			sep = " or with "
 		}
-		s += fmt.Sprintf("%s%s %s (TP %d × DP %d)", sep, name(f.Field), f.Value, f.TP, f.DP)
+		s += sep + f.Phrase(name)
 	}
 	return s
+}
+
+// Phrase is the fit as a change to the request with the layout it gets,
+// its field spelt by name (nil: as the package does): "request_rate 4.76
+// (TP 4 × DP 1)".
+func (f Fit) Phrase(name func(field string) string) string {
+	if name == nil {
+		name = func(f string) string { return f }
+	}
+	return fmt.Sprintf("%s %s (TP %d × DP %d)", name(f.Field), f.Value, f.TP, f.DP)
+}
+
+// FixTexts are e's fits, each phrased (Fit.Phrase) with its field spelt
+// by name: the fixes a front end's JSON error document lists, never nil.
+func (e *NoFitError) FixTexts(name func(field string) string) []string {
+	out := make([]string, len(e.Fits))
+	for i, f := range e.Fits {
+		out[i] = f.Phrase(name)
+	}
+	return out
 }
 
 func (e *NoFitError) Unwrap() error { return ErrNoFit }

@@ -28,10 +28,10 @@ func noFitRequest(t *testing.T, name, tpu string) Request {
 // TestNoFitWeights: when the weights leave no room, the error names them,
 // their size a device at the widest tensor parallelism and the HBM a
 // device may hold, and suggests only what does fit. By hand: Llama 3 405B
-// has 8 KV heads, so TP stops at 8 devices, the 4 chips of tpu7x-8; its
-// ~405e9 bf16 parameters are ~756 GiB, ~94.5 GiB a device at TP 8, above
-// 94.74 GiB × 0.92 = 87.2 GiB. In fp8 half of it fits; a larger slice only
-// adds replicas of TP 8, so none is suggested. Llama 3 8B in bf16 (~15
+// on tpu7x-8 splits at most 8 ways, its 8 devices; its ~405e9 bf16
+// parameters are ~756 GiB, ~94.5 GiB a device at TP 8, above 94.74 GiB ×
+// 0.92 = 87.2 GiB. In fp8 half of it fits, and so does TP 16 on tpu7x-16
+// (its 8 KV heads replicated ×2 [ti-shard]), about 47.7 GiB a device. Llama 3 8B in bf16 (~15
 // GiB) does not fit one v5e chip (15.x GiB × 0.92) but fits fp8, or TP 4
 // on v5litepod-4.
 func TestNoFitWeights(t *testing.T) {
@@ -41,7 +41,7 @@ func TestNoFitWeights(t *testing.T) {
 		want, not  []string
 		fits       []string // field=value of each Fit
 	}{
-		{"llama3-405b", "tpu7x-8", 8, []string{"weights bf16", "weights fp8"}, []string{"tpu7x-16", "concurrent sequences"}, []string{"weights=fp8", "weights=int8"}},
+		{"llama3-405b", "tpu7x-8", 8, []string{"weights bf16", "weights fp8", "tpu7x-16 (TP 16 × DP 1)"}, []string{"concurrent sequences"}, []string{"weights=fp8", "weights=int8", "tpu=tpu7x-16"}},
 		{"llama3-8b", "v5litepod-1", 1, []string{"weights bf16", "weights fp8", "v5litepod-4"}, []string{"concurrent sequences"}, []string{"weights=fp8", "weights=int8", "tpu=v5litepod-4"}},
 	} {
 		r := noFitRequest(t, c.model, c.tpu)

@@ -117,8 +117,9 @@ type Request struct {
 	// Slice is the TPU: its chips are the most a plan may use.
 	Slice hw.Slice
 	// MaxModelLen is the longest sequence, in tokens; 0 takes the
-	// catalog's sequence length for the model (model.Spec.SeqLen), the
-	// most it accepts.
+	// catalog's sequence length for the model (model.Spec.SeqLen). It is
+	// at most the model's context (model.Spec.MaxContext: its
+	// max_position_embeddings), which may be longer.
 	MaxModelLen int
 	// Concurrency is the number of sequences decoding together.
 	Concurrency int
@@ -272,8 +273,12 @@ func NewRequest(r Request) (Request, error) {
 	if r.MaxModelLen == 0 {
 		r.MaxModelLen = r.Model.SeqLen
 	}
-	if r.MaxModelLen < 2 || r.MaxModelLen > r.Model.SeqLen {
-		return Request{}, badInt("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (the catalog's sequence length for %s)", r.Model.SeqLen, braces.Literal(r.Model.Name)))
+	if most := r.Model.MaxContext(); r.MaxModelLen < 2 || r.MaxModelLen > most {
+		why := fmt.Sprintf("%s's max_position_embeddings", braces.Literal(r.Model.Name))
+		if r.Model.MaxPositions == 0 {
+			why = fmt.Sprintf("the catalog's sequence length for %s, which records no max_position_embeddings", braces.Literal(r.Model.Name))
+		}
+		return Request{}, badInt("max_model_len", r.MaxModelLen, fmt.Sprintf("2 to %d (%s)", most, why))
 	}
 	if err := r.concurrency(); err != nil {
 		return Request{}, err
@@ -411,7 +416,7 @@ func (r *Request) parallelism() error {
 			found = found || t == r.TP
 		}
 		if !found {
-			rule := fmt.Sprintf("it must divide the %d attention heads and, as tpu-inference shards the KV cache by head, divide the %d KV heads", r.Model.Heads, r.Model.KV())
+			rule := headsRule(r.Model)
 			if DPAttention(r.Model) {
 				rule = "latent attention runs data-parallel inside a replica, so any size"
 			} else if r.AttentionDP() {

@@ -219,7 +219,7 @@ func pluralChips(n int) string {
 // shardReason says what each device holds.
 func shardReason(r Request, b Layout) string {
 	m := r.Model
-	heads := fmt.Sprintf("TP %d: %d of %d KV heads per device", b.TP, max(m.KV()/b.TP, 1), m.KV())
+	heads := fmt.Sprintf("TP %d: %s", b.TP, kvHeadsPerDevice(m, b.TP))
 	if DPAttention(m) {
 		heads = fmt.Sprintf("TP %d as attention data parallelism (latent attention, enable_dp_attention): each device holds the attention weights whole and the latent KV of its own sequences", b.TP)
 	} else if r.AttentionDP() {
@@ -246,7 +246,10 @@ func preemptWarning(r Request, b Layout) string {
 // modelWarnings are what the serving command needs beyond its flags.
 func modelWarnings(r Request, b Layout) []string {
 	var out []string
-	if b.TP > kvUsefulSplit(r.Model, r.KVCache, r.AttentionDP()) {
+	if n := kvReplicas(r.Model, b.TP); n > 1 && !r.AttentionDP() {
+		out = append(out, fmt.Sprintf("TP %d is above the %d KV heads: tpu-inference replicates each KV head ×%d, one a device (utils.py get_padded_num_heads, attention_interface.py), so a token's %s KV takes %v per device, as much as at TP %d, and each device reads it all in a decode step",
+			b.TP, r.Model.KV(), n, r.KVCache, b.Memory.KVPerToken, min(KVUsefulSplit(r.Model, r.KVCache), r.Model.KV())))
+	} else if b.TP > kvUsefulSplit(r.Model, r.KVCache, r.AttentionDP()) {
 		out = append(out, fmt.Sprintf("TP %d is beyond the KV cache's useful split (%d = 2·%d KV heads / %d %s elements per 32-bit word): each device's page rows are padded to whole words, so a token's %s KV takes %v per device, as much as at TP %d",
 			b.TP, KVUsefulSplit(r.Model, r.KVCache), r.Model.KV(), r.KVCache.packing(), r.KVCache, r.KVCache, b.Memory.KVPerToken, KVUsefulSplit(r.Model, r.KVCache)))
 	}

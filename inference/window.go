@@ -155,6 +155,10 @@ func (ww *WindowWork) add(c, n, w int, kernel bool, bq, bkv int) {
 func windowReason(r Request, b Layout) string {
 	m, g := r.Model, r.Model.Global()
 	ks := kindsPerToken(m, b.TP, r.KVCache, r.AttentionDP())
-	return fmt.Sprintf("sliding window of %d tokens in %d of %d layers, global attention in %d (%d KV heads of %d, %d per device): a token's KV is %v in the global layers and %v in the local ones; tpu-inference holds the local layers' pages for the whole sequence too (no sliding-window pages with mixed head widths), but a step reads and computes only their window",
-		m.SlidingWindow, m.LocalLayers(), m.Layers, m.GlobalLayers(), g.KV(), g.Head(), max(g.KV()/b.TP, 1), ks[0].bytes, ks[1].bytes)
+	rep := replicated(g, b.TP)
+	if r.AttentionDP() {
+		rep = "" // each device every KV head of its own sequences
+	}
+	return fmt.Sprintf("sliding window of %d tokens in %d of %d layers, global attention in %d (%d KV heads of %d, %d per device%s): a token's KV is %v in the global layers and %v in the local ones; tpu-inference holds the local layers' pages for the whole sequence too (no sliding-window pages with mixed head widths), but a step reads and computes only their window",
+		m.SlidingWindow, m.LocalLayers(), m.Layers, m.GlobalLayers(), g.KV(), g.Head(), max(g.KV()/b.TP, 1), rep, ks[0].bytes, ks[1].bytes)
 }

@@ -19,6 +19,12 @@ type Spec struct {
 	DFF     int `yaml:"d_ff" json:"d_ff"`
 	Vocab   int `yaml:"vocab" json:"vocab"`
 	SeqLen  int `yaml:"seq_len" json:"seq_len"`
+	// MaxPositions is the longest sequence the released checkpoint
+	// serves: its config.json's max_position_embeddings (or the context
+	// its model card gives), which vLLM's max_model_len may not exceed.
+	// SeqLen, the length the model is described and trained at, may be
+	// shorter. 0 where it is not recorded: MaxContext is then SeqLen.
+	MaxPositions int `yaml:"max_position_embeddings,omitempty" json:"max_position_embeddings,omitempty"`
 	// GatedMLP: SwiGLU/GeGLU with three d_model x d_ff matrices instead of two.
 	GatedMLP bool `yaml:"gated_mlp" json:"gated_mlp"`
 	// TiedEmbeddings: the output projection reuses the input embedding.
@@ -238,6 +244,10 @@ func (s Spec) VHead() int {
 
 // KV is the number of key/value heads.
 func (s Spec) KV() int { return cmp.Or(s.KVHeads, s.Heads) }
+
+// MaxContext is the longest sequence the model serves: MaxPositions, or
+// SeqLen where that is not recorded.
+func (s Spec) MaxContext() int { return cmp.Or(s.MaxPositions, s.SeqLen) }
 
 // Head is the width of one attention head.
 func (s Spec) Head() int {

@@ -129,3 +129,14 @@ func applyFixes(r Request, changes []fix, set int) (q Request, what []string, ok
 	}
 	return q, what, true
 }
+
+// FixTexts are e's fixes, each with its options spelt by name
+// (Option.String when nil), as Phrase lists them after "it would run
+// with": the fixes a front end's JSON error document lists, never nil.
+func (e *NoPlanError) FixTexts(name func(Option) string) []string {
+	out := make([]string, len(e.Fixes))
+	for i, f := range e.Fixes {
+		out[i] = phrase(f, name)
+	}
+	return out
+}

@@ -33,26 +33,47 @@ type apiRequest struct {
 
 // apiError is the body of an API error: every mistake found, joined in
 // Error, and each with its option in Errors; Option is the first's.
+// Fixes are, for a job that cannot run, the changes under which it
+// would, as shardlab's --json error document lists them (fixesOf), empty
+// for any other error.
 type apiError struct {
 	Error  string          `json:"error"`
+	Fixes  []string        `json:"fixes"`
 	Option string          `json:"option,omitempty"`
 	Errors []apiFieldError `json:"errors"`
 }
 
 // apiFieldError is one mistake of a request and the option (JSON key) it
-// concerns, "" for none.
+// concerns, left out for none.
 type apiFieldError struct {
-	Option string `json:"option"`
+	Option string `json:"option,omitempty"`
 	Error  string `json:"error"`
 }
 
-// writeAPIError writes errors with options spelt as JSON keys.
+// apiKey spells an option as the API does: its JSON key.
+func apiKey(o plan.Option) string { return string(o) }
+
+// writeErrorJSON writes err as the API's JSON error object: its status
+// and errors (status) and its fixes (fixesOf), options spelt as JSON keys.
+func (h *Handler) writeErrorJSON(w http.ResponseWriter, err error) {
+	code, fes := h.status(err)
+	h.writeAPIDoc(w, code, fes, fixesOf(err, apiKey))
+}
+
+// writeAPIError writes errors with options spelt as JSON keys, and no
+// fixes.
 func (h *Handler) writeAPIError(w http.ResponseWriter, code int, fes fieldErrors) {
+	h.writeAPIDoc(w, code, fes, []string{})
+}
+
+// writeAPIDoc writes the API's JSON error object of errors fes, with
+// their fixes.
+func (h *Handler) writeAPIDoc(w http.ResponseWriter, code int, fes fieldErrors, fixes []string) {
 	w.Header().Set("Content-Type", "application/json")
 	h.setRetry(w, code)
 	w.WriteHeader(code)
-	key := func(o plan.Option) string { return string(o) }
-	e := apiError{Error: fes.Phrase(key), Errors: []apiFieldError{}}
+	key := apiKey
+	e := apiError{Error: fes.Phrase(key), Fixes: fixes, Errors: []apiFieldError{}}
 	for _, fe := range fes {
 		e.Errors = append(e.Errors, apiFieldError{Option: string(fe.Option), Error: fe.Phrase(key)})
 	}
@@ -119,8 +140,7 @@ func (h *Handler) serveAPIPlan(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := h.run(r.Context(), o, bad, false)
 	if err != nil {
-		code, fes := h.status(err)
-		h.writeAPIError(w, code, fes)
+		h.writeErrorJSON(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -261,8 +261,7 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request, maxText bool,
 	}
 	switch {
 	case err != nil && ctype == "application/json":
-		code, fes := h.status(err)
-		h.writeAPIError(w, code, fes) // a JSON download's error is JSON too
+		h.writeErrorJSON(w, err) // a JSON download's error is JSON too
 		return
 	case err != nil:
 		h.fail(w, err, planForm.keyLabel)

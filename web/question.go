@@ -74,14 +74,13 @@ func (qn question[O, V]) serve(h *Handler) http.HandlerFunc {
 }
 
 // serveJSON downloads the query's answer as JSON; an error is the API's
-// JSON error object (writeAPIError), options spelt as their keys.
+// JSON error object (writeErrorJSON), options spelt as their keys.
 func (qn question[O, V]) serveJSON(h *Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		o, _, bad := qn.options(r.URL.RawQuery, h.cfg, nil)
 		v, err := qn.answer(h, r.Context(), o, bad)
 		if err != nil {
-			code, fes := h.status(err)
-			h.writeAPIError(w, code, fes)
+			h.writeErrorJSON(w, err)
 			return
 		}
 		var b bytes.Buffer

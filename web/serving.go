@@ -132,11 +132,7 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 		return err
 	})
 	if err != nil {
-		var fe *inference.FieldError
-		if errors.Is(err, inference.ErrNoFit) || errors.As(err, &fe) && fe.Field == "pages" {
-			return nil, errCannotServe{strings.TrimPrefix(oneLine(err.Error()), "inference: ")}
-		}
-		return nil, err
+		return nil, cannotServe(err)
 	}
 	p.Warnings = append(p.Warnings, p.SimMisses(sim)...) // as the CLI's
 	v := newServingView(p, id)
@@ -198,7 +194,24 @@ func (h *Handler) boundRequests(o *inference.Options, bad fieldErrors) fieldErro
 }
 
 // errCannotServe is a serving question no layout can answer: a job that
-// cannot run, 422 as plan's NoPlanError is.
-type errCannotServe struct{ msg string }
+// cannot run, 422 as plan's NoPlanError is; unfit is inference's error
+// where it says what would fit (its Fits), else nil.
+type errCannotServe struct {
+	msg   string
+	unfit *inference.NoFitError
+}
 
 func (e errCannotServe) Error() string { return e.msg }
+
+// cannotServe is err as errCannotServe where it says that no layout
+// serves the question (inference.ErrNoFit, or no scheduler's pages), else
+// err.
+func cannotServe(err error) error {
+	var fe *inference.FieldError
+	if errors.Is(err, inference.ErrNoFit) || errors.As(err, &fe) && fe.Field == "pages" {
+		var unfit *inference.NoFitError
+		errors.As(err, &unfit)
+		return errCannotServe{strings.TrimPrefix(oneLine(err.Error()), "inference: "), unfit}
+	}
+	return err
+}

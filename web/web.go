@@ -356,3 +356,20 @@ func (h *Handler) setRetry(w http.ResponseWriter, code int) {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// fixesOf are the changes under which err's job would run, each with the
+// layout it would get, as their owners phrase them for shardlab's --json
+// error document too (plan.NoPlanError.FixTexts,
+// inference.NoFitError.FixTexts), options spelt by name; empty for any
+// other error.
+func fixesOf(err error, name func(plan.Option) string) []string {
+	var none *plan.NoPlanError
+	var cannot errCannotServe
+	switch {
+	case errors.As(err, &none):
+		return none.FixTexts(name)
+	case errors.As(err, &cannot) && cannot.unfit != nil:
+		return cannot.unfit.FixTexts(func(f string) string { return name(plan.Option(f)) })
+	}
+	return []string{}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -50,7 +49,9 @@ func TestInferenceBadInput(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--tensor-parallel-size", "16", "--tpu", "tpu7x-16"}, []string{"--tensor-parallel-size 16", "1, 2, 4, 8", "KV heads"}},
+		// 12 divides mixtral-8x22b's 48 heads but is neither a divisor nor a multiple of its 8 KV heads
+		{[]string{"--model", "mixtral-8x22b", "--max-model-len", "4096", "--tensor-parallel-size", "12", "--tpu", "tpu7x-384"},
+			[]string{"--tensor-parallel-size 12", "one of 1, 2, 4, 8, 16, 24, 48", "divisor or a multiple of the 8 KV heads"}},
 		{[]string{"--tensor-parallel-size", "3"}, []string{"--tensor-parallel-size 3"}},
 		{[]string{"--max-model-len", "16384"}, []string{"--max-model-len 16384", "2 to 8192"}},
 		{[]string{"--concurrency", "0"}, []string{"--concurrency", `"0"`, "from 1 to"}},
@@ -182,7 +183,8 @@ func TestInferenceObjective(t *testing.T) {
 // --enable-expert-parallel (a flag vLLM takes without a value); DeepSeek-V3
 // fits a tpu7x-16 in fp8 and its command carries enable_dp_attention and
 // no --block-size (vLLM accepts at most 256, tpu-inference's MLA pages are
-// 1024).
+// 1024). Qwen3-235B in fp8 on tpu7x-8 runs TP 8 (EP 8), its 4 KV heads
+// replicated ×2, as tpu-inference's deploy-baseline.yaml example serves it.
 func TestInferenceMoE(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -190,7 +192,7 @@ func TestInferenceMoE(t *testing.T) {
 		mla  bool
 	}{
 		{[]string{"--model", "mixtral-8x7b", "--tpu", "tpu7x-8"}, 8, false},
-		{[]string{"--model", "qwen3-235b-a22b", "--tpu", "tpu7x-8", "--weights", "fp8"}, 4, false},
+		{[]string{"--model", "qwen3-235b-a22b", "--tpu", "tpu7x-8", "--weights", "fp8"}, 8, false},
 		{[]string{"--model", "deepseek3-671b", "--tpu", "tpu7x-16", "--weights", "fp8", "--kv-cache-dtype", "fp8"}, 16, true},
 	} {
 		v := decodeJSON(t, append([]string{"inference", "--json", "--num-requests", "20"}, c.args...)...).(map[string]any)
@@ -313,7 +315,8 @@ func TestInferenceSimulation(t *testing.T) {
 // TestInferenceDPAttentionFlag: --enable-dp-attention serves Qwen3.5 as its
 // tpu-recipes recipe does (TP 8 on a tpu7x-8, attention data parallel, fp8
 // weights and KV cache), and the vllm serve line asks for it; without the
-// flag that layout cannot split Qwen3.5's 2 KV heads, and no layout fits.
+// flag the same TP 8 is tensor parallelism, Qwen3.5's 2 KV heads replicated
+// ×4 (tpu-inference's get_padded_num_heads), and the line does not ask for it.
 func TestInferenceDPAttentionFlag(t *testing.T) {
 	args := []string{"inference", "--json", "--num-requests", "20", "--model", "qwen3.5-397b-a17b", "--tpu", "tpu7x-8",
 		"--weights", "fp8", "--kv-cache-dtype", "fp8", "--tensor-parallel-size", "8", "--max-num-seqs", "64", "--max-model-len", "9216"}
@@ -329,9 +332,16 @@ func TestInferenceDPAttentionFlag(t *testing.T) {
 	if !strings.Contains(seen["--additional-config"], `"enable_dp_attention":true`) {
 		t.Errorf("--additional-config %q lacks enable_dp_attention", seen["--additional-config"])
 	}
-	var stdout, stderr bytes.Buffer
-	if code := run(args, &stdout, &stderr); code == 0 {
-		t.Errorf("without --enable-dp-attention: exit 0, want a refusal; stdout %.300s", stdout.String())
+	v = decodeJSON(t, args...).(map[string]any)
+	l := v["layout"].(map[string]any)
+	cmd = cmd[:0]
+	for _, a := range v["vllm_serve_args"].([]any) {
+		cmd = append(cmd, a.(string))
+	}
+	if seen, err = export.CheckVLLMServe(cmd); err != nil || strings.Contains(seen["--additional-config"], "enable_dp_attention") ||
+		l["attention_data_parallel_size"] != 1.0 || l["tensor_parallel_size"] != 8.0 || !strings.Contains(fmt.Sprint(v["reasons"]), "2 KV heads replicated ×4") {
+		t.Errorf("without --enable-dp-attention: %v, layout %v, --additional-config %q, reasons %v; want TP 8 without attention DP, its 2 KV heads replicated ×4",
+			err, l, seen["--additional-config"], v["reasons"])
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"shardlab/inference"
 	"shardlab/plan"
@@ -66,24 +65,9 @@ func errorDoc(err error) errorJSON {
 	var unfit *inference.NoFitError
 	switch {
 	case errors.As(err, &none):
-		for _, f := range none.Fixes {
-			doc.Fixes = append(doc.Fixes, phraseFix(f))
-		}
+		doc.Fixes = none.FixTexts(flagName)
 	case errors.As(err, &unfit):
-		for _, f := range unfit.Fits {
-			doc.Fixes = append(doc.Fixes, fmt.Sprintf("%s %s (TP %d × DP %d)", fieldFlag(f.Field), f.Value, f.TP, f.DP))
-		}
+		doc.Fixes = unfit.FixTexts(fieldFlag)
 	}
 	return doc
-}
-
-// phraseFix is one of a NoPlanError's fixes with its options spelt as
-// flags, as the error's own text spells it after "it would run with".
-func phraseFix(fix string) string {
-	const with = "; it would run with "
-	s := (&plan.NoPlanError{Fixes: []string{fix}}).Phrase(flagName)
-	if _, after, ok := strings.Cut(s, with); ok {
-		return after
-	}
-	return fix
 }

@@ -27,8 +27,9 @@ func TestJSONErrorDocument(t *testing.T) {
 		{[]string{"budget", "--model", "llama3-405b", "--tokens", "100B", "--generations", "v5e", "--slice-chips", "4", "--slices", "1", "--json"},
 			nil, "rows"},
 		// the weights do not fit: the formats and slices that fit, as flags
+		// (tpu7x-16 at TP 16, its 8 KV heads replicated ×2: review 128 #1)
 		{[]string{"inference", "--model", "llama3-405b", "--tpu", "tpu7x-8", "--concurrency", "1", "--json"},
-			[]string{"--weights fp8 (TP 8", "--weights int8 (TP 8"}, ""},
+			[]string{"--weights fp8 (TP 8", "--weights int8 (TP 8", "--tpu tpu7x-16 (TP 16"}, ""},
 		{[]string{"inference", "--model", "llama3-8b", "--tpu", "v5litepod-1", "--max-model-len", "8192", "--concurrency", "1", "--json"},
 			[]string{"--weights fp8 (TP 1", "--weights int8 (TP 1", "--tpu v5litepod-4 (TP "}, ""},
 	} {
