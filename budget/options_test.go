@@ -67,10 +67,10 @@ func TestSliceSizeNoGenerationHas(t *testing.T) {
 	o.SliceChips, o.Generations = "3", "v6e,v5p"
 	_, err := ParseOptions(o, nil)
 	var oe *OptionError
-	// v6e's slices (hw's catalog): 4 to 256 chips; v5p's past 12 listed
-	// end in its largest, 6144 chips
+	// v6e's slices (hw's catalog): 1 and 4 to 256 chips; v5p's past 12
+	// listed end in its largest, 6144 chips
 	if !errors.As(err, &oe) || oe.Option != "slice_chips" || oe.Value != "3" ||
-		!strings.Contains(oe.Want, "(3 is none's): v6e 4, 8, 16, 32, 64, 128, 256; v5p 4, 8, 16, ") || !strings.HasSuffix(oe.Want, ", …, 6144") {
+		!strings.Contains(oe.Want, "(3 is none's): v6e 1, 4, 8, 16, 32, 64, 128, 256; v5p 4, 8, 16, ") || !strings.HasSuffix(oe.Want, ", …, 6144") {
 		t.Errorf("slice chips 3: %v, want an OptionError on slice_chips naming v6e's and v5p's sizes", err)
 	}
 	r := Request{Tokens: 1e9, Region: "us-central1", Generations: []hw.Generation{hw.V6e}, Modes: []Mode{OnDemand}, SliceChips: []int{16, 3}}

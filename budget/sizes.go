@@ -10,7 +10,10 @@ import (
 )
 
 // trainingSlice is chip c's slice of chips chips, if it has one to train
-// on: a listed slice of whole VMs (hw.Slice.WholeHosts).
+// on: a listed slice of whole VMs (hw.Slice.WholeHosts), the rule by which
+// plan.SearchScope plans a generation alone, so that budget and plan agree:
+// v6e-1 is one whole ct6e-standard-1t ([gcp-v6e] in hw's catalog) and
+// trains, as the v6e doc's "training for up to 256 v6e chips" allows.
 func trainingSlice(c hw.Chip, chips int) (hw.Slice, bool) {
 	s, err := hw.ParseAcceleratorType(c.AcceleratorType(chips))
 	return s, err == nil && chips <= c.MaxSliceChips && s.WholeHosts()

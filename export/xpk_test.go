@@ -387,7 +387,9 @@ func TestXPKTPUVMs(t *testing.T) {
 // 1, and another VM for the input check (each chip's DCN share, which the
 // collectives are costed on, is the same: not named). Slices xpk makes as the
 // plan does warn of nothing: v6e-8, which training plans cost as the two
-// ct6e-standard-4t VMs xpk makes it of (hw's catalog), among them.
+// ct6e-standard-4t VMs xpk makes it of (hw's catalog), and v6e-1, one
+// ct6e-standard-1t by the v6e doc and by xpk (review 128 #9: the plan had a
+// 4-chip ct6e-standard-4t and this warned), among them.
 func TestXPKWarnings(t *testing.T) {
 	for _, c := range []struct {
 		model, tpu string
@@ -407,5 +409,10 @@ func TestXPKWarnings(t *testing.T) {
 		if got != c.want {
 			t.Errorf("XPKWarnings(%s on %s) = %q, want %q", c.model, c.tpu, got, c.want)
 		}
+	}
+	// gemma-2b fits one v6e chip in bf16 (not at the default precision: the plan says so)
+	p := search(t, func(o *plan.Options) { o.Model, o.TPU, o.Precision = "gemma-2b", "v6e-1", "bf16" })
+	if got := XPKWarnings(p); len(got) != 0 {
+		t.Errorf("XPKWarnings(gemma-2b bf16 on v6e-1) = %q, want none", got)
 	}
 }

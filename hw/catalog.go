@@ -153,8 +153,14 @@ var catalog = [...]Chip{
 		// ran (tpu-recipes training/trillium Llama3.1-8B v6e-8: GKE
 		// "v6e-4" nodes, topology 2x4), and the 8t's vCPUs and RAM are in
 		// no stored source. Serving, which needs all 8 chips on one VM,
-		// takes the 8t (SingleHost). (v6e-1 is a ct6e-standard-1t by the
-		// same table, not yet transcribed.)
+		// takes the 8t (SingleHost).
+		// The same table makes 1x1 (v6e-1) one ct6e-standard-1t, "1/8"
+		// of a host, and xpk @367c838 makes v6e-1 of the same VM
+		// (core/system_characteristics.py: v6e-1x1 on ct6e-standard-1t,
+		// transcribed in export/xpk-tpu-types.txt). Its vCPUs and RAM are
+		// in no stored source ([gcp-v6e] and [gcp-7x] give them for the
+		// 4t only), so they are 0: not published.
+		SliceHosts: []Host{{MachineType: "ct6e-standard-1t", Chips: 1}},
 		SingleHost: Host{MachineType: "ct6e-standard-8t", Chips: 8},
 		Sources:    []string{"cloud.google.com/tpu/docs/v6e", "cloud.google.com/tpu/docs/tpu7x", "scaling-book tpus.md"},
 	},

@@ -124,7 +124,8 @@ type Chip struct {
 	// is not Host: [gcp-v5e] gives v5e's 1x1 one ct5lp-hightpu-1t and its
 	// 2x4 (v5litepod-8) one ct5lp-hightpu-8t, of the three v5e VM types
 	// (1, 4 or 8 chips), while 2x2 and every larger v5e slice are
-	// ct5lp-hightpu-4t VMs. Slice.Host picks among them.
+	// ct5lp-hightpu-4t VMs; [gcp-v6e] gives v6e's 1x1 one
+	// ct6e-standard-1t. Slice.Host picks among them.
 	SliceHosts []Host `json:"slice_hosts,omitempty"`
 	// SingleHost is a larger VM that holds a whole small slice for
 	// serving, where the generation offers one beside Host and training
@@ -215,8 +216,8 @@ const (
 	// v5p [sb-tpus].
 	AssumedPCIe unit.BytesPerSecond = 16e9
 	// AssumedVCPUsPerChip is the vCPUs per chip of a host whose vCPU count
-	// is not published (the v2, v3 and v4 VMs); an assumption, not a
-	// published number.
+	// is not published (the v2, v3 and v4 VMs, v6e's ct6e-standard-1t); an
+	// assumption, not a published number.
 	AssumedVCPUsPerChip = 4
 )
 

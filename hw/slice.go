@@ -125,9 +125,10 @@ func (s Slice) Hosts() int {
 }
 
 // WholeHosts reports whether the slice is made of whole VMs the catalog
-// sells (Host): v5litepod-1 is one whole ct5lp-hightpu-1t and v5litepod-4
-// one ct5lp-hightpu-4t, while v6e-1 is a quarter of v6e's
-// ct6e-standard-4t. A slice with no topology is not.
+// sells (Host): v5litepod-1 is one whole ct5lp-hightpu-1t, v6e-1 one
+// ct6e-standard-1t and v5litepod-4 one ct5lp-hightpu-4t, while a 2-chip
+// tpu7x would be half a tpu7x-standard-4t. A slice with no topology is
+// not.
 func (s Slice) WholeHosts() bool { return s.Chip.wholeHosts(s.Chips()) }
 
 // wholeHosts is WholeHosts for a slice of n chips, which the parsers ask

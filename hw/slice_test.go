@@ -78,10 +78,23 @@ func TestV5eSliceHosts(t *testing.T) {
 // machine type): v6e-4 is one ct6e-standard-4t, v6e-8 two of them (the
 // table's GKE row for 2x4, as xpk makes it: the catalog costs training
 // slices so and keeps the one-VM ct6e-standard-8t for serving,
-// Chip.SingleHost), and each larger slice two ct6e-standard-4t VMs a
-// host. (1x1, one ct6e-standard-1t by the table, is not in the catalog
-// yet.)
+// Chip.SingleHost), each larger slice two ct6e-standard-4t VMs a host,
+// and 1x1 (v6e-1) one ct6e-standard-1t, "1/8" of a host: the table's row
+// (/work/shared/reference/tpu-specs.json v6e vm_types) and xpk's
+// (system_characteristics.py @367c838, export/xpk-tpu-types.txt:
+// "v6e-1 ct6e-standard-1t 1 1"). No stored source gives the 1t's vCPUs or
+// RAM (tpu-specs.json: "1t/8t vCPU/RAM not captured"), so they must be 0,
+// not the 4t's 180 vCPUs and 720 GB or a share of them.
 func TestV6eSliceHosts(t *testing.T) {
+	s, err := ParseAcceleratorType("v6e-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Host{MachineType: "ct6e-standard-1t", Chips: 1}
+	if got := s.Host(); !reflect.DeepEqual(got, want) || s.Hosts() != 1 || !s.WholeHosts() || s.HostRAMPerChip() != 0 {
+		t.Errorf("v6e-1: %d × %+v (whole %v, %v RAM a chip), want 1 × %+v, whole, RAM not published (0)",
+			s.Hosts(), got, s.WholeHosts(), s.HostRAMPerChip(), want)
+	}
 	for _, r := range []struct {
 		tpu         string
 		vms         int
@@ -103,8 +116,8 @@ func TestV6eSliceHosts(t *testing.T) {
 
 // TestWholeHosts: a slice is whole VMs when its chips fill the VMs it is
 // made of: v5litepod-1 is a whole ct5lp-hightpu-1t ([gcp-v5e] VM types:
-// 1, 4 or 8 chips), v6e-1 a quarter of the catalog's 4-chip
-// ct6e-standard-4t, the smallest v4, v5p and tpu7x slices one 4-chip VM
+// 1, 4 or 8 chips), v6e-1 a whole ct6e-standard-1t ([gcp-v6e] slice
+// shapes: 1x1 is one 1t VM), the smallest v4, v5p and tpu7x slices one 4-chip VM
 // each; a generation alone (no topology) is no slice of hosts.
 func TestWholeHosts(t *testing.T) {
 	for _, c := range []struct {
@@ -112,7 +125,7 @@ func TestWholeHosts(t *testing.T) {
 		want bool
 	}{
 		{"v5litepod-1", true}, {"v5litepod-4", true}, {"v5litepod-8", true}, {"v5litepod-256", true},
-		{"v6e-1", false}, {"v6e-4", true}, {"v6e-8", true}, {"v6e-16", true},
+		{"v6e-1", true}, {"v6e-4", true}, {"v6e-8", true}, {"v6e-16", true},
 		{"v4-8", true}, {"v5p-8", true}, {"tpu7x-8", true}, {"v2-8", true}, {"v3-8", true},
 	} {
 		s, err := ParseAcceleratorType(c.tpu)

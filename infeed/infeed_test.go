@@ -242,14 +242,18 @@ func FuzzParsePlacement(f *testing.F) {
 // vCPUs, 2 NUMA nodes) and v5litepod-16 ct5lp-hightpu-4t VMs (4, 112, 1)
 // (cloud.google.com/tpu/docs/v5e); v6e-8 is costed as the two
 // ct6e-standard-4t VMs (4 chips, 180 vCPUs) GKE and xpk make it of
-// (cloud.google.com/tpu/docs/v6e; hw's catalog says why).
+// (cloud.google.com/tpu/docs/v6e; hw's catalog says why), as are v6e-4
+// and v6e-16; v6e-1 is one ct6e-standard-1t (the same doc's 1x1 row),
+// 1 chip whose vCPUs no stored source gives: hw's stand-in of 4 a chip
+// (hw.AssumedVCPUsPerChip), not the 4t's 180.
 func TestForSlice(t *testing.T) {
 	for _, c := range []struct {
 		tpu                string
 		chips, vcpus, numa int
 	}{
 		{"v5litepod-8", 8, 224, 2}, {"v5litepod-16", 4, 112, 1},
-		{"v6e-8", 4, 180, 1}, {"v6e-16", 4, 180, 1},
+		{"v6e-8", 4, 180, 1}, {"v6e-16", 4, 180, 1}, {"v6e-4", 4, 180, 1},
+		{"v6e-1", 1, hw.AssumedVCPUsPerChip, 1},
 	} {
 		s, err := hw.ParseAcceleratorType(c.tpu)
 		if err != nil {

@@ -545,6 +545,16 @@ func TestSearchScope(t *testing.T) {
 	if ms := p.Request.Multislice; err != nil || ms.Slice.AcceleratorType() != "v5litepod-1" || !strings.Contains(reasons(p), "single host: v5litepod-1 is one ct5lp-hightpu-1t VM") {
 		t.Errorf("a small model on v5e: %v on %s (%v), want v5litepod-1, one ct5lp-hightpu-1t:\n%s", err, ms, ms.Slice.Host().MachineType, reasons(p))
 	}
+	// so is v6e-1 a whole ct6e-standard-1t (cloud.google.com/tpu/docs/v6e
+	// slice shapes: 1x1 is one 1t VM), which budget searches too
+	v6e, err := hw.Lookup("v6e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err = SearchScope(r, v6e, 16)
+	if ms := p.Request.Multislice; err != nil || ms.Slice.AcceleratorType() != "v6e-1" || !strings.Contains(reasons(p), "single host: v6e-1 is one ct6e-standard-1t VM with 1 chip") {
+		t.Errorf("a small model on v6e: %v on %s (%v), want v6e-1, one ct6e-standard-1t:\n%s", err, ms, ms.Slice.Host().MachineType, reasons(p))
+	}
 	// a layout that fits no footprint tried is the user's mistake, named
 	c, err := hw.Lookup("tpu7x")
 	if err != nil {

@@ -3,11 +3,15 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"shardlab/hw"
+	"shardlab/unit"
 )
 
 // TestQuantizationGain: v5p's fp8 peak is its bf16 peak ([gcp-v5p]), so
@@ -123,6 +127,58 @@ func TestHostUncheckedWarning(t *testing.T) {
 		inJSON := slices.Contains(doc.Warnings, want)
 		if got := strings.Contains(warns(p), "host RAM not checked"); got != c.want || inJSON != c.want || strings.Contains(text.String(), want) != c.want {
 			t.Errorf("%+v: warned %v (JSON %v), want %v: %q\nwarnings:\n%s", c, got, inJSON, c.want, want, warns(p))
+		}
+	}
+}
+
+// TestV6e1VMNotPublished (review 128 #9, review 119 #6): v6e-1 is one
+// ct6e-standard-1t (cloud.google.com/tpu/docs/v6e slice shapes; xpk
+// @367c838 system_characteristics.py, export/xpk-tpu-types.txt), whose
+// vCPUs and RAM no stored source gives. Its plan names that VM, leaves
+// its offloaded bytes unchecked against RAM with a warning, and its input
+// check counts the one chip's vCPUs and says the VM's count is not
+// published instead of comparing with a 4t's 180 (it said "0.2 per chip
+// ... the VM has 180" and checked RAM against a quarter of the 4t's 720
+// GB). The same job on v6e-4 is still one ct6e-standard-4t of 180 vCPUs
+// and 180 GB a chip ([gcp-7x]).
+func TestV6e1VMNotPublished(t *testing.T) {
+	for _, c := range []struct {
+		tpu, vm, input string
+		hostRAM        unit.Bytes
+	}{
+		{"v6e-1", "ct6e-standard-1t", "the ct6e-standard-1t VM's vCPU count is not published", 0},
+		{"v6e-4", "ct6e-standard-4t", "the VM has 180", 180 * unit.GB},
+	} {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.Precision, o.OptimizerOffload, o.ExampleCost = "gemma-2b", c.tpu, "bf16", true, 10*time.Millisecond
+		r, err := ParseRequest(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Search(r)
+		if err != nil {
+			t.Fatalf("%s: %v", c.tpu, err)
+		}
+		// both slices are one VM (the doc's table), so the VM's chips are the slice's
+		m, chips := p.Best.Estimate.Memory, r.Multislice.Slice.Chips()
+		if m.Host == 0 || m.HostUsable != c.hostRAM || m.HostUnchecked() != (c.hostRAM == 0) {
+			t.Errorf("%s: %v offloaded of %v host RAM a chip (unchecked %v), want some of %v", c.tpu, m.Host, m.HostUsable, m.HostUnchecked(), c.hostRAM)
+		}
+		if got := strings.Contains(warns(p), "host RAM not checked"); got != (c.hostRAM == 0) {
+			t.Errorf("%s: warned host RAM not checked %v, want %v:\n%s", c.tpu, got, c.hostRAM == 0, warns(p))
+		}
+		vm := fmt.Sprintf("single host: %s is one %s VM with %s", c.tpu, c.vm, unit.Plural(chips, "chip"))
+		if rs := reasons(p); !strings.Contains(rs, vm) || !strings.Contains(rs, c.input) || strings.Contains(warns(p), "input-bound") {
+			t.Errorf("%s: want %q and an input check with %q, not input-bound:\n%s\n%s", c.tpu, vm, c.input, rs, warns(p))
+		}
+		// the vCPUs a chip needs are the VM's over its chips
+		got := regexp.MustCompile(`fed with (\d+) vCPUs? per host \(([0-9.]+) per chip\)`).FindStringSubmatch(reasons(p))
+		if got == nil {
+			t.Fatalf("%s: no input check in the reasons:\n%s", c.tpu, reasons(p))
+		}
+		n, _ := strconv.Atoi(got[1])
+		if want := fmt.Sprintf("%.1f", float64(n)/float64(chips)); got[2] != want {
+			t.Errorf("%s: %s vCPUs per host are %s per chip, want %s (%d chips a VM)", c.tpu, got[1], got[2], want, chips)
 		}
 	}
 }

@@ -11,7 +11,9 @@ import (
 // SearchScope plans the job on the smallest footprint of the chip's
 // generation that can run it: a single host if the job fits one VM, else
 // the smallest slice, else several of the largest slices joined by DCN (up
-// to maxSlices). r.Multislice is ignored.
+// to maxSlices). It tries the generation's slices of whole VMs
+// (hw.Slice.WholeHosts, budget's training slices too), from a 1-chip VM
+// where there is one (v5litepod-1, v6e-1). r.Multislice is ignored.
 func SearchScope(r Request, c hw.Chip, maxSlices int) (Plan, error) {
 	var tried []string // texts that name options
 	explain := func(p Plan) Plan {

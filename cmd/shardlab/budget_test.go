@@ -43,7 +43,7 @@ func TestBudgetRefusesBadInput(t *testing.T) {
 		{withFlags(small, "--deadline", "30"), []string{`budget: --deadline "30"`, "in d, h or m"}},
 		{withFlags(small, "--budget", "-5"), []string{`budget: --budget "-5"`, "dollars from 0"}},
 		{withFlags(small, "--slices", "1,1"), []string{`budget: --slices "1,1"`, "distinct"}},
-		{withFlags(small, "--slice-chips", "3"), []string{`budget: --slice-chips "3": want slice sizes`, "v6e 4, 8, 16, 32, 64, 128, 256"}},
+		{withFlags(small, "--slice-chips", "3"), []string{`budget: --slice-chips "3": want slice sizes`, "v6e 1, 4, 8, 16, 32, 64, 128, 256"}},
 		{withFlags(small, "--prices", badPrices), []string{"budget: --prices " + badPrices, "line 2", "usd_per_chip_hour \"-2\""}},
 		{withFlags(small, "--show", "9"), []string{"budget: --show 9", "the table has 2 rows"}},
 		{withFlags(small, "--price", "tpu7x=-5"), []string{`budget: --price "tpu7x=-5"`, "GEN[:MODE]=DOLLARS"}},

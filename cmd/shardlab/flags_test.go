@@ -306,11 +306,17 @@ func TestTPUEverywhere(t *testing.T) {
 		fail(t, append(slices.Clone(words), "--tpu", "v9"), "--tpu", `"v9"`, "unknown TPU generation", "v5p")
 		fail(t, append(slices.Clone(words), "--tpu", "v5p-7"), "--tpu", `"v5p-7"`, "v5p-8")
 	}
-	// a slice smaller than the VM the catalog has for it (v6e's 4-chip
-	// ct6e-standard-4t); v5litepod-1 is a whole ct5lp-hightpu-1t VM
-	fail(t, []string{"infeed", "--tpu", "v6e-1"}, "--tpu v6e-1", "host")
+	// v5litepod-1 is a whole ct5lp-hightpu-1t VM and v6e-1 a whole
+	// ct6e-standard-1t (cloud.google.com/tpu/docs/v5e and v6e), whose vCPUs
+	// no stored source gives: infeed simulates the 1-chip VM with hw's
+	// stand-in of 4 vCPUs a chip and says so (review 128 #9: it refused
+	// v6e-1 as less than the 4-chip ct6e-standard-4t)
 	if out, errOut, code := runCmd("infeed", "--tpu", "v5litepod-1"); code != 0 || !strings.Contains(out, "ct5lp-hightpu-1t): 1 chip, 24 of 24 vCPUs") {
 		t.Errorf("shardlab infeed --tpu v5litepod-1: exit %d, want the 1-chip ct5lp-hightpu-1t VM:\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := runCmd("infeed", "--tpu", "v6e-1"); code != 0 || !strings.Contains(out, "ct6e-standard-1t): 1 chip, 4 of 4 vCPUs (assumed)") ||
+		!strings.Contains(out, "not published for ct6e-standard-1t in the catalog's sources: vCPUs (4: shardlab's stand-in of 4 per chip)") {
+		t.Errorf("shardlab infeed --tpu v6e-1: exit %d, want the 1-chip ct6e-standard-1t VM, its vCPUs assumed:\n%s%s", code, out, errOut)
 	}
 	// run on a generation alone takes one of its usual VMs
 	// (hw.Chip.HostSlice), for v5e v5litepod-4, where the default mesh
