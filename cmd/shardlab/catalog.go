@@ -212,7 +212,13 @@ func writeVMs(tw io.Writer, c hw.Chip, slice *hw.Slice) {
 		}
 	}
 	if h := c.SingleHost; h.Chips > 0 {
-		fmt.Fprintf(tw, "single-host VM\t%s: %s as one VM (serving; training slices are costed as %s VMs)\n", h.MachineType, unit.Plural(h.Chips, "chip"), c.Host.MachineType)
+		// the training slice of its chips is costed as the VMs Slice.Host
+		// gives (v6e-8: two 4t), not as this VM; smaller slices have their own
+		training := ""
+		if s, err := hw.ParseAcceleratorType(c.AcceleratorType(h.Chips)); err == nil {
+			training = fmt.Sprintf("; training costs %s as %s", s.AcceleratorType(), unit.Plural(s.Hosts(), s.Host().MachineType+" VM"))
+		}
+		fmt.Fprintf(tw, "single-host VM\t%s: %s as one VM (serving%s)\n", h.MachineType, unit.Plural(h.Chips, "chip"), training)
 	}
 }
 

@@ -228,17 +228,30 @@ func TestRanksNameScheduleAndChunks(t *testing.T) {
 // the VM the slice is made of (hw.Slice.Host), which a consumer cannot
 // read off chip.host: v5litepod-8 is one ct5lp-hightpu-8t of 8 chips
 // (cloud.google.com/tpu/docs/v5e), v5litepod-16 four ct5lp-hightpu-4t
-// (review 119 #9).
+// (review 119 #9); v6e-1 one ct6e-standard-1t (cloud.google.com/tpu/docs/v6e
+// 1x1), with no vCPUs or RAM, which no stored source gives (review 128 #9:
+// it was a 4t of 180 vCPUs and 720 GB). Its text says so, and that v6e's
+// 8-chip VM is for serving while training costs v6e-8 as two 4t VMs.
 func TestHWShowSliceVM(t *testing.T) {
 	for _, c := range []struct {
 		tpu, vm string
 		chips   float64
 		hosts   float64
-	}{{"v5litepod-8", "ct5lp-hightpu-8t", 8, 1}, {"v5litepod-16", "ct5lp-hightpu-4t", 4, 4}} {
+	}{{"v5litepod-8", "ct5lp-hightpu-8t", 8, 1}, {"v5litepod-16", "ct5lp-hightpu-4t", 4, 4}, {"v6e-1", "ct6e-standard-1t", 1, 1}} {
 		s := decodeJSON(t, "hw", "show", c.tpu, "--json").(map[string]any)
 		vm, _ := s["vm"].(map[string]any)
 		if vm["machine_type"] != c.vm || vm["chips"] != c.chips || s["hosts"] != c.hosts {
 			t.Errorf("hw show %s --json: vm %v, hosts %v; want %s of %v chips, %v hosts", c.tpu, vm, s["hosts"], c.vm, c.chips, c.hosts)
+		}
+		if _, has := vm["vcpus"]; has && c.tpu == "v6e-1" {
+			t.Errorf("hw show v6e-1 --json: vm %v, want no vcpus (not published)", vm)
+		}
+	}
+	out, errOut, code := runCmd("hw", "show", "v6e-1")
+	for _, want := range []string{"host VM               ct6e-standard-1t: 1 chip\n",
+		"ct6e-standard-8t: 8 chips as one VM (serving; training costs v6e-8 as 2 ct6e-standard-4t VMs)\n"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("hw show v6e-1: exit %d, want %q:\n%s%s", code, want, out, errOut)
 		}
 	}
 }
