@@ -51,6 +51,25 @@ func ZeROPrecision() Precision {
 	return Precision{Weight: 2, Master: 4, Gradient: 2, Optimizer: 8, Activation: 2}
 }
 
+// AMPPrecision is PyTorch's automatic mixed precision on an fp32 model,
+// as PyTorch/XLA runs it on TPU: fp32 parameters, gradients and Adam
+// moments (16 bytes of state a parameter, as MaxText's), the forward and
+// the loss under torch.autocast('xla', dtype=torch.bfloat16), which casts
+// the ops it lists (the matmuls) to bf16 and runs the rest "in the type
+// defined by their inputs" (pytorch/xla docs/source/perf/amp.md
+// @41398bff): the embedding's output, the residual stream it feeds (each
+// decoder layer's input, what remat full keeps), the norms and the
+// weights FSDP gathers stay fp32. Activations are costed at 4 bytes, what
+// the layer inputs and the gathered weights hold; the bf16 matmul outputs
+// take less, so it bounds them from above (the fit answer is safe; the
+// step time is pessimistic where tensor parallelism's collectives carry
+// those bf16 outputs, costed at 4 bytes). It is what MaxText's precision
+// becomes in a PyTorch/XLA job (plan.FrameworkPyTorch), not a preset a
+// MaxText job can ask.
+func AMPPrecision() Precision {
+	return Precision{Weight: 4, Gradient: 4, Optimizer: 8, Activation: 4}
+}
+
 // StateBytes is the bytes of model state per parameter.
 func (p Precision) StateBytes() int { return p.Weight + p.Master + p.Gradient + p.Optimizer }
 
@@ -68,12 +87,15 @@ func ParsePrecision(s string) (Precision, error) {
 	return Precision{}, fmt.Errorf("cost: precision %q, want maxtext (fp32 weights, 16 B/param), bf16 (MaxText weight_dtype bfloat16, 8 B/param) or zero (bf16 weights, fp32 master, 16 B/param)", s)
 }
 
-// Name is the preset's name, or a byte summary.
+// Name is the preset's name (amp for AMPPrecision), or a byte summary.
 func (p Precision) Name() string {
 	for _, n := range []string{"maxtext", "bf16", "zero"} {
 		if Precisions()[n] == p {
 			return n
 		}
+	}
+	if p == AMPPrecision() {
+		return "amp"
 	}
 	return fmt.Sprintf("weights %d B, master %d B, gradients %d B, optimizer %d B, activations %d B", p.Weight, p.Master, p.Gradient, p.Optimizer, p.Activation)
 }

@@ -8,7 +8,6 @@ import (
 
 	"shardlab/maxtext"
 	"shardlab/mesh"
-	"shardlab/model"
 	"shardlab/plan"
 )
 
@@ -90,17 +89,13 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 }
 
 // pytorchRefusal is why the export cannot write plan p as it was costed,
-// nil when it can: pipeline, context and expert parallelism (no SPMD
-// form here), gradient accumulation (a training loop's), tensor
-// parallelism on a model without a Llama-style layer's modules, and the
-// job's settings PyTorch/XLA is not told here (pytorchSettings).
+// nil when it can: what plan's PyTorch rules refuse (plan.PyTorchAxisLimit,
+// plan.PyTorchSettingsLimit), gradient accumulation (a training loop's),
+// and a precision the script has no words for (pytorchPrecisions).
 func pytorchRefusal(p plan.Plan) error {
 	e := p.Best.Estimate
-	for _, a := range []mesh.Axis{mesh.Pipeline, mesh.Context, mesh.Expert} {
-		if n := e.Mesh.Size(a); n > 1 {
-			return unsupported("pytorch", a.String(), strconv.Itoa(n),
-				"a layout of data, fsdp and tensor only: the PyTorch/XLA SPMD export writes no pipeline, context or expert parallelism; plan with {mesh} without it")
-		}
+	if l, ok := plan.PyTorchAxisLimit(e.Mesh.Size, e.Job.Model); ok {
+		return unsupported("pytorch", l.Field, l.Value, l.Want)
 	}
 	if g := accumulation(e); g > 1 {
 		given := ""
@@ -111,29 +106,13 @@ func pytorchRefusal(p plan.Plan) error {
 		return unsupported("pytorch", "gradient accumulation", strconv.Itoa(g),
 			fmt.Sprintf("none: the PyTorch/XLA SPMD export writes a mesh and shardings, not the training loop that would run the step as %d micro-batches of %d sequences; plan with %sa {global_batch} of at most one micro-batch's %d sequences, or export to MaxText (gradient_accumulation_steps)", g, e.Job.GlobalBatch/g, given, e.Job.GlobalBatch/g))
 	}
-	if n := e.Mesh.Size(mesh.Tensor); n > 1 {
-		if why := llamaModules(e.Job.Model); why != "" {
-			return unsupported("pytorch", mesh.Tensor.String(), strconv.Itoa(n),
-				fmt.Sprintf("no tensor parallelism for %s: the tensor-parallel sharding the export writes names a Llama-style decoder layer's modules (self_attn.q_proj, k_proj, v_proj, o_proj; mlp.gate_proj, up_proj, down_proj), and %s; plan with {mesh} without tensor", e.Job.Model.Name, why))
-		}
+	if l, ok := plan.PyTorchSettingsLimit(e.Job.Remat, e.Job.Settings); ok {
+		return unsupported("pytorch", l.Field, l.Value, l.Want)
 	}
-	return pytorchSettings(e.Job)
-}
-
-// llamaModules says why a Hugging Face model of spec s lacks the modules
-// writeParamSharding's tensor-parallel plan names; "" when it has them.
-func llamaModules(s model.Spec) string {
-	switch {
-	case s.MLA():
-		return "its latent attention projects through q_a_proj, q_b_proj, kv_a_proj_with_mqa and kv_b_proj"
-	case s.MoE():
-		return "its experts are other modules (Mixtral's block_sparse_moe.experts[i].w1, w2, w3; DeepSeek's mlp.experts)"
-	case s.Hybrid():
-		return "its linear-attention layers have other projections"
-	case !s.GatedMLP:
-		return "its MLP has no gate projection"
+	if name := e.Job.Precision.Name(); pytorchPrecisions[name] == "" {
+		return unsupported("pytorch", "precision", name, "amp or bf16: MaxText's bf16 activations beside fp32 weights are not what torch.autocast keeps (its residual stream stays fp32); plan with {framework} pytorch, which costs an fp32 model under autocast as amp")
 	}
-	return ""
+	return nil
 }
 
 // Shape is the mesh shape: ICI times DCN, axis by axis.

@@ -78,14 +78,29 @@ func TestPyTorchMeshCountsTheDevices(t *testing.T) {
 	}
 }
 
+// refusedForPyTorch checks layout for modelName on tpu both ways: a plan
+// of it searched for any framework is refused by the export with want in
+// its error, and the request under plan.FrameworkPyTorch is refused by
+// plan, naming the mesh option and want too (one rule:
+// plan.PyTorchAxisLimit).
+func refusedForPyTorch(t *testing.T, modelName, tpu, layout, want string) {
+	t.Helper()
+	p := search(t, func(o *plan.Options) { o.Model, o.TPU, o.Mesh, o.Remat = modelName, tpu, layout, "full" })
+	if _, err := PyTorch(p); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s %s: export %v, want a refusal containing %q", modelName, layout, err, want)
+	}
+	o := plan.DefaultOptions()
+	o.Model, o.TPU, o.Mesh, o.Framework = modelName, tpu, layout, string(plan.FrameworkPyTorch)
+	var oe *plan.OptionError
+	if _, err := plan.ParseRequest(o); !errors.As(err, &oe) || oe.Option != plan.OptionMesh || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s %s with framework pytorch: plan %v, want a refusal of the mesh option containing %q", modelName, layout, err, want)
+	}
+}
+
 func TestPyTorchRefusesPipelineAndContext(t *testing.T) {
 	for _, layout := range []string{"fsdp=16,pipeline=2", "fsdp=16,context=2"} {
-		p := pytorchPlan(t, "llama3-8b", "v5p-64", 1, layout, "")
-		_, err := PyTorch(p)
 		axis := strings.SplitN(strings.Split(layout, ",")[1], "=", 2)[0]
-		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), axis+" 2") {
-			t.Errorf("%s: %v, want a refusal naming %s", layout, err, axis)
-		}
+		refusedForPyTorch(t, "llama3-8b", "v5p-64", layout, axis+" 2")
 	}
 }
 
@@ -130,12 +145,30 @@ func TestPyTorchTensorNeedsLlamaModules(t *testing.T) {
 	for _, c := range []struct {
 		model, why string
 	}{{"mixtral-8x7b", "experts"}, {"deepseek3-671b", "latent attention"}, {"gpt3-175b", "no gate projection"}, {"llama3-8b", ""}} {
-		_, err := PyTorch(pytorchPlan(t, c.model, "v5p-128", 1, "fsdp=16,tensor=4", ""))
-		switch {
-		case c.why == "" && err != nil:
+		if c.why != "" {
+			refusedForPyTorch(t, c.model, "v5p-128", "fsdp=16,tensor=4", "no tensor parallelism for "+c.model)
+			refusedForPyTorch(t, c.model, "v5p-128", "fsdp=16,tensor=4", c.why)
+			// and the search for PyTorch never splits tensor for it
+			o := plan.DefaultOptions()
+			o.Model, o.TPU, o.Framework = c.model, "v5p-128", string(plan.FrameworkPyTorch)
+			r, err := plan.ParseRequest(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := plan.Search(r)
+			var none *plan.NoPlanError
+			if err != nil && !errors.As(err, &none) {
+				t.Fatal(err)
+			}
+			for _, k := range append(append([]plan.Candidate{}, p.Top...), p.Alternatives...) {
+				if k.Estimate.Mesh.Size(mesh.Tensor) > 1 {
+					t.Errorf("%s searched for PyTorch: %s splits tensor", c.model, k.Estimate.Mesh)
+				}
+			}
+			continue
+		}
+		if _, err := PyTorch(pytorchPlan(t, c.model, "v5p-128", 1, "fsdp=16,tensor=4", "")); err != nil {
 			t.Errorf("%s with tensor=4: %v, want an export", c.model, err)
-		case c.why != "" && (!errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "tensor 4; no tensor parallelism for "+c.model) || !strings.Contains(err.Error(), c.why)):
-			t.Errorf("%s with tensor=4: %v, want a refusal naming tensor and %q", c.model, err, c.why)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package export
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"shardlab/cost"
@@ -10,39 +9,17 @@ import (
 )
 
 // pytorchPrecisions are the precisions the export writes, by name
-// (cost.Precision.Name), with what to do in PyTorch/XLA for each:
-// maxtext's fp32 parameters, gradients and Adam moments with bf16
-// activations are an fp32 model whose forward and loss run under
-// autocast (docs/source/perf/amp.md @41398bff: on TPU autocast casts to
-// bfloat16 and wraps only the forward and the loss); bf16's are a model
-// cast to bfloat16, whose gradients and whose torch.optim.AdamW moments
-// (zeros_like the parameter) are bfloat16 too. zero's fp32 master copy of
-// bf16 weights has no PyTorch/XLA form here.
+// (cost.Precision.Name), with what to do in PyTorch/XLA for each: amp
+// (cost.AMPPrecision, what MaxText's precision becomes under
+// plan.FrameworkPyTorch) is an fp32 model whose forward and loss run under
+// autocast, which casts the matmuls to bfloat16 and leaves the rest in
+// their inputs' type (docs/source/perf/amp.md @41398bff), so the residual
+// stream stays float32; bf16's are a model cast to bfloat16, whose
+// gradients and whose torch.optim.AdamW moments (zeros_like the
+// parameter) are bfloat16 too.
 var pytorchPrecisions = map[string]string{
-	"maxtext": "float32 parameters, gradients and Adam moments (16 bytes a parameter), the forward and the loss under torch.autocast('xla', dtype=torch.bfloat16): bfloat16 matmuls and activations",
-	"bf16":    "bfloat16 parameters, gradients and Adam moments (8 bytes a parameter): model.to(torch.bfloat16) before the optimizer is made",
-}
-
-// pytorchSettings is why the export cannot write job j's settings as they
-// were costed, nil when it can: the remat policy (PyTorchRemats), the
-// precision (pytorchPrecisions), quantization, host offloads and vocab
-// tiling, which the script would leave at PyTorch's defaults. The remat
-// policies are plan.PyTorchRemats, as FrameworkPyTorch searches them.
-func pytorchSettings(j cost.Job) error {
-	const instead = "plan with %s, or export to MaxText"
-	switch {
-	case !slices.Contains(plan.PyTorchRemats, j.Remat):
-		return unsupported("pytorch", "remat", string(j.Remat), fmt.Sprintf("none or full: PyTorch/XLA checkpoints whole modules (checkpoint_module), not the tensors MaxText's %s keeps; "+instead, j.Remat, "{remat} none or full"))
-	case pytorchPrecisions[j.Precision.Name()] == "":
-		return unsupported("pytorch", "precision", j.Precision.Name(), "maxtext or bf16: the export writes no fp32 master copy of bf16 weights; "+fmt.Sprintf(instead, "{precision} maxtext or bf16"))
-	case j.Quantization != cost.QuantNone:
-		return unsupported("pytorch", "quantization", string(j.Quantization), "none: the export writes no quantized training; "+fmt.Sprintf(instead, "{quantization} none"))
-	case j.OptimizerOffload || j.ParameterOffload:
-		return unsupported("pytorch", "host offload", "on", "none: the export keeps the parameters and the optimizer state in HBM; "+fmt.Sprintf(instead, "neither offload"))
-	case j.VocabTiles > 1:
-		return unsupported("pytorch", "vocab tiles", fmt.Sprint(j.VocabTiles), "1: the export computes the logits and the loss whole; "+fmt.Sprintf(instead, "{vocab_tiles} 1"))
-	}
-	return nil
+	"amp":  "float32 parameters, gradients and Adam moments (16 bytes a parameter), the forward and the loss under torch.autocast('xla', dtype=torch.bfloat16): bfloat16 matmuls, while the residual stream (each decoder layer's input), the norms and the gathered weights stay float32, as costed (4 bytes an activation)",
+	"bf16": "bfloat16 parameters, gradients and Adam moments (8 bytes a parameter): model.to(torch.bfloat16) before the optimizer is made",
 }
 
 // PyTorchJob is the job a PyTorch/XLA export's plan was costed as, which
@@ -99,17 +76,25 @@ BATCH_PER_DEVICE = %d  # sequences a device holds: GLOBAL_BATCH over the 'data' 
 	if j.Remat == cost.RematFull {
 		b.WriteString(`
 # Remat full, as costed: each decoder layer keeps its input and is recomputed in the backward pass.
-# checkpoint_module wraps a module's forward; it goes on before FSDPv2 wraps the model.
+# checkpoint_module wraps a module's forward; it goes on before FSDPv2 wraps the model. The KV cache
+# goes off: a Hugging Face model keeps one unless told, holding every layer's keys and values, and the
+# recomputed forward would extend it.
 def remat(model):
-    for layer in model.model.layers:
+    model.config.use_cache = False
+    layers = getattr(getattr(model, 'model', None), 'layers', None)  # a Hugging Face causal LM's decoder layers
+    if layers is None:
+        raise ValueError("remat full: no decoder layers at model.model.layers; apply checkpoint_module to each of yours")
+    for layer in layers:
         checkpoint_module(layer)
     return model
 `)
 		return
 	}
 	b.WriteString(`
-# Remat none, as costed: every activation is kept for the backward pass (no checkpointing).
+# Remat none, as costed: every activation is kept for the backward pass (no checkpointing), and no
+# KV cache (a Hugging Face model keeps one unless told, holding every layer's keys and values).
 def remat(model):
+    model.config.use_cache = False
     return model
 `)
 }

@@ -61,8 +61,11 @@ func TestPyTorchWritesTheCostedJob(t *testing.T) {
 		if got := strings.Count(py, "from torch_xla.distributed.fsdp import checkpoint_module\n"); got != map[bool]int{true: 1}[full] {
 			t.Errorf("%s: checkpoint_module imported %d times", what, got)
 		}
-		if got := regexp.MustCompile(`for layer in model\.model\.layers:\n\s+checkpoint_module\(layer\)`).MatchString(py); got != full {
+		if got := regexp.MustCompile(`for layer in layers:\n\s+checkpoint_module\(layer\)`).MatchString(py); got != full {
 			t.Errorf("%s: every decoder layer checkpointed %v, want %v:\n%s", what, got, full, py)
+		}
+		if !strings.Contains(py, "    model.config.use_cache = False\n") {
+			t.Errorf("%s: the KV cache is left on:\n%s", what, py)
 		}
 		_, wrap, _ := strings.Cut(py, "def wrap_model(model):")
 		if !strings.Contains(wrap, "remat(model)") {
@@ -79,9 +82,9 @@ func TestPyTorchRefusesWhatItCannotWrite(t *testing.T) {
 		want string
 	}{
 		{func(o *plan.Options) { o.Remat = string(cost.RematMinimal) }, "remat minimal; none or full"},
-		{func(o *plan.Options) { o.Precision = "zero" }, "precision zero; maxtext or bf16"},
+		{func(o *plan.Options) { o.Precision = "zero" }, "precision zero; maxtext (an fp32 model under autocast) or bf16"},
 		{func(o *plan.Options) { o.Quantization = "int8" }, "quantization int8; none"},
-		{func(o *plan.Options) { o.OptimizerOffload = true }, "host offload on; none"},
+		{func(o *plan.Options) { o.OptimizerOffload = true }, "optimizer offload on; off"},
 		{func(o *plan.Options) { o.VocabTiles = 2 }, "vocab tiles 2; 1"},
 		{func(o *plan.Options) {
 			o.Model, o.Mesh, o.GlobalBatch = "mixtral-8x7b", "fsdp=8,expert=4", "64"

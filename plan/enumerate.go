@@ -227,13 +227,14 @@ func byPipeline(fs [][]int) [][]int {
 // searchAxes marks, indexed by mesh.Axis, the axes the search for r
 // splits: every axis, but expert only for a mixture of experts (a dense
 // model has nothing to split over it), and only data, fsdp and tensor for
-// FrameworkPyTorch.
+// FrameworkPyTorch, tensor where the model has the modules its sharding
+// names (PyTorchAxisLimit).
 func searchAxes(r *Request) []bool {
 	free := make([]bool, mesh.NumAxes)
 	for _, a := range mesh.All() {
 		free[a] = a != mesh.Expert || r.Model.MoE()
 		if r.Framework == FrameworkPyTorch {
-			free[a] = a == mesh.Data || a == mesh.FSDP || a == mesh.Tensor
+			free[a] = a == mesh.Data || a == mesh.FSDP || a == mesh.Tensor && PyTorchTensorModules(r.Model) == ""
 		}
 	}
 	return free

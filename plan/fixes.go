@@ -63,11 +63,15 @@ type fix struct {
 
 // openFixes lists the changes r leaves open: bf16 state unless its
 // precision is already as small, an offloading remat policy unless it
-// fixes one, the optimizer state in host memory unless it is there.
+// fixes one, the optimizer state in host memory unless it is there (the
+// last two not under FrameworkPyTorch, whose export offloads nothing).
 func openFixes(r Request) []fix {
 	var changes []fix
 	if p := r.Precision; p == (cost.Precision{}) || p.Weight+p.Master+p.Gradient+p.Optimizer > 8 {
 		changes = append(changes, fix{"{precision} bf16", 0, func(q *Request) { q.Precision = cost.MaxTextBF16Precision() }})
+	}
+	if r.Framework == FrameworkPyTorch {
+		return changes // PyTorch/XLA's export offloads nothing (PyTorchSettingsLimit)
 	}
 	if r.Remat == "" {
 		for _, x := range []cost.Remat{cost.RematMinimalOffloaded, cost.RematQKVProjOffloaded} {

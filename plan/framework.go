@@ -25,19 +25,10 @@ const FrameworkMaxText Framework = "maxtext"
 // FrameworkPyTorch limits the search to what the PyTorch/XLA SPMD export
 // writes: data, fsdp and tensor parallelism (no pipeline, context or
 // expert axis), the step in one pass (no gradient accumulation, a
-// training loop's), and the remat policies PyTorchRemats.
+// training loop's), and the remat policies PyTorchRemats; tensor
+// parallelism only for a model with a Llama-style decoder layer's modules
+// (PyTorchTensorModules). The rules are pytorch.go's.
 const FrameworkPyTorch Framework = "pytorch"
-
-// PyTorchRemats are the remat policies PyTorch/XLA is told here: none (no
-// checkpointing), and full as torch_xla's checkpoint_module on each
-// decoder layer, which runs the layer's forward under
-// torch_xla.utils.checkpoint.checkpoint: the layer keeps its inputs and is
-// recomputed in the backward pass, what MaxText's full keeps
-// (torch_xla/distributed/fsdp/utils.py, checkpoint_module, and
-// docs/source/perf/fsdp_spmd.md, "Gradient checkpointing", pytorch/xla
-// @41398bff). MaxText's other policies keep chosen tensors of a layer
-// (jax.checkpoint policies), which checkpoint_module has no form of.
-var PyTorchRemats = []cost.Remat{cost.RematNone, cost.RematFull}
 
 // FrameworkAny is the framework option's word for no limit, the zero
 // Framework (as is the empty option).
@@ -86,7 +77,11 @@ func maxTextSchedule(k schedule.Kind) (schedule.Kind, bool) {
 func frameworkNotes(p Plan, est *cost.Estimator) []Note {
 	e := p.Best.Estimate
 	if p.Request.Framework == FrameworkPyTorch {
-		return []Note{note(OptionFramework, "framework: PyTorch/XLA SPMD, {framework} pytorch: the search kept to what its export writes, data, fsdp and tensor parallelism in one pass a step with remat none or full (torch_xla's checkpoint_module on each decoder layer)")}
+		n := note(OptionFramework, "framework: PyTorch/XLA SPMD, {framework} pytorch: the search kept to what its export writes, data, fsdp and tensor parallelism (tensor for a Llama-style model) in one pass a step with remat none or full (torch_xla's checkpoint_module on each decoder layer)")
+		if e.Job.Precision == cost.AMPPrecision() {
+			n.Text += " and precision amp: MaxText's fp32 weights as an fp32 model under torch.autocast, whose matmuls run in bf16 while the residual stream, the norms and the gathered weights stay fp32 (costed at 4 bytes an activation: safe for the fit, pessimistic for the step where tensor parallelism carries bf16 matmul outputs)"
+		}
+		return []Note{n}
 	}
 	notes := []Note{note("", "framework: MaxText (JAX), which the Cloud TPU guidance points to for training at scale with explicit sharding; PyTorch/XLA SPMD for portable PyTorch code; vLLM with tpu-inference for serving")}
 	if n, ok := namedNoneNote(e, est); ok {

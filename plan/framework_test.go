@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -119,5 +120,57 @@ func TestNamedNoneNote(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no reason says what MaxText runs for remat none (%q): %v", want, p.Reasons)
+	}
+}
+
+// TestFrameworkPyTorchRequest: under the pytorch framework a request the
+// PyTorch/XLA export would refuse is refused when it is read, naming the
+// option; MaxText's precision is costed as PyTorch's automatic mixed
+// precision (fp32 activations, cost.AMPPrecision) and bf16 stays bf16;
+// the search frees tensor only for a Llama-style model; and the fixes of
+// a job that does not fit offer no offload, which the export refuses.
+func TestFrameworkPyTorchRequest(t *testing.T) {
+	for _, c := range []struct {
+		edit   func(*Options)
+		option Option
+	}{
+		{func(o *Options) { o.Remat = "minimal" }, OptionRemat},
+		{func(o *Options) { o.Precision = "zero" }, OptionPrecision},
+		{func(o *Options) { o.Quantization = "int8" }, OptionQuantization},
+		{func(o *Options) { o.OptimizerOffload = true }, OptionOptimizerOffload},
+		{func(o *Options) { o.ParameterOffload = true }, OptionParameterOffload},
+		{func(o *Options) { o.VocabTiles = 2 }, OptionVocabTiles},
+		{func(o *Options) { o.Mesh = "fsdp=4,context=2" }, OptionMesh},
+		{func(o *Options) { o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps = "fsdp=8", "16", 2 }, OptionGradientAccumulationSteps},
+	} {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.Framework = "llama3-8b", "v5p-16", string(FrameworkPyTorch)
+		c.edit(&o)
+		var oe *OptionError
+		if _, err := ParseRequest(o); !errors.As(err, &oe) || oe.Option != c.option || !strings.Contains(err.Error(), "with framework pytorch") {
+			t.Errorf("%s: %v, want a refusal of %s with framework pytorch", c.option, err, c.option)
+		}
+	}
+	for precision, want := range map[string]cost.Precision{"maxtext": cost.AMPPrecision(), "bf16": cost.MaxTextBF16Precision()} {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.Framework, o.Precision = "llama3-8b", "v5p-16", string(FrameworkPyTorch), precision
+		r, err := ParseRequest(o)
+		if err != nil || r.Precision != want {
+			t.Errorf("precision %s with framework pytorch: %+v, %v; want %+v", precision, r.Precision, err, want)
+		}
+	}
+	for name, free := range map[string]bool{"llama3-8b": true, "mixtral-8x7b": false, "gpt3-175b": false} {
+		r := request(t, name, "v5p-16", 1, 64)
+		r.Framework = FrameworkPyTorch
+		if got := searchAxes(&r); got[mesh.Tensor] != free || got[mesh.Pipeline] || got[mesh.Context] || got[mesh.Expert] {
+			t.Errorf("%s under pytorch: axes %v, want tensor %v and no pipeline, context or expert", name, got, free)
+		}
+	}
+	r := request(t, "llama3-8b", "v5e-8", 1, 64)
+	r.Framework, r.Precision = FrameworkPyTorch, cost.AMPPrecision()
+	for _, f := range openFixes(r) {
+		if strings.Contains(string(f.what), "offload") {
+			t.Errorf("fix %q under pytorch, whose export offloads nothing", f.what)
+		}
 	}
 }

@@ -69,7 +69,7 @@ func newPlanFlags(name string, exporting bool) (*flag.FlagSet, *planFlags) {
 	for _, r := range cost.SearchRemats() {
 		searched = append(searched, string(r))
 	}
-	choiceVar(fs, &o.Remat, "remat", d.Remat, remats, nil, "MaxText remat_policy (default: search "+strings.Join(searched, ", ")+")")
+	choiceVar(fs, &o.Remat, "remat", d.Remat, remats, nil, "MaxText remat_policy (default: search "+strings.Join(searched, ", ")+"; with --framework pytorch none and full)")
 	fs.StringVar(&o.RematCustom, "remat-custom", d.RematCustom, "with --remat custom: tensor=device|offload|remat, comma-separated (decoder_layer_input, query_proj, key_proj,\nvalue_proj, context, out_proj, mlpwi_0, mlpwi_1, mlpwo)")
 	choiceVar(fs, &o.Quantization, "quantization", d.Quantization, []string{"none", "int8", "fp8"}, nil, "matmul format: none (bf16), int8 or fp8 (the chip's peak for that format)")
 	choiceVar(fs, &o.Attention, "attention", d.Attention, []string{"flash", "dot_product"}, nil, "attention kernel: flash (skips masked causal blocks, keeps no scores) or dot_product")
@@ -80,7 +80,7 @@ func newPlanFlags(name string, exporting bool) (*flag.FlagSet, *planFlags) {
 	if exporting {
 		maxTextOnly(o)
 	} else {
-		choiceVar(fs, &o.Framework, "framework", d.Framework, plan.Frameworks(), nil, "search only what this framework runs: maxtext (gpipe and circular pipelines); any (default): every schedule")
+		choiceVar(fs, &o.Framework, "framework", d.Framework, plan.Frameworks(), nil, "search only what this framework runs: maxtext (gpipe and circular pipelines); pytorch (what export pytorch writes: data, fsdp and tensor, one pass a step, remat none or full, MaxText's precision as PyTorch's autocast); any (default): every schedule")
 	}
 	intVar(fs, &o.Chunks, "chunks", d.Chunks, 0, plan.MaxChunks, "0: 2 for interleaved, 1 for circular", "chunks of layers per pipeline device (interleaved; circular: MaxText num_pipeline_repeats)")
 	intVar(fs, &o.GradientAccumulationSteps, "gradient-accumulation-steps", d.GradientAccumulationSteps, 0, plan.MaxAccumulationSteps, "0: the planner chooses",

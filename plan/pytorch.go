@@ -1,0 +1,144 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+
+	"shardlab/cost"
+	"shardlab/mesh"
+	"shardlab/model"
+)
+
+// What PyTorch/XLA runs as the PyTorch/XLA SPMD export (package export)
+// writes it: the rules live here, so that the search under
+// FrameworkPyTorch, the request's check (ParseRequest) and the export ask
+// one place.
+
+// PyTorchRemats are the remat policies PyTorch/XLA is told here: none (no
+// checkpointing), and full as torch_xla's checkpoint_module on each
+// decoder layer, which runs the layer's forward under
+// torch_xla.utils.checkpoint.checkpoint: the layer keeps its inputs and is
+// recomputed in the backward pass, what MaxText's full keeps
+// (torch_xla/distributed/fsdp/utils.py, checkpoint_module, and
+// docs/source/perf/fsdp_spmd.md, "Gradient checkpointing", pytorch/xla
+// @41398bff). MaxText's other policies keep chosen tensors of a layer
+// (jax.checkpoint policies), which checkpoint_module has no form of.
+var PyTorchRemats = []cost.Remat{cost.RematNone, cost.RematFull}
+
+// PyTorchLimit is a setting PyTorch/XLA, as the export writes it, does
+// not run as costed: the option that sets it, the setting's name and
+// value, and what is accepted and why ({option} markup, as a Note's).
+type PyTorchLimit struct {
+	Option       Option
+	Field, Value string
+	Want         string
+}
+
+// PyTorchTensorModules is why a Hugging Face model of spec s lacks the
+// modules the export's tensor-parallel sharding names (a Llama-style
+// decoder layer's self_attn.q_proj, k_proj, v_proj, o_proj and
+// mlp.gate_proj, up_proj, down_proj); "" when it has them.
+func PyTorchTensorModules(s model.Spec) string {
+	switch {
+	case s.MLA():
+		return "its latent attention projects through q_a_proj, q_b_proj, kv_a_proj_with_mqa and kv_b_proj"
+	case s.MoE():
+		return "its experts are other modules (Mixtral's block_sparse_moe.experts[i].w1, w2, w3; DeepSeek's mlp.experts)"
+	case s.Hybrid():
+		return "its linear-attention layers have other projections"
+	case !s.GatedMLP:
+		return "its MLP has no gate projection"
+	}
+	return ""
+}
+
+// PyTorchSettingsLimit is the first of job settings s and remat policy r
+// that PyTorch/XLA, as the export writes it, does not run as costed: a
+// remat policy not in PyTorchRemats, a precision other than amp (what
+// MaxText's becomes in PyTorch: cost.AMPPrecision) or bf16, quantization,
+// a host offload, vocab tiling. false when there is none.
+func PyTorchSettingsLimit(r cost.Remat, s cost.Settings) (PyTorchLimit, bool) {
+	const instead = "; plan with %s, or export to MaxText"
+	switch p := s.Precision.Name(); {
+	case r != "" && !slices.Contains(PyTorchRemats, r):
+		return PyTorchLimit{OptionRemat, "remat", string(r), textf("none or full: PyTorch/XLA checkpoints whole modules (checkpoint_module), not the tensors MaxText's %s keeps"+instead, r, text("{remat} none or full"))}, true
+	case p != "amp" && p != "bf16" && p != "maxtext":
+		return PyTorchLimit{OptionPrecision, "precision", p, textf("maxtext (an fp32 model under autocast) or bf16: the export writes no fp32 master copy of bf16 weights"+instead, text("{precision} maxtext or bf16"))}, true
+	case s.Quantization != cost.QuantNone:
+		return PyTorchLimit{OptionQuantization, "quantization", string(s.Quantization), textf("none: the export writes no quantized training"+instead, text("{quantization} none"))}, true
+	case s.OptimizerOffload:
+		return PyTorchLimit{OptionOptimizerOffload, "optimizer offload", "on", textf("off: the export keeps the optimizer state in HBM"+instead, text("no {optimizer_offload}"))}, true
+	case s.ParameterOffload:
+		return PyTorchLimit{OptionParameterOffload, "parameter offload", "on", textf("off: the export keeps the parameters in HBM"+instead, text("no {parameter_offload}"))}, true
+	case s.VocabTiles > 1:
+		return PyTorchLimit{OptionVocabTiles, "vocab tiles", fmt.Sprint(s.VocabTiles), textf("1: the export computes the logits and the loss whole"+instead, text("{vocab_tiles} 1"))}, true
+	}
+	return PyTorchLimit{}, false
+}
+
+// PyTorchAxisLimit is the first axis of a layout with these sizes that
+// the export does not write for spec: pipeline, context or expert (no
+// SPMD form here), or tensor where the model lacks the modules its
+// sharding names (PyTorchTensorModules). false when there is none.
+func PyTorchAxisLimit(size func(mesh.Axis) int, spec model.Spec) (PyTorchLimit, bool) {
+	for _, a := range []mesh.Axis{mesh.Pipeline, mesh.Context, mesh.Expert} {
+		if n := size(a); n > 1 {
+			return PyTorchLimit{OptionMesh, a.String(), fmt.Sprint(n), "a layout of data, fsdp and tensor only: the PyTorch/XLA SPMD export writes no pipeline, context or expert parallelism; plan with {mesh} without it"}, true
+		}
+	}
+	if n := size(mesh.Tensor); n > 1 {
+		if why := PyTorchTensorModules(spec); why != "" {
+			return PyTorchLimit{OptionMesh, mesh.Tensor.String(), fmt.Sprint(n), textf("no tensor parallelism for %s: the tensor-parallel sharding the export writes names a Llama-style decoder layer's modules (self_attn.q_proj, k_proj, v_proj, o_proj; mlp.gate_proj, up_proj, down_proj), and %s; plan with {mesh} without tensor", spec.Name, why)}, true
+		}
+	}
+	return PyTorchLimit{}, false
+}
+
+// parsePyTorch checks a request under FrameworkPyTorch once the rest of
+// it is read: what the export would refuse is refused here, naming the
+// option; MaxText's precision becomes PyTorch's automatic mixed
+// precision (cost.AMPPrecision), whose residual stream stays fp32; and on
+// a chip of several devices the batch puts a multiple of them on each
+// chip, since only fsdp may carry the in-chip factor.
+func parsePyTorch(r *Request, _ Options) error {
+	if r.Framework != FrameworkPyTorch {
+		return nil
+	}
+	if r.Precision == cost.MaxTextPrecision() {
+		r.Precision = cost.AMPPrecision()
+	}
+	if per := r.Multislice.Slice.Chip.JAXDevicesPerChip; per > 1 {
+		// the chip's PJRT devices split its sequences (fsdp carries the
+		// in-chip factor: no context axis here)
+		r.microStep = per
+	}
+	if l, ok := PyTorchSettingsLimit(r.Remat, r.Settings); ok {
+		return l.refusal()
+	}
+	if r.Axes != nil {
+		size := func(a mesh.Axis) int { return fixedSize(r.Axes, a) }
+		if l, ok := PyTorchAxisLimit(size, r.Model); ok {
+			return l.refusal()
+		}
+	}
+	if r.Accumulation > 1 {
+		return refuse(OptionGradientAccumulationSteps, fmt.Sprint(r.Accumulation), nil, " %d with {framework} pytorch, want 0 or 1: the PyTorch/XLA SPMD export writes no training loop to accumulate in", r.Accumulation)
+	}
+	return nil
+}
+
+// refusal is l as the request's error, under FrameworkPyTorch.
+func (l PyTorchLimit) refusal() error {
+	return refuse(l.Option, l.Value, nil, " (%s %s) with {framework} pytorch, want %s", l.Field, l.Value, text(l.Want))
+}
+
+// fixedSize is axis a's size in the degrees of a mesh given.
+func fixedSize(axes []mesh.Degree, a mesh.Axis) int {
+	n := 1
+	for _, d := range axes {
+		if d.Axis == a {
+			n *= d.Size()
+		}
+	}
+	return n
+}
