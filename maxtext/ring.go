@@ -25,8 +25,9 @@ type Ring struct {
 	// spells it ("flash", "dot_product"); the ring on TPU runs only
 	// Tokamax Splash, flash.
 	Attention string
-	// Model is the model, and Block its config's decoder_block ("" for
-	// none of the blocks listed in localAttention).
+	// Model is the model, and Block its config's decoder_block (""
+	// for a model MaxText ships no config of: its sliding-window layers,
+	// if any, are refused as a block's would be).
 	Model model.Spec
 	Block string
 }
@@ -56,8 +57,9 @@ const (
 // r has none (Context at most 1: the strategy is never read); else a
 // *RingError. The rules are those [types.py] applies on TPU (lines
 // 4020-4066 @e591f30c) with context_parallel_load_balance on, as costed,
-// and layers/attention_op.py's per layer (line 625), in the order a
-// config meets them:
+// and layers/attention_op.py's per layer (line 625); the first broken
+// is named, the even size asked first (as export always has), then in
+// [types.py]'s order:
 //   - load balancing needs an even context_parallel_size (line 4049);
 //   - max_target_length a multiple of context_parallel_size squared
 //     (lines 4030-4033);
