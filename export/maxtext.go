@@ -196,7 +196,7 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	if err := kernels(set, j, pdbs); err != nil {
 		return c, err
 	}
-	if err := contextParallel(set, &c, j, mt.block, c.devices(mesh.Context), c.devices(mesh.Tensor)); err != nil {
+	if err := contextParallel(set, &c, j, mt.Block, c.devices(mesh.Context), c.devices(mesh.Tensor)); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -363,16 +363,16 @@ func pipeline(set func(string, any), e cost.Estimate, mt maxTextArch) error {
 	// its llama4 block is a scanned block of layers (layers/decoders.py
 	// @e591f30c, _build_nnx_pipeline_stage); shardlab costs a pipeline of
 	// all the layers, one at a time
-	if mt.block == "deepseek" || mt.block == "llama4" {
+	if mt.Block == "deepseek" || mt.Block == "llama4" {
 		return unsupported("maxtext", mesh.Pipeline.String(), fmt.Sprintf("%d stages", stages),
-			fmt.Sprintf("MaxText's %s decoder block does not pipeline the model's layers as shardlab costs them; plan %s with {mesh} without pipeline", mt.block, j.Model.Name))
+			fmt.Sprintf("MaxText's %s decoder block does not pipeline the model's layers as shardlab costs them; plan %s with {mesh} without pipeline", mt.Block, j.Model.Name))
 	}
 	// MaxText's decoder layers: Gemma 2's pair a local and a global
 	// attention layer (configs/models/gemma2-9b.yml)
-	layers := j.Model.Layers / mt.pairs
+	layers := j.Model.Layers / mt.Pairs
 	if layers%(stages*repeats) != 0 {
 		return unsupported("maxtext", mesh.Pipeline.String(), fmt.Sprintf("%d stages x %d repeats", stages, repeats),
-			fmt.Sprintf("MaxText needs stages x num_pipeline_repeats x num_layers_per_pipeline_stage = its %d decoder layers ([types.py]%s)", layers, mt.pairsNote()))
+			fmt.Sprintf("MaxText needs stages x num_pipeline_repeats x num_layers_per_pipeline_stage = its %d decoder layers ([types.py]%s)", layers, pairsNote(mt)))
 	}
 	// [types.py]: num_pipeline_microbatches must be a multiple of the
 	// stages, and must divide the batch.
@@ -418,7 +418,7 @@ func remat(set func(string, any), j cost.Job, mt maxTextArch) error {
 		}
 		set(name, places[t].String())
 	}
-	if mt.fusedQKV {
+	if mt.FusedQKV {
 		// one projection, tagged qkv_proj (attentions.py), holds Q, K and V
 		if places[cost.Query] != places[cost.Key] || places[cost.Query] != places[cost.Value] {
 			return unsupported("maxtext", "remat of query_proj, key_proj, value_proj", fmt.Sprintf("%s, %s, %s", places[cost.Query], places[cost.Key], places[cost.Value]),

@@ -8,53 +8,21 @@ import (
 	"strings"
 
 	"shardlab/cost"
+	"shardlab/maxtext"
 	"shardlab/model"
 )
 
-// maxTextArch is what the export needs of MaxText's model config.
-type maxTextArch struct {
-	name     string // model_name: one of [types.py]'s ModelName
-	block    string // the config's decoder_block
-	pairs    int    // shardlab layers in one MaxText decoder layer
-	fusedQKV bool   // fused_qkv: Q, K and V come from one projection
-}
+// maxTextArch is what the export needs of MaxText's model config: that
+// of a catalog model MaxText ships (maxtext.ModelOf), or of the block a
+// spec is written on.
+type maxTextArch = maxtext.Model
 
-func (a maxTextArch) pairsNote() string {
-	if a.pairs == 1 {
+// pairsNote says how MaxText's decoder layers pair the model's.
+func pairsNote(a maxTextArch) string {
+	if a.Pairs == 1 {
 		return ""
 	}
-	return fmt.Sprintf(": each pairs %d of the model's layers", a.pairs)
-}
-
-// maxTextModels are the catalog models MaxText ships a config of
-// (src/maxtext/configs/models/NAME.yml @e591f30c), under the model_name
-// MaxText accepts ([types.py] ModelName, lines 216-297), with what differs
-// in how MaxText builds them. The tests hold each to the name list and to
-// its config's dimensions, read from MaxText at that commit.
-var maxTextModels = map[string]maxTextArch{
-	"gpt3-175b":  {"gpt3-175b", "gpt3", 1, true},
-	"llama2-7b":  {"llama2-7b", "llama2", 1, false},
-	"llama2-13b": {"llama2-13b", "llama2", 1, false},
-	"llama2-70b": {"llama2-70b", "llama2", 1, false},
-	"llama3-8b":  {"llama3-8b", "llama2", 1, false},
-	"llama3-70b": {"llama3-70b", "llama2", 1, false},
-	// models/llama3-405b.yml exists, but ModelName lists only
-	// llama3.1-405b, whose config is the same
-	"llama3-405b":           {"llama3.1-405b", "llama2", 1, false},
-	"gemma-7b":              {"gemma-7b", "gemma", 1, false},
-	"gemma-2b":              {"gemma-2b", "gemma", 1, false},
-	"gemma2-9b":             {"gemma2-9b", "gemma2", 2, false},
-	"gemma2-27b":            {"gemma2-27b", "gemma2", 2, false},
-	"gemma4-31b":            {"gemma4-31b", "gemma4", 1, false},
-	"gemma4-26b-a4b":        {"gemma4-26b", "gemma4", 1, false},
-	"mixtral-8x7b":          {"mixtral-8x7b", "mixtral", 1, false},
-	"mixtral-8x22b":         {"mixtral-8x22b", "mixtral", 1, false},
-	"deepseek3-671b":        {"deepseek3-671b", "deepseek", 1, false},
-	"qwen3-32b":             {"qwen3-32b", "qwen3", 1, false},
-	"qwen3-235b-a22b":       {"qwen3-235b-a22b", "qwen3_moe", 1, false},
-	"qwen3-coder-480b-a35b": {"qwen3-480b-a35b", "qwen3_moe", 1, false},
-	"qwen3.5-397b-a17b":     {"qwen3.5-397b-a17b", "qwen3_5", 1, false},
-	"llama4-maverick":       {"llama4-17b-128e", "llama4", 1, false},
+	return fmt.Sprintf(": each pairs %d of the model's layers", a.Pairs)
 }
 
 // maxTextModel writes the model. A catalog model MaxText ships is named
@@ -64,14 +32,12 @@ var maxTextModels = map[string]maxTextArch{
 // the configs' keys). A spec of one of MaxText's decoder blocks is
 // written by its dimensions; any other is refused.
 func maxTextModel(set func(string, any), c *MaxTextConfig, m model.Spec) (maxTextArch, error) {
-	if a, ok := maxTextModels[m.Name]; ok {
-		if cat, ok := model.Lookup(m.Name); ok && cat == m {
-			set("model_name", a.name)
-			if a.name != m.Name {
-				c.Comments = append(c.Comments, fmt.Sprintf("MaxText names %s %s", m.Name, a.name))
-			}
-			return a, nil
+	if a, ok := maxtext.ModelOf(m); ok {
+		set("model_name", a.Name)
+		if a.Name != m.Name {
+			c.Comments = append(c.Comments, fmt.Sprintf("MaxText names %s %s", m.Name, a.Name))
 		}
+		return a, nil
 	}
 	var a maxTextArch
 	var err error
@@ -86,14 +52,14 @@ func maxTextModel(set func(string, any), c *MaxTextConfig, m model.Spec) (maxTex
 	// shardlab costs no dropout; base.yml's enable_dropout is true, and
 	// every MaxText config of these blocks sets it false
 	set("enable_dropout", false)
-	unset := blockUnset[a.block]
+	unset := blockUnset[a.Block]
 	parts := make([]string, len(unset))
 	for i, s := range unset {
 		parts[i] = s.Key + " " + s.Value.(string)
 	}
 	c.Comments = append(c.Comments,
 		fmt.Sprintf("%s: written by its dimensions on MaxText's %s decoder block. The spec does not give these keys of the block's configs, so base.yml's values stand; set them to the model's (MaxText's models/%s.yml @e591f30c has that model's):",
-			notMaxTextModel(m), a.block, blockExample[a.block]),
+			notMaxTextModel(m), a.Block, blockExample[a.Block]),
 		"  "+strings.Join(parts, ", "))
 	return a, nil
 }
@@ -102,8 +68,8 @@ func maxTextModel(set func(string, any), c *MaxTextConfig, m model.Spec) (maxTex
 // none has its name, or it is one MaxText ships (model_name) changed,
 // so that MaxText's config of that name would train another model.
 func notMaxTextModel(m model.Spec) string {
-	if a, ok := maxTextModels[m.Name]; ok {
-		return fmt.Sprintf("%s is not MaxText's %s: its dimensions differ from the catalog's model of that name, which MaxText's models/%s.yml trains", m.Name, a.name, a.name)
+	if a, ok := maxtext.ModelNamed(m.Name); ok {
+		return fmt.Sprintf("%s is not MaxText's %s: its dimensions differ from the catalog's model of that name, which MaxText's models/%s.yml trains", m.Name, a.Name, a.Name)
 	}
 	return m.Name + " is no MaxText model"
 }
@@ -142,7 +108,7 @@ func maxTextDenseModel(set func(string, any), m model.Spec) (maxTextArch, error)
 	set("head_dim", m.Head())
 	set("vocab_size", m.Vocab)
 	set("logits_via_embedding", m.TiedEmbeddings)
-	return maxTextArch{block: "llama2", pairs: 1}, nil
+	return maxTextArch{Block: "llama2", Pairs: 1}, nil
 }
 
 // setDecoder writes the decoder block and the dimensions every block
@@ -215,7 +181,7 @@ func maxTextMoEModel(set func(string, any), m model.Spec) (maxTextArch, error) {
 	} else {
 		set("head_dim", m.Head())
 	}
-	return maxTextArch{block: block, pairs: 1}, nil
+	return maxTextArch{Block: block, Pairs: 1}, nil
 }
 
 // maxTextMoE writes how the experts run, as costed: dropless with

@@ -351,13 +351,13 @@ func checkModel(t *testing.T, name string, m model.Spec, c MaxTextConfig) {
 	}
 	// every catalog model is one MaxText ships (TestMaxTextNamesEveryCatalogModel)
 	if cat, ok := model.Lookup(m.Name); ok && cat == m {
-		mt := maxTextModels[m.Name]
-		if written["model_name"] != mt.name || !names[mt.name] {
-			t.Errorf("%s: model_name %v, want %q, the name MaxText ships it under", name, written["model_name"], mt.name)
+		mt, _ := maxtext.ModelNamed(m.Name)
+		if written["model_name"] != mt.Name || !names[mt.Name] {
+			t.Errorf("%s: model_name %v, want %q, the name MaxText ships it under", name, written["model_name"], mt.Name)
 		}
 		for k := range written {
-			if _, set := cfgs[mt.name][k]; set {
-				t.Errorf("%s: %s written over MaxText's models/%s.yml, which sets it", name, k, mt.name)
+			if _, set := cfgs[mt.Name][k]; set {
+				t.Errorf("%s: %s written over MaxText's models/%s.yml, which sets it", name, k, mt.Name)
 			}
 		}
 		return
@@ -708,42 +708,43 @@ gated_mlp: true
 tied_embeddings: true
 `
 
-// TestMaxTextModels holds maxTextModels to MaxText at e591f30c: each
+// TestMaxTextModels holds maxtext's table of models (maxtext.ModelNamed) to MaxText at e591f30c: each
 // name one its ModelName accepts, and its config's architecture the
 // catalog model's (layers counted as MaxText counts them), so that naming
 // it trains what was costed.
 func TestMaxTextModels(t *testing.T) {
 	names := readListOf(t, "testdata/maxtext-model-names.txt", 50)
 	cfgs := readConfigs(t)
-	for catName, a := range maxTextModels {
+	for _, catName := range maxtext.CatalogNames() {
+		a, _ := maxtext.ModelNamed(catName)
 		m, ok := model.Lookup(catName)
 		if !ok {
-			t.Errorf("maxTextModels has %s, which the catalog does not", catName)
+			t.Errorf("maxtext.CatalogNames has %s, which the catalog does not", catName)
 			continue
 		}
-		if !names[a.name] {
-			t.Errorf("%s: model_name %q is not in MaxText's ModelName", catName, a.name)
+		if !names[a.Name] {
+			t.Errorf("%s: model_name %q is not in MaxText's ModelName", catName, a.Name)
 		}
-		if _, ok := cfgs[a.name]; !ok {
-			t.Errorf("%s: MaxText has no models/%s.yml", catName, a.name)
+		if _, ok := cfgs[a.Name]; !ok {
+			t.Errorf("%s: MaxText has no models/%s.yml", catName, a.Name)
 			continue
 		}
 		num := func(k string) int {
-			f, _ := configValue(cfgs, a.name, k).(float64)
+			f, _ := configValue(cfgs, a.Name, k).(float64)
 			return int(f)
 		}
-		acts, _ := configValue(cfgs, a.name, "mlp_activations").([]any)
+		acts, _ := configValue(cfgs, a.Name, "mlp_activations").([]any)
 		experts := max(m.Experts, 1) // base.yml's num_experts 1 is a dense MLP
-		got := map[string]any{"decoder_block": configValue(cfgs, a.name, "decoder_block"), "fused_qkv": configValue(cfgs, a.name, "fused_qkv"),
+		got := map[string]any{"decoder_block": configValue(cfgs, a.Name, "decoder_block"), "fused_qkv": configValue(cfgs, a.Name, "fused_qkv"),
 			"base_emb_dim": num("base_emb_dim"), "base_num_query_heads": num("base_num_query_heads"), "base_num_kv_heads": num("base_num_kv_heads"),
 			"base_num_decoder_layers": num("base_num_decoder_layers"), "base_mlp_dim": num("base_mlp_dim"),
-			"logits_via_embedding": configValue(cfgs, a.name, "logits_via_embedding"), "mlp_activations": len(acts),
+			"logits_via_embedding": configValue(cfgs, a.Name, "logits_via_embedding"), "mlp_activations": len(acts),
 			"num_experts": num("num_experts"), "num_experts_per_tok": num("num_experts_per_tok"), "shared_experts": num("shared_experts"),
 			"first_num_dense_layers": num("first_num_dense_layers"), "interleave_moe_layer_step": num("interleave_moe_layer_step"),
-			"mla": configValue(cfgs, a.name, "attention_type") == "mla"}
-		want := map[string]any{"decoder_block": a.block, "fused_qkv": a.fusedQKV,
+			"mla": configValue(cfgs, a.Name, "attention_type") == "mla"}
+		want := map[string]any{"decoder_block": a.Block, "fused_qkv": a.FusedQKV,
 			"base_emb_dim": m.DModel, "base_num_query_heads": m.Heads, "base_num_kv_heads": m.KV(),
-			"base_num_decoder_layers": m.Layers / a.pairs, "base_mlp_dim": m.DFF,
+			"base_num_decoder_layers": m.Layers / a.Pairs, "base_mlp_dim": m.DFF,
 			"logits_via_embedding": m.TiedEmbeddings, "mlp_activations": map[bool]int{true: 2, false: 1}[m.GatedMLP],
 			"num_experts": experts, "num_experts_per_tok": max(m.ExpertsPerToken, 1), "shared_experts": m.SharedExperts,
 			"first_num_dense_layers": m.FirstDenseLayers, "interleave_moe_layer_step": max(m.MoEEvery, 1), "mla": m.MLA()}
@@ -760,7 +761,7 @@ func TestMaxTextModels(t *testing.T) {
 		}
 		for k, w := range want {
 			if got[k] != w {
-				t.Errorf("%s: MaxText's models/%s.yml has %s %v, the catalog and maxTextModels %v", catName, a.name, k, got[k], w)
+				t.Errorf("%s: MaxText's models/%s.yml has %s %v, the catalog and maxtext.ModelNamed %v", catName, a.Name, k, got[k], w)
 			}
 		}
 		// MaxText pads GPT-3's vocabulary (50257) to a multiple of 128 for
@@ -768,7 +769,7 @@ func TestMaxTextModels(t *testing.T) {
 		if v := num("vocab_size"); v != m.Vocab && (v%128 != 0 || v-m.Vocab >= 128) {
 			t.Errorf("%s: MaxText's vocab_size %d, the catalog's %d", catName, v, m.Vocab)
 		}
-		if a.pairs*(m.Layers/a.pairs) != m.Layers {
+		if a.Pairs*(m.Layers/a.Pairs) != m.Layers {
 			t.Errorf("%s: %d layers do not pair into MaxText's", catName, m.Layers)
 		}
 	}

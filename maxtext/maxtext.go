@@ -8,6 +8,7 @@
 //
 //	[base.yml]  AI-Hypercomputer/maxtext:src/maxtext/configs/base.yml @e591f30cbbf217ed67ef71263ec0538239f9c3b8
 //	[maxtext_utils.py] AI-Hypercomputer/maxtext:src/maxtext/utils/maxtext_utils.py @e591f30c (create_device_mesh)
+//	[types.py]  AI-Hypercomputer/maxtext:src/maxtext/configs/types.py @e591f30c
 package maxtext
 
 import (

@@ -224,6 +224,9 @@ func searchDevices(r Request) (Plan, error) {
 	if _, err := checkDevices(r.Multislice, r.DeviceAxes, asked); err != nil {
 		return Plan{}, err
 	}
+	if err := r.askedRing(r.DeviceAxes, asked); err != nil {
+		return Plan{}, err
+	}
 	var first error
 	var got []string
 	var best *Plan

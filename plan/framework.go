@@ -1,10 +1,12 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"shardlab/cost"
+	"shardlab/maxtext"
 	"shardlab/mesh"
 	"shardlab/schedule"
 	"shardlab/unit"
@@ -87,6 +89,9 @@ func frameworkNotes(p Plan, est *cost.Estimator) []Note {
 	if n, ok := namedNoneNote(e, est); ok {
 		notes = append(notes, n)
 	}
+	if n, ok := ringNote(&p.Request); ok {
+		notes = append(notes, n)
+	}
 	if e.Mesh.Size(mesh.Pipeline) <= 1 {
 		return notes
 	}
@@ -129,4 +134,130 @@ func namedNoneNote(e cost.Estimate, est *cost.Estimator) (Note, bool) {
 	}
 	return note(OptionRemat, "MaxText has no remat policy that keeps every activation: export writes its closest, {remat} custom with every named tensor on device ({remat_custom} %s), under which MaxText recomputes the norms' outputs and the MLP's activation product; so costed it needs %v of HBM against %v, step %v against %v",
 		j.Custom.String(), alt.Memory.Total(), e.Memory.Total(), unit.Seconds(alt.Time.Step.Seconds()), unit.Seconds(e.Time.Step.Seconds())), true
+}
+
+// ReasonMaxTextRing rejects, under the MaxText framework, a combination
+// whose MaxText mesh (Plan.Devices: in JAX devices, the chip's in-chip
+// factor on fsdp or context by the sequences it takes per micro-batch)
+// has a context axis that MaxText's ring attention does not run
+// (maxtext.Ring.Check: shardlab costs context parallelism as the ring),
+// or that has no MaxText mesh at all.
+const ReasonMaxTextRing cost.Reason = "MaxText's ring attention does not run the context axis in JAX devices"
+
+// maxTextRing reports, under the MaxText framework, whether MaxText's
+// ring attention refuses the context of m's MaxText mesh whatever the
+// batch (refused), or refuses it or not by the batch (depends: the
+// in-chip factor goes on fsdp or context by the sequences each chip takes
+// per micro-batch, maxtext.InChipAxis, and the ring runs one of the two
+// contexts only). A search rejects a refused combination before it
+// weighs its batches, and one that depends once its batch is found
+// (maxTextRefuses). Without the framework both are false: the plan says
+// what MaxText runs in its place (export.MaxTextHeld).
+func (r *Request) maxTextRing(m *mesh.Mesh) (refused, depends bool) {
+	per := max(r.Multislice.Slice.Chip.JAXDevicesPerChip, 1)
+	ctx, ici := m.Size(mesh.Context), m.Degree(mesh.Context).ICI
+	if r.Framework != FrameworkMaxText || ctx <= 1 && per <= 1 {
+		return false, false
+	}
+	tensor := m.Size(mesh.Tensor)
+	onFSDP := r.ring(ctx, tensor).Check() == nil
+	if per <= 1 || r.microStep%per == 0 && r.microStep > 0 {
+		return !onFSDP, false // the in-chip factor, if any, is on fsdp
+	}
+	// on context only where the sequence splits so (maxtext.InChipAxis),
+	// else the chip's devices have no axis and there is no MaxText mesh
+	onContext := r.Seq%(2*ici*per) == 0 && r.ring(ctx*per, tensor).Check() == nil
+	return !onFSDP && !onContext, onFSDP != onContext
+}
+
+// maxTextRefuses reports whether, under the MaxText framework, MaxText
+// cannot run job j at global batch b on m as costed: its MaxText mesh
+// (maxtext.Devices, from the sequences per chip per micro-batch) has a
+// context axis the ring refuses, or m has no MaxText mesh, as export
+// refuses either.
+func (r *Request) maxTextRefuses(j *cost.Job, m *mesh.Mesh, b int) bool {
+	if r.Framework != FrameworkMaxText {
+		return false
+	}
+	jb := *j
+	jb.GlobalBatch = b
+	mb, err := cost.MicroBatchSize(jb, *m)
+	if err != nil {
+		return true // the batch was fitted, so it splits; never here
+	}
+	var chips maxtext.Factors
+	for _, a := range mesh.All() {
+		chips[a] = m.Degree(a).ICI
+	}
+	devices, _, err := maxtext.Devices(chips, mb, j.Seq, r.Multislice.Slice.Chip.JAXDevicesPerChip)
+	if err != nil {
+		return true // no axis carries the chip's devices: no MaxText mesh
+	}
+	ctx := devices[mesh.Context] * m.Degree(mesh.Context).DCN
+	tensor := devices[mesh.Tensor] * m.Degree(mesh.Tensor).DCN
+	return r.ring(ctx, tensor).Check() != nil
+}
+
+// ring is r's job as MaxText's ring attention sees it, on a MaxText mesh
+// of context ctx and tensor tensor (in JAX devices).
+func (r *Request) ring(ctx, tensor int) maxtext.Ring {
+	att := r.Attention
+	if att == "" {
+		att = cost.AttentionFlash
+	}
+	return maxtext.Ring{Context: ctx, Tensor: tensor, Seq: r.Seq, Attention: string(att), Model: r.Model, Block: r.maxTextBlock}
+}
+
+// ringNote says, under the MaxText framework where MaxText's ring
+// attention runs no context axis of r's job (Request.maxTextStep), why
+// no layout has one and each chip's micro-batch is even.
+func ringNote(r *Request) (Note, bool) {
+	per := r.maxTextStep()
+	var re *maxtext.RingError
+	if per == 0 || !errors.As(r.ring(per, 1).Check(), &re) {
+		return Note{}, false
+	}
+	return note(OptionFramework, "MaxText runs context parallelism, which shardlab costs as ring attention, only where its ring does, and its ring refuses %s %s (it %s): so no layout has a context axis in JAX devices, and each chip's micro-batch is a multiple of its %d devices, which MaxText's mesh puts on fsdp (else they would go on context)",
+		re.Key, re.Value, re.Why, per), true
+}
+
+// maxTextStep is the sequences per chip per micro-batch the MaxText
+// framework's batches are multiples of (Request.microStep): the chip's
+// JAX devices where the ring cannot run the context the in-chip factor
+// would make on its own (a chip of 2 devices, context 2: a model with
+// sliding-window or chunked layers, multi-token prediction, an attention
+// other than flash), so that the factor goes on fsdp (maxtext.InChipAxis)
+// whatever the layout; else 0, none, and the search rejects only the
+// combinations whose batch puts it on a context the ring refuses
+// (Request.maxTextRefuses), weighing the others.
+func (r *Request) maxTextStep() int {
+	per := r.Multislice.Slice.Chip.JAXDevicesPerChip
+	if r.Framework != FrameworkMaxText || per <= 1 || r.ring(per, 1).Check() == nil {
+		return 0
+	}
+	return per
+}
+
+// askedRing refuses, under the MaxText framework, a mesh asked in JAX
+// devices (value, the {mesh} option as given) whose context MaxText's
+// ring attention refuses: the device mesh is MaxText's as asked, so its
+// context and tensor sizes are known before any batch.
+func (r *Request) askedRing(devices []mesh.Degree, value string) error {
+	if r.Framework != FrameworkMaxText {
+		return nil
+	}
+	size := [mesh.NumAxes]int{}
+	for i := range size {
+		size[i] = 1
+	}
+	for _, d := range devices {
+		size[d.Axis] = d.ICI * max(d.DCN, 1)
+	}
+	var re *maxtext.RingError
+	if !errors.As(r.ring(size[mesh.Context], size[mesh.Tensor]).Check(), &re) {
+		return nil
+	}
+	return &OptionError{Option: OptionMesh, Value: value, Err: ErrRequest,
+		Text: string(textf("{mesh} %q: MaxText runs its context %d in JAX devices as ring attention, as costed, and its ring refuses %s %s (it %s); give a mesh of another context size or none",
+			value, size[mesh.Context], re.Key, re.Value, re.Why))}
 }

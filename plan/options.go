@@ -9,6 +9,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/maxtext"
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/schedule"
@@ -555,6 +556,10 @@ type Request struct {
 	// of it sequences on each chip per micro-batch (the fsdp reading of a
 	// device mesh: the chip's devices split its sequences).
 	microStep int
+	// maxTextBlock is the decoder_block of the model's MaxText config,
+	// for MaxText's ring rule (Request.ring); "" for a model MaxText ships
+	// no config of. defaults sets it, once.
+	maxTextBlock string
 	// Remat fixes the rematerialisation policy; "" searches all.
 	Remat cost.Remat
 	// Custom places the tagged tensors when Remat is custom.
@@ -611,6 +616,9 @@ func (r *Request) defaults() error {
 	}
 	if r.Top < 1 {
 		r.Top = 1
+	}
+	if mt, ok := maxtext.ModelOf(r.Model); ok {
+		r.maxTextBlock = mt.Block
 	}
 	bad := func(field string, v any, want string) error {
 		return fmt.Errorf("plan: %s = %v, want %s: %w", field, v, want, ErrRequest)

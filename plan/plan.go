@@ -138,7 +138,17 @@ func search(r Request) (Plan, error) {
 	if r.DeviceAxes != nil {
 		return searchDevices(r)
 	}
-	return searchWith(r, (*worker).layout, true)
+	if r.Axes != nil && r.Multislice.Slice.Chip.JAXDevicesPerChip <= 1 {
+		// a chip is a device: the mesh asked is MaxText's
+		if err := r.askedRing(r.Axes, spellAxes(r.Axes)); err != nil {
+			return Plan{}, err
+		}
+	}
+	step := r.microStep
+	r.microStep = max(step, r.maxTextStep())
+	p, err := searchWith(r, (*worker).layout, true)
+	p.Request.microStep = step
+	return p, err
 }
 
 // searchWith is search of a request that passed defaults, each mesh costed

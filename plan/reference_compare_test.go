@@ -45,6 +45,12 @@ func TestSearchMatchesReference(t *testing.T) {
 		r.Remat, r.Schedule, r.Chunks = cost.RematSaveQKVProj, schedule.Interleaved, 2
 	})
 	add("maxtext schedules", request(t, "llama3-70b", "v5p-64", 2, 256), func(r *Request) { r.Framework = FrameworkMaxText })
+	// MaxText's ring runs none of gemma2's and llama4's context: the
+	// in-chip factor on fsdp, an even batch per chip (review 128 #2)
+	add("maxtext ring, gemma2", request(t, "gemma2-27b", "tpu7x-8", 1, 512), func(r *Request) { r.Framework = FrameworkMaxText })
+	add("maxtext ring, llama4", request(t, "llama4-maverick", "tpu7x-256", 1, 512), func(r *Request) { r.Framework = FrameworkMaxText })
+	// llama3-8b's 8 K/V heads: the ring refuses tensor 16 with context
+	add("maxtext ring, K/V heads", request(t, "llama3-8b", "v5p-64", 1, 256), func(r *Request) { r.Framework, r.Seq = FrameworkMaxText, 32768 })
 	add("mesh given", request(t, "llama3-70b", "tpu7x-128", 2, 512), func(r *Request) {
 		r.Axes = []mesh.Degree{{Axis: mesh.FSDP, ICI: 64, DCN: 1}, {Axis: mesh.Data, ICI: 1, DCN: 2}}
 	})

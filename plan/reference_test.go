@@ -20,7 +20,11 @@ func searchReference(r Request) (Plan, error) {
 	if err := r.defaults(); err != nil {
 		return Plan{}, err
 	}
-	return searchWith(r, (*worker).referenceLayout, false)
+	step := r.microStep
+	r.microStep = max(step, r.maxTextStep())
+	p, err := searchWith(r, (*worker).referenceLayout, false)
+	p.Request.microStep = step
+	return p, err
 }
 
 // referenceLayout costs one mesh over its micro-batch counts and remat policies.
@@ -66,6 +70,9 @@ func (w *worker) referenceTry(out *outcome, m mesh.Mesh, k schedule.Kind, v, mb 
 			out.unfit = u
 		}
 	}
+	if reason == "" && w.referenceRingRefuses(c) {
+		reason = ReasonMaxTextRing
+	}
 	if reason != "" {
 		out.rejected = append(out.rejected, reasonRun{reason, 1})
 		return
@@ -90,8 +97,14 @@ func (w *worker) referenceFit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) 
 		}
 		return mem, mem.Reason()
 	}
+	// MaxText's ring, where it refuses m whatever the batch, is asked
+	// first, as the search asks it, after the batch limit
+	refused, _ := w.req.maxTextRing(&m)
 	if w.req.GlobalBatch > 0 {
 		j.GlobalBatch = w.req.GlobalBatch
+		if refused {
+			return Candidate{}, ReasonMaxTextRing
+		}
 		if _, why := try(j.GlobalBatch); why != "" {
 			return Candidate{}, why
 		}
@@ -102,6 +115,9 @@ func (w *worker) referenceFit(j cost.Job, m mesh.Mesh) (Candidate, cost.Reason) 
 		hi := w.req.MaxGlobalBatch / shards / step
 		if hi < 1 {
 			return Candidate{}, ReasonBatchLimit
+		}
+		if refused {
+			return Candidate{}, ReasonMaxTextRing
 		}
 		if _, why := try(step * shards); why != "" {
 			return Candidate{}, why
@@ -141,4 +157,23 @@ func (w *worker) referenceUnfit(j cost.Job, m mesh.Mesh) *Candidate {
 		return nil
 	}
 	return &Candidate{Estimate: est, Tier: TierOf(m)}
+}
+
+// referenceRingRefuses is Request.maxTextRefuses read off c's estimate in
+// full: its MaxText mesh as a plan of it gives it (Plan.Devices, from the
+// estimate's sequences per chip per micro-batch), and MaxText's ring
+// rule on that mesh's context and tensor sizes.
+func (w *worker) referenceRingRefuses(c Candidate) bool {
+	if w.req.Framework != FrameworkMaxText {
+		return false
+	}
+	d, err := Plan{Request: w.req, Best: c}.Devices()
+	if err != nil {
+		return true
+	}
+	size := map[mesh.Axis]int{mesh.Context: 1, mesh.Tensor: 1}
+	for _, g := range d.Degrees {
+		size[g.Axis] = g.ICI * g.DCN
+	}
+	return w.req.ring(size[mesh.Context], size[mesh.Tensor]).Check() != nil
 }

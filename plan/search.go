@@ -397,7 +397,15 @@ func (w *worker) try(out *outcome, m *mesh.Mesh, c combo, prior *batchFit) batch
 	j := &w.cur
 	c.set(j, w.job.Schedule, w.job.Chunks)
 	expert := m.Size(mesh.Expert) > 1
-	tps, fit := w.fit(j, m, prior, out.tier, expert)
+	var tps float64
+	fit := batchFit{reason: ReasonMaxTextRing}
+	refused, depends := w.req.maxTextRing(m)
+	if !refused {
+		tps, fit = w.fit(j, m, prior, out.tier, expert)
+	}
+	if depends && fit.reason == "" && w.req.maxTextRefuses(j, m, fit.batch) {
+		fit.reason = ReasonMaxTextRing
+	}
 	switch fit.reason {
 	case outclassed:
 		fit.reason = "" // the batch runs; the layout cannot be kept

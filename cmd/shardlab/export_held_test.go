@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,6 +91,38 @@ func TestExportSaysItHoldsMaxTextsBest(t *testing.T) {
 			case inFile == nil || inFile[1] != note:
 				t.Errorf("%v: the header's note %q, want stderr's %q", args, inFile, note)
 			}
+		}
+	}
+}
+
+// TestExportHoldsARunnableRing: review 128 #2. gemma2-27b on tpu7x-8 (the
+// smallest Ironwood VM) and llama4-maverick on tpu7x-256: plan chose each
+// chip's second JAX device on context, MaxText's ring refuses their
+// sliding-window and chunked layers, and export maxtext exited 2. Now plan
+// --framework maxtext chooses a layout without context in JAX devices,
+// export maxtext writes it (exit 0) and says it holds MaxText's best, and
+// plan --verify prints the compile of that layout, not "cannot compile".
+func TestExportHoldsARunnableRing(t *testing.T) {
+	for _, job := range [][]string{{"--model", "gemma2-27b", "--tpu", "tpu7x-8"}, {"--model", "llama4-maverick", "--tpu", "tpu7x-256"}} {
+		shown := planOf(t, job...)
+		best := planOf(t, append([]string{"--framework", "maxtext"}, job...)...)
+		if !strings.Contains(shown.spec, "context=2") || strings.Contains(best.spec, "context") {
+			t.Errorf("%v: plan chooses %s, plan --framework maxtext %s; want the review's context=2, and none", job, shown.spec, best.spec)
+		}
+		out, errOut, code := runCmd(append([]string{"export", "maxtext"}, job...)...)
+		if code != 0 || !strings.Contains(out, "\nici_context_parallelism: 1\n") || strings.Contains(out, "context_parallel_strategy") ||
+			!strings.Contains(errOut, "which MaxText cannot run (decoder_block ") || !strings.Contains(errOut, "holds MaxText's best, "+best.spec+" in JAX devices") {
+			t.Errorf("%v: export maxtext exit %d, stderr %q; want exit 0, no context, and a note naming MaxText's best %s\n%.800s", job, code, errOut, best.spec, out)
+		}
+		out, errOut, code = runCmd(append([]string{"plan", "--verify"}, job...)...)
+		if code != 0 || strings.Contains(out, "cannot compile") || !strings.Contains(out, "Note: the steps are of the layout a MaxText export holds") {
+			t.Errorf("%v: plan --verify exit %d, %s; want the compile of MaxText's best %s:\n%s", job, code, errOut, best.spec, out)
+		}
+		// the printed export writes MaxText's best, as it is: no note
+		exportArgs, _ := verifyLines(t, job...)
+		out, errOut, code = runCmd(exportArgs...)
+		if i := slices.Index(exportArgs, "--mesh"); i < 0 || exportArgs[i+1] != best.spec || code != 0 || errOut != "" || !strings.Contains(out, "\nici_context_parallelism: 1\n") {
+			t.Errorf("%v: plan --verify's export %q: exit %d, %s", job, exportArgs, code, errOut)
 		}
 	}
 }

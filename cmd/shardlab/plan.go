@@ -145,7 +145,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if err := f.charts.check(); err != nil {
 		return err
 	}
-	plans, err := f.plans("plan", setFlags(fs))
+	plans, opts, err := f.plansOf("plan", setFlags(fs))
 	if err != nil && f.json {
 		return failJSON(stdout, err)
 	} else if err != nil {
@@ -163,7 +163,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	for i, p := range plans {
 		adds[i].note = calibrationNote(p, f.calibration, f.cal, f.TempScale)
 		if f.verify {
-			s := verifySteps(p, f.model, jobFlags(fs))
+			s := planVerifySteps(p, opts[i], f.model, jobFlags(fs))
 			adds[i].verify = &s
 		}
 	}
@@ -182,7 +182,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, a := range adds {
 		if a.verify != nil && !f.json {
-			if _, err := io.WriteString(stdout, "\n"+compileNote(*a.verify)); err != nil {
+			if _, err := io.WriteString(stdout, "\n"+heldNote(*a.verify)+compileNote(*a.verify)); err != nil {
 				return err
 			}
 		}
@@ -242,25 +242,53 @@ func samePath(a, b string) bool {
 
 // plans asks plan the questions the flags ask.
 func (f *planFlags) plans(name string, set map[string]bool) ([]plan.Plan, error) {
+	plans, _, err := f.plansOf(name, set)
+	return plans, err
+}
+
+// plansOf is plans, with the options each plan was planned from.
+func (f *planFlags) plansOf(name string, set map[string]bool) ([]plan.Plan, []plan.Options, error) {
 	opts, err := f.questions(name, set)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	reqs := make([]plan.Request, len(opts))
 	for i, o := range opts {
 		if reqs[i], err = plan.ParseRequest(o); err != nil {
-			return nil, planError(err)
+			return nil, nil, planError(err)
 		}
 	}
 	var plans []plan.Plan
 	for _, r := range reqs {
 		p, err := searchRequest(r)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		plans = append(plans, p)
 	}
-	return plans, nil
+	return plans, opts, nil
+}
+
+// planVerifySteps is plan --verify's steps of plan p of options o: where
+// MaxText cannot run p and export maxtext holds MaxText's best in its
+// place (export.MaxTextHeld, as the web's plan.json and verify section
+// ask it), the steps of that layout (export.Held.Steps), which export
+// writes and MaxText compiles; else p's own (verifySteps).
+func planVerifySteps(p plan.Plan, o plan.Options, model string, flags []string) export.Steps {
+	if held, err := export.MaxTextHeld(o, p, searchOptions); err == nil && held != nil {
+		return held.Steps(model, cliCommands(flags))
+	}
+	return verifySteps(p, model, flags)
+}
+
+// heldNote is, for steps s of the layout export maxtext holds in place
+// of the plan (Steps.Held), the line that says so (the steps' first
+// note, export.Held.Steps); "" for the plan's own.
+func heldNote(s export.Steps) string {
+	if s.Held == "" || len(s.Notes) == 0 {
+		return ""
+	}
+	return "Note: " + s.Notes[0] + "\n"
 }
 
 // searchOptions plans one job's options o, as plans does.
