@@ -303,7 +303,11 @@ func Names() []string {
 // Catalog returns the built-in models.
 func Catalog() []Spec { return append([]Spec(nil), catalog[:]...) }
 
+// separators are what a model name may spell in any way: normalize drops
+// them (one Replacer, safe for concurrent use, built once: Lookup is on
+// the planner's per-search path).
+var separators = strings.NewReplacer("-", "", "_", "", ".", "", " ", "")
+
 func normalize(s string) string {
-	r := strings.NewReplacer("-", "", "_", "", ".", "", " ", "")
-	return strings.ToLower(r.Replace(strings.TrimSpace(s)))
+	return strings.ToLower(separators.Replace(strings.TrimSpace(s)))
 }
