@@ -129,3 +129,20 @@ func TestFrameworkPyTorchSearchesWhatItWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestPyTorchPlanHasNoMaxTextCompile: a plan for PyTorch/XLA offers no
+// MaxText compile as its check (train_compile compiles another program
+// than the script) and says why, with a reason a script can branch on.
+func TestPyTorchPlanHasNoMaxTextCompile(t *testing.T) {
+	p := search(t, func(o *plan.Options) {
+		o.Model, o.TPU, o.Framework = "llama3-8b", "v5p-16", string(plan.FrameworkPyTorch)
+	})
+	v := Verify(p, "")
+	if v.Why != WhyPyTorch || v.Compile != "" || !strings.Contains(v.Unavailable, "PyTorch/XLA has no compile") {
+		t.Errorf("Verify = %+v, want no compile, WhyPyTorch", v)
+	}
+	p = search(t, func(o *plan.Options) { o.Model, o.TPU = "llama3-8b", "v5p-16" })
+	if v := Verify(p, ""); v.Why != "" || v.Compile == "" {
+		t.Errorf("any framework: Verify = %+v, want the compile", v)
+	}
+}

@@ -63,7 +63,7 @@ func CompileArgs(p plan.Plan, c MaxTextConfig) []string {
 type Verification struct {
 	Unavailable string
 	// Why names the kind of reason there is no compile, for a script to
-	// branch on (WhyUnfit, WhyNoCompileTopology, WhyRefused); empty with
+	// branch on (WhyUnfit, WhyNoCompileTopology, WhyRefused, WhyPyTorch); empty with
 	// the steps.
 	Why string
 	// Refused is why MaxText cannot run the plan as it is (export's
@@ -116,6 +116,9 @@ const (
 	WhyNoCompileTopology = "no_compile_topology"
 	// WhyRefused: MaxText cannot run the plan as it is (Refused).
 	WhyRefused = "maxtext_refuses"
+	// WhyPyTorch: the plan is PyTorch/XLA's (plan.FrameworkPyTorch), and
+	// the compile check is MaxText's program, not the PyTorch script.
+	WhyPyTorch = "pytorch_plan"
 )
 
 // OptionValue is an option of a verification's commands and its value:
@@ -154,6 +157,9 @@ func (v Verification) options(spell func(plan.Option) string, other []string) (a
 // model (a spec's file), or empty for the plan's model's name. A layout
 // that does not fit has none: export writes no config of it.
 func Verify(p plan.Plan, model string) Verification {
+	if p.Request.Framework == plan.FrameworkPyTorch {
+		return Verification{Why: WhyPyTorch, Unavailable: "the plan is for PyTorch/XLA (framework pytorch), and the ahead-of-time compile shardlab checks a plan with is MaxText's train_compile, another program than the PyTorch script export pytorch writes; PyTorch/XLA has no compile for a slice without its TPUs, so check the script's memory on the TPUs in a first step"}
+	}
 	if mem := p.Best.Estimate.Memory; !mem.Fits() {
 		// export writes no config of a layout that does not fit
 		return Verification{Why: WhyUnfit, Unavailable: fmt.Sprintf("the layout does not fit (%s), and export writes no config of a layout that does not fit, so there is nothing to compile; a layout that fits can be verified", mem.Shortfall())}

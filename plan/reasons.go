@@ -78,8 +78,12 @@ func warnings(p Plan) []Note {
 		if e.Job.Model.MoE() {
 			class = "mixture-of-experts"
 		}
-		w = append(w, note("", "HBM at the edge: %v left of %v usable, less than the memory model's measured error (%.0f%% median against what XLA reported, %d %s cases); compile the plan ahead of time with MaxText's train_compile, which runs on a CPU machine, before renting TPUs%s",
-			usable-total, usable, 100*band.Median, band.Cases, class, roomier(p, band)))
+		check := "compile the plan ahead of time with MaxText's train_compile, which runs on a CPU machine, before renting TPUs"
+		if p.Request.Framework == FrameworkPyTorch {
+			check = "PyTorch/XLA has no compile for a slice without its TPUs: check the script's memory in a first step on them"
+		}
+		w = append(w, note("", "HBM at the edge: %v left of %v usable, less than the memory model's measured error (%.0f%% median against what XLA reported, %d %s cases); %s%s",
+			usable-total, usable, 100*band.Median, band.Cases, class, text(check), roomier(p, band)))
 	}
 	ms := p.Request.Multislice
 	if m := e.Memory; m.HostUnchecked() {
