@@ -36,7 +36,7 @@ func TestErrorsKeepOutsideBraces(t *testing.T) {
 	if !errors.As(err, &fe) {
 		t.Fatalf("max_model_len above %s's: %v, want a *FieldError", odd, err)
 	}
-	if got, want := fe.Phrase(flag), "--max-model-len 8193, want 2 to 8192 (the catalog's sequence length for "+odd+")"; !strings.HasSuffix(got, want) {
+	if got, want := fe.Phrase(flag), "--max-model-len 8193, want 2 to 8192 ("+odd+"'s max_position_embeddings)"; !strings.HasSuffix(got, want) {
 		t.Errorf("FieldError.Phrase(flag) = %q, want it to end in %q", got, want)
 	}
 }
