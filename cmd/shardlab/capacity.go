@@ -278,8 +278,7 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 		rep.YoungS, rep.DalyS = &ys, &ds
 	}
 	rep.SimulatedOptimumS, rep.SimulatedOptimumFr = bestAt.Seconds(), best
-	rep.SideBySide = otherMode(f, slice, mode, cfg)
-	rep.movedBy = expectationMovedBy(fs)
+	rep.SideBySide, rep.movedBy = otherMode(f, slice, mode, cfg), expectationMovedBy(fs)
 	if f.json {
 		return writeJSON(stdout, rep)
 	}
