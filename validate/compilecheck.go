@@ -15,18 +15,21 @@ import (
 // verdict on the job and no temporaries' factor.
 var ErrNotThisJob = errors.New("the log cannot be of this job's compile")
 
-// ArgumentBound is how far a compile's arguments may be from the job's
-// parameters and optimizer state (MemoryResult.Arguments), as a fraction
-// of the job's, for the log to be of the job. On the memory table the
-// arguments a compile reports agree with cost's within 1.4 %
-// (mt-doc-ds2-16b-pdb24 -1.4 %, hy3-v7-64c-pdb12-aot and
-// hy3-v7-64c-probe-p13-outproj-off -0.0 %: `shardlab validate --memory`);
-// what cost leaves out of them (the input batch, XLA's padding of shards)
-// is of that order. The nearest job a log could otherwise be of moves them
-// by 1/6: MaxText's mu_dtype bfloat16 under fp32 weights keeps Adam's
-// first moment in 2 bytes in place of 4, 10 bytes a parameter in place of
-// 12 (configs/base.yml @e591f30c: weight_dtype float32, mu_dtype inherits
-// it), and another dtype, optimizer or sharding moves them by a third or
+// ArgumentBound is how far the job's parameters and optimizer state
+// (MemoryResult.Arguments) may be from a compile's arguments, as
+// validate's error of them ((predicted − reported) / reported, as
+// MemoryResult.ArgumentError and the memory table's error column), for
+// the log to be of the job. On the memory table the arguments a compile
+// reports agree with cost's within 1.4 % (mt-doc-ds2-16b-pdb24 -1.4 %,
+// hy3-v7-64c-pdb12-aot and hy3-v7-64c-probe-p13-outproj-off -0.0 %:
+// `shardlab validate --memory`); what cost leaves out of them (the input
+// batch, XLA's padding of shards) is of that order. The nearest job a log
+// could otherwise be of is a sixth or a fifth off: MaxText's mu_dtype
+// bfloat16 under fp32 weights keeps Adam's first moment in 2 bytes in
+// place of 4, 10 bytes a parameter in place of 12 (configs/base.yml
+// @e591f30c: weight_dtype float32, mu_dtype inherits it), an error of
+// +20 % for a plan of 12 against a compile of 10 and -16.7 % the other
+// way; another dtype, optimizer or sharding moves them by a third or
 // more. A tenth lies between the two.
 const ArgumentBound = 0.10
 
@@ -34,14 +37,16 @@ const ArgumentBound = 0.10
 // report of a program XLA laid out, not its out-of-memory message.
 func (l CompileLog) Compiled() bool { return l.Kind != KindOOM }
 
-// ArgumentOff is how far the log's arguments are from r's parameters and
-// optimizer state, as a fraction of r's ((log − r) / r: +0.98 is a log at
-// 1.98 times the job's); ok is false where either is not known.
+// ArgumentOff is how far r's parameters and optimizer state are from the
+// log's arguments, as validate's error ((r − log) / log, what
+// CompareLog's MemoryResult.ArgumentError and check's table print: +0.98
+// is a job at 1.98 times the compile's); ok is false where either is not
+// known.
 func ArgumentOff(l CompileLog, r MemoryResult) (off float64, ok bool) {
 	if l.Breakdown.Argument <= 0 || r.Arguments <= 0 {
 		return 0, false
 	}
-	return float64(l.Breakdown.Argument)/float64(r.Arguments) - 1, true
+	return relErr(r.Arguments, l.Breakdown.Argument), true
 }
 
 // DeviceCapacity is the HBM XLA lets one JAX device of chip hold
@@ -65,9 +70,9 @@ const capacityPrint = 0.01
 // can be. A log is not the job's when it is an out-of-memory message
 // below its own capacity (XLA prints one only above it), when the capacity
 // it prints is not what XLA gives a JAX device of chip (DeviceCapacity,
-// beyond capacityPrint; not checked where that is not known), or when its
-// arguments are further than ArgumentBound from the job's parameters and
-// optimizer state.
+// beyond capacityPrint; not checked where that is not known), or when the
+// job's parameters and optimizer state are further than ArgumentBound
+// from its arguments (ArgumentOff).
 func LogMismatch(l CompileLog, r MemoryResult, chip hw.Chip) error {
 	if l.Kind == KindOOM && l.Reported < l.Capacity {
 		return fmt.Errorf("validate: compile log: an out-of-memory message at %s of %s: XLA prints one only above its capacity: %w", gib(l.Reported), gib(l.Capacity), ErrNotThisJob)
@@ -76,7 +81,7 @@ func LogMismatch(l CompileLog, r MemoryResult, chip hw.Chip) error {
 		return fmt.Errorf("validate: compile log: the capacity it prints is %s a JAX device, %s's is %s (hw/xla_hbm.csv): it was compiled for another chip: %w", gib(l.Capacity), chip.Generation, gib(per), ErrNotThisJob)
 	}
 	if off, ok := ArgumentOff(l, r); ok && math.Abs(off) > ArgumentBound {
-		return fmt.Errorf("validate: compile log: the compile's arguments, %s, are %+.1f%% against the job's parameters and optimizer state, %s, beyond the %.0f%% a compile of the job is within (another dtype, optimizer, model or sharding): %w", gib(l.Breakdown.Argument), 100*off, gib(r.Arguments), 100*ArgumentBound, ErrNotThisJob)
+		return fmt.Errorf("validate: compile log: the job's parameters and optimizer state, %s, are %+.1f%% against the compile's arguments, %s (error = (predicted - reported) / reported), beyond the %.0f%% a compile of the job is within (another dtype, optimizer, model or sharding): %w", gib(r.Arguments), 100*off, gib(l.Breakdown.Argument), 100*ArgumentBound, ErrNotThisJob)
 	}
 	return nil
 }

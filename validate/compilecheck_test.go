@@ -70,12 +70,17 @@ func TestLogMismatch(t *testing.T) {
 		// hw/xla_hbm.csv has no v5e row: its capacity is not checked
 		{"oom on v5e", oom(20, 15.2), v5e, ""},
 		{"arguments as the job's", args(24 * gib), v5p, ""},
-		{"arguments 9.9 % above", args(bytesOf(1.099 * 24)), v5p, ""},
-		{"arguments 10.1 % above", args(bytesOf(1.101 * 24)), v5p, "+10.1% against the job's parameters and optimizer state, 24.00 GiB"},
-		// mu_dtype bfloat16: 10 bytes a parameter in place of 12
-		{"mu in bf16", args(20 * gib), v5p, "the compile's arguments, 20.00 GiB, are -16.7%"},
-		// review 128 #4: MaxText's print of another job, 44.5 GB against 22.44
-		{"another job's", args(bytesOf(44.5)), v5p, "+85.4%"},
+		// the error is validate's, (predicted - reported) / reported
+		// (review 135 #9: the refusal said (log - job) / job)
+		{"the job 9.9 % above", args(bytesOf(24 / 1.099)), v5p, ""},
+		{"the job 10.1 % above", args(bytesOf(24 / 1.101)), v5p, "the job's parameters and optimizer state, 24.00 GiB, are +10.1% against the compile's arguments, 21.80 GiB"},
+		{"the job 9.9 % below", args(bytesOf(24 / 0.901)), v5p, ""},
+		{"the job 10.1 % below", args(bytesOf(24 / 0.899)), v5p, "are -10.1% against the compile's arguments, 26.70 GiB"},
+		// mu_dtype bfloat16: 10 bytes a parameter in place of 12, 24 GiB
+		// against 20: 4/20
+		{"mu in bf16", args(20 * gib), v5p, "24.00 GiB, are +20.0% against the compile's arguments, 20.00 GiB"},
+		// review 128 #4: MaxText's print of another job, 44.5 GB; (24 - 44.5) / 44.5
+		{"another job's", args(bytesOf(44.5)), v5p, "-46.1%"},
 		{"no arguments stated", CompileLog{Kind: KindMemoryAnalysis, Scope: ScopeTemp, Reported: 5, Breakdown: Breakdown{Temp: 5}}, v5p, ""},
 	} {
 		err := LogMismatch(tt.log, job, tt.chip)
@@ -112,8 +117,8 @@ func TestLogMismatchMemoryTable(t *testing.T) {
 		if err := LogMismatch(l, r, chip(t, c.Generation)); err != nil {
 			t.Errorf("%s: %v", c.ID, err)
 		}
-		if off, ok := ArgumentOff(l, r); !ok || math.Abs(off) > 0.015 {
-			t.Errorf("%s: arguments %+.3f off (%v), want within the 1.4 %% ArgumentBound's comment cites", c.ID, off, ok)
+		if off, ok := ArgumentOff(l, r); !ok || math.Abs(off) > 0.015 || off != r.ArgumentError {
+			t.Errorf("%s: arguments %+.3f off (%v), want within the 1.4 %% ArgumentBound's comment cites, and the table's error %+.3f", c.ID, off, ok, r.ArgumentError)
 		}
 	}
 	if n < 3 {

@@ -144,8 +144,34 @@ func precisionChoices() []choice {
 	return out
 }
 
+// frameworkChoices are the frameworks the web plans for, the one list of
+// them: no limit, and MaxText, which its downloads export to (the
+// MaxText config and the xpk command). plan also takes pytorch
+// (plan.FrameworkPyTorch) for the command line's PyTorch/XLA export,
+// which the web does not have; webFramework refuses what is not here.
 func frameworkChoices() []choice {
-	return []choice{{"", "any"}, {string(plan.FrameworkMaxText), string(plan.FrameworkMaxText)}}
+	return []choice{{"", plan.FrameworkAny}, {string(plan.FrameworkMaxText), string(plan.FrameworkMaxText)}}
+}
+
+// webFramework refuses a framework plan reads (plan.ParseFramework) that
+// the form does not offer (frameworkChoices), naming the option, the
+// value and the form's choices; nil for one it offers, and for a value
+// plan refuses, which plan's own error names.
+func webFramework(s string) *fieldError {
+	f, err := plan.ParseFramework(s)
+	if err != nil {
+		return nil
+	}
+	var words []string
+	for _, c := range frameworkChoices() {
+		if cf, _ := plan.ParseFramework(c.Value); cf == f {
+			return nil
+		}
+		words = append(words, c.Label)
+	}
+	return &fieldError{plan.OptionFramework, func(name func(plan.Option) string) string {
+		return fmt.Sprintf("%s %q, want %s or empty: the web plans for the frameworks its downloads export to; plan for %s with shardlab plan on the command line", name(plan.OptionFramework), s, strings.Join(words, ", "), f)
+	}}
 }
 
 func quantizationChoices() []choice {
@@ -305,8 +331,13 @@ func setValue(v reflect.Value, kind, s string) error {
 
 // parseAll checks the options with plan.ParseRequest and finds every
 // option at fault (parseEach): the request when nothing is, else
-// fieldErrors in the training form's order.
+// fieldErrors in the training form's order. A framework the web does not
+// plan for (webFramework) is one of them, whatever address or API asks.
 func parseAll(o plan.Options, bad fieldErrors) (plan.Request, error) {
+	if fe := webFramework(o.Framework); fe != nil && !bad.has(plan.OptionFramework) {
+		bad = append(bad, fe)
+		o.Framework = plan.DefaultOptions().Framework
+	}
 	return parseEach(planForm.form, o, bad, plan.ParseRequest)
 }
 

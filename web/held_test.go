@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"html"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -179,6 +180,61 @@ func TestVerifyStepsAreOfTheDownload(t *testing.T) {
 		case !strings.Contains(label, "MaxText's best, "+y[1]+", not the layout shown: MaxText cannot compile this plan as it is") ||
 			!strings.Contains(body, html.EscapeString(got.Commands[0].Line)) || !strings.Contains(strings.Join(got.Commands[0].Args, " "), " --mesh "+y[1]+" "):
 			t.Errorf("%s: the page's verify section: label %q; want the YAML's %s named, and its export step %q", c.q, label, y[1], got.Commands[0].Line)
+		}
+	}
+}
+
+// frameworkSelect is the framework field's select on the page, whose
+// options' values are what the form offers.
+var frameworkSelect = regexp.MustCompile(`(?s)<select id="in-framework" name="framework"[^>]*>(.*?)</select>`)
+
+// TestWebRefusesPyTorch: plan reads framework pytorch
+// (plan.FrameworkPyTorch, for the command line's export pytorch), and the
+// web, whose form offers any and maxtext, planned for it from the query:
+// the page said the search kept to what the PyTorch export writes and
+// linked MaxText and xpk downloads that refuse the query (review 135 #6).
+// The page, plan.json and the API refuse it, 400 naming the field, the
+// value and the form's choices; every choice the page's select offers
+// (and any, in any case) plans.
+func TestWebRefusesPyTorch(t *testing.T) {
+	h := New(testConfig)
+	const q = "model=llama3-8b&tpu=v5p-8"
+	_, page := get(t, h, "/?"+q)
+	m := frameworkSelect.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("GET /?%s: no framework select:\n%.300s", q, page)
+	}
+	var offered []string
+	for _, v := range regexp.MustCompile(`<option value="([^"]*)"`).FindAllStringSubmatch(m[1], -1) {
+		offered = append(offered, v[1])
+	}
+	if want := []string{"", "maxtext"}; !slices.Equal(offered, want) {
+		t.Errorf("the form offers frameworks %q, want %q (README: the web form and its query take any and maxtext)", offered, want)
+	}
+	for _, f := range append(offered, "any", "MaxText") {
+		if code, body := get(t, h, "/download/plan.json?"+q+"&framework="+url.QueryEscape(f)); code != http.StatusOK {
+			t.Errorf("GET plan.json framework=%q = %d, want 200: %.300s", f, code, body)
+		}
+	}
+	for _, f := range []string{"pytorch", "PyTorch"} {
+		// the page names the field by its label, plan.json (JSON) by its key
+		for path, name := range map[string]string{"/?": "Framework", "/download/plan.json?": "framework"} {
+			want := name + ` "` + f + `", want any, maxtext or empty`
+			code, body := get(t, h, path+q+"&framework="+url.QueryEscape(f))
+			var doc struct{ Error string }
+			if json.Unmarshal([]byte(body), &doc) == nil {
+				body = doc.Error // plan.json's error is the API's document
+			}
+			body = html.UnescapeString(body)
+			if code != http.StatusBadRequest || !strings.Contains(body, want) || strings.Contains(body, "PyTorch/XLA") {
+				t.Errorf("GET %s%s&framework=%q = %d, want 400 saying %q and no PyTorch plan:\n%.400s", path, q, f, code, want, body)
+			}
+		}
+		code, body := post(t, h, `{"model": "llama3-8b", "tpu": "v5p-8", "framework": "`+f+`"}`)
+		var doc struct{ Option, Error string }
+		if err := json.Unmarshal([]byte(body), &doc); err != nil || code != http.StatusBadRequest || doc.Option != "framework" ||
+			!strings.HasPrefix(doc.Error, `framework "`+f+`", want any, maxtext or empty`) {
+			t.Errorf("POST /api/plan framework %q = %d %v, want 400 naming framework:\n%s", f, code, err, body)
 		}
 	}
 }

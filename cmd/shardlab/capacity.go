@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,7 +92,7 @@ type capacityReport struct {
 	Tokens             float64            `json:"tokens"`
 	// ExpectedGoodput is the renewal-reward expectation of the simulated
 	// job (capacity.ExpectRun): failures, checkpoints and restarts, with
-	// spares at hand and no maintenance. With the default flags it is
+	// spares at hand and no maintenance. Without expectationFlags it is
 	// plan --goodput's and budget's goodput for the same job.
 	ExpectedGoodput float64 `json:"expected_goodput_fraction"`
 	// TimeToTrainS is the time to train at ExpectedGoodput; SimulatedS at
@@ -110,6 +111,35 @@ type capacityReport struct {
 	// Warnings say where the expectation leaves out what the simulated
 	// run met (waiting for capacity, maintenance).
 	Warnings []string `json:"warnings"`
+	// movedBy are the flags given that move the expectation from plan
+	// --goodput's and budget's (expectationMovedBy), as the text names them.
+	movedBy []string
+}
+
+// expectationFlags are capacity's flags that move its expected goodput
+// (capacity.ExpectRun: the job's failure rate, checkpoint interval, save,
+// and restart of recovery, startup and restore) from the figure plan
+// --goodput and budget give for the same job (capacity.Expect, which
+// takes capacity's default rate, durations and storage, and Daly's
+// interval): the chip failure rate, the interval, the storage bandwidth
+// (the save and the restore), recovery and startup. The others move the
+// simulation only (mode, holdback, spares, blocks and sub-block sizes,
+// which place whole sub-blocks, repair, maintenance, days, seed) or the
+// time to train and not the goodput (tokens); model, tpu and slices are
+// the job, which plan --goodput and budget are asked for too.
+var expectationFlags = []string{"chip-failure-rate", "checkpoint-every", "storage-gbps", "recovery", "startup"}
+
+// expectationMovedBy is the flags of fs given (fs.Visit) among
+// expectationFlags at another value than their default, each as
+// "--name value".
+func expectationMovedBy(fs *flag.FlagSet) []string {
+	var out []string
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(expectationFlags, f.Name) && f.Value.String() != f.DefValue {
+			out = append(out, "--"+f.Name+" "+f.Value.String())
+		}
+	})
+	return out
 }
 
 // modeComparison is the same job, seed and rates in the other capacity
@@ -248,7 +278,7 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 		rep.YoungS, rep.DalyS = &ys, &ds
 	}
 	rep.SimulatedOptimumS, rep.SimulatedOptimumFr = bestAt.Seconds(), best
-	rep.SideBySide = otherMode(f, slice, mode, cfg)
+	rep.SideBySide, rep.movedBy = otherMode(f, slice, mode, cfg), expectationMovedBy(fs)
 	if f.json {
 		return writeJSON(stdout, rep)
 	}
@@ -467,8 +497,11 @@ func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) err
 	} else {
 		fmt.Fprintf(&b, "side by side, %s mode (%s), same seed: goodput %.4f\n", o.Mode, o.Setting, o.Goodput)
 	}
-	fmt.Fprintf(&b, "expected goodput %.4f (renewal reward: failures, checkpoints, restarts; spares at hand, no maintenance), as plan --goodput and budget compute it, at capacity's default flags\n",
-		r.ExpectedGoodput)
+	whose := "as plan --goodput and budget compute it for this job (capacity's default failure rate, checkpoint interval, storage, recovery and startup)"
+	if len(r.movedBy) > 0 {
+		whose = fmt.Sprintf("at the flags given (%s); plan --goodput and budget compute it at capacity's defaults of them", strings.Join(r.movedBy, ", "))
+	}
+	fmt.Fprintf(&b, "expected goodput %.4f (renewal reward: failures, checkpoints, restarts; spares at hand, no maintenance), %s\n", r.ExpectedGoodput, whose)
 	fmt.Fprintf(&b, "expected time to train %.3g tokens: %v", r.Tokens, secs(r.TimeToTrainS))
 	if r.TimeToTrainHighS > 0 {
 		fmt.Fprintf(&b, " (%v to %v in the step model's band)", secs(r.TimeToTrainLowS), secs(r.TimeToTrainHighS))

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"shardlab/capacity"
 )
 
 // TestCapacityDeterministic: the same seed prints the same bytes; another
@@ -410,5 +412,55 @@ func TestCapacityExpectationGaps(t *testing.T) {
 	}
 	if strings.Contains(out, "warning:") {
 		t.Errorf("no failures, no maintenance within 10 days: a warning:\n%s", out)
+	}
+}
+
+// TestCapacitySaysWhoseExpectationItIs: capacity said its expected goodput
+// was plan --goodput's and budget's "at capacity's default flags" whatever
+// the flags: --checkpoint-every 5h printed 0.9439 so, where plan --goodput
+// gives 0.9912 (review 128 #12, review 135 #7). Flags that move only the
+// simulation, the time to train, or that restate a default keep the claim,
+// and the figure is then plan --goodput's for the same job (the claim is
+// held to plan's own JSON, a second computation: capacity.Expect, not
+// capacity.ExpectRun); each flag that moves it is named, the claim
+// dropped, and the figure differs from plan's.
+func TestCapacitySaysWhoseExpectationItIs(t *testing.T) {
+	job := []string{"--model", "llama3-8b", "--tpu", "tpu7x-256", "--slices", "2", "--days", "5"}
+	want := planGoodputOf(t, job[:6], "1T").Goodput.Goodput
+	const claim = "as plan --goodput and budget compute it for this job"
+	for _, c := range []struct {
+		flags []string
+		moved string // "" keeps the claim
+	}{
+		{nil, ""},
+		{[]string{"--mode", "managed", "--holdback", "0.1", "--seed", "7", "--repair", "48h", "--tokens", "2T"}, ""},
+		{[]string{"--spares", "4", "--blocks", "2", "--maintenance-every", "0", "--maintenance-down", "1h", "--maintenance-by", "block"}, ""},
+		// given at their defaults: Daly's interval, Llama 3's rate
+		{[]string{"--checkpoint-every", "0", "--chip-failure-rate", fmt.Sprint(capacity.DefaultChipFailuresPerHour)}, ""},
+		{[]string{"--checkpoint-every", "5h"}, "--checkpoint-every 5h0m0s"},
+		{[]string{"--chip-failure-rate", "1e-4"}, "--chip-failure-rate 0.0001"},
+		{[]string{"--storage-gbps", "5"}, "--storage-gbps 5"},
+		{[]string{"--recovery", "2h", "--startup", "1h"}, "--recovery 2h0m0s, --startup 1h0m0s"},
+	} {
+		args := append(append([]string{"capacity"}, job...), c.flags...)
+		text, errOut, code := runCmd(args...)
+		js, _, _ := runCmd(append(args, "--json")...)
+		var got capacityExpectation
+		if err := json.Unmarshal([]byte(js), &got); code != 0 || err != nil {
+			t.Fatalf("%v: exit %d %s %v", c.flags, code, errOut, err)
+		}
+		line := ""
+		for _, l := range strings.Split(text, "\n") {
+			if strings.HasPrefix(l, "expected goodput ") {
+				line = l
+			}
+		}
+		same := math.Abs(got.Expected-want) < 1e-15
+		if c.moved == "" && (!strings.Contains(line, claim) || !same) {
+			t.Errorf("%v: %q, expected goodput %v; want the claim and plan --goodput's %v", c.flags, line, got.Expected, want)
+		}
+		if c.moved != "" && (strings.Contains(line, claim) || !strings.Contains(line, "at the flags given ("+c.moved+")") || same) {
+			t.Errorf("%v: %q, expected goodput %v; want the flags given named (%s), no claim, and a figure other than plan --goodput's %v", c.flags, line, got.Expected, c.moved, want)
+		}
 	}
 }

@@ -43,9 +43,10 @@ exit status:
   1  after the comparison, and with --json in its document: the compile failed (XLA's out-of-memory
      message: do not launch the plan as it is; a factor it gives is still written), the log gives no
      temporaries factor, or it cannot be this plan's compile (an out-of-memory message below its own
-     capacity, another chip's capacity, arguments more than %.0f%% from the plan's parameters and
-     optimizer state, temporaries outside %g to %g times the plan's); and, as for plan, flags whose
-     plan cannot run
+     capacity, another chip's capacity, the plan's parameters and optimizer state more than %.0f%% off
+     the compile's arguments, a memory report's temporaries outside %g to %g times the plan's: with
+     --json, this_plans_compile false and no compiled or fits); and, as for plan, flags whose plan
+     cannot run
   2  bad input, with nothing on stdout: a flag, flags that leave the compiled job open (no model or TPU,
      or a --gradient-accumulation-steps the planner would choose), or a log that cannot be read or holds
      no memory report

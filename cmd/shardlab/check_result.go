@@ -116,6 +116,9 @@ func (res checkResult) headline() string {
 		if res.cal != nil {
 			advice = fmt.Sprintf("plan with the compiler's temporaries (plan --temp-scale %.3f, or --calibration with --write-calibration's file), which picks a batch and layout that fit, or %s", res.cal.TempScale, advice)
 		}
+		if errors.Is(res.calErr, errFarOff) {
+			advice = fmt.Sprintf("%v; %s", res.calErr, advice)
+		}
 		return res.failed() + "; " + advice + "\n"
 	}
 	return ""
@@ -159,12 +162,21 @@ func uncalibrated(log validate.CompileLog, r validate.MemoryResult, e cost.Estim
 // decimals, as XLA's own G.
 func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
 
+// errFarOff is wrapped by calibrationOf's error for an out-of-memory
+// message whose temporaries are beyond cost.MaxTempScale times the
+// plan's: a compile of this plan's chip that failed, whose bytes no factor
+// the planner accepts reaches.
+var errFarOff = errors.New("the model is far off for this job, and the log gives no factor")
+
 // calibrationOf is the factor that makes the prediction's temporaries what
 // the log reports: the log's temporaries are its temp, or its program,
 // or, where it gives only a total, the total less the predicted arguments
 // (cost's arguments match the compilers' within 1.4 % on the memory table).
-// A factor outside cost's range says the log is not the plan's compile
-// (validate.ErrNotThisJob).
+// A factor outside cost's range says a memory report is not the plan's
+// compile (validate.ErrNotThisJob); an out-of-memory message, which
+// validate.LogMismatch has held to the chip's capacity, stays the plan's
+// failed compile, below 1 giving no factor (oomLowers) and above the range
+// saying the model is far off (errFarOff).
 func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string, p plan.Plan) (*cost.MemoryCalibration, error) {
 	reported := log.Breakdown.Temp
 	switch {
@@ -195,11 +207,16 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 		return nil, fmt.Errorf("the log gives no temporaries to calibrate against (reported %d bytes, predicted arguments %d)", log.Reported, r.Arguments)
 	}
 	k := float64(reported) / float64(predicted)
-	if !(k >= cost.MinTempScale && k <= cost.MaxTempScale) {
-		return nil, fmt.Errorf("the log's temporaries are %.2f times the prediction's, want %g to %g: %w", k, cost.MinTempScale, cost.MaxTempScale, validate.ErrNotThisJob)
-	}
-	if log.Kind == validate.KindOOM && k < 1 {
+	switch {
+	case log.Kind == validate.KindOOM && k < 1:
 		return nil, oomLowers(log, r, k)
+	case log.Kind == validate.KindOOM && k > cost.MaxTempScale:
+		// XLA's own message at the capacity of the plan's chip
+		// (validate.LogMismatch held it there): this chip's compile
+		// failed, and the model is far off
+		return nil, fmt.Errorf("the log's temporaries are %.2f times the plan's needed peak's, beyond the %g a temporaries factor may be: %w", k, cost.MaxTempScale, errFarOff)
+	case !(k >= cost.MinTempScale && k <= cost.MaxTempScale):
+		return nil, fmt.Errorf("the log's temporaries are %.2f times the prediction's, want %g to %g: %w", k, cost.MinTempScale, cost.MaxTempScale, validate.ErrNotThisJob)
 	}
 	e := p.Best.Estimate
 	src := calibrationSource(path, e.Job.Model.Name, p.Request.Multislice.Slice.AcceleratorType(), e.Mesh.String(), time.Now().UTC().Format(time.DateOnly))
@@ -223,12 +240,18 @@ func oomLowers(log validate.CompileLog, r validate.MemoryResult, k float64) erro
 }
 
 type checkJSON struct {
+	// ThisPlans is whether the log can be the compile of this plan
+	// (validate.LogMismatch, and a memory report's temporaries within
+	// cost's range of the plan's); where it cannot, Mismatch says why and
+	// the document has no verdict: Compiled and Fits are left out.
+	ThisPlans bool   `json:"this_plans_compile"`
+	Mismatch  string `json:"mismatch,omitempty"`
 	// Compiled is whether the compile succeeded (false: the log is XLA's
 	// out-of-memory message, and check exits 1); Fits is the plan's own
 	// answer, as plan --json's fits. Compiled false with Fits true is the
 	// verdict MISSED.
-	Compiled    bool                    `json:"compiled"`
-	Fits        bool                    `json:"fits"`
+	Compiled    *bool                   `json:"compiled,omitempty"`
+	Fits        *bool                   `json:"fits,omitempty"`
 	Log         validate.CompileLog     `json:"compile_log"`
 	Result      validate.MemoryRowJSON  `json:"comparison"`
 	Calibration *cost.MemoryCalibration `json:"calibration,omitempty"`
@@ -239,6 +262,10 @@ type checkJSON struct {
 	Warnings []string `json:"warnings"`
 }
 
+// notThisPlans is the comparison's verdict for a log that is not the
+// plan's compile: none, as the text's first line says.
+const notThisPlans = "none: not this plan's compile"
+
 // json is the check's document; named is what compiledNone did, note the
 // factor the prediction was made with.
 func (res checkResult) json(named string, note *calibrationJSON) checkJSON {
@@ -248,25 +275,32 @@ func (res checkResult) json(named string, note *calibrationJSON) checkJSON {
 			warnings = append(warnings, w)
 		}
 	}
-	return checkJSON{Compiled: res.log.Compiled(), Fits: res.fits, Log: res.log, Result: res.r.JSON(), Calibration: res.cal, Given: note, Warnings: warnings}
+	doc := checkJSON{ThisPlans: res.mismatch == nil, Log: res.log, Result: res.r.JSON(), Calibration: res.cal, Given: note, Warnings: warnings}
+	if res.mismatch != nil {
+		doc.Mismatch, doc.Result.Verdict = res.mismatch.Error(), notThisPlans
+		return doc
+	}
+	compiled, fits := res.log.Compiled(), res.fits
+	doc.Compiled, doc.Fits = &compiled, &fits
+	return doc
 }
 
-// argumentTolerance is how far a compile's arguments may be from the
-// plan's parameters and optimizer state before check warns that the log
-// may not be of the plan: on validate's memory table they agree within
+// argumentTolerance is how far the plan's parameters and optimizer state
+// may be from a compile's arguments (validate.ArgumentOff, the table's
+// error) before check warns that the log may not be of the plan: on validate's memory table they agree within
 // 1.4 % (`shardlab validate --memory`), so 5 % is far outside the
 // model's error. Beyond validate.ArgumentBound the log is refused.
 const argumentTolerance = 0.05
 
-// warnings are what check warns of the log: arguments further from the
-// plan's parameters and optimizer state than argumentTolerance (and
+// warnings are what check warns of the log: the plan's parameters and
+// optimizer state further from its arguments than argumentTolerance (and
 // within validate.ArgumentBound, beyond which the log is refused), and a
 // compile that reports more than the chip's device holds.
 func (res checkResult) warnings() []string {
 	var out []string
 	if off, ok := validate.ArgumentOff(res.log, res.r); ok && math.Abs(off) > argumentTolerance && math.Abs(off) <= validate.ArgumentBound {
-		out = append(out, fmt.Sprintf("the compile's arguments, %s, are %+.1f%% against the plan's parameters and optimizer state, %s (they agree within %.0f%% on validate's memory table): the log may be of another dtype, optimizer or sharding; a factor scales the temporaries only",
-			gib(res.log.Breakdown.Argument), 100*off, gib(res.r.Arguments), 100*argumentTolerance))
+		out = append(out, fmt.Sprintf("the plan's parameters and optimizer state, %s, are %+.1f%% against the compile's arguments, %s, as the table's error (they agree within %.0f%% on validate's memory table): the log may be of another dtype, optimizer or sharding; a factor scales the temporaries only",
+			gib(res.r.Arguments), 100*off, gib(res.log.Breakdown.Argument), 100*argumentTolerance))
 	}
 	if per, above := validate.AboveCapacity(res.log, res.chip); above {
 		_, known := validate.DeviceCapacity(res.chip)
@@ -295,7 +329,7 @@ func (res checkResult) writeText(w io.Writer, named string, note *calibrationJSO
 		fmt.Fprintf(&b, "warning: %s\n", warn)
 	}
 	log, r, cal := res.log, res.r, res.cal
-	if log.Kind == validate.KindOOM {
+	if log.Kind == validate.KindOOM && res.mismatch == nil {
 		verdict := "the plan said it fits: the prediction is short"
 		if r.Refused {
 			verdict = "the plan said it does not fit either"

@@ -354,10 +354,12 @@ func TestCheckJSONErrorAndCalibration(t *testing.T) {
 
 // TestCheckWarnsOfOtherArguments: a compile whose arguments are far from
 // the plan's parameters and optimizer state was calibrated on its
-// temporaries alone without a word. Against the plan's 22.44 GiB, 24.0 GB
-// (+7.0 %) is warned of, and 30.0 GB (+33.7 %) and review 128 #4's 44.5
-// GB (+98.3 %) are beyond validate.ArgumentBound's 10 %: not this plan's
-// compile, exit 1, with no file and no --temp-scale advice.
+// temporaries alone without a word. The plan's 22.44 GiB against 24.0 GB
+// is -6.5 % ((predicted - reported) / reported, the table's error: review
+// 135 #9, the warning and refusal said (log - plan) / plan) and warned
+// of; against 30.0 GB (-25.2 %) and review 128 #4's 44.5 GB (-49.6 %) it
+// is beyond validate.ArgumentBound's 10 %: not this plan's compile, exit
+// 1, with no file and no --temp-scale advice.
 func TestCheckWarnsOfOtherArguments(t *testing.T) {
 	dir := t.TempDir()
 	job := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal"}
@@ -365,16 +367,16 @@ func TestCheckWarnsOfOtherArguments(t *testing.T) {
 		arg, off string
 		code     int
 		warn     bool
-	}{{"24.0", "+7.0%", 0, true}, {"22.5", "", 0, false}, {"30.0", "+33.7%", 1, false}, {"44.5", "+98.3%", 1, false}} {
+	}{{"24.0", "-6.5%", 0, true}, {"22.5", "", 0, false}, {"30.0", "-25.2%", 1, false}, {"44.5", "-49.6%", 1, false}} {
 		log := writeLog(t, dir, "m.log", "Memory analysis: Total memory size: 80.0 GB, Output size: "+c.arg+" GB, Temp size: 50.0 GB, Argument size: "+c.arg+" GB, Host temp size: 0.0 GB.")
 		cal := filepath.Join(dir, "cal.json")
 		os.Remove(cal)
 		out, errOut, code := runCmd(append([]string{"check", "--compile-log", log, "--write-calibration", cal}, job...)...)
 		_, statErr := os.Stat(cal)
-		if got := strings.Contains(out, "warning: the compile's arguments, "); code != c.code || got != c.warn || (statErr == nil) != (c.code == 0) || !strings.Contains(out, c.off) {
+		if got := strings.Contains(out, "warning: the plan's parameters and optimizer state, 22.44 GiB, are "+c.off+" against the compile's arguments, "); code != c.code || got != c.warn || (statErr == nil) != (c.code == 0) || !strings.Contains(out, c.off) {
 			t.Errorf("arguments %s GB: exit %d %s, warned %v, file %v, want exit %d, warned %v, %s:\n%s", c.arg, code, errOut, got, statErr, c.code, c.warn, c.off, out)
 		}
-		if c.code == 1 && (strings.Contains(out, "--temp-scale") || !strings.Contains(errOut, c.arg+"0 GiB, are "+c.off+" against the job's parameters and optimizer state, 22.44 GiB, beyond the 10%")) {
+		if c.code == 1 && (strings.Contains(out, "--temp-scale") || !strings.Contains(errOut, "22.44 GiB, are "+c.off+" against the compile's arguments, "+c.arg+"0 GiB (error = (predicted - reported) / reported), beyond the 10%")) {
 			t.Errorf("arguments %s GB: a refusal must name both figures and give no factor:\nstderr %s\n%s", c.arg, errOut, out)
 		}
 		js, _, _ := runCmd(append([]string{"check", "--json", "--compile-log", log}, job...)...)
@@ -440,7 +442,11 @@ func TestCheckOOMNeverLowers(t *testing.T) {
 // checkExitRow is one row of TestCheckExitTable: a compile log (or none)
 // checked against a job, the exit status, the text's first line, and
 // with --json the document's top-level compiled and fits (absent: a
-// document without them) and whether it holds a factor.
+// document without them) and whether it holds a factor; mismatch is a log
+// that is not the plan's compile, whose document says so
+// (this_plans_compile false, with the reason) and has no compiled, fits
+// or comparison verdict (review 135 #5: its compiled false beside fits
+// true read MISSED).
 type checkExitRow struct {
 	name, log string
 	job       []string
@@ -449,6 +455,7 @@ type checkExitRow struct {
 	compiled  *bool
 	fits      *bool
 	factor    bool
+	mismatch  bool
 }
 
 // TestCheckExitTable holds check to its exit table (checkExits, README's
@@ -461,27 +468,38 @@ func TestCheckExitTable(t *testing.T) {
 	fits := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "8", "--remat", "minimal"}
 	refused := []string{"--model", "llama3-8b", "--tpu", "v4-16", "--mesh", "fsdp=8", "--global-batch", "32", "--remat", "full", "--gradient-accumulation-steps", "1"}
 	limit := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "28", "--remat", "full", "--gradient-accumulation-steps", "1"}
+	far := []string{"--model", "llama3-8b", "--tpu", "v5p-8", "--mesh", "fsdp=4", "--global-batch", "4", "--remat", "full"}
 	a, tmp := predicted(t, fits)
 	stats := func(arg, temp int64) string {
 		return fmt.Sprintf("Memory analysis: CompiledMemoryStats(argument_size_in_bytes=%d, output_size_in_bytes=%[1]d, alias_size_in_bytes=%[1]d, temp_size_in_bytes=%d)", arg, temp)
 	}
 	yes, no := true, false
 	for _, row := range []checkExitRow{
-		{"compiled, a factor", stats(a, tmp*6/5), fits, 0, "compile log: memory_analysis", &yes, &yes, true},
+		{"compiled, a factor", stats(a, tmp*6/5), fits, 0, "compile log: memory_analysis", &yes, &yes, true, false},
 		// review 128 #5: 115.23 GiB against v5p's 95.74, warned of (MaxText's own doc shows such a run)
-		{"compiled, above the device", stats(a, 99634149376), fits, 0, "compile log: memory_analysis", &yes, &yes, true},
-		{"failed where the plan fits (MISSED)", "Ran out of memory in memory space hbm. Used 101.2G of 95.74G hbm.", fits, 1, "the compile failed: XLA ran out of memory at 101.20 GiB of 95.74 GiB a JAX device (the plan said it fits: verdict MISSED): do not launch this plan as it is; plan with the compiler's temporaries (plan --temp-scale 1.329", &no, &yes, true},
-		{"failed as the plan said", "Ran out of memory in memory space hbm. Used 45G of 30.75G hbm.", refused, 1, "the compile failed: XLA ran out of memory at 45.00 GiB of 30.75 GiB a JAX device (as the plan said: it does not fit)", &no, &no, true},
-		{"failed, no factor", "Ran out of memory in memory space hbm. Used 33.27G of 30.75G hbm.", refused, 1, "the compile failed: XLA ran out of memory at 33.27 GiB of 30.75 GiB a JAX device (as the plan said: it does not fit): do not launch this plan as it is; compile a smaller --global-batch", &no, &no, false},
-		{"no factor: at XLA's limit", "Memory analysis: Total memory size: 95.7 GB, Output size: 22.4 GB, Temp size: 73.3 GB, Argument size: 22.4 GB, Host temp size: 0.0 GB.", limit, 1, "compile log: memory_analysis", &yes, &yes, false},
-		{"not this plan's: arguments", "Total memory size: 70.0 GB, Output size: 44.5 GB, Temp size: 25.5 GB, Argument size: 44.5 GB", fits, 1, "not this plan's compile: validate: compile log: the compile's arguments, 44.50 GiB, are +98.3% against the job's parameters and optimizer state, 22.44 GiB", &yes, &yes, false},
-		{"not this plan's: temporaries", "CompiledMemoryStats(argument_size_in_bytes=0, temp_size_in_bytes=5)", fits, 1, "not this plan's compile: the log's temporaries are 0.00 times the prediction's, want 0.25 to 8", &yes, &yes, false},
-		{"not this plan's: another chip", "Used 40.1G of 31.25G hbm", fits, 1, "not this plan's compile: validate: compile log: the capacity it prints is 31.25 GiB", &no, &yes, false},
-		{"not this plan's: below capacity", "Used 60.2G of 95.74G hbm", fits, 1, "not this plan's compile: validate: compile log: an out-of-memory message at 60.20 GiB of 95.74 GiB", &no, &yes, false},
-		{"the flags' plan cannot run", "Used 101.2G of 95.74G hbm", []string{"--model", "llama3-70b", "--tpu", "v6e-32", "--seq", "8192", "--max-global-batch", "524288tok"}, 1, "", nil, nil, false},
-		{"usage: no memory report", "step 1 loss 2.1", fits, 2, "", nil, nil, false},
-		{"usage: a bad flag", "Used 101.2G of 95.74G hbm", append([]string{"--global-batch", "x"}, fits...), 2, "", nil, nil, false},
-		{"usage: no log", "", fits, 2, "", nil, nil, false},
+		{"compiled, above the device", stats(a, 99634149376), fits, 0, "compile log: memory_analysis", &yes, &yes, true, false},
+		{"failed where the plan fits (MISSED)", "Ran out of memory in memory space hbm. Used 101.2G of 95.74G hbm.", fits, 1, "the compile failed: XLA ran out of memory at 101.20 GiB of 95.74 GiB a JAX device (the plan said it fits: verdict MISSED): do not launch this plan as it is; plan with the compiler's temporaries (plan --temp-scale 1.329", &no, &yes, true, false},
+		{"failed as the plan said", "Ran out of memory in memory space hbm. Used 45G of 30.75G hbm.", refused, 1, "the compile failed: XLA ran out of memory at 45.00 GiB of 30.75 GiB a JAX device (as the plan said: it does not fit)", &no, &no, true, false},
+		{"failed, no factor", "Ran out of memory in memory space hbm. Used 33.27G of 30.75G hbm.", refused, 1, "the compile failed: XLA ran out of memory at 33.27 GiB of 30.75 GiB a JAX device (as the plan said: it does not fit): do not launch this plan as it is; compile a smaller --global-batch", &no, &no, false, false},
+		{"no factor: at XLA's limit", "Memory analysis: Total memory size: 95.7 GB, Output size: 22.4 GB, Temp size: 73.3 GB, Argument size: 22.4 GB, Host temp size: 0.0 GB.", limit, 1, "compile log: memory_analysis", &yes, &yes, false, false},
+		// review 135 #9: the first line's error is the table's, (22.44 - 44.50) / 44.50
+		{"not this plan's: arguments", "Total memory size: 70.0 GB, Output size: 44.5 GB, Temp size: 25.5 GB, Argument size: 44.5 GB", fits, 1, "not this plan's compile: validate: compile log: the job's parameters and optimizer state, 22.44 GiB, are -49.6% against the compile's arguments, 44.50 GiB", nil, nil, false, true},
+		{"not this plan's: temporaries", "CompiledMemoryStats(argument_size_in_bytes=0, temp_size_in_bytes=5)", fits, 1, "not this plan's compile: the log's temporaries are 0.00 times the prediction's, want 0.25 to 8", nil, nil, false, true},
+		{"not this plan's: another chip", "Used 40.1G of 31.25G hbm", fits, 1, "not this plan's compile: validate: compile log: the capacity it prints is 31.25 GiB", nil, nil, false, true},
+		// review 135 #5: TPU7x's 94.74 GiB a device, checked as v5p
+		{"not this plan's: tpu7x's capacity", "Ran out of memory in memory space hbm. Used 99.50G of 94.74G hbm.", fits, 1, "not this plan's compile: validate: compile log: the capacity it prints is 94.74 GiB a JAX device, v5p's is 95.74 GiB", nil, nil, false, true},
+		{"not this plan's: below capacity", "Used 60.2G of 95.74G hbm", fits, 1, "not this plan's compile: validate: compile log: an out-of-memory message at 60.20 GiB of 95.74 GiB", nil, nil, false, true},
+		// review 135 #5: XLA's message at v5p's own capacity is this
+		// plan's failed compile, however far off: at 4 sequences, full
+		// remat, the plan needs 37.79 GiB, 22.44 of arguments, so the
+		// message's temporaries are (160 - 22.44) / (37.79 - 22.44) = 8.96
+		// times the plan's, beyond cost.MaxTempScale's 8 (it read "not
+		// this plan's compile" and dropped "do not launch")
+		{"failed, far off", "Ran out of memory in memory space hbm. Used 160.00G of 95.74G hbm.", far, 1, "the compile failed: XLA ran out of memory at 160.00 GiB of 95.74 GiB a JAX device (the plan said it fits: verdict MISSED): do not launch this plan as it is; the log's temporaries are 8.96 times the plan's needed peak's, beyond the 8", &no, &yes, false, false},
+		{"the flags' plan cannot run", "Used 101.2G of 95.74G hbm", []string{"--model", "llama3-70b", "--tpu", "v6e-32", "--seq", "8192", "--max-global-batch", "524288tok"}, 1, "", nil, nil, false, false},
+		{"usage: no memory report", "step 1 loss 2.1", fits, 2, "", nil, nil, false, false},
+		{"usage: a bad flag", "Used 101.2G of 95.74G hbm", append([]string{"--global-batch", "x"}, fits...), 2, "", nil, nil, false, false},
+		{"usage: no log", "", fits, 2, "", nil, nil, false, false},
 	} {
 		checkExit(t, row)
 	}
@@ -504,6 +522,10 @@ func checkExit(t *testing.T, row checkExitRow) {
 		t.Errorf("%s: exit %d, want %d, stdout starting %q:\nstderr %s\n%s", row.name, code, row.code, row.first, errOut, out)
 	}
 	js, _, code := runCmd(append(args, "--json")...)
+	if row.mismatch {
+		checkMismatchJSON(t, row, js, code)
+		return
+	}
 	if code == 2 || row.compiled == nil {
 		if code != row.code || code == 2 && js != "" {
 			t.Errorf("%s --json: exit %d, want %d\n%s", row.name, code, row.code, js)
@@ -512,11 +534,36 @@ func checkExit(t *testing.T, row checkExitRow) {
 	}
 	var doc struct {
 		Compiled, Fits *bool
+		ThisPlans      *bool  `json:"this_plans_compile"`
+		Mismatch       string `json:"mismatch"`
 		Error          string
 		Calibration    *struct{ TempScale float64 } `json:"calibration"`
 	}
 	if err := json.Unmarshal([]byte(js), &doc); err != nil || code != row.code || doc.Compiled == nil || *doc.Compiled != *row.compiled ||
-		doc.Fits == nil || *doc.Fits != *row.fits || (doc.Error == "") != (code == 0) || (doc.Calibration != nil) != row.factor {
-		t.Errorf("%s --json: exit %d (%v), want %d, compiled %v, fits %v, an error %v, a factor %v:\n%.600s", row.name, code, err, row.code, *row.compiled, *row.fits, code != 0, row.factor, js)
+		doc.Fits == nil || *doc.Fits != *row.fits || (doc.Error == "") != (code == 0) || (doc.Calibration != nil) != row.factor ||
+		doc.ThisPlans == nil || !*doc.ThisPlans || doc.Mismatch != "" {
+		t.Errorf("%s --json: exit %d (%v), want %d, this_plans_compile true, compiled %v, fits %v, an error %v, a factor %v:\n%.600s", row.name, code, err, row.code, *row.compiled, *row.fits, code != 0, row.factor, js)
+	}
+}
+
+// checkMismatchJSON holds the --json document of a log that is not the
+// plan's compile to the text: this_plans_compile false and mismatch the
+// reason the text's first line gives, no verdict (neither compiled nor
+// fits, and the comparison's verdict none), no factor, exit 1.
+func checkMismatchJSON(t *testing.T, row checkExitRow, js string, code int) {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || code != row.code {
+		t.Fatalf("%s --json: exit %d (%v), want %d:\n%s", row.name, code, err, row.code, js)
+	}
+	_, compiled := doc["compiled"]
+	_, fits := doc["fits"]
+	_, factor := doc["calibration"]
+	comparison, _ := doc["comparison"].(map[string]any)
+	mismatch, _ := doc["mismatch"].(string)
+	want := strings.TrimPrefix(row.first, "not this plan's compile: ")
+	if doc["this_plans_compile"] != false || !strings.HasPrefix(mismatch, want) || compiled || fits || factor ||
+		comparison["verdict"] != "none: not this plan's compile" || doc["error"] == nil {
+		t.Errorf("%s --json: want this_plans_compile false, mismatch %q..., no compiled, fits or calibration, the comparison's verdict none, an error:\n%.900s", row.name, want, js)
 	}
 }
