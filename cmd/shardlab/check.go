@@ -40,9 +40,10 @@ func checkExits() string {
 	return fmt.Sprintf(`
 exit status:
   0  the log is of a compile of this plan that succeeded: compared, and calibrated where it gives a factor
+     (none where the plan puts the step at XLA's limit, which the compile recomputes down to: no file)
   1  after the comparison, and with --json in its document: the compile failed (XLA's out-of-memory
      message: do not launch the plan as it is; a factor it gives is still written), the log gives no
-     temporaries factor, or it cannot be this plan's compile (an out-of-memory message below its own
+     temporaries factor otherwise, or it cannot be this plan's compile (an out-of-memory message below its own
      capacity, another chip's capacity, the plan's parameters and optimizer state more than %.0f%% off
      the compile's arguments, a memory report's temporaries outside %g to %g times the plan's: with
      --json, this_plans_compile false and no compiled or fits); and, as for plan, flags whose plan
@@ -193,12 +194,16 @@ func compileNote(s export.Steps) string {
 	if v := s.Of; v.TopologyNote != "" {
 		note = "Note: " + v.TopologyNote + "\n"
 	}
+	then := fmt.Sprintf("(then plan --calibration %s%s plans with the compiler's temporaries)", s.Calibration, calibrateAdvice(s.Of))
+	if s.Calibration == "" {
+		then = "(" + s.Notes[len(s.Notes)-1] + ")"
+	}
 	return note + fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails as the TPU would):
   %[1]s
   %[2]s
   %[3]s
-(then plan --calibration %[6]s%[5]s plans with the compiler's temporaries)
-`, s.Commands[0].Line, s.Commands[1].Line, s.Commands[2].Line, s.Of.Report, calibrateAdvice(s.Of), s.Calibration)
+%[5]s
+`, s.Commands[0].Line, s.Commands[1].Line, s.Commands[2].Line, s.Of.Report, then)
 }
 
 // calibrateAdvice is what plan needs beside the calibration file check

@@ -14,6 +14,7 @@ import (
 	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/plan"
+	"shardlab/unit"
 	"shardlab/validate"
 )
 
@@ -69,6 +70,11 @@ func checkPlan(log validate.CompileLog, p plan.Plan, path string) (checkResult, 
 	return res, nil
 }
 
+// errAtLimit is why a compile of a plan whose step the plan puts at
+// XLA's limit gives no temporaries' factor: the compile succeeded and is
+// compared, and nothing is wrong with it (exit 0, no calibration file).
+var errAtLimit = errors.New("the compile fits, and a calibration needs a plan below the limit")
+
 // status is check's exit status (checkExits) as an error: nil for 0, or
 // for 1 the line stderr gets, what stops the plan first. written is what
 // writing the calibration file returned.
@@ -83,6 +89,8 @@ func (res checkResult) status(c *checkFlags, written error) error {
 		written = nil
 	case !res.log.Compiled():
 		why = append(why, res.failed())
+	case errors.Is(res.calErr, errAtLimit):
+		written = nil // a compile that succeeded at the limit: compared, no file
 	case res.cal == nil && written == nil:
 		why = append(why, fmt.Sprintf("no temporaries factor: %v", res.calErr))
 	}
@@ -201,7 +209,8 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 			predicted -= r.Arguments
 		}
 	case r.AtLimit:
-		return nil, fmt.Errorf("the prediction is XLA's limit, %.2f GiB, which its rematerialization recomputes down to: a report there says how XLA squeezed the step, not how far the temporaries' model is off", float64(r.Limit)/(1<<30))
+		limit := p.Best.Estimate.Memory.XLACapacity / unit.Bytes(max(p.Request.Multislice.Slice.Chip.JAXDevicesPerChip, 1))
+		return nil, fmt.Errorf("the prediction is XLA's limit, %.2f GiB a JAX device, which its rematerialization recomputes down to: a report there says how XLA squeezed the step, not how far the temporaries' model is off: %w", float64(limit)/(1<<30), errAtLimit)
 	}
 	if reported <= 0 || predicted <= 0 {
 		return nil, fmt.Errorf("the log gives no temporaries to calibrate against (reported %d bytes, predicted arguments %d)", log.Reported, r.Arguments)

@@ -335,7 +335,8 @@ func TestVerifyCalibrateAdvice(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--temp-scale", "1.1"}, "(then plan --calibration calibration.json, in place of the temporaries' factor given"},
+		// a plan below XLA's limit (one at it gives no factor: no file)
+		{[]string{"--temp-scale", "1.1", "--mesh", "fsdp=8", "--global-batch", "8", "--remat", "full"}, "(then plan --calibration calibration.json, in place of the temporaries' factor given"},
 		{[]string{"--mesh", "fsdp=8", "--global-batch", "8", "--remat", "none"}, "with the commands' --remat custom --remat-custom (the policy it is measured under"},
 	} {
 		out, errOut, code := runCmd(append([]string{"plan", "--verify", "--model", "llama3-8b", "--tpu", "tpu7x-8"}, c.args...)...)
