@@ -22,7 +22,7 @@ func TestMaxModelLenCap(t *testing.T) {
 		why        string
 	}{
 		{"llama3-405b", "tpu7x-16", FP8, 32768, 131072, "llama3-405b's max_position_embeddings"},
-		{"qwen3-235b-a22b", "tpu7x-8", FP8, 32768, 32768, "qwen3-235b-a22b's max_position_embeddings"},
+		{"qwen3-235b-a22b", "tpu7x-8", FP8, 40960, 40960, "qwen3-235b-a22b's max_position_embeddings"},
 		{"mixtral-8x7b", "v6e-8", BF16, 32768, 32768, "mixtral-8x7b's max_position_embeddings"},
 		{"deepseek3-671b", "tpu7x-16", FP8, 32768, 163840, "deepseek3-671b's max_position_embeddings"},
 		{"llama4-maverick", "tpu7x-16", FP8, 8192, 8192, "records no max_position_embeddings"},
@@ -44,5 +44,19 @@ func TestMaxModelLenCap(t *testing.T) {
 		if d, err := NewRequest(base); err != nil || d.MaxModelLen != m.SeqLen {
 			t.Errorf("%s: default max_model_len %d (%v), want the sequence length %d", c.model, d.MaxModelLen, err, m.SeqLen)
 		}
+	}
+}
+
+// TestMaxModelLenDefaultWithinPositions: a spec whose
+// max_position_embeddings is below its seq_len serves at its positions by
+// default; the default was seq_len, refused by the cap with a flag the
+// user never gave (review 137 #3).
+func TestMaxModelLenDefaultWithinPositions(t *testing.T) {
+	m := lookup(t, "llama3-8b")
+	m.MaxPositions = 4096
+	r, err := NewRequest(Request{Model: m, Slice: slice(t, "v6e-8"), Concurrency: 1, PromptLen: 1024, OutputLen: 1024,
+		MemoryUtilization: 0.92, MaxNumBatchedTokens: 4096})
+	if err != nil || r.MaxModelLen != 4096 {
+		t.Errorf("max_model_len %d, %v; want 4096, the spec's positions", r.MaxModelLen, err)
 	}
 }

@@ -271,7 +271,9 @@ func NewRequest(r Request) (Request, error) {
 		return Request{}, &FieldError{Field: "tpu", Value: string(c.Generation), Want: "an accelerator type with chips, e.g. tpu7x-8"}
 	}
 	if r.MaxModelLen == 0 {
-		r.MaxModelLen = r.Model.SeqLen
+		// the model's sequence length, within its positions (a spec
+		// may give fewer positions than its seq_len)
+		r.MaxModelLen = min(r.Model.SeqLen, r.Model.MaxContext())
 	}
 	if most := r.Model.MaxContext(); r.MaxModelLen < 2 || r.MaxModelLen > most {
 		why := fmt.Sprintf("%s's max_position_embeddings", braces.Literal(r.Model.Name))

@@ -212,10 +212,14 @@ var catalog = [...]Spec{
 		// hidden 4096, 64 query and 4 KV heads of 128, vocab 151936 untied, every layer
 		// MoE with 128 experts of width 1536, 8 per token, no shared expert. Its context:
 		// "32,768 natively" (the Qwen3-235B-A22B model card, as the FP8 repository's README
-		// copy in akash-network/awesome-akash Qwen3-235B-A22B-FP8/README.md gives it; its
-		// config.json's max_position_embeddings is not read, and MaxText's config is the
-		// 2507 Thinking model's).
-		Name: "qwen3-235b-a22b", Layers: 94, DModel: 4096, Heads: 64, KVHeads: 4, HeadDim: 128, DFF: 1536, Vocab: 151936, SeqLen: 4096, MaxPositions: 32768, GatedMLP: true,
+		// copy in akash-network/awesome-akash Qwen3-235B-A22B-FP8/README.md gives it); its
+		// config.json's max_position_embeddings, what vLLM caps max_model_len at, is 40960
+		// (a verbatim copy of Qwen/Qwen3-235B-A22B's config.json, transformers 4.51.0,
+		// rope_theta 1e6, in a public litellm_config.py's HARD_CODED_CONFIGS, read
+		// 2026-12-07; every original Qwen3 checkpoint in MaxText's
+		// checkpoint_conversion/utils/hf_model_configs.py @e591f30c has 40960 too, and
+		// MaxText's own config is the 2507 Thinking model's).
+		Name: "qwen3-235b-a22b", Layers: 94, DModel: 4096, Heads: 64, KVHeads: 4, HeadDim: 128, DFF: 1536, Vocab: 151936, SeqLen: 4096, MaxPositions: 40960, GatedMLP: true,
 		Experts: 128, ExpertsPerToken: 8,
 		// Qwen released no separate base checkpoint of the 235B model.
 		Published: 235e9, PublishedActive: 22e9, Source: "Qwen/Qwen3-235B-A22B model card (235B total, 22B activated)",

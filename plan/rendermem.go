@@ -25,8 +25,11 @@ func writeMemory(b *strings.Builder, p Plan) {
 		_, stop := bound(limit)
 		fmt.Fprintf(b, "  at most %s per chip per micro-batch fit this layout (%s stops one more); the largest phase is the %s\n", unit.Plural(most, "sequence"), stop, m.Peak)
 	}
-	report, squeezed := p.XLAReport()
-	writeXLAReport(b, m, report, squeezed)
+	if p.Request.Framework != FrameworkPyTorch {
+		// what MaxText's compile reports; a PyTorch script is another program
+		report, squeezed := p.XLAReport()
+		writeXLAReport(b, m, report, squeezed)
+	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	for _, c := range []struct {
 		name string
