@@ -396,10 +396,13 @@ func fixedChunks(r *Request, o Options) error {
 }
 
 // fixedPipeline is the pipeline degree of a fixed layout's axes.
-func fixedPipeline(axes []mesh.Degree) int {
+func fixedPipeline(axes []mesh.Degree) int { return fixedSize(axes, mesh.Pipeline) }
+
+// fixedSize is axis a's size in the degrees of a fixed layout.
+func fixedSize(axes []mesh.Degree, a mesh.Axis) int {
 	n := 1
 	for _, d := range axes {
-		if d.Axis == mesh.Pipeline {
+		if d.Axis == a {
 			n *= d.Size()
 		}
 	}

@@ -131,14 +131,3 @@ func parsePyTorch(r *Request, _ Options) error {
 func (l PyTorchLimit) refusal() error {
 	return refuse(l.Option, l.Value, nil, " (%s %s) with {framework} pytorch, want %s", l.Field, l.Value, text(l.Want))
 }
-
-// fixedSize is axis a's size in the degrees of a mesh given.
-func fixedSize(axes []mesh.Degree, a mesh.Axis) int {
-	n := 1
-	for _, d := range axes {
-		if d.Axis == a {
-			n *= d.Size()
-		}
-	}
-	return n
-}
