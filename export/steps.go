@@ -161,6 +161,10 @@ func (v Verification) Steps(c Commands) Steps {
 	return s
 }
 
+// AtLimitNote says why the steps of a plan at XLA's limit write no
+// calibration (Steps.Calibration empty).
+const AtLimitNote = "the plan puts the step at XLA's limit, which its rematerialization recomputes down to: a compile that succeeds reports that limit, which says the plan fits but not how far the temporaries' model is off, so check gates the launch and writes no calibration"
+
 // notes are what v's commands alone do not say.
 func (v Verification) notes() []string {
 	notes := []string{}
@@ -174,7 +178,7 @@ func (v Verification) notes() []string {
 		notes = append(notes, fmt.Sprintf("the plan was made with a temporaries' factor of %g; the calibration file check writes is against the model without one, and replaces that factor rather than multiplying it", v.TempScale))
 	}
 	if v.Recomputes {
-		notes = append(notes, "the plan puts the step at XLA's limit, which its rematerialization recomputes down to: a compile that succeeds reports that limit, which says the plan fits but not how far the temporaries' model is off, so check gates the launch and writes no calibration")
+		notes = append(notes, AtLimitNote)
 	}
 	return notes
 }

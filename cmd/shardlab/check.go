@@ -196,7 +196,7 @@ func compileNote(s export.Steps) string {
 	}
 	then := fmt.Sprintf("(then plan --calibration %s%s plans with the compiler's temporaries)", s.Calibration, calibrateAdvice(s.Of))
 	if s.Calibration == "" {
-		then = "(" + s.Notes[len(s.Notes)-1] + ")"
+		then = "(" + export.AtLimitNote + ")"
 	}
 	return note + fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails as the TPU would):
   %[1]s
