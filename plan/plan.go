@@ -189,5 +189,10 @@ func searchWith(r Request, layout func(*worker, mesh.Mesh) outcome, bulk bool) (
 	e := p.Best.Estimate
 	shards := max(e.Job.GlobalBatch/max(e.MicroBatchSize, 1), 1)
 	p.MaxMicroBatch, p.MaxMicroBatchBound, err = s.est.MaxMicroBatchBound(e.Job, e.Mesh, max(MaxBatch/shards, 1))
+	if step := s.req.microStep; step > 1 && p.MaxMicroBatch >= step {
+		// only multiples of the step run: the chip's devices split its
+		// sequences (the chosen layout's count is one)
+		p.MaxMicroBatch -= p.MaxMicroBatch % step
+	}
 	return p, err
 }
