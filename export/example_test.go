@@ -70,7 +70,9 @@ func ExampleValidImage() {
 
 // A front end spells shardlab's commands (here as the command line does,
 // with the job's option the plan was given besides the model and TPU);
-// the steps give each command as arguments and as a shell line.
+// the steps give each command as arguments and as a shell line. This plan
+// puts the step at XLA's limit, so its check writes no calibration
+// (AtLimitNote): a plan below it ends the check with --write-calibration.
 func ExampleVerification_Steps() {
 	o := plan.DefaultOptions()
 	o.Model, o.TPU, o.Seq = "llama3-8b", "v5p-8", 4096
@@ -85,6 +87,6 @@ func ExampleVerification_Steps() {
 	//   shardlab export maxtext --model llama3-8b --tpu v5p-8 --seq 4096 --mesh 'fsdp=4' --global-batch 20 --remat minimal > shardlab-llama3-8b.yml
 	// compile: 7 arguments
 	//   python3 -m maxtext.trainers.pre_train.train_compile shardlab-llama3-8b.yml run_name=shardlab-llama3-8b compile_topology=v5p-8 compile_topology_num_slices=1 2>&1 | tee compile.log
-	// check: 18 arguments
-	//   shardlab check --compile-log compile.log --model llama3-8b --tpu v5p-8 --seq 4096 --mesh 'fsdp=4' --global-batch 20 --remat minimal --write-calibration calibration.json
+	// check: 16 arguments
+	//   shardlab check --compile-log compile.log --model llama3-8b --tpu v5p-8 --seq 4096 --mesh 'fsdp=4' --global-batch 20 --remat minimal
 }

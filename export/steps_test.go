@@ -73,8 +73,18 @@ func TestStepsArgsAreTheirLines(t *testing.T) {
 			}
 		}
 		ex, ck := s.Commands[0].Args, s.Commands[2].Args
+		opts := ck[4:]
+		if s.Calibration != "" { // a plan below XLA's limit: the check calibrates
+			if !slices.Equal(ck[len(ck)-2:], []string{"-write_calibration", CalibrationFile}) {
+				t.Errorf("check %q: want -write_calibration %s last", ck, CalibrationFile)
+			}
+			opts = ck[4 : len(ck)-2]
+		}
+		if (s.Calibration == "") != s.Expected.Recomputes {
+			t.Errorf("calibration file %q with the report at XLA's limit %v: want none exactly there", s.Calibration, s.Expected.Recomputes)
+		}
 		if !slices.Equal(ex[:3], []string{"shardlab", "export", "maxtext"}) || !slices.Contains(ex, "it's a b") || !slices.Equal(ck[:4], []string{"shardlab", "check", "-compile_log", CompileLogFile}) ||
-			!slices.Equal(ck[len(ck)-2:], []string{"-write_calibration", CalibrationFile}) || !slices.Equal(ex[3:], ck[4:len(ck)-2]) {
+			!slices.Equal(ex[3:], opts) {
 			t.Errorf("export %q, check %q: want the front end's words, the same options in both", ex, ck)
 		}
 	}

@@ -35,6 +35,7 @@ func templates() *pageTemplates {
 		"rejected": plan.RejectedWords,
 		"count":    unit.Count,
 		"int64":    func(b unit.Bytes) int64 { return int64(b) },
+		"atLimit":  func() string { return export.AtLimitNote },
 	}
 	return &pageTemplates{template.Must(template.New("").Funcs(funcs).ParseFS(static, "static/*.html"))}
 }

@@ -37,11 +37,21 @@ func TestPageVerifySteps(t *testing.T) {
 	for _, want := range []string{
 		"compile_topology=tpu7x-128 compile_topology_num_slices=2",
 		"shardlab check --compile-log compile.log --model llama3-70b --tpu tpu7x-128 --slices 2 --seq 4096 --causal-flops=false --mesh '",
-		"--write-calibration calibration.json",
+		// this plan puts the step at XLA's limit: no factor, no file
+		"writes no calibration",
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("verify steps lack %q:\n%s", want, v)
 		}
+	}
+	if strings.Contains(v, "--write-calibration") || strings.Contains(v, "plan --calibration") {
+		t.Errorf("a plan at XLA's limit: its steps calibrate:\n%s", v)
+	}
+	// below the limit, the check writes the calibration the page names
+	below := o
+	below.GlobalBatch = "128"
+	if b := verifySection(t, "/?"+queryOf(below)); !strings.Contains(b, "--write-calibration calibration.json") || !strings.Contains(b, "shardlab plan --calibration calibration.json</code> with the same flags") {
+		t.Errorf("a plan below XLA's limit: its steps lack the calibration:\n%s", b)
 	}
 	// the compile names the file the download is, whose run_name it sets
 	file := strings.Fields(v[strings.Index(v, "train_compile ")+len("train_compile "):])[0]
