@@ -301,8 +301,19 @@ func logBytes(s string) (int64, error) {
 // CompareLog holds a compile log against cost's estimate of the same job
 // and layout: mem is cost's per-chip memory and devicesPerChip the chip's
 // JAX devices, the unit XLA reports in.
+//
+// A log that states no capacity (jax's memory analysis) is held to the
+// chip's XLA capacity a device (cost.Memory.XLACapacity, hw/xla_hbm.csv),
+// which the compile ran against, where its scope is the total: so a
+// compile that succeeded gets a verdict (it fits, or compiled where the
+// plan said it would not), and XLA's limit is named as XLA's, not as the
+// planning limit.
 func CompareLog(log CompileLog, mem cost.Memory, devicesPerChip int) MemoryResult {
-	c := MemoryCase{Kind: log.Kind, Scope: log.Scope, ReportedBytes: log.Reported, CapacityBytes: log.Capacity, Breakdown: log.Breakdown}
+	capacity := log.Capacity
+	if capacity == 0 && log.Scope == ScopeTotal && mem.XLACapacity > 0 {
+		capacity = int64(mem.XLACapacity) / int64(max(devicesPerChip, 1))
+	}
+	c := MemoryCase{Kind: log.Kind, Scope: log.Scope, ReportedBytes: log.Reported, CapacityBytes: capacity, Breakdown: log.Breakdown}
 	r := memoryResult(c, mem, devicesPerChip)
 	r.compareBreakdown(log.Breakdown) // whatever the log's kind: memoryResult compares a memory_analysis case's only
 	return r

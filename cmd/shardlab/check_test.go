@@ -569,3 +569,26 @@ func checkMismatchJSON(t *testing.T, row checkExitRow, js string, code int) {
 		t.Errorf("%s --json: want this_plans_compile false, mismatch %q..., no compiled, fits or calibration, the comparison's verdict none, an error:\n%.900s", row.name, want, js)
 	}
 }
+
+// TestCheckVerdictWithoutCapacity: jax's memory analysis states no
+// capacity, and check held it to none, so a compile of a plan that said
+// it would not fit got no verdict ("-", review 137). It is held to the
+// chip's XLA capacity a device: Llama 3 70B on v5p-64 at 96 sequences,
+// remat save_qkv_proj, predicts 116 GiB a device against v5p's 95.74, and a
+// log of 80.5 GiB that compiled reads "over capacity, but it compiled",
+// exit 0.
+func TestCheckVerdictWithoutCapacity(t *testing.T) {
+	job := []string{"--model", "llama3-70b", "--tpu", "v5p-64", "--mesh", "fsdp=32", "--global-batch", "96", "--remat", "save_qkv_proj", "--gradient-accumulation-steps", "1"}
+	log := writeLog(t, t.TempDir(), "c.log", "Memory analysis: CompiledMemoryStats(argument_size_in_bytes=26457639936, output_size_in_bytes=26457639936, alias_size_in_bytes=26457639936, temp_size_in_bytes=60000000000)")
+	js, errOut, code := runCmd(append([]string{"check", "--json", "--compile-log", log}, job...)...)
+	var d struct {
+		Fits *bool `json:"fits"`
+		C    struct {
+			Verdict  string `json:"verdict"`
+			Capacity int64  `json:"xla_capacity_bytes"`
+		} `json:"comparison"`
+	}
+	if err := json.Unmarshal([]byte(js), &d); err != nil || code != 0 || d.Fits == nil || *d.Fits || d.C.Verdict != "over capacity, but it compiled" || d.C.Capacity != 102800042230 {
+		t.Errorf("check --json: exit %d %s %v: fits %v, verdict %q, capacity %d; want exit 0, false, over capacity but compiled, v5p's 95.74 GiB\n%.600s", code, errOut, err, d.Fits, d.C.Verdict, d.C.Capacity, js)
+	}
+}
