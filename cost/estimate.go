@@ -61,6 +61,13 @@ func (m Memory) Total() unit.Bytes {
 // State is weights, gradients and optimizer state.
 func (m Memory) State() unit.Bytes { return m.Weights + m.Gradients + m.Optimizer }
 
+// XLACapacityPerDevice is XLACapacity a JAX device, on a chip of devices
+// of them (a TPU7x chip is two): what XLA's memory report and its
+// out-of-memory message are held to.
+func (m Memory) XLACapacityPerDevice(devices int) unit.Bytes {
+	return m.XLACapacity / unit.Bytes(max(devices, 1))
+}
+
 // Fits reports whether the total stays within the usable HBM and what
 // is offloaded within the host memory (HostFits).
 func (m Memory) Fits() bool { return m.Total() <= m.Usable && m.HostFits() }

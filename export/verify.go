@@ -199,7 +199,7 @@ func Verify(p plan.Plan, model string) Verification {
 	}
 	return Verification{TopologyNote: CompileTopologyNote(p.Request.Multislice.Slice), Job: jobIdentity(p, model), Layout: layout,
 		ConfigFile: cfg.File(), Compile: CompileCommand(p, cfg), CompileArgs: CompileArgs(p, cfg), Report: report, Recomputes: recomputes,
-		XLACapacity: e.Memory.XLACapacity / unit.Bytes(max(p.Request.Multislice.Slice.Chip.JAXDevicesPerChip, 1)),
+		XLACapacity: e.Memory.XLACapacityPerDevice(p.Request.Multislice.Slice.Chip.JAXDevicesPerChip),
 		TempScale:   e.Job.TempScale, NamedNone: e.Job.Remat == cost.RematNone}
 }
 

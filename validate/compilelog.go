@@ -311,7 +311,7 @@ func logBytes(s string) (int64, error) {
 func CompareLog(log CompileLog, mem cost.Memory, devicesPerChip int) MemoryResult {
 	capacity := log.Capacity
 	if capacity == 0 && log.Scope == ScopeTotal && mem.XLACapacity > 0 {
-		capacity = int64(mem.XLACapacity) / int64(max(devicesPerChip, 1))
+		capacity = int64(mem.XLACapacityPerDevice(devicesPerChip))
 	}
 	c := MemoryCase{Kind: log.Kind, Scope: log.Scope, ReportedBytes: log.Reported, CapacityBytes: capacity, Breakdown: log.Breakdown}
 	r := memoryResult(c, mem, devicesPerChip)

@@ -14,7 +14,6 @@ import (
 	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/plan"
-	"shardlab/unit"
 	"shardlab/validate"
 )
 
@@ -209,7 +208,7 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 			predicted -= r.Arguments
 		}
 	case r.AtLimit:
-		limit := p.Best.Estimate.Memory.XLACapacity / unit.Bytes(max(p.Request.Multislice.Slice.Chip.JAXDevicesPerChip, 1))
+		limit := p.Best.Estimate.Memory.XLACapacityPerDevice(p.Request.Multislice.Slice.Chip.JAXDevicesPerChip)
 		return nil, fmt.Errorf("the prediction is XLA's limit, %.2f GiB a JAX device, which its rematerialization recomputes down to: a report there says how XLA squeezed the step, not how far the temporaries' model is off: %w", float64(limit)/(1<<30), errAtLimit)
 	}
 	if reported <= 0 || predicted <= 0 {
