@@ -30,6 +30,11 @@ func (b Bytes) String() string {
 // GiB returns b in gibibytes.
 func (b Bytes) GiB() float64 { return float64(b) / float64(GiB) }
 
+// InGiB formats b in gibibytes to two decimals whatever its size, "0.50
+// GiB", "1536.00 GiB": a table's column of sizes keeps one unit, where
+// String chooses each value's prefix.
+func (b Bytes) InGiB() string { return fmt.Sprintf("%.2f GiB", b.GiB()) }
+
 // FLOPs is a count of floating-point operations.
 type FLOPs float64
 

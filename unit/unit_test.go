@@ -16,6 +16,12 @@ func TestString(t *testing.T) {
 		{FLOPsPerSecond(2.307e15).String(), "2.31 PFLOP/s"},
 		{BytesPerSecond(25e9).String(), "25.0 GB/s"},
 		{FLOPs(6e21).String(), "6.00 ZFLOP"},
+		// InGiB keeps GiB where String would change prefix: 2^29 B is
+		// half a GiB, 1.5 TiB is 1536 GiB; 33017561088 B is v4's XLA
+		// capacity, 30.75 GiB (MaxText PR #4117's "of 30.75G").
+		{(GiB / 2).InGiB(), "0.50 GiB"},
+		{(3 * TiB / 2).InGiB(), "1536.00 GiB"},
+		{Bytes(33017561088).InGiB(), "30.75 GiB"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"shardlab/schema"
+	"shardlab/unit"
 )
 
 // verdict says what the prediction means for the case: for an
@@ -31,7 +32,9 @@ func (r MemoryResult) verdict() string {
 	return "fits"
 }
 
-func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+// gib spells bytes as the memory table prints them, in GiB whatever
+// their size (unit.Bytes.InGiB).
+func gib(b int64) string { return unit.Bytes(b).InGiB() }
 
 // memoryPreamble is what the memory report's columns mean.
 const memoryPreamble = `HBM per JAX device: what XLA reported (validate/memory.yaml) against cost's estimate.

@@ -14,6 +14,7 @@ import (
 	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/plan"
+	"shardlab/unit"
 	"shardlab/validate"
 )
 
@@ -167,7 +168,7 @@ func uncalibrated(log validate.CompileLog, r validate.MemoryResult, e cost.Estim
 
 // gib spells a compile log's bytes as check prints them: GiB to two
 // decimals, as XLA's own G.
-func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
+func gib(n int64) string { return unit.Bytes(n).InGiB() }
 
 // errFarOff is wrapped by calibrationOf's error for an out-of-memory
 // message whose temporaries are beyond cost.MaxTempScale times the
