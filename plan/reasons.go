@@ -105,11 +105,29 @@ func warnings(p Plan) []Note {
 			w = append(w, note(OptionQuantization, "%s", n))
 		}
 	}
+	if n, ok := pastPositions(p.Request); ok {
+		w = append(w, n)
+	}
 	if p.Request.Efficiency > 0 {
 		w = append(w, note(OptionEfficiency, "compute assumes %.0f%% of the MXU-limited rate for work outside the arrays ({efficiency}), not the calibrated %.0f%%",
 			100*p.Request.Efficiency, 100*cost.Job{}.EfficiencyFor(ms.Slice.Chip)))
 	}
 	return w
+}
+
+// pastPositions warns when the request trains a longer sequence than the
+// model's released checkpoint has positions for (model.Spec.MaxPositions,
+// its max_position_embeddings): the plan's costs hold at any length, but a
+// run that starts from that checkpoint trains past the positions it was
+// trained on, which takes a context extension (RoPE scaling, as
+// long-context recipes set it); a run from scratch chooses its own length.
+func pastPositions(r Request) (Note, bool) {
+	max := r.Model.MaxPositions
+	if max == 0 || r.Seq <= max {
+		return Note{}, false
+	}
+	return note(OptionSeq, "sequence %d is past the %d positions %s's released checkpoint has (max_position_embeddings): a run from that checkpoint must extend its context (RoPE scaling, as long-context recipes set it); from scratch the length is yours",
+		r.Seq, max, r.Model.Name), true
 }
 
 // hostUnchecked warns that what a plan offloads to host memory (m.Host)

@@ -182,3 +182,33 @@ func TestV6e1VMNotPublished(t *testing.T) {
 		}
 	}
 }
+
+// TestPastPositions: llama3-8b's released checkpoint has 8192 positions
+// (its config.json's max_position_embeddings, model.Spec.MaxPositions):
+// a plan at 16384 warns, naming the option; one at 8192 does not, nor
+// does a spec that states no positions (a pasted spec without the key).
+func TestPastPositions(t *testing.T) {
+	o := DefaultOptions()
+	o.Model, o.TPU, o.Top = "llama3-8b", "v5p-32", 1
+	for _, c := range []struct {
+		seq  int
+		warn bool
+	}{{16384, true}, {8192, false}} {
+		o.Seq = c.seq
+		r, err := ParseRequest(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ok := pastPositions(r)
+		if ok != c.warn {
+			t.Fatalf("seq %d: warned %v, want %v", c.seq, ok, c.warn)
+		}
+		if ok && (n.Option != OptionSeq || !strings.Contains(n.Phrase(nil), "sequence 16384 is past the 8192 positions llama3-8b's released checkpoint has")) {
+			t.Errorf("seq %d: %+v %q", c.seq, n, n.Phrase(nil))
+		}
+		r.Model.MaxPositions = 0
+		if _, ok := pastPositions(r); ok {
+			t.Errorf("seq %d: a spec without positions warned", c.seq)
+		}
+	}
+}
