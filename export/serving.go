@@ -7,26 +7,32 @@ import "shardlab/inference"
 // costed, the reasons and warnings, and the vllm serve line. Keys carry
 // their units.
 type ServingJSON struct {
-	Model       string       `json:"model"`
-	TPU         string       `json:"accelerator_type"`
-	MaxModelLen int          `json:"max_model_len_tokens"`
-	Concurrency int          `json:"concurrency_sequences"`
-	RequestRate float64      `json:"request_rate_per_s,omitempty"`
-	PromptLen   int          `json:"prompt_len_tokens"`
-	OutputLen   int          `json:"output_len_tokens"`
-	Weights     string       `json:"weights_dtype"`
-	KVCache     string       `json:"kv_cache_dtype"`
-	Utilization float64      `json:"gpu_memory_utilization_fraction"`
-	Objective   string       `json:"objective"`
-	TTFTSLO     float64      `json:"ttft_slo_s,omitempty"`
-	ITLSLO      float64      `json:"itl_slo_s,omitempty"`
-	BestEffort  bool         `json:"best_effort"`
-	Layout      LayoutJSON   `json:"layout"`
-	Layouts     []LayoutJSON `json:"layouts"`
-	Reasons     []string     `json:"reasons"`
-	Warnings    []string     `json:"warnings"`
-	Command     []string     `json:"vllm_serve_args"`
-	CommandLine string       `json:"vllm_serve_command"`
+	Model       string  `json:"model"`
+	TPU         string  `json:"accelerator_type"`
+	MaxModelLen int     `json:"max_model_len_tokens"`
+	Concurrency int     `json:"concurrency_sequences"`
+	RequestRate float64 `json:"request_rate_per_s,omitempty"`
+	PromptLen   int     `json:"prompt_len_tokens"`
+	OutputLen   int     `json:"output_len_tokens"`
+	Weights     string  `json:"weights_dtype"`
+	// Checkpoint is the format the checkpoint vllm serve loads stores its
+	// weights in, as the plan assumed it (inference.Request.Checkpoint),
+	// and CheckpointGiven whether the caller stated it; else it is the
+	// model catalog's record of the model's own repository.
+	Checkpoint      string       `json:"checkpoint_dtype"`
+	CheckpointGiven bool         `json:"checkpoint_dtype_given"`
+	KVCache         string       `json:"kv_cache_dtype"`
+	Utilization     float64      `json:"gpu_memory_utilization_fraction"`
+	Objective       string       `json:"objective"`
+	TTFTSLO         float64      `json:"ttft_slo_s,omitempty"`
+	ITLSLO          float64      `json:"itl_slo_s,omitempty"`
+	BestEffort      bool         `json:"best_effort"`
+	Layout          LayoutJSON   `json:"layout"`
+	Layouts         []LayoutJSON `json:"layouts"`
+	Reasons         []string     `json:"reasons"`
+	Warnings        []string     `json:"warnings"`
+	Command         []string     `json:"vllm_serve_args"`
+	CommandLine     string       `json:"vllm_serve_command"`
 	// Simulation is the front end's simulation of the plan, if it ran
 	// one (the CLI's inference.Simulate).
 	Simulation any `json:"simulation,omitempty"`
@@ -148,6 +154,7 @@ func Serving(p inference.Plan, cmd []string) ServingJSON {
 	out := ServingJSON{
 		Model: r.Model.Name, TPU: r.Slice.AcceleratorType(), MaxModelLen: r.MaxModelLen, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate,
 		PromptLen: r.PromptLen, OutputLen: r.OutputLen, Weights: string(r.Weights), KVCache: string(r.KVCache),
+		Checkpoint: string(r.Checkpoint), CheckpointGiven: r.CheckpointGiven,
 		Utilization: r.MemoryUtilization, Objective: string(r.Objective), TTFTSLO: r.TTFTSLO.Seconds(), ITLSLO: r.ITLSLO.Seconds(), BestEffort: p.BestEffort,
 		Layout:  toLayoutJSON(p, p.Best),
 		Reasons: append([]string{}, p.Reasons...), Warnings: append([]string{}, p.Warnings...),

@@ -153,3 +153,25 @@ func servingPlan(t *testing.T, modelName, tpu string, r inference.Request) infer
 	}
 	return p
 }
+
+// TestServingCheckpoint: the JSON states the checkpoint format the plan
+// assumed and whether the caller stated it. llama3-70b's catalog format
+// is bf16 (its repository's config.json torch_dtype), taken unless
+// stated; a stated fp8 checkpoint is served in fp8 (weights default to
+// the checkpoint's) and says it was given.
+func TestServingCheckpoint(t *testing.T) {
+	base := inference.Request{MaxModelLen: 8192, Concurrency: 16, PromptLen: 1024, OutputLen: 1024, MemoryUtilization: 0.9, MaxNumBatchedTokens: 4096}
+	stated := base
+	stated.Checkpoint, stated.CheckpointGiven = inference.FP8, true
+	for _, c := range []struct {
+		r                   inference.Request
+		checkpoint, weights string
+		given               bool
+	}{{base, "bf16", "bf16", false}, {stated, "fp8", "fp8", true}} {
+		j := Serving(servingPlan(t, "llama3-70b", "tpu7x-8", c.r), nil)
+		if j.Checkpoint != c.checkpoint || j.CheckpointGiven != c.given || j.Weights != c.weights {
+			t.Errorf("checkpoint %q given %v: JSON checkpoint_dtype %q given %v weights_dtype %q, want %q %v %q",
+				c.r.Checkpoint, c.r.CheckpointGiven, j.Checkpoint, j.CheckpointGiven, j.Weights, c.checkpoint, c.given, c.weights)
+		}
+	}
+}
