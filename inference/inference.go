@@ -124,7 +124,7 @@ func kvHeadsPerDevice(m model.Spec, tp int) string {
 	if n := kvReplicas(m, tp); n > 1 {
 		return fmt.Sprintf("the %d KV heads replicated ×%d (TP/KV), one per device, as tpu-inference pads KV heads to the TP size", m.KV(), n)
 	}
-	return fmt.Sprintf("%d of %d KV heads per device", m.KV()/tp, m.KV())
+	return fmt.Sprintf("%d of %d KV heads per device", kvPerDevice(m, tp), m.KV())
 }
 
 // replicated is ", each replicated ×n (TP/KV)" where a tp-way replica
@@ -140,6 +140,12 @@ func replicated(m model.Spec, tp int) string {
 // holds in a tp-way replica: tp/KV above the KV heads, else 1
 // [ti-shard].
 func kvReplicas(m model.Spec, tp int) int { return max(tp/m.KV(), 1) }
+
+// kvPerDevice is how many of kind m's KV heads one device of a tp-way
+// replica holds: its share, KV/tp, or, above the KV heads, one
+// (replicated: kvReplicas) [ti-shard]. Its keys and values, in the KV
+// cache and in a step's activations alike, are that many heads wide.
+func kvPerDevice(m model.Spec, tp int) int { return max(m.KV()/tp, 1) }
 
 // BlockSize is the page size tpu-inference picks when --block-size is not
 // given [ti-page]: 16 above 8192 tokens, else max-model-len rounded up to a
@@ -240,7 +246,7 @@ func weightBytes(m model.Spec, tp int, w Dtype, dp bool) unit.Bytes {
 		attn := k.attn
 		if !dp {
 			hd, proj := int64(k.m.Head()), int64(k.kvProj)
-			attn = (k.attn-proj*d*int64(k.m.KV())*hd)/t + proj*d*int64(max(k.m.KV()/tp, 1))*hd
+			attn = (k.attn-proj*d*int64(k.m.KV())*hd)/t + proj*d*int64(kvPerDevice(k.m, tp))*hd
 		}
 		n += int64(k.layers) * attn
 	}
@@ -253,8 +259,9 @@ func weightBytes(m model.Spec, tp int, w Dtype, dp bool) unit.Bytes {
 // ActivationBytes estimates the activation buffers of one device for a
 // step of tokens tokens and seqs sequences: the bf16 residual stream,
 // attention input and output and the MLP's intermediate (split tp ways),
-// and fp32 logits for each sequence's last token. An estimate, not
-// vLLM's profile.
+// and fp32 logits for each sequence's last token. A device holds its share
+// of the query heads and, above the KV heads, one KV head (kvPerDevice).
+// An estimate, not vLLM's profile.
 func ActivationBytes(m model.Spec, tp, tokens, seqs int) unit.Bytes {
 	ff := m.DFF
 	if m.MoE() {
@@ -262,11 +269,11 @@ func ActivationBytes(m model.Spec, tp, tokens, seqs int) unit.Bytes {
 		ff = max(ff, (m.ExpertsPerToken+m.SharedExperts)*m.ExpertFF())
 	}
 	ff *= m.MLPInputs()
-	qkv := 0 // the widest layer's queries, keys and values
+	qkv := 0 // the widest layer's queries, keys and values on a device
 	for _, k := range layerKinds(m) {
-		qkv = max(qkv, (k.m.Heads+2*k.m.KV())*k.m.Head())
+		qkv = max(qkv, (k.m.Heads/tp+2*kvPerDevice(k.m, tp))*k.m.Head())
 	}
-	perTok := 2 * (3*m.DModel + ff/tp + qkv/tp)
+	perTok := 2 * (3*m.DModel + ff/tp + qkv)
 	return unit.Bytes(tokens*perTok + seqs*4*ceilDiv(m.Vocab, tp))
 }
 

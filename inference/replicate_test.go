@@ -118,3 +118,29 @@ func TestReviewLayoutsPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestActivationBytesAboveKVHeads: above the KV heads a device holds one
+// KV head (replicated), so a step's keys and values are one head wide,
+// not a fraction of one. Llama 3 70B (d_model 8192, 64 heads and 8 KV
+// heads of 128, d_ff 28672 gated, vocab 128256), one token and one
+// sequence, by hand (2 bytes an activation, 4 a logit):
+//
+//	TP 8:  2·(3·8192 + 2·28672/8 + (64/8 + 2·1)·128) + 4·128256/8, one
+//	       KV head a device as its share of 8;
+//	TP 16: 2·(3·8192 + 2·28672/16 + (64/16 + 2·1)·128) + 4·128256/16,
+//	       one KV head a device where a share, 8/16, would count half of
+//	       one: (64 + 2·8)·128/16 = 640 elements a token, not 768.
+func TestActivationBytesAboveKVHeads(t *testing.T) {
+	m := lookup(t, "llama3-70b")
+	for _, c := range []struct {
+		tp   int
+		want unit.Bytes
+	}{
+		{8, 2*(3*8192+2*28672/8+(64/8+2)*128) + 4*128256/8},
+		{16, 2*(3*8192+2*28672/16+(64/16+2)*128) + 4*128256/16},
+	} {
+		if got := ActivationBytes(m, c.tp, 1, 1); got != c.want {
+			t.Errorf("TP %d: %d bytes, want %d", c.tp, got, c.want)
+		}
+	}
+}

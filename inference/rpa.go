@@ -37,7 +37,7 @@ func kernelBlocks(g hw.Generation, m model.Spec, tp, page, maxModelLen int) (que
 	default:
 		return 0, 0
 	}
-	qh := nextPow2(max(max(m.Heads/tp, 1)/max(m.KV()/tp, 1), 1))
+	qh := nextPow2(max(max(m.Heads/tp, 1)/kvPerDevice(m, tp), 1))
 	maxKV := ceilDiv(maxModelLen, page) * page
 	return max(base/qh, 1), min(512, ceilDiv(maxKV/2, page)*page)
 }

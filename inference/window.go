@@ -97,7 +97,7 @@ func kindsPerToken(m model.Spec, tp int, kv Dtype, dp bool) []kindBytes {
 	}
 	var out []kindBytes
 	for _, k := range layerKinds(m) {
-		out = append(out, kindBytes{unit.Bytes(k.layers * kvRow(k.m, max(k.m.KV()/tp, 1), kv)), k.window})
+		out = append(out, kindBytes{unit.Bytes(k.layers * kvRow(k.m, kvPerDevice(k.m, tp), kv)), k.window})
 	}
 	return out
 }
