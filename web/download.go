@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"shardlab/budget"
 	"shardlab/export"
 	"shardlab/plan"
 	"shardlab/schema"
@@ -113,13 +114,17 @@ var xpkKeys = queryKeys{string(optionCluster): false, string(optionWorkload): fa
 const defaultBaseDockerImage = "maxtext_base_image"
 
 // serveXPK plans the query and downloads the xpk command that launches
-// it, with the query's xpk options (xpkOptions).
+// it, with the query's xpk options (xpkOptions) and what budget's modes
+// table says the capacity asked does not serve of its slices, as export
+// xpk writes it.
 func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 	xo, bad := xpkOptions(r.URL.Query())
 	h.download(w, r, true, xpkKeys, bad, fixedName("xpk.sh"), "text/x-shellscript", func(w io.Writer, p plan.Plan, held *export.Held) error {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
 			return errUnfit{mem.Shortfall()}
 		}
+		xo := xo
+		xo.CapacityWarnings = budget.GKEWarnings(string(xo.Capacity), p.Request.Multislice.Slice.Chip.Generation, export.XPKHosts(p))
 		return export.XPKOf(w, p, held, xo)
 	})
 }
