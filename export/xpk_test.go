@@ -450,6 +450,22 @@ func TestXPKCapacity(t *testing.T) {
 		if !ok {
 			t.Errorf("XPKWarnings(%s, %d restarts, terms %q) = %q, want %q", c.capacity, c.restarts, c.terms, got, c.warnings)
 		}
+		// as xpk's parser takes them (parser/workload.py 621-628,
+		// 779-820): --spot, --flex and --on-demand are store_true, no value
+		// after them; --max-restarts a value (type str, read as the
+		// JobSet's int32 maxRestarts)
+		args, err := XPKArgs(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range args {
+			switch {
+			case a == "--"+string(c.capacity) && c.capacity != CapacityDefault && (i+1 == len(args) || !strings.HasPrefix(args[i+1], "--")):
+				t.Errorf("%s: %s takes no value in xpk, but %q follows it", c.capacity, a, args[min(i+1, len(args)-1)])
+			case a == "--max-restarts" && (i+1 == len(args) || args[i+1] != strconv.Itoa(c.restarts)):
+				t.Errorf("%s: --max-restarts not followed by %d: %q", c.capacity, c.restarts, args[i:])
+			}
+		}
 		var b strings.Builder
 		if err := XPK(&b, p, o); err != nil {
 			t.Fatal(err)
