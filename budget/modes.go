@@ -156,6 +156,39 @@ func (t flexTerms) offers(g hw.Generation, region string) string {
 	return "flex-start offers " + strings.Join(where, "; ") + " (" + t.source + ")"
 }
 
+// GKEWarnings are the terms of capacity mode mode (a name ParseMode
+// reads: flex is flex-start) that a GKE workload of generation g, on
+// slices of hosts VMs each, breaks by the default limits table
+// (modes.csv): for flex-start, a generation it is offered for in no zone,
+// and a slice of more than one host (GKE's single-host rule). None for
+// the other modes, whose terms hold for any slice, and for a name that is
+// no mode of the table (a reservation, or none).
+func GKEWarnings(mode string, g hw.Generation, hosts int) []string {
+	m, err := ParseMode(mode)
+	ls, lerr := DefaultLimits()
+	fl, ok := flex(ls)
+	if err != nil || m != Flex || lerr != nil || !ok {
+		return nil
+	}
+	var out []string
+	if len(fl.zones[g]) == 0 {
+		out = append(out, fmt.Sprintf("flex-start is offered for %s in no zone: %s", g, fl.offers(g, "")))
+	}
+	if w := fl.singleHost(hosts); w != "" {
+		out = append(out, w)
+	}
+	return out
+}
+
+// singleHost is what GKE's single-host rule for flex-start says of a
+// slice of hosts VMs: "" for one, or where the table lists no such rule.
+func (t flexTerms) singleHost(hosts int) string {
+	if !t.gkeSingleHost || hosts <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("a slice of %d hosts; on GKE flex-start is for single-host TPU slice node pools (modes.csv)", hosts)
+}
+
 // offered is whether generation g is on offer in mode m in the request's
 // region: every mode is but flex-start, which fl offers in a few zones.
 // The sweep searches only what is offered.
@@ -174,8 +207,8 @@ func (t flexTerms) check(row Row) (why string, warnings []string) {
 		warnings = append(warnings, fmt.Sprintf("%s: the band's high end, %s, is over flex-start's %s limit",
 			row.name(), Days(b.TimeHigh), Days(t.maxRun.Seconds())))
 	}
-	if hosts := row.Plan.Request.Multislice.Slice.Hosts(); t.gkeSingleHost && hosts > 1 {
-		warnings = append(warnings, fmt.Sprintf("%s: a slice of %d hosts; on GKE flex-start is for single-host TPU slice node pools (modes.csv), through the Cloud TPU API no such limit is listed", row.name(), hosts))
+	if w := t.singleHost(row.Plan.Request.Multislice.Slice.Hosts()); w != "" {
+		warnings = append(warnings, fmt.Sprintf("%s: %s, through the Cloud TPU API no such limit is listed", row.name(), w))
 	}
 	if c := row.Plan.Request.Multislice.Slice.Chip; t.quota > 0 && row.Chips*c.TensorCores > t.quota {
 		warnings = append(warnings, fmt.Sprintf("%s: %d TensorCores, over the default preemptible quota of %d that flex-start draws on: ask for more quota", row.name(), row.Chips*c.TensorCores, t.quota))

@@ -163,3 +163,37 @@ func ExampleParseLimits() {
 	// Output:
 	// flex-start max_run_days 7 2026-12-05
 }
+
+// TestGKEWarnings: what a GKE workload (export xpk's) breaks of a mode's
+// terms, by modes.csv. Flex-start is offered for no TPU7x zone there (and
+// vllm-project/tpu-inference docs/getting_started/tpu_setup.md @b8692ff
+// line 91: "TPU v7x ... do[es] not support Flex-start"), and GKE's
+// flex-start is for single-host TPU slice node pools; spot, on-demand, a
+// reservation and no mode have no such terms.
+func TestGKEWarnings(t *testing.T) {
+	for _, c := range []struct {
+		mode  string
+		g     hw.Generation
+		hosts int
+		want  []string // one substring a warning, in order
+	}{
+		{"flex", hw.TPU7x, 16, []string{"flex-start is offered for tpu7x in no zone: flex-start offers v5e in us-west4-a; v6e in asia-northeast1-b, us-east5-a (https://cloud.google.com/tpu/docs/request-using-flex-start, read 2026-12-05)",
+			"a slice of 16 hosts; on GKE flex-start is for single-host TPU slice node pools"}},
+		{"flex-start", hw.TPU7x, 1, []string{"offered for tpu7x in no zone"}},
+		{"flex", hw.V6e, 1, nil},
+		{"FLEX", hw.V5e, 2, []string{"a slice of 2 hosts"}},
+		{"spot", hw.TPU7x, 16, nil},
+		{"on-demand", hw.V5p, 4, nil},
+		{"reservation", hw.TPU7x, 16, nil},
+		{"", hw.TPU7x, 16, nil},
+	} {
+		got := GKEWarnings(c.mode, c.g, c.hosts)
+		ok := len(got) == len(c.want)
+		for i := 0; ok && i < len(got); i++ {
+			ok = strings.Contains(got[i], c.want[i])
+		}
+		if !ok {
+			t.Errorf("GKEWarnings(%q, %s, %d) = %q, want %q", c.mode, c.g, c.hosts, got, c.want)
+		}
+	}
+}

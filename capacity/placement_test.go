@@ -64,7 +64,9 @@ func TestNewRefuses(t *testing.T) {
 		{"tpu7x", AllCapacity, 0, 0, []string{"blocks 0", "1 to 64"}},
 		{"tpu7x", Managed, 1, -0.1, []string{"holdback -0.1", "[0, 0.5]"}},
 		{"tpu7x", AllCapacity, 1, 0.1, []string{"holdback 0.1", "no holdback"}},
-		{"v5p", Managed, 1, 0, []string{"generation v5p", "tpu7x"}},
+		// review 140: the managed mode asked is named, with the generations
+		// capacity simulates and what a managed reservation needs of them
+		{"v5p", Managed, 1, 0, []string{"mode managed on v5p", "tpu7x and v6e reservations only, v6e with its sub-block and block sizes given", "a managed reservation", "sub-blocks and blocks"}},
 	} {
 		_, err := New(tpu(t, c.gen).Chip, c.mode, c.blocks, c.holdback)
 		if err == nil {
@@ -82,6 +84,12 @@ func TestNewRefuses(t *testing.T) {
 	}
 	if _, err := New(tpu(t, "v5p").Chip, AllCapacity, 1, 0); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("All Capacity on v5p: %v, want ErrUnsupported", err)
+	}
+	// managed mode stays on the generations simulated, v6e's sizes given
+	for _, g := range []string{"tpu7x", "v6e"} {
+		if err := CheckMode(tpu(t, g).Chip, Managed); err != nil {
+			t.Errorf("CheckMode(%s, managed) = %v, want nil", g, err)
+		}
 	}
 }
 
@@ -176,8 +184,12 @@ func TestUserHierarchy(t *testing.T) {
 	if _, err := HierarchyOf(chip); !errors.Is(err, ErrSizesNotPublished) {
 		t.Fatalf("HierarchyOf(v6e) = %v, want ErrSizesNotPublished", err)
 	}
-	if _, err := HierarchyOf(tpu(t, "v5p-8").Chip); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("HierarchyOf(v5p) = %v, want ErrUnsupported", err)
+	// the generations capacity simulates: tpu7x, whose sizes hw transcribes
+	// ([gke-ac]), and v6e, which has All Capacity mode [ac-overview] but
+	// whose sizes the user gives
+	if _, err := HierarchyOf(tpu(t, "v5p-8").Chip); !errors.Is(err, ErrUnsupported) ||
+		err.Error() != "capacity: generation v5p: want a generation capacity simulates: tpu7x and v6e reservations only, v6e with its sub-block and block sizes given" {
+		t.Errorf("HierarchyOf(v5p) = %v, want ErrUnsupported naming what capacity simulates", err)
 	}
 	h, err := UserHierarchy(chip, 64, 1024)
 	if err != nil {

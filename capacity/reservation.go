@@ -96,7 +96,7 @@ func HierarchyOf(chip hw.Chip) (Hierarchy, error) {
 				Want: "its sub-block and block sizes given, which Google's public docs do not state for " + string(chip.Generation) + " (tpu7x's are transcribed)", Err: ErrSizesNotPublished}
 		}
 		return Hierarchy{}, &Error{Field: "generation", Value: string(chip.Generation),
-			Want: "a generation with All Capacity mode and its block sizes: tpu7x, or v6e with its sizes given", Err: ErrUnsupported}
+			Want: "a generation capacity simulates: " + Simulated(), Err: ErrUnsupported}
 	}
 	return Hierarchy{Chip: chip, SubBlock: h.SubBlock, SubBlocksPerBlock: h.SubBlocksPerBlock, Sources: []string{h.Source}}, nil
 }
@@ -196,9 +196,38 @@ func newIn(h Hierarchy, mode Mode, blocks int, holdback float64) (Reservation, e
 	return Reservation{Hierarchy: h, Mode: mode, Blocks: blocks, Holdback: holdback}, nil
 }
 
+// Simulated says which reservations the package simulates: those of the
+// generations with capacity modes (hw.AllCapacityGenerations, v6e and
+// later [ac-overview]), whose slices it places on sub-blocks and blocks;
+// it has their sizes where hw transcribes them (tpu7x), and takes them
+// from the user for the others (v6e, UserHierarchy).
+func Simulated() string {
+	var all, given []string
+	for _, g := range hw.AllCapacityGenerations() {
+		if _, ok := hw.CapacityTopologyOf(g); ok {
+			all = append([]string{string(g)}, all...) // the published first
+		} else {
+			all, given = append(all, string(g)), append(given, string(g))
+		}
+	}
+	s := strings.Join(all, " and ") + " reservations only"
+	if len(given) > 0 {
+		s += ", " + strings.Join(given, " and ") + " with its sub-block and block sizes given"
+	}
+	return s
+}
+
 // CheckMode refuses a mode that does not exist, or not on chip's
-// generation.
+// generation: All Capacity mode where the generation has none, and
+// managed mode on a generation capacity does not simulate (Simulated),
+// since a managed reservation is placed, as an All Capacity one is, on
+// whole sub-blocks and blocks, and held back by sub-blocks [ac-modes].
 func CheckMode(chip hw.Chip, mode Mode) error {
+	if mode == Managed && !hasAllCapacity(chip.Generation) {
+		return &Error{Field: "mode", Value: "managed on " + string(chip.Generation),
+			Want: "a generation capacity simulates: " + Simulated() + "; a managed reservation, like an All Capacity one, is simulated on whole sub-blocks and blocks " +
+				"(Compute Engine holds sub-blocks back to replace faulty hosts), whose sizes capacity has for no other generation", Err: ErrUnsupported}
+	}
 	if mode == AllCapacity && !hasAllCapacity(chip.Generation) {
 		names := make([]string, len(hw.AllCapacityGenerations()))
 		for i, g := range hw.AllCapacityGenerations() {

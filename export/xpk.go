@@ -15,7 +15,8 @@ import (
 )
 
 // Capacity is how xpk asks GKE for the TPUs ([xpk]
-// add_shared_workload_create_autoprovisioning_arguments).
+// add_shared_workload_create_autoprovisioning_arguments). xpk reads it
+// only on a cluster with node auto-provisioning (xpkCapacityNote).
 type Capacity string
 
 // The capacity modes, each an xpk flag of the same name; CapacityDefault
@@ -82,6 +83,11 @@ type XPKOptions struct {
 	// MaxRestarts is how often the JobSet is restarted after a failure,
 	// 0 to the package's MaxRestarts.
 	MaxRestarts int
+	// CapacityWarnings are the terms of Capacity the workload breaks, as
+	// the modes' owner says them (budget.GKEWarnings, which the front end
+	// asks for the slice XPKHosts counts: export sits below budget).
+	// XPKWarnings carries them.
+	CapacityWarnings []string
 }
 
 // MaxRestarts bounds XPKOptions.MaxRestarts, which every front end takes
@@ -157,8 +163,37 @@ func XPKTPUType(p plan.Plan) (string, error) {
 
 const xpkCommit = "AI-Hypercomputer/xpk@367c8382"
 
-// XPKWarnings are what the plan assumes that the xpk command does not run
-// as: where xpk makes the slice of other VMs than the plan's
+// XPKWarnings are what the xpk command of plan p and options o does not
+// run as asked: its slices' VMs (xpkVMWarnings), o's CapacityWarnings,
+// each after the capacity flag, and Spot capacity with no restart, under
+// which the first preemption ends the workload: xpk's --max-restarts is
+// the JobSet's maxRestarts, "Maximum number of times the JobSet will be
+// restarted upon failure. Defaults to 0." ([xpk] ../parser/workload.py
+// 621-628), and a Spot VM may be preempted at any time (budget.Spot's
+// terms).
+func XPKWarnings(p plan.Plan, o XPKOptions) []string {
+	out := xpkVMWarnings(p)
+	for _, w := range o.CapacityWarnings {
+		out = append(out, "--"+string(o.Capacity)+": "+w)
+	}
+	if o.Capacity == CapacitySpot && o.MaxRestarts == 0 {
+		out = append(out, "--spot with --max-restarts 0 (xpk's default): the JobSet is never restarted, so the first preemption of a Spot VM, which may come at any time, ends the workload; give --max-restarts the restarts to allow")
+	}
+	return out
+}
+
+// XPKHosts is the VMs xpk makes each slice of plan p of: those of its
+// --tpu-type (xpkVMs), or the plan's hosts where xpk has no such type.
+func XPKHosts(p plan.Plan) int {
+	s := p.Request.Multislice.Slice
+	if x, ok := xpkTPUTypes[s.Chip.AcceleratorPrefix+"-"+s.Topology.String()]; ok {
+		return x.VMs
+	}
+	return s.Hosts()
+}
+
+// xpkVMWarnings are what the plan assumes of its VMs that the xpk command
+// does not run as: where xpk makes the slice of other VMs than the plan's
 // (hw.Slice.Host), the plan's host count and the VM its input check
 // simulates differ from what runs (a chip's DCN share, which the costed
 // collectives use, does not). xpk @367c8382 makes every slice of 4-chip
@@ -167,7 +202,7 @@ const xpkCommit = "AI-Hypercomputer/xpk@367c8382"
 // Cloud TPU API makes one 8-chip ct5lp-hightpu-8t, is two
 // ct5lp-hightpu-4t VMs under xpk. None for a slice xpk has no type of
 // (XPKTPUType refuses it).
-func XPKWarnings(p plan.Plan) []string {
+func xpkVMWarnings(p plan.Plan) []string {
 	s := p.Request.Multislice.Slice
 	x, ok := xpkTPUTypes[s.Chip.AcceleratorPrefix+"-"+s.Topology.String()]
 	h := s.Host()
@@ -181,6 +216,22 @@ func XPKWarnings(p plan.Plan) []string {
 	return []string{fmt.Sprintf("xpk (%s) makes %s of %s of %s each, where the plan has %s of %s: %s differ from what runs",
 		xpkCommit, s.AcceleratorType(), unit.Plural(x.VMs, x.MachineType+" VM"), unit.Plural(x.ChipsPerVM, "chip"),
 		unit.Plural(s.Hosts(), h.MachineType+" VM"), unit.Plural(h.Chips, "chip"), what)}
+}
+
+// xpkCapacityNote says where xpk acts on the capacity flag o writes: xpk
+// @367c8382 defines --on-demand, --reservation, --spot and --flex in
+// workload create's group "Optional Autoprovisioning Arguments" ([xpk]
+// ../parser/workload.py 88-93, 779-820) and reads them only where the
+// cluster has autoprovisioning for the TPU ([xpk]
+// ../commands/workload.py 475-487, is_autoprovisioning_enabled); on any
+// other cluster the workload runs on the node pools the cluster was made
+// with, and the flag does nothing. "" when o writes none.
+func xpkCapacityNote(o XPKOptions) string {
+	if o.Capacity == CapacityDefault {
+		return ""
+	}
+	return fmt.Sprintf("--%s acts only on a cluster with node auto-provisioning: xpk (%s) reads its capacity flags only where the cluster autoprovisions the TPU; on another cluster the workload runs on the node pools the cluster was made with, whatever their capacity",
+		o.Capacity, xpkCommit)
 }
 
 // chips multiplies out a shape, "4x4x8"; 0 if it is not one.
@@ -231,9 +282,12 @@ func writeXPK(w io.Writer, p plan.Plan, o XPKOptions, note string) error {
 			continue
 		}
 		// under the title, so that a downloaded copy carries them too
-		for _, w := range XPKWarnings(p) {
+		for _, w := range XPKWarnings(p, o) {
 			fmt.Fprintf(&b, "# warning: %s\n", w)
 		}
+	}
+	if n := xpkCapacityNote(o); n != "" {
+		fmt.Fprintf(&b, "# %s\n", n)
 	}
 	b.WriteString("# --command has the costed job only: add where it writes (base_output_directory) and what it reads (dataset_type, dataset_path)\n")
 	b.WriteString("# the MaxText settings it carries, over base.yml:\n")

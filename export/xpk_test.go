@@ -405,14 +405,97 @@ func TestXPKWarnings(t *testing.T) {
 		{"llama3-8b", "v5p-8", ""},
 	} {
 		p := search(t, func(o *plan.Options) { o.Model, o.TPU = c.model, c.tpu })
-		got := strings.Join(XPKWarnings(p), "\n")
+		got := strings.Join(XPKWarnings(p, XPKOptions{}), "\n")
 		if got != c.want {
 			t.Errorf("XPKWarnings(%s on %s) = %q, want %q", c.model, c.tpu, got, c.want)
 		}
 	}
 	// gemma-2b fits one v6e chip in bf16 (not at the default precision: the plan says so)
 	p := search(t, func(o *plan.Options) { o.Model, o.TPU, o.Precision = "gemma-2b", "v6e-1", "bf16" })
-	if got := XPKWarnings(p); len(got) != 0 {
+	if got := XPKWarnings(p, XPKOptions{}); len(got) != 0 {
 		t.Errorf("XPKWarnings(gemma-2b bf16 on v6e-1) = %q, want none", got)
+	}
+}
+
+// TestXPKCapacity: review 140 #5. xpk @367c8382 reads the capacity flags
+// only on a cluster with node auto-provisioning (parser/workload.py
+// 88-93, "Optional Autoprovisioning Arguments"; commands/workload.py
+// 475-487): the header says so wherever one is written. The terms the
+// front end gives (budget's) are warnings after their flag, and Spot with
+// xpk's default --max-restarts 0 (parser/workload.py 621-628, "Defaults
+// to 0") warns that the first preemption ends the workload; 3 restarts,
+// or on-demand, do not.
+func TestXPKCapacity(t *testing.T) {
+	p := search(t, func(o *plan.Options) { o.Model, o.TPU = "llama3-8b", "v5p-8" })
+	base := XPKOptions{Cluster: "c", Workload: "w", BaseDockerImage: "maxtext_base_image"}
+	for _, c := range []struct {
+		capacity Capacity
+		restarts int
+		terms    []string
+		warnings []string // each a substring of one warning, in order
+	}{
+		{CapacityDefault, 0, nil, nil},
+		{CapacitySpot, 0, nil, []string{"--spot with --max-restarts 0 (xpk's default): the JobSet is never restarted, so the first preemption"}},
+		{CapacitySpot, 3, nil, nil},
+		{CapacityOnDemand, 0, nil, nil},
+		{CapacityFlex, 0, []string{"not offered here", "nor there"}, []string{"--flex: not offered here", "--flex: nor there"}},
+	} {
+		o := base
+		o.Capacity, o.MaxRestarts, o.CapacityWarnings = c.capacity, c.restarts, c.terms
+		got := XPKWarnings(p, o)
+		ok := len(got) == len(c.warnings)
+		for i := 0; ok && i < len(got); i++ {
+			ok = strings.Contains(got[i], c.warnings[i])
+		}
+		if !ok {
+			t.Errorf("XPKWarnings(%s, %d restarts, terms %q) = %q, want %q", c.capacity, c.restarts, c.terms, got, c.warnings)
+		}
+		// as xpk's parser takes them (parser/workload.py 621-628,
+		// 779-820): --spot, --flex and --on-demand are store_true, no value
+		// after them; --max-restarts a value (type str, read as the
+		// JobSet's int32 maxRestarts)
+		args, err := XPKArgs(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range args {
+			switch {
+			case a == "--"+string(c.capacity) && c.capacity != CapacityDefault && (i+1 == len(args) || !strings.HasPrefix(args[i+1], "--")):
+				t.Errorf("%s: %s takes no value in xpk, but %q follows it", c.capacity, a, args[min(i+1, len(args)-1)])
+			case a == "--max-restarts" && (i+1 == len(args) || args[i+1] != strconv.Itoa(c.restarts)):
+				t.Errorf("%s: --max-restarts not followed by %d: %q", c.capacity, c.restarts, args[i:])
+			}
+		}
+		var b strings.Builder
+		if err := XPK(&b, p, o); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, w := range got {
+			if !strings.Contains(out, "\n# warning: "+w+"\n") {
+				t.Errorf("%s: the header lacks the warning %q:\n%.600s", c.capacity, w, out)
+			}
+		}
+		note := "# --" + string(c.capacity) + " acts only on a cluster with node auto-provisioning"
+		if has := strings.Contains(out, note); has != (c.capacity != CapacityDefault) || strings.Contains(out, "auto-provisioning") != has {
+			t.Errorf("%s: header says %q: %v, want it wherever a capacity flag is written:\n%.600s", c.capacity, note, has, out)
+		}
+	}
+}
+
+// TestXPKHosts: the VMs xpk makes a slice of, which GKE's single-host
+// rule for flex-start counts: xpk-tpu-types.txt's vms_per_slice (tpu7x
+// 4x4x4: 64 chips over tpu7x-standard-4t VMs of 4 is 16; v5litepod-8 is
+// two ct5lp-hightpu-4t under xpk, TestXPKTPUVMs), not the plan's hosts
+// where they differ (v5litepod-8 is one 8-chip VM by the v5e doc).
+func TestXPKHosts(t *testing.T) {
+	for _, c := range []struct {
+		tpu  string
+		want int
+	}{{"tpu7x-128", 16}, {"v5litepod-8", 2}, {"v6e-8", 2}, {"v5p-8", 1}} {
+		p := search(t, func(o *plan.Options) { o.Model, o.TPU, o.Precision = "gemma-2b", c.tpu, "bf16" })
+		if got := XPKHosts(p); got != c.want {
+			t.Errorf("XPKHosts(%s) = %d, want %d (the plan has %d)", c.tpu, got, c.want, p.Request.Multislice.Slice.Hosts())
+		}
 	}
 }

@@ -144,7 +144,20 @@ func (h *Handler) serveAPIPlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(planStatus(out.plan))
 	out.plan.WriteJSON(w, plan.Option.Flag)
+}
+
+// planStatus is the status of an answer that is plan p: 422 where its
+// layout does not fit (a layout the request fixed: the search offers
+// only layouts that fit), as shardlab plan --json prints the plan and
+// exits 1, and as the MaxText and xpk downloads of it answer 422; else
+// 200.
+func planStatus(p plan.Plan) int {
+	if !p.Best.Estimate.Memory.Fits() {
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusOK
 }
 
 // checkMediaType accepts one Content-Type, application/json, whose type,

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"shardlab/budget"
 	"shardlab/export"
 	"shardlab/plan"
 	"shardlab/schema"
@@ -113,13 +114,17 @@ var xpkKeys = queryKeys{string(optionCluster): false, string(optionWorkload): fa
 const defaultBaseDockerImage = "maxtext_base_image"
 
 // serveXPK plans the query and downloads the xpk command that launches
-// it, with the query's xpk options (xpkOptions).
+// it, with the query's xpk options (xpkOptions) and what budget's modes
+// table says the capacity asked does not serve of its slices, as export
+// xpk writes it.
 func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 	xo, bad := xpkOptions(r.URL.Query())
 	h.download(w, r, true, xpkKeys, bad, fixedName("xpk.sh"), "text/x-shellscript", func(w io.Writer, p plan.Plan, held *export.Held) error {
 		if mem := p.Best.Estimate.Memory; !mem.Fits() {
 			return errUnfit{mem.Shortfall()}
 		}
+		xo := xo
+		xo.CapacityWarnings = budget.GKEWarnings(string(xo.Capacity), p.Request.Multislice.Slice.Chip.Generation, export.XPKHosts(p))
 		return export.XPKOf(w, p, held, xo)
 	})
 }
@@ -197,7 +202,8 @@ type planJSON struct {
 // servePlanJSON plans the query and downloads what plan --json --verify
 // prints, the steps spelt as the page spells them: as the page's, those
 // of the layout the MaxText download holds where it is MaxText's best in
-// place of the plan (Steps.Held names it).
+// place of the plan (Steps.Held names it). A layout that does not fit is
+// answered 422 with that plan (planStatus), as plan prints it and exits 1.
 func (h *Handler) servePlanJSON(w http.ResponseWriter, r *http.Request) {
 	o, _, _ := planForm.options(r.URL.RawQuery, h.cfg, nil)
 	h.download(w, r, false, nil, nil, fixedName("plan.json"), "application/json", func(w io.Writer, p plan.Plan, _ *export.Held) error {
@@ -221,8 +227,8 @@ func (e errUnfit) Error() string {
 func fixedName(name string) func(plan.Plan) string { return func(plan.Plan) string { return name } }
 
 // download plans the query, whose keys are the plan form's and keys, and
-// writes the plan as write does, named by name; more are mistakes in the
-// values of keys. The query's mistakes (checkQuery, the form's values,
+// writes the plan as write does, named by name, with its status
+// (planStatus); more are mistakes in the values of keys. The query's mistakes (checkQuery, the form's values,
 // more) are refused before the search, each named by its key or the
 // form's label. A download to MaxText (maxText: its YAML, the xpk
 // command) plans as its CLI export does: the query's options as the page
@@ -270,5 +276,6 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request, maxText bool,
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name(p)+`"`)
 	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+	w.WriteHeader(planStatus(p)) // plan.json of a layout that does not fit: 422
 	io.WriteString(w, b.String())
 }

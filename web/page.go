@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"shardlab/capacity"
 	"shardlab/chart"
 	"shardlab/export"
 	"shardlab/plan"
@@ -36,6 +37,8 @@ func templates() *pageTemplates {
 		"count":    unit.Count,
 		"int64":    func(b unit.Bytes) int64 { return int64(b) },
 		"atLimit":  func() string { return export.AtLimitNote },
+		// what shardlab capacity simulates, which the goodput line points to
+		"capacitySimulates": capacity.Simulated,
 	}
 	return &pageTemplates{template.Must(template.New("").Funcs(funcs).ParseFS(static, "static/*.html"))}
 }

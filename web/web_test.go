@@ -440,6 +440,11 @@ func TestPageShowsGoodput(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `id="goodput"`) || !strings.Contains(body, "(Daly)") {
 		t.Errorf("GET / = %d; no goodput section", code)
 	}
+	// review 140: it said capacity simulates "a reservation"; it
+	// simulates those of tpu7x and v6e only, as plan --goodput now says
+	if want := "<code>shardlab capacity</code> simulates tpu7x and v6e reservations only, v6e with its sub-block and block sizes given."; !strings.Contains(body, want) {
+		t.Errorf("GET /: the goodput section lacks %q", want)
+	}
 }
 
 // TestUserMistakes: every mistake in a request is a 4xx that names the

@@ -39,6 +39,11 @@ func TestCapacityRefuses(t *testing.T) {
 	}{
 		{[]string{"--tpu", "v5p-128", "--mode", "all-capacity"}, []string{"all-capacity on v5p", "v6e or tpu7x"}},
 		{[]string{"--tpu", "v5litepod-256", "--mode", "all-capacity"}, []string{"all-capacity on v5e", "v6e or tpu7x"}},
+		// review 140: managed mode asked on v5p was answered about All
+		// Capacity; the refusal names the mode, what capacity simulates
+		// (as plan --goodput's line does) and what managed mode needs
+		{[]string{"--model", "llama3-70b", "--tpu", "v5p-256", "--slices", "2", "--mode", "managed"},
+			[]string{"mode managed on v5p", "tpu7x and v6e reservations only", "a managed reservation", "sub-blocks and blocks"}},
 		{[]string{"--blocks", "0"}, []string{"--blocks", `"0"`, "from 1 to 64"}},
 		{[]string{"--chip-failure-rate", "-1"}, []string{"--chip-failure-rate", `"-1"`, "want a finite number in [0, 1]"}},
 		{[]string{"--chip-failure-rate", "NaN"}, []string{"--chip-failure-rate", `"NaN"`}},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"shardlab/budget"
 	"shardlab/export"
 	"shardlab/plan"
 )
@@ -41,7 +42,7 @@ func newExportFlags(target string) (*flag.FlagSet, *planFlags, *exportFlags) {
 			modes = append(modes, string(c))
 		}
 		choiceVar(fs, &e.capacity, "capacity", "", modes, nil,
-			"how GKE finds the TPUs (default: the cluster's)")
+			"how GKE finds the TPUs (default: the cluster's); xpk reads it only on a cluster with node auto-provisioning, elsewhere the workload runs on the cluster's node pools")
 		fs.StringVar(&e.xpk.Reservation, "reservation", "", "reservation, with --capacity reservation: its name, or another project's as projects/PROJECT/reservations/NAME\n(xpk also takes /reservationBlocks/BLOCK and /reservationSubBlocks/SUB_BLOCK after it)")
 		intVar(fs, &e.xpk.MaxRestarts, "max-restarts", 0, 0, export.MaxRestarts, "", "times the JobSet is restarted after a failure (xpk --max-restarts)")
 	}
@@ -83,6 +84,7 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 		if e.xpk.Reservation != "" && c == export.CapacityDefault {
 			e.xpk.Capacity = export.CapacityReservation
 		}
+		e.xpk.CapacityWarnings = budget.GKEWarnings(string(e.xpk.Capacity), p.Request.Multislice.Slice.Chip.Generation, export.XPKHosts(p))
 	}
 	if mem := p.Best.Estimate.Memory; !mem.Fits() {
 		return fmt.Errorf("export: the layout does not fit (%s); nothing exported", mem.Shortfall())
@@ -96,7 +98,7 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 	if _, err = io.WriteString(stdout, b.String()); err != nil {
 		return err
 	}
-	if err := exportNotes(stderr, name, target, p, held); err != nil {
+	if err := exportNotes(stderr, name, target, p, held, e.xpk); err != nil {
 		return err
 	}
 	return exportCalibrationNote(stderr, name, p, f)
@@ -104,14 +106,14 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 
 // exportNotes says on stderr (stdout is the file) what the file's header
 // says of it: that it holds MaxText's best, not plan's choice (held), and
-// for xpk what the plan assumes that xpk does not run as.
-func exportNotes(stderr io.Writer, name, target string, p plan.Plan, held *export.Held) error {
+// for xpk what its command of options o does not run as asked.
+func exportNotes(stderr io.Writer, name, target string, p plan.Plan, held *export.Held, o export.XPKOptions) error {
 	var lines []string
 	if held != nil {
 		lines = append(lines, held.Note())
 	}
 	if target == "xpk" {
-		for _, w := range export.XPKWarnings(p) {
+		for _, w := range export.XPKWarnings(p, o) {
 			lines = append(lines, "warning: "+w)
 		}
 	}

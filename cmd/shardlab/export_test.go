@@ -177,3 +177,43 @@ func TestExportXPKWarnsOfVMs(t *testing.T) {
 		}
 	}
 }
+
+// TestExportXPKCapacity: review 140 #5. export xpk --capacity flex wrote
+// --flex for TPU7x slices of several hosts with no word, while budget
+// drops flex-start for tpu7x (modes.csv lists v5e and v6e zones) and, on
+// GKE, for multi-host slices: the command now says both on stderr and in
+// its header, in budget's words (budget.GKEWarnings), and a single-host
+// v6e slice warns of nothing. --capacity spot without --max-restarts
+// warns that the first preemption ends the workload. Every capacity flag
+// carries the note that xpk reads it only under node auto-provisioning.
+// The page's xpk download is the same file.
+func TestExportXPKCapacity(t *testing.T) {
+	h := web.New(webTest)
+	for _, c := range []struct {
+		tpu, capacity string
+		warnings      []string // each the start of one stderr line after "export xpk: warning: "
+	}{
+		{"tpu7x-16", "flex", []string{"--flex: flex-start is offered for tpu7x in no zone: flex-start offers v5e in us-west4-a; v6e in asia-northeast1-b, us-east5-a",
+			"--flex: a slice of 2 hosts; on GKE flex-start is for single-host TPU slice node pools (modes.csv)"}},
+		{"v6e-4", "flex", nil},
+		{"v6e-4", "spot", []string{"--spot with --max-restarts 0 (xpk's default): the JobSet is never restarted"}},
+		{"v6e-4", "on-demand", nil},
+	} {
+		job := []string{"--model", "gemma-2b", "--tpu", c.tpu, "--cluster", "c", "--workload", "w", "--base-docker-image", "img", "--capacity", c.capacity}
+		args := append([]string{"export", "xpk"}, job...)
+		out, errOut, code := runCmd(args...)
+		lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+		if errOut == "" {
+			lines = nil
+		}
+		ok := code == 0 && len(lines) == len(c.warnings)
+		for i := 0; ok && i < len(lines); i++ {
+			ok = strings.HasPrefix(lines[i], "export xpk: warning: "+c.warnings[i]) &&
+				strings.Contains(out, "\n# "+strings.TrimPrefix(lines[i], "export xpk: ")+"\n")
+		}
+		if note := "\n# --" + c.capacity + " acts only on a cluster with node auto-provisioning"; !ok || !strings.Contains(out, note) || !strings.Contains(out, "  --"+c.capacity+" \\\n") {
+			t.Errorf("%v: exit %d, stderr %q; want the warnings %q on stderr and in the header, with %q and the flag:\n%.800s", args, code, errOut, c.warnings, note, out)
+		}
+		downloadIsCommand(t, h, "/download/xpk.sh?model=gemma-2b&tpu="+c.tpu+"&cluster=c&workload=w&base_docker_image=img&capacity="+c.capacity, args)
+	}
+}

@@ -65,7 +65,7 @@ func writeGoodputPlans(w io.Writer, plans []plan.Plan, adds []addenda, asJSON bo
 // tokens tokens.
 func writeGoodput(w io.Writer, p plan.Plan, tokens float64) {
 	e := expectOf(p, tokens)
-	fmt.Fprintf(w, "\nGoodput (expected; shardlab capacity simulates a reservation):\n")
+	fmt.Fprintf(w, "\nGoodput (expected; shardlab capacity simulates %s):\n", capacity.Simulated())
 	fmt.Fprintf(w, "  %.2f job failures a day over %s (Llama 3's rate per chip, an assumption), spares at hand\n",
 		24*e.FailuresPerHour, unit.Plural(p.Best.Estimate.Mesh.Chips(), "chip"))
 	fmt.Fprintf(w, "  checkpoint save %v, restart %v; checkpoint every %v of work (Daly)\n",

@@ -507,7 +507,10 @@ func TestPlanGoodput(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"Goodput (expected", "checkpoint every", "(Daly)", "goodput 9", "1e+09 tokens in"} {
+	// review 140: it pointed to capacity for any reservation; capacity
+	// simulates those of tpu7x and v6e only, and the line says so
+	for _, want := range []string{"Goodput (expected; shardlab capacity simulates tpu7x and v6e reservations only, v6e with its sub-block and block sizes given):",
+		"checkpoint every", "(Daly)", "goodput 9", "1e+09 tokens in"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan --goodput lacks %q:\n%s", want, out)
 		}

@@ -20,28 +20,31 @@ import (
 var webTest = web.Config{QueueWait: time.Minute, Timeout: 2 * time.Minute}
 
 // TestAPIEqualsPlanJSON: POST /api/plan prints what plan --json prints for
-// the same request.
+// the same request, and answers 422 where plan exits 1: a fixed layout
+// that does not fit (review 140 #4), which plan prints and exits 1 on.
 func TestAPIEqualsPlanJSON(t *testing.T) {
 	h := web.New(webTest)
 	for _, tc := range []struct {
 		body string
 		args []string
 	}{
+		{`{"model": "llama3-70b", "tpu": "v5p-8", "mesh": "fsdp=4"}`, []string{"--model", "llama3-70b", "--tpu", "v5p-8", "--mesh", "fsdp=4"}},
 		{`{"model": "llama3-8b", "tpu": "tpu7x-8"}`, []string{"--model", "llama3-8b", "--tpu", "tpu7x-8"}},
 		{`{"model": "llama3-70b", "tpu": "tpu7x-128", "slices": 2, "top": 3}`, []string{"--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2", "--top", "3"}},
 		{`{"model": "llama3-70b", "tpu": "tpu7x-128", "slices": 2, "seq": 1024, "max_global_batch": "256", "dcn_gbps": 25, "top": 3}`,
 			[]string{"--model", "llama3-70b", "--tpu", "tpu7x-128", "--slices", "2", "--seq", "1024", "--max-global-batch", "256", "--dcn-gbps", "25", "--top", "3"}},
 	} {
 		want, errOut, code := runCmd(append([]string{"plan", "--json"}, tc.args...)...)
-		if code != 0 {
+		status := map[int]int{0: http.StatusOK, 1: http.StatusUnprocessableEntity}[code]
+		if status == 0 || code == 1 && !strings.Contains(errOut, "does not fit") {
 			t.Fatalf("plan --json %s: exit %d: %s", strings.Join(tc.args, " "), code, errOut)
 		}
 		rec := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, "/api/plan", strings.NewReader(tc.body))
 		r.Header.Set("Content-Type", "application/json")
 		h.ServeHTTP(rec, r)
-		if rec.Code != http.StatusOK {
-			t.Fatalf("POST /api/plan %s = %d: %s", tc.body, rec.Code, rec.Body)
+		if rec.Code != status {
+			t.Fatalf("POST /api/plan %s = %d, want %d as plan --json exits %d: %s", tc.body, rec.Code, status, code, rec.Body)
 		}
 		if got := rec.Body.String(); got != want {
 			t.Errorf("POST /api/plan %s differs from plan --json %s:\n%s\nwant\n%s", tc.body, strings.Join(tc.args, " "), got, want)
