@@ -17,7 +17,7 @@ var (
 	ErrBadCount          = errors.New("no slice of this size")
 	ErrBadTopology       = errors.New("not a valid topology")
 	ErrPartialHost       = errors.New("slices are built from whole hosts")
-	ErrNoMultislice      = errors.New("generation does not support Multislice")
+	ErrNoMultislice      = errors.New("does not join a Multislice")
 )
 
 // ParseError reports an accelerator type, topology or generation that could
