@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"shardlab/hw"
+	"shardlab/unit"
 )
 
 // SlicePlace is where one slice of a multislice runs: a block and the
@@ -89,7 +90,7 @@ func subBlocksPerSlice(h Hierarchy, s hw.Slice) (int, error) {
 	for i, d := range dims {
 		if d%sub[i] != 0 {
 			return 0, refuse("slice", s.Topology.String(),
-				"whole %s sub-blocks (each dimension a multiple of %d); %s is %d chips, a sub-block %d", cube, sub[i], s.AcceleratorType(), s.Chips(), cube.Chips())
+				"whole %s sub-blocks (each dimension a multiple of %d); %s is %s, a sub-block %d", cube, sub[i], s.AcceleratorType(), unit.Plural(s.Chips(), "chip"), cube.Chips())
 		}
 	}
 	per := s.Chips() / cube.Chips()

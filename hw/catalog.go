@@ -16,6 +16,7 @@ import "shardlab/unit"
 //	[jax-info]  jax-ml/jax:jax/_src/pallas/mosaic/tpu_info.py @4f32df24
 //	[sb-tpus]   https://jax-ml.github.io/scaling-book/tpus/ (jax-ml/scaling-book:tpus.md @54e2c439)
 //	[mt-spec]   AI-Hypercomputer/maxtext:src/maxtext/utils/accelerator_to_spec_map.py @e591f30
+//	[xpk-sys]   AI-Hypercomputer/xpk:src/xpk/core/system_characteristics.py @367c838
 //	[cacm20]    Jouppi et al., "A Domain-Specific Supercomputer for Training Deep
 //	            Neural Networks", CACM 63(7), 2020
 //
@@ -185,13 +186,25 @@ var catalog = [...]Chip{
 			BootDisk:  "Hyperdisk Balanced",
 			DataDisks: []string{"Hyperdisk Balanced", "Hyperdisk ML"},
 		}, // [gcp-7x], [gke-7x]
-		Sources: []string{"cloud.google.com/tpu/docs/tpu7x", "cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood", "maxtext accelerator_to_spec_map.py"},
+		// One chip (1x1x1, tpu7x-2) is one tpu7x-standard-1t VM:
+		// [xpk-sys] makes tpu7x-1x1x1 and tpu7x-2 of that machine type,
+		// one VM of 1 chip (transcribed in export/xpk-tpu-types.txt),
+		// [mt-spec] compiles "tpu7x-2" as tpu7x:1x1x1 with 2 devices, and
+		// tpu-inference @b8692ff0 serves on it daily
+		// (.buildkite/benchmark/cases/daily/daily_qwen3_32B_random_tpu7x_2.json:
+		// "v7x-2", tensor-parallel-size 2). The stored [gcp-7x] and
+		// [gke-7x] pages describe only the 4-chip VM ("each Ironwood
+		// (TPU7x) VM contains 4 chips and 2 NICs" is about NUMA binding)
+		// and neither lists nor refutes a 1-chip one. The 1t's vCPUs, RAM
+		// and NICs are in no stored source, so they are 0: not published.
+		SliceHosts: []Host{{MachineType: "tpu7x-standard-1t", Chips: 1}},
+		Sources:    []string{"cloud.google.com/tpu/docs/tpu7x", "cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood", "maxtext accelerator_to_spec_map.py", "xpk system_characteristics.py"},
 	},
 }
 
 // defaultTopologies lists, per generation, the topology of each accelerator
-// type in chip order. v4, v5p, tpu7x, v5e and v6e: [mt-spec] (tpu7x-2, a
-// single chip, is left out: TPU7x slices are built from whole 4-chip VMs).
+// type in chip order. v4, v5p, tpu7x, v5e and v6e: [mt-spec] (tpu7x-2 is
+// 1x1x1, one chip on its own tpu7x-standard-1t VM: the chip's SliceHosts).
 // v2 and v3: the slice shapes of [gcp-v2] and [gcp-v3]. Every shape is at
 // most MaxSliceChips: [mt-spec] also lists v5p-13824 (12x24x24, 6912 chips)
 // and v5p-17920 (16x20x28, the whole 8960-chip pod), which are left out
@@ -210,7 +223,7 @@ var defaultTopologies = map[Generation]string{
 		"4x4x244 4x8x124 12x12x28 16x16x16 4x20x52 8x12x44 8x8x68 4x12x92 8x20x28 12x16x24 4x8x148 " +
 		"12x20x20 8x8x76 4x28x44 8x12x52 16x16x20 12x12x36 4x8x164 12x16x28 4x20x68 4x8x172 4x12x116 " +
 		"8x16x44 12x20x24 4x28x52 8x8x92 4x12x124 4x8x188 4x20x76 16x16x24",
-	TPU7x: "2x2x1 2x2x2 2x2x4 2x4x4 4x4x4 4x4x8 4x4x12 4x8x8 4x4x20 4x8x12 4x4x28 8x8x8 4x12x12 4x8x20 " +
+	TPU7x: "1x1x1 2x2x1 2x2x2 2x2x4 2x4x4 4x4x4 4x4x8 4x4x12 4x8x8 4x4x20 4x8x12 4x4x28 8x8x8 4x12x12 4x8x20 " +
 		"4x4x44 8x8x12 4x4x52 4x8x28 4x12x20 8x8x16 4x4x68 8x12x12 4x4x76 8x8x20 4x12x28 4x8x44 4x4x92 " +
 		"8x12x16 4x20x20 4x8x52 12x12x12 8x8x28 4x4x116 8x12x20 4x4x124 8x16x16 4x12x44 4x8x68 4x20x28 " +
 		"12x12x16 4x4x148 4x8x76 4x12x52 8x16x20 4x4x164 8x12x28 4x4x172 8x8x44 12x12x20 4x8x92 4x4x188 " +

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -34,6 +35,7 @@ func TestParseAcceleratorType(t *testing.T) {
 		{"v5e-16", V5e, 16, "4x4", 4},                  // MaxText/xpk spelling
 		{"v6e-8", V6e, 8, "2x4", 2},                    // [gcp-v6e]: 2x4 on two ct6e-standard-4t VMs, as GKE and xpk make it (catalog)
 		{"v6e-256", V6e, 256, "16x16", 64},             // [gcp-v6e]
+		{"tpu7x-2", TPU7x, 1, "1x1x1", 1},              // [mt-spec]: "tpu7x-2" is tpu7x:1x1x1; [xpk-sys]: one tpu7x-standard-1t VM
 		{"tpu7x-8", TPU7x, 4, "2x2x1", 1},              // [mt-spec]: 4 chips, one tpu7x-standard-4t VM
 		{"tpu7x-128", TPU7x, 64, "4x4x4", 16},          // [mt-spec]
 		{"tpu7x-18432", TPU7x, 9216, "16x24x24", 2304}, // [mt-spec]: the full 9,216-chip pod
@@ -64,7 +66,9 @@ func TestParseAcceleratorTypeErrors(t *testing.T) {
 		{"v5p-13824", ErrBadCount, "count", "v5p-12288"}, // [gcp-v5p]: 6144 chips at most; [mt-spec] lists 12x24x24
 		{"v5p-17920", ErrBadCount, "count", "v5p-12288"}, // the whole 8960-chip pod is not one slice
 		{"v5x-8", ErrUnknownGeneration, "generation", "tpu7x"},
-		{"tpu7x-2", ErrPartialHost, "count", "tpu7x-standard-4t"},
+		// 2 chips (4 TensorCores) would be half a tpu7x-standard-4t: [xpk-sys] and
+		// [mt-spec] have no tpu7x-4, and the 1-chip tpu7x-standard-1t is named
+		{"tpu7x-4", ErrPartialHost, "count", "tpu7x-standard-1t of 1 chip or tpu7x-standard-4t of 4 chips: tpu7x-2, tpu7x-8"},
 		{"v6e-3", ErrBadCount, "count", "v6e-1, v6e-4, v6e-8"},
 		{"v5p", nil, "accelerator type", "v5p-128"},
 		{"v5p--8", ErrUnknownGeneration, "generation", "v5p"},
@@ -93,16 +97,20 @@ func TestParseAcceleratorTypeErrors(t *testing.T) {
 func TestTopology(t *testing.T) {
 	v5p, _ := Lookup("v5p")
 	v5e, _ := Lookup("v5e")
+	tpu7x, _ := Lookup("tpu7x")
 	tests := []struct {
 		chip  Chip
 		in    string
 		ok    bool
 		wraps []bool
 	}{
-		{v5p, "4x4x4", true, []bool{true, true, true}},    // [mt-spec]: wrap from 4x4x4 up
-		{v5p, "2x4x4", true, []bool{false, false, false}}, // [mt-spec]: no wrap below a cube
-		{v5p, "8x4x4", true, []bool{true, true, true}},    // same shape as 4x4x8, in another order
-		{v5p, "4x8x16", true, []bool{true, true, true}},   // custom: multiples of 4
+		{tpu7x, "1x1x1", true, []bool{false, false, false}}, // [mt-spec] tpu7x-2: wrap (False, False, False)
+		{tpu7x, "1x1x2", false, nil},                        // half a tpu7x-standard-4t
+		{tpu7x, "2x2x1", true, []bool{false, false, false}}, // [mt-spec] tpu7x-8
+		{v5p, "4x4x4", true, []bool{true, true, true}},      // [mt-spec]: wrap from 4x4x4 up
+		{v5p, "2x4x4", true, []bool{false, false, false}},   // [mt-spec]: no wrap below a cube
+		{v5p, "8x4x4", true, []bool{true, true, true}},      // same shape as 4x4x8, in another order
+		{v5p, "4x8x16", true, []bool{true, true, true}},     // custom: multiples of 4
 		{v5p, "4x4x6", false, nil},
 		{v5p, "4x4", false, nil},
 		{v5p, "16x24x24", false, nil},            // 9,216 chips exceeds v5p's 6,144-chip slice limit [gcp-v5p]
@@ -147,14 +155,24 @@ func TestTPU7xVM(t *testing.T) {
 		h.BootDisk != "Hyperdisk Balanced" || strings.Join(h.DataDisks, ",") != "Hyperdisk Balanced,Hyperdisk ML" {
 		t.Errorf("tpu7x host = %+v", h)
 	}
-	// Every TPU7x accelerator type is a whole number of these VMs.
+	// Every TPU7x accelerator type but tpu7x-2 is a whole number of these
+	// VMs; tpu7x-2 is one tpu7x-standard-1t of 1 chip ([xpk-sys]:
+	// machine_type='tpu7x-standard-1t', supported_topologies=['1x1x1']),
+	// whose vCPUs, RAM and NUMA nodes no stored source gives (0).
 	for _, name := range c.AcceleratorTypes() {
 		s, err := ParseAcceleratorType(name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if s.Chips()%4 != 0 {
-			t.Errorf("%s has %d chips, not whole 4-chip VMs", name, s.Chips())
+		vm := s.Host()
+		if name == "tpu7x-2" {
+			if want := (Host{MachineType: "tpu7x-standard-1t", Chips: 1}); !reflect.DeepEqual(vm, want) || s.Hosts() != 1 || !s.WholeHosts() {
+				t.Errorf("tpu7x-2: %d × %+v (whole %v), want 1 × %+v", s.Hosts(), vm, s.WholeHosts(), want)
+			}
+			continue
+		}
+		if s.Chips()%4 != 0 || vm.MachineType != "tpu7x-standard-4t" || s.Hosts() != s.Chips()/4 {
+			t.Errorf("%s has %d chips on %d × %s, not whole 4-chip VMs", name, s.Chips(), s.Hosts(), vm.MachineType)
 		}
 	}
 }
@@ -514,9 +532,10 @@ func TestPeak(t *testing.T) {
 // ct5lp-hightpu-8t's 384 GB over 8 and ct5lp-hightpu-1t's 48 GB over 1
 // ([gcp-v5e]), ct6e-standard-4t's 720 GB over 4 ([gcp-7x]) on v6e-4,
 // v6e-8 (two 4t VMs, as GKE and xpk make it) and v6e-16; 0 for v4, whose
-// VM's RAM the catalog does not publish, and for v6e-1, one
+// VM's RAM the catalog does not publish, for v6e-1, one
 // ct6e-standard-1t ([gcp-v6e]) whose RAM no stored source gives (not a
-// quarter of the 4t's).
+// quarter of the 4t's), and likewise for tpu7x-2, one tpu7x-standard-1t
+// ([xpk-sys]), not a quarter of the 4t's 960 GB.
 func TestHostRAMPerChip(t *testing.T) {
 	for _, c := range []struct {
 		tpu  string
@@ -525,6 +544,7 @@ func TestHostRAMPerChip(t *testing.T) {
 		{"v5p-8", 112 * unit.GB}, {"tpu7x-8", 240 * unit.GB}, {"v4-8", 0},
 		{"v5litepod-8", 48 * unit.GB}, {"v5litepod-1", 48 * unit.GB}, {"v5litepod-16", 48 * unit.GB},
 		{"v6e-4", 180 * unit.GB}, {"v6e-8", 180 * unit.GB}, {"v6e-16", 180 * unit.GB}, {"v6e-1", 0},
+		{"tpu7x-2", 0},
 	} {
 		s, err := ParseAcceleratorType(c.tpu)
 		if err != nil {

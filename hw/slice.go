@@ -17,7 +17,7 @@ var (
 	ErrBadCount          = errors.New("no slice of this size")
 	ErrBadTopology       = errors.New("not a valid topology")
 	ErrPartialHost       = errors.New("slices are built from whole hosts")
-	ErrNoMultislice      = errors.New("generation does not support Multislice")
+	ErrNoMultislice      = errors.New("does not join a Multislice")
 )
 
 // ParseError reports an accelerator type, topology or generation that could
@@ -237,6 +237,19 @@ func SliceSizes(gens ...Generation) ([]int, error) {
 	return slices.Compact(out), nil
 }
 
+// vmsSold names the chip's VMs with their chips, smaller ones (SliceHosts
+// of fewer chips than Host) first: "tpu7x-standard-1t of 1 chip or
+// tpu7x-standard-4t of 4 chips".
+func (c Chip) vmsSold() string {
+	var vms []string
+	for _, h := range append(slices.Clone(c.SliceHosts), c.Host) {
+		if h.Chips <= c.Host.Chips {
+			vms = append(vms, h.MachineType+" of "+unit.Plural(h.Chips, "chip"))
+		}
+	}
+	return strings.Join(vms, " or ")
+}
+
 func (c Chip) validCounts() string {
 	names := c.AcceleratorTypes()
 	if len(names) > 12 {
@@ -262,7 +275,7 @@ func NewSlice(c Chip, t Topology) (Slice, error) {
 	}
 	if c.Generation == TPU7x && !c.wholeHosts(t.Chips()) {
 		return Slice{}, &ParseError{Input: t.String(), Field: "topology", Err: ErrPartialHost,
-			Valid: fmt.Sprintf("TPU7x slices are whole %s VMs of %d chips, from 2x2x1", c.Host.MachineType, c.Host.Chips)}
+			Valid: "TPU7x slices are whole VMs: " + c.vmsSold() + ", so 1x1x1 or from 2x2x1"}
 	}
 	for _, d := range c.defaultTopologies() {
 		if sameShape(d, t) {
@@ -332,7 +345,7 @@ func ParseAcceleratorType(s string) (Slice, error) {
 	chips, ok := c.chipsPerName(n)
 	if ok && c.Generation == TPU7x && !c.wholeHosts(chips) {
 		return Slice{}, &ParseError{Input: s, Field: "count", Err: ErrPartialHost,
-			Valid: fmt.Sprintf("TPU7x is sold in whole %s VMs of %d chips: %s", c.Host.MachineType, c.Host.Chips, c.validCounts())}
+			Valid: "TPU7x is sold in whole VMs, " + c.vmsSold() + ": " + c.validCounts()}
 	}
 	if ok {
 		for _, t := range c.defaultTopologies() {
@@ -391,7 +404,25 @@ func NewMultislice(s Slice, n int, dcnPerHost unit.BytesPerSecond) (Multislice, 
 		return Multislice{}, &ParseError{Input: string(s.Chip.Generation), Field: "slices", Err: ErrNoMultislice,
 			Valid: "Multislice runs on v4, v5e, v5p, v6e and tpu7x"}
 	}
+	if n > 1 && s.oneChipTPU7x() {
+		return Multislice{}, &ParseError{Input: s.AcceleratorType(), Field: "slices", Err: ErrNoMultislice,
+			Valid: fmt.Sprintf("1 slice of %s; TPU7x Multislice joins slices of %s VMs, from %s",
+				s.AcceleratorType(), s.Chip.Host.MachineType, s.Chip.AcceleratorType(s.Chip.Host.Chips))}
+	}
 	return Multislice{Slice: s, Slices: n, DCNPerChip: per}, nil
+}
+
+// oneChipTPU7x reports whether s is tpu7x-2, the chip on its own
+// tpu7x-standard-1t VM, which is one slice only: GKE's "Deploy TPU
+// Multislices in GKE" (cloud.google.com/tpu/docs/tpu-gke-multislice)
+// says "Multislice only supports multi-host TPU slice node pools", no
+// stored source runs tpu7x-2 as more than one slice (xpk's 1t entry has no
+// multi-VM topology, tpu-inference serves on one v7x-2), and the 1t's NICs
+// are in no stored source.
+// shardlab still joins single-host slices of whole 4-chip VMs (tpu7x-8),
+// as it does for every other generation.
+func (s Slice) oneChipTPU7x() bool {
+	return s.Chip.Generation == TPU7x && s.Chips() > 0 && s.Host().Chips < s.Chip.Host.Chips
 }
 
 // Chips is the total number of chips.

@@ -1,8 +1,10 @@
 package hw
 
 import (
+	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"shardlab/unit"
@@ -127,6 +129,7 @@ func TestWholeHosts(t *testing.T) {
 		{"v5litepod-1", true}, {"v5litepod-4", true}, {"v5litepod-8", true}, {"v5litepod-256", true},
 		{"v6e-1", true}, {"v6e-4", true}, {"v6e-8", true}, {"v6e-16", true},
 		{"v4-8", true}, {"v5p-8", true}, {"tpu7x-8", true}, {"v2-8", true}, {"v3-8", true},
+		{"tpu7x-2", true}, // one tpu7x-standard-1t ([xpk-sys])
 	} {
 		s, err := ParseAcceleratorType(c.tpu)
 		if err != nil {
@@ -181,5 +184,40 @@ func TestMultisliceDCNPerHost(t *testing.T) {
 		if err != nil || m.DCNPerHost().Bits() != c.bits || m.Hosts() != c.hosts {
 			t.Errorf("2 × %s: %v bit/s a host, %d hosts (%v), want %v and %d", c.tpu, m.DCNPerHost().Bits(), m.Hosts(), err, c.bits, c.hosts)
 		}
+	}
+}
+
+// TestTPU7x1ChipOneSlice: tpu7x-2, one chip on one tpu7x-standard-1t
+// ([xpk-sys] @367c838: supported_topologies=['1x1x1']), is one slice:
+// GKE's Multislice page allows Multislice on multi-host node pools only
+// and no stored source runs it as more; tpu7x-8 (one whole 4-chip VM)
+// still joins over DCN as before. A generation alone (no topology) is
+// not refused here.
+func TestTPU7x1ChipOneSlice(t *testing.T) {
+	one, err := ParseAcceleratorType("tpu7x-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := NewMultislice(one, 1, 0); err != nil || m.Chips() != 1 || m.Hosts() != 1 || m.DCNPerHost().Bits() != 100e9 {
+		t.Errorf("1 × tpu7x-2: %d chips, %d hosts, %v bit/s a host (%v), want 1, 1, 1e11 (the chip's share)", m.Chips(), m.Hosts(), m.DCNPerHost().Bits(), err)
+	}
+	_, err = NewMultislice(one, 2, 0)
+	var pe *ParseError
+	if !errors.As(err, &pe) || !errors.Is(err, ErrNoMultislice) || pe.Field != "slices" || !strings.Contains(pe.Valid, "tpu7x-8") {
+		t.Errorf("2 × tpu7x-2: error %v, want ErrNoMultislice on slices naming tpu7x-8", err)
+	}
+	eight, err := ParseAcceleratorType("tpu7x-8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewMultislice(eight, 2, 0); err != nil {
+		t.Errorf("2 × tpu7x-8: %v", err)
+	}
+	gen, err := ParseTPU("tpu7x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewMultislice(gen, 2, 0); err != nil {
+		t.Errorf("2 × tpu7x (no topology): %v", err)
 	}
 }

@@ -38,9 +38,9 @@ func (d DeviceLayout) String() string { return spellMesh(d.Degrees) }
 // Count is "N devices (M chips)", or "M chips" when a chip is one device.
 func (d DeviceLayout) Count() string {
 	if d.Devices == d.Chips {
-		return fmt.Sprintf("%d chips", d.Chips)
+		return unit.Plural(d.Chips, "chip")
 	}
-	return fmt.Sprintf("%d devices (%d chips)", d.Devices, d.Chips)
+	return fmt.Sprintf("%d devices (%s)", d.Devices, unit.Plural(d.Chips, "chip"))
 }
 
 // spellMesh is degrees spelt as mesh.Mesh.String spells a layout.

@@ -108,8 +108,10 @@ var requestErrors = []struct {
 		`--global-batch "1024" is 1024 sequences, above --max-global-batch "512" (512 sequences): raise the limit or lower the batch`},
 	{func(o *Options) { o.Seq, o.MaxGlobalBatch = 8<<20, "4Mitok" }, OptionMaxGlobalBatch, "4194304 tokens is less than one sequence of 8388608"},
 	{func(o *Options) { o.TPU = "" }, OptionTPU, `--tpu: hw: generation ""`},
-	{func(o *Options) { o.TPU, o.Slices = "tpu7x", 2 }, OptionTPU, "--tpu tpu7x names no size; give an accelerator type (e.g. tpu7x-16) to use --topology, --slices or --dcn-gbps"},
+	{func(o *Options) { o.TPU, o.Slices = "tpu7x", 2 }, OptionTPU, "--tpu tpu7x names no size; give an accelerator type (e.g. tpu7x-8) to use --topology, --slices or --dcn-gbps"},
 	{func(o *Options) { o.TPU, o.Topology = "v5p-128", "4x4x6" }, OptionTopology, `--topology: hw: topology "4x4x6"`},
+	// tpu7x-2 (one tpu7x-standard-1t, hw's catalog) is one slice; tpu7x-8 joins
+	{func(o *Options) { o.TPU, o.Slices = "tpu7x-2", 2 }, OptionSlices, `--slices: hw: slices "tpu7x-2": does not join a Multislice; valid: 1 slice of tpu7x-2`},
 	{func(o *Options) { o.TPU, o.Slices = "v3-32", 2 }, OptionSlices, "Multislice"},
 	{func(o *Options) { o.Slices = 0 }, OptionSlices, "--slices 0, want 1 to 4096"},
 	{func(o *Options) { o.DCNGbps = 0.01 }, OptionDCNGbps, "--dcn-gbps 0.01, want 0.1 to 100000 Gbit/s per host"},

@@ -510,7 +510,10 @@ func TestSearchScope(t *testing.T) {
 		multislice   bool
 		reason       string
 	}{
-		{"llama3-8b", "tpu7x", 1, 4, false, "single host"},
+		// llama3-8b fits one 192 GiB chip: tpu7x-2, one tpu7x-standard-1t
+		// (hw's catalog: xpk @367c838 makes tpu7x-2 of that VM), as a
+		// small model plans on v6e-1 below
+		{"llama3-8b", "tpu7x", 1, 1, false, "single host: tpu7x-2 is one tpu7x-standard-1t VM with 1 chip"},
 		{"llama3-405b", "tpu7x", 16, 64, false, "smallest footprint"},
 		{"llama3-405b", "v5e", 0, 0, true, "multislice"},
 	}

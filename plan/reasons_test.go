@@ -140,7 +140,8 @@ func TestHostUncheckedWarning(t *testing.T) {
 // published instead of comparing with a 4t's 180 (it said "0.2 per chip
 // ... the VM has 180" and checked RAM against a quarter of the 4t's 720
 // GB). The same job on v6e-4 is still one ct6e-standard-4t of 180 vCPUs
-// and 180 GB a chip ([gcp-7x]).
+// and 180 GB a chip ([gcp-7x]). tpu7x-2 (review 140 #1), one
+// tpu7x-standard-1t, is held to the same rule beside tpu7x-8.
 func TestV6e1VMNotPublished(t *testing.T) {
 	for _, c := range []struct {
 		tpu, vm, input string
@@ -148,6 +149,12 @@ func TestV6e1VMNotPublished(t *testing.T) {
 	}{
 		{"v6e-1", "ct6e-standard-1t", "the ct6e-standard-1t VM's vCPU count is not published", 0},
 		{"v6e-4", "ct6e-standard-4t", "the VM has 180", 180 * unit.GB},
+		// tpu7x-2 is one tpu7x-standard-1t (xpk @367c838
+		// system_characteristics.py: machine_type='tpu7x-standard-1t',
+		// topology 1x1x1), whose vCPUs and RAM no stored source gives;
+		// tpu7x-8 one tpu7x-standard-4t of 224 vCPUs and 960 GB ([gcp-7x])
+		{"tpu7x-2", "tpu7x-standard-1t", "the tpu7x-standard-1t VM's vCPU count is not published", 0},
+		{"tpu7x-8", "tpu7x-standard-4t", "the VM has 224", 240 * unit.GB},
 	} {
 		o := DefaultOptions()
 		o.Model, o.TPU, o.Precision, o.OptimizerOffload, o.ExampleCost = "gemma-2b", c.tpu, "bf16", true, 10*time.Millisecond
