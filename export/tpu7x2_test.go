@@ -21,7 +21,7 @@ func TestTPU7x2Engines(t *testing.T) {
 	if got, err := XPKTPUType(p); err != nil || got != "tpu7x-1x1x1" {
 		t.Errorf("XPKTPUType(tpu7x-2) = %q, %v, want tpu7x-1x1x1", got, err)
 	}
-	if got := XPKWarnings(p); len(got) != 0 {
+	if got := XPKWarnings(p, XPKOptions{}); len(got) != 0 {
 		t.Errorf("XPKWarnings(tpu7x-2) = %q, want none (xpk and the catalog make it one tpu7x-standard-1t)", got)
 	}
 	if got := CompileTopology(p.Request.Multislice.Slice); got != "tpu7x-2" || !maxtext.IsCompileTopology(got) {
