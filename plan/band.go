@@ -52,7 +52,7 @@ func (s *searcher) beyondBand(p *Plan) {
 		for _, a := range p.Alternatives {
 			if g := a.Estimate.TokensPerSecondPerChip/rule.Estimate.TokensPerSecondPerChip - 1; g > 0.05 {
 				p.Reasons = append(p.Reasons, note("", "note: %s (%s) is predicted %.0f%% faster, within the %.0f%% the model's error allows (%s): the rule order's choice stands",
-					a.Estimate.Mesh, a.Tier, 100*g, 100*b.Width(), bandSpan(b)))
+					a.Estimate.Mesh, a.Name(), 100*g, 100*b.Width(), bandSpan(b)))
 			}
 		}
 		return
@@ -61,7 +61,7 @@ func (s *searcher) beyondBand(p *Plan) {
 	p.Top = s.best[alt.Tier][:min(len(s.best[alt.Tier]), s.req.Top)]
 	p.Alternatives = s.alternatives([]Tier{alt.Tier})
 	p.Reasons = append(p.Reasons, note("", "beyond the band: %s (%s) is predicted %.0f%% faster than the rule order's choice, %s (%s), more than the %.0f%% the model's error allows (%s), so it is chosen; %s: %s",
-		alt.Estimate.Mesh, alt.Tier, 100*gain, rule.Estimate.Mesh, rule.Tier, 100*b.Width(), bandSpan(b), premise(rule.Tier, alt.Tier), because(rule, alt)))
+		alt.Estimate.Mesh, alt.Name(), 100*gain, rule.Estimate.Mesh, rule.Name(), 100*b.Width(), bandSpan(b), premise(rule.Tier, alt.Tier), because(rule, alt)))
 }
 
 // bandSpan says what the band is and where it comes from.

@@ -30,7 +30,7 @@ type JSON struct {
 	Devices      int        `json:"devices"`
 	Tier         string     `json:"tier"`
 	InSlice      string     `json:"in_slice"`                // DP, FSDP or model parallel
-	AcrossSlices string     `json:"across_slices,omitempty"` // DP, FSDP or pipeline; absent for one slice
+	AcrossSlices string     `json:"across_slices,omitempty"` // DP, FSDP, expert (AcrossOf) or pipeline; absent for one slice
 	Layout       LayoutJSON `json:"layout"`
 	Seq          int        `json:"seq_len"`
 	GlobalBatch  int        `json:"global_batch_sequences"`
@@ -308,7 +308,7 @@ type RankJSON struct {
 
 func rank(c Candidate) RankJSON {
 	e := c.Estimate
-	return RankJSON{Tier: c.Tier.String(), Layout: e.Mesh.String(), Remat: string(e.Job.Remat), MicroBatches: e.Job.MicroBatches,
+	return RankJSON{Tier: c.Name(), Layout: e.Mesh.String(), Remat: string(e.Job.Remat), MicroBatches: e.Job.MicroBatches,
 		Schedule: pipelineSchedule(e), Chunks: max(e.Job.Chunks, 1), GlobalBatch: e.Job.GlobalBatch, StepSeconds: e.Time.Step.Seconds(), MFU: e.MFU, QuantizedMFU: e.QuantizedMFU, TokensChip: e.TokensPerSecondPerChip,
 		HBMBytes: int64(e.Memory.Total())}
 }
@@ -322,7 +322,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 	j := JSON{
 		Model: p.Request.Model.Name, Params: p.Request.Model.ParamCount().Total(),
 		Accelerator: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices, Chips: ms.Chips(),
-		Tier: p.Best.Tier.String(), InSlice: p.Best.Tier.In.String(), AcrossSlices: p.Best.Tier.Across.String(),
+		Tier: p.Best.Name(), InSlice: p.Best.Tier.In.String(), AcrossSlices: AcrossOf(p.Best.Tier, e.Mesh),
 		Layout:  layoutOf(p),
 		Devices: ms.Chips() * max(ms.Slice.Chip.JAXDevicesPerChip, 1),
 		Seq:     e.Job.Seq, GlobalBatch: e.Job.GlobalBatch, GlobalTokens: e.Job.GlobalBatch * e.Job.Seq, MaxBatch: p.Request.MaxGlobalBatch,
@@ -426,7 +426,7 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 // precision.
 func (p Plan) writeLayout(b *strings.Builder) {
 	e := p.Best.Estimate
-	fmt.Fprintf(b, "Layout: %s  [%s]\n", e.Mesh, p.Best.Tier)
+	fmt.Fprintf(b, "Layout: %s  [%s]\n", e.Mesh, p.Best.Name())
 	if per := p.Request.Multislice.Slice.Chip.JAXDevicesPerChip; per > 1 {
 		if d, err := p.Devices(); err == nil {
 			fmt.Fprintf(b, "  in JAX devices, as MaxText counts them: %s, %s; each chip's %d devices on %s\n", d, d.Count(), per, d.InChip)

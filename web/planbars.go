@@ -32,7 +32,7 @@ func layoutLabels(p plan.Plan) ([]plan.Candidate, []string) {
 			s += fmt.Sprintf(", %d micro-batches", j.MicroBatches)
 		}
 		if place == "alt" {
-			s += " (" + c.Tier.String() + ")"
+			s += " (" + c.Name() + ")"
 		}
 		labels[i] = s
 	}
