@@ -58,7 +58,9 @@ func TestAcrossOfNamesTheAxisOnDCN(t *testing.T) {
 // v5p-128 with expert 2 across slices, says expert across slices in its
 // text and its JSON, and nowhere FSDP across slices.
 func TestExpertAcrossSlicesLabel(t *testing.T) {
-	r := parsed(t, func(o *Options) { o.Model, o.TPU, o.Slices, o.Mesh = "mixtral-8x7b", "v5p-128", 2, "expert=2(dcn),fsdp=16,expert=4" })
+	r := parsed(t, func(o *Options) {
+		o.Model, o.TPU, o.Slices, o.Mesh = "mixtral-8x7b", "v5p-128", 2, "expert=2(dcn),fsdp=16,expert=4"
+	})
 	p, err := Search(r)
 	if err != nil {
 		t.Fatal(err)
