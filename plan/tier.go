@@ -83,9 +83,9 @@ func AcrossOf(t Tier, m mesh.Mesh) string {
 		return t.Across.String()
 	}
 	if m.Degree(mesh.FSDP).DCN > 1 {
-		return "FSDP and expert"
+		return "FSDP and " + mesh.Expert.String()
 	}
-	return "expert"
+	return mesh.Expert.String()
 }
 
 // tiers lists the tiers of a multislice of n slices by in-slice strategy,
