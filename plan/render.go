@@ -143,10 +143,11 @@ func layoutOf(p Plan) LayoutJSON {
 
 // bandOf is the plan's figures at the ends of its band; nil without one.
 func bandOf(p Plan) *BandJSON {
-	b, e := p.Band, p.Best.Estimate
-	if b.Rows == 0 {
+	b, ok := p.PredictionBand()
+	if !ok {
 		return nil
 	}
+	e := p.Best.Estimate
 	n := float64(p.Request.Multislice.Chips())
 	x := &BandJSON{Runs: b.Runs(), Rows: b.Rows, Share: cost.BandHigh - cost.BandLow, LowError: b.Low, HighError: b.High}
 	x.StepLow, x.StepHigh = b.Step(e.Time.Step.Seconds())
@@ -390,9 +391,12 @@ func phrases(notes []Note, name func(Option) string) []string {
 }
 
 // efficiencySource is a text that names options.
-func efficiencySource(j cost.Job) string {
-	if j.Efficiency > 0 {
+func efficiencySource(p Plan) string {
+	switch {
+	case p.Best.Estimate.Job.Efficiency > 0:
 		return "{efficiency}"
+	case p.Request.Framework == FrameworkPyTorch:
+		return PyTorchEfficiency
 	}
 	return "calibrated for the generation; shardlab validate"
 }
@@ -501,11 +505,15 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 	e := p.Best.Estimate
 	ms := p.Request.Multislice
 	st := e.Time.Step
-	band := p.Band
-	if band.Rows > 0 {
+	band, banded := p.PredictionBand()
+	_, withheld := p.bandWithheld()
+	switch {
+	case banded:
 		lo, hi := band.Step(st.Seconds())
 		fmt.Fprintf(b, "\nStep time: %s (%s, %s)\n", dur(st), span(unit.Seconds(lo).String(), unit.Seconds(hi).String()), bandName(band, e.Job, ms.Slice.Chip.Generation))
-	} else {
+	case withheld:
+		fmt.Fprintf(b, "\nStep time: %s (no error band: see the warnings)\n", dur(st))
+	default:
 		fmt.Fprintf(b, "\nStep time: %s\n", dur(st))
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
@@ -525,10 +533,10 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 	}
 	tw.Flush()
 	fmt.Fprintf(b, "  MXU efficiency %.1f%% (padding loss %.1f%%) x %.0f%% residual efficiency (%s)\n",
-		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.EfficiencyFor(ms.Slice.Chip), phrase(efficiencySource(e.Job), name))
+		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.EfficiencyFor(ms.Slice.Chip), phrase(efficiencySource(p), name))
 	fmt.Fprintf(b, "  MFU %.1f%%  HFU %.1f%% (of the %s peak)  %s tokens/s per chip  %s tokens/s in all\n",
 		100*e.MFU, 100*e.HFU, hw.BF16, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
-	if band.Rows > 0 {
+	if banded {
 		mlo, mhi := band.Rate(e.MFU)
 		tlo, thi := band.Rate(e.TokensPerSecondPerChip)
 		n := float64(ms.Chips())
