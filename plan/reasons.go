@@ -108,6 +108,9 @@ func warnings(p Plan) []Note {
 	if n, ok := pastPositions(p.Request); ok {
 		w = append(w, n)
 	}
+	if n, ok := ringWarning(p); ok {
+		w = append(w, n)
+	}
 	if n, ok := p.bandWithheld(); ok {
 		w = append(w, n)
 	}
