@@ -506,16 +506,7 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 	ms := p.Request.Multislice
 	st := e.Time.Step
 	band, banded := p.PredictionBand()
-	_, withheld := p.bandWithheld()
-	switch {
-	case banded:
-		lo, hi := band.Step(st.Seconds())
-		fmt.Fprintf(b, "\nStep time: %s (%s, %s)\n", dur(st), span(unit.Seconds(lo).String(), unit.Seconds(hi).String()), bandName(band, e.Job, ms.Slice.Chip.Generation))
-	case withheld:
-		fmt.Fprintf(b, "\nStep time: %s (no error band: see the warnings)\n", dur(st))
-	default:
-		fmt.Fprintf(b, "\nStep time: %s\n", dur(st))
-	}
+	fmt.Fprintf(b, "\nStep time: %s\n", p.stepBand())
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	for _, c := range []struct {
 		name string
@@ -562,6 +553,21 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 			x.Experts, x.PerToken, mesh.Degree{Axis: mesh.Expert, ICI: x.Degree, DCN: 1}, routing, x.LoadImbalance, count(x.TokensPerExpert), x.Dispatch,
 			dur(secondsOf(x.AllToAllICI)), dur(secondsOf(x.AllToAllDCN)), unit.Bytes(x.AllToAllBytes))
 	}
+}
+
+// stepBand is the step time with its band and the band's name, or the
+// step time alone, saying so where the band is withheld.
+func (p Plan) stepBand() string {
+	e := p.Best.Estimate
+	st := e.Time.Step
+	if band, ok := p.PredictionBand(); ok {
+		lo, hi := band.Step(st.Seconds())
+		return fmt.Sprintf("%s (%s, %s)", dur(st), span(unit.Seconds(lo).String(), unit.Seconds(hi).String()), bandName(band, e.Job, p.Request.Multislice.Slice.Chip.Generation))
+	}
+	if _, withheld := p.bandWithheld(); withheld {
+		return dur(st) + " (no error band: see the warnings)"
+	}
+	return dur(st)
 }
 
 func secondsOf(s float64) time.Duration { return time.Duration(s * 1e9) }
