@@ -515,7 +515,8 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) (row R
 	row.ChipHours = float64(row.Chips) * row.TimeToTrainS / 3600
 	row.USD = row.ChipHours * price.USDPerChipHour
 	row.USDPerBTokens = row.USD / (r.Tokens / 1e9)
-	row.Band = bandOf(p.Band, row)
+	band, _ := p.PredictionBand()
+	row.Band = bandOf(band, row)
 	if t := m.term(); t > 0 {
 		row.CommitmentUSD = float64(row.Chips) * t.Hours() * price.USDPerChipHour
 	}

@@ -67,6 +67,9 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 		fmt.Sprintf("shardlab plan: %s on %s", e.Job.Model.Name, ms),
 		layoutComment(p),
 	}}
+	if p.Request.Efficiency == 0 {
+		out.Comments = append(out.Comments, "residual efficiency "+plan.PyTorchEfficiency+"; no error band")
+	}
 	for _, a := range PyTorchAxes {
 		d := e.Mesh.Degree(a.Axis)
 		out.Names = append(out.Names, a.Name)

@@ -575,3 +575,24 @@ print(marked)
 		t.Errorf("shard_batch_output: %v\n%s\nwant %s", err, out, want)
 	}
 }
+
+// TestPyTorchHeaderClaimsNoBand is review 140's finding 3 for the export:
+// the header repeats the plan's MFU and says the efficiency behind it is
+// MaxText's (plan.PyTorchEfficiency, plan's words) and that it carries no
+// error band; it claims no band, and with an efficiency the user gave it
+// claims nothing of MaxText's.
+func TestPyTorchHeaderClaimsNoBand(t *testing.T) {
+	p := pytorchPlan(t, "llama3-8b", "v5p-64", 1, "", "")
+	m, err := PyTorch(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := strings.Join(m.Comments, "\n")
+	if !strings.Contains(head, "residual efficiency "+plan.PyTorchEfficiency+"; no error band") || strings.Contains(head, "80 %") || strings.Contains(head, "in the band") {
+		t.Errorf("header does not say the efficiency is MaxText's and that it has no band, or claims a band:\n%s", head)
+	}
+	p.Request.Efficiency = 0.5
+	if m, err = PyTorch(p); err != nil || strings.Contains(strings.Join(m.Comments, "\n"), plan.PyTorchEfficiency) {
+		t.Errorf("with the efficiency option set the header still names MaxText's efficiency (%v):\n%s", err, strings.Join(m.Comments, "\n"))
+	}
+}

@@ -52,7 +52,7 @@ func (s *searcher) beyondBand(p *Plan) {
 		for _, a := range p.Alternatives {
 			if g := a.Estimate.TokensPerSecondPerChip/rule.Estimate.TokensPerSecondPerChip - 1; g > 0.05 {
 				p.Reasons = append(p.Reasons, note("", "note: %s (%s) is predicted %.0f%% faster, within the %.0f%% the model's error allows (%s): the rule order's choice stands",
-					a.Estimate.Mesh, a.Tier, 100*g, 100*b.Width(), bandSpan(b)))
+					a.Estimate.Mesh, a.Name(), 100*g, 100*b.Width(), bandSpan(b)))
 			}
 		}
 		return
@@ -61,7 +61,46 @@ func (s *searcher) beyondBand(p *Plan) {
 	p.Top = s.best[alt.Tier][:min(len(s.best[alt.Tier]), s.req.Top)]
 	p.Alternatives = s.alternatives([]Tier{alt.Tier})
 	p.Reasons = append(p.Reasons, note("", "beyond the band: %s (%s) is predicted %.0f%% faster than the rule order's choice, %s (%s), more than the %.0f%% the model's error allows (%s), so it is chosen; %s: %s",
-		alt.Estimate.Mesh, alt.Tier, 100*gain, rule.Estimate.Mesh, rule.Tier, 100*b.Width(), bandSpan(b), premise(rule.Tier, alt.Tier), because(rule, alt)))
+		alt.Estimate.Mesh, alt.Name(), 100*gain, rule.Estimate.Mesh, rule.Name(), 100*b.Width(), bandSpan(b), premise(rule.Tier, alt.Tier), because(rule, alt)))
+}
+
+// PredictionBand is the band p's predicted figures (step time, MFU,
+// tokens/s, and what scales with the step) carry, where p gives one:
+// p.Band, the step-time model's measured error on the chosen layout's
+// generation and class; false where it has no rows, or where its rows
+// do not stand for the job (bandWithheld, which the warnings say). Every
+// front end prints this band, and none p.Band, which also serves as the
+// margin between layouts (beyondBand, WeighOffload).
+func (p Plan) PredictionBand() (cost.StepBand, bool) {
+	if _, withheld := p.bandWithheld(); withheld || p.Band.Rows == 0 {
+		return cost.StepBand{}, false
+	}
+	return p.Band, true
+}
+
+// bandWithheld says, as a warning, why p gives no band: under
+// FrameworkPyTorch, because the model's efficiency and band are MaxText's
+// (pyTorchUncalibrated); for a job whose matmuls are quantized (as
+// cost.Job.BandIn classes it) on a generation none of whose quantized runs
+// is among validate's held-out rows, because the band it pooled into ran
+// in bf16: the quantized step, whose MFU of the bf16 peak may pass 100 %
+// (its matmuls run at the int8 or fp8 peak), was never compared with a
+// run of its kind there. A band from those rows would be presented as
+// validated where nothing validates it. false when p gives its band.
+func (p Plan) bandWithheld() (Note, bool) {
+	if n, ok := pyTorchUncalibrated(p); ok {
+		return n, true
+	}
+	j := p.Best.Estimate.Job
+	if p.Band.Rows == 0 || j.Quantization == cost.QuantNone || j.UnquantizedExperts() {
+		return Note{}, false
+	}
+	g := p.Request.Multislice.Slice.Chip.Generation
+	if own, _ := cost.BandCell(g, cost.ClassQuantized); own.Rows > 0 {
+		return Note{}, false
+	}
+	return note(OptionQuantization, "no error band: shardlab validate holds no quantized %s run, and the band this job would pool into, %s (%d rows), ran in bf16: the %s step, %.1f%% of the bf16 peak, has not been compared with a run of its kind",
+		g, p.Band.Runs(), p.Band.Rows, j.Quantization, 100*p.Best.Estimate.MFU), true
 }
 
 // bandSpan says what the band is and where it comes from.

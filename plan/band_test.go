@@ -166,9 +166,11 @@ func TestBandPrinted(t *testing.T) {
 }
 
 // TestBandNamesItsOwnCell: a band pooled past the job's own cell says so
-// in JSON as the text does: a quantized v5p job (no quantized v5p row in
-// validate's table) carries the dense v5p band with own_runs "quantized v5p
-// runs" and 0 rows; a dense v4 job (2 dense v4 rows, fewer than
+// in JSON as the text does: a quantized TPU7x job (3 quantized tpu7x rows
+// in validate's table, fewer than cost.BandMinRows) carries the band it
+// pools into with own_runs "quantized tpu7x runs" and 3 rows (a quantized
+// v5p job, with none, shows no band: TestQuantizedBandNeedsQuantizedRuns);
+// a dense v4 job (2 dense v4 rows, fewer than
 // cost.BandMinRows) the dense band of every generation with "dense v4
 // runs", 2; a dense v5p job (11 rows) its own band and no own_runs.
 func TestBandNamesItsOwnCell(t *testing.T) {
@@ -177,7 +179,7 @@ func TestBandNamesItsOwnCell(t *testing.T) {
 		runs              string
 		rows              int
 	}{
-		{"llama3-8b", "v5p-16", "int8", "quantized v5p runs", 0},
+		{"llama3-8b", "tpu7x-8", "fp8", "quantized tpu7x runs", 3},
 		{"llama3-8b", "v4-16", "", "dense v4 runs", 2},
 		{"llama3-8b", "v5p-16", "", "", 0},
 	} {

@@ -62,7 +62,7 @@ func (s *searcher) pool(p *Plan) []Tier {
 	for _, t := range tiers(s.req.Multislice.Slices) {
 		if len(s.best[t]) > 0 {
 			pool = []Tier{t}
-			p.Reasons = append(p.Reasons, note(OptionMesh, "layout given with {mesh} (%s): costed as asked, without the rule order", t))
+			p.Reasons = append(p.Reasons, note(OptionMesh, "layout given with {mesh} (%s): costed as asked, without the rule order", s.best[t][0].Name()))
 		}
 	}
 	return pool
@@ -327,7 +327,7 @@ func (s *searcher) poolVerdict(best Candidate, pool []Tier) Note {
 		need := s.req.breakEvenTokens() * collective.PracticalHeadroom
 		batch := math.Ceil(need * float64(ms.Slices) / float64(s.req.Seq))
 		return note(OptionMaxGlobalBatch, "%s wins: %.0f tokens/s per chip; DP or FSDP across slices would have needed a global batch of at least %.0f sequences (%s tokens per slice) to hide its all-reduce, above {max_global_batch} (%d)",
-			best.Tier, best.Estimate.TokensPerSecondPerChip, batch, count(need), s.req.MaxGlobalBatch)
+			best.Name(), best.Estimate.TokensPerSecondPerChip, batch, count(need), s.req.MaxGlobalBatch)
 	}
 	var other Candidate
 	for _, t := range pool {
@@ -336,7 +336,7 @@ func (s *searcher) poolVerdict(best Candidate, pool []Tier) Note {
 		}
 	}
 	return note("", "%s wins: %.0f tokens/s per chip; the best with %s (%s) reaches %.0f: its pipeline bubble costs more than the exposed all-reduce",
-		best.Tier, best.Estimate.TokensPerSecondPerChip, other.Tier, other.Estimate.Mesh, other.Estimate.TokensPerSecondPerChip)
+		best.Name(), best.Estimate.TokensPerSecondPerChip, other.Name(), other.Estimate.Mesh, other.Estimate.TokensPerSecondPerChip)
 }
 
 func firstOf(ts ...*Tier) Tier {

@@ -129,6 +129,9 @@ func parseDeviceMesh(r *Request, value string) error {
 	if err != nil {
 		return refuseErr(OptionMesh, value, err)
 	}
+	if n := fixedSize(devices, mesh.Expert); n > 1 && !r.Model.MoE() {
+		return refuse(OptionMesh, value, nil, " %q: expert %d with %s, a dense model: it has no experts to split, want a mesh without expert", value, n, r.Model.Name)
+	}
 	per := max(r.Multislice.Slice.Chip.JAXDevicesPerChip, 1)
 	if per == 1 {
 		r.Axes, r.DeviceAxes = devices, nil

@@ -246,6 +246,20 @@ func (r *Request) askedRing(devices []mesh.Degree, value string) error {
 	if r.Framework != FrameworkMaxText {
 		return nil
 	}
+	why, refused := r.ringOn(devices)
+	if !refused {
+		return nil
+	}
+	return &OptionError{Option: OptionMesh, Value: value, Err: ErrRequest,
+		Text: string(textf("{mesh} %q: %s; give a mesh of another context size or none", value, text(why)))}
+}
+
+// ringOn says why MaxText's ring attention refuses the context of a
+// MaxText mesh (devices, in JAX devices) for r's job, as costed, whatever
+// the framework: "MaxText runs its context 16 in JAX devices as ring
+// attention, as costed, and its ring refuses ici_tensor_parallelism 16
+// (it needs ...)". false when it runs it, or there is no context.
+func (r *Request) ringOn(devices []mesh.Degree) (string, bool) {
 	size := [mesh.NumAxes]int{}
 	for i := range size {
 		size[i] = 1
@@ -255,9 +269,53 @@ func (r *Request) askedRing(devices []mesh.Degree, value string) error {
 	}
 	var re *maxtext.RingError
 	if !errors.As(r.ring(size[mesh.Context], size[mesh.Tensor]).Check(), &re) {
-		return nil
+		return "", false
 	}
-	return &OptionError{Option: OptionMesh, Value: value, Err: ErrRequest,
-		Text: string(textf("{mesh} %q: MaxText runs its context %d in JAX devices as ring attention, as costed, and its ring refuses %s %s (it %s); give a mesh of another context size or none",
-			value, size[mesh.Context], re.Key, re.Value, re.Why))}
+	return fmt.Sprintf("MaxText runs its context %d in JAX devices as ring attention, as costed, and its ring refuses %s %s (it %s)",
+		size[mesh.Context], re.Key, re.Value, re.Why), true
+}
+
+// ringWarning says, for a plan over every framework (the zero
+// Framework), that MaxText cannot run its chosen layout as costed, where
+// MaxText's ring attention refuses the context of its MaxText mesh
+// (Plan.Devices; ringOn) or it has none, and what MaxText runs instead:
+// the best of the same request under FrameworkMaxText (whose search
+// rejects what the ring refuses: maxTextRing, maxTextRefuses), the
+// layout an export to MaxText holds in its place (export.MaxTextHeld).
+// Under a framework the plan is already limited to what it runs. A lean
+// search (BestOnly), one of a sweep's many, and a layout the user fixed
+// name the refusal without searching again.
+func ringWarning(p Plan) (Note, bool) {
+	r := p.Request
+	if r.Framework != "" {
+		return Note{}, false
+	}
+	d, err := p.Devices()
+	why := fmt.Sprintf("this layout has no MaxText mesh (%v)", err)
+	if err == nil {
+		var refused bool
+		if why, refused = r.ringOn(d.Degrees); !refused {
+			return Note{}, false
+		}
+	}
+	const cannot = "%s, so MaxText cannot run this layout; "
+	switch {
+	case r.Axes != nil:
+		return note(OptionMesh, cannot+"give {mesh} another layout, or plan without it with {framework} maxtext for MaxText's best", why), true
+	case r.BestOnly:
+		return note(OptionFramework, cannot+"plan with {framework} maxtext for MaxText's best", why), true
+	}
+	q := r
+	q.Framework, q.BestOnly, q.Cache = FrameworkMaxText, true, nil
+	alt, err := search(q)
+	if err != nil {
+		return note(OptionFramework, cannot+"and MaxText runs no layout of this job: %v", why, err), true
+	}
+	e := alt.Best.Estimate
+	spec := e.Mesh.String()
+	if d, err := alt.Devices(); err == nil && d.Devices != d.Chips {
+		spec = d.String() + " in JAX devices"
+	}
+	return note(OptionFramework, cannot+"its best, planned with {framework} maxtext, is %s, batch %d (MFU %s, step %v, against %.1f%%), which an export to MaxText holds",
+		why, spec, e.Job.GlobalBatch, e.MFUPeaks(), unit.Seconds(e.Time.Step.Seconds()), 100*p.Best.Estimate.MFU), true
 }

@@ -137,6 +137,10 @@ var requestErrors = []struct {
 		`want a pipeline degree of 1, 2, 4, 8 or 16 (dividing the layers and the 32 chips)`},
 	{func(o *Options) { o.TPU, o.Mesh = "v5p-384", "pipeline=3,fsdp=64" }, OptionMesh,
 		`--mesh "pipeline=3,fsdp=64": pipeline 3 does not divide llama3-8b's 32 layers into whole stages, want a pipeline degree of 1, 2, 4, 8, 16 or 32 (dividing the layers and the 192 chips)`},
+	// review 140: a dense model has no experts to put on an expert axis (llama3-8b, the default, is dense)
+	{func(o *Options) { o.TPU, o.Mesh = "v5p-8", "expert=4" }, OptionMesh,
+		`--mesh "expert=4": expert 4 with llama3-8b, a dense model: it has no experts to split, want a mesh without expert`},
+	{func(o *Options) { o.TPU, o.Mesh = "tpu7x-8", "fsdp=4,expert=2" }, OptionMesh, `expert 2 with llama3-8b, a dense model`},
 	// 32 layers over pipeline 4 x v chunks: v divides 8
 	{func(o *Options) { o.TPU, o.Mesh, o.Schedule, o.Chunks = "v5p-8", "pipeline=4", "circular", 3 }, OptionChunks,
 		`--chunks 3 with --mesh "pipeline=4": llama3-8b's 32 layers over pipeline 4 x 3 chunks is no whole number of layers a chunk, want 1, 2, 4 or 8`},

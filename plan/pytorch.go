@@ -94,6 +94,32 @@ func PyTorchAxisLimit(size func(mesh.Axis) int, spec model.Spec) (PyTorchLimit, 
 	return PyTorchLimit{}, false
 }
 
+// PyTorchEfficiency is where, under FrameworkPyTorch, the residual
+// efficiency a plan costs its step with comes from (cost's calibration,
+// unless the efficiency option sets it): the plan's text and the
+// PyTorch/XLA export's header say it (pyTorchUncalibrated says why).
+const PyTorchEfficiency = "MaxText's, calibrated on MaxText runs in shardlab validate; uncalibrated for PyTorch/XLA"
+
+// pyTorchUncalibrated says, under FrameworkPyTorch, that the step time is
+// MaxText's: the residual efficiency (cost's calibration) and the error
+// band (cost.StepBands) were fitted and held out on validate's run table,
+// which holds published MaxText runs only (validate/runs.yaml: "Published
+// MaxText training runs on Cloud TPU", no PyTorch/XLA row). A PyTorch/XLA
+// SPMD step (an fp32 model under autocast, lazy tensors traced into XLA,
+// Hugging Face modules) is another program, whose efficiency nothing here
+// has measured; so the plan gives no band (Plan.PredictionBand), and says
+// why. false under any other framework.
+func pyTorchUncalibrated(p Plan) (Note, bool) {
+	if p.Request.Framework != FrameworkPyTorch {
+		return Note{}, false
+	}
+	eff := fmt.Sprintf("its %.0f%% residual efficiency and its error band were", 100*p.Best.Estimate.Job.EfficiencyFor(p.Request.Multislice.Slice.Chip))
+	if p.Request.Efficiency > 0 {
+		eff = "its error band was"
+	}
+	return note(OptionFramework, "{framework} pytorch: the step is costed as MaxText runs it, and %s fitted and held out on MaxText runs (shardlab validate holds no PyTorch/XLA run): uncalibrated for PyTorch/XLA, so no error band is given; time the first steps on the TPUs", eff), true
+}
+
 // parsePyTorch checks a request under FrameworkPyTorch once the rest of
 // it is read: what the export would refuse is refused here, naming the
 // option; MaxText's precision becomes PyTorch's automatic mixed

@@ -108,6 +108,12 @@ func warnings(p Plan) []Note {
 	if n, ok := pastPositions(p.Request); ok {
 		w = append(w, n)
 	}
+	if n, ok := ringWarning(p); ok {
+		w = append(w, n)
+	}
+	if n, ok := p.bandWithheld(); ok {
+		w = append(w, n)
+	}
 	if p.Request.Efficiency > 0 {
 		w = append(w, note(OptionEfficiency, "compute assumes %.0f%% of the MXU-limited rate for work outside the arrays ({efficiency}), not the calibrated %.0f%%",
 			100*p.Request.Efficiency, 100*cost.Job{}.EfficiencyFor(ms.Slice.Chip)))

@@ -30,7 +30,7 @@ type JSON struct {
 	Devices      int        `json:"devices"`
 	Tier         string     `json:"tier"`
 	InSlice      string     `json:"in_slice"`                // DP, FSDP or model parallel
-	AcrossSlices string     `json:"across_slices,omitempty"` // DP, FSDP or pipeline; absent for one slice
+	AcrossSlices string     `json:"across_slices,omitempty"` // DP, FSDP, expert (AcrossOf) or pipeline; absent for one slice
 	Layout       LayoutJSON `json:"layout"`
 	Seq          int        `json:"seq_len"`
 	GlobalBatch  int        `json:"global_batch_sequences"`
@@ -143,10 +143,11 @@ func layoutOf(p Plan) LayoutJSON {
 
 // bandOf is the plan's figures at the ends of its band; nil without one.
 func bandOf(p Plan) *BandJSON {
-	b, e := p.Band, p.Best.Estimate
-	if b.Rows == 0 {
+	b, ok := p.PredictionBand()
+	if !ok {
 		return nil
 	}
+	e := p.Best.Estimate
 	n := float64(p.Request.Multislice.Chips())
 	x := &BandJSON{Runs: b.Runs(), Rows: b.Rows, Share: cost.BandHigh - cost.BandLow, LowError: b.Low, HighError: b.High}
 	x.StepLow, x.StepHigh = b.Step(e.Time.Step.Seconds())
@@ -308,7 +309,7 @@ type RankJSON struct {
 
 func rank(c Candidate) RankJSON {
 	e := c.Estimate
-	return RankJSON{Tier: c.Tier.String(), Layout: e.Mesh.String(), Remat: string(e.Job.Remat), MicroBatches: e.Job.MicroBatches,
+	return RankJSON{Tier: c.Name(), Layout: e.Mesh.String(), Remat: string(e.Job.Remat), MicroBatches: e.Job.MicroBatches,
 		Schedule: pipelineSchedule(e), Chunks: max(e.Job.Chunks, 1), GlobalBatch: e.Job.GlobalBatch, StepSeconds: e.Time.Step.Seconds(), MFU: e.MFU, QuantizedMFU: e.QuantizedMFU, TokensChip: e.TokensPerSecondPerChip,
 		HBMBytes: int64(e.Memory.Total())}
 }
@@ -322,7 +323,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 	j := JSON{
 		Model: p.Request.Model.Name, Params: p.Request.Model.ParamCount().Total(),
 		Accelerator: ms.Slice.AcceleratorType(), Topology: ms.Slice.Topology.String(), Slices: ms.Slices, Chips: ms.Chips(),
-		Tier: p.Best.Tier.String(), InSlice: p.Best.Tier.In.String(), AcrossSlices: p.Best.Tier.Across.String(),
+		Tier: p.Best.Name(), InSlice: p.Best.Tier.In.String(), AcrossSlices: AcrossOf(p.Best.Tier, e.Mesh),
 		Layout:  layoutOf(p),
 		Devices: ms.Chips() * max(ms.Slice.Chip.JAXDevicesPerChip, 1),
 		Seq:     e.Job.Seq, GlobalBatch: e.Job.GlobalBatch, GlobalTokens: e.Job.GlobalBatch * e.Job.Seq, MaxBatch: p.Request.MaxGlobalBatch,
@@ -390,9 +391,12 @@ func phrases(notes []Note, name func(Option) string) []string {
 }
 
 // efficiencySource is a text that names options.
-func efficiencySource(j cost.Job) string {
-	if j.Efficiency > 0 {
+func efficiencySource(p Plan) string {
+	switch {
+	case p.Best.Estimate.Job.Efficiency > 0:
 		return "{efficiency}"
+	case p.Request.Framework == FrameworkPyTorch:
+		return PyTorchEfficiency
 	}
 	return "calibrated for the generation; shardlab validate"
 }
@@ -426,7 +430,7 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 // precision.
 func (p Plan) writeLayout(b *strings.Builder) {
 	e := p.Best.Estimate
-	fmt.Fprintf(b, "Layout: %s  [%s]\n", e.Mesh, p.Best.Tier)
+	fmt.Fprintf(b, "Layout: %s  [%s]\n", e.Mesh, p.Best.Name())
 	if per := p.Request.Multislice.Slice.Chip.JAXDevicesPerChip; per > 1 {
 		if d, err := p.Devices(); err == nil {
 			fmt.Fprintf(b, "  in JAX devices, as MaxText counts them: %s, %s; each chip's %d devices on %s\n", d, d.Count(), per, d.InChip)
@@ -501,13 +505,8 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 	e := p.Best.Estimate
 	ms := p.Request.Multislice
 	st := e.Time.Step
-	band := p.Band
-	if band.Rows > 0 {
-		lo, hi := band.Step(st.Seconds())
-		fmt.Fprintf(b, "\nStep time: %s (%s, %s)\n", dur(st), span(unit.Seconds(lo).String(), unit.Seconds(hi).String()), bandName(band, e.Job, ms.Slice.Chip.Generation))
-	} else {
-		fmt.Fprintf(b, "\nStep time: %s\n", dur(st))
-	}
+	band, banded := p.PredictionBand()
+	fmt.Fprintf(b, "\nStep time: %s\n", p.stepBand())
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	for _, c := range []struct {
 		name string
@@ -525,10 +524,10 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 	}
 	tw.Flush()
 	fmt.Fprintf(b, "  MXU efficiency %.1f%% (padding loss %.1f%%) x %.0f%% residual efficiency (%s)\n",
-		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.EfficiencyFor(ms.Slice.Chip), phrase(efficiencySource(e.Job), name))
+		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.EfficiencyFor(ms.Slice.Chip), phrase(efficiencySource(p), name))
 	fmt.Fprintf(b, "  MFU %.1f%%  HFU %.1f%% (of the %s peak)  %s tokens/s per chip  %s tokens/s in all\n",
 		100*e.MFU, 100*e.HFU, hw.BF16, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
-	if band.Rows > 0 {
+	if banded {
 		mlo, mhi := band.Rate(e.MFU)
 		tlo, thi := band.Rate(e.TokensPerSecondPerChip)
 		n := float64(ms.Chips())
@@ -554,6 +553,21 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 			x.Experts, x.PerToken, mesh.Degree{Axis: mesh.Expert, ICI: x.Degree, DCN: 1}, routing, x.LoadImbalance, count(x.TokensPerExpert), x.Dispatch,
 			dur(secondsOf(x.AllToAllICI)), dur(secondsOf(x.AllToAllDCN)), unit.Bytes(x.AllToAllBytes))
 	}
+}
+
+// stepBand is the step time with its band and the band's name, or the
+// step time alone, saying so where the band is withheld.
+func (p Plan) stepBand() string {
+	e := p.Best.Estimate
+	st := e.Time.Step
+	if band, ok := p.PredictionBand(); ok {
+		lo, hi := band.Step(st.Seconds())
+		return fmt.Sprintf("%s (%s, %s)", dur(st), span(unit.Seconds(lo).String(), unit.Seconds(hi).String()), bandName(band, e.Job, p.Request.Multislice.Slice.Chip.Generation))
+	}
+	if _, withheld := p.bandWithheld(); withheld {
+		return dur(st) + " (no error band: see the warnings)"
+	}
+	return dur(st)
 }
 
 func secondsOf(s float64) time.Duration { return time.Duration(s * 1e9) }

@@ -45,7 +45,7 @@ func table(b *strings.Builder, cs []Candidate) {
 	fmt.Fprintln(tw, "tokens/s/chip\tHBM\t")
 	for i, c := range cs {
 		e := c.Estimate
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s%d\t%d\t%s\t%.1f%%\t", i+1, e.Mesh, c.Tier, e.Job.Remat, sched(e), e.Job.MicroBatches,
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s%d\t%d\t%s\t%.1f%%\t", i+1, e.Mesh, c.Name(), e.Job.Remat, sched(e), e.Job.MicroBatches,
 			e.Job.GlobalBatch, dur(e.Time.Step), 100*e.MFU)
 		for _, f := range formats {
 			if e.Job.Quantization.Format() == f {

@@ -60,6 +60,34 @@ func (t Tier) String() string {
 	return fmt.Sprintf("%s inside, %s across slices", t.In, t.Across)
 }
 
+// Name is the candidate's tier in words, with what its layout places
+// across slices (AcrossOf): "FSDP inside, expert across slices" for a
+// layout in the FSDP-across tier whose only sharded axis on DCN is
+// expert. The tier itself, the rung of the rule order, is unchanged.
+func (c Candidate) Name() string {
+	t := c.Tier
+	if t.Across == AcrossNone {
+		return t.String()
+	}
+	return fmt.Sprintf("%s inside, %s across slices", t.In, AcrossOf(t, c.Estimate.Mesh))
+}
+
+// AcrossOf is what layout m of tier t places across slices, in words:
+// t.Across's, but for the FSDP-across tier, whose rule counts expert on
+// DCN as fsdp (tierOf), the axes m actually puts there: "FSDP",
+// "expert", or "FSDP and expert". The cross-slice axis is what the
+// step's DCN time is spent on: an expert axis's all-to-all, not an fsdp
+// axis's gradient reduction.
+func AcrossOf(t Tier, m mesh.Mesh) string {
+	if t.Across != AcrossFSDP || m.Degree(mesh.Expert).DCN <= 1 {
+		return t.Across.String()
+	}
+	if m.Degree(mesh.FSDP).DCN > 1 {
+		return "FSDP and " + mesh.Expert.String()
+	}
+	return mesh.Expert.String()
+}
+
 // tiers lists the tiers of a multislice of n slices by in-slice strategy,
 // then by cross-slice one, each in rule order (searcher.firstTiers
 // applies the rule order: DP across slices with each in-slice strategy

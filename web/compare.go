@@ -128,9 +128,9 @@ func compareBars(plans []plan.Plan, labels []string) []hchart {
 		sb := hbar{Label: labels[i], Values: []float64{t.Compute.Seconds() * scale, t.ICI.Seconds() * scale,
 			t.DCN.Seconds() * scale, t.Sync.Seconds() * scale, t.Bubble.Seconds() * scale}}
 		mb := hbar{Label: labels[i], Values: []float64{100 * e.MFU}}
-		if p.Band.Rows > 0 {
-			sb.Low, sb.High = p.Band.Step(t.Step.Seconds() * scale)
-			lo, hi := p.Band.Rate(e.MFU)
+		if band, ok := p.PredictionBand(); ok {
+			sb.Low, sb.High = band.Step(t.Step.Seconds() * scale)
+			lo, hi := band.Rate(e.MFU)
 			mb.Low, mb.High = 100*lo, 100*hi
 			step.BandLabel = "each plan's error band (validate's held-out 10–90th percentiles)"
 			mfu.BandLabel = step.BandLabel

@@ -24,8 +24,8 @@ func goodputOf(p plan.Plan) goodputView {
 	e := capacity.Expect(capacity.JobOf(p), chips, m.Multislice.Hosts(), 1e12)
 	v := goodputView{FailuresPerDay: 24 * e.FailuresPerHour, SaveS: e.Save.Seconds(), RestartS: e.Restart.Seconds(),
 		EveryS: e.Interval.Seconds(), Goodput: e.Goodput, Tokens: e.Tokens, DaysToTrain: e.TimeToTrain.Hours() / 24}
-	if p.Band.Rows > 0 {
-		v.DaysLow, v.DaysHigh = p.Band.Step(v.DaysToTrain)
+	if band, ok := p.PredictionBand(); ok {
+		v.DaysLow, v.DaysHigh = band.Step(v.DaysToTrain)
 	}
 	return v
 }

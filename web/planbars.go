@@ -32,7 +32,7 @@ func layoutLabels(p plan.Plan) ([]plan.Candidate, []string) {
 			s += fmt.Sprintf(", %d micro-batches", j.MicroBatches)
 		}
 		if place == "alt" {
-			s += " (" + c.Tier.String() + ")"
+			s += " (" + c.Name() + ")"
 		}
 		labels[i] = s
 	}
@@ -103,15 +103,16 @@ func stepBars(p plan.Plan) hchart {
 	c := hchart{Name: "step", Title: fmt.Sprintf("Step time by what the chip waits on (chosen: %s %s)", number(p.Best.Estimate.Time.Step.Seconds()*scale), u),
 		Unit: u, Axis: "step time, " + map[string]string{"s": "seconds", "ms": "milliseconds"}[u],
 		Series: []string{"compute", "exposed ICI", "exposed DCN", "slice sync", "pipeline bubble"}}
-	if p.Band.Rows > 0 {
-		c.BandLabel = bandLabel(p.Band)
+	band, banded := p.PredictionBand()
+	if banded {
+		c.BandLabel = bandLabel(band)
 	}
 	for i, cd := range cs {
 		t := cd.Estimate.Time
 		b := hbar{Label: labels[i], Bold: i == 0, Values: []float64{t.Compute.Seconds() * scale, t.ICI.Seconds() * scale,
 			t.DCN.Seconds() * scale, t.Sync.Seconds() * scale, t.Bubble.Seconds() * scale}}
-		if p.Band.Rows > 0 {
-			b.Low, b.High = p.Band.Step(t.Step.Seconds() * scale)
+		if banded {
+			b.Low, b.High = band.Step(t.Step.Seconds() * scale)
 		}
 		c.Bars = append(c.Bars, b)
 	}
@@ -123,13 +124,14 @@ func mfuBars(p plan.Plan) hchart {
 	cs, labels := layoutLabels(p)
 	c := hchart{Name: "mfu", Title: "MFU, % of the " + string(hw.BF16) + " peak", Unit: "%",
 		Axis: "MFU, % of the chip's " + string(hw.BF16) + " peak", Series: []string{"MFU"}}
-	if p.Band.Rows > 0 {
-		c.BandLabel = bandLabel(p.Band)
+	band, banded := p.PredictionBand()
+	if banded {
+		c.BandLabel = bandLabel(band)
 	}
 	for i, cd := range cs {
 		b := hbar{Label: labels[i], Bold: i == 0, Values: []float64{100 * cd.Estimate.MFU}}
-		if p.Band.Rows > 0 {
-			lo, hi := p.Band.Rate(cd.Estimate.MFU)
+		if banded {
+			lo, hi := band.Rate(cd.Estimate.MFU)
 			b.Low, b.High = 100*lo, 100*hi
 		}
 		c.Bars = append(c.Bars, b)

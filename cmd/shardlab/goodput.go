@@ -18,7 +18,7 @@ type goodputJSON struct {
 	IntervalS    float64 `json:"checkpoint_interval_s"`
 	TimeToTrainS float64 `json:"time_to_train_s"`
 	// LowS and HighS are the time to train at the ends of the plan's
-	// measured error band (plan.Plan.Band; it scales with the step), as
+	// measured error band (plan.Plan.PredictionBand; it scales with the step), as
 	// a budget row's prediction_band has them; absent without a band.
 	LowS  float64 `json:"low_time_to_train_s,omitempty"`
 	HighS float64 `json:"high_time_to_train_s,omitempty"`
@@ -27,10 +27,11 @@ type goodputJSON struct {
 // trainBand is the time to train s at the ends of p's band, or zeros
 // when p has none.
 func trainBand(p plan.Plan, s float64) (lo, hi float64) {
-	if p.Band.Rows == 0 {
+	band, ok := p.PredictionBand()
+	if !ok {
 		return 0, 0
 	}
-	return p.Band.Step(s)
+	return band.Step(s)
 }
 
 // planWithGoodput is a plan's JSON with its expected goodput.
