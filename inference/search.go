@@ -148,6 +148,9 @@ func Search(r Request) (Plan, error) {
 	} else {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%d devices span %d hosts: tpu-inference lists multi-host TP and DP as untested, only multi-host PP as passing (docs/includes/parallelism.md)", b.Devices(), ceilDiv(b.Devices(), hostDevices)))
 	}
+	if Experimental(c.Generation) {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: tpu-inference lists %s as experimental, not recommended (README.md \"Compatible TPU Generations\" @b8692ff0: recommended v7x, v5e, v6e; experimental v3, v4, v5p), and no published %s serving run is in validate's serving table to hold this plan to", c.Generation, c.Generation, c.Generation))
+	}
 	p.Warnings = append(p.Warnings, modelWarnings(r, b)...)
 	if b.DecodeCompute > b.DecodeMemory {
 		p.Warnings = append(p.Warnings, "decode is compute-bound at this concurrency: the ITL is the MXU roofline")
