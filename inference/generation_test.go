@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -81,6 +82,34 @@ func TestGenerationsServed(t *testing.T) {
 		}
 		if got, want := Experimental(s.Chip.Generation), s.Chip.Generation == hw.V5p || s.Chip.Generation == hw.V4 || s.Chip.Generation == hw.V3; got != want {
 			t.Errorf("Experimental(%s) = %v, want %v (README.md 62-64)", s.Chip.Generation, got, want)
+		}
+	}
+}
+
+// TestSchedulerBudgetCause: a token budget below max_num_seqs is
+// answered with the budget marked as the default when it is (4096,
+// DefaultRequest's) and with the max_num_seqs given named as the cause,
+// so that a user who typed only max_num_seqs sees why a budget he never
+// gave is refused.
+func TestSchedulerBudgetCause(t *testing.T) {
+	m, _ := model.Lookup("llama3-8b")
+	for _, c := range []struct {
+		budget int
+		value  string
+	}{{4096, "4096 (the default)"}, {1000, "1000"}} {
+		r := DefaultRequest()
+		r.Model, r.Slice, r.Concurrency, r.MaxNumSeqs, r.MaxNumBatchedTokens = m, slice(t, "tpu7x-8"), 0, 65536, c.budget
+		r, err := NewRequest(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Search(r)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "max_num_batched_tokens" || fe.Value != c.value {
+			t.Fatalf("budget %d under max_num_seqs 65536: %v, want a max_num_batched_tokens error of value %q", c.budget, err, c.value)
+		}
+		if !strings.Contains(fe.Want, "65536 to") || !strings.Contains(fe.Want, "from the {max_num_seqs} 65536 given") {
+			t.Errorf("budget %d: want %q, want it to accept 65536 up and name max_num_seqs 65536 as the cause", c.budget, fe.Want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package inference
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"shardlab/hw"
@@ -177,9 +178,17 @@ func (r Request) schedulerBudget(b Layout) error {
 	if b.AttentionDP > 1 {
 		ranks = fmt.Sprintf(", %d sequences a replica over %d attention-DP schedulers", b.SeqsEach, b.AttentionDP)
 	}
-	return badInt("max_num_batched_tokens", r.MaxNumBatchedTokens, fmt.Sprintf(
-		"%d to %d: vLLM refuses a token budget below max_num_seqs, which the chosen layout (TP %d × DP %d) runs at %d%s (vllm/config/scheduler.py SchedulerConfig.verify_max_model_len)",
-		seqs, MaxTokens, b.TP, b.DP, seqs, ranks))
+	value := strconv.Itoa(r.MaxNumBatchedTokens)
+	if r.MaxNumBatchedTokens == DefaultRequest().MaxNumBatchedTokens {
+		value += " (the default)"
+	}
+	cause := ""
+	if r.MaxNumSeqs > 0 {
+		cause = fmt.Sprintf(", from the {max_num_seqs} %d given", r.MaxNumSeqs)
+	}
+	return &FieldError{Field: "max_num_batched_tokens", Value: value, Want: fmt.Sprintf(
+		"%d to %d: vLLM refuses a token budget below max_num_seqs, which the chosen layout (TP %d × DP %d) runs at %d%s%s (vllm/config/scheduler.py SchedulerConfig.verify_max_model_len)",
+		seqs, MaxTokens, b.TP, b.DP, seqs, ranks, cause)}
 }
 
 // objectiveReason says why b was chosen.
