@@ -54,6 +54,7 @@ func TestParseOptionsBad(t *testing.T) {
 			o.LengthMix, o.Histogram = "h.csv", []byte("prompt_len,output_len,weight\n10,10,x\n")
 		}, "length_mix", "line 2"},
 		{func(o *Options) { o.NumRequests = 0 }, "num_requests", "1 to"},
+		{func(o *Options) { o.Seed = 1 << 63 }, "seed", "0 to 9223372036854775807"},
 	} {
 		o := DefaultOptions()
 		c.edit(&o)
