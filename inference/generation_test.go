@@ -113,3 +113,41 @@ func TestSchedulerBudgetCause(t *testing.T) {
 		}
 	}
 }
+
+// TestMaverickContext: Llama 4 Maverick serves up to its config.json's
+// max_position_embeddings, 1048576 (model catalog), no longer the 8192 of
+// its seq_len; its default max_model_len stays 8192; and a plan beyond
+// its 8192-token attention chunks warns that the chunks are not modelled.
+func TestMaverickContext(t *testing.T) {
+	m, _ := model.Lookup("llama4-maverick")
+	base := Request{Model: m, Slice: slice(t, "tpu7x-32"), Weights: FP8, Concurrency: 1, PromptLen: 1024, OutputLen: 1024, MemoryUtilization: 0.92, MaxNumBatchedTokens: 4096}
+	r, err := NewRequest(base)
+	if err != nil || r.MaxModelLen != 8192 {
+		t.Fatalf("default max_model_len = %d, %v; want 8192 (seq_len)", r.MaxModelLen, err)
+	}
+	base.MaxModelLen = 1 << 20
+	if _, err := NewRequest(base); err != nil {
+		t.Errorf("max_model_len 1048576: %v, want accepted (max_position_embeddings)", err)
+	}
+	base.MaxModelLen = 1<<20 + 1
+	if _, err := NewRequest(base); err == nil || !strings.Contains(err.Error(), "2 to 1048576 (llama4-maverick's max_position_embeddings)") {
+		t.Errorf("max_model_len 1048577: %v, want refused up to 1048576", err)
+	}
+	for _, c := range []struct {
+		len  int
+		warn bool
+	}{{8192, false}, {16384, true}} {
+		base.MaxModelLen = c.len
+		r, err := NewRequest(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Search(r)
+		if err != nil {
+			t.Fatalf("max_model_len %d: %v", c.len, err)
+		}
+		if got := strings.Contains(strings.Join(p.Warnings, "\n"), "chunked attention"); got != c.warn {
+			t.Errorf("max_model_len %d: chunked-attention warning %v, want %v (%q)", c.len, got, c.warn, p.Warnings)
+		}
+	}
+}

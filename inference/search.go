@@ -271,6 +271,10 @@ func modelWarnings(r Request, b Layout) []string {
 	if w := weightsWarning(r); w != "" {
 		out = append(out, w)
 	}
+	if c := r.Model.AttentionChunk; c > 0 && r.MaxModelLen > c {
+		out = append(out, fmt.Sprintf("chunked attention: %s attends within chunks of %d tokens in some layers (its config.json's attention_chunk_size), which this plan does not model: beyond %d tokens it costs every layer's attention over the whole context, more than those layers compute and read",
+			braces.Literal(r.Model.Name), c, c))
+	}
 	if DPAttention(r.Model) {
 		out = append(out, "latent attention: tpu-inference needs NEW_MODEL_DESIGN=1 in the server's environment and enable_dp_attention in --additional-config (tpu_platform.py); the page size is left to tpu-inference (1024 tokens), as vLLM's --block-size accepts at most 256")
 	}

@@ -52,6 +52,9 @@ func (s Spec) Validate() error {
 	if s.MaxPositions < 0 || s.MaxPositions > limit {
 		return bad("max_position_embeddings", s.MaxPositions, fmt.Sprintf("0 (= seq_len) or a positive integer up to %d", limit))
 	}
+	if s.AttentionChunk < 0 || s.AttentionChunk > limit {
+		return bad("attention_chunk_size", s.AttentionChunk, fmt.Sprintf("0 (none) or a positive integer up to %d", limit))
+	}
 	if s.KVHeads < 0 || s.KVHeads > s.Heads || (s.KVHeads > 0 && s.Heads%s.KVHeads != 0) {
 		return bad("kv_heads", s.KVHeads, fmt.Sprintf("0 (= heads) or a divisor of heads (%d)", s.Heads))
 	}
