@@ -149,6 +149,9 @@ func Search(r Request) (Plan, error) {
 	} else {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%d devices span %d hosts: tpu-inference lists multi-host TP and DP as untested, only multi-host PP as passing (docs/includes/parallelism.md)", b.Devices(), ceilDiv(b.Devices(), hostDevices)))
 	}
+	if w := inChipWarning(r, p); w != "" {
+		p.Warnings = append(p.Warnings, w)
+	}
 	if Experimental(c.Generation) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: tpu-inference lists %s as experimental, not recommended (README.md \"Compatible TPU Generations\" @b8692ff0: recommended v7x, v5e, v6e; experimental v3, v4, v5p), and no published %s serving run is in validate's serving table to hold this plan to", c.Generation, c.Generation, c.Generation))
 	}
