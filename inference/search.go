@@ -149,12 +149,7 @@ func Search(r Request) (Plan, error) {
 	} else {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%d devices span %d hosts: tpu-inference lists multi-host TP and DP as untested, only multi-host PP as passing (docs/includes/parallelism.md)", b.Devices(), ceilDiv(b.Devices(), hostDevices)))
 	}
-	if w := inChipWarning(r, p); w != "" {
-		p.Warnings = append(p.Warnings, w)
-	}
-	if Experimental(c.Generation) {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: tpu-inference lists %s as experimental, not recommended (README.md \"Compatible TPU Generations\" @b8692ff0: recommended v7x, v5e, v6e; experimental v3, v4, v5p), and no published %s serving run is in validate's serving table to hold this plan to", c.Generation, c.Generation, c.Generation))
-	}
+	p.Warnings = append(p.Warnings, hardwareWarnings(r, p)...)
 	p.Warnings = append(p.Warnings, modelWarnings(r, b)...)
 	if b.DecodeCompute > b.DecodeMemory {
 		p.Warnings = append(p.Warnings, "decode is compute-bound at this concurrency: the ITL is the MXU roofline")
@@ -256,6 +251,20 @@ func shardReason(r Request, b Layout) string {
 func preemptWarning(r Request, b Layout) string {
 	return fmt.Sprintf("preemption: a replica's pages hold %d sequences of %s at once, fewer than the %d it runs (max_num_seqs): vLLM allocates pages as sequences grow and, when they run out, preempts the last running sequence to recompute it later (vllm/v1/core/sched/scheduler.py); the latencies above assume none",
 		b.Memory.HeldSeqs, r.heldLengths(), b.SeqsEach)
+}
+
+// hardwareWarnings are what p's plan leaves out of the TPU it runs on:
+// the collectives between a chip's devices (inChipWarning), and a
+// generation tpu-inference lists as experimental.
+func hardwareWarnings(r Request, p Plan) []string {
+	var out []string
+	if w := inChipWarning(r, p); w != "" {
+		out = append(out, w)
+	}
+	if g := r.Slice.Chip.Generation; Experimental(g) {
+		out = append(out, fmt.Sprintf("%s: tpu-inference lists %s as experimental, not recommended (README.md \"Compatible TPU Generations\" @b8692ff0: recommended v7x, v5e, v6e; experimental v3, v4, v5p), and no published %s serving run is in validate's serving table to hold this plan to", g, g, g))
+	}
+	return out
 }
 
 // modelWarnings are what the serving command needs beyond its flags.

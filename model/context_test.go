@@ -60,3 +60,18 @@ func TestMaxPositionsValidated(t *testing.T) {
 		t.Errorf("max_position_embeddings -1: %v, want a FieldError on max_position_embeddings", err)
 	}
 }
+
+// TestAttentionChunkValidated: a spec's attention_chunk_size is 0 (none)
+// or a positive count, and the error names the field.
+func TestAttentionChunkValidated(t *testing.T) {
+	s, _ := Lookup("llama4-maverick")
+	if s.AttentionChunk != 8192 {
+		t.Errorf("llama4-maverick attention_chunk_size %d, want 8192 (its config.json)", s.AttentionChunk)
+	}
+	s.AttentionChunk = -1
+	if err := s.Validate(); err == nil {
+		t.Error("attention_chunk_size -1 validated")
+	} else if fe, ok := err.(*FieldError); !ok || fe.Field != "attention_chunk_size" {
+		t.Errorf("attention_chunk_size -1: %v, want a FieldError on attention_chunk_size", err)
+	}
+}
