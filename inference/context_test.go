@@ -9,10 +9,10 @@ import (
 
 // TestMaxModelLenCap: max_model_len may reach the model's context, its
 // checkpoint's max_position_embeddings as the catalog records it
-// (model.Spec.MaxContext: 131072 for Llama 3.1 405B, 32768 for Qwen3-235B's
-// native context), not only the catalog's sequence length, which stays
+// (model.Spec.MaxContext: 131072 for Llama 3.1 405B, 40960 for Qwen3-235B,
+// 1048576 for Llama 4 Maverick), not only the catalog's sequence length, which stays
 // the default; past it, or past the sequence length where the catalog
-// records no context (llama4-maverick), the error names the field, the
+// records no context (gemma2-9b), the error names the field, the
 // most it takes and why (review 128 #7).
 func TestMaxModelLenCap(t *testing.T) {
 	for _, c := range []struct {
@@ -25,7 +25,8 @@ func TestMaxModelLenCap(t *testing.T) {
 		{"qwen3-235b-a22b", "tpu7x-8", FP8, 40960, 40960, "qwen3-235b-a22b's max_position_embeddings"},
 		{"mixtral-8x7b", "v6e-8", BF16, 32768, 32768, "mixtral-8x7b's max_position_embeddings"},
 		{"deepseek3-671b", "tpu7x-16", FP8, 32768, 163840, "deepseek3-671b's max_position_embeddings"},
-		{"llama4-maverick", "tpu7x-16", FP8, 8192, 8192, "records no max_position_embeddings"},
+		{"llama4-maverick", "tpu7x-16", FP8, 16384, 1048576, "llama4-maverick's max_position_embeddings"},
+		{"gemma2-9b", "v6e-8", BF16, 8192, 8192, "records no max_position_embeddings"},
 	} {
 		m := lookup(t, c.model)
 		base := Request{Model: m, Slice: slice(t, c.tpu), Concurrency: 8, PromptLen: 1024, OutputLen: 1024,

@@ -115,8 +115,12 @@ func newReplicaCost(r Request, tp int) replicaCost {
 }
 
 // allReduce is the collectives of one forward pass over tokens tokens,
-// of the bf16 residual stream; the devices of one chip share its HBM, so
-// only the chips of the replica pass over ICI. Under tensor parallelism
+// of the bf16 residual stream, over the ICI ring of the replica's chips.
+// The devices of one chip (a TPU7x chip's two TensorCores, each with its
+// own HBM) also exchange it, over the chip's die-to-die link, which is
+// not costed: no rate or latency for it is published beyond "six times
+// faster than a 1D ICI link", and package hw holds none (inchip.go;
+// the plan warns, inChipWarning). Under tensor parallelism
 // two all-reduces a layer, after the attention output and after the MLP
 // down projection (or the experts' psum over the expert axis [ti-ep]).
 // Under attention data parallelism the attention needs none; the MLP's

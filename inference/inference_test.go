@@ -224,7 +224,7 @@ func TestNewRequestErrors(t *testing.T) {
 		{"nan utilization", func(r *Request) { r.MemoryUtilization = math.NaN() }, []string{"gpu_memory_utilization NaN", "(0, 1]"}},
 		{"inf utilization", func(r *Request) { r.MemoryUtilization = math.Inf(1) }, []string{"gpu_memory_utilization +Inf"}},
 		{"int8 kv", func(r *Request) { r.KVCache = Int8 }, []string{"kv_cache_dtype \"int8\"", "bf16 or fp8"}},
-		{"v5p", func(r *Request) { r.Slice = slice(t, "v5p-8") }, []string{"tpu v5p", "tpu7x"}},
+		{"v4", func(r *Request) { r.Slice = slice(t, "v4-8") }, []string{"tpu v4", "tpu7x (the generations tpu-inference recommends) or v5p"}},
 		{"vllm kv int8", func(r *Request) { r.KVCacheDtype = "int8_per_token_head" }, []string{`kv_cache_dtype "int8_per_token_head"`, "auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2"}},
 		{"shardlab name as vllm kv", func(r *Request) { r.KVCacheDtype = "bf16" }, []string{`kv_cache_dtype "bf16"`, "bfloat16"}},
 		{"negative max_num_seqs", func(r *Request) { r.MaxNumSeqs = -1 }, []string{"max_num_seqs -1"}},

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"shardlab/hw"
 	"shardlab/internal/braces"
@@ -243,14 +244,21 @@ func weightsWhy(r Request, layouts []Layout) *NoFitError {
 		}
 	}
 	m := least.Memory
-	what := fmt.Sprintf("{weights} %s: %s's weights (%v in all) take %v a device at TP %d, the widest split on %s", r.Weights, braces.Literal(r.Model.Name),
-		WeightBytes(r.Model, 1, r.Weights), m.Weights, least.TP, r.Slice.AcceleratorType())
+	split := fmt.Sprintf("the widest split on %s", r.Slice.AcceleratorType())
+	if r.TP != 0 {
+		split = fmt.Sprintf("the {tensor_parallel_size} given (the widest on %s is %d)", r.Slice.AcceleratorType(), last(tpSizes(r.Model, r.Slice, r.AttentionDP())))
+	}
+	what := fmt.Sprintf("{weights} %s: %s's weights (%v in all) take %v a device at TP %d, %s", r.Weights, braces.Literal(r.Model.Name),
+		WeightBytes(r.Model, 1, r.Weights), m.Weights, least.TP, split)
 	if m.Weights < m.Budget {
 		what += fmt.Sprintf(", and with the activation buffers (%v) leave no room for the KV cache in", m.Activations)
 	} else {
 		what += ", more than"
 	}
 	e := &NoFitError{Why: what + fmt.Sprintf(" the %v a device may hold (%v × {gpu_memory_utilization} %g)", m.Budget, m.Capacity, r.MemoryUtilization)}
+	if f, ok := widerTP(r); ok {
+		e.Fits = append(e.Fits, f)
+	}
 	for _, w := range []Dtype{FP8, Int8} {
 		q := r
 		q.Weights = w
@@ -261,17 +269,42 @@ func weightsWhy(r Request, layouts []Layout) *NoFitError {
 			e.Fits = append(e.Fits, Fit{Field: "weights", Value: string(w), TP: l.TP, DP: l.DP})
 		}
 	}
-	if s, l, ok := largerSlice(r); ok {
+	wider := fmt.Sprintf("a larger %s slice", r.Slice.Chip.Generation)
+	if r.TP != 0 {
+		// a fixed tensor-parallel size holds as many weights a device
+		// on any slice: the fix is a wider one (widerTP)
+		wider = "a wider {tensor_parallel_size}"
+	} else if s, l, ok := largerSlice(r); ok {
 		e.Fits = append(e.Fits, Fit{Field: "tpu", Value: s.AcceleratorType(), TP: l.TP, DP: l.DP})
 	}
 	if len(e.Fits) == 0 {
-		nor := fmt.Sprintf("no larger %s slice would fit it", r.Slice.Chip.Generation)
+		nor := fmt.Sprintf("no %s would fit it", strings.TrimPrefix(wider, "a "))
 		if r.Weights == BF16 {
-			nor = fmt.Sprintf("neither fp8 nor int8 weights nor a larger %s slice would fit it", r.Slice.Chip.Generation)
+			nor = fmt.Sprintf("neither fp8 nor int8 weights nor %s would fit it", wider)
 		}
 		e.Why += "; " + nor
 	}
 	return e
+}
+
+// widerTP is, for a request that fixes its tensor-parallel size, the
+// least wider one with which it fits (its replicas as the request fixes
+// them, or filling the slice), checked by costing it.
+func widerTP(r Request) (Fit, bool) {
+	if r.TP == 0 {
+		return Fit{}, false
+	}
+	for _, t := range tpSizes(r.Model, r.Slice, r.AttentionDP()) {
+		if t <= r.TP {
+			continue
+		}
+		q := r
+		q.TP = t
+		if l, ok := fitting(q); ok {
+			return Fit{Field: "tensor_parallel_size", Value: strconv.Itoa(t), TP: l.TP, DP: l.DP}, true
+		}
+	}
+	return Fit{}, false
 }
 
 // fitting is the best layout for r when one fits.

@@ -69,6 +69,30 @@ func TestNoFitWeights(t *testing.T) {
 	}
 }
 
+// TestNoFitFixedTP: a tensor-parallel size the request fixes is named as
+// given, not as the widest split, and the fix is the least wider size
+// that fits. By hand: Llama 3 70B's 70.55e9 bf16 parameters are 131 GiB
+// at TP 1, above 94.74 GiB × 0.92 = 87.2 GiB a device on tpu7x-8; at TP 2
+// 65.7 GiB, which fits (TP 8 is the widest on the VM's 8 devices). A
+// larger slice is no fix at a fixed TP (each device holds as much).
+func TestNoFitFixedTP(t *testing.T) {
+	r := noFitRequest(t, "llama3-70b", "tpu7x-8")
+	r.TP = 1
+	_, err := Search(r)
+	if !errors.Is(err, ErrNoFit) {
+		t.Fatalf("TP 1: %v, want ErrNoFit", err)
+	}
+	for _, s := range []string{"at TP 1, the tensor_parallel_size given (the widest on tpu7x-8 is 8)", "131 GiB"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("TP 1: %q does not say %q", err, s)
+		}
+	}
+	if strings.Contains(err.Error(), "widest split") {
+		t.Errorf("TP 1: %q calls the size given the widest split", err)
+	}
+	checkFits(t, err, "llama3-70b TP 1 on tpu7x-8", r, []string{"tensor_parallel_size=2", "weights=fp8", "weights=int8"})
+}
+
 // TestLayoutsNotApplicable: a layout that does not fit prints no TTFT,
 // ITL or tokens/s in the table, numbers that cannot happen.
 func TestLayoutsNotApplicable(t *testing.T) {
@@ -179,6 +203,8 @@ func checkFits(t *testing.T, err error, what string, r Request, want []string) {
 		switch f.Field {
 		case "weights":
 			q.Weights = Dtype(f.Value)
+		case "tensor_parallel_size":
+			q.TP, _ = strconv.Atoi(f.Value)
 		case "tpu":
 			s, err := ParseTPU(f.Value)
 			if err != nil {

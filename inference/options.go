@@ -3,6 +3,7 @@ package inference
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -84,7 +85,7 @@ type Options struct {
 	// Histogram is a length histogram (ParseHistogram); the front end
 	// reads it. When set, LengthMix only names it.
 	Histogram []byte `json:"-"`
-	// Seed seeds the simulation's lengths and arrivals.
+	// Seed seeds the simulation's lengths and arrivals: 0 to MaxSeed.
 	Seed uint64 `json:"seed"`
 	// NumRequests is the requests the simulation serves.
 	NumRequests int `json:"num_requests"`
@@ -100,6 +101,12 @@ type Question struct {
 	Seed     uint64
 	Requests int
 }
+
+// MaxSeed is the largest seed a serving question takes, 2^63 − 1: the
+// largest the front ends echo as a JSON integer every reader holding it
+// in an int64 reads back (the web form has always refused more), so that
+// the seed printed is the seed run.
+const MaxSeed = math.MaxInt64
 
 // What a serving question plans when it names no model or TPU: Llama 3
 // 70B on one TPU7x VM.
@@ -138,6 +145,9 @@ func ParseOptions(o Options) (Question, error) {
 		return Question{}, err
 	}
 	q := Question{Request: r, ModelID: id, Mix: r.Lengths(), Seed: o.Seed, Requests: o.NumRequests}
+	if o.Seed > MaxSeed {
+		return Question{}, &FieldError{Field: "seed", Value: strconv.FormatUint(o.Seed, 10), Want: fmt.Sprintf("a whole number from 0 to %d", uint64(MaxSeed))}
+	}
 	if o.NumRequests < 1 || o.NumRequests > MaxSimRequests {
 		return Question{}, badInt("num_requests", o.NumRequests, fmt.Sprintf("1 to %d", MaxSimRequests))
 	}

@@ -35,7 +35,7 @@ func TestParseOptionsBad(t *testing.T) {
 		{func(o *Options) { o.Model = "llama9" }, "model", "catalog model"},
 		{func(o *Options) { o.Model, o.ModelSpec = "x.yaml", []byte("layers: [1") }, "model", "spec"},
 		{func(o *Options) { o.TPU = "v9-8" }, "tpu", "accelerator type"},
-		{func(o *Options) { o.TPU = "v5p-8" }, "tpu", "v5e, v6e or tpu7x"},
+		{func(o *Options) { o.TPU = "v4-8" }, "tpu", "v5e, v6e or tpu7x (the generations tpu-inference recommends) or v5p"},
 		{func(o *Options) { o.Concurrency, o.RequestRate = 8, 2 }, "concurrency", "request_rate"},
 		{func(o *Options) { o.Concurrency, o.MaxNumSeqs = 8, 2 }, "concurrency", "max_num_seqs"},
 		{func(o *Options) { o.MaxNumSeqs, o.RequestRate = 8, 2 }, "max_num_seqs", "request_rate"},
@@ -54,6 +54,7 @@ func TestParseOptionsBad(t *testing.T) {
 			o.LengthMix, o.Histogram = "h.csv", []byte("prompt_len,output_len,weight\n10,10,x\n")
 		}, "length_mix", "line 2"},
 		{func(o *Options) { o.NumRequests = 0 }, "num_requests", "1 to"},
+		{func(o *Options) { o.Seed = 1 << 63 }, "seed", "0 to 9223372036854775807"},
 	} {
 		o := DefaultOptions()
 		c.edit(&o)

@@ -108,8 +108,24 @@ func vllmKVCacheDtype(d Dtype) string {
 	return "auto"
 }
 
-// Generations tpu-inference runs on and shardlab plans for.
-var Generations = []hw.Generation{hw.V5e, hw.V6e, hw.TPU7x}
+// Generations tpu-inference runs on and shardlab plans for: those its
+// README recommends (v7x, v5e, v6e) and, of those it lists as
+// experimental (v3, v4, v5p: README.md "Compatible TPU Generations"
+// @b8692ff0), v5p, whose every number a serving plan takes is known
+// (HBM per device in hw/xla_hbm.csv, one JAX device a chip, its ICI and
+// the attention kernel's v5 block sizes, [ti-rpa3]). v4 and v3 are left
+// out: the attention kernel has no default block sizes for them
+// (ragged_paged_attention/v3/kernel.py get_default_block_sizes raises
+// NotImplementedError for any tpu_version but 5 to 8 @b8692ff0).
+// Experimental says which of them tpu-inference calls experimental.
+var Generations = []hw.Generation{hw.V5e, hw.V5p, hw.V6e, hw.TPU7x}
+
+// Experimental reports whether tpu-inference lists generation g as
+// experimental rather than recommended (README.md @b8692ff0, lines
+// 62-64: "Recommended: v7x, v5e, v6e", "Experimental: v3, v4, v5p").
+func Experimental(g hw.Generation) bool {
+	return g == hw.V3 || g == hw.V4 || g == hw.V5p
+}
 
 // Request is one serving question. NewRequest validates it.
 type Request struct {
@@ -265,7 +281,7 @@ func NewRequest(r Request) (Request, error) {
 		ok = ok || c.Generation == g
 	}
 	if !ok {
-		return Request{}, &FieldError{Field: "tpu", Value: string(c.Generation), Want: "v5e, v6e or tpu7x (the generations tpu-inference runs on)"}
+		return Request{}, &FieldError{Field: "tpu", Value: string(c.Generation), Want: "v5e, v6e or tpu7x (the generations tpu-inference recommends) or v5p (one it lists as experimental; its v3 and v4 have no default block sizes in its attention kernel)"}
 	}
 	if r.Slice.Chips() < 1 {
 		return Request{}, &FieldError{Field: "tpu", Value: string(c.Generation), Want: "an accelerator type with chips, e.g. tpu7x-8"}

@@ -2,6 +2,7 @@ package inference
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"shardlab/hw"
@@ -148,6 +149,7 @@ func Search(r Request) (Plan, error) {
 	} else {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%d devices span %d hosts: tpu-inference lists multi-host TP and DP as untested, only multi-host PP as passing (docs/includes/parallelism.md)", b.Devices(), ceilDiv(b.Devices(), hostDevices)))
 	}
+	p.Warnings = append(p.Warnings, hardwareWarnings(r, p)...)
 	p.Warnings = append(p.Warnings, modelWarnings(r, b)...)
 	if b.DecodeCompute > b.DecodeMemory {
 		p.Warnings = append(p.Warnings, "decode is compute-bound at this concurrency: the ITL is the MXU roofline")
@@ -174,9 +176,17 @@ func (r Request) schedulerBudget(b Layout) error {
 	if b.AttentionDP > 1 {
 		ranks = fmt.Sprintf(", %d sequences a replica over %d attention-DP schedulers", b.SeqsEach, b.AttentionDP)
 	}
-	return badInt("max_num_batched_tokens", r.MaxNumBatchedTokens, fmt.Sprintf(
-		"%d to %d: vLLM refuses a token budget below max_num_seqs, which the chosen layout (TP %d × DP %d) runs at %d%s (vllm/config/scheduler.py SchedulerConfig.verify_max_model_len)",
-		seqs, MaxTokens, b.TP, b.DP, seqs, ranks))
+	value := strconv.Itoa(r.MaxNumBatchedTokens)
+	if r.MaxNumBatchedTokens == DefaultRequest().MaxNumBatchedTokens {
+		value += " (the default)"
+	}
+	cause := ""
+	if r.MaxNumSeqs > 0 {
+		cause = fmt.Sprintf(", from the {max_num_seqs} %d given", r.MaxNumSeqs)
+	}
+	return &FieldError{Field: "max_num_batched_tokens", Value: value, Want: fmt.Sprintf(
+		"%d to %d: vLLM refuses a token budget below max_num_seqs, which the chosen layout (TP %d × DP %d) runs at %d%s%s (vllm/config/scheduler.py SchedulerConfig.verify_max_model_len)",
+		seqs, MaxTokens, b.TP, b.DP, seqs, ranks, cause)}
 }
 
 // objectiveReason says why b was chosen.
@@ -243,6 +253,20 @@ func preemptWarning(r Request, b Layout) string {
 		b.Memory.HeldSeqs, r.heldLengths(), b.SeqsEach)
 }
 
+// hardwareWarnings are what p's plan leaves out of the TPU it runs on:
+// the collectives between a chip's devices (inChipWarning), and a
+// generation tpu-inference lists as experimental.
+func hardwareWarnings(r Request, p Plan) []string {
+	var out []string
+	if w := inChipWarning(r, p); w != "" {
+		out = append(out, w)
+	}
+	if g := r.Slice.Chip.Generation; Experimental(g) {
+		out = append(out, fmt.Sprintf("%s: tpu-inference lists %s as experimental, not recommended (README.md \"Compatible TPU Generations\" @b8692ff0: recommended v7x, v5e, v6e; experimental v3, v4, v5p), and no published %s serving run is in validate's serving table to hold this plan to", g, g, g))
+	}
+	return out
+}
+
 // modelWarnings are what the serving command needs beyond its flags.
 func modelWarnings(r Request, b Layout) []string {
 	var out []string
@@ -258,6 +282,10 @@ func modelWarnings(r Request, b Layout) []string {
 	}
 	if w := weightsWarning(r); w != "" {
 		out = append(out, w)
+	}
+	if c := r.Model.AttentionChunk; c > 0 && r.MaxModelLen > c {
+		out = append(out, fmt.Sprintf("chunked attention: %s attends within chunks of %d tokens in some layers (its config.json's attention_chunk_size), which this plan does not model: beyond %d tokens it costs every layer's attention over the whole context, more than those layers compute and read",
+			braces.Literal(r.Model.Name), c, c))
 	}
 	if DPAttention(r.Model) {
 		out = append(out, "latent attention: tpu-inference needs NEW_MODEL_DESIGN=1 in the server's environment and enable_dp_attention in --additional-config (tpu_platform.py); the page size is left to tpu-inference (1024 tokens), as vLLM's --block-size accepts at most 256")

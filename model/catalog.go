@@ -273,9 +273,16 @@ var catalog = [...]Spec{
 		// @e591f30c: 48 layers, hidden 5120, 40 query and 8 KV heads of 128, vocab 202048
 		// untied; layers alternate dense (d_ff 16384) and MoE (dense first): 128 routed
 		// experts of width 8192, 1 per token, and 1 shared expert. Text model only. Its
-		// model card says a context of 1M tokens, but no config.json's max_position_embeddings
-		// could be cited: the cap stays SeqLen (MaxPositions 0).
-		Name: "llama4-maverick", Layers: 48, DModel: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, DFF: 16384, Vocab: 202048, SeqLen: 8192, GatedMLP: true,
+		// model card says a context of 1M tokens; its config.json's text_config has
+		// max_position_embeddings 1048576 and attention_chunk_size 8192 (a copy of the
+		// Maverick config.json, "Llama4 Maverick config but with only 2 layers", transformers
+		// 4.51.0.dev0, whose every other text_config value is this entry's: NVIDIA/TensorRT-LLM
+		// tests/unittest/_torch/modeling/test_modeling_llama_min_latency.py @0074a2241768,
+		// LLAMA_4_MAVERICK_TWO_LAYER_CONFIG; the Hugging Face repository itself was not
+		// readable here). tpu-inference passes attention_chunk_size 8192 to one layer in
+		// four, those without RoPE (models/jax/llama4.py @b8692ff0, 517-579): recorded,
+		// not costed.
+		Name: "llama4-maverick", Layers: 48, DModel: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, DFF: 16384, Vocab: 202048, SeqLen: 8192, MaxPositions: 1048576, AttentionChunk: 8192, GatedMLP: true,
 		Experts: 128, ExpertsPerToken: 1, SharedExperts: 1, ExpertDFF: 8192, MoEEvery: 2,
 		Published: 400e9, PublishedActive: 17e9, Source: "meta-llama/Llama-4-Maverick-17B-128E model card (17B active, 400B total)",
 		HFModel: "meta-llama/Llama-4-Maverick-17B-128E",

@@ -19,16 +19,18 @@ import "testing"
 //	qwen3-coder-480b 262144  hf_model_configs.py qwen3_coder_480b_a35b_config
 //	qwen3.5-397b     262144  hf_model_configs.py qwen3_5_397b_a17b_dict
 //	mixtral-8x22b    65536   hf_model_configs.py mixtral_8x22b_dict
-//	none recorded: gemma-2b, gemma2-9b, gemma2-27b (8192), llama4-maverick (8192)
+//	llama4-maverick  1048576 its config.json's text_config (a copy in NVIDIA/TensorRT-LLM
+//	                         test_modeling_llama_min_latency.py @0074a2241768); "1M" by its card
+//	none recorded: gemma-2b, gemma2-9b, gemma2-27b (8192)
 func TestMaxContext(t *testing.T) {
 	want := map[string]int{
 		"gpt3-175b": 2048, "llama2-7b": 4096, "llama2-13b": 4096, "llama2-70b": 4096,
 		"llama3-8b": 8192, "llama3-70b": 8192, "llama3-405b": 131072, "gemma-7b": 8192,
 		"gemma-2b": 8192, "gemma2-9b": 8192, "gemma2-27b": 8192, "gemma4-31b": 262144, "gemma4-26b-a4b": 262144,
 		"mixtral-8x7b": 32768, "deepseek3-671b": 163840, "qwen3-32b": 40960, "qwen3-235b-a22b": 40960,
-		"qwen3-coder-480b-a35b": 262144, "qwen3.5-397b-a17b": 262144, "mixtral-8x22b": 65536, "llama4-maverick": 8192,
+		"qwen3-coder-480b-a35b": 262144, "qwen3.5-397b-a17b": 262144, "mixtral-8x22b": 65536, "llama4-maverick": 1048576,
 	}
-	none := map[string]bool{"gemma-2b": true, "gemma2-9b": true, "gemma2-27b": true, "llama4-maverick": true}
+	none := map[string]bool{"gemma-2b": true, "gemma2-9b": true, "gemma2-27b": true}
 	for _, s := range Catalog() {
 		w, ok := want[s.Name]
 		if !ok {
@@ -56,5 +58,20 @@ func TestMaxPositionsValidated(t *testing.T) {
 		t.Error("max_position_embeddings -1 validated")
 	} else if fe, ok := err.(*FieldError); !ok || fe.Field != "max_position_embeddings" {
 		t.Errorf("max_position_embeddings -1: %v, want a FieldError on max_position_embeddings", err)
+	}
+}
+
+// TestAttentionChunkValidated: a spec's attention_chunk_size is 0 (none)
+// or a positive count, and the error names the field.
+func TestAttentionChunkValidated(t *testing.T) {
+	s, _ := Lookup("llama4-maverick")
+	if s.AttentionChunk != 8192 {
+		t.Errorf("llama4-maverick attention_chunk_size %d, want 8192 (its config.json)", s.AttentionChunk)
+	}
+	s.AttentionChunk = -1
+	if err := s.Validate(); err == nil {
+		t.Error("attention_chunk_size -1 validated")
+	} else if fe, ok := err.(*FieldError); !ok || fe.Field != "attention_chunk_size" {
+		t.Errorf("attention_chunk_size -1: %v, want a FieldError on attention_chunk_size", err)
 	}
 }

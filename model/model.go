@@ -25,6 +25,12 @@ type Spec struct {
 	// SeqLen, the length the model is described and trained at, may be
 	// shorter. 0 where it is not recorded: MaxContext is then SeqLen.
 	MaxPositions int `yaml:"max_position_embeddings,omitempty" json:"max_position_embeddings,omitempty"`
+	// AttentionChunk is Llama 4's chunked attention (HF config.json
+	// attention_chunk_size): some of its layers attend only within
+	// aligned chunks of that many tokens. Recorded, not costed: shardlab costs
+	// every layer's attention over the whole context, so beyond one chunk
+	// it over-counts those layers' attention (inference warns). 0: none.
+	AttentionChunk int `yaml:"attention_chunk_size,omitempty" json:"attention_chunk_size,omitempty"`
 	// GatedMLP: SwiGLU/GeGLU with three d_model x d_ff matrices instead of two.
 	GatedMLP bool `yaml:"gated_mlp" json:"gated_mlp"`
 	// TiedEmbeddings: the output projection reuses the input embedding.

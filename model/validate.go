@@ -27,6 +27,19 @@ func (e *FieldError) Error() string {
 
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
+// validateContext checks the lengths a spec may record about its
+// context: max_position_embeddings (0: its seq_len) and
+// attention_chunk_size (0: none), each at most limit.
+func (s Spec) validateContext(bad func(field string, v int, want string) error, limit int) error {
+	if s.MaxPositions < 0 || s.MaxPositions > limit {
+		return bad("max_position_embeddings", s.MaxPositions, fmt.Sprintf("0 (= seq_len) or a positive integer up to %d", limit))
+	}
+	if s.AttentionChunk < 0 || s.AttentionChunk > limit {
+		return bad("attention_chunk_size", s.AttentionChunk, fmt.Sprintf("0 (none) or a positive integer up to %d", limit))
+	}
+	return nil
+}
+
 // Validate checks that the spec describes a buildable transformer, named
 // in printable text.
 func (s Spec) Validate() error {
@@ -49,8 +62,8 @@ func (s Spec) Validate() error {
 			return bad(f.name, f.v, fmt.Sprintf("a positive integer up to %d", limit))
 		}
 	}
-	if s.MaxPositions < 0 || s.MaxPositions > limit {
-		return bad("max_position_embeddings", s.MaxPositions, fmt.Sprintf("0 (= seq_len) or a positive integer up to %d", limit))
+	if err := s.validateContext(bad, limit); err != nil {
+		return err
 	}
 	if s.KVHeads < 0 || s.KVHeads > s.Heads || (s.KVHeads > 0 && s.Heads%s.KVHeads != 0) {
 		return bad("kv_heads", s.KVHeads, fmt.Sprintf("0 (= heads) or a divisor of heads (%d)", s.Heads))

@@ -352,7 +352,7 @@ func TestServingPage(t *testing.T) {
 	}
 	for _, c := range []struct{ q, field string }{
 		{"model=nope&tpu=tpu7x-8", "model"},
-		{"model=llama3-70b&tpu=v5p-8", "tpu"},
+		{"model=llama3-70b&tpu=v4-8", "tpu"},
 		{"model=llama3-70b&tpu=tpu7x-8&max_model_len=999999", "max_model_len"},
 		{"model=llama3-70b&tpu=tpu7x-8&max_model_len=x", "max_model_len"},
 		{"model=llama3-70b&tpu=tpu7x-8&concurrency=8&request_rate=2", "concurrency"},

@@ -64,7 +64,7 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	durationVar(fs, &o.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")
 	durationVar(fs, &o.ITLSLO, "itl-slo", 0, 0, time.Hour, "0: no target", "inter-token latency target at the offered load")
 	fs.StringVar(&o.LengthMix, "length-mix", d.LengthMix, "the requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+"); a mix is planned at its mean request and its longest, and simulated")
-	uint64Var(fs, &o.Seed, "seed", d.Seed, 0, 1<<63, "", "seed of the simulation's lengths and arrivals")
+	uint64Var(fs, &o.Seed, "seed", d.Seed, 0, inference.MaxSeed, "", "seed of the simulation's lengths and arrivals")
 	intVar(fs, &o.NumRequests, "num-requests", d.NumRequests, 1, inference.MaxSimRequests, "", "requests the simulation serves")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	return fs, f

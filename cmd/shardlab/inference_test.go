@@ -69,7 +69,7 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--max-num-seqs", "8", "--concurrency", "8"}, []string{"--concurrency 8", "when max_num_seqs is set: give one"}},
 		{[]string{"--max-num-seqs", "8", "--request-rate", "2"}, []string{"--max-num-seqs 8", "when request_rate is set"}},
 		{[]string{"--model", "gpt3-175b", "--max-model-len", "2048"}, []string{"model gpt3-175b", "no Hugging Face repository", "--hf-model"}},
-		{[]string{"--tpu", "v5p-8"}, []string{"--tpu v5p", "tpu7x"}},
+		{[]string{"--tpu", "v4-8"}, []string{"--tpu v4", "tpu7x (the generations tpu-inference recommends) or v5p"}},
 		{[]string{"--prompt-len", "8000", "--output-len", "500", "--max-model-len", "8192"}, []string{"--output-len 500", "1 to 192"}},
 		{[]string{"--length-mix", "uniform:9-3"}, []string{`--length-mix "uniform:9-3"`, "uniform range", "1 <= A <= B"}},
 		{[]string{"--length-mix", "zipf"}, []string{`--length-mix "zipf": no such file, want fixed, uniform:A-B or a histogram file (lines prompt_len,output_len,weight)`}},
