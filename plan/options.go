@@ -9,6 +9,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/internal/errtext"
 	"shardlab/maxtext"
 	"shardlab/mesh"
 	"shardlab/model"
@@ -201,9 +202,10 @@ func refuse(o Option, value string, err error, format string, a ...any) *OptionE
 }
 
 // refuseErr is an OptionError for a value the owning package refused with
-// err: "{option}: err".
+// err: "{option}: " and err's own words (errtext.Detail: without the
+// package's name, which doubled "mesh: mesh:", nor its sentinel).
 func refuseErr(o Option, value string, err error) *OptionError {
-	return refuse(o, value, err, ": %s", err)
+	return refuse(o, value, err, ": %s", errtext.Detail(err))
 }
 
 // ParseRequest checks the options once, naming the option at fault, its

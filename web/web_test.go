@@ -460,11 +460,11 @@ func TestUserMistakes(t *testing.T) {
 		option     string // the API's "option"
 		want       string
 	}{
-		{"tensor over DCN", `{"mesh": "tensor=2(dcn)"}`, 400, "mesh", "mesh: mesh: tensor = 2 over DCN: tensor parallelism over DCN is not supported"},
-		{"context over DCN", `{"mesh": "context=2(dcn)"}`, 400, "mesh", "mesh: mesh: context = 2 over DCN: context parallelism over DCN is not supported"},
-		{"mesh of the wrong size", `{"mesh": "data=3"}`, 400, "mesh", "mesh: mesh: ICI factors = 3"},
-		{"mesh on a bare generation", `{"tpu": "tpu7x", "mesh": "data=3"}`, 400, "mesh", "mesh: mesh: ICI factors = 3"},
-		{"mesh over DCN on one slice", `{"tpu": "v5p-8", "mesh": "data=2(dcn),fsdp=4"}`, 400, "mesh", "mesh: mesh: "},
+		{"tensor over DCN", `{"mesh": "tensor=2(dcn)"}`, 400, "mesh", "mesh: tensor = 2 over DCN: tensor parallelism over DCN is not supported"},
+		{"context over DCN", `{"mesh": "context=2(dcn)"}`, 400, "mesh", "mesh: context = 2 over DCN: context parallelism over DCN is not supported"},
+		{"mesh of the wrong size", `{"mesh": "data=3"}`, 400, "mesh", "mesh: ICI factors = 3"},
+		{"mesh on a bare generation", `{"tpu": "tpu7x", "mesh": "data=3"}`, 400, "mesh", "mesh: ICI factors = 3"},
+		{"mesh over DCN on one slice", `{"tpu": "v5p-8", "mesh": "data=2(dcn),fsdp=4"}`, 400, "mesh", "mesh: data DCN factor = 2, want 1"},
 	} {
 		code, body := post(t, h, tc.body)
 		var e apiError

@@ -33,7 +33,7 @@ var layers = map[string][]string{
 	"systolic":                  {"hw"},
 	"infeed":                    {"hw"},
 	"cost":                      {"hw", "model", "mesh", "collective", "schedule", "systolic"},
-	"plan":                      {"cost", "infeed", "schema", "maxtext", "internal/braces"}, // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries; maxtext: the {mesh} option counts JAX devices by MaxText's in-chip rule (issue 28)
+	"plan":                      {"cost", "infeed", "schema", "maxtext", "internal/braces", "internal/errtext"}, // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries; maxtext: the {mesh} option counts JAX devices by MaxText's in-chip rule (issue 28)
 	"validate":                  {"plan", "cost", "inference", "maxtext"},
 	"capacity":                  {"hw", "plan"},
 	"budget":                    {"plan", "capacity"},
@@ -51,6 +51,7 @@ var layers = map[string][]string{
 	"internal/golden":           nil,
 	"internal/enum":             nil, // not in ARCHITECTURE.md: one generic name table for small integer types (issue 30), under hw so that hw.NameCount, mesh.Axis and capacity's modes share it
 	"internal/braces":           nil, // not in ARCHITECTURE.md: the {key} markup of notes (issue 30), under plan and inference so that both spell their options with one reader
+	"internal/errtext":          nil, // not in ARCHITECTURE.md: a library error's own words, without its package's name and sentinel, for plan's option errors and cmd (review 140)
 	"internal/cputime":          nil, // test helper: the process's CPU time for the benchmarks
 	"collective/collectivetest": {"collective"},
 	"cmd/shardlab":              {"*"},

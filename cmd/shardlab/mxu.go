@@ -7,6 +7,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"shardlab/internal/errtext"
 	"shardlab/systolic"
 	"shardlab/unit"
 )
@@ -136,11 +137,11 @@ func (f *mxuFlags) systolicArray(set map[string]bool, compat systolic.Compat, st
 	a := systolic.Array{Rows: p.Rows, Cols: p.Cols, ElementBytes: 2}
 	if *f.array != "" {
 		if a.Rows, a.Cols, err = systolic.ParseArray(*f.array); err != nil {
-			return a, p, usageError{err}
+			return a, p, bad("mxu: --array: %s", errtext.Detail(err))
 		}
 	}
 	if a.Dataflow, err = systolic.ParseDataflow(*f.dataflow); err != nil {
-		return a, p, usageError{err}
+		return a, p, bad("mxu: --dataflow: %s", errtext.Detail(err))
 	}
 	a.DoubleBuffer = *f.double
 	scalesim := compat == systolic.CompatSCALESim

@@ -12,6 +12,7 @@ import (
 	"shardlab/cost"
 	"shardlab/export"
 	"shardlab/hw"
+	"shardlab/internal/errtext"
 	"shardlab/mesh"
 	"shardlab/plan"
 	"shardlab/schedule"
@@ -323,7 +324,7 @@ func (f *planFlags) questions(name string, set map[string]bool) ([]plan.Options,
 		}
 		c, err := cost.ParseMemoryCalibration(data)
 		if err != nil {
-			return nil, bad("%s: --calibration %s: %s", name, f.calibration, err)
+			return nil, bad("%s: --calibration %s: %s", name, f.calibration, errtext.Detail(err))
 		}
 		f.TempScale, f.cal = c.TempScale, &c
 	}
