@@ -111,7 +111,7 @@ type Row struct {
 	// power the user gave; nil when none was.
 	Energy *RowEnergy `json:"energy,omitempty"`
 	// Warnings are the mode's terms the row may break (flex-start's run
-	// limit at the band's high end, its GKE single-host rule, its quota).
+	// limit at the band's high end, its quota).
 	Warnings []string `json:"warnings"`
 	// Plan is the plan behind the row, as a lean search finds it
 	// (plan.Request.BestOnly): its Best, Rule and Band are the full

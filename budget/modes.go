@@ -29,7 +29,7 @@ var limitValues = map[string]string{
 	"max_run_days":              "a whole number of days from 1 to 3650",
 	"zone":                      "generation@zone, such as v6e@us-east5-a",
 	"default_quota_tensorcores": "a whole number of TensorCores from 1 to 1000000",
-	"gke_single_host":           "yes",
+	"gke_max_run_days":          "a whole number of days from 1 to 3650",
 	"price":                     "none (no public figure)",
 }
 
@@ -72,7 +72,7 @@ func parseLimit(rec []string, line int) (Limit, error) {
 
 func validLimit(name, v string) bool {
 	switch name {
-	case "max_run_days":
+	case "max_run_days", "gke_max_run_days":
 		n, ok := parseWhole(v)
 		return ok && n >= 1 && n <= 3650
 	case "default_quota_tensorcores":
@@ -82,8 +82,6 @@ func validLimit(name, v string) bool {
 		g, zone, ok := strings.Cut(v, "@")
 		c, err := hw.Lookup(g)
 		return ok && err == nil && string(c.Generation) == g && zoneRE.MatchString(zone)
-	case "gke_single_host":
-		return v == "yes"
 	case "price":
 		return v == "none"
 	}
@@ -99,15 +97,21 @@ var modesCSV []byte
 // DefaultLimits is the table in modes.csv.
 func DefaultLimits() ([]Limit, error) { return ParseLimits(bytes.NewReader(modesCSV)) }
 
-// flexTerms are flex-start's limits, read from the limits table.
+// flexTerms are flex-start's limits, read from the limits table. The
+// run limit, zones and quota are the Cloud TPU queued-resources API's
+// (TPU VMs, what budget's rows price); gkeMaxRun is GKE's, for a
+// workload on flex-start node pools (GKEWarnings).
 type flexTerms struct {
 	maxRun time.Duration
 	zones  map[hw.Generation][]string
 	// quota is the default preemptible quota in TensorCores; 0: none cited.
-	quota         int
-	gkeSingleHost bool
+	quota int
 	// source is where the run limit was read, and when.
 	source string
+	// gkeMaxRun is GKE's run limit a request, and gkeSource where it was
+	// read and when; 0: none cited.
+	gkeMaxRun time.Duration
+	gkeSource string
 }
 
 // flex reads flex-start's terms from the table; ok is false when it
@@ -129,8 +133,10 @@ func flex(ls []Limit) (flexTerms, bool) {
 			t.zones[c.Generation] = append(t.zones[c.Generation], zone)
 		case "default_quota_tensorcores":
 			t.quota, _ = parseWhole(l.Value)
-		case "gke_single_host":
-			t.gkeSingleHost = true
+		case "gke_max_run_days":
+			n, _ := parseWhole(l.Value)
+			t.gkeMaxRun = time.Duration(n) * 24 * time.Hour
+			t.gkeSource = fmt.Sprintf("%s, read %s", l.Source, l.Read)
 		}
 	}
 	return t, t.maxRun > 0
@@ -153,40 +159,27 @@ func (t flexTerms) offers(g hw.Generation, region string) string {
 	if len(where) == 0 {
 		return "the limits table lists no zone for flex-start"
 	}
-	return "flex-start offers " + strings.Join(where, "; ") + " (" + t.source + ")"
+	return "the queued-resources API (TPU VMs) offers flex-start for " + strings.Join(where, "; ") + " (" + t.source + ")"
 }
 
 // GKEWarnings are the terms of capacity mode mode (a name ParseMode
-// reads: flex is flex-start) that a GKE workload of generation g, on
-// slices of hosts VMs each, breaks by the default limits table
-// (modes.csv): for flex-start, a generation it is offered for in no zone,
-// and a slice of more than one host (GKE's single-host rule). None for
-// the other modes, whose terms hold for any slice, and for a name that is
-// no mode of the table (a reservation, or none).
-func GKEWarnings(mode string, g hw.Generation, hosts int) []string {
+// reads: flex is flex-start) that bound a GKE workload (export xpk's), by
+// the default limits table (modes.csv): for flex-start, GKE's run limit a
+// request. Not the queued-resources API's zones, which are for TPU VMs:
+// GKE makes flex-start node pools of any TPU slice it runs, and xpk
+// @367c8382 does so for TPU7x single- and multi-host slices
+// (docs/usage/tpu7x/recipes/flex_filestore_recipe.md lines 34 and 69-76,
+// src/xpk/core/capacity.py 137-144). None for the other modes, whose
+// terms hold for any slice, and for a name that is no mode of the table
+// (a reservation, or none).
+func GKEWarnings(mode string) []string {
 	m, err := ParseMode(mode)
 	ls, lerr := DefaultLimits()
-	fl, ok := flex(ls)
-	if err != nil || m != Flex || lerr != nil || !ok {
+	fl, _ := flex(ls)
+	if err != nil || m != Flex || lerr != nil || fl.gkeMaxRun == 0 {
 		return nil
 	}
-	var out []string
-	if len(fl.zones[g]) == 0 {
-		out = append(out, fmt.Sprintf("flex-start is offered for %s in no zone: %s", g, fl.offers(g, "")))
-	}
-	if w := fl.singleHost(hosts); w != "" {
-		out = append(out, w)
-	}
-	return out
-}
-
-// singleHost is what GKE's single-host rule for flex-start says of a
-// slice of hosts VMs: "" for one, or where the table lists no such rule.
-func (t flexTerms) singleHost(hosts int) string {
-	if !t.gkeSingleHost || hosts <= 1 {
-		return ""
-	}
-	return fmt.Sprintf("a slice of %d hosts; on GKE flex-start is for single-host TPU slice node pools (modes.csv)", hosts)
+	return []string{fmt.Sprintf("flex-start on GKE provisions the TPUs for at most %s a request (%s): a longer job needs more than one request, so let it resume from a checkpoint", Days(fl.gkeMaxRun.Seconds()), fl.gkeSource)}
 }
 
 // offered is whether generation g is on offer in mode m in the request's
@@ -197,8 +190,8 @@ func (r Request) offered(fl flexTerms, g hw.Generation, m Mode) bool {
 }
 
 // check is why a flex-start row cannot run (its time to train is over
-// the run limit), or the terms it may break: the limit at the band's high
-// end, GKE's single-host rule for a multi-host slice, the default quota.
+// the queued-resources API's run limit), or the terms it may break: the
+// limit at the band's high end, the default quota.
 func (t flexTerms) check(row Row) (why string, warnings []string) {
 	if row.TimeToTrainS > t.maxRun.Seconds() {
 		return fmt.Sprintf("takes %s, over flex-start's run limit of %s a request (%s)", Days(row.TimeToTrainS), Days(t.maxRun.Seconds()), t.source), nil
@@ -206,9 +199,6 @@ func (t flexTerms) check(row Row) (why string, warnings []string) {
 	if b := row.Band; b != nil && b.TimeHigh > t.maxRun.Seconds() {
 		warnings = append(warnings, fmt.Sprintf("%s: the band's high end, %s, is over flex-start's %s limit",
 			row.name(), Days(b.TimeHigh), Days(t.maxRun.Seconds())))
-	}
-	if w := t.singleHost(row.Plan.Request.Multislice.Slice.Hosts()); w != "" {
-		warnings = append(warnings, fmt.Sprintf("%s: %s, through the Cloud TPU API no such limit is listed", row.name(), w))
 	}
 	if c := row.Plan.Request.Multislice.Slice.Chip; t.quota > 0 && row.Chips*c.TensorCores > t.quota {
 		warnings = append(warnings, fmt.Sprintf("%s: %d TensorCores, over the default preemptible quota of %d that flex-start draws on: ask for more quota", row.name(), row.Chips*c.TensorCores, t.quota))

@@ -83,9 +83,12 @@ type XPKOptions struct {
 	// MaxRestarts is how often the JobSet is restarted after a failure,
 	// 0 to the package's MaxRestarts.
 	MaxRestarts int
-	// CapacityWarnings are the terms of Capacity the workload breaks, as
-	// the modes' owner says them (budget.GKEWarnings, which the front end
-	// asks for the slice XPKHosts counts: export sits below budget).
+	// MaxRestartsGiven says that MaxRestarts is the caller's (given, even
+	// as 0), not left at xpk's default of 0.
+	MaxRestartsGiven bool
+	// CapacityWarnings are the terms of Capacity that bound the workload,
+	// as the modes' owner says them for GKE (budget.GKEWarnings, which the
+	// front end asks: export sits below budget).
 	// XPKWarnings carries them.
 	CapacityWarnings []string
 }
@@ -177,19 +180,13 @@ func XPKWarnings(p plan.Plan, o XPKOptions) []string {
 		out = append(out, "--"+string(o.Capacity)+": "+w)
 	}
 	if o.Capacity == CapacitySpot && o.MaxRestarts == 0 {
-		out = append(out, "--spot with --max-restarts 0 (xpk's default): the JobSet is never restarted, so the first preemption of a Spot VM, which may come at any time, ends the workload; give --max-restarts the restarts to allow")
+		whose := "xpk's default"
+		if o.MaxRestartsGiven {
+			whose = "given"
+		}
+		out = append(out, "--spot with --max-restarts 0 ("+whose+"): the JobSet is never restarted, so the first preemption of a Spot VM, which may come at any time, ends the workload; give --max-restarts the restarts to allow")
 	}
 	return out
-}
-
-// XPKHosts is the VMs xpk makes each slice of plan p of: those of its
-// --tpu-type (xpkVMs), or the plan's hosts where xpk has no such type.
-func XPKHosts(p plan.Plan) int {
-	s := p.Request.Multislice.Slice
-	if x, ok := xpkTPUTypes[s.Chip.AcceleratorPrefix+"-"+s.Topology.String()]; ok {
-		return x.VMs
-	}
-	return s.Hosts()
 }
 
 // xpkVMWarnings are what the plan assumes of its VMs that the xpk command

@@ -482,20 +482,3 @@ func TestXPKCapacity(t *testing.T) {
 		}
 	}
 }
-
-// TestXPKHosts: the VMs xpk makes a slice of, which GKE's single-host
-// rule for flex-start counts: xpk-tpu-types.txt's vms_per_slice (tpu7x
-// 4x4x4: 64 chips over tpu7x-standard-4t VMs of 4 is 16; v5litepod-8 is
-// two ct5lp-hightpu-4t under xpk, TestXPKTPUVMs), not the plan's hosts
-// where they differ (v5litepod-8 is one 8-chip VM by the v5e doc).
-func TestXPKHosts(t *testing.T) {
-	for _, c := range []struct {
-		tpu  string
-		want int
-	}{{"tpu7x-128", 16}, {"v5litepod-8", 2}, {"v6e-8", 2}, {"v5p-8", 1}} {
-		p := search(t, func(o *plan.Options) { o.Model, o.TPU, o.Precision = "gemma-2b", c.tpu, "bf16" })
-		if got := XPKHosts(p); got != c.want {
-			t.Errorf("XPKHosts(%s) = %d, want %d (the plan has %d)", c.tpu, got, c.want, p.Request.Multislice.Slice.Hosts())
-		}
-	}
-}

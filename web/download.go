@@ -124,7 +124,7 @@ func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 			return errUnfit{mem.Shortfall()}
 		}
 		xo := xo
-		xo.CapacityWarnings = budget.GKEWarnings(string(xo.Capacity), p.Request.Multislice.Slice.Chip.Generation, export.XPKHosts(p))
+		xo.CapacityWarnings = budget.GKEWarnings(string(xo.Capacity))
 		return export.XPKOf(w, p, held, xo)
 	})
 }
@@ -187,7 +187,7 @@ func xpkOptions(q url.Values) (export.XPKOptions, fieldErrors) {
 			bad = append(bad, textOf(optionMaxRestarts, "%q, want a whole number from 0 to %d", s, export.MaxRestarts))
 			n = 0
 		}
-		xo.MaxRestarts = n
+		xo.MaxRestarts, xo.MaxRestartsGiven = n, true
 	}
 	return xo, bad
 }

@@ -84,7 +84,8 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 		if e.xpk.Reservation != "" && c == export.CapacityDefault {
 			e.xpk.Capacity = export.CapacityReservation
 		}
-		e.xpk.CapacityWarnings = budget.GKEWarnings(string(e.xpk.Capacity), p.Request.Multislice.Slice.Chip.Generation, export.XPKHosts(p))
+		e.xpk.CapacityWarnings = budget.GKEWarnings(string(e.xpk.Capacity))
+		e.xpk.MaxRestartsGiven = setFlags(fs)["max-restarts"]
 	}
 	if mem := p.Best.Estimate.Memory; !mem.Fits() {
 		return fmt.Errorf("export: the layout does not fit (%s); nothing exported", mem.Shortfall())

@@ -178,28 +178,42 @@ func TestExportXPKWarnsOfVMs(t *testing.T) {
 	}
 }
 
-// TestExportXPKCapacity: review 140 #5. export xpk --capacity flex wrote
-// --flex for TPU7x slices of several hosts with no word, while budget
-// drops flex-start for tpu7x (modes.csv lists v5e and v6e zones) and, on
-// GKE, for multi-host slices: the command now says both on stderr and in
-// its header, in budget's words (budget.GKEWarnings), and a single-host
-// v6e slice warns of nothing. --capacity spot without --max-restarts
-// warns that the first preemption ends the workload. Every capacity flag
+// TestExportXPKCapacity: review 140 #5 and 145 #1. export xpk --capacity
+// flex says GKE's flex-start run limit, "for up to seven days" (GKE's
+// flex-start page, modes.csv) on stderr and in its header, for TPU7x and
+// multi-host slices as for any: xpk @367c8382 runs Ironwood flex-start
+// recipes, multi-host included (README.md line 40;
+// docs/usage/tpu7x/recipes/flex_filestore_recipe.md line 34, "For
+// **multi-host** provisioning use an ACCELERATOR_TYPE with ... more than 8
+// chips, e.g. tpu7x-2x2x2 or tpu7x-16", and 69-76, xpk cluster create
+// --tpu-type=${ACCELERATOR_TYPE} --flex; src/xpk/core/capacity.py
+// 137-144), so no warning of a zone list (the queued-resources API's, for
+// TPU VMs) nor of host counts. --capacity spot with no restarts warns that
+// the first preemption ends the workload, "(xpk's default)" only where
+// --max-restarts was left out (review 145 #4). Every capacity flag
 // carries the note that xpk reads it only under node auto-provisioning.
 // The page's xpk download is the same file.
 func TestExportXPKCapacity(t *testing.T) {
+	const gkeLimit = "--flex: flex-start on GKE provisions the TPUs for at most 7d a request (https://cloud.google.com/kubernetes-engine/docs/concepts/dws, read 2026-12-07)"
 	h := web.New(webTest)
 	for _, c := range []struct {
-		tpu, capacity string
-		warnings      []string // each the start of one stderr line after "export xpk: warning: "
+		tpu, capacity, restarts string
+		warnings                []string // each the start of one stderr line after "export xpk: warning: "
 	}{
-		{"tpu7x-16", "flex", []string{"--flex: flex-start is offered for tpu7x in no zone: flex-start offers v5e in us-west4-a; v6e in asia-northeast1-b, us-east5-a",
-			"--flex: a slice of 2 hosts; on GKE flex-start is for single-host TPU slice node pools (modes.csv)"}},
-		{"v6e-4", "flex", nil},
-		{"v6e-4", "spot", []string{"--spot with --max-restarts 0 (xpk's default): the JobSet is never restarted"}},
-		{"v6e-4", "on-demand", nil},
+		{"tpu7x-16", "flex", "", []string{gkeLimit}},
+		{"tpu7x-128", "flex", "", []string{gkeLimit}},
+		{"v6e-4", "flex", "", []string{gkeLimit}},
+		{"v6e-4", "spot", "", []string{"--spot with --max-restarts 0 (xpk's default): the JobSet is never restarted"}},
+		{"v6e-4", "spot", "0", []string{"--spot with --max-restarts 0 (given): the JobSet is never restarted"}},
+		{"v6e-4", "spot", "3", nil},
+		{"v6e-4", "on-demand", "", nil},
 	} {
 		job := []string{"--model", "gemma-2b", "--tpu", c.tpu, "--cluster", "c", "--workload", "w", "--base-docker-image", "img", "--capacity", c.capacity}
+		query := "/download/xpk.sh?model=gemma-2b&tpu=" + c.tpu + "&cluster=c&workload=w&base_docker_image=img&capacity=" + c.capacity
+		if c.restarts != "" {
+			job = append(job, "--max-restarts", c.restarts)
+			query += "&max_restarts=" + c.restarts
+		}
 		args := append([]string{"export", "xpk"}, job...)
 		out, errOut, code := runCmd(args...)
 		lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
@@ -214,6 +228,6 @@ func TestExportXPKCapacity(t *testing.T) {
 		if note := "\n# --" + c.capacity + " acts only on a cluster with node auto-provisioning"; !ok || !strings.Contains(out, note) || !strings.Contains(out, "  --"+c.capacity+" \\\n") {
 			t.Errorf("%v: exit %d, stderr %q; want the warnings %q on stderr and in the header, with %q and the flag:\n%.800s", args, code, errOut, c.warnings, note, out)
 		}
-		downloadIsCommand(t, h, "/download/xpk.sh?model=gemma-2b&tpu="+c.tpu+"&cluster=c&workload=w&base_docker_image=img&capacity="+c.capacity, args)
+		downloadIsCommand(t, h, query, args)
 	}
 }
