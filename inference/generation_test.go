@@ -88,17 +88,20 @@ func TestGenerationsServed(t *testing.T) {
 
 // TestSchedulerBudgetCause: a token budget below max_num_seqs is
 // answered with the budget marked as the default when it is (4096,
-// DefaultRequest's) and with the max_num_seqs given named as the cause,
-// so that a user who typed only max_num_seqs sees why a budget he never
-// gave is refused.
+// DefaultRequest's, not given) and with the max_num_seqs given named as
+// the cause, so that a user who typed only max_num_seqs sees why a budget
+// he never gave is refused. A budget given, even at 4096, is not called
+// the default (review 145 #4).
 func TestSchedulerBudgetCause(t *testing.T) {
 	m, _ := model.Lookup("llama3-8b")
 	for _, c := range []struct {
 		budget int
+		given  bool
 		value  string
-	}{{4096, "4096 (the default)"}, {1000, "1000"}} {
+	}{{4096, false, "4096 (the default)"}, {4096, true, "4096"}, {1000, true, "1000"}} {
 		r := DefaultRequest()
 		r.Model, r.Slice, r.Concurrency, r.MaxNumSeqs, r.MaxNumBatchedTokens = m, slice(t, "tpu7x-8"), 0, 65536, c.budget
+		r.MaxNumBatchedTokensGiven = c.given
 		r, err := NewRequest(r)
 		if err != nil {
 			t.Fatal(err)
@@ -106,10 +109,24 @@ func TestSchedulerBudgetCause(t *testing.T) {
 		_, err = Search(r)
 		var fe *FieldError
 		if !errors.As(err, &fe) || fe.Field != "max_num_batched_tokens" || fe.Value != c.value {
-			t.Fatalf("budget %d under max_num_seqs 65536: %v, want a max_num_batched_tokens error of value %q", c.budget, err, c.value)
+			t.Fatalf("budget %d (given %v) under max_num_seqs 65536: %v, want a max_num_batched_tokens error of value %q", c.budget, c.given, err, c.value)
 		}
 		if !strings.Contains(fe.Want, "65536 to") || !strings.Contains(fe.Want, "from the {max_num_seqs} 65536 given") {
 			t.Errorf("budget %d: want %q, want it to accept 65536 up and name max_num_seqs 65536 as the cause", c.budget, fe.Want)
+		}
+	}
+	// ParseOptions: 0 (unset) takes the default and is not given; a value
+	// set, even the default's, is given.
+	for _, c := range []struct {
+		set   int
+		want  int
+		given bool
+	}{{0, 4096, false}, {4096, 4096, true}, {8192, 8192, true}} {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.MaxNumBatchedTokens = "llama3-8b", "v6e-8", c.set
+		q, err := ParseOptions(o)
+		if err != nil || q.Request.MaxNumBatchedTokens != c.want || q.Request.MaxNumBatchedTokensGiven != c.given {
+			t.Errorf("ParseOptions(max_num_batched_tokens %d) = %d, given %v, %v; want %d, given %v", c.set, q.Request.MaxNumBatchedTokens, q.Request.MaxNumBatchedTokensGiven, err, c.want, c.given)
 		}
 	}
 }

@@ -61,9 +61,12 @@ type Options struct {
 	// MaxNumSeqs is vLLM's max_num_seqs (0: unset).
 	MaxNumSeqs int `json:"max_num_seqs"`
 	// KVCacheDtype is vLLM's --kv-cache-dtype, one of KVCacheDtypes.
-	KVCacheDtype        string  `json:"kv_cache_dtype"`
-	MemoryUtilization   float64 `json:"gpu_memory_utilization"`
-	MaxNumBatchedTokens int     `json:"max_num_batched_tokens"`
+	KVCacheDtype      string  `json:"kv_cache_dtype"`
+	MemoryUtilization float64 `json:"gpu_memory_utilization"`
+	// MaxNumBatchedTokens is vLLM's max_num_batched_tokens; 0 (unset)
+	// takes DefaultRequest's, and any other value is the caller's
+	// (Request.MaxNumBatchedTokensGiven).
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens"`
 	// TP and DP fix the tensor-parallel size and the replicas; 0 searches
 	// (TP) or fills the slice (DP).
 	TP int `json:"tensor_parallel_size"`
@@ -207,7 +210,10 @@ func (o Options) request(mix LengthMix) (Request, string, error) {
 	}
 	r.RequestRate, r.MaxNumSeqs = o.RequestRate, o.MaxNumSeqs
 	r.Weights, r.KVCacheDtype = Dtype(o.Weights), o.KVCacheDtype
-	r.MemoryUtilization, r.MaxNumBatchedTokens, r.TP, r.DP = o.MemoryUtilization, o.MaxNumBatchedTokens, o.TP, o.DP
+	r.MemoryUtilization, r.TP, r.DP = o.MemoryUtilization, o.TP, o.DP
+	if o.MaxNumBatchedTokens != 0 {
+		r.MaxNumBatchedTokens, r.MaxNumBatchedTokensGiven = o.MaxNumBatchedTokens, true
+	}
 	r.DPAttention, r.Mix = o.EnableDPAttention, mix
 	r.HFModel = o.HFModel
 	if r.Checkpoint, r.CheckpointGiven, err = o.checkpoint(spec); err != nil {

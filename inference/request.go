@@ -201,6 +201,10 @@ type Request struct {
 	// MaxNumBatchedTokens is the scheduler's token budget per step: the
 	// longest prefill chunk and the size of the activation buffers.
 	MaxNumBatchedTokens int
+	// MaxNumBatchedTokensGiven says that MaxNumBatchedTokens is the
+	// caller's, not left at DefaultRequest's: a message calls it "the
+	// default" only when it is not given.
+	MaxNumBatchedTokensGiven bool
 	// TP fixes the tensor-parallel size (0: search).
 	TP int
 	// DP fixes the replicas (0: as many as fill the slice, TP·DP = its

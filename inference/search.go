@@ -177,7 +177,7 @@ func (r Request) schedulerBudget(b Layout) error {
 		ranks = fmt.Sprintf(", %d sequences a replica over %d attention-DP schedulers", b.SeqsEach, b.AttentionDP)
 	}
 	value := strconv.Itoa(r.MaxNumBatchedTokens)
-	if r.MaxNumBatchedTokens == DefaultRequest().MaxNumBatchedTokens {
+	if !r.MaxNumBatchedTokensGiven && r.MaxNumBatchedTokens == DefaultRequest().MaxNumBatchedTokens {
 		value += " (the default)"
 	}
 	cause := ""

@@ -144,13 +144,15 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 
 // unsetDefaults sets the options whose flags were not given, and whose
 // defaults others replace, to 0 (unset): the concurrency, which a rate
-// or max_num_seqs sets, and the lengths, which a length mix sets.
+// or max_num_seqs sets, the lengths, which a length mix sets, and the
+// token budget, so that a message calls it the default only when it is.
 func unsetDefaults(fs *flag.FlagSet, o *inference.Options) {
 	set := setFlags(fs)
 	for _, v := range []struct {
 		flag string
 		to   *int
-	}{{"concurrency", &o.Concurrency}, {"prompt-len", &o.PromptLen}, {"output-len", &o.OutputLen}} {
+	}{{"concurrency", &o.Concurrency}, {"prompt-len", &o.PromptLen}, {"output-len", &o.OutputLen},
+		{"max-num-batched-tokens", &o.MaxNumBatchedTokens}} {
 		if !set[v.flag] {
 			*v.to = 0
 		}
