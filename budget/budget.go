@@ -15,6 +15,7 @@ import (
 	"shardlab/capacity"
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/internal/errtext"
 	"shardlab/plan"
 )
 
@@ -290,7 +291,8 @@ func (r Request) configs(c hw.Chip) ([]config, []Dropped) {
 			}
 			ms, err := hw.NewMultislice(s, n, 0)
 			if err != nil {
-				dropped = append(dropped, Dropped{What: fmt.Sprintf("%d × %s", n, s.AcceleratorType()), Why: err.Error()})
+				// hw's own words, without its package name (errtext.Detail)
+				dropped = append(dropped, Dropped{What: fmt.Sprintf("%d × %s", n, s.AcceleratorType()), Why: errtext.Detail(err)})
 				continue
 			}
 			out = append(out, config{ms: ms})

@@ -151,3 +151,19 @@ func ExampleParseOptions() {
 	// 5e+11 [v6e tpu7x] [on-demand spot] 720h0m0s [256] [1 2 4]
 	// budget: deadline "30": want a duration from 0 (none) to 3650d, in d, h or m (30d, 36h)
 }
+
+// TestDroppedInHWsWords: a slice count hw refuses for the slice (two
+// tpu7x-2, which no Multislice joins) is dropped with hw's reason in its
+// own words, without "hw: " (errtext.Detail; review 145 #5).
+func TestDroppedInHWsWords(t *testing.T) {
+	c, err := hw.Lookup("tpu7x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Request{SliceChips: []int{1}, SliceCounts: []int{1, 2}}
+	out, dropped := r.configs(c)
+	if len(out) != 1 || len(dropped) != 1 || dropped[0].What != "2 × tpu7x-2" ||
+		strings.HasPrefix(dropped[0].Why, "hw: ") || !strings.Contains(dropped[0].Why, "does not join a Multislice") {
+		t.Errorf("configs(tpu7x, 1 chip, 1 and 2 slices) = %d configs, dropped %+v; want 1 and 2 × tpu7x-2 dropped in hw's words without its package", len(out), dropped)
+	}
+}

@@ -76,8 +76,14 @@ func Place(r Reservation, s hw.Slice, n, spares int) (Placement, error) {
 	return p, nil
 }
 
-// subBlocksPerSlice is the sub-blocks one slice of s takes in h, or why s
-// is not whole sub-blocks of one block of h's generation.
+// SubBlocksPerSlice is the sub-blocks one slice of s takes in h, or why s
+// is not whole sub-blocks of one block of h's generation (an *Error of
+// field "slice"): the rule Place lays slices out by, which a front end
+// checks before the slice count, as a slice that is no whole sub-blocks
+// is refused whatever the count.
+func (h Hierarchy) SubBlocksPerSlice(s hw.Slice) (int, error) { return subBlocksPerSlice(h, s) }
+
+// subBlocksPerSlice is SubBlocksPerSlice.
 func subBlocksPerSlice(h Hierarchy, s hw.Slice) (int, error) {
 	if s.Chip.Generation != h.Chip.Generation {
 		return 0, refuse("slice", s.AcceleratorType(), "a %s slice for a %s reservation", h.Chip.Generation, h.Chip.Generation)
@@ -90,7 +96,7 @@ func subBlocksPerSlice(h Hierarchy, s hw.Slice) (int, error) {
 	for i, d := range dims {
 		if d%sub[i] != 0 {
 			return 0, refuse("slice", s.Topology.String(),
-				"whole %s sub-blocks (each dimension a multiple of %d); %s is %s, a sub-block %d", cube, sub[i], s.AcceleratorType(), unit.Plural(s.Chips(), "chip"), cube.Chips())
+				"whole %s sub-blocks (each dimension a multiple of %d), from %s; %s is %s, a sub-block %d", cube, sub[i], h.Chip.AcceleratorType(cube.Chips()), s.AcceleratorType(), unit.Plural(s.Chips(), "chip"), cube.Chips())
 		}
 	}
 	per := s.Chips() / cube.Chips()

@@ -154,7 +154,10 @@ func TestPlaceRefuses(t *testing.T) {
 		n, spr int
 		want   string
 	}{
-		{tpu(t, "tpu7x-8"), 1, 0, "whole 4x4x4 sub-blocks"},
+		// the smallest slice of whole sub-blocks: one 4x4x4 cube, 64 chips of
+		// 2 TensorCores, tpu7x-128 by TPU7x's naming (hw)
+		{tpu(t, "tpu7x-8"), 1, 0, "whole 4x4x4 sub-blocks (each dimension a multiple of 4), from tpu7x-128; tpu7x-8 is 4 chips, a sub-block 64"},
+		{tpu(t, "tpu7x-2"), 1, 0, "whole 4x4x4 sub-blocks (each dimension a multiple of 4), from tpu7x-128; tpu7x-2 is 1 chip"},
 		{big, 2, 0, "at most 1 slices"},
 		{tpu(t, "tpu7x-256"), 8, 129, "spares 129: want at most 128"},
 		{tpu(t, "tpu7x-256"), 8, -1, "spares -1"},

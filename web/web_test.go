@@ -465,6 +465,8 @@ func TestUserMistakes(t *testing.T) {
 		{"mesh of the wrong size", `{"mesh": "data=3"}`, 400, "mesh", "mesh: ICI factors = 3"},
 		{"mesh on a bare generation", `{"tpu": "tpu7x", "mesh": "data=3"}`, 400, "mesh", "mesh: ICI factors = 3"},
 		{"mesh over DCN on one slice", `{"tpu": "v5p-8", "mesh": "data=2(dcn),fsdp=4"}`, 400, "mesh", "mesh: data DCN factor = 2, want 1"},
+		// review 145 #5: hw's reason in its own words, not "slices: hw: slices"
+		{"two 1-chip TPU7x slices", `{"tpu": "tpu7x-2", "slices": 2}`, 400, "slices", `slices: slices "tpu7x-2": does not join a Multislice`},
 	} {
 		code, body := post(t, h, tc.body)
 		var e apiError

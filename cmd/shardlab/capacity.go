@@ -28,6 +28,8 @@ type capacityFlags struct {
 	interval, repair, recovery     time.Duration
 	startup, maintEvery, maintDown time.Duration
 	json                           bool
+	// set is the flags the command line gave (setFlags).
+	set map[string]bool
 }
 
 // DefaultHoldback is the command's assumed managed-mode holdback: the docs
@@ -237,11 +239,15 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	f.set = setFlags(fs)
+	if err := f.wholeSubBlocks(mode); err != nil {
+		return err
+	}
 	req, slice, err := f.request()
 	if err != nil {
 		return err
 	}
-	holdback, spares, err := f.modeSettings(mode, setFlags(fs))
+	holdback, spares, err := f.modeSettings(mode, f.set)
 	if err != nil {
 		return err
 	}
@@ -255,11 +261,11 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	}
 	pl, err := capacity.Place(res, slice, f.slices, spares)
 	if err != nil {
-		return usageError{err}
+		return f.placeError(err)
 	}
 	p, err := plan.Search(req)
 	if err != nil {
-		return capacityPlanError(err)
+		return f.planError(err)
 	}
 	job := capacity.JobOf(p)
 	cfg, lambda, young, daly := f.simConfig(pl, job, slice, gran)
@@ -326,11 +332,11 @@ func (f *capacityFlags) request() (plan.Request, hw.Slice, error) {
 	o.ModelSpec = spec
 	req, err := plan.ParseRequest(o)
 	if err != nil {
-		return plan.Request{}, hw.Slice{}, capacityPlanError(err)
+		return plan.Request{}, hw.Slice{}, f.planError(err)
 	}
 	slice, err := hw.ParseTPU(f.tpu)
 	if err != nil {
-		return plan.Request{}, hw.Slice{}, capacityPlanError(err)
+		return plan.Request{}, hw.Slice{}, f.planError(err)
 	}
 	if slice.Chips() == 0 {
 		return plan.Request{}, hw.Slice{}, bad("capacity: --tpu %q names no slice size; give an accelerator type such as tpu7x-256", f.tpu)
@@ -338,29 +344,78 @@ func (f *capacityFlags) request() (plan.Request, hw.Slice, error) {
 	return req, slice, nil
 }
 
-// capacityOption spells a plan option in capacity's words: as its flag
-// where capacity has one (--model, --tpu, --slices), else as plan's
-// default, which capacity plans with and has no flag for.
-func capacityOption(o plan.Option) string {
-	switch o {
-	case plan.OptionModel, plan.OptionTPU, plan.OptionSlices:
+// option spells a plan option in capacity's words: as its flag where
+// capacity has one (--model, --tpu, --slices; --slices with "(the
+// default)" where it was not given, as capacity's default, 8, is not
+// plan's), else as plan's default, which capacity plans with and has no
+// flag for.
+func (f *capacityFlags) option(o plan.Option) string {
+	switch {
+	case o == plan.OptionSlices:
+		return f.slicesWord()
+	case o == plan.OptionModel, o == plan.OptionTPU:
 		return o.Flag()
 	}
 	return "plan's default " + o.String()
 }
 
-// capacityPlanError is a plan error in capacity's words (capacityOption,
-// capacityNoPlan).
-func capacityPlanError(err error) error { return phrased(err, capacityOption, capacityNoPlan) }
+// slicesWord is --slices as a message names it: "--slices" where it was
+// given, else "--slices 8 (the default)".
+func (f *capacityFlags) slicesWord() string {
+	if f.set["slices"] {
+		return plan.OptionSlices.Flag()
+	}
+	return fmt.Sprintf("%s %d (the default)", plan.OptionSlices.Flag(), f.slices)
+}
 
-// capacityNoPlan words a search that found no layout: capacity takes the
+// planError is a plan error in capacity's words (option, noPlan).
+func (f *capacityFlags) planError(err error) error { return phrased(err, f.option, f.noPlan) }
+
+// wholeSubBlocks refuses, before the slice count, a --tpu that is no
+// whole sub-blocks of the reservation's hierarchy: capacity simulates
+// whole sub-blocks (capacity.Hierarchy.SubBlocksPerSlice), so no count
+// of such slices runs. A --tpu or hierarchy that is wrong otherwise is
+// left to the checks that name it.
+func (f *capacityFlags) wholeSubBlocks(mode capacity.Mode) error {
+	slice, err := hw.ParseTPU(f.tpu)
+	if err != nil || slice.Chips() == 0 {
+		return nil
+	}
+	h, err := f.hierarchy(slice.Chip, mode)
+	if err != nil {
+		return nil
+	}
+	var ce *capacity.Error
+	if _, err := h.SubBlocksPerSlice(slice); errors.As(err, &ce) {
+		return bad("capacity: --tpu %s: want %s", f.tpu, ce.Want)
+	} else if err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// placeError is capacity.Place's error, where it refuses the slice count
+// named as --slices (slicesWord).
+func (f *capacityFlags) placeError(err error) error {
+	var ce *capacity.Error
+	if errors.As(err, &ce) && ce.Field == "slices" {
+		word := fmt.Sprintf("%s %d", plan.OptionSlices.Flag(), f.slices)
+		if !f.set["slices"] {
+			word = f.slicesWord()
+		}
+		return bad("capacity: %s: want %s", word, ce.Want)
+	}
+	return usageError{err}
+}
+
+// noPlan words a search that found no layout: capacity takes the
 // model, slice and slice count and plans the rest with plan's defaults,
 // so it says what capacity's user can change, and which of plan's flags
 // would make the job run.
-func capacityNoPlan(none *plan.NoPlanError) string {
+func (f *capacityFlags) noPlan(none *plan.NoPlanError) string {
 	bare := *none
 	bare.Fixes = nil
-	msg := "capacity: " + bare.Phrase(capacityOption) + "; capacity plans with plan's defaults for the rest: change --model, --tpu or --slices"
+	msg := "capacity: " + bare.Phrase(f.option) + "; capacity plans with plan's defaults for the rest: change --model, --tpu or --slices"
 	if len(none.Fixes) == 0 {
 		return msg + ", or ask shardlab plan, whose flags set the rest"
 	}

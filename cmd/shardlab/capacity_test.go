@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"shardlab/capacity"
+	"shardlab/plan"
 )
 
 // TestCapacityDeterministic: the same seed prints the same bytes; another
@@ -48,7 +49,13 @@ func TestCapacityRefuses(t *testing.T) {
 		{[]string{"--chip-failure-rate", "-1"}, []string{"--chip-failure-rate", `"-1"`, "want a finite number in [0, 1]"}},
 		{[]string{"--chip-failure-rate", "NaN"}, []string{"--chip-failure-rate", `"NaN"`}},
 		{[]string{"--storage-gbps", "Inf"}, []string{"--storage-gbps", `"Inf"`}},
-		{[]string{"--tpu", "tpu7x-8"}, []string{"slice 2x2x1", "whole 4x4x4 sub-blocks"}},
+		// review 145 #5: a slice of no whole sub-blocks is refused as the
+		// --tpu it is, before the slice count; a count left at its default
+		// is named so
+		{[]string{"--tpu", "tpu7x-8"}, []string{"capacity: --tpu tpu7x-8: want whole 4x4x4 sub-blocks (each dimension a multiple of 4), from tpu7x-128; tpu7x-8 is 4 chips"}},
+		{[]string{"--tpu", "tpu7x-2"}, []string{"capacity: --tpu tpu7x-2: want whole 4x4x4 sub-blocks (each dimension a multiple of 4), from tpu7x-128; tpu7x-2 is 1 chip"}},
+		{[]string{"--tpu", "tpu7x-4096"}, []string{"capacity: --slices 8 (the default): want at most 4 slices of tpu7x-4096"}},
+		{[]string{"--tpu", "tpu7x-4096", "--slices", "8"}, []string{"capacity: --slices 8: want at most 4 slices of tpu7x-4096"}},
 		// a slice larger than a block: hw has no such accelerator type (the
 		// capacity package's own refusal is tested there)
 		{[]string{"--tpu", "tpu7x-36864", "--slices", "1"}, []string{"--tpu", "tpu7x-36864", "no slice of this size"}},
@@ -467,5 +474,23 @@ func TestCapacitySaysWhoseExpectationItIs(t *testing.T) {
 		if c.moved != "" && (strings.Contains(line, claim) || !strings.Contains(line, "at the flags given ("+c.moved+")") || same) {
 			t.Errorf("%v: %q, expected goodput %v; want the flags given named (%s), no claim, and a figure other than plan --goodput's %v", c.flags, line, got.Expected, c.moved, want)
 		}
+	}
+}
+
+// TestCapacityOptionWords: plan's errors name capacity's --slices with
+// its value and "(the default)" where it was not given (capacity's 8 is
+// not plan's 1), and as the flag where it was (review 145 #5).
+func TestCapacityOptionWords(t *testing.T) {
+	for _, c := range []struct {
+		set  map[string]bool
+		want string
+	}{{nil, "--slices 8 (the default)"}, {map[string]bool{"slices": true}, "--slices"}} {
+		f := &capacityFlags{slices: 8, set: c.set}
+		if got := f.option(plan.OptionSlices); got != c.want {
+			t.Errorf("option(slices) with flags %v = %q, want %q", c.set, got, c.want)
+		}
+	}
+	if got := (&capacityFlags{}).option(plan.OptionTPU); got != "--tpu" {
+		t.Errorf("option(tpu) = %q, want --tpu", got)
 	}
 }
