@@ -13,6 +13,7 @@ import (
 	"shardlab/budget"
 	"shardlab/capacity"
 	"shardlab/hw"
+	"shardlab/inference"
 	"shardlab/plan"
 	"shardlab/unit"
 )
@@ -51,7 +52,10 @@ func newCapacityFlags() (*flag.FlagSet, *capacityFlags) {
 	floatVar(fs, &f.holdback, "holdback", defaultHoldback, floatFlag{lo: 0, hi: 0.5}, "managed mode: fraction of sub-blocks Compute Engine holds back (an assumption: the docs publish none)")
 	intVar(fs, &f.days, "days", 30, 1, 3650, "", "simulated days")
 	durationVar(fs, &f.interval, "checkpoint-every", 0, 0, 7*24*time.Hour, "0: Daly's interval", "productive time between checkpoints")
-	int64Var(fs, &f.seed, "seed", 1, 0, math.MaxInt32, "", "random seed")
+	// the simulation's PCG takes any uint64; the range is inference's, for
+	// the same reason: the JSON echoes the seed, which every reader holding
+	// it in an int64 must read back
+	int64Var(fs, &f.seed, "seed", 1, 0, inference.MaxSeed, "", "random seed")
 	floatVar(fs, &f.chipRate, "chip-failure-rate", capacity.DefaultChipFailuresPerHour, floatFlag{lo: 0, hi: 1, unit: "per chip per hour"},
 		"unexpected failures (default from Llama 3's 419 interruptions in 54 days on 16,384 GPUs; 0: none, so no Young or Daly interval, and without --checkpoint-every the job checkpoints only before maintenance)")
 	floatVar(fs, &f.storage, "storage-gbps", float64(capacity.DefaultStoragePerHost)*8/1e9, floatFlag{lo: 0.01, hi: 10_000, unit: "Gbit/s per host"}, "checkpoint write and read bandwidth of each host (an assumption)")

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"shardlab/capacity"
+	"shardlab/inference"
 	"shardlab/plan"
 )
 
@@ -46,6 +47,8 @@ func TestCapacityRefuses(t *testing.T) {
 		{[]string{"--model", "llama3-70b", "--tpu", "v5p-256", "--slices", "2", "--mode", "managed"},
 			[]string{"mode managed on v5p", "tpu7x and v6e reservations only", "a managed reservation", "sub-blocks and blocks"}},
 		{[]string{"--blocks", "0"}, []string{"--blocks", `"0"`, "from 1 to 64"}},
+		// review 145: one seed range with inference's, 0 to 2^63-1
+		{[]string{"--seed", "9223372036854775808"}, []string{"--seed", `"9223372036854775808"`, "from 0 to 9223372036854775807"}},
 		{[]string{"--chip-failure-rate", "-1"}, []string{"--chip-failure-rate", `"-1"`, "want a finite number in [0, 1]"}},
 		{[]string{"--chip-failure-rate", "NaN"}, []string{"--chip-failure-rate", `"NaN"`}},
 		{[]string{"--storage-gbps", "Inf"}, []string{"--storage-gbps", `"Inf"`}},
@@ -492,5 +495,17 @@ func TestCapacityOptionWords(t *testing.T) {
 	}
 	if got := (&capacityFlags{}).option(plan.OptionTPU); got != "--tpu" {
 		t.Errorf("option(tpu) = %q, want --tpu", got)
+	}
+}
+
+// TestCapacitySeedRange: capacity's seed range is inference's
+// (inference.MaxSeed, 2^63-1): the largest runs and is echoed as given.
+func TestCapacitySeedRange(t *testing.T) {
+	out, errOut, code := runCmd("capacity", "--tpu", "tpu7x-256", "--slices", "8", "--days", "60", "--seed", "9223372036854775807", "--json")
+	if code != 0 || !strings.Contains(out, `"seed": 9223372036854775807,`) {
+		t.Errorf("capacity --seed 2^63-1: exit %d, %s; want the seed echoed:\n%.400s", code, errOut, out)
+	}
+	if inference.MaxSeed != 1<<63-1 {
+		t.Errorf("inference.MaxSeed = %d, want 2^63-1", int64(inference.MaxSeed))
 	}
 }
