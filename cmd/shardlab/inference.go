@@ -37,7 +37,7 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	o := &f.opt
 	d := inference.DefaultOptions()
 	fs.StringVar(&o.Model, "model", d.Model, "catalog model name or a YAML/JSON spec file of at most 1 MiB")
-	fs.StringVar(&o.TPU, "tpu", d.TPU, "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16; a generation alone (tpu7x) is one VM")
+	fs.StringVar(&o.TPU, "tpu", d.TPU, "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16, tpu7x-2 (one chip);\na generation alone (tpu7x) is its usual VM (tpu7x-8, v6e-4, v5litepod-4, v5p-8), not the smallest that serves")
 	fs.StringVar(&o.HFModel, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: the catalog model's repository)")
 	intVar(fs, &o.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the catalog's sequence length for the model", "longest sequence, prompt and output, in tokens: by default the catalog's sequence length (seq_len: the training length or the native context, whichever the catalog describes the model at), at most the model's max_position_embeddings as the catalog records it from its config.json or model card (seq_len where it records none)")
 	intVar(fs, &o.Concurrency, "concurrency", inference.DefaultRequest().Concurrency, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
