@@ -3,6 +3,8 @@ package inference
 import (
 	"fmt"
 	"math"
+
+	"shardlab/unit"
 )
 
 // Sizing a server for a request rate. Sources, cited as [tag] below:
@@ -179,6 +181,6 @@ func admitReason(r Request, b Layout) string {
 // rate asks for, and how often an arrival then waits.
 func shortWarning(r Request, b Layout) string {
 	want := poissonQuantile(b.MeanSeqs, AdmitQuantile) + 1
-	return fmt.Sprintf("a replica's pages hold %d sequences of %d tokens, fewer than the %d that admit %g%% of arrivals at once at %g requests/s (%.1f sequences a replica on average, Poisson-distributed): max_num_seqs is %d, and %.2g%% of arrivals find it full and wait",
-		b.SeqsEach, r.MaxModelLen, want, 100*AdmitQuantile, r.RequestRate, b.MeanSeqs, b.SeqsEach, 100*b.FullOnArrival)
+	return fmt.Sprintf("a replica's pages hold %s of %d tokens, fewer than the %d that admit %g%% of arrivals at once at %g requests/s (%.1f sequences a replica on average, Poisson-distributed): max_num_seqs is %d, and %.2g%% of arrivals find it full and wait",
+		unit.Plural(b.SeqsEach, "sequence"), r.MaxModelLen, want, 100*AdmitQuantile, r.RequestRate, b.MeanSeqs, b.SeqsEach, 100*b.FullOnArrival)
 }

@@ -168,3 +168,29 @@ func TestMaverickContext(t *testing.T) {
 		}
 	}
 }
+
+// TestOneSequenceSingular: Llama 4 Maverick at max_model_len 2^20 on
+// tpu7x-16 holds one such sequence a replica: the pages line and the
+// shard reason say "1 sequence", not "1 sequences" (unit.Plural; review
+// 145).
+func TestOneSequenceSingular(t *testing.T) {
+	m, _ := model.Lookup("llama4-maverick")
+	r, err := NewRequest(Request{Model: m, Slice: slice(t, "tpu7x-16"), Weights: FP8, Concurrency: 64, PromptLen: 1024, OutputLen: 1024, MemoryUtilization: 0.92, MaxNumBatchedTokens: 4096, MaxModelLen: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Best.Memory.MaxSeqs != 1 {
+		t.Fatalf("%d sequences of 2^20 tokens a replica, want 1 for this test", p.Best.Memory.MaxSeqs)
+	}
+	var b strings.Builder
+	if err := p.WriteText(&b, "shardlab inference"); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, " 1 sequence of 1048576 tokens per replica") || strings.Contains(out, " 1 sequences") {
+		t.Errorf("want '1 sequence of 1048576 tokens per replica' and no '1 sequences':\n%s", out)
+	}
+}

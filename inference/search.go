@@ -242,8 +242,8 @@ func shardReason(r Request, b Layout) string {
 			heads += fmt.Sprintf("; the %d routed experts split along their width (a decode step of %d sequences touching %.1f a layer)", m.Experts, b.SeqsEach, b.ActiveExperts)
 		}
 	}
-	return fmt.Sprintf("%s; each device holds %v of weights, and the replica's pages hold %d sequences of %s at once (%d of max_model_len %d, of which vLLM needs one to start)",
-		heads, b.Memory.Weights, b.Memory.HeldSeqs, r.heldLengths(), b.Memory.MaxSeqs, r.MaxModelLen)
+	return fmt.Sprintf("%s; each device holds %v of weights, and the replica's pages hold %s of %s at once (%d of max_model_len %d, of which vLLM needs one to start)",
+		heads, b.Memory.Weights, unit.Plural(b.Memory.HeldSeqs, "sequence"), r.heldLengths(), b.Memory.MaxSeqs, r.MaxModelLen)
 }
 
 // preemptWarning says that b's pages do not hold its sequences at their

@@ -117,8 +117,8 @@ func (p Plan) writeBest(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nHBM per device: %v × %g = %v: weights %v, activations %v%s, KV cache %v\n",
 		m.Capacity, r.MemoryUtilization, m.Budget, m.Weights, m.Activations, states, m.KVCache)
-	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %d sequences of %d tokens per replica (%d in all), %d of %s at once\n",
-		m.KVPerToken, m.BlockSize, m.Pages, m.MaxSeqs, r.MaxModelLen, m.MaxSeqs*b.DP, m.HeldSeqs, strings.TrimSuffix(r.heldLengths(), " tokens"))
+	fmt.Fprintf(w, "  KV %v a token, pages of %d tokens: %d pages, %s of %d tokens per replica (%d in all), %d of %s at once\n",
+		m.KVPerToken, m.BlockSize, m.Pages, unit.Plural(m.MaxSeqs, "sequence"), r.MaxModelLen, m.MaxSeqs*b.DP, m.HeldSeqs, strings.TrimSuffix(r.heldLengths(), " tokens"))
 	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (%s); inter-token %v\n", secs(b.TTFT), prefillParts(r, b), secs(b.ITL))
 	fmt.Fprintf(w, "  = max(weights HBM %v, MXU %v) + max(KV HBM %v, attention MXU passes %v)%s + sampling %v + all-reduce %v + step overhead %v\n",
 		secs(b.DecodeMemory-b.DecodeKV), secs(b.DecodeCompute), secs(b.DecodeKV), secs(b.DecodeAttention), decodeExtras(b), secs(b.DecodeSampling), secs(b.DecodeAllReduce), secs(b.DecodeOverhead))
