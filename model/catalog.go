@@ -78,9 +78,14 @@ var catalog = [...]Spec{
 	{
 		// Gemma 2B, the same paper's Table 1, as MaxText's configs/models/gemma-2b.yml
 		// @e591f30c: d_model 2048, 18 layers, 8 heads and one KV head (multi-query) of
-		// 256, feedforward 16384 (GeGLU), vocab 256128, tied embeddings. Its config.json is
-		// not read: the cap stays its 8192-token context (MaxPositions 0, MaxContext = SeqLen).
-		Name: "gemma-2b", Layers: 18, DModel: 2048, Heads: 8, KVHeads: 1, HeadDim: 256, DFF: 16384, Vocab: 256128, SeqLen: 8192,
+		// 256, feedforward 16384 (GeGLU), vocab 256128, tied embeddings. Its config.json's
+		// max_position_embeddings is 8192, as gemma-7b's: transformers' converter that wrote
+		// it sets no other (src/transformers/models/gemma/convert_gemma_weights_to_hf.py
+		// @dd28cbcc lines 56-62, gemma_2b_config, over GemmaConfig's default
+		// max_position_embeddings=8192, configuration_gemma.py @3676fc80), as Google's
+		// reference does (google/gemma_pytorch gemma/config.py @014acb7a line 52, the
+		// default get_config_for_2b keeps, 108-116).
+		Name: "gemma-2b", Layers: 18, DModel: 2048, Heads: 8, KVHeads: 1, HeadDim: 256, DFF: 16384, Vocab: 256128, SeqLen: 8192, MaxPositions: 8192,
 		GatedMLP: true, TiedEmbeddings: true,
 		Published: 2_506_434_560, Source: "Gemma Table 2: 524,550,144 embedding + 1,981,884,416 non-embedding",
 		HFModel: "google/gemma-2b",

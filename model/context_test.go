@@ -11,6 +11,8 @@ import "testing"
 //	llama3-8b, -70b  8192    meta-llama/llama3 MODEL_CARD.md @13e795f9 (8k)
 //	llama3-405b      131072  MaxText hf_model_configs.py @e591f30c llama31_405b_config
 //	gemma-7b         8192    config.json copies naming google/gemma-7b
+//	gemma-2b         8192    transformers convert_gemma_weights_to_hf.py @dd28cbcc 56-62
+//	                         (GemmaConfig's default kept); gemma_pytorch config.py @014acb7a 52
 //	gemma4-*         262144  MaxText hf_model_configs.py gemma4_26b_dict (31b copies it)
 //	mixtral-8x7b     32768   hf_model_configs.py mixtral_8x7b_dict
 //	deepseek3-671b   163840  MaxText deepseek3-671b.yml 50; hf_model_configs.py
@@ -21,7 +23,7 @@ import "testing"
 //	mixtral-8x22b    65536   hf_model_configs.py mixtral_8x22b_dict
 //	llama4-maverick  1048576 its config.json's text_config (a copy in NVIDIA/TensorRT-LLM
 //	                         test_modeling_llama_min_latency.py @0074a2241768); "1M" by its card
-//	none recorded: gemma-2b, gemma2-9b, gemma2-27b (8192)
+//	none recorded: gemma2-9b, gemma2-27b (8192)
 func TestMaxContext(t *testing.T) {
 	want := map[string]int{
 		"gpt3-175b": 2048, "llama2-7b": 4096, "llama2-13b": 4096, "llama2-70b": 4096,
@@ -30,7 +32,7 @@ func TestMaxContext(t *testing.T) {
 		"mixtral-8x7b": 32768, "deepseek3-671b": 163840, "qwen3-32b": 40960, "qwen3-235b-a22b": 40960,
 		"qwen3-coder-480b-a35b": 262144, "qwen3.5-397b-a17b": 262144, "mixtral-8x22b": 65536, "llama4-maverick": 1048576,
 	}
-	none := map[string]bool{"gemma-2b": true, "gemma2-9b": true, "gemma2-27b": true}
+	none := map[string]bool{"gemma2-9b": true, "gemma2-27b": true}
 	for _, s := range Catalog() {
 		w, ok := want[s.Name]
 		if !ok {
