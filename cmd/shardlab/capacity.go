@@ -23,7 +23,7 @@ type capacityFlags struct {
 	model, tpu, mode, granularity  string
 	slices, blocks, spares, days   int
 	subBlockChips, blockChips      int
-	seed                           int64
+	seed                           uint64
 	holdback, chipRate, storage    float64
 	tokens                         float64
 	interval, repair, recovery     time.Duration
@@ -55,7 +55,7 @@ func newCapacityFlags() (*flag.FlagSet, *capacityFlags) {
 	// the simulation's PCG takes any uint64; the range is inference's, for
 	// the same reason: the JSON echoes the seed, which every reader holding
 	// it in an int64 must read back
-	int64Var(fs, &f.seed, "seed", 1, 0, inference.MaxSeed, "", "random seed")
+	uint64Var(fs, &f.seed, "seed", 1, 0, inference.MaxSeed, "", "random seed")
 	floatVar(fs, &f.chipRate, "chip-failure-rate", capacity.DefaultChipFailuresPerHour, floatFlag{lo: 0, hi: 1, unit: "per chip per hour"},
 		"unexpected failures (default from Llama 3's 419 interruptions in 54 days on 16,384 GPUs; 0: none, so no Young or Daly interval, and without --checkpoint-every the job checkpoints only before maintenance)")
 	floatVar(fs, &f.storage, "storage-gbps", float64(capacity.DefaultStoragePerHost)*8/1e9, floatFlag{lo: 0.01, hi: 10_000, unit: "Gbit/s per host"}, "checkpoint write and read bandwidth of each host (an assumption)")
@@ -89,7 +89,7 @@ type capacityReport struct {
 	SimulatedOptimumS  float64            `json:"simulated_optimum_interval_s"`
 	SimulatedOptimumFr float64            `json:"simulated_optimum_goodput_fraction"`
 	HorizonS           float64            `json:"horizon_s"`
-	Seed               int64              `json:"seed"`
+	Seed               uint64             `json:"seed"`
 	Goodput            float64            `json:"goodput_fraction"`
 	Badput             map[string]float64 `json:"badput_s"`
 	HostFailures       int                `json:"host_failures"`
@@ -251,21 +251,9 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	holdback, spares, err := f.modeSettings(mode, f.set)
+	res, pl, holdback, err := f.place(mode, slice)
 	if err != nil {
 		return err
-	}
-	h, err := f.hierarchy(slice.Chip, mode)
-	if err != nil {
-		return err
-	}
-	res, err := capacity.NewIn(h, mode, f.blocks, holdback)
-	if err != nil {
-		return usageError{err}
-	}
-	pl, err := capacity.Place(res, slice, f.slices, spares)
-	if err != nil {
-		return f.placeError(err)
 	}
 	p, err := plan.Search(req)
 	if err != nil {
@@ -295,6 +283,29 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	return writeCapacityText(stdout, rep, pl)
 }
 
+// place is the reservation the flags ask (its mode's holdback or
+// spares, its hierarchy, its blocks) and the slices laid onto it, with
+// the holdback that applies.
+func (f *capacityFlags) place(mode capacity.Mode, slice hw.Slice) (capacity.Reservation, capacity.Placement, float64, error) {
+	holdback, spares, err := f.modeSettings(mode, f.set)
+	if err != nil {
+		return capacity.Reservation{}, capacity.Placement{}, 0, err
+	}
+	h, err := f.hierarchy(slice.Chip, mode)
+	if err != nil {
+		return capacity.Reservation{}, capacity.Placement{}, 0, err
+	}
+	res, err := capacity.NewIn(h, mode, f.blocks, holdback)
+	if err != nil {
+		return res, capacity.Placement{}, 0, usageError{err}
+	}
+	pl, err := capacity.Place(res, slice, f.slices, spares)
+	if err != nil {
+		return res, pl, 0, f.placeError(err)
+	}
+	return res, pl, holdback, nil
+}
+
 // simConfig is the failure simulation the flags ask for the placement:
 // the job's checkpoint saved and restored by the slices' hosts, and the
 // checkpoint interval --checkpoint-every, else Daly's optimum for the
@@ -307,7 +318,7 @@ func (f *capacityFlags) simConfig(pl capacity.Placement, job capacity.Job, slice
 	cfg = capacity.Config{
 		ChipFailuresPerHour: f.chipRate, Repair: f.repair, Recovery: f.recovery, Startup: f.startup,
 		Save: save, Restore: save, MaintenanceEvery: f.maintEvery, MaintenanceDown: f.maintDown,
-		Granularity: gran, Horizon: time.Duration(f.days) * 24 * time.Hour, Seed: uint64(f.seed),
+		Granularity: gran, Horizon: time.Duration(f.days) * 24 * time.Hour, Seed: f.seed,
 	}
 	lambda = capacity.JobFailureRate(pl, f.chipRate)
 	cfg.Interval = f.interval
@@ -447,7 +458,7 @@ func (f *capacityFlags) modeSettings(mode capacity.Mode, set map[string]bool) (h
 
 // simulatedOptimum sweeps checkpoint intervals from 5 minutes to a day,
 // 8 seeds each, and returns the one with the best mean goodput.
-func simulatedOptimum(pl capacity.Placement, cfg capacity.Config, seed int64, stderr io.Writer) (time.Duration, float64, error) {
+func simulatedOptimum(pl capacity.Placement, cfg capacity.Config, seed uint64, stderr io.Writer) (time.Duration, float64, error) {
 	bestAt, best := cfg.Interval, -1.0
 	sweep := cfg
 	var intervals []time.Duration
@@ -461,7 +472,7 @@ func simulatedOptimum(pl capacity.Placement, cfg capacity.Config, seed int64, st
 		sweep.Interval = iv
 		sum := 0.0
 		for s := range uint64(8) {
-			sweep.Seed = uint64(seed) + s
+			sweep.Seed = seed + s
 			rr, err := capacity.Run(pl, sweep)
 			if err != nil {
 				return 0, 0, usageError{err}
