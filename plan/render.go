@@ -581,15 +581,20 @@ func bandName(b cost.StepBand, j cost.Job, g hw.Generation) string {
 	if own, pooled := ownCell(b, j, g); pooled {
 		s += fmt.Sprintf("; %s have %d", own.Runs(), own.Rows)
 	}
+	if j.Quantization != cost.QuantNone && j.UnquantizedExperts() {
+		s += fmt.Sprintf("; %s leaves the routed experts in bf16, so this job keeps its %s band", j.Quantization, j.Class())
+	}
 	return s
 }
 
 // ownCell is the band cell of job j's own generation g and class (the
-// quantized class for a quantized job), with its held-out rows, and
-// whether band b is another cell's: pooled past j's for its few rows.
+// quantized class for a job whose matmuls are quantized, as
+// cost.Job.BandIn classes it: not an MoE job whose routed experts stay in
+// bf16), with its held-out rows, and whether band b is another cell's:
+// pooled past j's for its few rows.
 func ownCell(b cost.StepBand, j cost.Job, g hw.Generation) (cost.StepBand, bool) {
 	own := cost.StepBand{Generation: g, Class: j.Class()}
-	if j.Quantization != cost.QuantNone {
+	if j.Quantization != cost.QuantNone && !j.UnquantizedExperts() {
 		own.Class = cost.ClassQuantized
 	}
 	if b.Generation == own.Generation && b.Class == own.Class {
