@@ -40,13 +40,16 @@ type shape struct {
 // the whole [seq, seq] score matrix and only then masks it
 // (layers/attention_op.py apply_attention_dot: qk_product over the whole
 // key sequence, then apply_mask_to_logits with generate_attention_mask's
-// mask, whose sliding_mask spans all kv_seq_len columns, @e591f30c).
+// mask, whose sliding_mask spans all kv_seq_len columns, @e591f30c), and
+// a chunked layer's (its CHUNK mask, same_chunk, masks the whole matrix
+// likewise).
 // attentionSkipping is flash (splash) attention's, which skips the blocks
 // its mask leaves empty: the causal pairs (Spec.CausalAttentionFLOPsPerToken),
 // a local layer's stopping at the window, since MaxText hands splash
 // CausalMask & LocalMask(window_size=(W−1, W)) for a LOCAL_SLIDING layer
 // (layers/attention_op.py tpu_flash_attention @e591f30c) and the kernel
-// runs only the blocks that mask keeps.
+// runs only the blocks that mask keeps; a chunked layer's stop at its
+// chunk, since a CHUNK layer hands it ChunkedCausalMask.
 type jobFLOPs struct {
 	matmulParams, attention, attentionSkipping, mtpAttention, model float64
 }
@@ -60,7 +63,7 @@ func (j *Job) flops() jobFLOPs {
 		attentionSkipping: spec.CausalAttentionFLOPsPerToken(j.Seq),
 		model:             spec.FLOPsPerToken(j.Seq, j.CausalFLOPs),
 	}
-	if spec.Windowed() {
+	if spec.Windowed() || spec.Chunked() {
 		global, local := spec.KeyFLOPs()
 		fl.attention = (global + local) * float64(j.Seq)
 	}

@@ -284,7 +284,7 @@ func modelWarnings(r Request, b Layout) []string {
 		out = append(out, w)
 	}
 	if c := r.Model.AttentionChunk; c > 0 && r.MaxModelLen > c {
-		out = append(out, fmt.Sprintf("chunked attention: %s attends within chunks of %d tokens in some layers (its config.json's attention_chunk_size), which this plan does not model: beyond %d tokens it costs every layer's attention over the whole context, more than those layers compute and read",
+		out = append(out, fmt.Sprintf("chunked attention: %s attends within chunks of %d tokens in its RoPE layers, 3 in 4 (its config.json's attention_chunk_size), and tpu-inference's JAX Llama 4 applies a fixed 8192 instead as a sliding window of its other layers, 1 in 4 (models/jax/llama4.py 579 @b8692ff0); this plan models neither: beyond %d tokens it costs every layer's attention over the whole context, more than those layers compute and read",
 			braces.Literal(r.Model.Name), c, c))
 	}
 	if DPAttention(r.Model) {

@@ -284,9 +284,12 @@ var catalog = [...]Spec{
 		// 4.51.0.dev0, whose every other text_config value is this entry's: NVIDIA/TensorRT-LLM
 		// tests/unittest/_torch/modeling/test_modeling_llama_min_latency.py @0074a2241768,
 		// LLAMA_4_MAVERICK_TWO_LAYER_CONFIG; the Hugging Face repository itself was not
-		// readable here). tpu-inference passes attention_chunk_size 8192 to one layer in
-		// four, those without RoPE (models/jax/llama4.py @b8692ff0, 517-579): recorded,
-		// not costed.
+		// readable here). Its RoPE layers, 3 in 4, attend within aligned chunks of 8192 (HF
+		// and MaxText alike, model/chunk.go), which training costs. tpu-inference's JAX
+		// Llama 4 does the opposite: it passes attention_chunk_size 8192 to the layers
+		// without RoPE, 1 in 4 (models/jax/llama4.py @b8692ff0, 518 and 579), as the
+		// ragged paged attention kernel's sliding_window (layers/common/attention_interface.py
+		// 447), and its RoPE layers attend over the whole context; serving models neither.
 		Name: "llama4-maverick", Layers: 48, DModel: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, DFF: 16384, Vocab: 202048, SeqLen: 8192, MaxPositions: 1048576, AttentionChunk: 8192, GatedMLP: true,
 		Experts: 128, ExpertsPerToken: 1, SharedExperts: 1, ExpertDFF: 8192, MoEEvery: 2,
 		Published: 400e9, PublishedActive: 17e9, Source: "meta-llama/Llama-4-Maverick-17B-128E model card (17B active, 400B total)",

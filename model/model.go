@@ -26,10 +26,10 @@ type Spec struct {
 	// shorter. 0 where it is not recorded: MaxContext is then SeqLen.
 	MaxPositions int `yaml:"max_position_embeddings,omitempty" json:"max_position_embeddings,omitempty"`
 	// AttentionChunk is Llama 4's chunked attention (HF config.json
-	// attention_chunk_size): some of its layers attend only within
-	// aligned chunks of that many tokens. Recorded, not costed: shardlab costs
-	// every layer's attention over the whole context, so beyond one chunk
-	// it over-counts those layers' attention (inference warns). 0: none.
+	// attention_chunk_size): its RoPE layers, 3 in 4, attend only within
+	// aligned chunks of that many tokens (model/chunk.go). Training costs
+	// those layers at the chunk (FLOPsPerToken); inference does not
+	// model it, and warns beyond one chunk. 0: none.
 	AttentionChunk int `yaml:"attention_chunk_size,omitempty" json:"attention_chunk_size,omitempty"`
 	// GatedMLP: SwiGLU/GeGLU with three d_model x d_ff matrices instead of two.
 	GatedMLP bool `yaml:"gated_mlp" json:"gated_mlp"`
@@ -507,6 +507,9 @@ func (s Spec) attentionWidth() float64 {
 // With causal set the attention term is halved, as MaxText counts it since
 // its PR 2031.
 //
+// A local layer's keys stop at its window (attentionKeys), a chunked
+// layer's at its chunk (chunkKeys), as MaxText counts them.
+//
 // Of a hybrid model only the softmax layers attend over the sequence;
 // the linear-attention layers add 3 × LinearAttentionFLOPsPerToken
 // (forward and backward). Multi-token prediction adds MTPFLOPsPerToken.
@@ -515,7 +518,7 @@ func (s Spec) FLOPsPerToken(seq int, causal bool) float64 {
 	if causal {
 		attn /= 2
 	}
-	if s.Windowed() {
+	if s.Windowed() || s.Chunked() {
 		attn = 12 * s.attentionKeys(seq, causal)
 	}
 	return 6*float64(s.MatmulParams()) + attn + 3*s.LinearAttentionFLOPsPerToken() + s.MTPFLOPsPerToken(seq, causal)
@@ -525,7 +528,7 @@ func (s Spec) FLOPsPerToken(seq int, causal bool) float64 {
 // (scores and weighted sum, 4·H·Q·T per softmax layer) per token, the
 // work that selective rematerialisation repeats.
 func (s Spec) AttentionFLOPsPerToken(seq int) float64 {
-	if s.Windowed() {
+	if s.Windowed() || s.Chunked() {
 		return 4 * s.attentionKeys(seq, false)
 	}
 	return 4 * float64(s.AttentionLayers()) * s.attentionWidth() * float64(seq)

@@ -132,7 +132,8 @@ func AttendedPairs(c, n, window int) float64 {
 // per query) and in a local one (S·W − W²/2)/S with W the window cut to
 // the sequence: the pairs AttendedPairs counts, S·W − W²/2 + W/2, less
 // W/2, which for a window as long as the sequence is a global layer's
-// S²/2.
+// S²/2. A chunked layer (Spec.Chunked) attends its chunk's keys
+// (chunkKeys).
 func (s Spec) attentionKeys(seq int, causal bool) float64 {
 	g := s.Global()
 	full := float64(seq)
@@ -148,17 +149,24 @@ func (s Spec) attentionKeys(seq int, causal bool) float64 {
 		}
 		n += float64(s.LocalLayers()) * s.attentionWidth() * local
 	}
+	if s.Chunked() {
+		// a chunked layer's keys stop at its chunk (model/chunk.go)
+		k := float64(s.ChunkedLayers()) * g.attentionWidth()
+		n += k * (chunkKeys(seq, s.AttentionChunk, causal) - full)
+	}
 	return n
 }
 
 // CausalAttentionFLOPsPerToken is the forward FLOPs of the attention
 // core per token over the (query, key) pairs a causal mask keeps, as
 // MaxText counts them (attentionKeys): half of AttentionFLOPsPerToken
-// without a window; with one, a local layer's keys stop at the window.
-// It is the work of a kernel that skips the masked blocks, as MaxText's
-// splash attention does for its causal and local masks.
+// without a window; with one, a local layer's keys stop at the window,
+// and a chunked layer's at its chunk. It is the work of a kernel that
+// skips the masked blocks, as MaxText's splash attention does for its
+// causal, local and chunked masks (layers/attention_op.py: CHUNK hands
+// splash ChunkedCausalMask, @e591f30c).
 func (s Spec) CausalAttentionFLOPsPerToken(seq int) float64 {
-	if s.Windowed() {
+	if s.Windowed() || s.Chunked() {
 		return 4 * s.attentionKeys(seq, true)
 	}
 	return s.AttentionFLOPsPerToken(seq) / 2

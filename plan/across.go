@@ -38,16 +38,17 @@ func (a *acrossSlot) reserve(p *Plan) {
 // DCN, from its estimate's collectives.
 func (s *searcher) acrossNote(p Plan) Note {
 	best, rule, in := p.Best.Tier, p.Rule.Tier, s.across.in
-	var why string
+	// why is a text: the rejection counts name options ({max_global_batch})
+	var why text
 	switch {
 	case best.Across != rule.Across:
-		why = fmt.Sprintf(", chosen beyond the band in place of the rule order's %s across slices (see below)", acrossWords[rule.Across])
+		why = text(textf(", chosen beyond the band in place of the rule order's %s across slices (see below)", acrossWords[rule.Across]))
 	case best.Across == AcrossDP:
 		return note("", "across slices: data parallelism, the Multislice default: only the gradients cross DCN, once per step")
 	case best.Across == AcrossFSDP:
-		why = fmt.Sprintf(", because data parallelism across slices does not fit (%s): sharding the state over the slices too makes room", s.rejectedSummary(Tier{in, AcrossDP}))
+		why = text(textf(", because data parallelism across slices does not fit (%s): sharding the state over the slices too makes room", s.rejectedSummary(Tier{in, AcrossDP})))
 	case s.across.pipeOnly:
-		why = fmt.Sprintf(", because neither data parallelism nor FSDP across slices can run (%s)", s.rejectedSummary(Tier{in, AcrossDP}, Tier{in, AcrossFSDP}))
+		why = text(textf(", because neither data parallelism nor FSDP across slices can run (%s)", s.rejectedSummary(Tier{in, AcrossDP}, Tier{in, AcrossFSDP})))
 	default:
 		why = ", because the batch limit is too small for DP or FSDP across slices to hide their all-reduce (the batch rule below) and the pipeline is faster"
 	}

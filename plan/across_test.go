@@ -141,3 +141,32 @@ func TestAcrossNoteFollowsTheChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestAcrossReasonNamesItsOptions is review 145's small finding: Llama 3.1
+// 405B on 2 v5e-256 slices shards over DCN because data parallelism
+// across slices does not fit, and some of those layouts need a global
+// batch above the option's limit (ReasonBatchLimit names it as
+// {max_global_batch}). The across-slices reason spells that option as the
+// caller names it, in the text and in the JSON, like every other reason,
+// and leaves no markup.
+func TestAcrossReasonNamesItsOptions(t *testing.T) {
+	p, err := Search(parsed(t, func(o *Options) { o.Model, o.TPU = "llama3-405b", "v5e" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag := func(o Option) string { return "--" + strings.ReplaceAll(string(o), "_", "-") }
+	var across string
+	for _, n := range p.Reasons {
+		if s := n.Phrase(flag); strings.HasPrefix(s, "across slices: FSDP, because data parallelism across slices does not fit") {
+			across = s
+		}
+	}
+	if want := "layouts need a global batch above --max-global-batch"; !strings.Contains(across, want) || strings.ContainsAny(across, "{}") {
+		t.Errorf("across-slices reason %q: want %q and no braces", across, want)
+	}
+	for _, r := range p.JSON(nil).Reasons {
+		if strings.ContainsAny(r, "{}") {
+			t.Errorf("JSON reason with markup: %q", r)
+		}
+	}
+}

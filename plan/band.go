@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"shardlab/cost"
+	"shardlab/hw"
 	"shardlab/unit"
 )
 
@@ -29,7 +30,12 @@ func (s *searcher) alternatives(pool []Tier) []Candidate {
 // either prediction's error within validate's held-out band; the reason
 // then says which of the rule's premises fails here, with the numbers.
 // Within the band the rule's choice is kept and the note says by how
-// much the other is predicted faster. Every alternative is a layout the
+// much the other is predicted faster. Where the plan gives no band
+// (PredictionBand: none of validate's rows measures a job of this kind),
+// the rule's choice is kept likewise and the note says so: the band is
+// what shows a layout faster whatever the model's error, and without one
+// a predicted gain shows nothing beyond the model itself, which the rule
+// order's reasoning does not need. Every alternative is a layout the
 // search costed and could run, so tensor and context parallelism stay off
 // DCN either way. Every tier competes, its in-slice strategy included:
 // on one slice the in-slice order (DP while a replica fits, then FSDP,
@@ -47,12 +53,11 @@ func (s *searcher) beyondBand(p *Plan) {
 	}
 	rule, alt := p.Best, *fast
 	gain := alt.Estimate.TokensPerSecondPerChip/rule.Estimate.TokensPerSecondPerChip - 1
-	b := p.Band
-	if gain <= b.Width() || b.Rows == 0 {
+	b, measured := p.PredictionBand()
+	if gain <= b.Width() || !measured {
 		for _, a := range p.Alternatives {
-			if g := a.Estimate.TokensPerSecondPerChip/rule.Estimate.TokensPerSecondPerChip - 1; g > 0.05 {
-				p.Reasons = append(p.Reasons, note("", "note: %s (%s) is predicted %.0f%% faster, within the %.0f%% the model's error allows (%s): the rule order's choice stands",
-					a.Estimate.Mesh, a.Name(), 100*g, 100*b.Width(), bandSpan(b)))
+			if g := a.Estimate.TokensPerSecondPerChip/rule.Estimate.TokensPerSecondPerChip - 1; g > notedGain {
+				p.Reasons = append(p.Reasons, tieNote(a, g, b, measured))
 			}
 		}
 		return
@@ -64,13 +69,32 @@ func (s *searcher) beyondBand(p *Plan) {
 		alt.Estimate.Mesh, alt.Name(), 100*gain, rule.Estimate.Mesh, rule.Name(), 100*b.Width(), bandSpan(b), premise(rule.Tier, alt.Tier), because(rule, alt)))
 }
 
+// notedGain is the predicted gain past which a faster layout or remat
+// policy the plan does not choose is named in its reasons.
+const notedGain = 0.05
+
+// tieNote says that a, predicted g faster than the rule order's choice,
+// is not chosen: within the band b, or, where the plan gives no band
+// (measured false: PredictionBand withholds it), because nothing measures
+// this job's error, so no margin can show a faster by more than it. The
+// rule order is then the default that stands, as it stands within a band.
+func tieNote(a Candidate, g float64, b cost.StepBand, measured bool) Note {
+	if !measured {
+		return note("", "note: %s (%s) is predicted %.0f%% faster, but this job has no measured error to weigh that by (no error band: see the warnings): the rule order's choice stands",
+			a.Estimate.Mesh, a.Name(), 100*g)
+	}
+	return note("", "note: %s (%s) is predicted %.0f%% faster, within the %.0f%% the model's error allows (%s): the rule order's choice stands",
+		a.Estimate.Mesh, a.Name(), 100*g, 100*b.Width(), bandSpan(b))
+}
+
 // PredictionBand is the band p's predicted figures (step time, MFU,
 // tokens/s, and what scales with the step) carry, where p gives one:
 // p.Band, the step-time model's measured error on the chosen layout's
 // generation and class; false where it has no rows, or where its rows
 // do not stand for the job (bandWithheld, which the warnings say). Every
-// front end prints this band, and none p.Band, which also serves as the
-// margin between layouts (beyondBand, WeighOffload).
+// front end prints this band, and none p.Band; it is also the margin
+// between layouts (beyondBand, WeighOffload), which without it keep the
+// rule order's choice and the searched remat policy.
 func (p Plan) PredictionBand() (cost.StepBand, bool) {
 	if _, withheld := p.bandWithheld(); withheld || p.Band.Rows == 0 {
 		return cost.StepBand{}, false
@@ -182,4 +206,37 @@ func because(rule, alt Candidate) string {
 			ae.Job.GlobalBatch, ae.Job.Remat, unit.Plural(ae.MicroBatchSize, "sequence"), re.Job.GlobalBatch, re.Job.Remat, re.MicroBatchSize)
 	}
 	return out
+}
+
+// bandName says which band a plan's figures carry, and, when the job's
+// own cell has too few rows for a band, that it pooled: "validate's
+// held-out 80 % band for dense runs of every generation, 39 rows; dense
+// tpu7x runs have 6".
+func bandName(b cost.StepBand, j cost.Job, g hw.Generation) string {
+	s := fmt.Sprintf("validate's held-out %.0f %% band for %s, %d rows", 100*(cost.BandHigh-cost.BandLow), b.Runs(), b.Rows)
+	if own, pooled := ownCell(b, j, g); pooled {
+		s += fmt.Sprintf("; %s have %d", own.Runs(), own.Rows)
+	}
+	if j.Quantization != cost.QuantNone && j.UnquantizedExperts() {
+		s += fmt.Sprintf("; %s leaves the routed experts in bf16, so this job keeps its %s band", j.Quantization, j.Class())
+	}
+	return s
+}
+
+// ownCell is the band cell of job j's own generation g and class (the
+// quantized class for a job whose matmuls are quantized, as
+// cost.Job.BandIn classes it: not an MoE job whose routed experts stay in
+// bf16), with its held-out rows, and whether band b is another cell's:
+// pooled past j's for its few rows.
+func ownCell(b cost.StepBand, j cost.Job, g hw.Generation) (cost.StepBand, bool) {
+	own := cost.StepBand{Generation: g, Class: j.Class()}
+	if j.Quantization != cost.QuantNone && !j.UnquantizedExperts() {
+		own.Class = cost.ClassQuantized
+	}
+	if b.Generation == own.Generation && b.Class == own.Class {
+		return own, false
+	}
+	c, _ := cost.BandCell(own.Generation, own.Class)
+	own.Rows = c.Rows
+	return own, true
 }

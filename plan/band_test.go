@@ -182,6 +182,9 @@ func TestBandNamesItsOwnCell(t *testing.T) {
 		{"llama3-8b", "tpu7x-8", "fp8", "quantized tpu7x runs", 3},
 		{"llama3-8b", "v4-16", "", "dense v4 runs", 2},
 		{"llama3-8b", "v5p-16", "", "", 0},
+		// int8 leaves mixtral's routed experts in bf16 (cost.Job.UnquantizedExperts):
+		// its own cell is MoE v5p's, not quantized v5p's (review 145 #2)
+		{"mixtral-8x7b", "v5p-128", "int8", "MoE v5p runs", 3},
 	} {
 		r := request(t, c.model, c.tpu, 1, 512)
 		r.Quantization = cost.Quantization(c.quant)
@@ -198,6 +201,10 @@ func TestBandNamesItsOwnCell(t *testing.T) {
 			t.Errorf("%s on %s %s: own cell %q %v, want none: the band is the job's own", c.model, c.tpu, c.quant, j.OwnRuns, j.OwnRows)
 		case c.runs != "" && (j.OwnRuns != c.runs || j.OwnRows == nil || *j.OwnRows != c.rows):
 			t.Errorf("%s on %s %s: own cell %q %v, want %q with %d rows", c.model, c.tpu, c.quant, j.OwnRuns, j.OwnRows, c.runs, c.rows)
+		}
+		why := c.quant + " leaves the routed experts in bf16, so this job keeps its MoE band"
+		if got := strings.Contains(planText(t, p), why); got != (c.quant != "" && p.Best.Estimate.Job.UnquantizedExperts()) {
+			t.Errorf("%s on %s %s: text says %q: %v, want %v", c.model, c.tpu, c.quant, why, got, !got)
 		}
 	}
 }

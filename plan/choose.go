@@ -261,12 +261,13 @@ func (s *searcher) batchRule(in Inside, canPipe bool) (tooSmall bool, n Note) {
 	ms := r.Multislice
 	chip := ms.Slice.Chip
 	min, need, limit := r.batchRuleTokens()
-	verdict := "enough: DP or FSDP across slices can hide its all-reduce"
+	verdict := text("enough: DP or FSDP across slices can hide its all-reduce")
 	switch {
 	case limit < need && canPipe:
 		verdict = "too small: pipeline parallelism across slices, which sends only activations over DCN, is considered"
 	case limit < need:
-		verdict = fmt.Sprintf("too small, but no layout with pipeline parallelism across slices can run (%s)", s.rejectedSummary(Tier{in, AcrossPipeline}))
+		// a text: the rejection counts name options ({max_global_batch})
+		verdict = text(textf("too small, but no layout with pipeline parallelism across slices can run (%s)", s.rejectedSummary(Tier{in, AcrossPipeline})))
 	}
 	bits := collective.MultisliceBitsPerParam(ms.Slices)
 	return limit < need, note(OptionMaxGlobalBatch, "Multislice batch rule: %s, backward intensity %s against %.0f FLOP per DCN bit on %s, so %s tokens per slice break even and %s in practice hide the all-reduce; {max_global_batch} allows %s: %s",

@@ -572,34 +572,6 @@ func (p Plan) stepBand() string {
 
 func secondsOf(s float64) time.Duration { return time.Duration(s * 1e9) }
 
-// bandName says which band a plan's figures carry, and, when the job's
-// own cell has too few rows for a band, that it pooled: "validate's
-// held-out 80 % band for dense runs of every generation, 39 rows; dense
-// tpu7x runs have 6".
-func bandName(b cost.StepBand, j cost.Job, g hw.Generation) string {
-	s := fmt.Sprintf("validate's held-out %.0f %% band for %s, %d rows", 100*(cost.BandHigh-cost.BandLow), b.Runs(), b.Rows)
-	if own, pooled := ownCell(b, j, g); pooled {
-		s += fmt.Sprintf("; %s have %d", own.Runs(), own.Rows)
-	}
-	return s
-}
-
-// ownCell is the band cell of job j's own generation g and class (the
-// quantized class for a quantized job), with its held-out rows, and
-// whether band b is another cell's: pooled past j's for its few rows.
-func ownCell(b cost.StepBand, j cost.Job, g hw.Generation) (cost.StepBand, bool) {
-	own := cost.StepBand{Generation: g, Class: j.Class()}
-	if j.Quantization != cost.QuantNone {
-		own.Class = cost.ClassQuantized
-	}
-	if b.Generation == own.Generation && b.Class == own.Class {
-		return own, false
-	}
-	c, _ := cost.BandCell(own.Generation, own.Class)
-	own.Rows = c.Rows
-	return own, true
-}
-
 // span is "lo-hi" from the two as printed, the unit once when they share
 // it ("11.9-14.2 s"), one number when both print alike.
 func span(los, his string) string {

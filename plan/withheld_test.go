@@ -129,3 +129,88 @@ func rawTexts(ns []Note) []string {
 	}
 	return out
 }
+
+// TestWithheldBandWeighsNothing is review 145's finding 2: the int8 plan
+// of Llama 3 70B on v5p-128 gives no band (TestQuantizedBandNeedsQuantizedRuns),
+// so its notes must not weigh a faster layout or remat policy by that
+// band. An alternative predicted faster is named with "no measured
+// error", and the rule order's choice stands; that holds, too, where the
+// alternative is made faster than the withheld band's width, which would
+// choose it were the band measured for this job.
+func TestWithheldBandWeighsNothing(t *testing.T) {
+	r := request(t, "llama3-70b", "v5p-128", 1, 512)
+	r.Quantization = cost.QuantInt8
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WeighOffload()
+	if _, ok := p.PredictionBand(); ok {
+		t.Fatal("int8 on v5p: a band is given; this test's premise no longer holds")
+	}
+	if txt := reasons(p); strings.Contains(txt, "the model's error allows") || strings.Contains(txt, "held-out MFU errors") {
+		t.Errorf("reasons weigh by the withheld band:\n%s", txt)
+	}
+	if p.Best.Estimate.Mesh.String() != p.Rule.Estimate.Mesh.String() {
+		t.Errorf("chose %s, want the rule order's %s", p.Best.Estimate.Mesh, p.Rule.Estimate.Mesh)
+	}
+	faster := -1
+	for i, a := range p.Alternatives {
+		if gain(a, p.Best) > 0.05 {
+			faster = i
+		}
+	}
+	if faster < 0 {
+		t.Fatalf("no alternative is predicted more than 5%% faster; want one (review 145: fsdp=8,context=8, 6%%)\n%s", reasons(p))
+	}
+	want := fmt.Sprintf("note: %s (%s) is predicted %.0f%% faster, but this job has no measured error to weigh that by (no error band: see the warnings): the rule order's choice stands",
+		p.Alternatives[faster].Estimate.Mesh, p.Alternatives[faster].Name(), 100*gain(p.Alternatives[faster], p.Best))
+	if !strings.Contains(reasons(p), want) {
+		t.Errorf("reasons do not say %q:\n%s", want, reasons(p))
+	}
+
+	// The same plan before its band is weighed, with the alternative twice
+	// the band's width faster.
+	q := p
+	q.Best, q.Reasons = p.Rule, nil
+	q.Alternatives = append([]Candidate(nil), p.Alternatives...)
+	q.Alternatives[faster].Estimate.TokensPerSecondPerChip = p.Rule.Estimate.TokensPerSecondPerChip * (1 + 2*p.Band.Width())
+	(&searcher{req: r}).beyondBand(&q)
+	if q.Best.Estimate.Mesh.String() != p.Rule.Estimate.Mesh.String() || !strings.Contains(reasons(q), "no measured error to weigh that by") {
+		t.Errorf("an alternative %.0f%% faster with no band: chose %s, want the rule's %s, and reasons saying so:\n%s",
+			200*p.Band.Width(), q.Best.Estimate.Mesh, p.Rule.Estimate.Mesh, reasons(q))
+	}
+}
+
+// TestWithheldBandKeepsTheRule: Llama 3.1 405B in int8 on two v6e-256
+// slices gives no band (no quantized v6e row in validate). FSDP across
+// slices is predicted 17 % faster than the rule order's data parallelism
+// across slices, beyond the 11 % width of the dense v6e band the plan
+// withholds, which chose it before review 145; with no measured error
+// the rule order's choice stands, and minimal_offloaded, predicted 12 %
+// faster, is named as unweighed, the searched policy kept.
+func TestWithheldBandKeepsTheRule(t *testing.T) {
+	r := request(t, "llama3-405b", "v6e-256", 2, 512)
+	r.Quantization = cost.QuantInt8
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WeighOffload()
+	if _, ok := p.PredictionBand(); ok {
+		t.Fatal("int8 on v6e: a band is given; this test's premise no longer holds")
+	}
+	if p.Best.Tier != p.Rule.Tier || p.Best.Tier.Across != AcrossDP {
+		t.Errorf("chose %s (%s), want the rule order's DP across slices, %s", p.Best.Estimate.Mesh, p.Best.Tier, p.Rule.Estimate.Mesh)
+	}
+	txt := reasons(p)
+	for _, want := range []string{"(model parallel inside, FSDP across slices) is predicted", "but this job has no measured error to weigh that by (no error band: see the warnings): the rule order's choice stands",
+		"with {remat} minimal_offloaded the best layout", "so the searched policy stands"} {
+		if !strings.Contains(txt, strings.ReplaceAll(want, "{remat}", OptionRemat.String())) {
+			t.Errorf("reasons do not say %q:\n%s", want, txt)
+		}
+	}
+	if strings.Contains(txt, "the model's error allows") || strings.Contains(txt, "beyond the band") {
+		t.Errorf("reasons weigh by the withheld band:\n%s", txt)
+	}
+}
