@@ -203,9 +203,16 @@ func refuse(o Option, value string, err error, format string, a ...any) *OptionE
 
 // refuseErr is an OptionError for a value the owning package refused with
 // err: "{option}: " and err's own words (errtext.Detail: without the
-// package's name, which doubled "mesh: mesh:", nor its sentinel).
+// package's name, which doubled "mesh: mesh:", nor its sentinel), or
+// "{option} "value": " where those words open by restating the value
+// (errtext.After: "quantization fp8: ...").
 func refuseErr(o Option, value string, err error) *OptionError {
-	return refuse(o, value, err, ": %s", errtext.Detail(err))
+	d := errtext.Detail(err)
+	if rest, ok := errtext.After(d, value); ok {
+		// the detail restates the value: "{option} "value": rest"
+		return refuse(o, value, err, " %q: %s", value, rest)
+	}
+	return refuse(o, value, err, ": %s", d)
 }
 
 // ParseRequest checks the options once, naming the option at fault, its
@@ -220,8 +227,7 @@ func ParseRequest(o Options) (Request, error) {
 		return r, err
 	}
 	if err := cost.CheckTrainable(r.Model); err != nil {
-		why := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "cost: "), ": "+cost.ErrJob.Error())
-		return r, refuse(OptionModel, o.Model, err, " %s: %s", o.Model, why)
+		return r, refuse(OptionModel, o.Model, err, " %s: %s", o.Model, errtext.Detail(err))
 	}
 	if r.Multislice, err = parseMultislice(o); err != nil {
 		return r, err
@@ -478,7 +484,7 @@ func findModel(o Options) (model.Spec, error) {
 	if o.ModelSpec != nil {
 		s, err := model.Parse(o.ModelSpec)
 		if err != nil {
-			return s, refuse(OptionModel, o.Model, err, " %s: %s", o.Model, err)
+			return s, refuse(OptionModel, o.Model, err, " %s: %s", o.Model, errtext.Detail(err))
 		}
 		if s.Name == "" {
 			s.Name = o.Model

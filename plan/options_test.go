@@ -101,15 +101,15 @@ var requestErrors = []struct {
 	want string // in the error phrased with flag names
 }{
 	{func(o *Options) { o.Model = "llama4" }, OptionModel, `--model "llama4": want a catalog model (`},
-	{func(o *Options) { o.Model, o.ModelSpec = "bad.yaml", []byte("layers: [1") }, OptionModel, "--model bad.yaml: model: malformed spec"},
+	{func(o *Options) { o.Model, o.ModelSpec = "bad.yaml", []byte("layers: [1") }, OptionModel, "--model bad.yaml: malformed spec"},
 	{func(o *Options) { o.Model = "gemma4-31b" }, OptionModel, "--model gemma4-31b: model = gemma4-31b (sliding_window 1024), want global attention in every layer: training a model with sliding-window layers is not modelled"},
-	{func(o *Options) { o.TPU = "v9" }, OptionTPU, `--tpu: generation "v9"`},
+	{func(o *Options) { o.TPU = "v9" }, OptionTPU, `--tpu "v9": unknown TPU generation`},
 	{func(o *Options) { o.GlobalBatch, o.MaxGlobalBatch = "1024", "512" }, OptionGlobalBatch,
 		`--global-batch "1024" is 1024 sequences, above --max-global-batch "512" (512 sequences): raise the limit or lower the batch`},
 	{func(o *Options) { o.Seq, o.MaxGlobalBatch = 8<<20, "4Mitok" }, OptionMaxGlobalBatch, "4194304 tokens is less than one sequence of 8388608"},
 	{func(o *Options) { o.TPU = "" }, OptionTPU, `--tpu: generation ""`},
 	{func(o *Options) { o.TPU, o.Slices = "tpu7x", 2 }, OptionTPU, "--tpu tpu7x names no size; give an accelerator type (e.g. tpu7x-8) to use --topology, --slices or --dcn-gbps"},
-	{func(o *Options) { o.TPU, o.Topology = "v5p-128", "4x4x6" }, OptionTopology, `--topology: topology "4x4x6"`},
+	{func(o *Options) { o.TPU, o.Topology = "v5p-128", "4x4x6" }, OptionTopology, `--topology "4x4x6": not a valid topology`},
 	// tpu7x-2 (one tpu7x-standard-1t, hw's catalog) is one slice; tpu7x-8 joins
 	{func(o *Options) { o.TPU, o.Slices = "tpu7x-2", 2 }, OptionSlices, `--slices: slices "tpu7x-2": does not join a Multislice; valid: 1 slice of tpu7x-2`},
 	{func(o *Options) { o.TPU, o.Slices = "v3-32", 2 }, OptionSlices, "Multislice"},
@@ -171,7 +171,7 @@ var requestErrors = []struct {
 	{func(o *Options) { o.RematCustom = "query_proj=offload" }, OptionRematCustom, `--remat-custom "query_proj=offload" needs --remat custom`},
 	{func(o *Options) { o.Remat, o.RematCustom = "custom", "bogus=device" }, OptionRematCustom, `--remat-custom: tensor "bogus"`},
 	{func(o *Options) { o.Quantization = "fp4" }, OptionQuantization, `--quantization: quantization "fp4"`},
-	{func(o *Options) { o.TPU, o.Quantization = "v5litepod-4", "fp8" }, OptionQuantization, "--quantization: quantization fp8: TPU v5e publishes no fp8 peak"},
+	{func(o *Options) { o.TPU, o.Quantization = "v5litepod-4", "fp8" }, OptionQuantization, "--quantization \"fp8\": TPU v5e publishes no fp8 peak"},
 	{func(o *Options) { o.Attention = "" }, OptionAttention, `--attention "", want flash or dot_product`},
 	{func(o *Options) { o.VocabTiles = 0 }, OptionVocabTiles, "--vocab-tiles 0, want 1 to 65536"},
 	{func(o *Options) { o.Efficiency = 1.5 }, OptionEfficiency, "--efficiency 1.5, want a number in [0.01, 1], or 0"},

@@ -137,7 +137,8 @@ func (f *mxuFlags) systolicArray(set map[string]bool, compat systolic.Compat, st
 	a := systolic.Array{Rows: p.Rows, Cols: p.Cols, ElementBytes: 2}
 	if *f.array != "" {
 		if a.Rows, a.Cols, err = systolic.ParseArray(*f.array); err != nil {
-			return a, p, bad("mxu: --array: %s", errtext.Detail(err))
+			rest, _ := errtext.After(errtext.Detail(err), *f.array)
+			return a, p, bad("mxu: --array %q: %s", *f.array, rest)
 		}
 	}
 	if a.Dataflow, err = systolic.ParseDataflow(*f.dataflow); err != nil {

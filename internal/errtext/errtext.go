@@ -8,16 +8,17 @@
 package errtext
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 )
 
 // Detail is err's message with its leading package name and its trailing
-// sentinels trimmed: a first word of lower-case letters and digits
-// followed by ": " (Go's "pkg: " convention) is dropped, and so, once,
-// each error in err's chain that wraps nothing whose message ends err's
-// after ": ". What is left is never empty: an error that is nothing but
-// its package and sentinel keeps its message.
+// sentinels trimmed: a first word that names one of shardlab's packages
+// (packages) followed by ": " (Go's "pkg: " convention) is dropped, and
+// so, once, each error in err's chain that wraps nothing whose message
+// ends err's after ": ". What is left is never empty: an error that is
+// nothing but its package and sentinel keeps its message.
 func Detail(err error) string {
 	msg := err.Error()
 	out := trimSentinels(err, trimPackage(msg))
@@ -27,18 +28,54 @@ func Detail(err error) string {
 	return out
 }
 
-// trimPackage drops a leading "pkg: " from msg.
+// packages are the names of shardlab's packages whose errors start with
+// their name (TestPackagesAreTheModules holds the list to the module's
+// directories): only such a first word is dropped, so that a message
+// that starts with a field ("seq: ...") keeps it.
+var packages = map[string]bool{
+	"budget": true, "capacity": true, "chart": true, "collective": true, "cost": true, "emu": true,
+	"export": true, "hw": true, "infeed": true, "inference": true, "maxtext": true, "mesh": true,
+	"model": true, "plan": true, "schedule": true, "schema": true, "systolic": true, "trace": true,
+	"unit": true, "validate": true, "web": true,
+}
+
+// trimPackage drops a leading "pkg: " from msg where pkg is one of
+// packages.
 func trimPackage(msg string) string {
 	word, rest, ok := strings.Cut(msg, ": ")
-	if !ok || word == "" || rest == "" {
+	if !ok || !packages[word] || rest == "" {
 		return msg
 	}
-	for i, r := range word {
-		if !unicode.IsLower(r) && !(i > 0 && unicode.IsDigit(r)) {
-			return msg
+	return rest
+}
+
+// After is detail without a lead that restates the value the user gave,
+// for a front end that states the value itself: a word, then the value
+// bare or quoted, then ": " ("quantization fp8: ", `count "v5p-7": `,
+// `array "0": `). ok is false, and detail returned whole, where it has no
+// such lead or nothing follows it.
+func After(detail, value string) (string, bool) {
+	word, rest, ok := strings.Cut(detail, " ")
+	if !ok || value == "" || !isWord(word) {
+		return detail, false
+	}
+	for _, v := range []string{value, strconv.Quote(value)} {
+		if r, ok := strings.CutPrefix(rest, v+": "); ok && strings.TrimSpace(r) != "" {
+			return r, true
 		}
 	}
-	return rest
+	return detail, false
+}
+
+// isWord reports whether w is a field's name: lower-case letters, digits
+// after the first, and underscores.
+func isWord(w string) bool {
+	for i, r := range w {
+		if !unicode.IsLower(r) && r != '_' && !(i > 0 && unicode.IsDigit(r)) {
+			return false
+		}
+	}
+	return w != ""
 }
 
 // trimSentinels drops from the end of msg the message of each leaf error
