@@ -230,7 +230,8 @@ type Estimator struct {
 	}
 	layers       map[layerKey]layerShape  // for model
 	recentLayers recentLayers             // for model
-	params       map[paramsKey][2]float64 // for model
+	params       map[paramsKey]endsParams // for model
+	lastParams   lastParams               // for model
 	// flops is jobFLOPs for model at flopsKey, when flopsOK.
 	flops    jobFLOPs
 	flopsKey flopsKey
@@ -257,7 +258,7 @@ type pipe struct {
 // NewEstimator returns an empty estimator.
 func NewEstimator() *Estimator {
 	return &Estimator{pipes: map[pipeKey]pipe{}, effs: map[effKey]float64{}, maxes: map[int]float64{}, mxus: map[mxuKey]mxuStats{},
-		layers: map[layerKey]layerShape{}, params: map[paramsKey][2]float64{}}
+		layers: map[layerKey]layerShape{}, params: map[paramsKey]endsParams{}}
 }
 
 // validate is j.validate, with the model's own checks run once per spec.
@@ -275,6 +276,7 @@ func (e *Estimator) validate(j *Job) error {
 	clear(e.layers) // they are the last model's
 	e.recentLayers = recentLayers{}
 	clear(e.params)
+	e.lastParams = lastParams{}
 	e.flopsOK = false
 	return nil
 }

@@ -169,20 +169,53 @@ func (e *Estimator) setParams(sh *shape, j *Job) {
 
 // setParamsEnds is setParams with the model's ends laid out as ends.
 func (e *Estimator) setParamsEnds(sh *shape, j *Job, ends endsLayout) {
-	k := paramsKey{sh.t, sh.f, sh.c, sh.e, sh.p, sh.ls, ends}
-	params, ok := e.params[k]
-	if !ok {
-		params = j.stagesParams(sh, ends)
-		e.params[k] = params
+	k := paramsKey{sh.t, sh.f, sh.c, sh.e, sh.p, sh.ls}
+	l := &e.lastParams
+	if !l.ok || l.k != k {
+		ps, ok := e.params[k]
+		if !ok {
+			ps = j.endsParams(sh)
+			e.params[k] = ps
+		}
+		l.k, l.ps, l.ok = k, ps, true
 	}
-	sh.params, sh.head = params, j.headParams(sh, ends)
+	sh.params, sh.head = l.ps[ends].params, l.ps[ends].head
 }
 
-// paramsKey is what stageParams depends on besides the model: the shape's
-// degrees and where the pipeline lays out the model's ends.
+// paramsKey is what stageParams and headParams depend on besides the
+// model and where the pipeline lays out the model's ends: the shape's
+// degrees and layers per stage.
 type paramsKey struct {
 	t, f, c, e, p, ls int
-	ends              endsLayout
+}
+
+// endsParams is, by endsLayout, the stagesParams and headParams of a
+// shape: a layout asks for them under each of its schedules and for its
+// ceilings (leastParams), each a different layout of the ends, so one
+// entry holds every layout's.
+type endsParams [endsNone + 1]struct {
+	params [2]float64
+	head   float64
+}
+
+// endsParams is sh's endsParams.
+func (j *Job) endsParams(sh *shape) endsParams {
+	var ps endsParams
+	for ends := range ps {
+		l := endsLayout(ends)
+		ps[ends].params, ps[ends].head = j.stagesParams(sh, l), j.headParams(sh, l)
+	}
+	return ps
+}
+
+// lastParams is the entry of an estimator's params it last looked up,
+// when ok: a layout asks for its own one after another (its schedules,
+// its ceilings), and comparing six degrees is cheaper than the map's
+// hash and probe; the model is the estimator's, as the map's is.
+type lastParams struct {
+	k  paramsKey
+	ps endsParams
+	ok bool
 }
 
 // stagesParams is stageParams of the first and the last stage.

@@ -13,7 +13,8 @@ import (
 // pipeline schedules, the MXU efficiency of each GEMM shape, a model's
 // layer shapes and stage parameters, each under its full key), so the
 // searches of a budget sweep, over many slices and generations, simulate
-// and size each once; the plan is the same with or without a cache. The
+// and size each once; the plan is the same with or without a cache. It
+// keeps the searches' batch buffers too (Cache.takeBufs). The
 // zero value is an empty cache. It is safe for concurrent use: a search
 // takes the estimators it needs and gives them back when it is done.
 type Cache struct {
@@ -23,6 +24,44 @@ type Cache struct {
 	// ordered by pipeline degree (byPipeline), shared read only: a sweep
 	// plans each slice size at every slice count.
 	ici map[iciKey][][]int
+	// bufs holds runners' batch buffers for the searches after theirs: a
+	// sweep runs more than a thousand searches, and each batch's meshes
+	// and outcomes take about a quarter of a megabyte to allocate and
+	// clear.
+	bufs []*batchBufs
+}
+
+// batchBufs is a runner's queue of meshes and their outcomes, meshBatch
+// long: a runner leaves the queue empty and every outcome zero
+// (runner.flush), so the next runner may take them as new.
+type batchBufs struct {
+	batch []mesh.Mesh
+	outs  []outcome
+}
+
+// takeBufs returns c's spare buffers, or new ones (always new when c is
+// nil).
+func (c *Cache) takeBufs() *batchBufs {
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if n := len(c.bufs); n > 0 {
+			b := c.bufs[n-1]
+			c.bufs = c.bufs[:n-1]
+			return b
+		}
+	}
+	return &batchBufs{batch: make([]mesh.Mesh, 0, meshBatch), outs: make([]outcome, meshBatch)}
+}
+
+// giveBufs returns b to c (nothing when c is nil).
+func (c *Cache) giveBufs(b *batchBufs) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.bufs = append(c.bufs, b)
+	c.mu.Unlock()
 }
 
 // iciKey is what a slice's ordered factorizations depend on.

@@ -31,6 +31,7 @@ type runner struct {
 	workers []*worker
 	batch   []mesh.Mesh
 	outs    []outcome
+	bufs    *batchBufs // batch's and outs' arrays, the cache's (Cache.takeBufs)
 }
 
 // runner starts a run of at most n meshes (0: not known) on
@@ -43,7 +44,8 @@ func (s *searcher) runner(n int) *runner {
 	if n > 0 {
 		w = min(w, n)
 	}
-	r := &runner{s: s, workers: make([]*worker, max(w, 1)), batch: make([]mesh.Mesh, 0, meshBatch), outs: make([]outcome, meshBatch)}
+	r := &runner{s: s, workers: make([]*worker, max(w, 1)), bufs: s.req.Cache.takeBufs()}
+	r.batch, r.outs = r.bufs.batch[:0], r.bufs.outs
 	for i, est := range s.req.Cache.take(len(r.workers)) {
 		job := s.req.job()
 		r.workers[i] = &worker{req: s.req, job: job, cur: job, est: est, keep: s.keep, bulk: s.bulk, bars: bars{keep: s.keep}}
@@ -68,6 +70,7 @@ func (r *runner) done() {
 		ests[i] = w.est
 	}
 	r.s.req.Cache.give(ests)
+	r.s.req.Cache.giveBufs(r.bufs)
 }
 
 // flush costs the queued meshes and merges their outcomes in order.

@@ -107,9 +107,17 @@ func (w *worker) memory(j *cost.Job, m *mesh.Mesh) (*cost.BatchMemory, error) {
 	} else {
 		err = f.bm.Reset(w.est, j, m)
 	}
-	var inf *cost.Infeasible
-	f.ok, f.k, f.v, f.mb, f.err = err == nil || errors.As(err, &inf), j.Schedule, j.Chunks, j.MicroBatches, err
+	f.ok, f.k, f.v, f.mb, f.err = err == nil || infeasible(err), j.Schedule, j.Chunks, j.MicroBatches, err
 	return &f.bm, err
+}
+
+// infeasible reports whether err is a *cost.Infeasible. It is its own
+// function so that its target, which errors.As moves to the heap, is
+// allocated only for an error, not on each of the millions of memories
+// a search weighs that have none.
+func infeasible(err error) bool {
+	var inf *cost.Infeasible
+	return errors.As(err, &inf)
 }
 
 // batchFit is the batch fit chose for one combination, or why none runs,
