@@ -609,7 +609,7 @@ func (r Request) notes(rows []Row, timed []Timed, fl flexTerms) []string {
 		notes = append(notes, fmt.Sprintf("spot: %g preemptions per slice-hour, as given", r.SpotPreemptionsPerHour))
 	}
 	if fl, ok := flex(r.Limits); ok && slices.Contains(r.Modes, Flex) {
-		notes = append(notes, fmt.Sprintf("flex-start: at most %s a request (%s); a longer job is dropped, as it needs new requests that each wait for capacity", Days(fl.maxRun.Seconds()), fl.source))
+		notes = append(notes, fmt.Sprintf("flex-start: at most %s a request (%s); a longer job is dropped, as it needs new requests that each wait for capacity", limitDays(fl.maxRun), fl.source))
 	}
 	if cud {
 		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; the commitment bills the chips for the whole term (term bill) unless other work uses them")

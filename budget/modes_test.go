@@ -76,7 +76,7 @@ func TestFlexStartCap(t *testing.T) {
 		}
 	}
 	for _, d := range long.Dropped {
-		if strings.HasSuffix(d.What, " flex-start") && strings.Contains(d.Why, "over flex-start's run limit of 7d") {
+		if strings.HasSuffix(d.What, " flex-start") && strings.Contains(d.Why, "over flex-start's run limit of 7 days") {
 			capped++
 		}
 	}
@@ -197,26 +197,33 @@ func ExampleParseLimits() {
 // node pool). Spot, on-demand, a reservation and no mode have no such
 // terms.
 func TestGKEWarnings(t *testing.T) {
-	const limit = "flex-start on GKE provisions the TPUs for at most 7d a request (https://cloud.google.com/kubernetes-engine/docs/concepts/dws, read 2026-12-07)"
+	const limit = "flex-start on GKE provisions the TPUs for at most 7 days a request (https://cloud.google.com/kubernetes-engine/docs/concepts/dws, read 2026-12-07)"
+	// the same page: "TPU v3 and v4 are not supported" (review 149 #2)
+	const v4 = "flex-start on GKE does not support TPU v4 (https://cloud.google.com/kubernetes-engine/docs/concepts/dws, read 2026-12-07)"
+	const v3 = "flex-start on GKE does not support TPU v3 ("
 	for _, c := range []struct {
 		mode string
+		gen  hw.Generation
 		want []string
 	}{
-		{"flex", []string{limit}},
-		{"flex-start", []string{limit}},
-		{"FLEX", []string{limit}},
-		{"spot", nil},
-		{"on-demand", nil},
-		{"reservation", nil},
-		{"", nil},
+		{"flex", hw.TPU7x, []string{limit}},
+		{"flex-start", hw.V6e, []string{limit}},
+		{"FLEX", hw.V5e, []string{limit}},
+		{"flex", hw.V5p, []string{limit}},
+		{"flex", hw.V4, []string{v4}},
+		{"flex", hw.V3, []string{v3}},
+		{"spot", hw.V4, nil},
+		{"on-demand", hw.TPU7x, nil},
+		{"reservation", hw.TPU7x, nil},
+		{"", hw.TPU7x, nil},
 	} {
-		got := GKEWarnings(c.mode)
+		got := GKEWarnings(c.mode, c.gen)
 		ok := len(got) == len(c.want)
 		for i := 0; ok && i < len(got); i++ {
 			ok = strings.HasPrefix(got[i], c.want[i]) && !strings.Contains(got[i], "zone") && !strings.Contains(got[i], "single-host")
 		}
 		if !ok {
-			t.Errorf("GKEWarnings(%q) = %q, want %q", c.mode, got, c.want)
+			t.Errorf("GKEWarnings(%q, %s) = %q, want %q", c.mode, c.gen, got, c.want)
 		}
 	}
 }
