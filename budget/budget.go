@@ -436,7 +436,7 @@ func (r Request) generations(res *Result, fl flexTerms) ([]generationWork, []con
 	}
 	if len(notOffered) > 0 {
 		res.Dropped = append(res.Dropped, Dropped{What: fmt.Sprintf("flex-start in %s for %s", r.Region, strings.Join(notOffered, ", ")),
-			Why: fl.offers("", r.Region)})
+			Why: fl.offers("", r.Region) + fl.gkeRoute(notOffered)})
 	}
 	return gens, tasks, nil
 }

@@ -173,6 +173,27 @@ func (t flexTerms) offers(g hw.Generation, region string) string {
 	return "the queued-resources API (TPU VMs) offers flex-start for " + strings.Join(where, "; ") + " (" + t.source + ")"
 }
 
+// gkeRoute is what a budget dropping flex-start for gens (generation
+// names) says of the route it does not price: GKE's flex-start node pools,
+// which an xpk export of flex-start capacity asks for (GKEWarnings), on
+// the generations GKE serves so; GKE bills them at Dynamic Workload
+// Scheduler pricing, which publishes no figure (GKE's flex-start page,
+// the gke_max_run_days row's source; modes.csv's price row), so they are
+// not in the price table. "" when GKE serves none of gens so.
+func (t flexTerms) gkeRoute(gens []string) string {
+	var served []string
+	for _, g := range gens {
+		if c, err := hw.Lookup(g); err == nil && t.gkeMaxRun > 0 && t.gkeUnsupported[c.Generation] == "" {
+			served = append(served, g)
+		}
+	}
+	if len(served) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; GKE flex-start node pools of %s (what an xpk export of flex-start capacity asks for) are not in the price table: "+
+		"GKE bills them at Dynamic Workload Scheduler pricing, which publishes no price (%s)", strings.Join(served, ", "), t.gkeSource)
+}
+
 // GKEWarnings are the terms of capacity mode mode (a name ParseMode
 // reads: flex is flex-start) that bound a GKE workload (export xpk's) on
 // generation g, by the default limits table (modes.csv): for flex-start,

@@ -136,6 +136,8 @@ func TestParseLimitsErrors(t *testing.T) {
 		{limitHead + "flex-start,max_run_days,-7,s,2026-01-01,\n", "value"},
 		{limitHead + "flex-start,zone,v9@us-east5-a,s,2026-01-01,\n", "value"},
 		{limitHead + "flex-start,zone,v6e@us-east5,s,2026-01-01,\n", "value"},
+		{limitHead + "flex-start,gke_unsupported,v9,s,2026-01-01,\n", "value"},
+		{limitHead + "flex-start,gke_unsupported,v5litepod,s,2026-01-01,\n", "value"},
 		{limitHead + "flex-start,price,none, s,2026-01-01,\n", "source"},
 		{limitHead + "flex-start,price,none,s,2026-13-01,\n", "read"},
 		{limitHead, ""},
@@ -225,5 +227,39 @@ func TestGKEWarnings(t *testing.T) {
 		if !ok {
 			t.Errorf("GKEWarnings(%q, %s) = %q, want %q", c.mode, c.gen, got, c.want)
 		}
+	}
+}
+
+// TestGKERoute (review 149 #6): a budget that drops flex-start for a
+// generation names the route it does not price, GKE's flex-start node
+// pools (what export xpk's flex asks for), with why: GKE bills them at
+// Dynamic Workload Scheduler pricing, "billed using Dynamic Workload
+// Scheduler pricing" on GKE's flex-start page (concepts/dws, read
+// 2026-12-07), with no figure (modes.csv's price row). Not for v3 or v4,
+// which that page says GKE's flex-start does not support.
+func TestGKERoute(t *testing.T) {
+	ls, err := DefaultLimits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, _ := flex(ls)
+	const dws = "https://cloud.google.com/kubernetes-engine/docs/concepts/dws, read 2026-12-07"
+	for _, c := range []struct {
+		gens []string
+		want string
+	}{
+		{[]string{"tpu7x"}, "; GKE flex-start node pools of tpu7x (what an xpk export of flex-start capacity asks for) are not in the price table: GKE bills them at Dynamic Workload Scheduler pricing, which publishes no price (" + dws + ")"},
+		{[]string{"v5p", "v4", "tpu7x"}, "; GKE flex-start node pools of v5p, tpu7x ("},
+		{[]string{"v4"}, ""},
+		{[]string{"v3", "v4"}, ""},
+	} {
+		got := fl.gkeRoute(c.gens)
+		if c.want == "" && got != "" || !strings.HasPrefix(got, c.want) {
+			t.Errorf("gkeRoute(%v) = %q, want %q", c.gens, got, c.want)
+		}
+	}
+	var none flexTerms
+	if got := none.gkeRoute([]string{"tpu7x"}); got != "" {
+		t.Errorf("gkeRoute with no GKE row = %q, want none", got)
 	}
 }
