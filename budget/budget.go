@@ -436,7 +436,7 @@ func (r Request) generations(res *Result, fl flexTerms) ([]generationWork, []con
 	}
 	if len(notOffered) > 0 {
 		res.Dropped = append(res.Dropped, Dropped{What: fmt.Sprintf("flex-start in %s for %s", r.Region, strings.Join(notOffered, ", ")),
-			Why: fl.offers("", r.Region)})
+			Why: fl.offers("", r.Region) + fl.gkeRoute(notOffered)})
 	}
 	return gens, tasks, nil
 }
@@ -609,7 +609,7 @@ func (r Request) notes(rows []Row, timed []Timed, fl flexTerms) []string {
 		notes = append(notes, fmt.Sprintf("spot: %g preemptions per slice-hour, as given", r.SpotPreemptionsPerHour))
 	}
 	if fl, ok := flex(r.Limits); ok && slices.Contains(r.Modes, Flex) {
-		notes = append(notes, fmt.Sprintf("flex-start: at most %s a request (%s); a longer job is dropped, as it needs new requests that each wait for capacity", Days(fl.maxRun.Seconds()), fl.source))
+		notes = append(notes, fmt.Sprintf("flex-start: at most %s a request (%s); a longer job is dropped, as it needs new requests that each wait for capacity", limitDays(fl.maxRun), fl.source))
 	}
 	if cud {
 		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; the commitment bills the chips for the whole term (term bill) unless other work uses them")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"shardlab/hw"
+	"shardlab/unit"
 )
 
 // Limit is one cited term of a capacity mode (modes.csv): a name, its
@@ -30,6 +31,7 @@ var limitValues = map[string]string{
 	"zone":                      "generation@zone, such as v6e@us-east5-a",
 	"default_quota_tensorcores": "a whole number of TensorCores from 1 to 1000000",
 	"gke_max_run_days":          "a whole number of days from 1 to 3650",
+	"gke_unsupported":           "a generation, such as v4",
 	"price":                     "none (no public figure)",
 }
 
@@ -84,6 +86,9 @@ func validLimit(name, v string) bool {
 		return ok && err == nil && string(c.Generation) == g && zoneRE.MatchString(zone)
 	case "price":
 		return v == "none"
+	case "gke_unsupported":
+		c, err := hw.Lookup(v)
+		return err == nil && string(c.Generation) == v
 	}
 	return false
 }
@@ -112,12 +117,15 @@ type flexTerms struct {
 	// read and when; 0: none cited.
 	gkeMaxRun time.Duration
 	gkeSource string
+	// gkeUnsupported is the generations GKE's flex-start does not
+	// provision, each with where that was read and when.
+	gkeUnsupported map[hw.Generation]string
 }
 
 // flex reads flex-start's terms from the table; ok is false when it
 // holds no run limit for flex-start.
 func flex(ls []Limit) (flexTerms, bool) {
-	t := flexTerms{zones: map[hw.Generation][]string{}}
+	t := flexTerms{zones: map[hw.Generation][]string{}, gkeUnsupported: map[hw.Generation]string{}}
 	for _, l := range ls {
 		if l.Mode != Flex {
 			continue
@@ -137,6 +145,9 @@ func flex(ls []Limit) (flexTerms, bool) {
 			n, _ := parseWhole(l.Value)
 			t.gkeMaxRun = time.Duration(n) * 24 * time.Hour
 			t.gkeSource = fmt.Sprintf("%s, read %s", l.Source, l.Read)
+		case "gke_unsupported":
+			c, _ := hw.Lookup(l.Value)
+			t.gkeUnsupported[c.Generation] = fmt.Sprintf("%s, read %s", l.Source, l.Read)
 		}
 	}
 	return t, t.maxRun > 0
@@ -162,25 +173,56 @@ func (t flexTerms) offers(g hw.Generation, region string) string {
 	return "the queued-resources API (TPU VMs) offers flex-start for " + strings.Join(where, "; ") + " (" + t.source + ")"
 }
 
+// gkeRoute is what a budget dropping flex-start for gens (generation
+// names) says of the route it does not price: GKE's flex-start node pools,
+// which an xpk export of flex-start capacity asks for (GKEWarnings), on
+// the generations GKE serves so; GKE bills them at Dynamic Workload
+// Scheduler pricing, which publishes no figure (GKE's flex-start page,
+// the gke_max_run_days row's source; modes.csv's price row), so they are
+// not in the price table. "" when GKE serves none of gens so.
+func (t flexTerms) gkeRoute(gens []string) string {
+	var served []string
+	for _, g := range gens {
+		if c, err := hw.Lookup(g); err == nil && t.gkeMaxRun > 0 && t.gkeUnsupported[c.Generation] == "" {
+			served = append(served, g)
+		}
+	}
+	if len(served) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; GKE flex-start node pools of %s (what an xpk export of flex-start capacity asks for) are not in the price table: "+
+		"GKE bills them at Dynamic Workload Scheduler pricing, which publishes no price (%s)", strings.Join(served, ", "), t.gkeSource)
+}
+
 // GKEWarnings are the terms of capacity mode mode (a name ParseMode
-// reads: flex is flex-start) that bound a GKE workload (export xpk's), by
-// the default limits table (modes.csv): for flex-start, GKE's run limit a
+// reads: flex is flex-start) that bound a GKE workload (export xpk's) on
+// generation g, by the default limits table (modes.csv): for flex-start,
+// that GKE does not provision g (v3 and v4) or else GKE's run limit a
 // request. Not the queued-resources API's zones, which are for TPU VMs:
-// GKE makes flex-start node pools of any TPU slice it runs, and xpk
+// GKE makes flex-start node pools of any other TPU slice it runs, and xpk
 // @367c8382 does so for TPU7x single- and multi-host slices
 // (docs/usage/tpu7x/recipes/flex_filestore_recipe.md lines 34 and 69-76,
 // src/xpk/core/capacity.py 137-144). None for the other modes, whose
 // terms hold for any slice, and for a name that is no mode of the table
 // (a reservation, or none).
-func GKEWarnings(mode string) []string {
+func GKEWarnings(mode string, g hw.Generation) []string {
 	m, err := ParseMode(mode)
 	ls, lerr := DefaultLimits()
 	fl, _ := flex(ls)
-	if err != nil || m != Flex || lerr != nil || fl.gkeMaxRun == 0 {
+	if err != nil || m != Flex || lerr != nil {
 		return nil
 	}
-	return []string{fmt.Sprintf("flex-start on GKE provisions the TPUs for at most %s a request (%s): a longer job needs more than one request, so let it resume from a checkpoint", Days(fl.gkeMaxRun.Seconds()), fl.gkeSource)}
+	if src, ok := fl.gkeUnsupported[g]; ok {
+		return []string{fmt.Sprintf("flex-start on GKE does not support TPU %s (%s): GKE makes no flex-start node pool of it; choose another capacity mode", g, src)}
+	}
+	if fl.gkeMaxRun == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("flex-start on GKE provisions the TPUs for at most %s a request (%s): a longer job needs more than one request, so let it resume from a checkpoint", limitDays(fl.gkeMaxRun), fl.gkeSource)}
 }
+
+// limitDays spells a limit of whole days as its source does: "7 days".
+func limitDays(d time.Duration) string { return unit.Plural(int(d.Hours()/24), "day") }
 
 // offered is whether generation g is on offer in mode m in the request's
 // region: every mode is but flex-start, which fl offers in a few zones.
@@ -194,11 +236,11 @@ func (r Request) offered(fl flexTerms, g hw.Generation, m Mode) bool {
 // limit at the band's high end, the default quota.
 func (t flexTerms) check(row Row) (why string, warnings []string) {
 	if row.TimeToTrainS > t.maxRun.Seconds() {
-		return fmt.Sprintf("takes %s, over flex-start's run limit of %s a request (%s)", Days(row.TimeToTrainS), Days(t.maxRun.Seconds()), t.source), nil
+		return fmt.Sprintf("takes %s, over flex-start's run limit of %s a request (%s)", Days(row.TimeToTrainS), limitDays(t.maxRun), t.source), nil
 	}
 	if b := row.Band; b != nil && b.TimeHigh > t.maxRun.Seconds() {
 		warnings = append(warnings, fmt.Sprintf("%s: the band's high end, %s, is over flex-start's %s limit",
-			row.name(), Days(b.TimeHigh), Days(t.maxRun.Seconds())))
+			row.name(), Days(b.TimeHigh), limitDays(t.maxRun)))
 	}
 	if c := row.Plan.Request.Multislice.Slice.Chip; t.quota > 0 && row.Chips*c.TensorCores > t.quota {
 		warnings = append(warnings, fmt.Sprintf("%s: %d TensorCores, over the default preemptible quota of %d that flex-start draws on: ask for more quota", row.name(), row.Chips*c.TensorCores, t.quota))

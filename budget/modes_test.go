@@ -76,7 +76,7 @@ func TestFlexStartCap(t *testing.T) {
 		}
 	}
 	for _, d := range long.Dropped {
-		if strings.HasSuffix(d.What, " flex-start") && strings.Contains(d.Why, "over flex-start's run limit of 7d") {
+		if strings.HasSuffix(d.What, " flex-start") && strings.Contains(d.Why, "over flex-start's run limit of 7 days") {
 			capped++
 		}
 	}
@@ -136,6 +136,8 @@ func TestParseLimitsErrors(t *testing.T) {
 		{limitHead + "flex-start,max_run_days,-7,s,2026-01-01,\n", "value"},
 		{limitHead + "flex-start,zone,v9@us-east5-a,s,2026-01-01,\n", "value"},
 		{limitHead + "flex-start,zone,v6e@us-east5,s,2026-01-01,\n", "value"},
+		{limitHead + "flex-start,gke_unsupported,v9,s,2026-01-01,\n", "value"},
+		{limitHead + "flex-start,gke_unsupported,v5litepod,s,2026-01-01,\n", "value"},
 		{limitHead + "flex-start,price,none, s,2026-01-01,\n", "source"},
 		{limitHead + "flex-start,price,none,s,2026-13-01,\n", "read"},
 		{limitHead, ""},
@@ -197,26 +199,67 @@ func ExampleParseLimits() {
 // node pool). Spot, on-demand, a reservation and no mode have no such
 // terms.
 func TestGKEWarnings(t *testing.T) {
-	const limit = "flex-start on GKE provisions the TPUs for at most 7d a request (https://cloud.google.com/kubernetes-engine/docs/concepts/dws, read 2026-12-07)"
+	const limit = "flex-start on GKE provisions the TPUs for at most 7 days a request (https://cloud.google.com/kubernetes-engine/docs/concepts/dws, read 2026-12-07)"
+	// the same page: "TPU v3 and v4 are not supported" (review 149 #2)
+	const v4 = "flex-start on GKE does not support TPU v4 (https://cloud.google.com/kubernetes-engine/docs/concepts/dws, read 2026-12-07)"
+	const v3 = "flex-start on GKE does not support TPU v3 ("
 	for _, c := range []struct {
 		mode string
+		gen  hw.Generation
 		want []string
 	}{
-		{"flex", []string{limit}},
-		{"flex-start", []string{limit}},
-		{"FLEX", []string{limit}},
-		{"spot", nil},
-		{"on-demand", nil},
-		{"reservation", nil},
-		{"", nil},
+		{"flex", hw.TPU7x, []string{limit}},
+		{"flex-start", hw.V6e, []string{limit}},
+		{"FLEX", hw.V5e, []string{limit}},
+		{"flex", hw.V5p, []string{limit}},
+		{"flex", hw.V4, []string{v4}},
+		{"flex", hw.V3, []string{v3}},
+		{"spot", hw.V4, nil},
+		{"on-demand", hw.TPU7x, nil},
+		{"reservation", hw.TPU7x, nil},
+		{"", hw.TPU7x, nil},
 	} {
-		got := GKEWarnings(c.mode)
+		got := GKEWarnings(c.mode, c.gen)
 		ok := len(got) == len(c.want)
 		for i := 0; ok && i < len(got); i++ {
 			ok = strings.HasPrefix(got[i], c.want[i]) && !strings.Contains(got[i], "zone") && !strings.Contains(got[i], "single-host")
 		}
 		if !ok {
-			t.Errorf("GKEWarnings(%q) = %q, want %q", c.mode, got, c.want)
+			t.Errorf("GKEWarnings(%q, %s) = %q, want %q", c.mode, c.gen, got, c.want)
 		}
+	}
+}
+
+// TestGKERoute (review 149 #6): a budget that drops flex-start for a
+// generation names the route it does not price, GKE's flex-start node
+// pools (what export xpk's flex asks for), with why: GKE bills them at
+// Dynamic Workload Scheduler pricing, "billed using Dynamic Workload
+// Scheduler pricing" on GKE's flex-start page (concepts/dws, read
+// 2026-12-07), with no figure (modes.csv's price row). Not for v3 or v4,
+// which that page says GKE's flex-start does not support.
+func TestGKERoute(t *testing.T) {
+	ls, err := DefaultLimits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, _ := flex(ls)
+	const dws = "https://cloud.google.com/kubernetes-engine/docs/concepts/dws, read 2026-12-07"
+	for _, c := range []struct {
+		gens []string
+		want string
+	}{
+		{[]string{"tpu7x"}, "; GKE flex-start node pools of tpu7x (what an xpk export of flex-start capacity asks for) are not in the price table: GKE bills them at Dynamic Workload Scheduler pricing, which publishes no price (" + dws + ")"},
+		{[]string{"v5p", "v4", "tpu7x"}, "; GKE flex-start node pools of v5p, tpu7x ("},
+		{[]string{"v4"}, ""},
+		{[]string{"v3", "v4"}, ""},
+	} {
+		got := fl.gkeRoute(c.gens)
+		if c.want == "" && got != "" || !strings.HasPrefix(got, c.want) {
+			t.Errorf("gkeRoute(%v) = %q, want %q", c.gens, got, c.want)
+		}
+	}
+	var none flexTerms
+	if got := none.gkeRoute([]string{"tpu7x"}); got != "" {
+		t.Errorf("gkeRoute with no GKE row = %q, want none", got)
 	}
 }

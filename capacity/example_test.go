@@ -47,8 +47,8 @@ func ExamplePlacement_WriteText() {
 	}
 	p.WriteText(os.Stdout)
 	// Output:
-	// reservation: 1 block(s) of 144 sub-blocks (4x4x4, 64 chips, 16 hosts each), 9216 chips, managed mode
-	// job: 2 x tpu7x-1024 (8x8x8, 8 sub-blocks each), 2 slices over 1 block(s), DCN between slices
+	// reservation: 1 block of 144 sub-blocks (4x4x4, 64 chips, 16 hosts each), 9216 chips, managed mode
+	// job: 2 x tpu7x-1024 (8x8x8, 8 sub-blocks each), 2 slices over 1 block, DCN between slices
 	//   block 0 sub-blocks 0-7: slice 0
 	//   block 0 sub-blocks 8-15: slice 1
 	// held back by Compute Engine: 8 sub-blocks (5.0 %, an assumption: the docs publish no holdback)

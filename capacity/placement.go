@@ -59,7 +59,8 @@ func Place(r Reservation, s hw.Slice, n, spares int) (Placement, error) {
 	}
 	held := r.HeldBack()
 	if most := maxSlices(r, per, held); n > most {
-		why := fmt.Sprintf("at most %d slices of %s (%d sub-blocks each, %d to a block) on %d block(s)", most, s.AcceleratorType(), per, h.SubBlocksPerBlock/per, r.Blocks)
+		why := fmt.Sprintf("at most %s of %s (%s each, %d to a block) on %s", unit.Plural(most, "slice"), s.AcceleratorType(),
+			unit.Plural(per, "sub-block"), h.SubBlocksPerBlock/per, unit.Plural(r.Blocks, "block"))
 		if held > 0 {
 			why += fmt.Sprintf(" less %d held-back sub-blocks", held)
 		}
@@ -69,7 +70,7 @@ func Place(r Reservation, s hw.Slice, n, spares int) (Placement, error) {
 	p.Spare = r.SubBlocks() - held - p.Used
 	if spares > p.Spare {
 		return Placement{}, refuse("spares", fmt.Sprint(spares),
-			"at most %d: %d slices x %d sub-blocks leave %d of %d free", p.Spare, n, per, p.Spare, r.SubBlocks())
+			"at most %d: %s x %s leave %d of %d free", p.Spare, unit.Plural(n, "slice"), unit.Plural(per, "sub-block"), p.Spare, r.SubBlocks())
 	}
 	p.Reserved = spares
 	p.Slices, p.BlocksSpanned = layOut(n, per, h.SubBlocksPerBlock)
@@ -82,6 +83,23 @@ func Place(r Reservation, s hw.Slice, n, spares int) (Placement, error) {
 // checks before the slice count, as a slice that is no whole sub-blocks
 // is refused whatever the count.
 func (h Hierarchy) SubBlocksPerSlice(s hw.Slice) (int, error) { return subBlocksPerSlice(h, s) }
+
+// WholeSlices is the accelerator types of h's generation (hw's catalog,
+// smallest first) that are whole sub-blocks of one block of h: the slices
+// Place lays out (SubBlocksPerSlice).
+func (h Hierarchy) WholeSlices() []string {
+	var out []string
+	for _, a := range h.Chip.AcceleratorTypes() {
+		s, err := hw.ParseAcceleratorType(a)
+		if err != nil {
+			continue
+		}
+		if _, err := subBlocksPerSlice(h, s); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
 
 // subBlocksPerSlice is SubBlocksPerSlice.
 func subBlocksPerSlice(h Hierarchy, s hw.Slice) (int, error) {
@@ -143,17 +161,19 @@ func layOut(n, per, subBlocksPerBlock int) ([]SlicePlace, int) {
 func (p Placement) WriteText(w io.Writer) error {
 	var b strings.Builder
 	r := p.Reservation
-	fmt.Fprintf(&b, "reservation: %d block(s) of %d sub-blocks (%s, %d chips, %d hosts each), %d chips, %s mode\n",
-		r.Blocks, r.Hierarchy.SubBlocksPerBlock, r.Hierarchy.SubBlock, r.Hierarchy.SubBlockChips(), r.Hierarchy.SubBlockHosts(), r.Chips(), r.Mode)
-	fmt.Fprintf(&b, "job: %d x %s (%s, %d sub-blocks each), %d slices over %d block(s), DCN between slices\n",
-		len(p.Slices), p.Slice.AcceleratorType(), p.Slice.Topology, p.SubBlocksPerSlice, len(p.Slices), p.BlocksSpanned)
+	fmt.Fprintf(&b, "reservation: %s of %s (%s, %d chips, %s each), %d chips, %s mode\n",
+		unit.Plural(r.Blocks, "block"), unit.Plural(r.Hierarchy.SubBlocksPerBlock, "sub-block"), r.Hierarchy.SubBlock,
+		r.Hierarchy.SubBlockChips(), unit.Plural(r.Hierarchy.SubBlockHosts(), "host"), r.Chips(), r.Mode)
+	fmt.Fprintf(&b, "job: %d x %s (%s, %s each), %s over %s, DCN between slices\n",
+		len(p.Slices), p.Slice.AcceleratorType(), p.Slice.Topology, unit.Plural(p.SubBlocksPerSlice, "sub-block"),
+		unit.Plural(len(p.Slices), "slice"), unit.Plural(p.BlocksSpanned, "block"))
 	for _, sp := range p.Slices {
 		fmt.Fprintf(&b, "  block %d sub-blocks %s: slice %d\n", sp.Block, span(sp.SubBlocks), sp.Slice)
 	}
 	if p.HeldBack > 0 {
-		fmt.Fprintf(&b, "held back by Compute Engine: %d sub-blocks (%.1f %%, an assumption: the docs publish no holdback)\n", p.HeldBack, 100*r.Holdback)
+		fmt.Fprintf(&b, "held back by Compute Engine: %s (%.1f %%, an assumption: the docs publish no holdback)\n", unit.Plural(p.HeldBack, "sub-block"), 100*r.Holdback)
 	}
-	fmt.Fprintf(&b, "spare: %d sub-blocks, %d of them set aside for this job\n", p.Spare, p.Reserved)
+	fmt.Fprintf(&b, "spare: %s, %d of them set aside for this job\n", unit.Plural(p.Spare, "sub-block"), p.Reserved)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,7 +159,8 @@ func TestPlaceRefuses(t *testing.T) {
 		// 2 TensorCores, tpu7x-128 by TPU7x's naming (hw)
 		{tpu(t, "tpu7x-8"), 1, 0, "whole 4x4x4 sub-blocks (each dimension a multiple of 4), from tpu7x-128; tpu7x-8 is 4 chips, a sub-block 64"},
 		{tpu(t, "tpu7x-2"), 1, 0, "whole 4x4x4 sub-blocks (each dimension a multiple of 4), from tpu7x-128; tpu7x-2 is 1 chip"},
-		{big, 2, 0, "at most 1 slices"},
+		{big, 2, 0, "at most 1 slice of tpu7x-18432 (144 sub-blocks each, 1 to a block) on 1 block"},
+		{tpu(t, "tpu7x-18432"), 1, 2, "spares 2: want at most 0: 1 slice x 144 sub-blocks leave 0 of 144 free"},
 		{tpu(t, "tpu7x-256"), 8, 129, "spares 129: want at most 128"},
 		{tpu(t, "tpu7x-256"), 8, -1, "spares -1"},
 		{tpu(t, "tpu7x-256"), 0, 0, "slices 0"},
@@ -248,5 +250,26 @@ func TestSubBlockHosts(t *testing.T) {
 	v5e := tpu(t, "v5litepod-8")
 	if got := (Hierarchy{Chip: v5e.Chip, SubBlock: v5e.Topology, SubBlocksPerBlock: 1}).SubBlockHosts(); got != 1 {
 		t.Errorf("v5e 2x4 sub-block: %d hosts, want 1", got)
+	}
+}
+
+// TestWholeSlices: the TPU7x slices Place takes are hw's catalog entries of
+// whole 4x4x4 cubes: by hand from hw's TPU7x list, 1x1x1 to 2x4x4 are not,
+// 4x4x4 (64 chips, tpu7x-128), 4x4x8, 4x4x12 and 4x8x8 come next, and the
+// largest is one whole block, 144 cubes (9216 chips, tpu7x-18432).
+func TestWholeSlices(t *testing.T) {
+	h, err := HierarchyOf(tpu(t, "tpu7x").Chip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := h.WholeSlices()
+	want := []string{"tpu7x-128", "tpu7x-256", "tpu7x-384", "tpu7x-512"}
+	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) || got[len(got)-1] != "tpu7x-18432" {
+		t.Fatalf("WholeSlices() = %v, want from %v to tpu7x-18432", got, want)
+	}
+	for _, a := range got {
+		if _, err := h.SubBlocksPerSlice(tpu(t, a)); err != nil {
+			t.Errorf("%s listed, but SubBlocksPerSlice refuses it: %v", a, err)
+		}
 	}
 }

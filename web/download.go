@@ -124,7 +124,7 @@ func (h *Handler) serveXPK(w http.ResponseWriter, r *http.Request) {
 			return errUnfit{mem.Shortfall()}
 		}
 		xo := xo
-		xo.CapacityWarnings = budget.GKEWarnings(string(xo.Capacity))
+		xo.CapacityWarnings = budget.GKEWarnings(string(xo.Capacity), p.Request.Multislice.Slice.Chip.Generation)
 		return export.XPKOf(w, p, held, xo)
 	})
 }

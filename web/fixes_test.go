@@ -84,3 +84,28 @@ func TestBadInputJSONNoFixes(t *testing.T) {
 		t.Errorf("slices 0: %d, fixes %q, option %v, errors %v; want 400, no fixes, slices named", code, d.Fixes, d.Option, d.Errors)
 	}
 }
+
+// TestBudgetDefaultLeftOut (review 149 #4): a serving query that leaves
+// max_num_batched_tokens out is refused with its default named "(the
+// default)", as shardlab inference says it where the flag was not given
+// (cmd/shardlab TestInferenceBadInput: "--max-num-batched-tokens 4096 (the
+// default), want 8192 to"); the key given, even at the default 4096, is
+// named as given. The form still shows the default it planned with.
+func TestBudgetDefaultLeftOut(t *testing.T) {
+	h := New(Config{})
+	const q = "model=llama3-8b&tpu=v6e-8&max_num_seqs=8192"
+	for _, c := range []struct{ query, want string }{
+		{q, "max_num_batched_tokens 4096 (the default), want 8192 to 2097152: "},
+		{q + "&max_num_batched_tokens=4096", "max_num_batched_tokens 4096, want 8192 to 2097152: "},
+	} {
+		code, body := get(t, h, "/download/serving.json?"+c.query)
+		d := decodeAPIDoc(t, c.query, body)
+		if code != http.StatusBadRequest || !strings.HasPrefix(d.Error, c.want) {
+			t.Errorf("serving.json?%s: %d %q, want 400 and %q", c.query, code, d.Error, c.want)
+		}
+	}
+	code, page := get(t, h, "/serving?"+q)
+	if code != http.StatusBadRequest || !strings.Contains(page, "4096 (the default), want 8192") || !strings.Contains(page, `value="4096"`) {
+		t.Errorf("/serving?%s: %d; want 400, the error with (the default) and the field showing 4096:\n%.600s", q, code, page)
+	}
+}

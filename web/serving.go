@@ -66,7 +66,11 @@ func stringChoices(v []string) []choice {
 
 // servingForm is the serving form: its fields over the struct fields of
 // inference.Options, by JSON key.
-var servingForm = newOptionsForm(servingLooks, inference.DefaultOptions, inference.DefaultModel)
+var servingForm = newOptionsForm(servingLooks, inference.DefaultOptions, inference.DefaultModel).withUnset(optionMaxNumBatchedTokens)
+
+// optionMaxNumBatchedTokens is vLLM's token budget, unset (the default,
+// not given) where a query leaves it out (withUnset).
+const optionMaxNumBatchedTokens plan.Option = "max_num_batched_tokens"
 
 // servingQuestion is the serving page (GET /serving) and its JSON download
 // (GET /download/serving.json, as shardlab inference --json prints it

@@ -227,10 +227,24 @@ type optionsForm[O any] struct {
 	*form
 	defaults func() O
 	model    string
+	// unset are the fields set to their zero (unset) where the query
+	// leaves their key out, though the form shows their default: the
+	// package then takes its default as not given, as the CLI's
+	// flag.Visit does (withUnset).
+	unset []plan.Option
+}
+
+// withUnset is f with fields keys zeroed where a query leaves them out:
+// the options whose "given" the package reads from a nonzero value
+// (inference's max_num_batched_tokens, whose error says "(the default)"
+// only where it was not given).
+func (f optionsForm[O]) withUnset(keys ...plan.Option) optionsForm[O] {
+	f.unset = keys
+	return f
 }
 
 func newOptionsForm[O any](looks []look, defaults func() O, model string) optionsForm[O] {
-	return optionsForm[O]{newForm(reflect.TypeFor[O](), looks, reflect.ValueOf(defaults())), defaults, model}
+	return optionsForm[O]{form: newForm(reflect.TypeFor[O](), looks, reflect.ValueOf(defaults())), defaults: defaults, model: model}
 }
 
 // options reads the form's query, raw as in the address, into options
@@ -251,6 +265,12 @@ func (f optionsForm[O]) options(raw string, c Config, also queryKeys) (O, formVa
 	ov := reflect.ValueOf(&o)
 	vals, read := f.read(q, ov)
 	bad = append(bad, read...)
+	for _, fl := range f.fields {
+		if fl.index != nil && slices.Contains(f.unset, fl.Option) && !q.Has(string(fl.Option)) {
+			v := ov.Elem().FieldByIndex(fl.index)
+			v.Set(reflect.Zero(v.Type()))
+		}
+	}
 	model := ov.Elem().FieldByName("Model").Addr().Interface().(*string)
 	spec := ov.Elem().FieldByName("ModelSpec").Addr().Interface().(*[]byte)
 	keys := modelKeys{model: *model, hasModel: q.Has(string(plan.OptionModel)), spec: vals[optionModelSpec], hasSpec: q.Has(string(optionModelSpec))}

@@ -301,7 +301,15 @@ func (f *capacityFlags) place(mode capacity.Mode, slice hw.Slice) (capacity.Rese
 	}
 	pl, err := capacity.Place(res, slice, f.slices, spares)
 	if err != nil {
-		return res, pl, 0, f.placeError(err)
+		fits := func(blocks int) bool {
+			r, err := capacity.NewIn(h, mode, blocks, holdback)
+			if err != nil {
+				return false
+			}
+			_, err = capacity.Place(r, slice, f.slices, spares)
+			return err == nil
+		}
+		return res, pl, 0, f.placeError(err, fits)
 	}
 	return res, pl, holdback, nil
 }
@@ -393,10 +401,18 @@ func (f *capacityFlags) planError(err error) error { return phrased(err, f.optio
 // left to the checks that name it.
 func (f *capacityFlags) wholeSubBlocks(mode capacity.Mode) error {
 	slice, err := hw.ParseTPU(f.tpu)
-	if err != nil || slice.Chips() == 0 {
+	if err != nil {
 		return nil
 	}
 	h, err := f.hierarchy(slice.Chip, mode)
+	if slice.Chips() == 0 {
+		// a bare generation: plan would offer its default slice, which
+		// need not be whole sub-blocks; name the ones capacity lays out
+		if err != nil {
+			return err
+		}
+		return bad("capacity: --tpu %s names no size; capacity simulates whole %s sub-blocks: give %s", f.tpu, h.SubBlock, sizesList(h.WholeSlices()))
+	}
 	if err != nil {
 		return nil
 	}
@@ -409,18 +425,41 @@ func (f *capacityFlags) wholeSubBlocks(mode capacity.Mode) error {
 	return nil
 }
 
-// placeError is capacity.Place's error, where it refuses the slice count
-// named as --slices (slicesWord).
-func (f *capacityFlags) placeError(err error) error {
-	var ce *capacity.Error
-	if errors.As(err, &ce) && ce.Field == "slices" {
-		word := fmt.Sprintf("%s %d", plan.OptionSlices.Flag(), f.slices)
-		if !f.set["slices"] {
-			word = f.slicesWord()
-		}
-		return bad("capacity: %s: want %s", word, ce.Want)
+// sizesList is the first few of a list of accelerator types and its last,
+// "tpu7x-128, tpu7x-256, tpu7x-384, ... tpu7x-18432".
+func sizesList(types []string) string {
+	if len(types) <= 4 {
+		return strings.Join(types, ", ")
 	}
-	return usageError{err}
+	return strings.Join(types[:3], ", ") + ", ... " + types[len(types)-1]
+}
+
+// placeError is capacity.Place's error, where it refuses the slice count
+// or the spares, named as their flags (with "(the default)" where not
+// given), and with the --blocks that would hold the job where more
+// blocks would (fits says whether a reservation of so many blocks does).
+func (f *capacityFlags) placeError(err error, fits func(blocks int) bool) error {
+	var ce *capacity.Error
+	if !errors.As(err, &ce) || (ce.Field != "slices" && ce.Field != "spares") {
+		return usageError{err}
+	}
+	word := f.slicesWord()
+	if ce.Field == "spares" {
+		word = fmt.Sprintf("--spares %d", f.spares)
+		if !f.set["spares"] {
+			word += " (the default)"
+		}
+	}
+	msg := fmt.Sprintf("capacity: %s: want %s", word, ce.Want)
+	if ce.Field == "slices" && f.set["slices"] {
+		msg = fmt.Sprintf("capacity: --slices %d: want %s", f.slices, ce.Want)
+	}
+	for b := f.blocks + 1; b <= capacity.MaxBlocks; b++ {
+		if fits(b) {
+			return bad("%s; with --blocks %d they fit", msg, b)
+		}
+	}
+	return bad("%s", msg)
 }
 
 // noPlan words a search that found no layout: capacity takes the

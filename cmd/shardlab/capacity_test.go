@@ -62,7 +62,7 @@ func TestCapacityRefuses(t *testing.T) {
 		// a slice larger than a block: hw has no such accelerator type (the
 		// capacity package's own refusal is tested there)
 		{[]string{"--tpu", "tpu7x-36864", "--slices", "1"}, []string{"--tpu", "tpu7x-36864", "no slice of this size"}},
-		{[]string{"--tpu", "tpu7x-18432", "--slices", "2", "--spares", "0"}, []string{"slices 2", "at most 1 slices"}},
+		{[]string{"--tpu", "tpu7x-18432", "--slices", "2", "--spares", "0"}, []string{"slices 2", "at most 1 slice of"}},
 		{[]string{"--slices", "73"}, []string{"slices 73", "at most 72 slices"}},
 		{[]string{"--spares", "200"}, []string{"spares 200", "at most 128"}},
 		{[]string{"--mode", "managed", "--spares", "2"}, []string{"--spares 2", "holdback"}},
@@ -79,6 +79,44 @@ func TestCapacityRefuses(t *testing.T) {
 		{[]string{"--tpu", "tpu7x-256", "--mode", "managed", "--sub-block-chips", "64"}, []string{"--sub-block-chips 64 on tpu7x", "want neither"}},
 	} {
 		fail(t, append([]string{"capacity"}, c.args...), c.want...)
+	}
+}
+
+// TestCapacityNamesDefaultsAndBlocks (review 149 #5): a bare generation
+// is refused with the whole-sub-block slices capacity lays out; --spares
+// left at its default 2 is named so, as --slices is; counts are plural
+// only above one; and a count that more blocks would hold names the
+// --blocks that does. By hand (4x4x4 cubes of 64 chips, 144 to a block):
+// tpu7x-18432 is 144 cubes, a whole block, so 1 slice leaves 0 spares on
+// 1 block and 2 blocks hold it with 2 spares; tpu7x-4096 is 32 cubes, 4
+// to a block, so 8 slices need 2 blocks; tpu7x-256 is 2 cubes, 72 to a
+// block, so 73 need 2; 200 spares beside 8 x 2 cubes need 2 blocks (272
+// free).
+func TestCapacityNamesDefaultsAndBlocks(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tpu", "tpu7x"}, "capacity: --tpu tpu7x names no size; capacity simulates whole 4x4x4 sub-blocks: give tpu7x-128, tpu7x-256, tpu7x-384, ... tpu7x-18432"},
+		{[]string{"--tpu", "tpu7x-18432", "--slices", "1"}, "capacity: --spares 2 (the default): want at most 0: 1 slice x 144 sub-blocks leave 0 of 144 free; with --blocks 2 they fit"},
+		{[]string{"--tpu", "tpu7x-18432", "--slices", "1", "--spares", "2"}, "capacity: --spares 2: want at most 0: 1 slice x 144 sub-blocks"},
+		{[]string{"--tpu", "tpu7x-4096"}, "capacity: --slices 8 (the default): want at most 4 slices of tpu7x-4096 (32 sub-blocks each, 4 to a block) on 1 block; with --blocks 2 they fit"},
+		{[]string{"--slices", "73"}, "capacity: --slices 73: want at most 72 slices of tpu7x-256 (2 sub-blocks each, 72 to a block) on 1 block; with --blocks 2 they fit"},
+		{[]string{"--spares", "200"}, "capacity: --spares 200: want at most 128: 8 slices x 2 sub-blocks leave 128 of 144 free; with --blocks 2 they fit"},
+		// no number of blocks holds a slice count past MaxBlocks' worth
+		{[]string{"--tpu", "tpu7x-18432", "--slices", "65"}, "on 1 block"},
+	} {
+		_, errOut, code := runCmd(append([]string{"capacity"}, c.args...)...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("capacity %v: exit %d, %q; want 2 and %q", c.args, code, errOut, c.want)
+		}
+		if strings.Contains(errOut, "(s)") || strings.Contains(errOut, " 1 slices") || strings.Contains(errOut, " 1 sub-blocks") {
+			t.Errorf("capacity %v: %q: want singulars for one", c.args, errOut)
+		}
+	}
+	_, errOut, _ := runCmd("capacity", "--tpu", "tpu7x-18432", "--slices", "65")
+	if strings.Contains(errOut, "--blocks") {
+		t.Errorf("capacity --slices 65 of whole blocks: %q names --blocks, though 64 is the most", errOut)
 	}
 }
 

@@ -84,7 +84,7 @@ run 'shardlab export maxtext -h', 'shardlab export xpk -h' or 'shardlab export p
 		if e.xpk.Reservation != "" && c == export.CapacityDefault {
 			e.xpk.Capacity = export.CapacityReservation
 		}
-		e.xpk.CapacityWarnings = budget.GKEWarnings(string(e.xpk.Capacity))
+		e.xpk.CapacityWarnings = budget.GKEWarnings(string(e.xpk.Capacity), p.Request.Multislice.Slice.Chip.Generation)
 		e.xpk.MaxRestartsGiven = setFlags(fs)["max-restarts"]
 	}
 	if mem := p.Best.Estimate.Memory; !mem.Fits() {

@@ -194,7 +194,7 @@ func TestExportXPKWarnsOfVMs(t *testing.T) {
 // carries the note that xpk reads it only under node auto-provisioning.
 // The page's xpk download is the same file.
 func TestExportXPKCapacity(t *testing.T) {
-	const gkeLimit = "--flex: flex-start on GKE provisions the TPUs for at most 7d a request (https://cloud.google.com/kubernetes-engine/docs/concepts/dws, read 2026-12-07)"
+	const gkeLimit = "--flex: flex-start on GKE provisions the TPUs for at most 7 days a request (https://cloud.google.com/kubernetes-engine/docs/concepts/dws, read 2026-12-07)"
 	h := web.New(webTest)
 	for _, c := range []struct {
 		tpu, capacity, restarts string
@@ -203,6 +203,8 @@ func TestExportXPKCapacity(t *testing.T) {
 		{"tpu7x-16", "flex", "", []string{gkeLimit}},
 		{"tpu7x-128", "flex", "", []string{gkeLimit}},
 		{"v6e-4", "flex", "", []string{gkeLimit}},
+		// GKE's flex-start page: "TPU v3 and v4 are not supported" (review 149 #2)
+		{"v4-8", "flex", "", []string{"--flex: flex-start on GKE does not support TPU v4 (https://cloud.google.com/kubernetes-engine/docs/concepts/dws, read 2026-12-07)"}},
 		{"v6e-4", "spot", "", []string{"--spot with --max-restarts 0 (xpk's default): the JobSet is never restarted"}},
 		{"v6e-4", "spot", "0", []string{"--spot with --max-restarts 0 (given): the JobSet is never restarted"}},
 		{"v6e-4", "spot", "3", nil},
