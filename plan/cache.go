@@ -27,8 +27,9 @@ type Cache struct {
 	// bufs holds runners' batch buffers for the searches after theirs: a
 	// sweep runs more than a thousand searches, and each batch's meshes
 	// and outcomes take about a quarter of a megabyte to allocate and
-	// clear.
-	bufs []*batchBufs
+	// clear. A sync.Pool: the garbage collector may drop what no search
+	// holds.
+	bufs sync.Pool
 }
 
 // batchBufs is a runner's queue of meshes and their outcomes, meshBatch
@@ -43,11 +44,7 @@ type batchBufs struct {
 // nil).
 func (c *Cache) takeBufs() *batchBufs {
 	if c != nil {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if n := len(c.bufs); n > 0 {
-			b := c.bufs[n-1]
-			c.bufs = c.bufs[:n-1]
+		if b, ok := c.bufs.Get().(*batchBufs); ok {
 			return b
 		}
 	}
@@ -56,12 +53,9 @@ func (c *Cache) takeBufs() *batchBufs {
 
 // giveBufs returns b to c (nothing when c is nil).
 func (c *Cache) giveBufs(b *batchBufs) {
-	if c == nil {
-		return
+	if c != nil {
+		c.bufs.Put(b)
 	}
-	c.mu.Lock()
-	c.bufs = append(c.bufs, b)
-	c.mu.Unlock()
 }
 
 // iciKey is what a slice's ordered factorizations depend on.
