@@ -273,9 +273,51 @@ func bandName(b cost.StepBand, j cost.Job, g hw.Generation) string {
 		s += fmt.Sprintf("; %s have %d", own.Runs(), own.Rows)
 	}
 	if j.Quantization != cost.QuantNone && j.UnquantizedExperts() {
-		s += fmt.Sprintf("; %s leaves the routed experts in bf16, so this job keeps its %s band", j.Quantization, j.Class())
+		s += "; " + keptBand(j)
 	}
 	return s
+}
+
+// andList joins words as read: "a", "a and b", "a, b and c".
+func andList(w []string) string {
+	if len(w) < 2 {
+		return strings.Join(w, "")
+	}
+	return strings.Join(w[:len(w)-1], ", ") + " and " + w[len(w)-1]
+}
+
+// keptBand says why a quantized MoE job whose routed experts stay bf16
+// (cost.Job.UnquantizedExperts) keeps its model's band, exact about what
+// stays bf16 there: the routed experts' GEMMs (their share of the active
+// parameters), the output layer (and MTP modules: cost's headFLOPs) and
+// the attention core (cost.Job's attention, at the bf16 peak), none of which
+// MaxText's rule quantizes (its int8 rule names dot_general alone, in
+// module_path "decoder/.*layers.*": layers/quantizations.py
+// get_quantization_rule @e591f30c); the decoder layers' other projections,
+// which are dot_generals, run quantized: "under int8 its routed experts'
+// GEMMs (88% of its active parameters), its output layer and its
+// attention core stay bf16, and its attention and router projections
+// run int8, so this job keeps its MoE band".
+func keptBand(j cost.Job) string {
+	pc := j.Model.ParamCount()
+	routed := float64(pc.MoELayers*pc.ActiveExperts) * float64(pc.Expert)
+	under := string(j.Quantization)
+	if j.Quantization != cost.QuantInt8 {
+		under += " with a capacity factor" // UnquantizedExperts: the dropping path's einsums
+	}
+	other := []string{"attention", "router"}
+	if pc.Shared > 0 {
+		other = append(other, "shared-expert")
+	}
+	if pc.DenseLayers() > 0 {
+		other = append(other, "dense-MLP")
+	}
+	head := "output layer"
+	if j.Model.MTPLayers > 0 {
+		head = "output layer and MTP modules" // cost's headFLOPs
+	}
+	return fmt.Sprintf("under %s its routed experts' GEMMs (%.0f%% of its active parameters), its %s and its attention core stay bf16, and its %s projections run %s, so this job keeps its %s band",
+		under, 100*routed/float64(pc.Active()), head, andList(other), j.Quantization, j.Class())
 }
 
 // ownCell is the band cell of job j's own generation g and class (the
