@@ -238,3 +238,44 @@ func TestWithheldBandWeighsLayouts(t *testing.T) {
 		}
 	}
 }
+
+// TestPyTorchMarginIsMaxTexts: a PyTorch plan withholds its band
+// (TestPyTorchPlanGivesNoBand), and its layouts are weighed by the MaxText
+// band the job pooled into, named as standing in: Llama 3 8B on v5p-64,
+// dense v5p's, by hand 1.1655 / 0.9532 − 1 = 22 % (low -4.68 %, high
+// +16.55 %, 11 rows).
+func TestPyTorchMarginIsMaxTexts(t *testing.T) {
+	r := parsed(t, func(o *Options) { o.Model, o.TPU, o.Framework = "llama3-8b", "v5p-64", string(FrameworkPyTorch) })
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := p.margin()
+	if _, given := p.PredictionBand(); given || !ok || m.band != p.Band {
+		t.Fatalf("pytorch: margin %+v %v, band given %v; want p.Band %+v standing in for a band withheld", m, ok, given, p.Band)
+	}
+	want := "the 22% the model's error allows (no band for PyTorch/XLA; the layouts are weighed by dense v5p's 22%: held-out MFU errors from -4.7% to +16.6%, the 10th to 90th percentile over 11 dense v5p runs in shardlab validate)"
+	if got := m.allows(true); got != want {
+		t.Errorf("pytorch: margin says %q, want %q", got, want)
+	}
+}
+
+// TestWeighedByPooledBand: a band pooled over every generation is named by
+// its rows: dense runs of every generation (cost.StepBands: -8.06 %,
+// +10.3 %, 39 rows), width by hand 1.103 / 0.9194 − 1 = 20 %, the margin
+// of an int8 v4 job (no quantized v4 row; dense v4 has 2).
+func TestWeighedByPooledBand(t *testing.T) {
+	b, _ := cost.BandCell("", cost.ClassDense)
+	if got, want := weighedBy(b), "the 20% of dense runs of every generation"; got != want {
+		t.Errorf("weighedBy(%+v) = %q, want %q", b, got, want)
+	}
+	r := request(t, "llama3-70b", "v4-128", 1, 512)
+	r.Quantization = cost.QuantInt8
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := p.margin(); !ok || m.band != b || m.standIn != "int8 v4" {
+		t.Errorf("int8 on v4-128: margin %+v %v, want %+v standing in for int8 v4", m, ok, b)
+	}
+}
