@@ -26,16 +26,13 @@ func (s *searcher) alternatives(pool []Tier) []Candidate {
 // beyondBand weighs the Multislice rule order's choice against the
 // fastest layout the rules did not reach. The rule order stays the default: a layout
 // outside it is chosen only when it is predicted faster by more than the
-// band's width (cost.StepBand.Width), so that it is faster whatever
-// either prediction's error within validate's held-out band; the reason
-// then says which of the rule's premises fails here, with the numbers.
-// Within the band the rule's choice is kept and the note says by how
-// much the other is predicted faster. Where the plan gives no band
-// (PredictionBand: none of validate's rows measures a job of this kind),
-// the rule's choice is kept likewise and the note says so: the band is
-// what shows a layout faster whatever the model's error, and without one
-// a predicted gain shows nothing beyond the model itself, which the rule
-// order's reasoning does not need. Every alternative is a layout the
+// margin's width (Plan.margin: the band's, cost.StepBand.Width), so that
+// it is faster whatever either prediction's error within validate's
+// held-out band; the reason then says which of the rule's premises fails
+// here, with the numbers. Within the margin the rule's choice is kept and
+// the note says by how much the other is predicted faster. Where the plan
+// withholds its band (PredictionBand), the margin is the band the job
+// pooled into, and the notes say so. Every alternative is a layout the
 // search costed and could run, so tensor and context parallelism stay off
 // DCN either way. Every tier competes, its in-slice strategy included:
 // on one slice the in-slice order (DP while a replica fits, then FSDP,
@@ -53,11 +50,11 @@ func (s *searcher) beyondBand(p *Plan) {
 	}
 	rule, alt := p.Best, *fast
 	gain := alt.Estimate.TokensPerSecondPerChip/rule.Estimate.TokensPerSecondPerChip - 1
-	b, measured := p.PredictionBand()
-	if gain <= b.Width() || !measured {
+	m, measured := p.margin()
+	if gain <= m.band.Width() || !measured {
 		for _, a := range p.Alternatives {
 			if g := a.Estimate.TokensPerSecondPerChip/rule.Estimate.TokensPerSecondPerChip - 1; g > notedGain {
-				p.Reasons = append(p.Reasons, tieNote(a, g, b, measured))
+				p.Reasons = append(p.Reasons, tieNote(a, g, m, measured))
 			}
 		}
 		return
@@ -65,8 +62,8 @@ func (s *searcher) beyondBand(p *Plan) {
 	p.Best = alt
 	p.Top = s.best[alt.Tier][:min(len(s.best[alt.Tier]), s.req.Top)]
 	p.Alternatives = s.alternatives([]Tier{alt.Tier})
-	p.Reasons = append(p.Reasons, note("", "beyond the band: %s (%s) is predicted %.0f%% faster than the rule order's choice, %s (%s), more than the %.0f%% the model's error allows (%s), so it is chosen; %s: %s",
-		alt.Estimate.Mesh, alt.Name(), 100*gain, rule.Estimate.Mesh, rule.Name(), 100*b.Width(), bandSpan(b), premise(rule.Tier, alt.Tier), because(rule, alt)))
+	p.Reasons = append(p.Reasons, note("", "beyond the band: %s (%s) is predicted %.0f%% faster than the rule order's choice, %s (%s), more than %s, so it is chosen; %s: %s",
+		alt.Estimate.Mesh, alt.Name(), 100*gain, rule.Estimate.Mesh, rule.Name(), m.allows(true), premise(rule.Tier, alt.Tier), because(rule, alt)))
 }
 
 // notedGain is the predicted gain past which a faster layout or remat
@@ -74,17 +71,76 @@ func (s *searcher) beyondBand(p *Plan) {
 const notedGain = 0.05
 
 // tieNote says that a, predicted g faster than the rule order's choice,
-// is not chosen: within the band b, or, where the plan gives no band
-// (measured false: PredictionBand withholds it), because nothing measures
-// this job's error, so no margin can show a faster by more than it. The
-// rule order is then the default that stands, as it stands within a band.
-func tieNote(a Candidate, g float64, b cost.StepBand, measured bool) Note {
+// is not chosen: within the margin m, or, where nothing measures a
+// margin (measured false: Plan.margin), because no margin can show it
+// faster by more than the model's error. The rule order is then the
+// default that stands, as it stands within a margin.
+func tieNote(a Candidate, g float64, m margin, measured bool) Note {
 	if !measured {
-		return note("", "note: %s (%s) is predicted %.0f%% faster, but this job has no measured error to weigh that by (no error band: see the warnings): the rule order's choice stands",
+		return note("", "note: %s (%s) is predicted %.0f%% faster, but this job has no measured error to weigh that by: the rule order's choice stands",
 			a.Estimate.Mesh, a.Name(), 100*g)
 	}
-	return note("", "note: %s (%s) is predicted %.0f%% faster, within the %.0f%% the model's error allows (%s): the rule order's choice stands",
-		a.Estimate.Mesh, a.Name(), 100*g, 100*b.Width(), bandSpan(b))
+	return note("", "note: %s (%s) is predicted %.0f%% faster, within %s: the rule order's choice stands",
+		a.Estimate.Mesh, a.Name(), 100*g, m.allows(true))
+}
+
+// margin is the band two predictions of a plan's job are weighed by
+// (beyondBand, tieNote, WeighOffload), which owns that choice.
+type margin struct {
+	band cost.StepBand
+	// standIn is, where band is not the job's own, the job that has
+	// none ("int8 v6e", "PyTorch/XLA"); "" where it is.
+	standIn string
+}
+
+// margin is p's margin between layouts or remat policies of its job: the
+// band p gives (PredictionBand), or, where p withholds it (bandWithheld),
+// the band the job pooled into, p.Band, whose width is measured, though
+// not on a job of this kind. A withheld band means nothing measures the
+// job's absolute step; the margin compares two predictions of the same
+// job, which share what sets it apart (its quantization, its framework),
+// so the nearest measured width weighs them rather than none, and the
+// notes name it. false where no band has rows at all.
+func (p Plan) margin() (margin, bool) {
+	if b, ok := p.PredictionBand(); ok {
+		return margin{band: b}, true
+	}
+	if p.Band.Rows == 0 {
+		return margin{}, false
+	}
+	standIn := "PyTorch/XLA"
+	if _, ok := pyTorchUncalibrated(p); !ok {
+		standIn = fmt.Sprintf("%s %s", p.Best.Estimate.Job.Quantization, p.Request.Multislice.Slice.Chip.Generation)
+	}
+	return margin{band: p.Band, standIn: standIn}, true
+}
+
+// allows says m's width, where it comes from when it stands in for the
+// job's own band, and with span where the band's percentiles are from:
+// "the 11% the model's error allows (no band for int8 v6e; the layouts
+// are weighed by dense v6e's 11%)".
+func (m margin) allows(span bool) string {
+	s := fmt.Sprintf("the %.0f%% the model's error allows", 100*m.band.Width())
+	switch {
+	case m.standIn != "":
+		s += fmt.Sprintf(" (no band for %s; the layouts are weighed by %s", m.standIn, weighedBy(m.band))
+		if span {
+			s += ": " + bandSpan(m.band)
+		}
+		s += ")"
+	case span:
+		s += " (" + bandSpan(m.band) + ")"
+	}
+	return s
+}
+
+// weighedBy names band b's width with its rows: "dense v6e's 11%", or,
+// pooled over generations, "the 7% of dense runs of every generation".
+func weighedBy(b cost.StepBand) string {
+	if b.Generation != "" && b.Class != "" {
+		return fmt.Sprintf("%s %s's %.0f%%", b.Class, b.Generation, 100*b.Width())
+	}
+	return fmt.Sprintf("the %.0f%% of %s", 100*b.Width(), b.Runs())
 }
 
 // PredictionBand is the band p's predicted figures (step time, MFU,
@@ -93,8 +149,7 @@ func tieNote(a Candidate, g float64, b cost.StepBand, measured bool) Note {
 // generation and class; false where it has no rows, or where its rows
 // do not stand for the job (bandWithheld, which the warnings say). Every
 // front end prints this band, and none p.Band; it is also the margin
-// between layouts (beyondBand, WeighOffload), which without it keep the
-// rule order's choice and the searched remat policy.
+// between layouts (Plan.margin), which without it is p.Band, named.
 func (p Plan) PredictionBand() (cost.StepBand, bool) {
 	if _, withheld := p.bandWithheld(); withheld || p.Band.Rows == 0 {
 		return cost.StepBand{}, false
@@ -218,9 +273,51 @@ func bandName(b cost.StepBand, j cost.Job, g hw.Generation) string {
 		s += fmt.Sprintf("; %s have %d", own.Runs(), own.Rows)
 	}
 	if j.Quantization != cost.QuantNone && j.UnquantizedExperts() {
-		s += fmt.Sprintf("; %s leaves the routed experts in bf16, so this job keeps its %s band", j.Quantization, j.Class())
+		s += "; " + keptBand(j)
 	}
 	return s
+}
+
+// andList joins words as read: "a", "a and b", "a, b and c".
+func andList(w []string) string {
+	if len(w) < 2 {
+		return strings.Join(w, "")
+	}
+	return strings.Join(w[:len(w)-1], ", ") + " and " + w[len(w)-1]
+}
+
+// keptBand says why a quantized MoE job whose routed experts stay bf16
+// (cost.Job.UnquantizedExperts) keeps its model's band, exact about what
+// stays bf16 there: the routed experts' GEMMs (their share of the active
+// parameters), the output layer (and MTP modules: cost's headFLOPs) and
+// the attention core (cost.Job's attention, at the bf16 peak), none of which
+// MaxText's rule quantizes (its int8 rule names dot_general alone, in
+// module_path "decoder/.*layers.*": layers/quantizations.py
+// get_quantization_rule @e591f30c); the decoder layers' other projections,
+// which are dot_generals, run quantized: "under int8 its routed experts'
+// GEMMs (88% of its active parameters), its output layer and its
+// attention core stay bf16, and its attention and router projections
+// run int8, so this job keeps its MoE band".
+func keptBand(j cost.Job) string {
+	pc := j.Model.ParamCount()
+	routed := float64(pc.MoELayers*pc.ActiveExperts) * float64(pc.Expert)
+	under := string(j.Quantization)
+	if j.Quantization != cost.QuantInt8 {
+		under += " with a capacity factor" // UnquantizedExperts: the dropping path's einsums
+	}
+	other := []string{"attention", "router"}
+	if pc.Shared > 0 {
+		other = append(other, "shared-expert")
+	}
+	if pc.DenseLayers() > 0 {
+		other = append(other, "dense-MLP")
+	}
+	head := "output layer"
+	if j.Model.MTPLayers > 0 {
+		head = "output layer and MTP modules" // cost's headFLOPs
+	}
+	return fmt.Sprintf("under %s its routed experts' GEMMs (%.0f%% of its active parameters), its %s and its attention core stay bf16, and its %s projections run %s, so this job keeps its %s band",
+		under, 100*routed/float64(pc.Active()), head, andList(other), j.Quantization, j.Class())
 }
 
 // ownCell is the band cell of job j's own generation g and class (the

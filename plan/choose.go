@@ -108,6 +108,9 @@ func (s *searcher) explain(p *Plan, pool []Tier) {
 	if r.Model.MoE() {
 		p.Reasons = append(p.Reasons, s.expertNote(*p))
 	}
+	if n, ok := chunkNote(r); ok {
+		p.Reasons = append(p.Reasons, n)
+	}
 	p.Reasons = append(p.Reasons, frameworkNotes(*p, s.est)...)
 	p.Warnings = warnings(*p)
 }

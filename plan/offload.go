@@ -17,15 +17,15 @@ var offloadRemats = [...]cost.Remat{cost.RematMinimalOffloaded, cost.RematQKVPro
 // is predicted faster than p's by more than the band's width, so that it
 // is faster whatever either prediction's error within validate's
 // held-out band, a reason names it, its layout, its gain and the host
-// memory it takes. Where p gives no band (PredictionBand withholds it),
-// no margin shows it faster whatever the error: a gain past 5 % is named
-// as unweighed, and the searched policy stands. p is unchanged otherwise: the offloading plan is the
+// memory it takes. The band is Plan.margin's, as for layouts: where p
+// withholds its own, the band its job pooled into, named in the reason.
+// p is unchanged otherwise: the offloading plan is the
 // user's to ask for. It costs a lean search a policy, so the planner's
 // own Search leaves it to the commands that print a plan.
 func (p *Plan) WeighOffload() {
 	r := p.Request
-	band, measured := p.PredictionBand()
-	if r.Remat != "" || r.Axes != nil || r.DeviceAxes != nil || p.Band.Rows == 0 {
+	m, measured := p.margin()
+	if r.Remat != "" || r.Axes != nil || r.DeviceAxes != nil || !measured {
 		return
 	}
 	var fast *Candidate
@@ -42,16 +42,9 @@ func (p *Plan) WeighOffload() {
 	}
 	a, b := fast.Estimate, p.Best.Estimate
 	gain := a.TokensPerSecondPerChip/b.TokensPerSecondPerChip - 1
-	if !measured {
-		if gain > notedGain {
-			p.Reasons = append(p.Reasons, note(OptionRemat, "with {remat} %s the best layout, %s, is predicted %.0f%% faster (%.0f against %.0f tokens/s per chip), but this job has no measured error to weigh that by (no error band: see the warnings), so the searched policy stands; it would keep %v a chip in host memory and move it over PCIe",
-				a.Job.Remat, a.Mesh, 100*gain, a.TokensPerSecondPerChip, b.TokensPerSecondPerChip, unit.Bytes(a.Memory.Host)))
-		}
+	if gain <= m.band.Width() {
 		return
 	}
-	if gain <= band.Width() {
-		return
-	}
-	p.Reasons = append(p.Reasons, note(OptionRemat, "with {remat} %s the best layout, %s, is predicted %.0f%% faster (%.0f against %.0f tokens/s per chip), more than the %.0f%% the model's error allows; it keeps %v a chip in host memory and moves it over PCIe, which the search weighs only when asked",
-		a.Job.Remat, a.Mesh, 100*gain, a.TokensPerSecondPerChip, b.TokensPerSecondPerChip, 100*band.Width(), unit.Bytes(a.Memory.Host)))
+	p.Reasons = append(p.Reasons, note(OptionRemat, "with {remat} %s the best layout, %s, is predicted %.0f%% faster (%.0f against %.0f tokens/s per chip), more than %s; it keeps %v a chip in host memory and moves it over PCIe, which the search weighs only when asked",
+		a.Job.Remat, a.Mesh, 100*gain, a.TokensPerSecondPerChip, b.TokensPerSecondPerChip, m.allows(false), unit.Bytes(a.Memory.Host)))
 }

@@ -136,6 +136,26 @@ func pastPositions(r Request) (Note, bool) {
 		r.Seq, max, r.Model.Name), true
 }
 
+// chunkNote says, where the sequence is longer than the model's attention
+// chunk (model.Spec.Chunked: Llama 4), that the chunked layers are costed
+// at the chunk, as MaxText builds its llama4 block (models/llama4.py:386,
+// CHUNK but for every nope_layer_interval-th layer) and counts its FLOPs
+// (utils/maxtext_utils.py calculate_llama4_attention_tflops @e591f30c),
+// and what that leaves of the attention core: model.Spec's attention
+// FLOPs against the same spec's without a chunk. At the chunk or below,
+// one chunk, nothing changes and nothing is said.
+func chunkNote(r Request) (Note, bool) {
+	s := r.Model
+	if !s.Chunked() || r.Seq <= s.AttentionChunk {
+		return Note{}, false
+	}
+	full := s
+	full.AttentionChunk = 0
+	share := s.AttentionFLOPsPerToken(r.Seq) / full.AttentionFLOPsPerToken(r.Seq)
+	return note("", "attention: %d of %s's %d layers attend within chunks of %d tokens and are costed at the chunk, the other %d over all %d tokens, as MaxText builds and counts them: the attention core is %.0f%% of what it would be with every layer global",
+		s.ChunkedLayers(), s.Name, s.Layers, s.AttentionChunk, s.Layers-s.ChunkedLayers(), r.Seq, 100*share), true
+}
+
 // hostUnchecked warns that what a plan offloads to host memory (m.Host)
 // is held to no RAM, because the catalog does not publish the RAM of the
 // VM the slice is made of (cost.Memory.HostUnchecked): the one wording of
