@@ -344,7 +344,8 @@ func (f *capacityFlags) simConfig(pl capacity.Placement, job capacity.Job, slice
 	return cfg, lambda, young, daly
 }
 
-// request is the plan request the flags ask, and the slice.
+// request is the plan request the flags ask, and the slice: one of some
+// size, as wholeSubBlocks, which runs first, refuses a bare generation.
 func (f *capacityFlags) request() (plan.Request, hw.Slice, error) {
 	o := plan.DefaultOptions()
 	o.Model, o.TPU, o.Slices, o.Top = f.model, f.tpu, f.slices, 1
@@ -360,9 +361,6 @@ func (f *capacityFlags) request() (plan.Request, hw.Slice, error) {
 	slice, err := hw.ParseTPU(f.tpu)
 	if err != nil {
 		return plan.Request{}, hw.Slice{}, f.planError(err)
-	}
-	if slice.Chips() == 0 {
-		return plan.Request{}, hw.Slice{}, bad("capacity: --tpu %q names no slice size; give an accelerator type such as tpu7x-256", f.tpu)
 	}
 	return req, slice, nil
 }
