@@ -127,11 +127,29 @@ func newReplicaCost(r Request, tp int) replicaCost {
 // tokens are all-gathered before it and reduce-scattered after [ti-mla].
 func (rc replicaCost) allReduce(tokens int) time.Duration {
 	size := unit.Bytes(tokens * rc.m.DModel * 2)
-	if rc.dp {
-		layer := collective.Time(collective.AllGather, rc.chips, size, rc.link) + collective.Time(collective.ReduceScatter, rc.chips, size, rc.link)
-		return time.Duration(rc.m.Layers) * layer
+	var t time.Duration
+	for _, c := range passCollectives(rc.m, rc.dp) {
+		t += time.Duration(c.n) * collective.Time(c.op, rc.chips, size, rc.link)
 	}
-	return time.Duration(2*rc.m.Layers) * collective.Time(collective.AllReduce, rc.chips, size, rc.link)
+	return t
+}
+
+// opCount is n collectives of kind op.
+type opCount struct {
+	op collective.Op
+	n  int
+}
+
+// passCollectives is the collectives a forward pass of model m runs over
+// a replica's devices, each of the bf16 residual stream of the pass's
+// tokens (replicaCost.allReduce): two all-reduces a layer, or, under
+// attention data parallelism (dp), an all-gather and a reduce-scatter a
+// layer. The one list the cost and the in-chip warning count.
+func passCollectives(m model.Spec, dp bool) []opCount {
+	if dp {
+		return []opCount{{collective.AllGather, m.Layers}, {collective.ReduceScatter, m.Layers}}
+	}
+	return []opCount{{collective.AllReduce, 2 * m.Layers}}
 }
 
 // weightsRead is the weight bytes a device reads from HBM in a step of

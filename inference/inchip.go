@@ -45,23 +45,25 @@ func inChipWarning(r Request, p Plan) string {
 		return ""
 	}
 	m := r.Model
-	moved := func(op collective.Op, tokens int) unit.Bytes {
-		return collective.Bytes(op, n, unit.Bytes(tokens*m.DModel*2))
-	}
-	// as replicaCost.allReduce: two all-reduces a layer of the bf16
-	// residual stream, or under attention data parallelism an all-gather
-	// and a reduce-scatter a layer
+	ops := passCollectives(m, r.AttentionDP())
+	// what a device moves in a pass of tokens tokens, and how many
+	// collectives a pass runs
 	step := func(tokens int) unit.Bytes {
-		if r.AttentionDP() {
-			return unit.Bytes(m.Layers) * (moved(collective.AllGather, tokens) + moved(collective.ReduceScatter, tokens))
+		var b unit.Bytes
+		for _, c := range ops {
+			b += unit.Bytes(c.n) * collective.Bytes(c.op, n, unit.Bytes(tokens*m.DModel*2))
 		}
-		return unit.Bytes(2*m.Layers) * moved(collective.AllReduce, tokens)
+		return b
+	}
+	count := 0
+	for _, c := range ops {
+		count += c.n
 	}
 	what := "all-reduces"
 	if r.AttentionDP() {
 		what = "all-gathers and reduce-scatters"
 	}
-	return inChipText(r, p, n, what, 2*m.Layers, step(b.SeqsEach), step(r.MaxNumBatchedTokens))
+	return inChipText(r, p, n, what, count, step(b.SeqsEach), step(r.MaxNumBatchedTokens))
 }
 
 // inChipText phrases inChipWarning: the n devices of a chip in each of
