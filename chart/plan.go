@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -14,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"shardlab/hw"
+	"shardlab/internal/errtext"
 	"shardlab/mesh"
 	"shardlab/plan"
 	"shardlab/schedule"
@@ -338,8 +338,7 @@ func Draw(p plan.Plan, draws ...func(plan.Plan) (Chart, error)) (charts []Chart,
 		c, err := f(p)
 		switch {
 		case errors.Is(err, ErrNotApplicable):
-			why := strings.TrimPrefix(err.Error(), "chart: ")
-			skipped = append(skipped, strings.TrimSuffix(why, ": "+ErrNotApplicable.Error()))
+			skipped = append(skipped, errtext.Detail(err))
 		case err != nil:
 			return nil, nil, err
 		default:

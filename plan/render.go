@@ -10,6 +10,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/internal/errtext"
 	"shardlab/mesh"
 	"shardlab/schema"
 	"shardlab/unit"
@@ -435,7 +436,7 @@ func (p Plan) writeLayout(b *strings.Builder) {
 		if d, err := p.Devices(); err == nil {
 			fmt.Fprintf(b, "  in JAX devices, as MaxText counts them: %s, %s; each chip's %d devices on %s\n", d, d.Count(), per, d.InChip)
 		} else {
-			fmt.Fprintf(b, "  in JAX devices: %s, and no MaxText mesh: %s\n", deviceCount(p.Request.Multislice), strings.TrimPrefix(err.Error(), "maxtext: "))
+			fmt.Fprintf(b, "  in JAX devices: %s, and no MaxText mesh: %s\n", deviceCount(p.Request.Multislice), errtext.Detail(err))
 		}
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)

@@ -12,6 +12,7 @@ import (
 
 	"shardlab/budget"
 	"shardlab/chart"
+	"shardlab/internal/errtext"
 	"shardlab/plan"
 )
 
@@ -142,7 +143,7 @@ func (f *budgetFlags) priceTable() (budget.Prices, error) {
 	}
 	ps, err := budget.ParsePrices(bytes.NewReader(data), time.Now())
 	if err != nil {
-		return nil, bad("budget: --prices %s: %s", f.prices, strings.TrimPrefix(err.Error(), "budget: "))
+		return nil, bad("budget: --prices %s: %s", f.prices, errtext.Detail(err))
 	}
 	return ps, nil
 }

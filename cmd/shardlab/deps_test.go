@@ -40,7 +40,7 @@ var layers = map[string][]string{
 	"inference":                 {"hw", "model", "collective", "mesh", "internal/braces"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus
 	"maxtext":                   {"mesh", "model"},
 	"export":                    {"plan", "inference", "maxtext"},
-	"chart":                     {"plan", "budget", "inference"}, // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI; budget's time against dollars (issue 31); serving latency and throughput against concurrency (issue 32)
+	"chart":                     {"plan", "budget", "inference", "internal/errtext"}, // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI; budget's time against dollars (issue 31); serving latency and throughput against concurrency (issue 32)
 	"web":                       {"plan", "capacity", "inference", "export", "chart"},
 	"emu":                       {"mesh", "collective", "schedule", "emu/fabric", "emu/kernel"},
 	"emu/fabric":                {"mesh", "collective"},
