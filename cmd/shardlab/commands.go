@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -154,7 +155,43 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 	if c == nil {
 		return bad("unknown command %s, want %s", strconv.QuoteToASCII(args[0]), commandList)
 	}
-	return c.run(args[1:], stdout, stderr)
+	return named(commandPath(c, args[1:]), c.run(args[1:], stdout, stderr))
+}
+
+// startsWith reports whether msg already names the command path: "export
+// xpk:", "export: xpk:" (export.Error's words) or "hw show NAME".
+func startsWith(msg, path string) bool {
+	return strings.HasPrefix(msg, path+":") || strings.HasPrefix(msg, path+" ") ||
+		strings.HasPrefix(msg, strings.ReplaceAll(path, " ", ": ")+":")
+}
+
+// commandPath is the words that name the command args run: c's name, and
+// its subcommand's where args start with one ("export xpk").
+func commandPath(c *command, args []string) string {
+	if len(args) > 0 {
+		for _, s := range c.subs {
+			if s.name == args[0] {
+				return c.name + " " + s.name
+			}
+		}
+	}
+	return c.name
+}
+
+// named is err with the command path in front, as every error line
+// starts ("shardlab: plan: --seq ..."), where the command's own words did
+// not already put it there; help text and errors already reported pass
+// as they are.
+func named(path string, err error) error {
+	var help helpText
+	var reported reportedError
+	if err == nil || errors.As(err, &help) || errors.As(err, &reported) || startsWith(err.Error(), path) {
+		return err
+	}
+	if isUsage(err) {
+		return usageError{fmt.Errorf("%s: %w", path, err)}
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // versionUsage is what 'shardlab version -h' prints.

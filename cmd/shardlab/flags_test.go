@@ -72,6 +72,16 @@ func fail(t *testing.T, args []string, want ...string) {
 	case model.NotText(line) != "":
 		t.Errorf("shardlab %s: error is not printable text (%s): %q", strings.Join(args, " "), model.NotText(line), errOut)
 	}
+	if len(args) == 0 {
+		return
+	}
+	if c := lookup(args[0]); c != nil {
+		// every command's error line names the command first, whichever
+		// layer made the error (named)
+		if path := commandPath(c, args[1:]); !startsWith(strings.TrimPrefix(line, "shardlab: "), path) {
+			t.Errorf("shardlab %s: error %q does not name %q first", strings.Join(args, " "), line, path)
+		}
+	}
 	for _, w := range want {
 		if !strings.Contains(line, w) {
 			t.Errorf("shardlab %s: error %q lacks %q", strings.Join(args, " "), line, w)

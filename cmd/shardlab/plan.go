@@ -347,8 +347,10 @@ func maxTextOnly(o *plan.Options) {
 // --max-global-batch.
 func flagName(o plan.Option) string { return o.Flag() }
 
-// phrasedError is an error of package plan with the options it names
-// spelt as flags.
+// phrasedError is a library's error in the CLI's words (an error of
+// package plan with the options it names spelt as flags, hw's with the
+// flag and value in front), still matching what it wraps (errors.Is,
+// errors.As: isUsage).
 type phrasedError struct {
 	text string
 	err  error

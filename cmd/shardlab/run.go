@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -17,6 +18,7 @@ import (
 	"shardlab/export"
 	"shardlab/hw"
 	"shardlab/infeed"
+	"shardlab/internal/errtext"
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/plan"
@@ -224,7 +226,10 @@ func parseTPU(what, s string) (hw.Chip, *hw.Slice, error) {
 	slice, err := hw.ParseTPU(s)
 	switch {
 	case err != nil:
-		return hw.Chip{}, nil, fmt.Errorf("%s: %w", what, err)
+		// hw's own words after the value, as plan's options quote them
+		// ('--tpu "v9": unknown TPU generation; valid: ...')
+		rest, _ := errtext.After(errtext.Detail(err), s)
+		return hw.Chip{}, nil, phrasedError{fmt.Sprintf("%s %s: %s", what, strconv.Quote(s), rest), err}
 	case slice.Chips() == 0:
 		return slice.Chip, nil, nil
 	}

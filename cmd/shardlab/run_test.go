@@ -231,23 +231,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"export", "maxtext", "--tpu", "v5p-64", "--precision", "zero"}, []string{"precision zero", "--precision maxtext"}},
 	}
 	for _, tt := range tests {
-		out, errOut, code := runCmd(tt.args...)
-		if code != 2 {
-			t.Errorf("shardlab %s: exit %d, want 2 (stderr %q)", strings.Join(tt.args, " "), code, errOut)
-			continue
-		}
-		if out != "" {
-			t.Errorf("shardlab %s: wrote to stdout: %q", strings.Join(tt.args, " "), out)
-		}
-		line := strings.TrimSuffix(errOut, "\n")
-		if strings.Contains(line, "\n") {
-			t.Errorf("shardlab %s: error spans lines: %q", strings.Join(tt.args, " "), errOut)
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(line, w) {
-				t.Errorf("shardlab %s: error %q lacks %q", strings.Join(tt.args, " "), line, w)
-			}
-		}
+		fail(t, tt.args, tt.want...)
 	}
 }
 
