@@ -10,6 +10,7 @@ import (
 
 	"shardlab/hw"
 	"shardlab/internal/braces"
+	"shardlab/internal/errtext"
 	"shardlab/model"
 )
 
@@ -171,7 +172,7 @@ func (o Options) mix() (LengthMix, error) {
 		m, err = ParseLengthMix(o.LengthMix)
 	}
 	if err != nil {
-		return m, &FieldError{Field: "length_mix", Value: strconv.Quote(o.LengthMix), Want: "fixed, uniform:A-B or a length histogram: " + braces.Literal(strings.TrimPrefix(err.Error(), "inference: "))}
+		return m, &FieldError{Field: "length_mix", Value: strconv.Quote(o.LengthMix), Want: "fixed, uniform:A-B or a length histogram: " + braces.Literal(errtext.Detail(err))}
 	}
 	return m, nil
 }

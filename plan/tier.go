@@ -57,7 +57,12 @@ func (t Tier) String() string {
 	if t.Across == AcrossNone {
 		return [...]string{"pure DP", "FSDP", "model parallel inside slices"}[t.In]
 	}
-	return fmt.Sprintf("%s inside, %s across slices", t.In, t.Across)
+	return t.across(t.Across.String())
+}
+
+// across is the tier in words with what it places across slices given.
+func (t Tier) across(what string) string {
+	return fmt.Sprintf("%s inside, %s across slices", t.In, what)
 }
 
 // Name is the candidate's tier in words, with what its layout places
@@ -69,7 +74,7 @@ func (c Candidate) Name() string {
 	if t.Across == AcrossNone {
 		return t.String()
 	}
-	return fmt.Sprintf("%s inside, %s across slices", t.In, AcrossOf(t, c.Estimate.Mesh))
+	return t.across(AcrossOf(t, c.Estimate.Mesh))
 }
 
 // AcrossOf is what layout m of tier t places across slices, in words:
