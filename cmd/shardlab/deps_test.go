@@ -37,7 +37,7 @@ var layers = map[string][]string{
 	"validate":                  {"plan", "cost", "inference", "maxtext"},
 	"capacity":                  {"hw", "plan"},
 	"budget":                    {"plan", "capacity"},
-	"inference":                 {"hw", "model", "collective", "mesh", "internal/braces"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus
+	"inference":                 {"hw", "model", "collective", "mesh", "internal/braces", "internal/errtext"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus; internal/errtext: its length-mix error quotes the mix's own words
 	"maxtext":                   {"mesh", "model"},
 	"export":                    {"plan", "inference", "maxtext"},
 	"chart":                     {"plan", "budget", "inference", "internal/errtext"}, // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI; budget's time against dollars (issue 31); serving latency and throughput against concurrency (issue 32)
@@ -51,7 +51,7 @@ var layers = map[string][]string{
 	"internal/golden":           nil,
 	"internal/enum":             nil, // not in ARCHITECTURE.md: one generic name table for small integer types (issue 30), under hw so that hw.NameCount, mesh.Axis and capacity's modes share it
 	"internal/braces":           nil, // not in ARCHITECTURE.md: the {key} markup of notes (issue 30), under plan and inference so that both spell their options with one reader
-	"internal/errtext":          nil, // not in ARCHITECTURE.md: a library error's own words, without its package's name and sentinel, for plan's option errors and cmd (review 140)
+	"internal/errtext":          nil, // not in ARCHITECTURE.md: a library error's own words, without its package's name and sentinel, for plan's and inference's option errors and cmd (review 140)
 	"internal/cputime":          nil, // test helper: the process's CPU time for the benchmarks
 	"collective/collectivetest": {"collective"},
 	"cmd/shardlab":              {"*"},
