@@ -161,6 +161,13 @@ func (v Verification) Steps(c Commands) Steps {
 	return s
 }
 
+// LoadNote is what a compile that passes does not promise: the runtime
+// reserves the program's memory when it loads it, and a compile that left
+// little HBM free has failed there (validate's memory table,
+// tpurecipes-dsv3-v5p256-pdb5: passed the compile, 1.63 GiB short at
+// load; validate.LoadShortfall), which check warns of.
+const LoadNote = "a compile that passes with little HBM free can still fail when the runtime loads it, which check warns of"
+
 // AtLimitNote says why the steps of a plan at XLA's limit write no
 // calibration (Steps.Calibration empty).
 const AtLimitNote = "the plan puts the step at XLA's limit, which its rematerialization recomputes down to: a compile that succeeds reports that limit, which says the plan fits but not how far the temporaries' model is off, so check gates the launch and writes no calibration"

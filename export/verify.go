@@ -16,8 +16,9 @@ import (
 // compileModule is MaxText's ahead-of-time compile (src/maxtext/trainers/
 // pre_train/train_compile.py @e591f30c): it compiles the training step for
 // compile_topology on a CPU machine, with no TPU, and fails with the same
-// out-of-memory message the TPU would give (docs/guides/
-// monitoring_and_debugging/features_and_diagnostics.md @e591f30c).
+// out-of-memory message the TPU's compile would give (docs/guides/
+// monitoring_and_debugging/features_and_diagnostics.md @e591f30c). It
+// does not load the program, which can still fail on the TPU (LoadNote).
 const compileModule = "python3 -m maxtext.trainers.pre_train.train_compile"
 
 // CompileTopology is MaxText's compile_topology name for the plan's slice:

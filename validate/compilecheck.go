@@ -33,8 +33,10 @@ var ErrNotThisJob = errors.New("the log cannot be of this job's compile")
 // more. A tenth lies between the two.
 const ArgumentBound = 0.10
 
-// Compiled reports whether the compile the log is of succeeded: a memory
-// report of a program XLA laid out, not its out-of-memory message.
+// Compiled reports whether the job the log is of ran past its compile and
+// load: a memory report of a program XLA laid out, not an out-of-memory
+// message (of the compile, of a scratch memory, or of the runtime's load
+// of a program that compiled, CompileLog.Failure).
 func (l CompileLog) Compiled() bool { return l.Kind != KindOOM }
 
 // ArgumentOff is how far r's parameters and optimizer state are from the
@@ -68,20 +70,67 @@ const capacityPrint = 0.01
 // LogMismatch is why log, held against the job r compares it with on
 // chip, cannot be that job's compile, wrapping ErrNotThisJob; nil where it
 // can be. A log is not the job's when it is an out-of-memory message
-// below its own capacity (XLA prints one only above it), when the capacity
-// it prints is not what XLA gives a JAX device of chip (DeviceCapacity,
-// beyond capacityPrint; not checked where that is not known), or when the
-// job's parameters and optimizer state are further than ArgumentBound
-// from its arguments (ArgumentOff).
+// below its own capacity (XLA prints one only above it), when the
+// capacity it prints is not what XLA gives a JAX device of chip
+// (capacityMismatch; not checked where that is not known), when it
+// reports less in all than the job's parameters and optimizer state
+// alone (beyond ArgumentBound), or when those are further than
+// ArgumentBound from its arguments (ArgumentOff). A scratch memory's
+// message (MessageScratch) says nothing of HBM and is held to none.
 func LogMismatch(l CompileLog, r MemoryResult, chip hw.Chip) error {
-	if l.Kind == KindOOM && l.Reported < l.Capacity {
-		return fmt.Errorf("validate: compile log: an out-of-memory message at %s of %s: XLA prints one only above its capacity: %w", gib(l.Reported), gib(l.Capacity), ErrNotThisJob)
+	if l.Message == MessageScratch {
+		return nil
 	}
-	if per, known := DeviceCapacity(chip); known && l.Capacity > 0 && math.Abs(float64(l.Capacity-per)) > capacityPrint*float64(per) {
-		return fmt.Errorf("validate: compile log: the capacity it prints is %s a JAX device, %s's is %s (hw/xla_hbm.csv): it was compiled for another chip: %w", gib(l.Capacity), chip.Generation, gib(per), ErrNotThisJob)
+	if l.Kind == KindOOM && l.Reported < l.Capacity {
+		return fmt.Errorf("validate: an out-of-memory message at %s of %s: XLA prints one only above its capacity: %w", gib(l.Reported), gib(l.Capacity), ErrNotThisJob)
+	}
+	if per, known := DeviceCapacity(chip); known && l.Capacity > 0 {
+		if err := capacityMismatch(l, r, chip, per); err != nil {
+			return err
+		}
+	}
+	if l.Scope == ScopeTotal && l.Breakdown.Argument == 0 && float64(l.Reported)*(1+ArgumentBound) < float64(r.Arguments) {
+		return fmt.Errorf("validate: the log reports %s in all, below the job's parameters and optimizer state alone, %s, by more than the %.0f%% a compile of the job is within: it is of another program (XLA prints a report for each program it compiles) or another job: %w", gib(l.Reported), gib(r.Arguments), 100*ArgumentBound, ErrNotThisJob)
 	}
 	if off, ok := ArgumentOff(l, r); ok && math.Abs(off) > ArgumentBound {
-		return fmt.Errorf("validate: compile log: the job's parameters and optimizer state, %s, are %+.1f%% against the compile's arguments, %s (error = (predicted - reported) / reported), beyond the %.0f%% a compile of the job is within (another dtype, optimizer, model or sharding): %w", gib(r.Arguments), 100*off, gib(l.Breakdown.Argument), 100*ArgumentBound, ErrNotThisJob)
+		return fmt.Errorf("validate: the job's parameters and optimizer state, %s, are %+.1f%% against the compile's arguments, %s (error = (predicted - reported) / reported), beyond the %.0f%% a compile of the job is within (another dtype, optimizer, model or sharding): %w", gib(r.Arguments), 100*off, gib(l.Breakdown.Argument), 100*ArgumentBound, ErrNotThisJob)
+	}
+	return nil
+}
+
+// capacityMismatch is why the capacity log l prints cannot be what a JAX
+// device of chip gives a compile of the job r (per, DeviceCapacity),
+// within capacityPrint of per; nil where it can be. A limit on the total
+// is per. A limit on the temporaries alone (ScopeTemp) is either per,
+// where XLA holds the temporaries to the whole device (the Hunyuan3 and
+// DeepSeek V3 compiles on TPU7x print 94.74G, memory.yaml's hy3-v7-64c
+// rows), or per less the job's arguments, what the runtime can reserve
+// beside them (tpurecipes-dsv3-v5p256-pdb5: 66.40 = 95.74 − 29.3 GiB);
+// the arguments are cost's, within 1.4 % of the compilers' on the memory
+// table, well inside the print's tolerance. What the runtime could
+// reserve (MessageReserve) is at most per less the arguments, and less
+// where other buffers were live ("buffer allocations are privileged over
+// loaded programs", docs/errors/error_0101.md @11903d43). The early
+// abort's available bytes leave out what its docs do not say
+// (MessageEarlyAbort): it is held only to be no more than per.
+func capacityMismatch(l CompileLog, r MemoryResult, chip hw.Chip, per int64) error {
+	tol := capacityPrint * float64(per)
+	near := func(want int64) bool { return math.Abs(float64(l.Capacity-want)) <= tol }
+	switch {
+	case l.Message == MessageEarlyAbort:
+		if float64(l.Capacity) > float64(per)+tol {
+			return fmt.Errorf("validate: XLA's early abort has %s available a JAX device, more than the %s a %s device holds (hw/xla_hbm.csv): it was compiled for another chip: %w", gib(l.Capacity), gib(per), chip.Generation, ErrNotThisJob)
+		}
+	case l.Message == MessageReserve:
+		if float64(l.Capacity) > float64(per-r.Arguments)+tol {
+			return fmt.Errorf("validate: the runtime had %s reservable a JAX device, more than the %s a %s device holds (hw/xla_hbm.csv) leaves beside the job's parameters and optimizer state, %s: it was of another chip or job: %w", gib(l.Capacity), gib(per), chip.Generation, gib(r.Arguments), ErrNotThisJob)
+		}
+	case l.Scope == ScopeTemp:
+		if !near(per) && !near(per-r.Arguments) {
+			return fmt.Errorf("validate: the HBM it had for the temporaries is %s a JAX device, neither the %s a %s device holds (hw/xla_hbm.csv) nor the %s that leaves beside the job's parameters and optimizer state, %s: it was compiled for another chip (or loaded beside other buffers): %w", gib(l.Capacity), gib(per), chip.Generation, gib(per-r.Arguments), gib(r.Arguments), ErrNotThisJob)
+		}
+	case !near(per):
+		return fmt.Errorf("validate: the capacity it prints is %s a JAX device, %s's is %s (hw/xla_hbm.csv): it was compiled for another chip: %w", gib(l.Capacity), chip.Generation, gib(per), ErrNotThisJob)
 	}
 	return nil
 }
@@ -102,4 +151,45 @@ func AboveCapacity(l CompileLog, chip hw.Chip) (perDevice int64, above bool) {
 	}
 	// a temp-scope report is part of the total: above, the total is too
 	return per, l.Compiled() && per > 0 && l.Reported > per
+}
+
+// LoadShortfallCase is the memory table's one compile that passed and
+// whose program then failed to load: the runtime could not reserve the
+// temporaries the compile laid out (MessageReserve).
+const LoadShortfallCase = "tpurecipes-dsv3-v5p256-pdb5"
+
+// LoadShortfall is how far short the load of LoadShortfallCase fell, a
+// JAX device: the bytes it asked to reserve less those reservable (68.03
+// − 66.40 = 1.63 GiB), read from the memory table. A compile that leaves
+// less HBM free than this is as close to the edge as a compile that
+// passed and failed to load: the only margin the table grounds.
+func LoadShortfall() (int64, error) {
+	cases, err := MemoryCases()
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range cases {
+		if c.ID == LoadShortfallCase && c.Kind == KindOOM && c.ReportedBytes > c.CapacityBytes {
+			return c.ReportedBytes - c.CapacityBytes, nil
+		}
+	}
+	return 0, fmt.Errorf("validate: memory case %s: not in the table as an out-of-memory case that states its bytes", LoadShortfallCase)
+}
+
+// Headroom is what a log of a compile that succeeded leaves free of what
+// XLA lets a JAX device of chip hold (AboveCapacity's capacity), and that
+// capacity: the total reported, or for a report of the temporaries alone
+// those and the job's parameters and optimizer state (r.Arguments, cost's:
+// the log does not give them). ok is false for a log of a job that did
+// not run.
+func Headroom(l CompileLog, r MemoryResult, chip hw.Chip) (free, capacity int64, ok bool) {
+	if !l.Compiled() {
+		return 0, 0, false
+	}
+	capacity, _ = AboveCapacity(l, chip)
+	used := l.Reported
+	if l.Scope == ScopeTemp {
+		used += r.Arguments
+	}
+	return capacity - used, capacity, capacity > 0
 }

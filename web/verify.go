@@ -29,6 +29,9 @@ type verifyView struct {
 	// holds (Steps.Held) and not of the plan shown, says why the shown
 	// one is not it, in the form's labels.
 	HeldWhy string
+	// LoadNote is what a compile that passes does not promise
+	// (export.LoadNote).
+	LoadNote string
 }
 
 // webCommands is how the page spells shardlab's commands in the verify
@@ -75,7 +78,7 @@ func modelOf(o plan.Options) (model, file string) {
 // viewOf is the view of steps s; specFile is where a pasted spec is to be
 // saved ("" for none).
 func viewOf(s export.Steps, specFile string) verifyView {
-	v := verifyView{Verification: s.Of, Steps: s, SpecFile: specFile}
+	v := verifyView{Verification: s.Of, Steps: s, SpecFile: specFile, LoadNote: export.LoadNote}
 	v.Unavailable = s.Unavailable
 	if s.Available {
 		v.Export, v.Check = s.Commands[0].Line, s.Commands[2].Line

@@ -9,6 +9,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/export"
+	"shardlab/internal/errtext"
 	"shardlab/plan"
 	"shardlab/validate"
 )
@@ -22,7 +23,7 @@ type checkFlags struct {
 func newCheckFlags() (*flag.FlagSet, *planFlags, *checkFlags) {
 	fs, f := newPlanFlags("check", true)
 	var c checkFlags
-	fs.StringVar(&c.log, "compile-log", "", "the log of a compile of this plan's MaxText config (train_compile's 'Memory analysis', or XLA's out-of-memory message) (required)")
+	fs.StringVar(&c.log, "compile-log", "", "the log of a compile of this plan's MaxText config (train_compile's 'Memory analysis', XLA's 'Total hbm usage' blocks or out-of-memory message) or of its run (the runtime's load failure) (required)")
 	fs.StringVar(&c.calibration, "write-calibration", "", "also write the temporaries' factor this log gives to this `file`, for plan --calibration:\nagainst the model without a factor, whatever --calibration or --temp-scale this check has")
 	fs.BoolVar(&c.json, "json", false, "print JSON")
 	return fs, f, &c
@@ -41,15 +42,16 @@ func checkExits() string {
 exit status:
   0  the log is of a compile of this plan that succeeded: compared, and calibrated where it gives a factor
      (none where the plan puts the step at XLA's limit, which the compile recomputes down to: no file)
-  1  after the comparison, and with --json in its document: the compile failed (XLA's out-of-memory
-     message: do not launch the plan as it is; a factor it gives is still written), the log gives no
+  1  after the comparison, and with --json in its document: the compile failed (an out-of-memory message
+     of HBM, or of a kernel's VMEM or SMEM, or the runtime's failure to load the program that compiled:
+     do not launch the plan as it is; a factor it gives is still written), the log gives no
      temporaries factor otherwise, or it cannot be this plan's compile (an out-of-memory message below its own
      capacity, another chip's capacity, the plan's parameters and optimizer state more than %.0f%% off
      the compile's arguments, a memory report's temporaries outside %g to %g times the plan's: with
      --json, this_plans_compile false and no compiled or fits); and, as for plan, flags whose plan
      cannot run
-  2  bad input, with nothing on stdout: a flag, flags that leave the compiled job open (no model or TPU,
-     or a --gradient-accumulation-steps the planner would choose), or a log that cannot be read or holds
+  2  bad input, with nothing on stdout: a flag, flags that leave the compiled job open (no --model or
+     --tpu, or a --gradient-accumulation-steps the planner would choose), or a log that cannot be read or holds
      no memory report
 `, 100*validate.ArgumentBound, cost.MinTempScale, cost.MaxTempScale)
 }
@@ -142,15 +144,22 @@ func checkInputs(fs *flag.FlagSet, f *planFlags, c *checkFlags) (validate.Compil
 			return none, plan.Plan{}, err
 		}
 	}
+	set := setFlags(fs)
+	for _, need := range []struct{ flag, what string }{{"model", "the model the log compiled"}, {"tpu", "the accelerator type it compiled for, its compile_topology"}} {
+		if !set[need.flag] {
+			// a default would hold the log to a job it may not be of
+			return none, plan.Plan{}, bad("check: --%s is required: %s (plan --verify prints the check command with the job's flags)", need.flag, need.what)
+		}
+	}
 	text, err := readFile("--compile-log", c.log, maxCompileLog)
 	if err != nil {
 		return none, plan.Plan{}, err
 	}
 	log, err := validate.ParseCompileLog(string(text))
 	if err != nil {
-		return none, plan.Plan{}, usageError{fmt.Errorf("check: --compile-log %s: %w", c.log, err)}
+		return none, plan.Plan{}, bad("check: --compile-log %s: %s", c.log, errtext.Detail(err))
 	}
-	plans, err := f.plans("check", setFlags(fs))
+	plans, err := f.plans("check", set)
 	if err != nil {
 		return none, plan.Plan{}, err
 	}
@@ -198,12 +207,12 @@ func compileNote(s export.Steps) string {
 	if s.Calibration == "" {
 		then = "(" + export.AtLimitNote + ")"
 	}
-	return note + fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails as the TPU would):
+	return note + fmt.Sprintf(`Verify before renting TPUs (MaxText's ahead-of-time compile runs on a CPU machine; XLA reports the HBM it lays the step out in, by this plan about %[4]v a JAX device, or fails with the out-of-memory message the TPU's compile would give; %[6]s):
   %[1]s
   %[2]s
   %[3]s
 %[5]s
-`, s.Commands[0].Line, s.Commands[1].Line, s.Commands[2].Line, s.Of.Report, then)
+`, s.Commands[0].Line, s.Commands[1].Line, s.Commands[2].Line, s.Of.Report, then, export.LoadNote)
 }
 
 // calibrateAdvice is what plan needs beside the calibration file check

@@ -7,12 +7,14 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/internal/errtext"
 	"shardlab/plan"
 	"shardlab/unit"
 	"shardlab/validate"
@@ -36,6 +38,10 @@ type checkResult struct {
 	calErr error
 	// chip is the plan's, which the log's bytes are held to.
 	chip hw.Chip
+	// shortfall is how far short the memory table's compile that passed
+	// fell at load (validate.LoadShortfall): a compile that leaves less
+	// free is at the edge.
+	shortfall int64
 }
 
 // checkPlan holds log against plan p, read from path: the comparison with
@@ -46,6 +52,14 @@ func checkPlan(log validate.CompileLog, p plan.Plan, path string) (checkResult, 
 	e := p.Best.Estimate
 	ms := e.Mesh.Multislice
 	chip := ms.Slice.Chip
+	if log.Message == validate.MessageScratch {
+		// not HBM: nothing to compare, no factor (checkJSON has no comparison)
+		return checkResult{log: log, fits: e.Memory.Fits(), chip: chip, calErr: errScratch}, nil
+	}
+	shortfall, err := validate.LoadShortfall()
+	if err != nil {
+		return checkResult{}, err
+	}
 	r := validate.CompareLog(log, e.Memory, chip.JAXDevicesPerChip)
 	// the comparison is of this plan, not of a case in the memory table
 	r.Case.Generation, r.Case.AcceleratorType, r.Case.Slices, r.Case.Model = string(chip.Generation), ms.Slice.AcceleratorType(), max(ms.Slices, 1), p.Request.Model
@@ -57,7 +71,7 @@ func checkPlan(log validate.CompileLog, p plan.Plan, path string) (checkResult, 
 	if err != nil {
 		return checkResult{}, err
 	}
-	res := checkResult{log: log, r: r, fits: e.Memory.Fits(), chip: chip, mismatch: validate.LogMismatch(log, r, chip)}
+	res := checkResult{log: log, r: r, fits: e.Memory.Fits(), chip: chip, mismatch: validate.LogMismatch(log, r, chip), shortfall: shortfall}
 	if res.mismatch == nil {
 		res.cal, res.calErr = calibrationOf(log, raw, path, p)
 		if errors.Is(res.calErr, validate.ErrNotThisJob) {
@@ -69,6 +83,14 @@ func checkPlan(log validate.CompileLog, p plan.Plan, path string) (checkResult, 
 	}
 	return res, nil
 }
+
+// errScratch is why a scratch memory's out-of-memory message gives no
+// temporaries' factor: its bytes are not HBM's.
+var errScratch = errors.New("the log's out-of-memory is of a TensorCore's scratch memory, not HBM: it gives no temporaries factor")
+
+// errEarlyAbort is why XLA's early abort gives none: its bytes are an
+// estimate made before the step is laid out (validate.MessageEarlyAbort).
+var errEarlyAbort = errors.New("XLA's early abort estimates the step before laying it out, when no rematerialization could fit it: its bytes are not the step's, and give no factor")
 
 // errAtLimit is why a compile of a plan whose step the plan puts at
 // XLA's limit gives no temporaries' factor: the compile succeeded and is
@@ -82,7 +104,7 @@ func (res checkResult) status(c *checkFlags, written error) error {
 	var why []string
 	switch {
 	case res.mismatch != nil:
-		why = append(why, fmt.Sprintf("--compile-log %s is not this plan's compile: %v", c.log, res.mismatch))
+		why = append(why, fmt.Sprintf("--compile-log %s is not this plan's compile: %s", c.log, errtext.Detail(res.mismatch)))
 		if c.calibration != "" {
 			why = append(why, fmt.Sprintf("--write-calibration %s: nothing written", c.calibration))
 		}
@@ -103,22 +125,52 @@ func (res checkResult) status(c *checkFlags, written error) error {
 	return fmt.Errorf("check: %s", strings.Join(why, "; "))
 }
 
-// failed is what check says first of a compile that failed.
+// failed is what check says first of a job that failed, at its compile
+// or its load (validate.CompileLog.Failure), with the plan's verdict where
+// the failure is of HBM.
 func (res checkResult) failed() string {
+	if res.log.Message == validate.MessageScratch {
+		return res.log.Failure() + ": do not launch this plan as it is"
+	}
 	said := "the plan said it fits: verdict MISSED"
 	if res.r.Refused {
 		said = "as the plan said: it does not fit"
 	}
-	return fmt.Sprintf("the compile failed: XLA ran out of memory at %s of %s a JAX device (%s): do not launch this plan as it is", gib(res.log.Reported), gib(res.log.Capacity), said)
+	return fmt.Sprintf("%s (%s): do not launch this plan as it is", res.log.Failure(), said)
 }
 
-// headline is the text's first line where the exit status is 1 for the
-// log itself: a compile that failed, with what to do, or a log that is not
-// the plan's; "" otherwise.
+// succeeded is what check says first of a compile that succeeded and is
+// this plan's: where it lands against what a JAX device holds; "" where
+// that is not known.
+func (res checkResult) succeeded() string {
+	free, capacity, ok := validate.Headroom(res.log, res.r, res.chip)
+	if !ok || res.mismatch != nil {
+		return ""
+	}
+	at := gib(res.log.Reported)
+	if res.log.Scope == validate.ScopeTemp {
+		at = fmt.Sprintf("%s (its temporaries, %s, and the plan's parameters and optimizer state, %s)", gib(res.log.Reported+res.r.Arguments), gib(res.log.Reported), gib(res.r.Arguments))
+	}
+	said := ""
+	if !res.fits {
+		said = " (the plan said it would not: its prediction is above the compile's)"
+	}
+	if free < 0 {
+		return fmt.Sprintf("the compile succeeded at %s, above the %s a JAX device holds (the warning below says why that can be): the plan fits%s\n", at, gib(capacity), said)
+	}
+	return fmt.Sprintf("the compile succeeded at %s of %s a JAX device (%s free): the plan fits%s\n", at, gib(capacity), gib(free), said)
+}
+
+// headline is the text's first line: a compile (or load) that failed,
+// with what to do, a log that is not the plan's, or a compile of the plan
+// that succeeded and where it lands (succeeded); "" where none of these
+// can be said.
 func (res checkResult) headline() string {
 	switch {
 	case res.mismatch != nil:
-		return fmt.Sprintf("not this plan's compile: %v: no verdict and no temporaries factor from it; check the log of the compile plan --verify prints for these flags (--tpu as its compile_topology, the model, --mesh, --global-batch and remat as export maxtext wrote them)\n", res.mismatch)
+		return fmt.Sprintf("not this plan's compile: %s: no verdict and no temporaries factor from it; check the log of the compile plan --verify prints for these flags (--tpu as its compile_topology, the model, --mesh, --global-batch and remat as export maxtext wrote them)\n", errtext.Detail(res.mismatch))
+	case res.log.Message == validate.MessageScratch:
+		return res.failed() + "\n"
 	case !res.log.Compiled():
 		advice := "compile a smaller --global-batch (or another --mesh) and check it again"
 		if res.cal != nil {
@@ -129,7 +181,7 @@ func (res checkResult) headline() string {
 		}
 		return res.failed() + "; " + advice + "\n"
 	}
-	return ""
+	return res.succeeded()
 }
 
 // writeCalibration writes cal to the file at path, or says why nothing
@@ -203,6 +255,8 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 	// limit), so it raises the model and never lowers it (oomLowers).
 	predicted := r.Temp
 	switch {
+	case log.Message == validate.MessageEarlyAbort:
+		return nil, errEarlyAbort
 	case log.Kind == validate.KindOOM:
 		predicted = r.Needed
 		if log.Scope != validate.ScopeTemp {
@@ -259,10 +313,12 @@ type checkJSON struct {
 	// out-of-memory message, and check exits 1); Fits is the plan's own
 	// answer, as plan --json's fits. Compiled false with Fits true is the
 	// verdict MISSED.
-	Compiled    *bool                   `json:"compiled,omitempty"`
-	Fits        *bool                   `json:"fits,omitempty"`
-	Log         validate.CompileLog     `json:"compile_log"`
-	Result      validate.MemoryRowJSON  `json:"comparison"`
+	Compiled *bool               `json:"compiled,omitempty"`
+	Fits     *bool               `json:"fits,omitempty"`
+	Log      validate.CompileLog `json:"compile_log"`
+	// Result is the comparison, absent for a scratch memory's
+	// out-of-memory message, which says nothing of HBM.
+	Result      *validate.MemoryRowJSON `json:"comparison,omitempty"`
 	Calibration *cost.MemoryCalibration `json:"calibration,omitempty"`
 	// Given is the temporaries' factor the prediction was made with
 	// (--calibration or --temp-scale), as plan --json says it.
@@ -284,9 +340,13 @@ func (res checkResult) json(named string, note *calibrationJSON) checkJSON {
 			warnings = append(warnings, w)
 		}
 	}
-	doc := checkJSON{ThisPlans: res.mismatch == nil, Log: res.log, Result: res.r.JSON(), Calibration: res.cal, Given: note, Warnings: warnings}
-	if res.mismatch != nil {
-		doc.Mismatch, doc.Result.Verdict = res.mismatch.Error(), notThisPlans
+	doc := checkJSON{ThisPlans: res.mismatch == nil, Log: res.log, Calibration: res.cal, Given: note, Warnings: warnings}
+	if res.log.Message != validate.MessageScratch {
+		row := res.r.JSON()
+		doc.Result = &row
+	}
+	if res.mismatch != nil { // a scratch memory's message is never one (checkPlan)
+		doc.Mismatch, doc.Result.Verdict = errtext.Detail(res.mismatch), notThisPlans
 		return doc
 	}
 	compiled, fits := res.log.Compiled(), res.fits
@@ -303,10 +363,15 @@ const argumentTolerance = 0.05
 
 // warnings are what check warns of the log: the plan's parameters and
 // optimizer state further from its arguments than argumentTolerance (and
-// within validate.ArgumentBound, beyond which the log is refused), and a
-// compile that reports more than the chip's device holds.
+// within validate.ArgumentBound, beyond which the log is refused), a
+// compile that reports more than the chip's device holds, and one that
+// leaves less free than a compile that passed fell short by at load
+// (edge).
 func (res checkResult) warnings() []string {
 	var out []string
+	if edge := res.edge(); edge != "" {
+		out = append(out, edge)
+	}
 	if off, ok := validate.ArgumentOff(res.log, res.r); ok && math.Abs(off) > argumentTolerance && math.Abs(off) <= validate.ArgumentBound {
 		out = append(out, fmt.Sprintf("the plan's parameters and optimizer state, %s, are %+.1f%% against the compile's arguments, %s, as the table's error (they agree within %.0f%% on validate's memory table): the log may be of another dtype, optimizer or sharding; a factor scales the temporaries only",
 			gib(res.r.Arguments), 100*off, gib(res.log.Breakdown.Argument), 100*argumentTolerance))
@@ -323,6 +388,44 @@ func (res checkResult) warnings() []string {
 	return out
 }
 
+// edge is the warning for a compile of this plan that succeeded and
+// leaves less HBM free than validate.LoadShortfall, "" otherwise.
+func (res checkResult) edge() string {
+	free, capacity, ok := validate.Headroom(res.log, res.r, res.chip)
+	if !ok || res.mismatch != nil || free < 0 || free >= res.shortfall {
+		return ""
+	}
+	return fmt.Sprintf("at the edge: the compile leaves %s of %s free a JAX device, less than the %s by which validate's memory table's %s failed to load after its compile passed (the runtime could not reserve its temporaries): a compile this close can fail when the program loads; leave more (a smaller --global-batch, more remat, or --hbm-headroom)",
+		gib(free), gib(capacity), gib(res.shortfall), validate.LoadShortfallCase)
+}
+
+// factorNote names the prediction a factor is against: for an
+// out-of-memory message the step's needed peak, without what XLA
+// recomputes when HBM runs short (cost.Phase.Recomputable), which the
+// table's temporaries row holds as laid out; else the temporaries as
+// laid out, that row's.
+func (res checkResult) factorNote() string {
+	if res.log.Kind != validate.KindOOM {
+		return "as laid out"
+	}
+	var names []string
+	for _, ph := range res.r.Memory.Phases {
+		for _, b := range ph.Recomputable {
+			if !slices.Contains(names, b.Name) {
+				names = append(names, b.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return "needed"
+	}
+	row := ""
+	if res.log.Breakdown.Temp > 0 {
+		row = "; the table's temporaries are as laid out"
+	}
+	return fmt.Sprintf("needed: the step's peak without %s, which XLA recomputes when HBM runs short%s", strings.Join(names, " and "), row)
+}
+
 // writeText writes the check for people: first what stops the plan, if
 // anything does; named is what compiledNone did, note the factor the
 // prediction was made with and scale that factor (0: none), which the
@@ -333,12 +436,16 @@ func (res checkResult) writeText(w io.Writer, named string, note *calibrationJSO
 	if named != "" {
 		fmt.Fprintf(&b, "note: %s\n", named)
 	}
-	res.writeTable(&b)
+	if res.log.Message == validate.MessageScratch {
+		res.writeLines(&b)
+	} else {
+		res.writeTable(&b)
+	}
 	for _, warn := range res.warnings() {
 		fmt.Fprintf(&b, "warning: %s\n", warn)
 	}
 	log, r, cal := res.log, res.r, res.cal
-	if log.Kind == validate.KindOOM && res.mismatch == nil {
+	if log.Kind == validate.KindOOM && log.Message != validate.MessageScratch && res.mismatch == nil {
 		verdict := "the plan said it fits: the prediction is short"
 		if r.Refused {
 			verdict = "the plan said it does not fit either"
@@ -353,8 +460,8 @@ func (res checkResult) writeText(w io.Writer, named string, note *calibrationJSO
 		if scale > 0 {
 			against = fmt.Sprintf(" by the model without the factor %.3f given; this factor replaces that one, it does not multiply it", scale)
 		}
-		fmt.Fprintf(&b, "temporaries factor %.3f (reported %s, predicted %s%s): plan --temp-scale %.3f, or --calibration with --write-calibration's file, plans with it\n",
-			cal.TempScale, gib(cal.Reported), gib(cal.Predicted), against, cal.TempScale)
+		fmt.Fprintf(&b, "temporaries factor %.3f (reported %s, predicted %s %s%s): plan --temp-scale %.3f, or --calibration with --write-calibration's file, plans with it\n",
+			cal.TempScale, gib(cal.Reported), gib(cal.Predicted), res.factorNote(), against, cal.TempScale)
 	default:
 		fmt.Fprintf(&b, "no temporaries factor: %v\n", res.calErr)
 	}
@@ -367,14 +474,27 @@ func (res checkResult) writeText(w io.Writer, named string, note *calibrationJSO
 	return err
 }
 
+// writeLines writes what the log is and the lines it was read from.
+func (res checkResult) writeLines(b *strings.Builder) {
+	log := res.log
+	switch {
+	case log.Message == validate.MessageScratch:
+		fmt.Fprintf(b, "compile log: %s of %s, per JAX device\n", log.Kind, log.Space)
+	case log.UsageBlocks > 1:
+		fmt.Fprintf(b, "compile log: %s (%s), per JAX device: the largest of its %d \"Total hbm usage\" blocks (XLA prints one for each program it compiles)\n", log.Kind, log.Scope, log.UsageBlocks)
+	default:
+		fmt.Fprintf(b, "compile log: %s (%s), per JAX device\n", log.Kind, log.Scope)
+	}
+	for _, l := range log.Lines {
+		fmt.Fprintf(b, "  %s\n", l)
+	}
+}
+
 // writeTable writes the log's lines and its bytes against the plan's, by
 // component where the log splits them.
 func (res checkResult) writeTable(b *strings.Builder) {
 	log, r := res.log, res.r
-	fmt.Fprintf(b, "compile log: %s (%s), per JAX device\n", log.Kind, log.Scope)
-	for _, l := range log.Lines {
-		fmt.Fprintf(b, "  %s\n", l)
-	}
+	res.writeLines(b)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\treported\tpredicted\terror")
 	fmt.Fprintf(tw, "%s\t%s\t%s\t%+.1f%%\n", log.Scope, gib(log.Reported), gib(r.Predicted), 100*r.Error)
@@ -382,7 +502,7 @@ func (res checkResult) writeTable(b *strings.Builder) {
 		fmt.Fprintf(tw, "arguments (parameters, optimizer state)\t%s\t%s\t%+.1f%%\n", gib(bd.Argument), gib(r.Arguments), 100*r.ArgumentError)
 	}
 	if bd := log.Breakdown; bd.Temp > 0 && !math.IsNaN(r.TempError) {
-		fmt.Fprintf(tw, "temporaries (gradients, activations, the largest phase)\t%s\t%s\t%+.1f%%\n", gib(bd.Temp), gib(r.Temp), 100*r.TempError)
+		fmt.Fprintf(tw, "temporaries as laid out (gradients, activations, the largest phase)\t%s\t%s\t%+.1f%%\n", gib(bd.Temp), gib(r.Temp), 100*r.TempError)
 	}
 	if bd := log.Breakdown; bd.HostTemp > 0 && !math.IsNaN(r.HostError) {
 		fmt.Fprintf(tw, "host temporaries (offloaded activations)\t%s\t%s\t%+.1f%%\n", gib(bd.HostTemp), gib(r.Host), 100*r.HostError)

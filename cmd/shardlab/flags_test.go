@@ -305,7 +305,7 @@ func TestTPUEverywhere(t *testing.T) {
 	for cmd, cases := range runs {
 		words := strings.Fields(cmd)
 		if cmd == "check" {
-			words = append(words, "--compile-log", "testdata/compile_memory_analysis.log")
+			words = append(words, "--compile-log", "testdata/compile_memory_analysis.log", "--model", "llama3-8b")
 		}
 		for _, c := range cases {
 			args := append(slices.Clone(words), c...)
