@@ -149,6 +149,7 @@ func (m PyTorchMesh) WritePython(w io.Writer) error {
 	}
 	m.writeMesh(&b)
 	m.Job.writeJob(&b)
+	m.Job.writeAttention(&b, m.Shape()[2] > 1)
 	writeParamSharding(&b, m.Shape())
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -51,7 +51,7 @@ func TestPyTorchWritesTheCostedJob(t *testing.T) {
 		what := fmt.Sprintf("%s %s remat %s", c.tpu, c.layout, c.remat)
 		for _, want := range []string{
 			"GLOBAL_BATCH = " + c.batch + "  #", "SEQ_LEN = 8192  #", fmt.Sprintf("BATCH_PER_DEVICE = %d  #", c.perDevice),
-			"torch.autocast('xla', dtype=torch.bfloat16)", "custom_kernel.flash_attention(q, k, v, causal=True)",
+			"torch.autocast('xla', dtype=torch.bfloat16)", "flash_attention(query, key, value, causal=True, sm_scale=scale,",
 		} {
 			if !strings.Contains(py, want) {
 				t.Errorf("%s: the script lacks %q:\n%s", what, want, py)
