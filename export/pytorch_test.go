@@ -140,11 +140,14 @@ func TestPyTorchRefusesAccumulation(t *testing.T) {
 // TestPyTorchTensorNeedsLlamaModules: the tensor-parallel sharding names
 // a Llama-style layer's modules, so tensor parallelism is refused for
 // models whose Hugging Face modules differ (experts, latent attention, an
-// MLP without a gate), and kept for those that have them.
+// MLP without a gate), and kept for those that have them. The search for
+// PyTorch never splits tensor for the first; a mixture of experts it
+// does not search at all (the model is refused).
 func TestPyTorchTensorNeedsLlamaModules(t *testing.T) {
 	for _, c := range []struct {
 		model, why string
-	}{{"mixtral-8x7b", "experts"}, {"deepseek3-671b", "latent attention"}, {"gpt3-175b", "no gate projection"}, {"llama3-8b", ""}} {
+		moe        bool
+	}{{"mixtral-8x7b", "experts", true}, {"deepseek3-671b", "latent attention", true}, {"gpt3-175b", "no gate projection", false}, {"llama3-8b", "", false}} {
 		if c.why != "" {
 			refusedForPyTorch(t, c.model, "v5p-128", "fsdp=16,tensor=4", "no tensor parallelism for "+c.model)
 			refusedForPyTorch(t, c.model, "v5p-128", "fsdp=16,tensor=4", c.why)
@@ -152,6 +155,13 @@ func TestPyTorchTensorNeedsLlamaModules(t *testing.T) {
 			o := plan.DefaultOptions()
 			o.Model, o.TPU, o.Framework = c.model, "v5p-128", string(plan.FrameworkPyTorch)
 			r, err := plan.ParseRequest(o)
+			if c.moe {
+				var oe *plan.OptionError
+				if !errors.As(err, &oe) || oe.Option != plan.OptionModel || !strings.Contains(err.Error(), "want a dense model") {
+					t.Errorf("%s searched for PyTorch: %v, want the model refused for its experts", c.model, err)
+				}
+				continue
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os/exec"
@@ -186,5 +187,68 @@ refused {'sliding_window': 8}
 `, 1/math.Sqrt(128), spec)
 	if got := runPython(t, script); got != want {
 		t.Errorf("xla_flash_attention:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestPyTorchPinsTheResidualStream: with tensor parallelism the plan
+// holds each decoder layer's input split over 'model' on d_model
+// (MaxText's activation_embed -> tensor, cost.Job.backwardWidths), so the
+// script pins it there: shard_decoder_layer, which wrap_model runs on
+// every layer, registers shard_residual as a forward pre-hook with
+// kwargs, and shard_residual (run in python3 with xs stood in) marks the
+// hidden states, passed by position or by keyword, with their gradient,
+// batch over ('data', 'fsdp'), d_model over 'model', and hands the rest
+// of the forward's arguments on unchanged. Without tensor parallelism
+// nothing is pinned (d_model is whole, as costed).
+func TestPyTorchPinsTheResidualStream(t *testing.T) {
+	py := pytorchPython(t, "llama3-70b", "v5p-128", "fsdp=16,tensor=4", "")
+	layer := pythonFunc(t, py, "shard_decoder_layer")
+	if !strings.Contains(layer, "\n    layer.register_forward_pre_hook(shard_residual, with_kwargs=True)") {
+		t.Errorf("shard_decoder_layer does not pin the layer's input:\n%s", layer)
+	}
+	script := `marked = []
+class xs:
+    @staticmethod
+    def mark_sharding_with_gradients(t, mesh, spec): marked.append((t, mesh, spec)); return 'pinned ' + t
+mesh = 'MESH'
+` + pythonFunc(t, py, "shard_residual") + `
+print(shard_residual(None, ('h', 'mask'), {'position_ids': 'p'}))
+print(shard_residual(None, (), {'hidden_states': 'h', 'position_ids': 'p'}))
+print(marked)
+`
+	want := `(('pinned h', 'mask'), {'position_ids': 'p'})
+((), {'hidden_states': 'pinned h', 'position_ids': 'p'})
+[('h', 'MESH', (('data', 'fsdp'), None, 'model')), ('h', 'MESH', (('data', 'fsdp'), None, 'model'))]
+`
+	if got := runPython(t, script); got != want {
+		t.Errorf("shard_residual:\n%s\nwant\n%s", got, want)
+	}
+	if py := pytorchPython(t, "llama3-8b", "v5p-64", "fsdp=32", ""); strings.Contains(py, "shard_residual") {
+		t.Errorf("fsdp=32 pins a residual stream it does not split:\n%s", py)
+	}
+}
+
+// TestPyTorchRefusesMixturesOfExperts (review 152 #6): under the PyTorch
+// framework a mixture of experts is refused when the options are read,
+// naming the model option, the experts and what is accepted, and a plan
+// of one searched for any framework, on a layout the export otherwise
+// writes (fsdp, no expert axis), is refused by the export: the plan costs
+// MaxText's grouped GEMM, which the script's Hugging Face model does not
+// run.
+func TestPyTorchRefusesMixturesOfExperts(t *testing.T) {
+	for _, c := range []struct{ model, experts string }{{"mixtral-8x7b", "experts 8"}, {"qwen3-235b-a22b", "experts 128"}} {
+		o := plan.DefaultOptions()
+		o.Model, o.TPU, o.Framework = c.model, "v5p-128", string(plan.FrameworkPyTorch)
+		var oe *plan.OptionError
+		_, err := plan.ParseRequest(o)
+		if !errors.As(err, &oe) || oe.Option != plan.OptionModel || !strings.Contains(err.Error(), "("+c.experts+") with framework pytorch, want a dense model") {
+			t.Errorf("%s with framework pytorch: %v, want the model option refused for its %s", c.model, err, c.experts)
+		}
+	}
+	p := search(t, func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.GlobalBatch = "mixtral-8x7b", "v5p-64", "fsdp=32", "64"
+	})
+	if _, err := PyTorch(p); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "experts 8; a dense model") || !strings.Contains(err.Error(), "custom_kernel.gmm") {
+		t.Errorf("export of mixtral-8x7b at fsdp=32: %v, want a refusal of its experts", err)
 	}
 }

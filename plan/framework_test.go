@@ -125,7 +125,7 @@ func TestNamedNoneNote(t *testing.T) {
 
 // TestFrameworkPyTorchRequest: under the pytorch framework a request the
 // PyTorch/XLA export would refuse is refused when it is read, naming the
-// option; MaxText's precision is costed as PyTorch's automatic mixed
+// option (a mixture of experts too, the model option); MaxText's precision is costed as PyTorch's automatic mixed
 // precision (fp32 activations, cost.AMPPrecision) and bf16 stays bf16;
 // the search frees tensor only for a Llama-style model; and the fixes of
 // a job that does not fit offer no offload, which the export refuses.
@@ -141,6 +141,7 @@ func TestFrameworkPyTorchRequest(t *testing.T) {
 		{func(o *Options) { o.ParameterOffload = true }, OptionParameterOffload},
 		{func(o *Options) { o.VocabTiles = 2 }, OptionVocabTiles},
 		{func(o *Options) { o.Mesh = "fsdp=4,context=2" }, OptionMesh},
+		{func(o *Options) { o.Model = "mixtral-8x7b" }, OptionModel}, // a mixture of experts: PyTorchModelLimit
 		{func(o *Options) { o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps = "fsdp=8", "16", 2 }, OptionGradientAccumulationSteps},
 	} {
 		o := DefaultOptions()
