@@ -93,7 +93,8 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 
 // pytorchRefusal is why the export cannot write plan p as it was costed,
 // nil when it can: what plan's PyTorch rules refuse (plan.PyTorchAxisLimit,
-// plan.PyTorchModelLimit, plan.PyTorchSettingsLimit), gradient accumulation (a training loop's),
+// plan.PyTorchModelLimit, plan.PyTorchAttentionLimit,
+// plan.PyTorchSettingsLimit), gradient accumulation (a training loop's),
 // and a precision the script has no words for (pytorchPrecisions).
 func pytorchRefusal(p plan.Plan) error {
 	e := p.Best.Estimate
@@ -101,6 +102,9 @@ func pytorchRefusal(p plan.Plan) error {
 		return unsupported("pytorch", l.Field, l.Value, l.Want)
 	}
 	if l, ok := plan.PyTorchModelLimit(e.Job.Model); ok {
+		return unsupported("pytorch", l.Field, l.Value, l.Want)
+	}
+	if l, ok := plan.PyTorchAttentionLimit(e.Job.Attention, e.Job.Model); ok {
 		return unsupported("pytorch", l.Field, l.Value, l.Want)
 	}
 	if g := accumulation(e); g > 1 {

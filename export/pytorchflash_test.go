@@ -252,3 +252,20 @@ func TestPyTorchRefusesMixturesOfExperts(t *testing.T) {
 		t.Errorf("export of mixtral-8x7b at fsdp=32: %v, want a refusal of its experts", err)
 	}
 }
+
+// TestPyTorchRefusesFlashOverWindows: torch_xla's flash_attention has no
+// sliding window, so a plan of a model with sliding-window layers (Gemma
+// 2 9B: every other layer over the last 4096 tokens) costed with flash
+// attention is refused by the export, naming the attention and what to
+// plan with; with dot-product attention (Hugging Face's eager path,
+// which applies the window) it is written, with no flash call.
+func TestPyTorchRefusesFlashOverWindows(t *testing.T) {
+	p := search(t, func(o *plan.Options) { o.Model, o.TPU, o.Mesh, o.Remat = "gemma2-9b", "v5p-64", "fsdp=32", "full" })
+	if _, err := PyTorch(p); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "attention flash; dot_product for gemma2-9b: its sliding-window layers attend over the last 4096 tokens") {
+		t.Errorf("export of gemma2-9b with flash attention: %v, want a refusal of the attention", err)
+	}
+	py := pytorchPython(t, "gemma2-9b", "v5p-64", "fsdp=32", "dot_product")
+	if strings.Contains(py, "flash_attention(") || !strings.Contains(py, "# Attention: dot-product") {
+		t.Errorf("gemma2-9b with dot_product attention: want the eager attention, no flash call:\n%s", py)
+	}
+}
