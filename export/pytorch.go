@@ -93,11 +93,18 @@ func PyTorch(p plan.Plan) (PyTorchMesh, error) {
 
 // pytorchRefusal is why the export cannot write plan p as it was costed,
 // nil when it can: what plan's PyTorch rules refuse (plan.PyTorchAxisLimit,
+// plan.PyTorchModelLimit, plan.PyTorchAttentionLimit,
 // plan.PyTorchSettingsLimit), gradient accumulation (a training loop's),
 // and a precision the script has no words for (pytorchPrecisions).
 func pytorchRefusal(p plan.Plan) error {
 	e := p.Best.Estimate
 	if l, ok := plan.PyTorchAxisLimit(e.Mesh.Size, e.Job.Model); ok {
+		return unsupported("pytorch", l.Field, l.Value, l.Want)
+	}
+	if l, ok := plan.PyTorchModelLimit(e.Job.Model); ok {
+		return unsupported("pytorch", l.Field, l.Value, l.Want)
+	}
+	if l, ok := plan.PyTorchAttentionLimit(e.Job.Attention, e.Job.Model); ok {
 		return unsupported("pytorch", l.Field, l.Value, l.Want)
 	}
 	if g := accumulation(e); g > 1 {
@@ -149,6 +156,7 @@ func (m PyTorchMesh) WritePython(w io.Writer) error {
 	}
 	m.writeMesh(&b)
 	m.Job.writeJob(&b)
+	m.Job.writeAttention(&b, m.Shape()[2] > 1)
 	writeParamSharding(&b, m.Shape())
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -242,6 +250,22 @@ def wrap_model(model):
 // ("Sharding output", output.logits) @41398bff. mark_sharding annotates
 // an XLA tensor (its docstring's nn.Linear(32, 10).to('xla')), so the
 // model moves to the device first.
+//
+// The residual stream, each decoder layer's input [batch, seq, d_model],
+// is pinned as cost holds it: d_model over 'model' (MaxText's
+// activation_embed -> tensor, cost.Job.backwardWidths), the batch as the
+// input's. Marked only on the weights, GSPMD may keep it whole on every
+// 'model' device, as Megatron's tensor parallelism without sequence
+// parallelism does, tensor times the layer inputs the plan counts (review
+// 152 #6: 220 GiB, not 55, for Llama 3 70B at fsdp=16,tensor=4); so the
+// script says what the plan costs rather than the plan guessing what
+// GSPMD picks. The pin is xs.mark_sharding_with_gradients, which marks
+// an intermediate tensor and its gradient in the backward pass
+// (xla_sharding.py 749 and MarkShardingFunction, @41398bff), in a
+// forward pre-hook on each layer (torch.nn.Module.register_forward_pre_hook
+// with_kwargs=True: the hook returns the args and kwargs the forward gets),
+// which runs outside checkpoint_module's wrapped forward, so a
+// recomputed layer reads the pinned input.
 const tensorParallelPython = `
 # Tensor parallelism with FSDP (2D sharding; nn.Linear weights are [out, in]):
 # column-parallel projections split their outputs over 'model', row-parallel
@@ -252,6 +276,17 @@ def shard_decoder_layer(layer):
         xs.mark_sharding(w, mesh, ('model', 'fsdp'))
     for w in (layer.self_attn.o_proj.weight, layer.mlp.down_proj.weight):
         xs.mark_sharding(w, mesh, ('fsdp', 'model'))
+    layer.register_forward_pre_hook(shard_residual, with_kwargs=True)
+
+# The residual stream as costed: each decoder layer's input hidden states [batch, seq, d_model], the batch
+# as the input's and d_model over 'model' (the plan's HBM holds a layer input split so), pinned with its
+# gradient. Left to GSPMD it may stay whole on every 'model' device: 'model' times the activations costed.
+def shard_residual(layer, args, kwargs):
+    spec = (('data', 'fsdp'), None, 'model')
+    if args:
+        return (xs.mark_sharding_with_gradients(args[0], mesh, spec),) + tuple(args[1:]), kwargs
+    kwargs['hidden_states'] = xs.mark_sharding_with_gradients(kwargs['hidden_states'], mesh, spec)
+    return args, kwargs
 
 # The logits [batch, seq, vocab] of a Hugging Face causal LM's output: the batch
 # as the input's, the vocabulary over 'model' as the output layer splits it.

@@ -140,11 +140,14 @@ func TestPyTorchRefusesAccumulation(t *testing.T) {
 // TestPyTorchTensorNeedsLlamaModules: the tensor-parallel sharding names
 // a Llama-style layer's modules, so tensor parallelism is refused for
 // models whose Hugging Face modules differ (experts, latent attention, an
-// MLP without a gate), and kept for those that have them.
+// MLP without a gate), and kept for those that have them. The search for
+// PyTorch never splits tensor for the first; a mixture of experts it
+// does not search at all (the model is refused).
 func TestPyTorchTensorNeedsLlamaModules(t *testing.T) {
 	for _, c := range []struct {
 		model, why string
-	}{{"mixtral-8x7b", "experts"}, {"deepseek3-671b", "latent attention"}, {"gpt3-175b", "no gate projection"}, {"llama3-8b", ""}} {
+		moe        bool
+	}{{"mixtral-8x7b", "experts", true}, {"deepseek3-671b", "latent attention", true}, {"gpt3-175b", "no gate projection", false}, {"llama3-8b", "", false}} {
 		if c.why != "" {
 			refusedForPyTorch(t, c.model, "v5p-128", "fsdp=16,tensor=4", "no tensor parallelism for "+c.model)
 			refusedForPyTorch(t, c.model, "v5p-128", "fsdp=16,tensor=4", c.why)
@@ -152,6 +155,13 @@ func TestPyTorchTensorNeedsLlamaModules(t *testing.T) {
 			o := plan.DefaultOptions()
 			o.Model, o.TPU, o.Framework = c.model, "v5p-128", string(plan.FrameworkPyTorch)
 			r, err := plan.ParseRequest(o)
+			if c.moe {
+				var oe *plan.OptionError
+				if !errors.As(err, &oe) || oe.Option != plan.OptionModel || !strings.Contains(err.Error(), "want a dense model") {
+					t.Errorf("%s searched for PyTorch: %v, want the model refused for its experts", c.model, err)
+				}
+				continue
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,14 +184,17 @@ func TestPyTorchTensorNeedsLlamaModules(t *testing.T) {
 }
 
 // signature is a Python function's parameters: the positional ones
-// (which may also be passed by keyword), the keyword-only ones, and which
-// of either have no default.
+// (which may also be passed by keyword), the keyword-only ones, which
+// of either have no default, and the others' defaults as the source
+// spells them.
 type signature struct {
 	positional, keywordOnly []string
 	required                map[string]bool
+	defaults                map[string]string
 }
 
-// readSignatures reads testdata/torch-xla-api.txt: name(params) a line.
+// readSignatures reads testdata/torch-xla-api.txt (torch_xla_lists.py's
+// output): name(params) a line, a default after '='.
 func readSignatures(t *testing.T) map[string]signature {
 	t.Helper()
 	data, err := os.ReadFile("testdata/torch-xla-api.txt")
@@ -193,23 +206,22 @@ func readSignatures(t *testing.T) map[string]signature {
 		if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
 			continue
 		}
-		name, params, ok := strings.Cut(strings.TrimSuffix(l, ")"), "(")
-		if !ok {
+		open := strings.IndexByte(l, '(')
+		if open < 0 || !strings.HasSuffix(l, ")") {
 			t.Fatalf("torch-xla-api.txt: %q is not name(params)", l)
 		}
-		sig := signature{required: map[string]bool{}}
+		name := l[:open]
+		sig := signature{required: map[string]bool{}, defaults: map[string]string{}}
 		kwOnly := false
-		for _, p := range strings.Split(params, ",") {
-			p = strings.TrimSpace(p)
-			switch {
-			case p == "":
-				continue
-			case p == "*":
+		for _, p := range callArgs(l, open) {
+			if p == "*" {
 				kwOnly = true
 				continue
 			}
-			n, hasDefault := strings.CutSuffix(p, "=")
-			if !hasDefault {
+			n, def, hasDefault := strings.Cut(p, "=")
+			if hasDefault {
+				sig.defaults[n] = def
+			} else {
 				sig.required[n] = true
 			}
 			if kwOnly {
@@ -258,7 +270,7 @@ func callArgs(text string, open int) []string {
 func callProblems(py string, sigs map[string]signature) []string {
 	var out []string
 	errorf := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
-	call := regexp.MustCompile(`\b(?:(?:xs|xr)\.[A-Za-z_]+|FSDPv2)\(`)
+	call := regexp.MustCompile(`\b(?:(?:xs|xr)\.[A-Za-z_]+|FSDPv2|checkpoint_module|flash_attention)\(`)
 	for _, m := range call.FindAllStringIndex(py, -1) {
 		name := py[m[0] : m[1]-1]
 		sig, ok := sigs[name]
@@ -352,6 +364,8 @@ func TestCallProblemsCatches(t *testing.T) {
 		"xs.Mesh(np.arange(8))",
 		"xs.mark_sharding(w, mesh, ('fsdp', None), extra=1)",
 		"xs.shard(w)",
+		"flash_attention(q, k, v, True, None, None, 0.1, None)", // ab is keyword-only
+		"flash_attention(q, k, v, causal=True, scale=0.1)",
 	} {
 		if len(callProblems(py, sigs)) == 0 {
 			t.Errorf("callProblems(%q) found nothing wrong", py)

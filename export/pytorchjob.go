@@ -31,6 +31,9 @@ type PyTorchJob struct {
 	PerDevice int
 	Remat     cost.Remat
 	Attention cost.AttentionKind
+	// Heads, KVHeads and HeadDim are the model's query heads, key and
+	// value heads and head width, which the flash kernel's call reads.
+	Heads, KVHeads, HeadDim int
 	// Precision says what the precision costed is in PyTorch/XLA.
 	Precision string
 	// HBM is the plan's HBM a chip, "X of Y usable".
@@ -45,17 +48,23 @@ func pytorchJob(p plan.Plan, shards int) PyTorchJob {
 	return PyTorchJob{
 		GlobalBatch: e.Job.GlobalBatch, Seq: e.Job.Seq, PerDevice: e.Job.GlobalBatch / max(shards, 1),
 		Remat: e.Job.Remat, Attention: e.Job.Attention,
+		Heads: e.Job.Model.Heads, KVHeads: e.Job.Model.KV(), HeadDim: e.Job.Model.Head(),
 		Precision: pytorchPrecisions[e.Job.Precision.Name()],
 		HBM:       fmt.Sprintf("%v of %v usable", m.Total(), m.Usable),
 	}
 }
 
-// imports is the import the job's remat needs, "" when none.
+// imports is the imports the job's remat and attention need, "" when
+// none.
 func (j PyTorchJob) imports() string {
+	s := ""
 	if j.Remat == cost.RematFull {
-		return "from torch_xla.distributed.fsdp import checkpoint_module\n"
+		s += "from torch_xla.distributed.fsdp import checkpoint_module\n"
 	}
-	return ""
+	if j.Attention != cost.AttentionDot {
+		s += "import math\nfrom torch_xla.experimental.custom_kernel import flash_attention\nfrom transformers import AttentionInterface\n"
+	}
+	return s
 }
 
 // writeJob writes the job as the script's constants and what to train it
@@ -71,7 +80,7 @@ BATCH_PER_DEVICE = %d  # sequences a device holds: GLOBAL_BATCH over the 'data' 
 	if j.Attention == cost.AttentionDot {
 		b.WriteString("# Attention: dot-product, as costed: the [seq, seq] scores are held (a Hugging Face model's eager attention).\n")
 	} else {
-		b.WriteString("# Attention: a flash kernel, as costed, which holds no [seq, seq] scores: torch_xla.experimental.custom_kernel.flash_attention(q, k, v, causal=True)\n# in the attention layers (a Hugging Face model's eager attention holds them, which the plan's HBM does not count).\n")
+		b.WriteString("# Attention: a flash kernel, as costed: xla_flash_attention below (load the model with attn_implementation=ATTENTION).\n")
 	}
 	if j.Remat == cost.RematFull {
 		b.WriteString(`
@@ -97,4 +106,71 @@ def remat(model):
     model.config.use_cache = False
     return model
 `)
+}
+
+// writeAttention writes, for a flash plan, the attention the plan costs as
+// a Hugging Face attention function (AttentionInterface.register, then
+// attn_implementation: huggingface.co/docs/transformers/attention_interface;
+// the function is called as modeling_llama.py's attention_interface(self,
+// query, key, value, attention_mask, dropout=..., scaling=self.scaling,
+// ...) and returns [batch, seq, heads, head_dim], huggingface/transformers
+// @00d4b3d2) over torch_xla's Pallas kernel, flash_attention(q, k, v,
+// causal=False, q_segment_ids=None, kv_segment_ids=None, sm_scale=1.0, *,
+// ab=None, partition_spec=None, mesh=None) (torch_xla/experimental/
+// custom_kernel.py 854-866, pytorch/xla @41398bff; testdata/
+// torch-xla-api.txt). Three of its rules are the call's: sm_scale
+// defaults to 1.0, no scale, so the model's own (Hugging Face's scaling,
+// 1/sqrt(head_dim) for Llama) is passed, as torch_xla's example divides
+// the query (examples/flash_attention/train_decoder_only_flash_attention
+// .py 14-15); the kernel is split over the mesh only when given a
+// partition_spec (fa_custom_forward, custom_kernel.py 431-462: _shard_map,
+// else _fa_custom_forward_single_device on the global tensors; every SPMD
+// test passes one, test/test_pallas_spmd.py 72, 97, 203), here the
+// batch over ('data', 'fsdp') as the input's and, with tensor
+// parallelism, the heads over 'model' as the column-parallel projections
+// split them; and q, k and v have one head count (its q, k, v shapes are
+// [batch, num_heads, seq, d]), so grouped-query keys and values are
+// repeated as Hugging Face's repeat_kv does (torch.repeat_interleave on
+// dim 1, its docstring), which the kernel then keeps for the backward at
+// the query's heads. Nothing here is a sliding window or a logit
+// soft-cap, which the kernel has not: the function refuses them.
+func (j PyTorchJob) writeAttention(b *strings.Builder, tensor bool) {
+	if j.Attention == cost.AttentionDot {
+		return
+	}
+	heads := "None"
+	if tensor {
+		heads = "'model'"
+	}
+	repeat := ""
+	if j.KVHeads < j.Heads {
+		repeat = fmt.Sprintf(`
+# Repeated, K and V are held at the query's %d heads, not the %d the plan counts: (%d - %d) x %d x 2 = %d
+# more elements a token in each layer the backward keeps (every layer with remat none; with full, the one
+# being recomputed).`, j.Heads, j.KVHeads, j.Heads, j.KVHeads, j.HeadDim, 2*(j.Heads-j.KVHeads)*j.HeadDim)
+	}
+	fmt.Fprintf(b, `
+# The attention, as costed: torch_xla's Pallas flash_attention, which holds no [seq, seq] scores (a Hugging
+# Face model's eager attention holds them, which the plan's HBM does not count), as a Hugging Face attention
+# function. The kernel takes q, k and v at one head count, so grouped-query keys and values are repeated to
+# the query's heads (Hugging Face's repeat_kv); it scales the scores by sm_scale, whose default 1.0 is no
+# scale, so the model's own goes in (1/sqrt(head_dim) if it gives none); and it is split over the mesh only
+# when given partition_spec (without one each device computes the whole global batch's attention):
+# the batch over ('data', 'fsdp') as the input's, the heads over %s.
+# It is causal and reads no mask: pack the sequences, with no padding.%s
+ATTENTION = 'xla_flash_spmd'
+
+def xla_flash_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    window, softcap = kwargs.get('sliding_window'), kwargs.get('softcap')
+    if (window and window < query.shape[2]) or softcap:
+        raise ValueError(f"torch_xla's flash_attention has no sliding window ({window}) or logit soft-cap ({softcap})")
+    groups = query.shape[1] // key.shape[1]
+    key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
+    scale = scaling if scaling is not None else 1 / math.sqrt(query.shape[-1])
+    out = flash_attention(query, key, value, causal=True, sm_scale=scale,
+                          partition_spec=(('data', 'fsdp'), %s, None, None), mesh=mesh)
+    return out.transpose(1, 2), None  # [batch, seq, heads, head_dim], as Hugging Face's attention functions return
+
+AttentionInterface.register(ATTENTION, xla_flash_attention)
+`, map[bool]string{true: "'model' as the column-parallel projections split them", false: "none (no tensor parallelism)"}[tensor], repeat, heads)
 }

@@ -51,7 +51,7 @@ func TestPyTorchWritesTheCostedJob(t *testing.T) {
 		what := fmt.Sprintf("%s %s remat %s", c.tpu, c.layout, c.remat)
 		for _, want := range []string{
 			"GLOBAL_BATCH = " + c.batch + "  #", "SEQ_LEN = 8192  #", fmt.Sprintf("BATCH_PER_DEVICE = %d  #", c.perDevice),
-			"torch.autocast('xla', dtype=torch.bfloat16)", "custom_kernel.flash_attention(q, k, v, causal=True)",
+			"torch.autocast('xla', dtype=torch.bfloat16)", "flash_attention(query, key, value, causal=True, sm_scale=scale,",
 		} {
 			if !strings.Contains(py, want) {
 				t.Errorf("%s: the script lacks %q:\n%s", what, want, py)
@@ -104,12 +104,14 @@ func TestPyTorchRefusesWhatItCannotWrite(t *testing.T) {
 // and its alternatives keep to data, fsdp and tensor, one pass a step and
 // remat none or full, and the export writes it; among them the two jobs
 // whose plan for any framework the export refuses (context parallelism
-// for Llama 3 70B on two v5p-128 slices, expert parallelism for Mixtral).
+// for Llama 3 70B on two v5p-128 slices), and Gemma 7B, whose layers
+// have Llama's modules. A mixture of experts is refused under PyTorch
+// (TestPyTorchRefusesMixturesOfExperts).
 func TestFrameworkPyTorchSearchesWhatItWrites(t *testing.T) {
 	for _, c := range []struct {
 		model, tpu string
 		slices     int
-	}{{"llama3-70b", "v5p-128", 2}, {"mixtral-8x7b", "v5p-64", 1}, {"llama3-8b", "v6e-8", 1}} {
+	}{{"llama3-70b", "v5p-128", 2}, {"gemma-7b", "v5p-64", 1}, {"llama3-8b", "v6e-8", 1}} {
 		p := search(t, func(o *plan.Options) {
 			o.Model, o.TPU, o.Slices, o.Framework = c.model, c.tpu, c.slices, string(plan.FrameworkPyTorch)
 		})

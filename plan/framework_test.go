@@ -125,7 +125,9 @@ func TestNamedNoneNote(t *testing.T) {
 
 // TestFrameworkPyTorchRequest: under the pytorch framework a request the
 // PyTorch/XLA export would refuse is refused when it is read, naming the
-// option; MaxText's precision is costed as PyTorch's automatic mixed
+// option (a mixture of experts too, the model option, and flash attention
+// for a model with sliding windows, the attention option, which
+// dot_product passes); MaxText's precision is costed as PyTorch's automatic mixed
 // precision (fp32 activations, cost.AMPPrecision) and bf16 stays bf16;
 // the search frees tensor only for a Llama-style model; and the fixes of
 // a job that does not fit offer no offload, which the export refuses.
@@ -141,6 +143,8 @@ func TestFrameworkPyTorchRequest(t *testing.T) {
 		{func(o *Options) { o.ParameterOffload = true }, OptionParameterOffload},
 		{func(o *Options) { o.VocabTiles = 2 }, OptionVocabTiles},
 		{func(o *Options) { o.Mesh = "fsdp=4,context=2" }, OptionMesh},
+		{func(o *Options) { o.Model = "mixtral-8x7b" }, OptionModel},  // a mixture of experts: PyTorchModelLimit
+		{func(o *Options) { o.Model = "gemma2-9b" }, OptionAttention}, // flash over sliding windows: PyTorchAttentionLimit
 		{func(o *Options) { o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps = "fsdp=8", "16", 2 }, OptionGradientAccumulationSteps},
 	} {
 		o := DefaultOptions()
@@ -158,6 +162,11 @@ func TestFrameworkPyTorchRequest(t *testing.T) {
 		if err != nil || r.Precision != want {
 			t.Errorf("precision %s with framework pytorch: %+v, %v; want %+v", precision, r.Precision, err, want)
 		}
+	}
+	o := DefaultOptions()
+	o.Model, o.TPU, o.Framework, o.Attention = "gemma2-9b", "v5p-16", string(FrameworkPyTorch), "dot_product"
+	if _, err := ParseRequest(o); err != nil {
+		t.Errorf("gemma2-9b with dot_product attention and framework pytorch: %v, want it read", err)
 	}
 	for name, free := range map[string]bool{"llama3-8b": true, "mixtral-8x7b": false, "gpt3-175b": false} {
 		r := request(t, name, "v5p-16", 1, 64)

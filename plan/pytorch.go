@@ -94,6 +94,48 @@ func PyTorchAxisLimit(size func(mesh.Axis) int, spec model.Spec) (PyTorchLimit, 
 	return PyTorchLimit{}, false
 }
 
+// PyTorchModelLimit is why the export does not write a model of spec s
+// as costed: a mixture of experts, whose routed MLP the plan costs as
+// MaxText runs it, a dropless grouped GEMM (megablox) over the batch's
+// shards (cost's sparse_matmul), which a Hugging Face model with the
+// export's sharding does not run. Its MoE block loops over the experts,
+// gathering each one's tokens with torch.where (modeling_mixtral.py
+// MixtralSparseMoeBlock.forward, huggingface/transformers @00d4b3d2):
+// shapes that follow the routing, which XLA compiles anew. torch_xla's
+// grouped GEMM, custom_kernel.gmm(lhs, rhs, group_sizes, tiling,
+// group_offset, transpose_rhs), takes no mesh or partition spec and
+// calls the Pallas kernel on the tensors it is given, without the
+// shard_map that flash_attention's partition_spec turns on
+// (torch_xla/experimental/custom_kernel.py 1419-1459 against 404-462,
+// pytorch/xla @41398bff): under SPMD it is not split over the batch as
+// costed, and the routing, sort and combine around it would be a model
+// of the export's own, which nothing here has run. false for a dense
+// model.
+func PyTorchModelLimit(s model.Spec) (PyTorchLimit, bool) {
+	if !s.MoE() {
+		return PyTorchLimit{}, false
+	}
+	return PyTorchLimit{OptionModel, "experts", fmt.Sprint(s.Experts), textf("a dense model (no experts): %s is a mixture of experts, which the plan costs as MaxText's grouped GEMM (megablox) split over the batch, and a Hugging Face MoE block with the PyTorch/XLA export's sharding does not run that (it loops over the experts; torch_xla's custom_kernel.gmm takes no mesh or partition spec); plan it with {framework} maxtext and export to MaxText", s.Name)}, true
+}
+
+// PyTorchAttentionLimit is why the export's flash attention does not run
+// spec s's attention a as the plan costs it: a model with sliding-window
+// layers, whose local layers attend over the window alone (and are
+// costed so: model.Spec.SlidingWindow), while torch_xla's flash_attention
+// masks the whole causal prefix and has no window parameter, nor one for
+// the logit soft-cap Gemma 2's attention applies (flash_attention(q, k, v,
+// causal, q_segment_ids, kv_segment_ids, sm_scale, *, ab,
+// partition_spec, mesh), custom_kernel.py 854-866, pytorch/xla
+// @41398bff; Hugging Face's Gemma attention passes sliding_window and
+// softcap to its attention function). Dot-product attention is Hugging
+// Face's eager path, which applies both. false when there is none.
+func PyTorchAttentionLimit(a cost.AttentionKind, s model.Spec) (PyTorchLimit, bool) {
+	if a == cost.AttentionDot || !s.Windowed() {
+		return PyTorchLimit{}, false
+	}
+	return PyTorchLimit{OptionAttention, "attention", string(a), textf("dot_product for %s: its sliding-window layers attend over the last %d tokens alone, and torch_xla's flash_attention has no window (nor the logit soft-cap Gemma 2 applies); plan with %s, which the script runs as Hugging Face's eager attention", s.Name, s.SlidingWindow, text("{attention} dot_product"))}, true
+}
+
 // PyTorchEfficiency is where, under FrameworkPyTorch, the residual
 // efficiency a plan costs its step with comes from (cost's calibration,
 // unless the efficiency option sets it): the plan's text and the
@@ -122,7 +164,8 @@ func pyTorchUncalibrated(p Plan) (Note, bool) {
 
 // parsePyTorch checks a request under FrameworkPyTorch once the rest of
 // it is read: what the export would refuse is refused here, naming the
-// option; MaxText's precision becomes PyTorch's automatic mixed
+// option (a mixture of experts too, PyTorchModelLimit, and flash attention
+// over sliding windows, PyTorchAttentionLimit); MaxText's precision becomes PyTorch's automatic mixed
 // precision (cost.AMPPrecision), whose residual stream stays fp32; and on
 // a chip of several devices the batch puts a multiple of them on each
 // chip, since only fsdp may carry the in-chip factor.
@@ -146,6 +189,12 @@ func parsePyTorch(r *Request, _ Options) error {
 		if l, ok := PyTorchAxisLimit(size, r.Model); ok {
 			return l.refusal()
 		}
+	}
+	if l, ok := PyTorchModelLimit(r.Model); ok {
+		return l.refusal()
+	}
+	if l, ok := PyTorchAttentionLimit(r.Attention, r.Model); ok {
+		return l.refusal()
 	}
 	if r.Accumulation > 1 {
 		return refuse(OptionGradientAccumulationSteps, fmt.Sprint(r.Accumulation), nil, " %d with {framework} pytorch, want 0 or 1: the PyTorch/XLA SPMD export writes no training loop to accumulate in", r.Accumulation)
