@@ -10,7 +10,7 @@ package model
 // inhomogeneous_layer_cycle_interval times: MaxText 9ca35d7e (the Llama 4
 // recipes' tag tpu-recipes-v0.1.3) layers/models.py 358-364 and 586-587,
 // layers/llama4.py 480-540; 3eb77db3 layers/decoders.py 404 and 760;
-// e591f30c layers/decoders.py 494 and 1087, models/llama4.py 532-611. Both
+// e591f30c layers/decoders.py 494 and 1087, models/llama4.py 532-616. Both
 // Llama 4 configs set inhomogeneous_layer_cycle_interval 4
 // (configs/models/llama4-17b-16e.yml and llama4-17b-128e.yml, line 38 at
 // the three commits), "the least common multiple of nope interval and
