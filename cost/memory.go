@@ -52,8 +52,16 @@ const (
 //
 // The backward pass of a layer: the recomputed activations and the
 // activation gradients at the step of it where they peak (layerBackward).
+// Where MaxText scans and rematerialises a block of layers as one unit
+// (model.Spec.ScanBlock: Llama 4's four) and the policy chains them
+// (blockChained), its backward recomputes the whole block first and then
+// walks its layers from the last, so at the last layer's walk the
+// earlier layers' recomputed activations are all still to be read
+// (backwardSteps.earlier), and every MoE layer of the block holds its
+// dispatch buffers.
 // Then the weights: with FSDP (fsdp, context or expert shards, as
-// MaxText shards the weights: weightShards), the whole layer gathered in the compute
+// MaxText shards the weights: weightShards), the whole layer (a chained
+// block's layers together: layerInUse) gathered in the compute
 // dtype (each weight is gathered once for the recompute and kept to its
 // last use in the backward, and at the first backward step every weight
 // of the layer is still to be used: layerInUse) and the unreduced
@@ -97,7 +105,8 @@ func (j *Job) phases(ps *stagePhases, sh *shape, out outputSpan) {
 	back := &ps.phase[0]
 	back.add("recomputed activations still live", walk.residuals)
 	back.add(BufferActivationGradients, walk.gradients)
-	back.add("MoE dispatch", j.dispatchBuffers(&sh.layer, sh.b, sh.s))
+	back.add("recomputed activations of the block's earlier layers", sh.walk.earlier*e*float64(sh.b)*float64(sh.s))
+	back.add("MoE dispatch", float64(j.blockMoELayers())*j.dispatchBuffers(&sh.layer, sh.b, sh.s))
 	back.add("ring of experts", j.ringBuffers(sh.e, sh.b*sh.s))
 	layer, matrix := sh.inUse, sh.inUseMatrix
 	// a gathered buffer is whole on each of the chip's JAX devices
@@ -152,7 +161,7 @@ type stagePhases struct {
 // none when its Bytes are 0).
 type phaseBuffers struct {
 	n   int
-	buf [6]Buffer
+	buf [7]Buffer
 	rec Buffer
 }
 
@@ -217,6 +226,14 @@ func (ps *stagePhases) list() []Phase {
 // experts/expert × d_model × d_ff/tensor of each projection, and the
 // stacked projection is the largest tensor.
 //
+// A scanned block (model.Spec.ScanBlock) is one jax.checkpoint too, its
+// layers unrolled inside it (Llama4ScannableBlock's loop, model/block.go);
+// where the policy chains its layers (blockChained) the unit gathered is
+// the block: its dense and MoE layers together (blockUnit), every weight
+// of which is still to be used at its last layer's first backward step.
+// Maverick's block is two dense and two MoE layers; with one layer a
+// unit, it is the model's largest layer.
+//
 // The gradient: a weight's gradient is a dot over the batch, which fsdp
 // shards, so GSPMD's dot partitioning reduces the partial products
 // (reduce-scatter toward the weight's sharding) at the dot's output, in
@@ -226,17 +243,22 @@ func (ps *stagePhases) list() []Phase {
 func (j *Job) layerInUse(sh *shape) (layer, matrix float64) {
 	pc := j.Model.ParamCount()
 	t := float64(sh.t)
+	var dense, moe float64 // a dense and an MoE layer's
 	if pc.DenseLayers() > 0 {
-		layer = float64(pc.PerLayer()) / t
+		dense = float64(pc.PerLayer()) / t
 		matrix = float64(j.Model.LargestMatrix()) / t
 	}
 	if j.Model.MoE() {
 		routed := float64(pc.Experts) * float64(pc.Expert) / float64(sh.e) / t
-		layer = max(layer, j.moeLayerParams(sh)+routed)
+		moe = j.moeLayerParams(sh) + routed
 		proj := float64(j.Model.MLPInputs() + 1) // gate, up and down projections
 		matrix = max(matrix, float64(j.Model.LargestMatrix())/t, routed/proj)
 	}
-	return layer, matrix
+	n, nMoE := j.blockUnit(), j.blockMoELayers()
+	if n == 1 {
+		return max(dense, moe), matrix
+	}
+	return float64(n-nMoE)*dense + float64(nMoE)*moe, matrix
 }
 
 // backwardWalk is where a layer's backward pass peaks: the step, and the
@@ -300,7 +322,7 @@ func (j *Job) backwardSteps(v layerView, s, seq int) backwardSteps {
 		live += v
 	}
 	steps, n, combine := j.backwardTable(&bw)
-	out := backwardSteps{n: n, combine: combine, d: bw.d, full: bw.full}
+	out := backwardSteps{n: n, combine: combine, d: bw.d, full: bw.full, earlier: j.blockEarlier(&v, live)}
 	for i, st := range steps[:n] {
 		out.step[i] = backwardStep{name: st.name, live: live + st.extra, grads: st.grads}
 		for _, x := range st.frees {
@@ -510,6 +532,22 @@ func (j *Job) backwardTable(bw *backwardWidths) (steps [9]tableStep, n, combine 
 	return steps, n, combine
 }
 
+// blockEarlier is what, in elements per local token, the earlier layers
+// of a chained block (blockUnit) hold while its last layer's backward
+// walks, given rec, the recomputed activations of one layer's walk: the
+// last layer's backward needs the block's forward recomputed first
+// (blockChained), and the backward reads each layer's residuals only at
+// that layer's own steps, from the last layer to the first, so at the
+// last layer's walk the blockUnit−1 layers before it hold all of theirs
+// (the layers' average, as the walk is). The inputs of the block's
+// layers but the first (the scan carry, held), blockUnit−1 of them, are
+// recomputed too, and each is read by its layer's first norm's backward,
+// the last one's at the end of its walk. 0 for a unit of one layer.
+func (j *Job) blockEarlier(v *layerView, rec float64) float64 {
+	n := float64(j.blockUnit() - 1)
+	return n * (rec + v.widths[LayerInput])
+}
+
 // backwardSteps is a layer's backward walk (backwardSteps) whatever the
 // batch: at each step, the recomputed activations live and the gradients,
 // in elements per local token.
@@ -523,6 +561,9 @@ type backwardSteps struct {
 	d       float64
 	// full is d_model, the width of the routed rows (moeStep).
 	full float64
+	// earlier is what the earlier layers of a scanned block hold through
+	// its last layer's walk (blockEarlier).
+	earlier float64
 }
 
 type backwardStep struct {

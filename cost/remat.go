@@ -383,6 +383,60 @@ func (j *Job) keptWidth(v *layerView, x Tensor) float64 {
 	return v.widths[x]
 }
 
+// blockUnit is the layers whose backward a chip holds at once under j's
+// policy: a scanned block's (model.Spec.ScanBlock) where the policy
+// chains them, else one (blockChained).
+func (j *Job) blockUnit() int {
+	if n := j.Model.BlockLayers(); n > 1 && j.blockChained() {
+		return n
+	}
+	return 1
+}
+
+// blockMoELayers is the MoE layers of the unit blockUnit counts: its
+// block's, or the one layer's.
+func (j *Job) blockMoELayers() int {
+	if !j.Model.MoE() {
+		return 0
+	}
+	if j.blockUnit() == 1 {
+		return 1
+	}
+	return j.Model.BlockMoELayers()
+}
+
+// blockChained reports whether the policy makes a scanned block's
+// backward one unit. jax.checkpoint of the block (model/block.go) reruns
+// what the policy does not keep; where each inner layer's input is kept,
+// or rebuilt by sums alone from kept tensors, each layer's recompute
+// reads only kept tensors, nothing orders the layers' recomputes before
+// the block's first backward step, and XLA's scheduler may run each just
+// before its own layer's backward, as with a layer a unit. That holds
+// under the custom policy, whose decoder_layer_input defaults to device
+// (base.yml line 216 @9ca35d7e, 361 @e591f30c; cost keeps it there:
+// places), and under the policies that keep out_proj and the MLP's
+// output, mlpwo, as dots (minimal, minimal_with_context,
+// save_dot_except_mlpwi, minimal_offloaded), from which the next layer's
+// input is the previous one plus both (JAX then keeps an inner layer's
+// mlpwo, as wide as the input cost holds for each layer: rematIn);
+// without remat nothing is rerun.
+// Under the others (full, save_dot_except_mlp, save_qkv_proj,
+// save_out_proj, qkv_proj_offloaded) no named tensor rebuilds an inner
+// layer's input (they do not name decoder_layer_input:
+// layers/decoders.py get_remat_policy and
+// maxtext_utils.get_save_and_offload_names @e591f30c), so it is
+// recomputed through the layers before it: the last layer's backward
+// needs the whole block's forward first, which makes every earlier
+// layer's recomputed activations and gathered weights live at it, and
+// the scan carries only the block's input.
+func (j *Job) blockChained() bool {
+	switch j.Remat {
+	case RematNone, RematCustom, RematMinimal, RematMinimalWithContext, RematSaveDotExceptMLPWi, RematMinimalOffloaded:
+		return false
+	}
+	return true
+}
+
 // needed reports whether the backward pass needs a tagged tensor other
 // than the layer input (which the scan always keeps): a dense MLP's mlpwo
 // feeds only the residual sum, whose gradient needs neither operand, and
@@ -412,7 +466,7 @@ func (j *Job) needed(x Tensor) bool {
 
 // remat is what a policy keeps and redoes per layer, per chip.
 type remat struct {
-	device, offload float64 // bytes per layer kept in HBM and in host memory
+	device, offload float64 // bytes per layer (a scanned block's per layer) kept in HBM and in host memory
 	// recompute is the forward FLOPs per token and layer, all chips
 	// together, of projections redone in the backward pass, routed the
 	// routed experts' share of it; attention says whether the attention
@@ -464,6 +518,9 @@ func (j *Job) rematIn(v layerView, b, s, seq int) remat {
 	r := remat{recompute: v.recompute, routed: v.routed}
 	for x := LayerInput; x < NumTensors; x++ {
 		bytes := e * tokens * j.keptWidth(&v, x)
+		if x == LayerInput {
+			bytes /= float64(j.blockUnit()) // the scan carries a block's input
+		}
 		switch v.places[x] {
 		case Device:
 			r.device += bytes

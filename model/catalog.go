@@ -290,8 +290,10 @@ var catalog = [...]Spec{
 		// without RoPE, 1 in 4 (models/jax/llama4.py @b8692ff0, 518 and 579), as the
 		// ragged paged attention kernel's sliding_window (layers/common/attention_interface.py
 		// 447), and its RoPE layers attend over the whole context; serving models neither.
+		// MaxText scans and rematerialises its layers four at a time (llama4-17b-128e.yml
+		// inhomogeneous_layer_cycle_interval 4; model/block.go).
 		Name: "llama4-maverick", Layers: 48, DModel: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, DFF: 16384, Vocab: 202048, SeqLen: 8192, MaxPositions: 1048576, AttentionChunk: 8192, GatedMLP: true,
-		Experts: 128, ExpertsPerToken: 1, SharedExperts: 1, ExpertDFF: 8192, MoEEvery: 2,
+		Experts: 128, ExpertsPerToken: 1, SharedExperts: 1, ExpertDFF: 8192, MoEEvery: 2, ScanBlock: 4,
 		Published: 400e9, PublishedActive: 17e9, Source: "meta-llama/Llama-4-Maverick-17B-128E model card (17B active, 400B total)",
 		HFModel: "meta-llama/Llama-4-Maverick-17B-128E",
 	},

@@ -70,6 +70,12 @@ type Spec struct {
 	SharedExpertDFF  int `yaml:"shared_expert_d_ff,omitempty" json:"shared_expert_d_ff,omitempty"`
 	FirstDenseLayers int `yaml:"first_dense_layers,omitempty" json:"first_dense_layers,omitempty"`
 	MoEEvery         int `yaml:"moe_every,omitempty" json:"moe_every,omitempty"`
+	// ScanBlock is the decoder layers MaxText scans and rematerialises as
+	// one unit when they are not all alike: its llama4 block runs
+	// inhomogeneous_layer_cycle_interval layers (4: dense and MoE, RoPE
+	// and NoPE interleaved) inside one jax.checkpoint (model/block.go). 0
+	// or 1: each layer is its own unit.
+	ScanBlock int `yaml:"scan_block,omitempty" json:"scan_block,omitempty"`
 	// MTPLayers is the modules of multi-token prediction trained beside
 	// the model (DeepSeek-AI 2024, arXiv 2412.19437 §2.2; MaxText's
 	// mtp_num_layers, 0 by default): each predicts one token further
@@ -181,7 +187,7 @@ func (s Spec) IsMoELayer(i int) bool {
 func (s Spec) MTPLayer() Spec {
 	l := s
 	moe := s.IsMoELayer(s.Layers - 1)
-	l.Layers, l.FirstDenseLayers, l.MoEEvery, l.MTPLayers = 1, 0, 1, 0
+	l.Layers, l.FirstDenseLayers, l.MoEEvery, l.MTPLayers, l.ScanBlock = 1, 0, 1, 0, 0
 	if !moe {
 		l.Experts, l.ExpertsPerToken, l.SharedExperts, l.ExpertDFF, l.SharedExpertDFF = 0, 0, 0, 0, 0
 	}

@@ -83,7 +83,7 @@ func (s Spec) Validate() error {
 	if s.MTPLayers > 0 && (s.Hybrid() || s.Windowed()) {
 		return bad("mtp_layers", s.MTPLayers, "0 for a model with linear or local attention layers (shardlab does not model their MTP layer)")
 	}
-	for _, check := range []func(func(string, int, string) error) error{s.validateMoE, s.validateMLA, s.validateLinear, s.validateWindow, s.validateChunk} {
+	for _, check := range []func(func(string, int, string) error) error{s.validateMoE, s.validateMLA, s.validateLinear, s.validateWindow, s.validateChunk, s.validateBlock} {
 		if err := check(bad); err != nil {
 			return err
 		}
