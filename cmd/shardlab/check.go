@@ -68,6 +68,9 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	doc, err := checkDoc(fs, f, c)
+	// the document's error in the words of check's error line: a
+	// planner's refusal as check's, not plan's (named)
+	err = named("check", err)
 	switch {
 	case doc != "" && err != nil && c.json:
 		// the comparison, with why the exit status is 1

@@ -331,9 +331,7 @@ func TestCheckJSONErrorAndCalibration(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); code != 1 || err != nil || doc.Error == "" || len(doc.Fixes) == 0 {
 		t.Fatalf("check --json of a job that cannot run: exit %d (want 1), %v, %+v\nstdout %.300s\nstderr %s", code, err, doc, out, errOut)
 	}
-	// the document is check's own: its error is stderr's line without the
-	// command path the line starts with (named)
-	if line := strings.TrimPrefix(strings.TrimSuffix(errOut, "\n"), "shardlab: check: "); doc.Error != line {
+	if line := strings.TrimPrefix(strings.TrimSuffix(errOut, "\n"), "shardlab: "); doc.Error != line {
 		t.Errorf("error %q, want stderr's line %q", doc.Error, line)
 	}
 	job := []string{"--compile-log", writeLog(t, dir, "v5p.log", "Ran out of memory in memory space hbm. Used 100.5G of 95.74G hbm"),

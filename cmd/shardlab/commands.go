@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"shardlab/internal/errtext"
 )
 
 // command is one command of shardlab, as a value (cmd/go's base.Command):
@@ -181,17 +183,17 @@ func commandPath(c *command, args []string) string {
 // named is err with the command path in front, as every error line
 // starts ("shardlab: plan: --seq ..."), where the command's own words did
 // not already put it there; help text and errors already reported pass
-// as they are.
+// as they are. It still matches what err wraps (isUsage, the exit code).
 func named(path string, err error) error {
 	var help helpText
 	var reported reportedError
 	if err == nil || errors.As(err, &help) || errors.As(err, &reported) || startsWith(err.Error(), path) {
 		return err
 	}
-	if isUsage(err) {
-		return usageError{fmt.Errorf("%s: %w", path, err)}
-	}
-	return fmt.Errorf("%s: %w", path, err)
+	// a library's error in its own words (errtext.Detail): without a
+	// package name, which would read as a second command ("check: plan:
+	// no layout can run")
+	return phrasedError{path + ": " + errtext.Detail(err), err}
 }
 
 // versionUsage is what 'shardlab version -h' prints.
