@@ -195,6 +195,8 @@ type Result struct {
 	// Carbon is the region's carbon figures behind the rows' emissions,
 	// when the rows carry energy and the table has the region.
 	Carbon *RegionCarbon `json:"carbon,omitempty"`
+	// name spells options as the front end does, once phrased (Phrase).
+	name func(plan.Option) string
 }
 
 // ErrRequest is wrapped by the errors of a request Sweep refuses.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 )
 
 // pageTemplate is the budget's HTML page: the chart, the ranked table
@@ -44,7 +45,7 @@ li { margin: 0.2em 0; }
 {{range $i, $r := .R.Rows}}<tr{{if $r.Pareto}} class="pareto"{{end}}><td>{{if $.Links}}<a href="{{index $.Links $i}}" title="the plan behind this row">{{inc $i}}</a>{{else}}{{inc $i}}{{end}}</td><td>{{if gt $r.Slices 1}}{{$r.Slices}} × {{end}}{{$r.AcceleratorType}}</td><td>{{$r.Chips}}</td><td>{{$r.Mode}}</td><td>{{printf "%.2fs" $r.StepS}}</td><td>{{printf "%.4f" $r.Goodput}}</td><td>{{days $r.TimeToTrainS}}</td><td>{{with $r.Band}}{{days .TimeLow}}-{{days .TimeHigh}}{{else}}-{{end}}</td><td>{{printf "%.0f" $r.ChipHours}}</td><td>{{dollars $r.USD}}</td><td>{{with $r.Band}}{{dollars .USDLow}}-{{dollars .USDHigh}}{{else}}-{{end}}</td><td>{{dollars $r.USDPerBTokens}}</td><td>{{if $r.CommitmentUSD}}{{dollars $r.CommitmentUSD}}{{else}}-{{end}}</td>{{if $.Energy}}<td>{{energy $r.Energy}}</td><td>{{co2 $r.Energy}}</td>{{end}}<td>{{if $r.Pareto}}*{{end}}</td></tr>
 {{end}}</table>
 <p>* on the Pareto front of time against dollars (bold){{with .Show}}; <code>{{.}}</code> prints the plan behind row N{{end}}{{if .Links}}; a row's number links to the plan behind it{{end}}.</p>
-{{else}}<p>No priced configuration meets the limits{{with .R.Nearest}}; nearest: {{.}}{{end}}.</p>
+{{else}}<p>{{.NoRows}}.</p>
 {{end}}<ul>
 {{range .Bands}}<li>band: {{.}}</li>
 {{end}}{{range .R.Rows}}{{range .Warnings}}<li>warning: {{.}}</li>
@@ -86,7 +87,12 @@ func (res Result) writeHTML(w io.Writer, name, show string, link func(Row) strin
 		Show   string
 		Energy bool
 		Links  []string // by row, when link is given
+		NoRows string   // why there is no row, when there is none
 	}{R: res, Bands: bands, Prices: res.PricesUsed(), Show: show, Energy: res.energy()}
+	if err := res.Err(); err != nil {
+		s := res.noRows(err)
+		d.NoRows = strings.ToUpper(s[:1]) + s[1:]
+	}
 	if link != nil {
 		for _, row := range res.Rows {
 			d.Links = append(d.Links, link(row))

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -98,15 +99,8 @@ func (res Result) PricesUsed() []Price {
 func (res Result) WriteText(w io.Writer, show string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on %.3g tokens, prices for %s; searched %s\n\n", res.Model, res.Tokens, res.Region, res.Searched)
-	if len(res.Rows) == 0 {
-		if res.Deadline > 0 || res.Budget > 0 {
-			b.WriteString("no priced configuration meets the limits")
-		} else {
-			b.WriteString("no configuration is both priced and able to run the job (unpriced and dropped below)")
-		}
-		if res.Nearest != "" {
-			fmt.Fprintf(&b, "; nearest: %s", res.Nearest)
-		}
+	if err := res.Err(); err != nil {
+		b.WriteString(res.noRows(err))
 		b.WriteString("\n")
 	} else {
 		res.writeTable(&b)
@@ -235,12 +229,18 @@ func regionWord(r string) string {
 }
 
 // WriteJSON writes the result as JSON; durations are in seconds and money
-// in dollars, as the keys say.
+// in dollars, as the keys say. A result without rows leads with why
+// (Err, phrased as the result is) under "error", and "fixes" (none), as
+// shardlab's JSON error documents do.
 func (res Result) WriteJSON(w io.Writer) error {
 	out := struct {
+		*errorJSON
 		Result
 		PricesUsed []Price `json:"prices_used"`
-	}{res, res.PricesUsed()}
+	}{nil, res, res.PricesUsed()}
+	if err := res.Err(); err != nil {
+		out.errorJSON = &errorJSON{Error: err.Error(), Fixes: []string{}}
+	}
 	if out.Rows == nil {
 		out.Rows = []Row{}
 	}
@@ -272,5 +272,29 @@ func (res Result) Phrase(planner string, name func(plan.Option) string) Result {
 		res.Dropped[i].Why += fmt.Sprintf("; %s would run it with options budget does not sweep: %s", planner, strings.Join(fixes, "; or "))
 		res.Dropped[i].fixes = nil // phrased once
 	}
+	res.name = name
 	return res
+}
+
+// errorJSON is the head of a result without rows, as every JSON error
+// document of shardlab's leads: the error and the changes under which
+// the job would run.
+type errorJSON struct {
+	Error string   `json:"error"`
+	Fixes []string `json:"fixes"`
+}
+
+// noRows is the line the text and page say in place of the table: err's
+// (Err), with what it points to said as where it is.
+func (res Result) noRows(err error) string {
+	var nr *NoRowsError
+	if !errors.As(err, &nr) {
+		return err.Error()
+	}
+	if !nr.Limited {
+		return "no configuration is both priced and able to run the job (unpriced and dropped below)"
+	}
+	nr2 := *nr
+	nr2.Timed = nil // the timed lines below say them
+	return nr2.Phrase(res.name)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"html/template"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -48,6 +49,17 @@ var budgetQuestion = question[budget.Options, budgetView]{
 	answer:      (*Handler).budgetRun,
 	name:        "budget",
 	json:        func(w io.Writer, v *budgetView) error { return v.Result.WriteJSON(w) },
+	status:      budgetStatus,
+}
+
+// budgetStatus is the status of the budget download v: 422 where the
+// table has no row (budget.Result.Err), whose document then carries the
+// error, as shardlab budget --json prints it and exits 1; else 200.
+func budgetStatus(v *budgetView) int {
+	if v.Result.Err() != nil {
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusOK
 }
 
 // parseBudget checks the options with budget.ParseOptions and finds every

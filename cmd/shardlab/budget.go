@@ -172,7 +172,7 @@ func runBudget(args []string, stdout io.Writer) error {
 	// does not take: name the command that does, with its flags
 	res = res.Phrase("shardlab plan", flagName)
 	if f.show > 0 && len(res.Rows) == 0 {
-		return f.fail(stdout, fmt.Errorf("budget: --show %d: the table is empty, so it has no row to show: %s; run without --show for the table and what it dropped", f.show, strings.TrimPrefix(noRows(res).Error(), "budget: ")))
+		return f.fail(stdout, fmt.Errorf("budget: --show %d: the table is empty, so it has no row to show: %s; run without --show for the table and what it dropped", f.show, errtext.Detail(res.Err())))
 	}
 	if f.show > len(res.Rows) {
 		return bad("budget: --show %d: the table has %d rows, want 1 to %d", f.show, len(res.Rows), len(res.Rows))
@@ -206,39 +206,19 @@ func (f *budgetFlags) fail(stdout io.Writer, err error) error {
 	return err
 }
 
-// writeBudget writes the table, and returns why it has no rows (exit 1):
-// with --json the document carries that error too (failJSONDoc).
+// writeBudget writes the table, and returns why it has no rows (exit 1,
+// budget.Result.Err): with --json the document carries that error too.
 func writeBudget(w io.Writer, res budget.Result, asJSON bool) error {
-	none := noRows(res)
-	if !asJSON {
-		if err := res.WriteText(w, "--show N"); err != nil {
-			return err
-		}
-		return none
+	var err error
+	if asJSON {
+		err = res.WriteJSON(w)
+	} else {
+		err = res.WriteText(w, "--show N")
 	}
-	if none == nil {
-		return res.WriteJSON(w)
-	}
-	var b bytes.Buffer
-	if err := res.WriteJSON(&b); err != nil {
+	if err != nil {
 		return err
 	}
-	return failJSONDoc(w, b.Bytes(), none)
-}
-
-// noRows is why the table has no row, nil when it has one.
-func noRows(res budget.Result) error {
-	switch {
-	case len(res.Rows) > 0:
-		return nil
-	case res.Deadline > 0 || res.Budget > 0:
-		msg := "budget: no priced configuration meets the limits" + nearest(res)
-		if m := res.TimedMeeting(); len(m) > 0 {
-			msg += fmt.Sprintf("; without a price, %s meets the deadline: give its price with --price or --prices to rank it", strings.Join(m, "; "))
-		}
-		return errors.New(msg)
-	}
-	return errors.New("budget: no configuration is both priced and able to run the job: see unpriced and dropped")
+	return res.Err()
 }
 
 // writeBudgetHTML writes the budget's page with its chart to path; a
@@ -264,13 +244,6 @@ func writeBudgetHTML(path string, res budget.Result) error {
 		return fmt.Errorf("budget: %w", err)
 	}
 	return nil
-}
-
-func nearest(res budget.Result) string {
-	if res.Nearest == "" {
-		return ""
-	}
-	return "; nearest: " + res.Nearest
 }
 
 // tokensFlag is a count of tokens as budget --tokens reads it (1T, 500B,
