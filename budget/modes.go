@@ -236,11 +236,11 @@ func (r Request) offered(fl flexTerms, g hw.Generation, m Mode) bool {
 // limit at the band's high end, the default quota.
 func (t flexTerms) check(row Row) (why string, warnings []string) {
 	if row.TimeToTrainS > t.maxRun.Seconds() {
-		return fmt.Sprintf("takes %s, over flex-start's run limit of %s a request (%s)", Days(row.TimeToTrainS), limitDays(t.maxRun), t.source), nil
+		return fmt.Sprintf("takes %s, over flex-start's run limit of %s a request (%s)", days(row.TimeToTrainS), limitDays(t.maxRun), t.source), nil
 	}
 	if b := row.Band; b != nil && b.TimeHigh > t.maxRun.Seconds() {
 		warnings = append(warnings, fmt.Sprintf("%s: the band's high end, %s, is over flex-start's %s limit",
-			row.name(), Days(b.TimeHigh), limitDays(t.maxRun)))
+			row.name(), days(b.TimeHigh), limitDays(t.maxRun)))
 	}
 	if c := row.Plan.Request.Multislice.Slice.Chip; t.quota > 0 && row.Chips*c.TensorCores > t.quota {
 		warnings = append(warnings, fmt.Sprintf("%s: %d TensorCores, over the default preemptible quota of %d that flex-start draws on: ask for more quota", row.name(), row.Chips*c.TensorCores, t.quota))

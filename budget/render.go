@@ -21,18 +21,26 @@ import (
 // that as unit.Seconds does ("641 s"). The bounds are weighed after
 // rounding, so 3599 s is "1h", not "60m", and 47.97 hours "2d", not "48h".
 func Days(s float64) string {
-	const year = 365.25 * 86400 // a Julian year
-	switch {
-	case s >= 2*year || round3(s/86400) >= 731:
-		return sig3(s/year) + "y"
-	case s >= 48*3600 || round3(s/3600) >= 48:
-		return sig3(s/86400) + "d"
-	case s >= 3600 || round3(s/60) >= 60:
-		return sig3(s/3600) + "h"
-	case s >= 999.5:
-		return sig3(s/60) + "m"
+	if per, suffix := dayUnit(s); per > 0 {
+		return sig3(s/per) + suffix
 	}
 	return unit.Seconds(s).String()
+}
+
+// dayUnit is the unit Days spells s in, as seconds a unit and its
+// suffix; 0 and "" where it spells seconds as unit.Seconds does.
+func dayUnit(s float64) (per float64, suffix string) {
+	switch {
+	case s >= 2*year || round3(s/86400) >= 731:
+		return year, "y"
+	case s >= 48*3600 || round3(s/3600) >= 48:
+		return 86400, "d"
+	case s >= 3600 || round3(s/60) >= 60:
+		return 3600, "h"
+	case s >= 999.5:
+		return 60, "m"
+	}
+	return 0, ""
 }
 
 // sig3 spells v with three significant digits, without an exponent: 1234,
@@ -158,15 +166,15 @@ func (res Result) writeTable(b *strings.Builder) {
 			front = "*"
 		}
 		if row.CommitmentUSD > 0 {
-			term = Dollars(row.CommitmentUSD)
+			term = dollars(row.CommitmentUSD)
 		}
 		timeBand, usdBand := "-", "-"
 		if b := row.Band; b != nil {
-			timeBand = Days(b.TimeLow) + "-" + Days(b.TimeHigh)
-			usdBand = Dollars(b.USDLow) + "-" + Dollars(b.USDHigh)
+			timeBand = daysBand(b.TimeLow, b.TimeHigh)
+			usdBand = dollarsBand(b.USDLow, b.USDHigh)
 		}
-		fmt.Fprintf(tw, " %d\t%s\t%d\t%s\t%v\t%.4f\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t", i+1, slicesName(row), row.Chips, row.Mode,
-			unit.Seconds(row.StepTime.Seconds()), row.Goodput, Days(row.TimeToTrainS), timeBand, row.ChipHours, Dollars(row.USD), usdBand, Dollars(row.USDPerBTokens), term)
+		fmt.Fprintf(tw, " %d\t%s\t%d\t%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", i+1, slicesName(row), row.Chips, row.Mode,
+			unit.Seconds(row.StepTime.Seconds()), goodput(row.Goodput), days(row.TimeToTrainS), timeBand, chipHours(row.ChipHours), dollars(row.USD), usdBand, dollars(row.USDPerBTokens), term)
 		if energy {
 			mwh, co2 := row.Energy.columns()
 			fmt.Fprintf(tw, "%s\t%s\t", mwh, co2)

@@ -34,10 +34,17 @@ func (b bandXY) XError(i int) (float64, float64) {
 // colour per generation, each with its band of the planner's measured
 // error as a horizontal bar, and the Pareto front of time against
 // dollars drawn through its rows, which are ringed. A result without rows
-// wraps ErrNotApplicable.
+// wraps ErrNotApplicable. A stalled row (budget.Row.Stalled: its time
+// and dollars grow as e^(λR), past 1e50 days) is left off, as it is off
+// the front: on the chart's linear axes it would press every other
+// point against the origin; the table and its warning still say it.
 func Budget(res budget.Result) (Chart, error) {
 	if len(res.Rows) == 0 {
 		return Chart{}, fmt.Errorf("chart: budget: no row meets the limits: %w", ErrNotApplicable)
+	}
+	res.Rows = slices.DeleteFunc(slices.Clone(res.Rows), budget.Row.Stalled)
+	if len(res.Rows) == 0 {
+		return Chart{}, fmt.Errorf("chart: budget: every row's restarts are interrupted before they keep a step: %w", ErrNotApplicable)
 	}
 	p := newPlot(fmt.Sprintf("%s on %.3g tokens: time against dollars", res.Model, res.Tokens), "time to train, days", "dollars")
 	var gens []hw.Generation
