@@ -63,6 +63,11 @@ type Request struct {
 	// public figure was found: it is an input, 0 unless given.
 	SpotPreemptionsPerHour float64
 	Prices                 Prices
+	// PriceTable names Prices when they are the user's table in place of
+	// the built-in one (its file), "" for the built-in table: what the
+	// user's table leaves out is said to be missing from it, not to have
+	// no public price (review 152).
+	PriceTable string
 	// Limits are the capacity modes' cited terms; nil takes modes.csv.
 	Limits []Limit
 	// ChipPower, when given, adds each row's energy and emissions,
@@ -423,6 +428,9 @@ func (r Request) generations(res *Result, fl flexTerms) ([]generationWork, []con
 				continue
 			}
 			why := "no public price found"
+			if r.PriceTable != "" {
+				why = "not in the price table " + r.PriceTable
+			}
 			if regs := r.Prices.regions(c.Generation, m); len(regs) > 0 {
 				why = "the table prices it only in " + strings.Join(regs, ", ")
 			}

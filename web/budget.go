@@ -24,7 +24,7 @@ var budgetLooks = withModel([]look{
 	{"tokens", "Job", "Tokens", "tokens to train, with k, M, B or T (1T, 500B)", nil},
 	{"seq", "Job", "Sequence length", "tokens; 0: the model's", nil},
 	{"max_global_batch", "Job", "Batch limit", "the convergence limit, sequences (512) or tokens (4Mitok); empty: " + plan.DefaultMaxGlobalBatch, nil},
-	{"generations", "Hardware", "Generations", "TPU generations, comma-separated (v4, v5e, v5p, v6e, tpu7x)", nil},
+	{"generations", "Hardware", "Generations", "TPU generations, comma-separated (" + budget.Generations() + ")", nil},
 	{"slice_chips", "Hardware", "Slice sizes", "chips a slice, comma-separated (128,256)", nil},
 	{"slices", "Hardware", "Slice counts", "slices joined by DCN, comma-separated (1,2,4)", nil},
 	{"modes", "Price", "Capacity modes", "comma-separated: " + strings.Join(budget.Modes(), ", "), nil},

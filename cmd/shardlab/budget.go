@@ -42,7 +42,7 @@ func newBudgetFlags() (*flag.FlagSet, *budgetFlags) {
 	parsedVar(fs, &f.deadline, "deadline", d.Deadline, parseDeadline, "drop configurations that take longer: a duration from 0 (none) to 3650d, in d, h or m (30d, 36h)")
 	parsedVar(fs, &f.dollars, "budget", d.Budget, parseDollars, "drop configurations that cost more: dollars from 0 (none) to 1e12 with an optional k or M (2M, 500k)")
 	parsedVar(fs, &f.region, "region", d.Region, parseRegion, "Google Cloud region to price in, one of the 44 of budget/carbon.csv (Google's region-carbon-info), in any case (us-central1, europe-west4)")
-	parsedVar(fs, &f.generations, "generations", d.Generations, parseGenerations, "comma-separated TPU generations (v4, v5e, v5p, v6e, tpu7x)")
+	parsedVar(fs, &f.generations, "generations", d.Generations, parseGenerations, "comma-separated TPU generations ("+budget.Generations()+")")
 	parsedVar(fs, &f.modes, "modes", d.Modes, parseModes, "comma-separated capacity modes ("+strings.Join(budget.Modes(), ", ")+")")
 	parsedVar(fs, &f.chips, "slice-chips", d.SliceChips, parseChipList, "comma-separated slice sizes in chips to search, each from 1 to 9216 and one a generation searched has")
 	parsedVar(fs, &f.count, "slices", d.SliceCounts, parseCountList, "comma-separated slice counts to search, each from 1 to 64")
@@ -122,6 +122,7 @@ func (f *budgetFlags) request() (budget.Request, error) {
 		return budget.Request{}, err
 	}
 	r, err := budget.ParseOptions(o, prices)
+	r.PriceTable = f.prices // "" for the built-in table
 	var oe *budget.OptionError
 	switch {
 	case errors.As(err, &oe):
