@@ -99,9 +99,16 @@ func TestPlanChartFilesRefused(t *testing.T) {
 	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--html", filepath.Join(dir, "no", "out.html")}, "--html", "does not exist")
 	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--svg", dir}, "--svg", "is a directory")
 	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--png", "/dev/null"}, "--png", "is a character device")
+	// a name for another of the three formats (review 152: --png c/a.svg wrote a PNG into it)
+	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--png", filepath.Join(dir, "a.svg")}, "--png", "a .svg name for --png, which writes PNG", "--svg")
+	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--svg", filepath.Join(dir, "a.HTM")}, "--svg", "a .htm name", "--html")
+	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--html", filepath.Join(dir, "a.png")}, "--html", "a .png name", "--png")
 	fail(t, []string{"export", "maxtext", "--html", filepath.Join(dir, "x.html")}, "-html", "not defined")
 	if _, err := os.Stat(filepath.Join(dir, "no")); err == nil {
 		t.Error("a refused plan --html created a directory")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.svg")); err == nil {
+		t.Error("a refused plan --png wrote its file")
 	}
 }
 
