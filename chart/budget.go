@@ -76,22 +76,8 @@ func Budget(res budget.Result) (Chart, error) {
 		p.Add(bars, s)
 		p.Legend.Add(string(g), s)
 	}
-	var front bandXY
-	for _, r := range res.Rows {
-		if r.Pareto {
-			front = append(front, r)
-		}
-	}
-	slices.SortStableFunc(front, func(a, b budget.Row) int { return cmp.Compare(a.TimeToTrainS, b.TimeToTrainS) })
-	if len(front) > 0 {
-		l, s, err := plotter.NewLinePoints(front)
-		if err != nil {
-			return Chart{}, fmt.Errorf("chart: budget: Pareto front: %w", err)
-		}
-		l.Color, l.Dashes = colour(7), []vg.Length{vg.Points(4), vg.Points(3)}
-		s.Color, s.Shape, s.Radius = colour(7), draw.RingGlyph{}, vg.Points(6)
-		p.Add(l, s)
-		p.Legend.Add("Pareto front", l, s)
+	if err := addFront(p, res.Rows); err != nil {
+		return Chart{}, err
 	}
 	hi := 0.0
 	for _, r := range res.Rows {
@@ -113,3 +99,27 @@ var dollarTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
 	}
 	return ts
 })
+
+// addFront draws the Pareto front through the rows on it, in order of
+// time, each ringed.
+func addFront(p *plot.Plot, rows []budget.Row) error {
+	var front bandXY
+	for _, r := range rows {
+		if r.Pareto {
+			front = append(front, r)
+		}
+	}
+	slices.SortStableFunc(front, func(a, b budget.Row) int { return cmp.Compare(a.TimeToTrainS, b.TimeToTrainS) })
+	if len(front) == 0 {
+		return nil
+	}
+	l, s, err := plotter.NewLinePoints(front)
+	if err != nil {
+		return fmt.Errorf("chart: budget: Pareto front: %w", err)
+	}
+	l.Color, l.Dashes = colour(7), []vg.Length{vg.Points(4), vg.Points(3)}
+	s.Color, s.Shape, s.Radius = colour(7), draw.RingGlyph{}, vg.Points(6)
+	p.Add(l, s)
+	p.Legend.Add("Pareto front", l, s)
+	return nil
+}
