@@ -63,6 +63,11 @@ type Request struct {
 	// public figure was found: it is an input, 0 unless given.
 	SpotPreemptionsPerHour float64
 	Prices                 Prices
+	// PriceTable names Prices when they are the user's table in place of
+	// the built-in one (its file), "" for the built-in table: what the
+	// user's table leaves out is said to be missing from it, not to have
+	// no public price (review 152).
+	PriceTable string
 	// Limits are the capacity modes' cited terms; nil takes modes.csv.
 	Limits []Limit
 	// ChipPower, when given, adds each row's energy and emissions,
@@ -114,6 +119,10 @@ type Row struct {
 	// Warnings are the mode's terms the row may break (flex-start's run
 	// limit at the band's high end, its quota).
 	Warnings []string `json:"warnings"`
+	// stalled is whether the row's interruptions come as often as a
+	// restart, one step and its checkpoint take (stalled): it stays in
+	// the table, off the Pareto front.
+	stalled bool
 	// Plan is the plan behind the row, as a lean search finds it
 	// (plan.Request.BestOnly): its Best, Rule and Band are the full
 	// search's, its other fields partial. FullPlan searches it in full.
@@ -195,6 +204,8 @@ type Result struct {
 	// Carbon is the region's carbon figures behind the rows' emissions,
 	// when the rows carry energy and the table has the region.
 	Carbon *RegionCarbon `json:"carbon,omitempty"`
+	// name spells options as the front end does, once phrased (Phrase).
+	name func(plan.Option) string
 }
 
 // ErrRequest is wrapped by the errors of a request Sweep refuses.
@@ -371,7 +382,11 @@ func (r Request) priced(p *plan.Plan, ms hw.Multislice, gw generationWork, fl fl
 		price, _ := r.Prices.Lookup(gw.chip.Generation, m, r.Region)
 		row, e := r.row(p, ms, m, price)
 		if w := stalled(row, e); w != "" {
-			row.Warnings = append(row.Warnings, w)
+			if why := neverKeeps(row, w); why != "" {
+				res.Dropped = append(res.Dropped, Dropped{What: row.name(), Why: why})
+				continue
+			}
+			row.Warnings, row.stalled = append(row.Warnings, w), true
 		}
 		why := ""
 		if m == Flex {
@@ -413,6 +428,9 @@ func (r Request) generations(res *Result, fl flexTerms) ([]generationWork, []con
 				continue
 			}
 			why := "no public price found"
+			if r.PriceTable != "" {
+				why = "not in the price table " + r.PriceTable
+			}
 			if regs := r.Prices.regions(c.Generation, m); len(regs) > 0 {
 				why = "the table prices it only in " + strings.Join(regs, ", ")
 			}
@@ -539,10 +557,10 @@ func (r Request) limit(rows []Row, res *Result) []Row {
 	for _, row := range rows {
 		var why []string
 		if r.Deadline > 0 && row.TimeToTrainS > r.Deadline.Seconds() {
-			why = append(why, fmt.Sprintf("takes %s, over the %s deadline", Days(row.TimeToTrainS), Days(r.Deadline.Seconds())))
+			why = append(why, fmt.Sprintf("takes %s, over the %s deadline", days(row.TimeToTrainS), days(r.Deadline.Seconds())))
 		}
 		if r.Budget > 0 && row.USD > r.Budget {
-			why = append(why, fmt.Sprintf("costs %s, over the %s budget", Dollars(row.USD), Dollars(r.Budget)))
+			why = append(why, fmt.Sprintf("costs %s, over the %s budget", dollars(row.USD), dollars(r.Budget)))
 		}
 		if len(why) == 0 {
 			kept = append(kept, row)
@@ -553,7 +571,7 @@ func (r Request) limit(rows []Row, res *Result) []Row {
 	}
 	if len(kept) == 0 && len(over) > 0 {
 		best := slices.MinFunc(over, r.nearer)
-		res.Nearest = fmt.Sprintf("%s: %s, %s", best.name(), Days(best.TimeToTrainS), Dollars(best.USD))
+		res.Nearest = fmt.Sprintf("%s: %s, %s", best.name(), days(best.TimeToTrainS), dollars(best.USD))
 		res.NearestRow = &best
 	}
 	return kept
@@ -647,32 +665,6 @@ func (r Request) unused(fl flexTerms) []string {
 // name is the row's configuration and mode.
 func (row Row) name() string {
 	return fmt.Sprintf("%d × %s %s", row.Slices, row.AcceleratorType, row.Mode)
-}
-
-// Pareto returns the indices of the rows on the front of time against
-// dollars: those no other row matches or beats on both with one strictly
-// better. Equal rows are all on it.
-func Pareto(rows []Row) []int {
-	idx := make([]int, len(rows))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		return cmp.Or(cmp.Compare(rows[a].TimeToTrainS, rows[b].TimeToTrainS), cmp.Compare(rows[a].USD, rows[b].USD))
-	})
-	var front []int
-	var last *Row
-	for _, i := range idx {
-		row := &rows[i]
-		switch {
-		case last == nil || row.USD < last.USD:
-			front, last = append(front, i), row
-		case row.USD == last.USD && row.TimeToTrainS == last.TimeToTrainS:
-			front = append(front, i)
-		}
-	}
-	slices.Sort(front)
-	return front
 }
 
 func joinInts(v []int) string {

@@ -4,14 +4,19 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 )
 
 // pageTemplate is the budget's HTML page: the chart, the ranked table
 // with its bands, and what the text output says besides, with every
 // price's source as a link. It needs nothing outside the file.
 var pageTemplate = template.Must(template.New("budget").Funcs(template.FuncMap{
-	"days":    Days,
-	"dollars": Dollars,
+	"days":    days,
+	"dollars": dollars,
+	"band":    daysBand,
+	"usdBand": dollarsBand,
+	"goodput": goodput,
+	"hours":   chipHours,
 	"inc":     func(i int) int { return i + 1 },
 	"energy":  func(e *RowEnergy) string { m, _ := e.columns(); return m },
 	"co2":     func(e *RowEnergy) string { _, c := e.columns(); return c },
@@ -41,10 +46,10 @@ li { margin: 0.2em 0; }
 {{end}}
 {{if .R.Rows}}<table>
 <tr><th>#</th><th>TPU</th><th>chips</th><th>mode</th><th>step</th><th>goodput</th><th>time</th><th>time band</th><th>chip-hours</th><th>dollars</th><th>dollars band</th><th>$/B tokens</th><th>term bill</th>{{if .Energy}}<th>MWh</th><th>t CO2e</th>{{end}}<th>Pareto</th></tr>
-{{range $i, $r := .R.Rows}}<tr{{if $r.Pareto}} class="pareto"{{end}}><td>{{if $.Links}}<a href="{{index $.Links $i}}" title="the plan behind this row">{{inc $i}}</a>{{else}}{{inc $i}}{{end}}</td><td>{{if gt $r.Slices 1}}{{$r.Slices}} × {{end}}{{$r.AcceleratorType}}</td><td>{{$r.Chips}}</td><td>{{$r.Mode}}</td><td>{{printf "%.2fs" $r.StepS}}</td><td>{{printf "%.4f" $r.Goodput}}</td><td>{{days $r.TimeToTrainS}}</td><td>{{with $r.Band}}{{days .TimeLow}}-{{days .TimeHigh}}{{else}}-{{end}}</td><td>{{printf "%.0f" $r.ChipHours}}</td><td>{{dollars $r.USD}}</td><td>{{with $r.Band}}{{dollars .USDLow}}-{{dollars .USDHigh}}{{else}}-{{end}}</td><td>{{dollars $r.USDPerBTokens}}</td><td>{{if $r.CommitmentUSD}}{{dollars $r.CommitmentUSD}}{{else}}-{{end}}</td>{{if $.Energy}}<td>{{energy $r.Energy}}</td><td>{{co2 $r.Energy}}</td>{{end}}<td>{{if $r.Pareto}}*{{end}}</td></tr>
+{{range $i, $r := .R.Rows}}<tr{{if $r.Pareto}} class="pareto"{{end}}><td>{{if $.Links}}<a href="{{index $.Links $i}}" title="the plan behind this row">{{inc $i}}</a>{{else}}{{inc $i}}{{end}}</td><td>{{if gt $r.Slices 1}}{{$r.Slices}} × {{end}}{{$r.AcceleratorType}}</td><td>{{$r.Chips}}</td><td>{{$r.Mode}}</td><td>{{printf "%.2fs" $r.StepS}}</td><td>{{goodput $r.Goodput}}</td><td>{{days $r.TimeToTrainS}}</td><td>{{with $r.Band}}{{band .TimeLow .TimeHigh}}{{else}}-{{end}}</td><td>{{hours $r.ChipHours}}</td><td>{{dollars $r.USD}}</td><td>{{with $r.Band}}{{usdBand .USDLow .USDHigh}}{{else}}-{{end}}</td><td>{{dollars $r.USDPerBTokens}}</td><td>{{if $r.CommitmentUSD}}{{dollars $r.CommitmentUSD}}{{else}}-{{end}}</td>{{if $.Energy}}<td>{{energy $r.Energy}}</td><td>{{co2 $r.Energy}}</td>{{end}}<td>{{if $r.Pareto}}*{{end}}</td></tr>
 {{end}}</table>
 <p>* on the Pareto front of time against dollars (bold){{with .Show}}; <code>{{.}}</code> prints the plan behind row N{{end}}{{if .Links}}; a row's number links to the plan behind it{{end}}.</p>
-{{else}}<p>No priced configuration meets the limits{{with .R.Nearest}}; nearest: {{.}}{{end}}.</p>
+{{else}}<p>{{.NoRows}}.</p>
 {{end}}<ul>
 {{range .Bands}}<li>band: {{.}}</li>
 {{end}}{{range .R.Rows}}{{range .Warnings}}<li>warning: {{.}}</li>
@@ -86,7 +91,12 @@ func (res Result) writeHTML(w io.Writer, name, show string, link func(Row) strin
 		Show   string
 		Energy bool
 		Links  []string // by row, when link is given
+		NoRows string   // why there is no row, when there is none
 	}{R: res, Bands: bands, Prices: res.PricesUsed(), Show: show, Energy: res.energy()}
+	if err := res.Err(); err != nil {
+		s := res.noRows(err)
+		d.NoRows = strings.ToUpper(s[:1]) + s[1:]
+	}
 	if link != nil {
 		for _, row := range res.Rows {
 			d.Links = append(d.Links, link(row))

@@ -32,6 +32,7 @@ var limitValues = map[string]string{
 	"default_quota_tensorcores": "a whole number of TensorCores from 1 to 1000000",
 	"gke_max_run_days":          "a whole number of days from 1 to 3650",
 	"gke_unsupported":           "a generation, such as v4",
+	"xpk_unsupported":           "a generation, such as v2",
 	"price":                     "none (no public figure)",
 }
 
@@ -86,7 +87,7 @@ func validLimit(name, v string) bool {
 		return ok && err == nil && string(c.Generation) == g && zoneRE.MatchString(zone)
 	case "price":
 		return v == "none"
-	case "gke_unsupported":
+	case "gke_unsupported", "xpk_unsupported":
 		c, err := hw.Lookup(v)
 		return err == nil && string(c.Generation) == v
 	}
@@ -120,12 +121,15 @@ type flexTerms struct {
 	// gkeUnsupported is the generations GKE's flex-start does not
 	// provision, each with where that was read and when.
 	gkeUnsupported map[hw.Generation]string
+	// xpkUnsupported is the generations xpk makes no slice of, so that
+	// no xpk export asks GKE for their flex-start node pools (gkeRoute).
+	xpkUnsupported map[hw.Generation]bool
 }
 
 // flex reads flex-start's terms from the table; ok is false when it
 // holds no run limit for flex-start.
 func flex(ls []Limit) (flexTerms, bool) {
-	t := flexTerms{zones: map[hw.Generation][]string{}, gkeUnsupported: map[hw.Generation]string{}}
+	t := flexTerms{zones: map[hw.Generation][]string{}, gkeUnsupported: map[hw.Generation]string{}, xpkUnsupported: map[hw.Generation]bool{}}
 	for _, l := range ls {
 		if l.Mode != Flex {
 			continue
@@ -145,6 +149,9 @@ func flex(ls []Limit) (flexTerms, bool) {
 			n, _ := parseWhole(l.Value)
 			t.gkeMaxRun = time.Duration(n) * 24 * time.Hour
 			t.gkeSource = fmt.Sprintf("%s, read %s", l.Source, l.Read)
+		case "xpk_unsupported":
+			c, _ := hw.Lookup(l.Value)
+			t.xpkUnsupported[c.Generation] = true
 		case "gke_unsupported":
 			c, _ := hw.Lookup(l.Value)
 			t.gkeUnsupported[c.Generation] = fmt.Sprintf("%s, read %s", l.Source, l.Read)
@@ -179,11 +186,13 @@ func (t flexTerms) offers(g hw.Generation, region string) string {
 // the generations GKE serves so; GKE bills them at Dynamic Workload
 // Scheduler pricing, which publishes no figure (GKE's flex-start page,
 // the gke_max_run_days row's source; modes.csv's price row), so they are
-// not in the price table. "" when GKE serves none of gens so.
+// not in the price table. "" when GKE serves none of gens so, or xpk
+// makes no slice of them (v2 and v3: review 152 said "GKE flex-start node
+// pools of v2", which xpk makes no slice of).
 func (t flexTerms) gkeRoute(gens []string) string {
 	var served []string
 	for _, g := range gens {
-		if c, err := hw.Lookup(g); err == nil && t.gkeMaxRun > 0 && t.gkeUnsupported[c.Generation] == "" {
+		if c, err := hw.Lookup(g); err == nil && t.gkeMaxRun > 0 && t.gkeUnsupported[c.Generation] == "" && !t.xpkUnsupported[c.Generation] {
 			served = append(served, g)
 		}
 	}
@@ -236,11 +245,11 @@ func (r Request) offered(fl flexTerms, g hw.Generation, m Mode) bool {
 // limit at the band's high end, the default quota.
 func (t flexTerms) check(row Row) (why string, warnings []string) {
 	if row.TimeToTrainS > t.maxRun.Seconds() {
-		return fmt.Sprintf("takes %s, over flex-start's run limit of %s a request (%s)", Days(row.TimeToTrainS), limitDays(t.maxRun), t.source), nil
+		return fmt.Sprintf("takes %s, over flex-start's run limit of %s a request (%s)", days(row.TimeToTrainS), limitDays(t.maxRun), t.source), nil
 	}
 	if b := row.Band; b != nil && b.TimeHigh > t.maxRun.Seconds() {
 		warnings = append(warnings, fmt.Sprintf("%s: the band's high end, %s, is over flex-start's %s limit",
-			row.name(), Days(b.TimeHigh), limitDays(t.maxRun)))
+			row.name(), days(b.TimeHigh), limitDays(t.maxRun)))
 	}
 	if c := row.Plan.Request.Multislice.Slice.Chip; t.quota > 0 && row.Chips*c.TensorCores > t.quota {
 		warnings = append(warnings, fmt.Sprintf("%s: %d TensorCores, over the default preemptible quota of %d that flex-start draws on: ask for more quota", row.name(), row.Chips*c.TensorCores, t.quota))

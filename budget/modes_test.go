@@ -252,6 +252,11 @@ func TestGKERoute(t *testing.T) {
 		{[]string{"v5p", "v4", "tpu7x"}, "; GKE flex-start node pools of v5p, tpu7x ("},
 		{[]string{"v4"}, ""},
 		{[]string{"v3", "v4"}, ""},
+		// xpk makes no v2 or v3 slice (its system characteristics
+		// @367c8382): the route is not there (review 152: "GKE flex-start
+		// node pools of v2")
+		{[]string{"v2"}, ""},
+		{[]string{"v2", "v6e"}, "; GKE flex-start node pools of v6e ("},
 	} {
 		got := fl.gkeRoute(c.gens)
 		if c.want == "" && got != "" || !strings.HasPrefix(got, c.want) {

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -20,18 +21,26 @@ import (
 // that as unit.Seconds does ("641 s"). The bounds are weighed after
 // rounding, so 3599 s is "1h", not "60m", and 47.97 hours "2d", not "48h".
 func Days(s float64) string {
-	const year = 365.25 * 86400 // a Julian year
-	switch {
-	case s >= 2*year || round3(s/86400) >= 731:
-		return sig3(s/year) + "y"
-	case s >= 48*3600 || round3(s/3600) >= 48:
-		return sig3(s/86400) + "d"
-	case s >= 3600 || round3(s/60) >= 60:
-		return sig3(s/3600) + "h"
-	case s >= 999.5:
-		return sig3(s/60) + "m"
+	if per, suffix := dayUnit(s); per > 0 {
+		return sig3(s/per) + suffix
 	}
 	return unit.Seconds(s).String()
+}
+
+// dayUnit is the unit Days spells s in, as seconds a unit and its
+// suffix; 0 and "" where it spells seconds as unit.Seconds does.
+func dayUnit(s float64) (per float64, suffix string) {
+	switch {
+	case s >= 2*year || round3(s/86400) >= 731:
+		return year, "y"
+	case s >= 48*3600 || round3(s/3600) >= 48:
+		return 86400, "d"
+	case s >= 3600 || round3(s/60) >= 60:
+		return 3600, "h"
+	case s >= 999.5:
+		return 60, "m"
+	}
+	return 0, ""
 }
 
 // sig3 spells v with three significant digits, without an exponent: 1234,
@@ -98,15 +107,8 @@ func (res Result) PricesUsed() []Price {
 func (res Result) WriteText(w io.Writer, show string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on %.3g tokens, prices for %s; searched %s\n\n", res.Model, res.Tokens, res.Region, res.Searched)
-	if len(res.Rows) == 0 {
-		if res.Deadline > 0 || res.Budget > 0 {
-			b.WriteString("no priced configuration meets the limits")
-		} else {
-			b.WriteString("no configuration is both priced and able to run the job (unpriced and dropped below)")
-		}
-		if res.Nearest != "" {
-			fmt.Fprintf(&b, "; nearest: %s", res.Nearest)
-		}
+	if err := res.Err(); err != nil {
+		b.WriteString(res.noRows(err))
 		b.WriteString("\n")
 	} else {
 		res.writeTable(&b)
@@ -164,15 +166,15 @@ func (res Result) writeTable(b *strings.Builder) {
 			front = "*"
 		}
 		if row.CommitmentUSD > 0 {
-			term = Dollars(row.CommitmentUSD)
+			term = dollars(row.CommitmentUSD)
 		}
 		timeBand, usdBand := "-", "-"
 		if b := row.Band; b != nil {
-			timeBand = Days(b.TimeLow) + "-" + Days(b.TimeHigh)
-			usdBand = Dollars(b.USDLow) + "-" + Dollars(b.USDHigh)
+			timeBand = daysBand(b.TimeLow, b.TimeHigh)
+			usdBand = dollarsBand(b.USDLow, b.USDHigh)
 		}
-		fmt.Fprintf(tw, " %d\t%s\t%d\t%s\t%v\t%.4f\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t", i+1, slicesName(row), row.Chips, row.Mode,
-			unit.Seconds(row.StepTime.Seconds()), row.Goodput, Days(row.TimeToTrainS), timeBand, row.ChipHours, Dollars(row.USD), usdBand, Dollars(row.USDPerBTokens), term)
+		fmt.Fprintf(tw, " %d\t%s\t%d\t%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", i+1, slicesName(row), row.Chips, row.Mode,
+			unit.Seconds(row.StepTime.Seconds()), goodput(row.Goodput), days(row.TimeToTrainS), timeBand, chipHours(row.ChipHours), dollars(row.USD), usdBand, dollars(row.USDPerBTokens), term)
 		if energy {
 			mwh, co2 := row.Energy.columns()
 			fmt.Fprintf(tw, "%s\t%s\t", mwh, co2)
@@ -235,12 +237,18 @@ func regionWord(r string) string {
 }
 
 // WriteJSON writes the result as JSON; durations are in seconds and money
-// in dollars, as the keys say.
+// in dollars, as the keys say. A result without rows leads with why
+// (Err, phrased as the result is) under "error", and "fixes" (none), as
+// shardlab's JSON error documents do.
 func (res Result) WriteJSON(w io.Writer) error {
 	out := struct {
+		*errorJSON
 		Result
 		PricesUsed []Price `json:"prices_used"`
-	}{res, res.PricesUsed()}
+	}{nil, res, res.PricesUsed()}
+	if err := res.Err(); err != nil {
+		out.errorJSON = &errorJSON{Error: err.Error(), Fixes: []string{}}
+	}
 	if out.Rows == nil {
 		out.Rows = []Row{}
 	}
@@ -272,5 +280,29 @@ func (res Result) Phrase(planner string, name func(plan.Option) string) Result {
 		res.Dropped[i].Why += fmt.Sprintf("; %s would run it with options budget does not sweep: %s", planner, strings.Join(fixes, "; or "))
 		res.Dropped[i].fixes = nil // phrased once
 	}
+	res.name = name
 	return res
+}
+
+// errorJSON is the head of a result without rows, as every JSON error
+// document of shardlab's leads: the error and the changes under which
+// the job would run.
+type errorJSON struct {
+	Error string   `json:"error"`
+	Fixes []string `json:"fixes"`
+}
+
+// noRows is the line the text and page say in place of the table: err's
+// (Err), with what it points to said as where it is.
+func (res Result) noRows(err error) string {
+	var nr *NoRowsError
+	if !errors.As(err, &nr) {
+		return err.Error()
+	}
+	if !nr.Limited {
+		return "no configuration is both priced and able to run the job (unpriced and dropped below)"
+	}
+	nr2 := *nr
+	nr2.Timed = nil // the timed lines below say them
+	return nr2.Phrase(res.name)
 }

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"fmt"
+	"math"
 
 	"shardlab/capacity"
 )
@@ -34,5 +35,23 @@ func stalled(row Row, e capacity.Expectation) string {
 		what = "spot preemptions and failures"
 	}
 	return fmt.Sprintf("%s every %s on average, no longer than the %s a restart, one step and its checkpoint take: most restarts are interrupted before they keep a step (goodput %.2g)",
-		what, Days(between), Days(need), e.Goodput)
+		what, days(between), days(need), e.Goodput)
+}
+
+// Stalled reports whether the row's interruptions come as often as a
+// restart, one step and its checkpoint take (its warning says so): the
+// row stays in the table, ranked by its dollars, and is off the Pareto
+// front.
+func (row Row) Stalled() bool { return row.stalled }
+
+// neverKeeps is why a stalled row (warning w) is dropped, "" when it
+// is kept: where its goodput underflows to 0, or its time or dollars
+// pass the largest float, there is no time to train to rank it by
+// (capacity.ExpectInterrupted leaves the time 0 at a goodput of 0,
+// which the table read as free and instant).
+func neverKeeps(row Row, w string) string {
+	if row.Goodput > 0 && !math.IsInf(row.TimeToTrainS, 0) && !math.IsInf(row.USD, 0) {
+		return ""
+	}
+	return "it never finishes: " + w
 }

@@ -86,3 +86,24 @@ func TestSpotStormWarnsRows(t *testing.T) {
 		t.Errorf("dropped %v, want none", res.Dropped)
 	}
 }
+
+// TestNeverFinishingRowDropped: at 100 preemptions an hour on each of 64
+// slices a spot restart is interrupted every 0.56 s against the 20
+// minutes it takes; e^(−6400/h × 20 min) underflows, so capacity's
+// goodput is 0 and its time to train left 0, which the table printed as
+// an instant, free row on the Pareto front. It is dropped, saying why;
+// the on-demand row stays.
+func TestNeverFinishingRowDropped(t *testing.T) {
+	r := smallRequest(t)
+	r.Generations, r.SliceCounts, r.SpotPreemptionsPerHour = []hw.Generation{hw.V6e}, []int{64}, 100
+	res, err := Sweep(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || res.Rows[0].Mode != OnDemand || !res.Rows[0].Pareto {
+		t.Errorf("rows %v, want the on-demand row alone, on the front", names(res.Rows))
+	}
+	if len(res.Dropped) != 1 || res.Dropped[0].What != "64 × v6e-16 spot" || !strings.HasPrefix(res.Dropped[0].Why, "it never finishes: spot preemptions and failures every ") {
+		t.Errorf("dropped %+v, want 64 × v6e-16 spot, never finishing", res.Dropped)
+	}
+}

@@ -43,6 +43,10 @@ func (r Request) timed(p *plan.Plan, ms hw.Multislice, modes []Mode, fl flexTerm
 		row, e := r.row(p, ms, m, Price{})
 		warnings := []string{}
 		if w := stalled(row, e); w != "" {
+			if why := neverKeeps(row, w); why != "" {
+				res.Dropped = append(res.Dropped, Dropped{What: row.name() + " (unpriced)", Why: why})
+				continue
+			}
 			warnings = append(warnings, w)
 		}
 		if m == Flex {
@@ -80,7 +84,7 @@ func (t Timed) Line(deadlineS float64) string {
 	if !t.MeetsDeadline {
 		verdict = "over"
 	}
-	return fmt.Sprintf("%s: %s, %s the %s deadline; dollars unknown (no price)", t.Name(), Days(t.TimeToTrainS), verdict, Days(deadlineS))
+	return fmt.Sprintf("%s: %s, %s the %s deadline; dollars unknown (no price)", t.Name(), days(t.TimeToTrainS), verdict, days(deadlineS))
 }
 
 // TimedMeeting names the unpriced configurations that meet the deadline.

@@ -34,10 +34,17 @@ func (b bandXY) XError(i int) (float64, float64) {
 // colour per generation, each with its band of the planner's measured
 // error as a horizontal bar, and the Pareto front of time against
 // dollars drawn through its rows, which are ringed. A result without rows
-// wraps ErrNotApplicable.
+// wraps ErrNotApplicable. A stalled row (budget.Row.Stalled: its time
+// and dollars grow as e^(λR), past 1e50 days) is left off, as it is off
+// the front: on the chart's linear axes it would press every other
+// point against the origin; the table and its warning still say it.
 func Budget(res budget.Result) (Chart, error) {
 	if len(res.Rows) == 0 {
 		return Chart{}, fmt.Errorf("chart: budget: no row meets the limits: %w", ErrNotApplicable)
+	}
+	res.Rows = slices.DeleteFunc(slices.Clone(res.Rows), budget.Row.Stalled)
+	if len(res.Rows) == 0 {
+		return Chart{}, fmt.Errorf("chart: budget: every row's restarts are interrupted before they keep a step: %w", ErrNotApplicable)
 	}
 	p := newPlot(fmt.Sprintf("%s on %.3g tokens: time against dollars", res.Model, res.Tokens), "time to train, days", "dollars")
 	var gens []hw.Generation
@@ -69,22 +76,8 @@ func Budget(res budget.Result) (Chart, error) {
 		p.Add(bars, s)
 		p.Legend.Add(string(g), s)
 	}
-	var front bandXY
-	for _, r := range res.Rows {
-		if r.Pareto {
-			front = append(front, r)
-		}
-	}
-	slices.SortStableFunc(front, func(a, b budget.Row) int { return cmp.Compare(a.TimeToTrainS, b.TimeToTrainS) })
-	if len(front) > 0 {
-		l, s, err := plotter.NewLinePoints(front)
-		if err != nil {
-			return Chart{}, fmt.Errorf("chart: budget: Pareto front: %w", err)
-		}
-		l.Color, l.Dashes = colour(7), []vg.Length{vg.Points(4), vg.Points(3)}
-		s.Color, s.Shape, s.Radius = colour(7), draw.RingGlyph{}, vg.Points(6)
-		p.Add(l, s)
-		p.Legend.Add("Pareto front", l, s)
+	if err := addFront(p, res.Rows); err != nil {
+		return Chart{}, err
 	}
 	hi := 0.0
 	for _, r := range res.Rows {
@@ -106,3 +99,27 @@ var dollarTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
 	}
 	return ts
 })
+
+// addFront draws the Pareto front through the rows on it, in order of
+// time, each ringed.
+func addFront(p *plot.Plot, rows []budget.Row) error {
+	var front bandXY
+	for _, r := range rows {
+		if r.Pareto {
+			front = append(front, r)
+		}
+	}
+	slices.SortStableFunc(front, func(a, b budget.Row) int { return cmp.Compare(a.TimeToTrainS, b.TimeToTrainS) })
+	if len(front) == 0 {
+		return nil
+	}
+	l, s, err := plotter.NewLinePoints(front)
+	if err != nil {
+		return fmt.Errorf("chart: budget: Pareto front: %w", err)
+	}
+	l.Color, l.Dashes = colour(7), []vg.Length{vg.Points(4), vg.Points(3)}
+	s.Color, s.Shape, s.Radius = colour(7), draw.RingGlyph{}, vg.Points(6)
+	p.Add(l, s)
+	p.Legend.Add("Pareto front", l, s)
+	return nil
+}

@@ -42,3 +42,40 @@ func TestBudget(t *testing.T) {
 		t.Errorf("Budget(no rows) = %v, want ErrNotApplicable", err)
 	}
 }
+
+// TestBudgetLeavesStalledRowsOff: spot at 100 preemptions an hour stalls
+// (budget.Row.Stalled, review 152 #9: 4e-16 goodput, past 1e50 days):
+// such a row is off the chart, as it is off the front, so the x axis
+// ends near the on-demand row's time; a result whose every row stalls
+// has no chart.
+func TestBudgetLeavesStalledRowsOff(t *testing.T) {
+	o := budget.DefaultOptions()
+	o.Model, o.Tokens, o.Generations, o.SliceChips, o.SliceCounts = "llama3-8b", "10B", "v6e", "16", "1"
+	o.Modes, o.Price, o.SpotPreemptionsPerHour = "on-demand,spot", "v6e:spot=1", 100
+	sweep := func(o budget.Options) budget.Result {
+		r, err := budget.ParseOptions(o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := budget.Sweep(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := sweep(o)
+	if len(res.Rows) != 2 || res.Rows[0].Stalled() || !res.Rows[1].Stalled() {
+		t.Fatalf("rows %+v, want on-demand then a stalled spot row", res.Rows)
+	}
+	c, err := Budget(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if days := res.Rows[0].TimeToTrainS / 86400; !(c.plots[0].X.Max < 2*days) {
+		t.Errorf("x axis to %g days, want it near the on-demand row's %g", c.plots[0].X.Max, days)
+	}
+	o.Modes = "spot"
+	if _, err := Budget(sweep(o)); !errors.Is(err, ErrNotApplicable) {
+		t.Errorf("Budget(every row stalled) = %v, want ErrNotApplicable", err)
+	}
+}

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"image/png"
 	"io"
+	"math"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -170,5 +174,81 @@ func TestGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden.Compare(t, "mesh_pipeline4_"+c.Name+".svg", b)
+	}
+}
+
+// TestUsableLineSpansTheBars: the memory chart's dashed usable-HBM line
+// runs across every bar (review 152: the plot's x range was the bars'
+// centres, so the line ran from the first bar's middle to the last's,
+// and the end bars stood half outside the plot). Read from the SVG: the longest dashed path
+// against the weights' segments (the first series' colour).
+func TestUsableLineSpansTheBars(t *testing.T) {
+	p := search(t, func(o *plan.Options) { o.Mesh = "pipeline=4,context=2"; o.Schedule = "1f1b"; o.GlobalBatch = "8" })
+	c, err := Memory(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.SVG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := func(d string) (lo, hi float64) {
+		lo, hi = math.Inf(1), math.Inf(-1)
+		for _, m := range regexp.MustCompile(`[ML]([0-9.]+),`).FindAllStringSubmatch(d, -1) {
+			x, _ := strconv.ParseFloat(m[1], 64)
+			lo, hi = min(lo, x), max(hi, x)
+		}
+		return lo, hi
+	}
+	lineLo, lineHi := math.Inf(1), math.Inf(-1)
+	barLo, barHi := math.Inf(1), math.Inf(-1)
+	bars := 0
+	for _, m := range regexp.MustCompile(`<path d="([^"]+)" style="([^"]+)"`).FindAllStringSubmatch(string(b), -1) {
+		lo, hi := xs(m[1])
+		switch {
+		case strings.Contains(m[2], "stroke-dasharray") && hi-lo > lineHi-lineLo:
+			lineLo, lineHi = lo, hi
+		case m[2] == "fill:"+hexColour(colour(0)):
+			barLo, barHi, bars = min(barLo, lo), max(barHi, hi), bars+1
+		}
+	}
+	if bars < 2 || !(lineLo <= barLo && lineHi >= barHi) {
+		t.Errorf("usable line spans x %g to %g, %d bars %g to %g: want it across them all", lineLo, lineHi, bars, barLo, barHi)
+	}
+}
+
+// hexColour spells c as the SVG does (#0072B2).
+func hexColour(c interface{ RGBA() (r, g, b, a uint32) }) string {
+	r, g, bl, _ := c.RGBA()
+	return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, bl>>8)
+}
+
+// TestPerSequenceIsTheRate: the step chart's bar of a layout is its step
+// per sequence, which on the plan's chips at its sequence length is seq
+// ÷ (chips × tokens/s per chip), the rate cost.Estimate carries (a second
+// computation); its parts sum to it. Review 152 #4: the bars were the
+// steps at each layout's own global batch.
+func TestPerSequenceIsTheRate(t *testing.T) {
+	p := search(t, func(o *plan.Options) { o.Model = "llama3-70b"; o.TPU = "v5p-128" })
+	cs, labels := Layouts(p)
+	batches := map[int]bool{}
+	for i, c := range cs {
+		e := c.Estimate
+		batches[e.Job.GlobalBatch] = true
+		parts, total := PerSequence(c)
+		want := float64(e.Job.Seq) / (float64(e.Mesh.Chips()) * e.TokensPerSecondPerChip)
+		sum := 0.0
+		for _, v := range parts {
+			sum += v
+		}
+		if math.Abs(total-want) > 1e-9*want || math.Abs(sum-total) > 1e-3*total {
+			t.Errorf("%s: %g s a sequence, parts sum to %g; want seq / (chips × tokens/s per chip) = %g", labels[i], total, sum, want)
+		}
+		if b := fmt.Sprintf(" b%d", e.Job.GlobalBatch); !strings.HasSuffix(labels[i], b) {
+			t.Errorf("label %q lacks its global batch %q", labels[i], b)
+		}
+	}
+	if len(batches) < 2 {
+		t.Errorf("layouts at batches %v: want the review's case, layouts at different global batches", batches)
 	}
 }

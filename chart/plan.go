@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -26,11 +25,14 @@ import (
 const MaxLayouts = 6
 
 // Layouts are the layouts the memory and step charts compare, chosen
-// first, with their labels: "1 data=8" and so on, the rank the
-// plan's top table gives, and "alt" for another tier's best.
+// first, with their labels: "#4 data=2,fsdp=32 save_dot_ex… b64" and so
+// on, the rank the plan's top table gives ("chosen", and "alt" for
+// another tier's best), the mesh, the remat policy and the global batch,
+// which differs between layouts (review 152 #4: two layouts whose mesh
+// and policy were cut alike read the same).
 func Layouts(p plan.Plan) ([]plan.Candidate, []string) {
 	name := func(c plan.Candidate) string {
-		return short(c.Estimate.Mesh.String(), 24) + " " + short(string(c.Estimate.Job.Remat), 12)
+		return short(c.Estimate.Mesh.String(), 24) + " " + short(string(c.Estimate.Job.Remat), 12) + fmt.Sprintf(" b%d", c.Estimate.Job.GlobalBatch)
 	}
 	cs := []plan.Candidate{p.Best}
 	labels := []string{"chosen " + name(p.Best)}
@@ -74,6 +76,11 @@ func stacked(p *plot.Plot, labels, series []string, values [][]float64) error {
 		below = bc
 	}
 	p.NominalX(labels...)
+	// the bars' centres are 0 to n-1: half a slot each side keeps the
+	// first and last bars inside the plot, and a line across it (the
+	// usable HBM) across them (review 152: it stopped at the last bar's
+	// middle, and the first bar crossed the y axis)
+	p.X.Min, p.X.Max = -0.5, float64(len(labels))-0.5
 	p.X.Tick.Label.Rotation = 0.35
 	p.X.Tick.Label.XAlign = text.XRight
 	p.X.Tick.Label.YAlign = text.YCenter
@@ -108,29 +115,51 @@ func Memory(p plan.Plan) (Chart, error) {
 	return newChart("memory", "HBM per chip by component", pl), nil
 }
 
-// Step is the step time split into compute, exposed ICI, exposed DCN,
-// slice sync and pipeline bubble, for each of Layouts.
+// StepParts names the parts of a step, bottom first, as Step and the web
+// page's bars stack them.
+var StepParts = []string{"compute", "exposed ICI", "exposed DCN", "slice sync", "pipeline bubble"}
+
+// PerSequence is c's step time per sequence of its global batch, in
+// seconds, split as StepParts, and their sum: the step and each part ÷
+// the global batch. The layouts a plan compares run different global
+// batches (review 152 #4: 25.7 s for 128 sequences against 13.2 s for
+// 64, which read as twice as fast and is slower per token). On the
+// plan's chips at its sequence length, time per sequence is seq ÷ (chips
+// × tokens/s per chip), the rate the plan's tables give, so the bars
+// compare as those rates do.
+func PerSequence(c plan.Candidate) (parts []float64, total float64) {
+	t, b := c.Estimate.Time, float64(max(c.Estimate.Job.GlobalBatch, 1))
+	parts = []float64{t.Compute.Seconds() / b, t.ICI.Seconds() / b, t.DCN.Seconds() / b, t.Sync.Seconds() / b, t.Bubble.Seconds() / b}
+	return parts, t.Step.Seconds() / b
+}
+
+// Step is the step time per sequence of each of Layouts' global batches
+// (PerSequence), split into compute, exposed ICI, exposed DCN, slice
+// sync and pipeline bubble.
 func Step(p plan.Plan) (Chart, error) {
 	cs, labels := Layouts(p)
+	_, best := PerSequence(p.Best)
 	scale, unitName := 1.0, "s"
-	if p.Best.Estimate.Time.Step < time.Second {
+	if best < 1 {
 		scale, unitName = 1e3, "ms"
 	}
 	values := make([][]float64, len(cs))
 	top := 0.0
 	for i, c := range cs {
-		t := c.Estimate.Time
-		values[i] = []float64{t.Compute.Seconds() * scale, t.ICI.Seconds() * scale, t.DCN.Seconds() * scale,
-			t.Sync.Seconds() * scale, t.Bubble.Seconds() * scale}
-		top = max(top, t.Step.Seconds()*scale)
+		parts, total := PerSequence(c)
+		values[i] = make([]float64, len(parts))
+		for j, v := range parts {
+			values[i][j] = v * scale
+		}
+		top = max(top, total*scale)
 	}
-	step := p.Best.Estimate.Time.Step
-	pl := newPlot(fmt.Sprintf("Step time (chosen: %v)", unit.Seconds(step.Seconds())), "", unitName)
-	if err := stacked(pl, labels, []string{"compute", "exposed ICI", "exposed DCN", "slice sync", "bubble"}, values); err != nil {
+	e := p.Best.Estimate
+	pl := newPlot(fmt.Sprintf("Step time per sequence (chosen: %v for a batch of %d)", unit.Seconds(e.Time.Step.Seconds()), e.Job.GlobalBatch), "", unitName+" per sequence")
+	if err := stacked(pl, labels, StepParts, values); err != nil {
 		return Chart{}, err
 	}
 	pl.Y.Min, pl.Y.Max = 0, niceMax(top*1.45)
-	return newChart("step", "Step time by what the chip waits on", pl), nil
+	return newChart("step", "Step time per sequence of each layout's global batch, by what the chip waits on", pl), nil
 }
 
 // point is one search of a scaling chart.

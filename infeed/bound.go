@@ -28,24 +28,45 @@ const (
 // stage passes a batch a step, so the step is the longest of the stages'
 // periods: a step within 1 % of the MXU's own work is the MXU's (its
 // waits, StepStalls, are then within 1 % of its work, whatever stage is
-// slightly slower: a run too short to fill that stage's buffers never
-// waits on it), else a step within 1 % of the longest fixed period is
-// that stage's, and a longer one is the host's.
+// slightly slower), else a step within 1 % of the longest fixed period is
+// that stage's, and a longer one is the host's. A run too short to fill
+// the buffers before a slower fixed stage (an outfeed of 8 results
+// drained at twice the MXU's period fills in about 16 steps) measures a
+// step shorter than that stage's period, which no steady state has
+// (Steady): the stage bounds the step once they fill, and Bound says so.
+// (A slower host binds from the first step: its queues start empty.)
 func (r Result) Bound() Bound {
 	mxu := r.Config.ParamLoad + r.Config.Compute
-	if r.StepTime <= mxu+mxu/100 {
+	b, longest := r.Config.Slowest()
+	step := max(r.StepTime, longest)
+	if step <= mxu+mxu/100 {
 		return MXUBound
 	}
-	b, longest := MXUBound, mxu
-	for _, p := range r.Config.periods() {
+	if step <= longest+longest/100 {
+		return b
+	}
+	return HostBound
+}
+
+// Slowest is the fixed stage with the longest period a batch, and that
+// period: the MXU's work, the copy into HBM or the outfeed drain.
+func (c Config) Slowest() (Bound, time.Duration) {
+	b, longest := MXUBound, c.ParamLoad+c.Compute
+	for _, p := range c.periods() {
 		if p.period > longest {
 			b, longest = p.bound, p.period
 		}
 	}
-	if r.StepTime <= longest+longest/100 {
-		return b
-	}
-	return HostBound
+	return b, longest
+}
+
+// Steady reports whether the step measured over the run's second half is
+// a steady state's: no shorter (by 1 %) than the slowest fixed stage's
+// period, which every steady step is at least. A run too short for a
+// slower outfeed's queue to fill measures a shorter step (Bound).
+func (r Result) Steady() bool {
+	_, longest := r.Config.Slowest()
+	return r.StepTime > 0 && r.StepTime >= longest-longest/100
 }
 
 // periods are the fixed stages' times a batch after the MXU's: the copy

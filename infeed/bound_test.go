@@ -1,10 +1,13 @@
 package infeed
 
 import (
+	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
+	"shardlab/hw"
 	"shardlab/unit"
 )
 
@@ -195,4 +198,50 @@ func randomStages(rng *rand.Rand, c *Config) {
 	c.Compute = time.Duration(1+rng.IntN(5000)) * time.Microsecond
 	c.Drain = time.Duration(rng.IntN(6000)) * time.Microsecond
 	c.ParamLoad = time.Duration(rng.IntN(1000)) * time.Microsecond
+}
+
+// TestShortRunsSayNoSteadyState: review 152 #3, a host that starves the
+// chips (4 vCPUs, 1000 examples of 2 ms a chip: about 2 s a batch
+// against 50 ms of MXU work) was "the MXU is the bottleneck" at one step,
+// which measured no step (StepTime 0). Run refuses one step, naming the
+// field; a Sim still runs it (the transcripts). At two steps the run is
+// the host's, as at 50. An outfeed of 8 results drained at twice the
+// MXU's period fills in about 8 / (1 − 50/100) = 16 steps: 8 steps
+// measure the MXU's 50 ms, no steady state (Steady), and Bound is still
+// the outfeed's, as 200 steps measure it (100 ms).
+func TestShortRunsSayNoSteadyState(t *testing.T) {
+	v5e, err := hw.ParseTPU("v5e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ForSlice(v5e)
+	c.VCPUs, c.Batch, c.Steps = 4, 1000, 1
+	if _, err := Run(c); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "steps = 1, want 2 to 100000") {
+		t.Errorf("Run(1 step) = %v, want steps refused", err)
+	}
+	if _, err := NewSim(c); err != nil {
+		t.Errorf("NewSim(1 step) = %v, want a simulation to trace", err)
+	}
+	for _, steps := range []int{2, 50} {
+		c.Steps = steps
+		if r, err := Run(c); err != nil || r.Bound() != HostBound || !r.Steady() {
+			t.Errorf("%d steps: bound %s, steady %v (%v), want the host's, steady", steps, r.Bound(), r.Steady(), err)
+		}
+	}
+	c = ForSlice(v5e)
+	c.Drain, c.OutfeedDepth = 100*time.Millisecond, 8
+	for _, tt := range []struct {
+		steps  int
+		steady bool
+		step   time.Duration
+	}{{8, false, 50 * time.Millisecond}, {200, true, 100 * time.Millisecond}} {
+		c.Steps = tt.steps
+		r, err := Run(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := r.StepTime - tt.step; r.Steady() != tt.steady || r.Bound() != OutfeedBound || d < -time.Millisecond || d > time.Millisecond {
+			t.Errorf("%d steps: step %v, steady %v, bound %s; want %v, %v, the outfeed's", tt.steps, r.StepTime, r.Steady(), r.Bound(), tt.step, tt.steady)
+		}
+	}
 }

@@ -75,6 +75,7 @@ type Config struct {
 // Bounds that keep the simulated clock (int64 nanoseconds) far from
 // overflow.
 const (
+	MaxSteps        = 100000
 	MaxExampleBytes = 1 << 30
 	MaxSimulated    = 10 * 365 * 24 * time.Hour
 )
@@ -124,8 +125,8 @@ func (c Config) Validate() error {
 		return bad("queue depths", fmt.Sprint(c.InfeedDepth, c.HBMBuffers, c.OutfeedDepth), "at least 1 each")
 	case c.ParamLoad < 0 || c.Compute <= 0 || c.Drain < 0:
 		return bad("param load, compute and drain times", fmt.Sprint(c.ParamLoad, c.Compute, c.Drain), "non-negative, compute positive")
-	case c.Steps < 1 || c.Steps > 100000:
-		return bad("steps", c.Steps, "1 to 100000")
+	case c.Steps < 1 || c.Steps > MaxSteps:
+		return bad("steps", c.Steps, fmt.Sprintf("1 to %d", MaxSteps))
 	case int64(c.Steps)*int64(c.Batch)*int64(c.Chips) > 50_000_000:
 		return bad("steps x batch x chips", int64(c.Steps)*int64(c.Batch)*int64(c.Chips), "at most 50 million examples")
 	}

@@ -217,7 +217,7 @@ func TestRandomConfigsFinish(t *testing.T) {
 		c.Compute = time.Duration(1+rng.IntN(5000)) * time.Microsecond
 		c.Drain = time.Duration(rng.IntN(3000)) * time.Microsecond
 		c.ParamLoad = time.Duration(rng.IntN(1000)) * time.Microsecond
-		c.Steps = 1 + rng.IntN(30)
+		c.Steps = MinMeasuredSteps + rng.IntN(30) // a single step's Sim: the transcripts
 		c.Seed = uint64(n)
 		if _, err := Run(c); err != nil {
 			t.Fatalf("config %d %+v: %v", n, c, err)

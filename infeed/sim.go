@@ -107,8 +107,22 @@ func NewSim(c Config) (*Sim, error) {
 	return s, nil
 }
 
-// Run simulates c to the end.
+// MinMeasuredSteps is the fewest steps whose run measures a step: the
+// steady state is measured from the end of the middle step (midStep, at
+// least the first, which holds the pipeline's fill from empty) to the
+// last, so a run of one step measures none. Its StepTime was 0, which
+// Bound read as the MXU's (review 152 #3: "input keeps up" for a host
+// that starved the chips for 2 s a step). A Sim runs and traces a single
+// step; Run, whose Result carries a verdict, refuses one.
+const MinMeasuredSteps = 2
+
+// Run simulates c to the end and measures its steady state; c.Steps must
+// be at least MinMeasuredSteps.
 func Run(c Config) (Result, error) {
+	if c.Steps < MinMeasuredSteps {
+		return Result{}, fmt.Errorf("infeed: steps = %d, want %d to %d: the steady state is measured from the end of the middle step (at least the first, the pipeline's fill) to the last, and one step leaves none: %w",
+			c.Steps, MinMeasuredSteps, MaxSteps, ErrInvalid)
+	}
 	s, err := NewSim(c)
 	if err != nil {
 		return Result{}, err

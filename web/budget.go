@@ -6,6 +6,7 @@ import (
 	"errors"
 	"html/template"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -23,7 +24,7 @@ var budgetLooks = withModel([]look{
 	{"tokens", "Job", "Tokens", "tokens to train, with k, M, B or T (1T, 500B)", nil},
 	{"seq", "Job", "Sequence length", "tokens; 0: the model's", nil},
 	{"max_global_batch", "Job", "Batch limit", "the convergence limit, sequences (512) or tokens (4Mitok); empty: " + plan.DefaultMaxGlobalBatch, nil},
-	{"generations", "Hardware", "Generations", "TPU generations, comma-separated (v4, v5e, v5p, v6e, tpu7x)", nil},
+	{"generations", "Hardware", "Generations", "TPU generations, comma-separated (" + budget.Generations() + ")", nil},
 	{"slice_chips", "Hardware", "Slice sizes", "chips a slice, comma-separated (128,256)", nil},
 	{"slices", "Hardware", "Slice counts", "slices joined by DCN, comma-separated (1,2,4)", nil},
 	{"modes", "Price", "Capacity modes", "comma-separated: " + strings.Join(budget.Modes(), ", "), nil},
@@ -48,6 +49,17 @@ var budgetQuestion = question[budget.Options, budgetView]{
 	answer:      (*Handler).budgetRun,
 	name:        "budget",
 	json:        func(w io.Writer, v *budgetView) error { return v.Result.WriteJSON(w) },
+	status:      budgetStatus,
+}
+
+// budgetStatus is the status of the budget download v: 422 where the
+// table has no row (budget.Result.Err), whose document then carries the
+// error, as shardlab budget --json prints it and exits 1; else 200.
+func budgetStatus(v *budgetView) int {
+	if v.Result.Err() != nil {
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusOK
 }
 
 // parseBudget checks the options with budget.ParseOptions and finds every

@@ -3,7 +3,6 @@ package web
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"shardlab/chart"
 	"shardlab/cost"
@@ -20,14 +19,14 @@ const gib = 1 << 30
 
 // layoutLabels are chart.Layouts' layouts, each named in full: its place
 // (chosen, #rank in the chosen tier, alt: another tier's best), its mesh,
-// remat policy and micro-batches.
+// remat policy, global batch and micro-batches.
 func layoutLabels(p plan.Plan) ([]plan.Candidate, []string) {
 	cs, short := chart.Layouts(p)
 	labels := make([]string, len(cs))
 	for i, c := range cs {
 		place, _, _ := strings.Cut(short[i], " ")
 		j := c.Estimate.Job
-		s := fmt.Sprintf("%s: %s, remat %s", place, c.Estimate.Mesh, j.Remat)
+		s := fmt.Sprintf("%s: %s, remat %s, global batch %d", place, c.Estimate.Mesh, j.Remat, j.GlobalBatch)
 		if j.MicroBatches > 1 {
 			s += fmt.Sprintf(", %d micro-batches", j.MicroBatches)
 		}
@@ -92,27 +91,33 @@ func phaseBars(p plan.Plan) hchart {
 	return c
 }
 
-// stepBars is the step time by what the chip waits on for each layout,
-// with the error band on each step.
+// stepBars is the step time per sequence of each layout's global batch
+// (chart.PerSequence: the layouts run different batches), by what the
+// chip waits on, with the error band on each.
 func stepBars(p plan.Plan) hchart {
 	cs, labels := layoutLabels(p)
+	_, best := chart.PerSequence(p.Best)
 	scale, u := 1.0, "s"
-	if p.Best.Estimate.Time.Step < time.Second {
+	if best < 1 {
 		scale, u = 1e3, "ms"
 	}
-	c := hchart{Name: "step", Title: fmt.Sprintf("Step time by what the chip waits on (chosen: %s %s)", number(p.Best.Estimate.Time.Step.Seconds()*scale), u),
-		Unit: u, Axis: "step time, " + map[string]string{"s": "seconds", "ms": "milliseconds"}[u],
-		Series: []string{"compute", "exposed ICI", "exposed DCN", "slice sync", "pipeline bubble"}}
+	e := p.Best.Estimate
+	c := hchart{Name: "step", Title: fmt.Sprintf("Step time per sequence of each layout's global batch, by what the chip waits on (chosen: %s %s a sequence, a step of %s s for %d)",
+		number(best*scale), u, number(e.Time.Step.Seconds()), e.Job.GlobalBatch),
+		Unit: u, Axis: "step time per sequence, " + map[string]string{"s": "seconds", "ms": "milliseconds"}[u],
+		Series: chart.StepParts}
 	band, banded := p.PredictionBand()
 	if banded {
 		c.BandLabel = bandLabel(band)
 	}
 	for i, cd := range cs {
-		t := cd.Estimate.Time
-		b := hbar{Label: labels[i], Bold: i == 0, Values: []float64{t.Compute.Seconds() * scale, t.ICI.Seconds() * scale,
-			t.DCN.Seconds() * scale, t.Sync.Seconds() * scale, t.Bubble.Seconds() * scale}}
+		parts, total := chart.PerSequence(cd)
+		b := hbar{Label: labels[i], Bold: i == 0, Values: make([]float64, len(parts))}
+		for j, v := range parts {
+			b.Values[j] = v * scale
+		}
 		if banded {
-			b.Low, b.High = band.Step(t.Step.Seconds() * scale)
+			b.Low, b.High = band.Step(total * scale)
 		}
 		c.Bars = append(c.Bars, b)
 	}

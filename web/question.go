@@ -23,6 +23,10 @@ type question[O, V any] struct {
 	// name.html, GET /download/name.json downloads the answer as JSON.
 	name string
 	json func(w io.Writer, v *V) error
+	// status is the download's status for answer v, nil for 200 always:
+	// 422 where the answer is written but says the job cannot run, as the
+	// command line writes it and exits 1 (planStatus for plans).
+	status func(v *V) int
 }
 
 // register serves the question's page and its JSON download on h.
@@ -91,6 +95,9 @@ func (qn question[O, V]) serveJSON(h *Handler) http.HandlerFunc {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+qn.file()+`"`)
+		if qn.status != nil {
+			w.WriteHeader(qn.status(v))
+		}
 		w.Write(b.Bytes())
 	}
 }

@@ -42,7 +42,7 @@ func newBudgetFlags() (*flag.FlagSet, *budgetFlags) {
 	parsedVar(fs, &f.deadline, "deadline", d.Deadline, parseDeadline, "drop configurations that take longer: a duration from 0 (none) to 3650d, in d, h or m (30d, 36h)")
 	parsedVar(fs, &f.dollars, "budget", d.Budget, parseDollars, "drop configurations that cost more: dollars from 0 (none) to 1e12 with an optional k or M (2M, 500k)")
 	parsedVar(fs, &f.region, "region", d.Region, parseRegion, "Google Cloud region to price in, one of the 44 of budget/carbon.csv (Google's region-carbon-info), in any case (us-central1, europe-west4)")
-	parsedVar(fs, &f.generations, "generations", d.Generations, parseGenerations, "comma-separated TPU generations (v4, v5e, v5p, v6e, tpu7x)")
+	parsedVar(fs, &f.generations, "generations", d.Generations, parseGenerations, "comma-separated TPU generations ("+budget.Generations()+")")
 	parsedVar(fs, &f.modes, "modes", d.Modes, parseModes, "comma-separated capacity modes ("+strings.Join(budget.Modes(), ", ")+")")
 	parsedVar(fs, &f.chips, "slice-chips", d.SliceChips, parseChipList, "comma-separated slice sizes in chips to search, each from 1 to 9216 and one a generation searched has")
 	parsedVar(fs, &f.count, "slices", d.SliceCounts, parseCountList, "comma-separated slice counts to search, each from 1 to 64")
@@ -122,6 +122,7 @@ func (f *budgetFlags) request() (budget.Request, error) {
 		return budget.Request{}, err
 	}
 	r, err := budget.ParseOptions(o, prices)
+	r.PriceTable = f.prices // "" for the built-in table
 	var oe *budget.OptionError
 	switch {
 	case errors.As(err, &oe):
@@ -172,7 +173,7 @@ func runBudget(args []string, stdout io.Writer) error {
 	// does not take: name the command that does, with its flags
 	res = res.Phrase("shardlab plan", flagName)
 	if f.show > 0 && len(res.Rows) == 0 {
-		return f.fail(stdout, fmt.Errorf("budget: --show %d: the table is empty, so it has no row to show: %s; run without --show for the table and what it dropped", f.show, strings.TrimPrefix(noRows(res).Error(), "budget: ")))
+		return f.fail(stdout, fmt.Errorf("budget: --show %d: the table is empty, so it has no row to show: %s; run without --show for the table and what it dropped", f.show, errtext.Detail(res.Err())))
 	}
 	if f.show > len(res.Rows) {
 		return bad("budget: --show %d: the table has %d rows, want 1 to %d", f.show, len(res.Rows), len(res.Rows))
@@ -206,39 +207,19 @@ func (f *budgetFlags) fail(stdout io.Writer, err error) error {
 	return err
 }
 
-// writeBudget writes the table, and returns why it has no rows (exit 1):
-// with --json the document carries that error too (failJSONDoc).
+// writeBudget writes the table, and returns why it has no rows (exit 1,
+// budget.Result.Err): with --json the document carries that error too.
 func writeBudget(w io.Writer, res budget.Result, asJSON bool) error {
-	none := noRows(res)
-	if !asJSON {
-		if err := res.WriteText(w, "--show N"); err != nil {
-			return err
-		}
-		return none
+	var err error
+	if asJSON {
+		err = res.WriteJSON(w)
+	} else {
+		err = res.WriteText(w, "--show N")
 	}
-	if none == nil {
-		return res.WriteJSON(w)
-	}
-	var b bytes.Buffer
-	if err := res.WriteJSON(&b); err != nil {
+	if err != nil {
 		return err
 	}
-	return failJSONDoc(w, b.Bytes(), none)
-}
-
-// noRows is why the table has no row, nil when it has one.
-func noRows(res budget.Result) error {
-	switch {
-	case len(res.Rows) > 0:
-		return nil
-	case res.Deadline > 0 || res.Budget > 0:
-		msg := "budget: no priced configuration meets the limits" + nearest(res)
-		if m := res.TimedMeeting(); len(m) > 0 {
-			msg += fmt.Sprintf("; without a price, %s meets the deadline: give its price with --price or --prices to rank it", strings.Join(m, "; "))
-		}
-		return errors.New(msg)
-	}
-	return errors.New("budget: no configuration is both priced and able to run the job: see unpriced and dropped")
+	return res.Err()
 }
 
 // writeBudgetHTML writes the budget's page with its chart to path; a
@@ -264,13 +245,6 @@ func writeBudgetHTML(path string, res budget.Result) error {
 		return fmt.Errorf("budget: %w", err)
 	}
 	return nil
-}
-
-func nearest(res budget.Result) string {
-	if res.Nearest == "" {
-		return ""
-	}
-	return "; nearest: " + res.Nearest
 }
 
 // tokensFlag is a count of tokens as budget --tokens reads it (1T, 500B,

@@ -103,8 +103,10 @@ func TestBudgetPricesFile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	// v6e has a public price, which the user's table leaves out (review
+	// 152: it said "no public price found")
 	for _, w := range []string{"tpu7x-128", "price: tpu7x on-demand in us-central1 $5 per chip-hour, read 2026-11-30 from my quote",
-		"unpriced: v6e on-demand in us-central1: no public price found"} {
+		"unpriced: v6e on-demand in us-central1: not in the price table " + f + "; give one of your own"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output lacks %q:\n%s", w, out)
 		}

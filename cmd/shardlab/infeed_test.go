@@ -111,3 +111,22 @@ func TestInfeedVerdictIsTheSweeps(t *testing.T) {
 		}
 	}
 }
+
+// TestInfeedStepsMeasureASteadyState: review 152 #3, --steps 1 measured
+// no step and said "input keeps up" for a host that starves the chips:
+// it is refused (exit 2, the flag, its value and the range); two steps
+// give the host's verdict, and a run too short for the outfeed's queue
+// to fill says it is not the steady state, with the outfeed's verdict.
+func TestInfeedStepsMeasureASteadyState(t *testing.T) {
+	fail(t, []string{"infeed", "--tpu", "v5e", "--vcpus", "4", "--batch", "1000", "--steps", "1"}, `--steps "1"`, "from 2 to 100000")
+	out, errOut, code := runCmd("infeed", "--tpu", "v5e", "--vcpus", "4", "--batch", "1000", "--steps", "2", "--sweep=false")
+	if code != 0 || !strings.Contains(out, "verdict     input-bound: the host does not keep the infeed full") {
+		t.Errorf("--steps 2: exit %d %s, want the host's verdict:\n%s", code, errOut, out)
+	}
+	out, errOut, code = runCmd("infeed", "--drain", "100ms", "--outfeed-depth", "8", "--steps", "8", "--sweep=false")
+	for _, want := range []string{"not the steady state, which is no shorter than the outfeed drain's 100 ms a step", "verdict     the outfeed fills"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("--steps 8, a slow outfeed: exit %d %s, lacks %q:\n%s", code, errOut, want, out)
+		}
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -71,12 +73,23 @@ type chartFiles struct{ html, svg, png string }
 
 func (c chartFiles) any() bool { return c.html != "" || c.svg != "" || c.png != "" }
 
-// check checks before any work that every output can be written.
+// check checks before any work that every output can be written, and
+// that none is named for another of the three formats: plan --png
+// c/a.svg wrote a PNG into a .svg without a word (review 152).
 func (c chartFiles) check() error {
-	for _, f := range []struct{ flag, path string }{{"--html", c.html}, {"--svg", c.svg}, {"--png", c.png}} {
-		if f.path != "" {
-			if err := checkOutputFile("plan: "+f.flag, f.path); err != nil {
-				return err
+	formats := []struct{ flag, path, ext string }{{"--html", c.html, ".html"}, {"--svg", c.svg, ".svg"}, {"--png", c.png, ".png"}}
+	for _, f := range formats {
+		if f.path == "" {
+			continue
+		}
+		if err := checkOutputFile("plan: "+f.flag, f.path); err != nil {
+			return err
+		}
+		ext := strings.ToLower(filepath.Ext(f.path))
+		for _, other := range formats {
+			if other.ext != f.ext && (ext == other.ext || other.ext == ".html" && ext == ".htm") {
+				return bad("plan: %s %s: a %s name for %s, which writes %s; want a name ending %s, or %s %s",
+					f.flag, f.path, ext, f.flag, strings.ToUpper(f.ext[1:]), f.ext, other.flag, f.path)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"image/png"
 	"net/http"
 	"net/http/httptest"
@@ -98,9 +99,16 @@ func TestPlanChartFilesRefused(t *testing.T) {
 	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--html", filepath.Join(dir, "no", "out.html")}, "--html", "does not exist")
 	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--svg", dir}, "--svg", "is a directory")
 	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--png", "/dev/null"}, "--png", "is a character device")
+	// a name for another of the three formats (review 152: --png c/a.svg wrote a PNG into it)
+	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--png", filepath.Join(dir, "a.svg")}, "--png", "a .svg name for --png, which writes PNG", "--svg")
+	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--svg", filepath.Join(dir, "a.HTM")}, "--svg", "a .htm name", "--html")
+	fail(t, []string{"plan", "--tpu", "tpu7x-8", "--html", filepath.Join(dir, "a.png")}, "--html", "a .png name", "--png")
 	fail(t, []string{"export", "maxtext", "--html", filepath.Join(dir, "x.html")}, "-html", "not defined")
 	if _, err := os.Stat(filepath.Join(dir, "no")); err == nil {
 		t.Error("a refused plan --html created a directory")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.svg")); err == nil {
+		t.Error("a refused plan --png wrote its file")
 	}
 }
 
@@ -144,23 +152,45 @@ func TestWebDownloadsEqualJSON(t *testing.T) {
 		// a configuration dropped with the planner's fixes: both say them in shardlab plan's flags
 		{"/download/budget.json?model=llama3-8b&tokens=10B&generations=v6e,tpu7x&modes=on-demand&slice_chips=4&slices=1&price=tpu7x%3D5",
 			[]string{"budget", "--model", "llama3-8b", "--tokens", "10B", "--generations", "v6e,tpu7x", "--modes", "on-demand", "--slice-chips", "4", "--slices", "1", "--price", "tpu7x=5"}},
+		// review 152 #8: where budget exits 1 with its table empty, the
+		// download answers 422 with the same document, "error" and
+		// "fixes" included: over a deadline, with an unpriced
+		// configuration that meets it, and with nothing priced
+		{"/download/budget.json?model=llama3-8b&tokens=10B&generations=v6e&modes=on-demand&slice_chips=16&slices=1&deadline=20h",
+			[]string{"budget", "--model", "llama3-8b", "--tokens", "10B", "--generations", "v6e", "--modes", "on-demand", "--slice-chips", "16", "--slices", "1", "--deadline", "20h"}},
+		{"/download/budget.json?model=llama3-8b&tokens=10B&generations=v6e,tpu7x&modes=on-demand&slice_chips=16&slices=1&deadline=20h",
+			[]string{"budget", "--model", "llama3-8b", "--tokens", "10B", "--generations", "v6e,tpu7x", "--modes", "on-demand", "--slice-chips", "16", "--slices", "1", "--deadline", "20h"}},
+		{"/download/budget.json?model=llama3-8b&generations=v4&modes=cud-3y&slice_chips=16&slices=1",
+			[]string{"budget", "--model", "llama3-8b", "--generations", "v4", "--modes", "cud-3y", "--slice-chips", "16", "--slices", "1"}},
 	} {
 		downloadIsCommand(t, h, tc.path, append(tc.args, "--json"))
 	}
 }
 
-// downloadIsCommand checks that GET path on h answers 200 with what the
-// command args prints, byte for byte.
+// downloadIsCommand checks that GET path on h answers what the command
+// args prints, byte for byte: 200 where it exits 0, 422 where it exits 1
+// (the job cannot run) with the document it prints, whose "error" is the
+// line it prints on stderr.
 func downloadIsCommand(t *testing.T, h http.Handler, path string, args []string) {
 	t.Helper()
 	want, errOut, code := runCmd(args...)
-	if code != 0 {
+	status := map[int]int{0: http.StatusOK, 1: http.StatusUnprocessableEntity}[code]
+	if status == 0 {
 		t.Fatalf("%v: exit %d: %s", args, code, errOut)
+	}
+	if code == 1 {
+		var doc struct {
+			Error string   `json:"error"`
+			Fixes []string `json:"fixes"`
+		}
+		if err := json.Unmarshal([]byte(want), &doc); err != nil || doc.Fixes == nil || "shardlab: "+doc.Error+"\n" != errOut {
+			t.Errorf("%v: exit 1, stderr %q; the document's error %q and fixes %v (%v), want the same line and a list", args, errOut, doc.Error, doc.Fixes, err)
+		}
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-	if rec.Code != http.StatusOK || rec.Body.String() != want {
-		t.Errorf("GET %s = %d, differs from %v:\n%.600s\nwant:\n%.600s", path, rec.Code, args, rec.Body.String(), want)
+	if rec.Code != status || rec.Body.String() != want {
+		t.Errorf("GET %s = %d, differs from %v (exit %d, want %d):\n%.600s\nwant:\n%.600s", path, rec.Code, args, code, status, rec.Body.String(), want)
 	}
 }
 
