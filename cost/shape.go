@@ -282,8 +282,9 @@ func (j *Job) shapeErr(sh *shape) error {
 	switch {
 	case !TensorDivides(*spec, sh.t):
 		return &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads, %d KV heads, d_ff %d over %s", spec.Heads, spec.KV(), spec.DFF, mesh.Degree{Axis: mesh.Tensor, ICI: sh.t, DCN: 1})}
-	case spec.Layers%(sh.p*sh.v) != 0:
-		return &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%d layers over %s x %d chunks", spec.Layers, mesh.Degree{Axis: mesh.Pipeline, ICI: sh.p, DCN: 1}, sh.v)}
+	case spec.Units()%(sh.p*sh.v) != 0:
+		// a stage holds whole scanned units (model.Spec.Units)
+		return &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%s over %s x %d chunks", layerUnits(*spec), mesh.Degree{Axis: mesh.Pipeline, ICI: sh.p, DCN: 1}, sh.v)}
 	case sh.p > 1 && j.Schedule.Chunked() && sh.m%sh.p != 0:
 		return &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%s needs micro-batches (%d) a multiple of %s", j.Schedule, sh.m, mesh.Degree{Axis: mesh.Pipeline, ICI: sh.p, DCN: 1})}
 	case !ExpertDivides(spec.Experts, sh.e):
@@ -292,6 +293,15 @@ func (j *Job) shapeErr(sh *shape) error {
 		return &Infeasible{Reason: ReasonSeq, Detail: fmt.Sprintf("%d tokens over %s", j.Seq, mesh.Degree{Axis: mesh.Context, ICI: sh.c, DCN: 1})}
 	}
 	return nil
+}
+
+// layerUnits counts the layers a pipeline splits: "48 layers", or "48
+// layers (12 scanned blocks of 4)" where the model scans blocks.
+func layerUnits(spec model.Spec) string {
+	if b := spec.BlockLayers(); b > 1 {
+		return fmt.Sprintf("%d layers (%d scanned blocks of %d)", spec.Layers, spec.Units(), b)
+	}
+	return fmt.Sprintf("%d layers", spec.Layers)
 }
 
 // batchDetail says why a global batch does not split over sh's shards.

@@ -22,6 +22,12 @@ import "fmt"
 // BlockLayers is the layers of one scanned unit: ScanBlock, at least 1.
 func (s Spec) BlockLayers() int { return max(s.ScanBlock, 1) }
 
+// Units is the scanned units the layers make: Layers / BlockLayers. A
+// pipeline's stages hold whole units (MaxText builds a stage of the
+// decoder's block: decoders.py get_pipeline_stage_module, blocks[0],
+// @e591f30c).
+func (s Spec) Units() int { return s.Layers / s.BlockLayers() }
+
 // BlockMoELayers counts the MoE layers of one scanned unit. Every block
 // is alike (validateBlock), so it counts the first: layers 0 to
 // BlockLayers−1 (with one layer a unit, the one layer is MoE when any

@@ -352,19 +352,32 @@ func parseSchedule(r *Request, o Options) error {
 // rule), so no batch, schedule or remat policy runs it; the error names
 // the pipeline degrees that do and that the chips split into.
 func fixedStages(r *Request, o Options) error {
-	pipe := fixedPipeline(r.Axes)
-	if r.Axes == nil || r.Model.Layers%pipe == 0 {
+	pipe, units := fixedPipeline(r.Axes), r.Model.Units()
+	if r.Axes == nil || units%pipe == 0 {
 		return nil
 	}
 	chips := r.Multislice.Chips()
 	var fit []string
-	for p := 1; p <= r.Model.Layers; p++ {
-		if r.Model.Layers%p == 0 && chips%p == 0 {
+	for p := 1; p <= units; p++ {
+		if units%p == 0 && chips%p == 0 {
 			fit = append(fit, strconv.Itoa(p))
 		}
 	}
-	return refuse(OptionMesh, o.Mesh, nil, " %q: pipeline %d does not divide %s's %d layers into whole stages, want a pipeline degree of %s (dividing the layers and the %d chips)",
-		o.Mesh, pipe, r.Model.Name, r.Model.Layers, orList(fit), chips)
+	layers := fmt.Sprintf("%d layers", r.Model.Layers)
+	if b := r.Model.BlockLayers(); b > 1 {
+		layers += fmt.Sprintf(" (%d scanned blocks of %d, which a stage holds whole)", units, b)
+	}
+	return refuse(OptionMesh, o.Mesh, nil, " %q: pipeline %d does not divide %s's %s into whole stages, want a pipeline degree of %s (dividing the %s and the %d chips)",
+		o.Mesh, pipe, r.Model.Name, layers, orList(fit), unitWord(r.Model), chips)
+}
+
+// unitWord is what a pipeline splits model m into: "layers", or "scanned
+// blocks" where m scans blocks of layers (model.Spec.Units).
+func unitWord(m model.Spec) string {
+	if m.BlockLayers() > 1 {
+		return "scanned blocks"
+	}
+	return "layers"
 }
 
 // orList is items joined as a sentence says them: "1, 2 or 4".
@@ -382,12 +395,13 @@ func orList(items []string) string {
 // error names those that do.
 func fixedChunks(r *Request, o Options) error {
 	pipe := fixedPipeline(r.Axes)
-	if r.Axes == nil || pipe == 1 || !r.Schedule.Chunked() || r.Model.Layers%(pipe*max(r.Chunks, 1)) == 0 {
+	units := r.Model.Units()
+	if r.Axes == nil || pipe == 1 || !r.Schedule.Chunked() || units%(pipe*max(r.Chunks, 1)) == 0 {
 		return nil
 	}
 	var fit []string
 	for v := 1; v <= MaxChunks; v++ {
-		if r.Model.Layers%(pipe*v) == 0 && (v > 1 || r.Schedule != schedule.Interleaved) {
+		if units%(pipe*v) == 0 && (v > 1 || r.Schedule != schedule.Interleaved) {
 			fit = append(fit, strconv.Itoa(v))
 		}
 	}
@@ -399,8 +413,8 @@ func fixedChunks(r *Request, o Options) error {
 		given = fmt.Sprintf("0 (%d for %s)", max(r.Chunks, 1), r.Schedule)
 	}
 	want := orList(fit)
-	return refuse(OptionChunks, given, nil, " %s with {mesh} %q: %s's %d layers over pipeline %d x %d chunks is no whole number of layers a chunk, want %s",
-		given, o.Mesh, r.Model.Name, r.Model.Layers, pipe, max(r.Chunks, 1), want)
+	return refuse(OptionChunks, given, nil, " %s with {mesh} %q: %s's %d %s over pipeline %d x %d chunks is no whole number of %s a chunk, want %s",
+		given, o.Mesh, r.Model.Name, units, unitWord(r.Model), pipe, max(r.Chunks, 1), unitWord(r.Model), want)
 }
 
 // fixedPipeline is the pipeline degree of a fixed layout's axes.
