@@ -248,6 +248,11 @@ func (j *Job) places() Places {
 	case RematCustom:
 		p = j.Custom
 		p[LayerInput] = max(p[LayerInput], Device) // the scan carries it
+		if !j.Model.TagsLayerInput() {
+			// no decoder_layer_input to offload: the scan carries the
+			// block's input on device
+			p[LayerInput] = Device
+		}
 	}
 	for t := range p {
 		if !j.needed(Tensor(t)) && Tensor(t) != LayerInput {
@@ -452,10 +457,20 @@ func (j *Job) blockMoELayers() int {
 // needs the whole block's forward first, which makes every earlier
 // layer's recomputed activations and gathered weights live at it, and
 // the scan carries only the block's input.
+//
+// Both ways out are the model's layers' names: custom's needs layers
+// that tag decoder_layer_input (model.Spec.TagsLayerInput), the minimal
+// family's layers that tag out_proj (model.Spec.TagsOutProj). Qwen 3.5's
+// do neither (its Gated DeltaNet layers name nothing), so under every
+// policy but none its block of 4 is the unit.
 func (j *Job) blockChained() bool {
 	switch j.Remat {
-	case RematNone, RematCustom, RematMinimal, RematMinimalWithContext, RematSaveDotExceptMLPWi, RematMinimalOffloaded:
+	case RematNone:
 		return false
+	case RematCustom:
+		return !j.Model.TagsLayerInput()
+	case RematMinimal, RematMinimalWithContext, RematSaveDotExceptMLPWi, RematMinimalOffloaded:
+		return !j.Model.TagsOutProj()
 	}
 	return true
 }
