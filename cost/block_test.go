@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"shardlab/model"
 	"shardlab/unit"
 )
 
@@ -19,6 +20,12 @@ func maverickRun(t *testing.T, r Remat, scanBlock int) Memory {
 		t.Fatalf("llama4-maverick: scan_block %d, want MaxText's inhomogeneous_layer_cycle_interval 4", spec.ScanBlock)
 	}
 	spec.ScanBlock = scanBlock
+	return maverickMemory(t, spec, r)
+}
+
+// maverickMemory is maverickRun on spec.
+func maverickMemory(t *testing.T, spec model.Spec, r Remat) Memory {
+	t.Helper()
 	j := NewJob(spec, 8192, 512)
 	j.Attention, j.Remat = AttentionFlash, r
 	if r == RematCustom {
@@ -158,4 +165,78 @@ func TestCustomBlockIsPerLayer(t *testing.T) {
 		t.Errorf("custom policy: block %v total, %v host, %v held; one layer %v, %v, %v; want the same",
 			blk.Total(), blk.Host, blk.Activations, one.Total(), one.Host, one.Activations)
 	}
+}
+
+// TestUntaggedBlockIsTheUnit: Qwen 3.5's layers tag no
+// decoder_layer_input, nor its Gated DeltaNet layers out_proj
+// (models/qwen3_5.py 58-246 and models/qwen3.py 433-1016 @e591f30c:
+// model.Spec.TagsLayerInput, TagsOutProj), so no policy finds an inner
+// layer's input of its scanned block of 4 but by recomputing the layers
+// before it: under every policy but none (which reruns nothing) the unit
+// is the block, its 4 layers all MoE; custom's decoder_layer_input=offload
+// has no tensor to act on, so the scan carries the block's input on
+// device. Llama 4 Maverick's layers tag both: its custom and minimal
+// family stay one layer a unit.
+func TestUntaggedBlockIsTheUnit(t *testing.T) {
+	qwen := lookup(t, "qwen3.5-397b-a17b")
+	if qwen.ScanBlock != 4 || qwen.TagsLayerInput() || qwen.TagsOutProj() {
+		t.Fatalf("qwen3.5-397b-a17b: scan_block %d, tags decoder_layer_input %v, out_proj %v; want 4, false, false", qwen.ScanBlock, qwen.TagsLayerInput(), qwen.TagsOutProj())
+	}
+	custom, err := ParseCustom("decoder_layer_input=offload,out_proj=offload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Remats() {
+		j := NewJob(qwen, 8192, 512)
+		j.Remat, j.Custom = r, custom
+		unit, moe := 4, 4
+		if r == RematNone {
+			unit, moe = 1, 1
+		}
+		if j.blockUnit() != unit || j.blockMoELayers() != moe {
+			t.Errorf("qwen3.5 under %s: a unit of %d layers, %d MoE; want %d and %d", r, j.blockUnit(), j.blockMoELayers(), unit, moe)
+		}
+		if r == RematCustom && j.places()[LayerInput] != Device {
+			t.Errorf("qwen3.5 under custom decoder_layer_input=offload: its input %s, want device (no such name to offload)", j.places()[LayerInput])
+		}
+	}
+	maverick := lookup(t, "llama4-maverick")
+	for r, unit := range map[Remat]int{RematCustom: 1, RematMinimal: 1, RematMinimalOffloaded: 1, RematFull: 4, RematSaveQKVProj: 4, RematNone: 1} {
+		j := NewJob(maverick, 8192, 512)
+		j.Remat = r
+		if j.blockUnit() != unit {
+			t.Errorf("llama4-maverick under %s: a unit of %d layers, want %d", r, j.blockUnit(), unit)
+		}
+	}
+}
+
+// TestUntaggedCustomBlockByHand: Maverick's published run (custom:
+// decoder_layer_input, out_proj, Q, K and V offloaded) as if its layers
+// tagged no decoder_layer_input (UntaggedLayerInput), by hand from the
+// tests above: the block is the unit, so the layer backward gathers the
+// whole block, 16,612,085,760 bytes (TestScannedBlockWeightsByHand);
+// the scan carries one input a block on device, 48 / 4 × 1280 × 131,072
+// × 2 = 4,026,531,840 bytes more held in HBM; and host memory loses the
+// 48 layers' offloaded inputs, 4 × 4,026,531,840 = 16,106,127,360 bytes.
+func TestUntaggedCustomBlockByHand(t *testing.T) {
+	tagged := maverickRun(t, RematCustom, 4)
+	untagged := maverickRunUntagged(t)
+	if got := layerBuffer(t, untagged, "gathered weights (FSDP)"); got != 16_612_085_760 {
+		t.Errorf("untagged custom: gathered weights %d bytes, want the block's 16,612,085,760", got)
+	}
+	if got := untagged.Activations - tagged.Activations; got != 4_026_531_840 {
+		t.Errorf("untagged custom: %d bytes more held, want 4,026,531,840", got)
+	}
+	if got := tagged.Host - untagged.Host; got != 16_106_127_360 {
+		t.Errorf("untagged custom: %d bytes less offloaded, want 16,106,127,360", got)
+	}
+}
+
+// maverickRunUntagged is maverickRun's custom run with
+// UntaggedLayerInput set.
+func maverickRunUntagged(t *testing.T) Memory {
+	t.Helper()
+	spec := lookup(t, "llama4-maverick")
+	spec.UntaggedLayerInput = true
+	return maverickMemory(t, spec, RematCustom)
 }

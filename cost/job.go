@@ -219,6 +219,16 @@ type Settings struct {
 	Quantization Quantization
 	// Attention is the attention kernel; "" means flash.
 	Attention AttentionKind
+	// RepeatKV hands the attention core grouped-query keys and values
+	// repeated to the query's heads, and so keeps them for its backward
+	// pass: what a PyTorch/XLA job does (plan.FrameworkPyTorch), whose
+	// script repeats K and V (Hugging Face's repeat_kv in its eager
+	// attention; the export's xla_flash_attention before torch_xla's
+	// flash_attention, whose FlashAttention.forward saves the q, k and v
+	// it was given for the backward: torch_xla/experimental/
+	// custom_kernel.py 795-823 @41398bff). MaxText's kernels take the
+	// KV heads as they are (false). tensorWidths says what it changes.
+	RepeatKV bool
 	// OptimizerOffload and ParameterOffload keep the optimizer state and
 	// the fp32 parameters in host memory between steps (MaxText
 	// optimizer_memory_host_offload, parameter_memory_host_offload).

@@ -409,7 +409,11 @@ func (j *Job) backwardWidths(v *layerView, s, seq int) backwardWidths {
 		bw.regather = bw.full
 	}
 	bw.dwi = float64(spec.MLPInputs()) * bw.f
-	bw.dqkv = w[Query] + w[Key] + w[Value]
+	// the projections' backward reads dK and dV at the KV heads: where
+	// the job repeats K and V (RepeatKV), the core writes them at the
+	// query's (attnCore) and the repeat's backward sums them back
+	dk, dv := j.kvWidths(v.t)
+	bw.dqkv = w[Query] + dk + dv
 	c := float64(seq / s)
 	bw.attnCore = w[Query] + c*(w[Key]+w[Value]) + bw.heads
 	if c > 1 && j.Remat != RematNone {

@@ -248,6 +248,11 @@ func (j *Job) places() Places {
 	case RematCustom:
 		p = j.Custom
 		p[LayerInput] = max(p[LayerInput], Device) // the scan carries it
+		if !j.Model.TagsLayerInput() {
+			// no decoder_layer_input to offload: the scan carries the
+			// block's input on device
+			p[LayerInput] = Device
+		}
 	}
 	for t := range p {
 		if !j.needed(Tensor(t)) && Tensor(t) != LayerInput {
@@ -266,15 +271,38 @@ func (j *Job) places() Places {
 // (both Head but under latent attention, whose attention core runs on
 // full per-head keys and values); the MLP's hidden tensors are the
 // layers' average mlpWidth.
+//
+// Key and value are the tensors the attention core reads and its
+// backward keeps: the projections' outputs at the KV heads (kvWidths),
+// or, where the job repeats them to the query's heads first (RepeatKV),
+// the repeated copies, heads/KV times wider and split over tensor as the
+// query is (the PyTorch export's flash call puts the heads over 'model').
+// Nothing else keeps the KV-head ones then: under remat none autograd
+// saves only the repeated K and V (the RoPE product saves its cos and
+// sin, the repeat nothing), and under full the recomputed forward makes
+// them again. Under AMPPrecision the repeated K is fp32 (the key after
+// RoPE: a bf16 projection times the fp32 cos and sin Hugging Face's
+// rotary embedding returns in the residual stream's dtype) and V bf16;
+// both are costed at its 4 bytes, as every activation there.
 func (j *Job) tensorWidths(t int) [NumTensors]float64 {
 	spec := &j.Model
 	tf := float64(t)
 	d := float64(spec.DModel) / tf
 	q, ctx := float64(spec.Heads*spec.QKHead())/tf, float64(spec.Heads*spec.VHead())/tf
-	kvs := float64(kvShards(spec.KV(), t))
-	k, v := float64(spec.KV()*spec.QKHead())/kvs, float64(spec.KV()*spec.VHead())/kvs
+	k, v := j.kvWidths(t)
+	if j.RepeatKV {
+		k, v = q, ctx
+	}
 	f := j.mlpWidth() / tf
 	return [NumTensors]float64{LayerInput: d, Query: q, Key: k, Value: v, Context: ctx, OutProj: d, MLPWi0: f, MLPWi1: f, MLPWo: j.routedOutWidth() / tf}
+}
+
+// kvWidths is the key and value projections' outputs, elements per
+// local token on one chip: KV heads split over at most KV tensor shards.
+func (j *Job) kvWidths(t int) (k, v float64) {
+	spec := &j.Model
+	kvs := float64(kvShards(spec.KV(), t))
+	return float64(spec.KV()*spec.QKHead()) / kvs, float64(spec.KV()*spec.VHead()) / kvs
 }
 
 // routedOutWidth is the elements per token, averaged over the layers, of
@@ -429,10 +457,20 @@ func (j *Job) blockMoELayers() int {
 // needs the whole block's forward first, which makes every earlier
 // layer's recomputed activations and gathered weights live at it, and
 // the scan carries only the block's input.
+//
+// Both ways out are the model's layers' names: custom's needs layers
+// that tag decoder_layer_input (model.Spec.TagsLayerInput), the minimal
+// family's layers that tag out_proj (model.Spec.TagsOutProj). Qwen 3.5's
+// do neither (its Gated DeltaNet layers name nothing), so under every
+// policy but none its block of 4 is the unit.
 func (j *Job) blockChained() bool {
 	switch j.Remat {
-	case RematNone, RematCustom, RematMinimal, RematMinimalWithContext, RematSaveDotExceptMLPWi, RematMinimalOffloaded:
+	case RematNone:
 		return false
+	case RematCustom:
+		return !j.Model.TagsLayerInput()
+	case RematMinimal, RematMinimalWithContext, RematSaveDotExceptMLPWi, RematMinimalOffloaded:
+		return !j.Model.TagsOutProj()
 	}
 	return true
 }

@@ -101,13 +101,14 @@ type layerKey struct {
 	custom       Places
 	capacity     float64
 	attention    AttentionKind
+	repeatKV     bool
 	activation   int
 	t, s, seq, e int
 }
 
 // layerShape is j.layerShape, kept per layerKey for the estimator's model.
 func (e *Estimator) layerShape(j *Job, sh *shape) layerShape {
-	k := layerKey{j.Remat, j.Custom, j.CapacityFactor, j.Attention, j.Precision.Activation, sh.t, sh.s, j.Seq, sh.e}
+	k := layerKey{j.Remat, j.Custom, j.CapacityFactor, j.Attention, j.RepeatKV, j.Precision.Activation, sh.t, sh.s, j.Seq, sh.e}
 	// a search asks for a layout's policies in turn, once per schedule
 	// and micro-batch count: the last few keys are compared before the
 	// map's hash is worked out

@@ -772,15 +772,21 @@ func TestMaxTextModels(t *testing.T) {
 		if a.Pairs*(m.Layers/a.Pairs) != m.Layers {
 			t.Errorf("%s: %d layers do not pair into MaxText's", catName, m.Layers)
 		}
-		// the llama4 block scans and remats inhomogeneous_layer_cycle_interval
-		// layers as one unit (model/block.go), which the catalog's scan_block
-		// says; qwen3_5's block does too, but its layers tag no
-		// decoder_layer_input, which cost's reading of a block assumes, so
-		// its catalog entry leaves scan_block unset
-		if a.Block == "llama4" {
+		// the llama4 and qwen3_5 blocks scan and remat
+		// inhomogeneous_layer_cycle_interval layers as one unit
+		// (model/block.go), which the catalog's scan_block says
+		if a.Block == "llama4" || a.Block == "qwen3_5" {
 			if got := num("inhomogeneous_layer_cycle_interval"); got != m.BlockLayers() {
 				t.Errorf("%s: MaxText's models/%s.yml scans %d layers a block, the catalog's scan_block %d", catName, a.Name, got, m.BlockLayers())
 			}
+		}
+		// the decoder layers that call no checkpoint_name(inputs,
+		// "decoder_layer_input"): qwen3_next's and qwen3_5's
+		// (models/qwen3.py 1279-1420, models/qwen3_5.py 58-246 @e591f30c;
+		// every other models/*.py decoder layer tags it)
+		untagged := a.Block == "qwen3_next" || a.Block == "qwen3_5"
+		if m.TagsLayerInput() == untagged {
+			t.Errorf("%s: the catalog says its layers tag decoder_layer_input %v, MaxText's %s layers %v", catName, m.TagsLayerInput(), a.Block, !untagged)
 		}
 	}
 }

@@ -34,6 +34,9 @@ type PyTorchJob struct {
 	// Heads, KVHeads and HeadDim are the model's query heads, key and
 	// value heads and head width, which the flash kernel's call reads.
 	Heads, KVHeads, HeadDim int
+	// RepeatKV says the plan costed K and V repeated to the query's heads
+	// (cost.Settings.RepeatKV), as the script's attention holds them.
+	RepeatKV bool
 	// Precision says what the precision costed is in PyTorch/XLA.
 	Precision string
 	// HBM is the plan's HBM a chip, "X of Y usable".
@@ -48,7 +51,7 @@ func pytorchJob(p plan.Plan, shards int) PyTorchJob {
 	return PyTorchJob{
 		GlobalBatch: e.Job.GlobalBatch, Seq: e.Job.Seq, PerDevice: e.Job.GlobalBatch / max(shards, 1),
 		Remat: e.Job.Remat, Attention: e.Job.Attention,
-		Heads: e.Job.Model.Heads, KVHeads: e.Job.Model.KV(), HeadDim: e.Job.Model.Head(),
+		Heads: e.Job.Model.Heads, KVHeads: e.Job.Model.KV(), HeadDim: e.Job.Model.Head(), RepeatKV: e.Job.RepeatKV,
 		Precision: pytorchPrecisions[e.Job.Precision.Name()],
 		HBM:       fmt.Sprintf("%v of %v usable", m.Total(), m.Usable),
 	}
@@ -132,7 +135,8 @@ def remat(model):
 // [batch, num_heads, seq, d]), so grouped-query keys and values are
 // repeated as Hugging Face's repeat_kv does (torch.repeat_interleave on
 // dim 1, its docstring), which the kernel then keeps for the backward at
-// the query's heads. Nothing here is a sliding window or a logit
+// the query's heads, as a plan made for plan.FrameworkPyTorch costs them
+// (cost.Settings.RepeatKV; the comment says whether this plan did). Nothing here is a sliding window or a logit
 // soft-cap, which the kernel has not: the function refuses them.
 func (j PyTorchJob) writeAttention(b *strings.Builder, tensor bool) {
 	if j.Attention == cost.AttentionDot {
@@ -143,11 +147,17 @@ func (j PyTorchJob) writeAttention(b *strings.Builder, tensor bool) {
 		heads = "'model'"
 	}
 	repeat := ""
-	if j.KVHeads < j.Heads {
+	switch {
+	case j.KVHeads < j.Heads && j.RepeatKV:
 		repeat = fmt.Sprintf(`
-# Repeated, K and V are held at the query's %d heads, not the %d the plan counts: (%d - %d) x %d x 2 = %d
-# more elements a token in each layer the backward keeps (every layer with remat none; with full, the one
-# being recomputed).`, j.Heads, j.KVHeads, j.Heads, j.KVHeads, j.HeadDim, 2*(j.Heads-j.KVHeads)*j.HeadDim)
+# Repeated, K and V are held at the query's %d heads, as the plan counts them (MaxText's kernel keeps the %d):
+# (%d - %d) x %d x 2 = %d more elements a token in each layer the backward keeps (every layer with remat none;
+# with full, the one being recomputed).`, j.Heads, j.KVHeads, j.Heads, j.KVHeads, j.HeadDim, 2*(j.Heads-j.KVHeads)*j.HeadDim)
+	case j.KVHeads < j.Heads:
+		repeat = fmt.Sprintf(`
+# Repeated, K and V are held at the query's %d heads, not the %d the plan counts (a plan made for the pytorch
+# framework counts them): (%d - %d) x %d x 2 = %d more elements a token in each layer the backward keeps (every layer with
+# remat none; with full, the one being recomputed).`, j.Heads, j.KVHeads, j.Heads, j.KVHeads, j.HeadDim, 2*(j.Heads-j.KVHeads)*j.HeadDim)
 	}
 	fmt.Fprintf(b, `
 # The attention, as costed: torch_xla's Pallas flash_attention, which holds no [seq, seq] scores (a Hugging

@@ -148,3 +148,30 @@ func TestPyTorchPlanHasNoMaxTextCompile(t *testing.T) {
 		t.Errorf("any framework: Verify = %+v, want the compile", v)
 	}
 }
+
+// TestPyTorchSaysWhetherRepeatedKVWasCosted: the script's attention
+// repeats Llama 3 8B's 8 key and value heads to the query's 32, and its
+// comment says whether the plan counted the repeated ones: a plan made
+// for the pytorch framework does (cost.Settings.RepeatKV), so the
+// comment says "as the plan counts them"; one searched for any framework
+// (bf16, remat full: a job the export writes) does not, and the comment
+// says so and how much more a layer keeps, (32 - 8) x 128 x 2 = 6144
+// elements a token.
+func TestPyTorchSaysWhetherRepeatedKVWasCosted(t *testing.T) {
+	costed := pytorchPython(t, "llama3-8b", "v5p-64", "fsdp=32", "")
+	if !strings.Contains(costed, "# Repeated, K and V are held at the query's 32 heads, as the plan counts them (MaxText's kernel keeps the 8)") ||
+		!strings.Contains(costed, "= 6144 more elements a token") {
+		t.Errorf("framework pytorch: want the repeated K and V said to be counted:\n%s", costed)
+	}
+	p := search(t, func(o *plan.Options) {
+		o.Model, o.TPU, o.Mesh, o.Precision, o.Remat = "llama3-8b", "v5p-64", "fsdp=32", "bf16", "full"
+	})
+	if p.Best.Estimate.Job.RepeatKV {
+		t.Fatalf("a plan for any framework costs repeated K and V")
+	}
+	uncosted := pytorchScript(t, p)
+	if !strings.Contains(uncosted, "# Repeated, K and V are held at the query's 32 heads, not the 8 the plan counts") ||
+		!strings.Contains(uncosted, "= 6144 more elements a token") {
+		t.Errorf("framework any: want the repeated K and V said to be uncounted:\n%s", uncosted)
+	}
+}

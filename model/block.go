@@ -16,6 +16,15 @@ package model
 // the three commits), "the least common multiple of nope interval and
 // moe interval": Maverick's block is dense, MoE, dense, MoE+NoPE, Scout's
 // four MoE layers, the last NoPE.
+//
+// Its qwen3_5 decoder does the same with Qwen3_5ScannableBlock, a loop over
+// inhomogeneous_layer_cycle_interval Qwen3_5DecoderLayers (layer i of
+// softmax attention when (i+1) % interval == 0, else Gated DeltaNet;
+// every one MoE) that the decoder wraps in nn.remat and scans
+// num_decoder_layers / inhomogeneous_layer_cycle_interval times
+// (e591f30c models/qwen3_5.py 58-108 and 146, layers/decoders.py 487-488,
+// 885-886 and 1085-1087; configs/models/qwen3.5-397b-a17b.yml:
+// inhomogeneous_layer_cycle_interval 4).
 
 import "fmt"
 
@@ -27,6 +36,26 @@ func (s Spec) BlockLayers() int { return max(s.ScanBlock, 1) }
 // decoder's block: decoders.py get_pipeline_stage_module, blocks[0],
 // @e591f30c).
 func (s Spec) Units() int { return s.Layers / s.BlockLayers() }
+
+// TagsLayerInput reports whether MaxText's decoder layers of the model
+// tag their input decoder_layer_input (checkpoint_name): the name by
+// which a remat policy keeps each layer's input, and so the one by which
+// a scanned block's inner layers can each find theirs without the
+// layers before them recomputed. MaxText's do (layers/decoders.py 122,
+// models/llama4.py 463 and 595, and every models/*.py decoder layer
+// @e591f30c) but qwen3_next's and qwen3_5's: Qwen3NextDecoderLayer
+// (models/qwen3.py 1279-1420) and Qwen3_5DecoderLayer and its scannable
+// block (models/qwen3_5.py 58-246) call no checkpoint_name, which the
+// catalog says as UntaggedLayerInput.
+func (s Spec) TagsLayerInput() bool { return !s.UntaggedLayerInput }
+
+// TagsOutProj reports whether every decoder layer of the model tags its
+// attention's output projection out_proj (checkpoint_name), as MaxText's
+// softmax attention does (layers/attentions.py 1366 @e591f30c); not a hybrid's: MaxText's one linear attention,
+// Qwen3NextGatedDeltaNet (models/qwen3.py 433-1016 @e591f30c, which
+// Qwen3_5GatedDeltaNet is), names none of its tensors, its out_proj
+// among them.
+func (s Spec) TagsOutProj() bool { return !s.Hybrid() }
 
 // BlockMoELayers counts the MoE layers of one scanned unit. Every block
 // is alike (validateBlock), so it counts the first: layers 0 to

@@ -9,11 +9,17 @@ import (
 // MaxText's llama4 block makes them (layers/llama4.py @9ca35d7e,
 // determine_is_moe_layer: layer_id + 1 a multiple of
 // interleave_moe_layer_step): Maverick (step 2) layers 1 and 3 of 0-3,
-// Scout (step 1) all four.
+// Scout (step 1) all four; Qwen 3.5's qwen3_5 block (models/qwen3_5.py
+// @e591f30c: every Qwen3_5DecoderLayer holds a Qwen3_5SparseMoEBlock) all
+// four.
 func TestBlockMoELayers(t *testing.T) {
 	maverick, ok := Lookup("llama4-maverick")
 	if !ok {
 		t.Fatal("no llama4-maverick")
+	}
+	qwen, ok := Lookup("qwen3.5-397b-a17b")
+	if !ok {
+		t.Fatal("no qwen3.5-397b-a17b")
 	}
 	scout := maverick
 	scout.Name, scout.MoEEvery, scout.Experts, scout.DFF = "scout-like", 0, 16, 8192
@@ -27,6 +33,7 @@ func TestBlockMoELayers(t *testing.T) {
 	}{
 		{maverick, 4, 2},
 		{scout, 4, 4},
+		{qwen, 4, 4},
 		{unscanned, 1, 1}, // a unit of one layer counts its largest
 		{dense, 1, 0},
 	} {

@@ -255,11 +255,13 @@ var catalog = [...]Spec{
 		// Counted so, 396.35B parameters and 17.35B active; the shared expert's scalar gate
 		// and the query and key norms are not counted (253,440 parameters). max_position_embeddings
 		// 262144: MaxText src/maxtext/checkpoint_conversion/utils/hf_model_configs.py @e591f30c qwen3_5_397b_a17b_dict's text_config.
+		// MaxText scans and rematerialises its layers four at a time (Qwen3_5ScannableBlock), and
+		// its layers tag no decoder_layer_input (models/qwen3_5.py @e591f30c; model/block.go).
 		Name: "qwen3.5-397b-a17b", Layers: 60, DModel: 4096, Heads: 32, KVHeads: 2, HeadDim: 256, DFF: 1024, Vocab: 248320, SeqLen: 262144, MaxPositions: 262144, GatedMLP: true,
 		Experts: 512, ExpertsPerToken: 10, SharedExperts: 1,
 		FullAttentionEvery: 4, LinearKeyHeads: 16, LinearKeyHeadDim: 128, LinearValueHeads: 64, LinearValueHeadDim: 128, LinearConvKernel: 4,
-		AttentionOutputGate: true,
-		Published:           397e9, PublishedActive: 17e9, Source: "Qwen/Qwen3.5-397B-A17B model card (397B total, 17B activated)",
+		AttentionOutputGate: true, ScanBlock: 4, UntaggedLayerInput: true,
+		Published: 397e9, PublishedActive: 17e9, Source: "Qwen/Qwen3.5-397B-A17B model card (397B total, 17B activated)",
 		HFModel: "Qwen/Qwen3.5-397B-A17B",
 	},
 	{

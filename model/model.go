@@ -73,9 +73,14 @@ type Spec struct {
 	// ScanBlock is the decoder layers MaxText scans and rematerialises as
 	// one unit when they are not all alike: its llama4 block runs
 	// inhomogeneous_layer_cycle_interval layers (4: dense and MoE, RoPE
-	// and NoPE interleaved) inside one jax.checkpoint (model/block.go). 0
-	// or 1: each layer is its own unit.
+	// and NoPE interleaved) inside one jax.checkpoint, and its qwen3_5
+	// block 4 (three Gated DeltaNet layers, then one of softmax
+	// attention; model/block.go). 0 or 1: each layer is its own unit.
 	ScanBlock int `yaml:"scan_block,omitempty" json:"scan_block,omitempty"`
+	// UntaggedLayerInput says MaxText's decoder layers of the model name
+	// no decoder_layer_input (checkpoint_name), the name a remat policy
+	// keeps each layer's input by: Qwen 3.5's (TagsLayerInput).
+	UntaggedLayerInput bool `yaml:"untagged_layer_input,omitempty" json:"untagged_layer_input,omitempty"`
 	// MTPLayers is the modules of multi-token prediction trained beside
 	// the model (DeepSeek-AI 2024, arXiv 2412.19437 §2.2; MaxText's
 	// mtp_num_layers, 0 by default): each predicts one token further

@@ -83,6 +83,9 @@ func frameworkNotes(p Plan, est *cost.Estimator) []Note {
 		if e.Job.Precision == cost.AMPPrecision() {
 			n.Text += " and precision amp: MaxText's fp32 weights as an fp32 model under torch.autocast, whose matmuls run in bf16 while the residual stream, the norms and the gathered weights stay fp32 (costed at 4 bytes an activation: safe for the fit, pessimistic for the step where tensor parallelism carries bf16 matmul outputs)"
 		}
+		if m := e.Job.Model; e.Job.RepeatKV && m.KV() < m.Heads {
+			n.Text += fmt.Sprintf("; its attention repeats the %d key and value heads to the query's %d before the kernel, which keeps the repeated ones for the backward pass, %d times the keys and values MaxText's kernel keeps (costed so)", m.KV(), m.Heads, m.Heads/m.KV())
+		}
 		return []Note{n}
 	}
 	notes := []Note{note("", "framework: MaxText (JAX), which the Cloud TPU guidance points to for training at scale with explicit sharding; PyTorch/XLA SPMD for portable PyTorch code; vLLM with tpu-inference for serving")}

@@ -166,7 +166,10 @@ func pyTorchUncalibrated(p Plan) (Note, bool) {
 // it is read: what the export would refuse is refused here, naming the
 // option (a mixture of experts too, PyTorchModelLimit, and flash attention
 // over sliding windows, PyTorchAttentionLimit); MaxText's precision becomes PyTorch's automatic mixed
-// precision (cost.AMPPrecision), whose residual stream stays fp32; and on
+// precision (cost.AMPPrecision), whose residual stream stays fp32; the
+// attention core reads keys and values repeated to the query's heads
+// (cost.Settings.RepeatKV: Hugging Face's eager attention and the export's
+// flash function both repeat them); and on
 // a chip of several devices the batch puts a multiple of them on each
 // chip, since only fsdp may carry the in-chip factor.
 func parsePyTorch(r *Request, _ Options) error {
@@ -176,6 +179,7 @@ func parsePyTorch(r *Request, _ Options) error {
 	if r.Precision == cost.MaxTextPrecision() {
 		r.Precision = cost.AMPPrecision()
 	}
+	r.RepeatKV = true
 	if per := r.Multislice.Slice.Chip.JAXDevicesPerChip; per > 1 {
 		// the chip's PJRT devices split its sequences (fsdp carries the
 		// in-chip factor: no context axis here)
