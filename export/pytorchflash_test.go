@@ -142,6 +142,17 @@ func runPython(t *testing.T, script string) string {
 // heads, head_dim] as Hugging Face's attention functions return, and a
 // logit soft-cap or a window shorter than the sequence, which the kernel
 // has not, is refused.
+//
+// The dtypes (review 159 #4): the stand-in kernel, as torch_xla's
+// (custom_kernel.py 343-344 @41398bff), casts nothing and gives its
+// output q's dtype, and torch stands in with autocast's two calls. Under
+// autocast at bfloat16 the query and key come float32 beside a bfloat16
+// value, as Hugging Face's rotary embedding leaves them (cos and sin in
+// the float32 embeddings' dtype, modeling_llama.py @5dd4a635): the kernel
+// must get all three at bfloat16 and the output come back so. Without
+// autocast they go in at the value's dtype: bfloat16 for a bfloat16 model,
+// float32 for a float32 one (no cast the model did not ask). Without the
+// cast the first calls record float32 q and k.
 func TestPyTorchFlashAttentionRuns(t *testing.T) {
 	fa := readSignatures(t)["flash_attention"]
 	var params []string
@@ -153,37 +164,57 @@ func TestPyTorchFlashAttentionRuns(t *testing.T) {
 		params = append(params, p+"="+fa.defaults[p])
 	}
 	py := pytorchPython(t, "llama3-8b", "v5p-64", "fsdp=8,tensor=4", "")
+	if !regexp.MustCompile(`(?m)^import torch$`).MatchString(py) {
+		t.Errorf("the attention function asks torch for autocast's dtype, but the script does not import torch:\n%s", py)
+	}
 	script := `import math
 calls, mesh = [], 'MESH'
+class torch:
+    autocast = None  # the dtype of torch.autocast('xla', dtype=...), None outside one
+    @staticmethod
+    def is_autocast_enabled(device_type): assert device_type == 'xla'; return torch.autocast is not None
+    @staticmethod
+    def get_autocast_dtype(device_type): assert device_type == 'xla'; return torch.autocast
 class T:
-    def __init__(self, shape, name): self.shape, self.name = tuple(shape), name
+    def __init__(self, shape, name, dtype): self.shape, self.name, self.dtype = tuple(shape), name, dtype
     def repeat_interleave(self, n, dim):
-        s = list(self.shape); s[dim] *= n; return T(s, '%s*%d' % (self.name, n))
+        s = list(self.shape); s[dim] *= n; return T(s, '%s*%d' % (self.name, n), self.dtype)
     def transpose(self, a, b):
-        s = list(self.shape); s[a], s[b] = s[b], s[a]; return T(s, self.name + '^T')
+        s = list(self.shape); s[a], s[b] = s[b], s[a]; return T(s, self.name + '^T', self.dtype)
+    def to(self, dtype): return T(self.shape, self.name, dtype)
 def flash_attention(` + strings.Join(params, ", ") + `):
     assert q.shape == k.shape == v.shape, (q.shape, k.shape, v.shape)
-    calls.append((k.name, v.name, causal, '%.10f' % sm_scale, partition_spec, mesh))
-    return T(q.shape, 'o')
+    calls.append((k.name, v.name, causal, '%.10f' % sm_scale, partition_spec, mesh, (q.dtype, k.dtype, v.dtype)))
+    return T(q.shape, 'o', q.dtype)  # custom_kernel.py 343-344: the output's dtype is q's
 ` + pythonFunc(t, py, "xla_flash_attention") + `
-q, k, v = T((2, 32, 16, 128), 'q'), T((2, 8, 16, 128), 'k'), T((2, 8, 16, 128), 'v')
+def qkv(qk, v):
+    return T((2, 32, 16, 128), 'q', qk), T((2, 8, 16, 128), 'k', qk), T((2, 8, 16, 128), 'v', v)
+torch.autocast = 'bfloat16'
+q, k, v = qkv('float32', 'bfloat16')
 out, weights = xla_flash_attention(None, q, k, v, None, dropout=0.0)
-print(out.shape, weights)
+print(out.shape, out.dtype, weights)
 xla_flash_attention(None, q, k, v, None, scaling=0.0625, sliding_window=None, softcap=None)
 xla_flash_attention(None, q, k, v, None, sliding_window=16)
 for kw in ({'softcap': 50.0}, {'sliding_window': 8}):
     try:
         xla_flash_attention(None, q, k, v, None, **kw); print('ran', kw)
     except ValueError: print('refused', kw)
+torch.autocast = None
+for dtype in ('bfloat16', 'float32'):
+    print(xla_flash_attention(None, *qkv(dtype, dtype), None)[0].dtype)
 for c in calls: print(c)
 `
 	spec := "(('data', 'fsdp'), 'model', None, None)"
-	want := fmt.Sprintf(`(2, 16, 32, 128) None
+	want := fmt.Sprintf(`(2, 16, 32, 128) bfloat16 None
 refused {'softcap': 50.0}
 refused {'sliding_window': 8}
-('k*4', 'v*4', True, '%.10f', %s, 'MESH')
-('k*4', 'v*4', True, '0.0625000000', %[2]s, 'MESH')
-('k*4', 'v*4', True, '%.10[1]f', %[2]s, 'MESH')
+bfloat16
+float32
+('k*4', 'v*4', True, '%.10f', %s, 'MESH', ('bfloat16', 'bfloat16', 'bfloat16'))
+('k*4', 'v*4', True, '0.0625000000', %[2]s, 'MESH', ('bfloat16', 'bfloat16', 'bfloat16'))
+('k*4', 'v*4', True, '%.10[1]f', %[2]s, 'MESH', ('bfloat16', 'bfloat16', 'bfloat16'))
+('k*4', 'v*4', True, '%.10[1]f', %[2]s, 'MESH', ('bfloat16', 'bfloat16', 'bfloat16'))
+('k*4', 'v*4', True, '%.10[1]f', %[2]s, 'MESH', ('float32', 'float32', 'float32'))
 `, 1/math.Sqrt(128), spec)
 	if got := runPython(t, script); got != want {
 		t.Errorf("xla_flash_attention:\n%s\nwant\n%s", got, want)

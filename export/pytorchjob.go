@@ -65,7 +65,7 @@ func (j PyTorchJob) imports() string {
 		s += "from torch_xla.distributed.fsdp import checkpoint_module\n"
 	}
 	if j.Attention != cost.AttentionDot {
-		s += "import math\nfrom torch_xla.experimental.custom_kernel import flash_attention\nfrom transformers import AttentionInterface\n"
+		s += "import math\nimport torch\nfrom torch_xla.experimental.custom_kernel import flash_attention\nfrom transformers import AttentionInterface\n"
 	}
 	return s
 }
@@ -138,6 +138,34 @@ def remat(model):
 // the query's heads, as a plan made for plan.FrameworkPyTorch costs them
 // (cost.Settings.RepeatKV; the comment says whether this plan did). Nothing here is a sliding window or a logit
 // soft-cap, which the kernel has not: the function refuses them.
+//
+// The fourth rule is the dtype. Under the amp precision's autocast the
+// query and key arrive float32 beside a bfloat16 value: Hugging Face's
+// rotary embedding returns cos and sin in its input's dtype, the float32
+// embeddings (LlamaRotaryEmbedding.forward, cos.to(dtype=x.dtype), called
+// on inputs_embeds in LlamaModel.forward, modeling_llama.py
+// @5dd4a635), and q*cos + rotate_half(q)*sin promotes the bf16
+// projections to float32, while autocast casts only the aten ops it lists
+// and falls through for the rest (torch_xla/csrc/autocast_mode.cpp 25-27
+// @41398bff), a custom autograd Function included (torch_xla's own
+// XLAPatchedLinear asks for the cast with custom_fwd(cast_inputs=...),
+// distributed/spmd/xla_sharding.py 1037, 1056). The kernel casts nothing:
+// it takes its output's dtype from q (custom_kernel.py 343-344) and its
+// gradients' from q, k and v (587, 628). So the function casts q, k and v
+// to autocast's dtype when autocast is on, else to the value's (the
+// projections'), as Hugging Face's own flash_attention_2 function picks
+// its target_dtype for float32 queries (integrations/flash_attention.py
+// @bc681cd9), with the calls torch_xla's checkpoint makes
+// (torch.is_autocast_enabled("xla"), torch.get_autocast_dtype("xla"),
+// utils/checkpoint.py 106-107 @41398bff): bfloat16 under both precisions
+// the export writes, the dtype the plan costs the attention's matmuls at.
+// The output comes back in it, as Hugging Face's attention functions
+// return it (flash_attention_2 in its target_dtype; the eager one in
+// bfloat16 under autocast, its second matmul being autocast's), and
+// o_proj, a linear, takes bfloat16 either way. What the kernel keeps for
+// the backward (its clones of q, k and v, and its output) is then 2 bytes
+// an element, where the float32 q, k and output were 4: under, not at,
+// cost.AMPPrecision's 4-byte activations, which bound it.
 func (j PyTorchJob) writeAttention(b *strings.Builder, tensor bool) {
 	if j.Attention == cost.AttentionDot {
 		return
@@ -167,13 +195,18 @@ func (j PyTorchJob) writeAttention(b *strings.Builder, tensor bool) {
 # scale, so the model's own goes in (1/sqrt(head_dim) if it gives none); and it is split over the mesh only
 # when given partition_spec (without one each device computes the whole global batch's attention):
 # the batch over ('data', 'fsdp') as the input's, the heads over %s.
-# It is causal and reads no mask: pack the sequences, with no padding.%s
+# It is causal and reads no mask: pack the sequences, with no padding. Autocast does not reach the kernel, and
+# Hugging Face's rotary embedding returns cos and sin in the float32 embeddings' dtype, so under autocast the
+# query and key arrive float32 beside a bfloat16 value: all three go in at autocast's dtype (else the value's),
+# bfloat16 as costed, and the output comes back in it, as Hugging Face's own attention functions return it.%s
 ATTENTION = 'xla_flash_spmd'
 
 def xla_flash_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     window, softcap = kwargs.get('sliding_window'), kwargs.get('softcap')
     if (window and window < query.shape[2]) or softcap:
         raise ValueError(f"torch_xla's flash_attention has no sliding window ({window}) or logit soft-cap ({softcap})")
+    dtype = torch.get_autocast_dtype('xla') if torch.is_autocast_enabled('xla') else value.dtype
+    query, key, value = query.to(dtype), key.to(dtype), value.to(dtype)
     groups = query.shape[1] // key.shape[1]
     key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
     scale = scaling if scaling is not None else 1 / math.sqrt(query.shape[-1])

@@ -151,8 +151,20 @@ func TestFrameworkPyTorchRequest(t *testing.T) {
 		o.Model, o.TPU, o.Framework = "llama3-8b", "v5p-16", string(FrameworkPyTorch)
 		c.edit(&o)
 		var oe *OptionError
-		if _, err := ParseRequest(o); !errors.As(err, &oe) || oe.Option != c.option || !strings.Contains(err.Error(), "with framework pytorch") {
+		_, err := ParseRequest(o)
+		if !errors.As(err, &oe) || oe.Option != c.option || !strings.Contains(err.Error(), "with framework pytorch") {
 			t.Errorf("%s: %v, want a refusal of %s with framework pytorch", c.option, err, c.option)
+			continue
+		}
+		// a front end that implies the framework (export pytorch) words
+		// the same refusal as its own: the option, the value, what is
+		// accepted, and no framework option (review 159)
+		_, want, _ := strings.Cut(err.Error(), " with framework pytorch, want ")
+		if oe.PyTorch == nil {
+			t.Errorf("%s: %v carries no PyTorch limit", c.option, err)
+		} else if got := oe.PyTorch.Phrase("export pytorch", nil); !strings.HasPrefix(got, c.option.String()+" ("+oe.PyTorch.Field+" "+oe.Value+"): export pytorch takes ") ||
+			!strings.HasSuffix(got, "takes "+want) || strings.Contains(got, "framework pytorch") {
+			t.Errorf("%s: Phrase(export pytorch) = %q, want %q (value %s) then \"export pytorch takes %s\"", c.option, got, c.option.String(), oe.Value, want)
 		}
 	}
 	for precision, want := range map[string]cost.Precision{"maxtext": cost.AMPPrecision(), "bf16": cost.MaxTextBF16Precision()} {

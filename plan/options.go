@@ -179,7 +179,13 @@ type OptionError struct {
 	Value  string
 	// Text names options as {key}, like a Note's; Phrase spells them.
 	Text string
-	Err  error
+	// PyTorch is the limit of what the PyTorch/XLA export writes that the
+	// value passes (FrameworkPyTorch's refusals, which Text words as the
+	// framework option's), nil for any other refusal: a front end whose
+	// command implies the framework, with no framework option to name,
+	// words it with PyTorchLimit.Phrase.
+	PyTorch *PyTorchLimit
+	Err     error
 }
 
 // Phrase is the error's text, without the package name, with the options

@@ -201,12 +201,24 @@ func parsePyTorch(r *Request, _ Options) error {
 		return l.refusal()
 	}
 	if r.Accumulation > 1 {
-		return refuse(OptionGradientAccumulationSteps, fmt.Sprint(r.Accumulation), nil, " %d with {framework} pytorch, want 0 or 1: the PyTorch/XLA SPMD export writes no training loop to accumulate in", r.Accumulation)
+		return PyTorchLimit{OptionGradientAccumulationSteps, "gradient accumulation steps", fmt.Sprint(r.Accumulation), "0 or 1: the PyTorch/XLA SPMD export writes no training loop to accumulate in"}.refusal()
 	}
 	return nil
 }
 
-// refusal is l as the request's error, under FrameworkPyTorch.
+// refusal is l as the request's error, under FrameworkPyTorch: the
+// option, "with {framework} pytorch", and what is accepted, carrying l
+// (OptionError.PyTorch) for a front end that implies the framework.
 func (l PyTorchLimit) refusal() error {
-	return refuse(l.Option, l.Value, nil, " (%s %s) with {framework} pytorch, want %s", l.Field, l.Value, text(l.Want))
+	e := refuse(l.Option, l.Value, nil, " (%s %s) with {framework} pytorch, want %s", l.Field, l.Value, text(l.Want))
+	e.PyTorch = &l
+	return e
+}
+
+// Phrase is l as a refusal by by, a front end whose command implies the
+// PyTorch framework and so has no framework option to name (the CLI's
+// export pytorch): "{option} (field value): by takes want", with the
+// options spelt by name (Option.String when nil).
+func (l PyTorchLimit) Phrase(by string, name func(Option) string) string {
+	return phrase("{"+string(l.Option)+"}"+textf(" (%s %s): %s takes %s", l.Field, l.Value, by, text(l.Want)), name)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -170,9 +171,20 @@ func exportPlan(name, target string, fs *flag.FlagSet, f *planFlags) (plan.Plan,
 	o := opts[0]
 	if target == "pytorch" {
 		p, err := searchOptions(o)
-		return p, nil, err
+		return p, nil, pytorchError(name, err)
 	}
 	return maxTextPlan(o)
+}
+
+// pytorchError is err as export pytorch (name) words it: a refusal by the
+// PyTorch framework's rules (plan.OptionError.PyTorch) names the command,
+// which asks that framework itself and has no --framework; err otherwise.
+func pytorchError(name string, err error) error {
+	var oe *plan.OptionError
+	if errors.As(err, &oe) && oe.PyTorch != nil {
+		return phrasedError{oe.PyTorch.Phrase(name, flagName), err}
+	}
+	return err
 }
 
 // maxTextPlan plans options o (export.MaxTextOptions'), as an export to

@@ -233,3 +233,32 @@ func TestExportXPKCapacity(t *testing.T) {
 		downloadIsCommand(t, h, query, args)
 	}
 }
+
+// TestExportPyTorchRefusesInItsOwnWords (review 159): export pytorch
+// plans under the PyTorch framework itself and takes no --framework, so
+// the refusals of what its script does not write name the command, the
+// flag and the value, and never tell the user of a --framework pytorch
+// they did not give (before: "--model (experts 8) with --framework
+// pytorch, want a dense model"); plan --framework pytorch, where the user
+// gave the flag, still says it.
+func TestExportPyTorchRefusesInItsOwnWords(t *testing.T) {
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--model", "mixtral-8x7b"}, "--model (experts 8): export pytorch takes a dense model (no experts): mixtral-8x7b"},
+		{[]string{"--model", "gemma2-9b"}, "--attention (attention flash): export pytorch takes dot_product for gemma2-9b"},
+		{[]string{"--model", "llama3-8b", "--remat", "minimal"}, "--remat (remat minimal): export pytorch takes none or full"},
+		{[]string{"--model", "llama3-8b", "--mesh", "fsdp=16,pipeline=2"}, "--mesh (pipeline 2): export pytorch takes a layout of data, fsdp and tensor only"},
+		{[]string{"--model", "llama3-8b", "--mesh", "fsdp=32", "--global-batch", "64", "--gradient-accumulation-steps", "2"},
+			"--gradient-accumulation-steps (gradient accumulation steps 2): export pytorch takes 0 or 1"},
+	} {
+		args := append([]string{"export", "pytorch", "--tpu", "v5p-64"}, c.flags...)
+		fail(t, args, "shardlab: export pytorch: "+c.want)
+		if _, errOut, _ := runCmd(args...); strings.Contains(errOut, "--framework pytorch") {
+			t.Errorf("shardlab %s: %q names a --framework export pytorch does not take", strings.Join(args, " "), errOut)
+		}
+		planArgs := append([]string{"plan", "--framework", "pytorch", "--tpu", "v5p-64"}, c.flags...)
+		fail(t, planArgs, "with --framework pytorch, want ")
+	}
+}
