@@ -155,7 +155,44 @@ func wholeRequest(tb testing.TB) (Request, int) {
 // 7.68 CPU seconds against main's 8.00, 9.23 and 8.30 (medians of five
 // runs each, in three sets interleaved with main's, load average 4 to
 // 13), and 4.4 million allocations (1.13 GB) a sweep to 2.5 million
-// (0.73 GB). Issue 31 asks for well under 2 s.
+// (0.73 GB). Later on 2026-12-07 the work configurations could share
+// was measured with throwaway instrumentation. Of the 797,104 meshes a
+// sweep's searches cost (fixes aside), 243,536 are distinct in
+// generation and size on each axis: 69 % recur, 38 % within one
+// multislice search (the layouts that split the same sizes) and the rest
+// in another configuration of the same generation and chips. Only what
+// reads the sizes alone recurs (the shape, the state, the compute's
+// floor, the memory): a mesh's collectives read which of its factors
+// cross DCN, and the sizes and the slice count fix the slice, so the
+// collectives' floor, on which nearly every dismissal rests, is never the
+// same in two configurations. Sharing the compute's floors across the
+// searches in one map (by generation, sizes, micro-batches, policy and
+// dispatch) cost more than it saved, 8.2 to 8.7 CPU seconds against 6.6
+// to 7.8 (four runs each, interleaved): a map that large misses the
+// caches. Costing the layouts of the same sizes one after another, the
+// first one's memory kept for the next (only the mesh and its
+// collectives changed), took 9.9 CPU seconds against 8.6 (medians of
+// five): the order the lean search's bars rise in matters more. One
+// ceiling over a pipelined layout's every micro-batch count (the least
+// stretch of any count, the fewest micro-batches' floors) dismissed
+// 374,427 of the 549,229 layouts it was weighed on, but saved nothing
+// (8.0 against 7.8): within the batch limit most large pipelined layouts
+// have one count. The small configurations nothing runs on spend their
+// time in the fixes (41 configurations, 0.49 of 6.8 s: eleven lean
+// searches each). Where the time goes, on one goroutine: 648,258 layouts
+// dismissed whole by the ceilings, about 4.3 µs each (2.8 s); 134,468 in
+// part (1.2 s); the combinations tried, 2.2 s (513,467 rejected for
+// memory, 285,688 costed in full). In worker.hopeless the collectives'
+// tally (cost.Estimator.commParts) and the compute's floor are a third;
+// the memory's machinery around them (Reset, stage, Reschedule, the
+// shape at each batch) and mesh.New are the rest, so a way of weighing a
+// layout's ceilings without a BatchMemory is where a large saving is
+// left. What paid: working a dense model's stage parameters out from its
+// parameter count and its dense layer (cost.Estimator.endsParams) in
+// place of a map of 21,603 shapes, 7.68 CPU seconds against 8.14
+// (medians of six runs, one sweep each, interleaved with main's, load
+// average 7 to 8) and 7.33 against 7.65 (five runs of two sweeps). Issue
+// 31 asks for well under 2 s.
 func BenchmarkSweepWhole(b *testing.B) {
 	r, configs := wholeRequest(b)
 	var res Result

@@ -529,7 +529,7 @@ func (c *floorMemo) put(k floorKey, perShard, fixed float64) {
 // Without a pipeline there is one layout, and sh keeps it.
 //
 // The ceilings ask for them at every batch and policy they weigh, so
-// they are worked out (Estimator.setParamsEnds, a map's look-up) once per
+// they are worked out (Estimator.setParamsEnds) once per
 // Reset: endsNone's parameters read the shape's degrees and layers per
 // stage (paramsKey), which neither Reschedule nor SetPolicy nor a batch
 // changes, and its head holds none (headParams).

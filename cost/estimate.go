@@ -230,8 +230,14 @@ type Estimator struct {
 	}
 	layers       map[layerKey]layerShape  // for model
 	recentLayers recentLayers             // for model
-	params       map[paramsKey]endsParams // for model
+	params       map[paramsKey]endsParams // for model, with experts or MTP (endsParams)
 	lastParams   lastParams               // for model
+	// pc is model's ParamCount, when pcOK, and dense its dense layer's
+	// parameters per chip by tensor degree (denseLayerParams), which
+	// endsParams works a dense model's parameters out from.
+	pc    model.Params
+	pcOK  bool
+	dense []tensorParams
 	// flops is jobFLOPs for model at flopsKey, when flopsOK.
 	flops    jobFLOPs
 	flopsKey flopsKey
@@ -277,6 +283,7 @@ func (e *Estimator) validate(j *Job) error {
 	e.recentLayers = recentLayers{}
 	clear(e.params)
 	e.lastParams = lastParams{}
+	e.pcOK, e.dense = false, e.dense[:0]
 	e.flopsOK = false
 	return nil
 }

@@ -7,15 +7,21 @@ import (
 )
 
 // TestParamsCacheIsFresh holds Estimator.setParamsEnds, whose answers
-// come from its last entry (lastParams) or its map (params), to
-// stagesParams and headParams worked out afresh on a shape no estimator
-// made (shapeOf), for every layout of the ends: the batch cases' layouts
-// forwards, then backwards so that each is asked for again after
-// others (the map's entries, not the last one), with the models changing
-// between them as validate clears the cache.
+// come from its last entry (lastParams), its map (params: a mixture of
+// experts' or multi-token prediction's) or, for a dense model, the
+// ParamCount and dense layers it keeps (endsParams), to stagesParams and
+// headParams worked out afresh on a shape no estimator made (shapeOf),
+// for every layout of the ends: the batch cases' layouts and a dense
+// model's with multi-token prediction, pipelined, forwards, then
+// backwards so that each is asked for again after others (the map's
+// entries, not the last one), with the models changing between them as
+// validate clears what the estimator keeps.
 func TestParamsCacheIsFresh(t *testing.T) {
 	e := NewEstimator()
 	cases := batchCases(t)
+	mtp := NewJob(lookup(t, "llama3-8b"), 8192, 1)
+	mtp.Model.MTPLayers = 1
+	cases = append(cases, batchCase{"llama3-8b with an MTP layer on v5p-32 fsdp=4,pipeline=4", mtp, "v5p-32", 1, "fsdp=4,pipeline=4"})
 	n := 0
 	for pass := range 2 {
 		for i := range cases {

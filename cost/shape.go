@@ -173,12 +173,7 @@ func (e *Estimator) setParamsEnds(sh *shape, j *Job, ends endsLayout) {
 	k := paramsKey{sh.t, sh.f, sh.c, sh.e, sh.p, sh.ls}
 	l := &e.lastParams
 	if !l.ok || l.k != k {
-		ps, ok := e.params[k]
-		if !ok {
-			ps = j.endsParams(sh)
-			e.params[k] = ps
-		}
-		l.k, l.ps, l.ok = k, ps, true
+		l.k, l.ps, l.ok = k, e.endsParams(sh, j, k), true
 	}
 	sh.params, sh.head = l.ps[ends].params, l.ps[ends].head
 }
@@ -199,14 +194,66 @@ type endsParams [endsNone + 1]struct {
 	head   float64
 }
 
-// endsParams is sh's endsParams.
-func (j *Job) endsParams(sh *shape) endsParams {
+// endsParamsOf is sh's endsParams, given the model's ParamCount pc and
+// its dense layer's parameters per chip at sh's tensor degree, layer
+// (denseLayerParams).
+func (j *Job) endsParamsOf(sh *shape, pc model.Params, layer float64) endsParams {
 	var ps endsParams
 	for ends := range ps {
 		l := endsLayout(ends)
-		ps[ends].params, ps[ends].head = j.stagesParams(sh, l), j.headParams(sh, l)
+		ps[ends].params = [2]float64{j.stageParamsOf(sh, firstStage, l, pc, layer), j.stageParamsOf(sh, lastStage, l, pc, layer)}
+		ps[ends].head = j.headParamsOf(sh, l, pc)
 	}
 	return ps
+}
+
+// endsParams is sh's endsParams, whose key is k, for the estimator's
+// model. A dense model's are worked out from its ParamCount and its dense
+// layer's parameters at sh's tensor degree, which the estimator keeps: a
+// few operations, where a look-up in a map of every key a sweep makes
+// (tens of thousands) misses the processor's caches. A mixture of
+// experts' or multi-token prediction's read the model again for each
+// (moeLayerParams, routedPerLayer, mtpParams) and are kept in the map.
+func (e *Estimator) endsParams(sh *shape, j *Job, k paramsKey) endsParams {
+	keep := j.Model.MoE() || j.Model.MTPLayers > 0
+	if keep {
+		if ps, ok := e.params[k]; ok {
+			return ps
+		}
+	}
+	ps := j.endsParamsOf(sh, e.paramCount(j), e.denseLayer(j, sh.t))
+	if keep {
+		e.params[k] = ps
+	}
+	return ps
+}
+
+// paramCount is j.Model.ParamCount(), the estimator's model's, worked
+// out once.
+func (e *Estimator) paramCount(j *Job) model.Params {
+	if !e.pcOK {
+		e.pc, e.pcOK = j.Model.ParamCount(), true
+	}
+	return e.pc
+}
+
+// tensorParams is denseLayerParams at tensor degree t.
+type tensorParams struct {
+	t     int
+	layer float64
+}
+
+// denseLayer is denseLayerParams(j.Model, t), the estimator's model's,
+// worked out once per tensor degree (a search weighs a few).
+func (e *Estimator) denseLayer(j *Job, t int) float64 {
+	for _, d := range e.dense {
+		if d.t == t {
+			return d.layer
+		}
+	}
+	v := denseLayerParams(j.Model, t)
+	e.dense = append(e.dense, tensorParams{t, v})
+	return v
 }
 
 // lastParams is the entry of an estimator's params it last looked up,

@@ -36,7 +36,13 @@ func (st stage) String() string {
 // With more tensor shards than key/value heads, each K/V head is
 // replicated on t/KV chips (Megatron's GQA layout).
 func (j *Job) stageParams(sh *shape, st stage, ends endsLayout) float64 {
-	pc := j.Model.ParamCount()
+	return j.stageParamsOf(sh, st, ends, j.Model.ParamCount(), denseLayerParams(j.Model, sh.t))
+}
+
+// stageParamsOf is stageParams, given the model's ParamCount pc and its
+// dense layer's parameters per chip at sh's tensor degree, layer
+// (denseLayerParams), as an estimator keeps them (Estimator.setParamsEnds).
+func (j *Job) stageParamsOf(sh *shape, st stage, ends endsLayout, pc model.Params, layer float64) float64 {
 	var n int64
 	switch {
 	case sh.p == 1 || ends == endsEvery:
@@ -49,7 +55,6 @@ func (j *Job) stageParams(sh *shape, st stage, ends endsLayout) float64 {
 	default:
 		n = pc.Output + pc.FinalNorm
 	}
-	layer := denseLayerParams(j.Model, sh.t)
 	layers := float64(sh.ls) * layer
 	if j.Model.MoE() {
 		moe := j.moeLayersPerStage(sh)
@@ -160,7 +165,14 @@ func (j *Job) headParams(sh *shape, ends endsLayout) float64 {
 	if ends != endsEvery || sh.p <= 1 {
 		return 0
 	}
-	pc := j.Model.ParamCount()
+	return j.headParamsOf(sh, ends, j.Model.ParamCount())
+}
+
+// headParamsOf is headParams, given the model's ParamCount pc.
+func (j *Job) headParamsOf(sh *shape, ends endsLayout, pc model.Params) float64 {
+	if ends != endsEvery || sh.p <= 1 {
+		return 0
+	}
 	return float64(pc.Embedding+pc.Output+pc.FinalNorm)/float64(sh.t*sh.weightShards()*sh.e) + j.mtpParams(sh)
 }
 
