@@ -33,12 +33,13 @@ var (
 )
 
 // MaxConfigs bounds the (generation, slice, count) configurations one
-// request plans, so that a sweep answers in seconds. The costliest
-// configuration of issue 31's whole sweep (BenchmarkSweepWhole: every
-// slice size of five generations, 1 to 4 slices, 872 configurations in
-// about 14 s of CPU, each a lean search) is 4 slices of tpu7x-10240 at
-// about 0.2 s of CPU for a 70B model, so 64 configurations take at most
-// about 13 s of CPU, half that in wall time on two cores.
+// request plans, so that a sweep answers in seconds. In issue 31's whole
+// sweep (BenchmarkSweepWhole: every slice size of five generations, 1 to
+// 4 slices, about 880 configurations in 7 to 8 s of CPU, each a lean
+// search), the costliest configurations for a 70B model take 40 to 65 ms
+// of CPU (2 and 4 slices of the largest tpu7x sizes, timed one by one on
+// 2026-12-07), so 64 configurations take at most about 4 s of CPU, half
+// that in wall time on two cores.
 const MaxConfigs = 64
 
 // Request is a budget question.
