@@ -279,6 +279,21 @@ var errFarOff = errors.New("the model is far off for this job, and the log gives
 // validate.LogMismatch has held to the chip's capacity, stays the plan's
 // failed compile, below 1 giving no factor (oomLowers) and above the range
 // saying the model is far off (errFarOff).
+//
+// The runtime's failure to load (validate.MessageReserve) follows a
+// compile that passed: what it asked to reserve is the program the
+// compile laid out, whole ("the compiled XLA program ... is larger than
+// the total amount of free HBM", openxla/xla docs/errors/error_0101.md
+// @11903d43; memory.yaml's pdb5: its 68.03 GiB are the temporaries, 66.40
+// = 95.74 − 29.3 of arguments reservable), not a step XLA squeezed short
+// of room, which it stops at only when the compile fails. Like with like
+// is the temporaries as laid out (r.Temp, which validate.CompareLog
+// predicts at the device's capacity, where the compile passed), as for a
+// memory report: against the needed peak the factor would count the
+// loss's exponentials, which the program keeps, as the model's error
+// (review 159 #2: 1.148 in place of 1.014). It is a measurement of the
+// program, not a bound from below, so it may lower the model; outside
+// cost's range the log is not the plan's.
 func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string, p plan.Plan) (*cost.MemoryCalibration, error) {
 	reported := log.Breakdown.Temp
 	switch {
@@ -295,21 +310,8 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 	// above XLA's limit: the needed peak was too low, by the factor. It
 	// only bounds the step from below (XLA stopped squeezing above the
 	// limit), so it raises the model and never lowers it (oomLowers).
-	//
-	// The runtime's failure to load (validate.MessageReserve) follows a
-	// compile that passed: what it asked to reserve is the program the
-	// compile laid out, whole ("the compiled XLA program ... is larger
-	// than the total amount of free HBM", openxla/xla docs/errors/
-	// error_0101.md @11903d43; memory.yaml's pdb5: its 68.03 GiB are the
-	// temporaries, 66.40 = 95.74 − 29.3 of arguments reservable), not a
-	// step XLA squeezed short of room, which it stops at only when the
-	// compile fails. Like with like is the temporaries as laid out (r.Temp,
-	// which CompareLog predicts at the device's capacity, where the compile
-	// passed), as for a memory report: against the needed peak the factor
-	// would count the loss's exponentials, which the program keeps, as the
-	// model's error (review 159 #2: 1.148 in place of 1.014). It is a
-	// measurement of the program, not a bound from below, so it may lower
-	// the model; outside cost's range the log is not the plan's.
+	// The runtime's failure to load is not such a message (the function's
+	// doc): like with like is the temporaries as laid out.
 	predicted := r.Temp
 	squeezedOOM := log.Kind == validate.KindOOM && log.Message != validate.MessageReserve
 	switch {
@@ -339,6 +341,12 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 	case !(k >= cost.MinTempScale && k <= cost.MaxTempScale):
 		return nil, fmt.Errorf("the log's temporaries are %.2f times the prediction's, want %g to %g: %w", k, cost.MinTempScale, cost.MaxTempScale, validate.ErrNotThisJob)
 	}
+	return measured(k, reported, predicted, path, p), nil
+}
+
+// measured is the calibration file's content for factor k, from reported
+// and predicted temporaries, measured on plan p's job by the log at path.
+func measured(k float64, reported, predicted int64, path string, p plan.Plan) *cost.MemoryCalibration {
 	e := p.Best.Estimate
 	src := calibrationSource(path, e.Job.Model.Name, p.Request.Multislice.Slice.AcceleratorType(), e.Mesh.String(), time.Now().UTC().Format(time.DateOnly))
 	job := &cost.MeasuredJob{Model: e.Job.Model.Name, AcceleratorType: p.Request.Multislice.Slice.AcceleratorType(), Layout: e.Mesh.String(),
@@ -346,7 +354,7 @@ func calibrationOf(log validate.CompileLog, r validate.MemoryResult, path string
 	if e.Job.Remat == cost.RematCustom {
 		job.RematCustom = e.Job.Custom.String()
 	}
-	return &cost.MemoryCalibration{TempScale: k, Reported: reported, Predicted: predicted, Source: src, Job: job}, nil
+	return &cost.MemoryCalibration{TempScale: k, Reported: reported, Predicted: predicted, Source: src, Job: job}
 }
 
 // oomLowers is why an out-of-memory message gives no factor below 1 (k):
