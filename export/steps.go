@@ -162,11 +162,14 @@ func (v Verification) Steps(c Commands) Steps {
 }
 
 // LoadNote is what a compile that passes does not promise: the runtime
-// reserves the program's memory when it loads it, and a compile that left
-// little HBM free has failed there (validate's memory table,
-// tpurecipes-dsv3-v5p256-pdb5: passed the compile, 1.63 GiB short at
-// load; validate.LoadShortfall), which check warns of.
-const LoadNote = "a compile that passes with little HBM free can still fail when the runtime loads it, which check warns of"
+// reserves the program's memory when it loads it, beside the parameters
+// and whatever else holds HBM then (openxla/xla docs/errors/
+// error_0101.md @11903d43), and a compile whose program and parameters
+// were above a device has failed there (validate's memory table,
+// tpurecipes-dsv3-v5p256-pdb5: passed the compile 1.63 GiB over, failed
+// at load; validate.LoadShortfall), which check warns of; it reads the
+// runtime's message from the run's log.
+const LoadNote = "a compile that passes can still fail when the runtime loads the program beside the parameters and whatever else holds HBM then: check warns of a compile above a device's HBM, and reads the runtime's message"
 
 // AtLimitNote says why the steps of a plan at XLA's limit write no
 // calibration (Steps.Calibration empty).

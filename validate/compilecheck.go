@@ -143,7 +143,9 @@ func capacityMismatch(l CompileLog, r MemoryResult, chip hw.Chip, per int64) err
 // over-estimate the HBM usage" (MaxText's
 // docs/guides/monitoring_and_debugging/understand_logs_and_metrics.md
 // @e591f30c, whose v5p-8 run reports 100.4 GB against the 95.74 GiB its
-// devices hold, and trained: memory.yaml's mt-doc-ds2-16b-pdb24).
+// devices hold, and trained: memory.yaml's mt-doc-ds2-16b-pdb24). Nor is
+// it a promise that the step loads: LoadShortfallCase passed its compile
+// with its program and arguments above a device, and failed to load.
 func AboveCapacity(l CompileLog, chip hw.Chip) (perDevice int64, above bool) {
 	per, known := DeviceCapacity(chip)
 	if !known {
@@ -158,11 +160,15 @@ func AboveCapacity(l CompileLog, chip hw.Chip) (perDevice int64, above bool) {
 // temporaries the compile laid out (MessageReserve).
 const LoadShortfallCase = "tpurecipes-dsv3-v5p256-pdb5"
 
-// LoadShortfall is how far short the load of LoadShortfallCase fell, a
+// LoadShortfall is how far the load of LoadShortfallCase fell short, a
 // JAX device: the bytes it asked to reserve less those reservable (68.03
-// − 66.40 = 1.63 GiB), read from the memory table. A compile that leaves
-// less HBM free than this is as close to the edge as a compile that
-// passed and failed to load: the only margin the table grounds.
+// − 66.40 = 1.63 GiB), read from the memory table. Its reservable is the
+// device's 95.74 GiB less its 29.34 of arguments (the table's note:
+// nothing else was live), so this is also by how much its program and
+// arguments exceeded the device: an overshoot above capacity. It says
+// what a compile that passed can be over and still fail at load; it is
+// no margin below capacity (no case in the table measures how much free
+// a load needs), and check warns only of a compile above capacity.
 func LoadShortfall() (int64, error) {
 	cases, err := MemoryCases()
 	if err != nil {
@@ -192,4 +198,44 @@ func Headroom(l CompileLog, r MemoryResult, chip hw.Chip) (free, capacity int64,
 		used += r.Arguments
 	}
 	return capacity - used, capacity, capacity > 0
+}
+
+// Load is what the runtime's failure to load a program that compiled
+// (MessageReserve) says of the job it is held against, a JAX device: the
+// program it asked to reserve and what was reservable, the job's
+// parameters and optimizer state (cost's: the message does not print
+// them), and the device's capacity (DeviceCapacity). The runtime reserves
+// the program beside the arguments and whatever other buffers are live
+// ("buffer allocations are privileged over loaded programs", openxla/xla
+// docs/errors/error_0101.md @11903d43), so a device leaves at most
+// Capacity − Arguments reservable: where the program is more than that
+// (Over above 0) no load can reserve it, as memory.yaml's pdb5's could
+// not (68.03 GiB of temporaries and 29.34 of arguments, 1.63 over
+// 95.74); where it is not, the reservable fell short by what other
+// buffers held (Others).
+type Load struct {
+	Program    int64 `json:"program_bytes"`
+	Reservable int64 `json:"reservable_bytes"`
+	Arguments  int64 `json:"arguments_bytes"`
+	Capacity   int64 `json:"capacity_bytes"`
+	// Over is Program + Arguments − Capacity: above 0, by how much the
+	// program and the arguments exceed a device.
+	Over int64 `json:"over_capacity_bytes"`
+	// Others is Capacity − Arguments − Reservable, 0 or more: what the
+	// device held beside the arguments at load (or how far its
+	// arguments are above the job's).
+	Others int64 `json:"other_buffers_bytes"`
+}
+
+// ReserveLoad is l's Load against the job r on chip; ok is false where l
+// is not the runtime's failure to load (MessageReserve).
+func ReserveLoad(l CompileLog, r MemoryResult, chip hw.Chip) (ld Load, ok bool) {
+	if l.Message != MessageReserve {
+		return Load{}, false
+	}
+	per, _ := AboveCapacity(l, chip)
+	ld = Load{Program: l.Reported, Reservable: l.Capacity, Arguments: r.Arguments, Capacity: per}
+	ld.Over = ld.Program + ld.Arguments - ld.Capacity
+	ld.Others = max(ld.Capacity-ld.Arguments-ld.Reservable, 0)
+	return ld, true
 }

@@ -217,3 +217,77 @@ func TestHeadroom(t *testing.T) {
 		}
 	}
 }
+
+// pdb5 is memory.yaml's LoadShortfallCase as its quote reads: the
+// temporaries it asked to reserve and the reservable, and its arguments
+// as the table's note has them, the device's capacity less the
+// reservable (nothing else live).
+func pdb5(t *testing.T) (log CompileLog, arguments int64) {
+	t.Helper()
+	cases, err := MemoryCases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if c.ID == LoadShortfallCase {
+			l, err := ParseCompileLog(c.Quote)
+			if err != nil || l.Message != MessageReserve {
+				t.Fatalf("%s's quote: %+v, %v, want the runtime's reserve message", c.ID, l, err)
+			}
+			per, _ := DeviceCapacity(chip(t, "v5p"))
+			return l, per - l.Capacity
+		}
+	}
+	t.Fatalf("%s: not in the table", LoadShortfallCase)
+	return CompileLog{}, 0
+}
+
+// TestHeadroomOfPDB5: pdb5's program (68.03 GiB of temporaries) beside its
+// 29.34 GiB of arguments, had its compile reported them, is 1.63 GiB above
+// a v5p device, the LoadShortfall: the overshoot check warns of is pdb5's
+// own situation; a report just under capacity is not (review 159 #3: it
+// warned at 0.24 GiB free and not above capacity).
+func TestHeadroomOfPDB5(t *testing.T) {
+	v5p := chip(t, "v5p")
+	l, args := pdb5(t)
+	compiled := CompileLog{Kind: KindCompiledUsage, Scope: ScopeTemp, Reported: l.Reported}
+	short, err := LoadShortfall()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free, _, ok := Headroom(compiled, MemoryResult{Arguments: args}, v5p); !ok || free != -short {
+		t.Errorf("pdb5's program and arguments: Headroom = %d, %v, want -%d (-1.63 GiB)", free, ok, short)
+	}
+	under := CompileLog{Kind: KindMemoryAnalysis, Scope: ScopeTotal, Reported: bytesOf(95.74) - bytesOf(0.01)}
+	if free, _, ok := Headroom(under, MemoryResult{Arguments: args}, v5p); !ok || free < 0 || free > bytesOf(0.01)+2 {
+		t.Errorf("a report 0.01 GiB under a v5p device: Headroom = %d, %v, want 0.01 GiB free", free, ok)
+	}
+}
+
+// TestReserveLoad: the runtime reserves the program beside the arguments
+// (error_0101.md @11903d43). pdb5's program and arguments are over a v5p
+// device by its shortfall, nothing else live; 68.03 GiB with 50.00
+// reservable beside Llama 3 8B's 22.44 GiB of arguments (review 159 #2's
+// log) fits the device with 5.27 GiB to spare (95.74 − 68.03 − 22.44), and
+// other buffers held 23.30 (95.74 − 22.44 − 50.00).
+func TestReserveLoad(t *testing.T) {
+	v5p := chip(t, "v5p")
+	l, args := pdb5(t)
+	short, _ := LoadShortfall()
+	ld, ok := ReserveLoad(l, MemoryResult{Arguments: args}, v5p)
+	if !ok || ld.Over != short || ld.Others != 0 || math.Abs(float64(ld.Capacity-bytesOf(95.74))) > 1 {
+		t.Errorf("pdb5: ReserveLoad = %+v, %v, want %d over, no other buffers, of %d", ld, ok, short, bytesOf(95.74))
+	}
+	l50, err := ParseCompileLog("RESOURCE_EXHAUSTED: Attempting to reserve 68.03G at the bottom of memory. That was not possible. There are 50.00G free, 0B reserved, and 50.00G reservable.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld, ok = ReserveLoad(l50, MemoryResult{Arguments: bytesOf(22.44)}, v5p)
+	near := func(got int64, want float64) bool { return math.Abs(float64(got-bytesOf(want))) <= 2 }
+	if !ok || !near(ld.Over, -5.27) || !near(ld.Others, 23.30) {
+		t.Errorf("50.00 reservable: ReserveLoad = %+v, %v, want %d over (-5.27 GiB), %d of others (23.30 GiB)", ld, ok, bytesOf(-5.27), bytesOf(23.30))
+	}
+	if _, ok := ReserveLoad(CompileLog{Kind: KindOOM, Message: MessageUsed, Reported: 1, Capacity: 1}, MemoryResult{}, v5p); ok {
+		t.Error("ReserveLoad of XLA's compile-time message: ok, want not")
+	}
+}

@@ -343,9 +343,23 @@ func logBytes(s string) (int64, error) {
 // compile that succeeded gets a verdict (it fits, or compiled where the
 // plan said it would not), and XLA's limit is named as XLA's, not as the
 // planning limit.
+//
+// The runtime's failure to load (MessageReserve) is of a program whose
+// compile passed, against the device's XLA capacity: its reservable is
+// what the runtime had at load beside the arguments and whatever else was
+// live, not a limit the compile held the step to. So the prediction is
+// the step as compiled at that capacity (its temporaries, as laid out, or
+// the capacity where XLA recomputes to fit it), held to the capacity less
+// the arguments, and Refused weighs the needed peak against the device's
+// capacity, not against the reservable (review 159 #2: 59.26 GiB needed
+// against 50.00 reservable read "refused" for a plan that fits with 13.3
+// GiB free, and 66.40 reservable was printed as the prediction).
 func CompareLog(log CompileLog, mem cost.Memory, devicesPerChip int) MemoryResult {
 	capacity := log.Capacity
-	if capacity == 0 && log.Scope == ScopeTotal && mem.XLACapacity > 0 {
+	switch {
+	case log.Message == MessageReserve && mem.XLACapacity > 0:
+		capacity = int64(mem.XLACapacityPerDevice(devicesPerChip)) - argumentsPerDevice(mem, devicesPerChip)
+	case capacity == 0 && log.Scope == ScopeTotal && mem.XLACapacity > 0:
 		capacity = int64(mem.XLACapacityPerDevice(devicesPerChip))
 	}
 	c := MemoryCase{Kind: log.Kind, Scope: log.Scope, ReportedBytes: log.Reported, CapacityBytes: capacity, Breakdown: log.Breakdown}

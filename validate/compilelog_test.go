@@ -88,6 +88,7 @@ func TestParseCompileLogRefuses(t *testing.T) {
 		{"Aborting compilation early because it's unlikely to have enough memory. Requires 3.84X, has 90.96G available.", ErrInvalidLog},
 		{"Attempting to reserve -1G at the bottom of memory. That was not possible. There are 1G free, 0B reserved, and 1G reservable.", ErrInvalidLog},
 		{"TPU TensorCore Hbm usage: 1G, SparseCore Hbm usage NaNG, exceeding available bytes: 95.74G", ErrInvalidLog},
+		{"TPU TensorCore Hbm usage: 1G, SparseCore Hbm usage 2G, exceeding available bytes: 1.2.3G.", ErrInvalidLog}, // the period is the sentence's, the size still refused
 		{"Ran out of memory in memory space vmem. Used 1.2.3M of 16.00M vmem.", ErrInvalidLog},
 		{"Ran out of memory in memory space hbm. Used 9E of 95.74G hbm", ErrInvalidLog}, // 2^63 bytes and more
 	} {
@@ -136,11 +137,13 @@ func FuzzParseCompileLog(f *testing.F) {
 	f.Add("Total memory size: 70.0 GB, Output size: 44.5 GB, Temp size: 25.5 GB, Argument size: 44.5 GB")
 	f.Add("CompiledMemoryStats(argument_size_in_bytes=-5, output_size_in_bytes=0, alias_size_in_bytes=0, temp_size_in_bytes=8)")
 	f.Add("CompiledMemoryStats(argument_size_in_bytes=0, output_size_in_bytes=0, alias_size_in_bytes=0, temp_size_in_bytes=0)")
-	for _, tt := range oomForms { // review 152 #2's forms, as their sources print them
+	for _, tt := range oomForms { // review 152 #2's forms, as their sources print them, and review 159's period
 		f.Add(tt.log)
 	}
 	f.Add("I1207 21:50:01.100000 1234 deepsea_compiler_backend.cc:2163] Total hbm usage >= 87.90G:\nI1207 21:50:01.100001 1234 deepsea_compiler_backend.cc:2167] arguments 22.44G\nTotal hbm usage >= 260.14M:\n")
 	f.Add("Ran out of memory in memory space vmem while allocating on stack for %k\nScoped allocation with size 1.2.3M and limit 16.00M")
+	f.Add("TPU TensorCore Hbm usage: 1G, SparseCore Hbm usage 2G, exceeding available bytes: 1.2.3G.") // a period after a size that is not one
+	f.Add("TPU TensorCore Hbm usage: 104.82G, SparseCore Hbm usage 1.10G, exceeding available bytes: 95.74G..")
 	f.Fuzz(func(t *testing.T, log string) {
 		got, err := ParseCompileLog(log)
 		if err != nil {
@@ -204,6 +207,14 @@ var oomForms = []struct {
 	// vllm-project/vllm issue 8318
 	{"smem", "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space smem. Used 1.00M of 1.00M smem. Exceeded smem capacity by 1.7K.",
 		MessageScratch, "", 1 << 20, 1 << 20, "smem"},
+	// error_1002.md's form with the sentence's period after its capacity,
+	// as XLA ends its other messages ("Exceeded hbm capacity by 6.19G."):
+	// review 159 found it refused as size "95.74G." (exit 2)
+	{"tensorcore and sparsecore, a period after", "RESOURCE_EXHAUSTED: TPU TensorCore Hbm usage: 104.82G, SparseCore Hbm usage 1.10G, exceeding available bytes: 95.74G.",
+		MessageTensorCore, ScopeTotal, bytesOf(104.82) + bytesOf(1.10), bytesOf(95.74), ""},
+	// and with words after it, the capacity still read to its last digit
+	{"tensorcore and sparsecore, words after", "TPU TensorCore Hbm usage: 34.82G, SparseCore Hbm usage 174.10G, exceeding available bytes: 95.74G. Try a smaller batch",
+		MessageTensorCore, ScopeTotal, bytesOf(34.82) + bytesOf(174.10), bytesOf(95.74), ""},
 }
 
 // TestParseCompileLogOOMForms reads each form of oomForms; a scratch

@@ -56,8 +56,12 @@ var (
 	// "total memory required for HLO temporaries (105.73G) exceeds
 	// available HBM (94.74G)".
 	reTemporaries = regexp.MustCompile(`HLO temporaries \(([0-9.]+[KMGTPE]?B?)\) exceeds available HBM \(([0-9.]+[KMGTPE]?B?)\)`)
-	reTensorCore  = regexp.MustCompile(`TensorCore Hbm usage:? ([^\s,]+),? SparseCore Hbm usage:? ([^\s,]+),? exceeding available bytes:? ([^\s,]+)`)
-	reEarlyAbort  = regexp.MustCompile(`Aborting compilation early because it's unlikely to have enough memory\. Requires ([^\s,]+), has ([^\s,]+) available`)
+	// Its last size ends the sentence: anchored, as the others are by the
+	// word after them, by what may follow it (a period, a space, a comma
+	// or the line's end), so that "exceeding available bytes: 95.74G."
+	// reads 95.74G (review 159: it read "95.74G." and refused it).
+	reTensorCore = regexp.MustCompile(`TensorCore Hbm usage:? ([^\s,]+),? SparseCore Hbm usage:? ([^\s,]+),? exceeding available bytes:? ([^\s,]+?)\.?(?:[\s,]|$)`)
+	reEarlyAbort = regexp.MustCompile(`Aborting compilation early because it's unlikely to have enough memory\. Requires ([^\s,]+), has ([^\s,]+) available`)
 	// The runtime's message, and memory.yaml's quote of it, which elides
 	// the middle ("... 66.40G reservable").
 	reReserve = regexp.MustCompile(`Attempting to reserve (\S+) at the bottom of memory.*?(\S+) reservable`)

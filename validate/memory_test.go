@@ -665,3 +665,36 @@ func TestFixedConfigurationsFit(t *testing.T) {
 		t.Errorf("memory.yaml has no case %s", id)
 	}
 }
+
+// TestCompareLogReserve: the runtime's failure to load follows a compile
+// that passed against the device's XLA capacity, so the prediction is the
+// step as laid out at that capacity, and the refusal weighs the needed
+// peak against it, not against the reservable (review 159 #2). By hand,
+// sixtyGiBJob(4 GiB) needs 60 GiB (20 of arguments) and lays out 62 (the
+// output phase's 8 + 4 over the 10 GiB transient): temporaries 42 as laid
+// out, 40 needed. At 70 GiB of capacity the prediction is 42 against the
+// 43 reserved, held to 70 − 20 = 50, not refused; the reservable's 30
+// (which read 40 needed, refused) is no limit. At 61 GiB the laid-out step
+// does not fit and the needed one does: XLA recomputes to the capacity,
+// 61 − 20 = 41, at the limit.
+func TestCompareLogReserve(t *testing.T) {
+	g := int64(unit.GiB)
+	l := CompileLog{Kind: KindOOM, Scope: ScopeTemp, Message: MessageReserve, Reported: 43 * g, Capacity: 30 * g}
+	for _, tt := range []struct {
+		capacity         unit.Bytes
+		predicted, limit int64
+		atLimit, refused bool
+	}{
+		{70 * unit.GiB, 42 * g, 50 * g, false, false},
+		{61 * unit.GiB, 41 * g, 41 * g, true, false},
+		{59 * unit.GiB, 40 * g, 39 * g, false, true}, // needs 60: above the device, refused
+	} {
+		mem := sixtyGiBJob(4 * unit.GiB)
+		mem.XLACapacity, mem.Usable = tt.capacity, tt.capacity
+		r := CompareLog(l, mem, 1)
+		if r.Predicted != tt.predicted || r.Limit != tt.limit || r.AtLimit != tt.atLimit || r.Refused != tt.refused || r.Case.CapacityBytes != tt.limit {
+			t.Errorf("capacity %v: predicted %d GiB, limit %d, at the limit %v, refused %v; want %d, %d, %v, %v",
+				tt.capacity, r.Predicted/g, r.Limit/g, r.AtLimit, r.Refused, tt.predicted/g, tt.limit/g, tt.atLimit, tt.refused)
+		}
+	}
+}

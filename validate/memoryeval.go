@@ -87,7 +87,7 @@ func memoryResult(c MemoryCase, mem cost.Memory, per int) MemoryResult {
 	per = max(per, 1)
 	perDevice := func(b int64) int64 { return int64(math.Round(float64(b) / float64(per))) }
 	r := MemoryResult{Case: c, Memory: mem, DevicesPerChip: per,
-		Needed: perDevice(int64(mem.Total())), Arguments: perDevice(int64(mem.Weights + mem.Optimizer)), Host: perDevice(int64(mem.Host)),
+		Needed: perDevice(int64(mem.Total())), Arguments: argumentsPerDevice(mem, per), Host: perDevice(int64(mem.Host)),
 		ArgumentError: math.NaN(), TempError: math.NaN(), HostError: math.NaN()}
 	r.Limit = c.CapacityBytes
 	if r.Limit == 0 {
@@ -115,6 +115,12 @@ func memoryResult(c MemoryCase, mem cost.Memory, per int) MemoryResult {
 		r.compareBreakdown(c.Breakdown)
 	}
 	return r
+}
+
+// argumentsPerDevice is mem's parameters and optimizer state a JAX device,
+// on a chip of per devices: what XLA's arguments are (MemoryResult.Arguments).
+func argumentsPerDevice(mem cost.Memory, per int) int64 {
+	return int64(math.Round(float64(mem.Weights+mem.Optimizer) / float64(max(per, 1))))
 }
 
 // compareBreakdown sets the errors of cost's arguments and temporaries
