@@ -56,6 +56,9 @@ type Plan struct {
 	// predicted figure carries, and the margin by which a layout outside
 	// the rule order must be faster to be chosen over the rule's.
 	Band cost.StepBand
+	// Published is validate's published runs of this very job, which the
+	// front ends set (validate.Beside; PublishedRun); nil where it has none.
+	Published []PublishedRun
 }
 
 // ErrNoPlan is returned when no layout can run the job.

@@ -95,6 +95,9 @@ type JSON struct {
 	// Band is the step time, MFU and tokens/s at the ends of the model's
 	// measured error band (Plan.Band).
 	Band *BandJSON `json:"prediction_band,omitempty"`
+	// Published is validate's published runs of this very job beside the
+	// pick (Plan.Published); absent where it holds none.
+	Published []PublishedRunJSON `json:"published_runs,omitempty"`
 }
 
 // BandJSON is a plan's predicted figures at the ends of the step-time
@@ -340,7 +343,7 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
 		DCNBytes: int64(e.DCNBytesPerStep), ICIBytesChip: int64(e.ICIBytesPerChip),
 		Reasons: phrases(p.Reasons, name), Warnings: phrases(p.Warnings, name), Rejected: []RejectedJSON{}, Evaluated: p.Evaluated,
-		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{}, Experts: expertsOf(e), Band: bandOf(p),
+		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{}, Experts: expertsOf(e), Band: bandOf(p), Published: p.publishedJSON(),
 	}
 	report, squeezed := p.XLAReport()
 	j.Memory.XLAReport, j.Memory.XLARecomputes, j.Memory.LaidOut = int64(report), squeezed, laidOutJSON(e.Memory)
@@ -421,6 +424,7 @@ func (p Plan) WriteText(w io.Writer, name func(Option) string) error {
 	p.writeLayout(&b)
 	writeMemory(&b, p)
 	p.writeTime(&b, name)
+	p.writePublished(&b)
 	writeComms(&b, e.Comms)
 	p.writeNotes(&b, name)
 	_, err := io.WriteString(w, trimLines(b.String()))
@@ -534,6 +538,7 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 		n := float64(ms.Chips())
 		fmt.Fprintf(b, "  in the band: MFU %.1f-%.1f%%, %s-%s tokens/s per chip, %s-%s tokens/s in all\n",
 			100*mlo, 100*mhi, count(tlo), count(thi), count(tlo*n), count(thi*n))
+		p.writeBandMisses(b)
 	}
 	if q := e.Job.Quantization; q != cost.QuantNone {
 		bf16 := "the attention core and the output layer run"

@@ -64,3 +64,19 @@ func checkDate(date string) error {
 	}
 	return bad("date", strconv.Quote(date), "YYYY-MM-DD or YYYY-MM")
 }
+
+// String is where s was published, as one line: repo/path@commit (or
+// repo#issue), or the page.
+func (s Source) String() string {
+	if s.Repo == "" {
+		return s.URL
+	}
+	at := s.Repo + "/" + s.Path
+	if s.Path == "" {
+		at = s.Repo + "#" + s.Issue
+	}
+	if s.Commit != "" {
+		at += "@" + s.Commit[:min(len(s.Commit), 8)]
+	}
+	return at
+}

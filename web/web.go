@@ -46,6 +46,7 @@ import (
 	"shardlab/export"
 	"shardlab/model"
 	"shardlab/plan"
+	"shardlab/validate"
 )
 
 // Config bounds what the handler accepts; a zero field takes the default
@@ -269,6 +270,9 @@ func (h *Handler) run(ctx context.Context, o plan.Options, bad fieldErrors, with
 			return err
 		}
 		out.plan.WeighOffload()
+		if out.plan.Published, err = validate.Beside(out.plan); err != nil {
+			return err
+		}
 		if !withCharts {
 			return nil
 		}

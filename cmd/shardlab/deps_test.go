@@ -40,8 +40,8 @@ var layers = map[string][]string{
 	"inference":                 {"hw", "model", "collective", "mesh", "internal/braces", "internal/errtext"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus; internal/errtext: its length-mix error quotes the mix's own words
 	"maxtext":                   {"mesh", "model"},
 	"export":                    {"plan", "inference", "maxtext"},
-	"chart":                     {"plan", "budget", "inference", "internal/errtext"}, // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI; budget's time against dollars (issue 31); serving latency and throughput against concurrency (issue 32)
-	"web":                       {"plan", "capacity", "inference", "export", "chart"},
+	"chart":                     {"plan", "budget", "inference", "internal/errtext"},              // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI; budget's time against dollars (issue 31); serving latency and throughput against concurrency (issue 32)
+	"web":                       {"plan", "capacity", "inference", "export", "chart", "validate"}, // validate beyond ARCHITECTURE.md: the plan page shows validate's published runs of the plan's job beside the pick (review 163 #3; plan cannot ask, validate imports it)
 	"emu":                       {"mesh", "collective", "schedule", "emu/fabric", "emu/kernel"},
 	"emu/fabric":                {"mesh", "collective"},
 	"emu/kernel":                nil,

@@ -17,6 +17,7 @@ import (
 	"shardlab/plan"
 	"shardlab/schedule"
 	"shardlab/unit"
+	"shardlab/validate"
 )
 
 // meshExample is the layout --mesh's help shows, data=2(dcn),fsdp=64 as
@@ -263,6 +264,9 @@ func (f *planFlags) plansOf(name string, set map[string]bool) ([]plan.Plan, []pl
 	for _, r := range reqs {
 		p, err := searchRequest(r)
 		if err != nil {
+			return nil, nil, err
+		}
+		if p.Published, err = validate.Beside(p); err != nil {
 			return nil, nil, err
 		}
 		plans = append(plans, p)
