@@ -9,7 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/internal/errtext"
 	"shardlab/model"
 	"shardlab/unit"
 )
@@ -283,30 +285,58 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 		})
 }
 
-// listModels writes the model catalog, a row per model.
+// listModels writes the model catalog, a row per model, marking those
+// plan refuses to train (cost.CheckTrainable, the refusal's owner, which
+// plan asks) with its reason: in text a "train" column and the reasons
+// under the table, in JSON plan_refuses.
 func listModels(stdout io.Writer, asJSON bool) error {
 	specs := model.Catalog()
 	if asJSON {
-		out := make([]model.Summary, len(specs))
+		type entry struct {
+			model.Summary
+			Refuses string `json:"plan_refuses,omitempty"`
+		}
+		out := make([]entry, len(specs))
 		for i, s := range specs {
-			out[i] = s.Summarize()
+			out[i] = entry{s.Summarize(), refusal(s)}
 		}
 		return writeJSON(stdout, struct {
-			Models []model.Summary `json:"models"`
+			Models []entry `json:"models"`
 		}{out})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "name\tparams\tpublished\tactive\tlayers\td_model\theads\tkv\td_ff\texperts\tvocab\tseq\t")
+	fmt.Fprintln(tw, "name\tparams\tpublished\tactive\tlayers\td_model\theads\tkv\td_ff\texperts\tvocab\tseq\ttrain\t")
+	var refused []string
 	for _, s := range specs {
-		active, experts := "-", "-"
+		active, experts, train := "-", "-", "yes"
 		if s.MoE() {
 			active = fmt.Sprintf("%.2fB", float64(s.ParamCount().Active())/1e9)
 			experts = fmt.Sprintf("%d/%d", s.ExpertsPerToken, s.Experts)
 		}
-		fmt.Fprintf(tw, "%s\t%.2fB\t%.2fB\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t\n", s.Name, float64(s.ParamCount().Total())/1e9,
-			float64(s.Published)/1e9, active, s.Layers, s.DModel, s.Heads, s.KV(), s.DFF, experts, s.Vocab, s.SeqLen)
+		if why := refusal(s); why != "" {
+			train = "no"
+			refused = append(refused, fmt.Sprintf("  %s: %s\n", s.Name, why))
+		}
+		fmt.Fprintf(tw, "%s\t%.2fB\t%.2fB\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t\n", s.Name, float64(s.ParamCount().Total())/1e9,
+			float64(s.Published)/1e9, active, s.Layers, s.DModel, s.Heads, s.KV(), s.DFF, experts, s.Vocab, s.SeqLen, train)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(stdout, "\nplan refuses to train (train no; shardlab inference serves them):\n%s", strings.Join(refused, ""))
+	return err
+}
+
+// refusal is why plan refuses to train s (cost.CheckTrainable), in the
+// refusal's own words; "" where it trains it.
+func refusal(s model.Spec) string {
+	if err := cost.CheckTrainable(s); err != nil {
+		return errtext.Detail(err)
+	}
+	return ""
 }
 
 // showModel writes one model: its shape, parameters (by where they live)
