@@ -320,20 +320,14 @@ func accumulation(e cost.Estimate) int {
 	return max(e.Job.MicroBatches, 1)
 }
 
-// perDeviceBatch is the per_device_batch_size that makes MaxText train on
-// exactly batch sequences: [types.py] takes int(devices x
-// per_device_batch_size), so the written decimal must not round below.
+// perDeviceBatch is maxtext.PerDeviceBatch, its refusal as export's.
 func perDeviceBatch(batch, devices int) (float64, error) {
-	v := float64(batch) / float64(devices)
-	for range 4 {
-		w, _ := strconv.ParseFloat(formatFloat(v), 64)
-		if int(float64(devices)*w) == batch {
-			return w, nil
-		}
-		v = math.Nextafter(v, math.Inf(1))
+	v, err := maxtext.PerDeviceBatch(batch, devices)
+	if err != nil {
+		return 0, unsupported("maxtext", maxtext.PerDeviceBatchSize, formatFloat(float64(batch)/float64(devices)),
+			fmt.Sprintf("no decimal gives exactly %d sequences over %d devices", batch, devices))
 	}
-	return 0, unsupported("maxtext", maxtext.PerDeviceBatchSize, formatFloat(float64(batch)/float64(devices)),
-		fmt.Sprintf("no decimal gives exactly %d sequences over %d devices", batch, devices))
+	return v, nil
 }
 
 // pipeline writes MaxText's pipeline settings. MaxText's pipeline is a

@@ -13,6 +13,8 @@ package maxtext
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 
 	"shardlab/mesh"
 )
@@ -52,6 +54,26 @@ func DCNKey(name string) string { return "dcn_" + name + "_parallelism" }
 // times it (configs/types.py @e591f30c), so a chip of several devices
 // takes that many times it.
 const PerDeviceBatchSize = "per_device_batch_size"
+
+// PerDeviceBatch is the per_device_batch_size that makes MaxText train on
+// exactly batch sequences over devices JAX devices: [types.py] takes
+// int(devices x per_device_batch_size), so the decimal (the shortest that
+// strconv's 'g' format spells) must not round below. The error says when
+// no decimal does.
+func PerDeviceBatch(batch, devices int) (float64, error) {
+	if batch <= 0 || devices <= 0 {
+		return 0, fmt.Errorf("maxtext: %d sequences over %d devices, want both positive", batch, devices)
+	}
+	v := float64(batch) / float64(devices)
+	for range 4 {
+		w, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', -1, 64), 64)
+		if int(float64(devices)*w) == batch {
+			return w, nil
+		}
+		v = math.Nextafter(v, math.Inf(1))
+	}
+	return 0, fmt.Errorf("maxtext: %s %g: no decimal gives exactly %d sequences over %d devices", PerDeviceBatchSize, float64(batch)/float64(devices), batch, devices)
+}
 
 // GradientAccumulationSteps is MaxText's key for the micro-batches a step
 // accumulates gradients over, one after another ([base.yml]; a

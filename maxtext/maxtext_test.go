@@ -209,3 +209,29 @@ func TestMeshAxes(t *testing.T) {
 		t.Error("MeshAxes returns its own table: a caller changed it")
 	}
 }
+
+// TestPerDeviceBatch: review 163 #1's counts (8 sequences on 16 devices,
+// 0.5; 16 on 512, 0.03125, what export maxtext wrote), and MaxText's
+// int(devices x per_device_batch_size) ([types.py]) giving back the batch
+// every time, thirds included.
+func TestPerDeviceBatch(t *testing.T) {
+	for _, c := range []struct {
+		batch, devices int
+		want           float64
+	}{{8, 16, 0.5}, {16, 512, 0.03125}, {1024, 512, 2}} {
+		if got, err := PerDeviceBatch(c.batch, c.devices); err != nil || got != c.want {
+			t.Errorf("PerDeviceBatch(%d, %d) = %g, %v, want %g", c.batch, c.devices, got, err, c.want)
+		}
+	}
+	for devices := 1; devices <= 1024; devices *= 3 {
+		for batch := 1; batch <= 300; batch += 7 {
+			v, err := PerDeviceBatch(batch, devices)
+			if err != nil || int(float64(devices)*v) != batch {
+				t.Errorf("PerDeviceBatch(%d, %d) = %g, %v: MaxText would train on %d", batch, devices, v, err, int(float64(devices)*v))
+			}
+		}
+	}
+	if _, err := PerDeviceBatch(8, 0); err == nil || !strings.Contains(err.Error(), "maxtext: ") {
+		t.Errorf("PerDeviceBatch(8, 0) error %v, want maxtext's refusal", err)
+	}
+}

@@ -8,7 +8,6 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
-	"shardlab/unit"
 )
 
 // alternatives is the best layout of every tier outside pool that runs,
@@ -256,9 +255,9 @@ func because(rule, alt Candidate) string {
 		}
 		out += fmt.Sprintf("; its DCN collectives take %s a step and hide under %s of compute but for %s", dur(dcn), dur(a.Passes()), dur(a.DCN))
 	}
-	if re.Job.Remat != ae.Job.Remat || re.MicroBatchSize != ae.MicroBatchSize || re.Job.GlobalBatch != ae.Job.GlobalBatch {
-		out += fmt.Sprintf("; it runs a global batch of %d with remat %s and %s per chip per micro-batch, the rule's choice %d with remat %s and %d",
-			ae.Job.GlobalBatch, ae.Job.Remat, unit.Plural(ae.MicroBatchSize, "sequence"), re.Job.GlobalBatch, re.Job.Remat, re.MicroBatchSize)
+	if ac, rc := chipBatch(ae), chipBatch(re); re.Job.Remat != ae.Job.Remat || ac.PerChip != rc.PerChip || re.Job.GlobalBatch != ae.Job.GlobalBatch {
+		out += fmt.Sprintf("; it runs a global batch of %d with remat %s and %s per chip per micro-batch, the rule's choice %d with remat %s and %s",
+			ae.Job.GlobalBatch, ae.Job.Remat, sequences(ac.PerChip), re.Job.GlobalBatch, re.Job.Remat, decimal(rc.PerChip))
 	}
 	return out
 }

@@ -214,6 +214,9 @@ func (s *searcher) insideNote(in Inside, best Tier) Note {
 	switch in {
 	case InDP:
 		b := s.best[best][0].Estimate
+		if n, ok := dpInChipNote(sliceWord(ms), b); ok {
+			return n
+		}
 		return note("", "inside %s: pure data parallelism: a full replica's weights, gradients and optimizer state (%v) fit in %v of usable HBM per chip with room for %s of activations",
 			sliceWord(ms), b.Memory.State(), b.Memory.Usable, unit.Plural(b.MicroBatchSize, "sequence"))
 	case InFSDP:

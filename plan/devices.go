@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"shardlab/cost"
 	"shardlab/hw"
 	"shardlab/maxtext"
 	"shardlab/mesh"
@@ -74,11 +75,13 @@ func factors(degrees []mesh.Degree) maxtext.Factors {
 
 // Devices is the plan's layout as MaxText's device mesh: the chip layout
 // with the in-chip factor on the axis maxtext.Devices picks for the
-// plan's sequences per chip per micro-batch. The error says when neither
-// axis can carry it (the plan then has no MaxText mesh).
-func (p Plan) Devices() (DeviceLayout, error) {
-	e := p.Best.Estimate
-	per := p.Request.Multislice.Slice.Chip.JAXDevicesPerChip
+// plan's sequences per batch shard per micro-batch. The error says when
+// neither axis can carry it (the plan then has no MaxText mesh).
+func (p Plan) Devices() (DeviceLayout, error) { return devicesOf(p.Best.Estimate) }
+
+// devicesOf is e's layout as MaxText's device mesh (Plan.Devices).
+func devicesOf(e cost.Estimate) (DeviceLayout, error) {
+	per := e.Mesh.Multislice.Slice.Chip.JAXDevicesPerChip
 	chips := e.Mesh.Degrees()
 	devs, in, err := maxtext.Devices(factors(chips), e.MicroBatchSize, e.Job.Seq, per)
 	if err != nil {
@@ -90,6 +93,17 @@ func (p Plan) Devices() (DeviceLayout, error) {
 		out.Degrees = append(out.Degrees, d)
 	}
 	return out, nil
+}
+
+// deviceSpec is e's device mesh as the {mesh} option takes it, where it
+// differs from e's chip layout (a chip of several JAX devices); "" where
+// it does not, or where no MaxText mesh carries a chip's devices.
+func deviceSpec(e cost.Estimate) string {
+	d, err := devicesOf(e)
+	if err != nil || d.String() == e.Mesh.String() {
+		return ""
+	}
+	return d.String()
 }
 
 // reading is a chip layout for a device mesh, and the axis its in-chip
@@ -255,7 +269,7 @@ func searchDevices(r Request) (Plan, error) {
 				best = &p
 			}
 		case err == nil:
-			got = append(got, fmt.Sprintf("%s chips with %s per chip per micro-batch are MaxText's %s", e.Mesh, unit.Plural(e.MicroBatchSize, "sequence"), d))
+			got = append(got, fmt.Sprintf("%s chips with %s per batch shard per micro-batch are MaxText's %s", e.Mesh, unit.Plural(e.MicroBatchSize, "sequence"), d))
 		}
 	}
 	if best != nil {
@@ -265,7 +279,7 @@ func searchDevices(r Request) (Plan, error) {
 		return Plan{}, first
 	}
 	return Plan{}, &OptionError{Option: OptionMesh, Value: asked, Err: ErrRequest,
-		Text: fmt.Sprintf("{mesh} %q counts JAX devices (%d a %s chip), but no batch the planner can run gives MaxText that mesh: %s; give that mesh, or a {global_batch} that puts a multiple of %d sequences on each chip per micro-batch",
+		Text: fmt.Sprintf("{mesh} %q counts JAX devices (%d a %s chip), but no batch the planner can run gives MaxText that mesh: %s; give that mesh, or a {global_batch} that puts a multiple of %d sequences on each batch shard per micro-batch",
 			asked, per, chip.Generation, strings.Join(got, "; "), per)}
 }
 

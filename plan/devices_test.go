@@ -69,7 +69,7 @@ func TestMeshInDevicesRefused(t *testing.T) {
 	for _, c := range []struct{ mesh, batch, want string }{
 		{"fsdp=64", "", "ICI factors = 64 (fsdp 64), want a product of 128, the JAX devices in one tpu7x-128 slice (64 chips, 2 devices each"},
 		{"tensor=128", "", `"tensor=128" counts JAX devices: a tpu7x chip is 2 of them`},
-		{"fsdp=128", "64", "no batch the planner can run gives MaxText that mesh: fsdp=64 chips with 1 sequence per chip per micro-batch are MaxText's fsdp=64,context=2"},
+		{"fsdp=128", "64", "no batch the planner can run gives MaxText that mesh: fsdp=64 chips with 1 sequence per batch shard per micro-batch are MaxText's fsdp=64,context=2"},
 	} {
 		_, err := devicePlan(t, c.mesh, c.batch)
 		var oe *OptionError

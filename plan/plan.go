@@ -43,8 +43,9 @@ type Plan struct {
 	// Evaluated counts the (layout, micro-batches, remat) combinations
 	// costed.
 	Evaluated int
-	// MaxMicroBatch is the most sequences per chip per micro-batch the
-	// chosen layout fits with (cost.Estimator.MaxMicroBatch), up to
+	// MaxMicroBatch is the most sequences per batch shard (data x fsdp x
+	// expert; ChipBatch scales it to a chip) per micro-batch the chosen
+	// layout fits with (cost.Estimator.MaxMicroBatch), up to
 	// MaxBatch sequences in all; 0 when it does not fit one.
 	// MaxMicroBatchBound is what stops one more: cost.ReasonHBM,
 	// cost.ReasonHost, or "" where MaxBatch does

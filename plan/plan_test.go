@@ -44,7 +44,9 @@ func warns(p Plan) string   { return strings.Join(phrases(p.Warnings, nil), "\n"
 
 func TestRuleDPChosen(t *testing.T) {
 	// Llama 3 8B on one TPU7x VM: a full replica's 16 B/param state is 120 GiB,
-	// which fits in 192 GiB of HBM, so pure data parallelism is chosen.
+	// whose half fits each of a chip's two JAX devices (94.7 GiB each), so
+	// pure data parallelism across chips, FSDP over each chip's devices
+	// (MaxText's in-chip rule), is chosen.
 	p, err := Search(request(t, "llama3-8b", "tpu7x-8", 1, 512))
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +54,7 @@ func TestRuleDPChosen(t *testing.T) {
 	if p.Best.Tier != TierDP || p.Best.Estimate.Mesh.String() != "data=4" {
 		t.Errorf("chose %s (%s), want data=4 (pure DP)", p.Best.Estimate.Mesh, p.Best.Tier)
 	}
-	if !strings.Contains(reasons(p), "single host") || !strings.Contains(reasons(p), "pure data parallelism") {
+	if !strings.Contains(reasons(p), "single host") || !strings.Contains(reasons(p), "pure DP across chips, FSDP over each chip's 2 JAX devices") {
 		t.Errorf("reasons do not explain the choice:\n%s", reasons(p))
 	}
 	if !p.Best.Estimate.Memory.Fits() {
@@ -637,7 +639,7 @@ func TestMFUNamesItsPeak(t *testing.T) {
 		not   []string
 	}{
 		{cost.QuantNone, []string{"HFU", "(of the bf16 peak)", "it is", "% of the bf16 peak\n", "MFU bf16"}, []string{"int8", "fp8 peak"}},
-		{cost.QuantInt8, []string{"(of the bf16 peak)", "% of the int8 peak, which the int8 matmuls run at", "MFU bf16", "MFU int8"}, nil},
+		{cost.QuantInt8, []string{"(of the bf16 peak / of the int8 peak)", "% of the int8 peak, which the int8 matmuls run at", "MFU bf16", "MFU int8"}, nil},
 	} {
 		r := request(t, "llama3-8b", "v5p-64", 1, 64)
 		r.Quantization = tc.quant

@@ -85,6 +85,7 @@ func warnings(p Plan) []Note {
 		w = append(w, note("", "HBM at the edge: %v left of %v usable, less than the memory model's measured error (%.0f%% median against what XLA reported, %d %s cases); %s%s",
 			usable-total, usable, 100*band.Median, band.Cases, class, text(check), roomier(p, band)))
 	}
+	w = append(w, inChipWarnings(e)...)
 	ms := p.Request.Multislice
 	if m := e.Memory; m.HostUnchecked() {
 		w = append(w, hostUnchecked(m, ms.Slice))

@@ -40,9 +40,17 @@ type JSON struct {
 	MicroBatches int        `json:"micro_batches"`
 	// Accumulation is, without a pipeline, the micro-batches as MaxText's
 	// gradient_accumulation_steps; absent when the step is one pass.
-	Accumulation int    `json:"gradient_accumulation_steps,omitempty"`
-	MicroBatch   int    `json:"sequences_per_chip_per_micro_batch"`
-	Remat        string `json:"remat"`
+	Accumulation int `json:"gradient_accumulation_steps,omitempty"`
+	// MicroBatch is the sequences per chip per micro-batch, fractional
+	// where tensor x context chips share a sequence (ChipBatch.PerChip);
+	// MicroBatchShard the sequences per batch shard (data x fsdp x
+	// expert) per micro-batch; PerDeviceBatch MaxText's
+	// per_device_batch_size, as export writes it (absent where no decimal
+	// gives the batch).
+	MicroBatch      float64 `json:"sequences_per_chip_per_micro_batch"`
+	MicroBatchShard int     `json:"sequences_per_batch_shard_per_micro_batch"`
+	PerDeviceBatch  float64 `json:"per_device_batch_size,omitempty"`
+	Remat           string  `json:"remat"`
 	// Schedule is the pipeline's schedule; absent without a pipeline.
 	Schedule  string     `json:"schedule,omitempty"`
 	Chunks    int        `json:"chunks_per_device"`
@@ -56,8 +64,9 @@ type JSON struct {
 	HostRAM       int64 `json:"host_ram_per_chip_bytes,omitempty"`
 	Fits          bool  `json:"fits"`
 	// MaxMicroBatch is the most sequences per chip per micro-batch the
-	// layout fits with.
-	MaxMicroBatch int `json:"max_fitting_sequences_per_chip_per_micro_batch"`
+	// layout fits with, MaxMicroBatchShard per batch shard (Plan.MaxMicroBatch).
+	MaxMicroBatch      float64 `json:"max_fitting_sequences_per_chip_per_micro_batch"`
+	MaxMicroBatchShard int     `json:"max_fitting_sequences_per_batch_shard_per_micro_batch"`
 	// MaxMicroBatchBound is what stops one more: "hbm", "host_memory" or
 	// "batch_limit".
 	MaxMicroBatchBound string   `json:"max_fitting_bound"`
@@ -67,8 +76,8 @@ type JSON struct {
 	// Step.Bubble over Step.Total.
 	Bubble float64 `json:"bubble_fraction"`
 	// MFU, MFUOther and HFU are against the peak MFUPeak names, the
-	// chip's bf16 peak; a quantized plan has QuantizedMFU against its
-	// format's peak (QuantizedMFUPeak, int8 or fp8) besides.
+	// chip's bf16 peak; a quantized plan has QuantizedMFU and QuantizedHFU
+	// against its format's peak (QuantizedMFUPeak, int8 or fp8) besides.
 	MFU              float64        `json:"mfu_fraction"`
 	MFUPeak          string         `json:"mfu_peak"`
 	QuantizedMFU     float64        `json:"quantized_mfu_fraction,omitempty"`
@@ -76,6 +85,7 @@ type JSON struct {
 	MFUCausal        bool           `json:"mfu_attention_causal_halved"`
 	MFUOther         float64        `json:"mfu_other_convention_fraction"`
 	HFU              float64        `json:"hfu_fraction"`
+	QuantizedHFU     float64        `json:"quantized_hfu_fraction,omitempty"`
 	Efficiency       float64        `json:"assumed_efficiency_fraction"`
 	MXU              float64        `json:"mxu_efficiency_fraction"`
 	Padding          float64        `json:"mxu_padding_loss_fraction"`
@@ -192,10 +202,7 @@ func expertsOf(e cost.Estimate) *ExpertsJSON {
 		return nil
 	}
 	x := &ExpertsJSON{Experts: spec.Experts, PerToken: spec.ExpertsPerToken, Degree: e.Mesh.Size(mesh.Expert),
-		CapacityFactor: e.Job.CapacityFactor, LoadImbalance: max(e.Job.LoadImbalance, 1), TokensPerExpert: e.TokensPerExpert, Dispatch: "all-to-all"}
-	if e.Job.RingOfExperts {
-		x.Dispatch = "ring of experts"
-	}
+		CapacityFactor: e.Job.CapacityFactor, LoadImbalance: max(e.Job.LoadImbalance, 1), TokensPerExpert: e.TokensPerExpert, Dispatch: dispatch(e)}
 	x.Format = string(e.Job.Quantization.Format())
 	if e.Job.Quantization == cost.QuantNone || e.Job.UnquantizedExperts() {
 		x.Format = string(hw.BF16)
@@ -289,35 +296,6 @@ type RejectedJSON struct {
 	Count  int    `json:"count"`
 }
 
-// RankJSON summarises a ranked layout.
-type RankJSON struct {
-	Tier         string `json:"tier"`
-	Layout       string `json:"layout"`
-	Remat        string `json:"remat"`
-	MicroBatches int    `json:"micro_batches"`
-	// Schedule and Chunks are the layout's pipeline schedule and its
-	// chunks of layers per device, as JSON's: schedule absent without a
-	// pipeline, so that rows that differ only in them can be told apart
-	// and run again (--schedule, --chunks).
-	Schedule    string  `json:"schedule,omitempty"`
-	Chunks      int     `json:"chunks_per_device"`
-	GlobalBatch int     `json:"global_batch_sequences"`
-	StepSeconds float64 `json:"step_time_s"`
-	// MFU is against the bf16 peak, QuantizedMFU against the quantized
-	// format's, as in JSON.
-	MFU          float64 `json:"mfu_fraction"`
-	QuantizedMFU float64 `json:"quantized_mfu_fraction,omitempty"`
-	TokensChip   float64 `json:"tokens_per_s_per_chip"`
-	HBMBytes     int64   `json:"hbm_used_bytes"`
-}
-
-func rank(c Candidate) RankJSON {
-	e := c.Estimate
-	return RankJSON{Tier: c.Name(), Layout: e.Mesh.String(), Remat: string(e.Job.Remat), MicroBatches: e.Job.MicroBatches,
-		Schedule: pipelineSchedule(e), Chunks: max(e.Job.Chunks, 1), GlobalBatch: e.Job.GlobalBatch, StepSeconds: e.Time.Step.Seconds(), MFU: e.MFU, QuantizedMFU: e.QuantizedMFU, TokensChip: e.TokensPerSecondPerChip,
-		HBMBytes: int64(e.Memory.Total())}
-}
-
 // JSON returns the plan's machine-readable form, with the options its
 // reasons, warnings and rejections name spelt by name (Option.String when
 // nil).
@@ -331,13 +309,13 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		Layout:  layoutOf(p),
 		Devices: ms.Chips() * max(ms.Slice.Chip.JAXDevicesPerChip, 1),
 		Seq:     e.Job.Seq, GlobalBatch: e.Job.GlobalBatch, GlobalTokens: e.Job.GlobalBatch * e.Job.Seq, MaxBatch: p.Request.MaxGlobalBatch,
-		MicroBatches: e.Job.MicroBatches, Accumulation: accumulation(&e), MicroBatch: e.MicroBatchSize, Remat: string(e.Job.Remat), Schedule: pipelineSchedule(e), Chunks: max(e.Job.Chunks, 1),
+		MicroBatches: e.Job.MicroBatches, Accumulation: accumulation(&e), Remat: string(e.Job.Remat), Schedule: pipelineSchedule(e), Chunks: max(e.Job.Chunks, 1),
 		Memory: MemoryJSON{
 			Weights: int64(e.Memory.Weights), Gradients: int64(e.Memory.Gradients), Optimizer: int64(e.Memory.Optimizer),
 			Activations: int64(e.Memory.Activations), Transient: int64(e.Memory.Transient), Total: int64(e.Memory.Total()),
 			Peak: e.Memory.Peak, Phases: e.Memory.Phases,
 		},
-		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), HostOffloaded: int64(e.Memory.Host), HostRAM: int64(e.Memory.HostUsable), Fits: e.Memory.Fits(), MaxMicroBatch: p.MaxMicroBatch, MaxMicroBatchBound: boundJSON(p.MaxMicroBatchBound),
+		HBM: int64(e.Memory.HBM), HBMUsable: int64(e.Memory.Usable), HostOffloaded: int64(e.Memory.Host), HostRAM: int64(e.Memory.HostUsable), Fits: e.Memory.Fits(), MaxMicroBatchBound: boundJSON(p.MaxMicroBatchBound),
 		Step:   StepOf(e.Time),
 		Bubble: e.Bubble, MFU: e.MFU, MFUPeak: string(hw.BF16), QuantizedMFU: e.QuantizedMFU, MFUCausal: e.Job.CausalFLOPs, MFUOther: e.MFUOther, HFU: e.HFU, Efficiency: e.Job.EfficiencyFor(ms.Slice.Chip), MXU: e.MXUEfficiency, Padding: e.PaddingLoss,
 		TokensChip: e.TokensPerSecondPerChip, Tokens: e.TokensPerSecondPerChip * float64(ms.Chips()),
@@ -345,10 +323,13 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		Reasons: phrases(p.Reasons, name), Warnings: phrases(p.Warnings, name), Rejected: []RejectedJSON{}, Evaluated: p.Evaluated,
 		Collectives: []CommJSON{}, Top: []RankJSON{}, Alternatives: []RankJSON{}, Experts: expertsOf(e), Band: bandOf(p), Published: p.publishedJSON(),
 	}
+	cb := p.ChipBatch()
+	j.MicroBatch, j.MicroBatchShard, j.PerDeviceBatch = cb.PerChip, cb.PerShard, cb.PerDevice
+	j.MaxMicroBatch, j.MaxMicroBatchShard = cb.perChip(p.MaxMicroBatch), p.MaxMicroBatch
 	report, squeezed := p.XLAReport()
 	j.Memory.XLAReport, j.Memory.XLARecomputes, j.Memory.LaidOut = int64(report), squeezed, laidOutJSON(e.Memory)
 	if q := e.Job.Quantization; q != cost.QuantNone {
-		j.QuantizedMFUPeak = string(q.Format())
+		j.QuantizedMFUPeak, j.QuantizedHFU = string(q.Format()), quantizedHFU(e)
 	}
 	for _, c := range e.Comms {
 		j.Collectives = append(j.Collectives, CommJSON{Axis: c.Axis.String(), What: c.What, Op: c.Op.String(), Count: c.Count,
@@ -366,6 +347,15 @@ func (p Plan) JSON(name func(Option) string) JSON {
 		j.Alternatives = append(j.Alternatives, rank(c))
 	}
 	return j
+}
+
+// quantizedHFU is e's HFU against the peak its quantized matmuls run at,
+// by the ratio of the two peaks that cost's MFU and QuantizedMFU hold.
+func quantizedHFU(e cost.Estimate) float64 {
+	if e.MFU == 0 {
+		return 0
+	}
+	return e.HFU * e.QuantizedMFU / e.MFU
 }
 
 func quantNote(j cost.Job) string {
@@ -457,7 +447,7 @@ func (p Plan) writeLayout(b *strings.Builder) {
 	if e.Job.Remat == cost.RematCustom {
 		remat += " (" + e.Job.Custom.String() + ")"
 	}
-	fmt.Fprintf(b, "  remat %s, %s, %s per chip per micro-batch\n", remat, micro, unit.Plural(e.MicroBatchSize, "sequence"))
+	fmt.Fprintf(b, "  remat %s, %s, %s\n", remat, micro, p.ChipBatch().Text())
 	fmt.Fprintf(b, "  precision %s%s, %s attention\n\n", e.Job.Precision.Name(), quantNote(e.Job), attentionName(e.Job))
 }
 
@@ -530,8 +520,13 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 	tw.Flush()
 	fmt.Fprintf(b, "  MXU efficiency %.1f%% (padding loss %.1f%%) x %.0f%% residual efficiency (%s)\n",
 		100*e.MXUEfficiency, 100*e.PaddingLoss, 100*e.Job.EfficiencyFor(ms.Slice.Chip), phrase(efficiencySource(p), name))
-	fmt.Fprintf(b, "  MFU %.1f%%  HFU %.1f%% (of the %s peak)  %s tokens/s per chip  %s tokens/s in all\n",
-		100*e.MFU, 100*e.HFU, hw.BF16, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
+	hfu := fmt.Sprintf("%.1f%% (of the %s peak)", 100*e.HFU, hw.BF16)
+	if q := e.Job.Quantization; q != cost.QuantNone {
+		// as validate's table: against the format's peak too, after the slash
+		hfu = fmt.Sprintf("%.1f%% / %.1f%% %s (of the %s peak / of the %s peak)", 100*e.HFU, 100*quantizedHFU(e), q.Format(), hw.BF16, q.Format())
+	}
+	fmt.Fprintf(b, "  MFU %.1f%%  HFU %s  %s tokens/s per chip  %s tokens/s in all\n",
+		100*e.MFU, hfu, count(e.TokensPerSecondPerChip), count(e.TokensPerSecondPerChip*float64(ms.Chips())))
 	if banded {
 		mlo, mhi := band.Rate(e.MFU)
 		tlo, thi := band.Rate(e.TokensPerSecondPerChip)

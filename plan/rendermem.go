@@ -9,8 +9,20 @@ import (
 	"shardlab/unit"
 )
 
+// mostText is the most sequences per batch shard per micro-batch, most, in
+// words: per chip, with the batch shard's where a chip takes fewer.
+func mostText(cb ChipBatch, most int) string {
+	if cb.PerChip == 0 {
+		return unit.Plural(most, "sequence") + " per batch shard per micro-batch"
+	}
+	if !cb.Shared() {
+		return sequences(cb.perChip(most)) + " per chip per micro-batch"
+	}
+	return fmt.Sprintf("%s per batch shard per micro-batch (%s per chip)", unit.Plural(most, "sequence"), decimal(cb.perChip(most)))
+}
+
 // writeMemory writes HBM per chip by component, what is left, the most
-// sequences per chip per micro-batch that fit, with what stops one more
+// sequences per micro-batch that fit, with what stops one more
 // (limit: HBM, host memory, or the batch limit), and, where XLA keeps
 // more than the job needs while HBM allows, what its memory report should
 // read (writeXLAReport).
@@ -23,7 +35,7 @@ func writeMemory(b *strings.Builder, p Plan) {
 	fmt.Fprintf(b, "HBM per chip: %v of %v usable (%v HBM), %s\n", m.Total(), m.Usable, m.HBM, fits)
 	if most > 0 {
 		_, stop := bound(limit)
-		fmt.Fprintf(b, "  at most %s per chip per micro-batch fit this layout (%s stops one more); the largest phase is the %s\n", unit.Plural(most, "sequence"), stop, m.Peak)
+		fmt.Fprintf(b, "  at most %s fit this layout (%s stops one more); the largest phase is the %s\n", mostText(p.ChipBatch(), most), stop, m.Peak)
 	}
 	if p.Request.Framework != FrameworkPyTorch {
 		// what MaxText's compile reports; a PyTorch script is another program

@@ -81,7 +81,7 @@ func TestInsideReasonNamesTheStateOfItsLayout(t *testing.T) {
 		branch           string // the reason's premise
 	}{
 		{"llama3-8b", "v5p-32", 2, 512, 8192, "cannot run"},                           // a replica does not fit
-		{"llama3-8b", "tpu7x-8", 2, 512, 8192, "fits"},                                // it fits in 192 GiB
+		{"llama3-8b", "tpu7x-8", 2, 512, 8192, "fits"},                                // its half fits each 94.7 GiB device
 		{"llama3-70b", "v5litepod-64", 4, 256, 1024, "with the state sharded across"}, // FSDP across slices too
 	}
 	for _, c := range cases {
@@ -95,7 +95,9 @@ func TestInsideReasonNamesTheStateOfItsLayout(t *testing.T) {
 		rule, text := p.Rule.Estimate, reasons(p)
 		switch c.branch {
 		case "fits":
-			want := fmt.Sprintf("pure data parallelism: a full replica's weights, gradients and optimizer state (%v) fit", rule.Memory.State())
+			// TPU7x: two JAX devices a chip, FSDP over them (review 163 #2)
+			want := fmt.Sprintf("a full replica's weights, gradients and optimizer state (%v) fit no JAX device, but a share of it, %v, fits each of a chip's 2 devices",
+				rule.Memory.State(), rule.Memory.State()/2)
 			if p.Rule.Tier.Across != AcrossDP || rule.Memory.State() != r.replicaState() || !strings.Contains(text, want) {
 				t.Errorf("%v: the rule's %s (%s) holds %v of a replica's %v; reasons do not say %q\n%s", c, rule.Mesh, p.Rule.Tier,
 					rule.Memory.State(), r.replicaState(), want, text)

@@ -69,10 +69,24 @@ func (t Tier) across(what string) string {
 // across slices (AcrossOf): "FSDP inside, expert across slices" for a
 // layout in the FSDP-across tier whose only sharded axis on DCN is
 // expert. The tier itself, the rung of the rule order, is unchanged.
+//
+// Pure data parallelism on a chip of several JAX devices is named for
+// what MaxText runs (dpName): "pure DP across chips, FSDP over each
+// chip's 2 JAX devices".
 func (c Candidate) Name() string {
 	t := c.Tier
-	if t.Across == AcrossNone {
+	dp := ""
+	if t.In == InDP {
+		dp = dpName(c.Estimate)
+	}
+	switch {
+	case t.Across == AcrossNone && dp != "":
+		return dp
+	case t.Across == AcrossNone:
 		return t.String()
+	case dp != "":
+		words, _ := inChip(c.Estimate)
+		return fmt.Sprintf("DP across chips (%s) inside, %s across slices", words, AcrossOf(t, c.Estimate.Mesh))
 	}
 	return t.across(AcrossOf(t, c.Estimate.Mesh))
 }

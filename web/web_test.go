@@ -978,3 +978,21 @@ func TestServingPageLatenciesAtLoad(t *testing.T) {
 		t.Errorf("the page does not show the ITL at the load (%s) in its summary and table header", seen)
 	}
 }
+
+// TestPageNamesInChipLayout: review 163 #2 and #4 on the page. The
+// default job, llama3-8b on tpu7x-8, is pure DP across chips with FSDP
+// over each chip's two JAX devices (its tier says so, as plan's text and
+// JSON do), and the tables give each row's layout in JAX devices,
+// data=4,fsdp=2 for the chosen one, as export writes it.
+func TestPageNamesInChipLayout(t *testing.T) {
+	q := queryOf(plan.DefaultOptions())
+	code, body := get(t, New(testConfig), "/?"+q)
+	if code != http.StatusOK {
+		t.Fatalf("GET /?%s = %d, want 200: %.500s", q, code, body)
+	}
+	for _, want := range []string{"[pure DP across chips, FSDP over each chip&#39;s 2 JAX devices]", "(data=4,fsdp=2 in JAX devices)", "in-chip collectives not costed"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("default job's page lacks %q", want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -214,7 +215,8 @@ func TestComparePins(t *testing.T) {
 		if err := json.Unmarshal([]byte(api), &j); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(body, "<code>"+j.Layout.Spec+"</code> ["+j.Tier+"]") {
+		// the page escapes the tier's apostrophe ("each chip's 2 JAX devices")
+		if !strings.Contains(body, "<code>"+j.Layout.Spec+"</code> ["+html.EscapeString(j.Tier)+"]") {
 			t.Errorf("the compare table lacks %s's layout %s", q, j.Layout.Spec)
 		}
 	}
