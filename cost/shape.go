@@ -343,11 +343,11 @@ func (j *Job) shapeErr(sh *shape) error {
 	return nil
 }
 
-// layerUnits counts the layers a pipeline splits: "48 layers", or "48
-// layers (12 scanned blocks of 4)" where the model scans blocks.
+// layerUnits counts what a pipeline splits: "48 layers", or "12 scanned
+// blocks of 4 layers" where the model scans blocks.
 func layerUnits(spec model.Spec) string {
 	if b := spec.BlockLayers(); b > 1 {
-		return fmt.Sprintf("%d layers (%d scanned blocks of %d)", spec.Layers, spec.Units(), b)
+		return fmt.Sprintf("%d scanned blocks of %d layers", spec.Units(), b)
 	}
 	return fmt.Sprintf("%d layers", spec.Layers)
 }

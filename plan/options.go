@@ -369,12 +369,15 @@ func fixedStages(r *Request, o Options) error {
 			fit = append(fit, strconv.Itoa(p))
 		}
 	}
-	layers := fmt.Sprintf("%d layers", r.Model.Layers)
+	what := fmt.Sprintf("%d layers", r.Model.Layers)
 	if b := r.Model.BlockLayers(); b > 1 {
-		layers += fmt.Sprintf(" (%d scanned blocks of %d, which a stage holds whole)", units, b)
+		// the blocks are what a stage holds whole, so they are what the
+		// pipeline must divide (8 divides Llama 4's 48 layers, not its 12
+		// blocks)
+		what = fmt.Sprintf("%d scanned blocks of %d layers (its %d layers; a stage holds whole blocks)", units, b, r.Model.Layers)
 	}
 	return refuse(OptionMesh, o.Mesh, nil, " %q: pipeline %d does not divide %s's %s into whole stages, want a pipeline degree of %s (dividing the %s and the %d chips)",
-		o.Mesh, pipe, r.Model.Name, layers, orList(fit), unitWord(r.Model), chips)
+		o.Mesh, pipe, r.Model.Name, what, orList(fit), unitWord(r.Model), chips)
 }
 
 // unitWord is what a pipeline splits model m into: "layers", or "scanned
