@@ -77,10 +77,11 @@ func factors(degrees []mesh.Degree) maxtext.Factors {
 // with the in-chip factor on the axis maxtext.Devices picks for the
 // plan's sequences per batch shard per micro-batch. The error says when
 // neither axis can carry it (the plan then has no MaxText mesh).
-func (p Plan) Devices() (DeviceLayout, error) { return devicesOf(p.Best.Estimate) }
+func (p Plan) Devices() (DeviceLayout, error) { return DevicesOf(p.Best.Estimate) }
 
-// devicesOf is e's layout as MaxText's device mesh (Plan.Devices).
-func devicesOf(e cost.Estimate) (DeviceLayout, error) {
+// DevicesOf is e's layout as MaxText's device mesh (Plan.Devices): a
+// published run's too (validate.Beside), as the {mesh} option takes it.
+func DevicesOf(e cost.Estimate) (DeviceLayout, error) {
 	per := e.Mesh.Multislice.Slice.Chip.JAXDevicesPerChip
 	chips := e.Mesh.Degrees()
 	devs, in, err := maxtext.Devices(factors(chips), e.MicroBatchSize, e.Job.Seq, per)
@@ -99,7 +100,7 @@ func devicesOf(e cost.Estimate) (DeviceLayout, error) {
 // differs from e's chip layout (a chip of several JAX devices); "" where
 // it does not, or where no MaxText mesh carries a chip's devices.
 func deviceSpec(e cost.Estimate) string {
-	d, err := devicesOf(e)
+	d, err := DevicesOf(e)
 	if err != nil || d.String() == e.Mesh.String() {
 		return ""
 	}

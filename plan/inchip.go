@@ -19,14 +19,14 @@ import (
 // inference/inchip.go, where the link's rate is discussed).
 
 // inChip is e's in-chip axis in words, "FSDP over each chip's 2 JAX
-// devices", and the axis; "" and maxtext.NoAxis (via devicesOf) where a
+// devices", and the axis; "" and maxtext.NoAxis (via DevicesOf) where a
 // chip is one device or no axis carries its devices.
 func inChip(e cost.Estimate) (string, mesh.Axis) {
 	per := e.Mesh.Multislice.Slice.Chip.JAXDevicesPerChip
 	if per <= 1 {
 		return "", -1
 	}
-	d, err := devicesOf(e)
+	d, err := DevicesOf(e)
 	if err != nil || d.InChip < 0 {
 		return "", -1
 	}

@@ -1,10 +1,11 @@
 package validate
 
 import (
+	"fmt"
 	"sync"
 
+	"shardlab/cost"
 	"shardlab/hw"
-	"shardlab/model"
 	"shardlab/plan"
 )
 
@@ -27,7 +28,7 @@ func Beside(p plan.Plan) ([]plan.PublishedRun, error) {
 func besideIn(runs []Run, p plan.Plan) ([]plan.PublishedRun, error) {
 	var same []Run
 	for _, r := range runs {
-		if SameJob(r, p.Request.Model, p.Request.Multislice) {
+		if SameJob(r, p.Request) {
 			same = append(same, r)
 		}
 	}
@@ -37,28 +38,64 @@ func besideIn(runs []Run, p plan.Plan) ([]plan.PublishedRun, error) {
 	}
 	var out []plan.PublishedRun
 	for _, res := range rep.Results {
-		// A run whose matmuls run in another format is another job: its
-		// MXU rate and band are another class's.
-		if res.Estimate.Job.Quantization != p.Best.Estimate.Job.Quantization {
-			continue
-		}
 		out = append(out, publishedRun(res))
 	}
 	return out, nil
 }
 
-// SameJob says whether run r is of the job of a plan of model spec on
-// slices ms: a model with the same parameters (model.Spec.ParamCount,
-// whatever it is called: the table's llama3.1-405b is the catalog's
-// llama3-405b), on slices of the same accelerator type and topology, as
-// many of them.
-func SameJob(r Run, spec model.Spec, ms hw.Multislice) bool {
+// SameJob says whether run r is of the job plan request req is for: what
+// changes the answer is the same. A model with the same parameters
+// (model.Spec.ParamCount, whatever it is called: the table's
+// llama3.1-405b is the catalog's llama3-405b) at the same sequence length
+// (tokens/s per chip fall as attention's FLOPs per token grow with it), on
+// slices of the same accelerator type and topology, as many of them, with
+// the same parameter format (the run's weight_dtype against the request's
+// precision preset: its weights' and master copy's bytes, which set the
+// gradients' and the collectives' too; mu_dtype, which sizes only
+// optimizer state, is not compared) and matmul format (quantization), in
+// a framework that runs MaxText (every run in the table is MaxText's: a
+// PyTorch/XLA plan has none).
+func SameJob(r Run, req plan.Request) bool {
+	if req.Framework == plan.FrameworkPyTorch {
+		return false
+	}
 	s, err := hw.ParseAcceleratorType(r.AcceleratorType)
 	if err != nil {
 		return false
 	}
-	return max(r.Slices, 1) == ms.Slices && s.AcceleratorType() == ms.Slice.AcceleratorType() && s.Topology == ms.Slice.Topology &&
-		r.Model.ParamCount() == spec.ParamCount()
+	ms := req.Multislice
+	if max(r.Slices, 1) != ms.Slices || s.AcceleratorType() != ms.Slice.AcceleratorType() || s.Topology != ms.Slice.Topology ||
+		r.Model.ParamCount() != req.Model.ParamCount() {
+		return false
+	}
+	seq := req.Seq
+	if seq == 0 {
+		seq = req.Model.SeqLen
+	}
+	prec := req.Precision
+	if prec == (cost.Precision{}) {
+		prec = cost.MaxTextPrecision() // plan.Request's zero Precision
+	}
+	rp, err := r.precision()
+	if err != nil {
+		return false
+	}
+	q, err := cost.ParseQuantization(r.Quantization)
+	return err == nil && r.SeqLen == seq && rp.Weight == prec.Weight && rp.Master == prec.Master && q == req.Quantization
+}
+
+// runOnly is the settings run r is costed with that a plan has no option
+// for, as "name value" in the table's words: its prediction includes them,
+// so plan on the run's layout, batch and remat costs it without them.
+func runOnly(r Run) []string {
+	var out []string
+	if r.GMMTileRows != 0 {
+		out = append(out, fmt.Sprintf("gmm_tile_rows %g", r.GMMTileRows))
+	}
+	if r.Layout.CustomMesh != "" {
+		out = append(out, "custom_mesh "+r.Layout.CustomMesh)
+	}
+	return out
 }
 
 // publishedRun is res as a plan shows it.
@@ -68,7 +105,11 @@ func publishedRun(res Result) plan.PublishedRun {
 		ID: r.ID, Source: r.Source.String(), Layout: e.Mesh.String(), Remat: r.RematPolicy, RematCustom: r.RematCustom,
 		GlobalBatch: e.Job.GlobalBatch, Seq: e.Job.Seq, MFU: r.Published.MFU, PredictedMFU: res.Predicted, Error: res.Error,
 		FLOPConvention: r.Published.FLOPsConvention, TokensPerSecondPerChip: r.Published.TokensPerSPerChip,
-		PredictedTokensPerSecondPerChip: e.TokensPerSecondPerChip,
+		PredictedTokensPerSecondPerChip: e.TokensPerSecondPerChip, Calibration: r.Calibration, Prospective: r.Prospective,
+		Devices: e.Mesh.String(), RunOnly: runOnly(r), Fits: e.Memory.Fits(),
+	}
+	if d, err := plan.DevicesOf(e); err == nil {
+		out.Devices = d.String()
 	}
 	if out.TokensPerSecondPerChip == 0 {
 		// Both MFUs count the run's FLOPs per token in its convention

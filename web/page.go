@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"shardlab/capacity"
 	"shardlab/chart"
@@ -35,6 +36,7 @@ func templates() *pageTemplates {
 		"signed":   func(f float64) string { return fmt.Sprintf("%+.1f%%", 100*f) },
 		"rejected": plan.RejectedWords,
 		"count":    unit.Count,
+		"join":     func(s []string) string { return strings.Join(s, "; ") },
 		"int64":    func(b unit.Bytes) int64 { return int64(b) },
 		"atLimit":  func() string { return export.AtLimitNote },
 		// what shardlab capacity simulates, which the goodput line points to

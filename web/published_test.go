@@ -18,7 +18,8 @@ import (
 // error, as plan --json gives them (validate.Beside, which owns them; its
 // tests hold the numbers to validate's table), and marks Llama 4
 // Maverick's on v5p-256 outside the band; a job with none (llama3-8b on
-// v5p-32) shows no list, and plan.json then has no published_runs.
+// v5p-32) shows no list, and plan.json then has no published_runs. Each
+// run gives the pick against its prediction and its published rate.
 func TestPagePublishedRuns(t *testing.T) {
 	h := New(testConfig)
 	for _, c := range []struct {
@@ -54,6 +55,12 @@ func TestPagePublishedRuns(t *testing.T) {
 		want := c.id + ": " + r.Layout + ", remat " + r.Remat
 		if !strings.Contains(page, want) || !strings.Contains(page, "error "+signed(r.Error)) || strings.Contains(page, "outside the band above") != c.outside {
 			t.Errorf("%s: the page does not list %q with error %s (outside the band: %v):\n%s", c.q, want, signed(r.Error), c.outside, page)
+		}
+		// Review 166 #2: the pick against the run as predicted, then as
+		// published, and why the search did not pick it, as plan.json says.
+		cmp := signed(r.PickAgainstPredicted) + " against this run's predicted, " + signed(r.PickAgainstPublished) + " against its published"
+		if !strings.Contains(page, cmp) || (len(r.NotPicked) > 0) != strings.Contains(page, "the search did not pick it: "+strings.Join(r.NotPicked, "; ")) {
+			t.Errorf("%s: the page lacks %q or the reasons %q:\n%s", c.q, cmp, r.NotPicked, page)
 		}
 	}
 }
