@@ -44,7 +44,7 @@ type JSON struct {
 	// MicroBatch is the sequences per chip per micro-batch, fractional
 	// where tensor x context chips share a sequence (ChipBatch.PerChip);
 	// MicroBatchShard the sequences per batch shard (data x fsdp x
-	// expert) per micro-batch; PerDeviceBatch MaxText's
+	// expert of the layout in chips, ChipBatch) per micro-batch; PerDeviceBatch MaxText's
 	// per_device_batch_size, as export writes it (absent where no decimal
 	// gives the batch).
 	MicroBatch      float64 `json:"sequences_per_chip_per_micro_batch"`
