@@ -546,18 +546,24 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 	fmt.Fprintf(b, "  %s\n", phrase(mfuConvention(e), name))
 	fmt.Fprintf(b, "  DCN traffic %v per step (all chips); ICI %v per chip\n", e.DCNBytesPerStep, e.ICIBytesPerChip)
 	if x := expertsOf(e); x != nil {
-		routing := "dropless (sparse_matmul, megablox)"
-		if x.CapacityFactor > 0 {
-			routing = fmt.Sprintf("capacity factor %g", x.CapacityFactor)
-		}
-		exchange := fmt.Sprintf("%s %s ICI + %s DCN (%v per chip per step, on the critical path)",
-			x.Dispatch, dur(secondsOf(x.AllToAllICI)), dur(secondsOf(x.AllToAllDCN)), unit.Bytes(x.AllToAllBytes))
-		if x.Dispatch == DispatchNone {
-			exchange = "no dispatch collective (no expert axis: each device routes its own tokens)"
-		}
-		fmt.Fprintf(b, "  experts: %d, %d per token, over %s, %s, load imbalance %g: %s tokens per expert per chip per micro-batch; %s\n",
-			x.Experts, x.PerToken, mesh.Degree{Axis: mesh.Expert, ICI: x.Degree, DCN: 1}, routing, x.LoadImbalance, count(x.TokensPerExpert), exchange)
+		writeExperts(b, x)
 	}
+}
+
+// writeExperts writes the experts line: the routing, and the dispatch's
+// collectives on the critical path, or that none runs (DispatchNone).
+func writeExperts(b *strings.Builder, x *ExpertsJSON) {
+	routing := "dropless (sparse_matmul, megablox)"
+	if x.CapacityFactor > 0 {
+		routing = fmt.Sprintf("capacity factor %g", x.CapacityFactor)
+	}
+	exchange := fmt.Sprintf("%s %s ICI + %s DCN (%v per chip per step, on the critical path)",
+		x.Dispatch, dur(secondsOf(x.AllToAllICI)), dur(secondsOf(x.AllToAllDCN)), unit.Bytes(x.AllToAllBytes))
+	if x.Dispatch == DispatchNone {
+		exchange = "no dispatch collective (no expert axis: each device routes its own tokens)"
+	}
+	fmt.Fprintf(b, "  experts: %d, %d per token, over %s, %s, load imbalance %g: %s tokens per expert per chip per micro-batch; %s\n",
+		x.Experts, x.PerToken, mesh.Degree{Axis: mesh.Expert, ICI: x.Degree, DCN: 1}, routing, x.LoadImbalance, count(x.TokensPerExpert), exchange)
 }
 
 // stepBand is the step time with its band and the band's name, or the
