@@ -120,10 +120,12 @@ type Row struct {
 	// Warnings are the mode's terms the row may break (flex-start's run
 	// limit at the band's high end, its quota).
 	Warnings []string `json:"warnings"`
-	// stalled is whether the row's interruptions come as often as a
-	// restart, one step and its checkpoint take (stalled): it stays in
-	// the table, off the Pareto front.
-	stalled bool
+	// Stalled is whether the row's interruptions come as often as a
+	// restart, one step and its checkpoint take (stalled; its warning
+	// says so): it stays in the table, ranked by its dollars, off the
+	// Pareto front, where it finishes within the bounds budget answers
+	// (neverKeeps), and is dropped where it does not.
+	Stalled bool `json:"stalled"`
 	// Plan is the plan behind the row, as a lean search finds it
 	// (plan.Request.BestOnly): its Best, Rule and Band are the full
 	// search's, its other fields partial. FullPlan searches it in full.
@@ -375,8 +377,9 @@ func (r Request) sweep() (Result, error) {
 // priced is plan p on ms in each of the generation's priced modes: its
 // rows, and in res those dropped with their reasons (flex-start's run
 // limit). A row whose interruptions come as often as it can keep a step
-// (stalled) is kept, with that warning: it trains, slowly, and a
-// deadline or budget drops it like any other row.
+// (stalled) is kept, with that warning, where it finishes within the
+// bounds budget answers (neverKeeps): it trains, slowly, and a deadline or
+// budget drops it like any other row.
 func (r Request) priced(p *plan.Plan, ms hw.Multislice, gw generationWork, fl flexTerms, res *Result) []Row {
 	var rows []Row
 	for _, m := range gw.priced {
@@ -387,7 +390,7 @@ func (r Request) priced(p *plan.Plan, ms hw.Multislice, gw generationWork, fl fl
 				res.Dropped = append(res.Dropped, Dropped{What: row.name(), Why: why})
 				continue
 			}
-			row.Warnings, row.stalled = append(row.Warnings, w), true
+			row.Warnings, row.Stalled = append(row.Warnings, w), true
 		}
 		why := ""
 		if m == Flex {

@@ -182,9 +182,9 @@ func TestSweepRefuses(t *testing.T) {
 func paretoBrute(rows []Row) []int {
 	var out []int
 	for i, a := range rows {
-		dominated := a.stalled // off the front, and dominating nothing
+		dominated := a.Stalled // off the front, and dominating nothing
 		for j, b := range rows {
-			if i != j && !b.stalled && b.TimeToTrainS <= a.TimeToTrainS && b.USD <= a.USD && (b.TimeToTrainS < a.TimeToTrainS || b.USD < a.USD) {
+			if i != j && !b.Stalled && b.TimeToTrainS <= a.TimeToTrainS && b.USD <= a.USD && (b.TimeToTrainS < a.TimeToTrainS || b.USD < a.USD) {
 				dominated = true
 				break
 			}
@@ -213,7 +213,7 @@ func TestParetoAgainstBruteForce(t *testing.T) {
 	// stalled rows (review 152 #9) are off it and dominate nothing: G,
 	// stalled, would dominate every row; H, stalled, dominates none. The
 	// front of the rest is A, C, E and F, as without them
-	rows = append(rows, Row{TimeToTrainS: 86400, USD: 1, stalled: true}, Row{TimeToTrainS: 1e60, USD: 1e70, stalled: true})
+	rows = append(rows, Row{TimeToTrainS: 86400, USD: 1, Stalled: true}, Row{TimeToTrainS: 1e60, USD: 1e70, Stalled: true})
 	if got, want := Pareto(rows), []int{0, 2, 4, 5}; !slices.Equal(got, want) {
 		t.Errorf("Pareto(constructed, with stalled rows) = %v, want %v", got, want)
 	}
@@ -222,7 +222,7 @@ func TestParetoAgainstBruteForce(t *testing.T) {
 	for n := range 500 {
 		rows := make([]Row, rng.IntN(12))
 		for i := range rows {
-			rows[i] = Row{TimeToTrainS: float64(rng.IntN(6)) * 3600, USD: float64(rng.IntN(6)), stalled: rng.IntN(4) == 0}
+			rows[i] = Row{TimeToTrainS: float64(rng.IntN(6)) * 3600, USD: float64(rng.IntN(6)), Stalled: rng.IntN(4) == 0}
 		}
 		if got, want := Pareto(rows), paretoBrute(rows); !slices.Equal(got, want) {
 			t.Fatalf("case %d: Pareto = %v, brute force %v; rows %+v", n, got, want, rows)

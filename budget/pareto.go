@@ -14,7 +14,7 @@ import (
 func Pareto(rows []Row) []int {
 	var idx []int
 	for i, row := range rows {
-		if !row.stalled {
+		if !row.Stalled {
 			idx = append(idx, i)
 		}
 	}

@@ -2,7 +2,6 @@ package budget
 
 import (
 	"fmt"
-	"math"
 
 	"shardlab/capacity"
 )
@@ -38,19 +37,17 @@ func stalled(row Row, e capacity.Expectation) string {
 		what, days(between), days(need), e.Goodput)
 }
 
-// Stalled reports whether the row's interruptions come as often as a
-// restart, one step and its checkpoint take (its warning says so): the
-// row stays in the table, ranked by its dollars, and is off the Pareto
-// front.
-func (row Row) Stalled() bool { return row.stalled }
-
 // neverKeeps is why a stalled row (warning w) is dropped, "" when it
-// is kept: where its goodput underflows to 0, or its time or dollars
-// pass the largest float, there is no time to train to rank it by
-// (capacity.ExpectInterrupted leaves the time 0 at a goodput of 0,
-// which the table read as free and instant).
+// is kept. One rule, whatever the floats do past it: a stalled row whose
+// time to train passes a thousand years or whose dollars pass $1T (the
+// bounds no question budget takes reaches, spell.go: a hundred times
+// MaxDeadline, MaxDollars) never finishes, as does one whose goodput is
+// 0 (capacity.ExpectInterrupted leaves its time 0, which the table read
+// as free and instant). Goodputs of 8.5e-16 and 3.1e-59 are dropped as
+// the one that underflows to 0 is (review 166); a stalled row at the
+// threshold, goodput about a third, trains and stays.
 func neverKeeps(row Row, w string) string {
-	if row.Goodput > 0 && !math.IsInf(row.TimeToTrainS, 0) && !math.IsInf(row.USD, 0) {
+	if row.Goodput > 0 && row.TimeToTrainS <= maxYears*year && row.USD <= MaxDollars {
 		return ""
 	}
 	return "it never finishes: " + w

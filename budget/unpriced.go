@@ -21,13 +21,15 @@ type Timed struct {
 	Chips           int           `json:"chips"`
 	// Modes are the unpriced modes that take this time (on demand and
 	// committed take the same; spot with its preemptions may not).
-	Modes         []Mode   `json:"modes"`
-	Layout        string   `json:"layout"`
-	StepS         float64  `json:"step_time_s"`
-	Goodput       float64  `json:"goodput_fraction"`
-	TimeToTrainS  float64  `json:"time_to_train_s"`
-	MeetsDeadline bool     `json:"meets_deadline"`
-	Warnings      []string `json:"warnings"`
+	Modes         []Mode  `json:"modes"`
+	Layout        string  `json:"layout"`
+	StepS         float64 `json:"step_time_s"`
+	Goodput       float64 `json:"goodput_fraction"`
+	TimeToTrainS  float64 `json:"time_to_train_s"`
+	MeetsDeadline bool    `json:"meets_deadline"`
+	// Stalled is Row.Stalled: a mode's interruptions outrun its restarts.
+	Stalled  bool     `json:"stalled"`
+	Warnings []string `json:"warnings"`
 }
 
 // timesUnpriced is whether the sweep times the generations it has no
@@ -42,12 +44,13 @@ func (r Request) timed(p *plan.Plan, ms hw.Multislice, modes []Mode, fl flexTerm
 	for _, m := range modes {
 		row, e := r.row(p, ms, m, Price{})
 		warnings := []string{}
+		stall := false
 		if w := stalled(row, e); w != "" {
 			if why := neverKeeps(row, w); why != "" {
 				res.Dropped = append(res.Dropped, Dropped{What: row.name() + " (unpriced)", Why: why})
 				continue
 			}
-			warnings = append(warnings, w)
+			warnings, stall = append(warnings, w), true
 		}
 		if m == Flex {
 			why, ws := fl.check(row)
@@ -60,11 +63,12 @@ func (r Request) timed(p *plan.Plan, ms hw.Multislice, modes []Mode, fl flexTerm
 		if i := slices.IndexFunc(out, func(t Timed) bool { return t.TimeToTrainS == row.TimeToTrainS }); i >= 0 {
 			out[i].Modes = append(out[i].Modes, m)
 			out[i].Warnings = append(out[i].Warnings, warnings...)
+			out[i].Stalled = out[i].Stalled || stall
 			continue
 		}
 		out = append(out, Timed{Generation: row.Generation, AcceleratorType: row.AcceleratorType, Slices: row.Slices, Chips: row.Chips,
 			Modes: []Mode{m}, Layout: row.Layout, StepS: row.StepS, Goodput: row.Goodput, TimeToTrainS: row.TimeToTrainS,
-			MeetsDeadline: row.TimeToTrainS <= r.Deadline.Seconds(), Warnings: warnings})
+			MeetsDeadline: row.TimeToTrainS <= r.Deadline.Seconds(), Stalled: stall, Warnings: warnings})
 	}
 	return out
 }

@@ -42,7 +42,7 @@ func Budget(res budget.Result) (Chart, error) {
 	if len(res.Rows) == 0 {
 		return Chart{}, fmt.Errorf("chart: budget: no row meets the limits: %w", ErrNotApplicable)
 	}
-	res.Rows = slices.DeleteFunc(slices.Clone(res.Rows), budget.Row.Stalled)
+	res.Rows = slices.DeleteFunc(slices.Clone(res.Rows), func(row budget.Row) bool { return row.Stalled })
 	if len(res.Rows) == 0 {
 		return Chart{}, fmt.Errorf("chart: budget: every row's restarts are interrupted before they keep a step: %w", ErrNotApplicable)
 	}

@@ -280,10 +280,16 @@ func (j *Job) places() Places {
 // Nothing else keeps the KV-head ones then: under remat none autograd
 // saves only the repeated K and V (the RoPE product saves its cos and
 // sin, the repeat nothing), and under full the recomputed forward makes
-// them again. Under AMPPrecision the repeated K is fp32 (the key after
-// RoPE: a bf16 projection times the fp32 cos and sin Hugging Face's
-// rotary embedding returns in the residual stream's dtype) and V bf16;
-// both are costed at its 4 bytes, as every activation there.
+// them again. Under AMPPrecision the key after RoPE is fp32 (a bf16
+// projection times the fp32 cos and sin Hugging Face's rotary embedding
+// returns in the residual stream's dtype), but under flash attention the
+// script casts q, k and v to autocast's dtype before repeating them (the
+// export's xla_flash_attention: "dtype = torch.get_autocast_dtype('xla')
+// ...; query, key, value = query.to(dtype), ...", export/pytorchjob.go,
+// shardlab 8bb0a99), so the kernel saves bf16 copies: they are costed at
+// repeatedKVBytes (kvScale), not the 4 bytes AMP's other activations take.
+// The fp32 key the cast reads is saved by nothing (the cast and the
+// repeat save no input, RoPE's products only cos and sin) and dies there.
 func (j *Job) tensorWidths(t int) [NumTensors]float64 {
 	spec := &j.Model
 	tf := float64(t)
@@ -291,10 +297,31 @@ func (j *Job) tensorWidths(t int) [NumTensors]float64 {
 	q, ctx := float64(spec.Heads*spec.QKHead())/tf, float64(spec.Heads*spec.VHead())/tf
 	k, v := j.kvWidths(t)
 	if j.RepeatKV {
-		k, v = q, ctx
+		k, v = q*j.kvScale(), ctx*j.kvScale()
 	}
 	f := j.mlpWidth() / tf
 	return [NumTensors]float64{LayerInput: d, Query: q, Key: k, Value: v, Context: ctx, OutProj: d, MLPWi0: f, MLPWi1: f, MLPWo: j.routedOutWidth() / tf}
+}
+
+// repeatedKVBytes is the bytes an element of the repeated keys and values
+// the export's flash function hands torch_xla's kernel: bf16, the dtype it
+// casts them to under autocast on XLA (torch.get_autocast_dtype('xla')).
+const repeatedKVBytes = 2
+
+// kvScale turns the repeated K and V's elements into elements of the
+// activation dtype, as the widths count them: repeatedKVBytes over the
+// activation bytes where the script casts them (flash attention), at most
+// 1 (without autocast the script keeps value's dtype); 1 under dot_product,
+// whose Hugging Face eager attention repeats them uncast, and 1 without
+// grouped-query attention, where nothing is repeated and the kernel's
+// bf16 K and V stay under AMP's 4-byte bound, as its q and output do
+// (export.PyTorchJob.writeAttention's fourth rule).
+func (j *Job) kvScale() float64 {
+	e := j.Precision.Activation
+	if j.Attention == AttentionDot || e <= repeatedKVBytes || j.Model.KV() >= j.Model.Heads {
+		return 1
+	}
+	return float64(repeatedKVBytes) / float64(e)
 }
 
 // kvWidths is the key and value projections' outputs, elements per

@@ -165,7 +165,9 @@ def remat(model):
 // o_proj, a linear, takes bfloat16 either way. What the kernel keeps for
 // the backward (its clones of q, k and v, and its output) is then 2 bytes
 // an element, where the float32 q, k and output were 4: under, not at,
-// cost.AMPPrecision's 4-byte activations, which bound it.
+// cost.AMPPrecision's 4-byte activations, which bound it; the repeated K
+// and V, which this cast alone makes bfloat16, the plan costs at 2 bytes
+// (cost's repeatedKVBytes).
 func (j PyTorchJob) writeAttention(b *strings.Builder, tensor bool) {
 	if j.Attention == cost.AttentionDot {
 		return

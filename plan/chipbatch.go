@@ -11,13 +11,17 @@ import (
 )
 
 // ChipBatch is how a plan's micro-batch spreads over its chips. cost
-// splits the batch over data x fsdp x expert (cost.MicroBatchSize): the
-// chips of one such batch shard, tensor x context of them in each
-// pipeline stage, share its sequences, so a chip takes fewer than its
-// shard, a fraction of a sequence where tensor x context exceeds them.
+// splits the batch over data x fsdp x expert of the layout in chips
+// (cost.MicroBatchSize): the chips of one such batch shard, tensor x
+// context of them in each pipeline stage, share its sequences, so a chip
+// takes fewer than its shard, a fraction of a sequence where tensor x
+// context exceeds them. The shard counts chips, not JAX devices: on a chip
+// of several devices (TPU7x) it holds that many of MaxText's device-level
+// shards (llama3-8b on tpu7x-16, data=8 in chips, data=8,fsdp=2 in devices:
+// 2 sequences a shard, per_device_batch_size 1).
 type ChipBatch struct {
-	// PerShard is the sequences per batch shard per micro-batch
-	// (cost.Estimate.MicroBatchSize).
+	// PerShard is the sequences per batch shard (of chips) per
+	// micro-batch (cost.Estimate.MicroBatchSize).
 	PerShard int
 	// PerChip is the sequences per chip per micro-batch: MaxText's
 	// per_device_batch_size (PerDevice) times the chip's JAX devices,
@@ -79,14 +83,14 @@ func (cb ChipBatch) perChip(n int) float64 {
 // Text is the micro-batch per chip in words, with the batch shard's where
 // it differs and MaxText's per_device_batch_size where that differs:
 // "0.5 sequences per chip per micro-batch (2 per batch shard of data x
-// fsdp x expert)".
+// fsdp x expert chips, ...)".
 func (cb ChipBatch) Text() string {
 	if cb.PerChip == 0 {
-		return unit.Plural(cb.PerShard, "sequence") + " per batch shard (data x fsdp x expert) per micro-batch"
+		return unit.Plural(cb.PerShard, "sequence") + " per batch shard (data x fsdp x expert chips) per micro-batch"
 	}
 	var notes []string
 	if cb.Shared() {
-		notes = append(notes, fmt.Sprintf("%d per batch shard of data x fsdp x expert, which tensor x context chips share", cb.PerShard))
+		notes = append(notes, fmt.Sprintf("%d per batch shard of data x fsdp x expert chips, which tensor x context chips share", cb.PerShard))
 	}
 	if cb.PerDevice != cb.PerChip {
 		notes = append(notes, fmt.Sprintf("MaxText's %s %s", maxtext.PerDeviceBatchSize, decimal(cb.PerDevice)))

@@ -87,3 +87,37 @@ func TestQuantizedHFU(t *testing.T) {
 		t.Errorf("text lacks %q:\n%s", line, text.String())
 	}
 }
+
+// TestBatchShardCountsChips: review 166 (smaller). On TPU7x, two JAX
+// devices a chip, the batch shard is one of the layout's in chips, not of
+// its device_spec: llama3-8b on tpu7x-16 (data=8 in chips, data=8,fsdp=2
+// in devices, 16 sequences) is 2 sequences a shard of chips and MaxText's
+// per_device_batch_size 1 over 16 device shards, both the micro-batch;
+// the text says the shard counts chips, as README's schema row does.
+func TestBatchShardCountsChips(t *testing.T) {
+	p := searchOptions(t, func(o *Options) { o.Model, o.TPU = "llama3-8b", "tpu7x-16" })
+	e, j := p.Best.Estimate, p.JSON(nil)
+	batch := e.Job.GlobalBatch / max(e.Job.MicroBatches, 1)
+	chipShards := e.Mesh.Size(mesh.Data) * e.Mesh.Size(mesh.FSDP) * e.Mesh.Size(mesh.Expert)
+	if j.MicroBatchShard*chipShards != batch {
+		t.Errorf("%d a shard x %d chip shards (%s), want the micro-batch %d", j.MicroBatchShard, chipShards, e.Mesh, batch)
+	}
+	devShards := 1
+	for _, kv := range strings.Split(j.Top[0].DeviceSpec, ",") {
+		var axis string
+		var n int
+		if _, err := fmt.Sscanf(strings.Replace(kv, "=", " ", 1), "%s %d", &axis, &n); err != nil {
+			t.Fatalf("device spec %q: %v", j.Top[0].DeviceSpec, err)
+		}
+		if axis == "data" || axis == "fsdp" || axis == "expert" {
+			devShards *= n
+		}
+	}
+	if devShards == chipShards || j.PerDeviceBatch*float64(devShards) != float64(batch) {
+		t.Errorf("per_device_batch_size %g x %d device shards (%s), want the micro-batch %d over more shards than the %d of chips",
+			j.PerDeviceBatch, devShards, j.Top[0].DeviceSpec, batch, chipShards)
+	}
+	if got := (ChipBatch{PerShard: 2}).Text(); !strings.Contains(got, "data x fsdp x expert chips") {
+		t.Errorf("text %q, want the shard named in chips", got)
+	}
+}

@@ -82,3 +82,34 @@ func TestRowsApart(t *testing.T) {
 		}
 	}
 }
+
+// TestDispatchWithoutExpertAxis: review 166 #7. An MoE row without an
+// expert axis runs no dispatch collective (the estimate's expert
+// all-to-all bytes are 0): its dispatch is DispatchNone in the rows and in
+// experts, and the experts line calls no 0 B exchange "on the critical
+// path"; rows over an expert axis keep their collective's name.
+func TestDispatchWithoutExpertAxis(t *testing.T) {
+	p := searchOptions(t, func(o *Options) { o.Model, o.TPU = "deepseek3-671b", "tpu7x-256" })
+	j := p.JSON(nil)
+	for _, r := range append(append([]RankJSON{}, j.Top...), j.Alternatives...) {
+		if none := !strings.Contains(r.Layout, "expert="); none != (r.Dispatch == DispatchNone) {
+			t.Errorf("row %s dispatch %q: want %q exactly where the layout has no expert axis", r.Layout, r.Dispatch, DispatchNone)
+		}
+	}
+	f := searchOptions(t, func(o *Options) {
+		o.Model, o.TPU, o.Mesh, o.Remat, o.GlobalBatch = "deepseek3-671b", "tpu7x-256", "fsdp=256", "full", "1024"
+	})
+	x := f.JSON(nil).Experts
+	if x == nil || x.Degree != 1 || x.AllToAllBytes != 0 || x.Dispatch != DispatchNone {
+		t.Fatalf("fsdp=256 experts %+v, want expert 1, 0 B exchanged, dispatch %q", x, DispatchNone)
+	}
+	var text strings.Builder
+	if err := f.WriteText(&text, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(text.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "experts:") && (strings.Contains(line, "critical path") || !strings.Contains(line, "no dispatch collective")) {
+			t.Errorf("experts line %q: want no dispatch collective and nothing on the critical path", line)
+		}
+	}
+}

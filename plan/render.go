@@ -44,7 +44,7 @@ type JSON struct {
 	// MicroBatch is the sequences per chip per micro-batch, fractional
 	// where tensor x context chips share a sequence (ChipBatch.PerChip);
 	// MicroBatchShard the sequences per batch shard (data x fsdp x
-	// expert) per micro-batch; PerDeviceBatch MaxText's
+	// expert of the layout in chips, ChipBatch) per micro-batch; PerDeviceBatch MaxText's
 	// per_device_batch_size, as export writes it (absent where no decimal
 	// gives the batch).
 	MicroBatch      float64 `json:"sequences_per_chip_per_micro_batch"`
@@ -183,8 +183,8 @@ type ExpertsJSON struct {
 	LoadImbalance   float64 `json:"load_imbalance"`
 	TokensPerExpert float64 `json:"tokens_per_expert_per_chip_per_micro_batch"`
 	// Dispatch is "all-to-all", or "ring of experts" (MaxText's
-	// use_ring_of_experts); the AllToAll fields are the expert axis's
-	// collectives either way.
+	// use_ring_of_experts), or DispatchNone without an expert axis; the
+	// AllToAll fields are the expert axis's collectives (0 with none).
 	Dispatch      string  `json:"dispatch"`
 	AllToAllICI   float64 `json:"all_to_all_ici_s"`
 	AllToAllDCN   float64 `json:"all_to_all_dcn_s"`
@@ -546,14 +546,24 @@ func (p Plan) writeTime(b *strings.Builder, name func(Option) string) {
 	fmt.Fprintf(b, "  %s\n", phrase(mfuConvention(e), name))
 	fmt.Fprintf(b, "  DCN traffic %v per step (all chips); ICI %v per chip\n", e.DCNBytesPerStep, e.ICIBytesPerChip)
 	if x := expertsOf(e); x != nil {
-		routing := "dropless (sparse_matmul, megablox)"
-		if x.CapacityFactor > 0 {
-			routing = fmt.Sprintf("capacity factor %g", x.CapacityFactor)
-		}
-		fmt.Fprintf(b, "  experts: %d, %d per token, over %s, %s, load imbalance %g: %s tokens per expert per chip per micro-batch; %s %s ICI + %s DCN (%v per chip per step, on the critical path)\n",
-			x.Experts, x.PerToken, mesh.Degree{Axis: mesh.Expert, ICI: x.Degree, DCN: 1}, routing, x.LoadImbalance, count(x.TokensPerExpert), x.Dispatch,
-			dur(secondsOf(x.AllToAllICI)), dur(secondsOf(x.AllToAllDCN)), unit.Bytes(x.AllToAllBytes))
+		writeExperts(b, x)
 	}
+}
+
+// writeExperts writes the experts line: the routing, and the dispatch's
+// collectives on the critical path, or that none runs (DispatchNone).
+func writeExperts(b *strings.Builder, x *ExpertsJSON) {
+	routing := "dropless (sparse_matmul, megablox)"
+	if x.CapacityFactor > 0 {
+		routing = fmt.Sprintf("capacity factor %g", x.CapacityFactor)
+	}
+	exchange := fmt.Sprintf("%s %s ICI + %s DCN (%v per chip per step, on the critical path)",
+		x.Dispatch, dur(secondsOf(x.AllToAllICI)), dur(secondsOf(x.AllToAllDCN)), unit.Bytes(x.AllToAllBytes))
+	if x.Dispatch == DispatchNone {
+		exchange = "no dispatch collective (no expert axis: each device routes its own tokens)"
+	}
+	fmt.Fprintf(b, "  experts: %d, %d per token, over %s, %s, load imbalance %g: %s tokens per expert per chip per micro-batch; %s\n",
+		x.Experts, x.PerToken, mesh.Degree{Axis: mesh.Expert, ICI: x.Degree, DCN: 1}, routing, x.LoadImbalance, count(x.TokensPerExpert), exchange)
 }
 
 // stepBand is the step time with its band and the band's name, or the

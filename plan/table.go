@@ -8,6 +8,7 @@ import (
 
 	"shardlab/cost"
 	"shardlab/hw"
+	"shardlab/mesh"
 )
 
 // table writes candidates a row each, with MFU against the bf16 peak and,
@@ -124,13 +125,20 @@ func rank(c Candidate) RankJSON {
 		HBMBytes: int64(e.Memory.Total())}
 }
 
+// DispatchNone is the dispatch of an MoE layout without an expert axis
+// (expert 1): every device routes its own tokens to experts it holds or
+// gathers as it does the other weights, and no dispatch collective runs.
+const DispatchNone = "none"
+
 // dispatch is how an MoE estimate dispatches its tokens to the experts,
-// "all-to-all" or "ring of experts" (MaxText's use_ring_of_experts); ""
-// for a dense model.
+// "all-to-all" or "ring of experts" (MaxText's use_ring_of_experts) over
+// the expert axis, DispatchNone without one; "" for a dense model.
 func dispatch(e cost.Estimate) string {
 	switch {
 	case !e.Job.Model.MoE():
 		return ""
+	case e.Mesh.Size(mesh.Expert) <= 1:
+		return DispatchNone
 	case e.Job.RingOfExperts:
 		return "ring of experts"
 	}
