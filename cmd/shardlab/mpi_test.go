@@ -306,7 +306,7 @@ func TestMPIHungRankIsNamed(t *testing.T) {
 	if took := time.Since(start); took > time.Minute {
 		t.Errorf("took %v to give up on the hung rank", took)
 	}
-	if !strings.Contains(stderr, "shardlab: rank 0: ") || !strings.Contains(stderr, "rank 1 has stopped") {
+	if !strings.Contains(stderr, "shardlab: run: rank 0: ") || !strings.Contains(stderr, "rank 1 has stopped") {
 		t.Errorf("the error does not name rank 1:\n%s", stderr)
 	}
 	// rank 0's run returns the watchdog's error as exit status 3, which
