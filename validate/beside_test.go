@@ -31,15 +31,7 @@ func planFor(t *testing.T, model, tpu string, slices int) plan.Plan {
 // reports it: Evaluate over the whole table.
 func tableRow(t *testing.T, id string) Result {
 	t.Helper()
-	runs, err := Runs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Evaluate(runs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rep.Results {
+	for _, r := range builtInReport(t).Results {
 		if r.Run.ID == id {
 			return r
 		}
