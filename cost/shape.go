@@ -332,7 +332,7 @@ func (j *Job) shapeErr(sh *shape) error {
 		return &Infeasible{Reason: ReasonHeads, Detail: fmt.Sprintf("%d heads, %d KV heads, d_ff %d over %s", spec.Heads, spec.KV(), spec.DFF, mesh.Degree{Axis: mesh.Tensor, ICI: sh.t, DCN: 1})}
 	case spec.Units()%(sh.p*sh.v) != 0:
 		// a stage holds whole scanned units (model.Spec.Units)
-		return &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%s over %s x %d chunks", layerUnits(*spec), mesh.Degree{Axis: mesh.Pipeline, ICI: sh.p, DCN: 1}, sh.v)}
+		return &Infeasible{Reason: ReasonLayers, Detail: fmt.Sprintf("%s over %s x %d chunks", spec.UnitsText(), mesh.Degree{Axis: mesh.Pipeline, ICI: sh.p, DCN: 1}, sh.v)}
 	case sh.p > 1 && j.Schedule.Chunked() && sh.m%sh.p != 0:
 		return &Infeasible{Reason: ReasonMicroBatch, Detail: fmt.Sprintf("%s needs micro-batches (%d) a multiple of %s", j.Schedule, sh.m, mesh.Degree{Axis: mesh.Pipeline, ICI: sh.p, DCN: 1})}
 	case !ExpertDivides(spec.Experts, sh.e):
@@ -341,15 +341,6 @@ func (j *Job) shapeErr(sh *shape) error {
 		return &Infeasible{Reason: ReasonSeq, Detail: fmt.Sprintf("%d tokens over %s", j.Seq, mesh.Degree{Axis: mesh.Context, ICI: sh.c, DCN: 1})}
 	}
 	return nil
-}
-
-// layerUnits counts what a pipeline splits: "48 layers", or "12 scanned
-// blocks of 4 layers" where the model scans blocks.
-func layerUnits(spec model.Spec) string {
-	if b := spec.BlockLayers(); b > 1 {
-		return fmt.Sprintf("%d scanned blocks of %d layers", spec.Units(), b)
-	}
-	return fmt.Sprintf("%d layers", spec.Layers)
 }
 
 // batchDetail says why a global batch does not split over sh's shards.

@@ -37,6 +37,24 @@ func (s Spec) BlockLayers() int { return max(s.ScanBlock, 1) }
 // @e591f30c).
 func (s Spec) Units() int { return s.Layers / s.BlockLayers() }
 
+// UnitWord is what a pipeline splits the model into: "layers", or
+// "scanned blocks" where it scans blocks of layers.
+func (s Spec) UnitWord() string {
+	if s.BlockLayers() > 1 {
+		return "scanned blocks"
+	}
+	return "layers"
+}
+
+// UnitsText counts the units a pipeline splits: "48 layers", or "12
+// scanned blocks of 4 layers".
+func (s Spec) UnitsText() string {
+	if b := s.BlockLayers(); b > 1 {
+		return fmt.Sprintf("%d scanned blocks of %d layers", s.Units(), b)
+	}
+	return fmt.Sprintf("%d layers", s.Layers)
+}
+
 // TagsLayerInput reports whether MaxText's decoder layers of the model
 // tag their input decoder_layer_input (checkpoint_name): the name by
 // which a remat policy keeps each layer's input, and so the one by which

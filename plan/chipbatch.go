@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"shardlab/cost"
 	"shardlab/maxtext"
@@ -97,11 +98,7 @@ func (cb ChipBatch) Text() string {
 	}
 	out := sequences(cb.PerChip) + " per chip per micro-batch"
 	if len(notes) > 0 {
-		out += " (" + notes[0]
-		for _, n := range notes[1:] {
-			out += "; " + n
-		}
-		out += ")"
+		out += " (" + strings.Join(notes, "; ") + ")"
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"shardlab/cost"
+	"shardlab/maxtext"
 	"shardlab/mesh"
 	"shardlab/unit"
 )
@@ -24,11 +25,11 @@ import (
 func inChip(e cost.Estimate) (string, mesh.Axis) {
 	per := e.Mesh.Multislice.Slice.Chip.JAXDevicesPerChip
 	if per <= 1 {
-		return "", -1
+		return "", maxtext.NoAxis
 	}
 	d, err := DevicesOf(e)
 	if err != nil || d.InChip < 0 {
-		return "", -1
+		return "", maxtext.NoAxis
 	}
 	name := d.InChip.String()
 	if d.InChip == mesh.FSDP {

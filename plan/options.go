@@ -369,24 +369,15 @@ func fixedStages(r *Request, o Options) error {
 			fit = append(fit, strconv.Itoa(p))
 		}
 	}
-	what := fmt.Sprintf("%d layers", r.Model.Layers)
-	if b := r.Model.BlockLayers(); b > 1 {
+	what := r.Model.UnitsText()
+	if r.Model.BlockLayers() > 1 {
 		// the blocks are what a stage holds whole, so they are what the
 		// pipeline must divide (8 divides Llama 4's 48 layers, not its 12
 		// blocks)
-		what = fmt.Sprintf("%d scanned blocks of %d layers (its %d layers; a stage holds whole blocks)", units, b, r.Model.Layers)
+		what += fmt.Sprintf(" (its %d layers; a stage holds whole blocks)", r.Model.Layers)
 	}
 	return refuse(OptionMesh, o.Mesh, nil, " %q: pipeline %d does not divide %s's %s into whole stages, want a pipeline degree of %s (dividing the %s and the %d chips)",
-		o.Mesh, pipe, r.Model.Name, what, orList(fit), unitWord(r.Model), chips)
-}
-
-// unitWord is what a pipeline splits model m into: "layers", or "scanned
-// blocks" where m scans blocks of layers (model.Spec.Units).
-func unitWord(m model.Spec) string {
-	if m.BlockLayers() > 1 {
-		return "scanned blocks"
-	}
-	return "layers"
+		o.Mesh, pipe, r.Model.Name, what, orList(fit), r.Model.UnitWord(), chips)
 }
 
 // orList is items joined as a sentence says them: "1, 2 or 4".
@@ -423,7 +414,7 @@ func fixedChunks(r *Request, o Options) error {
 	}
 	want := orList(fit)
 	return refuse(OptionChunks, given, nil, " %s with {mesh} %q: %s's %d %s over pipeline %d x %d chunks is no whole number of %s a chunk, want %s",
-		given, o.Mesh, r.Model.Name, units, unitWord(r.Model), pipe, max(r.Chunks, 1), unitWord(r.Model), want)
+		given, o.Mesh, r.Model.Name, units, r.Model.UnitWord(), pipe, max(r.Chunks, 1), r.Model.UnitWord(), want)
 }
 
 // fixedPipeline is the pipeline degree of a fixed layout's axes.
