@@ -16,11 +16,14 @@ import (
 const (
 	maxYears = 1000
 	year     = 365.25 * 86400 // a Julian year, as Days counts them
+	// maxSeconds is maxYears in seconds, the time past which a row is
+	// spelt ">1000y" and, stalled, dropped (Row.Stalled).
+	maxSeconds = maxYears * year
 )
 
 // days is Days within maxYears, and ">1000y" past it.
 func days(s float64) string {
-	if s > maxYears*year {
+	if s > maxSeconds {
 		return fmt.Sprintf(">%dy", maxYears)
 	}
 	return Days(s)
@@ -57,11 +60,11 @@ func chipHours(h float64) string {
 // Seconds, and an end past maxYears, are spelt as days spells them; a
 // band wholly past it is ">1000y".
 func daysBand(lo, hi float64) string {
-	if lo > maxYears*year {
+	if lo > maxSeconds {
 		return days(lo)
 	}
 	per, suffix := dayUnit(hi)
-	if per == 0 || hi > maxYears*year {
+	if per == 0 || hi > maxSeconds {
 		return days(lo) + "-" + days(hi)
 	}
 	return sig3(lo/per) + suffix + "-" + sig3(hi/per) + suffix

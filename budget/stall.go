@@ -47,7 +47,7 @@ func stalled(row Row, e capacity.Expectation) string {
 // the one that underflows to 0 is (review 166); a stalled row at the
 // threshold, goodput about a third, trains and stays.
 func neverKeeps(row Row, w string) string {
-	if row.Goodput > 0 && row.TimeToTrainS <= maxYears*year && row.USD <= MaxDollars {
+	if row.Goodput > 0 && row.TimeToTrainS <= maxSeconds && row.USD <= MaxDollars {
 		return ""
 	}
 	return "it never finishes: " + w
