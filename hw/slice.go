@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"shardlab/unit"
 )
@@ -198,17 +199,27 @@ func (s Slice) Wraps(i int) bool {
 	return dims[i] == side
 }
 
+// defaultTopologies is the generation's accelerator types' topologies in
+// chip order (the catalog's defaultTopologies, parsed once: slices are
+// parsed per request and per planned configuration). Callers read it and
+// never write to it.
 func (c Chip) defaultTopologies() []Topology {
-	var out []Topology
-	for _, f := range strings.Fields(defaultTopologies[c.Generation]) {
-		t, ok := parseDims(f)
-		if !ok {
-			panic("hw: bad topology in catalog: " + f)
+	return parsedTopologies()[c.Generation]
+}
+
+var parsedTopologies = sync.OnceValue(func() map[Generation][]Topology {
+	out := make(map[Generation][]Topology, len(defaultTopologies))
+	for g, list := range defaultTopologies {
+		for _, f := range strings.Fields(list) {
+			t, ok := parseDims(f)
+			if !ok {
+				panic("hw: bad topology in catalog: " + f)
+			}
+			out[g] = append(out[g], t)
 		}
-		out = append(out, t)
 	}
 	return out
-}
+})
 
 // AcceleratorTypes lists the accelerator types of the generation, smallest
 // first.
