@@ -32,23 +32,26 @@ type Cache struct {
 	bufs sync.Pool
 }
 
-// batchBufs is a runner's queue of meshes and their outcomes, meshBatch
-// long: a runner leaves the queue empty and every outcome zero
-// (runner.flush), so the next runner may take them as new.
+// batchBufs is a runner's queue of meshes and their outcomes, at most
+// meshBatch long, grown as the runner's batches need (a plan of one layout
+// allocates for one, not for meshBatch: a quarter of a megabyte a search,
+// which under the web server's load the garbage collector fell behind): a
+// runner leaves the queue empty and every outcome zero (runner.flush), so
+// the next runner may take them as new.
 type batchBufs struct {
 	batch []mesh.Mesh
 	outs  []outcome
 }
 
-// takeBufs returns c's spare buffers, or new ones (always new when c is
-// nil).
+// takeBufs returns c's spare buffers, or new empty ones (always new when
+// c is nil).
 func (c *Cache) takeBufs() *batchBufs {
 	if c != nil {
 		if b, ok := c.bufs.Get().(*batchBufs); ok {
 			return b
 		}
 	}
-	return &batchBufs{batch: make([]mesh.Mesh, 0, meshBatch), outs: make([]outcome, meshBatch)}
+	return &batchBufs{}
 }
 
 // giveBufs returns b to c (nothing when c is nil).

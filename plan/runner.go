@@ -70,11 +70,15 @@ func (r *runner) done() {
 		ests[i] = w.est
 	}
 	r.s.req.Cache.give(ests)
+	r.bufs.batch, r.bufs.outs = r.batch[:0], r.outs // as grown
 	r.s.req.Cache.giveBufs(r.bufs)
 }
 
 // flush costs the queued meshes and merges their outcomes in order.
 func (r *runner) flush() {
+	if len(r.outs) < len(r.batch) {
+		r.outs = make([]outcome, cap(r.batch))
+	}
 	s, batch, outs := r.s, r.batch, r.outs
 	for _, w := range r.workers {
 		w.bars.copyFrom(&s.bars)
