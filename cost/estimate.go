@@ -182,7 +182,9 @@ type Estimate struct {
 	DCNBytesPerStep unit.Bytes
 	// ICIBytesPerChip is what one chip sends over ICI in a step.
 	ICIBytesPerChip unit.Bytes
-	// MicroBatchSize is sequences per chip per micro-batch.
+	// MicroBatchSize is sequences per batch shard per micro-batch: the
+	// chips of one data × fsdp × expert shard hold the same sequences,
+	// split between them by tensor, context and pipeline.
 	MicroBatchSize int
 	// MXUEfficiency is the FLOP-weighted share of MXU capacity the layer's
 	// GEMMs (forward and backward, per chip) can use, from the systolic

@@ -593,19 +593,19 @@ func (j *Job) layerBackward(ws *backwardSteps, b, s int) backwardWalk {
 	return best
 }
 
-// MaxMicroBatch is the most sequences per chip per micro-batch with which
-// j still fits on m (Memory.Fits: HBM, and host memory for what it
-// offloads), its layout, micro-batches and settings
-// unchanged (the global batch the only thing that grows); 0 when even one
-// does not fit. Both grow with the batch, so it doubles, then
-// bisects; it looks no further than limit sequences.
+// MaxMicroBatch is the most sequences per batch shard per micro-batch
+// with which j still fits on m (Memory.Fits: HBM, and host memory for what
+// it offloads), its layout, micro-batches and settings unchanged (the
+// global batch the only thing that grows); 0 when even one does not fit.
+// Both grow with the batch, so it doubles, then bisects; it looks no
+// further than limit sequences.
 func (e *Estimator) MaxMicroBatch(j Job, m mesh.Mesh, limit int) (int, error) {
 	n, _, err := e.MaxMicroBatchBound(j, m, limit)
 	return n, err
 }
 
 // MaxMicroBatchBound is MaxMicroBatch and what stops one more sequence
-// per chip per micro-batch: ReasonHBM or ReasonHost (BatchMemory.Check),
+// per batch shard per micro-batch: ReasonHBM or ReasonHost (BatchMemory.Check),
 // or "" where the limit does.
 func (e *Estimator) MaxMicroBatchBound(j Job, m mesh.Mesh, limit int) (int, Reason, error) {
 	if err := e.validate(&j); err != nil {
@@ -623,8 +623,8 @@ func (e *Estimator) MaxMicroBatchBound(j Job, m mesh.Mesh, limit int) (int, Reas
 	return n, why, err
 }
 
-// most is the most sequences per chip per micro-batch, up to limit, that
-// fit (MaxMicroBatch's search): 0 when one does not.
+// most is the most sequences per batch shard per micro-batch, up to
+// limit, that fit (MaxMicroBatch's search): 0 when one does not.
 func (bm *BatchMemory) most(limit int) (int, error) {
 	fits := func(b int) (bool, error) { return bm.Fits(b * bm.shards) }
 	if ok, err := fits(1); err != nil || !ok {

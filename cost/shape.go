@@ -12,7 +12,7 @@ type shape struct {
 	d, f, t, p, c int // axis degrees
 	e             int // expert degree
 	m             int // micro-batches
-	b             int // sequences per chip per micro-batch
+	b             int // sequences per batch shard per micro-batch
 	s             int // tokens per chip per sequence (Seq / context)
 	ls            int // layers per stage
 	v             int // chunks of layers per device (interleaved, circular)
@@ -271,13 +271,13 @@ func (j *Job) stagesParams(sh *shape, ends endsLayout) [2]float64 {
 	return [2]float64{j.stageParams(sh, firstStage, ends), j.stageParams(sh, lastStage, ends)}
 }
 
-// withBatch is sh with b sequences per chip per micro-batch.
+// withBatch is sh with b sequences per batch shard per micro-batch.
 func (j *Job) withBatch(sh shape, b int) shape {
 	j.setBatch(&sh, b)
 	return sh
 }
 
-// setBatch sets sh to b sequences per chip per micro-batch.
+// setBatch sets sh to b sequences per batch shard per micro-batch.
 func (j *Job) setBatch(sh *shape, b int) {
 	sh.b = b
 	sh.r = j.rematIn(sh.layer, sh.b, sh.s, j.Seq)
@@ -351,8 +351,8 @@ func batchDetail(globalBatch int, sh shape) string {
 	return fmt.Sprintf("%d sequences over data %d x fsdp %d x %d micro-batches", globalBatch, sh.d, sh.f, sh.m)
 }
 
-// MicroBatchSize is j's sequences per chip per micro-batch on m (the
-// batch is sharded over data, fsdp and expert), or the *Infeasible error
+// MicroBatchSize is j's sequences per batch shard per micro-batch on m
+// (the batch is sharded over data, fsdp and expert), or the *Infeasible error
 // of a layout that cannot run j.
 func MicroBatchSize(j Job, m mesh.Mesh) (int, error) {
 	sh, err := shapeOf(j, m)

@@ -78,14 +78,16 @@ func (b *BatchTuning) check() error {
 }
 
 // BatchFit is one published run's batch against the most its layout fits
-// by cost's count: sequences per chip per micro-batch (what
-// per_device_batch_size sets, times the chip's micro-batches and devices).
+// by cost's count: sequences per batch shard per micro-batch (the chips of
+// one data × fsdp × expert shard hold the same sequences, which tensor,
+// context and pipeline split between them: per_device_batch_size times
+// the shard's JAX devices, over its micro-batches).
 // Recipes push their batch to near what fits, so a sound memory model says
 // a little more than the published batch fits, and never less.
 type BatchFit struct {
 	ID           string  `json:"id"`
-	Published    int     `json:"published_per_chip"`
-	MostThatFits int     `json:"most_that_fits_per_chip"`
+	Published    int     `json:"published_per_batch_shard"`
+	MostThatFits int     `json:"most_that_fits_per_batch_shard"`
 	Ratio        float64 `json:"ratio"`
 	// Tuned is how the recipe chose its batch (Run.Tuning): memory,
 	// global_batch or unknown.
@@ -97,8 +99,8 @@ type BatchReport struct {
 	Fits []BatchFit `json:"runs"`
 }
 
-// EvaluateBatches costs, for every run, the most sequences per chip per
-// micro-batch its layout fits (cost.Estimator.MaxMicroBatch, at the usable
+// EvaluateBatches costs, for every run, the most sequences per batch shard
+// per micro-batch its layout fits (cost.Estimator.MaxMicroBatch, at the usable
 // HBM validate checks fit at), up to limit times the published batch.
 func EvaluateBatches(runs []Run, limit int) (BatchReport, error) {
 	var rep BatchReport
@@ -156,7 +158,7 @@ func (rep BatchReport) counts() string {
 // fits (the only ones whose ratio should be near 1), named.
 func (rep BatchReport) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintln(&b, "Published batches against the most their layout fits by cost's count (sequences per chip per micro-batch):")
+	fmt.Fprintln(&b, "Published batches against the most their layout fits by cost's count (sequences per batch shard per micro-batch):")
 	fits := append([]BatchFit(nil), rep.Fits...)
 	sort.SliceStable(fits, func(i, k int) bool { return fits[i].Ratio < fits[k].Ratio })
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)

@@ -30,7 +30,7 @@ func TestNoPublishedBatchRefused(t *testing.T) {
 	}
 	for _, f := range rep.Fits {
 		if f.MostThatFits < f.Published {
-			t.Errorf("%s: published %d sequences per chip per micro-batch, cost says at most %d fit", f.ID, f.Published, f.MostThatFits)
+			t.Errorf("%s: published %d sequences per batch shard per micro-batch, cost says at most %d fit", f.ID, f.Published, f.MostThatFits)
 		}
 	}
 }
