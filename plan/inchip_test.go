@@ -112,4 +112,9 @@ func TestDispatchWithoutExpertAxis(t *testing.T) {
 			t.Errorf("experts line %q: want no dispatch collective and nothing on the critical path", line)
 		}
 	}
+	// The layout was the user's: the reason says so, not that the
+	// experts, batch or HBM allowed no expert axis.
+	if s := text.String(); !strings.Contains(s, "has no expert axis, so the experts are not split; no layout with one was costed") || strings.Contains(s, "allow none") {
+		t.Errorf("a fixed layout without an expert axis: want its reason to name the given layout, got:\n%s", s)
+	}
 }

@@ -231,6 +231,9 @@ func (s *searcher) expertNote(p Plan) Note {
 	if x := e.Mesh.Size(mesh.Expert); x > 1 {
 		return note("", "experts: %s splits the %d experts (%d per chip) and the batch; %s%s", mesh.Degree{Axis: mesh.Expert, ICI: x, DCN: 1}, spec.Experts, spec.Experts/x, a2a(e), dcn)
 	}
+	if s.expert == nil && s.req.Axes != nil {
+		return note(OptionMesh, "experts: the layout given with {mesh} has no expert axis, so the experts are not split; no layout with one was costed%s", dcn)
+	}
 	if s.expert == nil {
 		return note("", "experts: no layout with expert parallelism ran (the experts, batch or HBM allow none)%s", dcn)
 	}
