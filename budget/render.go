@@ -113,6 +113,9 @@ func (res Result) WriteText(w io.Writer, show string) error {
 	} else {
 		res.writeTable(&b)
 		b.WriteString("  * on the Pareto front of time against dollars")
+		if !slices.ContainsFunc(res.Rows, func(r Row) bool { return r.Pareto }) {
+			b.WriteString(" (no row: every row's restarts never complete, stalled)")
+		}
 		if show != "" {
 			fmt.Fprintf(&b, "; %s prints the plan behind row N", show)
 		}

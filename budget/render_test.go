@@ -79,3 +79,24 @@ func TestDays(t *testing.T) {
 		}
 	}
 }
+
+// TestLegendWithoutFront: a table whose every row is stalled (off the
+// Pareto front) says the front has no row, where the legend alone had
+// promised starred rows; a table with a front does not.
+func TestLegendWithoutFront(t *testing.T) {
+	row := Row{AcceleratorType: "v6e-16", Chips: 16, Mode: "spot", StepS: 1, Goodput: 1e-15, TimeToTrainS: 1e40, USD: 1e40}
+	for _, c := range []struct {
+		pareto bool
+		want   bool
+	}{{false, true}, {true, false}} {
+		r := row
+		r.Pareto, r.Stalled = c.pareto, !c.pareto
+		var b strings.Builder
+		if err := (Result{Model: "m", Tokens: 1e12, Region: "us-east5", Rows: []Row{r}}).WriteText(&b, ""); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "Pareto front of time against dollars (no row:"); got != c.want {
+			t.Errorf("a row on the front %v: legend says no row %v, want %v:\n%s", c.pareto, got, c.want, b.String())
+		}
+	}
+}
