@@ -48,8 +48,12 @@ func VLLMServe(p inference.Plan, modelID string) []string {
 		"--kv-cache-dtype", kv,
 	)
 	if !inference.DPAttention(r.Model) {
-		// an MLA plan leaves the page size to tpu-inference (1024), which
-		// vLLM's --block-size choices (at most 256) cannot name
+		// an MLA plan leaves the page size to tpu-inference, which sets
+		// its MLA page, 1024 tokens, only where --block-size is not given
+		// (platforms/tpu_platform.py 367-373 @b8692ff0); vLLM would take
+		// 1024 too (CacheConfig.block_size, any int above 0,
+		// vllm/config/cache.py @002f10e0), but tpu-inference's own choice
+		// is the page the plan costs
 		args = append(args, "--block-size", itoa(b.Memory.BlockSize))
 	}
 	args = append(args, "--gpu-memory-utilization", strconv.FormatFloat(r.MemoryUtilization, 'g', -1, 64))

@@ -46,9 +46,12 @@ package inference
 //	            tokens a page.
 //	[v-mla]     vllm-project/vllm:vllm/model_executor/layers/mla.py @11080c8e655b: the cached
 //	            latent is kv_c (kv_lora_rank) and k_pe (qk_rope_head_dim), one "head" for all.
-//	[v-block]   vllm-project/vllm:vllm/config/cache.py: BlockSize = Literal[1, 8, 16, 32, 64, 128,
-//	            256], so --block-size 1024 is refused by the CLI; an MLA plan leaves the page size
-//	            to tpu-inference, which sets 1024 when the user gives none.
+//	[v-block]   vllm-project/vllm:vllm/config/cache.py @002f10e0cfa1: CacheConfig.block_size is
+//	            `int = Field(default=None, gt=0)`, any positive size; left unset, its
+//	            _apply_block_size_default leaves user_specified_block_size false, and tpu-inference's
+//	            check_and_update_config (platforms/tpu_platform.py 367-373 @b8692ff0) then takes the
+//	            MLA backend's page size, 1024 (flash_attn_mla.py get_page_size). An MLA plan leaves
+//	            --block-size out so that tpu-inference chooses the page it costs.
 //	[ti-gmm]    tpu_inference/kernels/megablox/gmm_v2.py @2f7640057816 (the tpu-inference of the
 //	            Qwen3-Coder rows' image, vllm-tpu:nightly-20260330-2f76400-8c0b626) and @c539adc31ae9
 //	            (the Qwen3.5 rows'): the routed experts' matmuls (moe_gmm_local's two gmm_wrapper
@@ -108,7 +111,8 @@ func latentLanes(m model.Spec) int {
 	return ceilDiv(m.KVLoRARank, 128)*128 + ceilDiv(m.QKRopeHeadDim, 128)*128
 }
 
-// mlaPageSize is the page tpu-inference's MLA backend uses [ti-mla].
+// mlaPageSize is the page tpu-inference's MLA backend uses [ti-mla],
+// which it sets where the serve line gives no --block-size [v-block].
 const mlaPageSize = 1024
 
 // ActiveExperts is the expected number of distinct routed experts that

@@ -288,7 +288,7 @@ func modelWarnings(r Request, b Layout) []string {
 			braces.Literal(r.Model.Name), c, c))
 	}
 	if DPAttention(r.Model) {
-		out = append(out, "latent attention: tpu-inference needs NEW_MODEL_DESIGN=1 in the server's environment and enable_dp_attention in --additional-config (tpu_platform.py); the page size is left to tpu-inference (1024 tokens), as vLLM's --block-size accepts at most 256")
+		out = append(out, "latent attention: tpu-inference needs NEW_MODEL_DESIGN=1 in the server's environment and enable_dp_attention in --additional-config (tpu_platform.py); the page size is left to tpu-inference, which sets 1024 tokens for latent attention only where --block-size is not given (tpu_platform.py, flash_attn_mla.py)")
 	}
 	if b.EP > 1 {
 		out = append(out, "expert parallelism: experts are costed by the average routed load; the busiest device of a step may read more")

@@ -185,8 +185,8 @@ func TestInferenceObjective(t *testing.T) {
 // TestInferenceMoE: mixture-of-experts models get serving plans with
 // --enable-expert-parallel (a flag vLLM takes without a value); DeepSeek-V3
 // fits a tpu7x-16 in fp8 and its command carries enable_dp_attention and
-// no --block-size (vLLM accepts at most 256, tpu-inference's MLA pages are
-// 1024). Qwen3-235B in fp8 on tpu7x-8 runs TP 8 (EP 8), its 4 KV heads
+// no --block-size (tpu-inference sets its MLA page, 1024 tokens, only
+// when the flag is absent: platforms/tpu_platform.py 367-373 @b8692ff0). Qwen3-235B in fp8 on tpu7x-8 runs TP 8 (EP 8), its 4 KV heads
 // replicated ×2, as tpu-inference's deploy-baseline.yaml example serves it.
 func TestInferenceMoE(t *testing.T) {
 	for _, c := range []struct {
