@@ -90,8 +90,9 @@ func TestCheckVLLMServeRefuses(t *testing.T) {
 // TestVLLMServeMoEAndMLA: a mixture of experts is served with
 // --enable-expert-parallel, which takes no value (a BooleanOptionalAction
 // in vLLM's arg_utils.py @99d7eb5d); latent attention with
-// enable_dp_attention in --additional-config and no --block-size (vLLM's
-// choices stop at 256, tpu-inference's MLA pages are 1024).
+// enable_dp_attention in --additional-config and no --block-size
+// (tpu-inference sets its MLA page, 1024 tokens, only when the flag is
+// absent: platforms/tpu_platform.py 367-373 @b8692ff0).
 func TestVLLMServeMoEAndMLA(t *testing.T) {
 	for _, c := range []struct {
 		model, tpu string
