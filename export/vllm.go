@@ -8,8 +8,8 @@ import (
 )
 
 // VLLMServe is the `vllm serve` command line that runs a serving plan with
-// the tpu-inference backend, one argument a string, behind `env
-// NEW_MODEL_DESIGN=1` where the plan runs attention data parallel: the model (modelID,
+// the tpu-inference backend, one argument a string, behind `env` with
+// tpu-inference's variables where the plan needs them (vllmEnv): the model (modelID,
 // a Hugging Face repository or a local path), the tensor- and
 // data-parallel sizes, the maximum model length, the scheduler's sequence
 // and token budgets, the KV cache's dtype and page size, and the HBM
@@ -31,13 +31,8 @@ func VLLMServe(p inference.Plan, modelID string) []string {
 	// sequences are split over its ranks.
 	seqs := b.SchedulerSeqs()
 	var args []string
-	if r.AttentionDP() {
-		// tpu-inference runs attention data parallelism only under
-		// NEW_MODEL_DESIGN=1 and refuses to start without it
-		// (layers/common/sharding.py ShardingConfigManager.validate; for
-		// MLA, platforms/tpu_platform.py check_and_update_config;
-		// @b8692ff0): set in the server's environment by env(1)
-		args = append(args, "env", newModelDesign+"=1")
+	if env := vllmEnv(p); len(env) > 0 {
+		args = append(append(args, "env"), env...) // set in the server's environment by env(1)
 	}
 	args = append(args, "vllm", "serve", modelID,
 		"--tensor-parallel-size", itoa(b.TP),
@@ -64,6 +59,39 @@ func VLLMServe(p inference.Plan, modelID string) []string {
 		args = append(args, "--additional-config", `{"sharding":{"sharding_strategy":{"enable_dp_attention":true}}}`)
 	}
 	return args
+}
+
+// vllmEnv is the environment, NAME=VALUE each, that the vllm serve line
+// of p sets for tpu-inference (vllm-project/tpu-inference @b8692ff0):
+//   - NEW_MODEL_DESIGN=1 where the plan runs attention data parallel: it
+//     runs it only then and refuses to start without it
+//     (layers/common/sharding.py ShardingConfigManager.validate; for MLA,
+//     platforms/tpu_platform.py check_and_update_config);
+//   - TPU_MULTIHOST_BACKEND=ray where the plan's devices span hosts
+//     (inference.Request.Hosts): unset, tpu-inference runs the engine on
+//     the one host it starts on, and "ray" alone selects its Ray executor
+//     over every host of a Ray cluster started first (platforms/
+//     tpu_platform.py 394-418, scripts/multihost/run_cluster.sh);
+//   - there, with replicas, TPU_MULTIPROCESS_DP=0: vllm serve's default, an
+//     engine process a replica, pins every replica to the chips of the
+//     host it starts on (platforms/tpu_platform.py 270-298,
+//     worker/tpu_worker.py 270-293), where 0 runs them in the one engine,
+//     data parallelism an axis of its mesh (layers/common/sharding.py
+//     219-220, 307-312).
+//
+// The plan's warnings say so in its own words.
+func vllmEnv(p inference.Plan) []string {
+	var env []string
+	if p.Request.AttentionDP() {
+		env = append(env, newModelDesign+"=1")
+	}
+	if p.Request.Hosts(p.Best) > 1 {
+		env = append(env, multihostBackend+"="+multihostRay)
+		if p.Best.DP > 1 {
+			env = append(env, multiprocessDP+"=0")
+		}
+	}
+	return env
 }
 
 // ShellQuote joins a command line for a POSIX shell, quoting the

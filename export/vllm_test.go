@@ -80,9 +80,117 @@ func TestCheckVLLMServeRefuses(t *testing.T) {
 		// a malformed one is refused, not read as attention DP off
 		{"vllm", "serve", "m", "--additional-config", `{"sharding":`},
 		{"vllm", "serve", "m", "--additional-config", `[1]`},
+		// TPU_MULTIHOST_BACKEND is env_with_choices("", ["ray"]),
+		// case-sensitive: set, anything but "ray" raises ValueError, ""
+		// included ("" is only its value unset) (tpu_inference/envs.py
+		// 88-132, 230-231 @b8692ff0)
+		{"env", "TPU_MULTIHOST_BACKEND=", "vllm", "serve", "m"},
+		{"env", "TPU_MULTIHOST_BACKEND=Ray", "vllm", "serve", "m"},
+		{"env", "TPU_MULTIHOST_BACKEND=mp", "vllm", "serve", "m"},
+		{"env", "TPU_MULTIHOST_BACKEND=ray,ray", "vllm", "serve", "m"},
+		// env_bool takes 0, 1, true and false in any case, or "" (envs.py
+		// 135-173)
+		{"env", "TPU_MULTIPROCESS_DP=yes", "vllm", "serve", "m"},
+		{"env", "NEW_MODEL_DESIGN=on", "vllm", "serve", "m"},
+		// one engine process a replica is refused under attention DP
+		// (platforms/tpu_platform.py 283-289)
+		{"env", "NEW_MODEL_DESIGN=1", "TPU_MULTIPROCESS_DP=1", "vllm", "serve", "m", "--data-parallel-size", "2", "--additional-config", dpAttentionConfig},
 	} {
 		if _, err := CheckVLLMServe(args); err == nil {
 			t.Errorf("CheckVLLMServe(%q) accepted", args)
+		}
+	}
+}
+
+// dpAttentionConfig is the --additional-config that turns on
+// tpu-inference's attention data parallelism.
+const dpAttentionConfig = `{"sharding":{"sharding_strategy":{"enable_dp_attention":true}}}`
+
+// TestCheckVLLMServeEnvAccepts: CheckVLLMServe takes what tpu-inference
+// takes for the variables VLLMServe sets (tpu_inference/envs.py
+// @b8692ff0): TPU_MULTIHOST_BACKEND unset (its default, "": one host)
+// or "ray"; TPU_MULTIPROCESS_DP and NEW_MODEL_DESIGN as env_bool reads
+// them, "" as unset; and TPU_MULTIPROCESS_DP=1 under attention DP with
+// one replica, where tpu-inference leaves the variable unread
+// (platforms/tpu_platform.py 276-277).
+func TestCheckVLLMServeEnvAccepts(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"vllm", "serve", "m"}, map[string]string{}},
+		{[]string{"env", "TPU_MULTIHOST_BACKEND=ray", "vllm", "serve", "m"}, map[string]string{"TPU_MULTIHOST_BACKEND": "ray"}},
+		{[]string{"env", "TPU_MULTIHOST_BACKEND=ray", "TPU_MULTIPROCESS_DP=0", "vllm", "serve", "m", "--data-parallel-size", "4"},
+			map[string]string{"TPU_MULTIHOST_BACKEND": "ray", "TPU_MULTIPROCESS_DP": "0"}},
+		{[]string{"env", "TPU_MULTIPROCESS_DP=True", "vllm", "serve", "m", "--data-parallel-size", "2"}, map[string]string{"TPU_MULTIPROCESS_DP": "True"}},
+		{[]string{"env", "TPU_MULTIPROCESS_DP=", "vllm", "serve", "m"}, map[string]string{"TPU_MULTIPROCESS_DP": ""}},
+		{[]string{"env", "NEW_MODEL_DESIGN=TRUE", "TPU_MULTIHOST_BACKEND=ray", "vllm", "serve", "m", "--additional-config", dpAttentionConfig},
+			map[string]string{"NEW_MODEL_DESIGN": "TRUE", "TPU_MULTIHOST_BACKEND": "ray"}},
+		{[]string{"env", "NEW_MODEL_DESIGN=1", "TPU_MULTIPROCESS_DP=1", "vllm", "serve", "m", "--data-parallel-size", "1", "--additional-config", dpAttentionConfig},
+			map[string]string{"NEW_MODEL_DESIGN": "1", "TPU_MULTIPROCESS_DP": "1"}},
+	} {
+		seen, err := CheckVLLMServe(c.args)
+		if err != nil {
+			t.Errorf("CheckVLLMServe(%q): %v", c.args, err)
+			continue
+		}
+		for name, want := range c.env {
+			if got, ok := seen[name]; !ok || got != want {
+				t.Errorf("CheckVLLMServe(%q): %s = %q (set %v), want %q", c.args, name, got, ok, want)
+			}
+		}
+	}
+}
+
+// TestVLLMServeMultiHost: a plan whose devices span hosts gets a line
+// that starts `env TPU_MULTIHOST_BACKEND=ray`, which alone selects
+// tpu-inference's Ray executor over the hosts (platforms/tpu_platform.py
+// 394-418 @b8692ff0), with TPU_MULTIPROCESS_DP=0 where it has replicas
+// (else vllm serve's one engine process a replica keeps every replica on
+// the host it starts on: worker/tpu_worker.py 270-293); a one-host plan's
+// line sets neither. Hosts by hand: 4 chips a v6e VM of a multi-host
+// slice, so v6e-16 is 4 hosts and v6e-64 16; tpu7x-16 is 2 VMs of 4
+// chips; tpu7x-8 and v6e-8 (one ct6e-standard-8t) are one.
+func TestVLLMServeMultiHost(t *testing.T) {
+	for _, c := range []struct {
+		model, tpu string
+		tp         int
+		w          inference.Dtype
+		env        []string
+	}{
+		{"llama3-70b", "tpu7x-8", 0, inference.BF16, nil},
+		{"llama3-8b", "v6e-8", 8, inference.BF16, nil},
+		{"llama3-405b", "v6e-64", 0, inference.BF16, []string{"TPU_MULTIHOST_BACKEND=ray"}},
+		{"llama3-8b", "v6e-16", 4, inference.BF16, []string{"TPU_MULTIHOST_BACKEND=ray", "TPU_MULTIPROCESS_DP=0"}},
+		{"deepseek3-671b", "tpu7x-16", 0, inference.FP8, []string{"NEW_MODEL_DESIGN=1", "TPU_MULTIHOST_BACKEND=ray"}},
+	} {
+		m, _ := model.Lookup(c.model)
+		s, err := hw.ParseAcceleratorType(c.tpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := inference.DefaultRequest()
+		r.Model, r.Slice, r.TP, r.Weights, r.KVCache = m, s, c.tp, c.w, c.w
+		if r, err = inference.NewRequest(r); err != nil {
+			t.Fatal(err)
+		}
+		p, err := inference.Search(r)
+		if err != nil {
+			t.Fatalf("%s on %s: %v", c.model, c.tpu, err)
+		}
+		args := VLLMServe(p, m.HFModel)
+		var env []string
+		if args[0] == "env" {
+			env = args[1:slices.Index(args, "vllm")]
+		}
+		if !slices.Equal(env, c.env) {
+			t.Errorf("%s on %s, TP %d × DP %d: env %q, want %q", c.model, c.tpu, p.Best.TP, p.Best.DP, env, c.env)
+		}
+		if _, err := CheckVLLMServe(args); err != nil {
+			t.Errorf("%s on %s: %v", c.model, c.tpu, err)
+		}
+		if j := Serving(p, args); !slices.Equal(j.Command, args) || (c.env != nil && !strings.HasPrefix(j.CommandLine, strings.Join(append([]string{"env"}, c.env...), " "))) {
+			t.Errorf("%s on %s: JSON vllm_serve_args %q, vllm_serve_command %q, want the line %q", c.model, c.tpu, j.Command, j.CommandLine, args)
 		}
 	}
 }

@@ -40,14 +40,32 @@ const flagNoValue = "(no-value)"
 // parallelism.
 const newModelDesign = "NEW_MODEL_DESIGN"
 
+// multihostBackend is tpu-inference's environment variable for its
+// multi-host executor, read by env_with_choices with the default "" and
+// the one choice multihostRay (tpu_inference/envs.py 230-231 @b8692ff0):
+// unset it is "", one host; set, it must be "ray", case-sensitive, and
+// any other value, "" included, raises ValueError (env_with_choices,
+// envs.py 88-132).
+const (
+	multihostBackend = "TPU_MULTIHOST_BACKEND"
+	multihostRay     = "ray"
+)
+
+// multiprocessDP is tpu-inference's environment variable that runs
+// data-parallel replicas as one engine process each (1) or in one engine
+// (0), read by env_bool with no default (envs.py 239-240 @b8692ff0): unset
+// or "", tpu-inference chooses (platforms/tpu_platform.py 270-298).
+const multiprocessDP = "TPU_MULTIPROCESS_DP"
+
 // CheckVLLMServe holds a vllm serve command line (VLLMServe's) to vLLM's
 // engine args: optionally `env NAME=VALUE ...`, then after "vllm serve
 // MODEL", option and value pairs, each option one vLLM defines and each
 // value one it accepts where it lists them; and to tpu-inference's rule
 // that enable_dp_attention in --additional-config runs only with
 // NEW_MODEL_DESIGN=1 in the environment (layers/common/sharding.py
-// ShardingConfigManager.validate @b8692ff0). It returns the options'
-// values and the environment's, by name.
+// ShardingConfigManager.validate @b8692ff0); and to the values
+// tpu-inference takes for the variables VLLMServe sets (checkEnv). It
+// returns the options' values and the environment's, by name.
 func CheckVLLMServe(args []string) (map[string]string, error) {
 	seen := map[string]string{}
 	if len(args) > 0 && args[0] == "env" {
@@ -71,11 +89,41 @@ func CheckVLLMServe(args []string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if dp && !envTrue(seen[newModelDesign]) {
-		return nil, fmt.Errorf("export: vllm serve: enable_dp_attention with %s=%q, want %s=1: tpu-inference refuses attention data parallelism without it (layers/common/sharding.py @b8692ff0)",
-			newModelDesign, seen[newModelDesign], newModelDesign)
+	if err := checkEnv(seen, dp); err != nil {
+		return nil, err
 	}
 	return seen, nil
+}
+
+// checkEnv holds the environment of a vllm serve line, in seen (a
+// variable absent is unset), to tpu-inference's reading of it
+// (tpu_inference/envs.py @b8692ff0): NEW_MODEL_DESIGN and
+// TPU_MULTIPROCESS_DP are env_bool values, NEW_MODEL_DESIGN true where dp
+// (attention data parallelism) is on, TPU_MULTIPROCESS_DP not true then
+// with replicas (platforms/tpu_platform.py 283-289 raises ValueError),
+// and TPU_MULTIHOST_BACKEND, where set, "ray".
+func checkEnv(seen map[string]string, dp bool) error {
+	design, err := envBool(seen, newModelDesign)
+	if err != nil {
+		return err
+	}
+	if dp && !design {
+		return fmt.Errorf("export: vllm serve: enable_dp_attention with %s=%q, want %s=1: tpu-inference refuses attention data parallelism without it (layers/common/sharding.py @b8692ff0)",
+			newModelDesign, seen[newModelDesign], newModelDesign)
+	}
+	multi, err := envBool(seen, multiprocessDP)
+	if err != nil {
+		return err
+	}
+	if replicas := seen["--data-parallel-size"]; dp && multi && replicas != "" && replicas != "1" {
+		return fmt.Errorf("export: vllm serve: %s=%s with enable_dp_attention and --data-parallel-size %s, want %s=0 or unset: tpu-inference refuses one engine process a replica under attention data parallelism (platforms/tpu_platform.py @b8692ff0)",
+			multiprocessDP, seen[multiprocessDP], replicas, multiprocessDP)
+	}
+	if v, set := seen[multihostBackend]; set && v != multihostRay {
+		return fmt.Errorf("export: vllm serve: %s=%q, want %s or the variable unset (one host): tpu-inference takes no other value, \"\" included (env_with_choices in tpu_inference/envs.py @b8692ff0)",
+			multihostBackend, v, multihostRay)
+	}
+	return nil
 }
 
 // dpAttention reports whether an --additional-config JSON value turns on
@@ -99,8 +147,21 @@ func dpAttention(config string) (bool, error) {
 	return c.Sharding.Strategy.DPAttention, nil
 }
 
-// envTrue is tpu-inference's env_bool: "1" or "true" in any case.
-func envTrue(v string) bool { return v == "1" || strings.EqualFold(v, "true") }
+// envBool is the environment variable name of seen as tpu-inference's
+// env_bool reads it (tpu_inference/envs.py 135-173 @b8692ff0): "1" or
+// "true" in any case is true; unset, "", "0" or "false" in any case false
+// (or tpu-inference's own choice, where the variable has no default);
+// any other value it refuses with ValueError, and so does envBool.
+func envBool(seen map[string]string, name string) (bool, error) {
+	switch v := seen[name]; {
+	case v == "1" || strings.EqualFold(v, "true"):
+		return true, nil
+	case v == "" || v == "0" || strings.EqualFold(v, "false"):
+		return false, nil
+	default:
+		return false, fmt.Errorf("export: vllm serve: %s=%q, want 0, 1, true or false (in any case): tpu-inference reads it with env_bool (tpu_inference/envs.py @b8692ff0)", name, v)
+	}
+}
 
 // checkVLLMOptions reads args' option and value pairs after "vllm serve
 // MODEL" into seen.

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"shardlab/hw"
 	"shardlab/internal/braces"
 	"shardlab/unit"
 )
@@ -98,7 +97,6 @@ func (r Request) slos() string {
 // same order, marked BestEffort with a warning naming what it misses;
 // when none fits, Search returns a *NoFitError (ErrNoFit).
 func Search(r Request) (Plan, error) {
-	c := r.Slice.Chip
 	p := Plan{Request: r, Layouts: costed(r)}
 	if len(p.Layouts) == 0 || !p.Layouts[0].Fits {
 		return p, noFit(r, p.Layouts)
@@ -131,24 +129,8 @@ func Search(r Request) (Plan, error) {
 	if r.Model.Windowed() {
 		p.Reasons = append(p.Reasons, windowReason(r, b))
 	}
-	host := r.Slice.Host()
-	if single := c.SingleHost; single.Chips > host.Chips && r.Slice.Chips() <= single.Chips && b.Devices() > host.Chips*c.JAXDevicesPerChip {
-		// the slice fits one VM larger than the one training slices
-		// are made of (v6e-8's ct6e-standard-8t): serving takes it
-		// where the smaller VM would not hold the layout
-		host = single
-		p.Reasons = append(p.Reasons, fmt.Sprintf("one host: %d devices fit one %s VM (%s)", b.Devices(), host.MachineType, unit.Plural(host.Chips, "chip")))
-	}
-	hostDevices := host.Chips * c.JAXDevicesPerChip
-	if b.Devices() <= hostDevices {
-		tested := "single-host tensor and data parallelism: tested by tpu-inference (docs/includes/parallelism.md)"
-		if c.Generation == hw.TPU7x {
-			tested += "; its daily benchmarks run TP 2 on one TPU7x chip and TP 8 on a 4-chip VM (.buildkite/benchmark/cases/daily)" // [ti-bench]
-		}
-		p.Reasons = append(p.Reasons, tested)
-	} else {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%d devices span %d hosts: tpu-inference lists multi-host TP and DP as untested, only multi-host PP as passing (docs/includes/parallelism.md)", b.Devices(), ceilDiv(b.Devices(), hostDevices)))
-	}
+	reasons, warnings := hostNotes(r, b)
+	p.Reasons, p.Warnings = append(p.Reasons, reasons...), append(p.Warnings, warnings...)
 	p.Warnings = append(p.Warnings, hardwareWarnings(r, p)...)
 	p.Warnings = append(p.Warnings, modelWarnings(r, b)...)
 	if b.DecodeCompute > b.DecodeMemory {

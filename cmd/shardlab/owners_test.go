@@ -254,6 +254,7 @@ var foreignFlags = func() map[string]string {
 		"max-num-batched-tokens", "kv-cache-dtype", "gpu-memory-utilization"} {
 		out["export/vllm.go --"+f] = "vllm serve's own flag --" + f + ", in the command export writes (vllm-project/vllm vllm/engine/arg_utils.py @99d7eb5d; export/testdata/vllm_serve_options.txt)"
 	}
+	out["export/vllmcheck.go --data-parallel-size"] = "vllm serve's own flag --data-parallel-size, which the checker of the command export writes reads (tpu-inference refuses TPU_MULTIPROCESS_DP=1 with attention DP above one replica)"
 	out["web/serving.go --kv-cache-dtype"] = "the serving form's help names vLLM's flag --kv-cache-dtype as vLLM's, the field it sets"
 	return out
 }()
