@@ -105,8 +105,13 @@ type Row struct {
 	USD          float64 `json:"usd"`
 	// USDPerBTokens is dollars per billion tokens trained.
 	USDPerBTokens float64 `json:"usd_per_billion_tokens"`
-	// CommitmentUSD is the least a commitment mode bills: the chips for
-	// the whole term; 0 in other modes.
+	// CommitmentTerms is how many whole terms of its commitment a
+	// commitment mode's job takes: its time to train over the term,
+	// rounded up (termBill); 0 in other modes.
+	CommitmentTerms float64 `json:"commitment_terms,omitempty"`
+	// CommitmentUSD is what a commitment mode bills: its chips for every
+	// whole term the job takes (CommitmentTerms), used or not, so never
+	// less than USD; 0 in other modes.
 	CommitmentUSD float64 `json:"commitment_usd,omitempty"`
 	// Band is the time to train and the dollars at the ends of the
 	// planner's measured error band (plan.Plan.Band); nil when the plan
@@ -541,9 +546,7 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) (row R
 	row.USDPerBTokens = row.USD / (r.Tokens / 1e9)
 	band, _ := p.PredictionBand()
 	row.Band = bandOf(band, row)
-	if t := m.term(); t > 0 {
-		row.CommitmentUSD = float64(row.Chips) * t.Hours() * price.USDPerChipHour
-	}
+	termBill(&row, m.term())
 	if w, ok := r.ChipPower.Watts(row.Generation); ok {
 		var c *RegionCarbon
 		if rc, ok := r.Carbon.Lookup(r.Region); ok {
@@ -634,7 +637,7 @@ func (r Request) notes(rows []Row, timed []Timed, fl flexTerms) []string {
 		notes = append(notes, fmt.Sprintf("flex-start: at most %s a request (%s); a longer job is dropped, as it needs new requests that each wait for capacity", limitDays(fl.maxRun), fl.source))
 	}
 	if cud {
-		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; the commitment bills the chips for the whole term (term bill) unless other work uses them")
+		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; what the commitment bills, used or not, is the column "+termBillHead+": chips × the term's hours × the price for every whole term the job takes (its time to train over the term, rounded up)")
 	}
 	if slices.ContainsFunc(rows, func(row Row) bool { return row.Energy != nil }) {
 		notes = append(notes, r.energyNotes()...)

@@ -45,10 +45,11 @@ li { margin: 0.2em 0; }
 {{range .Charts}}<figure class="chart">{{.}}</figure>
 {{end}}
 {{if .R.Rows}}<table>
-<tr><th>#</th><th>TPU</th><th>chips</th><th>mode</th><th>step</th><th>goodput</th><th>time</th><th>time band</th><th>chip-hours</th><th>dollars</th><th>dollars band</th><th>$/B tokens</th><th>term bill</th>{{if .Energy}}<th>MWh</th><th>t CO2e</th>{{end}}<th>Pareto</th></tr>
+<tr><th>#</th><th>TPU</th><th>chips</th><th>mode</th><th>step</th><th>goodput</th><th>time</th><th>time band</th><th>chip-hours</th><th>dollars</th><th>dollars band</th><th>$/B tokens</th><th>{{.TermHead}}</th>{{if .Energy}}<th>MWh</th><th>t CO2e</th>{{end}}<th>Pareto</th></tr>
 {{range $i, $r := .R.Rows}}<tr{{if $r.Pareto}} class="pareto"{{end}}><td>{{if $.Links}}<a href="{{index $.Links $i}}" title="the plan behind this row">{{inc $i}}</a>{{else}}{{inc $i}}{{end}}</td><td>{{if gt $r.Slices 1}}{{$r.Slices}} × {{end}}{{$r.AcceleratorType}}</td><td>{{$r.Chips}}</td><td>{{$r.Mode}}</td><td>{{printf "%.2fs" $r.StepS}}</td><td>{{goodput $r.Goodput}}</td><td>{{days $r.TimeToTrainS}}</td><td>{{with $r.Band}}{{band .TimeLow .TimeHigh}}{{else}}-{{end}}</td><td>{{hours $r.ChipHours}}</td><td>{{dollars $r.USD}}</td><td>{{with $r.Band}}{{usdBand .USDLow .USDHigh}}{{else}}-{{end}}</td><td>{{dollars $r.USDPerBTokens}}</td><td>{{if $r.CommitmentUSD}}{{dollars $r.CommitmentUSD}}{{else}}-{{end}}</td>{{if $.Energy}}<td>{{energy $r.Energy}}</td><td>{{co2 $r.Energy}}</td>{{end}}<td>{{if $r.Pareto}}*{{end}}</td></tr>
 {{end}}</table>
 <p>* on the Pareto front of time against dollars (bold){{with .Show}}; <code>{{.}}</code> prints the plan behind row N{{end}}{{if .Links}}; a row's number links to the plan behind it{{end}}.</p>
+<p>{{.TermLegend}}.</p>
 {{else}}<p>{{.NoRows}}.</p>
 {{end}}<ul>
 {{range .Bands}}<li>band: {{.}}</li>
@@ -92,7 +93,9 @@ func (res Result) writeHTML(w io.Writer, name, show string, link func(Row) strin
 		Energy bool
 		Links  []string // by row, when link is given
 		NoRows string   // why there is no row, when there is none
-	}{R: res, Bands: bands, Prices: res.PricesUsed(), Show: show, Energy: res.energy()}
+		// TermHead and TermLegend are the term bill's column and legend
+		TermHead, TermLegend string
+	}{TermHead: termBillHead, TermLegend: termBillLegend, R: res, Bands: bands, Prices: res.PricesUsed(), Show: show, Energy: res.energy()}
 	if err := res.Err(); err != nil {
 		s := res.noRows(err)
 		d.NoRows = strings.ToUpper(s[:1]) + s[1:]

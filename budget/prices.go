@@ -68,16 +68,20 @@ func (m Mode) Terms() string {
 	case Spot:
 		return "preempted at any time, no maximum runtime (TPU Spot VMs, unlike preemptible TPUs, have no 24-hour limit)"
 	case CUD1y:
-		return "a reservation with a 1-year committed use discount: billed for the whole term"
+		return "a reservation with a 1-year committed use discount: billed for whole 1-year terms, used or not"
 	case CUD3y:
-		return "a reservation with a 3-year committed use discount: billed for the whole term"
+		return "a reservation with a 3-year committed use discount: billed for whole 3-year terms, used or not"
 	case Flex:
 		return "a queued request (Dynamic Workload Scheduler) that runs up to a cited limit, then its TPU VMs are deleted; offered for the generations and zones modes.csv lists"
 	}
 	return ""
 }
 
-// term is a commitment's length, 0 for none.
+// term is a commitment's length, 0 for none: Compute Engine's commitment
+// plans are TWELVE_MONTH (1 year) and THIRTY_SIX_MONTH (3 years), "the
+// preset term length of the commitment" (Compute V1 API, Commitment::Plan,
+// https://docs.cloud.google.com/ruby/docs/reference/google-cloud-compute-v1/latest/Google-Cloud-Compute-V1-Commitment-Plan),
+// taken here as 365 and 3 × 365 days.
 func (m Mode) term() time.Duration {
 	switch m {
 	case CUD1y:

@@ -120,7 +120,7 @@ func (res Result) WriteText(w io.Writer, show string) error {
 			fmt.Fprintf(&b, "; %s prints the plan behind row N", show)
 		}
 		b.WriteString("\n")
-		b.WriteString("  term bill: what a commitment bills for its whole term\n")
+		b.WriteString("  " + termBillLegend + "\n")
 		if bands, share := res.bands(); len(bands) > 0 {
 			fmt.Fprintf(&b, "  bands: time and dollars at the ends of validate's held-out %.0f %% band of the planner's error (%s)\n",
 				100*share, strings.Join(bands, "; "))
@@ -153,12 +153,19 @@ func (res Result) WriteText(w io.Writer, show string) error {
 	return err
 }
 
+// termBillHead heads the column of Row.CommitmentUSD, and
+// termBillLegend says what it is, in the text and the page alike.
+const (
+	termBillHead   = "bill (whole terms)"
+	termBillLegend = termBillHead + ": what a commitment bills, its chips for every whole term the job takes (its time to train over the term, rounded up; a warning says where that is more than one)"
+)
+
 // writeTable writes the ranked table, with the energy columns when the
 // rows carry energy.
 func (res Result) writeTable(b *strings.Builder) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	energy := res.energy()
-	head := " #\tTPU\tchips\tmode\tstep\tgoodput\ttime\ttime band\tchip-hours\tdollars\tdollars band\t$/B tokens\tterm bill\t"
+	head := " #\tTPU\tchips\tmode\tstep\tgoodput\ttime\ttime band\tchip-hours\tdollars\tdollars band\t$/B tokens\t" + termBillHead + "\t"
 	if energy {
 		head += "MWh\tt CO2e\t"
 	}

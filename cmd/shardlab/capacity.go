@@ -84,18 +84,30 @@ type capacityReport struct {
 	IntervalS          float64            `json:"checkpoint_interval_s"`
 	// YoungS and DalyS are absent with no failures (--chip-failure-rate
 	// 0): √(2·C·M) has no finite value for an infinite MTBF M.
-	YoungS             *float64           `json:"young_interval_s,omitempty"`
-	DalyS              *float64           `json:"daly_interval_s,omitempty"`
-	SimulatedOptimumS  float64            `json:"simulated_optimum_interval_s"`
-	SimulatedOptimumFr float64            `json:"simulated_optimum_goodput_fraction"`
-	HorizonS           float64            `json:"horizon_s"`
-	Seed               uint64             `json:"seed"`
-	Goodput            float64            `json:"goodput_fraction"`
-	Badput             map[string]float64 `json:"badput_s"`
-	HostFailures       int                `json:"host_failures"`
-	Interruptions      int                `json:"interruptions"`
-	MaintenanceEvents  int                `json:"maintenance_events"`
-	Tokens             float64            `json:"tokens"`
+	YoungS *float64 `json:"young_interval_s,omitempty"`
+	DalyS  *float64 `json:"daly_interval_s,omitempty"`
+	// SimulatedOptimumS is the best interval of capacity.Optimize's
+	// sweep (SweepLowS to SweepHighS), null where none keeps any work;
+	// SimulatedOptimumEdge is "floor" or "ceiling" where it is an end of
+	// the sweep, which SimulatedOptimumBound names, so that the optimum
+	// may lie past it.
+	SimulatedOptimumS     *float64 `json:"simulated_optimum_interval_s"`
+	SimulatedOptimumFr    float64  `json:"simulated_optimum_goodput_fraction"`
+	SimulatedOptimumEdge  string   `json:"simulated_optimum_edge,omitempty"`
+	SimulatedOptimumBound string   `json:"simulated_optimum_bound,omitempty"`
+	// optimumOpen is whether that end is the sweep's own (Daly's interval
+	// × or ÷ 8), not a clamp (the horizon, the save, 1 s)
+	optimumOpen       bool
+	SweepLowS         float64            `json:"simulated_sweep_low_interval_s"`
+	SweepHighS        float64            `json:"simulated_sweep_high_interval_s"`
+	HorizonS          float64            `json:"horizon_s"`
+	Seed              uint64             `json:"seed"`
+	Goodput           float64            `json:"goodput_fraction"`
+	Badput            map[string]float64 `json:"badput_s"`
+	HostFailures      int                `json:"host_failures"`
+	Interruptions     int                `json:"interruptions"`
+	MaintenanceEvents int                `json:"maintenance_events"`
+	Tokens            float64            `json:"tokens"`
 	// ExpectedGoodput is the renewal-reward expectation of the simulated
 	// job (capacity.ExpectRun): failures, checkpoints and restarts, with
 	// spares at hand and no maintenance. Without expectationFlags it is
@@ -265,9 +277,11 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	bestAt, best, err := simulatedOptimum(pl, cfg, f.seed, stderr)
+	bar := newBar(stderr, 0)
+	opt, err := capacity.Optimize(pl, cfg, func(done, total int) { bar.n = total; bar.tick("interval sweep") })
+	bar.done()
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	rep := f.report(p, res, pl, mode, holdback, job, cfg, r)
 	rep.JobFailuresPerHour = lambda
@@ -275,7 +289,7 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 		ys, ds := young.Seconds(), daly.Seconds()
 		rep.YoungS, rep.DalyS = &ys, &ds
 	}
-	rep.SimulatedOptimumS, rep.SimulatedOptimumFr = bestAt.Seconds(), best
+	rep.setOptimum(opt)
 	rep.SideBySide, rep.movedBy = otherMode(f, slice, mode, cfg), expectationMovedBy(fs)
 	if f.json {
 		return writeJSON(stdout, rep)
@@ -336,8 +350,7 @@ func (f *capacityFlags) simConfig(pl capacity.Placement, job capacity.Job, slice
 		}
 		return cfg, 0, 0, 0
 	}
-	mtbf := time.Duration(math.Min(float64(capacity.MaxHorizon), float64(time.Hour)/lambda))
-	young, daly = capacity.Young(save, mtbf), capacity.Daly(save, mtbf)
+	young, daly = capacity.Intervals(pl, cfg)
 	if cfg.Interval == 0 {
 		cfg.Interval = max(daly, time.Second)
 	}
@@ -493,34 +506,41 @@ func (f *capacityFlags) modeSettings(mode capacity.Mode, set map[string]bool) (h
 	return f.holdback, 0, nil
 }
 
-// simulatedOptimum sweeps checkpoint intervals from 5 minutes to a day,
-// 8 seeds each, and returns the one with the best mean goodput.
-func simulatedOptimum(pl capacity.Placement, cfg capacity.Config, seed uint64, stderr io.Writer) (time.Duration, float64, error) {
-	bestAt, best := cfg.Interval, -1.0
-	sweep := cfg
-	var intervals []time.Duration
-	for iv := 5 * time.Minute; iv <= 24*time.Hour; iv = iv * 5 / 4 {
-		intervals = append(intervals, iv)
+// setOptimum puts o, capacity's sweep of checkpoint intervals, in the
+// report.
+func (r *capacityReport) setOptimum(o capacity.Optimum) {
+	if o.Interval > 0 {
+		s := o.Interval.Seconds()
+		r.SimulatedOptimumS = &s
 	}
-	bar := newBar(stderr, len(intervals))
-	defer bar.done()
-	for _, iv := range intervals {
-		bar.tick("interval sweep")
-		sweep.Interval = iv
-		sum := 0.0
-		for s := range uint64(8) {
-			sweep.Seed = seed + s
-			rr, err := capacity.Run(pl, sweep)
-			if err != nil {
-				return 0, 0, usageError{err}
-			}
-			sum += rr.Goodput()
-		}
-		if g := sum / 8; g > best {
-			best, bestAt = g, iv
+	r.SimulatedOptimumFr, r.SimulatedOptimumEdge, r.SimulatedOptimumBound = o.Goodput, string(o.Edge), o.Bound
+	r.optimumOpen = o.Edge != capacity.Inside && !o.Clamped
+	r.SweepLowS, r.SweepHighS = o.Low.Seconds(), o.High.Seconds()
+}
+
+// optimumText is the report's simulated optimum as the text says it: the
+// interval, whether it is an end of the sweep (and so may not be the
+// optimum), its goodput and the sweep's range; none where no interval
+// keeps any work.
+func (r capacityReport) optimumText() string {
+	sweep := fmt.Sprintf("%d seeds, intervals %v to %v", capacity.OptimumSeeds, secs(r.SweepLowS), secs(r.SweepHighS))
+	if r.SimulatedOptimumS == nil {
+		return fmt.Sprintf("simulated optimum none: goodput 0 at every interval (%s)", sweep)
+	}
+	at := ""
+	if e := r.SimulatedOptimumEdge; e != "" {
+		at = fmt.Sprintf(", at the sweep's %s: %s", e, r.SimulatedOptimumBound)
+		if r.optimumOpen && e == string(capacity.Floor) {
+			at += "; the best may be shorter"
+		} else if r.optimumOpen {
+			at += "; the best may be longer"
 		}
 	}
-	return bestAt, best, nil
+	g := fmt.Sprintf("%.4f", r.SimulatedOptimumFr)
+	if r.SimulatedOptimumFr < 1e-4 {
+		g = fmt.Sprintf("%.2g", r.SimulatedOptimumFr) // 0.0000 would read as none
+	}
+	return fmt.Sprintf("simulated optimum %v%s (goodput %s, %s)", secs(*r.SimulatedOptimumS), at, g, sweep)
 }
 
 // report is the simulation's result in the command's words.
@@ -586,13 +606,11 @@ func writeCapacityText(w io.Writer, r capacityReport, pl capacity.Placement) err
 		if r.IntervalS == r.HorizonS {
 			every += " (the horizon: checkpoints only before maintenance)"
 		}
-		fmt.Fprintf(&b, "checkpoint interval %s; Young and Daly: none with no failures, simulated optimum %v (goodput %.4f, 8 seeds)\n",
-			every, secs(r.SimulatedOptimumS), r.SimulatedOptimumFr)
+		fmt.Fprintf(&b, "checkpoint interval %s; Young and Daly: none with no failures, %s\n", every, r.optimumText())
 	} else {
 		fmt.Fprintf(&b, "failures: %.4f per hour on the job's chips (MTBF %v); sub-block availability %.5f\n",
 			r.JobFailuresPerHour, secs(3600/r.JobFailuresPerHour), r.SubBlockAvailable)
-		fmt.Fprintf(&b, "checkpoint interval %v; Young %v, Daly %v, simulated optimum %v (goodput %.4f, 8 seeds)\n",
-			secs(r.IntervalS), secs(*r.YoungS), secs(*r.DalyS), secs(r.SimulatedOptimumS), r.SimulatedOptimumFr)
+		fmt.Fprintf(&b, "checkpoint interval %v; Young %v, Daly %v, %s\n", secs(r.IntervalS), secs(*r.YoungS), secs(*r.DalyS), r.optimumText())
 	}
 	fmt.Fprintf(&b, "\nsimulated %v, seed %d: goodput %.4f; %d host failures, %d interruptions, %d maintenance waves\n",
 		secs(r.HorizonS), r.Seed, r.Goodput, r.HostFailures, r.Interruptions, r.MaintenanceEvents)
