@@ -118,7 +118,11 @@ var servingLate = timeoutError{what: "the serving plan and its simulation", ende
 // (more are refused, naming num_requests, before any work), a search
 // slot and the request's deadline (work), as plans have; the search takes
 // milliseconds, the simulation up to seconds for many requests, and it
-// stops at the deadline, freeing its slot.
+// stops at the deadline, freeing its slot. Its memory does not grow with
+// its steps (inference keeps the latencies in bounded memory), so a long
+// one costs its slot's time to the deadline and no more; the requests are
+// not refused by an estimate of their steps beforehand, which depends on
+// the batch the load settles at and on the machine's speed.
 func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad fieldErrors) (*servingView, error) {
 	q, err := parseServing(o, h.boundRequests(&o, bad))
 	if err != nil {
