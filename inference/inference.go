@@ -327,10 +327,12 @@ type Layout struct {
 	// runs at once, at which its latencies and preemption are costed:
 	// its share of the clients, at most SeqsEach, the max_num_seqs its
 	// memory and page size are sized for. The clients above it wait in
-	// the scheduler's queue, QueueWait each request. 0 without Clients:
-	// SeqsEach (Running).
-	RunningEach int           `json:"running_sequences_per_replica,omitempty"`
-	QueueWait   time.Duration `json:"-"`
+	// the scheduler's queue. 0 without Clients: SeqsEach (Running).
+	RunningEach int `json:"running_sequences_per_replica,omitempty"`
+	// QueueWait is a request's wait in that queue in a closed loop of
+	// the clients (queueWait), which Seen adds to its TTFT; 0 when they
+	// are no more than the replicas run.
+	QueueWait time.Duration `json:"-"`
 	// Under a request rate (AtRate): MeanSeqs is a replica's mean
 	// sequences (Little's law), SeqsEach the cap that admits
 	// AdmitQuantile of the arrivals at once (or what the pages hold,
