@@ -48,6 +48,14 @@ type LayoutJSON struct {
 	DevicesPerChip int `json:"jax_devices_per_chip"`
 	SeqsPerReplica int `json:"sequences_per_replica"`
 	Concurrency    int `json:"concurrency_sequences"`
+	// RunningPerReplica is, when the request gives its clients beside
+	// max_num_seqs (concurrency_sequences the clients,
+	// sequences_per_replica the cap), the sequences each replica runs at
+	// once, and QueueWait a request's wait in the scheduler's queue when
+	// the clients are more (inference.Layout.RunningEach, QueueWait;
+	// ttft_seen_s includes it). Absent otherwise.
+	RunningPerReplica int      `json:"running_sequences_per_replica,omitempty"`
+	QueueWait         *float64 `json:"queue_wait_s,omitempty"`
 	// Under a request rate, for a layout that fits: a replica's mean
 	// sequences (Little's law at its mean step; concurrency_sequences is
 	// their ceiling over all replicas), that mean step with the arriving
@@ -132,7 +140,7 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
 		TTFTSeen: ifFits(ttft.Seconds()), ITLSeen: ifFits(itl.Seconds()),
 		MeanSeqs: mean, MeanStep: step, FullOnArrival: full, TTFTUnderLoad: first,
 		TP: l.TP, DP: l.DP, EP: l.EP, AttentionDP: l.AttentionDP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
-		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, Fits: l.Fits, Preempts: l.Preempts, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
+		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, RunningPerReplica: l.RunningEach, QueueWait: queueWait(l), Fits: l.Fits, Preempts: l.Preempts, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
 		ActiveExperts: l.ActiveExperts, Memory: l.Memory,
 		TTFT: ifFits(l.TTFT.Seconds()), ITL: ifFits(l.ITL.Seconds()),
 		PrefillCompute: l.PrefillCompute.Seconds(), PrefillAllReduce: l.PrefillAllReduce.Seconds(),
@@ -142,6 +150,15 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
 		DecodeKV: l.DecodeKV.Seconds(), DecodeAttention: l.DecodeAttention.Seconds(), DecodeSampling: l.DecodeSampling.Seconds(), StepOverhead: l.DecodeOverhead.Seconds(),
 		TokensPerSecond: ifFits(l.TokensPerSecond), TokensPerSecondChip: ifFits(l.PerChip),
 	}
+}
+
+// queueWait is l's wait in the scheduler's queue in seconds, nil without
+// one.
+func queueWait(l inference.Layout) *float64 {
+	if l.QueueWait <= 0 {
+		return nil
+	}
+	return new(l.QueueWait.Seconds())
 }
 
 // Serving is plan p as JSON with cmd, its vllm serve line (VLLMServe).

@@ -320,8 +320,19 @@ type Layout struct {
 	SeqsEach int `json:"sequences_per_replica"`
 	// Concurrency is the sequences in the server across replicas: the
 	// request's, or what its request rate comes to on this layout on
-	// average (Little's law, AtRate; SeqsEach is then the cap above it).
+	// average (Little's law, AtRate; SeqsEach is then the cap above it),
+	// or its clients (Request.Clients), queued ones included.
 	Concurrency int `json:"concurrency_sequences"`
+	// RunningEach is, with Request.Clients, the sequences each replica
+	// runs at once, at which its latencies and preemption are costed:
+	// its share of the clients, at most SeqsEach, the max_num_seqs its
+	// memory and page size are sized for. The clients above it wait in
+	// the scheduler's queue. 0 without Clients: SeqsEach (Running).
+	RunningEach int `json:"running_sequences_per_replica,omitempty"`
+	// QueueWait is a request's wait in that queue in a closed loop of
+	// the clients (queueWait), which Seen adds to its TTFT; 0 when they
+	// are no more than the replicas run.
+	QueueWait time.Duration `json:"-"`
 	// Under a request rate (AtRate): MeanSeqs is a replica's mean
 	// sequences (Little's law), SeqsEach the cap that admits
 	// AdmitQuantile of the arrivals at once (or what the pages hold,
@@ -396,6 +407,15 @@ type Layout struct {
 // Devices is the JAX devices the layout uses.
 func (l Layout) Devices() int { return l.TP * l.DP }
 
+// Running is the sequences each replica runs at once: RunningEach, or
+// SeqsEach without clients of their own.
+func (l Layout) Running() int {
+	if l.RunningEach > 0 {
+		return l.RunningEach
+	}
+	return l.SeqsEach
+}
+
 // SchedulerSeqs is the max_num_seqs of each vLLM scheduler of l: a
 // replica's sequences, split over its attention-DP ranks, each of which
 // tpu-inference runs its own scheduler for [ti-dps].
@@ -441,11 +461,32 @@ func Estimate(r Request, tp, dp int) Layout {
 	l.Concurrency = r.Concurrency
 	if r.MaxNumSeqs > 0 {
 		l.SeqsEach, l.Concurrency = r.MaxNumSeqs, r.MaxNumSeqs*dp
+		if r.Clients > 0 {
+			l.Concurrency, l.RunningEach = r.Clients, min(r.MaxNumSeqs, ceilDiv(r.Clients, dp))
+		}
 	}
 	r.memory(&l)
 	r.rooflines(&l)
+	l.QueueWait = r.queueWait(l)
 	l.Misses = r.misses(l)
 	return l
+}
+
+// queueWait is how long a request of r's clients waits in a replica's
+// scheduler queue on l when they are more than its replicas run
+// (Request.Clients above max_num_seqs a replica): in a closed loop each
+// of a replica's c clients sends its next request when its last one
+// finishes, and the replica runs B of them at once, each S = TTFT +
+// (OutputLen − 1) × ITL, so B/S requests a second. A client's cycle is
+// then c·S/B (Little's law [little]): S served and (c/B − 1)·S waited.
+// 0 when the clients are no more than run.
+func (r Request) queueWait(l Layout) time.Duration {
+	c, b := ceilDiv(r.Clients, l.DP), l.Running()
+	if r.Clients == 0 || c <= b {
+		return 0
+	}
+	s := l.TTFT + time.Duration(r.OutputLen-1)*l.ITL
+	return time.Duration(float64(s) * (float64(c)/float64(b) - 1))
 }
 
 // memory fills in l.Memory, one device's HBM for l's replicas of
@@ -480,7 +521,8 @@ func (r Request) memory(l *Layout) {
 	m.Pages, m.MaxSeqs = l.AttentionDP*pages, l.AttentionDP*(pages/perSeq)
 	m.HeldSeqs = l.AttentionDP * (pages / ceilDiv(r.heldTokens(), m.BlockSize))
 	l.Fits = fitsOne(pages, perSeq)
-	l.Preempts = l.Fits && !holds(pages, m.BlockSize, l.SchedulerSeqs(), r.heldTokens())
+	// the sequences a scheduler runs: its max_num_seqs, or fewer clients
+	l.Preempts = l.Fits && !holds(pages, m.BlockSize, ceilDiv(l.Running(), max(l.AttentionDP, 1)), r.heldTokens())
 }
 
 // rooflines fills in l's prefill and decode times, the TTFT and the ITL
@@ -496,7 +538,7 @@ func (r Request) rooflines(l *Layout) {
 	// simulator's step (Simulate) of that batch, padded as tpu-inference
 	// pads it, its terms kept apart
 	ctx := r.decodeContext()
-	B := l.SeqsEach
+	B := l.Running()
 	kv := float64(m.KVPerToken)
 	b := Batch{Seqs: B, PaddedSeqs: paddedSeqs(B, max(r.MaxNumSeqs, B)), Tokens: B, PaddedTokens: paddedTokens(B),
 		ContextTokens: B * ctx, AttendedPairs: float64(B) * float64(ctx), DecodeKeys: B * ctx}
@@ -552,11 +594,12 @@ func (r Request) prefill(rc replicaCost, l *Layout) time.Duration {
 // behind the step in progress and the prompts that arrived with it, and
 // the mean step with the arriving prompts' chunks, the ITL a decoding
 // sequence sees on average; else, or where AtRate found no steady state,
-// a lone prompt's TTFT on an idle replica and the decode-only step at
-// the layout's concurrency. The SLOs, the objective and the layouts
-// table all take these.
+// a lone prompt's TTFT on an idle replica, after its wait in the queue
+// when the clients are more than the replicas run (QueueWait), and the
+// decode-only step at the layout's concurrency. The SLOs, the objective
+// and the layouts table all take these.
 func (r Request) Seen(l Layout) (ttft, itl time.Duration) {
-	ttft, itl = l.TTFT, l.ITL
+	ttft, itl = l.TTFT+l.QueueWait, l.ITL
 	if r.RequestRate > 0 {
 		if l.LoadTTFT.Mean > 0 {
 			ttft = l.LoadTTFT.Mean

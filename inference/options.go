@@ -36,9 +36,12 @@ type Options struct {
 	// MaxModelLen is the longest sequence, prompt and output, in tokens;
 	// 0 takes the catalog's sequence length for the model.
 	MaxModelLen int `json:"max_model_len"`
-	// Concurrency is the sequences decoding at once across the replicas;
-	// 0 takes DefaultRequest's unless RequestRate or MaxNumSeqs is set,
-	// which then set it (giving both is an error).
+	// Concurrency is the clients of a closed loop across the replicas:
+	// the sequences decoding at once, or, beside MaxNumSeqs, the clients
+	// whose requests each replica runs at most MaxNumSeqs of at once, the
+	// rest waiting in its scheduler's queue (Request.Clients). 0 takes
+	// DefaultRequest's unless RequestRate or MaxNumSeqs is set, which
+	// then set it (giving it with a rate is an error).
 	Concurrency int `json:"concurrency"`
 	// RequestRate, when positive, is the requests arriving per second.
 	RequestRate float64 `json:"request_rate"`
@@ -194,8 +197,7 @@ func (o Options) request(mix LengthMix) (Request, string, error) {
 		return Request{}, "", &FieldError{Field: "concurrency", Value: strconv.Itoa(o.Concurrency),
 			Want: "0 (unset) when request_rate is set: give one (the rate sets the concurrency)"}
 	case o.Concurrency != 0 && o.MaxNumSeqs != 0:
-		return Request{}, "", &FieldError{Field: "concurrency", Value: strconv.Itoa(o.Concurrency),
-			Want: "0 (unset) when max_num_seqs is set: give one (max_num_seqs is each replica's concurrency)"}
+		r.Clients = o.Concurrency // the clients, max_num_seqs the scheduler's cap
 	case o.Concurrency != 0:
 		r.Concurrency = o.Concurrency
 	}

@@ -37,7 +37,6 @@ func TestParseOptionsBad(t *testing.T) {
 		{func(o *Options) { o.TPU = "v9-8" }, "tpu", "accelerator type"},
 		{func(o *Options) { o.TPU = "v4-8" }, "tpu", "v5e, v6e or tpu7x (the generations tpu-inference recommends) or v5p"},
 		{func(o *Options) { o.Concurrency, o.RequestRate = 8, 2 }, "concurrency", "request_rate"},
-		{func(o *Options) { o.Concurrency, o.MaxNumSeqs = 8, 2 }, "concurrency", "max_num_seqs"},
 		{func(o *Options) { o.MaxNumSeqs, o.RequestRate = 8, 2 }, "max_num_seqs", "request_rate"},
 		{func(o *Options) { o.Weights = "fp4" }, "weights", "bf16, fp8 or int8"},
 		{func(o *Options) { o.KVCacheDtype = "int8" }, "kv_cache_dtype", "fp8"},

@@ -193,8 +193,17 @@ type Request struct {
 	// MaxNumSeqs is vLLM's max_num_seqs, the sequences one replica's
 	// scheduler runs at once. When positive it replaces Concurrency:
 	// each layout then serves MaxNumSeqs sequences a replica, MaxNumSeqs
-	// times its replicas in all.
+	// times its replicas in all, unless Clients says how many there are.
 	MaxNumSeqs int
+	// Clients, beside MaxNumSeqs, is a closed loop's clients across the
+	// replicas, as a benchmark's --max-concurrency sends them against a
+	// server started with --max-num-seqs (tpu-recipes' Llama 3.3 70B
+	// runs 64 clients against 256): each replica runs its share of them,
+	// at most MaxNumSeqs at once, and the rest wait in its scheduler's
+	// queue [v-sched] (Layout.RunningEach, Layout.QueueWait). 0: every
+	// replica full, MaxNumSeqs clients each. Refused without MaxNumSeqs,
+	// where Concurrency is the clients.
+	Clients int
 	// MemoryUtilization is vLLM's gpu_memory_utilization: the share of a
 	// device's HBM vLLM may fill (weights, activations, KV cache).
 	MemoryUtilization float64
@@ -472,6 +481,9 @@ func (r *Request) concurrency() error {
 	}
 	if r.MaxNumSeqs < 0 || r.MaxNumSeqs > MaxConcurrency {
 		return badInt("max_num_seqs", r.MaxNumSeqs, fmt.Sprintf("0 (use concurrency) or 1 to %d sequences a replica", MaxConcurrency))
+	}
+	if r.Clients < 0 || r.Clients > MaxConcurrency || r.Clients > 0 && r.MaxNumSeqs == 0 {
+		return badInt("concurrency", r.Clients, fmt.Sprintf("0, or with max_num_seqs 1 to %d clients (without it the concurrency is the clients)", MaxConcurrency))
 	}
 	if r.MaxNumSeqs > 0 {
 		r.Concurrency = r.MaxNumSeqs // one replica's; Estimate multiplies by the replicas

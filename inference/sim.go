@@ -228,8 +228,8 @@ type Sim struct {
 	lastFlush   time.Duration // when pending was last flushed
 	prevStart   time.Duration // when the last step started
 	finished    int
-	ttft        []time.Duration
-	itl         latencyRuns
+	ttft        []time.Duration // one a request: at most MaxSimRequests (2 MiB)
+	itl         latencies       // one a token: bounded (latencies)
 	outTokens   int
 	steps       int
 	preemptions int

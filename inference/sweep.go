@@ -17,7 +17,7 @@ type Curve struct {
 // max_num_seqs do not apply: each point is a fixed concurrency. r must
 // come from NewRequest and each layout from Search.
 func SweepConcurrency(r Request, layouts []Layout) []Curve {
-	r.RequestRate, r.MaxNumSeqs = 0, 0
+	r.RequestRate, r.MaxNumSeqs, r.Clients = 0, 0, 0
 	out := make([]Curve, 0, len(layouts))
 	for _, l := range layouts {
 		c := Curve{TP: l.TP, DP: l.DP}
@@ -38,11 +38,14 @@ func Levels(r Request, l Layout) []int {
 	tp, dp := l.TP, l.DP
 	var out []int
 	fits := func(n int) bool {
-		r.Concurrency, r.RequestRate, r.MaxNumSeqs = n, 0, 0
+		r.Concurrency, r.RequestRate, r.MaxNumSeqs, r.Clients = n, 0, 0, 0
 		l := Estimate(r, tp, dp)
 		return l.Fits && !l.Preempts
 	}
 	own := l.Concurrency
+	if l.RunningEach > 0 {
+		own = min(own, l.RunningEach*dp) // what runs; the other clients queue
+	}
 	for n := 1; n <= MaxConcurrency && fits(n); n *= 2 {
 		if own > last(out) && own < n && fits(own) {
 			out = append(out, own)

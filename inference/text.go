@@ -79,6 +79,9 @@ func (p Plan) writeRequest(w io.Writer) {
 	if r.MaxNumSeqs > 0 {
 		load = fmt.Sprintf("max_num_seqs %d a replica (%d concurrent sequences)", r.MaxNumSeqs, b.Concurrency)
 	}
+	if r.Clients > 0 {
+		load = fmt.Sprintf("max_num_seqs %d a replica (%d concurrent clients)", r.MaxNumSeqs, r.Clients)
+	}
 	kv := string(r.KVCache)
 	if r.KVCacheDtype != "" && r.KVCacheDtype != kv {
 		kv = fmt.Sprintf("%s (%s)", r.KVCacheDtype, r.KVCache)
@@ -104,7 +107,11 @@ func (p Plan) writeBest(w io.Writer) {
 	if b.EP > 1 {
 		ep = fmt.Sprintf(" (expert parallel %d)", b.EP)
 	}
-	fmt.Fprintf(w, "\nlayout: tensor parallel %d%s × data parallel %d on %s, %d sequences per replica\n", b.TP, ep, b.DP, unit.Plural(b.Chips, "chip"), b.SeqsEach)
+	seqs := fmt.Sprintf("%d sequences per replica", b.SeqsEach)
+	if b.RunningEach > 0 {
+		seqs = fmt.Sprintf("%s running at once, of max_num_seqs %d", unit.Plural(b.RunningEach, "sequence"), b.SeqsEach)
+	}
+	fmt.Fprintf(w, "\nlayout: tensor parallel %d%s × data parallel %d on %s, %s\n", b.TP, ep, b.DP, unit.Plural(b.Chips, "chip"), seqs)
 	for _, s := range p.Reasons {
 		fmt.Fprintf(w, "  - %s\n", s)
 	}
@@ -122,6 +129,10 @@ func (p Plan) writeBest(w io.Writer) {
 	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (%s); inter-token %v\n", secs(b.TTFT), prefillParts(r, b), secs(b.ITL))
 	fmt.Fprintf(w, "  = max(weights HBM %v, MXU %v) + max(KV HBM %v, attention MXU passes %v)%s + sampling %v + all-reduce %v + step overhead %v\n",
 		secs(b.DecodeMemory-b.DecodeKV), secs(b.DecodeCompute), secs(b.DecodeKV), secs(b.DecodeAttention), decodeExtras(b), secs(b.DecodeSampling), secs(b.DecodeAllReduce), secs(b.DecodeOverhead))
+	if b.QueueWait > 0 {
+		fmt.Fprintf(w, "  %d clients, %d a replica running at once: the rest wait in the scheduler's queue about %v a request (closed loop: (clients a replica ÷ running − 1) × the time one is served, TTFT + output × ITL); the TTFT SLO takes TTFT plus this wait\n",
+			r.Clients, b.Running(), secs(b.QueueWait))
+	}
 	if r.RequestRate > 0 && b.Fits {
 		f := b.LoadTTFT
 		fmt.Fprintf(w, "  TTFT at %g requests/s (steady state, behind the step in progress and the prompts that arrived with it): mean %v, p90 %v, p99 %v; the TTFT SLO takes the mean\n",

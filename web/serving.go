@@ -24,9 +24,9 @@ var servingLooks = withModel([]look{
 	{"prompt_len", "Job", "Prompt length", fmt.Sprintf("tokens per request, with a fixed length mix; 0: %d", inference.DefaultRequest().PromptLen), nil},
 	{"output_len", "Job", "Output length", fmt.Sprintf("tokens per request, with a fixed length mix; 0: %d", inference.DefaultRequest().OutputLen), nil},
 	{"tpu", "Hardware", "TPU type", "an accelerator type (tpu7x-8, v6e-8) or a generation alone: one VM of it", nil},
-	{"concurrency", "Load", "Concurrency", "sequences decoding at once across the replicas; 0: 64, unless the request rate or max_num_seqs sets it", nil},
+	{"concurrency", "Load", "Concurrency", "clients (a closed loop) across the replicas: the sequences decoding at once, or, with max_num_seqs, those above it a replica waiting in vLLM's queue; 0: 64, unless the request rate or max_num_seqs sets it", nil},
 	{"request_rate", "Load", "Request rate", "requests/s; the concurrency is then what Little's law gives on each layout; 0: use the concurrency", nil},
-	{"max_num_seqs", "Load", "Max sequences a replica", "vLLM's max_num_seqs; 0: from the concurrency", nil},
+	{"max_num_seqs", "Load", "Max sequences a replica", "vLLM's max_num_seqs, the sequences each replica runs at once; 0: from the concurrency", nil},
 	{"objective", "Layout", "Objective", "throughput: most output tokens/s per chip meeting the SLOs; latency: least ITL, then TTFT", objectiveChoices},
 	{"ttft_slo", "Layout", "TTFT target", "time to first token at the offered load (500ms); 0: none", nil},
 	{"itl_slo", "Layout", "ITL target", "inter-token latency at the offered load (40ms); 0: none", nil},
@@ -118,7 +118,11 @@ var servingLate = timeoutError{what: "the serving plan and its simulation", ende
 // (more are refused, naming num_requests, before any work), a search
 // slot and the request's deadline (work), as plans have; the search takes
 // milliseconds, the simulation up to seconds for many requests, and it
-// stops at the deadline, freeing its slot.
+// stops at the deadline, freeing its slot. Its memory does not grow with
+// its steps (inference keeps the latencies in bounded memory), so a long
+// one costs its slot's time to the deadline and no more; the requests are
+// not refused by an estimate of their steps beforehand, which depends on
+// the batch the load settles at and on the machine's speed.
 func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad fieldErrors) (*servingView, error) {
 	q, err := parseServing(o, h.boundRequests(&o, bad))
 	if err != nil {

@@ -40,7 +40,7 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	fs.StringVar(&o.TPU, "tpu", d.TPU, "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16, tpu7x-2 (one chip);\na generation alone (tpu7x) is its usual VM (tpu7x-8, v6e-4, v5litepod-4, v5p-8), not the smallest that serves")
 	fs.StringVar(&o.HFModel, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: the catalog model's repository)")
 	intVar(fs, &o.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the catalog's sequence length for the model", "longest sequence, prompt and output, in tokens: by default the catalog's sequence length (seq_len: the training length or the native context, whichever the catalog describes the model at), at most the model's max_position_embeddings as the catalog records it from its config.json or model card (seq_len where it records none)")
-	intVar(fs, &o.Concurrency, "concurrency", inference.DefaultRequest().Concurrency, 1, inference.MaxConcurrency, "", "sequences decoding at once across the replicas")
+	intVar(fs, &o.Concurrency, "concurrency", inference.DefaultRequest().Concurrency, 1, inference.MaxConcurrency, "", "clients (a closed loop) across the replicas: the sequences decoding at once, or, with --max-num-seqs, those above it a replica waiting in vLLM's queue")
 	floatVar(fs, &o.RequestRate, "request-rate", 0, floatFlag{lo: inference.MinRequestRate, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
 		fmt.Sprintf("arrival rate of requests; the concurrency is then what Little's law gives on each layout, and max-num-seqs the cap that admits %g%% of Poisson arrivals at once", 100*inference.AdmitQuantile))
 	intVar(fs, &o.PromptLen, "prompt-len", inference.DefaultRequest().PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request (not with --length-mix other than fixed)")
@@ -50,7 +50,7 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	choiceVar(fs, &o.CheckpointDtype, "checkpoint-dtype", d.CheckpointDtype, []string{"bf16", "fp8", "int8"}, nil,
 		"the format the checkpoint vllm serve loads (--hf-model) stores its weights in; shardlab reads no checkpoint (default: the model catalog's record of the model's own repository: "+checkpointDtypes()+")")
 	intVar(fs, &o.MaxNumSeqs, "max-num-seqs", 0, 1, inference.MaxConcurrency, "default: --concurrency",
-		"vLLM's max_num_seqs: sequences each replica runs at once (the concurrency is this times the replicas)")
+		"vLLM's max_num_seqs: sequences each replica runs at once (without --concurrency, the clients are this times the replicas)")
 	choiceVar(fs, &o.KVCacheDtype, "kv-cache-dtype", d.KVCacheDtype, inference.KVCacheDtypes, nil, "vLLM's KV cache dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte")
 	floatVar(fs, &o.MemoryUtilization, "gpu-memory-utilization", d.MemoryUtilization, floatFlag{lo: 0, hi: 1, loOpen: true}, "share of a device's HBM vLLM may fill (vllm's default 0.92)")
 	intVar(fs, &o.MaxNumBatchedTokens, "max-num-batched-tokens", d.MaxNumBatchedTokens, 1, inference.MaxTokens, "", "the scheduler's tokens per step: the prefill chunk and activation buffers")

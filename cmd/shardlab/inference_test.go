@@ -69,7 +69,6 @@ func TestInferenceBadInput(t *testing.T) {
 		// review 145 #4: "(the default)" only where the flag was left out
 		{[]string{"--max-num-seqs", "8192", "--max-num-batched-tokens", "4096", "--model", "llama3-8b", "--tpu", "v6e-8"}, []string{"--max-num-batched-tokens 4096, want 8192 to"}},
 		{[]string{"--max-num-seqs", "8192", "--model", "llama3-8b", "--tpu", "v6e-8"}, []string{"--max-num-batched-tokens 4096 (the default), want 8192 to"}},
-		{[]string{"--max-num-seqs", "8", "--concurrency", "8"}, []string{"--concurrency 8", "when max_num_seqs is set: give one"}},
 		{[]string{"--max-num-seqs", "8", "--request-rate", "2"}, []string{"--max-num-seqs 8", "when request_rate is set"}},
 		{[]string{"--model", "gpt3-175b", "--max-model-len", "2048"}, []string{"model gpt3-175b", "no Hugging Face repository", "--hf-model"}},
 		{[]string{"--tpu", "v4-8"}, []string{"--tpu v4", "tpu7x (the generations tpu-inference recommends) or v5p"}},

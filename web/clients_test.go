@@ -1,0 +1,59 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"shardlab/export"
+)
+
+// TestServingClients: the serving page takes concurrency (the clients)
+// beside max_num_seqs (the scheduler's cap), as tpu-recipes' Llama 3.3
+// 70B benchmark runs 64 clients against --max-num-seqs 256 (review171
+// #4); the serve line keeps max_num_seqs as given and the simulation
+// serves the clients. With more clients than the cap, they queue: the
+// simulated TTFT is above the 16-client run's.
+func TestServingClients(t *testing.T) {
+	h := New(testConfig)
+	const q = "/download/serving.json?model=llama3-70b&tpu=v6e-8&tensor_parallel_size=8&max_model_len=2048&max_num_batched_tokens=512&gpu_memory_utilization=0.98&prompt_len=1000&output_len=1000&num_requests=128"
+	type answer struct {
+		Command    string            `json:"vllm_serve_command"`
+		Layout     export.LayoutJSON `json:"layout"`
+		Simulation *export.SimJSON   `json:"simulation"`
+	}
+	serve := func(query string) answer {
+		t.Helper()
+		code, body := get(t, h, q+query)
+		var j answer
+		if err := json.Unmarshal([]byte(body), &j); code != http.StatusOK || err != nil || j.Simulation == nil {
+			t.Fatalf("GET serving.json%s = %d, %v: %.300s", query, code, err, body)
+		}
+		return j
+	}
+	under := serve("&max_num_seqs=256&concurrency=64")
+	if !strings.Contains(under.Command, " --max-num-seqs 256 ") {
+		t.Errorf("64 clients, max_num_seqs 256: serve line %q, want --max-num-seqs 256", under.Command)
+	}
+	queued, alone := serve("&max_num_seqs=16&concurrency=64"), serve("&max_num_seqs=16&concurrency=16")
+	if l := under.Layout; l.RunningPerReplica != 64 || l.SeqsPerReplica != 256 || l.QueueWait != nil {
+		t.Errorf("64 clients, max_num_seqs 256: layout runs %d of %d a replica, queue_wait_s present %v; want 64 of 256, none", l.RunningPerReplica, l.SeqsPerReplica, l.QueueWait != nil)
+	}
+	if l := queued.Layout; l.QueueWait == nil || l.TTFTSeen == nil || *l.TTFTSeen < *l.QueueWait {
+		t.Errorf("64 clients, max_num_seqs 16: queue_wait_s and ttft_seen_s %s; want a wait, within the TTFT seen", mustJSON(t, l))
+	}
+	if queued.Simulation.TTFT.Mean < 2*alone.Simulation.TTFT.Mean {
+		t.Errorf("max_num_seqs 16: simulated TTFT mean %g s with 64 clients, %g s with 16: want the queue's above", queued.Simulation.TTFT.Mean, alone.Simulation.TTFT.Mean)
+	}
+}
+
+// mustJSON is v as JSON, for a failure's message.
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
