@@ -171,7 +171,7 @@ var requestErrors = []struct {
 	{func(o *Options) { o.RematCustom = "query_proj=offload" }, OptionRematCustom, `--remat-custom "query_proj=offload" needs --remat custom`},
 	{func(o *Options) { o.Remat, o.RematCustom = "custom", "bogus=device" }, OptionRematCustom, `--remat-custom: tensor "bogus"`},
 	{func(o *Options) { o.Quantization = "fp4" }, OptionQuantization, `--quantization: quantization "fp4"`},
-	{func(o *Options) { o.TPU, o.Quantization = "v5litepod-4", "fp8" }, OptionQuantization, "--quantization \"fp8\": TPU v5e publishes no fp8 peak"},
+	{func(o *Options) { o.TPU, o.Quantization = "v5litepod-4", "fp8" }, OptionQuantization, "--quantization \"fp8\": TPU v5e publishes no fp8 peak, want none (bf16) or int8"},
 	{func(o *Options) { o.Attention = "" }, OptionAttention, `--attention "", want flash or dot_product`},
 	{func(o *Options) { o.VocabTiles = 0 }, OptionVocabTiles, "--vocab-tiles 0, want 1 to 65536"},
 	{func(o *Options) { o.Efficiency = 1.5 }, OptionEfficiency, "--efficiency 1.5, want a number in [0.01, 1], or 0"},
