@@ -3,6 +3,7 @@ package maxtext
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // MaxText runs attention flash on TPU through a splash kernel, which cuts
@@ -57,8 +58,12 @@ func (e *FlashError) ringWhy() string {
 	if e.Seq%e.Context != 0 {
 		return fmt.Sprintf("splits it over context_parallel_size %d, which does not divide it", e.Context)
 	}
-	return fmt.Sprintf("cuts each device's share of it, max_target_length / context_parallel_size = %d / %d = %d tokens, into blocks of min(%d, share), and balances the load only for blocks that are multiples of %d: it needs the share a multiple of %d, or %s tokens",
-		e.Seq, e.Context, e.Seq/e.Context, SplashBlock, splashLanes, SplashBlock, smallShares())
+	var small []string
+	for n := splashLanes; n < SplashBlock; n += splashLanes {
+		small = append(small, strconv.Itoa(n*e.Context))
+	}
+	return fmt.Sprintf("cuts each device's share of it, max_target_length / context_parallel_size = %d / %d = %d tokens, into blocks of min(%d, share), and balances the load only for blocks that are multiples of %d: it needs it a multiple of %d x %d = %d, or exactly %s (shares of %s)",
+		e.Seq, e.Context, e.Seq/e.Context, SplashBlock, splashLanes, e.Context, SplashBlock, e.Context*SplashBlock, orList(small), smallShares())
 }
 
 // FlashBlocks is nil when MaxText's flash attention runs a sequence of
@@ -112,16 +117,17 @@ func nearBlocks(seq int) string {
 // smallShares are the shares below SplashBlock the ring takes: "128, 256
 // or 384".
 func smallShares() string {
-	var s string
+	var s []string
 	for n := splashLanes; n < SplashBlock; n += splashLanes {
-		switch {
-		case s == "":
-		case n+splashLanes >= SplashBlock:
-			s += " or "
-		default:
-			s += ", "
-		}
-		s += strconv.Itoa(n)
+		s = append(s, strconv.Itoa(n))
 	}
-	return s
+	return orList(s)
+}
+
+// orList is items joined as a sentence says them: "1, 2 or 4".
+func orList(items []string) string {
+	if n := len(items); n > 1 {
+		return strings.Join(items[:n-1], ", ") + " or " + items[n-1]
+	}
+	return strings.Join(items, "")
 }

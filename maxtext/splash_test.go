@@ -135,7 +135,7 @@ func TestFlashBlocks(t *testing.T) {
 		{513, 1, "(such as 512 or 1024)"},
 		{8192, 4, ""}, {768, 2, ""}, {1024, 8, ""}, {131072, 128, ""},
 		{12000, 4, "max_target_length / context_parallel_size = 12000 / 4 = 3000 tokens"},
-		{12000, 4, "it needs the share a multiple of 512, or 128, 256 or 384 tokens"},
+		{12000, 4, "it needs it a multiple of 4 x 512 = 2048, or exactly 512, 1024 or 1536 (shares of 128, 256 or 384)"},
 		{800, 2, "= 800 / 2 = 400 tokens"},
 		{100, 8, "context_parallel_size 8, which does not divide it"},
 	} {
