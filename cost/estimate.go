@@ -422,7 +422,30 @@ func (j Job) MatmulPeak(chip hw.Chip) (float64, error) { return j.matmulPeak(&ch
 func (j *Job) matmulPeak(chip *hw.Chip) (float64, error) {
 	peak, ok := chip.Peak(j.Quantization.Format())
 	if !ok {
-		return 0, fmt.Errorf("cost: quantization %s: %s publishes no %s peak, want none (bf16): %w", j.Quantization, chip.Name, j.Quantization, ErrJob)
+		return 0, fmt.Errorf("cost: quantization %s: %s publishes no %s peak, want %s: %w", j.Quantization, chip.Name, j.Quantization, quantizationsOf(chip), ErrJob)
 	}
 	return float64(peak), nil
+}
+
+// quantizationsOf lists the quantizations chip publishes a peak for, as
+// the quantization is spelt: "none (bf16) or int8".
+func quantizationsOf(chip *hw.Chip) string {
+	var ok []string
+	for _, q := range []Quantization{QuantNone, QuantInt8, QuantFP8} {
+		if _, has := chip.Peak(q.Format()); !has {
+			continue
+		}
+		if q == QuantNone {
+			ok = append(ok, "none (bf16)")
+		} else {
+			ok = append(ok, string(q))
+		}
+	}
+	switch len(ok) {
+	case 0:
+		return "none: it publishes no matmul peak"
+	case 1:
+		return ok[0]
+	}
+	return strings.Join(ok[:len(ok)-1], ", ") + " or " + ok[len(ok)-1]
 }

@@ -199,6 +199,9 @@ func MaxText(p plan.Plan) (MaxTextConfig, error) {
 	if err := contextParallel(set, &c, j, mt.Block, c.devices(mesh.Context), c.devices(mesh.Tensor)); err != nil {
 		return c, err
 	}
+	if err := flashBlocks(j, c.devices(mesh.Context)); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 

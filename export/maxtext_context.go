@@ -3,6 +3,7 @@ package export
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"shardlab/cost"
 	"shardlab/maxtext"
@@ -54,6 +55,24 @@ func contextParallel(set func(string, any), c *MaxTextConfig, j cost.Job, block 
 		// packing only decides how documents fill them.
 		set("packing", false)
 		c.Comments = append(c.Comments, "packing: false, since MaxText's ring does not pack with latent attention: each sequence is one document, padded to max_target_length; the step costs as planned, but padding is no training")
+	}
+	return nil
+}
+
+// flashBlocks refuses a job whose sequence MaxText's flash attention
+// cannot cut into its splash kernel's blocks without context parallelism
+// (maxtext.FlashBlocks: at most 512 tokens or a multiple of 512); ctx is
+// MaxText's context size in JAX devices, whose ring contextParallel
+// checks, blocks and all (maxtext.Ring.Check).
+func flashBlocks(j cost.Job, ctx int) error {
+	if ctx > 1 {
+		return nil
+	}
+	var fe *maxtext.FlashError
+	if err := maxtext.FlashBlocks(string(attentionKernel(j)), j.Seq, 1); errors.As(err, &fe) {
+		return unsupported("maxtext", maxtext.MaxTargetLength, strconv.Itoa(j.Seq), fe.Why()+"; pass such a {seq}, or {attention} dot_product")
+	} else if err != nil {
+		return err
 	}
 	return nil
 }

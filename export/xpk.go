@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"shardlab/hw"
 	"shardlab/plan"
 	"shardlab/unit"
 )
@@ -157,7 +159,7 @@ func XPKTPUType(p plan.Plan) (string, error) {
 		case len(same) > 0:
 			want += "; plan with {topology} " + strings.Join(same, " or ")
 		default:
-			want += fmt.Sprintf(" of %d chips", s.Chips())
+			want = xpkSizes(s.Chip, s.Chips())
 		}
 		return "", unsupported("xpk", "--tpu-type", t, want)
 	}
@@ -165,6 +167,46 @@ func XPKTPUType(p plan.Plan) (string, error) {
 }
 
 const xpkCommit = "AI-Hypercomputer/xpk@367c8382"
+
+// orList is items joined as a sentence says them: "8, 16 or 32".
+func orList(items []string) string {
+	if n := len(items); n > 1 {
+		return strings.Join(items[:n-1], ", ") + " or " + items[n-1]
+	}
+	return strings.Join(items, "")
+}
+
+// xpkSizes says, for a slice of n chips of chip where xpk has types of
+// the chip's prefix but none of n chips, the chip counts it has and the
+// type to plan with: the smallest above n (its smallest where n is below
+// them all: v5litepod starts at 2x4, [xpk-sc] supported_topologies), as
+// the {tpu} option spells it.
+func xpkSizes(chip hw.Chip, n int) string {
+	prefix := chip.AcceleratorPrefix
+	shapes := map[int]string{}
+	for k := range xpkTPUTypes {
+		shape, ok := strings.CutPrefix(k, prefix+"-")
+		if c := chips(shape); ok && strings.Contains(shape, "x") && c > 0 {
+			shapes[c] = shape
+		}
+	}
+	var sizes []string
+	next := 0
+	for _, c := range slices.Sorted(maps.Keys(shapes)) {
+		sizes = append(sizes, strconv.Itoa(c))
+		if c > n && next == 0 {
+			next = c
+		}
+	}
+	want := fmt.Sprintf("xpk (%s) has no %s type of %d chips, only of %s chips", xpkCommit, prefix, n, orList(sizes))
+	switch {
+	case next == 0:
+		return want
+	case sizes[0] == strconv.Itoa(next):
+		return want + fmt.Sprintf("; plan with {tpu} %s (%s), its smallest", chip.AcceleratorType(next), shapes[next])
+	}
+	return want + fmt.Sprintf("; plan with {tpu} %s (%s), the next size up", chip.AcceleratorType(next), shapes[next])
+}
 
 // XPKWarnings are what the xpk command of plan p and options o does not
 // run as asked: its slices' VMs (xpkVMWarnings), o's CapacityWarnings,

@@ -181,6 +181,31 @@ func TestXPKRefuses(t *testing.T) {
 		!strings.Contains(err.Error(), "plan with topology 4x4x8") || !strings.Contains(xe.Phrase(plan.Option.Flag), "--topology 4x4x8") {
 		t.Errorf("XPKArgs on tpu7x 8x4x4 = %v, want ErrUnsupported naming the topology option, 4x4x8", err)
 	}
+	xpkTooSmall(t, ok)
+}
+
+// xpkTooSmall: a slice of fewer chips than any xpk type of its generation
+// (v5e-4: xpk's v5litepod types are 2x4 to 16x16,
+// [xpk-sc] line 831 supported_topologies) is refused naming the chip
+// counts xpk takes and its smallest type, as the {tpu} option spells it
+// (review170 S2).
+func xpkTooSmall(t *testing.T, ok XPKOptions) {
+	t.Helper()
+	small := search(t, func(o *plan.Options) { o.Model, o.TPU, o.Precision = "gemma-2b", "v5e-4", "bf16" })
+	_, err := XPKArgs(small, ok)
+	var xe *Error
+	if !errors.Is(err, ErrUnsupported) || !errors.As(err, &xe) {
+		t.Fatalf("XPKArgs on v5e-4 = %v, want an *Error wrapping ErrUnsupported", err)
+	}
+	got := xe.Phrase(plan.Option.Flag)
+	for _, w := range []string{"--tpu-type v5litepod-2x2;", "no v5litepod type of 4 chips", "only of 8, 16, 32, 64, 128 or 256 chips", "plan with --tpu v5litepod-8 (2x4), its smallest"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("XPKArgs on v5e-4: %q lacks %q", got, w)
+		}
+	}
+	if strings.Contains(got, "of that name") {
+		t.Errorf("XPKArgs on v5e-4: %q, want it without 'of that name'", got)
+	}
 }
 
 func FuzzParseCapacity(f *testing.F) {

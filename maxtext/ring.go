@@ -1,6 +1,7 @@
 package maxtext
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -70,7 +71,10 @@ const (
 //   - no multi-token prediction under load balancing (line 4051);
 //   - the key/value heads split evenly over tensor
 //     (tokamax_ring_attention.validate_head_sharding: activation_kv_heads
-//     shard on tensor, [base.yml] line 553).
+//     shard on tensor, [base.yml] line 553);
+//   - each device's share of the sequence cut into the kernel's blocks
+//     (FlashBlocks: a multiple of 512 tokens, or 128, 256 or 384), which
+//     the kernel checks when it is built, after the config's rules.
 func (r Ring) Check() error {
 	if r.Context <= 1 {
 		return nil
@@ -97,6 +101,10 @@ func (r Ring) Check() error {
 	}
 	if kv := r.Model.KV(); kv%max(r.Tensor, 1) != 0 {
 		return refuse(ICIKey(Name(mesh.Tensor)), strconv.Itoa(r.Tensor), fmt.Sprintf("needs it to divide the %d key/value heads", kv))
+	}
+	var fe *FlashError
+	if errors.As(FlashBlocks(r.Attention, r.Seq, r.Context), &fe) {
+		return refuse(MaxTargetLength, strconv.Itoa(r.Seq), fe.ringWhy())
 	}
 	return nil
 }

@@ -1,11 +1,13 @@
 package plan
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
 	"shardlab/cost"
 	"shardlab/mesh"
+	"shardlab/unit"
 )
 
 // Gradient accumulation: a request that fixes its global batch may ask a
@@ -60,6 +62,46 @@ func parseAccumulation(r *Request, o Options) error {
 	}
 	r.Accumulation = g
 	return nil
+}
+
+// parseFixedBatch refuses a {global_batch} that a fixed layout ({mesh})
+// cannot split, an input error: cost shards the batch over data, fsdp and
+// expert (MaxText's activation_batch rule) and each shard into
+// micro-batches, at least one, and with a pipeline at least one a stage
+// (worker.layout weighs p, 2p, 4p and 8p), so every search of it would
+// reject every combination for the batch (cost.ReasonBatch). A mesh asked
+// in JAX devices splits the batch over its own data, fsdp and expert
+// (either chip reading holds a multiple of them, plan's chipReadings).
+// {gradient_accumulation_steps} is parseAccumulation's to check.
+func parseFixedBatch(r *Request, o Options) error {
+	axes := r.Axes
+	if r.DeviceAxes != nil {
+		axes = r.DeviceAxes
+	}
+	if axes == nil || r.GlobalBatch == 0 {
+		return nil
+	}
+	shards, stages := batchShards(axes), fixedPipeline(axes)
+	step, why := shards, "data x fsdp x expert, MaxText's activation_batch"
+	if stages > 1 {
+		step *= stages
+		why += fmt.Sprintf(", times at least one micro-batch for each of its %d pipeline stages", stages)
+	}
+	if r.GlobalBatch%step == 0 {
+		return nil
+	}
+	return refuse(OptionGlobalBatch, o.GlobalBatch, nil, " %q is %s, which {mesh} %q cannot split (%d batch shards: %s), want a multiple of %d, such as %s",
+		o.GlobalBatch, unit.Plural(r.GlobalBatch, "sequence"), o.Mesh, shards, why, step, nearMultiples(r.GlobalBatch, step))
+}
+
+// nearMultiples are the multiples of step nearest n, "64" or "64 or
+// 128": the one below (when positive) and the one above.
+func nearMultiples(n, step int) string {
+	above := (n/step + 1) * step
+	if below := n / step * step; below > 0 {
+		return strconv.Itoa(below) + " or " + strconv.Itoa(above)
+	}
+	return strconv.Itoa(above)
 }
 
 // batchShards is the batch's shards of a layout asked as axes: data, fsdp

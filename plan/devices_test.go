@@ -64,17 +64,24 @@ func TestMeshCountsDevices(t *testing.T) {
 
 // TestMeshInDevicesRefused: a mesh of chips, or one whose devices MaxText
 // cannot place, is refused naming the option, the value and what is
-// accepted.
+// accepted; a batch the mesh's devices cannot split is the batch's fault
+// (MaxText shards it over the devices of data and fsdp, layers/
+// attention_op.py @e591f30c: "Batch dimension should be shardable among
+// the devices in data and fsdp axis"; review170 S4).
 func TestMeshInDevicesRefused(t *testing.T) {
-	for _, c := range []struct{ mesh, batch, want string }{
-		{"fsdp=64", "", "ICI factors = 64 (fsdp 64), want a product of 128, the JAX devices in one tpu7x-128 slice (64 chips, 2 devices each"},
-		{"tensor=128", "", `"tensor=128" counts JAX devices: a tpu7x chip is 2 of them`},
-		{"fsdp=128", "64", "no batch the planner can run gives MaxText that mesh: fsdp=64 chips with 1 sequence per batch shard per micro-batch are MaxText's fsdp=64,context=2"},
+	for _, c := range []struct {
+		mesh, batch string
+		option      Option
+		want        string
+	}{
+		{"fsdp=64", "", OptionMesh, "ICI factors = 64 (fsdp 64), want a product of 128, the JAX devices in one tpu7x-128 slice (64 chips, 2 devices each"},
+		{"tensor=128", "", OptionMesh, `"tensor=128" counts JAX devices: a tpu7x chip is 2 of them`},
+		{"fsdp=128", "64", OptionGlobalBatch, `global batch "64" is 64 sequences, which mesh "fsdp=128" cannot split (128 batch shards: data x fsdp x expert, MaxText's activation_batch), want a multiple of 128, such as 128`},
 	} {
 		_, err := devicePlan(t, c.mesh, c.batch)
 		var oe *OptionError
-		if !errors.As(err, &oe) || oe.Option != OptionMesh || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("--mesh %s --global-batch %q: %v, want an OptionError for mesh saying %q", c.mesh, c.batch, err, c.want)
+		if !errors.As(err, &oe) || oe.Option != c.option || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--mesh %s --global-batch %q: %v, want an OptionError for %s saying %q", c.mesh, c.batch, err, c.option, c.want)
 		}
 	}
 }

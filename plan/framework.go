@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"shardlab/cost"
@@ -204,11 +205,80 @@ func (r *Request) maxTextRefuses(j *cost.Job, m *mesh.Mesh, b int) bool {
 // ring is r's job as MaxText's ring attention sees it, on a MaxText mesh
 // of context ctx and tensor tensor (in JAX devices).
 func (r *Request) ring(ctx, tensor int) maxtext.Ring {
-	att := r.Attention
-	if att == "" {
-		att = cost.AttentionFlash
+	return maxtext.Ring{Context: ctx, Tensor: tensor, Seq: r.Seq, Attention: r.maxTextAttention(), Model: r.Model, Block: r.maxTextBlock}
+}
+
+// maxTextAttention is the attention key MaxText runs r with: flash
+// unless r asks for another.
+func (r *Request) maxTextAttention() string {
+	if r.Attention == "" {
+		return string(cost.AttentionFlash)
 	}
-	return maxtext.Ring{Context: ctx, Tensor: tensor, Seq: r.Seq, Attention: string(att), Model: r.Model, Block: r.maxTextBlock}
+	return string(r.Attention)
+}
+
+// flashBlocks is MaxText's refusal of r's sequence on a MaxText mesh
+// without context parallelism: its flash attention's splash kernel
+// cannot cut it into blocks (maxtext.FlashBlocks); nil where it can, or
+// r's attention is not flash. With a context axis the ring's rules hold
+// it instead (maxtext.Ring.Check).
+func (r *Request) flashBlocks() *maxtext.FlashError {
+	var fe *maxtext.FlashError
+	if errors.As(maxtext.FlashBlocks(r.maxTextAttention(), r.Seq, 1), &fe) {
+		return fe
+	}
+	return nil
+}
+
+// flashFix is what to change where MaxText's flash attention refuses the
+// sequence without context parallelism.
+const flashFix = "pass such a {seq}, or {attention} dot_product"
+
+// parseMaxText refuses, under the MaxText framework, a sequence MaxText's
+// flash attention cannot cut into blocks without context parallelism
+// (Request.flashBlocks), unless a fixed {mesh} has a context axis, whose
+// ring the search holds to maxtext.Ring.Check, blocks and all. A search
+// without a fixed mesh could still find a layout whose ring cuts every
+// device's share into blocks (768 tokens over context 2: 384 each); the
+// request is refused all the same, and such a {mesh} plans it.
+func parseMaxText(r *Request, o Options) error {
+	axes := r.Axes
+	if r.DeviceAxes != nil {
+		axes = r.DeviceAxes
+	}
+	fe := r.flashBlocks()
+	if r.Framework != FrameworkMaxText || fe == nil || fixedSize(axes, mesh.Context) > 1 {
+		return nil
+	}
+	return refuse(OptionSeq, strconv.Itoa(r.Seq), nil, " %d: %s; %s, or a {mesh} with a context axis whose ring runs it", r.Seq, fe.Why(), text(flashFix))
+}
+
+// maxTextWarning is the plan's warning that MaxText cannot run it as
+// costed: ringWarning's where its ring refuses the context axis, else
+// flashWarning's where its flash attention refuses the sequence.
+func maxTextWarning(p Plan) (Note, bool) {
+	if n, ok := ringWarning(p); ok {
+		return n, true
+	}
+	return flashWarning(p)
+}
+
+// flashWarning says, for a plan over every framework (the zero
+// Framework), that MaxText cannot run it where its MaxText mesh has no
+// context axis and MaxText's flash attention refuses the sequence
+// (Request.flashBlocks), as an export to MaxText refuses it; with a
+// context axis ringWarning says what the ring refuses.
+func flashWarning(p Plan) (Note, bool) {
+	r := p.Request
+	fe := r.flashBlocks()
+	if r.Framework != "" || fe == nil {
+		return Note{}, false
+	}
+	d, err := p.Devices()
+	if err != nil || fixedSize(d.Degrees, mesh.Context) > 1 {
+		return Note{}, false // ringWarning's
+	}
+	return note(OptionSeq, "sequence %d: %s; so MaxText cannot run this plan, and an export to MaxText refuses it: %s", r.Seq, fe.Why(), text(flashFix)), true
 }
 
 // ringNote says, under the MaxText framework where MaxText's ring
@@ -307,6 +377,9 @@ func ringWarning(p Plan) (Note, bool) {
 		return note(OptionMesh, cannot+"give {mesh} another layout, or plan without it with {framework} maxtext for MaxText's best", why), true
 	case r.BestOnly:
 		return note(OptionFramework, cannot+"plan with {framework} maxtext for MaxText's best", why), true
+	case r.flashBlocks() != nil:
+		// nor does it run the sequence without a context axis (flashWarning)
+		return note(OptionSeq, cannot+"and without a context axis its flash attention refuses the sequence: %s; %s", why, r.flashBlocks().Why(), text(flashFix)), true
 	}
 	q := r
 	q.Framework, q.BestOnly, q.Cache = FrameworkMaxText, true, nil

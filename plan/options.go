@@ -238,7 +238,7 @@ func ParseRequest(o Options) (Request, error) {
 	if r.Multislice, err = parseMultislice(o); err != nil {
 		return r, err
 	}
-	for _, step := range []func(*Request, Options) error{parseBatches, parseSchedule, parseNumerics, parseLimits, parseAccumulation, parsePyTorch} {
+	for _, step := range []func(*Request, Options) error{parseBatches, parseSchedule, parseNumerics, parseLimits, parseFixedBatch, parseAccumulation, parsePyTorch, parseMaxText} {
 		if err := step(&r, o); err != nil {
 			return r, err
 		}

@@ -162,6 +162,12 @@ var requestErrors = []struct {
 		o.TPU, o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps = "v5p-8", "pipeline=2,fsdp=2", "64", 4
 	}, OptionGradientAccumulationSteps,
 		`--gradient-accumulation-steps 4 with --mesh "pipeline=2,fsdp=2", which has a pipeline`},
+	// a fixed layout's batch shards (data x fsdp x expert, and a
+	// micro-batch a stage) must split the batch: the batch's fault
+	{func(o *Options) { o.TPU, o.Mesh, o.GlobalBatch = "v5p-128", "fsdp=64", "1" }, OptionGlobalBatch,
+		`--global-batch "1" is 1 sequence, which --mesh "fsdp=64" cannot split (64 batch shards: data x fsdp x expert, MaxText's activation_batch), want a multiple of 64, such as 64`},
+	{func(o *Options) { o.TPU, o.Mesh, o.GlobalBatch = "v5p-128", "fsdp=16,pipeline=4", "96" }, OptionGlobalBatch,
+		`--global-batch "96" is 96 sequences, which --mesh "fsdp=16,pipeline=4" cannot split (16 batch shards: data x fsdp x expert, MaxText's activation_batch, times at least one micro-batch for each of its 4 pipeline stages), want a multiple of 64, such as 64 or 128`},
 	// cost's shape refuses a micro-batch data x fsdp x expert do not split
 	{func(o *Options) {
 		o.TPU, o.Mesh, o.GlobalBatch, o.GradientAccumulationSteps = "v5p-64", "fsdp=32", "64", 4
@@ -171,7 +177,7 @@ var requestErrors = []struct {
 	{func(o *Options) { o.RematCustom = "query_proj=offload" }, OptionRematCustom, `--remat-custom "query_proj=offload" needs --remat custom`},
 	{func(o *Options) { o.Remat, o.RematCustom = "custom", "bogus=device" }, OptionRematCustom, `--remat-custom: tensor "bogus"`},
 	{func(o *Options) { o.Quantization = "fp4" }, OptionQuantization, `--quantization: quantization "fp4"`},
-	{func(o *Options) { o.TPU, o.Quantization = "v5litepod-4", "fp8" }, OptionQuantization, "--quantization \"fp8\": TPU v5e publishes no fp8 peak"},
+	{func(o *Options) { o.TPU, o.Quantization = "v5litepod-4", "fp8" }, OptionQuantization, "--quantization \"fp8\": TPU v5e publishes no fp8 peak, want none (bf16) or int8"},
 	{func(o *Options) { o.Attention = "" }, OptionAttention, `--attention "", want flash or dot_product`},
 	{func(o *Options) { o.VocabTiles = 0 }, OptionVocabTiles, "--vocab-tiles 0, want 1 to 65536"},
 	{func(o *Options) { o.Efficiency = 1.5 }, OptionEfficiency, "--efficiency 1.5, want a number in [0.01, 1], or 0"},

@@ -109,7 +109,7 @@ func warnings(p Plan) []Note {
 	if n, ok := pastPositions(p.Request); ok {
 		w = append(w, n)
 	}
-	if n, ok := ringWarning(p); ok {
+	if n, ok := maxTextWarning(p); ok {
 		w = append(w, n)
 	}
 	if n, ok := p.bandWithheld(); ok {
