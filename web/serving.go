@@ -138,7 +138,7 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 	if err != nil {
 		return nil, cannotServe(err)
 	}
-	p.Warnings = append(p.Warnings, p.SimMisses(sim)...) // as the CLI's
+	p.Warnings = append(append(p.Warnings, p.BandWarnings()...), p.SimMisses(sim)...) // as the CLI's
 	v := newServingView(p, id)
 	v.J.Simulation = export.Simulation(sim, q.Mix, q.Seed)
 	v.Download.Simulation = v.J.Simulation
@@ -148,6 +148,9 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 	}
 	var st strings.Builder
 	if err := sim.WriteText(&st, what); err != nil {
+		return nil, err
+	}
+	if err := sim.WriteBand(&st, q.Mix); err != nil {
 		return nil, err
 	}
 	v.Sim = st.String()

@@ -117,7 +117,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	} else if err != nil {
 		return inferenceError(err)
 	}
-	p.Warnings = append(p.Warnings, p.SimMisses(sim)...)
+	p.Warnings = append(append(p.Warnings, p.BandWarnings()...), p.SimMisses(sim)...)
 	p = p.Phrase(fieldFlag) // the options its notes name, as flags
 	cmd := export.VLLMServe(p, id)
 	if f.json {
@@ -131,15 +131,25 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	if err := writeInference(stdout, p, cmd); err != nil {
 		return err
 	}
-	what := fmt.Sprintf("%s lengths, %d concurrent clients", mix, load.Concurrency)
-	if r.RequestRate > 0 {
-		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", mix, r.RequestRate, q.Seed)
-	}
-	fmt.Fprintln(stdout)
-	if err := sim.WriteText(stdout, what); err != nil {
+	if err := writeSim(stdout, sim, q, load.Concurrency); err != nil {
 		return err
 	}
 	return unborne(p, sim)
+}
+
+// writeSim writes sim, the simulation of q's plan at concurrency
+// clients (or q's request rate), after a blank line: its measurements
+// and their held-out band.
+func writeSim(w io.Writer, sim inference.SimResult, q inference.Question, concurrency int) error {
+	what := fmt.Sprintf("%s lengths, %d concurrent clients", q.Mix, concurrency)
+	if rate := q.Request.RequestRate; rate > 0 {
+		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", q.Mix, rate, q.Seed)
+	}
+	fmt.Fprintln(w)
+	if err := sim.WriteText(w, what); err != nil {
+		return err
+	}
+	return sim.WriteBand(w, q.Mix)
 }
 
 // unsetDefaults sets the options whose flags were not given, and whose
@@ -168,7 +178,8 @@ func unborne(p inference.Plan, sim inference.SimResult) error {
 	if err := bestEffort(p); err != nil || len(misses) == 0 {
 		return err
 	}
-	return fmt.Errorf("inference: the simulation does not bear the plan out (%s above): its steady state does not hold for these requests", unit.Plural(len(misses), "warning"))
+	// count only the simulation's warnings: the plan's own are above too
+	return fmt.Errorf("inference: the simulation does not bear the plan out (the simulation's %s above): its steady state does not hold for these requests", unit.Plural(len(misses), "warning"))
 }
 
 // bestEffort is the error of a plan no layout of which meets the SLOs:
