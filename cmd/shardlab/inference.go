@@ -63,7 +63,7 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 		"throughput: the most output tokens/s per chip that meets the SLOs; latency: the least inter-token latency, then TTFT")
 	durationVar(fs, &o.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")
 	durationVar(fs, &o.ITLSLO, "itl-slo", 0, 0, time.Hour, "0: no target", "inter-token latency target at the offered load")
-	fs.StringVar(&o.LengthMix, "length-mix", d.LengthMix, "the requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+"); a mix is planned at its mean request and its longest, and simulated")
+	fs.StringVar(&o.LengthMix, "length-mix", d.LengthMix, "the requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file ("+inference.HistogramLayout+"); a mix is planned at its mean request and its longest, and simulated")
 	uint64Var(fs, &o.Seed, "seed", d.Seed, 0, inference.MaxSeed, "", "seed of the simulation's lengths and arrivals")
 	intVar(fs, &o.NumRequests, "num-requests", d.NumRequests, 1, inference.MaxSimRequests, "", "requests the simulation serves")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
@@ -213,7 +213,7 @@ func readMix(mix string) ([]byte, error) {
 		return nil, nil
 	}
 	if _, err := os.Stat(mix); errors.Is(err, os.ErrNotExist) {
-		return nil, bad("--length-mix %q: no such file, want fixed, uniform:A-B or a histogram file (lines %s)", mix, inference.HistogramHeader)
+		return nil, bad("--length-mix %q: no such file, want fixed, uniform:A-B or a histogram file (%s)", mix, inference.HistogramLayout)
 	}
 	h, err := readFile("--length-mix", mix, maxMixBytes)
 	if err == nil && h == nil {

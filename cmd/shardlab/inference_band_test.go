@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"shardlab/export"
+	"shardlab/inference"
 	"shardlab/unit"
 )
 
@@ -81,5 +82,20 @@ func TestUnborneCountsItsWarnings(t *testing.T) {
 	}
 	if want := fmt.Sprintf("(the simulation's %s above)", unit.Plural(sim, "warning")); !strings.Contains(errOut, want) {
 		t.Errorf("stderr %q lacks %q", errOut, want)
+	}
+}
+
+// TestLengthMixHelpSaysHeader: --length-mix's help says a histogram
+// file's first line is its header, which ParseHistogram requires: a
+// file of bins alone is refused (review171: the help said only "lines
+// prompt_len,output_len,weight").
+func TestLengthMixHelpSaysHeader(t *testing.T) {
+	fs, _ := newInferenceFlags()
+	help := fs.Lookup("length-mix").Usage
+	if !strings.Contains(help, "a first line "+inference.HistogramHeader) {
+		t.Errorf("--length-mix help %q does not say the first line is the header %s", help, inference.HistogramHeader)
+	}
+	if _, err := inference.ParseHistogram([]byte("1024,1024,1\n")); err == nil {
+		t.Errorf("a histogram without its header line was read: the help's required header is not required")
 	}
 }
