@@ -66,7 +66,7 @@ func stringChoices(v []string) []choice {
 
 // servingForm is the serving form: its fields over the struct fields of
 // inference.Options, by JSON key.
-var servingForm = newOptionsForm(servingLooks, inference.DefaultOptions, inference.DefaultModel).withUnset(optionMaxNumBatchedTokens)
+var servingForm = newOptionsForm(servingLooks, inference.DefaultOptions, inference.DefaultModel).withUnset(optionMaxNumBatchedTokens).withAccepted(inference.Accepted)
 
 // optionMaxNumBatchedTokens is vLLM's token budget, unset (the default,
 // not given) where a query leaves it out (withUnset).
