@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"shardlab/export"
+	"shardlab/inference"
 	"shardlab/internal/accept"
 	"shardlab/internal/braces"
-	"shardlab/inference"
 	"shardlab/model"
 	"shardlab/unit"
 )
