@@ -1,7 +1,11 @@
 package validate
 
 import (
+	"fmt"
+	"strings"
+
 	"shardlab/inference"
+	"shardlab/unit"
 )
 
 // ServingBands measures the serving model's error on the report's
@@ -37,4 +41,18 @@ func ServingBands(rep ServingReport) []inference.ServingBand {
 		}
 	}
 	return out
+}
+
+// writeBands writes the held-out bands the serving plans print
+// (ServingBands): each length class's rows and the spread of each error.
+func writeBands(b *strings.Builder, bands []inference.ServingBand) {
+	fmt.Fprintln(b, "\nHeld-out bands of the serving plans (the vLLM rows above not fitted on, by the requests' mean lengths; inference.ServingBands):")
+	for _, band := range bands {
+		lat := "no row publishes TTFT or ITL"
+		if f, i := band.TTFT(), band.ITL(); f.Rows > 0 && i.Rows > 0 {
+			lat = fmt.Sprintf("TTFT %v, ITL %v, on the %s publishing them", f, i, unit.Plural(f.Rows, "row"))
+		}
+		fmt.Fprintf(b, "  requests %s: %d rows (%s): simulation %v, roofline %v; %s\n",
+			band.Class.Describe(), len(band.Rows), strings.Join(band.IDs(), ", "), band.Throughput(), band.Roofline(), lat)
+	}
 }

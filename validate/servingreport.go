@@ -50,6 +50,7 @@ func (rep ServingReport) WriteText(w io.Writer) error {
 	for _, s := range rep.sets() {
 		rep.writeSet(&b, s)
 	}
+	writeBands(&b, ServingBands(rep))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
