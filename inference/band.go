@@ -60,17 +60,20 @@ func (c LengthClass) Describe() string {
 // concurrency (Roofline, Layout.TokensPerSecond), and, where the row
 // publishes them (Latency), of the simulation's mean TTFT and ITL.
 type BandRow struct {
-	ID                   string
-	Prompt, Output       float64
-	Throughput, Roofline float64
-	Latency              bool
-	TTFT, ITL            float64
+	ID         string  `json:"row"`
+	Prompt     float64 `json:"mean_prompt_len_tokens"`
+	Output     float64 `json:"mean_output_len_tokens"`
+	Throughput float64 `json:"relative_error"`
+	Roofline   float64 `json:"roofline_relative_error"`
+	Latency    bool    `json:"latency_published"`
+	TTFT       float64 `json:"ttft_relative_error"`
+	ITL        float64 `json:"itl_relative_error"`
 }
 
 // ServingBand is the held-out vLLM rows of one length class.
 type ServingBand struct {
-	Class LengthClass
-	Rows  []BandRow
+	Class LengthClass `json:"length_class"`
+	Rows  []BandRow   `json:"rows"`
 }
 
 // ServingBands is the held-out vLLM rows of validate's serving table by
