@@ -33,6 +33,10 @@ type ServingJSON struct {
 	Warnings        []string     `json:"warnings"`
 	Command         []string     `json:"vllm_serve_args"`
 	CommandLine     string       `json:"vllm_serve_command"`
+	// HeldOutBand is the chosen layout's roofline throughput at the ends
+	// of its error on validate's held-out serving rows of the requests'
+	// length class (inference.ServingBand.Roofline); absent where none.
+	HeldOutBand *BandJSON `json:"held_out_band,omitempty"`
 	// Simulation is the front end's simulation of the plan, if it ran
 	// one (the CLI's inference.Simulate).
 	Simulation any `json:"simulation,omitempty"`
@@ -173,7 +177,7 @@ func Serving(p inference.Plan, cmd []string) ServingJSON {
 		PromptLen: r.PromptLen, OutputLen: r.OutputLen, Weights: string(r.Weights), KVCache: string(r.KVCache),
 		Checkpoint: string(r.Checkpoint), CheckpointGiven: r.CheckpointGiven,
 		Utilization: r.MemoryUtilization, Objective: string(r.Objective), TTFTSLO: r.TTFTSLO.Seconds(), ITLSLO: r.ITLSLO.Seconds(), BestEffort: p.BestEffort,
-		Layout:  toLayoutJSON(p, p.Best),
+		Layout: toLayoutJSON(p, p.Best), HeldOutBand: rooflineBand(p),
 		Reasons: append([]string{}, p.Reasons...), Warnings: append([]string{}, p.Warnings...),
 		Command: cmd, CommandLine: ShellQuote(cmd),
 	}
@@ -198,6 +202,10 @@ type SimJSON struct {
 	TokensPerSecond float64     `json:"output_tokens_per_s"`
 	TTFT            Percentiles `json:"ttft_s"`
 	ITL             Percentiles `json:"inter_token_latency_s"`
+	// HeldOutBand is vLLM's simulation's throughput and mean latencies at
+	// the ends of its error on validate's held-out serving rows of the
+	// mix's length class (inference.ServingBand); absent where none.
+	HeldOutBand *BandJSON `json:"held_out_band,omitempty"`
 }
 
 // Percentiles are a latency's, in seconds.
@@ -217,5 +225,6 @@ func percentiles(p inference.Percentiles) Percentiles {
 func Simulation(s inference.SimResult, mix inference.LengthMix, seed uint64) *SimJSON {
 	pc := percentiles
 	return &SimJSON{Engine: s.Engine.String(), LengthMix: mix.String(), Seed: seed, Replicas: s.Replicas, Requests: s.Requests, OutputTokens: s.OutputTokens,
-		Steps: s.Steps, Preemptions: s.Preemptions, Duration: s.Duration.Seconds(), TokensPerSecond: s.TokensPerSecond, TTFT: pc(s.TTFT), ITL: pc(s.ITL)}
+		Steps: s.Steps, Preemptions: s.Preemptions, Duration: s.Duration.Seconds(), TokensPerSecond: s.TokensPerSecond, TTFT: pc(s.TTFT), ITL: pc(s.ITL),
+		HeldOutBand: simBand(s, mix)}
 }

@@ -16,7 +16,7 @@ import (
 // result drained at once, over 100 steps.
 func hand() Config {
 	return Config{Chips: 1, VCPUs: 1, NUMANodes: 1, Placement: Local, CrossNUMA: 1, ExampleCost: 10 * time.Millisecond,
-		Batch: 4, ExampleBytes: 0, PCIe: 1e6, InfeedDepth: 2, HBMBuffers: 2, OutfeedDepth: 2,
+		Batch: 4, ExampleBytes: 0, PCIe: 1e6, HBM: 16 * unit.GiB, InfeedDepth: 2, HBMBuffers: 2, OutfeedDepth: 2,
 		Compute: 20 * time.Millisecond, Steps: 100, Seed: 1}
 }
 
@@ -216,7 +216,7 @@ func TestShortRunsSayNoSteadyState(t *testing.T) {
 	}
 	c := ForSlice(v5e)
 	c.VCPUs, c.Batch, c.Steps = 4, 1000, 1
-	if _, err := Run(c); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "steps = 1, want 2 to 100000") {
+	if _, err := Run(c); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "steps 1, want 2 to 100000") {
 		t.Errorf("Run(1 step) = %v, want steps refused", err)
 	}
 	if _, err := NewSim(c); err != nil {

@@ -12,8 +12,7 @@ package infeed
 
 import (
 	"errors"
-	"fmt"
-	"math"
+	"strconv"
 	"time"
 
 	"shardlab/hw"
@@ -41,7 +40,7 @@ func ParsePlacement(s string) (Placement, error) {
 	case Local, Interleaved, Node0:
 		return Placement(s), nil
 	}
-	return "", fmt.Errorf("infeed: placement %q: %w; want local, interleaved or node0", s, ErrInvalid)
+	return "", &ConfigError{Field: "{placement}", Value: strconv.Quote(s), Want: "local, interleaved or node0"}
 }
 
 // Config is one host's input pipeline.
@@ -59,6 +58,9 @@ type Config struct {
 	Batch        int           // examples per chip per step
 	ExampleBytes unit.Bytes
 	PCIe         unit.BytesPerSecond // per chip, for the HBM copy
+	// HBM is the chip's (hw.Chip.HBM), which its HBMBuffers input batches
+	// must fit in.
+	HBM unit.Bytes
 
 	InfeedDepth  int // batches the infeed queue holds, per chip
 	HBMBuffers   int // input batches HBM holds (2: double buffering)
@@ -80,76 +82,23 @@ const (
 	MaxSimulated    = 10 * 365 * 24 * time.Hour
 )
 
-// ErrInvalid is wrapped by configuration errors.
+// ErrInvalid is wrapped by configuration errors (ConfigError).
 var ErrInvalid = errors.New("invalid infeed config")
 
 // ForSlice fills a host configuration from the catalog for one VM of the
 // slice (hw.Slice.Host: v5litepod-8's one 8-chip ct5lp-hightpu-8t, not
 // v5e's usual 4-chip VM): its chips, vCPUs and PCIe bandwidth (package
-// hw's assumptions where they are not published), and NUMA nodes (1 where
-// not published).
+// hw's assumptions where they are not published), NUMA nodes (1 where
+// not published) and each chip's HBM.
 func ForSlice(s hw.Slice) Config {
 	c, h := s.Chip, s.Host()
 	numa := max(h.NUMANodes, 1)
 	return Config{
 		Chips: h.Chips, VCPUs: h.VCPUsOrAssumed(), NUMANodes: numa, Placement: Local, CrossNUMA: 1.3,
-		Batch: 256, ExampleCost: 2 * time.Millisecond, ExampleBytes: 32 * unit.KiB, PCIe: c.PCIeOrAssumed(),
+		Batch: 256, ExampleCost: 2 * time.Millisecond, ExampleBytes: 32 * unit.KiB, PCIe: c.PCIeOrAssumed(), HBM: c.HBM,
 		InfeedDepth: 2, HBMBuffers: 2, OutfeedDepth: 2,
 		ParamLoad: 0, Compute: 50 * time.Millisecond, Drain: time.Millisecond, Steps: 50, Seed: 1,
 	}
-}
-
-// Validate checks the configuration.
-func (c Config) Validate() error {
-	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("infeed: %s = %v, want %s: %w", field, v, want, ErrInvalid)
-	}
-	switch {
-	case c.Chips < 1 || c.Chips > 64:
-		return bad("chips", c.Chips, "1 to 64")
-	case c.VCPUs < 1 || c.VCPUs > 4096:
-		return bad("vcpus", c.VCPUs, "1 to 4096")
-	case c.NUMANodes < 1 || c.NUMANodes > 8:
-		return bad("NUMA nodes", c.NUMANodes, "1 to 8")
-	case !(c.CrossNUMA >= 1 && c.CrossNUMA <= 10): // refuses NaN too
-		return bad("cross-NUMA factor", c.CrossNUMA, "1 to 10")
-	case c.ExampleCost < 0 || c.ExampleCost > time.Hour:
-		return bad("example cost", c.ExampleCost, "0 to 1h")
-	case !(c.Jitter >= 0 && c.Jitter <= 10):
-		return bad("jitter", c.Jitter, "0 to 10")
-	case c.Batch < 1 || c.Batch > 1<<20:
-		return bad("batch", c.Batch, "1 to 1048576 examples")
-	case c.ExampleBytes < 0 || c.ExampleBytes > MaxExampleBytes || !(c.PCIe > 0) || math.IsInf(float64(c.PCIe), 0):
-		return bad("example bytes or PCIe", fmt.Sprint(c.ExampleBytes, " ", c.PCIe), "non-negative bytes and a positive bandwidth")
-	case c.InfeedDepth < 1 || c.HBMBuffers < 1 || c.OutfeedDepth < 1:
-		return bad("queue depths", fmt.Sprint(c.InfeedDepth, c.HBMBuffers, c.OutfeedDepth), "at least 1 each")
-	case c.ParamLoad < 0 || c.Compute <= 0 || c.Drain < 0:
-		return bad("param load, compute and drain times", fmt.Sprint(c.ParamLoad, c.Compute, c.Drain), "non-negative, compute positive")
-	case c.Steps < 1 || c.Steps > MaxSteps:
-		return bad("steps", c.Steps, fmt.Sprintf("1 to %d", MaxSteps))
-	case int64(c.Steps)*int64(c.Batch)*int64(c.Chips) > 50_000_000:
-		return bad("steps x batch x chips", int64(c.Steps)*int64(c.Batch)*int64(c.Chips), "at most 50 million examples")
-	}
-	// The clock is a time.Duration (int64 nanoseconds, 292 years). Bound
-	// the simulated time as if one vCPU did all the host's work, so no sum
-	// can overflow whatever MinVCPUs tries.
-	year := float64(365 * 24 * time.Hour)
-	limit := fmt.Sprintf("at most %.0f years of simulated time", float64(MaxSimulated)/year)
-	examples := float64(c.Steps) * float64(c.Batch) * float64(c.Chips)
-	if host := examples * float64(c.ExampleCost) * c.CrossNUMA; host > float64(MaxSimulated) {
-		return bad("steps x batch x chips x example cost x cross-NUMA factor", fmt.Sprintf("%.3g years", host/year), limit)
-	}
-	hbmCopy := float64(c.ExampleBytes) * float64(c.Batch) / float64(c.PCIe) * 1e9
-	if mxu := float64(c.Steps) * (float64(c.ParamLoad) + float64(c.Compute) + float64(c.Drain) + hbmCopy); mxu > float64(MaxSimulated) {
-		return bad("steps x (param load + compute + drain + HBM copy)", fmt.Sprintf("%.3g years", mxu/year), limit)
-	}
-	if _, err := ParsePlacement(string(c.Placement)); err != nil {
-		return err
-	}
-	if c.Placement == Local && c.VCPUs < c.NUMANodes {
-		return bad("vcpus", c.VCPUs, fmt.Sprintf("at least one per NUMA node (%d) with local placement", c.NUMANodes))
-	}
-	return nil
 }
 
 // Stalls is MXU waiting time by reason.

@@ -13,7 +13,7 @@ import (
 
 func base() Config {
 	return Config{Chips: 1, VCPUs: 4, NUMANodes: 1, Placement: Local, CrossNUMA: 1.3, ExampleCost: time.Millisecond,
-		Batch: 16, ExampleBytes: 1024, PCIe: 16e9, InfeedDepth: 2, HBMBuffers: 2, OutfeedDepth: 2,
+		Batch: 16, ExampleBytes: 1024, PCIe: 16e9, HBM: 16 * unit.GiB, InfeedDepth: 2, HBMBuffers: 2, OutfeedDepth: 2,
 		Compute: 2 * time.Millisecond, Steps: 200, Seed: 1}
 }
 

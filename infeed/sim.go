@@ -120,8 +120,8 @@ const MinMeasuredSteps = 2
 // be at least MinMeasuredSteps.
 func Run(c Config) (Result, error) {
 	if c.Steps < MinMeasuredSteps {
-		return Result{}, fmt.Errorf("infeed: steps = %d, want %d to %d: the steady state is measured from the end of the middle step (at least the first, the pipeline's fill) to the last, and one step leaves none: %w",
-			c.Steps, MinMeasuredSteps, MaxSteps, ErrInvalid)
+		return Result{}, bad("{steps}", c.Steps, fmt.Sprintf("%d to %d: the steady state is measured from the end of the middle step (at least the first, the pipeline's fill) to the last, and one step leaves none",
+			MinMeasuredSteps, MaxSteps))
 	}
 	s, err := NewSim(c)
 	if err != nil {

@@ -1,7 +1,6 @@
 package infeed
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -20,7 +19,7 @@ func (r Result) keepsUp() bool { return r.Bound() != HostBound }
 // host the bound, and the result is then the one at limit.
 func MinVCPUs(c Config, limit int) (n int, r Result, ok bool, err error) {
 	if limit < 1 {
-		return 0, Result{}, false, fmt.Errorf("infeed: vCPU limit %d: %w; want at least 1", limit, ErrInvalid)
+		return 0, Result{}, false, bad("vCPU limit", limit, "at least 1")
 	}
 	lo := 1
 	if c.Placement == Local {

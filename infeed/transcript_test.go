@@ -26,7 +26,7 @@ func TestTranscripts(t *testing.T) { golden.Transcripts(t, "run", runScript) }
 // events.
 func runScript(t *testing.T, cmd string) string {
 	c := Config{Chips: 1, VCPUs: 1, NUMANodes: 1, Placement: Local, CrossNUMA: 1, Batch: 1, ExampleCost: time.Millisecond,
-		ExampleBytes: 1000, PCIe: 1e6, InfeedDepth: 1, HBMBuffers: 2, OutfeedDepth: 1, Compute: time.Millisecond, Drain: time.Millisecond, Steps: 1, Seed: 1}
+		ExampleBytes: 1000, PCIe: 1e6, HBM: 16 * unit.GiB, InfeedDepth: 1, HBMBuffers: 2, OutfeedDepth: 1, Compute: time.Millisecond, Drain: time.Millisecond, Steps: 1, Seed: 1}
 	for _, kv := range strings.Fields(cmd)[1:] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {

@@ -105,6 +105,10 @@ func UniformMix(promptLo, promptHi, outputLo, outputHi int) (LengthMix, error) {
 // HistogramHeader is the first line of a length histogram.
 const HistogramHeader = "prompt_len,output_len,weight"
 
+// HistogramLayout says how a length histogram is laid out (ParseHistogram),
+// as help and errors describe it: the header line is required.
+const HistogramLayout = "a first line " + HistogramHeader + ", then a bin a line: prompt tokens, output tokens, weight"
+
 // MaxBins bounds a histogram's lines.
 const MaxBins = 1 << 16
 

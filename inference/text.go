@@ -138,7 +138,7 @@ func (p Plan) writeBest(w io.Writer) {
 		fmt.Fprintf(w, "  TTFT at %g requests/s (steady state, behind the step in progress and the prompts that arrived with it): mean %v, p90 %v, p99 %v; the TTFT SLO takes the mean\n",
 			r.RequestRate, secs(f.Mean), secs(f.P90), secs(f.P99))
 	}
-	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n\n", b.TokensPerSecond, b.PerChip)
+	fmt.Fprintf(w, "throughput: %.0f output tokens/s, %.0f per chip\n%s\n", b.TokensPerSecond, b.PerChip, p.rooflineBand())
 }
 
 // prefillParts names the terms of b's TTFT, which add up to it: the
@@ -206,7 +206,7 @@ func (p Plan) writeLayouts(w io.Writer) error {
 func secs(d time.Duration) unit.Seconds { return unit.Seconds(d.Seconds()) }
 
 // WriteText writes the simulation's measurements: the load it served,
-// throughput, and TTFT and ITL percentiles.
+// throughput, and TTFT and ITL percentiles; WriteBand writes their band.
 func (s SimResult) WriteText(w io.Writer, load string) error {
 	_, err := fmt.Fprintf(w, "simulated (%s scheduler, %s): one replica of %d served %d requests, %d output tokens in %v over %d steps, %d preemptions\n"+
 		"  throughput %.0f output tokens/s (all replicas)\n"+

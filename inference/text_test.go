@@ -42,6 +42,9 @@ func TestTextDurations(t *testing.T) {
 	if err := sim.WriteText(&b, "fixed lengths"); err != nil {
 		t.Fatal(err)
 	}
+	if err := sim.WriteBand(&b, load.Mix); err != nil {
+		t.Fatal(err)
+	}
 	out := b.String()
 	if m := goDuration.FindAllString(out, -1); len(m) > 0 {
 		t.Errorf("text prints durations as time.Duration does: %q\n%s", m, out)

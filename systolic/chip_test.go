@@ -3,6 +3,7 @@ package systolic
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"shardlab/hw"
@@ -85,6 +86,35 @@ func TestCompareOrdersCPUGPUTPU(t *testing.T) {
 	}
 	if cpu.AccessesPerMAC != 4 || gpu.AccessesPerMAC != 3+2.0/16 {
 		t.Errorf("CPU %v and GPU %v accesses per MAC, want 4 and 3.125 by their loop bodies", cpu.AccessesPerMAC, gpu.AccessesPerMAC)
+	}
+}
+
+// TestCompareTPUTimeIsTheClosedForm: compare's TPU time is the closed
+// form's cycles over the chip's MXUs, below the cycle-level simulation's
+// with its stalls, and its How says so (review171: compare gave 318 µs,
+// mxu's simulation 324 µs, and compare did not say which count it used).
+func TestCompareTPUTimeIsTheClosedForm(t *testing.T) {
+	g, p := GEMM{M: 4096, K: 4096, N: 4096}, preset(t, "v5p")
+	rows, err := Compare(g, Machines{CPUClockHz: 3e9, GPUALUs: 5000, GPUClockHz: 1.5e9, GPUTile: 16, TPU: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := ClosedForm(p.Array(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := float64(cf.Cycles) * float64(ceilDiv(cf.Folds, p.MXUs)) / float64(cf.Folds) / p.ClockHz
+	if tpu := rows[2]; tpu.Seconds != want || !strings.Contains(tpu.How, "closed form") {
+		t.Errorf("TPU row: %v s, how %q; want %v s, the closed form's, and a how that says so", tpu.Seconds, tpu.How, want)
+	}
+	a := p.Array()
+	a.HBMBytesPerCycle = p.HBMBytesPerCycle() // as shardlab mxu simulates the chip's MXU
+	sim, err := Simulate(a, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sim.Cycles <= cf.Cycles {
+		t.Errorf("simulated %d cycles, closed form %d: the How's stalls are not there", sim.Cycles, cf.Cycles)
 	}
 }
 

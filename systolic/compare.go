@@ -48,7 +48,9 @@ func countLoop(macs int64, body []op) int64 { return macs * int64(len(body)) }
 //     once per tile.
 //   - TPU MXU: weight stationary; operands enter the array once per fold
 //     and partial sums move between neighbouring MACs (the systolic closed
-//     form's buffer accesses).
+//     form's buffer accesses); its time is the closed form's cycles over
+//     the chip's MXUs (Preset.Cycles), which leaves out the stalls
+//     Simulate counts, and its How says so.
 func Compare(g GEMM, m Machines) ([]ExecModel, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
@@ -82,6 +84,6 @@ func Compare(g GEMM, m Machines) ([]ExecModel, error) {
 			How: fmt.Sprintf("each ALU reads two operands from shared memory and writes its intermediate; %dx%d tiles from global memory", m.GPUTile, m.GPUTile)},
 		{Processor: "TPU MXU (" + m.TPU.Chip.Name + ")", ALUs: mxuALUs, ClockHz: m.TPU.ClockHz, MACs: macs, MemoryAccesses: tpu,
 			AccessesPerMAC: float64(tpu) / float64(macs), Seconds: cycles / m.TPU.ClockHz,
-			How: "weights load once per fold; inputs stream in once; partial sums pass MAC to MAC"},
+			How: fmt.Sprintf("weights load once per fold; inputs stream in once; partial sums pass MAC to MAC; time by the closed form's cycles over %d MXUs, without the HBM and weight-load stalls a cycle-level simulation adds", m.TPU.MXUs)},
 	}, nil
 }

@@ -22,6 +22,10 @@ type ServingResult struct {
 	// TTFTError and ITLError the same for the means where published, else
 	// NaN.
 	Error, TTFTError, ITLError float64
+	// RooflineError is the same for the layout's roofline output
+	// tokens/s at the row's concurrency (Layout.TokensPerSecond), the
+	// plan's headline figure.
+	RooflineError float64
 }
 
 // Refused says the serving model does not fit the row's concurrency in
@@ -41,7 +45,7 @@ func EvaluateServing(rows []ServingRow) (ServingReport, error) {
 	var rep ServingReport
 	for _, row := range rows {
 		if row.NotModelled != "" || row.Model == "" {
-			rep.Results = append(rep.Results, ServingResult{Row: row, Error: math.NaN(), TTFTError: math.NaN(), ITLError: math.NaN()})
+			rep.Results = append(rep.Results, ServingResult{Row: row, Error: math.NaN(), TTFTError: math.NaN(), ITLError: math.NaN(), RooflineError: math.NaN()})
 			continue
 		}
 		req, err := row.Request()
@@ -110,15 +114,18 @@ func BuiltInServingReport() (ServingReport, error) {
 }
 
 func servingResult(row ServingRow, l inference.Layout, sim inference.SimResult) ServingResult {
-	rel := func(got, want float64) float64 {
-		if want <= 0 {
-			return math.NaN()
-		}
-		return (got - want) / want
-	}
 	p := row.Published
-	return ServingResult{Row: row, Modelled: true, Layout: l, Sim: sim, Error: rel(sim.TokensPerSecond, p.OutputTokensPerS),
-		TTFTError: rel(ms(sim.TTFT.Mean), p.MeanTTFTms), ITLError: rel(ms(sim.ITL.Mean), p.MeanITLms)}
+	return ServingResult{Row: row, Modelled: true, Layout: l, Sim: sim, Error: relative(sim.TokensPerSecond, p.OutputTokensPerS),
+		RooflineError: relative(l.TokensPerSecond, p.OutputTokensPerS),
+		TTFTError:     relative(ms(sim.TTFT.Mean), p.MeanTTFTms), ITLError: relative(ms(sim.ITL.Mean), p.MeanITLms)}
+}
+
+// relative is (got − want) / want, NaN where nothing was published.
+func relative(got, want float64) float64 {
+	if want <= 0 {
+		return math.NaN()
+	}
+	return (got - want) / want
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

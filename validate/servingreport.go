@@ -50,6 +50,7 @@ func (rep ServingReport) WriteText(w io.Writer) error {
 	for _, s := range rep.sets() {
 		rep.writeSet(&b, s)
 	}
+	writeBands(&b, ServingBands(rep))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -148,6 +149,10 @@ func (rep ServingReport) writeLatency(b *strings.Builder) {
 type ServingJSON struct {
 	Rows    []ServingRowJSON `json:"rows"`
 	Summary []ServingStats   `json:"summary"`
+	// HeldOutBands are the held-out bands the serving plans print
+	// (ServingBands); a row's TTFT and ITL errors are 0 where it
+	// publishes no latency (latency_published false).
+	HeldOutBands []inference.ServingBand `json:"held_out_bands"`
 }
 
 // ServingRowJSON is one row with its prediction; the prediction's fields
@@ -168,7 +173,7 @@ type ServingRowJSON struct {
 // JSON returns the serving report's machine-readable form: the summary
 // of each set, then of each set's engines.
 func (rep ServingReport) JSON() ServingJSON {
-	out := ServingJSON{Rows: []ServingRowJSON{}, Summary: []ServingStats{}}
+	out := ServingJSON{Rows: []ServingRowJSON{}, Summary: []ServingStats{}, HeldOutBands: ServingBands(rep)}
 	for _, r := range rep.Results {
 		out.Rows = append(out.Rows, r.JSON())
 	}

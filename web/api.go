@@ -287,6 +287,9 @@ func pastRange(key string, raw json.RawMessage) *fieldError {
 	}}
 }
 
+// utf8BOM is U+FEFF in UTF-8, the byte-order mark.
+const utf8BOM = "\uFEFF"
+
 // readAPIObject reads body as one JSON object whose keys are the API's,
 // each at most once, and returns the keys in order with their values.
 func readAPIObject(body []byte) ([]string, map[string]json.RawMessage, *fieldError) {
@@ -295,6 +298,12 @@ func readAPIObject(body []byte) ([]string, map[string]json.RawMessage, *fieldErr
 	}
 	if !utf8.Valid(body) {
 		return fail("the body is not UTF-8")
+	}
+	if bytes.HasPrefix(body, []byte(utf8BOM)) {
+		// RFC 8259 section 8.1: senders "MUST NOT add a byte order mark";
+		// a reader MAY ignore one. Refused, as every other body that is
+		// not plain JSON is, and named, not read as the byte 0xEF.
+		return fail("the body starts with a byte-order mark (U+FEFF), want UTF-8 JSON without one")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	switch tok, err := dec.Token(); {

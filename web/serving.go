@@ -66,7 +66,7 @@ func stringChoices(v []string) []choice {
 
 // servingForm is the serving form: its fields over the struct fields of
 // inference.Options, by JSON key.
-var servingForm = newOptionsForm(servingLooks, inference.DefaultOptions, inference.DefaultModel).withUnset(optionMaxNumBatchedTokens)
+var servingForm = newOptionsForm(servingLooks, inference.DefaultOptions, inference.DefaultModel).withUnset(optionMaxNumBatchedTokens).withAccepted(inference.Accepted)
 
 // optionMaxNumBatchedTokens is vLLM's token budget, unset (the default,
 // not given) where a query leaves it out (withUnset).
@@ -142,7 +142,7 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 	if err != nil {
 		return nil, cannotServe(err)
 	}
-	p.Warnings = append(p.Warnings, p.SimMisses(sim)...) // as the CLI's
+	p.Warnings = append(append(p.Warnings, p.BandWarnings()...), p.SimMisses(sim)...) // as the CLI's
 	v := newServingView(p, id)
 	v.J.Simulation = export.Simulation(sim, q.Mix, q.Seed)
 	v.Download.Simulation = v.J.Simulation
@@ -152,6 +152,9 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 	}
 	var st strings.Builder
 	if err := sim.WriteText(&st, what); err != nil {
+		return nil, err
+	}
+	if err := sim.WriteBand(&st, q.Mix); err != nil {
 		return nil, err
 	}
 	v.Sim = st.String()

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"net/url"
 	"reflect"
+	"shardlab/internal/accept"
+	"shardlab/internal/braces"
 	"slices"
 	"sort"
 	"strconv"
@@ -21,6 +23,11 @@ type form struct {
 	index    map[plan.Option][]int
 	fields   []field
 	defaults reflect.Value
+	// accepted is the range of a numeric option as its package gives it
+	// (inference.Accepted), which a field's text that is no number of it
+	// is refused with, as the CLI refuses the flag; nil where the package
+	// gives none.
+	accepted func(key string) (accept.Range, bool)
 }
 
 // newForm is the form of looks over struct type t, whose default value
@@ -98,10 +105,29 @@ func (f *form) read(q url.Values, ov reflect.Value) (formValues, fieldErrors) {
 			continue
 		}
 		if err := setValue(ov.Elem().FieldByIndex(fl.index), fl.Kind, vals[fl.Option]); err != nil {
-			bad = append(bad, textOf(fl.Option, "%s", err))
+			bad = append(bad, f.notNumber(fl.Option, vals[fl.Option], err))
 		}
 	}
 	return vals, bad
+}
+
+// notNumber is the error of text v of option o that setValue refused
+// with err: in the words of the option's range where its package gives
+// one (accepted), the options its note names spelt as the page names
+// them, else err's.
+func (f *form) notNumber(o plan.Option, v string, err error) *fieldError {
+	var r accept.Range
+	ok := false
+	if f.accepted != nil {
+		r, ok = f.accepted(string(o))
+	}
+	if !ok {
+		return textOf(o, "%s", err)
+	}
+	return &fieldError{o, func(name func(plan.Option) string) string {
+		spell := func(k string) string { return name(plan.Option(k)) }
+		return fmt.Sprintf("%s: %q, want %s", name(o), strings.TrimSpace(v), braces.Spell(r.Want(), spell, nil))
+	}}
 }
 
 // view is the form's groups with the values and each field's errors, and
@@ -240,6 +266,13 @@ type optionsForm[O any] struct {
 // only where it was not given).
 func (f optionsForm[O]) withUnset(keys ...plan.Option) optionsForm[O] {
 	f.unset = keys
+	return f
+}
+
+// withAccepted is f refusing a numeric field's text that is no number
+// in the words of the range accepted gives (form.accepted).
+func (f optionsForm[O]) withAccepted(accepted func(key string) (accept.Range, bool)) optionsForm[O] {
+	f.accepted = accepted
 	return f
 }
 

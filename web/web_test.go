@@ -560,6 +560,7 @@ func TestAPIExactJSON(t *testing.T) {
 		{"unterminated", `{"model": "llama3-8b"`, "", "malformed request"},
 		{"a fraction for a whole number", `{"slices": 1.5}`, "slices", `field \"slices\": want a whole number`},
 		{"not UTF-8", "{\"model\": \"llama\xff\"}", "", "the body is not UTF-8"},
+		{"a byte-order mark", "\xef\xbb\xbf{\"model\": \"llama3-8b\"}", "", "malformed request: the body starts with a byte-order mark (U+FEFF), want UTF-8 JSON without one"},
 	} {
 		code, body := post(t, h, tc.body)
 		var e apiError

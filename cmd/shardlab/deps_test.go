@@ -31,13 +31,13 @@ var layers = map[string][]string{
 	"collective":                {"hw", "unit"},
 	"schedule":                  nil,
 	"systolic":                  {"hw"},
-	"infeed":                    {"hw"},
+	"infeed":                    {"hw", "internal/braces"}, // internal/braces: ConfigError names its fields as {key}, which the CLI spells as flags (review171)
 	"cost":                      {"hw", "model", "mesh", "collective", "schedule", "systolic"},
 	"plan":                      {"cost", "infeed", "schema", "maxtext", "internal/braces", "internal/errtext"}, // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries; maxtext: the {mesh} option counts JAX devices by MaxText's in-chip rule (issue 28)
 	"validate":                  {"plan", "cost", "inference", "maxtext"},
 	"capacity":                  {"hw", "plan"},
 	"budget":                    {"plan", "capacity"},
-	"inference":                 {"hw", "model", "collective", "mesh", "internal/braces", "internal/errtext"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus; internal/errtext: its length-mix error quotes the mix's own words
+	"inference":                 {"hw", "model", "collective", "mesh", "internal/braces", "internal/errtext", "internal/accept"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus; internal/errtext: its length-mix error quotes the mix's own words; internal/accept: the serving options' ranges (Accepts)
 	"maxtext":                   {"mesh", "model"},
 	"export":                    {"plan", "inference", "maxtext"},
 	"chart":                     {"plan", "budget", "inference", "internal/errtext"},              // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI; budget's time against dollars (issue 31); serving latency and throughput against concurrency (issue 32)
@@ -51,6 +51,7 @@ var layers = map[string][]string{
 	"internal/golden":           nil,
 	"internal/enum":             nil, // not in ARCHITECTURE.md: one generic name table for small integer types (issue 30), under hw so that hw.NameCount, mesh.Axis and capacity's modes share it
 	"internal/braces":           nil, // not in ARCHITECTURE.md: the {key} markup of notes (issue 30), under plan and inference so that both spell their options with one reader
+	"internal/accept":           nil, // not in ARCHITECTURE.md: the words of a numeric option's accepted range, one text for the CLI's flags and the web forms (review171)
 	"internal/errtext":          nil, // not in ARCHITECTURE.md: a library error's own words, without its package's name and sentinel, for plan's and inference's option errors and cmd (review 140)
 	"internal/cputime":          nil, // test helper: the process's CPU time for the benchmarks
 	"collective/collectivetest": {"collective"},

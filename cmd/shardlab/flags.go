@@ -5,12 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
+	"shardlab/internal/accept"
 	"shardlab/model"
 )
 
@@ -77,39 +77,18 @@ func (f *floatFlag) Set(s string) error {
 	return nil
 }
 
-func (f *floatFlag) accepts(v float64) bool {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return false
-	}
-	if v == 0 && f.zero != "" {
-		return true
-	}
-	above := v > f.lo || (!f.loOpen && v == f.lo)
-	below := v < f.hi || (!f.hiOpen && v == f.hi)
-	return above && below
+// rangeOf is f's range as package accept words it.
+func (f *floatFlag) rangeOf() accept.Decimal {
+	return accept.Decimal{Lo: f.lo, Hi: f.hi, LoOpen: f.loOpen, HiOpen: f.hiOpen, Zero: f.zero, Unit: f.unit}
 }
 
-func (f *floatFlag) want() string { return strings.ReplaceAll(f.usage(), "`", "") }
+func (f *floatFlag) accepts(v float64) bool { return f.rangeOf().Contains(v) }
+
+func (f *floatFlag) want() string { return f.rangeOf().Want() }
 
 // usage is the accepted range for -h, with the placeholder name in back
 // quotes (flag.UnquoteUsage).
-func (f *floatFlag) usage() string {
-	l, r := "[", "]"
-	if f.loOpen {
-		l = "("
-	}
-	if f.hiOpen {
-		r = ")"
-	}
-	s := fmt.Sprintf("a finite `number` in %s%g, %g%s", l, f.lo, f.hi, r)
-	if f.unit != "" {
-		s += " " + f.unit
-	}
-	if f.zero != "" {
-		s += ", or 0 for " + f.zero
-	}
-	return s
-}
+func (f *floatFlag) usage() string { return f.rangeOf().Usage() }
 
 // intFlag is an int, int64 or uint64 flag that accepts a whole decimal
 // number in [lo, hi]; note says what special values inside the range mean
@@ -157,11 +136,9 @@ func parseWhole[T int | int64 | uint64](s string) (v T, ok bool) {
 // lowest is the range's low end, for tests.
 func (f *intFlag[T]) lowest() int64 { return int64(f.lo) }
 
-func (f *intFlag[T]) want() string { return withNote(f.rangeText(), f.note) }
+func (f *intFlag[T]) want() string { return accept.Whole[T]{Lo: f.lo, Hi: f.hi, Note: f.note}.Want() }
 
-func (f *intFlag[T]) rangeText() string {
-	return fmt.Sprintf("a whole `number` from %d to %d", f.lo, f.hi)
-}
+func (f *intFlag[T]) rangeText() string { return accept.Whole[T]{Lo: f.lo, Hi: f.hi}.Usage() }
 
 // durationFlag is a time.Duration flag that accepts a duration in [lo, hi].
 type durationFlag struct {
@@ -179,30 +156,15 @@ func (f *durationFlag) Set(s string) error {
 	return nil
 }
 
-func (f *durationFlag) want() string { return withNote(f.rangeText(), f.note) }
-
-func (f *durationFlag) rangeText() string {
-	return fmt.Sprintf("a `duration` from %v to %v", f.lo, f.hi)
+func (f *durationFlag) want() string {
+	return accept.Duration{Lo: f.lo, Hi: f.hi, Note: f.note}.Want()
 }
 
-// withNote is the range for errors, without back quotes: "a whole number
-// from 0 to 10 (0: the default)".
-func withNote(rangeText, note string) string {
-	s := strings.ReplaceAll(rangeText, "`", "")
-	if note != "" {
-		s += " (" + note + ")"
-	}
-	return s
-}
+func (f *durationFlag) rangeText() string { return accept.Duration{Lo: f.lo, Hi: f.hi}.Usage() }
 
 // usageNote is the range for -h: "(a whole `number` from 0 to 10; 0: the
 // default)".
-func usageNote(rangeText, note string) string {
-	if note != "" {
-		rangeText += "; " + note
-	}
-	return " (" + rangeText + ")"
-}
+func usageNote(rangeText, note string) string { return accept.UsageNote(rangeText, note) }
 
 // choiceFlag is a string flag with enumerated values, matched in any case:
 // the value is lower-cased and must be one of choices (or an alias that

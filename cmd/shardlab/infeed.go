@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -92,12 +93,37 @@ func runInfeed(args []string, stdout, stderr io.Writer) error {
 		r, err = infeed.Run(c)
 	}
 	if err != nil {
-		return usageError{err}
+		return infeedError(err)
 	}
 	if *f.asJSON {
 		return writeJSON(stdout, infeedJSON(vm, c, r, vmVCPUs, sw))
 	}
 	return writeInfeed(stdout, vm, c, r, vmVCPUs, sw)
+}
+
+// infeedError is err with the Config fields an infeed.ConfigError names
+// spelt as the flags that set them (example_bytes is --example-bytes),
+// or in words where no flag does (hbm_buffers is HBM buffers); exit 2.
+func infeedError(err error) error {
+	var ce *infeed.ConfigError
+	if errors.As(err, &ce) {
+		return usageError{errors.New(ce.Phrase(infeedField))}
+	}
+	return usageError{err}
+}
+
+// infeedFields are the infeed.Config fields no flag of the same name
+// sets, as the command's errors name them.
+var infeedFields = map[string]string{"placement": "--numa", "chips": "chips",
+	"numa_nodes": "NUMA nodes", "pcie": "PCIe bandwidth", "hbm": "HBM", "hbm_buffers": "HBM buffers"}
+
+// infeedField names Config field key as the command does: its flag, or
+// infeedFields' words.
+func infeedField(key string) string {
+	if s, ok := infeedFields[key]; ok {
+		return s
+	}
+	return "--" + strings.ReplaceAll(key, "_", "-")
 }
 
 // The most examples (steps x batch x chips) the command simulates: the
@@ -130,7 +156,7 @@ func (f *infeedFlags) configure(c *infeed.Config, set map[string]bool, stderr io
 		c.VCPUs = *f.vcpus
 	}
 	if c.Placement, err = infeed.ParsePlacement(*f.numa); err != nil {
-		return usageError{err}
+		return infeedError(err)
 	}
 	if set["cross-numa"] && (c.Placement == infeed.Local || c.NUMANodes == 1) {
 		warn(stderr, "infeed", "--cross-numa has no effect: no worker feeds a chip on another NUMA node (%s placement, %d NUMA nodes)", c.Placement, c.NUMANodes)

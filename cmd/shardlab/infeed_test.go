@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"shardlab/hw"
 	"shardlab/infeed"
 )
 
@@ -127,6 +128,35 @@ func TestInfeedStepsMeasureASteadyState(t *testing.T) {
 	for _, want := range []string{"not the steady state, which is no shorter than the outfeed drain's 100 ms a step", "verdict     the outfeed fills"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("--steps 8, a slow outfeed: exit %d %s, lacks %q:\n%s", code, errOut, want, out)
+		}
+	}
+}
+
+// TestInfeedBatchesFitHBM: a batch whose input buffers exceed the chip's
+// HBM (hw, tpu7x: 192 GiB) is refused with exit 2, naming the flags, the
+// value and the limit (review171 finding 6: 1 GiB × 1048576 × 2 buffers,
+// 2 PiB, was simulated).
+func TestInfeedBatchesFitHBM(t *testing.T) {
+	chip, err := hw.Lookup("tpu7x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail(t, []string{"infeed", "--tpu", "tpu7x", "--example-bytes", "1073741824", "--batch", "1048576", "--steps", "2", "--sweep=false"},
+		"infeed: --example-bytes x --batch x HBM buffers = 1073741824 x 1048576 x 2 = 2.00 PiB, want at most the chip's HBM, "+chip.HBM.String())
+}
+
+// TestInfeedErrorsNameFlags: infeed's refusals name the flag, in the
+// house format, without the sentinel's text (review171).
+func TestInfeedErrorsNameFlags(t *testing.T) {
+	fail(t, []string{"infeed", "--vcpus", "1", "--sweep=false"}, "infeed: --vcpus 1, want at least one per NUMA node (2) with local placement")
+	_, errOut, _ := runCmd("infeed", "--vcpus", "1", "--sweep=false")
+	if strings.Contains(errOut, "invalid infeed config") {
+		t.Errorf("stderr %q ends in the sentinel's text", errOut)
+	}
+	fs, _ := newInfeedFlags()
+	for key, name := range infeedFields {
+		if strings.HasPrefix(name, "--") && fs.Lookup(name[2:]) == nil {
+			t.Errorf("infeedFields names %s as %s, which is no flag", key, name)
 		}
 	}
 }

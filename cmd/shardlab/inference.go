@@ -8,10 +8,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
-	"time"
 
 	"shardlab/export"
 	"shardlab/inference"
+	"shardlab/internal/accept"
+	"shardlab/internal/braces"
 	"shardlab/model"
 	"shardlab/unit"
 )
@@ -39,35 +40,48 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	fs.StringVar(&o.Model, "model", d.Model, "catalog model name or a YAML/JSON spec file of at most 1 MiB")
 	fs.StringVar(&o.TPU, "tpu", d.TPU, "accelerator type, e.g. tpu7x-8 (one VM), v6e-8, tpu7x-16, tpu7x-2 (one chip);\na generation alone (tpu7x) is its usual VM (tpu7x-8, v6e-4, v5litepod-4, v5p-8), not the smallest that serves")
 	fs.StringVar(&o.HFModel, "hf-model", "", "the model as vllm serve names it: a Hugging Face repository or a path (default: the catalog model's repository)")
-	intVar(fs, &o.MaxModelLen, "max-model-len", 0, 0, inference.MaxTokens, "0: the catalog's sequence length for the model", "longest sequence, prompt and output, in tokens: by default the catalog's sequence length (seq_len: the training length or the native context, whichever the catalog describes the model at), at most the model's max_position_embeddings as the catalog records it from its config.json or model card (seq_len where it records none)")
-	intVar(fs, &o.Concurrency, "concurrency", inference.DefaultRequest().Concurrency, 1, inference.MaxConcurrency, "", "clients (a closed loop) across the replicas: the sequences decoding at once, or, with --max-num-seqs, those above it a replica waiting in vLLM's queue")
-	floatVar(fs, &o.RequestRate, "request-rate", 0, floatFlag{lo: inference.MinRequestRate, hi: inference.MaxRequestRate, zero: "use --concurrency", unit: "requests/s"},
+	a := inference.Accepts
+	wholeVar(fs, &o.MaxModelLen, "max-model-len", 0, a.MaxModelLen, "longest sequence, prompt and output, in tokens: by default the catalog's sequence length (seq_len: the training length or the native context, whichever the catalog describes the model at), at most the model's max_position_embeddings as the catalog records it from its config.json or model card (seq_len where it records none)")
+	wholeVar(fs, &o.Concurrency, "concurrency", inference.DefaultRequest().Concurrency, a.Concurrency, "clients (a closed loop) across the replicas: the sequences decoding at once, or, with --max-num-seqs, those above it a replica waiting in vLLM's queue")
+	floatVar(fs, &o.RequestRate, "request-rate", 0, decimalFlag(a.RequestRate),
 		fmt.Sprintf("arrival rate of requests; the concurrency is then what Little's law gives on each layout, and max-num-seqs the cap that admits %g%% of Poisson arrivals at once", 100*inference.AdmitQuantile))
-	intVar(fs, &o.PromptLen, "prompt-len", inference.DefaultRequest().PromptLen, 1, inference.MaxTokens, "", "prompt tokens per request (not with --length-mix other than fixed)")
-	intVar(fs, &o.OutputLen, "output-len", inference.DefaultRequest().OutputLen, 1, inference.MaxTokens, "", "output tokens per request (not with --length-mix other than fixed)")
+	wholeVar(fs, &o.PromptLen, "prompt-len", inference.DefaultRequest().PromptLen, a.PromptLen, "prompt tokens per request (not with --length-mix other than fixed)")
+	wholeVar(fs, &o.OutputLen, "output-len", inference.DefaultRequest().OutputLen, a.OutputLen, "output tokens per request (not with --length-mix other than fixed)")
 	choiceVar(fs, &o.Weights, "weights", d.Weights, []string{"bf16", "fp8", "int8"}, nil,
 		"weight precision served (default: the checkpoint's, --checkpoint-dtype)")
 	choiceVar(fs, &o.CheckpointDtype, "checkpoint-dtype", d.CheckpointDtype, []string{"bf16", "fp8", "int8"}, nil,
 		"the format the checkpoint vllm serve loads (--hf-model) stores its weights in; shardlab reads no checkpoint (default: the model catalog's record of the model's own repository: "+checkpointDtypes()+")")
-	intVar(fs, &o.MaxNumSeqs, "max-num-seqs", 0, 1, inference.MaxConcurrency, "default: --concurrency",
+	wholeVar(fs, &o.MaxNumSeqs, "max-num-seqs", 0, a.MaxNumSeqs,
 		"vLLM's max_num_seqs: sequences each replica runs at once (without --concurrency, the clients are this times the replicas)")
 	choiceVar(fs, &o.KVCacheDtype, "kv-cache-dtype", d.KVCacheDtype, inference.KVCacheDtypes, nil, "vLLM's KV cache dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte")
-	floatVar(fs, &o.MemoryUtilization, "gpu-memory-utilization", d.MemoryUtilization, floatFlag{lo: 0, hi: 1, loOpen: true}, "share of a device's HBM vLLM may fill (vllm's default 0.92)")
-	intVar(fs, &o.MaxNumBatchedTokens, "max-num-batched-tokens", d.MaxNumBatchedTokens, 1, inference.MaxTokens, "", "the scheduler's tokens per step: the prefill chunk and activation buffers")
-	intVar(fs, &o.TP, "tensor-parallel-size", 0, 0, 1024, "0: search", "fix the tensor-parallel size, in JAX devices (TPU7x: 2 a chip)")
-	intVar(fs, &o.DP, "data-parallel-size", 0, 0, 1<<16, "0: fill the slice",
+	floatVar(fs, &o.MemoryUtilization, "gpu-memory-utilization", d.MemoryUtilization, decimalFlag(a.MemoryUtilization), "share of a device's HBM vLLM may fill (vllm's default 0.92)")
+	wholeVar(fs, &o.MaxNumBatchedTokens, "max-num-batched-tokens", d.MaxNumBatchedTokens, a.MaxNumBatchedTokens, "the scheduler's tokens per step: the prefill chunk and activation buffers")
+	wholeVar(fs, &o.TP, "tensor-parallel-size", 0, a.TP, "fix the tensor-parallel size, in JAX devices (TPU7x: 2 a chip)")
+	wholeVar(fs, &o.DP, "data-parallel-size", 0, a.DP,
 		"fix the replicas; with --tensor-parallel-size, TP × DP below the slice's devices leaves chips idle (the plan says so)")
 	fs.BoolVar(&o.EnableDPAttention, "enable-dp-attention", false,
 		"tpu-inference's enable_dp_attention: attention data-parallel across each replica's devices (latent-attention models always: false is refused for them)")
 	choiceVar(fs, &o.Objective, "objective", d.Objective, inference.Objectives, nil,
 		"throughput: the most output tokens/s per chip that meets the SLOs; latency: the least inter-token latency, then TTFT")
-	durationVar(fs, &o.TTFTSLO, "ttft-slo", 0, 0, time.Hour, "0: no target", "time-to-first-token target at the offered load")
-	durationVar(fs, &o.ITLSLO, "itl-slo", 0, 0, time.Hour, "0: no target", "inter-token latency target at the offered load")
-	fs.StringVar(&o.LengthMix, "length-mix", d.LengthMix, "the requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file (lines "+inference.HistogramHeader+"); a mix is planned at its mean request and its longest, and simulated")
-	uint64Var(fs, &o.Seed, "seed", d.Seed, 0, inference.MaxSeed, "", "seed of the simulation's lengths and arrivals")
-	intVar(fs, &o.NumRequests, "num-requests", d.NumRequests, 1, inference.MaxSimRequests, "", "requests the simulation serves")
+	durationVar(fs, &o.TTFTSLO, "ttft-slo", 0, a.TTFTSLO.Lo, a.TTFTSLO.Hi, a.TTFTSLO.Note, "time-to-first-token target at the offered load")
+	durationVar(fs, &o.ITLSLO, "itl-slo", 0, a.ITLSLO.Lo, a.ITLSLO.Hi, a.ITLSLO.Note, "inter-token latency target at the offered load")
+	fs.StringVar(&o.LengthMix, "length-mix", d.LengthMix, "the requests' lengths: fixed (--prompt-len, --output-len), uniform:A-B (prompt and output each drawn from A to B tokens), or a histogram file ("+inference.HistogramLayout+"); a mix is planned at its mean request and its longest, and simulated")
+	uint64Var(fs, &o.Seed, "seed", d.Seed, a.Seed.Lo, a.Seed.Hi, a.Seed.Note, "seed of the simulation's lengths and arrivals")
+	wholeVar(fs, &o.NumRequests, "num-requests", d.NumRequests, a.NumRequests, "requests the simulation serves")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	return fs, f
+}
+
+// wholeVar defines an int flag of the serving option's range r
+// (inference.Accepts), the options its note names spelt as flags.
+func wholeVar(fs *flag.FlagSet, p *int, name string, value int, r accept.Whole[int], usage string) {
+	intVar(fs, p, name, value, r.Lo, r.Hi, braces.Spell(r.Note, fieldFlag, nil), usage)
+}
+
+// decimalFlag is a float flag of the serving option's range r, the
+// options its zero names spelt as flags.
+func decimalFlag(r accept.Decimal) floatFlag {
+	return floatFlag{lo: r.Lo, hi: r.Hi, loOpen: r.LoOpen, hiOpen: r.HiOpen, zero: braces.Spell(r.Zero, fieldFlag, nil), unit: r.Unit}
 }
 
 // checkpointDtypes lists the catalog models whose checkpoints are not
@@ -117,7 +131,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	} else if err != nil {
 		return inferenceError(err)
 	}
-	p.Warnings = append(p.Warnings, p.SimMisses(sim)...)
+	p.Warnings = append(append(p.Warnings, p.BandWarnings()...), p.SimMisses(sim)...)
 	p = p.Phrase(fieldFlag) // the options its notes name, as flags
 	cmd := export.VLLMServe(p, id)
 	if f.json {
@@ -131,15 +145,25 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	if err := writeInference(stdout, p, cmd); err != nil {
 		return err
 	}
-	what := fmt.Sprintf("%s lengths, %d concurrent clients", mix, load.Concurrency)
-	if r.RequestRate > 0 {
-		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", mix, r.RequestRate, q.Seed)
-	}
-	fmt.Fprintln(stdout)
-	if err := sim.WriteText(stdout, what); err != nil {
+	if err := writeSim(stdout, sim, q, load.Concurrency); err != nil {
 		return err
 	}
 	return unborne(p, sim)
+}
+
+// writeSim writes sim, the simulation of q's plan at concurrency
+// clients (or q's request rate), after a blank line: its measurements
+// and their held-out band.
+func writeSim(w io.Writer, sim inference.SimResult, q inference.Question, concurrency int) error {
+	what := fmt.Sprintf("%s lengths, %d concurrent clients", q.Mix, concurrency)
+	if rate := q.Request.RequestRate; rate > 0 {
+		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", q.Mix, rate, q.Seed)
+	}
+	fmt.Fprintln(w)
+	if err := sim.WriteText(w, what); err != nil {
+		return err
+	}
+	return sim.WriteBand(w, q.Mix)
 }
 
 // unsetDefaults sets the options whose flags were not given, and whose
@@ -168,7 +192,8 @@ func unborne(p inference.Plan, sim inference.SimResult) error {
 	if err := bestEffort(p); err != nil || len(misses) == 0 {
 		return err
 	}
-	return fmt.Errorf("inference: the simulation does not bear the plan out (%s above): its steady state does not hold for these requests", unit.Plural(len(misses), "warning"))
+	// count only the simulation's warnings: the plan's own are above too
+	return fmt.Errorf("inference: the simulation does not bear the plan out (the simulation's %s above): its steady state does not hold for these requests", unit.Plural(len(misses), "warning"))
 }
 
 // bestEffort is the error of a plan no layout of which meets the SLOs:
@@ -202,7 +227,7 @@ func readMix(mix string) ([]byte, error) {
 		return nil, nil
 	}
 	if _, err := os.Stat(mix); errors.Is(err, os.ErrNotExist) {
-		return nil, bad("--length-mix %q: no such file, want fixed, uniform:A-B or a histogram file (lines %s)", mix, inference.HistogramHeader)
+		return nil, bad("--length-mix %q: no such file, want fixed, uniform:A-B or a histogram file (%s)", mix, inference.HistogramLayout)
 	}
 	h, err := readFile("--length-mix", mix, maxMixBytes)
 	if err == nil && h == nil {

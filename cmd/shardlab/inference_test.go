@@ -74,7 +74,7 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--tpu", "v4-8"}, []string{"--tpu v4", "tpu7x (the generations tpu-inference recommends) or v5p"}},
 		{[]string{"--prompt-len", "8000", "--output-len", "500", "--max-model-len", "8192"}, []string{"--output-len 500", "1 to 192"}},
 		{[]string{"--length-mix", "uniform:9-3"}, []string{`--length-mix "uniform:9-3"`, "uniform range", "1 <= A <= B"}},
-		{[]string{"--length-mix", "zipf"}, []string{`--length-mix "zipf": no such file, want fixed, uniform:A-B or a histogram file (lines prompt_len,output_len,weight)`}},
+		{[]string{"--length-mix", "zipf"}, []string{`--length-mix "zipf": no such file, want fixed, uniform:A-B or a histogram file (a first line prompt_len,output_len,weight, then a bin a line: prompt tokens, output tokens, weight)`}},
 		{[]string{"--length-mix", "uniform:100-5000"}, []string{`--length-mix "uniform:100-5000"`, "requests of 10000", "max_model_len 8192"}},
 		{[]string{"--length-mix", badMix}, []string{"--length-mix", "line 3", "output_len", `"3x00"`}},
 		{[]string{"--length-mix", "uniform:10-20", "--output-len", "500"}, []string{"inference: --output-len 500, want it unset beside --length-mix (uniform 10-20)", "mean request"}},
