@@ -230,9 +230,9 @@ func ParseDeadline(s string) (time.Duration, error) {
 func list(s string) ([]string, bool) {
 	var out []string
 	for _, item := range strings.Split(s, ",") {
-		item = strings.ToLower(strings.TrimSpace(item))
+		item = strings.TrimSpace(item) // as typed: errors echo it (review171)
 		for _, o := range out {
-			if o == item {
+			if strings.EqualFold(o, item) {
 				return nil, false
 			}
 		}

@@ -245,3 +245,22 @@ func ExampleParsePrices() {
 	// 2.7 true 2026-12-04
 	// false
 }
+
+// TestUserPriceEchoedAsTyped: a bad --price item is echoed as the user
+// typed it (review171: "tpu7x=Inf" read back as "tpu7x=inf"), while
+// generations and modes still match in any case.
+func TestUserPriceEchoedAsTyped(t *testing.T) {
+	for _, in := range []string{"tpu7x=Inf", "v6e:SPOT=NaN", "TPU7x=-1"} {
+		_, err := ParseUserPrices(in, "us-central1")
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q is not", in)) {
+			t.Errorf("ParseUserPrices(%q) = %v, want the item echoed as typed", in, err)
+		}
+	}
+	p, err := ParseUserPrices("TPU7x:SPOT=2.5", "us-central1")
+	if err != nil || len(p) != 1 || p[0].Generation != "tpu7x" || p[0].Mode != Spot {
+		t.Errorf("ParseUserPrices(TPU7x:SPOT=2.5) = %+v, %v, want tpu7x spot", p, err)
+	}
+	if _, err := ParseUserPrices("v6e=1,V6E=1", "us-central1"); err == nil {
+		t.Error("a generation given twice in two cases was accepted")
+	}
+}
