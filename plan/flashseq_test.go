@@ -13,18 +13,22 @@ import (
 // (maxtext.FlashBlocks; review170 finding 2) is refused under the MaxText
 // framework, naming {seq}, its value and what is accepted, and warned of
 // over every framework, where the plan's layout has no context axis; a
-// sequence of 8192, 512 or 300 tokens, dot_product attention, and a
+// sequence of 8192, 512 or 256 tokens, dot_product attention, and a
 // fixed mesh whose context ring runs it (768 over context 2: 384 tokens a
-// device) are not.
+// device) are not. 300 tokens is refused too (review178 finding 1: JAX's
+// kernel needs its key/value compute block, min(512, 300), a multiple of
+// 128).
 func TestMaxTextFlashSequence(t *testing.T) {
 	for _, tt := range []struct {
 		seq                   int
 		attention, mesh, want string
 	}{
 		{12000, "flash", "", "--seq 12000: MaxText's flash attention (JAX's splash kernel) cuts the sequence into blocks of min(512, max_target_length) tokens"},
-		{768, "", "", "needs it at most 512 or a multiple of 512 (such as 512 or 1024); pass such a --seq, or --attention dot_product, or a --mesh with a context axis"},
+		{768, "", "", "needs it a multiple of 512, or exactly 128, 256 or 384 (such as 512 or 1024); pass such a --seq, or --attention dot_product, or a --mesh with a context axis whose ring runs it"},
 		{768, "", "fsdp=64", "--seq 768: "},
-		{8192, "", "", ""}, {512, "", "", ""}, {300, "", "", ""},
+		{300, "", "", "--seq 300: MaxText's flash attention"},
+		{300, "", "", "(such as 256 or 384); pass such a --seq, or --attention dot_product"},
+		{8192, "", "", ""}, {512, "", "", ""}, {256, "", "", ""},
 		{12000, "dot_product", "", ""},
 		{768, "", "fsdp=32,context=2", ""},
 	} {
