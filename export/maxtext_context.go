@@ -61,7 +61,7 @@ func contextParallel(set func(string, any), c *MaxTextConfig, j cost.Job, block 
 
 // flashBlocks refuses a job whose sequence MaxText's flash attention
 // cannot cut into its splash kernel's blocks without context parallelism
-// (maxtext.FlashBlocks: at most 512 tokens or a multiple of 512); ctx is
+// (maxtext.FlashBlocks: a multiple of 512 tokens, or 128, 256 or 384); ctx is
 // MaxText's context size in JAX devices, whose ring contextParallel
 // checks, blocks and all (maxtext.Ring.Check).
 func flashBlocks(j cost.Job, ctx int) error {

@@ -132,7 +132,7 @@ func TestRingAgainstTranscription(t *testing.T) {
 						}
 						// the kernel's blocks, when it is built
 						// (TestFlashBlocksAgainstTranscription)
-						if ctx > 1 && att == "flash" && transcribedSplash(SplashBlock, splashLanes, seq, ctx) {
+						if ctx > 1 && att == "flash" && transcribedSplash(SplashBlock, splashLanes, seq, ctx, false) {
 							want = "refused"
 						}
 						got := ""

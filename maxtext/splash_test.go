@@ -27,6 +27,14 @@ func splashRules(t *testing.T) string {
 // follows, each found in it as MaxText writes it.
 var splashSources = []string{
 	"block_q=min(self.block_q, query.shape[2]),",
+	"block_kv_compute=min(self.block_kv_compute, key.shape[2]),",
+	"block_kv_dq=None if self.use_fused_bwd_kernel else min(self.block_kv_dq, query.shape[2]),",
+	"or (self.attention_kernel == \"autoselected\" and length < 128)",
+	"elif self.attention_kernel in (\"flash\", \"autoselected\"):",
+	"### jax: splash_attention_kernel.py 39-40\nNUM_LANES = 128\n",
+	"    raise ValueError(f\"{bkv=} must be a multiple of {bkv_compute=}.\")",
+	"  if bkv_compute % NUM_LANES:\n    raise ValueError(f\"{bkv_compute=} must be a multiple of {NUM_LANES}.\")",
+	"(_splash_attention_bwd_dq)\n  if bkv % NUM_LANES:\n    raise ValueError(f\"{bkv=} must be a multiple of {NUM_LANES}.\")",
 	"if self.attention_type == AttentionType.COMPRESSED and (",
 	"mask_shape = (query.shape[2], key.shape[2])  # (q_seq_len, kv_seq_len)",
 	"q_seq_len_per_shard = q_seq_len // context_parallel_size",
@@ -39,27 +47,45 @@ var splashSources = []string{
 }
 
 // excerptInt reads key's integer from the excerpt's "key: N" or
-// "key = N" line.
+// "key = N" lines, which must agree where there are several (NUM_LANES,
+// JAX's kernel's and Tokamax's).
 func excerptInt(t *testing.T, src, key string) int {
 	t.Helper()
-	m := regexp.MustCompile(`(?m)^` + key + `(?:: | = )(\d+)$`).FindStringSubmatch(src)
+	ms := regexp.MustCompile(`(?m)^`+key+`(?:: | = )(\d+)$`).FindAllStringSubmatch(src, -1)
+	if ms == nil {
+		t.Fatalf("testdata/splash-rules.txt has no %s", key)
+	}
+	n, _ := strconv.Atoi(ms[0][1])
+	for _, m := range ms[1:] {
+		if m[1] != ms[0][1] {
+			t.Fatalf("testdata/splash-rules.txt has %s %s and %s", key, ms[0][1], m[1])
+		}
+	}
+	return n
+}
+
+// excerptBool reads key's "key: true" or "key: false" line.
+func excerptBool(t *testing.T, src, key string) bool {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + key + `: (true|false)$`).FindStringSubmatch(src)
 	if m == nil {
 		t.Fatalf("testdata/splash-rules.txt has no %s", key)
 	}
-	n, _ := strconv.Atoi(m[1])
-	return n
+	return m[1] == "true"
 }
 
 // transcribedSplash is whether MaxText's flash attention raises for a
 // causal sequence of seq tokens over context cp (at most 1: none), the
-// excerpt's lines followed one by one with its block sizes and lane
-// count: a second implementation of FlashBlocks. Without context the
-// JAX kernel's mask is the unpadded sequence with blocks of
-// min(sa_block_q, seq), one shard; with it (the load-balanced ring
-// export writes) the blocks are of min(sa_block_q, seq // cp), the dkv
-// block must be a multiple of the lanes, and the mask of seq tokens is
-// processed over cp shards.
-func transcribedSplash(block, lanes, seq, cp int) bool {
+// excerpt's lines followed one by one with its block sizes, lane count
+// and fused-backward key: a second implementation of FlashBlocks.
+// Without context JAX's kernel runs with blocks of min(sa_block_*, seq)
+// (create_sa_config): its forward needs the key/value compute block a
+// multiple of the lanes, as does its dq backward (not fused) its
+// key/value block, and its mask is the unpadded sequence, one shard.
+// With context (the load-balanced ring export writes) the blocks are of
+// min(sa_block_q, seq // cp), the dkv block must be a multiple of the
+// lanes, and the mask of seq tokens is processed over cp shards.
+func transcribedSplash(block, lanes, seq, cp int, fused bool) bool {
 	shards, blockQ := 1, min(block, seq)
 	if cp > 1 {
 		perShard := seq / cp // Python's //
@@ -68,6 +94,16 @@ func transcribedSplash(block, lanes, seq, cp int) bool {
 			return true // divmod by zero raises
 		}
 		if blockQ%lanes != 0 { // block_q_dkv, clamped the same
+			return true
+		}
+	} else {
+		// block_kv, block_kv_compute; _splash_attention_forward
+		bkv, bkvCompute := min(block, seq), min(block, seq)
+		if bkv%bkvCompute != 0 || bkvCompute%lanes != 0 {
+			return true
+		}
+		// block_kv_dq (None when fused); _splash_attention_bwd_dq
+		if bkvDQ := min(block, seq); !fused && bkvDQ%lanes != 0 {
 			return true
 		}
 	}
@@ -95,7 +131,8 @@ func TestFlashBlocksAgainstTranscription(t *testing.T) {
 	if block != SplashBlock || lanes != splashLanes {
 		t.Fatalf("SplashBlock %d, lanes %d; MaxText's sa_block_q %d, NUM_LANES %d", SplashBlock, splashLanes, block, lanes)
 	}
-	for _, key := range []string{"sa_block_kv", "sa_block_q_dkv", "sa_block_kv_dkv", "sa_block_q_dq", "sa_block_kv_dq"} {
+	fused := excerptBool(t, src, "sa_use_fused_bwd_kernel")
+	for _, key := range []string{"sa_block_kv", "sa_block_kv_compute", "sa_block_q_dkv", "sa_block_kv_dkv", "sa_block_kv_dkv_compute", "sa_block_q_dq", "sa_block_kv_dq"} {
 		if n := excerptInt(t, src, key); n != block {
 			t.Errorf("%s %d, want sa_block_q's %d: FlashBlocks reads one block for all", key, n, block)
 		}
@@ -103,7 +140,7 @@ func TestFlashBlocksAgainstTranscription(t *testing.T) {
 	refused := 0
 	for _, cp := range []int{1, 2, 4, 6, 8, 16} {
 		for seq := 1; seq <= 20000; seq++ {
-			want := transcribedSplash(block, lanes, seq, cp)
+			want := transcribedSplash(block, lanes, seq, cp, fused)
 			err := FlashBlocks("flash", seq, cp)
 			if got := err != nil; got != want {
 				t.Fatalf("FlashBlocks(flash, %d, %d) = %v; MaxText's kernels raise: %v", seq, cp, err, want)
@@ -128,11 +165,15 @@ func TestFlashBlocks(t *testing.T) {
 		seq, cp int
 		want    string // "" for accepted
 	}{
-		{8192, 1, ""}, {512, 1, ""}, {300, 1, ""}, {1024, 1, ""},
+		{8192, 1, ""}, {512, 1, ""}, {384, 1, ""}, {128, 1, ""}, {1024, 1, ""},
 		{12000, 1, "max_target_length 12000: MaxText's flash attention (JAX's splash kernel) cuts the sequence into blocks of min(512, max_target_length) tokens"},
-		{12000, 1, "needs it at most 512 or a multiple of 512 (such as 11776 or 12288)"},
+		{12000, 1, "needs its key/value blocks a multiple of 128 (the kernel's lanes), so it needs it a multiple of 512, or exactly 128, 256 or 384 (such as 11776 or 12288)"},
 		{768, 1, "(such as 512 or 1024)"},
 		{513, 1, "(such as 512 or 1024)"},
+		// review178 finding 1: JAX's kernel raises "bkv_compute=300 must
+		// be a multiple of 128"
+		{300, 1, "max_target_length 300: "}, {300, 1, "(such as 256 or 384)"},
+		{200, 1, "(such as 128 or 256)"}, {64, 1, "(such as 128 or 256)"}, {500, 1, "(such as 384 or 512)"},
 		{8192, 4, ""}, {768, 2, ""}, {1024, 8, ""}, {131072, 128, ""},
 		{12000, 4, "max_target_length / context_parallel_size = 12000 / 4 = 3000 tokens"},
 		{12000, 4, "it needs it a multiple of 4 x 512 = 2048, or exactly 512, 1024 or 1536 (shares of 128, 256 or 384)"},

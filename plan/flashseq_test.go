@@ -13,18 +13,22 @@ import (
 // (maxtext.FlashBlocks; review170 finding 2) is refused under the MaxText
 // framework, naming {seq}, its value and what is accepted, and warned of
 // over every framework, where the plan's layout has no context axis; a
-// sequence of 8192, 512 or 300 tokens, dot_product attention, and a
+// sequence of 8192, 512 or 256 tokens, dot_product attention, and a
 // fixed mesh whose context ring runs it (768 over context 2: 384 tokens a
-// device) are not.
+// device) are not. 300 tokens is refused too (review178 finding 1: JAX's
+// kernel needs its key/value compute block, min(512, 300), a multiple of
+// 128).
 func TestMaxTextFlashSequence(t *testing.T) {
 	for _, tt := range []struct {
 		seq                   int
 		attention, mesh, want string
 	}{
 		{12000, "flash", "", "--seq 12000: MaxText's flash attention (JAX's splash kernel) cuts the sequence into blocks of min(512, max_target_length) tokens"},
-		{768, "", "", "needs it at most 512 or a multiple of 512 (such as 512 or 1024); pass such a --seq, or --attention dot_product, or a --mesh with a context axis"},
+		{768, "", "", "needs it a multiple of 512, or exactly 128, 256 or 384 (such as 512 or 1024); pass such a --seq, or --attention dot_product, or a --mesh with context=2, whose ring runs it"},
 		{768, "", "fsdp=64", "--seq 768: "},
-		{8192, "", "", ""}, {512, "", "", ""}, {300, "", "", ""},
+		{300, "", "", "--seq 300: MaxText's flash attention"},
+		{300, "", "", "(such as 256 or 384); pass such a --seq, or --attention dot_product (no --mesh with a context axis runs it either)"},
+		{8192, "", "", ""}, {512, "", "", ""}, {256, "", "", ""},
 		{12000, "dot_product", "", ""},
 		{768, "", "fsdp=32,context=2", ""},
 	} {
@@ -47,6 +51,55 @@ func TestMaxTextFlashSequence(t *testing.T) {
 			case tt.want != "" && (!errors.As(err, &oe) || oe.Option != OptionSeq || !strings.Contains(oe.Phrase(flagName), tt.want)):
 				t.Errorf("seq %d %s --mesh %q: %v, want an OptionError for seq saying %q", tt.seq, o.Attention, tt.mesh, err, tt.want)
 			}
+		}
+	}
+}
+
+// TestFlashRefusalOffersRing: the MaxText framework's refusal of a
+// sequence its flash attention cannot cut without context parallelism
+// offers a {mesh} with a context axis only where the ring runs the
+// sequence (maxtext.Ring.Check) on a context size that divides the
+// slice's JAX devices, and names the smallest (review178 finding 5: seq
+// 1000 was offered one, though no context size's ring runs it).
+func TestFlashRefusalOffersRing(t *testing.T) {
+	for _, tt := range []struct {
+		model, tpu string
+		seq        int
+		context    string // "" where none is offered
+		mesh       string // a fixed mesh with that context, which plans
+	}{
+		{"llama3-8b", "v5p-128", 768, "context=2", "context=2,fsdp=32"}, // 384-token shares
+		{"llama3-8b", "v5p-128", 1000, "", ""},                          // no multiple of 128, nor any share of it
+		{"llama3-8b", "v5p-128", 12000, "", ""},                         // shares of 6000, 3000, 1200, 600 tokens
+		// 384-token shares over context 6, which does not divide 64
+		// devices; nor does 8 run it (288-token shares)
+		{"llama3-8b", "v5p-128", 2304, "", ""},
+		{"llama3-8b", "v5p", 2304, "context=6", ""},                     // a bare generation: any size
+		{"gemma2-9b", "v5p-128", 768, "", ""},                           // sliding-window layers: the ring runs none
+		{"llama3-8b", "tpu7x-16", 768, "context=2", "context=2,fsdp=8"}, // 8 chips, 16 JAX devices
+	} {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.Seq, o.Attention, o.Framework = tt.model, tt.tpu, tt.seq, "flash", string(FrameworkMaxText)
+		_, err := ParseRequest(o)
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Option != OptionSeq {
+			t.Errorf("%s on %s, seq %d: %v, want an OptionError for seq", tt.model, tt.tpu, tt.seq, err)
+			continue
+		}
+		got := oe.Phrase(flagName)
+		want := "(no --mesh with a context axis runs it either)"
+		if tt.context != "" {
+			want = "or a --mesh with " + tt.context + ", whose ring runs it"
+		}
+		if !strings.HasSuffix(got, want) {
+			t.Errorf("%s on %s, seq %d: %q, want it to end %q", tt.model, tt.tpu, tt.seq, got, want)
+		}
+		if tt.mesh == "" {
+			continue
+		}
+		o.Mesh = tt.mesh
+		if _, err := ParseRequest(o); err != nil {
+			t.Errorf("%s on %s, seq %d, mesh %s: %v, want a request: the context offered runs it", tt.model, tt.tpu, tt.seq, o.Mesh, err)
 		}
 	}
 }

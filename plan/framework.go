@@ -240,7 +240,8 @@ const flashFix = "pass such a {seq}, or {attention} dot_product"
 // ring the search holds to maxtext.Ring.Check, blocks and all. A search
 // without a fixed mesh could still find a layout whose ring cuts every
 // device's share into blocks (768 tokens over context 2: 384 each); the
-// request is refused all the same, and such a {mesh} plans it.
+// request is refused all the same, naming such a {mesh}'s context where
+// there is one (Request.ringContext), and such a {mesh} plans it.
 func parseMaxText(r *Request, o Options) error {
 	axes := r.Axes
 	if r.DeviceAxes != nil {
@@ -250,7 +251,30 @@ func parseMaxText(r *Request, o Options) error {
 	if r.Framework != FrameworkMaxText || fe == nil || fixedSize(axes, mesh.Context) > 1 {
 		return nil
 	}
-	return refuse(OptionSeq, strconv.Itoa(r.Seq), nil, " %d: %s; %s, or a {mesh} with a context axis whose ring runs it", r.Seq, fe.Why(), text(flashFix))
+	if c := r.ringContext(); c > 0 {
+		return refuse(OptionSeq, strconv.Itoa(r.Seq), nil, " %d: %s; %s, or a {mesh} with %s=%d, whose ring runs it", r.Seq, fe.Why(), text(flashFix), mesh.Context, c)
+	}
+	return refuse(OptionSeq, strconv.Itoa(r.Seq), nil, " %d: %s; %s (no {mesh} with a context axis runs it either)", r.Seq, fe.Why(), text(flashFix))
+}
+
+// ringContext is the smallest context size, in JAX devices, that divides
+// the slice's devices (any, for a bare generation) and whose ring
+// attention MaxText runs r's job on with no tensor axis
+// (maxtext.Ring.Check: an even size whose square divides the sequence,
+// the model's layers, and each device's share cut into blocks); 0 where
+// none does.
+func (r *Request) ringContext() int {
+	s := r.Multislice.Slice
+	devices := s.Chips() * max(s.Chip.JAXDevicesPerChip, 1)
+	for c := 2; c*c <= r.Seq; c += 2 {
+		if devices > 0 && devices%c != 0 {
+			continue
+		}
+		if r.ring(c, 1).Check() == nil {
+			return c
+		}
+	}
+	return 0
 }
 
 // maxTextWarning is the plan's warning that MaxText cannot run it as
