@@ -57,7 +57,7 @@ type Request struct {
 	// chips, this many of them. Empty takes the defaults.
 	SliceChips, SliceCounts []int
 	// Deadline and Budget drop configurations that take longer or cost
-	// more; 0 keeps all.
+	// more (Row.Cost: a commitment's whole-term bill); 0 keeps all.
 	Deadline time.Duration
 	Budget   float64 // dollars
 	// SpotPreemptionsPerHour is how often a spot slice is preempted. No
@@ -117,7 +117,8 @@ type Row struct {
 	// planner's measured error band (plan.Plan.Band); nil when the plan
 	// has none.
 	Band *RowBand `json:"prediction_band,omitempty"`
-	// Pareto is true when no other row is both faster and cheaper.
+	// Pareto is true when no other row is both faster and cheaper (Pareto,
+	// by Row.Cost).
 	Pareto bool `json:"pareto"`
 	// Energy is the row's energy and emissions, estimates from the chip
 	// power the user gave; nil when none was.
@@ -186,8 +187,8 @@ type Dropped struct {
 	fixes []string
 }
 
-// Result is the answer: the rows that meet the limits, cheapest first,
-// and everything left out with its reason.
+// Result is the answer: the rows that meet the limits, cheapest first
+// (Row.Cost), and everything left out with its reason.
 type Result struct {
 	Model    string  `json:"model"`
 	Tokens   float64 `json:"tokens"`
@@ -322,7 +323,7 @@ func (r Request) configs(c hw.Chip) ([]config, []Dropped) {
 
 // Sweep plans the job on every configuration the request bounds, prices it
 // in every mode the table has a price for, and ranks the rows that meet the
-// deadline and budget by dollars, then time. Each configuration is planned
+// deadline and budget by cost (Row.Cost), then time. Each configuration is planned
 // once, whatever its modes: the layout and step time do not depend on the
 // mode, only the goodput and the price.
 func Sweep(r Request) (Result, error) {
@@ -367,7 +368,7 @@ func (r Request) sweep() (Result, error) {
 	slices.SortStableFunc(res.Timed, func(a, b Timed) int { return cmp.Compare(a.TimeToTrainS, b.TimeToTrainS) })
 	res.Rows = r.limit(all, &res)
 	slices.SortStableFunc(res.Rows, func(a, b Row) int {
-		return cmp.Or(cmp.Compare(a.USD, b.USD), cmp.Compare(a.TimeToTrainS, b.TimeToTrainS))
+		return cmp.Or(cmp.Compare(a.Cost(), b.Cost()), cmp.Compare(a.TimeToTrainS, b.TimeToTrainS))
 	})
 	for _, i := range Pareto(res.Rows) {
 		res.Rows[i].Pareto = true
@@ -557,8 +558,10 @@ func (r Request) row(p *plan.Plan, ms hw.Multislice, m Mode, price Price) (row R
 	return row, e
 }
 
-// limit drops the rows over the deadline or budget, with their reasons,
-// and names the nearest when none is left.
+// limit drops the rows over the deadline or budget (Row.Cost: what a
+// commitment bills, used or not), with their reasons, and names the
+// nearest when none is left: its time and dollars, and its bill where
+// that is more.
 func (r Request) limit(rows []Row, res *Result) []Row {
 	var kept, over []Row
 	for _, row := range rows {
@@ -566,8 +569,8 @@ func (r Request) limit(rows []Row, res *Result) []Row {
 		if r.Deadline > 0 && row.TimeToTrainS > r.Deadline.Seconds() {
 			why = append(why, fmt.Sprintf("takes %s, over the %s deadline", days(row.TimeToTrainS), days(r.Deadline.Seconds())))
 		}
-		if r.Budget > 0 && row.USD > r.Budget {
-			why = append(why, fmt.Sprintf("costs %s, over the %s budget", dollars(row.USD), dollars(r.Budget)))
+		if r.Budget > 0 && row.Cost() > r.Budget {
+			why = append(why, fmt.Sprintf("%s, over the %s budget", row.costs(), dollars(r.Budget)))
 		}
 		if len(why) == 0 {
 			kept = append(kept, row)
@@ -579,6 +582,9 @@ func (r Request) limit(rows []Row, res *Result) []Row {
 	if len(kept) == 0 && len(over) > 0 {
 		best := slices.MinFunc(over, r.nearer)
 		res.Nearest = fmt.Sprintf("%s: %s, %s", best.name(), days(best.TimeToTrainS), dollars(best.USD))
+		if best.Cost() > best.USD {
+			res.Nearest += ", " + best.costs()
+		}
 		res.NearestRow = &best
 	}
 	return kept
@@ -586,10 +592,11 @@ func (r Request) limit(rows []Row, res *Result) []Row {
 
 // nearer orders rows over the limits, nearest first: by their worst
 // relative excess over the deadline and budget, ties by the other one
-// (both limits given), then the cheaper, then the faster. A tie over a
-// deadline alone goes to the cheaper row (the same configuration on
-// demand and committed takes the same time), one over a budget alone to
-// the faster.
+// (both limits given), then the cheaper, then the faster, cost and
+// budget weighing Row.Cost. A tie over a deadline alone goes to the
+// cheaper row (the same configuration on demand and committed takes the
+// same time, where a commitment bills its whole term), one over a budget
+// alone to the faster.
 func (r Request) nearer(a, b Row) int {
 	excess := func(row Row) (worst, other float64) {
 		var x []float64
@@ -597,7 +604,7 @@ func (r Request) nearer(a, b Row) int {
 			x = append(x, row.TimeToTrainS/r.Deadline.Seconds())
 		}
 		if r.Budget > 0 {
-			x = append(x, row.USD/r.Budget)
+			x = append(x, row.Cost()/r.Budget)
 		}
 		slices.Sort(x)
 		switch len(x) {
@@ -610,7 +617,7 @@ func (r Request) nearer(a, b Row) int {
 	}
 	wa, oa := excess(a)
 	wb, ob := excess(b)
-	return cmp.Or(cmp.Compare(wa, wb), cmp.Compare(oa, ob), cmp.Compare(a.USD, b.USD), cmp.Compare(a.TimeToTrainS, b.TimeToTrainS))
+	return cmp.Or(cmp.Compare(wa, wb), cmp.Compare(oa, ob), cmp.Compare(a.Cost(), b.Cost()), cmp.Compare(a.TimeToTrainS, b.TimeToTrainS))
 }
 
 // notes are the assumptions the rows and the unpriced timed rows rest on.
@@ -637,7 +644,7 @@ func (r Request) notes(rows []Row, timed []Timed, fl flexTerms) []string {
 		notes = append(notes, fmt.Sprintf("flex-start: at most %s a request (%s); a longer job is dropped, as it needs new requests that each wait for capacity", limitDays(fl.maxRun), fl.source))
 	}
 	if cud {
-		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; what the commitment bills, used or not, is the column "+termBillHead+": chips × the term's hours × the price for every whole term the job takes (its time to train over the term, rounded up)")
+		notes = append(notes, "cud-1y, cud-3y: the dollars are the job's chip-hours; what the commitment bills, used or not, is the column "+termBillHead+": chips × the term's hours × the price for every whole term the job takes (its time to train over the term, rounded up); the ranking, a budget and the Pareto front weigh that bill")
 	}
 	if slices.ContainsFunc(rows, func(row Row) bool { return row.Energy != nil }) {
 		notes = append(notes, r.energyNotes()...)

@@ -178,13 +178,16 @@ func TestSweepRefuses(t *testing.T) {
 
 // paretoBrute is the front by definition, among the rows that can
 // finish (not stalled): such a row is on it when no other such row is
-// at least as good in both and better in one.
+// at least as good in both time and what it bills (a commitment's
+// whole-term bill, else its dollars: the larger, as a row outside the
+// commitment modes has no bill) and better in one.
 func paretoBrute(rows []Row) []int {
+	bill := func(r Row) float64 { return math.Max(r.USD, r.CommitmentUSD) }
 	var out []int
 	for i, a := range rows {
 		dominated := a.Stalled // off the front, and dominating nothing
 		for j, b := range rows {
-			if i != j && !b.Stalled && b.TimeToTrainS <= a.TimeToTrainS && b.USD <= a.USD && (b.TimeToTrainS < a.TimeToTrainS || b.USD < a.USD) {
+			if i != j && !b.Stalled && b.TimeToTrainS <= a.TimeToTrainS && bill(b) <= bill(a) && (b.TimeToTrainS < a.TimeToTrainS || bill(b) < bill(a)) {
 				dominated = true
 				break
 			}
@@ -217,12 +220,24 @@ func TestParetoAgainstBruteForce(t *testing.T) {
 	if got, want := Pareto(rows), []int{0, 2, 4, 5}; !slices.Equal(got, want) {
 		t.Errorf("Pareto(constructed, with stalled rows) = %v, want %v", got, want)
 	}
+	// a commitment is weighed by its bill (review 178 #3): I, as fast as
+	// A and with the cheapest chip-hours of all, bills its whole term,
+	// $900, and is dominated by A; J's bill, $90, puts it on the front,
+	// where it dominates E and F (as fast, cheaper)
+	rows = append(rows, Row{TimeToTrainS: 10 * 86400, USD: 50, CommitmentUSD: 900, Mode: CUD3y},
+		Row{TimeToTrainS: 40 * 86400, USD: 20, CommitmentUSD: 90, Mode: CUD1y})
+	if got, want := Pareto(rows), []int{0, 2, 9}; !slices.Equal(got, want) {
+		t.Errorf("Pareto(constructed, with commitments) = %v, want %v", got, want)
+	}
 	// random cases, with ties and stalled rows, against the definition
 	rng := rand.New(rand.NewPCG(31, 0))
 	for n := range 500 {
 		rows := make([]Row, rng.IntN(12))
 		for i := range rows {
 			rows[i] = Row{TimeToTrainS: float64(rng.IntN(6)) * 3600, USD: float64(rng.IntN(6)), Stalled: rng.IntN(4) == 0}
+			if rng.IntN(3) == 0 { // a commitment, whose bill is at least its dollars
+				rows[i].Mode, rows[i].CommitmentUSD = CUD1y, rows[i].USD+float64(rng.IntN(4))
+			}
 		}
 		if got, want := Pareto(rows), paretoBrute(rows); !slices.Equal(got, want) {
 			t.Fatalf("case %d: Pareto = %v, brute force %v; rows %+v", n, got, want, rows)

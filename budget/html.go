@@ -50,6 +50,7 @@ li { margin: 0.2em 0; }
 {{end}}</table>
 <p>* on the Pareto front of time against dollars (bold){{with .Show}}; <code>{{.}}</code> prints the plan behind row N{{end}}{{if .Links}}; a row's number links to the plan behind it{{end}}.</p>
 <p>{{.TermLegend}}.</p>
+<p>{{.CostLegend}}.</p>
 {{else}}<p>{{.NoRows}}.</p>
 {{end}}<ul>
 {{range .Bands}}<li>band: {{.}}</li>
@@ -93,9 +94,10 @@ func (res Result) writeHTML(w io.Writer, name, show string, link func(Row) strin
 		Energy bool
 		Links  []string // by row, when link is given
 		NoRows string   // why there is no row, when there is none
-		// TermHead and TermLegend are the term bill's column and legend
-		TermHead, TermLegend string
-	}{TermHead: termBillHead, TermLegend: termBillLegend, R: res, Bands: bands, Prices: res.PricesUsed(), Show: show, Energy: res.energy()}
+		// TermHead and TermLegend are the term bill's column and legend,
+		// CostLegend what the ranking and the front weigh
+		TermHead, TermLegend, CostLegend string
+	}{TermHead: termBillHead, TermLegend: termBillLegend, CostLegend: costLegend, R: res, Bands: bands, Prices: res.PricesUsed(), Show: show, Energy: res.energy()}
 	if err := res.Err(); err != nil {
 		s := res.noRows(err)
 		d.NoRows = strings.ToUpper(s[:1]) + s[1:]

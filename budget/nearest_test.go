@@ -11,7 +11,9 @@ import (
 // the cheaper row, one over a budget to the faster, and with both limits
 // to the row less over the other. The review's case: 4 × v6e-256 takes
 // 14.7 days in every mode against a 1-day deadline, and the nearest was
-// the on-demand row ($978k), not the 3-year commitment ($442k).
+// the on-demand row ($978k), not the 3-year commitment ($442k). These
+// rows carry no term bill (Row.Cost is their dollars); with its bill,
+// the commitment is weighed by it (TestNearestWeighsTheBill).
 func TestNearestBreaksTiesByTheOtherMeasure(t *testing.T) {
 	day := 86400.0
 	row := func(mode Mode, days, usd float64) Row {

@@ -36,8 +36,9 @@ type Options struct {
 	// Deadline drops configurations that take longer: 30d, 36h, 90m; 0:
 	// none.
 	Deadline string `json:"deadline"`
-	// Budget drops configurations that cost more: dollars with an
-	// optional k or M; 0: none.
+	// Budget drops configurations that cost more (Row.Cost: a
+	// commitment's whole-term bill): dollars with an optional k or M; 0:
+	// none.
 	Budget string `json:"budget"`
 	// Region is the Google Cloud region prices are looked up in.
 	Region string `json:"region"`

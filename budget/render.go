@@ -121,6 +121,7 @@ func (res Result) WriteText(w io.Writer, show string) error {
 		}
 		b.WriteString("\n")
 		b.WriteString("  " + termBillLegend + "\n")
+		b.WriteString("  " + costLegend + "\n")
 		if bands, share := res.bands(); len(bands) > 0 {
 			fmt.Fprintf(&b, "  bands: time and dollars at the ends of validate's held-out %.0f %% band of the planner's error (%s)\n",
 				100*share, strings.Join(bands, "; "))
@@ -153,11 +154,13 @@ func (res Result) WriteText(w io.Writer, show string) error {
 	return err
 }
 
-// termBillHead heads the column of Row.CommitmentUSD, and
-// termBillLegend says what it is, in the text and the page alike.
+// termBillHead heads the column of Row.CommitmentUSD, termBillLegend
+// says what it is, and costLegend which column the ranking, a budget and
+// the Pareto front weigh (Row.Cost), in the text and the page alike.
 const (
 	termBillHead   = "bill (whole terms)"
 	termBillLegend = termBillHead + ": what a commitment bills, its chips for every whole term the job takes (its time to train over the term, rounded up; a warning says where that is more than one)"
+	costLegend     = "the ranking, a budget and the Pareto front weigh what a row costs: a commitment's " + termBillHead + ", used or not, else its dollars"
 )
 
 // writeTable writes the ranked table, with the energy columns when the

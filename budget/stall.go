@@ -39,15 +39,16 @@ func stalled(row Row, e capacity.Expectation) string {
 
 // neverKeeps is why a stalled row (warning w) is dropped, "" when it
 // is kept. One rule, whatever the floats do past it: a stalled row whose
-// time to train passes a thousand years or whose dollars pass $1T (the
-// bounds no question budget takes reaches, spell.go: a hundred times
-// MaxDeadline, MaxDollars) never finishes, as does one whose goodput is
+// time to train passes a thousand years or whose cost (Row.Cost: a
+// commitment's bill) passes $1T (the bounds no question budget takes
+// reaches, spell.go: a hundred times MaxDeadline, MaxDollars) never
+// finishes, as does one whose goodput is
 // 0 (capacity.ExpectInterrupted leaves its time 0, which the table read
 // as free and instant). Goodputs of 8.5e-16 and 3.1e-59 are dropped as
 // the one that underflows to 0 is (review 166); a stalled row at the
 // threshold, goodput about a third, trains and stays.
 func neverKeeps(row Row, w string) string {
-	if row.Goodput > 0 && row.TimeToTrainS <= maxSeconds && row.USD <= MaxDollars {
+	if row.Goodput > 0 && row.TimeToTrainS <= maxSeconds && row.Cost() <= MaxDollars {
 		return ""
 	}
 	return "it never finishes: " + w

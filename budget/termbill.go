@@ -71,3 +71,28 @@ func ordinal(n float64) string {
 	}
 	return fmt.Sprintf("%g%s", n, suffix)
 }
+
+// Cost is what the row costs its user, the dollars the budget, the
+// ranking and the Pareto front weigh: a commitment's bill
+// (CommitmentUSD), every whole term it takes, billed "whether or not
+// you use" it (the Compute Engine page termBill cites), else the job's
+// chip-hour dollars (USD), which other modes bill. The bill is never
+// below USD (termBill); the larger of the two keeps a row without a
+// bill (0 outside the commitment modes) at its dollars.
+func (row Row) Cost() float64 {
+	return max(row.USD, row.CommitmentUSD)
+}
+
+// costs spells what the row costs (Cost), as a reason over a budget
+// says it: "costs $1.77M" outside the commitment modes, "bills $8.21M
+// for a 3-year term" or "bills $8.48M for 2 whole 1-year terms" in them.
+func (row Row) costs() string {
+	term := row.Mode.term()
+	if term <= 0 || row.CommitmentUSD < row.USD {
+		return "costs " + dollars(row.Cost())
+	}
+	if row.CommitmentTerms > 1 {
+		return fmt.Sprintf("bills %s for %g whole %s terms", dollars(row.Cost()), row.CommitmentTerms, termLength(term))
+	}
+	return fmt.Sprintf("bills %s for a %s term", dollars(row.Cost()), termLength(term))
+}

@@ -14,13 +14,14 @@ import (
 	"shardlab/hw"
 )
 
-// bandXY is budget rows as points of time to train (days) against
-// dollars, with the time band as x error bars.
+// bandXY is budget rows as points of time to train (days) against what
+// each costs (budget.Row.Cost: a commitment's whole-term bill, else its
+// dollars), with the time band as x error bars.
 type bandXY []budget.Row
 
 func (b bandXY) Len() int { return len(b) }
 func (b bandXY) XY(i int) (float64, float64) {
-	return b[i].TimeToTrainS / 86400, b[i].USD
+	return b[i].TimeToTrainS / 86400, b[i].Cost()
 }
 func (b bandXY) XError(i int) (float64, float64) {
 	r := b[i]
@@ -30,10 +31,12 @@ func (b bandXY) XError(i int) (float64, float64) {
 	return (r.TimeToTrainS - r.Band.TimeLow) / 86400, (r.Band.TimeHigh - r.TimeToTrainS) / 86400
 }
 
-// Budget is the budget's rows as time to train against dollars, one
-// colour per generation, each with its band of the planner's measured
-// error as a horizontal bar, and the Pareto front of time against
-// dollars drawn through its rows, which are ringed. A result without rows
+// Budget is the budget's rows as time to train against cost, one colour
+// per generation, each with its band of the planner's measured error as
+// a horizontal bar, and the Pareto front drawn through its rows, which
+// are ringed. Cost is what the ranking and the front weigh
+// (budget.Row.Cost): a commitment's bill for its whole terms, else the
+// job's dollars, as the y axis says. A result without rows
 // wraps ErrNotApplicable. A stalled row (budget.Row.Stalled: its time
 // and dollars grow as e^(λR), past 1e50 days) is left off, as it is off
 // the front: on the chart's linear axes it would press every other
@@ -46,7 +49,7 @@ func Budget(res budget.Result) (Chart, error) {
 	if len(res.Rows) == 0 {
 		return Chart{}, fmt.Errorf("chart: budget: every row's restarts are interrupted before they keep a step: %w", ErrNotApplicable)
 	}
-	p := newPlot(fmt.Sprintf("%s on %.3g tokens: time against dollars", res.Model, res.Tokens), "time to train, days", "dollars")
+	p := newPlot(fmt.Sprintf("%s on %.3g tokens: time against dollars", res.Model, res.Tokens), "time to train, days", yCost)
 	var gens []hw.Generation
 	for _, r := range res.Rows {
 		if !slices.Contains(gens, r.Generation) {
@@ -81,13 +84,17 @@ func Budget(res budget.Result) (Chart, error) {
 	}
 	hi := 0.0
 	for _, r := range res.Rows {
-		hi = max(hi, r.USD)
+		hi = max(hi, r.Cost())
 	}
 	p.Y.Min, p.Y.Max = 0, niceMax(hi*1.15)
 	p.X.Min = 0
 	p.Y.Tick.Marker = dollarTicks
 	return newChart("budget", "Time to train against dollars, by generation", p), nil
 }
+
+// yCost labels the budget chart's y axis: what a row costs, as
+// budget.Row.Cost weighs it.
+const yCost = "cost: a commitment's bill (whole terms), else dollars"
 
 // dollarTicks are gonum's default ticks labelled as budget.Dollars.
 var dollarTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {

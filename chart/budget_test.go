@@ -32,7 +32,7 @@ func TestBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{">v6e<", ">v5p<", ">Pareto front<", ">time to train, days<", ">dollars<"} {
+	for _, w := range []string{">v6e<", ">v5p<", ">Pareto front<", ">time to train, days<", ">cost: a commitment&#39;s bill (whole terms), else dollars<"} {
 		if !strings.Contains(string(b), w) {
 			t.Errorf("budget chart lacks %q", w)
 		}
@@ -40,6 +40,23 @@ func TestBudget(t *testing.T) {
 	golden.Compare(t, "budget_constructed.svg", b)
 	if _, err := Budget(budget.Result{}); !errors.Is(err, ErrNotApplicable) {
 		t.Errorf("Budget(no rows) = %v, want ErrNotApplicable", err)
+	}
+}
+
+// TestBudgetPlotsTheBill: a commitment's point is at what it bills
+// (budget.Row.Cost, review 178 #3), its whole term, not its job's
+// chip-hours: the y axis reaches a 3-year term's $90k where the rows'
+// dollars stay under $6k.
+func TestBudgetPlotsTheBill(t *testing.T) {
+	res := constructedBudget()
+	res.Rows = append(res.Rows, budget.Row{Generation: hw.V6e, AcceleratorType: "v6e-16", Slices: 1, Chips: 16, Mode: budget.CUD3y,
+		TimeToTrainS: 5 * 86400, USD: 3000, CommitmentUSD: 90000, CommitmentTerms: 1})
+	c, err := Budget(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y := c.plots[0].Y.Max; !(y >= 90000) {
+		t.Errorf("y axis to $%g, want it past the bill, $90000", y)
 	}
 }
 

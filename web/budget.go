@@ -30,7 +30,7 @@ var budgetLooks = withModel([]look{
 	{"modes", "Price", "Capacity modes", "comma-separated: " + strings.Join(budget.Modes(), ", "), nil},
 	{"region", "Price", "Region", "the Google Cloud region prices are read for", nil},
 	{"deadline", "Price", "Deadline", "drop what takes longer: 30d, 36h, 90m; 0: none", nil},
-	{"budget", "Price", "Budget", "drop what costs more: dollars with k or M (2M); 0: none", nil},
+	{"budget", "Price", "Budget", "drop what costs more, a commitment by its bill for whole terms: dollars with k or M (2M); 0: none", nil},
 	{"spot_preemptions_per_hour", "Price", "Spot preemptions", "per slice per hour: no public rate was found, so it is yours; 0: none", nil},
 	{"price", "Price", "Your prices", "GEN[:MODE]=dollars a chip-hour, comma-separated (tpu7x=5.5,tpu7x:spot=2.2), for what has no published price or to replace one; 0: none", nil},
 	{"chip_watts", "Energy", "Chip power", "watts a chip for an energy and CO2e estimate, an assumption (none was found for v5e, v5p, v6e or TPU7x): 350, or v6e=300,tpu7x=600; 0: none", nil},

@@ -40,7 +40,7 @@ func newBudgetFlags() (*flag.FlagSet, *budgetFlags) {
 	intVar(fs, &f.seq, "seq", 0, 0, plan.MaxSeq, "0: the model's", "sequence length in tokens")
 	fs.StringVar(&f.maxBatch, "max-global-batch", d.MaxGlobalBatch, "convergence limit on the global batch, in sequences (512) or tokens (default "+plan.DefaultMaxGlobalBatch+")")
 	parsedVar(fs, &f.deadline, "deadline", d.Deadline, parseDeadline, "drop configurations that take longer: a duration from 0 (none) to 3650d, in d, h or m (30d, 36h)")
-	parsedVar(fs, &f.dollars, "budget", d.Budget, parseDollars, "drop configurations that cost more: dollars from 0 (none) to 1e12 with an optional k or M (2M, 500k)")
+	parsedVar(fs, &f.dollars, "budget", d.Budget, parseDollars, "drop configurations that cost more, a commitment by its bill for whole terms: dollars from 0 (none) to 1e12 with an optional k or M (2M, 500k)")
 	parsedVar(fs, &f.region, "region", d.Region, parseRegion, "Google Cloud region to price in, one of the 44 of budget/carbon.csv (Google's region-carbon-info), in any case (us-central1, europe-west4)")
 	parsedVar(fs, &f.generations, "generations", d.Generations, parseGenerations, "comma-separated TPU generations ("+budget.Generations()+")")
 	parsedVar(fs, &f.modes, "modes", d.Modes, parseModes, "comma-separated capacity modes ("+strings.Join(budget.Modes(), ", ")+")")
