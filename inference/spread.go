@@ -25,6 +25,17 @@ func (l Layout) Load() string {
 	return unit.Plural(l.Concurrency, "concurrent sequence")
 }
 
+// Queue says, when l's clients are more than its replicas run at
+// once, how long a request waits in the scheduler's queue (QueueWait);
+// "" otherwise. The text and the web page take it from here.
+func (l Layout) Queue() string {
+	if l.QueueWait <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s, %d a replica running at once: the rest wait in the scheduler's queue about %v a request (closed loop: (clients a replica ÷ running − 1) × the time one is served, TTFT + output × ITL); the TTFT SLO takes TTFT plus this wait",
+		unit.Plural(l.Concurrency, "client"), l.Running(), secs(l.QueueWait))
+}
+
 // Share is Replicas replicas each running Seqs sequences (Spread).
 type Share struct{ Replicas, Seqs int }
 

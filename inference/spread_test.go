@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -142,5 +143,33 @@ func TestSimulateSpread(t *testing.T) {
 	if rel := math.Abs(s.TokensPerSecond/l.TokensPerSecond - 1); rel > 0.01 || s.Idle != 0 {
 		t.Errorf("10 clients on DP 8: simulated %.0f tok/s, estimated %.0f (%.1f%% apart, want within 1%%); %d idle, want 0",
 			s.TokensPerSecond, l.TokensPerSecond, 100*rel, s.Idle)
+	}
+}
+
+// TestLoadPhrase (review178 #4): clients beside max_num_seqs are called
+// clients, with the sequences of them that run; the reason says so.
+func TestLoadPhrase(t *testing.T) {
+	for _, c := range []struct {
+		concurrency, seqs, clients int
+		want                       string
+	}{
+		{1, 0, 0, "1 concurrent sequence"},
+		{10, 0, 0, "10 concurrent sequences"},
+		{0, 8, 0, "64 concurrent sequences"},
+		{0, 8, 4, "4 clients, 4 running"},
+		{0, 8, 256, "256 clients, 64 running"},
+	} {
+		r := oneReplicaRequest(t, c.concurrency, c.seqs, c.clients)
+		if got := Estimate(r, 1, 8).Load(); got != c.want {
+			t.Errorf("concurrency %d, max_num_seqs %d, clients %d on DP 8: Load %q, want %q", c.concurrency, c.seqs, c.clients, got, c.want)
+		}
+	}
+	p, err := Search(oneReplicaRequest(t, 0, 8, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := p.Best.Load()
+	if !strings.HasPrefix(load, "256 clients, ") || !strings.Contains(p.Reasons[0], "at "+load) {
+		t.Errorf("256 clients, max_num_seqs 8 (TP %d × DP %d): reason %q, Load %q; want the reason at 256 clients and those running", p.Best.TP, p.Best.DP, p.Reasons[0], load)
 	}
 }

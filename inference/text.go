@@ -126,9 +126,8 @@ func (p Plan) writeBest(w io.Writer) {
 	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (%s); inter-token %v\n", secs(b.TTFT), prefillParts(r, b), secs(b.ITL))
 	fmt.Fprintf(w, "  = max(weights HBM %v, MXU %v) + max(KV HBM %v, attention MXU passes %v)%s + sampling %v + all-reduce %v + step overhead %v\n",
 		secs(b.DecodeMemory-b.DecodeKV), secs(b.DecodeCompute), secs(b.DecodeKV), secs(b.DecodeAttention), decodeExtras(b), secs(b.DecodeSampling), secs(b.DecodeAllReduce), secs(b.DecodeOverhead))
-	if b.QueueWait > 0 {
-		fmt.Fprintf(w, "  %d clients, %d a replica running at once: the rest wait in the scheduler's queue about %v a request (closed loop: (clients a replica ÷ running − 1) × the time one is served, TTFT + output × ITL); the TTFT SLO takes TTFT plus this wait\n",
-			r.Clients, b.Running(), secs(b.QueueWait))
+	if q := b.Queue(); q != "" {
+		fmt.Fprintf(w, "  %s\n", q)
 	}
 	if r.RequestRate > 0 && b.Fits {
 		f := b.LoadTTFT
