@@ -131,6 +131,9 @@ func Search(r Request) (Plan, error) {
 	}
 	reasons, warnings := hostNotes(r, b)
 	p.Reasons, p.Warnings = append(p.Reasons, reasons...), append(p.Warnings, warnings...)
+	if n := b.RunningSeqs(); r.RequestRate == 0 && n < b.DP {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%d of the %d replicas are idle at %s: they hold chips but serve no tokens; a smaller {data_parallel_size} frees them", b.DP-n, b.DP, b.Load()))
+	}
 	p.Warnings = append(p.Warnings, hardwareWarnings(r, p)...)
 	p.Warnings = append(p.Warnings, modelWarnings(r, b)...)
 	if b.DecodeCompute > b.DecodeMemory {

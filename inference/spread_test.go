@@ -173,3 +173,29 @@ func TestLoadPhrase(t *testing.T) {
 		t.Errorf("256 clients, max_num_seqs 8 (TP %d × DP %d): reason %q, Load %q; want the reason at 256 clients and those running", p.Best.TP, p.Best.DP, p.Reasons[0], load)
 	}
 }
+
+// TestIdleReplicasWarned: a layout fixed at more replicas than its
+// sequences is warned of, naming the idle ones; one that fills its
+// replicas is not.
+func TestIdleReplicasWarned(t *testing.T) {
+	for _, c := range []struct {
+		concurrency int
+		want        string
+	}{{1, "7 of the 8 replicas are idle at 1 concurrent sequence"}, {8, ""}} {
+		r := oneReplicaRequest(t, c.concurrency, 0, 0)
+		r.TP, r.DP = 1, 8
+		p, err := Search(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, w := range p.Warnings {
+			if strings.Contains(w, "replicas are idle") {
+				got = w
+			}
+		}
+		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("concurrency %d on TP 1 × DP 8: warning %q, want %q", c.concurrency, got, c.want)
+		}
+	}
+}
