@@ -526,8 +526,9 @@ func (r Request) memory(l *Layout) {
 }
 
 // rooflines fills in l's prefill and decode times, the TTFT and the ITL
-// of one replica at its share of the concurrency, and the throughput of
-// its DP replicas; l.Memory is filled in.
+// of its busiest replica at its share of the concurrency, and the
+// throughput of its DP replicas, each replica's sequences (Spread) over
+// its own step, the idle ones none; l.Memory is filled in.
 func (r Request) rooflines(l *Layout) {
 	m := &l.Memory
 	rc := newReplicaCost(r, l.TP)

@@ -572,9 +572,10 @@ var ErrStopped = errors.New("inference: simulation stopped before its end")
 // simulated with its share of the load and its throughput multiplied by
 // the replicas; where a closed loop's clients leave some replicas one
 // fewer, one of those too (simulateShares). A step's time is what is
-// physically there, its ops in sequence (step): the matmuls at their roofline (the weights read once
-// or the MXU time of the padded tokens, the output projection only for
-// the padded sequences, whose logits are sampled), then the attention
+// physically there, its ops in sequence (step): the matmuls at their
+// roofline (the weights read once or the MXU time of the padded tokens,
+// the output projection only for the padded sequences, whose logits are
+// sampled), then the attention
 // (every sequence's KV context read, and the MXU passes of the decode
 // queries: decodeKeyTime; on vLLM the prompt chunks' attention as its
 // kernel computes it, in blocks: prefillKernel [ti-rpa3]), then the
