@@ -7,10 +7,15 @@ import "shardlab/inference"
 // costed, the reasons and warnings, and the vllm serve line. Keys carry
 // their units.
 type ServingJSON struct {
-	Model       string  `json:"model"`
-	TPU         string  `json:"accelerator_type"`
-	MaxModelLen int     `json:"max_model_len_tokens"`
+	Model       string `json:"model"`
+	TPU         string `json:"accelerator_type"`
+	MaxModelLen int    `json:"max_model_len_tokens"`
+	// Concurrency is the sequences that run at once across the
+	// replicas (inference.Layout.RunningSeqs), Clients the closed loop's
+	// clients when the request gives them beside max_num_seqs (absent
+	// otherwise; those above what runs wait in the scheduler's queue).
 	Concurrency int     `json:"concurrency_sequences"`
+	Clients     int     `json:"clients,omitempty"`
 	RequestRate float64 `json:"request_rate_per_s,omitempty"`
 	PromptLen   int     `json:"prompt_len_tokens"`
 	OutputLen   int     `json:"output_len_tokens"`
@@ -51,13 +56,17 @@ type LayoutJSON struct {
 	Chips          int `json:"chips"`
 	DevicesPerChip int `json:"jax_devices_per_chip"`
 	SeqsPerReplica int `json:"sequences_per_replica"`
-	Concurrency    int `json:"concurrency_sequences"`
-	// RunningPerReplica is, when the request gives its clients beside
-	// max_num_seqs (concurrency_sequences the clients,
-	// sequences_per_replica the cap), the sequences each replica runs at
-	// once, and QueueWait a request's wait in the scheduler's queue when
-	// the clients are more (inference.Layout.RunningEach, QueueWait;
-	// ttft_seen_s includes it). Absent otherwise.
+	// Concurrency is the sequences that run at once across the replicas
+	// (inference.Layout.RunningSeqs): with clients beside max_num_seqs,
+	// those of them that run, at most max_num_seqs a replica.
+	Concurrency int `json:"concurrency_sequences"`
+	// Clients, RunningPerReplica and QueueWait are, when the request
+	// gives its clients beside max_num_seqs (sequences_per_replica the
+	// cap), the clients, the sequences the busiest replica runs at once,
+	// and a request's wait in the scheduler's queue when the clients are
+	// more than run (inference.Layout.Concurrency, RunningEach,
+	// QueueWait; ttft_seen_s includes it). Absent otherwise.
+	Clients           int      `json:"clients,omitempty"`
 	RunningPerReplica int      `json:"running_sequences_per_replica,omitempty"`
 	QueueWait         *float64 `json:"queue_wait_s,omitempty"`
 	// Under a request rate, for a layout that fits: a replica's mean
@@ -144,7 +153,7 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
 		TTFTSeen: ifFits(ttft.Seconds()), ITLSeen: ifFits(itl.Seconds()),
 		MeanSeqs: mean, MeanStep: step, FullOnArrival: full, TTFTUnderLoad: first,
 		TP: l.TP, DP: l.DP, EP: l.EP, AttentionDP: l.AttentionDP, Chips: l.Chips, DevicesPerChip: p.Request.Slice.Chip.JAXDevicesPerChip,
-		SeqsPerReplica: l.SeqsEach, Concurrency: l.Concurrency, RunningPerReplica: l.RunningEach, QueueWait: queueWait(l), Fits: l.Fits, Preempts: l.Preempts, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
+		SeqsPerReplica: l.SeqsEach, Concurrency: l.RunningSeqs(), Clients: clients(l), RunningPerReplica: l.RunningEach, QueueWait: queueWait(l), Fits: l.Fits, Preempts: l.Preempts, MeetsSLO: l.MeetsSLO(), Misses: append([]string{}, l.Misses...),
 		ActiveExperts: l.ActiveExperts, Memory: l.Memory,
 		TTFT: ifFits(l.TTFT.Seconds()), ITL: ifFits(l.ITL.Seconds()),
 		PrefillCompute: l.PrefillCompute.Seconds(), PrefillAllReduce: l.PrefillAllReduce.Seconds(),
@@ -154,6 +163,14 @@ func toLayoutJSON(p inference.Plan, l inference.Layout) LayoutJSON {
 		DecodeKV: l.DecodeKV.Seconds(), DecodeAttention: l.DecodeAttention.Seconds(), DecodeSampling: l.DecodeSampling.Seconds(), StepOverhead: l.DecodeOverhead.Seconds(),
 		TokensPerSecond: ifFits(l.TokensPerSecond), TokensPerSecondChip: ifFits(l.PerChip),
 	}
+}
+
+// clients is l's clients given beside max_num_seqs, 0 without.
+func clients(l inference.Layout) int {
+	if l.RunningEach == 0 {
+		return 0
+	}
+	return l.Concurrency
 }
 
 // queueWait is l's wait in the scheduler's queue in seconds, nil without
@@ -173,7 +190,7 @@ func Serving(p inference.Plan, cmd []string) ServingJSON {
 	p = p.Phrase(nil)
 	r := p.Request
 	out := ServingJSON{
-		Model: r.Model.Name, TPU: r.Slice.AcceleratorType(), MaxModelLen: r.MaxModelLen, Concurrency: p.Best.Concurrency, RequestRate: r.RequestRate,
+		Model: r.Model.Name, TPU: r.Slice.AcceleratorType(), MaxModelLen: r.MaxModelLen, Concurrency: p.Best.RunningSeqs(), Clients: clients(p.Best), RequestRate: r.RequestRate,
 		PromptLen: r.PromptLen, OutputLen: r.OutputLen, Weights: string(r.Weights), KVCache: string(r.KVCache),
 		Checkpoint: string(r.Checkpoint), CheckpointGiven: r.CheckpointGiven,
 		Utilization: r.MemoryUtilization, Objective: string(r.Objective), TTFTSLO: r.TTFTSLO.Seconds(), ITLSLO: r.ITLSLO.Seconds(), BestEffort: p.BestEffort,
@@ -194,6 +211,7 @@ type SimJSON struct {
 	LengthMix       string      `json:"length_mix"`
 	Seed            uint64      `json:"seed"`
 	Replicas        int         `json:"replicas"`
+	Idle            int         `json:"idle_replicas,omitempty"`
 	Requests        int         `json:"requests_one_replica"`
 	OutputTokens    int         `json:"output_tokens_one_replica"`
 	Steps           int         `json:"steps"`
@@ -224,7 +242,7 @@ func percentiles(p inference.Percentiles) Percentiles {
 // Simulation is simulation s of lengths mix and seed as JSON.
 func Simulation(s inference.SimResult, mix inference.LengthMix, seed uint64) *SimJSON {
 	pc := percentiles
-	return &SimJSON{Engine: s.Engine.String(), LengthMix: mix.String(), Seed: seed, Replicas: s.Replicas, Requests: s.Requests, OutputTokens: s.OutputTokens,
+	return &SimJSON{Engine: s.Engine.String(), LengthMix: mix.String(), Seed: seed, Replicas: s.Replicas, Idle: s.Idle, Requests: s.Requests, OutputTokens: s.OutputTokens,
 		Steps: s.Steps, Preemptions: s.Preemptions, Duration: s.Duration.Seconds(), TokensPerSecond: s.TokensPerSecond, TTFT: pc(s.TTFT), ITL: pc(s.ITL),
 		HeldOutBand: simBand(s, mix)}
 }

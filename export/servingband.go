@@ -29,7 +29,7 @@ type SpreadJSON struct {
 }
 
 // spread is x at the ends of s; nil where no row measures it.
-func spread(s inference.Spread, x float64) *SpreadJSON {
+func spread(s inference.ErrorSpread, x float64) *SpreadJSON {
 	if s.Rows == 0 {
 		return nil
 	}

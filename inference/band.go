@@ -105,16 +105,16 @@ func BandOf(m LengthMix) (ServingBand, bool) {
 	return ServingBand{}, false
 }
 
-// Spread is the least and the most error of a band's rows that measure
+// ErrorSpread is the least and the most error of a band's rows that measure
 // one figure, and how many do; Rows 0 where none does.
-type Spread struct {
+type ErrorSpread struct {
 	Rows      int
 	Low, High float64
 }
 
 // spread is the spread of f over the rows for which has is true.
-func (b ServingBand) spread(has func(BandRow) bool, f func(BandRow) float64) Spread {
-	var s Spread
+func (b ServingBand) spread(has func(BandRow) bool, f func(BandRow) float64) ErrorSpread {
+	var s ErrorSpread
 	for _, r := range b.Rows {
 		if !has(r) {
 			continue
@@ -133,24 +133,24 @@ func all(BandRow) bool         { return true }
 func published(r BandRow) bool { return r.Latency }
 
 // Throughput is the spread of the simulation's output tokens/s error.
-func (b ServingBand) Throughput() Spread {
+func (b ServingBand) Throughput() ErrorSpread {
 	return b.spread(all, func(r BandRow) float64 { return r.Throughput })
 }
 
 // Roofline is the spread of the roofline's output tokens/s error.
-func (b ServingBand) Roofline() Spread {
+func (b ServingBand) Roofline() ErrorSpread {
 	return b.spread(all, func(r BandRow) float64 { return r.Roofline })
 }
 
 // TTFT is the spread of the simulation's mean TTFT error, over the rows
 // that publish it.
-func (b ServingBand) TTFT() Spread {
+func (b ServingBand) TTFT() ErrorSpread {
 	return b.spread(published, func(r BandRow) float64 { return r.TTFT })
 }
 
 // ITL is the spread of the simulation's mean ITL error, over the rows
 // that publish it.
-func (b ServingBand) ITL() Spread {
+func (b ServingBand) ITL() ErrorSpread {
 	return b.spread(published, func(r BandRow) float64 { return r.ITL })
 }
 
@@ -158,13 +158,13 @@ func (b ServingBand) ITL() Spread {
 // at the ends of s: published = predicted / (1 + error), so the most
 // over-predicting row gives the least, x / (1 + High), and the most
 // under-predicting the most, x / (1 + Low).
-func (s Spread) Around(x float64) (lo, hi float64) {
+func (s ErrorSpread) Around(x float64) (lo, hi float64) {
 	return x / (1 + s.High), x / (1 + s.Low)
 }
 
 // String is s as the band's text gives it: "-7.9 % to +14.1 %", or the
 // one error of a single row.
-func (s Spread) String() string {
+func (s ErrorSpread) String() string {
 	if s.Rows == 1 || s.Low == s.High {
 		return fmt.Sprintf("%+.1f %%", 100*s.Low)
 	}

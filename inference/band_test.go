@@ -28,9 +28,9 @@ func TestClassOf(t *testing.T) {
 // over-predicted by 100 % was published at half, one under-predicted by
 // 50 % at twice.
 func TestSpreadAround(t *testing.T) {
-	lo, hi := Spread{Rows: 2, Low: -0.5, High: 1}.Around(100)
+	lo, hi := ErrorSpread{Rows: 2, Low: -0.5, High: 1}.Around(100)
 	if lo != 50 || hi != 200 {
-		t.Errorf("Spread{-0.5, 1}.Around(100) = %g, %g, want 50, 200", lo, hi)
+		t.Errorf("ErrorSpread{-0.5, 1}.Around(100) = %g, %g, want 50, 200", lo, hi)
 	}
 }
 

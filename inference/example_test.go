@@ -76,7 +76,7 @@ func ExampleParseOptions() {
 	fmt.Println(err)
 	// Output:
 	// llama3-70b tpu7x-8 fp8 64 meta-llama/Meta-Llama-3-70B
-	// inference: concurrency 8, want 0 (unset) when request_rate is set: give one (the rate sets the concurrency)
+	// inference: concurrency 8, want no request_rate beside it: give one of the two (a rate sets the concurrency)
 }
 
 func ExampleSweepConcurrency() {

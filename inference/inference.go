@@ -526,26 +526,25 @@ func (r Request) memory(l *Layout) {
 }
 
 // rooflines fills in l's prefill and decode times, the TTFT and the ITL
-// of one replica at its share of the concurrency, and the throughput of
-// its DP replicas; l.Memory is filled in.
+// of its busiest replica at its share of the concurrency, and the
+// throughput of its DP replicas, each replica's sequences (Spread) over
+// its own step, the idle ones none; l.Memory is filled in.
 func (r Request) rooflines(l *Layout) {
 	m := &l.Memory
 	rc := newReplicaCost(r, l.TP)
 	l.DecodeOverhead = StepOverhead(VLLM)
 	w := r.Model.SlidingWindow
 	l.TTFT = r.prefill(rc, l)
-	// decode step of SeqsEach sequences at their mean context: the
-	// simulator's step (Simulate) of that batch, padded as tpu-inference
-	// pads it, its terms kept apart
+	// decode step of the busiest replica's sequences at their mean
+	// context: the simulator's step (Simulate) of that batch, padded as
+	// tpu-inference pads it, its terms kept apart
 	ctx := r.decodeContext()
 	B := l.Running()
 	kv := float64(m.KVPerToken)
-	b := Batch{Seqs: B, PaddedSeqs: paddedSeqs(B, max(r.MaxNumSeqs, B)), Tokens: B, PaddedTokens: paddedTokens(B),
-		ContextTokens: B * ctx, AttendedPairs: float64(B) * float64(ctx), DecodeKeys: B * ctx}
+	b := r.decodeBatch(B, max(r.MaxNumSeqs, B))
 	wctx := 0 // the keys a local layer's decode query reads [ti-swa]
 	if w > 0 {
 		wctx = model.AttendedKeys(ctx-1, w)
-		b.Window = WindowWork{ContextTokens: B * wctx, AttendedPairs: float64(B) * float64(wctx), DecodeKeys: B * wctx}
 	}
 	l.ActiveExperts = ActiveExperts(r.Model, B)
 	l.DecodeKV = seconds(rc.kvShare(B) * rc.byKind(float64(B*ctx), float64(B*wctx), rc.kvLocal) * kv / rc.bw)
@@ -557,9 +556,32 @@ func (r Request) rooflines(l *Layout) {
 	l.DecodeSampling = seconds(rc.sampling(b.PaddedSeqs))
 	l.DecodeLinear = seconds(rc.linearAttention(b))
 	l.DecodeDispatch = seconds(rc.moeDispatch(b.PaddedTokens))
-	l.ITL = rc.step(kv, keyTime, l.DecodeOverhead, VLLM)(b)
-	l.TokensPerSecond = float64(l.DP*B) / l.ITL.Seconds()
+	step := rc.step(kv, keyTime, l.DecodeOverhead, VLLM)
+	l.ITL = step(b)
+	l.TokensPerSecond = 0
+	for _, g := range Spread(l.RunningSeqs(), l.DP) {
+		itl := l.ITL
+		if g.Seqs != B {
+			itl = step(r.decodeBatch(g.Seqs, max(r.MaxNumSeqs, B)))
+		}
+		l.TokensPerSecond += float64(g.Replicas*g.Seqs) / itl.Seconds()
+	}
 	l.PerChip = l.TokensPerSecond / float64(l.Chips)
+}
+
+// decodeBatch is a decode step of n sequences at their mean context on
+// a replica whose max_num_seqs is maxNumSeqs, padded as tpu-inference
+// pads it [ti-pad]; a local layer's decode queries read at most its
+// window's keys [ti-swa].
+func (r Request) decodeBatch(n, maxNumSeqs int) Batch {
+	ctx := r.decodeContext()
+	b := Batch{Seqs: n, PaddedSeqs: paddedSeqs(n, maxNumSeqs), Tokens: n, PaddedTokens: paddedTokens(n),
+		ContextTokens: n * ctx, AttendedPairs: float64(n) * float64(ctx), DecodeKeys: n * ctx}
+	if w := r.Model.SlidingWindow; w > 0 {
+		wctx := model.AttendedKeys(ctx-1, w)
+		b.Window = WindowWork{ContextTokens: n * wctx, AttendedPairs: float64(n) * float64(wctx), DecodeKeys: n * wctx}
+	}
+	return b
 }
 
 // prefill fills in l's prefill of one prompt and returns its TTFT. The

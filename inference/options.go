@@ -195,7 +195,7 @@ func (o Options) request(mix LengthMix) (Request, string, error) {
 	switch {
 	case o.Concurrency != 0 && o.RequestRate != 0:
 		return Request{}, "", &FieldError{Field: "concurrency", Value: strconv.Itoa(o.Concurrency),
-			Want: "0 (unset) when request_rate is set: give one (the rate sets the concurrency)"}
+			Want: "no {request_rate} beside it: give one of the two (a rate sets the concurrency)"}
 	case o.Concurrency != 0 && o.MaxNumSeqs != 0:
 		r.Clients = o.Concurrency // the clients, max_num_seqs the scheduler's cap
 	case o.Concurrency != 0:

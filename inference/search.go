@@ -123,7 +123,7 @@ func Search(r Request) (Plan, error) {
 		p.Warnings = append(p.Warnings, preemptWarning(r, b))
 	}
 	if p.BestEffort {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("no layout meets %s at %d concurrent sequences: best effort shown, which misses %s", r.slos(), b.Concurrency, strings.Join(b.Misses, " and ")))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("no layout meets %s at %s: best effort shown, which misses %s", r.slos(), b.Load(), strings.Join(b.Misses, " and ")))
 	}
 	p.Reasons = append(p.Reasons, shardReason(r, b))
 	if r.Model.Windowed() {
@@ -131,6 +131,9 @@ func Search(r Request) (Plan, error) {
 	}
 	reasons, warnings := hostNotes(r, b)
 	p.Reasons, p.Warnings = append(p.Reasons, reasons...), append(p.Warnings, warnings...)
+	if n := b.RunningSeqs(); r.RequestRate == 0 && n < b.DP {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%d of the %d replicas are idle at %s: they hold chips but serve no tokens; a smaller {data_parallel_size} frees them", b.DP-n, b.DP, b.Load()))
+	}
 	p.Warnings = append(p.Warnings, hardwareWarnings(r, p)...)
 	p.Warnings = append(p.Warnings, modelWarnings(r, b)...)
 	if b.DecodeCompute > b.DecodeMemory {
@@ -174,15 +177,15 @@ func (r Request) schedulerBudget(b Layout) error {
 // objectiveReason says why b was chosen.
 func objectiveReason(r Request, b Layout) string {
 	ttft, itl := r.Seen(b)
-	what := fmt.Sprintf("most output tokens/s per chip (%.0f) at %d concurrent sequences", b.PerChip, b.Concurrency)
+	what := fmt.Sprintf("most output tokens/s per chip (%.0f) at %s", b.PerChip, b.Load())
 	if r.RequestRate > 0 {
-		what = fmt.Sprintf("serves the offered %.0f output tokens/s (%.0f per chip) at %d concurrent sequences on average; the least inter-token latency at the load (mean %v) of the layouts that keep up on the fewest chips",
-			b.TokensPerSecond, b.PerChip, b.Concurrency, secs(itl))
+		what = fmt.Sprintf("serves the offered %.0f output tokens/s (%.0f per chip) at %s on average; the least inter-token latency at the load (mean %v) of the layouts that keep up on the fewest chips",
+			b.TokensPerSecond, b.PerChip, b.Load(), secs(itl))
 	}
 	if r.Objective == Latency {
-		what = fmt.Sprintf("least inter-token latency (%v, TTFT %v) at %d concurrent sequences", secs(itl), secs(ttft), b.Concurrency)
+		what = fmt.Sprintf("least inter-token latency (%v, TTFT %v) at %s", secs(itl), secs(ttft), b.Load())
 		if r.RequestRate > 0 {
-			what = fmt.Sprintf("least inter-token latency at the load (mean %v, TTFT mean %v) at %d concurrent sequences on average", secs(itl), secs(ttft), b.Concurrency)
+			what = fmt.Sprintf("least inter-token latency at the load (mean %v, TTFT mean %v) at %s on average", secs(itl), secs(ttft), b.Load())
 		}
 	}
 	if s := r.slos(); s != "" && b.MeetsSLO() {

@@ -514,9 +514,12 @@ func (s *Sim) stepJetStream() {
 // from arrival, and the times between a sequence's tokens.
 type SimResult struct {
 	Engine Engine
-	// Replicas is the layout's; the counts and the duration are those of
-	// the one replica simulated, the throughput all replicas'.
+	// Replicas is the layout's; the counts, the duration and the
+	// latencies are those of the busiest replica simulated, the
+	// throughput all replicas'. Idle is the replicas a closed loop of
+	// fewer clients leaves without one (Spread).
 	Replicas     int
+	Idle         int
 	Requests     int
 	OutputTokens int
 	Steps        int
@@ -566,12 +569,13 @@ type SimOptions struct {
 var ErrStopped = errors.New("inference: simulation stopped before its end")
 
 // Simulate serves o.Load on layout l of request r: one replica is
-// simulated with its share of the load (the concurrency, rate and
-// requests split evenly over the replicas) and its throughput multiplied
-// by the replicas. A step's time is what is physically there, its ops in
-// sequence (step): the matmuls at their roofline (the weights read once
-// or the MXU time of the padded tokens, the output projection only for
-// the padded sequences, whose logits are sampled), then the attention
+// simulated with its share of the load and its throughput multiplied by
+// the replicas; where a closed loop's clients leave some replicas one
+// fewer, one of those too (simulateShares). A step's time is what is
+// physically there, its ops in sequence (step): the matmuls at their
+// roofline (the weights read once or the MXU time of the padded tokens,
+// the output projection only for the padded sequences, whose logits are
+// sampled), then the attention
 // (every sequence's KV context read, and the MXU passes of the decode
 // queries: decodeKeyTime; on vLLM the prompt chunks' attention as its
 // kernel computes it, in blocks: prefillKernel [ti-rpa3]), then the
@@ -582,10 +586,6 @@ var ErrStopped = errors.New("inference: simulation stopped before its end")
 // padding.
 func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, error) {
 	dp := max(l.DP, 1)
-	load := o.Load
-	load.Concurrency = ceilDiv(load.Concurrency, dp)
-	load.RequestRate /= float64(dp)
-	load.Requests = ceilDiv(load.Requests, dp)
 	seqs := o.MaxNumSeqs
 	if seqs == 0 {
 		seqs = r.MaxNumSeqs
@@ -601,21 +601,7 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 		return SimResult{}, &FieldError{Field: "step_overhead", Value: overhead.String(), Want: "a time of 0 or more"}
 	}
 	srv, cost := replica(r, l, o.Engine, seqs, overhead)
-	s, err := NewSim(srv, load, cost, rng)
-	if err != nil {
-		return SimResult{}, err
-	}
-	for s.Step() {
-		select {
-		case <-o.Stop:
-			return SimResult{}, ErrStopped
-		default:
-		}
-	}
-	res := s.Result()
-	res.Replicas = dp
-	res.TokensPerSecond *= float64(dp)
-	return res, nil
+	return simulateShares(srv, cost, o.Load, dp, rng, o.Stop)
 }
 
 // replica is one replica of layout l of request r on engine e as

@@ -42,10 +42,7 @@ func Levels(r Request, l Layout) []int {
 		l := Estimate(r, tp, dp)
 		return l.Fits && !l.Preempts
 	}
-	own := l.Concurrency
-	if l.RunningEach > 0 {
-		own = min(own, l.RunningEach*dp) // what runs; the other clients queue
-	}
+	own := l.RunningSeqs() // what runs; the other clients queue
 	for n := 1; n <= MaxConcurrency && fits(n); n *= 2 {
 		if own > last(out) && own < n && fits(own) {
 			out = append(out, own)

@@ -72,15 +72,12 @@ func isOptionKey(k string) bool { return optionKeys[k] }
 // effort.
 func (p Plan) writeRequest(w io.Writer) {
 	r, b := p.Request, p.Best
-	load := fmt.Sprintf("%d concurrent sequences", b.Concurrency)
+	load := b.Load()
 	if r.RequestRate > 0 {
 		load = fmt.Sprintf("%g requests/s (%d sequences in the server on average on this layout)", r.RequestRate, b.Concurrency)
 	}
 	if r.MaxNumSeqs > 0 {
-		load = fmt.Sprintf("max_num_seqs %d a replica (%d concurrent sequences)", r.MaxNumSeqs, b.Concurrency)
-	}
-	if r.Clients > 0 {
-		load = fmt.Sprintf("max_num_seqs %d a replica (%d concurrent clients)", r.MaxNumSeqs, r.Clients)
+		load = fmt.Sprintf("max_num_seqs %d a replica (%s)", r.MaxNumSeqs, b.Load())
 	}
 	kv := string(r.KVCache)
 	if r.KVCacheDtype != "" && r.KVCacheDtype != kv {
@@ -107,7 +104,7 @@ func (p Plan) writeBest(w io.Writer) {
 	if b.EP > 1 {
 		ep = fmt.Sprintf(" (expert parallel %d)", b.EP)
 	}
-	seqs := fmt.Sprintf("%d sequences per replica", b.SeqsEach)
+	seqs := unit.Plural(b.SeqsEach, "sequence") + " per replica"
 	if b.RunningEach > 0 {
 		seqs = fmt.Sprintf("%s running at once, of max_num_seqs %d", unit.Plural(b.RunningEach, "sequence"), b.SeqsEach)
 	}
@@ -129,9 +126,8 @@ func (p Plan) writeBest(w io.Writer) {
 	fmt.Fprintf(w, "latency (rooflines, all-reduces not overlapped): TTFT %v (%s); inter-token %v\n", secs(b.TTFT), prefillParts(r, b), secs(b.ITL))
 	fmt.Fprintf(w, "  = max(weights HBM %v, MXU %v) + max(KV HBM %v, attention MXU passes %v)%s + sampling %v + all-reduce %v + step overhead %v\n",
 		secs(b.DecodeMemory-b.DecodeKV), secs(b.DecodeCompute), secs(b.DecodeKV), secs(b.DecodeAttention), decodeExtras(b), secs(b.DecodeSampling), secs(b.DecodeAllReduce), secs(b.DecodeOverhead))
-	if b.QueueWait > 0 {
-		fmt.Fprintf(w, "  %d clients, %d a replica running at once: the rest wait in the scheduler's queue about %v a request (closed loop: (clients a replica ÷ running − 1) × the time one is served, TTFT + output × ITL); the TTFT SLO takes TTFT plus this wait\n",
-			r.Clients, b.Running(), secs(b.QueueWait))
+	if q := b.Queue(); q != "" {
+		fmt.Fprintf(w, "  %s\n", q)
 	}
 	if r.RequestRate > 0 && b.Fits {
 		f := b.LoadTTFT
@@ -208,11 +204,15 @@ func secs(d time.Duration) unit.Seconds { return unit.Seconds(d.Seconds()) }
 // WriteText writes the simulation's measurements: the load it served,
 // throughput, and TTFT and ITL percentiles; WriteBand writes their band.
 func (s SimResult) WriteText(w io.Writer, load string) error {
-	_, err := fmt.Fprintf(w, "simulated (%s scheduler, %s): one replica of %d served %d requests, %d output tokens in %v over %d steps, %d preemptions\n"+
+	idle := ""
+	if s.Idle > 0 {
+		idle = fmt.Sprintf(" (%d with no client)", s.Idle)
+	}
+	_, err := fmt.Fprintf(w, "simulated (%s scheduler, %s): one replica of %d%s served %d requests, %d output tokens in %v over %d steps, %d preemptions\n"+
 		"  throughput %.0f output tokens/s (all replicas)\n"+
 		"  TTFT mean %v, p50 %v, p90 %v, p99 %v\n"+
 		"  ITL  mean %v, p50 %v, p90 %v, p99 %v\n",
-		s.Engine, load, s.Replicas, s.Requests, s.OutputTokens, secs(s.Duration), s.Steps, s.Preemptions, s.TokensPerSecond,
+		s.Engine, load, s.Replicas, idle, s.Requests, s.OutputTokens, secs(s.Duration), s.Steps, s.Preemptions, s.TokensPerSecond,
 		secs(s.TTFT.Mean), secs(s.TTFT.P50), secs(s.TTFT.P90), secs(s.TTFT.P99),
 		secs(s.ITL.Mean), secs(s.ITL.P50), secs(s.ITL.P90), secs(s.ITL.P99))
 	return err

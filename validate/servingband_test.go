@@ -43,7 +43,9 @@ func TestServingBandCovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := func(x float64, s inference.Spread) bool { return s.Rows > 0 && s.Low-5e-5 <= x && x <= s.High+5e-5 }
+	in := func(x float64, s inference.ErrorSpread) bool {
+		return s.Rows > 0 && s.Low-5e-5 <= x && x <= s.High+5e-5
+	}
 	claimed := map[string]bool{}
 	for _, b := range inference.ServingBands {
 		for _, id := range b.IDs() {

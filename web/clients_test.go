@@ -43,6 +43,12 @@ func TestServingClients(t *testing.T) {
 	if l := queued.Layout; l.QueueWait == nil || l.TTFTSeen == nil || *l.TTFTSeen < *l.QueueWait {
 		t.Errorf("64 clients, max_num_seqs 16: queue_wait_s and ttft_seen_s %s; want a wait, within the TTFT seen", mustJSON(t, l))
 	}
+	if l := queued.Layout; l.Concurrency != 16 || l.Clients != 64 {
+		t.Errorf("64 clients, max_num_seqs 16 on DP 1: concurrency_sequences %d, clients %d; want the 16 that run and the 64 clients", l.Concurrency, l.Clients)
+	}
+	if l := under.Layout; l.Concurrency != 64 || l.Clients != 64 {
+		t.Errorf("64 clients, max_num_seqs 256: concurrency_sequences %d, clients %d; want 64 and 64", l.Concurrency, l.Clients)
+	}
 	if queued.Simulation.TTFT.Mean < 2*alone.Simulation.TTFT.Mean {
 		t.Errorf("max_num_seqs 16: simulated TTFT mean %g s with 64 clients, %g s with 16: want the queue's above", queued.Simulation.TTFT.Mean, alone.Simulation.TTFT.Mean)
 	}
@@ -56,4 +62,28 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestServingPageClients (review178 #4): the page's summary calls 64
+// clients against max_num_seqs 16 what they are, 64 clients of which 16
+// run, not 64 concurrent sequences, and says why its TTFT is long: the
+// queue wait the text prints (inference.Layout.Queue).
+func TestServingPageClients(t *testing.T) {
+	h := New(testConfig)
+	const q = "/serving?model=llama3-70b&tpu=v6e-8&tensor_parallel_size=8&max_model_len=2048&max_num_batched_tokens=512&gpu_memory_utilization=0.98&prompt_len=1000&output_len=1000&num_requests=128"
+	code, body := get(t, h, q+"&max_num_seqs=16&concurrency=64")
+	if code != http.StatusOK {
+		t.Fatalf("GET %s = %d: %.300s", q, code, body)
+	}
+	for _, want := range []string{"64 clients, 16 running (16 a replica, of max_num_seqs 16)", `id="serving-queue">64 clients, 16 a replica running at once: the rest wait in the scheduler`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("serving page with 64 clients, max_num_seqs 16: no %q", want)
+		}
+	}
+	if strings.Contains(body, "64 concurrent sequences") {
+		t.Errorf("serving page with 64 clients, max_num_seqs 16: says 64 concurrent sequences, of which 16 run")
+	}
+	if code, body := get(t, h, q+"&max_num_seqs=256&concurrency=64"); code != http.StatusOK || strings.Contains(body, `id="serving-queue"`) {
+		t.Errorf("64 clients under max_num_seqs 256: %d, queue line present %v; want 200 and none", code, strings.Contains(body, `id="serving-queue"`))
+	}
 }

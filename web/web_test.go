@@ -478,7 +478,9 @@ func TestUserMistakes(t *testing.T) {
 	o := plan.DefaultOptions()
 	// 12 one-token sequences on 8 TPU7x devices: whatever layout the plan
 	// picks, MaxText cannot give each device a whole number of tokens
-	o.Seq, o.GlobalBatch = 1, "12"
+	// (with dot_product attention: flash refuses a one-token sequence
+	// first, as an input error, 400, for its block rule)
+	o.Seq, o.GlobalBatch, o.Attention = 1, "12", "dot_product"
 	seq1 := queryOf(o)
 	for _, tc := range []struct {
 		name, target string
@@ -489,6 +491,7 @@ func TestUserMistakes(t *testing.T) {
 		{"xpk cluster too long", "/download/xpk.sh?" + q + "&cluster=" + strings.Repeat("a", 41), 400, "cluster: "},
 		{"a plan MaxText cannot run", "/download/maxtext.yaml?" + seq1, 422, "export: maxtext: num_vocab_tiling 1; MaxText needs per_device_batch_size x max_target_length (1.5 x 1 = 1.5 tokens a device)"},
 		{"a plan xpk cannot run", "/download/xpk.sh?" + seq1, 422, "whole number of tokens"},
+		{"a sequence flash cannot block", "/download/maxtext.yaml?" + strings.Replace(seq1, "attention=dot_product", "attention=flash", 1), 400, "Sequence length 1: MaxText's flash attention"},
 	} {
 		code, body := get(t, h, tc.target)
 		if code != tc.code || !strings.Contains(body, tc.want) {

@@ -57,7 +57,7 @@ func TestInferenceBadInput(t *testing.T) {
 		{[]string{"--concurrency", "0"}, []string{"--concurrency", `"0"`, "from 1 to"}},
 		{[]string{"--request-rate", "NaN"}, []string{"--request-rate", `"NaN"`, "requests/s"}},
 		{[]string{"--request-rate", "-1"}, []string{"--request-rate", `"-1"`}},
-		{[]string{"--request-rate", "2", "--concurrency", "8"}, []string{"--concurrency 8", "when request_rate is set: give one"}},
+		{[]string{"--request-rate", "2", "--concurrency", "8"}, []string{"--concurrency 8, want no --request-rate beside it: give one of the two"}},
 		{[]string{"--gpu-memory-utilization", "NaN"}, []string{"--gpu-memory-utilization", `"NaN"`, "(0, 1]"}},
 		{[]string{"--gpu-memory-utilization", "Inf"}, []string{"--gpu-memory-utilization", `"Inf"`}},
 		{[]string{"--kv-cache-dtype", "int8"}, []string{"--kv-cache-dtype", `"int8"`, "auto, bfloat16, fp8, fp8_e4m3 or fp8_e5m2"}},
