@@ -30,7 +30,7 @@ var jsonCommands = [][]string{
 		"--tpu", "v5litepod-4", "--slices", "1", "--mesh", "pipeline=2,data=2", "--json"},
 	{"capacity", "--model", "llama3-8b", "--tpu", "tpu7x-256", "--slices", "8", "--days", "30", "--json"},
 	{"capacity", "--mode", "managed", "--days", "100", "--json"},
-	{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--slice-chips", "16", "--slices", "1,2", "--budget", "9k", "--json"},
+	{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e", "--slice-chips", "16", "--slices", "1,2", "--budget", "11k", "--json"},
 	{"budget", "--model", "llama3-8b", "--tokens", "100B", "--generations", "v6e,tpu7x", "--slice-chips", "16", "--slices", "1",
 		"--price", "tpu7x=5", "--chip-watts", "350", "--json"},
 	{"inference", "--model", "llama3-70b", "--tpu", "tpu7x-8", "--max-model-len", "8192", "--json"},
