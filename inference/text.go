@@ -76,11 +76,15 @@ func (p Plan) writeRequest(w io.Writer) {
 	if r.RequestRate > 0 {
 		load = fmt.Sprintf("%g requests/s (%d sequences in the server on average on this layout)", r.RequestRate, b.Concurrency)
 	}
+	each := "a replica"
+	if b.AttentionDP > 1 {
+		each = fmt.Sprintf("a scheduler, %d a replica", b.AttentionDP) // one scheduler a rank [ti-dps]
+	}
 	if r.MaxNumSeqs > 0 {
-		load = fmt.Sprintf("max_num_seqs %d a replica (%d concurrent sequences)", r.MaxNumSeqs, b.Concurrency)
+		load = fmt.Sprintf("max_num_seqs %d %s (%d concurrent sequences)", r.MaxNumSeqs, each, b.Concurrency)
 	}
 	if r.Clients > 0 {
-		load = fmt.Sprintf("max_num_seqs %d a replica (%d concurrent clients)", r.MaxNumSeqs, r.Clients)
+		load = fmt.Sprintf("max_num_seqs %d %s (%d concurrent clients)", r.MaxNumSeqs, each, r.Clients)
 	}
 	kv := string(r.KVCache)
 	if r.KVCacheDtype != "" && r.KVCacheDtype != kv {
@@ -110,6 +114,9 @@ func (p Plan) writeBest(w io.Writer) {
 	seqs := fmt.Sprintf("%d sequences per replica", b.SeqsEach)
 	if b.RunningEach > 0 {
 		seqs = fmt.Sprintf("%s running at once, of max_num_seqs %d", unit.Plural(b.RunningEach, "sequence"), b.SeqsEach)
+		if b.AttentionDP > 1 {
+			seqs = fmt.Sprintf("%s running at once, of %d (max_num_seqs %d on each of %d schedulers)", unit.Plural(b.RunningEach, "sequence"), b.SeqsEach, b.SchedulerSeqs(), b.AttentionDP)
+		}
 	}
 	fmt.Fprintf(w, "\nlayout: tensor parallel %d%s × data parallel %d on %s, %s\n", b.TP, ep, b.DP, unit.Plural(b.Chips, "chip"), seqs)
 	for _, s := range p.Reasons {

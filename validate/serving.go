@@ -201,15 +201,15 @@ func (r *ServingRow) checkSettings() error {
 	return nil
 }
 
-// schedulers is the vLLM schedulers of one replica of the row: with
-// attention data parallelism one a device, each running max_num_seqs
-// (tpu-inference's DPScheduler, inference's [ti-dps]), else one.
+// schedulers is the vLLM schedulers of one replica of the row, each
+// running max_num_seqs, as inference.Request.Schedulers counts them; one
+// for JetStream.
 func (r *ServingRow) schedulers() int {
-	spec, ok := model.Lookup(r.Model)
-	if r.Engine == EngineVLLM && (r.DPAttention || ok && inference.DPAttention(spec)) {
-		return max(r.TP, 1)
+	spec, _ := model.Lookup(r.Model)
+	if r.Engine != EngineVLLM {
+		return 1
 	}
-	return 1
+	return inference.Request{Model: spec, DPAttention: r.DPAttention}.Schedulers(r.TP)
 }
 
 // checkWorkload validates a row's workload and published figures.
