@@ -78,7 +78,7 @@ func (p Plan) writeRequest(w io.Writer) {
 	}
 	each := "a replica"
 	if b.AttentionDP > 1 {
-		each = fmt.Sprintf("a scheduler, %d a replica", b.AttentionDP) // one scheduler a rank [ti-dps]
+		each = fmt.Sprintf("on each of a replica's %d schedulers", b.AttentionDP) // one a rank [ti-dps]
 	}
 	if r.MaxNumSeqs > 0 {
 		load = fmt.Sprintf("max_num_seqs %d %s (%d concurrent sequences)", r.MaxNumSeqs, each, b.Concurrency)
