@@ -327,9 +327,10 @@ type Layout struct {
 	Concurrency int `json:"concurrency_sequences"`
 	// RunningEach is, with Request.Clients, the sequences each replica
 	// runs at once, at which its latencies and preemption are costed:
-	// its share of the clients, at most SeqsEach, the max_num_seqs its
-	// memory and page size are sized for. The clients above it wait in
-	// the scheduler's queue. 0 without Clients: SeqsEach (Running).
+	// its share of the clients, at most SeqsEach, its schedulers'
+	// max_num_seqs together, which its memory is sized for. The clients
+	// above it wait in the schedulers' queues. 0 without Clients:
+	// SeqsEach (Running).
 	RunningEach int `json:"running_sequences_per_replica,omitempty"`
 	// QueueWait is a request's wait in that queue in a closed loop of
 	// the clients (queueWait), which Seen adds to its TTFT; 0 when they
