@@ -27,8 +27,8 @@ func VLLMServe(p inference.Plan, modelID string) []string {
 	// Under attention data parallelism tpu-inference runs one vLLM
 	// scheduler a rank, each taking --max-num-seqs as its own limit
 	// ("Per-rank limits: max_seqs=...", DPScheduler in
-	// tpu_inference/core/sched/dp_scheduler.py @b8692ff0): the replica's
-	// sequences are split over its ranks.
+	// tpu_inference/core/sched/dp_scheduler.py @b8692ff0): the layout's
+	// max_num_seqs a scheduler, the request's as given when it set one.
 	seqs := b.SchedulerSeqs()
 	var args []string
 	if env := vllmEnv(p); len(env) > 0 {

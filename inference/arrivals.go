@@ -103,7 +103,7 @@ func littleMean(r Request, tp, dp int) (int, steady, Layout) {
 	if !l.Fits {
 		return dp, steady{}, l
 	}
-	srv, cost := replica(r, l, VLLM, l.Memory.HeldSeqs, StepOverhead(VLLM))
+	srv, cost := replica(r, l, VLLM, ceilDiv(l.Memory.HeldSeqs, l.AttentionDP), StepOverhead(VLLM)) // each scheduler's share
 	a := arrivals{rate: r.RequestRate / float64(dp), prompt: r.PromptLen, output: r.OutputLen, budget: r.MaxNumBatchedTokens,
 		ranks: max(srv.Ranks, 1), limit: min(l.Memory.HeldSeqs, MaxConcurrency/dp), async: srv.AsyncScheduling}
 	st, ok := a.steadyState(mixedStep(srv, cost, r.decodeContext()))

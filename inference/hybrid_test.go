@@ -37,7 +37,12 @@ func qwen35Request(t *testing.T, dp bool) Request {
 // state per device at TP 8: 45 layers × (1536 channels × 3 taps × 2
 // bytes + 8 heads × 128 × 128 × 4 bytes) = 24,007,680; whole (TP 1):
 // 45 × (12,288 × 3 × 2 + 64 × 16,384 × 4) = 192,061,440. With
-// enable_dp_attention each device keeps ⌈(64 + 1)/8⌉ = 9 whole states.
+// enable_dp_attention each of the 8 ranks' schedulers runs max_num_seqs
+// 64, so the runner's max_num_reqs is 8 × 64 = 512 and each layer's
+// state array 512 + 1 slots, rounded up to a multiple of the 8 devices
+// it is sharded over (tpu_inference/runner/tpu_runner.py:1048-1050,
+// runner/kv_cache_manager.py:386-401 @b8692ff0): 520, 65 whole states a
+// device.
 func TestHybridMemory(t *testing.T) {
 	m := lookup(t, "qwen3.5-397b-a17b")
 	if got := KVBytesPerToken(m, 8, FP8); got != 15_360 {
@@ -56,7 +61,7 @@ func TestHybridMemory(t *testing.T) {
 		t.Errorf("RecurrentStateBytes(llama3-70b) = %d, want 0", got)
 	}
 	l := Estimate(qwen35Request(t, true), 8, 1)
-	if want := unit.Bytes(9 * 192_061_440); l.Memory.Recurrent != want {
+	if want := unit.Bytes(65 * 192_061_440); l.Memory.Recurrent != want {
 		t.Errorf("Memory.Recurrent = %d, want %d", l.Memory.Recurrent, want)
 	}
 	if l.Memory.KVCache != l.Memory.Budget-l.Memory.Weights-l.Memory.Activations-l.Memory.Recurrent {

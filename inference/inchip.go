@@ -34,10 +34,10 @@ func inChipDevices(r Request, tp int) int {
 
 // inChipWarning says that the in-chip part of b's collectives is not
 // costed, what it carries (per device, from collective.Bytes, for a
-// decode step of b's sequences and for a prompt chunk of the token
-// budget), and, when the plan ranks b above a layout whose replicas need
-// no in-chip collective, that the ranking rests on it. "" when b's
-// collectives have no in-chip part.
+// decode step of the sequences b runs at once, Running, and for a prompt
+// chunk of the token budget), and, when the plan ranks b above a layout
+// whose replicas need no in-chip collective, that the ranking rests on
+// it. "" when b's collectives have no in-chip part.
 func inChipWarning(r Request, p Plan) string {
 	b := p.Best
 	n := inChipDevices(r, b.TP)
@@ -63,7 +63,7 @@ func inChipWarning(r Request, p Plan) string {
 	if r.AttentionDP() {
 		what = "all-gathers and reduce-scatters"
 	}
-	return inChipText(r, p, n, what, count, step(b.SeqsEach), step(r.MaxNumBatchedTokens))
+	return inChipText(r, p, n, what, count, step(b.Running()), step(r.MaxNumBatchedTokens)) // the decode step the ITL costs
 }
 
 // inChipText phrases inChipWarning: the n devices of a chip in each of
@@ -72,7 +72,7 @@ func inChipWarning(r Request, p Plan) string {
 func inChipText(r Request, p Plan, n int, what string, count int, decode, prefill unit.Bytes) string {
 	b := p.Best
 	s := fmt.Sprintf("in-chip collectives assumed free: at TP %d each of a step's %d %s also runs between the %d devices of a %s chip (its TensorCores, each with its own HBM) over the chip's die-to-die link, which Google rates only as six times faster than a 1D ICI link, with no latency (cloud.google.com/tpu/docs/tpu7x), and for which shardlab's hardware catalog holds no rate; this plan's TTFT and ITL leave out its %v a device in a decode step of %d sequences, %v in a prompt chunk of %d tokens, and its %d latencies a step",
-		b.TP, count, what, n, r.Slice.Chip.Generation, decode, b.SeqsEach, prefill, r.MaxNumBatchedTokens, count)
+		b.TP, count, what, n, r.Slice.Chip.Generation, decode, b.Running(), prefill, r.MaxNumBatchedTokens, count)
 	for _, l := range p.Layouts {
 		if l.Fits && inChipDevices(r, l.TP) == 1 {
 			bt, bi := r.Seen(b)

@@ -311,12 +311,14 @@ type Layout struct {
 	DP int `json:"data_parallel_size"`
 	// EP is the expert-parallel size (ExpertParallel; 1: none).
 	EP int `json:"expert_parallel_size"`
-	// AttentionDP is the attention data parallelism inside a replica
-	// (latent attention: TP; else 1).
+	// AttentionDP is the attention data parallelism inside a replica,
+	// its vLLM schedulers (Request.Schedulers: under attention data
+	// parallelism TP; else 1).
 	AttentionDP int `json:"attention_data_parallel_size"`
 	Chips       int `json:"chips"`
 	// SeqsEach is the sequences each replica runs at once, its
-	// max_num_seqs, at which its memory and latencies are costed.
+	// schedulers' max_num_seqs together (SchedulerSeqs each), at which
+	// its memory and latencies are costed.
 	SeqsEach int `json:"sequences_per_replica"`
 	// Concurrency is the sequences in the server across replicas: the
 	// request's, or what its request rate comes to on this layout on
@@ -325,9 +327,10 @@ type Layout struct {
 	Concurrency int `json:"concurrency_sequences"`
 	// RunningEach is, with Request.Clients, the sequences each replica
 	// runs at once, at which its latencies and preemption are costed:
-	// its share of the clients, at most SeqsEach, the max_num_seqs its
-	// memory and page size are sized for. The clients above it wait in
-	// the scheduler's queue. 0 without Clients: SeqsEach (Running).
+	// its share of the clients, at most SeqsEach, its schedulers'
+	// max_num_seqs together, which its memory is sized for. The clients
+	// above it wait in the schedulers' queues. 0 without Clients:
+	// SeqsEach (Running).
 	RunningEach int `json:"running_sequences_per_replica,omitempty"`
 	// QueueWait is a request's wait in that queue in a closed loop of
 	// the clients (queueWait), which Seen adds to its TTFT; 0 when they
@@ -416,9 +419,10 @@ func (l Layout) Running() int {
 	return l.SeqsEach
 }
 
-// SchedulerSeqs is the max_num_seqs of each vLLM scheduler of l: a
-// replica's sequences, split over its attention-DP ranks, each of which
-// tpu-inference runs its own scheduler for [ti-dps].
+// SchedulerSeqs is the max_num_seqs of each vLLM scheduler of l, what
+// the serving command gives: a replica's sequences split over its
+// attention-DP ranks, each of which tpu-inference runs its own scheduler
+// for [ti-dps]; Request.MaxNumSeqs when given.
 func (l Layout) SchedulerSeqs() int { return ceilDiv(l.SeqsEach, max(l.AttentionDP, 1)) }
 
 // MeetsSLO reports whether the layout fits and meets every SLO.
@@ -453,16 +457,15 @@ var ErrNoFit = errors.New("no layout fits")
 func Estimate(r Request, tp, dp int) Layout {
 	c := r.Slice.Chip
 	per := c.JAXDevicesPerChip
-	l := Layout{TP: tp, DP: dp, EP: ExpertParallel(r.Model, tp), AttentionDP: 1, Chips: ceilDiv(tp*dp, per)}
-	if r.AttentionDP() {
-		l.AttentionDP = tp
-	}
+	l := Layout{TP: tp, DP: dp, EP: ExpertParallel(r.Model, tp), AttentionDP: r.Schedulers(tp), Chips: ceilDiv(tp*dp, per)}
 	l.SeqsEach = ceilDiv(r.Concurrency, dp)
 	l.Concurrency = r.Concurrency
 	if r.MaxNumSeqs > 0 {
-		l.SeqsEach, l.Concurrency = r.MaxNumSeqs, r.MaxNumSeqs*dp
+		// max_num_seqs is each scheduler's [ti-dps]
+		l.SeqsEach = r.MaxNumSeqs * l.AttentionDP
+		l.Concurrency = l.SeqsEach * dp
 		if r.Clients > 0 {
-			l.Concurrency, l.RunningEach = r.Clients, min(r.MaxNumSeqs, ceilDiv(r.Clients, dp))
+			l.Concurrency, l.RunningEach = r.Clients, min(l.SeqsEach, ceilDiv(r.Clients, dp))
 		}
 	}
 	r.memory(&l)
@@ -510,7 +513,7 @@ func (r Request) memory(l *Layout) {
 	}
 	m.KVCache = max(m.Budget-m.Weights-m.Activations-m.Recurrent, 0)
 	m.KVPerToken = kvBytesPerToken(r.Model, tp, r.KVCache, r.AttentionDP())
-	m.BlockSize = BlockSize(r.MaxModelLen, l.SeqsEach)
+	m.BlockSize = BlockSize(r.MaxModelLen, l.SchedulerSeqs()) // the scheduler config's max_num_seqs [ti-page]
 	if r.Model.MLA() {
 		m.BlockSize = mlaPageSize
 	}
@@ -541,7 +544,7 @@ func (r Request) rooflines(l *Layout) {
 	ctx := r.decodeContext()
 	B := l.Running()
 	kv := float64(m.KVPerToken)
-	b := r.decodeBatch(B, max(r.MaxNumSeqs, B))
+	b := r.decodeBatch(B, max(l.SeqsEach, B))
 	wctx := 0 // the keys a local layer's decode query reads [ti-swa]
 	if w > 0 {
 		wctx = model.AttendedKeys(ctx-1, w)
@@ -562,7 +565,7 @@ func (r Request) rooflines(l *Layout) {
 	for _, g := range Spread(l.RunningSeqs(), l.DP) {
 		itl := l.ITL
 		if g.Seqs != B {
-			itl = step(r.decodeBatch(g.Seqs, max(r.MaxNumSeqs, B)))
+			itl = step(r.decodeBatch(g.Seqs, max(l.SeqsEach, B)))
 		}
 		l.TokensPerSecond += float64(g.Replicas*g.Seqs) / itl.Seconds()
 	}

@@ -406,8 +406,10 @@ func TestMaxNumSeqs(t *testing.T) {
 // @1f8758d584e8), so Search refuses a budget below the max_num_seqs of the
 // chosen layout's schedulers: Llama 3 70B on tpu7x-8 at 64 sequences
 // chooses TP 8 × DP 1, one scheduler of 64; DeepSeek V3 on tpu7x-16 at
-// max_num_seqs 64 a replica runs TP 16 as 16 attention-DP schedulers of
-// ⌈64/16⌉ = 4 each [ti-dps].
+// max_num_seqs 64 runs TP 16 as 16 attention-DP schedulers of 64 each,
+// each built from the same scheduler config ("Per-rank limits:
+// max_seqs=", tpu_inference/core/sched/dp_scheduler.py:525-532
+// @b8692ff0 [ti-dps]), so the budget is checked against 64, not 64/16.
 func TestSchedulerBudget(t *testing.T) {
 	ds := request(t)
 	ds.Model, ds.Slice, ds.MaxModelLen, ds.Weights, ds.MaxNumSeqs = lookupT(t, "deepseek3-671b"), slice(t, "tpu7x-16"), 4096, FP8, 64
@@ -420,8 +422,8 @@ func TestSchedulerBudget(t *testing.T) {
 		{"70b at its max_num_seqs", request(t), 64, ""},
 		{"70b one below", request(t), 63, "64 to 2097152"},
 		{"70b one token", request(t), 1, "64 to 2097152"},
-		{"deepseek a rank's 4", ds, 4, ""},
-		{"deepseek below a rank's", ds, 3, "4 to 2097152"},
+		{"deepseek a rank's 64", ds, 64, ""},
+		{"deepseek below a rank's", ds, 63, "64 to 2097152"},
 	} {
 		r := c.r
 		r.MaxNumBatchedTokens = c.budget

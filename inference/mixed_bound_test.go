@@ -152,7 +152,7 @@ func TestSteadyStateBounded(t *testing.T) {
 		}
 		r.Concurrency = c.dp
 		l := Estimate(r, c.tp, c.dp)
-		srv, cost := replica(r, l, VLLM, l.Memory.HeldSeqs, StepOverhead(VLLM))
+		srv, cost := replica(r, l, VLLM, ceilDiv(l.Memory.HeldSeqs, l.AttentionDP), StepOverhead(VLLM)) // each scheduler's share
 		a := arrivals{rate: r.RequestRate / float64(c.dp), prompt: r.PromptLen, output: r.OutputLen, budget: r.MaxNumBatchedTokens,
 			ranks: max(srv.Ranks, 1), limit: min(l.Memory.HeldSeqs, MaxConcurrency/c.dp), async: srv.AsyncScheduling}
 		inner, evals, done := mixedStep(srv, cost, r.PromptLen+r.OutputLen/2), 0, 0

@@ -190,16 +190,20 @@ type Request struct {
 	// empty, NewRequest sets it to the value that stores KVCache (auto
 	// for bf16, fp8). The serving command passes it on unchanged.
 	KVCacheDtype string
-	// MaxNumSeqs is vLLM's max_num_seqs, the sequences one replica's
-	// scheduler runs at once. When positive it replaces Concurrency:
-	// each layout then serves MaxNumSeqs sequences a replica, MaxNumSeqs
-	// times its replicas in all, unless Clients says how many there are.
+	// MaxNumSeqs is vLLM's max_num_seqs, the sequences one scheduler
+	// runs at once: a replica's one scheduler, or under attention data
+	// parallelism each of its ranks' (Schedulers), as tpu-inference's
+	// DPScheduler and runner take it (max_num_reqs = dp_size ×
+	// max_num_seqs [ti-dps]). When positive it replaces Concurrency:
+	// each layout then serves MaxNumSeqs × Schedulers sequences a
+	// replica (Layout.SeqsEach), that times its replicas in all, unless
+	// Clients says how many there are.
 	MaxNumSeqs int
 	// Clients, beside MaxNumSeqs, is a closed loop's clients across the
 	// replicas, as a benchmark's --max-concurrency sends them against a
 	// server started with --max-num-seqs (tpu-recipes' Llama 3.3 70B
 	// runs 64 clients against 256): each replica runs its share of them,
-	// at most MaxNumSeqs at once, and the rest wait in its scheduler's
+	// at most its schedulers' MaxNumSeqs at once, and the rest wait in its scheduler's
 	// queue [v-sched] (Layout.RunningEach, Layout.QueueWait). 0: every
 	// replica full, MaxNumSeqs clients each. Refused without MaxNumSeqs,
 	// where Concurrency is the clients.
@@ -246,6 +250,18 @@ type Request struct {
 // AttentionDP reports whether r's replicas run attention data parallel:
 // latent attention always [ti-mla], other models when r.DPAttention asks.
 func (r Request) AttentionDP() bool { return DPAttention(r.Model) || r.DPAttention }
+
+// Schedulers is the vLLM schedulers a replica of tp devices runs for r,
+// each with its own max_num_seqs (Request.MaxNumSeqs): under attention
+// data parallelism one a device, tpu-inference's DPScheduler building
+// one Scheduler a DP rank from the same scheduler config [ti-dps]; else
+// one.
+func (r Request) Schedulers(tp int) int {
+	if r.AttentionDP() {
+		return max(tp, 1)
+	}
+	return 1
+}
 
 // Objective is what a serving plan optimises.
 type Objective string
@@ -480,13 +496,13 @@ func (r *Request) concurrency() error {
 		return &FieldError{Field: "max_num_seqs", Value: strconv.Itoa(r.MaxNumSeqs), Want: "0 when request_rate is set (the rate sets the concurrency)"}
 	}
 	if r.MaxNumSeqs < 0 || r.MaxNumSeqs > MaxConcurrency {
-		return badInt("max_num_seqs", r.MaxNumSeqs, fmt.Sprintf("0 (use concurrency) or 1 to %d sequences a replica", MaxConcurrency))
+		return badInt("max_num_seqs", r.MaxNumSeqs, fmt.Sprintf("0 (use concurrency) or 1 to %d sequences a scheduler", MaxConcurrency))
 	}
 	if r.Clients < 0 || r.Clients > MaxConcurrency || r.Clients > 0 && r.MaxNumSeqs == 0 {
 		return badInt("concurrency", r.Clients, fmt.Sprintf("0, or with max_num_seqs 1 to %d clients (without it the concurrency is the clients)", MaxConcurrency))
 	}
 	if r.MaxNumSeqs > 0 {
-		r.Concurrency = r.MaxNumSeqs // one replica's; Estimate multiplies by the replicas
+		r.Concurrency = r.MaxNumSeqs // one scheduler's; Estimate multiplies by the schedulers and replicas
 	}
 	if r.RequestRate > 0 {
 		r.Concurrency = 1 // a start; Search finds each layout's

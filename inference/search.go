@@ -222,9 +222,9 @@ func shardReason(r Request, b Layout) string {
 	}
 	if m.MoE() {
 		if b.EP > 1 {
-			heads += fmt.Sprintf("; expert parallel %d: %d of %d routed experts per device, a decode step of %d sequences touching %.1f of them a layer", b.EP, m.Experts/b.EP, m.Experts, b.SeqsEach, b.ActiveExperts)
+			heads += fmt.Sprintf("; expert parallel %d: %d of %d routed experts per device, a decode step of %d sequences touching %.1f of them a layer", b.EP, m.Experts/b.EP, m.Experts, b.Running(), b.ActiveExperts)
 		} else {
-			heads += fmt.Sprintf("; the %d routed experts split along their width (a decode step of %d sequences touching %.1f a layer)", m.Experts, b.SeqsEach, b.ActiveExperts)
+			heads += fmt.Sprintf("; the %d routed experts split along their width (a decode step of %d sequences touching %.1f a layer)", m.Experts, b.Running(), b.ActiveExperts)
 		}
 	}
 	return fmt.Sprintf("%s; each device holds %v of weights, and the replica's pages hold %s of %s at once (%d of max_model_len %d, of which vLLM needs one to start)",

@@ -544,15 +544,16 @@ func (s *Sim) Result() SimResult {
 }
 
 // SimOptions is a simulation of a plan's layout: the engine, its
-// max_num_seqs (JetStream: batch slots) for one replica, and the load on
-// all replicas.
+// max_num_seqs (JetStream: batch slots) for each scheduler, and the load
+// on all replicas.
 type SimOptions struct {
 	Engine Engine
-	// MaxNumSeqs is one replica's, split evenly over its schedulers
-	// (under attention data parallelism one a device, each with its own
-	// max_num_seqs [ti-dps]); 0: the request's max_num_seqs (a
-	// replica's), else the layout's sequences a replica (under a request
-	// rate, the cap AtRate sizes it to).
+	// MaxNumSeqs is vLLM's max_num_seqs as the serving command gives
+	// it, each scheduler's (under attention data parallelism one a
+	// device, each with its own max_num_seqs [ti-dps]; JetStream: a
+	// replica's batch slots); 0: the layout's (Layout.SchedulerSeqs,
+	// the request's max_num_seqs when given; under a request rate, the
+	// cap AtRate sizes it to).
 	MaxNumSeqs int
 	Load       Load
 	// StepOverhead, when not nil, replaces the engine's fixed time a
@@ -588,10 +589,7 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 	dp := max(l.DP, 1)
 	seqs := o.MaxNumSeqs
 	if seqs == 0 {
-		seqs = r.MaxNumSeqs
-	}
-	if seqs == 0 {
-		seqs = max(l.SeqsEach, 1)
+		seqs = max(l.SchedulerSeqs(), 1)
 	}
 	overhead := StepOverhead(o.Engine)
 	if o.StepOverhead != nil {
@@ -605,10 +603,10 @@ func Simulate(r Request, l Layout, o SimOptions, rng *rand.Rand) (SimResult, err
 }
 
 // replica is one replica of layout l of request r on engine e as
-// Simulate runs it: the engine's settings, with maxNumSeqs the
-// replica's max_num_seqs (split evenly over its schedulers), and the
-// time of its steps (step), with overhead the engine's fixed time a
-// step. AtRate costs its mixed steps with the same two.
+// Simulate runs it: the engine's settings, with maxNumSeqs each of its
+// schedulers' max_num_seqs, and the time of its steps (step), with
+// overhead the engine's fixed time a step. AtRate costs its mixed steps
+// with the same two.
 func replica(r Request, l Layout, e Engine, maxNumSeqs int, overhead time.Duration) (Server, func(Batch) time.Duration) {
 	srv := Server{Engine: e, MaxNumSeqs: maxNumSeqs, MaxNumBatchedTokens: r.MaxNumBatchedTokens,
 		BlockSize: l.Memory.BlockSize, Pages: l.Memory.Pages, MaxModelLen: r.MaxModelLen, AsyncScheduling: e == VLLM}
@@ -626,7 +624,6 @@ func replica(r Request, l Layout, e Engine, maxNumSeqs int, overhead time.Durati
 		// one scheduler a DP rank, each device its own sequences [ti-dps]
 		srv.Ranks, srv.KVPacking = l.AttentionDP, max(4/max(r.KVCache.Bytes(), 1), 1)
 	}
-	srv.MaxNumSeqs = ceilDiv(srv.MaxNumSeqs, max(srv.Ranks, 1)) // a replica's, split over its schedulers
 	rc := newReplicaCost(r, l.TP)
 	kv := float64(l.Memory.KVPerToken)
 	if e == JetStream {

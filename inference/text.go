@@ -76,8 +76,12 @@ func (p Plan) writeRequest(w io.Writer) {
 	if r.RequestRate > 0 {
 		load = fmt.Sprintf("%g requests/s (%d sequences in the server on average on this layout)", r.RequestRate, b.Concurrency)
 	}
+	each := "a replica"
+	if b.AttentionDP > 1 {
+		each = fmt.Sprintf("on each of a replica's %d schedulers", b.AttentionDP) // one a rank [ti-dps]
+	}
 	if r.MaxNumSeqs > 0 {
-		load = fmt.Sprintf("max_num_seqs %d a replica (%s)", r.MaxNumSeqs, b.Load())
+		load = fmt.Sprintf("max_num_seqs %d %s (%s)", r.MaxNumSeqs, each, b.Load())
 	}
 	kv := string(r.KVCache)
 	if r.KVCacheDtype != "" && r.KVCacheDtype != kv {
@@ -107,6 +111,9 @@ func (p Plan) writeBest(w io.Writer) {
 	seqs := unit.Plural(b.SeqsEach, "sequence") + " per replica"
 	if b.RunningEach > 0 {
 		seqs = fmt.Sprintf("%s running at once, of max_num_seqs %d", unit.Plural(b.RunningEach, "sequence"), b.SeqsEach)
+		if b.AttentionDP > 1 {
+			seqs = fmt.Sprintf("%s running at once, of %d (max_num_seqs %d on each of %d schedulers)", unit.Plural(b.RunningEach, "sequence"), b.SeqsEach, b.SchedulerSeqs(), b.AttentionDP)
+		}
 	}
 	fmt.Fprintf(w, "\nlayout: tensor parallel %d%s × data parallel %d on %s, %s\n", b.TP, ep, b.DP, unit.Plural(b.Chips, "chip"), seqs)
 	for _, s := range p.Reasons {

@@ -201,15 +201,15 @@ func (r *ServingRow) checkSettings() error {
 	return nil
 }
 
-// schedulers is the vLLM schedulers of one replica of the row: with
-// attention data parallelism one a device, each running max_num_seqs
-// (tpu-inference's DPScheduler, inference's [ti-dps]), else one.
+// schedulers is the vLLM schedulers of one replica of the row, each
+// running max_num_seqs, as inference.Request.Schedulers counts them; one
+// for JetStream.
 func (r *ServingRow) schedulers() int {
-	spec, ok := model.Lookup(r.Model)
-	if r.Engine == EngineVLLM && (r.DPAttention || ok && inference.DPAttention(spec)) {
-		return max(r.TP, 1)
+	spec, _ := model.Lookup(r.Model)
+	if r.Engine != EngineVLLM {
+		return 1
 	}
-	return 1
+	return inference.Request{Model: spec, DPAttention: r.DPAttention}.Schedulers(r.TP)
 }
 
 // checkWorkload validates a row's workload and published figures.
@@ -255,8 +255,10 @@ func oneOf(s string, list []string) bool {
 // package inference: its model, TPU, lengths, dtypes, server settings,
 // tensor-parallel size and concurrency (all replicas'). An int8 KV cache
 // is asked as fp8: one byte an element either way, and inference's KV
-// formats are bf16 and fp8. The row's max_num_seqs is a cap at or above
-// its concurrency and is not passed: the concurrency is what ran.
+// formats are bf16 and fp8. A vLLM row's max_num_seqs is passed as its
+// server was given it (each scheduler's, inference.Request.MaxNumSeqs),
+// with its concurrency as the clients, as shardlab inference takes the
+// published command's --max-num-seqs and --concurrency.
 func (r ServingRow) Request() (inference.Request, error) {
 	spec, ok := model.Lookup(r.Model)
 	if !ok {
@@ -270,8 +272,12 @@ func (r ServingRow) Request() (inference.Request, error) {
 	if kv == inference.Int8 {
 		kv = inference.FP8
 	}
-	return inference.NewRequest(inference.Request{Model: spec, Slice: s, MaxModelLen: r.MaxModelLen,
+	req := inference.Request{Model: spec, Slice: s, MaxModelLen: r.MaxModelLen,
 		Concurrency: r.Workload.Concurrency, PromptLen: r.Workload.InputLen, OutputLen: r.Workload.OutputLen,
 		Weights: inference.Dtype(r.Weights), KVCache: kv, MemoryUtilization: r.MemoryUtil,
-		MaxNumBatchedTokens: r.MaxBatched, TP: r.TP, DPAttention: r.DPAttention, MoEAllRows: r.MoEAllRows})
+		MaxNumBatchedTokens: r.MaxBatched, TP: r.TP, DPAttention: r.DPAttention, MoEAllRows: r.MoEAllRows}
+	if r.Engine == EngineVLLM && r.MaxNumSeqs > 0 {
+		req.MaxNumSeqs, req.Clients = r.MaxNumSeqs, r.Workload.Concurrency
+	}
+	return inference.NewRequest(req)
 }

@@ -499,8 +499,11 @@ func TestServingDPAttentionRows(t *testing.T) {
 		if !req.AttentionDP() || l.AttentionDP != r.TP || l.Memory.Recurrent == 0 || !l.Fits {
 			t.Errorf("%s: attention DP %v over %d devices, states %d bytes, fits %v; want DP over %d, states, fits", r.ID, req.AttentionDP(), l.AttentionDP, l.Memory.Recurrent, l.Fits, r.TP)
 		}
-		if o := r.SimOptions(); o.MaxNumSeqs != 512 || r.Workload.Concurrency != 128 {
-			t.Errorf("%s: the replica runs %d sequences for %d clients, want 512 (64 on each of 8 schedulers) for 128", r.ID, o.MaxNumSeqs, r.Workload.Concurrency)
+		if l.SchedulerSeqs() != 64 || l.SeqsEach != 512 || l.Running() != 128 || l.QueueWait != 0 {
+			t.Errorf("%s: max_num_seqs %d a scheduler, %d a replica, %d running, queue wait %v; want 64, 512, all 128, none", r.ID, l.SchedulerSeqs(), l.SeqsEach, l.Running(), l.QueueWait)
+		}
+		if o := r.SimOptions(); o.MaxNumSeqs != 64 || r.schedulers() != 8 || r.Workload.Concurrency != 128 {
+			t.Errorf("%s: %d schedulers of max_num_seqs %d for %d clients, want 8 of 64 (512) for 128", r.ID, r.schedulers(), o.MaxNumSeqs, r.Workload.Concurrency)
 		}
 	}
 	if n := len(rows); n != 2 {
@@ -577,8 +580,9 @@ func rowsWhere(t *testing.T, keep func(ServingRow) bool) ([]ServingRow, []infere
 // inference decide whether a row's server fits by one rule, inference's
 // (Layout.Fits: vLLM starts a server whose pages hold one sequence of
 // max_model_len tokens), whatever sequences each runs: validate costs a
-// row at its clients' concurrency, shardlab inference at its
-// max_num_seqs a replica (the row's, or its concurrency when it sets
+// row at its max_num_seqs beside its clients (its concurrency alone when
+// it sets none), shardlab inference at its max_num_seqs alone (the
+// row's, each scheduler's, or its concurrency a replica when it sets
 // none), each at the row's tensor-parallel size and replicas.
 func TestServingFitAgreesWithInference(t *testing.T) {
 	rows, err := ServingRows()
@@ -598,7 +602,7 @@ func TestServingFitAgreesWithInference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seqs := row.MaxNumSeqs * row.schedulers()
+		seqs := row.MaxNumSeqs // each scheduler's, as the server was given it
 		if seqs == 0 {
 			seqs = (row.Workload.Concurrency + row.DP - 1) / row.DP
 		}

@@ -80,7 +80,8 @@ const ServingSeed = 1
 // kv_cache_shard_axis "batch", engine.py cache_shape (batch_size, ...)
 // @f3cf2b7, 2024-05-14, the Gemma 2B rows' day), so each device, the
 // replica Simulate steps, runs batch_size / DP of them. vLLM's
-// max_num_seqs the row's, or its concurrency when not given.
+// max_num_seqs the row's as its server was given it, each scheduler's
+// (inference.SimOptions), or its concurrency when not given.
 func (r ServingRow) SimOptions() inference.SimOptions {
 	w := r.Workload
 	mix := inference.FixedMix(w.InputLen, w.OutputLen)
@@ -90,8 +91,7 @@ func (r ServingRow) SimOptions() inference.SimOptions {
 			mix = m
 		}
 	}
-	// max_num_seqs is each scheduler's: a replica's is that times its schedulers
-	o := inference.SimOptions{Engine: inference.VLLM, MaxNumSeqs: r.MaxNumSeqs * r.schedulers(),
+	o := inference.SimOptions{Engine: inference.VLLM, MaxNumSeqs: r.MaxNumSeqs,
 		Load: inference.Load{Mix: mix, Concurrency: w.Concurrency, Requests: w.NumPrompts}}
 	if r.Engine == EngineJetStreamPyTorch {
 		dp := max(r.DP, 1)

@@ -26,7 +26,7 @@ var servingLooks = withModel([]look{
 	{"tpu", "Hardware", "TPU type", "an accelerator type (tpu7x-8, v6e-8) or a generation alone: one VM of it", nil},
 	{"concurrency", "Load", "Concurrency", "clients (a closed loop) across the replicas: the sequences decoding at once, or, with max_num_seqs, those above it a replica waiting in vLLM's queue; 0: 64, unless the request rate or max_num_seqs sets it", nil},
 	{"request_rate", "Load", "Request rate", "requests/s; the concurrency is then what Little's law gives on each layout; 0: use the concurrency", nil},
-	{"max_num_seqs", "Load", "Max sequences a replica", "vLLM's max_num_seqs, the sequences each replica runs at once; 0: from the concurrency", nil},
+	{"max_num_seqs", "Load", "Max sequences a scheduler", "vLLM's max_num_seqs, the sequences each scheduler runs at once (a replica's one, or each attention-DP rank's); 0: from the concurrency", nil},
 	{"objective", "Layout", "Objective", "throughput: most output tokens/s per chip meeting the SLOs; latency: least ITL, then TTFT", objectiveChoices},
 	{"ttft_slo", "Layout", "TTFT target", "time to first token at the offered load (500ms); 0: none", nil},
 	{"itl_slo", "Layout", "ITL target", "inter-token latency at the offered load (40ms); 0: none", nil},

@@ -52,7 +52,7 @@ func newInferenceFlags() (*flag.FlagSet, *inferenceFlags) {
 	choiceVar(fs, &o.CheckpointDtype, "checkpoint-dtype", d.CheckpointDtype, []string{"bf16", "fp8", "int8"}, nil,
 		"the format the checkpoint vllm serve loads (--hf-model) stores its weights in; shardlab reads no checkpoint (default: the model catalog's record of the model's own repository: "+checkpointDtypes()+")")
 	wholeVar(fs, &o.MaxNumSeqs, "max-num-seqs", 0, a.MaxNumSeqs,
-		"vLLM's max_num_seqs: sequences each replica runs at once (without --concurrency, the clients are this times the replicas)")
+		"vLLM's max_num_seqs: sequences each scheduler runs at once, a replica's one or, with attention data parallelism, each of its devices' (without --concurrency, the clients are this times the schedulers and replicas)")
 	choiceVar(fs, &o.KVCacheDtype, "kv-cache-dtype", d.KVCacheDtype, inference.KVCacheDtypes, nil, "vLLM's KV cache dtype: auto and bfloat16 store bf16, the fp8 formats 1 byte")
 	floatVar(fs, &o.MemoryUtilization, "gpu-memory-utilization", d.MemoryUtilization, decimalFlag(a.MemoryUtilization), "share of a device's HBM vLLM may fill (vllm's default 0.92)")
 	wholeVar(fs, &o.MaxNumBatchedTokens, "max-num-batched-tokens", d.MaxNumBatchedTokens, a.MaxNumBatchedTokens, "the scheduler's tokens per step: the prefill chunk and activation buffers")
