@@ -56,7 +56,7 @@ func TestErrIsTheOneRule(t *testing.T) {
 		if _, hasFixes := doc["fixes"]; got != tt.want || hasFixes != (tt.want != "") || (tt.want != "" && string(doc["fixes"]) != "[]") {
 			t.Errorf("%s: JSON error %q, fixes %s, want %q and [] with it", tt.name, got, doc["fixes"], tt.want)
 		}
-		if tt.want != "" && !strings.HasPrefix(b.String(), "{\n  \"schema\": \"shardlab/v3\",\n  \"error\": ") {
+		if tt.want != "" && !strings.HasPrefix(b.String(), "{\n  \"schema\": \"shardlab/v4\",\n  \"error\": ") {
 			t.Errorf("%s: JSON starts %.80q, want the schema, then the error", tt.name, b.String())
 		}
 	}

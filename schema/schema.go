@@ -19,7 +19,7 @@ import (
 const Key = "schema"
 
 // Version is the schema every JSON document of this build follows.
-const Version = "shardlab/v3"
+const Version = "shardlab/v4"
 
 // Marshal is v as compact JSON with Key: Version as its first key. v must
 // encode as a JSON object; it is an error for it to hold Key already.

@@ -19,9 +19,9 @@ func TestWrite(t *testing.T) {
 		{"struct", struct {
 			A int    `json:"a_bytes"`
 			B string `json:"b"`
-		}{1, "x"}, "{\n  \"schema\": \"shardlab/v3\",\n  \"a_bytes\": 1,\n  \"b\": \"x\"\n}\n"},
-		{"empty object", struct{}{}, "{\n  \"schema\": \"shardlab/v3\"\n}\n"},
-		{"map", map[string][]int{"rows": {1, 2}}, "{\n  \"schema\": \"shardlab/v3\",\n  \"rows\": [\n    1,\n    2\n  ]\n}\n"},
+		}{1, "x"}, "{\n  \"schema\": \"shardlab/v4\",\n  \"a_bytes\": 1,\n  \"b\": \"x\"\n}\n"},
+		{"empty object", struct{}{}, "{\n  \"schema\": \"shardlab/v4\"\n}\n"},
+		{"map", map[string][]int{"rows": {1, 2}}, "{\n  \"schema\": \"shardlab/v4\",\n  \"rows\": [\n    1,\n    2\n  ]\n}\n"},
 	} {
 		var b bytes.Buffer
 		if err := schema.Write(&b, tc.v); err != nil {
@@ -64,7 +64,7 @@ func ExampleWrite() {
 	fmt.Print(b.String())
 	// Output:
 	// {
-	//   "schema": "shardlab/v3",
+	//   "schema": "shardlab/v4",
 	//   "hbm_capacity_bytes": 17179869184
 	// }
 }

@@ -40,8 +40,8 @@ func TestBrowserBudget(t *testing.T) {
 		t.Errorf("the budget shows %v charts and Pareto rows (%v), want 1 chart and at least one Pareto row", shown, err)
 	}
 	screenshot(t, ctx, "budget")
-	if got := download(t, ctx, "#dl-budget-json"); !strings.Contains(got, `"schema": "shardlab/v3"`) {
-		t.Errorf("#dl-budget-json: the download %.200q lacks %s", got, `"schema": "shardlab/v3"`)
+	if got := download(t, ctx, "#dl-budget-json"); !strings.Contains(got, `"schema": "shardlab/v4"`) {
+		t.Errorf("#dl-budget-json: the download %.200q lacks %s", got, `"schema": "shardlab/v4"`)
 	}
 
 	if err := chromedp.Do(ctx, retype("#in-deadline", "30")); err != nil {

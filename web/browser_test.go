@@ -250,7 +250,7 @@ func TestBrowser(t *testing.T) {
 		for _, dl := range []struct{ id, path, want string }{
 			{"#dl-maxtext", "/download/maxtext.yaml?", "ici_data_parallelism: 4"},
 			{"#dl-xpk", "/download/xpk.sh?", "xpk workload create"},
-			{"#dl-json", "/download/plan.json?", `"schema": "shardlab/v3"`},
+			{"#dl-json", "/download/plan.json?", `"schema": "shardlab/v4"`},
 		} {
 			got := download(t, ctx, dl.id)
 			code, want := get(t, h, dl.path+strings.SplitN(shared, "?", 2)[1])

@@ -23,6 +23,6 @@ func ExampleNew() {
 		fmt.Println(w.Code, strings.Join(strings.Fields(keys[0]+","+keys[1]), " "))
 	}
 	// Output:
-	// 200 { "schema": "shardlab/v3", "model": "llama3-8b"
-	// 400 { "schema": "shardlab/v3", "error": "tpu: v5p-8192 (16x16x16
+	// 200 { "schema": "shardlab/v4", "model": "llama3-8b"
+	// 400 { "schema": "shardlab/v4", "error": "tpu: v5p-8192 (16x16x16
 }

@@ -35,8 +35,8 @@ func TestUnfitMeshIs422(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &a); err != nil {
 			t.Fatalf("%s: %d, not JSON: %v\n%.300s", what, code, err, body)
 		}
-		if code != http.StatusUnprocessableEntity || a.Fits == nil || *a.Fits || a.Error != nil || a.Schema != "shardlab/v3" {
-			t.Errorf("%s = %d, fits %v, error %v; want 422 with the plan (schema shardlab/v3, fits false) and no error:\n%.400s", what, code, a.Fits, a.Error, body)
+		if code != http.StatusUnprocessableEntity || a.Fits == nil || *a.Fits || a.Error != nil || a.Schema != "shardlab/v4" {
+			t.Errorf("%s = %d, fits %v, error %v; want 422 with the plan (schema shardlab/v4, fits false) and no error:\n%.400s", what, code, a.Fits, a.Error, body)
 		}
 		// the plan's own figures: over the usable HBM by more than the
 		// 197 GiB of weights and moments above less the 95 GiB a v5p chip

@@ -242,7 +242,7 @@ func TestRunPlanFromPlanJSON(t *testing.T) {
 	// another schema's plan is refused by name; a file without one is read
 	p["schema"] = "shardlab/v0"
 	b, _ = json.Marshal(p)
-	fail(t, []string{"run", "--plan", write("v0.json", b)}, "--plan", `schema "shardlab/v0", want shardlab/v3`)
+	fail(t, []string{"run", "--plan", write("v0.json", b)}, "--plan", `schema "shardlab/v0", want shardlab/v4`)
 	b, _ = json.Marshal([]any{plans[0], plans[1]})
 	fail(t, []string{"run", "--plan", write("bare.json", b)}, "--plan", "not what 'shardlab plan --json' prints")
 }
