@@ -50,6 +50,9 @@ type BatchMemory struct {
 	// floors remembers computeFloor's answers for the layout Reset set,
 	// by micro-batches, policy and dispatch (floorKey)
 	floors floorMemo
+	// lc is the layout's collectives that read neither the batch nor the
+	// micro-batches (layoutComm), once worked out: Reset forgets them.
+	lc layoutComm
 }
 
 // BatchMemory checks j on m as Memory does, but for the global batch, and
@@ -66,7 +69,7 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 // a BatchMemory is too large to copy each time. On an error bm is left
 // unusable.
 func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
-	bm.e, bm.n, bm.floor, bm.ok, bm.leastOK = e, 1, stepFloor{}, false, false
+	bm.e, bm.n, bm.floor, bm.ok, bm.leastOK, bm.lc.ok = e, 1, stepFloor{}, false, false, false
 	bm.comm.n, bm.comm.next, bm.floors.n, bm.floors.next = 0, 0, 0, 0
 	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
 	bm.est = Estimate{Mesh: *m, Job: *j}
@@ -107,7 +110,8 @@ func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 // last Reset passed read none of it) and the shards, and, as Reset does,
 // leaves the stages' bases with their micro-batches in flight to the
 // first weighing that needs them (stage). What the ceilings remember of
-// the layout it keeps (leastParams, computeFloor, collectivesFloor).
+// the layout it keeps (leastParams, computeFloor, collectivesFloor,
+// layoutComm).
 // TestRescheduleIsReset holds it to Reset.
 func (bm *BatchMemory) Reschedule(j *Job) error {
 	old := &bm.est.Job

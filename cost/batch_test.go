@@ -494,10 +494,10 @@ func TestStateExceeds(t *testing.T) {
 }
 
 // forgetLayout forgets what bm remembers of its layout across Reschedule
-// and SetPolicy (the least parameters, the compute floors and the
-// collectives' floors), as Reset does.
+// and SetPolicy (the least parameters, the compute floors, the
+// collectives' floors and layoutComm), as Reset does.
 func forgetLayout(bm *BatchMemory) {
-	bm.least, bm.leastOK, bm.floors, bm.comm = [2]float64{}, false, floorMemo{}, commMemo{}
+	bm.least, bm.leastOK, bm.floors, bm.comm, bm.lc = [2]float64{}, false, floorMemo{}, commMemo{}, layoutComm{}
 }
 
 // sameCeilingTerms checks that bm, rescheduled, has the compute floor and
@@ -510,6 +510,9 @@ func sameCeilingTerms(t *testing.T, bm, want *BatchMemory, what string) {
 	wp, wf := want.computeFloor()
 	if gp != wp || gf != wf {
 		t.Errorf("%s: computeFloor %v, %v after Reschedule, want %v, %v", what, gp, gf, wp, wf)
+	}
+	if got, want := bm.layoutFloor(), want.layoutFloor(); got != want {
+		t.Errorf("%s: layoutFloor %v after Reschedule, want %v", what, got, want)
 	}
 	for _, b := range []int{bm.shards, 3 * bm.shards} {
 		got, gotOK := bm.ceilingStep(b)

@@ -94,9 +94,9 @@ func TestRangeCeiling(t *testing.T) {
 // TestRangeCeiling's layouts, for every micro-batch count, remat policy,
 // range of batches and several stretches, below as a bar (v < bar) must
 // hold of RangeCeiling exactly where RangeCeilingBelow says it does, for
-// bars at, just above and just below, and between, each of the three
-// ceilings it is the least of (computeCeiling, commCeiling,
-// exposedCeiling), and for none and every throughput. Some bars must be
+// bars at, just above and just below, and between, each of the four
+// ceilings it is the least of (computeCeiling, layoutCeiling,
+// commCeiling, exposedCeiling), and for none and every throughput. Some bars must be
 // met by the compute's ceiling, some by commFloor's and not the
 // compute's, some only by the exposure's, and some by none.
 func TestRangeCeilingBelow(t *testing.T) {
@@ -111,7 +111,7 @@ func TestRangeCeilingBelow(t *testing.T) {
 				comm, ok := bm.commCeiling(lo, hi, stretch)
 				ex := bm.exposedCeiling(lo, hi, stretch)
 				cc := bm.computeCeiling(lo, hi, stretch)
-				bars := []float64{0, math.Inf(1), got, ex, (comm + ex) / 2, cc, (cc + ex) / 2}
+				bars := []float64{0, math.Inf(1), got, ex, (comm + ex) / 2, cc, (cc + ex) / 2, bm.layoutCeiling(lo, hi, stretch)}
 				if ok {
 					bars = append(bars, comm)
 				}
@@ -452,6 +452,96 @@ func factorsOver(n, k int) [][]int {
 			for _, rest := range factorsOver(n/d, k-1) {
 				out = append(out, append([]int{d}, rest...))
 			}
+		}
+	}
+	return out
+}
+
+// TestLayoutCeilingOverLayouts holds layoutCeiling to what it bounds on
+// TestThroughputCeilingOverLayouts' layouts (every ordered factorization
+// of a few slices' chips over data, fsdp, tensor, pipeline and context,
+// and of the slices over data, fsdp or pipeline) at every remat policy,
+// schedule and micro-batch count: layoutFloor is at most the collectives'
+// floor (collectivesFloor) at every batch weighed, and the ceiling over
+// batches from one to 16 per shard, at the job's own stretch, is at
+// least Throughput of every batch's Bound there; with no remat it is at
+// least every policy's. It must be tighter than the compute's ceiling
+// (computeCeiling) in most ranges, and no tighter than RangeCeiling.
+func TestLayoutCeilingOverLayouts(t *testing.T) {
+	e := NewEstimator()
+	n, tighter := 0, 0
+	for _, c := range []struct {
+		spec   model.Spec
+		accel  string
+		slices int
+	}{{lookup(t, "llama3-70b"), "v5p-64", 2}, {lookup(t, "llama3-8b"), "v5litepod-16", 1}, {lookup(t, "llama3-70b"), "tpu7x-32", 4}} {
+		for _, m := range ceilingLayouts(t, c.accel, c.slices) {
+			for _, j := range ceilingJobs(c.spec, m.Size(mesh.Pipeline)) {
+				bm, err := e.BatchMemory(j, m)
+				if err != nil {
+					continue // the layout does not run the job
+				}
+				lo, hi := bm.shards, 16*bm.shards
+				stretch := bm.jobStretch()
+				got, none := bm.layoutCeiling(lo, hi, stretch), math.Inf(1)
+				j0 := j
+				j0.Remat = RematNone
+				if b0, err := e.BatchMemory(j0, m); err == nil {
+					none = b0.layoutCeiling(lo, hi, stretch)
+				}
+				name := fmt.Sprintf("%s on %v, %s, %s with %d chunks, %d micro-batches", c.spec.Name, m, j.Remat, j.Schedule, j.Chunks, j.MicroBatches)
+				for _, per := range []int{1, 3, 16} {
+					b := per * bm.shards
+					bd, err := bm.Bound(b)
+					if err != nil {
+						t.Fatalf("%s, batch %d: %v", name, b, err)
+					}
+					tp := e.Throughput(&bd)
+					if f, ok := bm.collectivesFloor(b); ok && bm.layoutFloor() > f.comm {
+						t.Errorf("%s, batch %d: layoutFloor %v above the collectives' floor %v", name, b, bm.layoutFloor(), f.comm)
+					}
+					if got < tp || none < tp {
+						t.Errorf("%s, batch %d: layoutCeiling %v (with no remat %v) below the throughput %v", name, b, got, none, tp)
+					}
+				}
+				if rc := bm.RangeCeiling(lo, hi, stretch); rc > got {
+					t.Errorf("%s: RangeCeiling %v above layoutCeiling %v, one of those it is the least of", name, rc, got)
+				}
+				n++
+				if got < bm.computeCeiling(lo, hi, stretch) {
+					tighter++
+				}
+			}
+		}
+	}
+	t.Logf("%d ranges, layoutCeiling below the compute's ceiling in %d", n, tighter)
+	if n < 2000 || tighter < n/2 {
+		t.Errorf("layoutCeiling below the compute's ceiling in %d of %d ranges, want at least half of at least 2000", tighter, n)
+	}
+}
+
+// ceilingLayouts is every layout of slices accel slices whose chips are
+// split over data, fsdp, tensor, pipeline and context, the slices over
+// data, fsdp or pipeline (TestThroughputCeilingOverLayouts').
+func ceilingLayouts(t *testing.T, accel string, slices int) []mesh.Mesh {
+	t.Helper()
+	sl, err := hw.ParseAcceleratorType(accel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	axes := []string{"data", "fsdp", "tensor", "pipeline", "context"}
+	var out []mesh.Mesh
+	for _, in := range factorsOver(sl.Chips(), len(axes)) {
+		for _, across := range []string{"data", "fsdp", "pipeline"} {
+			spec := ""
+			for i, a := range axes {
+				spec += fmt.Sprintf("%s=%d,", a, in[i])
+			}
+			m, err := mesh.ParseOn(accel, slices, fmt.Sprintf("%s%s=%d(dcn)", spec, across, slices))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, m)
 		}
 	}
 	return out
