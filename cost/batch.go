@@ -28,13 +28,14 @@ type BatchMemory struct {
 	at     shape // sh at the batch last weighed (shapeAt)
 	shards int   // sequences per step the batch is a multiple of
 	n      int   // pipeline stages to weigh: 1, or the first and last
-	// stages are each stage's base, and state the larger stage state (no
-	// batch takes less HBM), once staged (stage)
-	stages        [2]stageBase
-	state, usable unit.Bytes
-	staged        bool
-	floor         stepFloor   // MaxThroughput's, once worked out
-	ps            stagePhases // Check's scratch
+	// stages are each stage's base, once staged (stage); state is the
+	// larger stage state (no batch takes less HBM) and usable the usable
+	// HBM, once stateOK (stage, or StateExceeds alone)
+	stages          [2]stageBase
+	state, usable   unit.Bytes
+	staged, stateOK bool
+	floor           stepFloor   // MaxThroughput's, once worked out
+	ps              stagePhases // Check's scratch
 	// comm is the collectives' floors ceilingStep last worked out, for
 	// the layout Reset set and the jobs Reschedule and SetPolicy made
 	// of its job since (collectivesFloor)
@@ -71,7 +72,7 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 	bm.e, bm.n, bm.floor, bm.ok, bm.leastOK, bm.lc.ok = e, 1, stepFloor{}, false, false, false
 	bm.comm.n, bm.comm.next, bm.floors.n, bm.floors.next = 0, 0, 0, 0
-	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
+	bm.stages, bm.state, bm.usable, bm.staged, bm.stateOK = [2]stageBase{}, 0, 0, false, false
 	bm.est = Estimate{Mesh: *m, Job: *j}
 	jb := &bm.est.Job
 	jb.GlobalBatch = 1
@@ -126,7 +127,7 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 	ends := j.endsOf(bm.sh.p) != old.endsOf(bm.sh.p)
 	e := bm.e
 	bm.n, bm.floor, bm.ok = 1, stepFloor{}, false
-	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
+	bm.stages, bm.state, bm.usable, bm.staged, bm.stateOK = [2]stageBase{}, 0, 0, false, false
 	bm.est = Estimate{Mesh: bm.est.Mesh, Job: *j}
 	jb := &bm.est.Job
 	jb.GlobalBatch = 1
@@ -177,7 +178,7 @@ func (bm *BatchMemory) stage() {
 		bm.state = max(bm.state, bm.stages[i].mem.State())
 	}
 	bm.usable = bm.stages[0].mem.Usable
-	bm.staged = true
+	bm.staged, bm.stateOK = true, true
 }
 
 // SetPolicy makes bm what Estimator.BatchMemory returns for its job with
@@ -274,8 +275,20 @@ func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
 // chunks, the remat policy, the expert dispatch or, on a pipeline, the
 // micro-batches: on a pipelined layout it says the same for every job
 // Reschedule and SetPolicy make of this one.
+//
+// It weighs the state alone where the stages' bases are not yet worked
+// out (stageState, which stageBase builds each base's on): a search asks
+// it of every layout before any ceiling or batch, and drops most layouts
+// without weighing a batch.
 func (bm *BatchMemory) StateExceeds() bool {
-	bm.stage()
+	if !bm.stateOK {
+		j := &bm.est.Job
+		for i := range bm.n {
+			bm.state = max(bm.state, j.stageState(&bm.sh, stage(i)).State())
+		}
+		bm.usable = bm.est.Mesh.Multislice.Slice.Chip.UsableHBM(j.HBMHeadroom)
+		bm.stateOK = true
+	}
 	return bm.state > bm.usable
 }
 

@@ -436,8 +436,9 @@ func TestThroughputCeiling(t *testing.T) {
 // and, for a mixture of experts, dispatch (each a fresh BatchMemory), it
 // must say the same for every job of a layout, and where it says the
 // state exceeds, Check must be ReasonHBM at every batch weighed, the
-// smallest to many times it. Both answers must occur, each with and
-// without a pipeline.
+// smallest to many times it; the state and usable HBM it weighs alone
+// must be those the stages' bases (stage) then find. Both answers must
+// occur, each with and without a pipeline.
 func TestStateExceeds(t *testing.T) {
 	e := NewEstimator()
 	cases := []struct{ model, accel, layout string }{
@@ -477,10 +478,14 @@ func TestStateExceeds(t *testing.T) {
 							t.Errorf("%s on %s, %s x %d, %d micro-batches, %s, ring %v: StateExceeds %v, %v for the layout's first job", c.model, c.layout, s.k, s.v, mb, r, ring, got, first)
 						}
 						n++
+						state, usable := bm.state, bm.usable // weighed alone (stageState)
 						for _, k := range []int{1, 2, 7, 64} {
 							if why, err := bm.Check(k * bm.shards); got && (err != nil || why != ReasonHBM) {
 								t.Errorf("%s on %s, %s x %d, %d micro-batches, %s, batch %d: StateExceeds, but Check says %q, %v", c.model, c.layout, s.k, s.v, mb, r, k*bm.shards, why, err)
 							}
+						}
+						if bm.state != state || bm.usable != usable {
+							t.Errorf("%s on %s, %s x %d, %d micro-batches, %s: StateExceeds weighed %v of %v usable, the stages' bases %v of %v", c.model, c.layout, s.k, s.v, mb, r, state, usable, bm.state, bm.usable)
 						}
 					}
 				}
