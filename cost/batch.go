@@ -54,6 +54,25 @@ type BatchMemory struct {
 	// lc is the layout's collectives that read neither the batch nor the
 	// micro-batches (layoutComm), once worked out: Reset forgets them.
 	lc layoutComm
+	// specs is the estimator's count of specs that had passed when the
+	// job's spec last passed its checks (validate)
+	specs uint64
+}
+
+// validate is e.validate of j, whose spec is that of the job bm last
+// passed validate with: where no other spec has passed since (the
+// estimator's count is the same), the estimator's spec is still j's, so
+// only the job's own settings are checked, without comparing the spec
+// (a search validates a layout's job for each of its schedules and
+// policies).
+func (bm *BatchMemory) validate(j *Job) error {
+	e := bm.e
+	if e.checked && bm.specs == e.specs {
+		return j.validateSettings()
+	}
+	err := e.validate(j)
+	bm.specs = e.specs
+	return err
 }
 
 // BatchMemory checks j on m as Memory does, but for the global batch, and
@@ -79,6 +98,7 @@ func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 	if err := e.validate(jb); err != nil {
 		return err
 	}
+	bm.specs = e.specs
 	bm.shards = m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	jb.GlobalBatch = bm.shards
 	var err error
@@ -131,7 +151,7 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 	bm.est = Estimate{Mesh: bm.est.Mesh, Job: *j}
 	jb := &bm.est.Job
 	jb.GlobalBatch = 1
-	if err := e.validate(jb); err != nil {
+	if err := bm.validate(jb); err != nil { // the old job's spec (same)
 		return err
 	}
 	sh := &bm.sh
@@ -195,7 +215,7 @@ func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
 	r0, ring0 := j.Remat, j.RingOfExperts
 	j.Remat, j.RingOfExperts, j.GlobalBatch = r, ring, 1
 	var err error
-	if e := bm.e; e.checked && e.model == j.Model {
+	if e := bm.e; e.checked && (bm.specs == e.specs || e.model == j.Model) {
 		// the job passed every check with its last policy (Reset, or
 		// SetPolicy), and no other check reads the policy: the first of
 		// validateSettings' to fail now is the remat's or the ring's
@@ -203,7 +223,7 @@ func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
 			err = j.ringErr()
 		}
 	} else {
-		err = e.validate(j)
+		err = bm.validate(j)
 	}
 	j.GlobalBatch = bm.shards
 	if err != nil {

@@ -527,3 +527,62 @@ func sameCeilingTerms(t *testing.T, bm, want *BatchMemory, what string) {
 		}
 	}
 }
+
+// TestRescheduleAfterAnotherSpec: an estimator a BatchMemory was Reset
+// with that costs another model's job in between (its caches then hold
+// that model's layers and parameters) must give, when the memory is
+// rescheduled and set to another policy (Reschedule, SetPolicy, which
+// skip comparing the spec while no other spec has passed:
+// BatchMemory.validate), what a fresh estimator gives: the same memory
+// and ceilings' terms, and the same checks, at every step.
+func TestRescheduleAfterAnotherSpec(t *testing.T) {
+	a, b := lookup(t, "llama3-70b"), lookup(t, "llama3-8b")
+	ma := layout(t, "v5p-128", 2, "fsdp=16,pipeline=4,pipeline=2(dcn)")
+	e := NewEstimator()
+	var bm BatchMemory
+	ja := NewJob(a, a.SeqLen, 1)
+	ja.Schedule, ja.MicroBatches = schedule.GPipe, 8
+	if err := bm.Reset(e, &ja, &ma); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mb := range []int{16, 4, 8} {
+		for _, r := range []Remat{RematFull, RematNone, RematMinimal} {
+			jb := NewJob(b, a.SeqLen, 1) // another spec in between, on the same layout
+			jb.Schedule, jb.MicroBatches, jb.Remat = schedule.GPipe, mb, r
+			bb, err := e.BatchMemory(jb, ma)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = bb.RangeCeiling(bb.shards, 4*bb.shards, 1) // fills the estimator's caches for b
+			j := ja
+			j.MicroBatches = mb
+			if err := bm.Reschedule(&j); err != nil {
+				t.Fatal(err)
+			}
+			if err := bm.SetPolicy(r, false); err != nil {
+				t.Fatal(err)
+			}
+			j.Remat = r
+			want, err := NewEstimator().BatchMemory(j, ma)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("%d micro-batches, %s", mb, r)
+			got := bm
+			got.e, want.e, got.specs, want.specs = nil, nil, 0, 0
+			forgetLayout(&got)
+			forgetLayout(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: the memory after another spec differs from a fresh estimator's", name)
+			}
+			want.e = NewEstimator()
+			_ = want.e.validate(&want.est.Job)
+			sameCeilingTerms(t, &bm, &want, name)
+			n++
+		}
+	}
+	if n != 9 {
+		t.Errorf("%d steps compared, want 9", n)
+	}
+}
