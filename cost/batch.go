@@ -411,7 +411,12 @@ func (bm *BatchMemory) ceilingStep(globalBatch int) (ceilingTerms, bool) {
 // with in turn share it: Reset forgets it, Reschedule does not. The
 // policy's flags are the same at every batch (Job.rematIn reads them
 // from the layer), so they are read from the shape at one sequence per
-// shard, and a batch remembered is not shaped again. No schedule
+// shard, and a batch remembered is not shaped again; nor is one worked
+// out: a dense model's collectives read of the shape at the batch its
+// degrees, layers, micro-batches, sequences per micro-batch and those
+// flags, not the footprint setBatch works out at the batch (the rest of
+// shape.r), so they take the shape at one sequence per shard with its
+// sequences per micro-batch set. No schedule
 // reaches the answer: the collectives are worked out with leastParams'
 // parameters (no schedule's ends), and of the schedule's chunks only the
 // stage sends' bytes and time read them (tally.pipeline), which none of
@@ -427,17 +432,25 @@ func (bm *BatchMemory) collectivesFloor(globalBatch int) (commFloors, bool) {
 			return f, true
 		}
 	}
-	sh, err := bm.shapeAt(globalBatch)
-	if err != nil {
-		return commFloors{}, false
+	var least shape
+	if memo {
+		// the footprint at the batch (setBatch) is memory's, not the
+		// collectives'
+		least = bm.sh
+		least.b = globalBatch / bm.shards
+	} else {
+		sh, err := bm.shapeAt(globalBatch)
+		if err != nil {
+			return commFloors{}, false
+		}
+		least = *sh
 	}
 	e, est := bm.e, &bm.est
-	least := *sh
 	bm.leastParams(&least)
-	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = globalBatch, sh.b, e.comms[:0]
+	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = globalBatch, least.b, e.comms[:0]
 	f := commFloors{parts: e.commParts(est, &least)}
-	f.comm = f.parts.floor(j.calibration().Contention, sh.ls)
-	f.round = roundingNs(est.Comms, sh)
+	f.comm = f.parts.floor(j.calibration().Contention, least.ls)
+	f.round = roundingNs(est.Comms, &least)
 	e.comms = est.Comms
 	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = bm.shards, 0, nil
 	if memo {

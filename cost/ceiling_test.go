@@ -215,7 +215,10 @@ var rangeCases = []struct {
 // policy in turn (SetPolicy) and is asked ceilingStep, ThroughputCeiling
 // and RangeCeiling at several batches, repeats among them; each answer
 // must equal, bit for bit, that of a BatchMemory of a fresh estimator
-// made for the policy and asked at that batch alone. Some answers must
+// made for the policy and asked at that batch alone, and its parts those
+// of the collectives in the shape worked out at the batch (shapedParts,
+// every part of it, where collectivesFloor sets only the sequences per
+// micro-batch). Some answers must
 // come from the memo, and some policies must miss it; the policy's flags
 // the memo is keyed by must be the same at every batch.
 func TestCollectivesFloorMemo(t *testing.T) {
@@ -292,6 +295,9 @@ func compareFloors(t *testing.T, name string, bm *BatchMemory, jr Job, m mesh.Me
 	if want, wantOK := fresh.ceilingStep(b); got != want || gotOK != wantOK {
 		t.Errorf("%s: ceilingStep %+v %v, want %+v %v", name, got, gotOK, want, wantOK)
 	}
+	if want := shapedParts(&fresh, b); gotOK && got.parts != want {
+		t.Errorf("%s: ceilingStep's parts %+v, want %+v from the shape at the batch", name, got.parts, want)
+	}
 	for _, x := range []struct {
 		what      string
 		got, want float64
@@ -304,6 +310,21 @@ func compareFloors(t *testing.T, name string, bm *BatchMemory, jr Job, m mesh.Me
 		}
 	}
 	return hit
+}
+
+// shapedParts is the commParts of bm's collectives at batch b in the
+// shape at b (shapeAt, every part of it worked out at b), with
+// leastParams' parameters, as collectivesFloor asks for them.
+func shapedParts(bm *BatchMemory, b int) commParts {
+	sh, err := bm.shapeAt(b)
+	if err != nil {
+		return commParts{}
+	}
+	least := *sh
+	bm.leastParams(&least)
+	est := bm.est
+	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = b, least.b, nil
+	return bm.e.commParts(&est, &least)
 }
 
 // freshCeiling is f of a BatchMemory of j on m from a fresh estimator.
