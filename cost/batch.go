@@ -57,6 +57,39 @@ type BatchMemory struct {
 	// specs is the estimator's count of specs that had passed when the
 	// job's spec last passed its checks (validate)
 	specs uint64
+	// layers remembers the layer shapes of the layout Reset set by policy
+	// (layer): Reset forgets them
+	layers layerMemo
+}
+
+// layerMemo holds a layout's layer shapes by remat policy: at most six
+// (SearchRemats and the ceilings' RematNone), the later ones not
+// remembered past that.
+type layerMemo struct {
+	r  [6]Remat
+	ls [6]layerShape
+	n  int
+}
+
+// layer is the estimator's layerShape of j in bm's shape, remembered by
+// policy: a search sets a layout's memory to each policy again under
+// each schedule and micro-batch count, and of what a layer shape reads
+// (layerKey) only the policy changes within a layout, since the shape's
+// tensor degree, tokens and expert degree are the layout's and
+// Reschedule and SetPolicy keep the rest of the job.
+func (bm *BatchMemory) layer(j *Job) layerShape {
+	l := &bm.layers
+	for i := range l.n {
+		if l.r[i] == j.Remat {
+			return l.ls[i]
+		}
+	}
+	ls := bm.e.layerShape(j, &bm.sh)
+	if l.n < len(l.r) {
+		l.r[l.n], l.ls[l.n] = j.Remat, ls
+		l.n++
+	}
+	return ls
 }
 
 // validate is e.validate of j, whose spec is that of the job bm last
@@ -89,7 +122,7 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 // a BatchMemory is too large to copy each time. On an error bm is left
 // unusable.
 func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
-	bm.e, bm.n, bm.floor, bm.ok, bm.leastOK, bm.lc.ok = e, 1, stepFloor{}, false, false, false
+	bm.e, bm.n, bm.floor, bm.ok, bm.leastOK, bm.lc.ok, bm.layers.n = e, 1, stepFloor{}, false, false, false, 0
 	bm.comm.n, bm.comm.next, bm.floors.n, bm.floors.next = 0, 0, 0, 0
 	bm.stages, bm.state, bm.usable, bm.staged, bm.stateOK = [2]stageBase{}, 0, 0, false, false
 	bm.est = Estimate{Mesh: *m, Job: *j}
@@ -105,6 +138,7 @@ func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 	if err = e.shapeInto(&bm.sh, jb, m); err != nil {
 		return err
 	}
+	bm.layers.r[0], bm.layers.ls[0], bm.layers.n = jb.Remat, bm.sh.layerShape, 1
 	if bm.sh.p > 1 {
 		bm.n = 2
 	}
@@ -165,7 +199,7 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 	bm.shards = sh.d * sh.f * sh.e * sh.m
 	jb.GlobalBatch = bm.shards
 	if policy {
-		sh.layerShape = e.layerShape(jb, sh)
+		sh.layerShape = bm.layer(jb)
 		jb.setBatch(sh, 1)
 	}
 	if ends {
@@ -231,7 +265,7 @@ func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
 		return err
 	}
 	bm.floor.computeOK = false
-	bm.sh.layerShape = bm.e.layerShape(j, &bm.sh)
+	bm.sh.layerShape = bm.layer(j)
 	j.setBatch(&bm.sh, 1)
 	bm.at = bm.sh
 	return nil

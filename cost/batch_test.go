@@ -263,7 +263,9 @@ func TestBatchMemorySetPolicy(t *testing.T) {
 				if wantErr != nil {
 					want = was
 				}
-				if !reflect.DeepEqual(gotErr, wantErr) || !reflect.DeepEqual(bm, want) {
+				got := bm
+				got.layers, want.layers = layerMemo{}, layerMemo{} // the policies met so far (BatchMemory.layer)
+				if !reflect.DeepEqual(gotErr, wantErr) || !reflect.DeepEqual(got, want) {
 					t.Errorf("%s as %s, ring %v: Policy differs from BatchMemory (error %v, want %v)", c.name, r, ring, gotErr, wantErr)
 				}
 				if wantErr == nil {
@@ -329,8 +331,9 @@ func TestRescheduleIsReset(t *testing.T) {
 							continue
 						}
 						got := bm
-						got.ps = stagePhases{} // Check's scratch, set below
-						forgetLayout(&got)     // checked below, against want's
+						got.ps = stagePhases{}    // Check's scratch, set below
+						forgetLayout(&got)        // checked below, against want's
+						want.layers = layerMemo{} // its own policy's, which Reset remembers
 						if !reflect.DeepEqual(got, want) {
 							t.Errorf("%s with %s x %d, %d micro-batches, %s, ring %v: Reschedule differs from BatchMemory before either is staged", c.name, s.k, s.chunks, mb, r, ring)
 						}
@@ -500,9 +503,9 @@ func TestStateExceeds(t *testing.T) {
 
 // forgetLayout forgets what bm remembers of its layout across Reschedule
 // and SetPolicy (the least parameters, the compute floors, the
-// collectives' floors and layoutComm), as Reset does.
+// collectives' floors, layoutComm and the layer shapes), as Reset does.
 func forgetLayout(bm *BatchMemory) {
-	bm.least, bm.leastOK, bm.floors, bm.comm, bm.lc = [2]float64{}, false, floorMemo{}, commMemo{}, layoutComm{}
+	bm.least, bm.leastOK, bm.floors, bm.comm, bm.lc, bm.layers = [2]float64{}, false, floorMemo{}, commMemo{}, layoutComm{}, layerMemo{}
 }
 
 // sameCeilingTerms checks that bm, rescheduled, has the compute floor and
