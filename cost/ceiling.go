@@ -66,7 +66,7 @@ func (bm *BatchMemory) RangeCeilingBelow(lo, hi int, stretch float64, below func
 	return below(c) || below(bm.exposedCeiling(lo, hi, stretch))
 }
 
-// computeCeiling is the first of RangeCeiling's three ceilings, at least
+// computeCeiling is the first of RangeCeiling's four ceilings, at least
 // the same throughputs, from the compute's floor alone, with no
 // collective worked out; +Inf where it cannot say, and for a mixture of
 // experts (as RangeCeiling) or a negative Contention (where commFloor is
@@ -104,7 +104,7 @@ func (bm *BatchMemory) computeCeiling(lo, hi int, stretch float64) float64 {
 	return best * (1 + slack)
 }
 
-// commCeiling is the second of RangeCeiling's three ceilings, at least the
+// commCeiling is the third of RangeCeiling's four ceilings, at least the
 // same throughputs, from the collectives' floor; false where it cannot
 // say (RangeCeiling is then +Inf), and for a mixture of experts.
 //
@@ -163,7 +163,7 @@ func (bm *BatchMemory) commCeiling(lo, hi int, stretch float64) (float64, bool) 
 	return best * (1 + slack), true
 }
 
-// exposedCeiling is a third ceiling RangeCeiling takes the least of, at
+// exposedCeiling is a fourth ceiling RangeCeiling takes the least of, at
 // least the same throughputs: with the gathers and reductions exposed as
 // leastStep exposes them, each tier's exposure bounded from below by a
 // fixed mixture of its pieces, so that the bound on the step stays

@@ -19,7 +19,7 @@ import (
 // of the range, and so is the compute's ceiling (computeCeiling) alone;
 // and near enough to be of use, within 1.5 times the fastest in most
 // ranges. The exposure's ceiling (exposedCeiling) must be the least of
-// RangeCeiling's three in many ranges, and within 1.1 times the fastest
+// RangeCeiling's four in many ranges, and within 1.1 times the fastest
 // in some.
 func TestRangeCeiling(t *testing.T) {
 	e := NewEstimator()
@@ -63,7 +63,7 @@ func TestRangeCeiling(t *testing.T) {
 						t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d of %d to %d: RangeCeiling %v, below the ceiling %v or the throughput %v",
 							c.model, c.layout, mb, r, s.k, s.v, b, lo, hi, got, ceil, tp)
 					}
-					if cc < tp || cc < ceil { // the least of three, it is rarely RangeCeiling
+					if cc < tp || cc < ceil { // one of four, it is rarely RangeCeiling
 						t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d of %d to %d: computeCeiling %v, below the ceiling %v or the throughput %v",
 							c.model, c.layout, mb, r, s.k, s.v, b, lo, hi, cc, ceil, tp)
 					}
