@@ -191,8 +191,52 @@ func wholeRequest(tb testing.TB) (Request, int) {
 // parameter count and its dense layer (cost.Estimator.endsParams) in
 // place of a map of 21,603 shapes, 7.68 CPU seconds against 8.14
 // (medians of six runs, one sweep each, interleaved with main's, load
-// average 7 to 8) and 7.33 against 7.65 (five runs of two sweeps). Issue
-// 31 asks for well under 2 s.
+// average 7 to 8) and 7.33 against 7.65 (five runs of two sweeps). On
+// 2026-12-08, counted with throwaway instrumentation: worker.hopeless
+// weighs 809,233 layouts (571,000 pipelined), 26,507 of them dropped by
+// their state alone, 648,258 whole by the ceilings, 134,468 in part; of
+// their 1.44 million micro-batch counts the no-remat ceiling dismisses
+// 1.21 million, and 582,000 policies are weighed one by one. Of the 2.61
+// million ranges RangeCeilingBelow weighed, the compute's ceiling
+// dismissed 252,000, the collectives' floor's 985,000 (494,000 of them
+// now by layoutCeiling, below), the exposure's 667,000 and none 706,000;
+// main worked out 2.17 million collectives' floors (1.59 million at a
+// range's largest batch). What paid, each step a few per cent, and
+// together about 11 % on one goroutine (a sweep of v5p and TPU7x slices
+// of 64 to 256 chips, one, two or four of them, GOMAXPROCS=1, eight runs
+// of three sweeps each, interleaved: minimum and median 0.142 and 0.157
+// CPU seconds a sweep against main's 0.161 and 0.176) and about 6 % on
+// the whole sweep (ten runs each, interleaved with main's, in two sets
+// under a load average of 4 to 9: 6.60, 6.76, 6.81, 7.27, 7.60, 7.78,
+// 7.99, 8.09, 8.13 and 8.74 CPU seconds against 6.98, 7.03, 7.12, 7.17,
+// 8.03, 8.30, 8.32, 8.51, 8.97 and 9.49; medians 7.69 and 8.17): a fourth
+// range ceiling (cost.BatchMemory.layoutCeiling) from the collectives no
+// batch, micro-batch count or policy changes (the data-parallel
+// all-reduce and FSDP's gathers and reduce-scatters, worked out once a
+// layout), weighed before commCeiling's full tally, dismissing 494,000
+// of the ranges commCeiling had; StateExceeds weighing the stages' state
+// alone (cost.Job.stageState), not every stage's base; a rescheduled
+// memory checking its spec by the estimator's count of specs
+// (cost.Estimator.specs), not by comparing model.Spec; a layout's layer
+// shapes remembered by policy (cost.BatchMemory.layer), not looked up in
+// the estimator's map each time; the collectives' floor taking the shape
+// at one sequence per shard with its micro-batch set, not setBatch's
+// footprint. What did not pay: extending layoutCeiling with the
+// tensor-parallel collectives at the range's least batch (their bytes
+// grow with the batch, so it is still a floor at every batch; of
+// commCeiling's dismissals, the tensor-parallel collectives' share was
+// four fifths of the floor) and with exposedCeiling's mixtures over
+// those fixed parts dismissed 1.20 million ranges against 494,000, but a
+// tensor-parallel collective and nine mixtures on every range cost about
+// as much as the full tallies it saved, about half a microsecond each:
+// 8.08 to 8.62 CPU seconds against 7.89 to 8.59 without it (three runs
+// each, interleaved); and keying the collectives' memo without the policy's
+// flags where neither tensor nor context is split (2,166,000 tallies
+// against 2,171,000). What is left is per layout and per micro-batch
+// count: a layout's Reset (its shape, its layer, its stage parameters)
+// and mesh.New, and for each count a Reschedule, a compute floor and,
+// for most, a full tally; no step of it is more than a tenth of the
+// time. Issue 31 asks for well under 2 s.
 func BenchmarkSweepWhole(b *testing.B) {
 	r, configs := wholeRequest(b)
 	var res Result

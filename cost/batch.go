@@ -28,13 +28,14 @@ type BatchMemory struct {
 	at     shape // sh at the batch last weighed (shapeAt)
 	shards int   // sequences per step the batch is a multiple of
 	n      int   // pipeline stages to weigh: 1, or the first and last
-	// stages are each stage's base, and state the larger stage state (no
-	// batch takes less HBM), once staged (stage)
-	stages        [2]stageBase
-	state, usable unit.Bytes
-	staged        bool
-	floor         stepFloor   // MaxThroughput's, once worked out
-	ps            stagePhases // Check's scratch
+	// stages are each stage's base, once staged (stage); state is the
+	// larger stage state (no batch takes less HBM) and usable the usable
+	// HBM, once stateOK (stage, or StateExceeds alone)
+	stages          [2]stageBase
+	state, usable   unit.Bytes
+	staged, stateOK bool
+	floor           stepFloor   // MaxThroughput's, once worked out
+	ps              stagePhases // Check's scratch
 	// comm is the collectives' floors ceilingStep last worked out, for
 	// the layout Reset set and the jobs Reschedule and SetPolicy made
 	// of its job since (collectivesFloor)
@@ -50,6 +51,61 @@ type BatchMemory struct {
 	// floors remembers computeFloor's answers for the layout Reset set,
 	// by micro-batches, policy and dispatch (floorKey)
 	floors floorMemo
+	// lc is the layout's collectives that read neither the batch nor the
+	// micro-batches (layoutComm), once worked out: Reset forgets them.
+	lc layoutComm
+	// specs is the estimator's count of specs that had passed when the
+	// job's spec last passed its checks (validate)
+	specs uint64
+	// layers remembers the layer shapes of the layout Reset set by policy
+	// (layer): Reset forgets them
+	layers layerMemo
+}
+
+// layerMemo holds a layout's layer shapes by remat policy: at most six
+// (SearchRemats and the ceilings' RematNone), the later ones not
+// remembered past that.
+type layerMemo struct {
+	r  [6]Remat
+	ls [6]layerShape
+	n  int
+}
+
+// layer is the estimator's layerShape of j in bm's shape, remembered by
+// policy: a search sets a layout's memory to each policy again under
+// each schedule and micro-batch count, and of what a layer shape reads
+// (layerKey) only the policy changes within a layout, since the shape's
+// tensor degree, tokens and expert degree are the layout's and
+// Reschedule and SetPolicy keep the rest of the job.
+func (bm *BatchMemory) layer(j *Job) layerShape {
+	l := &bm.layers
+	for i := range l.n {
+		if l.r[i] == j.Remat {
+			return l.ls[i]
+		}
+	}
+	ls := bm.e.layerShape(j, &bm.sh)
+	if l.n < len(l.r) {
+		l.r[l.n], l.ls[l.n] = j.Remat, ls
+		l.n++
+	}
+	return ls
+}
+
+// validate is e.validate of j, whose spec is that of the job bm last
+// passed validate with: where no other spec has passed since (the
+// estimator's count is the same), the estimator's spec is still j's, so
+// only the job's own settings are checked, without comparing the spec
+// (a search validates a layout's job for each of its schedules and
+// policies).
+func (bm *BatchMemory) validate(j *Job) error {
+	e := bm.e
+	if e.checked && bm.specs == e.specs {
+		return j.validateSettings()
+	}
+	err := e.validate(j)
+	bm.specs = e.specs
+	return err
 }
 
 // BatchMemory checks j on m as Memory does, but for the global batch, and
@@ -66,21 +122,23 @@ func (e *Estimator) BatchMemory(j Job, m mesh.Mesh) (BatchMemory, error) {
 // a BatchMemory is too large to copy each time. On an error bm is left
 // unusable.
 func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
-	bm.e, bm.n, bm.floor, bm.ok, bm.leastOK = e, 1, stepFloor{}, false, false
+	bm.e, bm.n, bm.floor, bm.ok, bm.leastOK, bm.lc.ok, bm.layers.n = e, 1, stepFloor{}, false, false, false, 0
 	bm.comm.n, bm.comm.next, bm.floors.n, bm.floors.next = 0, 0, 0, 0
-	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
+	bm.stages, bm.state, bm.usable, bm.staged, bm.stateOK = [2]stageBase{}, 0, 0, false, false
 	bm.est = Estimate{Mesh: *m, Job: *j}
 	jb := &bm.est.Job
 	jb.GlobalBatch = 1
 	if err := e.validate(jb); err != nil {
 		return err
 	}
+	bm.specs = e.specs
 	bm.shards = m.Size(mesh.Data) * m.Size(mesh.FSDP) * m.Size(mesh.Expert) * j.MicroBatches
 	jb.GlobalBatch = bm.shards
 	var err error
 	if err = e.shapeInto(&bm.sh, jb, m); err != nil {
 		return err
 	}
+	bm.layers.r[0], bm.layers.ls[0], bm.layers.n = jb.Remat, bm.sh.layerShape, 1
 	if bm.sh.p > 1 {
 		bm.n = 2
 	}
@@ -107,7 +165,8 @@ func (bm *BatchMemory) Reset(e *Estimator, j *Job, m *mesh.Mesh) error {
 // last Reset passed read none of it) and the shards, and, as Reset does,
 // leaves the stages' bases with their micro-batches in flight to the
 // first weighing that needs them (stage). What the ceilings remember of
-// the layout it keeps (leastParams, computeFloor, collectivesFloor).
+// the layout it keeps (leastParams, computeFloor, collectivesFloor,
+// layoutComm).
 // TestRescheduleIsReset holds it to Reset.
 func (bm *BatchMemory) Reschedule(j *Job) error {
 	old := &bm.est.Job
@@ -122,11 +181,11 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 	ends := j.endsOf(bm.sh.p) != old.endsOf(bm.sh.p)
 	e := bm.e
 	bm.n, bm.floor, bm.ok = 1, stepFloor{}, false
-	bm.stages, bm.state, bm.usable, bm.staged = [2]stageBase{}, 0, 0, false
+	bm.stages, bm.state, bm.usable, bm.staged, bm.stateOK = [2]stageBase{}, 0, 0, false, false
 	bm.est = Estimate{Mesh: bm.est.Mesh, Job: *j}
 	jb := &bm.est.Job
 	jb.GlobalBatch = 1
-	if err := e.validate(jb); err != nil {
+	if err := bm.validate(jb); err != nil { // the old job's spec (same)
 		return err
 	}
 	sh := &bm.sh
@@ -140,7 +199,7 @@ func (bm *BatchMemory) Reschedule(j *Job) error {
 	bm.shards = sh.d * sh.f * sh.e * sh.m
 	jb.GlobalBatch = bm.shards
 	if policy {
-		sh.layerShape = e.layerShape(jb, sh)
+		sh.layerShape = bm.layer(jb)
 		jb.setBatch(sh, 1)
 	}
 	if ends {
@@ -173,7 +232,7 @@ func (bm *BatchMemory) stage() {
 		bm.state = max(bm.state, bm.stages[i].mem.State())
 	}
 	bm.usable = bm.stages[0].mem.Usable
-	bm.staged = true
+	bm.staged, bm.stateOK = true, true
 }
 
 // SetPolicy makes bm what Estimator.BatchMemory returns for its job with
@@ -190,7 +249,7 @@ func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
 	r0, ring0 := j.Remat, j.RingOfExperts
 	j.Remat, j.RingOfExperts, j.GlobalBatch = r, ring, 1
 	var err error
-	if e := bm.e; e.checked && e.model == j.Model {
+	if e := bm.e; e.checked && (bm.specs == e.specs || e.model == j.Model) {
 		// the job passed every check with its last policy (Reset, or
 		// SetPolicy), and no other check reads the policy: the first of
 		// validateSettings' to fail now is the remat's or the ring's
@@ -198,7 +257,7 @@ func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
 			err = j.ringErr()
 		}
 	} else {
-		err = e.validate(j)
+		err = bm.validate(j)
 	}
 	j.GlobalBatch = bm.shards
 	if err != nil {
@@ -206,7 +265,7 @@ func (bm *BatchMemory) SetPolicy(r Remat, ring bool) error {
 		return err
 	}
 	bm.floor.computeOK = false
-	bm.sh.layerShape = bm.e.layerShape(j, &bm.sh)
+	bm.sh.layerShape = bm.layer(j)
 	j.setBatch(&bm.sh, 1)
 	bm.at = bm.sh
 	return nil
@@ -270,8 +329,20 @@ func (bm *BatchMemory) Check(globalBatch int) (Reason, error) {
 // chunks, the remat policy, the expert dispatch or, on a pipeline, the
 // micro-batches: on a pipelined layout it says the same for every job
 // Reschedule and SetPolicy make of this one.
+//
+// It weighs the state alone where the stages' bases are not yet worked
+// out (stageState, which stageBase builds each base's on): a search asks
+// it of every layout before any ceiling or batch, and drops most layouts
+// without weighing a batch.
 func (bm *BatchMemory) StateExceeds() bool {
-	bm.stage()
+	if !bm.stateOK {
+		j := &bm.est.Job
+		for i := range bm.n {
+			bm.state = max(bm.state, j.stageState(&bm.sh, stage(i)).State())
+		}
+		bm.usable = bm.est.Mesh.Multislice.Slice.Chip.UsableHBM(j.HBMHeadroom)
+		bm.stateOK = true
+	}
 	return bm.state > bm.usable
 }
 
@@ -337,212 +408,6 @@ func (bm *BatchMemory) ThroughputCeiling(globalBatch int) float64 {
 		return math.Inf(1)
 	}
 	return float64(globalBatch) * float64(bm.est.Job.Seq) / (stepNs / 1e9) / f.chips * (1 + slack)
-}
-
-// ceilingTerms is what the ceilings' step at a batch is made of, in
-// nanoseconds: MaxThroughput's compute floor, before the bubble and the
-// slice sync stretch it, and the collectives' floor (commFloor); the
-// most that rounding each collective's time to the nanosecond can have
-// moved the collectives' floor (roundNs, RangeCeiling); and the
-// collectives' parts, which ThroughputCeiling exposes (leastStep).
-type ceilingTerms struct {
-	floorNs, commNs, roundNs float64
-	parts                    commParts
-}
-
-// ceilingStep is the ceilingTerms at globalBatch; false where the batch
-// does not split over the layout or the collectives' floor says nothing.
-func (bm *BatchMemory) ceilingStep(globalBatch int) (ceilingTerms, bool) {
-	f, ok := bm.collectivesFloor(globalBatch)
-	if !ok {
-		return ceilingTerms{}, false
-	}
-	perShard, fixed := bm.computeFloor()
-	c := ceilingTerms{floorNs: (perShard*float64(globalBatch)/float64(bm.shards) + fixed) * 1e9 * (1 - slack), roundNs: f.round, parts: f.parts}
-	comm := f.comm
-	c.commNs = comm * 1e9
-	c.commNs -= math.Abs(c.commNs) * slack
-	return c, !math.IsInf(comm, 0)
-}
-
-// collectivesFloor is commFloor of the job's collectives at globalBatch,
-// in its shape (shapeAt's), roundingNs of them and their commParts; false where the
-// batch does not split over the layout. On a dense model it is
-// remembered (commMemo) by the batch, the micro-batches and what of the
-// remat policy and the expert dispatch the collectives read (commKey),
-// so that the policies and schedules a search weighs a layout's batches
-// with in turn share it: Reset forgets it, Reschedule does not. The
-// policy's flags are the same at every batch (Job.rematIn reads them
-// from the layer), so they are read from the shape at one sequence per
-// shard, and a batch remembered is not shaped again. No schedule
-// reaches the answer: the collectives are worked out with leastParams'
-// parameters (no schedule's ends), and of the schedule's chunks only the
-// stage sends' bytes and time read them (tally.pipeline), which none of
-// commParts, commFloor and roundingNs (which counts each collective's
-// Count, 1 for the sends) reads; their fill and drain do not.
-// TestRescheduleIsReset holds the remembered answers to fresh ones.
-func (bm *BatchMemory) collectivesFloor(globalBatch int) (commFloors, bool) {
-	j := &bm.est.Job
-	k := commKey{batch: globalBatch, micro: j.MicroBatches, recompute: bm.sh.r.recompute > 0, attention: bm.sh.r.attention, ring: j.RingOfExperts}
-	memo := !j.Model.MoE() && globalBatch > 0 && globalBatch%bm.shards == 0
-	if memo {
-		if f, ok := bm.comm.get(k); ok {
-			return f, true
-		}
-	}
-	sh, err := bm.shapeAt(globalBatch)
-	if err != nil {
-		return commFloors{}, false
-	}
-	e, est := bm.e, &bm.est
-	least := *sh
-	bm.leastParams(&least)
-	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = globalBatch, sh.b, e.comms[:0]
-	f := commFloors{parts: e.commParts(est, &least)}
-	f.comm = f.parts.floor(j.calibration().Contention, sh.ls)
-	f.round = roundingNs(est.Comms, sh)
-	e.comms = est.Comms
-	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = bm.shards, 0, nil
-	if memo {
-		bm.comm.put(k, f)
-	}
-	return f, true
-}
-
-// commKey is what, besides the layout and the job Reset set, a dense
-// model's collectives read (Estimator.collectives with its tally, at
-// the batch's shape): the global batch, whether the remat policy
-// recomputes anything (the tensor-parallel collectives run again in the
-// forward it recomputes: tensorParallel, parallelTensor) and whether it
-// recomputes the attention core (tensorParallel; ring attention's K/V
-// gradients: tally.context), and the expert dispatch. Nothing else of
-// the policy reaches them: its layer's footprint (shape.layerShape, the
-// rest of shape.r) is memory's. With the micro-batches, which set the
-// shape's sequences per micro-batch at the batch and how often the
-// layers' collectives run, it is also all a schedule changes that they
-// read (collectivesFloor). A mixture of experts' dispatch reads more of
-// the shape, and is not remembered.
-type commKey struct {
-	batch, micro               int
-	recompute, attention, ring bool
-}
-
-// commFloors is collectivesFloor's answer.
-type commFloors struct {
-	comm, round float64
-	parts       commParts
-}
-
-// commMemo holds the last few collectivesFloor answers by key: a
-// RangeCeiling asks at two batches per policy, and a search asks again
-// under each schedule, at the batch it finds, for each micro-batch
-// count.
-type commMemo struct {
-	k       [16]commKey
-	f       [16]commFloors
-	n, next int
-}
-
-func (c *commMemo) get(k commKey) (commFloors, bool) {
-	for i := range c.n {
-		if c.k[i] == k {
-			return c.f[i], true
-		}
-	}
-	return commFloors{}, false
-}
-
-func (c *commMemo) put(k commKey, f commFloors) {
-	c.k[c.next], c.f[c.next] = k, f
-	c.next, c.n = (c.next+1)%len(c.k), min(c.n+1, len(c.k))
-}
-
-// computeFloor is computeFloor of the job at one sequence per
-// micro-batch, worked out once per micro-batch count, policy and
-// dispatch of the layout Reset set (floorMemo): a search weighs each of
-// them under every schedule in turn (Reschedule), and the floor does not
-// read the schedule or its chunks. It reads the layout, the shape's
-// degrees, layers per stage, micro-batches, tokens and FLOPs, its remat
-// flags at one sequence (the policy's) and leastParams' parameters,
-// which no schedule moves, and of the job all but the schedule, the
-// chunks and the global batch; and Reschedule and SetPolicy change
-// nothing else of the job (Reschedule's "same" job), a change of
-// anything else taking Reset's path, which forgets them.
-// TestRescheduleIsReset holds it to the floor worked out afresh.
-func (bm *BatchMemory) computeFloor() (perShard, fixed float64) {
-	f := &bm.floor
-	if !f.computeOK {
-		j := &bm.est.Job
-		k := floorKey{j.MicroBatches, j.Remat, j.RingOfExperts}
-		var ok bool
-		if f.perShard, f.fixed, ok = bm.floors.get(k); !ok {
-			least := bm.sh
-			bm.leastParams(&least)
-			f.perShard, f.fixed = j.computeFloor(&bm.est.Mesh, &least)
-			bm.floors.put(k, f.perShard, f.fixed)
-		}
-		f.computeOK = true
-	}
-	return f.perShard, f.fixed
-}
-
-// floorKey is what of a job Reschedule and SetPolicy change that
-// computeFloor reads.
-type floorKey struct {
-	micro int
-	remat Remat
-	ring  bool
-}
-
-// floorMemo holds a layout's compute floors by floorKey: its micro-batch
-// counts (at most four) by its policies (at most five with the ceilings'
-// RematNone) and dispatches (two), the oldest forgotten first past that.
-type floorMemo struct {
-	k               [40]floorKey
-	perShard, fixed [40]float64
-	n, next         int
-}
-
-func (c *floorMemo) get(k floorKey) (perShard, fixed float64, ok bool) {
-	for i := range c.n {
-		if c.k[i] == k {
-			return c.perShard[i], c.fixed[i], true
-		}
-	}
-	return 0, 0, false
-}
-
-func (c *floorMemo) put(k floorKey, perShard, fixed float64) {
-	c.k[c.next], c.perShard[c.next], c.fixed[c.next] = k, perShard, fixed
-	c.next, c.n = (c.next+1)%len(c.k), min(c.n+1, len(c.k))
-}
-
-// leastParams sets sh's parameters to fewer than any schedule lays out
-// on its stages: with a pipeline, the layers' alone (endsNone). Megatron's
-// layout (the embedding on the first stage, the output layer on the last)
-// holds fewer than MaxText's (all of them on every stage) but gathers
-// its ends for every micro-batch where MaxText's gathers them once a
-// step (tally.fsdpHead), so neither's collectives are at most the
-// other's; without the ends they are at most both. The ceilings' floors
-// (collectivesFloor, computeFloor) read them, so that a ceiling worked
-// out under one schedule bounds the others' throughput (RangeCeiling).
-// Without a pipeline there is one layout, and sh keeps it.
-//
-// The ceilings ask for them at every batch and policy they weigh, so
-// they are worked out (Estimator.setParamsEnds) once per
-// Reset: endsNone's parameters read the shape's degrees and layers per
-// stage (paramsKey), which neither Reschedule nor SetPolicy nor a batch
-// changes, and its head holds none (headParams).
-func (bm *BatchMemory) leastParams(sh *shape) {
-	if sh.p <= 1 {
-		return
-	}
-	if !bm.leastOK {
-		bm.e.setParamsEnds(sh, &bm.est.Job, endsNone)
-		bm.least, bm.leastOK = sh.params, true
-		return
-	}
-	sh.params, sh.head = bm.least, 0
 }
 
 // stepFloor is bm.floor, worked out the first time.

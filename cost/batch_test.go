@@ -263,7 +263,9 @@ func TestBatchMemorySetPolicy(t *testing.T) {
 				if wantErr != nil {
 					want = was
 				}
-				if !reflect.DeepEqual(gotErr, wantErr) || !reflect.DeepEqual(bm, want) {
+				got := bm
+				got.layers, want.layers = layerMemo{}, layerMemo{} // the policies met so far (BatchMemory.layer)
+				if !reflect.DeepEqual(gotErr, wantErr) || !reflect.DeepEqual(got, want) {
 					t.Errorf("%s as %s, ring %v: Policy differs from BatchMemory (error %v, want %v)", c.name, r, ring, gotErr, wantErr)
 				}
 				if wantErr == nil {
@@ -329,8 +331,9 @@ func TestRescheduleIsReset(t *testing.T) {
 							continue
 						}
 						got := bm
-						got.ps = stagePhases{} // Check's scratch, set below
-						forgetLayout(&got)     // checked below, against want's
+						got.ps = stagePhases{}    // Check's scratch, set below
+						forgetLayout(&got)        // checked below, against want's
+						want.layers = layerMemo{} // its own policy's, which Reset remembers
 						if !reflect.DeepEqual(got, want) {
 							t.Errorf("%s with %s x %d, %d micro-batches, %s, ring %v: Reschedule differs from BatchMemory before either is staged", c.name, s.k, s.chunks, mb, r, ring)
 						}
@@ -436,8 +439,9 @@ func TestThroughputCeiling(t *testing.T) {
 // and, for a mixture of experts, dispatch (each a fresh BatchMemory), it
 // must say the same for every job of a layout, and where it says the
 // state exceeds, Check must be ReasonHBM at every batch weighed, the
-// smallest to many times it. Both answers must occur, each with and
-// without a pipeline.
+// smallest to many times it; the state and usable HBM it weighs alone
+// must be those the stages' bases (stage) then find. Both answers must
+// occur, each with and without a pipeline.
 func TestStateExceeds(t *testing.T) {
 	e := NewEstimator()
 	cases := []struct{ model, accel, layout string }{
@@ -477,10 +481,14 @@ func TestStateExceeds(t *testing.T) {
 							t.Errorf("%s on %s, %s x %d, %d micro-batches, %s, ring %v: StateExceeds %v, %v for the layout's first job", c.model, c.layout, s.k, s.v, mb, r, ring, got, first)
 						}
 						n++
+						state, usable := bm.state, bm.usable // weighed alone (stageState)
 						for _, k := range []int{1, 2, 7, 64} {
 							if why, err := bm.Check(k * bm.shards); got && (err != nil || why != ReasonHBM) {
 								t.Errorf("%s on %s, %s x %d, %d micro-batches, %s, batch %d: StateExceeds, but Check says %q, %v", c.model, c.layout, s.k, s.v, mb, r, k*bm.shards, why, err)
 							}
+						}
+						if bm.state != state || bm.usable != usable {
+							t.Errorf("%s on %s, %s x %d, %d micro-batches, %s: StateExceeds weighed %v of %v usable, the stages' bases %v of %v", c.model, c.layout, s.k, s.v, mb, r, state, usable, bm.state, bm.usable)
 						}
 					}
 				}
@@ -494,10 +502,10 @@ func TestStateExceeds(t *testing.T) {
 }
 
 // forgetLayout forgets what bm remembers of its layout across Reschedule
-// and SetPolicy (the least parameters, the compute floors and the
-// collectives' floors), as Reset does.
+// and SetPolicy (the least parameters, the compute floors, the
+// collectives' floors, layoutComm and the layer shapes), as Reset does.
 func forgetLayout(bm *BatchMemory) {
-	bm.least, bm.leastOK, bm.floors, bm.comm = [2]float64{}, false, floorMemo{}, commMemo{}
+	bm.least, bm.leastOK, bm.floors, bm.comm, bm.lc, bm.layers = [2]float64{}, false, floorMemo{}, commMemo{}, layoutComm{}, layerMemo{}
 }
 
 // sameCeilingTerms checks that bm, rescheduled, has the compute floor and
@@ -511,11 +519,73 @@ func sameCeilingTerms(t *testing.T, bm, want *BatchMemory, what string) {
 	if gp != wp || gf != wf {
 		t.Errorf("%s: computeFloor %v, %v after Reschedule, want %v, %v", what, gp, gf, wp, wf)
 	}
+	if got, want := bm.layoutFloor(), want.layoutFloor(); got != want {
+		t.Errorf("%s: layoutFloor %v after Reschedule, want %v", what, got, want)
+	}
 	for _, b := range []int{bm.shards, 3 * bm.shards} {
 		got, gotOK := bm.ceilingStep(b)
 		want, wantOK := want.ceilingStep(b)
 		if gotOK != wantOK || got != want {
 			t.Errorf("%s: ceilingStep(%d) %+v, %v after Reschedule, want %+v, %v", what, b, got, gotOK, want, wantOK)
 		}
+	}
+}
+
+// TestRescheduleAfterAnotherSpec: an estimator a BatchMemory was Reset
+// with that costs another model's job in between (its caches then hold
+// that model's layers and parameters) must give, when the memory is
+// rescheduled and set to another policy (Reschedule, SetPolicy, which
+// skip comparing the spec while no other spec has passed:
+// BatchMemory.validate), what a fresh estimator gives: the same memory
+// and ceilings' terms, and the same checks, at every step.
+func TestRescheduleAfterAnotherSpec(t *testing.T) {
+	a, b := lookup(t, "llama3-70b"), lookup(t, "llama3-8b")
+	ma := layout(t, "v5p-128", 2, "fsdp=16,pipeline=4,pipeline=2(dcn)")
+	e := NewEstimator()
+	var bm BatchMemory
+	ja := NewJob(a, a.SeqLen, 1)
+	ja.Schedule, ja.MicroBatches = schedule.GPipe, 8
+	if err := bm.Reset(e, &ja, &ma); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mb := range []int{16, 4, 8} {
+		for _, r := range []Remat{RematFull, RematNone, RematMinimal} {
+			jb := NewJob(b, a.SeqLen, 1) // another spec in between, on the same layout
+			jb.Schedule, jb.MicroBatches, jb.Remat = schedule.GPipe, mb, r
+			bb, err := e.BatchMemory(jb, ma)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = bb.RangeCeiling(bb.shards, 4*bb.shards, 1) // fills the estimator's caches for b
+			j := ja
+			j.MicroBatches = mb
+			if err := bm.Reschedule(&j); err != nil {
+				t.Fatal(err)
+			}
+			if err := bm.SetPolicy(r, false); err != nil {
+				t.Fatal(err)
+			}
+			j.Remat = r
+			want, err := NewEstimator().BatchMemory(j, ma)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("%d micro-batches, %s", mb, r)
+			got := bm
+			got.e, want.e, got.specs, want.specs = nil, nil, 0, 0
+			forgetLayout(&got)
+			forgetLayout(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: the memory after another spec differs from a fresh estimator's", name)
+			}
+			want.e = NewEstimator()
+			_ = want.e.validate(&want.est.Job)
+			sameCeilingTerms(t, &bm, &want, name)
+			n++
+		}
+	}
+	if n != 9 {
+		t.Errorf("%d steps compared, want 9", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"shardlab/collective"
 	"shardlab/schedule"
 )
 
@@ -30,11 +31,12 @@ func (bm *BatchMemory) Stretch(k schedule.Kind, v int) float64 {
 // there. +Inf where it cannot say, and for a mixture of experts, whose
 // dispatch rounds its tokens to each expert's capacity. With no remat
 // (RematNone) it bounds every policy's Throughput as well. It is the
-// least of three ceilings: computeCeiling's, from the compute's floor
-// alone; commCeiling's, from commFloor (+Inf where that one cannot
-// say); and exposedCeiling's, from the collectives' exposure.
+// least of four ceilings: computeCeiling's, from the compute's floor
+// alone; layoutCeiling's, from it and the collectives no batch changes;
+// commCeiling's, from commFloor (+Inf where that one cannot say); and
+// exposedCeiling's, from the collectives' exposure.
 func (bm *BatchMemory) RangeCeiling(lo, hi int, stretch float64) float64 {
-	least := bm.computeCeiling(lo, hi, stretch)
+	least := min(bm.computeCeiling(lo, hi, stretch), bm.layoutCeiling(lo, hi, stretch))
 	c, ok := bm.commCeiling(lo, hi, stretch)
 	if !ok {
 		return least
@@ -46,13 +48,15 @@ func (bm *BatchMemory) RangeCeiling(lo, hi int, stretch float64) float64 {
 // stretch), for a below that holds of every number less than one it
 // holds of (as a bar does: x < bar). A search asks only that, of most
 // layouts, and the ceilings cost more each than the one before:
-// computeCeiling's works out no collective, and the exposure's more than
-// the one from commFloor. Each is weighed only where those before it are
+// computeCeiling's works out no collective, layoutCeiling's those of a
+// layout once (and a sum at each micro-batch count), commCeiling's every
+// collective at a batch, and the exposure's more than the one from
+// commFloor. Each is weighed only where those before it are
 // not below, since such a below holds of the least of several numbers
 // exactly where it holds of one of them (no ceiling is NaN: each is
 // +Inf, or a throughput at a positive step).
 func (bm *BatchMemory) RangeCeilingBelow(lo, hi int, stretch float64, below func(float64) bool) bool {
-	if below(bm.computeCeiling(lo, hi, stretch)) {
+	if below(bm.computeCeiling(lo, hi, stretch)) || below(bm.layoutCeiling(lo, hi, stretch)) {
 		return true
 	}
 	c, ok := bm.commCeiling(lo, hi, stretch)
@@ -62,7 +66,7 @@ func (bm *BatchMemory) RangeCeilingBelow(lo, hi int, stretch float64, below func
 	return below(c) || below(bm.exposedCeiling(lo, hi, stretch))
 }
 
-// computeCeiling is the first of RangeCeiling's three ceilings, at least
+// computeCeiling is the first of RangeCeiling's four ceilings, at least
 // the same throughputs, from the compute's floor alone, with no
 // collective worked out; +Inf where it cannot say, and for a mixture of
 // experts (as RangeCeiling) or a negative Contention (where commFloor is
@@ -100,7 +104,7 @@ func (bm *BatchMemory) computeCeiling(lo, hi int, stretch float64) float64 {
 	return best * (1 + slack)
 }
 
-// commCeiling is the second of RangeCeiling's three ceilings, at least the
+// commCeiling is the third of RangeCeiling's four ceilings, at least the
 // same throughputs, from the collectives' floor; false where it cannot
 // say (RangeCeiling is then +Inf), and for a mixture of experts.
 //
@@ -159,7 +163,7 @@ func (bm *BatchMemory) commCeiling(lo, hi int, stretch float64) (float64, bool) 
 	return best * (1 + slack), true
 }
 
-// exposedCeiling is a third ceiling RangeCeiling takes the least of, at
+// exposedCeiling is a fourth ceiling RangeCeiling takes the least of, at
 // least the same throughputs: with the gathers and reductions exposed as
 // leastStep exposes them, each tier's exposure bounded from below by a
 // fixed mixture of its pieces, so that the bound on the step stays
@@ -384,4 +388,81 @@ func (bm *BatchMemory) BoundCeiling(b *Bound) float64 {
 		return math.Inf(1)
 	}
 	return float64(b.est.Job.GlobalBatch) * float64(b.est.Job.Seq) / (stepNs / 1e9) / float64(b.est.Mesh.Chips()) * (1 + slack)
+}
+
+// layoutCeiling is a ceiling RangeCeiling takes the least of, at least
+// the same throughputs: computeCeiling's, with the collectives that read
+// neither the batch nor the remat policy (layoutComm) in place of
+// commCeiling's every collective. +Inf where it cannot say, and for a
+// mixture of experts.
+//
+// Why: as commCeiling says, Throughput's step at b is at least
+// stretch·(floor(b) − 4) − 2 + comm(b) in nanoseconds, for every
+// schedule whose Stretch is at least stretch and, with no remat, every
+// policy, wherever floor(b) > 4; comm(b) is commParts.floor of the
+// step's collectives (collectivesFloor). Those include the data-parallel
+// all-reduce and FSDP's gathers and reduce-scatters, which tally adds to
+// its parts whole (integer nanoseconds), the gathers 2·m times and the
+// reduce-scatters m times for m micro-batches, and what it adds besides
+// is not negative (collective.Time); commParts.floor grows with each part
+// (each term is a part's seconds times a share not negative, a part's
+// seconds, or a sum of parts over the layers cut to the nanosecond, and
+// each step of that grows with its argument in floating point too), so
+// comm(b) is at least L, floor of those alone, which no batch changes.
+// The step is then at least stretch·(floor(b) − 4) − 2 + L, affine in b,
+// and b over it is monotone: the largest is at lo or at hi where it is
+// positive at both ends (and so between them). floorNs is at most
+// floor(b) as in computeCeiling, and taking a nanosecond and L's slack
+// share off L covers its conversion to nanoseconds.
+func (bm *BatchMemory) layoutCeiling(lo, hi int, stretch float64) float64 {
+	f := bm.stepFloor()
+	if f.noPeak || bm.est.Job.Model.MoE() {
+		return math.Inf(1)
+	}
+	l := bm.layoutFloor() * 1e9
+	l -= math.Abs(l)*slack + 1
+	perShard, fixed := bm.computeFloor()
+	best := 0.0
+	for _, b := range [2]int{lo, hi} {
+		floorNs := (perShard*float64(b)/float64(bm.shards) + fixed) * 1e9 * (1 - slack)
+		stepNs := stretch*(floorNs-4) - 2 + l
+		if !(floorNs > 4) || !(stepNs > 0) {
+			return math.Inf(1)
+		}
+		best = max(best, float64(b)*float64(bm.est.Job.Seq)/(stepNs/1e9)/f.chips)
+	}
+	return best * (1 + slack)
+}
+
+// layoutComm is what of a dense layout's collectives reads neither the
+// batch, the micro-batches, the schedule nor the remat policy: the
+// data-parallel all-reduce and FSDP's gather and reduce-scatter of one
+// micro-batch (tally.dataParallelCost, tally.fsdpCosts), with
+// leastParams' parameters as collectivesFloor has them. They read the
+// layout, its shape's degrees and layers per stage, and the job's
+// precision and DCN latency, none of which Reschedule or SetPolicy
+// changes.
+type layoutComm struct {
+	ok         bool
+	dp, ag, rs collective.Cost
+}
+
+// layoutFloor is commParts.floor, in seconds, of the job's layoutComm
+// alone at its micro-batches, as tally adds them up: at most
+// collectivesFloor's comm at every batch (layoutCeiling).
+func (bm *BatchMemory) layoutFloor() float64 {
+	c := &bm.lc
+	if !c.ok {
+		least := bm.sh
+		bm.leastParams(&least)
+		t := newTally(&bm.est, &least)
+		grads, gathered, headGrads, headGathered := bm.est.Job.gradBytes(&least)
+		c.dp, _ = t.dataParallelCost(grads)
+		c.ag, c.rs, _ = t.fsdpCosts(grads-headGrads, gathered-headGathered)
+		c.ok = true
+	}
+	m := bm.sh.m
+	ag, rs := c.ag.Scale(2*m), c.rs.Scale(m)
+	p := commParts{gradICI: c.dp.ICITime + rs.ICITime, gradDCN: c.dp.DCNTime + rs.DCNTime, gatherICI: ag.ICITime, gatherDCN: ag.DCNTime}
+	return p.floor(bm.est.Job.calibration().Contention, bm.sh.ls)
 }

@@ -19,7 +19,7 @@ import (
 // of the range, and so is the compute's ceiling (computeCeiling) alone;
 // and near enough to be of use, within 1.5 times the fastest in most
 // ranges. The exposure's ceiling (exposedCeiling) must be the least of
-// RangeCeiling's three in many ranges, and within 1.1 times the fastest
+// RangeCeiling's four in many ranges, and within 1.1 times the fastest
 // in some.
 func TestRangeCeiling(t *testing.T) {
 	e := NewEstimator()
@@ -63,7 +63,7 @@ func TestRangeCeiling(t *testing.T) {
 						t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d of %d to %d: RangeCeiling %v, below the ceiling %v or the throughput %v",
 							c.model, c.layout, mb, r, s.k, s.v, b, lo, hi, got, ceil, tp)
 					}
-					if cc < tp || cc < ceil { // the least of three, it is rarely RangeCeiling
+					if cc < tp || cc < ceil { // one of four, it is rarely RangeCeiling
 						t.Errorf("%s on %s, %d micro-batches, %s, %s with %d chunks, batch %d of %d to %d: computeCeiling %v, below the ceiling %v or the throughput %v",
 							c.model, c.layout, mb, r, s.k, s.v, b, lo, hi, cc, ceil, tp)
 					}
@@ -94,9 +94,9 @@ func TestRangeCeiling(t *testing.T) {
 // TestRangeCeiling's layouts, for every micro-batch count, remat policy,
 // range of batches and several stretches, below as a bar (v < bar) must
 // hold of RangeCeiling exactly where RangeCeilingBelow says it does, for
-// bars at, just above and just below, and between, each of the three
-// ceilings it is the least of (computeCeiling, commCeiling,
-// exposedCeiling), and for none and every throughput. Some bars must be
+// bars at, just above and just below, and between, each of the four
+// ceilings it is the least of (computeCeiling, layoutCeiling,
+// commCeiling, exposedCeiling), and for none and every throughput. Some bars must be
 // met by the compute's ceiling, some by commFloor's and not the
 // compute's, some only by the exposure's, and some by none.
 func TestRangeCeilingBelow(t *testing.T) {
@@ -111,7 +111,7 @@ func TestRangeCeilingBelow(t *testing.T) {
 				comm, ok := bm.commCeiling(lo, hi, stretch)
 				ex := bm.exposedCeiling(lo, hi, stretch)
 				cc := bm.computeCeiling(lo, hi, stretch)
-				bars := []float64{0, math.Inf(1), got, ex, (comm + ex) / 2, cc, (cc + ex) / 2}
+				bars := []float64{0, math.Inf(1), got, ex, (comm + ex) / 2, cc, (cc + ex) / 2, bm.layoutCeiling(lo, hi, stretch)}
 				if ok {
 					bars = append(bars, comm)
 				}
@@ -215,7 +215,10 @@ var rangeCases = []struct {
 // policy in turn (SetPolicy) and is asked ceilingStep, ThroughputCeiling
 // and RangeCeiling at several batches, repeats among them; each answer
 // must equal, bit for bit, that of a BatchMemory of a fresh estimator
-// made for the policy and asked at that batch alone. Some answers must
+// made for the policy and asked at that batch alone, and its parts those
+// of the collectives in the shape worked out at the batch (shapedParts,
+// every part of it, where collectivesFloor sets only the sequences per
+// micro-batch). Some answers must
 // come from the memo, and some policies must miss it; the policy's flags
 // the memo is keyed by must be the same at every batch.
 func TestCollectivesFloorMemo(t *testing.T) {
@@ -292,6 +295,9 @@ func compareFloors(t *testing.T, name string, bm *BatchMemory, jr Job, m mesh.Me
 	if want, wantOK := fresh.ceilingStep(b); got != want || gotOK != wantOK {
 		t.Errorf("%s: ceilingStep %+v %v, want %+v %v", name, got, gotOK, want, wantOK)
 	}
+	if want := shapedParts(&fresh, b); gotOK && got.parts != want {
+		t.Errorf("%s: ceilingStep's parts %+v, want %+v from the shape at the batch", name, got.parts, want)
+	}
 	for _, x := range []struct {
 		what      string
 		got, want float64
@@ -304,6 +310,21 @@ func compareFloors(t *testing.T, name string, bm *BatchMemory, jr Job, m mesh.Me
 		}
 	}
 	return hit
+}
+
+// shapedParts is the commParts of bm's collectives at batch b in the
+// shape at b (shapeAt, every part of it worked out at b), with
+// leastParams' parameters, as collectivesFloor asks for them.
+func shapedParts(bm *BatchMemory, b int) commParts {
+	sh, err := bm.shapeAt(b)
+	if err != nil {
+		return commParts{}
+	}
+	least := *sh
+	bm.leastParams(&least)
+	est := bm.est
+	est.Job.GlobalBatch, est.MicroBatchSize, est.Comms = b, least.b, nil
+	return bm.e.commParts(&est, &least)
 }
 
 // freshCeiling is f of a BatchMemory of j on m from a fresh estimator.
@@ -452,6 +473,96 @@ func factorsOver(n, k int) [][]int {
 			for _, rest := range factorsOver(n/d, k-1) {
 				out = append(out, append([]int{d}, rest...))
 			}
+		}
+	}
+	return out
+}
+
+// TestLayoutCeilingOverLayouts holds layoutCeiling to what it bounds on
+// TestThroughputCeilingOverLayouts' layouts (every ordered factorization
+// of a few slices' chips over data, fsdp, tensor, pipeline and context,
+// and of the slices over data, fsdp or pipeline) at every remat policy,
+// schedule and micro-batch count: layoutFloor is at most the collectives'
+// floor (collectivesFloor) at every batch weighed, and the ceiling over
+// batches from one to 16 per shard, at the job's own stretch, is at
+// least Throughput of every batch's Bound there; with no remat it is at
+// least every policy's. It must be tighter than the compute's ceiling
+// (computeCeiling) in most ranges, and no tighter than RangeCeiling.
+func TestLayoutCeilingOverLayouts(t *testing.T) {
+	e := NewEstimator()
+	n, tighter := 0, 0
+	for _, c := range []struct {
+		spec   model.Spec
+		accel  string
+		slices int
+	}{{lookup(t, "llama3-70b"), "v5p-64", 2}, {lookup(t, "llama3-8b"), "v5litepod-16", 1}, {lookup(t, "llama3-70b"), "tpu7x-32", 4}} {
+		for _, m := range ceilingLayouts(t, c.accel, c.slices) {
+			for _, j := range ceilingJobs(c.spec, m.Size(mesh.Pipeline)) {
+				bm, err := e.BatchMemory(j, m)
+				if err != nil {
+					continue // the layout does not run the job
+				}
+				lo, hi := bm.shards, 16*bm.shards
+				stretch := bm.jobStretch()
+				got, none := bm.layoutCeiling(lo, hi, stretch), math.Inf(1)
+				j0 := j
+				j0.Remat = RematNone
+				if b0, err := e.BatchMemory(j0, m); err == nil {
+					none = b0.layoutCeiling(lo, hi, stretch)
+				}
+				name := fmt.Sprintf("%s on %v, %s, %s with %d chunks, %d micro-batches", c.spec.Name, m, j.Remat, j.Schedule, j.Chunks, j.MicroBatches)
+				for _, per := range []int{1, 3, 16} {
+					b := per * bm.shards
+					bd, err := bm.Bound(b)
+					if err != nil {
+						t.Fatalf("%s, batch %d: %v", name, b, err)
+					}
+					tp := e.Throughput(&bd)
+					if f, ok := bm.collectivesFloor(b); ok && bm.layoutFloor() > f.comm {
+						t.Errorf("%s, batch %d: layoutFloor %v above the collectives' floor %v", name, b, bm.layoutFloor(), f.comm)
+					}
+					if got < tp || none < tp {
+						t.Errorf("%s, batch %d: layoutCeiling %v (with no remat %v) below the throughput %v", name, b, got, none, tp)
+					}
+				}
+				if rc := bm.RangeCeiling(lo, hi, stretch); rc > got {
+					t.Errorf("%s: RangeCeiling %v above layoutCeiling %v, one of those it is the least of", name, rc, got)
+				}
+				n++
+				if got < bm.computeCeiling(lo, hi, stretch) {
+					tighter++
+				}
+			}
+		}
+	}
+	t.Logf("%d ranges, layoutCeiling below the compute's ceiling in %d", n, tighter)
+	if n < 2000 || tighter < n/2 {
+		t.Errorf("layoutCeiling below the compute's ceiling in %d of %d ranges, want at least half of at least 2000", tighter, n)
+	}
+}
+
+// ceilingLayouts is every layout of slices accel slices whose chips are
+// split over data, fsdp, tensor, pipeline and context, the slices over
+// data, fsdp or pipeline (TestThroughputCeilingOverLayouts').
+func ceilingLayouts(t *testing.T, accel string, slices int) []mesh.Mesh {
+	t.Helper()
+	sl, err := hw.ParseAcceleratorType(accel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	axes := []string{"data", "fsdp", "tensor", "pipeline", "context"}
+	var out []mesh.Mesh
+	for _, in := range factorsOver(sl.Chips(), len(axes)) {
+		for _, across := range []string{"data", "fsdp", "pipeline"} {
+			spec := ""
+			for i, a := range axes {
+				spec += fmt.Sprintf("%s=%d,", a, in[i])
+			}
+			m, err := mesh.ParseOn(accel, slices, fmt.Sprintf("%s%s=%d(dcn)", spec, across, slices))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, m)
 		}
 	}
 	return out

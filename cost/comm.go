@@ -32,18 +32,14 @@ func (e *Estimator) communicate(est *Estimate, sh *shape) {
 // their times; the tensor-parallel ones' in all (tpAll) and, with
 // exposure, exposed under the matmuls of est.Time.MXU (tpTime).
 func (e *Estimator) collectives(est *Estimate, sh *shape, exposure bool) (t tally, tpTime, tpAll time.Duration) {
-	j, m := &est.Job, &est.Mesh
-	t = tally{est: est, sh: sh, dcnLine: m.TierLink(hw.DCN).Collective(), latency: j.calibration().DCNLatency}
-	prec := j.Precision
-	params := j.paramsPerChip(sh)
-	grads := unit.Bytes(params * float64(prec.Gradient))
+	j := &est.Job
+	t = newTally(est, sh)
+	grads, gathered, headGrads, headGathered := j.gradBytes(sh)
 	t.dataParallel(grads)
-	gathered := unit.Bytes(params * float64(min(prec.Weight, prec.Activation)))
-	headGrads, headGathered := unit.Bytes(sh.head*float64(prec.Gradient)), unit.Bytes(sh.head*float64(min(prec.Weight, prec.Activation)))
 	t.pipelineHead(headGrads)
 	t.fsdp(grads-headGrads, gathered-headGathered)
 	t.fsdpHead(headGrads, headGathered)
-	act := unit.Bytes(float64(sh.b) * float64(sh.s) * float64(j.Model.DModel) * float64(prec.Activation))
+	act := unit.Bytes(float64(sh.b) * float64(sh.s) * float64(j.Model.DModel) * float64(j.Precision.Activation))
 	first := len(est.Comms)
 	tpTime = e.tensorParallel(est, sh, act, t.add, exposure)
 	for _, c := range est.Comms[first:] {
@@ -53,6 +49,23 @@ func (e *Estimator) collectives(est *Estimate, sh *shape, exposure bool) (t tall
 	t.pipeline(act)
 	t.experts()
 	return t, tpTime, tpAll
+}
+
+// newTally is an empty tally of est's collectives in shape sh.
+func newTally(est *Estimate, sh *shape) tally {
+	return tally{est: est, sh: sh, dcnLine: est.Mesh.TierLink(hw.DCN).Collective(), latency: est.Job.calibration().DCNLatency}
+}
+
+// gradBytes is what collectives reduces and gathers per chip in shape
+// sh: its gradients and its weights in the compute dtype, and of them
+// the model's ends' on every stage (sh.head).
+func (j *Job) gradBytes(sh *shape) (grads, gathered, headGrads, headGathered unit.Bytes) {
+	prec := j.Precision
+	params := j.paramsPerChip(sh)
+	grads = unit.Bytes(params * float64(prec.Gradient))
+	gathered = unit.Bytes(params * float64(min(prec.Weight, prec.Activation)))
+	headGrads, headGathered = unit.Bytes(sh.head*float64(prec.Gradient)), unit.Bytes(sh.head*float64(min(prec.Weight, prec.Activation)))
+	return grads, gathered, headGrads, headGathered
 }
 
 // commFloor bounds communicate's ICI and DCN time from below, in seconds,
@@ -160,15 +173,24 @@ func (t *tally) add(axis mesh.Axis, what string, op collective.Op, count int, co
 // holds no replicas: it shards the weights as fsdp does (weightShards),
 // so its chips' gradients are summed by fsdp's reduce-scatter.
 func (t *tally) dataParallel(grads unit.Bytes) {
-	m, sh := &t.est.Mesh, t.sh
-	if sh.d <= 1 {
+	cost, ok := t.dataParallelCost(grads)
+	if !ok {
 		return
 	}
-	d := m.Degree(mesh.Data)
-	cost := t.perLayer(collective.AllReduce, grads, d.ICI, m.Link(mesh.Data).Collective(), d.DCN)
 	t.add(mesh.Data, "gradient all-reduce", collective.AllReduce, 1, cost, true)
 	t.gradICI += cost.ICITime
 	t.gradDCN += cost.DCNTime
+}
+
+// dataParallelCost is dataParallel's all-reduce of grads bytes, false
+// where the layout has no replicas.
+func (t *tally) dataParallelCost(grads unit.Bytes) (collective.Cost, bool) {
+	m, sh := &t.est.Mesh, t.sh
+	if sh.d <= 1 {
+		return collective.Cost{}, false
+	}
+	d := m.Degree(mesh.Data)
+	return t.perLayer(collective.AllReduce, grads, d.ICI, m.Link(mesh.Data).Collective(), d.DCN), true
 }
 
 // pipelineHead: the gradients of the embedding, final norm and output
@@ -318,12 +340,29 @@ func (t *tally) weightGroup(expert bool) weightGroup {
 // pipelines, the model's ends': fsdpHead).
 func (t *tally) fsdp(grads, gathered unit.Bytes) {
 	sh := t.sh
-	if sh.weightShards()*sh.e <= 1 {
+	ag, rs, ok := t.fsdpCosts(grads, gathered)
+	if !ok {
 		return
+	}
+	t.add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
+	t.add(mesh.FSDP, "gradient reduce-scatter", collective.ReduceScatter, sh.m, rs, true)
+	t.gatherICI += ag.Scale(2 * sh.m).ICITime
+	t.gatherDCN += ag.Scale(2 * sh.m).DCNTime
+	t.gradICI += rs.Scale(sh.m).ICITime
+	t.gradDCN += rs.Scale(sh.m).DCNTime
+}
+
+// fsdpCosts is fsdp's weight all-gather (ag, twice a micro-batch) and
+// gradient reduce-scatter (rs, once a micro-batch) of one micro-batch,
+// false where the weights are not sharded. Neither reads the batch or the
+// micro-batches.
+func (t *tally) fsdpCosts(grads, gathered unit.Bytes) (ag, rs collective.Cost, ok bool) {
+	sh := t.sh
+	if sh.weightShards()*sh.e <= 1 {
+		return ag, rs, false
 	}
 	fc := t.weightGroup(false)
 	n := unit.Bytes(sh.weightShards())
-	var ag, rs collective.Cost
 	if routed := t.est.Job.routedShard(sh); sh.e > 1 || routed > 0 {
 		// the routed experts over fsdp and context, the rest over expert too
 		share := unit.Bytes(0)
@@ -341,12 +380,7 @@ func (t *tally) fsdp(grads, gathered unit.Bytes) {
 		ag = t.perLayer(collective.AllGather, gathered*n, fc.ici, fc.link, fc.dcn)
 		rs = t.perLayer(collective.ReduceScatter, grads*n, fc.ici, fc.link, fc.dcn)
 	}
-	t.add(mesh.FSDP, "weight all-gather", collective.AllGather, 2*sh.m, ag, true)
-	t.add(mesh.FSDP, "gradient reduce-scatter", collective.ReduceScatter, sh.m, rs, true)
-	t.gatherICI += ag.Scale(2 * sh.m).ICITime
-	t.gatherDCN += ag.Scale(2 * sh.m).DCNTime
-	t.gradICI += rs.Scale(sh.m).ICITime
-	t.gradDCN += rs.Scale(sh.m).DCNTime
+	return ag, rs, true
 }
 
 // fsdpHead: the FSDP gathers and reduce-scatter of the embedding, final

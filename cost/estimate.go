@@ -214,7 +214,11 @@ type Estimator struct {
 	// a value: a search costs one spec thousands of times).
 	model   model.Spec
 	checked bool
-	pipes   map[pipeKey]pipe
+	// specs counts the specs that have passed (model changing to each):
+	// a BatchMemory whose job's spec passed at the same count need not
+	// compare it again (BatchMemory.validate)
+	specs uint64
+	pipes map[pipeKey]pipe
 	// lastPipe is the entry of pipes last asked for, when ok.
 	lastPipe struct {
 		k  pipeKey
@@ -281,6 +285,7 @@ func (e *Estimator) validate(j *Job) error {
 		return err
 	}
 	e.model, e.checked = j.Model, true
+	e.specs++
 	clear(e.layers) // they are the last model's
 	e.recentLayers = recentLayers{}
 	clear(e.params)

@@ -269,16 +269,26 @@ const (
 func (e *Estimator) stageBase(j *Job, m *mesh.Mesh, sh *shape, st stage) stageBase {
 	ms := &m.Multislice
 	chip := &ms.Slice.Chip
+	mem := j.stageState(sh, st)
+	mem.HBM, mem.Usable = chip.HBM, chip.UsableHBM(j.HBMHeadroom)
+	mem.XLACapacity, mem.HostUsable = chip.XLACapacity(), ms.Slice.HostRAMPerChip()
+	b := stageBase{mem: mem}
+	e.setInFlight(&b, j, sh, st)
+	return b
+}
+
+// stageState is the state of stage st's base (its Memory's Weights,
+// Gradients and Optimizer, and the Host memory the offloaded ones take),
+// which reads only the stage's parameters, the job's precision, offload
+// and temporaries' scale, and gradient accumulation's micro-batches
+// (accumulator).
+func (j *Job) stageState(sh *shape, st stage) Memory {
 	prec := j.Precision
 	params := sh.params[st]
 	mem := Memory{
-		Weights:     unit.Bytes(params * float64(prec.Weight+prec.Master)),
-		Gradients:   unit.Bytes(params * float64(prec.Gradient)),
-		Optimizer:   unit.Bytes(params * float64(prec.Optimizer)),
-		HBM:         chip.HBM,
-		Usable:      chip.UsableHBM(j.HBMHeadroom),
-		XLACapacity: chip.XLACapacity(),
-		HostUsable:  ms.Slice.HostRAMPerChip(),
+		Weights:   unit.Bytes(params * float64(prec.Weight+prec.Master)),
+		Gradients: unit.Bytes(params * float64(prec.Gradient)),
+		Optimizer: unit.Bytes(params * float64(prec.Optimizer)),
 	}
 	if j.ParameterOffload {
 		mem.Host += mem.Weights
@@ -289,9 +299,7 @@ func (e *Estimator) stageBase(j *Job, m *mesh.Mesh, sh *shape, st stage) stageBa
 		mem.Optimizer = 0
 	}
 	mem.Gradients = j.tempScaled(mem.Gradients) + accumulator(j, sh, params)
-	b := stageBase{mem: mem}
-	e.setInFlight(&b, j, sh, st)
-	return b
+	return mem
 }
 
 // accumulator is the bytes per chip of gradient accumulation's sum of
