@@ -25,6 +25,18 @@ func (l Layout) Load() string {
 	return unit.Plural(l.Concurrency, "concurrent sequence")
 }
 
+// Admits says what a replica of l admits at once and the max_num_seqs
+// that sets it: "max_num_seqs 16", or under attention data parallelism,
+// where max_num_seqs is each scheduler's (SchedulerSeqs), "128
+// (max_num_seqs 8 on each of 16 schedulers)". The text's layout line and
+// the web page take it from here.
+func (l Layout) Admits() string {
+	if l.AttentionDP > 1 {
+		return fmt.Sprintf("%d (max_num_seqs %d on each of %d schedulers)", l.SeqsEach, l.SchedulerSeqs(), l.AttentionDP)
+	}
+	return fmt.Sprintf("max_num_seqs %d", l.SeqsEach)
+}
+
 // Queue says, when l's clients are more than its replicas run at
 // once, how long a request waits in the scheduler's queue (QueueWait);
 // "" otherwise. The text and the web page take it from here.

@@ -110,10 +110,7 @@ func (p Plan) writeBest(w io.Writer) {
 	}
 	seqs := unit.Plural(b.SeqsEach, "sequence") + " per replica"
 	if b.RunningEach > 0 {
-		seqs = fmt.Sprintf("%s running at once, of max_num_seqs %d", unit.Plural(b.RunningEach, "sequence"), b.SeqsEach)
-		if b.AttentionDP > 1 {
-			seqs = fmt.Sprintf("%s running at once, of %d (max_num_seqs %d on each of %d schedulers)", unit.Plural(b.RunningEach, "sequence"), b.SeqsEach, b.SchedulerSeqs(), b.AttentionDP)
-		}
+		seqs = fmt.Sprintf("%s running at once, of %s", unit.Plural(b.RunningEach, "sequence"), b.Admits())
 	}
 	fmt.Fprintf(w, "\nlayout: tensor parallel %d%s × data parallel %d on %s, %s\n", b.TP, ep, b.DP, unit.Plural(b.Chips, "chip"), seqs)
 	for _, s := range p.Reasons {

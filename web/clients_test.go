@@ -87,3 +87,26 @@ func TestServingPageClients(t *testing.T) {
 		t.Errorf("64 clients under max_num_seqs 256: %d, queue line present %v; want 200 and none", code, strings.Contains(body, `id="serving-queue"`))
 	}
 }
+
+// TestServingPageAttentionDP (review182 #1): under attention data
+// parallelism max_num_seqs is each vLLM scheduler's (tpu-inference's
+// DPScheduler, one a rank), so the summary gives the replica's 128 as
+// 16 schedulers of max_num_seqs 8, as the text's layout line does
+// (inference.Layout.Admits), beside a serve line that sets
+// --max-num-seqs 8; it must not call the 128 max_num_seqs.
+func TestServingPageAttentionDP(t *testing.T) {
+	h := New(testConfig)
+	const q = "/serving?model=deepseek3-671b&tpu=tpu7x-16&max_num_seqs=8&concurrency=200&num_requests=200"
+	code, body := get(t, h, q)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s = %d: %.300s", q, code, body)
+	}
+	for _, want := range []string{"200 clients, 128 running (128 a replica, of 128 (max_num_seqs 8 on each of 16 schedulers))", " --max-num-seqs 8 "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("serving page, deepseek3-671b on tpu7x-16 (16 attention-DP ranks), max_num_seqs 8, 200 clients: no %q", want)
+		}
+	}
+	if strings.Contains(body, "of max_num_seqs 128") {
+		t.Errorf("serving page, 16 schedulers of max_num_seqs 8: calls the replica's 128 max_num_seqs")
+	}
+}
