@@ -199,3 +199,33 @@ func TestIdleReplicasWarned(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutLineClients (review182 #3): with 3 clients on DP 2 the
+// header counts all 3 running and the layout line gives the busiest
+// replica's ⌈3/2⌉ = 2; it must say the 2 are a replica's, as it says of
+// the sequences without clients, so that the two lines do not read as
+// disagreeing.
+func TestLayoutLineClients(t *testing.T) {
+	r := oneReplicaRequest(t, 3, 16, 3)
+	r.TP, r.DP = 4, 2
+	p, err := Search(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := p.WriteText(&b, "vllm serve"); err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "layout: ") {
+			line = l
+		}
+	}
+	if want := ", 2 sequences per replica running at once, of max_num_seqs 16"; !strings.HasSuffix(line, want) {
+		t.Errorf("3 clients on TP 4 × DP 2, max_num_seqs 16: layout line %q, want it to end %q", line, want)
+	}
+	if !strings.Contains(b.String(), "(3 clients, 3 running)") {
+		t.Errorf("3 clients on DP 2: header without (3 clients, 3 running):\n%s", b.String())
+	}
+}

@@ -110,7 +110,7 @@ func (p Plan) writeBest(w io.Writer) {
 	}
 	seqs := unit.Plural(b.SeqsEach, "sequence") + " per replica"
 	if b.RunningEach > 0 {
-		seqs = fmt.Sprintf("%s running at once, of %s", unit.Plural(b.RunningEach, "sequence"), b.Admits())
+		seqs = fmt.Sprintf("%s per replica running at once, of %s", unit.Plural(b.RunningEach, "sequence"), b.Admits())
 	}
 	fmt.Fprintf(w, "\nlayout: tensor parallel %d%s × data parallel %d on %s, %s\n", b.TP, ep, b.DP, unit.Plural(b.Chips, "chip"), seqs)
 	for _, s := range p.Reasons {
