@@ -229,3 +229,42 @@ func TestLayoutLineClients(t *testing.T) {
 		t.Errorf("3 clients on DP 2: header without (3 clients, 3 running):\n%s", b.String())
 	}
 }
+
+// TestWriteSimPlurals (review182 #4): one client on TP 1 × DP 8 is "1
+// concurrent client", and 10 clients asked for 3 requests leave the
+// busiest replica's share 1 request: "served 1 request", not "1
+// requests". Question.WriteSim is what the CLI and the web page print.
+func TestWriteSimPlurals(t *testing.T) {
+	for _, c := range []struct {
+		clients, requests int
+		want              []string
+	}{
+		{1, 20, []string{"fixed 1024+1024 lengths, 1 concurrent client)", "(7 with no client)"}},
+		{10, 3, []string{"10 concurrent clients)", " served 1 request, "}},
+	} {
+		o := DefaultOptions()
+		o.Model, o.TPU, o.TP, o.DP = "llama3-8b", "v6e-8", 1, 8
+		o.Concurrency, o.NumRequests = c.clients, c.requests
+		q, err := ParseOptions(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Search(q.Request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sim, err := Simulate(q.Request, p.Best, SimOptions{Load: Load{Mix: q.Mix, Concurrency: p.Best.Concurrency, Requests: q.Requests}}, rand.New(rand.NewPCG(q.Seed, 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := q.WriteSim(&b, sim, p.Best.Concurrency); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range c.want {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("%d clients, %d requests on DP 8: no %q in\n%s", c.clients, c.requests, want, b.String())
+			}
+		}
+	}
+}

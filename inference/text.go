@@ -205,6 +205,20 @@ func (p Plan) writeLayouts(w io.Writer) error {
 // s, ms, µs or ns (unit.Seconds).
 func secs(d time.Duration) unit.Seconds { return unit.Seconds(d.Seconds()) }
 
+// WriteSim writes sim, the simulation of q's plan at concurrency
+// closed-loop clients (or at q's request rate), as shardlab inference and
+// the web page print it: its measurements and their held-out band.
+func (q Question) WriteSim(w io.Writer, sim SimResult, concurrency int) error {
+	what := fmt.Sprintf("%s lengths, %s", q.Mix, unit.Plural(concurrency, "concurrent client"))
+	if rate := q.Request.RequestRate; rate > 0 {
+		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", q.Mix, rate, q.Seed)
+	}
+	if err := sim.WriteText(w, what); err != nil {
+		return err
+	}
+	return sim.WriteBand(w, q.Mix)
+}
+
 // WriteText writes the simulation's measurements: the load it served,
 // throughput, and TTFT and ITL percentiles; WriteBand writes their band.
 func (s SimResult) WriteText(w io.Writer, load string) error {
@@ -212,11 +226,11 @@ func (s SimResult) WriteText(w io.Writer, load string) error {
 	if s.Idle > 0 {
 		idle = fmt.Sprintf(" (%d with no client)", s.Idle)
 	}
-	_, err := fmt.Fprintf(w, "simulated (%s scheduler, %s): one replica of %d%s served %d requests, %d output tokens in %v over %d steps, %d preemptions\n"+
+	_, err := fmt.Fprintf(w, "simulated (%s scheduler, %s): one replica of %d%s served %s, %d output tokens in %v over %d steps, %d preemptions\n"+
 		"  throughput %.0f output tokens/s (all replicas)\n"+
 		"  TTFT mean %v, p50 %v, p90 %v, p99 %v\n"+
 		"  ITL  mean %v, p50 %v, p90 %v, p99 %v\n",
-		s.Engine, load, s.Replicas, idle, s.Requests, s.OutputTokens, secs(s.Duration), s.Steps, s.Preemptions, s.TokensPerSecond,
+		s.Engine, load, s.Replicas, idle, unit.Plural(s.Requests, "request"), s.OutputTokens, secs(s.Duration), s.Steps, s.Preemptions, s.TokensPerSecond,
 		secs(s.TTFT.Mean), secs(s.TTFT.P50), secs(s.TTFT.P90), secs(s.TTFT.P99),
 		secs(s.ITL.Mean), secs(s.ITL.P50), secs(s.ITL.P90), secs(s.ITL.P99))
 	return err

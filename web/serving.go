@@ -146,15 +146,8 @@ func (h *Handler) servingRun(ctx context.Context, o inference.Options, bad field
 	v := newServingView(p, id)
 	v.J.Simulation = export.Simulation(sim, q.Mix, q.Seed)
 	v.Download.Simulation = v.J.Simulation
-	what := fmt.Sprintf("%s lengths, %d concurrent clients", q.Mix, p.Best.Concurrency)
-	if req.RequestRate > 0 {
-		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", q.Mix, req.RequestRate, q.Seed)
-	}
 	var st strings.Builder
-	if err := sim.WriteText(&st, what); err != nil {
-		return nil, err
-	}
-	if err := sim.WriteBand(&st, q.Mix); err != nil {
+	if err := q.WriteSim(&st, sim, p.Best.Concurrency); err != nil {
 		return nil, err
 	}
 	v.Sim = st.String()

@@ -152,18 +152,10 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 }
 
 // writeSim writes sim, the simulation of q's plan at concurrency
-// clients (or q's request rate), after a blank line: its measurements
-// and their held-out band.
+// clients (or q's request rate), after a blank line (Question.WriteSim).
 func writeSim(w io.Writer, sim inference.SimResult, q inference.Question, concurrency int) error {
-	what := fmt.Sprintf("%s lengths, %d concurrent clients", q.Mix, concurrency)
-	if rate := q.Request.RequestRate; rate > 0 {
-		what = fmt.Sprintf("%s lengths, Poisson arrivals at %g requests/s, seed %d", q.Mix, rate, q.Seed)
-	}
 	fmt.Fprintln(w)
-	if err := sim.WriteText(w, what); err != nil {
-		return err
-	}
-	return sim.WriteBand(w, q.Mix)
+	return q.WriteSim(w, sim, concurrency)
 }
 
 // unsetDefaults sets the options whose flags were not given, and whose
