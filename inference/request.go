@@ -334,10 +334,10 @@ func NewRequest(r Request) (Request, error) {
 		return Request{}, err
 	}
 	if r.PromptLen < 1 || r.PromptLen >= r.MaxModelLen {
-		return Request{}, badInt("prompt_len", r.PromptLen, fmt.Sprintf("1 to %d (max_model_len less one output token)", r.MaxModelLen-1))
+		return Request{}, badInt("prompt_len", r.PromptLen, fmt.Sprintf("1 to %d ({max_model_len} less one output token)", r.MaxModelLen-1))
 	}
 	if r.OutputLen < 1 || r.PromptLen+r.OutputLen > r.MaxModelLen {
-		return Request{}, badInt("output_len", r.OutputLen, fmt.Sprintf("1 to %d (max_model_len %d less prompt_len %d)", r.MaxModelLen-r.PromptLen, r.MaxModelLen, r.PromptLen))
+		return Request{}, badInt("output_len", r.OutputLen, fmt.Sprintf("1 to %d ({max_model_len} %d less {prompt_len} %d)", r.MaxModelLen-r.PromptLen, r.MaxModelLen, r.PromptLen))
 	}
 	if err := r.dtypes(); err != nil {
 		return Request{}, err
@@ -493,7 +493,7 @@ func (r *Request) concurrency() error {
 		return &FieldError{Field: "request_rate", Value: strconv.FormatFloat(rr, 'g', -1, 64), Want: fmt.Sprintf("0 (use concurrency) or a finite rate up to %d requests/s", MaxRequestRate)}
 	}
 	if r.MaxNumSeqs != 0 && r.RequestRate > 0 {
-		return &FieldError{Field: "max_num_seqs", Value: strconv.Itoa(r.MaxNumSeqs), Want: "0 when request_rate is set (the rate sets the concurrency)"}
+		return &FieldError{Field: "max_num_seqs", Value: strconv.Itoa(r.MaxNumSeqs), Want: "no {request_rate} beside it: give one of the two (a rate sets max_num_seqs)"}
 	}
 	if r.MaxNumSeqs < 0 || r.MaxNumSeqs > MaxConcurrency {
 		return badInt("max_num_seqs", r.MaxNumSeqs, fmt.Sprintf("0 (use concurrency) or 1 to %d sequences a scheduler", MaxConcurrency))

@@ -110,3 +110,18 @@ func TestServingPageAttentionDP(t *testing.T) {
 		t.Errorf("serving page, 16 schedulers of max_num_seqs 8: calls the replica's 128 max_num_seqs")
 	}
 }
+
+// TestServingRateBesideSeqs (review182 #5): max_num_seqs beside a
+// request rate is refused as concurrency beside a rate is, asking for
+// one of the two by the form's label, not for 0 (which max_num_seqs's
+// field refuses) under a raw key.
+func TestServingRateBesideSeqs(t *testing.T) {
+	h := New(testConfig)
+	code, body := get(t, h, "/serving?model=llama3-8b&tpu=v6e-8&request_rate=2&max_num_seqs=8")
+	if want := "want no Request rate beside it: give one of the two (a rate sets max_num_seqs)"; code != http.StatusBadRequest || !strings.Contains(body, want) {
+		t.Errorf("GET /serving with request_rate 2 and max_num_seqs 8 = %d, want 400 and %q", code, want)
+	}
+	if strings.Contains(body, "when request_rate is set") {
+		t.Errorf("GET /serving with request_rate 2 and max_num_seqs 8: still asks for 0 under the raw key request_rate")
+	}
+}

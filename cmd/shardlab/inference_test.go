@@ -69,10 +69,11 @@ func TestInferenceBadInput(t *testing.T) {
 		// review 145 #4: "(the default)" only where the flag was left out
 		{[]string{"--max-num-seqs", "8192", "--max-num-batched-tokens", "4096", "--model", "llama3-8b", "--tpu", "v6e-8"}, []string{"--max-num-batched-tokens 4096, want 8192 to"}},
 		{[]string{"--max-num-seqs", "8192", "--model", "llama3-8b", "--tpu", "v6e-8"}, []string{"--max-num-batched-tokens 4096 (the default), want 8192 to"}},
-		{[]string{"--max-num-seqs", "8", "--request-rate", "2"}, []string{"--max-num-seqs 8", "when request_rate is set"}},
+		{[]string{"--max-num-seqs", "8", "--request-rate", "2"}, []string{"--max-num-seqs 8, want no --request-rate beside it: give one of the two (a rate sets max_num_seqs)"}},
 		{[]string{"--model", "gpt3-175b", "--max-model-len", "2048"}, []string{"model gpt3-175b", "no Hugging Face repository", "--hf-model"}},
 		{[]string{"--tpu", "v4-8"}, []string{"--tpu v4", "tpu7x (the generations tpu-inference recommends) or v5p"}},
-		{[]string{"--prompt-len", "8000", "--output-len", "500", "--max-model-len", "8192"}, []string{"--output-len 500", "1 to 192"}},
+		{[]string{"--prompt-len", "8192", "--max-model-len", "8192"}, []string{"--prompt-len 8192, want 1 to 8191 (--max-model-len less one output token)"}},
+		{[]string{"--prompt-len", "8000", "--output-len", "500", "--max-model-len", "8192"}, []string{"--output-len 500, want 1 to 192 (--max-model-len 8192 less --prompt-len 8000)"}},
 		{[]string{"--length-mix", "uniform:9-3"}, []string{`--length-mix "uniform:9-3"`, "uniform range", "1 <= A <= B"}},
 		{[]string{"--length-mix", "zipf"}, []string{`--length-mix "zipf": no such file, want fixed, uniform:A-B or a histogram file (a first line prompt_len,output_len,weight, then a bin a line: prompt tokens, output tokens, weight)`}},
 		{[]string{"--length-mix", "uniform:100-5000"}, []string{`--length-mix "uniform:100-5000"`, "requests of 10000", "max_model_len 8192"}},
