@@ -65,14 +65,15 @@ func AtRate(r Request, tp, dp int) Layout {
 	}
 	mean := st.mean
 	want := poissonQuantile(mean, AdmitQuantile) + 1
-	c := want
+	ranks := max(l.AttentionDP, 1) // max_num_seqs is each scheduler's [ti-dps]: a replica's cap is whole schedulers' worth
+	c := ceilDiv(want, ranks) * ranks
 	for c > 0 && float64(c) > mean {
 		r.Concurrency = c * dp
 		l = Estimate(r, tp, dp)
 		if l.Fits && !l.Preempts {
 			break
 		}
-		c = min(c-1, l.Memory.HeldSeqs) // what the pages hold at the requests' lengths at this batch, or fewer
+		c = min(c-ranks, l.Memory.HeldSeqs/ranks*ranks) // what the pages hold at the requests' lengths at this batch, or fewer
 	}
 	l.Concurrency, l.MeanSeqs, l.MeanStep, l.LoadTTFT = n, mean, seconds(st.step), st.first
 	if !l.Fits || l.Preempts || float64(c) <= mean {
@@ -170,17 +171,29 @@ func poissonQuantile(mean, p float64) int {
 	}
 }
 
+// rateCap is the max_num_seqs of b sized for a rate, as its reason and
+// warning give it: a replica's, or under attention data parallelism each
+// scheduler's with the replica's sum, which holds while the DP scheduler
+// keeps its ranks even (it routes each request to the rank with the
+// fewest pending prompt tokens, then the fewest requests [ti-dps]).
+func rateCap(b Layout) string {
+	if b.AttentionDP > 1 {
+		return fmt.Sprintf("max_num_seqs %d on each of %d schedulers (%d a replica, while the DP scheduler's routing keeps its ranks even)", b.SchedulerSeqs(), b.AttentionDP, b.SeqsEach)
+	}
+	return fmt.Sprintf("max_num_seqs %d a replica", b.SeqsEach)
+}
+
 // admitReason says how a layout under a request rate is sized: the mean
 // sequences a replica, the cap, and how often an arrival finds it full.
 func admitReason(r Request, b Layout) string {
-	return fmt.Sprintf("max_num_seqs %d a replica: each replica's %g requests/s keep %.1f sequences in it on average (Little's law, at a mean step of %v with the arriving prompts' chunks), Poisson-distributed (M/G/∞ with Poisson arrivals); %d admits %g%% of arrivals at once, and %.2g%% find all %d taken and wait; the memory and latencies are costed at %d",
-		b.SeqsEach, r.RequestRate/float64(b.DP), b.MeanSeqs, secs(b.MeanStep), b.SeqsEach, 100*AdmitQuantile, 100*b.FullOnArrival, b.SeqsEach, b.SeqsEach)
+	return fmt.Sprintf("%s: each replica's %g requests/s keep %.1f sequences in it on average (Little's law, at a mean step of %v with the arriving prompts' chunks), Poisson-distributed (M/G/∞ with Poisson arrivals); %d admits %g%% of arrivals at once, and %.2g%% find all %d taken and wait; the memory and latencies are costed at %d",
+		rateCap(b), r.RequestRate/float64(b.DP), b.MeanSeqs, secs(b.MeanStep), b.SeqsEach, 100*AdmitQuantile, 100*b.FullOnArrival, b.SeqsEach, b.SeqsEach)
 }
 
 // shortWarning says that b's pages hold fewer sequences than the cap its
 // rate asks for, and how often an arrival then waits.
 func shortWarning(r Request, b Layout) string {
 	want := poissonQuantile(b.MeanSeqs, AdmitQuantile) + 1
-	return fmt.Sprintf("a replica's pages hold %s of %d tokens, fewer than the %d that admit %g%% of arrivals at once at %g requests/s (%.1f sequences a replica on average, Poisson-distributed): max_num_seqs is %d, and %.2g%% of arrivals find it full and wait",
-		unit.Plural(b.SeqsEach, "sequence"), r.MaxModelLen, want, 100*AdmitQuantile, r.RequestRate, b.MeanSeqs, b.SeqsEach, 100*b.FullOnArrival)
+	return fmt.Sprintf("a replica's pages hold %s of %d tokens, fewer than the %d that admit %g%% of arrivals at once at %g requests/s (%.1f sequences a replica on average, Poisson-distributed): %s, and %.2g%% of arrivals find it full and wait",
+		unit.Plural(b.SeqsEach, "sequence"), r.MaxModelLen, want, 100*AdmitQuantile, r.RequestRate, b.MeanSeqs, rateCap(b), 100*b.FullOnArrival)
 }

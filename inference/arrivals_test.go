@@ -1,8 +1,10 @@
 package inference
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +169,39 @@ func TestRateChoosesByLoadLatency(t *testing.T) {
 	}
 	if ttft, _ := r.Seen(p.Best); !strings.Contains(out.String(), "TTFT at load") || !strings.Contains(out.String(), secs(ttft).String()) || ttft != p.Best.LoadTTFT.Mean {
 		t.Errorf("layouts table at a rate, want the TTFT at the load (%v) under \"TTFT at load\":\n%s", secs(p.Best.LoadTTFT.Mean), out.String())
+	}
+}
+
+// TestAtRateCapSchedulers (review182 #2): under attention data
+// parallelism max_num_seqs is each of a replica's schedulers' [ti-dps],
+// so the rate's cap is whole schedulers' worth: the least multiple of
+// the schedulers at or above the 99 % cap, which the serve line gives
+// as SchedulerSeqs and the reason names as such, with the arrivals that
+// find it full the Poisson tail at that replica's cap.
+func TestAtRateCapSchedulers(t *testing.T) {
+	o := DefaultOptions()
+	o.Model, o.TPU, o.RequestRate = "deepseek3-671b", "tpu7x-16", 2
+	q, err := ParseOptions(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Search(q.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := p.Best
+	a, want := l.AttentionDP, poissonQuantile(l.MeanSeqs, AdmitQuantile)+1
+	if a < 2 || !l.Fits || l.ShortOfCap {
+		t.Fatalf("deepseek3-671b on tpu7x-16 at 2/s: attention DP %d, fits %v, short of its cap %v; want DP ranks and the cap held", a, l.Fits, l.ShortOfCap)
+	}
+	if l.SeqsEach%a != 0 || l.SeqsEach < want || l.SeqsEach-a >= want || l.SchedulerSeqs()*a != l.SeqsEach {
+		t.Errorf("at 2/s on %d schedulers: %d sequences a replica (%d a scheduler), want the least multiple of %d at or above the 99%% cap %d", a, l.SeqsEach, l.SchedulerSeqs(), a, want)
+	}
+	if full := 1 - poissonCDF(l.SeqsEach-1, l.MeanSeqs); l.FullOnArrival != full {
+		t.Errorf("at 2/s: full on arrival %g, want P(N ≥ %d) = %g", l.FullOnArrival, l.SeqsEach, full)
+	}
+	reason := fmt.Sprintf("max_num_seqs %d on each of %d schedulers (%d a replica", l.SchedulerSeqs(), a, l.SeqsEach)
+	if !slices.ContainsFunc(p.Reasons, func(s string) bool { return strings.HasPrefix(s, reason) }) {
+		t.Errorf("at 2/s: no reason beginning %q in %q", reason, p.Reasons)
 	}
 }
