@@ -9,6 +9,7 @@ import (
 
 	"shardlab/collective"
 	"shardlab/hw"
+	"shardlab/internal/errtext"
 	"shardlab/mesh"
 	"shardlab/model"
 	"shardlab/schedule"
@@ -446,11 +447,8 @@ func quantizationsOf(chip *hw.Chip) string {
 			ok = append(ok, string(q))
 		}
 	}
-	switch len(ok) {
-	case 0:
+	if len(ok) == 0 {
 		return "none: it publishes no matmul peak"
-	case 1:
-		return ok[0]
 	}
-	return strings.Join(ok[:len(ok)-1], ", ") + " or " + ok[len(ok)-1]
+	return errtext.OrList(ok)
 }

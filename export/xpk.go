@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"shardlab/hw"
+	"shardlab/internal/errtext"
 	"shardlab/plan"
 	"shardlab/unit"
 )
@@ -168,14 +169,6 @@ func XPKTPUType(p plan.Plan) (string, error) {
 
 const xpkCommit = "AI-Hypercomputer/xpk@367c8382"
 
-// orList is items joined as a sentence says them: "8, 16 or 32".
-func orList(items []string) string {
-	if n := len(items); n > 1 {
-		return strings.Join(items[:n-1], ", ") + " or " + items[n-1]
-	}
-	return strings.Join(items, "")
-}
-
 // xpkSizes says, for a slice of n chips of chip where xpk has types of
 // the chip's prefix but none of n chips, the chip counts it has and the
 // type to plan with: the smallest above n (its smallest where n is below
@@ -198,7 +191,7 @@ func xpkSizes(chip hw.Chip, n int) string {
 			next = c
 		}
 	}
-	want := fmt.Sprintf("xpk (%s) has no %s type of %d chips, only of %s chips", xpkCommit, prefix, n, orList(sizes))
+	want := fmt.Sprintf("xpk (%s) has no %s type of %d chips, only of %s chips", xpkCommit, prefix, n, errtext.OrList(sizes))
 	switch {
 	case next == 0:
 		return want

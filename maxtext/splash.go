@@ -3,7 +3,8 @@ package maxtext
 import (
 	"fmt"
 	"strconv"
-	"strings"
+
+	"shardlab/internal/errtext"
 )
 
 // MaxText runs attention flash on TPU through a splash kernel, which cuts
@@ -68,7 +69,7 @@ func (e *FlashError) ringWhy() string {
 		small = append(small, strconv.Itoa(n*e.Context))
 	}
 	return fmt.Sprintf("cuts each device's share of it, max_target_length / context_parallel_size = %d / %d = %d tokens, into blocks of min(%d, share), and balances the load only for blocks that are multiples of %d: it needs it a multiple of %d x %d = %d, or exactly %s (shares of %s)",
-		e.Seq, e.Context, e.Seq/e.Context, SplashBlock, splashLanes, e.Context, SplashBlock, e.Context*SplashBlock, orList(small), smallShares())
+		e.Seq, e.Context, e.Seq/e.Context, SplashBlock, splashLanes, e.Context, SplashBlock, e.Context*SplashBlock, errtext.OrList(small), smallShares())
 }
 
 // FlashBlocks is nil when MaxText's flash attention runs a sequence of
@@ -129,7 +130,7 @@ func nearBlocks(seq int) string {
 			near = append(near, strconv.Itoa(n))
 		}
 	}
-	return "such as " + orList(near)
+	return "such as " + errtext.OrList(near)
 }
 
 // smallShares are the lengths below SplashBlock whose blocks the kernels
@@ -140,13 +141,5 @@ func smallShares() string {
 	for n := splashLanes; n < SplashBlock; n += splashLanes {
 		s = append(s, strconv.Itoa(n))
 	}
-	return orList(s)
-}
-
-// orList is items joined as a sentence says them: "1, 2 or 4".
-func orList(items []string) string {
-	if n := len(items); n > 1 {
-		return strings.Join(items[:n-1], ", ") + " or " + items[n-1]
-	}
-	return strings.Join(items, "")
+	return errtext.OrList(s)
 }

@@ -377,15 +377,7 @@ func fixedStages(r *Request, o Options) error {
 		what += fmt.Sprintf(" (its %d layers; a stage holds whole blocks)", r.Model.Layers)
 	}
 	return refuse(OptionMesh, o.Mesh, nil, " %q: pipeline %d does not divide %s's %s into whole stages, want a pipeline degree of %s (dividing the %s and the %d chips)",
-		o.Mesh, pipe, r.Model.Name, what, orList(fit), r.Model.UnitWord(), chips)
-}
-
-// orList is items joined as a sentence says them: "1, 2 or 4".
-func orList(items []string) string {
-	if n := len(items); n > 1 {
-		return strings.Join(items[:n-1], ", ") + " or " + items[n-1]
-	}
-	return strings.Join(items, "")
+		o.Mesh, pipe, r.Model.Name, what, errtext.OrList(fit), r.Model.UnitWord(), chips)
 }
 
 // fixedChunks refuses chunks that cannot split the model's layers over a
@@ -412,7 +404,7 @@ func fixedChunks(r *Request, o Options) error {
 	if o.Chunks == 0 {
 		given = fmt.Sprintf("0 (%d for %s)", max(r.Chunks, 1), r.Schedule)
 	}
-	want := orList(fit)
+	want := errtext.OrList(fit)
 	return refuse(OptionChunks, given, nil, " %s with {mesh} %q: %s's %d %s over pipeline %d x %d chunks is no whole number of %s a chunk, want %s",
 		given, o.Mesh, r.Model.Name, units, r.Model.UnitWord(), pipe, max(r.Chunks, 1), r.Model.UnitWord(), want)
 }

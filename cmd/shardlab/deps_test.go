@@ -31,14 +31,14 @@ var layers = map[string][]string{
 	"collective":                {"hw", "unit"},
 	"schedule":                  nil,
 	"systolic":                  {"hw"},
-	"infeed":                    {"hw", "internal/braces"}, // internal/braces: ConfigError names its fields as {key}, which the CLI spells as flags (review171)
-	"cost":                      {"hw", "model", "mesh", "collective", "schedule", "systolic"},
-	"plan":                      {"cost", "infeed", "schema", "maxtext", "internal/braces", "internal/errtext"}, // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries; maxtext: the {mesh} option counts JAX devices by MaxText's in-chip rule (issue 28)
+	"infeed":                    {"hw", "internal/braces"},                                                         // internal/braces: ConfigError names its fields as {key}, which the CLI spells as flags (review171)
+	"cost":                      {"hw", "model", "mesh", "collective", "schedule", "systolic", "internal/errtext"}, // internal/errtext: OrList, the words of a list of choices
+	"plan":                      {"cost", "infeed", "schema", "maxtext", "internal/braces", "internal/errtext"},    // schema beyond ARCHITECTURE.md: plan writes its JSON with the version every document carries; maxtext: the {mesh} option counts JAX devices by MaxText's in-chip rule (issue 28)
 	"validate":                  {"plan", "cost", "inference", "maxtext"},
 	"capacity":                  {"hw", "plan"},
 	"budget":                    {"plan", "capacity"},
 	"inference":                 {"hw", "model", "collective", "mesh", "internal/braces", "internal/errtext", "internal/accept"}, // mesh beyond ARCHITECTURE.md: only mesh places a tensor ring on the torus; internal/errtext: its length-mix error quotes the mix's own words; internal/accept: the serving options' ranges (Accepts)
-	"maxtext":                   {"mesh", "model"},
+	"maxtext":                   {"mesh", "model", "internal/errtext"},                                                           // internal/errtext: OrList, the words of a list of choices
 	"export":                    {"plan", "inference", "maxtext"},
 	"chart":                     {"plan", "budget", "inference", "internal/errtext"},              // not in ARCHITECTURE.md: the charts of issue 14, drawn once for web and the CLI; budget's time against dollars (issue 31); serving latency and throughput against concurrency (issue 32)
 	"web":                       {"plan", "capacity", "inference", "export", "chart", "validate"}, // validate beyond ARCHITECTURE.md: the plan page shows validate's published runs of the plan's job beside the pick (review 163 #3; plan cannot ask, validate imports it)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"shardlab/internal/accept"
+	"shardlab/internal/errtext"
 	"shardlab/model"
 )
 
@@ -192,11 +193,7 @@ func (f *choiceFlag) Set(s string) error {
 }
 
 func (f *choiceFlag) want() string {
-	c := f.choices
-	if len(c) == 1 {
-		return c[0]
-	}
-	return strings.Join(c[:len(c)-1], ", ") + " or " + c[len(c)-1]
+	return errtext.OrList(f.choices)
 }
 
 // addrFlag is a listen address, host:port, with a numeric port.

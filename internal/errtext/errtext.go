@@ -113,3 +113,13 @@ func leaves(err error) []error {
 	walk(err)
 	return out
 }
+
+// OrList is items joined as a sentence names its choices: "1, 2 or 4",
+// "bf16 or int8", the one item alone, "" for none. Errors that list what
+// they accept spell their choices with it.
+func OrList(items []string) string {
+	if n := len(items); n > 1 {
+		return strings.Join(items[:n-1], ", ") + " or " + items[n-1]
+	}
+	return strings.Join(items, "")
+}

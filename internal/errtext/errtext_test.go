@@ -100,3 +100,20 @@ func TestPackagesAreTheModules(t *testing.T) {
 		}
 	}
 }
+
+// TestOrList: a list of choices as a sentence names them, by hand.
+func TestOrList(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"bf16"}, "bf16"},
+		{[]string{"bf16", "int8"}, "bf16 or int8"},
+		{[]string{"1", "2", "4"}, "1, 2 or 4"},
+	} {
+		if got := OrList(c.in); got != c.want {
+			t.Errorf("OrList(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
